@@ -1,0 +1,197 @@
+# Top-level Makefile for LA. Everything builds into build/ (see DESIGN.md §2).
+#
+# Conventions, so that adding a file needs no edit here:
+#   common/*.c          -> build/lib/libla_common.a (PIC; linked into all)
+#   libla/*.c           -> build/lib/libla.{a,so} (with common, hidden symbols)
+#   client/*.c          -> build/lib/libla_client.{a,so}
+#   localagent/*.c      -> build/bin/la-localagent
+#   globalagent/*.c     -> build/bin/la-globalagent
+#   tools/*.c           -> build/bin/lactl
+#   tests/support/*.c   -> linked into every test program
+#   tests/unit/test_X.c -> build/tests/test_X        (run by make check)
+#   bench/bench_X.c     -> build/bench/bench_X       (make bench-X)
+#   examples/X.c, examples/X/*.c -> build/examples/X (see examples/Makefile.inc)
+
+PREFIX   ?= /usr/local
+BUILD    ?= build
+CC       ?= cc
+FC       ?= gfortran
+MPICC    ?= mpicc
+MPIF90   ?= mpif90
+OPT      ?= -O2 -g
+WARN     := -Wall -Wextra -Werror -Wno-unused-parameter
+CPPFLAGS += -D_GNU_SOURCE -Ilibla -Icommon -Iclient -I$(BUILD)/gen
+CFLAGS   ?=
+CFLAGS   += -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread
+FFLAGS   ?= $(OPT) -Wall -Werror -fPIC
+LDLIBS_LA := -lprotobuf-c -lpapi -lpthread -lm
+LDLIBS_DAEMON := -luv -lsodium -lsqlite3 -lprotobuf-c -lpthread -lm
+LDLIBS_TEST := -lcmocka
+
+GEN_C    := $(BUILD)/gen/la.pb-c.c
+GEN_H    := $(BUILD)/gen/la.pb-c.h
+
+COMMON_SRC := $(wildcard common/*.c)
+LIBLA_SRC  := $(wildcard libla/*.c)
+CLIENT_SRC := $(wildcard client/*.c)
+LOCAL_SRC  := $(wildcard localagent/*.c)
+GLOBAL_SRC := $(wildcard globalagent/*.c)
+TOOLS_SRC  := $(wildcard tools/*.c)
+SUPPORT_SRC := $(wildcard tests/support/*.c)
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+BENCH_SRC  := $(wildcard bench/bench_*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+COMMON_OBJ := $(call obj,$(COMMON_SRC)) $(BUILD)/obj/gen/la.pb-c.o
+LIBLA_OBJ  := $(call obj,$(LIBLA_SRC))
+CLIENT_OBJ := $(call obj,$(CLIENT_SRC))
+LOCAL_OBJ  := $(call obj,$(LOCAL_SRC))
+GLOBAL_OBJ := $(call obj,$(GLOBAL_SRC))
+TOOLS_OBJ  := $(call obj,$(TOOLS_SRC))
+SUPPORT_OBJ := $(call obj,$(SUPPORT_SRC))
+
+FMOD_SRC := fortran/la_mod.f90
+FMOD_OBJ := $(if $(wildcard $(FMOD_SRC)),$(BUILD)/obj/fortran/la_mod.o)
+
+COMMON_A := $(BUILD)/lib/libla_common.a
+LIBLA_A  := $(BUILD)/lib/libla.a
+LIBLA_SO := $(BUILD)/lib/libla.so
+CLIENT_A := $(if $(CLIENT_SRC),$(BUILD)/lib/libla_client.a)
+CLIENT_SO := $(if $(CLIENT_SRC),$(BUILD)/lib/libla_client.so)
+BINS := $(if $(LOCAL_SRC),$(BUILD)/bin/la-localagent) \
+        $(if $(GLOBAL_SRC),$(BUILD)/bin/la-globalagent) \
+        $(if $(TOOLS_SRC),$(BUILD)/bin/lactl)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+
+.PHONY: all deps check check-unit check-asan bench demo install clean \
+        libs bins tests benches examples format
+all: libs bins tests benches examples
+
+libs: $(COMMON_A) $(LIBLA_A) $(LIBLA_SO) $(CLIENT_A) $(CLIENT_SO)
+bins: $(BINS)
+tests: $(UNIT_BINS)
+benches: $(BENCH_BINS)
+
+deps:
+	@bash scripts/install-deps.sh
+
+# ---------------------------------------------------------------- codegen --
+$(GEN_C) $(GEN_H): proto/la.proto
+	@mkdir -p $(BUILD)/gen
+	protoc-c --proto_path=proto --c_out=$(BUILD)/gen proto/la.proto
+
+$(BUILD)/obj/gen/la.pb-c.o: $(GEN_C)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(filter-out -Werror,$(CFLAGS)) -c $< -o $@
+
+# ------------------------------------------------------------------ rules --
+$(BUILD)/obj/%.o: %.c $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/fortran/la_mod.o: $(FMOD_SRC)
+	@mkdir -p $(dir $@) $(BUILD)/include
+	$(FC) $(FFLAGS) -J$(BUILD)/include -c $< -o $@
+
+$(COMMON_A): $(COMMON_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBLA_A): $(LIBLA_OBJ) $(COMMON_OBJ) $(FMOD_OBJ)
+	@mkdir -p $(dir $@) $(BUILD)/include
+	cp libla/la.h $(BUILD)/include/
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBLA_SO): $(LIBLA_OBJ) $(COMMON_OBJ) $(FMOD_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libla.so.0 -o $@ $^ $(LDLIBS_LA)
+
+$(BUILD)/lib/libla_client.a: $(CLIENT_OBJ)
+	@mkdir -p $(dir $@)
+	cp client/la_client.h $(BUILD)/include/ 2>/dev/null || true
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/lib/libla_client.so: $(CLIENT_OBJ) $(COMMON_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libla_client.so.0 -o $@ $^ -lprotobuf-c -lm
+
+$(BUILD)/bin/la-localagent: $(LOCAL_OBJ) $(COMMON_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
+
+$(BUILD)/bin/la-globalagent: $(GLOBAL_OBJ) $(CLIENT_A) $(COMMON_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
+
+$(BUILD)/bin/lactl: $(TOOLS_OBJ) $(CLIENT_A) $(COMMON_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
+
+# Tests link the static libraries so internal (hidden) functions are reachable.
+$(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(COMMON_A) $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests/support $(CFLAGS) -o $@ $< $(SUPPORT_OBJ) \
+	  $(LIBLA_A) $(CLIENT_A) $(COMMON_A) $(LDLIBS_TEST) $(LDLIBS_LA) $(LDLIBS_DAEMON)
+
+$(BUILD)/bench/%: bench/%.c $(LIBLA_A) $(CLIENT_A) $(COMMON_A) $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -O3 -march=native -o $@ $< \
+	  $(LIBLA_A) $(CLIENT_A) $(COMMON_A) $(LDLIBS_LA) $(LDLIBS_DAEMON)
+
+-include examples/Makefile.inc
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# ------------------------------------------------------------------ check --
+# make check: every test (unit, integration, Fortran), then the unit tests
+# again in an ASan+UBSan build. Prints one closing line:
+#   check: N passed, N failed, N skipped
+check:
+	@command -v protoc-c >/dev/null && command -v mpicc >/dev/null \
+	  && [ -f /usr/include/cmocka.h ] && [ -f /usr/include/uv.h ] \
+	  || bash scripts/install-deps.sh
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory BUILD=build/asan \
+	  OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
+	  LDFLAGS="-fsanitize=address,undefined" tests
+	@bash scripts/run-tests.sh
+
+# ------------------------------------------------------------------ bench --
+bench: all
+	@mkdir -p $(BUILD)/bench
+	@bash scripts/run-bench.sh all
+
+bench-%: all
+	@mkdir -p $(BUILD)/bench
+	@bash scripts/run-bench.sh $*
+
+# ------------------------------------------------------------------- demo --
+demo:
+	@command -v protoc-c >/dev/null && command -v mpicc >/dev/null \
+	  || bash scripts/install-deps.sh
+	@$(MAKE) --no-print-directory all
+	@bash scripts/demo.sh
+
+# ---------------------------------------------------------------- install --
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
+	  $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 $(LIBLA_A) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(LIBLA_SO) $(DESTDIR)$(PREFIX)/lib/libla.so.0
+	ln -sf libla.so.0 $(DESTDIR)$(PREFIX)/lib/libla.so
+	install -m 644 libla/la.h $(DESTDIR)$(PREFIX)/include/
+	[ ! -f $(BUILD)/include/la_mod.mod ] || \
+	  install -m 644 $(BUILD)/include/la_mod.mod $(DESTDIR)$(PREFIX)/include/
+	[ -z "$(CLIENT_SRC)" ] || { install -m 644 $(CLIENT_A) $(DESTDIR)$(PREFIX)/lib/; \
+	  install -m 755 $(CLIENT_SO) $(DESTDIR)$(PREFIX)/lib/libla_client.so.0; \
+	  ln -sf libla_client.so.0 $(DESTDIR)$(PREFIX)/lib/libla_client.so; \
+	  install -m 644 client/la_client.h $(DESTDIR)$(PREFIX)/include/; }
+	for b in $(BINS); do install -m 755 $$b $(DESTDIR)$(PREFIX)/bin/; done
+	sed -e 's|@PREFIX@|$(PREFIX)|g' packaging/la.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/la.pc
+
+clean:
+	rm -rf $(BUILD)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')

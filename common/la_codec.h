@@ -1,0 +1,88 @@
+/* la_codec.h: framing, encoding, decoding and validation of LA messages.
+ *
+ * A frame is an 8-byte header followed by a protobuf payload:
+ *   bytes 0-3  payload length, big-endian (excludes the header)
+ *   bytes 4-5  message type (la.MsgType), big-endian
+ *   bytes 6-7  zero (reserved; a non-zero value is refused)
+ * The payload length is checked against the reader's maximum before any
+ * allocation. Every decoded message is validated (required fields, ranges,
+ * string lengths) before the caller sees it. This module is the only place in
+ * the tree that frames or parses messages; it knows nothing of sockets or
+ * event loops (see la_sockio.h for blocking I/O, and the daemons' sessions for
+ * libuv I/O).
+ */
+#ifndef LA_CODEC_H
+#define LA_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "la.pb-c.h"
+
+#define LA_PROTOCOL_VERSION 1u
+#define LA_FRAME_HEADER_LEN 8u
+#define LA_FRAME_DEFAULT_MAX (64u << 20) /* bytes of payload */
+#define LA_MAX_ID_LEN 128u               /* app ids, names, hosts */
+#define LA_MAX_RANKS (1u << 24)
+
+/* Descriptor of the message a frame type carries, or NULL if unknown. */
+const ProtobufCMessageDescriptor *la_msg_descriptor(uint16_t type);
+/* Short name of a frame type ("RegisterRequest"), "unknown" if none. */
+const char *la_msg_name(uint16_t type);
+
+/* Parses a frame header. Returns 0, or LA_EPROTO (reserved bits, unknown
+ * type) or LA_EMSGSIZE (payload longer than max_payload). */
+int la_frame_header_parse(const uint8_t *hdr, uint32_t max_payload,
+                          uint16_t *type, uint32_t *len);
+
+/* Bytes a framed message takes. */
+size_t la_frame_size(const ProtobufCMessage *msg);
+
+/* Encodes msg as a frame of the given type into buf (cap bytes). Returns the
+ * frame length (> 0), or LA_EMSGSIZE if it does not fit, or LA_EINVAL when
+ * type does not match msg's descriptor. */
+long la_frame_pack_into(uint16_t type, const ProtobufCMessage *msg,
+                        uint8_t *buf, size_t cap);
+
+/* Same, into a new malloc'ed buffer the caller frees. Returns 0 or LA_ENOMEM,
+ * LA_EINVAL. */
+int la_frame_pack(uint16_t type, const ProtobufCMessage *msg, uint8_t **out,
+                  size_t *out_len);
+
+/* Decodes and validates a payload of the given type. On success *out is a
+ * message to release with la_msg_free() and 0 is returned. On failure returns
+ * LA_EPROTO and, if why is not NULL, writes the reason into why. */
+int la_msg_decode(uint16_t type, const uint8_t *payload, size_t len,
+                  ProtobufCMessage **out, char *why, size_t why_len);
+
+/* Checks the ranges of a decoded message (done by la_msg_decode too; exposed
+ * for messages built in memory). Returns 0 or LA_EPROTO with a reason. */
+int la_msg_validate(uint16_t type, const ProtobufCMessage *msg, char *why,
+                    size_t why_len);
+
+void la_msg_free(ProtobufCMessage *msg);
+
+/* Incremental reader for byte streams. Feed it what arrives; take complete
+ * frames out. Its buffer never grows beyond the header plus max_payload. */
+typedef struct la_frame_reader {
+  uint8_t *buf;
+  size_t len;  /* bytes held */
+  size_t cap;
+  size_t head; /* start of unconsumed bytes */
+  uint32_t max_payload;
+  int error;   /* sticky error once the stream is bad */
+} la_frame_reader_t;
+
+void la_frame_reader_init(la_frame_reader_t *r, uint32_t max_payload);
+void la_frame_reader_free(la_frame_reader_t *r);
+/* Appends n bytes. Returns 0, LA_ENOMEM, or the sticky stream error. */
+int la_frame_reader_feed(la_frame_reader_t *r, const void *data, size_t n);
+/* Takes the next complete frame. Returns 1 and sets type/payload/len (valid
+ * until the next feed or next call), 0 when more bytes are needed, or a
+ * negative error (LA_EPROTO, LA_EMSGSIZE) after which the stream is unusable. */
+int la_frame_reader_next(la_frame_reader_t *r, uint16_t *type,
+                         const uint8_t **payload, uint32_t *len);
+/* Bytes buffered but not yet returned as frames. */
+size_t la_frame_reader_pending(const la_frame_reader_t *r);
+
+#endif /* LA_CODEC_H */

@@ -1,0 +1,110 @@
+/* la_shm_layout.h: the one definition of LA's shared-memory segment layout.
+ *
+ * An application process (libla) creates one SysV segment (mode 0600) and one
+ * SysV semaphore set; the LocalAgent attaches both after verifying them. The
+ * segment is:
+ *
+ *   [la_shm_header_t | la_shm_bufmeta_t x n_buffers | pad to 64]
+ *   [buffer 0: double x n_elements, padded to 64 bytes]
+ *   [buffer 1 ...] ...
+ *
+ * Semaphore i of the set is 1 while buffer i is free for the application and
+ * 0 while someone holds it. The application takes a buffer (semop -1) at the
+ * start of a profiled cycle and, at LA_dataXfer, fills the buffer's meta data
+ * and notifies the agent; the agent reads the values, zeroes the buffer and
+ * gives it back (semop +1). Values are in timer ticks for the wall-time metric
+ * (multiply by bufmeta.scale to get the unit); raw counts otherwise.
+ *
+ * Both sides include this header; nothing else describes the layout. Any
+ * change to it bumps LA_SHM_VERSION.
+ */
+#ifndef LA_SHM_LAYOUT_H
+#define LA_SHM_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LA_SHM_MAGIC 0x4c415f53484d3031ULL /* "LA_SHM01" */
+#define LA_SHM_VERSION 1u
+#define LA_SHM_MIN_BUFFERS 2u
+#define LA_SHM_MAX_BUFFERS 16u
+#define LA_SHM_ALIGN 64u
+#define LA_SHM_MAX_ELEMENTS (1ULL << 32)
+
+/* Meta data of one value buffer, written by the application at LA_dataXfer
+ * before it notifies the agent. */
+typedef struct la_shm_bufmeta {
+  uint64_t cycle_tag; /* tag of the cycle whose values the buffer holds */
+  uint64_t seq;       /* profiled cycle number on this rank, from 0 */
+  double scale;       /* multiply a value by this to get the metric's unit */
+  uint64_t t_xfer_ns; /* CLOCK_REALTIME at LA_dataXfer */
+  uint64_t range_errors; /* probes out of range during the cycle */
+  uint64_t reserved[3];
+} la_shm_bufmeta_t;
+
+typedef struct la_shm_header {
+  uint64_t magic;        /* LA_SHM_MAGIC */
+  uint32_t version;      /* LA_SHM_VERSION */
+  uint32_t header_len;   /* bytes from the segment start to buffer 0 */
+  uint64_t n_elements;   /* doubles per buffer */
+  uint32_t n_buffers;    /* LA_SHM_MIN_BUFFERS..LA_SHM_MAX_BUFFERS */
+  int32_t creator_pid;   /* the process that created segment and semaphores */
+  uint64_t nonce;        /* random; the registration must quote it */
+  uint64_t buffer_stride;/* bytes from one buffer to the next */
+  uint64_t segment_size; /* total bytes */
+  uint64_t reserved[2];
+  la_shm_bufmeta_t buf[LA_SHM_MAX_BUFFERS];
+} la_shm_header_t;
+
+_Static_assert(sizeof(la_shm_bufmeta_t) == 64, "bufmeta is one cache line");
+_Static_assert(offsetof(la_shm_header_t, buf) == 64, "header prefix layout");
+_Static_assert(sizeof(la_shm_header_t) == 64 + 64 * LA_SHM_MAX_BUFFERS,
+               "header size");
+_Static_assert(sizeof(la_shm_header_t) % LA_SHM_ALIGN == 0, "header aligned");
+
+/* Bytes of one buffer of n doubles, rounded up to LA_SHM_ALIGN. */
+static inline uint64_t la_shm_buffer_stride(uint64_t n_elements) {
+  uint64_t b = n_elements * sizeof(double);
+  return (b + LA_SHM_ALIGN - 1) / LA_SHM_ALIGN * LA_SHM_ALIGN;
+}
+
+/* Total segment size for n elements and k buffers. */
+static inline uint64_t la_shm_segment_size(uint64_t n_elements,
+                                           uint32_t n_buffers) {
+  return sizeof(la_shm_header_t) +
+         (uint64_t)n_buffers * la_shm_buffer_stride(n_elements);
+}
+
+/* Values of buffer i of an attached segment. */
+static inline double *la_shm_values(la_shm_header_t *h, uint32_t i) {
+  return (double *)((char *)h + h->header_len + (uint64_t)i * h->buffer_stride);
+}
+
+/* Checks a header against the size of the attached segment and the values
+ * the registration announced. Returns NULL when consistent, else a short
+ * reason (static string). Used by the LocalAgent and the tests. */
+static inline const char *la_shm_header_check(const la_shm_header_t *h,
+                                              uint64_t segment_bytes,
+                                              uint64_t n_elements,
+                                              uint32_t n_buffers,
+                                              uint64_t nonce) {
+  if (segment_bytes < sizeof(*h)) return "segment smaller than its header";
+  if (h->magic != LA_SHM_MAGIC) return "bad magic number";
+  if (h->version != LA_SHM_VERSION) return "unsupported header version";
+  if (h->header_len != sizeof(*h)) return "unexpected header length";
+  if (h->nonce != nonce) return "nonce does not match";
+  if (h->n_elements != n_elements) return "element count does not match";
+  if (h->n_buffers != n_buffers) return "buffer count does not match";
+  if (n_buffers < LA_SHM_MIN_BUFFERS || n_buffers > LA_SHM_MAX_BUFFERS)
+    return "buffer count out of range";
+  if (n_elements == 0 || n_elements > LA_SHM_MAX_ELEMENTS)
+    return "element count out of range";
+  if (h->buffer_stride != la_shm_buffer_stride(n_elements))
+    return "unexpected buffer stride";
+  if (h->segment_size != la_shm_segment_size(n_elements, n_buffers) ||
+      segment_bytes < h->segment_size)
+    return "segment size does not match";
+  return 0;
+}
+
+#endif /* LA_SHM_LAYOUT_H */

@@ -1,0 +1,233 @@
+/* la.h: the LA application API (libla).
+ *
+ * An MPI mesh code wraps the computation of each element in
+ * LA_startProbe(e) / LA_stopProbe(e), calls LA_dataXfer() once per profiling
+ * cycle (usually a time step), LA_register() after MPI_Init and LA_finalize()
+ * before MPI_Finalize. libla accumulates the chosen metric per element into a
+ * SysV shared-memory buffer that the node's LocalAgent reads; the application
+ * never waits on the network.
+ *
+ * Every call returns 0 or a negative LA_E* code; LA_strerror() explains a code
+ * and LA_lastError() gives the detail of the most recent failure. libla never
+ * exits the program and prints nothing unless LA_VERBOSE is set. When LA is
+ * not registered (no agent, LA_DISABLE, an error) every call is a cheap no-op.
+ *
+ * The hot path (LA_startProbe/LA_stopProbe with the built-in wall-time metric)
+ * is inline here: one predictable branch when the cycle is not profiled; a
+ * timer read and a store otherwise; no lock, allocation, system call or
+ * indirect call. Probes of one element may repeat within a cycle: they
+ * accumulate. Different elements may be probed by different threads (OpenMP)
+ * as long as each element is handled by one thread at a time; LA_dataXfer and
+ * the settings calls must not run concurrently with probes.
+ */
+#ifndef LA_H
+#define LA_H
+
+#include <stdint.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define LA_EXPORT
+#else
+#define LA_EXPORT __attribute__((visibility("default")))
+#endif
+
+#define LA_VERSION_MAJOR 0
+#define LA_VERSION_MINOR 1
+#define LA_VERSION_STRING "0.1.0"
+
+/* Error codes: one list, from which LA_strerror() is generated. */
+#define LA_ERRNO_MAP(XX)                                                      \
+  XX(EINVAL, -1, "invalid argument")                                          \
+  XX(ESTATE, -2, "call not valid in this state")                              \
+  XX(ENOAGENT, -3, "no LocalAgent reachable")                                 \
+  XX(EREFUSED, -4, "refused by the peer")                                     \
+  XX(EAGENTLOST, -5, "connection to the LocalAgent lost; profiling stopped")  \
+  XX(EIPC, -6, "shared memory or semaphore operation failed")                 \
+  XX(ENOEVENT, -7, "performance counter event not available")                 \
+  XX(EPAPI, -8, "PAPI call failed")                                           \
+  XX(ERANGE, -9, "element index out of range")                                \
+  XX(ENOMEM, -10, "out of memory")                                            \
+  XX(EDISABLED, -11, "profiling disabled")                                    \
+  XX(EPROTO, -12, "malformed message")                                        \
+  XX(EMSGSIZE, -13, "message larger than the allowed maximum")                \
+  XX(ETRUNC, -14, "truncated data")                                           \
+  XX(ETIMEDOUT, -15, "timed out")                                             \
+  XX(EIO, -16, "input/output error")                                          \
+  XX(EAUTH, -17, "authentication failed")                                     \
+  XX(ENOTFOUND, -18, "not found")                                             \
+  XX(ELIMIT, -19, "configured limit reached")                                 \
+  XX(ECONFIG, -20, "invalid configuration")                                   \
+  XX(EVERSION, -21, "version mismatch")                                       \
+  XX(ESKIPPED, -22, "cycle skipped: no free buffer")
+
+enum {
+#define LA__ERR_ENUM(name, val, msg) LA_##name = (val),
+  LA_ERRNO_MAP(LA__ERR_ENUM)
+#undef LA__ERR_ENUM
+  LA__ERR_LAST = -23
+};
+
+/* Buffer policy when every value buffer is still held by the agent. */
+enum { LA_POLICY_WAIT = 0, LA_POLICY_SKIP = 1 };
+
+/* Counters for LA_getStat(). */
+enum {
+  LA_STAT_CYCLES = 0,    /* LA_dataXfer calls since LA_register */
+  LA_STAT_PROFILED = 1,  /* cycles whose values went to the agent */
+  LA_STAT_SKIPPED = 2,   /* cycles not profiled for lack of a free buffer */
+  LA_STAT_WAITS = 3,     /* times LA_dataXfer waited for a free buffer */
+  LA_STAT_RANGE_ERRORS = 4, /* probes with an element index out of range */
+  LA_STAT_WAIT_NS = 5,   /* total time spent waiting for buffers */
+  LA_STAT_REGISTERED = 6 /* 1 while registered with an agent, else 0 */
+};
+
+/* A user probe: returns a reading; the element accumulates stop - start. */
+typedef double (*LA_ProbeFunc)(long element, void *arg);
+
+/* ------------------------------------------------------------ lifecycle --
+ * LA_register: call once after MPI_Init. app_name names the program (the
+ * application id adds the launcher's job id, or LA_APP_ID); rank and nprocs
+ * are this process's MPI rank and size (pass -1 to read them from the
+ * launcher's environment); n_elements is the number of elements this rank
+ * probes, indexed 0..n_elements-1. Creates the shared memory, registers with
+ * the LocalAgent and starts the first cycle. On failure the application runs
+ * unprofiled and every later call is a no-op. */
+LA_EXPORT int LA_register(const char *app_name, int rank, int nprocs,
+                          long n_elements);
+/* Same, for a structured grid of nx*ny*nz cells probed by (i,j,k). */
+LA_EXPORT int LA_registerGrid(const char *app_name, int rank, int nprocs,
+                              long nx, long ny, long nz);
+/* End of a profiling cycle: hands this cycle's values to the agent (when the
+ * cycle was profiled) and starts the next one. */
+LA_EXPORT int LA_dataXfer(void);
+/* Same, with an explicit cycle tag for the cycle that ends (must be the same
+ * on all ranks for the same cycle). */
+LA_EXPORT int LA_dataXferTagged(uint64_t cycle_tag);
+/* Flush, detach and remove the shared memory and semaphores. */
+LA_EXPORT int LA_finalize(void);
+
+/* ------------------------------------------------------------- settings --
+ * Call before LA_register unless said otherwise. The matching environment
+ * variable, when set, overrides what the program chose. */
+LA_EXPORT int LA_setPeriod(int period);          /* LA_PERIOD; any time */
+LA_EXPORT int LA_setMetric(const char *metric);  /* LA_METRIC */
+LA_EXPORT int LA_setPolicy(int policy);          /* LA_POLICY */
+LA_EXPORT int LA_setBuffers(int n_buffers);      /* LA_BUFFERS */
+LA_EXPORT int LA_setAgent(const char *host_port);/* LA_AGENT */
+LA_EXPORT int LA_setCompaction(const char *spec);/* LA_COMPACT */
+LA_EXPORT int LA_setAppId(const char *app_id);   /* LA_APP_ID */
+LA_EXPORT int LA_setProbeStartFunc(LA_ProbeFunc fn, void *arg);
+LA_EXPORT int LA_setProbeStopFunc(LA_ProbeFunc fn, void *arg);
+/* Profiling on/off at run time; takes effect at the next cycle. */
+LA_EXPORT int LA_enable(void);
+LA_EXPORT int LA_disable(void);
+
+/* -------------------------------------------------------------- queries -- */
+LA_EXPORT const char *LA_strerror(int code);
+LA_EXPORT const char *LA_lastError(void);
+LA_EXPORT long LA_getStat(int which);
+LA_EXPORT const char *LA_appId(void);
+
+/* --------------------------------------------------- element ranges -----
+ * One measurement spread evenly over count elements first..first+count-1
+ * (unrolled or blocked loops). Ranges may not nest within one thread. */
+LA_EXPORT int LA_startRange(long first, long count);
+LA_EXPORT int LA_stopRange(long first, long count);
+
+/* ================================================================ hot path
+ * Internal state read by the inline probes; owned by libla/probe.c. Do not
+ * touch it from application code. */
+typedef struct la__hot_s {
+  double *values;    /* buffer of the current cycle */
+  uint64_t limit;    /* element count when the cycle is profiled, else 0 */
+  uint64_t base;     /* timer reading at the start of the cycle */
+  int fast;          /* 1: built-in wall-time metric, inline */
+  int tsc;           /* 1: read the TSC, 0: CLOCK_MONOTONIC in ns */
+  uint64_t nx, ny, nz; /* grid dimensions (structured meshes) */
+} la__hot_t;
+
+LA_EXPORT extern la__hot_t la__hot;
+LA_EXPORT int la__probe_start_slow(long e);
+LA_EXPORT int la__probe_stop_slow(long e);
+LA_EXPORT int la__probe_range_error(long e);
+
+#if defined(__GNUC__)
+#define LA__LIKELY(x) __builtin_expect(!!(x), 1)
+#define LA__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define LA__LIKELY(x) (x)
+#define LA__UNLIKELY(x) (x)
+#endif
+
+static inline uint64_t la__now(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (LA__LIKELY(la__hot.tsc)) {
+    uint32_t lo, hi;
+    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+  }
+#endif
+  {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  }
+}
+
+/* Start measuring element e (0-based) in this cycle. */
+static inline int LA_startProbe(long e) {
+  if (LA__LIKELY((uint64_t)e < la__hot.limit)) {
+    if (LA__LIKELY(la__hot.fast)) {
+      la__hot.values[e] -= (double)(int64_t)(la__now() - la__hot.base);
+      return 0;
+    }
+    return la__probe_start_slow(e);
+  }
+  return LA__UNLIKELY(la__hot.limit != 0) ? la__probe_range_error(e) : 0;
+}
+
+/* Stop measuring element e; the element accumulates the difference. */
+static inline int LA_stopProbe(long e) {
+  if (LA__LIKELY((uint64_t)e < la__hot.limit)) {
+    if (LA__LIKELY(la__hot.fast)) {
+      la__hot.values[e] += (double)(int64_t)(la__now() - la__hot.base);
+      return 0;
+    }
+    return la__probe_stop_slow(e);
+  }
+  return LA__UNLIKELY(la__hot.limit != 0) ? la__probe_range_error(e) : 0;
+}
+
+/* Structured grids (LA_registerGrid): cell (i,j,k), 0-based, i fastest. */
+static inline long la__cell(long i, long j, long k) {
+  if ((uint64_t)i >= la__hot.nx || (uint64_t)j >= la__hot.ny ||
+      (uint64_t)k >= la__hot.nz)
+    return -1;
+  return (long)((uint64_t)i + la__hot.nx * ((uint64_t)j + la__hot.ny * (uint64_t)k));
+}
+static inline int LA_startCell(long i, long j, long k) {
+  if (LA__LIKELY(la__hot.limit == 0)) return 0;
+  return LA_startProbe(la__cell(i, j, k));
+}
+static inline int LA_stopCell(long i, long j, long k) {
+  if (LA__LIKELY(la__hot.limit == 0)) return 0;
+  return LA_stopProbe(la__cell(i, j, k));
+}
+
+/* The names used by the WaveToy instrumentation of the design study. */
+static inline int LA_start_counter(long cell_id) { return LA_startProbe(cell_id); }
+static inline int LA_stop_counter(long cell_id) { return LA_stopProbe(cell_id); }
+static inline int LA_data_xfer(void) { return LA_dataXfer(); }
+
+/* Whether the current cycle is profiled (lets a code skip its own work). */
+static inline int LA_isProfiling(void) { return la__hot.limit != 0; }
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LA_H */

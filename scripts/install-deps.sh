@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# install-deps.sh: installs every Debian package LA builds, tests or runs with.
+# Idempotent: when everything is present it prints one line and exits at once.
+# Run by `make deps`, and by `make check` / `make demo` when a tool is missing.
+set -euo pipefail
+
+PKGS=(
+  build-essential pkg-config gfortran
+  libuv1-dev
+  libprotobuf-c-dev protobuf-c-compiler
+  libpapi-dev papi-tools
+  libcmocka-dev
+  mpich libmpich-dev
+  libsqlite3-dev sqlite3
+  libsodium-dev
+  libmetis-dev
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PKGS[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
