@@ -15,7 +15,9 @@
 PREFIX   ?= /usr/local
 BUILD    ?= build
 CC       ?= cc
-FC       ?= gfortran
+ifeq ($(origin FC),default)
+FC       := gfortran
+endif
 MPICC    ?= mpicc
 MPIF90   ?= mpif90
 OPT      ?= -O2 -g
@@ -105,7 +107,8 @@ $(LIBLA_A): $(LIBLA_OBJ) $(COMMON_OBJ) $(FMOD_OBJ)
 
 $(LIBLA_SO): $(LIBLA_OBJ) $(COMMON_OBJ) $(FMOD_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,libla.so.0 -o $@ $^ $(LDLIBS_LA)
+	$(CC) -shared -Wl,--no-undefined -Wl,-soname,libla.so.0 -o $@ $^ $(LDLIBS_LA)
+	ln -sf libla.so $(BUILD)/lib/libla.so.0
 
 $(BUILD)/lib/libla_client.a: $(CLIENT_OBJ)
 	@mkdir -p $(dir $@)
@@ -114,7 +117,8 @@ $(BUILD)/lib/libla_client.a: $(CLIENT_OBJ)
 
 $(BUILD)/lib/libla_client.so: $(CLIENT_OBJ) $(COMMON_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,libla_client.so.0 -o $@ $^ -lprotobuf-c -lm
+	$(CC) -shared -Wl,--no-undefined -Wl,-soname,libla_client.so.0 -o $@ $^ -lprotobuf-c -lm
+	ln -sf libla_client.so $(BUILD)/lib/libla_client.so.0
 
 $(BUILD)/bin/la-localagent: $(LOCAL_OBJ) $(COMMON_A)
 	@mkdir -p $(dir $@)
@@ -134,10 +138,20 @@ $(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(COMMON_
 	$(CC) $(CPPFLAGS) -Itests/support $(CFLAGS) -o $@ $< $(SUPPORT_OBJ) \
 	  $(LIBLA_A) $(CLIENT_A) $(COMMON_A) $(LDLIBS_TEST) $(LDLIBS_LA) $(LDLIBS_DAEMON)
 
-$(BUILD)/bench/%: bench/%.c $(LIBLA_A) $(CLIENT_A) $(COMMON_A) $(GEN_H)
+$(BUILD)/bench/%: bench/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(COMMON_A) $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -O3 -march=native -o $@ $< \
-	  $(LIBLA_A) $(CLIENT_A) $(COMMON_A) $(LDLIBS_LA) $(LDLIBS_DAEMON)
+	$(CC) $(CPPFLAGS) -Itests/support $(CFLAGS) -O3 -march=native -o $@ $< \
+	  $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(COMMON_A) $(LDLIBS_LA) $(LDLIBS_DAEMON)
+
+# Fortran test program (run by tests/unit/test_fortran.c).
+FTEST := $(if $(wildcard tests/fortran/test_fmod.f90),$(BUILD)/tests/fortran/test_fmod)
+tests: $(FTEST)
+$(BUILD)/tests/fortran/test_fmod: tests/fortran/test_fmod.f90 $(LIBLA_A)
+	@mkdir -p $(dir $@)
+	$(FC) $(FFLAGS) -I$(BUILD)/include -o $@ $< $(LIBLA_A) $(LDFLAGS) $(LDLIBS_LA)
+
+# Objects are never intermediate files to delete.
+.SECONDARY:
 
 -include examples/Makefile.inc
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -52,7 +52,7 @@ typedef struct la_shm_header {
   uint64_t nonce;        /* random; the registration must quote it */
   uint64_t buffer_stride;/* bytes from one buffer to the next */
   uint64_t segment_size; /* total bytes */
-  uint64_t reserved[2];
+  uint64_t reserved;
   la_shm_bufmeta_t buf[LA_SHM_MAX_BUFFERS];
 } la_shm_header_t;
 

@@ -1,0 +1,446 @@
+/* la_codec.c: frames, protobuf-c encode/decode and message validation.
+ *
+ * Implements la_codec.h. Validation here covers what a message must satisfy
+ * on its own (required fields are enforced by protobuf-c's proto2 unpacker;
+ * ranges, string lengths and consistency between fields are checked below).
+ * What depends on a session's state (a buffer index below the registered
+ * count, a rank below the application's nprocs) is for the receiver to check.
+ * This file does no I/O.
+ */
+#include "la_codec.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "la.h"
+
+typedef struct {
+  uint16_t type;
+  const char *name;
+  const ProtobufCMessageDescriptor *desc;
+} la__msg_entry_t;
+
+static const la__msg_entry_t la__msgs[] = {
+  {LA__MSG_TYPE__MSG_REGISTER_REQUEST, "RegisterRequest",
+   &la__register_request__descriptor},
+  {LA__MSG_TYPE__MSG_REGISTER_REPLY, "RegisterReply",
+   &la__register_reply__descriptor},
+  {LA__MSG_TYPE__MSG_DATA_READY, "DataReady", &la__data_ready__descriptor},
+  {LA__MSG_TYPE__MSG_FINALIZE, "Finalize", &la__finalize__descriptor},
+  {LA__MSG_TYPE__MSG_HELLO, "Hello", &la__hello__descriptor},
+  {LA__MSG_TYPE__MSG_CHALLENGE, "Challenge", &la__challenge__descriptor},
+  {LA__MSG_TYPE__MSG_AUTH, "Auth", &la__auth__descriptor},
+  {LA__MSG_TYPE__MSG_AUTH_RESULT, "AuthResult", &la__auth_result__descriptor},
+  {LA__MSG_TYPE__MSG_RANK_START, "RankStart", &la__rank_start__descriptor},
+  {LA__MSG_TYPE__MSG_RANK_END, "RankEnd", &la__rank_end__descriptor},
+  {LA__MSG_TYPE__MSG_COMPACT_TRACE, "CompactTrace",
+   &la__compact_trace__descriptor},
+  {LA__MSG_TYPE__MSG_ACK, "Ack", &la__ack__descriptor},
+  {LA__MSG_TYPE__MSG_SUBSCRIBE, "Subscribe", &la__subscribe__descriptor},
+  {LA__MSG_TYPE__MSG_TRACE_SET, "TraceSet", &la__trace_set__descriptor},
+  {LA__MSG_TYPE__MSG_QUERY, "Query", &la__query__descriptor},
+  {LA__MSG_TYPE__MSG_QUERY_REPLY, "QueryReply", &la__query_reply__descriptor},
+  {LA__MSG_TYPE__MSG_STATUS_REQUEST, "StatusRequest",
+   &la__status_request__descriptor},
+  {LA__MSG_TYPE__MSG_STATUS_REPLY, "StatusReply",
+   &la__status_reply__descriptor},
+  {LA__MSG_TYPE__MSG_ERROR, "Error", &la__error__descriptor},
+};
+
+static const la__msg_entry_t *la__msg_find(uint16_t type) {
+  for (size_t i = 0; i < sizeof(la__msgs) / sizeof(la__msgs[0]); i++)
+    if (la__msgs[i].type == type) return &la__msgs[i];
+  return NULL;
+}
+
+const ProtobufCMessageDescriptor *la_msg_descriptor(uint16_t type) {
+  const la__msg_entry_t *e = la__msg_find(type);
+  return e ? e->desc : NULL;
+}
+
+const char *la_msg_name(uint16_t type) {
+  const la__msg_entry_t *e = la__msg_find(type);
+  return e ? e->name : "unknown";
+}
+
+int la_frame_header_parse(const uint8_t *hdr, uint32_t max_payload,
+                          uint16_t *type, uint32_t *len) {
+  uint32_t l = ((uint32_t)hdr[0] << 24) | ((uint32_t)hdr[1] << 16) |
+               ((uint32_t)hdr[2] << 8) | hdr[3];
+  uint16_t t = (uint16_t)((hdr[4] << 8) | hdr[5]);
+  if (hdr[6] != 0 || hdr[7] != 0) return LA_EPROTO;
+  if (!la__msg_find(t)) return LA_EPROTO;
+  if (l > max_payload) return LA_EMSGSIZE;
+  *type = t;
+  *len = l;
+  return 0;
+}
+
+size_t la_frame_size(const ProtobufCMessage *msg) {
+  return LA_FRAME_HEADER_LEN + protobuf_c_message_get_packed_size(msg);
+}
+
+long la_frame_pack_into(uint16_t type, const ProtobufCMessage *msg,
+                        uint8_t *buf, size_t cap) {
+  const la__msg_entry_t *e = la__msg_find(type);
+  if (!e || msg->descriptor != e->desc) return LA_EINVAL;
+  size_t plen = protobuf_c_message_get_packed_size(msg);
+  if (plen > UINT32_MAX || plen + LA_FRAME_HEADER_LEN > cap)
+    return LA_EMSGSIZE;
+  buf[0] = (uint8_t)(plen >> 24);
+  buf[1] = (uint8_t)(plen >> 16);
+  buf[2] = (uint8_t)(plen >> 8);
+  buf[3] = (uint8_t)plen;
+  buf[4] = (uint8_t)(type >> 8);
+  buf[5] = (uint8_t)type;
+  buf[6] = buf[7] = 0;
+  protobuf_c_message_pack(msg, buf + LA_FRAME_HEADER_LEN);
+  return (long)(plen + LA_FRAME_HEADER_LEN);
+}
+
+int la_frame_pack(uint16_t type, const ProtobufCMessage *msg, uint8_t **out,
+                  size_t *out_len) {
+  const la__msg_entry_t *e = la__msg_find(type);
+  if (!e || msg->descriptor != e->desc) return LA_EINVAL;
+  size_t n = la_frame_size(msg);
+  uint8_t *buf = malloc(n);
+  if (!buf) return LA_ENOMEM;
+  long r = la_frame_pack_into(type, msg, buf, n);
+  if (r < 0) {
+    free(buf);
+    return (int)r;
+  }
+  *out = buf;
+  *out_len = (size_t)r;
+  return 0;
+}
+
+/* ------------------------------------------------------------ validation */
+
+static int la__bad(char *why, size_t n, const char *fmt, ...) {
+  if (why && n) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, n, fmt, ap);
+    va_end(ap);
+  }
+  return LA_EPROTO;
+}
+
+/* A printable identifier of 1..LA_MAX_ID_LEN bytes (ids, names, hosts). */
+static int la__id_ok(const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  if (n == 0 || n > LA_MAX_ID_LEN) return 0;
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e) return 0;
+  return 1;
+}
+
+static int la__text_ok(const char *s, size_t max) {
+  return s == NULL || strlen(s) <= max;
+}
+
+static int la__compact_ok(const La__CompactParams *c, char *why, size_t n) {
+  if (!c) return 0;
+  if (c->has_mode && (c->mode < LA__COMPACT_MODE__COMPACT_DEFAULT ||
+                      c->mode > LA__COMPACT_MODE__COMPACT_LOSSLESS))
+    return la__bad(why, n, "compact.mode %d unknown", (int)c->mode);
+  if (c->has_cv && !(isfinite(c->cv) && c->cv >= 0 && c->cv <= 100))
+    return la__bad(why, n, "compact.cv %g outside 0..100", c->cv);
+  if (c->has_epsilon && !(isfinite(c->epsilon) && c->epsilon >= 0))
+    return la__bad(why, n, "compact.epsilon %g not a finite value >= 0",
+                   c->epsilon);
+  return 0;
+}
+
+static int la__rank_ok(uint32_t rank, uint32_t nprocs, char *why, size_t n) {
+  if (nprocs == 0 || nprocs > LA_MAX_RANKS)
+    return la__bad(why, n, "nprocs %u outside 1..%u", nprocs, LA_MAX_RANKS);
+  if (rank >= nprocs)
+    return la__bad(why, n, "rank %u not below nprocs %u", rank, nprocs);
+  return 0;
+}
+
+static int la__trace_ok(const La__CompactTrace *t, char *why, size_t n) {
+  if (!t) return la__bad(why, n, "trace missing");
+  if (!t->stats) return la__bad(why, n, "trace without stats");
+  if (!la__id_ok(t->app_id))
+    return la__bad(why, n, "app_id empty, too long or not printable");
+  if (t->n_elements == 0 || t->n_elements > (1ULL << 32))
+    return la__bad(why, n, "n_elements %llu out of range",
+                   (unsigned long long)t->n_elements);
+  if (t->mode < LA__COMPACT_MODE__COMPACT_POLYLINE ||
+      t->mode > LA__COMPACT_MODE__COMPACT_LOSSLESS)
+    return la__bad(why, n, "trace mode %d unknown", (int)t->mode);
+  if (t->stats->count != t->n_elements)
+    return la__bad(why, n, "stats.count %llu differs from n_elements %llu",
+                   (unsigned long long)t->stats->count,
+                   (unsigned long long)t->n_elements);
+  if (t->segments.len == 0) return la__bad(why, n, "segments empty");
+  return 0;
+}
+
+static int la__set_ok(const La__TraceSet *s, char *why, size_t n) {
+  if (!s) return la__bad(why, n, "trace set missing");
+  if (!la__id_ok(s->app_id)) return la__bad(why, n, "app_id invalid");
+  if (s->nprocs == 0 || s->nprocs > LA_MAX_RANKS)
+    return la__bad(why, n, "nprocs %u out of range", s->nprocs);
+  if (s->n_traces > s->nprocs || s->n_missing_ranks > s->nprocs)
+    return la__bad(why, n, "more traces or missing ranks than nprocs");
+  for (size_t i = 0; i < s->n_traces; i++) {
+    if (la__trace_ok(s->traces[i], why, n)) return LA_EPROTO;
+    if (s->traces[i]->rank >= s->nprocs)
+      return la__bad(why, n, "trace rank %u >= nprocs", s->traces[i]->rank);
+  }
+  for (size_t i = 0; i < s->n_missing_ranks; i++)
+    if (s->missing_ranks[i] >= s->nprocs)
+      return la__bad(why, n, "missing rank %u >= nprocs",
+                     s->missing_ranks[i]);
+  return 0;
+}
+
+int la_msg_validate(uint16_t type, const ProtobufCMessage *m, char *why,
+                    size_t n) {
+  const la__msg_entry_t *e = la__msg_find(type);
+  if (!e || m->descriptor != e->desc)
+    return la__bad(why, n, "message does not match frame type %u", type);
+  switch (type) {
+  case LA__MSG_TYPE__MSG_REGISTER_REQUEST: {
+    const La__RegisterRequest *r = (const void *)m;
+    if (r->protocol != LA_PROTOCOL_VERSION)
+      return la__bad(why, n, "protocol version %u, expected %u", r->protocol,
+                     LA_PROTOCOL_VERSION);
+    if (!la__id_ok(r->app_id))
+      return la__bad(why, n, "app_id empty, too long or not printable");
+    if (!la__id_ok(r->app_name))
+      return la__bad(why, n, "app_name empty, too long or not printable");
+    if (la__rank_ok(r->rank, r->nprocs, why, n)) return LA_EPROTO;
+    if (r->pid <= 0) return la__bad(why, n, "pid %d invalid", r->pid);
+    if (r->shm_id < 0 || r->sem_id < 0)
+      return la__bad(why, n, "negative shm_id or sem_id");
+    if (r->n_elements == 0 || r->n_elements > (1ULL << 32))
+      return la__bad(why, n, "n_elements %llu outside 1..2^32",
+                     (unsigned long long)r->n_elements);
+    if (r->n_buffers < 2 || r->n_buffers > 16)
+      return la__bad(why, n, "n_buffers %u outside 2..16", r->n_buffers);
+    if (!la__id_ok(r->metric) || !la__text_ok(r->unit, 32))
+      return la__bad(why, n, "metric or unit invalid");
+    if (r->has_period && r->period == 0)
+      return la__bad(why, n, "period 0 (must be >= 1)");
+    if (r->n_grid != 0 && r->n_grid != 3)
+      return la__bad(why, n, "grid must have 3 dimensions");
+    if (r->n_grid == 3) {
+      unsigned __int128 prod = (unsigned __int128)r->grid[0] * r->grid[1];
+      prod *= r->grid[2]; /* < 2^192 cannot wrap 128 bits: each < 2^64 */
+      if (r->grid[0] == 0 || r->grid[1] == 0 || r->grid[2] == 0 ||
+          prod != r->n_elements)
+        return la__bad(why, n, "grid does not multiply to n_elements");
+    }
+    if (r->host && r->host[0] && !la__id_ok(r->host))
+      return la__bad(why, n, "host invalid");
+    return la__compact_ok(r->compact, why, n);
+  }
+  case LA__MSG_TYPE__MSG_REGISTER_REPLY: {
+    const La__RegisterReply *r = (const void *)m;
+    if (!la__text_ok(r->message, 1024))
+      return la__bad(why, n, "reply message too long");
+    return 0;
+  }
+  case LA__MSG_TYPE__MSG_DATA_READY: {
+    const La__DataReady *d = (const void *)m;
+    if (d->buffer >= 16) return la__bad(why, n, "buffer %u >= 16", d->buffer);
+    return 0;
+  }
+  case LA__MSG_TYPE__MSG_HELLO: {
+    const La__Hello *h = (const void *)m;
+    if (!la__id_ok(h->host)) return la__bad(why, n, "host invalid");
+    return 0;
+  }
+  case LA__MSG_TYPE__MSG_CHALLENGE: {
+    const La__Challenge *c = (const void *)m;
+    if (c->nonce.len < 16 || c->nonce.len > 64)
+      return la__bad(why, n, "challenge nonce of %zu bytes", c->nonce.len);
+    return 0;
+  }
+  case LA__MSG_TYPE__MSG_AUTH: {
+    const La__Auth *a = (const void *)m;
+    if (a->mac.len < 16 || a->mac.len > 64)
+      return la__bad(why, n, "mac of %zu bytes", a->mac.len);
+    return 0;
+  }
+  case LA__MSG_TYPE__MSG_RANK_START: {
+    const La__RankStart *r = (const void *)m;
+    if (!la__id_ok(r->app_id)) return la__bad(why, n, "app_id invalid");
+    if (la__rank_ok(r->rank, r->nprocs, why, n)) return LA_EPROTO;
+    if (r->n_elements == 0 || r->n_elements > (1ULL << 32))
+      return la__bad(why, n, "n_elements out of range");
+    if (!la__id_ok(r->metric)) return la__bad(why, n, "metric invalid");
+    return la__compact_ok(r->compact, why, n);
+  }
+  case LA__MSG_TYPE__MSG_RANK_END: {
+    const La__RankEnd *r = (const void *)m;
+    if (!la__id_ok(r->app_id)) return la__bad(why, n, "app_id invalid");
+    if (!la__text_ok(r->reason, 256)) return la__bad(why, n, "reason long");
+    return 0;
+  }
+  case LA__MSG_TYPE__MSG_COMPACT_TRACE:
+    return la__trace_ok((const void *)m, why, n);
+  case LA__MSG_TYPE__MSG_SUBSCRIBE: {
+    const La__Subscribe *s = (const void *)m;
+    if (s->app_id && s->app_id[0] && !la__id_ok(s->app_id))
+      return la__bad(why, n, "app_id filter invalid");
+    return 0;
+  }
+  case LA__MSG_TYPE__MSG_TRACE_SET:
+    return la__set_ok((const void *)m, why, n);
+  case LA__MSG_TYPE__MSG_QUERY: {
+    const La__Query *q = (const void *)m;
+    if (!la__id_ok(q->what)) return la__bad(why, n, "query kind invalid");
+    return 0;
+  }
+  case LA__MSG_TYPE__MSG_QUERY_REPLY: {
+    const La__QueryReply *q = (const void *)m;
+    if (!la__text_ok(q->message, 1024))
+      return la__bad(why, n, "reply message too long");
+    for (size_t i = 0; i < q->n_sets; i++)
+      if (la__set_ok(q->sets[i], why, n)) return LA_EPROTO;
+    return 0;
+  }
+  case LA__MSG_TYPE__MSG_STATUS_REPLY: {
+    const La__StatusReply *s = (const void *)m;
+    if (!la__id_ok(s->daemon)) return la__bad(why, n, "daemon name invalid");
+    return 0;
+  }
+  case LA__MSG_TYPE__MSG_ERROR: {
+    const La__Error *er = (const void *)m;
+    if (!la__text_ok(er->message, 1024))
+      return la__bad(why, n, "error message too long");
+    return 0;
+  }
+  default:
+    return 0;
+  }
+}
+
+/* protobuf-c keeps fields it does not know as "unknown fields", including
+ * ones numbered 0, which protobuf forbids (and which it then refuses to
+ * parse once re-packed). Refuse them, in nested messages too. */
+static int la__no_field_zero(const ProtobufCMessage *m) {
+  for (unsigned i = 0; i < m->n_unknown_fields; i++)
+    if (m->unknown_fields[i].tag == 0) return 0;
+  const ProtobufCMessageDescriptor *d = m->descriptor;
+  for (unsigned i = 0; i < d->n_fields; i++) {
+    const ProtobufCFieldDescriptor *f = &d->fields[i];
+    if (f->type != PROTOBUF_C_TYPE_MESSAGE) continue;
+    const char *base = (const char *)m;
+    if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+      size_t cnt = *(const size_t *)(base + f->quantifier_offset);
+      ProtobufCMessage *const *arr =
+          *(ProtobufCMessage *const *const *)(base + f->offset);
+      for (size_t j = 0; j < cnt; j++)
+        if (arr[j] && !la__no_field_zero(arr[j])) return 0;
+    } else {
+      const ProtobufCMessage *sub =
+          *(const ProtobufCMessage *const *)(base + f->offset);
+      if (sub && !la__no_field_zero(sub)) return 0;
+    }
+  }
+  return 1;
+}
+
+int la_msg_decode(uint16_t type, const uint8_t *payload, size_t len,
+                  ProtobufCMessage **out, char *why, size_t why_len) {
+  const la__msg_entry_t *e = la__msg_find(type);
+  if (!e) return la__bad(why, why_len, "unknown message type %u", type);
+  ProtobufCMessage *m = protobuf_c_message_unpack(e->desc, NULL, len, payload);
+  if (!m)
+    return la__bad(why, why_len,
+                   "%s: not a valid protobuf message (truncated, garbage or "
+                   "a required field missing)",
+                   e->name);
+  char sub[200];
+  if (!la__no_field_zero(m)) {
+    la__bad(why, why_len, "%s: field number 0 (invalid protobuf)", e->name);
+    protobuf_c_message_free_unpacked(m, NULL);
+    return LA_EPROTO;
+  }
+  if (la_msg_validate(type, m, sub, sizeof sub) != 0) {
+    la__bad(why, why_len, "%s: %s", e->name, sub);
+    protobuf_c_message_free_unpacked(m, NULL);
+    return LA_EPROTO;
+  }
+  *out = m;
+  return 0;
+}
+
+void la_msg_free(ProtobufCMessage *msg) {
+  if (msg) protobuf_c_message_free_unpacked(msg, NULL);
+}
+
+/* ---------------------------------------------------------- frame reader */
+
+void la_frame_reader_init(la_frame_reader_t *r, uint32_t max_payload) {
+  memset(r, 0, sizeof *r);
+  r->max_payload = max_payload ? max_payload : LA_FRAME_DEFAULT_MAX;
+}
+
+void la_frame_reader_free(la_frame_reader_t *r) {
+  free(r->buf);
+  memset(r, 0, sizeof *r);
+}
+
+size_t la_frame_reader_pending(const la_frame_reader_t *r) {
+  return r->len - r->head;
+}
+
+int la_frame_reader_feed(la_frame_reader_t *r, const void *data, size_t n) {
+  if (r->error) return r->error;
+  if (n == 0) return 0;
+  if (r->head > 0) { /* drop consumed bytes */
+    memmove(r->buf, r->buf + r->head, r->len - r->head);
+    r->len -= r->head;
+    r->head = 0;
+  }
+  size_t limit = (size_t)r->max_payload + LA_FRAME_HEADER_LEN;
+  /* Never hold more than one maximal frame plus what this call brings. */
+  if (r->len + n > r->cap) {
+    size_t want = r->cap ? r->cap : 4096;
+    while (want < r->len + n) want *= 2;
+    if (want > limit + n && r->len + n <= limit + n) want = limit + n;
+    uint8_t *nb = realloc(r->buf, want);
+    if (!nb) return r->error = LA_ENOMEM;
+    r->buf = nb;
+    r->cap = want;
+  }
+  memcpy(r->buf + r->len, data, n);
+  r->len += n;
+  /* Refuse an oversized frame as soon as its header is visible. */
+  if (r->len >= LA_FRAME_HEADER_LEN) {
+    uint16_t t;
+    uint32_t l;
+    int e = la_frame_header_parse(r->buf, r->max_payload, &t, &l);
+    if (e) return r->error = e;
+  }
+  return 0;
+}
+
+int la_frame_reader_next(la_frame_reader_t *r, uint16_t *type,
+                         const uint8_t **payload, uint32_t *len) {
+  if (r->error) return r->error;
+  size_t avail = r->len - r->head;
+  if (avail < LA_FRAME_HEADER_LEN) return 0;
+  uint16_t t;
+  uint32_t l;
+  int e = la_frame_header_parse(r->buf + r->head, r->max_payload, &t, &l);
+  if (e) return r->error = e;
+  if (avail < LA_FRAME_HEADER_LEN + (size_t)l) return 0;
+  *type = t;
+  *payload = r->buf + r->head + LA_FRAME_HEADER_LEN;
+  *len = l;
+  r->head += LA_FRAME_HEADER_LEN + l;
+  if (r->head == r->len) r->head = r->len = 0; /* payload stays valid */
+  return 1;
+}

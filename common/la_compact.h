@@ -1,0 +1,377 @@
+/* la_compact.h: the compaction engine (internal API of LA's daemons, client
+ * library and tools).
+ *
+ * One rank's trace is a series of n doubles (one metric value per mesh
+ * element, in element order). la_compact() turns it into a compact byte
+ * string (docs/compaction.md documents the format) plus exact statistics of
+ * the raw series and the error the compaction achieved; la_trace_open() parses
+ * such a byte string once and then answers decode and range-sum queries.
+ *
+ * Modes (numbered as proto/la.proto's CompactMode):
+ *   polyline  least-squares line segments; a segment closes just before the
+ *             point that would push the coefficient of variation of its
+ *             fitting error (RMSE / |mean|) above cv;
+ *   maxerr    fewest line segments with |error| <= epsilon (absolute, or
+ *             epsilon * |value| when relative), O'Rourke's online method;
+ *   lossless  exact values (integer deltas + zigzag + varint, or XOR with the
+ *             previous double).
+ * A cv of 0 (polyline) or an epsilon of 0 (maxerr) means lossless.
+ *
+ * This module is pure C + libm: no libuv, sockets, protobuf or global state.
+ * It does not know about ranks, cycles or the network; callers copy the
+ * result into their messages. Functions return 0 or a negative LA_E* code
+ * (libla/la.h).
+ */
+#ifndef LA_COMPACT_H
+#define LA_COMPACT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "la.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Wire numbering of proto/la.proto's CompactMode. */
+enum {
+  LA_COMPACT_DEFAULT = 0, /* let the configuration decide (= polyline) */
+  LA_COMPACT_POLYLINE = 1,
+  LA_COMPACT_MAXERR = 2,
+  LA_COMPACT_LOSSLESS = 3
+};
+
+/* Exactly the fields of la.CompactParams. */
+typedef struct la_compact_params {
+  int mode;       /* LA_COMPACT_* */
+  double cv;      /* polyline: bound on RMSE/|mean| per segment; 0: lossless */
+  double epsilon; /* maxerr: bound on |error|; 0: lossless */
+  int relative;   /* maxerr: the bound is epsilon * |value| */
+  int connected;  /* segments share their end points (vertices) */
+  int outliers;   /* isolated points that would break a segment are kept
+                     verbatim as exceptions and the segment goes on */
+} la_compact_params_t;
+
+/* Exact statistics of a raw series. count is n; sum is the Neumaier
+ * (compensated) sum in index order, as computed by la_series_stats(); min and
+ * max ignore NaN and are NaN when no value is a number (n == 0, all NaN).
+ * Inf and NaN values propagate into sum as IEEE arithmetic says. */
+typedef struct la_series_stats {
+  uint64_t count;
+  double sum, min, max;
+} la_series_stats_t;
+
+/* Error of the reconstruction against the raw series, over the points that
+ * are not stored verbatim: max |x - x'|, RMSE, and RMSE / |mean of x|
+ * (0 when there is no such point; +Inf when the mean is 0 and RMSE is not). */
+typedef struct la_fit_error {
+  double max_abs, rmse, cv;
+} la_fit_error_t;
+
+typedef struct la_compact_result {
+  uint8_t *bytes;           /* the encoding; malloc'ed, owned by the result */
+  size_t len;               /* bytes in the encoding */
+  int mode;                 /* mode actually used (LA_COMPACT_POLYLINE..) */
+  size_t segments;          /* line segments + verbatim runs (0: lossless) */
+  size_t exceptions;        /* isolated points stored verbatim */
+  la_series_stats_t stats;  /* of the raw series, exact */
+  la_fit_error_t error;     /* achieved by the encoding, measured */
+} la_compact_result_t;
+
+/* ------------------------------------------------------------ parameters */
+
+/* Fills *p with the defaults: polyline, cv 0.1, epsilon 0, absolute,
+ * disjoint segments, outliers on. */
+void la_compact_params_default(la_compact_params_t *p);
+
+/* Checks ranges: mode 0..3; cv and epsilon finite and >= 0; maxerr with
+ * epsilon 0 and polyline with cv 0 are valid (they mean lossless). Returns 0
+ * or LA_EINVAL with a reason in why (if why is not NULL). */
+int la_compact_params_check(const la_compact_params_t *p, char *why,
+                            size_t why_len);
+
+/* The mode la_compact() will use for p: DEFAULT becomes POLYLINE, cv 0 or
+ * epsilon 0 become LOSSLESS. */
+int la_compact_effective_mode(const la_compact_params_t *p);
+
+/* Parses a spec "MODE[:OPT[,OPT...]]" into *p (which it first resets to the
+ * defaults). MODE is polyline, maxerr or lossless; OPT is cv=X, eps=X
+ * (also epsilon=X), relative, absolute, connected, disjoint, outliers,
+ * no-outliers. Options must fit the mode (cv= only for polyline, eps= and
+ * relative only for maxerr); maxerr needs eps=. Returns 0, or LA_EINVAL with
+ * why naming the bad token. */
+int la_compact_spec_parse(const char *spec, la_compact_params_t *p, char *why,
+                          size_t why_len);
+
+/* Writes the canonical spec of *p into buf (NUL-terminated; parsing it gives
+ * back the same parameters). Returns the length, or LA_EINVAL when p is
+ * invalid, or LA_ELIMIT when buf is too small (64 bytes always suffice). */
+int la_compact_spec_format(const la_compact_params_t *p, char *buf,
+                           size_t len);
+
+/* Name of a mode ("polyline", "maxerr", "lossless", "default"), or "?". */
+const char *la_compact_mode_name(int mode);
+
+/* ------------------------------------------------------------ compaction */
+
+/* Compacts x[0..n) with the parameters p (NULL: defaults). x is read only.
+ * On success returns 0 and fills *out; out->bytes is malloc'ed and freed by
+ * la_compact_result_free(). On failure returns LA_EINVAL (bad parameters,
+ * x NULL with n > 0), LA_ENOMEM or LA_ELIMIT (n >= 2^56), and *out is
+ * zeroed. One pass over x for the fit, O(1) work and state per point except
+ * maxerr's convex hulls (amortized O(1), reused between segments); stats and
+ * achieved error take one more pass (the error is measured by decoding). */
+int la_compact(const double *x, size_t n, const la_compact_params_t *p,
+               la_compact_result_t *out);
+
+/* Frees out->bytes and zeroes *r. NULL and zeroed results are fine. */
+void la_compact_result_free(la_compact_result_t *r);
+
+/* Exact statistics of x[0..n) (see la_series_stats_t). */
+void la_series_stats(const double *x, size_t n, la_series_stats_t *st);
+
+/* Compensated (Neumaier) sum in index order: the definition of stats.sum. */
+double la_compact_sum(const double *x, size_t n);
+
+/* Error of y against the raw x over n points, skipping indexes i where
+ * skip != NULL and skip[i] != 0 (verbatim points). */
+void la_fit_error_measure(const double *x, const double *y, size_t n,
+                          const uint8_t *skip, la_fit_error_t *e);
+
+/* -------------------------------------------------------------- decoding */
+
+typedef struct la_trace la_trace_t; /* opaque: a parsed, validated encoding */
+
+/* Parses and fully validates an encoding (header, every record, CRC, exact
+ * length). Never reads outside bytes[0..len). On success *out owns its own
+ * index (bytes may be freed afterwards) and 0 is returned. Errors: LA_EINVAL
+ * (NULL arguments), LA_EPROTO (bad magic, unknown version or mode, malformed
+ * record, checksum mismatch, trailing bytes), LA_ETRUNC (ends early),
+ * LA_ELIMIT (more points than LA_TRACE_MAX_POINTS), LA_ENOMEM; why says what
+ * and where. */
+int la_trace_open(const uint8_t *bytes, size_t len, la_trace_t **out,
+                  char *why, size_t why_len);
+
+#define LA_TRACE_MAX_POINTS (UINT64_C(1) << 40)
+
+/* Number of points of the trace. */
+uint64_t la_trace_count(const la_trace_t *t);
+/* Mode of the encoding (LA_COMPACT_POLYLINE..LOSSLESS). */
+int la_trace_mode(const la_trace_t *t);
+/* The parameters recorded in the encoding (mode, cv or epsilon, flags). */
+void la_trace_params(const la_trace_t *t, la_compact_params_t *p);
+
+/* Writes the reconstruction of points [first, first+count) into out.
+ * Returns 0 or LA_ERANGE when the range is not inside the trace. */
+int la_trace_decode(const la_trace_t *t, uint64_t first, uint64_t count,
+                    double *out);
+
+/* Sum of the reconstruction over [first, first+count), computed from the
+ * segments in closed form (O(log segments + exceptions in the range); for
+ * lossless traces from checkpoints every LA_TRACE_CHECKPOINT points). It
+ * equals the sum of la_trace_decode()'s values up to rounding: the tests
+ * require |difference| <= 1e-12 * sum of |values| + 1e-300. Returns 0 or
+ * LA_ERANGE. */
+int la_trace_range_sum(const la_trace_t *t, uint64_t first, uint64_t count,
+                       double *sum);
+
+#define LA_TRACE_CHECKPOINT 4096
+
+/* One record of the encoding, for listings. */
+enum { LA_SEG_LINE = 0, LA_SEG_VERBATIM = 1 };
+typedef struct la_trace_segment {
+  int kind;            /* LA_SEG_LINE or LA_SEG_VERBATIM */
+  uint64_t first;      /* first point covered */
+  uint64_t count;      /* points covered */
+  double v0, v1;       /* line: values at the first and last point */
+  uint64_t exceptions; /* exception points inside the segment */
+  int quantized;       /* line values are quantized (else exact doubles) */
+} la_trace_segment_t;
+
+/* Number of records (0 for lossless traces). */
+size_t la_trace_segment_count(const la_trace_t *t);
+/* Fills *s with record i. Returns 0 or LA_ERANGE. */
+int la_trace_segment(const la_trace_t *t, size_t i, la_trace_segment_t *s);
+/* Is point i stored verbatim (exception or verbatim run, or lossless)? */
+int la_trace_is_verbatim(const la_trace_t *t, uint64_t i);
+
+/* Frees t. NULL is fine. */
+void la_trace_close(la_trace_t *t);
+
+/* ----------------------------------------------- engine internals (tests) */
+
+/* Margins that keep the bounds after quantization (docs/compaction.md):
+ * polyline fits with cv * (1 - 2^-10) and quantizes with a step <= 2^-10 *
+ * cv * |segment mean|; maxerr fits with epsilon * (1 - 1/16) and quantizes
+ * with a step <= epsilon_min / 16. */
+#define LA_COMPACT_PL_FIT (1.0 - 1.0 / 1024)
+#define LA_COMPACT_PL_QSTEP (1.0 / 1024)
+#define LA_COMPACT_ME_FIT (1.0 - 1.0 / 16)
+#define LA_COMPACT_ME_QSTEP (1.0 / 16)
+
+/* Growable byte buffer: capacity doubles; the first allocation failure is
+ * sticky in err (LA_ENOMEM) and later puts are ignored. */
+typedef struct la_cbuf {
+  uint8_t *p;
+  size_t len, cap;
+  int err;
+} la_cbuf_t;
+
+int la_cbuf_reserve(la_cbuf_t *b, size_t more);
+void la_cbuf_free(la_cbuf_t *b);
+void la_cbuf_put_u8(la_cbuf_t *b, uint8_t v);
+void la_cbuf_put_varint(la_cbuf_t *b, uint64_t v);
+void la_cbuf_put_f64(la_cbuf_t *b, double v); /* 8 bytes, little-endian */
+void la_cbuf_put_u32(la_cbuf_t *b, uint32_t v);
+/* A verbatim value: zigzag integer when v is an integer of magnitude
+ * <= 2^53 (and not -0.0), else the tag 1 and the 8 raw bytes. */
+void la_cbuf_put_verbatim(la_cbuf_t *b, double v);
+
+/* Bounds-checked reader of bytes[0..len). Every getter returns 0,
+ * LA_ETRUNC (not enough bytes) or LA_EPROTO (varint longer than 10 bytes or
+ * above 2^64-1, bad verbatim tag). */
+typedef struct la_creader {
+  const uint8_t *p;
+  size_t len, off;
+} la_creader_t;
+
+int la_creader_u8(la_creader_t *r, uint8_t *v);
+int la_creader_varint(la_creader_t *r, uint64_t *v);
+int la_creader_f64(la_creader_t *r, double *v);
+int la_creader_u32(la_creader_t *r, uint32_t *v);
+int la_creader_verbatim(la_creader_t *r, double *v);
+
+static inline uint64_t la_zigzag(int64_t v) {
+  return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+static inline int64_t la_unzigzag(uint64_t u) {
+  return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
+/* Writes v as a LEB128 varint at p (10 bytes of room); returns its length. */
+static inline size_t la_varint_write(uint8_t *p, uint64_t v) {
+  size_t i = 0;
+  while (v >= 0x80) {
+    p[i++] = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  p[i++] = (uint8_t)v;
+  return i;
+}
+
+/* CRC-32 (IEEE 802.3, zlib's crc32): crc = la_compact_crc32(0, p, n). */
+uint32_t la_compact_crc32(uint32_t crc, const uint8_t *p, size_t n);
+
+/* Encoding constants (docs/compaction.md, "Binary encoding"). */
+#define LA_CENC_MAGIC0 0x4C /* 'L' */
+#define LA_CENC_MAGIC1 0x41 /* 'A' */
+#define LA_CENC_MAGIC2 0x43 /* 'C' */
+#define LA_CENC_VERSION 1
+#define LA_CENC_F_CONNECTED 0x01
+#define LA_CENC_F_RELATIVE 0x02
+#define LA_CENC_F_OUTLIERS 0x04
+#define LA_CENC_F_XOR 0x08 /* lossless: XOR body (else integer deltas) */
+#define LA_CENC_HEADER_MAX 24
+enum { LA_REC_QLINE = 0, LA_REC_RLINE = 1, LA_REC_VERBATIM = 2 };
+#define LA_REC_EXC 0x04    /* tag bit: exceptions follow */
+#define LA_REC_NEWEXP 0x08 /* tag bit: exponent delta follows */
+#define LA_REC_SHIFT 4     /* tag >> 4 is the record's point count - 1 */
+#define LA_QK_MAX 4503599627370496.0 /* 2^52: |k| must stay below */
+#define LA_QPRED_MAX 4611686018427387904.0 /* 2^62 */
+#define LA_QEXP_MIN (-1000)
+#define LA_QEXP_MAX 1000
+
+/* Value of point j (0-based) of a line record of count points: base + (j +
+ * off) * d, except the last point, which is exactly `last`. Fresh records:
+ * base = first value, off = 0, d = (last - base) / (count - 1); records
+ * continuing a connected polyline: base = previous vertex, off = 1,
+ * d = (last - base) / count. Encoder and decoder both use this. */
+static inline double la_line_value(double base, double d, uint64_t off,
+                                   uint64_t j, uint64_t count, double last) {
+  return j + 1 == count ? last : base + (double)(j + off) * d;
+}
+
+/* Prediction of the integer of a quantized value from the previous stored
+ * line value prev, at exponent e: floor(prev * 2^-e + 0.5), or 0 when that is
+ * not below 2^62 in magnitude (or not a number). */
+int64_t la_qpredict(double prev, int e);
+
+/* The encoder the segmenters feed (la_compact_encode.c). Records are written
+ * in order; exceptions are given before the line that contains them. Every
+ * line is checked against the raw points before it is written; a line that
+ * misses its bound (a floating-point corner case) is written as a verbatim
+ * run instead and counted in fallbacks. */
+struct la_cenc {
+  la_cbuf_t out;
+  const double *x; /* the raw series (for checks and verbatim values) */
+  uint64_t n, pos; /* points; points covered by written records */
+  int mode, flags;
+  double bound; /* cv (polyline) or epsilon (maxerr) */
+  /* exceptions of the open line: offsets from its first point */
+  uint64_t *exc_off;
+  size_t nexc, exc_cap;
+  uint64_t run; /* points of the open verbatim run (starting at pos) */
+  double prev;  /* last stored line value (prediction base) */
+  int prev_exp;
+  int vertex_ok; /* the last record is a line: a connected line may follow */
+  double vertex; /* its last value */
+  /* outputs */
+  size_t segments, exceptions, fallbacks;
+  double err_max, err_sse, err_sum; /* over points checked */
+  uint64_t err_count;
+  int err;
+};
+typedef struct la_cenc la_cenc_t;
+
+/* Starts an encoding of x[0..n) in *e (zeroed first): writes the header. */
+void la_cenc_init(la_cenc_t *e, const double *x, uint64_t n, int mode,
+                  int flags, double bound);
+/* Marks x[index] as an exception of the next line (indexes increasing,
+ * inside that line, neither its first nor its last point). */
+void la_cenc_exception(la_cenc_t *e, uint64_t index);
+/* Adds the next point (x[pos + run]) to the open verbatim run. */
+void la_cenc_verbatim(la_cenc_t *e);
+/* Writes a line over the next count points. anchored: it continues a
+ * connected polyline from the previous vertex (a is ignored); else a is its
+ * value at the first point. b is its value at the last point. qmax: largest
+ * quantization step the bound allows (<= 0: store exact doubles). tol_abs,
+ * tol_rel: maxerr bound per point (|err| <= tol_abs + tol_rel*|x|); for
+ * polyline (tol_abs < 0) the check is RMSE <= bound * |mean|. Returns 1 and
+ * sets *vertex to the stored last value when a line was written, 0 when it
+ * fell back to verbatim, or a negative error. */
+int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a,
+                 double b, double qmax, double tol_abs, double tol_rel,
+                 double *vertex);
+/* Flushes the open run and appends the CRC. Returns 0 or e->err. */
+int la_cenc_finish(la_cenc_t *e);
+/* Frees e's buffers (not out.p when the caller took it). */
+void la_cenc_free(la_cenc_t *e);
+
+/* Lossless encoding of x[0..n) into out: header and body, no CRC. Integer
+ * series (every value an integer of magnitude <= 2^53, no -0.0) get zigzag
+ * varint deltas, others XOR with the previous value. Returns 0 or
+ * LA_ENOMEM. */
+int la_compact_lossless_encode(const double *x, size_t n, la_cbuf_t *out);
+/* Decodes the n values of a lossless body (flags from the header) from r
+ * into out. Returns 0, LA_ETRUNC or LA_EPROTO. */
+int la_compact_lossless_decode(la_creader_t *r, int flags, uint64_t n,
+                               double *out);
+
+/* Segmenters: one pass over x, feeding enc. Return 0 or LA_ENOMEM. */
+int la_compact_polyline_run(const double *x, size_t n,
+                            const la_compact_params_t *p, la_cenc_t *enc);
+int la_compact_maxerr_run(const double *x, size_t n,
+                          const la_compact_params_t *p, la_cenc_t *enc);
+
+/* Maxerr segmentation of x (disjoint, no outliers, no quantization, every
+ * point finite) with the interval [x - tol, x + tol], tol = tol_abs +
+ * tol_rel * |x|: writes each segment's length into lens (capacity n) and
+ * returns the number of segments, or LA_ENOMEM. Tests compare it with a
+ * brute-force optimum. */
+long la_compact_maxerr_lengths(const double *x, size_t n, double tol_abs,
+                               double tol_rel, size_t *lens);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LA_COMPACT_H */

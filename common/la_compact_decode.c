@@ -1,0 +1,572 @@
+/* la_compact_decode.c: parses a compact encoding once into an index of its
+ * records (la_trace_t) and answers queries: the count, the reconstruction of
+ * any range, the sum over any range in closed form, the list of segments.
+ *
+ * la_trace_open() validates everything it reads (header, every record's
+ * fields and ranges, exact length, CRC-32) through a bounds-checked reader,
+ * and allocates at most a few times the input size: garbage is refused, never
+ * read out of bounds. Range sums use double-double prefix sums over records,
+ * exceptions and verbatim values, so a query costs O(log records + non-finite
+ * values in the range); non-finite values are kept out of the prefixes and
+ * added at the end, as IEEE arithmetic would. It does not encode.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "la_compact.h"
+
+typedef struct {
+  double hi, lo;
+} dd_t;
+
+static dd_t dd_add(dd_t a, double b) {
+  double s = a.hi + b, bb = s - a.hi;
+  double e = (a.hi - (s - bb)) + (b - bb);
+  return (dd_t){s, a.lo + e};
+}
+static double dd_diff(dd_t a, dd_t b) { /* a - b */
+  dd_t r = dd_add(a, -b.hi);
+  return r.hi + (r.lo - b.lo);
+}
+
+typedef struct {
+  uint64_t first, count;
+  double base, d, last; /* line: la_line_value(base, d, off, j, count, last) */
+  uint64_t off;         /* 1: continues a connected polyline */
+  uint64_t x0, nx;      /* line: its exceptions; verbatim: its values */
+  uint8_t kind, quant;
+} rec_t;
+
+struct la_trace {
+  uint64_t n;
+  int mode, flags;
+  double bound;
+  rec_t *recs;
+  dd_t *rprefix; /* finite sum of the records before k (nrec + 1) */
+  size_t nrec, rcap;
+  uint64_t *xpos; /* exceptions: positions, values, prefix of corrections */
+  double *xval;
+  dd_t *xprefix;
+  size_t nx, xcap;
+  double *vals; /* verbatim values (all values of a lossless trace) */
+  dd_t *vprefix;
+  size_t nv, vcap;
+  uint64_t *nfpos; /* non-finite values in order, with their values */
+  double *nfval;
+  size_t nnf, nfcap;
+};
+
+static int fail(char *why, size_t why_len, int rc, const char *fmt, ...) {
+  va_list ap;
+
+  if (why != NULL && why_len > 0) {
+    va_start(ap, fmt);
+    vsnprintf(why, why_len, fmt, ap);
+    va_end(ap);
+  }
+  return rc;
+}
+
+/* Makes room for need elements in the arrays p[0..np) of the given element
+ * sizes, which share *cap (each array gets cap + 1 slots, for prefixes).
+ * Doubles; returns 0 or LA_ENOMEM (the arrays stay valid). */
+static int grow(void **p[], const size_t size[], int np, size_t *cap,
+                size_t need) {
+  size_t c = *cap ? *cap : 16;
+  int i;
+
+  if (need <= *cap)
+    return 0;
+  while (c < need)
+    c *= 2;
+  for (i = 0; i < np; i++) {
+    void *q = realloc(*p[i], (c + 1) * size[i]);
+    if (q == NULL)
+      return LA_ENOMEM;
+    *p[i] = q;
+  }
+  *cap = c;
+  return 0;
+}
+
+void la_trace_close(la_trace_t *t) {
+  if (t == NULL)
+    return;
+  free(t->recs);
+  free(t->rprefix);
+  free(t->xpos);
+  free(t->xval);
+  free(t->xprefix);
+  free(t->vals);
+  free(t->vprefix);
+  free(t->nfpos);
+  free(t->nfval);
+  free(t);
+}
+
+static int add_nonfinite(la_trace_t *t, uint64_t pos, double v) {
+  void **p[] = {(void **)&t->nfpos, (void **)&t->nfval};
+  const size_t sz[] = {sizeof(uint64_t), sizeof(double)};
+
+  if (isfinite(v))
+    return 0;
+  if (grow(p, sz, 2, &t->nfcap, t->nnf + 1))
+    return LA_ENOMEM;
+  t->nfpos[t->nnf] = pos;
+  t->nfval[t->nnf++] = v;
+  return 0;
+}
+
+static int add_value(la_trace_t *t, uint64_t pos, double v) {
+  void **p[] = {(void **)&t->vals, (void **)&t->vprefix};
+  const size_t sz[] = {sizeof(double), sizeof(dd_t)};
+
+  if (grow(p, sz, 2, &t->vcap, t->nv + 1))
+    return LA_ENOMEM;
+  if (t->nv == 0)
+    t->vprefix[0] = (dd_t){0, 0};
+  t->vals[t->nv] = v;
+  t->vprefix[t->nv + 1] = dd_add(t->vprefix[t->nv], isfinite(v) ? v : 0);
+  t->nv++;
+  return add_nonfinite(t, pos, v);
+}
+
+/* First index k in sorted pos[lo..hi) with pos[k] >= v. */
+static size_t lower_bound(const uint64_t *pos, size_t lo, size_t hi,
+                          uint64_t v) {
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (pos[mid] < v)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* Finite part of the sum of points j0..j1-1 (j0 < j1) of record q. */
+static dd_t rec_partial(const la_trace_t *t, const rec_t *q, uint64_t j0,
+                        uint64_t j1, dd_t s) {
+  uint64_t lin_end = j1 < q->count ? j1 : q->count - 1, cnt;
+  size_t x0, x1;
+
+  if (q->kind == LA_REC_VERBATIM) {
+    s = dd_add(s, t->vprefix[q->x0 + j1].hi - t->vprefix[q->x0 + j0].hi);
+    return dd_add(s, t->vprefix[q->x0 + j1].lo - t->vprefix[q->x0 + j0].lo);
+  }
+  if (lin_end > j0) {
+    cnt = lin_end - j0;
+    s = dd_add(s, (double)cnt * q->base);
+    s = dd_add(s, q->d * ((double)cnt *
+                          ((double)(j0 + lin_end - 1 + 2 * q->off) / 2)));
+  }
+  if (j1 == q->count)
+    s = dd_add(s, q->last);
+  x0 = lower_bound(t->xpos, q->x0, q->x0 + q->nx, q->first + j0);
+  x1 = lower_bound(t->xpos, x0, q->x0 + q->nx, q->first + j1);
+  if (x1 > x0) {
+    s = dd_add(s, t->xprefix[x1].hi - t->xprefix[x0].hi);
+    s = dd_add(s, t->xprefix[x1].lo - t->xprefix[x0].lo);
+  }
+  return s;
+}
+
+/* Reads one quantized value at exponent e, predicted from *prev. */
+static int read_qvalue(la_creader_t *r, int e, double *prev) {
+  uint64_t w;
+  int64_t k;
+  int rc;
+
+  if ((rc = la_creader_varint(r, &w)) != 0)
+    return rc;
+  if (__builtin_add_overflow(la_qpredict(*prev, e), la_unzigzag(w), &k) ||
+      !(fabs((double)k) < LA_QK_MAX))
+    return LA_EPROTO;
+  *prev = ldexp((double)k, e);
+  return 0;
+}
+
+static int read_rvalue(la_creader_t *r, double *prev) {
+  int rc = la_creader_f64(r, prev);
+  return rc ? rc : isfinite(*prev) ? 0 : LA_EPROTO;
+}
+
+/* Parses the records of a lossy body. */
+static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
+                         size_t why_len) {
+  uint64_t pos = 0, tag, count, j, c, gap, xp;
+  double prev = 0, a, b, v;
+  int prev_exp = 0, vertex_ok = 0, rc, kind;
+  dd_t sum = {0, 0}, rs;
+  int connected = (t->flags & LA_CENC_F_CONNECTED) != 0;
+  void **r_arrays[] = {(void **)&t->recs, (void **)&t->rprefix};
+  const size_t r_sizes[] = {sizeof(rec_t), sizeof(dd_t)};
+  void **xp_arrays[] = {(void **)&t->xpos, (void **)&t->xval,
+                        (void **)&t->xprefix};
+  const size_t xp_sizes[] = {sizeof(uint64_t), sizeof(double), sizeof(dd_t)};
+
+  while (pos < t->n) {
+    size_t at = r->off;
+    rec_t *q;
+    if ((rc = la_creader_varint(r, &tag)) != 0)
+      goto bad;
+    kind = (int)(tag & 3);
+    count = (tag >> LA_REC_SHIFT) + 1;
+    if (kind > LA_REC_VERBATIM || count > t->n - pos ||
+        (kind == LA_REC_VERBATIM && (tag & (LA_REC_EXC | LA_REC_NEWEXP))) ||
+        (kind == LA_REC_RLINE && (tag & LA_REC_NEWEXP)))
+      return fail(why, why_len, LA_EPROTO, "bad record tag at byte %zu", at);
+    if (grow(r_arrays, r_sizes, 2, &t->rcap, t->nrec + 1))
+      return LA_ENOMEM;
+    q = &t->recs[t->nrec];
+    memset(q, 0, sizeof(*q));
+    q->first = pos;
+    q->count = count;
+    q->kind = (uint8_t)kind;
+    if (kind == LA_REC_VERBATIM) {
+      q->x0 = t->nv;
+      for (j = 0; j < count; j++) {
+        if ((rc = la_creader_verbatim(r, &v)) != 0)
+          goto bad;
+        if ((rc = add_value(t, pos + j, v)) != 0)
+          return rc;
+      }
+      vertex_ok = 0;
+      goto next;
+    }
+    q->off = connected && vertex_ok;
+    q->quant = kind == LA_REC_QLINE;
+    if (tag & LA_REC_NEWEXP) {
+      uint64_t w;
+      int64_t de;
+      if ((rc = la_creader_varint(r, &w)) != 0)
+        goto bad;
+      de = la_unzigzag(w);
+      if (de > 4 * LA_QEXP_MAX || de < -4 * LA_QEXP_MAX ||
+          prev_exp + de < LA_QEXP_MIN || prev_exp + de > LA_QEXP_MAX)
+        return fail(why, why_len, LA_EPROTO, "bad exponent at byte %zu", at);
+      prev_exp += (int)de;
+    }
+    if (q->off) {
+      a = prev; /* the previous vertex */
+    } else {
+      rc = q->quant ? read_qvalue(r, prev_exp, &prev) : read_rvalue(r, &prev);
+      if (rc)
+        goto bad;
+      a = prev;
+    }
+    if (q->off || count > 1) {
+      rc = q->quant ? read_qvalue(r, prev_exp, &prev) : read_rvalue(r, &prev);
+      if (rc)
+        goto bad;
+    }
+    b = prev;
+    q->base = a;
+    q->last = b;
+    q->d = q->off ? (b - a) / (double)count
+                  : count > 1 ? (b - a) / (double)(count - 1) : 0;
+    if (!isfinite(q->d))
+      return fail(why, why_len, LA_EPROTO, "line overflows at byte %zu", at);
+    q->x0 = t->nx;
+    if (tag & LA_REC_EXC) {
+      if ((rc = la_creader_varint(r, &c)) != 0)
+        goto bad;
+      if (c == 0 || c > count)
+        return fail(why, why_len, LA_EPROTO, "bad exception count at byte %zu",
+                    at);
+      xp = 0;
+      for (j = 0; j < c; j++) {
+        double line;
+        if ((rc = la_creader_varint(r, &gap)) != 0)
+          goto bad;
+        if (gap >= count || (xp = (j ? xp + 1 : 0) + gap) >= count)
+          return fail(why, why_len, LA_EPROTO,
+                      "exception outside its segment at byte %zu", at);
+        if ((rc = la_creader_verbatim(r, &v)) != 0)
+          goto bad;
+        if (grow(xp_arrays, xp_sizes, 3, &t->xcap, t->nx + 1))
+          return LA_ENOMEM;
+        if (t->nx == 0)
+          t->xprefix[0] = (dd_t){0, 0};
+        line = la_line_value(q->base, q->d, q->off, xp, count, q->last);
+        t->xpos[t->nx] = pos + xp;
+        t->xval[t->nx] = v;
+        t->xprefix[t->nx + 1] =
+            dd_add(dd_add(t->xprefix[t->nx], -line), isfinite(v) ? v : 0);
+        t->nx++;
+        if ((rc = add_nonfinite(t, pos + xp, v)) != 0)
+          return rc;
+      }
+      q->nx = c;
+    }
+    vertex_ok = 1;
+  next:
+    if (t->nrec == 0)
+      t->rprefix[0] = (dd_t){0, 0};
+    rs = rec_partial(t, q, 0, count, (dd_t){0, 0});
+    sum = dd_add(dd_add(sum, rs.hi), rs.lo);
+    t->rprefix[t->nrec + 1] = sum;
+    t->nrec++;
+    pos += count;
+  }
+  return 0;
+bad:
+  return fail(why, why_len, rc,
+              rc == LA_ETRUNC ? "truncated in the record at byte %zu"
+                              : "malformed value in the record at byte %zu",
+              r->off);
+}
+
+int la_trace_open(const uint8_t *bytes, size_t len, la_trace_t **out,
+                  char *why, size_t why_len) {
+  la_creader_t r;
+  la_trace_t *t;
+  uint8_t h[6];
+  uint32_t crc, want;
+  uint64_t n;
+  int rc, i;
+
+  if (out == NULL || (bytes == NULL && len > 0))
+    return fail(why, why_len, LA_EINVAL, "no buffer");
+  *out = NULL;
+  if (len < 4 + 6 + 8 + 1)
+    return fail(why, why_len, len >= 3 && memcmp(bytes, "LAC", 3) != 0
+                                  ? LA_EPROTO
+                                  : LA_ETRUNC,
+                "%zu bytes: shorter than any compact trace", len);
+  r.p = bytes;
+  r.len = len - 4;
+  r.off = 0;
+  for (i = 0; i < 6; i++)
+    la_creader_u8(&r, &h[i]);
+  if (h[0] != LA_CENC_MAGIC0 || h[1] != LA_CENC_MAGIC1 ||
+      h[2] != LA_CENC_MAGIC2)
+    return fail(why, why_len, LA_EPROTO, "not a compact trace (bad magic)");
+  if (h[3] != LA_CENC_VERSION)
+    return fail(why, why_len, LA_EVERSION,
+                "encoding version %u (this build reads version %d)", h[3],
+                LA_CENC_VERSION);
+  if (h[4] < LA_COMPACT_POLYLINE || h[4] > LA_COMPACT_LOSSLESS)
+    return fail(why, why_len, LA_EPROTO, "unknown mode %u", h[4]);
+  if ((h[5] & ~0x0f) ||
+      (h[4] == LA_COMPACT_LOSSLESS ? (h[5] & ~LA_CENC_F_XOR) != 0
+                                   : (h[5] & LA_CENC_F_XOR) != 0) ||
+      (h[4] != LA_COMPACT_MAXERR && (h[5] & LA_CENC_F_RELATIVE)))
+    return fail(why, why_len, LA_EPROTO, "bad flags 0x%02x for mode %u", h[5],
+                h[4]);
+  if ((t = calloc(1, sizeof(*t))) == NULL)
+    return LA_ENOMEM;
+  t->mode = h[4];
+  t->flags = h[5];
+  la_creader_f64(&r, &t->bound);
+  if ((rc = la_creader_varint(&r, &n)) != 0) {
+    rc = fail(why, why_len, rc, "bad point count");
+    goto out;
+  }
+  if (!(t->bound >= 0 && t->bound < INFINITY) ||
+      (t->mode == LA_COMPACT_LOSSLESS) != (t->bound == 0)) {
+    rc = fail(why, why_len, LA_EPROTO, "bad bound %g for mode %d", t->bound,
+              t->mode);
+    goto out;
+  }
+  if (n > LA_TRACE_MAX_POINTS) {
+    rc = fail(why, why_len, LA_ELIMIT, "%llu points: more than allowed",
+              (unsigned long long)n);
+    goto out;
+  }
+  t->n = n;
+  if (t->mode == LA_COMPACT_LOSSLESS) {
+    uint64_t j;
+    if (n > r.len - r.off) { /* every value takes at least one byte */
+      rc = fail(why, why_len, LA_ETRUNC, "%llu values cannot fit in %zu bytes",
+                (unsigned long long)n, r.len - r.off);
+      goto out;
+    }
+    t->vcap = n ? n : 1;
+    t->vals = malloc(t->vcap * sizeof(double));
+    t->vprefix = malloc((t->vcap + 1) * sizeof(dd_t));
+    t->recs = calloc(1, sizeof(rec_t));
+    t->rprefix = calloc(2, sizeof(dd_t));
+    if (!t->vals || !t->vprefix || !t->recs || !t->rprefix) {
+      rc = LA_ENOMEM;
+      goto out;
+    }
+    if ((rc = la_compact_lossless_decode(&r, t->flags, n, t->vals)) != 0) {
+      rc = fail(why, why_len, rc, "lossless body %s at byte %zu",
+                rc == LA_ETRUNC ? "truncated" : "malformed", r.off);
+      goto out;
+    }
+    t->vprefix[0] = (dd_t){0, 0};
+    for (j = 0; j < n; j++) {
+      double v = t->vals[j];
+      t->vprefix[j + 1] = dd_add(t->vprefix[j], isfinite(v) ? v : 0);
+      if ((rc = add_nonfinite(t, j, v)) != 0)
+        goto out;
+    }
+    t->nv = n;
+    t->recs[0] = (rec_t){.first = 0, .count = n, .kind = LA_REC_VERBATIM};
+    t->rprefix[1] = t->vprefix[n];
+    t->nrec = n > 0;
+  } else if ((rc = parse_records(t, &r, why, why_len)) != 0) {
+    goto out;
+  }
+  if (r.off != r.len) {
+    rc = fail(why, why_len, LA_EPROTO, "%zu bytes after the last record",
+              r.len - r.off);
+    goto out;
+  }
+  r.len = len;
+  la_creader_u32(&r, &want);
+  crc = la_compact_crc32(0, bytes, len - 4);
+  if (crc != want) {
+    rc = fail(why, why_len, LA_EPROTO, "checksum mismatch");
+    goto out;
+  }
+  if (t->rprefix == NULL && (t->rprefix = calloc(1, sizeof(dd_t))) == NULL) {
+    rc = LA_ENOMEM;
+    goto out;
+  }
+  *out = t;
+  return 0;
+out:
+  la_trace_close(t);
+  return rc;
+}
+
+uint64_t la_trace_count(const la_trace_t *t) { return t->n; }
+int la_trace_mode(const la_trace_t *t) { return t->mode; }
+
+void la_trace_params(const la_trace_t *t, la_compact_params_t *p) {
+  memset(p, 0, sizeof(*p));
+  p->mode = t->mode;
+  if (t->mode == LA_COMPACT_POLYLINE)
+    p->cv = t->bound;
+  if (t->mode == LA_COMPACT_MAXERR)
+    p->epsilon = t->bound;
+  p->relative = (t->flags & LA_CENC_F_RELATIVE) != 0;
+  p->connected = (t->flags & LA_CENC_F_CONNECTED) != 0;
+  p->outliers = (t->flags & LA_CENC_F_OUTLIERS) != 0;
+}
+
+/* Index of the record that holds point i (i < n). */
+static size_t find_rec(const la_trace_t *t, uint64_t i) {
+  size_t lo = 0, hi = t->nrec;
+
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (t->recs[mid].first <= i)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+static int bad_range(const la_trace_t *t, uint64_t first, uint64_t count) {
+  return t == NULL || first > t->n || count > t->n - first;
+}
+
+int la_trace_decode(const la_trace_t *t, uint64_t first, uint64_t count,
+                    double *out) {
+  uint64_t end = first + count, i = first;
+  size_t k;
+
+  if (bad_range(t, first, count) || (out == NULL && count > 0))
+    return LA_ERANGE;
+  if (count == 0)
+    return 0;
+  for (k = find_rec(t, first); i < end; k++) {
+    const rec_t *q = &t->recs[k];
+    uint64_t j0 = i - q->first, j1 = end - q->first, j;
+    size_t x;
+    if (j1 > q->count)
+      j1 = q->count;
+    if (q->kind == LA_REC_VERBATIM) {
+      memcpy(out + (i - first), t->vals + q->x0 + j0, (j1 - j0) * 8);
+    } else {
+      double *o = out + (i - first);
+      for (j = j0; j < j1; j++)
+        o[j - j0] = la_line_value(q->base, q->d, q->off, j, q->count, q->last);
+      x = lower_bound(t->xpos, q->x0, q->x0 + q->nx, i);
+      for (; x < q->x0 + q->nx && t->xpos[x] < q->first + j1; x++)
+        out[t->xpos[x] - first] = t->xval[x];
+    }
+    i = q->first + j1;
+  }
+  return 0;
+}
+
+int la_trace_range_sum(const la_trace_t *t, uint64_t first, uint64_t count,
+                       double *sum) {
+  uint64_t last;
+  size_t k0, k1, f;
+  dd_t s = {0, 0};
+  double r;
+
+  if (bad_range(t, first, count) || sum == NULL)
+    return LA_ERANGE;
+  *sum = 0;
+  if (count == 0)
+    return 0;
+  last = first + count - 1;
+  k0 = find_rec(t, first);
+  k1 = find_rec(t, last);
+  if (k0 == k1) {
+    const rec_t *q = &t->recs[k0];
+    s = rec_partial(t, q, first - q->first, last + 1 - q->first, s);
+  } else {
+    const rec_t *q0 = &t->recs[k0], *q1 = &t->recs[k1];
+    s = rec_partial(t, q0, first - q0->first, q0->count, s);
+    s = dd_add(s, dd_diff(t->rprefix[k1], t->rprefix[k0 + 1]));
+    s = rec_partial(t, q1, 0, last + 1 - q1->first, s);
+  }
+  r = s.hi + s.lo;
+  f = lower_bound(t->nfpos, 0, t->nnf, first);
+  for (; f < t->nnf && t->nfpos[f] <= last; f++)
+    r += t->nfval[f];
+  *sum = r;
+  return 0;
+}
+
+size_t la_trace_segment_count(const la_trace_t *t) {
+  return t->mode == LA_COMPACT_LOSSLESS ? 0 : t->nrec;
+}
+
+int la_trace_segment(const la_trace_t *t, size_t i, la_trace_segment_t *s) {
+  const rec_t *q;
+
+  if (i >= la_trace_segment_count(t))
+    return LA_ERANGE;
+  q = &t->recs[i];
+  memset(s, 0, sizeof(*s));
+  s->first = q->first;
+  s->count = q->count;
+  if (q->kind == LA_REC_VERBATIM) {
+    s->kind = LA_SEG_VERBATIM;
+    s->v0 = t->vals[q->x0];
+    s->v1 = t->vals[q->x0 + q->count - 1];
+    return 0;
+  }
+  s->kind = LA_SEG_LINE;
+  s->v0 = la_line_value(q->base, q->d, q->off, 0, q->count, q->last);
+  s->v1 = q->last;
+  s->exceptions = q->nx;
+  s->quantized = q->quant;
+  return 0;
+}
+
+int la_trace_is_verbatim(const la_trace_t *t, uint64_t i) {
+  const rec_t *q;
+  size_t x;
+
+  if (i >= t->n)
+    return 0;
+  q = &t->recs[find_rec(t, i)];
+  if (q->kind == LA_REC_VERBATIM)
+    return 1;
+  x = lower_bound(t->xpos, q->x0, q->x0 + q->nx, i);
+  return x < q->x0 + q->nx && t->xpos[x] == i;
+}

@@ -1,0 +1,194 @@
+/* la_compact_polyline.c: the default segmenter: least-squares line segments
+ * with a bounded coefficient of variation of the fitting error.
+ *
+ * One pass; O(1) state and work per point; no allocation. A segment grows
+ * point by point from running sums of the points shifted by the segment's
+ * first value (or by the previous vertex in connected mode), and closes just
+ * before the point that would make RMSE / |mean| of the least-squares fit
+ * exceed cv * LA_COMPACT_PL_FIT. The test is division-free:
+ *
+ *   free line:      Cyy*Ctt - Cty^2 <= cv^2 * (m*y0 + Sy)^2 * Ctt
+ *                   with Cab = m*Sab - Sa*Sb (m times the co-moments)
+ *   through anchor: m * (Syy*Stt - Sty^2) <= cv^2 * (m*y0 + Sy)^2 * Stt
+ *
+ * Segments of up to two points (one after an anchor) always fit. A point that
+ * does not fit, or is not finite, becomes an exception when outliers are on
+ * and the point after it fits; else the segment closes there. A non-finite
+ * point that starts a segment goes to a verbatim run.
+ *
+ * It does not quantize, encode or check: la_cenc_line() does, and may turn a
+ * segment into a verbatim run when the check fails.
+ */
+#include <math.h>
+
+#include "la_compact.h"
+
+typedef struct {
+  double m, st, stt, sy, syy, sty;
+} pl_sums_t;
+
+typedef struct {
+  pl_sums_t s;
+  double y0;      /* shift: first value, or the anchor (previous vertex) */
+  double t;       /* offset of the next point from the line's origin */
+  int anchored;   /* the line goes through (0, y0) */
+  uint64_t first; /* index of the first point */
+} pl_seg_t;
+
+/* Adds (t, yp) to s into *o and tells whether the fit still meets the bound.
+ * NaN and overflow give "no". */
+static inline int pl_try(const pl_seg_t *g, double t, double yp, double cv2,
+                         pl_sums_t *o) {
+  const pl_sums_t *s = &g->s;
+  double m = s->m + 1, st = s->st + t, stt = s->stt + t * t;
+  double sy = s->sy + yp, syy = s->syy + yp * yp, sty = s->sty + t * yp;
+  double mean_m = m * g->y0 + sy, rhs, lhs;
+
+  o->m = m;
+  o->st = st;
+  o->stt = stt;
+  o->sy = sy;
+  o->syy = syy;
+  o->sty = sty;
+  if (g->anchored) {
+    lhs = m * (syy * stt - sty * sty);
+    rhs = cv2 * mean_m * mean_m * stt;
+  } else {
+    double ctt = m * stt - st * st;
+    double cyy = m * syy - sy * sy;
+    double cty = m * sty - st * sy;
+    lhs = cyy * ctt - cty * cty;
+    rhs = cv2 * mean_m * mean_m * ctt;
+  }
+  return lhs <= rhs;
+}
+
+static void pl_start(pl_seg_t *g, const la_cenc_t *enc, int connected,
+                     uint64_t i, double y) {
+  g->s = (pl_sums_t){0, 0, 0, 0, 0, 0};
+  g->first = i;
+  g->anchored = connected && enc->vertex_ok;
+  if (g->anchored) {
+    g->y0 = enc->vertex;
+    g->t = 1;
+  } else {
+    g->y0 = y;
+    g->t = 0;
+  }
+  pl_try(g, g->t, y - g->y0, 0, &g->s);
+  g->t += 1;
+}
+
+/* Writes the segment's least-squares line. */
+static int pl_close(pl_seg_t *g, la_cenc_t *enc, double cv) {
+  const pl_sums_t *s = &g->s;
+  double t_last = g->t - 1, slope, a, b, mean, vertex;
+  uint64_t count = (uint64_t)(g->anchored ? t_last : t_last + 1);
+  int rc;
+
+  mean = g->y0 + s->sy / s->m;
+  if (g->anchored) {
+    slope = s->sty / s->stt;
+    a = g->y0;
+    b = g->y0 + slope * t_last;
+  } else if (s->m < 2) {
+    a = b = g->y0;
+  } else {
+    slope = (s->m * s->sty - s->st * s->sy) / (s->m * s->stt - s->st * s->st);
+    a = g->y0 + (s->sy - slope * s->st) / s->m;
+    b = a + slope * t_last;
+  }
+  rc = la_cenc_line(enc, count, g->anchored, a, b,
+                    LA_COMPACT_PL_QSTEP * cv * fabs(mean), -1, 0, &vertex);
+  g->s.m = 0;
+  return rc < 0 ? rc : 0;
+}
+
+/* The hot loop: extends a free (anchored == 0) or anchored segment over
+ * x[i..n) while the points fit; returns the index of the first point that
+ * does not (or n). The sums live in registers. */
+static inline size_t pl_scan(pl_seg_t *g, const double *x, size_t i, size_t n,
+                             double cv2, const int anchored) {
+  double m = g->s.m, st = g->s.st, stt = g->s.stt, sy = g->s.sy;
+  double syy = g->s.syy, sty = g->s.sty, t = g->t, y0 = g->y0;
+  double my0 = m * y0; /* m * y0, kept as a sum (y0 is exact) */
+
+  for (; i < n; i++) {
+    double yp = x[i] - y0;
+    double m1 = m + 1, st1 = st + t, stt1 = stt + t * t, my1 = my0 + y0;
+    double sy1 = sy + yp, syy1 = syy + yp * yp, sty1 = sty + t * yp;
+    double mm = my1 + sy1, lhs, rhs;
+    if (anchored) {
+      lhs = m1 * (syy1 * stt1 - sty1 * sty1);
+      rhs = (cv2 * stt1) * (mm * mm);
+    } else {
+      double ctt = m1 * stt1 - st1 * st1;
+      double cyy = m1 * syy1 - sy1 * sy1;
+      double cty = m1 * sty1 - st1 * sy1;
+      lhs = cyy * ctt - cty * cty;
+      rhs = (cv2 * ctt) * (mm * mm);
+    }
+    if (!(lhs <= rhs))
+      break;
+    m = m1;
+    my0 = my1;
+    st = st1;
+    stt = stt1;
+    sy = sy1;
+    syy = syy1;
+    sty = sty1;
+    t += 1;
+  }
+  g->s = (pl_sums_t){m, st, stt, sy, syy, sty};
+  g->t = t;
+  return i;
+}
+
+int la_compact_polyline_run(const double *x, size_t n,
+                            const la_compact_params_t *p, la_cenc_t *enc) {
+  double cv = p->cv, cv2 = (cv * LA_COMPACT_PL_FIT) * (cv * LA_COMPACT_PL_FIT);
+  int connected = p->connected != 0, outliers = p->outliers != 0, rc;
+  pl_seg_t g;
+  pl_sums_t o;
+  size_t i = 0;
+
+  g.s.m = 0;
+  while (i < n) {
+    double y = x[i];
+
+    if (g.s.m == 0) {
+      if (!isfinite(y)) {
+        la_cenc_verbatim(enc);
+      } else {
+        pl_start(&g, enc, connected, i, y);
+      }
+      i++;
+      continue;
+    }
+    i = g.anchored ? pl_scan(&g, x, i, n, cv2, 1) : pl_scan(&g, x, i, n, cv2, 0);
+    if (i == n)
+      break;
+    y = x[i];
+    /* The point does not fit, or is not finite. */
+    if (isfinite(y) && g.s.m + 1 <= (g.anchored ? 1 : 2)) {
+      pl_try(&g, g.t, y - g.y0, cv2, &g.s); /* tiny segments always fit */
+      g.t += 1;
+      i++;
+      continue;
+    }
+    if (outliers && i + 1 < n && isfinite(x[i + 1]) &&
+        pl_try(&g, g.t + 1, x[i + 1] - g.y0, cv2, &o)) {
+      la_cenc_exception(enc, i);
+      g.s = o;
+      g.t += 2;
+      i += 2;
+      continue;
+    }
+    if ((rc = pl_close(&g, enc, cv)) != 0)
+      return rc;
+    /* the next iteration starts a segment (or a run) at i */
+  }
+  if (g.s.m > 0 && (rc = pl_close(&g, enc, cv)) != 0)
+    return rc;
+  return enc->err;
+}

@@ -1,0 +1,44 @@
+/* la_sockio.h: blocking TCP helpers with time limits, for libla, lactl and
+ * tests (the daemons use libuv instead). Parses "host:port", connects with a
+ * deadline, writes whole frames and reads one frame with a deadline. Frames
+ * are built and parsed by la_codec.h; this file only moves bytes.
+ */
+#ifndef LA_SOCKIO_H
+#define LA_SOCKIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "la_codec.h"
+
+/* Splits "host:port" (or "port", or "[v6]:port") into host and port. Returns
+ * 0 or LA_EINVAL. */
+int la_hostport_parse(const char *s, char *host, size_t host_len,
+                      uint16_t *port);
+
+/* Connects to host:port within timeout_ms. Returns a blocking socket with
+ * TCP_NODELAY and close-on-exec, or a negative LA_E* code (LA_ENOAGENT when
+ * nothing listens, LA_ETIMEDOUT, LA_EINVAL for a bad address). */
+int la_tcp_connect(const char *host, uint16_t port, int timeout_ms);
+
+/* Writes all n bytes within timeout_ms. Returns 0, LA_ETIMEDOUT or LA_EIO. */
+int la_write_all(int fd, const void *buf, size_t n, int timeout_ms);
+
+/* Reads exactly n bytes within timeout_ms. Returns 0, LA_ETIMEDOUT, LA_EIO
+ * (including the peer closing). */
+int la_read_all(int fd, void *buf, size_t n, int timeout_ms);
+
+/* Encodes msg as a frame and writes it. Returns 0 or an LA_E* code. */
+int la_send_msg(int fd, uint16_t type, const ProtobufCMessage *msg,
+                int timeout_ms);
+
+/* Reads one frame (payload <= max_payload) and decodes it. On success *type
+ * and *msg are set (free with la_msg_free). Errors: LA_ETIMEDOUT, LA_EIO,
+ * LA_EPROTO, LA_EMSGSIZE; why gets a reason. */
+int la_recv_msg(int fd, uint32_t max_payload, int timeout_ms, uint16_t *type,
+                ProtobufCMessage **msg, char *why, size_t why_len);
+
+/* Monotonic milliseconds. */
+uint64_t la_now_ms(void);
+
+#endif /* LA_SOCKIO_H */

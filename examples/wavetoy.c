@@ -1,0 +1,343 @@
+/* wavetoy.c: the first LA example, a 3-D scalar wave equation profiled per
+ * cell.
+ *
+ * Solves u_tt = c^2 (u_xx + u_yy + u_zz) on the unit cube with a leapfrog
+ * scheme in time and the 7-point Laplacian in space, on NX^3 cells. The
+ * boundary is Dirichlet (u = 0 just outside the grid); the initial condition
+ * is a Gaussian pulse at rest. The grid is cut into slabs along k, one per MPI
+ * rank (the remainder of NX / nranks goes one plane each to the first ranks);
+ * each time step exchanges one ghost plane with each neighbour
+ * (MPI_Sendrecv) and then updates every cell.
+ *
+ * The LA instrumentation is the one of the design study's WaveToy: register
+ * the local grid after MPI_Init, a probe around each cell's update, one
+ * LA_dataXfer per time step, LA_finalize before MPI_Finalize. Those lines are
+ * marked "LA:" below and listed in examples/README.md.
+ *
+ * --no-la runs the same binary with no LA call at all (a separate copy of the
+ * update loop without probes), the baseline of the overhead study.
+ *
+ * Rank 0 prints a summary: grid, ranks, steps, wall time, LA's status and a
+ * checksum (the sum of u over the global grid). LA never changes results: the
+ * checksum is the same with LA active, absent, disabled or --no-la. It does
+ * not depend on the number of ranks either: each rank sums its k-planes in a
+ * fixed order, MPI_Reduce combines a vector of per-plane sums in which every
+ * plane has exactly one non-zero contributor (so the reduction is exact), and
+ * rank 0 adds the planes in global k order. The checksum line also shows
+ * the exact bits (%a), so equal lines mean bit-identical results.
+ *
+ * Not here: per-cell cost variation (the stencil work is uniform on purpose;
+ * see the other examples), output of the field, restart.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "la.h" /* LA: the one header */
+
+#define WT_MAX_N 2048      /* cells per dimension */
+#define WT_MAX_STEPS 10000000
+
+typedef struct wt_opts_s {
+  long n;      /* global cells per dimension */
+  long steps;  /* time steps */
+  int use_la;  /* 0 with --no-la */
+  int quiet;   /* --quiet: print the checksum line only */
+} wt_opts_t;
+
+/* One rank's slab: (nx+2) x (ny+2) x (nz+2) values with a ghost layer. */
+typedef struct wt_slab_s {
+  long nx, ny, nz; /* local cells; nz is this rank's share of the k planes */
+  long k0;         /* global index of the first local plane */
+  long sx, sxy;    /* strides of j and k in the padded array */
+  double *u;       /* current time level */
+  double *v;       /* previous level; overwritten with the next one */
+} wt_slab_t;
+
+static void wt_usage(FILE *f) {
+  fprintf(f,
+          "usage: mpiexec -n P wavetoy [--n NX] [--steps S] [--no-la] "
+          "[--quiet]\n"
+          "  3-D wave equation on NX^3 cells, slabs along k, profiled per "
+          "cell by LA.\n"
+          "  --n NX      cells per dimension (default 64, at least P)\n"
+          "  --steps S   time steps (default 50)\n"
+          "  --no-la     make no LA call at all (uninstrumented baseline)\n"
+          "  --quiet     print only the checksum line\n"
+          "  --help      this text\n"
+          "LA reads LA_AGENT, LA_PERIOD, LA_METRIC, LA_DISABLE, LA_VERBOSE, "
+          "...\n"
+          "(see examples/README.md). Without a LocalAgent the program runs "
+          "unprofiled.\n");
+}
+
+/* Parses a positive integer in 1..max; returns 0 on success. */
+static int wt_parse_long(const char *s, long max, long *out) {
+  char *end;
+  long x;
+  if (!s || !*s) return -1;
+  x = strtol(s, &end, 10);
+  if (*end || x < 1 || x > max) return -1;
+  *out = x;
+  return 0;
+}
+
+/* Length of name when arg is "name" or "name=value", else 0. */
+static size_t wt_opt(const char *arg, const char *name) {
+  size_t len = strlen(name);
+  return !strncmp(arg, name, len) && (!arg[len] || arg[len] == '=') ? len : 0;
+}
+
+/* Fills o from argv. Returns 0 to run, 1 after --help, 2 on a usage error
+ * (message printed by rank 0 only). */
+static int wt_parse_args(int argc, char **argv, int rank, wt_opts_t *o) {
+  o->n = 64;
+  o->steps = 50;
+  o->use_la = 1;
+  o->quiet = 0;
+  for (int a = 1; a < argc; a++) {
+    const char *arg = argv[a];
+    const char *val = NULL;
+    long *dst = NULL, max = 0;
+    size_t len = 0;
+    if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+      if (rank == 0) wt_usage(stdout);
+      return 1;
+    } else if (!strcmp(arg, "--no-la")) {
+      o->use_la = 0;
+      continue;
+    } else if (!strcmp(arg, "--quiet")) {
+      o->quiet = 1;
+      continue;
+    } else if ((len = wt_opt(arg, "--n"))) {
+      dst = &o->n, max = WT_MAX_N;
+    } else if ((len = wt_opt(arg, "--steps"))) {
+      dst = &o->steps, max = WT_MAX_STEPS;
+    } else {
+      if (rank == 0) {
+        fprintf(stderr, "wavetoy: unknown option '%s'\n", arg);
+        wt_usage(stderr);
+      }
+      return 2;
+    }
+    val = arg[len] == '=' ? arg + len + 1 : (a + 1 < argc ? argv[++a] : NULL);
+    if (wt_parse_long(val, max, dst)) {
+      if (rank == 0)
+        fprintf(stderr, "wavetoy: %.*s expects an integer in 1..%ld\n",
+                (int)len, arg, max);
+      return 2;
+    }
+  }
+  return 0;
+}
+
+static size_t wt_at(const wt_slab_t *s, long i, long j, long k) {
+  return (size_t)(i + s->sx * j + s->sxy * k);
+}
+
+/* Allocates the slab of this rank and sets the Gaussian pulse at rest. */
+static int wt_slab_init(wt_slab_t *s, long n, int rank, int size) {
+  long base = n / size, extra = n % size;
+  double h = 1.0 / (double)(n + 1);
+  size_t total;
+
+  s->nx = s->ny = n;
+  s->nz = base + (rank < extra ? 1 : 0);
+  s->k0 = rank * base + (rank < extra ? rank : extra);
+  s->sx = n + 2;
+  s->sxy = (n + 2) * (n + 2);
+  total = (size_t)s->sxy * (size_t)(s->nz + 2);
+  s->u = calloc(total, sizeof *s->u); /* ghosts start (and stay) at 0 */
+  s->v = calloc(total, sizeof *s->v);
+  if (!s->u || !s->v) return -1;
+  for (long k = 1; k <= s->nz; k++) {
+    double z = (double)(s->k0 + k) * h - 0.45;
+    for (long j = 1; j <= s->ny; j++) {
+      double y = (double)j * h - 0.5;
+      for (long i = 1; i <= s->nx; i++) {
+        double x = (double)i * h - 0.55;
+        double g = exp(-(x * x + y * y + z * z) / (2 * 0.08 * 0.08));
+        s->u[wt_at(s, i, j, k)] = g;
+        s->v[wt_at(s, i, j, k)] = g; /* at rest: u(-dt) = u(0) */
+      }
+    }
+  }
+  return 0;
+}
+
+/* Fills the two ghost planes of s->u from the neighbouring ranks. At the
+ * global boundary the neighbour is MPI_PROC_NULL and the ghost stays 0. */
+static void wt_halo(wt_slab_t *s, int rank, int size) {
+  int down = rank > 0 ? rank - 1 : MPI_PROC_NULL;
+  int up = rank < size - 1 ? rank + 1 : MPI_PROC_NULL;
+  int count = (int)s->sxy;
+  double *u = s->u;
+  MPI_Sendrecv(u + s->sxy * s->nz, count, MPI_DOUBLE, up, 1, u, count,
+               MPI_DOUBLE, down, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  MPI_Sendrecv(u + s->sxy, count, MPI_DOUBLE, down, 2,
+               u + s->sxy * (s->nz + 1), count, MPI_DOUBLE, up, 2,
+               MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
+
+/* One leapfrog step over every local cell: v <- 2u - v + c2 * lap(u).
+ * probe is a compile-time constant at each call site, so the copy without
+ * probes contains no LA code at all. */
+static inline __attribute__((always_inline)) void
+wt_update(wt_slab_t *s, double c2, const int probe) {
+  const double *u = s->u;
+  double *v = s->v;
+  const long sx = s->sx, sxy = s->sxy;
+  for (long k = 1; k <= s->nz; k++) {
+    for (long j = 1; j <= s->ny; j++) {
+      size_t row = wt_at(s, 0, j, k);
+      for (long i = 1; i <= s->nx; i++) {
+        size_t c = row + (size_t)i;
+        if (probe) LA_startCell(i - 1, j - 1, k - 1); /* LA: */
+        double lap = u[c - 1] + u[c + 1] + u[c - sx] + u[c + sx] +
+                     u[c - sxy] + u[c + sxy] - 6.0 * u[c];
+        v[c] = 2.0 * u[c] - v[c] + c2 * lap;
+        if (probe) LA_stopCell(i - 1, j - 1, k - 1); /* LA: */
+      }
+    }
+  }
+}
+
+static void wt_update_plain(wt_slab_t *s, double c2) { wt_update(s, c2, 0); }
+static void wt_update_la(wt_slab_t *s, double c2) { wt_update(s, c2, 1); }
+
+/* Sum of u over the global grid, on rank 0, independent of the number of
+ * ranks (see the top of the file). Returns 0 on other ranks. */
+static double wt_checksum(const wt_slab_t *s, long n, int rank) {
+  double *planes = calloc((size_t)n, sizeof *planes);
+  double *total = rank == 0 ? calloc((size_t)n, sizeof *total) : NULL;
+  double sum = 0.0;
+  if (!planes || (rank == 0 && !total)) MPI_Abort(MPI_COMM_WORLD, 1);
+  for (long k = 1; k <= s->nz; k++) {
+    double p = 0.0;
+    for (long j = 1; j <= s->ny; j++)
+      for (long i = 1; i <= s->nx; i++) p += s->u[wt_at(s, i, j, k)];
+    planes[s->k0 + k - 1] = p;
+  }
+  MPI_Reduce(planes, total, (int)n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank == 0)
+    for (long k = 0; k < n; k++) sum += total[k];
+  free(planes);
+  free(total);
+  return sum;
+}
+
+int main(int argc, char **argv) {
+  int rank, size, rc, la_rc = 0, la_late = 0;
+  wt_opts_t o;
+  wt_slab_t s;
+  double t_reg = 0.0, t0, t1, wall, c2, checksum;
+  long stats[4] = {0, 0, 0, 0}, sums[4];
+  int registered = 0, n_registered = 0;
+  char app_id[LA_MAX_APP_ID + 1] = "", la_why[256] = "", la_lost[256] = "";
+
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  rc = wt_parse_args(argc, argv, rank, &o);
+  if (rc == 0 && o.n < size) {
+    if (rank == 0)
+      fprintf(stderr, "wavetoy: --n %ld is smaller than the %d ranks\n", o.n,
+              size);
+    rc = 2;
+  }
+  if (rc) {
+    MPI_Finalize();
+    return rc == 1 ? 0 : 2;
+  }
+  if (wt_slab_init(&s, o.n, rank, size)) {
+    fprintf(stderr, "wavetoy: rank %d: out of memory for %ld^3 cells\n", rank,
+            o.n);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  /* c dt / h = 0.5, under the 3-D stability limit 1/sqrt(3). */
+  c2 = 0.25;
+
+  if (o.use_la) {
+    t_reg = MPI_Wtime();
+    la_rc = LA_registerGrid("wavetoy", rank, size, s.nx, s.ny, s.nz); /* LA: */
+    t_reg = MPI_Wtime() - t_reg;
+    registered = la_rc == 0;
+    if (registered)
+      snprintf(app_id, sizeof app_id, "%s", LA_appId());
+    else
+      snprintf(la_why, sizeof la_why, "%s",
+               *LA_lastError() ? LA_lastError() : LA_strerror(la_rc));
+  }
+
+  MPI_Barrier(MPI_COMM_WORLD);
+  t0 = MPI_Wtime();
+  for (long step = 0; step < o.steps; step++) {
+    double *tmp;
+    wt_halo(&s, rank, size);
+    if (o.use_la) {
+      wt_update_la(&s, c2);
+      rc = LA_dataXfer(); /* LA: one profiling cycle per time step */
+      if (rc && !la_late) { /* profiling stops; the run goes on */
+        la_late = rc;
+        snprintf(la_lost, sizeof la_lost, "%s", LA_lastError());
+      }
+    } else {
+      wt_update_plain(&s, c2);
+    }
+    tmp = s.u, s.u = s.v, s.v = tmp; /* the new level becomes current */
+  }
+  t1 = MPI_Wtime() - t0;
+  MPI_Reduce(&t1, &wall, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+
+  checksum = wt_checksum(&s, o.n, rank);
+
+  if (o.use_la) {
+    stats[0] = LA_getStat(LA_STAT_CYCLES);
+    stats[1] = LA_getStat(LA_STAT_PROFILED);
+    stats[2] = LA_getStat(LA_STAT_SKIPPED);
+    stats[3] = LA_getStat(LA_STAT_WAITS);
+    LA_finalize(); /* LA: */
+  }
+  MPI_Reduce(&registered, &n_registered, 1, MPI_INT, MPI_SUM, 0,
+             MPI_COMM_WORLD);
+  MPI_Reduce(stats, sums, 4, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+
+  if (rank == 0) {
+    double cells = (double)o.n * (double)o.n * (double)o.n;
+    if (!o.quiet) {
+      printf("wavetoy: grid %ld^3 cells on %d rank%s (k-slabs of %ld..%ld "
+             "planes), %ld steps\n",
+             o.n, size, size == 1 ? "" : "s", o.n / size,
+             o.n / size + (o.n % size ? 1 : 0), o.steps);
+      printf("wavetoy: wall time %.3f s, %.2f ns per cell update per rank\n",
+             wall, wall * 1e9 * size / (cells * (double)o.steps));
+      if (!o.use_la)
+        printf("wavetoy: LA off (--no-la): no LA call made\n");
+      else if (n_registered > 0)
+        printf("wavetoy: LA registered on %d of %d ranks as %s "
+               "(LA_registerGrid %.1f ms on rank 0); cycles %ld, profiled "
+               "%ld, skipped %ld, waits %ld (all ranks)\n",
+               n_registered, size, registered ? app_id : "?", t_reg * 1e3,
+               sums[0], sums[1], sums[2], sums[3]);
+      else
+        printf("wavetoy: LA not registered, running unprofiled: %s\n",
+               la_why);
+      if (o.use_la && n_registered > 0 && !registered)
+        printf("wavetoy: LA not registered on rank 0: %s\n", la_why);
+      if (registered && la_late)
+        printf("wavetoy: LA stopped profiling on rank 0 during the run: "
+               "%s\n", la_lost);
+    }
+    printf("wavetoy: checksum %.10e (%a)\n", checksum, checksum);
+    fflush(stdout);
+  }
+
+  free(s.u);
+  free(s.v);
+  MPI_Finalize();
+  return 0;
+}

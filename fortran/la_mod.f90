@@ -1,0 +1,550 @@
+! la_mod.f90: the Fortran 2003 binding of the LA application API (libla/la.h).
+!
+! Built into libla (build/obj/fortran/la_mod.o, in libla.a and libla.so); the
+! module file la_mod.mod is installed beside la.h. Compile with
+! -I<prefix>/include and link with -lla (see docs/fortran.md).
+!
+! Modelled on Caliper's Fortran module: every C function has a private
+! bind(C) interface and a thin public Fortran procedure; there is no logic
+! here. What Fortran cannot do itself lives in C, in libla/fortran_shims.c:
+! calling the static inline probes of la.h, turning 1-based indices into the
+! 0-based indices of the C API, and copying blank-padded Fortran strings into
+! NUL-terminated C strings. This module deliberately does no I/O and calls no
+! libgfortran routine, so C programs linking libla.so need no libgfortran.
+!
+! Indices are 1-based, as Fortran mesh codes count: element e of
+! la_start_probe(e) is element e-1 of LA_startProbe, cell (i,j,k) is C cell
+! (i-1,j-1,k-1), range first is C range first-1. Element indices, counts and
+! grid sizes may be default (32-bit) or 64-bit integers (generic interfaces).
+!
+! Error arguments. Every procedure that can fail in C takes an optional last
+! argument ierr (integer, intent(out)): 0 or a negative LA_E* code, explained
+! by la_strerror(ierr) and la_last_error(). It is optional because LA must
+! never change what the application does (DESIGN.md invariant 1): most codes
+! ignore the result, and `call la_data_xfer()` should be all they write.
+! The probes (la_start_probe, la_stop_probe, la_start_cell, la_stop_cell)
+! take no ierr at all: they run once per element in the hot loop, their only
+! failure is an index out of range, which libla counts (la_get_stat(
+! LA_STAT_RANGE_ERRORS)) and describes (la_last_error()), and without ierr the
+! generic name resolves straight to the C shim: one call, no Fortran wrapper,
+! no present() test.
+module la_mod
+  use, intrinsic :: iso_c_binding, only: c_int, c_long, c_size_t, c_char, &
+       c_ptr, c_bool, c_int32_t, c_int64_t, c_associated, &
+       c_f_pointer
+  implicit none
+  private
+
+  ! ---------------------------------------------------------- constants --
+  ! Values mirror la.h (LA_ERRNO_MAP and the enums); tests/unit/test_fortran.c
+  ! checks every one against the C definitions.
+  integer, parameter, public :: LA_OK = 0
+  integer, parameter, public :: LA_EINVAL = -1
+  integer, parameter, public :: LA_ESTATE = -2
+  integer, parameter, public :: LA_ENOAGENT = -3
+  integer, parameter, public :: LA_EREFUSED = -4
+  integer, parameter, public :: LA_EAGENTLOST = -5
+  integer, parameter, public :: LA_EIPC = -6
+  integer, parameter, public :: LA_ENOEVENT = -7
+  integer, parameter, public :: LA_EPAPI = -8
+  integer, parameter, public :: LA_ERANGE = -9
+  integer, parameter, public :: LA_ENOMEM = -10
+  integer, parameter, public :: LA_EDISABLED = -11
+  integer, parameter, public :: LA_EPROTO = -12
+  integer, parameter, public :: LA_EMSGSIZE = -13
+  integer, parameter, public :: LA_ETRUNC = -14
+  integer, parameter, public :: LA_ETIMEDOUT = -15
+  integer, parameter, public :: LA_EIO = -16
+  integer, parameter, public :: LA_EAUTH = -17
+  integer, parameter, public :: LA_ENOTFOUND = -18
+  integer, parameter, public :: LA_ELIMIT = -19
+  integer, parameter, public :: LA_ECONFIG = -20
+  integer, parameter, public :: LA_EVERSION = -21
+  integer, parameter, public :: LA_ESKIPPED = -22
+
+  integer, parameter, public :: LA_POLICY_WAIT = 0
+  integer, parameter, public :: LA_POLICY_SKIP = 1
+
+  integer, parameter, public :: LA_STAT_CYCLES = 0
+  integer, parameter, public :: LA_STAT_PROFILED = 1
+  integer, parameter, public :: LA_STAT_SKIPPED = 2
+  integer, parameter, public :: LA_STAT_WAITS = 3
+  integer, parameter, public :: LA_STAT_RANGE_ERRORS = 4
+  integer, parameter, public :: LA_STAT_WAIT_NS = 5
+  integer, parameter, public :: LA_STAT_REGISTERED = 6
+
+  ! ------------------------------------------------------ public names --
+  public :: la_register, la_register_grid, la_data_xfer, la_data_xfer_tagged
+  public :: la_finalize
+  public :: la_start_probe, la_stop_probe, la_start_cell, la_stop_cell
+  public :: la_start_range, la_stop_range, la_is_profiling
+  public :: la_set_period, la_set_metric, la_set_policy, la_set_buffers
+  public :: la_set_agent, la_set_compaction, la_set_app_id
+  public :: la_enable, la_disable
+  public :: la_get_stat, la_strerror, la_last_error, la_app_id
+
+  ! ------------------------------------------- hot path: straight to C --
+  ! The specific procedures are the C shims themselves (private names).
+  interface la_start_probe
+    subroutine la_f_start_probe_i4(e) bind(C, name="la_f_start_probe_i4")
+      import :: c_int32_t
+      integer(c_int32_t), value :: e
+    end subroutine
+    subroutine la_f_start_probe_i8(e) bind(C, name="la_f_start_probe_i8")
+      import :: c_int64_t
+      integer(c_int64_t), value :: e
+    end subroutine
+  end interface
+
+  interface la_stop_probe
+    subroutine la_f_stop_probe_i4(e) bind(C, name="la_f_stop_probe_i4")
+      import :: c_int32_t
+      integer(c_int32_t), value :: e
+    end subroutine
+    subroutine la_f_stop_probe_i8(e) bind(C, name="la_f_stop_probe_i8")
+      import :: c_int64_t
+      integer(c_int64_t), value :: e
+    end subroutine
+  end interface
+
+  interface la_start_cell
+    subroutine la_f_start_cell_i4(i, j, k) bind(C, name="la_f_start_cell_i4")
+      import :: c_int32_t
+      integer(c_int32_t), value :: i, j, k
+    end subroutine
+    subroutine la_f_start_cell_i8(i, j, k) bind(C, name="la_f_start_cell_i8")
+      import :: c_int64_t
+      integer(c_int64_t), value :: i, j, k
+    end subroutine
+  end interface
+
+  interface la_stop_cell
+    subroutine la_f_stop_cell_i4(i, j, k) bind(C, name="la_f_stop_cell_i4")
+      import :: c_int32_t
+      integer(c_int32_t), value :: i, j, k
+    end subroutine
+    subroutine la_f_stop_cell_i8(i, j, k) bind(C, name="la_f_stop_cell_i8")
+      import :: c_int64_t
+      integer(c_int64_t), value :: i, j, k
+    end subroutine
+  end interface
+
+  ! The specific names stay private by the module's default (an explicit
+  ! private statement on a bind(C) name draws a gfortran warning).
+
+  ! ---------------------------------- generic names over integer kinds --
+  interface la_register
+    module procedure la_register_i4, la_register_i8
+  end interface
+  interface la_register_grid
+    module procedure la_register_grid_i4, la_register_grid_i8
+  end interface
+  interface la_start_range
+    module procedure la_start_range_i4, la_start_range_i8
+  end interface
+  interface la_stop_range
+    module procedure la_stop_range_i4, la_stop_range_i8
+  end interface
+  interface la_data_xfer_tagged
+    module procedure la_data_xfer_tagged_i4, la_data_xfer_tagged_i8
+  end interface
+
+  ! ------------------------------------------ private C interfaces --
+  interface
+    function c_la_register(name, len, rank, nprocs, n) &
+         bind(C, name="la_f_register") result(rc)
+      import :: c_char, c_size_t, c_int, c_long
+      character(kind=c_char), dimension(*), intent(in) :: name
+      integer(c_size_t), value :: len
+      integer(c_int), value :: rank, nprocs
+      integer(c_long), value :: n
+      integer(c_int) :: rc
+    end function
+
+    function c_la_register_grid(name, len, rank, nprocs, nx, ny, nz) &
+         bind(C, name="la_f_register_grid") result(rc)
+      import :: c_char, c_size_t, c_int, c_long
+      character(kind=c_char), dimension(*), intent(in) :: name
+      integer(c_size_t), value :: len
+      integer(c_int), value :: rank, nprocs
+      integer(c_long), value :: nx, ny, nz
+      integer(c_int) :: rc
+    end function
+
+    function c_la_data_xfer() bind(C, name="LA_dataXfer") result(rc)
+      import :: c_int
+      integer(c_int) :: rc
+    end function
+
+    function c_la_data_xfer_tagged(tag) bind(C, name="LA_dataXferTagged") &
+         result(rc)
+      import :: c_int, c_int64_t
+      integer(c_int64_t), value :: tag ! uint64_t in C
+      integer(c_int) :: rc
+    end function
+
+    function c_la_finalize() bind(C, name="LA_finalize") result(rc)
+      import :: c_int
+      integer(c_int) :: rc
+    end function
+
+    function c_la_start_range(first, count) bind(C, name="la_f_start_range") &
+         result(rc)
+      import :: c_int, c_long
+      integer(c_long), value :: first, count
+      integer(c_int) :: rc
+    end function
+
+    function c_la_stop_range(first, count) bind(C, name="la_f_stop_range") &
+         result(rc)
+      import :: c_int, c_long
+      integer(c_long), value :: first, count
+      integer(c_int) :: rc
+    end function
+
+    function c_la_set_period(period) bind(C, name="LA_setPeriod") result(rc)
+      import :: c_int
+      integer(c_int), value :: period
+      integer(c_int) :: rc
+    end function
+
+    function c_la_set_policy(policy) bind(C, name="LA_setPolicy") result(rc)
+      import :: c_int
+      integer(c_int), value :: policy
+      integer(c_int) :: rc
+    end function
+
+    function c_la_set_buffers(n) bind(C, name="LA_setBuffers") result(rc)
+      import :: c_int
+      integer(c_int), value :: n
+      integer(c_int) :: rc
+    end function
+
+    function c_la_set_metric(s, len) bind(C, name="la_f_set_metric") result(rc)
+      import :: c_char, c_size_t, c_int
+      character(kind=c_char), dimension(*), intent(in) :: s
+      integer(c_size_t), value :: len
+      integer(c_int) :: rc
+    end function
+
+    function c_la_set_agent(s, len) bind(C, name="la_f_set_agent") result(rc)
+      import :: c_char, c_size_t, c_int
+      character(kind=c_char), dimension(*), intent(in) :: s
+      integer(c_size_t), value :: len
+      integer(c_int) :: rc
+    end function
+
+    function c_la_set_compaction(s, len) bind(C, name="la_f_set_compaction") &
+         result(rc)
+      import :: c_char, c_size_t, c_int
+      character(kind=c_char), dimension(*), intent(in) :: s
+      integer(c_size_t), value :: len
+      integer(c_int) :: rc
+    end function
+
+    function c_la_set_app_id(s, len) bind(C, name="la_f_set_app_id") result(rc)
+      import :: c_char, c_size_t, c_int
+      character(kind=c_char), dimension(*), intent(in) :: s
+      integer(c_size_t), value :: len
+      integer(c_int) :: rc
+    end function
+
+    function c_la_enable() bind(C, name="LA_enable") result(rc)
+      import :: c_int
+      integer(c_int) :: rc
+    end function
+
+    function c_la_disable() bind(C, name="LA_disable") result(rc)
+      import :: c_int
+      integer(c_int) :: rc
+    end function
+
+    function c_la_is_profiling() bind(C, name="la_f_is_profiling") result(on)
+      import :: c_bool
+      logical(c_bool) :: on
+    end function
+
+    function c_la_get_stat(which) bind(C, name="LA_getStat") result(v)
+      import :: c_int, c_long
+      integer(c_int), value :: which
+      integer(c_long) :: v
+    end function
+
+    function c_la_strerror(code) bind(C, name="LA_strerror") result(p)
+      import :: c_int, c_ptr
+      integer(c_int), value :: code
+      type(c_ptr) :: p
+    end function
+
+    function c_la_last_error() bind(C, name="LA_lastError") result(p)
+      import :: c_ptr
+      type(c_ptr) :: p
+    end function
+
+    function c_la_app_id() bind(C, name="LA_appId") result(p)
+      import :: c_ptr
+      type(c_ptr) :: p
+    end function
+
+    function c_strlen(p) bind(C, name="strlen") result(n)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: p
+      integer(c_size_t) :: n
+    end function
+  end interface
+
+contains
+
+  ! ---------------------------------------------------------- lifecycle --
+
+  ! la_register: LA_register. rank and nprocs may be -1 (read from the
+  ! launcher's environment); elements are then probed as 1..n_elements.
+  subroutine la_register_i4(app_name, rank, nprocs, n_elements, ierr)
+    character(len=*), intent(in) :: app_name
+    integer, intent(in) :: rank, nprocs
+    integer(c_int32_t), intent(in) :: n_elements
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_register(app_name, len(app_name, kind=c_size_t), &
+         int(rank, c_int), int(nprocs, c_int), int(n_elements, c_long))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_register_i8(app_name, rank, nprocs, n_elements, ierr)
+    character(len=*), intent(in) :: app_name
+    integer, intent(in) :: rank, nprocs
+    integer(c_int64_t), intent(in) :: n_elements
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_register(app_name, len(app_name, kind=c_size_t), &
+         int(rank, c_int), int(nprocs, c_int), int(n_elements, c_long))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  ! la_register_grid: LA_registerGrid; cells are then probed as (i,j,k),
+  ! 1 <= i <= nx, 1 <= j <= ny, 1 <= k <= nz.
+  subroutine la_register_grid_i4(app_name, rank, nprocs, nx, ny, nz, ierr)
+    character(len=*), intent(in) :: app_name
+    integer, intent(in) :: rank, nprocs
+    integer(c_int32_t), intent(in) :: nx, ny, nz
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_register_grid(app_name, len(app_name, kind=c_size_t), &
+         int(rank, c_int), int(nprocs, c_int), int(nx, c_long), &
+         int(ny, c_long), int(nz, c_long))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_register_grid_i8(app_name, rank, nprocs, nx, ny, nz, ierr)
+    character(len=*), intent(in) :: app_name
+    integer, intent(in) :: rank, nprocs
+    integer(c_int64_t), intent(in) :: nx, ny, nz
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_register_grid(app_name, len(app_name, kind=c_size_t), &
+         int(rank, c_int), int(nprocs, c_int), int(nx, c_long), &
+         int(ny, c_long), int(nz, c_long))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  ! la_data_xfer: LA_dataXfer, the end of a profiling cycle.
+  subroutine la_data_xfer(ierr)
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_data_xfer()
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  ! la_data_xfer_tagged: LA_dataXferTagged; tag must be >= 0 and the same on
+  ! every rank for the same cycle.
+  subroutine la_data_xfer_tagged_i4(tag, ierr)
+    integer(c_int32_t), intent(in) :: tag
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_data_xfer_tagged(int(tag, c_int64_t))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_data_xfer_tagged_i8(tag, ierr)
+    integer(c_int64_t), intent(in) :: tag
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_data_xfer_tagged(tag)
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  ! la_finalize: LA_finalize; removes the shared memory and semaphores.
+  subroutine la_finalize(ierr)
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_finalize()
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  ! ------------------------------------------------------------- ranges --
+  ! la_start_range/la_stop_range: LA_startRange/LA_stopRange over elements
+  ! first..first+count-1 (1-based). Once per block, not per element, so they
+  ! keep the optional ierr (LA_ERANGE, or LA_ESTATE for a stop without start).
+
+  subroutine la_start_range_i4(first, count, ierr)
+    integer(c_int32_t), intent(in) :: first, count
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_start_range(int(first, c_long), int(count, c_long))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_start_range_i8(first, count, ierr)
+    integer(c_int64_t), intent(in) :: first, count
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_start_range(int(first, c_long), int(count, c_long))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_stop_range_i4(first, count, ierr)
+    integer(c_int32_t), intent(in) :: first, count
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_stop_range(int(first, c_long), int(count, c_long))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_stop_range_i8(first, count, ierr)
+    integer(c_int64_t), intent(in) :: first, count
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_stop_range(int(first, c_long), int(count, c_long))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  ! ----------------------------------------------------------- settings --
+  ! Call before la_register unless la.h says otherwise; an LA_* environment
+  ! variable overrides the program's choice.
+
+  subroutine la_set_period(period, ierr)
+    integer, intent(in) :: period
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_set_period(int(period, c_int))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_set_policy(policy, ierr)
+    integer, intent(in) :: policy
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_set_policy(int(policy, c_int))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_set_buffers(n_buffers, ierr)
+    integer, intent(in) :: n_buffers
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_set_buffers(int(n_buffers, c_int))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_set_metric(metric, ierr)
+    character(len=*), intent(in) :: metric
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_set_metric(metric, len(metric, kind=c_size_t))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_set_agent(host_port, ierr)
+    character(len=*), intent(in) :: host_port
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_set_agent(host_port, len(host_port, kind=c_size_t))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_set_compaction(spec, ierr)
+    character(len=*), intent(in) :: spec
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_set_compaction(spec, len(spec, kind=c_size_t))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_set_app_id(app_id, ierr)
+    character(len=*), intent(in) :: app_id
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_set_app_id(app_id, len(app_id, kind=c_size_t))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  ! la_enable/la_disable: profiling on/off, from the next cycle.
+  subroutine la_enable(ierr)
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_enable()
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_disable(ierr)
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_disable()
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  ! ------------------------------------------------------------ queries --
+
+  ! la_is_profiling: whether the current cycle is profiled (LA_isProfiling),
+  ! as a default logical so that it can be passed anywhere a logical goes.
+  function la_is_profiling() result(on)
+    logical :: on
+    on = c_la_is_profiling()
+  end function
+
+  ! la_get_stat: LA_getStat(which), which one of LA_STAT_*; LA_EINVAL for an
+  ! unknown which.
+  function la_get_stat(which) result(v)
+    integer, intent(in) :: which
+    integer(c_int64_t) :: v
+    v = int(c_la_get_stat(int(which, c_int)), c_int64_t)
+  end function
+
+  ! la_strerror: the text of an error code (LA_strerror).
+  function la_strerror(code) result(s)
+    integer, intent(in) :: code
+    character(len=:), allocatable :: s
+    call la__f_string(c_la_strerror(int(code, c_int)), s)
+  end function
+
+  ! la_last_error: the detail of the most recent failure (LA_lastError).
+  function la_last_error() result(s)
+    character(len=:), allocatable :: s
+    call la__f_string(c_la_last_error(), s)
+  end function
+
+  ! la_app_id: the application id of the registration (LA_appId).
+  function la_app_id() result(s)
+    character(len=:), allocatable :: s
+    call la__f_string(c_la_app_id(), s)
+  end function
+
+  ! s = a copy of the NUL-terminated C string p (empty for a null pointer).
+  ! Allocates with stat= so that no libgfortran error routine is linked in;
+  ! the strings are a few hundred bytes at most.
+  subroutine la__f_string(p, s)
+    type(c_ptr), intent(in) :: p
+    character(len=:), allocatable, intent(out) :: s
+    character(kind=c_char), pointer :: a(:)
+    integer :: i, n, st
+    n = 0
+    if (c_associated(p)) n = int(c_strlen(p))
+    allocate(character(len=n) :: s, stat=st)
+    if (st /= 0 .or. n == 0) return
+    call c_f_pointer(p, a, [n])
+    do i = 1, n
+      s(i:i) = a(i)
+    end do
+  end subroutine
+
+end module la_mod

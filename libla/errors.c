@@ -1,0 +1,85 @@
+/* errors.c: error strings, the last-error detail, and verbose reporting.
+ *
+ * libla prints nothing unless LA_VERBOSE is set; then each distinct message
+ * goes to stderr once, prefixed with "la[rank N]:". Owns the last-error
+ * buffer and the verbose flag; nothing else in libla writes to stderr.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "la_internal.h"
+
+static char la__last[512];
+static int la__verbose;
+static int la__rank = -1;
+static uint32_t la__seen[32]; /* hashes of messages already printed */
+static pthread_mutex_t la__mu = PTHREAD_MUTEX_INITIALIZER;
+
+LA_EXPORT const char *LA_strerror(int code) {
+  switch (code) {
+  case 0:
+    return "success";
+#define LA__ERR_CASE(name, val, msg) \
+  case val:                          \
+    return msg;
+    LA_ERRNO_MAP(LA__ERR_CASE)
+#undef LA__ERR_CASE
+  default:
+    return "unknown LA error code";
+  }
+}
+
+LA_EXPORT const char *LA_lastError(void) { return la__last; }
+
+void la__set_verbose(int verbose, int rank) {
+  la__verbose = verbose;
+  la__rank = rank;
+}
+
+static uint32_t la__hash(const char *s) {
+  uint32_t h = 2166136261u;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+  return h ? h : 1;
+}
+
+static void la__emit(const char *msg) {
+  uint32_t h = la__hash(msg);
+  for (size_t i = 0; i < sizeof la__seen / sizeof la__seen[0]; i++) {
+    if (la__seen[i] == h) return;
+    if (la__seen[i] == 0) {
+      la__seen[i] = h;
+      break;
+    }
+  }
+  if (la__rank >= 0)
+    fprintf(stderr, "la[rank %d]: %s\n", la__rank, msg);
+  else
+    fprintf(stderr, "la: %s\n", msg);
+}
+
+int la__error(int code, const char *fmt, ...) {
+  char detail[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(detail, sizeof detail, fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&la__mu);
+  snprintf(la__last, sizeof la__last, "%s: %s", LA_strerror(code), detail);
+  if (la__verbose) la__emit(la__last);
+  pthread_mutex_unlock(&la__mu);
+  return code;
+}
+
+void la__info(const char *fmt, ...) {
+  if (!la__verbose) return;
+  char msg[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&la__mu);
+  la__emit(msg);
+  pthread_mutex_unlock(&la__mu);
+}

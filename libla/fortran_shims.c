@@ -1,0 +1,121 @@
+/* fortran_shims.c: the C symbols the Fortran module la_mod (fortran/la_mod.f90)
+ * binds to with bind(C).
+ *
+ * Fortran cannot call what la.h declares static inline (the probes, cells,
+ * LA_isProfiling), cannot pass NUL-terminated strings without copying, and
+ * counts from 1. These shims do exactly those three things and nothing else:
+ *   - la_f_{start,stop}_{probe,cell}_{i4,i8}: 1-based index (32- or 64-bit
+ *     Fortran integer, by value) -> the inline 0-based probe. They return
+ *     nothing: a probe only fails on an index out of range, which libla
+ *     already counts (LA_STAT_RANGE_ERRORS) and describes (LA_lastError).
+ *   - la_f_{start,stop}_range: 1-based first element -> LA_startRange.
+ *   - la_f_register*, la_f_set_{metric,agent,compaction,app_id}: take a
+ *     Fortran string as (pointer, length), blank padded and not terminated,
+ *     copy it without trailing blanks into a NUL-terminated buffer on the
+ *     stack and call the C function.
+ *   - la_f_is_profiling: LA_isProfiling as a C _Bool (Fortran logical(c_bool)).
+ * Everything else in la.h has a plain C signature (no varargs, no structs by
+ * value) and la_mod binds to it directly. Deliberately no logic beyond the
+ * index shift and the string copy: validation stays in the C API, so C and
+ * Fortran callers see the same errors.
+ */
+#include <stdbool.h>
+#include <string.h>
+
+#include "la_internal.h"
+
+/* Longest Fortran string accepted (after trimming); every C setting is
+ * shorter, so the C function still reports its own limit. */
+#define LA__FSTR_MAX 511
+
+/* Copies the Fortran string s[0..len) into dst (LA__FSTR_MAX + 1 bytes):
+ * stops at a NUL if the caller passed a C string, drops trailing blanks.
+ * Returns 0, or LA_EINVAL when the trimmed string does not fit. */
+static int la__fstr(char *dst, const char *s, size_t len, const char *what) {
+  size_t n = 0;
+  if (s) {
+    const char *nul = memchr(s, '\0', len);
+    n = nul ? (size_t)(nul - s) : len;
+    while (n > 0 && s[n - 1] == ' ') n--;
+  }
+  if (n > LA__FSTR_MAX)
+    return la__error(LA_EINVAL, "%s longer than %d characters", what,
+                     LA__FSTR_MAX);
+  if (n) memcpy(dst, s, n);
+  dst[n] = '\0';
+  return 0;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+LA_EXPORT int la_f_register(const char *name, size_t len, int rank,
+                            int nprocs, long n_elements) {
+  char buf[LA__FSTR_MAX + 1];
+  int rc = la__fstr(buf, name, len, "application name");
+  return rc ? rc : LA_register(buf, rank, nprocs, n_elements);
+}
+
+LA_EXPORT int la_f_register_grid(const char *name, size_t len, int rank,
+                                 int nprocs, long nx, long ny, long nz) {
+  char buf[LA__FSTR_MAX + 1];
+  int rc = la__fstr(buf, name, len, "application name");
+  return rc ? rc : LA_registerGrid(buf, rank, nprocs, nx, ny, nz);
+}
+
+/* ------------------------------------------------------------- settings */
+
+LA_EXPORT int la_f_set_metric(const char *s, size_t len) {
+  char buf[LA__FSTR_MAX + 1];
+  int rc = la__fstr(buf, s, len, "metric");
+  return rc ? rc : LA_setMetric(buf);
+}
+
+LA_EXPORT int la_f_set_agent(const char *s, size_t len) {
+  char buf[LA__FSTR_MAX + 1];
+  int rc = la__fstr(buf, s, len, "agent address");
+  return rc ? rc : LA_setAgent(buf);
+}
+
+LA_EXPORT int la_f_set_compaction(const char *s, size_t len) {
+  char buf[LA__FSTR_MAX + 1];
+  int rc = la__fstr(buf, s, len, "compaction spec");
+  return rc ? rc : LA_setCompaction(buf);
+}
+
+LA_EXPORT int la_f_set_app_id(const char *s, size_t len) {
+  char buf[LA__FSTR_MAX + 1];
+  int rc = la__fstr(buf, s, len, "application id");
+  return rc ? rc : LA_setAppId(buf);
+}
+
+/* ------------------------------------------------------------- hot path
+ * e - 1 is computed in unsigned arithmetic so that e = 0 (or the most
+ * negative value) becomes an out-of-range index, never undefined behaviour. */
+#define LA__ZB(e) ((long)((unsigned long)(long)(e) - 1ul))
+
+LA_EXPORT void la_f_start_probe_i4(int32_t e) { (void)LA_startProbe(LA__ZB(e)); }
+LA_EXPORT void la_f_stop_probe_i4(int32_t e) { (void)LA_stopProbe(LA__ZB(e)); }
+LA_EXPORT void la_f_start_probe_i8(int64_t e) { (void)LA_startProbe(LA__ZB(e)); }
+LA_EXPORT void la_f_stop_probe_i8(int64_t e) { (void)LA_stopProbe(LA__ZB(e)); }
+
+LA_EXPORT void la_f_start_cell_i4(int32_t i, int32_t j, int32_t k) {
+  (void)LA_startCell(LA__ZB(i), LA__ZB(j), LA__ZB(k));
+}
+LA_EXPORT void la_f_stop_cell_i4(int32_t i, int32_t j, int32_t k) {
+  (void)LA_stopCell(LA__ZB(i), LA__ZB(j), LA__ZB(k));
+}
+LA_EXPORT void la_f_start_cell_i8(int64_t i, int64_t j, int64_t k) {
+  (void)LA_startCell(LA__ZB(i), LA__ZB(j), LA__ZB(k));
+}
+LA_EXPORT void la_f_stop_cell_i8(int64_t i, int64_t j, int64_t k) {
+  (void)LA_stopCell(LA__ZB(i), LA__ZB(j), LA__ZB(k));
+}
+
+LA_EXPORT int la_f_start_range(long first, long count) {
+  return LA_startRange(LA__ZB(first), count);
+}
+LA_EXPORT int la_f_stop_range(long first, long count) {
+  return LA_stopRange(LA__ZB(first), count);
+}
+
+LA_EXPORT bool la_f_is_profiling(void) { return LA_isProfiling() != 0; }

@@ -1,0 +1,160 @@
+/* ipc.c: the application side of the shared-memory hand-off.
+ *
+ * One SysV segment (layout: common/la_shm_layout.h) and one SysV semaphore
+ * set per process, both IPC_PRIVATE and mode 0600. Semaphore i is 1 while
+ * buffer i is free for the application. The application takes a buffer
+ * without SEM_UNDO (the agent, not the kernel, gives it back). Once the agent
+ * has attached, the segment is marked for removal so it disappears with the
+ * last process attached, whatever way the processes end; the semaphore set is
+ * removed by LA_finalize or, if the application dies, by the agent.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/ipc.h>
+#include <sys/random.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "la_internal.h"
+
+union la__semun {
+  int val;
+  struct semid_ds *buf;
+  unsigned short *array;
+};
+
+static uint64_t la__nonce(void) {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    v = ((uint64_t)ts.tv_nsec << 32) ^ (uint64_t)ts.tv_sec ^
+        ((uint64_t)getpid() << 16) ^ (uint64_t)(uintptr_t)&v;
+  }
+  return v ? v : 1;
+}
+
+int la__ipc_create(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers) {
+  memset(ipc, 0, sizeof *ipc);
+  ipc->shm_id = ipc->sem_id = -1;
+  if (n_elements == 0 || n_elements > LA_SHM_MAX_ELEMENTS)
+    return la__error(LA_EINVAL, "element count %llu outside 1..2^32",
+                     (unsigned long long)n_elements);
+  uint64_t size = la_shm_segment_size(n_elements, n_buffers);
+  ipc->shm_id = shmget(IPC_PRIVATE, size, IPC_CREAT | IPC_EXCL | 0600);
+  if (ipc->shm_id < 0)
+    return la__error(LA_EIPC, "shmget of %llu bytes: %s (see kernel.shmmax)",
+                     (unsigned long long)size, strerror(errno));
+  void *p = shmat(ipc->shm_id, NULL, 0);
+  if (p == (void *)-1) {
+    int e = errno;
+    shmctl(ipc->shm_id, IPC_RMID, NULL);
+    ipc->shm_id = -1;
+    return la__error(LA_EIPC, "shmat: %s", strerror(e));
+  }
+  ipc->hdr = p;
+  ipc->sem_id = semget(IPC_PRIVATE, (int)n_buffers, IPC_CREAT | IPC_EXCL | 0600);
+  if (ipc->sem_id < 0) {
+    int e = errno;
+    la__ipc_destroy(ipc);
+    return la__error(LA_EIPC, "semget of %u semaphores: %s", n_buffers,
+                     strerror(e));
+  }
+  unsigned short ones[LA_SHM_MAX_BUFFERS];
+  for (uint32_t i = 0; i < n_buffers; i++) ones[i] = 1;
+  union la__semun arg = {.array = ones};
+  if (semctl(ipc->sem_id, 0, SETALL, arg) != 0) {
+    int e = errno;
+    la__ipc_destroy(ipc);
+    return la__error(LA_EIPC, "semctl SETALL: %s", strerror(e));
+  }
+  la_shm_header_t *h = ipc->hdr;
+  h->version = LA_SHM_VERSION;
+  h->header_len = sizeof *h;
+  h->n_elements = n_elements;
+  h->n_buffers = n_buffers;
+  h->creator_pid = (int32_t)getpid();
+  h->nonce = la__nonce();
+  h->buffer_stride = la_shm_buffer_stride(n_elements);
+  h->segment_size = size;
+  __atomic_store_n(&h->magic, LA_SHM_MAGIC, __ATOMIC_RELEASE);
+  ipc->n_buffers = n_buffers;
+  ipc->n_elements = n_elements;
+  return 0;
+}
+
+void la__ipc_mark(la__ipc_t *ipc) {
+  if (ipc->shm_id >= 0 && !ipc->shm_marked &&
+      shmctl(ipc->shm_id, IPC_RMID, NULL) == 0)
+    ipc->shm_marked = 1;
+}
+
+static uint64_t la__mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int la__ipc_acquire(la__ipc_t *ipc, uint32_t i, int timeout_ms,
+                    int (*alive)(void *), void *arg, int *waited,
+                    uint64_t *wait_ns) {
+  struct sembuf op = {.sem_num = (unsigned short)i, .sem_op = -1,
+                      .sem_flg = IPC_NOWAIT};
+  *waited = 0;
+  for (;;) {
+    if (semop(ipc->sem_id, &op, 1) == 0) return 0;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN) break;
+    if (errno == EIDRM || errno == EINVAL)
+      return la__error(LA_EAGENTLOST, "semaphore set removed under us");
+    return la__error(LA_EIPC, "semop: %s", strerror(errno));
+  }
+  if (timeout_ms == 0) return LA_ESKIPPED;
+  *waited = 1;
+  uint64_t t0 = la__mono_ns();
+  uint64_t limit = (uint64_t)timeout_ms * 1000000u;
+  op.sem_flg = 0;
+  for (;;) {
+    struct timespec slice = {0, 50 * 1000000}; /* check the agent every 50ms */
+    if (semtimedop(ipc->sem_id, &op, 1, &slice) == 0) {
+      *wait_ns += la__mono_ns() - t0;
+      return 0;
+    }
+    int e = errno;
+    if (e == EIDRM || e == EINVAL) {
+      *wait_ns += la__mono_ns() - t0;
+      return la__error(LA_EAGENTLOST, "semaphore set removed while waiting");
+    }
+    if (e != EAGAIN && e != EINTR) {
+      *wait_ns += la__mono_ns() - t0;
+      return la__error(LA_EIPC, "semtimedop: %s", strerror(e));
+    }
+    if (alive && alive(arg) != 0) {
+      *wait_ns += la__mono_ns() - t0;
+      return LA_EAGENTLOST;
+    }
+    if (la__mono_ns() - t0 >= limit) {
+      *wait_ns += la__mono_ns() - t0;
+      la__error(LA_ESKIPPED, "no buffer back from the agent within %d ms",
+                timeout_ms);
+      return LA_ESKIPPED;
+    }
+  }
+}
+
+void la__ipc_destroy(la__ipc_t *ipc) {
+  if (ipc->sem_id >= 0) {
+    semctl(ipc->sem_id, 0, IPC_RMID);
+    ipc->sem_id = -1;
+  }
+  if (ipc->hdr) {
+    shmdt(ipc->hdr);
+    ipc->hdr = NULL;
+  }
+  if (ipc->shm_id >= 0) {
+    if (!ipc->shm_marked) shmctl(ipc->shm_id, IPC_RMID, NULL);
+    ipc->shm_id = -1;
+  }
+}

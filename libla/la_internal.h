@@ -1,0 +1,157 @@
+/* la_internal.h: declarations shared by libla's source files, not installed.
+ *
+ * libla is split by concern:
+ *   errors.c     LA_strerror, the last-error message, verbose reporting
+ *   settings.c   defaults, LA_set* calls and LA_* environment overrides
+ *   timer.c      TSC detection and tick-to-ns calibration
+ *   appid.c      application id, rank and size from the launcher
+ *   ipc.c        SysV segment and semaphore set: create, hand-off, remove
+ *   agent_link.c the TCP conversation with the LocalAgent
+ *   papi_probe.c PAPI metrics (only initialised when one is chosen)
+ *   probe.c      the hot-path state, slow probe paths, ranges
+ *   lifecycle.c  LA_register, LA_dataXfer, LA_finalize: the state machine
+ *   dump.c       LA_DUMP_RAW: raw values of every profiled cycle to files
+ */
+#ifndef LA_INTERNAL_H
+#define LA_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "la.h"
+#include "la_shm_layout.h"
+
+#define LA__HIDDEN __attribute__((visibility("hidden")))
+#define LA__DEFAULT_AGENT "127.0.0.1:7461"
+#define LA__METRIC_LEN 128
+
+/* ---------------------------------------------------------------- errors */
+/* Records code and a formatted detail as the last error, prints it on stderr
+ * when verbose (each distinct message once), and returns code. */
+LA__HIDDEN int la__error(int code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+LA__HIDDEN void la__set_verbose(int verbose, int rank);
+LA__HIDDEN void la__info(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+/* -------------------------------------------------------------- settings */
+typedef struct la__settings {
+  int period;             /* profile every Nth cycle, >= 1 */
+  char metric[LA__METRIC_LEN]; /* "time", "cycles", "instructions",
+                                  "papi:EVENT", "custom" */
+  int policy;             /* LA_POLICY_WAIT or LA_POLICY_SKIP */
+  int n_buffers;          /* 2..16 */
+  char agent[256];        /* host:port of the LocalAgent */
+  char compact[256];      /* compaction spec, "" = agent's default */
+  char app_id[LA_MAX_APP_ID + 1];
+  int verbose;
+  int disabled;
+  int wait_timeout_ms;    /* wait policy: longest wait for a buffer */
+  int connect_timeout_ms; /* connect + registration reply */
+  int timer;              /* 0 auto, 1 tsc, 2 clock_gettime */
+  char dump_raw[256];     /* LA_DUMP_RAW directory, "" = off */
+} la__settings_t;
+
+/* The settings in force: the program's choices overridden by the
+ * environment. Returns 0 or LA_ECONFIG naming the bad variable. */
+LA__HIDDEN int la__settings_resolve(la__settings_t *out);
+/* The period as set now (LA_setPeriod may change it at run time). */
+LA__HIDDEN int la__settings_period(void);
+LA__HIDDEN int la__settings_has_custom_probe(void);
+LA__HIDDEN void la__settings_probe_funcs(LA_ProbeFunc *start, void **start_arg,
+                                         LA_ProbeFunc *stop, void **stop_arg);
+LA__HIDDEN int la__settings_enabled(void); /* LA_enable/LA_disable */
+
+/* ----------------------------------------------------------------- timer */
+typedef struct la__timer {
+  int tsc;               /* reads the TSC */
+  uint64_t ticks0;       /* calibration start, ticks */
+  uint64_t ns0;          /* calibration start, CLOCK_MONOTONIC_RAW ns */
+  double ns_per_tick;
+} la__timer_t;
+
+/* Chooses the timer (mode: 0 auto, 1 tsc, 2 clock) and calibrates it. */
+LA__HIDDEN int la__timer_init(la__timer_t *t, int mode);
+/* Refines ns_per_tick over the time since init; returns it. */
+LA__HIDDEN double la__timer_refine(la__timer_t *t);
+LA__HIDDEN uint64_t la__realtime_ns(void);
+
+/* ----------------------------------------------------------------- appid */
+/* Fills rank and nprocs from the launcher's environment where they are -1. */
+LA__HIDDEN int la__launcher_rank(int *rank, int *nprocs);
+/* Builds the application id for app_name: LA_APP_ID, else the launcher's
+ * job id, else the launcher process's pid and start time. */
+LA__HIDDEN int la__app_id(const char *app_name, const char *forced, char *out,
+                          size_t len);
+
+/* ------------------------------------------------------------------- ipc */
+typedef struct la__ipc {
+  int shm_id, sem_id;
+  la_shm_header_t *hdr;
+  uint32_t n_buffers;
+  uint64_t n_elements;
+  int shm_marked; /* IPC_RMID done on the segment */
+} la__ipc_t;
+
+/* Creates segment and semaphore set (mode 0600), fills the header with a
+ * random nonce, sets every semaphore to 1 (buffer free). */
+LA__HIDDEN int la__ipc_create(la__ipc_t *ipc, uint64_t n_elements,
+                              uint32_t n_buffers);
+/* Marks the segment for removal once every process has detached. */
+LA__HIDDEN void la__ipc_mark(la__ipc_t *ipc);
+/* Takes buffer i. timeout_ms 0 = do not wait. Between waits calls alive(),
+ * which returns 0 while the agent lives. Returns 0, LA_ESKIPPED (not free in
+ * time), LA_EAGENTLOST or LA_EIPC. *waited is set when it had to wait. */
+LA__HIDDEN int la__ipc_acquire(la__ipc_t *ipc, uint32_t i, int timeout_ms,
+                               int (*alive)(void *), void *arg, int *waited,
+                               uint64_t *wait_ns);
+/* Detaches and removes segment and semaphores. Idempotent. */
+LA__HIDDEN void la__ipc_destroy(la__ipc_t *ipc);
+
+/* ------------------------------------------------------------ agent link */
+typedef struct la__link {
+  int fd;
+  uint8_t *outbox;   /* bytes of notifications not yet written */
+  size_t out_len;
+} la__link_t;
+
+struct La__RegisterRequest;
+/* Connects and registers. Returns 0, LA_ENOAGENT, LA_ETIMEDOUT, LA_EREFUSED
+ * (with the agent's reason as last error), LA_EPROTO. */
+LA__HIDDEN int la__link_register(la__link_t *l, const char *agent,
+                                 int timeout_ms,
+                                 const struct La__RegisterRequest *req);
+/* Sends a frame without blocking; what does not fit waits in the outbox.
+ * Returns 0 or LA_EAGENTLOST. */
+LA__HIDDEN int la__link_send(la__link_t *l, uint16_t type, const void *msg);
+/* 0 while the connection is open, LA_EAGENTLOST once the agent closed it. */
+LA__HIDDEN int la__link_alive(la__link_t *l);
+LA__HIDDEN void la__link_close(la__link_t *l);
+
+/* ------------------------------------------------------------------ papi */
+/* Initialises PAPI for the event ("PAPI_TOT_CYC", "perf::TASK-CLOCK") and
+ * checks the hardware has it. Returns 0, LA_ENOEVENT or LA_EPAPI. */
+LA__HIDDEN int la__papi_init(const char *event);
+/* Reads the calling thread's counter (the LA_ProbeFunc of PAPI metrics). */
+LA__HIDDEN double la__papi_read(long element, void *arg);
+LA__HIDDEN void la__papi_shutdown(void);
+
+/* ----------------------------------------------------------------- probe */
+/* Installs the probe: fast (built-in timer) or through start/stop. */
+LA__HIDDEN void la__probe_setup(int fast, int tsc, LA_ProbeFunc start,
+                                void *start_arg, LA_ProbeFunc stop,
+                                void *stop_arg);
+LA__HIDDEN void la__probe_grid(uint64_t nx, uint64_t ny, uint64_t nz);
+/* Starts a profiled cycle writing into values[0..n). */
+LA__HIDDEN void la__probe_begin(double *values, uint64_t n);
+/* Ends the cycle: probes become no-ops. Returns range errors counted. */
+LA__HIDDEN uint64_t la__probe_end(void);
+LA__HIDDEN void la__probe_reset(void);
+
+/* ------------------------------------------------------------------ dump */
+/* Writes values*scale to dir/<app_id>.r<rank>.c<tag>.f64. 0 or LA_EIO. */
+LA__HIDDEN int la__dump_raw(const char *dir, const char *app_id, int rank,
+                            uint64_t tag, const double *values, uint64_t n,
+                            double scale);
+
+#endif /* LA_INTERNAL_H */

@@ -1,0 +1,314 @@
+/* lifecycle.c: LA_register, LA_dataXfer, LA_finalize and the counters.
+ *
+ * States: IDLE (before LA_register or after LA_finalize), ACTIVE (registered
+ * with an agent), OFF (registration failed, disabled, or the agent was lost:
+ * every call is a no-op and the program runs unprofiled).
+ *
+ * Cycle c (the number of LA_dataXfer calls so far) is profiled when profiling
+ * is enabled and c % period == 0. At the start of a profiled cycle libla takes
+ * the next buffer (waiting for the agent to return it, or skipping the cycle,
+ * per the policy); at its end LA_dataXfer writes the buffer's meta data and
+ * notifies the agent, which reads the values and gives the buffer back. The
+ * application never waits on the network: notifications are one-way and
+ * non-blocking; it only waits (bounded, policy "wait") when every buffer is
+ * still with the agent. Owns the one registration of this process.
+ */
+#include <ctype.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "la_codec.h"
+#include "la_compact.h"
+#include "la_internal.h"
+
+enum { LA__IDLE = 0, LA__ACTIVE = 1, LA__OFF = 2 };
+
+static struct {
+  int state;
+  la__settings_t set;
+  la__timer_t timer;
+  la__ipc_t ipc;
+  la__link_t link;
+  int rank, nprocs;
+  char app_id[LA_MAX_APP_ID + 1];
+  int papi;
+  uint64_t n;
+  uint64_t cycles, profiled, skipped, waits, wait_ns, range_errors;
+  int holding;  /* the current cycle is profiled into buffer cur */
+  uint32_t cur; /* buffer in use, or next to take */
+} la__ctx;
+
+static int la__name_ok(const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  if (n == 0 || n > 64) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!isgraph((unsigned char)s[i])) return 0;
+  return 1;
+}
+
+/* Chooses and initialises the probe for the metric. Sets unit. */
+static int la__metric_setup(const la__settings_t *s, const char **unit) {
+  const char *m = s->metric;
+  const char *event = NULL;
+  if (!strcmp(m, "time")) {
+    la__timer_init(&la__ctx.timer, s->timer);
+    la__probe_setup(1, la__ctx.timer.tsc, NULL, NULL, NULL, NULL);
+    *unit = "ns";
+    return 0;
+  }
+  if (!strcmp(m, "custom")) {
+    LA_ProbeFunc a, b;
+    void *aa, *ba;
+    if (!la__settings_has_custom_probe())
+      return la__error(LA_ECONFIG, "metric 'custom' but no probe function "
+                                   "(LA_setProbeStartFunc) was set");
+    la__settings_probe_funcs(&a, &aa, &b, &ba);
+    la__probe_setup(0, 0, a, aa, b, ba);
+    *unit = "user";
+    return 0;
+  }
+  if (!strcmp(m, "cycles")) event = "PAPI_TOT_CYC";
+  else if (!strcmp(m, "instructions")) event = "PAPI_TOT_INS";
+  else if (!strncmp(m, "papi:", 5) && m[5]) event = m + 5;
+  else
+    return la__error(LA_ECONFIG,
+                     "metric '%s' unknown (time, cycles, instructions, "
+                     "papi:EVENT, custom)", m);
+  int rc = la__papi_init(event);
+  if (rc) return rc;
+  la__ctx.papi = 1;
+  la__probe_setup(0, 0, la__papi_read, NULL, la__papi_read, NULL);
+  *unit = "count";
+  return 0;
+}
+
+static void la__teardown(void) {
+  la__probe_reset();
+  la__link_close(&la__ctx.link);
+  la__ipc_destroy(&la__ctx.ipc);
+  if (la__ctx.papi) la__papi_shutdown();
+  la__ctx.papi = 0;
+  la__ctx.holding = 0;
+}
+
+static int la__agent_alive(void *arg) { return la__link_alive(&la__ctx.link); }
+
+/* Starts cycle la__ctx.cycles: takes a buffer if it is to be profiled. */
+static int la__begin_cycle(void) {
+  if (!la__settings_enabled() || la__ctx.set.disabled) return 0;
+  uint64_t period = (uint64_t)la__settings_period();
+  if (la__ctx.cycles % period != 0) return 0;
+  int waited = 0;
+  int timeout = la__ctx.set.policy == LA_POLICY_SKIP ? 0
+                                                     : la__ctx.set.wait_timeout_ms;
+  int rc = la__ipc_acquire(&la__ctx.ipc, la__ctx.cur, timeout, la__agent_alive,
+                           NULL, &waited, &la__ctx.wait_ns);
+  if (waited) la__ctx.waits++;
+  if (rc == LA_ESKIPPED) {
+    la__ctx.skipped++;
+    return 0;
+  }
+  if (rc) return rc;
+  la__ctx.holding = 1;
+  la__probe_begin(la_shm_values(la__ctx.ipc.hdr, la__ctx.cur), la__ctx.n);
+  return 0;
+}
+
+static int la__lost(int rc) {
+  la__info("profiling stopped: %s", LA_lastError());
+  la__teardown();
+  la__ctx.state = LA__OFF;
+  return rc;
+}
+
+static int la__register(const char *app_name, int rank, int nprocs,
+                        long n_elements, const uint64_t *grid) {
+  if (la__ctx.state == LA__ACTIVE)
+    return la__error(LA_ESTATE, "LA_register called twice");
+  memset(&la__ctx, 0, sizeof la__ctx);
+  la__ctx.ipc.shm_id = la__ctx.ipc.sem_id = -1;
+  la__ctx.link.fd = -1;
+  la__ctx.state = LA__OFF;
+  la__settings_t *s = &la__ctx.set;
+  int rc = la__settings_resolve(s);
+  if (rc) return rc;
+  if (s->disabled) return la__error(LA_EDISABLED, "LA_DISABLE is set");
+  if (!la__name_ok(app_name))
+    return la__error(LA_EINVAL, "application name empty, longer than 64 or "
+                                "with spaces");
+  if (n_elements <= 0 || (uint64_t)n_elements > LA_SHM_MAX_ELEMENTS)
+    return la__error(LA_EINVAL, "element count %ld outside 1..2^32",
+                     n_elements);
+  if ((rc = la__launcher_rank(&rank, &nprocs))) return rc;
+  la__set_verbose(s->verbose, rank);
+  la__ctx.rank = rank;
+  la__ctx.nprocs = nprocs;
+  if ((rc = la__app_id(app_name, s->app_id, la__ctx.app_id,
+                       sizeof la__ctx.app_id)))
+    return rc;
+
+  La__CompactParams cp = LA__COMPACT_PARAMS__INIT;
+  if (s->compact[0]) {
+    la_compact_params_t p;
+    char why[160];
+    if (la_compact_spec_parse(s->compact, &p, why, sizeof why) != 0)
+      return la__error(LA_ECONFIG, "compaction '%s': %s", s->compact, why);
+    cp.has_mode = 1;
+    cp.mode = (La__CompactMode)p.mode;
+    cp.has_cv = 1;
+    cp.cv = p.cv;
+    cp.has_epsilon = 1;
+    cp.epsilon = p.epsilon;
+    cp.has_relative = 1;
+    cp.relative = p.relative != 0;
+    cp.has_connected = 1;
+    cp.connected = p.connected != 0;
+    cp.has_outliers = 1;
+    cp.outliers = p.outliers != 0;
+  }
+
+  const char *unit = "ns";
+  if ((rc = la__metric_setup(s, &unit))) return la__lost(rc);
+  la__ctx.n = (uint64_t)n_elements;
+  if ((rc = la__ipc_create(&la__ctx.ipc, la__ctx.n, (uint32_t)s->n_buffers)))
+    return la__lost(rc);
+
+  char host[LA_MAX_ID_LEN + 1] = "";
+  gethostname(host, sizeof host - 1);
+  La__RegisterRequest req = LA__REGISTER_REQUEST__INIT;
+  req.protocol = LA_PROTOCOL_VERSION;
+  req.app_id = la__ctx.app_id;
+  req.app_name = (char *)app_name;
+  req.rank = (uint32_t)rank;
+  req.nprocs = (uint32_t)nprocs;
+  req.pid = (int32_t)getpid();
+  req.shm_id = la__ctx.ipc.shm_id;
+  req.sem_id = la__ctx.ipc.sem_id;
+  req.nonce = la__ctx.ipc.hdr->nonce;
+  req.n_elements = la__ctx.n;
+  req.n_buffers = (uint32_t)s->n_buffers;
+  req.metric = s->metric;
+  req.unit = (char *)unit;
+  req.has_period = 1;
+  req.period = (uint32_t)s->period;
+  if (s->compact[0]) req.compact = &cp;
+  uint64_t g[3];
+  if (grid) {
+    memcpy(g, grid, sizeof g);
+    req.n_grid = 3;
+    req.grid = g;
+  }
+  req.host = host[0] ? host : NULL;
+  if ((rc = la__link_register(&la__ctx.link, s->agent, s->connect_timeout_ms,
+                              &req)))
+    return la__lost(rc);
+  la__ipc_mark(&la__ctx.ipc); /* the agent is attached now */
+  la__ctx.state = LA__ACTIVE;
+  if ((rc = la__begin_cycle())) return la__lost(rc);
+  la__info("registered %s rank %d/%d, %llu elements, metric %s, period %d, "
+           "agent %s", la__ctx.app_id, rank, nprocs,
+           (unsigned long long)la__ctx.n, s->metric, s->period, s->agent);
+  return 0;
+}
+
+LA_EXPORT int LA_register(const char *app_name, int rank, int nprocs,
+                          long n_elements) {
+  return la__register(app_name, rank, nprocs, n_elements, NULL);
+}
+
+LA_EXPORT int LA_registerGrid(const char *app_name, int rank, int nprocs,
+                              long nx, long ny, long nz) {
+  if (nx < 1 || ny < 1 || nz < 1 || (uint64_t)nx * (uint64_t)ny >
+                                        LA_SHM_MAX_ELEMENTS / (uint64_t)nz)
+    return la__error(LA_EINVAL, "grid %ldx%ldx%ld empty or larger than 2^32",
+                     nx, ny, nz);
+  uint64_t g[3] = {(uint64_t)nx, (uint64_t)ny, (uint64_t)nz};
+  int rc = la__register(app_name, rank, nprocs, nx * ny * nz, g);
+  if (rc == 0) la__probe_grid(g[0], g[1], g[2]);
+  return rc;
+}
+
+static int la__xfer(uint64_t tag) {
+  if (la__ctx.state != LA__ACTIVE) {
+    la__ctx.cycles++;
+    return 0;
+  }
+  if (la__ctx.holding) {
+    uint64_t range_errors = la__probe_end();
+    la__ctx.range_errors += range_errors;
+    la_shm_bufmeta_t *meta = &la__ctx.ipc.hdr->buf[la__ctx.cur];
+    double scale = la__ctx.timer.tsc && la__hot.fast
+                       ? la__timer_refine(&la__ctx.timer)
+                       : 1.0;
+    uint64_t now = la__realtime_ns();
+    meta->cycle_tag = tag;
+    meta->seq = la__ctx.profiled;
+    meta->scale = scale;
+    meta->t_xfer_ns = now;
+    meta->range_errors = range_errors;
+    if (la__ctx.set.dump_raw[0])
+      la__dump_raw(la__ctx.set.dump_raw, la__ctx.app_id, la__ctx.rank, tag,
+                   la_shm_values(la__ctx.ipc.hdr, la__ctx.cur), la__ctx.n,
+                   scale);
+    La__DataReady d = LA__DATA_READY__INIT;
+    d.buffer = la__ctx.cur;
+    d.cycle_tag = tag;
+    d.seq = la__ctx.profiled;
+    d.has_skipped = d.has_waits = d.has_t_xfer_ns = 1;
+    d.skipped = la__ctx.skipped;
+    d.waits = la__ctx.waits;
+    d.t_xfer_ns = now;
+    la__ctx.holding = 0;
+    la__ctx.profiled++;
+    la__ctx.cur = (la__ctx.cur + 1) % la__ctx.ipc.n_buffers;
+    int rc = la__link_send(&la__ctx.link, LA__MSG_TYPE__MSG_DATA_READY, &d);
+    if (rc) return la__lost(rc);
+  } else if (la__link_alive(&la__ctx.link) != 0) {
+    return la__lost(LA_EAGENTLOST);
+  }
+  la__ctx.cycles++;
+  int rc = la__begin_cycle();
+  return rc ? la__lost(rc) : 0;
+}
+
+LA_EXPORT int LA_dataXfer(void) { return la__xfer(la__ctx.cycles); }
+
+LA_EXPORT int LA_dataXferTagged(uint64_t cycle_tag) {
+  return la__xfer(cycle_tag);
+}
+
+LA_EXPORT int LA_finalize(void) {
+  if (la__ctx.state == LA__ACTIVE) {
+    la__ctx.range_errors += la__probe_end();
+    La__Finalize f = LA__FINALIZE__INIT;
+    f.has_cycles = f.has_profiled = f.has_skipped = f.has_waits = 1;
+    f.cycles = la__ctx.cycles;
+    f.profiled = la__ctx.profiled;
+    f.skipped = la__ctx.skipped;
+    f.waits = la__ctx.waits;
+    la__link_send(&la__ctx.link, LA__MSG_TYPE__MSG_FINALIZE, &f);
+    la__info("finalize: %llu cycles, %llu profiled, %llu skipped, %llu waits",
+             (unsigned long long)la__ctx.cycles,
+             (unsigned long long)la__ctx.profiled,
+             (unsigned long long)la__ctx.skipped,
+             (unsigned long long)la__ctx.waits);
+  }
+  la__teardown();
+  la__ctx.state = LA__IDLE;
+  return 0;
+}
+
+LA_EXPORT long LA_getStat(int which) {
+  switch (which) {
+  case LA_STAT_CYCLES: return (long)la__ctx.cycles;
+  case LA_STAT_PROFILED: return (long)la__ctx.profiled;
+  case LA_STAT_SKIPPED: return (long)la__ctx.skipped;
+  case LA_STAT_WAITS: return (long)la__ctx.waits;
+  case LA_STAT_RANGE_ERRORS: return (long)la__ctx.range_errors;
+  case LA_STAT_WAIT_NS: return (long)la__ctx.wait_ns;
+  case LA_STAT_REGISTERED: return la__ctx.state == LA__ACTIVE;
+  default: return LA_EINVAL;
+  }
+}
+
+LA_EXPORT const char *LA_appId(void) { return la__ctx.app_id; }

@@ -1,0 +1,109 @@
+/* probe.c: the state the inline probes of la.h read, and the probe paths
+ * that are not inline: user and PAPI probes (through a function pointer),
+ * out-of-range indices, and element ranges.
+ *
+ * An element's value accumulates stop - start: the start reading is
+ * subtracted from the element and the stop reading added, so one element
+ * needs no separate start slot, probes of different elements may nest, and
+ * threads that own disjoint elements need no lock. For the built-in timer
+ * readings are taken relative to the cycle's start (la__hot.base) so values
+ * stay small and exact in a double. Ranges keep their start reading per
+ * thread, so ranges do not nest within a thread.
+ */
+#include "la_internal.h"
+
+LA_EXPORT la__hot_t la__hot; /* limit 0: every probe is a no-op */
+
+static LA_ProbeFunc la__start_fn, la__stop_fn;
+static void *la__start_arg, *la__stop_arg;
+static uint64_t la__range_errors; /* this cycle, atomic */
+static __thread double la__range_t0;
+static __thread int la__range_open;
+
+void la__probe_setup(int fast, int tsc, LA_ProbeFunc start, void *start_arg,
+                     LA_ProbeFunc stop, void *stop_arg) {
+  la__hot.fast = fast;
+  la__hot.tsc = tsc;
+  la__start_fn = start;
+  la__start_arg = start_arg;
+  la__stop_fn = stop;
+  la__stop_arg = stop_arg;
+}
+
+void la__probe_grid(uint64_t nx, uint64_t ny, uint64_t nz) {
+  la__hot.nx = nx;
+  la__hot.ny = ny;
+  la__hot.nz = nz;
+}
+
+void la__probe_begin(double *values, uint64_t n) {
+  __atomic_store_n(&la__range_errors, 0, __ATOMIC_RELAXED);
+  la__hot.values = values;
+  la__hot.base = la__now();
+  la__hot.limit = n;
+}
+
+uint64_t la__probe_end(void) {
+  la__hot.limit = 0;
+  la__hot.values = NULL;
+  return __atomic_load_n(&la__range_errors, __ATOMIC_RELAXED);
+}
+
+void la__probe_reset(void) {
+  la__probe_end();
+  la__hot.fast = 0;
+  la__hot.nx = la__hot.ny = la__hot.nz = 0;
+  la__start_fn = la__stop_fn = NULL;
+}
+
+LA_EXPORT int la__probe_start_slow(long e) {
+  la__hot.values[e] -= la__start_fn(e, la__start_arg);
+  return 0;
+}
+
+LA_EXPORT int la__probe_stop_slow(long e) {
+  la__hot.values[e] += la__stop_fn(e, la__stop_arg);
+  return 0;
+}
+
+LA_EXPORT int la__probe_range_error(long e) {
+  if (__atomic_fetch_add(&la__range_errors, 1, __ATOMIC_RELAXED) == 0)
+    la__error(LA_ERANGE, "element %ld outside 0..%llu (first in this cycle)",
+              e, (unsigned long long)la__hot.limit - 1);
+  return LA_ERANGE;
+}
+
+static int la__range_check(long first, long count) {
+  if (first < 0 || count < 1 || (uint64_t)first >= la__hot.limit ||
+      (uint64_t)count > la__hot.limit - (uint64_t)first) {
+    __atomic_fetch_add(&la__range_errors, 1, __ATOMIC_RELAXED);
+    return la__error(LA_ERANGE, "range %ld+%ld outside 0..%llu", first, count,
+                     (unsigned long long)la__hot.limit - 1);
+  }
+  return 0;
+}
+
+LA_EXPORT int LA_startRange(long first, long count) {
+  if (la__hot.limit == 0) return 0;
+  int rc = la__range_check(first, count);
+  if (rc) return rc;
+  la__range_t0 = la__hot.fast ? (double)(int64_t)(la__now() - la__hot.base)
+                              : la__start_fn(first, la__start_arg);
+  la__range_open = 1;
+  return 0;
+}
+
+LA_EXPORT int LA_stopRange(long first, long count) {
+  if (la__hot.limit == 0) return 0;
+  int rc = la__range_check(first, count);
+  if (rc) return rc;
+  if (!la__range_open)
+    return la__error(LA_ESTATE, "LA_stopRange without LA_startRange");
+  la__range_open = 0;
+  double t1 = la__hot.fast ? (double)(int64_t)(la__now() - la__hot.base)
+                           : la__stop_fn(first, la__stop_arg);
+  double share = (t1 - la__range_t0) / (double)count;
+  double *v = la__hot.values + first;
+  for (long i = 0; i < count; i++) v[i] += share;
+  return 0;
+}

@@ -1,0 +1,217 @@
+/* settings.c: what the program chose with LA_set*, overridden by LA_*
+ * environment variables, resolved once by LA_register.
+ *
+ * Defaults: period 1, metric "time", policy wait, 3 buffers, agent
+ * 127.0.0.1:7461, compaction as the agent is configured, wait timeout 10 s,
+ * connect timeout 2 s. The environment wins over the program so that a user
+ * can change a run without rebuilding. A bad environment value makes
+ * LA_register fail with LA_ECONFIG naming the variable; the program then runs
+ * unprofiled. Owns the program's choices; knows nothing of IPC or sockets.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "la_internal.h"
+
+static struct {
+  int period;
+  char metric[LA__METRIC_LEN];
+  int policy;
+  int n_buffers;
+  char agent[256];
+  char compact[256];
+  char app_id[LA_MAX_APP_ID + 1];
+  int disabled; /* LA_disable() */
+  int period_from_env; /* LA_PERIOD set: LA_setPeriod has no effect */
+  LA_ProbeFunc start, stop;
+  void *start_arg, *stop_arg;
+} la__prog = {.period = 1, .metric = "", .policy = LA_POLICY_WAIT,
+              .n_buffers = 3};
+
+static int la__copy(char *dst, size_t cap, const char *src) {
+  if (!src || strlen(src) >= cap) return LA_EINVAL;
+  memcpy(dst, src, strlen(src) + 1);
+  return 0;
+}
+
+LA_EXPORT int LA_setPeriod(int period) {
+  if (period < 1) return la__error(LA_EINVAL, "period %d (must be >= 1)", period);
+  if (!la__prog.period_from_env) la__prog.period = period;
+  return 0;
+}
+
+LA_EXPORT int LA_setMetric(const char *metric) {
+  if (!metric || !*metric || la__copy(la__prog.metric, sizeof la__prog.metric,
+                                      metric))
+    return la__error(LA_EINVAL, "metric name empty or too long");
+  return 0;
+}
+
+LA_EXPORT int LA_setPolicy(int policy) {
+  if (policy != LA_POLICY_WAIT && policy != LA_POLICY_SKIP)
+    return la__error(LA_EINVAL, "policy %d (LA_POLICY_WAIT or LA_POLICY_SKIP)",
+                     policy);
+  la__prog.policy = policy;
+  return 0;
+}
+
+LA_EXPORT int LA_setBuffers(int n) {
+  if (n < (int)LA_SHM_MIN_BUFFERS || n > (int)LA_SHM_MAX_BUFFERS)
+    return la__error(LA_EINVAL, "buffers %d outside %u..%u", n,
+                     LA_SHM_MIN_BUFFERS, LA_SHM_MAX_BUFFERS);
+  la__prog.n_buffers = n;
+  return 0;
+}
+
+LA_EXPORT int LA_setAgent(const char *host_port) {
+  if (!host_port || la__copy(la__prog.agent, sizeof la__prog.agent, host_port))
+    return la__error(LA_EINVAL, "agent address empty or too long");
+  return 0;
+}
+
+LA_EXPORT int LA_setCompaction(const char *spec) {
+  if (!spec || la__copy(la__prog.compact, sizeof la__prog.compact, spec))
+    return la__error(LA_EINVAL, "compaction spec empty or too long");
+  return 0;
+}
+
+LA_EXPORT int LA_setAppId(const char *app_id) {
+  if (!app_id || !*app_id ||
+      la__copy(la__prog.app_id, sizeof la__prog.app_id, app_id))
+    return la__error(LA_EINVAL, "application id empty or longer than %d",
+                     LA_MAX_APP_ID);
+  return 0;
+}
+
+LA_EXPORT int LA_setProbeStartFunc(LA_ProbeFunc fn, void *arg) {
+  la__prog.start = fn;
+  la__prog.start_arg = arg;
+  return 0;
+}
+
+LA_EXPORT int LA_setProbeStopFunc(LA_ProbeFunc fn, void *arg) {
+  la__prog.stop = fn;
+  la__prog.stop_arg = arg;
+  return 0;
+}
+
+LA_EXPORT int LA_enable(void) {
+  la__prog.disabled = 0;
+  return 0;
+}
+
+LA_EXPORT int LA_disable(void) {
+  la__prog.disabled = 1;
+  return 0;
+}
+
+int la__settings_enabled(void) { return !la__prog.disabled; }
+int la__settings_period(void) { return la__prog.period; }
+int la__settings_has_custom_probe(void) {
+  return la__prog.start != NULL || la__prog.stop != NULL;
+}
+
+void la__settings_probe_funcs(LA_ProbeFunc *start, void **start_arg,
+                              LA_ProbeFunc *stop, void **stop_arg) {
+  /* One function given: it serves as both start and stop reading. */
+  *start = la__prog.start ? la__prog.start : la__prog.stop;
+  *start_arg = la__prog.start ? la__prog.start_arg : la__prog.stop_arg;
+  *stop = la__prog.stop ? la__prog.stop : la__prog.start;
+  *stop_arg = la__prog.stop ? la__prog.stop_arg : la__prog.start_arg;
+}
+
+/* ---------------------------------------------------------- environment */
+
+static int la__env_int(const char *name, int lo, int hi, int *out) {
+  const char *v = getenv(name);
+  if (!v || !*v) return 0;
+  char *end;
+  errno = 0;
+  long x = strtol(v, &end, 10);
+  if (errno || *end || x < lo || x > hi)
+    return la__error(LA_ECONFIG, "%s=%s: expected an integer in %d..%d", name,
+                     v, lo, hi);
+  *out = (int)x;
+  return 0;
+}
+
+static int la__env_bool(const char *name, int *out) {
+  const char *v = getenv(name);
+  if (!v) return 0;
+  if (!*v || !strcmp(v, "1") || !strcasecmp(v, "yes") ||
+      !strcasecmp(v, "true") || !strcasecmp(v, "on"))
+    *out = 1;
+  else if (!strcmp(v, "0") || !strcasecmp(v, "no") ||
+           !strcasecmp(v, "false") || !strcasecmp(v, "off"))
+    *out = 0;
+  else
+    return la__error(LA_ECONFIG, "%s=%s: expected 1/0, yes/no, true/false",
+                     name, v);
+  return 0;
+}
+
+static int la__env_str(const char *name, char *dst, size_t cap) {
+  const char *v = getenv(name);
+  if (!v || !*v) return 0;
+  if (strlen(v) >= cap)
+    return la__error(LA_ECONFIG, "%s: value longer than %zu bytes", name,
+                     cap - 1);
+  memcpy(dst, v, strlen(v) + 1);
+  return 0;
+}
+
+int la__settings_resolve(la__settings_t *s) {
+  memset(s, 0, sizeof *s);
+  s->period = la__prog.period;
+  s->policy = la__prog.policy;
+  s->n_buffers = la__prog.n_buffers;
+  s->disabled = la__prog.disabled;
+  s->wait_timeout_ms = 10000;
+  s->connect_timeout_ms = 2000;
+  snprintf(s->metric, sizeof s->metric, "%s",
+           la__prog.metric[0] ? la__prog.metric
+           : la__settings_has_custom_probe() ? "custom"
+                                             : "time");
+  snprintf(s->agent, sizeof s->agent, "%s",
+           la__prog.agent[0] ? la__prog.agent : LA__DEFAULT_AGENT);
+  snprintf(s->compact, sizeof s->compact, "%s", la__prog.compact);
+  snprintf(s->app_id, sizeof s->app_id, "%s", la__prog.app_id);
+
+  int rc = 0;
+  rc = rc ? rc : la__env_bool("LA_VERBOSE", &s->verbose);
+  la__set_verbose(s->verbose, -1);
+  rc = rc ? rc : la__env_bool("LA_DISABLE", &s->disabled);
+  rc = rc ? rc : la__env_int("LA_PERIOD", 1, 1000000000, &s->period);
+  rc = rc ? rc : la__env_str("LA_METRIC", s->metric, sizeof s->metric);
+  rc = rc ? rc : la__env_int("LA_BUFFERS", LA_SHM_MIN_BUFFERS,
+                             LA_SHM_MAX_BUFFERS, &s->n_buffers);
+  rc = rc ? rc : la__env_str("LA_AGENT", s->agent, sizeof s->agent);
+  rc = rc ? rc : la__env_str("LA_COMPACT", s->compact, sizeof s->compact);
+  rc = rc ? rc : la__env_str("LA_APP_ID", s->app_id, sizeof s->app_id);
+  rc = rc ? rc : la__env_int("LA_WAIT_TIMEOUT_MS", 0, 86400000,
+                             &s->wait_timeout_ms);
+  rc = rc ? rc : la__env_int("LA_CONNECT_TIMEOUT_MS", 1, 600000,
+                             &s->connect_timeout_ms);
+  rc = rc ? rc : la__env_str("LA_DUMP_RAW", s->dump_raw, sizeof s->dump_raw);
+  if (rc) return rc;
+  const char *p = getenv("LA_POLICY");
+  if (p && *p) {
+    if (!strcasecmp(p, "wait")) s->policy = LA_POLICY_WAIT;
+    else if (!strcasecmp(p, "skip")) s->policy = LA_POLICY_SKIP;
+    else return la__error(LA_ECONFIG, "LA_POLICY=%s: expected wait or skip", p);
+  }
+  const char *t = getenv("LA_TIMER");
+  if (t && *t) {
+    if (!strcasecmp(t, "auto")) s->timer = 0;
+    else if (!strcasecmp(t, "tsc")) s->timer = 1;
+    else if (!strcasecmp(t, "clock")) s->timer = 2;
+    else return la__error(LA_ECONFIG, "LA_TIMER=%s: expected auto, tsc or clock", t);
+  }
+  /* LA_PERIOD also fixes the run-time period LA_setPeriod controls. */
+  la__prog.period = s->period;
+  la__prog.period_from_env = getenv("LA_PERIOD") && *getenv("LA_PERIOD");
+  return 0;
+}

@@ -1,0 +1,80 @@
+/* timer.c: the wall-time metric's clock.
+ *
+ * On x86 with an invariant TSC (constant_tsc and nonstop_tsc in
+ * /proc/cpuinfo) probes read the TSC; elsewhere CLOCK_MONOTONIC in ns. Ticks
+ * become ns outside the hot path: the ratio is calibrated for 2 ms at start,
+ * refined at every LA_dataXfer over the whole run, and written into each
+ * buffer's meta data for the agent to apply.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "la_internal.h"
+
+static uint64_t la__mono_raw_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t la__realtime_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int la__tsc_invariant(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return 0;
+  char line[4096];
+  int ok = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "flags", 5) == 0) {
+      ok = strstr(line, " constant_tsc") && strstr(line, " nonstop_tsc");
+      break;
+    }
+  }
+  fclose(f);
+  return ok;
+#else
+  return 0;
+#endif
+}
+
+static uint64_t la__ticks(const la__timer_t *t) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (t->tsc) {
+    uint32_t lo, hi;
+    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+  }
+#endif
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int la__timer_init(la__timer_t *t, int mode) {
+  memset(t, 0, sizeof *t);
+  t->tsc = mode == 1 || (mode == 0 && la__tsc_invariant());
+  if (mode == 1 && !la__tsc_invariant())
+    la__info("LA_TIMER=tsc but the TSC is not invariant here; using it anyway");
+  t->ns_per_tick = 1.0;
+  if (!t->tsc) return 0;
+  t->ns0 = la__mono_raw_ns();
+  t->ticks0 = la__ticks(t);
+  struct timespec two_ms = {0, 2000000};
+  nanosleep(&two_ms, NULL);
+  la__timer_refine(t);
+  return 0;
+}
+
+double la__timer_refine(la__timer_t *t) {
+  if (!t->tsc) return t->ns_per_tick = 1.0;
+  uint64_t ns = la__mono_raw_ns(), ticks = la__ticks(t);
+  if (ticks > t->ticks0 && ns > t->ns0)
+    t->ns_per_tick = (double)(ns - t->ns0) / (double)(ticks - t->ticks0);
+  return t->ns_per_tick;
+}

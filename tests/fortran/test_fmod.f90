@@ -1,0 +1,249 @@
+! test_fmod.f90: a Fortran program that uses la_mod the way a mesh code does,
+! and checks what it can see from Fortran. Run by tests/unit/test_fortran.c,
+! which checks the rest (the values the agent received) with a test peer.
+!
+! The agent address comes from LA_AGENT. With an agent the program profiles:
+!   phase 1, 12 elements: cycles 1-3 probe elements 1, 3 and 10 and the range
+!     5..6 (C indices 0, 2, 9, 4, 5); cycle 1 also makes 3 range errors
+!     (element 0 twice, a range past the end); cycle 3 ends with tag 1000 and
+!     la_disable, so cycle 4 is not profiled (its probe of element 2 must not
+!     appear anywhere); la_enable makes cycle 5 (tag 4) profile element 12.
+!   phase 2, a 4x3x2 grid: one cycle probing cells (2,1,1) and (4,3,2) (C
+!     indices 1 and 23) and cell (5,1,1), out of range (2 range errors).
+! Without an agent la_register fails and every call must be a no-op.
+!
+! Usage: test_fmod [agent|noagent|codes]
+!   agent    fail unless the registrations succeed
+!   noagent  fail unless la_register returns LA_ENOAGENT
+!   codes    print every la_mod constant as "NAME VALUE" and exit
+! Exit status 0 on success; error stop (non-zero) on a wrong result.
+program test_fmod
+  use, intrinsic :: iso_fortran_env, only: int64
+  use la_mod
+  implicit none
+  character(len=16) :: mode
+  character(len=256) :: agent
+  character(len=12) :: name = 'fmodtest'  ! blank padded on purpose
+  character(len=:), allocatable :: msg
+  integer :: ierr, alen, st, c
+  logical :: reg
+  real(8) :: sink = 0d0
+
+  mode = ''
+  if (command_argument_count() >= 1) call get_command_argument(1, mode)
+  if (mode == 'codes') then
+    call print_codes()
+    stop
+  end if
+
+  ! ------------------------------------------------------------ settings
+  call get_environment_variable('LA_AGENT', agent, alen, st)
+  if (st == 0 .and. alen > 0) then
+    call la_set_agent(agent(1:alen), ierr)
+    call check(ierr == LA_OK, 'la_set_agent')
+  end if
+  call la_set_period(0, ierr)
+  call check(ierr == LA_EINVAL, 'la_set_period(0) must fail with LA_EINVAL')
+  msg = la_last_error()
+  call check(index(msg, la_strerror(LA_EINVAL)) == 1, &
+       'la_last_error starts with la_strerror(LA_EINVAL)')
+  print '(a,a)', 'fmod: last error: ', msg
+  call la_set_period(1, ierr)
+  call check(ierr == LA_OK, 'la_set_period(1)')
+  call la_set_policy(7, ierr)
+  call check(ierr == LA_EINVAL, 'la_set_policy(7) must fail')
+  call la_set_policy(LA_POLICY_WAIT, ierr)
+  call check(ierr == LA_OK, 'la_set_policy')
+  call la_set_buffers(2, ierr)
+  call check(ierr == LA_OK, 'la_set_buffers')
+  call la_set_metric('time      ', ierr)
+  call check(ierr == LA_OK, 'la_set_metric')
+  call la_set_compaction('   ', ierr)
+  call check(ierr == LA_OK, 'la_set_compaction')
+  call la_set_app_id('fmod-app.1   ', ierr)
+  call check(ierr == LA_OK, 'la_set_app_id')
+  call check(la_strerror(LA_OK) == 'success', 'la_strerror(0)')
+  call check(la_strerror(LA_ENOAGENT) == 'no LocalAgent reachable', &
+       'la_strerror(LA_ENOAGENT)')
+  call check(len(la_strerror(LA_ENOAGENT)) == 23, 'string length')
+
+  ! ----------------------------------------------- phase 1: 12 elements
+  call la_register(name, 0, 1, 12, ierr)
+  print '(a,i0,a,a)', 'fmod: la_register ierr=', ierr, ' ', la_strerror(ierr)
+  if (ierr /= LA_OK) print '(a,a)', 'fmod: ', la_last_error()
+  reg = ierr == LA_OK
+  if (mode == 'agent') call check(reg, 'expected la_register to succeed')
+  if (mode == 'noagent') call check(ierr == LA_ENOAGENT, &
+       'expected la_register to fail with LA_ENOAGENT')
+  if (reg) then
+    call check(la_app_id() == 'fmod-app.1', 'la_app_id')
+    call check(la_get_stat(LA_STAT_REGISTERED) == 1, 'registered')
+  else
+    call check(la_get_stat(LA_STAT_REGISTERED) == 0, 'not registered')
+  end if
+
+  do c = 1, 3
+    call check(la_is_profiling() .eqv. reg, 'la_is_profiling, cycles 1-3')
+    call la_start_probe(1)
+    call work(200)
+    call la_stop_probe(1)
+    call la_start_probe(3)
+    call work(300)
+    call la_stop_probe(3)
+    call la_start_probe(10_int64)
+    call work(100)
+    call la_stop_probe(10_int64)
+    call la_start_range(5, 2, ierr)
+    call check(ierr == LA_OK, 'la_start_range')
+    call work(400)
+    call la_stop_range(5, 2, ierr)
+    call check(ierr == LA_OK, 'la_stop_range')
+    if (c == 1) then
+      call la_start_probe(0)   ! out of range: C index -1
+      call la_stop_probe(0)
+      call la_start_range(12_int64, 2_int64, ierr)
+      if (reg) then
+        call check(ierr == LA_ERANGE, 'range past the end gives LA_ERANGE')
+      else
+        call check(ierr == LA_OK, 'ranges are no-ops when not registered')
+      end if
+    end if
+    select case (c)
+    case (1)
+      call la_data_xfer(ierr)
+    case (2)
+      call la_data_xfer()       ! ierr is optional
+      ierr = LA_OK
+    case (3)
+      call la_disable(ierr)
+      call check(ierr == LA_OK, 'la_disable')
+      call la_data_xfer_tagged(1000_int64, ierr)
+    end select
+    call check(ierr == LA_OK, 'la_data_xfer')
+  end do
+
+  ! cycle 4: disabled
+  call check(.not. la_is_profiling(), 'not profiling after la_disable')
+  call la_start_probe(2)
+  call work(100)
+  call la_stop_probe(2)
+  call la_enable(ierr)
+  call check(ierr == LA_OK, 'la_enable')
+  call la_data_xfer_tagged(7, ierr)
+  call check(ierr == LA_OK, 'la_data_xfer_tagged (cycle 4)')
+
+  ! cycle 5: enabled again
+  call check(la_is_profiling() .eqv. reg, 'profiling again after la_enable')
+  call la_start_probe(12)
+  call work(100)
+  call la_stop_probe(12)
+  call la_data_xfer(ierr)
+  call check(ierr == LA_OK, 'la_data_xfer (cycle 5)')
+
+  call expect_stat(LA_STAT_CYCLES, 5_int64, 5_int64)
+  call expect_stat(LA_STAT_PROFILED, 4_int64, 0_int64)
+  call expect_stat(LA_STAT_SKIPPED, 0_int64, 0_int64)
+  call expect_stat(LA_STAT_RANGE_ERRORS, 3_int64, 0_int64)
+  call check(la_get_stat(99) == LA_EINVAL, 'la_get_stat(99)')
+  call la_finalize(ierr)
+  call check(ierr == LA_OK, 'la_finalize')
+  call check(la_get_stat(LA_STAT_REGISTERED) == 0, 'not registered after finalize')
+  call check(.not. la_is_profiling(), 'not profiling after finalize')
+
+  ! ----------------------------------------------- phase 2: 4x3x2 grid
+  call la_register_grid(name, 0, 1, 4, 3, 2, ierr)
+  print '(a,i0)', 'fmod: la_register_grid ierr=', ierr
+  if (mode == 'agent') call check(ierr == LA_OK, 'la_register_grid')
+  if (mode == 'noagent') call check(ierr == LA_ENOAGENT, 'la_register_grid')
+  reg = ierr == LA_OK
+  call check(la_is_profiling() .eqv. reg, 'la_is_profiling, grid')
+  call la_start_cell(2, 1, 1)
+  call work(200)
+  call la_stop_cell(2, 1, 1)
+  call la_start_cell(4_int64, 3_int64, 2_int64)
+  call work(200)
+  call la_stop_cell(4_int64, 3_int64, 2_int64)
+  call la_start_cell(5, 1, 1)  ! i > nx: out of range
+  call la_stop_cell(5, 1, 1)
+  call la_data_xfer(ierr)
+  call check(ierr == LA_OK, 'la_data_xfer (grid)')
+  call expect_stat(LA_STAT_CYCLES, 1_int64, 1_int64)
+  call expect_stat(LA_STAT_PROFILED, 1_int64, 0_int64)
+  call expect_stat(LA_STAT_RANGE_ERRORS, 2_int64, 0_int64)
+  call la_finalize()
+  deallocate(msg)
+
+  print '(a,l1,a,es10.3)', 'fmod: OK (profiled ', reg, ') sink ', sink
+
+contains
+
+  subroutine check(ok, what)
+    logical, intent(in) :: ok
+    character(len=*), intent(in) :: what
+    if (.not. ok) then
+      print '(a,a)', 'fmod: FAILED: ', what
+      print '(a,a)', 'fmod: last error: ', la_last_error()
+      error stop 2
+    end if
+  end subroutine
+
+  ! Checks la_get_stat(which): want_reg when registered, else want_off.
+  subroutine expect_stat(which, want_reg, want_off)
+    integer, intent(in) :: which
+    integer(int64), intent(in) :: want_reg, want_off
+    integer(int64) :: v, want
+    character(len=64) :: what
+    v = la_get_stat(which)
+    want = want_off
+    if (reg) want = want_reg
+    print '(a,i0,a,i0)', 'fmod: stat ', which, ' = ', v
+    write (what, '(a,i0,a,i0,a,i0)') 'la_get_stat(', which, ') = ', v, &
+         ', expected ', want
+    call check(v == want, trim(what))
+  end subroutine
+
+  ! Some floating-point work to measure.
+  subroutine work(n)
+    integer, intent(in) :: n
+    integer :: i
+    do i = 1, n
+      sink = sink + sqrt(real(i, 8) + sink * 1d-9)
+    end do
+  end subroutine
+
+  subroutine print_codes()
+    print '(a,1x,i0)', 'LA_OK', LA_OK
+    print '(a,1x,i0)', 'LA_EINVAL', LA_EINVAL
+    print '(a,1x,i0)', 'LA_ESTATE', LA_ESTATE
+    print '(a,1x,i0)', 'LA_ENOAGENT', LA_ENOAGENT
+    print '(a,1x,i0)', 'LA_EREFUSED', LA_EREFUSED
+    print '(a,1x,i0)', 'LA_EAGENTLOST', LA_EAGENTLOST
+    print '(a,1x,i0)', 'LA_EIPC', LA_EIPC
+    print '(a,1x,i0)', 'LA_ENOEVENT', LA_ENOEVENT
+    print '(a,1x,i0)', 'LA_EPAPI', LA_EPAPI
+    print '(a,1x,i0)', 'LA_ERANGE', LA_ERANGE
+    print '(a,1x,i0)', 'LA_ENOMEM', LA_ENOMEM
+    print '(a,1x,i0)', 'LA_EDISABLED', LA_EDISABLED
+    print '(a,1x,i0)', 'LA_EPROTO', LA_EPROTO
+    print '(a,1x,i0)', 'LA_EMSGSIZE', LA_EMSGSIZE
+    print '(a,1x,i0)', 'LA_ETRUNC', LA_ETRUNC
+    print '(a,1x,i0)', 'LA_ETIMEDOUT', LA_ETIMEDOUT
+    print '(a,1x,i0)', 'LA_EIO', LA_EIO
+    print '(a,1x,i0)', 'LA_EAUTH', LA_EAUTH
+    print '(a,1x,i0)', 'LA_ENOTFOUND', LA_ENOTFOUND
+    print '(a,1x,i0)', 'LA_ELIMIT', LA_ELIMIT
+    print '(a,1x,i0)', 'LA_ECONFIG', LA_ECONFIG
+    print '(a,1x,i0)', 'LA_EVERSION', LA_EVERSION
+    print '(a,1x,i0)', 'LA_ESKIPPED', LA_ESKIPPED
+    print '(a,1x,i0)', 'LA_POLICY_WAIT', LA_POLICY_WAIT
+    print '(a,1x,i0)', 'LA_POLICY_SKIP', LA_POLICY_SKIP
+    print '(a,1x,i0)', 'LA_STAT_CYCLES', LA_STAT_CYCLES
+    print '(a,1x,i0)', 'LA_STAT_PROFILED', LA_STAT_PROFILED
+    print '(a,1x,i0)', 'LA_STAT_SKIPPED', LA_STAT_SKIPPED
+    print '(a,1x,i0)', 'LA_STAT_WAITS', LA_STAT_WAITS
+    print '(a,1x,i0)', 'LA_STAT_RANGE_ERRORS', LA_STAT_RANGE_ERRORS
+    print '(a,1x,i0)', 'LA_STAT_WAIT_NS', LA_STAT_WAIT_NS
+    print '(a,1x,i0)', 'LA_STAT_REGISTERED', LA_STAT_REGISTERED
+  end subroutine
+
+end program test_fmod

@@ -1,0 +1,354 @@
+/* test_fortran.c: the Fortran module la_mod, end to end.
+ *
+ * Runs the Fortran program build/tests/fortran/test_fmod (source
+ * tests/fortran/test_fmod.f90; the build makes it, this file builds nothing)
+ * in a child process, three ways:
+ *   - "codes": the program prints every la_mod constant; each must equal the
+ *     C definition in la.h, and none may be missing or extra;
+ *   - no agent (LA_AGENT at a closed port): la_register fails with
+ *     LA_ENOAGENT, every other call is a no-op, the program exits 0 and
+ *     leaves no SysV segment or semaphore set behind;
+ *   - against la_test_peer (a LocalAgent stand-in in this process): the
+ *     values that arrive carry the right 0-based indices for the program's
+ *     1-based elements, cells and ranges, with the right cycle tags, and
+ *     LA_finalize alone (peer clean-up off) removes the IPC objects.
+ * Skips, with a message, when the Fortran program was not built. The program
+ * path can be overridden with LA_TEST_FMOD.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ipc.h>
+#include <sys/sem.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "la.h"
+#include "la_test_peer.h"
+
+extern char **environ;
+
+#define CHILD_TIMEOUT_MS 60000
+#define OUT_MAX 65536
+
+typedef struct {
+  pid_t pid;
+  int status; /* as from waitpid; -1 if it had to be killed */
+  char out[OUT_MAX];
+} run_t;
+
+static const char *fmod_path(void) {
+  const char *p = getenv("LA_TEST_FMOD");
+  return p && *p ? p : "build/tests/fortran/test_fmod";
+}
+
+static void skip_if_missing(void) {
+  if (access(fmod_path(), X_OK) != 0) {
+    print_message("skip: %s not built (see tests/fortran/test_fmod.f90)\n",
+                  fmod_path());
+    skip();
+  }
+}
+
+static uint64_t ms_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Runs the program with argument arg and LA_AGENT=agent (every other LA_*
+ * variable removed, LA_VERBOSE=1), stdout and stderr into r->out. The
+ * environment is built before fork: the child only dup2s and execs. */
+static void run_fmod(run_t *r, const char *arg, const char *agent) {
+  static char agent_var[300];
+  size_t n = 0;
+  for (char **e = environ; *e; e++) n++;
+  char **envp = calloc(n + 3, sizeof *envp);
+  assert_non_null(envp);
+  size_t k = 0;
+  for (char **e = environ; *e; e++)
+    if (strncmp(*e, "LA_", 3) != 0) envp[k++] = *e;
+  snprintf(agent_var, sizeof agent_var, "LA_AGENT=%s", agent);
+  envp[k++] = agent_var;
+  envp[k++] = "LA_VERBOSE=1";
+  envp[k] = NULL;
+  const char *path = fmod_path();
+  char *const argv[] = {(char *)path, (char *)arg, NULL};
+
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    close(fds[0]);
+    close(fds[1]);
+    execve(path, argv, envp);
+    _exit(127);
+  }
+  close(fds[1]);
+  free(envp);
+  r->pid = pid;
+  size_t len = 0;
+  uint64_t deadline = ms_now() + CHILD_TIMEOUT_MS;
+  int killed = 0;
+  for (;;) {
+    uint64_t now = ms_now();
+    if (now >= deadline) {
+      kill(pid, SIGKILL);
+      killed = 1;
+      break;
+    }
+    struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+    int pr = poll(&pfd, 1, (int)(deadline - now));
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr <= 0) continue;
+    char tmp[4096];
+    ssize_t got = read(fds[0], tmp, sizeof tmp);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    size_t take = (size_t)got;
+    if (take > sizeof r->out - 1 - len) take = sizeof r->out - 1 - len;
+    memcpy(r->out + len, tmp, take);
+    len += take;
+  }
+  r->out[len] = '\0';
+  close(fds[0]);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  r->status = killed ? -1 : st;
+  print_message("---- %s %s (LA_AGENT=%s) ----\n%s", path, arg, agent, r->out);
+}
+
+static void assert_exit_0(const run_t *r) {
+  if (r->status == -1) fail_msg("test_fmod timed out");
+  if (!WIFEXITED(r->status))
+    fail_msg("test_fmod died of signal %d", WTERMSIG(r->status));
+  if (WEXITSTATUS(r->status) != 0)
+    fail_msg("test_fmod exited with status %d", WEXITSTATUS(r->status));
+  assert_non_null(strstr(r->out, "fmod: OK"));
+}
+
+/* Ids of the semaphore sets now in the system (from /proc/sysvipc/sem). */
+static size_t sem_ids(int *ids, size_t cap) {
+  FILE *f = fopen("/proc/sysvipc/sem", "r");
+  size_t n = 0;
+  char line[512];
+  if (!f) return 0;
+  if (!fgets(line, sizeof line, f)) {
+    fclose(f);
+    return 0;
+  }
+  while (n < cap && fgets(line, sizeof line, f)) {
+    long key;
+    int id;
+    if (sscanf(line, "%ld %d", &key, &id) == 2) ids[n++] = id;
+  }
+  fclose(f);
+  return n;
+}
+
+/* Semaphore sets that exist now but not in before[0..nb). */
+static int new_sems(const int *before, size_t nb) {
+  int now[4096];
+  size_t nn = sem_ids(now, 4096), fresh = 0;
+  for (size_t i = 0; i < nn; i++) {
+    size_t j = 0;
+    while (j < nb && before[j] != now[i]) j++;
+    if (j == nb) {
+      print_message("semaphore set %d appeared during the run\n", now[i]);
+      fresh++;
+    }
+  }
+  return (int)fresh;
+}
+
+/* "127.0.0.1:PORT" where nothing listens (a port just released). */
+static void closed_port(char *buf, size_t cap) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  assert_true(fd >= 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t al = sizeof a;
+  assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+  close(fd);
+  snprintf(buf, cap, "127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
+}
+
+/* ----------------------------------------------------------- the tests */
+
+/* Every constant of la_mod equals its C definition; none missing or extra. */
+static void test_constants_match_c(void **state) {
+  skip_if_missing();
+  static const struct {
+    const char *name;
+    long value;
+  } want[] = {
+    {"LA_OK", 0},
+#define XX(name, val, msg) {"LA_" #name, val},
+    LA_ERRNO_MAP(XX)
+#undef XX
+    {"LA_POLICY_WAIT", LA_POLICY_WAIT},
+    {"LA_POLICY_SKIP", LA_POLICY_SKIP},
+    {"LA_STAT_CYCLES", LA_STAT_CYCLES},
+    {"LA_STAT_PROFILED", LA_STAT_PROFILED},
+    {"LA_STAT_SKIPPED", LA_STAT_SKIPPED},
+    {"LA_STAT_WAITS", LA_STAT_WAITS},
+    {"LA_STAT_RANGE_ERRORS", LA_STAT_RANGE_ERRORS},
+    {"LA_STAT_WAIT_NS", LA_STAT_WAIT_NS},
+    {"LA_STAT_REGISTERED", LA_STAT_REGISTERED},
+  };
+  static run_t r;
+  char port[64];
+  closed_port(port, sizeof port);
+  run_fmod(&r, "codes", port);
+  assert_true(r.status != -1 && WIFEXITED(r.status));
+  assert_int_equal(WEXITSTATUS(r.status), 0);
+  size_t lines = 0;
+  for (const char *p = r.out; *p; p++) lines += *p == '\n';
+  assert_int_equal(lines, sizeof want / sizeof want[0]);
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    char line[96];
+    snprintf(line, sizeof line, "%s %ld\n", want[i].name, want[i].value);
+    const char *hit = strstr(r.out, line);
+    if (!hit || (hit != r.out && hit[-1] != '\n'))
+      fail_msg("la_mod lacks or mistypes \"%s %ld\"", want[i].name,
+               want[i].value);
+  }
+}
+
+/* No agent: register fails with LA_ENOAGENT, the program is unaffected and
+ * no IPC object outlives it. */
+static void test_no_agent(void **state) {
+  skip_if_missing();
+  static run_t r;
+  static int before[4096];
+  size_t nb = sem_ids(before, 4096);
+  char port[64];
+  closed_port(port, sizeof port);
+  run_fmod(&r, "noagent", port);
+  assert_exit_0(&r);
+  assert_non_null(strstr(r.out, "fmod: OK (profiled F)"));
+  assert_int_equal(la_test_ipc_count(r.pid), 0);
+  assert_int_equal(new_sems(before, nb), 0);
+}
+
+/* Only these 0-based indices are non-zero (positive); all others exactly 0. */
+static void assert_nonzero_exactly(const la_peer_cycle_t *c, const long *idx,
+                                   size_t n_idx) {
+  for (uint64_t e = 0; e < c->n; e++) {
+    int listed = 0;
+    for (size_t i = 0; i < n_idx; i++) listed |= (uint64_t)idx[i] == e;
+    if (listed && !(c->values[e] > 0.0))
+      fail_msg("cycle tag %llu: element %llu is %g, expected > 0",
+               (unsigned long long)c->tag, (unsigned long long)e,
+               c->values[e]);
+    if (!listed && c->values[e] != 0.0)
+      fail_msg("cycle tag %llu: element %llu is %g, expected exactly 0",
+               (unsigned long long)c->tag, (unsigned long long)e,
+               c->values[e]);
+  }
+}
+
+/* With an agent: the program's 1-based elements, ranges and cells arrive at
+ * the right 0-based indices, with the right tags; LA_finalize cleans up. */
+static void test_values_arrive(void **state) {
+  skip_if_missing();
+  static run_t r;
+  la_test_peer_t *p = la_test_peer_start();
+  assert_non_null(p);
+  la_test_peer_set_cleanup(p, 0); /* what libla alone removes */
+  run_fmod(&r, "agent", la_test_peer_addr(p));
+  assert_exit_0(&r);
+  assert_non_null(strstr(r.out, "fmod: OK (profiled T)"));
+  assert_int_equal(la_test_peer_wait_cycles(p, 5, 5000), 0);
+  assert_int_equal(la_test_peer_wait_closed(p, 2, 5000), 0);
+  assert_int_equal(la_test_peer_registrations(p), 2);
+  assert_int_equal(la_test_peer_finalized(p), 2);
+  assert_int_equal(la_test_peer_ncycles(p), 5);
+
+  /* The grid registration (the last): names trimmed of the Fortran blanks. */
+  la_peer_reg_t reg = la_test_peer_last_reg(p);
+  assert_string_equal(reg.app_name, "fmodtest");
+  assert_string_equal(reg.app_id, "fmod-app.1");
+  assert_string_equal(reg.metric, "time");
+  assert_int_equal(reg.rank, 0);
+  assert_int_equal(reg.nprocs, 1);
+  assert_int_equal(reg.pid, r.pid);
+  assert_int_equal(reg.n_elements, 24);
+  assert_int_equal(reg.n_buffers, 2);
+  assert_int_equal(reg.period, 1);
+  assert_int_equal(reg.grid[0], 4);
+  assert_int_equal(reg.grid[1], 3);
+  assert_int_equal(reg.grid[2], 2);
+
+  /* Phase 1: elements 1, 3, 10 and range 5..6 -> 0, 2, 9, 4, 5. */
+  static const long flat[] = {0, 2, 9, 4, 5};
+  static const uint64_t tags[] = {0, 1, 1000, 4};
+  size_t seen = 0;
+  for (size_t i = 0; i < la_test_peer_ncycles(p); i++) {
+    const la_peer_cycle_t *c = la_test_peer_cycle(p, i);
+    if (c->conn != 0) continue;
+    assert_true(seen < 4);
+    assert_int_equal(c->n, 12);
+    assert_int_equal(c->tag, tags[seen]);
+    assert_int_equal(c->seq, seen);
+    assert_int_equal(c->skipped, 0);
+    if (c->tag == 4) {
+      static const long last[] = {11}; /* element 12 after la_enable */
+      assert_nonzero_exactly(c, last, 1);
+    } else {
+      assert_nonzero_exactly(c, flat, 5);
+      /* a range spreads one measurement evenly */
+      assert_true(c->values[4] == c->values[5]);
+    }
+    seen++;
+  }
+  assert_int_equal(seen, 4);
+
+  /* Phase 2: cells (2,1,1) and (4,3,2) of 4x3x2 -> 1 and 23. */
+  seen = 0;
+  for (size_t i = 0; i < la_test_peer_ncycles(p); i++) {
+    const la_peer_cycle_t *c = la_test_peer_cycle(p, i);
+    if (c->conn != 1) continue;
+    static const long cells[] = {1, 23};
+    assert_int_equal(c->n, 24);
+    assert_int_equal(c->tag, 0);
+    assert_nonzero_exactly(c, cells, 2);
+    seen++;
+  }
+  assert_int_equal(seen, 1);
+
+  /* LA_finalize removed both objects without the agent's help. */
+  assert_int_equal(la_test_ipc_count(r.pid), 0);
+  struct semid_ds ds;
+  errno = 0;
+  assert_int_equal(semctl(reg.sem_id, 0, IPC_STAT, &ds), -1);
+  assert_true(errno == EINVAL || errno == EIDRM);
+  la_test_peer_stop(p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_constants_match_c),
+    cmocka_unit_test(test_no_agent),
+    cmocka_unit_test(test_values_arrive),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

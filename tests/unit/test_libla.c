@@ -1,0 +1,714 @@
+/* test_libla.c: libla against a real LocalAgent stand-in (la_test_peer).
+ *
+ * Every test registers a real process with real SysV shared memory and
+ * semaphores over loopback TCP, runs cycles, and checks what arrived at the
+ * agent side: element values, cycle tags, the period, accumulation, ranges,
+ * grids, custom and PAPI probes, the wait and skip policies, the agent dying
+ * mid-run, a refused registration, no agent at all, environment overrides,
+ * and that no IPC object outlives LA_finalize.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ipc.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "la.h"
+#include "la_test_peer.h"
+
+static la_test_peer_t *peer;
+
+static const char *env_vars[] = {
+  "LA_PERIOD", "LA_METRIC", "LA_POLICY", "LA_BUFFERS", "LA_AGENT",
+  "LA_COMPACT", "LA_APP_ID", "LA_VERBOSE", "LA_DISABLE",
+  "LA_WAIT_TIMEOUT_MS", "LA_CONNECT_TIMEOUT_MS", "LA_DUMP_RAW", "LA_TIMER",
+  NULL};
+
+static int setup(void **state) {
+  for (int i = 0; env_vars[i]; i++) unsetenv(env_vars[i]);
+  peer = la_test_peer_start();
+  assert_non_null(peer);
+  setenv("LA_AGENT", la_test_peer_addr(peer), 1);
+  /* Program settings persist across tests: reset them. */
+  LA_setPeriod(1);
+  LA_setPolicy(LA_POLICY_WAIT);
+  LA_setBuffers(3);
+  LA_setProbeStartFunc(NULL, NULL);
+  LA_setProbeStopFunc(NULL, NULL);
+  LA_setMetric("time");
+  LA_enable();
+  return 0;
+}
+
+static int teardown(void **state) {
+  LA_finalize();
+  la_test_peer_stop(peer);
+  peer = NULL;
+  return 0;
+}
+
+/* A deterministic user probe: start reads 0, stop reads e+1, so every
+ * start/stop pair adds e+1 to element e. */
+static double probe_zero(long e, void *arg) { return 0.0; }
+static double probe_e1(long e, void *arg) { return (double)(e + 1); }
+
+static void use_counting_probe(void) {
+  LA_setProbeStartFunc(probe_zero, NULL);
+  LA_setProbeStopFunc(probe_e1, NULL);
+  LA_setMetric("custom");
+}
+
+static int sem_exists(int id) { return semctl(id, 0, GETVAL) >= 0; }
+
+/* Spins until this thread has used ns of CPU time. */
+static void busy_cpu_ns(long ns) {
+  struct timespec a, b;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+  do clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+  while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ns);
+}
+
+static void busy_ns(long ns) {
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  do clock_gettime(CLOCK_MONOTONIC, &b);
+  while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ns);
+}
+
+/* ---------------------------------------------------------------- tests */
+
+static void test_values_arrive_per_element(void **state) {
+  use_counting_probe();
+  assert_int_equal(LA_register("unit", 0, 1, 100), 0);
+  assert_int_equal(LA_getStat(LA_STAT_REGISTERED), 1);
+  for (int c = 0; c < 3; c++) {
+    for (long e = 0; e < 100; e += 2) {
+      assert_int_equal(LA_startProbe(e), 0);
+      assert_int_equal(LA_stopProbe(e), 0);
+    }
+    assert_int_equal(LA_dataXfer(), 0);
+  }
+  assert_int_equal(la_test_peer_wait_cycles(peer, 3, 5000), 0);
+  for (size_t c = 0; c < 3; c++) {
+    const la_peer_cycle_t *cy = la_test_peer_cycle(peer, c);
+    assert_int_equal(cy->tag, c);
+    assert_int_equal(cy->seq, c);
+    assert_int_equal(cy->n, 100);
+    for (long e = 0; e < 100; e++)
+      assert_true(cy->values[e] == (e % 2 == 0 ? (double)(e + 1) : 0.0));
+  }
+  la_peer_reg_t r = la_test_peer_last_reg(peer);
+  assert_string_equal(r.metric, "custom");
+  assert_int_equal(r.n_elements, 100);
+  assert_int_equal(r.nprocs, 1);
+  assert_int_equal(r.pid, getpid());
+  assert_string_equal(r.app_id, LA_appId());
+  assert_int_equal(LA_getStat(LA_STAT_PROFILED), 3);
+}
+
+static void test_accumulation_within_cycle(void **state) {
+  use_counting_probe();
+  assert_int_equal(LA_register("unit", 0, 1, 10), 0);
+  for (int loop = 0; loop < 3; loop++) { /* three loops over one element */
+    LA_startProbe(4);
+    LA_stopProbe(4);
+  }
+  LA_startProbe(7); /* nested probes of different elements */
+  LA_startProbe(8);
+  LA_stopProbe(8);
+  LA_stopProbe(7);
+  LA_dataXfer();
+  assert_int_equal(la_test_peer_wait_cycles(peer, 1, 5000), 0);
+  const la_peer_cycle_t *cy = la_test_peer_cycle(peer, 0);
+  assert_true(cy->values[4] == 15.0);
+  assert_true(cy->values[7] == 8.0);
+  assert_true(cy->values[8] == 9.0);
+  assert_true(cy->values[0] == 0.0);
+}
+
+static void test_buffers_are_zeroed_between_cycles(void **state) {
+  use_counting_probe();
+  LA_setBuffers(2);
+  assert_int_equal(LA_register("unit", 0, 1, 10), 0);
+  for (int c = 0; c < 6; c++) { /* buffers reused three times each */
+    LA_startProbe(c);
+    LA_stopProbe(c);
+    LA_dataXfer();
+  }
+  assert_int_equal(la_test_peer_wait_cycles(peer, 6, 5000), 0);
+  for (int c = 0; c < 6; c++) {
+    const la_peer_cycle_t *cy = la_test_peer_cycle(peer, (size_t)c);
+    for (int e = 0; e < 10; e++)
+      assert_true(cy->values[e] == (e == c ? (double)(e + 1) : 0.0));
+  }
+}
+
+static void test_element_ranges(void **state) {
+  double t = 0;
+  LA_setProbeStartFunc(probe_zero, NULL);
+  LA_setMetric("custom");
+  (void)t;
+  /* stop reading = first+1 = 11 for the range starting at 10 */
+  LA_setProbeStopFunc(probe_e1, NULL);
+  assert_int_equal(LA_register("unit", 0, 1, 20), 0);
+  assert_int_equal(LA_startRange(10, 4), 0);
+  assert_int_equal(LA_stopRange(10, 4), 0);
+  assert_int_equal(LA_startRange(18, 5), LA_ERANGE); /* past the end */
+  assert_int_equal(LA_stopRange(0, 1), LA_ESTATE);   /* never started */
+  LA_dataXfer();
+  assert_int_equal(la_test_peer_wait_cycles(peer, 1, 5000), 0);
+  const la_peer_cycle_t *cy = la_test_peer_cycle(peer, 0);
+  for (int e = 0; e < 20; e++)
+    assert_true(cy->values[e] == (e >= 10 && e < 14 ? 11.0 / 4 : 0.0));
+}
+
+static void test_period(void **state) {
+  use_counting_probe();
+  LA_setPeriod(3);
+  assert_int_equal(LA_register("unit", 0, 1, 5), 0);
+  for (int c = 0; c < 9; c++) {
+    assert_int_equal(LA_isProfiling(), c % 3 == 0);
+    LA_startProbe(1); /* no-op in cycles not profiled */
+    LA_stopProbe(1);
+    assert_int_equal(LA_dataXfer(), 0);
+  }
+  assert_int_equal(la_test_peer_wait_cycles(peer, 3, 5000), 0);
+  usleep(100000);
+  assert_int_equal(la_test_peer_ncycles(peer), 3);
+  for (size_t i = 0; i < 3; i++) {
+    const la_peer_cycle_t *cy = la_test_peer_cycle(peer, i);
+    assert_int_equal(cy->tag, i * 3);
+    assert_true(cy->values[1] == 2.0);
+  }
+  assert_int_equal(LA_getStat(LA_STAT_CYCLES), 9);
+  assert_int_equal(LA_getStat(LA_STAT_PROFILED), 3);
+  assert_int_equal(la_test_peer_last_reg(peer).period, 3);
+}
+
+static void test_period_changed_at_run_time(void **state) {
+  use_counting_probe();
+  assert_int_equal(LA_register("unit", 0, 1, 5), 0); /* cycle 0 profiled */
+  LA_setPeriod(4); /* decides from cycle 1 on: 4 and 8 profiled */
+  for (int c = 0; c < 9; c++) LA_dataXfer();
+  assert_int_equal(la_test_peer_wait_cycles(peer, 3, 5000), 0);
+  assert_int_equal(la_test_peer_cycle(peer, 1)->tag, 4);
+  assert_int_equal(la_test_peer_cycle(peer, 2)->tag, 8);
+}
+
+static void test_explicit_cycle_tags(void **state) {
+  use_counting_probe();
+  assert_int_equal(LA_register("unit", 0, 1, 5), 0);
+  assert_int_equal(LA_dataXferTagged(1000), 0);
+  assert_int_equal(LA_dataXferTagged(1010), 0);
+  assert_int_equal(la_test_peer_wait_cycles(peer, 2, 5000), 0);
+  assert_int_equal(la_test_peer_cycle(peer, 0)->tag, 1000);
+  assert_int_equal(la_test_peer_cycle(peer, 1)->tag, 1010);
+}
+
+static void test_enable_disable_at_run_time(void **state) {
+  use_counting_probe();
+  assert_int_equal(LA_register("unit", 0, 1, 5), 0);
+  LA_disable();
+  LA_dataXfer(); /* cycle 0 was already profiled: it is sent */
+  assert_false(LA_isProfiling());
+  LA_dataXfer(); /* cycle 1: off */
+  LA_enable();
+  LA_dataXfer(); /* cycle 2: off, cycle 3 starts profiled */
+  assert_true(LA_isProfiling());
+  LA_dataXfer();
+  assert_int_equal(la_test_peer_wait_cycles(peer, 2, 5000), 0);
+  assert_int_equal(la_test_peer_cycle(peer, 0)->tag, 0);
+  assert_int_equal(la_test_peer_cycle(peer, 1)->tag, 3);
+}
+
+static void test_range_errors(void **state) {
+  use_counting_probe();
+  assert_int_equal(LA_register("unit", 0, 1, 10), 0);
+  assert_int_equal(LA_startProbe(10), LA_ERANGE);
+  assert_int_equal(LA_stopProbe(-1), LA_ERANGE);
+  assert_int_equal(LA_getStat(LA_STAT_RANGE_ERRORS), 0); /* per cycle */
+  LA_dataXfer();
+  assert_int_equal(LA_getStat(LA_STAT_RANGE_ERRORS), 2);
+  assert_non_null(strstr(LA_lastError(), "outside 0..9"));
+}
+
+static void test_grid_cells(void **state) {
+  use_counting_probe();
+  assert_int_equal(LA_registerGrid("unit", 0, 1, 4, 3, 2), 0);
+  la_peer_reg_t r = la_test_peer_last_reg(peer);
+  assert_int_equal(r.n_elements, 24);
+  assert_int_equal(r.grid[0], 4);
+  assert_int_equal(r.grid[2], 2);
+  LA_startCell(1, 2, 1); /* 1 + 4*(2 + 3*1) = 21 */
+  LA_stopCell(1, 2, 1);
+  assert_int_equal(LA_startCell(4, 0, 0), LA_ERANGE);
+  assert_int_equal(LA_startCell(0, 0, 2), LA_ERANGE);
+  LA_start_counter(3); /* the design study's names */
+  LA_stop_counter(3);
+  LA_data_xfer();
+  assert_int_equal(la_test_peer_wait_cycles(peer, 1, 5000), 0);
+  const la_peer_cycle_t *cy = la_test_peer_cycle(peer, 0);
+  assert_true(cy->values[21] == 22.0);
+  assert_true(cy->values[3] == 4.0);
+  assert_true(cy->values[0] == 0.0);
+}
+
+static void test_wall_time_metric_in_ns(void **state) {
+  assert_int_equal(LA_register("unit", 0, 1, 4), 0);
+  assert_string_equal(la_test_peer_last_reg(peer).unit, "ns");
+  LA_startProbe(2);
+  busy_ns(3000000); /* 3 ms */
+  LA_stopProbe(2);
+  LA_startProbe(1);
+  LA_stopProbe(1);
+  LA_dataXfer();
+  assert_int_equal(la_test_peer_wait_cycles(peer, 1, 5000), 0);
+  const la_peer_cycle_t *cy = la_test_peer_cycle(peer, 0);
+  /* At least the 3 ms spent; at most a generous bound for a loaded VM. */
+  assert_true(cy->values[2] >= 2.9e6);
+  assert_true(cy->values[2] < 3e9);
+  assert_true(cy->values[1] >= 0.0 && cy->values[1] < 1e7);
+  assert_true(cy->values[0] == 0.0);
+}
+
+typedef struct {
+  long first, count;
+} span_t;
+
+static void *probe_span(void *arg) {
+  span_t *s = arg;
+  for (long e = s->first; e < s->first + s->count; e++) {
+    LA_startProbe(e);
+    busy_ns(2000);
+    LA_stopProbe(e);
+  }
+  return NULL;
+}
+
+static void test_threads_probe_disjoint_elements(void **state) {
+  assert_int_equal(LA_register("unit", 0, 1, 400), 0);
+  pthread_t th[4];
+  span_t sp[4];
+  for (int t = 0; t < 4; t++) {
+    sp[t].first = t * 100;
+    sp[t].count = 100;
+    pthread_create(&th[t], NULL, probe_span, &sp[t]);
+  }
+  for (int t = 0; t < 4; t++) pthread_join(th[t], NULL);
+  LA_dataXfer();
+  assert_int_equal(la_test_peer_wait_cycles(peer, 1, 5000), 0);
+  const la_peer_cycle_t *cy = la_test_peer_cycle(peer, 0);
+  for (int e = 0; e < 400; e++) assert_true(cy->values[e] >= 1900.0);
+}
+
+static void test_papi_software_event(void **state) {
+  setenv("LA_METRIC", "papi:perf::TASK-CLOCK", 1);
+  int rc = LA_register("unit", 0, 1, 3);
+  if (rc == LA_ENOEVENT || rc == LA_EPAPI) {
+    printf("skip: PAPI perf::TASK-CLOCK unavailable here: %s\n",
+           LA_lastError());
+    skip();
+  }
+  assert_int_equal(rc, 0);
+  assert_string_equal(la_test_peer_last_reg(peer).metric,
+                      "papi:perf::TASK-CLOCK");
+  LA_startProbe(1);
+  busy_cpu_ns(2000000);
+  LA_stopProbe(1);
+  LA_dataXfer();
+  assert_int_equal(la_test_peer_wait_cycles(peer, 1, 5000), 0);
+  const la_peer_cycle_t *cy = la_test_peer_cycle(peer, 0);
+  assert_true(cy->values[1] >= 1e6); /* task clock counts ns of CPU time */
+  assert_true(cy->values[0] == 0.0);
+}
+
+static void hw_counter(const char *metric, const char *event) {
+  setenv("LA_METRIC", metric, 1);
+  int rc = LA_register("unit", 0, 1, 3);
+  if (rc == LA_ENOEVENT) {
+    /* The error must name the event; then this machine lacks the counter. */
+    assert_non_null(strstr(LA_lastError(), event));
+    assert_int_equal(la_test_peer_registrations(peer), 0);
+    printf("skip: %s: no hardware counter here (%s)\n", metric,
+           LA_lastError());
+    skip();
+  }
+  assert_int_equal(rc, 0);
+  LA_startProbe(0);
+  busy_ns(1000000);
+  LA_stopProbe(0);
+  LA_dataXfer();
+  assert_int_equal(la_test_peer_wait_cycles(peer, 1, 5000), 0);
+  assert_true(la_test_peer_cycle(peer, 0)->values[0] > 1e5);
+}
+
+static void test_papi_cycles(void **state) {
+  hw_counter("cycles", "PAPI_TOT_CYC");
+}
+
+static void test_papi_instructions(void **state) {
+  hw_counter("instructions", "PAPI_TOT_INS");
+}
+
+static void test_unknown_metric(void **state) {
+  setenv("LA_METRIC", "bogus", 1);
+  assert_int_equal(LA_register("unit", 0, 1, 3), LA_ECONFIG);
+  assert_non_null(strstr(LA_lastError(), "bogus"));
+  setenv("LA_METRIC", "papi:NO_SUCH_EVENT_XYZ", 1);
+  assert_int_equal(LA_register("unit", 0, 1, 3), LA_ENOEVENT);
+  assert_non_null(strstr(LA_lastError(), "NO_SUCH_EVENT_XYZ"));
+  assert_int_equal(la_test_peer_registrations(peer), 0);
+  assert_int_equal(la_test_ipc_count(getpid()), 0);
+}
+
+static void test_skip_policy(void **state) {
+  use_counting_probe();
+  la_test_peer_set_hold_ms(peer, -1); /* the agent keeps every buffer */
+  LA_setBuffers(2);
+  LA_setPolicy(LA_POLICY_SKIP);
+  assert_int_equal(LA_register("unit", 0, 1, 8), 0);
+  for (int c = 0; c < 5; c++) assert_int_equal(LA_dataXfer(), 0);
+  /* cycles 0 and 1 got the two buffers; 2..5 found none */
+  assert_int_equal(la_test_peer_wait_cycles(peer, 2, 5000), 0);
+  assert_int_equal(LA_getStat(LA_STAT_PROFILED), 2);
+  assert_int_equal(LA_getStat(LA_STAT_SKIPPED), 4);
+  assert_int_equal(LA_getStat(LA_STAT_WAITS), 0);
+  la_test_peer_release_all(peer);
+  usleep(200000);
+  LA_dataXfer(); /* cycle 5 not profiled; 6 gets a buffer again */
+  assert_true(LA_isProfiling());
+  LA_dataXfer();
+  assert_int_equal(la_test_peer_wait_cycles(peer, 3, 5000), 0);
+  const la_peer_cycle_t *cy = la_test_peer_cycle(peer, 2);
+  assert_int_equal(cy->tag, 6);
+  assert_int_equal(cy->skipped, 4); /* the skip count travels to the agent */
+}
+
+static void test_wait_policy(void **state) {
+  use_counting_probe();
+  la_test_peer_set_hold_ms(peer, 100); /* a slow agent */
+  LA_setBuffers(2);
+  assert_int_equal(LA_register("unit", 0, 1, 8), 0);
+  for (int c = 0; c < 6; c++) {
+    LA_startProbe(0);
+    LA_stopProbe(0);
+    assert_int_equal(LA_dataXfer(), 0);
+  }
+  assert_int_equal(la_test_peer_wait_cycles(peer, 6, 10000), 0);
+  assert_int_equal(LA_getStat(LA_STAT_SKIPPED), 0); /* nothing lost */
+  assert_true(LA_getStat(LA_STAT_WAITS) >= 1);
+  assert_true(LA_getStat(LA_STAT_WAIT_NS) > 0);
+  for (size_t i = 0; i < 6; i++)
+    assert_int_equal(la_test_peer_cycle(peer, i)->tag, i);
+}
+
+static void test_wait_policy_times_out(void **state) {
+  use_counting_probe();
+  la_test_peer_set_hold_ms(peer, -1); /* a stuck agent */
+  setenv("LA_WAIT_TIMEOUT_MS", "300", 1);
+  LA_setBuffers(2);
+  assert_int_equal(LA_register("unit", 0, 1, 8), 0);
+  LA_dataXfer();
+  assert_int_equal(LA_dataXfer(), 0); /* waits 300 ms, then skips */
+  assert_int_equal(LA_getStat(LA_STAT_SKIPPED), 1);
+  assert_int_equal(LA_getStat(LA_STAT_WAITS), 1);
+  assert_int_equal(LA_getStat(LA_STAT_REGISTERED), 1);
+}
+
+static void test_agent_dies_mid_run(void **state) {
+  use_counting_probe();
+  la_test_peer_set_cleanup(peer, 0); /* libla alone must clean up */
+  assert_int_equal(LA_register("unit", 0, 1, 8), 0);
+  la_peer_reg_t r = la_test_peer_last_reg(peer);
+  LA_dataXfer();
+  assert_int_equal(la_test_peer_wait_cycles(peer, 1, 5000), 0);
+  la_test_peer_kill(peer);
+  int rc = 0;
+  for (int c = 0; c < 3 && rc == 0; c++) rc = LA_dataXfer();
+  assert_int_equal(rc, LA_EAGENTLOST);
+  assert_int_equal(LA_getStat(LA_STAT_REGISTERED), 0);
+  /* The program goes on: every call is a no-op now. */
+  assert_int_equal(LA_startProbe(1), 0);
+  assert_int_equal(LA_stopProbe(1), 0);
+  assert_int_equal(LA_dataXfer(), 0);
+  assert_false(sem_exists(r.sem_id));
+  assert_int_equal(la_test_ipc_count(getpid()), 0);
+  assert_int_equal(LA_finalize(), 0);
+}
+
+static void test_wait_notices_dead_agent(void **state) {
+  use_counting_probe();
+  la_test_peer_set_hold_ms(peer, -1);
+  la_test_peer_set_cleanup(peer, 0);
+  LA_setBuffers(2);
+  assert_int_equal(LA_register("unit", 0, 1, 8), 0);
+  LA_dataXfer();
+  la_test_peer_kill(peer);
+  /* waiting for buffer 0 that the dead agent holds must end */
+  assert_int_equal(LA_dataXfer(), LA_EAGENTLOST);
+  assert_int_equal(la_test_ipc_count(getpid()), 0);
+}
+
+static void test_refused_registration(void **state) {
+  la_test_peer_set_refuse(peer, "too many applications");
+  assert_int_equal(LA_register("unit", 0, 1, 8), LA_EREFUSED);
+  assert_non_null(strstr(LA_lastError(), "too many applications"));
+  assert_int_equal(LA_startProbe(0), 0);
+  assert_int_equal(LA_dataXfer(), 0);
+  assert_int_equal(la_test_ipc_count(getpid()), 0);
+}
+
+static void test_no_agent(void **state) {
+  setenv("LA_AGENT", "127.0.0.1:1", 1); /* nothing listens on port 1 */
+  assert_int_equal(LA_register("unit", 0, 1, 1000), LA_ENOAGENT);
+  assert_non_null(strstr(LA_lastError(), "127.0.0.1:1"));
+  assert_int_equal(LA_getStat(LA_STAT_REGISTERED), 0);
+  for (int c = 0; c < 3; c++) {
+    assert_int_equal(LA_startProbe(5), 0);
+    assert_int_equal(LA_stopProbe(5), 0);
+    assert_int_equal(LA_startCell(0, 0, 0), 0);
+    assert_int_equal(LA_startRange(0, 10), 0);
+    assert_int_equal(LA_dataXfer(), 0);
+  }
+  assert_int_equal(LA_finalize(), 0);
+  assert_int_equal(la_test_ipc_count(getpid()), 0);
+}
+
+static void test_disable_env(void **state) {
+  setenv("LA_DISABLE", "1", 1);
+  assert_int_equal(LA_register("unit", 0, 1, 10), LA_EDISABLED);
+  assert_int_equal(la_test_peer_registrations(peer), 0);
+  assert_int_equal(LA_dataXfer(), 0);
+  assert_int_equal(la_test_ipc_count(getpid()), 0);
+}
+
+static void test_env_overrides_program(void **state) {
+  use_counting_probe();
+  LA_setPeriod(2);
+  setenv("LA_PERIOD", "5", 1);
+  setenv("LA_APP_ID", "job-42", 1);
+  setenv("LA_COMPACT", "polyline:cv=0.05", 1);
+  assert_int_equal(LA_register("unit", 0, 1, 10), 0);
+  LA_setPeriod(7); /* the environment wins */
+  la_peer_reg_t r = la_test_peer_last_reg(peer);
+  assert_int_equal(r.period, 5);
+  assert_string_equal(r.app_id, "job-42");
+  assert_int_equal(r.has_compact, 1);
+  assert_int_equal(r.compact_mode, 1);
+  assert_true(r.compact_cv == 0.05);
+  for (int c = 0; c < 6; c++) LA_dataXfer();
+  assert_int_equal(la_test_peer_wait_cycles(peer, 2, 5000), 0);
+  assert_int_equal(la_test_peer_cycle(peer, 1)->tag, 5);
+}
+
+static void test_bad_environment(void **state) {
+  setenv("LA_PERIOD", "abc", 1);
+  assert_int_equal(LA_register("unit", 0, 1, 10), LA_ECONFIG);
+  assert_non_null(strstr(LA_lastError(), "LA_PERIOD"));
+  unsetenv("LA_PERIOD");
+  setenv("LA_POLICY", "sometimes", 1);
+  assert_int_equal(LA_register("unit", 0, 1, 10), LA_ECONFIG);
+  assert_non_null(strstr(LA_lastError(), "LA_POLICY"));
+  unsetenv("LA_POLICY");
+  setenv("LA_COMPACT", "zigzag", 1);
+  assert_int_equal(LA_register("unit", 0, 1, 10), LA_ECONFIG);
+  assert_non_null(strstr(LA_lastError(), "zigzag"));
+  unsetenv("LA_COMPACT");
+  setenv("LA_AGENT", "nowhere", 1);
+  assert_int_equal(LA_register("unit", 0, 1, 10), LA_ECONFIG);
+  assert_int_equal(la_test_peer_registrations(peer), 0);
+  assert_int_equal(la_test_ipc_count(getpid()), 0);
+}
+
+static void test_bad_arguments(void **state) {
+  assert_int_equal(LA_register("unit", 0, 1, 0), LA_EINVAL);
+  assert_int_equal(LA_register("unit", 0, 1, -5), LA_EINVAL);
+  assert_int_equal(LA_register("", 0, 1, 5), LA_EINVAL);
+  assert_int_equal(LA_register("has space", 0, 1, 5), LA_EINVAL);
+  assert_int_equal(LA_register("unit", 3, 2, 5), LA_EINVAL);
+  assert_int_equal(LA_registerGrid("unit", 0, 1, 0, 3, 3), LA_EINVAL);
+  assert_int_equal(LA_setPeriod(0), LA_EINVAL);
+  assert_int_equal(LA_setBuffers(1), LA_EINVAL);
+  assert_int_equal(LA_setBuffers(17), LA_EINVAL);
+  assert_int_equal(LA_setPolicy(9), LA_EINVAL);
+  assert_int_equal(LA_getStat(99), LA_EINVAL);
+  assert_string_equal(LA_strerror(LA_ENOAGENT), "no LocalAgent reachable");
+  assert_string_equal(LA_strerror(12345), "unknown LA error code");
+  assert_int_equal(la_test_ipc_count(getpid()), 0);
+}
+
+static void test_register_twice(void **state) {
+  assert_int_equal(LA_register("unit", 0, 1, 5), 0);
+  assert_int_equal(LA_register("unit", 0, 1, 5), LA_ESTATE);
+  assert_int_equal(LA_finalize(), 0);
+  assert_int_equal(LA_register("unit", 0, 1, 5), 0); /* again after finalize */
+}
+
+static void test_finalize_removes_ipc(void **state) {
+  la_test_peer_set_cleanup(peer, 0); /* only libla removes */
+  assert_int_equal(LA_register("unit", 0, 1, 1000), 0);
+  la_peer_reg_t r = la_test_peer_last_reg(peer);
+  assert_true(sem_exists(r.sem_id));
+  LA_dataXfer();
+  assert_int_equal(LA_finalize(), 0);
+  assert_false(sem_exists(r.sem_id));
+  assert_int_equal(la_test_peer_wait_closed(peer, 1, 5000), 0);
+  /* the peer detached when the connection closed: segment gone */
+  usleep(50000);
+  assert_int_equal(la_test_ipc_count(getpid()), 0);
+  assert_int_equal(la_test_peer_finalized(peer), 1);
+}
+
+static void test_launcher_environment(void **state) {
+  setenv("PMI_RANK", "2", 1);
+  setenv("PMI_SIZE", "4", 1);
+  assert_int_equal(LA_register("unit", -1, -1, 5), 0);
+  la_peer_reg_t r = la_test_peer_last_reg(peer);
+  assert_int_equal(r.rank, 2);
+  assert_int_equal(r.nprocs, 4);
+  /* Under Hydra the id is derived from the launcher proxy (our parent):
+   * the same for every rank of the node. */
+  char expect[64];
+  snprintf(expect, sizeof expect, "unit.h%d-", (int)getppid());
+  assert_memory_equal(r.app_id, expect, strlen(expect));
+  unsetenv("PMI_RANK");
+  unsetenv("PMI_SIZE");
+}
+
+/* The hand-off between two real processes: the application runs in a child
+ * process; the agent stand-in in this one. */
+static void test_two_processes(void **state) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    LA_setProbeStartFunc(probe_zero, NULL);
+    LA_setProbeStopFunc(probe_e1, NULL);
+    LA_setMetric("custom");
+    LA_setBuffers(2);
+    if (LA_register("child", 0, 1, 50000) != 0) _exit(3);
+    for (int c = 0; c < 20; c++) {
+      for (long e = c; e < 50000; e += 1000) {
+        LA_startProbe(e);
+        LA_stopProbe(e);
+      }
+      if (LA_dataXfer() != 0) _exit(4);
+    }
+    LA_finalize();
+    _exit(LA_getStat(LA_STAT_SKIPPED) == 0 ? 0 : 5);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  assert_int_equal(la_test_peer_wait_cycles(peer, 20, 5000), 0);
+  for (size_t c = 0; c < 20; c++) {
+    const la_peer_cycle_t *cy = la_test_peer_cycle(peer, c);
+    assert_int_equal(cy->tag, c);
+    double sum = 0;
+    for (long e = 0; e < 50000; e++) sum += cy->values[e];
+    double expect = 0;
+    for (long e = (long)c; e < 50000; e += 1000) expect += (double)(e + 1);
+    assert_true(sum == expect);
+  }
+  assert_int_equal(la_test_peer_wait_closed(peer, 1, 5000), 0);
+  assert_int_equal(la_test_ipc_count(pid), 0);
+}
+
+static void test_application_killed(void **state) {
+  /* kill -9 mid-cycle: the agent side removes what the process left. */
+  int pfd[2];
+  assert_int_equal(pipe(pfd), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(pfd[0]);
+    if (LA_register("victim", 0, 1, 1000) != 0) _exit(3);
+    LA_dataXfer();
+    LA_startProbe(3);
+    if (write(pfd[1], "r", 1) != 1) _exit(4);
+    for (;;) pause();
+  }
+  close(pfd[1]);
+  char b;
+  assert_int_equal(read(pfd[0], &b, 1), 1);
+  close(pfd[0]);
+  la_peer_reg_t r = la_test_peer_last_reg(peer);
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  assert_int_equal(la_test_peer_wait_closed(peer, 1, 5000), 0);
+  assert_false(sem_exists(r.sem_id));
+  assert_int_equal(la_test_ipc_count(pid), 0);
+}
+
+static void test_dump_raw(void **state) {
+  char dir[] = "/tmp/la_dump_XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  setenv("LA_DUMP_RAW", dir, 1);
+  setenv("LA_APP_ID", "dumpjob", 1);
+  use_counting_probe();
+  assert_int_equal(LA_register("unit", 0, 1, 6), 0);
+  LA_startProbe(4);
+  LA_stopProbe(4);
+  LA_dataXferTagged(77);
+  char path[256];
+  snprintf(path, sizeof path, "%s/dumpjob.r0.c77.f64", dir);
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  double v[7];
+  assert_int_equal(fread(v, sizeof(double), 7, f), 6);
+  fclose(f);
+  assert_true(v[4] == 5.0 && v[0] == 0.0);
+  unlink(path);
+  rmdir(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    T(test_values_arrive_per_element),
+    T(test_accumulation_within_cycle),
+    T(test_buffers_are_zeroed_between_cycles),
+    T(test_element_ranges),
+    T(test_period),
+    T(test_period_changed_at_run_time),
+    T(test_explicit_cycle_tags),
+    T(test_enable_disable_at_run_time),
+    T(test_range_errors),
+    T(test_grid_cells),
+    T(test_wall_time_metric_in_ns),
+    T(test_threads_probe_disjoint_elements),
+    T(test_papi_software_event),
+    T(test_papi_cycles),
+    T(test_papi_instructions),
+    T(test_unknown_metric),
+    T(test_skip_policy),
+    T(test_wait_policy),
+    T(test_wait_policy_times_out),
+    T(test_agent_dies_mid_run),
+    T(test_wait_notices_dead_agent),
+    T(test_refused_registration),
+    T(test_no_agent),
+    T(test_disable_env),
+    T(test_env_overrides_program),
+    T(test_bad_environment),
+    T(test_bad_arguments),
+    T(test_register_twice),
+    T(test_finalize_removes_ipc),
+    T(test_launcher_environment),
+    T(test_two_processes),
+    T(test_application_killed),
+    T(test_dump_raw),
+#undef T
+  };
+  return cmocka_run_group_tests_name("libla", tests, NULL, NULL);
+}
