@@ -45,6 +45,9 @@ BENCH_SRC  := $(wildcard bench/bench_*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 COMMON_OBJ := $(call obj,$(COMMON_SRC)) $(BUILD)/obj/gen/la.pb-c.o
+# What libla needs of common/ (it must not pull in libuv, libsodium, sqlite).
+LIBLA_COMMON_OBJ := $(call obj,common/la_codec.c common/la_sockio.c common/la_errors.c \
+                     $(wildcard common/la_compact*.c)) $(BUILD)/obj/gen/la.pb-c.o
 LIBLA_OBJ  := $(call obj,$(LIBLA_SRC))
 CLIENT_OBJ := $(call obj,$(CLIENT_SRC))
 LOCAL_OBJ  := $(call obj,$(LOCAL_SRC))
@@ -100,12 +103,12 @@ $(COMMON_A): $(COMMON_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(LIBLA_A): $(LIBLA_OBJ) $(COMMON_OBJ) $(FMOD_OBJ)
+$(LIBLA_A): $(LIBLA_OBJ) $(LIBLA_COMMON_OBJ) $(FMOD_OBJ)
 	@mkdir -p $(dir $@) $(BUILD)/include
 	cp libla/la.h $(BUILD)/include/
 	rm -f $@ && ar rcs $@ $^
 
-$(LIBLA_SO): $(LIBLA_OBJ) $(COMMON_OBJ) $(FMOD_OBJ)
+$(LIBLA_SO): $(LIBLA_OBJ) $(LIBLA_COMMON_OBJ) $(FMOD_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,--no-undefined -Wl,-soname,libla.so.0 -o $@ $^ $(LDLIBS_LA)
 	ln -sf libla.so $(BUILD)/lib/libla.so.0

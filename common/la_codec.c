@@ -156,6 +156,19 @@ static int la__compact_ok(const La__CompactParams *c, char *why, size_t n) {
   return 0;
 }
 
+/* No grid, or 3 non-zero dimensions multiplying to n_elements (each < 2^64:
+ * the product of the first two fits 128 bits; past 2^64 it cannot match). */
+static int la__grid_ok(size_t n_grid, const uint64_t *g, uint64_t n_elements,
+                       char *why, size_t n) {
+  if (n_grid == 0) return 0;
+  if (n_grid != 3) return la__bad(why, n, "grid must have 3 dimensions");
+  unsigned __int128 p = (unsigned __int128)g[0] * g[1];
+  if (g[0] == 0 || g[1] == 0 || g[2] == 0 || p > UINT64_MAX ||
+      p * g[2] != n_elements)
+    return la__bad(why, n, "grid does not multiply to n_elements");
+  return 0;
+}
+
 static int la__rank_ok(uint32_t rank, uint32_t nprocs, char *why, size_t n) {
   if (nprocs == 0 || nprocs > LA_MAX_RANKS)
     return la__bad(why, n, "nprocs %u outside 1..%u", nprocs, LA_MAX_RANKS);
@@ -190,15 +203,31 @@ static int la__set_ok(const La__TraceSet *s, char *why, size_t n) {
     return la__bad(why, n, "nprocs %u out of range", s->nprocs);
   if (s->n_traces > s->nprocs || s->n_missing_ranks > s->nprocs)
     return la__bad(why, n, "more traces or missing ranks than nprocs");
+  if (s->complete && (s->n_traces != s->nprocs || s->n_missing_ranks))
+    return la__bad(why, n, "complete set without every rank's trace");
+  if (s->n_rank_elements && s->n_rank_elements != s->nprocs)
+    return la__bad(why, n, "rank_elements has %zu entries for %u ranks",
+                   s->n_rank_elements, s->nprocs);
   for (size_t i = 0; i < s->n_traces; i++) {
-    if (la__trace_ok(s->traces[i], why, n)) return LA_EPROTO;
-    if (s->traces[i]->rank >= s->nprocs)
-      return la__bad(why, n, "trace rank %u >= nprocs", s->traces[i]->rank);
+    const La__CompactTrace *t = s->traces[i];
+    if (la__trace_ok(t, why, n)) return LA_EPROTO;
+    if (t->rank >= s->nprocs)
+      return la__bad(why, n, "trace rank %u >= nprocs", t->rank);
+    if (i > 0 && t->rank <= s->traces[i - 1]->rank)
+      return la__bad(why, n, "traces not in increasing rank order");
+    if (strcmp(t->app_id, s->app_id) || t->cycle_tag != s->cycle_tag)
+      return la__bad(why, n, "trace of rank %u belongs to another set",
+                     t->rank);
   }
-  for (size_t i = 0; i < s->n_missing_ranks; i++)
+  for (size_t i = 0; i < s->n_missing_ranks; i++) {
     if (s->missing_ranks[i] >= s->nprocs)
       return la__bad(why, n, "missing rank %u >= nprocs",
                      s->missing_ranks[i]);
+    for (size_t j = 0; j < s->n_traces; j++)
+      if (s->traces[j]->rank == s->missing_ranks[i])
+        return la__bad(why, n, "rank %u both present and missing",
+                       s->missing_ranks[i]);
+  }
   return 0;
 }
 
@@ -230,15 +259,8 @@ int la_msg_validate(uint16_t type, const ProtobufCMessage *m, char *why,
       return la__bad(why, n, "metric or unit invalid");
     if (r->has_period && r->period == 0)
       return la__bad(why, n, "period 0 (must be >= 1)");
-    if (r->n_grid != 0 && r->n_grid != 3)
-      return la__bad(why, n, "grid must have 3 dimensions");
-    if (r->n_grid == 3) {
-      unsigned __int128 prod = (unsigned __int128)r->grid[0] * r->grid[1];
-      prod *= r->grid[2]; /* < 2^192 cannot wrap 128 bits: each < 2^64 */
-      if (r->grid[0] == 0 || r->grid[1] == 0 || r->grid[2] == 0 ||
-          prod != r->n_elements)
-        return la__bad(why, n, "grid does not multiply to n_elements");
-    }
+    if (la__grid_ok(r->n_grid, r->grid, r->n_elements, why, n))
+      return LA_EPROTO;
     if (r->host && r->host[0] && !la__id_ok(r->host))
       return la__bad(why, n, "host invalid");
     return la__compact_ok(r->compact, why, n);
@@ -256,6 +278,9 @@ int la_msg_validate(uint16_t type, const ProtobufCMessage *m, char *why,
   }
   case LA__MSG_TYPE__MSG_HELLO: {
     const La__Hello *h = (const void *)m;
+    if (h->protocol != LA_PROTOCOL_VERSION)
+      return la__bad(why, n, "protocol version %u, expected %u", h->protocol,
+                     LA_PROTOCOL_VERSION);
     if (!la__id_ok(h->host)) return la__bad(why, n, "host invalid");
     return 0;
   }
@@ -278,6 +303,10 @@ int la_msg_validate(uint16_t type, const ProtobufCMessage *m, char *why,
     if (r->n_elements == 0 || r->n_elements > (1ULL << 32))
       return la__bad(why, n, "n_elements out of range");
     if (!la__id_ok(r->metric)) return la__bad(why, n, "metric invalid");
+    if (r->has_period && r->period == 0)
+      return la__bad(why, n, "period 0 (must be >= 1)");
+    if (la__grid_ok(r->n_grid, r->grid, r->n_elements, why, n))
+      return LA_EPROTO;
     return la__compact_ok(r->compact, why, n);
   }
   case LA__MSG_TYPE__MSG_RANK_END: {

@@ -63,7 +63,9 @@ int la_msg_validate(uint16_t type, const ProtobufCMessage *msg, char *why,
 void la_msg_free(ProtobufCMessage *msg);
 
 /* Incremental reader for byte streams. Feed it what arrives; take complete
- * frames out. Its buffer never grows beyond the header plus max_payload. */
+ * frames out. Provided the caller takes every complete frame after each feed
+ * (la_frame_reader_next until it returns 0), the buffer never holds more
+ * than one partial frame (header plus max_payload) plus one feed. */
 typedef struct la_frame_reader {
   uint8_t *buf;
   size_t len;  /* bytes held */

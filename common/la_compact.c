@@ -84,8 +84,7 @@ int la_compact(const double *x, size_t n, const la_compact_params_t *p,
   }
   out->segments = enc.segments;
   out->exceptions = enc.exceptions;
-  fill_error(&out->error, enc.err_max, enc.err_sse, enc.err_sum,
-             enc.err_count);
+  fill_error(&out->error, enc.err_max, enc.err_sse, enc.err_sum, enc.err_count);
   take(&enc.out, out);
   la_cenc_free(&enc);
   return 0;

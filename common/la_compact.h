@@ -70,13 +70,13 @@ typedef struct la_fit_error {
 } la_fit_error_t;
 
 typedef struct la_compact_result {
-  uint8_t *bytes;           /* the encoding; malloc'ed, owned by the result */
-  size_t len;               /* bytes in the encoding */
-  int mode;                 /* mode actually used (LA_COMPACT_POLYLINE..) */
-  size_t segments;          /* line segments + verbatim runs (0: lossless) */
-  size_t exceptions;        /* isolated points stored verbatim */
-  la_series_stats_t stats;  /* of the raw series, exact */
-  la_fit_error_t error;     /* achieved by the encoding, measured */
+  uint8_t *bytes;          /* the encoding; malloc'ed, owned by the result */
+  size_t len;              /* bytes in the encoding */
+  int mode;                /* mode actually used (LA_COMPACT_POLYLINE..) */
+  size_t segments;         /* line segments + verbatim runs (0: lossless) */
+  size_t exceptions;       /* isolated points stored verbatim */
+  la_series_stats_t stats; /* of the raw series, exact */
+  la_fit_error_t error;    /* achieved by the encoding, measured */
 } la_compact_result_t;
 
 /* ------------------------------------------------------------ parameters */
@@ -107,8 +107,7 @@ int la_compact_spec_parse(const char *spec, la_compact_params_t *p, char *why,
 /* Writes the canonical spec of *p into buf (NUL-terminated; parsing it gives
  * back the same parameters). Returns the length, or LA_EINVAL when p is
  * invalid, or LA_ELIMIT when buf is too small (64 bytes always suffice). */
-int la_compact_spec_format(const la_compact_params_t *p, char *buf,
-                           size_t len);
+int la_compact_spec_format(const la_compact_params_t *p, char *buf, size_t len);
 
 /* Name of a mode ("polyline", "maxerr", "lossless", "default"), or "?". */
 const char *la_compact_mode_name(int mode);
@@ -150,8 +149,8 @@ typedef struct la_trace la_trace_t; /* opaque: a parsed, validated encoding */
  * record, checksum mismatch, trailing bytes), LA_ETRUNC (ends early),
  * LA_ELIMIT (more points than LA_TRACE_MAX_POINTS), LA_ENOMEM; why says what
  * and where. */
-int la_trace_open(const uint8_t *bytes, size_t len, la_trace_t **out,
-                  char *why, size_t why_len);
+int la_trace_open(const uint8_t *bytes, size_t len, la_trace_t **out, char *why,
+                  size_t why_len);
 
 #define LA_TRACE_MAX_POINTS (UINT64_C(1) << 40)
 
@@ -198,6 +197,28 @@ int la_trace_is_verbatim(const la_trace_t *t, uint64_t i);
 
 /* Frees t. NULL is fine. */
 void la_trace_close(la_trace_t *t);
+
+/* ------------------------------------------------------- synthetic series
+ * Deterministic (fixed seed) series for tests, benchmarks and lactl. */
+enum {
+  LA_SYNTH_MESH = 0, /* mesh costs: plateaus 2,000-22,000 points, 5% periodic,
+                        2% noise, 0.1% spikes, whole ns */
+  LA_SYNTH_STEPS,
+  LA_SYNTH_RAMPS,
+  LA_SYNTH_SINE,
+  LA_SYNTH_SPIKES,
+  LA_SYNTH_CONSTANT,
+  LA_SYNTH_NOISE,
+  LA_SYNTH_WALK,
+  LA_SYNTH_KINDS
+};
+/* Fills x[0..n) with a series of the given kind. Returns 0 or LA_EINVAL. */
+int la_compact_synth(int kind, size_t n, uint64_t seed, double *x);
+const char *la_compact_synth_name(int kind); /* "mesh", ... or "?" */
+int la_compact_synth_kind(const char *name); /* kind, or LA_EINVAL */
+/* splitmix64 step, and a uniform double in [0, 1) from it. */
+uint64_t la_compact_rand(uint64_t *state);
+double la_compact_rand01(uint64_t *state);
 
 /* ----------------------------------------------- engine internals (tests) */
 
@@ -276,7 +297,7 @@ enum { LA_REC_QLINE = 0, LA_REC_RLINE = 1, LA_REC_VERBATIM = 2 };
 #define LA_REC_EXC 0x04    /* tag bit: exceptions follow */
 #define LA_REC_NEWEXP 0x08 /* tag bit: exponent delta follows */
 #define LA_REC_SHIFT 4     /* tag >> 4 is the record's point count - 1 */
-#define LA_QK_MAX 4503599627370496.0 /* 2^52: |k| must stay below */
+#define LA_QK_MAX 4503599627370496.0       /* 2^52: |k| must stay below */
 #define LA_QPRED_MAX 4611686018427387904.0 /* 2^62 */
 #define LA_QEXP_MIN (-1000)
 #define LA_QEXP_MAX 1000
@@ -339,9 +360,8 @@ void la_cenc_verbatim(la_cenc_t *e);
  * polyline (tol_abs < 0) the check is RMSE <= bound * |mean|. Returns 1 and
  * sets *vertex to the stored last value when a line was written, 0 when it
  * fell back to verbatim, or a negative error. */
-int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a,
-                 double b, double qmax, double tol_abs, double tol_rel,
-                 double *vertex);
+int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a, double b,
+                 double qmax, double tol_abs, double tol_rel, double *vertex);
 /* Flushes the open run and appends the CRC. Returns 0 or e->err. */
 int la_cenc_finish(la_cenc_t *e);
 /* Frees e's buffers (not out.p when the caller took it). */

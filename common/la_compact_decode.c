@@ -266,8 +266,9 @@ static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
     b = prev;
     q->base = a;
     q->last = b;
-    q->d = q->off ? (b - a) / (double)count
-                  : count > 1 ? (b - a) / (double)(count - 1) : 0;
+    q->d = q->off      ? (b - a) / (double)count
+           : count > 1 ? (b - a) / (double)(count - 1)
+                       : 0;
     if (!isfinite(q->d))
       return fail(why, why_len, LA_EPROTO, "line overflows at byte %zu", at);
     q->x0 = t->nx;
@@ -320,8 +321,8 @@ bad:
               r->off);
 }
 
-int la_trace_open(const uint8_t *bytes, size_t len, la_trace_t **out,
-                  char *why, size_t why_len) {
+int la_trace_open(const uint8_t *bytes, size_t len, la_trace_t **out, char *why,
+                  size_t why_len) {
   la_creader_t r;
   la_trace_t *t;
   uint8_t h[6];
@@ -333,9 +334,9 @@ int la_trace_open(const uint8_t *bytes, size_t len, la_trace_t **out,
     return fail(why, why_len, LA_EINVAL, "no buffer");
   *out = NULL;
   if (len < 4 + 6 + 8 + 1)
-    return fail(why, why_len, len >= 3 && memcmp(bytes, "LAC", 3) != 0
-                                  ? LA_EPROTO
-                                  : LA_ETRUNC,
+    return fail(why, why_len,
+                len >= 3 && memcmp(bytes, "LAC", 3) != 0 ? LA_EPROTO
+                                                         : LA_ETRUNC,
                 "%zu bytes: shorter than any compact trace", len);
   r.p = bytes;
   r.len = len - 4;

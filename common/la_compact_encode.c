@@ -64,8 +64,7 @@ static void flush_run(la_cenc_t *e) {
 
   if (e->run == 0)
     return;
-  la_cbuf_put_varint(&e->out,
-                     LA_REC_VERBATIM | ((e->run - 1) << LA_REC_SHIFT));
+  la_cbuf_put_varint(&e->out, LA_REC_VERBATIM | ((e->run - 1) << LA_REC_SHIFT));
   for (i = 0; i < e->run; i++)
     la_cbuf_put_verbatim(&e->out, e->x[e->pos + i]);
   e->pos += e->run;
@@ -90,33 +89,40 @@ typedef struct {
   uint64_t count;
 } chk_t;
 
-/* Compares the line with x[first..first+count) outside exceptions. */
+/* Compares the line with x[first..first+count) outside exceptions, with the
+ * decoder's arithmetic (la_line_value(); the index is counted in a double,
+ * which is exact). */
 static int check_line(const la_cenc_t *e, uint64_t first, uint64_t count,
                       double base, double d, uint64_t off, double last,
                       double tol_abs, double tol_rel, chk_t *c) {
   const double *x = e->x + first;
   uint64_t j, j0 = 0;
   size_t k;
-  double max = 0, sse = 0, sum = 0;
+  double max = 0, sse = 0, sum = 0, err;
+  int maxerr = tol_abs >= 0, ok = 1;
 
   for (k = 0; k <= e->nexc; k++) {
-    uint64_t j1 = k < e->nexc ? e->exc_off[k] : count;
-    for (j = j0; j < j1; j++) {
-      double v = la_line_value(base, d, off, j, count, last);
-      double err = fabs(v - x[j]);
-      if (tol_abs >= 0 && !(err <= tol_abs + tol_rel * fabs(x[j])))
-        return 0;
-      if (err > max)
-        max = err;
+    uint64_t j1 = k < e->nexc ? e->exc_off[k] : count - 1;
+    double tj = (double)(j0 + off);
+    for (j = j0; j < j1; j++, tj += 1) {
+      err = fabs(base + tj * d - x[j]);
+      if (maxerr)
+        ok &= err <= tol_abs + tol_rel * fabs(x[j]);
+      max = err > max ? err : max;
       sse += err * err;
       sum += x[j];
     }
     j0 = j1 + 1;
   }
+  err = fabs(last - x[count - 1]); /* the last point is never an exception */
+  if (maxerr)
+    ok &= err <= tol_abs + tol_rel * fabs(x[count - 1]);
+  max = err > max ? err : max;
+  sse += err * err;
+  sum += x[count - 1];
   c->count = count - e->nexc;
-  if (!(max < INFINITY))
-    return 0;
-  if (tol_abs < 0 && !(sse * (double)c->count <= e->bound * e->bound * sum * sum))
+  if (!ok || !(max < INFINITY) ||
+      (!maxerr && !(sse * (double)c->count <= e->bound * e->bound * sum * sum)))
     return 0;
   c->max = max;
   c->sse = sse;
@@ -124,9 +130,8 @@ static int check_line(const la_cenc_t *e, uint64_t first, uint64_t count,
   return 1;
 }
 
-int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a,
-                 double b, double qmax, double tol_abs, double tol_rel,
-                 double *vertex) {
+int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a, double b,
+                 double qmax, double tol_abs, double tol_rel, double *vertex) {
   uint64_t first = e->pos + e->run, off = anchored ? 1 : 0, tag;
   int connected = (e->flags & LA_CENC_F_CONNECTED) != 0, quant = 0, ex = 0;
   int has_b = anchored || count > 1;
@@ -154,8 +159,9 @@ int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a,
   if (!has_b)
     bq = aq;
   base = anchored ? e->vertex : aq;
-  d = anchored ? (bq - base) / (double)count
-               : count > 1 ? (bq - aq) / (double)(count - 1) : 0;
+  d = anchored    ? (bq - base) / (double)count
+      : count > 1 ? (bq - aq) / (double)(count - 1)
+                  : 0;
   if (!isfinite(base) || !isfinite(bq) ||
       !check_line(e, first, count, base, d, off, bq, tol_abs, tol_rel, &c)) {
     e->fallbacks++;
@@ -194,7 +200,7 @@ int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a,
     la_cbuf_put_varint(&e->out, e->nexc);
     for (k = 0; k < e->nexc; k++) {
       la_cbuf_put_varint(&e->out, k ? e->exc_off[k] - e->exc_off[k - 1] - 1
-                                     : e->exc_off[0]);
+                                    : e->exc_off[0]);
       la_cbuf_put_verbatim(&e->out, e->x[first + e->exc_off[k]]);
     }
   }

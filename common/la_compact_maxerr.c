@@ -200,10 +200,10 @@ typedef struct {
   me_hull_t hull;
   int open, anchored;
   uint64_t first;
-  double t;                  /* offset of the next point */
-  double y_first;            /* first value (one-point segments) */
-  double v0, smin, smax;     /* anchored: vertex and slope interval */
-  double tol_min;            /* smallest tolerance in the segment */
+  double t;              /* offset of the next point */
+  double y_first;        /* first value (one-point segments) */
+  double v0, smin, smax; /* anchored: vertex and slope interval */
+  double tol_min;        /* smallest tolerance in the segment */
 } me_seg_t;
 
 static int seg_fits(const me_seg_t *g, double t, double y, double tol) {

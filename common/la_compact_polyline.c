@@ -165,7 +165,8 @@ int la_compact_polyline_run(const double *x, size_t n,
       i++;
       continue;
     }
-    i = g.anchored ? pl_scan(&g, x, i, n, cv2, 1) : pl_scan(&g, x, i, n, cv2, 0);
+    i = g.anchored ? pl_scan(&g, x, i, n, cv2, 1)
+                   : pl_scan(&g, x, i, n, cv2, 0);
     if (i == n)
       break;
     y = x[i];

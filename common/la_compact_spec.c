@@ -111,8 +111,8 @@ int la_compact_spec_parse(const char *spec, la_compact_params_t *p, char *why,
     p->mode = LA_COMPACT_LOSSLESS;
   else
     return say(why, why_len, LA_EINVAL,
-               "unknown mode '%.*s' (polyline, maxerr or lossless)",
-               (int)mlen, spec);
+               "unknown mode '%.*s' (polyline, maxerr or lossless)", (int)mlen,
+               spec);
   for (s = colon ? colon + 1 : spec + mlen; colon != NULL;) {
     const char *end = strchr(s, ','), *eq;
     size_t len = end ? (size_t)(end - s) : strlen(s);
@@ -128,23 +128,23 @@ int la_compact_spec_parse(const char *spec, la_compact_params_t *p, char *why,
         return say(why, why_len, LA_EINVAL, "'%.*s': cv is for polyline",
                    (int)len, s);
       if (parse_num(eq + 1, len - klen - 1, &v))
-        return say(why, why_len, LA_EINVAL,
-                   "'%.*s': cv must be a number >= 0", (int)len, s);
+        return say(why, why_len, LA_EINVAL, "'%.*s': cv must be a number >= 0",
+                   (int)len, s);
       p->cv = v;
     } else if (eq && (tok_is(s, klen, "eps") || tok_is(s, klen, "epsilon"))) {
       if (p->mode != LA_COMPACT_MAXERR)
         return say(why, why_len, LA_EINVAL, "'%.*s': eps is for maxerr",
                    (int)len, s);
       if (parse_num(eq + 1, len - klen - 1, &v))
-        return say(why, why_len, LA_EINVAL,
-                   "'%.*s': eps must be a number >= 0", (int)len, s);
+        return say(why, why_len, LA_EINVAL, "'%.*s': eps must be a number >= 0",
+                   (int)len, s);
       p->epsilon = v;
       has_eps = 1;
-    } else if (!eq && (tok_is(s, len, "relative") ||
-                       tok_is(s, len, "absolute"))) {
+    } else if (!eq &&
+               (tok_is(s, len, "relative") || tok_is(s, len, "absolute"))) {
       if (p->mode != LA_COMPACT_MAXERR)
-        return say(why, why_len, LA_EINVAL, "'%.*s': only for maxerr",
-                   (int)len, s);
+        return say(why, why_len, LA_EINVAL, "'%.*s': only for maxerr", (int)len,
+                   s);
       p->relative = s[0] == 'r';
     } else if (!eq && p->mode != LA_COMPACT_LOSSLESS &&
                (tok_is(s, len, "connected") || tok_is(s, len, "disjoint"))) {
@@ -165,14 +165,16 @@ int la_compact_spec_parse(const char *spec, la_compact_params_t *p, char *why,
   return 0;
 }
 
-/* Shortest %g form of v that reads back as v. */
+/* Shortest %g form of v that reads back as v ("20", not "2e+01"). */
 static void fmt_num(char *buf, size_t len, double v) {
+  char tmp[40];
   int prec;
 
+  snprintf(buf, len, "%.17g", v);
   for (prec = 1; prec <= 17; prec++) {
-    snprintf(buf, len, "%.*g", prec, v);
-    if (strtod(buf, NULL) == v)
-      return;
+    snprintf(tmp, sizeof(tmp), "%.*g", prec, v);
+    if (strtod(tmp, NULL) == v && strlen(tmp) < strlen(buf))
+      snprintf(buf, len, "%s", tmp);
   }
 }
 

@@ -9,34 +9,40 @@
 
 #include "la_compact.h"
 
-double la_compact_sum(const double *x, size_t n) {
-  double s = 0, c = 0;
-  size_t i;
+/* Neumaier's variant of Kahan summation, in index order, with min, max and
+ * the number of NaNs on the way (one pass). */
+static double stats_pass(const double *x, size_t n, double *mn, double *mx,
+                         size_t *nan) {
+  double s = 0, c = 0, lo = INFINITY, hi = -INFINITY;
+  size_t i, nn = 0;
 
-  /* Neumaier's variant of Kahan summation, in index order. */
   for (i = 0; i < n; i++) {
     double v = x[i], t = s + v;
-    if (fabs(s) >= fabs(v))
-      c += (s - t) + v;
-    else
-      c += (v - t) + s;
+    c += fabs(s) >= fabs(v) ? (s - t) + v : (v - t) + s;
     s = t;
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+    nn += v != v;
   }
+  *mn = lo;
+  *mx = hi;
+  *nan = nn;
   return isfinite(s) ? s + c : s;
 }
 
-void la_series_stats(const double *x, size_t n, la_series_stats_t *st) {
-  double mn = INFINITY, mx = -INFINITY;
-  size_t i, nan = 0;
+double la_compact_sum(const double *x, size_t n) {
+  double mn, mx;
+  size_t nan;
 
-  for (i = 0; i < n; i++) {
-    double v = x[i];
-    mn = v < mn ? v : mn;
-    mx = v > mx ? v : mx;
-    nan += v != v;
-  }
+  return stats_pass(x, n, &mn, &mx, &nan);
+}
+
+void la_series_stats(const double *x, size_t n, la_series_stats_t *st) {
+  double mn, mx;
+  size_t nan;
+
   st->count = n;
-  st->sum = la_compact_sum(x, n);
+  st->sum = stats_pass(x, n, &mn, &mx, &nan);
   st->min = nan == n ? NAN : mn;
   st->max = nan == n ? NAN : mx;
 }

@@ -39,16 +39,18 @@ int la_hostport_parse(const char *s, char *host, size_t host_len,
     if (!end || end[1] != ':') return LA_EINVAL;
     h = s + 1;
     hl = (size_t)(end - h);
+    if (hl == 0) return LA_EINVAL; /* "[]:port" */
     colon = end + 1;
   } else {
     colon = strrchr(s, ':');
+    if (colon && colon != strchr(s, ':')) return LA_EINVAL; /* [v6]:port */
     hl = colon ? (size_t)(colon - s) : 0;
   }
   const char *p = colon ? colon + 1 : s;
   char *endp;
   errno = 0;
   long v = strtol(p, &endp, 10);
-  if (*p == '\0' || *endp != '\0' || errno || v < 1 || v > 65535)
+  if (*p < '0' || *p > '9' || *endp != '\0' || errno || v < 1 || v > 65535)
     return LA_EINVAL;
   if (hl == 0) {
     h = "127.0.0.1";

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "la_errors.h"
 #include "la_internal.h"
 
 static char la__last[512];
@@ -17,19 +18,7 @@ static int la__rank = -1;
 static uint32_t la__seen[32]; /* hashes of messages already printed */
 static pthread_mutex_t la__mu = PTHREAD_MUTEX_INITIALIZER;
 
-LA_EXPORT const char *LA_strerror(int code) {
-  switch (code) {
-  case 0:
-    return "success";
-#define LA__ERR_CASE(name, val, msg) \
-  case val:                          \
-    return msg;
-    LA_ERRNO_MAP(LA__ERR_CASE)
-#undef LA__ERR_CASE
-  default:
-    return "unknown LA error code";
-  }
-}
+LA_EXPORT const char *LA_strerror(int code) { return la_strerror(code); }
 
 LA_EXPORT const char *LA_lastError(void) { return la__last; }
 

@@ -11,8 +11,9 @@
  * feed, split frames, oversized headers refused before the payload, sticky
  * errors, pending counts).
  *
- * Tests named bug_* fail on purpose against the current code: each one shows
- * a defect described in its comment. Nothing here does I/O.
+ * Tests named bug_* are regression tests for defects these tests found in
+ * la_codec.c (fixed since); each comment describes the defect as it was.
+ * Nothing here does I/O.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1610,12 +1611,12 @@ static void test_other_validation(void **state) {
   expect_invalid(T_REPLY, M(&s_reply), "message");
 }
 
-/* BUG (la_codec.c:214-216): the grid check multiplies three untrusted
- * uint64 dimensions without overflow check. Grid {2^63+1, 2, 1} "multiplies"
- * to 2 modulo 2^64, so a RegisterRequest with n_elements 2 and that grid
- * passes validation; a receiver mapping (i,j,k) to i + nx*(j + ny*k) then
- * produces indices far beyond n_elements. Expected: LA_EPROTO naming
- * "grid". Actual: 0 (accepted). */
+/* BUG, fixed (la_msg_validate, RegisterRequest): the grid check multiplied
+ * three untrusted uint64 dimensions without overflow check. Grid
+ * {2^63+1, 2, 1} "multiplies" to 2 modulo 2^64, so a RegisterRequest with
+ * n_elements 2 and that grid passed validation; a receiver mapping (i,j,k)
+ * to i + nx*(j + ny*k) then produces indices far beyond n_elements.
+ * Expected: LA_EPROTO naming "grid". Was: 0 (accepted). */
 static void bug_register_grid_product_overflow(void **state) {
   s_grid[0] = (1ULL << 63) + 1;
   s_grid[1] = 2;
@@ -1629,12 +1630,12 @@ static void bug_register_grid_product_overflow(void **state) {
   expect_invalid(T_REG, M(&s_reg), "grid");
 }
 
-/* BUG (la_codec.c:184-309): la_msg_validate has no case for QueryReply,
- * so the TraceSets a QueryReply carries are never validated. A client
+/* BUG, fixed (la_msg_validate): there was no case for QueryReply, so the
+ * TraceSets a QueryReply carries were never validated. A client
  * (lactl, libla_client) decoding a QueryReply gets sets with nprocs 0,
  * traces whose rank >= nprocs or whose stats.count differs from n_elements,
  * exactly what the TraceSet checks exist to stop. Expected: LA_EPROTO for
- * each; actual: 0 (accepted). */
+ * each; was: 0 (accepted). */
 static void bug_query_reply_sets_not_validated(void **state) {
   s_ts.nprocs = 0;
   expect_invalid(T_QR, M(&s_qr), "nprocs");
@@ -1646,16 +1647,17 @@ static void bug_query_reply_sets_not_validated(void **state) {
   expect_invalid(T_QR, M(&s_qr), "stats.count");
 }
 
-/* BUG (la_codec.c:316, protobuf-c 1.4.1 parse_tag_and_wiretype): field
- * number 0 is invalid protobuf, and protobuf-c refuses it in its one-byte
- * form (00) but not when the tag is written in two bytes (80 00). Such a
- * payload decodes as valid (the field kept as an unknown field), and
+/* BUG, fixed (la_msg_decode; root cause protobuf-c 1.4.1
+ * parse_tag_and_wiretype): field number 0 is invalid protobuf, and
+ * protobuf-c refuses it in its one-byte form (00) but not when the tag is
+ * written in two bytes (80 00). Such a payload decoded as valid (the field
+ * kept as an unknown field), and
  * re-packing the decoded message writes the tag as 00, which la_msg_decode
  * then refuses. A receiver that forwards a decoded message (a GlobalAgent
  * putting received CompactTraces into a TraceSet) thus emits frames every
  * subscriber rejects. Payload: DataReady{buffer 1, cycle_tag 1, seq 1} +
  * 80 00 00. Expected: LA_EPROTO (or the unknown field dropped, so that the
- * re-packed message decodes). Actual: accepted, and its re-pack refused. */
+ * re-packed message decodes). Was: accepted, and its re-pack refused. */
 static void bug_decode_accepts_field_number_zero(void **state) {
   const uint8_t p[] = {0x08, 0x01, 0x10, 0x01, 0x18, 0x01, 0x80, 0x00, 0x00};
   ProtobufCMessage *m = NULL;
@@ -1698,12 +1700,13 @@ static int validate_in_child(uint16_t type, const ProtobufCMessage *m) {
   return WEXITSTATUS(st);
 }
 
-/* BUG (la_codec.c:176 and :280): la_msg_validate is documented as "exposed
- * for messages built in memory", but it dereferences required submessages
- * without checking them: a CompactTrace built without stats (t->stats ==
- * NULL, as LA__COMPACT_TRACE__INIT leaves it) or a TraceSet with a NULL
- * trace pointer crashes the caller (SIGSEGV) instead of returning
- * LA_EPROTO. Run in a child process so the crash fails only this test. */
+/* BUG, fixed (la_msg_validate, CompactTrace and TraceSet checks): the
+ * function is documented as "exposed for messages built in memory", but it
+ * dereferenced required submessages without checking them: a CompactTrace
+ * built without stats (t->stats == NULL, as LA__COMPACT_TRACE__INIT leaves
+ * it) or a TraceSet with a NULL trace pointer crashed the caller (SIGSEGV)
+ * instead of returning LA_EPROTO. Run in a child process so that a crash
+ * fails only this test. */
 static void bug_validate_crashes_on_missing_submessage(void **state) {
   s_ct[0].stats = NULL;
   int r1 = validate_in_child(T_CT, M(&s_ct[0]));

@@ -39,7 +39,9 @@
 
 extern char **environ;
 
-#define RUN_TIMEOUT_MS 60000
+#ifndef RUN_TIMEOUT_MS
+#define RUN_TIMEOUT_MS 60000 /* per mpiexec run; then the group is killed */
+#endif
 #define OUT_CAP 16384
 
 typedef struct run_s {
@@ -181,10 +183,16 @@ static void run_wavetoy(run_t *r, int np, const char *const *args,
   for (int i = 0; i < 2; i++)
     if (pf[i].fd >= 0) close(pf[i].fd);
 
+  /* Wait for mpiexec without reaping it, so that its pid (the group id)
+   * cannot be reused while we kill ranks that outlived it, then reap. */
+  siginfo_t si;
   int st = 0;
+  while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 &&
+         errno == EINTR) {
+  }
+  kill(-pid, SIGKILL);
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
-  kill(-pid, SIGKILL); /* ranks that outlived mpiexec, if any */
   r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 

@@ -620,6 +620,26 @@ static void test_send_type_mismatch(void **state) {
   close(s);
 }
 
+static void test_recv_without_reason_buffer(void **state) {
+  /* why is optional: NULL must be accepted on every error path */
+  int c, s;
+  tcp_pair(&c, &s);
+  uint16_t t;
+  ProtobufCMessage *m = NULL;
+  assert_int_equal(la_recv_msg(s, 4096, 50, &t, &m, NULL, 0), LA_ETIMEDOUT);
+  const uint8_t g[8 + 2] = {0, 0, 0, 2, 0, T_REG, 0, 0, 0xff, 0xff};
+  send_raw(c, g, sizeof g);
+  assert_int_equal(la_recv_msg(s, 4096, 5000, &t, &m, NULL, 0), LA_EPROTO);
+  const uint8_t big[8] = {0x40, 0, 0, 0, 0, T_REG, 0, 0};
+  send_raw(c, big, 8);
+  assert_int_equal(la_recv_msg(s, 4096, 5000, &t, &m, NULL, 0),
+                   LA_EMSGSIZE);
+  close(c);
+  assert_int_equal(la_recv_msg(s, 4096, 5000, &t, &m, NULL, 0), LA_EIO);
+  assert_null(m);
+  close(s);
+}
+
 /* ---------------------------------------------------- read / write all */
 
 static void test_write_to_closed_peer(void **state) {
@@ -716,6 +736,7 @@ int main(void) {
     cmocka_unit_test(test_recv_bad_header),
     cmocka_unit_test(test_recv_garbage_and_invalid),
     cmocka_unit_test(test_send_type_mismatch),
+    cmocka_unit_test(test_recv_without_reason_buffer),
     cmocka_unit_test(test_write_to_closed_peer),
     cmocka_unit_test(test_write_all_timeout),
     cmocka_unit_test(test_read_all_exact),

@@ -1,0 +1,215 @@
+/* la_auth.c: the shared-secret challenge-response of la_auth.h, on
+ * libsodium (BLAKE2b to derive the key from the secret file, HMAC-SHA-256 for
+ * the answer, crypto_verify_32 to compare in constant time). Reads the secret
+ * file with one open() and fstat() on that descriptor, so what is checked is
+ * what is read. Deliberately no sockets, no logging: callers report `why`.
+ */
+#include "la_auth.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "la.h"
+
+/* Key of the BLAKE2b hash that turns a secret file into an HMAC key: keeps
+ * this derivation apart from any other use of the same file. 16 bytes. */
+#define LA__KDF_KEY "LA-SECRET-KEY-v1"
+
+static void la__why(char *why, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void la__why(char *why, size_t n, const char *fmt, ...) {
+  if (!why || n == 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, n, fmt, ap);
+  va_end(ap);
+}
+
+int la_auth_init(void) {
+  return sodium_init() < 0 ? LA_EAUTH : 0;
+}
+
+/* Reads up to cap bytes of fd into buf; sets *got. Returns 0 or errno. */
+static int la__read_fd(int fd, uint8_t *buf, size_t cap, size_t *got) {
+  size_t n = 0;
+  while (n < cap) {
+    ssize_t r = read(fd, buf + n, cap - n);
+    if (r == 0) break;
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    n += (size_t)r;
+  }
+  *got = n;
+  return 0;
+}
+
+int la_auth_load_key(const char *path, la_auth_key_t *key, char *why,
+                     size_t why_len) {
+  if (key) sodium_memzero(key, sizeof *key);
+  if (!path || !key) {
+    la__why(why, why_len, "no secret file given");
+    return LA_EINVAL;
+  }
+  /* O_NONBLOCK: opening a FIFO planted at path must not hang the daemon. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) {
+    la__why(why, why_len, "secret file %s: %s", path, strerror(errno));
+    return LA_EIO;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    la__why(why, why_len, "secret file %s: %s", path, strerror(e));
+    return LA_EIO;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    la__why(why, why_len, "secret file %s is not a regular file", path);
+    return LA_EAUTH;
+  }
+  if (st.st_mode & 077) {
+    close(fd);
+    la__why(why, why_len,
+            "secret file %s has mode %04o: it must not be accessible by "
+            "group or others (run: chmod 600 %s)",
+            path, (unsigned)(st.st_mode & 07777), path);
+    return LA_EAUTH;
+  }
+  if (st.st_size > LA_AUTH_SECRET_MAX + 2) {
+    close(fd);
+    la__why(why, why_len, "secret file %s is too large (%lld bytes; max %d)",
+            path, (long long)st.st_size, LA_AUTH_SECRET_MAX);
+    return LA_EAUTH;
+  }
+  /* One byte more than allowed, to notice a file that grew meanwhile. */
+  size_t cap = LA_AUTH_SECRET_MAX + 3, len = 0;
+  uint8_t *buf = malloc(cap);
+  if (!buf) {
+    close(fd);
+    la__why(why, why_len, "secret file %s: out of memory", path);
+    return LA_EIO;
+  }
+  int e = la__read_fd(fd, buf, cap, &len);
+  close(fd);
+  int rc = 0;
+  if (e) {
+    la__why(why, why_len, "secret file %s: %s", path, strerror(e));
+    rc = LA_EIO;
+  } else {
+    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) len--;
+    if (len < LA_AUTH_SECRET_MIN) {
+      la__why(why, why_len, "secret file %s is too short (%zu bytes; min %d)",
+              path, len, LA_AUTH_SECRET_MIN);
+      rc = LA_EAUTH;
+    } else if (len > LA_AUTH_SECRET_MAX) {
+      la__why(why, why_len, "secret file %s is too large (max %d bytes)", path,
+              LA_AUTH_SECRET_MAX);
+      rc = LA_EAUTH;
+    } else {
+      crypto_generichash(key->k, sizeof key->k, buf, len,
+                         (const unsigned char *)LA__KDF_KEY,
+                         sizeof LA__KDF_KEY - 1);
+    }
+  }
+  sodium_memzero(buf, cap);
+  free(buf);
+  return rc;
+}
+
+void la_auth_make_nonce(uint8_t nonce[LA_AUTH_NONCE_BYTES]) {
+  randombytes_buf(nonce, LA_AUTH_NONCE_BYTES);
+}
+
+int la_auth_mac(const la_auth_key_t *key, const uint8_t *nonce,
+                size_t nonce_len, const char *host,
+                uint8_t mac[LA_AUTH_MAC_BYTES]) {
+  if (!mac) return LA_EINVAL;
+  if (!key || !nonce || !host || nonce_len < LA_AUTH_NONCE_MIN ||
+      nonce_len > LA_AUTH_NONCE_MAX) {
+    sodium_memzero(mac, LA_AUTH_MAC_BYTES);
+    return LA_EINVAL;
+  }
+  crypto_auth_hmacsha256_state st;
+  uint8_t nl = (uint8_t)nonce_len;
+  crypto_auth_hmacsha256_init(&st, key->k, sizeof key->k);
+  crypto_auth_hmacsha256_update(&st, (const unsigned char *)LA_AUTH_DOMAIN,
+                                sizeof LA_AUTH_DOMAIN - 1);
+  crypto_auth_hmacsha256_update(&st, &nl, 1);
+  crypto_auth_hmacsha256_update(&st, nonce, nonce_len);
+  crypto_auth_hmacsha256_update(&st, (const unsigned char *)host, strlen(host));
+  crypto_auth_hmacsha256_final(&st, mac);
+  sodium_memzero(&st, sizeof st);
+  return 0;
+}
+
+int la_auth_verify(const la_auth_key_t *key, const uint8_t *nonce,
+                   size_t nonce_len, const char *host, const uint8_t *mac,
+                   size_t mac_len) {
+  uint8_t want[LA_AUTH_MAC_BYTES];
+  if (!mac || mac_len != LA_AUTH_MAC_BYTES) return LA_EAUTH;
+  if (la_auth_mac(key, nonce, nonce_len, host, want) != 0) return LA_EAUTH;
+  int ok = crypto_verify_32(want, mac) == 0;
+  sodium_memzero(want, sizeof want);
+  return ok ? 0 : LA_EAUTH;
+}
+
+void la_auth_key_wipe(la_auth_key_t *key) {
+  if (key) sodium_memzero(key, sizeof *key);
+}
+
+int la_auth_generate_secret_file(const char *path, char *why, size_t why_len) {
+  if (!path || !*path) {
+    la__why(why, why_len, "no secret file given");
+    return LA_EINVAL;
+  }
+  if (sodium_init() < 0) {
+    la__why(why, why_len, "secret file %s: libsodium failed to start", path);
+    return LA_EIO;
+  }
+  /* O_EXCL also refuses a symbolic link, dangling or not. */
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0600);
+  if (fd < 0) {
+    int e = errno;
+    la__why(why, why_len, "secret file %s: %s%s", path, strerror(e),
+            e == EEXIST ? " (refusing to overwrite it)" : "");
+    return LA_EIO;
+  }
+  uint8_t raw[32];
+  char text[2 * sizeof raw + 2];
+  randombytes_buf(raw, sizeof raw);
+  sodium_bin2hex(text, sizeof text, raw, sizeof raw);
+  text[2 * sizeof raw] = '\n';
+  size_t n = 2 * sizeof raw + 1, off = 0;
+  int e = 0;
+  if (fchmod(fd, 0600) != 0) e = errno; /* the umask may have cut bits */
+  while (!e && off < n) {
+    ssize_t w = write(fd, text + off, n - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0)
+      e = w < 0 ? errno : EIO;
+    else
+      off += (size_t)w;
+  }
+  if (!e && fsync(fd) != 0) e = errno;
+  if (close(fd) != 0 && !e) e = errno;
+  sodium_memzero(raw, sizeof raw);
+  sodium_memzero(text, sizeof text);
+  if (e) {
+    unlink(path);
+    la__why(why, why_len, "secret file %s: %s", path, strerror(e));
+    return LA_EIO;
+  }
+  return 0;
+}

@@ -1,0 +1,127 @@
+/* agent.h: the LocalAgent's state and the functions its files share.
+ *
+ * Files and their one-way dependencies:
+ *   main.c      options, configuration, logging, start-up order, signals
+ *   listener.c  accepts connections, admission (connection cap)
+ *   session.c   one connection: framing, registration (RegService),
+ *               data-ready (DXService), status queries, close and cleanup
+ *   worker.c    thread-pool jobs: read a buffer, give it back, compact it
+ *   uplink.c    the GlobalAgent link: handshake, send queue, acks, backoff
+ *   control.c   the status report
+ *   app_ipc.c, outq.c, settings.c: no libuv (unit-tested alone)
+ * Everything runs on the loop thread except worker.c's work callback, which
+ * touches only its job and the application's buffer.
+ */
+#ifndef LA_LOCALAGENT_AGENT_H
+#define LA_LOCALAGENT_AGENT_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "app_ipc.h"
+#include "la_codec.h"
+#include "la_compact.h"
+#include "outq.h"
+#include "settings.h"
+
+#define LA_AGENT_VERSION "la-localagent " LA_VERSION_STRING
+
+struct la_uplink;
+
+typedef struct la_agent_stats {
+  uint64_t conns_accepted, conns_refused, conns_timed_out;
+  uint64_t regs, regs_refused, apps_ended, bad_frames;
+  uint64_t cycles_received, cycles_compacted, cycles_dropped;
+  uint64_t points, compact_ns, bytes_out;
+  uint64_t app_skipped, app_waits; /* reported by applications */
+  uint64_t queue_full;             /* messages dropped: queue and spool full */
+  uint64_t status_queries;
+} la_agent_stats_t;
+
+typedef struct la_agent {
+  uv_loop_t *loop;
+  la_la_settings_t set;
+  char config_path[512];
+  char host[128];
+  la_compact_params_t compact; /* the default compaction */
+  uv_tcp_t listener;
+  uint16_t port;
+  char bound[256]; /* host:port actually listened on */
+  uv_signal_t sig_term, sig_int, sig_hup;
+  uv_timer_t drain_timer;
+  struct la_session *sessions; /* doubly linked */
+  int n_conns, n_apps, jobs_in_flight;
+  int draining;
+  la_outq_t *q;
+  struct la_uplink *up;
+  uint64_t start_ms;
+  la_agent_stats_t st;
+} la_agent_t;
+
+enum { LA_SESS_NEW = 0, LA_SESS_APP = 1, LA_SESS_TOOL = 2, LA_SESS_CLOSING = 3 };
+
+typedef struct la_session {
+  la_agent_t *ag;
+  struct la_session *prev, *next;
+  uv_tcp_t tcp;
+  uv_timer_t timer; /* handshake deadline */
+  int handles_open; /* tcp and timer, until their close callbacks ran */
+  int jobs;         /* worker jobs in flight */
+  int state;
+  char peer[64];
+  la_frame_reader_t rd;
+  /* registered application */
+  la_app_ipc_t ipc;
+  char app_id[LA_MAX_ID_LEN + 1];
+  uint32_t rank, nprocs;
+  int pid;
+  la_compact_params_t cp;
+  uint32_t busy; /* bit i: buffer i is being read */
+  uint64_t cycles, skipped, waits;
+  int finalized;
+  const char *end_reason;
+} la_session_t;
+
+/* listener.c */
+int la_listener_start(la_agent_t *ag, char *why, size_t why_len);
+void la_listener_stop(la_agent_t *ag);
+
+/* session.c */
+la_session_t *la_session_new(la_agent_t *ag);
+void la_session_start(la_session_t *s);
+/* Closes the connection; the application's IPC objects are removed and
+ * RankEnd sent once no job of the session is in flight. */
+void la_session_close(la_session_t *s, const char *reason);
+/* Called by worker.c when a job of the session ended. */
+void la_session_job_done(la_session_t *s);
+
+/* worker.c */
+/* Queues the compaction of buffer i of s. Returns 0 or LA_ENOMEM. */
+int la_worker_submit(la_session_t *s, uint32_t i, uint64_t cycle_tag,
+                     uint64_t seq, uint64_t t_xfer_ns);
+
+/* uplink.c */
+int la_uplink_start(la_agent_t *ag, char *why, size_t why_len);
+/* Encodes msg with the next sequence number (set into *seq_field before
+ * packing) and queues it for the GlobalAgent. Returns 0 or LA_ELIMIT (queue
+ * and spool full: counted, logged). */
+int la_uplink_send(la_agent_t *ag, uint16_t type, ProtobufCMessage *msg,
+                   uint64_t *seq_field);
+/* Whether every queued message has been acknowledged. */
+int la_uplink_idle(la_agent_t *ag);
+void la_uplink_stop(la_agent_t *ag);
+/* Status entries of the link ("connected", "backoff", ...). */
+const char *la_uplink_state(la_agent_t *ag);
+uint64_t la_uplink_connects(la_agent_t *ag);
+const char *la_uplink_last_error(la_agent_t *ag);
+
+/* control.c */
+/* Builds the status reply; free with la_status_reply_free. */
+La__StatusReply *la_status_reply(la_agent_t *ag);
+void la_status_reply_free(La__StatusReply *r);
+
+/* main.c */
+/* Called when a drain may have finished (jobs done, queue acknowledged). */
+void la_agent_check_drained(la_agent_t *ag);
+
+#endif

@@ -1,0 +1,188 @@
+/* app_ipc.c: verification, reading and removal of an application's SysV
+ * objects (see app_ipc.h). */
+#include "app_ipc.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <strings.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ipc.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
+#include <sys/socket.h>
+
+#include "la.h"
+
+union la__semun {
+  int val;
+  struct semid_ds *buf;
+  unsigned short *array;
+};
+
+static int la__refuse(char *why, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int la__refuse(char *why, size_t n, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (why && n) vsnprintf(why, n, fmt, ap);
+  va_end(ap);
+  return LA_EREFUSED;
+}
+
+/* Real uid of a live process from /proc/PID/status, -1 if gone. */
+static int la__pid_uid(int pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  int uid = -1;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, "Uid:", 4)) {
+      uid = atoi(line + 4);
+      break;
+    }
+  fclose(f);
+  return uid;
+}
+
+int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
+                      uint64_t nonce, uint64_t n_elements, uint32_t n_buffers,
+                      int peer_uid, char *why, size_t n) {
+  memset(ipc, 0, sizeof *ipc);
+  ipc->shm_id = ipc->sem_id = -1;
+  struct shmid_ds ds;
+  if (shmctl(shm_id, IPC_STAT, &ds) != 0)
+    return la__refuse(why, n, "segment %d: %s", shm_id, strerror(errno));
+  if (ds.shm_cpid != pid)
+    return la__refuse(why, n, "segment %d was created by pid %d, not %d",
+                      shm_id, (int)ds.shm_cpid, pid);
+  if ((ds.shm_perm.mode & 0777) != 0600)
+    return la__refuse(why, n, "segment %d has mode %03o, expected 600",
+                      shm_id, ds.shm_perm.mode & 0777);
+  int owner = (int)ds.shm_perm.uid;
+  int puid = la__pid_uid(pid);
+  if (puid < 0) return la__refuse(why, n, "process %d is not running", pid);
+  if (puid != owner || (int)ds.shm_perm.cuid != owner)
+    return la__refuse(why, n, "segment %d belongs to uid %d, process %d to "
+                      "uid %d", shm_id, owner, pid, puid);
+  if (peer_uid >= 0 && peer_uid != owner)
+    return la__refuse(why, n, "the connection belongs to uid %d, the segment "
+                      "to uid %d", peer_uid, owner);
+  struct semid_ds sd;
+  union la__semun arg = {.buf = &sd};
+  if (semctl(sem_id, 0, IPC_STAT, arg) != 0)
+    return la__refuse(why, n, "semaphore set %d: %s", sem_id, strerror(errno));
+  if ((int)sd.sem_perm.uid != owner || (int)sd.sem_perm.cuid != owner ||
+      (sd.sem_perm.mode & 0777) != 0600)
+    return la__refuse(why, n, "semaphore set %d is not the segment owner's "
+                      "with mode 600", sem_id);
+  if (sd.sem_nsems != n_buffers)
+    return la__refuse(why, n, "semaphore set %d has %lu semaphores, the "
+                      "registration says %u buffers", sem_id,
+                      (unsigned long)sd.sem_nsems, n_buffers);
+  void *h = shmat(shm_id, NULL, 0);
+  if (h == (void *)-1)
+    return la__refuse(why, n, "cannot attach segment %d: %s", shm_id,
+                      strerror(errno));
+  const char *bad = la_shm_header_check(h, ds.shm_segsz, n_elements,
+                                        n_buffers, nonce);
+  if (bad) {
+    shmdt(h);
+    return la__refuse(why, n, "segment %d: %s", shm_id, bad);
+  }
+  ipc->hdr = h;
+  ipc->shm_id = shm_id;
+  ipc->sem_id = sem_id;
+  ipc->n_buffers = n_buffers;
+  ipc->n_elements = n_elements;
+  ipc->owner_uid = owner;
+  return 0;
+}
+
+static void la__give_back(la_app_ipc_t *ipc, uint32_t i) {
+  struct sembuf op = {.sem_num = (unsigned short)i, .sem_op = 1};
+  while (semop(ipc->sem_id, &op, 1) != 0 && errno == EINTR) {
+  }
+}
+
+void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i) {
+  if (!ipc->hdr || i >= ipc->n_buffers) return;
+  memset(la_shm_values(ipc->hdr, i), 0, ipc->n_elements * sizeof(double));
+  la__give_back(ipc, i);
+}
+
+int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
+                    la_shm_bufmeta_t *meta) {
+  if (!ipc->hdr || i >= ipc->n_buffers) return LA_EINVAL;
+  *meta = ipc->hdr->buf[i];
+  double *v = la_shm_values(ipc->hdr, i);
+  double scale = meta->scale > 0 ? meta->scale : 1.0;
+  uint64_t n = ipc->n_elements;
+  if (scale == 1.0) memcpy(out, v, n * sizeof(double));
+  else
+    for (uint64_t k = 0; k < n; k++) out[k] = v[k] * scale;
+  memset(v, 0, n * sizeof(double));
+  la__give_back(ipc, i);
+  return 0;
+}
+
+void la_app_ipc_release(la_app_ipc_t *ipc) {
+  if (ipc->sem_id >= 0) semctl(ipc->sem_id, 0, IPC_RMID);
+  if (ipc->hdr) shmdt(ipc->hdr);
+  if (ipc->shm_id >= 0) shmctl(ipc->shm_id, IPC_RMID, NULL);
+  ipc->hdr = NULL;
+  ipc->sem_id = ipc->shm_id = -1;
+}
+
+/* Looks for "LOCAL REMOTE" (hex, as the kernel prints them) in one table. */
+static int la__uid_in(const char *table, const char *local,
+                      const char *remote) {
+  FILE *f = fopen(table, "r");
+  if (!f) return -1;
+  char line[512];
+  int uid = -1;
+  if (fgets(line, sizeof line, f))
+    while (fgets(line, sizeof line, f)) {
+      char loc[64], rem[64];
+      unsigned u;
+      if (sscanf(line, "%*s %63s %63s %*s %*s %*s %*s %u", loc, rem, &u) == 3 &&
+          !strcasecmp(loc, local) && !strcasecmp(rem, remote)) {
+        uid = (int)u;
+        break;
+      }
+    }
+  fclose(f);
+  return uid;
+}
+
+int la_peer_uid(int fd) {
+  struct sockaddr_storage me, peer;
+  socklen_t ml = sizeof me, pl = sizeof peer;
+  if (getsockname(fd, (void *)&me, &ml) || getpeername(fd, (void *)&peer, &pl))
+    return -1;
+  char loc[64], rem[64];
+  if (peer.ss_family == AF_INET) {
+    const struct sockaddr_in *p = (void *)&peer, *m = (void *)&me;
+    /* The peer's own view: its local address is our remote one. */
+    snprintf(loc, sizeof loc, "%08X:%04X", (unsigned)p->sin_addr.s_addr,
+             ntohs(p->sin_port));
+    snprintf(rem, sizeof rem, "%08X:%04X", (unsigned)m->sin_addr.s_addr,
+             ntohs(m->sin_port));
+    return la__uid_in("/proc/net/tcp", loc, rem);
+  }
+  if (peer.ss_family == AF_INET6) {
+    const struct sockaddr_in6 *p = (void *)&peer, *m = (void *)&me;
+    const uint32_t *pa = (const void *)&p->sin6_addr,
+                   *ma = (const void *)&m->sin6_addr;
+    snprintf(loc, sizeof loc, "%08X%08X%08X%08X:%04X", pa[0], pa[1], pa[2],
+             pa[3], ntohs(p->sin6_port));
+    snprintf(rem, sizeof rem, "%08X%08X%08X%08X:%04X", ma[0], ma[1], ma[2],
+             ma[3], ntohs(m->sin6_port));
+    return la__uid_in("/proc/net/tcp6", loc, rem);
+  }
+  return -1;
+}

@@ -1,0 +1,297 @@
+/* main.c: la-localagent, the per-node LA daemon: options, configuration,
+ * logging and the fixed start-up order, signals.
+ *
+ * Start-up: defaults, then the INI file (-c), then --section.key=value
+ * options; logging; the default compaction; the send queue and its spool
+ * (traces left by an earlier run are sent first); the listener (the bound
+ * port is printed and written to port_file); the pid file; signals; the
+ * GlobalAgent link; then the loop. SIGTERM/SIGINT drain: stop accepting,
+ * close the applications' connections (their IPC objects are removed), finish
+ * the jobs in flight, wait up to drain_timeout for the GlobalAgent's acks,
+ * spool whatever is unacknowledged, exit 0. A second signal exits at once
+ * (after spooling). SIGHUP re-reads the configuration: log level and target,
+ * limits, queue sizes and the default compaction change in place; the
+ * listen and GlobalAgent addresses need a restart (logged).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "la_log.h"
+#include "la_sockio.h"
+
+static void la__usage(FILE *f) {
+  fprintf(f,
+          "usage: la-localagent [-c FILE] [--check-config] "
+          "[--SECTION.KEY=VALUE ...]\n"
+          "       la-localagent --help | --version\n\n"
+          "The LA LocalAgent: accepts registrations and data-ready "
+          "notifications from\nLA-instrumented applications on this node, "
+          "compacts their per-element\ntraces and sends them to the "
+          "GlobalAgent. See docs/localagent.md.\n\n"
+          "  -c, --config FILE   INI configuration file\n"
+          "  --check-config      print the effective configuration and exit\n"
+          "  --help, --version\n\nSettings (also INI keys "
+          "'[section] key = value'):\n");
+  la_cfg_help(la_la_keys, f);
+}
+
+/* Builds settings from defaults, the file and the options. Returns 0, or -1
+ * after printing every problem. */
+static int la__configure(int argc, char **argv, la_la_settings_t *set,
+                         char *config_path, size_t cp_len) {
+  char err[4096] = "";
+  if (la_cfg_defaults(la_la_keys, set, err, sizeof err) != 0) {
+    fprintf(stderr, "la-localagent: %s\n", err);
+    return -1;
+  }
+  config_path[0] = '\0';
+  for (int i = 1; i < argc; i++)
+    if ((!strcmp(argv[i], "-c") || !strcmp(argv[i], "--config")) &&
+        i + 1 < argc)
+      snprintf(config_path, cp_len, "%s", argv[++i]);
+    else if (!strncmp(argv[i], "--config=", 9))
+      snprintf(config_path, cp_len, "%s", argv[i] + 9);
+  int bad = 0;
+  if (config_path[0] &&
+      la_cfg_load(la_la_keys, set, config_path, err, sizeof err) != 0) {
+    fprintf(stderr, "%s", err);
+    bad = 1;
+  }
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-c") || !strcmp(a, "--config")) {
+      i++;
+      continue;
+    }
+    if (!strncmp(a, "--config=", 9) || !strcmp(a, "--check-config")) continue;
+    const char *eq = strchr(a, '=');
+    if (strncmp(a, "--", 2) || !eq) {
+      fprintf(stderr, "la-localagent: unknown argument '%s' (see --help)\n",
+              a);
+      bad = 1;
+      continue;
+    }
+    char key[128];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - a - 2), a + 2);
+    if (la_cfg_set(la_la_keys, set, key, eq + 1, err, sizeof err) != 0) {
+      fprintf(stderr, "la-localagent: %s\n", err);
+      bad = 1;
+    }
+  }
+  int level;
+  if (la_log_level_parse(set->log_level, &level) != 0) {
+    fprintf(stderr, "la-localagent: log.level '%s': use error, warn, info or "
+            "debug\n", set->log_level);
+    bad = 1;
+  }
+  if (strcmp(set->log_target, "stderr") && strcmp(set->log_target, "syslog")) {
+    fprintf(stderr, "la-localagent: log.target '%s': use stderr or syslog\n",
+            set->log_target);
+    bad = 1;
+  }
+  la_compact_params_t p;
+  char why[200];
+  if (la_compact_spec_parse(set->compact, &p, why, sizeof why) != 0) {
+    fprintf(stderr, "la-localagent: compaction.default: %s\n", why);
+    bad = 1;
+  }
+  if (set->reconnect_min_ms > set->reconnect_max_ms) {
+    fprintf(stderr, "la-localagent: global.reconnect_min exceeds "
+            "global.reconnect_max\n");
+    bad = 1;
+  }
+  return bad ? -1 : 0;
+}
+
+static la_agent_t la__agent; /* the daemon's one instance, owned here */
+static int la__argc;
+static char **la__argv;
+
+static void la__close_walk(uv_handle_t *h, void *arg) {
+  if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
+/* Ends the loop: spools what the GlobalAgent has not acknowledged. */
+static void la__finish(la_agent_t *ag) {
+  if (ag->draining == 2) return;
+  ag->draining = 2;
+  la_outq_stats_t q;
+  la_outq_get_stats(ag->q, &q);
+  if (q.mem_items) {
+    int rc = la_outq_spill_all(ag->q);
+    la_log_info("spooled %llu unacknowledged messages%s",
+                (unsigned long long)q.mem_items,
+                rc ? " (some could not be written: see above)" : "");
+  }
+  la_uplink_stop(ag);
+  uv_walk(ag->loop, la__close_walk, NULL);
+}
+
+void la_agent_check_drained(la_agent_t *ag) {
+  if (ag->draining != 1) return;
+  if (ag->jobs_in_flight > 0 || ag->n_conns > 0) return;
+  if (ag->set.global[0] && !la_uplink_idle(ag)) return;
+  la_log_info("drained: every trace compacted%s",
+              ag->set.global[0] ? " and acknowledged" : "");
+  la__finish(ag);
+}
+
+static void la__on_drain_timeout(uv_timer_t *t) {
+  la_agent_t *ag = t->data;
+  la_log_warnx("drain_timeout reached: spooling what is not acknowledged");
+  la__finish(ag);
+}
+
+static void la__drain(la_agent_t *ag) {
+  if (ag->draining) {
+    la_log_warnx("second signal: exiting now");
+    la__finish(ag);
+    return;
+  }
+  ag->draining = 1;
+  la_log_info("draining: no new connections; finishing %d jobs",
+              ag->jobs_in_flight);
+  la_listener_stop(ag);
+  for (la_session_t *s = ag->sessions, *next; s; s = next) {
+    next = s->next;
+    la_session_close(s, "agent shutdown");
+  }
+  uv_timer_start(&ag->drain_timer, la__on_drain_timeout,
+                 (uint64_t)ag->set.drain_ms, 0);
+  la_agent_check_drained(ag);
+}
+
+static void la__reload(la_agent_t *ag) {
+  la_la_settings_t n;
+  char path[512];
+  if (la__configure(la__argc, la__argv, &n, path, sizeof path) != 0) {
+    la_log_warnx("SIGHUP: configuration has errors (above); keeping the "
+                 "current one");
+    return;
+  }
+  int level = LA_LOG_INFO;
+  la_log_level_parse(n.log_level, &level);
+  la_log_init("la-localagent", n.log_target, level);
+  la_compact_spec_parse(n.compact, &ag->compact, NULL, 0);
+  if (strcmp(n.listen, ag->set.listen))
+    la_log_warnx("SIGHUP: agent.listen changes need a restart");
+  if (strcmp(n.global, ag->set.global) ||
+      strcmp(n.secret_file, ag->set.secret_file) ||
+      strcmp(n.spool_dir, ag->set.spool_dir))
+    la_log_warnx("SIGHUP: global.address, secret_file and spool_dir changes "
+                 "need a restart");
+  la_la_settings_t old = ag->set;
+  ag->set = n;
+  /* what needs a restart keeps its running value */
+  memcpy(ag->set.listen, old.listen, sizeof old.listen);
+  memcpy(ag->set.global, old.global, sizeof old.global);
+  memcpy(ag->set.secret_file, old.secret_file, sizeof old.secret_file);
+  memcpy(ag->set.spool_dir, old.spool_dir, sizeof old.spool_dir);
+  memcpy(ag->set.port_file, old.port_file, sizeof old.port_file);
+  memcpy(ag->set.pid_file, old.pid_file, sizeof old.pid_file);
+  ag->set.threads = old.threads;
+  la_outq_set_limits(ag->q, n.queue_bytes, n.spool_bytes);
+  la_log_info("SIGHUP: configuration reloaded%s%s",
+              path[0] ? " from " : "", path);
+}
+
+static void la__on_signal(uv_signal_t *h, int signum) {
+  la_agent_t *ag = h->data;
+  if (signum == SIGHUP) la__reload(ag);
+  else la__drain(ag);
+}
+
+static int la__write_pid(const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) return -1;
+  fprintf(f, "%d\n", (int)getpid());
+  return fclose(f);
+}
+
+int main(int argc, char **argv) {
+  la_agent_t *ag = &la__agent;
+  la__argc = argc;
+  la__argv = argv;
+  int check = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      la__usage(stdout);
+      return 0;
+    }
+    if (!strcmp(argv[i], "--version")) {
+      printf("%s\n", LA_AGENT_VERSION);
+      return 0;
+    }
+    if (!strcmp(argv[i], "--check-config")) check = 1;
+  }
+  if (la__configure(argc, argv, &ag->set, ag->config_path,
+                    sizeof ag->config_path) != 0)
+    return 2;
+  if (check) {
+    la_cfg_print(la_la_keys, &ag->set, stdout);
+    fprintf(stderr, "la-localagent: configuration OK\n");
+    return 0;
+  }
+  int level = LA_LOG_INFO;
+  la_log_level_parse(ag->set.log_level, &level);
+  la_log_init("la-localagent", ag->set.log_target, level);
+  signal(SIGPIPE, SIG_IGN);
+  la_compact_spec_parse(ag->set.compact, &ag->compact, NULL, 0);
+  if (ag->set.host[0])
+    snprintf(ag->host, sizeof ag->host, "%.127s", ag->set.host);
+  else if (gethostname(ag->host, sizeof ag->host - 1) != 0)
+    snprintf(ag->host, sizeof ag->host, "localhost");
+  char threads[16];
+  snprintf(threads, sizeof threads, "%lld", (long long)ag->set.threads);
+  setenv("UV_THREADPOOL_SIZE", threads, 1); /* before the pool starts */
+  ag->loop = uv_default_loop();
+  ag->start_ms = la_now_ms();
+
+  char why[512];
+  if (la_outq_open(ag->set.spool_dir, ag->set.queue_bytes,
+                   ag->set.spool_bytes, ag->set.spool_fsync, &ag->q, why,
+                   sizeof why) != 0) {
+    la_log_error("spool: %s", why);
+    return 1;
+  }
+  la_outq_stats_t q;
+  la_outq_get_stats(ag->q, &q);
+  if (q.disk_items)
+    la_log_info("spool %s holds %llu messages from an earlier run: they go "
+                "first", ag->set.spool_dir, (unsigned long long)q.disk_items);
+  if (la_listener_start(ag, why, sizeof why) != 0) {
+    la_log_error("%s", why);
+    la_outq_close(ag->q);
+    return 1;
+  }
+  if (ag->set.pid_file[0] && la__write_pid(ag->set.pid_file) != 0)
+    la_log_warn("cannot write pid_file %s", ag->set.pid_file);
+  uv_signal_init(ag->loop, &ag->sig_term);
+  uv_signal_init(ag->loop, &ag->sig_int);
+  uv_signal_init(ag->loop, &ag->sig_hup);
+  ag->sig_term.data = ag->sig_int.data = ag->sig_hup.data = ag;
+  uv_signal_start(&ag->sig_term, la__on_signal, SIGTERM);
+  uv_signal_start(&ag->sig_int, la__on_signal, SIGINT);
+  uv_signal_start(&ag->sig_hup, la__on_signal, SIGHUP);
+  uv_timer_init(ag->loop, &ag->drain_timer);
+  ag->drain_timer.data = ag;
+  if (la_uplink_start(ag, why, sizeof why) != 0) {
+    la_log_error("%s", why);
+    return 1;
+  }
+  la_log_info("%s ready (pid %d, %lld threads, compaction %s, GlobalAgent "
+              "%s)", LA_AGENT_VERSION, (int)getpid(),
+              (long long)ag->set.threads, ag->set.compact,
+              ag->set.global[0] ? ag->set.global : "none: spooling");
+  uv_run(ag->loop, UV_RUN_DEFAULT);
+  uv_loop_close(ag->loop);
+  la_outq_close(ag->q);
+  if (ag->set.pid_file[0]) unlink(ag->set.pid_file);
+  la_log_info("stopped");
+  return 0;
+}

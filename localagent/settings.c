@@ -1,0 +1,55 @@
+/* settings.c: the LocalAgent's key table (defaults, ranges, help). */
+#include "settings.h"
+
+#include <stddef.h>
+
+#define S(sec, name, field, def, help) \
+  {sec, name, LA_CFG_STR, offsetof(la_la_settings_t, field), \
+   sizeof(((la_la_settings_t *)0)->field), def, 0, 0, help}
+#define N(sec, name, type, field, def, lo, hi, help) \
+  {sec, name, type, offsetof(la_la_settings_t, field), 0, def, lo, hi, help}
+
+const la_cfg_key_t la_la_keys[] = {
+  S("agent", "listen", listen, "127.0.0.1:7461",
+    "address of the registration and data-ready services (port 0: any)"),
+  S("agent", "port_file", port_file, "",
+    "file to write the bound port into"),
+  S("agent", "pid_file", pid_file, "", "file to write the daemon's pid into"),
+  S("agent", "host", host, "", "node name sent to the GlobalAgent (default: hostname)"),
+  N("agent", "max_connections", LA_CFG_INT, max_connections, "512", 1, 65536,
+    "open connections of all kinds"),
+  N("agent", "max_apps", LA_CFG_INT, max_apps, "256", 1, 65536,
+    "registered application processes"),
+  N("agent", "max_frame", LA_CFG_SIZE, max_frame, "64k", 1024, 1 << 30,
+    "largest frame accepted from an application or tool"),
+  N("agent", "max_elements", LA_CFG_SIZE, max_elements, "64M", 1,
+    4294967296.0, "largest element count of one registration"),
+  N("agent", "handshake_timeout", LA_CFG_MS, handshake_ms, "5s", 10, 3600000,
+    "a new connection must register or query within this"),
+  N("agent", "threads", LA_CFG_INT, threads, "2", 1, 128,
+    "compaction threads"),
+  N("agent", "drain_timeout", LA_CFG_MS, drain_ms, "5s", 0, 3600000,
+    "on SIGTERM, longest wait for the GlobalAgent's acks before spooling"),
+  S("compaction", "default", compact, "polyline:cv=0.1",
+    "compaction when the application asks for none (docs/compaction.md)"),
+  S("global", "address", global, "127.0.0.1:7462",
+    "GlobalAgent host:port; empty: keep traces in the spool"),
+  S("global", "secret_file", secret_file, "",
+    "shared secret for the GlobalAgent (mode 0600)"),
+  N("global", "reconnect_min", LA_CFG_MS, reconnect_min_ms, "100ms", 10,
+    3600000, "first reconnection delay"),
+  N("global", "reconnect_max", LA_CFG_MS, reconnect_max_ms, "5s", 10, 3600000,
+    "longest reconnection delay (exponential backoff)"),
+  N("global", "queue_bytes", LA_CFG_SIZE, queue_bytes, "256M", 0,
+    1099511627776.0, "unacknowledged traces kept in memory before spooling"),
+  S("global", "spool_dir", spool_dir, "/var/spool/la-localagent",
+    "directory for traces the GlobalAgent has not acknowledged"),
+  N("global", "spool_bytes", LA_CFG_SIZE, spool_bytes, "4G", 0,
+    1099511627776.0, "largest spool size; beyond it traces are dropped and "
+    "counted"),
+  N("global", "spool_fsync", LA_CFG_BOOL, spool_fsync, "yes", 0, 1,
+    "fsync every spooled file"),
+  S("log", "target", log_target, "stderr", "stderr or syslog"),
+  S("log", "level", log_level, "info", "error, warn, info or debug"),
+  {0, 0, 0, 0, 0, 0, 0, 0, 0},
+};

@@ -1,0 +1,41 @@
+/* settings.h: the LocalAgent's configuration: one struct, one key table.
+ * Every key has a default, an INI name ([section] key) and a command-line
+ * option (--section.key=value); docs/localagent.md lists them. */
+#ifndef LA_LOCALAGENT_SETTINGS_H
+#define LA_LOCALAGENT_SETTINGS_H
+
+#include <stdint.h>
+
+#include "la_config.h"
+
+typedef struct la_la_settings {
+  /* [agent] */
+  char listen[256];        /* host:port of RegService/DXService; port 0 = any */
+  char port_file[512];     /* write the bound port here ("" = don't) */
+  char pid_file[512];
+  char host[128];          /* node name reported upstream ("" = hostname) */
+  int64_t max_connections; /* open connections, all kinds */
+  int64_t max_apps;        /* registered application processes */
+  uint64_t max_frame;      /* bytes of one frame from an application */
+  uint64_t max_elements;   /* elements of one registration */
+  int64_t handshake_ms;    /* a connection must register or ask within this */
+  int64_t threads;         /* compaction threads (libuv thread pool) */
+  int64_t drain_ms;        /* SIGTERM: longest wait for acks before exit */
+  /* [compaction] */
+  char compact[128];       /* default spec when the application sets none */
+  /* [global] */
+  char global[256];        /* GlobalAgent host:port ("" = none, spool only) */
+  char secret_file[512];
+  int64_t reconnect_min_ms, reconnect_max_ms;
+  uint64_t queue_bytes;    /* unacknowledged messages kept in memory */
+  char spool_dir[512];
+  uint64_t spool_bytes;
+  int spool_fsync;
+  /* [log] */
+  char log_target[16];
+  char log_level[16];
+} la_la_settings_t;
+
+extern const la_cfg_key_t la_la_keys[];
+
+#endif

@@ -1,0 +1,382 @@
+/* uplink.c: the LocalAgent's one persistent connection to the GlobalAgent.
+ *
+ * Connects (numeric address), says Hello, answers the Challenge with a MAC of
+ * the shared secret (common/la_auth.h), and once AuthResult says yes sends
+ * every queued message (RankStart, CompactTrace, RankEnd) in sequence order,
+ * at most 4 MiB unacknowledged on the socket at a time. Acks are cumulative;
+ * an acknowledged message leaves the queue (outq.c), and only then. When the
+ * link fails — refused, closed, garbage, a wrong secret, no answer within 10 s
+ * — it reconnects with exponential backoff (reconnect_min..reconnect_max,
+ * with jitter) and resends everything unacknowledged: the GlobalAgent
+ * deduplicates by (app, rank, cycle). Starting without a GlobalAgent is
+ * normal: messages wait in memory, then in the spool. Knows nothing of
+ * applications; session.c and worker.c hand it messages.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "la_auth.h"
+#include "la_errors.h"
+#include "la_log.h"
+#include "la_sockio.h"
+
+#define LA__INFLIGHT_MAX (4u << 20)
+#define LA__HANDSHAKE_MS 10000
+
+enum {
+  LA__UP_NONE = 0,  /* no GlobalAgent configured */
+  LA__UP_BACKOFF,   /* waiting to reconnect */
+  LA__UP_CONNECTING,
+  LA__UP_HELLO,     /* Hello sent, waiting for the Challenge */
+  LA__UP_AUTH,      /* Auth sent, waiting for AuthResult */
+  LA__UP_READY,
+  LA__UP_STOPPED
+};
+
+static const char *la__state_names[] = {"none", "backoff", "connecting",
+                                        "hello", "authenticating",
+                                        "connected", "stopped"};
+
+typedef struct la_uplink {
+  la_agent_t *ag;
+  int state;
+  uv_tcp_t tcp;
+  int tcp_open;
+  uv_connect_t conn;
+  uv_timer_t timer;
+  struct sockaddr_storage addr;
+  la_frame_reader_t rd;
+  la_auth_key_t key;
+  int64_t backoff_ms;
+  uint64_t connects, epoch;
+  size_t inflight;
+  char last_error[256];
+} la_uplink_t;
+
+typedef struct {
+  uv_write_t req;
+  la_uplink_t *up;
+  uint64_t epoch;
+  size_t len;
+  uint8_t data[];
+} la__upwr_t;
+
+static void la__fail(la_uplink_t *up, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void la__pump(la_uplink_t *up);
+static void la__connect(la_uplink_t *up);
+
+static void la__on_timer(uv_timer_t *t) {
+  la_uplink_t *up = t->data;
+  if (up->state == LA__UP_BACKOFF) la__connect(up);
+  else if (up->state >= LA__UP_CONNECTING && up->state < LA__UP_READY)
+    la__fail(up, "no handshake within %d ms", LA__HANDSHAKE_MS);
+}
+
+static void la__on_tcp_closed(uv_handle_t *h) {
+  la_uplink_t *up = h->data;
+  up->tcp_open = 0;
+  if (up->state != LA__UP_BACKOFF) return;
+  /* backoff with +-25% jitter */
+  int64_t d = up->backoff_ms;
+  d += (int64_t)((double)d * 0.5 * ((double)rand() / RAND_MAX - 0.5));
+  uv_timer_start(&up->timer, la__on_timer, (uint64_t)(d > 1 ? d : 1), 0);
+  up->backoff_ms *= 2;
+  if (up->backoff_ms > up->ag->set.reconnect_max_ms)
+    up->backoff_ms = up->ag->set.reconnect_max_ms;
+}
+
+static void la__fail(la_uplink_t *up, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(up->last_error, sizeof up->last_error, fmt, ap);
+  va_end(ap);
+  if (up->state == LA__UP_STOPPED) return;
+  if (up->state == LA__UP_READY || up->connects <= 1 ||
+      up->backoff_ms >= up->ag->set.reconnect_max_ms)
+    la_log_warnx("GlobalAgent %s: %s; retrying", up->ag->set.global,
+                 up->last_error);
+  else
+    la_log_debug("GlobalAgent %s: %s", up->ag->set.global, up->last_error);
+  up->state = LA__UP_BACKOFF;
+  up->epoch++;
+  up->inflight = 0;
+  la_outq_rewind(up->ag->q);
+  uv_timer_stop(&up->timer);
+  la_frame_reader_free(&up->rd);
+  if (up->tcp_open && !uv_is_closing((uv_handle_t *)&up->tcp))
+    uv_close((uv_handle_t *)&up->tcp, la__on_tcp_closed);
+  else if (!up->tcp_open)
+    la__on_tcp_closed((uv_handle_t *)&up->tcp);
+}
+
+static void la__on_write(uv_write_t *req, int status) {
+  la__upwr_t *w = (la__upwr_t *)req;
+  la_uplink_t *up = w->up;
+  int current = w->epoch == up->epoch;
+  if (current) up->inflight -= w->len;
+  free(w);
+  if (!current || up->state == LA__UP_STOPPED) return;
+  if (status < 0) la__fail(up, "write: %s", uv_strerror(status));
+  else la__pump(up);
+}
+
+static int la__write(la_uplink_t *up, const uint8_t *bytes, size_t len) {
+  la__upwr_t *w = malloc(sizeof *w + len);
+  if (!w) return LA_ENOMEM;
+  w->up = up;
+  w->epoch = up->epoch;
+  w->len = len;
+  memcpy(w->data, bytes, len);
+  uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)len);
+  int rc = uv_write(&w->req, (uv_stream_t *)&up->tcp, &b, 1, la__on_write);
+  if (rc != 0) {
+    free(w);
+    la__fail(up, "write: %s", uv_strerror(rc));
+    return LA_EIO;
+  }
+  up->inflight += len;
+  return 0;
+}
+
+static int la__write_msg(la_uplink_t *up, uint16_t type,
+                         const ProtobufCMessage *m) {
+  uint8_t *buf;
+  size_t len;
+  int rc = la_frame_pack(type, m, &buf, &len);
+  if (rc) return rc;
+  rc = la__write(up, buf, len);
+  free(buf);
+  return rc;
+}
+
+static void la__pump(la_uplink_t *up) {
+  while (up->state == LA__UP_READY && up->inflight < LA__INFLIGHT_MAX) {
+    uint64_t seq;
+    const uint8_t *bytes;
+    size_t len;
+    int rc = la_outq_next(up->ag->q, &seq, &bytes, &len);
+    if (rc == 0) break;
+    if (rc < 0) {
+      la_log_warnx("spool: a queued message could not be read (%s); set "
+                   "aside as .bad", la_strerror(rc));
+      continue;
+    }
+    if (la__write(up, bytes, len) != 0) break;
+  }
+}
+
+static void la__on_frame(la_uplink_t *up, uint16_t type, const uint8_t *p,
+                         uint32_t len) {
+  ProtobufCMessage *m = NULL;
+  char why[240];
+  if (la_msg_decode(type, p, len, &m, why, sizeof why) != 0) {
+    la__fail(up, "bad message: %s", why);
+    return;
+  }
+  la_agent_t *ag = up->ag;
+  if (type == LA__MSG_TYPE__MSG_ERROR) {
+    la__fail(up, "GlobalAgent error: %s", ((La__Error *)m)->message);
+  } else if (up->state == LA__UP_HELLO && type == LA__MSG_TYPE__MSG_CHALLENGE) {
+    La__Challenge *c = (La__Challenge *)m;
+    uint8_t mac[LA_AUTH_MAC_BYTES];
+    if (la_auth_mac(&up->key, c->nonce.data, c->nonce.len, ag->host, mac)) {
+      la__fail(up, "cannot compute the authentication answer");
+    } else {
+      La__Auth a = LA__AUTH__INIT;
+      a.mac.data = mac;
+      a.mac.len = sizeof mac;
+      up->state = LA__UP_AUTH;
+      la__write_msg(up, LA__MSG_TYPE__MSG_AUTH, &a.base);
+    }
+  } else if (up->state == LA__UP_AUTH &&
+             type == LA__MSG_TYPE__MSG_AUTH_RESULT) {
+    La__AuthResult *r = (La__AuthResult *)m;
+    if (r->status != 0) {
+      la_log_error("GlobalAgent %s refused this agent: %s (check "
+                   "global.secret_file on both agents)", ag->set.global,
+                   r->message ? r->message : la_strerror(r->status));
+      up->backoff_ms = ag->set.reconnect_max_ms;
+      la__fail(up, "authentication refused: %s",
+               r->message ? r->message : la_strerror(r->status));
+    } else {
+      up->state = LA__UP_READY;
+      uv_timer_stop(&up->timer);
+      up->backoff_ms = ag->set.reconnect_min_ms;
+      up->last_error[0] = '\0';
+      la_outq_stats_t q;
+      la_outq_get_stats(ag->q, &q);
+      la_log_info("GlobalAgent %s: connected; %llu messages to send",
+                  ag->set.global, (unsigned long long)q.items);
+      la__pump(up);
+    }
+  } else if (up->state == LA__UP_READY && type == LA__MSG_TYPE__MSG_ACK) {
+    uint64_t seq = ((La__Ack *)m)->seq;
+    if (la_outq_ack(ag->q, seq) != 0)
+      la_log_warnx("GlobalAgent acknowledged %llu, beyond what was sent",
+                   (unsigned long long)seq);
+    la__pump(up);
+    la_agent_check_drained(ag);
+  } else {
+    la__fail(up, "unexpected %s", la_msg_name(type));
+  }
+  la_msg_free(m);
+}
+
+static void la__alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  size_t n = suggested < 65536 ? suggested : 65536;
+  buf->base = malloc(n);
+  buf->len = buf->base ? n : 0;
+}
+
+static void la__on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
+  la_uplink_t *up = st->data;
+  if (nread < 0) {
+    free(buf->base);
+    la__fail(up, "%s", nread == UV_EOF ? "connection closed"
+                                       : uv_strerror((int)nread));
+    return;
+  }
+  int rc = nread > 0 ? la_frame_reader_feed(&up->rd, buf->base, (size_t)nread)
+                     : 0;
+  free(buf->base);
+  uint64_t epoch = up->epoch;
+  uint16_t type;
+  const uint8_t *p;
+  uint32_t len;
+  while (rc == 0 && up->epoch == epoch &&
+         (rc = la_frame_reader_next(&up->rd, &type, &p, &len)) == 1) {
+    la__on_frame(up, type, p, len);
+    rc = 0;
+  }
+  if (rc < 0 && up->epoch == epoch) la__fail(up, "malformed frame");
+}
+
+static void la__on_connect(uv_connect_t *req, int status) {
+  la_uplink_t *up = req->data;
+  if (up->state != LA__UP_CONNECTING) return;
+  if (status < 0) {
+    la__fail(up, "connect: %s", uv_strerror(status));
+    return;
+  }
+  up->connects++;
+  uv_tcp_nodelay(&up->tcp, 1);
+  la_frame_reader_init(&up->rd, 16u << 20);
+  uv_read_start((uv_stream_t *)&up->tcp, la__alloc, la__on_read);
+  La__Hello h = LA__HELLO__INIT;
+  h.protocol = LA_PROTOCOL_VERSION;
+  h.host = up->ag->host;
+  h.agent_version = LA_AGENT_VERSION;
+  up->state = LA__UP_HELLO;
+  la__write_msg(up, LA__MSG_TYPE__MSG_HELLO, &h.base);
+}
+
+static void la__connect(la_uplink_t *up) {
+  uv_tcp_init(up->ag->loop, &up->tcp);
+  up->tcp.data = up;
+  up->tcp_open = 1;
+  up->state = LA__UP_CONNECTING;
+  up->conn.data = up;
+  int rc = uv_tcp_connect(&up->conn, &up->tcp, (struct sockaddr *)&up->addr,
+                          la__on_connect);
+  if (rc != 0) {
+    la__fail(up, "connect: %s", uv_strerror(rc));
+    return;
+  }
+  uv_timer_start(&up->timer, la__on_timer, LA__HANDSHAKE_MS, 0);
+}
+
+int la_uplink_start(la_agent_t *ag, char *why, size_t why_len) {
+  la_uplink_t *up = calloc(1, sizeof *up);
+  if (!up) return LA_ENOMEM;
+  up->ag = ag;
+  ag->up = up;
+  uv_timer_init(ag->loop, &up->timer);
+  up->timer.data = up;
+  up->backoff_ms = ag->set.reconnect_min_ms;
+  if (!ag->set.global[0]) {
+    up->state = LA__UP_NONE;
+    return 0;
+  }
+  if (la_auth_init() != 0) {
+    snprintf(why, why_len, "libsodium failed to initialise");
+    return LA_EAUTH;
+  }
+  if (ag->set.secret_file[0]) {
+    char r[256];
+    if (la_auth_load_key(ag->set.secret_file, &up->key, r, sizeof r) != 0) {
+      snprintf(why, why_len, "global.secret_file: %s", r);
+      return LA_EAUTH;
+    }
+  } else {
+    la_log_warnx("global.secret_file is not set: the GlobalAgent must be "
+                 "configured to accept agents without a secret");
+  }
+  char host[200];
+  uint16_t port;
+  if (la_hostport_parse(ag->set.global, host, sizeof host, &port) != 0 ||
+      (uv_ip4_addr(host, port, (struct sockaddr_in *)&up->addr) != 0 &&
+       uv_ip6_addr(host, port, (struct sockaddr_in6 *)&up->addr) != 0)) {
+    snprintf(why, why_len, "global.address '%s' is not IP:port",
+             ag->set.global);
+    return LA_ECONFIG;
+  }
+  la__connect(up);
+  return 0;
+}
+
+int la_uplink_send(la_agent_t *ag, uint16_t type, ProtobufCMessage *msg,
+                   uint64_t *seq_field) {
+  la_uplink_t *up = ag->up;
+  uint64_t seq = la_outq_reserve_seq(ag->q);
+  *seq_field = seq;
+  uint8_t *buf;
+  size_t len;
+  int rc = la_frame_pack(type, msg, &buf, &len);
+  if (rc == 0) {
+    rc = la_outq_push(ag->q, seq, buf, len);
+    free(buf);
+  }
+  if (rc != 0) {
+    ag->st.queue_full++;
+    if (ag->st.queue_full == 1 || ag->st.queue_full % 1000 == 0)
+      la_log_error("%s dropped (%s): queue_bytes and spool_bytes are full "
+                   "and the GlobalAgent is not acknowledging; %llu dropped "
+                   "so far", la_msg_name(type), la_strerror(rc),
+                   (unsigned long long)ag->st.queue_full);
+    return rc;
+  }
+  if (up && up->state == LA__UP_READY) la__pump(up);
+  return 0;
+}
+
+int la_uplink_idle(la_agent_t *ag) {
+  la_outq_stats_t q;
+  la_outq_get_stats(ag->q, &q);
+  return q.items == 0;
+}
+
+void la_uplink_stop(la_agent_t *ag) {
+  la_uplink_t *up = ag->up;
+  if (!up) return;
+  up->state = LA__UP_STOPPED;
+  up->epoch++;
+  la_auth_key_wipe(&up->key);
+  la_frame_reader_free(&up->rd);
+  /* handles are closed by main.c's walk; the struct lives until exit */
+}
+
+const char *la_uplink_state(la_agent_t *ag) {
+  return ag->up ? la__state_names[ag->up->state] : "none";
+}
+
+uint64_t la_uplink_connects(la_agent_t *ag) {
+  return ag->up ? ag->up->connects : 0;
+}
+
+const char *la_uplink_last_error(la_agent_t *ag) {
+  return ag->up && ag->up->last_error[0] ? ag->up->last_error : "-";
+}

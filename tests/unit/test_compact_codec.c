@@ -1,0 +1,323 @@
+/* test_compact_codec.c: the encoding and the decoder, whatever the mode:
+ * lossless is exact for every bit pattern; cv 0 means lossless; any decoded
+ * range equals the same slice of the full decoding; range sums from the
+ * segments equal sums of the reconstruction (|diff| <= 1e-12 * sum |y|);
+ * statistics equal the raw ones exactly; truncated, bit-flipped and random
+ * encodings are refused, and mutated encodings with a valid checksum either
+ * are refused or decode safely (ASan watches every read).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "la_compact.h"
+
+static void compact(const double *x, size_t n, const char *spec,
+                    la_compact_result_t *r) {
+  la_compact_params_t p;
+  char why[200];
+
+  assert_int_equal(la_compact_spec_parse(spec, &p, why, sizeof(why)), 0);
+  assert_int_equal(la_compact(x, n, &p, r), 0);
+}
+
+static la_trace_t *open_ok(const la_compact_result_t *r) {
+  la_trace_t *t = NULL;
+  char why[200];
+
+  assert_int_equal(la_trace_open(r->bytes, r->len, &t, why, sizeof(why)), 0);
+  return t;
+}
+
+static void test_lossless_exact(void **state) {
+  double x[] = {0,
+                1,
+                -1,
+                9007199254740992.0,
+                -9007199254740992.0,
+                3,
+                1e300,
+                -0.0,
+                0.1,
+                NAN,
+                -NAN,
+                INFINITY,
+                -INFINITY,
+                5e-324,
+                2.5,
+                7};
+  uint64_t payload = UINT64_C(0x7ff8dead00beef01);
+  size_t n = sizeof(x) / sizeof(x[0]), k;
+  double ints[500], y[500];
+  la_compact_result_t r;
+  la_trace_t *t;
+
+  memcpy(&x[9], &payload, 8); /* a NaN with a payload survives */
+  for (k = 0; k <= n; k++) {  /* every prefix: int and XOR bodies */
+    compact(x, k, "lossless", &r);
+    t = open_ok(&r);
+    assert_int_equal(la_trace_decode(t, 0, k, y), 0);
+    assert_memory_equal(x, y, k * sizeof(double));
+    assert_int_equal(la_trace_segment_count(t), 0);
+    la_trace_close(t);
+    la_compact_result_free(&r);
+  }
+  la_compact_synth(LA_SYNTH_MESH, 500, 9, ints); /* whole ns: varints */
+  compact(ints, 500, "polyline:cv=0", &r);       /* cv 0 means lossless */
+  assert_int_equal(r.mode, LA_COMPACT_LOSSLESS);
+  assert_true(r.len < 500 * 3); /* deltas of ~1000 ns fit in 2 bytes */
+  t = open_ok(&r);
+  assert_int_equal(la_trace_decode(t, 0, 500, y), 0);
+  assert_memory_equal(ints, y, sizeof(ints));
+  la_trace_close(t);
+  la_compact_result_free(&r);
+}
+
+static long double exact_sum(const double *y, size_t n, long double *abs) {
+  long double s = 0;
+  size_t i;
+
+  *abs = 0;
+  for (i = 0; i < n; i++) {
+    s += y[i];
+    *abs += fabsl(y[i]);
+  }
+  return s;
+}
+
+static void check_ranges(const double *x, size_t n, const char *spec) {
+  la_compact_result_t r;
+  la_trace_t *t;
+  double *y = malloc((n + 1) * sizeof(double)), *z = malloc((n + 1) * 8);
+  uint64_t s = n * 31 + strlen(spec);
+  la_series_stats_t st;
+  double sum;
+  int q;
+
+  assert_true(y && z);
+  compact(x, n, spec, &r);
+  la_series_stats(x, n, &st); /* the stats equal the raw ones exactly */
+  assert_memory_equal(&st, &r.stats, sizeof(st));
+  t = open_ok(&r);
+  assert_int_equal(la_trace_decode(t, 0, n, y), 0);
+  for (q = 0; q < 300; q++) {
+    uint64_t first = n ? la_compact_rand(&s) % (n + 1) : 0;
+    uint64_t count = n - first ? la_compact_rand(&s) % (n - first + 1) : 0;
+    long double abs, want;
+    if (q == 0) {
+      first = 0;
+      count = n;
+    }
+    assert_int_equal(la_trace_decode(t, first, count, z), 0);
+    assert_memory_equal(z, y + first, count * sizeof(double));
+    assert_int_equal(la_trace_range_sum(t, first, count, &sum), 0);
+    want = exact_sum(y + first, count, &abs);
+    if (isfinite(want))
+      assert_true(fabsl(sum - want) <= 1e-12L * abs + 1e-300L);
+    else
+      assert_true(isnan(want) ? isnan(sum) : sum == want);
+  }
+  assert_int_equal(la_trace_decode(t, n, 1, z), LA_ERANGE);
+  assert_int_equal(la_trace_range_sum(t, 0, n + 1, &sum), LA_ERANGE);
+  la_trace_close(t);
+  la_compact_result_free(&r);
+  free(y);
+  free(z);
+}
+
+static void test_ranges_and_sums(void **state) {
+  static const char *const specs[] = {
+      "polyline", "polyline:connected", "maxerr:eps=2",
+      "maxerr:eps=0.02,relative,connected", "lossless"};
+  size_t sizes[] = {0, 1, 2, 100, 4099, 30000};
+  int kind;
+  size_t k, s;
+
+  for (kind = 0; kind < LA_SYNTH_KINDS; kind++)
+    for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+      double *x = malloc((sizes[k] + 1) * sizeof(double));
+      assert_non_null(x);
+      la_compact_synth(kind, sizes[k], 5 + kind, x);
+      if (sizes[k] > 50 && kind == LA_SYNTH_SPIKES) {
+        x[10] = NAN; /* non-finite values inside ranges */
+        x[40] = INFINITY;
+      }
+      for (s = 0; s < sizeof(specs) / sizeof(specs[0]); s++)
+        check_ranges(x, sizes[k], specs[s]);
+      free(x);
+    }
+}
+
+static void test_stats_exact(void **state) {
+  double x[10000];
+  int64_t isum = 0;
+  la_compact_result_t r;
+  size_t i;
+
+  la_compact_synth(LA_SYNTH_MESH, 10000, 77, x); /* whole ns */
+  for (i = 0; i < 10000; i++)
+    isum += (int64_t)x[i];
+  compact(x, 10000, "polyline", &r);
+  assert_true(r.stats.count == 10000);
+  assert_true(r.stats.sum == (double)isum); /* exact for integers < 2^53 */
+  for (i = 0; i < 10000; i++)
+    assert_true(r.stats.min <= x[i] && x[i] <= r.stats.max);
+  la_compact_result_free(&r);
+  compact(x, 0, "polyline", &r);
+  assert_true(r.stats.count == 0 && r.stats.sum == 0 && isnan(r.stats.min));
+  la_compact_result_free(&r);
+}
+
+/* Every truncation and every single-bit flip is refused. */
+static void check_refused(const la_compact_result_t *r) {
+  la_trace_t *t;
+  uint8_t *b;
+  size_t len, bit;
+  char why[200];
+
+  for (len = 0; len < r->len; len++) {
+    b = malloc(len ? len : 1); /* exact size: ASan sees any over-read */
+    memcpy(b, r->bytes, len);
+    assert_true(la_trace_open(b, len, &t, why, sizeof(why)) < 0);
+    assert_null(t);
+    free(b);
+  }
+  b = malloc(r->len);
+  for (bit = 0; bit < r->len * 8; bit++) {
+    memcpy(b, r->bytes, r->len);
+    b[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+    assert_true(la_trace_open(b, r->len, &t, why, sizeof(why)) < 0);
+  }
+  free(b);
+}
+
+static void test_truncated_and_flipped(void **state) {
+  static const char *const specs[] = {"polyline", "maxerr:eps=1,connected",
+                                      "lossless"};
+  double x[300];
+  la_compact_result_t r;
+  size_t s;
+
+  la_compact_synth(LA_SYNTH_SPIKES, 300, 1, x);
+  x[7] = NAN;
+  for (s = 0; s < 3; s++) {
+    compact(x, 300, specs[s], &r);
+    check_refused(&r);
+    la_compact_result_free(&r);
+  }
+}
+
+/* Random mutations with the checksum fixed: the parser itself must refuse
+ * or produce a trace that decodes without a single bad read. */
+static void test_fuzz_valid_crc(void **state) {
+  double x[200], *y = malloc(1 << 20);
+  uint64_t s = 12345;
+  la_compact_result_t r;
+  int it, opened = 0;
+  char why[200];
+
+  assert_non_null(y);
+  la_compact_synth(LA_SYNTH_STEPS, 200, 2, x);
+  x[50] = NAN;
+  for (it = 0; it < 6000; it++) {
+    la_trace_t *t;
+    uint8_t *b;
+    uint32_t crc;
+    int m;
+    compact(x, 200,
+            it % 3 == 0   ? "polyline:cv=0.01"
+            : it % 3 == 1 ? "maxerr:eps=3,connected"
+                          : "lossless",
+            &r);
+    b = malloc(r.len);
+    memcpy(b, r.bytes, r.len);
+    for (m = 0; m < 1 + (int)(la_compact_rand(&s) % 4); m++) {
+      size_t at = 6 + la_compact_rand(&s) % (r.len - 10); /* body, bound */
+      b[at] = (uint8_t)la_compact_rand(&s);
+    }
+    crc = la_compact_crc32(0, b, r.len - 4);
+    memcpy(b + r.len - 4, &crc, 4); /* little-endian host */
+    if (la_trace_open(b, r.len, &t, why, sizeof(why)) == 0) {
+      uint64_t n = la_trace_count(t);
+      double sum;
+      opened++;
+      if (n <= (1 << 17))
+        assert_int_equal(la_trace_decode(t, 0, n, y), 0);
+      assert_int_equal(la_trace_range_sum(t, 0, n, &sum), 0);
+      assert_int_equal(la_trace_range_sum(t, n / 3, n / 2, &sum), 0);
+      la_trace_close(t);
+    } else {
+      assert_true(why[0] != 0);
+    }
+    free(b);
+    la_compact_result_free(&r);
+  }
+  assert_true(opened > 0 && opened < 6000);
+  free(y);
+}
+
+static void test_garbage(void **state) {
+  uint8_t b[256];
+  uint64_t s = 99;
+  la_trace_t *t;
+  char why[200];
+  int it;
+  size_t i;
+
+  for (it = 0; it < 2000; it++) {
+    size_t len = la_compact_rand(&s) % sizeof(b);
+    for (i = 0; i < len; i++)
+      b[i] = (uint8_t)la_compact_rand(&s);
+    if (it % 2) /* a valid magic and version, then garbage */
+      memcpy(b, "LAC\001", len < 4 ? len : 4);
+    assert_true(la_trace_open(b, len, &t, why, sizeof(why)) < 0);
+  }
+  assert_int_equal(la_trace_open(NULL, 0, &t, why, sizeof(why)), LA_ETRUNC);
+  memcpy(b, "LAC\002", 4);
+  memset(b + 4, 0, 20);
+  assert_int_equal(la_trace_open(b, 24, &t, why, sizeof(why)), LA_EVERSION);
+}
+
+static void test_header_fields(void **state) {
+  double x[50];
+  la_compact_result_t r;
+  la_compact_params_t p, q;
+  la_trace_t *t;
+
+  la_compact_synth(LA_SYNTH_RAMPS, 50, 4, x);
+  assert_int_equal(
+      la_compact_spec_parse("maxerr:eps=0.25,relative,connected", &p, NULL, 0),
+      0);
+  assert_int_equal(la_compact(x, 50, &p, &r), 0);
+  assert_memory_equal(r.bytes, "LAC\001\002", 5);
+  t = open_ok(&r);
+  la_trace_params(t, &q);
+  /* the encoding says how it was made */
+  assert_true(q.mode == p.mode && q.epsilon == p.epsilon && q.relative &&
+              q.connected && q.outliers && q.cv == 0);
+  assert_int_equal(la_trace_mode(t), LA_COMPACT_MAXERR);
+  la_trace_close(t);
+  la_compact_result_free(&r);
+  assert_int_equal(la_compact(NULL, 5, &p, &r), LA_EINVAL);
+  p.cv = -1;
+  assert_int_equal(la_compact(x, 5, &p, &r), LA_EINVAL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_lossless_exact),
+      cmocka_unit_test(test_ranges_and_sums),
+      cmocka_unit_test(test_stats_exact),
+      cmocka_unit_test(test_truncated_and_flipped),
+      cmocka_unit_test(test_fuzz_valid_crc),
+      cmocka_unit_test(test_garbage),
+      cmocka_unit_test(test_header_fields),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

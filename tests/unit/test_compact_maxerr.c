@@ -1,0 +1,202 @@
+/* test_compact_maxerr.c: property tests of the max-error mode: |error| <=
+ * epsilon (absolute or relative) at every point outside the stored
+ * exceptions, after encoding and decoding; the segment count of the online
+ * (O'Rourke) segmenter equals a brute-force dynamic-programming optimum on
+ * small random inputs, and each of its segments is feasible; connected
+ * polylines and the outlier rule.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "la_compact.h"
+
+/* Compacts, decodes and checks the bound at every point; returns the
+ * number of records. */
+static size_t check_bound(const double *x, size_t n, const char *spec) {
+  la_compact_params_t p;
+  la_compact_result_t r;
+  la_trace_t *t;
+  double *y = malloc((n ? n : 1) * sizeof(double)), max = 0;
+  char why[200];
+  size_t i, nseg;
+
+  assert_non_null(y);
+  assert_int_equal(la_compact_spec_parse(spec, &p, why, sizeof(why)), 0);
+  assert_int_equal(la_compact(x, n, &p, &r), 0);
+  assert_int_equal(r.mode, LA_COMPACT_MAXERR);
+  assert_int_equal(la_trace_open(r.bytes, r.len, &t, why, sizeof(why)), 0);
+  assert_int_equal(la_trace_decode(t, 0, n, y), 0);
+  for (i = 0; i < n; i++) {
+    double err = fabs(y[i] - x[i]);
+    if (la_trace_is_verbatim(t, i)) {
+      assert_memory_equal(&x[i], &y[i], sizeof(double));
+      continue;
+    }
+    assert_true(err <= (p.relative ? p.epsilon * fabs(x[i]) : p.epsilon));
+    max = err > max ? err : max;
+  }
+  assert_true(max == r.error.max_abs);
+  nseg = r.segments;
+  la_trace_close(t);
+  la_compact_result_free(&r);
+  free(y);
+  return nseg;
+}
+
+static void test_bound_structured(void **state) {
+  static const char *const specs[] = {
+      "maxerr:eps=1", "maxerr:eps=25,no-outliers", "maxerr:eps=0.01,relative",
+      "maxerr:eps=5,connected",
+      "maxerr:eps=0.05,relative,connected,no-outliers"};
+  size_t sizes[] = {0, 1, 2, 3, 17, 1000, 20000};
+  int kind;
+  size_t k, s;
+
+  for (kind = 0; kind < LA_SYNTH_KINDS; kind++)
+    for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+      double *x = malloc((sizes[k] + 1) * sizeof(double));
+      assert_non_null(x);
+      la_compact_synth(kind, sizes[k], 100 + kind, x);
+      for (s = 0; s < sizeof(specs) / sizeof(specs[0]); s++)
+        check_bound(x, sizes[k], specs[s]);
+      free(x);
+    }
+}
+
+static void test_bound_special_values(void **state) {
+  double x[64];
+  size_t i;
+
+  for (i = 0; i < 64; i++)
+    x[i] = (double)(i % 9) - 4; /* crosses zero */
+  x[5] = NAN;
+  x[6] = INFINITY;
+  x[30] = 0;
+  x[40] = -0.0;
+  x[41] = 1e300;
+  x[42] = 5e-324;
+  check_bound(x, 64, "maxerr:eps=0.5");
+  check_bound(x, 64, "maxerr:eps=0.5,connected");
+  check_bound(x, 64, "maxerr:eps=0.1,relative"); /* zeros go verbatim */
+  check_bound(x, 64, "maxerr:eps=1e-9");
+}
+
+/* Is there a line a + b*t with |a + b*t - x[t]| <= tol(t) for t in
+ * [i, j)? Brute force: if any, one passes through two interval endpoints. */
+static int feasible(const double *x, size_t i, size_t j, double ta, double tr) {
+  size_t p, q, k;
+  int ep, eq;
+
+  if (j - i <= 2)
+    return 1;
+  for (p = i; p < j; p++)
+    for (q = p + 1; q < j; q++)
+      for (ep = -1; ep <= 1; ep += 2)
+        for (eq = -1; eq <= 1; eq += 2) {
+          double yp = x[p] + ep * (ta + tr * fabs(x[p]));
+          double yq = x[q] + eq * (ta + tr * fabs(x[q]));
+          double b = (yq - yp) / (double)(q - p);
+          int ok = 1;
+          for (k = i; k < j && ok; k++) {
+            double tol = ta + tr * fabs(x[k]);
+            ok = fabs(yp + b * ((double)k - (double)p) - x[k]) <=
+                 tol * (1 + 1e-9);
+          }
+          if (ok)
+            return 1;
+        }
+  return 0;
+}
+
+static void test_optimal_segment_count(void **state) {
+  enum { N = 28 };
+  double x[N];
+  size_t lens[N], best[N + 1], i, j, k;
+  uint64_t seed;
+
+  for (seed = 1; seed <= 150; seed++) {
+    uint64_t s = seed;
+    double ta = seed % 2 ? 0.5 + la_compact_rand01(&s) : 0;
+    double tr = seed % 2 ? 0 : 0.02 + 0.1 * la_compact_rand01(&s);
+    long got;
+    int kind = (int)(seed % LA_SYNTH_KINDS);
+    la_compact_synth(kind, N, seed, x);
+    if (kind == LA_SYNTH_CONSTANT || kind == LA_SYNTH_NOISE)
+      for (i = 0; i < N; i++) /* make them interesting at this tolerance */
+        x[i] = 10 + 3 * sin((double)i * (0.3 + la_compact_rand01(&s)));
+    got = la_compact_maxerr_lengths(x, N, ta, tr, lens);
+    assert_true(got > 0);
+    /* the online segments partition [0, N) and each is feasible */
+    for (i = 0, k = 0; k < (size_t)got; i += lens[k++])
+      assert_true(feasible(x, i, i + lens[k], ta, tr));
+    assert_true(i == N);
+    /* brute-force optimum: best[j] = fewest segments covering [0, j) */
+    best[0] = 0;
+    for (j = 1; j <= N; j++) {
+      best[j] = SIZE_MAX;
+      for (i = j; i-- > 0;) {
+        if (!feasible(x, i, j, ta, tr))
+          break; /* feasibility is inherited by sub-ranges */
+        if (best[i] + 1 < best[j])
+          best[j] = best[i] + 1;
+      }
+    }
+    assert_int_equal((size_t)got, best[N]);
+  }
+}
+
+static void test_outliers_keep_segments(void **state) {
+  double x[5000];
+  size_t i, with, without;
+
+  for (i = 0; i < 5000; i++)
+    x[i] = 1000 + 0.01 * (double)i;
+  for (i = 100; i < 5000; i += 500)
+    x[i] = 9000; /* isolated jitter */
+  with = check_bound(x, 5000, "maxerr:eps=1");
+  without = check_bound(x, 5000, "maxerr:eps=1,no-outliers");
+  assert_int_equal(with, 1);
+  assert_true(without > 10);
+}
+
+static void test_eps_zero_is_lossless(void **state) {
+  double x[100];
+  la_compact_params_t p;
+  la_compact_result_t r;
+
+  la_compact_synth(LA_SYNTH_WALK, 100, 3, x);
+  assert_int_equal(la_compact_spec_parse("maxerr:eps=0", &p, NULL, 0), 0);
+  assert_int_equal(la_compact(x, 100, &p, &r), 0);
+  assert_int_equal(r.mode, LA_COMPACT_LOSSLESS);
+  la_compact_result_free(&r);
+}
+
+static void test_million(void **state) {
+  size_t n = 1000000;
+  double *x = malloc(n * sizeof(double));
+
+  assert_non_null(x);
+  la_compact_synth(LA_SYNTH_MESH, n, 42, x);
+  check_bound(x, n, "maxerr:eps=0.1,relative");
+  check_bound(x, n, "maxerr:eps=100,connected");
+  free(x);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bound_structured),
+      cmocka_unit_test(test_bound_special_values),
+      cmocka_unit_test(test_optimal_segment_count),
+      cmocka_unit_test(test_outliers_keep_segments),
+      cmocka_unit_test(test_eps_zero_is_lossless),
+      cmocka_unit_test(test_million),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,294 @@
+/* test_compact_polyline.c: property tests of the default (polyline
+ * least-squares) mode on random and structured series with fixed seeds:
+ * segments partition the series; every segment meets its CV bound when
+ * recomputed from the raw points (after decoding); disjoint segments are
+ * maximal (the next point would break the bound, and with outliers so would
+ * the point after it); exceptions are exact; the n <= 2, constant, zero or
+ * negative mean, NaN and Inf rules; a 10^6-point series.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "la_compact.h"
+
+typedef struct {
+  la_compact_result_t r;
+  la_trace_t *t;
+  double *y; /* decoded */
+} run_t;
+
+static void run(const double *x, size_t n, const char *spec, run_t *o) {
+  la_compact_params_t p;
+  char why[200];
+
+  assert_int_equal(la_compact_spec_parse(spec, &p, why, sizeof(why)), 0);
+  assert_int_equal(la_compact(x, n, &p, &o->r), 0);
+  assert_int_equal(la_trace_open(o->r.bytes, o->r.len, &o->t, why, sizeof(why)),
+                   0);
+  assert_true(la_trace_count(o->t) == n);
+  o->y = malloc((n ? n : 1) * sizeof(double));
+  assert_non_null(o->y);
+  assert_int_equal(la_trace_decode(o->t, 0, n, o->y), 0);
+}
+
+static void run_free(run_t *o) {
+  free(o->y);
+  la_trace_close(o->t);
+  la_compact_result_free(&o->r);
+}
+
+/* Least-squares fit of the points idx[0..m) (two-pass, long double):
+ * returns SSE / (m * mean^2), the squared CV, or 0 when m <= 2. */
+static long double cv2_of(const double *x, const size_t *idx, size_t m,
+                          size_t first) {
+  long double mt = 0, my = 0, ctt = 0, cty = 0, b, sse = 0;
+  size_t k;
+
+  if (m <= 2)
+    return 0;
+  for (k = 0; k < m; k++) {
+    mt += (long double)(idx[k] - first);
+    my += x[idx[k]];
+  }
+  mt /= m;
+  my /= m;
+  for (k = 0; k < m; k++) {
+    long double dt = (long double)(idx[k] - first) - mt;
+    ctt += dt * dt;
+    cty += dt * (x[idx[k]] - my);
+  }
+  b = cty / ctt;
+  for (k = 0; k < m; k++) {
+    long double r = x[idx[k]] - my - b * ((long double)(idx[k] - first) - mt);
+    sse += r * r;
+  }
+  return my == 0 ? (sse == 0 ? 0 : INFINITY) : sse / (m * my * my);
+}
+
+/* Checks partition, exactness of verbatim points and each segment's bound
+ * (and, for disjoint segments, maximality). */
+static void check_polyline(const double *x, size_t n, const char *spec) {
+  run_t o;
+  la_compact_params_t p;
+  size_t s, nseg, *idx = malloc((n + 2) * sizeof(size_t)), nexc = 0;
+  uint64_t covered = 0;
+  double lim;
+
+  assert_non_null(idx);
+  run(x, n, spec, &o);
+  la_trace_params(o.t, &p);
+  nseg = la_trace_segment_count(o.t);
+  assert_true(nseg == o.r.segments);
+  lim = p.cv * LA_COMPACT_PL_FIT;
+  for (s = 0; s < nseg; s++) {
+    la_trace_segment_t g, h;
+    long double sse = 0, sum = 0;
+    size_t m = 0, j;
+    assert_int_equal(la_trace_segment(o.t, s, &g), 0);
+    assert_true(g.first == covered); /* segments partition the series */
+    assert_true(g.count >= 1);
+    covered += g.count;
+    for (j = g.first; j < g.first + g.count; j++) {
+      if (g.kind == LA_SEG_VERBATIM || la_trace_is_verbatim(o.t, j)) {
+        assert_memory_equal(&x[j], &o.y[j], sizeof(double)); /* exact */
+        nexc += g.kind == LA_SEG_LINE;
+        continue;
+      }
+      idx[m++] = j;
+      sse += ((long double)o.y[j] - x[j]) * ((long double)o.y[j] - x[j]);
+      sum += x[j];
+    }
+    if (g.kind == LA_SEG_VERBATIM)
+      continue;
+    assert_true(g.exceptions == g.count - m);
+    /* the bound, after quantization, on the decoded values */
+    assert_true(sse * m <=
+                (long double)p.cv * p.cv * sum * sum * (1 + 1e-9L) + 1e-300L);
+    if (p.connected || s + 1 == nseg)
+      continue;
+    /* maximality: the next point (when it is a number and starts a line)
+     * would push the least-squares CV above the fit bound */
+    assert_int_equal(la_trace_segment(o.t, s + 1, &h), 0);
+    if (h.kind != LA_SEG_LINE || !isfinite(x[h.first]))
+      continue;
+    idx[m] = h.first;
+    assert_true(cv2_of(x, idx, m + 1, g.first) >
+                (long double)lim * lim * (1 - 1e-9L));
+    if (p.outliers && h.first + 1 < n && isfinite(x[h.first + 1])) {
+      idx[m] = h.first + 1;
+      assert_true(cv2_of(x, idx, m + 1, g.first) >
+                  (long double)lim * lim * (1 - 1e-9L));
+    }
+  }
+  assert_true(covered == n);
+  assert_true(nexc == o.r.exceptions);
+  free(idx);
+  run_free(&o);
+}
+
+static const char *const specs[] = {
+    "polyline", "polyline:no-outliers", "polyline:cv=0.02",
+    "polyline:cv=0.3,connected", "polyline:cv=0.05,connected,no-outliers"};
+
+static void test_structured(void **state) {
+  size_t sizes[] = {0, 1, 2, 3, 10, 257, 5000};
+  int kind;
+  size_t k, s;
+
+  for (kind = 0; kind < LA_SYNTH_KINDS; kind++)
+    for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+      double *x = malloc((sizes[k] + 1) * sizeof(double));
+      assert_non_null(x);
+      assert_int_equal(la_compact_synth(kind, sizes[k], 7 + kind, x), 0);
+      for (s = 0; s < sizeof(specs) / sizeof(specs[0]); s++)
+        check_polyline(x, sizes[k], specs[s]);
+      free(x);
+    }
+}
+
+static void test_random_seeds(void **state) {
+  uint64_t seed;
+  double x[600];
+
+  for (seed = 1; seed <= 40; seed++) {
+    uint64_t s = seed;
+    size_t n = 1 + la_compact_rand(&s) % 600, i;
+    int kind = (int)(la_compact_rand(&s) % LA_SYNTH_KINDS);
+    assert_int_equal(la_compact_synth(kind, n, seed, x), 0);
+    /* sprinkle negative values and zeros in some series */
+    for (i = 0; seed % 3 == 0 && i < n; i += 7)
+      x[i] = -x[i];
+    for (i = 0; seed % 5 == 0 && i < n; i += 11)
+      x[i] = 0;
+    check_polyline(x, n, specs[seed % 5]);
+  }
+}
+
+static void test_small_n(void **state) {
+  const double a[] = {3.25, -7};
+  run_t o;
+  int n;
+
+  for (n = 0; n <= 2; n++) {
+    run(a, (size_t)n, "polyline", &o);
+    assert_int_equal(o.r.segments, n ? 1 : 0); /* one segment, exact fit */
+    if (n)
+      assert_true(o.r.error.max_abs <= 0.1 * 7 / 1024);
+    run_free(&o);
+  }
+}
+
+static void test_constant(void **state) {
+  double x[1000];
+  run_t o;
+  size_t i;
+
+  for (i = 0; i < 1000; i++)
+    x[i] = 1234;
+  run(x, 1000, "polyline", &o);
+  assert_int_equal(o.r.segments, 1);
+  for (i = 0; i < 1000; i++)
+    assert_true(o.y[i] == 1234); /* a power-of-two multiple: exact */
+  run_free(&o);
+  for (i = 0; i < 1000; i++)
+    x[i] = 0; /* zero mean, zero error: still one segment */
+  run(x, 1000, "polyline", &o);
+  assert_int_equal(o.r.segments, 1);
+  assert_true(o.r.error.max_abs == 0 && o.r.error.cv == 0);
+  run_free(&o);
+}
+
+static void test_negative_and_zero_mean(void **state) {
+  double x[400];
+  run_t o;
+  size_t i;
+
+  for (i = 0; i < 400; i++)
+    x[i] = -1000 - (double)(i % 3); /* negative mean: |mean| is used */
+  run(x, 400, "polyline", &o);
+  assert_int_equal(o.r.segments, 1);
+  run_free(&o);
+  for (i = 0; i < 400; i++)
+    x[i] = i % 2 ? 5 : -5; /* mean 0: no line has a bounded CV */
+  check_polyline(x, 400, "polyline");
+  check_polyline(x, 400, "polyline:no-outliers");
+}
+
+static void test_nan_inf(void **state) {
+  double x[300];
+  run_t o;
+  size_t i;
+
+  for (i = 0; i < 300; i++)
+    x[i] = 100 + (double)(i % 5);
+  x[50] = NAN;                    /* isolated: an exception */
+  x[100] = INFINITY;              /* isolated: an exception */
+  x[200] = x[201] = x[202] = NAN; /* a run: a verbatim record */
+  x[299] = -INFINITY;             /* last point: verbatim */
+  run(x, 300, "polyline", &o);
+  for (i = 0; i < 300; i++)
+    if (!isfinite(x[i])) {
+      assert_true(la_trace_is_verbatim(o.t, i));
+      assert_memory_equal(&x[i], &o.y[i], sizeof(double));
+    }
+  assert_int_equal(o.r.exceptions, 2);
+  assert_true(isnan(o.r.stats.sum)); /* raw sum: NaN, as IEEE says */
+  assert_true(o.r.stats.min == -INFINITY && o.r.stats.max == INFINITY);
+  run_free(&o);
+  check_polyline(x, 300, "polyline");
+  check_polyline(x, 300, "polyline:no-outliers");
+  check_polyline(x, 300, "polyline:connected");
+}
+
+static void test_outlier_rule(void **state) {
+  double x[2000];
+  run_t o, q;
+  size_t i;
+
+  for (i = 0; i < 2000; i++)
+    x[i] = 1000 + (double)(i % 7);
+  x[10] = 50000; /* jitter early in the segment: kept verbatim */
+  run(x, 2000, "polyline", &o);
+  assert_int_equal(o.r.segments, 1);
+  assert_int_equal(o.r.exceptions, 1);
+  assert_true(la_trace_is_verbatim(o.t, 10) && o.y[10] == 50000);
+  run(x, 2000, "polyline:no-outliers", &q);
+  assert_true(q.r.segments >= 2); /* without outliers it splits */
+  run_free(&o);
+  run_free(&q);
+}
+
+static void test_million(void **state) {
+  size_t n = 1000000;
+  double *x = malloc(n * sizeof(double));
+  run_t o;
+
+  assert_non_null(x);
+  la_compact_synth(LA_SYNTH_MESH, n, 42, x);
+  check_polyline(x, n, "polyline");
+  run(x, n, "polyline", &o);
+  assert_true(o.r.len * 100 <= n * 8); /* >= 100x smaller than raw */
+  run_free(&o);
+  free(x);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_structured),
+      cmocka_unit_test(test_random_seeds),
+      cmocka_unit_test(test_small_n),
+      cmocka_unit_test(test_constant),
+      cmocka_unit_test(test_negative_and_zero_mean),
+      cmocka_unit_test(test_nan_inf),
+      cmocka_unit_test(test_outlier_rule),
+      cmocka_unit_test(test_million),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

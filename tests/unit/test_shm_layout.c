@@ -1,0 +1,513 @@
+/* test_shm_layout.c: unit tests of the shared-memory segment layout
+ * (common/la_shm_layout.h) and of the segment libla really creates.
+ *
+ * Covers: the header's binary layout (field offsets and sizes are ABI
+ * between libla and the LocalAgent); la_shm_buffer_stride,
+ * la_shm_segment_size and la_shm_values (64-byte alignment, arithmetic, no
+ * overlap, no overflow at the largest sizes); la_shm_header_check accepting
+ * a header filled as libla fills it, and refusing each corrupted field with
+ * a reason that names it; a segment made by libla's la__ipc_create passing
+ * the check; and a real SysV segment (IPC_PRIVATE, 0600) attached by a
+ * forked child that checks the header and writes values the parent reads.
+ * Every IPC object created here is removed, also when a test fails.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ipc.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "la.h"
+#include "la_internal.h"
+#include "la_shm_layout.h"
+
+#define HLEN ((uint64_t)sizeof(la_shm_header_t))
+#define NONCE 0x5eed5eed12345678ULL
+
+/* ------------------------------------------------------------- helpers */
+
+/* A segment-sized, 64-byte aligned heap buffer with its header filled the
+ * way la__ipc_create fills it. */
+static la_shm_header_t *make_segment(uint64_t n, uint32_t k,
+                                     uint64_t *bytes) {
+  uint64_t size = la_shm_segment_size(n, k);
+  la_shm_header_t *h = aligned_alloc(LA_SHM_ALIGN, size);
+  assert_non_null(h);
+  memset(h, 0, size);
+  h->version = LA_SHM_VERSION;
+  h->header_len = sizeof *h;
+  h->n_elements = n;
+  h->n_buffers = k;
+  h->creator_pid = (int32_t)getpid();
+  h->nonce = NONCE;
+  h->buffer_stride = la_shm_buffer_stride(n);
+  h->segment_size = size;
+  h->magic = LA_SHM_MAGIC;
+  *bytes = size;
+  return h;
+}
+
+/* Asserts the check refuses with a reason containing `word`. */
+static void expect_refused(const la_shm_header_t *h, uint64_t bytes,
+                           uint64_t n, uint32_t k, uint64_t nonce,
+                           const char *word) {
+  const char *why = la_shm_header_check(h, bytes, n, k, nonce);
+  if (!why)
+    fail_msg("header accepted; expected a refusal naming '%s'", word);
+  if (!strstr(why, word))
+    fail_msg("reason '%s' does not name '%s'", why, word);
+}
+
+static int ipc_gone(int shm_id) {
+  struct shmid_ds ds;
+  return shmctl(shm_id, IPC_STAT, &ds) != 0 &&
+         (errno == EINVAL || errno == EIDRM);
+}
+
+/* ---------------------------------------------------------------- layout */
+
+static void test_header_binary_layout(void **state) {
+  /* The header is an ABI between separately built programs: pin it. */
+  assert_int_equal(sizeof(la_shm_bufmeta_t), 64);
+  assert_int_equal(sizeof(la_shm_header_t), 64 + 64 * LA_SHM_MAX_BUFFERS);
+  assert_int_equal(sizeof(la_shm_header_t) % LA_SHM_ALIGN, 0);
+  assert_int_equal(offsetof(la_shm_header_t, magic), 0);
+  assert_int_equal(offsetof(la_shm_header_t, version), 8);
+  assert_int_equal(offsetof(la_shm_header_t, header_len), 12);
+  assert_int_equal(offsetof(la_shm_header_t, n_elements), 16);
+  assert_int_equal(offsetof(la_shm_header_t, n_buffers), 24);
+  assert_int_equal(offsetof(la_shm_header_t, creator_pid), 28);
+  assert_int_equal(offsetof(la_shm_header_t, nonce), 32);
+  assert_int_equal(offsetof(la_shm_header_t, buffer_stride), 40);
+  assert_int_equal(offsetof(la_shm_header_t, segment_size), 48);
+  assert_int_equal(offsetof(la_shm_header_t, buf), 64);
+  assert_int_equal(offsetof(la_shm_bufmeta_t, cycle_tag), 0);
+  assert_int_equal(offsetof(la_shm_bufmeta_t, seq), 8);
+  assert_int_equal(offsetof(la_shm_bufmeta_t, scale), 16);
+  assert_int_equal(offsetof(la_shm_bufmeta_t, t_xfer_ns), 24);
+  assert_int_equal(offsetof(la_shm_bufmeta_t, range_errors), 32);
+  /* magic spells "LA_SHM01" */
+  char m[9];
+  for (int i = 0; i < 8; i++)
+    m[i] = (char)(LA_SHM_MAGIC >> (56 - 8 * i));
+  m[8] = 0;
+  assert_string_equal(m, "LA_SHM01");
+  assert_true(LA_SHM_MIN_BUFFERS >= 2);
+  assert_true(LA_SHM_MAX_BUFFERS >= LA_SHM_MIN_BUFFERS);
+}
+
+static void test_stride_arithmetic(void **state) {
+  assert_int_equal(la_shm_buffer_stride(1), 64);
+  assert_int_equal(la_shm_buffer_stride(8), 64);
+  assert_int_equal(la_shm_buffer_stride(9), 128);
+  assert_int_equal(la_shm_buffer_stride(16), 128);
+  assert_int_equal(la_shm_buffer_stride(17), 192);
+  assert_int_equal(la_shm_buffer_stride(1000), 8000);
+  assert_int_equal(la_shm_buffer_stride(1001), 8064);
+  assert_int_equal(la_shm_buffer_stride(LA_SHM_MAX_ELEMENTS),
+                   LA_SHM_MAX_ELEMENTS * 8);
+  for (uint64_t n = 1; n <= 5000; n++) {
+    uint64_t s = la_shm_buffer_stride(n);
+    assert_int_equal(s % LA_SHM_ALIGN, 0);
+    assert_true(s >= n * sizeof(double));
+    assert_true(s < n * sizeof(double) + LA_SHM_ALIGN);
+  }
+}
+
+static void test_segment_size_arithmetic(void **state) {
+  assert_int_equal(la_shm_segment_size(1, 2), HLEN + 2 * 64);
+  assert_int_equal(la_shm_segment_size(1000, 3), HLEN + 3 * 8000);
+  assert_int_equal(la_shm_segment_size(1001, 16), HLEN + 16 * 8064);
+  /* the largest segment does not wrap */
+  uint64_t big = la_shm_segment_size(LA_SHM_MAX_ELEMENTS,
+                                     LA_SHM_MAX_BUFFERS);
+  assert_int_equal(big, HLEN + (uint64_t)LA_SHM_MAX_BUFFERS *
+                                   LA_SHM_MAX_ELEMENTS * 8);
+  assert_true(big > LA_SHM_MAX_ELEMENTS * 8 * LA_SHM_MAX_BUFFERS);
+  for (uint32_t k = LA_SHM_MIN_BUFFERS; k <= LA_SHM_MAX_BUFFERS; k++)
+    for (uint64_t n = 1; n < 300; n += 7) {
+      uint64_t s = la_shm_segment_size(n, k);
+      assert_int_equal(s % LA_SHM_ALIGN, 0);
+      assert_int_equal(s, HLEN + k * la_shm_buffer_stride(n));
+    }
+}
+
+static void test_values_alignment_and_bounds(void **state) {
+  const uint64_t ns[] = {1, 7, 8, 9, 1000, 4097};
+  for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+    for (uint32_t k = LA_SHM_MIN_BUFFERS; k <= LA_SHM_MAX_BUFFERS;
+         k += 7) {
+      uint64_t n = ns[a], bytes;
+      la_shm_header_t *h = make_segment(n, k, &bytes);
+      char *base = (char *)h, *end = base + bytes;
+      double *prev_end = NULL;
+      for (uint32_t i = 0; i < k; i++) {
+        double *v = la_shm_values(h, i);
+        assert_int_equal((uintptr_t)v % LA_SHM_ALIGN, 0);
+        assert_int_equal((char *)v - base,
+                         HLEN + i * la_shm_buffer_stride(n));
+        assert_true((char *)v >= base + HLEN); /* after the header */
+        if (prev_end) assert_true(v >= prev_end); /* no overlap */
+        assert_true((char *)(v + n) <= end);
+        /* every element is writable inside the allocation (ASan) */
+        for (uint64_t e = 0; e < n; e++) v[e] = (double)(i * 100000 + e);
+        prev_end = v + n;
+      }
+      /* the writes did not touch the header */
+      assert_null(la_shm_header_check(h, bytes, n, k, NONCE));
+      for (uint32_t i = 0; i < k; i++)
+        assert_true(la_shm_values(h, i)[n - 1] ==
+                    (double)(i * 100000 + n - 1));
+      free(h);
+    }
+}
+
+/* ----------------------------------------------------------------- check */
+
+static void test_check_accepts_good_headers(void **state) {
+  const struct {
+    uint64_t n;
+    uint32_t k;
+  } ok[] = {{1, 2}, {8, 2}, {1000, 3}, {12345, 16}, {65536, 4}};
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    uint64_t bytes;
+    la_shm_header_t *h = make_segment(ok[i].n, ok[i].k, &bytes);
+    const char *why = la_shm_header_check(h, bytes, ok[i].n, ok[i].k, NONCE);
+    if (why) fail_msg("good header (%llu x %u) refused: %s",
+                      (unsigned long long)ok[i].n, ok[i].k, why);
+    /* a mapping larger than announced (page rounding) is fine */
+    assert_null(la_shm_header_check(h, bytes + 4096, ok[i].n, ok[i].k,
+                                    NONCE));
+    free(h);
+  }
+}
+
+static void test_check_refuses_each_field(void **state) {
+  const uint64_t n = 1000;
+  const uint32_t k = 3;
+  uint64_t bytes;
+  la_shm_header_t *h = make_segment(n, k, &bytes);
+  la_shm_header_t good = *h;
+  assert_null(la_shm_header_check(h, bytes, n, k, NONCE));
+
+  h->magic ^= 1;
+  expect_refused(h, bytes, n, k, NONCE, "magic");
+  h->magic = 0; /* a segment whose creator has not finished */
+  expect_refused(h, bytes, n, k, NONCE, "magic");
+  *h = good;
+
+  h->version = LA_SHM_VERSION + 1;
+  expect_refused(h, bytes, n, k, NONCE, "version");
+  h->version = 0;
+  expect_refused(h, bytes, n, k, NONCE, "version");
+  *h = good;
+
+  h->header_len = sizeof *h - 64;
+  expect_refused(h, bytes, n, k, NONCE, "header length");
+  h->header_len = sizeof *h + 64;
+  expect_refused(h, bytes, n, k, NONCE, "header length");
+  *h = good;
+
+  expect_refused(h, bytes, n, k, NONCE + 1, "nonce"); /* wrong quote */
+  expect_refused(h, bytes, n, k, 0, "nonce");
+  h->nonce = 0;
+  expect_refused(h, bytes, n, k, NONCE, "nonce"); /* corrupted header */
+  *h = good;
+
+  expect_refused(h, bytes, n - 1, k, NONCE, "element count");
+  expect_refused(h, bytes, n + 1, k, NONCE, "element count");
+  h->n_elements = n + 1;
+  expect_refused(h, bytes, n, k, NONCE, "element count");
+  *h = good;
+
+  expect_refused(h, bytes, n, k + 1, NONCE, "buffer count");
+  expect_refused(h, bytes, n, k - 1, NONCE, "buffer count");
+  h->n_buffers = 2;
+  expect_refused(h, bytes, n, k, NONCE, "buffer count");
+  *h = good;
+
+  h->buffer_stride += 64;
+  expect_refused(h, bytes, n, k, NONCE, "stride");
+  h->buffer_stride = n * sizeof(double) - 64; /* buffers would overlap */
+  expect_refused(h, bytes, n, k, NONCE, "stride");
+  *h = good;
+
+  h->segment_size += 64;
+  expect_refused(h, bytes + 64, n, k, NONCE, "segment size");
+  h->segment_size -= 128;
+  expect_refused(h, bytes, n, k, NONCE, "segment size");
+  *h = good;
+
+  /* the mapping is shorter than the header says the segment is */
+  expect_refused(h, bytes - 1, n, k, NONCE, "segment size");
+  expect_refused(h, HLEN, n, k, NONCE, "segment size");
+  free(h);
+}
+
+static void test_check_buffer_count_range(void **state) {
+  /* header and announcement agree, but the count itself is out of range */
+  const uint32_t bad[] = {0, 1, LA_SHM_MAX_BUFFERS + 1, 1000};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    uint64_t bytes;
+    la_shm_header_t *h = make_segment(10, 2, &bytes);
+    h->n_buffers = bad[i];
+    h->segment_size = la_shm_segment_size(10, bad[i]);
+    expect_refused(h, bytes, 10, bad[i], NONCE, "buffer count");
+    free(h);
+  }
+  for (uint32_t k = LA_SHM_MIN_BUFFERS; k <= LA_SHM_MAX_BUFFERS; k++) {
+    uint64_t bytes;
+    la_shm_header_t *h = make_segment(10, k, &bytes);
+    assert_null(la_shm_header_check(h, bytes, 10, k, NONCE));
+    free(h);
+  }
+}
+
+static void test_check_element_count_range(void **state) {
+  /* agreed but out of range; stride and size computed the same way, so
+   * only the range check can refuse. 2^61 elements make the stride wrap
+   * to 0 in 64 bits: the range check must come first. */
+  const uint64_t bad[] = {0, LA_SHM_MAX_ELEMENTS + 1, 1ULL << 61,
+                          UINT64_MAX};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    uint64_t bytes;
+    la_shm_header_t *h = make_segment(10, 2, &bytes);
+    h->n_elements = bad[i];
+    h->buffer_stride = la_shm_buffer_stride(bad[i]);
+    h->segment_size = la_shm_segment_size(bad[i], 2);
+    uint64_t claimed = h->segment_size > bytes ? h->segment_size : bytes;
+    expect_refused(h, claimed, bad[i], 2, NONCE, "element count");
+    free(h);
+  }
+  /* the maximum itself is in range (checked on the header alone) */
+  uint64_t bytes;
+  la_shm_header_t *h = make_segment(10, 2, &bytes);
+  uint64_t n = LA_SHM_MAX_ELEMENTS;
+  h->n_elements = n;
+  h->buffer_stride = la_shm_buffer_stride(n);
+  h->segment_size = la_shm_segment_size(n, 2);
+  assert_null(la_shm_header_check(h, h->segment_size, n, 2, NONCE));
+  free(h);
+}
+
+static void test_check_segment_smaller_than_header(void **state) {
+  /* Only `bytes` bytes exist: the check must not read past them (a
+   * heap buffer of exactly that size lets ASan see any such read). */
+  const uint64_t sizes[] = {0, 1, 8, 64, HLEN - 1};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    uint64_t bytes = sizes[i];
+    uint8_t *p = malloc(bytes ? bytes : 1);
+    assert_non_null(p);
+    memset(p, 0, bytes ? bytes : 1);
+    const char *why =
+        la_shm_header_check((const la_shm_header_t *)p, bytes, 10, 2, NONCE);
+    assert_non_null(why);
+    assert_non_null(strstr(why, "segment"));
+    assert_non_null(strstr(why, "header"));
+    free(p);
+  }
+}
+
+/* -------------------------------------------------- libla's own segment */
+
+static la__ipc_t g_ipc;
+static int g_shm = -1;
+
+static int ipc_teardown(void **state) {
+  if (g_ipc.shm_id >= 0 || g_ipc.sem_id >= 0 || g_ipc.hdr)
+    la__ipc_destroy(&g_ipc);
+  memset(&g_ipc, 0, sizeof g_ipc);
+  g_ipc.shm_id = g_ipc.sem_id = -1;
+  if (g_shm >= 0) shmctl(g_shm, IPC_RMID, NULL);
+  g_shm = -1;
+  return 0;
+}
+
+static int ipc_setup(void **state) {
+  memset(&g_ipc, 0, sizeof g_ipc);
+  g_ipc.shm_id = g_ipc.sem_id = -1;
+  g_shm = -1;
+  return 0;
+}
+
+static void test_libla_segment_passes_check(void **state) {
+  int rc = la__ipc_create(&g_ipc, 1000, 3);
+  if (rc == LA_EIPC) {
+    print_message("skip: SysV IPC not available: %s\n", LA_lastError());
+    skip();
+  }
+  assert_int_equal(rc, 0);
+  struct shmid_ds ds;
+  assert_int_equal(shmctl(g_ipc.shm_id, IPC_STAT, &ds), 0);
+  assert_int_equal(ds.shm_perm.mode & 0777, 0600);
+  assert_int_equal(ds.shm_segsz, la_shm_segment_size(1000, 3));
+  assert_int_equal(ds.shm_cpid, getpid());
+  la_shm_header_t *h = g_ipc.hdr;
+  assert_int_equal((uintptr_t)h % LA_SHM_ALIGN, 0);
+  const char *why = la_shm_header_check(h, ds.shm_segsz, 1000, 3, h->nonce);
+  if (why) fail_msg("libla's own segment refused: %s", why);
+  assert_int_equal(h->creator_pid, getpid());
+  assert_true(h->nonce != 0);
+  assert_non_null(la_shm_header_check(h, ds.shm_segsz, 1000, 3,
+                                      h->nonce ^ 1));
+  /* semaphore set: one per buffer, 0600, all free (1) */
+  struct semid_ds sds;
+  union {
+    int val;
+    struct semid_ds *buf;
+    unsigned short *array;
+  } arg = {.buf = &sds};
+  assert_int_equal(semctl(g_ipc.sem_id, 0, IPC_STAT, arg), 0);
+  assert_int_equal(sds.sem_nsems, 3);
+  assert_int_equal(sds.sem_perm.mode & 0777, 0600);
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(semctl(g_ipc.sem_id, i, GETVAL), 1);
+  /* values start at zero */
+  for (uint32_t i = 0; i < 3; i++)
+    for (uint64_t e = 0; e < 1000; e++)
+      assert_true(la_shm_values(h, i)[e] == 0.0);
+
+  /* a second segment gets another nonce */
+  la__ipc_t other;
+  assert_int_equal(la__ipc_create(&other, 10, 2), 0);
+  uint64_t n2 = other.hdr->nonce;
+  la__ipc_destroy(&other);
+  assert_true(n2 != h->nonce);
+
+  int shm = g_ipc.shm_id, sem = g_ipc.sem_id;
+  la__ipc_destroy(&g_ipc);
+  assert_true(ipc_gone(shm));
+  assert_int_equal(semctl(sem, 0, GETVAL), -1);
+  la__ipc_destroy(&g_ipc); /* idempotent */
+}
+
+static void test_libla_rejects_bad_sizes(void **state) {
+  assert_int_equal(la__ipc_create(&g_ipc, 0, 2), LA_EINVAL);
+  assert_int_equal(la__ipc_create(&g_ipc, LA_SHM_MAX_ELEMENTS + 1, 2),
+                   LA_EINVAL);
+  assert_int_equal(g_ipc.shm_id, -1);
+  assert_int_equal(g_ipc.sem_id, -1);
+}
+
+/* ---------------------------------------------- real segment, two procs */
+
+static int child_main(int shm_id, uint64_t n, uint32_t k, uint64_t nonce) {
+  /* what the LocalAgent does: attach by id, check, then use */
+  la_shm_header_t *h = shmat(shm_id, NULL, 0);
+  if (h == (void *)-1) return 10;
+  struct shmid_ds ds;
+  if (shmctl(shm_id, IPC_STAT, &ds) != 0) return 11;
+  if (la_shm_header_check(h, ds.shm_segsz, n, k, nonce) != NULL) return 12;
+  if (la_shm_header_check(h, ds.shm_segsz, n, k, nonce + 1) == NULL)
+    return 13;
+  if (la_shm_header_check(h, ds.shm_segsz, n + 1, k, nonce) == NULL)
+    return 14;
+  if (h->creator_pid != getppid()) return 15;
+  for (uint32_t i = 0; i < k; i++) {
+    double *v = la_shm_values(h, i);
+    if ((uintptr_t)v % LA_SHM_ALIGN) return 16;
+    for (uint64_t e = 0; e < n; e++) v[e] = 1000.0 * i + (double)e + 0.5;
+    h->buf[i].cycle_tag = 100 + i;
+    h->buf[i].seq = i;
+    h->buf[i].scale = 0.25;
+  }
+  if (shmdt(h) != 0) return 17;
+  return 0;
+}
+
+static void test_sysv_segment_two_processes(void **state) {
+  const uint64_t n = 5000;
+  const uint32_t k = 4;
+  uint64_t size = la_shm_segment_size(n, k);
+  g_shm = shmget(IPC_PRIVATE, size, IPC_CREAT | IPC_EXCL | 0600);
+  if (g_shm < 0) {
+    print_message("skip: shmget: %s\n", strerror(errno));
+    skip();
+  }
+  struct shmid_ds ds;
+  assert_int_equal(shmctl(g_shm, IPC_STAT, &ds), 0);
+  assert_int_equal(ds.shm_perm.mode & 0777, 0600);
+  assert_int_equal(ds.shm_segsz, size);
+  la_shm_header_t *h = shmat(g_shm, NULL, 0);
+  assert_true(h != (void *)-1);
+  h->version = LA_SHM_VERSION;
+  h->header_len = sizeof *h;
+  h->n_elements = n;
+  h->n_buffers = k;
+  h->creator_pid = (int32_t)getpid();
+  h->nonce = NONCE;
+  h->buffer_stride = la_shm_buffer_stride(n);
+  h->segment_size = size;
+  __atomic_store_n(&h->magic, LA_SHM_MAGIC, __ATOMIC_RELEASE);
+
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    /* cmocka's handlers would resume the test run in the child */
+    signal(SIGSEGV, SIG_DFL);
+    signal(SIGBUS, SIG_DFL);
+    signal(SIGABRT, SIG_DFL);
+    shmdt(h); /* attach afresh, as an unrelated process would */
+    _exit(child_main(g_shm, n, k, NONCE));
+  }
+  int st = 0;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    fail_msg("child failed: %s %d (10 shmat, 11 stat, 12 check refused, "
+             "13/14 wrong nonce/count accepted, 15 pid, 16 alignment)",
+             WIFEXITED(st) ? "exit" : "signal",
+             WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+  /* the parent sees what the child wrote */
+  for (uint32_t i = 0; i < k; i++) {
+    double *v = la_shm_values(h, i);
+    for (uint64_t e = 0; e < n; e++)
+      if (v[e] != 1000.0 * i + (double)e + 0.5)
+        fail_msg("buffer %u element %llu: %g", i, (unsigned long long)e,
+                 v[e]);
+    assert_int_equal(h->buf[i].cycle_tag, 100 + i);
+    assert_int_equal(h->buf[i].seq, i);
+    assert_true(h->buf[i].scale == 0.25);
+  }
+  /* the child's writes stayed inside the buffers */
+  assert_null(la_shm_header_check(h, size, n, k, NONCE));
+  assert_int_equal(shmctl(g_shm, IPC_STAT, &ds), 0);
+  assert_int_equal(ds.shm_nattch, 1);
+  assert_int_equal(shmdt(h), 0);
+  assert_int_equal(shmctl(g_shm, IPC_RMID, NULL), 0);
+  assert_true(ipc_gone(g_shm));
+  g_shm = -1;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_header_binary_layout),
+    cmocka_unit_test(test_stride_arithmetic),
+    cmocka_unit_test(test_segment_size_arithmetic),
+    cmocka_unit_test(test_values_alignment_and_bounds),
+    cmocka_unit_test(test_check_accepts_good_headers),
+    cmocka_unit_test(test_check_refuses_each_field),
+    cmocka_unit_test(test_check_buffer_count_range),
+    cmocka_unit_test(test_check_element_count_range),
+    cmocka_unit_test(test_check_segment_smaller_than_header),
+    cmocka_unit_test_setup_teardown(test_libla_segment_passes_check,
+                                    ipc_setup, ipc_teardown),
+    cmocka_unit_test_setup_teardown(test_libla_rejects_bad_sizes, ipc_setup,
+                                    ipc_teardown),
+    cmocka_unit_test_setup_teardown(test_sysv_segment_two_processes,
+                                    ipc_setup, ipc_teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
