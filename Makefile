@@ -50,6 +50,16 @@ LIBLA_COMMON_OBJ := $(call obj,common/la_codec.c common/la_sockio.c common/la_er
                      $(wildcard common/la_compact*.c)) $(BUILD)/obj/gen/la.pb-c.o
 LIBLA_OBJ  := $(call obj,$(LIBLA_SRC))
 CLIENT_OBJ := $(call obj,$(CLIENT_SRC))
+# The LocalAgent's modules that do not use libuv, for unit tests.
+LOCAL_NOUV_OBJ := $(call obj,$(filter-out localagent/main.c localagent/session.c \
+  localagent/listener.c localagent/worker.c localagent/uplink.c \
+  localagent/control.c,$(LOCAL_SRC)))
+LOCAL_NOUV_A := $(if $(LOCAL_NOUV_OBJ),$(BUILD)/lib/libla_localagent.a)
+# The GlobalAgent's modules that do not use libuv (store, stitch, settings),
+# for unit tests and for lactl's offline reading of a store.
+GLOBAL_NOUV_OBJ := $(call obj,$(filter globalagent/store.c globalagent/stitch.c \
+  globalagent/settings.c,$(GLOBAL_SRC)))
+GLOBAL_NOUV_A := $(if $(GLOBAL_NOUV_OBJ),$(BUILD)/lib/libla_globalagent.a)
 LOCAL_OBJ  := $(call obj,$(LOCAL_SRC))
 GLOBAL_OBJ := $(call obj,$(GLOBAL_SRC))
 TOOLS_OBJ  := $(call obj,$(TOOLS_SRC))
@@ -63,8 +73,8 @@ LIBLA_A  := $(BUILD)/lib/libla.a
 LIBLA_SO := $(BUILD)/lib/libla.so
 CLIENT_A := $(if $(CLIENT_SRC),$(BUILD)/lib/libla_client.a)
 CLIENT_SO := $(if $(CLIENT_SRC),$(BUILD)/lib/libla_client.so)
-BINS := $(if $(LOCAL_SRC),$(BUILD)/bin/la-localagent) \
-        $(if $(GLOBAL_SRC),$(BUILD)/bin/la-globalagent) \
+BINS := $(if $(wildcard localagent/main.c),$(BUILD)/bin/la-localagent) \
+        $(if $(wildcard globalagent/main.c),$(BUILD)/bin/la-globalagent) \
         $(if $(TOOLS_SRC),$(BUILD)/bin/lactl)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
@@ -113,15 +123,23 @@ $(LIBLA_SO): $(LIBLA_OBJ) $(LIBLA_COMMON_OBJ) $(FMOD_OBJ)
 	$(CC) -shared -Wl,--no-undefined -Wl,-soname,libla.so.0 -o $@ $^ $(LDLIBS_LA)
 	ln -sf libla.so $(BUILD)/lib/libla.so.0
 
-$(BUILD)/lib/libla_client.a: $(CLIENT_OBJ)
-	@mkdir -p $(dir $@)
+$(BUILD)/lib/libla_client.a: $(CLIENT_OBJ) $(LIBLA_COMMON_OBJ)
+	@mkdir -p $(dir $@) $(BUILD)/include
 	cp client/la_client.h $(BUILD)/include/ 2>/dev/null || true
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/lib/libla_client.so: $(CLIENT_OBJ) $(COMMON_OBJ)
+$(BUILD)/lib/libla_client.so: $(CLIENT_OBJ) $(LIBLA_COMMON_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,--no-undefined -Wl,-soname,libla_client.so.0 -o $@ $^ -lprotobuf-c -lm
 	ln -sf libla_client.so $(BUILD)/lib/libla_client.so.0
+
+$(BUILD)/lib/libla_localagent.a: $(LOCAL_NOUV_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/lib/libla_globalagent.a: $(GLOBAL_NOUV_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/bin/la-localagent: $(LOCAL_OBJ) $(COMMON_A)
 	@mkdir -p $(dir $@)
@@ -131,15 +149,17 @@ $(BUILD)/bin/la-globalagent: $(GLOBAL_OBJ) $(CLIENT_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
 
-$(BUILD)/bin/lactl: $(TOOLS_OBJ) $(CLIENT_A) $(COMMON_A)
+$(BUILD)/bin/lactl: $(TOOLS_OBJ) $(CLIENT_A) $(GLOBAL_NOUV_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
 
 # Tests link the static libraries so internal (hidden) functions are reachable.
-$(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(COMMON_A) $(GEN_H)
+$(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(GLOBAL_NOUV_A) $(COMMON_A) $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Itests/support $(CFLAGS) -o $@ $< $(SUPPORT_OBJ) \
-	  $(LIBLA_A) $(CLIENT_A) $(COMMON_A) $(LDLIBS_TEST) $(LDLIBS_LA) $(LDLIBS_DAEMON)
+	@echo "  LINK  $@"
+	@$(CC) $(CPPFLAGS) -Itests/support -Ilocalagent -Iglobalagent $(CFLAGS) -o $@ $< \
+	  $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(GLOBAL_NOUV_A) \
+	  $(COMMON_A) $(LDLIBS_TEST) $(LDLIBS_LA) $(LDLIBS_DAEMON)
 
 $(BUILD)/bench/%: bench/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(COMMON_A) $(GEN_H)
 	@mkdir -p $(dir $@)

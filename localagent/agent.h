@@ -21,6 +21,7 @@
 #include "app_ipc.h"
 #include "la_codec.h"
 #include "la_compact.h"
+#include "la_uvconn.h"
 #include "outq.h"
 #include "settings.h"
 
@@ -61,15 +62,11 @@ typedef struct la_agent {
 enum { LA_SESS_NEW = 0, LA_SESS_APP = 1, LA_SESS_TOOL = 2, LA_SESS_CLOSING = 3 };
 
 typedef struct la_session {
+  la_conn_t conn; /* first: the connection (la_uvconn.h) */
   la_agent_t *ag;
   struct la_session *prev, *next;
-  uv_tcp_t tcp;
-  uv_timer_t timer; /* handshake deadline */
-  int handles_open; /* tcp and timer, until their close callbacks ran */
-  int jobs;         /* worker jobs in flight */
+  int jobs;       /* worker jobs in flight (each holds conn) */
   int state;
-  char peer[64];
-  la_frame_reader_t rd;
   /* registered application */
   la_app_ipc_t ipc;
   char app_id[LA_MAX_ID_LEN + 1];
@@ -87,8 +84,8 @@ int la_listener_start(la_agent_t *ag, char *why, size_t why_len);
 void la_listener_stop(la_agent_t *ag);
 
 /* session.c */
-la_session_t *la_session_new(la_agent_t *ag);
-void la_session_start(la_session_t *s);
+/* Accepts a connection from the listener. */
+void la_session_accept(la_agent_t *ag, uv_stream_t *server);
 /* Closes the connection; the application's IPC objects are removed and
  * RankEnd sent once no job of the session is in flight. */
 void la_session_close(la_session_t *s, const char *reason);

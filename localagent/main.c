@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "la_daemon.h"
 #include "la_log.h"
 #include "la_sockio.h"
 
@@ -40,72 +41,43 @@ static void la__usage(FILE *f) {
   la_cfg_help(la_la_keys, f);
 }
 
-/* Builds settings from defaults, the file and the options. Returns 0, or -1
- * after printing every problem. */
+/* Builds settings from defaults, the file and the options, and checks
+ * them. Returns 0, or -1 after printing every problem. */
 static int la__configure(int argc, char **argv, la_la_settings_t *set,
                          char *config_path, size_t cp_len) {
-  char err[4096] = "";
-  if (la_cfg_defaults(la_la_keys, set, err, sizeof err) != 0) {
-    fprintf(stderr, "la-localagent: %s\n", err);
-    return -1;
-  }
-  config_path[0] = '\0';
-  for (int i = 1; i < argc; i++)
-    if ((!strcmp(argv[i], "-c") || !strcmp(argv[i], "--config")) &&
-        i + 1 < argc)
-      snprintf(config_path, cp_len, "%s", argv[++i]);
-    else if (!strncmp(argv[i], "--config=", 9))
-      snprintf(config_path, cp_len, "%s", argv[i] + 9);
-  int bad = 0;
-  if (config_path[0] &&
-      la_cfg_load(la_la_keys, set, config_path, err, sizeof err) != 0) {
-    fprintf(stderr, "%s", err);
-    bad = 1;
-  }
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-c") || !strcmp(a, "--config")) {
-      i++;
-      continue;
-    }
-    if (!strncmp(a, "--config=", 9) || !strcmp(a, "--check-config")) continue;
-    const char *eq = strchr(a, '=');
-    if (strncmp(a, "--", 2) || !eq) {
-      fprintf(stderr, "la-localagent: unknown argument '%s' (see --help)\n",
-              a);
-      bad = 1;
-      continue;
-    }
-    char key[128];
-    snprintf(key, sizeof key, "%.*s", (int)(eq - a - 2), a + 2);
-    if (la_cfg_set(la_la_keys, set, key, eq + 1, err, sizeof err) != 0) {
-      fprintf(stderr, "la-localagent: %s\n", err);
-      bad = 1;
-    }
-  }
+  const char *me = "la-localagent";
+  int bad = la_daemon_configure(me, la_la_keys, set, argc, argv, config_path,
+                                cp_len) != 0;
   int level;
-  if (la_log_level_parse(set->log_level, &level) != 0) {
-    fprintf(stderr, "la-localagent: log.level '%s': use error, warn, info or "
-            "debug\n", set->log_level);
+  if (la_daemon_log_settings(me, set->log_target, set->log_level, &level))
     bad = 1;
-  }
-  if (strcmp(set->log_target, "stderr") && strcmp(set->log_target, "syslog")) {
-    fprintf(stderr, "la-localagent: log.target '%s': use stderr or syslog\n",
-            set->log_target);
-    bad = 1;
-  }
   la_compact_params_t p;
   char why[200];
   if (la_compact_spec_parse(set->compact, &p, why, sizeof why) != 0) {
-    fprintf(stderr, "la-localagent: compaction.default: %s\n", why);
+    fprintf(stderr, "%s: compaction.default: %s\n", me, why);
+    bad = 1;
+  }
+  if (!la_daemon_addr_ok(set->listen, 1)) {
+    fprintf(stderr, "%s: agent.listen '%s' is not host:port\n", me,
+            set->listen);
+    bad = 1;
+  }
+  if (set->global[0] && !la_daemon_addr_ok(set->global, 0)) {
+    fprintf(stderr, "%s: global.address '%s' is not host:port\n", me,
+            set->global);
     bad = 1;
   }
   if (set->reconnect_min_ms > set->reconnect_max_ms) {
-    fprintf(stderr, "la-localagent: global.reconnect_min exceeds "
-            "global.reconnect_max\n");
+    fprintf(stderr, "%s: global.reconnect_min exceeds global.reconnect_max\n",
+            me);
     bad = 1;
   }
   return bad ? -1 : 0;
+}
+
+/* The queue's notes (files set aside, spool write failures) go to the log. */
+static void la__note(void *arg, const char *msg) {
+  la_log_warnx("spool: %s", msg);
 }
 
 static la_agent_t la__agent; /* the daemon's one instance, owned here */
@@ -206,13 +178,6 @@ static void la__on_signal(uv_signal_t *h, int signum) {
   else la__drain(ag);
 }
 
-static int la__write_pid(const char *path) {
-  FILE *f = fopen(path, "w");
-  if (!f) return -1;
-  fprintf(f, "%d\n", (int)getpid());
-  return fclose(f);
-}
-
 int main(int argc, char **argv) {
   la_agent_t *ag = &la__agent;
   la__argc = argc;
@@ -253,9 +218,9 @@ int main(int argc, char **argv) {
   ag->start_ms = la_now_ms();
 
   char why[512];
-  if (la_outq_open(ag->set.spool_dir, ag->set.queue_bytes,
-                   ag->set.spool_bytes, ag->set.spool_fsync, &ag->q, why,
-                   sizeof why) != 0) {
+  if (la_outq_open_ex(ag->set.spool_dir, ag->set.queue_bytes,
+                      ag->set.spool_bytes, ag->set.spool_fsync, la__note,
+                      NULL, &ag->q, why, sizeof why) != 0) {
     la_log_error("spool: %s", why);
     return 1;
   }
@@ -269,7 +234,7 @@ int main(int argc, char **argv) {
     la_outq_close(ag->q);
     return 1;
   }
-  if (ag->set.pid_file[0] && la__write_pid(ag->set.pid_file) != 0)
+  if (ag->set.pid_file[0] && la_daemon_write_number(ag->set.pid_file, (long)getpid()) != 0)
     la_log_warn("cannot write pid_file %s", ag->set.pid_file);
   uv_signal_init(ag->loop, &ag->sig_term);
   uv_signal_init(ag->loop, &ag->sig_int);

@@ -71,8 +71,10 @@ static int fits(uint64_t used, uint64_t add, uint64_t limit) {
 
 static void append(la_outq_t *q, la__oq_item_t *it) {
   it->next = NULL;
-  if (q->tail != NULL) q->tail->next = it;
-  else q->head = it;
+  if (q->tail != NULL)
+    q->tail->next = it;
+  else
+    q->head = it;
   q->tail = it;
   q->st.items++;
 }
@@ -80,8 +82,10 @@ static void append(la_outq_t *q, la__oq_item_t *it) {
 /* Forgets it, whose predecessor is prev (NULL if it is the head), with its
  * memory; the caller has dealt with its file. */
 static void unlink_item(la_outq_t *q, la__oq_item_t *prev, la__oq_item_t *it) {
-  if (prev != NULL) prev->next = it->next;
-  else q->head = it->next;
+  if (prev != NULL)
+    prev->next = it->next;
+  else
+    q->head = it->next;
   if (q->tail == it) q->tail = prev;
   if (q->sent == it) q->sent = prev;
   if (it->data != NULL) {
@@ -156,8 +160,8 @@ int la_outq_open_ex(const char *spool_dir, uint64_t mem_limit,
   q->note_arg = note_arg;
   q->next_seq = 1;
   if (spool_dir != NULL && spool_dir[0] != '\0') {
-    rc = la__spool_open(&q->sp, spool_dir, fsync_writes, note_fn, note_arg,
-                        why, why_len);
+    rc = la__spool_open(&q->sp, spool_dir, fsync_writes, note_fn, note_arg, why,
+                        why_len);
     if (rc < 0) {
       free(q);
       return rc;
@@ -180,8 +184,8 @@ int la_outq_open_ex(const char *spool_dir, uint64_t mem_limit,
 int la_outq_open(const char *spool_dir, uint64_t mem_limit,
                  uint64_t spool_limit, int fsync_writes, la_outq_t **out,
                  char *why, size_t why_len) {
-  return la_outq_open_ex(spool_dir, mem_limit, spool_limit, fsync_writes,
-                         NULL, NULL, out, why, why_len);
+  return la_outq_open_ex(spool_dir, mem_limit, spool_limit, fsync_writes, NULL,
+                         NULL, out, why, why_len);
 }
 
 void la_outq_close(la_outq_t *q) {
@@ -226,8 +230,7 @@ uint64_t la_outq_reserve_seq(la_outq_t *q) {
   return q->next_seq++;
 }
 
-int la_outq_push(la_outq_t *q, uint64_t seq, const uint8_t *bytes,
-                 size_t len) {
+int la_outq_push(la_outq_t *q, uint64_t seq, const uint8_t *bytes, size_t len) {
   la__oq_item_t *it;
   int rc;
   if (q == NULL || bytes == NULL || len == 0 || seq <= q->last_pushed ||

@@ -117,8 +117,7 @@ uint64_t la_outq_reserve_seq(la_outq_t *q);
  * increasing); or, counted in dropped: LA_EMSGSIZE (len >
  * LA_OUTQ_MAX_ITEM), LA_ELIMIT (fits neither), LA_EIO (spool write failed;
  * noted), LA_ENOMEM. */
-int la_outq_push(la_outq_t *q, uint64_t seq, const uint8_t *bytes,
-                 size_t len);
+int la_outq_push(la_outq_t *q, uint64_t seq, const uint8_t *bytes, size_t len);
 
 /* Next message not yet returned since the last rewind (or open), in seq
  * order. Returns 1 and sets *seq, *bytes, *len (bytes belong to q and stay
@@ -151,8 +150,7 @@ int la_outq_spill_all(la_outq_t *q);
 
 /* Changes the limits (SIGHUP reload). Nothing already queued moves: the new
  * limits apply to later pushes and spills. */
-void la_outq_set_limits(la_outq_t *q, uint64_t mem_limit,
-                        uint64_t spool_limit);
+void la_outq_set_limits(la_outq_t *q, uint64_t mem_limit, uint64_t spool_limit);
 
 /* Fills *st with the current counters (see la_outq_stats_t). */
 void la_outq_get_stats(const la_outq_t *q, la_outq_stats_t *st);

@@ -9,9 +9,9 @@
  * objects are removed and RankEnd goes upstream. A malformed or unexpected
  * frame closes only this connection, with a log line saying why.
  *
- * Memory is freed from the close callbacks, never inside the connection's
- * own read callback. This file knows the protocol; it leaves sockets'
- * accepting to listener.c and buffer reading to worker.c.
+ * Memory is freed from the close callbacks (la_uvconn.h), never inside the
+ * connection's own read callback. This file knows the protocol; admission is
+ * listener.c's, reading buffers worker.c's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,44 +21,18 @@
 #include "agent.h"
 #include "la_log.h"
 
-typedef struct {
-  uv_write_t req;
-  la_session_t *s;
-  int close_after;
-  size_t len;
-  uint8_t data[];
-} la__wr_t;
-
 static uint64_t la__realtime_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-la_session_t *la_session_new(la_agent_t *ag) {
-  la_session_t *s = calloc(1, sizeof *s);
-  if (!s) return NULL;
-  s->ag = ag;
-  s->ipc.shm_id = s->ipc.sem_id = -1;
-  uv_tcp_init(ag->loop, &s->tcp);
-  uv_timer_init(ag->loop, &s->timer);
-  s->tcp.data = s->timer.data = s;
-  s->handles_open = 2;
-  la_frame_reader_init(&s->rd, (uint32_t)ag->set.max_frame);
-  s->next = ag->sessions;
-  if (ag->sessions) ag->sessions->prev = s;
-  ag->sessions = s;
-  ag->n_conns++;
-  snprintf(s->peer, sizeof s->peer, "?");
-  return s;
-}
-
-/* Frees the session once its handles are closed and its jobs done. */
-static void la__maybe_free(la_session_t *s) {
-  if (s->handles_open > 0 || s->jobs > 0) return;
+/* The connection is closed and no job holds it: the application is gone or
+ * finished, so its IPC objects go too, and RankEnd goes upstream. */
+static void la__on_free(la_conn_t *c) {
+  la_session_t *s = (la_session_t *)c;
   la_agent_t *ag = s->ag;
-  if (s->state == LA_SESS_CLOSING && s->ipc.hdr) {
-    /* The application is gone or finished: its IPC objects go with it. */
+  if (s->ipc.hdr) {
     la_app_ipc_release(&s->ipc);
     La__RankEnd e = LA__RANK_END__INIT;
     e.app_id = s->app_id;
@@ -80,56 +54,29 @@ static void la__maybe_free(la_session_t *s) {
   else ag->sessions = s->next;
   if (s->next) s->next->prev = s->prev;
   ag->n_conns--;
-  la_frame_reader_free(&s->rd);
   free(s);
   la_agent_check_drained(ag);
 }
 
-static void la__on_handle_closed(uv_handle_t *h) {
-  la_session_t *s = h->data;
-  s->handles_open--;
-  la__maybe_free(s);
+static void la__on_close(la_conn_t *c, const char *reason) {
+  la_session_t *s = (la_session_t *)c;
+  if (s->state == LA_SESS_APP)
+    s->end_reason = s->finalized ? "finalize" : reason;
+  s->state = LA_SESS_CLOSING;
 }
 
 void la_session_close(la_session_t *s, const char *reason) {
-  if (s->state == LA_SESS_CLOSING) return;
-  int was_app = s->state == LA_SESS_APP;
-  s->state = LA_SESS_CLOSING;
-  if (was_app) s->end_reason = s->finalized ? "finalize" : reason;
-  uv_read_stop((uv_stream_t *)&s->tcp);
-  uv_close((uv_handle_t *)&s->tcp, la__on_handle_closed);
-  uv_close((uv_handle_t *)&s->timer, la__on_handle_closed);
+  la_conn_close(&s->conn, reason);
 }
 
 void la_session_job_done(la_session_t *s) {
   s->jobs--;
-  la__maybe_free(s);
+  la_conn_release(&s->conn);
 }
 
-static void la__on_write(uv_write_t *req, int status) {
-  la__wr_t *w = (la__wr_t *)req;
-  la_session_t *s = w->s;
-  if (w->close_after || status < 0) la_session_close(s, "write failed");
-  free(w);
-}
-
-/* Sends one message; close_after closes the connection once it is out. */
 static void la__send(la_session_t *s, uint16_t type, const ProtobufCMessage *m,
                      int close_after) {
-  size_t n = la_frame_size(m);
-  la__wr_t *w = malloc(sizeof *w + n);
-  if (!w) {
-    la_session_close(s, "out of memory");
-    return;
-  }
-  w->s = s;
-  w->close_after = close_after;
-  w->len = (size_t)la_frame_pack_into(type, m, w->data, n);
-  uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)w->len);
-  if (uv_write(&w->req, (uv_stream_t *)&s->tcp, &b, 1, la__on_write) != 0) {
-    free(w);
-    la_session_close(s, "write failed");
-  }
+  la_conn_send(&s->conn, type, m, close_after);
 }
 
 static void la__refuse(la_session_t *s, const char *why) {
@@ -138,9 +85,10 @@ static void la__refuse(la_session_t *s, const char *why) {
   r.message = (char *)why;
   r.agent_version = LA_AGENT_VERSION;
   s->ag->st.regs_refused++;
-  la_log_warnx("registration from %s refused: %s", s->peer, why);
+  la_log_warnx("registration from %s refused: %s", s->conn.peer, why);
   la__send(s, LA__MSG_TYPE__MSG_REGISTER_REPLY, &r.base, 1);
 }
+
 
 static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
   la_agent_t *ag = s->ag;
@@ -169,8 +117,7 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
       return la__refuse(s, why);
     s->cp = p;
   }
-  int fd = -1;
-  uv_fileno((uv_handle_t *)&s->tcp, &fd);
+  int fd = la_conn_fd(&s->conn);
   int peer_uid = fd >= 0 ? la_peer_uid(fd) : -1;
   char reason[200];
   if (la_app_ipc_attach(&s->ipc, r->shm_id, r->sem_id, r->pid, r->nonce,
@@ -178,7 +125,7 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
                         sizeof reason) != 0)
     return la__refuse(s, reason);
   s->state = LA_SESS_APP;
-  uv_timer_stop(&s->timer);
+  la_conn_set_deadline(&s->conn, 0);
   snprintf(s->app_id, sizeof s->app_id, "%s", r->app_id);
   s->rank = r->rank;
   s->nprocs = r->nprocs;
@@ -223,7 +170,7 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
   la_compact_spec_format(&s->cp, spec, sizeof spec);
   la_log_info("registered %s rank %u/%u (pid %d, %llu elements, %s, %s) "
               "from %s", s->app_id, s->rank, s->nprocs, s->pid,
-              (unsigned long long)r->n_elements, r->metric, spec, s->peer);
+              (unsigned long long)r->n_elements, r->metric, spec, s->conn.peer);
 }
 
 static int la__on_data_ready(la_session_t *s, const La__DataReady *d) {
@@ -255,122 +202,88 @@ static int la__on_data_ready(la_session_t *s, const La__DataReady *d) {
   return 0;
 }
 
-/* Handles one frame. Returns -1 to close the connection. */
-static int la__on_frame(la_session_t *s, uint16_t type, const uint8_t *p,
-                        uint32_t len) {
-  ProtobufCMessage *m = NULL;
-  char why[240];
-  if (la_msg_decode(type, p, len, &m, why, sizeof why) != 0) {
-    s->ag->st.bad_frames++;
-    la_log_warnx("connection %s: %s: closing", s->peer, why);
-    return -1;
-  }
-  int rc = 0;
+/* Handles one decoded message. Returns -1 to close the connection. */
+static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
+  la_session_t *s = (la_session_t *)c;
   switch (type) {
   case LA__MSG_TYPE__MSG_REGISTER_REQUEST:
     if (s->state != LA_SESS_NEW) {
-      la_log_warnx("connection %s: second registration: closing", s->peer);
-      rc = -1;
-    } else {
-      la__on_register(s, (La__RegisterRequest *)m);
+      la_log_warnx("connection %s: second registration: closing",
+                   s->conn.peer);
+      return -1;
     }
-    break;
+    la__on_register(s, (La__RegisterRequest *)m);
+    return 0;
   case LA__MSG_TYPE__MSG_DATA_READY:
     if (s->state != LA_SESS_APP) {
       la_log_warnx("connection %s: data-ready before registration: closing",
-                   s->peer);
-      rc = -1;
-    } else {
-      rc = la__on_data_ready(s, (La__DataReady *)m);
+                   s->conn.peer);
+      return -1;
     }
-    break;
+    return la__on_data_ready(s, (La__DataReady *)m);
   case LA__MSG_TYPE__MSG_FINALIZE:
-    if (s->state == LA_SESS_APP) s->finalized = 1;
-    else rc = -1;
-    break;
+    if (s->state != LA_SESS_APP) return -1;
+    s->finalized = 1;
+    return 0;
   case LA__MSG_TYPE__MSG_STATUS_REQUEST: {
     if (s->state == LA_SESS_NEW) {
       s->state = LA_SESS_TOOL;
-      uv_timer_stop(&s->timer);
+      la_conn_set_deadline(&s->conn, 0);
     }
     s->ag->st.status_queries++;
     La__StatusReply *r = la_status_reply(s->ag);
     if (r) la__send(s, LA__MSG_TYPE__MSG_STATUS_REPLY, &r->base, 0);
     la_status_reply_free(r);
-    break;
+    return 0;
   }
   default:
     s->ag->st.bad_frames++;
-    la_log_warnx("connection %s: unexpected %s: closing", s->peer,
+    la_log_warnx("connection %s: unexpected %s: closing", s->conn.peer,
                  la_msg_name(type));
-    rc = -1;
+    return -1;
   }
-  la_msg_free(m);
-  return rc;
 }
 
-static void la__alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-  (void)h;
-  size_t n = suggested < 65536 ? suggested : 65536;
-  buf->base = malloc(n);
-  buf->len = buf->base ? n : 0;
+static void la__on_bad(la_conn_t *c, const char *why) {
+  la_session_t *s = (la_session_t *)c;
+  s->ag->st.bad_frames++;
+  la_log_warnx("connection %s: %s: closing", c->peer, why);
 }
 
-static void la__on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
-  la_session_t *s = st->data;
-  if (nread < 0) {
-    free(buf->base);
-    la_session_close(s, nread == UV_EOF ? "disconnected" : "connection error");
-    return;
-  }
-  if (nread == 0 || s->state == LA_SESS_CLOSING) {
-    free(buf->base);
-    return;
-  }
-  int rc = la_frame_reader_feed(&s->rd, buf->base, (size_t)nread);
-  free(buf->base);
-  uint16_t type;
-  const uint8_t *p;
-  uint32_t len;
-  while (rc == 0 && s->state != LA_SESS_CLOSING &&
-         (rc = la_frame_reader_next(&s->rd, &type, &p, &len)) == 1) {
-    rc = la__on_frame(s, type, p, len) == 0 ? 0 : -1000;
-  }
-  if (rc < 0 && rc != -1000 && s->state != LA_SESS_CLOSING) {
-    s->ag->st.bad_frames++;
-    la_log_warnx("connection %s: %s: closing", s->peer,
-                 rc == LA_EMSGSIZE ? "frame larger than max_frame"
-                                   : "malformed frame header");
-  }
-  if (rc < 0) la_session_close(s, "protocol error");
-}
-
-static void la__on_timeout(uv_timer_t *t) {
-  la_session_t *s = t->data;
+static void la__on_deadline(la_conn_t *c) {
+  la_session_t *s = (la_session_t *)c;
   if (s->state != LA_SESS_NEW) return;
   s->ag->st.conns_timed_out++;
   la_log_info("connection %s sent nothing useful within %lld ms: closing",
-              s->peer, (long long)s->ag->set.handshake_ms);
-  la_session_close(s, "handshake timeout");
+              c->peer, (long long)s->ag->set.handshake_ms);
+  la_conn_close(c, "handshake timeout");
 }
 
-void la_session_start(la_session_t *s) {
-  struct sockaddr_storage a;
-  int al = sizeof a;
-  if (uv_tcp_getpeername(&s->tcp, (struct sockaddr *)&a, &al) == 0) {
-    char ip[48] = "?";
-    int port = 0;
-    if (a.ss_family == AF_INET) {
-      uv_ip4_name((struct sockaddr_in *)&a, ip, sizeof ip);
-      port = ntohs(((struct sockaddr_in *)&a)->sin_port);
-    } else if (a.ss_family == AF_INET6) {
-      uv_ip6_name((struct sockaddr_in6 *)&a, ip, sizeof ip);
-      port = ntohs(((struct sockaddr_in6 *)&a)->sin6_port);
-    }
-    snprintf(s->peer, sizeof s->peer, "%s:%d", ip, port);
+static const la_conn_ops_t la__ops = {
+  .on_frame = la__on_frame,
+  .on_bad = la__on_bad,
+  .on_deadline = la__on_deadline,
+  .on_close = la__on_close,
+  .on_free = la__on_free,
+};
+
+void la_session_accept(la_agent_t *ag, uv_stream_t *server) {
+  la_session_t *s = calloc(1, sizeof *s);
+  if (!s) {
+    la_refuse_connection(ag->loop, server);
+    return;
   }
-  uv_tcp_nodelay(&s->tcp, 1);
-  uv_timer_start(&s->timer, la__on_timeout, (uint64_t)s->ag->set.handshake_ms,
-                 0);
-  uv_read_start((uv_stream_t *)&s->tcp, la__alloc, la__on_read);
+  s->ag = ag;
+  s->ipc.shm_id = s->ipc.sem_id = -1;
+  la_conn_init(&s->conn, ag->loop, (uint32_t)ag->set.max_frame, &la__ops, s);
+  s->next = ag->sessions;
+  if (ag->sessions) ag->sessions->prev = s;
+  ag->sessions = s;
+  ag->n_conns++;
+  if (la_conn_accept(&s->conn, server) != 0) {
+    la_conn_close(&s->conn, "accept failed");
+    return;
+  }
+  ag->st.conns_accepted++;
+  la_conn_set_deadline(&s->conn, (uint64_t)ag->set.handshake_ms);
 }

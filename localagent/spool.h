@@ -74,9 +74,8 @@ void la__spool_close(la__spool_t *sp);
  * skipped. On success *out (malloc'ed, caller frees; NULL when *n is 0) holds
  * *n entries in increasing seq order. Returns 0, or LA_EIO / LA_ENOMEM with a
  * reason in why. */
-int la__spool_scan(la__spool_t *sp, uint32_t max_item,
-                   la__spool_entry_t **out, size_t *n, uint64_t *bad,
-                   char *why, size_t why_len);
+int la__spool_scan(la__spool_t *sp, uint32_t max_item, la__spool_entry_t **out,
+                   size_t *n, uint64_t *bad, char *why, size_t why_len);
 
 /* Writes message seq (len payload bytes) as a new file: tmp, fsync if
  * enabled, rename, and fsync of the directory if enabled and sync_dir.

@@ -126,7 +126,10 @@ static void la__on_write(uv_write_t *req, int status) {
 
 static int la__write(la_uplink_t *up, const uint8_t *bytes, size_t len) {
   la__upwr_t *w = malloc(sizeof *w + len);
-  if (!w) return LA_ENOMEM;
+  if (!w) { /* the message counts as sent: resend it after a reconnect */
+    la__fail(up, "out of memory");
+    return LA_ENOMEM;
+  }
   w->up = up;
   w->epoch = up->epoch;
   w->len = len;
@@ -160,10 +163,10 @@ static void la__pump(la_uplink_t *up) {
     size_t len;
     int rc = la_outq_next(up->ag->q, &seq, &bytes, &len);
     if (rc == 0) break;
-    if (rc < 0) {
-      la_log_warnx("spool: a queued message could not be read (%s); set "
-                   "aside as .bad", la_strerror(rc));
-      continue;
+    if (rc == LA_EIO) continue; /* a corrupt spool file, set aside: next */
+    if (rc < 0) {              /* out of memory: try again later */
+      la__fail(up, "reading the queue: %s", la_strerror(rc));
+      break;
     }
     if (la__write(up, bytes, len) != 0) break;
   }

@@ -122,6 +122,7 @@ int la_worker_submit(la_session_t *s, uint32_t i, uint64_t cycle_tag,
   }
   s->busy |= 1u << i;
   s->jobs++;
+  la_conn_hold(&s->conn);
   s->ag->jobs_in_flight++;
   return 0;
 }

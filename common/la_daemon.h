@@ -1,0 +1,30 @@
+/* la_daemon.h: what both daemons do the same way before their loop starts:
+ * command-line handling (-c FILE, --check-config, --SECTION.KEY=VALUE
+ * overrides, reported all at once), the [log] settings, and the pid and port
+ * files. No libuv: each daemon's main.c keeps its own start-up order. */
+#ifndef LA_DAEMON_H
+#define LA_DAEMON_H
+
+#include <stddef.h>
+
+#include "la_config.h"
+
+/* Fills set from the key table's defaults, the INI file named by -c/--config
+ * (stored in config_path, "" if none), then every --section.key=value.
+ * Prints each problem to stderr prefixed with name. Returns 0 or -1. */
+int la_daemon_configure(const char *name, const la_cfg_key_t *keys, void *set,
+                        int argc, char **argv, char *config_path,
+                        size_t cp_len);
+
+/* Checks a [log] target ("stderr", "syslog") and level name; prints the
+ * problem and returns -1, else sets *level and returns 0. */
+int la_daemon_log_settings(const char *name, const char *target,
+                           const char *level_name, int *level);
+
+/* Whether s is "host:port" (port 1..65535) or, with allow_zero, "host:0". */
+int la_daemon_addr_ok(const char *s, int allow_zero);
+
+/* Writes "value\n" to path atomically (tmp + rename). Returns 0 or -1. */
+int la_daemon_write_number(const char *path, long value);
+
+#endif

@@ -1,0 +1,237 @@
+/* la_uvconn.c: framed libuv connections (see la_uvconn.h). */
+#include "la_uvconn.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "la.h"
+#include "la_sockio.h"
+
+typedef struct {
+  uv_write_t req;
+  la_conn_t *c;
+  int close_after;
+  size_t len;
+  uint8_t data[];
+} la__cwr_t;
+
+static void la__maybe_free(la_conn_t *c) {
+  if (c->handles_open == 0 && c->holds == 0 && c->ops->on_free) {
+    la_frame_reader_free(&c->rd);
+    c->ops->on_free(c);
+  }
+}
+
+static void la__on_closed(uv_handle_t *h) {
+  la_conn_t *c = h->data;
+  c->handles_open--;
+  la__maybe_free(c);
+}
+
+void la_conn_init(la_conn_t *c, uv_loop_t *loop, uint32_t max_frame,
+                  const la_conn_ops_t *ops, void *data) {
+  memset(c, 0, sizeof *c);
+  uv_tcp_init(loop, &c->tcp);
+  uv_timer_init(loop, &c->timer);
+  c->tcp.data = c->timer.data = c;
+  c->handles_open = 2;
+  c->ops = ops;
+  c->data = data;
+  la_frame_reader_init(&c->rd, max_frame);
+  snprintf(c->peer, sizeof c->peer, "?");
+}
+
+void la_conn_close(la_conn_t *c, const char *reason) {
+  if (c->closing) return;
+  c->closing = 1;
+  if (c->ops->on_close) c->ops->on_close(c, reason);
+  uv_read_stop((uv_stream_t *)&c->tcp);
+  uv_close((uv_handle_t *)&c->tcp, la__on_closed);
+  uv_close((uv_handle_t *)&c->timer, la__on_closed);
+}
+
+void la_conn_hold(la_conn_t *c) { c->holds++; }
+
+void la_conn_release(la_conn_t *c) {
+  c->holds--;
+  la__maybe_free(c);
+}
+
+int la_conn_fd(la_conn_t *c) {
+  uv_os_fd_t fd = -1;
+  if (c->closing || uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0) return -1;
+  return fd;
+}
+
+static void la__on_deadline(uv_timer_t *t) {
+  la_conn_t *c = t->data;
+  if (c->closing) return;
+  if (c->ops->on_deadline) c->ops->on_deadline(c);
+  else la_conn_close(c, "deadline passed");
+}
+
+void la_conn_set_deadline(la_conn_t *c, uint64_t ms) {
+  if (c->closing) return;
+  if (ms == 0) uv_timer_stop(&c->timer);
+  else uv_timer_start(&c->timer, la__on_deadline, ms, 0);
+}
+
+static void la__on_write(uv_write_t *req, int status) {
+  la__cwr_t *w = (la__cwr_t *)req;
+  la_conn_t *c = w->c;
+  c->out_bytes -= w->len;
+  int close_after = w->close_after;
+  free(w);
+  if (status < 0) la_conn_close(c, "write failed");
+  else if (close_after) la_conn_close(c, "done");
+  la_conn_release(c);
+}
+
+int la_conn_send(la_conn_t *c, uint16_t type, const ProtobufCMessage *m,
+                 int close_after) {
+  if (c->closing) return LA_EIO;
+  size_t n = la_frame_size(m);
+  la__cwr_t *w = malloc(sizeof *w + n);
+  if (!w) {
+    la_conn_close(c, "out of memory");
+    return LA_ENOMEM;
+  }
+  long len = la_frame_pack_into(type, m, w->data, n);
+  if (len < 0) {
+    free(w);
+    return (int)len;
+  }
+  w->c = c;
+  w->close_after = close_after;
+  w->len = (size_t)len;
+  uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)len);
+  if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, la__on_write) != 0) {
+    free(w);
+    la_conn_close(c, "write failed");
+    return LA_EIO;
+  }
+  c->out_bytes += w->len;
+  la_conn_hold(c); /* until the write callback */
+  return 0;
+}
+
+static void la__bad(la_conn_t *c, const char *why) {
+  if (c->ops->on_bad) c->ops->on_bad(c, why);
+  la_conn_close(c, "bad input");
+}
+
+static void la__alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  (void)h;
+  size_t n = suggested < 65536 ? suggested : 65536;
+  buf->base = malloc(n);
+  buf->len = buf->base ? n : 0;
+}
+
+static void la__on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
+  la_conn_t *c = st->data;
+  if (nread < 0 || c->closing) {
+    free(buf->base);
+    if (nread < 0)
+      la_conn_close(c, nread == UV_EOF ? "disconnected" : "connection error");
+    return;
+  }
+  int rc = nread > 0 ? la_frame_reader_feed(&c->rd, buf->base, (size_t)nread)
+                     : 0;
+  free(buf->base);
+  la_conn_hold(c); /* on_frame may close c */
+  uint16_t type;
+  const uint8_t *p;
+  uint32_t len;
+  while (rc == 0 && !c->closing &&
+         (rc = la_frame_reader_next(&c->rd, &type, &p, &len)) == 1) {
+    ProtobufCMessage *m = NULL;
+    char why[240];
+    if (la_msg_decode(type, p, len, &m, why, sizeof why) != 0) {
+      la__bad(c, why);
+      break;
+    }
+    rc = c->ops->on_frame(c, type, m);
+    la_msg_free(m);
+    if (rc != 0) {
+      la_conn_close(c, "protocol error");
+      rc = 0;
+      break;
+    }
+  }
+  if (rc < 0 && !c->closing)
+    la__bad(c, rc == LA_EMSGSIZE ? "frame larger than the maximum"
+                                 : "malformed frame header");
+  la_conn_release(c);
+}
+
+int la_conn_accept(la_conn_t *c, uv_stream_t *server) {
+  int rc = uv_accept(server, (uv_stream_t *)&c->tcp);
+  if (rc != 0) return rc;
+  struct sockaddr_storage a;
+  int al = sizeof a;
+  if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&a, &al) == 0) {
+    char ip[48] = "?";
+    int port = 0;
+    if (a.ss_family == AF_INET) {
+      uv_ip4_name((struct sockaddr_in *)&a, ip, sizeof ip);
+      port = ntohs(((struct sockaddr_in *)&a)->sin_port);
+    } else if (a.ss_family == AF_INET6) {
+      uv_ip6_name((struct sockaddr_in6 *)&a, ip, sizeof ip);
+      port = ntohs(((struct sockaddr_in6 *)&a)->sin6_port);
+    }
+    snprintf(c->peer, sizeof c->peer, "%s:%d", ip, port);
+  }
+  uv_tcp_nodelay(&c->tcp, 1);
+  return uv_read_start((uv_stream_t *)&c->tcp, la__alloc, la__on_read);
+}
+
+int la_listen(uv_loop_t *loop, uv_tcp_t *tcp, const char *l,
+              uv_connection_cb cb, char *bound, size_t bound_len,
+              uint16_t *port_out, char *why, size_t why_len) {
+  char host[200];
+  uint16_t port = 0;
+  size_t ll = strlen(l);
+  if (ll >= 2 && !strcmp(l + ll - 2, ":0")) { /* la_hostport_parse refuses 0 */
+    snprintf(host, sizeof host, "%.*s", (int)(ll - 2), l);
+    size_t hl = strlen(host);
+    if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+      memmove(host, host + 1, hl - 2);
+      host[hl - 2] = '\0';
+    }
+  } else if (la_hostport_parse(l, host, sizeof host, &port) != 0) {
+    snprintf(why, why_len, "'%s' is not host:port", l);
+    return LA_ECONFIG;
+  }
+  struct sockaddr_storage addr;
+  if (uv_ip4_addr(host, port, (struct sockaddr_in *)&addr) != 0 &&
+      uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr) != 0) {
+    snprintf(why, why_len, "'%s' is not an IP address", host);
+    return LA_ECONFIG;
+  }
+  uv_tcp_init(loop, tcp);
+  int rc = uv_tcp_bind(tcp, (struct sockaddr *)&addr, 0);
+  if (rc == 0) rc = uv_listen((uv_stream_t *)tcp, 511, cb);
+  if (rc != 0) {
+    snprintf(why, why_len, "cannot listen on %s: %s", l, uv_strerror(rc));
+    return LA_EIO;
+  }
+  struct sockaddr_storage b;
+  int bl = sizeof b;
+  uv_tcp_getsockname(tcp, (struct sockaddr *)&b, &bl);
+  *port_out = ntohs(b.ss_family == AF_INET6
+                        ? ((struct sockaddr_in6 *)&b)->sin6_port
+                        : ((struct sockaddr_in *)&b)->sin_port);
+  snprintf(bound, bound_len, "%s:%u", host, *port_out);
+  return 0;
+}
+
+static void la__free_handle(uv_handle_t *h) { free(h); }
+
+void la_refuse_connection(uv_loop_t *loop, uv_stream_t *server) {
+  uv_tcp_t *t = malloc(sizeof *t);
+  if (!t) return;
+  uv_tcp_init(loop, t);
+  uv_accept(server, (uv_stream_t *)t);
+  uv_close((uv_handle_t *)t, la__free_handle);
+}

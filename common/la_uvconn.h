@@ -1,0 +1,82 @@
+/* la_uvconn.h: one framed TCP connection on a libuv loop, for the daemons.
+ *
+ * Owns the socket and a deadline timer, reads frames (size checked before
+ * allocation by la_frame_reader), decodes and validates each message and
+ * hands it to the owner's on_frame; writes frames, counting the bytes not
+ * yet written (so owners can bound what they queue); closes on request or
+ * on any bad input, and calls on_free only once both handles are closed and
+ * no hold remains — a connection is never freed inside its own callback.
+ * It knows framing, not the protocol: what a message means is the owner's.
+ * Used by la-localagent (applications, tools) and la-globalagent
+ * (LocalAgents, subscribers). libla does not link it.
+ */
+#ifndef LA_UVCONN_H
+#define LA_UVCONN_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "la_codec.h"
+
+typedef struct la_conn la_conn_t;
+
+typedef struct la_conn_ops {
+  /* A decoded, validated message (freed by la_conn after the call). Return
+   * 0 to go on, -1 to close the connection. */
+  int (*on_frame)(la_conn_t *c, uint16_t type, ProtobufCMessage *msg);
+  /* Bad input (garbage, oversized frame, invalid message): the connection
+   * closes after this call; log why. May be NULL. */
+  void (*on_bad)(la_conn_t *c, const char *why);
+  /* The deadline set by la_conn_set_deadline passed. May be NULL (close). */
+  void (*on_deadline)(la_conn_t *c);
+  /* Called once, when the connection starts closing. May be NULL. */
+  void (*on_close)(la_conn_t *c, const char *reason);
+  /* Handles closed and no hold left: release the owner's state. */
+  void (*on_free)(la_conn_t *c);
+} la_conn_ops_t;
+
+struct la_conn {
+  uv_tcp_t tcp;
+  uv_timer_t timer;
+  int handles_open;
+  int holds;
+  int closing;
+  size_t out_bytes; /* queued by la_conn_send, not yet written */
+  la_frame_reader_t rd;
+  char peer[64];    /* "ip:port" */
+  const la_conn_ops_t *ops;
+  void *data;       /* the owner's */
+};
+
+/* Prepares c (embedded in the owner's struct) on loop. */
+void la_conn_init(la_conn_t *c, uv_loop_t *loop, uint32_t max_frame,
+                  const la_conn_ops_t *ops, void *data);
+/* Accepts a pending connection from server and starts reading. Returns 0 or
+ * a libuv error (then call la_conn_close). */
+int la_conn_accept(la_conn_t *c, uv_stream_t *server);
+/* Calls on_deadline after ms (0: cancels). */
+void la_conn_set_deadline(la_conn_t *c, uint64_t ms);
+/* Queues a message; close_after closes the connection once it is written.
+ * Returns 0, or a negative LA_E* code (the connection is then closing). */
+int la_conn_send(la_conn_t *c, uint16_t type, const ProtobufCMessage *m,
+                 int close_after);
+/* Starts closing (idempotent). */
+void la_conn_close(la_conn_t *c, const char *reason);
+/* Holds keep the connection's memory alive (e.g. while a worker job uses
+ * it) after the handles closed. */
+void la_conn_hold(la_conn_t *c);
+void la_conn_release(la_conn_t *c);
+/* The file descriptor, or -1. */
+int la_conn_fd(la_conn_t *c);
+
+/* Binds and listens on "host:port" (port 0 = any free port). Fills bound
+ * ("host:port" with the real port) and *port. Returns 0, or LA_ECONFIG /
+ * LA_EIO with the reason in why. */
+int la_listen(uv_loop_t *loop, uv_tcp_t *tcp, const char *addr,
+              uv_connection_cb cb, char *bound, size_t bound_len,
+              uint16_t *port, char *why, size_t why_len);
+
+/* Accepts a pending connection and closes it at once (admission refused). */
+void la_refuse_connection(uv_loop_t *loop, uv_stream_t *server);
+
+#endif

@@ -1,0 +1,271 @@
+/* stitch.c: the stitcher's hash table and arrival-ordered list (stitch.h). */
+#include "stitch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "la.h"
+
+typedef struct la__set {
+  struct la__set *hnext;        /* hash chain */
+  struct la__set *prev, *next;  /* arrival order, oldest first */
+  uint64_t tag, t_first;
+  uint32_t nprocs, present;
+  uint32_t hash;
+  char *app_id;
+  uint64_t bits[];              /* nprocs bits */
+} la__set_t;
+
+typedef struct la__closed {
+  struct la__closed *hnext; /* chain in the closed table */
+  uint32_t hash;
+  uint64_t tag;
+  char *app_id; /* NULL: empty slot */
+} la__closed_t;
+
+struct la_stitch {
+  la__set_t **table;
+  size_t nbuckets, count, max_open;
+  la__set_t *oldest, *newest;
+  la__closed_t *closed; /* ring of recently closed keys, FIFO */
+  la__closed_t **ctable; /* their hash index */
+  size_t nclosed, closed_head;
+  la_stitch_close_fn fn;
+  void *arg;
+  la_stitch_stats_t st;
+};
+
+static uint32_t la__hash(const char *app, uint64_t tag) {
+  uint32_t h = 2166136261u;
+  for (const char *p = app; *p; p++) h = (h ^ (uint8_t)*p) * 16777619u;
+  for (int i = 0; i < 8; i++) h = (h ^ (uint8_t)(tag >> (8 * i))) * 16777619u;
+  return h;
+}
+
+la_stitch_t *la_stitch_new(size_t max_open, la_stitch_close_fn fn, void *arg) {
+  la_stitch_t *st = calloc(1, sizeof *st);
+  if (!st) return NULL;
+  st->nbuckets = 1024;
+  st->table = calloc(st->nbuckets, sizeof *st->table);
+  st->nclosed = 65536;
+  st->closed = calloc(st->nclosed, sizeof *st->closed);
+  st->ctable = calloc(st->nclosed, sizeof *st->ctable);
+  if (!st->table || !st->closed || !st->ctable) {
+    free(st->table);
+    free(st->closed);
+    free(st->ctable);
+    free(st);
+    return NULL;
+  }
+  st->max_open = max_open ? max_open : 1;
+  st->fn = fn;
+  st->arg = arg;
+  return st;
+}
+
+void la_stitch_set_max_open(la_stitch_t *st, size_t max_open) {
+  st->max_open = max_open ? max_open : 1;
+}
+
+static void la__set_free(la__set_t *s) {
+  free(s->app_id);
+  free(s);
+}
+
+void la_stitch_free(la_stitch_t *st) {
+  if (!st) return;
+  for (la__set_t *s = st->oldest, *n; s; s = n) {
+    n = s->next;
+    la__set_free(s);
+  }
+  for (size_t i = 0; i < st->nclosed; i++) free(st->closed[i].app_id);
+  free(st->closed);
+  free(st->ctable);
+  free(st->table);
+  free(st);
+}
+
+static la__set_t **la__slot(la_stitch_t *st, const char *app, uint64_t tag,
+                            uint32_t h) {
+  la__set_t **p = &st->table[h & (st->nbuckets - 1)];
+  while (*p && ((*p)->hash != h || (*p)->tag != tag ||
+                strcmp((*p)->app_id, app)))
+    p = &(*p)->hnext;
+  return p;
+}
+
+static int la__was_closed(const la_stitch_t *st, const char *app,
+                          uint64_t tag, uint32_t h) {
+  for (const la__closed_t *c = st->ctable[h & (st->nclosed - 1)]; c;
+       c = c->hnext)
+    if (c->hash == h && c->tag == tag && !strcmp(c->app_id, app)) return 1;
+  return 0;
+}
+
+static void la__remember_closed(la_stitch_t *st, const la__set_t *s) {
+  la__closed_t *c = &st->closed[st->closed_head];
+  if (c->app_id) { /* evict the oldest: unlink it from its chain */
+    la__closed_t **p = &st->ctable[c->hash & (st->nclosed - 1)];
+    while (*p && *p != c) p = &(*p)->hnext;
+    if (*p) *p = c->hnext;
+    free(c->app_id);
+  }
+  c->app_id = strdup(s->app_id);
+  c->hash = s->hash;
+  c->tag = s->tag;
+  c->hnext = NULL;
+  if (c->app_id) {
+    la__closed_t **head = &st->ctable[c->hash & (st->nclosed - 1)];
+    c->hnext = *head;
+    *head = c;
+  }
+  st->closed_head = (st->closed_head + 1) % st->nclosed;
+}
+
+static void la__grow(la_stitch_t *st) {
+  size_t nb = st->nbuckets * 2;
+  la__set_t **t = calloc(nb, sizeof *t);
+  if (!t) return; /* keep the old table: slower, still correct */
+  for (size_t i = 0; i < st->nbuckets; i++)
+    for (la__set_t *s = st->table[i], *n; s; s = n) {
+      n = s->hnext;
+      s->hnext = t[s->hash & (nb - 1)];
+      t[s->hash & (nb - 1)] = s;
+    }
+  free(st->table);
+  st->table = t;
+  st->nbuckets = nb;
+}
+
+/* Unlinks s, reports it closed, frees it. */
+static void la__close(la_stitch_t *st, la__set_t *s, int complete) {
+  la__set_t **p = la__slot(st, s->app_id, s->tag, s->hash);
+  *p = s->hnext;
+  if (s->prev) s->prev->next = s->next;
+  else st->oldest = s->next;
+  if (s->next) s->next->prev = s->prev;
+  else st->newest = s->prev;
+  st->count--;
+  uint32_t stackbuf[256], *missing = stackbuf;
+  size_t nm = s->nprocs - s->present;
+  if (nm > 256 && !(missing = malloc(nm * sizeof *missing))) {
+    missing = stackbuf;
+    nm = 256; /* out of memory: report the first 256 */
+  }
+  size_t k = 0;
+  for (uint32_t r = 0; r < s->nprocs && k < nm; r++)
+    if (!(s->bits[r / 64] >> (r % 64) & 1)) missing[k++] = r;
+  if (complete) st->st.complete++;
+  else st->st.partial++;
+  la__remember_closed(st, s);
+  if (st->fn)
+    st->fn(st->arg, s->app_id, s->tag, s->nprocs, complete, missing, k,
+           s->t_first);
+  if (missing != stackbuf) free(missing);
+  la__set_free(s);
+}
+
+static la__set_t *la__open(la_stitch_t *st, const char *app, uint32_t nprocs,
+                           uint64_t tag, uint32_t h, uint64_t now) {
+  while (st->count >= st->max_open && st->oldest) {
+    st->st.evicted++;
+    la__close(st, st->oldest, 0);
+  }
+  size_t words = (nprocs + 63) / 64;
+  la__set_t *s = calloc(1, sizeof *s + words * sizeof(uint64_t));
+  if (!s || !(s->app_id = strdup(app))) {
+    free(s);
+    return NULL;
+  }
+  s->tag = tag;
+  s->nprocs = nprocs;
+  s->hash = h;
+  s->t_first = now;
+  if (st->count + 1 > st->nbuckets) la__grow(st);
+  la__set_t **p = &st->table[h & (st->nbuckets - 1)];
+  s->hnext = *p;
+  *p = s;
+  s->prev = st->newest;
+  if (st->newest) st->newest->next = s;
+  else st->oldest = s;
+  st->newest = s;
+  st->count++;
+  st->st.opened++;
+  return s;
+}
+
+/* Marks rank present; closes the set when complete. 1 new, 0 duplicate. */
+static int la__mark(la_stitch_t *st, la__set_t *s, uint32_t rank) {
+  uint64_t bit = 1ULL << (rank % 64);
+  if (s->bits[rank / 64] & bit) return 0;
+  s->bits[rank / 64] |= bit;
+  if (++s->present == s->nprocs) la__close(st, s, 1);
+  return 1;
+}
+
+int la_stitch_add(la_stitch_t *st, const char *app_id, uint32_t nprocs,
+                  uint32_t rank, uint64_t cycle_tag, uint64_t now_ms) {
+  if (nprocs == 0 || rank >= nprocs) return LA_EINVAL;
+  uint32_t h = la__hash(app_id, cycle_tag);
+  la__set_t *s = *la__slot(st, app_id, cycle_tag, h);
+  if (!s) {
+    if (la__was_closed(st, app_id, cycle_tag, h)) {
+      st->st.late++;
+      return LA_STITCH_LATE;
+    }
+    if (!(s = la__open(st, app_id, nprocs, cycle_tag, h, now_ms)))
+      return LA_ENOMEM;
+  } else if (s->nprocs != nprocs) {
+    return LA_EINVAL;
+  }
+  if (!la__mark(st, s, rank)) {
+    st->st.duplicates++;
+    return LA_STITCH_DUP;
+  }
+  return LA_STITCH_NEW;
+}
+
+int la_stitch_restore(la_stitch_t *st, const char *app_id, uint32_t nprocs,
+                      uint64_t cycle_tag, const uint32_t *ranks, size_t n,
+                      uint64_t t_first_ms) {
+  if (nprocs == 0) return LA_EINVAL;
+  uint32_t h = la__hash(app_id, cycle_tag);
+  la__set_t *s = *la__slot(st, app_id, cycle_tag, h);
+  if (!s && !(s = la__open(st, app_id, nprocs, cycle_tag, h, t_first_ms)))
+    return LA_ENOMEM;
+  if (s->nprocs != nprocs) return LA_EINVAL;
+  for (size_t i = 0; i < n; i++) {
+    if (ranks[i] >= nprocs) return LA_EINVAL;
+    /* la__mark frees the set when it completes: stop touching it then */
+    if (la__mark(st, s, ranks[i]) && !*la__slot(st, app_id, cycle_tag, h))
+      break;
+  }
+  return 0;
+}
+
+size_t la_stitch_expire(la_stitch_t *st, uint64_t now_ms, uint64_t timeout_ms) {
+  size_t n = 0;
+  while (st->oldest && now_ms - st->oldest->t_first >= timeout_ms &&
+         now_ms >= st->oldest->t_first) {
+    la__close(st, st->oldest, 0);
+    n++;
+  }
+  return n;
+}
+
+size_t la_stitch_app_end(la_stitch_t *st, const char *app_id) {
+  size_t n = 0;
+  for (la__set_t *s = st->oldest, *next; s; s = next) {
+    next = s->next;
+    if (!strcmp(s->app_id, app_id)) {
+      la__close(st, s, 0);
+      n++;
+    }
+  }
+  return n;
+}
+
+void la_stitch_get_stats(const la_stitch_t *st, la_stitch_stats_t *s) {
+  *s = st->st;
+  s->open = st->count;
+}
