@@ -145,7 +145,7 @@ $(BUILD)/bin/la-localagent: $(LOCAL_OBJ) $(COMMON_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
 
-$(BUILD)/bin/la-globalagent: $(GLOBAL_OBJ) $(CLIENT_A) $(COMMON_A)
+$(BUILD)/bin/la-globalagent: $(GLOBAL_OBJ) $(COMMON_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
 

@@ -24,7 +24,6 @@
 #define LA_H
 
 #include <stdint.h>
-#include <time.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,7 +44,7 @@ extern "C" {
 #define LA_ERRNO_MAP(XX)                                                      \
   XX(EINVAL, -1, "invalid argument")                                          \
   XX(ESTATE, -2, "call not valid in this state")                              \
-  XX(ENOAGENT, -3, "no LocalAgent reachable")                                 \
+  XX(ENOAGENT, -3, "no LA agent reachable")                                 \
   XX(EREFUSED, -4, "refused by the peer")                                     \
   XX(EAGENTLOST, -5, "connection to the LocalAgent lost; profiling stopped")  \
   XX(EIPC, -6, "shared memory or semaphore operation failed")                 \
@@ -156,6 +155,8 @@ LA_EXPORT extern la__hot_t la__hot;
 LA_EXPORT int la__probe_start_slow(long e);
 LA_EXPORT int la__probe_stop_slow(long e);
 LA_EXPORT int la__probe_range_error(long e);
+/* CLOCK_MONOTONIC in ns: the wall-time clock where there is no usable TSC. */
+LA_EXPORT uint64_t la__clock_ns(void);
 
 #if defined(__GNUC__)
 #define LA__LIKELY(x) __builtin_expect(!!(x), 1)
@@ -173,11 +174,7 @@ static inline uint64_t la__now(void) {
     return ((uint64_t)hi << 32) | lo;
   }
 #endif
-  {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-  }
+  return la__clock_ns();
 }
 
 /* Start measuring element e (0-based) in this cycle. A cycle that is not

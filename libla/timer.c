@@ -18,6 +18,12 @@ static uint64_t la__mono_raw_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+LA_EXPORT uint64_t la__clock_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t la__realtime_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);

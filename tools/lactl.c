@@ -18,12 +18,15 @@ typedef struct {
 
 int lactl_compact_main(int argc, char **argv);
 int lactl_status_main(int argc, char **argv);
+int lactl_secret_main(int argc, char **argv);
 
 static const lactl_cmd_t cmds[] = {
     {"compact", lactl_compact_main,
      "compact a series from a file; print size, error and speed"},
     {"status", lactl_status_main,
      "show the status of a LocalAgent or GlobalAgent"},
+    {"secret", lactl_secret_main,
+     "create a shared secret file for the agents"},
 };
 
 static void usage(FILE *f) {

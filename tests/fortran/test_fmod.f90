@@ -63,7 +63,7 @@ program test_fmod
   call la_set_app_id('fmod-app.1   ', ierr)
   call check(ierr == LA_OK, 'la_set_app_id')
   call check(la_strerror(LA_OK) == 'success', 'la_strerror(0)')
-  call check(la_strerror(LA_ENOAGENT) == 'no LocalAgent reachable', &
+  call check(la_strerror(LA_ENOAGENT) == 'no LA agent reachable', &
        'la_strerror(LA_ENOAGENT)')
   call check(len(la_strerror(LA_ENOAGENT)) == 23, 'string length')
 

@@ -544,7 +544,7 @@ static void test_bad_arguments(void **state) {
   assert_int_equal(LA_setBuffers(17), LA_EINVAL);
   assert_int_equal(LA_setPolicy(9), LA_EINVAL);
   assert_int_equal(LA_getStat(99), LA_EINVAL);
-  assert_string_equal(LA_strerror(LA_ENOAGENT), "no LocalAgent reachable");
+  assert_string_equal(LA_strerror(LA_ENOAGENT), "no LA agent reachable");
   assert_string_equal(LA_strerror(12345), "unknown LA error code");
   assert_int_equal(la_test_ipc_count(getpid()), 0);
 }

@@ -1,0 +1,303 @@
+/* la_client.h: libla_client, the library load balancers and tools use to
+ * receive Trace-Sets from an LA GlobalAgent and turn them into weights.
+ *
+ * A Trace-Set is every rank's compact trace of one application for one
+ * profiling cycle. The client connects to the GlobalAgent's feed port,
+ * subscribes (optionally to one application) and receives each Trace-Set as
+ * it completes, or closes partial; it can also ask for a stored cycle or the
+ * latest one. A received set (la_traceset_t) keeps every rank's trace parsed,
+ * and answers what partitioners take: the dense per-element weight vector
+ * over the global element numbering (ranks in order, offsets as ParMETIS's
+ * vtxdist), per-rank totals, the imbalance, range sums computed from the
+ * segments without expanding them, METIS integer vertex weights and Zoltan
+ * float weights.
+ *
+ * Conventions.
+ *  - Every int function returns 0 or a negative LA_E* code (la.h);
+ *    la_client_strerror() explains a code and la_client_error() gives the
+ *    detail of a handle's last failure. Accessors that cannot fail return
+ *    their value directly.
+ *  - Handles are opaque. No structure crosses the API by value.
+ *  - Ownership: every la_client_t is freed with la_client_close(), every
+ *    la_traceset_t with la_traceset_free(); nothing else needs freeing.
+ *    Strings and arrays returned by accessors belong to the object they came
+ *    from and stay valid until it is freed. Arrays passed in (weights,
+ *    vtxdist, ...) belong to the caller, who sizes them as each function says.
+ *  - Threads: a la_client_t is not thread-safe; use one handle per thread, or
+ *    lock around every call. A la_traceset_t is immutable once made: any
+ *    number of threads may read one concurrently; it is independent of the
+ *    client that received it (it may outlive it).
+ *  - The library prints nothing, never exits, installs no signal handler and
+ *    keeps no global state. Writes never raise SIGPIPE.
+ *
+ * Link with -lla_client (it needs libprotobuf-c and libm, which the shared
+ * library names itself). See docs/client.md for a complete example.
+ */
+#ifndef LA_CLIENT_H
+#define LA_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "la.h" /* LA_E* error codes */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define LA_CLIENT_EXPORT
+#else
+#define LA_CLIENT_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* The feed address when none is given and $LA_GLOBAL is not set. */
+#define LA_CLIENT_DEFAULT_ADDR "127.0.0.1:7463"
+/* Time limit of connect and of request/reply calls when none is given. */
+#define LA_CLIENT_DEFAULT_TIMEOUT_MS 5000
+/* Largest frame accepted from the GlobalAgent unless changed. */
+#define LA_CLIENT_DEFAULT_MAX_FRAME (64u << 20)
+/* Trace-Sets kept while a request waits for its reply (older ones are
+ * dropped and counted in la_traceset_dropped()). */
+#define LA_CLIENT_MAX_PENDING 64
+
+typedef struct la_client la_client_t;
+typedef struct la_traceset la_traceset_t;
+
+/* Text of an LA_E* code ("success" for 0). Static storage. */
+LA_CLIENT_EXPORT const char *la_client_strerror(int code);
+
+/* ------------------------------------------------------------ connection */
+
+/* Connects to the GlobalAgent's feed at host_port ("host:port", "port" or
+ * "[v6]:port"; NULL or "" means $LA_GLOBAL, or LA_CLIENT_DEFAULT_ADDR) within
+ * timeout_ms (<= 0: LA_CLIENT_DEFAULT_TIMEOUT_MS), which also becomes the
+ * handle's request timeout (la_client_set_timeout). On success *out is a new
+ * handle and 0 is returned. Errors: LA_EINVAL (out NULL, bad address; *out is
+ * set to NULL), LA_ENOAGENT (nothing listens), LA_ETIMEDOUT, LA_ENOMEM. On
+ * failure nothing is left to free. */
+LA_CLIENT_EXPORT int la_client_connect(const char *host_port, int timeout_ms,
+                                       la_client_t **out);
+
+/* Adopts an already connected stream socket (TCP or AF_UNIX; the client owns
+ * and closes it from now on, also when this fails). For tests and for callers
+ * with their own connection set-up. Errors: LA_EINVAL (fd < 0), LA_ENOMEM. */
+LA_CLIENT_EXPORT int la_client_from_fd(int fd, int timeout_ms,
+                                       la_client_t **out);
+
+/* Changes the time limit of sends and of la_client_get/latest/list/status
+ * (> 0 milliseconds). Errors: LA_EINVAL. */
+LA_CLIENT_EXPORT int la_client_set_timeout(la_client_t *c, int timeout_ms);
+
+/* Changes the largest frame payload accepted (bytes, >= 1024; default
+ * LA_CLIENT_DEFAULT_MAX_FRAME). A larger frame fails with LA_EMSGSIZE and
+ * ends the connection. Only before anything was received. Errors: LA_EINVAL,
+ * LA_ESTATE (data already received). */
+LA_CLIENT_EXPORT int la_client_set_max_frame(la_client_t *c,
+                                             uint32_t max_payload);
+
+/* Subscription flags. */
+enum {
+  LA_CLIENT_LATEST = 1, /* send the latest stored set first */
+  LA_CLIENT_NO_LIVE = 2 /* no live sets (only the stored one asked for) */
+};
+
+/* Subscribes to the Trace-Sets of app_id (NULL or "": every application).
+ * flags: LA_CLIENT_LATEST, LA_CLIENT_NO_LIVE. The sets then arrive through
+ * la_client_next(). A refusal arrives there too, as the GlobalAgent's error.
+ * Errors: LA_EINVAL (bad app id or flags), LA_ETIMEDOUT, LA_EIO (connection
+ * lost). */
+LA_CLIENT_EXPORT int la_client_subscribe(la_client_t *c, const char *app_id,
+                                         int flags);
+
+/* The same, asking first for the stored set of cycle cycle_tag. */
+LA_CLIENT_EXPORT int la_client_subscribe_at(la_client_t *c, const char *app_id,
+                                            int flags, uint64_t cycle_tag);
+
+/* Waits up to timeout_ms (< 0: forever; 0: only what has already arrived)
+ * for the next Trace-Set. On success *out is a new set the caller frees with
+ * la_traceset_free(). Errors (*out is NULL):
+ *   LA_ETIMEDOUT  nothing complete arrived in time (a partly received set is
+ *                 kept for the next call);
+ *   LA_EIO        the connection closed or failed (for good: every later call
+ *                 returns LA_EIO);
+ *   LA_EPROTO     a malformed or inconsistent set (skipped: the next call goes
+ *                 on with the following one), or a broken stream (for good);
+ *   LA_EMSGSIZE   a frame above the maximum (for good);
+ *   any negative code the GlobalAgent sent in an Error message (the
+ *                 subscription was refused; la_client_error() quotes it);
+ *   LA_ENOMEM.
+ * In an event loop: poll la_client_fd() for input, then call la_client_next
+ * with timeout 0 until it returns LA_ETIMEDOUT (one read may bring several
+ * sets). */
+LA_CLIENT_EXPORT int la_client_next(la_client_t *c, int timeout_ms,
+                                    la_traceset_t **out);
+
+/* Asks for the stored set of app_id at cycle_tag (request/reply within the
+ * handle's timeout; sets that arrive for a subscription meanwhile are kept
+ * for la_client_next). On success *out is a new set to free. Errors:
+ * LA_ENOTFOUND (no such set), LA_EINVAL, LA_ETIMEDOUT, LA_EIO, LA_EPROTO, or
+ * the status the GlobalAgent answered. */
+LA_CLIENT_EXPORT int la_client_get(la_client_t *c, const char *app_id,
+                                   uint64_t cycle_tag, la_traceset_t **out);
+
+/* The same for app_id's latest stored set. */
+LA_CLIENT_EXPORT int la_client_latest(la_client_t *c, const char *app_id,
+                                      la_traceset_t **out);
+
+/* Key/value rows of a listing or a status reply. */
+typedef struct la_client_rows la_client_rows_t;
+
+/* Query{what} ("apps", "cycles", ...) for app_id (NULL: none): on success
+ * *out holds the reply's rows (free with la_client_rows_free). Errors as
+ * la_client_get. */
+LA_CLIENT_EXPORT int la_client_list(la_client_t *c, const char *what,
+                                    const char *app_id, la_client_rows_t **out);
+
+/* The GlobalAgent's status (StatusRequest; section NULL: all). */
+LA_CLIENT_EXPORT int la_client_status(la_client_t *c, const char *section,
+                                      la_client_rows_t **out);
+
+LA_CLIENT_EXPORT size_t la_client_rows_count(const la_client_rows_t *r);
+/* Key and value of row i (NULL when i is out of range); owned by r. */
+LA_CLIENT_EXPORT const char *la_client_rows_key(const la_client_rows_t *r,
+                                                size_t i);
+LA_CLIENT_EXPORT const char *la_client_rows_value(const la_client_rows_t *r,
+                                                  size_t i);
+LA_CLIENT_EXPORT void la_client_rows_free(la_client_rows_t *r);
+
+/* The socket, for poll()/select() (readable: call la_client_next with a
+ * timeout of 0). Owned by the client: do not read, write or close it. -1 for
+ * NULL. */
+LA_CLIENT_EXPORT int la_client_fd(const la_client_t *c);
+
+/* 0 while the connection is usable; once the stream is broken (closed,
+ * failed, garbage, oversized frame) the error code every later call returns.
+ * Tells a skipped bad set (LA_EPROTO, state 0) from a dead stream. */
+LA_CLIENT_EXPORT int la_client_state(const la_client_t *c);
+
+/* Detail of the handle's last failure ("" when none); owned by c, valid
+ * until the next call on c. */
+LA_CLIENT_EXPORT const char *la_client_error(const la_client_t *c);
+
+/* Closes the connection and frees c and every set it still kept. Sets
+ * returned earlier stay valid. NULL is fine. */
+LA_CLIENT_EXPORT void la_client_close(la_client_t *c);
+
+/* ------------------------------------------------------------- Trace-Sets
+ * A set covers ranks 0..nprocs-1; rank r's elements are numbered
+ * vtxdist[r]..vtxdist[r+1]-1 globally. A partial set lacks the traces of its
+ * missing ranks: their weights and totals are NaN. A missing rank whose
+ * element count the GlobalAgent did not know counts 0 elements. */
+
+/* Makes a set from the payload of a TraceSet message (the protobuf bytes,
+ * without the frame header), validating it: the message's ranges, every rank
+ * either present or listed missing (exactly once), element counts matching
+ * rank_elements, and every trace's encoding (parsed once, kept). payload is
+ * only read (it may be freed afterwards). On success *out is a new set.
+ * Errors: LA_EINVAL (NULL arguments), LA_EPROTO (garbage or an inconsistent
+ * set; why, if not NULL, gets the reason), LA_ENOMEM. */
+LA_CLIENT_EXPORT int la_traceset_from_bytes(const uint8_t *payload, size_t len,
+                                            la_traceset_t **out, char *why,
+                                            size_t why_len);
+
+LA_CLIENT_EXPORT void la_traceset_free(la_traceset_t *t);
+
+/* Identity and state. Strings are owned by t ("" when absent). */
+LA_CLIENT_EXPORT const char *la_traceset_app_id(const la_traceset_t *t);
+LA_CLIENT_EXPORT uint64_t la_traceset_cycle(const la_traceset_t *t);
+LA_CLIENT_EXPORT uint32_t la_traceset_nprocs(const la_traceset_t *t);
+/* 1 when every rank's trace is present, else 0. */
+LA_CLIENT_EXPORT int la_traceset_complete(const la_traceset_t *t);
+/* Number of missing ranks; *ranks (if not NULL) points to them, ascending,
+ * owned by t (NULL when none). */
+LA_CLIENT_EXPORT size_t la_traceset_missing(const la_traceset_t *t,
+                                            const uint32_t **ranks);
+/* 1 when rank's trace is present, 0 when missing or rank >= nprocs. */
+LA_CLIENT_EXPORT int la_traceset_has_rank(const la_traceset_t *t,
+                                          uint32_t rank);
+/* Sets dropped for this subscriber so far, because it read too slowly (by
+ * the GlobalAgent, plus any this client had to drop while a request waited).
+ * Cumulative over the connection. */
+LA_CLIENT_EXPORT uint64_t la_traceset_dropped(const la_traceset_t *t);
+LA_CLIENT_EXPORT const char *la_traceset_metric(const la_traceset_t *t);
+LA_CLIENT_EXPORT const char *la_traceset_unit(const la_traceset_t *t);
+/* When the set completed or closed (CLOCK_REALTIME ns), 0 if unknown. */
+LA_CLIENT_EXPORT uint64_t la_traceset_time_ns(const la_traceset_t *t);
+
+/* Global element count: the sum of every rank's element count. */
+LA_CLIENT_EXPORT uint64_t la_traceset_elements(const la_traceset_t *t);
+/* Element count of rank (0 when rank >= nprocs). */
+LA_CLIENT_EXPORT uint64_t la_traceset_rank_elements(const la_traceset_t *t,
+                                                    uint32_t rank);
+/* Writes nprocs+1 offsets (ParMETIS vtxdist): vtxdist[0] = 0, vtxdist[r+1] =
+ * vtxdist[r] + elements of rank r. Errors: LA_EINVAL. */
+LA_CLIENT_EXPORT int la_traceset_vtxdist(const la_traceset_t *t,
+                                         uint64_t *vtxdist);
+
+/* Writes nprocs exact per-rank totals: each trace's raw sum (its exact
+ * statistics, computed before compaction), NaN for missing ranks. */
+LA_CLIENT_EXPORT int la_traceset_rank_totals(const la_traceset_t *t,
+                                             double *totals);
+/* Exact statistics of rank's raw series. Errors: LA_ENOTFOUND (missing
+ * rank), LA_EINVAL. Any output pointer may be NULL. */
+LA_CLIENT_EXPORT int la_traceset_rank_stats(const la_traceset_t *t,
+                                            uint32_t rank, double *sum,
+                                            double *min, double *max);
+/* Error the compaction achieved on rank's trace, and the size of its
+ * encoding in bytes. Errors: LA_ENOTFOUND (missing rank, or no error
+ * recorded: then *bytes is still set), LA_EINVAL. Pointers may be NULL. */
+LA_CLIENT_EXPORT int la_traceset_rank_error(const la_traceset_t *t,
+                                            uint32_t rank, double *max_abs,
+                                            double *rmse, double *cv,
+                                            size_t *bytes);
+/* max / mean of the present ranks' totals (1.0 when they are all 0).
+ * Errors: LA_EINVAL (no rank present, or a negative mean). */
+LA_CLIENT_EXPORT int la_traceset_imbalance(const la_traceset_t *t,
+                                           double *imbalance);
+
+/* Writes la_traceset_elements() weights: the decoded (reconstructed) value
+ * of every element in global order; NaN for missing ranks' elements. */
+LA_CLIENT_EXPORT int la_traceset_weights(const la_traceset_t *t, double *w);
+/* Writes rank's la_traceset_rank_elements() decoded values (NaN if the rank
+ * is missing). Errors: LA_EINVAL (rank >= nprocs). */
+LA_CLIENT_EXPORT int la_traceset_rank_weights(const la_traceset_t *t,
+                                              uint32_t rank, double *w);
+/* Sum of the weights of global elements [first, first+count), which may
+ * span ranks, computed from the segments without expanding them. NaN when
+ * the range covers elements of a missing rank. Errors: LA_ERANGE (past the
+ * last element), LA_EINVAL. */
+LA_CLIENT_EXPORT int la_traceset_range_sum(const la_traceset_t *t,
+                                           uint64_t first, uint64_t count,
+                                           double *sum);
+
+/* METIS vertex weights, la_traceset_elements() of them: w = round(value *
+ * scale), at least 1, at most max_weight, with scale = max_weight / (the
+ * largest value), so the heaviest element weighs exactly max_weight
+ * (e.g. 1000). Elements of missing ranks, and non-finite values, get the
+ * weight of the mean of the present finite values; negative values get 1.
+ * When no value is positive every weight is 1 and *scale is 0. *scale (if
+ * not NULL) receives the scale. max_weight: 1..2^53 (int64) or 1..2^31-1
+ * (int32: METIS built with 32-bit idx_t, as Debian's). Keep max_weight times
+ * the element count below the range of idx_t: METIS sums weights. Errors:
+ * LA_EINVAL (bad arguments, or no finite value present). */
+LA_CLIENT_EXPORT int la_traceset_metis_weights(const la_traceset_t *t,
+                                               int64_t *vwgt,
+                                               int64_t max_weight,
+                                               double *scale);
+LA_CLIENT_EXPORT int la_traceset_metis_weights32(const la_traceset_t *t,
+                                                 int32_t *vwgt,
+                                                 int32_t max_weight,
+                                                 double *scale);
+
+/* Zoltan object weights (float), la_traceset_elements() of them: the
+ * decoded values; missing ranks' elements and non-finite values get the mean
+ * of the present finite values; negative values become 0 (Zoltan requires
+ * weights >= 0). Errors: LA_EINVAL (bad arguments, or no finite value). */
+LA_CLIENT_EXPORT int la_traceset_zoltan_weights(const la_traceset_t *t,
+                                                float *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LA_CLIENT_H */

@@ -1,0 +1,305 @@
+/* traceset.c: making a la_traceset_t from a TraceSet message, and its plain
+ * accessors (identity, ranks, element counts, exact per-rank statistics).
+ *
+ * Building validates what la_msg_validate cannot see alone: every rank is
+ * either present or listed missing, exactly once; trace element counts agree
+ * with rank_elements; every trace's encoding parses (la_trace_open), covers
+ * its element count and has the mode the message says. A set that passes is
+ * immutable, so the numeric functions (weights.c) never re-check. Does not do
+ * I/O and does not compute weights.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "la_client_internal.h"
+
+static int la__ts_bad(char *why, size_t why_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int la__ts_bad(char *why, size_t why_len, const char *fmt, ...) {
+  if (why && why_len) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, why_len, fmt, ap);
+    va_end(ap);
+  }
+  return LA_EPROTO;
+}
+
+void la_traceset_free(la_traceset_t *t) {
+  if (!t) return;
+  if (t->trace)
+    for (uint32_t r = 0; r < t->nprocs; r++) la_trace_close(t->trace[r]);
+  free(t->trace);
+  free(t->ct);
+  free(t->vtx);
+  free(t->missing);
+  if (t->msg) la_msg_free(&t->msg->base);
+  free(t);
+}
+
+/* Fills t's per-rank tables from t->msg (validated by la_msg_validate). */
+static int la__ts_build(la_traceset_t *t, char *why, size_t why_len) {
+  const La__TraceSet *m = t->msg;
+  uint32_t np = m->nprocs;
+  char wbuf[200];
+  t->nprocs = np;
+  t->vtx = calloc((size_t)np + 1, sizeof *t->vtx);
+  t->trace = calloc(np, sizeof *t->trace);
+  t->ct = calloc(np, sizeof *t->ct);
+  if (!t->vtx || !t->trace || !t->ct) return LA_ENOMEM;
+  if (m->n_traces + m->n_missing_ranks != np)
+    return la__ts_bad(why, why_len,
+                      "%zu traces and %zu missing ranks for %u ranks",
+                      m->n_traces, m->n_missing_ranks, np);
+  for (size_t i = 0; i < m->n_traces; i++)
+    t->ct[m->traces[i]->rank] = m->traces[i];
+  if (m->n_missing_ranks) {
+    /* With the counts matching, ranks listed once each and without a trace
+     * (the codec checked the latter) are exactly the ranks without one. */
+    uint8_t *seen = calloc(np, 1);
+    t->missing = malloc(m->n_missing_ranks * sizeof *t->missing);
+    if (!seen || !t->missing) {
+      free(seen);
+      return LA_ENOMEM;
+    }
+    for (size_t i = 0; i < m->n_missing_ranks; i++) {
+      uint32_t r = m->missing_ranks[i];
+      if (seen[r]++) {
+        free(seen);
+        return la__ts_bad(why, why_len, "missing_ranks lists rank %u twice", r);
+      }
+    }
+    free(seen);
+    for (uint32_t r = 0; r < np; r++)
+      if (!t->ct[r]) t->missing[t->n_missing++] = r;
+  }
+  uint64_t total = 0;
+  for (uint32_t r = 0; r < np; r++) {
+    const La__CompactTrace *ct = t->ct[r];
+    uint64_t n = m->n_rank_elements ? m->rank_elements[r] : 0;
+    if (ct) {
+      if (m->n_rank_elements && n != ct->n_elements)
+        return la__ts_bad(why, why_len,
+                          "rank %u: trace of %llu elements, rank_elements "
+                          "says %llu",
+                          r, (unsigned long long)ct->n_elements,
+                          (unsigned long long)n);
+      n = ct->n_elements;
+    } else if (n > (1ULL << 32)) {
+      return la__ts_bad(why, why_len, "rank %u: %llu elements out of range", r,
+                        (unsigned long long)n);
+    }
+    t->vtx[r] = total;
+    total += n; /* < 2^24 * (2^32 + 1): no overflow */
+  }
+  t->vtx[np] = total;
+  for (uint32_t r = 0; r < np; r++) {
+    const La__CompactTrace *ct = t->ct[r];
+    if (!ct) continue;
+    int rc = la_trace_open(ct->segments.data, ct->segments.len, &t->trace[r],
+                           wbuf, sizeof wbuf);
+    if (rc == LA_ENOMEM) return rc;
+    if (rc)
+      return la__ts_bad(why, why_len, "rank %u: bad trace encoding: %s", r,
+                        wbuf);
+    if (la_trace_count(t->trace[r]) != ct->n_elements)
+      return la__ts_bad(why, why_len,
+                        "rank %u: encoding holds %llu points, n_elements "
+                        "%llu",
+                        r, (unsigned long long)la_trace_count(t->trace[r]),
+                        (unsigned long long)ct->n_elements);
+    if (la_trace_mode(t->trace[r]) != (int)ct->mode)
+      return la__ts_bad(why, why_len,
+                        "rank %u: encoding mode %s, message says %s", r,
+                        la_compact_mode_name(la_trace_mode(t->trace[r])),
+                        la_compact_mode_name((int)ct->mode));
+  }
+  t->dropped = m->has_dropped ? m->dropped : 0;
+  return 0;
+}
+
+int la__traceset_adopt(La__TraceSet *m, int validate, la_traceset_t **out,
+                       char *why, size_t why_len) {
+  if (why && why_len) why[0] = '\0';
+  if (!out) {
+    if (m) la_msg_free(&m->base);
+    return LA_EINVAL;
+  }
+  *out = NULL;
+  if (!m) return LA_EINVAL;
+  if (validate &&
+      la_msg_validate(LA__MSG_TYPE__MSG_TRACE_SET, &m->base, why, why_len)) {
+    la_msg_free(&m->base);
+    return LA_EPROTO;
+  }
+  la_traceset_t *t = calloc(1, sizeof *t);
+  if (!t) {
+    la_msg_free(&m->base);
+    return LA_ENOMEM;
+  }
+  t->msg = m;
+  int rc = la__ts_build(t, why, why_len);
+  if (rc) {
+    if (rc == LA_ENOMEM && why && why_len)
+      snprintf(why, why_len, "out of memory");
+    la_traceset_free(t);
+    return rc;
+  }
+  *out = t;
+  return 0;
+}
+
+int la_traceset_from_bytes(const uint8_t *payload, size_t len,
+                           la_traceset_t **out, char *why, size_t why_len) {
+  if (why && why_len) why[0] = '\0';
+  if (out) *out = NULL;
+  if (!out || (!payload && len)) return LA_EINVAL;
+  ProtobufCMessage *m = NULL;
+  int rc = la_msg_decode(LA__MSG_TYPE__MSG_TRACE_SET,
+                         payload ? payload : (const uint8_t *)"", len, &m, why,
+                         why_len);
+  if (rc) return rc;
+  return la__traceset_adopt((La__TraceSet *)m, 0, out, why, why_len);
+}
+
+int la_traceset_from_message(const La__TraceSet *m, la_traceset_t **out,
+                             char *why, size_t why_len) {
+  if (out) *out = NULL;
+  if (!m || !out) return LA_EINVAL;
+  /* Validate first: packing a message with NULL required fields would
+   * crash protobuf-c. */
+  if (la_msg_validate(LA__MSG_TYPE__MSG_TRACE_SET, &m->base, why, why_len))
+    return LA_EPROTO;
+  size_t n = protobuf_c_message_get_packed_size(&m->base);
+  uint8_t *buf = malloc(n ? n : 1);
+  if (!buf) return LA_ENOMEM;
+  protobuf_c_message_pack(&m->base, buf);
+  int rc = la_traceset_from_bytes(buf, n, out, why, why_len);
+  free(buf);
+  return rc;
+}
+
+/* ------------------------------------------------------------ accessors */
+
+const La__TraceSet *la__traceset_message(const la_traceset_t *t) {
+  return t ? t->msg : NULL;
+}
+
+const la_trace_t *la__traceset_trace(const la_traceset_t *t, uint32_t rank) {
+  return t && rank < t->nprocs ? t->trace[rank] : NULL;
+}
+
+const La__CompactTrace *la__traceset_compact(const la_traceset_t *t,
+                                             uint32_t rank) {
+  return t && rank < t->nprocs ? t->ct[rank] : NULL;
+}
+
+const char *la_traceset_app_id(const la_traceset_t *t) {
+  return t && t->msg->app_id ? t->msg->app_id : "";
+}
+
+uint64_t la_traceset_cycle(const la_traceset_t *t) {
+  return t ? t->msg->cycle_tag : 0;
+}
+
+uint32_t la_traceset_nprocs(const la_traceset_t *t) {
+  return t ? t->nprocs : 0;
+}
+
+int la_traceset_complete(const la_traceset_t *t) {
+  return t && t->n_missing == 0 ? 1 : 0;
+}
+
+size_t la_traceset_missing(const la_traceset_t *t, const uint32_t **ranks) {
+  if (ranks) *ranks = t ? t->missing : NULL;
+  return t ? t->n_missing : 0;
+}
+
+int la_traceset_has_rank(const la_traceset_t *t, uint32_t rank) {
+  return t && rank < t->nprocs && t->trace[rank] ? 1 : 0;
+}
+
+uint64_t la_traceset_dropped(const la_traceset_t *t) {
+  return t ? t->dropped : 0;
+}
+
+const char *la_traceset_metric(const la_traceset_t *t) {
+  return t && t->msg->metric ? t->msg->metric : "";
+}
+
+const char *la_traceset_unit(const la_traceset_t *t) {
+  return t && t->msg->unit ? t->msg->unit : "";
+}
+
+uint64_t la_traceset_time_ns(const la_traceset_t *t) {
+  return t && t->msg->has_t_complete_ns ? t->msg->t_complete_ns : 0;
+}
+
+uint64_t la_traceset_elements(const la_traceset_t *t) {
+  return t ? t->vtx[t->nprocs] : 0;
+}
+
+uint64_t la_traceset_rank_elements(const la_traceset_t *t, uint32_t rank) {
+  return t && rank < t->nprocs ? t->vtx[rank + 1] - t->vtx[rank] : 0;
+}
+
+int la_traceset_vtxdist(const la_traceset_t *t, uint64_t *vtxdist) {
+  if (!t || !vtxdist) return LA_EINVAL;
+  memcpy(vtxdist, t->vtx, ((size_t)t->nprocs + 1) * sizeof *vtxdist);
+  return 0;
+}
+
+int la_traceset_rank_totals(const la_traceset_t *t, double *totals) {
+  if (!t || !totals) return LA_EINVAL;
+  for (uint32_t r = 0; r < t->nprocs; r++)
+    totals[r] = t->ct[r] ? t->ct[r]->stats->sum : NAN;
+  return 0;
+}
+
+int la_traceset_rank_stats(const la_traceset_t *t, uint32_t rank, double *sum,
+                           double *min, double *max) {
+  if (!t || rank >= t->nprocs) return LA_EINVAL;
+  const La__CompactTrace *ct = t->ct[rank];
+  if (!ct) return LA_ENOTFOUND;
+  if (sum) *sum = ct->stats->sum;
+  if (min) *min = ct->stats->min;
+  if (max) *max = ct->stats->max;
+  return 0;
+}
+
+int la_traceset_rank_error(const la_traceset_t *t, uint32_t rank,
+                           double *max_abs, double *rmse, double *cv,
+                           size_t *bytes) {
+  if (!t || rank >= t->nprocs) return LA_EINVAL;
+  const La__CompactTrace *ct = t->ct[rank];
+  if (!ct) return LA_ENOTFOUND;
+  if (bytes) *bytes = ct->segments.len;
+  if (!ct->error) return LA_ENOTFOUND;
+  if (max_abs) *max_abs = ct->error->max_abs;
+  if (rmse) *rmse = ct->error->rmse;
+  if (cv) *cv = ct->error->cv;
+  return 0;
+}
+
+int la_traceset_imbalance(const la_traceset_t *t, double *imbalance) {
+  if (!t || !imbalance) return LA_EINVAL;
+  double mx = -INFINITY, s = 0, c = 0; /* Neumaier */
+  size_t k = 0;
+  for (uint32_t r = 0; r < t->nprocs; r++) {
+    if (!t->ct[r]) continue;
+    double v = t->ct[r]->stats->sum, u = s + v;
+    c += fabs(s) >= fabs(v) ? (s - u) + v : (v - u) + s;
+    s = u;
+    if (v > mx || isnan(v)) mx = v;
+    k++;
+  }
+  if (k == 0) return LA_EINVAL;
+  double mean = (s + c) / (double)k;
+  if (mean < 0) return LA_EINVAL;
+  *imbalance = mean == 0 && mx == 0 ? 1.0 : mx / mean;
+  return 0;
+}

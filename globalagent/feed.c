@@ -1,0 +1,263 @@
+/* feed.c: the GlobalAgent's subscriber port: load balancers, lactl, live
+ * views.
+ *
+ * A connection must speak within handshake_timeout. Subscribe{app_id filter,
+ * live, latest, cycle} starts the stream: the requested stored set(s) first,
+ * then every Trace-Set as it closes (complete or partial). Query answers
+ * "apps", "cycles" and "traceset" from the store; StatusRequest the status.
+ * A slow subscriber never stalls stitching: when the bytes queued to it
+ * exceed feed.queue_bytes, sets are dropped for it, counted, and the count
+ * travels in the next set it gets (TraceSet.dropped). Knows the feed
+ * protocol; what is stored is the store's.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ga.h"
+#include "la_log.h"
+#include "la_status.h"
+
+typedef struct la_ga_sub {
+  la_conn_t conn; /* first */
+  la_ga_t *ga;
+  struct la_ga_sub *prev, *next;
+  int spoke;      /* sent a valid request: no deadline any more */
+  int subscribed, live;
+  char app[LA_MAX_ID_LEN + 1]; /* "" = every application */
+  uint64_t sent, dropped;
+} la_ga_sub_t;
+
+static void la__on_free(la_conn_t *c) {
+  la_ga_sub_t *s = (la_ga_sub_t *)c;
+  la_ga_t *ga = s->ga;
+  if (s->prev) s->prev->next = s->next;
+  else ga->subs = s->next;
+  if (s->next) s->next->prev = s->prev;
+  ga->n_subs--;
+  free(s);
+}
+
+static void la__on_close(la_conn_t *c, const char *reason) {
+  la_ga_sub_t *s = (la_ga_sub_t *)c;
+  if (s->subscribed)
+    la_log_info("subscriber %s left (%s): %llu sets sent, %llu dropped",
+                c->peer, reason, (unsigned long long)s->sent,
+                (unsigned long long)s->dropped);
+}
+
+/* Queues one set to s unless its queue is full (then counts a drop). */
+static void la__send_set(la_ga_sub_t *s, La__TraceSet *set) {
+  la_ga_t *ga = s->ga;
+  size_t n = la_frame_size(&set->base);
+  if (s->conn.out_bytes + n > ga->set.sub_queue_bytes) {
+    if (s->dropped++ == 0 || s->dropped % 1000 == 0)
+      la_log_warnx("subscriber %s is not reading: %llu Trace-Sets dropped "
+                   "for it so far", s->conn.peer,
+                   (unsigned long long)s->dropped);
+    ga->st.sets_dropped++;
+    return;
+  }
+  set->has_dropped = 1;
+  set->dropped = s->dropped;
+  if (la_conn_send(&s->conn, LA__MSG_TYPE__MSG_TRACE_SET, &set->base, 0) == 0)
+    s->sent++;
+}
+
+void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set) {
+  ga->st.sets_published++;
+  for (la_ga_sub_t *s = ga->subs; s; s = s->next)
+    if (s->subscribed && s->live && !s->conn.closing &&
+        (!s->app[0] || !strcmp(s->app, set->app_id)))
+      la__send_set(s, set);
+}
+
+static void la__send_stored(la_ga_sub_t *s, const char *app, uint64_t tag) {
+  La__TraceSet *set = NULL;
+  if (la_store_load_set(s->ga->store, app, tag, &set) == 0) {
+    la__send_set(s, set);
+    la_store_free_set(set);
+  }
+}
+
+static void la__reply(la_ga_sub_t *s, int status, const char *msg,
+                      La__QueryReply *r) {
+  r->status = status;
+  r->message = (char *)msg;
+  la_conn_send(&s->conn, LA__MSG_TYPE__MSG_QUERY_REPLY, &r->base, 0);
+}
+
+static void la__query(la_ga_sub_t *s, const La__Query *q) {
+  la_ga_t *ga = s->ga;
+  ga->st.queries++;
+  La__QueryReply r = LA__QUERY_REPLY__INIT;
+  La__StatusReply *rows = la_status_new("rows");
+  if (!rows) return la__reply(s, LA_ENOMEM, "out of memory", &r);
+  if (!strcmp(q->what, "apps")) {
+    la_store_app_t *a = NULL;
+    size_t n = 0;
+    if (la_store_apps(ga->store, &a, &n) != 0) {
+      la_status_free(rows);
+      return la__reply(s, LA_EIO, la_store_errmsg(ga->store), &r);
+    }
+    for (size_t i = 0; i < n; i++)
+      la_status_row(rows, a[i].app_id,
+                    "name=%s nprocs=%u elements=%llu metric=%s unit=%s "
+                    "cycles=%llu complete=%llu partial=%llu ranks_started=%d "
+                    "ranks_ended=%d", a[i].app_name, a[i].nprocs,
+                    (unsigned long long)a[i].n_elements_total, a[i].metric,
+                    a[i].unit, (unsigned long long)a[i].cycles,
+                    (unsigned long long)a[i].sets_complete,
+                    (unsigned long long)a[i].sets_partial,
+                    a[i].ranks_started, a[i].ranks_ended);
+    free(a);
+  } else if (!strcmp(q->what, "cycles") && q->app_id && q->app_id[0]) {
+    la_store_cycle_t *c = NULL;
+    size_t n = 0;
+    uint64_t first = q->has_cycle_tag ? q->cycle_tag : 0;
+    uint64_t last = q->has_cycle_last ? q->cycle_last : UINT64_MAX;
+    if (la_store_cycles(ga->store, q->app_id, first, last, &c, &n) != 0) {
+      la_status_free(rows);
+      return la__reply(s, LA_EIO, la_store_errmsg(ga->store), &r);
+    }
+    for (size_t i = 0; i < n; i++) {
+      char key[32];
+      snprintf(key, sizeof key, "%llu", (unsigned long long)c[i].cycle_tag);
+      la_status_row(rows, key, "state=%s ranks=%u missing=%u",
+                    !c[i].closed ? "open"
+                    : c[i].complete ? "complete"
+                                    : "partial",
+                    c[i].ranks_present, c[i].n_missing);
+    }
+    free(c);
+  } else if (!strcmp(q->what, "traceset") && q->app_id && q->app_id[0]) {
+    uint64_t tag = q->cycle_tag;
+    if (!q->has_cycle_tag &&
+        la_store_latest_cycle(ga->store, q->app_id, LA_STORE_LATEST_ANY,
+                              &tag) != 0) {
+      la_status_free(rows);
+      return la__reply(s, LA_ENOTFOUND, "no cycle stored for that app", &r);
+    }
+    La__TraceSet *set = NULL;
+    int rc = la_store_load_set(ga->store, q->app_id, tag, &set);
+    if (rc != 0) {
+      la_status_free(rows);
+      return la__reply(s, rc, rc == LA_ENOTFOUND ? "no such cycle"
+                                                 : la_store_errmsg(ga->store),
+                       &r);
+    }
+    r.n_sets = 1;
+    r.sets = &set;
+    la__reply(s, 0, NULL, &r);
+    la_store_free_set(set);
+    la_status_free(rows);
+    return;
+  } else {
+    la_status_free(rows);
+    return la__reply(s, LA_EINVAL, "what must be apps, cycles (with app_id) "
+                     "or traceset (with app_id)", &r);
+  }
+  r.n_rows = rows->n_entries;
+  r.rows = rows->entries;
+  la__reply(s, 0, NULL, &r);
+  la_status_free(rows);
+}
+
+static void la__subscribe(la_ga_sub_t *s, const La__Subscribe *m) {
+  la_ga_t *ga = s->ga;
+  s->subscribed = 1;
+  s->live = !m->has_live || m->live;
+  snprintf(s->app, sizeof s->app, "%s", m->app_id ? m->app_id : "");
+  la_log_info("subscriber %s: %s%s", s->conn.peer,
+              s->app[0] ? s->app : "every application",
+              s->live ? ", live" : "");
+  if (m->has_cycle && s->app[0]) la__send_stored(s, s->app, m->cycle_tag);
+  if (m->latest) {
+    la_store_app_t *a = NULL;
+    size_t n = 0;
+    if (la_store_apps(ga->store, &a, &n) != 0) return;
+    for (size_t i = 0; i < n; i++) {
+      uint64_t tag;
+      if ((s->app[0] && strcmp(s->app, a[i].app_id)) ||
+          la_store_latest_cycle(ga->store, a[i].app_id, LA_STORE_LATEST_ANY,
+                                &tag) != 0)
+        continue;
+      la__send_stored(s, a[i].app_id, tag);
+    }
+    free(a);
+  }
+}
+
+static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
+  la_ga_sub_t *s = (la_ga_sub_t *)c;
+  if (!s->spoke) {
+    s->spoke = 1;
+    la_conn_set_deadline(c, 0);
+  }
+  switch (type) {
+  case LA__MSG_TYPE__MSG_SUBSCRIBE:
+    la__subscribe(s, (La__Subscribe *)m);
+    return 0;
+  case LA__MSG_TYPE__MSG_QUERY:
+    la__query(s, (La__Query *)m);
+    return 0;
+  case LA__MSG_TYPE__MSG_STATUS_REQUEST: {
+    La__StatusReply *r = la_ga_status_reply(s->ga);
+    if (r) la_conn_send(c, LA__MSG_TYPE__MSG_STATUS_REPLY, &r->base, 0);
+    la_ga_status_reply_free(r);
+    return 0;
+  }
+  default: {
+    s->ga->st.bad_frames++;
+    la_log_warnx("subscriber %s: unexpected %s: closing", c->peer,
+                 la_msg_name(type));
+    La__Error e = LA__ERROR__INIT;
+    e.code = LA_EPROTO;
+    e.message = "this port takes Subscribe, Query and StatusRequest";
+    la_conn_send(c, LA__MSG_TYPE__MSG_ERROR, &e.base, 1);
+    return 0;
+  }
+  }
+}
+
+static void la__on_bad(la_conn_t *c, const char *why) {
+  la_ga_sub_t *s = (la_ga_sub_t *)c;
+  s->ga->st.bad_frames++;
+  la_log_warnx("subscriber connection %s: %s: closing", c->peer, why);
+}
+
+static const la_conn_ops_t la__ops = {
+  .on_frame = la__on_frame,
+  .on_bad = la__on_bad,
+  .on_deadline = NULL, /* close */
+  .on_close = la__on_close,
+  .on_free = la__on_free,
+};
+
+void la_ga_feed_accept(la_ga_t *ga, uv_stream_t *server) {
+  la_ga_sub_t *s = calloc(1, sizeof *s);
+  if (!s) {
+    la_refuse_connection(ga->loop, server);
+    return;
+  }
+  s->ga = ga;
+  la_conn_init(&s->conn, ga->loop, (uint32_t)ga->set.feed_max_frame, &la__ops,
+               s);
+  s->next = ga->subs;
+  if (ga->subs) ga->subs->prev = s;
+  ga->subs = s;
+  ga->n_subs++;
+  if (la_conn_accept(&s->conn, server) != 0) {
+    la_conn_close(&s->conn, "accept failed");
+    return;
+  }
+  ga->st.subs_accepted++;
+  la_conn_set_deadline(&s->conn, (uint64_t)ga->set.handshake_ms);
+}
+
+void la_ga_feed_close_all(la_ga_t *ga, const char *reason) {
+  for (la_ga_sub_t *s = ga->subs, *n; s; s = n) {
+    n = s->next;
+    la_conn_close(&s->conn, reason);
+  }
+}

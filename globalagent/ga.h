@@ -1,0 +1,98 @@
+/* ga.h: the GlobalAgent's state and the functions its files share.
+ *
+ * Files and their one-way dependencies:
+ *   main.c     options, configuration, logging, start-up order, signals
+ *   agents.c   LocalAgent connections: handshake (challenge-response),
+ *              then RankStart / CompactTrace / RankEnd handed to ingest.c
+ *   ingest.c   group commit into the store, stitching, acks after commit,
+ *              closed Trace-Sets handed to feed.c; expiry timer
+ *   feed.c     subscriber connections: Subscribe, Query, Status; bounded
+ *              per-subscriber queues; publishing
+ *   control.c  the status report
+ *   store.c, stitch.c, settings.c: no libuv (unit-tested alone)
+ * Everything runs on the loop thread.
+ */
+#ifndef LA_GLOBALAGENT_GA_H
+#define LA_GLOBALAGENT_GA_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "la.h"
+#include "la_auth.h"
+#include "la_codec.h"
+#include "la_uvconn.h"
+#include "settings.h"
+#include "stitch.h"
+#include "store.h"
+
+#define LA_GA_VERSION "la-globalagent " LA_VERSION_STRING
+
+typedef struct la_ga_stats {
+  uint64_t agents_accepted, agents_refused, auth_failures, bad_frames;
+  uint64_t subs_accepted, subs_refused;
+  uint64_t rank_starts, rank_ends, traces, duplicates, late, commits;
+  uint64_t commit_failures, sets_published, sets_dropped, queries;
+  uint64_t conflicts, orphans;
+} la_ga_stats_t;
+
+struct la_ga_agent;
+struct la_ga_sub;
+struct la_ga_app;
+struct la_ga_closed;
+
+typedef struct la_ga {
+  uv_loop_t *loop;
+  la_ga_settings_t set;
+  char config_path[512];
+  uv_tcp_t agent_listener, feed_listener;
+  char agent_bound[256], feed_bound[256];
+  uint16_t agent_port, feed_port;
+  uv_signal_t sig_term, sig_int, sig_hup;
+  uv_timer_t tick;
+  uv_check_t commit_check;
+  la_store_t *store;
+  la_stitch_t *stitch;
+  la_auth_key_t key;
+  int have_key;
+  struct la_ga_agent *agents;
+  struct la_ga_sub *subs;
+  int n_agents, n_subs;
+  struct la_ga_app *apps;
+  int in_txn;
+  int txn_failed; /* a statement of the open transaction failed */
+  size_t batch_n;
+  struct la_ga_closed *closed, **closed_tail; /* to publish after commit */
+  int draining;
+  uint64_t start_ms;
+  la_ga_stats_t st;
+} la_ga_t;
+
+/* agents.c */
+void la_ga_agent_accept(la_ga_t *ga, uv_stream_t *server);
+/* Sends Ack{stored seq} to every agent with newly committed messages. */
+void la_ga_agents_ack(la_ga_t *ga);
+/* Records the agents' highest seqs in the open transaction. */
+int la_ga_agents_record_seqs(la_ga_t *ga);
+void la_ga_agents_close_all(la_ga_t *ga, const char *reason);
+
+/* ingest.c */
+int la_ga_ingest_start(la_ga_t *ga, char *why, size_t why_len);
+/* Handles one message of an authenticated agent (host); 0 or -1 (close). */
+int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
+                 const ProtobufCMessage *m);
+/* Commits the open transaction, then acks and publishes. */
+void la_ga_commit(la_ga_t *ga);
+void la_ga_ingest_stop(la_ga_t *ga);
+
+/* feed.c */
+void la_ga_feed_accept(la_ga_t *ga, uv_stream_t *server);
+/* Sends a closed Trace-Set to every live subscriber whose filter matches. */
+void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set);
+void la_ga_feed_close_all(la_ga_t *ga, const char *reason);
+
+/* control.c */
+La__StatusReply *la_ga_status_reply(la_ga_t *ga);
+void la_ga_status_reply_free(La__StatusReply *r);
+
+#endif

@@ -1,0 +1,293 @@
+/* ingest.c: what the GlobalAgent does with LocalAgents' messages.
+ *
+ * Group commit: the messages of one loop iteration (at most store.batch_max)
+ * go into one SQLite transaction, committed in a uv_check callback after the
+ * iteration's I/O; only after the commit succeeds are the LocalAgents
+ * acknowledged (so nothing acknowledged can be lost) and the Trace-Sets the
+ * batch closed published to subscribers (so a subscriber never sees a set the
+ * store does not have). Traces are deduplicated by the store (app, rank,
+ * cycle), so resends after a reconnect change nothing. A failed commit rolls
+ * back, closes every LocalAgent connection (they resend what was not acked)
+ * and rebuilds the stitcher from the store. At start the stitcher's open
+ * sets are rebuilt from the store too. A timer closes sets that waited longer
+ * than stitch.timeout as partial.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ga.h"
+#include "la_errors.h"
+#include "la_log.h"
+
+typedef struct la_ga_app {
+  struct la_ga_app *next;
+  char app_id[LA_MAX_ID_LEN + 1];
+  uint32_t nprocs, ended;
+} la_ga_app_t;
+
+typedef struct la_ga_closed {
+  struct la_ga_closed *next;
+  char app_id[LA_MAX_ID_LEN + 1];
+  uint64_t tag;
+} la_ga_closed_t;
+
+static uint64_t la__realtime_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int la__txn(la_ga_t *ga) {
+  if (ga->in_txn) return 0;
+  if (la_store_begin(ga->store) != 0) {
+    la_log_error("store: cannot begin a transaction: %s",
+                 la_store_errmsg(ga->store));
+    return -1;
+  }
+  ga->in_txn = 1;
+  return 0;
+}
+
+/* The application's cached nprocs and ended ranks (from the store on a
+ * miss, e.g. after a restart). NULL when the store knows no nprocs. */
+static la_ga_app_t *la__app(la_ga_t *ga, const char *app_id) {
+  for (la_ga_app_t *a = ga->apps; a; a = a->next)
+    if (!strcmp(a->app_id, app_id)) return a;
+  uint32_t nprocs = 0, ended = 0;
+  if (la_store_app_ranks_ended(ga->store, app_id, &nprocs, &ended) != 0 ||
+      nprocs == 0)
+    return NULL;
+  la_ga_app_t *a = calloc(1, sizeof *a);
+  if (!a) return NULL;
+  snprintf(a->app_id, sizeof a->app_id, "%s", app_id);
+  a->nprocs = nprocs;
+  a->ended = ended;
+  a->next = ga->apps;
+  ga->apps = a;
+  return a;
+}
+
+static void la__app_forget(la_ga_t *ga, const char *app_id) {
+  for (la_ga_app_t **p = &ga->apps; *p; p = &(*p)->next)
+    if (!strcmp((*p)->app_id, app_id)) {
+      la_ga_app_t *a = *p;
+      *p = a->next;
+      free(a);
+      return;
+    }
+}
+
+static void la__queue_publish(la_ga_t *ga, const char *app_id, uint64_t tag) {
+  la_ga_closed_t *c = calloc(1, sizeof *c);
+  if (!c) return; /* stored anyway; subscribers can ask for it */
+  snprintf(c->app_id, sizeof c->app_id, "%s", app_id);
+  c->tag = tag;
+  *ga->closed_tail = c;
+  ga->closed_tail = &c->next;
+}
+
+static void la__on_set_closed(void *arg, const char *app_id, uint64_t tag,
+                              uint32_t nprocs, int complete,
+                              const uint32_t *missing, size_t n_missing,
+                              uint64_t t_first_ms) {
+  la_ga_t *ga = arg;
+  if (la__txn(ga) != 0 ||
+      la_store_set_closed(ga->store, app_id, tag, complete, missing,
+                          n_missing, la__realtime_ns()) != 0) {
+    ga->txn_failed = 1;
+    return;
+  }
+  if (!complete)
+    la_log_info("Trace-Set %s cycle %llu closed partial: %zu of %u ranks "
+                "missing", app_id, (unsigned long long)tag, n_missing,
+                nprocs);
+  la__queue_publish(ga, app_id, tag);
+}
+
+/* A trace for a set already closed (it arrived after the timeout): the set
+ * is closed again with what the store now holds, and republished. */
+static void la__reclose(la_ga_t *ga, const char *app_id, uint64_t tag) {
+  La__TraceSet *set = NULL;
+  if (la_store_load_set(ga->store, app_id, tag, &set) != 0) return;
+  if (la_store_set_closed(ga->store, app_id, tag, set->complete,
+                          set->missing_ranks, set->n_missing_ranks,
+                          la__realtime_ns()) != 0)
+    ga->txn_failed = 1;
+  else
+    la__queue_publish(ga, app_id, tag);
+  la_store_free_set(set);
+}
+
+int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
+                 const ProtobufCMessage *m) {
+  if (la__txn(ga) != 0) return -1;
+  int rc = 0;
+  if (type == LA__MSG_TYPE__MSG_RANK_START) {
+    const La__RankStart *r = (const La__RankStart *)m;
+    rc = la_store_rank_start(ga->store, r);
+    if (rc == LA_EPROTO) {
+      ga->st.conflicts++;
+      la_log_warnx("%s rank %u from %s: %s; its traces are stored but not "
+                   "stitched", r->app_id, r->rank, host,
+                   la_store_errmsg(ga->store));
+      rc = 0;
+    } else if (rc == 0) {
+      ga->st.rank_starts++;
+      la_ga_app_t *a = la__app(ga, r->app_id);
+      if (a) a->nprocs = r->nprocs;
+    }
+  } else if (type == LA__MSG_TYPE__MSG_COMPACT_TRACE) {
+    const La__CompactTrace *t = (const La__CompactTrace *)m;
+    int was_new = 0;
+    rc = la_store_trace(ga->store, t, &was_new);
+    if (rc == 0 && !was_new) {
+      ga->st.duplicates++;
+    } else if (rc == 0) {
+      ga->st.traces++;
+      la_ga_app_t *a = la__app(ga, t->app_id);
+      if (!a) {
+        ga->st.orphans++;
+        la_log_warnx("%s rank %u cycle %llu: no RankStart known; stored, "
+                     "not stitched", t->app_id, t->rank,
+                     (unsigned long long)t->cycle_tag);
+      } else {
+        int s = la_stitch_add(ga->stitch, t->app_id, a->nprocs, t->rank,
+                              t->cycle_tag, uv_now(ga->loop));
+        if (s == LA_STITCH_LATE) {
+          ga->st.late++;
+          la__reclose(ga, t->app_id, t->cycle_tag);
+        } else if (s < 0) {
+          ga->st.conflicts++;
+          la_log_warnx("%s rank %u: not stitched (%s)", t->app_id, t->rank,
+                       la_strerror(s));
+        }
+      }
+    }
+  } else if (type == LA__MSG_TYPE__MSG_RANK_END) {
+    const La__RankEnd *e = (const La__RankEnd *)m;
+    rc = la_store_rank_end(ga->store, e);
+    if (rc == 0) {
+      ga->st.rank_ends++;
+      la_ga_app_t *a = la__app(ga, e->app_id);
+      if (a && ++a->ended >= a->nprocs) {
+        size_t n = la_stitch_app_end(ga->stitch, e->app_id);
+        la_log_info("application %s ended (%u ranks)%s", e->app_id, a->nprocs,
+                    n ? "; its open Trace-Sets closed as partial" : "");
+        la__app_forget(ga, e->app_id);
+      }
+    }
+  }
+  if (rc != 0) {
+    la_log_error("store: %s", la_store_errmsg(ga->store));
+    ga->txn_failed = 1;
+  }
+  if (++ga->batch_n >= (size_t)ga->set.batch_max) la_ga_commit(ga);
+  return 0;
+}
+
+static void la__rebuild_stitch(la_ga_t *ga) {
+  la_stitch_free(ga->stitch);
+  ga->stitch = la_stitch_new((size_t)ga->set.max_open_sets, la__on_set_closed,
+                             ga);
+  la_store_open_set_t *v = NULL;
+  size_t n = 0;
+  if (la_store_open_sets(ga->store, &v, &n) != 0) {
+    la_log_error("store: cannot list open Trace-Sets: %s",
+                 la_store_errmsg(ga->store));
+    return;
+  }
+  uint64_t now = uv_now(ga->loop);
+  for (size_t i = 0; i < n; i++)
+    if (v[i].nprocs)
+      la_stitch_restore(ga->stitch, v[i].app_id, v[i].nprocs, v[i].cycle_tag,
+                        v[i].ranks, v[i].n_ranks, now);
+  if (n) la_log_info("rebuilt %zu open Trace-Sets from the store", n);
+  la_store_free_open_sets(v, n);
+}
+
+static void la__drop_closed(la_ga_t *ga) {
+  for (la_ga_closed_t *c = ga->closed, *n; c; c = n) {
+    n = c->next;
+    free(c);
+  }
+  ga->closed = NULL;
+  ga->closed_tail = &ga->closed;
+}
+
+void la_ga_commit(la_ga_t *ga) {
+  if (!ga->in_txn) return;
+  int rc = ga->txn_failed ? -1 : la_ga_agents_record_seqs(ga);
+  if (rc == 0) rc = la_store_commit(ga->store);
+  ga->in_txn = 0;
+  ga->batch_n = 0;
+  if (rc != 0) {
+    ga->st.commit_failures++;
+    la_log_error("store: commit failed (%s): closing LocalAgent links so "
+                 "they resend", la_store_errmsg(ga->store));
+    la_store_rollback(ga->store);
+    ga->txn_failed = 0;
+    la_ga_agents_close_all(ga, "store failure");
+    la__drop_closed(ga);
+    la__rebuild_stitch(ga);
+    return;
+  }
+  ga->st.commits++;
+  la_ga_agents_ack(ga);
+  while (ga->closed) {
+    la_ga_closed_t *c = ga->closed;
+    ga->closed = c->next;
+    La__TraceSet *set = NULL;
+    if (la_store_load_set(ga->store, c->app_id, c->tag, &set) == 0) {
+      set->has_t_complete_ns = 1;
+      set->t_complete_ns = la__realtime_ns();
+      la_ga_feed_publish(ga, set);
+      la_store_free_set(set);
+    }
+    free(c);
+  }
+  ga->closed_tail = &ga->closed;
+}
+
+static void la__on_check(uv_check_t *h) { la_ga_commit(h->data); }
+
+static void la__on_tick(uv_timer_t *t) {
+  la_ga_t *ga = t->data;
+  la_stitch_expire(ga->stitch, uv_now(ga->loop),
+                   (uint64_t)ga->set.set_timeout_ms);
+}
+
+int la_ga_ingest_start(la_ga_t *ga, char *why, size_t why_len) {
+  char r[400];
+  if (la_store_open(ga->set.db, ga->set.fsync, &ga->store, r, sizeof r)) {
+    snprintf(why, why_len, "store.path %s: %s", ga->set.db, r);
+    return LA_EIO;
+  }
+  ga->closed_tail = &ga->closed;
+  la__rebuild_stitch(ga);
+  if (!ga->stitch) {
+    snprintf(why, why_len, "out of memory");
+    return LA_ENOMEM;
+  }
+  uv_check_init(ga->loop, &ga->commit_check);
+  ga->commit_check.data = ga;
+  uv_check_start(&ga->commit_check, la__on_check);
+  uv_timer_init(ga->loop, &ga->tick);
+  ga->tick.data = ga;
+  uint64_t every = (uint64_t)ga->set.set_timeout_ms / 4;
+  if (every < 10) every = 10;
+  if (every > 1000) every = 1000;
+  uv_timer_start(&ga->tick, la__on_tick, every, every);
+  return 0;
+}
+
+void la_ga_ingest_stop(la_ga_t *ga) {
+  la_ga_commit(ga);
+  la__drop_closed(ga);
+  while (ga->apps) la__app_forget(ga, ga->apps->app_id);
+  la_stitch_free(ga->stitch);
+  ga->stitch = NULL;
+  la_store_close(ga->store);
+  ga->store = NULL;
+}

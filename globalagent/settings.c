@@ -1,0 +1,49 @@
+/* settings.c: the GlobalAgent's key table (defaults, ranges, help). */
+#include "settings.h"
+
+#include <stddef.h>
+
+#define S(sec, name, field, def, help) \
+  {sec, name, LA_CFG_STR, offsetof(la_ga_settings_t, field), \
+   sizeof(((la_ga_settings_t *)0)->field), def, 0, 0, help}
+#define N(sec, name, type, field, def, lo, hi, help) \
+  {sec, name, type, offsetof(la_ga_settings_t, field), 0, def, lo, hi, help}
+
+const la_cfg_key_t la_ga_keys[] = {
+  S("agents", "listen", agent_listen, "127.0.0.1:7462",
+    "address for LocalAgents (port 0: any); use the front end's cluster "
+    "address in production"),
+  S("agents", "port_file", agent_port_file, "", "file to write the port into"),
+  S("agents", "secret_file", secret_file, "",
+    "shared secret LocalAgents must prove (mode 0600); empty: accept any"),
+  N("agents", "max_connections", LA_CFG_INT, max_agents, "1024", 1, 65536,
+    "LocalAgent connections"),
+  N("agents", "max_frame", LA_CFG_SIZE, agent_max_frame, "64M", 1024,
+    1073741824.0, "largest frame from a LocalAgent"),
+  N("agents", "handshake_timeout", LA_CFG_MS, handshake_ms, "5s", 10, 3600000,
+    "a connection must authenticate (or a subscriber speak) within this"),
+  S("feed", "listen", feed_listen, "127.0.0.1:7463",
+    "address for subscribers, queries and status (port 0: any)"),
+  S("feed", "port_file", feed_port_file, "", "file to write the port into"),
+  N("feed", "max_connections", LA_CFG_INT, max_subscribers, "256", 1, 65536,
+    "subscriber and tool connections"),
+  N("feed", "max_frame", LA_CFG_SIZE, feed_max_frame, "64k", 1024, 16777216.0,
+    "largest frame from a subscriber"),
+  N("feed", "queue_bytes", LA_CFG_SIZE, sub_queue_bytes, "64M", 0,
+    1099511627776.0, "bytes queued to one subscriber before sets are dropped "
+    "for it (counted and reported to it)"),
+  N("stitch", "timeout", LA_CFG_MS, set_timeout_ms, "30s", 1, 86400000,
+    "a Trace-Set still missing ranks after this closes as partial"),
+  N("stitch", "max_open_sets", LA_CFG_INT, max_open_sets, "100000", 1,
+    100000000, "open Trace-Sets kept; beyond, the oldest closes as partial"),
+  S("store", "path", db, "/var/lib/la-globalagent/la.db",
+    "SQLite database file (WAL mode)"),
+  N("store", "fsync", LA_CFG_BOOL, fsync, "yes", 0, 1,
+    "fsync every commit (durable against power loss); no: against crashes"),
+  N("store", "batch_max", LA_CFG_INT, batch_max, "1000", 1, 1000000,
+    "messages per group commit at most"),
+  S("daemon", "pid_file", pid_file, "", "file to write the pid into"),
+  S("log", "target", log_target, "stderr", "stderr or syslog"),
+  S("log", "level", log_level, "info", "error, warn, info or debug"),
+  {0, 0, 0, 0, 0, 0, 0, 0, 0},
+};

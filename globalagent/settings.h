@@ -1,0 +1,41 @@
+/* settings.h: the GlobalAgent's configuration: one struct, one key table.
+ * Every key has a default, an INI name and a --section.key=value option;
+ * docs/globalagent.md lists them. */
+#ifndef LA_GLOBALAGENT_SETTINGS_H
+#define LA_GLOBALAGENT_SETTINGS_H
+
+#include <stdint.h>
+
+#include "la_config.h"
+
+typedef struct la_ga_settings {
+  /* [agents]: LocalAgent connections */
+  char agent_listen[256];
+  char agent_port_file[512];
+  char secret_file[512];
+  int64_t max_agents;
+  uint64_t agent_max_frame;
+  int64_t handshake_ms;
+  /* [feed]: subscribers, queries, status */
+  char feed_listen[256];
+  char feed_port_file[512];
+  int64_t max_subscribers;
+  uint64_t feed_max_frame;
+  uint64_t sub_queue_bytes;
+  /* [stitch] */
+  int64_t set_timeout_ms;
+  int64_t max_open_sets;
+  /* [store] */
+  char db[512];
+  int fsync;
+  int64_t batch_max;
+  /* [daemon] */
+  char pid_file[512];
+  /* [log] */
+  char log_target[16];
+  char log_level[16];
+} la_ga_settings_t;
+
+extern const la_cfg_key_t la_ga_keys[];
+
+#endif

@@ -1,0 +1,205 @@
+/* store.h: the GlobalAgent's embedded store (SQLite, one database file in
+ * WAL mode). Applications, ranks, compact traces, Trace-Sets and the
+ * per-LocalAgent sequence numbers; docs/storage.md documents the schema for
+ * users of the sqlite3 shell and Python.
+ *
+ * It stores what the GlobalAgent hands it and answers queries (subscribers,
+ * lactl, restart). It deliberately does not stitch (the stitcher decides when
+ * a Trace-Set is complete or partial; the store records it), does not decode
+ * segments, does no I/O besides SQLite's and knows nothing of libuv, sockets
+ * or threads. Messages given to it were validated by the codec; what it reads
+ * back from the database it checks again (a corrupt database gives LA_EIO,
+ * never a crash).
+ *
+ * Group commit: la_store_begin(), any number of write calls, then
+ * la_store_commit(); only after a successful commit is anything durable (and
+ * may be acknowledged). A write call that fails with LA_EIO poisons the open
+ * batch: la_store_commit() then rolls it back and returns LA_EIO. A write
+ * call that returns LA_EPROTO or LA_EINVAL wrote nothing and leaves the
+ * batch usable. A write call made outside begin/commit runs in its own
+ * transaction.
+ *
+ * Unsigned 64-bit values (cycle tags, sequence numbers, times) are stored in
+ * SQLite's signed INTEGER with the same bits; the queries below handle cycle
+ * tags >= 2^63 in unsigned order.
+ *
+ * One la_store_t is used by one thread at a time. Every function returns 0
+ * or a negative LA_E* code (libla/la.h): LA_EIO (SQLite error or corrupt
+ * content; la_store_errmsg() says which), LA_EPROTO, LA_ENOTFOUND,
+ * LA_ENOMEM, LA_EINVAL, LA_EVERSION.
+ */
+#ifndef LA_GLOBAL_STORE_H
+#define LA_GLOBAL_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "la.pb-c.h"
+
+/* Version of the schema this code creates and reads (schema_version). */
+#define LA_STORE_SCHEMA_VERSION 1
+/* PRAGMA application_id of LA databases ("LAG1"). */
+#define LA_STORE_APPLICATION_ID 0x4C414731
+/* Largest segments BLOB accepted when reading back (the codec's default
+ * frame maximum). */
+#define LA_STORE_MAX_BLOB (64u << 20)
+
+typedef struct la_store la_store_t;
+
+/* Opens or creates the database at path (":memory:" for a private in-memory
+ * database, without WAL). Sets WAL mode, foreign keys, a 5 s busy timeout,
+ * synchronous FULL (synchronous_full = 1: every commit is fsync'ed, durable
+ * against power loss) or NORMAL (0: durable against a process crash; a
+ * power loss may lose the last commits), then creates the schema or checks
+ * it. Refuses a database whose schema_version is newer than
+ * LA_STORE_SCHEMA_VERSION (LA_EVERSION), a file that is not an SQLite
+ * database or is another program's database (LA_EIO), with the reason in
+ * why. On success *out is the store, to close with la_store_close(). */
+int la_store_open(const char *path, int synchronous_full, la_store_t **out,
+                  char *why, size_t why_len);
+
+/* Rolls back an open batch, finalizes the statements and closes the
+ * database. NULL is fine. */
+void la_store_close(la_store_t *s);
+
+/* Starts a batch (BEGIN IMMEDIATE: takes the write lock now). Returns 0,
+ * LA_EINVAL when a batch is already open, or LA_EIO. */
+int la_store_begin(la_store_t *s);
+/* Commits the batch. On failure (or after a write call of the batch failed
+ * with LA_EIO) the batch is rolled back and LA_EIO returned: the caller must
+ * not acknowledge any of its messages. LA_EINVAL when no batch is open. */
+int la_store_commit(la_store_t *s);
+/* Rolls the batch back. Returns 0 (also when no batch is open) or LA_EIO. */
+int la_store_rollback(la_store_t *s);
+/* Text of the last error (SQLite's message with context, or the reason of
+ * an LA_EPROTO); "" when none. Valid until the next call on s. */
+const char *la_store_errmsg(la_store_t *s);
+
+/* Records a RankStart: the application row (app_name, nprocs, metric, unit,
+ * compact parameters, period, grid) is created, or completed when an
+ * earlier trace created it with nprocs unknown; the first RankStart of an
+ * application defines it. The rank row (n_elements, host, pid, t_start_ns,
+ * seq) is written once per (app_id, rank): a later copy changes nothing.
+ * Strings longer than the struct fields of la_store_app_t are truncated.
+ * Returns 0, LA_EPROTO when the application is known with another nprocs
+ * (nothing written; la_store_errmsg says why), LA_EINVAL, LA_EIO. */
+int la_store_rank_start(la_store_t *s, const La__RankStart *m);
+
+/* Records a RankEnd once per (app_id, rank) (reason, cycles, skipped,
+ * t_end_ns, seq); creates the application and rank rows if no RankStart came
+ * (nprocs and n_elements unknown = 0). Returns 0, LA_EINVAL, LA_EIO. */
+int la_store_rank_end(la_store_t *s, const La__RankEnd *m);
+
+/* Stores a compact trace once per (app_id, rank, cycle_tag): *was_new (may
+ * be NULL) is 1 when it was stored, 0 when that key was already stored (the
+ * first copy wins, whatever this one holds). Creates the application row
+ * (nprocs unknown) when no RankStart came yet, and the cycle's trace_sets
+ * row (open) with its first trace. The segments are stored as given. A
+ * trace whose rank is not below the application's nprocs is stored too but
+ * belongs to no Trace-Set (la_store_load_set and la_store_open_sets leave
+ * it out). Returns 0, LA_EPROTO when rank >= LA_MAX_RANKS (nothing written;
+ * acknowledge and count it, a resend would be refused again), LA_EINVAL,
+ * LA_EIO. */
+int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new);
+
+/* Records seq as stored from the LocalAgent of host (keeps the highest;
+ * seq < 2^63). Call it in the batch that stored the messages. Returns 0,
+ * LA_EINVAL, LA_EIO. */
+int la_store_agent_seq_update(la_store_t *s, const char *host, uint64_t seq);
+/* *next_seq = highest seq recorded for host + 1, or 1 when none (the
+ * AuthResult.next_seq). Returns 0, LA_EINVAL, LA_EIO. */
+int la_store_agent_next_seq(la_store_t *s, const char *host,
+                            uint64_t *next_seq);
+
+/* Records that the Trace-Set (app_id, cycle_tag) was closed: complete (1)
+ * or partial (0), the ranks missing (sorted and deduplicated; stored as the
+ * text "3,7" in trace_sets.missing_ranks), t_closed_ns. nprocs and
+ * n_ranks_present are taken from the database at this moment. Closing again
+ * overwrites the previous record. Creates the rows it needs when no trace of
+ * that cycle was stored. Returns 0, LA_EINVAL, LA_EIO. */
+int la_store_set_closed(la_store_t *s, const char *app_id, uint64_t cycle_tag,
+                        int complete, const uint32_t *missing, size_t n_missing,
+                        uint64_t t_closed_ns);
+
+/* ---------------------------------------------------------------- queries */
+
+typedef struct la_store_app {
+  char app_id[129], app_name[129], metric[129], unit[33];
+  uint32_t nprocs;           /* 0: no RankStart yet */
+  uint64_t n_elements_total; /* sum of the started ranks' n_elements */
+  uint64_t cycles;           /* cycles with at least one trace */
+  uint64_t sets_complete, sets_partial; /* closed Trace-Sets */
+  int ranks_started, ranks_ended;
+  uint64_t t_start_ns; /* earliest rank t_start_ns (0: unknown) */
+  uint64_t t_last_ns;  /* latest trace stored or rank ended (0: none) */
+} la_store_app_t;
+
+/* Every application, ordered by app_id. *out is malloc'ed (NULL when *n is
+ * 0); the caller frees it. Returns 0, LA_ENOMEM, LA_EIO. */
+int la_store_apps(la_store_t *s, la_store_app_t **out, size_t *n);
+
+typedef struct la_store_cycle {
+  uint64_t cycle_tag;
+  int closed, complete;   /* complete: closed as complete */
+  uint32_t ranks_present; /* traces stored for this cycle */
+  uint32_t n_missing;     /* closed: ranks recorded missing at close;
+                             open: ranks not arrived yet (nprocs - present,
+                             0 when nprocs is unknown) */
+} la_store_cycle_t;
+
+/* Cycles of app_id with first <= cycle_tag <= last (unsigned), in
+ * increasing tag order. *out is malloc'ed (NULL when *n is 0); the caller
+ * frees it. An unknown application gives *n = 0. Returns 0, LA_EINVAL,
+ * LA_ENOMEM, LA_EIO. */
+int la_store_cycles(la_store_t *s, const char *app_id, uint64_t first,
+                    uint64_t last, la_store_cycle_t **out, size_t *n);
+
+/* Which cycles la_store_latest_cycle considers. */
+enum {
+  LA_STORE_LATEST_ANY = 0,      /* any cycle with a trace, open or closed */
+  LA_STORE_LATEST_COMPLETE = 1, /* Trace-Sets closed as complete */
+  LA_STORE_LATEST_CLOSED = 2    /* closed Trace-Sets, complete or partial */
+};
+/* *cycle_tag = the largest (unsigned) cycle tag of app_id of that kind.
+ * Returns 0, LA_ENOTFOUND when there is none, LA_EINVAL, LA_EIO. */
+int la_store_latest_cycle(la_store_t *s, const char *app_id, int complete_only,
+                          uint64_t *cycle_tag);
+
+/* Builds the TraceSet of (app_id, cycle_tag) from the database as it is
+ * now: the traces ordered by rank (those of ranks >= nprocs, stored before
+ * the application's RankStart, are left out), missing_ranks = the ranks
+ * below nprocs without a trace, complete = no rank missing, rank_elements
+ * from the RankStart rows (0 where unknown), nprocs (when no RankStart came,
+ * the highest rank present + 1, and complete = 0), metric, unit, and
+ * t_complete_ns = the close time when the set was closed. The result passes
+ * la_msg_validate(LA__MSG_TYPE__MSG_TRACE_SET); *out owns all its memory and
+ * is freed with la_store_free_set(). Returns 0, LA_ENOTFOUND when no trace
+ * of that cycle is stored, LA_EINVAL, LA_ENOMEM, LA_EIO (corrupt rows). */
+int la_store_load_set(la_store_t *s, const char *app_id, uint64_t cycle_tag,
+                      La__TraceSet **out);
+/* Frees a set built by la_store_load_set. NULL is fine. */
+void la_store_free_set(La__TraceSet *set);
+
+typedef struct la_store_open_set {
+  char app_id[129];
+  uint64_t cycle_tag;
+  uint32_t nprocs; /* 0: no RankStart yet */
+  uint32_t *ranks; /* ranks with a trace, increasing (below nprocs when
+                      nprocs is known) */
+  size_t n_ranks;
+  uint64_t t_first_ns; /* when its first trace was stored */
+} la_store_open_set_t;
+
+/* Every (app_id, cycle_tag) with a trace but no closed Trace-Set record,
+ * ordered by app_id then cycle tag (for the stitcher after a restart).
+ * Free with la_store_free_open_sets(). Returns 0, LA_ENOMEM, LA_EIO. */
+int la_store_open_sets(la_store_t *s, la_store_open_set_t **out, size_t *n);
+void la_store_free_open_sets(la_store_open_set_t *v, size_t n);
+
+/* *nprocs (0: unknown) and *ended (ranks whose RankEnd is stored) of
+ * app_id. Returns 0, LA_ENOTFOUND for an unknown application, LA_EINVAL,
+ * LA_EIO. */
+int la_store_app_ranks_ended(la_store_t *s, const char *app_id,
+                             uint32_t *nprocs, uint32_t *ended);
+
+#endif /* LA_GLOBAL_STORE_H */

@@ -1,0 +1,1057 @@
+/* test_client.c: unit tests of libla_client (client/la_client.h).
+ *
+ * Trace-Sets are built in memory from real compactions (la_compact) of known
+ * series: 4 ranks of different lengths, one compaction mode per rank
+ * (lossless, polyline, maxerr, default polyline). Checks: vtxdist; dense and
+ * per-rank weights equal the decoded values and stay within each trace's
+ * achieved error of the raw values (lossless: exact); rank totals equal the
+ * raw Neumaier sums exactly; imbalance; range sums across rank boundaries
+ * against sums of the dense weights; METIS (64- and 32-bit) and Zoltan
+ * weights; partial sets (NaN weights and totals, means for partitioners);
+ * refusal of garbage and inconsistent sets with LA_EPROTO.
+ *
+ * Then the connection, against fake feed servers on loopback (one thread
+ * each, scripted): two sets then a close (LA_EIO after them), a silent
+ * server (LA_ETIMEDOUT in bounded time), garbage (LA_EPROTO, with the reason
+ * in la_client_error), a malformed message followed by a good set (only the
+ * bad one is skipped), an Error message, a set dribbled in two parts across
+ * time limits, and Query/Status round trips (la_client_get, latest, list,
+ * status) with a subscription set arriving in the middle of a request.
+ * No daemon is needed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "la_client.h"
+#include "la_client_internal.h"
+#include "la_codec.h"
+#include "la_compact.h"
+#include "la_sockio.h"
+
+#define NR 4
+#define SLACK_MS 4000
+
+/* ------------------------------------------------------------- fixture */
+
+static const uint64_t fx_n[NR] = {1000, 3000, 517, 2500};
+static const char *const fx_spec[NR] = {"lossless", "polyline:cv=0.05",
+                                        "maxerr:eps=2", "polyline"};
+
+typedef struct fx {
+  double *x[NR];
+  la_compact_result_t res[NR];
+  La__SeriesStats st[NR];
+  La__FitError fe[NR];
+  La__CompactTrace ct[NR];
+  La__CompactTrace *ctp[NR];
+  uint64_t rank_el[NR];
+  uint32_t missing[NR];
+  La__TraceSet ts;
+} fx_t;
+
+static void fx_series(uint32_t r, double *x, size_t n) {
+  switch (r) {
+    case 0: /* integers: exact lossless */
+      for (size_t i = 0; i < n; i++) x[i] = 100 + (double)(i % 7) * 3;
+      break;
+    case 1:
+      assert_int_equal(la_compact_synth(LA_SYNTH_MESH, n, 11, x), 0);
+      break;
+    case 2:
+      for (size_t i = 0; i < n; i++)
+        x[i] = 500 + 0.5 * (double)i + 40 * sin((double)i / 25.0);
+      break;
+    default:
+      assert_int_equal(la_compact_synth(LA_SYNTH_STEPS, n, 12, x), 0);
+      for (size_t i = 0; i < n; i++) x[i] = fabs(x[i]) + 1;
+      break;
+  }
+}
+
+/* Builds a set of cycle `tag`; ranks whose bit is set in `absent` are
+ * missing (rank_elements still lists them). */
+static void fx_make(fx_t *f, uint64_t tag, unsigned absent) {
+  memset(f, 0, sizeof *f);
+  la__trace_set__init(&f->ts);
+  f->ts.app_id = "job-42";
+  f->ts.cycle_tag = tag;
+  f->ts.nprocs = NR;
+  f->ts.metric = "time";
+  f->ts.unit = "ns";
+  f->ts.traces = f->ctp;
+  f->ts.missing_ranks = f->missing;
+  f->ts.rank_elements = f->rank_el;
+  f->ts.n_rank_elements = NR;
+  for (uint32_t r = 0; r < NR; r++) {
+    size_t n = fx_n[r];
+    f->rank_el[r] = n;
+    f->x[r] = malloc(n * sizeof(double));
+    assert_non_null(f->x[r]);
+    fx_series(r, f->x[r], n);
+    la_compact_params_t p;
+    assert_int_equal(la_compact_spec_parse(fx_spec[r], &p, NULL, 0), 0);
+    assert_int_equal(la_compact(f->x[r], n, &p, &f->res[r]), 0);
+    if (absent >> r & 1) {
+      f->missing[f->ts.n_missing_ranks++] = r;
+      continue;
+    }
+    La__CompactTrace *ct = &f->ct[r];
+    la__compact_trace__init(ct);
+    la__series_stats__init(&f->st[r]);
+    la__fit_error__init(&f->fe[r]);
+    ct->seq = r + 1;
+    ct->app_id = "job-42";
+    ct->rank = r;
+    ct->cycle_tag = tag;
+    ct->n_elements = n;
+    ct->mode = (La__CompactMode)f->res[r].mode;
+    ct->segments.data = f->res[r].bytes;
+    ct->segments.len = f->res[r].len;
+    f->st[r].count = f->res[r].stats.count;
+    f->st[r].sum = f->res[r].stats.sum;
+    f->st[r].min = f->res[r].stats.min;
+    f->st[r].max = f->res[r].stats.max;
+    ct->stats = &f->st[r];
+    f->fe[r].max_abs = f->res[r].error.max_abs;
+    f->fe[r].rmse = f->res[r].error.rmse;
+    f->fe[r].cv = f->res[r].error.cv;
+    ct->error = &f->fe[r];
+    f->ctp[f->ts.n_traces++] = ct;
+  }
+  f->ts.complete = f->ts.n_missing_ranks == 0;
+}
+
+static void fx_free(fx_t *f) {
+  for (int r = 0; r < NR; r++) {
+    free(f->x[r]);
+    la_compact_result_free(&f->res[r]);
+  }
+}
+
+static la_traceset_t *fx_set(const fx_t *f) {
+  la_traceset_t *t = NULL;
+  char why[200] = "";
+  int rc = la_traceset_from_message(&f->ts, &t, why, sizeof why);
+  if (rc) fprintf(stderr, "from_message: %s\n", why);
+  assert_int_equal(rc, 0);
+  assert_non_null(t);
+  return t;
+}
+
+static uint64_t fx_total(void) {
+  uint64_t n = 0;
+  for (int r = 0; r < NR; r++) n += fx_n[r];
+  return n;
+}
+
+static double *dense(const la_traceset_t *t) {
+  double *w = malloc(la_traceset_elements(t) * sizeof *w);
+  assert_non_null(w);
+  assert_int_equal(la_traceset_weights(t, w), 0);
+  return w;
+}
+
+/* ---------------------------------------------------------- set values */
+
+static void test_identity_vtxdist(void **state) {
+  fx_t f;
+  fx_make(&f, 7, 0);
+  la_traceset_t *t = fx_set(&f);
+  assert_string_equal(la_traceset_app_id(t), "job-42");
+  assert_int_equal(la_traceset_cycle(t), 7);
+  assert_int_equal(la_traceset_nprocs(t), NR);
+  assert_int_equal(la_traceset_complete(t), 1);
+  const uint32_t *miss = (const uint32_t *)1;
+  assert_int_equal(la_traceset_missing(t, &miss), 0);
+  assert_null(miss);
+  assert_string_equal(la_traceset_metric(t), "time");
+  assert_string_equal(la_traceset_unit(t), "ns");
+  assert_int_equal(la_traceset_dropped(t), 0);
+  assert_int_equal(la_traceset_elements(t), fx_total());
+  uint64_t vtx[NR + 1];
+  assert_int_equal(la_traceset_vtxdist(t, vtx), 0);
+  uint64_t off = 0;
+  for (int r = 0; r < NR; r++) {
+    assert_int_equal(vtx[r], off);
+    assert_int_equal(la_traceset_rank_elements(t, r), fx_n[r]);
+    assert_true(la_traceset_has_rank(t, r));
+    off += fx_n[r];
+  }
+  assert_int_equal(vtx[NR], off);
+  assert_int_equal(la_traceset_rank_elements(t, NR), 0);
+  assert_false(la_traceset_has_rank(t, NR));
+  double mx, rmse, cv;
+  size_t bytes;
+  assert_int_equal(la_traceset_rank_error(t, 1, &mx, &rmse, &cv, &bytes), 0);
+  assert_int_equal(bytes, f.res[1].len);
+  assert_true(mx == f.res[1].error.max_abs);
+  assert_true(bytes < fx_n[1] * 8); /* it did compact */
+  assert_int_equal(la_traceset_rank_error(t, NR, NULL, NULL, NULL, NULL),
+                   LA_EINVAL);
+  la_traceset_free(t);
+  fx_free(&f);
+}
+
+static void test_weights_decoded(void **state) {
+  fx_t f;
+  fx_make(&f, 7, 0);
+  la_traceset_t *t = fx_set(&f);
+  double *w = dense(t);
+  uint64_t off = 0;
+  for (uint32_t r = 0; r < NR; r++) {
+    size_t n = fx_n[r];
+    la_trace_t *tr;
+    assert_int_equal(la_trace_open(f.res[r].bytes, f.res[r].len, &tr, NULL, 0),
+                     0);
+    double *d = malloc(n * sizeof *d), *rw = malloc(n * sizeof *rw);
+    assert_int_equal(la_trace_decode(tr, 0, n, d), 0);
+    assert_int_equal(la_traceset_rank_weights(t, r, rw), 0);
+    double bound = f.res[r].error.max_abs * (1 + 1e-12) + 1e-12;
+    for (size_t i = 0; i < n; i++) {
+      assert_true(w[off + i] == d[i]); /* bit for bit the decoded values */
+      assert_true(rw[i] == d[i]);
+      if (r == 0 || la_trace_is_verbatim(tr, i))
+        assert_true(w[off + i] == f.x[r][i]); /* lossless: exact */
+      else
+        assert_true(fabs(w[off + i] - f.x[r][i]) <= bound);
+      if (r == 2) assert_true(fabs(w[off + i] - f.x[r][i]) <= 2.0);
+    }
+    free(d);
+    free(rw);
+    la_trace_close(tr);
+    off += n;
+  }
+  assert_int_equal(la_traceset_rank_weights(t, NR, w), LA_EINVAL);
+  free(w);
+  la_traceset_free(t);
+  fx_free(&f);
+}
+
+static void test_totals_imbalance(void **state) {
+  fx_t f;
+  fx_make(&f, 7, 0);
+  la_traceset_t *t = fx_set(&f);
+  double tot[NR], mx = 0, s = 0;
+  assert_int_equal(la_traceset_rank_totals(t, tot), 0);
+  for (int r = 0; r < NR; r++) {
+    la_series_stats_t st;
+    la_series_stats(f.x[r], fx_n[r], &st);
+    assert_true(tot[r] == st.sum); /* exact, not merely close */
+    double sum, mn, mxr;
+    assert_int_equal(la_traceset_rank_stats(t, r, &sum, &mn, &mxr), 0);
+    assert_true(sum == st.sum && mn == st.min && mxr == st.max);
+    if (st.sum > mx) mx = st.sum;
+    s += st.sum;
+  }
+  double imb;
+  assert_int_equal(la_traceset_imbalance(t, &imb), 0);
+  assert_true(fabs(imb - mx / (s / NR)) <= 1e-12 * imb);
+  assert_true(imb >= 1.0);
+  la_traceset_free(t);
+  fx_free(&f);
+}
+
+static void test_range_sums(void **state) {
+  fx_t f;
+  fx_make(&f, 7, 0);
+  la_traceset_t *t = fx_set(&f);
+  double *w = dense(t);
+  uint64_t total = la_traceset_elements(t), vtx[NR + 1];
+  la_traceset_vtxdist(t, vtx);
+  struct {
+    uint64_t first, count;
+  } cases[] = {
+      {0, total}, /* everything */
+      {0, 1},
+      {total - 1, 1},
+      {vtx[1] - 10, 20},         /* across 0|1 */
+      {vtx[1], vtx[2] - vtx[1]}, /* exactly rank 1 */
+      {vtx[2] - 1, 2},           /* 1|2 */
+      {5, vtx[3] + 7 - 5},       /* spans 0,1,2,3 */
+      {vtx[3] - 300, 800},       /* 2|3 */
+      {123, 0},                  /* empty */
+      {total, 0},                /* empty at the end */
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    double want = 0, got = -1, mag = 0;
+    for (uint64_t i = cases[k].first; i < cases[k].first + cases[k].count;
+         i++) {
+      want += w[i];
+      mag += fabs(w[i]);
+    }
+    assert_int_equal(
+        la_traceset_range_sum(t, cases[k].first, cases[k].count, &got), 0);
+    assert_true(fabs(got - want) <= 1e-9 * mag + 1e-300);
+  }
+  double s;
+  assert_int_equal(la_traceset_range_sum(t, total - 1, 2, &s), LA_ERANGE);
+  assert_int_equal(la_traceset_range_sum(t, total + 1, 0, &s), LA_ERANGE);
+  assert_int_equal(la_traceset_range_sum(t, 1, UINT64_MAX, &s), LA_ERANGE);
+  free(w);
+  la_traceset_free(t);
+  fx_free(&f);
+}
+
+static void test_metis_zoltan(void **state) {
+  fx_t f;
+  fx_make(&f, 7, 0);
+  la_traceset_t *t = fx_set(&f);
+  uint64_t n = la_traceset_elements(t);
+  double *w = dense(t), wmax = 0, scale = 0, scale32 = 0;
+  for (uint64_t i = 0; i < n; i++)
+    if (w[i] > wmax) wmax = w[i];
+  int64_t *v = malloc(n * sizeof *v);
+  int32_t *v32 = malloc(n * sizeof *v32);
+  float *z = malloc(n * sizeof *z);
+  assert_int_equal(la_traceset_metis_weights(t, v, 1000, &scale), 0);
+  assert_int_equal(la_traceset_metis_weights32(t, v32, 1000, &scale32), 0);
+  assert_true(fabs(scale - 1000 / wmax) <= 1e-12 * scale);
+  assert_true(scale == scale32);
+  int64_t vmax = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    assert_true(v[i] >= 1 && v[i] <= 1000);
+    assert_int_equal(v[i], v32[i]);
+    if (v[i] > vmax) vmax = v[i];
+    /* proportional within rounding (and the floor of 1) */
+    double ideal = w[i] * scale;
+    assert_true(fabs((double)v[i] - ideal) <= 0.5 + 1e-9 ||
+                (v[i] == 1 && ideal < 1));
+  }
+  assert_int_equal(vmax, 1000);
+  assert_int_equal(la_traceset_zoltan_weights(t, z), 0);
+  for (uint64_t i = 0; i < n; i++) assert_true(z[i] == (float)w[i]);
+  assert_int_equal(la_traceset_metis_weights(t, v, 0, NULL), LA_EINVAL);
+  assert_int_equal(la_traceset_metis_weights(t, v, INT64_MAX, NULL), LA_EINVAL);
+  assert_int_equal(la_traceset_metis_weights(t, v, 1, &scale), 0);
+  for (uint64_t i = 0; i < n; i++) assert_int_equal(v[i], 1);
+  free(v);
+  free(v32);
+  free(z);
+  free(w);
+  la_traceset_free(t);
+  fx_free(&f);
+}
+
+static void test_partial(void **state) {
+  fx_t f;
+  fx_make(&f, 9, 1u << 2); /* rank 2 missing */
+  la_traceset_t *t = fx_set(&f);
+  assert_int_equal(la_traceset_complete(t), 0);
+  const uint32_t *miss;
+  assert_int_equal(la_traceset_missing(t, &miss), 1);
+  assert_int_equal(miss[0], 2);
+  assert_false(la_traceset_has_rank(t, 2));
+  assert_int_equal(la_traceset_elements(t), fx_total()); /* still numbered */
+  uint64_t vtx[NR + 1];
+  la_traceset_vtxdist(t, vtx);
+  double *w = dense(t);
+  for (uint64_t i = 0; i < la_traceset_elements(t); i++)
+    assert_true(isnan(w[i]) == (i >= vtx[2] && i < vtx[3]));
+  double tot[NR];
+  la_traceset_rank_totals(t, tot);
+  assert_true(isnan(tot[2]) && !isnan(tot[0]) && !isnan(tot[3]));
+  double imb, mx = 0, s = 0;
+  for (int r = 0; r < NR; r++)
+    if (r != 2) {
+      s += tot[r];
+      if (tot[r] > mx) mx = tot[r];
+    }
+  assert_int_equal(la_traceset_imbalance(t, &imb), 0);
+  assert_true(fabs(imb - mx / (s / 3)) <= 1e-12 * imb);
+  assert_int_equal(la_traceset_rank_stats(t, 2, NULL, NULL, NULL),
+                   LA_ENOTFOUND);
+  double sum;
+  assert_int_equal(la_traceset_range_sum(t, vtx[2] - 5, 10, &sum), 0);
+  assert_true(isnan(sum));
+  assert_int_equal(la_traceset_range_sum(t, vtx[1], vtx[2] - vtx[1], &sum), 0);
+  assert_true(isfinite(sum));
+  /* METIS and Zoltan: missing elements weigh the mean of present values */
+  uint64_t n = la_traceset_elements(t), cnt = 0;
+  double mean = 0, wmax = 0, scale;
+  for (uint64_t i = 0; i < n; i++)
+    if (!isnan(w[i])) {
+      mean += w[i];
+      cnt++;
+      if (w[i] > wmax) wmax = w[i];
+    }
+  mean /= (double)cnt;
+  int64_t *v = malloc(n * sizeof *v);
+  float *z = malloc(n * sizeof *z);
+  assert_int_equal(la_traceset_metis_weights(t, v, 1000, &scale), 0);
+  assert_true(fabs(scale - 1000 / wmax) <= 1e-12 * scale);
+  int64_t vm = (int64_t)nearbyint(mean * scale);
+  assert_int_equal(la_traceset_zoltan_weights(t, z), 0);
+  for (uint64_t i = vtx[2]; i < vtx[3]; i++) {
+    assert_true(llabs(v[i] - vm) <= 1);
+    assert_true(fabsf(z[i] - (float)mean) <= 1e-6f * (float)mean);
+  }
+  for (uint64_t i = 0; i < vtx[2]; i++) assert_true(z[i] == (float)w[i]);
+  free(v);
+  free(z);
+  free(w);
+  la_traceset_free(t);
+  fx_free(&f);
+
+  /* Without rank_elements: present ranks count their traces' elements, a
+   * missing rank counts 0 (its size is unknown). */
+  fx_make(&f, 11, 1u << 1);
+  f.ts.n_rank_elements = 0;
+  t = fx_set(&f);
+  assert_int_equal(la_traceset_elements(t), fx_total() - fx_n[1]);
+  assert_int_equal(la_traceset_rank_elements(t, 1), 0);
+  assert_int_equal(la_traceset_rank_elements(t, 2), fx_n[2]);
+  la_traceset_vtxdist(t, vtx);
+  assert_int_equal(vtx[1], vtx[2]);
+  assert_int_equal(la_traceset_range_sum(t, 0, vtx[3], &sum), 0);
+  assert_true(isfinite(sum)); /* the empty missing rank adds nothing */
+  la_traceset_free(t);
+  fx_free(&f);
+
+  /* Every rank missing: no weights to give, but the set itself is fine. */
+  fx_make(&f, 10, 0xf);
+  t = fx_set(&f);
+  assert_int_equal(la_traceset_missing(t, NULL), NR);
+  assert_int_equal(la_traceset_imbalance(t, &imb), LA_EINVAL);
+  int64_t one;
+  float zf;
+  assert_int_equal(la_traceset_metis_weights(t, &one, 10, NULL), LA_EINVAL);
+  assert_int_equal(la_traceset_zoltan_weights(t, &zf), LA_EINVAL);
+  la_traceset_free(t);
+  fx_free(&f);
+}
+
+static void expect_proto(const La__TraceSet *m, const char *what) {
+  la_traceset_t *t = (la_traceset_t *)1;
+  char why[200] = "";
+  assert_int_equal(la_traceset_from_message(m, &t, why, sizeof why), LA_EPROTO);
+  assert_null(t);
+  if (!strstr(why, what)) fprintf(stderr, "why: '%s', want '%s'\n", why, what);
+  assert_non_null(strstr(why, what));
+}
+
+static void test_rejects(void **state) {
+  la_traceset_t *t = (la_traceset_t *)1;
+  char why[200] = "";
+  static const uint8_t garbage[] = "this is not a TraceSet at all";
+  assert_int_equal(
+      la_traceset_from_bytes(garbage, sizeof garbage, &t, why, sizeof why),
+      LA_EPROTO);
+  assert_null(t);
+  assert_true(why[0] != '\0');
+  assert_int_equal(la_traceset_from_bytes(NULL, 0, &t, NULL, 0), LA_EPROTO);
+  assert_int_equal(la_traceset_from_bytes(garbage, 3, NULL, NULL, 0),
+                   LA_EINVAL);
+
+  fx_t f;
+  fx_make(&f, 7, 0);
+  /* The packed message round-trips through from_bytes. */
+  size_t n = protobuf_c_message_get_packed_size(&f.ts.base);
+  uint8_t *buf = malloc(n);
+  protobuf_c_message_pack(&f.ts.base, buf);
+  assert_int_equal(la_traceset_from_bytes(buf, n, &t, why, sizeof why), 0);
+  assert_int_equal(la_traceset_elements(t), fx_total());
+  la_traceset_free(t);
+  /* Truncations of it are refused, never crash. */
+  for (size_t k = 0; k < n; k += n / 37 + 1) {
+    t = NULL;
+    int rc = la_traceset_from_bytes(buf, k, &t, NULL, 0);
+    assert_true(rc == LA_EPROTO || (rc == 0 && t));
+    la_traceset_free(t);
+  }
+  free(buf);
+
+  f.rank_el[1] += 1;
+  expect_proto(&f.ts, "rank_elements");
+  f.rank_el[1] -= 1;
+
+  f.ts.complete = 0; /* a rank neither present nor missing */
+  f.ts.n_traces = 3;
+  expect_proto(&f.ts, "missing");
+  f.missing[0] = 3; /* now listed: accepted */
+  f.ts.n_missing_ranks = 1;
+  assert_int_equal(la_traceset_from_message(&f.ts, &t, why, sizeof why), 0);
+  la_traceset_free(t);
+  f.ts.complete = 1; /* complete, yet a rank missing */
+  expect_proto(&f.ts, "complete");
+  f.ts.complete = 0;
+  f.ts.n_traces = 2; /* ranks 2 and 3 absent, 3 listed twice */
+  f.missing[1] = 3;
+  f.ts.n_missing_ranks = 2;
+  expect_proto(&f.ts, "twice");
+  f.ts.n_traces = NR;
+  f.ts.n_missing_ranks = 0;
+  f.ts.complete = 1;
+
+  /* corrupt encoding (CRC) */
+  uint8_t save = f.res[1].bytes[f.res[1].len / 2];
+  f.res[1].bytes[f.res[1].len / 2] ^= 0x40;
+  expect_proto(&f.ts, "rank 1");
+  f.res[1].bytes[f.res[1].len / 2] = save;
+  /* rank 2's encoding under rank 3's counts */
+  f.ct[3].segments = f.ct[2].segments;
+  expect_proto(&f.ts, "rank 3");
+  f.ct[3].segments.data = f.res[3].bytes;
+  f.ct[3].segments.len = f.res[3].len;
+  /* mode disagreeing with the encoding */
+  f.ct[0].mode = LA__COMPACT_MODE__COMPACT_MAXERR;
+  expect_proto(&f.ts, "mode");
+  f.ct[0].mode = LA__COMPACT_MODE__COMPACT_LOSSLESS;
+  /* a trace of another cycle */
+  f.ct[2].cycle_tag = 8;
+  expect_proto(&f.ts, "another set");
+  f.ct[2].cycle_tag = 7;
+  /* stats count not matching */
+  f.st[0].count += 1;
+  expect_proto(&f.ts, "stats.count");
+  f.st[0].count -= 1;
+  /* still good after all the repairs */
+  assert_int_equal(la_traceset_from_message(&f.ts, &t, why, sizeof why), 0);
+  la_traceset_free(t);
+  fx_free(&f);
+}
+
+/* ------------------------------------------------------ fake feed server */
+
+typedef struct srv srv_t;
+typedef void (*script_fn)(srv_t *s, int fd);
+
+struct srv {
+  int lfd;
+  uint16_t port;
+  char addr[40];
+  pthread_t th;
+  script_fn fn;
+  const fx_t *fx;
+  /* what the server saw (read by the test after join) */
+  int subscribed, sub_live, sub_latest, sub_has_cycle;
+  uint64_t sub_cycle;
+  char sub_app[160];
+  int queries;
+  int fail; /* the script met something unexpected */
+};
+
+static void *srv_main(void *arg) {
+  srv_t *s = arg;
+  struct pollfd p = {.fd = s->lfd, .events = POLLIN};
+  if (poll(&p, 1, 10000) != 1) {
+    s->fail = 1;
+    return NULL;
+  }
+  int fd = accept(s->lfd, NULL, NULL);
+  if (fd < 0) {
+    s->fail = 1;
+    return NULL;
+  }
+  s->fn(s, fd);
+  close(fd);
+  return NULL;
+}
+
+static void srv_start(srv_t *s, script_fn fn, const fx_t *fx) {
+  memset(s, 0, sizeof *s);
+  s->fn = fn;
+  s->fx = fx;
+  s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  assert_true(s->lfd >= 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t sl = sizeof a;
+  assert_int_equal(bind(s->lfd, (void *)&a, sizeof a), 0);
+  assert_int_equal(listen(s->lfd, 4), 0);
+  assert_int_equal(getsockname(s->lfd, (void *)&a, &sl), 0);
+  s->port = ntohs(a.sin_port);
+  snprintf(s->addr, sizeof s->addr, "127.0.0.1:%u", s->port);
+  assert_int_equal(pthread_create(&s->th, NULL, srv_main, s), 0);
+}
+
+static void srv_join(srv_t *s) {
+  pthread_join(s->th, NULL);
+  close(s->lfd);
+  assert_int_equal(s->fail, 0);
+}
+
+/* Reads the Subscribe; records it. */
+static int srv_read_sub(srv_t *s, int fd) {
+  uint16_t type;
+  ProtobufCMessage *m = NULL;
+  if (la_recv_msg(fd, 1 << 20, 5000, &type, &m, NULL, 0) != 0 ||
+      type != LA__MSG_TYPE__MSG_SUBSCRIBE) {
+    if (m) la_msg_free(m);
+    s->fail = 1;
+    return -1;
+  }
+  const La__Subscribe *sub = (const La__Subscribe *)m;
+  s->subscribed = 1;
+  snprintf(s->sub_app, sizeof s->sub_app, "%s",
+           sub->app_id ? sub->app_id : "(null)");
+  s->sub_live = sub->live;
+  s->sub_latest = sub->latest;
+  s->sub_has_cycle = sub->has_cycle;
+  s->sub_cycle = sub->cycle_tag;
+  la_msg_free(m);
+  return 0;
+}
+
+/* Makes the fixture's set one of cycle tag. */
+static void srv_set_cycle(fx_t *f, uint64_t tag) {
+  f->ts.cycle_tag = tag;
+  for (size_t i = 0; i < f->ts.n_traces; i++) f->ts.traces[i]->cycle_tag = tag;
+  f->ts.has_dropped = 0;
+}
+
+/* Sends the fixture's set as cycle `tag` with `dropped`. */
+static void srv_send_set(srv_t *s, int fd, uint64_t tag, uint64_t dropped) {
+  fx_t *f = (fx_t *)s->fx; /* the test thread waits; nobody else touches */
+  srv_set_cycle(f, tag);
+  f->ts.has_dropped = dropped != 0;
+  f->ts.dropped = dropped;
+  if (la_send_msg(fd, LA__MSG_TYPE__MSG_TRACE_SET, &f->ts.base, 5000))
+    s->fail = 1;
+}
+
+/* Waits (bounded) until the client closes its end. */
+static void srv_wait_close(int fd) {
+  char c;
+  (void)la_read_all(fd, &c, 1, 10000);
+}
+
+static void script_two_sets(srv_t *s, int fd) {
+  if (srv_read_sub(s, fd)) return;
+  srv_send_set(s, fd, 1, 0);
+  srv_send_set(s, fd, 2, 3);
+}
+
+static void script_silent(srv_t *s, int fd) {
+  if (srv_read_sub(s, fd)) return;
+  srv_wait_close(fd);
+}
+
+static void script_garbage(srv_t *s, int fd) {
+  if (srv_read_sub(s, fd)) return;
+  static const uint8_t g[] = {0, 0, 0, 4, 0, 21, 0xde, 0xad, 1, 2, 3, 4};
+  la_write_all(fd, g, sizeof g, 5000);
+  srv_wait_close(fd);
+}
+
+static void script_huge(srv_t *s, int fd) {
+  if (srv_read_sub(s, fd)) return;
+  static const uint8_t g[] = {0x40, 0, 0, 0, 0, 21, 0, 0};
+  la_write_all(fd, g, sizeof g, 5000);
+  srv_wait_close(fd);
+}
+
+static void script_bad_then_good(srv_t *s, int fd) {
+  if (srv_read_sub(s, fd)) return;
+  /* well framed, payload not a TraceSet */
+  static const uint8_t g[] = {0, 0,    0,    5,    0,    21,  0,
+                              0, 0xff, 0xff, 0xff, 0xff, 0xff};
+  la_write_all(fd, g, sizeof g, 5000);
+  /* valid protobuf, corrupt encoding */
+  fx_t *f = (fx_t *)s->fx;
+  size_t k = f->res[3].len / 3;
+  f->res[3].bytes[k] ^= 0x10;
+  srv_send_set(s, fd, 5, 0);
+  f->res[3].bytes[k] ^= 0x10;
+  srv_send_set(s, fd, 6, 0);
+  srv_wait_close(fd);
+}
+
+static void script_error(srv_t *s, int fd) {
+  if (srv_read_sub(s, fd)) return;
+  La__Error e = LA__ERROR__INIT;
+  e.code = LA_EREFUSED;
+  e.message = "too many subscribers";
+  la_send_msg(fd, LA__MSG_TYPE__MSG_ERROR, &e.base, 5000);
+}
+
+static void script_dribble(srv_t *s, int fd) {
+  if (srv_read_sub(s, fd)) return;
+  uint8_t *buf;
+  size_t n;
+  fx_t *f = (fx_t *)s->fx;
+  if (la_frame_pack(LA__MSG_TYPE__MSG_TRACE_SET, &f->ts.base, &buf, &n)) {
+    s->fail = 1;
+    return;
+  }
+  la_write_all(fd, buf, 5, 5000); /* not even a whole header */
+  usleep(250000);
+  la_write_all(fd, buf + 5, n / 2 - 5, 5000);
+  usleep(250000);
+  la_write_all(fd, buf + n / 2, n - n / 2, 5000);
+  free(buf);
+  srv_wait_close(fd);
+}
+
+/* Answers Query and StatusRequest until the client closes. A Query for the
+ * latest set is preceded by a subscription set (cycle 99). */
+static void script_query(srv_t *s, int fd) {
+  for (;;) {
+    uint16_t type;
+    ProtobufCMessage *m = NULL;
+    int rc = la_recv_msg(fd, 1 << 20, 10000, &type, &m, NULL, 0);
+    if (rc == LA_EIO) return; /* client closed */
+    if (rc) {
+      s->fail = 1;
+      return;
+    }
+    fx_t *f = (fx_t *)s->fx;
+    if (type == LA__MSG_TYPE__MSG_QUERY) {
+      const La__Query *q = (const La__Query *)m;
+      La__QueryReply r = LA__QUERY_REPLY__INIT;
+      La__TraceSet *sets[1] = {&f->ts};
+      La__StatusEntry e1 = LA__STATUS_ENTRY__INIT, e2 = LA__STATUS_ENTRY__INIT;
+      La__StatusEntry *rows[2] = {&e1, &e2};
+      s->queries++;
+      if (!strcmp(q->what, "traceset") && strcmp(q->app_id, "job-42")) {
+        r.status = LA_ENOTFOUND;
+        r.message = "no application job-x";
+      } else if (!strcmp(q->what, "traceset") && !q->has_cycle_tag) {
+        srv_send_set(s, fd, 99, 4); /* a subscription set first */
+        srv_set_cycle(f, 8);        /* the latest */
+        r.n_sets = 1;
+        r.sets = sets;
+      } else if (!strcmp(q->what, "traceset") && q->cycle_tag == 7) {
+        srv_set_cycle(f, 7);
+        r.n_sets = 1;
+        r.sets = sets;
+      } else if (!strcmp(q->what, "traceset")) {
+        r.status = LA_ENOTFOUND;
+        r.message = "no such cycle";
+      } else if (!strcmp(q->what, "apps")) {
+        e1.key = "job-42";
+        e1.value = "4 ranks";
+        e2.key = "job-43";
+        e2.value = "2 ranks";
+        r.n_rows = 2;
+        r.rows = rows;
+      } else {
+        La__Error er = LA__ERROR__INIT;
+        er.code = LA_EINVAL;
+        er.message = "unknown query";
+        la_send_msg(fd, LA__MSG_TYPE__MSG_ERROR, &er.base, 5000);
+        la_msg_free(m);
+        continue;
+      }
+      if (la_send_msg(fd, LA__MSG_TYPE__MSG_QUERY_REPLY, &r.base, 5000))
+        s->fail = 1;
+    } else if (type == LA__MSG_TYPE__MSG_STATUS_REQUEST) {
+      La__StatusReply r = LA__STATUS_REPLY__INIT;
+      La__StatusEntry e = LA__STATUS_ENTRY__INIT, *ep = &e;
+      r.daemon = "la-globalagent";
+      e.key = "subscribers";
+      e.value = "1";
+      r.n_entries = 1;
+      r.entries = &ep;
+      la_send_msg(fd, LA__MSG_TYPE__MSG_STATUS_REPLY, &r.base, 5000);
+    } else {
+      s->fail = 1;
+    }
+    la_msg_free(m);
+  }
+}
+
+static la_client_t *connect_to(const srv_t *s) {
+  la_client_t *c = NULL;
+  assert_int_equal(la_client_connect(s->addr, 5000, &c), 0);
+  assert_non_null(c);
+  assert_true(la_client_fd(c) >= 0);
+  assert_string_equal(la_client_error(c), "");
+  return c;
+}
+
+/* ------------------------------------------------------- socket tests */
+
+static void test_stream_two_sets(void **state) {
+  fx_t f;
+  fx_make(&f, 1, 0);
+  srv_t s;
+  srv_start(&s, script_two_sets, &f);
+  la_client_t *c = connect_to(&s);
+  assert_int_equal(la_client_subscribe(c, "job-42", LA_CLIENT_LATEST), 0);
+  la_traceset_t *t1 = NULL, *t2 = NULL, *t3 = (la_traceset_t *)1;
+  assert_int_equal(la_client_next(c, 5000, &t1), 0);
+  assert_int_equal(la_client_next(c, 5000, &t2), 0);
+  assert_int_equal(la_traceset_cycle(t1), 1);
+  assert_int_equal(la_traceset_cycle(t2), 2);
+  assert_int_equal(la_traceset_dropped(t1), 0);
+  assert_int_equal(la_traceset_dropped(t2), 3);
+  assert_int_equal(la_traceset_elements(t2), fx_total());
+  assert_int_equal(la_client_next(c, 5000, &t3), LA_EIO);
+  assert_null(t3);
+  assert_non_null(strstr(la_client_error(c), "closed"));
+  assert_int_equal(la_client_state(c), LA_EIO);
+  assert_int_equal(la_client_next(c, 0, &t3), LA_EIO); /* sticky */
+  assert_int_equal(la_client_subscribe(c, NULL, 0), LA_EIO);
+  la_client_close(c);
+  srv_join(&s);
+  assert_string_equal(s.sub_app, "job-42");
+  assert_true(s.sub_live && s.sub_latest && !s.sub_has_cycle);
+  /* sets outlive the client */
+  double tot[NR];
+  assert_int_equal(la_traceset_rank_totals(t1, tot), 0);
+  assert_true(tot[0] == f.res[0].stats.sum);
+  la_traceset_free(t1);
+  la_traceset_free(t2);
+  fx_free(&f);
+}
+
+static void test_subscribe_options(void **state) {
+  fx_t f;
+  fx_make(&f, 1, 0);
+  srv_t s;
+  srv_start(&s, script_silent, &f);
+  la_client_t *c = connect_to(&s);
+  assert_int_equal(la_client_subscribe(c, "job", 8), LA_EINVAL);
+  char longid[200];
+  memset(longid, 'a', sizeof longid - 1);
+  longid[sizeof longid - 1] = '\0';
+  assert_int_equal(la_client_subscribe(c, longid, 0), LA_EINVAL);
+  assert_int_equal(la_client_subscribe(c, "bad id", 0), LA_EINVAL);
+  assert_int_equal(la_client_subscribe_at(c, NULL, LA_CLIENT_NO_LIVE, 77), 0);
+  la_traceset_t *t;
+  assert_int_equal(la_client_next(c, 50, &t), LA_ETIMEDOUT);
+  la_client_close(c);
+  srv_join(&s);
+  assert_string_equal(s.sub_app, "");
+  assert_true(!s.sub_live && !s.sub_latest && s.sub_has_cycle);
+  assert_int_equal(s.sub_cycle, 77);
+  fx_free(&f);
+}
+
+static void test_silent_timeout(void **state) {
+  fx_t f;
+  fx_make(&f, 1, 0);
+  srv_t s;
+  srv_start(&s, script_silent, &f);
+  la_client_t *c = connect_to(&s);
+  assert_int_equal(la_client_subscribe(c, NULL, 0), 0);
+  la_traceset_t *t = (la_traceset_t *)1;
+  uint64_t t0 = la_now_ms();
+  assert_int_equal(la_client_next(c, 300, &t), LA_ETIMEDOUT);
+  uint64_t dt = la_now_ms() - t0;
+  assert_null(t);
+  assert_true(dt >= 290 && dt < 300 + SLACK_MS);
+  t0 = la_now_ms();
+  assert_int_equal(la_client_next(c, 0, &t), LA_ETIMEDOUT);
+  assert_true(la_now_ms() - t0 < SLACK_MS);
+  /* a timeout is not sticky: the connection is still usable */
+  assert_int_equal(la_client_subscribe(c, "job-42", 0), 0);
+  la_client_close(c);
+  srv_join(&s);
+  fx_free(&f);
+}
+
+static void test_garbage(void **state) {
+  fx_t f;
+  fx_make(&f, 1, 0);
+  srv_t s;
+  srv_start(&s, script_garbage, &f);
+  la_client_t *c = connect_to(&s);
+  assert_int_equal(la_client_subscribe(c, NULL, 0), 0);
+  la_traceset_t *t;
+  assert_int_equal(la_client_next(c, 5000, &t), LA_EPROTO);
+  assert_non_null(strstr(la_client_error(c), "frame header"));
+  assert_int_equal(la_client_state(c), LA_EPROTO);
+  assert_int_equal(la_client_next(c, 0, &t), LA_EPROTO); /* sticky */
+  assert_non_null(strstr(la_client_error(c), "frame header"));
+  la_client_close(c);
+  srv_join(&s);
+
+  srv_start(&s, script_huge, &f);
+  c = connect_to(&s);
+  assert_int_equal(la_client_subscribe(c, NULL, 0), 0);
+  assert_int_equal(la_client_next(c, 5000, &t), LA_EMSGSIZE);
+  assert_non_null(strstr(la_client_error(c), "larger"));
+  la_client_close(c);
+  srv_join(&s);
+  fx_free(&f);
+}
+
+static void test_bad_message_skipped(void **state) {
+  fx_t f;
+  fx_make(&f, 1, 0);
+  srv_t s;
+  srv_start(&s, script_bad_then_good, &f);
+  la_client_t *c = connect_to(&s);
+  assert_int_equal(la_client_subscribe(c, NULL, 0), 0);
+  la_traceset_t *t = NULL;
+  assert_int_equal(la_client_next(c, 5000, &t), LA_EPROTO);
+  assert_non_null(strstr(la_client_error(c), "malformed TraceSet"));
+  assert_int_equal(la_client_state(c), 0); /* skipped, not dead */
+  assert_int_equal(la_client_next(c, 5000, &t), LA_EPROTO);
+  assert_non_null(strstr(la_client_error(c), "rank 3"));
+  assert_int_equal(la_client_next(c, 5000, &t), 0);
+  assert_int_equal(la_traceset_cycle(t), 6);
+  la_traceset_free(t);
+  la_client_close(c);
+  srv_join(&s);
+  fx_free(&f);
+}
+
+static void test_error_message(void **state) {
+  fx_t f;
+  fx_make(&f, 1, 0);
+  srv_t s;
+  srv_start(&s, script_error, &f);
+  la_client_t *c = connect_to(&s);
+  assert_int_equal(la_client_subscribe(c, NULL, 0), 0);
+  la_traceset_t *t;
+  assert_int_equal(la_client_next(c, 5000, &t), LA_EREFUSED);
+  assert_non_null(strstr(la_client_error(c), "too many subscribers"));
+  assert_int_equal(la_client_next(c, 5000, &t), LA_EIO);
+  la_client_close(c);
+  srv_join(&s);
+  fx_free(&f);
+}
+
+static void test_dribble(void **state) {
+  fx_t f;
+  fx_make(&f, 33, 0);
+  srv_t s;
+  srv_start(&s, script_dribble, &f);
+  la_client_t *c = connect_to(&s);
+  assert_int_equal(la_client_subscribe(c, NULL, 0), 0);
+  la_traceset_t *t = NULL;
+  int timeouts = 0, rc;
+  uint64_t t0 = la_now_ms();
+  while ((rc = la_client_next(c, 40, &t)) == LA_ETIMEDOUT &&
+         la_now_ms() - t0 < SLACK_MS)
+    timeouts++;
+  assert_int_equal(rc, 0);
+  assert_true(timeouts >= 2); /* arrived in parts, nothing lost */
+  assert_int_equal(la_traceset_cycle(t), 33);
+  double *w = dense(t);
+  assert_true(w[0] == f.x[0][0]);
+  free(w);
+  la_traceset_free(t);
+  la_client_close(c);
+  srv_join(&s);
+  fx_free(&f);
+}
+
+static void test_query(void **state) {
+  fx_t f;
+  fx_make(&f, 7, 0);
+  srv_t s;
+  srv_start(&s, script_query, &f);
+  la_client_t *c = connect_to(&s);
+  la_traceset_t *t = NULL;
+  assert_int_equal(la_client_get(c, "job-42", 7, &t), 0);
+  assert_int_equal(la_traceset_cycle(t), 7);
+  assert_int_equal(la_traceset_elements(t), fx_total());
+  la_traceset_free(t);
+  t = (la_traceset_t *)1;
+  assert_int_equal(la_client_get(c, "job-42", 12345, &t), LA_ENOTFOUND);
+  assert_null(t);
+  assert_non_null(strstr(la_client_error(c), "no such cycle"));
+  assert_int_equal(la_client_latest(c, "job-x", &t), LA_ENOTFOUND);
+  assert_int_equal(la_client_latest(c, "job-42", &t), 0);
+  assert_int_equal(la_traceset_cycle(t), 8);
+  la_traceset_free(t);
+  assert_int_equal(la_client_get(c, NULL, 1, &t), LA_EINVAL);
+  /* the set that arrived during a request waits for la_client_next */
+  assert_int_equal(la_client_next(c, 0, &t), 0);
+  assert_int_equal(la_traceset_cycle(t), 99);
+  assert_int_equal(la_traceset_dropped(t), 4);
+  la_traceset_free(t);
+  assert_int_equal(la_client_next(c, 0, &t), LA_ETIMEDOUT);
+
+  la_client_rows_t *rows = NULL;
+  assert_int_equal(la_client_list(c, "apps", NULL, &rows), 0);
+  assert_int_equal(la_client_rows_count(rows), 2);
+  assert_string_equal(la_client_rows_key(rows, 1), "job-43");
+  assert_string_equal(la_client_rows_value(rows, 0), "4 ranks");
+  assert_null(la_client_rows_key(rows, 2));
+  la_client_rows_free(rows);
+  assert_int_equal(la_client_list(c, "bogus", NULL, &rows), LA_EINVAL);
+  assert_null(rows);
+  assert_non_null(strstr(la_client_error(c), "unknown query"));
+  assert_int_equal(la_client_status(c, NULL, &rows), 0);
+  assert_int_equal(la_client_rows_count(rows), 1);
+  assert_string_equal(la_client_rows_key(rows, 0), "subscribers");
+  la_client_rows_free(rows);
+  la_client_close(c);
+  srv_join(&s);
+  assert_int_equal(s.queries, 6);
+  fx_free(&f);
+}
+
+static void test_connect_errors(void **state) {
+  la_client_t *c = (la_client_t *)1;
+  /* a port nobody listens on */
+  int l = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t sl = sizeof a;
+  assert_int_equal(bind(l, (void *)&a, sizeof a), 0);
+  getsockname(l, (void *)&a, &sl);
+  char addr[40];
+  snprintf(addr, sizeof addr, "127.0.0.1:%u", ntohs(a.sin_port));
+  close(l);
+  assert_int_equal(la_client_connect(addr, 2000, &c), LA_ENOAGENT);
+  assert_null(c);
+  assert_int_equal(la_client_connect("not a port", 100, &c), LA_EINVAL);
+  assert_int_equal(la_client_connect("x:1", 100, NULL), LA_EINVAL);
+  setenv("LA_GLOBAL", addr, 1);
+  assert_int_equal(la_client_connect(NULL, 2000, &c), LA_ENOAGENT);
+  unsetenv("LA_GLOBAL");
+  assert_int_equal(la_client_from_fd(-1, 0, &c), LA_EINVAL);
+  /* accessors on NULL are harmless */
+  assert_int_equal(la_client_fd(NULL), -1);
+  la_client_close(NULL);
+  la_traceset_free(NULL);
+  assert_int_equal(la_traceset_nprocs(NULL), 0);
+  assert_string_equal(la_client_strerror(LA_ENOTFOUND), "not found");
+  /* adopting a socket: set_max_frame before data only */
+  int sv[2];
+  assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  assert_int_equal(la_client_from_fd(sv[0], 1000, &c), 0);
+  assert_int_equal(la_client_set_max_frame(c, 10), LA_EINVAL);
+  assert_int_equal(la_client_set_max_frame(c, 4096), 0);
+  assert_int_equal(la_client_set_timeout(c, 0), LA_EINVAL);
+  assert_int_equal(la_client_set_timeout(c, 200), 0);
+  assert_int_equal(write(sv[1], "\0\0\x20\0\0\x15\0\0", 8), 8);
+  la_traceset_t *t;
+  assert_int_equal(la_client_next(c, 1000, &t), LA_EMSGSIZE);
+  assert_int_equal(la_client_set_max_frame(c, 1 << 20), LA_ESTATE);
+  la_client_close(c);
+  close(sv[1]);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_identity_vtxdist),
+      cmocka_unit_test(test_weights_decoded),
+      cmocka_unit_test(test_totals_imbalance),
+      cmocka_unit_test(test_range_sums),
+      cmocka_unit_test(test_metis_zoltan),
+      cmocka_unit_test(test_partial),
+      cmocka_unit_test(test_rejects),
+      cmocka_unit_test(test_stream_two_sets),
+      cmocka_unit_test(test_subscribe_options),
+      cmocka_unit_test(test_silent_timeout),
+      cmocka_unit_test(test_garbage),
+      cmocka_unit_test(test_bad_message_skipped),
+      cmocka_unit_test(test_error_message),
+      cmocka_unit_test(test_dribble),
+      cmocka_unit_test(test_query),
+      cmocka_unit_test(test_connect_errors),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

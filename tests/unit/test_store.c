@@ -1,0 +1,1393 @@
+/* test_store.c: unit tests of the GlobalAgent's SQLite store
+ * (globalagent/store.{h,c}) and of the example queries of docs/storage.md.
+ *
+ * Every test gets a fresh directory from mkdtemp under /tmp with a real
+ * database file in it, and removes it afterwards. Covers: create and reopen;
+ * WAL mode; schema version refusal (newer, older, foreign database, garbage
+ * file); RankStart/RankEnd upserts (first copy wins, RankEnd before
+ * RankStart); conflicting nprocs refused with nothing written; traces
+ * idempotent on (app, rank, cycle); traces before any RankStart; group commit
+ * and rollback, and a batch poisoned by an injected SQLite error (a trigger)
+ * rolled back whole; load_set (order, missing ranks, rank_elements, bytes,
+ * validation, unknown nprocs, late ranks); set_closed idempotent; open sets
+ * after a restart; the app, cycle and latest queries including cycle tags
+ * >= 2^63; agent sequence bookkeeping; corrupt rows and a damaged file giving
+ * clean errors; every sqlite3 and Python example of docs/storage.md run
+ * against a database written here, output compared with the document; and an
+ * informational throughput figure (traces/s, batches of 500).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "la.h"
+#include "la_codec.h"
+#include "la_compact.h"
+#include "store.h"
+
+typedef struct fx {
+  char dir[64];
+  char path[128];
+  la_store_t *s;
+} fx_t;
+
+/* ------------------------------------------------------------- helpers -- */
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+                  struct FTW *ftw) {
+  return remove(path);
+}
+
+static int setup(void **state) {
+  fx_t *f = calloc(1, sizeof *f);
+  assert_non_null(f);
+  strcpy(f->dir, "/tmp/la_test_store.XXXXXX");
+  assert_non_null(mkdtemp(f->dir));
+  snprintf(f->path, sizeof f->path, "%s/la.db", f->dir);
+  char why[256];
+  assert_int_equal(la_store_open(f->path, 0, &f->s, why, sizeof why), 0);
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fx_t *f = *state;
+  la_store_close(f->s);
+  nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  free(f);
+  return 0;
+}
+
+static void reopen(fx_t *f) {
+  char why[256];
+  la_store_close(f->s);
+  f->s = NULL;
+  assert_int_equal(la_store_open(f->path, 0, &f->s, why, sizeof why), 0);
+}
+
+/* Runs SQL on the file directly (as a user or a fault would). */
+static void raw_exec(const char *path, const char *sql) {
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  char *msg = NULL;
+  int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+  if (rc != SQLITE_OK) fail_msg("%s: %s", sql, msg ? msg : "?");
+  sqlite3_close(db);
+}
+
+/* One integer from a query on the file. */
+static long long raw_int(const char *path, const char *sql) {
+  sqlite3 *db;
+  sqlite3_stmt *st;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  long long v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return v;
+}
+
+static void raw_text(const char *path, const char *sql, char *buf, size_t cap) {
+  sqlite3 *db;
+  sqlite3_stmt *st;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  const unsigned char *t = sqlite3_column_text(st, 0);
+  snprintf(buf, cap, "%s", t ? (const char *)t : "(null)");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+static La__CompactParams g_params = LA__COMPACT_PARAMS__INIT;
+
+static La__RankStart rank_start(const char *app, uint32_t rank, uint32_t nprocs,
+                                uint64_t n_elements) {
+  La__RankStart m = LA__RANK_START__INIT;
+  m.seq = 1;
+  m.app_id = (char *)app;
+  m.rank = rank;
+  m.nprocs = nprocs;
+  m.n_elements = n_elements;
+  m.metric = "time";
+  m.unit = "ns";
+  m.app_name = "wavetoy";
+  m.host = "node1";
+  m.has_pid = 1;
+  m.pid = 1000 + (int)rank;
+  m.has_period = 1;
+  m.period = 10;
+  m.has_t_start_ns = 1;
+  m.t_start_ns = 1700000000000000000ull + rank;
+  g_params.has_mode = 1;
+  g_params.mode = LA__COMPACT_MODE__COMPACT_POLYLINE;
+  g_params.has_cv = 1;
+  g_params.cv = 0.1;
+  m.compact = &g_params;
+  return m;
+}
+
+static La__RankEnd rank_end(const char *app, uint32_t rank,
+                            const char *reason) {
+  La__RankEnd m = LA__RANK_END__INIT;
+  m.seq = 99;
+  m.app_id = (char *)app;
+  m.rank = rank;
+  m.reason = (char *)reason;
+  m.has_cycles = 1;
+  m.cycles = 40;
+  m.has_t_end_ns = 1;
+  m.t_end_ns = 1700000001000000000ull;
+  return m;
+}
+
+/* A trace with its own storage (segments: len bytes of a pattern). */
+typedef struct tr {
+  La__CompactTrace t;
+  La__SeriesStats st;
+  La__FitError er;
+  uint8_t seg[2048];
+} tr_t;
+
+static void mk_trace(tr_t *x, const char *app, uint32_t rank, uint64_t tag,
+                     uint64_t n_elements, size_t len, uint8_t fill) {
+  La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+  La__SeriesStats st = LA__SERIES_STATS__INIT;
+  La__FitError er = LA__FIT_ERROR__INIT;
+  x->t = t;
+  x->st = st;
+  x->er = er;
+  assert_true(len <= sizeof x->seg);
+  for (size_t i = 0; i < len; i++) x->seg[i] = (uint8_t)(fill + i * 7);
+  x->t.seq = tag * 100 + rank + 1;
+  x->t.app_id = (char *)app;
+  x->t.rank = rank;
+  x->t.cycle_tag = tag;
+  x->t.n_elements = n_elements;
+  x->t.mode = LA__COMPACT_MODE__COMPACT_POLYLINE;
+  x->t.segments.data = x->seg;
+  x->t.segments.len = len;
+  x->st.count = n_elements;
+  x->st.sum = 1000.0 * (rank + 1) + (double)tag;
+  x->st.min = 1.0 + rank;
+  x->st.max = 50.0 + rank;
+  x->t.stats = &x->st;
+  x->er.max_abs = 0.5;
+  x->er.rmse = 0.25;
+  x->er.cv = 0.01 * (rank + 1);
+  x->t.error = &x->er;
+  x->t.has_t_xfer_ns = 1;
+  x->t.t_xfer_ns = 1700000000500000000ull + tag;
+  x->t.has_rank_seq = 1;
+  x->t.rank_seq = tag / 10;
+}
+
+static int put_trace(la_store_t *s, const char *app, uint32_t rank,
+                     uint64_t tag, int *was_new) {
+  tr_t x;
+  mk_trace(&x, app, rank, tag, 100, 40, (uint8_t)(rank * 16 + tag));
+  return la_store_trace(s, &x.t, was_new);
+}
+
+static int put_rank_start(la_store_t *s, const char *app, uint32_t rank,
+                          uint32_t nprocs, uint64_t nel) {
+  La__RankStart m = rank_start(app, rank, nprocs, nel);
+  return la_store_rank_start(s, &m);
+}
+
+/* ----------------------------------------------------------- open, schema */
+
+static void test_open_reopen(void **state) {
+  fx_t *f = *state;
+  assert_int_equal(put_rank_start(f->s, "a1", 0, 2, 100), 0);
+  assert_int_equal(put_trace(f->s, "a1", 0, 10, NULL), 0);
+  reopen(f);
+  la_store_app_t *apps;
+  size_t n;
+  assert_int_equal(la_store_apps(f->s, &apps, &n), 0);
+  assert_int_equal(n, 1);
+  assert_string_equal(apps[0].app_id, "a1");
+  assert_string_equal(apps[0].app_name, "wavetoy");
+  assert_int_equal(apps[0].nprocs, 2);
+  assert_int_equal(apps[0].cycles, 1);
+  free(apps);
+  assert_int_equal(raw_int(f->path, "SELECT version FROM schema_version"),
+                   LA_STORE_SCHEMA_VERSION);
+  assert_int_equal(raw_int(f->path, "PRAGMA application_id"),
+                   LA_STORE_APPLICATION_ID);
+  char mode[32];
+  raw_text(f->path, "PRAGMA journal_mode", mode, sizeof mode);
+  assert_string_equal(mode, "wal");
+  /* FULL synchronous opens too, and sees the same data */
+  la_store_close(f->s);
+  char why[256];
+  assert_int_equal(la_store_open(f->path, 1, &f->s, why, sizeof why), 0);
+  uint32_t np, ended;
+  assert_int_equal(la_store_app_ranks_ended(f->s, "a1", &np, &ended), 0);
+  assert_int_equal(np, 2);
+  assert_int_equal(ended, 0);
+  /* bad arguments */
+  la_store_t *s2 = NULL;
+  assert_int_equal(la_store_open(NULL, 0, &s2, why, sizeof why), LA_EINVAL);
+  assert_int_equal(
+      la_store_open("/nonexistent-dir/x/la.db", 0, &s2, why, sizeof why),
+      LA_EIO);
+  assert_non_null(strstr(why, "/nonexistent-dir/x/la.db"));
+  assert_null(s2);
+  /* in-memory database works (no WAL) */
+  assert_int_equal(la_store_open(":memory:", 0, &s2, why, sizeof why), 0);
+  assert_int_equal(put_trace(s2, "m", 0, 1, NULL), 0);
+  la_store_close(s2);
+}
+
+static void test_schema_version_refused(void **state) {
+  fx_t *f = *state;
+  la_store_close(f->s);
+  f->s = NULL;
+  char why[256];
+  raw_exec(f->path, "UPDATE schema_version SET version = 2");
+  assert_int_equal(la_store_open(f->path, 0, &f->s, why, sizeof why),
+                   LA_EVERSION);
+  assert_null(f->s);
+  assert_non_null(strstr(why, "newer"));
+  assert_non_null(strstr(why, "version 2"));
+  raw_exec(f->path, "UPDATE schema_version SET version = 0");
+  assert_int_equal(la_store_open(f->path, 0, &f->s, why, sizeof why),
+                   LA_EVERSION);
+  assert_non_null(strstr(why, "older"));
+  raw_exec(f->path, "DELETE FROM schema_version");
+  assert_int_equal(la_store_open(f->path, 0, &f->s, why, sizeof why), LA_EIO);
+  assert_non_null(strstr(why, "empty"));
+  raw_exec(f->path, "INSERT INTO schema_version VALUES (1, 0)");
+  assert_int_equal(la_store_open(f->path, 0, &f->s, why, sizeof why), 0);
+  la_store_close(f->s);
+  f->s = NULL;
+  /* a table the code needs is gone: the schema check says so */
+  raw_exec(f->path, "DROP TABLE agents");
+  assert_int_equal(la_store_open(f->path, 0, &f->s, why, sizeof why), LA_EIO);
+  assert_non_null(strstr(why, "schema check failed"));
+  /* another program's database */
+  char other[160];
+  snprintf(other, sizeof other, "%s/other.db", f->dir);
+  raw_exec(other, "CREATE TABLE t(x); INSERT INTO t VALUES (1);");
+  assert_int_equal(la_store_open(other, 0, &f->s, why, sizeof why), LA_EIO);
+  assert_non_null(strstr(why, "not an LA database"));
+  raw_exec(other, "PRAGMA application_id = 1234");
+  assert_int_equal(la_store_open(other, 0, &f->s, why, sizeof why), LA_EIO);
+  assert_non_null(strstr(why, "application_id"));
+  /* garbage */
+  char junk[160];
+  snprintf(junk, sizeof junk, "%s/junk.db", f->dir);
+  FILE *fp = fopen(junk, "wb");
+  assert_non_null(fp);
+  for (int i = 0; i < 8192; i++) fputc((i * 131 + 7) & 0xff, fp);
+  fclose(fp);
+  assert_int_equal(la_store_open(junk, 0, &f->s, why, sizeof why), LA_EIO);
+  assert_null(f->s);
+  assert_non_null(strstr(why, "not a database"));
+  /* an empty file is an empty database: it gets the schema */
+  fp = fopen(junk, "wb");
+  fclose(fp);
+  assert_int_equal(la_store_open(junk, 0, &f->s, why, sizeof why), 0);
+}
+
+/* ------------------------------------------------------------ rank rows */
+
+static void test_rank_upserts(void **state) {
+  fx_t *f = *state;
+  assert_int_equal(put_rank_start(f->s, "a", 0, 3, 100), 0);
+  /* a second copy with other content changes nothing */
+  La__RankStart m = rank_start("a", 0, 3, 555);
+  m.host = "other";
+  assert_int_equal(la_store_rank_start(f->s, &m), 0);
+  assert_int_equal(
+      raw_int(f->path, "SELECT n_elements FROM ranks WHERE rank = 0"), 100);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM ranks"), 1);
+  /* app defined by the first RankStart */
+  m = rank_start("a", 1, 3, 200);
+  m.metric = "cycles";
+  assert_int_equal(la_store_rank_start(f->s, &m), 0);
+  char txt[64];
+  raw_text(f->path, "SELECT metric FROM apps", txt, sizeof txt);
+  assert_string_equal(txt, "time");
+  assert_int_equal(raw_int(f->path, "SELECT compact_mode FROM apps"), 1);
+  assert_int_equal(raw_int(f->path, "SELECT period FROM apps"), 10);
+  /* RankEnd: once */
+  La__RankEnd e = rank_end("a", 0, "finalize");
+  assert_int_equal(la_store_rank_end(f->s, &e), 0);
+  e = rank_end("a", 0, "disconnected");
+  assert_int_equal(la_store_rank_end(f->s, &e), 0);
+  raw_text(f->path, "SELECT end_reason FROM ranks WHERE rank = 0", txt,
+           sizeof txt);
+  assert_string_equal(txt, "finalize");
+  uint32_t np, ended;
+  assert_int_equal(la_store_app_ranks_ended(f->s, "a", &np, &ended), 0);
+  assert_int_equal(np, 3);
+  assert_int_equal(ended, 1);
+  /* RankEnd before RankStart (rank 2): rows created, then completed */
+  e = rank_end("a", 2, "disconnected");
+  assert_int_equal(la_store_rank_end(f->s, &e), 0);
+  assert_int_equal(raw_int(f->path, "SELECT started FROM ranks WHERE rank = 2"),
+                   0);
+  assert_int_equal(put_rank_start(f->s, "a", 2, 3, 300), 0);
+  assert_int_equal(
+      raw_int(f->path, "SELECT n_elements FROM ranks WHERE rank = 2"), 300);
+  assert_int_equal(raw_int(f->path, "SELECT ended FROM ranks WHERE rank = 2"),
+                   1);
+  assert_int_equal(la_store_app_ranks_ended(f->s, "a", &np, &ended), 0);
+  assert_int_equal(ended, 2);
+  /* RankEnd of an unknown application: app created with nprocs unknown */
+  e = rank_end("b", 5, NULL);
+  assert_int_equal(la_store_rank_end(f->s, &e), 0);
+  assert_int_equal(la_store_app_ranks_ended(f->s, "b", &np, &ended), 0);
+  assert_int_equal(np, 0);
+  assert_int_equal(ended, 1);
+  assert_int_equal(la_store_app_ranks_ended(f->s, "zz", &np, &ended),
+                   LA_ENOTFOUND);
+  la_store_app_t *apps;
+  size_t n;
+  assert_int_equal(la_store_apps(f->s, &apps, &n), 0);
+  assert_int_equal(n, 2);
+  assert_string_equal(apps[0].app_id, "a");
+  assert_int_equal(apps[0].ranks_started, 3);
+  assert_int_equal(apps[0].ranks_ended, 2);
+  assert_int_equal(apps[0].n_elements_total, 600);
+  assert_int_equal(apps[0].t_start_ns, 1700000000000000000ull);
+  assert_int_equal(apps[0].t_last_ns, 1700000001000000000ull);
+  assert_string_equal(apps[0].unit, "ns");
+  free(apps);
+}
+
+static void test_conflicting_nprocs(void **state) {
+  fx_t *f = *state;
+  assert_int_equal(put_rank_start(f->s, "a", 0, 4, 100), 0);
+  assert_int_equal(la_store_begin(f->s), 0);
+  assert_int_equal(put_trace(f->s, "a", 0, 1, NULL), 0);
+  assert_int_equal(put_rank_start(f->s, "a", 1, 8, 100), LA_EPROTO);
+  assert_non_null(strstr(la_store_errmsg(f->s), "nprocs 8"));
+  assert_non_null(strstr(la_store_errmsg(f->s), "has 4"));
+  /* a trace of a rank outside nprocs is kept, outside every set */
+  int was_new;
+  assert_int_equal(put_trace(f->s, "a", 4, 1, &was_new), 0);
+  assert_int_equal(was_new, 1);
+  /* the batch is still good */
+  assert_int_equal(put_trace(f->s, "a", 1, 1, NULL), 0);
+  assert_int_equal(la_store_commit(f->s), 0);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM ranks"), 1);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces"), 3);
+  assert_int_equal(raw_int(f->path, "SELECT nprocs FROM apps"), 4);
+  La__TraceSet *set;
+  assert_int_equal(la_store_load_set(f->s, "a", 1, &set), 0);
+  assert_int_equal(set->n_traces, 2);
+  assert_int_equal(set->traces[1]->rank, 1);
+  la_store_free_set(set);
+  la_store_open_set_t *os;
+  size_t n;
+  assert_int_equal(la_store_open_sets(f->s, &os, &n), 0);
+  assert_int_equal(n, 1);
+  assert_int_equal(os[0].n_ranks, 2);
+  la_store_free_open_sets(os, n);
+  /* outside a batch as well: refused, nothing written */
+  assert_int_equal(put_rank_start(f->s, "a", 1, 2, 100), LA_EPROTO);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM ranks"), 1);
+  /* ranks beyond any possible nprocs */
+  assert_int_equal(put_trace(f->s, "x", LA_MAX_RANKS, 2, NULL), LA_EPROTO);
+  assert_non_null(strstr(la_store_errmsg(f->s), "rank"));
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces"), 3);
+}
+
+/* -------------------------------------------------------------- traces */
+
+static void test_trace_idempotent(void **state) {
+  fx_t *f = *state;
+  int was_new = -1;
+  tr_t a, b;
+  mk_trace(&a, "app", 1, 5, 100, 64, 3);
+  mk_trace(&b, "app", 1, 5, 200, 80, 9); /* same key, other content */
+  b.st.count = 200;
+  b.t.seq = 777;
+  assert_int_equal(la_store_trace(f->s, &a.t, &was_new), 0);
+  assert_int_equal(was_new, 1);
+  assert_int_equal(la_store_trace(f->s, &b.t, &was_new), 0);
+  assert_int_equal(was_new, 0);
+  assert_int_equal(la_store_trace(f->s, &a.t, &was_new), 0);
+  assert_int_equal(was_new, 0);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces"), 1);
+  assert_int_equal(raw_int(f->path, "SELECT n_elements FROM traces"), 100);
+  assert_int_equal(raw_int(f->path, "SELECT length(segments) FROM traces"), 64);
+  assert_int_equal(raw_int(f->path, "SELECT n_ranks_present FROM trace_sets"),
+                   1);
+  /* another cycle and another rank are new */
+  mk_trace(&b, "app", 1, 6, 100, 64, 3);
+  assert_int_equal(la_store_trace(f->s, &b.t, &was_new), 0);
+  assert_int_equal(was_new, 1);
+  mk_trace(&b, "app", 0, 5, 100, 64, 3);
+  assert_int_equal(la_store_trace(f->s, &b.t, &was_new), 0);
+  assert_int_equal(was_new, 1);
+  assert_int_equal(
+      raw_int(f->path,
+              "SELECT n_ranks_present FROM trace_sets WHERE cycle_tag = 5"),
+      2);
+  /* bad arguments */
+  assert_int_equal(la_store_trace(f->s, NULL, &was_new), LA_EINVAL);
+  b.t.segments.len = 0;
+  assert_int_equal(la_store_trace(f->s, &b.t, &was_new), LA_EINVAL);
+  /* NaN statistics come back as NaN (SQLite stores NULL) */
+  mk_trace(&b, "app", 2, 5, 100, 64, 3);
+  b.st.min = NAN;
+  b.st.max = NAN;
+  b.t.error = NULL;
+  b.t.has_t_xfer_ns = 0;
+  assert_int_equal(la_store_trace(f->s, &b.t, &was_new), 0);
+  La__TraceSet *set;
+  assert_int_equal(la_store_load_set(f->s, "app", 5, &set), 0);
+  assert_int_equal(set->n_traces, 3);
+  assert_true(isnan(set->traces[2]->stats->min));
+  assert_null(set->traces[2]->error);
+  assert_false(set->traces[2]->has_t_xfer_ns);
+  assert_non_null(set->traces[1]->error);
+  assert_true(set->traces[1]->has_t_xfer_ns);
+  la_store_free_set(set);
+}
+
+static void test_trace_before_rank_start(void **state) {
+  fx_t *f = *state;
+  int was_new;
+  assert_int_equal(put_trace(f->s, "late", 3, 10, &was_new), 0);
+  assert_int_equal(was_new, 1);
+  assert_int_equal(put_trace(f->s, "late", 0, 10, &was_new), 0);
+  assert_int_equal(raw_int(f->path, "SELECT nprocs FROM apps"), 0);
+  uint32_t np, ended;
+  assert_int_equal(la_store_app_ranks_ended(f->s, "late", &np, &ended), 0);
+  assert_int_equal(np, 0);
+  /* unknown nprocs: highest rank + 1, never complete */
+  La__TraceSet *set;
+  char why[200];
+  assert_int_equal(la_store_load_set(f->s, "late", 10, &set), 0);
+  assert_int_equal(set->nprocs, 4);
+  assert_false(set->complete);
+  assert_int_equal(set->n_missing_ranks, 2);
+  assert_int_equal(set->missing_ranks[0], 1);
+  assert_int_equal(set->missing_ranks[1], 2);
+  assert_int_equal(set->n_rank_elements, 4);
+  assert_int_equal(set->rank_elements[0], 0);
+  assert_int_equal(
+      la_msg_validate(LA__MSG_TYPE__MSG_TRACE_SET, &set->base, why, sizeof why),
+      0);
+  la_store_free_set(set);
+  la_store_open_set_t *os;
+  size_t n;
+  assert_int_equal(la_store_open_sets(f->s, &os, &n), 0);
+  assert_int_equal(n, 1);
+  assert_int_equal(os[0].nprocs, 0);
+  assert_int_equal(os[0].n_ranks, 2);
+  la_store_free_open_sets(os, n);
+  /* the RankStarts come: nprocs 2; the rank-3 trace is kept but is outside
+   * every set */
+  assert_int_equal(put_rank_start(f->s, "late", 0, 2, 100), 0);
+  assert_int_equal(put_rank_start(f->s, "late", 1, 2, 120), 0);
+  assert_int_equal(raw_int(f->path, "SELECT nprocs FROM apps"), 2);
+  assert_int_equal(la_store_load_set(f->s, "late", 10, &set), 0);
+  assert_int_equal(set->nprocs, 2);
+  assert_int_equal(set->n_traces, 1);
+  assert_int_equal(set->n_missing_ranks, 1);
+  assert_int_equal(set->missing_ranks[0], 1);
+  assert_int_equal(set->rank_elements[1], 120);
+  assert_int_equal(
+      la_msg_validate(LA__MSG_TYPE__MSG_TRACE_SET, &set->base, why, sizeof why),
+      0);
+  la_store_free_set(set);
+  assert_int_equal(la_store_open_sets(f->s, &os, &n), 0);
+  assert_int_equal(n, 1);
+  assert_int_equal(os[0].nprocs, 2);
+  assert_int_equal(os[0].n_ranks, 1);
+  assert_int_equal(os[0].ranks[0], 0);
+  la_store_free_open_sets(os, n);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces"), 2);
+}
+
+/* ------------------------------------------------------ batches, faults */
+
+static void test_group_commit_rollback(void **state) {
+  fx_t *f = *state;
+  assert_int_equal(la_store_commit(f->s), LA_EINVAL);
+  assert_int_equal(la_store_rollback(f->s), 0);
+  assert_int_equal(la_store_begin(f->s), 0);
+  assert_int_equal(la_store_begin(f->s), LA_EINVAL);
+  for (uint32_t r = 0; r < 4; r++)
+    assert_int_equal(put_rank_start(f->s, "g", r, 4, 100), 0);
+  for (uint64_t c = 1; c <= 10; c++)
+    for (uint32_t r = 0; r < 4; r++)
+      assert_int_equal(put_trace(f->s, "g", r, c, NULL), 0);
+  assert_int_equal(la_store_agent_seq_update(f->s, "node1", 44), 0);
+  assert_int_equal(la_store_commit(f->s), 0);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces"), 40);
+  /* rolled back: absent everywhere */
+  assert_int_equal(la_store_begin(f->s), 0);
+  for (uint64_t c = 11; c <= 20; c++)
+    assert_int_equal(put_trace(f->s, "g", 0, c, NULL), 0);
+  assert_int_equal(la_store_set_closed(f->s, "g", 1, 1, NULL, 0, 5), 0);
+  assert_int_equal(la_store_agent_seq_update(f->s, "node1", 99), 0);
+  assert_int_equal(la_store_rollback(f->s), 0);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces"), 40);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM trace_sets"), 10);
+  assert_int_equal(
+      raw_int(f->path, "SELECT count(*) FROM trace_sets WHERE closed"), 0);
+  uint64_t next;
+  assert_int_equal(la_store_agent_next_seq(f->s, "node1", &next), 0);
+  assert_int_equal(next, 45);
+  la_store_cycle_t *cy;
+  size_t n;
+  assert_int_equal(la_store_cycles(f->s, "g", 0, UINT64_MAX, &cy, &n), 0);
+  assert_int_equal(n, 10);
+  free(cy);
+  /* the rolled-back traces are new again */
+  int was_new;
+  assert_int_equal(put_trace(f->s, "g", 0, 11, &was_new), 0);
+  assert_int_equal(was_new, 1);
+}
+
+static void test_batch_poisoned(void **state) {
+  fx_t *f = *state;
+  /* fault injection: a trigger makes SQLite fail on rank 99's traces */
+  la_store_close(f->s);
+  f->s = NULL;
+  raw_exec(f->path,
+           "CREATE TRIGGER boom BEFORE INSERT ON traces"
+           " WHEN NEW.rank = 99"
+           " BEGIN SELECT RAISE(ABORT, 'injected fault'); END;");
+  reopen(f);
+  assert_int_equal(la_store_begin(f->s), 0);
+  assert_int_equal(put_trace(f->s, "p", 0, 1, NULL), 0);
+  assert_int_equal(put_trace(f->s, "p", 99, 1, NULL), LA_EIO);
+  assert_non_null(strstr(la_store_errmsg(f->s), "injected fault"));
+  /* later writes of the poisoned batch refuse, keeping the first error */
+  assert_int_equal(put_trace(f->s, "p", 1, 1, NULL), LA_EIO);
+  assert_non_null(strstr(la_store_errmsg(f->s), "injected fault"));
+  assert_int_equal(la_store_commit(f->s), LA_EIO);
+  assert_non_null(strstr(la_store_errmsg(f->s), "injected fault"));
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces"), 0);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM apps"), 0);
+  /* the store goes on */
+  assert_int_equal(la_store_begin(f->s), 0);
+  assert_int_equal(put_trace(f->s, "p", 0, 1, NULL), 0);
+  assert_int_equal(la_store_commit(f->s), 0);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces"), 1);
+  /* outside a batch the failing write rolls back on its own */
+  assert_int_equal(put_trace(f->s, "p", 99, 2, NULL), LA_EIO);
+  assert_int_equal(put_trace(f->s, "p", 1, 2, NULL), 0);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces"), 2);
+  /* a failing COMMIT: a deferred foreign key violation */
+  la_store_close(f->s);
+  f->s = NULL;
+  raw_exec(f->path,
+           "DROP TRIGGER boom;"
+           "CREATE TRIGGER boom2 AFTER INSERT ON traces"
+           " WHEN NEW.rank = 98 BEGIN"
+           " UPDATE traces SET app_id = 'nobody' WHERE id = NEW.id;"
+           " END;");
+  reopen(f);
+  assert_int_equal(la_store_begin(f->s), 0);
+  assert_int_equal(put_trace(f->s, "p", 2, 3, NULL), 0);
+  int r = put_trace(f->s, "p", 98, 3, NULL);
+  if (r == 0) {
+    assert_int_equal(la_store_commit(f->s), LA_EIO);
+  } else {
+    assert_int_equal(r, LA_EIO);
+    assert_int_equal(la_store_commit(f->s), LA_EIO);
+  }
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces"), 2);
+}
+
+/* ------------------------------------------------------------- load_set */
+
+static void test_load_set(void **state) {
+  fx_t *f = *state;
+  const uint64_t nel[5] = {100, 110, 120, 130, 140};
+  for (uint32_t r = 0; r < 4; r++) /* rank 4: no RankStart */
+    assert_int_equal(put_rank_start(f->s, "ls", r, 5, nel[r]), 0);
+  static tr_t x[5];
+  const uint32_t order[4] = {4, 0, 3, 2}; /* rank 1 missing */
+  assert_int_equal(la_store_begin(f->s), 0);
+  for (int i = 0; i < 4; i++) {
+    uint32_t r = order[i];
+    mk_trace(&x[r], "ls", r, 77, nel[r], 100 + 37 * r, (uint8_t)(r * 11));
+    assert_int_equal(la_store_trace(f->s, &x[r].t, NULL), 0);
+  }
+  assert_int_equal(la_store_commit(f->s), 0);
+  La__TraceSet *set;
+  char why[200];
+  assert_int_equal(la_store_load_set(f->s, "ls", 77, &set), 0);
+  assert_int_equal(
+      la_msg_validate(LA__MSG_TYPE__MSG_TRACE_SET, &set->base, why, sizeof why),
+      0);
+  assert_string_equal(set->app_id, "ls");
+  assert_int_equal(set->cycle_tag, 77);
+  assert_int_equal(set->nprocs, 5);
+  assert_false(set->complete);
+  assert_int_equal(set->n_missing_ranks, 1);
+  assert_int_equal(set->missing_ranks[0], 1);
+  assert_int_equal(set->n_traces, 4);
+  const uint32_t want[4] = {0, 2, 3, 4};
+  for (int i = 0; i < 4; i++) {
+    const La__CompactTrace *t = set->traces[i];
+    const tr_t *o = &x[want[i]];
+    assert_int_equal(t->rank, want[i]);
+    assert_string_equal(t->app_id, "ls");
+    assert_int_equal(t->cycle_tag, 77);
+    assert_int_equal(t->n_elements, o->t.n_elements);
+    assert_int_equal(t->mode, o->t.mode);
+    assert_int_equal(t->seq, o->t.seq);
+    assert_int_equal(t->segments.len, o->t.segments.len);
+    assert_memory_equal(t->segments.data, o->seg, o->t.segments.len);
+    assert_int_equal(t->stats->count, o->st.count);
+    assert_true(t->stats->sum == o->st.sum);
+    assert_true(t->stats->min == o->st.min);
+    assert_true(t->stats->max == o->st.max);
+    assert_true(t->error->cv == o->er.cv);
+    assert_true(t->error->rmse == o->er.rmse);
+    assert_int_equal(t->t_xfer_ns, o->t.t_xfer_ns);
+    assert_int_equal(t->rank_seq, o->t.rank_seq);
+  }
+  assert_int_equal(set->n_rank_elements, 5);
+  for (int r = 0; r < 4; r++) assert_int_equal(set->rank_elements[r], nel[r]);
+  assert_int_equal(set->rank_elements[4], 0);
+  assert_string_equal(set->metric, "time");
+  assert_string_equal(set->unit, "ns");
+  assert_false(set->has_t_complete_ns);
+  /* it packs and decodes as a TraceSet frame */
+  uint8_t *buf;
+  size_t len;
+  assert_int_equal(
+      la_frame_pack(LA__MSG_TYPE__MSG_TRACE_SET, &set->base, &buf, &len), 0);
+  ProtobufCMessage *m;
+  assert_int_equal(
+      la_msg_decode(LA__MSG_TYPE__MSG_TRACE_SET, buf + LA_FRAME_HEADER_LEN,
+                    len - LA_FRAME_HEADER_LEN, &m, why, sizeof why),
+      0);
+  la_msg_free(m);
+  free(buf);
+  la_store_free_set(set);
+  /* closed partial, then the late rank arrives: the set as it is now */
+  uint32_t miss = 1;
+  assert_int_equal(la_store_set_closed(f->s, "ls", 77, 0, &miss, 1, 12345), 0);
+  assert_int_equal(la_store_load_set(f->s, "ls", 77, &set), 0);
+  assert_true(set->has_t_complete_ns);
+  assert_int_equal(set->t_complete_ns, 12345);
+  la_store_free_set(set);
+  mk_trace(&x[1], "ls", 1, 77, nel[1], 50, 1);
+  assert_int_equal(la_store_trace(f->s, &x[1].t, NULL), 0);
+  assert_int_equal(la_store_load_set(f->s, "ls", 77, &set), 0);
+  assert_true(set->complete);
+  assert_int_equal(set->n_missing_ranks, 0);
+  assert_int_equal(set->n_traces, 5);
+  assert_int_equal(
+      la_msg_validate(LA__MSG_TYPE__MSG_TRACE_SET, &set->base, why, sizeof why),
+      0);
+  la_store_free_set(set);
+  /* not found */
+  set = (La__TraceSet *)1;
+  assert_int_equal(la_store_load_set(f->s, "ls", 78, &set), LA_ENOTFOUND);
+  assert_null(set);
+  assert_int_equal(la_store_load_set(f->s, "nope", 77, &set), LA_ENOTFOUND);
+  assert_int_equal(la_store_load_set(f->s, "", 77, &set), LA_EINVAL);
+  la_store_free_set(NULL);
+}
+
+static void test_set_closed(void **state) {
+  fx_t *f = *state;
+  for (uint32_t r = 0; r < 8; r++)
+    assert_int_equal(put_rank_start(f->s, "c", r, 8, 10), 0);
+  for (uint32_t r = 0; r < 8; r++)
+    if (r != 1 && r != 3) assert_int_equal(put_trace(f->s, "c", r, 4, NULL), 0);
+  const uint32_t miss[3] = {3, 1, 3};
+  assert_int_equal(la_store_set_closed(f->s, "c", 4, 0, miss, 3, 111), 0);
+  char txt[64];
+  raw_text(f->path, "SELECT missing_ranks FROM trace_sets", txt, sizeof txt);
+  assert_string_equal(txt, "1,3");
+  assert_int_equal(raw_int(f->path, "SELECT n_missing FROM trace_sets"), 2);
+  assert_int_equal(raw_int(f->path, "SELECT nprocs FROM trace_sets"), 8);
+  assert_int_equal(raw_int(f->path, "SELECT n_ranks_present FROM trace_sets"),
+                   6);
+  assert_int_equal(raw_int(f->path, "SELECT t_closed_ns FROM trace_sets"), 111);
+  /* closing again overwrites */
+  assert_int_equal(la_store_set_closed(f->s, "c", 4, 1, NULL, 0, 222), 0);
+  raw_text(f->path, "SELECT missing_ranks FROM trace_sets", txt, sizeof txt);
+  assert_string_equal(txt, "");
+  assert_int_equal(raw_int(f->path, "SELECT complete FROM trace_sets"), 1);
+  assert_int_equal(raw_int(f->path, "SELECT t_closed_ns FROM trace_sets"), 222);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM trace_sets"), 1);
+  /* a set with no trace at all, of an unknown app */
+  assert_int_equal(la_store_set_closed(f->s, "new", 9, 0, miss, 1, 1), 0);
+  assert_int_equal(
+      raw_int(f->path,
+              "SELECT n_ranks_present FROM trace_sets WHERE app_id = 'new'"),
+      0);
+  assert_int_equal(la_store_set_closed(f->s, NULL, 9, 0, NULL, 0, 1),
+                   LA_EINVAL);
+  assert_int_equal(la_store_set_closed(f->s, "c", 9, 0, NULL, 2, 1), LA_EINVAL);
+}
+
+/* ---------------------------------------------------- restart, queries */
+
+static void test_open_sets_restart(void **state) {
+  fx_t *f = *state;
+  for (uint32_t r = 0; r < 4; r++)
+    assert_int_equal(put_rank_start(f->s, "A", r, 4, 10), 0);
+  assert_int_equal(put_rank_start(f->s, "B", 0, 2, 10), 0);
+  assert_int_equal(la_store_begin(f->s), 0);
+  for (uint64_t c = 1; c <= 3; c++)
+    for (uint32_t r = 0; r < 4; r++)
+      if (!(c == 3 && (r == 1 || r == 2)))
+        assert_int_equal(put_trace(f->s, "A", r, c, NULL), 0);
+  assert_int_equal(put_trace(f->s, "B", 1, 7, NULL), 0);
+  assert_int_equal(la_store_set_closed(f->s, "A", 2, 1, NULL, 0, 9), 0);
+  assert_int_equal(la_store_commit(f->s), 0);
+  /* a batch in progress when the GlobalAgent dies is not there */
+  assert_int_equal(la_store_begin(f->s), 0);
+  assert_int_equal(put_trace(f->s, "B", 0, 8, NULL), 0);
+  reopen(f); /* la_store_close rolls the open batch back */
+  la_store_open_set_t *os;
+  size_t n;
+  assert_int_equal(la_store_open_sets(f->s, &os, &n), 0);
+  assert_int_equal(n, 3);
+  assert_string_equal(os[0].app_id, "A");
+  assert_int_equal(os[0].cycle_tag, 1);
+  assert_int_equal(os[0].nprocs, 4);
+  assert_int_equal(os[0].n_ranks, 4);
+  for (uint32_t r = 0; r < 4; r++) assert_int_equal(os[0].ranks[r], r);
+  assert_true(os[0].t_first_ns > 1600000000000000000ull);
+  assert_string_equal(os[1].app_id, "A");
+  assert_int_equal(os[1].cycle_tag, 3);
+  assert_int_equal(os[1].n_ranks, 2);
+  assert_int_equal(os[1].ranks[0], 0);
+  assert_int_equal(os[1].ranks[1], 3);
+  assert_string_equal(os[2].app_id, "B");
+  assert_int_equal(os[2].cycle_tag, 7);
+  assert_int_equal(os[2].nprocs, 2);
+  assert_int_equal(os[2].n_ranks, 1);
+  assert_int_equal(os[2].ranks[0], 1);
+  la_store_free_open_sets(os, n);
+  /* closing them empties the list */
+  assert_int_equal(la_store_set_closed(f->s, "A", 1, 1, NULL, 0, 9), 0);
+  const uint32_t m[2] = {1, 2};
+  assert_int_equal(la_store_set_closed(f->s, "A", 3, 0, m, 2, 9), 0);
+  assert_int_equal(la_store_set_closed(f->s, "B", 7, 0, m, 1, 9), 0);
+  assert_int_equal(la_store_open_sets(f->s, &os, &n), 0);
+  assert_int_equal(n, 0);
+  assert_null(os);
+  la_store_free_open_sets(os, n);
+}
+
+static void test_queries(void **state) {
+  fx_t *f = *state;
+  for (uint32_t r = 0; r < 2; r++)
+    assert_int_equal(put_rank_start(f->s, "q", r, 2, 10), 0);
+  const uint64_t big = (1ull << 63) + 5, bigger = UINT64_MAX - 1;
+  const uint64_t tags[6] = {10, 20, 30, 40, big, bigger};
+  for (int i = 0; i < 6; i++) {
+    assert_int_equal(put_trace(f->s, "q", 0, tags[i], NULL), 0);
+    if (i != 2) assert_int_equal(put_trace(f->s, "q", 1, tags[i], NULL), 0);
+  }
+  const uint32_t miss = 1;
+  assert_int_equal(la_store_set_closed(f->s, "q", 10, 1, NULL, 0, 1), 0);
+  assert_int_equal(la_store_set_closed(f->s, "q", 20, 1, NULL, 0, 2), 0);
+  assert_int_equal(la_store_set_closed(f->s, "q", 30, 0, &miss, 1, 3), 0);
+  assert_int_equal(la_store_set_closed(f->s, "q", big, 1, NULL, 0, 4), 0);
+  la_store_cycle_t *cy;
+  size_t n;
+  assert_int_equal(la_store_cycles(f->s, "q", 0, UINT64_MAX, &cy, &n), 0);
+  assert_int_equal(n, 6);
+  for (int i = 0; i < 6; i++) assert_int_equal(cy[i].cycle_tag, tags[i]);
+  assert_true(cy[0].closed && cy[0].complete);
+  assert_int_equal(cy[0].ranks_present, 2);
+  assert_true(cy[2].closed && !cy[2].complete);
+  assert_int_equal(cy[2].ranks_present, 1);
+  assert_int_equal(cy[2].n_missing, 1);
+  assert_true(!cy[3].closed && !cy[3].complete);
+  assert_int_equal(cy[3].n_missing, 0);
+  free(cy);
+  assert_int_equal(la_store_cycles(f->s, "q", 15, 35, &cy, &n), 0);
+  assert_int_equal(n, 2);
+  assert_int_equal(cy[0].cycle_tag, 20);
+  assert_int_equal(cy[1].cycle_tag, 30);
+  free(cy);
+  assert_int_equal(la_store_cycles(f->s, "q", 35, big, &cy, &n), 0);
+  assert_int_equal(n, 2);
+  assert_int_equal(cy[0].cycle_tag, 40);
+  assert_int_equal(cy[1].cycle_tag, big);
+  free(cy);
+  assert_int_equal(la_store_cycles(f->s, "q", big + 1, UINT64_MAX, &cy, &n), 0);
+  assert_int_equal(n, 1);
+  assert_int_equal(cy[0].cycle_tag, bigger);
+  free(cy);
+  assert_int_equal(la_store_cycles(f->s, "q", 50, 40, &cy, &n), 0);
+  assert_int_equal(n, 0);
+  assert_int_equal(la_store_cycles(f->s, "none", 0, 100, &cy, &n), 0);
+  assert_int_equal(n, 0);
+  /* an open cycle awaiting ranks */
+  assert_int_equal(put_trace(f->s, "q", 0, 50, NULL), 0);
+  assert_int_equal(la_store_cycles(f->s, "q", 50, 50, &cy, &n), 0);
+  assert_int_equal(n, 1);
+  assert_int_equal(cy[0].n_missing, 1);
+  free(cy);
+  uint64_t t;
+  assert_int_equal(la_store_latest_cycle(f->s, "q", LA_STORE_LATEST_ANY, &t),
+                   0);
+  assert_int_equal(t, bigger);
+  assert_int_equal(
+      la_store_latest_cycle(f->s, "q", LA_STORE_LATEST_COMPLETE, &t), 0);
+  assert_int_equal(t, big);
+  assert_int_equal(la_store_set_closed(f->s, "q", big, 0, &miss, 1, 4), 0);
+  assert_int_equal(
+      la_store_latest_cycle(f->s, "q", LA_STORE_LATEST_COMPLETE, &t), 0);
+  assert_int_equal(t, 20);
+  assert_int_equal(la_store_latest_cycle(f->s, "q", LA_STORE_LATEST_CLOSED, &t),
+                   0);
+  assert_int_equal(t, big);
+  assert_int_equal(la_store_latest_cycle(f->s, "none", 0, &t), LA_ENOTFOUND);
+  assert_int_equal(la_store_latest_cycle(f->s, "q", 3, &t), LA_EINVAL);
+  /* apps summary */
+  la_store_app_t *apps;
+  assert_int_equal(la_store_apps(f->s, &apps, &n), 0);
+  assert_int_equal(n, 1);
+  assert_int_equal(apps[0].cycles, 7);
+  assert_int_equal(apps[0].sets_complete, 2);
+  assert_int_equal(apps[0].sets_partial, 2);
+  assert_int_equal(apps[0].ranks_started, 2);
+  assert_int_equal(apps[0].ranks_ended, 0);
+  assert_true(apps[0].t_last_ns > 1600000000000000000ull);
+  free(apps);
+  /* the set of a tag >= 2^63 loads with its tag */
+  La__TraceSet *set;
+  assert_int_equal(la_store_load_set(f->s, "q", bigger, &set), 0);
+  assert_int_equal(set->cycle_tag, bigger);
+  assert_int_equal(set->traces[1]->cycle_tag, bigger);
+  la_store_free_set(set);
+}
+
+static void test_agent_seq(void **state) {
+  fx_t *f = *state;
+  uint64_t next = 0;
+  assert_int_equal(la_store_agent_next_seq(f->s, "n1", &next), 0);
+  assert_int_equal(next, 1);
+  assert_int_equal(la_store_agent_seq_update(f->s, "n1", 5), 0);
+  assert_int_equal(la_store_agent_seq_update(f->s, "n1", 3), 0); /* lower */
+  assert_int_equal(la_store_agent_seq_update(f->s, "n2", 1000), 0);
+  assert_int_equal(la_store_agent_next_seq(f->s, "n1", &next), 0);
+  assert_int_equal(next, 6);
+  reopen(f);
+  assert_int_equal(la_store_agent_next_seq(f->s, "n1", &next), 0);
+  assert_int_equal(next, 6);
+  assert_int_equal(la_store_agent_next_seq(f->s, "n2", &next), 0);
+  assert_int_equal(next, 1001);
+  assert_int_equal(la_store_agent_next_seq(f->s, "n3", &next), 0);
+  assert_int_equal(next, 1);
+  assert_int_equal(la_store_agent_seq_update(f->s, "", 5), LA_EINVAL);
+  assert_int_equal(la_store_agent_next_seq(f->s, NULL, &next), LA_EINVAL);
+}
+
+/* --------------------------------------------------------- corruption */
+
+static void expect_corrupt(fx_t *f, const char *sql, const char *needle) {
+  La__TraceSet *set = NULL;
+  raw_exec(f->path, sql);
+  int r = la_store_load_set(f->s, "k", 1, &set);
+  if (r != LA_EIO)
+    fail_msg("after %s: load_set returned %d (%s)", sql, r,
+             la_store_errmsg(f->s));
+  assert_null(set);
+  if (!strstr(la_store_errmsg(f->s), needle))
+    fail_msg("after %s: '%s' does not say '%s'", sql, la_store_errmsg(f->s),
+             needle);
+}
+
+static void test_corrupt_rows(void **state) {
+  fx_t *f = *state;
+  for (uint32_t r = 0; r < 3; r++) {
+    assert_int_equal(put_rank_start(f->s, "k", r, 3, 100), 0);
+    assert_int_equal(put_trace(f->s, "k", r, 1, NULL), 0);
+  }
+  La__TraceSet *set;
+  assert_int_equal(la_store_load_set(f->s, "k", 1, &set), 0);
+  la_store_free_set(set);
+  raw_exec(f->path,
+           "CREATE TABLE keep AS SELECT * FROM traces;"
+           "CREATE TABLE keep_apps AS SELECT * FROM apps;");
+  const char *restore =
+      "DELETE FROM traces; INSERT INTO traces SELECT * FROM keep;"
+      "DELETE FROM apps; INSERT INTO apps SELECT * FROM keep_apps;";
+  /* the raw connection does not check foreign keys: damage is the point */
+  expect_corrupt(f, "UPDATE traces SET segments = zeroblob(0) WHERE rank = 1",
+                 "segments BLOB of 0 bytes");
+  raw_exec(f->path, restore);
+  expect_corrupt(f, "UPDATE traces SET segments = 'text' WHERE rank = 1",
+                 "segments");
+  raw_exec(f->path, restore);
+  expect_corrupt(f, "UPDATE traces SET segments = 42 WHERE rank = 2",
+                 "segments");
+  raw_exec(f->path, restore);
+  expect_corrupt(f, "UPDATE traces SET stat_count = 5 WHERE rank = 0",
+                 "stat_count");
+  raw_exec(f->path, restore);
+  expect_corrupt(f, "UPDATE traces SET n_elements = -1 WHERE rank = 0",
+                 "n_elements");
+  raw_exec(f->path, restore);
+  expect_corrupt(f, "UPDATE traces SET n_elements = 1e12 WHERE rank = 0",
+                 "n_elements");
+  raw_exec(f->path, restore);
+  expect_corrupt(f, "UPDATE traces SET mode = 9 WHERE rank = 0", "mode");
+  raw_exec(f->path, restore);
+  expect_corrupt(f, "UPDATE traces SET rank = 'x' WHERE rank = 0", "rank");
+  raw_exec(f->path, restore);
+  expect_corrupt(f, "UPDATE apps SET nprocs = -5", "nprocs");
+  raw_exec(f->path, restore);
+  expect_corrupt(f, "UPDATE apps SET nprocs = 99999999999", "nprocs");
+  raw_exec(f->path, restore);
+  expect_corrupt(f, "UPDATE apps SET metric = hex(randomblob(200))", "metric");
+  raw_exec(f->path, restore);
+  expect_corrupt(f, "UPDATE ranks SET n_elements = 'many' WHERE rank = 1",
+                 "n_elements");
+  raw_exec(f->path, "UPDATE ranks SET n_elements = 100");
+  raw_exec(f->path, restore);
+  assert_int_equal(la_store_load_set(f->s, "k", 1, &set), 0);
+  la_store_free_set(set);
+  /* the open-sets query checks its rows too */
+  raw_exec(f->path, "UPDATE traces SET rank = -3 WHERE rank = 1");
+  la_store_open_set_t *os;
+  size_t n;
+  assert_int_equal(la_store_open_sets(f->s, &os, &n), LA_EIO);
+  assert_non_null(strstr(la_store_errmsg(f->s), "corrupt"));
+}
+
+static void test_damaged_file(void **state) {
+  fx_t *f = *state;
+  for (uint32_t r = 0; r < 4; r++)
+    assert_int_equal(put_rank_start(f->s, "d", r, 4, 100), 0);
+  assert_int_equal(la_store_begin(f->s), 0);
+  for (uint64_t c = 0; c < 300; c++)
+    for (uint32_t r = 0; r < 4; r++) {
+      tr_t x;
+      mk_trace(&x, "d", r, c, 100, 1500, (uint8_t)c);
+      assert_int_equal(la_store_trace(f->s, &x.t, NULL), 0);
+    }
+  assert_int_equal(la_store_commit(f->s), 0);
+  la_store_close(f->s); /* checkpoints the WAL into the file */
+  f->s = NULL;
+  struct stat sb;
+  assert_int_equal(stat(f->path, &sb), 0);
+  assert_true(sb.st_size > 100000);
+  /* overwrite pages in the middle with garbage: every call must return
+   * cleanly (an error or a result), never crash */
+  int fd = open(f->path, O_WRONLY);
+  assert_true(fd >= 0);
+  uint8_t junk[4096];
+  for (size_t i = 0; i < sizeof junk; i++) junk[i] = (uint8_t)(i * 97 + 13);
+  for (off_t off = 4096 * 2; off < sb.st_size; off += 4096 * 5)
+    assert_int_equal(pwrite(fd, junk, sizeof junk, off), (ssize_t)sizeof junk);
+  close(fd);
+  char why[256];
+  int r = la_store_open(f->path, 0, &f->s, why, sizeof why);
+  if (r != 0) {
+    assert_int_equal(r, LA_EIO);
+    assert_true(why[0] != 0);
+    return;
+  }
+  int errors = 0;
+  for (uint64_t c = 0; c < 300; c++) {
+    La__TraceSet *set = NULL;
+    r = la_store_load_set(f->s, "d", c, &set);
+    if (r == 0) {
+      char w[200];
+      assert_int_equal(
+          la_msg_validate(LA__MSG_TYPE__MSG_TRACE_SET, &set->base, w, sizeof w),
+          0);
+      la_store_free_set(set);
+    } else {
+      assert_true(r == LA_EIO || r == LA_ENOTFOUND);
+      errors++;
+    }
+  }
+  la_store_open_set_t *os;
+  size_t n;
+  r = la_store_open_sets(f->s, &os, &n);
+  if (r == 0) la_store_free_open_sets(os, n);
+  la_store_app_t *apps;
+  r = la_store_apps(f->s, &apps, &n);
+  if (r == 0) free(apps);
+  la_store_cycle_t *cy;
+  r = la_store_cycles(f->s, "d", 0, UINT64_MAX, &cy, &n);
+  if (r == 0) free(cy);
+  assert_true(errors > 0);
+  /* writes fail cleanly too (or succeed) */
+  r = put_trace(f->s, "d", 0, 1000, NULL);
+  assert_true(r == 0 || r == LA_EIO);
+}
+
+/* --------------------------------------------------------- documentation */
+
+/* The database the examples of docs/storage.md run against: application
+ * wavetoy-1234, 4 ranks, cycles 10 and 20 complete, 30 partial (rank 2
+ * missing), 40 open (ranks 0 and 1 so far). Element i of rank r costs
+ * 1000 * (r + 1) ns + (cycle) ns, plus 500 ns in the second half of the
+ * rank's elements (whole numbers: the sums are exact). */
+static void build_doc_db(la_store_t *s) {
+  const uint64_t nel[4] = {1000, 1200, 900, 1100};
+  for (uint32_t r = 0; r < 4; r++) {
+    La__RankStart m = rank_start("wavetoy-1234", r, 4, nel[r]);
+    m.host = r < 2 ? "node1" : "node2";
+    m.seq = 1;
+    assert_int_equal(la_store_rank_start(s, &m), 0);
+  }
+  assert_int_equal(la_store_begin(s), 0);
+  for (uint64_t c = 10; c <= 40; c += 10)
+    for (uint32_t r = 0; r < 4; r++) {
+      if (c == 30 && r == 2) continue;
+      if (c == 40 && r >= 2) continue;
+      double *x = malloc(nel[r] * sizeof *x);
+      assert_non_null(x);
+      for (uint64_t i = 0; i < nel[r]; i++)
+        x[i] = 1000.0 * (r + 1) + (double)c + (i >= nel[r] / 2 ? 500.0 : 0);
+      la_compact_params_t p;
+      la_compact_params_default(&p);
+      la_compact_result_t res;
+      assert_int_equal(la_compact(x, nel[r], &p, &res), 0);
+      La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+      La__SeriesStats st = LA__SERIES_STATS__INIT;
+      La__FitError er = LA__FIT_ERROR__INIT;
+      t.seq = c + r;
+      t.app_id = "wavetoy-1234";
+      t.rank = r;
+      t.cycle_tag = c;
+      t.n_elements = nel[r];
+      t.mode = (La__CompactMode)res.mode;
+      t.segments.data = res.bytes;
+      t.segments.len = res.len;
+      st.count = res.stats.count;
+      st.sum = res.stats.sum;
+      st.min = res.stats.min;
+      st.max = res.stats.max;
+      t.stats = &st;
+      er.max_abs = res.error.max_abs;
+      er.rmse = res.error.rmse;
+      er.cv = res.error.cv;
+      t.error = &er;
+      assert_int_equal(la_store_trace(s, &t, NULL), 0);
+      la_compact_result_free(&res);
+      free(x);
+    }
+  const uint32_t miss = 2;
+  assert_int_equal(la_store_set_closed(s, "wavetoy-1234", 10, 1, NULL, 0,
+                                       1700000000100000000ull),
+                   0);
+  assert_int_equal(la_store_set_closed(s, "wavetoy-1234", 20, 1, NULL, 0,
+                                       1700000000200000000ull),
+                   0);
+  assert_int_equal(la_store_set_closed(s, "wavetoy-1234", 30, 0, &miss, 1,
+                                       1700000000300000000ull),
+                   0);
+  assert_int_equal(la_store_agent_seq_update(s, "node1", 41), 0);
+  assert_int_equal(la_store_agent_seq_update(s, "node2", 32), 0);
+  assert_int_equal(la_store_commit(s), 0);
+  La__RankEnd e = rank_end("wavetoy-1234", 2, "disconnected");
+  assert_int_equal(la_store_rank_end(s, &e), 0);
+}
+
+static char *slurp(const char *path) {
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return NULL;
+  fseek(fp, 0, SEEK_END);
+  long n = ftell(fp);
+  fseek(fp, 0, SEEK_SET);
+  char *p = malloc((size_t)n + 1);
+  assert_non_null(p);
+  assert_int_equal(fread(p, 1, (size_t)n, fp), (size_t)n);
+  p[n] = 0;
+  fclose(fp);
+  return p;
+}
+
+/* docs/storage.md, found from the current directory (make check runs from
+ * the top of the tree) or from the test program's location. */
+static char *read_doc(void) {
+  char *d = slurp("docs/storage.md");
+  if (d) return d;
+  char exe[512], path[600];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return NULL;
+  exe[n] = 0;
+  for (int up = 0; up < 4; up++) {
+    char *slash = strrchr(exe, '/');
+    if (!slash) break;
+    *slash = 0;
+    snprintf(path, sizeof path, "%s/docs/storage.md", exe);
+    if ((d = slurp(path))) return d;
+  }
+  return NULL;
+}
+
+/* Next fenced block at or after *p: its language in lang, its body (a
+ * malloc'ed copy) returned, *p moved past it. NULL when none is left. */
+static char *next_block(const char **p, char *lang, size_t lang_len) {
+  const char *s = *p;
+  for (;;) {
+    const char *q = strstr(s, "```");
+    if (!q) return NULL;
+    if (q != *p && q[-1] != '\n') { /* not at a line start */
+      s = q + 3;
+      continue;
+    }
+    const char *eol = strchr(q, '\n');
+    if (!eol) return NULL;
+    size_t ll = (size_t)(eol - q - 3);
+    if (ll >= lang_len) ll = lang_len - 1;
+    memcpy(lang, q + 3, ll);
+    lang[ll] = 0;
+    const char *body = eol + 1;
+    const char *end = strstr(body, "\n```");
+    if (!end) return NULL;
+    size_t bl = (size_t)(end - body) + 1;
+    char *b = malloc(bl + 1);
+    assert_non_null(b);
+    memcpy(b, body, bl);
+    b[bl] = 0;
+    *p = end + 4;
+    return b;
+  }
+}
+
+static void rstrip(char *s) {
+  size_t n = strlen(s);
+  while (n && (s[n - 1] == '\n' || s[n - 1] == ' ')) s[--n] = 0;
+}
+
+static char *run_capture(const char *cmd) {
+  FILE *pp = popen(cmd, "r");
+  assert_non_null(pp);
+  size_t cap = 4096, len = 0;
+  char *out = malloc(cap);
+  assert_non_null(out);
+  size_t k;
+  while ((k = fread(out + len, 1, cap - len - 1, pp)) > 0) {
+    len += k;
+    if (cap - len < 2) {
+      cap *= 2;
+      out = realloc(out, cap);
+      assert_non_null(out);
+    }
+  }
+  out[len] = 0;
+  pclose(pp);
+  return out;
+}
+
+static void test_doc_examples(void **state) {
+  fx_t *f = *state;
+  char *doc = read_doc();
+  if (!doc) {
+    skip();
+    return;
+  }
+  build_doc_db(f->s);
+  la_store_close(f->s); /* as a user would see it; the WAL is checkpointed */
+  f->s = NULL;
+  /* LA_TEST_STORE_DOC_DB=path keeps a copy, for updating the document */
+  const char *keep = getenv("LA_TEST_STORE_DOC_DB");
+  if (keep && keep[0]) {
+    char cp[600];
+    snprintf(cp, sizeof cp, "cp %s '%s'", f->path, keep);
+    assert_int_equal(system(cp), 0);
+  }
+  int have_py = system("python3 -c 'import sqlite3' >/dev/null 2>&1") == 0;
+  const char *p = doc;
+  char lang[32], file[200], cmd[600];
+  int n_sql = 0, n_py = 0;
+  char *code;
+  while ((code = next_block(&p, lang, sizeof lang))) {
+    if (strcmp(lang, "sql") != 0 && strcmp(lang, "python") != 0) {
+      free(code);
+      continue;
+    }
+    const char *save = p;
+    char lang2[32];
+    char *want = next_block(&p, lang2, sizeof lang2);
+    if (!want || strcmp(lang2, "text") != 0) {
+      /* an example without an expected output is not checked */
+      free(want);
+      free(code);
+      p = save;
+      continue;
+    }
+    int is_sql = strcmp(lang, "sql") == 0;
+    snprintf(file, sizeof file, "%s/example.%s", f->dir, is_sql ? "sql" : "py");
+    FILE *fp = fopen(file, "w");
+    assert_non_null(fp);
+    fputs(code, fp);
+    fclose(fp);
+    if (is_sql)
+      snprintf(cmd, sizeof cmd, "cd %s && sqlite3 -header la.db < %s 2>&1",
+               f->dir, file);
+    else if (have_py)
+      snprintf(cmd, sizeof cmd, "cd %s && python3 %s 2>&1", f->dir, file);
+    else
+      cmd[0] = 0;
+    if (cmd[0]) {
+      char *got = run_capture(cmd);
+      rstrip(got);
+      rstrip(want);
+      if (strcmp(got, want) != 0)
+        fail_msg("docs/storage.md example:\n%s\nexpected:\n%s\ngot:\n%s", code,
+                 want, got);
+      free(got);
+      is_sql ? n_sql++ : n_py++;
+    }
+    free(want);
+    free(code);
+  }
+  free(doc);
+  printf("  docs/storage.md: %d sqlite3 and %d Python examples checked\n",
+         n_sql, n_py);
+  assert_true(n_sql >= 5);
+  if (have_py) assert_true(n_py >= 1);
+  reopen(f);
+}
+
+/* ------------------------------------------------------------ throughput */
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Stores total traces in batches of batch, 64 ranks per cycle, closing
+ * every Trace-Set, and prints the rate. The traces are real compactions
+ * (default polyline) of 10^5-element synthetic series of the given kinds. */
+static void throughput(fx_t *f, int full, const int *kinds, int n_kinds,
+                       size_t total, size_t batch) {
+  enum { NV = 8, NEL = 100000, NRANKS = 64 };
+  static la_compact_result_t res[NV];
+  size_t bytes = 0;
+  double *x = malloc(NEL * sizeof *x);
+  assert_non_null(x);
+  for (int v = 0; v < NV; v++) {
+    la_compact_params_t p;
+    la_compact_params_default(&p);
+    assert_int_equal(la_compact_synth(kinds[v % n_kinds], NEL, 1 + v, x), 0);
+    assert_int_equal(la_compact(x, NEL, &p, &res[v]), 0);
+    bytes += res[v].len;
+  }
+  free(x);
+  char why[256];
+  la_store_close(f->s);
+  f->s = NULL;
+  char path[200];
+  snprintf(path, sizeof path, "%s/tp%d_%d.db", f->dir, full, kinds[0]);
+  la_store_t *s;
+  assert_int_equal(la_store_open(path, full, &s, why, sizeof why), 0);
+  for (uint32_t r = 0; r < NRANKS; r++) {
+    La__RankStart m = rank_start("bench", r, NRANKS, NEL);
+    assert_int_equal(la_store_rank_start(s, &m), 0);
+  }
+  double t0 = now_s();
+  size_t done = 0;
+  uint64_t seq = 0;
+  while (done < total) {
+    assert_int_equal(la_store_begin(s), 0);
+    for (size_t i = 0; i < batch && done < total; i++, done++) {
+      const la_compact_result_t *rs = &res[done % NV];
+      La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+      La__SeriesStats st = LA__SERIES_STATS__INIT;
+      La__FitError er = LA__FIT_ERROR__INIT;
+      t.seq = ++seq;
+      t.app_id = "bench";
+      t.rank = (uint32_t)(done % NRANKS);
+      t.cycle_tag = done / NRANKS;
+      t.n_elements = NEL;
+      t.mode = (La__CompactMode)rs->mode;
+      t.segments.data = rs->bytes;
+      t.segments.len = rs->len;
+      st.count = NEL;
+      st.sum = rs->stats.sum;
+      st.min = rs->stats.min;
+      st.max = rs->stats.max;
+      t.stats = &st;
+      er.max_abs = rs->error.max_abs;
+      er.rmse = rs->error.rmse;
+      er.cv = rs->error.cv;
+      t.error = &er;
+      t.has_t_xfer_ns = 1;
+      t.t_xfer_ns = seq;
+      int was_new;
+      assert_int_equal(la_store_trace(s, &t, &was_new), 0);
+      assert_int_equal(was_new, 1);
+      if (t.rank == NRANKS - 1)
+        assert_int_equal(
+            la_store_set_closed(s, "bench", t.cycle_tag, 1, NULL, 0, seq), 0);
+    }
+    assert_int_equal(la_store_agent_seq_update(s, "node1", seq), 0);
+    assert_int_equal(la_store_commit(s), 0);
+  }
+  double dt = now_s() - t0;
+  printf(
+      "  store throughput (synchronous=%s, %s): %zu traces of 10^5 "
+      "elements (%zu bytes avg) in batches of %zu: %.0f traces/s, %.0f "
+      "Trace-Sets/s\n",
+      full ? "FULL" : "NORMAL", la_compact_synth_name(kinds[0]), total,
+      bytes / NV, batch, total / dt, total / dt / NRANKS);
+  la_store_close(s);
+  for (int v = 0; v < NV; v++) la_compact_result_free(&res[v]);
+  assert_int_equal(la_store_open(f->path, 0, &f->s, why, sizeof why), 0);
+}
+
+static void test_throughput(void **state) {
+  fx_t *f = *state;
+  const int mesh[1] = {LA_SYNTH_MESH};
+  const int kb[3] = {LA_SYNTH_STEPS, LA_SYNTH_RAMPS, LA_SYNTH_SINE};
+  throughput(f, 0, mesh, 1, 20000, 500);
+  throughput(f, 1, mesh, 1, 20000, 500);
+  throughput(f, 0, kb, 3, 20000, 500);
+  throughput(f, 1, kb, 3, 20000, 500);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_open_reopen, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_schema_version_refused, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_rank_upserts, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_conflicting_nprocs, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_trace_idempotent, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_trace_before_rank_start, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_group_commit_rollback, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_batch_poisoned, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_load_set, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_set_closed, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_open_sets_restart, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_queries, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_agent_seq, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_corrupt_rows, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_damaged_file, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_doc_examples, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_throughput, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
