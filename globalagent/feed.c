@@ -133,7 +133,7 @@ static void la__query(la_ga_sub_t *s, const La__Query *q) {
   } else if (!strcmp(q->what, "traceset") && q->app_id && q->app_id[0]) {
     uint64_t tag = q->cycle_tag;
     if (!q->has_cycle_tag &&
-        la_store_latest_cycle(ga->store, q->app_id, LA_STORE_LATEST_ANY,
+        la_store_latest_cycle(ga->store, q->app_id, LA_STORE_LATEST_CLOSED,
                               &tag) != 0) {
       la_status_free(rows);
       return la__reply(s, LA_ENOTFOUND, "no cycle stored for that app", &r);
@@ -179,7 +179,7 @@ static void la__subscribe(la_ga_sub_t *s, const La__Subscribe *m) {
     for (size_t i = 0; i < n; i++) {
       uint64_t tag;
       if ((s->app[0] && strcmp(s->app, a[i].app_id)) ||
-          la_store_latest_cycle(ga->store, a[i].app_id, LA_STORE_LATEST_ANY,
+          la_store_latest_cycle(ga->store, a[i].app_id, LA_STORE_LATEST_CLOSED,
                                 &tag) != 0)
         continue;
       la__send_stored(s, a[i].app_id, tag);

@@ -103,7 +103,7 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
   return 0;
 }
 
-static void la__give_back(la_app_ipc_t *ipc, uint32_t i) {
+void la_app_ipc_give_back(la_app_ipc_t *ipc, uint32_t i) {
   struct sembuf op = {.sem_num = (unsigned short)i, .sem_op = 1};
   while (semop(ipc->sem_id, &op, 1) != 0 && errno == EINTR) {
   }
@@ -112,7 +112,6 @@ static void la__give_back(la_app_ipc_t *ipc, uint32_t i) {
 void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i) {
   if (!ipc->hdr || i >= ipc->n_buffers) return;
   memset(la_shm_values(ipc->hdr, i), 0, ipc->n_elements * sizeof(double));
-  la__give_back(ipc, i);
 }
 
 int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
@@ -126,7 +125,6 @@ int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
   else
     for (uint64_t k = 0; k < n; k++) out[k] = v[k] * scale;
   memset(v, 0, n * sizeof(double));
-  la__give_back(ipc, i);
   return 0;
 }
 

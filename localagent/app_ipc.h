@@ -32,16 +32,19 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
                       uint64_t nonce, uint64_t n_elements, uint32_t n_buffers,
                       int peer_uid, char *why, size_t why_len);
 
-/* Copies buffer i, multiplied by its meta scale, into out[0..n), zeroes the
- * buffer and gives it back to the application. *meta receives the buffer's
- * meta data as the application wrote it. Returns 0; LA_EINVAL for a bad
- * index. A semaphore set already removed (the application finalized) is not
- * an error: the values were read. */
+/* Copies buffer i, multiplied by its meta scale, into out[0..n) and zeroes
+ * the buffer (which stays the agent's until la_app_ipc_give_back). *meta
+ * receives the buffer's meta data as the application wrote it. Returns 0;
+ * LA_EINVAL for a bad index. */
 int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
                     la_shm_bufmeta_t *meta);
 
-/* Zeroes buffer i and gives it back without reading it (out of memory). */
+/* Zeroes buffer i without reading it (out of memory). */
 void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i);
+
+/* Gives buffer i back to the application (semaphore +1). A semaphore set
+ * already removed (the application finalized) is not an error. */
+void la_app_ipc_give_back(la_app_ipc_t *ipc, uint32_t i);
 
 /* Detaches and removes the segment and the semaphore set (either may be gone
  * already). Idempotent. */

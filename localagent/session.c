@@ -179,7 +179,7 @@ static int la__on_data_ready(la_session_t *s, const La__DataReady *d) {
                  s->app_id, s->rank, d->buffer, s->ipc.n_buffers);
     return -1;
   }
-  if (s->busy & (1u << d->buffer)) {
+  if (__atomic_load_n(&s->busy, __ATOMIC_SEQ_CST) & (1u << d->buffer)) {
     la_log_warnx("%s rank %u: buffer %u notified twice before it was read: "
                  "closing", s->app_id, s->rank, d->buffer);
     return -1;

@@ -54,6 +54,7 @@ typedef struct la_uplink {
   uint64_t connects, epoch;
   size_t inflight;
   char last_error[256];
+  int quiet_fail; /* the failure was logged already */
 } la_uplink_t;
 
 typedef struct {
@@ -95,7 +96,9 @@ static void la__fail(la_uplink_t *up, const char *fmt, ...) {
   vsnprintf(up->last_error, sizeof up->last_error, fmt, ap);
   va_end(ap);
   if (up->state == LA__UP_STOPPED) return;
-  if (up->state == LA__UP_READY || up->connects <= 1 ||
+  if (up->quiet_fail)
+    ;
+  else if (up->state == LA__UP_READY || up->connects <= 1 ||
       up->backoff_ms >= up->ag->set.reconnect_max_ms)
     la_log_warnx("GlobalAgent %s: %s; retrying", up->ag->set.global,
                  up->last_error);
@@ -203,8 +206,10 @@ static void la__on_frame(la_uplink_t *up, uint16_t type, const uint8_t *p,
                    "global.secret_file on both agents)", ag->set.global,
                    r->message ? r->message : la_strerror(r->status));
       up->backoff_ms = ag->set.reconnect_max_ms;
+      up->quiet_fail = 1; /* just logged */
       la__fail(up, "authentication refused: %s",
                r->message ? r->message : la_strerror(r->status));
+      up->quiet_fail = 0;
     } else {
       up->state = LA__UP_READY;
       uv_timer_stop(&up->timer);

@@ -1,7 +1,7 @@
 /* worker.c: compaction jobs on the libuv thread pool (never on the loop).
  *
  * A job copies one buffer out of the application's shared memory (scaled to
- * the metric's unit), zeroes it and gives it back at once (la_app_ipc_take),
+ * the metric's unit), zeroes it and gives it back at once,
  * so the application waits for the copy, not for the compaction; then it
  * compacts the copy. Back on the loop thread the compact trace is queued for
  * the GlobalAgent. Several applications' cycles are compacted in parallel
@@ -45,9 +45,15 @@ static void la__work(uv_work_t *req) {
      * zeroed, or the application would wait for it. */
     j->rc = LA_ENOMEM;
     la_app_ipc_discard(&j->s->ipc, j->buffer);
-    return;
+  } else {
+    j->rc = la_app_ipc_take(&j->s->ipc, j->buffer, x, &j->meta);
   }
-  j->rc = la_app_ipc_take(&j->s->ipc, j->buffer, x, &j->meta);
+  /* The buffer is read: it is no longer busy, and only then does it go
+   * back, so the application's next notification of it is never seen as a
+   * second notification of this one. */
+  __atomic_fetch_and(&j->s->busy, ~(1u << j->buffer), __ATOMIC_SEQ_CST);
+  la_app_ipc_give_back(&j->s->ipc, j->buffer);
+  if (!x) return;
   uint64_t t0 = la__mono_ns();
   if (x && j->rc == 0) j->rc = la_compact(x, n, &j->cp, &j->res);
   j->ns = la__mono_ns() - t0;
@@ -58,7 +64,6 @@ static void la__after(uv_work_t *req, int status) {
   la_job_t *j = req->data;
   la_session_t *s = j->s;
   la_agent_t *ag = s->ag;
-  s->busy &= ~(1u << j->buffer);
   ag->jobs_in_flight--;
   if (status != 0 || j->rc != 0) {
     ag->st.cycles_dropped++;
@@ -116,11 +121,13 @@ int la_worker_submit(la_session_t *s, uint32_t i, uint64_t cycle_tag,
   j->seq = seq;
   j->t_xfer_ns = t_xfer_ns;
   j->cp = s->cp;
+  /* busy before the job can run: the worker clears it */
+  __atomic_fetch_or(&s->busy, 1u << i, __ATOMIC_SEQ_CST);
   if (uv_queue_work(s->ag->loop, &j->req, la__work, la__after) != 0) {
+    __atomic_fetch_and(&s->busy, ~(1u << i), __ATOMIC_SEQ_CST);
     free(j);
     return LA_ENOMEM;
   }
-  s->busy |= 1u << i;
   s->jobs++;
   la_conn_hold(&s->conn);
   s->ag->jobs_in_flight++;

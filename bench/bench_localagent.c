@@ -1,0 +1,415 @@
+/* bench_localagent.c: measures the real la-localagent daemon (issue 4 §9).
+ *
+ * Starts build/bin/la-localagent (found next to this program, see
+ * tests/support/la_test_daemon.h) with la_test_global, acknowledging every
+ * message, as its GlobalAgent, then one application process (fork, libla
+ * for real) that registers 10^6 elements with the wall-time metric, period
+ * 1, 3 buffers (the default), wait policy, and writes cycles back to back.
+ * Two application loops, each in a fresh daemon, each repeated 3 times:
+ *
+ *   probe    every element probed per cycle (LA_startProbe/LA_stopProbe
+ *            around a trivial kernel): the realistic light stencil, whose
+ *            own cost (two timer reads per element) sets the pace; the §4
+ *            aim "0 waits at 10^6 elements per rank per cycle" is about it.
+ *            Its numbers are the JSON's top-level fields.
+ *   ranges   the same 10^6 values filled through 1000 element ranges
+ *            (LA_startRange/LA_stopRange of 1000 elements around a short
+ *            variable-length kernel: plateaus with steps): about 1 ms of
+ *            application work per cycle, so cycles come as fast as the
+ *            agent takes them; this measures the agent's capacity. Under
+ *            "saturate" in the JSON.
+ *
+ * Per run: cycles per second through the agent (from the application's
+ * first LA_dataXfer to the last trace received by the GlobalAgent
+ * stand-in), the daemon's CPU time per cycle (/proc/PID/stat utime+stime,
+ * clock ticks, over the same span plus the registration), how many times
+ * the application waited for a buffer (LA_STAT_WAITS) and skipped cycles,
+ * and the daemon's compaction_ns_per_point from `lactl status`. Medians of
+ * the repetitions go to argv[1] (build/bench/localagent.json) and a table
+ * to stdout. A run in which the daemon closed the application's connection
+ * (it then runs unprofiled) is reported as incomplete, with the log line.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "la.h"
+#include "la_auth.h"
+#include "la_test_daemon.h"
+#include "la_test_global.h"
+
+#define N_ELEMENTS 1000000L
+#define CYCLES 100
+#define REPEATS 3
+#define RANGE 1000L
+#define WAIT_MS 30000
+
+enum { MODE_PROBE = 0, MODE_RANGES = 1 };
+static const char *mode_name[] = {"probe", "ranges"};
+
+typedef struct {
+  int rc;             /* LA_register */
+  int lost;           /* a LA_dataXfer failed: profiling stopped */
+  long lost_at;       /* cycle of the first failure */
+  long profiled, waits, skipped;
+  double wait_ms;     /* LA_STAT_WAIT_NS */
+  uint64_t t_first;   /* CLOCK_MONOTONIC ns at the first LA_dataXfer */
+  uint64_t t_last;    /* ... after the last one */
+  char err[200];
+} app_report_t;
+
+typedef struct {
+  int ok;             /* every cycle arrived */
+  double cycles_per_s, cpu_ms_per_cycle, ns_per_point, app_ms_per_cycle;
+  long waits, skipped, traces;
+  char why[400];
+} run_t;
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static volatile double sink;
+
+/* The application: never returns. */
+static void app_main(const char *agent, int mode, int res, int go) {
+  app_report_t r;
+  memset(&r, 0, sizeof r);
+  LA_setAgent(agent);
+  LA_setAppId(mode == MODE_PROBE ? "bench-probe" : "bench-ranges");
+  LA_setMetric("time");
+  LA_setPeriod(1);
+  LA_setBuffers(3);
+  LA_setPolicy(LA_POLICY_WAIT);
+  r.rc = LA_register("bench", 0, 1, N_ELEMENTS);
+  snprintf(r.err, sizeof r.err, "%s", LA_lastError());
+  if (write(res, &r, sizeof r) != (ssize_t)sizeof r || r.rc != 0) _exit(1);
+  char c;
+  if (read(go, &c, 1) != 1) _exit(2);
+  r.lost_at = -1;
+  double acc = 0;
+  for (long cy = 0; cy < CYCLES; cy++) {
+    if (mode == MODE_PROBE) {
+      for (long e = 0; e < N_ELEMENTS; e++) {
+        LA_startProbe(e);
+        acc += (double)(e & 7);
+        LA_stopProbe(e);
+      }
+    } else {
+      for (long b = 0; b < N_ELEMENTS / RANGE; b++) {
+        LA_startRange(b * RANGE, RANGE);
+        long k = 20 + (b % 13) * 8 + ((b / 50) % 4) * 30;
+        for (long i = 0; i < k; i++) acc += (double)(i ^ b);
+        LA_stopRange(b * RANGE, RANGE);
+      }
+    }
+    if (cy == 0) r.t_first = mono_ns();
+    int rc = LA_dataXfer();
+    if ((rc != 0 || !LA_getStat(LA_STAT_REGISTERED)) && !r.lost) {
+      r.lost = 1;
+      r.lost_at = cy;
+      snprintf(r.err, sizeof r.err, "%s", LA_lastError());
+    }
+  }
+  r.t_last = mono_ns();
+  sink = acc;
+  r.profiled = LA_getStat(LA_STAT_PROFILED);
+  r.waits = LA_getStat(LA_STAT_WAITS);
+  r.skipped = LA_getStat(LA_STAT_SKIPPED);
+  r.wait_ms = (double)LA_getStat(LA_STAT_WAIT_NS) / 1e6;
+  LA_finalize();
+  ssize_t w = write(res, &r, sizeof r);
+  (void)w;
+  _exit(0);
+}
+
+/* utime + stime of pid, in clock ticks, or -1. */
+static long long cpu_ticks(pid_t pid) {
+  char path[64], buf[2048];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')'); /* the name may hold spaces */
+  if (!p) return -1;
+  unsigned long long ut, st;
+  /* after ")": state ppid pgrp session tty tpgid flags minflt cminflt
+   * majflt cmajflt utime stime */
+  if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+             &ut, &st) != 2)
+    return -1;
+  return (long long)(ut + st);
+}
+
+static int read_report(int fd, app_report_t *r, int timeout_ms) {
+  struct pollfd pf = {fd, POLLIN, 0};
+  if (poll(&pf, 1, timeout_ms) <= 0) return -1;
+  return read(fd, r, sizeof *r) == (ssize_t)sizeof *r ? 0 : -1;
+}
+
+static void run_once(int mode, const char *key, run_t *out) {
+  memset(out, 0, sizeof *out);
+  la_test_daemon_t *d = la_td_new("la-localagent");
+  la_test_global_t *g = NULL;
+  pid_t kid = -1;
+  int res[2] = {-1, -1}, go[2] = {-1, -1};
+  if (!d) {
+    snprintf(out->why, sizeof out->why, "la-localagent not built");
+    return;
+  }
+  g = la_test_global_start(0, key);
+  if (!g) {
+    snprintf(out->why, sizeof out->why, "la_test_global_start failed");
+    goto done;
+  }
+  la_test_global_set_ack(g, 1);
+  char port_file[600], spool[600], a0[700], a1[700], a2[700], a3[700];
+  la_td_path(d, "port", port_file, sizeof port_file);
+  la_td_path(d, "spool", spool, sizeof spool);
+  snprintf(a0, sizeof a0, "--agent.port_file=%s", port_file);
+  snprintf(a1, sizeof a1, "--global.spool_dir=%s", spool);
+  snprintf(a2, sizeof a2, "--global.address=%s", la_test_global_addr(g));
+  snprintf(a3, sizeof a3, "--global.secret_file=%s", key);
+  const char *args[] = {"--agent.listen=127.0.0.1:0", a0, a1, a2, a3,
+                        "--log.level=info", NULL};
+  if (la_td_start(d, args, port_file, 10000) <= 0) {
+    snprintf(out->why, sizeof out->why, "la-localagent did not start");
+    goto done;
+  }
+  if (pipe2(res, O_CLOEXEC) || pipe2(go, O_CLOEXEC)) goto done;
+  char agent[64];
+  snprintf(agent, sizeof agent, "%s", la_td_addr(d));
+  fflush(NULL);
+  kid = fork();
+  if (kid == 0) {
+    for (int fd = 3; fd < 1024; fd++)
+      if (fd != res[1] && fd != go[0]) close(fd);
+    app_main(agent, mode, res[1], go[0]);
+  }
+  close(res[1]);
+  close(go[0]);
+  res[1] = go[0] = -1;
+  app_report_t r;
+  if (read_report(res[0], &r, 10000) != 0 || r.rc != 0) {
+    snprintf(out->why, sizeof out->why, "LA_register: %s", r.err);
+    goto done;
+  }
+  long long cpu0 = cpu_ticks(la_td_pid(d));
+  if (write(go[1], "g", 1) != 1) goto done;
+  if (read_report(res[0], &r, WAIT_MS) != 0) {
+    snprintf(out->why, sizeof out->why, "the application did not finish");
+    goto done;
+  }
+  /* every cycle at the GlobalAgent; when profiling stopped, whatever the
+   * daemon still sends before its RankEnd */
+  int arrived = r.lost ? la_test_global_wait(g, LA_TG_RANK_ENDS, 1, 5000) == 0
+                       : la_test_global_wait_traces(g, CYCLES, WAIT_MS) == 0;
+  uint64_t t_end = mono_ns();
+  long long cpu1 = cpu_ticks(la_td_pid(d));
+  out->traces = (long)la_test_global_ntraces(g);
+  char v[256] = "";
+  if (la_td_status(d, "compaction_ns_per_point", v, sizeof v) == 0)
+    out->ns_per_point = atof(v);
+  double tick_ms = 1000.0 / (double)sysconf(_SC_CLK_TCK);
+  out->cycles_per_s = (double)out->traces / ((double)(t_end - r.t_first) /
+                                             1e9);
+  out->cpu_ms_per_cycle = out->traces > 0 ? (double)(cpu1 - cpu0) * tick_ms /
+                                                (double)out->traces
+                                          : 0;
+  out->app_ms_per_cycle = (double)(r.t_last - r.t_first) / 1e6 /
+                          (double)(CYCLES - 1);
+  out->waits = r.waits;
+  out->skipped = r.skipped;
+  out->ok = !r.lost && arrived && r.profiled == CYCLES &&
+            out->traces == CYCLES;
+  if (!out->ok) {
+    char line[300] = "";
+    la_td_log_line(d, "closing", line, sizeof line);
+    snprintf(out->why, sizeof out->why, "%ld of %d cycles profiled, %ld "
+             "traces arrived, profiling stopped at cycle %ld (%s); daemon: "
+             "%s", r.profiled, CYCLES, out->traces, r.lost_at, r.err,
+             line[0] ? line : "-");
+  }
+done:
+  if (go[1] >= 0) close(go[1]);
+  if (res[0] >= 0) close(res[0]);
+  if (kid > 0) {
+    kill(kid, SIGKILL);
+    waitpid(kid, NULL, 0);
+  }
+  la_td_free(d);
+  la_test_global_stop(g);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+typedef struct {
+  int complete; /* every repetition complete */
+  double cps, cpu, waits, skipped, nspp, app_ms;
+  char why[400];
+} summary_t;
+
+static void summarize(const run_t *runs, int n, summary_t *s) {
+  double a[REPEATS], b[REPEATS], c[REPEATS], d[REPEATS], e[REPEATS],
+      f[REPEATS];
+  int k = 0;
+  memset(s, 0, sizeof *s);
+  s->complete = 1;
+  for (int i = 0; i < n; i++) {
+    if (!runs[i].ok) {
+      s->complete = 0;
+      if (!s->why[0]) snprintf(s->why, sizeof s->why, "%s", runs[i].why);
+      continue;
+    }
+    a[k] = runs[i].cycles_per_s;
+    b[k] = runs[i].cpu_ms_per_cycle;
+    c[k] = (double)runs[i].waits;
+    d[k] = (double)runs[i].skipped;
+    e[k] = runs[i].ns_per_point;
+    f[k] = runs[i].app_ms_per_cycle;
+    k++;
+  }
+  if (k == 0) return;
+  s->cps = median(a, k);
+  s->cpu = median(b, k);
+  s->waits = median(c, k);
+  s->skipped = median(d, k);
+  s->nspp = median(e, k);
+  s->app_ms = median(f, k);
+}
+
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", *s);
+    else fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
+static void json_fields(FILE *f, const summary_t *s, int ok_runs) {
+  fprintf(f, "\"complete\": %s, \"complete_runs\": %d, ",
+          s->complete ? "true" : "false", ok_runs);
+  if (ok_runs > 0)
+    fprintf(f, "\"cycles_per_s\": %.2f, \"agent_cpu_ms_per_cycle\": %.3f, "
+            "\"app_waits\": %.0f, \"skipped\": %.0f, \"ns_per_point\": %.3f, "
+            "\"app_ms_per_cycle\": %.3f",
+            s->cps, s->cpu, s->waits, s->skipped, s->nspp, s->app_ms);
+  else
+    fprintf(f, "\"cycles_per_s\": null, \"agent_cpu_ms_per_cycle\": null, "
+            "\"app_waits\": null");
+  if (s->why[0]) {
+    fprintf(f, ", \"failure\": ");
+    json_str(f, s->why);
+  }
+}
+
+int main(int argc, char **argv) {
+  const char *json = argc > 1 ? argv[1] : "build/bench/localagent.json";
+  signal(SIGPIPE, SIG_IGN);
+  if (la_auth_init() != 0) return 1;
+  char dir[] = "/tmp/la-bench-XXXXXX", key[64], why[200];
+  if (!mkdtemp(dir)) return 1;
+  snprintf(key, sizeof key, "%s/secret", dir);
+  if (la_auth_generate_secret_file(key, why, sizeof why) != 0) {
+    fprintf(stderr, "bench_localagent: %s\n", why);
+    rmdir(dir);
+    return 1;
+  }
+  char bin[1024];
+  if (la_td_find_bin("la-localagent", bin, sizeof bin) != 0) {
+    fprintf(stderr, "bench_localagent: la-localagent not built\n");
+    unlink(key);
+    rmdir(dir);
+    return 1;
+  }
+  run_t runs[2][REPEATS];
+  summary_t sum[2];
+  int ok_runs[2] = {0, 0};
+  uint64_t t0 = mono_ns();
+  for (int m = 0; m < 2; m++) {
+    for (int i = 0; i < REPEATS; i++) {
+      run_once(m, key, &runs[m][i]);
+      ok_runs[m] += runs[m][i].ok;
+      printf("  %-7s run %d: %s %7.2f cycles/s, agent %6.2f ms CPU/cycle, "
+             "app %6.2f ms/cycle, %ld waits, %ld skipped, %.2f ns/point%s%s\n",
+             mode_name[m], i + 1, runs[m][i].ok ? "  " : "!!",
+             runs[m][i].cycles_per_s, runs[m][i].cpu_ms_per_cycle,
+             runs[m][i].app_ms_per_cycle, runs[m][i].waits,
+             runs[m][i].skipped, runs[m][i].ns_per_point,
+             runs[m][i].ok ? "" : "\n          incomplete: ",
+             runs[m][i].ok ? "" : runs[m][i].why);
+      fflush(stdout);
+    }
+    summarize(runs[m], REPEATS, &sum[m]);
+  }
+  unlink(key);
+  rmdir(dir);
+
+  printf("\nla-localagent, 1 application x 10^6 elements, wall-time metric, "
+         "period 1, 3 buffers, wait policy, %d cycles, medians of %d runs "
+         "(%.1f s)\n", CYCLES, REPEATS, (double)(mono_ns() - t0) / 1e9);
+  printf("  %-34s %12s %12s\n", "", "probe", "ranges");
+  printf("  %-34s %12s %12s\n", "(application loop)", "every elem.",
+         "1000 ranges");
+  const char *labels[] = {"cycles/s through the agent",
+                          "agent CPU ms per cycle", "application waits",
+                          "skipped cycles", "compaction ns/point",
+                          "application ms per cycle"};
+  for (int l = 0; l < 6; l++) {
+    printf("  %-34s", labels[l]);
+    for (int m = 0; m < 2; m++) {
+      double v[] = {sum[m].cps, sum[m].cpu, sum[m].waits, sum[m].skipped,
+                    sum[m].nspp, sum[m].app_ms};
+      if (ok_runs[m] == 0) printf(" %12s", "n/a");
+      else printf(" %12.*f", l == 2 || l == 3 ? 0 : 2, v[l]);
+    }
+    printf("\n");
+  }
+  for (int m = 0; m < 2; m++)
+    if (!sum[m].complete)
+      printf("  %s: %d of %d runs incomplete: %s\n", mode_name[m],
+             REPEATS - ok_runs[m], REPEATS, sum[m].why);
+
+  FILE *f = fopen(json, "w");
+  if (!f) {
+    fprintf(stderr, "bench_localagent: cannot write %s\n", json);
+    return 1;
+  }
+  fprintf(f, "{\n  \"benchmark\": \"localagent\",\n  \"elements\": %ld, "
+          "\"cycles\": %d, \"repeats\": %d, \"metric\": \"time\", "
+          "\"period\": 1, \"buffers\": 3, \"policy\": \"wait\",\n",
+          N_ELEMENTS, CYCLES, REPEATS);
+  fprintf(f, "  \"mode\": \"probe: every element probed each cycle "
+          "(LA_startProbe/LA_stopProbe around a trivial kernel)\",\n  ");
+  json_fields(f, &sum[0], ok_runs[0]);
+  fprintf(f, ",\n  \"saturate\": {\"mode\": \"ranges: values filled "
+          "through 1000 LA_startRange/LA_stopRange ranges of 1000 elements, "
+          "~1 ms of application work per cycle\", ");
+  json_fields(f, &sum[1], ok_runs[1]);
+  fprintf(f, "},\n  \"aims\": {\"app_waits\": 0}\n}\n");
+  fclose(f);
+  printf("wrote %s\n", json);
+  return ok_runs[0] > 0 ? 0 : 1;
+}

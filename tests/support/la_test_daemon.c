@@ -1,0 +1,469 @@
+/* la_test_daemon.c: a real daemon as a test's child process (see
+ * la_test_daemon.h). fork/exec with only async-signal-safe calls in the
+ * child (the test process may run threads such as la_test_global's);
+ * waits are polls with deadlines; logs are plain files in the object's
+ * temporary directory, removed with it.
+ */
+#include "la_test_daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <libgen.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+struct la_test_daemon {
+  char name[64];
+  char bin[1024];
+  char dir[512];
+  char log[600], out[600];
+  pid_t pid;
+  uint16_t port;
+  char addr[64];
+  long mark;
+};
+
+long long la_td_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void nap_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+/* Highest fd to close in a child before exec (computed before fork). */
+static int max_fd(void) {
+  long m = sysconf(_SC_OPEN_MAX);
+  return m > 0 && m < 65536 ? (int)m : 65536;
+}
+
+/* In a child: closes every inherited fd above 2, so the test's sockets
+ * (a GlobalAgent stand-in's listener, say) do not live on in the child. */
+static void close_from_3(int maxfd) {
+  if (close_range(3, ~0u, 0) == 0) return;
+  for (int fd = 3; fd < maxfd; fd++) close(fd);
+}
+
+static int try_bin(const char *dir, const char *name, char *path,
+                   size_t len) {
+  char p[2048];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  if (access(p, X_OK) != 0) return -1;
+  char *r = realpath(p, NULL);
+  snprintf(path, len, "%s", r ? r : p);
+  free(r);
+  return 0;
+}
+
+int la_td_find_bin(const char *name, char *path, size_t len) {
+  const char *env = getenv("LA_TEST_BIN_DIR");
+  if (env && *env && try_bin(env, name, path, len) == 0) return 0;
+  char exe[1024];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return -1;
+  exe[n] = '\0';
+  char *dir = dirname(exe); /* .../build/tests */
+  char cand[1200];
+  snprintf(cand, sizeof cand, "%s/../bin", dir);
+  if (try_bin(cand, name, path, len) == 0) return 0;
+  snprintf(cand, sizeof cand, "%s/../../bin", dir);
+  if (try_bin(cand, name, path, len) == 0) return 0;
+  return -1;
+}
+
+la_test_daemon_t *la_td_new(const char *name) {
+  la_test_daemon_t *d = calloc(1, sizeof *d);
+  if (!d) return NULL;
+  snprintf(d->name, sizeof d->name, "%s", name);
+  if (la_td_find_bin(name, d->bin, sizeof d->bin) != 0) {
+    fprintf(stderr, "la_test_daemon: %s not found (set LA_TEST_BIN_DIR or "
+            "build it)\n", name);
+    free(d);
+    return NULL;
+  }
+  const char *tmp = getenv("TMPDIR");
+  snprintf(d->dir, sizeof d->dir, "%s/la-td-XXXXXX", tmp && *tmp ? tmp
+                                                                 : "/tmp");
+  if (!mkdtemp(d->dir)) {
+    fprintf(stderr, "la_test_daemon: mkdtemp %s: %s\n", d->dir,
+            strerror(errno));
+    free(d);
+    return NULL;
+  }
+  snprintf(d->log, sizeof d->log, "%s/%s.log", d->dir, name);
+  snprintf(d->out, sizeof d->out, "%s/%s.out", d->dir, name);
+  return d;
+}
+
+const char *la_td_dir(const la_test_daemon_t *d) { return d->dir; }
+
+char *la_td_path(const la_test_daemon_t *d, const char *rel, char *buf,
+                 size_t len) {
+  snprintf(buf, len, "%s/%s", d->dir, rel);
+  return buf;
+}
+
+pid_t la_td_pid(const la_test_daemon_t *d) { return d->pid; }
+uint16_t la_td_port(const la_test_daemon_t *d) { return d->port; }
+const char *la_td_addr(const la_test_daemon_t *d) { return d->addr; }
+
+static int decode_status(int st) {
+  if (WIFEXITED(st)) return WEXITSTATUS(st);
+  if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+  return -1;
+}
+
+int la_td_alive(la_test_daemon_t *d) {
+  if (d->pid <= 0) return 0;
+  pid_t p = d->pid;
+  int st;
+  pid_t r;
+  while ((r = waitpid(p, &st, WNOHANG)) < 0 && errno == EINTR) {
+  }
+  if (r == 0) return 1;
+  d->pid = 0;
+  return 0;
+}
+
+int la_td_signal(la_test_daemon_t *d, int sig) {
+  return d->pid > 0 ? kill(d->pid, sig) : -1;
+}
+
+int la_td_wait_exit(la_test_daemon_t *d, int timeout_ms) {
+  if (d->pid <= 0) return -3;
+  long long end = la_td_now_ms() + timeout_ms;
+  for (;;) {
+    int st;
+    pid_t r;
+    while ((r = waitpid(d->pid, &st, WNOHANG)) < 0 && errno == EINTR) {
+    }
+    if (r == d->pid) {
+      d->pid = 0;
+      return decode_status(st);
+    }
+    if (r < 0) {
+      d->pid = 0;
+      return -1;
+    }
+    if (la_td_now_ms() >= end) return -1;
+    nap_ms(5);
+  }
+}
+
+int la_td_stop(la_test_daemon_t *d, int timeout_ms) {
+  if (d->pid <= 0) return -3;
+  kill(d->pid, SIGTERM);
+  int rc = la_td_wait_exit(d, timeout_ms);
+  if (rc != -1 || d->pid <= 0) return rc;
+  kill(-d->pid, SIGKILL);
+  kill(d->pid, SIGKILL);
+  la_td_wait_exit(d, 5000);
+  d->pid = 0;
+  return -2;
+}
+
+static char *slurp(const char *path, long from) {
+  FILE *f = fopen(path, "r");
+  if (!f) return strdup("");
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  if (from > n) from = n;
+  fseek(f, from, SEEK_SET);
+  char *b = malloc((size_t)(n - from) + 1);
+  if (!b) {
+    fclose(f);
+    return NULL;
+  }
+  size_t got = fread(b, 1, (size_t)(n - from), f);
+  b[got] = '\0';
+  fclose(f);
+  return b;
+}
+
+char *la_td_log(const la_test_daemon_t *d) { return slurp(d->log, 0); }
+
+void la_td_log_mark(la_test_daemon_t *d) {
+  struct stat st;
+  d->mark = stat(d->log, &st) == 0 ? (long)st.st_size : 0;
+}
+
+int la_td_log_count(const la_test_daemon_t *d, const char *needle) {
+  char *b = slurp(d->log, d->mark);
+  int n = 0;
+  if (!b) return 0;
+  for (char *p = b; (p = strstr(p, needle)); p += strlen(needle)) n++;
+  free(b);
+  return n;
+}
+
+int la_td_log_has(const la_test_daemon_t *d, const char *needle) {
+  return la_td_log_count(d, needle) > 0;
+}
+
+int la_td_wait_log(la_test_daemon_t *d, const char *needle, int timeout_ms) {
+  long long end = la_td_now_ms() + timeout_ms;
+  for (;;) {
+    if (la_td_log_has(d, needle)) return 0;
+    if (la_td_now_ms() >= end) return -1;
+    nap_ms(10);
+  }
+}
+
+int la_td_log_line(const la_test_daemon_t *d, const char *needle, char *buf,
+                   size_t len) {
+  char *b = slurp(d->log, d->mark);
+  if (len) buf[0] = '\0';
+  if (!b) return -1;
+  char *p = strstr(b, needle);
+  int rc = -1;
+  if (p) {
+    char *s = p, *e = strchr(p, '\n');
+    while (s > b && s[-1] != '\n') s--;
+    if (!e) e = p + strlen(p);
+    snprintf(buf, len, "%.*s", (int)(e - s), s);
+    rc = 0;
+  }
+  free(b);
+  return rc;
+}
+
+static void print_log_tail(const la_test_daemon_t *d) {
+  char *b = slurp(d->log, 0);
+  if (!b) return;
+  size_t n = strlen(b);
+  fprintf(stderr, "---- %s log (tail) ----\n%s\n----\n", d->name,
+          n > 3000 ? b + n - 3000 : b);
+  free(b);
+}
+
+int la_td_start(la_test_daemon_t *d, const char *const *args,
+                const char *port_file, int timeout_ms) {
+  if (d->pid > 0) return -1;
+  char *argv[128];
+  int n = 0;
+  argv[n++] = d->bin;
+  for (int i = 0; args && args[i] && n < 127; i++) argv[n++] = (char *)args[i];
+  argv[n] = NULL;
+  if (port_file) unlink(port_file);
+  int lfd = open(d->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  int ofd = open(d->out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  int nfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (lfd < 0 || ofd < 0 || nfd < 0) {
+    if (lfd >= 0) close(lfd);
+    if (ofd >= 0) close(ofd);
+    if (nfd >= 0) close(nfd);
+    return -1;
+  }
+  int maxfd = max_fd();
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) { /* async-signal-safe only until exec */
+    setpgid(0, 0);
+    dup2(nfd, 0);
+    dup2(ofd, 1);
+    dup2(lfd, 2);
+    close_from_3(maxfd);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  close(lfd);
+  close(ofd);
+  close(nfd);
+  if (pid < 0) return -1;
+  setpgid(pid, pid);
+  d->pid = pid;
+  d->port = 0;
+  d->addr[0] = '\0';
+  if (!port_file) return 0;
+  long long end = la_td_now_ms() + timeout_ms;
+  for (;;) {
+    FILE *f = fopen(port_file, "r");
+    unsigned p = 0;
+    if (f) {
+      if (fscanf(f, "%u", &p) != 1) p = 0;
+      fclose(f);
+    }
+    if (p > 0 && p < 65536) {
+      d->port = (uint16_t)p;
+      snprintf(d->addr, sizeof d->addr, "127.0.0.1:%u", p);
+      return (int)p;
+    }
+    if (!la_td_alive(d)) {
+      fprintf(stderr, "la_test_daemon: %s exited before writing %s\n",
+              d->name, port_file);
+      print_log_tail(d);
+      return -1;
+    }
+    if (la_td_now_ms() >= end) {
+      fprintf(stderr, "la_test_daemon: %s wrote no port into %s within %d "
+              "ms\n", d->name, port_file, timeout_ms);
+      print_log_tail(d);
+      la_td_stop(d, 1000);
+      return -1;
+    }
+    nap_ms(5);
+  }
+}
+
+int la_td_run(const char *const *argv, const char *const *env_add,
+              int timeout_ms, char *out, size_t len) {
+  char *envp[1024];
+  int e = 0;
+  for (char **v = environ; *v && e < 900; v++) {
+    int overridden = 0;
+    for (int i = 0; env_add && env_add[i]; i++) {
+      const char *eq = strchr(env_add[i], '=');
+      size_t k = eq ? (size_t)(eq - env_add[i]) : strlen(env_add[i]);
+      if (!strncmp(*v, env_add[i], k) && (*v)[k] == '=') overridden = 1;
+    }
+    if (!overridden) envp[e++] = *v;
+  }
+  for (int i = 0; env_add && env_add[i] && e < 1023; i++)
+    envp[e++] = (char *)env_add[i];
+  envp[e] = NULL;
+  if (len) out[0] = '\0';
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) return -1;
+  int nfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int maxfd = max_fd();
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    if (nfd >= 0) dup2(nfd, 0);
+    dup2(p[1], 1);
+    dup2(p[1], 2);
+    close_from_3(maxfd);
+    execvpe(argv[0], (char *const *)argv, envp);
+    _exit(127);
+  }
+  close(p[1]);
+  if (nfd >= 0) close(nfd);
+  if (pid < 0) {
+    close(p[0]);
+    return -1;
+  }
+  setpgid(pid, pid);
+  size_t got = 0;
+  int killed = 0;
+  long long end = la_td_now_ms() + timeout_ms;
+  for (;;) {
+    long long left = end - la_td_now_ms();
+    if (left <= 0) {
+      killed = 1;
+      kill(-pid, SIGKILL);
+      break;
+    }
+    struct pollfd pf = {p[0], POLLIN, 0};
+    int k = poll(&pf, 1, (int)left);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) continue;
+    char buf[4096];
+    ssize_t r = read(p[0], buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    if (len && got < len - 1) {
+      size_t c = (size_t)r < len - 1 - got ? (size_t)r : len - 1 - got;
+      memcpy(out + got, buf, c);
+      got += c;
+      out[got] = '\0';
+    }
+  }
+  close(p[0]);
+  /* the group may outlive its leader (mpiexec's ranks): wait, then kill */
+  siginfo_t si;
+  long long end2 = la_td_now_ms() + (killed ? 5000 : timeout_ms);
+  for (;;) {
+    memset(&si, 0, sizeof si);
+    int r = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT);
+    if (r == 0 && si.si_pid == pid) break;
+    if (r < 0 && errno != EINTR) break;
+    if (la_td_now_ms() >= end2) {
+      killed = 1;
+      kill(-pid, SIGKILL);
+      end2 = la_td_now_ms() + 5000;
+    }
+    nap_ms(5);
+  }
+  kill(-pid, SIGKILL);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return killed ? -1 : decode_status(st);
+}
+
+int la_td_status(la_test_daemon_t *d, const char *key, char *val,
+                 size_t len) {
+  char lactl[1024];
+  if (len) val[0] = '\0';
+  if (!d->addr[0] || la_td_find_bin("lactl", lactl, sizeof lactl) != 0)
+    return -1;
+  const char *argv[] = {lactl, "status", "--agent", d->addr, NULL};
+  char *out = malloc(65536);
+  if (!out) return -1;
+  int rc = la_td_run(argv, NULL, 5000, out, 65536);
+  if (rc != 0) {
+    free(out);
+    return -1;
+  }
+  size_t kl = strlen(key);
+  int found = -1;
+  for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+    char *s = line;
+    while (*s == ' ') s++;
+    if (strncmp(s, key, kl) || (s[kl] != ' ' && s[kl] != '\0')) continue;
+    s += kl;
+    while (*s == ' ') s++;
+    snprintf(val, len, "%s", s);
+    found = 0;
+    break;
+  }
+  free(out);
+  return found;
+}
+
+long long la_td_status_ll(la_test_daemon_t *d, const char *key) {
+  char v[256];
+  if (la_td_status(d, key, v, sizeof v) != 0) return -1;
+  char *end;
+  long long x = strtoll(v, &end, 10);
+  return end == v ? -1 : x;
+}
+
+int la_td_wait_status(la_test_daemon_t *d, const char *key, long long min,
+                      int timeout_ms) {
+  long long end = la_td_now_ms() + timeout_ms;
+  for (;;) {
+    if (la_td_status_ll(d, key) >= min) return 0;
+    if (la_td_now_ms() >= end) return -1;
+    nap_ms(20);
+  }
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag,
+                  struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  remove(path);
+  return 0;
+}
+
+void la_td_free(la_test_daemon_t *d) {
+  if (!d) return;
+  if (d->pid > 0) la_td_stop(d, 5000);
+  if (d->dir[0]) nftw(d->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  free(d);
+}

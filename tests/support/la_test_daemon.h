@@ -1,0 +1,111 @@
+/* la_test_daemon.h: run a real LA daemon (la-localagent, la-globalagent)
+ * as a child process of a test, the way an operator would, and look at what
+ * a user would see: its log, its exit status, `lactl status`.
+ *
+ * A la_test_daemon_t owns a fresh temporary directory (mkdtemp under
+ * $TMPDIR or /tmp) for the daemon's files (port file, spool, secrets, logs)
+ * and at most one running child at a time; it can be started again in the
+ * same directory (a restart on the same spool). The child runs in its own
+ * process group with stdout and stderr appended to DIR/<name>.out and
+ * DIR/<name>.log, so a test can grep every run's log lines. Every wait is
+ * bounded; la_td_free() SIGTERMs, then SIGKILLs what still runs, reaps it
+ * and removes the directory: a failing test leaves nothing behind.
+ *
+ * Binaries are found (la_td_find_bin) in $LA_TEST_BIN_DIR, else next to the
+ * test program: dirname(/proc/self/exe)/../bin (build/tests -> build/bin),
+ * then dirname/../../bin (build/asan/tests -> build/bin). Not thread-safe;
+ * test use only. Nothing here knows a daemon's options: callers pass them.
+ */
+#ifndef LA_TEST_DAEMON_H
+#define LA_TEST_DAEMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct la_test_daemon la_test_daemon_t;
+
+/* Finds the executable name (e.g. "la-localagent", "lactl") as described
+ * above; writes its path into path. Returns 0, or -1 when it is not found. */
+int la_td_find_bin(const char *name, char *path, size_t len);
+
+/* Creates a daemon object for the program name (found with la_td_find_bin)
+ * and its temporary directory. Returns NULL when the program or the
+ * directory is missing (a reason goes to stderr): the caller skips. */
+la_test_daemon_t *la_td_new(const char *name);
+
+/* The temporary directory, and path = DIR/rel written into buf (returns
+ * buf). */
+const char *la_td_dir(const la_test_daemon_t *d);
+char *la_td_path(const la_test_daemon_t *d, const char *rel, char *buf,
+                 size_t len);
+
+/* Starts the program with args (NULL-terminated, after argv[0]) and, when
+ * port_file is not NULL (a path), removes it first and waits up to
+ * timeout_ms for the daemon to write a port number into it. Returns the
+ * port (> 0), 0 when no port_file was given and the child started, or -1
+ * (could not start, exited early, no port in time: the log tail goes to
+ * stderr and the child is killed). */
+int la_td_start(la_test_daemon_t *d, const char *const *args,
+                const char *port_file, int timeout_ms);
+
+pid_t la_td_pid(const la_test_daemon_t *d);   /* 0 when not running */
+uint16_t la_td_port(const la_test_daemon_t *d);
+const char *la_td_addr(const la_test_daemon_t *d); /* "127.0.0.1:PORT" */
+
+/* 1 while the child runs (not exited), else 0 (it is reaped). */
+int la_td_alive(la_test_daemon_t *d);
+/* Sends sig to the child. Returns 0 or -1. */
+int la_td_signal(la_test_daemon_t *d, int sig);
+/* Waits up to timeout_ms for the child to exit. Returns its status as a
+ * shell shows it (exit code, or 128 + signal), or -1 on timeout (the child
+ * keeps running). */
+int la_td_wait_exit(la_test_daemon_t *d, int timeout_ms);
+/* SIGTERM, wait up to timeout_ms, then SIGKILL the process group. Returns
+ * the status as la_td_wait_exit, -2 when it had to be killed, -3 when
+ * nothing ran. */
+int la_td_stop(la_test_daemon_t *d, int timeout_ms);
+
+/* The log (stderr of every run so far), NUL-terminated, malloc'ed. */
+char *la_td_log(const la_test_daemon_t *d);
+/* Remembers the current end of the log: la_td_log_has and la_td_wait_log
+ * then only look at lines written after it. */
+void la_td_log_mark(la_test_daemon_t *d);
+/* Occurrences of needle after the mark. */
+int la_td_log_count(const la_test_daemon_t *d, const char *needle);
+int la_td_log_has(const la_test_daemon_t *d, const char *needle);
+/* Waits up to timeout_ms until needle occurs after the mark: 0 or -1. */
+int la_td_wait_log(la_test_daemon_t *d, const char *needle, int timeout_ms);
+/* The first log line after the mark containing needle, into buf (""
+ * when none). Returns 0 when found, else -1. */
+int la_td_log_line(const la_test_daemon_t *d, const char *needle, char *buf,
+                   size_t len);
+
+/* Asks the daemon for its status with `lactl status --agent ADDR` (lactl
+ * found like the daemon) and copies the value of row key into val.
+ * Returns 0, or -1 (lactl failed, no such row). */
+int la_td_status(la_test_daemon_t *d, const char *key, char *val,
+                 size_t len);
+/* The row as an integer, or -1 when it cannot be read. */
+long long la_td_status_ll(la_test_daemon_t *d, const char *key);
+/* Waits up to timeout_ms until row key, as an integer, is >= min. Returns
+ * 0, or -1 on timeout. */
+int la_td_wait_status(la_test_daemon_t *d, const char *key, long long min,
+                      int timeout_ms);
+
+/* Runs argv (argv[0] a path or a name on PATH) to completion in its own
+ * process group with env_add ("NAME=value", NULL-terminated, may be NULL)
+ * added to the environment, stdout and stderr together into out (truncated
+ * to len - 1 bytes). Kills the group after timeout_ms. Returns the status
+ * as la_td_wait_exit, or -1 (could not start, killed at the time limit). */
+int la_td_run(const char *const *argv, const char *const *env_add,
+              int timeout_ms, char *out, size_t len);
+
+/* Stops the child (la_td_stop, 5 s) and removes the directory. NULL is
+ * ignored. */
+void la_td_free(la_test_daemon_t *d);
+
+/* Monotonic milliseconds. */
+long long la_td_now_ms(void);
+
+#endif /* LA_TEST_DAEMON_H */

@@ -1,0 +1,250 @@
+/* test_ground_truth.c: the whole pipeline against the raw truth.
+ *
+ * Real daemons on loopback (a GlobalAgent with a fresh SQLite file, a
+ * LocalAgent feeding it), real MPI runs of the examples under mpiexec -n 4
+ * with LA_DUMP_RAW, which makes libla write every profiled cycle's raw
+ * per-element values. For each compaction mode, every stitched Trace-Set the
+ * GlobalAgent serves is compared with those raw values:
+ *   - every rank and every cycle is present, every set complete;
+ *   - per-rank sums equal the raw sums exactly (the exact statistics that
+ *     travel with each trace: DESIGN.md invariant 5);
+ *   - per-element error within the mode's bound: lossless exact; maxerr
+ *     |error| <= epsilon (or epsilon*|x|); polyline each segment's
+ *     coefficient of variation of the error <= cv, on the decoded values,
+ *     verbatim points exact.
+ * Skips (with a message) when mpiexec or the binaries are missing.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "la.h"
+#include "la_client.h"
+#include "la_client_internal.h"
+#include "la_compact.h"
+#include "la_test_daemon.h"
+
+static la_test_daemon_t *ga, *lagent;
+static char feed_addr[64], agent_addr[64], wavetoy[512];
+
+static int read_port(const char *path, int timeout_ms) {
+  long long end = la_td_now_ms() + timeout_ms;
+  while (la_td_now_ms() < end) {
+    FILE *f = fopen(path, "r");
+    int port = 0;
+    if (f) {
+      if (fscanf(f, "%d", &port) != 1) port = 0;
+      fclose(f);
+    }
+    if (port > 0) return port;
+    usleep(20000);
+  }
+  return -1;
+}
+
+static int group_setup(void **state) {
+  char path[600], gport[600], fport[600], lport[600];
+  if (system("command -v mpiexec >/dev/null 2>&1") != 0 ||
+      la_td_find_bin("la-globalagent", path, sizeof path) != 0 ||
+      la_td_find_bin("la-localagent", path, sizeof path) != 0)
+    return 0; /* tests skip */
+  snprintf(wavetoy, sizeof wavetoy, "%.*s/../examples/wavetoy",
+           (int)(strrchr(path, '/') - path), path);
+  if (access(wavetoy, X_OK) != 0) return 0;
+  ga = la_td_new("la-globalagent");
+  lagent = la_td_new("la-localagent");
+  if (!ga || !lagent) return -1;
+  char a1[700], a2[700], a3[700], a4[700];
+  la_td_path(ga, "gport", gport, sizeof gport);
+  la_td_path(ga, "fport", fport, sizeof fport);
+  snprintf(a1, sizeof a1, "--agents.port_file=%s", gport);
+  snprintf(a2, sizeof a2, "--feed.port_file=%s", fport);
+  snprintf(a3, sizeof a3, "--store.path=%s/la.db", la_td_dir(ga));
+  const char *gargs[] = {"--agents.listen=127.0.0.1:0",
+                         "--feed.listen=127.0.0.1:0", a1, a2, a3,
+                         "--stitch.timeout=20s", "--store.fsync=no", NULL};
+  int gp = la_td_start(ga, gargs, gport, 10000);
+  int fp = read_port(fport, 5000);
+  if (gp <= 0 || fp <= 0) return -1;
+  snprintf(feed_addr, sizeof feed_addr, "127.0.0.1:%d", fp);
+  la_td_path(lagent, "port", lport, sizeof lport);
+  snprintf(a1, sizeof a1, "--agent.port_file=%s", lport);
+  snprintf(a2, sizeof a2, "--global.address=127.0.0.1:%d", gp);
+  snprintf(a4, sizeof a4, "--global.spool_dir=%s/spool", la_td_dir(lagent));
+  const char *largs[] = {"--agent.listen=127.0.0.1:0", a1, a2, a4, NULL};
+  int lp = la_td_start(lagent, largs, lport, 10000);
+  if (lp <= 0) return -1;
+  snprintf(agent_addr, sizeof agent_addr, "127.0.0.1:%d", lp);
+  return 0;
+}
+
+static int group_teardown(void **state) {
+  la_td_free(lagent);
+  la_td_free(ga);
+  return 0;
+}
+
+static double *read_raw(const char *path, uint64_t n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  double *x = malloc((n + 1) * sizeof *x);
+  size_t got = fread(x, sizeof *x, n + 1, f);
+  fclose(f);
+  if (got != n) {
+    free(x);
+    return NULL;
+  }
+  return x;
+}
+
+/* Checks one rank's decoded values y against the raw x for the mode. */
+static void check_bound(const la_compact_params_t *p, const la_trace_t *t,
+                        const double *x, const double *y, uint64_t n,
+                        const char *what) {
+  int mode = la_compact_effective_mode(p);
+  if (mode == LA_COMPACT_LOSSLESS) {
+    for (uint64_t i = 0; i < n; i++)
+      if (memcmp(&x[i], &y[i], sizeof x[i]) != 0)
+        fail_msg("%s: lossless element %llu: %.17g != %.17g", what,
+                 (unsigned long long)i, y[i], x[i]);
+    return;
+  }
+  if (mode == LA_COMPACT_MAXERR) {
+    for (uint64_t i = 0; i < n; i++) {
+      double bound = p->relative ? p->epsilon * fabs(x[i]) : p->epsilon;
+      if (!(fabs(y[i] - x[i]) <= bound * (1 + 1e-9) + 1e-300))
+        fail_msg("%s: element %llu error %g above %g", what,
+                 (unsigned long long)i, fabs(y[i] - x[i]), bound);
+    }
+    return;
+  }
+  /* polyline: every line segment's CV of the error, on decoded values */
+  size_t nseg = la_trace_segment_count(t);
+  uint64_t covered = 0;
+  for (size_t s = 0; s < nseg; s++) {
+    la_trace_segment_t g;
+    assert_int_equal(la_trace_segment(t, s, &g), 0);
+    assert_true(g.first == covered);
+    covered += g.count;
+    long double sse = 0, sum = 0;
+    size_t m = 0;
+    for (uint64_t j = g.first; j < g.first + g.count; j++) {
+      if (g.kind == LA_SEG_VERBATIM || la_trace_is_verbatim(t, j)) {
+        assert_memory_equal(&x[j], &y[j], sizeof(double));
+        continue;
+      }
+      sse += ((long double)y[j] - x[j]) * ((long double)y[j] - x[j]);
+      sum += x[j];
+      m++;
+    }
+    if (g.kind == LA_SEG_LINE && !(sse * m <= (long double)p->cv * p->cv *
+                                                      sum * sum * (1 + 1e-9L) +
+                                                  1e-300L))
+      fail_msg("%s: segment %zu (%llu points) above cv %g", what, s,
+               (unsigned long long)g.count, p->cv);
+  }
+  assert_true(covered == n);
+}
+
+/* Runs wavetoy with the compaction spec; checks every set against the raw
+ * dump. */
+static void run_mode(const char *spec, const char *app_id) {
+  if (!ga) {
+    printf("skip: mpiexec, the daemons or examples/wavetoy are missing\n");
+    skip();
+  }
+  la_compact_params_t p;
+  assert_int_equal(la_compact_spec_parse(spec, &p, NULL, 0), 0);
+  char dump[600], env_agent[128], env_spec[160], env_dump[640], env_id[160];
+  snprintf(dump, sizeof dump, "%s/raw-%s", la_td_dir(ga), app_id);
+  char mk[700];
+  snprintf(mk, sizeof mk, "mkdir -p %s", dump);
+  assert_int_equal(system(mk), 0);
+  snprintf(env_agent, sizeof env_agent, "LA_AGENT=%s", agent_addr);
+  snprintf(env_spec, sizeof env_spec, "LA_COMPACT=%s", spec);
+  snprintf(env_dump, sizeof env_dump, "LA_DUMP_RAW=%s", dump);
+  snprintf(env_id, sizeof env_id, "LA_APP_ID=%s", app_id);
+  const int steps = 5, np = 4;
+  const char *argv[] = {"mpiexec", "-n", "4", wavetoy, "--n", "20",
+                        "--steps", "5", NULL};
+  const char *env[] = {env_agent, env_spec, env_dump, env_id, NULL};
+  char out[8192];
+  int rc = la_td_run(argv, env, 120000, out, sizeof out);
+  if (rc != 0) fail_msg("wavetoy exited %d:\n%s", rc, out);
+  assert_non_null(strstr(out, "LA registered on 4 of 4 ranks"));
+
+  la_client_t *c = NULL;
+  assert_int_equal(la_client_connect(feed_addr, 5000, &c), 0);
+  for (uint64_t cycle = 0; cycle < (uint64_t)steps; cycle++) {
+    la_traceset_t *ts = NULL;
+    long long end = la_td_now_ms() + 20000;
+    for (;;) { /* the set completes once the last rank's trace is stored */
+      rc = la_client_get(c, app_id, cycle, &ts);
+      if (rc == 0 && la_traceset_complete(ts)) break;
+      if (ts) la_traceset_free(ts);
+      ts = NULL;
+      if (la_td_now_ms() > end)
+        fail_msg("%s cycle %llu: no complete Trace-Set (%s)", app_id,
+                 (unsigned long long)cycle, la_client_error(c));
+      usleep(50000);
+    }
+    assert_int_equal(la_traceset_nprocs(ts), np);
+    double totals[4];
+    assert_int_equal(la_traceset_rank_totals(ts, totals), 0);
+    for (uint32_t r = 0; r < (uint32_t)np; r++) {
+      char path[800], what[200];
+      snprintf(path, sizeof path, "%s/%s.r%u.c%llu.f64", dump, app_id, r,
+               (unsigned long long)cycle);
+      snprintf(what, sizeof what, "%s rank %u cycle %llu", spec, r,
+               (unsigned long long)cycle);
+      const la_trace_t *t = la__traceset_trace(ts, r);
+      assert_non_null(t);
+      uint64_t n = la_trace_count(t);
+      double *x = read_raw(path, n);
+      if (!x) fail_msg("%s: raw dump %s missing or not %llu values", what,
+                       path, (unsigned long long)n);
+      /* exact per-rank sums: the statistics are of the raw series */
+      double raw_sum = la_compact_sum(x, (size_t)n);
+      if (totals[r] != raw_sum)
+        fail_msg("%s: total %.17g != raw sum %.17g", what, totals[r],
+                 raw_sum);
+      double *y = malloc(n * sizeof *y);
+      assert_int_equal(la_traceset_rank_weights(ts, r, y), 0);
+      check_bound(&p, t, x, y, n, what);
+      free(x);
+      free(y);
+    }
+    la_traceset_free(ts);
+  }
+  la_client_close(c);
+}
+
+static void test_polyline_default(void **s) { run_mode("polyline:cv=0.1", "gt-poly"); }
+static void test_polyline_connected(void **s) {
+  run_mode("polyline:cv=0.05,connected,no-outliers", "gt-polyc");
+}
+static void test_maxerr_relative(void **s) {
+  run_mode("maxerr:eps=0.05,relative", "gt-maxrel");
+}
+static void test_maxerr_absolute(void **s) { run_mode("maxerr:eps=200", "gt-maxabs"); }
+static void test_lossless(void **s) { run_mode("lossless", "gt-lossless"); }
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_polyline_default),
+    cmocka_unit_test(test_polyline_connected),
+    cmocka_unit_test(test_maxerr_relative),
+    cmocka_unit_test(test_maxerr_absolute),
+    cmocka_unit_test(test_lossless),
+  };
+  return cmocka_run_group_tests_name("ground_truth", tests, group_setup,
+                                     group_teardown);
+}
