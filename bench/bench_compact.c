@@ -8,7 +8,9 @@
  *       cells with a costlier spherical "material" region, second sweep. The
  *       examples of the repository do not exist yet, so this stands in for
  *       "per-element costs measured from the examples".
- * Beside raw doubles (64 bits/value) and the lossless mode. Times are
+ * Beside raw doubles (64 bits/value), the lossless mode and two floors: a
+ * plain sum over the same array with one accumulator (latency-bound) and
+ * with eight (memory-bound), in ns per point. Times are
  * thread CPU time (these VMs steal wall time), median of REPS runs.
  * Writes argv[1] (default build/bench/compact.json) and prints a table.
  */
@@ -164,9 +166,36 @@ static int bench_mode(FILE *js, const char *series, const double *x, size_t n,
   return 0;
 }
 
+/* Floors: a plain sum over the array, one accumulator in index order (one
+ * dependent add per point: the latency floor of any exact in-order sum), and
+ * eight accumulators (reads at the memory bandwidth: the floor of one pass
+ * over the 8 MB). noinline and volatile keep the compiler honest. */
+static volatile double sink;
+
+__attribute__((noinline)) static double sum_serial(const double *x, size_t n) {
+  double s = 0;
+  size_t i;
+
+  for (i = 0; i < n; i++)
+    s += x[i];
+  return s;
+}
+
+__attribute__((noinline)) static double sum_wide(const double *x, size_t n) {
+  double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t i = 0, k;
+
+  for (; n - i >= 8; i += 8)
+    for (k = 0; k < 8; k++)
+      s[k] += x[i + k];
+  for (; i < n; i++)
+    s[0] += x[i];
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
 static int bench_series(FILE *js, const char *name, const char *desc,
                         const double *x, size_t n, int first) {
-  double ts[REPS];
+  double ts[REPS], tf1[REPS], tf8[REPS];
   la_series_stats_t st;
   size_t m;
   int i;
@@ -175,15 +204,28 @@ static int bench_series(FILE *js, const char *name, const char *desc,
     double t0 = cpu_ns();
     la_series_stats(x, n, &st);
     ts[i] = (cpu_ns() - t0) / (double)n;
+    t0 = cpu_ns();
+    sink = sum_serial(x, n);
+    tf1[i] = (cpu_ns() - t0) / (double)n;
+    t0 = cpu_ns();
+    sink = sum_wide(x, n);
+    tf8[i] = (cpu_ns() - t0) / (double)n;
   }
+  double f1 = median(tf1, REPS), f8 = median(tf8, REPS);
+  printf("%-18s %-22s %7.2f   (floor: plain sum, 1 accumulator)\n", name,
+         "floor_sum_serial", f1);
+  printf("%-18s %-22s %7.2f   (floor: plain sum, 8 accumulators = memory)\n",
+         name, "floor_sum_memory", f8);
   fprintf(js,
           "%s\n    \"%s\": {\"description\": \"%s\", \"count\": %zu, "
-          "\"mean\": %.6g, \"stats_ns_per_point\": %.3f,\n     \"modes\": {"
+          "\"mean\": %.6g, \"stats_ns_per_point\": %.3f, "
+          "\"floor_sum_serial_ns_per_point\": %.3f, "
+          "\"floor_sum_memory_ns_per_point\": %.3f,\n     \"modes\": {"
           "\n      \"raw\": {\"ns_per_point\": 0, \"bits_per_value\": 64, "
           "\"ratio_to_raw\": 1, \"bytes\": %zu, \"segments\": 0, "
           "\"max_abs_error\": 0, \"cv\": 0}",
           first ? "" : ",", name, desc, n, st.sum / (double)n, median(ts, REPS),
-          8 * n);
+          f1, f8, 8 * n);
   printf("%-18s %-22s %7s %8s %9.4f %9.1f %8s %7s %11s %8s\n", name, "raw", "-",
          "-", 64.0, 1.0, "-", "-", "0", "0");
   for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)

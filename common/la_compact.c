@@ -2,6 +2,9 @@
  * computes the exact statistics, runs the segmenter of the mode (or the
  * lossless coder) and packages the result with the achieved error.
  *
+ * In the lossy modes the exact statistics are computed by the encoder, line
+ * by line right after its self-check, while the points are in cache.
+ *
  * The segmenters, the record format and the lossless body live in their own
  * files; this one only wires them together and owns the result's memory.
  */
@@ -52,10 +55,10 @@ int la_compact(const double *x, size_t n, const la_compact_params_t *p,
   if ((uint64_t)n > LA_TRACE_MAX_POINTS)
     return LA_ELIMIT;
   mode = la_compact_effective_mode(p);
-  la_series_stats(x, n, &out->stats);
   out->mode = mode;
   if (mode == LA_COMPACT_LOSSLESS) {
     la_cbuf_t b = {0};
+    la_series_stats(x, n, &out->stats);
     if ((rc = la_compact_lossless_encode(x, n, &b)) == 0) {
       la_cbuf_put_u32(&b, la_compact_crc32(0, b.p, b.len));
       rc = b.err;
@@ -82,6 +85,8 @@ int la_compact(const double *x, size_t n, const la_compact_params_t *p,
     memset(out, 0, sizeof(*out));
     return rc;
   }
+  /* the encoder fed every point to the statistics, in order */
+  la_stats_finish(&enc.stats, n, &out->stats);
   out->segments = enc.segments;
   out->exceptions = enc.exceptions;
   fill_error(&out->error, enc.err_max, enc.err_sse, enc.err_sum, enc.err_count);

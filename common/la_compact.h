@@ -231,6 +231,46 @@ double la_compact_rand01(uint64_t *state);
 #define LA_COMPACT_ME_FIT (1.0 - 1.0 / 16)
 #define LA_COMPACT_ME_QSTEP (1.0 / 16)
 
+/* x86-64 builds with GCC or Clang carry AVX2 kernels (target attributes,
+ * chosen at run time by la_compact_simd()); elsewhere only the portable
+ * scalar code exists. Both compute bit-identical results. */
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define LA_COMPACT_X86 1
+#else
+#define LA_COMPACT_X86 0
+#endif
+
+/* 1 when the AVX2 kernels may run here (the CPU and the OS support AVX2 and
+ * the environment variable LA_COMPACT_SCALAR is not set to a non-empty value
+ * other than "0"), else 0. Read on every la_compact() call; no state. */
+int la_compact_simd(void);
+
+/* Running exact statistics in index order: la_series_stats() is
+ * la_stats_init(), la_stats_run() over x[0..n), la_stats_finish(). s and c are
+ * Neumaier's sum and compensation; lo and hi ignore NaN. */
+typedef struct la_stats_acc {
+  double s, c, lo, hi;
+} la_stats_acc_t;
+
+static inline void la_stats_init(la_stats_acc_t *a) {
+  a->s = a->c = 0;
+  a->lo = __builtin_inf();
+  a->hi = -__builtin_inf();
+}
+/* One value: the definition (Neumaier, then min and max). */
+static inline void la_stats_add(la_stats_acc_t *a, double v) {
+  double s = a->s, t = s + v;
+  a->c += __builtin_fabs(s) >= __builtin_fabs(v) ? (s - t) + v : (v - t) + s;
+  a->s = t;
+  a->lo = v < a->lo ? v : a->lo;
+  a->hi = v > a->hi ? v : a->hi;
+}
+/* x[0..n) in order; simd: may use the AVX2 kernel (same result). */
+void la_stats_run(la_stats_acc_t *a, const double *x, size_t n, int simd);
+/* The statistics of the count points fed so far. */
+void la_stats_finish(const la_stats_acc_t *a, uint64_t count,
+                     la_series_stats_t *st);
+
 /* Growable byte buffer: capacity doubles; the first allocation failure is
  * sticky in err (LA_ENOMEM) and later puts are ignored. */
 typedef struct la_cbuf {
@@ -312,6 +352,25 @@ static inline double la_line_value(double base, double d, uint64_t off,
   return j + 1 == count ? last : base + (double)(j + off) * d;
 }
 
+/* Exact, call-free equivalents of libm functions on the encoder's hot
+ * paths (same results bit for bit): la_pow2(k) is 2^k for |k| <= 1022, so
+ * v * la_pow2(k) is ldexp(v, k) (one correctly rounded multiplication);
+ * la_floor(u) is floor(u). */
+static inline double la_pow2(int k) {
+  union {
+    uint64_t u;
+    double d;
+  } b;
+  b.u = (uint64_t)(k + 1023) << 52;
+  return b.d;
+}
+static inline double la_floor(double u) {
+  if (u == 0 || !(__builtin_fabs(u) < 0x1p62))
+    return __builtin_floor(u); /* +-0 keep their sign; large, NaN, Inf */
+  double f = (double)(int64_t)u; /* truncation, exact: |u| < 2^62 */
+  return f > u ? f - 1 : f;
+}
+
 /* Prediction of the integer of a quantized value from the previous stored
  * line value prev, at exponent e: floor(prev * 2^-e + 0.5), or 0 when that is
  * not below 2^62 in magnitude (or not a number). */
@@ -341,6 +400,9 @@ struct la_cenc {
   double err_max, err_sse, err_sum; /* over points checked */
   uint64_t err_count;
   int err;
+  int simd;            /* la_compact_simd() */
+  la_stats_acc_t stats; /* statistics of x[0..stats_pos) */
+  uint64_t stats_pos;
 };
 typedef struct la_cenc la_cenc_t;
 

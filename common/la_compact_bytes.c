@@ -152,7 +152,10 @@ int la_creader_verbatim(la_creader_t *r, double *v) {
 }
 
 int64_t la_qpredict(double prev, int e) {
-  double r = floor(ldexp(prev, -e) + 0.5);
+  /* ldexp(prev, -e) == prev * 2^-e when 2^-e is a normal double */
+  double r = la_floor((e >= -1022 && e <= 1022 ? prev * la_pow2(-e)
+                                               : ldexp(prev, -e)) +
+                      0.5);
 
   if (!(fabs(r) < LA_QPRED_MAX))
     return 0;
@@ -214,8 +217,36 @@ static const uint32_t crc_table[256] = {
     0x2d02ef8du,
 };
 
+/* Slicing-by-8 (same CRC, eight bytes per step) for long inputs: the seven
+ * extra tables are derived from crc_table on the stack (about 2,000 steps,
+ * worth it above 64 KiB; no static state). */
+static uint32_t crc32_slice8(uint32_t crc, const uint8_t *p, size_t n) {
+  uint32_t t[8][256];
+  size_t i, k;
+
+  for (i = 0; i < 256; i++)
+    t[0][i] = crc_table[i];
+  for (k = 1; k < 8; k++)
+    for (i = 0; i < 256; i++)
+      t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xff];
+  for (; n >= 8; n -= 8, p += 8) {
+    uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 |
+                         (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+    uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 |
+                  (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+    crc = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^
+          t[4][lo >> 24] ^ t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^
+          t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
+  }
+  while (n--)
+    crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+  return crc;
+}
+
 uint32_t la_compact_crc32(uint32_t crc, const uint8_t *p, size_t n) {
   crc = ~crc;
+  if (n >= 65536)
+    return ~crc32_slice8(crc, p, n);
   while (n--)
     crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
   return ~crc;

@@ -13,6 +13,9 @@
 #include <string.h>
 
 #include "la_compact.h"
+#if LA_COMPACT_X86
+#include <immintrin.h>
+#endif
 
 void la_cenc_init(la_cenc_t *e, const double *x, uint64_t n, int mode,
                   int flags, double bound) {
@@ -22,6 +25,8 @@ void la_cenc_init(la_cenc_t *e, const double *x, uint64_t n, int mode,
   e->mode = mode;
   e->flags = flags;
   e->bound = bound;
+  e->simd = la_compact_simd();
+  la_stats_init(&e->stats);
   la_cbuf_put_u8(&e->out, LA_CENC_MAGIC0);
   la_cbuf_put_u8(&e->out, LA_CENC_MAGIC1);
   la_cbuf_put_u8(&e->out, LA_CENC_MAGIC2);
@@ -75,12 +80,13 @@ static void flush_run(la_cenc_t *e) {
 
 /* Quantizes v to k * 2^ex. Returns 0 when |v| / 2^ex >= 2^52. */
 static int quantize(double v, int ex, int64_t *k, double *vq) {
-  double s = floor(ldexp(v, -ex) + 0.5);
+  /* ldexp(v, -ex) == v * 2^-ex exactly: |ex| <= LA_QEXP_MAX < 1022 */
+  double s = la_floor(v * la_pow2(-ex) + 0.5);
 
   if (!(fabs(s) < LA_QK_MAX))
     return 0;
   *k = (int64_t)s;
-  *vq = ldexp(s, ex);
+  *vq = s * la_pow2(ex);
   return 1;
 }
 
@@ -89,45 +95,149 @@ typedef struct {
   uint64_t count;
 } chk_t;
 
+/* Accumulators of the check: SSE and the sum of x in four lanes (point j of
+ * a run between exceptions goes to lane (j - run start) mod 4), max |error|,
+ * and whether every point met its maxerr bound. The scalar and the AVX2
+ * loops fill the same lanes in the same order: bit-identical results. */
+typedef struct {
+  double sse[4], sum[4], max;
+  int ok;
+} chk_lanes_t;
+
+/* The reconstruction of points [j0, j1) of a line (value base + (j + off) *
+ * d, the decoder's arithmetic: j + off counted in a double, exact) against
+ * x[j0..j1). tol_abs < 0: polyline (no per-point bound). */
+static void chk_run_scalar(const double *x, uint64_t j0, uint64_t j1,
+                           double base, double d, uint64_t off, double tol_abs,
+                           double tol_rel, chk_lanes_t *c) {
+  double tj = (double)(j0 + off), max = c->max;
+  uint64_t j;
+  int ok = c->ok;
+
+  for (j = j0; j < j1; j++, tj += 1) {
+    double v = x[j], err = fabs(base + tj * d - v);
+    size_t k = (size_t)(j - j0) & 3;
+    if (tol_abs >= 0)
+      ok &= err <= tol_abs + tol_rel * fabs(v);
+    max = err > max ? err : max;
+    c->sse[k] += err * err;
+    c->sum[k] += v;
+  }
+  c->max = max;
+  c->ok = ok;
+}
+
+#if LA_COMPACT_X86
+__attribute__((target("avx2"))) static void
+chk_run_avx2(const double *x, uint64_t j0, uint64_t j1, double base, double d,
+             uint64_t off, double tol_abs, double tol_rel, chk_lanes_t *c) {
+  const __m256d sign = _mm256_set1_pd(-0.0), four = _mm256_set1_pd(4);
+  const __m256d bv = _mm256_set1_pd(base), dv = _mm256_set1_pd(d);
+  const __m256d ta = _mm256_set1_pd(tol_abs), tr = _mm256_set1_pd(tol_rel);
+  double t0 = (double)(j0 + off);
+  __m256d tj = _mm256_add_pd(_mm256_set1_pd(t0), _mm256_set_pd(3, 2, 1, 0));
+  __m256d sse = _mm256_loadu_pd(c->sse), sum = _mm256_loadu_pd(c->sum);
+  __m256d max = _mm256_set1_pd(c->max), ok = _mm256_castsi256_pd(
+                                            _mm256_set1_epi64x(-1));
+  uint64_t j = j0;
+  double m[4];
+  int k;
+
+  if (tol_abs >= 0) {
+    for (; j + 4 <= j1; j += 4) {
+      __m256d v = _mm256_loadu_pd(x + j);
+      __m256d err = _mm256_andnot_pd(
+          sign, _mm256_sub_pd(_mm256_add_pd(bv, _mm256_mul_pd(tj, dv)), v));
+      __m256d tol = _mm256_add_pd(ta, _mm256_mul_pd(tr, _mm256_andnot_pd(sign, v)));
+      ok = _mm256_and_pd(ok, _mm256_cmp_pd(err, tol, _CMP_LE_OQ));
+      max = _mm256_max_pd(err, max);
+      sse = _mm256_add_pd(sse, _mm256_mul_pd(err, err));
+      sum = _mm256_add_pd(sum, v);
+      tj = _mm256_add_pd(tj, four);
+    }
+  } else {
+    for (; j + 4 <= j1; j += 4) {
+      __m256d v = _mm256_loadu_pd(x + j);
+      __m256d err = _mm256_andnot_pd(
+          sign, _mm256_sub_pd(_mm256_add_pd(bv, _mm256_mul_pd(tj, dv)), v));
+      max = _mm256_max_pd(err, max);
+      sse = _mm256_add_pd(sse, _mm256_mul_pd(err, err));
+      sum = _mm256_add_pd(sum, v);
+      tj = _mm256_add_pd(tj, four);
+    }
+  }
+  _mm256_storeu_pd(c->sse, sse);
+  _mm256_storeu_pd(c->sum, sum);
+  _mm256_storeu_pd(m, max);
+  for (k = 0; k < 4; k++) /* max does not depend on the order */
+    c->max = m[k] > c->max ? m[k] : c->max;
+  c->ok &= _mm256_movemask_pd(ok) == 0xf;
+  if (j < j1) { /* the tail, in the lanes it would have had */
+    chk_lanes_t t = *c;
+    double tjs = (double)(j0 + off) + (double)(j - j0);
+    for (; j < j1; j++, tjs += 1) {
+      double v = x[j], err = fabs(base + tjs * d - v);
+      size_t q = (size_t)(j - j0) & 3;
+      if (tol_abs >= 0)
+        t.ok &= err <= tol_abs + tol_rel * fabs(v);
+      t.max = err > t.max ? err : t.max;
+      t.sse[q] += err * err;
+      t.sum[q] += v;
+    }
+    *c = t;
+  }
+}
+#endif
+
 /* Compares the line with x[first..first+count) outside exceptions, with the
  * decoder's arithmetic (la_line_value(); the index is counted in a double,
- * which is exact). */
+ * which is exact), and measures the error on the way. The self-check and
+ * the error measurement are this one pass. */
 static int check_line(const la_cenc_t *e, uint64_t first, uint64_t count,
                       double base, double d, uint64_t off, double last,
                       double tol_abs, double tol_rel, chk_t *c) {
   const double *x = e->x + first;
-  uint64_t j, j0 = 0;
+  uint64_t j0 = 0;
   size_t k;
-  double max = 0, sse = 0, sum = 0, err;
-  int maxerr = tol_abs >= 0, ok = 1;
+  double sse, sum, err;
+  int maxerr = tol_abs >= 0;
+  chk_lanes_t L = {{0, 0, 0, 0}, {0, 0, 0, 0}, 0, 1};
 
   for (k = 0; k <= e->nexc; k++) {
     uint64_t j1 = k < e->nexc ? e->exc_off[k] : count - 1;
-    double tj = (double)(j0 + off);
-    for (j = j0; j < j1; j++, tj += 1) {
-      err = fabs(base + tj * d - x[j]);
-      if (maxerr)
-        ok &= err <= tol_abs + tol_rel * fabs(x[j]);
-      max = err > max ? err : max;
-      sse += err * err;
-      sum += x[j];
-    }
+#if LA_COMPACT_X86
+    if (e->simd && j1 - j0 >= 8)
+      chk_run_avx2(x, j0, j1, base, d, off, tol_abs, tol_rel, &L);
+    else
+#endif
+      chk_run_scalar(x, j0, j1, base, d, off, tol_abs, tol_rel, &L);
     j0 = j1 + 1;
   }
+  sse = (L.sse[0] + L.sse[2]) + (L.sse[1] + L.sse[3]);
+  sum = (L.sum[0] + L.sum[2]) + (L.sum[1] + L.sum[3]);
   err = fabs(last - x[count - 1]); /* the last point is never an exception */
   if (maxerr)
-    ok &= err <= tol_abs + tol_rel * fabs(x[count - 1]);
-  max = err > max ? err : max;
+    L.ok &= err <= tol_abs + tol_rel * fabs(x[count - 1]);
+  L.max = err > L.max ? err : L.max;
   sse += err * err;
   sum += x[count - 1];
   c->count = count - e->nexc;
-  if (!ok || !(max < INFINITY) ||
+  if (!L.ok || !(L.max < INFINITY) ||
       (!maxerr && !(sse * (double)c->count <= e->bound * e->bound * sum * sum)))
     return 0;
-  c->max = max;
+  c->max = L.max;
   c->sse = sse;
   c->sum = sum;
   return 1;
+}
+
+/* Feeds x[stats_pos..end) to the statistics (points of verbatim runs and of
+ * lines, in index order, while they are still in cache). */
+static void stats_upto(la_cenc_t *e, uint64_t end) {
+  if (end > e->stats_pos) {
+    la_stats_run(&e->stats, e->x + e->stats_pos, end - e->stats_pos, e->simd);
+    e->stats_pos = end;
+  }
 }
 
 int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a, double b,
@@ -146,8 +256,15 @@ int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a, double b,
       anchored != (connected && e->vertex_ok))
     return e->err = LA_EINVAL; /* a segmenter bug */
   if (qmax > 0 && qmax < INFINITY) {
-    (void)frexp(qmax, &ex);
-    ex -= 1; /* 2^ex <= qmax */
+    uint64_t qb;
+    memcpy(&qb, &qmax, 8);
+    if (qb >> 52 != 0) { /* normal: the exponent field (frexp's, minus 1) */
+      ex = (int)(qb >> 52) - 1023;
+    } else {
+      (void)frexp(qmax, &ex);
+      ex -= 1;
+    }
+    /* 2^ex <= qmax < 2^(ex+1) */
     quant = ex >= LA_QEXP_MIN && ex <= LA_QEXP_MAX &&
             (anchored || quantize(a, ex, &ka, &aq)) &&
             (!has_b || quantize(b, ex, &kb, &bq));
@@ -171,6 +288,7 @@ int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a, double b,
     return 0;
   }
   flush_run(e);
+  stats_upto(e, first + count);
   tag = (uint64_t)(quant ? LA_REC_QLINE : LA_REC_RLINE) |
         (e->nexc ? LA_REC_EXC : 0) |
         (quant && ex != e->prev_exp ? LA_REC_NEWEXP : 0) |
@@ -225,6 +343,7 @@ int la_cenc_finish(la_cenc_t *e) {
   if (e->err)
     return e->err;
   flush_run(e);
+  stats_upto(e, e->n);
   if (e->pos != e->n)
     return e->err = LA_EINVAL; /* a segmenter bug */
   la_cbuf_put_u32(&e->out, la_compact_crc32(0, e->out.p, e->out.len));

@@ -270,6 +270,98 @@ static int seg_close(me_seg_t *g, la_cenc_t *enc, const me_cfg_t *c) {
   return rc < 0 ? rc : 0;
 }
 
+/* The hot loop of a free segment whose hull has two or more points: the
+ * body of seg_fits() + seg_add() (hull_fits(), then hull_add()) for each
+ * point of x[i..n) while the point is fittable and fits, with the hull's
+ * rectangle and sizes in registers; the same arithmetic in the same order.
+ * Returns the index of the first point that is not fittable or does not fit
+ * (the caller decides: exception or close), or n. */
+static size_t me_scan_free(me_seg_t *g, const double *x, size_t i, size_t n,
+                           const me_cfg_t *c) {
+  me_hull_t *h = &g->hull;
+  me_pt_t r0 = h->rect[0], r1 = h->rect[1], r2 = h->rect[2], r3 = h->rect[3];
+  me_pt_t *upper = h->upper, *lower = h->lower;
+  size_t nu = h->nu, nl = h->nl, us = h->us, ls = h->ls, cap = h->cap, k, end;
+  double t = g->t, tol_min = g->tol_min, eps = c->eps, rel = c->rel;
+  uint64_t npts = h->npts;
+
+  for (; i < n; i++) {
+    double y = x[i], tol = eps + rel * fabs(y);
+    me_pt_t p1, p2, s1, s2;
+    if (!fittable(y, tol))
+      break;
+    p1 = (me_pt_t){t, y + tol};
+    p2 = (me_pt_t){t, y - tol};
+    s1 = pt_sub(r2, r0);
+    s2 = pt_sub(r3, r1);
+    if (slope_lt(pt_sub(p1, r2), s1) || slope_gt(pt_sub(p2, r3), s2))
+      break; /* hull_fits() says no */
+    if (nu >= cap || nl >= cap) {
+      h->nu = nu;
+      h->nl = nl;
+      if (hull_grow(h) != 0)
+        break; /* h->err is set; the caller's seg_add() reports it */
+      upper = h->upper;
+      lower = h->lower;
+      cap = h->cap;
+    }
+    if (tol < tol_min)
+      tol_min = tol;
+    if (slope_lt(pt_sub(p1, r1), s2)) {
+      me_pt_t min = pt_sub(lower[ls], p1);
+      size_t min_i = ls;
+      for (k = ls + 1; k < nl; k++) {
+        me_pt_t v = pt_sub(lower[k], p1);
+        if (slope_gt(v, min))
+          break;
+        min = v;
+        min_i = k;
+      }
+      r1 = lower[min_i];
+      r3 = p1;
+      ls = min_i;
+      end = nu;
+      while (end >= us + 2 && cross(upper[end - 2], upper[end - 1], p1) <= 0)
+        end--;
+      nu = end;
+      upper[nu++] = p1;
+    }
+    if (slope_gt(pt_sub(p2, r0), s1)) {
+      me_pt_t max = pt_sub(upper[us], p2);
+      size_t max_i = us;
+      for (k = us + 1; k < nu; k++) {
+        me_pt_t v = pt_sub(upper[k], p2);
+        if (slope_lt(v, max))
+          break;
+        max = v;
+        max_i = k;
+      }
+      r0 = upper[max_i];
+      r2 = p2;
+      us = max_i;
+      end = nl;
+      while (end >= ls + 2 && cross(lower[end - 2], lower[end - 1], p2) >= 0)
+        end--;
+      nl = end;
+      lower[nl++] = p2;
+    }
+    npts++;
+    t += 1;
+  }
+  h->rect[0] = r0;
+  h->rect[1] = r1;
+  h->rect[2] = r2;
+  h->rect[3] = r3;
+  h->nu = nu;
+  h->nl = nl;
+  h->us = us;
+  h->ls = ls;
+  h->npts = npts;
+  g->t = t;
+  g->tol_min = tol_min;
+  return i;
+}
+
 int la_compact_maxerr_run(const double *x, size_t n,
                           const la_compact_params_t *p, la_cenc_t *enc) {
   me_cfg_t c;
@@ -285,7 +377,7 @@ int la_compact_maxerr_run(const double *x, size_t n,
   c.outliers = p->outliers != 0;
   while (i < n) {
     double y = x[i], tol = tol_of(&c, y);
-    int ok = fittable(y, tol);
+    int ok = fittable(y, tol), fits;
 
     if (!g.open) {
       if (!ok)
@@ -295,7 +387,20 @@ int la_compact_maxerr_run(const double *x, size_t n,
       i++;
       continue;
     }
-    if (ok && seg_fits(&g, g.t, y, tol)) {
+    if (ok && !g.anchored && g.hull.npts >= 2) {
+      /* the hot loop; it stops at a point that does not fit */
+      i = me_scan_free(&g, x, i, n, &c);
+      if (g.hull.err) {
+        rc = g.hull.err;
+        break;
+      }
+      if (i == n)
+        break;
+      fits = 0;
+    } else {
+      fits = ok && seg_fits(&g, g.t, y, tol);
+    }
+    if (fits) {
       if ((rc = seg_add(&g, g.t, y, tol)) != 0)
         break;
       g.t += 1;

@@ -22,6 +22,9 @@
 #include <math.h>
 
 #include "la_compact.h"
+#if LA_COMPACT_X86
+#include <immintrin.h>
+#endif
 
 typedef struct {
   double m, st, stt, sy, syy, sty;
@@ -106,12 +109,13 @@ static int pl_close(pl_seg_t *g, la_cenc_t *enc, double cv) {
 
 /* The hot loop: extends a free (anchored == 0) or anchored segment over
  * x[i..n) while the points fit; returns the index of the first point that
- * does not (or n). The sums live in registers. */
+ * does not (or n). The sums live in registers. my0 is m * y0 kept as a sum
+ * (y0 is exact): the caller passes m * y0, or the running sum of a vector
+ * scan that stopped early, so that both paths do the same arithmetic. */
 static inline size_t pl_scan(pl_seg_t *g, const double *x, size_t i, size_t n,
-                             double cv2, const int anchored) {
+                             double cv2, const int anchored, double my0) {
   double m = g->s.m, st = g->s.st, stt = g->s.stt, sy = g->s.sy;
   double syy = g->s.syy, sty = g->s.sty, t = g->t, y0 = g->y0;
-  double my0 = m * y0; /* m * y0, kept as a sum (y0 is exact) */
 
   for (; i < n; i++) {
     double yp = x[i] - y0;
@@ -144,6 +148,107 @@ static inline size_t pl_scan(pl_seg_t *g, const double *x, size_t i, size_t n,
   return i;
 }
 
+#if LA_COMPACT_X86
+/* The same loop, four points per step with AVX2, bit for bit the same
+ * arithmetic (docs/compaction.md, "Performance"):
+ *  - the data sums (Sy', Sy'^2, St*y') and the m*y0 sum are serial chains;
+ *    they stay serial: a vector holds the four accumulators of one point
+ *    and takes four dependent adds per block, in index order;
+ *  - m, St and St^2 add integers: while St^2 stays <= 2^52 every one of those
+ *    additions is exact, so they are computed in closed form for the four
+ *    points (any order gives the same exact integers); a block whose St^2
+ *    would pass 2^52 goes to the scalar loop;
+ *  - the four tests run side by side (lanes = points), with the scalar
+ *    loop's expressions; no FMA (contraction is off under -std=c11 and the
+ *    target does not include FMA).
+ * A block in which any point fails (or is not a number) is handed, from its
+ * first point, to the scalar loop with the running sums, which stops at the
+ * same point the scalar code alone would have stopped at. */
+__attribute__((target("avx2"))) static size_t
+pl_scan_avx2(pl_seg_t *g, const double *x, size_t i, size_t n, double cv2,
+             const int anchored) {
+  const __m256d K = _mm256_set_pd(4, 3, 2, 1), J = _mm256_set_pd(3, 2, 1, 0);
+  const __m256d C = _mm256_set_pd(6, 3, 1, 0), L = _mm256_set_pd(12, 6, 2, 0);
+  const __m256d D = _mm256_set_pd(14, 5, 1, 0), lim = _mm256_set1_pd(0x1p52);
+  const __m256d y0v = _mm256_set1_pd(g->y0), cv2v = _mm256_set1_pd(cv2);
+  __m256d S = _mm256_set_pd(g->s.m * g->y0, g->s.sty, g->s.syy, g->s.sy);
+  __m256d Mb = _mm256_set1_pd(g->s.m), Tb = _mm256_set1_pd(g->t);
+  __m256d STb = _mm256_set1_pd(g->s.st), STTb = _mm256_set1_pd(g->s.stt);
+  double v[4];
+
+  for (; i + 4 <= n; i += 4) {
+    __m256d X = _mm256_loadu_pd(x + i), YP = _mm256_sub_pd(X, y0v);
+    __m256d TV = _mm256_add_pd(Tb, J);
+    __m256d YY = _mm256_mul_pd(YP, YP), TY = _mm256_mul_pd(TV, YP);
+    /* per point k: [y'_k, y'_k^2, t_k*y'_k, y0] */
+    __m256d t0 = _mm256_unpacklo_pd(YP, YY), t1 = _mm256_unpackhi_pd(YP, YY);
+    __m256d t2 = _mm256_unpacklo_pd(TY, y0v), t3 = _mm256_unpackhi_pd(TY, y0v);
+    __m256d S1 = _mm256_add_pd(S, _mm256_permute2f128_pd(t0, t2, 0x20));
+    __m256d S2 = _mm256_add_pd(S1, _mm256_permute2f128_pd(t1, t3, 0x20));
+    __m256d S3 = _mm256_add_pd(S2, _mm256_permute2f128_pd(t0, t2, 0x31));
+    __m256d S4 = _mm256_add_pd(S3, _mm256_permute2f128_pd(t1, t3, 0x31));
+    /* back to lanes = points */
+    __m256d u0 = _mm256_unpacklo_pd(S1, S2), u1 = _mm256_unpackhi_pd(S1, S2);
+    __m256d u2 = _mm256_unpacklo_pd(S3, S4), u3 = _mm256_unpackhi_pd(S3, S4);
+    __m256d SY = _mm256_permute2f128_pd(u0, u2, 0x20);
+    __m256d STY = _mm256_permute2f128_pd(u0, u2, 0x31);
+    __m256d SYY = _mm256_permute2f128_pd(u1, u3, 0x20);
+    __m256d MY = _mm256_permute2f128_pd(u1, u3, 0x31);
+    /* exact integer sums in closed form */
+    __m256d M1 = _mm256_add_pd(Mb, K);
+    __m256d ST1 = _mm256_add_pd(STb, _mm256_add_pd(_mm256_mul_pd(K, Tb), C));
+    __m256d STT1 = _mm256_add_pd(
+        STTb, _mm256_add_pd(_mm256_mul_pd(K, _mm256_mul_pd(Tb, Tb)),
+                            _mm256_add_pd(_mm256_mul_pd(L, Tb), D)));
+    __m256d MM = _mm256_add_pd(MY, SY), lhs, rhs;
+    if (anchored) {
+      lhs = _mm256_mul_pd(M1, _mm256_sub_pd(_mm256_mul_pd(SYY, STT1),
+                                            _mm256_mul_pd(STY, STY)));
+      rhs = _mm256_mul_pd(_mm256_mul_pd(cv2v, STT1), _mm256_mul_pd(MM, MM));
+    } else {
+      __m256d ctt = _mm256_sub_pd(_mm256_mul_pd(M1, STT1),
+                                  _mm256_mul_pd(ST1, ST1));
+      __m256d cyy =
+          _mm256_sub_pd(_mm256_mul_pd(M1, SYY), _mm256_mul_pd(SY, SY));
+      __m256d cty =
+          _mm256_sub_pd(_mm256_mul_pd(M1, STY), _mm256_mul_pd(ST1, SY));
+      lhs = _mm256_sub_pd(_mm256_mul_pd(cyy, ctt), _mm256_mul_pd(cty, cty));
+      rhs = _mm256_mul_pd(_mm256_mul_pd(cv2v, ctt), _mm256_mul_pd(MM, MM));
+    }
+    __m256d ok = _mm256_and_pd(_mm256_cmp_pd(lhs, rhs, _CMP_LE_OQ),
+                               _mm256_cmp_pd(STT1, lim, _CMP_LE_OQ));
+    if (_mm256_movemask_pd(ok) != 0xf)
+      break;
+    S = S4;
+    Mb = _mm256_add_pd(Mb, _mm256_set1_pd(4));
+    Tb = _mm256_add_pd(Tb, _mm256_set1_pd(4));
+    STb = _mm256_permute4x64_pd(ST1, 0xff);
+    STTb = _mm256_permute4x64_pd(STT1, 0xff);
+  }
+  _mm256_storeu_pd(v, S);
+  g->s.sy = v[0];
+  g->s.syy = v[1];
+  g->s.sty = v[2];
+  g->s.m = _mm256_cvtsd_f64(Mb);
+  g->s.st = _mm256_cvtsd_f64(STb);
+  g->s.stt = _mm256_cvtsd_f64(STTb);
+  g->t = _mm256_cvtsd_f64(Tb);
+  return pl_scan(g, x, i, n, cv2, anchored, v[3]);
+}
+#endif
+
+static size_t pl_scan_any(pl_seg_t *g, const double *x, size_t i, size_t n,
+                          double cv2, int simd) {
+#if LA_COMPACT_X86
+  if (simd && n - i >= 8)
+    return g->anchored ? pl_scan_avx2(g, x, i, n, cv2, 1)
+                       : pl_scan_avx2(g, x, i, n, cv2, 0);
+#endif
+  (void)simd;
+  return g->anchored ? pl_scan(g, x, i, n, cv2, 1, g->s.m * g->y0)
+                     : pl_scan(g, x, i, n, cv2, 0, g->s.m * g->y0);
+}
+
 int la_compact_polyline_run(const double *x, size_t n,
                             const la_compact_params_t *p, la_cenc_t *enc) {
   double cv = p->cv, cv2 = (cv * LA_COMPACT_PL_FIT) * (cv * LA_COMPACT_PL_FIT);
@@ -165,8 +270,7 @@ int la_compact_polyline_run(const double *x, size_t n,
       i++;
       continue;
     }
-    i = g.anchored ? pl_scan(&g, x, i, n, cv2, 1)
-                   : pl_scan(&g, x, i, n, cv2, 0);
+    i = pl_scan_any(&g, x, i, n, cv2, enc->simd);
     if (i == n)
       break;
     y = x[i];

@@ -6,15 +6,31 @@
  * same functions. Nothing here compacts or decodes.
  */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "la_compact.h"
+#if LA_COMPACT_X86
+#include <immintrin.h>
+#endif
 
-/* Neumaier's variant of Kahan summation, in index order, with min, max and
- * the number of NaNs on the way (one pass). */
-static double stats_pass(const double *x, size_t n, double *mn, double *mx,
-                         size_t *nan) {
-  double s = 0, c = 0, lo = INFINITY, hi = -INFINITY;
-  size_t i, nn = 0;
+int la_compact_simd(void) {
+#if LA_COMPACT_X86
+  const char *env = getenv("LA_COMPACT_SCALAR");
+
+  if (env != NULL && env[0] != '\0' && strcmp(env, "0") != 0)
+    return 0;
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") != 0;
+#else
+  return 0;
+#endif
+}
+
+__attribute__((noinline)) static void
+stats_run_scalar(la_stats_acc_t *a, const double *x, size_t n) {
+  double s = a->s, c = a->c, lo = a->lo, hi = a->hi; /* la_stats_add() */
+  size_t i;
 
   for (i = 0; i < n; i++) {
     double v = x[i], t = s + v;
@@ -22,29 +38,96 @@ static double stats_pass(const double *x, size_t n, double *mn, double *mx,
     s = t;
     lo = v < lo ? v : lo;
     hi = v > hi ? v : hi;
-    nn += v != v;
   }
-  *mn = lo;
-  *mx = hi;
-  *nan = nn;
-  return isfinite(s) ? s + c : s;
+  a->s = s;
+  a->c = c;
+  a->lo = lo;
+  a->hi = hi;
+}
+
+#if LA_COMPACT_X86
+/* Four values per step. When the four are integers with 0 < |v| <= 2^50 and
+ * |s| <= 2^52, every partial sum of the definition is an integer of
+ * magnitude <= 2^53: each addition is exact, Neumaier's corrections are all
+ * +0 (c does not change), and s + v0 + v1 + v2 + v3 is the same exact integer
+ * in any order. min and max of nonzero finite values do not depend on the
+ * order either (equal values have equal bits; zeros, whose sign would depend
+ * on which comes first, and NaN take the scalar path). Other blocks take the
+ * scalar definition point by point (la_stats_run() then does 4092 more
+ * that way before it tries again). The result is bit-identical. */
+__attribute__((target("avx2"))) static size_t
+stats_run_avx2(la_stats_acc_t *a, const double *x, size_t n) {
+  const __m256d sign = _mm256_set1_pd(-0.0), big = _mm256_set1_pd(0x1p50);
+  const __m256d magic = _mm256_set1_pd(0x1.8p52), zero = _mm256_setzero_pd();
+  __m256d lo = _mm256_set1_pd(a->lo), hi = _mm256_set1_pd(a->hi);
+  double s = a->s, l[4], h[4];
+  size_t i = 0, k;
+
+  for (; i + 4 <= n; i += 4) {
+    __m256d v = _mm256_loadu_pd(x + i), av = _mm256_andnot_pd(sign, v);
+    __m256d r = _mm256_sub_pd(_mm256_add_pd(v, magic), magic);
+    __m256d ok = _mm256_and_pd(
+        _mm256_and_pd(_mm256_cmp_pd(av, big, _CMP_LE_OQ),
+                      _mm256_cmp_pd(av, zero, _CMP_GT_OQ)),
+        _mm256_cmp_pd(r, v, _CMP_EQ_OQ));
+    if (_mm256_movemask_pd(ok) != 0xf || !(__builtin_fabs(s) <= 0x1p52))
+      break;
+    __m128d hs = _mm_add_pd(_mm256_castpd256_pd128(v),
+                            _mm256_extractf128_pd(v, 1));
+    s += _mm_cvtsd_f64(_mm_add_sd(hs, _mm_unpackhi_pd(hs, hs)));
+    lo = _mm256_min_pd(v, lo);
+    hi = _mm256_max_pd(v, hi);
+  }
+  a->s = s;
+  _mm256_storeu_pd(l, lo);
+  _mm256_storeu_pd(h, hi);
+  for (k = 0; k < 4; k++) {
+    a->lo = l[k] < a->lo ? l[k] : a->lo;
+    a->hi = h[k] > a->hi ? h[k] : a->hi;
+  }
+  return i; /* x[i..i+4) is not such a block, or fewer than 4 are left */
+}
+#endif
+
+void la_stats_run(la_stats_acc_t *a, const double *x, size_t n, int simd) {
+#if LA_COMPACT_X86
+  while (simd && n >= 8) {
+    size_t i = stats_run_avx2(a, x, n), k;
+    /* the block that stopped it and the 4092 values after it (or the tail)
+     * by the definition: fractional data would otherwise pay for the test
+     * on every block */
+    k = n - i < 4096 ? n - i : 4096;
+    stats_run_scalar(a, x + i, k);
+    x += i + k;
+    n -= i + k;
+  }
+#endif
+  (void)simd;
+  stats_run_scalar(a, x, n);
+}
+
+void la_stats_finish(const la_stats_acc_t *a, uint64_t count,
+                     la_series_stats_t *st) {
+  st->count = count;
+  st->sum = isfinite(a->s) ? a->s + a->c : a->s;
+  /* lo > hi exactly when no value is a number (n == 0, or all NaN) */
+  st->min = a->lo > a->hi ? NAN : a->lo;
+  st->max = a->lo > a->hi ? NAN : a->hi;
 }
 
 double la_compact_sum(const double *x, size_t n) {
-  double mn, mx;
-  size_t nan;
+  la_series_stats_t st;
 
-  return stats_pass(x, n, &mn, &mx, &nan);
+  la_series_stats(x, n, &st);
+  return st.sum;
 }
 
 void la_series_stats(const double *x, size_t n, la_series_stats_t *st) {
-  double mn, mx;
-  size_t nan;
+  la_stats_acc_t a;
 
-  st->count = n;
-  st->sum = stats_pass(x, n, &mn, &mx, &nan);
-  st->min = nan == n ? NAN : mn;
-  st->max = nan == n ? NAN : mx;
+  la_stats_init(&a);
+  la_stats_run(&a, x, n, la_compact_simd());
+  la_stats_finish(&a, n, st);
 }
 
 void la_fit_error_measure(const double *x, const double *y, size_t n,

@@ -36,6 +36,7 @@
 
 #include <mpi.h>
 
+#include "ex_floor.h"
 #include "la.h" /* LA: the one header */
 
 #define WT_MAX_N 2048      /* cells per dimension */
@@ -44,7 +45,8 @@
 typedef struct wt_opts_s {
   long n;      /* global cells per dimension */
   long steps;  /* time steps */
-  int use_la;  /* 0 with --no-la */
+  int use_la;  /* 0 with --no-la or --floor */
+  int floor;   /* --floor: hand-written rdtsc instrumentation, no LA */
   int quiet;   /* --quiet: print the checksum line only */
 } wt_opts_t;
 
@@ -66,6 +68,8 @@ static void wt_usage(FILE *f) {
           "  --n NX      cells per dimension (default 64, at least P)\n"
           "  --steps S   time steps (default 50)\n"
           "  --no-la     make no LA call at all (uninstrumented baseline)\n"
+          "  --floor     no LA; time each cell with two raw timer reads and a\n"
+          "              store into a local array (the overhead study's floor)\n"
           "  --quiet     print only the checksum line\n"
           "  --help      this text\n"
           "LA reads LA_AGENT, LA_PERIOD, LA_METRIC, LA_DISABLE, LA_VERBOSE, "
@@ -97,6 +101,7 @@ static int wt_parse_args(int argc, char **argv, int rank, wt_opts_t *o) {
   o->n = 64;
   o->steps = 50;
   o->use_la = 1;
+  o->floor = 0;
   o->quiet = 0;
   for (int a = 1; a < argc; a++) {
     const char *arg = argv[a];
@@ -106,6 +111,10 @@ static int wt_parse_args(int argc, char **argv, int rank, wt_opts_t *o) {
     if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
       if (rank == 0) wt_usage(stdout);
       return 1;
+    } else if (!strcmp(arg, "--floor")) {
+      o->use_la = 0;
+      o->floor = 1;
+      continue;
     } else if (!strcmp(arg, "--no-la")) {
       o->use_la = 0;
       continue;
@@ -186,7 +195,7 @@ static void wt_halo(wt_slab_t *s, int rank, int size) {
  * probe is a compile-time constant at each call site, so the copy without
  * probes contains no LA code at all. */
 static inline __attribute__((always_inline)) void
-wt_update(wt_slab_t *s, double c2, const int probe) {
+wt_update(wt_slab_t *s, double c2, const int probe, double *floor) {
   const double *u = s->u;
   double *v = s->v;
   const long sx = s->sx, sxy = s->sxy;
@@ -195,18 +204,28 @@ wt_update(wt_slab_t *s, double c2, const int probe) {
       size_t row = wt_at(s, 0, j, k);
       for (long i = 1; i <= s->nx; i++) {
         size_t c = row + (size_t)i;
-        if (probe) LA_startCell(i - 1, j - 1, k - 1); /* LA: */
+        uint64_t t0 = 0;
+        if (probe == 1) LA_startCell(i - 1, j - 1, k - 1); /* LA: */
+        if (probe == 2) t0 = ex_floor_ticks();
         double lap = u[c - 1] + u[c + 1] + u[c - sx] + u[c + sx] +
                      u[c - sxy] + u[c + sxy] - 6.0 * u[c];
         v[c] = 2.0 * u[c] - v[c] + c2 * lap;
-        if (probe) LA_stopCell(i - 1, j - 1, k - 1); /* LA: */
+        if (probe == 1) LA_stopCell(i - 1, j - 1, k - 1); /* LA: */
+        if (probe == 2)
+          floor[(i - 1) + s->nx * ((j - 1) + s->ny * (k - 1))] +=
+              (double)(ex_floor_ticks() - t0);
       }
     }
   }
 }
 
-static void wt_update_plain(wt_slab_t *s, double c2) { wt_update(s, c2, 0); }
-static void wt_update_la(wt_slab_t *s, double c2) { wt_update(s, c2, 1); }
+static void wt_update_plain(wt_slab_t *s, double c2) {
+  wt_update(s, c2, 0, NULL);
+}
+static void wt_update_la(wt_slab_t *s, double c2) { wt_update(s, c2, 1, NULL); }
+static void wt_update_floor(wt_slab_t *s, double c2, double *floor) {
+  wt_update(s, c2, 2, floor);
+}
 
 /* Sum of u over the global grid, on rank 0, independent of the number of
  * ranks (see the top of the file). Returns 0 on other ranks. */
@@ -273,6 +292,10 @@ int main(int argc, char **argv) {
                *LA_lastError() ? LA_lastError() : LA_strerror(la_rc));
   }
 
+  double *floor = NULL;
+  if (o.floor &&
+      !(floor = calloc((size_t)(s.nx * s.ny * s.nz), sizeof *floor)))
+    MPI_Abort(MPI_COMM_WORLD, 1);
   MPI_Barrier(MPI_COMM_WORLD);
   t0 = MPI_Wtime();
   for (long step = 0; step < o.steps; step++) {
@@ -285,6 +308,8 @@ int main(int argc, char **argv) {
         la_late = rc;
         snprintf(la_lost, sizeof la_lost, "%s", LA_lastError());
       }
+    } else if (o.floor) {
+      wt_update_floor(&s, c2, floor);
     } else {
       wt_update_plain(&s, c2);
     }
@@ -315,7 +340,10 @@ int main(int argc, char **argv) {
              o.n / size + (o.n % size ? 1 : 0), o.steps);
       printf("wavetoy: wall time %.3f s, %.2f ns per cell update per rank\n",
              wall, wall * 1e9 * size / (cells * (double)o.steps));
-      if (!o.use_la)
+      if (o.floor)
+        printf("wavetoy: LA off (--floor): cells timed by hand, no LA call "
+               "made\n");
+      else if (!o.use_la)
         printf("wavetoy: LA off (--no-la): no LA call made\n");
       else if (n_registered > 0)
         printf("wavetoy: LA registered on %d of %d ranks as %s "
@@ -336,6 +364,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
   }
 
+  free(floor);
   free(s.u);
   free(s.v);
   MPI_Finalize();

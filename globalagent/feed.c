@@ -132,8 +132,8 @@ static void la__query(la_ga_sub_t *s, const La__Query *q) {
     free(c);
   } else if (!strcmp(q->what, "traceset") && q->app_id && q->app_id[0]) {
     uint64_t tag = q->cycle_tag;
-    if (!q->has_cycle_tag &&
-        la_store_latest_cycle(ga->store, q->app_id, LA_STORE_LATEST_CLOSED,
+    if (!q->has_cycle_tag && /* latest in any state, as lactl --db shows */
+        la_store_latest_cycle(ga->store, q->app_id, LA_STORE_LATEST_ANY,
                               &tag) != 0) {
       la_status_free(rows);
       return la__reply(s, LA_ENOTFOUND, "no cycle stored for that app", &r);

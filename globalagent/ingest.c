@@ -173,13 +173,14 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
     }
   } else if (type == LA__MSG_TYPE__MSG_RANK_END) {
     const La__RankEnd *e = (const La__RankEnd *)m;
-    rc = la_store_rank_end(ga->store, e);
+    int was_new = 0;
+    rc = la_store_rank_end(ga->store, e, &was_new);
     if (rc == LA_EPROTO) {
       ga->st.conflicts++;
       la_log_warnx("%s rank %u end from %s refused: %s", e->app_id, e->rank,
                    host, la_store_errmsg(ga->store));
       rc = 0;
-    } else if (rc == 0) {
+    } else if (rc == 0 && was_new) { /* a resent end changes nothing */
       ga->st.rank_ends++;
       la_ga_app_t *a = la__app(ga, e->app_id);
       if (a && ++a->ended >= a->nprocs) {

@@ -699,7 +699,8 @@ out:
   return la__wend(s, own, r);
 }
 
-int la_store_rank_end(la_store_t *s, const La__RankEnd *m) {
+int la_store_rank_end(la_store_t *s, const La__RankEnd *m, int *was_new) {
+  if (was_new) *was_new = 0;
   if (!s || !m || !m->app_id || !m->app_id[0]) return LA_EINVAL;
   int own, r = la__wbegin(s, &own);
   if (r) return r;
@@ -717,6 +718,7 @@ int la_store_rank_end(la_store_t *s, const La__RankEnd *m) {
   la__bind_opt_u64(st, 6, m->has_t_end_ns, m->t_end_ns);
   sqlite3_bind_int64(st, 7, la__i64(m->seq));
   r = la__run(s, st, "storing the rank end");
+  if (r == 0 && was_new) *was_new = sqlite3_changes(s->db) > 0;
 out:
   return la__wend(s, own, r);
 }

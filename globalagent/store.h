@@ -87,8 +87,9 @@ int la_store_rank_start(la_store_t *s, const La__RankStart *m);
 
 /* Records a RankEnd once per (app_id, rank) (reason, cycles, skipped,
  * t_end_ns, seq); creates the application and rank rows if no RankStart came
- * (nprocs and n_elements unknown = 0). Returns 0, LA_EINVAL, LA_EIO. */
-int la_store_rank_end(la_store_t *s, const La__RankEnd *m);
+ * (nprocs and n_elements unknown = 0). *was_new (may be NULL) is 1 when this
+ * rank had not ended before, 0 for a resend. Returns 0, LA_EINVAL, LA_EIO. */
+int la_store_rank_end(la_store_t *s, const La__RankEnd *m, int *was_new);
 
 /* Stores a compact trace once per (app_id, rank, cycle_tag): *was_new (may
  * be NULL) is 1 when it was stored, 0 when that key was already stored (the

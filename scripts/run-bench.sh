@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# run-bench.sh NAME|all: runs build/bench/bench_NAME (each writes
-# build/bench/NAME.json and prints a table), or every benchmark in turn.
+# run-bench.sh NAME|all: runs scripts/bench-NAME.sh when it exists, else
+# build/bench/bench_NAME (each writes build/bench/NAME.json and prints a
+# table), or every benchmark in turn.
 set -u
 cd "$(dirname "$0")/.."
 mkdir -p build/bench
 names=()
 if [ "${1:-all}" = all ]; then
   for b in build/bench/bench_*; do [ -x "$b" ] && names+=("${b##*/bench_}"); done
+  for s in scripts/bench-*.sh; do
+    n=${s##*/bench-}; n=${n%.sh}
+    [[ " ${names[*]} " == *" $n "* ]] || names+=("$n")
+  done
 else
   names=("$1")
 fi

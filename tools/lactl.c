@@ -19,6 +19,11 @@ typedef struct {
 int lactl_compact_main(int argc, char **argv);
 int lactl_status_main(int argc, char **argv);
 int lactl_secret_main(int argc, char **argv);
+int lactl_apps_main(int argc, char **argv);
+int lactl_cycles_main(int argc, char **argv);
+int lactl_show_main(int argc, char **argv);
+int lactl_export_main(int argc, char **argv);
+int lactl_plot_main(int argc, char **argv);
 
 static const lactl_cmd_t cmds[] = {
     {"compact", lactl_compact_main,
@@ -27,6 +32,15 @@ static const lactl_cmd_t cmds[] = {
      "show the status of a LocalAgent or GlobalAgent"},
     {"secret", lactl_secret_main,
      "create a shared secret file for the agents"},
+    {"apps", lactl_apps_main, "list the applications a GlobalAgent knows"},
+    {"cycles", lactl_cycles_main,
+     "list an application's cycles and their state"},
+    {"show", lactl_show_main,
+     "show one Trace-Set: totals, imbalance, compaction, errors"},
+    {"export", lactl_export_main,
+     "write per-element weights as CSV, JSON or METIS weights"},
+    {"plot", lactl_plot_main,
+     "draw a rank's trace or a ranks x cycles heat map (SVG)"},
 };
 
 static void usage(FILE *f) {

@@ -11,16 +11,7 @@
 #include "la_codec.h"
 #include "la_errors.h"
 #include "la_sockio.h"
-
-static void la__json_str(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\') printf("\\%c", *s);
-    else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
-    else putchar(*s);
-  }
-  putchar('"');
-}
+#include "lactl_util.h"
 
 int lactl_status_main(int argc, char **argv) {
   const char *addr = getenv("LA_AGENT");
@@ -71,12 +62,12 @@ int lactl_status_main(int argc, char **argv) {
   La__StatusReply *r = (La__StatusReply *)m;
   if (json) {
     printf("{\"daemon\": ");
-    la__json_str(r->daemon);
+    lactl_json_str(stdout, r->daemon);
     for (size_t i = 0; i < r->n_entries; i++) {
       printf(", ");
-      la__json_str(r->entries[i]->key);
+      lactl_json_str(stdout, r->entries[i]->key);
       printf(": ");
-      la__json_str(r->entries[i]->value);
+      lactl_json_str(stdout, r->entries[i]->value);
     }
     printf("}\n");
   } else {

@@ -8,11 +8,21 @@
  * not change the answer either: -n 3 on 20 planes (a remainder to share) is
  * compared with -n 1.
  *
+ * heavy, multiloop and fwave (the Fortran one, through la_mod) must give the
+ * same checksum with no agent at LA_AGENT as with --no-la, and exit 0.
+ * rebalance must run to the end without agents and say why it does not
+ * rebalance: with no LocalAgent (LA not profiling) and with a LocalAgent
+ * stand-in but no GlobalAgent; its checksum must not change. Against the
+ * real daemons (la-globalagent and la-localagent on ephemeral ports, see
+ * tests/support/la_test_daemon.h) it must rebalance at least once, with the
+ * same checksum as the run without LA (the cells migrate intact).
+ *
  * Each run is a fork/exec of mpiexec in its own process group, with the
  * parent's LA_* variables removed, stdout and stderr captured, and a time
  * limit after which the whole group is killed. The tests skip when mpiexec
- * is not installed. The binary is build/examples/wavetoy (override with
- * LA_WAVETOY), built by `make all` before `make check` runs this.
+ * is not installed. The binaries are build/examples/NAME (override the
+ * directory with LA_EXAMPLES_DIR, or wavetoy alone with LA_WAVETOY), built by
+ * `make all` before `make check` runs this.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +45,7 @@
 
 #include <cmocka.h>
 
+#include "la_test_daemon.h"
 #include "la_test_peer.h"
 
 extern char **environ;
@@ -50,10 +61,19 @@ typedef struct run_s {
   char out[OUT_CAP], err[OUT_CAP];
 } run_t;
 
-static const char *wavetoy_path(void) {
-  const char *p = getenv("LA_WAVETOY");
-  return p && *p ? p : "build/examples/wavetoy";
+/* Path of example name (static buffer, rotated over a few calls). */
+static const char *example_path(const char *name) {
+  static char buf[4][512];
+  static int next;
+  const char *w = getenv("LA_WAVETOY"), *dir = getenv("LA_EXAMPLES_DIR");
+  char *b = buf[next++ % 4];
+  if (!strcmp(name, "wavetoy") && w && *w) return w;
+  snprintf(b, sizeof buf[0], "%s/%s", dir && *dir ? dir : "build/examples",
+           name);
+  return b;
 }
+
+static const char *wavetoy_path(void) { return example_path("wavetoy"); }
 
 /* 1 if an executable named name is on PATH. */
 static int on_path(const char *name) {
@@ -72,16 +92,20 @@ static int on_path(const char *name) {
   return 0;
 }
 
-static void need_mpiexec(void) {
+/* Skips without mpiexec; fails when example name was not built. */
+static void need_example(const char *name) {
   if (!on_path("mpiexec")) {
     print_message("skip: mpiexec not found on PATH (install mpich)\n");
     skip();
   }
-  if (access(wavetoy_path(), X_OK) != 0) {
-    print_message("%s missing: run `make examples` first\n", wavetoy_path());
+  if (access(example_path(name), X_OK) != 0) {
+    print_message("%s missing: run `make examples` first\n",
+                  example_path(name));
     fail();
   }
 }
+
+static void need_mpiexec(void) { need_example("wavetoy"); }
 
 /* A TCP port on 127.0.0.1 with nobody listening (bound, then closed). */
 static int closed_port(void) {
@@ -112,10 +136,10 @@ static long long now_ms(void) {
   return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Runs `mpiexec -n np wavetoy args...` with the parent's environment minus
+/* Runs `mpiexec -n np prog args...` with the parent's environment minus
  * every LA_* variable, plus env (NAME=value strings, NULL-terminated). */
-static void run_wavetoy(run_t *r, int np, const char *const *args,
-                        const char *const *env) {
+static void run_prog(run_t *r, const char *prog, int np,
+                     const char *const *args, const char *const *env) {
   char *argv[32], *envp[512], nbuf[16];
   int outp[2], errp[2], n = 0, e = 0;
   size_t olen = 0, elen = 0;
@@ -127,7 +151,7 @@ static void run_wavetoy(run_t *r, int np, const char *const *args,
   argv[n++] = "mpiexec";
   argv[n++] = "-n";
   argv[n++] = nbuf;
-  argv[n++] = (char *)wavetoy_path();
+  argv[n++] = (char *)prog;
   for (int i = 0; args && args[i] && n < 31; i++) argv[n++] = (char *)args[i];
   argv[n] = NULL;
   for (char **v = environ; *v && e < 500; v++)
@@ -196,6 +220,11 @@ static void run_wavetoy(run_t *r, int np, const char *const *args,
   r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+static void run_wavetoy(run_t *r, int np, const char *const *args,
+                        const char *const *env) {
+  run_prog(r, wavetoy_path(), np, args, env);
+}
+
 /* Fails the test with the run's output unless it exited 0. */
 static void expect_ok(const run_t *r, const char *what) {
   if (r->timed_out || r->status != 0) {
@@ -206,10 +235,11 @@ static void expect_ok(const run_t *r, const char *what) {
   }
 }
 
-/* The text after "wavetoy: checksum " on its line, into dst. */
-static void checksum_of(const run_t *r, const char *what, char *dst,
-                        size_t cap) {
-  const char *key = "wavetoy: checksum ";
+/* The text after "NAME: checksum " on its line, into dst. */
+static void checksum_named(const run_t *r, const char *name,
+                           const char *what, char *dst, size_t cap) {
+  char key[64];
+  snprintf(key, sizeof key, "%s: checksum ", name);
   const char *p = strstr(r->out, key);
   if (!p) {
     print_message("%s: no checksum line in:\n%s\n", what, r->out);
@@ -220,6 +250,11 @@ static void checksum_of(const run_t *r, const char *what, char *dst,
   assert_true(len > 0 && len < cap);
   memcpy(dst, p, len);
   dst[len] = '\0';
+}
+
+static void checksum_of(const run_t *r, const char *what, char *dst,
+                        size_t cap) {
+  checksum_named(r, "wavetoy", what, dst, cap);
 }
 
 static void expect_text(const run_t *r, const char *what, const char *text) {
@@ -339,11 +374,217 @@ static void test_wavetoy_decomposition(void **state) {
   assert_true(rel <= 1e-12);
 }
 
+/* ------------------------------------------- heavy, multiloop, fwave */
+
+/* Runs example name with args under -n 4 twice: LA_AGENT at a closed port
+ * and --no-la. Both exit 0 and print the same checksum line. */
+static void check_invariance(const char *name, const char *const *args) {
+  static run_t none, off;
+  const char *argv_none[16], *argv_off[16];
+  char agent[64], c_none[96], c_off[96], what[64];
+  int k = 0;
+  need_example(name);
+  for (; args[k] && k < 14; k++) argv_none[k] = argv_off[k] = args[k];
+  argv_none[k] = NULL;
+  argv_off[k] = "--no-la";
+  argv_off[k + 1] = NULL;
+
+  int port = closed_port();
+  assert_true(port > 0);
+  snprintf(agent, sizeof agent, "LA_AGENT=127.0.0.1:%d", port);
+  const char *const env_none[] = {agent, NULL};
+
+  run_prog(&none, example_path(name), 4, argv_none, env_none);
+  snprintf(what, sizeof what, "%s, no agent", name);
+  expect_ok(&none, what);
+  expect_text(&none, what, "LA not registered");
+  checksum_named(&none, name, what, c_none, sizeof c_none);
+  run_prog(&off, example_path(name), 4, argv_off, NULL);
+  snprintf(what, sizeof what, "%s --no-la", name);
+  expect_ok(&off, what);
+  expect_text(&off, what, "LA off");
+  checksum_named(&off, name, what, c_off, sizeof c_off);
+  assert_string_equal(c_none, c_off);
+  print_message("%s: checksum %s with no agent and with --no-la\n", name,
+                c_off);
+}
+
+static void test_heavy_invariance(void **state) {
+  const char *const args[] = {"--n", "12", "--steps", "4", NULL};
+  check_invariance("heavy", args);
+}
+
+static void test_multiloop_invariance(void **state) {
+  const char *const args[] = {"--n", "48", "--steps", "30", NULL};
+  check_invariance("multiloop", args);
+}
+
+static void test_fwave_invariance(void **state) {
+  const char *const args[] = {"--n", "40", "--steps", "20", NULL};
+  check_invariance("fwave", args);
+}
+
+/* --------------------------------------------------------- rebalance */
+
+static const char *const rb_args[] = {"--n", "32", "--steps", "10",
+                                      "--every", "5", NULL};
+static const char *const rb_no_la[] = {"--n", "32", "--steps", "10",
+                                       "--every", "5", "--no-la", NULL};
+
+/* The number N in "rebalance: N rebalance", or -1. */
+static long rebalance_count(const run_t *r) {
+  const char *p = strstr(r->out, "rebalance: ");
+  while (p) {
+    char *end;
+    long n = strtol(p + strlen("rebalance: "), &end, 10);
+    if (end != p + strlen("rebalance: ") && !strncmp(end, " rebalance", 10))
+      return n;
+    p = strstr(p + 1, "rebalance: ");
+  }
+  return -1;
+}
+
+/* No LocalAgent and no GlobalAgent: a note, no rebalancing, exit 0, the
+ * checksum of --no-la. */
+static void test_rebalance_without_agents(void **state) {
+  static run_t none, off;
+  char agent[64], global[64], c_none[96], c_off[96];
+  need_example("rebalance");
+  snprintf(agent, sizeof agent, "LA_AGENT=127.0.0.1:%d", closed_port());
+  snprintf(global, sizeof global, "LA_GLOBAL=127.0.0.1:%d", closed_port());
+  const char *const env[] = {agent, global, NULL};
+
+  run_prog(&none, example_path("rebalance"), 4, rb_args, env);
+  expect_ok(&none, "rebalance, no agents");
+  expect_text(&none, "rebalance, no agents", "rebalance: note: ");
+  expect_text(&none, "rebalance, no agents", "running without rebalancing");
+  expect_text(&none, "rebalance, no agents", "without rebalancing; the static");
+  assert_null(strstr(none.out, "rebalance after step"));
+  run_prog(&off, example_path("rebalance"), 4, rb_no_la, NULL);
+  expect_ok(&off, "rebalance --no-la");
+  checksum_named(&none, "rebalance", "no agents", c_none, sizeof c_none);
+  checksum_named(&off, "rebalance", "--no-la", c_off, sizeof c_off);
+  assert_string_equal(c_none, c_off);
+  const char *note = strstr(none.out, "rebalance: note: ");
+  print_message("%.*s\n", (int)strcspn(note, "\n"), note);
+}
+
+/* A LocalAgent (the stand-in) but no GlobalAgent feed: LA profiles, the
+ * program says it cannot reach the GlobalAgent and runs on. */
+static void test_rebalance_without_globalagent(void **state) {
+  static run_t r;
+  char agent[96], global[64];
+  need_example("rebalance");
+  la_test_peer_t *peer = la_test_peer_start();
+  assert_non_null(peer);
+  snprintf(agent, sizeof agent, "LA_AGENT=%s", la_test_peer_addr(peer));
+  snprintf(global, sizeof global, "LA_GLOBAL=127.0.0.1:%d", closed_port());
+  const char *const env[] = {agent, global, NULL};
+  run_prog(&r, example_path("rebalance"), 4, rb_args, env);
+  la_test_peer_stop(peer);
+  expect_ok(&r, "rebalance, no GlobalAgent");
+  expect_text(&r, "rebalance, no GlobalAgent", "LA registered on 4 of 4");
+  expect_text(&r, "rebalance, no GlobalAgent", "no GlobalAgent feed at");
+  assert_null(strstr(r.out, "rebalance after step"));
+}
+
+/* Reads a port number from path, waiting up to timeout_ms. */
+static int read_port_file(const char *path, int timeout_ms) {
+  long long end = now_ms() + timeout_ms;
+  do {
+    FILE *f = fopen(path, "r");
+    int port = 0;
+    if (f) {
+      if (fscanf(f, "%d", &port) != 1) port = 0;
+      fclose(f);
+    }
+    if (port > 0 && port < 65536) return port;
+    usleep(20000);
+  } while (now_ms() < end);
+  return -1;
+}
+
+/* The whole loop: real la-globalagent and la-localagent on ephemeral
+ * ports, rebalance under -n 4 fetches Trace-Sets and repartitions. */
+static void test_rebalance_with_agents(void **state) {
+  static run_t on, off;
+  char c_on[96], c_off[96];
+  char a_port[600], f_port[600], db[600], l_port[600], spool[600];
+  char o1[700], o2[700], o3[700], o4[700], o5[700], o6[700];
+  char agent[64], global[64];
+  need_example("rebalance");
+  la_test_daemon_t *ga = la_td_new("la-globalagent");
+  la_test_daemon_t *la = ga ? la_td_new("la-localagent") : NULL;
+  if (!ga || !la) {
+    la_td_free(ga);
+    print_message("skip: la-globalagent or la-localagent not built\n");
+    skip();
+  }
+  la_td_path(ga, "agents.port", a_port, sizeof a_port);
+  la_td_path(ga, "feed.port", f_port, sizeof f_port);
+  la_td_path(ga, "la.db", db, sizeof db);
+  snprintf(o1, sizeof o1, "--agents.port_file=%s", a_port);
+  snprintf(o2, sizeof o2, "--feed.port_file=%s", f_port);
+  snprintf(o3, sizeof o3, "--store.path=%s", db);
+  unlink(f_port);
+  const char *const ga_args[] = {"--agents.listen=127.0.0.1:0",
+                                 "--feed.listen=127.0.0.1:0", o1, o2, o3,
+                                 "--store.fsync=no", NULL};
+  int gport = la_td_start(ga, ga_args, a_port, 10000);
+  assert_true(gport > 0);
+  int fport = read_port_file(f_port, 10000);
+  assert_true(fport > 0);
+
+  la_td_path(la, "port", l_port, sizeof l_port);
+  la_td_path(la, "spool", spool, sizeof spool);
+  snprintf(o4, sizeof o4, "--agent.port_file=%s", l_port);
+  snprintf(o5, sizeof o5, "--global.address=127.0.0.1:%d", gport);
+  snprintf(o6, sizeof o6, "--global.spool_dir=%s", spool);
+  const char *const la_args[] = {"--agent.listen=127.0.0.1:0", o4, o5, o6,
+                                 "--global.spool_fsync=no", NULL};
+  int lport = la_td_start(la, la_args, l_port, 10000);
+  assert_true(lport > 0);
+
+  snprintf(agent, sizeof agent, "LA_AGENT=127.0.0.1:%d", lport);
+  snprintf(global, sizeof global, "LA_GLOBAL=127.0.0.1:%d", fport);
+  const char *const env[] = {agent, global, NULL};
+  const char *const args[] = {"--n", "32", "--steps", "20", "--every", "5",
+                              NULL};
+  const char *const no_la[] = {"--n", "32", "--steps", "20", "--no-la",
+                               NULL};
+  run_prog(&on, example_path("rebalance"), 4, args, env);
+  run_prog(&off, example_path("rebalance"), 4, no_la, NULL);
+  la_td_free(la);
+  la_td_free(ga);
+
+  expect_ok(&on, "rebalance with agents");
+  expect_ok(&off, "rebalance --no-la");
+  expect_text(&on, "rebalance with agents", "LA registered on 4 of 4 ranks");
+  expect_text(&on, "rebalance with agents", "rebalance after step 4: ");
+  long n = rebalance_count(&on);
+  if (n < 1) {
+    print_message("expected at least one rebalance in:\n%s\n", on.out);
+    fail();
+  }
+  checksum_named(&on, "rebalance", "with agents", c_on, sizeof c_on);
+  checksum_named(&off, "rebalance", "--no-la", c_off, sizeof c_off);
+  assert_string_equal(c_on, c_off);
+  const char *line = strstr(on.out, "rebalance: average imbalance");
+  print_message("%ld rebalances; %.*s\n", n,
+                line ? (int)strcspn(line, "\n") : 0, line ? line : "");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_wavetoy_la_never_changes_results),
     cmocka_unit_test(test_wavetoy_profiled_same_results),
     cmocka_unit_test(test_wavetoy_decomposition),
+    cmocka_unit_test(test_heavy_invariance),
+    cmocka_unit_test(test_multiloop_invariance),
+    cmocka_unit_test(test_fwave_invariance),
+    cmocka_unit_test(test_rebalance_without_agents),
+    cmocka_unit_test(test_rebalance_without_globalagent),
+    cmocka_unit_test(test_rebalance_with_agents),
   };
   signal(SIGPIPE, SIG_IGN);
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -330,9 +330,12 @@ static void test_rank_upserts(void **state) {
   assert_int_equal(raw_int(f->path, "SELECT period FROM apps"), 10);
   /* RankEnd: once */
   La__RankEnd e = rank_end("a", 0, "finalize");
-  assert_int_equal(la_store_rank_end(f->s, &e), 0);
-  e = rank_end("a", 0, "disconnected");
-  assert_int_equal(la_store_rank_end(f->s, &e), 0);
+  int was_new = -1;
+  assert_int_equal(la_store_rank_end(f->s, &e, &was_new), 0);
+  assert_int_equal(was_new, 1);
+  e = rank_end("a", 0, "disconnected"); /* a resend changes nothing */
+  assert_int_equal(la_store_rank_end(f->s, &e, &was_new), 0);
+  assert_int_equal(was_new, 0);
   raw_text(f->path, "SELECT end_reason FROM ranks WHERE rank = 0", txt,
            sizeof txt);
   assert_string_equal(txt, "finalize");
@@ -342,7 +345,7 @@ static void test_rank_upserts(void **state) {
   assert_int_equal(ended, 1);
   /* RankEnd before RankStart (rank 2): rows created, then completed */
   e = rank_end("a", 2, "disconnected");
-  assert_int_equal(la_store_rank_end(f->s, &e), 0);
+  assert_int_equal(la_store_rank_end(f->s, &e, NULL), 0);
   assert_int_equal(raw_int(f->path, "SELECT started FROM ranks WHERE rank = 2"),
                    0);
   assert_int_equal(put_rank_start(f->s, "a", 2, 3, 300), 0);
@@ -354,7 +357,7 @@ static void test_rank_upserts(void **state) {
   assert_int_equal(ended, 2);
   /* RankEnd of an unknown application: app created with nprocs unknown */
   e = rank_end("b", 5, NULL);
-  assert_int_equal(la_store_rank_end(f->s, &e), 0);
+  assert_int_equal(la_store_rank_end(f->s, &e, NULL), 0);
   assert_int_equal(la_store_app_ranks_ended(f->s, "b", &np, &ended), 0);
   assert_int_equal(np, 0);
   assert_int_equal(ended, 1);
@@ -1106,7 +1109,7 @@ static void build_doc_db(la_store_t *s) {
   assert_int_equal(la_store_agent_seq_update(s, "node2", 32), 0);
   assert_int_equal(la_store_commit(s), 0);
   La__RankEnd e = rank_end("wavetoy-1234", 2, "disconnected");
-  assert_int_equal(la_store_rank_end(s, &e), 0);
+  assert_int_equal(la_store_rank_end(s, &e, NULL), 0);
 }
 
 static char *slurp(const char *path) {

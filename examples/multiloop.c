@@ -1,0 +1,411 @@
+/* multiloop.c: an LA example with several loops per time step over the same
+ * cells, every loop probing the same elements, so that each element's value
+ * in a profiling cycle is the sum of its three measurements (as in the MRTD
+ * code of the design study).
+ *
+ * A 2-D finite-difference time-domain (Yee) solver for Maxwell's equations,
+ * TM mode (E_z, H_x, H_y), on NX x NX cells in normalised units (Courant
+ * number 0.5). Each time step runs three loops over the local cells:
+ *   1. H update: H_x, H_y from the curl of E_z;
+ *   2. E update: E_z from the curl of H, with a lossy dielectric disc
+ *      (per-cell coefficients ca, cb);
+ *   3. source and boundary: a soft Gaussian-modulated sine source on a small
+ *      disc, and a graded absorbing sponge (exponential damping of all three
+ *      fields) in the outer SPONGE cells; elsewhere this loop only tests.
+ * The cost per cell therefore differs: the sponge and the source cells do
+ * more work in loop 3. Outside the grid the fields are 0 (a conducting
+ * wall, mostly absorbed by the sponge). Rows (j) are cut into blocks, one
+ * per rank (the first NX % P ranks get a row more); loop 1 needs the E_z row
+ * above a block and loop 2 the H_x row below it, each exchanged with
+ * MPI_Sendrecv just before its loop.
+ *
+ * LA lines are marked "LA:". The local cells are elements 0..n-1, e = i + nx
+ * * j (plain LA_register); each of the three loops wraps a cell's work in
+ * LA_startProbe(e)/LA_stopProbe(e) and LA adds the three up. One
+ * LA_dataXfer per time step. --no-la runs probe-free copies of the loops and
+ * makes no LA call.
+ *
+ * Rank 0 prints a summary and a checksum: the field energy sum(E_z^2 + H_x^2
+ * + H_y^2) over the grid, summed per row and reduced exactly as in wavetoy,
+ * so that it is bit-identical with LA profiling, absent, disabled or
+ * --no-la, and for any number of ranks.
+ *
+ * Not here: the higher-order spatial scheme of real MRTD, a PML, output.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "la.h" /* LA: the one header */
+
+#define ML_MAX_N 8192
+#define ML_MAX_STEPS 10000000
+#define ML_SPONGE 12 /* width of the absorbing layer, in cells */
+
+typedef struct ml_opts_s {
+  long n;
+  long steps;
+  int use_la;
+  int quiet;
+} ml_opts_t;
+
+/* One rank's block of rows, each array (nx+2) x (ny+2) with ghosts. */
+typedef struct ml_grid_s {
+  long n;          /* global cells per dimension */
+  long nx, ny;     /* local cells (ny: this rank's rows) */
+  long j0;         /* global index of the first local row */
+  long sx;         /* stride of j */
+  double *ez, *hx, *hy;
+  double *ca, *cb; /* E update coefficients (lossy dielectric disc) */
+} ml_grid_t;
+
+static void ml_usage(FILE *f) {
+  fprintf(f,
+          "usage: mpiexec -n P multiloop [--n NX] [--steps S] [--no-la] "
+          "[--quiet]\n"
+          "  2-D FDTD (Yee, TM mode) on NX x NX cells, blocks of rows; three "
+          "loops per\n"
+          "  step (H update, E update, source/sponge) probe the same cells.\n"
+          "  --n NX      cells per dimension (default 128, at least P)\n"
+          "  --steps S   time steps (default 100)\n"
+          "  --no-la     make no LA call at all (uninstrumented baseline)\n"
+          "  --quiet     print only the checksum line\n"
+          "  --help      this text\n"
+          "LA reads LA_AGENT, LA_PERIOD, LA_METRIC, LA_DISABLE, LA_VERBOSE, "
+          "...\n"
+          "(see examples/README.md). Without a LocalAgent the program runs "
+          "unprofiled.\n");
+}
+
+static int ml_parse_long(const char *s, long max, long *out) {
+  char *end;
+  long x;
+  if (!s || !*s) return -1;
+  x = strtol(s, &end, 10);
+  if (*end || x < 1 || x > max) return -1;
+  *out = x;
+  return 0;
+}
+
+static size_t ml_opt(const char *arg, const char *name) {
+  size_t len = strlen(name);
+  return !strncmp(arg, name, len) && (!arg[len] || arg[len] == '=') ? len : 0;
+}
+
+/* Returns 0 to run, 1 after --help, 2 on a usage error. */
+static int ml_parse_args(int argc, char **argv, int rank, ml_opts_t *o) {
+  o->n = 128;
+  o->steps = 100;
+  o->use_la = 1;
+  o->quiet = 0;
+  for (int a = 1; a < argc; a++) {
+    const char *arg = argv[a];
+    const char *val = NULL;
+    long *dst = NULL, max = 0;
+    size_t len = 0;
+    if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+      if (rank == 0) ml_usage(stdout);
+      return 1;
+    } else if (!strcmp(arg, "--no-la")) {
+      o->use_la = 0;
+      continue;
+    } else if (!strcmp(arg, "--quiet")) {
+      o->quiet = 1;
+      continue;
+    } else if ((len = ml_opt(arg, "--n"))) {
+      dst = &o->n, max = ML_MAX_N;
+    } else if ((len = ml_opt(arg, "--steps"))) {
+      dst = &o->steps, max = ML_MAX_STEPS;
+    } else {
+      if (rank == 0) {
+        fprintf(stderr, "multiloop: unknown option '%s'\n", arg);
+        ml_usage(stderr);
+      }
+      return 2;
+    }
+    val = arg[len] == '=' ? arg + len + 1 : (a + 1 < argc ? argv[++a] : NULL);
+    if (ml_parse_long(val, max, dst)) {
+      if (rank == 0)
+        fprintf(stderr, "multiloop: %.*s expects an integer in 1..%ld\n",
+                (int)len, arg, max);
+      return 2;
+    }
+  }
+  return 0;
+}
+
+static size_t ml_at(const ml_grid_t *g, long i, long j) {
+  return (size_t)(i + g->sx * j);
+}
+
+/* Allocates this rank's rows (fields 0) and the material coefficients. */
+static int ml_grid_init(ml_grid_t *g, long n, int rank, int size) {
+  long base = n / size, extra = n % size;
+  size_t total;
+  g->n = n;
+  g->nx = n;
+  g->ny = base + (rank < extra ? 1 : 0);
+  g->j0 = rank * base + (rank < extra ? rank : extra);
+  g->sx = n + 2;
+  total = (size_t)g->sx * (size_t)(g->ny + 2);
+  g->ez = calloc(total, sizeof(double));
+  g->hx = calloc(total, sizeof(double));
+  g->hy = calloc(total, sizeof(double));
+  g->ca = calloc(total, sizeof(double));
+  g->cb = calloc(total, sizeof(double));
+  if (!g->ez || !g->hx || !g->hy || !g->ca || !g->cb) return -1;
+  for (long j = 1; j <= g->ny; j++)
+    for (long i = 1; i <= g->nx; i++) {
+      /* A disc of relative permittivity 4 and conductivity 0.02 centred at
+       * (0.65 n, 0.4 n), radius n/8; vacuum elsewhere. */
+      double x = (double)(i - 1) - 0.65 * (double)n;
+      double y = (double)(g->j0 + j - 1) - 0.4 * (double)n;
+      double r = (double)n / 8.0;
+      double eps = 1.0, sig = 0.0;
+      if (x * x + y * y < r * r) eps = 4.0, sig = 0.02;
+      double loss = sig / (2.0 * eps);
+      g->ca[ml_at(g, i, j)] = (1.0 - loss) / (1.0 + loss);
+      g->cb[ml_at(g, i, j)] = 0.5 / eps / (1.0 + loss);
+    }
+  return 0;
+}
+
+/* Sends one row of a to the neighbour at dir (+1 up, -1 down) and receives
+ * the ghost row on the other side. */
+static void ml_exchange(ml_grid_t *g, double *a, int dir, int rank, int size) {
+  int up = rank < size - 1 ? rank + 1 : MPI_PROC_NULL;
+  int down = rank > 0 ? rank - 1 : MPI_PROC_NULL;
+  int count = (int)g->sx;
+  if (dir > 0) /* my top row up; the ghost row below from down */
+    MPI_Sendrecv(a + ml_at(g, 0, g->ny), count, MPI_DOUBLE, up, 1,
+                 a + ml_at(g, 0, 0), count, MPI_DOUBLE, down, 1,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  else /* my bottom row down; the ghost row above from up */
+    MPI_Sendrecv(a + ml_at(g, 0, 1), count, MPI_DOUBLE, down, 2,
+                 a + ml_at(g, 0, g->ny + 1), count, MPI_DOUBLE, up, 2,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
+
+/* Loop 1: H from the curl of E_z (needs the E_z ghost row above). */
+static inline __attribute__((always_inline)) void ml_loop_h(ml_grid_t *g,
+                                                            const int probe) {
+  const double ch = 0.5;
+  const double *ez = g->ez;
+  double *hx = g->hx, *hy = g->hy;
+  const long sx = g->sx;
+  for (long j = 1; j <= g->ny; j++) {
+    size_t row = ml_at(g, 0, j);
+    long e = g->nx * (j - 1) - 1;
+    for (long i = 1; i <= g->nx; i++) {
+      size_t c = row + (size_t)i;
+      e++;
+      if (probe) LA_startProbe(e); /* LA: loop 1 */
+      hx[c] -= ch * (ez[c + sx] - ez[c]);
+      hy[c] += ch * (ez[c + 1] - ez[c]);
+      if (probe) LA_stopProbe(e); /* LA: loop 1 */
+    }
+  }
+}
+
+/* Loop 2: E_z from the curl of H (needs the H_x ghost row below). */
+static inline __attribute__((always_inline)) void ml_loop_e(ml_grid_t *g,
+                                                            const int probe) {
+  const double *hx = g->hx, *hy = g->hy, *ca = g->ca, *cb = g->cb;
+  double *ez = g->ez;
+  const long sx = g->sx;
+  for (long j = 1; j <= g->ny; j++) {
+    size_t row = ml_at(g, 0, j);
+    long e = g->nx * (j - 1) - 1;
+    for (long i = 1; i <= g->nx; i++) {
+      size_t c = row + (size_t)i;
+      e++;
+      if (probe) LA_startProbe(e); /* LA: loop 2 */
+      ez[c] = ca[c] * ez[c] +
+              cb[c] * ((hy[c] - hy[c - 1]) - (hx[c] - hx[c - sx]));
+      if (probe) LA_stopProbe(e); /* LA: loop 2 */
+    }
+  }
+}
+
+/* Loop 3: the source disc and the absorbing sponge. t is the time. */
+static inline __attribute__((always_inline)) void
+ml_loop_src(ml_grid_t *g, double t, const int probe) {
+  const long n = g->n;
+  const double sx0 = 0.3 * (double)n, sy0 = 0.55 * (double)n;
+  const double rs = 3.0, omega = 0.3141592653589793; /* 20 steps a period */
+  const double env = exp(-((t - 60.0) * (t - 60.0)) / (2.0 * 25.0 * 25.0));
+  for (long j = 1; j <= g->ny; j++) {
+    long gj = g->j0 + j - 1;
+    size_t row = ml_at(g, 0, j);
+    long e = g->nx * (j - 1) - 1;
+    for (long i = 1; i <= g->nx; i++) {
+      size_t c = row + (size_t)i;
+      long gi = i - 1;
+      long d = gi < gj ? gi : gj; /* distance to the nearest wall */
+      if (n - 1 - gi < d) d = n - 1 - gi;
+      if (n - 1 - gj < d) d = n - 1 - gj;
+      e++;
+      if (probe) LA_startProbe(e); /* LA: loop 3 */
+      double dx = (double)gi - sx0, dy = (double)gj - sy0;
+      double r2 = dx * dx + dy * dy;
+      if (r2 < 4.0 * rs * rs) /* soft source */
+        g->ez[c] += 0.1 * env * sin(omega * t) * exp(-r2 / (2.0 * rs * rs));
+      if (d < ML_SPONGE) { /* graded sponge: sigma grows as (depth)^3 */
+        double depth = (double)(ML_SPONGE - d) / ML_SPONGE;
+        double f = exp(-0.3 * depth * depth * depth);
+        g->ez[c] *= f;
+        g->hx[c] *= f;
+        g->hy[c] *= f;
+      }
+      if (probe) LA_stopProbe(e); /* LA: loop 3 */
+    }
+  }
+}
+
+/* One time step: exchange, loop 1, exchange, loop 2, loop 3. */
+static inline __attribute__((always_inline)) void
+ml_step(ml_grid_t *g, long step, int rank, int size, const int probe) {
+  ml_exchange(g, g->ez, -1, rank, size); /* E_z row above */
+  ml_loop_h(g, probe);
+  ml_exchange(g, g->hx, +1, rank, size); /* H_x row below */
+  ml_loop_e(g, probe);
+  ml_loop_src(g, (double)(step + 1), probe);
+}
+
+static void ml_step_plain(ml_grid_t *g, long step, int rank, int size) {
+  ml_step(g, step, rank, size, 0);
+}
+static void ml_step_la(ml_grid_t *g, long step, int rank, int size) {
+  ml_step(g, step, rank, size, 1);
+}
+
+/* Field energy over the grid: per-row sums, exact reduction, rank 0 adds
+ * the rows in order. Returns 0 on other ranks. */
+static double ml_checksum(const ml_grid_t *g, int rank) {
+  double *rows = calloc((size_t)g->n, sizeof *rows);
+  double *total = rank == 0 ? calloc((size_t)g->n, sizeof *total) : NULL;
+  double sum = 0.0;
+  if (!rows || (rank == 0 && !total)) MPI_Abort(MPI_COMM_WORLD, 1);
+  for (long j = 1; j <= g->ny; j++) {
+    double s = 0.0;
+    for (long i = 1; i <= g->nx; i++) {
+      size_t c = ml_at(g, i, j);
+      s += g->ez[c] * g->ez[c] + g->hx[c] * g->hx[c] + g->hy[c] * g->hy[c];
+    }
+    rows[g->j0 + j - 1] = s;
+  }
+  MPI_Reduce(rows, total, (int)g->n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank == 0)
+    for (long j = 0; j < g->n; j++) sum += total[j];
+  free(rows);
+  free(total);
+  return sum;
+}
+
+int main(int argc, char **argv) {
+  int rank, size, rc, la_rc = 0, la_late = 0;
+  ml_opts_t o;
+  ml_grid_t g;
+  double t0, t1, wall, checksum;
+  long stats[4] = {0, 0, 0, 0}, sums[4];
+  int registered = 0, n_registered = 0;
+  char app_id[LA_MAX_APP_ID + 1] = "", la_why[256] = "", la_lost[256] = "";
+
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  rc = ml_parse_args(argc, argv, rank, &o);
+  if (rc == 0 && o.n < size) {
+    if (rank == 0)
+      fprintf(stderr, "multiloop: --n %ld is smaller than the %d ranks\n",
+              o.n, size);
+    rc = 2;
+  }
+  if (rc) {
+    MPI_Finalize();
+    return rc == 1 ? 0 : 2;
+  }
+  if (ml_grid_init(&g, o.n, rank, size)) {
+    fprintf(stderr, "multiloop: rank %d: out of memory for %ld^2 cells\n",
+            rank, o.n);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+
+  if (o.use_la) {
+    la_rc = LA_register("multiloop", rank, size, g.nx * g.ny); /* LA: */
+    registered = la_rc == 0;
+    if (registered)
+      snprintf(app_id, sizeof app_id, "%s", LA_appId());
+    else
+      snprintf(la_why, sizeof la_why, "%s",
+               *LA_lastError() ? LA_lastError() : LA_strerror(la_rc));
+  }
+
+  MPI_Barrier(MPI_COMM_WORLD);
+  t0 = MPI_Wtime();
+  for (long step = 0; step < o.steps; step++) {
+    if (o.use_la) {
+      ml_step_la(&g, step, rank, size);
+      rc = LA_dataXfer(); /* LA: one cycle per step, three loops in it */
+      if (rc && !la_late) {
+        la_late = rc;
+        snprintf(la_lost, sizeof la_lost, "%s", LA_lastError());
+      }
+    } else {
+      ml_step_plain(&g, step, rank, size);
+    }
+  }
+  t1 = MPI_Wtime() - t0;
+  MPI_Reduce(&t1, &wall, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+
+  checksum = ml_checksum(&g, rank);
+
+  if (o.use_la) {
+    stats[0] = LA_getStat(LA_STAT_CYCLES);
+    stats[1] = LA_getStat(LA_STAT_PROFILED);
+    stats[2] = LA_getStat(LA_STAT_SKIPPED);
+    stats[3] = LA_getStat(LA_STAT_WAITS);
+    LA_finalize(); /* LA: */
+  }
+  MPI_Reduce(&registered, &n_registered, 1, MPI_INT, MPI_SUM, 0,
+             MPI_COMM_WORLD);
+  MPI_Reduce(stats, sums, 4, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+
+  if (rank == 0) {
+    double cells = (double)o.n * (double)o.n;
+    if (!o.quiet) {
+      printf("multiloop: grid %ld x %ld cells on %d rank%s (blocks of "
+             "%ld..%ld rows), %ld steps, 3 loops per step\n",
+             o.n, o.n, size, size == 1 ? "" : "s", o.n / size,
+             o.n / size + (o.n % size ? 1 : 0), o.steps);
+      printf("multiloop: wall time %.3f s, %.2f ns per cell and step per "
+             "rank (3 loops)\n",
+             wall, wall * 1e9 * size / (cells * (double)o.steps));
+      if (!o.use_la)
+        printf("multiloop: LA off (--no-la): no LA call made\n");
+      else if (n_registered > 0)
+        printf("multiloop: LA registered on %d of %d ranks as %s; cycles "
+               "%ld, profiled %ld, skipped %ld, waits %ld (all ranks)\n",
+               n_registered, size, registered ? app_id : "?", sums[0],
+               sums[1], sums[2], sums[3]);
+      else
+        printf("multiloop: LA not registered, running unprofiled: %s\n",
+               la_why);
+      if (o.use_la && n_registered > 0 && !registered)
+        printf("multiloop: LA not registered on rank 0: %s\n", la_why);
+      if (registered && la_late)
+        printf("multiloop: LA stopped profiling on rank 0 during the run: "
+               "%s\n", la_lost);
+    }
+    printf("multiloop: checksum %.10e (%a)\n", checksum, checksum);
+    fflush(stdout);
+  }
+
+  free(g.ez), free(g.hx), free(g.hy), free(g.ca), free(g.cb);
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""bench-overhead.py: the overhead study (issue 6 §4; the design study's
+figures 4-6), run by `make bench-overhead` and `make bench`.
+
+For each program (wavetoy: a light stencil; heavy: many flops per cell) it
+runs, interleaved so machine noise hits every variant alike:
+  none    --no-la: no LA call at all (the baseline)
+  floor   --floor: two raw timer reads and a store per cell into a local
+          array, no library, no agent (hand-written minimal instrumentation)
+  LA      per metric (time; papi:perf::TASK-CLOCK), per profiling period
+          (1, 5, 15, 50) and per compaction CV (0.05, 0.1, 0.2), with a real
+          LocalAgent and GlobalAgent running on loopback
+and reports the median wall time of each (rank 0's max over ranks) and the
+overhead over the baseline. Writes build/bench/overhead.json and a Markdown
+table build/bench/overhead.md. Environment: LA_BENCH_REPS (default 3),
+LA_BENCH_NP (MPI ranks, default 1: the per-cell probe cost does not depend
+on the rank count, and one core stays free for the agents).
+"""
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(ROOT, "build")
+REPS = int(os.environ.get("LA_BENCH_REPS", "3"))
+NP = int(os.environ.get("LA_BENCH_NP", "1"))
+OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(BUILD, "bench",
+                                                         "overhead.json")
+PROGRAMS = {
+    # name: arguments giving roughly 0.5-1 s per run on this machine
+    "wavetoy": ["--n", "96", "--steps", "60"],
+    "heavy": ["--n", "32", "--steps", "20"],
+}
+METRICS = ["time", "papi:perf::TASK-CLOCK"]
+PERIODS = [1, 5, 15, 50]
+CVS = [0.05, 0.1, 0.2]
+WALL = re.compile(r"wall time ([0-9.]+) s")
+
+
+def start(cmd, port_file, name, work):
+    log = open(os.path.join(work, name + ".log"), "w")
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log,
+                         start_new_session=True)
+    for _ in range(500):
+        if os.path.exists(port_file) and open(port_file).read().strip():
+            return p, int(open(port_file).read())
+        if p.poll() is not None:
+            break
+        time.sleep(0.01)
+    raise SystemExit("bench-overhead: %s did not start (see %s)" %
+                     (name, log.name))
+
+
+def supports_floor(prog):
+    out = subprocess.run([prog, "--help"], capture_output=True, text=True)
+    return "--floor" in out.stdout + out.stderr
+
+
+def run(prog, args, env_add):
+    env = dict(os.environ)
+    env.update(env_add)
+    out = subprocess.run(["mpiexec", "-n", str(NP), prog] + args,
+                         capture_output=True, text=True, env=env, timeout=300)
+    m = WALL.search(out.stdout)
+    if out.returncode != 0 or not m:
+        raise SystemExit("bench-overhead: %s %s failed:\n%s%s" %
+                         (prog, " ".join(args), out.stdout, out.stderr))
+    return float(m.group(1))
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="la-bench-overhead.")
+    procs = []
+    try:
+        ga_cmd = [os.path.join(BUILD, "bin", "la-globalagent"),
+                  "--agents.listen=127.0.0.1:0",
+                  "--agents.port_file=" + os.path.join(work, "gport"),
+                  "--feed.listen=127.0.0.1:0",
+                  "--store.path=" + os.path.join(work, "la.db"),
+                  "--log.level=warn"]
+        ga, gport = start(ga_cmd, os.path.join(work, "gport"), "globalagent",
+                          work)
+        procs.append(ga)
+        la_cmd = [os.path.join(BUILD, "bin", "la-localagent"),
+                  "--agent.listen=127.0.0.1:0",
+                  "--agent.port_file=" + os.path.join(work, "lport"),
+                  "--global.address=127.0.0.1:%d" % gport,
+                  "--global.spool_dir=" + os.path.join(work, "spool"),
+                  "--log.level=warn"]
+        la, lport = start(la_cmd, os.path.join(work, "lport"), "localagent",
+                          work)
+        procs.append(la)
+        agent = "127.0.0.1:%d" % lport
+
+        variants = []  # (program, key, args, env)
+        for name, args in PROGRAMS.items():
+            prog = os.path.join(BUILD, "examples", name)
+            if not os.access(prog, os.X_OK):
+                print("bench-overhead: %s not built, skipped" % name)
+                continue
+            variants.append((name, "none", prog, args + ["--no-la"], {}))
+            if supports_floor(prog):
+                variants.append((name, "floor", prog, args + ["--floor"], {}))
+            for metric in METRICS:
+                for period in PERIODS:
+                    for cv in CVS:
+                        key = "%s/p%d/cv%g" % (metric, period, cv)
+                        variants.append((name, key, prog, args, {
+                            "LA_AGENT": agent, "LA_METRIC": metric,
+                            "LA_PERIOD": str(period),
+                            "LA_COMPACT": "polyline:cv=%g" % cv,
+                            "LA_APP_ID": "ovh-%s-%d" % (name, len(variants)),
+                        }))
+        # PAPI software events may be unavailable: probe once, drop if so.
+        probe = subprocess.run(
+            ["mpiexec", "-n", "1", variants[0][2]] + PROGRAMS[variants[0][0]]
+            [:2] + ["--steps", "1"], capture_output=True, text=True,
+            env=dict(os.environ, LA_AGENT=agent, LA_METRIC=METRICS[1]))
+        if "LA registered" not in probe.stdout:
+            print("bench-overhead: %s unavailable here; skipped" % METRICS[1])
+            variants = [v for v in variants if METRICS[1] not in v[1]]
+
+        times = {(v[0], v[1]): [] for v in variants}
+        t_start = time.time()
+        for rep in range(REPS):
+            order = list(variants)
+            random.Random(rep).shuffle(order)
+            for name, key, prog, args, env in order:
+                times[(name, key)].append(run(prog, args, env))
+        result = {"ranks": NP, "reps": REPS, "seconds": round(
+            time.time() - t_start, 1), "programs": {}}
+        md = ["| program | metric | period | CV | median s | overhead % |",
+              "|---|---|---|---|---|---|"]
+        for name in PROGRAMS:
+            if (name, "none") not in times:
+                continue
+            base = statistics.median(times[(name, "none")])
+            entry = {"baseline_s": base, "args": PROGRAMS[name],
+                     "configs": []}
+            if (name, "floor") in times:
+                fl = statistics.median(times[(name, "floor")])
+                entry["floor_s"] = fl
+                entry["floor_overhead_pct"] = 100 * (fl - base) / base
+                md.append("| %s | floor (2x rdtsc + store) | - | - | %.3f | "
+                          "%.1f |" % (name, fl, entry["floor_overhead_pct"]))
+            for (pname, key), ts in sorted(times.items()):
+                if pname != name or key in ("none", "floor"):
+                    continue
+                metric, p, cv = key.split("/")
+                med = statistics.median(ts)
+                cfg = {"metric": metric, "period": int(p[1:]),
+                       "cv": float(cv[2:]), "median_s": med,
+                       "overhead_pct": 100 * (med - base) / base,
+                       "runs_s": ts}
+                if "floor_overhead_pct" in entry and entry[
+                        "floor_overhead_pct"] > 0:
+                    cfg["ratio_to_floor"] = cfg["overhead_pct"] / entry[
+                        "floor_overhead_pct"]
+                entry["configs"].append(cfg)
+                md.append("| %s | %s | %s | %s | %.3f | %.1f |" %
+                          (name, metric, p[1:], cv[2:], med,
+                           cfg["overhead_pct"]))
+            result["programs"][name] = entry
+        os.makedirs(os.path.dirname(OUT), exist_ok=True)
+        with open(OUT, "w") as f:
+            json.dump(result, f, indent=1)
+        with open(os.path.splitext(OUT)[0] + ".md", "w") as f:
+            f.write("\n".join(md) + "\n")
+        print("overhead study: %d ranks, median of %d interleaved runs, "
+              "%.0f s" % (NP, REPS, result["seconds"]))
+        for name, e in result["programs"].items():
+            print("  %s: baseline %.3f s%s" % (
+                name, e["baseline_s"],
+                ", floor +%.1f%%" % e["floor_overhead_pct"]
+                if "floor_overhead_pct" in e else ""))
+            for c in e["configs"]:
+                if c["cv"] == 0.1:
+                    print("    %-24s period %-3d %+7.1f%%%s" % (
+                        c["metric"], c["period"], c["overhead_pct"],
+                        "  (%.2fx floor)" % c["ratio_to_floor"]
+                        if "ratio_to_floor" in c else ""))
+        print("wrote %s and %s" % (OUT, os.path.splitext(OUT)[0] + ".md"))
+    finally:
+        for p in procs:
+            try:
+                os.killpg(p.pid, 15)
+                p.wait(timeout=10)
+            except Exception:
+                try:
+                    os.killpg(p.pid, 9)
+                except Exception:
+                    pass
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# bench-overhead.sh: `make bench-overhead` (see bench-overhead.py).
+exec python3 "$(dirname "$0")/bench-overhead.py" "$(dirname "$0")/../build/bench/overhead.json"

@@ -1,0 +1,1616 @@
+/* test_globalagent.c: the real la-globalagent, fed by real la-localagent
+ * daemons and real applications, end to end on loopback.
+ *
+ * Every test starts build/bin/la-globalagent as a child process on two
+ * ephemeral ports (LocalAgents; feed) with its database, secret and log in a
+ * fresh temporary directory (tests/support/la_test_daemon.h), and usually
+ * one or two la-localagent daemons with different --agent.host names, so one
+ * machine plays several nodes. The applications are wavetoy under mpiexec
+ * (an MPMD command line gives ranks 0-1 one LocalAgent and ranks 2-3 the
+ * other), forked processes calling libla with custom probes, or, where a
+ * test needs exact control of what arrives, a LocalAgent played by the test
+ * itself (la_sockio + la_auth: Hello, Challenge, Auth, then RankStart and
+ * CompactTrace frames).
+ *
+ * Assertions are on what a user sees: the SQLite store (read-only, as
+ * docs/storage.md shows), Trace-Sets received through libla_client, the
+ * daemons' log lines and `lactl status` rows, exit statuses and checksums.
+ * Never on timing: every wait is for a condition, bounded by WAIT_MS.
+ *
+ * Covers issue 5 §8: several LocalAgents feeding one GlobalAgent from a real
+ * MPI run (every Trace-Set complete, received once by a subscriber); a
+ * killed LocalAgent (partial sets naming exactly its ranks, the application
+ * unharmed); the GlobalAgent killed and restarted mid-run (nothing lost,
+ * nothing twice); a wrong secret (refused on both sides, nothing stored); a
+ * subscriber that stops reading (the others get everything, drops counted
+ * and reported to it); garbage on both ports (only that connection closes);
+ * queries (apps, cycles, get, latest) and per-rank totals equal to the raw
+ * values libla dumped (LA_DUMP_RAW).
+ *
+ * Teardown kills every process the test started (daemons, mpiexec process
+ * groups, forked ranks) and removes the temporary directories. Tests skip
+ * when a daemon is not built; wavetoy tests skip without mpiexec.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "la.h"
+#include "la_auth.h"
+#include "la_client.h"
+#include "la_codec.h"
+#include "la_compact.h"
+#include "la_sockio.h"
+#include "la_test_daemon.h"
+
+#define WAIT_MS 15000 /* longest wait for anything; a broken daemon fails */
+#define WT_N 24       /* wavetoy grid: 24^3 cells, 3456 per rank */
+#define MAXTAG 4096   /* cycle tags the tests use stay below this */
+
+/* ------------------------------------------------------- test fixture -- */
+
+enum { MAXKIDS = 16, MAXLA = 2 };
+
+static struct {
+  la_test_daemon_t *ga;       /* la-globalagent */
+  la_test_daemon_t *la[MAXLA]; /* la-localagent */
+  char key[600];              /* the secret file, in ga's directory */
+  char db[600];               /* store.path */
+  char agents_pf[600], feed_pf[600];
+  uint16_t agents_port, feed_port;
+  char agents_addr[64], feed_addr[64];
+  char la_addr[MAXLA][64];
+  pid_t kids[MAXKIDS]; /* forked application ranks */
+  int nkids;
+  pid_t bg;            /* a background mpiexec (its own process group) */
+  la_client_t *subs[4];
+} T;
+
+static const char *la_vars[] = {
+  "LA_PERIOD", "LA_METRIC", "LA_POLICY", "LA_BUFFERS", "LA_AGENT",
+  "LA_COMPACT", "LA_APP_ID", "LA_VERBOSE", "LA_DISABLE",
+  "LA_WAIT_TIMEOUT_MS", "LA_CONNECT_TIMEOUT_MS", "LA_DUMP_RAW", "LA_TIMER",
+  "LA_GLOBAL", NULL};
+
+static int group_setup(void **state) {
+  for (int i = 0; la_vars[i]; i++) unsetenv(la_vars[i]);
+  signal(SIGPIPE, SIG_IGN);
+  return la_auth_init() == 0 ? 0 : -1;
+}
+
+static int setup(void **state) {
+  memset(&T, 0, sizeof T);
+  T.ga = la_td_new("la-globalagent");
+  if (T.ga) {
+    char why[256];
+    la_td_path(T.ga, "secret", T.key, sizeof T.key);
+    la_td_path(T.ga, "la.db", T.db, sizeof T.db);
+    la_td_path(T.ga, "agents.port", T.agents_pf, sizeof T.agents_pf);
+    la_td_path(T.ga, "feed.port", T.feed_pf, sizeof T.feed_pf);
+    if (la_auth_generate_secret_file(T.key, why, sizeof why) != 0) {
+      fprintf(stderr, "secret: %s\n", why);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static void reap(pid_t pid) {
+  while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+  }
+}
+
+static int teardown(void **state) {
+  for (int i = 0; i < 4; i++) la_client_close(T.subs[i]);
+  if (T.bg > 0) {
+    kill(-T.bg, SIGKILL);
+    reap(T.bg);
+  }
+  for (int i = 0; i < T.nkids; i++)
+    if (T.kids[i] > 0) {
+      kill(T.kids[i], SIGKILL);
+      reap(T.kids[i]);
+    }
+  for (int i = 0; i < MAXLA; i++) la_td_free(T.la[i]);
+  la_td_free(T.ga); /* SIGTERM, SIGKILL if needed, directory removed */
+  memset(&T, 0, sizeof T);
+  return 0;
+}
+
+static void need_daemons(void) {
+  char p[1024];
+  if (!T.ga || la_td_find_bin("la-localagent", p, sizeof p) != 0 ||
+      la_td_find_bin("lactl", p, sizeof p) != 0) {
+    print_message("skip: la-globalagent, la-localagent or lactl not built "
+                  "(make build/bin/la-globalagent build/bin/la-localagent "
+                  "build/bin/lactl, or set LA_TEST_BIN_DIR)\n");
+    skip();
+  }
+}
+
+static void dump_log(la_test_daemon_t *d, const char *what) {
+  char *log = d ? la_td_log(d) : NULL;
+  if (!log) return;
+  size_t n = strlen(log);
+  print_message("---- %s log (tail) ----\n%s\n----\n", what,
+                n > 3000 ? log + n - 3000 : log);
+  free(log);
+}
+
+static void dump_logs(void) {
+  dump_log(T.ga, "la-globalagent");
+  for (int i = 0; i < MAXLA; i++) dump_log(T.la[i], "la-localagent");
+}
+
+/* Fails the test (with the daemons' logs) unless cond holds. */
+#define CHECK(cond, ...)                                                      \
+  do {                                                                        \
+    if (!(cond)) {                                                            \
+      print_message(__VA_ARGS__);                                             \
+      print_message("\n");                                                    \
+      dump_logs();                                                            \
+      fail_msg("%s", #cond);                                                  \
+    }                                                                         \
+  } while (0)
+
+static void nap_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+/* ------------------------------------------------------------ daemons -- */
+
+/* Reads a port number the daemon wrote into path (waits up to WAIT_MS). */
+static uint16_t read_port_file(const char *path) {
+  long long end = la_td_now_ms() + WAIT_MS;
+  for (;;) {
+    FILE *f = fopen(path, "r");
+    unsigned p = 0;
+    if (f) {
+      if (fscanf(f, "%u", &p) != 1) p = 0;
+      fclose(f);
+    }
+    if (p > 0 && p < 65536) return (uint16_t)p;
+    CHECK(la_td_now_ms() < end, "no port in %s", path);
+    nap_ms(5);
+  }
+}
+
+/* Starts the GlobalAgent: ephemeral ports (or the previous run's, when
+ * same_ports), the fixture's store and secret, stitch timeout 2 s, debug
+ * log; extra options (NULL-terminated, may be NULL) come last and win. The
+ * daemon object's own port (la_td_port, la_td_status) is the feed port,
+ * where `lactl status` works; the LocalAgents' port is read from its file. */
+static void start_ga(const char *const *extra, int same_ports) {
+  static char a[6][700];
+  const char *args[40];
+  int n = 0;
+  if (same_ports) {
+    snprintf(a[0], sizeof a[0], "--agents.listen=127.0.0.1:%u",
+             T.agents_port);
+    snprintf(a[1], sizeof a[1], "--feed.listen=127.0.0.1:%u", T.feed_port);
+  } else {
+    snprintf(a[0], sizeof a[0], "--agents.listen=127.0.0.1:0");
+    snprintf(a[1], sizeof a[1], "--feed.listen=127.0.0.1:0");
+  }
+  snprintf(a[2], sizeof a[2], "--agents.port_file=%s", T.agents_pf);
+  snprintf(a[3], sizeof a[3], "--feed.port_file=%s", T.feed_pf);
+  snprintf(a[4], sizeof a[4], "--store.path=%s", T.db);
+  snprintf(a[5], sizeof a[5], "--agents.secret_file=%s", T.key);
+  for (int i = 0; i < 6; i++) args[n++] = a[i];
+  args[n++] = "--stitch.timeout=2s";
+  args[n++] = "--log.level=debug";
+  for (int i = 0; extra && extra[i] && n < 39; i++) args[n++] = extra[i];
+  args[n] = NULL;
+  unlink(T.agents_pf);
+  int port = la_td_start(T.ga, args, T.feed_pf, WAIT_MS);
+  CHECK(port > 0, "la-globalagent did not start");
+  T.feed_port = (uint16_t)port;
+  T.agents_port = read_port_file(T.agents_pf);
+  snprintf(T.agents_addr, sizeof T.agents_addr, "127.0.0.1:%u",
+           T.agents_port);
+  snprintf(T.feed_addr, sizeof T.feed_addr, "127.0.0.1:%u", T.feed_port);
+}
+
+/* Starts LocalAgent i as node host, linked to the GlobalAgent with the
+ * secret file key (NULL: the fixture's), quick reconnects. */
+static void start_la(int i, const char *host, const char *key) {
+  static char a[MAXLA][5][700];
+  char port_file[600], spool[600];
+  if (!T.la[i]) T.la[i] = la_td_new("la-localagent");
+  CHECK(T.la[i] != NULL, "no la-localagent");
+  la_td_path(T.la[i], "port", port_file, sizeof port_file);
+  la_td_path(T.la[i], "spool", spool, sizeof spool);
+  snprintf(a[i][0], sizeof a[i][0], "--agent.port_file=%s", port_file);
+  snprintf(a[i][1], sizeof a[i][1], "--global.spool_dir=%s", spool);
+  snprintf(a[i][2], sizeof a[i][2], "--global.address=%s", T.agents_addr);
+  snprintf(a[i][3], sizeof a[i][3], "--global.secret_file=%s",
+           key ? key : T.key);
+  snprintf(a[i][4], sizeof a[i][4], "--agent.host=%s", host);
+  const char *args[] = {"--agent.listen=127.0.0.1:0", a[i][0], a[i][1],
+                        a[i][2], a[i][3], a[i][4], "--log.level=debug",
+                        "--global.reconnect_min=20ms",
+                        "--global.reconnect_max=200ms", NULL};
+  int port = la_td_start(T.la[i], args, port_file, WAIT_MS);
+  CHECK(port > 0, "la-localagent %s did not start", host);
+  snprintf(T.la_addr[i], sizeof T.la_addr[i], "%s", la_td_addr(T.la[i]));
+}
+
+/* Waits until LocalAgent i is linked to the GlobalAgent. */
+static void wait_linked(int i) {
+  long long end = la_td_now_ms() + WAIT_MS;
+  char v[64] = "";
+  for (;;) {
+    if (la_td_status(T.la[i], "global_link", v, sizeof v) == 0 &&
+        !strcmp(v, "connected"))
+      return;
+    CHECK(la_td_now_ms() < end, "LocalAgent %d not linked: %s", i, v);
+    nap_ms(20);
+  }
+}
+
+static long long ga_status(const char *key) {
+  long long v = la_td_status_ll(T.ga, key);
+  CHECK(v >= 0, "lactl status (GlobalAgent): no numeric row %s", key);
+  return v;
+}
+
+static void ga_wait_status(const char *key, long long min) {
+  CHECK(la_td_wait_status(T.ga, key, min, WAIT_MS) == 0,
+        "GlobalAgent status %s did not reach %lld (is %lld)", key, min,
+        la_td_status_ll(T.ga, key));
+}
+
+static void ga_wait_log(const char *needle) {
+  CHECK(la_td_wait_log(T.ga, needle, WAIT_MS) == 0,
+        "the GlobalAgent never logged \"%s\"", needle);
+}
+
+/* ------------------------------------------------------------- store --- */
+
+/* The first column of the first row of a query, as integer; -1 on error or
+ * no row. Opens the database read-only each time (a fresh snapshot), as a
+ * user with the sqlite3 shell would. */
+static long long db_ll(const char *fmt, ...) {
+  char sql[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(sql, sizeof sql, fmt, ap);
+  va_end(ap);
+  sqlite3 *db = NULL;
+  long long v = -1;
+  if (sqlite3_open_v2(T.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+      v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return v;
+}
+
+/* Waits until query's value >= min. */
+static void db_wait(long long min, const char *sql) {
+  long long end = la_td_now_ms() + WAIT_MS;
+  while (db_ll("%s", sql) < min) {
+    CHECK(la_td_now_ms() < end, "store: %s stayed below %lld (is %lld)",
+          sql, min, db_ll("%s", sql));
+    nap_ms(10);
+  }
+}
+
+/* The first column of every row, as text, into out[] (returns the rows). */
+static int db_texts(char out[][64], int max, const char *fmt, ...) {
+  char sql[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(sql, sizeof sql, fmt, ap);
+  va_end(ap);
+  sqlite3 *db = NULL;
+  int n = 0;
+  if (sqlite3_open_v2(T.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK)
+      while (n < max && sqlite3_step(st) == SQLITE_ROW) {
+        const unsigned char *t = sqlite3_column_text(st, 0);
+        snprintf(out[n++], 64, "%s", t ? (const char *)t : "");
+      }
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return n;
+}
+
+/* ------------------------------------------------------- subscribers --- */
+
+static la_client_t *subscribe(int slot, const char *app_id) {
+  la_client_t *c = NULL;
+  int rc = la_client_connect(T.feed_addr, 5000, &c);
+  CHECK(rc == 0, "connect to the feed: %s", la_client_strerror(rc));
+  T.subs[slot] = c;
+  rc = la_client_subscribe(c, app_id, 0);
+  CHECK(rc == 0, "subscribe: %s", la_client_error(c));
+  /* a request on the same connection: once answered, the GlobalAgent has
+   * handled the Subscribe before it */
+  la_client_rows_t *rows = NULL;
+  rc = la_client_list(c, "apps", NULL, &rows);
+  CHECK(rc == 0, "list apps: %s", la_client_error(c));
+  la_client_rows_free(rows);
+  return c;
+}
+
+/* What one subscriber received for one application. */
+typedef struct got {
+  int count[MAXTAG];          /* sets received per cycle tag */
+  la_traceset_t *set[MAXTAG]; /* the first of each */
+  int distinct;
+  uint64_t max_dropped;
+} got_t;
+
+static void got_free(got_t *g) {
+  for (int i = 0; i < MAXTAG; i++) la_traceset_free(g->set[i]);
+  free(g);
+}
+
+/* Receives sets from c until it has one of each tag in tags[0..n) (or
+ * WAIT_MS passes: the caller checks). Sets of other tags are kept too. */
+static got_t *collect(la_client_t *c, const uint64_t *tags, int n) {
+  got_t *g = calloc(1, sizeof *g);
+  assert_non_null(g);
+  long long end = la_td_now_ms() + WAIT_MS;
+  for (;;) {
+    int have = 0;
+    for (int i = 0; i < n; i++) have += g->count[tags[i]] > 0;
+    if (have == n) break;
+    long long left = end - la_td_now_ms();
+    if (left <= 0) break;
+    la_traceset_t *t = NULL;
+    int rc = la_client_next(c, (int)left, &t);
+    if (rc == LA_ETIMEDOUT) continue;
+    CHECK(rc == 0, "la_client_next: %s (%s)", la_client_strerror(rc),
+          la_client_error(c));
+    uint64_t tag = la_traceset_cycle(t);
+    CHECK(tag < MAXTAG, "cycle tag %llu", (unsigned long long)tag);
+    if (la_traceset_dropped(t) > g->max_dropped)
+      g->max_dropped = la_traceset_dropped(t);
+    if (g->count[tag]++ == 0) {
+      g->set[tag] = t;
+      g->distinct++;
+    } else {
+      la_traceset_free(t);
+    }
+  }
+  return g;
+}
+
+/* ------------------------------------------------------ applications --- */
+
+static int find_mpiexec(char *out, size_t len) {
+  const char *path = getenv("PATH");
+  while (path && *path) {
+    size_t k = strcspn(path, ":");
+    snprintf(out, len, "%.*s/mpiexec", (int)k, path);
+    if (access(out, X_OK) == 0) return 0;
+    path += k + (path[k] == ':');
+  }
+  return -1;
+}
+
+static char mpiexec[600], wavetoy[1100];
+
+static void need_mpi(void) {
+  if (find_mpiexec(mpiexec, sizeof mpiexec) != 0) {
+    print_message("skip: mpiexec not found on PATH (install mpich)\n");
+    skip();
+  }
+  if (la_td_find_bin("../examples/wavetoy", wavetoy, sizeof wavetoy) != 0) {
+    snprintf(wavetoy, sizeof wavetoy, "build/examples/wavetoy");
+    if (access(wavetoy, X_OK) != 0) {
+      print_message("skip: wavetoy not built (make build/examples/wavetoy)\n");
+      skip();
+    }
+  }
+}
+
+/* argv of an MPMD wavetoy run: ranks 0-1 with LA_AGENT=la[0], ranks 2-3
+ * with la[1] (or all four with la[0] when nla is 1), steps time steps.
+ * Strings live in static storage until the next call. no_la: --no-la, all
+ * four ranks, no agent. */
+static const char **wavetoy_argv(int nla, int steps, int no_la) {
+  static char ag[MAXLA][100], st[32], nn[32];
+  static const char *v[40];
+  int n = 0;
+  snprintf(st, sizeof st, "%d", steps);
+  snprintf(nn, sizeof nn, "%d", WT_N);
+  v[n++] = mpiexec;
+  if (no_la || nla == 1) {
+    v[n++] = "-n";
+    v[n++] = "4";
+    if (!no_la) {
+      snprintf(ag[0], sizeof ag[0], "LA_AGENT=%s", T.la_addr[0]);
+      v[n++] = "env";
+      v[n++] = ag[0];
+    }
+    v[n++] = wavetoy;
+    v[n++] = "--n";
+    v[n++] = nn;
+    v[n++] = "--steps";
+    v[n++] = st;
+    if (no_la) v[n++] = "--no-la";
+  } else {
+    for (int i = 0; i < 2; i++) {
+      if (i) v[n++] = ":";
+      snprintf(ag[i], sizeof ag[i], "LA_AGENT=%s", T.la_addr[i]);
+      v[n++] = "-n";
+      v[n++] = "2";
+      v[n++] = "env";
+      v[n++] = ag[i];
+      v[n++] = wavetoy;
+      v[n++] = "--n";
+      v[n++] = nn;
+      v[n++] = "--steps";
+      v[n++] = st;
+    }
+  }
+  v[n] = NULL;
+  return v;
+}
+
+/* The environment of a wavetoy run: the application id every rank agrees
+ * on, 16 buffers and a period such that no buffer is reused within the run
+ * (see the note at bug_... in test_localagent.c: the LocalAgent's buffer
+ * reuse race closes fast applications), a raw dump directory (or none). */
+static const char **wavetoy_env(const char *app_id, int period,
+                                const char *dump) {
+  static char id[200], per[40], raw[700];
+  static const char *e[8];
+  int n = 0;
+  snprintf(id, sizeof id, "LA_APP_ID=%s", app_id);
+  snprintf(per, sizeof per, "LA_PERIOD=%d", period);
+  e[n++] = id;
+  e[n++] = per;
+  e[n++] = "LA_BUFFERS=16";
+  if (dump) {
+    snprintf(raw, sizeof raw, "LA_DUMP_RAW=%s", dump);
+    e[n++] = raw;
+  }
+  e[n] = NULL;
+  return e;
+}
+
+/* The "wavetoy: checksum ..." line of out, into line. */
+static void checksum_line(const char *out, char *line, size_t len) {
+  const char *p = strstr(out, "wavetoy: checksum");
+  line[0] = '\0';
+  if (p) snprintf(line, len, "%.*s", (int)strcspn(p, "\n"), p);
+}
+
+/* The checksum of a --no-la run of the same problem. */
+static void baseline_checksum(int steps, char *line, size_t len) {
+  static char out[8192];
+  int rc = la_td_run(wavetoy_argv(1, steps, 1), NULL, 60000, out, sizeof out);
+  CHECK(rc == 0, "wavetoy --no-la exited %d:\n%s", rc, out);
+  checksum_line(out, line, len);
+  CHECK(line[0], "no checksum line:\n%s", out);
+}
+
+/* Starts argv in the background, in its own process group, with env_add,
+ * output into the file out. */
+static void spawn_bg(const char *const *argv, const char *const *env_add,
+                     const char *out) {
+  int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  assert_true(fd >= 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    setpgid(0, 0);
+    for (int i = 0; env_add && env_add[i]; i++) putenv((char *)env_add[i]);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    for (int k = 3; k < 1024; k++) close(k);
+    execvp(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  close(fd);
+  T.bg = pid;
+}
+
+/* 1 while the background job runs; else 0 and *status (exit code or
+ * 128+signal). */
+static int bg_running(int *status) {
+  int st = 0;
+  pid_t r = waitpid(T.bg, &st, WNOHANG);
+  if (r == 0) return 1;
+  if (r == T.bg) {
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    T.bg = 0;
+  }
+  return 0;
+}
+
+static int bg_wait(int timeout_ms) {
+  long long end = la_td_now_ms() + timeout_ms;
+  int st = -1;
+  while (bg_running(&st)) {
+    CHECK(la_td_now_ms() < end, "the background run did not end");
+    nap_ms(10);
+  }
+  return st;
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return strdup("");
+  char *b = calloc(1, 1 << 16);
+  size_t n = fread(b, 1, (1 << 16) - 1, f);
+  b[n] = '\0';
+  fclose(f);
+  return b;
+}
+
+/* A forked application rank calling libla with a custom probe. */
+static double value_of(long e, uint64_t cycle, int rank) {
+  return 100.0 + (double)((e / 50) % 7) * 10.0 +
+         (double)(((uint64_t)e * 31 + cycle * 17 + (uint64_t)rank * 5) % 11) *
+             0.25;
+}
+
+static struct {
+  uint64_t cycle;
+  int rank;
+} probe_ctx;
+
+static double probe_start(long e, void *arg) { return 0.0; }
+static double probe_stop(long e, void *arg) {
+  return value_of(e, probe_ctx.cycle, probe_ctx.rank);
+}
+
+/* Forks one rank of app_id: registers with the LocalAgent at agent, runs
+ * cycles (<= 15: no buffer reuse) of n elements, finalizes; exits 0 when
+ * every call succeeded. */
+static pid_t fork_rank(const char *agent, const char *app_id, int rank,
+                       int nprocs, long n, int cycles) {
+  assert_true(T.nkids < MAXKIDS);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    for (int fd = 3; fd < 1024; fd++) close(fd);
+    LA_setAgent(agent);
+    LA_setAppId(app_id);
+    LA_setPeriod(1);
+    LA_setBuffers(16);
+    LA_setPolicy(LA_POLICY_WAIT);
+    LA_setProbeStartFunc(probe_start, NULL);
+    LA_setProbeStopFunc(probe_stop, NULL);
+    LA_setMetric("custom");
+    probe_ctx.rank = rank;
+    int bad = LA_register("gatest", rank, nprocs, n) != 0;
+    for (int c = 0; c < cycles && !bad; c++) {
+      probe_ctx.cycle = (uint64_t)c;
+      for (long e = 0; e < n; e++) {
+        LA_startProbe(e);
+        LA_stopProbe(e);
+      }
+      bad = LA_dataXfer() != 0;
+    }
+    bad |= LA_finalize() != 0;
+    _exit(bad);
+  }
+  T.kids[T.nkids++] = pid;
+  return pid;
+}
+
+static int reap_kids(void) {
+  int worst = 0;
+  long long end = la_td_now_ms() + WAIT_MS;
+  for (int i = 0; i < T.nkids; i++) {
+    int st = 0;
+    for (;;) {
+      pid_t r = waitpid(T.kids[i], &st, WNOHANG);
+      if (r == T.kids[i]) break;
+      CHECK(la_td_now_ms() < end, "rank process %d did not exit",
+            (int)T.kids[i]);
+      nap_ms(5);
+    }
+    T.kids[i] = 0;
+    int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    if (code > worst) worst = code;
+  }
+  T.nkids = 0;
+  return worst;
+}
+
+/* --------------------------------------------- a LocalAgent, by hand --- */
+
+typedef struct fake {
+  int fd;
+  uint64_t seq; /* last sequence number sent */
+} fake_t;
+
+/* Connects to the agents port as host and authenticates with the secret
+ * file key. Returns the AuthResult status; on success f is ready. */
+static int fake_connect(fake_t *f, const char *host, const char *key) {
+  la_auth_key_t k;
+  char why[300];
+  CHECK(la_auth_load_key(key, &k, why, sizeof why) == 0, "key: %s", why);
+  f->fd = la_tcp_connect("127.0.0.1", T.agents_port, 5000);
+  CHECK(f->fd >= 0, "connect to the agents port: %s", LA_strerror(f->fd));
+  La__Hello h = LA__HELLO__INIT;
+  h.protocol = LA_PROTOCOL_VERSION;
+  h.host = (char *)host;
+  assert_int_equal(la_send_msg(f->fd, LA__MSG_TYPE__MSG_HELLO, &h.base, 5000),
+                   0);
+  uint16_t type = 0;
+  ProtobufCMessage *m = NULL;
+  int rc = la_recv_msg(f->fd, 1 << 16, WAIT_MS, &type, &m, why, sizeof why);
+  CHECK(rc == 0 && type == LA__MSG_TYPE__MSG_CHALLENGE, "no Challenge: %s",
+        why);
+  La__Challenge *ch = (La__Challenge *)m;
+  uint8_t mac[LA_AUTH_MAC_BYTES];
+  assert_int_equal(la_auth_mac(&k, ch->nonce.data, ch->nonce.len, host, mac),
+                   0);
+  la_msg_free(m);
+  La__Auth au = LA__AUTH__INIT;
+  au.mac.data = mac;
+  au.mac.len = sizeof mac;
+  assert_int_equal(la_send_msg(f->fd, LA__MSG_TYPE__MSG_AUTH, &au.base, 5000),
+                   0);
+  rc = la_recv_msg(f->fd, 1 << 16, WAIT_MS, &type, &m, why, sizeof why);
+  CHECK(rc == 0 && type == LA__MSG_TYPE__MSG_AUTH_RESULT, "no AuthResult: "
+        "%s", why);
+  La__AuthResult *ar = (La__AuthResult *)m;
+  int status = ar->status;
+  f->seq = ar->has_next_seq && ar->next_seq > 0 ? ar->next_seq - 1 : 0;
+  la_msg_free(m);
+  return status;
+}
+
+static void fake_rank_start(fake_t *f, const char *app_id, uint32_t rank,
+                            uint32_t nprocs, uint64_t n) {
+  La__RankStart s = LA__RANK_START__INIT;
+  s.seq = ++f->seq;
+  s.app_id = (char *)app_id;
+  s.rank = rank;
+  s.nprocs = nprocs;
+  s.n_elements = n;
+  s.metric = "custom";
+  s.unit = "user";
+  s.host = "fakenode";
+  assert_int_equal(la_send_msg(f->fd, LA__MSG_TYPE__MSG_RANK_START, &s.base,
+                               5000), 0);
+}
+
+static void fake_trace(fake_t *f, const char *app_id, uint32_t rank,
+                       uint64_t tag, const la_compact_result_t *r) {
+  La__SeriesStats st = LA__SERIES_STATS__INIT;
+  st.count = r->stats.count;
+  st.sum = r->stats.sum;
+  st.min = r->stats.min;
+  st.max = r->stats.max;
+  La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+  t.seq = ++f->seq;
+  t.app_id = (char *)app_id;
+  t.rank = rank;
+  t.cycle_tag = tag;
+  t.n_elements = r->stats.count;
+  t.mode = (La__CompactMode)r->mode;
+  t.segments.data = r->bytes;
+  t.segments.len = r->len;
+  t.stats = &st;
+  assert_int_equal(la_send_msg(f->fd, LA__MSG_TYPE__MSG_COMPACT_TRACE,
+                               &t.base, 5000), 0);
+}
+
+/* Reads Acks until everything sent is acknowledged. */
+static void fake_wait_acked(fake_t *f) {
+  long long end = la_td_now_ms() + WAIT_MS;
+  uint64_t acked = 0;
+  while (acked < f->seq) {
+    long long left = end - la_td_now_ms();
+    CHECK(left > 0, "Ack %llu never came (last %llu)",
+          (unsigned long long)f->seq, (unsigned long long)acked);
+    uint16_t type = 0;
+    ProtobufCMessage *m = NULL;
+    char why[200] = "";
+    int rc = la_recv_msg(f->fd, 1 << 16, (int)left, &type, &m, why,
+                         sizeof why);
+    CHECK(rc == 0 && type == LA__MSG_TYPE__MSG_ACK, "expected Ack: rc %d "
+          "type %u %s", rc, type, why);
+    acked = ((La__Ack *)m)->seq;
+    la_msg_free(m);
+  }
+}
+
+/* Waits up to WAIT_MS for the peer to close fd (reading and discarding
+ * what arrives): 0 when it closed, -1 when it stayed open. */
+static int wait_closed(int fd) {
+  long long end = la_td_now_ms() + WAIT_MS;
+  for (;;) {
+    long long left = end - la_td_now_ms();
+    if (left <= 0) return -1;
+    struct pollfd pf = {fd, POLLIN, 0};
+    int k = poll(&pf, 1, (int)left);
+    if (k <= 0) continue;
+    char buf[4096];
+    ssize_t r = recv(fd, buf, sizeof buf, 0);
+    if (r == 0) return 0;
+    if (r < 0 && errno != EINTR && errno != EAGAIN) return 0;
+  }
+}
+
+/* ---------------------------------------------------- shared checks --- */
+
+/* The (rank, tag) pairs of the raw dump files of app_id in dir. */
+typedef struct dumped {
+  int n;
+  uint32_t rank[1024];
+  uint64_t tag[1024];
+} dumped_t;
+
+static void list_dumps(const char *dir, const char *app_id, dumped_t *d) {
+  DIR *dp = opendir(dir);
+  CHECK(dp != NULL, "no dump directory %s", dir);
+  struct dirent *e;
+  size_t pl = strlen(app_id);
+  d->n = 0;
+  while ((e = readdir(dp)) && d->n < 1024) {
+    unsigned r;
+    unsigned long long c;
+    char tail[8];
+    if (strncmp(e->d_name, app_id, pl) || e->d_name[pl] != '.') continue;
+    if (sscanf(e->d_name + pl, ".r%u.c%llu.%7s", &r, &c, tail) == 3 &&
+        !strcmp(tail, "f64")) {
+      d->rank[d->n] = r;
+      d->tag[d->n++] = c;
+    }
+  }
+  closedir(dp);
+}
+
+/* The raw values libla measured for (app, rank, tag): count, exact sum. */
+static uint64_t raw_sum(const char *dir, const char *app_id, uint32_t rank,
+                        uint64_t tag, double *sum) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s.r%u.c%llu.f64", dir, app_id, rank,
+           (unsigned long long)tag);
+  FILE *f = fopen(path, "rb");
+  CHECK(f != NULL, "no raw dump %s", path);
+  fseek(f, 0, SEEK_END);
+  long bytes = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  size_t n = (size_t)bytes / sizeof(double);
+  double *x = malloc(n * sizeof *x + 1);
+  assert_non_null(x);
+  size_t got = fread(x, sizeof(double), n, f);
+  fclose(f);
+  CHECK(got == n, "short read of %s", path);
+  *sum = la_compact_sum(x, n); /* the definition of stats.sum */
+  free(x);
+  return (uint64_t)n;
+}
+
+static int rel_close(double a, double b) {
+  return fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b));
+}
+
+/* Checks a received set against the raw dumps: rank_elements and exact
+ * per-rank totals (1e-9 relative) for every present rank. */
+static void check_set_raw(const la_traceset_t *t, const char *dir) {
+  uint32_t np = la_traceset_nprocs(t);
+  double totals[64];
+  assert_true(np <= 64);
+  assert_int_equal(la_traceset_rank_totals(t, totals), 0);
+  for (uint32_t r = 0; r < np; r++) {
+    if (!la_traceset_has_rank(t, r)) continue;
+    double s = 0;
+    uint64_t n = raw_sum(dir, la_traceset_app_id(t), r, la_traceset_cycle(t),
+                         &s);
+    CHECK(la_traceset_rank_elements(t, r) == n, "cycle %llu rank %u: %llu "
+          "elements, the raw dump has %llu",
+          (unsigned long long)la_traceset_cycle(t), r,
+          (unsigned long long)la_traceset_rank_elements(t, r),
+          (unsigned long long)n);
+    CHECK(s > 0 && rel_close(totals[r], s), "cycle %llu rank %u: total "
+          "%.17g, raw sum %.17g", (unsigned long long)la_traceset_cycle(t),
+          r, totals[r], s);
+  }
+}
+
+/* Runs wavetoy (MPMD over two LocalAgents when nla is 2) to completion and
+ * checks it exited 0 with all four ranks registered. */
+static void run_wavetoy(const char *app_id, int nla, int steps, int period,
+                        const char *dump, char *out, size_t len) {
+  int rc = la_td_run(wavetoy_argv(nla, steps, 0),
+                     wavetoy_env(app_id, period, dump), 60000, out, len);
+  CHECK(rc == 0, "mpiexec wavetoy exited %d:\n%s", rc, out);
+  CHECK(strstr(out, "LA registered on 4 of 4 ranks") != NULL,
+        "wavetoy did not register its 4 ranks:\n%s", out);
+}
+
+/* ------------------------------------------------------------- tests --- */
+
+/* Two LocalAgents (nodeA: ranks 0-1, nodeB: ranks 2-3) feed one
+ * GlobalAgent from one mpiexec run; a subscriber subscribed before the run
+ * gets every Trace-Set exactly once, complete, with the right element
+ * counts; the store agrees. */
+static void test_two_agents_one_mpi_run(void **state) {
+  need_daemons();
+  need_mpi();
+  start_ga(NULL, 0);
+  start_la(0, "nodeA", NULL);
+  start_la(1, "nodeB", NULL);
+  wait_linked(0);
+  wait_linked(1);
+  la_client_t *sub = subscribe(0, "wt-two");
+  la_client_t *all = subscribe(1, NULL); /* every application */
+  enum { STEPS = 12 };
+  static char out[8192];
+  run_wavetoy("wt-two", 2, STEPS, 1, NULL, out, sizeof out);
+  uint64_t tags[STEPS];
+  for (int i = 0; i < STEPS; i++) tags[i] = (uint64_t)i;
+  got_t *g = collect(sub, tags, STEPS);
+  got_t *g2 = collect(all, tags, STEPS);
+  /* nothing more: each exactly once (a duplicate would be queued behind) */
+  db_wait(4, "SELECT count(*) FROM ranks WHERE app_id='wt-two' AND ended=1");
+  CHECK(g->distinct == STEPS && g2->distinct == STEPS, "the subscribers "
+        "got %d and %d of %d cycles", g->distinct, g2->distinct, STEPS);
+  for (int c = 0; c < STEPS; c++) {
+    CHECK(g->count[c] == 1 && g2->count[c] == 1, "cycle %d received %d and "
+          "%d times", c, g->count[c], g2->count[c]);
+    const la_traceset_t *t = g->set[c];
+    assert_string_equal(la_traceset_app_id(t), "wt-two");
+    assert_int_equal(la_traceset_nprocs(t), 4);
+    CHECK(la_traceset_complete(t) && la_traceset_missing(t, NULL) == 0,
+          "cycle %d incomplete: %zu ranks missing", c,
+          la_traceset_missing(t, NULL));
+    for (uint32_t r = 0; r < 4; r++)
+      assert_int_equal(la_traceset_rank_elements(t, r),
+                       WT_N * WT_N * WT_N / 4);
+    assert_int_equal(la_traceset_elements(t), WT_N * WT_N * WT_N);
+    assert_int_equal(la_traceset_dropped(t), 0);
+    assert_string_equal(la_traceset_metric(t), "time");
+  }
+  /* no set arrives twice: nothing else is queued for the subscriber */
+  la_traceset_t *extra = NULL;
+  int rc = la_client_next(sub, 200, &extra);
+  CHECK(rc == LA_ETIMEDOUT, "an extra set arrived: cycle %llu",
+        extra ? (unsigned long long)la_traceset_cycle(extra) : 0ULL);
+  got_free(g);
+  got_free(g2);
+  /* the store: every set closed complete, each rank's trace once, ranks
+   * 0-1 from nodeA and 2-3 from nodeB */
+  assert_int_equal(db_ll("SELECT count(*) FROM trace_sets WHERE app_id="
+                         "'wt-two' AND closed=1 AND complete=1 AND "
+                         "nprocs=4 AND n_missing=0"), STEPS);
+  assert_int_equal(db_ll("SELECT count(*) FROM trace_sets"), STEPS);
+  assert_int_equal(db_ll("SELECT count(*) FROM traces WHERE app_id="
+                         "'wt-two'"), 4 * STEPS);
+  assert_int_equal(db_ll("SELECT count(DISTINCT rank || ':' || cycle_tag) "
+                         "FROM traces"), 4 * STEPS);
+  assert_int_equal(db_ll("SELECT count(*) FROM ranks WHERE app_id='wt-two' "
+                         "AND ((rank < 2 AND host='nodeA') OR (rank >= 2 "
+                         "AND host='nodeB')) AND n_elements=%d "
+                         "AND end_reason='finalize'", WT_N * WT_N * WT_N / 4),
+                   4);
+  assert_int_equal(db_ll("SELECT nprocs FROM apps WHERE app_id='wt-two'"), 4);
+  CHECK(db_ll("SELECT count(*) FROM agents WHERE host IN ('nodeA', "
+              "'nodeB') AND max_seq > %d", STEPS) == 2,
+        "the agents table does not hold both LocalAgents");
+  assert_int_equal(ga_status("sets_complete"), STEPS);
+  assert_int_equal(ga_status("sets_partial"), 0);
+  assert_int_equal(ga_status("traces_stored"), 4 * STEPS);
+  assert_int_equal(ga_status("traces_orphan"), 0);
+  assert_int_equal(ga_status("conflicts"), 0);
+  assert_int_equal(ga_status("agents"), 2);
+}
+
+/* Queries of what a run stored (apps, cycles, get, latest), and per-rank
+ * totals equal to the raw per-element values libla measured (LA_DUMP_RAW),
+ * to 1e-9 relative. */
+static void test_queries_and_exact_totals(void **state) {
+  need_daemons();
+  need_mpi();
+  start_ga(NULL, 0);
+  start_la(0, "nodeA", NULL);
+  start_la(1, "nodeB", NULL);
+  wait_linked(0);
+  wait_linked(1);
+  char dump[700];
+  la_td_path(T.ga, "raw", dump, sizeof dump);
+  assert_int_equal(mkdir(dump, 0700), 0);
+  enum { STEPS = 8 };
+  static char out[8192];
+  run_wavetoy("wt-query", 2, STEPS, 1, dump, out, sizeof out);
+  db_wait(STEPS, "SELECT count(*) FROM trace_sets WHERE app_id='wt-query' "
+          "AND closed=1");
+  dumped_t *d = calloc(1, sizeof *d);
+  assert_non_null(d);
+  list_dumps(dump, "wt-query", d);
+  CHECK(d->n == 4 * STEPS, "%d raw dumps, expected %d", d->n, 4 * STEPS);
+  free(d);
+
+  la_client_t *c = NULL;
+  assert_int_equal(la_client_connect(T.feed_addr, 5000, &c), 0);
+  T.subs[0] = c;
+  /* apps */
+  la_client_rows_t *rows = NULL;
+  int rc = la_client_list(c, "apps", NULL, &rows);
+  CHECK(rc == 0, "list apps: %s", la_client_error(c));
+  CHECK(la_client_rows_count(rows) == 1, "%zu apps",
+        la_client_rows_count(rows));
+  assert_string_equal(la_client_rows_key(rows, 0), "wt-query");
+  const char *v = la_client_rows_value(rows, 0);
+  char want[200];
+  snprintf(want, sizeof want, "nprocs=4 elements=%d", WT_N * WT_N * WT_N);
+  CHECK(strstr(v, want) && strstr(v, "complete=8") && strstr(v,
+        "partial=0") && strstr(v, "ranks_ended=4"), "apps row: %s", v);
+  la_client_rows_free(rows);
+  /* cycles */
+  rc = la_client_list(c, "cycles", "wt-query", &rows);
+  CHECK(rc == 0, "list cycles: %s", la_client_error(c));
+  CHECK(la_client_rows_count(rows) == STEPS, "%zu cycles",
+        la_client_rows_count(rows));
+  for (size_t i = 0; i < STEPS; i++) {
+    char k[32];
+    snprintf(k, sizeof k, "%zu", i);
+    assert_string_equal(la_client_rows_key(rows, i), k);
+    CHECK(strstr(la_client_rows_value(rows, i), "state=complete ranks=4 "
+                                                "missing=0"),
+          "cycle %zu: %s", i, la_client_rows_value(rows, i));
+  }
+  la_client_rows_free(rows);
+  /* get every cycle; totals against the raw dumps */
+  for (uint64_t cy = 0; cy < STEPS; cy++) {
+    la_traceset_t *t = NULL;
+    rc = la_client_get(c, "wt-query", cy, &t);
+    CHECK(rc == 0, "get cycle %llu: %s", (unsigned long long)cy,
+          la_client_error(c));
+    assert_int_equal(la_traceset_cycle(t), cy);
+    assert_true(la_traceset_complete(t));
+    check_set_raw(t, dump);
+    /* the decoded weights sum to the totals within the default polyline
+     * bound (2^-11 cv relative) */
+    double totals[4], s = 0;
+    assert_int_equal(la_traceset_rank_totals(t, totals), 0);
+    for (uint32_t r = 0; r < 4; r++) {
+      uint64_t first = r * (uint64_t)(WT_N * WT_N * WT_N / 4);
+      assert_int_equal(la_traceset_range_sum(t, first, WT_N * WT_N * WT_N / 4,
+                                             &s), 0);
+      CHECK(fabs(s - totals[r]) <= (1e-9 + ldexp(0.1, -11)) * totals[r],
+            "cycle %llu rank %u: range sum %.17g, total %.17g",
+            (unsigned long long)cy, r, s, totals[r]);
+    }
+    la_traceset_free(t);
+  }
+  la_traceset_t *t = NULL;
+  rc = la_client_latest(c, "wt-query", &t);
+  CHECK(rc == 0, "latest: %s", la_client_error(c));
+  assert_int_equal(la_traceset_cycle(t), STEPS - 1);
+  check_set_raw(t, dump);
+  la_traceset_free(t);
+  rc = la_client_get(c, "wt-query", 999, &t);
+  CHECK(rc == LA_ENOTFOUND, "get of a cycle never run: %d", rc);
+  rc = la_client_latest(c, "no-such-app", &t);
+  CHECK(rc == LA_ENOTFOUND, "latest of an unknown app: %d", rc);
+  /* the store's stat_sum is the same exact total */
+  double s = 0;
+  raw_sum(dump, "wt-query", 3, 5, &s);
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open_v2(T.db, &db, SQLITE_OPEN_READONLY, NULL),
+                   SQLITE_OK);
+  sqlite3_stmt *st = NULL;
+  assert_int_equal(sqlite3_prepare_v2(db, "SELECT stat_sum FROM traces WHERE"
+                                      " app_id='wt-query' AND rank=3 AND "
+                                      "cycle_tag=5", -1, &st, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  double stored = sqlite3_column_double(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  CHECK(rel_close(stored, s), "stat_sum %.17g, raw %.17g", stored, s);
+  CHECK(ga_status("queries") >= STEPS + 4, "queries not counted");
+}
+
+/* SIGKILL of one of two LocalAgents mid-run: its ranks carry on
+ * unprofiled (same checksum, exit 0); every cycle's Trace-Set is closed,
+ * complete or partial, and the partial ones miss exactly ranks of the
+ * killed agent, at least one of them both. */
+static void test_killed_localagent_partial_sets(void **state) {
+  need_daemons();
+  need_mpi();
+  /* 150 steps, period 10: 15 profiled cycles, 0..140 */
+  enum { STEPS = 150, PERIOD = 10, CYCLES = STEPS / PERIOD };
+  char base[256], line[256], outf[700];
+  baseline_checksum(STEPS, base, sizeof base);
+  start_ga(NULL, 0);
+  start_la(0, "nodeA", NULL);
+  start_la(1, "nodeB", NULL);
+  wait_linked(0);
+  wait_linked(1);
+  la_client_t *sub = subscribe(0, "wt-kill");
+  la_td_path(T.ga, "wavetoy.out", outf, sizeof outf);
+  spawn_bg(wavetoy_argv(2, STEPS, 0), wavetoy_env("wt-kill", PERIOD, NULL),
+           outf);
+  /* nodeB has delivered something of both its ranks: kill it */
+  db_wait(2, "SELECT count(DISTINCT rank) FROM traces WHERE app_id="
+          "'wt-kill' AND rank >= 2");
+  int st = -1;
+  CHECK(bg_running(&st), "the run ended before the kill (exit %d): make it "
+        "longer", st);
+  la_td_signal(T.la[1], SIGKILL);
+  assert_int_equal(la_td_wait_exit(T.la[1], WAIT_MS), 128 + SIGKILL);
+  st = bg_wait(60000);
+  char *out = slurp(outf);
+  checksum_line(out, line, sizeof line);
+  CHECK(st == 0, "wavetoy exited %d after its LocalAgent was killed:\n%s",
+        st, out);
+  CHECK(!strcmp(line, base), "checksum changed:\n  with LA: %s\n  no LA:   "
+        "%s", line, base);
+  CHECK(strstr(out, "LA registered on 4 of 4 ranks") != NULL, "%s", out);
+  free(out);
+  /* every cycle closes (complete, or partial after the stitch timeout) */
+  uint64_t tags[CYCLES];
+  for (int i = 0; i < CYCLES; i++) tags[i] = (uint64_t)(i * PERIOD);
+  got_t *g = collect(sub, tags, CYCLES);
+  CHECK(g->distinct == CYCLES, "the subscriber got %d of %d cycles",
+        g->distinct, CYCLES);
+  int partial = 0, both = 0;
+  for (int i = 0; i < CYCLES; i++) {
+    const la_traceset_t *t = g->set[tags[i]];
+    CHECK(g->count[tags[i]] == 1, "cycle %llu received %d times",
+          (unsigned long long)tags[i], g->count[tags[i]]);
+    const uint32_t *miss = NULL;
+    size_t nm = la_traceset_missing(t, &miss);
+    assert_int_equal(la_traceset_complete(t), nm == 0);
+    for (size_t k = 0; k < nm; k++)
+      CHECK(miss[k] >= 2, "cycle %llu misses rank %u of the live agent",
+            (unsigned long long)tags[i], miss[k]);
+    for (uint32_t r = 0; r < 4; r++) {
+      int missing = 0;
+      for (size_t k = 0; k < nm; k++) missing |= miss[k] == r;
+      assert_int_equal(la_traceset_has_rank(t, r), !missing);
+    }
+    partial += nm > 0;
+    both += nm == 2;
+    if (nm) {
+      /* NaN totals for the missing ranks, numbers for the others */
+      double tot[4];
+      assert_int_equal(la_traceset_rank_totals(t, tot), 0);
+      for (uint32_t r = 0; r < 4; r++)
+        assert_int_equal(isnan(tot[r]), !la_traceset_has_rank(t, r));
+    }
+  }
+  CHECK(both > 0, "no Trace-Set misses both ranks of the killed agent "
+        "(%d partial)", partial);
+  got_free(g);
+  /* the store says the same, naming the killed agent's ranks */
+  long long sets = db_ll("SELECT count(*) FROM trace_sets WHERE app_id="
+                         "'wt-kill' AND closed=1");
+  assert_int_equal(sets, CYCLES);
+  assert_int_equal(db_ll("SELECT count(*) FROM trace_sets WHERE app_id="
+                         "'wt-kill' AND complete=0 AND missing_ranks IN "
+                         "('2', '3', '2,3')"), partial);
+  assert_int_equal(db_ll("SELECT count(*) FROM trace_sets WHERE app_id="
+                         "'wt-kill' AND missing_ranks='2,3' AND n_missing=2"),
+                   both);
+  char hosts[4][64];
+  int nh = db_texts(hosts, 4, "SELECT DISTINCT r.host FROM trace_sets s JOIN"
+                    " ranks r ON r.app_id = s.app_id AND ',' || "
+                    "s.missing_ranks || ',' LIKE '%%,' || r.rank || ',%%' "
+                    "WHERE s.app_id='wt-kill'");
+  CHECK(nh == 1 && !strcmp(hosts[0], "nodeB"), "missing ranks belong to %d "
+        "hosts, first %s", nh, nh ? hosts[0] : "-");
+  ga_wait_log("closed partial");
+  assert_int_equal(ga_status("sets_partial"), partial);
+  assert_int_equal(ga_status("sets_complete"), CYCLES - partial);
+  /* the killed agent's ranks removed their own IPC objects */
+  char pids[2][64];
+  assert_int_equal(db_texts(pids, 2, "SELECT pid FROM ranks WHERE app_id="
+                            "'wt-kill' AND rank >= 2"), 2);
+  FILE *f = fopen("/proc/sysvipc/shm", "r");
+  if (f) {
+    char l[512];
+    while (fgets(l, sizeof l, f)) {
+      long key, id, perms, size, cpid;
+      if (sscanf(l, "%ld %ld %lo %ld %ld", &key, &id, &perms, &size, &cpid)
+          == 5)
+        CHECK(cpid != atol(pids[0]) && cpid != atol(pids[1]),
+              "shared memory segment %ld of rank pid %ld left", id, cpid);
+    }
+    fclose(f);
+  }
+}
+
+/* SIGKILL of the GlobalAgent mid-run, with Trace-Sets open in the store
+ * (nodeB is held with SIGSTOP until then, so ranks 2-3 of the latest cycles
+ * are missing for sure), and a restart on the same ports and database: the
+ * open sets are rebuilt from the store; after the run every (app, rank,
+ * cycle) libla profiled is in the store exactly once with its exact sum, and
+ * every Trace-Set is complete. */
+static void test_globalagent_restart_mid_run(void **state) {
+  need_daemons();
+  need_mpi();
+  enum { STEPS = 150, PERIOD = 10, CYCLES = STEPS / PERIOD };
+  /* a long stitch timeout: sets open across the restart must complete from
+   * resent traces, not close partial while the GlobalAgent is away */
+  const char *extra[] = {"--stitch.timeout=60s", NULL};
+  start_ga(extra, 0);
+  start_la(0, "nodeA", NULL);
+  start_la(1, "nodeB", NULL);
+  wait_linked(0);
+  wait_linked(1);
+  char dump[700], outf[700];
+  la_td_path(T.ga, "raw", dump, sizeof dump);
+  assert_int_equal(mkdir(dump, 0700), 0);
+  la_td_path(T.ga, "wavetoy.out", outf, sizeof outf);
+  spawn_bg(wavetoy_argv(2, STEPS, 0), wavetoy_env("wt-restart", PERIOD,
+                                                  dump), outf);
+  /* nodeB stops (SIGSTOP) once it delivered something: the sets of the
+   * following cycles stay open in the store with ranks 0-1 only */
+  db_wait(1, "SELECT count(*) FROM traces WHERE app_id='wt-restart' AND "
+          "rank >= 2");
+  int st = -1;
+  CHECK(bg_running(&st), "the run ended before the kill (exit %d)", st);
+  la_td_signal(T.la[1], SIGSTOP);
+  db_wait(1, "SELECT count(*) FROM trace_sets WHERE app_id='wt-restart' "
+          "AND closed=0 AND n_ranks_present=2");
+  long long open_sets = db_ll("SELECT count(*) FROM trace_sets WHERE "
+                              "closed=0");
+  long long before = db_ll("SELECT count(*) FROM traces");
+  /* the GlobalAgent dies with those sets open; nodeB goes on */
+  la_td_signal(T.ga, SIGKILL);
+  assert_int_equal(la_td_wait_exit(T.ga, WAIT_MS), 128 + SIGKILL);
+  la_td_signal(T.la[1], SIGCONT);
+  /* the application goes on; the LocalAgents keep what is not acked */
+  long long c0 = la_td_status_ll(T.la[0], "cycles_compacted");
+  long long end = la_td_now_ms() + WAIT_MS;
+  while (bg_running(&st) &&
+         la_td_status_ll(T.la[0], "cycles_compacted") < c0 + 2 &&
+         la_td_now_ms() < end)
+    nap_ms(20);
+  long long queued = la_td_status_ll(T.la[0], "queue_items") +
+                     la_td_status_ll(T.la[1], "queue_items");
+  la_td_log_mark(T.ga);
+  start_ga(extra, 1);
+  ga_wait_log("rebuilt");
+  if (T.bg) st = bg_wait(60000);
+  char *out = slurp(outf);
+  CHECK(st == 0 && strstr(out, "LA registered on 4 of 4 ranks"),
+        "wavetoy exited %d:\n%s", st, out);
+  free(out);
+  /* everything ends, is acknowledged and closed */
+  db_wait(4, "SELECT count(*) FROM ranks WHERE app_id='wt-restart' AND "
+          "ended=1");
+  for (int i = 0; i < MAXLA; i++) {
+    long long e2 = la_td_now_ms() + WAIT_MS;
+    while (la_td_status_ll(T.la[i], "queue_items") != 0) {
+      CHECK(la_td_now_ms() < e2, "LocalAgent %d still holds %lld messages",
+            i, la_td_status_ll(T.la[i], "queue_items"));
+      nap_ms(20);
+    }
+  }
+  db_wait(1, "SELECT count(*) = 0 FROM trace_sets WHERE closed=0");
+  /* every profiled (rank, cycle), per the raw dumps, once, exact */
+  dumped_t *d = calloc(1, sizeof *d);
+  assert_non_null(d);
+  list_dumps(dump, "wt-restart", d);
+  CHECK(d->n == 4 * CYCLES, "%d raw dumps, expected %d", d->n, 4 * CYCLES);
+  assert_int_equal(db_ll("SELECT count(*) FROM traces"), d->n);
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open_v2(T.db, &db, SQLITE_OPEN_READONLY, NULL),
+                   SQLITE_OK);
+  for (int i = 0; i < d->n; i++) {
+    sqlite3_stmt *q = NULL;
+    char sql[300];
+    snprintf(sql, sizeof sql, "SELECT count(*), sum(stat_sum) FROM traces "
+             "WHERE app_id='wt-restart' AND rank=%u AND cycle_tag=%llu",
+             d->rank[i], (unsigned long long)d->tag[i]);
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    int cnt = sqlite3_column_int(q, 0);
+    double s = sqlite3_column_double(q, 1), raw = 0;
+    sqlite3_finalize(q);
+    CHECK(cnt == 1, "rank %u cycle %llu stored %d times", d->rank[i],
+          (unsigned long long)d->tag[i], cnt);
+    raw_sum(dump, "wt-restart", d->rank[i], d->tag[i], &raw);
+    CHECK(rel_close(s, raw), "rank %u cycle %llu: stat_sum %.17g, raw "
+          "%.17g", d->rank[i], (unsigned long long)d->tag[i], s, raw);
+  }
+  sqlite3_close(db);
+  free(d);
+  assert_int_equal(db_ll("SELECT count(*) FROM trace_sets WHERE app_id="
+                         "'wt-restart' AND closed=1 AND complete=1 AND "
+                         "n_ranks_present=4"), CYCLES);
+  assert_int_equal(db_ll("SELECT count(*) FROM trace_sets"), CYCLES);
+  assert_int_equal(db_ll("SELECT count(*) FROM ranks WHERE started=1"), 4);
+  print_message("GlobalAgent restart: %lld traces stored and %lld sets "
+                "open at the kill, %lld messages held by the LocalAgents, "
+                "%lld duplicates after the restart, %lld stored after it\n",
+                before, open_sets, queued, ga_status("traces_duplicate"),
+                ga_status("traces_stored"));
+  CHECK(ga_status("traces_stored") + before >= 4 * CYCLES,
+        "counts do not add up");
+}
+
+/* A LocalAgent with another secret: refused with a clear message on both
+ * sides, nothing of it stored, and it keeps its traces. */
+static void test_wrong_secret_refused(void **state) {
+  need_daemons();
+  start_ga(NULL, 0);
+  char other[600], why[200];
+  T.la[0] = la_td_new("la-localagent");
+  assert_non_null(T.la[0]);
+  la_td_path(T.la[0], "other-secret", other, sizeof other);
+  assert_int_equal(la_auth_generate_secret_file(other, why, sizeof why), 0);
+  start_la(0, "badnode", other);
+  CHECK(la_td_wait_log(T.la[0], "refused this agent", WAIT_MS) == 0,
+        "the LocalAgent never logged \"refused this agent\"");
+  ga_wait_log("refused");
+  char line[512];
+  la_td_log_line(T.la[0], "refused this agent", line, sizeof line);
+  CHECK(strstr(line, "authentication failed") && strstr(line, "secret"),
+        "LocalAgent: %s", line);
+  print_message("LocalAgent: %s\n", line);
+  la_td_log_line(T.ga, "refused", line, sizeof line);
+  CHECK(strstr(line, "badnode") && strstr(line, "127.0.0.1"),
+        "GlobalAgent: %s", line);
+  print_message("GlobalAgent: %s\n", line);
+  /* an application runs through it: nothing reaches the store */
+  enum { CYCLES = 3 };
+  fork_rank(T.la_addr[0], "refused-1", 0, 2, 2000, CYCLES);
+  fork_rank(T.la_addr[0], "refused-1", 1, 2, 2000, CYCLES);
+  assert_int_equal(reap_kids(), 0);
+  CHECK(la_td_wait_status(T.la[0], "cycles_compacted", 2 * CYCLES,
+                          WAIT_MS) == 0, "the LocalAgent compacted %lld",
+        la_td_status_ll(T.la[0], "cycles_compacted"));
+  CHECK(la_td_status_ll(T.la[0], "queue_items") >= 2 * CYCLES + 4,
+        "the LocalAgent holds %lld messages",
+        la_td_status_ll(T.la[0], "queue_items"));
+  char link[64] = "";
+  la_td_status(T.la[0], "global_link", link, sizeof link);
+  CHECK(strcmp(link, "connected") != 0, "global_link %s", link);
+  CHECK(ga_status("auth_failures") >= 1, "no authentication failure");
+  assert_int_equal(ga_status("traces_stored"), 0);
+  assert_int_equal(ga_status("rank_starts"), 0);
+  assert_int_equal(ga_status("agents"), 0);
+  assert_int_equal(db_ll("SELECT count(*) FROM traces"), 0);
+  assert_int_equal(db_ll("SELECT count(*) FROM apps"), 0);
+  assert_int_equal(db_ll("SELECT count(*) FROM ranks"), 0);
+  assert_int_equal(db_ll("SELECT count(*) FROM agents"), 0);
+}
+
+/* Compacts one synthetic series (noise, lossless: large) of n elements. */
+static void big_trace(size_t n, la_compact_result_t *r) {
+  double *x = malloc(n * sizeof *x);
+  assert_non_null(x);
+  assert_int_equal(la_compact_synth(LA_SYNTH_NOISE, n, 7, x), 0);
+  la_compact_params_t p;
+  assert_int_equal(la_compact_spec_parse("lossless", &p, NULL, 0), 0);
+  assert_int_equal(la_compact(x, n, &p, r), 0);
+  free(x);
+}
+
+/* A subscriber that stops reading (small receive buffer, never reads):
+ * another one still gets every set, in step with the ingest; the
+ * GlobalAgent counts the drops; when the slow one reads again it gets what
+ * was queued and then a set carrying the count, which with what it
+ * received adds up to everything published. */
+static void test_slow_subscriber(void **state) {
+  need_daemons();
+  const char *extra[] = {"--feed.queue_bytes=256k", "--store.fsync=no",
+                         NULL};
+  start_ga(extra, 0);
+  la_client_t *fast = subscribe(0, "slow-1");
+  /* the slow one: a 4 KiB receive buffer set before connecting */
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  assert_true(fd >= 0);
+  int small = 4096;
+  assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small,
+                              sizeof small), 0);
+  struct sockaddr_in a = {0};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(T.feed_port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+  la_client_t *slow = NULL;
+  assert_int_equal(la_client_from_fd(fd, 5000, &slow), 0);
+  T.subs[1] = slow;
+  assert_int_equal(la_client_subscribe(slow, "slow-1", 0), 0);
+  la_client_rows_t *rows = NULL;
+  assert_int_equal(la_client_list(slow, "apps", NULL, &rows), 0);
+  la_client_rows_free(rows);
+
+  la_compact_result_t r;
+  big_trace(12500, &r);
+  print_message("each Trace-Set carries a %zu-byte trace\n", r.len);
+  fake_t f;
+  CHECK(fake_connect(&f, "fakenode", T.key) == 0, "the test's LocalAgent "
+        "was refused");
+  fake_rank_start(&f, "slow-1", 0, 1, 12500);
+  /* one set per commit; the fast subscriber reads each before the next */
+  enum { SETS = 80 };
+  for (uint64_t c = 0; c < SETS; c++) {
+    fake_trace(&f, "slow-1", 0, c, &r);
+    fake_wait_acked(&f);
+    la_traceset_t *t = NULL;
+    int rc = la_client_next(fast, WAIT_MS, &t);
+    CHECK(rc == 0, "the fast subscriber got nothing for cycle %llu: %s",
+          (unsigned long long)c, la_client_error(fast));
+    CHECK(la_traceset_cycle(t) == c && la_traceset_complete(t) &&
+          la_traceset_dropped(t) == 0, "fast subscriber: cycle %llu "
+          "(expected %llu), dropped %llu", (unsigned long long)
+          la_traceset_cycle(t), (unsigned long long)c,
+          (unsigned long long)la_traceset_dropped(t));
+    la_traceset_free(t);
+  }
+  ga_wait_status("sets_dropped_for_slow_subscribers", 1);
+  long long dropped = ga_status("sets_dropped_for_slow_subscribers");
+  ga_wait_log("is not reading");
+  /* the slow one reads again: a status request on its connection is
+   * answered behind everything queued to it, so once the reply is in, its
+   * queue is empty (the sets that came with it wait in the client); the
+   * next set gets through and carries the count */
+  la_client_rows_t *st = NULL;
+  int rc = la_client_status(slow, NULL, &st);
+  CHECK(rc == 0, "status on the slow connection: %s", la_client_error(slow));
+  la_client_rows_free(st);
+  fake_trace(&f, "slow-1", 0, SETS, &r);
+  fake_wait_acked(&f);
+  int received = 0;
+  uint64_t last = 0, reported = 0;
+  long long end = la_td_now_ms() + WAIT_MS;
+  for (;;) {
+    la_traceset_t *t = NULL;
+    long long left = end - la_td_now_ms();
+    CHECK(left > 0, "the slow subscriber never got the last set");
+    rc = la_client_next(slow, (int)left, &t);
+    if (rc == LA_ETIMEDOUT) continue;
+    CHECK(rc == 0, "slow subscriber: %s", la_client_error(slow));
+    uint64_t c = la_traceset_cycle(t);
+    CHECK(received == 0 || c > last, "cycle %llu after %llu",
+          (unsigned long long)c, (unsigned long long)last);
+    last = c;
+    reported = la_traceset_dropped(t);
+    la_traceset_free(t);
+    if (c == SETS) break;
+    received++;
+  }
+  la_traceset_t *t = NULL;
+  assert_int_equal(la_client_next(fast, WAIT_MS, &t), 0);
+  assert_int_equal(la_traceset_cycle(t), SETS);
+  assert_int_equal(la_traceset_dropped(t), 0);
+  la_traceset_free(t);
+  print_message("slow subscriber: %d sets received, %llu dropped (status "
+                "%lld)\n", received, (unsigned long long)reported, dropped);
+  CHECK(reported > 0 && (long long)reported == dropped &&
+        received + (long long)reported == SETS, "received %d + dropped %llu "
+        "!= %d published (status: %lld dropped)", received,
+        (unsigned long long)reported, SETS, dropped);
+  assert_int_equal(ga_status("sets_dropped_for_slow_subscribers"), dropped);
+  close(f.fd);
+  la_compact_result_free(&r);
+}
+
+/* Garbage on the feed port and on the agents port (before and after a
+ * handshake, and a 1 GiB frame header) closes only that connection: the
+ * GlobalAgent keeps serving a subscriber connected before and a real run
+ * after, and counts bad frames. */
+static void test_garbage_closes_only_that_connection(void **state) {
+  need_daemons();
+  start_ga(NULL, 0);
+  start_la(0, "nodeA", NULL);
+  wait_linked(0);
+  la_client_t *sub = subscribe(0, "after-garbage");
+  uint8_t junk[256];
+  srand(4242);
+  for (size_t i = 0; i < sizeof junk; i++) junk[i] = (uint8_t)rand();
+  junk[6] = 0xA5; /* a reserved header byte: never a valid frame */
+  /* 1: feed port, random bytes */
+  int fd = la_tcp_connect("127.0.0.1", T.feed_port, 5000);
+  assert_true(fd >= 0);
+  assert_int_equal(la_write_all(fd, junk, sizeof junk, 5000), 0);
+  CHECK(wait_closed(fd) == 0, "garbage on the feed port did not close it");
+  close(fd);
+  /* 2: feed port, a valid frame the port does not take (Hello) */
+  fd = la_tcp_connect("127.0.0.1", T.feed_port, 5000);
+  assert_true(fd >= 0);
+  La__Hello h = LA__HELLO__INIT;
+  h.protocol = LA_PROTOCOL_VERSION;
+  h.host = "intruder";
+  assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_HELLO, &h.base, 5000), 0);
+  CHECK(wait_closed(fd) == 0, "a Hello on the feed port did not close it");
+  close(fd);
+  /* 3: agents port, random bytes before Hello */
+  fd = la_tcp_connect("127.0.0.1", T.agents_port, 5000);
+  assert_true(fd >= 0);
+  assert_int_equal(la_write_all(fd, junk, sizeof junk, 5000), 0);
+  CHECK(wait_closed(fd) == 0, "garbage on the agents port did not close it");
+  close(fd);
+  /* 4: agents port, a header announcing 1 GiB */
+  uint8_t big[16] = {0x40, 0, 0, 0, 0, LA__MSG_TYPE__MSG_COMPACT_TRACE, 0, 0,
+                     1, 2, 3, 4, 5, 6, 7, 8};
+  fd = la_tcp_connect("127.0.0.1", T.agents_port, 5000);
+  assert_true(fd >= 0);
+  assert_int_equal(la_write_all(fd, big, sizeof big, 5000), 0);
+  CHECK(wait_closed(fd) == 0, "a 1 GiB frame did not close the connection");
+  close(fd);
+  /* 5: an authenticated agent that then sends garbage */
+  fake_t f;
+  CHECK(fake_connect(&f, "garbler", T.key) == 0, "refused");
+  assert_int_equal(la_write_all(f.fd, junk, sizeof junk, 5000), 0);
+  CHECK(wait_closed(f.fd) == 0, "garbage after the handshake did not close "
+        "the connection");
+  close(f.fd);
+  /* 6: an authenticated agent sending a subscriber's message */
+  CHECK(fake_connect(&f, "garbler", T.key) == 0, "refused");
+  La__Subscribe s = LA__SUBSCRIBE__INIT;
+  assert_int_equal(la_send_msg(f.fd, LA__MSG_TYPE__MSG_SUBSCRIBE, &s.base,
+                               5000), 0);
+  CHECK(wait_closed(f.fd) == 0, "a Subscribe on the agents port did not "
+        "close the connection");
+  close(f.fd);
+  CHECK(la_td_alive(T.ga), "the GlobalAgent died");
+  long long bad = ga_status("bad_frames");
+  CHECK(bad >= 6, "bad_frames %lld, expected >= 6", bad);
+  /* the LocalAgent's link was not touched, and a real run completes */
+  char link[64] = "";
+  la_td_status(T.la[0], "global_link", link, sizeof link);
+  assert_string_equal(link, "connected");
+  assert_int_equal(la_td_status_ll(T.la[0], "global_connects"), 1);
+  enum { CYCLES = 5 };
+  for (int r = 0; r < 3; r++)
+    fork_rank(T.la_addr[0], "after-garbage", r, 3, 3000 + r, CYCLES);
+  assert_int_equal(reap_kids(), 0);
+  uint64_t tags[CYCLES] = {0, 1, 2, 3, 4};
+  got_t *g = collect(sub, tags, CYCLES);
+  CHECK(g->distinct == CYCLES, "the subscriber got %d of %d sets",
+        g->distinct, CYCLES);
+  for (int c = 0; c < CYCLES; c++) {
+    const la_traceset_t *t = g->set[c];
+    assert_int_equal(g->count[c], 1);
+    assert_true(la_traceset_complete(t));
+    double tot[3];
+    assert_int_equal(la_traceset_rank_totals(t, tot), 0);
+    for (int r = 0; r < 3; r++) {
+      double want = 0;
+      for (long e = 0; e < 3000 + r; e++)
+        want += value_of(e, (uint64_t)c, r); /* multiples of 1/4: exact */
+      CHECK(tot[r] == want, "cycle %d rank %d total %.17g, expected %.17g",
+            c, r, tot[r], want);
+    }
+  }
+  got_free(g);
+  assert_int_equal(db_ll("SELECT count(*) FROM trace_sets WHERE app_id="
+                         "'after-garbage' AND complete=1"), CYCLES);
+  /* nothing from the garbage connections was stored */
+  assert_int_equal(db_ll("SELECT count(*) FROM apps"), 1);
+  ga_wait_log("frame");
+  print_message("bad_frames after 6 bad connections: %lld\n", bad);
+}
+
+static void fake_rank_end(fake_t *f, const char *app_id, uint32_t rank,
+                          uint64_t seq) {
+  La__RankEnd e = LA__RANK_END__INIT;
+  e.seq = seq;
+  e.app_id = (char *)app_id;
+  e.rank = rank;
+  e.reason = "finalize";
+  assert_int_equal(la_send_msg(f->fd, LA__MSG_TYPE__MSG_RANK_END, &e.base,
+                               5000), 0);
+}
+
+/* test_resent_rank_end_changes_nothing: DAEMON BUG (issue 5 §2, protocol.md
+ * "Resends are idempotent").
+ *
+ * globalagent/ingest.c:176-185 counts every RankEnd that
+ * la_store_rank_end() accepts as a new end (++a->ended), but
+ * la_store_rank_end (globalagent/store.c:702) returns 0 for a duplicate
+ * too (the row is already ended; nothing tells the caller). A RankEnd the
+ * LocalAgent resends after a reconnect (stored, but its Ack lost with the
+ * connection, or the GlobalAgent restarted after the commit and rebuilt
+ * ended = 1 from the store) is counted twice: with nprocs = 2 the
+ * application is declared ended while rank 1 still runs ("application ...
+ * ended (2 ranks); its open Trace-Sets closed as partial"), its open sets
+ * are closed partial and published, and rank 1's next trace is "late": the
+ * set is closed again and published a second time.
+ *
+ * Reproduction (below, a LocalAgent played by the test): app of 2 ranks;
+ * cycle 0 of both ranks, cycle 1 of rank 0, RankEnd of rank 0, all acked;
+ * reconnect and resend that RankEnd with its seq; then cycle 1 of rank 1.
+ * Expected: the resend changes nothing; cycle 1 completes once; no partial
+ * set, no late trace. Actual: cycle 1 is published partial (rank 1 missing)
+ * and again complete; sets_partial 1, traces_late 1.
+ *
+ * A fix: la_store_rank_end (like la_store_trace's was_new) reports whether
+ * the rank's end was new, and ingest.c counts only new ends. */
+static void test_resent_rank_end_changes_nothing(void **state) {
+  need_daemons();
+  start_ga(NULL, 0);
+  la_client_t *sub = subscribe(0, "dupend-1");
+  la_compact_result_t r;
+  big_trace(1000, &r);
+  fake_t f;
+  CHECK(fake_connect(&f, "nodeX", T.key) == 0, "refused");
+  fake_rank_start(&f, "dupend-1", 0, 2, 1000);
+  fake_rank_start(&f, "dupend-1", 1, 2, 1000);
+  fake_trace(&f, "dupend-1", 0, 0, &r);
+  fake_trace(&f, "dupend-1", 1, 0, &r);
+  fake_trace(&f, "dupend-1", 0, 1, &r);
+  uint64_t end_seq = ++f.seq;
+  fake_rank_end(&f, "dupend-1", 0, end_seq);
+  fake_wait_acked(&f);
+  close(f.fd);
+  /* the LocalAgent reconnects and resends the RankEnd (same seq) */
+  CHECK(fake_connect(&f, "nodeX", T.key) == 0, "refused");
+  fake_rank_end(&f, "dupend-1", 0, end_seq);
+  f.seq = end_seq;
+  fake_wait_acked(&f);
+  /* rank 1 goes on */
+  fake_trace(&f, "dupend-1", 1, 1, &r);
+  fake_wait_acked(&f);
+  uint64_t tags[2] = {0, 1};
+  got_t *g = collect(sub, tags, 2);
+  la_traceset_t *extra = NULL;
+  int more = la_client_next(sub, 500, &extra) == 0;
+  int partial1 = g->set[1] && !la_traceset_complete(g->set[1]);
+  int times1 = g->count[1] + (more && la_traceset_cycle(extra) == 1);
+  la_traceset_free(extra);
+  got_free(g);
+  long long partial = ga_status("sets_partial"),
+            late = ga_status("traces_late");
+  close(f.fd);
+  la_compact_result_free(&r);
+  CHECK(!partial1 && times1 == 1 && partial == 0 && late == 0 &&
+            !la_td_log_has(T.ga, "application dupend-1 ended"),
+        "a resent RankEnd ended the application early: cycle 1 received "
+        "%d times, first %s; sets_partial %lld, traces_late %lld",
+        times1, partial1 ? "partial" : "complete", partial, late);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown(test_two_agents_one_mpi_run, setup,
+                                    teardown),
+    cmocka_unit_test_setup_teardown(test_queries_and_exact_totals, setup,
+                                    teardown),
+    cmocka_unit_test_setup_teardown(test_killed_localagent_partial_sets,
+                                    setup, teardown),
+    cmocka_unit_test_setup_teardown(test_globalagent_restart_mid_run, setup,
+                                    teardown),
+    cmocka_unit_test_setup_teardown(test_wrong_secret_refused, setup,
+                                    teardown),
+    cmocka_unit_test_setup_teardown(test_slow_subscriber, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_garbage_closes_only_that_connection,
+                                    setup, teardown),
+    cmocka_unit_test_setup_teardown(test_resent_rank_end_changes_nothing, setup,
+                                    teardown),
+  };
+  return cmocka_run_group_tests(tests, group_setup, NULL);
+}

@@ -1,0 +1,727 @@
+/* test_lactl.c: tests of lactl's Trace-Set subcommands (apps, cycles, show,
+ * export, plot) as a user runs them: build/bin/lactl is run with fork/exec
+ * and its stdout, stderr and exit status checked.
+ *
+ * The group setup writes a store with globalagent/store.h directly:
+ *   heat-42  4 ranks of 200, 250, 300, 350 elements, all ended; cycle 10
+ *            complete, cycle 20 closed partial (rank 2 missing). Ranks 0-2
+ *            compacted with polyline cv=0.05, rank 3 lossless.
+ *   wave-7   2 ranks, running; cycle 5 open (only rank 0 arrived).
+ * The raw series are kept, so exported values are checked against the
+ * compaction bound (the achieved max |error| of each trace; lossless
+ * exact), totals against the exact sums, METIS weights against their
+ * rules, SVGs parsed as XML (python3's minidom) and JSON with json.load.
+ * The last test starts a real la-globalagent on ephemeral ports over the
+ * same database and checks that --global gives byte-identical output to
+ * --db. Everything created goes into one mkdtemp directory, removed at the
+ * end (set LACTL_TEST_KEEP=1 to keep it and look at the files).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "la.h"
+#include "la_codec.h"
+#include "la_compact.h"
+#include "la_test_daemon.h"
+#include "store.h"
+
+#define NP 4
+#define CYC_A 10
+#define CYC_B 20
+
+static const uint64_t NEL[NP] = {200, 250, 300, 350};
+
+typedef struct {
+  char dir[64], db[128], lactl[512];
+  double *raw[2][NP];   /* [cycle 10, 20][rank] */
+  double maxerr[2][NP]; /* achieved max |error| */
+  double sum[2][NP];    /* exact sums */
+  int have_python;
+} fx_t;
+
+static fx_t *g;
+
+/* ------------------------------------------------------------- helpers */
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+                  struct FTW *ftw) {
+  return remove(path);
+}
+
+/* Element i of rank r in cycle c: plateaus of 50 elements, a rank-level
+ * load (rank 1 the heaviest), and 1% deterministic noise; whole numbers on
+ * rank 3 (lossless). */
+static double value(uint32_t r, uint64_t c, uint64_t i) {
+  static const double load[NP] = {1000, 1800, 900, 1100};
+  uint64_t h = (i + 1) * 2654435761u ^ (r + 7) * 40503u ^ c * 977u;
+  h = (h ^ (h >> 13)) * 0x5bd1e995u;
+  double noise = ((double)(h % 2001) - 1000) / 1000 * 0.01;
+  double v =
+      (load[r] + 10 * (double)c + 150 * (double)((i / 50) % 3)) * (1 + noise);
+  return r == 3 ? floor(v) : v;
+}
+
+static void put_trace(la_store_t *s, const char *app, uint32_t r, uint64_t c,
+                      const double *x, uint64_t n, int lossless, double *maxerr,
+                      double *sum) {
+  la_compact_params_t p;
+  la_compact_params_default(&p);
+  p.cv = 0.05;
+  if (lossless) p.mode = LA_COMPACT_LOSSLESS;
+  la_compact_result_t res;
+  assert_int_equal(la_compact(x, n, &p, &res), 0);
+  La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+  La__SeriesStats st = LA__SERIES_STATS__INIT;
+  La__FitError er = LA__FIT_ERROR__INIT;
+  t.seq = c * 100 + r + 1;
+  t.app_id = (char *)app;
+  t.rank = r;
+  t.cycle_tag = c;
+  t.n_elements = n;
+  t.mode = (La__CompactMode)res.mode;
+  t.segments.data = res.bytes;
+  t.segments.len = res.len;
+  st.count = res.stats.count;
+  st.sum = res.stats.sum;
+  st.min = res.stats.min;
+  st.max = res.stats.max;
+  t.stats = &st;
+  er.max_abs = res.error.max_abs;
+  er.rmse = res.error.rmse;
+  er.cv = res.error.cv;
+  t.error = &er;
+  t.has_t_xfer_ns = 1;
+  t.t_xfer_ns = 1700000000000000000ull + c;
+  int was_new = 0;
+  assert_int_equal(la_store_trace(s, &t, &was_new), 0);
+  assert_int_equal(was_new, 1);
+  if (maxerr) *maxerr = res.error.max_abs;
+  if (sum) *sum = res.stats.sum;
+  la_compact_result_free(&res);
+}
+
+static void rank_start(la_store_t *s, const char *app, const char *name,
+                       uint32_t r, uint32_t np, uint64_t n) {
+  La__RankStart m = LA__RANK_START__INIT;
+  m.seq = r + 1;
+  m.app_id = (char *)app;
+  m.rank = r;
+  m.nprocs = np;
+  m.n_elements = n;
+  m.metric = "time";
+  m.unit = "ns";
+  m.app_name = (char *)name;
+  m.host = "node1";
+  m.has_t_start_ns = 1;
+  m.t_start_ns = 1700000000000000000ull;
+  assert_int_equal(la_store_rank_start(s, &m), 0);
+}
+
+static void rank_end(la_store_t *s, const char *app, uint32_t r) {
+  La__RankEnd m = LA__RANK_END__INIT;
+  m.seq = 90 + r;
+  m.app_id = (char *)app;
+  m.rank = r;
+  m.reason = "finalize";
+  assert_int_equal(la_store_rank_end(s, &m, NULL), 0);
+}
+
+static int setup_group(void **state) {
+  g = calloc(1, sizeof *g);
+  assert_non_null(g);
+  strcpy(g->dir, "/tmp/la_test_lactl.XXXXXX");
+  assert_non_null(mkdtemp(g->dir));
+  snprintf(g->db, sizeof g->db, "%s/la.db", g->dir);
+  if (la_td_find_bin("lactl", g->lactl, sizeof g->lactl) != 0) {
+    fprintf(stderr, "lactl not found\n");
+    return -1;
+  }
+  g->have_python = system(
+                       "python3 -c 'import json, xml.dom.minidom' "
+                       ">/dev/null 2>&1") == 0;
+  la_store_t *s;
+  char why[256];
+  assert_int_equal(la_store_open(g->db, 0, &s, why, sizeof why), 0);
+  assert_int_equal(la_store_begin(s), 0);
+  for (uint32_t r = 0; r < NP; r++)
+    rank_start(s, "heat-42", "heat", r, NP, NEL[r]);
+  uint64_t cyc[2] = {CYC_A, CYC_B};
+  for (int k = 0; k < 2; k++)
+    for (uint32_t r = 0; r < NP; r++) {
+      g->raw[k][r] = malloc(NEL[r] * sizeof(double));
+      for (uint64_t i = 0; i < NEL[r]; i++)
+        g->raw[k][r][i] = value(r, cyc[k], i);
+      if (k == 1 && r == 2) continue; /* its LocalAgent died */
+      put_trace(s, "heat-42", r, cyc[k], g->raw[k][r], NEL[r], r == 3,
+                &g->maxerr[k][r], &g->sum[k][r]);
+    }
+  assert_int_equal(la_store_set_closed(s, "heat-42", CYC_A, 1, NULL, 0,
+                                       1700000000100000000ull),
+                   0);
+  uint32_t miss = 2;
+  assert_int_equal(la_store_set_closed(s, "heat-42", CYC_B, 0, &miss, 1,
+                                       1700000000200000000ull),
+                   0);
+  for (uint32_t r = 0; r < NP; r++) rank_end(s, "heat-42", r);
+  rank_start(s, "wave-7", "wave", 0, 2, 64);
+  rank_start(s, "wave-7", "wave", 1, 2, 64);
+  double w[64];
+  for (int i = 0; i < 64; i++) w[i] = 5 + i % 8;
+  put_trace(s, "wave-7", 0, 5, w, 64, 0, NULL, NULL);
+  assert_int_equal(la_store_commit(s), 0);
+  la_store_close(s);
+
+  /* LA_DUMP_RAW layout for rank 1, cycle 10 (little-endian doubles). */
+  char path[256];
+  snprintf(path, sizeof path, "%s/heat-42.r1.c10.f64", g->dir);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  for (uint64_t i = 0; i < NEL[1]; i++) {
+    uint64_t u;
+    unsigned char b[8];
+    memcpy(&u, &g->raw[0][1][i], 8);
+    for (int k = 0; k < 8; k++) b[k] = (unsigned char)(u >> (8 * k));
+    fwrite(b, 1, 8, f);
+  }
+  fclose(f);
+  *state = g;
+  return 0;
+}
+
+static int teardown_group(void **state) {
+  if (!g) return 0;
+  for (int k = 0; k < 2; k++)
+    for (int r = 0; r < NP; r++) free(g->raw[k][r]);
+  if (getenv("LACTL_TEST_KEEP"))
+    fprintf(stderr, "kept %s\n", g->dir);
+  else
+    nftw(g->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  free(g);
+  g = NULL;
+  return 0;
+}
+
+/* Reads a whole file (NUL-terminated, malloc'ed). */
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return strdup("");
+  size_t cap = 4096, n = 0, r;
+  char *b = malloc(cap + 1);
+  while ((r = fread(b + n, 1, cap - n, f)) > 0) {
+    n += r;
+    if (n == cap) b = realloc(b, (cap *= 2) + 1);
+  }
+  fclose(f);
+  b[n] = 0;
+  return b;
+}
+
+/* Runs lactl with the NULL-terminated args (after "lactl"), stdout into
+ * *out and stderr into *err (malloc'ed), within 20 s. Returns its exit
+ * status, or -1. */
+static int lactl(char **out, char **err, ...) {
+  const char *argv[40];
+  int n = 0;
+  argv[n++] = g->lactl;
+  va_list ap;
+  va_start(ap, err);
+  const char *a;
+  while ((a = va_arg(ap, const char *)) && n < 39) argv[n++] = a;
+  va_end(ap);
+  argv[n] = NULL;
+  char po[128], pe[128];
+  snprintf(po, sizeof po, "%s/stdout", g->dir);
+  snprintf(pe, sizeof pe, "%s/stderr", g->dir);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fo = open(po, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int fe = open(pe, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fo < 0 || fe < 0) _exit(126);
+    dup2(fo, 1);
+    dup2(fe, 2);
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  int st = -1, rc = -1;
+  long long t0 = la_td_now_ms();
+  while (waitpid(pid, &st, WNOHANG) == 0) {
+    if (la_td_now_ms() - t0 > 20000) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      return -1;
+    }
+    usleep(2000);
+  }
+  if (WIFEXITED(st)) rc = WEXITSTATUS(st);
+  char *o = slurp(po), *e = slurp(pe);
+  if (out)
+    *out = o;
+  else
+    free(o);
+  if (err)
+    *err = e;
+  else
+    free(e);
+  return rc;
+}
+
+/* Writes text into DIR/name; returns the path (static buffer). */
+static const char *save(const char *name, const char *text) {
+  static char path[256];
+  snprintf(path, sizeof path, "%s/%s", g->dir, name);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+  return path;
+}
+
+/* Runs a python3 check on file: `d` is json.load of it (kind "json") or
+ * the minidom document (kind "xml"); expr must be true. Returns 0, or 1
+ * when python3 is missing (the check is skipped). */
+static int py_check(const char *file, const char *kind, const char *expr) {
+  if (!g->have_python) {
+    printf("skip: python3 not found, %s check left out\n", kind);
+    return 1;
+  }
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd,
+           "python3 -c 'import json, sys, xml.dom.minidom as M\n"
+           "d = %s(sys.argv[1])\n"
+           "ok = (%s)\n"
+           "sys.exit(0 if ok else 3)' '%s'",
+           strcmp(kind, "json") ? "M.parse" : "(lambda p: json.load(open(p)))",
+           expr, file);
+  int rc = system(cmd);
+  if (rc != 0) fail_msg("python check failed (%d): %s on %s", rc, expr, file);
+  return 0;
+}
+
+/* Runs lactl with the NULL-terminated words c plus o1 o2. */
+static int run_with(char **out, char **err, const char *const *c,
+                    const char *o1, const char *o2) {
+  const char *v[10] = {NULL};
+  int n = 0;
+  while (c[n] && n < 7) v[n] = c[n], n++;
+  v[n++] = o1;
+  v[n++] = o2;
+  return lactl(out, err, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8],
+               NULL);
+}
+
+/* ---------------------------------------------------------------- tests */
+
+static void test_help_and_usage(void **state) {
+  const char *cmds[] = {"apps", "cycles", "show", "export", "plot"};
+  for (size_t i = 0; i < 5; i++) {
+    char *o, *e;
+    assert_int_equal(lactl(&o, &e, cmds[i], "--help", NULL), 0);
+    assert_non_null(strstr(o, "usage: lactl"));
+    assert_non_null(strstr(o, cmds[i]));
+    free(o);
+    free(e);
+  }
+  char *o, *e;
+  assert_int_equal(lactl(&o, &e, "show", NULL), 2);
+  assert_non_null(strstr(e, "which application"));
+  free(o), free(e);
+  assert_int_equal(lactl(&o, &e, "apps", "--bogus", NULL), 2);
+  assert_non_null(strstr(e, "--bogus"));
+  free(o), free(e);
+  assert_int_equal(lactl(&o, &e, "export", "heat-42", "--format", "xml", "--db",
+                         g->db, NULL),
+                   2);
+  free(o), free(e);
+  assert_int_equal(lactl(&o, &e, "export", "heat-42", "10:20", "--format",
+                         "metis", "--db", g->db, NULL),
+                   2);
+  assert_non_null(strstr(e, "one cycle"));
+  free(o), free(e);
+  assert_int_equal(lactl(&o, &e, "plot", "heat-42", "--db", g->db, NULL), 2);
+  free(o), free(e);
+  /* the command list names the new commands */
+  assert_int_equal(lactl(&o, &e, "--help", NULL), 0);
+  assert_non_null(strstr(o, "export"));
+  assert_non_null(strstr(o, "plot"));
+  free(o), free(e);
+}
+
+static void test_errors(void **state) {
+  char *o, *e, path[200];
+  /* not found: exit 1, naming the problem */
+  assert_int_equal(lactl(&o, &e, "show", "nope", "--db", g->db, NULL), 1);
+  assert_non_null(strstr(e, "no application 'nope'"));
+  free(o), free(e);
+  assert_int_equal(lactl(&o, &e, "show", "heat-42", "99", "--db", g->db, NULL),
+                   1);
+  assert_non_null(strstr(e, "no cycle 99"));
+  free(o), free(e);
+  assert_int_equal(lactl(&o, &e, "cycles", "nope", "--db", g->db, NULL), 1);
+  assert_non_null(strstr(e, "no application"));
+  free(o), free(e);
+  snprintf(path, sizeof path, "%s/missing.db", g->dir);
+  assert_int_equal(lactl(&o, &e, "apps", "--db", path, NULL), 1);
+  assert_non_null(strstr(e, "No such file"));
+  free(o), free(e);
+  assert_int_equal(access(path, F_OK), -1); /* and it was not created */
+  assert_int_equal(lactl(&o, &e, "apps", "--db", save("junk.db", "junk"), NULL),
+                   1);
+  free(o), free(e);
+  /* unreachable GlobalAgent */
+  assert_int_equal(lactl(&o, &e, "apps", "--global", "127.0.0.1:1", NULL), 1);
+  assert_non_null(strstr(e, "cannot reach the GlobalAgent at 127.0.0.1:1"));
+  free(o), free(e);
+  assert_int_equal(lactl(&o, &e, "apps", "--global", "no port", NULL), 2);
+  assert_non_null(strstr(e, "not HOST:PORT"));
+  free(o), free(e);
+  /* a missing rank cannot be plotted */
+  assert_int_equal(lactl(&o, &e, "plot", "heat-42", "20", "--rank", "2", "--db",
+                         g->db, NULL),
+                   1);
+  assert_non_null(strstr(e, "rank 2 is missing"));
+  free(o), free(e);
+}
+
+static void test_apps(void **state) {
+  char *o, *e;
+  assert_int_equal(lactl(&o, &e, "apps", "--db", g->db, NULL), 0);
+  assert_non_null(strstr(o, "APP"));
+  assert_non_null(strstr(o, "heat-42"));
+  assert_non_null(strstr(o, "time (ns)"));
+  assert_non_null(strstr(o, "ended"));
+  assert_non_null(strstr(o, "wave-7"));
+  assert_non_null(strstr(o, "running"));
+  free(o), free(e);
+  assert_int_equal(lactl(&o, &e, "apps", "--db", g->db, "--json", NULL), 0);
+  py_check(save("apps.json", o), "json",
+           "[a[\"id\"] for a in d[\"apps\"]] == [\"heat-42\", \"wave-7\"] and "
+           "d[\"apps\"][0][\"ranks\"] == 4 and "
+           "d[\"apps\"][0][\"elements\"] == 1100 and "
+           "d[\"apps\"][0][\"cycles\"] == 2 and "
+           "d[\"apps\"][0][\"complete\"] == 1 and "
+           "d[\"apps\"][0][\"partial\"] == 1 and "
+           "d[\"apps\"][0][\"state\"] == \"ended\" and "
+           "d[\"apps\"][1][\"state\"] == \"running\" and "
+           "d[\"apps\"][0][\"name\"] == \"heat\"");
+  free(o), free(e);
+}
+
+static void test_cycles(void **state) {
+  char *o, *e;
+  assert_int_equal(lactl(&o, &e, "cycles", "heat-42", "--db", g->db, NULL), 0);
+  assert_non_null(strstr(o, "2 cycles (1 complete, 1 partial, 0 open)"));
+  assert_non_null(strstr(o, "complete"));
+  assert_non_null(strstr(o, "3/4"));
+  free(o), free(e);
+  assert_int_equal(lactl(&o, &e, "cycles", "heat-42", "--first", "15", "--db",
+                         g->db, "--json", NULL),
+                   0);
+  py_check(save("cycles.json", o), "json",
+           "d[\"cycles\"] == [{\"cycle\": 20, \"state\": \"partial\", "
+           "\"ranks_present\": 3, \"ranks_missing\": 1}]");
+  free(o), free(e);
+  assert_int_equal(lactl(&o, &e, "cycles", "wave-7", "--db", g->db, NULL), 0);
+  assert_non_null(strstr(o, "open"));
+  assert_non_null(strstr(o, "1/2"));
+  free(o), free(e);
+}
+
+static void test_show(void **state) {
+  char *o, *e;
+  assert_int_equal(lactl(&o, &e, "show", "heat-42", "--db", g->db, NULL), 0);
+  /* latest = cycle 20, partial */
+  assert_non_null(strstr(o,
+                         "heat-42 cycle 20: partial, rank 2 missing "
+                         "(3 of 4 present)"));
+  assert_non_null(strstr(o, "imbalance"));
+  assert_non_null(strstr(o, "(missing)"));
+  assert_non_null(strstr(o, "lossless"));
+  assert_non_null(strstr(o, "####################")); /* the heaviest */
+  free(o), free(e);
+  assert_int_equal(
+      lactl(&o, &e, "show", "heat-42", "10", "--db", g->db, "--json", NULL), 0);
+  char expr[2048];
+  double mx = 0, s = 0;
+  for (int r = 0; r < NP; r++) {
+    s += g->sum[0][r];
+    if (g->sum[0][r] > mx) mx = g->sum[0][r];
+  }
+  snprintf(expr, sizeof expr,
+           "d[\"state\"] == \"complete\" and d[\"missing\"] == [] and "
+           "d[\"elements\"] == 1100 and d[\"raw_bytes\"] == 8800 and "
+           "[r[\"total\"] for r in d[\"ranks\"]] == [%.17g, %.17g, %.17g, "
+           "%.17g] and abs(d[\"imbalance\"] - %.17g) < 1e-12 and "
+           "d[\"ranks\"][3][\"mode\"] == \"lossless\" and "
+           "d[\"ranks\"][3][\"max_abs_error\"] == 0 and "
+           "d[\"encoded_bytes\"] == sum(r[\"bytes\"] for r in d[\"ranks\"]) "
+           "and d[\"ratio\"] > 2 and d[\"unit\"] == \"ns\"",
+           g->sum[0][0], g->sum[0][1], g->sum[0][2], g->sum[0][3],
+           mx / (s / NP));
+  py_check(save("show10.json", o), "json", expr);
+  free(o), free(e);
+  assert_int_equal(
+      lactl(&o, &e, "show", "heat-42", "20", "--db", g->db, "--json", NULL), 0);
+  py_check(save("show20.json", o), "json",
+           "d[\"state\"] == \"partial\" and d[\"missing\"] == [2] and "
+           "d[\"ranks\"][2][\"present\"] == False and d[\"nprocs\"] == 4");
+  free(o), free(e);
+}
+
+/* Checks a CSV export against the raw series: rows of present ranks only,
+ * values within each trace's achieved error, rank 3 exact. */
+static void check_csv(const char *csv, int k, uint64_t cycle) {
+  const char *p = strchr(csv, '\n');
+  assert_non_null(p);
+  assert_memory_equal(csv, "cycle,rank,element,global_element,value\n", 40);
+  uint64_t rows[NP] = {0};
+  uint64_t off[NP + 1] = {0};
+  for (int r = 0; r < NP; r++) off[r + 1] = off[r] + NEL[r];
+  for (p++; *p;) {
+    unsigned long long c, e, ge;
+    unsigned r;
+    double v;
+    int n = 0;
+    if (sscanf(p, "%llu,%u,%llu,%llu,%lf\n%n", &c, &r, &e, &ge, &v, &n) != 5)
+      break;
+    p += n;
+    if (c != cycle) continue;
+    assert_true(r < NP);
+    assert_true(e < NEL[r]);
+    assert_int_equal(ge, off[r] + e);
+    double x = g->raw[k][r][e];
+    if (r == 3)
+      assert_true(v == x);
+    else if (!(fabs(v - x) <= g->maxerr[k][r] * (1 + 1e-9) + 1e-9))
+      fail_msg(
+          "cycle %llu rank %u element %llu: %.17g vs raw %.17g, bound "
+          "%g",
+          c, r, e, v, x, g->maxerr[k][r]);
+    rows[r]++;
+  }
+  for (int r = 0; r < NP; r++)
+    assert_int_equal(rows[r], k == 1 && r == 2 ? 0 : NEL[r]);
+}
+
+static void test_export_csv(void **state) {
+  char *o, *e;
+  assert_int_equal(lactl(&o, &e, "export", "heat-42", "10", "--format", "csv",
+                         "--db", g->db, NULL),
+                   0);
+  check_csv(o, 0, CYC_A);
+  free(o), free(e);
+  char out[200];
+  snprintf(out, sizeof out, "%s/range.csv", g->dir);
+  assert_int_equal(lactl(&o, &e, "export", "heat-42", "10:20", "--format",
+                         "csv", "-o", out, "--db", g->db, NULL),
+                   0);
+  assert_non_null(strstr(e, "rank 2 missing")); /* said on stderr */
+  free(o), free(e);
+  char *csv = slurp(out);
+  check_csv(csv, 0, CYC_A);
+  check_csv(csv, 1, CYC_B);
+  free(csv);
+}
+
+static void test_export_json(void **state) {
+  char *o, *e;
+  assert_int_equal(lactl(&o, &e, "export", "heat-42", ":", "--format", "json",
+                         "--db", g->db, NULL),
+                   0);
+  char expr[1024];
+  snprintf(expr, sizeof expr,
+           "[s[\"cycle\"] for s in d[\"sets\"]] == [10, 20] and "
+           "d[\"sets\"][0][\"vtxdist\"] == [0, 200, 450, 750, 1100] and "
+           "[len(r[\"values\"]) for r in d[\"sets\"][0][\"ranks\"]] == "
+           "[200, 250, 300, 350] and "
+           "d[\"sets\"][1][\"ranks\"][2][\"values\"] is None and "
+           "d[\"sets\"][1][\"missing\"] == [2] and "
+           "d[\"sets\"][0][\"ranks\"][3][\"values\"][7] == %.17g and "
+           "d[\"sets\"][0][\"totals\"][1] == %.17g",
+           g->raw[0][3][7], g->sum[0][1]);
+  py_check(save("export.json", o), "json", expr);
+  free(o), free(e);
+}
+
+static void test_export_metis(void **state) {
+  char *o, *e;
+  assert_int_equal(lactl(&o, &e, "export", "heat-42", "10", "--format", "metis",
+                         "--max-weight", "500", "--db", g->db, NULL),
+                   0);
+  long lines = 0, mx = 0, mn = 1 << 30;
+  for (char *p = o; *p;) {
+    char *end;
+    long v = strtol(p, &end, 10);
+    assert_true(end > p && *end == '\n');
+    lines++;
+    if (v > mx) mx = v;
+    if (v < mn) mn = v;
+    p = end + 1;
+  }
+  assert_int_equal(lines, 1100);
+  assert_true(mn >= 1);
+  assert_int_equal(mx, 500);
+  free(o), free(e);
+  /* partial set: still one weight per element, said on stderr */
+  assert_int_equal(lactl(&o, &e, "export", "heat-42", "20", "--format", "metis",
+                         "--db", g->db, NULL),
+                   0);
+  lines = 0;
+  for (char *p = o; *p; p++) lines += *p == '\n';
+  assert_int_equal(lines, 1100);
+  assert_non_null(strstr(e, "mean weight"));
+  free(o), free(e);
+}
+
+static void test_plot_trace(void **state) {
+  char *o, *e, out[200];
+  snprintf(out, sizeof out, "%s/trace.svg", g->dir);
+  assert_int_equal(lactl(&o, &e, "plot", "heat-42", "10", "--rank", "1",
+                         "--raw", g->dir, "-o", out, "--db", g->db, NULL),
+                   0);
+  free(o), free(e);
+  char *svg = slurp(out);
+  assert_non_null(strstr(svg, "<polyline class=\"decoded\""));
+  assert_non_null(strstr(svg, "<circle"));
+  assert_non_null(strstr(svg, "heat-42: rank 1, cycle 10 (complete)"));
+  assert_non_null(strstr(svg, "element index"));
+  free(svg);
+  py_check(out, "xml",
+           "len(d.getElementsByTagName(\"polyline\")) == 1 and "
+           "len(d.getElementsByTagName(\"circle\")) >= 250 and "
+           "len(d.getElementsByTagName(\"text\")) > 10");
+  /* without --raw: the line only; a raw file of the wrong size refused */
+  assert_int_equal(
+      lactl(&o, &e, "plot", "heat-42", "--rank", "3", "--db", g->db, NULL), 0);
+  assert_non_null(strstr(o, "<polyline"));
+  assert_null(strstr(o, "<circle cx"));
+  py_check(save("trace3.svg", o), "xml",
+           "d.documentElement.tagName == \"svg\"");
+  free(o), free(e);
+  char bad[200];
+  snprintf(bad, sizeof bad, "%s/heat-42.r1.c10.f64", g->dir);
+  assert_int_equal(lactl(&o, &e, "plot", "heat-42", "10", "--rank", "0",
+                         "--raw", bad, "--db", g->db, NULL),
+                   1);
+  assert_non_null(strstr(e, "not this rank's raw file"));
+  free(o), free(e);
+}
+
+static void test_plot_heatmap(void **state) {
+  char *o, *e, out[200];
+  snprintf(out, sizeof out, "%s/heat.svg", g->dir);
+  assert_int_equal(lactl(&o, &e, "plot", "heat-42", "--heatmap", "-o", out,
+                         "--db", g->db, NULL),
+                   0);
+  free(o), free(e);
+  char *svg = slurp(out);
+  assert_non_null(strstr(svg, "class=\"heatmap\""));
+  assert_non_null(strstr(svg, "url(#missing)")); /* rank 2, cycle 20 */
+  assert_non_null(strstr(svg, "rank total / cycle mean"));
+  free(svg);
+  py_check(out, "xml",
+           "len([r for r in d.getElementsByTagName(\"rect\") if "
+           "r.parentNode.getAttribute(\"class\") == \"heatmap\"]) == 8 and "
+           "len(d.getElementsByTagName(\"linearGradient\")) == 1");
+  assert_int_equal(lactl(&o, &e, "plot", "heat-42", "--heatmap", "--first",
+                         "50", "--db", g->db, NULL),
+                   1);
+  free(o), free(e);
+}
+
+/* The same commands through a real GlobalAgent give the same bytes. */
+static void test_global_same_output(void **state) {
+  la_test_daemon_t *d = la_td_new("la-globalagent");
+  if (!d) skip();
+  char pf[256], arg_pf[300], arg_db[300];
+  la_td_path(d, "feed.port", pf, sizeof pf);
+  snprintf(arg_pf, sizeof arg_pf, "--feed.port_file=%s", pf);
+  snprintf(arg_db, sizeof arg_db, "--store.path=%s", g->db);
+  /* The expected outputs first, from the file alone. */
+  const char *const cmds[][6] = {
+      {"apps", NULL},
+      {"apps", "--json", NULL},
+      {"cycles", "heat-42", NULL},
+      {"cycles", "wave-7", "--json", NULL},
+      {"show", "heat-42", "10", NULL},
+      {"show", "heat-42", "20", "--json", NULL},
+      {"show", "heat-42", NULL},
+      {"show", "wave-7", NULL},
+      {"export", "heat-42", "10:20", NULL},
+      {"export", "heat-42", "20", "--format", "metis", NULL},
+  };
+  enum { NC = sizeof cmds / sizeof cmds[0] };
+  char *want[NC];
+  for (int i = 0; i < NC; i++)
+    assert_int_equal(run_with(&want[i], NULL, cmds[i], "--db", g->db), 0);
+  const char *args[] = {"--agents.listen=127.0.0.1:0",
+                        "--feed.listen=127.0.0.1:0",
+                        arg_pf,
+                        arg_db,
+                        "--store.fsync=no",
+                        "--stitch.timeout=60m",
+                        NULL};
+  int port = la_td_start(d, args, pf, 10000);
+  if (port <= 0) {
+    la_td_free(d);
+    fail_msg("la-globalagent did not start");
+  }
+  char addr[64];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+  for (int i = 0; i < NC; i++) {
+    const char *const *c = cmds[i];
+    char *got, *err;
+    int rc = run_with(&got, &err, c, "--global", addr);
+    if (rc != 0 || strcmp(got, want[i]) != 0) {
+      fprintf(stderr,
+              "lactl %s ... --global: exit %d, stderr: %s\n"
+              "--- got:\n%s\n--- want (--db):\n%s\n",
+              c[0], rc, err, got, want[i]);
+      la_td_free(d);
+      fail_msg("--global and --db differ for lactl %s", c[0]);
+    }
+    free(got);
+    free(err);
+    free(want[i]);
+  }
+  /* a not-found through the feed is the same exit and words */
+  char *o, *e;
+  assert_int_equal(
+      lactl(&o, &e, "show", "heat-42", "99", "--global", addr, NULL), 1);
+  assert_non_null(strstr(e, "no cycle 99"));
+  free(o), free(e);
+  assert_int_equal(la_td_stop(d, 5000), 0);
+  la_td_free(d);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_help_and_usage),
+      cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_apps),
+      cmocka_unit_test(test_cycles),
+      cmocka_unit_test(test_show),
+      cmocka_unit_test(test_export_csv),
+      cmocka_unit_test(test_export_json),
+      cmocka_unit_test(test_export_metis),
+      cmocka_unit_test(test_plot_trace),
+      cmocka_unit_test(test_plot_heatmap),
+      cmocka_unit_test(test_global_same_output),
+  };
+  return cmocka_run_group_tests(tests, setup_group, teardown_group);
+}
