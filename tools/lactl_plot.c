@@ -38,6 +38,7 @@
 static void usage(FILE *f) {
   fprintf(f,
           "usage: lactl plot APP [CYCLE|latest] --rank R [--raw FILE|DIR] "
+          "[--full-range] "
           "[-o FILE.svg]\n"
           "       lactl plot APP --heatmap [--first N] [--last M] [-o "
           "FILE.svg]\n"
@@ -47,6 +48,10 @@ static void usage(FILE *f) {
           "  --rank R            one rank's per-element trace of a cycle "
           "(default: the\n"
           "                      latest): the decoded values as a line\n"
+          "  --full-range        show every value; by default the axis stops "
+          "at 1.5x the\n"
+          "                      99.5th percentile and outliers above are "
+          "marked and counted\n"
           "  --raw FILE|DIR      with it, the measured values as dots: a "
           "LA_DUMP_RAW file\n"
           "                      (little-endian doubles) or the LA_DUMP_RAW "
@@ -138,6 +143,7 @@ typedef struct {
   const char *app, *raw;
   uint32_t rank;
   int have_rank;
+  int full_range; /* --full-range: no clipping of outliers */
 } trace_opts_t;
 
 /* Reads n little-endian doubles from path. */
@@ -188,6 +194,11 @@ static void column_range(uint64_t n, int cols, int c, uint64_t *a,
   if (*b > n) *b = n;
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
 static int plot_trace(FILE *f, const la_traceset_t *t, const trace_opts_t *o,
                       const char *raw_path) {
   uint32_t r = o->rank;
@@ -209,6 +220,30 @@ static int plot_trace(FILE *f, const la_traceset_t *t, const trace_opts_t *o,
     if (x && isfinite(x[i])) lo = fmin(lo, x[i]), hi = fmax(hi, x[i]);
   }
   if (!(lo <= hi)) lo = 0, hi = 1;
+  /* A few outliers (a cell preempted by the OS) would flatten everything
+   * else: unless --full-range, the axis stops at 1.5x the 99.5th percentile
+   * and what lies above is marked at the top edge and counted. */
+  double full_hi = hi;
+  uint64_t n_clipped = 0;
+  if (!o->full_range && n > 100) {
+    double *v = malloc(2 * n * sizeof *v);
+    size_t m = 0;
+    for (uint64_t i = 0; v && i < n; i++) {
+      if (isfinite(y[i])) v[m++] = y[i];
+      if (x && isfinite(x[i])) v[m++] = x[i];
+    }
+    if (v && m > 100) {
+      qsort(v, m, sizeof *v, cmp_double);
+      double cap = 1.5 * v[(size_t)(0.995 * (double)(m - 1))];
+      if (cap > lo && hi > cap * 1.05) {
+        hi = cap;
+        for (uint64_t i = 0; i < n; i++)
+          n_clipped += (isfinite(y[i]) && y[i] > hi) ||
+                       (x && isfinite(x[i]) && x[i] > hi);
+      }
+    }
+    free(v);
+  }
   if (lo > 0 && lo < 0.25 * hi) lo = 0; /* start at 0 when it is near */
   double pad = (hi - lo) * 0.05;
   if (pad == 0) pad = fabs(hi) > 0 ? fabs(hi) * 0.1 : 1;
@@ -249,6 +284,16 @@ static int plot_trace(FILE *f, const la_traceset_t *t, const trace_opts_t *o,
   svg_label(f, TW / 2.0, 24, "middle", "font-size=\"16\" font-weight=\"bold\"",
             title);
   svg_label(f, TW / 2.0, 44, "middle", "fill=\"#444\"", sub);
+  if (n_clipped) {
+    char note[200], b4[32], b5[32];
+    snprintf(note, sizeof note, "\xe2\x96\xb2 %llu value%s above %s %s not "
+             "shown (max %s; --full-range)", (unsigned long long)n_clipped,
+             n_clipped == 1 ? "" : "s",
+             lactl_fmt_num(hi, 3, b4, sizeof b4), la_traceset_unit(t),
+             lactl_fmt_num(full_hi, 3, b5, sizeof b5));
+    svg_label(f, ML, MT - 10, "start", "fill=\"#b2182b\" font-size=\"11\"",
+              note);
+  }
 
   /* Grid and axes. */
   fprintf(f, "<g stroke=\"#e3e3e3\" stroke-width=\"1\">\n");
@@ -346,6 +391,19 @@ static int plot_trace(FILE *f, const la_traceset_t *t, const trace_opts_t *o,
   }
   if (k == 0) fprintf(f, "%d,%d", ML, MT + ph); /* keep points non-empty */
   fprintf(f, "\"/>\n</g>\n");
+  if (n_clipped) { /* a mark at the top edge where values were clipped */
+    fprintf(f, "<g fill=\"#b2182b\" class=\"clipped\">\n");
+    int last = -10;
+    for (uint64_t i = 0; i < n; i++) {
+      if (!((isfinite(y[i]) && y[i] > hi) || (x && isfinite(x[i]) && x[i] > hi)))
+        continue;
+      int px = (int)PX(i);
+      if (px - last < 3) continue;
+      last = px;
+      fprintf(f, "<path d=\"M%d,%d l-4,7 h8 z\"/>\n", px, MT);
+    }
+    fprintf(f, "</g>\n");
+  }
 
   /* Legend, top right inside the margin. */
   double lx = ML + pw - 250, ly = MT - 14;
@@ -390,11 +448,6 @@ static void diverging(double u, char *buf, size_t len) {
   for (int k = 0; k < 3; k++)
     rgb[k] = (int)lround(stop[i][k] * (1 - w) + stop[i + 1][k] * w);
   snprintf(buf, len, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
 }
 
 /* The smallest "round" M >= need (the scale spans 1/M .. M). */
@@ -660,7 +713,7 @@ int lactl_plot_main(int argc, char **argv) {
   static const struct option lo[] = {
       {"rank", 1, 0, 'r'},  {"raw", 1, 0, 'R'},  {"heatmap", 0, 0, 'H'},
       {"first", 1, 0, 'f'}, {"last", 1, 0, 'l'}, {"output", 1, 0, 'o'},
-      LACTL_COMMON_OPTIONS, {0, 0, 0, 0}};
+      {"full-range", 0, 0, 'F'}, LACTL_COMMON_OPTIONS, {0, 0, 0, 0}};
   lactl_common_t o = {0};
   trace_opts_t to = {0};
   const char *out = NULL;
@@ -682,6 +735,9 @@ int lactl_plot_main(int argc, char **argv) {
         break;
       case 'R':
         to.raw = optarg;
+        break;
+      case 'F':
+        to.full_range = 1;
         break;
       case 'H':
         heat = 1;

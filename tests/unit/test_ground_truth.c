@@ -1,7 +1,8 @@
 /* test_ground_truth.c: the whole pipeline against the raw truth.
  *
  * Real daemons on loopback (a GlobalAgent with a fresh SQLite file, a
- * LocalAgent feeding it), real MPI runs of the examples under mpiexec -n 4
+ * LocalAgent feeding it), real MPI runs of the examples (wavetoy, multiloop
+ * with three loops accumulating into each element, heavy) under mpiexec -n 4
  * with LA_DUMP_RAW, which makes libla write every profiled cycle's raw
  * per-element values. For each compaction mode, every stitched Trace-Set the
  * GlobalAgent serves is compared with those raw values:
@@ -33,7 +34,7 @@
 #include "la_test_daemon.h"
 
 static la_test_daemon_t *ga, *lagent;
-static char feed_addr[64], agent_addr[64], wavetoy[512];
+static char feed_addr[64], agent_addr[64], exdir[512];
 
 static int read_port(const char *path, int timeout_ms) {
   long long end = la_td_now_ms() + timeout_ms;
@@ -56,9 +57,11 @@ static int group_setup(void **state) {
       la_td_find_bin("la-globalagent", path, sizeof path) != 0 ||
       la_td_find_bin("la-localagent", path, sizeof path) != 0)
     return 0; /* tests skip */
-  snprintf(wavetoy, sizeof wavetoy, "%.*s/../examples/wavetoy",
+  snprintf(exdir, sizeof exdir, "%.*s/../examples",
            (int)(strrchr(path, '/') - path), path);
-  if (access(wavetoy, X_OK) != 0) return 0;
+  char wt[600];
+  snprintf(wt, sizeof wt, "%s/wavetoy", exdir);
+  if (access(wt, X_OK) != 0) return 0;
   ga = la_td_new("la-globalagent");
   lagent = la_td_new("la-localagent");
   if (!ga || !lagent) return -1;
@@ -154,11 +157,15 @@ static void check_bound(const la_compact_params_t *p, const la_trace_t *t,
   assert_true(covered == n);
 }
 
-/* Runs wavetoy with the compaction spec; checks every set against the raw
- * dump. */
-static void run_mode(const char *spec, const char *app_id) {
-  if (!ga) {
-    printf("skip: mpiexec, the daemons or examples/wavetoy are missing\n");
+/* Runs the example (mpiexec -n 4, --n n, 5 steps) with the compaction
+ * spec; checks every set against the raw dump. */
+static void run_mode(const char *example, const char *n, const char *spec,
+                     const char *app_id) {
+  char prog[700];
+  snprintf(prog, sizeof prog, "%s/%s", exdir, example);
+  if (!ga || access(prog, X_OK) != 0) {
+    printf("skip: mpiexec, the daemons or examples/%s are missing\n",
+           example);
     skip();
   }
   la_compact_params_t p;
@@ -173,13 +180,14 @@ static void run_mode(const char *spec, const char *app_id) {
   snprintf(env_dump, sizeof env_dump, "LA_DUMP_RAW=%s", dump);
   snprintf(env_id, sizeof env_id, "LA_APP_ID=%s", app_id);
   const int steps = 5, np = 4;
-  const char *argv[] = {"mpiexec", "-n", "4", wavetoy, "--n", "20",
+  const char *argv[] = {"mpiexec", "-n", "4", prog, "--n", n,
                         "--steps", "5", NULL};
   const char *env[] = {env_agent, env_spec, env_dump, env_id, NULL};
   char out[8192];
   int rc = la_td_run(argv, env, 120000, out, sizeof out);
-  if (rc != 0) fail_msg("wavetoy exited %d:\n%s", rc, out);
-  assert_non_null(strstr(out, "LA registered on 4 of 4 ranks"));
+  if (rc != 0) fail_msg("%s exited %d:\n%s", example, rc, out);
+  if (!strstr(out, "registered on 4 of 4 ranks"))
+    fail_msg("%s did not register every rank:\n%s", example, out);
 
   la_client_t *c = NULL;
   assert_int_equal(la_client_connect(feed_addr, 5000, &c), 0);
@@ -227,15 +235,32 @@ static void run_mode(const char *spec, const char *app_id) {
   la_client_close(c);
 }
 
-static void test_polyline_default(void **s) { run_mode("polyline:cv=0.1", "gt-poly"); }
+static void test_polyline_default(void **s) {
+  run_mode("wavetoy", "20", "polyline:cv=0.1", "gt-poly");
+}
 static void test_polyline_connected(void **s) {
-  run_mode("polyline:cv=0.05,connected,no-outliers", "gt-polyc");
+  run_mode("wavetoy", "20", "polyline:cv=0.05,connected,no-outliers",
+           "gt-polyc");
 }
 static void test_maxerr_relative(void **s) {
-  run_mode("maxerr:eps=0.05,relative", "gt-maxrel");
+  run_mode("wavetoy", "20", "maxerr:eps=0.05,relative", "gt-maxrel");
 }
-static void test_maxerr_absolute(void **s) { run_mode("maxerr:eps=200", "gt-maxabs"); }
-static void test_lossless(void **s) { run_mode("lossless", "gt-lossless"); }
+static void test_maxerr_absolute(void **s) {
+  run_mode("wavetoy", "20", "maxerr:eps=200", "gt-maxabs");
+}
+static void test_lossless(void **s) {
+  run_mode("wavetoy", "20", "lossless", "gt-lossless");
+}
+/* Three loops per step accumulate into the same elements. */
+static void test_multiloop_polyline(void **s) {
+  run_mode("multiloop", "64", "polyline:cv=0.1", "gt-ml-poly");
+}
+static void test_multiloop_maxerr(void **s) {
+  run_mode("multiloop", "64", "maxerr:eps=0.1,relative", "gt-ml-max");
+}
+static void test_heavy_lossless(void **s) {
+  run_mode("heavy", "8", "lossless", "gt-hv-lossless");
+}
 
 int main(void) {
   const struct CMUnitTest tests[] = {
@@ -244,6 +269,9 @@ int main(void) {
     cmocka_unit_test(test_maxerr_relative),
     cmocka_unit_test(test_maxerr_absolute),
     cmocka_unit_test(test_lossless),
+    cmocka_unit_test(test_multiloop_polyline),
+    cmocka_unit_test(test_multiloop_maxerr),
+    cmocka_unit_test(test_heavy_lossless),
   };
   return cmocka_run_group_tests_name("ground_truth", tests, group_setup,
                                      group_teardown);
