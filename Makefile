@@ -46,7 +46,7 @@ BENCH_SRC  := $(wildcard bench/bench_*.c)
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 COMMON_OBJ := $(call obj,$(COMMON_SRC)) $(BUILD)/obj/gen/la.pb-c.o
 # What libla needs of common/ (it must not pull in libuv, libsodium, sqlite).
-LIBLA_COMMON_OBJ := $(call obj,common/la_codec.c common/la_sockio.c common/la_errors.c \
+LIBLA_COMMON_OBJ := $(call obj,common/la_codec.c common/la_sockio.c common/la_errors.c common/la_crc32.c \
                      $(wildcard common/la_compact*.c)) $(BUILD)/obj/gen/la.pb-c.o
 LIBLA_OBJ  := $(call obj,$(LIBLA_SRC))
 CLIENT_OBJ := $(call obj,$(CLIENT_SRC))
@@ -226,6 +226,11 @@ install: all
 	for b in $(BINS); do install -m 755 $$b $(DESTDIR)$(PREFIX)/bin/; done
 	sed -e 's|@PREFIX@|$(PREFIX)|g' packaging/la.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/la.pc
+	[ -z "$(CLIENT_SRC)" ] || sed -e 's|@PREFIX@|$(PREFIX)|g' \
+	  packaging/la_client.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/la_client.pc
+	install -d $(DESTDIR)$(PREFIX)/share/doc/la $(DESTDIR)$(PREFIX)/share/la
+	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/la/
+	install -m 644 packaging/*.service packaging/*.conf $(DESTDIR)$(PREFIX)/share/la/
 
 clean:
 	rm -rf $(BUILD)

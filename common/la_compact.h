@@ -320,8 +320,9 @@ static inline size_t la_varint_write(uint8_t *p, uint64_t v) {
   return i;
 }
 
-/* CRC-32 (IEEE 802.3, zlib's crc32): crc = la_compact_crc32(0, p, n). */
-uint32_t la_compact_crc32(uint32_t crc, const uint8_t *p, size_t n);
+/* CRC-32 of the encoding: la_crc32() of common/la_crc32.h. */
+#include "la_crc32.h"
+#define la_compact_crc32 la_crc32
 
 /* Encoding constants (docs/compaction.md, "Binary encoding"). */
 #define LA_CENC_MAGIC0 0x4C /* 'L' */

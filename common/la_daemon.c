@@ -88,3 +88,26 @@ int la_daemon_write_number(const char *path, long value) {
   }
   return 0;
 }
+
+int la_daemon_early_args(int argc, char **argv, const char *version,
+                         void (*usage)(FILE *), int *check) {
+  *check = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      usage(stdout);
+      return 0;
+    }
+    if (!strcmp(argv[i], "--version")) {
+      printf("%s\n", version);
+      return 0;
+    }
+    if (!strcmp(argv[i], "--check-config")) *check = 1;
+  }
+  return -1;
+}
+
+void la_daemon_print_config(const char *name, const la_cfg_key_t *keys,
+                            const void *set) {
+  la_cfg_print(keys, set, stdout);
+  fprintf(stderr, "%s: configuration OK\n", name);
+}

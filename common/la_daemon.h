@@ -6,8 +6,20 @@
 #define LA_DAEMON_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "la_config.h"
+
+/* Looks for --help/-h and --version first: prints usage (through usage) or
+ * version and returns 0 (the caller exits 0); otherwise returns -1 and sets
+ * *check when --check-config was given. */
+int la_daemon_early_args(int argc, char **argv, const char *version,
+                         void (*usage)(FILE *), int *check);
+
+/* --check-config: prints the effective configuration on stdout and
+ * "NAME: configuration OK" on stderr. */
+void la_daemon_print_config(const char *name, const la_cfg_key_t *keys,
+                            const void *set);
 
 /* Fills set from the key table's defaults, the INI file named by -c/--config
  * (stored in config_path, "" if none), then every --section.key=value.

@@ -1,6 +1,7 @@
 /* la_uvconn.c: framed libuv connections (see la_uvconn.h). */
 #include "la_uvconn.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,4 +235,14 @@ void la_refuse_connection(uv_loop_t *loop, uv_stream_t *server) {
   uv_tcp_init(loop, t);
   uv_accept(server, (uv_stream_t *)t);
   uv_close((uv_handle_t *)t, la__free_handle);
+}
+
+void la_uv_signals(uv_loop_t *loop, uv_signal_t sig[3], uv_signal_cb cb,
+                   void *data) {
+  static const int nums[3] = {SIGTERM, SIGINT, SIGHUP};
+  for (int i = 0; i < 3; i++) {
+    uv_signal_init(loop, &sig[i]);
+    sig[i].data = data;
+    uv_signal_start(&sig[i], cb, nums[i]);
+  }
 }

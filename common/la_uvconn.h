@@ -76,6 +76,11 @@ int la_listen(uv_loop_t *loop, uv_tcp_t *tcp, const char *addr,
               uv_connection_cb cb, char *bound, size_t bound_len,
               uint16_t *port, char *why, size_t why_len);
 
+/* Starts handling SIGTERM, SIGINT and SIGHUP (sig[0..2]) with cb, each
+ * handle's data set to data. */
+void la_uv_signals(uv_loop_t *loop, uv_signal_t sig[3], uv_signal_cb cb,
+                   void *data);
+
 /* Accepts a pending connection and closes it at once (admission refused). */
 void la_refuse_connection(uv_loop_t *loop, uv_stream_t *server);
 

@@ -48,7 +48,7 @@ typedef struct la_ga {
   uv_tcp_t agent_listener, feed_listener;
   char agent_bound[256], feed_bound[256];
   uint16_t agent_port, feed_port;
-  uv_signal_t sig_term, sig_int, sig_hup;
+  uv_signal_t sigs[3]; /* SIGTERM, SIGINT, SIGHUP */
   uv_timer_t tick;
   uv_check_t commit_check;
   la_store_t *store;

@@ -170,24 +170,13 @@ int main(int argc, char **argv) {
   la_ga_t *ga = &la__ga;
   la__argc = argc;
   la__argv = argv;
-  int check = 0;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      la__usage(stdout);
-      return 0;
-    }
-    if (!strcmp(argv[i], "--version")) {
-      printf("%s\n", LA_GA_VERSION);
-      return 0;
-    }
-    if (!strcmp(argv[i], "--check-config")) check = 1;
-  }
+  int check, rc = la_daemon_early_args(argc, argv, LA_GA_VERSION, la__usage, &check);
+  if (rc >= 0) return rc;
   if (la__configure(argc, argv, &ga->set, ga->config_path,
                     sizeof ga->config_path) != 0)
     return 2;
   if (check) {
-    la_cfg_print(la_ga_keys, &ga->set, stdout);
-    fprintf(stderr, "%s: configuration OK\n", la__me);
+    la_daemon_print_config("la-globalagent", la_ga_keys, &ga->set);
     return 0;
   }
   int level = LA_LOG_INFO;
@@ -228,13 +217,7 @@ int main(int argc, char **argv) {
   if (ga->set.pid_file[0] &&
       la_daemon_write_number(ga->set.pid_file, (long)getpid()) != 0)
     la_log_warn("cannot write pid_file %s", ga->set.pid_file);
-  uv_signal_init(ga->loop, &ga->sig_term);
-  uv_signal_init(ga->loop, &ga->sig_int);
-  uv_signal_init(ga->loop, &ga->sig_hup);
-  ga->sig_term.data = ga->sig_int.data = ga->sig_hup.data = ga;
-  uv_signal_start(&ga->sig_term, la__on_signal, SIGTERM);
-  uv_signal_start(&ga->sig_int, la__on_signal, SIGINT);
-  uv_signal_start(&ga->sig_hup, la__on_signal, SIGHUP);
+  la_uv_signals(ga->loop, ga->sigs, la__on_signal, ga);
   la_log_info("%s ready (pid %d, store %s, stitch timeout %lld ms)",
               LA_GA_VERSION, (int)getpid(), ga->set.db,
               (long long)ga->set.set_timeout_ms);

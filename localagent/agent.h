@@ -48,7 +48,7 @@ typedef struct la_agent {
   uv_tcp_t listener;
   uint16_t port;
   char bound[256]; /* host:port actually listened on */
-  uv_signal_t sig_term, sig_int, sig_hup;
+  uv_signal_t sigs[3]; /* SIGTERM, SIGINT, SIGHUP */
   uv_timer_t drain_timer;
   struct la_session *sessions; /* doubly linked */
   int n_conns, n_apps, jobs_in_flight;

@@ -182,24 +182,13 @@ int main(int argc, char **argv) {
   la_agent_t *ag = &la__agent;
   la__argc = argc;
   la__argv = argv;
-  int check = 0;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      la__usage(stdout);
-      return 0;
-    }
-    if (!strcmp(argv[i], "--version")) {
-      printf("%s\n", LA_AGENT_VERSION);
-      return 0;
-    }
-    if (!strcmp(argv[i], "--check-config")) check = 1;
-  }
+  int check, rc = la_daemon_early_args(argc, argv, LA_AGENT_VERSION, la__usage, &check);
+  if (rc >= 0) return rc;
   if (la__configure(argc, argv, &ag->set, ag->config_path,
                     sizeof ag->config_path) != 0)
     return 2;
   if (check) {
-    la_cfg_print(la_la_keys, &ag->set, stdout);
-    fprintf(stderr, "la-localagent: configuration OK\n");
+    la_daemon_print_config("la-localagent", la_la_keys, &ag->set);
     return 0;
   }
   int level = LA_LOG_INFO;
@@ -236,13 +225,7 @@ int main(int argc, char **argv) {
   }
   if (ag->set.pid_file[0] && la_daemon_write_number(ag->set.pid_file, (long)getpid()) != 0)
     la_log_warn("cannot write pid_file %s", ag->set.pid_file);
-  uv_signal_init(ag->loop, &ag->sig_term);
-  uv_signal_init(ag->loop, &ag->sig_int);
-  uv_signal_init(ag->loop, &ag->sig_hup);
-  ag->sig_term.data = ag->sig_int.data = ag->sig_hup.data = ag;
-  uv_signal_start(&ag->sig_term, la__on_signal, SIGTERM);
-  uv_signal_start(&ag->sig_int, la__on_signal, SIGINT);
-  uv_signal_start(&ag->sig_hup, la__on_signal, SIGHUP);
+  la_uv_signals(ag->loop, ag->sigs, la__on_signal, ag);
   uv_timer_init(ag->loop, &ag->drain_timer);
   ag->drain_timer.data = ag;
   if (la_uplink_start(ag, why, sizeof why) != 0) {

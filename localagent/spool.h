@@ -109,8 +109,5 @@ int la__spool_load_nextseq(la__spool_t *sp, uint64_t *next, char *why,
  * reported). */
 int la__spool_store_nextseq(la__spool_t *sp, uint64_t next);
 
-/* CRC-32 (IEEE, zlib-compatible) of n bytes, continuing from crc (0 to
- * start). */
-uint32_t la__spool_crc32(uint32_t crc, const uint8_t *p, size_t n);
 
 #endif /* LA_SPOOL_H */
