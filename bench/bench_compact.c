@@ -1,26 +1,42 @@
 /* bench_compact.c: `make bench-compact`: speed, size and achieved error of
- * every compaction mode, in one run, on two series:
+ * every compaction mode, in one run, on these series:
  *   (a) synthetic_mesh: la_compact_synth(LA_SYNTH_MESH), 10^6 points, seed
  *       42 (plateaus 2,000-22,000 points, 5% periodic, 2% noise, 0.1%
  *       spikes, whole nanoseconds);
- *   (b) stencil_measured: per-cell costs measured here, in cycles (rdtsc;
+ *   (b) per-element costs measured from the examples: heavy_measured and
+ *       wavetoy_measured are the last profiled cycle of
+ *         mpiexec -n 1 build/examples/heavy --n 16 --steps 3     (16^3 cells)
+ *         mpiexec -n 1 build/examples/wavetoy --n 48 --steps 3   (48^3 cells)
+ *       run profiling into an in-process LocalAgent stand-in (la_test_peer)
+ *       with LA_DUMP_RAW=<temporary directory>: libla's own per-cell
+ *       nanoseconds, as the agent would compact them. The examples are found
+ *       in dirname(/proc/self/exe)/../examples; without them or mpiexec these
+ *       series are skipped with a note;
+ *       stencil_measured: per-cell costs measured here, in cycles (rdtsc;
  *       CLOCK_MONOTONIC ns elsewhere), of a 3-D 7-point stencil over 64^3
- *       cells with a costlier spherical "material" region, second sweep. The
- *       examples of the repository do not exist yet, so this stands in for
- *       "per-element costs measured from the examples".
+ *       cells with a costlier spherical "material" region, second sweep (no
+ *       MPI needed).
  * Beside raw doubles (64 bits/value), the lossless mode and two floors: a
  * plain sum over the same array with one accumulator (latency-bound) and
  * with eight (memory-bound), in ns per point. Times are
  * thread CPU time (these VMs steal wall time), median of REPS runs.
  * Writes argv[1] (default build/bench/compact.json) and prints a table.
  */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "la_compact.h"
+#include "la_test_peer.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
@@ -235,10 +251,228 @@ static int bench_series(FILE *js, const char *name, const char *desc,
   return 0;
 }
 
+
+/* ------------------------------------------ (b) series from the examples */
+
+#define EXAMPLE_TIMEOUT_S 60
+
+/* 1 if an executable named name is on PATH. */
+static int on_path(const char *name) {
+  const char *path = getenv("PATH");
+  char buf[PATH_MAX];
+
+  while (path && *path) {
+    size_t len = strcspn(path, ":");
+    if (len > 0 && len + strlen(name) + 2 < sizeof(buf)) {
+      snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, path, name);
+      if (access(buf, X_OK) == 0)
+        return 1;
+    }
+    path += len;
+    if (*path == ':')
+      path++;
+  }
+  return 0;
+}
+
+/* Runs `mpiexec -n 1 prog args...` with LA_AGENT=agent and LA_DUMP_RAW=dir
+ * (stdout to /dev/null), in its own process group, killed after
+ * EXAMPLE_TIMEOUT_S. Returns the exit status, or -1. */
+static int run_example(const char *prog, const char *const *args,
+                       const char *agent, const char *dir) {
+  char *argv[16];
+  int n = 0, st = 0;
+  pid_t pid, w;
+  double deadline;
+  struct timespec start, now, nap = {0, 5000000};
+
+  argv[n++] = "mpiexec";
+  argv[n++] = "-n";
+  argv[n++] = "1";
+  argv[n++] = (char *)prog;
+  for (; *args && n < 15; args++)
+    argv[n++] = (char *)*args;
+  argv[n] = NULL;
+  fflush(stdout);
+  pid = fork();
+  if (pid < 0)
+    return -1;
+  if (pid == 0) {
+    int fd = open("/dev/null", O_WRONLY);
+    setpgid(0, 0);
+    if (fd >= 0)
+      dup2(fd, 1);
+    setenv("LA_AGENT", agent, 1);
+    setenv("LA_DUMP_RAW", dir, 1);
+    unsetenv("LA_DISABLE");
+    unsetenv("LA_PERIOD");
+    execvp("mpiexec", argv);
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  deadline = (double)start.tv_sec + EXAMPLE_TIMEOUT_S;
+  while ((w = waitpid(pid, &st, WNOHANG)) == 0) {
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if ((double)now.tv_sec > deadline) {
+      fprintf(stderr, "bench_compact: %s: timed out, killed\n", prog);
+      kill(-pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      return -1;
+    }
+    nanosleep(&nap, NULL);
+  }
+  if (w < 0)
+    return -1;
+  kill(-pid, SIGKILL); /* ranks that outlived mpiexec, if any */
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Reads the file of dir named "<prefix>.*.r0.c<cycle>.f64" with the largest
+ * cycle (the last profiled one) into *x (malloc'ed); returns its point count
+ * or 0. */
+static size_t read_last_cycle(const char *dir, const char *prefix, double **x) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  char best[PATH_MAX] = "";
+  long long best_c = -1;
+  size_t n = 0, plen = strlen(prefix);
+  FILE *f;
+  struct stat sb;
+
+  *x = NULL;
+  if (d == NULL)
+    return 0;
+  while ((e = readdir(d)) != NULL) {
+    const char *c = strstr(e->d_name, ".r0.c");
+    long long cy;
+    char *end;
+    if (strncmp(e->d_name, prefix, plen) != 0 || e->d_name[plen] != '.' ||
+        c == NULL)
+      continue;
+    cy = strtoll(c + 5, &end, 10);
+    if (strcmp(end, ".f64") == 0 && cy > best_c) {
+      best_c = cy;
+      snprintf(best, sizeof(best), "%s/%s", dir, e->d_name);
+    }
+  }
+  if (best_c >= 0 && stat(best, &sb) == 0 && sb.st_size >= 8 &&
+      (f = fopen(best, "rb")) != NULL) {
+    n = (size_t)sb.st_size / 8;
+    *x = malloc(n * sizeof(double));
+    if (*x == NULL || fread(*x, sizeof(double), n, f) != n) {
+      free(*x);
+      *x = NULL;
+      n = 0;
+    }
+    fclose(f);
+  }
+  closedir(d);
+  return n;
+}
+
+/* Removes the files of dir (the dumps). */
+static void clean_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  char path[PATH_MAX];
+
+  if (d == NULL)
+    return;
+  while ((e = readdir(d)) != NULL)
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+      snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+      unlink(path);
+    }
+  closedir(d);
+}
+
+typedef struct {
+  const char *series, *prog, *desc;
+  const char *args[6];
+} example_t;
+
+static const example_t examples[] = {
+    {"heavy_measured", "heavy",
+     "measured from examples/heavy (mpiexec -n 1, --n 16 --steps 3): libla's "
+     "per-cell ns of the last profiled cycle (LA_DUMP_RAW)",
+     {"--n", "16", "--steps", "3", NULL}},
+    {"wavetoy_measured", "wavetoy",
+     "measured from examples/wavetoy (mpiexec -n 1, --n 48 --steps 3): "
+     "libla's per-cell ns of the last profiled cycle (LA_DUMP_RAW)",
+     {"--n", "48", "--steps", "3", NULL}},
+};
+#define NEXAMPLES (sizeof(examples) / sizeof(examples[0]))
+
+/* Runs the examples under the la_test_peer stand-in and loads the last
+ * cycle of each into xs[k] (NULL and ns[k] = 0 when skipped). */
+static void measure_examples(double **xs, size_t *ns) {
+  char exe[PATH_MAX], dir[PATH_MAX], tmp[] = "/tmp/la_bench_compact.XXXXXX";
+  char prog[PATH_MAX + 32];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  la_test_peer_t *peer = NULL;
+  size_t k;
+
+  for (k = 0; k < NEXAMPLES; k++) {
+    xs[k] = NULL;
+    ns[k] = 0;
+  }
+  if (len <= 0) {
+    printf("note: /proc/self/exe unreadable: skipping the series measured "
+           "from the examples\n");
+    return;
+  }
+  exe[len] = '\0';
+  snprintf(dir, sizeof(dir), "%s", exe);
+  *strrchr(dir, '/') = '\0'; /* readlink gives an absolute path */
+  if (!on_path("mpiexec")) {
+    printf("note: mpiexec not found on PATH: skipping the series measured "
+           "from the examples\n");
+    return;
+  }
+  if (mkdtemp(tmp) == NULL) {
+    printf("note: no temporary directory: skipping the series measured from "
+           "the examples\n");
+    return;
+  }
+  if ((peer = la_test_peer_start()) == NULL) {
+    printf("note: the LocalAgent stand-in did not start: skipping the series "
+           "measured from the examples\n");
+    rmdir(tmp);
+    return;
+  }
+  for (k = 0; k < NEXAMPLES; k++) {
+    const example_t *ex = &examples[k];
+    int st;
+    snprintf(prog, sizeof(prog), "%s/../examples/%s", dir, ex->prog);
+    if (access(prog, X_OK) != 0) {
+      printf("note: %s not built (make examples): skipping %s\n", prog,
+             ex->series);
+      continue;
+    }
+    st = run_example(prog, ex->args, la_test_peer_addr(peer), tmp);
+    ns[k] = read_last_cycle(tmp, ex->prog, &xs[k]);
+    clean_dir(tmp);
+    if (st != 0 || ns[k] == 0) {
+      printf("note: %s exited with %d and left %zu values: skipping %s\n",
+             ex->prog, st, ns[k], ex->series);
+      free(xs[k]);
+      xs[k] = NULL;
+      ns[k] = 0;
+    }
+  }
+  la_test_peer_stop(peer);
+  clean_dir(tmp);
+  if (rmdir(tmp) != 0)
+    perror(tmp);
+}
+
 int main(int argc, char **argv) {
   const char *path = argc > 1 ? argv[1] : "build/bench/compact.json";
   size_t ns = (size_t)G * G * G;
   double *x = malloc(N_SYNTH * sizeof(double)), *c = malloc(ns * 8);
+  double *xm[NEXAMPLES];
+  size_t nm[NEXAMPLES], k;
   char desc[200];
   FILE *js;
   int rc = 0;
@@ -248,6 +482,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   la_compact_synth(LA_SYNTH_MESH, N_SYNTH, 42, x);
+  measure_examples(xm, nm);
   stencil_costs(c);
   printf("compaction engine: CPU ns per point, median of %d runs\n", REPS);
   printf("%-18s %-22s %7s %8s %9s %9s %8s %7s %11s %8s\n", "series", "mode",
@@ -265,6 +500,10 @@ int main(int argc, char **argv) {
            "measured here: 7-point stencil on 64^3 cells, per-cell %s, "
            "spherical costlier region (stands in for the examples)",
            TICK_UNIT);
+  for (k = 0; k < NEXAMPLES; k++)
+    if (xm[k] != NULL)
+      rc |= bench_series(js, examples[k].series, examples[k].desc, xm[k],
+                         nm[k], 0);
   rc |= bench_series(js, "stencil_measured", desc, c, ns, 0);
   fprintf(js, "\n  },\n  \"aims\": {\"polyline_ns_per_point\": 3, "
               "\"maxerr_ns_per_point\": 10, \"polyline_ratio_to_raw\": 100}"
@@ -273,6 +512,8 @@ int main(int argc, char **argv) {
   printf("aims: polyline <= 3 ns/pt, maxerr <= 10 ns/pt, polyline >= 100x "
          "smaller than raw on synthetic_mesh\nwrote %s\n",
          path);
+  for (k = 0; k < NEXAMPLES; k++)
+    free(xm[k]);
   free(x);
   free(c);
   return rc ? 1 : 0;

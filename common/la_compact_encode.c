@@ -78,6 +78,27 @@ static void flush_run(la_cenc_t *e) {
   e->vertex_ok = 0;
 }
 
+/* v as 8 little-endian bytes at p (la_cbuf_put_f64()); returns p + 8. */
+static uint8_t *put_f64(uint8_t *p, double v) {
+  uint64_t u;
+  int i;
+
+  memcpy(&u, &v, 8);
+  for (i = 0; i < 8; i++)
+    p[i] = (uint8_t)(u >> (8 * i));
+  return p + 8;
+}
+
+/* A verbatim value at p (la_cbuf_put_verbatim(), at most 9 bytes); returns
+ * the end. */
+static uint8_t *put_verbatim(uint8_t *p, double v) {
+  if (v == v && fabs(v) <= 9007199254740992.0 && v == la_floor(v) &&
+      !(v == 0 && signbit(v)))
+    return p + la_varint_write(p, la_zigzag((int64_t)v) << 1);
+  *p = 1;
+  return put_f64(p + 1, v);
+}
+
 /* Quantizes v to k * 2^ex. Returns 0 when |v| / 2^ex >= 2^52. */
 static int quantize(double v, int ex, int64_t *k, double *vq) {
   /* ldexp(v, -ex) == v * 2^-ex exactly: |ex| <= LA_QEXP_MAX < 1022 */
@@ -232,7 +253,12 @@ static int check_line(const la_cenc_t *e, uint64_t first, uint64_t count,
 }
 
 /* Feeds x[stats_pos..end) to the statistics (points of verbatim runs and of
- * lines, in index order, while they are still in cache). */
+ * lines, in index order, while they are still in cache). The statistics do
+ * not depend on how the points are split between calls (la_stats_run() is
+ * the definition, bit for bit, whatever the split), so the encoder feeds
+ * them in chunks of at least LA_CENC_STATS_CHUNK points (32 KB, still in
+ * L1/L2): short records would otherwise pay a call and a tail each. */
+#define LA_CENC_STATS_CHUNK 4096
 static void stats_upto(la_cenc_t *e, uint64_t end) {
   if (end > e->stats_pos) {
     la_stats_run(&e->stats, e->x + e->stats_pos, end - e->stats_pos, e->simd);
@@ -288,40 +314,49 @@ int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a, double b,
     return 0;
   }
   flush_run(e);
-  stats_upto(e, first + count);
+  if (first + count - e->stats_pos >= LA_CENC_STATS_CHUNK)
+    stats_upto(e, first + count);
   tag = (uint64_t)(quant ? LA_REC_QLINE : LA_REC_RLINE) |
         (e->nexc ? LA_REC_EXC : 0) |
         (quant && ex != e->prev_exp ? LA_REC_NEWEXP : 0) |
         ((count - 1) << LA_REC_SHIFT);
-  la_cbuf_put_varint(&e->out, tag);
-  if (quant) {
-    if (ex != e->prev_exp) {
-      la_cbuf_put_varint(&e->out, la_zigzag((int64_t)ex - e->prev_exp));
-      e->prev_exp = ex;
-    }
-    if (!anchored) {
-      la_cbuf_put_varint(&e->out, la_zigzag(ka - la_qpredict(e->prev, ex)));
-      e->prev = aq;
-    }
-    if (has_b) {
-      la_cbuf_put_varint(&e->out, la_zigzag(kb - la_qpredict(e->prev, ex)));
+  /* the record's head: tag, exponent delta, two values, exception count:
+   * at most 3 varints + 2 doubles + 2 varints <= 66 bytes */
+  if (la_cbuf_reserve(&e->out, 66) == 0) {
+    uint8_t *p = e->out.p + e->out.len;
+    p += la_varint_write(p, tag);
+    if (quant) {
+      if (ex != e->prev_exp) {
+        p += la_varint_write(p, la_zigzag((int64_t)ex - e->prev_exp));
+        e->prev_exp = ex;
+      }
+      if (!anchored) {
+        p += la_varint_write(p, la_zigzag(ka - la_qpredict(e->prev, ex)));
+        e->prev = aq;
+      }
+      if (has_b) {
+        p += la_varint_write(p, la_zigzag(kb - la_qpredict(e->prev, ex)));
+        e->prev = bq;
+      }
+    } else {
+      if (!anchored)
+        p = put_f64(p, aq);
+      if (has_b)
+        p = put_f64(p, bq);
       e->prev = bq;
     }
-  } else {
-    if (!anchored)
-      la_cbuf_put_f64(&e->out, aq);
-    if (has_b)
-      la_cbuf_put_f64(&e->out, bq);
-    e->prev = bq;
+    if (e->nexc)
+      p += la_varint_write(p, e->nexc);
+    e->out.len = (size_t)(p - e->out.p);
   }
-  if (e->nexc) {
-    la_cbuf_put_varint(&e->out, e->nexc);
-    for (k = 0; k < e->nexc; k++) {
-      la_cbuf_put_varint(&e->out, k ? e->exc_off[k] - e->exc_off[k - 1] - 1
-                                    : e->exc_off[0]);
-      la_cbuf_put_verbatim(&e->out, e->x[first + e->exc_off[k]]);
+  for (k = 0; k < e->nexc; k++) /* offset gap + verbatim value */
+    if (la_cbuf_reserve(&e->out, 19) == 0) {
+      uint8_t *p = e->out.p + e->out.len;
+      p += la_varint_write(p, k ? e->exc_off[k] - e->exc_off[k - 1] - 1
+                                : e->exc_off[0]);
+      p = put_verbatim(p, e->x[first + e->exc_off[k]]);
+      e->out.len = (size_t)(p - e->out.p);
     }
-  }
   if (c.max > e->err_max)
     e->err_max = c.max;
   e->err_sse += c.sse;

@@ -1179,14 +1179,27 @@ static void test_globalagent_restart_mid_run(void **state) {
   int st = -1;
   CHECK(bg_running(&st), "the run ended before the kill (exit %d)", st);
   la_td_signal(T.la[1], SIGSTOP);
+  /* What nodeB had already written to its socket still arrives: wait until
+   * its traces stop coming, so the sets that follow cannot complete before
+   * the kill (they wait for nodeB, and the stitch timeout is long). */
+  long long prev = -1, now_n = db_ll("SELECT count(*) FROM traces WHERE "
+                                     "app_id='wt-restart' AND rank >= 2");
+  for (long long e3 = la_td_now_ms() + WAIT_MS;
+       now_n != prev && la_td_now_ms() < e3;) {
+    prev = now_n;
+    nap_ms(300);
+    now_n = db_ll("SELECT count(*) FROM traces WHERE app_id='wt-restart' "
+                  "AND rank >= 2");
+  }
   db_wait(1, "SELECT count(*) FROM trace_sets WHERE app_id='wt-restart' "
           "AND closed=0 AND n_ranks_present=2");
-  long long open_sets = db_ll("SELECT count(*) FROM trace_sets WHERE "
-                              "closed=0");
-  long long before = db_ll("SELECT count(*) FROM traces");
   /* the GlobalAgent dies with those sets open; nodeB goes on */
   la_td_signal(T.ga, SIGKILL);
   assert_int_equal(la_td_wait_exit(T.ga, WAIT_MS), 128 + SIGKILL);
+  /* read once it is dead: it stored until the kill */
+  long long open_sets = db_ll("SELECT count(*) FROM trace_sets WHERE "
+                              "closed=0");
+  long long before = db_ll("SELECT count(*) FROM traces");
   la_td_signal(T.la[1], SIGCONT);
   /* the application goes on; the LocalAgents keep what is not acked */
   long long c0 = la_td_status_ll(T.la[0], "cycles_compacted");
