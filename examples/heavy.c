@@ -43,6 +43,7 @@
 #include <mpi.h>
 
 #include "ex_floor.h"
+#include "ex_args.h"
 #include "la.h" /* LA: the one header */
 
 #define HV_MAX_N 1024
@@ -97,21 +98,6 @@ static void hv_usage(FILE *f) {
           "unprofiled.\n");
 }
 
-static int hv_parse_long(const char *s, long max, long *out) {
-  char *end;
-  long x;
-  if (!s || !*s) return -1;
-  x = strtol(s, &end, 10);
-  if (*end || x < 1 || x > max) return -1;
-  *out = x;
-  return 0;
-}
-
-static size_t hv_opt(const char *arg, const char *name) {
-  size_t len = strlen(name);
-  return !strncmp(arg, name, len) && (!arg[len] || arg[len] == '=') ? len : 0;
-}
-
 /* Returns 0 to run, 1 after --help, 2 on a usage error. */
 static int hv_parse_args(int argc, char **argv, int rank, hv_opts_t *o) {
   o->n = 24;
@@ -119,44 +105,17 @@ static int hv_parse_args(int argc, char **argv, int rank, hv_opts_t *o) {
   o->use_la = 1;
   o->floor = 0;
   o->quiet = 0;
-  for (int a = 1; a < argc; a++) {
-    const char *arg = argv[a];
-    const char *val = NULL;
-    long *dst = NULL, max = 0;
-    size_t len = 0;
-    if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-      if (rank == 0) hv_usage(stdout);
-      return 1;
-    } else if (!strcmp(arg, "--no-la")) {
-      o->use_la = 0;
-      continue;
-    } else if (!strcmp(arg, "--floor")) {
-      o->use_la = 0;
-      o->floor = 1;
-      continue;
-    } else if (!strcmp(arg, "--quiet")) {
-      o->quiet = 1;
-      continue;
-    } else if ((len = hv_opt(arg, "--n"))) {
-      dst = &o->n, max = HV_MAX_N;
-    } else if ((len = hv_opt(arg, "--steps"))) {
-      dst = &o->steps, max = HV_MAX_STEPS;
-    } else {
-      if (rank == 0) {
-        fprintf(stderr, "heavy: unknown option '%s'\n", arg);
-        hv_usage(stderr);
-      }
-      return 2;
-    }
-    val = arg[len] == '=' ? arg + len + 1 : (a + 1 < argc ? argv[++a] : NULL);
-    if (hv_parse_long(val, max, dst)) {
-      if (rank == 0)
-        fprintf(stderr, "heavy: %.*s expects an integer in 1..%ld\n",
-                (int)len, arg, max);
-      return 2;
-    }
-  }
-  return 0;
+  const ex_long_opt_t longs[] = {
+      {"--n", &o->n, HV_MAX_N},
+      {"--steps", &o->steps, HV_MAX_STEPS},
+      {NULL, NULL, 0}};
+  const ex_flag_opt_t flags[] = {
+      {"--no-la", &o->use_la, 0},
+      {"--floor", &o->use_la, 0},
+      {"--floor", &o->floor, 1},
+      {"--quiet", &o->quiet, 1},
+      {NULL, NULL, 0}};
+  return ex_parse_args("heavy", argc, argv, rank, hv_usage, longs, flags);
 }
 
 static size_t hv_at(const hv_slab_t *s, long i, long j, long k) {

@@ -68,6 +68,7 @@
 #include <metis.h>
 #include <mpi.h>
 
+#include "ex_args.h"
 #include "la.h"        /* LA: the application API */
 #include "la_client.h" /* LA: Trace-Sets from the GlobalAgent */
 
@@ -116,21 +117,6 @@ static void rb_usage(FILE *f) {
           "examples/README.md.\n");
 }
 
-static int rb_parse_long(const char *s, long max, long *out) {
-  char *end;
-  long x;
-  if (!s || !*s) return -1;
-  x = strtol(s, &end, 10);
-  if (*end || x < 1 || x > max) return -1;
-  *out = x;
-  return 0;
-}
-
-static size_t rb_opt(const char *arg, const char *name) {
-  size_t len = strlen(name);
-  return !strncmp(arg, name, len) && (!arg[len] || arg[len] == '=') ? len : 0;
-}
-
 /* Returns 0 to run, 1 after --help, 2 on a usage error. */
 static int rb_parse_args(int argc, char **argv, int rank, rb_opts_t *o) {
   o->n = 64;
@@ -141,49 +127,19 @@ static int rb_parse_args(int argc, char **argv, int rank, rb_opts_t *o) {
   o->rebalance = 1;
   o->use_la = 1;
   o->quiet = 0;
-  for (int a = 1; a < argc; a++) {
-    const char *arg = argv[a];
-    const char *val = NULL;
-    long *dst = NULL, max = 0;
-    size_t len = 0;
-    if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-      if (rank == 0) rb_usage(stdout);
-      return 1;
-    } else if (!strcmp(arg, "--no-la")) {
-      o->use_la = 0;
-      continue;
-    } else if (!strcmp(arg, "--no-rebalance")) {
-      o->rebalance = 0;
-      continue;
-    } else if (!strcmp(arg, "--quiet")) {
-      o->quiet = 1;
-      continue;
-    } else if ((len = rb_opt(arg, "--n"))) {
-      dst = &o->n, max = RB_MAX_N;
-    } else if ((len = rb_opt(arg, "--steps"))) {
-      dst = &o->steps, max = RB_MAX_STEPS;
-    } else if ((len = rb_opt(arg, "--every"))) {
-      dst = &o->every, max = RB_MAX_STEPS;
-    } else if ((len = rb_opt(arg, "--work"))) {
-      dst = &o->work, max = 1000000;
-    } else if ((len = rb_opt(arg, "--wait"))) {
-      dst = &o->wait_ms, max = 600000;
-    } else {
-      if (rank == 0) {
-        fprintf(stderr, "rebalance: unknown option '%s'\n", arg);
-        rb_usage(stderr);
-      }
-      return 2;
-    }
-    val = arg[len] == '=' ? arg + len + 1 : (a + 1 < argc ? argv[++a] : NULL);
-    if (rb_parse_long(val, max, dst)) {
-      if (rank == 0)
-        fprintf(stderr, "rebalance: %.*s expects an integer in 1..%ld\n",
-                (int)len, arg, max);
-      return 2;
-    }
-  }
-  return 0;
+  const ex_long_opt_t longs[] = {
+      {"--n", &o->n, RB_MAX_N},
+      {"--steps", &o->steps, RB_MAX_STEPS},
+      {"--every", &o->every, RB_MAX_STEPS},
+      {"--work", &o->work, 1000000},
+      {"--wait", &o->wait_ms, 600000},
+      {NULL, NULL, 0}};
+  const ex_flag_opt_t flags[] = {
+      {"--no-la", &o->use_la, 0},
+      {"--no-rebalance", &o->rebalance, 0},
+      {"--quiet", &o->quiet, 1},
+      {NULL, NULL, 0}};
+  return ex_parse_args("rebalance", argc, argv, rank, rb_usage, longs, flags);
 }
 
 /* --------------------------------------------------------------- helpers */
