@@ -48,6 +48,8 @@ static const la__msg_entry_t la__msgs[] = {
   {LA__MSG_TYPE__MSG_STATUS_REPLY, "StatusReply",
    &la__status_reply__descriptor},
   {LA__MSG_TYPE__MSG_ERROR, "Error", &la__error__descriptor},
+  {LA__MSG_TYPE__MSG_TRACE_MISSING, "TraceMissing",
+   &la__trace_missing__descriptor},
 };
 
 static const la__msg_entry_t *la__msg_find(uint16_t type) {
@@ -274,6 +276,8 @@ int la_msg_validate(uint16_t type, const ProtobufCMessage *m, char *why,
   case LA__MSG_TYPE__MSG_DATA_READY: {
     const La__DataReady *d = (const void *)m;
     if (d->buffer >= 16) return la__bad(why, n, "buffer %u >= 16", d->buffer);
+    if (d->n_skipped_tags > 64)
+      return la__bad(why, n, "%zu skipped tags (max 64)", d->n_skipped_tags);
     return 0;
   }
   case LA__MSG_TYPE__MSG_HELLO: {
@@ -313,6 +317,13 @@ int la_msg_validate(uint16_t type, const ProtobufCMessage *m, char *why,
     const La__RankEnd *r = (const void *)m;
     if (!la__id_ok(r->app_id)) return la__bad(why, n, "app_id invalid");
     if (!la__text_ok(r->reason, 256)) return la__bad(why, n, "reason long");
+    return 0;
+  }
+  case LA__MSG_TYPE__MSG_TRACE_MISSING: {
+    const La__TraceMissing *t = (const void *)m;
+    if (!la__id_ok(t->app_id)) return la__bad(why, n, "app_id invalid");
+    if (!t->reason || !t->reason[0] || !la__text_ok(t->reason, 256))
+      return la__bad(why, n, "reason empty or too long");
     return 0;
   }
   case LA__MSG_TYPE__MSG_COMPACT_TRACE:
