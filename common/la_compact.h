@@ -230,6 +230,9 @@ double la_compact_rand01(uint64_t *state);
 #define LA_COMPACT_PL_QSTEP (1.0 / 1024)
 #define LA_COMPACT_ME_FIT (1.0 - 1.0 / 16)
 #define LA_COMPACT_ME_QSTEP (1.0 / 16)
+/* Polyline, outliers on: a point above LA_COMPACT_SPIKE times both of its
+ * (positive) neighbours is an isolated spike, stored verbatim, never fitted. */
+#define LA_COMPACT_SPIKE 4.0
 
 /* x86-64 builds with GCC or Clang carry AVX2 kernels (target attributes,
  * chosen at run time by la_compact_simd()); elsewhere only the portable

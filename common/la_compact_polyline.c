@@ -11,10 +11,23 @@
  *                   with Cab = m*Sab - Sa*Sb (m times the co-moments)
  *   through anchor: m * (Syy*Stt - Sty^2) <= cv^2 * (m*y0 + Sy)^2 * Stt
  *
- * Segments of up to two points (one after an anchor) always fit. A point that
- * does not fit, or is not finite, becomes an exception when outliers are on
- * and the point after it fits; else the segment closes there. A non-finite
- * point that starts a segment goes to a verbatim run.
+ * Segments of up to two points (one after an anchor) always fit.
+ *
+ * Spikes (outliers on, the default): a finite point more than
+ * LA_COMPACT_SPIKE times above the larger of its two neighbours, which are
+ * positive and within a factor of two of each other (a quiet level, so that
+ * the exception pays for itself), is an isolated spike — on timing series, an element timed across
+ * a preemption or an interrupt. A spike never enters a fit: inside a segment
+ * it is an exception (stored verbatim, skipped by the sums) when the point
+ * after it fits, else the segment closes before it and it is stored verbatim
+ * on its own. So a spike is never spread over its neighbours, whether or not
+ * it would have fitted. Non-finite points are handled the same way. Points
+ * that merely miss the bound (noise at a segment's end) close the segment:
+ * an exception for them costs more bytes than it saves.
+ *
+ * Non-negative series (all finite points >= 0, as time is) never decode to a
+ * negative value: a line's end values are clamped at 0 (the encoder's
+ * self-check still guarantees the bound, or stores the points verbatim).
  *
  * It does not quantize, encode or check: la_cenc_line() does, and may turn a
  * segment into a verbatim run when the check fails.
@@ -82,7 +95,16 @@ static void pl_start(pl_seg_t *g, const la_cenc_t *enc, int connected,
   g->t += 1;
 }
 
-/* Writes the segment's least-squares line. */
+/* Whether every finite point of x[first..last] is >= 0. */
+static int pl_nonneg(const double *x, uint64_t first, uint64_t last) {
+  double lo = 0;
+  for (uint64_t i = first; i <= last; i++)
+    lo = x[i] < lo ? x[i] : lo; /* NaN compares false */
+  return lo >= 0;
+}
+
+/* Writes the segment's least-squares line. A line end below 0 is clamped at
+ * 0 when the segment's points (and, connected, the anchor) are all >= 0. */
 static int pl_close(pl_seg_t *g, la_cenc_t *enc, double cv) {
   const pl_sums_t *s = &g->s;
   double t_last = g->t - 1, slope, a, b, mean, vertex;
@@ -100,6 +122,11 @@ static int pl_close(pl_seg_t *g, la_cenc_t *enc, double cv) {
     slope = (s->m * s->sty - s->st * s->sy) / (s->m * s->stt - s->st * s->st);
     a = g->y0 + (s->sy - slope * s->st) / s->m;
     b = a + slope * t_last;
+  }
+  if ((a < 0 || b < 0) && (!g->anchored || g->y0 >= 0) &&
+      pl_nonneg(enc->x, g->first, g->first + count - 1)) {
+    a = a < 0 ? 0 : a;
+    b = b < 0 ? 0 : b;
   }
   rc = la_cenc_line(enc, count, g->anchored, a, b,
                     LA_COMPACT_PL_QSTEP * cv * fabs(mean), -1, 0, &vertex);
@@ -249,20 +276,97 @@ static size_t pl_scan_any(pl_seg_t *g, const double *x, size_t i, size_t n,
                      : pl_scan(g, x, i, n, cv2, 0, g->s.m * g->y0);
 }
 
+/* Whether x[i] is an isolated spike: finite, and more than LA_COMPACT_SPIKE
+ * times the larger of its neighbours, which are finite, positive and within
+ * a factor of two of each other (one neighbour at either end of the
+ * series). */
+static inline int pl_spike(const double *x, size_t n, size_t i) {
+  double l = i > 0 ? x[i - 1] : x[i + 1];
+  double r = i + 1 < n ? x[i + 1] : x[i - 1];
+  double lv = l > r ? l : r, sv = l > r ? r : l;
+  return n >= 2 && sv > 0.5 * lv && sv > 0 && lv < INFINITY &&
+         x[i] > LA_COMPACT_SPIKE * lv && x[i] < INFINITY;
+}
+
+/* The interior test of pl_spike() for x[i] (0 < i < n - 1). */
+static inline int pl_spike_in(const double *x, size_t i) {
+  double l = x[i - 1], r = x[i + 1], lv = l > r ? l : r, sv = l > r ? r : l;
+  return x[i] > LA_COMPACT_SPIKE * lv && sv > 0.5 * lv && sv > 0 &&
+         lv < INFINITY && x[i] < INFINITY;
+}
+
+#if LA_COMPACT_X86
+/* First interior index >= i (i >= 1) whose block of four holds a spike, or
+ * the first index not examined: four points per step with AVX2. The scalar
+ * test then finds the exact index; both agree because the lanes compute the
+ * same comparisons. */
+__attribute__((target("avx2"))) static size_t
+pl_spike_skip_avx2(const double *x, size_t n, size_t i) {
+  const __m256d k = _mm256_set1_pd(LA_COMPACT_SPIKE), h = _mm256_set1_pd(0.5);
+  const __m256d z = _mm256_setzero_pd(), inf = _mm256_set1_pd(INFINITY);
+  for (; i + 5 <= n; i += 4) {
+    __m256d l = _mm256_loadu_pd(x + i - 1), v = _mm256_loadu_pd(x + i);
+    __m256d r = _mm256_loadu_pd(x + i + 1);
+    __m256d lv = _mm256_max_pd(l, r), sv = _mm256_min_pd(l, r);
+    __m256d c = _mm256_and_pd(
+        _mm256_cmp_pd(v, _mm256_mul_pd(k, lv), _CMP_GT_OQ),
+        _mm256_cmp_pd(sv, _mm256_mul_pd(h, lv), _CMP_GT_OQ));
+    c = _mm256_and_pd(c, _mm256_cmp_pd(sv, z, _CMP_GT_OQ));
+    c = _mm256_and_pd(c, _mm256_cmp_pd(lv, inf, _CMP_LT_OQ));
+    c = _mm256_and_pd(c, _mm256_cmp_pd(v, inf, _CMP_LT_OQ));
+    if (_mm256_movemask_pd(c))
+      break;
+  }
+  return i;
+}
+#endif
+
+/* Points looked ahead for spikes at a time, so that the look-ahead and the
+ * fit read the same points while they are in the L1 cache. */
+#define LA__PL_WINDOW 2048
+
+/* Index of the first spike in x[i..end), or end. simd: may use AVX2. */
+static size_t pl_next_spike(const double *x, size_t n, size_t i, size_t end,
+                            int simd) {
+  if (n < 2)
+    return end;
+  if (i == 0) {
+    if (pl_spike(x, n, 0))
+      return 0;
+    i = 1;
+  }
+#if LA_COMPACT_X86
+  if (simd)
+    i = pl_spike_skip_avx2(x, end < n ? end + 1 : n, i);
+#endif
+  (void)simd;
+  for (; i < end && i + 1 < n; i++)
+    if (pl_spike_in(x, i))
+      return i;
+  return i < end && pl_spike(x, n, i) ? i : end;
+}
+
 int la_compact_polyline_run(const double *x, size_t n,
                             const la_compact_params_t *p, la_cenc_t *enc) {
   double cv = p->cv, cv2 = (cv * LA_COMPACT_PL_FIT) * (cv * LA_COMPACT_PL_FIT);
   int connected = p->connected != 0, outliers = p->outliers != 0, rc;
   pl_seg_t g;
   pl_sums_t o;
-  size_t i = 0;
+  /* [i, lim) holds no spike; lim is a spike when is_spike */
+  size_t i = 0, lim = 0;
+  int is_spike = 0;
 
   g.s.m = 0;
   while (i < n) {
     double y = x[i];
 
+    if (lim < i || (lim == i && !is_spike)) {
+      size_t end = n - i > LA__PL_WINDOW ? i + LA__PL_WINDOW : n;
+      lim = outliers ? pl_next_spike(x, n, i, end, enc->simd) : n;
+      is_spike = lim < end;
+    }
     if (g.s.m == 0) {
-      if (!isfinite(y)) {
+      if (!isfinite(y) || (i == lim && is_spike)) {
         la_cenc_verbatim(enc);
       } else {
         pl_start(&g, enc, connected, i, y);
@@ -270,18 +374,22 @@ int la_compact_polyline_run(const double *x, size_t n,
       i++;
       continue;
     }
-    i = pl_scan_any(&g, x, i, n, cv2, enc->simd);
+    i = pl_scan_any(&g, x, i, lim, cv2, enc->simd);
     if (i == n)
       break;
+    if (i == lim && !is_spike)
+      continue; /* end of the look-ahead window: look further */
     y = x[i];
-    /* The point does not fit, or is not finite. */
-    if (isfinite(y) && g.s.m + 1 <= (g.anchored ? 1 : 2)) {
+    /* The point is a spike, does not fit, or is not finite. */
+    int odd = i == lim || !isfinite(y);
+    if (!odd && g.s.m + 1 <= (g.anchored ? 1 : 2)) {
       pl_try(&g, g.t, y - g.y0, cv2, &g.s); /* tiny segments always fit */
       g.t += 1;
       i++;
       continue;
     }
-    if (outliers && i + 1 < n && isfinite(x[i + 1]) &&
+    if (odd && outliers && i + 1 < n && isfinite(x[i + 1]) &&
+        !pl_spike(x, n, i + 1) &&
         pl_try(&g, g.t + 1, x[i + 1] - g.y0, cv2, &o)) {
       la_cenc_exception(enc, i);
       g.s = o;

@@ -1076,7 +1076,9 @@ static void test_golden_digests(void **state) {
         double *x = malloc(n * sizeof(double));
         assert_non_null(x);
         la_compact_synth(kind, n, 77 + (uint64_t)kind, x);
-        for (q = 0; q < 10; q++) {
+        /* q < 5: polyline, whose spike rule changed since; its properties
+         * are tested in test_compact_polyline.c */
+        for (q = 5; q < 10; q++) {
           la_compact_params_t p;
           la_compact_result_t r;
           assert_int_equal(la_compact_spec_parse(specs[q], &p, NULL, 0), 0);
