@@ -1,0 +1,162 @@
+/* robust.c: robust per-element weights (see robust.h for the model).
+ *
+ * State is three arrays (struct of arrays, so one cycle's update streams
+ * through memory): the estimate and the minimum of the current run of
+ * suspect values as floats (weights need 7 digits, not 16), and the run's
+ * length as a byte whose value 255 means "no estimate yet".
+ */
+#include "robust.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "la.h"
+
+#define LA__NO_EST 255u
+
+struct la_robust {
+  uint64_t n;
+  la_robust_params_t p;
+  float *est;
+  float *pend;
+  uint8_t *run;
+  uint64_t cycles;
+};
+
+void la_robust_params_default(la_robust_params_t *p) {
+  p->tol = 0.25;
+  p->abs_tol = 0;
+  p->follow = 0.25;
+  p->spike = 4;
+  p->confirm = 3;
+}
+
+uint64_t la_robust_bytes(uint64_t n) {
+  return sizeof(la_robust_t) + n * (2 * sizeof(float) + 1);
+}
+
+int la_robust_new(uint64_t n, const la_robust_params_t *p, la_robust_t **out) {
+  la_robust_params_t def;
+  if (!out || n == 0 || n > SIZE_MAX / sizeof(float)) return LA_EINVAL;
+  *out = NULL;
+  if (!p) {
+    la_robust_params_default(&def);
+    p = &def;
+  }
+  if (!(p->tol >= 0 && p->tol < 100) || !(p->abs_tol >= 0) ||
+      !(p->follow >= 0 && p->follow <= 1) || !(p->spike > 1) ||
+      p->confirm < 1 || p->confirm >= LA__NO_EST)
+    return LA_EINVAL;
+  la_robust_t *r = calloc(1, sizeof *r);
+  if (!r) return LA_ENOMEM;
+  r->n = n;
+  r->p = *p;
+  r->est = malloc(n * sizeof(float));
+  r->pend = malloc(n * sizeof(float));
+  r->run = malloc(n);
+  if (!r->est || !r->pend || !r->run) {
+    la_robust_free(r);
+    return LA_ENOMEM;
+  }
+  for (uint64_t i = 0; i < n; i++) r->run[i] = LA__NO_EST;
+  *out = r;
+  return 0;
+}
+
+void la_robust_free(la_robust_t *r) {
+  if (!r) return;
+  free(r->est);
+  free(r->pend);
+  free(r->run);
+  free(r);
+}
+
+/* Whether x[i] is usable: finite and not flagged. */
+static inline int la__usable(const double *x, const uint8_t *flags,
+                             uint64_t i) {
+  return isfinite(x[i]) && !(flags && flags[i]);
+}
+
+/* First cycle of element i: the value to start from. An isolated spike or
+ * an unusable value takes the larger usable neighbour (itself when there is
+ * none, or 0 when it is unusable too). */
+static double la__first(const la_robust_t *r, const double *x,
+                        const uint8_t *flags, uint64_t i) {
+  uint64_t n = r->n;
+  int lu = i > 0 && la__usable(x, flags, i - 1);
+  int ru = i + 1 < n && la__usable(x, flags, i + 1);
+  double l = lu ? x[i - 1] : NAN, rv = ru ? x[i + 1] : NAN;
+  if (!la__usable(x, flags, i)) {
+    if (lu && ru) return l > rv ? l : rv;
+    if (lu) return l;
+    if (ru) return rv;
+    return isfinite(x[i]) ? x[i] : 0;
+  }
+  if (!lu && !ru) return x[i];
+  double hi = !lu ? rv : !ru ? l : (l > rv ? l : rv);
+  double lo = !lu ? rv : !ru ? l : (l > rv ? rv : l);
+  if (hi > 0 && lo > 0.5 * hi && x[i] > r->p.spike * hi) return hi;
+  return x[i];
+}
+
+int la_robust_update(la_robust_t *r, const double *x, const uint8_t *flags,
+                     double *w, la_robust_stats_t *st) {
+  if (!r || !x || !w || w == x) return LA_EINVAL;
+  const la_robust_params_t *p = &r->p;
+  double up = 1 + p->tol, at = p->abs_tol, fo = p->follow;
+  double isum = 0, rs = 0, rc = 0;
+  uint64_t flagged = 0, suspect = 0, rises = 0;
+  for (uint64_t i = 0; i < r->n; i++) {
+    double v = x[i], e;
+    if (r->run[i] == LA__NO_EST) {
+      e = la__first(r, x, flags, i);
+      r->run[i] = 0;
+      if (!la__usable(x, flags, i)) flagged++;
+    } else if (!la__usable(x, flags, i)) {
+      e = r->est[i];
+      flagged++;
+    } else {
+      e = r->est[i];
+      if (v > e * up + at) { /* suspect: held back */
+        float pv = (float)v;
+        double pd = r->pend[i];
+        if (r->run[i] == 0 || pv < pd / up - at) { /* a new, lower level */
+          r->pend[i] = pv;
+          r->run[i] = 1;
+        } else if (pv <= pd * up + at) { /* the same level again */
+          if (pv < pd) r->pend[i] = pv;
+          r->run[i]++;
+        } /* else: above the run's level, interference on top: not counted */
+        if (r->run[i] >= p->confirm) {
+          e = r->pend[i];
+          r->run[i] = 0;
+          rises++;
+        } else {
+          suspect++;
+        }
+      } else {
+        r->run[i] = 0;
+        if (v < e / up - at) e = v; /* the cost went down */
+        else e += fo * (v - e);
+      }
+    }
+    r->est[i] = (float)e;
+    double wi = (double)r->est[i];
+    w[i] = wi;
+    if (isfinite(v) && v > wi) isum += v - wi;
+    /* Neumaier's sum of the weights */
+    double t = rs + wi;
+    rc += fabs(rs) >= fabs(wi) ? (rs - t) + wi : (wi - t) + rs;
+    rs = t;
+  }
+  r->cycles++;
+  if (st) {
+    st->interference = isum;
+    st->robust_sum = rs + rc;
+    st->flagged = flagged;
+    st->suspect = suspect;
+    st->rises = rises;
+    st->cycles = r->cycles;
+  }
+  return 0;
+}

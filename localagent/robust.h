@@ -1,0 +1,86 @@
+/* robust.h: robust per-element weights of one application rank.
+ *
+ * A measured per-element value is the element's cost plus interference: time
+ * the element did not cause (the thread was preempted, an interrupt, a
+ * hypervisor's steal, the agents' own work). Interference only ever adds
+ * time, comes in rare large bursts, and rarely hits the same element in
+ * consecutive profiled cycles. So the cost of an element is the lower
+ * envelope of its recent measurements, and a real change of cost is a level
+ * that persists.
+ *
+ * The estimator keeps, per element, O(1) state (9 bytes) and, for every
+ * profiled cycle, given the measured values x[] and optional per-element
+ * flags (the probe saw a context switch while timing that element):
+ *
+ *  - a flagged value, or a non-finite one, is not used: the weight stays the
+ *    element's estimate;
+ *  - a value at or below the estimate's band (est * (1 + tol) + abs_tol) is
+ *    believed: below est / (1 + tol) - abs_tol it replaces the estimate at
+ *    once (interference never lowers a reading: the cost went down); inside
+ *    the band the estimate follows it by an exponential average (drift);
+ *  - a value above the band is suspect: the estimate stays, and the value
+ *    joins the current run of suspects when it agrees with the run's level
+ *    (within the band of its minimum; a value far above is interference on
+ *    top of it and does not count; one far below starts a new run); after
+ *    `confirm` agreeing suspects in consecutive profiled cycles the estimate
+ *    jumps to the run's minimum: a real rise of cost (a moving hot spot) is
+ *    followed within `confirm` profiled cycles (one more per burst that
+ *    hits the element meanwhile), while random bursts, which rarely hit one
+ *    element in consecutive cycles and then almost never agree, are not;
+ *  - the first cycle has no history: there an isolated spike (more than
+ *    `spike` times both neighbours, which agree within a factor of two) or
+ *    a flagged value takes the larger neighbour's value as its first
+ *    estimate, and any other value is believed.
+ *
+ * The weight of an element is its estimate after the update. The rank's
+ * interference estimate is sum(max(0, x - w)) over the cycle; the measured
+ * values and their exact sum stay what they were (the caller keeps them).
+ *
+ * No libuv, no I/O, no threads: one estimator belongs to one session and is
+ * updated by one worker job at a time.
+ */
+#ifndef LA_ROBUST_H
+#define LA_ROBUST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct la_robust la_robust_t;
+
+typedef struct la_robust_params {
+  double tol;     /* relative band above and below the estimate (0.25) */
+  double abs_tol; /* absolute band, e.g. 2 x the timer resolution (0) */
+  double follow;  /* weight of a value inside the band (0.25) */
+  double spike;   /* first cycle: isolated spike factor (4) */
+  uint32_t confirm; /* suspect cycles that make a real rise (3), 1..255 */
+} la_robust_params_t;
+
+typedef struct la_robust_stats {
+  double interference; /* sum over elements of max(0, x - w) */
+  double robust_sum;   /* sum of the weights (Neumaier) */
+  uint64_t flagged;    /* values not used: flagged or not finite */
+  uint64_t suspect;    /* values above the band, held back this cycle */
+  uint64_t rises;      /* estimates that jumped up (confirmed changes) */
+  uint64_t cycles;     /* cycles seen, this one included */
+} la_robust_stats_t;
+
+/* The defaults above. */
+void la_robust_params_default(la_robust_params_t *p);
+
+/* Bytes of state for n elements (what la_robust_new allocates). */
+uint64_t la_robust_bytes(uint64_t n);
+
+/* Creates an estimator for n elements (n >= 1). p NULL: defaults. Returns
+ * 0 and *out, LA_EINVAL (bad parameters) or LA_ENOMEM. */
+int la_robust_new(uint64_t n, const la_robust_params_t *p, la_robust_t **out);
+
+/* One profiled cycle: reads x[0..n) and flags[0..n) (NULL: none flagged;
+ * nonzero: flagged), writes the weights into w[0..n) (w may not alias x) and
+ * fills *st (may be NULL). Returns 0 or LA_EINVAL. */
+int la_robust_update(la_robust_t *r, const double *x, const uint8_t *flags,
+                     double *w, la_robust_stats_t *st);
+
+/* Frees r. NULL is fine. */
+void la_robust_free(la_robust_t *r);
+
+#endif

@@ -1,0 +1,247 @@
+/* test_robust.c: the LocalAgent's robust per-element weights (robust.h):
+ * interference removed, real changes followed, flags honoured, bounded
+ * state, bad parameters refused. Series are synthetic with a known true cost
+ * per element, so every assertion compares with the truth. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "la.h"
+#include "la_compact.h" /* la_compact_rand01 */
+#include "robust.h"
+
+/* Three cost classes interleaved in space (material regions): 100 ns,
+ * 1.1 us, 11 us, in runs of 37 elements, each varying smoothly by +-30%
+ * (so that ranks inside a class are defined too). */
+static double true_cost(uint64_t i) {
+  static const double c[3] = {100, 1100, 11000};
+  return c[(i / 37) % 3] * (1 + 0.3 * sin((double)i / 50));
+}
+
+/* One cycle's measurement: cost, 3% noise, and with probability p_hit an
+ * interference burst of 50 us .. 5 ms. Returns the interference added. */
+static double measure(const double *cost, double *x, uint64_t n, double p_hit,
+                      uint64_t *rng) {
+  double added = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    x[i] = cost[i] * (1 + 0.03 * (la_compact_rand01(rng) - 0.5));
+    if (la_compact_rand01(rng) < p_hit) {
+      double b = 5e4 + 5e6 * la_compact_rand01(rng);
+      x[i] += b;
+      added += b;
+    }
+  }
+  return added;
+}
+
+/* Spearman rank correlation of a and b (average ranks for ties). */
+static void ranks(const double *v, uint64_t n, double *r) {
+  uint64_t *idx = malloc(n * sizeof *idx);
+  assert_non_null(idx);
+  for (uint64_t i = 0; i < n; i++) idx[i] = i;
+  /* insertion sort would be O(n^2): shell sort on idx by v */
+  for (uint64_t gap = n / 2; gap > 0; gap /= 2)
+    for (uint64_t i = gap; i < n; i++)
+      for (uint64_t j = i; j >= gap && v[idx[j - gap]] > v[idx[j]]; j -= gap) {
+        uint64_t t = idx[j];
+        idx[j] = idx[j - gap];
+        idx[j - gap] = t;
+      }
+  for (uint64_t i = 0; i < n;) {
+    uint64_t j = i;
+    while (j + 1 < n && v[idx[j + 1]] == v[idx[i]]) j++;
+    for (uint64_t k = i; k <= j; k++) r[idx[k]] = (double)(i + j) / 2;
+    i = j + 1;
+  }
+  free(idx);
+}
+
+static double spearman(const double *a, const double *b, uint64_t n) {
+  double *ra = malloc(n * sizeof *ra), *rb = malloc(n * sizeof *rb);
+  assert_true(ra && rb);
+  ranks(a, n, ra);
+  ranks(b, n, rb);
+  double ma = 0, mb = 0, sab = 0, saa = 0, sbb = 0;
+  for (uint64_t i = 0; i < n; i++) ma += ra[i], mb += rb[i];
+  ma /= (double)n;
+  mb /= (double)n;
+  for (uint64_t i = 0; i < n; i++) {
+    sab += (ra[i] - ma) * (rb[i] - mb);
+    saa += (ra[i] - ma) * (ra[i] - ma);
+    sbb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  free(ra);
+  free(rb);
+  return sab / sqrt(saa * sbb);
+}
+
+/* Under heavy interference (2% of element-cycles carry bursts that make up
+ * most of the measured time) the weights stay within 10% of the true cost,
+ * rank like it, and the interference estimate matches what was added;
+ * the measured values do neither. */
+static void test_interference_removed(void **state) {
+  (void)state;
+  const uint64_t n = 20000;
+  double *cost = malloc(n * sizeof *cost), *x = malloc(n * sizeof *x);
+  double *w = malloc(n * sizeof *w);
+  la_robust_t *r;
+  la_robust_stats_t st;
+  uint64_t rng = 42;
+  assert_true(cost && x && w);
+  for (uint64_t i = 0; i < n; i++) cost[i] = true_cost(i);
+  assert_int_equal(la_robust_new(n, NULL, &r), 0);
+  for (int c = 0; c < 30; c++) {
+    double added = measure(cost, x, n, 0.02, &rng);
+    assert_int_equal(la_robust_update(r, x, NULL, w, &st), 0);
+    if (c < 3) continue;
+    double msum = 0, tsum = 0;
+    uint64_t off = 0;
+    for (uint64_t i = 0; i < n; i++) {
+      off += fabs(w[i] - cost[i]) > 0.1 * cost[i];
+      msum += x[i];
+      tsum += cost[i];
+    }
+    /* at most 1 element in 10^4 off by more than 10% (a burst pattern that
+     * looks like a real rise) */
+    if (off * 10000 > n)
+      fail_msg("cycle %d: %llu of %llu weights off by > 10%%", c,
+               (unsigned long long)off, (unsigned long long)n);
+    /* the bursts dominate the measured total... */
+    assert_true(added > 0.5 * msum);
+    /* ...and the estimate of interference finds them */
+    assert_true(fabs(st.interference - added) < 0.02 * added + 0.02 * tsum);
+    assert_true(fabs(st.robust_sum - tsum) < 0.02 * tsum);
+  }
+  double rho_w = spearman(w, cost, n), rho_x = spearman(x, cost, n);
+  print_message("rank correlation with the true cost: weights %.4f, "
+                "measured %.4f\n", rho_w, rho_x);
+  if (!(rho_w >= 0.95 && rho_x < rho_w))
+    fail_msg("rank correlation with the true cost: weights %.4f, measured "
+             "%.4f", rho_w, rho_x);
+  assert_true(rho_x < rho_w);
+  la_robust_free(r);
+  free(cost);
+  free(x);
+  free(w);
+}
+
+/* A hot spot that moves: a rise is followed after `confirm` cycles, a fall
+ * at once. */
+static void test_follows_real_change(void **state) {
+  (void)state;
+  const uint64_t n = 1000;
+  double cost[1000], x[1000], w[1000];
+  la_robust_t *r;
+  la_robust_params_t p;
+  uint64_t rng = 7;
+  la_robust_params_default(&p);
+  assert_int_equal(la_robust_new(n, &p, &r), 0);
+  for (int c = 0; c < 40; c++) {
+    int hot = (c / 10) * 200; /* the hot region moves every 10 cycles */
+    for (uint64_t i = 0; i < n; i++)
+      cost[i] = (i >= (uint64_t)hot && i < (uint64_t)hot + 200) ? 5000 : 500;
+    measure(cost, x, n, 0, &rng);
+    assert_int_equal(la_robust_update(r, x, NULL, w, NULL), 0);
+    int since = c % 10;
+    for (uint64_t i = 0; i < n; i++) {
+      int rising = cost[i] == 5000 && since < (int)p.confirm - 1 && c >= 10;
+      if (rising) {
+        assert_true(w[i] < 1000); /* not yet: could be interference */
+      } else if (fabs(w[i] - cost[i]) > 0.1 * cost[i]) {
+        fail_msg("cycle %d element %llu: weight %.1f, cost %.1f", c,
+                 (unsigned long long)i, w[i], cost[i]);
+      }
+    }
+  }
+  la_robust_free(r);
+}
+
+/* Flagged values (timed across a context switch) never move a weight, and
+ * count as not used; non-finite values neither. */
+static void test_flags_honoured(void **state) {
+  (void)state;
+  double x[64], w[64];
+  uint8_t f[64];
+  la_robust_t *r;
+  la_robust_stats_t st;
+  assert_int_equal(la_robust_new(64, NULL, &r), 0);
+  for (int i = 0; i < 64; i++) x[i] = 1000, f[i] = 0;
+  assert_int_equal(la_robust_update(r, x, f, w, &st), 0);
+  for (int c = 0; c < 10; c++) {
+    for (int i = 0; i < 64; i++) {
+      f[i] = i % 2;
+      x[i] = f[i] ? 1e7 : 1000;
+    }
+    x[2] = NAN;
+    x[4] = INFINITY;
+    assert_int_equal(la_robust_update(r, x, f, w, &st), 0);
+    for (int i = 0; i < 64; i++) assert_true(fabs(w[i] - 1000) < 1e-3);
+    assert_int_equal(st.flagged, 34);
+    assert_int_equal(st.rises, 0);
+    assert_true(fabs(st.interference - 32 * (1e7 - 1000)) < 1);
+  }
+  la_robust_free(r);
+}
+
+/* First cycle: an isolated spike starts from its neighbours' level; a real
+ * expensive element is then believed after `confirm` cycles. */
+static void test_first_cycle(void **state) {
+  (void)state;
+  double x[9] = {100, 101, 99, 5e6, 100, 100, 98, 102, 100}, w[9];
+  la_robust_t *r;
+  la_robust_stats_t st;
+  assert_int_equal(la_robust_new(9, NULL, &r), 0);
+  assert_int_equal(la_robust_update(r, x, NULL, w, &st), 0);
+  assert_true(w[3] <= 101 && w[3] >= 99);
+  assert_true(fabs(st.interference - (5e6 - 100)) < 5);
+  x[3] = 900; /* really expensive: believed on the third cycle */
+  assert_int_equal(la_robust_update(r, x, NULL, w, NULL), 0);
+  assert_true(w[3] < 200);
+  assert_int_equal(la_robust_update(r, x, NULL, w, NULL), 0);
+  assert_true(w[3] < 200);
+  assert_int_equal(la_robust_update(r, x, NULL, w, &st), 0);
+  assert_true(fabs(w[3] - 900) < 1e-3);
+  assert_int_equal(st.rises, 1);
+  la_robust_free(r);
+}
+
+static void test_bad_input(void **state) {
+  (void)state;
+  la_robust_t *r = NULL;
+  la_robust_params_t p;
+  double x[4] = {1, 2, 3, 4}, w[4];
+  assert_int_equal(la_robust_new(0, NULL, &r), LA_EINVAL);
+  la_robust_params_default(&p);
+  p.confirm = 0;
+  assert_int_equal(la_robust_new(4, &p, &r), LA_EINVAL);
+  p.confirm = 3;
+  p.follow = 2;
+  assert_int_equal(la_robust_new(4, &p, &r), LA_EINVAL);
+  p.follow = 0.25;
+  p.tol = NAN;
+  assert_int_equal(la_robust_new(4, &p, &r), LA_EINVAL);
+  assert_int_equal(la_robust_new(4, NULL, &r), 0);
+  assert_int_equal(la_robust_update(r, x, NULL, x, NULL), LA_EINVAL);
+  assert_int_equal(la_robust_update(r, NULL, NULL, w, NULL), LA_EINVAL);
+  assert_int_equal(la_robust_update(NULL, x, NULL, w, NULL), LA_EINVAL);
+  assert_true(la_robust_bytes(1000000) < 10 * 1000000);
+  la_robust_free(r);
+  la_robust_free(NULL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_interference_removed),
+      cmocka_unit_test(test_follows_real_change),
+      cmocka_unit_test(test_flags_honoured),
+      cmocka_unit_test(test_first_cycle),
+      cmocka_unit_test(test_bad_input),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
