@@ -66,8 +66,8 @@ static double run_clock_floor(double *local) {
     clock_gettime(CLOCK_MONOTONIC, &a);
     BARRIER();
     clock_gettime(CLOCK_MONOTONIC, &b);
-    local[e] += (double)((b.tv_sec - a.tv_sec) * 1000000000L +
-                         (b.tv_nsec - a.tv_nsec));
+    local[e] +=
+        (double)((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec));
   }
   return (now_ns() - t) / N;
 }
@@ -151,15 +151,14 @@ int main(int argc, char **argv) {
   printf("  %-44s %8.2f ns\n", "floor: 2x rdtsc + store", floor_ns);
   printf("  %-44s %8.2f ns\n", "floor: 2x clock_gettime + store", cf_ns);
   printf("  %-44s %8.2f ns   ratio %.3f (aim <= 1.15)\n",
-         "LA pair, profiled, interference detection off", off_ns,
-         ratio_off);
+         "LA pair, profiled, interference detection off", off_ns, ratio_off);
   printf("  %-44s %8.2f ns   ratio %.3f (aim <= 1.25)\n",
          "LA pair, profiled, detection as registered", pair_ns, ratio);
   printf("    %-42s %s\n", "interference detection:", interference);
   printf("  %-44s %8.2f ns   (aim < 1)\n",
          "LA_startProbe+LA_stopProbe (not profiled)", un_ns);
-  printf("  %-44s %8.2f ns   (loop overhead, included above)\n",
-         "empty loop", empty_ns);
+  printf("  %-44s %8.2f ns   (loop overhead, included above)\n", "empty loop",
+         empty_ns);
   FILE *f = fopen(out, "w");
   if (!f) {
     perror(out);

@@ -50,8 +50,8 @@ static struct {
   int key_made;
   double ns_per_tick;
   double timer_res_ns;
-  uint8_t *flags;           /* of the current cycle's buffer */
-  la_shm_bufmeta_t *meta;   /* of the current cycle's buffer */
+  uint8_t *flags;                       /* of the current cycle's buffer */
+  la_shm_bufmeta_t *meta;               /* of the current cycle's buffer */
   uint64_t flagged, interference_ticks; /* totals since LA_register */
 } la__if = {.status = "off (not registered)", .ns_per_tick = 1.0};
 
@@ -71,7 +71,9 @@ static void la__thread_exit(void *arg) {
 }
 
 /* In a forked child the inherited event measures the parent's thread. */
-static void la__atfork_child(void) { la__close_thread(); }
+static void la__atfork_child(void) {
+  la__close_thread();
+}
 
 static void la__once_init(void) {
   la__if.key_made = pthread_key_create(&la__if.key, la__thread_exit) == 0;
@@ -124,8 +126,7 @@ LA_EXPORT void la__interf_hit(long e, uint64_t ticks) {
     f[e] |= LA_SHM_FLAG_INTERFERED; /* the element is this thread's */
     __atomic_fetch_add(&la__if.meta->n_flagged, 1, __ATOMIC_RELAXED);
   }
-  __atomic_fetch_add(&la__if.meta->interference_ticks, ticks,
-                     __ATOMIC_RELAXED);
+  __atomic_fetch_add(&la__if.meta->interference_ticks, ticks, __ATOMIC_RELAXED);
 }
 
 int la__interf_init(int fast, double ns_per_tick, double timer_res_ns) {
@@ -139,11 +140,15 @@ int la__interf_init(int fast, double ns_per_tick, double timer_res_ns) {
   const char *v = getenv("LA_INTERFERENCE");
   int mode = 0; /* auto */
   if (v && *v) {
-    if (!strcmp(v, "off") || !strcmp(v, "0")) mode = -1;
-    else if (!strcmp(v, "on") || !strcmp(v, "1")) mode = 1;
+    if (!strcmp(v, "off") || !strcmp(v, "0"))
+      mode = -1;
+    else if (!strcmp(v, "on") || !strcmp(v, "1"))
+      mode = 1;
     else if (strcmp(v, "auto") != 0)
-      return la__error(LA_ECONFIG, "LA_INTERFERENCE='%s': expected auto, on "
-                                   "or off", v);
+      return la__error(LA_ECONFIG,
+                       "LA_INTERFERENCE='%s': expected auto, on "
+                       "or off",
+                       v);
   }
   if (mode < 0) {
     snprintf(la__if.status, sizeof la__if.status, "off (LA_INTERFERENCE=off)");
@@ -217,15 +222,19 @@ void la__interf_fill_ready(La__DataReady *d, const la_shm_bufmeta_t *meta,
 
 long la__interf_stat(int which) {
   switch (which) {
-  case LA_STAT_TIMER_RES_NS: {
-    long r = (long)la__if.timer_res_ns;
-    return (double)r < la__if.timer_res_ns ? r + 1 : r;
-  }
-  case LA_STAT_FLAGGED: return (long)la__if.flagged;
-  case LA_STAT_INTERFERENCE_NS:
-    return (long)((double)la__if.interference_ticks * la__if.ns_per_tick);
-  default: return LA_EINVAL;
+    case LA_STAT_TIMER_RES_NS: {
+      long r = (long)la__if.timer_res_ns;
+      return (double)r < la__if.timer_res_ns ? r + 1 : r;
+    }
+    case LA_STAT_FLAGGED:
+      return (long)la__if.flagged;
+    case LA_STAT_INTERFERENCE_NS:
+      return (long)((double)la__if.interference_ticks * la__if.ns_per_tick);
+    default:
+      return LA_EINVAL;
   }
 }
 
-LA_EXPORT const char *LA_interference(void) { return la__if.status; }
+LA_EXPORT const char *LA_interference(void) {
+  return la__if.status;
+}
