@@ -5,7 +5,8 @@
  * segment is:
  *
  *   [la_shm_header_t | la_shm_bufmeta_t x n_buffers | pad to 64]
- *   [buffer 0: double x n_elements, padded to 64 bytes]
+ *   [buffer 0: double x n_elements, then uint8_t flags x n_elements,
+ *    padded to 64 bytes]
  *   [buffer 1 ...] ...
  *
  * Semaphore i of the set is 1 while buffer i is free for the application and
@@ -14,6 +15,13 @@
  * and notifies the agent; the agent reads the values, zeroes the buffer and
  * gives it back (semop +1). Values are in timer ticks for the wall-time metric
  * (multiply by bufmeta.scale to get the unit); raw counts otherwise.
+ *
+ * Interference (docs/fidelity.md): flags[e] is LA_SHM_FLAG_INTERFERED when
+ * the probing thread was switched out while element e was timed in that
+ * cycle; bufmeta.interference_ticks (times scale) is the total time of those
+ * intervals and bufmeta.n_flagged the number of flagged elements. libla
+ * clears both and the flags when it takes a buffer, so the agent only reads
+ * them (it need not zero them).
  *
  * Both sides include this header; nothing else describes the layout. Any
  * change to it bumps LA_SHM_VERSION.
@@ -25,7 +33,7 @@
 #include <stdint.h>
 
 #define LA_SHM_MAGIC 0x4c415f53484d3031ULL /* "LA_SHM01" */
-#define LA_SHM_VERSION 1u
+#define LA_SHM_VERSION 2u
 #define LA_SHM_MIN_BUFFERS 2u
 #define LA_SHM_MAX_BUFFERS 16u
 #define LA_SHM_ALIGN 64u
@@ -39,7 +47,9 @@ typedef struct la_shm_bufmeta {
   double scale;       /* multiply a value by this to get the metric's unit */
   uint64_t t_xfer_ns; /* CLOCK_REALTIME at LA_dataXfer */
   uint64_t range_errors; /* probes out of range during the cycle */
-  uint64_t reserved[3];
+  uint64_t interference_ticks; /* time of the flagged intervals, ticks */
+  uint64_t n_flagged;   /* elements flagged in this cycle */
+  uint64_t reserved;
 } la_shm_bufmeta_t;
 
 typedef struct la_shm_header {
@@ -62,9 +72,14 @@ _Static_assert(sizeof(la_shm_header_t) == 64 + 64 * LA_SHM_MAX_BUFFERS,
                "header size");
 _Static_assert(sizeof(la_shm_header_t) % LA_SHM_ALIGN == 0, "header aligned");
 
-/* Bytes of one buffer of n doubles, rounded up to LA_SHM_ALIGN. */
+/* flags[e] of a buffer: bit 0 set when element e's timing was interfered
+ * with (the thread was switched out); other bits are reserved (0). */
+#define LA_SHM_FLAG_INTERFERED 1u
+
+/* Bytes of one buffer of n doubles and n flag bytes, rounded up to
+ * LA_SHM_ALIGN. */
 static inline uint64_t la_shm_buffer_stride(uint64_t n_elements) {
-  uint64_t b = n_elements * sizeof(double);
+  uint64_t b = n_elements * (sizeof(double) + 1);
   return (b + LA_SHM_ALIGN - 1) / LA_SHM_ALIGN * LA_SHM_ALIGN;
 }
 
@@ -78,6 +93,12 @@ static inline uint64_t la_shm_segment_size(uint64_t n_elements,
 /* Values of buffer i of an attached segment. */
 static inline double *la_shm_values(la_shm_header_t *h, uint32_t i) {
   return (double *)((char *)h + h->header_len + (uint64_t)i * h->buffer_stride);
+}
+
+/* Flags of buffer i of an attached segment: n_elements bytes right after
+ * its values. */
+static inline uint8_t *la_shm_flags(la_shm_header_t *h, uint32_t i) {
+  return (uint8_t *)(la_shm_values(h, i) + h->n_elements);
 }
 
 /* Checks a header against the size of the attached segment and the values

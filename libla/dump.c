@@ -1,8 +1,11 @@
 /* dump.c: LA_DUMP_RAW=dir writes the raw per-element values of every
  * profiled cycle, in the metric's unit, as little-endian doubles to
  * dir/<app_id>.r<rank>.c<cycle_tag>.f64 — the ground truth against which the
- * stitched, compacted Trace-Sets are checked. It costs the application a file
- * write per profiled cycle: for validation runs, not production.
+ * stitched, compacted Trace-Sets are checked. Beside it, <...>.flags holds
+ * the cycle's n flag bytes (LA_SHM_FLAG_INTERFERED: the element's thread was
+ * switched out while it was timed) and <...>.fid one text line
+ * "flagged=N interference_ns=T" (docs/fidelity.md). It costs the application
+ * file writes per profiled cycle: for validation runs, not production.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,13 +14,28 @@
 
 #include "la_internal.h"
 
-int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
-                 const double *values, uint64_t n, double scale) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/%s.r%d.c%llu.f64", dir, app_id, rank,
-           (unsigned long long)tag);
+static FILE *la__dump_open(char *path, size_t len, const char *dir,
+                           const char *app_id, int rank, uint64_t tag,
+                           const char *ext) {
+  snprintf(path, len, "%s/%s.r%d.c%llu.%s", dir, app_id, rank,
+           (unsigned long long)tag, ext);
   FILE *f = fopen(path, "wb");
-  if (!f) return la__error(LA_EIO, "LA_DUMP_RAW: %s: %s", path, strerror(errno));
+  if (!f) la__error(LA_EIO, "LA_DUMP_RAW: %s: %s", path, strerror(errno));
+  return f;
+}
+
+static int la__dump_close(FILE *f, const char *path, int rc) {
+  if (fclose(f) != 0 && rc == 0)
+    rc = la__error(LA_EIO, "LA_DUMP_RAW: closing %s", path);
+  return rc;
+}
+
+int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
+                 la_shm_header_t *hdr, uint32_t buf, uint64_t n, double scale) {
+  char path[512];
+  const double *values = la_shm_values(hdr, buf);
+  FILE *f = la__dump_open(path, sizeof path, dir, app_id, rank, tag, "f64");
+  if (!f) return LA_EIO;
   double chunk[4096];
   uint64_t done = 0;
   int rc = 0;
@@ -29,7 +47,22 @@ int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
                      strerror(errno));
     done += k;
   }
-  if (fclose(f) != 0 && rc == 0)
-    rc = la__error(LA_EIO, "LA_DUMP_RAW: closing %s", path);
-  return rc;
+  if ((rc = la__dump_close(f, path, rc))) return rc;
+
+  f = la__dump_open(path, sizeof path, dir, app_id, rank, tag, "flags");
+  if (!f) return LA_EIO;
+  if (fwrite(la_shm_flags(hdr, buf), 1, (size_t)n, f) != (size_t)n)
+    rc =
+        la__error(LA_EIO, "LA_DUMP_RAW: writing %s: %s", path, strerror(errno));
+  if ((rc = la__dump_close(f, path, rc))) return rc;
+
+  const la_shm_bufmeta_t *m = &hdr->buf[buf];
+  f = la__dump_open(path, sizeof path, dir, app_id, rank, tag, "fid");
+  if (!f) return LA_EIO;
+  if (fprintf(f, "flagged=%llu interference_ns=%.0f\n",
+              (unsigned long long)m->n_flagged,
+              (double)m->interference_ticks * scale) < 0)
+    rc =
+        la__error(LA_EIO, "LA_DUMP_RAW: writing %s: %s", path, strerror(errno));
+  return la__dump_close(f, path, rc);
 }

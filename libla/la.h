@@ -15,7 +15,9 @@
  * The hot path (LA_startProbe/LA_stopProbe with the built-in wall-time metric)
  * is inline here: one predictable branch when the cycle is not profiled; a
  * timer read and a store otherwise; no lock, allocation, system call or
- * indirect call. Probes of one element may repeat within a cycle: they
+ * indirect call; with interference detection (docs/fidelity.md) two more
+ * loads of the thread's perf-event page per pair. Probes of one element may
+ * repeat within a cycle: they
  * accumulate. Different elements may be probed by different threads (OpenMP)
  * as long as each element is handled by one thread at a time; LA_dataXfer and
  * the settings calls must not run concurrently with probes.
@@ -83,7 +85,10 @@ enum {
   LA_STAT_WAITS = 3,     /* times LA_dataXfer waited for a free buffer */
   LA_STAT_RANGE_ERRORS = 4, /* probes with an element index out of range */
   LA_STAT_WAIT_NS = 5,   /* total time spent waiting for buffers */
-  LA_STAT_REGISTERED = 6 /* 1 while registered with an agent, else 0 */
+  LA_STAT_REGISTERED = 6, /* 1 while registered with an agent, else 0 */
+  LA_STAT_TIMER_RES_NS = 7, /* the timer's resolution, ns (rounded up) */
+  LA_STAT_FLAGGED = 8,   /* element-cycles flagged as interfered with */
+  LA_STAT_INTERFERENCE_NS = 9 /* time of the flagged probe intervals, ns */
 };
 
 /* A user probe: returns a reading; the element accumulates stop - start. */
@@ -132,6 +137,11 @@ LA_EXPORT const char *LA_strerror(int code);
 LA_EXPORT const char *LA_lastError(void);
 LA_EXPORT long LA_getStat(int which);
 LA_EXPORT const char *LA_appId(void);
+/* Interference detection as decided at LA_register: "on", or "off (reason)"
+ * (LA_INTERFERENCE=off, perf_event_open refused, a metric other than time).
+ * "off (not registered)" before. Static storage; valid until the next
+ * LA_register. */
+LA_EXPORT const char *LA_interference(void);
 
 /* --------------------------------------------------- element ranges -----
  * One measurement spread evenly over count elements first..first+count-1
@@ -149,9 +159,27 @@ typedef struct la__hot_s {
   int fast;          /* 1: built-in wall-time metric, inline */
   int tsc;           /* 1: read the TSC, 0: CLOCK_MONOTONIC in ns */
   uint64_t nx, ny, nz; /* grid dimensions (structured meshes) */
+  int detect;        /* 1: interference detection on (fast metric only) */
 } la__hot_t;
 
+/* Per probing thread (owned by libla/interference.c): the sequence word of
+ * the thread's context-switch perf event page (NULL until the thread's first
+ * probe with detection on), its value and the timer reading at the last
+ * start. Initial-exec TLS: one %fs-relative load, no call. */
+typedef struct la__tls_s {
+  const volatile uint32_t *seq;
+  uint32_t seq0;
+  uint64_t t0;
+} la__tls_t;
+
 LA_EXPORT extern la__hot_t la__hot;
+LA_EXPORT extern __thread la__tls_t la__tls
+    __attribute__((tls_model("initial-exec")));
+/* Opens the calling thread's event; returns its sequence word (a constant
+ * word when that fails: the thread then never flags). */
+LA_EXPORT const volatile uint32_t *la__interf_thread(void);
+/* Element e's interval of `ticks` saw a context switch: flag it. */
+LA_EXPORT void la__interf_hit(long e, uint64_t ticks);
 LA_EXPORT int la__probe_start_slow(long e);
 LA_EXPORT int la__probe_stop_slow(long e);
 LA_EXPORT int la__probe_range_error(long e);
@@ -184,6 +212,15 @@ static inline int LA_startProbe(long e) {
   if (LA__UNLIKELY(lim == 0)) return 0;
   if (LA__UNLIKELY((uint64_t)e >= lim)) return la__probe_range_error(e);
   if (LA__LIKELY(la__hot.fast)) {
+    if (la__hot.detect) {
+      const volatile uint32_t *s = la__tls.seq;
+      if (LA__UNLIKELY(s == 0)) s = la__interf_thread();
+      la__tls.seq0 = *s; /* before the reading: the interval is covered */
+      uint64_t t = la__now();
+      la__tls.t0 = t;
+      la__hot.values[e] -= (double)(int64_t)(t - la__hot.base);
+      return 0;
+    }
     la__hot.values[e] -= (double)(int64_t)(la__now() - la__hot.base);
     return 0;
   }
@@ -196,7 +233,13 @@ static inline int LA_stopProbe(long e) {
   if (LA__UNLIKELY(lim == 0)) return 0;
   if (LA__UNLIKELY((uint64_t)e >= lim)) return la__probe_range_error(e);
   if (LA__LIKELY(la__hot.fast)) {
-    la__hot.values[e] += (double)(int64_t)(la__now() - la__hot.base);
+    uint64_t t = la__now();
+    la__hot.values[e] += (double)(int64_t)(t - la__hot.base);
+    if (la__hot.detect) {
+      const volatile uint32_t *s = la__tls.seq; /* after the reading */
+      if (LA__UNLIKELY(s != 0 && *s != la__tls.seq0))
+        la__interf_hit(e, t - la__tls.t0);
+    }
     return 0;
   }
   return la__probe_stop_slow(e);

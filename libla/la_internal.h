@@ -9,6 +9,7 @@
  *   agent_link.c the TCP conversation with the LocalAgent
  *   papi_probe.c PAPI metrics (only initialised when one is chosen)
  *   probe.c      the hot-path state, slow probe paths, ranges
+ *   interference.c context switches seen at the probe, timer resolution
  *   lifecycle.c  LA_register, LA_dataXfer, LA_finalize: the state machine
  *   dump.c       LA_DUMP_RAW: raw values of every profiled cycle to files
  */
@@ -74,6 +75,11 @@ typedef struct la__timer {
 LA__HIDDEN int la__timer_init(la__timer_t *t, int mode);
 /* Refines ns_per_tick over the time since init; returns it. */
 LA__HIDDEN double la__timer_refine(la__timer_t *t);
+/* The timer's resolution in ns: the median over a few hundred tries of the
+ * smallest non-zero difference between successive readings (TSC ticks times
+ * ns_per_tick, or clock ns). 0 if the timer never advanced. Takes well under
+ * a millisecond on a normal machine. */
+LA__HIDDEN double la__timer_resolution_ns(const la__timer_t *t);
 LA__HIDDEN uint64_t la__realtime_ns(void);
 
 /* ----------------------------------------------------------------- appid */
@@ -142,16 +148,19 @@ LA__HIDDEN void la__probe_setup(int fast, int tsc, LA_ProbeFunc start,
                                 void *start_arg, LA_ProbeFunc stop,
                                 void *stop_arg);
 LA__HIDDEN void la__probe_grid(uint64_t nx, uint64_t ny, uint64_t nz);
-/* Starts a profiled cycle writing into values[0..n). */
-LA__HIDDEN void la__probe_begin(double *values, uint64_t n);
+/* Starts a profiled cycle writing into buffer i of the segment (its n
+ * values, flags and meta data). */
+LA__HIDDEN void la__probe_begin(la_shm_header_t *hdr, uint32_t i, uint64_t n);
 /* Ends the cycle: probes become no-ops. Returns range errors counted. */
 LA__HIDDEN uint64_t la__probe_end(void);
 LA__HIDDEN void la__probe_reset(void);
 
 /* ------------------------------------------------------------------ dump */
-/* Writes values*scale to dir/<app_id>.r<rank>.c<tag>.f64. 0 or LA_EIO. */
+/* Writes buffer i's values*scale to dir/<app_id>.r<rank>.c<tag>.f64, its
+ * flag bytes to ....flags and its interference counters to ....fid (text).
+ * 0 or LA_EIO. */
 LA__HIDDEN int la__dump_raw(const char *dir, const char *app_id, int rank,
-                            uint64_t tag, const double *values, uint64_t n,
-                            double scale);
+                            uint64_t tag, la_shm_header_t *hdr, uint32_t i,
+                            uint64_t n, double scale);
 
 #endif /* LA_INTERNAL_H */

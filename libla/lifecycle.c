@@ -19,7 +19,7 @@
 
 #include "la_codec.h"
 #include "la_compact.h"
-#include "la_internal.h"
+#include "la_interference.h"
 
 enum { LA__IDLE = 0, LA__ACTIVE = 1, LA__OFF = 2 };
 
@@ -110,7 +110,7 @@ static int la__begin_cycle(void) {
   }
   if (rc) return rc;
   la__ctx.holding = 1;
-  la__probe_begin(la_shm_values(la__ctx.ipc.hdr, la__ctx.cur), la__ctx.n);
+  la__probe_begin(la__ctx.ipc.hdr, la__ctx.cur, la__ctx.n);
   return 0;
 }
 
@@ -169,6 +169,9 @@ static int la__register(const char *app_name, int rank, int nprocs,
 
   const char *unit = "ns";
   if ((rc = la__metric_setup(s, &unit))) return la__lost(rc);
+  if ((rc = la__interf_init(la__hot.fast, la__ctx.timer.ns_per_tick,
+                            la__timer_resolution_ns(&la__ctx.timer))))
+    return la__lost(rc);
   la__ctx.n = (uint64_t)n_elements;
   if ((rc = la__ipc_create(&la__ctx.ipc, la__ctx.n, (uint32_t)s->n_buffers)))
     return la__lost(rc);
@@ -199,6 +202,7 @@ static int la__register(const char *app_name, int rank, int nprocs,
     req.grid = g;
   }
   req.host = host[0] ? host : NULL;
+  la__interf_fill_register(&req);
   if ((rc = la__link_register(&la__ctx.link, s->agent, s->connect_timeout_ms,
                               &req)))
     return la__lost(rc);
@@ -248,8 +252,7 @@ static int la__xfer(uint64_t tag) {
     meta->range_errors = range_errors;
     if (la__ctx.set.dump_raw[0])
       la__dump_raw(la__ctx.set.dump_raw, la__ctx.app_id, la__ctx.rank, tag,
-                   la_shm_values(la__ctx.ipc.hdr, la__ctx.cur), la__ctx.n,
-                   scale);
+                   la__ctx.ipc.hdr, la__ctx.cur, la__ctx.n, scale);
     La__DataReady d = LA__DATA_READY__INIT;
     d.buffer = la__ctx.cur;
     d.cycle_tag = tag;
@@ -258,6 +261,7 @@ static int la__xfer(uint64_t tag) {
     d.skipped = la__ctx.skipped;
     d.waits = la__ctx.waits;
     d.t_xfer_ns = now;
+    la__interf_fill_ready(&d, meta, scale);
     la__ctx.holding = 0;
     la__ctx.profiled++;
     la__ctx.cur = (la__ctx.cur + 1) % la__ctx.ipc.n_buffers;
@@ -307,7 +311,7 @@ LA_EXPORT long LA_getStat(int which) {
   case LA_STAT_RANGE_ERRORS: return (long)la__ctx.range_errors;
   case LA_STAT_WAIT_NS: return (long)la__ctx.wait_ns;
   case LA_STAT_REGISTERED: return la__ctx.state == LA__ACTIVE;
-  default: return LA_EINVAL;
+  default: return la__interf_stat(which);
   }
 }
 

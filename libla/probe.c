@@ -8,9 +8,11 @@
  * threads that own disjoint elements need no lock. For the built-in timer
  * readings are taken relative to the cycle's start (la__hot.base) so values
  * stay small and exact in a double. Ranges keep their start reading per
- * thread, so ranges do not nest within a thread.
+ * thread, so ranges do not nest within a thread. Interference detection
+ * (interference.c) covers the inline wall-time probes only: not ranges, not
+ * user or PAPI probes.
  */
-#include "la_internal.h"
+#include "la_interference.h"
 
 LA_EXPORT la__hot_t la__hot; /* limit 0: every probe is a no-op */
 
@@ -36,9 +38,10 @@ void la__probe_grid(uint64_t nx, uint64_t ny, uint64_t nz) {
   la__hot.nz = nz;
 }
 
-void la__probe_begin(double *values, uint64_t n) {
+void la__probe_begin(la_shm_header_t *hdr, uint32_t i, uint64_t n) {
   __atomic_store_n(&la__range_errors, 0, __ATOMIC_RELAXED);
-  la__hot.values = values;
+  la__interf_begin(la_shm_flags(hdr, i), &hdr->buf[i], n);
+  la__hot.values = la_shm_values(hdr, i);
   la__hot.base = la__now();
   la__hot.limit = n;
 }
@@ -46,11 +49,13 @@ void la__probe_begin(double *values, uint64_t n) {
 uint64_t la__probe_end(void) {
   la__hot.limit = 0;
   la__hot.values = NULL;
+  la__interf_end();
   return __atomic_load_n(&la__range_errors, __ATOMIC_RELAXED);
 }
 
 void la__probe_reset(void) {
   la__probe_end();
+  la__interf_shutdown();
   la__hot.fast = 0;
   la__hot.nx = la__hot.ny = la__hot.nz = 0;
   la__start_fn = la__stop_fn = NULL;

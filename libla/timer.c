@@ -4,9 +4,12 @@
  * /proc/cpuinfo) probes read the TSC; elsewhere CLOCK_MONOTONIC in ns. Ticks
  * become ns outside the hot path: the ratio is calibrated for 2 ms at start,
  * refined at every LA_dataXfer over the whole run, and written into each
- * buffer's meta data for the agent to apply.
+ * buffer's meta data for the agent to apply. The timer's resolution (its
+ * smallest step) is measured once at registration, to be shown beside the
+ * values: an element that costs less than a few steps is not resolved.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -83,4 +86,23 @@ double la__timer_refine(la__timer_t *t) {
   if (ticks > t->ticks0 && ns > t->ns0)
     t->ns_per_tick = (double)(ns - t->ns0) / (double)(ticks - t->ticks0);
   return t->ns_per_tick;
+}
+
+static int la__cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+double la__timer_resolution_ns(const la__timer_t *t) {
+  enum { TRIES = 301, SPIN = 1000000 };
+  uint64_t d[TRIES];
+  int k = 0;
+  for (int i = 0; i < TRIES; i++) {
+    uint64_t a = la__ticks(t), b = a;
+    for (int j = 0; j < SPIN && b == a; j++) b = la__ticks(t);
+    if (b > a) d[k++] = b - a; /* a timer that went back or stood: skip */
+  }
+  if (k == 0) return 0;
+  qsort(d, (size_t)k, sizeof d[0], la__cmp_u64);
+  return (double)d[k / 2] * t->ns_per_tick;
 }

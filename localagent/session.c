@@ -165,6 +165,9 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
   st.period = r->period;
   st.has_t_start_ns = 1;
   st.t_start_ns = la__realtime_ns();
+  st.has_timer_res_ns = r->has_timer_res_ns;
+  st.timer_res_ns = r->timer_res_ns;
+  st.interference = r->interference;
   la_uplink_send(ag, LA__MSG_TYPE__MSG_RANK_START, &st.base, &st.seq);
   char spec[80] = "";
   la_compact_spec_format(&s->cp, spec, sizeof spec);

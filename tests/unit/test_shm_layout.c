@@ -109,39 +109,63 @@ static void test_header_binary_layout(void **state) {
 }
 
 static void test_stride_arithmetic(void **state) {
+  /* a buffer is n doubles then n flag bytes, padded to 64 */
   assert_int_equal(la_shm_buffer_stride(1), 64);
-  assert_int_equal(la_shm_buffer_stride(8), 64);
-  assert_int_equal(la_shm_buffer_stride(9), 128);
-  assert_int_equal(la_shm_buffer_stride(16), 128);
-  assert_int_equal(la_shm_buffer_stride(17), 192);
-  assert_int_equal(la_shm_buffer_stride(1000), 8000);
-  assert_int_equal(la_shm_buffer_stride(1001), 8064);
+  assert_int_equal(la_shm_buffer_stride(7), 64);   /* 63 bytes */
+  assert_int_equal(la_shm_buffer_stride(8), 128);  /* 72 bytes */
+  assert_int_equal(la_shm_buffer_stride(14), 128); /* 126 */
+  assert_int_equal(la_shm_buffer_stride(15), 192); /* 135 */
+  assert_int_equal(la_shm_buffer_stride(1000), 9024);
+  assert_int_equal(la_shm_buffer_stride(1024), 9216);
   assert_int_equal(la_shm_buffer_stride(LA_SHM_MAX_ELEMENTS),
-                   LA_SHM_MAX_ELEMENTS * 8);
+                   LA_SHM_MAX_ELEMENTS * 9);
   for (uint64_t n = 1; n <= 5000; n++) {
     uint64_t s = la_shm_buffer_stride(n);
     assert_int_equal(s % LA_SHM_ALIGN, 0);
-    assert_true(s >= n * sizeof(double));
-    assert_true(s < n * sizeof(double) + LA_SHM_ALIGN);
+    assert_true(s >= n * (sizeof(double) + 1));
+    assert_true(s < n * (sizeof(double) + 1) + LA_SHM_ALIGN);
   }
 }
 
 static void test_segment_size_arithmetic(void **state) {
   assert_int_equal(la_shm_segment_size(1, 2), HLEN + 2 * 64);
-  assert_int_equal(la_shm_segment_size(1000, 3), HLEN + 3 * 8000);
-  assert_int_equal(la_shm_segment_size(1001, 16), HLEN + 16 * 8064);
+  assert_int_equal(la_shm_segment_size(1000, 3), HLEN + 3 * 9024);
+  assert_int_equal(la_shm_segment_size(1024, 16), HLEN + 16 * 9216);
   /* the largest segment does not wrap */
   uint64_t big = la_shm_segment_size(LA_SHM_MAX_ELEMENTS,
                                      LA_SHM_MAX_BUFFERS);
   assert_int_equal(big, HLEN + (uint64_t)LA_SHM_MAX_BUFFERS *
-                                   LA_SHM_MAX_ELEMENTS * 8);
-  assert_true(big > LA_SHM_MAX_ELEMENTS * 8 * LA_SHM_MAX_BUFFERS);
+                                   LA_SHM_MAX_ELEMENTS * 9);
+  assert_true(big > LA_SHM_MAX_ELEMENTS * 9 * LA_SHM_MAX_BUFFERS);
   for (uint32_t k = LA_SHM_MIN_BUFFERS; k <= LA_SHM_MAX_BUFFERS; k++)
     for (uint64_t n = 1; n < 300; n += 7) {
       uint64_t s = la_shm_segment_size(n, k);
       assert_int_equal(s % LA_SHM_ALIGN, 0);
       assert_int_equal(s, HLEN + k * la_shm_buffer_stride(n));
     }
+}
+
+static void test_flags_follow_values(void **state) {
+  /* flags of buffer i: n bytes right after its values, inside its stride,
+   * never overlapping the next buffer's values */
+  const uint64_t ns[] = {1, 7, 8, 9, 1000, 4097};
+  for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++) {
+    uint64_t n = ns[a], bytes;
+    uint32_t k = 3;
+    la_shm_header_t *h = make_segment(n, k, &bytes);
+    for (uint32_t i = 0; i < k; i++) {
+      uint8_t *f = la_shm_flags(h, i);
+      assert_ptr_equal(f, (uint8_t *)(la_shm_values(h, i) + n));
+      assert_true(f + n <= (uint8_t *)la_shm_values(h, i) + h->buffer_stride);
+      memset(f, LA_SHM_FLAG_INTERFERED, n); /* writable (ASan) */
+      if (i + 1 < k) assert_true(f + n <= (uint8_t *)la_shm_values(h, i + 1));
+    }
+    assert_null(la_shm_header_check(h, bytes, n, k, NONCE));
+    free(h);
+  }
+  assert_int_equal(offsetof(la_shm_bufmeta_t, interference_ticks), 40);
+  assert_int_equal(offsetof(la_shm_bufmeta_t, n_flagged), 48);
+  assert_true(LA_SHM_VERSION >= 2);
 }
 
 static void test_values_alignment_and_bounds(void **state) {
@@ -495,6 +519,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_header_binary_layout),
     cmocka_unit_test(test_stride_arithmetic),
+    cmocka_unit_test(test_flags_follow_values),
     cmocka_unit_test(test_segment_size_arithmetic),
     cmocka_unit_test(test_values_alignment_and_bounds),
     cmocka_unit_test(test_check_accepts_good_headers),
