@@ -52,9 +52,10 @@
 #define T_SREQ LA__MSG_TYPE__MSG_STATUS_REQUEST
 #define T_SREP LA__MSG_TYPE__MSG_STATUS_REPLY
 #define T_ERR LA__MSG_TYPE__MSG_ERROR
+#define T_TM LA__MSG_TYPE__MSG_TRACE_MISSING
 
 #define HDR LA_FRAME_HEADER_LEN
-#define N_TYPES 19
+#define N_TYPES 20
 
 #define assert_dbl_equal(a, b) assert_true((a) == (b))
 #define M(x) ((ProtobufCMessage *)(x))
@@ -102,6 +103,7 @@ static La__QueryReply s_qr;
 static La__StatusRequest s_sreq;
 static La__StatusReply s_srep;
 static La__Error s_err;
+static La__TraceMissing s_tm;
 
 static void fill_trace(La__CompactTrace *t, La__SeriesStats *st,
                        La__FitError *fe, uint8_t *seg, uint32_t rank,
@@ -331,6 +333,13 @@ static void reset_samples(void) {
   la__error__init(&s_err);
   s_err.code = LA_EPROTO;
   s_err.message = "frame type 99 unknown";
+
+  la__trace_missing__init(&s_tm);
+  s_tm.seq = 77;
+  s_tm.app_id = "job-77";
+  s_tm.rank = 3;
+  s_tm.cycle_tag = 15;
+  s_tm.reason = "skipped by the application";
 }
 
 typedef struct {
@@ -349,7 +358,7 @@ static void build_samples(void) {
     {T_RE, M(&s_re)},     {T_CT, M(&s_ct[0])},    {T_ACK, M(&s_ack)},
     {T_SUB, M(&s_sub)},   {T_TS, M(&s_ts)},       {T_Q, M(&s_q)},
     {T_QR, M(&s_qr)},     {T_SREQ, M(&s_sreq)},   {T_SREP, M(&s_srep)},
-    {T_ERR, M(&s_err)},
+    {T_ERR, M(&s_err)},   {T_TM, M(&s_tm)},
   };
   memcpy(samples, s, sizeof s);
 }
@@ -658,6 +667,14 @@ static void cmp_msg(uint16_t type, const ProtobufCMessage *x,
     const La__Error *a = (const void *)x, *b = (const void *)y;
     assert_int_equal(a->code, b->code);
     assert_string_equal(a->message, b->message);
+    break;
+  }
+  case T_TM: {
+    const La__TraceMissing *a = (const void *)x, *b = (const void *)y;
+    assert_true(a->seq == b->seq && a->rank == b->rank &&
+                a->cycle_tag == b->cycle_tag);
+    assert_string_equal(a->app_id, b->app_id);
+    assert_string_equal(a->reason, b->reason);
     break;
   }
   default:
@@ -1609,6 +1626,16 @@ static void test_other_validation(void **state) {
 
   s_reply.message = repeat('m', 1025);
   expect_invalid(T_REPLY, M(&s_reply), "message");
+
+  s_tm.reason = "";
+  expect_invalid(T_TM, M(&s_tm), "reason");
+  s_tm.reason = repeat('r', 257);
+  expect_invalid(T_TM, M(&s_tm), "reason");
+  s_tm.reason = "x";
+  s_tm.app_id = "bad id";
+  expect_invalid(T_TM, M(&s_tm), "app_id");
+  s_tm.app_id = "job-77";
+  expect_valid(T_TM, M(&s_tm));
 }
 
 /* BUG, fixed (la_msg_validate, RegisterRequest): the grid check multiplied
