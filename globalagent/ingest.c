@@ -156,10 +156,14 @@ static void la__on_set_closed(void *arg, const char *app_id, uint64_t tag,
   } else {
     ga->st.sets_partial++;
     if (!complete && !ga->close_reason) ga->st.sets_evicted++;
-    la_log_info("Trace-Set %s cycle %llu closed partial: %zu of %u ranks "
-                "missing (%zu reported by LocalAgents, %zu: %s)", app_id,
-                (unsigned long long)tag, n_all, nprocs,
-                n_all > n_missing ? n_all - n_missing : 0, n_missing, why);
+    if (n_missing)
+      la_log_info("Trace-Set %s cycle %llu closed partial: %zu of %u ranks "
+                  "missing (%zu: %s)", app_id, (unsigned long long)tag,
+                  n_all, nprocs, n_missing, why);
+    else
+      la_log_info("Trace-Set %s cycle %llu closed partial: %zu of %u ranks "
+                  "reported missing by LocalAgents", app_id,
+                  (unsigned long long)tag, n_all, nprocs);
   }
   la__queue_publish(ga, app_id, tag);
 }
@@ -269,6 +273,9 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
   } else if (type == LA__MSG_TYPE__MSG_RANK_END) {
     const La__RankEnd *e = (const La__RankEnd *)m;
     int was_new = 0;
+    /* cache the ended count before this end is written, so that it is
+     * counted once also when the cache was empty (a restart, a rollback) */
+    la__app(ga, e->app_id);
     rc = la_store_rank_end(ga->store, e, &was_new);
     if (rc == LA_EPROTO) {
       ga->st.conflicts++;
