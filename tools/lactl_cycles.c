@@ -86,10 +86,13 @@ int lactl_cycles_main(int argc, char **argv) {
     for (size_t i = 0; i < n; i++) {
       printf(
           "%s\n  {\"cycle\": %llu, \"state\": \"%s\", \"ranks_present\": "
-          "%u, \"ranks_missing\": %u, \"reasons\": ",
+          "%u, \"ranks_missing\": %u",
           i ? "," : "", (unsigned long long)v[i].tag,
           lactl_state_name(v[i].state), v[i].present, v[i].missing);
-      lactl_json_str(stdout, v[i].reasons);
+      if (v[i].reasons[0]) { /* only where reasons are recorded */
+        printf(", \"reasons\": ");
+        lactl_json_str(stdout, v[i].reasons);
+      }
       printf("}");
     }
     printf("%s]}\n", n ? "\n" : "");

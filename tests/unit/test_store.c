@@ -1096,6 +1096,11 @@ static void build_doc_db(la_store_t *s) {
       free(x);
     }
   const uint32_t miss = 2;
+  /* as the GlobalAgent records it when cycle 30 times out */
+  assert_int_equal(la_store_missing(s, "wavetoy-1234", 30, 2,
+                                    "timeout: no trace within stitch.timeout",
+                                    0, 0, NULL),
+                   0);
   assert_int_equal(la_store_set_closed(s, "wavetoy-1234", 10, 1, NULL, 0,
                                        1700000000100000000ull),
                    0);
