@@ -27,7 +27,7 @@ static void la__missing_rows(la_ga_t *ga, La__StatusReply *r) {
   }
   la_status_row(r, "missing_ranks", "%llu", U(total));
   for (size_t i = 0; i < n; i++) {
-    char key[32];
+    char key[48];
     snprintf(key, sizeof key, "missing_reason.%zu", i + 1);
     la_status_row(r, key, "%llu %s", U(top[i].count), top[i].reason);
   }
