@@ -20,8 +20,8 @@ static void la__missing_rows(la_ga_t *ga, La__StatusReply *r) {
   la_store_reason_count_t top[LA__REASON_ROWS];
   size_t n = 0;
   uint64_t total = 0;
-  if (la_store_missing_counts(ga->store, top, LA__REASON_ROWS, &n,
-                              &total) != 0) {
+  if (la_store_missing_counts(ga->store, top, LA__REASON_ROWS, &n, &total) !=
+      0) {
     la_status_row(r, "missing_ranks", "? (%s)", la_store_errmsg(ga->store));
     return;
   }

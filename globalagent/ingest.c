@@ -117,8 +117,9 @@ static void la__queue_publish(la_ga_t *ga, const char *app_id, uint64_t tag) {
   ga->closed_tail = &c->next;
 }
 
-#define LA__WHY_EVICTED "evicted: too many open Trace-Sets " \
-                        "(stitch.max_open_sets)"
+#define LA__WHY_EVICTED                \
+  "evicted: too many open Trace-Sets " \
+  "(stitch.max_open_sets)"
 
 /* The stitcher closed a set. Its missing ranks (those without a trace nor a
  * missing record) are recorded missing with the reason of this close; the
@@ -137,13 +138,13 @@ static void la__on_set_closed(void *arg, const char *app_id, uint64_t tag,
     return;
   }
   for (size_t i = 0; i < n_missing; i++)
-    if (la_store_missing(ga->store, app_id, tag, missing[i], why, 0, 0,
-                         NULL) != 0) {
+    if (la_store_missing(ga->store, app_id, tag, missing[i], why, 0, 0, NULL) !=
+        0) {
       ga->txn_failed = 1;
       return;
     }
-  if (la_store_missing_ranks(ga->store, app_id, tag, nprocs, &all,
-                             &n_all) != 0 ||
+  if (la_store_missing_ranks(ga->store, app_id, tag, nprocs, &all, &n_all) !=
+          0 ||
       la_store_set_closed(ga->store, app_id, tag, n_all == 0, all, n_all,
                           la__realtime_ns()) != 0) {
     free(all);
@@ -157,13 +158,15 @@ static void la__on_set_closed(void *arg, const char *app_id, uint64_t tag,
     ga->st.sets_partial++;
     if (!complete && !ga->close_reason) ga->st.sets_evicted++;
     if (n_missing)
-      la_log_info("Trace-Set %s cycle %llu closed partial: %zu of %u ranks "
-                  "missing (%zu: %s)", app_id, (unsigned long long)tag,
-                  n_all, nprocs, n_missing, why);
+      la_log_info(
+          "Trace-Set %s cycle %llu closed partial: %zu of %u ranks "
+          "missing (%zu: %s)",
+          app_id, (unsigned long long)tag, n_all, nprocs, n_missing, why);
     else
-      la_log_info("Trace-Set %s cycle %llu closed partial: %zu of %u ranks "
-                  "reported missing by LocalAgents", app_id,
-                  (unsigned long long)tag, n_all, nprocs);
+      la_log_info(
+          "Trace-Set %s cycle %llu closed partial: %zu of %u ranks "
+          "reported missing by LocalAgents",
+          app_id, (unsigned long long)tag, n_all, nprocs);
   }
   la__queue_publish(ga, app_id, tag);
 }
@@ -248,15 +251,15 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
       ga->st.duplicates++; /* a resend, or a trace of that key is stored */
     } else if (rc == 0) {
       ga->st.missing_reported++;
-      la_log_debug("%s rank %u cycle %llu missing (%s): %s", t->app_id,
-                   t->rank, (unsigned long long)t->cycle_tag, host,
-                   t->reason);
+      la_log_debug("%s rank %u cycle %llu missing (%s): %s", t->app_id, t->rank,
+                   (unsigned long long)t->cycle_tag, host, t->reason);
       la_ga_app_t *a = la__app(ga, t->app_id);
       if (!a) {
         ga->st.orphans++;
-        la_log_warnx("%s rank %u cycle %llu missing: no RankStart known; "
-                     "stored, not stitched", t->app_id, t->rank,
-                     (unsigned long long)t->cycle_tag);
+        la_log_warnx(
+            "%s rank %u cycle %llu missing: no RankStart known; "
+            "stored, not stitched",
+            t->app_id, t->rank, (unsigned long long)t->cycle_tag);
       } else {
         int s = la_stitch_add(ga->stitch, t->app_id, a->nprocs, t->rank,
                               t->cycle_tag, uv_now(ga->loop));

@@ -514,8 +514,7 @@ static int la__schema(sqlite3 *db, const char *path, char *why, size_t n) {
                LA_STORE_SCHEMA_VERSION, (long long)la__now_ns(),
                LA_STORE_APPLICATION_ID);
       if (la__exec(db, la__schema_sql, why, n, path, "creating the schema") ||
-          la__exec(db, la__missing_sql, why, n, path,
-                   "creating the schema") ||
+          la__exec(db, la__missing_sql, why, n, path, "creating the schema") ||
           la__exec(db, sql, why, n, path, "creating the schema") ||
           la__exec(db, "COMMIT", why, n, path, "creating the schema")) {
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
@@ -1364,8 +1363,8 @@ static int la__load_missing(la_store_t *s, const char *app_id,
     sqlite3_int64 rank;
     if (!la__col_int(st, 0, 0, (sqlite3_int64)LA_MAX_RANKS - 1, &rank) ||
         rank <= prev) {
-      r = la__corrupt(s, "missing records of %s cycle %llu: bad rank",
-                      app_id, (unsigned long long)cycle_tag);
+      r = la__corrupt(s, "missing records of %s cycle %llu: bad rank", app_id,
+                      (unsigned long long)cycle_tag);
       break;
     }
     prev = rank;
@@ -1390,9 +1389,10 @@ static int la__load_missing(la_store_t *s, const char *app_id,
     set->missing_reasons[set->n_missing_reasons++] = mr;
     mr->reason = la__strdup_col(st, 1, LA_STORE_REASON_MAX, &bad);
     if (bad || (mr->reason && !mr->reason[0])) {
-      r = la__corrupt(s, "missing record of %s cycle %llu rank %lld: bad "
-                      "reason", app_id, (unsigned long long)cycle_tag,
-                      (long long)rank);
+      r = la__corrupt(s,
+                      "missing record of %s cycle %llu rank %lld: bad "
+                      "reason",
+                      app_id, (unsigned long long)cycle_tag, (long long)rank);
       break;
     }
     if (!mr->reason) {

@@ -214,7 +214,8 @@ int la_store_latest_cycle(la_store_t *s, const char *app_id, int complete_only,
  * t_complete_ns = the close time when the set was closed. The result passes
  * la_msg_validate(LA__MSG_TYPE__MSG_TRACE_SET); *out owns all its memory and
  * is freed with la_store_free_set(). Returns 0, LA_ENOTFOUND when neither
- * a trace nor a missing record of that cycle is stored, LA_EINVAL, LA_ENOMEM, LA_EIO (corrupt rows). */
+ * a trace nor a missing record of that cycle is stored, LA_EINVAL,
+ * LA_ENOMEM, LA_EIO (corrupt rows). */
 int la_store_load_set(la_store_t *s, const char *app_id, uint64_t cycle_tag,
                       La__TraceSet **out);
 /* Frees a set built by la_store_load_set. NULL is fine. */

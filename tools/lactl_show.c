@@ -1,7 +1,8 @@
 /* lactl_show.c: `lactl show APP [CYCLE|latest] [--global HOST:PORT | --db
  * FILE] [--json]`: one Trace-Set: complete, partial or open, which ranks
- * are missing and why (the reason recorded for each), metric and unit, close time, elements, per-rank totals
- * (exact: the raw sums measured before compaction) with a small bar, the
+ * are missing and why (the reason recorded for each), metric and unit,
+ * close time, elements, per-rank totals (exact: the raw sums measured
+ * before compaction) with a small bar, the
  * imbalance (max/mean of the totals), the compaction ratio (raw bytes = 8 x
  * elements against encoded bytes) and the error the compaction achieved on
  * each rank (max |err|, CV).

@@ -431,8 +431,7 @@ static int la__feed_cycles(lactl_src_t *s, const char *app, uint64_t first,
                                           : LACTL_OPEN;
     /* the rest of the row (a GlobalAgent that records none sends none) */
     const char *why = strstr(r->rows[i]->value, " reasons=");
-    if (why)
-      snprintf(v[i].reasons, sizeof v[i].reasons, "%s", why + 9);
+    if (why) snprintf(v[i].reasons, sizeof v[i].reasons, "%s", why + 9);
   }
   *n = r->n_rows;
   *out = v;

@@ -1619,8 +1619,8 @@ static void fake_missing(fake_t *f, const char *app_id, uint32_t rank,
   t.rank = rank;
   t.cycle_tag = tag;
   t.reason = (char *)reason;
-  assert_int_equal(la_send_msg(f->fd, LA__MSG_TYPE__MSG_TRACE_MISSING,
-                               &t.base, 5000), 0);
+  assert_int_equal(
+      la_send_msg(f->fd, LA__MSG_TYPE__MSG_TRACE_MISSING, &t.base, 5000), 0);
 }
 
 /* Runs `lactl A1 A2 [A3 [A4]] --global FEED` (NULL: no argument) and
@@ -1655,7 +1655,7 @@ static la_traceset_t *next_set(la_client_t *c) {
  * (stitch.timeout is an hour) as partial, the rank's reason travelling with
  * it to subscribers, `lactl show` and the store; a resend changes nothing;
  * a real trace arriving later wins (the set is republished complete); ranks
- * that ended before a cycle are recorded with that reason. On main the
+ * that ended before a cycle are recorded with that reason. Formerly the
  * GlobalAgent closed the link at the first TraceMissing. */
 static void test_trace_missing_closes_set_with_reason(void **state) {
   need_daemons();
@@ -1683,17 +1683,22 @@ static void test_trace_missing_closes_set_with_reason(void **state) {
   CHECK(la_traceset_missing_reason(t, 0) == NULL, "rank 0 has a reason");
   la_traceset_free(t);
   const char *out = lactl_out("show", app, "1", "--json");
-  CHECK(strstr(out, "\"missing_reasons\": [{\"rank\": 1, \"reason\": "
-                    "\"cycle skipped by the application\"}]") != NULL,
+  CHECK(strstr(out,
+               "\"missing_reasons\": [{\"rank\": 1, \"reason\": "
+               "\"cycle skipped by the application\"}]") != NULL,
         "lactl show --json: %s", out);
   out = lactl_out("show", app, "1", NULL);
   CHECK(strstr(out, "(missing: cycle skipped by the application)"),
         "lactl show: %s", out);
   CHECK(db_ll("SELECT count(*) FROM missing WHERE app_id = '%s' AND "
               "cycle_tag = 1 AND rank = 1 AND reason = '%s' AND source = "
-              "'agent'", app, why) == 1, "store: no missing record");
+              "'agent'",
+              app, why) == 1,
+        "store: no missing record");
   CHECK(db_ll("SELECT missing_ranks = '1' FROM trace_sets WHERE app_id = "
-              "'%s' AND cycle_tag = 1", app) == 1, "store: set record");
+              "'%s' AND cycle_tag = 1",
+              app) == 1,
+        "store: set record");
   /* a resend (its Ack lost) changes nothing */
   fake_missing(&f, app, 1, 1, why);
   fake_wait_acked(&f);
@@ -1708,7 +1713,9 @@ static void test_trace_missing_closes_set_with_reason(void **state) {
         "cycle 1 should be republished complete");
   la_traceset_free(t);
   CHECK(db_ll("SELECT count(*) FROM missing WHERE app_id = '%s' AND "
-              "cycle_tag = 1", app) == 0, "the superseded record stayed");
+              "cycle_tag = 1",
+              app) == 0,
+        "the superseded record stayed");
   /* cycle 2: only rank 0; ranks 1 and 2 end, then rank 0: the set closes
    * with their reason */
   fake_trace(&f, app, 0, 2, &r);
@@ -1732,7 +1739,7 @@ static void test_trace_missing_closes_set_with_reason(void **state) {
 
 /* test_timeout_reason_in_status: a set closed by the timeout records its
  * missing rank with the reason "timeout: ...", counted by reason in the
- * status and shown by `lactl cycles`. On main nothing recorded why. */
+ * status and shown by `lactl cycles`. Formerly nothing recorded why. */
 static void test_timeout_reason_in_status(void **state) {
   need_daemons();
   const char *ex[] = {"--stitch.timeout=100ms", NULL};
@@ -1789,20 +1796,21 @@ static int deliver(fake_t *f, char kind, const char *app, uint32_t rank,
       return closed;
     }
     la_msg_free(m);
-    CHECK(rc != 0 && ++closed < 5, "expected an Ack or a close: rc %d %s",
-          rc, why);
+    CHECK(rc != 0 && ++closed < 5, "expected an Ack or a close: rc %d %s", rc,
+          why);
     close(f->fd);
     CHECK(fake_connect(f, "nodeF", T.key) == 0, "refused");
-    CHECK(f->seq + 1 == seq, "after the failure the GlobalAgent wants seq "
-          "%llu, not %llu", (unsigned long long)f->seq + 1,
-          (unsigned long long)seq);
+    CHECK(f->seq + 1 == seq,
+          "after the failure the GlobalAgent wants seq "
+          "%llu, not %llu",
+          (unsigned long long)f->seq + 1, (unsigned long long)seq);
   }
 }
 
 /* test_commit_failure_counts_exact: commits 3 (a trace) and 7 (a RankEnd)
  * fail (LA_GA_TEST_FAIL_COMMITS); the LocalAgent resends. Afterwards the
  * counters equal what was stored, the RankEnd counted once, and the running
- * application's next set completes. On main's ingest.c the failed batch's
+ * application's next set completes. Formerly the failed batch's
  * counts stayed: traces_stored 5 for 4 traces, and the resent RankEnd made
  * the 2-rank application "end" with rank 1 still running, closing cycle 1
  * partial. */
@@ -1819,13 +1827,13 @@ static void test_commit_failure_counts_exact(void **state) {
   fake_t f;
   CHECK(fake_connect(&f, "nodeF", T.key) == 0, "refused");
   int fails = 0;
-  fails += deliver(&f, 'S', app, 0, 2, 0, &r);  /* commit 1 */
-  fails += deliver(&f, 'S', app, 1, 2, 0, &r);  /* 2 */
-  fails += deliver(&f, 'T', app, 0, 2, 0, &r);  /* 3 fails, 4 */
-  fails += deliver(&f, 'T', app, 1, 2, 0, &r);  /* 5: cycle 0 complete */
-  fails += deliver(&f, 'T', app, 0, 2, 1, &r);  /* 6 */
-  fails += deliver(&f, 'E', app, 0, 2, 0, &r);  /* 7 fails, 8 */
-  fails += deliver(&f, 'T', app, 1, 2, 1, &r);  /* 9: cycle 1 complete */
+  fails += deliver(&f, 'S', app, 0, 2, 0, &r); /* commit 1 */
+  fails += deliver(&f, 'S', app, 1, 2, 0, &r); /* 2 */
+  fails += deliver(&f, 'T', app, 0, 2, 0, &r); /* 3 fails, 4 */
+  fails += deliver(&f, 'T', app, 1, 2, 0, &r); /* 5: cycle 0 complete */
+  fails += deliver(&f, 'T', app, 0, 2, 1, &r); /* 6 */
+  fails += deliver(&f, 'E', app, 0, 2, 0, &r); /* 7 fails, 8 */
+  fails += deliver(&f, 'T', app, 1, 2, 1, &r); /* 9: cycle 1 complete */
   CHECK(fails == 2, "%d injected failures seen, 2 expected", fails);
   uint64_t tags[2] = {0, 1};
   got_t *g = collect(sub, tags, 2);
@@ -1833,8 +1841,8 @@ static void test_commit_failure_counts_exact(void **state) {
   int ok1 = g->set[1] && la_traceset_complete(g->set[1]);
   int n1 = g->count[1];
   got_free(g);
-  long long stored = ga_status("traces_stored"),
-            ends = ga_status("rank_ends"), starts = ga_status("rank_starts"),
+  long long stored = ga_status("traces_stored"), ends = ga_status("rank_ends"),
+            starts = ga_status("rank_starts"),
             partial = ga_status("sets_partial"),
             complete = ga_status("sets_complete"),
             late = ga_status("traces_late"),
@@ -1848,34 +1856,35 @@ static void test_commit_failure_counts_exact(void **state) {
         "after 2 failed commits: commit_failures %lld, traces_stored %lld "
         "(4 stored), rank_starts %lld, rank_ends %lld (1 ended), "
         "sets_complete %lld, sets_partial %lld, traces_late %lld; cycle 0 "
-        "%s, cycle 1 %s (received %d times)", failures, stored, starts,
-        ends, complete, partial, late, ok0 ? "complete" : "not complete",
-        ok1 ? "complete" : "not complete", n1);
+        "%s, cycle 1 %s (received %d times)",
+        failures, stored, starts, ends, complete, partial, late,
+        ok0 ? "complete" : "not complete", ok1 ? "complete" : "not complete",
+        n1);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown(test_two_agents_one_mpi_run, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_queries_and_exact_totals, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_killed_localagent_partial_sets,
-                                    setup, teardown),
-    cmocka_unit_test_setup_teardown(test_globalagent_restart_mid_run, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_wrong_secret_refused, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_slow_subscriber, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_garbage_closes_only_that_connection,
-                                    setup, teardown),
-    cmocka_unit_test_setup_teardown(test_resent_rank_end_changes_nothing, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_trace_missing_closes_set_with_reason,
-                                    setup, teardown),
-    cmocka_unit_test_setup_teardown(test_timeout_reason_in_status, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_commit_failure_counts_exact, setup,
-                                    teardown),
+      cmocka_unit_test_setup_teardown(test_two_agents_one_mpi_run, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_queries_and_exact_totals, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_killed_localagent_partial_sets,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_globalagent_restart_mid_run, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_wrong_secret_refused, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_slow_subscriber, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_garbage_closes_only_that_connection,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_resent_rank_end_changes_nothing,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_trace_missing_closes_set_with_reason,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_timeout_reason_in_status, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_commit_failure_counts_exact, setup,
+                                      teardown),
   };
   /* LA_TEST_FILTER=pattern runs only the matching tests (cmocka's glob) */
   const char *only = getenv("LA_TEST_FILTER");

@@ -1097,10 +1097,10 @@ static void build_doc_db(la_store_t *s) {
     }
   const uint32_t miss = 2;
   /* as the GlobalAgent records it when cycle 30 times out */
-  assert_int_equal(la_store_missing(s, "wavetoy-1234", 30, 2,
-                                    "timeout: no trace within stitch.timeout",
-                                    0, 0, NULL),
-                   0);
+  assert_int_equal(
+      la_store_missing(s, "wavetoy-1234", 30, 2,
+                       "timeout: no trace within stitch.timeout", 0, 0, NULL),
+      0);
   assert_int_equal(la_store_set_closed(s, "wavetoy-1234", 10, 1, NULL, 0,
                                        1700000000100000000ull),
                    0);
@@ -1314,16 +1314,17 @@ static void test_missing_records(void **state) {
   /* ...but a LocalAgent's record replaces an inferred one */
   assert_int_equal(la_store_missing(s, "m", 5, 2, "timeout", 0, 0, &nw), 0);
   assert_int_equal(nw, 1);
-  assert_int_equal(la_store_missing(s, "m", 5, 2, "buffer lost", 1, 9, &nw),
-                   0);
+  assert_int_equal(la_store_missing(s, "m", 5, 2, "buffer lost", 1, 9, &nw), 0);
   assert_int_equal(nw, 1);
   missing_reason(f, "m", 5, 2, why, sizeof why);
   assert_string_equal(why, "buffer lost");
   /* a stored trace: no record for it */
   assert_int_equal(la_store_missing(s, "m", 5, 0, "timeout", 1, 3, &nw), 0);
   assert_int_equal(nw, 0);
-  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM missing WHERE "
-                                    "rank = 0"), 0);
+  assert_int_equal(raw_int(f->path,
+                           "SELECT count(*) FROM missing WHERE "
+                           "rank = 0"),
+                   0);
   uint32_t *mr = NULL;
   size_t n = 0;
   assert_int_equal(la_store_missing_ranks(s, "m", 5, 3, &mr, &n), 0);
@@ -1331,8 +1332,8 @@ static void test_missing_records(void **state) {
   assert_int_equal(mr[0], 1);
   assert_int_equal(mr[1], 2);
   free(mr);
-  assert_int_equal(la_store_set_closed(s, "m", 5, 0, (uint32_t[]){1, 2}, 2,
-                                       10), 0);
+  assert_int_equal(la_store_set_closed(s, "m", 5, 0, (uint32_t[]){1, 2}, 2, 10),
+                   0);
   La__TraceSet *set = NULL;
   assert_int_equal(la_store_load_set(s, "m", 5, &set), 0);
   assert_int_equal(set->n_missing_ranks, 2);
@@ -1418,10 +1419,14 @@ static void test_injected_commit_failure(void **state) {
     assert_int_equal(rc, tag == 2 ? LA_EIO : 0);
     if (rc) assert_non_null(strstr(la_store_errmsg(f->s), "injected"));
   }
-  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces WHERE "
-                                    "app_id = 'inj' AND cycle_tag = 2"), 0);
-  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces WHERE "
-                                    "app_id = 'inj'"), 2);
+  assert_int_equal(raw_int(f->path,
+                           "SELECT count(*) FROM traces WHERE "
+                           "app_id = 'inj' AND cycle_tag = 2"),
+                   0);
+  assert_int_equal(raw_int(f->path,
+                           "SELECT count(*) FROM traces WHERE "
+                           "app_id = 'inj'"),
+                   2);
 }
 
 /* ------------------------------------------------------------ throughput */
