@@ -189,6 +189,13 @@ void la_ga_agents_ack(la_ga_t *ga) {
   }
 }
 
+int la_ga_agent_connected(la_ga_t *ga, const char *host) {
+  for (la_ga_agent_t *a = ga->agents; a; a = a->next)
+    if (a->state == LA__AG_READY && !a->conn.closing && !strcmp(a->host, host))
+      return 1;
+  return 0;
+}
+
 void la_ga_agents_close_all(la_ga_t *ga, const char *reason) {
   for (la_ga_agent_t *a = ga->agents, *n; a; a = n) {
     n = a->next;

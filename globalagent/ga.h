@@ -88,6 +88,8 @@ void la_ga_agents_ack(la_ga_t *ga);
 /* Records the agents' highest seqs in the open transaction. */
 int la_ga_agents_record_seqs(la_ga_t *ga);
 void la_ga_agents_close_all(la_ga_t *ga, const char *reason);
+/* 1 when a LocalAgent authenticated as host is connected now, else 0. */
+int la_ga_agent_connected(la_ga_t *ga, const char *host);
 
 /* ingest.c */
 int la_ga_ingest_start(la_ga_t *ga, char *why, size_t why_len);

@@ -121,6 +121,9 @@ static void la__queue_publish(la_ga_t *ga, const char *app_id, uint64_t tag) {
   "evicted: too many open Trace-Sets " \
   "(stitch.max_open_sets)"
 
+static const char LA__WHY_TIMEOUT[] =
+    "timeout: no trace within stitch.timeout";
+
 /* The stitcher closed a set. Its missing ranks (those without a trace nor a
  * missing record) are recorded missing with the reason of this close; the
  * set's missing ranks are then all the missing records (ranks a LocalAgent
@@ -137,12 +140,22 @@ static void la__on_set_closed(void *arg, const char *app_id, uint64_t tag,
     ga->txn_failed = 1;
     return;
   }
-  for (size_t i = 0; i < n_missing; i++)
-    if (la_store_missing(ga->store, app_id, tag, missing[i], why, 0, 0, NULL) !=
-        0) {
+  for (size_t i = 0; i < n_missing; i++) {
+    const char *w = why;
+    char host[LA_MAX_ID_LEN + 1], gone[LA_MAX_ID_LEN + 64];
+    if (why == LA__WHY_TIMEOUT &&
+        la_store_rank_host(ga->store, app_id, missing[i], host, sizeof host) ==
+            0 &&
+        !la_ga_agent_connected(ga, host)) {
+      snprintf(gone, sizeof gone, "timeout: LocalAgent %s not connected",
+               host);
+      w = gone;
+    }
+    if (la_store_missing(ga->store, app_id, tag, missing[i], w, 0, 0, NULL)) {
       ga->txn_failed = 1;
       return;
     }
+  }
   if (la_store_missing_ranks(ga->store, app_id, tag, nprocs, &all, &n_all) !=
           0 ||
       la_store_set_closed(ga->store, app_id, tag, n_all == 0, all, n_all,
@@ -375,7 +388,7 @@ static void la__on_check(uv_check_t *h) { la_ga_commit(h->data); }
 
 static void la__on_tick(uv_timer_t *t) {
   la_ga_t *ga = t->data;
-  ga->close_reason = "timeout: no trace within stitch.timeout";
+  ga->close_reason = LA__WHY_TIMEOUT;
   la_stitch_expire(ga->stitch, uv_now(ga->loop),
                    (uint64_t)ga->set.set_timeout_ms);
   ga->close_reason = NULL;

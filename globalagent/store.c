@@ -149,6 +149,7 @@ enum {
   S_MISS_RANKS,
   S_LOAD_MISSING,
   S_MISS_COUNTS,
+  S_RANK_HOST,
   S__COUNT
 };
 
@@ -303,6 +304,9 @@ static const char *const la__sql[S__COUNT] = {
     [S_LOAD_MISSING] =
         "SELECT rank, reason FROM missing WHERE app_id = ?1"
         " AND cycle_tag = ?2 ORDER BY rank",
+    [S_RANK_HOST] =
+        "SELECT host FROM ranks WHERE app_id = ?1 AND rank = ?2"
+        " AND started = 1",
     [S_MISS_COUNTS] =
         "SELECT reason, count(*) AS n FROM missing GROUP BY reason"
         " ORDER BY n DESC, reason",
@@ -941,6 +945,27 @@ int la_store_missing(la_store_t *s, const char *app_id, uint64_t cycle_tag,
 out:
   r = la__wend(s, own, r);
   if (r && was_new) *was_new = 0;
+  return r;
+}
+
+int la_store_rank_host(la_store_t *s, const char *app_id, uint32_t rank,
+                       char *host, size_t cap) {
+  if (!s || !app_id || !host || cap == 0) return LA_EINVAL;
+  host[0] = 0;
+  sqlite3_stmt *st = s->st[S_RANK_HOST];
+  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, rank);
+  int rc = sqlite3_step(st), r = 0;
+  if (rc == SQLITE_ROW)
+    la__col_copy(st, 0, host, cap);
+  else if (rc != SQLITE_DONE)
+    r = la__sqlerr(s, "reading the rank's host");
+  la__done(st);
+  if (r == 0 && !host[0]) {
+    la__fmt(s->err, sizeof s->err, "no host known for %s rank %u", app_id,
+            rank);
+    r = LA_ENOTFOUND;
+  }
   return r;
 }
 

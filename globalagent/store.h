@@ -140,6 +140,12 @@ int la_store_missing(la_store_t *s, const char *app_id, uint64_t cycle_tag,
                      uint32_t rank, const char *reason, int from_agent,
                      uint64_t seq, int *was_new);
 
+/* The host of rank's LocalAgent (its RankStart's host) into host (cap
+ * bytes, truncated). Returns 0, LA_ENOTFOUND (no RankStart stored, or no
+ * host in it), LA_EINVAL, LA_EIO. */
+int la_store_rank_host(la_store_t *s, const char *app_id, uint32_t rank,
+                       char *host, size_t cap);
+
 /* The ranks below nprocs with a missing record for (app_id, cycle_tag),
  * increasing, into *ranks (malloc'ed, NULL when *n is 0; the caller frees
  * it). Returns 0, LA_EINVAL, LA_ENOMEM, LA_EIO. */

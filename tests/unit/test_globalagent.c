@@ -694,8 +694,10 @@ static int fake_connect(fake_t *f, const char *host, const char *key) {
   return status;
 }
 
-static void fake_rank_start(fake_t *f, const char *app_id, uint32_t rank,
-                            uint32_t nprocs, uint64_t n) {
+/* A RankStart that names host as its LocalAgent's (as the real one does). */
+static void fake_rank_start_on(fake_t *f, const char *host,
+                               const char *app_id, uint32_t rank,
+                               uint32_t nprocs, uint64_t n) {
   La__RankStart s = LA__RANK_START__INIT;
   s.seq = ++f->seq;
   s.app_id = (char *)app_id;
@@ -704,9 +706,14 @@ static void fake_rank_start(fake_t *f, const char *app_id, uint32_t rank,
   s.n_elements = n;
   s.metric = "custom";
   s.unit = "user";
-  s.host = "fakenode";
+  s.host = (char *)host;
   assert_int_equal(la_send_msg(f->fd, LA__MSG_TYPE__MSG_RANK_START, &s.base,
                                5000), 0);
+}
+
+static void fake_rank_start(fake_t *f, const char *app_id, uint32_t rank,
+                            uint32_t nprocs, uint64_t n) {
+  fake_rank_start_on(f, "fakenode", app_id, rank, nprocs, n);
 }
 
 static void fake_trace(fake_t *f, const char *app_id, uint32_t rank,
@@ -1738,8 +1745,9 @@ static void test_trace_missing_closes_set_with_reason(void **state) {
 }
 
 /* test_timeout_reason_in_status: a set closed by the timeout records its
- * missing rank with the reason "timeout: ...", counted by reason in the
- * status and shown by `lactl cycles`. Formerly nothing recorded why. */
+ * missing ranks with the reason "timeout: ...", naming the rank's
+ * LocalAgent when it is not connected; counted by reason in the status and
+ * shown by `lactl cycles`. Formerly nothing recorded why. */
 static void test_timeout_reason_in_status(void **state) {
   need_daemons();
   const char *ex[] = {"--stitch.timeout=100ms", NULL};
@@ -1748,23 +1756,35 @@ static void test_timeout_reason_in_status(void **state) {
   la_client_t *sub = subscribe(0, app);
   la_compact_result_t r;
   big_trace(300, &r);
-  fake_t f;
+  fake_t f, g;
   CHECK(fake_connect(&f, "nodeT", T.key) == 0, "refused");
-  fake_rank_start(&f, app, 0, 2, 300);
-  fake_rank_start(&f, app, 1, 2, 300);
+  CHECK(fake_connect(&g, "nodeU", T.key) == 0, "refused");
+  fake_rank_start_on(&f, "nodeT", app, 0, 3, 300);
+  fake_rank_start_on(&f, "nodeT", app, 1, 3, 300);
+  fake_rank_start_on(&g, "nodeU", app, 2, 3, 300);
+  fake_wait_acked(&f);
+  fake_wait_acked(&g);
+  close(g.fd); /* rank 2's LocalAgent goes away */
+  ga_wait_log("LocalAgent nodeU (");
   fake_trace(&f, app, 0, 3, &r);
   fake_wait_acked(&f);
   la_traceset_t *t = next_set(sub);
-  const char *got = la_traceset_missing_reason(t, 1);
-  CHECK(got && !strncmp(got, "timeout", 7), "rank 1: %s", got ? got : "none");
+  const char *w1 = la_traceset_missing_reason(t, 1);
+  const char *w2 = la_traceset_missing_reason(t, 2);
+  CHECK(w1 && !strcmp(w1, "timeout: no trace within stitch.timeout") && w2 &&
+            !strcmp(w2, "timeout: LocalAgent nodeU not connected"),
+        "rank 1: %s; rank 2: %s", w1 ? w1 : "none", w2 ? w2 : "none");
   la_traceset_free(t);
-  ga_wait_status("missing_ranks", 1);
-  char v[300] = "";
-  CHECK(la_td_status(T.ga, "missing_reason.1", v, sizeof v) == 0 &&
-            !strncmp(v, "1 timeout", 9),
-        "status missing_reason.1: '%s'", v);
+  ga_wait_status("missing_ranks", 2);
+  char v1[300] = "", v2[300] = "";
+  CHECK(la_td_status(T.ga, "missing_reason.1", v1, sizeof v1) == 0 &&
+            la_td_status(T.ga, "missing_reason.2", v2, sizeof v2) == 0 &&
+            !strcmp(v1, "1 timeout: LocalAgent nodeU not connected") &&
+            !strcmp(v2, "1 timeout: no trace within stitch.timeout"),
+        "status missing_reason.1: '%s', .2: '%s'", v1, v2);
   const char *out = lactl_out("cycles", app, "--first=3", "--last=3");
-  CHECK(strstr(out, "timeout: no trace within stitch.timeout (1)"),
+  CHECK(strstr(out, "timeout: LocalAgent nodeU not connected (1); timeout: "
+                    "no trace within stitch.timeout (1)"),
         "lactl cycles: %s", out);
   close(f.fd);
   la_compact_result_free(&r);
