@@ -1391,6 +1391,12 @@ static void test_missing_records(void **state) {
   assert_int_equal(total, 3);
   assert_int_equal(n, 2);
   assert_int_equal(top[0].count, 1);
+  /* the host a timeout's reason names */
+  char host[64];
+  assert_int_equal(la_store_rank_host(s, "m", 1, host, sizeof host), 0);
+  assert_string_equal(host, "node1");
+  assert_int_equal(la_store_rank_host(s, "m", 5, host, sizeof host),
+                   LA_ENOTFOUND);
   /* refused: bad rank, empty reason */
   assert_int_equal(la_store_missing(s, "m", 8, LA_MAX_RANKS, "x", 1, 1, &nw),
                    LA_EPROTO);
