@@ -216,6 +216,13 @@ LA_CLIENT_EXPORT size_t la_traceset_missing(const la_traceset_t *t,
 /* 1 when rank's trace is present, 0 when missing or rank >= nprocs. */
 LA_CLIENT_EXPORT int la_traceset_has_rank(const la_traceset_t *t,
                                           uint32_t rank);
+/* Why rank is missing, as the GlobalAgent recorded it: the LocalAgent's
+ * reason ("cycle skipped by the application", ...) or the GlobalAgent's
+ * ("timeout: ...", "rank ended before this cycle", ...). Owned by t. NULL
+ * when the rank is present, rank >= nprocs, or no reason is known (an open
+ * set still waiting for it, or a GlobalAgent that records none). */
+LA_CLIENT_EXPORT const char *la_traceset_missing_reason(const la_traceset_t *t,
+                                                        uint32_t rank);
 /* Sets dropped for this subscriber so far, because it read too slowly (by
  * the GlobalAgent, plus any this client had to drop while a request waited).
  * Cumulative over the connection. */

@@ -223,6 +223,15 @@ int la_traceset_has_rank(const la_traceset_t *t, uint32_t rank) {
   return t && rank < t->nprocs && t->trace[rank] ? 1 : 0;
 }
 
+const char *la_traceset_missing_reason(const la_traceset_t *t, uint32_t rank) {
+  if (!t || rank >= t->nprocs || t->trace[rank]) return NULL;
+  /* validated by the codec: increasing ranks, each listed missing */
+  for (size_t i = 0; i < t->msg->n_missing_reasons; i++)
+    if (t->msg->missing_reasons[i]->rank == rank)
+      return t->msg->missing_reasons[i]->reason;
+  return NULL;
+}
+
 uint64_t la_traceset_dropped(const la_traceset_t *t) {
   return t ? t->dropped : 0;
 }

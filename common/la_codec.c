@@ -230,6 +230,20 @@ static int la__set_ok(const La__TraceSet *s, char *why, size_t n) {
         return la__bad(why, n, "rank %u both present and missing",
                        s->missing_ranks[i]);
   }
+  if (s->n_missing_reasons > s->n_missing_ranks)
+    return la__bad(why, n, "more missing reasons than missing ranks");
+  for (size_t i = 0; i < s->n_missing_reasons; i++) {
+    const La__MissingRank *mr = s->missing_reasons[i];
+    size_t k = 0;
+    if (!mr || !mr->reason || !mr->reason[0] || !la__text_ok(mr->reason, 256))
+      return la__bad(why, n, "missing reason empty or too long");
+    while (k < s->n_missing_ranks && s->missing_ranks[k] != mr->rank) k++;
+    if (k == s->n_missing_ranks)
+      return la__bad(why, n, "reason for rank %u, which is not missing",
+                     mr->rank);
+    if (i > 0 && mr->rank <= s->missing_reasons[i - 1]->rank)
+      return la__bad(why, n, "missing reasons not in increasing rank order");
+  }
   return 0;
 }
 

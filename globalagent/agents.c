@@ -112,6 +112,9 @@ static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
   case LA__MSG_TYPE__MSG_COMPACT_TRACE:
     seq = ((La__CompactTrace *)m)->seq;
     break;
+  case LA__MSG_TYPE__MSG_TRACE_MISSING:
+    seq = ((La__TraceMissing *)m)->seq;
+    break;
   default:
     ga->st.bad_frames++;
     la_log_warnx("LocalAgent %s: unexpected %s: closing", a->host,
@@ -184,6 +187,13 @@ void la_ga_agents_ack(la_ga_t *ga) {
     a->acked_seq = a->stored_seq;
     la_conn_send(&a->conn, LA__MSG_TYPE__MSG_ACK, &ack.base, 0);
   }
+}
+
+int la_ga_agent_connected(la_ga_t *ga, const char *host) {
+  for (la_ga_agent_t *a = ga->agents; a; a = a->next)
+    if (a->state == LA__AG_READY && !a->conn.closing && !strcmp(a->host, host))
+      return 1;
+  return 0;
 }
 
 void la_ga_agents_close_all(la_ga_t *ga, const char *reason) {

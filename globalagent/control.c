@@ -1,7 +1,10 @@
 /* control.c: the GlobalAgent's status report (lactl status --agent
  * HOST:FEEDPORT): connections, authentication failures, messages stored,
- * duplicates, commits, Trace-Sets open/complete/partial/evicted, subscribers
- * and what was dropped for them, store path. */
+ * duplicates, commits, Trace-Sets open/complete/partial/evicted, missing
+ * (application, rank, cycle) records by reason (from the store),
+ * subscribers and what was dropped for them, store path. Reports only; it
+ * changes nothing. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "ga.h"
@@ -9,6 +12,26 @@
 #include "la_status.h"
 
 #define U(x) ((unsigned long long)(x))
+#define LA__REASON_ROWS 8 /* most frequent missing reasons reported */
+
+/* "missing_ranks" (every record in the store) and, most frequent first,
+ * "missing_reason.K" = "COUNT REASON" for the top LA__REASON_ROWS. */
+static void la__missing_rows(la_ga_t *ga, La__StatusReply *r) {
+  la_store_reason_count_t top[LA__REASON_ROWS];
+  size_t n = 0;
+  uint64_t total = 0;
+  if (la_store_missing_counts(ga->store, top, LA__REASON_ROWS, &n, &total) !=
+      0) {
+    la_status_row(r, "missing_ranks", "? (%s)", la_store_errmsg(ga->store));
+    return;
+  }
+  la_status_row(r, "missing_ranks", "%llu", U(total));
+  for (size_t i = 0; i < n; i++) {
+    char key[48];
+    snprintf(key, sizeof key, "missing_reason.%zu", i + 1);
+    la_status_row(r, key, "%llu %s", U(top[i].count), top[i].reason);
+  }
+}
 
 La__StatusReply *la_ga_status_reply(la_ga_t *ga) {
   La__StatusReply *r = la_status_new("la-globalagent");
@@ -39,9 +62,11 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga) {
   la_status_row(r, "commits", "%llu", U(st->commits));
   la_status_row(r, "commit_failures", "%llu", U(st->commit_failures));
   la_status_row(r, "sets_open", "%llu", U(ss.open));
-  la_status_row(r, "sets_complete", "%llu", U(ss.complete));
-  la_status_row(r, "sets_partial", "%llu", U(ss.partial));
-  la_status_row(r, "sets_evicted", "%llu", U(ss.evicted));
+  la_status_row(r, "sets_complete", "%llu", U(st->sets_complete));
+  la_status_row(r, "sets_partial", "%llu", U(st->sets_partial));
+  la_status_row(r, "sets_evicted", "%llu", U(st->sets_evicted));
+  la_status_row(r, "missing_reported", "%llu", U(st->missing_reported));
+  la__missing_rows(ga, r);
   la_status_row(r, "max_open_sets", "%lld", (long long)ga->set.max_open_sets);
   la_status_row(r, "subscribers", "%d", ga->n_subs);
   la_status_row(r, "subscribers_refused", "%llu", U(st->subs_refused));

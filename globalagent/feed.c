@@ -123,11 +123,11 @@ static void la__query(la_ga_sub_t *s, const La__Query *q) {
     for (size_t i = 0; i < n; i++) {
       char key[32];
       snprintf(key, sizeof key, "%llu", (unsigned long long)c[i].cycle_tag);
-      la_status_row(rows, key, "state=%s ranks=%u missing=%u",
+      la_status_row(rows, key, "state=%s ranks=%u missing=%u reasons=%s",
                     !c[i].closed ? "open"
                     : c[i].complete ? "complete"
                                     : "partial",
-                    c[i].ranks_present, c[i].n_missing);
+                    c[i].ranks_present, c[i].n_missing, c[i].reasons);
     }
     free(c);
   } else if (!strcmp(q->what, "traceset") && q->app_id && q->app_id[0]) {

@@ -3,9 +3,11 @@
  * Files and their one-way dependencies:
  *   main.c     options, configuration, logging, start-up order, signals
  *   agents.c   LocalAgent connections: handshake (challenge-response),
- *              then RankStart / CompactTrace / RankEnd handed to ingest.c
- *   ingest.c   group commit into the store, stitching, acks after commit,
- *              closed Trace-Sets handed to feed.c; expiry timer
+ *              then RankStart / CompactTrace / TraceMissing / RankEnd
+ *              handed to ingest.c
+ *   ingest.c   group commit into the store, stitching, missing ranks'
+ *              reasons, acks after commit, closed Trace-Sets handed to
+ *              feed.c; expiry timer
  *   feed.c     subscriber connections: Subscribe, Query, Status; bounded
  *              per-subscriber queues; publishing
  *   control.c  the status report
@@ -34,6 +36,10 @@ typedef struct la_ga_stats {
   uint64_t rank_starts, rank_ends, traces, duplicates, late, commits;
   uint64_t commit_failures, sets_published, sets_dropped, queries;
   uint64_t conflicts, orphans;
+  /* Trace-Sets closed (committed), by how: every rank present; partial;
+   * partial because the open-set limit forced them out. */
+  uint64_t sets_complete, sets_partial, sets_evicted;
+  uint64_t missing_reported; /* TraceMissing records stored (new) */
 } la_ga_stats_t;
 
 struct la_ga_agent;
@@ -61,6 +67,13 @@ typedef struct la_ga {
   struct la_ga_app *apps;
   int in_txn;
   int txn_failed; /* a statement of the open transaction failed */
+  /* ingest.c's counters as they were when the open transaction began: a
+   * rolled-back transaction puts them back, so counters follow exactly
+   * what was committed. */
+  la_ga_stats_t st_begin;
+  /* Why the stitcher's next partial close happens (timeout, application
+   * end); NULL: the open-set limit. Set by ingest.c around stitcher calls. */
+  const char *close_reason;
   size_t batch_n;
   struct la_ga_closed *closed, **closed_tail; /* to publish after commit */
   int draining;
@@ -75,6 +88,8 @@ void la_ga_agents_ack(la_ga_t *ga);
 /* Records the agents' highest seqs in the open transaction. */
 int la_ga_agents_record_seqs(la_ga_t *ga);
 void la_ga_agents_close_all(la_ga_t *ga, const char *reason);
+/* 1 when a LocalAgent authenticated as host is connected now, else 0. */
+int la_ga_agent_connected(la_ga_t *ga, const char *host);
 
 /* ingest.c */
 int la_ga_ingest_start(la_ga_t *ga, char *why, size_t why_len);

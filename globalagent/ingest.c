@@ -1,5 +1,12 @@
 /* ingest.c: what the GlobalAgent does with LocalAgents' messages.
  *
+ * Every (application, rank, cycle) ends either stored or recorded missing
+ * with a reason: a LocalAgent's TraceMissing is stored (idempotent; a real
+ * trace for the key later wins) and counts the rank as present for
+ * stitching, so the set closes without waiting; a set closed partial records
+ * its other missing ranks with the GlobalAgent's reason (timeout, the rank
+ * ended before this cycle, the application ended, the open-set limit).
+ *
  * Group commit: the messages of one loop iteration (at most store.batch_max)
  * go into one SQLite transaction, committed in a uv_check callback after the
  * iteration's I/O; only after the commit succeeds are the LocalAgents
@@ -8,7 +15,10 @@
  * store does not have). Traces are deduplicated by the store (app, rank,
  * cycle), so resends after a reconnect change nothing. A failed commit rolls
  * back, closes every LocalAgent connection (they resend what was not acked)
- * and rebuilds the stitcher from the store. At start the stitcher's open
+ * rebuilds the stitcher from the store, forgets the cached per-application
+ * rank counts (reloaded from the store) and puts the message counters back
+ * to their values at the transaction's start: in-memory state follows what
+ * was committed, so the resends count once. At start the stitcher's open
  * sets are rebuilt from the store too. A timer closes sets that waited longer
  * than stitch.timeout as partial.
  */
@@ -47,7 +57,26 @@ static int la__txn(la_ga_t *ga) {
     return -1;
   }
   ga->in_txn = 1;
+  ga->st_begin = ga->st;
   return 0;
+}
+
+/* After a rollback: the counters this file keeps go back to what they were
+ * when the transaction began (the others are not transactional). */
+static void la__restore_counts(la_ga_t *ga) {
+  la_ga_stats_t *c = &ga->st;
+  const la_ga_stats_t *b = &ga->st_begin;
+  c->rank_starts = b->rank_starts;
+  c->rank_ends = b->rank_ends;
+  c->traces = b->traces;
+  c->duplicates = b->duplicates;
+  c->late = b->late;
+  c->conflicts = b->conflicts;
+  c->orphans = b->orphans;
+  c->sets_complete = b->sets_complete;
+  c->sets_partial = b->sets_partial;
+  c->sets_evicted = b->sets_evicted;
+  c->missing_reported = b->missing_reported;
 }
 
 /* The application's cached nprocs and ended ranks (from the store on a
@@ -88,21 +117,70 @@ static void la__queue_publish(la_ga_t *ga, const char *app_id, uint64_t tag) {
   ga->closed_tail = &c->next;
 }
 
+#define LA__WHY_EVICTED                \
+  "evicted: too many open Trace-Sets " \
+  "(stitch.max_open_sets)"
+
+static const char LA__WHY_TIMEOUT[] =
+    "timeout: no trace within stitch.timeout";
+
+/* The stitcher closed a set. Its missing ranks (those without a trace nor a
+ * missing record) are recorded missing with the reason of this close; the
+ * set's missing ranks are then all the missing records (ranks a LocalAgent
+ * reported missing count as present for the stitcher, not for the set). */
 static void la__on_set_closed(void *arg, const char *app_id, uint64_t tag,
                               uint32_t nprocs, int complete,
                               const uint32_t *missing, size_t n_missing,
                               uint64_t t_first_ms) {
   la_ga_t *ga = arg;
-  if (la__txn(ga) != 0 ||
-      la_store_set_closed(ga->store, app_id, tag, complete, missing,
-                          n_missing, la__realtime_ns()) != 0) {
+  const char *why = ga->close_reason ? ga->close_reason : LA__WHY_EVICTED;
+  uint32_t *all = NULL;
+  size_t n_all = 0;
+  if (la__txn(ga) != 0) {
     ga->txn_failed = 1;
     return;
   }
-  if (!complete)
-    la_log_info("Trace-Set %s cycle %llu closed partial: %zu of %u ranks "
-                "missing", app_id, (unsigned long long)tag, n_missing,
-                nprocs);
+  for (size_t i = 0; i < n_missing; i++) {
+    const char *w = why;
+    char host[LA_MAX_ID_LEN + 1], gone[LA_MAX_ID_LEN + 64];
+    if (why == LA__WHY_TIMEOUT &&
+        la_store_rank_host(ga->store, app_id, missing[i], host, sizeof host) ==
+            0 &&
+        !la_ga_agent_connected(ga, host)) {
+      snprintf(gone, sizeof gone, "timeout: LocalAgent %s not connected",
+               host);
+      w = gone;
+    }
+    if (la_store_missing(ga->store, app_id, tag, missing[i], w, 0, 0, NULL)) {
+      ga->txn_failed = 1;
+      return;
+    }
+  }
+  if (la_store_missing_ranks(ga->store, app_id, tag, nprocs, &all, &n_all) !=
+          0 ||
+      la_store_set_closed(ga->store, app_id, tag, n_all == 0, all, n_all,
+                          la__realtime_ns()) != 0) {
+    free(all);
+    ga->txn_failed = 1;
+    return;
+  }
+  free(all);
+  if (n_all == 0) {
+    ga->st.sets_complete++;
+  } else {
+    ga->st.sets_partial++;
+    if (!complete && !ga->close_reason) ga->st.sets_evicted++;
+    if (n_missing)
+      la_log_info(
+          "Trace-Set %s cycle %llu closed partial: %zu of %u ranks "
+          "missing (%zu: %s)",
+          app_id, (unsigned long long)tag, n_all, nprocs, n_missing, why);
+    else
+      la_log_info(
+          "Trace-Set %s cycle %llu closed partial: %zu of %u ranks "
+          "reported missing by LocalAgents",
+          app_id, (unsigned long long)tag, n_all, nprocs);
+  }
   la__queue_publish(ga, app_id, tag);
 }
 
@@ -171,9 +249,49 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
         }
       }
     }
+  } else if (type == LA__MSG_TYPE__MSG_TRACE_MISSING) {
+    const La__TraceMissing *t = (const La__TraceMissing *)m;
+    int was_new = 0;
+    rc = la_store_missing(ga->store, t->app_id, t->cycle_tag, t->rank,
+                          t->reason, 1, t->seq, &was_new);
+    if (rc == LA_EPROTO) {
+      ga->st.conflicts++;
+      la_log_warnx("%s rank %u cycle %llu missing, from %s: refused: %s",
+                   t->app_id, t->rank, (unsigned long long)t->cycle_tag, host,
+                   la_store_errmsg(ga->store));
+      rc = 0;
+    } else if (rc == 0 && !was_new) {
+      ga->st.duplicates++; /* a resend, or a trace of that key is stored */
+    } else if (rc == 0) {
+      ga->st.missing_reported++;
+      la_log_debug("%s rank %u cycle %llu missing (%s): %s", t->app_id, t->rank,
+                   (unsigned long long)t->cycle_tag, host, t->reason);
+      la_ga_app_t *a = la__app(ga, t->app_id);
+      if (!a) {
+        ga->st.orphans++;
+        la_log_warnx(
+            "%s rank %u cycle %llu missing: no RankStart known; "
+            "stored, not stitched",
+            t->app_id, t->rank, (unsigned long long)t->cycle_tag);
+      } else {
+        int s = la_stitch_add(ga->stitch, t->app_id, a->nprocs, t->rank,
+                              t->cycle_tag, uv_now(ga->loop));
+        if (s == LA_STITCH_LATE) { /* republished with the agent's reason */
+          ga->st.late++;
+          la__reclose(ga, t->app_id, t->cycle_tag);
+        } else if (s < 0) {
+          ga->st.conflicts++;
+          la_log_warnx("%s rank %u missing: not stitched (%s)", t->app_id,
+                       t->rank, la_strerror(s));
+        }
+      }
+    }
   } else if (type == LA__MSG_TYPE__MSG_RANK_END) {
     const La__RankEnd *e = (const La__RankEnd *)m;
     int was_new = 0;
+    /* cache the ended count before this end is written, so that it is
+     * counted once also when the cache was empty (a restart, a rollback) */
+    la__app(ga, e->app_id);
     rc = la_store_rank_end(ga->store, e, &was_new);
     if (rc == LA_EPROTO) {
       ga->st.conflicts++;
@@ -184,7 +302,9 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
       ga->st.rank_ends++;
       la_ga_app_t *a = la__app(ga, e->app_id);
       if (a && ++a->ended >= a->nprocs) {
+        ga->close_reason = "application ended before this cycle";
         size_t n = la_stitch_app_end(ga->stitch, e->app_id);
+        ga->close_reason = NULL;
         la_log_info("application %s ended (%u ranks)%s", e->app_id, a->nprocs,
                     n ? "; its open Trace-Sets closed as partial" : "");
         la__app_forget(ga, e->app_id);
@@ -240,6 +360,8 @@ void la_ga_commit(la_ga_t *ga) {
                  "they resend", la_store_errmsg(ga->store));
     la_store_rollback(ga->store);
     ga->txn_failed = 0;
+    la__restore_counts(ga);
+    while (ga->apps) la__app_forget(ga, ga->apps->app_id);
     la_ga_agents_close_all(ga, "store failure");
     la__drop_closed(ga);
     la__rebuild_stitch(ga);
@@ -266,8 +388,10 @@ static void la__on_check(uv_check_t *h) { la_ga_commit(h->data); }
 
 static void la__on_tick(uv_timer_t *t) {
   la_ga_t *ga = t->data;
+  ga->close_reason = LA__WHY_TIMEOUT;
   la_stitch_expire(ga->stitch, uv_now(ga->loop),
                    (uint64_t)ga->set.set_timeout_ms);
+  ga->close_reason = NULL;
 }
 
 int la_ga_ingest_start(la_ga_t *ga, char *why, size_t why_len) {

@@ -102,6 +102,21 @@ static const char la__schema_sql[] =
     "  max_seq INTEGER NOT NULL,"
     "  t_updated_ns INTEGER NOT NULL) WITHOUT ROWID;";
 
+/* Added after schema version 1 shipped; created in place (IF NOT EXISTS) in
+ * older version-1 databases too, which older programs simply ignore. One
+ * row per (application, cycle, rank) known to be missing, with the reason;
+ * a trace stored later for that key deletes the row. */
+static const char la__missing_sql[] =
+    "CREATE TABLE IF NOT EXISTS missing ("
+    "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
+    "  cycle_tag INTEGER NOT NULL,"
+    "  rank INTEGER NOT NULL,"
+    "  reason TEXT NOT NULL,"
+    "  source TEXT NOT NULL,"
+    "  seq INTEGER,"
+    "  t_recorded_ns INTEGER NOT NULL,"
+    "  PRIMARY KEY (app_id, cycle_tag, rank)) WITHOUT ROWID;";
+
 /* ------------------------------------------------------------- statements */
 
 enum {
@@ -128,6 +143,13 @@ enum {
   S_LOAD_RANKS,
   S_OPEN_SETS,
   S_ENDED,
+  S_MISS_PUT,
+  S_MISS_DEL,
+  S_MISS_SET,
+  S_MISS_RANKS,
+  S_LOAD_MISSING,
+  S_MISS_COUNTS,
+  S_RANK_HOST,
   S__COUNT
 };
 
@@ -216,7 +238,12 @@ static const char *const la__sql[S__COUNT] = {
         " ORDER BY a.app_id",
     [S_CYCLES] =
         "SELECT s.cycle_tag, s.closed, s.complete, s.n_ranks_present,"
-        " s.n_missing, a.nprocs FROM trace_sets s"
+        " s.n_missing, a.nprocs, (SELECT group_concat(x, '; ') FROM"
+        "   (SELECT reason || ' (' || count(*) || ')' AS x FROM missing m"
+        "   WHERE m.app_id = s.app_id AND m.cycle_tag = s.cycle_tag"
+        "   AND (a.nprocs = 0 OR m.rank < a.nprocs)"
+        "   GROUP BY reason ORDER BY count(*) DESC, reason))"
+        " FROM trace_sets s"
         " JOIN apps a ON a.app_id = s.app_id"
         " WHERE s.app_id = ?1 AND s.cycle_tag BETWEEN ?2 AND ?3"
         " ORDER BY s.cycle_tag",
@@ -239,19 +266,67 @@ static const char *const la__sql[S__COUNT] = {
     [S_OPEN_SETS] =
         "SELECT s.app_id, s.cycle_tag, a.nprocs, s.t_first_ns, t.rank"
         " FROM trace_sets s JOIN apps a ON a.app_id = s.app_id"
-        " JOIN traces t ON t.app_id = s.app_id AND t.cycle_tag = s.cycle_tag"
+        " JOIN (SELECT app_id, cycle_tag, rank FROM traces UNION"
+        "   SELECT app_id, cycle_tag, rank FROM missing) t"
+        " ON t.app_id = s.app_id AND t.cycle_tag = s.cycle_tag"
         " WHERE s.closed = 0 ORDER BY s.app_id, s.cycle_tag, t.rank",
     [S_ENDED] =
         "SELECT a.nprocs, (SELECT count(*) FROM ranks r"
         " WHERE r.app_id = a.app_id AND r.ended = 1)"
         " FROM apps a WHERE a.app_id = ?1",
+    /* A missing record, unless a trace of that key is stored. The
+     * LocalAgent's reason (source 'agent') replaces one the GlobalAgent
+     * inferred; nothing else changes an existing record. The GlobalAgent's
+     * reason becomes "rank ended before this cycle" when the rank's RankEnd
+     * is stored (the ordered link delivered all its traces before it). */
+    [S_MISS_PUT] =
+        "INSERT INTO missing(app_id, cycle_tag, rank, reason, source, seq,"
+        " t_recorded_ns)"
+        " SELECT ?1, ?2, ?3, CASE WHEN ?5 <> 'agent' AND EXISTS (SELECT 1"
+        "   FROM ranks WHERE app_id = ?1 AND rank = ?3 AND ended = 1)"
+        "   THEN 'rank ended before this cycle' ELSE ?4 END, ?5, ?6, ?7"
+        " WHERE NOT EXISTS (SELECT 1 FROM traces"
+        "   WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3)"
+        " ON CONFLICT(app_id, cycle_tag, rank) DO UPDATE SET"
+        " reason = excluded.reason, source = excluded.source,"
+        " seq = excluded.seq, t_recorded_ns = excluded.t_recorded_ns"
+        " WHERE missing.source <> 'agent' AND excluded.source = 'agent'",
+    [S_MISS_DEL] =
+        "DELETE FROM missing WHERE app_id = ?1 AND cycle_tag = ?2"
+        " AND rank = ?3",
+    [S_MISS_SET] =
+        "INSERT INTO trace_sets(app_id, cycle_tag, t_first_ns, t_last_ns)"
+        " VALUES (?1, ?2, ?3, ?3) ON CONFLICT(app_id, cycle_tag) DO UPDATE"
+        " SET t_last_ns = excluded.t_last_ns",
+    [S_MISS_RANKS] =
+        "SELECT rank FROM missing WHERE app_id = ?1 AND cycle_tag = ?2"
+        " AND rank < ?3 ORDER BY rank",
+    [S_LOAD_MISSING] =
+        "SELECT rank, reason FROM missing WHERE app_id = ?1"
+        " AND cycle_tag = ?2 ORDER BY rank",
+    [S_RANK_HOST] =
+        "SELECT host FROM ranks WHERE app_id = ?1 AND rank = ?2"
+        " AND started = 1",
+    [S_MISS_COUNTS] =
+        "SELECT reason, count(*) AS n FROM missing GROUP BY reason"
+        " ORDER BY n DESC, reason",
 };
+
+/* Test-only fault injection: the environment variable names the commits
+ * (1-based, counting every la_store_commit of this store) that fail as if
+ * the disk were full, e.g. "3,6". A full disk or a read-only file cannot be
+ * produced reliably in a test; nothing else reads it. */
+#define LA__FAIL_ENV "LA_GA_TEST_FAIL_COMMITS"
+#define LA__FAIL_MAX 16
 
 struct la_store {
   sqlite3 *db;
   sqlite3_stmt *st[S__COUNT];
   int in_batch; /* between la_store_begin and commit/rollback */
   int failed;   /* a write of the open batch failed with LA_EIO */
+  uint64_t n_commits;
+  uint64_t fail_at[LA__FAIL_MAX]; /* LA__FAIL_ENV's commit numbers */
+  int n_fail_at;
   char err[512];
 };
 
@@ -443,6 +518,7 @@ static int la__schema(sqlite3 *db, const char *path, char *why, size_t n) {
                LA_STORE_SCHEMA_VERSION, (long long)la__now_ns(),
                LA_STORE_APPLICATION_ID);
       if (la__exec(db, la__schema_sql, why, n, path, "creating the schema") ||
+          la__exec(db, la__missing_sql, why, n, path, "creating the schema") ||
           la__exec(db, sql, why, n, path, "creating the schema") ||
           la__exec(db, "COMMIT", why, n, path, "creating the schema")) {
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
@@ -471,7 +547,8 @@ static int la__schema(sqlite3 *db, const char *path, char *why, size_t n) {
             path, (long long)v, LA_STORE_SCHEMA_VERSION);
     return LA_EVERSION;
   }
-  return 0;
+  return la__exec(db, la__missing_sql, why, n, path,
+                  "adding the missing table");
 sqlfail:
   la__fmt(why, n, "%s: %s", path, sqlite3_errmsg(db));
   return LA_EIO;
@@ -543,6 +620,14 @@ int la_store_open(const char *path, int synchronous_full, la_store_t **out,
       goto fail;
     }
   }
+  const char *fe = getenv(LA__FAIL_ENV);
+  while (fe && *fe && s->n_fail_at < LA__FAIL_MAX) {
+    char *end = NULL;
+    unsigned long long k = strtoull(fe, &end, 10);
+    if (end == fe) break;
+    s->fail_at[s->n_fail_at++] = k;
+    fe = *end == ',' ? end + 1 : end;
+  }
   *out = s;
   return 0;
 fail:
@@ -603,6 +688,15 @@ int la_store_commit(la_store_t *s) {
     la_store_rollback(s);
     return LA_EIO;
   }
+  s->n_commits++;
+  for (int i = 0; i < s->n_fail_at; i++)
+    if (s->fail_at[i] == s->n_commits) {
+      la__fmt(s->err, sizeof s->err,
+              "COMMIT: injected failure of commit %llu (%s)",
+              (unsigned long long)s->n_commits, LA__FAIL_ENV);
+      la_store_rollback(s);
+      return LA_EIO;
+    }
   int rc = sqlite3_step(s->st[S_COMMIT]);
   if (rc != SQLITE_DONE) {
     la__fmt(s->err, sizeof s->err, "COMMIT: %s", sqlite3_errmsg(s->db));
@@ -768,6 +862,11 @@ int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new) {
   if ((r = la__run(s, st, "storing the trace"))) goto out;
   if (sqlite3_changes(s->db) == 0) goto out; /* a resend: nothing changes */
   if (was_new) *was_new = 1;
+  st = s->st[S_MISS_DEL]; /* a real trace wins over a missing record */
+  la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
+  sqlite3_bind_int64(st, 2, la__i64(t->cycle_tag));
+  sqlite3_bind_int64(st, 3, t->rank);
+  if ((r = la__run(s, st, "dropping the trace's missing record"))) goto out;
   st = s->st[S_SET_TOUCH];
   la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
   sqlite3_bind_int64(st, 2, la__i64(t->cycle_tag));
@@ -805,6 +904,133 @@ int la_store_agent_next_seq(la_store_t *s, const char *host,
   } else {
     r = la__sqlerr(s, "reading the agent's sequence number");
   }
+  la__done(st);
+  return r;
+}
+
+int la_store_missing(la_store_t *s, const char *app_id, uint64_t cycle_tag,
+                     uint32_t rank, const char *reason, int from_agent,
+                     uint64_t seq, int *was_new) {
+  if (was_new) *was_new = 0;
+  if (!s || !app_id || !app_id[0] || !reason || !reason[0]) return LA_EINVAL;
+  if (rank >= LA_MAX_RANKS) {
+    la__fmt(s->err, sizeof s->err, "missing record of %s: rank %u >= %u",
+            app_id, rank, LA_MAX_RANKS);
+    return LA_EPROTO;
+  }
+  int own, r = la__wbegin(s, &own);
+  if (r) return r;
+  uint64_t now = la__now_ns();
+  uint32_t nprocs = 0;
+  r = la__app_nprocs(s, app_id, &nprocs);
+  if (r < 0) goto out;
+  if (r == 0 && (r = la__app_lazy(s, app_id, now))) goto out;
+  sqlite3_stmt *st = s->st[S_MISS_PUT];
+  la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
+  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
+  sqlite3_bind_int64(st, 3, rank);
+  la__bind_text(st, 4, reason, LA_STORE_REASON_MAX);
+  sqlite3_bind_text(st, 5, from_agent ? "agent" : "globalagent", -1,
+                    SQLITE_STATIC);
+  if (from_agent) sqlite3_bind_int64(st, 6, la__i64(seq));
+  sqlite3_bind_int64(st, 7, la__i64(now));
+  if ((r = la__run(s, st, "storing the missing record"))) goto out;
+  if (sqlite3_changes(s->db) == 0) goto out; /* known already, or a trace */
+  if (was_new) *was_new = 1;
+  st = s->st[S_MISS_SET];
+  la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
+  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
+  sqlite3_bind_int64(st, 3, la__i64(now));
+  r = la__run(s, st, "recording the missing record's cycle");
+out:
+  r = la__wend(s, own, r);
+  if (r && was_new) *was_new = 0;
+  return r;
+}
+
+int la_store_rank_host(la_store_t *s, const char *app_id, uint32_t rank,
+                       char *host, size_t cap) {
+  if (!s || !app_id || !host || cap == 0) return LA_EINVAL;
+  host[0] = 0;
+  sqlite3_stmt *st = s->st[S_RANK_HOST];
+  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, rank);
+  int rc = sqlite3_step(st), r = 0;
+  if (rc == SQLITE_ROW)
+    la__col_copy(st, 0, host, cap);
+  else if (rc != SQLITE_DONE)
+    r = la__sqlerr(s, "reading the rank's host");
+  la__done(st);
+  if (r == 0 && !host[0]) {
+    la__fmt(s->err, sizeof s->err, "no host known for %s rank %u", app_id,
+            rank);
+    r = LA_ENOTFOUND;
+  }
+  return r;
+}
+
+int la_store_missing_ranks(la_store_t *s, const char *app_id,
+                           uint64_t cycle_tag, uint32_t nprocs,
+                           uint32_t **ranks, size_t *n) {
+  if (!s || !app_id || !ranks || !n) return LA_EINVAL;
+  *ranks = NULL;
+  *n = 0;
+  uint32_t *v = NULL;
+  size_t cnt = 0, cap = 0;
+  int rc, r = 0;
+  sqlite3_stmt *st = s->st[S_MISS_RANKS];
+  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
+  sqlite3_bind_int64(st, 3, nprocs);
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    sqlite3_int64 rank;
+    if (!la__col_int(st, 0, 0, (sqlite3_int64)nprocs - 1, &rank)) {
+      r = la__corrupt(s, "missing record of %s cycle %llu: bad rank", app_id,
+                      (unsigned long long)cycle_tag);
+      break;
+    }
+    if (cnt == cap) {
+      size_t nc = cap ? cap * 2 : 16;
+      uint32_t *nv = realloc(v, nc * sizeof *nv);
+      if (!nv) {
+        la__fmt(s->err, sizeof s->err, "out of memory");
+        r = LA_ENOMEM;
+        break;
+      }
+      v = nv;
+      cap = nc;
+    }
+    v[cnt++] = (uint32_t)rank;
+  }
+  if (r == 0 && rc != SQLITE_DONE) r = la__sqlerr(s, "listing missing ranks");
+  la__done(st);
+  if (r) {
+    free(v);
+    return r;
+  }
+  *ranks = v;
+  *n = cnt;
+  return 0;
+}
+
+int la_store_missing_counts(la_store_t *s, la_store_reason_count_t *out,
+                            size_t max, size_t *n, uint64_t *total) {
+  if (!s || !n || !total || (max && !out)) return LA_EINVAL;
+  *n = 0;
+  *total = 0;
+  int rc, r = 0;
+  sqlite3_stmt *st = s->st[S_MISS_COUNTS];
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    sqlite3_int64 c = sqlite3_column_int64(st, 1);
+    if (c < 0) c = 0;
+    *total += (uint64_t)c;
+    if (*n < max) {
+      la__col_copy(st, 0, out[*n].reason, sizeof out[*n].reason);
+      out[*n].count = (uint64_t)c;
+      (*n)++;
+    }
+  }
+  if (rc != SQLITE_DONE) r = la__sqlerr(s, "counting missing records");
   la__done(st);
   return r;
 }
@@ -974,6 +1200,7 @@ int la_store_cycles(la_store_t *s, const char *app_id, uint64_t first,
       c->ranks_present = (uint32_t)present;
       if (!c->closed) missing = nprocs > present ? nprocs - present : 0;
       c->n_missing = (uint32_t)missing;
+      la__col_copy(st, 6, c->reasons, sizeof c->reasons);
     }
     if (r == 0 && rc != SQLITE_DONE) r = la__sqlerr(s, "listing cycles");
     la__done(st);
@@ -1051,6 +1278,12 @@ void la_store_free_set(La__TraceSet *set) {
     free(t);
   }
   free(set->traces);
+  for (size_t i = 0; i < set->n_missing_reasons; i++) {
+    La__MissingRank *mr = set->missing_reasons ? set->missing_reasons[i] : NULL;
+    if (mr) free(mr->reason);
+    free(mr);
+  }
+  free(set->missing_reasons);
   free(set->missing_ranks);
   free(set->rank_elements);
   free(set->app_id);
@@ -1140,6 +1373,64 @@ static int la__load_trace(la_store_t *s, sqlite3_stmt *st, const char *app_id,
   return 0;
 }
 
+/* The missing records of a set into set->missing_reasons, by rank (ranks
+ * >= nprocs left out when nprocs is known). Returns 0, LA_EIO, LA_ENOMEM. */
+static int la__load_missing(la_store_t *s, const char *app_id,
+                            uint64_t cycle_tag, sqlite3_int64 nprocs,
+                            La__TraceSet *set) {
+  size_t cap = 0;
+  int rc, r = 0, bad = 0;
+  sqlite3_int64 prev = -1;
+  sqlite3_stmt *st = s->st[S_LOAD_MISSING];
+  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    sqlite3_int64 rank;
+    if (!la__col_int(st, 0, 0, (sqlite3_int64)LA_MAX_RANKS - 1, &rank) ||
+        rank <= prev) {
+      r = la__corrupt(s, "missing records of %s cycle %llu: bad rank", app_id,
+                      (unsigned long long)cycle_tag);
+      break;
+    }
+    prev = rank;
+    if (nprocs && rank >= nprocs) continue;
+    if (set->n_missing_reasons == cap) {
+      size_t nc = cap ? cap * 2 : 8;
+      La__MissingRank **nv = realloc(set->missing_reasons, nc * sizeof *nv);
+      if (!nv) {
+        r = LA_ENOMEM;
+        break;
+      }
+      set->missing_reasons = nv;
+      cap = nc;
+    }
+    La__MissingRank *mr = calloc(1, sizeof *mr);
+    if (!mr) {
+      r = LA_ENOMEM;
+      break;
+    }
+    la__missing_rank__init(mr);
+    mr->rank = (uint32_t)rank;
+    set->missing_reasons[set->n_missing_reasons++] = mr;
+    mr->reason = la__strdup_col(st, 1, LA_STORE_REASON_MAX, &bad);
+    if (bad || (mr->reason && !mr->reason[0])) {
+      r = la__corrupt(s,
+                      "missing record of %s cycle %llu rank %lld: bad "
+                      "reason",
+                      app_id, (unsigned long long)cycle_tag, (long long)rank);
+      break;
+    }
+    if (!mr->reason) {
+      r = LA_ENOMEM;
+      break;
+    }
+  }
+  if (r == 0 && rc != SQLITE_DONE)
+    r = la__sqlerr(s, "loading the missing records");
+  la__done(st);
+  return r;
+}
+
 int la_store_load_set(la_store_t *s, const char *app_id, uint64_t cycle_tag,
                       La__TraceSet **out) {
   if (!s || !app_id || !app_id[0] || !out) return LA_EINVAL;
@@ -1227,7 +1518,11 @@ int la_store_load_set(la_store_t *s, const char *app_id, uint64_t cycle_tag,
   if (r == 0 && rc != SQLITE_DONE) r = la__sqlerr(s, "loading the traces");
   la__done(st);
   if (r) goto fail;
-  if (set->n_traces == 0) {
+
+  /* The missing records, by rank (reasons attached below). */
+  r = la__load_missing(s, app_id, cycle_tag, nprocs, set);
+  if (r) goto fail;
+  if (set->n_traces == 0 && set->n_missing_reasons == 0) {
     la__fmt(s->err, sizeof s->err, "no trace of %s cycle %llu", app_id,
             (unsigned long long)cycle_tag);
     r = LA_ENOTFOUND;
@@ -1236,7 +1531,14 @@ int la_store_load_set(la_store_t *s, const char *app_id, uint64_t cycle_tag,
 
   /* nprocs, missing ranks, completeness. */
   int known = nprocs > 0;
-  if (!known) nprocs = (sqlite3_int64)set->traces[set->n_traces - 1]->rank + 1;
+  if (!known) {
+    uint32_t hi = 0;
+    if (set->n_traces) hi = set->traces[set->n_traces - 1]->rank + 1;
+    if (set->n_missing_reasons &&
+        set->missing_reasons[set->n_missing_reasons - 1]->rank + 1 > hi)
+      hi = set->missing_reasons[set->n_missing_reasons - 1]->rank + 1;
+    nprocs = hi;
+  }
   set->nprocs = (uint32_t)nprocs;
   size_t n_missing = (size_t)nprocs - set->n_traces;
   if (n_missing) {
@@ -1251,6 +1553,19 @@ int la_store_load_set(la_store_t *s, const char *app_id, uint64_t cycle_tag,
     }
     set->n_missing_ranks = k;
   }
+  /* Keep only the reasons of ranks listed missing (a trace always wins). */
+  size_t kept = 0;
+  for (size_t i = 0, j = 0; i < set->n_missing_reasons; i++) {
+    La__MissingRank *mr = set->missing_reasons[i];
+    while (j < set->n_missing_ranks && set->missing_ranks[j] < mr->rank) j++;
+    if (j < set->n_missing_ranks && set->missing_ranks[j] == mr->rank) {
+      set->missing_reasons[kept++] = mr;
+    } else {
+      free(mr->reason);
+      free(mr);
+    }
+  }
+  set->n_missing_reasons = kept;
   set->complete = known && n_missing == 0;
 
   /* Elements per rank from the RankStart rows. */

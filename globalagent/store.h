@@ -1,6 +1,7 @@
 /* store.h: the GlobalAgent's embedded store (SQLite, one database file in
- * WAL mode). Applications, ranks, compact traces, Trace-Sets and the
- * per-LocalAgent sequence numbers; docs/storage.md documents the schema for
+ * WAL mode). Applications, ranks, compact traces, missing (application,
+ * rank, cycle) records with their reason, Trace-Sets and the per-LocalAgent
+ * sequence numbers; docs/storage.md documents the schema for
  * users of the sqlite3 shell and Python.
  *
  * It stores what the GlobalAgent hands it and answers queries (subscribers,
@@ -43,6 +44,8 @@
 /* Largest segments BLOB accepted when reading back (the codec's default
  * frame maximum). */
 #define LA_STORE_MAX_BLOB (64u << 20)
+/* Longest reason of a missing record kept (bytes; longer ones truncated). */
+#define LA_STORE_REASON_MAX 256
 
 typedef struct la_store la_store_t;
 
@@ -122,6 +125,44 @@ int la_store_set_closed(la_store_t *s, const char *app_id, uint64_t cycle_tag,
                         int complete, const uint32_t *missing, size_t n_missing,
                         uint64_t t_closed_ns);
 
+/* Records that rank's trace of (app_id, cycle_tag) will never be stored,
+ * with a reason (non-empty; truncated to LA_STORE_REASON_MAX bytes), once
+ * per key: nothing is written when a trace of that key is stored (the trace
+ * wins), and an existing record is kept, except that a LocalAgent's record
+ * (from_agent 1, with its link seq) replaces one the GlobalAgent inferred
+ * (from_agent 0: "timeout" and the like, which becomes "rank ended before
+ * this cycle" when the rank's RankEnd is stored). A trace stored later
+ * deletes the record (la_store_trace). Creates the application row (nprocs
+ * unknown) and the cycle's trace_sets row (open) if needed. *was_new (may be
+ * NULL) is 1 when a record was written or replaced. Returns 0, LA_EPROTO
+ * when rank >= LA_MAX_RANKS (nothing written), LA_EINVAL, LA_EIO. */
+int la_store_missing(la_store_t *s, const char *app_id, uint64_t cycle_tag,
+                     uint32_t rank, const char *reason, int from_agent,
+                     uint64_t seq, int *was_new);
+
+/* The host of rank's LocalAgent (its RankStart's host) into host (cap
+ * bytes, truncated). Returns 0, LA_ENOTFOUND (no RankStart stored, or no
+ * host in it), LA_EINVAL, LA_EIO. */
+int la_store_rank_host(la_store_t *s, const char *app_id, uint32_t rank,
+                       char *host, size_t cap);
+
+/* The ranks below nprocs with a missing record for (app_id, cycle_tag),
+ * increasing, into *ranks (malloc'ed, NULL when *n is 0; the caller frees
+ * it). Returns 0, LA_EINVAL, LA_ENOMEM, LA_EIO. */
+int la_store_missing_ranks(la_store_t *s, const char *app_id,
+                           uint64_t cycle_tag, uint32_t nprocs,
+                           uint32_t **ranks, size_t *n);
+
+typedef struct la_store_reason_count {
+  char reason[LA_STORE_REASON_MAX + 1];
+  uint64_t count;
+} la_store_reason_count_t;
+
+/* Missing records by reason, most frequent first: at most max of them into
+ * out (*n filled), *total = all records. Returns 0, LA_EINVAL, LA_EIO. */
+int la_store_missing_counts(la_store_t *s, la_store_reason_count_t *out,
+                            size_t max, size_t *n, uint64_t *total);
+
 /* ---------------------------------------------------------------- queries */
 
 typedef struct la_store_app {
@@ -146,6 +187,9 @@ typedef struct la_store_cycle {
   uint32_t n_missing;     /* closed: ranks recorded missing at close;
                              open: ranks not arrived yet (nprocs - present,
                              0 when nprocs is unknown) */
+  char reasons[512];      /* missing records by reason, most frequent
+                             first: "timeout (2); skipped (1)"; "" when
+                             none; truncated to fit */
 } la_store_cycle_t;
 
 /* Cycles of app_id with first <= cycle_tag <= last (unsigned), in
@@ -169,13 +213,15 @@ int la_store_latest_cycle(la_store_t *s, const char *app_id, int complete_only,
 /* Builds the TraceSet of (app_id, cycle_tag) from the database as it is
  * now: the traces ordered by rank (those of ranks >= nprocs, stored before
  * the application's RankStart, are left out), missing_ranks = the ranks
- * below nprocs without a trace, complete = no rank missing, rank_elements
+ * below nprocs without a trace, missing_reasons = the missing records of
+ * those ranks (by rank), complete = no rank missing, rank_elements
  * from the RankStart rows (0 where unknown), nprocs (when no RankStart came,
  * the highest rank present + 1, and complete = 0), metric, unit, and
  * t_complete_ns = the close time when the set was closed. The result passes
  * la_msg_validate(LA__MSG_TYPE__MSG_TRACE_SET); *out owns all its memory and
- * is freed with la_store_free_set(). Returns 0, LA_ENOTFOUND when no trace
- * of that cycle is stored, LA_EINVAL, LA_ENOMEM, LA_EIO (corrupt rows). */
+ * is freed with la_store_free_set(). Returns 0, LA_ENOTFOUND when neither
+ * a trace nor a missing record of that cycle is stored, LA_EINVAL,
+ * LA_ENOMEM, LA_EIO (corrupt rows). */
 int la_store_load_set(la_store_t *s, const char *app_id, uint64_t cycle_tag,
                       La__TraceSet **out);
 /* Frees a set built by la_store_load_set. NULL is fine. */
@@ -191,8 +237,9 @@ typedef struct la_store_open_set {
   uint64_t t_first_ns; /* when its first trace was stored */
 } la_store_open_set_t;
 
-/* Every (app_id, cycle_tag) with a trace but no closed Trace-Set record,
- * ordered by app_id then cycle tag (for the stitcher after a restart).
+/* Every (app_id, cycle_tag) with a trace or a missing record but no closed
+ * Trace-Set record (ranks: those with either), ordered by app_id then
+ * cycle tag (for the stitcher after a restart).
  * Free with la_store_free_open_sets(). Returns 0, LA_ENOMEM, LA_EIO. */
 int la_store_open_sets(la_store_t *s, la_store_open_set_t **out, size_t *n);
 void la_store_free_open_sets(la_store_open_set_t *v, size_t n);

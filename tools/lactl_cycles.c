@@ -2,7 +2,8 @@
  * HOST:PORT | --db FILE] [--json]`: the cycles of one application that
  * have at least one trace, in tag order, each with its state (complete,
  * partial: closed with ranks missing, open: still waiting for ranks), the
- * ranks present and the ranks missing.
+ * ranks present, the ranks missing and why they are missing (each reason
+ * recorded, with how many ranks).
  *
  * Counts only; `lactl show APP CYCLE` names the missing ranks. */
 #include <getopt.h>
@@ -19,7 +20,8 @@ static void usage(FILE *f) {
           "\n"
           "Lists the cycles of application APP with their state: complete, "
           "partial\n(closed with ranks missing) or open (still waiting for "
-          "ranks), the ranks\npresent and the ranks missing.\n\n"
+          "ranks), the ranks\npresent, the ranks missing and why: each "
+          "reason recorded, with how\nmany ranks it concerns.\n\n"
           "  --first N, --last M only cycle tags N..M\n" LACTL_COMMON_HELP
           "  --json              one JSON object {\"app\": ..., \"cycles\": "
           "[...]}\n"
@@ -81,12 +83,18 @@ int lactl_cycles_main(int argc, char **argv) {
     printf("{\"app\": ");
     lactl_json_str(stdout, app);
     printf(", \"ranks\": %u, \"cycles\": [", a.nprocs);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
       printf(
           "%s\n  {\"cycle\": %llu, \"state\": \"%s\", \"ranks_present\": "
-          "%u, \"ranks_missing\": %u}",
+          "%u, \"ranks_missing\": %u",
           i ? "," : "", (unsigned long long)v[i].tag,
           lactl_state_name(v[i].state), v[i].present, v[i].missing);
+      if (v[i].reasons[0]) { /* only where reasons are recorded */
+        printf(", \"reasons\": ");
+        lactl_json_str(stdout, v[i].reasons);
+      }
+      printf("}");
+    }
     printf("%s]}\n", n ? "\n" : "");
   } else {
     printf(
@@ -94,8 +102,9 @@ int lactl_cycles_main(int argc, char **argv) {
         "ranks\n",
         app, n, n == 1 ? "" : "s", cnt[LACTL_COMPLETE], cnt[LACTL_PARTIAL],
         cnt[LACTL_OPEN], a.nprocs);
-    static const char *const heads[] = {"CYCLE", "STATE", "RANKS", "MISSING"};
-    lactl_table_t *t = n ? lactl_table_new(4, heads, "rlrr") : NULL;
+    static const char *const heads[] = {"CYCLE", "STATE", "RANKS", "MISSING",
+                                        "WHY"};
+    lactl_table_t *t = n ? lactl_table_new(5, heads, "rlrrl") : NULL;
     for (size_t i = 0; t && i < n; i++) {
       char tag[24], r[32], m[16];
       snprintf(tag, sizeof tag, "%llu", (unsigned long long)v[i].tag);
@@ -104,7 +113,10 @@ int lactl_cycles_main(int argc, char **argv) {
       else
         snprintf(r, sizeof r, "%u/?", v[i].present);
       snprintf(m, sizeof m, "%u", v[i].missing);
-      const char *row[] = {tag, lactl_state_name(v[i].state), r, m};
+      for (char *p = v[i].reasons; *p; p++) /* no control characters */
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+      const char *row[] = {tag, lactl_state_name(v[i].state), r, m,
+                           v[i].reasons};
       if (lactl_table_row(t, row)) {
         lactl_table_free(t);
         t = NULL;

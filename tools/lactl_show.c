@@ -1,7 +1,8 @@
 /* lactl_show.c: `lactl show APP [CYCLE|latest] [--global HOST:PORT | --db
- * FILE] [--json]`: one Trace-Set: complete, partial or open and which ranks
- * are missing, metric and unit, close time, elements, per-rank totals
- * (exact: the raw sums measured before compaction) with a small bar, the
+ * FILE] [--json]`: one Trace-Set: complete, partial or open, which ranks
+ * are missing and why (the reason recorded for each), metric and unit,
+ * close time, elements, per-rank totals (exact: the raw sums measured
+ * before compaction) with a small bar, the
  * imbalance (max/mean of the totals), the compaction ratio (raw bytes = 8 x
  * elements against encoded bytes) and the error the compaction achieved on
  * each rank (max |err|, CV).
@@ -25,7 +26,7 @@ static void usage(FILE *f) {
       "FILE] [--json]\n"
       "\n"
       "Shows one Trace-Set of application APP (default: the latest "
-      "cycle): complete,\npartial or open and the missing ranks, "
+      "cycle): complete,\npartial or open, the missing ranks and why, "
       "per-rank totals (exact) with a bar,\nthe imbalance (max/mean), "
       "elements, the compaction ratio (8 bytes per element\nagainst the "
       "encoded bytes) and the error achieved per rank.\n\n" LACTL_COMMON_HELP
@@ -82,6 +83,14 @@ static void print_json(const la_traceset_t *t, const rank_t *r, double imb,
       lactl_state_name(lactl_set_state(t)),
       la_traceset_complete(t) ? "true" : "false", np);
   for (size_t i = 0; i < nm; i++) printf("%s%u", i ? ", " : "", miss[i]);
+  printf("], \"missing_reasons\": [");
+  for (size_t i = 0, k = 0; i < nm; i++) {
+    const char *why = la_traceset_missing_reason(t, miss[i]);
+    if (!why) continue;
+    printf("%s{\"rank\": %u, \"reason\": ", k++ ? ", " : "", miss[i]);
+    lactl_json_str(stdout, why);
+    printf("}");
+  }
   printf("],\n \"metric\": ");
   lactl_json_str(stdout, la_traceset_metric(t));
   printf(", \"unit\": ");
@@ -114,6 +123,13 @@ static void print_json(const la_traceset_t *t, const rank_t *r, double imb,
                                  ? 8.0 * (double)x->elements / (double)x->bytes
                                  : NAN);
       printf(", \"mode\": \"%s\"", x->mode);
+    } else {
+      const char *why = la_traceset_missing_reason(t, i);
+      printf(", \"missing_reason\": ");
+      if (why)
+        lactl_json_str(stdout, why);
+      else
+        printf("null");
     }
     printf("}");
   }
@@ -173,7 +189,12 @@ static int print_text(const la_traceset_t *t, const rank_t *r, double imb,
     snprintf(rk, sizeof rk, "%u", i);
     snprintf(el, sizeof el, "%llu", (unsigned long long)x->elements);
     if (!x->present) {
-      const char *row[] = {rk, el, "-", "(missing)", "", "", "", "", "", ""};
+      char why[300];
+      const char *w = la_traceset_missing_reason(t, i);
+      snprintf(why, sizeof why, "(missing%s%s)", w ? ": " : "", w ? w : "");
+      for (char *p = why; *p; p++) /* no control characters */
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+      const char *row[] = {rk, el, "-", why, "", "", "", "", "", ""};
       bad = lactl_table_row(tb, row) != 0;
       continue;
     }

@@ -429,6 +429,9 @@ static int la__feed_cycles(lactl_src_t *s, const char *app, uint64_t first,
     v[i].state = !strcmp(st, "complete")  ? LACTL_COMPLETE
                  : !strcmp(st, "partial") ? LACTL_PARTIAL
                                           : LACTL_OPEN;
+    /* the rest of the row (a GlobalAgent that records none sends none) */
+    const char *why = strstr(r->rows[i]->value, " reasons=");
+    if (why) snprintf(v[i].reasons, sizeof v[i].reasons, "%s", why + 9);
   }
   *n = r->n_rows;
   *out = v;
@@ -460,6 +463,7 @@ int lactl_src_cycles(lactl_src_t *s, const char *app, uint64_t first,
                                  : LACTL_PARTIAL;
     v[i].present = c[i].ranks_present;
     v[i].missing = c[i].n_missing;
+    snprintf(v[i].reasons, sizeof v[i].reasons, "%s", c[i].reasons);
   }
   free(c);
   *out = v;

@@ -98,6 +98,8 @@ typedef struct lactl_cycle {
   int state;        /* LACTL_OPEN, LACTL_COMPLETE, LACTL_PARTIAL */
   uint32_t present; /* ranks with a trace */
   uint32_t missing; /* closed: missing at close; open: not arrived yet */
+  char reasons[512]; /* missing records by reason, "timeout (2); ..."; ""
+                        when none are recorded */
 } lactl_cycle_t;
 
 /* "open", "complete" or "partial". */

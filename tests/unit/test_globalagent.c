@@ -152,8 +152,10 @@ static void dump_log(la_test_daemon_t *d, const char *what) {
   char *log = d ? la_td_log(d) : NULL;
   if (!log) return;
   size_t n = strlen(log);
-  print_message("---- %s log (tail) ----\n%s\n----\n", what,
-                n > 3000 ? log + n - 3000 : log);
+  /* not print_message: it truncates long messages */
+  printf("---- %s log (tail) ----\n%s\n----\n", what,
+         n > 3000 ? log + n - 3000 : log);
+  fflush(stdout);
   free(log);
 }
 
@@ -692,8 +694,10 @@ static int fake_connect(fake_t *f, const char *host, const char *key) {
   return status;
 }
 
-static void fake_rank_start(fake_t *f, const char *app_id, uint32_t rank,
-                            uint32_t nprocs, uint64_t n) {
+/* A RankStart that names host as its LocalAgent's (as the real one does). */
+static void fake_rank_start_on(fake_t *f, const char *host,
+                               const char *app_id, uint32_t rank,
+                               uint32_t nprocs, uint64_t n) {
   La__RankStart s = LA__RANK_START__INIT;
   s.seq = ++f->seq;
   s.app_id = (char *)app_id;
@@ -702,9 +706,14 @@ static void fake_rank_start(fake_t *f, const char *app_id, uint32_t rank,
   s.n_elements = n;
   s.metric = "custom";
   s.unit = "user";
-  s.host = "fakenode";
+  s.host = (char *)host;
   assert_int_equal(la_send_msg(f->fd, LA__MSG_TYPE__MSG_RANK_START, &s.base,
                                5000), 0);
+}
+
+static void fake_rank_start(fake_t *f, const char *app_id, uint32_t rank,
+                            uint32_t nprocs, uint64_t n) {
+  fake_rank_start_on(f, "fakenode", app_id, rank, nprocs, n);
 }
 
 static void fake_trace(fake_t *f, const char *app_id, uint32_t rank,
@@ -1607,23 +1616,298 @@ static void test_resent_rank_end_changes_nothing(void **state) {
         times1, partial1 ? "partial" : "complete", partial, late);
 }
 
+/* ------------------------------------- missing ranks, commit failures --- */
+
+static void fake_missing(fake_t *f, const char *app_id, uint32_t rank,
+                         uint64_t tag, const char *reason) {
+  La__TraceMissing t = LA__TRACE_MISSING__INIT;
+  t.seq = ++f->seq;
+  t.app_id = (char *)app_id;
+  t.rank = rank;
+  t.cycle_tag = tag;
+  t.reason = (char *)reason;
+  assert_int_equal(
+      la_send_msg(f->fd, LA__MSG_TYPE__MSG_TRACE_MISSING, &t.base, 5000), 0);
+}
+
+/* Runs `lactl A1 A2 [A3 [A4]] --global FEED` (NULL: no argument) and
+ * returns its output (static). */
+static const char *lactl_out(const char *a1, const char *a2, const char *a3,
+                             const char *a4) {
+  static char out[65536];
+  char lactl[1024];
+  CHECK(la_td_find_bin("lactl", lactl, sizeof lactl) == 0, "no lactl");
+  const char *argv[8] = {lactl, a1, a2};
+  int k = 3;
+  if (a3) argv[k++] = a3;
+  if (a4) argv[k++] = a4;
+  argv[k++] = "--global";
+  argv[k++] = T.feed_addr;
+  argv[k] = NULL;
+  int rc = la_td_run(argv, NULL, WAIT_MS, out, sizeof out);
+  CHECK(rc == 0, "lactl %s %s %s %s: exit %d: %s", a1, a2, a3, a4, rc, out);
+  return out;
+}
+
+/* The next set c receives (within WAIT_MS); the caller frees it. */
+static la_traceset_t *next_set(la_client_t *c) {
+  la_traceset_t *t = NULL;
+  int rc = la_client_next(c, WAIT_MS, &t);
+  CHECK(rc == 0, "no Trace-Set: %s", la_client_strerror(rc));
+  return t;
+}
+
+/* test_trace_missing_closes_set_with_reason: a LocalAgent's TraceMissing
+ * is stored and counts the rank as delivered, so the set closes at once
+ * (stitch.timeout is an hour) as partial, the rank's reason travelling with
+ * it to subscribers, `lactl show` and the store; a resend changes nothing;
+ * a real trace arriving later wins (the set is republished complete); ranks
+ * that ended before a cycle are recorded with that reason. Formerly the
+ * GlobalAgent closed the link at the first TraceMissing. */
+static void test_trace_missing_closes_set_with_reason(void **state) {
+  need_daemons();
+  const char *ex[] = {"--stitch.timeout=60m", NULL};
+  start_ga(ex, 0);
+  const char *app = "miss-1", *why = "cycle skipped by the application";
+  la_client_t *sub = subscribe(0, app);
+  la_compact_result_t r;
+  big_trace(500, &r);
+  fake_t f;
+  CHECK(fake_connect(&f, "nodeM", T.key) == 0, "refused");
+  for (uint32_t k = 0; k < 3; k++) fake_rank_start(&f, app, k, 3, 500);
+  fake_trace(&f, app, 0, 1, &r);
+  fake_missing(&f, app, 1, 1, why);
+  fake_trace(&f, app, 2, 1, &r);
+  fake_wait_acked(&f);
+  la_traceset_t *t = next_set(sub);
+  CHECK(la_traceset_cycle(t) == 1 && !la_traceset_complete(t),
+        "cycle 1 should close partial");
+  const uint32_t *miss;
+  CHECK(la_traceset_missing(t, &miss) == 1 && miss[0] == 1,
+        "rank 1 should be the missing one");
+  const char *got = la_traceset_missing_reason(t, 1);
+  CHECK(got && !strcmp(got, why), "reason of rank 1: %s", got ? got : "none");
+  CHECK(la_traceset_missing_reason(t, 0) == NULL, "rank 0 has a reason");
+  la_traceset_free(t);
+  const char *out = lactl_out("show", app, "1", "--json");
+  CHECK(strstr(out,
+               "\"missing_reasons\": [{\"rank\": 1, \"reason\": "
+               "\"cycle skipped by the application\"}]") != NULL,
+        "lactl show --json: %s", out);
+  out = lactl_out("show", app, "1", NULL);
+  CHECK(strstr(out, "(missing: cycle skipped by the application)"),
+        "lactl show: %s", out);
+  CHECK(db_ll("SELECT count(*) FROM missing WHERE app_id = '%s' AND "
+              "cycle_tag = 1 AND rank = 1 AND reason = '%s' AND source = "
+              "'agent'",
+              app, why) == 1,
+        "store: no missing record");
+  CHECK(db_ll("SELECT missing_ranks = '1' FROM trace_sets WHERE app_id = "
+              "'%s' AND cycle_tag = 1",
+              app) == 1,
+        "store: set record");
+  /* a resend (its Ack lost) changes nothing */
+  fake_missing(&f, app, 1, 1, why);
+  fake_wait_acked(&f);
+  CHECK(ga_status("missing_reported") == 1 && ga_status("missing_ranks") == 1,
+        "a resent TraceMissing counted twice: %lld reported, %lld records",
+        ga_status("missing_reported"), ga_status("missing_ranks"));
+  /* the real trace comes after all: it wins, the set is complete */
+  fake_trace(&f, app, 1, 1, &r);
+  fake_wait_acked(&f);
+  t = next_set(sub);
+  CHECK(la_traceset_cycle(t) == 1 && la_traceset_complete(t),
+        "cycle 1 should be republished complete");
+  la_traceset_free(t);
+  CHECK(db_ll("SELECT count(*) FROM missing WHERE app_id = '%s' AND "
+              "cycle_tag = 1",
+              app) == 0,
+        "the superseded record stayed");
+  /* cycle 2: only rank 0; ranks 1 and 2 end, then rank 0: the set closes
+   * with their reason */
+  fake_trace(&f, app, 0, 2, &r);
+  fake_rank_end(&f, app, 1, ++f.seq);
+  fake_rank_end(&f, app, 2, ++f.seq);
+  fake_rank_end(&f, app, 0, ++f.seq);
+  fake_wait_acked(&f);
+  t = next_set(sub);
+  CHECK(la_traceset_cycle(t) == 2 && la_traceset_missing(t, NULL) == 2,
+        "cycle 2 should close with 2 ranks missing");
+  got = la_traceset_missing_reason(t, 2);
+  CHECK(got && !strcmp(got, "rank ended before this cycle"), "rank 2: %s",
+        got ? got : "no reason");
+  la_traceset_free(t);
+  out = lactl_out("cycles", app, "--json", "--first=2");
+  CHECK(strstr(out, "\"reasons\": \"rank ended before this cycle (2)\""),
+        "lactl cycles --json: %s", out);
+  close(f.fd);
+  la_compact_result_free(&r);
+}
+
+/* test_timeout_reason_in_status: a set closed by the timeout records its
+ * missing ranks with the reason "timeout: ...", naming the rank's
+ * LocalAgent when it is not connected; counted by reason in the status and
+ * shown by `lactl cycles`. Formerly nothing recorded why. */
+static void test_timeout_reason_in_status(void **state) {
+  need_daemons();
+  const char *ex[] = {"--stitch.timeout=100ms", NULL};
+  start_ga(ex, 0);
+  const char *app = "miss-2";
+  la_client_t *sub = subscribe(0, app);
+  la_compact_result_t r;
+  big_trace(300, &r);
+  fake_t f, g;
+  CHECK(fake_connect(&f, "nodeT", T.key) == 0, "refused");
+  CHECK(fake_connect(&g, "nodeU", T.key) == 0, "refused");
+  fake_rank_start_on(&f, "nodeT", app, 0, 3, 300);
+  fake_rank_start_on(&f, "nodeT", app, 1, 3, 300);
+  fake_rank_start_on(&g, "nodeU", app, 2, 3, 300);
+  fake_wait_acked(&f);
+  fake_wait_acked(&g);
+  close(g.fd); /* rank 2's LocalAgent goes away */
+  ga_wait_log("LocalAgent nodeU (");
+  fake_trace(&f, app, 0, 3, &r);
+  fake_wait_acked(&f);
+  la_traceset_t *t = next_set(sub);
+  const char *w1 = la_traceset_missing_reason(t, 1);
+  const char *w2 = la_traceset_missing_reason(t, 2);
+  CHECK(w1 && !strcmp(w1, "timeout: no trace within stitch.timeout") && w2 &&
+            !strcmp(w2, "timeout: LocalAgent nodeU not connected"),
+        "rank 1: %s; rank 2: %s", w1 ? w1 : "none", w2 ? w2 : "none");
+  la_traceset_free(t);
+  ga_wait_status("missing_ranks", 2);
+  char v1[300] = "", v2[300] = "";
+  CHECK(la_td_status(T.ga, "missing_reason.1", v1, sizeof v1) == 0 &&
+            la_td_status(T.ga, "missing_reason.2", v2, sizeof v2) == 0 &&
+            !strcmp(v1, "1 timeout: LocalAgent nodeU not connected") &&
+            !strcmp(v2, "1 timeout: no trace within stitch.timeout"),
+        "status missing_reason.1: '%s', .2: '%s'", v1, v2);
+  const char *out = lactl_out("cycles", app, "--first=3", "--last=3");
+  CHECK(strstr(out, "timeout: LocalAgent nodeU not connected (1); timeout: "
+                    "no trace within stitch.timeout (1)"),
+        "lactl cycles: %s", out);
+  close(f.fd);
+  la_compact_result_free(&r);
+}
+
+/* Sends one message (kind 'S' RankStart, 'T' trace, 'E' RankEnd) and waits
+ * for its Ack; when the GlobalAgent closes the link instead (a failed
+ * commit), reconnects and resends it with the same seq, as a LocalAgent
+ * does. Returns how many times the link was closed. */
+static int deliver(fake_t *f, char kind, const char *app, uint32_t rank,
+                   uint32_t nprocs, uint64_t tag,
+                   const la_compact_result_t *r) {
+  int closed = 0;
+  uint64_t seq = f->seq + 1;
+  for (;;) {
+    f->seq = seq - 1;
+    if (kind == 'S') fake_rank_start(f, app, rank, nprocs, r->stats.count);
+    if (kind == 'T') fake_trace(f, app, rank, tag, r);
+    if (kind == 'E') fake_rank_end(f, app, rank, ++f->seq);
+    uint16_t type = 0;
+    ProtobufCMessage *m = NULL;
+    char why[200] = "";
+    int rc = la_recv_msg(f->fd, 1 << 16, WAIT_MS, &type, &m, why, sizeof why);
+    if (rc == 0 && type == LA__MSG_TYPE__MSG_ACK) {
+      uint64_t acked = ((La__Ack *)m)->seq;
+      la_msg_free(m);
+      CHECK(acked == seq, "Ack %llu for seq %llu", (unsigned long long)acked,
+            (unsigned long long)seq);
+      return closed;
+    }
+    la_msg_free(m);
+    CHECK(rc != 0 && ++closed < 5, "expected an Ack or a close: rc %d %s", rc,
+          why);
+    close(f->fd);
+    CHECK(fake_connect(f, "nodeF", T.key) == 0, "refused");
+    CHECK(f->seq + 1 == seq,
+          "after the failure the GlobalAgent wants seq "
+          "%llu, not %llu",
+          (unsigned long long)f->seq + 1, (unsigned long long)seq);
+  }
+}
+
+/* test_commit_failure_counts_exact: commits 3 (a trace) and 7 (a RankEnd)
+ * fail (LA_GA_TEST_FAIL_COMMITS); the LocalAgent resends. Afterwards the
+ * counters equal what was stored, the RankEnd counted once, and the running
+ * application's next set completes. Formerly the failed batch's
+ * counts stayed: traces_stored 5 for 4 traces, and the resent RankEnd made
+ * the 2-rank application "end" with rank 1 still running, closing cycle 1
+ * partial. */
+static void test_commit_failure_counts_exact(void **state) {
+  need_daemons();
+  const char *ex[] = {"--stitch.timeout=60m", NULL};
+  setenv("LA_GA_TEST_FAIL_COMMITS", "3,7", 1);
+  start_ga(ex, 0);
+  unsetenv("LA_GA_TEST_FAIL_COMMITS");
+  const char *app = "cfail-1";
+  la_client_t *sub = subscribe(0, app);
+  la_compact_result_t r;
+  big_trace(400, &r);
+  fake_t f;
+  CHECK(fake_connect(&f, "nodeF", T.key) == 0, "refused");
+  int fails = 0;
+  fails += deliver(&f, 'S', app, 0, 2, 0, &r); /* commit 1 */
+  fails += deliver(&f, 'S', app, 1, 2, 0, &r); /* 2 */
+  fails += deliver(&f, 'T', app, 0, 2, 0, &r); /* 3 fails, 4 */
+  fails += deliver(&f, 'T', app, 1, 2, 0, &r); /* 5: cycle 0 complete */
+  fails += deliver(&f, 'T', app, 0, 2, 1, &r); /* 6 */
+  fails += deliver(&f, 'E', app, 0, 2, 0, &r); /* 7 fails, 8 */
+  fails += deliver(&f, 'T', app, 1, 2, 1, &r); /* 9: cycle 1 complete */
+  CHECK(fails == 2, "%d injected failures seen, 2 expected", fails);
+  uint64_t tags[2] = {0, 1};
+  got_t *g = collect(sub, tags, 2);
+  int ok0 = g->set[0] && la_traceset_complete(g->set[0]);
+  int ok1 = g->set[1] && la_traceset_complete(g->set[1]);
+  int n1 = g->count[1];
+  got_free(g);
+  long long stored = ga_status("traces_stored"), ends = ga_status("rank_ends"),
+            starts = ga_status("rank_starts"),
+            partial = ga_status("sets_partial"),
+            complete = ga_status("sets_complete"),
+            late = ga_status("traces_late"),
+            failures = ga_status("commit_failures");
+  close(f.fd);
+  la_compact_result_free(&r);
+  CHECK(failures == 2 && stored == 4 && ends == 1 && starts == 2 &&
+            complete == 2 && partial == 0 && late == 0 && ok0 && ok1 &&
+            n1 == 1 && db_ll("SELECT count(*) FROM traces") == 4 &&
+            !la_td_log_has(T.ga, "application cfail-1 ended"),
+        "after 2 failed commits: commit_failures %lld, traces_stored %lld "
+        "(4 stored), rank_starts %lld, rank_ends %lld (1 ended), "
+        "sets_complete %lld, sets_partial %lld, traces_late %lld; cycle 0 "
+        "%s, cycle 1 %s (received %d times)",
+        failures, stored, starts, ends, complete, partial, late,
+        ok0 ? "complete" : "not complete", ok1 ? "complete" : "not complete",
+        n1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown(test_two_agents_one_mpi_run, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_queries_and_exact_totals, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_killed_localagent_partial_sets,
-                                    setup, teardown),
-    cmocka_unit_test_setup_teardown(test_globalagent_restart_mid_run, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_wrong_secret_refused, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_slow_subscriber, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_garbage_closes_only_that_connection,
-                                    setup, teardown),
-    cmocka_unit_test_setup_teardown(test_resent_rank_end_changes_nothing, setup,
-                                    teardown),
+      cmocka_unit_test_setup_teardown(test_two_agents_one_mpi_run, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_queries_and_exact_totals, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_killed_localagent_partial_sets,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_globalagent_restart_mid_run, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_wrong_secret_refused, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_slow_subscriber, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_garbage_closes_only_that_connection,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_resent_rank_end_changes_nothing,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_trace_missing_closes_set_with_reason,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_timeout_reason_in_status, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_commit_failure_counts_exact, setup,
+                                      teardown),
   };
+  /* LA_TEST_FILTER=pattern runs only the matching tests (cmocka's glob) */
+  const char *only = getenv("LA_TEST_FILTER");
+  if (only && only[0]) cmocka_set_test_filter(only);
   return cmocka_run_group_tests(tests, group_setup, NULL);
 }

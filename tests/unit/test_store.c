@@ -1096,6 +1096,11 @@ static void build_doc_db(la_store_t *s) {
       free(x);
     }
   const uint32_t miss = 2;
+  /* as the GlobalAgent records it when cycle 30 times out */
+  assert_int_equal(
+      la_store_missing(s, "wavetoy-1234", 30, 2,
+                       "timeout: no trace within stitch.timeout", 0, 0, NULL),
+      0);
   assert_int_equal(la_store_set_closed(s, "wavetoy-1234", 10, 1, NULL, 0,
                                        1700000000100000000ull),
                    0);
@@ -1271,6 +1276,165 @@ static void test_doc_examples(void **state) {
   reopen(f);
 }
 
+/* ----------------------------------------------------- missing records -- */
+
+/* The reason stored for (app, tag, rank), "" when none. */
+static void missing_reason(fx_t *f, const char *app, uint64_t tag,
+                           uint32_t rank, char *buf, size_t cap) {
+  char sql[300];
+  snprintf(sql, sizeof sql,
+           "SELECT coalesce((SELECT reason FROM missing WHERE app_id = '%s'"
+           " AND cycle_tag = %llu AND rank = %u), '')",
+           app, (unsigned long long)tag, rank);
+  raw_text(f->path, sql, buf, cap);
+}
+
+/* Every (app, rank, cycle) ends stored or missing with a reason: a
+ * LocalAgent's record is idempotent and beats the GlobalAgent's inferred
+ * one, a trace beats both (also when it comes later), a rank that ended
+ * gets "rank ended before this cycle", and sets load with the reasons. */
+static void test_missing_records(void **state) {
+  fx_t *f = *state;
+  la_store_t *s = f->s;
+  char why[300];
+  int nw = -1;
+  for (uint32_t r = 0; r < 3; r++)
+    assert_int_equal(put_rank_start(s, "m", r, 3, 100), 0);
+  assert_int_equal(put_trace(s, "m", 0, 5, NULL), 0);
+  /* the LocalAgent's record, then its resend */
+  assert_int_equal(la_store_missing(s, "m", 5, 1, "skipped", 1, 7, &nw), 0);
+  assert_int_equal(nw, 1);
+  assert_int_equal(la_store_missing(s, "m", 5, 1, "skipped", 1, 7, &nw), 0);
+  assert_int_equal(nw, 0);
+  /* the GlobalAgent's inference does not replace it... */
+  assert_int_equal(la_store_missing(s, "m", 5, 1, "timeout", 0, 0, &nw), 0);
+  assert_int_equal(nw, 0);
+  missing_reason(f, "m", 5, 1, why, sizeof why);
+  assert_string_equal(why, "skipped");
+  /* ...but a LocalAgent's record replaces an inferred one */
+  assert_int_equal(la_store_missing(s, "m", 5, 2, "timeout", 0, 0, &nw), 0);
+  assert_int_equal(nw, 1);
+  assert_int_equal(la_store_missing(s, "m", 5, 2, "buffer lost", 1, 9, &nw), 0);
+  assert_int_equal(nw, 1);
+  missing_reason(f, "m", 5, 2, why, sizeof why);
+  assert_string_equal(why, "buffer lost");
+  /* a stored trace: no record for it */
+  assert_int_equal(la_store_missing(s, "m", 5, 0, "timeout", 1, 3, &nw), 0);
+  assert_int_equal(nw, 0);
+  assert_int_equal(raw_int(f->path,
+                           "SELECT count(*) FROM missing WHERE "
+                           "rank = 0"),
+                   0);
+  uint32_t *mr = NULL;
+  size_t n = 0;
+  assert_int_equal(la_store_missing_ranks(s, "m", 5, 3, &mr, &n), 0);
+  assert_int_equal(n, 2);
+  assert_int_equal(mr[0], 1);
+  assert_int_equal(mr[1], 2);
+  free(mr);
+  assert_int_equal(la_store_set_closed(s, "m", 5, 0, (uint32_t[]){1, 2}, 2, 10),
+                   0);
+  La__TraceSet *set = NULL;
+  assert_int_equal(la_store_load_set(s, "m", 5, &set), 0);
+  assert_int_equal(set->n_missing_ranks, 2);
+  assert_int_equal(set->n_missing_reasons, 2);
+  assert_int_equal(set->missing_reasons[0]->rank, 1);
+  assert_string_equal(set->missing_reasons[0]->reason, "skipped");
+  assert_int_equal(set->missing_reasons[1]->rank, 2);
+  assert_string_equal(set->missing_reasons[1]->reason, "buffer lost");
+  la_store_free_set(set);
+  la_store_cycle_t *cy = NULL;
+  assert_int_equal(la_store_cycles(s, "m", 5, 5, &cy, &n), 0);
+  assert_int_equal(n, 1);
+  assert_string_equal(cy[0].reasons, "buffer lost (1); skipped (1)");
+  free(cy);
+  /* a late trace wins: the record goes, the set loads without it */
+  assert_int_equal(put_trace(s, "m", 1, 5, &nw), 0);
+  assert_int_equal(nw, 1);
+  missing_reason(f, "m", 5, 1, why, sizeof why);
+  assert_string_equal(why, "");
+  assert_int_equal(la_store_load_set(s, "m", 5, &set), 0);
+  assert_int_equal(set->n_missing_ranks, 1);
+  assert_int_equal(set->n_missing_reasons, 1);
+  assert_int_equal(set->missing_reasons[0]->rank, 2);
+  la_store_free_set(set);
+  /* an ended rank: the GlobalAgent's reason says so */
+  La__RankEnd e = rank_end("m", 2, "finalize");
+  assert_int_equal(la_store_rank_end(s, &e, NULL), 0);
+  assert_int_equal(la_store_missing(s, "m", 6, 2, "timeout", 0, 0, &nw), 0);
+  missing_reason(f, "m", 6, 2, why, sizeof why);
+  assert_string_equal(why, "rank ended before this cycle");
+  /* a cycle nobody delivered loads from its records alone, and is open
+   * for a restarted stitcher with its reported ranks */
+  assert_int_equal(la_store_missing(s, "m", 7, 0, "skipped", 1, 20, NULL), 0);
+  assert_int_equal(la_store_load_set(s, "m", 7, &set), 0);
+  assert_int_equal(set->n_traces, 0);
+  assert_int_equal(set->n_missing_ranks, 3);
+  assert_int_equal(set->n_missing_reasons, 1);
+  assert_false(set->complete);
+  la_store_free_set(set);
+  la_store_open_set_t *os = NULL;
+  assert_int_equal(la_store_open_sets(s, &os, &n), 0);
+  int found = 0;
+  for (size_t i = 0; i < n; i++)
+    if (os[i].cycle_tag == 7) {
+      found = 1;
+      assert_int_equal(os[i].n_ranks, 1);
+      assert_int_equal(os[i].ranks[0], 0);
+    }
+  assert_true(found);
+  la_store_free_open_sets(os, n);
+  /* counts by reason, most frequent first */
+  la_store_reason_count_t top[2];
+  uint64_t total = 0;
+  assert_int_equal(la_store_missing_counts(s, top, 2, &n, &total), 0);
+  assert_int_equal(total, 3);
+  assert_int_equal(n, 2);
+  assert_int_equal(top[0].count, 1);
+  /* the host a timeout's reason names */
+  char host[64];
+  assert_int_equal(la_store_rank_host(s, "m", 1, host, sizeof host), 0);
+  assert_string_equal(host, "node1");
+  assert_int_equal(la_store_rank_host(s, "m", 5, host, sizeof host),
+                   LA_ENOTFOUND);
+  /* refused: bad rank, empty reason */
+  assert_int_equal(la_store_missing(s, "m", 8, LA_MAX_RANKS, "x", 1, 1, &nw),
+                   LA_EPROTO);
+  assert_int_equal(la_store_missing(s, "m", 8, 1, "", 1, 1, &nw), LA_EINVAL);
+  /* survives a reopen */
+  reopen(f);
+  assert_int_equal(la_store_missing_counts(f->s, top, 2, &n, &total), 0);
+  assert_int_equal(total, 3);
+}
+
+/* The test-only fault injection fails exactly the commits it names, and a
+ * failed commit leaves nothing behind. */
+static void test_injected_commit_failure(void **state) {
+  fx_t *f = *state;
+  char why[256];
+  la_store_close(f->s);
+  f->s = NULL;
+  setenv("LA_GA_TEST_FAIL_COMMITS", "2", 1);
+  int rc = la_store_open(f->path, 0, &f->s, why, sizeof why);
+  unsetenv("LA_GA_TEST_FAIL_COMMITS");
+  assert_int_equal(rc, 0);
+  for (uint64_t tag = 1; tag <= 3; tag++) {
+    assert_int_equal(la_store_begin(f->s), 0);
+    assert_int_equal(put_trace(f->s, "inj", 0, tag, NULL), 0);
+    rc = la_store_commit(f->s);
+    assert_int_equal(rc, tag == 2 ? LA_EIO : 0);
+    if (rc) assert_non_null(strstr(la_store_errmsg(f->s), "injected"));
+  }
+  assert_int_equal(raw_int(f->path,
+                           "SELECT count(*) FROM traces WHERE "
+                           "app_id = 'inj' AND cycle_tag = 2"),
+                   0);
+  assert_int_equal(raw_int(f->path,
+                           "SELECT count(*) FROM traces WHERE "
+                           "app_id = 'inj'"),
+                   2);
+}
+
 /* ------------------------------------------------------------ throughput */
 
 static double now_s(void) {
@@ -1388,6 +1552,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_queries, setup, teardown),
       cmocka_unit_test_setup_teardown(test_agent_seq, setup, teardown),
       cmocka_unit_test_setup_teardown(test_corrupt_rows, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_missing_records, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_injected_commit_failure, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_damaged_file, setup, teardown),
       cmocka_unit_test_setup_teardown(test_doc_examples, setup, teardown),
       cmocka_unit_test_setup_teardown(test_throughput, setup, teardown),
