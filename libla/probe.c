@@ -43,9 +43,11 @@ void la__probe_begin(double *values, uint64_t n) {
   la__hot.limit = n;
 }
 
+/* values stays where it points (never NULL once set): a thread that read
+ * a non-zero limit just before still writes into mapped memory (ipc.c keeps
+ * scratch memory there after the end). */
 uint64_t la__probe_end(void) {
   la__hot.limit = 0;
-  la__hot.values = NULL;
   return __atomic_load_n(&la__range_errors, __ATOMIC_RELAXED);
 }
 

@@ -1,9 +1,11 @@
 /* app_ipc.c: verification, reading and removal of an application's SysV
- * objects (see app_ipc.h). */
+ * objects (see app_ipc.h). After attach nothing here reads geometry from the
+ * segment: buffer addresses come from the copies in la_app_ipc_t. */
 #include "app_ipc.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <strings.h>
 #include <netinet/in.h>
@@ -16,6 +18,7 @@
 #include <sys/socket.h>
 
 #include "la.h"
+#include "la_log.h"
 
 union la__semun {
   int val;
@@ -49,6 +52,24 @@ static int la__pid_uid(int pid) {
   return uid;
 }
 
+/* The registering process is gone: if the named objects are provably what
+ * it left (its segment, quoting the nonce, and a semaphore set of the same
+ * owner), remove them, as far as our privileges allow. */
+static void la__remove_leftovers(int shm_id, int sem_id, uint64_t nonce,
+                                 int owner) {
+  struct semid_ds sd;
+  union la__semun arg = {.buf = &sd};
+  void *h = shmat(shm_id, NULL, SHM_RDONLY);
+  if (h == (void *)-1) return;
+  int ours = ((const la_shm_header_t *)h)->nonce == nonce;
+  shmdt(h);
+  if (!ours) return;
+  if (semctl(sem_id, 0, IPC_STAT, arg) == 0 && (int)sd.sem_perm.uid == owner &&
+      (int)sd.sem_perm.cuid == owner && semctl(sem_id, 0, IPC_RMID) == 0)
+    la_log_info("removed semaphore set %d left by a dead registrant", sem_id);
+  shmctl(shm_id, IPC_RMID, NULL);
+}
+
 int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
                       uint64_t nonce, uint64_t n_elements, uint32_t n_buffers,
                       int peer_uid, char *why, size_t n) {
@@ -65,7 +86,11 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
                       shm_id, ds.shm_perm.mode & 0777);
   int owner = (int)ds.shm_perm.uid;
   int puid = la__pid_uid(pid);
-  if (puid < 0) return la__refuse(why, n, "process %d is not running", pid);
+  if (puid < 0) {
+    if ((int)ds.shm_perm.cuid == owner)
+      la__remove_leftovers(shm_id, sem_id, nonce, owner);
+    return la__refuse(why, n, "process %d is not running", pid);
+  }
   if (puid != owner || (int)ds.shm_perm.cuid != owner)
     return la__refuse(why, n, "segment %d belongs to uid %d, process %d to "
                       "uid %d", shm_id, owner, pid, puid);
@@ -88,6 +113,8 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
   if (h == (void *)-1)
     return la__refuse(why, n, "cannot attach segment %d: %s", shm_id,
                       strerror(errno));
+  /* The one time the header's geometry is read; from here on only the
+   * values derived from the registration and the kernel's size count. */
   const char *bad = la_shm_header_check(h, ds.shm_segsz, n_elements,
                                         n_buffers, nonce);
   if (bad) {
@@ -99,8 +126,18 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
   ipc->sem_id = sem_id;
   ipc->n_buffers = n_buffers;
   ipc->n_elements = n_elements;
+  ipc->values0 = (char *)h + sizeof(la_shm_header_t);
+  ipc->stride = la_shm_buffer_stride(n_elements);
+  ipc->map_bytes = ds.shm_segsz;
   ipc->owner_uid = owner;
+  ipc->pid = pid;
   return 0;
+}
+
+/* Buffer i from the attach-time geometry (i < n_buffers checked by the
+ * caller; attach proved n_buffers buffers fit in map_bytes). */
+static double *la__values(const la_app_ipc_t *ipc, uint32_t i) {
+  return (double *)(ipc->values0 + (uint64_t)i * ipc->stride);
 }
 
 void la_app_ipc_give_back(la_app_ipc_t *ipc, uint32_t i) {
@@ -111,16 +148,24 @@ void la_app_ipc_give_back(la_app_ipc_t *ipc, uint32_t i) {
 
 void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i) {
   if (!ipc->hdr || i >= ipc->n_buffers) return;
-  memset(la_shm_values(ipc->hdr, i), 0, ipc->n_elements * sizeof(double));
+  memset(la__values(ipc, i), 0, ipc->n_elements * sizeof(double));
 }
 
 int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
                     la_shm_bufmeta_t *meta) {
   if (!ipc->hdr || i >= ipc->n_buffers) return LA_EINVAL;
-  *meta = ipc->hdr->buf[i];
-  double *v = la_shm_values(ipc->hdr, i);
-  double scale = meta->scale > 0 ? meta->scale : 1.0;
+  /* One copy of the meta data: the application may rewrite it meanwhile. */
+  memcpy(meta, (const void *)&ipc->hdr->buf[i], sizeof *meta);
+  double *v = la__values(ipc, i);
   uint64_t n = ipc->n_elements;
+  double scale = meta->scale;
+  if (!(isfinite(scale) && scale > 0)) {
+    memset(v, 0, n * sizeof(double));
+    la_log_warnx("application pid %d, buffer %u: scale %g is not a positive "
+                 "finite number: cycle %llu rejected", ipc->pid, i, scale,
+                 (unsigned long long)meta->cycle_tag);
+    return LA_EPROTO;
+  }
   if (scale == 1.0) memcpy(out, v, n * sizeof(double));
   else
     for (uint64_t k = 0; k < n; k++) out[k] = v[k] * scale;
@@ -133,6 +178,7 @@ void la_app_ipc_release(la_app_ipc_t *ipc) {
   if (ipc->hdr) shmdt(ipc->hdr);
   if (ipc->shm_id >= 0) shmctl(ipc->shm_id, IPC_RMID, NULL);
   ipc->hdr = NULL;
+  ipc->values0 = NULL;
   ipc->sem_id = ipc->shm_id = -1;
 }
 
