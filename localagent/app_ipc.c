@@ -16,6 +16,7 @@
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "la.h"
 #include "la_log.h"
@@ -52,22 +53,34 @@ static int la__pid_uid(int pid) {
   return uid;
 }
 
-/* The registering process is gone: if the named objects are provably what
- * it left (its segment, quoting the nonce, and a semaphore set of the same
- * owner), remove them, as far as our privileges allow. */
-static void la__remove_leftovers(int shm_id, int sem_id, uint64_t nonce,
-                                 int owner) {
+/* The registering process is gone (killed while it waited for our answer):
+ * remove what it provably left, as far as our privileges allow. Its
+ * semaphore set is recognised by the kernel's record of the last operation
+ * on every semaphore: the creator's SETALL, nothing since (libla takes its
+ * first buffer only after the reply), and not handed over (uid == cuid).
+ * Its segment, if still there (libla marks it for removal at once), by its
+ * creator pid and the nonce. */
+static void la__remove_leftovers(int shm_id, int sem_id, int pid,
+                                 uint64_t nonce) {
   struct semid_ds sd;
   union la__semun arg = {.buf = &sd};
+  if (semctl(sem_id, 0, IPC_STAT, arg) == 0 &&
+      sd.sem_perm.uid == sd.sem_perm.cuid && sd.sem_otime == 0 &&
+      sd.sem_nsems >= LA_SHM_MIN_BUFFERS &&
+      sd.sem_nsems <= LA_SHM_MAX_BUFFERS) {
+    unsigned long k = 0;
+    while (k < sd.sem_nsems && semctl(sem_id, (int)k, GETPID) == pid) k++;
+    if (k == sd.sem_nsems && semctl(sem_id, 0, IPC_RMID) == 0)
+      la_log_info("removed semaphore set %d left by pid %d", sem_id, pid);
+  }
+  struct shmid_ds ds;
+  if (shmctl(shm_id, IPC_STAT, &ds) != 0 || ds.shm_cpid != pid) return;
   void *h = shmat(shm_id, NULL, SHM_RDONLY);
   if (h == (void *)-1) return;
-  int ours = ((const la_shm_header_t *)h)->nonce == nonce;
+  int ours = ds.shm_segsz >= sizeof(la_shm_header_t) &&
+             ((const la_shm_header_t *)h)->nonce == nonce;
   shmdt(h);
-  if (!ours) return;
-  if (semctl(sem_id, 0, IPC_STAT, arg) == 0 && (int)sd.sem_perm.uid == owner &&
-      (int)sd.sem_perm.cuid == owner && semctl(sem_id, 0, IPC_RMID) == 0)
-    la_log_info("removed semaphore set %d left by a dead registrant", sem_id);
-  shmctl(shm_id, IPC_RMID, NULL);
+  if (ours) shmctl(shm_id, IPC_RMID, NULL);
 }
 
 int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
@@ -75,6 +88,11 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
                       int peer_uid, char *why, size_t n) {
   memset(ipc, 0, sizeof *ipc);
   ipc->shm_id = ipc->sem_id = -1;
+  if (pid <= 0) return la__refuse(why, n, "bad pid %d", pid);
+  if (la__pid_uid(pid) < 0) {
+    la__remove_leftovers(shm_id, sem_id, pid, nonce);
+    return la__refuse(why, n, "process %d is not running", pid);
+  }
   struct shmid_ds ds;
   if (shmctl(shm_id, IPC_STAT, &ds) != 0)
     return la__refuse(why, n, "segment %d: %s", shm_id, strerror(errno));
@@ -86,11 +104,7 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
                       shm_id, ds.shm_perm.mode & 0777);
   int owner = (int)ds.shm_perm.uid;
   int puid = la__pid_uid(pid);
-  if (puid < 0) {
-    if ((int)ds.shm_perm.cuid == owner)
-      la__remove_leftovers(shm_id, sem_id, nonce, owner);
-    return la__refuse(why, n, "process %d is not running", pid);
-  }
+  if (puid < 0) return la__refuse(why, n, "process %d is not running", pid);
   if (puid != owner || (int)ds.shm_perm.cuid != owner)
     return la__refuse(why, n, "segment %d belongs to uid %d, process %d to "
                       "uid %d", shm_id, owner, pid, puid);
@@ -180,6 +194,34 @@ void la_app_ipc_release(la_app_ipc_t *ipc) {
   ipc->hdr = NULL;
   ipc->values0 = NULL;
   ipc->sem_id = ipc->shm_id = -1;
+}
+
+int la_app_ipc_reap_orphans(void) {
+  uid_t me = geteuid();
+  if (me == 0) return 0;
+  FILE *f = fopen("/proc/sysvipc/sem", "r");
+  if (!f) return 0;
+  char line[512];
+  int removed = 0;
+  if (fgets(line, sizeof line, f))
+    while (fgets(line, sizeof line, f)) {
+      long key, id;
+      unsigned perms, nsems, uid, gid, cuid;
+      if (sscanf(line, "%ld %ld %o %u %u %u %u", &key, &id, &perms, &nsems,
+                 &uid, &gid, &cuid) != 7)
+        continue;
+      /* handed to us by an application: ours now, created by another uid */
+      if (key != 0 || uid != me || cuid == me || (perms & 0777) != 0600 ||
+          nsems < LA_SHM_MIN_BUFFERS || nsems > LA_SHM_MAX_BUFFERS)
+        continue;
+      if (semctl((int)id, 0, IPC_RMID) == 0) {
+        removed++;
+        la_log_info("removed semaphore set %ld (creator uid %u) left by an "
+                    "earlier run", id, cuid);
+      }
+    }
+  fclose(f);
+  return removed;
 }
 
 /* Looks for "LOCAL REMOTE" (hex, as the kernel prints them) in one table. */

@@ -67,6 +67,14 @@ void la_app_ipc_give_back(la_app_ipc_t *ipc, uint32_t i);
  * already). Idempotent. */
 void la_app_ipc_release(la_app_ipc_t *ipc);
 
+/* At start, before any registration: removes the semaphore sets that
+ * applications handed to this agent's uid (la__ipc_handover in libla) and
+ * that a previous run of the agent left when it died before them. Only when
+ * the agent runs under a dedicated non-root uid (as root, ownership does not
+ * tell LA's sets from others': nothing is done). Returns the number of sets
+ * removed. */
+int la_app_ipc_reap_orphans(void);
+
 /* The uid owning the peer of a connected loopback TCP socket, read from
  * /proc/net/tcp{,6}; -1 when it cannot be found. */
 int la_peer_uid(int fd);
