@@ -226,7 +226,8 @@ static void start_with_global(void) {
 
 static void wait_log(const char *needle) {
   CHECK(la_td_wait_log(T.d, needle, WAIT_MS) == 0,
-        "the daemon never logged \"%s\"", needle);
+        "the daemon never logged \"%s\" (%s)", needle,
+        la_td_alive(T.d) ? "it runs" : "it died");
 }
 
 static void wait_status(const char *key, long long min) {
