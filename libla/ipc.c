@@ -17,7 +17,8 @@
  * At the end the segment's mapping is replaced by private anonymous memory
  * of the same size at the same address (never unmapped), so a thread still
  * probing against the contract writes into scratch memory, never into a
- * hole; the scratch goes at the next la__ipc_create.
+ * hole; it is unmapped only when the next registration ends (one scratch
+ * mapping at most, untouched pages cost no memory).
  * Not here: when to take or hand over buffers (lifecycle.c).
  */
 #include <errno.h>
@@ -60,10 +61,6 @@ static uint64_t la__nonce(void) {
 int la__ipc_create(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers) {
   memset(ipc, 0, sizeof *ipc);
   ipc->shm_id = ipc->sem_id = -1;
-  if (la__scratch.addr) {
-    munmap(la__scratch.addr, la__scratch.len);
-    la__scratch.addr = NULL;
-  }
   if (n_elements == 0 || n_elements > LA_SHM_MAX_ELEMENTS)
     return la__error(LA_EINVAL, "element count %llu outside 1..2^32",
                      (unsigned long long)n_elements);

@@ -58,13 +58,17 @@ void la__probe_reset(void) {
   la__start_fn = la__stop_fn = NULL;
 }
 
+/* The slow paths may run just after the end (a thread that read a non-zero
+ * limit while libla finalized): the function may be gone by then. */
 LA_EXPORT int la__probe_start_slow(long e) {
-  la__hot.values[e] -= la__start_fn(e, la__start_arg);
+  LA_ProbeFunc fn = la__start_fn;
+  if (fn) la__hot.values[e] -= fn(e, la__start_arg);
   return 0;
 }
 
 LA_EXPORT int la__probe_stop_slow(long e) {
-  la__hot.values[e] += la__stop_fn(e, la__stop_arg);
+  LA_ProbeFunc fn = la__stop_fn;
+  if (fn) la__hot.values[e] += fn(e, la__stop_arg);
   return 0;
 }
 
@@ -89,8 +93,10 @@ LA_EXPORT int LA_startRange(long first, long count) {
   if (la__hot.limit == 0) return 0;
   int rc = la__range_check(first, count);
   if (rc) return rc;
+  LA_ProbeFunc fn = la__start_fn;
+  if (!la__hot.fast && !fn) return 0; /* ended meanwhile */
   la__range_t0 = la__hot.fast ? (double)(int64_t)(la__now() - la__hot.base)
-                              : la__start_fn(first, la__start_arg);
+                              : fn(first, la__start_arg);
   la__range_open = 1;
   return 0;
 }
@@ -102,8 +108,10 @@ LA_EXPORT int LA_stopRange(long first, long count) {
   if (!la__range_open)
     return la__error(LA_ESTATE, "LA_stopRange without LA_startRange");
   la__range_open = 0;
+  LA_ProbeFunc fn = la__stop_fn;
+  if (!la__hot.fast && !fn) return 0; /* ended meanwhile */
   double t1 = la__hot.fast ? (double)(int64_t)(la__now() - la__hot.base)
-                           : la__stop_fn(first, la__stop_arg);
+                           : fn(first, la__stop_arg);
   double share = (t1 - la__range_t0) / (double)count;
   double *v = la__hot.values + first;
   for (long i = 0; i < count; i++) v[i] += share;

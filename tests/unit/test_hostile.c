@@ -683,12 +683,11 @@ static void test_second_registration_refused(void **state) {
 static void test_least_privilege_agent(void **state) {
   new_daemon(1);
   start_agent("");
-  char line[300];
   app_t a = {.app_id = "other-uid", .n = 300, .cycles = 3, .uid = APPUID,
              .die = 1};
   kid_t *k = spawn_app(&a);
-  rec_t r;
-  registered(k, &r);
+  rec_t r, reg;
+  registered(k, &reg);
   for (int c = 0; c < 3; c++) {
     expect_rec(k, REC_CYCLE, &r);
     CHECK(r.rc == 0, "LA_dataXfer: %s", LA_strerror(r.rc));
@@ -698,20 +697,7 @@ static void test_least_privilege_agent(void **state) {
   kid_t *k2;
   struct semid_ds sd;
   int app_pid = k->pid;
-  int sem_id = -1;
-  { /* the application's set: created by APPUID */
-    FILE *f = fopen("/proc/sysvipc/sem", "r");
-    assert_non_null(f);
-    while (fgets(line, sizeof line, f)) {
-      int key, id;
-      unsigned perms, nsems, uid, gid, cuid;
-      if (sscanf(line, "%d %d %o %u %u %u %u", &key, &id, &perms, &nsems,
-                 &uid, &gid, &cuid) == 7 &&
-          cuid == APPUID && nsems == 4)
-        sem_id = id;
-    }
-    fclose(f);
-  }
+  int sem_id = reg.sem_id;
   CHECK(sem_id >= 0, "no semaphore set of uid %d", APPUID);
   assert_int_equal(semctl(sem_id, 0, IPC_STAT, &sd), 0);
   CHECK(sd.sem_perm.uid == NOBODY && (sd.sem_perm.mode & 0777) == 0600,
@@ -727,23 +713,10 @@ static void test_least_privilege_agent(void **state) {
   app_t b = {.app_id = "orphan", .n = 300, .cycles = 2, .uid = APPUID,
              .die = 1};
   k2 = spawn_app(&b);
-  registered(k2, &r);
+  registered(k2, &reg);
   expect_rec(k2, REC_READY, &r);
   wait_status("cycles_compacted", 5);
-  int sem2 = -1;
-  {
-    FILE *f = fopen("/proc/sysvipc/sem", "r");
-    assert_non_null(f);
-    while (fgets(line, sizeof line, f)) {
-      int key, id;
-      unsigned perms, nsems, uid, gid, cuid;
-      if (sscanf(line, "%d %d %o %u %u %u %u", &key, &id, &perms, &nsems,
-                 &uid, &gid, &cuid) == 7 &&
-          cuid == APPUID && uid == NOBODY)
-        sem2 = id;
-    }
-    fclose(f);
-  }
+  int sem2 = reg.sem_id;
   CHECK(sem2 >= 0, "no handed-over semaphore set");
   int pid2 = k2->pid;
   la_td_signal(T.d, SIGKILL);
@@ -758,8 +731,28 @@ static void test_least_privilege_agent(void **state) {
   CHECK(!sem_exists(sem2), "the restarted agent left semaphore set %d", sem2);
 }
 
+/* Bytes waiting unread on the agent's side of connections to port (the
+ * stopped agent's accepted-but-unread registrations), from /proc/net/tcp. */
+static long unread_at(uint16_t port) {
+  FILE *f = fopen("/proc/net/tcp", "r");
+  char line[512];
+  long total = 0;
+  if (!f) return -1;
+  if (fgets(line, sizeof line, f))
+    while (fgets(line, sizeof line, f)) {
+      unsigned lport, st;
+      unsigned long tx, rx;
+      if (sscanf(line, "%*s %*8s:%x %*s %x %lx:%lx", &lport, &st, &tx, &rx) ==
+              4 &&
+          lport == port)
+        total += (long)rx;
+    }
+  fclose(f);
+  return total;
+}
+
 /* kill -9 of the application while the (stopped) agent has not answered
- * its registration yet. */
+ * its registration yet (the request is sent and waits unread). */
 static void test_killed_during_registration(void **state) {
   start_with_global();
   la_td_signal(T.d, SIGSTOP);
@@ -769,6 +762,8 @@ static void test_killed_during_registration(void **state) {
   long long end = now_ms() + WAIT_MS;
   while ((sem = sem_of(pid)) < 0 && now_ms() < end) nap_ms(5);
   CHECK(sem >= 0, "the application created no semaphore set");
+  while (unread_at(la_td_port(T.d)) <= 0 && now_ms() < end) nap_ms(5);
+  CHECK(unread_at(la_td_port(T.d)) > 0, "the registration was never sent");
   kill_kid(k);
   la_td_log_mark(T.d);
   la_td_signal(T.d, SIGCONT);
