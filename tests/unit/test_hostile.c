@@ -64,6 +64,7 @@ typedef struct kid {
 
 static struct {
   la_test_daemon_t *d;
+  la_test_daemon_t *ga; /* a real GlobalAgent, when a test runs one */
   la_test_global_t *g;
   char key[600];
   char agent[64];
@@ -115,6 +116,8 @@ static int teardown(void **state) {
   if (T.d) la_td_signal(T.d, SIGCONT);
   la_td_free(T.d);
   T.d = NULL;
+  la_td_free(T.ga);
+  T.ga = NULL;
   la_test_global_stop(T.g);
   T.g = NULL;
   remove_bindir();
@@ -586,6 +589,66 @@ static void good_app_is_served(const char *app_id) {
 
 /* ---------------------------------------------------------------- tests -- */
 
+/* NaN, infinite values and garbage scales through the real GlobalAgent:
+ * both daemons stay up, the data cycles are stored, the rejected ones not,
+ * and a well-behaved application's cycles are stored after them. */
+static void test_hostile_values_real_globalagent(void **state) {
+  T.ga = la_td_new("la-globalagent");
+  if (!T.ga) {
+    print_message("skip: la-globalagent not built\n");
+    skip();
+  }
+  new_daemon(0);
+  /* la_td's port is the feed port (where `lactl status` answers); the
+   * LocalAgents' port is read from its file */
+  char gport[600], fport[600], a1[700], a2[700], a3[700], addr[64];
+  la_td_path(T.ga, "gport", gport, sizeof gport);
+  la_td_path(T.ga, "fport", fport, sizeof fport);
+  snprintf(a1, sizeof a1, "--agents.port_file=%s", gport);
+  snprintf(a2, sizeof a2, "--store.path=%s/la.db", la_td_dir(T.ga));
+  snprintf(a3, sizeof a3, "--feed.port_file=%s", fport);
+  const char *gargs[] = {"--agents.listen=127.0.0.1:0",
+                         "--feed.listen=127.0.0.1:0", a1, a2, a3,
+                         "--store.fsync=no", NULL};
+  CHECK(la_td_start(T.ga, gargs, fport, WAIT_MS) > 0, "no GlobalAgent");
+  int agents_port = 0;
+  long long end = now_ms() + WAIT_MS;
+  while (agents_port <= 0 && now_ms() < end) {
+    FILE *f = fopen(gport, "r");
+    if (f) {
+      if (fscanf(f, "%d", &agents_port) != 1) agents_port = 0;
+      fclose(f);
+    }
+    if (agents_port <= 0) nap_ms(10);
+  }
+  CHECK(agents_port > 0, "no agents port file");
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", agents_port);
+  start_agent(addr);
+  app_t a = {.app_id = "hostile-ga", .n = 1000, .hostile = 1};
+  kid_t *k = spawn_app(&a);
+  rec_t r;
+  registered(k, &r);
+  expect_rec(k, REC_CYCLE, &r);
+  expect_rec(k, REC_READY, &r);
+  wait_log("cycle 102 rejected");
+  CHECK(la_td_wait_status(T.ga, "traces_stored", 2, WAIT_MS) == 0,
+        "GlobalAgent stored %lld traces, expected the NaN/Inf cycles",
+        la_td_status_ll(T.ga, "traces_stored"));
+  go(k);
+  assert_int_equal(reap_kid(k), 0);
+  app_t b = {.app_id = "good-ga", .n = 300, .cycles = 3};
+  kid_t *k2 = spawn_app(&b);
+  registered(k2, &r);
+  expect_rec(k2, REC_DONE, &r);
+  assert_int_equal(reap_kid(k2), 0);
+  CHECK(la_td_wait_status(T.ga, "traces_stored", 5, WAIT_MS) == 0,
+        "GlobalAgent stored %lld traces, expected 5",
+        la_td_status_ll(T.ga, "traces_stored"));
+  CHECK(la_td_alive(T.ga) && la_td_alive(T.d), "a daemon died");
+  assert_int_equal(la_td_status_ll(T.ga, "bad_frames"), 0);
+  assert_int_equal(la_td_status_ll(T.ga, "traces_stored"), 5);
+}
+
 /* An application rewrites every geometry field of its header after
  * registering and feeds NaN, infinite values and garbage scales. */
 static void test_hostile_header_and_values(void **state) {
@@ -918,6 +981,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     T(test_hostile_header_and_values),
+    T(test_hostile_values_real_globalagent),
     T(test_second_registration_refused),
     T(test_least_privilege_agent),
     T(test_killed_during_registration),
