@@ -116,8 +116,7 @@ void la__ipc_mark(la__ipc_t *ipc) {
 }
 
 double *la__ipc_values(const la__ipc_t *ipc, uint32_t i) {
-  return (double *)((char *)ipc->hdr + sizeof(la_shm_header_t) +
-                    (uint64_t)i * la_shm_buffer_stride(ipc->n_elements));
+  return la_shm_buffer(ipc->hdr, ipc->n_elements, i);
 }
 
 /* Real uid of a live process, -1 if unknown. */

@@ -140,9 +140,6 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
   ipc->sem_id = sem_id;
   ipc->n_buffers = n_buffers;
   ipc->n_elements = n_elements;
-  ipc->values0 = (char *)h + sizeof(la_shm_header_t);
-  ipc->stride = la_shm_buffer_stride(n_elements);
-  ipc->map_bytes = ds.shm_segsz;
   ipc->owner_uid = owner;
   ipc->pid = pid;
   return 0;
@@ -151,7 +148,7 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
 /* Buffer i from the attach-time geometry (i < n_buffers checked by the
  * caller; attach proved n_buffers buffers fit in map_bytes). */
 static double *la__values(const la_app_ipc_t *ipc, uint32_t i) {
-  return (double *)(ipc->values0 + (uint64_t)i * ipc->stride);
+  return la_shm_buffer(ipc->hdr, ipc->n_elements, i);
 }
 
 void la_app_ipc_give_back(la_app_ipc_t *ipc, uint32_t i) {
@@ -192,7 +189,6 @@ void la_app_ipc_release(la_app_ipc_t *ipc) {
   if (ipc->hdr) shmdt(ipc->hdr);
   if (ipc->shm_id >= 0) shmctl(ipc->shm_id, IPC_RMID, NULL);
   ipc->hdr = NULL;
-  ipc->values0 = NULL;
   ipc->sem_id = ipc->shm_id = -1;
 }
 

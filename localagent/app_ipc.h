@@ -30,9 +30,6 @@ typedef struct la_app_ipc {
   int shm_id, sem_id;
   uint32_t n_buffers;   /* validated at attach, never re-read */
   uint64_t n_elements;  /* validated at attach, never re-read */
-  char *values0;        /* buffer 0, computed at attach */
-  uint64_t stride;      /* bytes between buffers, computed at attach */
-  uint64_t map_bytes;   /* the segment's size as the kernel reports it */
   int owner_uid;
   int pid;              /* the registered (creator) process */
 } la_app_ipc_t;
