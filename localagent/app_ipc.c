@@ -146,7 +146,7 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
 }
 
 /* Buffer i from the attach-time geometry (i < n_buffers checked by the
- * caller; attach proved n_buffers buffers fit in map_bytes). */
+ * caller; attach proved n_buffers buffers fit in the segment). */
 static double *la__values(const la_app_ipc_t *ipc, uint32_t i) {
   return la_shm_buffer(ipc->hdr, ipc->n_elements, i);
 }
