@@ -677,6 +677,12 @@ static void test_hostile_header_and_values(void **state) {
   go(k);
   assert_int_equal(reap_kid(k), 0);
   wait_status("ranks_ended", 2);
+  char path[64], line[128];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)la_td_pid(T.d));
+  FILE *f = fopen(path, "r");
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "VmRSS:", 6)) print_message("agent %s", line);
+  if (f) fclose(f);
   CHECK(la_td_alive(T.d), "the agent died");
   assert_true(la_td_status_ll(T.d, "cycles_dropped") >= 2);
 }
@@ -878,6 +884,9 @@ static void test_stopped_agent(void **state) {
   la_td_signal(T.d, SIGSTOP);
   go(k);
   expect_rec(k, REC_DONE, &r);
+  print_message("%d steps with a stopped agent: %lld ms, %ld skipped, %ld "
+                "waits (wait timeout %d ms)\n", steps, r.elapsed_ms,
+                r.skipped, r.waits, timeout);
   CHECK(r.elapsed_ms < 3 * timeout, "%d steps with a stopped agent took %lld "
         "ms (wait timeout %d ms)", steps, r.elapsed_ms, timeout);
   CHECK(r.skipped >= steps - 2 && r.cycles == 2 + steps, "skipped %ld, "
