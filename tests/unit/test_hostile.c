@@ -73,11 +73,20 @@ static struct {
   int nkids;
 } T;
 
-static const char *la_vars[] = {
-  "LA_PERIOD", "LA_METRIC", "LA_POLICY", "LA_BUFFERS", "LA_AGENT",
-  "LA_COMPACT", "LA_APP_ID", "LA_VERBOSE", "LA_DISABLE",
-  "LA_WAIT_TIMEOUT_MS", "LA_CONNECT_TIMEOUT_MS", "LA_DUMP_RAW", "LA_TIMER",
-  NULL};
+static const char *la_vars[] = {"LA_PERIOD",
+                                "LA_METRIC",
+                                "LA_POLICY",
+                                "LA_BUFFERS",
+                                "LA_AGENT",
+                                "LA_COMPACT",
+                                "LA_APP_ID",
+                                "LA_VERBOSE",
+                                "LA_DISABLE",
+                                "LA_WAIT_TIMEOUT_MS",
+                                "LA_CONNECT_TIMEOUT_MS",
+                                "LA_DUMP_RAW",
+                                "LA_TIMER",
+                                NULL};
 
 static int group_setup(void **state) {
   for (int i = 0; la_vars[i]; i++) unsetenv(la_vars[i]);
@@ -133,14 +142,14 @@ static void dump_log(void) {
   free(log);
 }
 
-#define CHECK(cond, ...)                                                      \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      print_message(__VA_ARGS__);                                             \
-      print_message("\n");                                                    \
-      dump_log();                                                             \
-      fail_msg("%s", #cond);                                                  \
-    }                                                                         \
+#define CHECK(cond, ...)          \
+  do {                            \
+    if (!(cond)) {                \
+      print_message(__VA_ARGS__); \
+      print_message("\n");        \
+      dump_log();                 \
+      fail_msg("%s", #cond);      \
+    }                             \
   } while (0)
 
 static void nap_ms(int ms) {
@@ -171,10 +180,12 @@ static void new_daemon(int unprivileged) {
     snprintf(p, sizeof p, "%s/la-localagent", T.bindir);
     FILE *f = fopen(p, "w");
     assert_non_null(f);
-    fprintf(f, "#!/bin/sh\nexec /usr/bin/setpriv --reuid=%d --regid=%d "
+    fprintf(f,
+            "#!/bin/sh\nexec /usr/bin/setpriv --reuid=%d --regid=%d "
             "--clear-groups --inh-caps=-all,+ipc_owner "
             "--ambient-caps=-all,+ipc_owner --bounding-set=-all,+ipc_owner "
-            "%s \"$@\"\n", NOBODY, NOBODY, real);
+            "%s \"$@\"\n",
+            NOBODY, NOBODY, real);
     fclose(f);
     chmod(p, 0755);
     snprintf(p, sizeof p, "%s/lactl", T.bindir);
@@ -183,8 +194,10 @@ static void new_daemon(int unprivileged) {
     char *saved = old ? strdup(old) : NULL;
     setenv("LA_TEST_BIN_DIR", T.bindir, 1);
     T.d = la_td_new("la-localagent");
-    if (saved) setenv("LA_TEST_BIN_DIR", saved, 1);
-    else unsetenv("LA_TEST_BIN_DIR");
+    if (saved)
+      setenv("LA_TEST_BIN_DIR", saved, 1);
+    else
+      unsetenv("LA_TEST_BIN_DIR");
     free(saved);
     assert_non_null(T.d);
     chmod(la_td_dir(T.d), 0777); /* port file and spool written as NOBODY */
@@ -211,10 +224,15 @@ static void start_agent(const char *global) {
   snprintf(a[1], sizeof a[1], "--global.spool_dir=%s", spool);
   snprintf(a[2], sizeof a[2], "--global.address=%s", global);
   snprintf(a[3], sizeof a[3], "--global.secret_file=%s", T.key);
-  const char *args[] = {"--agent.listen=127.0.0.1:0", a[0], a[1], a[2],
+  const char *args[] = {"--agent.listen=127.0.0.1:0",
+                        a[0],
+                        a[1],
+                        a[2],
                         global[0] ? a[3] : "--log.level=debug",
-                        "--log.level=debug", "--global.reconnect_min=20ms",
-                        "--global.reconnect_max=200ms", NULL};
+                        "--log.level=debug",
+                        "--global.reconnect_min=20ms",
+                        "--global.reconnect_max=200ms",
+                        NULL};
   int port = la_td_start(T.d, args, port_file, WAIT_MS);
   CHECK(port > 0, "la-localagent did not start");
   snprintf(T.agent, sizeof T.agent, "%s", la_td_addr(T.d));
@@ -255,23 +273,27 @@ typedef struct rec {
 typedef struct app {
   const char *app_id;
   long n;
-  int cycles;      /* before the first go (0: wait for go at once) */
-  int buffers;     /* 0: 4 */
-  int uid;         /* > 0: run as this uid */
-  int hostile;     /* see hostile_main */
-  int after_go;    /* steps after each go; phases = how many gos */
+  int cycles;   /* before the first go (0: wait for go at once) */
+  int buffers;  /* 0: 4 */
+  int uid;      /* > 0: run as this uid */
+  int hostile;  /* see hostile_main */
+  int after_go; /* steps after each go; phases = how many gos */
   int phases;
-  int die;         /* at the end: REC_READY, then wait to be killed */
-  int timeout_ms;  /* LA_WAIT_TIMEOUT_MS, 0: default */
-  int connect_ms;  /* LA_CONNECT_TIMEOUT_MS, 0: default */
+  int die;        /* at the end: REC_READY, then wait to be killed */
+  int timeout_ms; /* LA_WAIT_TIMEOUT_MS, 0: default */
+  int connect_ms; /* LA_CONNECT_TIMEOUT_MS, 0: default */
 } app_t;
 
 static double value_of(long e, uint64_t cycle) {
   return 10.0 + (double)((e * 7 + (long)cycle * 3) % 13) * 0.5;
 }
 static uint64_t cur_cycle;
-static double probe_zero(long e, void *arg) { return 0.0; }
-static double probe_value(long e, void *arg) { return value_of(e, cur_cycle); }
+static double probe_zero(long e, void *arg) {
+  return 0.0;
+}
+static double probe_value(long e, void *arg) {
+  return value_of(e, cur_cycle);
+}
 
 static void send_rec(int fd, rec_t *r) {
   r->pid = (int)getpid();
@@ -309,8 +331,7 @@ static int sem_of(int pid) {
   if (fgets(line, sizeof line, f))
     while (fgets(line, sizeof line, f) && found < 0) {
       int key, id;
-      if (sscanf(line, "%d %d", &key, &id) == 2 &&
-          semctl(id, 0, GETPID) == pid)
+      if (sscanf(line, "%d %d", &key, &id) == 2 && semctl(id, 0, GETPID) == pid)
         found = id;
     }
   fclose(f);
@@ -341,7 +362,9 @@ static int sem_exists(int id) {
   return id >= 0 && semctl(id, 0, IPC_STAT, &sd) == 0;
 }
 
-static long long now_ms(void) { return la_td_now_ms(); }
+static long long now_ms(void) {
+  return la_td_now_ms();
+}
 
 /* libla's connection to the agent, found among our descriptors. */
 static int agent_fd(uint16_t port) {
@@ -533,7 +556,9 @@ static void expect_rec(kid_t *k, int kind, rec_t *out) {
   }
 }
 
-static void go(kid_t *k) { assert_int_equal(write(k->go, "g", 1), 1); }
+static void go(kid_t *k) {
+  assert_int_equal(write(k->go, "g", 1), 1);
+}
 
 static int reap_kid(kid_t *k) {
   long long end = now_ms() + WAIT_MS;
@@ -608,8 +633,12 @@ static void test_hostile_values_real_globalagent(void **state) {
   snprintf(a2, sizeof a2, "--store.path=%s/la.db", la_td_dir(T.ga));
   snprintf(a3, sizeof a3, "--feed.port_file=%s", fport);
   const char *gargs[] = {"--agents.listen=127.0.0.1:0",
-                         "--feed.listen=127.0.0.1:0", a1, a2, a3,
-                         "--store.fsync=no", NULL};
+                         "--feed.listen=127.0.0.1:0",
+                         a1,
+                         a2,
+                         a3,
+                         "--store.fsync=no",
+                         NULL};
   CHECK(la_td_start(T.ga, gargs, fport, WAIT_MS) > 0, "no GlobalAgent");
   int agents_port = 0;
   long long end = now_ms() + WAIT_MS;
@@ -669,8 +698,10 @@ static void test_hostile_header_and_values(void **state) {
   const la_tg_trace_t *t0 = la_test_global_find(T.g, "hostile", 0, 0);
   const la_tg_trace_t *t3 = la_test_global_find(T.g, "hostile", 0, 103);
   CHECK(t0 && t3, "cycle 0 or 103 of the hostile application missing");
-  CHECK(t0->n_elements == 1000 && isnan(t0->sum), "cycle 0: %llu elements, "
-        "sum %g", (unsigned long long)t0->n_elements, t0->sum);
+  CHECK(t0->n_elements == 1000 && isnan(t0->sum),
+        "cycle 0: %llu elements, "
+        "sum %g",
+        (unsigned long long)t0->n_elements, t0->sum);
   CHECK(isinf(t3->sum), "cycle 103: sum %g, expected infinite", t3->sum);
   CHECK(la_td_alive(T.d), "the agent died");
   good_app_is_served("good-after-hostile");
@@ -696,8 +727,7 @@ static void test_second_registration_refused(void **state) {
   kid_t *k = spawn_app(&a);
   rec_t r;
   registered(k, &r);
-  CHECK(r.shm_id >= 0 && r.sem_id >= 0, "victim ids %d/%d", r.shm_id,
-        r.sem_id);
+  CHECK(r.shm_id >= 0 && r.sem_id >= 0, "victim ids %d/%d", r.shm_id, r.sem_id);
   la_shm_header_t *h = shmat(r.shm_id, NULL, SHM_RDONLY);
   assert_true(h != (void *)-1);
   uint64_t nonce = h->nonce;
@@ -717,8 +747,8 @@ static void test_second_registration_refused(void **state) {
   q.n_buffers = 4;
   q.metric = "custom";
   q.unit = "user";
-  assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_REGISTER_REQUEST,
-                               &q.base, 3000), 0);
+  assert_int_equal(
+      la_send_msg(fd, LA__MSG_TYPE__MSG_REGISTER_REQUEST, &q.base, 3000), 0);
   uint16_t type;
   ProtobufCMessage *m = NULL;
   char why[200];
@@ -736,8 +766,10 @@ static void test_second_registration_refused(void **state) {
   CHECK(sem_exists(r.sem_id), "the victim's semaphore set is gone");
   go(k);
   expect_rec(k, REC_DONE, &r);
-  CHECK(r.rc == 0 && r.profiled == 3, "victim after the thief: rc %d, %ld "
-        "profiled", r.rc, r.profiled);
+  CHECK(r.rc == 0 && r.profiled == 3,
+        "victim after the thief: rc %d, %ld "
+        "profiled",
+        r.rc, r.profiled);
   expect_rec(k, REC_DONE, &r);
   assert_int_equal(reap_kid(k), 0);
   CHECK(la_test_global_wait_traces(T.g, 3, WAIT_MS) == 0, "%zu of 3 traces",
@@ -752,8 +784,8 @@ static void test_second_registration_refused(void **state) {
 static void test_least_privilege_agent(void **state) {
   new_daemon(1);
   start_agent("");
-  app_t a = {.app_id = "other-uid", .n = 300, .cycles = 3, .uid = APPUID,
-             .die = 1};
+  app_t a = {
+      .app_id = "other-uid", .n = 300, .cycles = 3, .uid = APPUID, .die = 1};
   kid_t *k = spawn_app(&a);
   rec_t r, reg;
   registered(k, &reg);
@@ -774,13 +806,15 @@ static void test_least_privilege_agent(void **state) {
         (int)sd.sem_perm.uid, sd.sem_perm.mode & 0777, NOBODY);
   kill_kid(k);
   wait_status("ranks_ended", 1);
-  CHECK(!sem_exists(sem_id), "semaphore set %d left after kill -9 of the "
-        "application", sem_id);
+  CHECK(!sem_exists(sem_id),
+        "semaphore set %d left after kill -9 of the "
+        "application",
+        sem_id);
   CHECK(shm_count_of(app_pid) == 0, "segment left");
 
   /* agent first, then the application */
-  app_t b = {.app_id = "orphan", .n = 300, .cycles = 2, .uid = APPUID,
-             .die = 1};
+  app_t b = {
+      .app_id = "orphan", .n = 300, .cycles = 2, .uid = APPUID, .die = 1};
   k2 = spawn_app(&b);
   registered(k2, &reg);
   expect_rec(k2, REC_READY, &r);
@@ -861,9 +895,11 @@ static void test_app_then_agent_and_finalize(void **state) {
   assert_int_equal(reap_kid(k2), 0);
   la_td_signal(T.d, SIGKILL);
   la_td_wait_exit(T.d, WAIT_MS);
-  CHECK(!sem_exists(sem) && shm_count_of(pid) == 0, "killed application: "
+  CHECK(!sem_exists(sem) && shm_count_of(pid) == 0,
+        "killed application: "
         "objects left");
-  CHECK(!sem_exists(sem2) && shm_count_of(pid2) == 0, "finalized "
+  CHECK(!sem_exists(sem2) && shm_count_of(pid2) == 0,
+        "finalized "
         "application: objects left");
 }
 
@@ -873,8 +909,13 @@ static void test_app_then_agent_and_finalize(void **state) {
 static void test_stopped_agent(void **state) {
   start_with_global();
   const int timeout = 1000, steps = 20;
-  app_t a = {.app_id = "stalled", .n = 100, .cycles = 2, .buffers = 2,
-             .timeout_ms = timeout, .phases = 3, .after_go = steps};
+  app_t a = {.app_id = "stalled",
+             .n = 100,
+             .cycles = 2,
+             .buffers = 2,
+             .timeout_ms = timeout,
+             .phases = 3,
+             .after_go = steps};
   kid_t *k = spawn_app(&a);
   rec_t r;
   registered(k, &r);
@@ -883,20 +924,27 @@ static void test_stopped_agent(void **state) {
   la_td_signal(T.d, SIGSTOP);
   go(k);
   expect_rec(k, REC_DONE, &r);
-  print_message("%d steps with a stopped agent: %lld ms, %ld skipped, %ld "
-                "waits (wait timeout %d ms)\n", steps, r.elapsed_ms,
-                r.skipped, r.waits, timeout);
-  CHECK(r.elapsed_ms < 3 * timeout, "%d steps with a stopped agent took %lld "
-        "ms (wait timeout %d ms)", steps, r.elapsed_ms, timeout);
-  CHECK(r.skipped >= steps - 2 && r.cycles == 2 + steps, "skipped %ld, "
-        "cycles %ld", r.skipped, r.cycles);
+  print_message(
+      "%d steps with a stopped agent: %lld ms, %ld skipped, %ld "
+      "waits (wait timeout %d ms)\n",
+      steps, r.elapsed_ms, r.skipped, r.waits, timeout);
+  CHECK(r.elapsed_ms < 3 * timeout,
+        "%d steps with a stopped agent took %lld "
+        "ms (wait timeout %d ms)",
+        steps, r.elapsed_ms, timeout);
+  CHECK(r.skipped >= steps - 2 && r.cycles == 2 + steps,
+        "skipped %ld, "
+        "cycles %ld",
+        r.skipped, r.cycles);
   long profiled = r.profiled;
   la_td_signal(T.d, SIGCONT);
   wait_status("cycles_compacted", 4);
   go(k);
   expect_rec(k, REC_DONE, &r);
-  CHECK(r.rc == 0 && r.profiled > profiled, "profiling did not resume: rc %d"
-        ", %ld profiled", r.rc, r.profiled);
+  CHECK(r.rc == 0 && r.profiled > profiled,
+        "profiling did not resume: rc %d"
+        ", %ld profiled",
+        r.rc, r.profiled);
   la_td_signal(T.d, SIGKILL);
   la_td_wait_exit(T.d, WAIT_MS);
   go(k);
@@ -988,14 +1036,14 @@ static void test_probing_thread_survives_the_end(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
-    T(test_hostile_header_and_values),
-    T(test_hostile_values_real_globalagent),
-    T(test_second_registration_refused),
-    T(test_least_privilege_agent),
-    T(test_killed_during_registration),
-    T(test_app_then_agent_and_finalize),
-    T(test_stopped_agent),
-    T(test_probing_thread_survives_the_end),
+      T(test_hostile_header_and_values),
+      T(test_hostile_values_real_globalagent),
+      T(test_second_registration_refused),
+      T(test_least_privilege_agent),
+      T(test_killed_during_registration),
+      T(test_app_then_agent_and_finalize),
+      T(test_stopped_agent),
+      T(test_probing_thread_survives_the_end),
 #undef T
   };
   return cmocka_run_group_tests_name("hostile", tests, group_setup, NULL);
