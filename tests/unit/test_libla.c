@@ -6,7 +6,8 @@
  * grids, custom and PAPI probes, the wait and skip policies, the agent dying
  * mid-run, a refused registration, no agent at all, environment overrides,
  * and that no IPC object outlives LA_finalize. Grid sizes that overflow are
- * refused. The tags of skipped cycles in DataReady are checked against a
+ * refused; every LA_dataXfer counts as a cycle, also the one that finds the
+ * agent gone. The tags of skipped cycles in DataReady are checked against a
  * minimal agent in a thread (the stand-in does not record them).
  */
 #include <errno.h>
@@ -456,6 +457,24 @@ static void test_agent_dies_mid_run(void **state) {
   assert_int_equal(LA_finalize(), 0);
 }
 
+static void test_cycles_counted_when_agent_lost(void **state) {
+  use_counting_probe();
+  la_test_peer_set_cleanup(peer, 0);
+  assert_int_equal(LA_register("unit", 0, 1, 8), 0);
+  LA_dataXfer();
+  assert_int_equal(la_test_peer_wait_cycles(peer, 1, 5000), 0);
+  la_test_peer_kill(peer);
+  int calls = 1, rc = 0;
+  while (rc == 0 && calls < 50) {
+    rc = LA_dataXfer();
+    calls++;
+  }
+  assert_int_equal(rc, LA_EAGENTLOST);
+  for (int i = 0; i < 3; i++, calls++) LA_dataXfer();
+  /* the call that found the agent gone ended a cycle too */
+  assert_int_equal(LA_getStat(LA_STAT_CYCLES), calls);
+}
+
 static void test_wait_notices_dead_agent(void **state) {
   use_counting_probe();
   la_test_peer_set_hold_ms(peer, -1);
@@ -828,6 +847,7 @@ int main(void) {
     T(test_wait_policy),
     T(test_wait_policy_times_out),
     T(test_agent_dies_mid_run),
+    T(test_cycles_counted_when_agent_lost),
     T(test_wait_notices_dead_agent),
     T(test_refused_registration),
     T(test_no_agent),
