@@ -90,13 +90,31 @@ static inline uint64_t la_shm_segment_size(uint64_t n_elements,
          (uint64_t)n_buffers * la_shm_buffer_stride(n_elements);
 }
 
-/* Values of buffer i of an attached segment. */
+/* Values of buffer i from geometry the caller trusts (its own copy of the
+ * element count, validated once): never reads the header, which the other
+ * process may rewrite at any time. The LocalAgent and libla use this. */
+static inline double *la_shm_buffer(void *segment, uint64_t n_elements,
+                                    uint32_t i) {
+  return (double *)((char *)segment + sizeof(la_shm_header_t) +
+                    (uint64_t)i * la_shm_buffer_stride(n_elements));
+}
+
+/* Values of buffer i of an attached segment, from the header's own fields:
+ * only for a header this process wrote and no one else can change (tests,
+ * stand-ins); an agent must use la_shm_buffer. */
 static inline double *la_shm_values(la_shm_header_t *h, uint32_t i) {
   return (double *)((char *)h + h->header_len + (uint64_t)i * h->buffer_stride);
 }
 
-/* Flags of buffer i of an attached segment: n_elements bytes right after
- * its values. */
+/* Flags of buffer i: n_elements bytes right after its values, from
+ * geometry the caller trusts (like la_shm_buffer). */
+static inline uint8_t *la_shm_buffer_flags(void *segment, uint64_t n_elements,
+                                           uint32_t i) {
+  return (uint8_t *)(la_shm_buffer(segment, n_elements, i) + n_elements);
+}
+
+/* Flags of buffer i from the header's own fields: like la_shm_values, only
+ * for a header no one else can change. */
 static inline uint8_t *la_shm_flags(la_shm_header_t *h, uint32_t i) {
   return (uint8_t *)(la_shm_values(h, i) + h->n_elements);
 }

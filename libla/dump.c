@@ -33,7 +33,7 @@ static int la__dump_close(FILE *f, const char *path, int rc) {
 int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
                  la_shm_header_t *hdr, uint32_t buf, uint64_t n, double scale) {
   char path[512];
-  const double *values = la_shm_values(hdr, buf);
+  const double *values = la_shm_buffer(hdr, n, buf);
   FILE *f = la__dump_open(path, sizeof path, dir, app_id, rank, tag, "f64");
   if (!f) return LA_EIO;
   double chunk[4096];
@@ -51,7 +51,7 @@ int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
 
   f = la__dump_open(path, sizeof path, dir, app_id, rank, tag, "flags");
   if (!f) return LA_EIO;
-  if (fwrite(la_shm_flags(hdr, buf), 1, (size_t)n, f) != (size_t)n)
+  if (fwrite(la_shm_buffer_flags(hdr, n, buf), 1, (size_t)n, f) != (size_t)n)
     rc =
         la__error(LA_EIO, "LA_DUMP_RAW: writing %s: %s", path, strerror(errno));
   if ((rc = la__dump_close(f, path, rc))) return rc;

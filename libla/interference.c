@@ -120,13 +120,15 @@ LA_EXPORT const volatile uint32_t *la__interf_thread(void) {
 }
 
 LA_EXPORT void la__interf_hit(long e, uint64_t ticks) {
-  uint8_t *f = la__if.flags;
-  if (f == NULL || la__if.meta == NULL) return;
+  /* each pointer read once: a late probe racing the end sees both or none */
+  uint8_t *f = __atomic_load_n(&la__if.flags, __ATOMIC_RELAXED);
+  la_shm_bufmeta_t *m = __atomic_load_n(&la__if.meta, __ATOMIC_RELAXED);
+  if (f == NULL || m == NULL) return;
   if (!(f[e] & LA_SHM_FLAG_INTERFERED)) {
     f[e] |= LA_SHM_FLAG_INTERFERED; /* the element is this thread's */
-    __atomic_fetch_add(&la__if.meta->n_flagged, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&m->n_flagged, 1, __ATOMIC_RELAXED);
   }
-  __atomic_fetch_add(&la__if.meta->interference_ticks, ticks, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&m->interference_ticks, ticks, __ATOMIC_RELAXED);
 }
 
 int la__interf_init(int fast, double ns_per_tick, double timer_res_ns) {

@@ -3,14 +3,30 @@
  * One SysV segment (layout: common/la_shm_layout.h) and one SysV semaphore
  * set per process, both IPC_PRIVATE and mode 0600. Semaphore i is 1 while
  * buffer i is free for the application. The application takes a buffer
- * without SEM_UNDO (the agent, not the kernel, gives it back). Once the agent
- * has attached, the segment is marked for removal so it disappears with the
- * last process attached, whatever way the processes end; the semaphore set is
- * removed by LA_finalize or, if the application dies, by the agent.
+ * without SEM_UNDO (the agent, not the kernel, gives it back).
+ *
+ * Lifetime: the segment is marked for removal right after our own shmat,
+ * before anyone else knows its id (Linux still lets the agent attach it by
+ * id), so it disappears with the last process attached, however both end.
+ * The semaphore set has no such mode: after the agent has attached (the
+ * kernel reports two attachments, the last by another process), ownership
+ * of the set passes to the agent's uid (la__ipc_handover; we keep access as
+ * its creator), so an unprivileged agent can remove it when we die. It is
+ * removed by LA_finalize, by libla when it loses the agent, or by the agent.
+ *
+ * At the end the segment's mapping is replaced by private anonymous memory
+ * of the same size at the same address (never unmapped), so a thread still
+ * probing against the contract writes into scratch memory, never into a
+ * hole; it is unmapped only when the next registration ends (one scratch
+ * mapping at most, untouched pages cost no memory).
+ * Not here: when to take or hand over buffers (lifecycle.c).
  */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ipc.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
@@ -24,6 +40,12 @@ union la__semun {
   struct semid_ds *buf;
   unsigned short *array;
 };
+
+/* The scratch mapping left where the last segment was (see above). */
+static struct {
+  void *addr;
+  size_t len;
+} la__scratch;
 
 static uint64_t la__nonce(void) {
   uint64_t v = 0;
@@ -55,6 +77,8 @@ int la__ipc_create(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers) {
     return la__error(LA_EIPC, "shmat: %s", strerror(e));
   }
   ipc->hdr = p;
+  ipc->size = size;
+  la__ipc_mark(ipc); /* before the id leaves this process */
   ipc->sem_id = semget(IPC_PRIVATE, (int)n_buffers, IPC_CREAT | IPC_EXCL | 0600);
   if (ipc->sem_id < 0) {
     int e = errno;
@@ -89,6 +113,50 @@ void la__ipc_mark(la__ipc_t *ipc) {
   if (ipc->shm_id >= 0 && !ipc->shm_marked &&
       shmctl(ipc->shm_id, IPC_RMID, NULL) == 0)
     ipc->shm_marked = 1;
+}
+
+double *la__ipc_values(const la__ipc_t *ipc, uint32_t i) {
+  return la_shm_buffer(ipc->hdr, ipc->n_elements, i);
+}
+
+/* Real uid of a live process, -1 if unknown. */
+static int la__pid_uid(int pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  int uid = -1;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, "Uid:", 4)) {
+      uid = atoi(line + 4);
+      break;
+    }
+  fclose(f);
+  return uid;
+}
+
+int la__ipc_handover(la__ipc_t *ipc) {
+  struct shmid_ds ds;
+  if (shmctl(ipc->shm_id, IPC_STAT, &ds) != 0)
+    return la__error(LA_EIPC, "segment IPC_STAT: %s", strerror(errno));
+  /* Only a process allowed to attach our 0600 segment can be the second
+   * attachment and the last to attach: the agent that just answered. */
+  if (ds.shm_nattch != 2 || ds.shm_lpid <= 0 || ds.shm_lpid == getpid())
+    return la__error(LA_EIPC, "the agent has not attached the segment "
+                     "(%lu attachments)", (unsigned long)ds.shm_nattch);
+  int uid = la__pid_uid((int)ds.shm_lpid);
+  if (uid < 0)
+    return la__error(LA_EIPC, "agent process %d not found", (int)ds.shm_lpid);
+  struct semid_ds sd;
+  union la__semun arg = {.buf = &sd};
+  if (semctl(ipc->sem_id, 0, IPC_STAT, arg) != 0)
+    return la__error(LA_EIPC, "semaphore IPC_STAT: %s", strerror(errno));
+  if ((int)sd.sem_perm.uid == uid) return 0;
+  sd.sem_perm.uid = (uid_t)uid; /* gid and mode 0600 stay */
+  if (semctl(ipc->sem_id, 0, IPC_SET, arg) != 0)
+    return la__error(LA_EIPC, "handing the semaphore set to uid %d: %s", uid,
+                     strerror(errno));
+  return 0;
 }
 
 static uint64_t la__mono_ns(void) {
@@ -150,7 +218,18 @@ void la__ipc_destroy(la__ipc_t *ipc) {
     ipc->sem_id = -1;
   }
   if (ipc->hdr) {
-    shmdt(ipc->hdr);
+    /* Replacing the mapping detaches the segment (the kernel counts it) and
+     * leaves scratch memory behind for late probes. */
+    void *p = mmap(ipc->hdr, ipc->size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,
+                   0);
+    if (p == (void *)ipc->hdr) {
+      if (la__scratch.addr) munmap(la__scratch.addr, la__scratch.len);
+      la__scratch.addr = p;
+      la__scratch.len = ipc->size;
+    } else {
+      shmdt(ipc->hdr);
+    }
     ipc->hdr = NULL;
   }
   if (ipc->shm_id >= 0) {

@@ -96,22 +96,33 @@ typedef struct la__ipc {
   la_shm_header_t *hdr;
   uint32_t n_buffers;
   uint64_t n_elements;
+  uint64_t size;  /* bytes mapped */
   int shm_marked; /* IPC_RMID done on the segment */
 } la__ipc_t;
 
-/* Creates segment and semaphore set (mode 0600), fills the header with a
- * random nonce, sets every semaphore to 1 (buffer free). */
+/* Creates segment and semaphore set (mode 0600), marks the segment for
+ * removal at once, fills the header with a random nonce, sets every
+ * semaphore to 1 (buffer free). Returns 0, LA_EINVAL or LA_EIPC; on error
+ * nothing is left. */
 LA__HIDDEN int la__ipc_create(la__ipc_t *ipc, uint64_t n_elements,
                               uint32_t n_buffers);
 /* Marks the segment for removal once every process has detached. */
 LA__HIDDEN void la__ipc_mark(la__ipc_t *ipc);
+/* Values of buffer i, from our own geometry (never the shared header). */
+LA__HIDDEN double *la__ipc_values(const la__ipc_t *ipc, uint32_t i);
+/* After a successful registration: gives the semaphore set to the uid of
+ * the process that attached the segment (the agent), so that an agent
+ * without CAP_SYS_ADMIN can remove it when we die. Returns 0 or LA_EIPC
+ * (reason recorded; nothing changed; not fatal for profiling). */
+LA__HIDDEN int la__ipc_handover(la__ipc_t *ipc);
 /* Takes buffer i. timeout_ms 0 = do not wait. Between waits calls alive(),
  * which returns 0 while the agent lives. Returns 0, LA_ESKIPPED (not free in
  * time), LA_EAGENTLOST or LA_EIPC. *waited is set when it had to wait. */
 LA__HIDDEN int la__ipc_acquire(la__ipc_t *ipc, uint32_t i, int timeout_ms,
                                int (*alive)(void *), void *arg, int *waited,
                                uint64_t *wait_ns);
-/* Detaches and removes segment and semaphores. Idempotent. */
+/* Removes the semaphore set and detaches the segment, leaving scratch memory
+ * at its address (see ipc.c). Idempotent. */
 LA__HIDDEN void la__ipc_destroy(la__ipc_t *ipc);
 
 /* ------------------------------------------------------------ agent link */

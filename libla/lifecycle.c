@@ -12,6 +12,13 @@
  * application never waits on the network: notifications are one-way and
  * non-blocking; it only waits (bounded, policy "wait") when every buffer is
  * still with the agent. Owns the one registration of this process.
+ *
+ * A wait that times out means the agent is stopped or stuck: from then on
+ * libla does not wait again (later profiled cycles are skipped and counted,
+ * each after one non-blocking try for a buffer) until a buffer comes back,
+ * so a stalled agent costs the application one timeout, not one per cycle.
+ * The tags of skipped profiled cycles travel in the next DataReady (the
+ * newest LA__SKIPPED_TAGS_MAX; all are counted in `skipped`).
  */
 #include <ctype.h>
 #include <string.h>
@@ -22,6 +29,7 @@
 #include "la_interference.h"
 
 enum { LA__IDLE = 0, LA__ACTIVE = 1, LA__OFF = 2 };
+#define LA__SKIPPED_TAGS_MAX 64 /* DataReady.skipped_tags */
 
 static struct {
   int state;
@@ -36,7 +44,22 @@ static struct {
   uint64_t cycles, profiled, skipped, waits, wait_ns, range_errors;
   int holding;  /* the current cycle is profiled into buffer cur */
   uint32_t cur; /* buffer in use, or next to take */
+  int cur_skipped; /* the current cycle was to be profiled but skipped */
+  int stalled;  /* a wait timed out: try without waiting until one works */
+  uint64_t skipped_tags[LA__SKIPPED_TAGS_MAX]; /* ring, oldest at head */
+  uint32_t tags_head, tags_n;
 } la__ctx;
+
+/* Remembers the tag of a skipped profiled cycle; keeps the newest. */
+static void la__skipped_tag(uint64_t tag) {
+  uint32_t max = LA__SKIPPED_TAGS_MAX;
+  if (la__ctx.tags_n < max) {
+    la__ctx.skipped_tags[(la__ctx.tags_head + la__ctx.tags_n++) % max] = tag;
+  } else {
+    la__ctx.skipped_tags[la__ctx.tags_head] = tag;
+    la__ctx.tags_head = (la__ctx.tags_head + 1) % max;
+  }
+}
 
 static int la__name_ok(const char *s) {
   size_t n = s ? strlen(s) : 0;
@@ -99,16 +122,28 @@ static int la__begin_cycle(void) {
   uint64_t period = (uint64_t)la__settings_period();
   if (la__ctx.cycles % period != 0) return 0;
   int waited = 0;
-  int timeout = la__ctx.set.policy == LA_POLICY_SKIP ? 0
-                                                     : la__ctx.set.wait_timeout_ms;
+  int timeout = la__ctx.set.policy == LA_POLICY_SKIP || la__ctx.stalled
+                    ? 0
+                    : la__ctx.set.wait_timeout_ms;
   int rc = la__ipc_acquire(&la__ctx.ipc, la__ctx.cur, timeout, la__agent_alive,
                            NULL, &waited, &la__ctx.wait_ns);
   if (waited) la__ctx.waits++;
   if (rc == LA_ESKIPPED) {
     la__ctx.skipped++;
+    la__ctx.cur_skipped = 1;
+    if (waited && !la__ctx.stalled) {
+      la__ctx.stalled = 1;
+      la__info("no buffer back from the LocalAgent within %d ms: skipping "
+               "profiled cycles without waiting until it answers again",
+               timeout);
+    }
     return 0;
   }
   if (rc) return rc;
+  if (la__ctx.stalled) {
+    la__ctx.stalled = 0;
+    la__info("the LocalAgent answers again: profiling resumed");
+  }
   la__ctx.holding = 1;
   la__probe_begin(la__ctx.ipc.hdr, la__ctx.cur, la__ctx.n);
   return 0;
@@ -206,7 +241,9 @@ static int la__register(const char *app_name, int rank, int nprocs,
   if ((rc = la__link_register(&la__ctx.link, s->agent, s->connect_timeout_ms,
                               &req)))
     return la__lost(rc);
-  la__ipc_mark(&la__ctx.ipc); /* the agent is attached now */
+  /* The agent is attached now: let it own the semaphore set. */
+  if (la__ipc_handover(&la__ctx.ipc) != 0)
+    la__info("semaphore set stays ours: %s", LA_lastError());
   la__ctx.state = LA__ACTIVE;
   if ((rc = la__begin_cycle())) return la__lost(rc);
   la__info("registered %s rank %d/%d, %llu elements, metric %s, period %d, "
@@ -222,12 +259,15 @@ LA_EXPORT int LA_register(const char *app_name, int rank, int nprocs,
 
 LA_EXPORT int LA_registerGrid(const char *app_name, int rank, int nprocs,
                               long nx, long ny, long nz) {
-  if (nx < 1 || ny < 1 || nz < 1 || (uint64_t)nx * (uint64_t)ny >
-                                        LA_SHM_MAX_ELEMENTS / (uint64_t)nz)
+  uint64_t xy, xyz;
+  if (nx < 1 || ny < 1 || nz < 1 ||
+      __builtin_mul_overflow((uint64_t)nx, (uint64_t)ny, &xy) ||
+      __builtin_mul_overflow(xy, (uint64_t)nz, &xyz) ||
+      xyz > LA_SHM_MAX_ELEMENTS)
     return la__error(LA_EINVAL, "grid %ldx%ldx%ld empty or larger than 2^32",
                      nx, ny, nz);
   uint64_t g[3] = {(uint64_t)nx, (uint64_t)ny, (uint64_t)nz};
-  int rc = la__register(app_name, rank, nprocs, nx * ny * nz, g);
+  int rc = la__register(app_name, rank, nprocs, (long)xyz, g);
   if (rc == 0) la__probe_grid(g[0], g[1], g[2]);
   return rc;
 }
@@ -236,6 +276,11 @@ static int la__xfer(uint64_t tag) {
   if (la__ctx.state != LA__ACTIVE) {
     la__ctx.cycles++;
     return 0;
+  }
+  la__ctx.cycles++; /* this cycle ends here, whatever happens next */
+  if (la__ctx.cur_skipped) {
+    la__skipped_tag(tag);
+    la__ctx.cur_skipped = 0;
   }
   if (la__ctx.holding) {
     uint64_t range_errors = la__probe_end();
@@ -253,6 +298,10 @@ static int la__xfer(uint64_t tag) {
     if (la__ctx.set.dump_raw[0])
       la__dump_raw(la__ctx.set.dump_raw, la__ctx.app_id, la__ctx.rank, tag,
                    la__ctx.ipc.hdr, la__ctx.cur, la__ctx.n, scale);
+    uint64_t tags[LA__SKIPPED_TAGS_MAX];
+    for (uint32_t k = 0; k < la__ctx.tags_n; k++)
+      tags[k] = la__ctx.skipped_tags[(la__ctx.tags_head + k) %
+                                     LA__SKIPPED_TAGS_MAX];
     La__DataReady d = LA__DATA_READY__INIT;
     d.buffer = la__ctx.cur;
     d.cycle_tag = tag;
@@ -262,6 +311,9 @@ static int la__xfer(uint64_t tag) {
     d.waits = la__ctx.waits;
     d.t_xfer_ns = now;
     la__interf_fill_ready(&d, meta, scale);
+    d.n_skipped_tags = la__ctx.tags_n;
+    d.skipped_tags = tags;
+    la__ctx.tags_n = la__ctx.tags_head = 0;
     la__ctx.holding = 0;
     la__ctx.profiled++;
     la__ctx.cur = (la__ctx.cur + 1) % la__ctx.ipc.n_buffers;
@@ -270,7 +322,6 @@ static int la__xfer(uint64_t tag) {
   } else if (la__link_alive(&la__ctx.link) != 0) {
     return la__lost(LA_EAGENTLOST);
   }
-  la__ctx.cycles++;
   int rc = la__begin_cycle();
   return rc ? la__lost(rc) : 0;
 }

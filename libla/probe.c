@@ -40,15 +40,18 @@ void la__probe_grid(uint64_t nx, uint64_t ny, uint64_t nz) {
 
 void la__probe_begin(la_shm_header_t *hdr, uint32_t i, uint64_t n) {
   __atomic_store_n(&la__range_errors, 0, __ATOMIC_RELAXED);
-  la__interf_begin(la_shm_flags(hdr, i), &hdr->buf[i], n);
-  la__hot.values = la_shm_values(hdr, i);
+  /* libla's own geometry (n), never the header's fields */
+  la__interf_begin(la_shm_buffer_flags(hdr, n, i), &hdr->buf[i], n);
+  la__hot.values = la_shm_buffer(hdr, n, i);
   la__hot.base = la__now();
   la__hot.limit = n;
 }
 
+/* values stays where it points (never NULL once set): a thread that read
+ * a non-zero limit just before still writes into mapped memory (ipc.c keeps
+ * scratch memory there after the end). */
 uint64_t la__probe_end(void) {
   la__hot.limit = 0;
-  la__hot.values = NULL;
   la__interf_end();
   return __atomic_load_n(&la__range_errors, __ATOMIC_RELAXED);
 }
@@ -61,13 +64,17 @@ void la__probe_reset(void) {
   la__start_fn = la__stop_fn = NULL;
 }
 
+/* The slow paths may run just after the end (a thread that read a non-zero
+ * limit while libla finalized): the function may be gone by then. */
 LA_EXPORT int la__probe_start_slow(long e) {
-  la__hot.values[e] -= la__start_fn(e, la__start_arg);
+  LA_ProbeFunc fn = la__start_fn;
+  if (fn) la__hot.values[e] -= fn(e, la__start_arg);
   return 0;
 }
 
 LA_EXPORT int la__probe_stop_slow(long e) {
-  la__hot.values[e] += la__stop_fn(e, la__stop_arg);
+  LA_ProbeFunc fn = la__stop_fn;
+  if (fn) la__hot.values[e] += fn(e, la__stop_arg);
   return 0;
 }
 
@@ -92,8 +99,10 @@ LA_EXPORT int LA_startRange(long first, long count) {
   if (la__hot.limit == 0) return 0;
   int rc = la__range_check(first, count);
   if (rc) return rc;
+  LA_ProbeFunc fn = la__start_fn;
+  if (!la__hot.fast && !fn) return 0; /* ended meanwhile */
   la__range_t0 = la__hot.fast ? (double)(int64_t)(la__now() - la__hot.base)
-                              : la__start_fn(first, la__start_arg);
+                              : fn(first, la__start_arg);
   la__range_open = 1;
   return 0;
 }
@@ -105,8 +114,10 @@ LA_EXPORT int LA_stopRange(long first, long count) {
   if (!la__range_open)
     return la__error(LA_ESTATE, "LA_stopRange without LA_startRange");
   la__range_open = 0;
+  LA_ProbeFunc fn = la__stop_fn;
+  if (!la__hot.fast && !fn) return 0; /* ended meanwhile */
   double t1 = la__hot.fast ? (double)(int64_t)(la__now() - la__hot.base)
-                           : la__stop_fn(first, la__stop_arg);
+                           : fn(first, la__stop_arg);
   double share = (t1 - la__range_t0) / (double)count;
   double *v = la__hot.values + first;
   for (long i = 0; i < count; i++) v[i] += share;

@@ -1,9 +1,11 @@
 /* app_ipc.c: verification, reading and removal of an application's SysV
- * objects (see app_ipc.h). */
+ * objects (see app_ipc.h). After attach nothing here reads geometry from the
+ * segment: buffer addresses come from the copies in la_app_ipc_t. */
 #include "app_ipc.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <strings.h>
 #include <netinet/in.h>
@@ -14,8 +16,10 @@
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "la.h"
+#include "la_log.h"
 
 union la__semun {
   int val;
@@ -49,11 +53,46 @@ static int la__pid_uid(int pid) {
   return uid;
 }
 
+/* The registering process is gone (killed while it waited for our answer):
+ * remove what it provably left, as far as our privileges allow. Its
+ * semaphore set is recognised by the kernel's record of the last operation
+ * on every semaphore: the creator's SETALL, nothing since (libla takes its
+ * first buffer only after the reply), and not handed over (uid == cuid).
+ * Its segment, if still there (libla marks it for removal at once), by its
+ * creator pid and the nonce. */
+static void la__remove_leftovers(int shm_id, int sem_id, int pid,
+                                 uint64_t nonce) {
+  struct semid_ds sd;
+  union la__semun arg = {.buf = &sd};
+  if (semctl(sem_id, 0, IPC_STAT, arg) == 0 &&
+      sd.sem_perm.uid == sd.sem_perm.cuid && sd.sem_otime == 0 &&
+      sd.sem_nsems >= LA_SHM_MIN_BUFFERS &&
+      sd.sem_nsems <= LA_SHM_MAX_BUFFERS) {
+    unsigned long k = 0;
+    while (k < sd.sem_nsems && semctl(sem_id, (int)k, GETPID) == pid) k++;
+    if (k == sd.sem_nsems && semctl(sem_id, 0, IPC_RMID) == 0)
+      la_log_info("removed semaphore set %d left by pid %d", sem_id, pid);
+  }
+  struct shmid_ds ds;
+  if (shmctl(shm_id, IPC_STAT, &ds) != 0 || ds.shm_cpid != pid) return;
+  void *h = shmat(shm_id, NULL, SHM_RDONLY);
+  if (h == (void *)-1) return;
+  int ours = ds.shm_segsz >= sizeof(la_shm_header_t) &&
+             ((const la_shm_header_t *)h)->nonce == nonce;
+  shmdt(h);
+  if (ours) shmctl(shm_id, IPC_RMID, NULL);
+}
+
 int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
                       uint64_t nonce, uint64_t n_elements, uint32_t n_buffers,
                       int peer_uid, char *why, size_t n) {
   memset(ipc, 0, sizeof *ipc);
   ipc->shm_id = ipc->sem_id = -1;
+  if (pid <= 0) return la__refuse(why, n, "bad pid %d", pid);
+  if (la__pid_uid(pid) < 0) {
+    la__remove_leftovers(shm_id, sem_id, pid, nonce);
+    return la__refuse(why, n, "process %d is not running", pid);
+  }
   struct shmid_ds ds;
   if (shmctl(shm_id, IPC_STAT, &ds) != 0)
     return la__refuse(why, n, "segment %d: %s", shm_id, strerror(errno));
@@ -88,6 +127,8 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
   if (h == (void *)-1)
     return la__refuse(why, n, "cannot attach segment %d: %s", shm_id,
                       strerror(errno));
+  /* The one time the header's geometry is read; from here on only the
+   * values derived from the registration and the kernel's size count. */
   const char *bad = la_shm_header_check(h, ds.shm_segsz, n_elements,
                                         n_buffers, nonce);
   if (bad) {
@@ -100,7 +141,14 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
   ipc->n_buffers = n_buffers;
   ipc->n_elements = n_elements;
   ipc->owner_uid = owner;
+  ipc->pid = pid;
   return 0;
+}
+
+/* Buffer i from the attach-time geometry (i < n_buffers checked by the
+ * caller; attach proved n_buffers buffers fit in the segment). */
+static double *la__values(const la_app_ipc_t *ipc, uint32_t i) {
+  return la_shm_buffer(ipc->hdr, ipc->n_elements, i);
 }
 
 void la_app_ipc_give_back(la_app_ipc_t *ipc, uint32_t i) {
@@ -111,16 +159,24 @@ void la_app_ipc_give_back(la_app_ipc_t *ipc, uint32_t i) {
 
 void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i) {
   if (!ipc->hdr || i >= ipc->n_buffers) return;
-  memset(la_shm_values(ipc->hdr, i), 0, ipc->n_elements * sizeof(double));
+  memset(la__values(ipc, i), 0, ipc->n_elements * sizeof(double));
 }
 
 int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
                     la_shm_bufmeta_t *meta) {
   if (!ipc->hdr || i >= ipc->n_buffers) return LA_EINVAL;
-  *meta = ipc->hdr->buf[i];
-  double *v = la_shm_values(ipc->hdr, i);
-  double scale = meta->scale > 0 ? meta->scale : 1.0;
+  /* One copy of the meta data: the application may rewrite it meanwhile. */
+  memcpy(meta, (const void *)&ipc->hdr->buf[i], sizeof *meta);
+  double *v = la__values(ipc, i);
   uint64_t n = ipc->n_elements;
+  double scale = meta->scale;
+  if (!(isfinite(scale) && scale > 0)) {
+    memset(v, 0, n * sizeof(double));
+    la_log_warnx("application pid %d, buffer %u: scale %g is not a positive "
+                 "finite number: cycle %llu rejected", ipc->pid, i, scale,
+                 (unsigned long long)meta->cycle_tag);
+    return LA_EPROTO;
+  }
   if (scale == 1.0) memcpy(out, v, n * sizeof(double));
   else
     for (uint64_t k = 0; k < n; k++) out[k] = v[k] * scale;
@@ -134,6 +190,34 @@ void la_app_ipc_release(la_app_ipc_t *ipc) {
   if (ipc->shm_id >= 0) shmctl(ipc->shm_id, IPC_RMID, NULL);
   ipc->hdr = NULL;
   ipc->sem_id = ipc->shm_id = -1;
+}
+
+int la_app_ipc_reap_orphans(void) {
+  uid_t me = geteuid();
+  if (me == 0) return 0;
+  FILE *f = fopen("/proc/sysvipc/sem", "r");
+  if (!f) return 0;
+  char line[512];
+  int removed = 0;
+  if (fgets(line, sizeof line, f))
+    while (fgets(line, sizeof line, f)) {
+      long key, id;
+      unsigned perms, nsems, uid, gid, cuid;
+      if (sscanf(line, "%ld %ld %o %u %u %u %u", &key, &id, &perms, &nsems,
+                 &uid, &gid, &cuid) != 7)
+        continue;
+      /* handed to us by an application: ours now, created by another uid */
+      if (key != 0 || uid != me || cuid == me || (perms & 0777) != 0600 ||
+          nsems < LA_SHM_MIN_BUFFERS || nsems > LA_SHM_MAX_BUFFERS)
+        continue;
+      if (semctl((int)id, 0, IPC_RMID) == 0) {
+        removed++;
+        la_log_info("removed semaphore set %ld (creator uid %u) left by an "
+                    "earlier run", id, cuid);
+      }
+    }
+  fclose(f);
+  return removed;
 }
 
 /* Looks for "LOCAL REMOTE" (hex, as the kernel prints them) in one table. */

@@ -8,6 +8,14 @@
  * buffer (copy scaled to the metric's unit, zero, give back through the
  * semaphore) and finally removes both objects. No libuv: unit-testable and
  * callable from worker threads (la_app_ipc_take touches only its buffer).
+ *
+ * The segment is written by a process we do not trust, at any time. So the
+ * geometry (element and buffer counts, where each buffer starts, the mapped
+ * size) is validated once, at attach, and kept here; later the agent reads
+ * from the segment only data: a buffer's meta data (scale, tags, range
+ * errors) and its values. A scale that is not a positive finite number
+ * rejects the cycle (logged); NaN or infinite values are data and flow on.
+ * It does not decide who may register twice (session.c checks that).
  */
 #ifndef LA_APP_IPC_H
 #define LA_APP_IPC_H
@@ -18,24 +26,30 @@
 #include "la_shm_layout.h"
 
 typedef struct la_app_ipc {
-  la_shm_header_t *hdr;
+  la_shm_header_t *hdr; /* the mapping; only hdr->buf[i] is read after attach */
   int shm_id, sem_id;
-  uint32_t n_buffers;
-  uint64_t n_elements;
+  uint32_t n_buffers;   /* validated at attach, never re-read */
+  uint64_t n_elements;  /* validated at attach, never re-read */
   int owner_uid;
+  int pid;              /* the registered (creator) process */
 } la_app_ipc_t;
 
 /* Verifies and attaches. peer_uid is the uid owning the connecting socket,
  * or -1 when unknown (then only the process's uid is compared). Returns 0, or
- * LA_EREFUSED with the reason in why (nothing stays attached). */
+ * LA_EREFUSED with the reason in why (nothing stays attached). When the
+ * registering process is gone and the objects are provably its leftovers
+ * (its segment, the same owner), they are removed where permissions allow:
+ * an application killed during its registration leaves nothing. */
 int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
                       uint64_t nonce, uint64_t n_elements, uint32_t n_buffers,
                       int peer_uid, char *why, size_t why_len);
 
 /* Copies buffer i, multiplied by its meta scale, into out[0..n) and zeroes
  * the buffer (which stays the agent's until la_app_ipc_give_back). *meta
- * receives the buffer's meta data as the application wrote it. Returns 0;
- * LA_EINVAL for a bad index. */
+ * receives the buffer's meta data as the application wrote it (untrusted
+ * data). Returns 0; LA_EINVAL for a bad index; LA_EPROTO (logged, the
+ * buffer is zeroed all the same) when the scale is not a positive finite
+ * number. */
 int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
                     la_shm_bufmeta_t *meta);
 
@@ -49,6 +63,14 @@ void la_app_ipc_give_back(la_app_ipc_t *ipc, uint32_t i);
 /* Detaches and removes the segment and the semaphore set (either may be gone
  * already). Idempotent. */
 void la_app_ipc_release(la_app_ipc_t *ipc);
+
+/* At start, before any registration: removes the semaphore sets that
+ * applications handed to this agent's uid (la__ipc_handover in libla) and
+ * that a previous run of the agent left when it died before them. Only when
+ * the agent runs under a dedicated non-root uid (as root, ownership does not
+ * tell LA's sets from others': nothing is done). Returns the number of sets
+ * removed. */
+int la_app_ipc_reap_orphans(void);
 
 /* The uid owning the peer of a connected loopback TCP socket, read from
  * /proc/net/tcp{,6}; -1 when it cannot be found. */

@@ -218,6 +218,7 @@ int main(int argc, char **argv) {
   if (q.disk_items)
     la_log_info("spool %s holds %llu messages from an earlier run: they go "
                 "first", ag->set.spool_dir, (unsigned long long)q.disk_items);
+  la_app_ipc_reap_orphans(); /* sets an earlier run left (app_ipc.h) */
   if (la_listener_start(ag, why, sizeof why) != 0) {
     la_log_error("%s", why);
     la_outq_close(ag->q);

@@ -89,6 +89,25 @@ static void la__refuse(la_session_t *s, const char *why) {
   la__send(s, LA__MSG_TYPE__MSG_REGISTER_REPLY, &r.base, 1);
 }
 
+/* A segment or semaphore set is registered once: a second registration of
+ * either (a process of the same user quoting the nonce it can read) would
+ * otherwise make the agent remove the first application's objects when the
+ * second connection closes. Sessions still closing count until freed.
+ * Returns 0, or -1 with the reason in why. */
+static int la__already_registered(const la_session_t *s,
+                                  const La__RegisterRequest *r, char *why,
+                                  size_t len) {
+  for (const la_session_t *o = s->ag->sessions; o; o = o->next) {
+    if (o == s || !o->ipc.hdr) continue;
+    if (o->ipc.shm_id == r->shm_id || o->ipc.sem_id == r->sem_id) {
+      snprintf(why, len, "segment %d / semaphore set %d already registered "
+               "by pid %d (%s rank %u)", r->shm_id, r->sem_id, o->pid,
+               o->app_id, o->rank);
+      return -1;
+    }
+  }
+  return 0;
+}
 
 static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
   la_agent_t *ag = s->ag;
@@ -117,6 +136,8 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
       return la__refuse(s, why);
     s->cp = p;
   }
+  if (la__already_registered(s, r, why, sizeof why) != 0)
+    return la__refuse(s, why);
   int fd = la_conn_fd(&s->conn);
   int peer_uid = fd >= 0 ? la_peer_uid(fd) : -1;
   char reason[200];

@@ -5,7 +5,10 @@
  * agent side: element values, cycle tags, the period, accumulation, ranges,
  * grids, custom and PAPI probes, the wait and skip policies, the agent dying
  * mid-run, a refused registration, no agent at all, environment overrides,
- * and that no IPC object outlives LA_finalize.
+ * and that no IPC object outlives LA_finalize. Grid sizes that overflow are
+ * refused; every LA_dataXfer counts as a cycle, also the one that finds the
+ * agent gone. The tags of skipped cycles in DataReady are checked against a
+ * minimal agent in a thread (the stand-in does not record them).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -25,7 +28,13 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include "la.h"
+#include "la_codec.h"
+#include "la_sockio.h"
 #include "la_test_peer.h"
 
 static la_test_peer_t *peer;
@@ -448,6 +457,24 @@ static void test_agent_dies_mid_run(void **state) {
   assert_int_equal(LA_finalize(), 0);
 }
 
+static void test_cycles_counted_when_agent_lost(void **state) {
+  use_counting_probe();
+  la_test_peer_set_cleanup(peer, 0);
+  assert_int_equal(LA_register("unit", 0, 1, 8), 0);
+  LA_dataXfer();
+  assert_int_equal(la_test_peer_wait_cycles(peer, 1, 5000), 0);
+  la_test_peer_kill(peer);
+  int calls = 1, rc = 0;
+  while (rc == 0 && calls < 50) {
+    rc = LA_dataXfer();
+    calls++;
+  }
+  assert_int_equal(rc, LA_EAGENTLOST);
+  for (int i = 0; i < 3; i++, calls++) LA_dataXfer();
+  /* the call that found the agent gone ended a cycle too */
+  assert_int_equal(LA_getStat(LA_STAT_CYCLES), calls);
+}
+
 static void test_wait_notices_dead_agent(void **state) {
   use_counting_probe();
   la_test_peer_set_hold_ms(peer, -1);
@@ -672,6 +699,131 @@ static void test_dump_raw(void **state) {
   rmdir(dir);
 }
 
+static void test_grid_overflow_refused(void **state) {
+  /* (2^62+1) * 4 wraps to 4 in 64 bits: a 4-cell "grid" of 2^64+4 cells */
+  assert_int_equal(LA_registerGrid("unit", 0, 1, (1L << 62) + 1, 4, 1),
+                   LA_EINVAL);
+  assert_non_null(strstr(LA_lastError(), "larger than 2^32"));
+  assert_int_equal(LA_registerGrid("unit", 0, 1, 1L << 40, 1L << 40,
+                                   1L << 40), LA_EINVAL);
+  assert_int_equal(LA_registerGrid("unit", 0, 1, 1L << 16, 1L << 16, 2),
+                   LA_EINVAL);
+  assert_int_equal(LA_getStat(LA_STAT_REGISTERED), 0);
+  assert_int_equal(la_test_peer_registrations(peer), 0);
+  assert_int_equal(la_test_ipc_count(getpid()), 0);
+}
+
+/* A minimal agent: answers the registration and records DataReady. */
+#define FAKE_MAX 8
+static struct {
+  int lfd;
+  int sem_id;
+  int n;
+  uint64_t tag[FAKE_MAX];
+  size_t ntags[FAKE_MAX];
+  uint64_t tags[FAKE_MAX][70];
+  pthread_mutex_t mu;
+} fake = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void *fake_agent(void *arg) {
+  int fd = accept(fake.lfd, NULL, NULL);
+  if (fd < 0) return NULL;
+  uint16_t type;
+  ProtobufCMessage *m = NULL;
+  char why[128];
+  if (la_recv_msg(fd, 1u << 16, 5000, &type, &m, why, sizeof why) != 0) {
+    close(fd);
+    return NULL;
+  }
+  pthread_mutex_lock(&fake.mu);
+  fake.sem_id = ((La__RegisterRequest *)m)->sem_id;
+  pthread_mutex_unlock(&fake.mu);
+  la_msg_free(m);
+  La__RegisterReply ok = LA__REGISTER_REPLY__INIT;
+  la_send_msg(fd, LA__MSG_TYPE__MSG_REGISTER_REPLY, &ok.base, 5000);
+  while (la_recv_msg(fd, 1u << 16, 5000, &type, &m, why, sizeof why) == 0) {
+    if (type == LA__MSG_TYPE__MSG_DATA_READY) {
+      La__DataReady *d = (La__DataReady *)m;
+      pthread_mutex_lock(&fake.mu);
+      if (fake.n < FAKE_MAX) {
+        fake.tag[fake.n] = d->cycle_tag;
+        fake.ntags[fake.n] = d->n_skipped_tags;
+        for (size_t i = 0; i < d->n_skipped_tags && i < 70; i++)
+          fake.tags[fake.n][i] = d->skipped_tags[i];
+        fake.n++;
+      }
+      pthread_mutex_unlock(&fake.mu);
+    }
+    la_msg_free(m);
+  }
+  close(fd);
+  return NULL;
+}
+
+static int fake_wait(int n) {
+  for (int i = 0; i < 500; i++) {
+    pthread_mutex_lock(&fake.mu);
+    int have = fake.n;
+    pthread_mutex_unlock(&fake.mu);
+    if (have >= n) return 0;
+    usleep(10000);
+  }
+  return -1;
+}
+
+static void give_back(int sem_id, unsigned short i) {
+  struct sembuf op = {.sem_num = i, .sem_op = 1};
+  assert_int_equal(semop(sem_id, &op, 1), 0);
+}
+
+static void test_skipped_tags_in_data_ready(void **state) {
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  fake.lfd = socket(AF_INET, SOCK_STREAM, 0);
+  assert_true(fake.lfd >= 0);
+  assert_int_equal(bind(fake.lfd, (struct sockaddr *)&a, sizeof a), 0);
+  assert_int_equal(listen(fake.lfd, 4), 0);
+  assert_int_equal(getsockname(fake.lfd, (struct sockaddr *)&a, &len), 0);
+  char addr[64];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", ntohs(a.sin_port));
+  setenv("LA_AGENT", addr, 1);
+  fake.n = 0;
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, fake_agent, NULL), 0);
+  use_counting_probe();
+  LA_setBuffers(2);
+  LA_setPolicy(LA_POLICY_SKIP);
+  assert_int_equal(LA_register("unit", 0, 1, 8), 0);
+  LA_dataXferTagged(10); /* buffer 0 */
+  LA_dataXferTagged(11); /* buffer 1; the next cycle finds none */
+  LA_dataXferTagged(12);
+  LA_dataXferTagged(13);
+  LA_dataXferTagged(14);
+  give_back(fake.sem_id, 0);
+  LA_dataXferTagged(15); /* skipped too; the next cycle gets buffer 0 */
+  LA_dataXferTagged(16);
+  for (uint64_t t = 100; t < 170; t++) LA_dataXferTagged(t); /* 70 more */
+  give_back(fake.sem_id, 1);
+  LA_dataXferTagged(170);
+  LA_dataXferTagged(171);
+  assert_int_equal(fake_wait(4), 0);
+  /* and the cycle after 171 found no buffer either */
+  assert_int_equal(LA_getStat(LA_STAT_SKIPPED), 4 + 71 + 1);
+  assert_int_equal(LA_getStat(LA_STAT_CYCLES), 2 + 3 + 2 + 70 + 2);
+  assert_int_equal(fake.tag[2], 16);
+  assert_int_equal(fake.ntags[0] + fake.ntags[1], 0);
+  assert_int_equal(fake.ntags[2], 4);
+  for (int i = 0; i < 4; i++) assert_int_equal(fake.tags[2][i], 12 + i);
+  /* 71 skipped (100..170): the newest 64, oldest first */
+  assert_int_equal(fake.tag[3], 171);
+  assert_int_equal(fake.ntags[3], 64);
+  for (int i = 0; i < 64; i++) assert_int_equal(fake.tags[3][i], 107 + i);
+  LA_finalize();
+  pthread_join(th, NULL);
+  close(fake.lfd);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -695,6 +847,7 @@ int main(void) {
     T(test_wait_policy),
     T(test_wait_policy_times_out),
     T(test_agent_dies_mid_run),
+    T(test_cycles_counted_when_agent_lost),
     T(test_wait_notices_dead_agent),
     T(test_refused_registration),
     T(test_no_agent),
@@ -708,6 +861,8 @@ int main(void) {
     T(test_two_processes),
     T(test_application_killed),
     T(test_dump_raw),
+    T(test_grid_overflow_refused),
+    T(test_skipped_tags_in_data_ready),
 #undef T
   };
   return cmocka_run_group_tests_name("libla", tests, NULL, NULL);

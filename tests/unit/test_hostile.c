@@ -1,0 +1,1050 @@
+/* test_hostile.c: the real la-localagent against applications that do what
+ * they should not, and against every order in which agent and application
+ * can die.
+ *
+ * Each test starts build/bin/la-localagent as a child (la_test_daemon.h),
+ * mostly with la_test_global as its GlobalAgent, and runs applications as
+ * forked children that use libla for real. It covers: an application that
+ * rewrites its segment header and feeds NaN, infinite values and garbage
+ * scales (the agent survives, says why it rejects cycles, and a second
+ * application's traces stay exact); a second registration of a registered
+ * segment (refused; the first application unharmed); the agent as an
+ * unprivileged uid with only CAP_IPC_OWNER (setpriv) serving an application
+ * of another uid, and what is left after kill -9 in either order; kill -9
+ * during a slow registration; a stopped agent (the application pays one
+ * wait timeout, not one per step; every cycle counted); and a thread that
+ * keeps probing while the agent is lost and libla finalizes.
+ *
+ * Assertions look only at this test's own processes and IPC ids. Every wait
+ * is bounded (WAIT_MS); teardown kills every child and stops the daemons.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ipc.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "la.h"
+#include "la_auth.h"
+#include "la_codec.h"
+#include "la_shm_layout.h"
+#include "la_sockio.h"
+#include "la_test_daemon.h"
+#include "la_test_global.h"
+
+#define WAIT_MS 10000
+#define MAXKIDS 8
+#define NOBODY 65534 /* the unprivileged agent's uid */
+#define APPUID 65533 /* an application of another uid */
+
+typedef struct kid {
+  pid_t pid;
+  int res, go;
+} kid_t;
+
+static struct {
+  la_test_daemon_t *d;
+  la_test_daemon_t *ga; /* a real GlobalAgent, when a test runs one */
+  la_test_global_t *g;
+  char key[600];
+  char agent[64];
+  char bindir[64]; /* wrapper directory of the unprivileged agent */
+  kid_t kids[MAXKIDS];
+  int nkids;
+} T;
+
+static const char *la_vars[] = {"LA_PERIOD",
+                                "LA_METRIC",
+                                "LA_POLICY",
+                                "LA_BUFFERS",
+                                "LA_AGENT",
+                                "LA_COMPACT",
+                                "LA_APP_ID",
+                                "LA_VERBOSE",
+                                "LA_DISABLE",
+                                "LA_WAIT_TIMEOUT_MS",
+                                "LA_CONNECT_TIMEOUT_MS",
+                                "LA_DUMP_RAW",
+                                "LA_TIMER",
+                                NULL};
+
+static int group_setup(void **state) {
+  for (int i = 0; la_vars[i]; i++) unsetenv(la_vars[i]);
+  signal(SIGPIPE, SIG_IGN);
+  return la_auth_init() == 0 ? 0 : -1;
+}
+
+static void remove_bindir(void) {
+  char p[128];
+  if (!T.bindir[0]) return;
+  snprintf(p, sizeof p, "%s/la-localagent", T.bindir);
+  unlink(p);
+  snprintf(p, sizeof p, "%s/lactl", T.bindir);
+  unlink(p);
+  rmdir(T.bindir);
+  T.bindir[0] = 0;
+}
+
+static int setup(void **state) {
+  memset(&T, 0, sizeof T);
+  return 0;
+}
+
+static int teardown(void **state) {
+  for (int i = 0; i < T.nkids; i++) {
+    kid_t *k = &T.kids[i];
+    if (k->go >= 0) close(k->go);
+    if (k->pid > 0) {
+      kill(k->pid, SIGKILL);
+      while (waitpid(k->pid, NULL, 0) < 0 && errno == EINTR) {
+      }
+    }
+    if (k->res >= 0) close(k->res);
+  }
+  T.nkids = 0;
+  if (T.d) la_td_signal(T.d, SIGCONT);
+  la_td_free(T.d);
+  T.d = NULL;
+  la_td_free(T.ga);
+  T.ga = NULL;
+  la_test_global_stop(T.g);
+  T.g = NULL;
+  remove_bindir();
+  return 0;
+}
+
+static void dump_log(void) {
+  char *log = T.d ? la_td_log(T.d) : NULL;
+  if (!log) return;
+  size_t n = strlen(log);
+  print_message("---- la-localagent log (tail) ----\n%s\n----\n",
+                n > 3000 ? log + n - 3000 : log);
+  free(log);
+}
+
+#define CHECK(cond, ...)          \
+  do {                            \
+    if (!(cond)) {                \
+      print_message(__VA_ARGS__); \
+      print_message("\n");        \
+      dump_log();                 \
+      fail_msg("%s", #cond);      \
+    }                             \
+  } while (0)
+
+static void nap_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+/* Creates the daemon object: the real binary, or (unprivileged) a wrapper
+ * that runs it under setpriv as NOBODY with CAP_IPC_OWNER only. Skips the
+ * test when that is impossible here. */
+static void new_daemon(int unprivileged) {
+  if (unprivileged) {
+    char real[512], lactl[512], p[128];
+    if (geteuid() != 0) {
+      print_message("skip: needs root to change uids\n");
+      skip();
+    }
+    if (access("/usr/bin/setpriv", X_OK) != 0) {
+      print_message("skip: setpriv (util-linux) is missing\n");
+      skip();
+    }
+    assert_int_equal(la_td_find_bin("la-localagent", real, sizeof real), 0);
+    assert_int_equal(la_td_find_bin("lactl", lactl, sizeof lactl), 0);
+    snprintf(T.bindir, sizeof T.bindir, "/tmp/la_hostile_XXXXXX");
+    assert_non_null(mkdtemp(T.bindir));
+    chmod(T.bindir, 0755);
+    snprintf(p, sizeof p, "%s/la-localagent", T.bindir);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "#!/bin/sh\nexec /usr/bin/setpriv --reuid=%d --regid=%d "
+            "--clear-groups --inh-caps=-all,+ipc_owner "
+            "--ambient-caps=-all,+ipc_owner --bounding-set=-all,+ipc_owner "
+            "%s \"$@\"\n",
+            NOBODY, NOBODY, real);
+    fclose(f);
+    chmod(p, 0755);
+    snprintf(p, sizeof p, "%s/lactl", T.bindir);
+    assert_int_equal(symlink(lactl, p), 0);
+    char *old = getenv("LA_TEST_BIN_DIR");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("LA_TEST_BIN_DIR", T.bindir, 1);
+    T.d = la_td_new("la-localagent");
+    if (saved)
+      setenv("LA_TEST_BIN_DIR", saved, 1);
+    else
+      unsetenv("LA_TEST_BIN_DIR");
+    free(saved);
+    assert_non_null(T.d);
+    chmod(la_td_dir(T.d), 0777); /* port file and spool written as NOBODY */
+    return;
+  }
+  T.d = la_td_new("la-localagent");
+  if (!T.d) {
+    print_message("skip: la-localagent not built\n");
+    skip();
+  }
+  char why[256];
+  la_td_path(T.d, "secret", T.key, sizeof T.key);
+  CHECK(la_auth_generate_secret_file(T.key, why, sizeof why) == 0, "%s", why);
+}
+
+/* Starts the daemon: ephemeral port, debug log, GlobalAgent at global
+ * ("" for none). */
+static void start_agent(const char *global) {
+  static char a[4][700];
+  char port_file[600], spool[600];
+  la_td_path(T.d, "port", port_file, sizeof port_file);
+  la_td_path(T.d, "spool", spool, sizeof spool);
+  snprintf(a[0], sizeof a[0], "--agent.port_file=%s", port_file);
+  snprintf(a[1], sizeof a[1], "--global.spool_dir=%s", spool);
+  snprintf(a[2], sizeof a[2], "--global.address=%s", global);
+  snprintf(a[3], sizeof a[3], "--global.secret_file=%s", T.key);
+  const char *args[] = {"--agent.listen=127.0.0.1:0",
+                        a[0],
+                        a[1],
+                        a[2],
+                        global[0] ? a[3] : "--log.level=debug",
+                        "--log.level=debug",
+                        "--global.reconnect_min=20ms",
+                        "--global.reconnect_max=200ms",
+                        NULL};
+  int port = la_td_start(T.d, args, port_file, WAIT_MS);
+  CHECK(port > 0, "la-localagent did not start");
+  snprintf(T.agent, sizeof T.agent, "%s", la_td_addr(T.d));
+}
+
+static void start_with_global(void) {
+  new_daemon(0);
+  T.g = la_test_global_start(0, T.key);
+  CHECK(T.g != NULL, "la_test_global_start failed");
+  start_agent(la_test_global_addr(T.g));
+}
+
+static void wait_log(const char *needle) {
+  CHECK(la_td_wait_log(T.d, needle, WAIT_MS) == 0,
+        "the daemon never logged \"%s\" (%s)", needle,
+        la_td_alive(T.d) ? "it runs" : "it died");
+}
+
+static void wait_status(const char *key, long long min) {
+  CHECK(la_td_wait_status(T.d, key, min, WAIT_MS) == 0,
+        "status %s did not reach %lld (is %lld)", key, min,
+        la_td_status_ll(T.d, key));
+}
+
+/* ------------------------------------------------------------ children -- */
+
+enum { REC_REGISTERED = 1, REC_CYCLE, REC_READY, REC_DONE };
+
+typedef struct rec {
+  int kind, rc, pid, shm_id, sem_id;
+  uint64_t tag;
+  double sum;
+  long cycles, profiled, skipped, waits;
+  long long elapsed_ms;
+  char msg[200];
+} rec_t;
+
+typedef struct app {
+  const char *app_id;
+  long n;
+  int cycles;   /* before the first go (0: wait for go at once) */
+  int buffers;  /* 0: 4 */
+  int uid;      /* > 0: run as this uid */
+  int hostile;  /* see hostile_main */
+  int after_go; /* steps after each go; phases = how many gos */
+  int phases;
+  int die;        /* at the end: REC_READY, then wait to be killed */
+  int timeout_ms; /* LA_WAIT_TIMEOUT_MS, 0: default */
+  int connect_ms; /* LA_CONNECT_TIMEOUT_MS, 0: default */
+} app_t;
+
+static double value_of(long e, uint64_t cycle) {
+  return 10.0 + (double)((e * 7 + (long)cycle * 3) % 13) * 0.5;
+}
+static uint64_t cur_cycle;
+static double probe_zero(long e, void *arg) {
+  return 0.0;
+}
+static double probe_value(long e, void *arg) {
+  return value_of(e, cur_cycle);
+}
+
+static void send_rec(int fd, rec_t *r) {
+  r->pid = (int)getpid();
+  ssize_t w = write(fd, r, sizeof *r);
+  (void)w;
+}
+
+/* The segment and semaphore set this process created. */
+static int my_shm_id(void) {
+  FILE *f = fopen("/proc/sysvipc/shm", "r");
+  char line[512];
+  int found = -1;
+  if (!f) return -1;
+  if (fgets(line, sizeof line, f))
+    while (fgets(line, sizeof line, f)) {
+      int key, id, cpid;
+      unsigned perms;
+      unsigned long size;
+      if (sscanf(line, "%d %d %o %lu %d", &key, &id, &perms, &size, &cpid) ==
+              5 &&
+          cpid == (int)getpid())
+        found = id;
+    }
+  fclose(f);
+  return found;
+}
+
+/* Semaphore sets whose every semaphore was last operated by pid (the
+ * creator's SETALL, or its own semops). Returns the first, or -1. */
+static int sem_of(int pid) {
+  FILE *f = fopen("/proc/sysvipc/sem", "r");
+  char line[512];
+  int found = -1;
+  if (!f) return -1;
+  if (fgets(line, sizeof line, f))
+    while (fgets(line, sizeof line, f) && found < 0) {
+      int key, id;
+      if (sscanf(line, "%d %d", &key, &id) == 2 && semctl(id, 0, GETPID) == pid)
+        found = id;
+    }
+  fclose(f);
+  return found;
+}
+
+static int shm_count_of(int pid) {
+  FILE *f = fopen("/proc/sysvipc/shm", "r");
+  char line[512];
+  int n = 0;
+  if (!f) return -1;
+  if (fgets(line, sizeof line, f))
+    while (fgets(line, sizeof line, f)) {
+      int key, id, cpid;
+      unsigned perms;
+      unsigned long size;
+      if (sscanf(line, "%d %d %o %lu %d", &key, &id, &perms, &size, &cpid) ==
+              5 &&
+          cpid == pid)
+        n++;
+    }
+  fclose(f);
+  return n;
+}
+
+static int sem_exists(int id) {
+  struct semid_ds sd;
+  return id >= 0 && semctl(id, 0, IPC_STAT, &sd) == 0;
+}
+
+static long long now_ms(void) {
+  return la_td_now_ms();
+}
+
+/* libla's connection to the agent, found among our descriptors. */
+static int agent_fd(uint16_t port) {
+  for (int fd = 3; fd < 1024; fd++) {
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    if (getpeername(fd, (struct sockaddr *)&a, &len) == 0 &&
+        a.sin_family == AF_INET && ntohs(a.sin_port) == port)
+      return fd;
+  }
+  return -1;
+}
+
+static void wait_go(int go) {
+  char c;
+  ssize_t got;
+  while ((got = read(go, &c, 1)) < 0 && errno == EINTR) {
+  }
+  if (got != 1) _exit(3);
+}
+
+/* The hostile part: after a normal registration, rewrites the geometry of
+ * its own segment, then hands the agent buffers with NaN and infinite
+ * values (tag 0, through libla), a NaN scale (tag 101), a negative scale
+ * (tag 102) and a huge scale that overflows to infinity (tag 103). */
+static void hostile_main(const app_t *a, int res, int go) {
+  int shm = my_shm_id();
+  la_shm_header_t *h = shm >= 0 ? shmat(shm, NULL, 0) : (void *)-1;
+  if (h == (void *)-1) _exit(5);
+  uint64_t n = (uint64_t)a->n, stride = la_shm_buffer_stride(n);
+  h->header_len = 0xFFFFFF00u;
+  h->buffer_stride = 1ULL << 44;
+  h->n_elements = ~0ULL;
+  h->n_buffers = 0xFFFFFFFFu;
+  h->segment_size = 1;
+  h->magic = 0;
+  /* tag 0 through libla: every third value NaN, every seventh infinite */
+  double *v0 = (double *)((char *)h + sizeof *h);
+  for (uint64_t e = 0; e < n; e++)
+    v0[e] = e % 3 == 0 ? NAN : e % 7 == 0 ? INFINITY : 1.0;
+  rec_t r;
+  memset(&r, 0, sizeof r);
+  r.kind = REC_CYCLE;
+  r.rc = LA_dataXferTagged(0);
+  send_rec(res, &r);
+  int fd = agent_fd(la_td_port(T.d));
+  if (fd < 0) _exit(6);
+  double scales[3] = {NAN, -5.0, 1e300};
+  for (int b = 1; b <= 3; b++) {
+    double *v = (double *)((char *)h + sizeof *h + (uint64_t)b * stride);
+    for (uint64_t e = 0; e < n; e++) v[e] = b == 3 ? 1e300 : 2.0;
+    h->buf[b].scale = scales[b - 1];
+    h->buf[b].cycle_tag = 100 + (uint64_t)b;
+    La__DataReady d = LA__DATA_READY__INIT;
+    d.buffer = (uint32_t)b;
+    d.cycle_tag = 100 + (uint64_t)b;
+    d.seq = (uint64_t)b;
+    if (la_send_msg(fd, LA__MSG_TYPE__MSG_DATA_READY, &d.base, 2000) != 0)
+      _exit(7);
+  }
+  memset(&r, 0, sizeof r);
+  r.kind = REC_READY;
+  send_rec(res, &r);
+  wait_go(go);
+  _exit(0);
+}
+
+static void app_main(const app_t *a, int res, int go) {
+  if (a->uid > 0) {
+    if (setgroups(0, NULL) != 0 || setgid((gid_t)a->uid) != 0 ||
+        setuid((uid_t)a->uid) != 0)
+      _exit(8);
+  }
+  char buf[32];
+  if (a->timeout_ms) {
+    snprintf(buf, sizeof buf, "%d", a->timeout_ms);
+    setenv("LA_WAIT_TIMEOUT_MS", buf, 1);
+  }
+  if (a->connect_ms) {
+    snprintf(buf, sizeof buf, "%d", a->connect_ms);
+    setenv("LA_CONNECT_TIMEOUT_MS", buf, 1);
+  }
+  LA_setAgent(T.agent);
+  LA_setAppId(a->app_id);
+  LA_setBuffers(a->buffers ? a->buffers : 4);
+  LA_setPolicy(LA_POLICY_WAIT);
+  LA_setProbeStartFunc(probe_zero, NULL);
+  LA_setProbeStopFunc(probe_value, NULL);
+  LA_setMetric("custom");
+  rec_t r;
+  memset(&r, 0, sizeof r);
+  r.kind = REC_REGISTERED;
+  r.rc = LA_register("hostile-test", 0, 1, a->n);
+  r.shm_id = my_shm_id();
+  r.sem_id = sem_of((int)getpid());
+  snprintf(r.msg, sizeof r.msg, "%s", LA_lastError());
+  send_rec(res, &r);
+  if (r.rc != 0) _exit(1);
+  if (a->hostile) hostile_main(a, res, go);
+  for (int c = 0; c < a->cycles; c++) {
+    memset(&r, 0, sizeof r);
+    r.kind = REC_CYCLE;
+    r.tag = (uint64_t)LA_getStat(LA_STAT_CYCLES);
+    cur_cycle = r.tag;
+    for (long e = 0; e < a->n; e++) {
+      LA_startProbe(e);
+      LA_stopProbe(e);
+      r.sum += value_of(e, r.tag);
+    }
+    r.rc = LA_dataXfer();
+    send_rec(res, &r);
+  }
+  for (int p = 0; p < a->phases; p++) {
+    wait_go(go);
+    long long t0 = now_ms();
+    int bad = 0;
+    for (int c = 0; c < a->after_go; c++) {
+      cur_cycle = (uint64_t)LA_getStat(LA_STAT_CYCLES);
+      for (long e = 0; e < a->n; e++) {
+        LA_startProbe(e);
+        LA_stopProbe(e);
+      }
+      int rc = LA_dataXfer();
+      if (rc && !bad) bad = rc;
+    }
+    memset(&r, 0, sizeof r);
+    r.kind = REC_DONE;
+    r.rc = bad;
+    r.elapsed_ms = now_ms() - t0;
+    r.cycles = LA_getStat(LA_STAT_CYCLES);
+    r.profiled = LA_getStat(LA_STAT_PROFILED);
+    r.skipped = LA_getStat(LA_STAT_SKIPPED);
+    r.waits = LA_getStat(LA_STAT_WAITS);
+    send_rec(res, &r);
+  }
+  if (a->die) {
+    memset(&r, 0, sizeof r);
+    r.kind = REC_READY;
+    send_rec(res, &r);
+    for (;;) pause();
+  }
+  LA_finalize();
+  memset(&r, 0, sizeof r);
+  r.kind = REC_DONE;
+  send_rec(res, &r);
+  _exit(0);
+}
+
+static kid_t *spawn_app(const app_t *a) {
+  assert_true(T.nkids < MAXKIDS);
+  int rp[2], gp[2];
+  assert_int_equal(pipe2(rp, O_CLOEXEC), 0);
+  assert_int_equal(pipe2(gp, O_CLOEXEC), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    for (int fd = 3; fd < 1024; fd++)
+      if (fd != rp[1] && fd != gp[0]) close(fd);
+    app_main(a, rp[1], gp[0]);
+    _exit(0);
+  }
+  close(rp[1]);
+  close(gp[0]);
+  kid_t *k = &T.kids[T.nkids++];
+  k->pid = pid;
+  k->res = rp[0];
+  k->go = gp[1];
+  return k;
+}
+
+static void expect_rec(kid_t *k, int kind, rec_t *out) {
+  long long end = now_ms() + WAIT_MS;
+  for (;;) {
+    long long left = end - now_ms();
+    CHECK(left > 0, "child %d: no record of kind %d in time", (int)k->pid,
+          kind);
+    struct pollfd pf = {k->res, POLLIN, 0};
+    if (poll(&pf, 1, (int)left) <= 0) continue;
+    rec_t r;
+    ssize_t got = read(k->res, &r, sizeof r);
+    if (got < 0 && errno == EINTR) continue;
+    CHECK(got == (ssize_t)sizeof r, "child %d ended without record %d",
+          (int)k->pid, kind);
+    if (r.kind == kind) {
+      *out = r;
+      return;
+    }
+  }
+}
+
+static void go(kid_t *k) {
+  assert_int_equal(write(k->go, "g", 1), 1);
+}
+
+static int reap_kid(kid_t *k) {
+  long long end = now_ms() + WAIT_MS;
+  int st = 0;
+  for (;;) {
+    pid_t r = waitpid(k->pid, &st, WNOHANG);
+    if (r == k->pid) break;
+    CHECK(r == 0 && now_ms() < end, "child %d did not exit", (int)k->pid);
+    nap_ms(5);
+  }
+  k->pid = 0;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void kill_kid(kid_t *k) {
+  kill(k->pid, SIGKILL);
+  reap_kid(k);
+}
+
+static void registered(kid_t *k, rec_t *r) {
+  expect_rec(k, REC_REGISTERED, r);
+  CHECK(r->rc == 0, "LA_register: %s (%s)", LA_strerror(r->rc), r->msg);
+}
+
+/* A well-behaved application: 3 cycles whose stored traces carry exactly
+ * the raw sums. */
+static void good_app_is_served(const char *app_id) {
+  app_t a = {.app_id = app_id, .n = 500, .cycles = 3};
+  kid_t *k = spawn_app(&a);
+  rec_t r;
+  double sums[3];
+  registered(k, &r);
+  for (int c = 0; c < 3; c++) {
+    expect_rec(k, REC_CYCLE, &r);
+    CHECK(r.rc == 0, "LA_dataXfer: %s", LA_strerror(r.rc));
+    sums[c] = r.sum;
+  }
+  expect_rec(k, REC_DONE, &r);
+  assert_int_equal(reap_kid(k), 0);
+  for (uint64_t c = 0; c < 3; c++) {
+    const la_tg_trace_t *t = NULL;
+    long long end = now_ms() + WAIT_MS;
+    while (!(t = la_test_global_find(T.g, app_id, 0, c)) && now_ms() < end)
+      nap_ms(10);
+    CHECK(t != NULL, "%s cycle %llu never stored", app_id,
+          (unsigned long long)c);
+    CHECK(t->n_elements == 500 && t->sum == sums[c],
+          "%s cycle %llu: %llu elements, sum %.17g, expected 500 and %.17g",
+          app_id, (unsigned long long)c, (unsigned long long)t->n_elements,
+          t->sum, sums[c]);
+  }
+}
+
+/* ---------------------------------------------------------------- tests -- */
+
+/* NaN, infinite values and garbage scales through the real GlobalAgent:
+ * both daemons stay up, the data cycles are stored, the rejected ones not,
+ * and a well-behaved application's cycles are stored after them. */
+static void test_hostile_values_real_globalagent(void **state) {
+  T.ga = la_td_new("la-globalagent");
+  if (!T.ga) {
+    print_message("skip: la-globalagent not built\n");
+    skip();
+  }
+  new_daemon(0);
+  /* la_td's port is the feed port (where `lactl status` answers); the
+   * LocalAgents' port is read from its file */
+  char gport[600], fport[600], a1[700], a2[700], a3[700], addr[64];
+  la_td_path(T.ga, "gport", gport, sizeof gport);
+  la_td_path(T.ga, "fport", fport, sizeof fport);
+  snprintf(a1, sizeof a1, "--agents.port_file=%s", gport);
+  snprintf(a2, sizeof a2, "--store.path=%s/la.db", la_td_dir(T.ga));
+  snprintf(a3, sizeof a3, "--feed.port_file=%s", fport);
+  const char *gargs[] = {"--agents.listen=127.0.0.1:0",
+                         "--feed.listen=127.0.0.1:0",
+                         a1,
+                         a2,
+                         a3,
+                         "--store.fsync=no",
+                         NULL};
+  CHECK(la_td_start(T.ga, gargs, fport, WAIT_MS) > 0, "no GlobalAgent");
+  int agents_port = 0;
+  long long end = now_ms() + WAIT_MS;
+  while (agents_port <= 0 && now_ms() < end) {
+    FILE *f = fopen(gport, "r");
+    if (f) {
+      if (fscanf(f, "%d", &agents_port) != 1) agents_port = 0;
+      fclose(f);
+    }
+    if (agents_port <= 0) nap_ms(10);
+  }
+  CHECK(agents_port > 0, "no agents port file");
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", agents_port);
+  start_agent(addr);
+  app_t a = {.app_id = "hostile-ga", .n = 1000, .hostile = 1};
+  kid_t *k = spawn_app(&a);
+  rec_t r;
+  registered(k, &r);
+  expect_rec(k, REC_CYCLE, &r);
+  expect_rec(k, REC_READY, &r);
+  wait_log("cycle 102 rejected");
+  CHECK(la_td_wait_status(T.ga, "traces_stored", 2, WAIT_MS) == 0,
+        "GlobalAgent stored %lld traces, expected the NaN/Inf cycles",
+        la_td_status_ll(T.ga, "traces_stored"));
+  go(k);
+  assert_int_equal(reap_kid(k), 0);
+  app_t b = {.app_id = "good-ga", .n = 300, .cycles = 3};
+  kid_t *k2 = spawn_app(&b);
+  registered(k2, &r);
+  expect_rec(k2, REC_DONE, &r);
+  assert_int_equal(reap_kid(k2), 0);
+  CHECK(la_td_wait_status(T.ga, "traces_stored", 5, WAIT_MS) == 0,
+        "GlobalAgent stored %lld traces, expected 5",
+        la_td_status_ll(T.ga, "traces_stored"));
+  CHECK(la_td_alive(T.ga) && la_td_alive(T.d), "a daemon died");
+  assert_int_equal(la_td_status_ll(T.ga, "bad_frames"), 0);
+  assert_int_equal(la_td_status_ll(T.ga, "traces_stored"), 5);
+}
+
+/* An application rewrites every geometry field of its header after
+ * registering and feeds NaN, infinite values and garbage scales. */
+static void test_hostile_header_and_values(void **state) {
+  start_with_global();
+  app_t a = {.app_id = "hostile", .n = 1000, .hostile = 1};
+  kid_t *k = spawn_app(&a);
+  rec_t r;
+  registered(k, &r);
+  expect_rec(k, REC_CYCLE, &r);
+  CHECK(r.rc == 0, "hostile LA_dataXfer: %s", LA_strerror(r.rc));
+  expect_rec(k, REC_READY, &r);
+  wait_log("scale nan is not a positive finite number: cycle 101 rejected");
+  wait_log("scale -5 is not a positive finite number: cycle 102 rejected");
+  /* NaN and infinite values are data: they are compacted and stored */
+  CHECK(la_test_global_wait_traces(T.g, 2, WAIT_MS) == 0,
+        "%zu traces stored, expected the NaN/Inf cycles 0 and 103",
+        la_test_global_ntraces(T.g));
+  const la_tg_trace_t *t0 = la_test_global_find(T.g, "hostile", 0, 0);
+  const la_tg_trace_t *t3 = la_test_global_find(T.g, "hostile", 0, 103);
+  CHECK(t0 && t3, "cycle 0 or 103 of the hostile application missing");
+  CHECK(t0->n_elements == 1000 && isnan(t0->sum),
+        "cycle 0: %llu elements, "
+        "sum %g",
+        (unsigned long long)t0->n_elements, t0->sum);
+  CHECK(isinf(t3->sum), "cycle 103: sum %g, expected infinite", t3->sum);
+  CHECK(la_td_alive(T.d), "the agent died");
+  good_app_is_served("good-after-hostile");
+  go(k);
+  assert_int_equal(reap_kid(k), 0);
+  wait_status("ranks_ended", 2);
+  char path[64], line[128];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)la_td_pid(T.d));
+  FILE *f = fopen(path, "r");
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "VmRSS:", 6)) print_message("agent %s", line);
+  if (f) fclose(f);
+  CHECK(la_td_alive(T.d), "the agent died");
+  assert_true(la_td_status_ll(T.d, "cycles_dropped") >= 2);
+}
+
+/* Another process of the same user registers a registered segment and
+ * semaphore set (it can read the nonce): refused, and its disconnect does
+ * not take the first application's semaphores with it. */
+static void test_second_registration_refused(void **state) {
+  start_with_global();
+  app_t a = {.app_id = "victim", .n = 500, .phases = 1, .after_go = 3};
+  kid_t *k = spawn_app(&a);
+  rec_t r;
+  registered(k, &r);
+  CHECK(r.shm_id >= 0 && r.sem_id >= 0, "victim ids %d/%d", r.shm_id, r.sem_id);
+  la_shm_header_t *h = shmat(r.shm_id, NULL, SHM_RDONLY);
+  assert_true(h != (void *)-1);
+  uint64_t nonce = h->nonce;
+  shmdt(h);
+  int fd = la_tcp_connect("127.0.0.1", la_td_port(T.d), 3000);
+  assert_true(fd >= 0);
+  La__RegisterRequest q = LA__REGISTER_REQUEST__INIT;
+  q.protocol = LA_PROTOCOL_VERSION;
+  q.app_id = "thief";
+  q.app_name = "thief";
+  q.nprocs = 1;
+  q.pid = r.pid;
+  q.shm_id = r.shm_id;
+  q.sem_id = r.sem_id;
+  q.nonce = nonce;
+  q.n_elements = 500;
+  q.n_buffers = 4;
+  q.metric = "custom";
+  q.unit = "user";
+  assert_int_equal(
+      la_send_msg(fd, LA__MSG_TYPE__MSG_REGISTER_REQUEST, &q.base, 3000), 0);
+  uint16_t type;
+  ProtobufCMessage *m = NULL;
+  char why[200];
+  int rc = la_recv_msg(fd, 1u << 16, WAIT_MS, &type, &m, why, sizeof why);
+  CHECK(rc == 0 && type == LA__MSG_TYPE__MSG_REGISTER_REPLY, "no reply: %s",
+        why);
+  La__RegisterReply *rep = (La__RegisterReply *)m;
+  CHECK(rep->status == LA_EREFUSED && rep->message &&
+            strstr(rep->message, "already registered"),
+        "second registration: status %d, \"%s\"", rep->status,
+        rep->message ? rep->message : "");
+  la_msg_free(m);
+  close(fd);
+  wait_log("already registered by pid");
+  CHECK(sem_exists(r.sem_id), "the victim's semaphore set is gone");
+  go(k);
+  expect_rec(k, REC_DONE, &r);
+  CHECK(r.rc == 0 && r.profiled == 3,
+        "victim after the thief: rc %d, %ld "
+        "profiled",
+        r.rc, r.profiled);
+  expect_rec(k, REC_DONE, &r);
+  assert_int_equal(reap_kid(k), 0);
+  CHECK(la_test_global_wait_traces(T.g, 3, WAIT_MS) == 0, "%zu of 3 traces",
+        la_test_global_ntraces(T.g));
+}
+
+/* The agent as uid NOBODY with CAP_IPC_OWNER only; the application as
+ * another uid. It attaches the 0600 segment, takes over the semaphore set,
+ * and removes it when the application is killed. Then the other order: the
+ * agent killed first, then the application; the restarted agent removes the
+ * set nobody was left to remove. */
+static void test_least_privilege_agent(void **state) {
+  new_daemon(1);
+  start_agent("");
+  app_t a = {
+      .app_id = "other-uid", .n = 300, .cycles = 3, .uid = APPUID, .die = 1};
+  kid_t *k = spawn_app(&a);
+  rec_t r, reg;
+  registered(k, &reg);
+  for (int c = 0; c < 3; c++) {
+    expect_rec(k, REC_CYCLE, &r);
+    CHECK(r.rc == 0, "LA_dataXfer: %s", LA_strerror(r.rc));
+  }
+  expect_rec(k, REC_READY, &r);
+  wait_status("cycles_compacted", 3);
+  kid_t *k2;
+  struct semid_ds sd;
+  int app_pid = k->pid;
+  int sem_id = reg.sem_id;
+  CHECK(sem_id >= 0, "no semaphore set of uid %d", APPUID);
+  assert_int_equal(semctl(sem_id, 0, IPC_STAT, &sd), 0);
+  CHECK(sd.sem_perm.uid == NOBODY && (sd.sem_perm.mode & 0777) == 0600,
+        "semaphore set owned by %d mode %o, expected the agent's uid %d, 600",
+        (int)sd.sem_perm.uid, sd.sem_perm.mode & 0777, NOBODY);
+  kill_kid(k);
+  wait_status("ranks_ended", 1);
+  CHECK(!sem_exists(sem_id),
+        "semaphore set %d left after kill -9 of the "
+        "application",
+        sem_id);
+  CHECK(shm_count_of(app_pid) == 0, "segment left");
+
+  /* agent first, then the application */
+  app_t b = {
+      .app_id = "orphan", .n = 300, .cycles = 2, .uid = APPUID, .die = 1};
+  k2 = spawn_app(&b);
+  registered(k2, &reg);
+  expect_rec(k2, REC_READY, &r);
+  wait_status("cycles_compacted", 5);
+  int sem2 = reg.sem_id;
+  CHECK(sem2 >= 0, "no handed-over semaphore set");
+  int pid2 = k2->pid;
+  la_td_signal(T.d, SIGKILL);
+  la_td_wait_exit(T.d, WAIT_MS);
+  kill_kid(k2);
+  CHECK(shm_count_of(pid2) == 0, "segment left after both died");
+  /* nobody alive could remove the set: the agent does when it restarts */
+  la_td_log_mark(T.d);
+  start_agent("");
+  wait_log("left by an earlier run");
+  CHECK(!sem_exists(sem2), "the restarted agent left semaphore set %d", sem2);
+}
+
+/* Bytes waiting unread on the agent's side of connections to port (the
+ * stopped agent's accepted-but-unread registrations), from /proc/net/tcp. */
+static long unread_at(uint16_t port) {
+  FILE *f = fopen("/proc/net/tcp", "r");
+  char line[512];
+  long total = 0;
+  if (!f) return -1;
+  if (fgets(line, sizeof line, f))
+    while (fgets(line, sizeof line, f)) {
+      unsigned lport, st;
+      unsigned long tx, rx;
+      if (sscanf(line, "%*s %*8s:%x %*s %x %lx:%lx", &lport, &st, &tx, &rx) ==
+              4 &&
+          lport == port)
+        total += (long)rx;
+    }
+  fclose(f);
+  return total;
+}
+
+/* kill -9 of the application while the (stopped) agent has not answered
+ * its registration yet (the request is sent and waits unread). */
+static void test_killed_during_registration(void **state) {
+  start_with_global();
+  la_td_signal(T.d, SIGSTOP);
+  app_t a = {.app_id = "slowreg", .n = 200, .connect_ms = 30000};
+  kid_t *k = spawn_app(&a);
+  int pid = k->pid, sem = -1;
+  long long end = now_ms() + WAIT_MS;
+  while ((sem = sem_of(pid)) < 0 && now_ms() < end) nap_ms(5);
+  CHECK(sem >= 0, "the application created no semaphore set");
+  while (unread_at(la_td_port(T.d)) <= 0 && now_ms() < end) nap_ms(5);
+  CHECK(unread_at(la_td_port(T.d)) > 0, "the registration was never sent");
+  kill_kid(k);
+  la_td_log_mark(T.d);
+  la_td_signal(T.d, SIGCONT);
+  wait_log("is not running");
+  CHECK(!sem_exists(sem), "semaphore set %d of the killed application left",
+        sem);
+  CHECK(shm_count_of(pid) == 0, "segment of the killed application left");
+}
+
+/* The other orders with the agent as the test's uid: the application
+ * killed, then the agent; a clean finalize. */
+static void test_app_then_agent_and_finalize(void **state) {
+  start_with_global();
+  app_t a = {.app_id = "first", .n = 200, .cycles = 2, .die = 1};
+  kid_t *k = spawn_app(&a);
+  rec_t r;
+  registered(k, &r);
+  int pid = k->pid, sem = r.sem_id;
+  expect_rec(k, REC_READY, &r);
+  kill_kid(k);
+  wait_status("ranks_ended", 1);
+  app_t b = {.app_id = "clean", .n = 200, .cycles = 2};
+  kid_t *k2 = spawn_app(&b);
+  registered(k2, &r);
+  int pid2 = k2->pid, sem2 = r.sem_id;
+  expect_rec(k2, REC_DONE, &r);
+  assert_int_equal(reap_kid(k2), 0);
+  la_td_signal(T.d, SIGKILL);
+  la_td_wait_exit(T.d, WAIT_MS);
+  CHECK(!sem_exists(sem) && shm_count_of(pid) == 0,
+        "killed application: "
+        "objects left");
+  CHECK(!sem_exists(sem2) && shm_count_of(pid2) == 0,
+        "finalized "
+        "application: objects left");
+}
+
+/* A stopped agent: the application pays one wait timeout, not one per
+ * step; skipped cycles are counted; profiling resumes when the agent does;
+ * every LA_dataXfer counts as a cycle, also the one that finds it gone. */
+static void test_stopped_agent(void **state) {
+  start_with_global();
+  const int timeout = 1000, steps = 20;
+  app_t a = {.app_id = "stalled",
+             .n = 100,
+             .cycles = 2,
+             .buffers = 2,
+             .timeout_ms = timeout,
+             .phases = 3,
+             .after_go = steps};
+  kid_t *k = spawn_app(&a);
+  rec_t r;
+  registered(k, &r);
+  for (int c = 0; c < 2; c++) expect_rec(k, REC_CYCLE, &r);
+  wait_status("cycles_compacted", 2);
+  la_td_signal(T.d, SIGSTOP);
+  go(k);
+  expect_rec(k, REC_DONE, &r);
+  print_message(
+      "%d steps with a stopped agent: %lld ms, %ld skipped, %ld "
+      "waits (wait timeout %d ms)\n",
+      steps, r.elapsed_ms, r.skipped, r.waits, timeout);
+  CHECK(r.elapsed_ms < 3 * timeout,
+        "%d steps with a stopped agent took %lld "
+        "ms (wait timeout %d ms)",
+        steps, r.elapsed_ms, timeout);
+  CHECK(r.skipped >= steps - 2 && r.cycles == 2 + steps,
+        "skipped %ld, "
+        "cycles %ld",
+        r.skipped, r.cycles);
+  long profiled = r.profiled;
+  la_td_signal(T.d, SIGCONT);
+  wait_status("cycles_compacted", 4);
+  go(k);
+  expect_rec(k, REC_DONE, &r);
+  CHECK(r.rc == 0 && r.profiled > profiled,
+        "profiling did not resume: rc %d"
+        ", %ld profiled",
+        r.rc, r.profiled);
+  la_td_signal(T.d, SIGKILL);
+  la_td_wait_exit(T.d, WAIT_MS);
+  go(k);
+  expect_rec(k, REC_DONE, &r);
+  CHECK(r.rc == LA_EAGENTLOST, "rc %d after the agent died", r.rc);
+  CHECK(r.cycles == 2 + 3 * steps, "LA_STAT_CYCLES %ld after %d calls",
+        r.cycles, 2 + 3 * steps);
+  expect_rec(k, REC_DONE, &r);
+  assert_int_equal(reap_kid(k), 0);
+}
+
+/* ------------------------------------------------ probing thread -- */
+
+static volatile int stop_probing;
+
+static void *prober(void *arg) {
+  long n = (long)(intptr_t)arg;
+  while (!stop_probing)
+    for (long e = 0; e < n; e++) {
+      LA_startProbe(e);
+      LA_stopProbe(e);
+    }
+  return NULL;
+}
+
+/* Against the contract, a thread keeps probing while the main thread ends
+ * cycles, finalizes, registers again and finally loses the agent: the
+ * application must not crash. */
+static void prober_main(int res, int go) {
+  LA_setAgent(T.agent);
+  LA_setAppId("prober");
+  LA_setBuffers(2);
+  LA_setMetric("time");
+  LA_setPolicy(LA_POLICY_SKIP);
+  const long n = 64;
+  if (LA_register("prober", 0, 1, n) != 0) _exit(1);
+  pthread_t th;
+  if (pthread_create(&th, NULL, prober, (void *)(intptr_t)n) != 0) _exit(2);
+  for (int i = 0; i < 4000; i++) {
+    LA_dataXfer();
+    if (i % 200 == 199) {
+      LA_finalize();
+      if (LA_register("prober", 0, 1, n) != 0) _exit(3);
+    }
+  }
+  rec_t r;
+  memset(&r, 0, sizeof r);
+  r.kind = REC_READY;
+  send_rec(res, &r);
+  wait_go(go); /* the agent is killed meanwhile */
+  for (int i = 0; i < 2000; i++) LA_dataXfer();
+  LA_finalize();
+  for (int i = 0; i < 1000; i++) LA_dataXfer();
+  stop_probing = 1;
+  pthread_join(th, NULL);
+  _exit(LA_getStat(LA_STAT_REGISTERED) == 0 ? 0 : 4);
+}
+
+static void test_probing_thread_survives_the_end(void **state) {
+  start_with_global();
+  int rp[2], gp[2];
+  assert_int_equal(pipe2(rp, O_CLOEXEC), 0);
+  assert_int_equal(pipe2(gp, O_CLOEXEC), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    for (int fd = 3; fd < 1024; fd++)
+      if (fd != rp[1] && fd != gp[0]) close(fd);
+    prober_main(rp[1], gp[0]);
+  }
+  close(rp[1]);
+  close(gp[0]);
+  kid_t *k = &T.kids[T.nkids++];
+  k->pid = pid;
+  k->res = rp[0];
+  k->go = gp[1];
+  rec_t r;
+  expect_rec(k, REC_READY, &r);
+  la_td_signal(T.d, SIGKILL);
+  la_td_wait_exit(T.d, WAIT_MS);
+  go(k);
+  int st = reap_kid(k);
+  CHECK(st == 0, "the application with a probing thread ended with status %d",
+        st);
+  CHECK(shm_count_of(pid) == 0, "segment left");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+      T(test_hostile_header_and_values),
+      T(test_hostile_values_real_globalagent),
+      T(test_second_registration_refused),
+      T(test_least_privilege_agent),
+      T(test_killed_during_registration),
+      T(test_app_then_agent_and_finalize),
+      T(test_stopped_agent),
+      T(test_probing_thread_survives_the_end),
+#undef T
+  };
+  return cmocka_run_group_tests_name("hostile", tests, group_setup, NULL);
+}
