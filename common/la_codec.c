@@ -50,6 +50,7 @@ static const la__msg_entry_t la__msgs[] = {
   {LA__MSG_TYPE__MSG_ERROR, "Error", &la__error__descriptor},
   {LA__MSG_TYPE__MSG_TRACE_MISSING, "TraceMissing",
    &la__trace_missing__descriptor},
+  {LA__MSG_TYPE__MSG_SEALED, "Sealed", NULL}, /* raw record: la_secure.h */
 };
 
 static const la__msg_entry_t *la__msg_find(uint16_t type) {
@@ -395,6 +396,7 @@ int la_msg_decode(uint16_t type, const uint8_t *payload, size_t len,
                   ProtobufCMessage **out, char *why, size_t why_len) {
   const la__msg_entry_t *e = la__msg_find(type);
   if (!e) return la__bad(why, why_len, "unknown message type %u", type);
+  if (!e->desc) return la__bad(why, why_len, "%s: not a message", e->name);
   ProtobufCMessage *m = protobuf_c_message_unpack(e->desc, NULL, len, payload);
   if (!m)
     return la__bad(why, why_len,
