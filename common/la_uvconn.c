@@ -151,7 +151,7 @@ int la_conn_send(la_conn_t *c, uint16_t type, const ProtobufCMessage *m,
     la_conn_close(c, "cannot seal a record");
     return LA_ENOMEM;
   }
-  uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)len);
+  uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)w->len);
   if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, la__on_write) != 0) {
     free(w);
     la_conn_close(c, "write failed");

@@ -12,6 +12,21 @@
  * a permissive umask, 64 hex digits, loadable, never overwrites (a file or a
  * dangling link). Files live in a private temporary directory removed at the
  * end.
+ *
+ * The link between the agents (la_auth_session_derive, common/la_secure.c):
+ * both sides derive the same proofs and keys, the two proofs differ (no
+ * reflection), every transcript input and the key change everything;
+ * records round-trip, and a flipped byte, a replayed, reordered, dropped or
+ * truncated record, or a record of the other direction does not open (and
+ * nothing opens after it). With the real daemons (tests/support
+ * la_test_daemon.h): traces arrive end to end over an encrypted link (no
+ * application id in clear on the wire); a wrong secret, or a secret on one
+ * side only, is refused with a clear line in both logs; a fake GlobalAgent
+ * that does not know the secret is refused by the LocalAgent, which sends it
+ * nothing and drops nothing; a TCP relay that flips one byte of, or replays,
+ * an encrypted record in flight makes the GlobalAgent close the link with
+ * the reason logged, and after the LocalAgent reconnects every trace is
+ * stored exactly once.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,8 +45,20 @@
 
 #include <sodium.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+
 #include "la.h"
 #include "la_auth.h"
+#include "la_secure.h"
+#include "la_sockio.h"
+#include "la_test_daemon.h"
 
 typedef struct {
   char dir[64];
