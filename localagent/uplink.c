@@ -355,7 +355,8 @@ static void la__on_frame(la_uplink_t *up, uint16_t type, const uint8_t *p,
     la__fail(up, "GlobalAgent error: %s", ((La__Error *)m)->message);
   } else if (up->state == LA__UP_HELLO && type == LA__MSG_TYPE__MSG_CHALLENGE) {
     la__handshake_challenge(up, (La__Challenge *)m);
-  } else if (up->state == LA__UP_AUTH &&
+  } else if ((up->state == LA__UP_AUTH ||
+              (up->state == LA__UP_HELLO && ((La__AuthResult *)m)->status)) &&
              type == LA__MSG_TYPE__MSG_AUTH_RESULT) {
     la__handshake_result(up, (La__AuthResult *)m, sealed);
   } else if (up->state == LA__UP_READY && type == LA__MSG_TYPE__MSG_ACK) {
