@@ -179,13 +179,13 @@ static void la__lv(crypto_generichash_state *h, const void *p, size_t n) {
 int la_auth_session_derive(const la_auth_key_t *key, uint32_t protocol,
                            const char *agent, const char *server,
                            const uint8_t *agent_nonce, size_t agent_nonce_len,
-                           const uint8_t *server_nonce,
-                           size_t server_nonce_len, la_auth_session_t *out) {
+                           const uint8_t *server_nonce, size_t server_nonce_len,
+                           la_auth_session_t *out) {
   if (!out) return LA_EINVAL;
   sodium_memzero(out, sizeof *out);
   size_t al = agent ? strlen(agent) : 0, sl = server ? strlen(server) : 0;
-  if (!key || !agent_nonce || !server_nonce || al == 0 || al > 255 ||
-      sl == 0 || sl > 255 || agent_nonce_len < LA_AUTH_NONCE_MIN ||
+  if (!key || !agent_nonce || !server_nonce || al == 0 || al > 255 || sl == 0 ||
+      sl > 255 || agent_nonce_len < LA_AUTH_NONCE_MIN ||
       agent_nonce_len > LA_AUTH_NONCE_MAX ||
       server_nonce_len < LA_AUTH_NONCE_MIN ||
       server_nonce_len > LA_AUTH_NONCE_MAX)
@@ -207,10 +207,10 @@ int la_auth_session_derive(const la_auth_key_t *key, uint32_t protocol,
                              LA__LINK_CTX, master);
   crypto_kdf_derive_from_key(out->server_proof, sizeof out->server_proof, 2,
                              LA__LINK_CTX, master);
-  crypto_kdf_derive_from_key(out->key_a2g, sizeof out->key_a2g, 3,
-                             LA__LINK_CTX, master);
-  crypto_kdf_derive_from_key(out->key_g2a, sizeof out->key_g2a, 4,
-                             LA__LINK_CTX, master);
+  crypto_kdf_derive_from_key(out->key_a2g, sizeof out->key_a2g, 3, LA__LINK_CTX,
+                             master);
+  crypto_kdf_derive_from_key(out->key_g2a, sizeof out->key_g2a, 4, LA__LINK_CTX,
+                             master);
   sodium_memzero(master, sizeof master);
   sodium_memzero(&h, sizeof h);
   return 0;

@@ -99,8 +99,8 @@ typedef struct la_auth_session {
 int la_auth_session_derive(const la_auth_key_t *key, uint32_t protocol,
                            const char *agent, const char *server,
                            const uint8_t *agent_nonce, size_t agent_nonce_len,
-                           const uint8_t *server_nonce,
-                           size_t server_nonce_len, la_auth_session_t *out);
+                           const uint8_t *server_nonce, size_t server_nonce_len,
+                           la_auth_session_t *out);
 
 /* Compares a received proof (got_len bytes) with the expected one in
  * constant time. Returns 0 when equal, LA_EAUTH otherwise (wrong length or

@@ -59,8 +59,7 @@ long la_secure_seal(la_secure_t *s, const uint8_t *frame, size_t frame_len,
                     uint8_t *out, size_t cap) {
   if (!s || !s->tx_on || !frame || !out) return LA_EINVAL;
   size_t clen = frame_len + LA__ABYTES;
-  if (clen > UINT32_MAX || clen + LA_FRAME_HEADER_LEN > cap)
-    return LA_EMSGSIZE;
+  if (clen > UINT32_MAX || clen + LA_FRAME_HEADER_LEN > cap) return LA_EMSGSIZE;
   out[0] = (uint8_t)(clen >> 24);
   out[1] = (uint8_t)(clen >> 16);
   out[2] = (uint8_t)(clen >> 8);
@@ -93,8 +92,8 @@ int la_secure_open(la_secure_t *s, const uint8_t *payload, size_t len,
   if (!m) return la__err(why, why_len, LA_ENOMEM, "out of memory");
   unsigned long long got = 0;
   unsigned char tag = 0;
-  if (crypto_secretstream_xchacha20poly1305_pull(&s->rx, m, &got, &tag,
-                                                 payload, len, NULL, 0) != 0) {
+  if (crypto_secretstream_xchacha20poly1305_pull(&s->rx, m, &got, &tag, payload,
+                                                 len, NULL, 0) != 0) {
     free(m);
     s->rx_broken = 1;
     return la__err(why, why_len, LA_EAUTH,

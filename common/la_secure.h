@@ -32,8 +32,8 @@
 typedef struct la_secure {
   crypto_secretstream_xchacha20poly1305_state tx, rx;
   int tx_on, rx_on;
-  int rx_broken;              /* a record failed: nothing more is opened */
-  uint64_t sealed, opened;    /* records, for status and tests */
+  int rx_broken;           /* a record failed: nothing more is opened */
+  uint64_t sealed, opened; /* records, for status and tests */
 } la_secure_t;
 
 /* Zeroes s: neither direction started. */

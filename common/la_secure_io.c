@@ -52,9 +52,9 @@ int la_secure_recv_msg(int fd, la_secure_t *s, uint32_t max_payload,
   *sealed = 0;
   int rc = la_read_all(fd, hdr, sizeof hdr, timeout_ms);
   if (rc)
-    return la__err(why, why_len, rc, "%s",
-                   rc == LA_ETIMEDOUT ? "no answer in time"
-                                      : "connection closed by peer");
+    return la__err(
+        why, why_len, rc, "%s",
+        rc == LA_ETIMEDOUT ? "no answer in time" : "connection closed by peer");
   uint16_t t;
   uint32_t len;
   uint32_t outer_max = max_payload > UINT32_MAX - LA_SECURE_OVERHEAD
@@ -68,17 +68,16 @@ int la_secure_recv_msg(int fd, la_secure_t *s, uint32_t max_payload,
   uint8_t *payload = malloc(len ? len : 1);
   if (!payload) return LA_ENOMEM;
   uint64_t now = la_now_ms();
-  rc = la_read_all(fd, payload, len,
-                   now < deadline ? (int)(deadline - now) : 0);
+  rc =
+      la_read_all(fd, payload, len, now < deadline ? (int)(deadline - now) : 0);
   if (rc) {
     free(payload);
     return la__err(why, why_len, rc, "truncated frame");
   }
   if (t != LA__MSG_TYPE__MSG_SEALED) {
-    rc = len > max_payload
-             ? la__err(why, why_len, LA_EMSGSIZE,
-                       "frame larger than the maximum")
-             : la_msg_decode(t, payload, len, msg, why, why_len);
+    rc = len > max_payload ? la__err(why, why_len, LA_EMSGSIZE,
+                                     "frame larger than the maximum")
+                           : la_msg_decode(t, payload, len, msg, why, why_len);
     free(payload);
     if (rc == 0) *type = t;
     return rc;
@@ -100,9 +99,9 @@ int la_secure_recv_msg(int fd, la_secure_t *s, uint32_t max_payload,
 }
 
 int la_secure_client_handshake(int fd, const la_auth_key_t *key,
-                               const char *host, int timeout_ms,
-                               la_secure_t *s, int32_t *status,
-                               uint64_t *next_seq, char *why, size_t why_len) {
+                               const char *host, int timeout_ms, la_secure_t *s,
+                               int32_t *status, uint64_t *next_seq, char *why,
+                               size_t why_len) {
   uint8_t an[LA_AUTH_NONCE_BYTES], hdr[LA_SECURE_HEADER_BYTES];
   la_auth_session_t ses;
   la_secure_init(s);
@@ -123,9 +122,9 @@ int la_secure_client_handshake(int fd, const la_auth_key_t *key,
   if (rc) return rc;
   if (type == LA__MSG_TYPE__MSG_AUTH_RESULT) { /* refused at Hello */
     *status = ((La__AuthResult *)m)->status;
-    la__err(why, why_len, 0, "%s", ((La__AuthResult *)m)->message
-                                        ? ((La__AuthResult *)m)->message
-                                        : "refused");
+    la__err(why, why_len, 0, "%s",
+            ((La__AuthResult *)m)->message ? ((La__AuthResult *)m)->message
+                                           : "refused");
     la_msg_free(m);
     return 0;
   }
@@ -182,9 +181,9 @@ int la_secure_client_handshake(int fd, const la_auth_key_t *key,
     *status = r->status;
     la__err(why, why_len, 0, "%s", r->message ? r->message : "refused");
   } else if (!sealed ||
-             la_auth_proof_check(ses.server_proof, r->server_proof.data,
-                                 r->has_server_proof ? r->server_proof.len
-                                                     : 0) != 0) {
+             la_auth_proof_check(
+                 ses.server_proof, r->server_proof.data,
+                 r->has_server_proof ? r->server_proof.len : 0) != 0) {
     rc = la__err(why, why_len, LA_EAUTH,
                  "the GlobalAgent failed to prove the secret");
   } else {

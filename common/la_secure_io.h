@@ -38,8 +38,8 @@ int la_secure_recv_msg(int fd, la_secure_t *s, uint32_t max_payload,
  * else LA_EAUTH (the GlobalAgent failed to prove the secret: the link must
  * not be used), LA_EPROTO, LA_ETIMEDOUT or LA_EIO, with why. */
 int la_secure_client_handshake(int fd, const la_auth_key_t *key,
-                               const char *host, int timeout_ms,
-                               la_secure_t *s, int32_t *status,
-                               uint64_t *next_seq, char *why, size_t why_len);
+                               const char *host, int timeout_ms, la_secure_t *s,
+                               int32_t *status, uint64_t *next_seq, char *why,
+                               size_t why_len);
 
 #endif /* LA_SECURE_IO_H */

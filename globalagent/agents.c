@@ -35,9 +35,9 @@ typedef struct la_ga_agent {
   int state;
   char host[LA_MAX_ID_LEN + 1];
   uint8_t nonce[LA_AUTH_NONCE_BYTES];
-  int mutual;              /* the LocalAgent offered a nonce; secret set */
-  la_auth_session_t ses;   /* proofs and stream keys (mutual) */
-  la_secure_t sec;         /* the records (mutual) */
+  int mutual;            /* the LocalAgent offered a nonce; secret set */
+  la_auth_session_t ses; /* proofs and stream keys (mutual) */
+  la_secure_t sec;       /* the records (mutual) */
   uint64_t stored_seq; /* highest seq handled in the open transaction */
   uint64_t acked_seq;  /* highest seq acknowledged */
   uint64_t messages;
@@ -92,9 +92,10 @@ static int la__handshake_hello(la_ga_agent_t *a, const La__Hello *h) {
   if (ga->have_key) {
     if (!h->has_agent_nonce) {
       ga->st.auth_failures++;
-      la_log_warnx("LocalAgent '%s' from %s refused: it offers no mutual "
-                   "authentication (no secret configured, or too old)",
-                   a->host, c->peer);
+      la_log_warnx(
+          "LocalAgent '%s' from %s refused: it offers no mutual "
+          "authentication (no secret configured, or too old)",
+          a->host, c->peer);
       la__refuse(a, LA_EAUTH,
                  "authentication failed: this GlobalAgent requires mutual "
                  "authentication and encryption (set global.secret_file to "
@@ -132,15 +133,15 @@ static int la__handshake_auth(la_ga_agent_t *a, const La__Auth *au) {
   la_conn_t *c = &a->conn;
   int ok;
   if (a->mutual)
-    ok = la_auth_proof_check(a->ses.agent_proof, au->mac.data,
-                             au->mac.len) == 0 &&
+    ok = la_auth_proof_check(a->ses.agent_proof, au->mac.data, au->mac.len) ==
+             0 &&
          au->has_stream_header &&
          la_secure_start_rx(&a->sec, a->ses.key_a2g, au->stream_header.data,
                             au->stream_header.len) == 0;
   else
-    ok = !ga->have_key || la_auth_verify(&ga->key, a->nonce, sizeof a->nonce,
-                                         a->host, au->mac.data,
-                                         au->mac.len) == 0;
+    ok = !ga->have_key ||
+         la_auth_verify(&ga->key, a->nonce, sizeof a->nonce, a->host,
+                        au->mac.data, au->mac.len) == 0;
   if (!ok) {
     ga->st.auth_failures++;
     la_log_warnx("LocalAgent '%s' from %s refused: wrong secret", a->host,
@@ -163,8 +164,8 @@ static int la__handshake_auth(la_ga_agent_t *a, const La__Auth *au) {
   a->state = LA__AG_READY;
   la_conn_set_deadline(c, 0);
   la_conn_send(c, LA__MSG_TYPE__MSG_AUTH_RESULT, &r.base, 0);
-  la_log_info("LocalAgent '%s' connected from %s (next seq %llu, %s)",
-              a->host, c->peer, (unsigned long long)next,
+  la_log_info("LocalAgent '%s' connected from %s (next seq %llu, %s)", a->host,
+              c->peer, (unsigned long long)next,
               a->mutual ? "mutually authenticated, encrypted"
                         : "UNENCRYPTED: no secret");
   return 0;

@@ -453,10 +453,10 @@ static void session_both_sides_agree(void **state) {
   fill(an, sizeof an, 10);
   fill(sn, sizeof sn, 50);
   la_auth_session_t a, b, x;
-  assert_int_equal(la_auth_session_derive(&k, 1, "node1", "front", an, 32, sn,
-                                          32, &a), 0);
-  assert_int_equal(la_auth_session_derive(&k, 1, "node1", "front", an, 32, sn,
-                                          32, &b), 0);
+  assert_int_equal(
+      la_auth_session_derive(&k, 1, "node1", "front", an, 32, sn, 32, &a), 0);
+  assert_int_equal(
+      la_auth_session_derive(&k, 1, "node1", "front", an, 32, sn, 32, &b), 0);
   assert_memory_equal(&a, &b, sizeof a);
   /* the two proofs and the two keys all differ: nothing can be reflected */
   assert_memory_not_equal(a.agent_proof, a.server_proof, 32);
@@ -489,15 +489,16 @@ static void session_both_sides_agree(void **state) {
   /* bad arguments: zeroed output, LA_EINVAL */
   uint8_t zero[sizeof x];
   memset(zero, 0, sizeof zero);
-  assert_int_equal(la_auth_session_derive(&k, 1, "", "front", an, 32, sn, 32,
-                                          &x), LA_EINVAL);
+  assert_int_equal(
+      la_auth_session_derive(&k, 1, "", "front", an, 32, sn, 32, &x),
+      LA_EINVAL);
   assert_memory_equal(&x, zero, sizeof x);
   assert_int_equal(la_auth_session_derive(&k, 1, "n", "f", an, 8, sn, 32, &x),
                    LA_EINVAL);
-  assert_int_equal(la_auth_session_derive(&k, 1, "n", NULL, an, 32, sn, 32,
-                                          &x), LA_EINVAL);
-  assert_int_equal(la_auth_session_derive(NULL, 1, "n", "f", an, 32, sn, 32,
-                                          &x), LA_EINVAL);
+  assert_int_equal(la_auth_session_derive(&k, 1, "n", NULL, an, 32, sn, 32, &x),
+                   LA_EINVAL);
+  assert_int_equal(
+      la_auth_session_derive(NULL, 1, "n", "f", an, 32, sn, 32, &x), LA_EINVAL);
 }
 
 /* ----------------------------------------------------------- records --- */
@@ -513,11 +514,11 @@ static void seal_acks(la_secure_t *tx, recs_t *r, int n) {
     La__Ack a = LA__ACK__INIT;
     a.seq = (uint64_t)i + 1;
     uint8_t frame[64];
-    long fl = la_frame_pack_into(LA__MSG_TYPE__MSG_ACK, &a.base, frame,
-                                 sizeof frame);
+    long fl =
+        la_frame_pack_into(LA__MSG_TYPE__MSG_ACK, &a.base, frame, sizeof frame);
     assert_true(fl > 0);
-    long rl = la_secure_seal(tx, frame, (size_t)fl, r->rec[i],
-                             sizeof r->rec[i]);
+    long rl =
+        la_secure_seal(tx, frame, (size_t)fl, r->rec[i], sizeof r->rec[i]);
     assert_int_equal(rl, (long)la_secure_record_size((size_t)fl));
     r->len[i] = (size_t)rl;
     uint16_t t;
@@ -534,8 +535,8 @@ static long open_ack(la_secure_t *rx, const recs_t *r, int i, char *why) {
   uint16_t t;
   const uint8_t *p;
   uint32_t l;
-  int rc = la_secure_open(rx, r->rec[i] + 8, r->len[i] - 8, 1024, &buf, &t,
-                          &p, &l, why, 200);
+  int rc = la_secure_open(rx, r->rec[i] + 8, r->len[i] - 8, 1024, &buf, &t, &p,
+                          &l, why, 200);
   if (rc) return rc;
   ProtobufCMessage *m;
   assert_int_equal(t, LA__MSG_TYPE__MSG_ACK);
@@ -565,7 +566,8 @@ static void records_refuse_tampering(void **state) {
   /* round trip, in order */
   pair(&tx, &rx, key);
   seal_acks(&tx, &r, 4);
-  for (int i = 0; i < 4; i++) assert_int_equal(open_ack(&rx, &r, i, why), i + 1);
+  for (int i = 0; i < 4; i++)
+    assert_int_equal(open_ack(&rx, &r, i, why), i + 1);
   /* the frame does not appear in clear */
   assert_null(memmem(r.rec[0] + 8, r.len[0] - 8, "\0\0\0\x02\0\x11", 6));
   /* each byte of the ciphertext flipped: refused, and the stream is dead */
@@ -611,8 +613,7 @@ static void records_refuse_tampering(void **state) {
   la_secure_init(&rx);
   assert_int_equal(open_ack(&rx, &r, 0, why), LA_EPROTO);
   la_secure_init(&tx);
-  assert_int_equal(la_secure_seal(&tx, r.rec[0], 8, r.rec[1], 256),
-                   LA_EINVAL);
+  assert_int_equal(la_secure_seal(&tx, r.rec[0], 8, r.rec[1], 256), LA_EINVAL);
   la_secure_wipe(&tx);
   la_secure_wipe(&rx);
 }
@@ -621,13 +622,13 @@ static void records_refuse_tampering(void **state) {
 
 #define WAIT_MS 20000
 
-#define CHECK(cond, ...)                  \
-  do {                                    \
-    if (!(cond)) {                        \
-      print_error(__VA_ARGS__);           \
-      print_error("\n");                  \
-      fail_msg("%s", #cond);              \
-    }                                     \
+#define CHECK(cond, ...)        \
+  do {                          \
+    if (!(cond)) {              \
+      print_error(__VA_ARGS__); \
+      print_error("\n");        \
+      fail_msg("%s", #cond);    \
+    }                           \
   } while (0)
 
 static struct {
@@ -678,8 +679,13 @@ static void start_ga(const char *key) {
   snprintf(a[2], sizeof a[2], "--feed.port_file=%s", fpf);
   snprintf(a[3], sizeof a[3], "--agents.secret_file=%s", key);
   const char *args[] = {"--agents.listen=127.0.0.1:0",
-                        "--feed.listen=127.0.0.1:0", "--log.level=debug",
-                        a[0], a[1], a[2], key[0] ? a[3] : NULL, NULL};
+                        "--feed.listen=127.0.0.1:0",
+                        "--log.level=debug",
+                        a[0],
+                        a[1],
+                        a[2],
+                        key[0] ? a[3] : NULL,
+                        NULL};
   unlink(D.apf);
   la_td_log_mark(D.ga);
   CHECK(la_td_start(D.ga, args, fpf, WAIT_MS) > 0, "no GlobalAgent");
@@ -713,11 +719,16 @@ static void start_la(const char *global, const char *key, const char *host) {
   snprintf(a[3], sizeof a[3], "--global.secret_file=%s", key);
   snprintf(a[4], sizeof a[4], "--agent.host=%s", host);
   la_td_log_mark(D.la);
-  const char *args[] = {"--agent.listen=127.0.0.1:0", a[0], a[1], a[2],
-                        a[4], "--log.level=debug",
+  const char *args[] = {"--agent.listen=127.0.0.1:0",
+                        a[0],
+                        a[1],
+                        a[2],
+                        a[4],
+                        "--log.level=debug",
                         "--global.reconnect_min=20ms",
                         "--global.reconnect_max=300ms",
-                        key[0] ? a[3] : NULL, NULL};
+                        key[0] ? a[3] : NULL,
+                        NULL};
   CHECK(la_td_start(D.la, args, pf, WAIT_MS) > 0, "no LocalAgent");
 }
 
@@ -775,8 +786,7 @@ static void reap(void) {
 }
 
 static void wait_log(la_test_daemon_t *d, const char *needle) {
-  CHECK(la_td_wait_log(d, needle, WAIT_MS) == 0, "never logged \"%s\"",
-        needle);
+  CHECK(la_td_wait_log(d, needle, WAIT_MS) == 0, "never logged \"%s\"", needle);
 }
 
 static void wait_status(la_test_daemon_t *d, const char *key, long long min) {
@@ -1191,8 +1201,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(link_fake_global_refused, dsetup,
                                       dteardown),
       cmocka_unit_test_setup_teardown(link_flipped_byte, dsetup, dteardown),
-      cmocka_unit_test_setup_teardown(link_replayed_record, dsetup,
-                                      dteardown),
+      cmocka_unit_test_setup_teardown(link_replayed_record, dsetup, dteardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
