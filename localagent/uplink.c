@@ -546,6 +546,8 @@ void la_uplink_stop(la_agent_t *ag) {
   up->state = LA__UP_STOPPED;
   up->epoch++;
   la_auth_key_wipe(&up->key);
+  la_auth_session_wipe(&up->ses);
+  la_secure_wipe(&up->sec);
   la_frame_reader_free(&up->rd);
   /* handles are closed by main.c's walk; the struct lives until exit */
 }

@@ -26,7 +26,8 @@
  * nothing and drops nothing; a TCP relay that flips one byte of, or replays,
  * an encrypted record in flight makes the GlobalAgent close the link with
  * the reason logged, and after the LocalAgent reconnects every trace is
- * stored exactly once.
+ * stored exactly once. Without a secret on either side the link works
+ * unencrypted, as before, and both daemons warn.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1163,6 +1164,22 @@ static void link_fake_global_refused(void **state) {
         la_td_status_ll(D.la, "queue_items"));
 }
 
+/* No secret on either side: works unencrypted, as before, and both daemons
+ * say so loudly. */
+static void link_without_secret(void **state) {
+  (void)state;
+  enum { CYCLES = 3 };
+  start_ga("");
+  start_la(D.ga_addr, "", "opennode");
+  wait_log(D.ga, "NOT encrypted");
+  wait_log(D.la, "NOT authenticated both ways nor encrypted");
+  fork_rank("open-app", 0, 1, 200, CYCLES);
+  reap();
+  wait_status(D.ga, "traces_stored", CYCLES);
+  wait_log(D.ga, "UNENCRYPTED: no secret");
+  wait_log(D.la, "(UNENCRYPTED: no secret)");
+}
+
 /* Traces arrive end to end over the encrypted link, both logs say so. */
 static void link_end_to_end(void **state) {
   (void)state;
@@ -1198,6 +1215,7 @@ int main(void) {
       cmocka_unit_test(records_refuse_tampering),
       cmocka_unit_test_setup_teardown(link_end_to_end, dsetup, dteardown),
       cmocka_unit_test_setup_teardown(link_wrong_secrets, dsetup, dteardown),
+      cmocka_unit_test_setup_teardown(link_without_secret, dsetup, dteardown),
       cmocka_unit_test_setup_teardown(link_fake_global_refused, dsetup,
                                       dteardown),
       cmocka_unit_test_setup_teardown(link_flipped_byte, dsetup, dteardown),
