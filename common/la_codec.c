@@ -50,7 +50,6 @@ static const la__msg_entry_t la__msgs[] = {
   {LA__MSG_TYPE__MSG_ERROR, "Error", &la__error__descriptor},
   {LA__MSG_TYPE__MSG_TRACE_MISSING, "TraceMissing",
    &la__trace_missing__descriptor},
-  {LA__MSG_TYPE__MSG_SEALED, "Sealed", NULL}, /* raw record: la_secure.h */
 };
 
 static const la__msg_entry_t *la__msg_find(uint16_t type) {
@@ -75,7 +74,8 @@ int la_frame_header_parse(const uint8_t *hdr, uint32_t max_payload,
                ((uint32_t)hdr[2] << 8) | hdr[3];
   uint16_t t = (uint16_t)((hdr[4] << 8) | hdr[5]);
   if (hdr[6] != 0 || hdr[7] != 0) return LA_EPROTO;
-  if (!la__msg_find(t)) return LA_EPROTO;
+  /* MSG_SEALED: an encrypted record (la_secure.h), never a message */
+  if (!la__msg_find(t) && t != LA__MSG_TYPE__MSG_SEALED) return LA_EPROTO;
   if (l > max_payload) return LA_EMSGSIZE;
   *type = t;
   *len = l;
@@ -396,7 +396,6 @@ int la_msg_decode(uint16_t type, const uint8_t *payload, size_t len,
                   ProtobufCMessage **out, char *why, size_t why_len) {
   const la__msg_entry_t *e = la__msg_find(type);
   if (!e) return la__bad(why, why_len, "unknown message type %u", type);
-  if (!e->desc) return la__bad(why, why_len, "%s: not a message", e->name);
   ProtobufCMessage *m = protobuf_c_message_unpack(e->desc, NULL, len, payload);
   if (!m)
     return la__bad(why, why_len,
