@@ -37,8 +37,9 @@
  *     build/bench/globalagent_link.json): only (a), encrypted against
  *     unencrypted (a GlobalAgent without a secret, the one-way handshake and
  *     clear frames), with fsync off (CPU-bound: where the cipher's cost shows)
- *     and on, LINK_REPEATS runs of each interleaved; medians side by side and
- *     the ratio encrypted/unencrypted.
+ *     and on, LINK_REPEATS runs of each interleaved; medians side by side,
+ *     the ratio encrypted/unencrypted, and the GlobalAgent's CPU time per
+ *     trace (user + system, from /proc/PID/stat), less noisy than rates.
  *
  * Every measurement runs REPEATS (3) times, interleaved, each in fresh
  * daemons; the median run is reported (for latency: the median of the
@@ -84,7 +85,7 @@
 #define PACE_MS 20
 #define REPEATS 3 /* each measurement; medians reported */
 #define WAIT_MS 30000
-#define LINK_REPEATS 5 /* --link: runs of each configuration */
+#define LINK_REPEATS 9 /* --link: runs of each configuration */
 
 static uint64_t mono_ns(void) {
   struct timespec ts;
@@ -350,9 +351,27 @@ static int read_acks(conn_t *c) {
 typedef struct ingest {
   int ok;
   double secs, traces_per_s, sets_per_s, traces_per_commit;
+  double ga_cpu_us; /* the GlobalAgent's CPU time per trace (user+sys) */
   long long traces, sets, commits;
   char why[400];
 } ingest_t;
+
+/* CPU seconds (user + system) process pid has used so far, or -1. */
+static double proc_cpu_s(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')'); /* the command may hold spaces */
+  unsigned long long ut = 0, st = 0;
+  if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu "
+                   "%llu", &ut, &st) != 2)
+    return -1;
+  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
 
 static void ingest_run(int fsync, int secure, ingest_t *out) {
   ga_t g;
@@ -407,6 +426,7 @@ static void ingest_run(int fsync, int secure, ingest_t *out) {
       }
     }
   uint64_t t0 = mono_ns(), deadline = la_now_ms() + 90000;
+  double cpu0 = proc_cpu_s(la_td_pid(g.d));
   int done_conns = 0;
   while (done_conns < N_CONNS) {
     for (int i = 0; i < N_CONNS; i++) {
@@ -438,6 +458,8 @@ static void ingest_run(int fsync, int secure, ingest_t *out) {
     }
   }
   out->secs = (double)(mono_ns() - t0) / 1e9;
+  out->ga_cpu_us = (proc_cpu_s(la_td_pid(g.d)) - cpu0) * 1e6 /
+                   ((double)N_CONNS * INGEST_CYCLES);
   out->traces = la_td_status_ll(g.d, "traces_stored");
   out->sets = la_td_status_ll(g.d, "sets_complete");
   out->commits = la_td_status_ll(g.d, "commits");
@@ -699,6 +721,14 @@ static double median_rate(const ingest_t *r, int n) {
   return v[n / 2];
 }
 
+/* The median GlobalAgent CPU time per trace of n runs. */
+static double median_cpu(const ingest_t *r, int n) {
+  double v[LINK_REPEATS];
+  for (int i = 0; i < n; i++) v[i] = r[i].ok ? r[i].ga_cpu_us : 0;
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return v[n / 2];
+}
+
 /* --link: ingest encrypted vs unencrypted, fsync off and on, interleaved. */
 static int link_main(const char *json) {
   static ingest_t r[2][2][LINK_REPEATS]; /* [fsync][secure][run] */
@@ -738,8 +768,13 @@ static int link_main(const char *json) {
       fprintf(f, "%s%.0f", k ? ", " : "", r[fs][0][k].traces_per_s);
       printf("%s%.0f", k ? " " : "", r[fs][0][k].traces_per_s);
     }
-    fprintf(f, "]}%s\n", fs ? "" : ",");
-    printf("\n");
+    double ce = median_cpu(r[fs][1], LINK_REPEATS),
+           cp = median_cpu(r[fs][0], LINK_REPEATS);
+    fprintf(f, "], \"ga_cpu_us_per_trace_encrypted\": %.2f, "
+               "\"ga_cpu_us_per_trace_unencrypted\": %.2f}%s\n", ce, cp,
+            fs ? "" : ",");
+    printf("\n  %-6s GlobalAgent CPU per trace: encrypted %.2f us, clear "
+           "%.2f us (ratio %.3f)\n", "", ce, cp, cp > 0 ? ce / cp : 0);
     for (int sec = 0; sec < 2; sec++)
       for (int k = 0; k < LINK_REPEATS; k++)
         if (!r[fs][sec][k].ok) {
