@@ -30,6 +30,17 @@
  *     over CYCLES cycles after WARMUP. The top-level latency fields are the
  *     paced mode's; the busy numbers are under "latency_busy".
  *
+ * The simulated LocalAgents speak the link as the LocalAgent does: mutual
+ * authentication, then every frame an encrypted record (la_secure_io.h).
+ *
+ * (c) With --link (bench_globalagent --link [JSON], default
+ *     build/bench/globalagent_link.json): only (a), encrypted against
+ *     unencrypted (a GlobalAgent without a secret, the one-way handshake and
+ *     clear frames), with fsync off (CPU-bound: where the cipher's cost shows)
+ *     and on, LINK_REPEATS runs of each interleaved; medians side by side,
+ *     the ratio encrypted/unencrypted, and the GlobalAgent's CPU time per
+ *     trace (user + system, from /proc/PID/stat), less noisy than rates.
+ *
  * Every measurement runs REPEATS (3) times, interleaved, each in fresh
  * daemons; the median run is reported (for latency: the median of the
  * runs' p50, and of their p99), every run's headline number is in "runs".
@@ -59,6 +70,7 @@
 #include "la_client_internal.h"
 #include "la_codec.h"
 #include "la_compact.h"
+#include "la_secure_io.h"
 #include "la_sockio.h"
 #include "la_test_daemon.h"
 
@@ -73,6 +85,7 @@
 #define PACE_MS 20
 #define REPEATS 3 /* each measurement; medians reported */
 #define WAIT_MS 30000
+#define LINK_REPEATS 9 /* --link: runs of each configuration */
 
 static uint64_t mono_ns(void) {
   struct timespec ts;
@@ -116,7 +129,7 @@ typedef struct ga {
 
 /* Starts a GlobalAgent with a fresh secret and store; fsync as given. The
  * daemon object's port is the feed port (lactl status works there). */
-static int ga_start(ga_t *g, int fsync) {
+static int ga_start(ga_t *g, int fsync, int secret) {
   char why[256], db[600], apf[600], fpf[600];
   static char a[6][700];
   memset(g, 0, sizeof *g);
@@ -136,9 +149,9 @@ static int ga_start(ga_t *g, int fsync) {
   snprintf(a[3], sizeof a[3], "--agents.secret_file=%s", g->key);
   snprintf(a[4], sizeof a[4], "--store.fsync=%s", fsync ? "yes" : "no");
   const char *args[] = {"--agents.listen=127.0.0.1:0",
-                        "--feed.listen=127.0.0.1:0", a[0], a[1], a[2], a[3],
-                        a[4], "--log.level=warn", "--stitch.timeout=60s",
-                        NULL};
+                        "--feed.listen=127.0.0.1:0", a[0], a[1], a[2], a[4],
+                        "--log.level=error", "--stitch.timeout=60s",
+                        secret ? a[3] : NULL, NULL};
   unlink(apf);
   if (la_td_start(g->d, args, fpf, WAIT_MS) <= 0) return -1;
   snprintf(g->feed_addr, sizeof g->feed_addr, "%s", la_td_addr(g->d));
@@ -173,6 +186,9 @@ typedef struct conn {
   la_frame_reader_t rd;
   uint8_t *buf;    /* frame being built */
   size_t cap;
+  int secure;      /* frames travel as records */
+  la_secure_t sec;
+  uint8_t *rec;    /* record being built (cap + LA_SECURE_OVERHEAD) */
 } conn_t;
 
 static la_compact_result_t series[N_SERIES];
@@ -195,7 +211,19 @@ static int make_series(void) {
   return 0;
 }
 
-/* Connects and authenticates as host; 0 or -1. */
+/* Allocates c's reader and buffers. 0 or -1. */
+static int la__conn_buffers(conn_t *c) {
+  la_frame_reader_init(&c->rd, 1 << 16);
+  c->cap = series_bytes * 4 + 4096;
+  for (int i = 0; i < N_SERIES; i++)
+    if (series[i].len + 4096 > c->cap) c->cap = series[i].len + 4096;
+  c->buf = malloc(c->cap);
+  c->rec = malloc(la_secure_record_size(c->cap));
+  return c->buf && c->rec ? 0 : -1;
+}
+
+/* Connects and authenticates as host (mutually and then encrypted when
+ * c->secure); 0 or -1. */
 static int conn_open(conn_t *c, const ga_t *g, const la_auth_key_t *k,
                      const char *host) {
   char why[256];
@@ -203,6 +231,16 @@ static int conn_open(conn_t *c, const ga_t *g, const la_auth_key_t *k,
   ProtobufCMessage *m = NULL;
   c->fd = la_tcp_connect("127.0.0.1", g->agents_port, 5000);
   if (c->fd < 0) return -1;
+  if (c->secure) {
+    int32_t status = -1;
+    uint64_t next = 1;
+    if (la_secure_client_handshake(c->fd, k, host, 5000, &c->sec, &status,
+                                   &next, why, sizeof why) != 0 ||
+        status != 0)
+      return -1;
+    c->seq = c->acked = next - 1;
+    return la__conn_buffers(c);
+  }
   La__Hello h = LA__HELLO__INIT;
   h.protocol = LA_PROTOCOL_VERSION;
   h.host = (char *)host;
@@ -226,26 +264,29 @@ static int conn_open(conn_t *c, const ga_t *g, const la_auth_key_t *k,
   c->seq = ar->has_next_seq && ar->next_seq ? ar->next_seq - 1 : 0;
   c->acked = c->seq;
   la_msg_free(m);
-  la_frame_reader_init(&c->rd, 1 << 16);
-  c->cap = series_bytes * 4 + 4096;
-  for (int i = 0; i < N_SERIES; i++)
-    if (series[i].len + 4096 > c->cap) c->cap = series[i].len + 4096;
-  c->buf = malloc(c->cap);
-  return ok && c->buf ? 0 : -1;
+  return ok ? la__conn_buffers(c) : -1;
 }
 
 static void conn_close(conn_t *c) {
   if (c->fd >= 0) close(c->fd);
   la_frame_reader_free(&c->rd);
   free(c->buf);
+  free(c->rec);
+  la_secure_wipe(&c->sec);
   c->fd = -1;
   c->buf = NULL;
+  c->rec = NULL;
 }
 
 static int send_frame(conn_t *c, uint16_t type, const ProtobufCMessage *m) {
   long n = la_frame_pack_into(type, m, c->buf, c->cap);
   if (n < 0) return -1;
-  return la_write_all(c->fd, c->buf, (size_t)n, WAIT_MS) ? -1 : 0;
+  if (!c->secure)
+    return la_write_all(c->fd, c->buf, (size_t)n, WAIT_MS) ? -1 : 0;
+  long r = la_secure_seal(&c->sec, c->buf, (size_t)n, c->rec,
+                          la_secure_record_size(c->cap));
+  if (r < 0) return -1;
+  return la_write_all(c->fd, c->rec, (size_t)r, WAIT_MS) ? -1 : 0;
 }
 
 static int send_trace(conn_t *c, const char *app, uint32_t rank, int cycle) {
@@ -291,9 +332,15 @@ static int read_acks(conn_t *c) {
   int k;
   while ((k = la_frame_reader_next(&c->rd, &type, &p, &len)) == 1) {
     ProtobufCMessage *m = NULL;
-    if (type != LA__MSG_TYPE__MSG_ACK ||
-        la_msg_decode(type, p, len, &m, NULL, 0))
+    uint8_t *plain = NULL;
+    if (c->secure && (type != LA__MSG_TYPE__MSG_SEALED ||
+                      la_secure_open(&c->sec, p, len, 1 << 16, &plain, &type,
+                                     &p, &len, NULL, 0) != 0))
       return -1;
+    int bad = type != LA__MSG_TYPE__MSG_ACK ||
+              la_msg_decode(type, p, len, &m, NULL, 0);
+    free(plain);
+    if (bad) return -1;
     uint64_t s = ((La__Ack *)m)->seq;
     la_msg_free(m);
     if (s > c->acked) c->acked = s;
@@ -304,11 +351,29 @@ static int read_acks(conn_t *c) {
 typedef struct ingest {
   int ok;
   double secs, traces_per_s, sets_per_s, traces_per_commit;
+  double ga_cpu_us; /* the GlobalAgent's CPU time per trace (user+sys) */
   long long traces, sets, commits;
   char why[400];
 } ingest_t;
 
-static void ingest_run(int fsync, ingest_t *out) {
+/* CPU seconds (user + system) process pid has used so far, or -1. */
+static double proc_cpu_s(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')'); /* the command may hold spaces */
+  unsigned long long ut = 0, st = 0;
+  if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu "
+                   "%llu", &ut, &st) != 2)
+    return -1;
+  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static void ingest_run(int fsync, int secure, ingest_t *out) {
   ga_t g;
   conn_t c[N_CONNS];
   la_auth_key_t key;
@@ -316,8 +381,11 @@ static void ingest_run(int fsync, ingest_t *out) {
   const char *app = "bench-ingest";
   memset(out, 0, sizeof *out);
   memset(c, 0, sizeof c);
-  for (int i = 0; i < N_CONNS; i++) c[i].fd = -1;
-  if (ga_start(&g, fsync) != 0) {
+  for (int i = 0; i < N_CONNS; i++) {
+    c[i].fd = -1;
+    c[i].secure = secure;
+  }
+  if (ga_start(&g, fsync, secure) != 0) {
     snprintf(out->why, sizeof out->why, "la-globalagent did not start");
     goto done;
   }
@@ -358,6 +426,7 @@ static void ingest_run(int fsync, ingest_t *out) {
       }
     }
   uint64_t t0 = mono_ns(), deadline = la_now_ms() + 90000;
+  double cpu0 = proc_cpu_s(la_td_pid(g.d));
   int done_conns = 0;
   while (done_conns < N_CONNS) {
     for (int i = 0; i < N_CONNS; i++) {
@@ -389,6 +458,8 @@ static void ingest_run(int fsync, ingest_t *out) {
     }
   }
   out->secs = (double)(mono_ns() - t0) / 1e9;
+  out->ga_cpu_us = (proc_cpu_s(la_td_pid(g.d)) - cpu0) * 1e6 /
+                   ((double)N_CONNS * INGEST_CYCLES);
   out->traces = la_td_status_ll(g.d, "traces_stored");
   out->sets = la_td_status_ll(g.d, "sets_complete");
   out->commits = la_td_status_ll(g.d, "commits");
@@ -473,7 +544,7 @@ static void latency_run(int paced, lat_t *out) {
   pthread_barrierattr_init(&ba);
   pthread_barrierattr_setpshared(&ba, PTHREAD_PROCESS_SHARED);
   pthread_barrier_init(&sh->bar, &ba, LAT_RANKS);
-  if (ga_start(&g, 1) != 0) {
+  if (ga_start(&g, 1, 1) != 0) {
     snprintf(out->why, sizeof out->why, "la-globalagent did not start");
     goto done;
   }
@@ -642,8 +713,92 @@ static lat_t median_lat(const lat_t *r) {
   return m;
 }
 
+/* The median traces/s of n runs (a failed run counts as 0). */
+static double median_rate(const ingest_t *r, int n) {
+  double v[LINK_REPEATS];
+  for (int i = 0; i < n; i++) v[i] = r[i].ok ? r[i].traces_per_s : 0;
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return v[n / 2];
+}
+
+/* The median GlobalAgent CPU time per trace of n runs. */
+static double median_cpu(const ingest_t *r, int n) {
+  double v[LINK_REPEATS];
+  for (int i = 0; i < n; i++) v[i] = r[i].ok ? r[i].ga_cpu_us : 0;
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return v[n / 2];
+}
+
+/* --link: ingest encrypted vs unencrypted, fsync off and on, interleaved. */
+static int link_main(const char *json) {
+  static ingest_t r[2][2][LINK_REPEATS]; /* [fsync][secure][run] */
+  for (int k = 0; k < LINK_REPEATS; k++)
+    for (int fs = 0; fs < 2; fs++)
+      for (int sec = 0; sec < 2; sec++) ingest_run(fs, sec, &r[fs][sec][k]);
+  FILE *f = fopen(json, "w");
+  if (!f) {
+    perror(json);
+    return 1;
+  }
+  int ok = 1;
+  printf("GlobalAgent ingest, link encrypted vs not: %d connections, %d "
+         "cycles, window %d, %zu-byte traces, median of %d interleaved "
+         "runs\n", N_CONNS, INGEST_CYCLES, WINDOW, series_bytes,
+         LINK_REPEATS);
+  printf("  %-6s %16s %16s %8s  runs (encrypted / unencrypted)\n", "fsync",
+         "encrypted tr/s", "clear tr/s", "ratio");
+  fprintf(f, "{\n  \"bench\": \"globalagent_link\",\n  \"repeats\": %d,\n",
+          LINK_REPEATS);
+  for (int fs = 0; fs < 2; fs++) {
+    double e = median_rate(r[fs][1], LINK_REPEATS),
+           p = median_rate(r[fs][0], LINK_REPEATS);
+    printf("  %-6s %16.0f %16.0f %8.3f  ", fs ? "on" : "off", e, p,
+           p > 0 ? e / p : 0);
+    fprintf(f, "  \"fsync_%s\": {\"encrypted_traces_per_s\": %.0f, "
+               "\"unencrypted_traces_per_s\": %.0f, \"ratio\": %.4f, "
+               "\"runs_encrypted\": [", fs ? "on" : "off", e, p,
+            p > 0 ? e / p : 0);
+    for (int k = 0; k < LINK_REPEATS; k++) {
+      fprintf(f, "%s%.0f", k ? ", " : "", r[fs][1][k].traces_per_s);
+      printf("%s%.0f", k ? " " : "", r[fs][1][k].traces_per_s);
+    }
+    fprintf(f, "], \"runs_unencrypted\": [");
+    printf(" / ");
+    for (int k = 0; k < LINK_REPEATS; k++) {
+      fprintf(f, "%s%.0f", k ? ", " : "", r[fs][0][k].traces_per_s);
+      printf("%s%.0f", k ? " " : "", r[fs][0][k].traces_per_s);
+    }
+    double ce = median_cpu(r[fs][1], LINK_REPEATS),
+           cp = median_cpu(r[fs][0], LINK_REPEATS);
+    fprintf(f, "], \"ga_cpu_us_per_trace_encrypted\": %.2f, "
+               "\"ga_cpu_us_per_trace_unencrypted\": %.2f}%s\n", ce, cp,
+            fs ? "" : ",");
+    printf("\n  %-6s GlobalAgent CPU per trace: encrypted %.2f us, clear "
+           "%.2f us (ratio %.3f)\n", "", ce, cp, cp > 0 ? ce / cp : 0);
+    for (int sec = 0; sec < 2; sec++)
+      for (int k = 0; k < LINK_REPEATS; k++)
+        if (!r[fs][sec][k].ok) {
+          ok = 0;
+          printf("  FAILED (fsync %s, %s): %s\n", fs ? "on" : "off",
+                 sec ? "encrypted" : "clear", r[fs][sec][k].why);
+        }
+  }
+  fprintf(f, "}\n");
+  fclose(f);
+  printf("  aim: encrypted within 10%% of unencrypted (ratio >= 0.90)\n");
+  printf("wrote %s\n", json);
+  return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
-  const char *json = argc > 1 ? argv[1] : "build/bench/globalagent.json";
+  int link = argc > 1 && !strcmp(argv[1], "--link");
+  if (link) {
+    argc--;
+    argv++;
+  }
+  const char *json = argc > 1 ? argv[1]
+                     : link   ? "build/bench/globalagent_link.json"
+                              : "build/bench/globalagent.json";
   signal(SIGPIPE, SIG_IGN);
   for (const char *const *v = (const char *const[]){
            "LA_PERIOD", "LA_METRIC", "LA_AGENT", "LA_APP_ID", "LA_DISABLE",
@@ -660,13 +815,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_globalagent: daemons not built (make bins)\n");
     return 1;
   }
+  if (link) return link_main(json);
   /* each measurement REPEATS times, interleaved; the run with the median
    * headline number is reported (the VM is noisy) */
   ingest_t inr[2][REPEATS];
   lat_t latr[2][REPEATS];
   for (int k = 0; k < REPEATS; k++) {
-    ingest_run(1, &inr[0][k]);
-    ingest_run(0, &inr[1][k]);
+    ingest_run(1, 1, &inr[0][k]);
+    ingest_run(0, 1, &inr[1][k]);
     latency_run(1, &latr[0][k]);
     latency_run(0, &latr[1][k]);
   }

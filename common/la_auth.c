@@ -1,6 +1,7 @@
 /* la_auth.c: the shared-secret challenge-response of la_auth.h, on
  * libsodium (BLAKE2b to derive the key from the secret file, HMAC-SHA-256 for
- * the answer, crypto_verify_32 to compare in constant time). Reads the secret
+ * the one-way answer, keyed BLAKE2b and crypto_kdf for the mutual proofs and
+ * session keys, crypto_verify_32 to compare in constant time). Reads the secret
  * file with one open() and fstat() on that descriptor, so what is checked is
  * what is read. Deliberately no sockets, no logging: callers report `why`.
  */
@@ -163,6 +164,66 @@ int la_auth_verify(const la_auth_key_t *key, const uint8_t *nonce,
   int ok = crypto_verify_32(want, mac) == 0;
   sodium_memzero(want, sizeof want);
   return ok ? 0 : LA_EAUTH;
+}
+
+/* crypto_kdf context of the session derivations: exactly 8 bytes. */
+#define LA__LINK_CTX "LA-LINK2"
+
+/* Appends one length-prefixed value to the transcript hash. */
+static void la__lv(crypto_generichash_state *h, const void *p, size_t n) {
+  uint8_t l = (uint8_t)n;
+  crypto_generichash_update(h, &l, 1);
+  crypto_generichash_update(h, p, n);
+}
+
+int la_auth_session_derive(const la_auth_key_t *key, uint32_t protocol,
+                           const char *agent, const char *server,
+                           const uint8_t *agent_nonce, size_t agent_nonce_len,
+                           const uint8_t *server_nonce, size_t server_nonce_len,
+                           la_auth_session_t *out) {
+  if (!out) return LA_EINVAL;
+  sodium_memzero(out, sizeof *out);
+  size_t al = agent ? strlen(agent) : 0, sl = server ? strlen(server) : 0;
+  if (!key || !agent_nonce || !server_nonce || al == 0 || al > 255 || sl == 0 ||
+      sl > 255 || agent_nonce_len < LA_AUTH_NONCE_MIN ||
+      agent_nonce_len > LA_AUTH_NONCE_MAX ||
+      server_nonce_len < LA_AUTH_NONCE_MIN ||
+      server_nonce_len > LA_AUTH_NONCE_MAX)
+    return LA_EINVAL;
+  uint8_t master[crypto_kdf_KEYBYTES];
+  uint8_t ver[4] = {(uint8_t)(protocol >> 24), (uint8_t)(protocol >> 16),
+                    (uint8_t)(protocol >> 8), (uint8_t)protocol};
+  crypto_generichash_state h;
+  crypto_generichash_init(&h, key->k, sizeof key->k, sizeof master);
+  crypto_generichash_update(&h, (const unsigned char *)LA_AUTH_DOMAIN2,
+                            sizeof LA_AUTH_DOMAIN2 - 1);
+  crypto_generichash_update(&h, ver, sizeof ver);
+  la__lv(&h, agent, al);
+  la__lv(&h, server, sl);
+  la__lv(&h, agent_nonce, agent_nonce_len);
+  la__lv(&h, server_nonce, server_nonce_len);
+  crypto_generichash_final(&h, master, sizeof master);
+  crypto_kdf_derive_from_key(out->agent_proof, sizeof out->agent_proof, 1,
+                             LA__LINK_CTX, master);
+  crypto_kdf_derive_from_key(out->server_proof, sizeof out->server_proof, 2,
+                             LA__LINK_CTX, master);
+  crypto_kdf_derive_from_key(out->key_a2g, sizeof out->key_a2g, 3, LA__LINK_CTX,
+                             master);
+  crypto_kdf_derive_from_key(out->key_g2a, sizeof out->key_g2a, 4, LA__LINK_CTX,
+                             master);
+  sodium_memzero(master, sizeof master);
+  sodium_memzero(&h, sizeof h);
+  return 0;
+}
+
+int la_auth_proof_check(const uint8_t want[LA_AUTH_PROOF_BYTES],
+                        const uint8_t *got, size_t got_len) {
+  if (!want || !got || got_len != LA_AUTH_PROOF_BYTES) return LA_EAUTH;
+  return crypto_verify_32(want, got) == 0 ? 0 : LA_EAUTH;
+}
+
+void la_auth_session_wipe(la_auth_session_t *s) {
+  if (s) sodium_memzero(s, sizeof *s);
 }
 
 void la_auth_key_wipe(la_auth_key_t *key) {

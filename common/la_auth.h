@@ -69,6 +69,48 @@ int la_auth_verify(const la_auth_key_t *key, const uint8_t *nonce,
                    size_t nonce_len, const char *host, const uint8_t *mac,
                    size_t mac_len);
 
+/* ---- mutual authentication and session keys (protocol "LA-AUTH-2") ----
+ *
+ * Both agents contribute a fresh nonce. The transcript
+ *   T = "LA-AUTH-2" || uint32be(protocol) || lv(agent) || lv(server)
+ *       || lv(agent_nonce) || lv(server_nonce)      (lv: uint8 length, bytes)
+ * is hashed with the key into a per-connection master key
+ *   M = BLAKE2b-256(key = K, T)
+ * from which crypto_kdf (context "LA-LINK2") derives four 32-byte values:
+ * 1 the LocalAgent's proof, 2 the GlobalAgent's proof, 3 the key of the
+ * LocalAgent -> GlobalAgent stream, 4 the key of the other direction. The
+ * two proofs are different derivations, so one cannot be reflected as the
+ * other; each covers both nonces, both names and the protocol version. */
+#define LA_AUTH_PROOF_BYTES 32
+#define LA_AUTH_DOMAIN2 "LA-AUTH-2"
+
+typedef struct la_auth_session {
+  uint8_t agent_proof[LA_AUTH_PROOF_BYTES];
+  uint8_t server_proof[LA_AUTH_PROOF_BYTES];
+  uint8_t key_a2g[32]; /* LocalAgent -> GlobalAgent stream key */
+  uint8_t key_g2a[32]; /* GlobalAgent -> LocalAgent stream key */
+} la_auth_session_t;
+
+/* Derives the proofs and stream keys of one connection into *out. agent and
+ * server are the names sent in Hello and Challenge (1..255 bytes each,
+ * without NUL); the nonces are as received (LA_AUTH_NONCE_MIN..MAX bytes).
+ * Returns 0, or LA_EINVAL (NULL argument, a length out of range), in which
+ * case *out is zeroed. Pure: no I/O, no state. */
+int la_auth_session_derive(const la_auth_key_t *key, uint32_t protocol,
+                           const char *agent, const char *server,
+                           const uint8_t *agent_nonce, size_t agent_nonce_len,
+                           const uint8_t *server_nonce, size_t server_nonce_len,
+                           la_auth_session_t *out);
+
+/* Compares a received proof (got_len bytes) with the expected one in
+ * constant time. Returns 0 when equal, LA_EAUTH otherwise (wrong length or
+ * NULL included). */
+int la_auth_proof_check(const uint8_t want[LA_AUTH_PROOF_BYTES],
+                        const uint8_t *got, size_t got_len);
+
+/* Overwrites a session's keys and proofs. NULL is ignored. */
+void la_auth_session_wipe(la_auth_session_t *s);
+
 /* Overwrites the key so it does not linger in memory. NULL is ignored. */
 void la_auth_key_wipe(la_auth_key_t *key);
 

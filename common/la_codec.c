@@ -74,7 +74,8 @@ int la_frame_header_parse(const uint8_t *hdr, uint32_t max_payload,
                ((uint32_t)hdr[2] << 8) | hdr[3];
   uint16_t t = (uint16_t)((hdr[4] << 8) | hdr[5]);
   if (hdr[6] != 0 || hdr[7] != 0) return LA_EPROTO;
-  if (!la__msg_find(t)) return LA_EPROTO;
+  /* MSG_SEALED: an encrypted record (la_secure.h), never a message */
+  if (!la__msg_find(t) && t != LA__MSG_TYPE__MSG_SEALED) return LA_EPROTO;
   if (l > max_payload) return LA_EMSGSIZE;
   *type = t;
   *len = l;

@@ -89,6 +89,46 @@ static void la__on_write(uv_write_t *req, int status) {
   la_conn_release(c);
 }
 
+void la_conn_set_secure(la_conn_t *c, la_secure_t *sec) { c->sec = sec; }
+
+/* Replaces the frame in *w by the record that carries it. Returns 0 or a
+ * negative LA_E* code (*w unchanged). */
+static int la__seal(la_conn_t *c, la__cwr_t **w) {
+  size_t cap = la_secure_record_size((*w)->len);
+  la__cwr_t *r = malloc(sizeof *r + cap);
+  if (!r) return LA_ENOMEM;
+  long n = la_secure_seal(c->sec, (*w)->data, (*w)->len, r->data, cap);
+  if (n < 0) {
+    free(r);
+    return (int)n;
+  }
+  *r = **w;
+  r->len = (size_t)n;
+  free(*w);
+  *w = r;
+  return 0;
+}
+
+/* Turns the record just read into the frame it carries: *buf (freed by the
+ * caller) holds it. Returns 0, or -1 after la__bad. */
+static void la__bad(la_conn_t *c, const char *why);
+static int la__open(la_conn_t *c, uint16_t *type, const uint8_t **p,
+                    uint32_t *len, uint8_t **buf) {
+  char why[240];
+  if (*type != LA__MSG_TYPE__MSG_SEALED) {
+    snprintf(why, sizeof why, "%s in clear on an encrypted link",
+             la_msg_name(*type));
+    la__bad(c, why);
+    return -1;
+  }
+  if (la_secure_open(c->sec, *p, *len, c->rd.max_payload, buf, type, p, len,
+                     why, sizeof why) != 0) {
+    la__bad(c, why);
+    return -1;
+  }
+  return 0;
+}
+
 int la_conn_send(la_conn_t *c, uint16_t type, const ProtobufCMessage *m,
                  int close_after) {
   if (c->closing) return LA_EIO;
@@ -106,7 +146,12 @@ int la_conn_send(la_conn_t *c, uint16_t type, const ProtobufCMessage *m,
   w->c = c;
   w->close_after = close_after;
   w->len = (size_t)len;
-  uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)len);
+  if (c->sec && la__seal(c, &w) != 0) {
+    free(w);
+    la_conn_close(c, "cannot seal a record");
+    return LA_ENOMEM;
+  }
+  uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)w->len);
   if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, la__on_write) != 0) {
     free(w);
     la_conn_close(c, "write failed");
@@ -148,7 +193,11 @@ static void la__on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
          (rc = la_frame_reader_next(&c->rd, &type, &p, &len)) == 1) {
     ProtobufCMessage *m = NULL;
     char why[240];
-    if (la_msg_decode(type, p, len, &m, why, sizeof why) != 0) {
+    uint8_t *plain = NULL;
+    if (c->sec && la__open(c, &type, &p, &len, &plain) != 0) break;
+    int drc = la_msg_decode(type, p, len, &m, why, sizeof why);
+    free(plain);
+    if (drc != 0) {
       la__bad(c, why);
       break;
     }

@@ -17,6 +17,7 @@
 #include <uv.h>
 
 #include "la_codec.h"
+#include "la_secure.h"
 
 typedef struct la_conn la_conn_t;
 
@@ -46,6 +47,7 @@ struct la_conn {
   char peer[64];    /* "ip:port" */
   const la_conn_ops_t *ops;
   void *data;       /* the owner's */
+  la_secure_t *sec; /* the owner's; set: frames travel as records */
 };
 
 /* Prepares c (embedded in the owner's struct) on loop. */
@@ -60,6 +62,11 @@ void la_conn_set_deadline(la_conn_t *c, uint64_t ms);
  * Returns 0, or a negative LA_E* code (the connection is then closing). */
 int la_conn_send(la_conn_t *c, uint16_t type, const ProtobufCMessage *m,
                  int close_after);
+/* From now on every frame sent is sealed with sec and every frame received
+ * must be a record that sec opens (a clear frame or one that does not
+ * authenticate is bad input). sec (owned by the caller) must outlive c; the
+ * inner frame's payload stays bounded by max_frame. */
+void la_conn_set_secure(la_conn_t *c, la_secure_t *sec);
 /* Starts closing (idempotent). */
 void la_conn_close(la_conn_t *c, const char *reason);
 /* Holds keep the connection's memory alive (e.g. while a worker job uses

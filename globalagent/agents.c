@@ -1,21 +1,30 @@
 /* agents.c: the GlobalAgent's LocalAgent connections.
  *
- * A LocalAgent says Hello (protocol, host); the GlobalAgent answers a
- * Challenge of 32 random bytes; the LocalAgent proves the shared secret with
- * a MAC over it (common/la_auth.h); the GlobalAgent answers AuthResult, with
- * next_seq from the store. A refused agent gets AuthResult{LA_EAUTH, reason}
- * and the connection closes; the refusal is logged with the peer's address.
- * Without a configured secret every agent is accepted (logged at start).
- * After that, RankStart / CompactTrace / RankEnd go to ingest.c; Acks go
- * back only after the group commit that stored them (la_ga_agents_ack).
- * Knows the handshake; storage and stitching are ingest.c's.
+ * With a secret configured (agents.secret_file) the handshake is mutual
+ * (docs/protocol.md, "Handshake"): the LocalAgent's Hello carries its nonce;
+ * the GlobalAgent answers a Challenge with its own nonce, its name and the
+ * header of its sending stream; the LocalAgent proves the secret over the
+ * transcript (common/la_auth.h) in Auth, with its stream header; the
+ * GlobalAgent checks the proof and answers AuthResult — next_seq from the
+ * store and its own proof — as the first encrypted record. From then on
+ * every frame both ways is a record (common/la_secure.h); a record that does
+ * not open closes the connection with the reason logged. A refused agent
+ * gets a clear AuthResult{LA_EAUTH, reason} and the connection closes; the
+ * refusal is logged with the peer's address. Without a secret every agent is
+ * accepted, unencrypted (logged at start). After the handshake, RankStart /
+ * CompactTrace / RankEnd go to ingest.c; Acks go back only after the group
+ * commit that stored them (la_ga_agents_ack). Knows the handshake; storage
+ * and stitching are ingest.c's.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "ga.h"
 #include "la_log.h"
+#include "la_secure.h"
 
 enum { LA__AG_HELLO = 0, LA__AG_AUTH = 1, LA__AG_READY = 2 };
 
@@ -26,6 +35,9 @@ typedef struct la_ga_agent {
   int state;
   char host[LA_MAX_ID_LEN + 1];
   uint8_t nonce[LA_AUTH_NONCE_BYTES];
+  int mutual;            /* the LocalAgent offered a nonce; secret set */
+  la_auth_session_t ses; /* proofs and stream keys (mutual) */
+  la_secure_t sec;       /* the records (mutual) */
   uint64_t stored_seq; /* highest seq handled in the open transaction */
   uint64_t acked_seq;  /* highest seq acknowledged */
   uint64_t messages;
@@ -38,6 +50,8 @@ static void la__on_free(la_conn_t *c) {
   else ga->agents = a->next;
   if (a->next) a->next->prev = a->prev;
   ga->n_agents--;
+  la_auth_session_wipe(&a->ses);
+  la_secure_wipe(&a->sec);
   free(a);
 }
 
@@ -55,6 +69,108 @@ static void la__refuse(la_ga_agent_t *a, int code, const char *why) {
   la_conn_send(&a->conn, LA__MSG_TYPE__MSG_AUTH_RESULT, &r.base, 1);
 }
 
+/* The name this GlobalAgent gives in the Challenge (part of the
+ * transcript both proofs cover). */
+static void la__server_name(char *out, size_t n) {
+  if (gethostname(out, n) != 0 || !out[0]) snprintf(out, n, "globalagent");
+  out[n - 1] = '\0';
+  for (char *p = out; *p; p++)
+    if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e) *p = '_';
+}
+
+/* Hello: answers the Challenge (mutual when a secret is set). Returns 0. */
+static int la__handshake_hello(la_ga_agent_t *a, const La__Hello *h) {
+  la_ga_t *ga = a->ga;
+  la_conn_t *c = &a->conn;
+  snprintf(a->host, sizeof a->host, "%s", h->host);
+  la_auth_make_nonce(a->nonce);
+  La__Challenge ch = LA__CHALLENGE__INIT;
+  ch.nonce.data = a->nonce;
+  ch.nonce.len = sizeof a->nonce;
+  char server[65];
+  uint8_t hdr[LA_SECURE_HEADER_BYTES];
+  if (ga->have_key) {
+    if (!h->has_agent_nonce) {
+      ga->st.auth_failures++;
+      la_log_warnx(
+          "LocalAgent '%s' from %s refused: it offers no mutual "
+          "authentication (no secret configured, or too old)",
+          a->host, c->peer);
+      la__refuse(a, LA_EAUTH,
+                 "authentication failed: this GlobalAgent requires mutual "
+                 "authentication and encryption (set global.secret_file to "
+                 "the same secret file on the LocalAgent)");
+      return 0;
+    }
+    la__server_name(server, sizeof server);
+    if (la_auth_session_derive(&ga->key, LA_PROTOCOL_VERSION, a->host, server,
+                               h->agent_nonce.data, h->agent_nonce.len,
+                               a->nonce, sizeof a->nonce, &a->ses) != 0) {
+      ga->st.bad_frames++;
+      la_log_warnx("LocalAgent '%s' from %s refused: its nonce is %zu bytes",
+                   a->host, c->peer, h->agent_nonce.len);
+      la__refuse(a, LA_EPROTO, "Hello: agent_nonce must be 16..64 bytes");
+      return 0;
+    }
+    la_secure_init(&a->sec);
+    la_secure_start_tx(&a->sec, a->ses.key_g2a, hdr);
+    a->mutual = 1;
+    ch.server = server;
+    ch.has_stream_header = 1;
+    ch.stream_header.data = hdr;
+    ch.stream_header.len = sizeof hdr;
+  }
+  a->state = LA__AG_AUTH;
+  la_conn_send(c, LA__MSG_TYPE__MSG_CHALLENGE, &ch.base, 0);
+  return 0;
+}
+
+/* Auth: checks the LocalAgent's proof; on success switches the connection to
+ * records and answers AuthResult (with this side's proof) as the first one.
+ * Returns 0. */
+static int la__handshake_auth(la_ga_agent_t *a, const La__Auth *au) {
+  la_ga_t *ga = a->ga;
+  la_conn_t *c = &a->conn;
+  int ok;
+  if (a->mutual)
+    ok = la_auth_proof_check(a->ses.agent_proof, au->mac.data, au->mac.len) ==
+             0 &&
+         au->has_stream_header &&
+         la_secure_start_rx(&a->sec, a->ses.key_a2g, au->stream_header.data,
+                            au->stream_header.len) == 0;
+  else
+    ok = !ga->have_key ||
+         la_auth_verify(&ga->key, a->nonce, sizeof a->nonce, a->host,
+                        au->mac.data, au->mac.len) == 0;
+  if (!ok) {
+    ga->st.auth_failures++;
+    la_log_warnx("LocalAgent '%s' from %s refused: wrong secret", a->host,
+                 c->peer);
+    la__refuse(a, LA_EAUTH, LA_AUTH_REFUSED_MSG);
+    return 0;
+  }
+  La__AuthResult r = LA__AUTH_RESULT__INIT;
+  uint64_t next = 1;
+  la_store_agent_next_seq(ga->store, a->host, &next);
+  r.status = 0;
+  r.has_next_seq = 1;
+  r.next_seq = next;
+  if (a->mutual) {
+    r.has_server_proof = 1;
+    r.server_proof.data = a->ses.server_proof;
+    r.server_proof.len = sizeof a->ses.server_proof;
+    la_conn_set_secure(c, &a->sec);
+  }
+  a->state = LA__AG_READY;
+  la_conn_set_deadline(c, 0);
+  la_conn_send(c, LA__MSG_TYPE__MSG_AUTH_RESULT, &r.base, 0);
+  la_log_info("LocalAgent '%s' connected from %s (next seq %llu, %s)", a->host,
+              c->peer, (unsigned long long)next,
+              a->mutual ? "mutually authenticated, encrypted"
+                        : "UNENCRYPTED: no secret");
+  return 0;
+}
+
 static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
   la_ga_agent_t *a = (la_ga_agent_t *)c;
   la_ga_t *ga = a->ga;
@@ -66,44 +182,22 @@ static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
       la__refuse(a, LA_EPROTO, "expected Hello");
       return 0;
     }
-    La__Hello *h = (La__Hello *)m;
-    snprintf(a->host, sizeof a->host, "%s", h->host);
-    la_auth_make_nonce(a->nonce);
-    La__Challenge ch = LA__CHALLENGE__INIT;
-    ch.nonce.data = a->nonce;
-    ch.nonce.len = sizeof a->nonce;
-    a->state = LA__AG_AUTH;
-    la_conn_send(c, LA__MSG_TYPE__MSG_CHALLENGE, &ch.base, 0);
-    return 0;
+    return la__handshake_hello(a, (La__Hello *)m);
   }
   if (a->state == LA__AG_AUTH) {
+    if (type == LA__MSG_TYPE__MSG_ERROR) {
+      La__Error *e = (La__Error *)m;
+      ga->st.auth_failures++;
+      la_log_warnx("LocalAgent '%s' from %s refused this GlobalAgent: %.200s",
+                   a->host, c->peer, e->message ? e->message : "no reason");
+      return -1;
+    }
     if (type != LA__MSG_TYPE__MSG_AUTH) {
       ga->st.bad_frames++;
       la__refuse(a, LA_EPROTO, "expected Auth");
       return 0;
     }
-    La__Auth *au = (La__Auth *)m;
-    if (ga->have_key &&
-        la_auth_verify(&ga->key, a->nonce, sizeof a->nonce, a->host,
-                       au->mac.data, au->mac.len) != 0) {
-      ga->st.auth_failures++;
-      la_log_warnx("LocalAgent '%s' from %s refused: wrong secret", a->host,
-                   c->peer);
-      la__refuse(a, LA_EAUTH, LA_AUTH_REFUSED_MSG);
-      return 0;
-    }
-    La__AuthResult r = LA__AUTH_RESULT__INIT;
-    uint64_t next = 1;
-    la_store_agent_next_seq(ga->store, a->host, &next);
-    r.status = 0;
-    r.has_next_seq = 1;
-    r.next_seq = next;
-    a->state = LA__AG_READY;
-    la_conn_set_deadline(c, 0);
-    la_conn_send(c, LA__MSG_TYPE__MSG_AUTH_RESULT, &r.base, 0);
-    la_log_info("LocalAgent '%s' connected from %s (next seq %llu)", a->host,
-                c->peer, (unsigned long long)next);
-    return 0;
+    return la__handshake_auth(a, (La__Auth *)m);
   }
   uint64_t seq;
   switch (type) {

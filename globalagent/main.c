@@ -198,7 +198,7 @@ int main(int argc, char **argv) {
     ga->have_key = 1;
   } else {
     la_log_warnx("agents.secret_file is not set: any LocalAgent that "
-                 "connects is accepted");
+                 "connects is accepted and the link is NOT encrypted");
   }
   char why[600];
   if (la_ga_ingest_start(ga, why, sizeof why) != 0) {

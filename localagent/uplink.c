@@ -1,7 +1,13 @@
 /* uplink.c: the LocalAgent's one persistent connection to the GlobalAgent.
  *
- * Connects (numeric address), says Hello, answers the Challenge with a MAC of
- * the shared secret (common/la_auth.h), and once AuthResult says yes sends
+ * Connects (numeric address), says Hello, and authenticates (la__handshake_*):
+ * with a secret configured the handshake is mutual (docs/protocol.md,
+ * "Handshake") and the GlobalAgent must prove the secret too, in its
+ * AuthResult, which is the first encrypted record; after it every frame both
+ * ways is a record (common/la_secure.h: la__link_seal / la__link_open), and a
+ * GlobalAgent that fails its proof is refused before anything is sent or
+ * acknowledged. Without a secret it answers the Challenge as before, in
+ * clear (logged at start). Once AuthResult says yes it sends
  * every queued message (RankStart, CompactTrace, RankEnd) in sequence order,
  * at most 4 MiB unacknowledged on the socket at a time. Acks are cumulative;
  * an acknowledged message leaves the queue (outq.c), and only then. When the
@@ -20,6 +26,7 @@
 #include "agent.h"
 #include "la_auth.h"
 #include "la_errors.h"
+#include "la_secure.h"
 #include "la_log.h"
 #include "la_sockio.h"
 
@@ -50,6 +57,10 @@ typedef struct la_uplink {
   struct sockaddr_storage addr;
   la_frame_reader_t rd;
   la_auth_key_t key;
+  int have_key;                       /* mutual handshake, records */
+  uint8_t anonce[LA_AUTH_NONCE_BYTES]; /* this connection's nonce */
+  la_auth_session_t ses;
+  la_secure_t sec;
   int64_t backoff_ms;
   uint64_t connects, epoch;
   size_t inflight;
@@ -69,6 +80,7 @@ static void la__fail(la_uplink_t *up, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void la__pump(la_uplink_t *up);
 static void la__connect(la_uplink_t *up);
+static int la__write_req(la_uplink_t *up, la__upwr_t *w);
 
 static void la__on_timer(uv_timer_t *t) {
   la_uplink_t *up = t->data;
@@ -110,6 +122,8 @@ static void la__fail(la_uplink_t *up, const char *fmt, ...) {
   la_outq_rewind(up->ag->q);
   uv_timer_stop(&up->timer);
   la_frame_reader_free(&up->rd);
+  la_auth_session_wipe(&up->ses);
+  la_secure_wipe(&up->sec);
   if (up->tcp_open && !uv_is_closing((uv_handle_t *)&up->tcp))
     uv_close((uv_handle_t *)&up->tcp, la__on_tcp_closed);
   else if (!up->tcp_open)
@@ -127,16 +141,46 @@ static void la__on_write(uv_write_t *req, int status) {
   else la__pump(up);
 }
 
+/* la__write's transform once the link is encrypted: the record carrying the
+ * frame, in a write request of its own. NULL when out of memory. */
+static la__upwr_t *la__link_seal(la_uplink_t *up, const uint8_t *bytes,
+                                 size_t len) {
+  size_t cap = la_secure_record_size(len);
+  la__upwr_t *w = malloc(sizeof *w + cap);
+  if (!w) return NULL;
+  long n = la_secure_seal(&up->sec, bytes, len, w->data, cap);
+  if (n < 0) {
+    free(w);
+    return NULL;
+  }
+  w->len = (size_t)n;
+  return w;
+}
+
 static int la__write(la_uplink_t *up, const uint8_t *bytes, size_t len) {
+  if (up->sec.tx_on) {
+    la__upwr_t *w = la__link_seal(up, bytes, len);
+    if (!w) {
+      la__fail(up, "cannot seal a record");
+      return LA_ENOMEM;
+    }
+    return la__write_req(up, w);
+  }
   la__upwr_t *w = malloc(sizeof *w + len);
   if (!w) { /* the message counts as sent: resend it after a reconnect */
     la__fail(up, "out of memory");
     return LA_ENOMEM;
   }
-  w->up = up;
-  w->epoch = up->epoch;
   w->len = len;
   memcpy(w->data, bytes, len);
+  return la__write_req(up, w);
+}
+
+/* Writes w (its data and len set; taken over). Returns 0 or LA_EIO. */
+static int la__write_req(la_uplink_t *up, la__upwr_t *w) {
+  size_t len = w->len;
+  w->up = up;
+  w->epoch = up->epoch;
   uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)len);
   int rc = uv_write(&w->req, (uv_stream_t *)&up->tcp, &b, 1, la__on_write);
   if (rc != 0) {
@@ -175,8 +219,131 @@ static void la__pump(la_uplink_t *up) {
   }
 }
 
+/* ------------------------------------------------------------ handshake */
+
+/* Sends Hello; with a secret, with this connection's fresh nonce. */
+static void la__handshake_hello(la_uplink_t *up) {
+  La__Hello h = LA__HELLO__INIT;
+  h.protocol = LA_PROTOCOL_VERSION;
+  h.host = up->ag->host;
+  h.agent_version = LA_AGENT_VERSION;
+  if (up->have_key) {
+    la_auth_make_nonce(up->anonce);
+    h.has_agent_nonce = 1;
+    h.agent_nonce.data = up->anonce;
+    h.agent_nonce.len = sizeof up->anonce;
+  }
+  up->state = LA__UP_HELLO;
+  la__write_msg(up, LA__MSG_TYPE__MSG_HELLO, &h.base);
+}
+
+/* Refuses a GlobalAgent that did not prove the secret: logged once per
+ * failure at error level, longest backoff, nothing sent or acknowledged. */
+static void la__handshake_refuse(la_uplink_t *up, const char *why) {
+  la_log_error("GlobalAgent %s failed to prove the shared secret (%s): "
+               "refusing it (check global.secret_file on both agents, and "
+               "that this address is the GlobalAgent)", up->ag->set.global,
+               why);
+  up->backoff_ms = up->ag->set.reconnect_max_ms;
+  up->quiet_fail = 1;
+  la__fail(up, "GlobalAgent refused: %s", why);
+  up->quiet_fail = 0;
+}
+
+/* Challenge: with a secret, derives the session, starts both streams and
+ * proves the secret; without, answers the one-way MAC as before. */
+static void la__handshake_challenge(la_uplink_t *up, const La__Challenge *c) {
+  La__Auth a = LA__AUTH__INIT;
+  uint8_t mac[LA_AUTH_MAC_BYTES], hdr[LA_SECURE_HEADER_BYTES];
+  if (!up->have_key) {
+    if (la_auth_mac(&up->key, c->nonce.data, c->nonce.len, up->ag->host,
+                    mac)) {
+      la__fail(up, "cannot compute the authentication answer");
+      return;
+    }
+    a.mac.data = mac;
+    a.mac.len = sizeof mac;
+    up->state = LA__UP_AUTH;
+    la__write_msg(up, LA__MSG_TYPE__MSG_AUTH, &a.base);
+    return;
+  }
+  if (!c->server || !c->has_stream_header) {
+    La__Error e = LA__ERROR__INIT;
+    e.code = LA_EAUTH;
+    e.message = "this LocalAgent requires mutual authentication (configure "
+                "agents.secret_file on the GlobalAgent)";
+    la__write_msg(up, LA__MSG_TYPE__MSG_ERROR, &e.base);
+    la__handshake_refuse(up, "it offers no mutual authentication: no secret "
+                             "configured there, or not the GlobalAgent");
+    return;
+  }
+  la_secure_init(&up->sec);
+  if (la_auth_session_derive(&up->key, LA_PROTOCOL_VERSION, up->ag->host,
+                             c->server, up->anonce, sizeof up->anonce,
+                             c->nonce.data, c->nonce.len, &up->ses) != 0 ||
+      la_secure_start_rx(&up->sec, up->ses.key_g2a, c->stream_header.data,
+                         c->stream_header.len) != 0) {
+    la__handshake_refuse(up, "a malformed Challenge");
+    return;
+  }
+  a.mac.data = up->ses.agent_proof;
+  a.mac.len = sizeof up->ses.agent_proof;
+  la_secure_start_tx(&up->sec, up->ses.key_a2g, hdr);
+  a.has_stream_header = 1;
+  a.stream_header.data = hdr;
+  a.stream_header.len = sizeof hdr;
+  up->state = LA__UP_AUTH;
+  /* Auth itself goes in clear: the GlobalAgent switches after checking it */
+  uint64_t epoch = up->epoch;
+  up->sec.tx_on = 0;
+  la__write_msg(up, LA__MSG_TYPE__MSG_AUTH, &a.base);
+  if (up->epoch == epoch) up->sec.tx_on = 1; /* not if the write failed */
+}
+
+/* AuthResult: a refusal (clear or sealed) is logged; an acceptance must be
+ * sealed and carry the GlobalAgent's proof, else the GlobalAgent is refused.
+ */
+static void la__handshake_result(la_uplink_t *up, const La__AuthResult *r,
+                                 int sealed) {
+  la_agent_t *ag = up->ag;
+  if (r->status != 0) {
+    la_log_error("GlobalAgent %s refused this agent: %s (check "
+                 "global.secret_file on both agents)", ag->set.global,
+                 r->message ? r->message : la_strerror(r->status));
+    up->backoff_ms = ag->set.reconnect_max_ms;
+    up->quiet_fail = 1; /* just logged */
+    la__fail(up, "authentication refused: %s",
+             r->message ? r->message : la_strerror(r->status));
+    up->quiet_fail = 0;
+    return;
+  }
+  if (up->have_key &&
+      (!sealed || la_auth_proof_check(up->ses.server_proof,
+                                      r->server_proof.data,
+                                      r->has_server_proof
+                                          ? r->server_proof.len
+                                          : 0) != 0)) {
+    la__handshake_refuse(up, sealed ? "its proof does not verify"
+                                    : "it accepted this agent in clear");
+    return;
+  }
+  la_auth_session_wipe(&up->ses); /* the streams keep what they need */
+  up->state = LA__UP_READY;
+  uv_timer_stop(&up->timer);
+  up->backoff_ms = ag->set.reconnect_min_ms;
+  up->last_error[0] = '\0';
+  la_outq_stats_t q;
+  la_outq_get_stats(ag->q, &q);
+  la_log_info("GlobalAgent %s: connected%s; %llu messages to send",
+              ag->set.global,
+              up->have_key ? " (mutually authenticated, encrypted)"
+                           : " (UNENCRYPTED: no secret)",
+              (unsigned long long)q.items);
+  la__pump(up);
+}
+
 static void la__on_frame(la_uplink_t *up, uint16_t type, const uint8_t *p,
-                         uint32_t len) {
+                         uint32_t len, int sealed) {
   ProtobufCMessage *m = NULL;
   char why[240];
   if (la_msg_decode(type, p, len, &m, why, sizeof why) != 0) {
@@ -187,40 +354,11 @@ static void la__on_frame(la_uplink_t *up, uint16_t type, const uint8_t *p,
   if (type == LA__MSG_TYPE__MSG_ERROR) {
     la__fail(up, "GlobalAgent error: %s", ((La__Error *)m)->message);
   } else if (up->state == LA__UP_HELLO && type == LA__MSG_TYPE__MSG_CHALLENGE) {
-    La__Challenge *c = (La__Challenge *)m;
-    uint8_t mac[LA_AUTH_MAC_BYTES];
-    if (la_auth_mac(&up->key, c->nonce.data, c->nonce.len, ag->host, mac)) {
-      la__fail(up, "cannot compute the authentication answer");
-    } else {
-      La__Auth a = LA__AUTH__INIT;
-      a.mac.data = mac;
-      a.mac.len = sizeof mac;
-      up->state = LA__UP_AUTH;
-      la__write_msg(up, LA__MSG_TYPE__MSG_AUTH, &a.base);
-    }
-  } else if (up->state == LA__UP_AUTH &&
+    la__handshake_challenge(up, (La__Challenge *)m);
+  } else if ((up->state == LA__UP_AUTH ||
+              (up->state == LA__UP_HELLO && ((La__AuthResult *)m)->status)) &&
              type == LA__MSG_TYPE__MSG_AUTH_RESULT) {
-    La__AuthResult *r = (La__AuthResult *)m;
-    if (r->status != 0) {
-      la_log_error("GlobalAgent %s refused this agent: %s (check "
-                   "global.secret_file on both agents)", ag->set.global,
-                   r->message ? r->message : la_strerror(r->status));
-      up->backoff_ms = ag->set.reconnect_max_ms;
-      up->quiet_fail = 1; /* just logged */
-      la__fail(up, "authentication refused: %s",
-               r->message ? r->message : la_strerror(r->status));
-      up->quiet_fail = 0;
-    } else {
-      up->state = LA__UP_READY;
-      uv_timer_stop(&up->timer);
-      up->backoff_ms = ag->set.reconnect_min_ms;
-      up->last_error[0] = '\0';
-      la_outq_stats_t q;
-      la_outq_get_stats(ag->q, &q);
-      la_log_info("GlobalAgent %s: connected; %llu messages to send",
-                  ag->set.global, (unsigned long long)q.items);
-      la__pump(up);
-    }
+    la__handshake_result(up, (La__AuthResult *)m, sealed);
   } else if (up->state == LA__UP_READY && type == LA__MSG_TYPE__MSG_ACK) {
     uint64_t seq = ((La__Ack *)m)->seq;
     if (la_outq_ack(ag->q, seq) != 0)
@@ -232,6 +370,39 @@ static void la__on_frame(la_uplink_t *up, uint16_t type, const uint8_t *p,
     la__fail(up, "unexpected %s", la_msg_name(type));
   }
   la_msg_free(m);
+}
+
+/* la__on_read's transform once the link is encrypted: a record is opened and
+ * its frame handled; a clear frame is taken only while waiting for
+ * AuthResult (a refusal in clear is how a GlobalAgent says no); anything else
+ * fails the link with the reason. */
+static void la__link_open(la_uplink_t *up, uint16_t type, const uint8_t *p,
+                          uint32_t len) {
+  if (type != LA__MSG_TYPE__MSG_SEALED) {
+    if (up->state == LA__UP_AUTH && (type == LA__MSG_TYPE__MSG_AUTH_RESULT ||
+                                     type == LA__MSG_TYPE__MSG_ERROR))
+      la__on_frame(up, type, p, len, 0);
+    else
+      la__fail(up, "%s in clear on the encrypted link: closing",
+               la_msg_name(type));
+    return;
+  }
+  uint8_t *buf;
+  const uint8_t *ip;
+  uint32_t ilen;
+  uint16_t itype;
+  char why[240];
+  int rc = la_secure_open(&up->sec, p, len, up->rd.max_payload, &buf, &itype,
+                          &ip, &ilen, why, sizeof why);
+  if (rc != 0) {
+    if (up->state == LA__UP_AUTH && rc == LA_EAUTH)
+      la__handshake_refuse(up, "its first record does not authenticate");
+    else
+      la__fail(up, "%s: closing", why);
+    return;
+  }
+  la__on_frame(up, itype, ip, ilen, 1);
+  free(buf);
 }
 
 static void la__alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -257,8 +428,12 @@ static void la__on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   uint32_t len;
   while (rc == 0 && up->epoch == epoch &&
          (rc = la_frame_reader_next(&up->rd, &type, &p, &len)) == 1) {
-    la__on_frame(up, type, p, len);
     rc = 0;
+    if (up->sec.rx_on) {
+      la__link_open(up, type, p, len);
+      continue;
+    }
+    la__on_frame(up, type, p, len, 0);
   }
   if (rc < 0 && up->epoch == epoch) la__fail(up, "malformed frame");
 }
@@ -274,12 +449,7 @@ static void la__on_connect(uv_connect_t *req, int status) {
   uv_tcp_nodelay(&up->tcp, 1);
   la_frame_reader_init(&up->rd, 16u << 20);
   uv_read_start((uv_stream_t *)&up->tcp, la__alloc, la__on_read);
-  La__Hello h = LA__HELLO__INIT;
-  h.protocol = LA_PROTOCOL_VERSION;
-  h.host = up->ag->host;
-  h.agent_version = LA_AGENT_VERSION;
-  up->state = LA__UP_HELLO;
-  la__write_msg(up, LA__MSG_TYPE__MSG_HELLO, &h.base);
+  la__handshake_hello(up);
 }
 
 static void la__connect(la_uplink_t *up) {
@@ -319,9 +489,12 @@ int la_uplink_start(la_agent_t *ag, char *why, size_t why_len) {
       snprintf(why, why_len, "global.secret_file: %s", r);
       return LA_EAUTH;
     }
+    up->have_key = 1;
   } else {
-    la_log_warnx("global.secret_file is not set: the GlobalAgent must be "
-                 "configured to accept agents without a secret");
+    la_log_warnx("global.secret_file is not set: the link to the GlobalAgent "
+                 "is NOT authenticated both ways nor encrypted, and the "
+                 "GlobalAgent must be configured to accept agents without a "
+                 "secret");
   }
   char host[200];
   uint16_t port;
@@ -373,6 +546,8 @@ void la_uplink_stop(la_agent_t *ag) {
   up->state = LA__UP_STOPPED;
   up->epoch++;
   la_auth_key_wipe(&up->key);
+  la_auth_session_wipe(&up->ses);
+  la_secure_wipe(&up->sec);
   la_frame_reader_free(&up->rd);
   /* handles are closed by main.c's walk; the struct lives until exit */
 }

@@ -23,6 +23,7 @@
 #include "la.h"
 #include "la_auth.h"
 #include "la_codec.h"
+#include "la_secure_io.h"
 #include "la_sockio.h"
 
 #define MAXC 64
@@ -38,6 +39,9 @@ typedef struct {
   uint64_t deadline; /* handshake deadline, ms; 0 once authenticated */
   char host[LA_TG_ID_LEN];
   uint8_t nonce[LA_AUTH_NONCE_BYTES];
+  int mutual; /* the LocalAgent offered a nonce: mutual, then records */
+  la_auth_session_t ses;
+  la_secure_t sec;
   la_frame_reader_t rd;
   int has_seq;
   uint64_t last_seq; /* previous seq on this connection */
@@ -177,6 +181,8 @@ static void conn_close(la_test_global_t *g, conn_t *c) {
   close(c->fd);
   c->fd = -1;
   la_frame_reader_free(&c->rd);
+  la_auth_session_wipe(&c->ses);
+  la_secure_wipe(&c->sec);
   pthread_mutex_lock(&g->mu);
   bump(g, LA_TG_CLOSED);
   pthread_mutex_unlock(&g->mu);
@@ -201,7 +207,8 @@ static void protocol_error(la_test_global_t *g, conn_t *c, int code,
     La__Error e = LA__ERROR__INIT;
     e.code = code;
     e.message = (char *)why;
-    la_send_msg(c->fd, LA__MSG_TYPE__MSG_ERROR, &e.base, 200);
+    la_secure_send_msg(c->fd, c->mutual ? &c->sec : NULL,
+                       LA__MSG_TYPE__MSG_ERROR, &e.base, 200);
   }
 }
 
@@ -213,7 +220,10 @@ static int send_ack(la_test_global_t *g, conn_t *c) {
   g->ctr[LA_TG_LAST_ACK] = a.seq;
   bump(g, LA_TG_ACKS);
   pthread_mutex_unlock(&g->mu);
-  return la_send_msg(c->fd, LA__MSG_TYPE__MSG_ACK, &a.base, SEND_MS) ? -1 : 0;
+  return la_secure_send_msg(c->fd, c->mutual ? &c->sec : NULL,
+                            LA__MSG_TYPE__MSG_ACK, &a.base, SEND_MS)
+             ? -1
+             : 0;
 }
 
 /* Sends the cumulative Ack if the policy says it is time. Returns 0, or -1
@@ -248,6 +258,28 @@ static int on_hello(la_test_global_t *g, conn_t *c, const La__Hello *h) {
   La__Challenge ch = LA__CHALLENGE__INIT;
   ch.nonce.data = c->nonce;
   ch.nonce.len = sizeof c->nonce;
+  uint8_t hdr[LA_SECURE_HEADER_BYTES];
+  pthread_mutex_lock(&g->mu);
+  int keyed = !g->accept_any;
+  la_auth_key_t key = g->key;
+  pthread_mutex_unlock(&g->mu);
+  if (h->has_agent_nonce && keyed) { /* mutual (the LocalAgent's default) */
+    if (la_auth_session_derive(&key, LA_PROTOCOL_VERSION, c->host,
+                               "test-global", h->agent_nonce.data,
+                               h->agent_nonce.len, c->nonce, sizeof c->nonce,
+                               &c->ses) != 0) {
+      protocol_error(g, c, LA_EPROTO, "Hello: bad agent_nonce");
+      return -1;
+    }
+    la_secure_init(&c->sec);
+    la_secure_start_tx(&c->sec, c->ses.key_g2a, hdr);
+    c->mutual = 1;
+    ch.server = "test-global";
+    ch.has_stream_header = 1;
+    ch.stream_header.data = hdr;
+    ch.stream_header.len = sizeof hdr;
+  }
+  la_auth_key_wipe(&key);
   if (la_send_msg(c->fd, LA__MSG_TYPE__MSG_CHALLENGE, &ch.base, SEND_MS))
     return -1;
   c->state = ST_AUTH;
@@ -261,6 +293,12 @@ static int on_auth(la_test_global_t *g, conn_t *c, const La__Auth *a) {
     ok = 0;
   else if (g->accept_any)
     ok = a->mac.len == LA_AUTH_MAC_BYTES;
+  else if (c->mutual)
+    ok = la_auth_proof_check(c->ses.agent_proof, a->mac.data, a->mac.len) ==
+             0 &&
+         a->has_stream_header &&
+         la_secure_start_rx(&c->sec, c->ses.key_a2g, a->stream_header.data,
+                            a->stream_header.len) == 0;
   else
     ok = la_auth_verify(&g->key, c->nonce, sizeof c->nonce, c->host,
                         a->mac.data, a->mac.len) == 0;
@@ -281,12 +319,18 @@ static int on_auth(la_test_global_t *g, conn_t *c, const La__Auth *a) {
   r.status = 0;
   r.has_next_seq = 1;
   r.next_seq = max < 0 ? 1 : (uint64_t)max + 1;
+  if (c->mutual) {
+    r.has_server_proof = 1;
+    r.server_proof.data = c->ses.server_proof;
+    r.server_proof.len = sizeof c->ses.server_proof;
+  }
   c->state = ST_READY;
   c->deadline = 0;
   pthread_mutex_lock(&g->mu); /* counted first: the client may be quicker */
   bump(g, LA_TG_AUTH_OK);
   pthread_mutex_unlock(&g->mu);
-  return la_send_msg(c->fd, LA__MSG_TYPE__MSG_AUTH_RESULT, &r.base, SEND_MS)
+  return la_secure_send_msg(c->fd, c->mutual ? &c->sec : NULL,
+                            LA__MSG_TYPE__MSG_AUTH_RESULT, &r.base, SEND_MS)
              ? -1
              : 0;
 }
@@ -462,7 +506,19 @@ static int on_readable(la_test_global_t *g, conn_t *c) {
   while ((r = la_frame_reader_next(&c->rd, &type, &pl, &len)) == 1) {
     ProtobufCMessage *m;
     char why[160];
-    if (la_msg_decode(type, pl, len, &m, why, sizeof why)) {
+    uint8_t *plain = NULL; /* after a mutual handshake: records only */
+    if (c->mutual && c->state == ST_READY &&
+        (type != LA__MSG_TYPE__MSG_SEALED ||
+         la_secure_open(&c->sec, pl, len, LA_FRAME_DEFAULT_MAX, &plain, &type,
+                        &pl, &len, why, sizeof why) != 0)) {
+      if (type != LA__MSG_TYPE__MSG_SEALED)
+        snprintf(why, sizeof why, "clear frame on an encrypted link");
+      protocol_error(g, c, LA_EPROTO, why);
+      return -1;
+    }
+    int drc = la_msg_decode(type, pl, len, &m, why, sizeof why);
+    free(plain);
+    if (drc) {
       protocol_error(g, c, LA_EPROTO, why);
       return -1;
     }

@@ -5,7 +5,9 @@
  * for real (docs/protocol.md, "LocalAgent <-> GlobalAgent"): it reads Hello
  * (protocol version checked), sends a Challenge, verifies the Auth MAC with
  * la_auth against a secret file (or accepts any MAC when given none), answers
- * AuthResult, then records every RankStart, CompactTrace and RankEnd and
+ * AuthResult (a LocalAgent whose Hello offers a nonce gets the mutual
+ * handshake and encrypted records instead, with the server name
+ * "test-global"), then records every RankStart, CompactTrace and RankEnd and
  * acknowledges them with cumulative Acks, as configured (each message, in
  * batches, late, or never). Records are deduplicated like the real store:
  * traces by (app_id, rank, cycle_tag), rank starts and ends by (app_id,

@@ -12,6 +12,22 @@
  * a permissive umask, 64 hex digits, loadable, never overwrites (a file or a
  * dangling link). Files live in a private temporary directory removed at the
  * end.
+ *
+ * The link between the agents (la_auth_session_derive, common/la_secure.c):
+ * both sides derive the same proofs and keys, the two proofs differ (no
+ * reflection), every transcript input and the key change everything;
+ * records round-trip, and a flipped byte, a replayed, reordered, dropped or
+ * truncated record, or a record of the other direction does not open (and
+ * nothing opens after it). With the real daemons (tests/support
+ * la_test_daemon.h): traces arrive end to end over an encrypted link (no
+ * application id in clear on the wire); a wrong secret, or a secret on one
+ * side only, is refused with a clear line in both logs; a fake GlobalAgent
+ * that does not know the secret is refused by the LocalAgent, which sends it
+ * nothing and drops nothing; a TCP relay that flips one byte of, or replays,
+ * an encrypted record in flight makes the GlobalAgent close the link with
+ * the reason logged, and after the LocalAgent reconnects every trace is
+ * stored exactly once. Without a secret on either side the link works
+ * unencrypted, as before, and both daemons warn.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,9 +45,22 @@
 #include <unistd.h>
 
 #include <sodium.h>
+#include <sqlite3.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 
 #include "la.h"
 #include "la_auth.h"
+#include "la_secure.h"
+#include "la_sockio.h"
+#include "la_test_daemon.h"
 
 typedef struct {
   char dir[64];
@@ -410,6 +439,762 @@ static void generate_secret(void **state) {
                    LA_EINVAL);
 }
 
+/* ------------------------------------------------ session derivation --- */
+
+static void fill(uint8_t *p, size_t n, uint8_t v) {
+  for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(v + i);
+}
+
+static void session_both_sides_agree(void **state) {
+  (void)state;
+  la_auth_key_t k, k2;
+  fill(k.k, sizeof k.k, 1);
+  fill(k2.k, sizeof k2.k, 2);
+  uint8_t an[32], sn[32];
+  fill(an, sizeof an, 10);
+  fill(sn, sizeof sn, 50);
+  la_auth_session_t a, b, x;
+  assert_int_equal(
+      la_auth_session_derive(&k, 1, "node1", "front", an, 32, sn, 32, &a), 0);
+  assert_int_equal(
+      la_auth_session_derive(&k, 1, "node1", "front", an, 32, sn, 32, &b), 0);
+  assert_memory_equal(&a, &b, sizeof a);
+  /* the two proofs and the two keys all differ: nothing can be reflected */
+  assert_memory_not_equal(a.agent_proof, a.server_proof, 32);
+  assert_memory_not_equal(a.key_a2g, a.key_g2a, 32);
+  assert_int_equal(la_auth_proof_check(a.agent_proof, b.agent_proof, 32), 0);
+  assert_int_equal(la_auth_proof_check(a.agent_proof, a.server_proof, 32),
+                   LA_EAUTH);
+  assert_int_equal(la_auth_proof_check(a.agent_proof, b.agent_proof, 31),
+                   LA_EAUTH);
+  /* every input of the transcript, and the key, changes everything */
+  la_auth_session_derive(&k2, 1, "node1", "front", an, 32, sn, 32, &x);
+  assert_memory_not_equal(a.agent_proof, x.agent_proof, 32);
+  assert_memory_not_equal(a.key_a2g, x.key_a2g, 32);
+  la_auth_session_derive(&k, 2, "node1", "front", an, 32, sn, 32, &x);
+  assert_memory_not_equal(a.server_proof, x.server_proof, 32);
+  la_auth_session_derive(&k, 1, "node2", "front", an, 32, sn, 32, &x);
+  assert_memory_not_equal(a.agent_proof, x.agent_proof, 32);
+  la_auth_session_derive(&k, 1, "node1", "fronT", an, 32, sn, 32, &x);
+  assert_memory_not_equal(a.agent_proof, x.agent_proof, 32);
+  an[31] ^= 1;
+  la_auth_session_derive(&k, 1, "node1", "front", an, 32, sn, 32, &x);
+  assert_memory_not_equal(a.agent_proof, x.agent_proof, 32);
+  assert_memory_not_equal(a.key_g2a, x.key_g2a, 32);
+  an[31] ^= 1;
+  la_auth_session_derive(&k, 1, "node1", "front", sn, 32, an, 32, &x);
+  assert_memory_not_equal(a.agent_proof, x.agent_proof, 32); /* swapped */
+  /* the name/nonce boundaries cannot be shifted */
+  la_auth_session_derive(&k, 1, "node1f", "ront", an, 32, sn, 32, &x);
+  assert_memory_not_equal(a.agent_proof, x.agent_proof, 32);
+  /* bad arguments: zeroed output, LA_EINVAL */
+  uint8_t zero[sizeof x];
+  memset(zero, 0, sizeof zero);
+  assert_int_equal(
+      la_auth_session_derive(&k, 1, "", "front", an, 32, sn, 32, &x),
+      LA_EINVAL);
+  assert_memory_equal(&x, zero, sizeof x);
+  assert_int_equal(la_auth_session_derive(&k, 1, "n", "f", an, 8, sn, 32, &x),
+                   LA_EINVAL);
+  assert_int_equal(la_auth_session_derive(&k, 1, "n", NULL, an, 32, sn, 32, &x),
+                   LA_EINVAL);
+  assert_int_equal(
+      la_auth_session_derive(NULL, 1, "n", "f", an, 32, sn, 32, &x), LA_EINVAL);
+}
+
+/* ----------------------------------------------------------- records --- */
+
+typedef struct {
+  uint8_t rec[8][256];
+  size_t len[8];
+} recs_t;
+
+/* Seals n small frames (Ack{seq = i + 1}) with tx into r. */
+static void seal_acks(la_secure_t *tx, recs_t *r, int n) {
+  for (int i = 0; i < n; i++) {
+    La__Ack a = LA__ACK__INIT;
+    a.seq = (uint64_t)i + 1;
+    uint8_t frame[64];
+    long fl =
+        la_frame_pack_into(LA__MSG_TYPE__MSG_ACK, &a.base, frame, sizeof frame);
+    assert_true(fl > 0);
+    long rl =
+        la_secure_seal(tx, frame, (size_t)fl, r->rec[i], sizeof r->rec[i]);
+    assert_int_equal(rl, (long)la_secure_record_size((size_t)fl));
+    r->len[i] = (size_t)rl;
+    uint16_t t;
+    uint32_t l;
+    assert_int_equal(la_frame_header_parse(r->rec[i], 1024, &t, &l), 0);
+    assert_int_equal(t, LA__MSG_TYPE__MSG_SEALED);
+    assert_int_equal(l + LA_FRAME_HEADER_LEN, rl);
+  }
+}
+
+/* Opens record i of r with rx; returns the Ack's seq, or the error. */
+static long open_ack(la_secure_t *rx, const recs_t *r, int i, char *why) {
+  uint8_t *buf;
+  uint16_t t;
+  const uint8_t *p;
+  uint32_t l;
+  int rc = la_secure_open(rx, r->rec[i] + 8, r->len[i] - 8, 1024, &buf, &t, &p,
+                          &l, why, 200);
+  if (rc) return rc;
+  ProtobufCMessage *m;
+  assert_int_equal(t, LA__MSG_TYPE__MSG_ACK);
+  assert_int_equal(la_msg_decode(t, p, l, &m, NULL, 0), 0);
+  long seq = (long)((La__Ack *)m)->seq;
+  la_msg_free(m);
+  free(buf);
+  return seq;
+}
+
+static void pair(la_secure_t *tx, la_secure_t *rx, const uint8_t *key) {
+  uint8_t hdr[LA_SECURE_HEADER_BYTES];
+  la_secure_init(tx);
+  la_secure_init(rx);
+  assert_int_equal(la_secure_start_tx(tx, key, hdr), 0);
+  assert_int_equal(la_secure_start_rx(rx, key, hdr, sizeof hdr), 0);
+}
+
+static void records_refuse_tampering(void **state) {
+  (void)state;
+  uint8_t key[32], other[32];
+  fill(key, sizeof key, 7);
+  fill(other, sizeof other, 8);
+  la_secure_t tx, rx;
+  recs_t r;
+  char why[200];
+  /* round trip, in order */
+  pair(&tx, &rx, key);
+  seal_acks(&tx, &r, 4);
+  for (int i = 0; i < 4; i++)
+    assert_int_equal(open_ack(&rx, &r, i, why), i + 1);
+  /* the frame does not appear in clear */
+  assert_null(memmem(r.rec[0] + 8, r.len[0] - 8, "\0\0\0\x02\0\x11", 6));
+  /* each byte of the ciphertext flipped: refused, and the stream is dead */
+  for (size_t b = 8; b < r.len[0]; b++) {
+    pair(&tx, &rx, key);
+    seal_acks(&tx, &r, 2);
+    r.rec[0][b] ^= 0x04;
+    assert_int_equal(open_ack(&rx, &r, 0, why), LA_EAUTH);
+    assert_non_null(strstr(why, "does not authenticate"));
+    assert_int_equal(open_ack(&rx, &r, 1, why), LA_EAUTH);
+  }
+  /* replayed */
+  pair(&tx, &rx, key);
+  seal_acks(&tx, &r, 3);
+  assert_int_equal(open_ack(&rx, &r, 0, why), 1);
+  assert_int_equal(open_ack(&rx, &r, 0, why), LA_EAUTH);
+  /* reordered */
+  pair(&tx, &rx, key);
+  seal_acks(&tx, &r, 3);
+  assert_int_equal(open_ack(&rx, &r, 1, why), LA_EAUTH);
+  /* dropped: the next one does not open */
+  pair(&tx, &rx, key);
+  seal_acks(&tx, &r, 3);
+  assert_int_equal(open_ack(&rx, &r, 0, why), 1);
+  assert_int_equal(open_ack(&rx, &r, 2, why), LA_EAUTH);
+  /* truncated */
+  pair(&tx, &rx, key);
+  seal_acks(&tx, &r, 1);
+  r.len[0] -= 1;
+  assert_int_equal(open_ack(&rx, &r, 0, why), LA_EAUTH);
+  r.len[0] = 8 + 5;
+  pair(&tx, &rx, key);
+  assert_int_equal(open_ack(&rx, &r, 0, why), LA_EPROTO);
+  /* another key (the other direction, another connection) */
+  uint8_t hdr[LA_SECURE_HEADER_BYTES];
+  la_secure_init(&tx);
+  la_secure_init(&rx);
+  la_secure_start_tx(&tx, key, hdr);
+  la_secure_start_rx(&rx, other, hdr, sizeof hdr);
+  seal_acks(&tx, &r, 1);
+  assert_int_equal(open_ack(&rx, &r, 0, why), LA_EAUTH);
+  /* not started */
+  la_secure_init(&rx);
+  assert_int_equal(open_ack(&rx, &r, 0, why), LA_EPROTO);
+  la_secure_init(&tx);
+  assert_int_equal(la_secure_seal(&tx, r.rec[0], 8, r.rec[1], 256), LA_EINVAL);
+  la_secure_wipe(&tx);
+  la_secure_wipe(&rx);
+}
+
+/* ------------------------------------------------- with the daemons --- */
+
+#define WAIT_MS 20000
+
+#define CHECK(cond, ...)        \
+  do {                          \
+    if (!(cond)) {              \
+      print_error(__VA_ARGS__); \
+      print_error("\n");        \
+      fail_msg("%s", #cond);    \
+    }                           \
+  } while (0)
+
+static struct {
+  la_test_daemon_t *ga, *la;
+  char key[600], db[600], apf[600];
+  char ga_addr[64];
+  pid_t kids[8];
+  int nkids;
+} D;
+
+static void nap_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static int dsetup(void **state) {
+  (void)state;
+  memset(&D, 0, sizeof D);
+  if (la_auth_init()) return -1;
+  D.ga = la_td_new("la-globalagent");
+  D.la = la_td_new("la-localagent");
+  if (!D.ga || !D.la) return -1;
+  la_td_path(D.ga, "secret", D.key, sizeof D.key);
+  la_td_path(D.ga, "la.db", D.db, sizeof D.db);
+  la_td_path(D.ga, "agents.port", D.apf, sizeof D.apf);
+  char why[300];
+  return la_auth_generate_secret_file(D.key, why, sizeof why) ? -1 : 0;
+}
+
+static int dteardown(void **state) {
+  (void)state;
+  for (int i = 0; i < D.nkids; i++) {
+    kill(D.kids[i], SIGKILL);
+    waitpid(D.kids[i], NULL, 0);
+  }
+  if (D.la) la_td_free(D.la);
+  if (D.ga) la_td_free(D.ga);
+  return 0;
+}
+
+/* Starts the GlobalAgent with secret file key ("" for none). */
+static void start_ga(const char *key) {
+  static char a[4][700];
+  char fpf[600];
+  la_td_path(D.ga, "feed.port", fpf, sizeof fpf);
+  snprintf(a[0], sizeof a[0], "--agents.port_file=%s", D.apf);
+  snprintf(a[1], sizeof a[1], "--store.path=%s", D.db);
+  snprintf(a[2], sizeof a[2], "--feed.port_file=%s", fpf);
+  snprintf(a[3], sizeof a[3], "--agents.secret_file=%s", key);
+  const char *args[] = {"--agents.listen=127.0.0.1:0",
+                        "--feed.listen=127.0.0.1:0",
+                        "--log.level=debug",
+                        a[0],
+                        a[1],
+                        a[2],
+                        key[0] ? a[3] : NULL,
+                        NULL};
+  unlink(D.apf);
+  la_td_log_mark(D.ga);
+  CHECK(la_td_start(D.ga, args, fpf, WAIT_MS) > 0, "no GlobalAgent");
+  long long end = la_td_now_ms() + WAIT_MS;
+  for (;;) {
+    FILE *f = fopen(D.apf, "r");
+    unsigned p = 0;
+    if (f) {
+      if (fscanf(f, "%u", &p) != 1) p = 0;
+      fclose(f);
+    }
+    if (p > 0 && p < 65536) {
+      snprintf(D.ga_addr, sizeof D.ga_addr, "127.0.0.1:%u", p);
+      return;
+    }
+    CHECK(la_td_now_ms() < end, "no agents port");
+    nap_ms(5);
+  }
+}
+
+/* Starts the LocalAgent as node host towards global with secret file key
+ * ("" for none), quick reconnects. */
+static void start_la(const char *global, const char *key, const char *host) {
+  static char a[5][700];
+  char pf[600], spool[600];
+  la_td_path(D.la, "port", pf, sizeof pf);
+  la_td_path(D.la, "spool", spool, sizeof spool);
+  snprintf(a[0], sizeof a[0], "--agent.port_file=%s", pf);
+  snprintf(a[1], sizeof a[1], "--global.spool_dir=%s", spool);
+  snprintf(a[2], sizeof a[2], "--global.address=%s", global);
+  snprintf(a[3], sizeof a[3], "--global.secret_file=%s", key);
+  snprintf(a[4], sizeof a[4], "--agent.host=%s", host);
+  la_td_log_mark(D.la);
+  const char *args[] = {"--agent.listen=127.0.0.1:0",
+                        a[0],
+                        a[1],
+                        a[2],
+                        a[4],
+                        "--log.level=debug",
+                        "--global.reconnect_min=20ms",
+                        "--global.reconnect_max=300ms",
+                        key[0] ? a[3] : NULL,
+                        NULL};
+  CHECK(la_td_start(D.la, args, pf, WAIT_MS) > 0, "no LocalAgent");
+}
+
+static double probe_zero(long e, void *arg) {
+  (void)e, (void)arg;
+  return 0.0;
+}
+static double probe_value(long e, void *arg) {
+  (void)arg;
+  return 1.0 + (double)(e % 13);
+}
+
+/* Forks one rank of app_id running cycles cycles of n elements through the
+ * LocalAgent. */
+static void fork_rank(const char *app_id, int rank, int nprocs, long n,
+                      int cycles) {
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    for (int fd = 3; fd < 1024; fd++) close(fd);
+    LA_setAgent(la_td_addr(D.la));
+    LA_setAppId(app_id);
+    LA_setPeriod(1);
+    LA_setBuffers(16);
+    LA_setPolicy(LA_POLICY_WAIT);
+    LA_setProbeStartFunc(probe_zero, NULL);
+    LA_setProbeStopFunc(probe_value, NULL);
+    LA_setMetric("custom");
+    int bad = LA_register("authtest", rank, nprocs, n) != 0;
+    for (int c = 0; c < cycles && !bad; c++) {
+      for (long e = 0; e < n; e++) {
+        LA_startProbe(e);
+        LA_stopProbe(e);
+      }
+      bad = LA_dataXfer() != 0;
+    }
+    bad |= LA_finalize() != 0;
+    _exit(bad);
+  }
+  D.kids[D.nkids++] = pid;
+}
+
+static void reap(void) {
+  long long end = la_td_now_ms() + WAIT_MS;
+  for (int i = 0; i < D.nkids; i++) {
+    int st = 0;
+    while (waitpid(D.kids[i], &st, WNOHANG) != D.kids[i]) {
+      CHECK(la_td_now_ms() < end, "a rank did not exit");
+      nap_ms(10);
+    }
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a rank failed");
+  }
+  D.nkids = 0;
+}
+
+static void wait_log(la_test_daemon_t *d, const char *needle) {
+  CHECK(la_td_wait_log(d, needle, WAIT_MS) == 0, "never logged \"%s\"", needle);
+}
+
+static void wait_status(la_test_daemon_t *d, const char *key, long long min) {
+  CHECK(la_td_wait_status(d, key, min, WAIT_MS) == 0,
+        "status %s did not reach %lld (is %lld)", key, min,
+        la_td_status_ll(d, key));
+}
+
+/* A TCP relay between the agents: forwards both ways and parses the
+ * LocalAgent's bytes as frames; on the first connection it flips one byte
+ * of, or repeats, the LocalAgent's third encrypted record. Keeps a copy of
+ * everything the LocalAgent sent (up to 4 MiB). */
+enum { RELAY_PASS, RELAY_FLIP, RELAY_REPLAY };
+
+typedef struct {
+  int lfd, mode, stop;
+  uint16_t port, target;
+  pthread_t th;
+  uint8_t *seen;
+  size_t nseen;
+  int conns, tampered;
+} relay_t;
+
+typedef struct { /* frame parser of one direction */
+  uint8_t hdr[8], *rec;
+  size_t hlen, left, rlen;
+  int sealed;
+} fp_t;
+
+static int write_full(int fd, const uint8_t *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+    if (w <= 0) return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Forwards LocalAgent bytes frame by frame, tampering as the mode says. */
+static int relay_up(relay_t *r, fp_t *f, int to, const uint8_t *p, size_t n,
+                    int first) {
+  for (size_t i = 0; i < n; i++) {
+    if (r->nseen < (4u << 20)) r->seen[r->nseen++] = p[i];
+    if (f->hlen < 8) {
+      f->hdr[f->hlen++] = p[i];
+      if (f->hlen == 8) {
+        f->left = ((size_t)f->hdr[0] << 24) | ((size_t)f->hdr[1] << 16) |
+                  ((size_t)f->hdr[2] << 8) | f->hdr[3];
+        f->rlen = 0;
+        f->rec = malloc(8 + f->left);
+        memcpy(f->rec, f->hdr, 8);
+        f->rlen = 8;
+      }
+    } else {
+      f->rec[f->rlen++] = p[i];
+      f->left--;
+    }
+    if (f->hlen == 8 && f->left == 0) {
+      int sealed = ((f->hdr[4] << 8) | f->hdr[5]) == LA__MSG_TYPE__MSG_SEALED;
+      if (sealed) f->sealed++;
+      int hit = first && sealed && f->sealed == 3 && !r->tampered;
+      if (hit && r->mode == RELAY_FLIP) f->rec[8 + (f->rlen - 8) / 2] ^= 0x20;
+      int rc = write_full(to, f->rec, f->rlen);
+      if (hit && r->mode == RELAY_REPLAY && rc == 0)
+        rc = write_full(to, f->rec, f->rlen);
+      if (hit) r->tampered = 1;
+      free(f->rec);
+      f->rec = NULL;
+      f->hlen = 0;
+      if (rc) return -1;
+    }
+  }
+  return 0;
+}
+
+static void *relay_main(void *arg) {
+  relay_t *r = arg;
+  while (!r->stop) {
+    struct pollfd lp = {r->lfd, POLLIN, 0};
+    if (poll(&lp, 1, 50) <= 0) continue;
+    int a = accept(r->lfd, NULL, NULL);
+    if (a < 0) continue;
+    int first = r->conns++ == 0;
+    int b = la_tcp_connect("127.0.0.1", r->target, 5000);
+    if (b < 0) {
+      close(a);
+      continue;
+    }
+    fp_t f;
+    memset(&f, 0, sizeof f);
+    uint8_t buf[65536];
+    while (!r->stop) {
+      struct pollfd pf[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+      if (poll(pf, 2, 50) <= 0) continue;
+      if (pf[0].revents) {
+        ssize_t n = recv(a, buf, sizeof buf, 0);
+        if (n <= 0 || relay_up(r, &f, b, buf, (size_t)n, first)) break;
+      }
+      if (pf[1].revents) {
+        ssize_t n = recv(b, buf, sizeof buf, 0);
+        if (n <= 0 || write_full(a, buf, (size_t)n)) break;
+      }
+    }
+    free(f.rec);
+    close(a);
+    close(b);
+  }
+  return NULL;
+}
+
+static int listen_any(uint16_t *port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = {0};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t sl = sizeof sa;
+  assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+  assert_int_equal(listen(fd, 8), 0);
+  assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+  *port = ntohs(sa.sin_port);
+  return fd;
+}
+
+static void relay_start(relay_t *r, int mode) {
+  memset(r, 0, sizeof *r);
+  r->mode = mode;
+  r->seen = malloc(4u << 20);
+  assert_non_null(r->seen);
+  uint16_t gp = 0;
+  sscanf(D.ga_addr, "127.0.0.1:%hu", &gp);
+  r->target = gp;
+  r->lfd = listen_any(&r->port);
+  assert_int_equal(pthread_create(&r->th, NULL, relay_main, r), 0);
+}
+
+static void relay_stop(relay_t *r) {
+  r->stop = 1;
+  pthread_join(r->th, NULL);
+  close(r->lfd);
+  free(r->seen);
+}
+
+/* The first column of the first row of sql on the GlobalAgent's store
+ * (read-only, a fresh snapshot), or -1. */
+static long long db_ll(const char *sql) {
+  sqlite3 *db = NULL;
+  sqlite3_stmt *st = NULL;
+  long long v = -1;
+  if (sqlite3_open_v2(D.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+      sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return v;
+}
+
+/* Runs 2 ranks x cycles through the relay in mode; every trace must be
+ * stored exactly once although the first connection was tampered with. */
+static void run_tampered(int mode, const char *app) {
+  enum { CYCLES = 6 };
+  start_ga(D.key);
+  relay_t r;
+  relay_start(&r, mode);
+  char via[64];
+  snprintf(via, sizeof via, "127.0.0.1:%u", r.port);
+  start_la(via, D.key, "relayed");
+  fork_rank(app, 0, 2, 500, CYCLES);
+  fork_rank(app, 1, 2, 500, CYCLES);
+  reap();
+  wait_status(D.ga, "traces_stored", 2 * CYCLES);
+  wait_status(D.la, "global_connects", 2);
+  CHECK(r.tampered, "the relay never saw a third record");
+  /* the GlobalAgent closed the tampered link, naming why */
+  wait_log(D.ga, "does not authenticate");
+  char line[600];
+  la_td_log_line(D.ga, "does not authenticate", line, sizeof line);
+  print_message("GlobalAgent: %s\n", line);
+  CHECK(strstr(line, "relayed"), "%s", line);
+  /* nothing lost, nothing duplicated: everything acknowledged, each trace
+   * stored once */
+  CHECK(la_td_wait_status(D.la, "queue_items", 0, WAIT_MS) == 0, "?");
+  long long end = la_td_now_ms() + WAIT_MS;
+  while (la_td_status_ll(D.la, "queue_items") != 0 && la_td_now_ms() < end)
+    nap_ms(20);
+  assert_int_equal(la_td_status_ll(D.la, "queue_items"), 0);
+  assert_int_equal(la_td_status_ll(D.ga, "traces_stored"), 2 * CYCLES);
+  assert_int_equal(db_ll("SELECT count(*) FROM traces"), 2 * CYCLES);
+  assert_int_equal(db_ll("SELECT count(DISTINCT cycle_tag) FROM traces"),
+                   CYCLES);
+  assert_int_equal(db_ll("SELECT count(*) FROM ranks"), 2);
+  wait_status(D.ga, "sets_complete", CYCLES);
+  /* the application id never crossed the wire in clear */
+  CHECK(!memmem(r.seen, r.nseen, app, strlen(app)),
+        "\"%s\" appears in clear in %zu bytes", app, r.nseen);
+  CHECK(r.nseen > 2 * CYCLES * 100, "only %zu bytes relayed", r.nseen);
+  relay_stop(&r);
+}
+
+static void link_flipped_byte(void **state) {
+  (void)state;
+  run_tampered(RELAY_FLIP, "flip-app-7q");
+}
+
+static void link_replayed_record(void **state) {
+  (void)state;
+  run_tampered(RELAY_REPLAY, "replay-app-3z");
+}
+
+/* A wrong secret, and a secret on one side only: refused, with a clear line
+ * in both logs; nothing stored. */
+static void link_wrong_secrets(void **state) {
+  (void)state;
+  char other[600], why[300];
+  la_td_path(D.la, "other-secret", other, sizeof other);
+  assert_int_equal(la_auth_generate_secret_file(other, why, sizeof why), 0);
+  char line[600];
+  /* 1: both have a secret, different ones */
+  start_ga(D.key);
+  start_la(D.ga_addr, other, "wrongnode");
+  wait_log(D.la, "refused this agent");
+  wait_log(D.ga, "refused: wrong secret");
+  la_td_log_line(D.la, "refused this agent", line, sizeof line);
+  print_message("LocalAgent: %s\n", line);
+  CHECK(strstr(line, "secret"), "%s", line);
+  la_td_log_line(D.ga, "refused: wrong secret", line, sizeof line);
+  print_message("GlobalAgent: %s\n", line);
+  CHECK(strstr(line, "wrongnode") && strstr(line, "127.0.0.1"), "%s", line);
+  la_td_stop(D.la, WAIT_MS);
+  /* 2: the GlobalAgent has none: the LocalAgent refuses it, and says so */
+  la_td_stop(D.ga, WAIT_MS);
+  start_ga("");
+  start_la(D.ga_addr, D.key, "keyednode");
+  wait_log(D.la, "failed to prove the shared secret");
+  wait_log(D.ga, "refused this GlobalAgent");
+  la_td_log_line(D.la, "failed to prove", line, sizeof line);
+  print_message("LocalAgent: %s\n", line);
+  la_td_log_line(D.ga, "refused this GlobalAgent", line, sizeof line);
+  print_message("GlobalAgent: %s\n", line);
+  CHECK(strstr(line, "keyednode"), "%s", line);
+  la_td_stop(D.la, WAIT_MS);
+  la_td_stop(D.ga, WAIT_MS);
+  /* 3: the LocalAgent has none: the GlobalAgent refuses it */
+  start_ga(D.key);
+  start_la(D.ga_addr, "", "plainnode");
+  wait_log(D.la, "NOT authenticated both ways nor encrypted");
+  wait_log(D.la, "refused this agent");
+  wait_log(D.ga, "offers no mutual authentication");
+  la_td_log_line(D.ga, "offers no mutual", line, sizeof line);
+  print_message("GlobalAgent: %s\n", line);
+  CHECK(strstr(line, "plainnode"), "%s", line);
+  assert_int_equal(la_td_status_ll(D.ga, "traces_stored"), 0);
+  assert_true(la_td_status_ll(D.ga, "auth_failures") >= 1);
+}
+
+/* A fake GlobalAgent that does not know the secret: answers the handshake
+ * as best it can (an acceptance in clear, then one sealed with a key of its
+ * own) and acknowledges everything. */
+typedef struct {
+  int lfd, stop, conns, frames_after_auth;
+  uint16_t port;
+  pthread_t th;
+} fake_ga_t;
+
+static void *fake_ga_main(void *arg) {
+  fake_ga_t *f = arg;
+  while (!f->stop) {
+    struct pollfd lp = {f->lfd, POLLIN, 0};
+    if (poll(&lp, 1, 50) <= 0) continue;
+    int fd = accept(f->lfd, NULL, NULL);
+    if (fd < 0) continue;
+    int n = f->conns++;
+    uint16_t type;
+    ProtobufCMessage *m = NULL;
+    char why[200];
+    if (la_recv_msg(fd, 1 << 16, 5000, &type, &m, why, sizeof why) == 0) {
+      la_msg_free(m);
+      uint8_t nonce[32], hdr[LA_SECURE_HEADER_BYTES], key[32];
+      randombytes_buf(nonce, sizeof nonce);
+      randombytes_buf(key, sizeof key);
+      la_secure_t s;
+      la_secure_init(&s);
+      la_secure_start_tx(&s, key, hdr);
+      La__Challenge ch = LA__CHALLENGE__INIT;
+      ch.nonce.data = nonce;
+      ch.nonce.len = sizeof nonce;
+      ch.server = "fake";
+      ch.has_stream_header = 1;
+      ch.stream_header.data = hdr;
+      ch.stream_header.len = sizeof hdr;
+      la_send_msg(fd, LA__MSG_TYPE__MSG_CHALLENGE, &ch.base, 5000);
+      if (la_recv_msg(fd, 1 << 16, 5000, &type, &m, why, sizeof why) == 0) {
+        la_msg_free(m);
+        uint8_t proof[32];
+        randombytes_buf(proof, sizeof proof);
+        La__AuthResult r = LA__AUTH_RESULT__INIT;
+        r.has_next_seq = 1;
+        r.next_seq = 1;
+        r.has_server_proof = 1;
+        r.server_proof.data = proof;
+        r.server_proof.len = sizeof proof;
+        La__Ack ack = LA__ACK__INIT;
+        ack.seq = 1000000;
+        uint8_t fr[2][256], rec[2][300];
+        long l0 = la_frame_pack_into(LA__MSG_TYPE__MSG_AUTH_RESULT, &r.base,
+                                     fr[0], sizeof fr[0]);
+        long l1 = la_frame_pack_into(LA__MSG_TYPE__MSG_ACK, &ack.base, fr[1],
+                                     sizeof fr[1]);
+        if (n % 2 == 0) { /* in clear */
+          la_write_all(fd, fr[0], (size_t)l0, 1000);
+          la_write_all(fd, fr[1], (size_t)l1, 1000);
+        } else { /* sealed with a key of its own */
+          long r0 = la_secure_seal(&s, fr[0], (size_t)l0, rec[0], 300);
+          long r1 = la_secure_seal(&s, fr[1], (size_t)l1, rec[1], 300);
+          la_write_all(fd, rec[0], (size_t)r0, 1000);
+          la_write_all(fd, rec[1], (size_t)r1, 1000);
+        }
+        /* whatever comes now would be traces: count frames until close */
+        uint8_t h[8];
+        while (la_read_all(fd, h, 8, 3000) == 0) {
+          f->frames_after_auth++;
+          uint32_t len = ((uint32_t)h[0] << 24) | ((uint32_t)h[1] << 16) |
+                         ((uint32_t)h[2] << 8) | h[3];
+          uint8_t *p = malloc(len ? len : 1);
+          int rc = p ? la_read_all(fd, p, len, 3000) : -1;
+          free(p);
+          if (rc) break;
+        }
+      }
+    }
+    close(fd);
+  }
+  return NULL;
+}
+
+static void link_fake_global_refused(void **state) {
+  (void)state;
+  enum { CYCLES = 4 };
+  fake_ga_t f;
+  memset(&f, 0, sizeof f);
+  f.lfd = listen_any(&f.port);
+  assert_int_equal(pthread_create(&f.th, NULL, fake_ga_main, &f), 0);
+  char addr[64];
+  snprintf(addr, sizeof addr, "127.0.0.1:%u", f.port);
+  start_la(addr, D.key, "victim");
+  fork_rank("fake-ga-app", 0, 1, 300, CYCLES);
+  reap();
+  wait_status(D.la, "cycles_compacted", CYCLES);
+  /* both kinds of fake acceptance refused, each logged */
+  long long end = la_td_now_ms() + WAIT_MS;
+  while ((la_td_log_count(D.la, "failed to prove the shared secret") < 2 ||
+          f.conns < 3) &&
+         la_td_now_ms() < end)
+    nap_ms(20);
+  f.stop = 1;
+  pthread_join(f.th, NULL);
+  close(f.lfd);
+  char line[600];
+  la_td_log_line(D.la, "failed to prove", line, sizeof line);
+  print_message("LocalAgent: %s\n", line);
+  CHECK(la_td_log_count(D.la, "failed to prove the shared secret") >= 2,
+        "refusals logged: %d", la_td_log_count(D.la, "failed to prove"));
+  CHECK(la_td_log_has(D.la, "accepted this agent in clear"), "no clear case");
+  CHECK(la_td_log_has(D.la, "first record does not authenticate"),
+        "no sealed case");
+  /* nothing was sent to it, nothing taken as acknowledged */
+  assert_int_equal(f.frames_after_auth, 0);
+  char link[64] = "";
+  la_td_status(D.la, "global_link", link, sizeof link);
+  CHECK(strcmp(link, "connected") != 0, "global_link %s", link);
+  CHECK(la_td_status_ll(D.la, "queue_items") >= CYCLES + 2,
+        "the LocalAgent holds %lld messages",
+        la_td_status_ll(D.la, "queue_items"));
+}
+
+/* No secret on either side: works unencrypted, as before, and both daemons
+ * say so loudly. */
+static void link_without_secret(void **state) {
+  (void)state;
+  enum { CYCLES = 3 };
+  start_ga("");
+  start_la(D.ga_addr, "", "opennode");
+  wait_log(D.ga, "NOT encrypted");
+  wait_log(D.la, "NOT authenticated both ways nor encrypted");
+  fork_rank("open-app", 0, 1, 200, CYCLES);
+  reap();
+  wait_status(D.ga, "traces_stored", CYCLES);
+  wait_log(D.ga, "UNENCRYPTED: no secret");
+  wait_log(D.la, "(UNENCRYPTED: no secret)");
+}
+
+/* Traces arrive end to end over the encrypted link, both logs say so. */
+static void link_end_to_end(void **state) {
+  (void)state;
+  enum { CYCLES = 5 };
+  start_ga(D.key);
+  start_la(D.ga_addr, D.key, "e2enode");
+  for (int r = 0; r < 3; r++) fork_rank("e2e-app", r, 3, 1000, CYCLES);
+  reap();
+  wait_status(D.ga, "traces_stored", 3 * CYCLES);
+  wait_status(D.ga, "sets_complete", CYCLES);
+  wait_log(D.la, "mutually authenticated, encrypted");
+  wait_log(D.ga, "mutually authenticated, encrypted");
+  assert_int_equal(la_td_status_ll(D.la, "global_connects"), 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(mac_round_trip, setup, teardown),
@@ -426,6 +1211,15 @@ int main(void) {
       cmocka_unit_test_setup_teardown(key_file_lengths, setup, teardown),
       cmocka_unit_test_setup_teardown(key_derivation, setup, teardown),
       cmocka_unit_test_setup_teardown(generate_secret, setup, teardown),
+      cmocka_unit_test(session_both_sides_agree),
+      cmocka_unit_test(records_refuse_tampering),
+      cmocka_unit_test_setup_teardown(link_end_to_end, dsetup, dteardown),
+      cmocka_unit_test_setup_teardown(link_wrong_secrets, dsetup, dteardown),
+      cmocka_unit_test_setup_teardown(link_without_secret, dsetup, dteardown),
+      cmocka_unit_test_setup_teardown(link_fake_global_refused, dsetup,
+                                      dteardown),
+      cmocka_unit_test_setup_teardown(link_flipped_byte, dsetup, dteardown),
+      cmocka_unit_test_setup_teardown(link_replayed_record, dsetup, dteardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -57,6 +57,7 @@
 
 #include "la.h"
 #include "la_auth.h"
+#include "la_secure_io.h"
 #include "la_client.h"
 #include "la_codec.h"
 #include "la_compact.h"
@@ -653,44 +654,26 @@ static int reap_kids(void) {
 
 typedef struct fake {
   int fd;
-  uint64_t seq; /* last sequence number sent */
+  uint64_t seq;    /* last sequence number sent */
+  la_secure_t sec; /* the link's records, after the handshake */
 } fake_t;
 
 /* Connects to the agents port as host and authenticates with the secret
- * file key. Returns the AuthResult status; on success f is ready. */
+ * file key (la_secure_io: mutual, then encrypted). Returns the AuthResult
+ * status; on success f is ready. */
 static int fake_connect(fake_t *f, const char *host, const char *key) {
   la_auth_key_t k;
   char why[300];
   CHECK(la_auth_load_key(key, &k, why, sizeof why) == 0, "key: %s", why);
   f->fd = la_tcp_connect("127.0.0.1", T.agents_port, 5000);
   CHECK(f->fd >= 0, "connect to the agents port: %s", LA_strerror(f->fd));
-  La__Hello h = LA__HELLO__INIT;
-  h.protocol = LA_PROTOCOL_VERSION;
-  h.host = (char *)host;
-  assert_int_equal(la_send_msg(f->fd, LA__MSG_TYPE__MSG_HELLO, &h.base, 5000),
-                   0);
-  uint16_t type = 0;
-  ProtobufCMessage *m = NULL;
-  int rc = la_recv_msg(f->fd, 1 << 16, WAIT_MS, &type, &m, why, sizeof why);
-  CHECK(rc == 0 && type == LA__MSG_TYPE__MSG_CHALLENGE, "no Challenge: %s",
-        why);
-  La__Challenge *ch = (La__Challenge *)m;
-  uint8_t mac[LA_AUTH_MAC_BYTES];
-  assert_int_equal(la_auth_mac(&k, ch->nonce.data, ch->nonce.len, host, mac),
-                   0);
-  la_msg_free(m);
-  La__Auth au = LA__AUTH__INIT;
-  au.mac.data = mac;
-  au.mac.len = sizeof mac;
-  assert_int_equal(la_send_msg(f->fd, LA__MSG_TYPE__MSG_AUTH, &au.base, 5000),
-                   0);
-  rc = la_recv_msg(f->fd, 1 << 16, WAIT_MS, &type, &m, why, sizeof why);
-  CHECK(rc == 0 && type == LA__MSG_TYPE__MSG_AUTH_RESULT, "no AuthResult: "
-        "%s", why);
-  La__AuthResult *ar = (La__AuthResult *)m;
-  int status = ar->status;
-  f->seq = ar->has_next_seq && ar->next_seq > 0 ? ar->next_seq - 1 : 0;
-  la_msg_free(m);
+  int32_t status = -1;
+  uint64_t next = 1;
+  int rc = la_secure_client_handshake(f->fd, &k, host, WAIT_MS, &f->sec,
+                                      &status, &next, why, sizeof why);
+  la_auth_key_wipe(&k);
+  CHECK(rc == 0, "handshake: %s", why);
+  f->seq = next > 0 ? next - 1 : 0;
   return status;
 }
 
@@ -707,8 +690,10 @@ static void fake_rank_start_on(fake_t *f, const char *host,
   s.metric = "custom";
   s.unit = "user";
   s.host = (char *)host;
-  assert_int_equal(la_send_msg(f->fd, LA__MSG_TYPE__MSG_RANK_START, &s.base,
-                               5000), 0);
+  assert_int_equal(
+      la_secure_send_msg(f->fd, &f->sec, LA__MSG_TYPE__MSG_RANK_START, &s.base,
+                         5000),
+      0);
 }
 
 static void fake_rank_start(fake_t *f, const char *app_id, uint32_t rank,
@@ -733,8 +718,10 @@ static void fake_trace(fake_t *f, const char *app_id, uint32_t rank,
   t.segments.data = r->bytes;
   t.segments.len = r->len;
   t.stats = &st;
-  assert_int_equal(la_send_msg(f->fd, LA__MSG_TYPE__MSG_COMPACT_TRACE,
-                               &t.base, 5000), 0);
+  assert_int_equal(
+      la_secure_send_msg(f->fd, &f->sec, LA__MSG_TYPE__MSG_COMPACT_TRACE,
+                         &t.base, 5000),
+      0);
 }
 
 /* Reads Acks until everything sent is acknowledged. */
@@ -748,8 +735,9 @@ static void fake_wait_acked(fake_t *f) {
     uint16_t type = 0;
     ProtobufCMessage *m = NULL;
     char why[200] = "";
-    int rc = la_recv_msg(f->fd, 1 << 16, (int)left, &type, &m, why,
-                         sizeof why);
+    int sealed = 0;
+    int rc = la_secure_recv_msg(f->fd, &f->sec, 1 << 16, (int)left, &type,
+                                &m, &sealed, why, sizeof why);
     CHECK(rc == 0 && type == LA__MSG_TYPE__MSG_ACK, "expected Ack: rc %d "
           "type %u %s", rc, type, why);
     acked = ((La__Ack *)m)->seq;
@@ -1493,9 +1481,11 @@ static void test_garbage_closes_only_that_connection(void **state) {
   /* 6: an authenticated agent sending a subscriber's message */
   CHECK(fake_connect(&f, "garbler", T.key) == 0, "refused");
   La__Subscribe s = LA__SUBSCRIBE__INIT;
-  assert_int_equal(la_send_msg(f.fd, LA__MSG_TYPE__MSG_SUBSCRIBE, &s.base,
-                               5000), 0);
-  CHECK(wait_closed(f.fd) == 0, "a Subscribe on the agents port did not "
+  assert_int_equal(la_secure_send_msg(f.fd, &f.sec, LA__MSG_TYPE__MSG_SUBSCRIBE,
+                                      &s.base, 5000),
+                   0);
+  CHECK(wait_closed(f.fd) == 0,
+        "a Subscribe on the agents port did not "
         "close the connection");
   close(f.fd);
   CHECK(la_td_alive(T.ga), "the GlobalAgent died");
@@ -1544,8 +1534,10 @@ static void fake_rank_end(fake_t *f, const char *app_id, uint32_t rank,
   e.app_id = (char *)app_id;
   e.rank = rank;
   e.reason = "finalize";
-  assert_int_equal(la_send_msg(f->fd, LA__MSG_TYPE__MSG_RANK_END, &e.base,
-                               5000), 0);
+  assert_int_equal(
+      la_secure_send_msg(f->fd, &f->sec, LA__MSG_TYPE__MSG_RANK_END, &e.base,
+                         5000),
+      0);
 }
 
 /* test_resent_rank_end_changes_nothing: DAEMON BUG (issue 5 §2, protocol.md
@@ -1626,8 +1618,10 @@ static void fake_missing(fake_t *f, const char *app_id, uint32_t rank,
   t.rank = rank;
   t.cycle_tag = tag;
   t.reason = (char *)reason;
-  assert_int_equal(
-      la_send_msg(f->fd, LA__MSG_TYPE__MSG_TRACE_MISSING, &t.base, 5000), 0);
+  assert_int_equal(la_secure_send_msg(f->fd, &f->sec,
+                                      LA__MSG_TYPE__MSG_TRACE_MISSING, &t.base,
+                                      5000),
+                   0);
 }
 
 /* Runs `lactl A1 A2 [A3 [A4]] --global FEED` (NULL: no argument) and
@@ -1807,7 +1801,9 @@ static int deliver(fake_t *f, char kind, const char *app, uint32_t rank,
     uint16_t type = 0;
     ProtobufCMessage *m = NULL;
     char why[200] = "";
-    int rc = la_recv_msg(f->fd, 1 << 16, WAIT_MS, &type, &m, why, sizeof why);
+    int sealed = 0;
+    int rc = la_secure_recv_msg(f->fd, &f->sec, 1 << 16, WAIT_MS, &type, &m,
+                                &sealed, why, sizeof why);
     if (rc == 0 && type == LA__MSG_TYPE__MSG_ACK) {
       uint64_t acked = ((La__Ack *)m)->seq;
       la_msg_free(m);
