@@ -34,6 +34,7 @@ typedef struct la_ga_stats {
   uint64_t rank_starts, rank_ends, traces, duplicates, late, commits;
   uint64_t commit_failures, sets_published, sets_dropped, queries;
   uint64_t conflicts, orphans;
+  uint64_t invalid; /* compact traces refused by validate.c */
 } la_ga_stats_t;
 
 struct la_ga_agent;

@@ -20,6 +20,7 @@
 #include "ga.h"
 #include "la_errors.h"
 #include "la_log.h"
+#include "validate.h"
 
 typedef struct la_ga_app {
   struct la_ga_app *next;
@@ -138,6 +139,9 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
       la_ga_app_t *a = la__app(ga, r->app_id);
       if (a) a->nprocs = r->nprocs;
     }
+  } else if (type == LA__MSG_TYPE__MSG_COMPACT_TRACE &&
+             la_ga_trace_refused(ga, host, (const La__CompactTrace *)m)) {
+    /* refused (validate.c logged and counted it); acked with the batch */
   } else if (type == LA__MSG_TYPE__MSG_COMPACT_TRACE) {
     const La__CompactTrace *t = (const La__CompactTrace *)m;
     int was_new = 0;
