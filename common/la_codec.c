@@ -228,7 +228,9 @@ static int la__set_ok(const La__TraceSet *s, char *why, size_t n) {
     uint32_t r = s->missing_ranks[i];
     if (r >= s->nprocs)
       return la__bad(why, n, "missing rank %u >= nprocs", r);
-    if (i > 0 && r <= s->missing_ranks[i - 1])
+    if (i > 0 && r == s->missing_ranks[i - 1])
+      return la__bad(why, n, "missing_ranks lists rank %u twice", r);
+    if (i > 0 && r < s->missing_ranks[i - 1])
       return la__bad(why, n, "missing_ranks not in increasing order");
     while (j < s->n_traces && s->traces[j]->rank < r) j++;
     if (j < s->n_traces && s->traces[j]->rank == r)
