@@ -48,6 +48,7 @@ int la_client_from_fd(int fd, int timeout_ms, la_client_t **out) {
   }
   c->fd = fd;
   c->timeout_ms = timeout_ms > 0 ? timeout_ms : LA_CLIENT_DEFAULT_TIMEOUT_MS;
+  c->max_rank_elements = LA_CLIENT_DEFAULT_MAX_RANK_ELEMENTS;
   la_frame_reader_init(&c->rd, LA_CLIENT_DEFAULT_MAX_FRAME);
   *out = c;
   return 0;
@@ -71,6 +72,13 @@ int la_client_connect(const char *host_port, int timeout_ms,
 int la_client_set_timeout(la_client_t *c, int timeout_ms) {
   if (!c || timeout_ms <= 0) return LA_EINVAL;
   c->timeout_ms = timeout_ms;
+  return 0;
+}
+
+int la_client_set_max_elements(la_client_t *c, uint64_t max_rank_elements) {
+  if (!c || max_rank_elements == 0 || max_rank_elements > (1ULL << 32))
+    return LA_EINVAL;
+  c->max_rank_elements = max_rank_elements;
   return 0;
 }
 
@@ -218,7 +226,8 @@ static int la__client_error_msg(la_client_t *c, const La__Error *e) {
 static int la__client_set(la_client_t *c, ProtobufCMessage *msg,
                           la_traceset_t **out) {
   char why[200] = "";
-  int rc = la__traceset_adopt((La__TraceSet *)msg, 0, out, why, sizeof why);
+  int rc = la__traceset_adopt_max((La__TraceSet *)msg, 0, c->max_rank_elements,
+                                  out, why, sizeof why);
   if (rc) return la__client_fail(c, rc, "bad TraceSet: %s", why);
   return 0;
 }

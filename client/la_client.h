@@ -60,6 +60,9 @@ extern "C" {
 /* Trace-Sets kept while a request waits for its reply (older ones are
  * dropped and counted in la_traceset_dropped()). */
 #define LA_CLIENT_MAX_PENDING 64
+/* Default largest element count of one rank in a received set (2^28:
+ * 2 GiB of decoded doubles); la_client_set_max_elements changes it. */
+#define LA_CLIENT_DEFAULT_MAX_RANK_ELEMENTS (UINT64_C(1) << 28)
 
 typedef struct la_client la_client_t;
 typedef struct la_traceset la_traceset_t;
@@ -93,6 +96,14 @@ LA_CLIENT_EXPORT int la_client_set_timeout(la_client_t *c, int timeout_ms);
  * LA_CLIENT_DEFAULT_MAX_FRAME). A larger frame fails with LA_EMSGSIZE and
  * ends the connection. Only before anything was received. Errors: LA_EINVAL,
  * LA_ESTATE (data already received). */
+/* Changes the largest element count of one rank that a received Trace-Set
+ * may declare (1..2^32; default LA_CLIENT_DEFAULT_MAX_RANK_ELEMENTS). A set
+ * with a rank above it is refused (LA_EPROTO, naming the rank) before any
+ * trace is parsed, so a short message cannot make the client allocate or
+ * decode more. Errors: LA_EINVAL. */
+LA_CLIENT_EXPORT int la_client_set_max_elements(la_client_t *c,
+                                                uint64_t max_rank_elements);
+
 LA_CLIENT_EXPORT int la_client_set_max_frame(la_client_t *c,
                                              uint32_t max_payload);
 

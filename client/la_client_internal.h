@@ -43,6 +43,7 @@ struct la_client {
   la_traceset_t *pending[LA_CLIENT_MAX_PENDING];
   size_t p_head, p_count;
   uint64_t local_dropped; /* sets this client dropped itself */
+  uint64_t max_rank_elements; /* cap on a received set's rank */
   char err[LA__CLIENT_ERR_LEN];
 };
 
@@ -56,6 +57,13 @@ int la_traceset_from_message(const La__TraceSet *m, la_traceset_t **out,
  * freed on failure too). Does not re-run la_msg_validate unless validate. */
 int la__traceset_adopt(La__TraceSet *m, int validate, la_traceset_t **out,
                        char *why, size_t why_len);
+
+/* Same, refusing a set with a rank of more than max_rank_elements elements
+ * (declared in rank_elements or a trace's n_elements) before parsing any
+ * trace; la__traceset_adopt uses LA_CLIENT_DEFAULT_MAX_RANK_ELEMENTS. */
+int la__traceset_adopt_max(La__TraceSet *m, int validate,
+                           uint64_t max_rank_elements, la_traceset_t **out,
+                           char *why, size_t why_len);
 
 /* The message a set was made from (owned by t). */
 const La__TraceSet *la__traceset_message(const la_traceset_t *t);

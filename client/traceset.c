@@ -2,9 +2,11 @@
  * accessors (identity, ranks, element counts, exact per-rank statistics).
  *
  * Building validates what la_msg_validate cannot see alone: every rank is
- * either present or listed missing, exactly once; trace element counts agree
- * with rank_elements; every trace's encoding parses (la_trace_open), covers
- * its element count and has the mode the message says. A set that passes is
+ * either present or listed missing, exactly once; no rank declares more
+ * elements than the cap (checked before anything is parsed); trace element
+ * counts agree with rank_elements; every trace's encoding parses
+ * (la_trace_open_max, capped at the trace's element count), covers its
+ * element count and has the mode the message says. A set that passes is
  * immutable, so the numeric functions (weights.c) never re-check. Does not do
  * I/O and does not compute weights.
  */
@@ -42,10 +44,25 @@ void la_traceset_free(la_traceset_t *t) {
 }
 
 /* Fills t's per-rank tables from t->msg (validated by la_msg_validate). */
-static int la__ts_build(la_traceset_t *t, char *why, size_t why_len) {
+static int la__ts_build(la_traceset_t *t, uint64_t cap, char *why,
+                        size_t why_len) {
   const La__TraceSet *m = t->msg;
   uint32_t np = m->nprocs;
   char wbuf[200];
+  /* The cap first, before allocating anything per rank or parsing. */
+  for (size_t i = 0; i < m->n_rank_elements; i++)
+    if (m->rank_elements[i] > cap)
+      return la__ts_bad(why, why_len,
+                        "rank %zu: %llu elements, more than the %llu "
+                        "allowed", i, (unsigned long long)m->rank_elements[i],
+                        (unsigned long long)cap);
+  for (size_t i = 0; i < m->n_traces; i++)
+    if (m->traces[i]->n_elements > cap)
+      return la__ts_bad(why, why_len,
+                        "rank %u: %llu elements, more than the %llu allowed",
+                        m->traces[i]->rank,
+                        (unsigned long long)m->traces[i]->n_elements,
+                        (unsigned long long)cap);
   t->nprocs = np;
   t->vtx = calloc((size_t)np + 1, sizeof *t->vtx);
   t->trace = calloc(np, sizeof *t->trace);
@@ -100,8 +117,9 @@ static int la__ts_build(la_traceset_t *t, char *why, size_t why_len) {
   for (uint32_t r = 0; r < np; r++) {
     const La__CompactTrace *ct = t->ct[r];
     if (!ct) continue;
-    int rc = la_trace_open(ct->segments.data, ct->segments.len, &t->trace[r],
-                           wbuf, sizeof wbuf);
+    int rc = la_trace_open_max(ct->segments.data, ct->segments.len,
+                               ct->n_elements, &t->trace[r], wbuf,
+                               sizeof wbuf);
     if (rc == LA_ENOMEM) return rc;
     if (rc)
       return la__ts_bad(why, why_len, "rank %u: bad trace encoding: %s", r,
@@ -124,6 +142,14 @@ static int la__ts_build(la_traceset_t *t, char *why, size_t why_len) {
 
 int la__traceset_adopt(La__TraceSet *m, int validate, la_traceset_t **out,
                        char *why, size_t why_len) {
+  return la__traceset_adopt_max(m, validate,
+                                LA_CLIENT_DEFAULT_MAX_RANK_ELEMENTS, out, why,
+                                why_len);
+}
+
+int la__traceset_adopt_max(La__TraceSet *m, int validate,
+                           uint64_t max_rank_elements, la_traceset_t **out,
+                           char *why, size_t why_len) {
   if (why && why_len) why[0] = '\0';
   if (!out) {
     if (m) la_msg_free(&m->base);
@@ -142,7 +168,7 @@ int la__traceset_adopt(La__TraceSet *m, int validate, la_traceset_t **out,
     return LA_ENOMEM;
   }
   t->msg = m;
-  int rc = la__ts_build(t, why, why_len);
+  int rc = la__ts_build(t, max_rank_elements, why, why_len);
   if (rc) {
     if (rc == LA_ENOMEM && why && why_len)
       snprintf(why, why_len, "out of memory");

@@ -222,14 +222,20 @@ static int la__set_ok(const La__TraceSet *s, char *why, size_t n) {
       return la__bad(why, n, "trace of rank %u belongs to another set",
                      t->rank);
   }
+  /* Both lists are in increasing rank order, so one merge walk finds a rank
+   * listed in both: linear in ranks (sets may have up to LA_MAX_RANKS). */
+  size_t j = 0;
   for (size_t i = 0; i < s->n_missing_ranks; i++) {
-    if (s->missing_ranks[i] >= s->nprocs)
-      return la__bad(why, n, "missing rank %u >= nprocs",
-                     s->missing_ranks[i]);
-    for (size_t j = 0; j < s->n_traces; j++)
-      if (s->traces[j]->rank == s->missing_ranks[i])
-        return la__bad(why, n, "rank %u both present and missing",
-                       s->missing_ranks[i]);
+    uint32_t r = s->missing_ranks[i];
+    if (r >= s->nprocs)
+      return la__bad(why, n, "missing rank %u >= nprocs", r);
+    if (i > 0 && r == s->missing_ranks[i - 1])
+      return la__bad(why, n, "missing_ranks lists rank %u twice", r);
+    if (i > 0 && r < s->missing_ranks[i - 1])
+      return la__bad(why, n, "missing_ranks not in increasing order");
+    while (j < s->n_traces && s->traces[j]->rank < r) j++;
+    if (j < s->n_traces && s->traces[j]->rank == r)
+      return la__bad(why, n, "rank %u both present and missing", r);
   }
   if (s->n_missing_reasons > s->n_missing_ranks)
     return la__bad(why, n, "more missing reasons than missing ranks");

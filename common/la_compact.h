@@ -154,6 +154,14 @@ int la_trace_open(const uint8_t *bytes, size_t len, la_trace_t **out, char *why,
 
 #define LA_TRACE_MAX_POINTS (UINT64_C(1) << 40)
 
+/* As la_trace_open(), but an encoding declaring more than max_points points
+ * (capped at LA_TRACE_MAX_POINTS) is refused with LA_ELIMIT right after its
+ * header is read, before any memory is allocated for its points. Callers that
+ * know how many points a trace must hold (a rank's element count) pass it
+ * here, so a short encoding cannot make them allocate or decode more. */
+int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
+                      la_trace_t **out, char *why, size_t why_len);
+
 /* Number of points of the trace. */
 uint64_t la_trace_count(const la_trace_t *t);
 /* Mode of the encoding (LA_COMPACT_POLYLINE..LOSSLESS). */

@@ -323,6 +323,11 @@ bad:
 
 int la_trace_open(const uint8_t *bytes, size_t len, la_trace_t **out, char *why,
                   size_t why_len) {
+  return la_trace_open_max(bytes, len, LA_TRACE_MAX_POINTS, out, why, why_len);
+}
+
+int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
+                      la_trace_t **out, char *why, size_t why_len) {
   la_creader_t r;
   la_trace_t *t;
   uint8_t h[6];
@@ -373,9 +378,12 @@ int la_trace_open(const uint8_t *bytes, size_t len, la_trace_t **out, char *why,
               t->mode);
     goto out;
   }
-  if (n > LA_TRACE_MAX_POINTS) {
-    rc = fail(why, why_len, LA_ELIMIT, "%llu points: more than allowed",
-              (unsigned long long)n);
+  if (max_points > LA_TRACE_MAX_POINTS)
+    max_points = LA_TRACE_MAX_POINTS;
+  if (n > max_points) { /* before anything is allocated for the points */
+    rc = fail(why, why_len, LA_ELIMIT,
+              "declares %llu points, more than the %llu allowed",
+              (unsigned long long)n, (unsigned long long)max_points);
     goto out;
   }
   t->n = n;

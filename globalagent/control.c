@@ -59,6 +59,7 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga) {
   la_status_row(r, "traces_late", "%llu", U(st->late));
   la_status_row(r, "traces_orphan", "%llu", U(st->orphans));
   la_status_row(r, "conflicts", "%llu", U(st->conflicts));
+  la_status_row(r, "traces_invalid", "%llu", U(st->invalid));
   la_status_row(r, "commits", "%llu", U(st->commits));
   la_status_row(r, "commit_failures", "%llu", U(st->commit_failures));
   la_status_row(r, "sets_open", "%llu", U(ss.open));

@@ -40,6 +40,7 @@ typedef struct la_ga_stats {
    * partial because the open-set limit forced them out. */
   uint64_t sets_complete, sets_partial, sets_evicted;
   uint64_t missing_reported; /* TraceMissing records stored (new) */
+  uint64_t invalid; /* compact traces refused by validate.c */
 } la_ga_stats_t;
 
 struct la_ga_agent;

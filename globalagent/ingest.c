@@ -30,6 +30,7 @@
 #include "ga.h"
 #include "la_errors.h"
 #include "la_log.h"
+#include "validate.h"
 
 typedef struct la_ga_app {
   struct la_ga_app *next;
@@ -198,10 +199,55 @@ static void la__reclose(la_ga_t *ga, const char *app_id, uint64_t tag) {
   la_store_free_set(set);
 }
 
+/* Records (app, rank, cycle) as missing for reason (from a TraceMissing, or
+ * a trace validate.c refused) and stitches the rank as arrived. Returns 0,
+ * or a store error for the batch. */
+static int la__ingest_missing(la_ga_t *ga, const char *host,
+                              const char *app_id, uint32_t rank, uint64_t tag,
+                              const char *reason, uint64_t seq) {
+  int was_new = 0;
+  int rc = la_store_missing(ga->store, app_id, tag, rank, reason, 1, seq,
+                            &was_new);
+  if (rc == LA_EPROTO) {
+    ga->st.conflicts++;
+    la_log_warnx("%s rank %u cycle %llu missing, from %s: refused: %s",
+                 app_id, rank, (unsigned long long)tag, host,
+                 la_store_errmsg(ga->store));
+    return 0;
+  }
+  if (rc != 0) return rc;
+  if (!was_new) {
+    ga->st.duplicates++; /* a resend, or a trace of that key is stored */
+    return 0;
+  }
+  ga->st.missing_reported++;
+  la_log_debug("%s rank %u cycle %llu missing (%s): %s", app_id, rank,
+               (unsigned long long)tag, host, reason);
+  la_ga_app_t *a = la__app(ga, app_id);
+  if (!a) {
+    ga->st.orphans++;
+    la_log_warnx("%s rank %u cycle %llu missing: no RankStart known; stored, "
+                 "not stitched", app_id, rank, (unsigned long long)tag);
+    return 0;
+  }
+  int s = la_stitch_add(ga->stitch, app_id, a->nprocs, rank, tag,
+                        uv_now(ga->loop));
+  if (s == LA_STITCH_LATE) { /* republished with the agent's reason */
+    ga->st.late++;
+    la__reclose(ga, app_id, tag);
+  } else if (s < 0) {
+    ga->st.conflicts++;
+    la_log_warnx("%s rank %u missing: not stitched (%s)", app_id, rank,
+                 la_strerror(s));
+  }
+  return 0;
+}
+
 int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
                  const ProtobufCMessage *m) {
   if (la__txn(ga) != 0) return -1;
   int rc = 0;
+  char why[300];
   if (type == LA__MSG_TYPE__MSG_RANK_START) {
     const La__RankStart *r = (const La__RankStart *)m;
     rc = la_store_rank_start(ga->store, r);
@@ -216,6 +262,14 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
       la_ga_app_t *a = la__app(ga, r->app_id);
       if (a) a->nprocs = r->nprocs;
     }
+  } else if (type == LA__MSG_TYPE__MSG_COMPACT_TRACE &&
+             la_ga_trace_refused(ga, host, (const La__CompactTrace *)m, why,
+                                 sizeof why)) {
+    /* refused (validate.c logged and counted it): recorded missing with the
+     * reason, acked with the batch */
+    const La__CompactTrace *t = (const La__CompactTrace *)m;
+    rc = la__ingest_missing(ga, host, t->app_id, t->rank, t->cycle_tag, why,
+                            t->seq);
   } else if (type == LA__MSG_TYPE__MSG_COMPACT_TRACE) {
     const La__CompactTrace *t = (const La__CompactTrace *)m;
     int was_new = 0;
@@ -251,41 +305,8 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
     }
   } else if (type == LA__MSG_TYPE__MSG_TRACE_MISSING) {
     const La__TraceMissing *t = (const La__TraceMissing *)m;
-    int was_new = 0;
-    rc = la_store_missing(ga->store, t->app_id, t->cycle_tag, t->rank,
-                          t->reason, 1, t->seq, &was_new);
-    if (rc == LA_EPROTO) {
-      ga->st.conflicts++;
-      la_log_warnx("%s rank %u cycle %llu missing, from %s: refused: %s",
-                   t->app_id, t->rank, (unsigned long long)t->cycle_tag, host,
-                   la_store_errmsg(ga->store));
-      rc = 0;
-    } else if (rc == 0 && !was_new) {
-      ga->st.duplicates++; /* a resend, or a trace of that key is stored */
-    } else if (rc == 0) {
-      ga->st.missing_reported++;
-      la_log_debug("%s rank %u cycle %llu missing (%s): %s", t->app_id, t->rank,
-                   (unsigned long long)t->cycle_tag, host, t->reason);
-      la_ga_app_t *a = la__app(ga, t->app_id);
-      if (!a) {
-        ga->st.orphans++;
-        la_log_warnx(
-            "%s rank %u cycle %llu missing: no RankStart known; "
-            "stored, not stitched",
-            t->app_id, t->rank, (unsigned long long)t->cycle_tag);
-      } else {
-        int s = la_stitch_add(ga->stitch, t->app_id, a->nprocs, t->rank,
-                              t->cycle_tag, uv_now(ga->loop));
-        if (s == LA_STITCH_LATE) { /* republished with the agent's reason */
-          ga->st.late++;
-          la__reclose(ga, t->app_id, t->cycle_tag);
-        } else if (s < 0) {
-          ga->st.conflicts++;
-          la_log_warnx("%s rank %u missing: not stitched (%s)", t->app_id,
-                       t->rank, la_strerror(s));
-        }
-      }
-    }
+    rc = la__ingest_missing(ga, host, t->app_id, t->rank, t->cycle_tag,
+                            t->reason, t->seq);
   } else if (type == LA__MSG_TYPE__MSG_RANK_END) {
     const La__RankEnd *e = (const La__RankEnd *)m;
     int was_new = 0;

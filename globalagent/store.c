@@ -1685,3 +1685,36 @@ int la_store_open_sets(la_store_t *s, la_store_open_set_t **out, size_t *n) {
   *n = cnt;
   return 0;
 }
+
+/* ------------------------------------------------------ a rank's elements */
+
+int la_store_rank_elements(la_store_t *s, const char *app_id, uint32_t rank,
+                           uint64_t *n_elements) {
+  if (!s || !app_id || !n_elements) return LA_EINVAL;
+  *n_elements = 0;
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(s->db,
+                         "SELECT n_elements FROM ranks WHERE app_id = ?1"
+                         " AND rank = ?2 AND started = 1",
+                         -1, &st, NULL) != SQLITE_OK) {
+    la__fmt(s->err, sizeof s->err, "reading a rank's element count: %s",
+            sqlite3_errmsg(s->db));
+    return LA_EIO;
+  }
+  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, (sqlite3_int64)rank);
+  int rc = sqlite3_step(st), r = 0;
+  if (rc == SQLITE_ROW) {
+    sqlite3_int64 v = sqlite3_column_int64(st, 0);
+    if (v > 0 && v <= (sqlite3_int64)1 << 32) *n_elements = (uint64_t)v;
+    else r = LA_ENOTFOUND;
+  } else if (rc == SQLITE_DONE) {
+    r = LA_ENOTFOUND;
+  } else {
+    la__fmt(s->err, sizeof s->err, "reading a rank's element count: %s",
+            sqlite3_errmsg(s->db));
+    r = LA_EIO;
+  }
+  sqlite3_finalize(st);
+  return r;
+}

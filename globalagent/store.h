@@ -250,4 +250,10 @@ void la_store_free_open_sets(la_store_open_set_t *v, size_t n);
 int la_store_app_ranks_ended(la_store_t *s, const char *app_id,
                              uint32_t *nprocs, uint32_t *ended);
 
+/* *n_elements = the element count rank of app_id declared in its RankStart.
+ * Returns 0, LA_ENOTFOUND (no RankStart stored for that rank), LA_EINVAL,
+ * LA_EIO. Does not poison an open batch. */
+int la_store_rank_elements(la_store_t *s, const char *app_id, uint32_t rank,
+                           uint64_t *n_elements);
+
 #endif /* LA_GLOBAL_STORE_H */

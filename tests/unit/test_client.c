@@ -445,6 +445,86 @@ static void expect_proto(const La__TraceSet *m, const char *what) {
   assert_non_null(strstr(why, what));
 }
 
+/* A set whose one rank declares 2^32 elements in a 30-odd-byte encoding is
+ * refused by default (the per-rank cap), before anything is decoded; a set
+ * within the cap is accepted. */
+static void test_rank_element_cap(void **state) {
+  double x[50];
+  for (int i = 0; i < 50; i++) x[i] = 1.5;
+  la_compact_result_t res;
+  assert_int_equal(la_compact(x, 50, NULL, &res), 0);
+  uint64_t n = UINT64_C(1) << 32;
+  uint8_t big[128];
+  la_creader_t r = {res.bytes, res.len - 4, 14};
+  uint64_t old_n, tag;
+  assert_int_equal(la_creader_varint(&r, &old_n), 0);
+  assert_int_equal(la_creader_varint(&r, &tag), 0);
+  assert_true((tag >> LA_REC_SHIFT) + 1 == old_n);
+  memcpy(big, res.bytes, 14);
+  size_t o = 14;
+  o += la_varint_write(big + o, n);
+  o += la_varint_write(big + o, ((n - 1) << LA_REC_SHIFT) |
+                                    (tag & ((1u << LA_REC_SHIFT) - 1)));
+  memcpy(big + o, res.bytes + r.off, res.len - 4 - r.off);
+  o += res.len - 4 - r.off;
+  uint32_t crc = la_compact_crc32(0, big, o);
+  for (int i = 0; i < 4; i++) big[o + i] = (uint8_t)(crc >> (8 * i));
+  o += 4;
+
+  La__SeriesStats st = LA__SERIES_STATS__INIT;
+  st.count = n;
+  st.sum = 1.5 * (double)n;
+  st.min = st.max = 1.5;
+  La__CompactTrace ct = LA__COMPACT_TRACE__INIT;
+  ct.app_id = "huge";
+  ct.cycle_tag = 1;
+  ct.n_elements = n;
+  ct.mode = (La__CompactMode)res.mode;
+  ct.segments.data = big;
+  ct.segments.len = o;
+  ct.stats = &st;
+  La__CompactTrace *ctp = &ct;
+  uint64_t re = n;
+  La__TraceSet ts = LA__TRACE_SET__INIT;
+  ts.app_id = "huge";
+  ts.cycle_tag = 1;
+  ts.nprocs = 1;
+  ts.complete = 1;
+  ts.traces = &ctp;
+  ts.n_traces = 1;
+  ts.rank_elements = &re;
+  ts.n_rank_elements = 1;
+  la_traceset_t *t = NULL;
+  char why[200] = "";
+  assert_int_equal(la_traceset_from_message(&ts, &t, why, sizeof why),
+                   LA_EPROTO);
+  assert_null(t);
+  assert_non_null(strstr(why, "4294967296 elements, more than the"));
+  /* without rank_elements, the trace's own count is capped too */
+  ts.n_rank_elements = 0;
+  assert_int_equal(la_traceset_from_message(&ts, &t, why, sizeof why),
+                   LA_EPROTO);
+  assert_non_null(strstr(why, "rank 0: 4294967296 elements"));
+  /* at the cap it is accepted (opening is O(records), nothing expanded) */
+  n = LA_CLIENT_DEFAULT_MAX_RANK_ELEMENTS;
+  o = 14;
+  o += la_varint_write(big + o, n);
+  o += la_varint_write(big + o, ((n - 1) << LA_REC_SHIFT) |
+                                    (tag & ((1u << LA_REC_SHIFT) - 1)));
+  memcpy(big + o, res.bytes + r.off, res.len - 4 - r.off);
+  o += res.len - 4 - r.off;
+  crc = la_compact_crc32(0, big, o);
+  for (int i = 0; i < 4; i++) big[o + i] = (uint8_t)(crc >> (8 * i));
+  ct.segments.len = o + 4;
+  ct.n_elements = st.count = re = n;
+  ts.n_rank_elements = 1;
+  assert_int_equal(la_traceset_from_message(&ts, &t, why, sizeof why), 0);
+  assert_int_equal(la_traceset_elements(t), n);
+  la_traceset_free(t);
+  assert_int_equal(la_client_set_max_elements(NULL, 10), LA_EINVAL);
+  la_compact_result_free(&res);
+}
+
 static void test_rejects(void **state) {
   la_traceset_t *t = (la_traceset_t *)1;
   char why[200] = "";
@@ -1043,6 +1123,7 @@ int main(void) {
       cmocka_unit_test(test_metis_zoltan),
       cmocka_unit_test(test_partial),
       cmocka_unit_test(test_rejects),
+      cmocka_unit_test(test_rank_element_cap),
       cmocka_unit_test(test_stream_two_sets),
       cmocka_unit_test(test_subscribe_options),
       cmocka_unit_test(test_silent_timeout),

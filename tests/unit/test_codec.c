@@ -85,6 +85,7 @@ static La__CompactParams s_rs_cp;
 static uint64_t s_rs_grid[3];
 static La__RankStart s_rs;
 static La__RankEnd s_re;
+static La__TraceMissing s_tm;
 static La__SeriesStats s_stats[4];
 static La__FitError s_fe[4];
 static uint8_t s_seg[4][40];
@@ -103,7 +104,6 @@ static La__QueryReply s_qr;
 static La__StatusRequest s_sreq;
 static La__StatusReply s_srep;
 static La__Error s_err;
-static La__TraceMissing s_tm;
 
 static void fill_trace(La__CompactTrace *t, La__SeriesStats *st,
                        La__FitError *fe, uint8_t *seg, uint32_t rank,
@@ -242,6 +242,12 @@ static void reset_samples(void) {
   s_rs.has_t_start_ns = 1;
   s_rs.t_start_ns = 123456789;
 
+  la__trace_missing__init(&s_tm);
+  s_tm.seq = 13;
+  s_tm.app_id = "slurm-123456.0";
+  s_tm.rank = 1;
+  s_tm.cycle_tag = 40;
+  s_tm.reason = "buffer skipped";
   la__rank_end__init(&s_re);
   s_re.seq = 12;
   s_re.app_id = "slurm-123456.0";
@@ -333,13 +339,6 @@ static void reset_samples(void) {
   la__error__init(&s_err);
   s_err.code = LA_EPROTO;
   s_err.message = "frame type 99 unknown";
-
-  la__trace_missing__init(&s_tm);
-  s_tm.seq = 77;
-  s_tm.app_id = "job-77";
-  s_tm.rank = 3;
-  s_tm.cycle_tag = 15;
-  s_tm.reason = "skipped by the application";
 }
 
 typedef struct {
@@ -617,6 +616,15 @@ static void cmp_msg(uint16_t type, const ProtobufCMessage *x,
     OPT_EQ(a, b, t_end_ns);
     break;
   }
+  case T_TM: {
+    const La__TraceMissing *a = (const void *)x, *b = (const void *)y;
+    assert_int_equal(a->seq, b->seq);
+    assert_string_equal(a->app_id, b->app_id);
+    assert_int_equal(a->rank, b->rank);
+    assert_int_equal(a->cycle_tag, b->cycle_tag);
+    assert_string_equal(a->reason, b->reason);
+    break;
+  }
   case T_CT:
     cmp_trace((const void *)x, (const void *)y);
     break;
@@ -667,14 +675,6 @@ static void cmp_msg(uint16_t type, const ProtobufCMessage *x,
     const La__Error *a = (const void *)x, *b = (const void *)y;
     assert_int_equal(a->code, b->code);
     assert_string_equal(a->message, b->message);
-    break;
-  }
-  case T_TM: {
-    const La__TraceMissing *a = (const void *)x, *b = (const void *)y;
-    assert_true(a->seq == b->seq && a->rank == b->rank &&
-                a->cycle_tag == b->cycle_tag);
-    assert_string_equal(a->app_id, b->app_id);
-    assert_string_equal(a->reason, b->reason);
     break;
   }
   default:
@@ -1561,6 +1561,68 @@ static void test_trace_set_validation(void **state) {
   expect_valid(T_TS, M(&s_ts));
 }
 
+/* A set of 2*10^5 ranks, half present and half missing, validates in one
+ * merge walk: accepted when consistent; a rank both present and missing is
+ * found wherever it is; missing_ranks out of order or repeated is refused
+ * (the walk needs both lists increasing). */
+static void test_trace_set_validation_many_ranks(void **state) {
+  enum { NR = 200000, H = NR / 2 };
+  static La__CompactTrace ct[H];
+  static La__CompactTrace *ptr[H];
+  static uint32_t miss[H];
+  static uint8_t seg[4] = {1, 2, 3, 4};
+  La__SeriesStats st = LA__SERIES_STATS__INIT;
+  st.count = 10;
+  for (uint32_t i = 0; i < H; i++) {
+    la__compact_trace__init(&ct[i]);
+    ct[i].app_id = "big";
+    ct[i].rank = 2 * i; /* even ranks present */
+    ct[i].cycle_tag = 9;
+    ct[i].n_elements = 10;
+    ct[i].mode = LA__COMPACT_MODE__COMPACT_POLYLINE;
+    ct[i].segments.data = seg;
+    ct[i].segments.len = sizeof seg;
+    ct[i].stats = &st;
+    ptr[i] = &ct[i];
+    miss[i] = 2 * i + 1; /* odd ranks missing */
+  }
+  La__TraceSet ts = LA__TRACE_SET__INIT;
+  ts.app_id = "big";
+  ts.cycle_tag = 9;
+  ts.nprocs = NR;
+  ts.traces = ptr;
+  ts.n_traces = H;
+  ts.missing_ranks = miss;
+  ts.n_missing_ranks = H;
+  char why[200] = "";
+  assert_int_equal(la_msg_validate(T_TS, &ts.base, why, sizeof why), 0);
+  /* the last missing rank is also present */
+  miss[H - 1] = 2 * (H - 1);
+  assert_int_equal(la_msg_validate(T_TS, &ts.base, why, sizeof why),
+                   LA_EPROTO);
+  assert_non_null(strstr(why, "both present and missing"));
+  miss[H - 1] = 2 * (H - 1) + 1;
+  /* the first one */
+  miss[0] = 0;
+  assert_int_equal(la_msg_validate(T_TS, &ts.base, why, sizeof why),
+                   LA_EPROTO);
+  assert_non_null(strstr(why, "both present and missing"));
+  miss[0] = 1;
+  /* two missing ranks swapped */
+  miss[500] = 1003;
+  miss[501] = 1001;
+  assert_int_equal(la_msg_validate(T_TS, &ts.base, why, sizeof why),
+                   LA_EPROTO);
+  assert_non_null(strstr(why, "increasing"));
+  /* a missing rank listed twice */
+  miss[500] = 1001;
+  miss[501] = 1001;
+  assert_int_equal(la_msg_validate(T_TS, &ts.base, why, sizeof why),
+                   LA_EPROTO);
+  miss[501] = 1003;
+  assert_int_equal(la_msg_validate(T_TS, &ts.base, why, sizeof why), 0);
+}
+
 static void test_other_validation(void **state) {
   s_dr.buffer = 16;
   expect_invalid(T_DR, M(&s_dr), "buffer");
@@ -1634,7 +1696,7 @@ static void test_other_validation(void **state) {
   s_tm.reason = "x";
   s_tm.app_id = "bad id";
   expect_invalid(T_TM, M(&s_tm), "app_id");
-  s_tm.app_id = "job-77";
+  s_tm.app_id = "slurm-123456.0";
   expect_valid(T_TM, M(&s_tm));
 }
 
@@ -2174,6 +2236,7 @@ int main(void) {
     T(test_register_other_fields),
     T(test_trace_validation),
     T(test_trace_set_validation),
+    T(test_trace_set_validation_many_ranks),
     T(test_other_validation),
     T(bug_register_grid_product_overflow),
     T(bug_query_reply_sets_not_validated),

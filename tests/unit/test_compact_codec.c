@@ -284,6 +284,81 @@ static void test_garbage(void **state) {
   assert_int_equal(la_trace_open(b, 24, &t, why, sizeof(why)), LA_EVERSION);
 }
 
+/* Rewrites a one-record lossy encoding of a constant series so that it
+ * declares n points (its one line record covering all of them): a few dozen
+ * bytes standing for any number of points. Returns the new length. */
+static size_t stretch_encoding(const uint8_t *in, size_t len, uint64_t n,
+                               uint8_t *out) {
+  la_creader_t r = {in, len - 4, 14};
+  uint64_t old_n, tag;
+  assert_int_equal(la_creader_varint(&r, &old_n), 0);
+  assert_int_equal(la_creader_varint(&r, &tag), 0);
+  assert_true((tag >> LA_REC_SHIFT) + 1 == old_n); /* one record */
+  memcpy(out, in, 14);
+  size_t o = 14;
+  o += la_varint_write(out + o, n);
+  o += la_varint_write(out + o,
+                       ((n - 1) << LA_REC_SHIFT) |
+                           (tag & ((1u << LA_REC_SHIFT) - 1)));
+  memcpy(out + o, in + r.off, len - 4 - r.off);
+  o += len - 4 - r.off;
+  uint32_t crc = la_compact_crc32(0, out, o);
+  for (int i = 0; i < 4; i++) out[o + i] = (uint8_t)(crc >> (8 * i));
+  return o + 4;
+}
+/* The point-count cap: an encoding of a few dozen bytes can declare 2^32
+ * points; la_trace_open_max refuses it (LA_ELIMIT, before allocating for the
+ * points) when the caller's cap is lower, and accepts exactly the cap. Every
+ * truncation and bit flip of the stretched encoding is refused or opens
+ * within the cap. */
+static void test_point_count_cap(void **state) {
+  double x[50];
+  for (int i = 0; i < 50; i++) x[i] = 7.25;
+  la_compact_result_t res;
+  assert_int_equal(la_compact(x, 50, NULL, &res), 0);
+  uint8_t big[128];
+  uint64_t n = UINT64_C(1) << 32;
+  size_t len = stretch_encoding(res.bytes, res.len, n, big);
+  assert_true(len < 40);
+  la_trace_t *t = NULL;
+  char why[200] = "";
+  assert_int_equal(la_trace_open(big, len, &t, why, sizeof why), 0);
+  assert_int_equal(la_trace_count(t), n); /* uncapped: what a peer says */
+  la_trace_close(t);
+  t = NULL;
+  assert_int_equal(la_trace_open_max(big, len, 1000, &t, why, sizeof why),
+                   LA_ELIMIT);
+  assert_null(t);
+  assert_non_null(strstr(why, "4294967296"));
+  assert_int_equal(la_trace_open_max(big, len, n, &t, why, sizeof why), 0);
+  la_trace_close(t);
+  assert_int_equal(la_trace_open_max(big, len, n - 1, &t, why, sizeof why),
+                   LA_ELIMIT);
+  /* the original, capped at its own count, opens */
+  assert_int_equal(
+      la_trace_open_max(res.bytes, res.len, 50, &t, why, sizeof why), 0);
+  la_trace_close(t);
+  for (size_t k = 0; k < len; k++) {
+    t = NULL;
+    int rc = la_trace_open_max(big, k, 1000, &t, NULL, 0);
+    assert_true(rc < 0 && t == NULL);
+  }
+  for (size_t bit = 0; bit < len * 8; bit++) {
+    uint8_t m[128];
+    memcpy(m, big, len);
+    m[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+    t = NULL;
+    int rc = la_trace_open_max(m, len, 1000, &t, NULL, 0);
+    if (rc == 0) {
+      assert_true(la_trace_count(t) <= 1000);
+      la_trace_close(t);
+    } else {
+      assert_null(t);
+    }
+  }
+  la_compact_result_free(&res);
+}
+
 static void test_header_fields(void **state) {
   double x[50];
   la_compact_result_t r;
@@ -318,6 +393,7 @@ int main(void) {
       cmocka_unit_test(test_fuzz_valid_crc),
       cmocka_unit_test(test_garbage),
       cmocka_unit_test(test_header_fields),
+      cmocka_unit_test(test_point_count_cap),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

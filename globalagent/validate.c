@@ -1,0 +1,68 @@
+/* validate.c: refusing compact traces that clients could not read
+ * (validate.h). */
+#include "validate.h"
+
+#include <stdio.h>
+
+#include "ga.h"
+#include "la_compact.h"
+#include "la_log.h"
+
+int la_ga_validate_trace(const La__CompactTrace *t, uint64_t rank_elements,
+                         char *why, size_t why_len) {
+  char w[200] = "";
+  if (rank_elements && t->n_elements != rank_elements) {
+    snprintf(why, why_len,
+             "invalid trace: %llu elements, the rank registered %llu",
+             (unsigned long long)t->n_elements,
+             (unsigned long long)rank_elements);
+    return LA_EPROTO;
+  }
+  la_trace_t *tr = NULL;
+  int rc = la_trace_open_max(t->segments.data, t->segments.len, t->n_elements,
+                             &tr, w, sizeof w);
+  if (rc == LA_ENOMEM) {
+    snprintf(why, why_len, "out of memory checking the encoding");
+    return rc;
+  }
+  if (rc != 0) {
+    snprintf(why, why_len, "invalid trace: bad encoding: %s", w);
+    return LA_EPROTO;
+  }
+  uint64_t n = la_trace_count(tr);
+  int mode = la_trace_mode(tr);
+  la_trace_close(tr);
+  if (n != t->n_elements) {
+    snprintf(why, why_len,
+             "invalid trace: encoding holds %llu points, n_elements %llu",
+             (unsigned long long)n, (unsigned long long)t->n_elements);
+    return LA_EPROTO;
+  }
+  if (mode != (int)t->mode) {
+    snprintf(why, why_len, "invalid trace: encoding mode %s, message says %s",
+             la_compact_mode_name(mode), la_compact_mode_name((int)t->mode));
+    return LA_EPROTO;
+  }
+  return 0;
+}
+
+int la_ga_trace_refused(la_ga_t *ga, const char *host,
+                        const La__CompactTrace *t, char *why, size_t why_len) {
+  uint64_t ne = 0;
+  /* LA_ENOTFOUND (no RankStart yet) or a read error: the encoding is still
+   * checked on its own. */
+  if (la_store_rank_elements(ga->store, t->app_id, t->rank, &ne) != 0) ne = 0;
+  int rc = la_ga_validate_trace(t, ne, why, why_len);
+  if (rc == 0) return 0;
+  if (rc == LA_ENOMEM) { /* not the trace's fault: store it unchecked */
+    la_log_warnx("%s rank %u cycle %llu from %s: %s; stored unchecked",
+                 t->app_id, t->rank, (unsigned long long)t->cycle_tag, host,
+                 why);
+    return 0;
+  }
+  ga->st.invalid++;
+  la_log_warnx("%s rank %u cycle %llu from LocalAgent %s refused: %s",
+               t->app_id, t->rank, (unsigned long long)t->cycle_tag, host,
+               why);
+  return 1;
+}

@@ -1,0 +1,40 @@
+/* validate.h: the GlobalAgent's check of a compact trace before it is stored.
+ *
+ * The codec has already checked what a CompactTrace says on its own (ranges,
+ * stats.count == n_elements). This adds what needs the encoding and the
+ * application's state: the encoding parses completely (header, every record,
+ * positions in order, finite line values, exact length, CRC) with no more
+ * points than the rank registered, holds exactly n_elements points, and has
+ * the mode the message says; n_elements equals the element count of the
+ * rank's RankStart when one is stored. A trace that fails would make its
+ * whole Trace-Set unreadable for every client, so it is refused instead:
+ * logged with the LocalAgent and the reason, counted (status row
+ * traces_invalid) and acknowledged like any handled message. It does not
+ * store, stitch or decide about duplicates.
+ */
+#ifndef LA_GLOBALAGENT_VALIDATE_H
+#define LA_GLOBALAGENT_VALIDATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "la.pb-c.h"
+
+struct la_ga;
+
+/* Checks t (already validated by la_msg_validate) against rank_elements,
+ * the element count its rank registered (0: unknown, then only the
+ * encoding's own consistency is checked). Returns 0 when t may be stored,
+ * LA_EPROTO with the reason in why ("invalid trace: ..."), or LA_ENOMEM.
+ * Pure: no I/O, no state; memory used is freed before returning. */
+int la_ga_validate_trace(const La__CompactTrace *t, uint64_t rank_elements,
+                         char *why, size_t why_len);
+
+/* The ingest step: looks up the rank's element count in the store and runs
+ * la_ga_validate_trace. Returns 1 when t was refused (it has been logged
+ * with host and counted; the caller stores nothing and carries on, so the
+ * message is acknowledged with its batch), 0 when t may be stored. */
+int la_ga_trace_refused(struct la_ga *ga, const char *host,
+                        const La__CompactTrace *t, char *why, size_t why_len);
+
+#endif

@@ -1,0 +1,351 @@
+/* test_ga_validate.c: the real la-globalagent refuses compact traces that
+ * would make a Trace-Set unreadable, and the rest of the set stays readable.
+ *
+ * The GlobalAgent runs as a child process (tests/support/la_test_daemon.h)
+ * with its store, secret and log in a temporary directory. The test plays an
+ * authenticated LocalAgent by hand (la_sockio + la_auth: Hello, Challenge,
+ * Auth, then RankStart and CompactTrace frames), because a real LocalAgent
+ * never sends a corrupt encoding. Assertions are on what users see: the
+ * Trace-Set through libla_client, `lactl status` rows, the daemon's log and
+ * the Acks the agent receives. Every wait is bounded and waits on an event.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "la.h"
+#include "la_auth.h"
+#include "la_secure_io.h"
+#include "la_client.h"
+#include "la_codec.h"
+#include "la_compact.h"
+#include "la_sockio.h"
+#include "la_test_daemon.h"
+
+#define WAIT_MS 15000
+
+static struct {
+  la_test_daemon_t *ga;
+  char key[600], db[600], agents_pf[600], feed_pf[600];
+  uint16_t agents_port, feed_port;
+  char feed_addr[64];
+} T;
+
+static int group_setup(void **state) {
+  signal(SIGPIPE, SIG_IGN);
+  return la_auth_init() == 0 ? 0 : -1;
+}
+
+static int setup(void **state) {
+  memset(&T, 0, sizeof T);
+  T.ga = la_td_new("la-globalagent");
+  if (!T.ga) return 0;
+  char why[256];
+  la_td_path(T.ga, "secret", T.key, sizeof T.key);
+  la_td_path(T.ga, "la.db", T.db, sizeof T.db);
+  la_td_path(T.ga, "agents.port", T.agents_pf, sizeof T.agents_pf);
+  la_td_path(T.ga, "feed.port", T.feed_pf, sizeof T.feed_pf);
+  if (la_auth_generate_secret_file(T.key, why, sizeof why) != 0) {
+    fprintf(stderr, "secret: %s\n", why);
+    return -1;
+  }
+  return 0;
+}
+
+static int teardown(void **state) {
+  la_td_free(T.ga);
+  memset(&T, 0, sizeof T);
+  return 0;
+}
+
+static void dump_log(void) {
+  char *log = T.ga ? la_td_log(T.ga) : NULL;
+  if (!log) return;
+  size_t n = strlen(log);
+  print_message("---- la-globalagent log (tail) ----\n%s\n----\n",
+                n > 3000 ? log + n - 3000 : log);
+  free(log);
+}
+
+#define CHECK(cond, ...)                                                      \
+  do {                                                                        \
+    if (!(cond)) {                                                            \
+      print_message(__VA_ARGS__);                                             \
+      print_message("\n");                                                    \
+      dump_log();                                                             \
+      fail_msg("%s", #cond);                                                  \
+    }                                                                         \
+  } while (0)
+
+static void nap_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+static uint16_t read_port_file(const char *path) {
+  long long end = la_td_now_ms() + WAIT_MS;
+  for (;;) {
+    FILE *f = fopen(path, "r");
+    unsigned p = 0;
+    if (f) {
+      if (fscanf(f, "%u", &p) != 1) p = 0;
+      fclose(f);
+    }
+    if (p > 0 && p < 65536) return (uint16_t)p;
+    CHECK(la_td_now_ms() < end, "no port in %s", path);
+    nap_ms(5);
+  }
+}
+
+static void start_ga(void) {
+  if (!T.ga) {
+    print_message("skip: la-globalagent not built\n");
+    skip();
+  }
+  static char a[6][700];
+  snprintf(a[0], sizeof a[0], "--agents.listen=127.0.0.1:0");
+  snprintf(a[1], sizeof a[1], "--feed.listen=127.0.0.1:0");
+  snprintf(a[2], sizeof a[2], "--agents.port_file=%s", T.agents_pf);
+  snprintf(a[3], sizeof a[3], "--feed.port_file=%s", T.feed_pf);
+  snprintf(a[4], sizeof a[4], "--store.path=%s", T.db);
+  snprintf(a[5], sizeof a[5], "--agents.secret_file=%s", T.key);
+  const char *args[] = {a[0], a[1], a[2], a[3], a[4], a[5],
+                        "--stitch.timeout=60s", "--log.level=debug", NULL};
+  int port = la_td_start(T.ga, args, T.feed_pf, WAIT_MS);
+  CHECK(port > 0, "la-globalagent did not start");
+  T.feed_port = (uint16_t)port;
+  T.agents_port = read_port_file(T.agents_pf);
+  snprintf(T.feed_addr, sizeof T.feed_addr, "127.0.0.1:%u", T.feed_port);
+}
+
+/* ------------------------------------------- a LocalAgent played by hand */
+
+typedef struct {
+  int fd;
+  uint64_t seq;
+  la_secure_t sec; /* the encrypted link after the handshake */
+} fake_t;
+
+static void fake_connect(fake_t *f, const char *host) {
+  la_auth_key_t k;
+  char why[300] = "";
+  CHECK(la_auth_load_key(T.key, &k, why, sizeof why) == 0, "key: %s", why);
+  f->fd = la_tcp_connect("127.0.0.1", T.agents_port, 5000);
+  CHECK(f->fd >= 0, "connect: %s", LA_strerror(f->fd));
+  int32_t status = -1;
+  uint64_t next = 1;
+  int rc = la_secure_client_handshake(f->fd, &k, host, WAIT_MS, &f->sec,
+                                      &status, &next, why, sizeof why);
+  la_auth_key_wipe(&k);
+  CHECK(rc == 0 && status == 0, "handshake: %s", why);
+  f->seq = next > 0 ? next - 1 : 0;
+}
+
+static void fake_rank_start(fake_t *f, const char *app, uint32_t rank,
+                            uint32_t nprocs, uint64_t n) {
+  La__RankStart s = LA__RANK_START__INIT;
+  s.seq = ++f->seq;
+  s.app_id = (char *)app;
+  s.rank = rank;
+  s.nprocs = nprocs;
+  s.n_elements = n;
+  s.metric = "custom";
+  s.unit = "user";
+  s.host = "fakenode";
+  assert_int_equal(la_secure_send_msg(f->fd, &f->sec,
+                                      LA__MSG_TYPE__MSG_RANK_START, &s.base,
+                                      5000),
+                   0);
+}
+
+/* Sends a trace whose encoding is bytes[0..len) but whose message fields
+ * come from r (n_elements, stats, mode). */
+static void fake_trace_bytes(fake_t *f, const char *app, uint32_t rank,
+                             uint64_t tag, const la_compact_result_t *r,
+                             const uint8_t *bytes, size_t len) {
+  La__SeriesStats st = LA__SERIES_STATS__INIT;
+  st.count = r->stats.count;
+  st.sum = r->stats.sum;
+  st.min = r->stats.min;
+  st.max = r->stats.max;
+  La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+  t.seq = ++f->seq;
+  t.app_id = (char *)app;
+  t.rank = rank;
+  t.cycle_tag = tag;
+  t.n_elements = r->stats.count;
+  t.mode = (La__CompactMode)r->mode;
+  t.segments.data = (uint8_t *)bytes;
+  t.segments.len = len;
+  t.stats = &st;
+  assert_int_equal(la_secure_send_msg(f->fd, &f->sec,
+                                      LA__MSG_TYPE__MSG_COMPACT_TRACE,
+                                      &t.base, 5000),
+                   0);
+}
+
+static void fake_trace(fake_t *f, const char *app, uint32_t rank,
+                       uint64_t tag, const la_compact_result_t *r) {
+  fake_trace_bytes(f, app, rank, tag, r, r->bytes, r->len);
+}
+
+/* Reads Acks until everything sent is acknowledged: a refused trace must be
+ * acknowledged too, or the LocalAgent would resend it forever. */
+static void fake_wait_acked(fake_t *f) {
+  long long end = la_td_now_ms() + WAIT_MS;
+  uint64_t acked = 0;
+  while (acked < f->seq) {
+    long long left = end - la_td_now_ms();
+    CHECK(left > 0, "Ack %llu never came (last %llu)",
+          (unsigned long long)f->seq, (unsigned long long)acked);
+    uint16_t type = 0;
+    ProtobufCMessage *m = NULL;
+    char why[200] = "";
+    int sealed = 0;
+    int rc = la_secure_recv_msg(f->fd, &f->sec, 1 << 16, (int)left, &type, &m,
+                                &sealed, why, sizeof why);
+    CHECK(rc == 0 && type == LA__MSG_TYPE__MSG_ACK, "expected Ack: rc %d %s",
+          rc, why);
+    acked = ((La__Ack *)m)->seq;
+    la_msg_free(m);
+  }
+}
+
+static void series(double *x, size_t n, double k) {
+  for (size_t i = 0; i < n; i++) x[i] = k + (double)(i % 17) * 0.5;
+}
+
+/* The set of (app, cycle) as a client gets it; fails when unreadable. */
+static la_traceset_t *get_set(const char *app, uint64_t tag) {
+  la_client_t *c = NULL;
+  CHECK(la_client_connect(T.feed_addr, 5000, &c) == 0, "client connect");
+  la_traceset_t *t = NULL;
+  int rc = la_client_get(c, app, tag, &t);
+  CHECK(rc == 0, "la_client_get %s cycle %llu: %s (%s)", app,
+        (unsigned long long)tag, la_client_strerror(rc), la_client_error(c));
+  la_client_close(c);
+  return t;
+}
+
+/* A corrupt encoding (one bit flipped: checksum mismatch), a truncated one
+ * and one whose element count differs from the rank's RankStart are refused,
+ * logged with the LocalAgent and counted; the agent gets its Acks; the set
+ * of the good ranks stays readable and lists the refused ranks missing. */
+static void test_invalid_traces_refused(void **state) {
+  start_ga();
+  enum { N = 1000 };
+  static double x[N], y[N / 2];
+  la_compact_result_t good, bad, half;
+  series(x, N, 3);
+  series(y, N / 2, 5);
+  assert_int_equal(la_compact(x, N, NULL, &good), 0);
+  assert_int_equal(la_compact(x, N, NULL, &bad), 0);
+  assert_int_equal(la_compact(y, N / 2, NULL, &half), 0);
+  bad.bytes[bad.len / 2] ^= 0x10;
+
+  fake_t f;
+  memset(&f, 0, sizeof f);
+  f.fd = -1;
+  fake_connect(&f, "nodeX");
+  for (uint32_t r = 0; r < 4; r++) fake_rank_start(&f, "badapp", r, 4, N);
+  fake_trace(&f, "badapp", 0, 7, &good);
+  fake_trace(&f, "badapp", 1, 7, &bad);            /* bit flipped */
+  fake_trace_bytes(&f, "badapp", 2, 7, &good, good.bytes, good.len - 3);
+  fake_trace(&f, "badapp", 3, 7, &half);           /* 500 of 1000 elements */
+  fake_wait_acked(&f);
+
+  CHECK(la_td_wait_status(T.ga, "traces_invalid", 3, WAIT_MS) == 0,
+        "traces_invalid did not reach 3 (is %lld)",
+        la_td_status_ll(T.ga, "traces_invalid"));
+  assert_int_equal(la_td_status_ll(T.ga, "traces_invalid"), 3);
+  CHECK(la_td_log_has(T.ga, "badapp rank 1 cycle 7 from LocalAgent nodeX "
+                            "refused: invalid trace: bad encoding"),
+        "no log line for rank 1");
+  CHECK(la_td_log_has(T.ga, "badapp rank 3 cycle 7 from LocalAgent nodeX "
+                            "refused: invalid trace: 500 elements, the rank "
+                            "registered 1000"),
+        "no log line for rank 3");
+
+  la_traceset_t *t = get_set("badapp", 7);
+  assert_int_equal(la_traceset_nprocs(t), 4);
+  assert_true(la_traceset_has_rank(t, 0));
+  const uint32_t *miss = NULL;
+  assert_int_equal(la_traceset_missing(t, &miss), 3);
+  assert_int_equal(miss[0], 1);
+  assert_int_equal(miss[1], 2);
+  assert_int_equal(miss[2], 3);
+  static double w[N];
+  assert_int_equal(la_traceset_rank_weights(t, 0, w), 0);
+  la_trace_t *ref = NULL;
+  static double want[N];
+  assert_int_equal(la_trace_open(good.bytes, good.len, &ref, NULL, 0), 0);
+  assert_int_equal(la_trace_decode(ref, 0, N, want), 0);
+  assert_memory_equal(w, want, sizeof w);
+  la_trace_close(ref);
+  la_traceset_free(t);
+
+  /* The agent can still deliver the good traces of those ranks. */
+  fake_trace(&f, "badapp", 1, 7, &good);
+  fake_trace(&f, "badapp", 2, 7, &good);
+  fake_trace(&f, "badapp", 3, 7, &good);
+  fake_wait_acked(&f);
+  t = get_set("badapp", 7);
+  assert_int_equal(la_traceset_missing(t, NULL), 0);
+  la_traceset_free(t);
+  assert_int_equal(la_td_status_ll(T.ga, "traces_invalid"), 3);
+
+  close(f.fd);
+  la_compact_result_free(&good);
+  la_compact_result_free(&bad);
+  la_compact_result_free(&half);
+}
+
+/* A trace claiming far more elements (2^32) than its rank registered (64),
+ * with a short encoding, is refused before anything is expanded. */
+static void test_declared_count_above_rank_refused(void **state) {
+  start_ga();
+  enum { N = 64 };
+  double x[N];
+  for (size_t i = 0; i < N; i++) x[i] = 2.0;
+  la_compact_result_t small, huge;
+  assert_int_equal(la_compact(x, N, NULL, &small), 0);
+  huge = small;
+  huge.stats.count = (uint64_t)1 << 32;
+
+  fake_t f;
+  memset(&f, 0, sizeof f);
+  f.fd = -1;
+  fake_connect(&f, "nodeY");
+  fake_rank_start(&f, "capapp", 0, 1, N);
+  fake_trace(&f, "capapp", 0, 1, &huge);
+  fake_wait_acked(&f);
+  CHECK(la_td_wait_status(T.ga, "traces_invalid", 1, WAIT_MS) == 0,
+        "traces_invalid did not reach 1");
+  CHECK(la_td_log_has(T.ga, "capapp rank 0 cycle 1 from LocalAgent nodeY "
+                            "refused: invalid trace: 4294967296 elements, "
+                            "the rank registered 64"),
+        "no log line");
+  close(f.fd);
+  la_compact_result_free(&small);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown(test_invalid_traces_refused, setup,
+                                    teardown),
+    cmocka_unit_test_setup_teardown(test_declared_count_above_rank_refused,
+                                    setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, group_setup, NULL);
+}
