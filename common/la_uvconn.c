@@ -51,13 +51,20 @@ void la_conn_set_max_frame(la_conn_t *c, uint32_t max_payload) {
 
 void la_conn_set_max_output(la_conn_t *c, size_t max) { c->max_out = max; }
 
-void la_conn_close(la_conn_t *c, const char *reason) {
+/* Starts closing; reset: abort the connection (RST), dropping what is still
+ * queued for the peer in our buffers and the kernel's. */
+static void la__close(la_conn_t *c, const char *reason, int reset) {
   if (c->closing) return;
   c->closing = 1;
   if (c->ops->on_close) c->ops->on_close(c, reason);
   uv_read_stop((uv_stream_t *)&c->tcp);
-  uv_close((uv_handle_t *)&c->tcp, la__on_closed);
+  if (!reset || uv_tcp_close_reset(&c->tcp, la__on_closed) != 0)
+    uv_close((uv_handle_t *)&c->tcp, la__on_closed);
   uv_close((uv_handle_t *)&c->timer, la__on_closed);
+}
+
+void la_conn_close(la_conn_t *c, const char *reason) {
+  la__close(c, reason, 0);
 }
 
 void la_conn_hold(la_conn_t *c) { c->holds++; }
@@ -105,7 +112,7 @@ int la_conn_send(la_conn_t *c, uint16_t type, const ProtobufCMessage *m,
     la_log_warnx("connection %s: %zu bytes queued and %zu more would pass "
                  "the output limit of %zu: the peer is not reading: closing",
                  c->peer, c->out_bytes, n, c->max_out);
-    la_conn_close(c, "output limit");
+    la__close(c, "output limit", 1); /* what is queued is dropped */
     return LA_ELIMIT;
   }
   la__cwr_t *w = malloc(sizeof *w + n);
