@@ -1,7 +1,8 @@
 /* la_daemon.h: what both daemons do the same way before their loop starts:
  * command-line handling (-c FILE, --check-config, --SECTION.KEY=VALUE
  * overrides, reported all at once), the [log] settings, the pid and port
- * files (written without following links) and the private umask. No libuv: each daemon's main.c keeps its own start-up order. */
+ * files (written without following links) and the private umask. No
+ * libuv: each daemon's main.c keeps its own start-up order. */
 #ifndef LA_DAEMON_H
 #define LA_DAEMON_H
 

@@ -5,9 +5,12 @@
  * hands it to the owner's on_frame; writes frames, counting the bytes not
  * yet written and closing a peer that lets more than its output limit pile
  * up (every port gets the same bound on reply amplification); closes on
- * request or on any bad input, and calls on_free only once both handles are closed and
- * no hold remains — a connection is never freed inside its own callback.
- * It knows framing, not the protocol: what a message means is the owner's.
+ * request or on any bad input, and calls on_free only once both handles
+ * are closed and no hold remains — a connection is never freed inside its
+ * own callback.
+ * It knows framing, not the protocol: what a message means is the owner's,
+ * and so is admission (which connections to keep: see la_ratelimit for
+ * logging refusals).
  * Used by la-localagent (applications, tools) and la-globalagent
  * (LocalAgents, subscribers). libla does not link it.
  */

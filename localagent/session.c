@@ -25,6 +25,7 @@
 
 #include "agent.h"
 #include "la_log.h"
+#include "peer_uid.h"
 
 static uint64_t la__realtime_ns(void) {
   struct timespec ts;
@@ -286,7 +287,7 @@ static int la__uid_over_cap(la_session_t *s) {
   static la_ratelimit_t rl; /* this file's: refusal log lines */
   la_agent_t *ag = s->ag;
   int fd = la_conn_fd(&s->conn);
-  s->conn.key = fd >= 0 ? la_peer_uid(fd) : -1;
+  s->conn.key = fd >= 0 ? la_peer_uid_fast(fd) : -1;
   int n = 0;
   for (la_session_t *o = ag->sessions; o; o = o->next)
     if (o != s && o->state != LA_SESS_APP && o->conn.key == s->conn.key) n++;
