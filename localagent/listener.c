@@ -14,6 +14,16 @@
 #include "la_daemon.h"
 #include "la_log.h"
 
+/* Connections that hold a slot: those already closing (e.g. refused for
+ * their user's share earlier in this burst of accepts) are gone by the
+ * end of this loop iteration and do not count. */
+static int la__open_conns(la_agent_t *ag) {
+  int n = 0;
+  for (la_session_t *s = ag->sessions; s; s = s->next)
+    if (!s->conn.closing) n++;
+  return n;
+}
+
 static void la__on_connection(uv_stream_t *server, int status) {
   la_agent_t *ag = server->data;
   if (status < 0) {
@@ -21,7 +31,8 @@ static void la__on_connection(uv_stream_t *server, int status) {
     return;
   }
   static la_ratelimit_t rl; /* this file's: refusal log lines */
-  if (ag->n_conns >= ag->set.max_connections || ag->draining) {
+  if (ag->draining || (ag->n_conns >= ag->set.max_connections &&
+                       la__open_conns(ag) >= ag->set.max_connections)) {
     la_refuse_connection(ag->loop, server);
     if (ag->draining) return;
     ag->st.conns_refused++;
