@@ -3,9 +3,6 @@
 #include "la_daemon.h"
 
 #include <fcntl.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,17 +100,7 @@ int la_daemon_write_number(const char *path, long value) {
   return 0;
 }
 
-void la_daemon_process_setup(void) {
-  umask(077);
-#ifdef __GLIBC__
-  /* A fixed threshold (glibc otherwise raises it up to 32 MiB after the
-   * first large free): reply buffers of 128 KiB and more are mapped and
-   * given back to the system when freed, so memory a burst of large
-   * replies took returns once they are written or dropped, instead of
-   * staying in the heap behind longer-lived allocations. */
-  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-#endif
-}
+void la_daemon_process_setup(void) { umask(077); }
 
 int la_daemon_early_args(int argc, char **argv, const char *version,
                          void (*usage)(FILE *), int *check) {

@@ -1,7 +1,7 @@
 /* la_daemon.h: what both daemons do the same way before their loop starts:
  * command-line handling (-c FILE, --check-config, --SECTION.KEY=VALUE
  * overrides, reported all at once), the [log] settings, the pid and port
- * files (written without following links), umask and malloc policy. No
+ * files (written without following links) and the umask. No
  * libuv: each daemon's main.c keeps its own start-up order. */
 #ifndef LA_DAEMON_H
 #define LA_DAEMON_H
@@ -45,9 +45,7 @@ int la_daemon_write_number(const char *path, long value);
 
 /* Process-wide settings of a daemon, called once at start before any file
  * is created: umask 077, so every file it creates (store, its -wal and -shm
- * files, spool) is private unless it says otherwise; and, with glibc, a
- * fixed mmap threshold so large buffers (replies) are returned to the
- * system when freed. */
+ * files, spool) is private unless it says otherwise. */
 void la_daemon_process_setup(void);
 
 #endif

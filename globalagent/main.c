@@ -202,7 +202,7 @@ int main(int argc, char **argv) {
   la_log_level_parse(ga->set.log_level, &level);
   la_log_init(la__me, ga->set.log_target, level);
   signal(SIGPIPE, SIG_IGN);
-  la_daemon_process_setup(); /* umask 077, malloc policy */
+  la_daemon_process_setup(); /* umask 077: private files */
   ga->loop = uv_default_loop();
   ga->start_ms = la_now_ms();
   if (la_auth_init() != 0) {
