@@ -37,12 +37,14 @@ static void la__on_free(la_conn_t *c) {
   if (a->prev) a->prev->next = a->next;
   else ga->agents = a->next;
   if (a->next) a->next->prev = a->prev;
-  ga->n_agents--;
   free(a);
 }
 
 static void la__on_close(la_conn_t *c, const char *reason) {
   la_ga_agent_t *a = (la_ga_agent_t *)c;
+  /* a closing connection no longer holds a slot: it is gone by the end of
+   * this loop iteration (admission counts open connections only) */
+  a->ga->n_agents--;
   if (a->state == LA__AG_READY)
     la_log_info("LocalAgent %s (%s) disconnected: %s; %llu messages",
                 a->host, c->peer, reason, (unsigned long long)a->messages);

@@ -41,12 +41,14 @@ static void la__on_free(la_conn_t *c) {
   if (s->prev) s->prev->next = s->next;
   else ga->subs = s->next;
   if (s->next) s->next->prev = s->prev;
-  ga->n_subs--;
   free(s);
 }
 
 static void la__on_close(la_conn_t *c, const char *reason) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
+  /* a closing connection no longer holds a slot: it is gone by the end of
+   * this loop iteration (admission counts open connections only) */
+  s->ga->n_subs--;
   if (s->subscribed)
     la_log_info("subscriber %s left (%s): %llu sets sent, %llu dropped",
                 c->peer, reason, (unsigned long long)s->sent,
