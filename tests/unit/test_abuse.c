@@ -616,6 +616,54 @@ static void test_feed_address_flood(void **state) {
         0, "the flood was not refused beyond the address's share");
 }
 
+/* 20 connections from 127.0.0.2 that never authenticate on the agents
+ * port: one address gets agents.max_handshakes_per_address (8) of them, the
+ * rest are refused and counted. On main all 20 were kept until the
+ * handshake timeout. */
+static void test_ga_handshakes_per_address(void **state) {
+  const char *gx[] = {"--agents.handshake_timeout=60s", NULL};
+  start_ga(gx);
+  int fds[20], refused = 0;
+  for (int i = 0; i < 20; i++) {
+    fds[i] = open_from("127.0.0.2", T.agents_port);
+    CHECK(fds[i] >= 0, "connect: %s", strerror(errno));
+  }
+  long long end = la_td_now_ms() + WAIT_MS; /* one bounded wait for all */
+  for (int i = 0; i < 20; i++)
+    if (peer_closed(fds[i], i < 8 ? 0 : left_ms(end))) refused++;
+  long long counted = la_td_status_ll(T.ga, "agents_refused");
+  print_message("GlobalAgent agents port, 20 unauthenticated connections "
+                "from 127.0.0.2: %d closed at once, %lld refusals counted\n",
+                refused, counted);
+  CHECK(refused >= 12, "only %d of 20 were refused", refused);
+  CHECK(counted >= 12, "%lld refusals counted", counted);
+  CHECK(la_td_log_has(T.ga, "max_handshakes_per_address"), "no log line");
+  for (int i = 0; i < 20; i++) close(fds[i]);
+}
+
+/* A feed connection that made a query and then stays silent is closed after
+ * feed.idle_timeout. On main it stayed open for ever (and the key did not
+ * exist). */
+static void test_feed_idle_timeout(void **state) {
+  const char *gx[] = {"--feed.idle_timeout=300ms", NULL};
+  start_ga(gx);
+  int fd = la_tcp_connect("127.0.0.1", T.feed_port, 2000);
+  CHECK(fd >= 0, "connect");
+  La__Query q = LA__QUERY__INIT;
+  q.what = "apps";
+  assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_QUERY, &q.base, 2000),
+                   0);
+  uint16_t type;
+  ProtobufCMessage *m = NULL;
+  char why[200];
+  assert_int_equal(la_recv_msg(fd, 1u << 20, WAIT_MS, &type, &m, why,
+                               sizeof why), 0);
+  la_msg_free(m);
+  CHECK(peer_closed(fd, WAIT_MS), "an idle query connection stayed open");
+  close(fd);
+  CHECK(la_td_wait_log(T.ga, "idle for 300 ms", WAIT_MS) == 0, "no log");
+}
+
 /* ----------------------------------------------------------------- files */
 
 /* Links planted at the temporary names beside the port and pid files are
@@ -693,6 +741,9 @@ int main(void) {
                                     teardown),
     cmocka_unit_test_setup_teardown(test_feed_address_flood, setup,
                                     teardown),
+    cmocka_unit_test_setup_teardown(test_ga_handshakes_per_address, setup,
+                                    teardown),
+    cmocka_unit_test_setup_teardown(test_feed_idle_timeout, setup, teardown),
     cmocka_unit_test_setup_teardown(test_files_not_followed, setup,
                                     teardown),
   };
