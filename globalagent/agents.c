@@ -157,7 +157,7 @@ static int la__handshakes_over_cap(la_ga_agent_t *a) {
   la_ga_t *ga = a->ga;
   int n = 0;
   for (la_ga_agent_t *o = ga->agents; o; o = o->next)
-    if (o != a && o->state != LA__AG_READY &&
+    if (o != a && o->state != LA__AG_READY && !o->conn.closing &&
         !strcmp(o->conn.addr, a->conn.addr))
       n++;
   if (n < ga->set.agent_max_handshakes_per_addr) return 0;

@@ -271,7 +271,8 @@ static int la__addr_over_cap(la_ga_sub_t *s) {
   la_ga_t *ga = s->ga;
   int n = 0;
   for (la_ga_sub_t *o = ga->subs; o; o = o->next)
-    if (o != s && !strcmp(o->conn.addr, s->conn.addr)) n++;
+    if (o != s && !o->conn.closing && !strcmp(o->conn.addr, s->conn.addr))
+      n++;
   if (n < ga->set.feed_max_per_addr) return 0;
   ga->st.subs_refused++;
   uint64_t missed;

@@ -290,7 +290,9 @@ static int la__uid_over_cap(la_session_t *s) {
   s->conn.key = fd >= 0 ? la_peer_uid_fast(fd) : -1;
   int n = 0;
   for (la_session_t *o = ag->sessions; o; o = o->next)
-    if (o != s && o->state != LA_SESS_APP && o->conn.key == s->conn.key) n++;
+    if (o != s && !o->conn.closing && o->state != LA_SESS_APP &&
+        o->conn.key == s->conn.key)
+      n++;
   if (n < ag->set.max_per_uid) return 0;
   ag->st.conns_refused++;
   uint64_t missed;
