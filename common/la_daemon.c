@@ -2,8 +2,12 @@
  * la_daemon.h). */
 #include "la_daemon.h"
 
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "la_log.h"
 #include "la_sockio.h"
@@ -77,17 +81,26 @@ int la_daemon_addr_ok(const char *s, int allow_zero) {
 }
 
 int la_daemon_write_number(const char *path, long value) {
+  /* A fresh temporary name (mkstemp: O_CREAT|O_EXCL, mode 0600), so a link
+   * planted beside path is never followed; rename replaces path itself,
+   * never what a link there points to. */
   char tmp[1024];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) return -1;
-  int ok = fprintf(f, "%ld\n", value) > 0;
-  if (fclose(f) != 0 || !ok || rename(tmp, path) != 0) {
-    remove(tmp);
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= sizeof tmp)
+    return -1;
+  int fd = mkstemp(tmp);
+  if (fd < 0) return -1;
+  char buf[32];
+  int n = snprintf(buf, sizeof buf, "%ld\n", value);
+  int ok = fchmod(fd, 0644) == 0 && write(fd, buf, (size_t)n) == n;
+  if (close(fd) != 0) ok = 0;
+  if (!ok || rename(tmp, path) != 0) {
+    unlink(tmp);
     return -1;
   }
   return 0;
 }
+
+void la_daemon_process_setup(void) { umask(077); }
 
 int la_daemon_early_args(int argc, char **argv, const char *version,
                          void (*usage)(FILE *), int *check) {

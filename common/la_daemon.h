@@ -1,7 +1,8 @@
 /* la_daemon.h: what both daemons do the same way before their loop starts:
  * command-line handling (-c FILE, --check-config, --SECTION.KEY=VALUE
- * overrides, reported all at once), the [log] settings, and the pid and port
- * files. No libuv: each daemon's main.c keeps its own start-up order. */
+ * overrides, reported all at once), the [log] settings, the pid and port
+ * files (written without following links) and the umask. No
+ * libuv: each daemon's main.c keeps its own start-up order. */
 #ifndef LA_DAEMON_H
 #define LA_DAEMON_H
 
@@ -36,7 +37,15 @@ int la_daemon_log_settings(const char *name, const char *target,
 /* Whether s is "host:port" (port 1..65535) or, with allow_zero, "host:0". */
 int la_daemon_addr_ok(const char *s, int allow_zero);
 
-/* Writes "value\n" to path atomically (tmp + rename). Returns 0 or -1. */
+/* Writes "value\n" to path atomically: a new temporary file beside it
+ * (created exclusively, so no planted link is followed), mode 0644, then
+ * renamed over path (a link at path is replaced, not followed). Returns 0
+ * or -1 (errno set). */
 int la_daemon_write_number(const char *path, long value);
+
+/* Process-wide settings of a daemon, called once at start before any file
+ * is created: umask 077, so every file it creates (store, its -wal and -shm
+ * files, spool) is private unless it says otherwise. */
+void la_daemon_process_setup(void);
 
 #endif

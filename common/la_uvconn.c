@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "la.h"
+#include "la_log.h"
 #include "la_sockio.h"
 
 typedef struct {
@@ -41,15 +42,29 @@ void la_conn_init(la_conn_t *c, uv_loop_t *loop, uint32_t max_frame,
   c->data = data;
   la_frame_reader_init(&c->rd, max_frame);
   snprintf(c->peer, sizeof c->peer, "?");
+  snprintf(c->addr, sizeof c->addr, "?");
 }
 
-void la_conn_close(la_conn_t *c, const char *reason) {
+void la_conn_set_max_frame(la_conn_t *c, uint32_t max_payload) {
+  c->rd.max_payload = max_payload ? max_payload : LA_FRAME_DEFAULT_MAX;
+}
+
+void la_conn_set_max_output(la_conn_t *c, size_t max) { c->max_out = max; }
+
+/* Starts closing; reset: abort the connection (RST), dropping what is still
+ * queued for the peer in our buffers and the kernel's. */
+static void la__close(la_conn_t *c, const char *reason, int reset) {
   if (c->closing) return;
   c->closing = 1;
   if (c->ops->on_close) c->ops->on_close(c, reason);
   uv_read_stop((uv_stream_t *)&c->tcp);
-  uv_close((uv_handle_t *)&c->tcp, la__on_closed);
+  if (!reset || uv_tcp_close_reset(&c->tcp, la__on_closed) != 0)
+    uv_close((uv_handle_t *)&c->tcp, la__on_closed);
   uv_close((uv_handle_t *)&c->timer, la__on_closed);
+}
+
+void la_conn_close(la_conn_t *c, const char *reason) {
+  la__close(c, reason, 0);
 }
 
 void la_conn_hold(la_conn_t *c) { c->holds++; }
@@ -133,6 +148,13 @@ int la_conn_send(la_conn_t *c, uint16_t type, const ProtobufCMessage *m,
                  int close_after) {
   if (c->closing) return LA_EIO;
   size_t n = la_frame_size(m);
+  if (c->max_out && c->out_bytes > 0 && c->out_bytes + n > c->max_out) {
+    la_log_warnx("connection %s: %zu bytes queued and %zu more would pass "
+                 "the output limit of %zu: the peer is not reading: closing",
+                 c->peer, c->out_bytes, n, c->max_out);
+    la__close(c, "output limit", 1); /* what is queued is dropped */
+    return LA_ELIMIT;
+  }
   la__cwr_t *w = malloc(sizeof *w + n);
   if (!w) {
     la_conn_close(c, "out of memory");
@@ -231,6 +253,7 @@ int la_conn_accept(la_conn_t *c, uv_stream_t *server) {
       port = ntohs(((struct sockaddr_in6 *)&a)->sin6_port);
     }
     snprintf(c->peer, sizeof c->peer, "%s:%d", ip, port);
+    snprintf(c->addr, sizeof c->addr, "%s", ip);
   }
   uv_tcp_nodelay(&c->tcp, 1);
   return uv_read_start((uv_stream_t *)&c->tcp, la__alloc, la__on_read);
@@ -277,6 +300,19 @@ int la_listen(uv_loop_t *loop, uv_tcp_t *tcp, const char *l,
 }
 
 static void la__free_handle(uv_handle_t *h) { free(h); }
+
+int la_ratelimit_ok(la_ratelimit_t *r, uint64_t interval_ms,
+                    uint64_t *missed) {
+  uint64_t now = uv_hrtime() / 1000000u;
+  if (now < r->next_ms) {
+    r->suppressed++;
+    return 0;
+  }
+  *missed = r->suppressed;
+  r->suppressed = 0;
+  r->next_ms = now + interval_ms;
+  return 1;
+}
 
 void la_refuse_connection(uv_loop_t *loop, uv_stream_t *server) {
   uv_tcp_t *t = malloc(sizeof *t);

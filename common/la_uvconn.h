@@ -3,10 +3,14 @@
  * Owns the socket and a deadline timer, reads frames (size checked before
  * allocation by la_frame_reader), decodes and validates each message and
  * hands it to the owner's on_frame; writes frames, counting the bytes not
- * yet written (so owners can bound what they queue); closes on request or
- * on any bad input, and calls on_free only once both handles are closed and
- * no hold remains — a connection is never freed inside its own callback.
- * It knows framing, not the protocol: what a message means is the owner's.
+ * yet written and closing a peer that lets more than its output limit pile
+ * up (every port gets the same bound on reply amplification); closes on
+ * request or on any bad input, and calls on_free only once both handles
+ * are closed and no hold remains — a connection is never freed inside its
+ * own callback.
+ * It knows framing, not the protocol: what a message means is the owner's,
+ * and so is admission (which connections to keep: see la_ratelimit for
+ * logging refusals).
  * Used by la-localagent (applications, tools) and la-globalagent
  * (LocalAgents, subscribers). libla does not link it.
  */
@@ -43,8 +47,11 @@ struct la_conn {
   int holds;
   int closing;
   size_t out_bytes; /* queued by la_conn_send, not yet written */
+  size_t max_out;   /* output limit (la_conn_set_max_output); 0: none */
   la_frame_reader_t rd;
   char peer[64];    /* "ip:port" */
+  char addr[48];    /* the peer's IP address alone ("?" if unknown) */
+  long key;         /* the owner's admission key (e.g. a peer uid) */
   const la_conn_ops_t *ops;
   void *data;       /* the owner's */
   la_secure_t *sec; /* the owner's; set: frames travel as records */
@@ -58,8 +65,18 @@ void la_conn_init(la_conn_t *c, uv_loop_t *loop, uint32_t max_frame,
 int la_conn_accept(la_conn_t *c, uv_stream_t *server);
 /* Calls on_deadline after ms (0: cancels). */
 void la_conn_set_deadline(la_conn_t *c, uint64_t ms);
+/* Sets the largest frame payload accepted from now on (e.g. small before
+ * the peer authenticated, larger after). A frame whose header is already
+ * buffered is checked again against the new maximum. */
+void la_conn_set_max_frame(la_conn_t *c, uint32_t max_payload);
+/* Sets the output limit: la_conn_send closes the connection (logging the
+ * peer and the reason) rather than let more than max bytes wait for a peer
+ * that does not read. A single message is always queued when nothing else
+ * waits, so the bound per connection is max(max, one message). 0: none. */
+void la_conn_set_max_output(la_conn_t *c, size_t max);
 /* Queues a message; close_after closes the connection once it is written.
- * Returns 0, or a negative LA_E* code (the connection is then closing). */
+ * Returns 0, or a negative LA_E* code (the connection is then closing):
+ * LA_ELIMIT when the output limit would be passed. */
 int la_conn_send(la_conn_t *c, uint16_t type, const ProtobufCMessage *m,
                  int close_after);
 /* From now on every frame sent is sealed with sec and every frame received
@@ -90,5 +107,15 @@ void la_uv_signals(uv_loop_t *loop, uv_signal_t sig[3], uv_signal_cb cb,
 
 /* Accepts a pending connection and closes it at once (admission refused). */
 void la_refuse_connection(uv_loop_t *loop, uv_stream_t *server);
+
+/* Rate limit for log lines of floods: at most one line per interval. */
+typedef struct la_ratelimit {
+  uint64_t next_ms;    /* no line before this (monotonic ms) */
+  uint64_t suppressed; /* events not logged since the last line */
+} la_ratelimit_t;
+/* Counts one event. Returns 1 when it may be logged now, with *missed set
+ * to the events suppressed before it; 0 when it is suppressed. */
+int la_ratelimit_ok(la_ratelimit_t *r, uint64_t interval_ms,
+                    uint64_t *missed);
 
 #endif

@@ -49,7 +49,6 @@ static void la__on_free(la_conn_t *c) {
   if (a->prev) a->prev->next = a->next;
   else ga->agents = a->next;
   if (a->next) a->next->prev = a->prev;
-  ga->n_agents--;
   la_auth_session_wipe(&a->ses);
   la_secure_wipe(&a->sec);
   free(a);
@@ -57,6 +56,9 @@ static void la__on_free(la_conn_t *c) {
 
 static void la__on_close(la_conn_t *c, const char *reason) {
   la_ga_agent_t *a = (la_ga_agent_t *)c;
+  /* a closing connection no longer holds a slot: it is gone by the end of
+   * this loop iteration (admission counts open connections only) */
+  a->ga->n_agents--;
   if (a->state == LA__AG_READY)
     la_log_info("LocalAgent %s (%s) disconnected: %s; %llu messages",
                 a->host, c->peer, reason, (unsigned long long)a->messages);
@@ -163,6 +165,8 @@ static int la__handshake_auth(la_ga_agent_t *a, const La__Auth *au) {
   }
   a->state = LA__AG_READY;
   la_conn_set_deadline(c, 0);
+  /* authenticated: frames up to the configured maximum from now on */
+  la_conn_set_max_frame(c, (uint32_t)ga->set.agent_max_frame);
   la_conn_send(c, LA__MSG_TYPE__MSG_AUTH_RESULT, &r.base, 0);
   la_log_info("LocalAgent '%s' connected from %s (next seq %llu, %s)", a->host,
               c->peer, (unsigned long long)next,
@@ -244,6 +248,28 @@ static const la_conn_ops_t la__ops = {
   .on_free = la__on_free,
 };
 
+/* Whether the peer's address already holds its share of unauthenticated
+ * connections (authenticated LocalAgents are not limited per address). */
+static int la__handshakes_over_cap(la_ga_agent_t *a) {
+  static la_ratelimit_t rl; /* this file's: refusal log lines */
+  la_ga_t *ga = a->ga;
+  int n = 0;
+  for (la_ga_agent_t *o = ga->agents; o; o = o->next)
+    if (o != a && o->state != LA__AG_READY && !o->conn.closing &&
+        !strcmp(o->conn.addr, a->conn.addr))
+      n++;
+  if (n < ga->set.agent_max_handshakes_per_addr) return 0;
+  ga->st.agents_refused++;
+  uint64_t missed;
+  if (la_ratelimit_ok(&rl, 1000, &missed))
+    la_log_warnx("LocalAgent connection %s refused: %d handshakes open from "
+                 "that address (agents.max_handshakes_per_address = %lld); "
+                 "%llu more refusals not logged", a->conn.peer, n,
+                 (long long)ga->set.agent_max_handshakes_per_addr,
+                 (unsigned long long)missed);
+  return 1;
+}
+
 void la_ga_agent_accept(la_ga_t *ga, uv_stream_t *server) {
   la_ga_agent_t *a = calloc(1, sizeof *a);
   if (!a) {
@@ -251,14 +277,20 @@ void la_ga_agent_accept(la_ga_t *ga, uv_stream_t *server) {
     return;
   }
   a->ga = ga;
-  la_conn_init(&a->conn, ga->loop, (uint32_t)ga->set.agent_max_frame,
-               &la__ops, a);
+  /* unauthenticated: small frames only, until the handshake succeeds */
+  la_conn_init(&a->conn, ga->loop,
+               (uint32_t)ga->set.agent_handshake_max_frame, &la__ops, a);
+  la_conn_set_max_output(&a->conn, (size_t)ga->set.agent_max_output);
   a->next = ga->agents;
   if (ga->agents) ga->agents->prev = a;
   ga->agents = a;
   ga->n_agents++;
   if (la_conn_accept(&a->conn, server) != 0) {
     la_conn_close(&a->conn, "accept failed");
+    return;
+  }
+  if (la__handshakes_over_cap(a)) {
+    la_conn_close(&a->conn, "too many handshakes from this address");
     return;
   }
   ga->st.agents_accepted++;

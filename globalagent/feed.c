@@ -7,7 +7,14 @@
  * "apps", "cycles" and "traceset" from the store; StatusRequest the status.
  * A slow subscriber never stalls stitching: when the bytes queued to it
  * exceed feed.queue_bytes, sets are dropped for it, counted, and the count
- * travels in the next set it gets (TraceSet.dropped). Knows the feed
+ * travels in the next set it gets (TraceSet.dropped).
+ *
+ * Limits (the port is unauthenticated): until its first request a
+ * connection's frames are limited to feed.handshake_max_frame; one address
+ * holds at most feed.max_connections_per_address connections; a connection
+ * that is not a live subscriber is closed after feed.idle_timeout without a
+ * request; more than max(feed.max_output, feed.queue_bytes) bytes queued to
+ * a peer that does not read closes it (la_uvconn.h). Knows the feed
  * protocol; what is stored is the store's.
  */
 #include <stdio.h>
@@ -34,12 +41,14 @@ static void la__on_free(la_conn_t *c) {
   if (s->prev) s->prev->next = s->next;
   else ga->subs = s->next;
   if (s->next) s->next->prev = s->prev;
-  ga->n_subs--;
   free(s);
 }
 
 static void la__on_close(la_conn_t *c, const char *reason) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
+  /* a closing connection no longer holds a slot: it is gone by the end of
+   * this loop iteration (admission counts open connections only) */
+  s->ga->n_subs--;
   if (s->subscribed)
     la_log_info("subscriber %s left (%s): %llu sets sent, %llu dropped",
                 c->peer, reason, (unsigned long long)s->sent,
@@ -188,23 +197,34 @@ static void la__subscribe(la_ga_sub_t *s, const La__Subscribe *m) {
   }
 }
 
+/* After a request: a live subscriber has no deadline (its queue bounds
+ * it); any other connection is closed after idle_timeout without one. */
+static void la__requested(la_ga_sub_t *s) {
+  if (!s->spoke) { /* a valid request: the port's own frame limit */
+    s->spoke = 1;
+    la_conn_set_max_frame(&s->conn, (uint32_t)s->ga->set.feed_max_frame);
+  }
+  la_conn_set_deadline(&s->conn, s->subscribed && s->live
+                                     ? 0
+                                     : (uint64_t)s->ga->set.feed_idle_ms);
+}
+
 static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
-  if (!s->spoke) {
-    s->spoke = 1;
-    la_conn_set_deadline(c, 0);
-  }
   switch (type) {
   case LA__MSG_TYPE__MSG_SUBSCRIBE:
     la__subscribe(s, (La__Subscribe *)m);
+    la__requested(s);
     return 0;
   case LA__MSG_TYPE__MSG_QUERY:
     la__query(s, (La__Query *)m);
+    la__requested(s);
     return 0;
   case LA__MSG_TYPE__MSG_STATUS_REQUEST: {
     La__StatusReply *r = la_ga_status_reply(s->ga);
     if (r) la_conn_send(c, LA__MSG_TYPE__MSG_STATUS_REPLY, &r->base, 0);
     la_ga_status_reply_free(r);
+    la__requested(s);
     return 0;
   }
   default: {
@@ -226,13 +246,44 @@ static void la__on_bad(la_conn_t *c, const char *why) {
   la_log_warnx("subscriber connection %s: %s: closing", c->peer, why);
 }
 
+static void la__on_deadline(la_conn_t *c) {
+  la_ga_sub_t *s = (la_ga_sub_t *)c;
+  if (s->spoke)
+    la_log_info("feed connection %s idle for %lld ms: closing", c->peer,
+                (long long)s->ga->set.feed_idle_ms);
+  else
+    la_log_info("feed connection %s sent no request within %lld ms: closing",
+                c->peer, (long long)s->ga->set.handshake_ms);
+  la_conn_close(c, s->spoke ? "idle timeout" : "handshake timeout");
+}
+
 static const la_conn_ops_t la__ops = {
   .on_frame = la__on_frame,
   .on_bad = la__on_bad,
-  .on_deadline = NULL, /* close */
+  .on_deadline = la__on_deadline,
   .on_close = la__on_close,
   .on_free = la__on_free,
 };
+
+/* Whether the peer's address already holds its share of the feed port. */
+static int la__addr_over_cap(la_ga_sub_t *s) {
+  static la_ratelimit_t rl; /* this file's: refusal log lines */
+  la_ga_t *ga = s->ga;
+  int n = 0;
+  for (la_ga_sub_t *o = ga->subs; o; o = o->next)
+    if (o != s && !o->conn.closing && !strcmp(o->conn.addr, s->conn.addr))
+      n++;
+  if (n < ga->set.feed_max_per_addr) return 0;
+  ga->st.subs_refused++;
+  uint64_t missed;
+  if (la_ratelimit_ok(&rl, 1000, &missed))
+    la_log_warnx("feed connection %s refused: %d open from that address "
+                 "(feed.max_connections_per_address = %lld); %llu more "
+                 "refusals not logged", s->conn.peer, n,
+                 (long long)ga->set.feed_max_per_addr,
+                 (unsigned long long)missed);
+  return 1;
+}
 
 void la_ga_feed_accept(la_ga_t *ga, uv_stream_t *server) {
   la_ga_sub_t *s = calloc(1, sizeof *s);
@@ -241,14 +292,23 @@ void la_ga_feed_accept(la_ga_t *ga, uv_stream_t *server) {
     return;
   }
   s->ga = ga;
-  la_conn_init(&s->conn, ga->loop, (uint32_t)ga->set.feed_max_frame, &la__ops,
-               s);
+  la_conn_init(&s->conn, ga->loop, (uint32_t)ga->set.feed_handshake_max_frame,
+               &la__ops, s);
+  la_conn_set_max_output(&s->conn,
+                         (size_t)(ga->set.feed_max_output >
+                                          ga->set.sub_queue_bytes
+                                      ? ga->set.feed_max_output
+                                      : ga->set.sub_queue_bytes));
   s->next = ga->subs;
   if (ga->subs) ga->subs->prev = s;
   ga->subs = s;
   ga->n_subs++;
   if (la_conn_accept(&s->conn, server) != 0) {
     la_conn_close(&s->conn, "accept failed");
+    return;
+  }
+  if (la__addr_over_cap(s)) {
+    la_conn_close(&s->conn, "too many connections from this address");
     return;
   }
   ga->st.subs_accepted++;

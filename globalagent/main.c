@@ -105,6 +105,13 @@ static void la__reload(la_ga_t *ga) {
   ga->set.feed_max_frame = n.feed_max_frame;
   ga->set.handshake_ms = n.handshake_ms;
   ga->set.sub_queue_bytes = n.sub_queue_bytes;
+  ga->set.agent_max_handshakes_per_addr = n.agent_max_handshakes_per_addr;
+  ga->set.agent_handshake_max_frame = n.agent_handshake_max_frame;
+  ga->set.agent_max_output = n.agent_max_output;
+  ga->set.feed_max_per_addr = n.feed_max_per_addr;
+  ga->set.feed_handshake_max_frame = n.feed_handshake_max_frame;
+  ga->set.feed_max_output = n.feed_max_output;
+  ga->set.feed_idle_ms = n.feed_idle_ms;
   ga->set.set_timeout_ms = n.set_timeout_ms;
   ga->set.max_open_sets = n.max_open_sets;
   ga->set.batch_max = n.batch_max;
@@ -119,28 +126,40 @@ static void la__on_signal(uv_signal_t *h, int signum) {
   else la__stop(ga);
 }
 
+/* Admission: beyond a port's max_connections a connection is accepted and
+ * closed at once, counted, and logged at most once a second; the share of
+ * one address is checked by agents.c and feed.c once the peer is known. */
 static void la__on_agent(uv_stream_t *server, int status) {
+  static la_ratelimit_t rl; /* this function's: refusal log lines */
   la_ga_t *ga = server->data;
   if (status < 0) return;
   if (ga->n_agents >= ga->set.max_agents) {
     la_refuse_connection(ga->loop, server);
-    if (ga->st.agents_refused++ % 1000 == 0)
+    ga->st.agents_refused++;
+    uint64_t missed;
+    if (la_ratelimit_ok(&rl, 1000, &missed))
       la_log_warnx("LocalAgent connection refused: %d open "
-                   "(agents.max_connections = %lld)", ga->n_agents,
-                   (long long)ga->set.max_agents);
+                   "(agents.max_connections = %lld); %llu more refusals not "
+                   "logged", ga->n_agents, (long long)ga->set.max_agents,
+                   (unsigned long long)missed);
     return;
   }
   la_ga_agent_accept(ga, server);
 }
 
 static void la__on_sub(uv_stream_t *server, int status) {
+  static la_ratelimit_t rl; /* this function's: refusal log lines */
   la_ga_t *ga = server->data;
   if (status < 0) return;
   if (ga->n_subs >= ga->set.max_subscribers) {
     la_refuse_connection(ga->loop, server);
-    if (ga->st.subs_refused++ % 1000 == 0)
+    ga->st.subs_refused++;
+    uint64_t missed;
+    if (la_ratelimit_ok(&rl, 1000, &missed))
       la_log_warnx("feed connection refused: %d open (feed.max_connections "
-                   "= %lld)", ga->n_subs, (long long)ga->set.max_subscribers);
+                   "= %lld); %llu more refusals not logged", ga->n_subs,
+                   (long long)ga->set.max_subscribers,
+                   (unsigned long long)missed);
     return;
   }
   la_ga_feed_accept(ga, server);
@@ -183,6 +202,7 @@ int main(int argc, char **argv) {
   la_log_level_parse(ga->set.log_level, &level);
   la_log_init(la__me, ga->set.log_target, level);
   signal(SIGPIPE, SIG_IGN);
+  la_daemon_process_setup(); /* umask 077: private files */
   ga->loop = uv_default_loop();
   ga->start_ms = la_now_ms();
   if (la_auth_init() != 0) {

@@ -22,6 +22,14 @@ const la_cfg_key_t la_ga_keys[] = {
     1073741824.0, "largest frame from a LocalAgent"),
   N("agents", "handshake_timeout", LA_CFG_MS, handshake_ms, "5s", 10, 3600000,
     "a connection must authenticate (or a subscriber speak) within this"),
+  N("agents", "max_handshakes_per_address", LA_CFG_INT,
+    agent_max_handshakes_per_addr, "8", 1, 65536,
+    "connections from one address not yet authenticated"),
+  N("agents", "handshake_max_frame", LA_CFG_SIZE, agent_handshake_max_frame,
+    "4k", 256, 1073741824.0, "largest frame before authentication"),
+  N("agents", "max_output", LA_CFG_SIZE, agent_max_output, "1M", 4096,
+    1073741824.0, "bytes queued to one LocalAgent that does not read; "
+    "beyond, it is disconnected"),
   S("feed", "listen", feed_listen, "127.0.0.1:7463",
     "address for subscribers, queries and status (port 0: any)"),
   S("feed", "port_file", feed_port_file, "", "file to write the port into"),
@@ -32,6 +40,16 @@ const la_cfg_key_t la_ga_keys[] = {
   N("feed", "queue_bytes", LA_CFG_SIZE, sub_queue_bytes, "64M", 0,
     1099511627776.0, "bytes queued to one subscriber before sets are dropped "
     "for it (counted and reported to it)"),
+  N("feed", "max_connections_per_address", LA_CFG_INT, feed_max_per_addr,
+    "64", 1, 65536, "feed connections from one address"),
+  N("feed", "handshake_max_frame", LA_CFG_SIZE, feed_handshake_max_frame,
+    "4k", 256, 16777216.0, "largest frame before a valid request"),
+  N("feed", "max_output", LA_CFG_SIZE, feed_max_output, "16M", 4096,
+    1099511627776.0, "bytes queued to one feed connection that does not "
+    "read (a subscriber: at least queue_bytes); beyond, it is closed"),
+  N("feed", "idle_timeout", LA_CFG_MS, feed_idle_ms, "60s", 10, 86400000,
+    "a query or status connection that sends nothing for this long is "
+    "closed (live subscribers have no idle timeout)"),
   N("stitch", "timeout", LA_CFG_MS, set_timeout_ms, "30s", 1, 86400000,
     "a Trace-Set still missing ranks after this closes as partial"),
   N("stitch", "max_open_sets", LA_CFG_INT, max_open_sets, "100000", 1,

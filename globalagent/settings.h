@@ -16,12 +16,19 @@ typedef struct la_ga_settings {
   int64_t max_agents;
   uint64_t agent_max_frame;
   int64_t handshake_ms;
+  int64_t agent_max_handshakes_per_addr; /* unauthenticated, one address */
+  uint64_t agent_handshake_max_frame;    /* frames before authentication */
+  uint64_t agent_max_output;             /* bytes queued to one agent */
   /* [feed]: subscribers, queries, status */
   char feed_listen[256];
   char feed_port_file[512];
   int64_t max_subscribers;
   uint64_t feed_max_frame;
   uint64_t sub_queue_bytes;
+  int64_t feed_max_per_addr;          /* feed connections of one address */
+  uint64_t feed_handshake_max_frame;  /* frames before a valid request */
+  uint64_t feed_max_output;           /* bytes queued to one connection */
+  int64_t feed_idle_ms;               /* non-subscribers: idle timeout */
   /* [stitch] */
   int64_t set_timeout_ms;
   int64_t max_open_sets;

@@ -2,9 +2,10 @@
  * share it: a registration and its notifications use one connection).
  *
  * Admission: beyond max_connections a new connection is accepted and closed
- * at once (counted, logged once per burst) so a flood cannot exhaust file
- * descriptors or memory; sessions enforce the handshake deadline, frame size
- * and application limits. Reports the bound port (port 0 = any) on stdout
+ * at once (counted; logged at most once a second) so a flood cannot exhaust
+ * file descriptors or memory; sessions enforce the per-user share, the
+ * handshake and idle deadlines, frame and output limits and application
+ * limits. Reports the bound port (port 0 = any) on stdout
  * and in port_file, so tests and scripts need no fixed port.
  */
 #include <stdio.h>
@@ -13,17 +14,34 @@
 #include "la_daemon.h"
 #include "la_log.h"
 
+/* Connections that hold a slot: those already closing (e.g. refused for
+ * their user's share earlier in this burst of accepts) are gone by the
+ * end of this loop iteration and do not count. */
+static int la__open_conns(la_agent_t *ag) {
+  int n = 0;
+  for (la_session_t *s = ag->sessions; s; s = s->next)
+    if (!s->conn.closing) n++;
+  return n;
+}
+
 static void la__on_connection(uv_stream_t *server, int status) {
   la_agent_t *ag = server->data;
   if (status < 0) {
     la_log_warnx("accept: %s", uv_strerror(status));
     return;
   }
-  if (ag->n_conns >= ag->set.max_connections || ag->draining) {
+  static la_ratelimit_t rl; /* this file's: refusal log lines */
+  if (ag->draining || (ag->n_conns >= ag->set.max_connections &&
+                       la__open_conns(ag) >= ag->set.max_connections)) {
     la_refuse_connection(ag->loop, server);
-    if (!ag->draining && ag->st.conns_refused++ % 1000 == 0)
-      la_log_warnx("connection refused: %d open (max_connections = %lld)",
-                   ag->n_conns, (long long)ag->set.max_connections);
+    if (ag->draining) return;
+    ag->st.conns_refused++;
+    uint64_t missed;
+    if (la_ratelimit_ok(&rl, 1000, &missed))
+      la_log_warnx("connection refused: %d open (max_connections = %lld); "
+                   "%llu more refusals not logged", ag->n_conns,
+                   (long long)ag->set.max_connections,
+                   (unsigned long long)missed);
     return;
   }
   la_session_accept(ag, server);

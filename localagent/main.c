@@ -195,6 +195,7 @@ int main(int argc, char **argv) {
   la_log_level_parse(ag->set.log_level, &level);
   la_log_init("la-localagent", ag->set.log_target, level);
   signal(SIGPIPE, SIG_IGN);
+  la_daemon_process_setup(); /* umask 077: private files */
   la_compact_spec_parse(ag->set.compact, &ag->compact, NULL, 0);
   if (ag->set.host[0])
     snprintf(ag->host, sizeof ag->host, "%.127s", ag->set.host);

@@ -2,7 +2,12 @@
  *
  * A connection starts NEW and must, within handshake_timeout, either register
  * an application process (RegService: it becomes APP) or ask for the status
- * (a tool: TOOL). An APP connection then sends one-way DataReady
+ * (a tool: TOOL; closed after idle_timeout without a request). Until it
+ * registers, frames are limited to handshake_max_frame, and one user's
+ * unregistered connections to max_connections_per_uid (the peer uid of the
+ * loopback connection), so one user's idle connections cannot take every
+ * slot. Whatever is queued to a peer that does not read is bounded by
+ * max_output (la_uvconn.h). An APP connection then sends one-way DataReady
  * notifications (DXService), each handed to a worker job, and Finalize; its
  * close — whatever the reason, including the process being killed — is the
  * death notice: once the session's jobs are done, the application's IPC
@@ -20,6 +25,7 @@
 
 #include "agent.h"
 #include "la_log.h"
+#include "peer_uid.h"
 
 static uint64_t la__realtime_ns(void) {
   struct timespec ts;
@@ -139,7 +145,9 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
   if (la__already_registered(s, r, why, sizeof why) != 0)
     return la__refuse(s, why);
   int fd = la_conn_fd(&s->conn);
-  int peer_uid = fd >= 0 ? la_peer_uid(fd) : -1;
+  /* found at accept (sock_diag, one exact lookup); again if unknown then */
+  int peer_uid = s->conn.key >= 0 ? s->conn.key
+                                  : fd >= 0 ? la_peer_uid_fast(fd) : -1;
   char reason[200];
   if (la_app_ipc_attach(&s->ipc, r->shm_id, r->sem_id, r->pid, r->nonce,
                         r->n_elements, r->n_buffers, peer_uid, reason,
@@ -237,6 +245,8 @@ static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
       return -1;
     }
     la__on_register(s, (La__RegisterRequest *)m);
+    if (s->state == LA_SESS_APP) /* registered: its own frame limit */
+      la_conn_set_max_frame(c, (uint32_t)s->ag->set.max_frame);
     return 0;
   case LA__MSG_TYPE__MSG_DATA_READY:
     if (s->state != LA_SESS_APP) {
@@ -250,10 +260,9 @@ static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
     s->finalized = 1;
     return 0;
   case LA__MSG_TYPE__MSG_STATUS_REQUEST: {
-    if (s->state == LA_SESS_NEW) {
-      s->state = LA_SESS_TOOL;
-      la_conn_set_deadline(&s->conn, 0);
-    }
+    if (s->state == LA_SESS_NEW) s->state = LA_SESS_TOOL;
+    if (s->state == LA_SESS_TOOL) /* idle timeout, from the last request */
+      la_conn_set_deadline(&s->conn, (uint64_t)s->ag->set.idle_ms);
     s->ag->st.status_queries++;
     La__StatusReply *r = la_status_reply(s->ag);
     if (r) la__send(s, LA__MSG_TYPE__MSG_STATUS_REPLY, &r->base, 0);
@@ -276,6 +285,13 @@ static void la__on_bad(la_conn_t *c, const char *why) {
 
 static void la__on_deadline(la_conn_t *c) {
   la_session_t *s = (la_session_t *)c;
+  if (s->state == LA_SESS_TOOL) {
+    s->ag->st.conns_timed_out++;
+    la_log_info("tool connection %s idle for %lld ms: closing", c->peer,
+                (long long)s->ag->set.idle_ms);
+    la_conn_close(c, "idle timeout");
+    return;
+  }
   if (s->state != LA_SESS_NEW) return;
   s->ag->st.conns_timed_out++;
   la_log_info("connection %s sent nothing useful within %lld ms: closing",
@@ -291,6 +307,29 @@ static const la_conn_ops_t la__ops = {
   .on_free = la__on_free,
 };
 
+/* Whether the peer's user already holds its share of the connections that
+ * are not registered applications (those are bounded by max_apps). */
+static int la__uid_over_cap(la_session_t *s) {
+  static la_ratelimit_t rl; /* this file's: refusal log lines */
+  la_agent_t *ag = s->ag;
+  int fd = la_conn_fd(&s->conn);
+  s->conn.key = fd >= 0 ? la_peer_uid_fast(fd) : -1;
+  int n = 0;
+  for (la_session_t *o = ag->sessions; o; o = o->next)
+    if (o != s && !o->conn.closing && o->state != LA_SESS_APP &&
+        o->conn.key == s->conn.key)
+      n++;
+  if (n < ag->set.max_per_uid) return 0;
+  ag->st.conns_refused++;
+  uint64_t missed;
+  if (la_ratelimit_ok(&rl, 1000, &missed))
+    la_log_warnx("connection %s of uid %ld refused: the user has %d open "
+                 "(max_connections_per_uid = %lld); %llu more refusals not "
+                 "logged", s->conn.peer, s->conn.key, n,
+                 (long long)ag->set.max_per_uid, (unsigned long long)missed);
+  return 1;
+}
+
 void la_session_accept(la_agent_t *ag, uv_stream_t *server) {
   la_session_t *s = calloc(1, sizeof *s);
   if (!s) {
@@ -299,13 +338,19 @@ void la_session_accept(la_agent_t *ag, uv_stream_t *server) {
   }
   s->ag = ag;
   s->ipc.shm_id = s->ipc.sem_id = -1;
-  la_conn_init(&s->conn, ag->loop, (uint32_t)ag->set.max_frame, &la__ops, s);
+  la_conn_init(&s->conn, ag->loop, (uint32_t)ag->set.handshake_max_frame,
+               &la__ops, s);
+  la_conn_set_max_output(&s->conn, (size_t)ag->set.max_output);
   s->next = ag->sessions;
   if (ag->sessions) ag->sessions->prev = s;
   ag->sessions = s;
   ag->n_conns++;
   if (la_conn_accept(&s->conn, server) != 0) {
     la_conn_close(&s->conn, "accept failed");
+    return;
+  }
+  if (la__uid_over_cap(s)) {
+    la_conn_close(&s->conn, "too many connections of this user");
     return;
   }
   ag->st.conns_accepted++;

@@ -18,6 +18,17 @@ const la_cfg_key_t la_la_keys[] = {
   S("agent", "host", host, "", "node name sent to the GlobalAgent (default: hostname)"),
   N("agent", "max_connections", LA_CFG_INT, max_connections, "512", 1, 65536,
     "open connections of all kinds"),
+  N("agent", "max_connections_per_uid", LA_CFG_INT, max_per_uid, "128", 1,
+    65536, "connections of one user (peer uid) that are not registered "
+    "applications: tools, status queries, handshakes"),
+  N("agent", "max_output", LA_CFG_SIZE, max_output, "256k", 4096,
+    1073741824.0, "bytes queued to one connection that does not read; "
+    "beyond, it is closed"),
+  N("agent", "handshake_max_frame", LA_CFG_SIZE, handshake_max_frame, "4k",
+    256, 1 << 30, "largest frame accepted before a connection registered "
+    "(and from tools)"),
+  N("agent", "idle_timeout", LA_CFG_MS, idle_ms, "30s", 10, 86400000,
+    "a tool connection that sends nothing for this long is closed"),
   N("agent", "max_apps", LA_CFG_INT, max_apps, "256", 1, 65536,
     "registered application processes"),
   N("agent", "max_frame", LA_CFG_SIZE, max_frame, "64k", 1024, 1 << 30,

@@ -15,6 +15,10 @@ typedef struct la_la_settings {
   char pid_file[512];
   char host[128];          /* node name reported upstream ("" = hostname) */
   int64_t max_connections; /* open connections, all kinds */
+  int64_t max_per_uid;     /* unregistered connections of one peer uid */
+  uint64_t max_output;     /* bytes queued to one connection */
+  uint64_t handshake_max_frame; /* frames before registration */
+  int64_t idle_ms;         /* tool connections: closed after this idle */
   int64_t max_apps;        /* registered application processes */
   uint64_t max_frame;      /* bytes of one frame from an application */
   uint64_t max_elements;   /* elements of one registration */

@@ -626,17 +626,20 @@ static void test_hostile_values_real_globalagent(void **state) {
   new_daemon(0);
   /* la_td's port is the feed port (where `lactl status` answers); the
    * LocalAgents' port is read from its file */
-  char gport[600], fport[600], a1[700], a2[700], a3[700], addr[64];
+  char gport[600], fport[600], a1[700], a2[700], a3[700], a4[700], addr[64];
   la_td_path(T.ga, "gport", gport, sizeof gport);
   la_td_path(T.ga, "fport", fport, sizeof fport);
   snprintf(a1, sizeof a1, "--agents.port_file=%s", gport);
   snprintf(a2, sizeof a2, "--store.path=%s/la.db", la_td_dir(T.ga));
   snprintf(a3, sizeof a3, "--feed.port_file=%s", fport);
+  /* the LocalAgent's secret: the link is mutually authenticated */
+  snprintf(a4, sizeof a4, "--agents.secret_file=%s", T.key);
   const char *gargs[] = {"--agents.listen=127.0.0.1:0",
                          "--feed.listen=127.0.0.1:0",
                          a1,
                          a2,
                          a3,
+                         a4,
                          "--store.fsync=no",
                          NULL};
   CHECK(la_td_start(T.ga, gargs, fport, WAIT_MS) > 0, "no GlobalAgent");
