@@ -112,6 +112,13 @@ static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
   case LA__MSG_TYPE__MSG_COMPACT_TRACE:
     seq = ((La__CompactTrace *)m)->seq;
     break;
+  case LA__MSG_TYPE__MSG_TRACE_MISSING: { /* logged until it is stored */
+    const La__TraceMissing *t = (const La__TraceMissing *)m;
+    seq = t->seq;
+    la_log_info("%s rank %u cycle %llu missing: %s", t->app_id, t->rank,
+                (unsigned long long)t->cycle_tag, t->reason);
+    break;
+  }
   default:
     ga->st.bad_frames++;
     la_log_warnx("LocalAgent %s: unexpected %s: closing", a->host,
