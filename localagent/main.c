@@ -253,7 +253,7 @@ int main(int argc, char **argv) {
   la_outq_stats_t q;
   la_outq_get_stats(ag->q, &q);
   if (q.items || q.torn_bytes)
-    la_log_info("log %s: %llu unacknowledged messages from an earlier run go "
+    la_log_info("log %s holds %llu messages from an earlier run: they go "
                 "first (%llu torn bytes cut)", ag->set.spool_dir,
                 (unsigned long long)q.items,
                 (unsigned long long)q.torn_bytes);

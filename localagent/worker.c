@@ -1,7 +1,7 @@
 /* worker.c: compaction jobs on the libuv thread pool (never on the loop).
  *
- * A job first logs that it takes the cycle (a "taken" record, outq.h), then
- * copies the buffer out of the application's shared memory (scaled to the
+ * Submitting a job logs that the agent took the cycle (a "taken" record,
+ * outq.h). The job copies the buffer out of the application's shared memory (scaled to the
  * metric's unit) and zeroes it, compacts the copy, and appends the
  * CompactTrace to the log — or, when the cycle cannot be compacted or
  * stored, a TraceMissing with the reason. Only then does the buffer go back
@@ -77,10 +77,6 @@ static void la__work(uv_work_t *req) {
   la_job_t *j = req->data;
   la_session_t *s = j->s;
   uint64_t n = s->ipc.n_elements;
-  la_outq_key_t key = {s->app_id, s->rank, j->cycle_tag};
-  /* Before the buffer is read: a crash from here on leaves this record,
-   * which the next start reports as missing unless the trace follows. */
-  la_outq_taken(s->ag->q, &key);
   double *x = malloc(n * sizeof(double));
   if (!x) {
     j->rc = LA_ENOMEM;
@@ -164,6 +160,11 @@ int la_worker_submit(la_session_t *s, uint32_t i, uint64_t cycle_tag,
   j->seq = seq;
   j->t_xfer_ns = t_xfer_ns;
   j->cp = s->cp;
+  /* The agent owns the buffer from here: record it before anything else,
+   * so a crash at any later moment leaves this record, which the next start
+   * reports as missing unless the cycle's trace follows it in the log. */
+  la_outq_key_t key = {s->app_id, s->rank, cycle_tag};
+  la_outq_taken(s->ag->q, &key);
   /* busy before the job can run: the worker clears it */
   __atomic_fetch_or(&s->busy, 1u << i, __ATOMIC_SEQ_CST);
   if (uv_queue_work(s->ag->loop, &j->req, la__work, la__after) != 0) {
