@@ -190,9 +190,11 @@ static void la__reload(la_agent_t *ag) {
     la_log_warnx("SIGHUP: agent.listen changes need a restart");
   if (strcmp(n.global, ag->set.global) ||
       strcmp(n.secret_file, ag->set.secret_file) ||
-      strcmp(n.spool_dir, ag->set.spool_dir))
-    la_log_warnx("SIGHUP: global.address, secret_file and spool_dir changes "
-                 "need a restart");
+      strcmp(n.spool_dir, ag->set.spool_dir) ||
+      n.spool_fsync != ag->set.spool_fsync ||
+      n.spool_fsync_ms != ag->set.spool_fsync_ms)
+    la_log_warnx("SIGHUP: global.address, secret_file, spool_dir and "
+                 "spool_fsync* changes need a restart");
   la_la_settings_t old = ag->set;
   ag->set = n;
   /* what needs a restart keeps its running value */
@@ -200,6 +202,8 @@ static void la__reload(la_agent_t *ag) {
   memcpy(ag->set.global, old.global, sizeof old.global);
   memcpy(ag->set.secret_file, old.secret_file, sizeof old.secret_file);
   memcpy(ag->set.spool_dir, old.spool_dir, sizeof old.spool_dir);
+  ag->set.spool_fsync = old.spool_fsync;
+  ag->set.spool_fsync_ms = old.spool_fsync_ms;
   memcpy(ag->set.port_file, old.port_file, sizeof old.port_file);
   memcpy(ag->set.pid_file, old.pid_file, sizeof old.pid_file);
   ag->set.threads = old.threads;
