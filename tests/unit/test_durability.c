@@ -18,7 +18,8 @@
  * were compacted; GlobalAgent down, kill right after cycles were received
  * (compactions probably in flight); GlobalAgent up, kill mid-run (the last
  * unacknowledged cycles used to be lost); large buffers, kill while a
- * compaction is in flight (then "LocalAgent crashed while compacting").
+ * compaction is in flight (then "LocalAgent crashed while compacting");
+ * two SIGTERMs with large compactions in flight (they finish into the log).
  * Each prints how many taken cycles were stored, recorded missing and lost.
  *
  * Every wait is bounded; teardown kills the child and both daemons and
@@ -324,6 +325,7 @@ typedef struct scen {
   int before;     /* cycles before the kill */
   int after;      /* cycles after it (the application finds no agent) */
   int moment;
+  int term;       /* stop with two SIGTERMs instead of SIGKILL */
 } scen_t;
 
 static void run_scenario(const scen_t *sc) {
@@ -356,8 +358,15 @@ static void run_scenario(const scen_t *sc) {
     taken = la_status("cycles_received");
   }
   CHECK(taken > 0, "no cycle reached the agent");
-  CHECK(la_td_signal(T.la, SIGKILL) == 0, "kill");
-  CHECK(la_td_wait_exit(T.la, WAIT_MS) == 128 + SIGKILL, "not killed");
+  if (sc->term) {
+    /* a second SIGTERM exits without waiting for acknowledgements */
+    CHECK(la_td_signal(T.la, SIGTERM) == 0 && la_td_signal(T.la, SIGTERM) == 0,
+          "signal");
+    CHECK(la_td_wait_exit(T.la, WAIT_MS) == 0, "no clean exit");
+  } else {
+    CHECK(la_td_signal(T.la, SIGKILL) == 0, "kill");
+    CHECK(la_td_wait_exit(T.la, WAIT_MS) == 128 + SIGKILL, "not killed");
+  }
 
   /* the application goes on without its agent */
   app_cycles(sc->after, handed);
@@ -400,6 +409,12 @@ static void run_scenario(const scen_t *sc) {
                 sc->app, handed_n, taken, stored, missing, lost);
   CHECK(lost == 0, "%d taken cycles lost", lost);
   /* the killed agent's rank is ended, with the reason */
+  if (sc->term) { /* a clean stop ended the rank itself */
+    CHECK(db_ll("SELECT count(*) FROM ranks WHERE app_id='%s' AND rank=0 "
+                "AND ended=1", sc->app) == 1, "rank 0 of %s not ended",
+          sc->app);
+    return;
+  }
   CHECK(db_ll("SELECT count(*) FROM ranks WHERE app_id='%s' AND rank=0 AND "
               "ended=1 AND end_reason='LocalAgent restarted'", sc->app) == 1,
         "rank 0 of %s not ended with 'LocalAgent restarted'", sc->app);
@@ -410,22 +425,30 @@ static void run_scenario(const scen_t *sc) {
 }
 
 static void test_kill_ga_down_after_compaction(void **state) {
-  scen_t sc = {"durable-a", 0, 5000, 8, 3, KILL_AFTER_COMPACTED};
+  scen_t sc = {"durable-a", 0, 5000, 8, 3, KILL_AFTER_COMPACTED, 0};
   run_scenario(&sc);
 }
 
 static void test_kill_ga_down_after_receipt(void **state) {
-  scen_t sc = {"durable-b", 0, 200000, 12, 2, KILL_AFTER_RECEIVED};
+  scen_t sc = {"durable-b", 0, 200000, 12, 2, KILL_AFTER_RECEIVED, 0};
   run_scenario(&sc);
 }
 
 static void test_kill_ga_up_mid_run(void **state) {
-  scen_t sc = {"durable-c", 1, 50000, 10, 2, KILL_AFTER_RECEIVED};
+  scen_t sc = {"durable-c", 1, 50000, 10, 2, KILL_AFTER_RECEIVED, 0};
   run_scenario(&sc);
 }
 
 static void test_kill_while_compacting(void **state) {
-  scen_t sc = {"durable-d", 0, 1 << 21, 10, 1, KILL_WHILE_PENDING};
+  scen_t sc = {"durable-d", 0, 1 << 21, 10, 1, KILL_WHILE_PENDING, 0};
+  run_scenario(&sc);
+}
+
+/* Two SIGTERMs (exit without waiting for acks) with large compactions in
+ * flight and no GlobalAgent: the compactions finish into the log before the
+ * agent exits, and the next start sends them. */
+static void test_stop_with_compactions_in_flight(void **state) {
+  scen_t sc = {"durable-e", 0, 1 << 21, 6, 1, KILL_AFTER_RECEIVED, 1};
   run_scenario(&sc);
 }
 
@@ -493,6 +516,8 @@ int main(void) {
                                     teardown),
     cmocka_unit_test_setup_teardown(test_kill_while_compacting, setup,
                                     teardown),
+    cmocka_unit_test_setup_teardown(test_stop_with_compactions_in_flight,
+                                    setup, teardown),
     cmocka_unit_test_setup_teardown(test_torn_log_tail, setup, teardown),
     cmocka_unit_test_setup_teardown(test_unsafe_log_dir_refused, setup,
                                     teardown),
