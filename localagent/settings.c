@@ -41,7 +41,7 @@ const la_cfg_key_t la_la_keys[] = {
   N("global", "reconnect_max", LA_CFG_MS, reconnect_max_ms, "5s", 10, 3600000,
     "longest reconnection delay (exponential backoff)"),
   N("global", "queue_bytes", LA_CFG_SIZE, queue_bytes, "256M", 0,
-    1099511627776.0, "unacknowledged traces kept in memory before spooling"),
+    1099511627776.0, "copies of unacknowledged messages kept in memory (the log has them all)"),
   S("global", "spool_dir", spool_dir, "/var/spool/la-localagent",
     "log directory for messages the GlobalAgent has not acknowledged"),
   N("global", "spool_bytes", LA_CFG_SIZE, spool_bytes, "4G", 0,
