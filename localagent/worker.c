@@ -1,17 +1,17 @@
 /* worker.c: compaction jobs on the libuv thread pool (never on the loop).
  *
  * Submitting a job logs that the agent took the cycle (a "taken" record,
- * outq.h). The job copies the buffer out of the application's shared memory (scaled to the
- * metric's unit) and zeroes it, compacts the copy, and appends the
- * CompactTrace to the log — or, when the cycle cannot be compacted or
- * stored, a TraceMissing with the reason. Only then does the buffer go back
- * to the application: whatever the moment the agent dies, the cycle is in
- * the log as a trace, or as a taken record that the next start turns into a
- * TraceMissing. The application keeps profiling into its other buffers
- * meanwhile. Back on the loop thread the job is counted and the uplink
- * woken. Memory: one copy of the values per job in flight; a session has at
- * most n_buffers jobs, so the peak is bounded by max_apps x 16 x
- * max_elements x 8 bytes, in practice far less.
+ * outq.h). The job copies the buffer out of the application's shared
+ * memory (scaled to the metric's unit) and zeroes it, compacts the copy,
+ * and appends the CompactTrace to the log — or, when the cycle cannot be
+ * compacted or stored, a TraceMissing with the reason. Only then does the
+ * buffer go back to the application: whatever the moment the agent dies,
+ * the cycle is in the log as a trace, or as a taken record that the next
+ * start turns into a TraceMissing. The application keeps profiling into its
+ * other buffers meanwhile. Back on the loop thread the job is counted and
+ * the uplink woken. Memory: one copy of the values per job in flight; a
+ * session has at most n_buffers jobs, so the peak is bounded by max_apps x
+ * 16 x max_elements x 8 bytes, in practice far less.
  */
 #include <stdio.h>
 #include <stdlib.h>

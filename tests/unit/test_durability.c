@@ -445,8 +445,9 @@ static void test_kill_while_compacting(void **state) {
 }
 
 /* SIGTERM with drain_timeout 0 (exit without waiting for acks) with large
- * compactions in flight and no GlobalAgent: the compactions finish into the log before the
- * agent exits, and the next start sends them. */
+ * compactions in flight and no GlobalAgent: the compactions finish into the
+ * log before the agent exits, and the next start sends them (on main the
+ * trace was freed after the queue had been spooled). */
 static void test_stop_with_compactions_in_flight(void **state) {
   scen_t sc = {"durable-e", 0, 1 << 22, 10, 1, KILL_WHILE_PENDING, 1};
   run_scenario(&sc);
