@@ -161,10 +161,10 @@ $(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_N
 	  $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(GLOBAL_NOUV_A) \
 	  $(COMMON_A) $(LDLIBS_TEST) $(LDLIBS_LA) $(LDLIBS_DAEMON)
 
-$(BUILD)/bench/%: bench/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(COMMON_A) $(GEN_H)
+$(BUILD)/bench/%: bench/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(COMMON_A) $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Itests/support $(CFLAGS) -O3 -march=native -o $@ $< \
-	  $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(COMMON_A) $(LDLIBS_LA) $(LDLIBS_DAEMON)
+	$(CC) $(CPPFLAGS) -Itests/support -Ilocalagent $(CFLAGS) -O3 -march=native -o $@ $< \
+	  $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(COMMON_A) $(LDLIBS_LA) $(LDLIBS_DAEMON)
 
 # Fortran test program (run by tests/unit/test_fortran.c).
 FTEST := $(if $(wildcard tests/fortran/test_fmod.f90),$(BUILD)/tests/fortran/test_fmod)

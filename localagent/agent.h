@@ -8,9 +8,10 @@
  *   worker.c    thread-pool jobs: read a buffer, give it back, compact it
  *   uplink.c    the GlobalAgent link: handshake, send queue, acks, backoff
  *   control.c   the status report
- *   app_ipc.c, outq.c, settings.c: no libuv (unit-tested alone)
+ *   app_ipc.c, outq.c, seglog.c, settings.c: no libuv (unit-tested alone)
  * Everything runs on the loop thread except worker.c's work callback, which
- * touches only its job and the application's buffer.
+ * touches only its job, the application's buffer and the log (outq.c's
+ * appends are thread-safe; la_uplink_log is the entry point).
  */
 #ifndef LA_LOCALAGENT_AGENT_H
 #define LA_LOCALAGENT_AGENT_H
@@ -35,7 +36,8 @@ typedef struct la_agent_stats {
   uint64_t cycles_received, cycles_compacted, cycles_dropped;
   uint64_t points, compact_ns, bytes_out;
   uint64_t app_skipped, app_waits; /* reported by applications */
-  uint64_t queue_full;             /* messages dropped: queue and spool full */
+  uint64_t missing_at_restart;     /* taken cycles of a crashed run */
+  uint64_t ranks_ended_at_restart; /* RankEnd "LocalAgent restarted" */
   uint64_t status_queries;
 } la_agent_stats_t;
 
@@ -50,6 +52,7 @@ typedef struct la_agent {
   char bound[256]; /* host:port actually listened on */
   uv_signal_t sigs[3]; /* SIGTERM, SIGINT, SIGHUP */
   uv_timer_t drain_timer;
+  uv_timer_t fsync_timer; /* la_outq_sync every spool_fsync_interval */
   struct la_session *sessions; /* doubly linked */
   int n_conns, n_apps, jobs_in_flight;
   int draining;
@@ -99,9 +102,22 @@ int la_worker_submit(la_session_t *s, uint32_t i, uint64_t cycle_tag,
 
 /* uplink.c */
 int la_uplink_start(la_agent_t *ag, char *why, size_t why_len);
-/* Encodes msg with the next sequence number (set into *seq_field before
- * packing) and queues it for the GlobalAgent. Returns 0 or LA_ELIMIT (queue
- * and spool full: counted, logged). */
+/* Encodes msg (RankStart, CompactTrace, TraceMissing or RankEnd) with the
+ * next sequence number (set into *seq_field before packing), appends it to
+ * the log and queues it for the GlobalAgent; the message's type says what
+ * it records (outq.h flags). Any thread; nothing is sent until
+ * la_uplink_kick runs on the loop thread. Returns 0 or the la_outq_append
+ * code (counted in the queue's dropped; not logged). */
+int la_uplink_log(la_agent_t *ag, uint16_t type, ProtobufCMessage *msg,
+                  uint64_t *seq_field);
+/* la_uplink_log of a TraceMissing for (app_id, rank, cycle_tag) with the
+ * reason. Any thread. */
+int la_uplink_log_missing(la_agent_t *ag, const char *app_id, uint32_t rank,
+                          uint64_t cycle_tag, const char *reason);
+/* Sends what is queued if the link is up. Loop thread. */
+void la_uplink_kick(la_agent_t *ag);
+/* la_uplink_log, then la_uplink_kick; a refusal is logged. Loop thread.
+ * Returns 0 or the la_outq_append code. */
 int la_uplink_send(la_agent_t *ag, uint16_t type, ProtobufCMessage *msg,
                    uint64_t *seq_field);
 /* Whether every queued message has been acknowledged. */

@@ -1,8 +1,9 @@
 /* control.c: the LocalAgent's status report, answered to any connection that
  * sends StatusRequest (lactl status). Key/value rows: daemon, counters of
- * connections, registrations, cycles received / compacted / sent / spooled /
- * dropped / skipped by applications, queue depths, compaction throughput, the
- * GlobalAgent link, and one row per registered application rank.
+ * connections, registrations, cycles received / compacted / dropped / skipped
+ * by applications, the queue and its log (items, bytes, segments, replayed,
+ * recorded missing, dropped — each refusal counted once), compaction
+ * throughput, the GlobalAgent link, and one row per registered rank.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,12 +52,22 @@ La__StatusReply *la_status_reply(la_agent_t *ag) {
   la_status_row(rep, "global_last_error", "%s", la_uplink_last_error(ag));
   la_status_row(rep, "queue_items", "%llu", U(q.items));
   la_status_row(rep, "queue_mem_bytes", "%llu", U(q.mem_bytes));
-  la_status_row(rep, "spool_items", "%llu", U(q.disk_items));
-  la_status_row(rep, "spool_bytes", "%llu", U(q.disk_bytes));
+  la_status_row(rep, "spool_items", "%llu", U(q.log_items));
+  la_status_row(rep, "spool_bytes", "%llu", U(q.log_bytes));
+  la_status_row(rep, "log_segments", "%llu", U(q.log_segments));
+  la_status_row(rep, "log_replayed", "%llu", U(q.replayed));
+  la_status_row(rep, "log_torn_bytes", "%llu", U(q.torn_bytes));
+  la_status_row(rep, "log_fsyncs", "%llu", U(q.fsyncs));
+  la_status_row(rep, "log_unreadable", "%llu", U(q.bad_reads));
+  la_status_row(rep, "cycles_taken", "%llu", U(q.taken));
+  la_status_row(rep, "cycles_pending", "%llu", U(q.pending_taken));
+  la_status_row(rep, "traces_missing_recorded", "%llu", U(q.missing));
+  la_status_row(rep, "missing_at_restart", "%llu", U(st->missing_at_restart));
+  la_status_row(rep, "ranks_ended_at_restart", "%llu",
+                U(st->ranks_ended_at_restart));
   la_status_row(rep, "messages_queued", "%llu", U(q.pushed));
   la_status_row(rep, "messages_acked", "%llu", U(q.acked));
-  la_status_row(rep, "messages_spilled", "%llu", U(q.spilled));
-  la_status_row(rep, "messages_dropped", "%llu", U(q.dropped + st->queue_full));
+  la_status_row(rep, "messages_dropped", "%llu", U(q.dropped));
   la_status_row(rep, "last_sent_seq", "%llu", U(q.last_sent));
   la_status_row(rep, "last_acked_seq", "%llu", U(q.last_acked));
   for (la_session_t *s = ag->sessions; s; s = s->next) {

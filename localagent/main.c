@@ -2,14 +2,17 @@
  * logging and the fixed start-up order, signals.
  *
  * Start-up: defaults, then the INI file (-c), then --section.key=value
- * options; logging; the default compaction; the send queue and its spool
- * (traces left by an earlier run are sent first); the listener (the bound
+ * options; logging; the default compaction; the send queue and its log
+ * (messages left by an earlier run are sent first); the listener (the bound
  * port is printed and written to port_file); the pid file; signals; the
  * GlobalAgent link; then the loop. SIGTERM/SIGINT drain: stop accepting,
  * close the applications' connections (their IPC objects are removed), finish
  * the jobs in flight, wait up to drain_timeout for the GlobalAgent's acks,
- * spool whatever is unacknowledged, exit 0. A second signal exits at once
- * (after spooling). SIGHUP re-reads the configuration: log level and target,
+ * exit 0 (what is unacknowledged is in the log). A second signal exits as
+ * soon as the compactions in flight have appended their traces. At start
+ * the log is replayed, and what a crashed run left unresolved is recorded:
+ * TraceMissing for cycles taken without a trace, RankEnd for ranks without
+ * an end. SIGHUP re-reads the configuration: log level and target,
  * limits, queue sizes and the default compaction change in place; the
  * listen and GlobalAgent addresses need a restart (logged).
  */
@@ -75,9 +78,39 @@ static int la__configure(int argc, char **argv, la_la_settings_t *set,
   return bad ? -1 : 0;
 }
 
-/* The queue's notes (files set aside, spool write failures) go to the log. */
+/* The queue's notes (torn tails, write failures) go to the daemon's log. */
 static void la__note(void *arg, const char *msg) {
-  la_log_warnx("spool: %s", msg);
+  (void)arg;
+  la_log_warnx("%s", msg);
+}
+
+/* Accounts for what a crashed run left unresolved in the log: a cycle taken
+ * without its trace becomes a TraceMissing, a rank without its end gets a
+ * RankEnd (the application lost its agent and stopped profiling). */
+static void la__on_recovered(void *arg, int what, const la_outq_key_t *k) {
+  la_agent_t *ag = arg;
+  if (what == LA_OUTQ_REC_TAKEN) {
+    if (la_uplink_log_missing(ag, k->app_id, k->rank, k->cycle_tag,
+                              "LocalAgent crashed while compacting") == 0)
+      ag->st.missing_at_restart++;
+    la_log_warnx("%s rank %u cycle %llu was being compacted when the agent "
+                 "stopped: recorded missing", k->app_id, k->rank,
+                 (unsigned long long)k->cycle_tag);
+    return;
+  }
+  La__RankEnd e = LA__RANK_END__INIT;
+  e.app_id = (char *)k->app_id;
+  e.rank = k->rank;
+  e.reason = "LocalAgent restarted";
+  if (la_uplink_log(ag, LA__MSG_TYPE__MSG_RANK_END, &e.base, &e.seq) == 0)
+    ag->st.ranks_ended_at_restart++;
+  la_log_info("%s rank %u was registered when the agent stopped: ended",
+              k->app_id, k->rank);
+}
+
+static void la__on_fsync_timer(uv_timer_t *t) {
+  la_agent_t *ag = t->data;
+  la_outq_sync(ag->q);
 }
 
 static la_agent_t la__agent; /* the daemon's one instance, owned here */
@@ -88,18 +121,20 @@ static void la__close_walk(uv_handle_t *h, void *arg) {
   if (!uv_is_closing(h)) uv_close(h, NULL);
 }
 
-/* Ends the loop: spools what the GlobalAgent has not acknowledged. */
+/* Ends the loop. Every message is in the log already; compactions still in
+ * flight finish (uv_run returns only after their callbacks) and append
+ * their traces before the queue is closed in main. */
 static void la__finish(la_agent_t *ag) {
   if (ag->draining == 2) return;
   ag->draining = 2;
   la_outq_stats_t q;
   la_outq_get_stats(ag->q, &q);
-  if (q.mem_items) {
-    int rc = la_outq_spill_all(ag->q);
-    la_log_info("spooled %llu unacknowledged messages%s",
-                (unsigned long long)q.mem_items,
-                rc ? " (some could not be written: see above)" : "");
-  }
+  if (q.items)
+    la_log_info("%llu unacknowledged messages stay in the log for the next "
+                "start", (unsigned long long)q.items);
+  if (ag->jobs_in_flight)
+    la_log_info("finishing %d compactions before exit", ag->jobs_in_flight);
+  la_outq_sync(ag->q);
   la_uplink_stop(ag);
   uv_walk(ag->loop, la__close_walk, NULL);
 }
@@ -115,13 +150,14 @@ void la_agent_check_drained(la_agent_t *ag) {
 
 static void la__on_drain_timeout(uv_timer_t *t) {
   la_agent_t *ag = t->data;
-  la_log_warnx("drain_timeout reached: spooling what is not acknowledged");
+  la_log_warnx("drain_timeout reached: what is not acknowledged stays in "
+               "the log");
   la__finish(ag);
 }
 
 static void la__drain(la_agent_t *ag) {
   if (ag->draining) {
-    la_log_warnx("second signal: exiting now");
+    la_log_warnx("second signal: exiting after the compactions in flight");
     la__finish(ag);
     return;
   }
@@ -154,9 +190,11 @@ static void la__reload(la_agent_t *ag) {
     la_log_warnx("SIGHUP: agent.listen changes need a restart");
   if (strcmp(n.global, ag->set.global) ||
       strcmp(n.secret_file, ag->set.secret_file) ||
-      strcmp(n.spool_dir, ag->set.spool_dir))
-    la_log_warnx("SIGHUP: global.address, secret_file and spool_dir changes "
-                 "need a restart");
+      strcmp(n.spool_dir, ag->set.spool_dir) ||
+      n.spool_fsync != ag->set.spool_fsync ||
+      n.spool_fsync_ms != ag->set.spool_fsync_ms)
+    la_log_warnx("SIGHUP: global.address, secret_file, spool_dir and "
+                 "spool_fsync* changes need a restart");
   la_la_settings_t old = ag->set;
   ag->set = n;
   /* what needs a restart keeps its running value */
@@ -164,6 +202,8 @@ static void la__reload(la_agent_t *ag) {
   memcpy(ag->set.global, old.global, sizeof old.global);
   memcpy(ag->set.secret_file, old.secret_file, sizeof old.secret_file);
   memcpy(ag->set.spool_dir, old.spool_dir, sizeof old.spool_dir);
+  ag->set.spool_fsync = old.spool_fsync;
+  ag->set.spool_fsync_ms = old.spool_fsync_ms;
   memcpy(ag->set.port_file, old.port_file, sizeof old.port_file);
   memcpy(ag->set.pid_file, old.pid_file, sizeof old.pid_file);
   ag->set.threads = old.threads;
@@ -208,17 +248,21 @@ int main(int argc, char **argv) {
   ag->start_ms = la_now_ms();
 
   char why[512];
-  if (la_outq_open_ex(ag->set.spool_dir, ag->set.queue_bytes,
-                      ag->set.spool_bytes, ag->set.spool_fsync, la__note,
-                      NULL, &ag->q, why, sizeof why) != 0) {
-    la_log_error("spool: %s", why);
+  int fsync_each = ag->set.spool_fsync && ag->set.spool_fsync_ms == 0;
+  if (la_outq_open(ag->set.spool_dir, ag->set.queue_bytes,
+                   ag->set.spool_bytes, 0, fsync_each, la__note, NULL, &ag->q,
+                   why, sizeof why) != 0) {
+    la_log_error("spool_dir: %s", why);
     return 1;
   }
   la_outq_stats_t q;
   la_outq_get_stats(ag->q, &q);
-  if (q.disk_items)
-    la_log_info("spool %s holds %llu messages from an earlier run: they go "
-                "first", ag->set.spool_dir, (unsigned long long)q.disk_items);
+  if (q.items || q.torn_bytes)
+    la_log_info("log %s holds %llu messages from an earlier run: they go "
+                "first (%llu torn bytes cut)", ag->set.spool_dir,
+                (unsigned long long)q.items,
+                (unsigned long long)q.torn_bytes);
+  la_outq_recovered(ag->q, la__on_recovered, ag);
   la_app_ipc_reap_orphans(); /* sets an earlier run left (app_ipc.h) */
   if (la_listener_start(ag, why, sizeof why) != 0) {
     la_log_error("%s", why);
@@ -230,6 +274,12 @@ int main(int argc, char **argv) {
   la_uv_signals(ag->loop, ag->sigs, la__on_signal, ag);
   uv_timer_init(ag->loop, &ag->drain_timer);
   ag->drain_timer.data = ag;
+  uv_timer_init(ag->loop, &ag->fsync_timer);
+  ag->fsync_timer.data = ag;
+  if (ag->set.spool_fsync && ag->set.spool_fsync_ms > 0)
+    uv_timer_start(&ag->fsync_timer, la__on_fsync_timer,
+                   (uint64_t)ag->set.spool_fsync_ms,
+                   (uint64_t)ag->set.spool_fsync_ms);
   if (la_uplink_start(ag, why, sizeof why) != 0) {
     la_log_error("%s", why);
     return 1;

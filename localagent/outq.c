@@ -1,57 +1,65 @@
-/* outq.c: the queue of messages waiting for the GlobalAgent's
- * acknowledgement (API and semantics in outq.h).
+/* outq.c: the LocalAgent's write-ahead send queue (contract in outq.h).
  *
- * One singly linked list of descriptors in seq order, head = oldest
- * unacknowledged, tail = newest. A descriptor holds its frame in memory
- * (data != NULL) or says the frame is in the spool file of its seq. The send
- * cursor is the last descriptor returned by la_outq_next in this epoch
- * ("sent", NULL = none yet), so the next one to send is sent->next or head;
- * rewind is sent = NULL. Pushes append, acks pop from the head, a corrupt
- * spooled message is unlinked right after the cursor: all O(1) per message.
+ * One singly linked list of descriptors in seq order (head = oldest
+ * unacknowledged); a descriptor holds its frame in memory or its place in
+ * the log. The send cursor "sent" is the last descriptor returned by
+ * la_outq_next since the last rewind. Two small lists hold the recorded
+ * state: ranks registered and cycles taken but not yet resolved; they are
+ * written as a checkpoint at the start of every new segment. One mutex
+ * guards everything, because workers append while the loop thread sends.
  *
- * It deliberately does not do file I/O itself (spool.c does), nor decode
- * frames, nor retry, nor log: it returns codes and passes notes on.
+ * It does not log, decode frames or retry: it returns codes and passes
+ * notes on.
  */
 #include "outq.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "la.h"
-#include "spool.h"
+#include "seglog.h"
 
-#define RBUF_KEEP (1u << 20) /* read buffer kept between spooled sends */
+#define RBUF_KEEP (1u << 20) /* read buffer kept between reads */
 
 typedef struct la__oq_item {
   struct la__oq_item *next;
   uint64_t seq;
-  uint8_t *data; /* the frame, or NULL when it is in the spool */
-  uint32_t len;  /* frame bytes */
+  uint8_t *data; /* the frame, or NULL: read it from the log */
+  uint32_t len;
+  uint64_t seg, off; /* where the frame is in the log */
 } la__oq_item_t;
 
+typedef struct la__oq_key {
+  struct la__oq_key *next;
+  uint32_t rank;
+  uint64_t cycle;
+  uint16_t app_len;
+  char app[LA__SL_MAX_APP + 1];
+} la__oq_key_t;
+
 struct la_outq {
-  la__oq_item_t *head, *tail;
-  la__oq_item_t *sent; /* last item returned by next since rewind */
-  uint64_t mem_limit, spool_limit;
-  uint64_t next_seq;    /* next seq to reserve */
-  uint64_t last_pushed; /* pushes must be above this */
-  uint64_t seq_hwm;     /* seqs below this are persisted as used */
-  int seq_warned;       /* a failed hwm write was noted */
-  int has_spool;
-  la__spool_t sp;
-  uint8_t *rbuf; /* frame of the spooled item last returned by next */
+  pthread_mutex_t mu;
+  la__oq_item_t *head, *tail, *sent;
+  la__oq_key_t *ranks, *takens; /* recorded state */
+  la__oq_key_t *rec_ranks, *rec_takens; /* found at open, to report */
+  uint64_t mem_limit, log_limit;
+  uint64_t next_seq, last_ack_logged;
+  int has_log, fsync_each, dirty, rolling;
+  la__seglog_t sl;
+  uint8_t *rbuf;
   size_t rcap;
   la_outq_note_fn note;
   void *note_arg;
-  la_outq_stats_t st; /* counters; next_seq filled in by get_stats */
+  la_outq_stats_t st;
 };
 
-static void note(la_outq_t *q, const char *fmt, ...)
+static void la__note(la_outq_t *q, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static void note(la_outq_t *q, const char *fmt, ...) {
+static void la__note(la_outq_t *q, const char *fmt, ...) {
   char msg[512];
   va_list ap;
   if (q->note == NULL) return;
@@ -61,327 +69,491 @@ static void note(la_outq_t *q, const char *fmt, ...) {
   q->note(q->note_arg, msg);
 }
 
-static uint64_t file_size(uint32_t len) {
-  return (uint64_t)LA__SPOOL_HDR_LEN + len;
+/* ------------------------------------------------------ recorded state -- */
+
+static la__oq_key_t **la__key_find(la__oq_key_t **list, const char *app,
+                                   uint16_t app_len, uint32_t rank,
+                                   uint64_t cycle) {
+  for (la__oq_key_t **p = list; *p; p = &(*p)->next)
+    if ((*p)->rank == rank && (*p)->cycle == cycle &&
+        (*p)->app_len == app_len && memcmp((*p)->app, app, app_len) == 0)
+      return p;
+  return NULL;
 }
 
-static int fits(uint64_t used, uint64_t add, uint64_t limit) {
-  return add <= limit && used <= limit - add;
+/* Adds the key unless present. Returns 0 or LA_ENOMEM. */
+static int la__key_add(la__oq_key_t **list, const char *app, uint16_t app_len,
+                       uint32_t rank, uint64_t cycle) {
+  if (la__key_find(list, app, app_len, rank, cycle)) return 0;
+  la__oq_key_t *k = calloc(1, sizeof *k);
+  if (k == NULL) return LA_ENOMEM;
+  memcpy(k->app, app, app_len);
+  k->app_len = app_len;
+  k->rank = rank;
+  k->cycle = cycle;
+  k->next = *list;
+  *list = k;
+  return 0;
 }
 
-static void append(la_outq_t *q, la__oq_item_t *it) {
+static int la__key_del(la__oq_key_t **list, const char *app, uint16_t app_len,
+                       uint32_t rank, uint64_t cycle) {
+  la__oq_key_t **p = la__key_find(list, app, app_len, rank, cycle);
+  if (p == NULL) return 0;
+  la__oq_key_t *k = *p;
+  *p = k->next;
+  free(k);
+  return 1;
+}
+
+static void la__key_free(la__oq_key_t *k) {
+  while (k) {
+    la__oq_key_t *n = k->next;
+    free(k);
+    k = n;
+  }
+}
+
+static size_t la__key_count(const la__oq_key_t *k) {
+  size_t n = 0;
+  for (; k; k = k->next) n++;
+  return n;
+}
+
+/* Applies what a record does to the state (at append and at replay). */
+static int la__apply(la_outq_t *q, const la__sl_rec_t *r) {
+  if (r->kind == LA__SL_TAKEN)
+    return la__key_add(&q->takens, r->app, r->app_len, r->rank, r->cycle);
+  if (r->kind == LA__SL_RANK)
+    return la__key_add(&q->ranks, r->app, r->app_len, r->rank, 0);
+  if (r->kind != LA__SL_MSG) return 0;
+  if (r->flags & LA__SL_F_RESOLVES)
+    la__key_del(&q->takens, r->app, r->app_len, r->rank, r->cycle);
+  if (r->flags & LA__SL_F_CLOSES)
+    la__key_del(&q->ranks, r->app, r->app_len, r->rank, 0);
+  if (r->flags & LA__SL_F_OPENS)
+    return la__key_add(&q->ranks, r->app, r->app_len, r->rank, 0);
+  return 0;
+}
+
+/* ------------------------------------------------------------ log I/O -- */
+
+static int la__write(la_outq_t *q, const la__sl_rec_t *r, uint64_t *seg,
+                     uint64_t *off);
+
+/* Starts a new segment with a checkpoint of the state. */
+static int la__roll(la_outq_t *q) {
+  int rc = la__seglog_roll(&q->sl, 1);
+  if (rc != 0) return rc;
+  la__sl_rec_t r = {.kind = LA__SL_START, .seq = q->next_seq};
+  if ((rc = la__write(q, &r, NULL, NULL)) != 0) return rc;
+  if (q->st.last_acked) {
+    la__sl_rec_t a = {.kind = LA__SL_ACK, .seq = q->st.last_acked};
+    if ((rc = la__write(q, &a, NULL, NULL)) != 0) return rc;
+  }
+  for (la__oq_key_t *k = q->ranks; k; k = k->next) {
+    la__sl_rec_t c = {.kind = LA__SL_RANK, .rank = k->rank, .app = k->app,
+                      .app_len = k->app_len};
+    if ((rc = la__write(q, &c, NULL, NULL)) != 0) return rc;
+  }
+  for (la__oq_key_t *k = q->takens; k; k = k->next) {
+    la__sl_rec_t c = {.kind = LA__SL_TAKEN, .rank = k->rank,
+                      .cycle = k->cycle, .app = k->app,
+                      .app_len = k->app_len};
+    if ((rc = la__write(q, &c, NULL, NULL)) != 0) return rc;
+  }
+  return 0;
+}
+
+/* Writes one record, rolling to a new segment first when needed. */
+static int la__write(la_outq_t *q, const la__sl_rec_t *r, uint64_t *seg,
+                     uint64_t *off) {
+  uint64_t size = la__seglog_rec_size(r);
+  if (!q->rolling && la__seglog_needs_roll(&q->sl, size)) {
+    q->rolling = 1; /* the checkpoint's records go into the new segment */
+    int rc = la__roll(q);
+    q->rolling = 0;
+    if (rc != 0) return rc;
+  }
+  int rc = la__seglog_append(&q->sl, r, seg, off);
+  if (rc != 0) return rc;
+  q->dirty = 1;
+  if (q->fsync_each && la__seglog_sync(&q->sl) != 0) {
+    la__note(q, "log %s: fsync failed: %s", q->sl.path, strerror(errno));
+    return LA_EIO;
+  }
+  return 0;
+}
+
+static int la__room(const la_outq_t *q, uint64_t size, int reserve) {
+  uint64_t lim = q->log_limit + (reserve ? LA_OUTQ_LOG_RESERVE : 0);
+  return size <= lim && q->sl.total_bytes <= lim - size;
+}
+
+/* -------------------------------------------------------------- replay -- */
+
+static void la__push_item(la_outq_t *q, la__oq_item_t *it) {
   it->next = NULL;
-  if (q->tail != NULL)
-    q->tail->next = it;
-  else
-    q->head = it;
+  if (q->tail) q->tail->next = it;
+  else q->head = it;
   q->tail = it;
   q->st.items++;
+  if (it->data) {
+    q->st.mem_items++;
+    q->st.mem_bytes += it->len;
+  }
+  if (q->has_log) q->st.log_items++;
 }
 
-/* Forgets it, whose predecessor is prev (NULL if it is the head), with its
- * memory; the caller has dealt with its file. */
-static void unlink_item(la_outq_t *q, la__oq_item_t *prev, la__oq_item_t *it) {
-  if (prev != NULL)
-    prev->next = it->next;
-  else
-    q->head = it->next;
+static void la__free_item(la_outq_t *q, la__oq_item_t *prev,
+                          la__oq_item_t *it) {
+  if (prev) prev->next = it->next;
+  else q->head = it->next;
   if (q->tail == it) q->tail = prev;
   if (q->sent == it) q->sent = prev;
-  if (it->data != NULL) {
+  if (it->data) {
     q->st.mem_items--;
     q->st.mem_bytes -= it->len;
     free(it->data);
-  } else {
-    q->st.disk_items--;
-    q->st.disk_bytes -= file_size(it->len);
   }
+  if (q->has_log) q->st.log_items--;
   q->st.items--;
   free(it);
 }
 
-/* ---------------------------------------------------------- open/close -- */
-
-static int load_spool(la_outq_t *q, char *why, size_t why_len) {
-  la__spool_entry_t *ents = NULL;
-  size_t n = 0, i;
-  uint64_t next = 0;
-  int rc = la__spool_load_nextseq(&q->sp, &next, why, why_len);
-  if (rc < 0) return rc;
-  q->seq_hwm = next; /* 0 when absent: the first reserve persists one */
-  if (next > q->next_seq) q->next_seq = next;
-  rc = la__spool_scan(&q->sp, LA_OUTQ_MAX_ITEM, &ents, &n, &q->st.bad_files,
-                      why, why_len);
-  if (rc < 0) return rc;
-  for (i = 0; i < n; i++) {
+static int la__on_record(void *arg, uint64_t seg, uint64_t off,
+                         const la__sl_rec_t *r) {
+  la_outq_t *q = arg;
+  if (r->kind == LA__SL_START) {
+    if (r->seq > q->next_seq) q->next_seq = r->seq;
+    return 0;
+  }
+  if (r->kind == LA__SL_ACK) {
+    if (r->seq > q->st.last_acked) q->st.last_acked = r->seq;
+    if (r->seq >= q->next_seq) q->next_seq = r->seq + 1;
+    return 0;
+  }
+  if (r->kind == LA__SL_MSG) {
+    if (r->seq == 0 || r->seq == UINT64_MAX || r->len == 0) return 0;
+    if (r->seq >= q->next_seq) q->next_seq = r->seq + 1;
+    if (q->tail && r->seq <= q->tail->seq) return 0; /* out of order: skip */
     la__oq_item_t *it = calloc(1, sizeof *it);
-    if (it == NULL) {
-      free(ents);
-      if (why != NULL && why_len > 0)
-        snprintf(why, why_len, "out of memory loading the spool");
-      return LA_ENOMEM;
-    }
-    it->seq = ents[i].seq;
-    it->len = ents[i].len;
-    append(q, it);
-    q->st.disk_items++;
-    q->st.disk_bytes += file_size(it->len);
+    if (it == NULL) return LA_ENOMEM;
+    it->seq = r->seq;
+    it->len = r->len;
+    it->seg = seg;
+    it->off = off;
+    la__push_item(q, it);
   }
-  if (n > 0 && ents[n - 1].seq >= q->next_seq) {
-    if (ents[n - 1].seq == UINT64_MAX) {
-      free(ents);
-      if (why != NULL && why_len > 0)
-        snprintf(why, why_len, "spool holds the last possible seq");
-      return LA_EIO;
-    }
-    q->next_seq = ents[n - 1].seq + 1;
-  }
-  free(ents);
-  return 0;
+  return la__apply(q, r);
 }
 
-int la_outq_open_ex(const char *spool_dir, uint64_t mem_limit,
-                    uint64_t spool_limit, int fsync_writes,
-                    la_outq_note_fn note_fn, void *note_arg, la_outq_t **out,
-                    char *why, size_t why_len) {
-  la_outq_t *q;
-  int rc;
-  if (why != NULL && why_len > 0) why[0] = '\0';
+static la__oq_key_t *la__key_copy(const la__oq_key_t *k) {
+  la__oq_key_t *out = NULL;
+  for (; k; k = k->next)
+    if (la__key_add(&out, k->app, k->app_len, k->rank, k->cycle) != 0) break;
+  return out;
+}
+
+int la_outq_open(const char *log_dir, uint64_t mem_limit, uint64_t log_limit,
+                 uint64_t seg_bytes, int fsync_each, la_outq_note_fn note,
+                 void *note_arg, la_outq_t **out, char *why, size_t why_len) {
+  if (why && why_len) why[0] = '\0';
   if (out == NULL) return LA_EINVAL;
   *out = NULL;
-  q = calloc(1, sizeof *q);
+  la_outq_t *q = calloc(1, sizeof *q);
   if (q == NULL) {
-    if (why != NULL && why_len > 0) snprintf(why, why_len, "out of memory");
+    if (why && why_len) snprintf(why, why_len, "out of memory");
     return LA_ENOMEM;
   }
+  pthread_mutex_init(&q->mu, NULL);
   q->mem_limit = mem_limit;
-  q->spool_limit = spool_limit;
-  q->note = note_fn;
+  q->log_limit = log_limit;
+  q->note = note;
   q->note_arg = note_arg;
   q->next_seq = 1;
-  if (spool_dir != NULL && spool_dir[0] != '\0') {
-    rc = la__spool_open(&q->sp, spool_dir, fsync_writes, note_fn, note_arg, why,
-                        why_len);
-    if (rc < 0) {
+  q->fsync_each = fsync_each;
+  if (log_dir && log_dir[0]) {
+    int rc = la__seglog_open(&q->sl, log_dir,
+                             seg_bytes ? seg_bytes : LA_OUTQ_SEG_BYTES,
+                             LA_OUTQ_MAX_ITEM, note, note_arg, why, why_len);
+    if (rc != 0) {
+      pthread_mutex_destroy(&q->mu);
       free(q);
       return rc;
     }
-    q->has_spool = 1;
-    rc = load_spool(q, why, why_len);
-    if (rc < 0) {
-      q->seq_hwm = UINT64_MAX; /* do not touch the state file */
+    q->has_log = 1;
+    rc = la__seglog_scan(&q->sl, la__on_record, q, why, why_len);
+    if (rc == 0) {
+      /* what the acks already cover is not sent again */
+      while (q->head && q->head->seq <= q->st.last_acked)
+        la__free_item(q, NULL, q->head);
+      q->st.replayed = q->st.items;
+      q->st.torn_bytes = q->sl.torn_bytes;
+      q->last_ack_logged = q->st.last_acked;
+      q->rec_takens = la__key_copy(q->takens);
+      q->rec_ranks = la__key_copy(q->ranks);
+      q->rolling = 1; /* a fresh segment, starting with a checkpoint */
+      rc = la__roll(q);
+      q->rolling = 0;
+      if (rc == 0) la__seglog_trim(&q->sl, q->st.last_acked);
+      if (rc != 0 && why && why_len && !why[0])
+        snprintf(why, why_len, "log %s: cannot start a segment", log_dir);
+    }
+    if (rc != 0) {
       la_outq_close(q);
       return rc;
     }
   }
-  q->last_pushed = q->next_seq - 1;
-  q->st.last_acked = q->head != NULL ? q->head->seq - 1 : q->next_seq - 1;
+  if (q->st.last_acked < q->next_seq - 1 && q->head == NULL)
+    q->st.last_acked = q->next_seq - 1;
   q->st.last_sent = q->st.last_acked;
   *out = q;
   return 0;
 }
 
-int la_outq_open(const char *spool_dir, uint64_t mem_limit,
-                 uint64_t spool_limit, int fsync_writes, la_outq_t **out,
-                 char *why, size_t why_len) {
-  return la_outq_open_ex(spool_dir, mem_limit, spool_limit, fsync_writes, NULL,
-                         NULL, out, why, why_len);
-}
-
-void la_outq_close(la_outq_t *q) {
-  la__oq_item_t *it, *next;
-  if (q == NULL) return;
-  if (q->has_spool) {
-    /* Exact next seq: a clean restart continues without a gap. Skipped when
-     * open failed (seq_hwm UINT64_MAX) so a bad state file stays as is. */
-    if (q->seq_hwm != UINT64_MAX &&
-        la__spool_store_nextseq(&q->sp, q->next_seq) != 0)
-      note(q, "spool %s: cannot persist the next seq %llu: %s", q->sp.path,
-           (unsigned long long)q->next_seq, strerror(errno));
-    la__spool_close(&q->sp);
-  }
-  for (it = q->head; it != NULL; it = next) {
-    next = it->next;
-    free(it->data);
-    free(it);
-  }
-  free(q->rbuf);
-  free(q);
-}
-
-/* ------------------------------------------------------------- pushing -- */
-
-uint64_t la_outq_reserve_seq(la_outq_t *q) {
-  if (q == NULL || q->next_seq == UINT64_MAX) return 0;
-  if (q->has_spool && q->next_seq >= q->seq_hwm) {
-    uint64_t hwm = q->next_seq + LA_OUTQ_SEQ_BLOCK;
-    if (hwm < q->next_seq) hwm = UINT64_MAX;
-    if (la__spool_store_nextseq(&q->sp, hwm) == 0) {
-      q->seq_hwm = hwm;
-      q->seq_warned = 0;
-    } else if (!q->seq_warned) {
-      q->seq_warned = 1;
-      note(q,
-           "spool %s: cannot persist the seq high-water mark: %s; seqs may "
-           "be reused if the daemon crashes before this is fixed",
-           q->sp.path, strerror(errno));
+size_t la_outq_recovered(la_outq_t *q,
+                         void (*cb)(void *arg, int what,
+                                    const la_outq_key_t *key),
+                         void *arg) {
+  size_t n = 0;
+  if (q == NULL) return 0;
+  pthread_mutex_lock(&q->mu);
+  la__oq_key_t *t = q->rec_takens, *r = q->rec_ranks;
+  q->rec_takens = q->rec_ranks = NULL;
+  pthread_mutex_unlock(&q->mu);
+  for (int pass = 0; pass < 2; pass++) {
+    for (la__oq_key_t *k = pass ? r : t; k; k = k->next) {
+      la_outq_key_t key = {k->app, k->rank, k->cycle};
+      if (cb) cb(arg, pass ? LA_OUTQ_REC_RANK : LA_OUTQ_REC_TAKEN, &key);
+      n++;
     }
   }
-  return q->next_seq++;
+  la__key_free(t);
+  la__key_free(r);
+  return n;
 }
 
-int la_outq_push(la_outq_t *q, uint64_t seq, const uint8_t *bytes, size_t len) {
-  la__oq_item_t *it;
+/* ----------------------------------------------------------- appending -- */
+
+static uint16_t la__app_len(const la_outq_key_t *key) {
+  size_t n = key && key->app_id ? strlen(key->app_id) : 0;
+  return (uint16_t)(n > LA__SL_MAX_APP ? LA__SL_MAX_APP : n);
+}
+
+int la_outq_taken(la_outq_t *q, const la_outq_key_t *key) {
+  if (q == NULL || key == NULL || key->app_id == NULL) return LA_EINVAL;
+  if (!q->has_log) return 0;
+  la__sl_rec_t r = {.kind = LA__SL_TAKEN, .rank = key->rank,
+                    .cycle = key->cycle_tag, .app = key->app_id,
+                    .app_len = la__app_len(key)};
+  uint64_t seg;
   int rc;
-  if (q == NULL || bytes == NULL || len == 0 || seq <= q->last_pushed ||
-      seq >= q->next_seq)
+  pthread_mutex_lock(&q->mu);
+  if (!la__room(q, la__seglog_rec_size(&r), 1)) rc = LA_ELIMIT;
+  else if ((rc = la__write(q, &r, &seg, NULL)) == 0 &&
+           (rc = la__apply(q, &r)) == 0)
+    q->st.taken++;
+  if (rc != 0) q->st.dropped++;
+  pthread_mutex_unlock(&q->mu);
+  return rc;
+}
+
+int la_outq_append(la_outq_t *q, unsigned flags, const la_outq_key_t *key,
+                   la_outq_encode_fn enc, void *arg, uint64_t *seq_out) {
+  uint8_t *frame = NULL;
+  size_t len = 0;
+  int rc;
+  if (q == NULL || enc == NULL || (flags && (key == NULL || !key->app_id)))
     return LA_EINVAL;
-  if (len > LA_OUTQ_MAX_ITEM) {
-    q->st.dropped++;
-    return LA_EMSGSIZE;
+  pthread_mutex_lock(&q->mu);
+  uint64_t seq = q->next_seq;
+  if (seq == UINT64_MAX) {
+    rc = LA_ELIMIT;
+    goto out;
   }
-  it = calloc(1, sizeof *it);
+  q->next_seq++;
+  if (seq_out) *seq_out = seq;
+  if ((rc = enc(arg, seq, &frame, &len)) != 0) goto out;
+  if (len == 0 || len > LA_OUTQ_MAX_ITEM) {
+    rc = LA_EMSGSIZE;
+    goto out;
+  }
+  la__oq_item_t *it = calloc(1, sizeof *it);
   if (it == NULL) {
-    q->st.dropped++;
-    return LA_ENOMEM;
+    rc = LA_ENOMEM;
+    goto out;
   }
   it->seq = seq;
   it->len = (uint32_t)len;
-  if (fits(q->st.mem_bytes, len, q->mem_limit) &&
-      (it->data = malloc(len)) != NULL) {
-    memcpy(it->data, bytes, len);
-    q->st.mem_items++;
-    q->st.mem_bytes += len;
-  } else if (q->has_spool &&
-             fits(q->st.disk_bytes, file_size(it->len), q->spool_limit)) {
-    rc = la__spool_write(&q->sp, seq, bytes, it->len, 1);
-    if (rc < 0) {
-      free(it);
-      q->st.dropped++;
-      return rc;
-    }
-    q->st.disk_items++;
-    q->st.disk_bytes += file_size(it->len);
-    q->st.spilled++;
-  } else {
-    free(it);
-    q->st.dropped++;
-    return LA_ELIMIT;
+  int in_mem = len <= q->mem_limit && q->st.mem_bytes <= q->mem_limit - len;
+  if (q->has_log) {
+    uint8_t f = 0;
+    if (flags & LA_OUTQ_OPENS_RANK) f |= LA__SL_F_OPENS;
+    if (flags & LA_OUTQ_CLOSES_RANK) f |= LA__SL_F_CLOSES;
+    if (flags & LA_OUTQ_RESOLVES) f |= LA__SL_F_RESOLVES;
+    if (flags & LA_OUTQ_MISSING) f |= LA__SL_F_MISSING;
+    la__sl_rec_t r = {.kind = LA__SL_MSG, .flags = f, .seq = seq,
+                      .rank = key ? key->rank : 0,
+                      .cycle = key ? key->cycle_tag : 0,
+                      .app = key ? key->app_id : NULL,
+                      .app_len = la__app_len(key), .payload = frame,
+                      .len = (uint32_t)len};
+    int reserve = (flags & (LA_OUTQ_MISSING | LA_OUTQ_CLOSES_RANK)) != 0;
+    if (!la__room(q, la__seglog_rec_size(&r), reserve)) rc = LA_ELIMIT;
+    else if ((rc = la__write(q, &r, &it->seg, &it->off)) == 0)
+      rc = la__apply(q, &r);
+  } else if (!in_mem) {
+    rc = LA_ELIMIT;
   }
-  append(q, it);
-  q->last_pushed = seq;
+  if (rc != 0) {
+    free(it);
+    goto out;
+  }
+  if (in_mem) {
+    it->data = frame;
+    frame = NULL;
+  }
+  la__push_item(q, it);
   q->st.pushed++;
-  return 0;
+  if (flags & LA_OUTQ_MISSING) q->st.missing++;
+out:
+  if (rc != 0) q->st.dropped++;
+  pthread_mutex_unlock(&q->mu);
+  free(frame);
+  return rc;
 }
 
 /* ------------------------------------------------------------- sending -- */
 
 int la_outq_next(la_outq_t *q, uint64_t *seq, const uint8_t **bytes,
                  size_t *len) {
-  la__oq_item_t *it;
-  const uint8_t *p;
-  int rc;
   if (q == NULL || seq == NULL || bytes == NULL || len == NULL)
     return LA_EINVAL;
-  it = q->sent != NULL ? q->sent->next : q->head;
-  if (it == NULL || it->data != NULL) {
-    if (q->rcap > RBUF_KEEP) { /* do not hold a big buffer while idle */
+  int rc = 1;
+  pthread_mutex_lock(&q->mu);
+  la__oq_item_t *it = q->sent ? q->sent->next : q->head;
+  if (it == NULL || it->data) {
+    if (q->rcap > RBUF_KEEP) {
       free(q->rbuf);
       q->rbuf = NULL;
       q->rcap = 0;
     }
-    if (it == NULL) return 0;
-    p = it->data;
+    if (it == NULL) {
+      rc = 0;
+      goto out;
+    }
+    *bytes = it->data;
   } else {
     if (q->rcap < it->len) {
       uint8_t *nb = malloc(it->len);
-      if (nb == NULL) return LA_ENOMEM;
+      if (nb == NULL) {
+        rc = LA_ENOMEM;
+        goto out;
+      }
       free(q->rbuf);
       q->rbuf = nb;
       q->rcap = it->len;
     }
-    rc = la__spool_read(&q->sp, it->seq, it->len, q->rbuf);
-    if (rc == LA_EIO) {
-      q->st.bad_files++;
-      unlink_item(q, q->sent, it);
-      return LA_EIO;
+    if (la__seglog_read(&q->sl, it->seg, it->off, it->len, q->rbuf) != 0) {
+      la__note(q, "log %s: message %llu cannot be read back: lost",
+               q->sl.path, (unsigned long long)it->seq);
+      q->st.bad_reads++;
+      la__free_item(q, q->sent, it);
+      rc = LA_EIO;
+      goto out;
     }
-    if (rc < 0) return rc;
-    p = q->rbuf;
+    *bytes = q->rbuf;
   }
   q->sent = it;
   if (it->seq > q->st.last_sent) q->st.last_sent = it->seq;
   *seq = it->seq;
-  *bytes = p;
   *len = it->len;
-  return 1;
+out:
+  pthread_mutex_unlock(&q->mu);
+  return rc;
 }
 
 int la_outq_ack(la_outq_t *q, uint64_t seq) {
   if (q == NULL) return LA_EINVAL;
-  if (seq > q->st.last_sent) return LA_EPROTO;
-  if (seq <= q->st.last_acked) return 0;
-  while (q->head != NULL && q->head->seq <= seq) {
-    la__oq_item_t *it = q->head;
-    if (it->data == NULL && la__spool_remove(&q->sp, it->seq) != 0)
-      note(q,
-           "spool %s: cannot delete acknowledged message %llu: %s (it "
-           "will be sent again after a restart)",
-           q->sp.path, (unsigned long long)it->seq, strerror(errno));
-    unlink_item(q, NULL, it);
-    q->st.acked++;
-  }
-  q->st.last_acked = seq;
-  return 0;
-}
-
-void la_outq_rewind(la_outq_t *q) {
-  if (q != NULL) q->sent = NULL;
-}
-
-/* ------------------------------------------------------------ spilling -- */
-
-int la_outq_spill_all(la_outq_t *q) {
-  la__oq_item_t *it;
-  int rc = 0, wrote = 0;
-  if (q == NULL) return LA_EINVAL;
-  if (!q->has_spool) return q->st.mem_items > 0 ? LA_ELIMIT : 0;
-  for (it = q->head; it != NULL && q->st.mem_items > 0; it = it->next) {
-    if (it->data == NULL) continue;
-    if (!fits(q->st.disk_bytes, file_size(it->len), q->spool_limit)) {
-      rc = LA_ELIMIT;
-      continue;
+  pthread_mutex_lock(&q->mu);
+  int rc = 0;
+  if (seq > q->st.last_sent) {
+    rc = LA_EPROTO;
+  } else if (seq > q->st.last_acked) {
+    while (q->head && q->head->seq <= seq) {
+      la__free_item(q, NULL, q->head);
+      q->st.acked++;
     }
-    if (la__spool_write(&q->sp, it->seq, it->data, it->len, 0) != 0) {
-      rc = LA_EIO;
-      break;
+    q->st.last_acked = seq;
+    if (q->has_log) {
+      la__sl_rec_t r = {.kind = LA__SL_ACK, .seq = seq};
+      if (la__room(q, la__seglog_rec_size(&r), 1) &&
+          la__write(q, &r, NULL, NULL) == 0)
+        q->last_ack_logged = seq;
+      la__seglog_trim(&q->sl, seq);
     }
-    wrote = 1;
-    free(it->data);
-    it->data = NULL;
-    q->st.mem_items--;
-    q->st.mem_bytes -= it->len;
-    q->st.disk_items++;
-    q->st.disk_bytes += file_size(it->len);
-    q->st.spilled++;
   }
-  if (wrote && la__spool_sync_dir(&q->sp) != 0) {
-    note(q, "spool %s: fsync of the directory failed: %s", q->sp.path,
-         strerror(errno));
-    if (rc == 0) rc = LA_EIO;
-  }
+  pthread_mutex_unlock(&q->mu);
   return rc;
 }
 
-void la_outq_set_limits(la_outq_t *q, uint64_t mem_limit,
-                        uint64_t spool_limit) {
+void la_outq_rewind(la_outq_t *q) {
   if (q == NULL) return;
-  q->mem_limit = mem_limit;
-  q->spool_limit = spool_limit;
+  pthread_mutex_lock(&q->mu);
+  q->sent = NULL;
+  pthread_mutex_unlock(&q->mu);
 }
 
-void la_outq_get_stats(const la_outq_t *q, la_outq_stats_t *st) {
+int la_outq_sync(la_outq_t *q) {
+  int rc = 0;
+  if (q == NULL || !q->has_log) return 0;
+  pthread_mutex_lock(&q->mu);
+  if (q->dirty) {
+    if (la__seglog_sync(&q->sl) != 0) {
+      la__note(q, "log %s: fsync failed: %s", q->sl.path, strerror(errno));
+      rc = LA_EIO;
+    } else {
+      q->dirty = 0;
+      q->st.fsyncs++;
+    }
+  }
+  pthread_mutex_unlock(&q->mu);
+  return rc;
+}
+
+void la_outq_set_limits(la_outq_t *q, uint64_t mem_limit, uint64_t log_limit) {
+  if (q == NULL) return;
+  pthread_mutex_lock(&q->mu);
+  q->mem_limit = mem_limit;
+  q->log_limit = log_limit;
+  pthread_mutex_unlock(&q->mu);
+}
+
+void la_outq_get_stats(la_outq_t *q, la_outq_stats_t *st) {
   if (q == NULL || st == NULL) return;
+  pthread_mutex_lock(&q->mu);
   *st = q->st;
   st->next_seq = q->next_seq;
+  st->log_bytes = q->has_log ? q->sl.total_bytes : 0;
+  st->log_segments = q->has_log ? q->sl.n_segs : 0;
+  st->pending_taken = la__key_count(q->takens);
+  st->open_ranks = la__key_count(q->ranks);
+  pthread_mutex_unlock(&q->mu);
+}
+
+void la_outq_close(la_outq_t *q) {
+  if (q == NULL) return;
+  if (q->has_log) {
+    la_outq_sync(q);
+    la__seglog_close(&q->sl);
+  }
+  while (q->head) la__free_item(q, NULL, q->head);
+  la__key_free(q->ranks);
+  la__key_free(q->takens);
+  la__key_free(q->rec_ranks);
+  la__key_free(q->rec_takens);
+  free(q->rbuf);
+  pthread_mutex_destroy(&q->mu);
+  free(q);
 }

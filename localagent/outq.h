@@ -1,45 +1,52 @@
-/* outq.h: the LocalAgent's ordered queue of messages waiting for the
- * GlobalAgent's acknowledgement, spilling to a spool directory.
+/* outq.h: the LocalAgent's ordered queue of messages for the GlobalAgent,
+ * written ahead to a segment log (seglog.h) so that nothing it accepted is
+ * lost when the agent is killed.
  *
- * The queue hands out sequence numbers (uint64, strictly increasing, from 1,
- * continuing across daemon restarts when there is a spool), keeps each
- * message until the GlobalAgent acknowledges it cumulatively, and gives the
- * uplink the messages in seq order, again from the oldest unacknowledged one
- * after every reconnect (la_outq_rewind). Each message lives either in memory
- * (up to mem_limit bytes of messages) or as one file in the spool directory
- * (up to spool_limit bytes of files); the send order is seq order wherever
- * the messages live. A message that fits neither is refused (LA_ELIMIT) and
- * counted as dropped: never silently. The file format, the crash-safety of
- * writes and the spool's own files are described in spool.h.
+ * Every message (RankStart, CompactTrace, TraceMissing, RankEnd) is appended
+ * to the log — one write(2), so it survives the process — before it joins
+ * the in-memory send queue; a copy stays in memory while the copies fit in
+ * mem_limit, otherwise the message is read back from the log when it is
+ * sent. Sequence numbers (uint64, from 1, strictly increasing in log order,
+ * never reused across restarts) are handed out inside la_outq_append, so the
+ * log order is the seq order even with several appending threads. The
+ * GlobalAgent acknowledges cumulatively; an acknowledged message leaves the
+ * queue, an ack record is logged and segments whose messages are all
+ * acknowledged are deleted.
+ *
+ * Beside messages the log records what is needed to account for every cycle
+ * after a crash: a "taken" record when a worker takes an application's
+ * buffer (resolved by the cycle's CompactTrace or TraceMissing), and which
+ * ranks are registered (opened by RankStart, closed by RankEnd). A new
+ * segment starts with a checkpoint of this state, so old segments can go as
+ * soon as their messages are acknowledged. At open the log is replayed:
+ * unacknowledged messages are queued again in seq order (sent first), and
+ * la_outq_recovered lists the taken cycles without a trace and the ranks
+ * without an end, for the caller to record as missing / ended.
  *
  * Use:
- *   seq = la_outq_reserve_seq(q);          encode the frame with seq, then
- *   la_outq_push(q, seq, frame, len);      (copies the frame)
- *   while (la_outq_next(q, &s, &b, &n) > 0) { write b; }   (uplink)
- *   la_outq_ack(q, acked_seq);             on Ack{seq}
- *   la_outq_rewind(q);                     on reconnect
- *   la_outq_spill_all(q); la_outq_close(q);  at shutdown without GlobalAgent
+ *   la_outq_open(...)                       replays the log
+ *   la_outq_recovered(q, cb, arg)           once, at start-up
+ *   la_outq_taken(q, &key)                  worker: before reading a buffer
+ *   la_outq_append(q, flags, &key, enc, arg, &seq)   any thread
+ *   while (la_outq_next(q, &s, &b, &n) > 0) { write b; }   loop thread
+ *   la_outq_ack(q, acked_seq); la_outq_rewind(q);          loop thread
+ *   la_outq_sync(q)                         periodically (fsync)
+ *   la_outq_close(q)
  *
- * Sequence numbers: a reserved seq that is never pushed (the encoding
- * failed, the push was refused) is simply a gap in the stream; the
- * GlobalAgent must accept gaps. With a spool, the high-water mark of handed
- * out seqs is persisted in blocks (spool.h, "outq.nextseq"), so seqs are
- * never reused after a restart, even after a crash with an empty spool
- * (a crash leaves a gap of at most LA_OUTQ_SEQ_BLOCK). Without a spool, seqs
- * restart at 1 with every process: the uplink must then tell the GlobalAgent
- * it is a new incarnation (for example with a boot id in its hello).
+ * Threads: la_outq_taken, la_outq_append, la_outq_get_stats and
+ * la_outq_sync may be called from any thread (one mutex); the others from
+ * the loop thread only. Without a log directory the queue is memory only:
+ * nothing survives the process, and taken records are not kept.
  *
- * Deliberately not here: sockets, framing, the event loop, logging (events
- * worth a log line go to the optional note function), threads. Every call
- * is synchronous, including spool I/O (one file write per spooled message,
- * one read per spooled message sent, one unlink per spooled message
- * acknowledged), and must come from one thread (the daemon's loop thread).
- * Every operation is O(1) per message, except la_outq_open (scans the spool)
- * and la_outq_spill_all (walks the queue).
- *
- * Memory: besides mem_limit bytes of messages, each queued message costs a
- * 32-byte descriptor wherever it lives, and la_outq_next keeps one read
- * buffer as large as the largest spooled message recently sent.
+ * Memory: mem_limit bytes of message copies, plus a 48-byte descriptor per
+ * unacknowledged message, plus one read buffer as large as the largest
+ * message read back from the log, plus the open ranks and pending taken
+ * cycles (bounded by the agent's max_apps and jobs in flight).
+ * Disk: log_limit bytes for messages; records that account for cycles and
+ * acks (taken, TraceMissing, ack, checkpoints) may use LA_OUTQ_LOG_RESERVE
+ * more, so a full log still records what it refuses.
+ * Deliberately not here: sockets, protobuf (the caller's encode function
+ * packs the frame), logging (notes go to the note function), the event loop.
  */
 #ifndef LA_OUTQ_H
 #define LA_OUTQ_H
@@ -47,118 +54,131 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Largest message the queue accepts or loads from the spool, in bytes (a
- * sanity bound: the codec's frame limit is the real one and is lower). */
+/* Largest message the queue accepts or reads back (a sanity bound: the
+ * codec's frame limit is the real one and is lower). */
 #define LA_OUTQ_MAX_ITEM ((uint32_t)1 << 30)
-/* Sequence numbers persisted ahead of use (one small file write each). */
-#define LA_OUTQ_SEQ_BLOCK 4096u
+#define LA_OUTQ_LOG_RESERVE ((uint64_t)1 << 20)
+#define LA_OUTQ_SEG_BYTES ((uint64_t)8 << 20) /* default segment size */
+
+/* What an appended message does to the recorded state. */
+enum {
+  LA_OUTQ_OPENS_RANK = 1,   /* RankStart: (app, rank) registered */
+  LA_OUTQ_CLOSES_RANK = 2,  /* RankEnd */
+  LA_OUTQ_RESOLVES = 4,     /* CompactTrace or TraceMissing of a taken cycle */
+  LA_OUTQ_MISSING = 8       /* a TraceMissing (counted; may use the reserve) */
+};
+
+/* What la_outq_recovered reports. */
+enum { LA_OUTQ_REC_TAKEN = 1, LA_OUTQ_REC_RANK = 2 };
 
 typedef struct la_outq la_outq_t;
 
+typedef struct la_outq_key {
+  const char *app_id; /* NUL-terminated, at most 255 bytes are kept */
+  uint32_t rank;
+  uint64_t cycle_tag; /* 0 for ranks */
+} la_outq_key_t;
+
 typedef struct la_outq_stats {
-  uint64_t items;      /* messages queued (unacknowledged), memory + disk */
-  uint64_t mem_items;  /* ... of them in memory */
-  uint64_t mem_bytes;  /* their bytes (frames only) */
-  uint64_t disk_items; /* ... of them in the spool */
-  uint64_t disk_bytes; /* their file sizes (32-byte header + frame) */
-  uint64_t next_seq;   /* what la_outq_reserve_seq returns next */
-  uint64_t last_acked; /* highest acknowledged seq (at open: the seq just
-                          below the oldest spooled message) */
-  uint64_t last_sent;  /* highest seq ever returned by la_outq_next */
-  uint64_t pushed;     /* successful pushes, since open */
-  uint64_t acked;      /* messages freed by acknowledgements, since open */
-  uint64_t spilled;    /* messages written to the spool, since open */
-  uint64_t dropped;    /* pushes refused for room or resources, since open */
-  uint64_t bad_files;  /* spool files quarantined as *.bad, since open */
+  uint64_t items;         /* unacknowledged messages */
+  uint64_t mem_items;     /* ... with a copy in memory */
+  uint64_t mem_bytes;     /* their bytes */
+  uint64_t log_items;     /* ... that are in the log (all, with a log) */
+  uint64_t log_bytes;     /* size of the log's segment files */
+  uint64_t log_segments;  /* number of segment files */
+  uint64_t next_seq;      /* the next seq handed out */
+  uint64_t last_acked;    /* highest acknowledged seq */
+  uint64_t last_sent;     /* highest seq returned by la_outq_next */
+  uint64_t pushed;        /* messages appended since open */
+  uint64_t acked;         /* messages acknowledged since open */
+  uint64_t dropped;       /* appends refused (full, I/O error, memory) */
+  uint64_t replayed;      /* unacknowledged messages found at open */
+  uint64_t missing;       /* TraceMissing messages appended since open */
+  uint64_t taken;         /* taken records since open */
+  uint64_t pending_taken; /* taken cycles without trace or missing record */
+  uint64_t open_ranks;    /* ranks with a RankStart and no RankEnd */
+  uint64_t torn_bytes;    /* bytes cut from torn log tails at open */
+  uint64_t bad_reads;     /* messages that could not be read back (lost) */
+  uint64_t fsyncs;        /* la_outq_sync calls that synced something */
 } la_outq_stats_t;
 
-/* Receives one human-readable line per event worth logging: a spool file
- * quarantined, a spool write that failed, the seq high-water mark that could
- * not be persisted. Called synchronously from inside outq calls. */
+/* Receives one line per event worth logging (a torn tail truncated, a write
+ * or fsync that failed). May be called from any appending thread. */
 typedef void (*la_outq_note_fn)(void *arg, const char *msg);
 
-/* Opens a queue. spool_dir NULL or "" means no spool (memory only: a message
- * that does not fit in mem_limit is refused with LA_ELIMIT). Otherwise the
- * directory is created with mode 0700 if missing (its parent must exist),
- * locked against a second queue (another daemon or another open in this
- * process), and scanned: valid message files become queued messages in seq
- * order, to be sent first; bad ones are renamed "*.bad" and counted in
- * bad_files (header checks at open, payload checksum when sent). The next
- * seq continues after both the persisted high-water mark and the largest
- * spooled seq. fsync_writes makes every spool write durable (fsync of the
- * file and of the directory) before la_outq_push returns.
- * Returns 0 and *out, or LA_EINVAL (out NULL), LA_ENOMEM, LA_EIO (directory
- * unusable or locked, state file malformed), with a reason in why (if not
- * NULL). */
-int la_outq_open(const char *spool_dir, uint64_t mem_limit,
-                 uint64_t spool_limit, int fsync_writes, la_outq_t **out,
-                 char *why, size_t why_len);
+/* Packs the message with seq into a malloc'ed frame (*frame, *len); called
+ * under the queue's lock. Returns 0 or a negative LA_E* code. */
+typedef int (*la_outq_encode_fn)(void *arg, uint64_t seq, uint8_t **frame,
+                                 size_t *len);
 
-/* Same, with a note function (may be NULL) that also receives what the scan
- * at open finds wrong. */
-int la_outq_open_ex(const char *spool_dir, uint64_t mem_limit,
-                    uint64_t spool_limit, int fsync_writes,
-                    la_outq_note_fn note, void *note_arg, la_outq_t **out,
-                    char *why, size_t why_len);
+/* Opens the queue. log_dir NULL or "" means memory only. Otherwise the
+ * directory is checked (seglog.h: owned by us, not group/other-writable, not
+ * a symlink; created 0700 if missing), locked, and replayed. seg_bytes is
+ * the segment size (0: LA_OUTQ_SEG_BYTES); fsync_each makes every append
+ * fsync before it returns (otherwise call la_outq_sync periodically).
+ * Returns 0 and *out, or LA_EINVAL, LA_ENOMEM, LA_EIO with the reason in
+ * why. */
+int la_outq_open(const char *log_dir, uint64_t mem_limit, uint64_t log_limit,
+                 uint64_t seg_bytes, int fsync_each, la_outq_note_fn note,
+                 void *note_arg, la_outq_t **out, char *why, size_t why_len);
 
-/* Hands out the next seq (>= 1, each once). With a spool, persists a new
- * high-water mark every LA_OUTQ_SEQ_BLOCK seqs; if that write fails the seq
- * is still handed out (the failure is noted and retried next time, so a
- * full disk does not stop messages flowing through memory). Returns 0 only
- * if q is NULL or seqs are exhausted. */
-uint64_t la_outq_reserve_seq(la_outq_t *q);
+/* Calls cb for every cycle taken and every rank registered by an earlier
+ * run that the log does not resolve (no trace / missing record; no
+ * RankEnd), taken cycles first. The caller appends a TraceMissing
+ * (LA_OUTQ_MISSING | LA_OUTQ_RESOLVES) or RankEnd (LA_OUTQ_CLOSES_RANK) for
+ * each, which resolves it. Call once, before any other append. The key is
+ * valid during the call only. Returns the number reported. */
+size_t la_outq_recovered(la_outq_t *q,
+                         void (*cb)(void *arg, int what,
+                                    const la_outq_key_t *key),
+                         void *arg);
 
-/* Queues a copy of the len-byte frame carrying seq. seq must have been
- * reserved and be greater than every seq pushed before (reserved seqs may be
- * skipped, leaving gaps; a failed push may be retried with the same seq).
- * The message goes to memory if it fits in mem_limit, else to the spool if
- * it fits in spool_limit (written before the call returns).
- * Returns 0; LA_EINVAL (q or bytes NULL, len 0, seq not reserved or not
- * increasing); or, counted in dropped: LA_EMSGSIZE (len >
- * LA_OUTQ_MAX_ITEM), LA_ELIMIT (fits neither), LA_EIO (spool write failed;
- * noted), LA_ENOMEM. */
-int la_outq_push(la_outq_t *q, uint64_t seq, const uint8_t *bytes, size_t len);
+/* Logs that the cycle key was taken (before the buffer is read). Any
+ * thread. Returns 0, or LA_EIO / LA_ELIMIT (not recorded: counted in
+ * dropped, the cycle can still be sent). No-op without a log. */
+int la_outq_taken(la_outq_t *q, const la_outq_key_t *key);
 
-/* Next message not yet returned since the last rewind (or open), in seq
- * order. Returns 1 and sets *seq, *bytes, *len (bytes belong to q and stay
- * valid until the next call on q); 0 if every queued message has been
- * returned; LA_EIO if the spooled message due next was missing or corrupt:
- * it has been renamed "*.bad", counted in bad_files, noted and removed from
- * the queue (call again for the following one); LA_ENOMEM if it could not be
- * read for lack of memory or descriptors (it stays queued: try later).
- * Marks the message sent: last_sent becomes at least *seq. */
+/* Appends a message: hands out the next seq, calls enc to pack it, writes
+ * it to the log (and fsyncs with fsync_each), updates the recorded state
+ * per flags (key may be NULL when flags is 0), keeps the frame in memory if
+ * it fits in mem_limit, and queues it. Any thread; the caller then wakes
+ * the sender on the loop thread. *seq (may be NULL) receives the seq, also
+ * on failure (it is then a gap). Returns 0; LA_EINVAL; or, counted in
+ * dropped: the encoder's code, LA_ELIMIT (log_limit, or without a log
+ * mem_limit, full), LA_EMSGSIZE, LA_EIO (log write failed: noted),
+ * LA_ENOMEM. */
+int la_outq_append(la_outq_t *q, unsigned flags, const la_outq_key_t *key,
+                   la_outq_encode_fn enc, void *arg, uint64_t *seq);
+
+/* Next message not returned since the last rewind (or open), in seq order.
+ * Returns 1 and *seq, *bytes, *len (bytes belong to q, valid until the next
+ * call on q); 0 when none; LA_EIO when the message due could not be read
+ * back from the log (it is dropped from the queue, counted in bad_reads and
+ * noted: call again); LA_ENOMEM (try later). Loop thread only. */
 int la_outq_next(la_outq_t *q, uint64_t *seq, const uint8_t **bytes,
                  size_t *len);
 
-/* Cumulative acknowledgement: frees (and unlinks the files of) every queued
- * message with a seq <= seq. Returns 0 (also for a repeated or old ack), or
- * LA_EPROTO if seq is above the highest seq ever returned by la_outq_next
- * (nothing is freed: the peer misbehaves), or LA_EINVAL (q NULL). */
+/* Cumulative acknowledgement: forgets every message with seq <= seq, logs
+ * an ack record and deletes fully acknowledged segments. Returns 0 (also
+ * for an old ack), LA_EPROTO when seq is above the highest seq sent (nothing
+ * changes), LA_EINVAL. Loop thread only. */
 int la_outq_ack(la_outq_t *q, uint64_t seq);
 
-/* Makes la_outq_next start again from the oldest unacknowledged message
- * (call on every new connection to the GlobalAgent). */
+/* Makes la_outq_next start again at the oldest unacknowledged message. */
 void la_outq_rewind(la_outq_t *q);
 
-/* Writes every message held in memory to the spool (fsync'ed if enabled,
- * one directory fsync at the end) and frees its memory, so la_outq_close
- * loses nothing. Returns 0 when no message is left in memory; LA_ELIMIT if
- * some did not fit in spool_limit (or there is no spool): they stay in
- * memory, and stats.mem_items says how many a close would lose; LA_EIO if a
- * write failed (noted; the rest stays in memory). */
-int la_outq_spill_all(la_outq_t *q);
+/* fsync of the log when something was appended since the last one. Any
+ * thread. Returns 0 or LA_EIO (noted). */
+int la_outq_sync(la_outq_t *q);
 
-/* Changes the limits (SIGHUP reload). Nothing already queued moves: the new
- * limits apply to later pushes and spills. */
-void la_outq_set_limits(la_outq_t *q, uint64_t mem_limit, uint64_t spool_limit);
+/* Changes the limits (SIGHUP); nothing already queued moves. */
+void la_outq_set_limits(la_outq_t *q, uint64_t mem_limit, uint64_t log_limit);
 
-/* Fills *st with the current counters (see la_outq_stats_t). */
-void la_outq_get_stats(const la_outq_t *q, la_outq_stats_t *st);
+/* Fills *st (see la_outq_stats_t). Any thread. */
+void la_outq_get_stats(la_outq_t *q, la_outq_stats_t *st);
 
-/* Frees q and every message in memory (call la_outq_spill_all first to keep
- * them); keeps the spooled files, which are sent after the next open.
- * Persists the exact next seq so that a clean restart leaves no gap.
- * Accepts NULL. */
+/* Syncs the log, frees the queue; the log keeps everything unacknowledged
+ * for the next open. Accepts NULL. */
 void la_outq_close(la_outq_t *q);
 
 #endif /* LA_OUTQ_H */

@@ -222,6 +222,12 @@ static int la__on_data_ready(la_session_t *s, const La__DataReady *d) {
     s->ag->st.app_skipped += d->skipped - s->skipped;
     s->skipped = d->skipped;
   }
+  /* cycles the application could not hand over are recorded as missing */
+  for (size_t k = 0; k < d->n_skipped_tags; k++)
+    la_uplink_log_missing(s->ag, s->app_id, s->rank, d->skipped_tags[k],
+                          "skipped by the application (buffers full/agent "
+                          "unreachable)");
+  if (d->n_skipped_tags) la_uplink_kick(s->ag);
   if (d->has_waits && d->waits > s->waits) {
     s->ag->st.app_waits += d->waits - s->waits;
     s->waits = d->waits;
@@ -230,6 +236,9 @@ static int la__on_data_ready(la_session_t *s, const La__DataReady *d) {
     s->ag->st.cycles_dropped++;
     la_log_warnx("%s rank %u: cycle %llu dropped: out of memory", s->app_id,
                  s->rank, (unsigned long long)d->cycle_tag);
+    la_uplink_log_missing(s->ag, s->app_id, s->rank, d->cycle_tag,
+                          "dropped: the LocalAgent was out of memory");
+    la_uplink_kick(s->ag);
   }
   return 0;
 }

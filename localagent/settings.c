@@ -52,14 +52,17 @@ const la_cfg_key_t la_la_keys[] = {
   N("global", "reconnect_max", LA_CFG_MS, reconnect_max_ms, "5s", 10, 3600000,
     "longest reconnection delay (exponential backoff)"),
   N("global", "queue_bytes", LA_CFG_SIZE, queue_bytes, "256M", 0,
-    1099511627776.0, "unacknowledged traces kept in memory before spooling"),
+    1099511627776.0, "copies of unacknowledged messages kept in memory (the log has them all)"),
   S("global", "spool_dir", spool_dir, "/var/spool/la-localagent",
-    "directory for traces the GlobalAgent has not acknowledged"),
+    "log directory for messages the GlobalAgent has not acknowledged"),
   N("global", "spool_bytes", LA_CFG_SIZE, spool_bytes, "4G", 0,
-    1099511627776.0, "largest spool size; beyond it traces are dropped and "
-    "counted"),
+    1099511627776.0, "largest log size; beyond it traces are refused, "
+    "counted and recorded missing"),
   N("global", "spool_fsync", LA_CFG_BOOL, spool_fsync, "yes", 0, 1,
-    "fsync every spooled file"),
+    "fsync the log (every spool_fsync_interval) against node crashes"),
+  N("global", "spool_fsync_interval", LA_CFG_MS, spool_fsync_ms, "1s", 0,
+    3600000, "longest time an appended trace waits for fsync; 0: fsync "
+    "every append"),
   S("log", "target", log_target, "stderr", "stderr or syslog"),
   S("log", "level", log_level, "info", "error, warn, info or debug"),
   {0, 0, 0, 0, 0, 0, 0, 0, 0},

@@ -35,6 +35,7 @@ typedef struct la_la_settings {
   char spool_dir[512];
   uint64_t spool_bytes;
   int spool_fsync;
+  int64_t spool_fsync_ms;  /* fsync interval of the log; 0 = every append */
   /* [log] */
   char log_target[16];
   char log_level[16];

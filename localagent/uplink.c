@@ -8,20 +8,24 @@
  * GlobalAgent that fails its proof is refused before anything is sent or
  * acknowledged. Without a secret it answers the Challenge as before, in
  * clear (logged at start). Once AuthResult says yes it sends
- * every queued message (RankStart, CompactTrace, RankEnd) in sequence order,
+ * every queued message (RankStart, CompactTrace, TraceMissing, RankEnd) in
+ * sequence order,
  * at most 4 MiB unacknowledged on the socket at a time. Acks are cumulative;
  * an acknowledged message leaves the queue (outq.c), and only then. When the
  * link fails — refused, closed, garbage, a wrong secret, no answer within 10 s
  * — it reconnects with exponential backoff (reconnect_min..reconnect_max,
  * with jitter) and resends everything unacknowledged: the GlobalAgent
  * deduplicates by (app, rank, cycle). Starting without a GlobalAgent is
- * normal: messages wait in memory, then in the spool. Knows nothing of
- * applications; session.c and worker.c hand it messages.
+ * normal: messages wait in the log (outq.h). Knows nothing of
+ * applications; session.c, worker.c and main.c hand it messages, which are
+ * written to the log (la_uplink_log, any thread) before they are queued.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "la_auth.h"
@@ -66,6 +70,7 @@ typedef struct la_uplink {
   size_t inflight;
   char last_error[256];
   int quiet_fail; /* the failure was logged already */
+  uint64_t rng;   /* jitter generator state (xorshift64*), seeded per process */
 } la_uplink_t;
 
 typedef struct {
@@ -89,13 +94,33 @@ static void la__on_timer(uv_timer_t *t) {
     la__fail(up, "no handshake within %d ms", LA__HANDSHAKE_MS);
 }
 
+/* Seeds the jitter generator from the kernel (getrandom), falling back to
+ * the pid and the clock: agents restarted together must not reconnect in
+ * step. */
+static void la__rand_seed(la_uplink_t *up) {
+  uint64_t s = 0;
+  if (getrandom(&s, sizeof s, GRND_NONBLOCK) != (ssize_t)sizeof s)
+    s = ((uint64_t)getpid() << 32) ^ uv_hrtime();
+  up->rng = s ? s : 0x9e3779b97f4a7c15ull;
+}
+
+static uint64_t la__rand(la_uplink_t *up) {
+  uint64_t x = up->rng;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  up->rng = x;
+  return x * 0x2545f4914f6cdd1dull;
+}
+
 static void la__on_tcp_closed(uv_handle_t *h) {
   la_uplink_t *up = h->data;
   up->tcp_open = 0;
   if (up->state != LA__UP_BACKOFF) return;
-  /* backoff with +-25% jitter */
+  /* backoff with +-25% jitter, from this agent's own generator */
   int64_t d = up->backoff_ms;
-  d += (int64_t)((double)d * 0.5 * ((double)rand() / RAND_MAX - 0.5));
+  double u = (double)(la__rand(up) >> 11) / 9007199254740992.0; /* [0,1) */
+  d += (int64_t)((double)d * 0.5 * (u - 0.5));
   uv_timer_start(&up->timer, la__on_timer, (uint64_t)(d > 1 ? d : 1), 0);
   up->backoff_ms *= 2;
   if (up->backoff_ms > up->ag->set.reconnect_max_ms)
@@ -475,6 +500,7 @@ int la_uplink_start(la_agent_t *ag, char *why, size_t why_len) {
   uv_timer_init(ag->loop, &up->timer);
   up->timer.data = up;
   up->backoff_ms = ag->set.reconnect_min_ms;
+  la__rand_seed(up);
   if (!ag->set.global[0]) {
     up->state = LA__UP_NONE;
     return 0;
@@ -509,28 +535,83 @@ int la_uplink_start(la_agent_t *ag, char *why, size_t why_len) {
   return 0;
 }
 
+typedef struct {
+  uint16_t type;
+  ProtobufCMessage *msg;
+  uint64_t *seq_field;
+} la__enc_t;
+
+static int la__encode(void *arg, uint64_t seq, uint8_t **frame, size_t *len) {
+  la__enc_t *e = arg;
+  *e->seq_field = seq;
+  return la_frame_pack(e->type, e->msg, frame, len);
+}
+
+int la_uplink_log(la_agent_t *ag, uint16_t type, ProtobufCMessage *msg,
+                  uint64_t *seq_field) {
+  la_outq_key_t key = {NULL, 0, 0};
+  unsigned flags = 0;
+  switch (type) {
+  case LA__MSG_TYPE__MSG_RANK_START: {
+    La__RankStart *m = (La__RankStart *)msg;
+    key = (la_outq_key_t){m->app_id, m->rank, 0};
+    flags = LA_OUTQ_OPENS_RANK;
+    break;
+  }
+  case LA__MSG_TYPE__MSG_RANK_END: {
+    La__RankEnd *m = (La__RankEnd *)msg;
+    key = (la_outq_key_t){m->app_id, m->rank, 0};
+    flags = LA_OUTQ_CLOSES_RANK;
+    break;
+  }
+  case LA__MSG_TYPE__MSG_COMPACT_TRACE: {
+    La__CompactTrace *m = (La__CompactTrace *)msg;
+    key = (la_outq_key_t){m->app_id, m->rank, m->cycle_tag};
+    flags = LA_OUTQ_RESOLVES;
+    break;
+  }
+  case LA__MSG_TYPE__MSG_TRACE_MISSING: {
+    La__TraceMissing *m = (La__TraceMissing *)msg;
+    key = (la_outq_key_t){m->app_id, m->rank, m->cycle_tag};
+    flags = LA_OUTQ_RESOLVES | LA_OUTQ_MISSING;
+    break;
+  }
+  default:
+    break;
+  }
+  la__enc_t e = {type, msg, seq_field};
+  return la_outq_append(ag->q, flags, flags ? &key : NULL, la__encode, &e,
+                        NULL);
+}
+
+int la_uplink_log_missing(la_agent_t *ag, const char *app_id, uint32_t rank,
+                          uint64_t cycle_tag, const char *reason) {
+  La__TraceMissing m = LA__TRACE_MISSING__INIT;
+  m.app_id = (char *)app_id;
+  m.rank = rank;
+  m.cycle_tag = cycle_tag;
+  m.reason = (char *)reason;
+  return la_uplink_log(ag, LA__MSG_TYPE__MSG_TRACE_MISSING, &m.base, &m.seq);
+}
+
+void la_uplink_kick(la_agent_t *ag) {
+  la_uplink_t *up = ag->up;
+  if (up && up->state == LA__UP_READY) la__pump(up);
+}
+
 int la_uplink_send(la_agent_t *ag, uint16_t type, ProtobufCMessage *msg,
                    uint64_t *seq_field) {
-  la_uplink_t *up = ag->up;
-  uint64_t seq = la_outq_reserve_seq(ag->q);
-  *seq_field = seq;
-  uint8_t *buf;
-  size_t len;
-  int rc = la_frame_pack(type, msg, &buf, &len);
-  if (rc == 0) {
-    rc = la_outq_push(ag->q, seq, buf, len);
-    free(buf);
-  }
+  int rc = la_uplink_log(ag, type, msg, seq_field);
   if (rc != 0) {
-    ag->st.queue_full++;
-    if (ag->st.queue_full == 1 || ag->st.queue_full % 1000 == 0)
-      la_log_error("%s dropped (%s): queue_bytes and spool_bytes are full "
-                   "and the GlobalAgent is not acknowledging; %llu dropped "
-                   "so far", la_msg_name(type), la_strerror(rc),
-                   (unsigned long long)ag->st.queue_full);
+    la_outq_stats_t q;
+    la_outq_get_stats(ag->q, &q);
+    la_log_error("%s dropped (%s): the log is full (spool_bytes) or "
+                 "unwritable and the GlobalAgent is not acknowledging; %llu "
+                 "dropped so far", la_msg_name(type), la_strerror(rc),
+                 (unsigned long long)q.dropped);
     return rc;
   }
-  if (up && up->state == LA__UP_READY) la__pump(up);
+  la_uplink_kick(ag);
   return 0;
 }
 

@@ -1,14 +1,19 @@
 /* worker.c: compaction jobs on the libuv thread pool (never on the loop).
  *
- * A job copies one buffer out of the application's shared memory (scaled to
- * the metric's unit), zeroes it and gives it back at once,
- * so the application waits for the copy, not for the compaction; then it
- * compacts the copy. Back on the loop thread the compact trace is queued for
- * the GlobalAgent. Several applications' cycles are compacted in parallel
- * (agent.threads). Memory: one copy of the values per job in flight; a
+ * Submitting a job logs that the agent took the cycle (a "taken" record,
+ * outq.h). The job copies the buffer out of the application's shared
+ * memory (scaled to the metric's unit) and zeroes it, compacts the copy,
+ * and appends the CompactTrace to the log — or, when the cycle cannot be
+ * compacted or stored, a TraceMissing with the reason. Only then does the
+ * buffer go back to the application: whatever the moment the agent dies,
+ * the cycle is in the log as a trace, or as a taken record that the next
+ * start turns into a TraceMissing. The application keeps profiling into its
+ * other buffers meanwhile. Back on the loop thread the job is counted and
+ * the uplink woken. Memory: one copy of the values per job in flight; a
  * session has at most n_buffers jobs, so the peak is bounded by max_apps x
  * 16 x max_elements x 8 bytes, in practice far less.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -24,10 +29,12 @@ typedef struct la_job {
   uint64_t cycle_tag, seq, t_xfer_ns;
   la_compact_params_t cp;
   /* results, written by the worker thread */
-  int rc;
+  int rc;          /* reading and compacting */
+  int log_rc;      /* appending the trace (or the missing record) */
+  int missing;     /* a TraceMissing was appended instead of the trace */
+  const char *why; /* reason of the missing record */
   la_shm_bufmeta_t meta;
-  la_compact_result_t res;
-  uint64_t ns;
+  uint64_t ns, points, bytes;
 } la_job_t;
 
 static uint64_t la__mono_ns(void) {
@@ -36,28 +43,79 @@ static uint64_t la__mono_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Appends the compact trace of the job; returns the la_uplink_log code. */
+static int la__log_trace(la_job_t *j, const la_compact_result_t *res) {
+  la_session_t *s = j->s;
+  La__SeriesStats st = LA__SERIES_STATS__INIT;
+  st.count = res->stats.count;
+  st.sum = res->stats.sum;
+  st.min = res->stats.min;
+  st.max = res->stats.max;
+  La__FitError fe = LA__FIT_ERROR__INIT;
+  fe.max_abs = res->error.max_abs;
+  fe.rmse = res->error.rmse;
+  fe.cv = res->error.cv;
+  La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+  t.app_id = s->app_id;
+  t.rank = s->rank;
+  t.cycle_tag = j->cycle_tag;
+  t.n_elements = s->ipc.n_elements;
+  t.mode = (La__CompactMode)res->mode;
+  t.segments.data = res->bytes;
+  t.segments.len = res->len;
+  t.stats = &st;
+  t.error = &fe;
+  t.has_t_xfer_ns = 1;
+  t.t_xfer_ns = j->t_xfer_ns;
+  t.has_rank_seq = 1;
+  t.rank_seq = j->seq;
+  return la_uplink_log(s->ag, LA__MSG_TYPE__MSG_COMPACT_TRACE, &t.base,
+                       &t.seq);
+}
+
 static void la__work(uv_work_t *req) {
   la_job_t *j = req->data;
-  uint64_t n = j->s->ipc.n_elements;
+  la_session_t *s = j->s;
+  uint64_t n = s->ipc.n_elements;
   double *x = malloc(n * sizeof(double));
   if (!x) {
-    /* Out of memory: the cycle is lost (counted), but the buffer goes back
-     * zeroed, or the application would wait for it. */
     j->rc = LA_ENOMEM;
-    la_app_ipc_discard(&j->s->ipc, j->buffer);
+    j->why = "dropped: the LocalAgent was out of memory";
+    la_app_ipc_discard(&s->ipc, j->buffer);
   } else {
-    j->rc = la_app_ipc_take(&j->s->ipc, j->buffer, x, &j->meta);
+    j->rc = la_app_ipc_take(&s->ipc, j->buffer, x, &j->meta);
+    if (j->rc != 0) j->why = "dropped: the buffer could not be read";
   }
-  /* The buffer is read: it is no longer busy, and only then does it go
-   * back, so the application's next notification of it is never seen as a
-   * second notification of this one. */
-  __atomic_fetch_and(&j->s->busy, ~(1u << j->buffer), __ATOMIC_SEQ_CST);
-  la_app_ipc_give_back(&j->s->ipc, j->buffer);
-  if (!x) return;
-  uint64_t t0 = la__mono_ns();
-  if (x && j->rc == 0) j->rc = la_compact(x, n, &j->cp, &j->res);
-  j->ns = la__mono_ns() - t0;
+  if (j->rc == 0) {
+    la_compact_result_t res;
+    memset(&res, 0, sizeof res);
+    uint64_t t0 = la__mono_ns();
+    j->rc = la_compact(x, n, &j->cp, &res);
+    j->ns = la__mono_ns() - t0;
+    if (j->rc != 0) {
+      j->why = "dropped: compaction failed";
+    } else {
+      j->points = n;
+      j->bytes = res.len;
+      j->log_rc = la__log_trace(j, &res);
+      if (j->log_rc == LA_ELIMIT)
+        j->why = "dropped: the LocalAgent's log was full (spool_bytes)";
+      else if (j->log_rc != 0)
+        j->why = "dropped: the LocalAgent could not write its log";
+    }
+    la_compact_result_free(&res);
+  }
   free(x);
+  if (j->rc != 0 || j->log_rc != 0) {
+    int rc = la_uplink_log_missing(s->ag, s->app_id, s->rank, j->cycle_tag,
+                                   j->why);
+    j->missing = rc == 0;
+  }
+  /* The cycle is in the log: the buffer is no longer busy, and only then
+   * does it go back, so the application's next notification of it is never
+   * seen as a second notification of this one. */
+  __atomic_fetch_and(&s->busy, ~(1u << j->buffer), __ATOMIC_SEQ_CST);
+  la_app_ipc_give_back(&s->ipc, j->buffer);
 }
 
 static void la__after(uv_work_t *req, int status) {
@@ -65,47 +123,28 @@ static void la__after(uv_work_t *req, int status) {
   la_session_t *s = j->s;
   la_agent_t *ag = s->ag;
   ag->jobs_in_flight--;
-  if (status != 0 || j->rc != 0) {
+  if (status != 0 || j->rc != 0 || j->log_rc != 0) {
     ag->st.cycles_dropped++;
-    la_log_warnx("%s rank %u cycle %llu not compacted: %s", s->app_id,
+    la_log_warnx("%s rank %u cycle %llu not stored: %s (%s)%s", s->app_id,
                  s->rank, (unsigned long long)j->cycle_tag,
-                 status ? uv_strerror(status) : la_strerror(j->rc));
+                 j->why ? j->why : "cancelled",
+                 status ? uv_strerror(status)
+                        : la_strerror(j->rc ? j->rc : j->log_rc),
+                 j->missing ? "; recorded as missing"
+                            : "; not even a missing record could be "
+                              "written (counted)");
   } else {
     ag->st.cycles_compacted++;
-    ag->st.points += s->ipc.n_elements;
+    ag->st.points += j->points;
     ag->st.compact_ns += j->ns;
-    La__SeriesStats st = LA__SERIES_STATS__INIT;
-    st.count = j->res.stats.count;
-    st.sum = j->res.stats.sum;
-    st.min = j->res.stats.min;
-    st.max = j->res.stats.max;
-    La__FitError fe = LA__FIT_ERROR__INIT;
-    fe.max_abs = j->res.error.max_abs;
-    fe.rmse = j->res.error.rmse;
-    fe.cv = j->res.error.cv;
-    La__CompactTrace t = LA__COMPACT_TRACE__INIT;
-    t.app_id = s->app_id;
-    t.rank = s->rank;
-    t.cycle_tag = j->cycle_tag;
-    t.n_elements = s->ipc.n_elements;
-    t.mode = (La__CompactMode)j->res.mode;
-    t.segments.data = j->res.bytes;
-    t.segments.len = j->res.len;
-    t.stats = &st;
-    t.error = &fe;
-    t.has_t_xfer_ns = 1;
-    t.t_xfer_ns = j->t_xfer_ns;
-    t.has_rank_seq = 1;
-    t.rank_seq = j->seq;
-    ag->st.bytes_out += j->res.len;
+    ag->st.bytes_out += j->bytes;
     if (j->meta.range_errors)
       la_log_warnx("%s rank %u cycle %llu: %llu probes out of range",
                    s->app_id, s->rank, (unsigned long long)j->cycle_tag,
                    (unsigned long long)j->meta.range_errors);
-    la_uplink_send(ag, LA__MSG_TYPE__MSG_COMPACT_TRACE, &t.base, &t.seq);
   }
-  la_compact_result_free(&j->res);
   free(j);
+  la_uplink_kick(ag);
   la_session_job_done(s);
   la_agent_check_drained(ag);
 }
@@ -121,6 +160,11 @@ int la_worker_submit(la_session_t *s, uint32_t i, uint64_t cycle_tag,
   j->seq = seq;
   j->t_xfer_ns = t_xfer_ns;
   j->cp = s->cp;
+  /* The agent owns the buffer from here: record it before anything else,
+   * so a crash at any later moment leaves this record, which the next start
+   * reports as missing unless the cycle's trace follows it in the log. */
+  la_outq_key_t key = {s->app_id, s->rank, cycle_tag};
+  la_outq_taken(s->ag->q, &key);
   /* busy before the job can run: the worker clears it */
   __atomic_fetch_or(&s->busy, 1u << i, __ATOMIC_SEQ_CST);
   if (uv_queue_work(s->ag->loop, &j->req, la__work, la__after) != 0) {

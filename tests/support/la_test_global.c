@@ -392,6 +392,8 @@ static int store(la_test_global_t *g, conn_t *c, uint16_t type,
     }
     if (!rank_started(g, r->app_id, r->rank)) g->ctr[LA_TG_ORPHANS]++;
     g->ctr[LA_TG_TRACES] = g->ntraces;
+  } else if (type == LA__MSG_TYPE__MSG_TRACE_MISSING) {
+    bump(g, LA_TG_MISSING);
   } else if (type == LA__MSG_TYPE__MSG_RANK_START) {
     const La__RankStart *s = (const void *)m;
     if (rank_started(g, s->app_id, s->rank)) {
@@ -446,6 +448,8 @@ static uint64_t msg_seq(uint16_t type, const ProtobufCMessage *m) {
     return ((const La__CompactTrace *)m)->seq;
   if (type == LA__MSG_TYPE__MSG_RANK_START)
     return ((const La__RankStart *)m)->seq;
+  if (type == LA__MSG_TYPE__MSG_TRACE_MISSING)
+    return ((const La__TraceMissing *)m)->seq;
   return ((const La__RankEnd *)m)->seq;
 }
 
@@ -463,6 +467,7 @@ static int on_message(la_test_global_t *g, conn_t *c, uint16_t type,
     snprintf(why, sizeof why, "expected Auth, got %s", la_msg_name(type));
   } else if (type == LA__MSG_TYPE__MSG_COMPACT_TRACE ||
              type == LA__MSG_TYPE__MSG_RANK_START ||
+             type == LA__MSG_TYPE__MSG_TRACE_MISSING ||
              type == LA__MSG_TYPE__MSG_RANK_END) {
     uint64_t seq = msg_seq(type, m);
     pthread_mutex_lock(&g->mu);

@@ -87,6 +87,8 @@ typedef enum la_tg_counter {
                             version, an unexpected message or a timeout */
   LA_TG_CONNECTIONS,     /* connections accepted */
   LA_TG_CLOSED,          /* connections closed, by either side */
+  LA_TG_MISSING,         /* TraceMissing messages received (acked, counted
+                            only) */
   LA_TG_NCOUNTERS
 } la_tg_counter_t;
 

@@ -1,0 +1,473 @@
+/* seglog.c: segment files of the LocalAgent's log (format and contract in
+ * seglog.h). File I/O only: no list of messages, no locking, no framing.
+ */
+#include "seglog.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "la.h"
+#include "la_crc32.h"
+
+#define LA__SL_MAGIC "LASEG001"
+#define LA__SL_SUFFIX ".laseg"
+
+static void la__note(la__seglog_t *sl, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void la__note(la__seglog_t *sl, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  if (sl->note == NULL) return;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  sl->note(sl->note_arg, msg);
+}
+
+static void la__why(char *why, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void la__why(char *why, size_t len, const char *fmt, ...) {
+  va_list ap;
+  if (why == NULL || len == 0) return;
+  va_start(ap, fmt);
+  vsnprintf(why, len, fmt, ap);
+  va_end(ap);
+}
+
+static void la__put32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static void la__put64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint32_t la__get32(const uint8_t *p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+static uint64_t la__get64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+
+static void la__seg_name(uint64_t id, char *buf, size_t len) {
+  snprintf(buf, len, "%020llu" LA__SL_SUFFIX, (unsigned long long)id);
+}
+
+/* Writes all of iov at off; 0 or -1 (errno set). */
+static int la__pwritev_all(int fd, struct iovec *iov, int n, off_t off) {
+  while (n > 0) {
+    ssize_t w = pwritev(fd, iov, n, off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    if (w == 0) {
+      errno = EIO;
+      return -1;
+    }
+    off += w;
+    while (n > 0 && (size_t)w >= iov->iov_len) {
+      w -= (ssize_t)iov->iov_len;
+      iov++;
+      n--;
+    }
+    if (n > 0) {
+      iov->iov_base = (char *)iov->iov_base + w;
+      iov->iov_len -= (size_t)w;
+    }
+  }
+  return 0;
+}
+
+static int la__seg_add(la__seglog_t *sl, uint64_t id, int fd, uint64_t bytes) {
+  if (sl->n_segs == sl->cap_segs) {
+    size_t cap = sl->cap_segs ? sl->cap_segs * 2 : 16;
+    la__sl_seg_t *n = realloc(sl->segs, cap * sizeof *n);
+    if (n == NULL) return LA_ENOMEM;
+    sl->segs = n;
+    sl->cap_segs = cap;
+  }
+  sl->segs[sl->n_segs++] = (la__sl_seg_t){id, fd, bytes, 0};
+  sl->total_bytes += bytes;
+  return 0;
+}
+
+/* ------------------------------------------------------------- opening -- */
+
+static int la__check_dir(const char *dir, char *why, size_t why_len) {
+  struct stat st;
+  if (lstat(dir, &st) != 0) {
+    if (errno != ENOENT || mkdir(dir, 0700) != 0 || lstat(dir, &st) != 0) {
+      la__why(why, why_len, "log directory %s: %s", dir, strerror(errno));
+      return LA_EIO;
+    }
+  }
+  if (S_ISLNK(st.st_mode)) {
+    la__why(why, why_len, "log directory %s is a symbolic link: refused",
+            dir);
+    return LA_EIO;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    la__why(why, why_len, "log directory %s is not a directory", dir);
+    return LA_EIO;
+  }
+  if (st.st_uid != geteuid()) {
+    la__why(why, why_len,
+            "log directory %s is owned by uid %u, not by this agent's uid "
+            "%u: refused",
+            dir, (unsigned)st.st_uid, (unsigned)geteuid());
+    return LA_EIO;
+  }
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    la__why(why, why_len,
+            "log directory %s is writable by group or others (mode %03o): "
+            "refused; chmod 700 it",
+            dir, (unsigned)(st.st_mode & 0777));
+    return LA_EIO;
+  }
+  return 0;
+}
+
+static int la__cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Lists the segment ids in the directory, sorted. */
+static int la__list(la__seglog_t *sl, uint64_t **ids, size_t *n, char *why,
+                    size_t why_len) {
+  int fd = openat(sl->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  size_t cap = 0;
+  *ids = NULL;
+  *n = 0;
+  if (d == NULL) {
+    if (fd >= 0) close(fd);
+    la__why(why, why_len, "log directory %s: %s", sl->path, strerror(errno));
+    return LA_EIO;
+  }
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    char *end;
+    if (len != 20 + strlen(LA__SL_SUFFIX) ||
+        strcmp(e->d_name + 20, LA__SL_SUFFIX) != 0)
+      continue;
+    unsigned long long id = strtoull(e->d_name, &end, 10);
+    if (end != e->d_name + 20) continue;
+    if (*n == cap) {
+      size_t c = cap ? cap * 2 : 16;
+      uint64_t *v = realloc(*ids, c * sizeof *v);
+      if (v == NULL) {
+        closedir(d);
+        la__why(why, why_len, "out of memory listing the log");
+        return LA_ENOMEM;
+      }
+      *ids = v;
+      cap = c;
+    }
+    (*ids)[(*n)++] = id;
+  }
+  closedir(d);
+  if (*n > 1) qsort(*ids, *n, sizeof **ids, la__cmp_u64);
+  return 0;
+}
+
+int la__seglog_open(la__seglog_t *sl, const char *dir, uint64_t seg_bytes,
+                    uint32_t max_item, la__seglog_note_fn note,
+                    void *note_arg, char *why, size_t why_len) {
+  uint64_t *ids = NULL;
+  size_t n = 0;
+  int rc;
+  memset(sl, 0, sizeof *sl);
+  sl->dirfd = sl->lockfd = -1;
+  sl->note = note;
+  sl->note_arg = note_arg;
+  sl->seg_bytes = seg_bytes < 4096 ? 4096 : seg_bytes;
+  sl->max_item = max_item;
+  if ((rc = la__check_dir(dir, why, why_len)) != 0) return rc;
+  sl->path = strdup(dir);
+  if (sl->path == NULL) {
+    la__why(why, why_len, "out of memory");
+    return LA_ENOMEM;
+  }
+  sl->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (sl->dirfd < 0) {
+    la__why(why, why_len, "log directory %s: %s", dir, strerror(errno));
+    goto fail_io;
+  }
+  sl->lockfd = openat(sl->dirfd, "seglog.lock",
+                      O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (sl->lockfd < 0 || flock(sl->lockfd, LOCK_EX | LOCK_NB) != 0) {
+    la__why(why, why_len, "log directory %s: %s", dir,
+            errno == EWOULDBLOCK ? "in use by another LocalAgent"
+                                 : strerror(errno));
+    goto fail_io;
+  }
+  if ((rc = la__list(sl, &ids, &n, why, why_len)) != 0) goto fail;
+  for (size_t i = 0; i < n; i++) {
+    char name[64];
+    struct stat st;
+    la__seg_name(ids[i], name, sizeof name);
+    int fd = openat(sl->dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      la__why(why, why_len, "log segment %s/%s: %s", dir, name,
+              fd < 0 ? strerror(errno) : "not a regular file");
+      if (fd >= 0) close(fd);
+      goto fail_io;
+    }
+    if ((rc = la__seg_add(sl, ids[i], fd, (uint64_t)st.st_size)) != 0) {
+      close(fd);
+      la__why(why, why_len, "out of memory");
+      goto fail;
+    }
+  }
+  free(ids);
+  return 0;
+fail_io:
+  rc = LA_EIO;
+fail:
+  free(ids);
+  la__seglog_close(sl);
+  return rc;
+}
+
+/* --------------------------------------------------------------- scan -- */
+
+/* Parses one record at p (avail bytes). Returns its size, 0 when it is cut
+ * short or corrupt. */
+static uint64_t la__parse(const la__seglog_t *sl, const uint8_t *p,
+                          uint64_t avail, la__sl_rec_t *r) {
+  if (avail < LA__SL_REC_HDR) return 0;
+  uint32_t body = la__get32(p);
+  if (body < LA__SL_REC_HDR - 8 ||
+      body > LA__SL_REC_HDR - 8 + LA__SL_MAX_APP + (uint64_t)sl->max_item ||
+      (uint64_t)body + 8 > avail)
+    return 0;
+  if (la_crc32(0, p + 8, body) != la__get32(p + 4)) return 0;
+  r->seq = la__get64(p + 8);
+  r->kind = p[16];
+  r->flags = p[17];
+  r->app_len = (uint16_t)(p[18] | (p[19] << 8));
+  r->rank = la__get32(p + 20);
+  r->cycle = la__get64(p + 24);
+  if (r->app_len > LA__SL_MAX_APP || r->app_len > body - 24) return 0;
+  r->app = (const char *)p + LA__SL_REC_HDR;
+  r->payload = p + LA__SL_REC_HDR + r->app_len;
+  r->len = body - 24 - r->app_len;
+  return (uint64_t)body + 8;
+}
+
+int la__seglog_scan(la__seglog_t *sl,
+                    int (*cb)(void *arg, uint64_t seg_id, uint64_t off,
+                              const la__sl_rec_t *r),
+                    void *arg, char *why, size_t why_len) {
+  for (size_t i = 0; i < sl->n_segs; i++) {
+    la__sl_seg_t *sg = &sl->segs[i];
+    uint64_t size = sg->bytes, pos = LA__SL_FILE_HDR, good;
+    uint8_t *buf = malloc(size ? size : 1);
+    if (buf == NULL) {
+      la__why(why, why_len, "out of memory reading the log");
+      return LA_ENOMEM;
+    }
+    ssize_t got = size ? pread(sg->fd, buf, size, 0) : 0;
+    if (got < 0 || (uint64_t)got != size) {
+      la__why(why, why_len, "log segment %020llu: read failed: %s",
+              (unsigned long long)sg->id,
+              got < 0 ? strerror(errno) : "short read");
+      free(buf);
+      return LA_EIO;
+    }
+    if (size < LA__SL_FILE_HDR || memcmp(buf, LA__SL_MAGIC, 8) != 0 ||
+        la__get64(buf + 8) != sg->id) {
+      pos = 0; /* nothing valid: truncated to an empty file below */
+    } else {
+      for (;;) {
+        la__sl_rec_t r;
+        uint64_t n = la__parse(sl, buf + pos, size - pos, &r);
+        if (n == 0) break;
+        if (r.kind == LA__SL_MSG && r.seq > sg->max_msg) sg->max_msg = r.seq;
+        int rc = cb(arg, sg->id, pos + LA__SL_REC_HDR + r.app_len, &r);
+        if (rc < 0) {
+          free(buf);
+          la__why(why, why_len, "log segment %020llu: record refused",
+                  (unsigned long long)sg->id);
+          return rc;
+        }
+        pos += n;
+      }
+    }
+    free(buf);
+    good = pos;
+    if (good < size) {
+      la__note(sl,
+               "log segment %s/%020llu" LA__SL_SUFFIX
+               ": %llu bytes after offset %llu are cut short or corrupt "
+               "(a crash while writing): truncated",
+               sl->path, (unsigned long long)sg->id,
+               (unsigned long long)(size - good), (unsigned long long)good);
+      if (ftruncate(sg->fd, (off_t)good) != 0) {
+        la__why(why, why_len, "log segment %020llu: cannot truncate: %s",
+                (unsigned long long)sg->id, strerror(errno));
+        return LA_EIO;
+      }
+      sl->torn_bytes += size - good;
+      sl->total_bytes -= size - good;
+      sg->bytes = good;
+    }
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------- append -- */
+
+uint64_t la__seglog_rec_size(const la__sl_rec_t *r) {
+  return (uint64_t)LA__SL_REC_HDR + r->app_len + r->len;
+}
+
+int la__seglog_needs_roll(const la__seglog_t *sl, uint64_t size) {
+  if (sl->n_segs == 0) return 1;
+  const la__sl_seg_t *a = &sl->segs[sl->n_segs - 1];
+  if (a->bytes < LA__SL_FILE_HDR) return 1; /* emptied by the scan */
+  return a->bytes > LA__SL_FILE_HDR && a->bytes + size > sl->seg_bytes;
+}
+
+int la__seglog_roll(la__seglog_t *sl, int sync) {
+  uint64_t id = sl->n_segs ? sl->segs[sl->n_segs - 1].id + 1 : 1;
+  char name[64];
+  uint8_t hdr[LA__SL_FILE_HDR];
+  if (sl->n_segs && sync && fsync(sl->segs[sl->n_segs - 1].fd) != 0)
+    la__note(sl, "log %s: fsync failed: %s", sl->path, strerror(errno));
+  la__seg_name(id, name, sizeof name);
+  int fd = openat(sl->dirfd, name,
+                  O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    la__note(sl, "log %s: cannot create segment %s: %s", sl->path, name,
+             strerror(errno));
+    return LA_EIO;
+  }
+  memcpy(hdr, LA__SL_MAGIC, 8);
+  la__put64(hdr + 8, id);
+  struct iovec iov = {hdr, sizeof hdr};
+  if (la__pwritev_all(fd, &iov, 1, 0) != 0) {
+    la__note(sl, "log %s: cannot write segment %s: %s", sl->path, name,
+             strerror(errno));
+    close(fd);
+    unlinkat(sl->dirfd, name, 0);
+    return LA_EIO;
+  }
+  if (la__seg_add(sl, id, fd, LA__SL_FILE_HDR) != 0) {
+    close(fd);
+    unlinkat(sl->dirfd, name, 0);
+    return LA_ENOMEM;
+  }
+  if (sync && fsync(sl->dirfd) != 0)
+    la__note(sl, "log %s: fsync of the directory failed: %s", sl->path,
+             strerror(errno));
+  return 0;
+}
+
+int la__seglog_append(la__seglog_t *sl, const la__sl_rec_t *r,
+                      uint64_t *seg_id, uint64_t *off) {
+  uint8_t h[LA__SL_REC_HDR];
+  if (r->app_len > LA__SL_MAX_APP || r->len > sl->max_item)
+    return LA_EMSGSIZE;
+  if (sl->n_segs == 0) return LA_EIO;
+  la__sl_seg_t *a = &sl->segs[sl->n_segs - 1];
+  uint32_t body = 24u + r->app_len + r->len;
+  la__put32(h, body);
+  la__put64(h + 8, r->seq);
+  h[16] = r->kind;
+  h[17] = r->flags;
+  h[18] = (uint8_t)(r->app_len & 0xff);
+  h[19] = (uint8_t)(r->app_len >> 8);
+  la__put32(h + 20, r->rank);
+  la__put64(h + 24, r->cycle);
+  uint32_t crc = la_crc32(0, h + 8, 24);
+  crc = la_crc32(crc, (const uint8_t *)r->app, r->app_len);
+  crc = la_crc32(crc, r->payload, r->len);
+  la__put32(h + 4, crc);
+  struct iovec iov[3] = {{h, sizeof h},
+                         {(void *)r->app, r->app_len},
+                         {(void *)r->payload, r->len}};
+  if (la__pwritev_all(a->fd, iov, 3, (off_t)a->bytes) != 0) {
+    int e = errno;
+    if (ftruncate(a->fd, (off_t)a->bytes) != 0) { /* best effort */
+    }
+    la__note(sl, "log %s: write failed: %s", sl->path, strerror(e));
+    errno = e;
+    return LA_EIO;
+  }
+  if (seg_id) *seg_id = a->id;
+  if (off) *off = a->bytes + LA__SL_REC_HDR + r->app_len;
+  a->bytes += la__seglog_rec_size(r);
+  sl->total_bytes += la__seglog_rec_size(r);
+  if (r->kind == LA__SL_MSG && r->seq > a->max_msg) a->max_msg = r->seq;
+  return 0;
+}
+
+/* --------------------------------------------------------- read, trim -- */
+
+int la__seglog_read(la__seglog_t *sl, uint64_t seg_id, uint64_t off,
+                    uint32_t len, uint8_t *buf) {
+  for (size_t i = 0; i < sl->n_segs; i++) {
+    if (sl->segs[i].id != seg_id) continue;
+    size_t done = 0;
+    while (done < len) {
+      ssize_t r = pread(sl->segs[i].fd, buf + done, len - done,
+                        (off_t)(off + done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return LA_EIO;
+      done += (size_t)r;
+    }
+    return 0;
+  }
+  return LA_EIO;
+}
+
+size_t la__seglog_trim(la__seglog_t *sl, uint64_t acked) {
+  size_t k = 0;
+  while (k + 1 < sl->n_segs && sl->segs[k].max_msg <= acked) {
+    char name[64];
+    la__seg_name(sl->segs[k].id, name, sizeof name);
+    if (unlinkat(sl->dirfd, name, 0) != 0 && errno != ENOENT)
+      la__note(sl, "log %s: cannot delete acknowledged segment %s: %s",
+               sl->path, name, strerror(errno));
+    close(sl->segs[k].fd);
+    sl->total_bytes -= sl->segs[k].bytes;
+    k++;
+  }
+  if (k > 0) {
+    memmove(sl->segs, sl->segs + k, (sl->n_segs - k) * sizeof *sl->segs);
+    sl->n_segs -= k;
+  }
+  return k;
+}
+
+int la__seglog_sync(la__seglog_t *sl) {
+  if (sl->n_segs == 0) return 0;
+  return fsync(sl->segs[sl->n_segs - 1].fd) == 0 ? 0 : LA_EIO;
+}
+
+void la__seglog_close(la__seglog_t *sl) {
+  for (size_t i = 0; i < sl->n_segs; i++) close(sl->segs[i].fd);
+  free(sl->segs);
+  sl->segs = NULL;
+  sl->n_segs = sl->cap_segs = 0;
+  if (sl->lockfd >= 0) close(sl->lockfd); /* releases the flock */
+  if (sl->dirfd >= 0) close(sl->dirfd);
+  sl->lockfd = sl->dirfd = -1;
+  free(sl->path);
+  sl->path = NULL;
+}

@@ -1,0 +1,540 @@
+/* test_durability.c: a LocalAgent killed with SIGKILL loses nothing it took.
+ *
+ * Real daemons (build/bin/la-localagent, build/bin/la-globalagent, started
+ * as children by tests/support/la_test_daemon.h) and a real libla
+ * application (a forked child that registers, probes and calls
+ * LA_dataXferTagged, one cycle per byte the test sends it). Each scenario
+ * kills the LocalAgent with SIGKILL at one moment, lets the application
+ * finish (libla notices the dead agent and stops profiling), restarts the
+ * agent on the same log directory, starts the GlobalAgent, waits until the
+ * agent has nothing unacknowledged, and then checks, for every cycle the
+ * agent had taken before the kill (its cycles_received status row just
+ * before the kill), that the GlobalAgent's store holds the trace or that
+ * the cycle was recorded missing with a reason (TraceMissing: the
+ * GlobalAgent logs it; the agent counts it). The rank the killed agent had
+ * registered must end with reason "LocalAgent restarted".
+ *
+ * Scenarios: GlobalAgent down the whole time, kill after the first cycles
+ * were compacted; GlobalAgent down, kill right after cycles were received
+ * (compactions probably in flight); GlobalAgent up, kill mid-run (the last
+ * unacknowledged cycles used to be lost); large buffers, kill while a
+ * compaction is in flight (then "LocalAgent crashed while compacting");
+ * SIGTERM with large compactions in flight (they finish into the log).
+ * Each prints how many taken cycles were stored, recorded missing and lost.
+ *
+ * Every wait is bounded; teardown kills the child and both daemons and
+ * removes their directories. Tests skip when the daemons are not built.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "la.h"
+#include "la_auth.h"
+#include "la_test_daemon.h"
+
+#define WAIT_MS 20000
+#define MAXC 64
+
+static struct {
+  la_test_daemon_t *ga, *la;
+  char key[600], db[600], agents_pf[600], feed_pf[600], log_dir[600];
+  uint16_t agents_port;
+  char ga_addr[64];
+  pid_t kid;
+  int go, res; /* pipes to and from the application */
+} T;
+
+static const char *la_vars[] = {
+  "LA_PERIOD", "LA_METRIC", "LA_POLICY", "LA_BUFFERS", "LA_AGENT",
+  "LA_COMPACT", "LA_APP_ID", "LA_VERBOSE", "LA_DISABLE",
+  "LA_WAIT_TIMEOUT_MS", "LA_CONNECT_TIMEOUT_MS", "LA_DUMP_RAW", "LA_TIMER",
+  NULL};
+
+static int group_setup(void **state) {
+  for (int i = 0; la_vars[i]; i++) unsetenv(la_vars[i]);
+  signal(SIGPIPE, SIG_IGN);
+  return la_auth_init() == 0 ? 0 : -1;
+}
+
+static int setup(void **state) {
+  memset(&T, 0, sizeof T);
+  T.go = T.res = -1;
+  T.ga = la_td_new("la-globalagent");
+  T.la = la_td_new("la-localagent");
+  if (T.ga && T.la) {
+    char why[256];
+    la_td_path(T.ga, "secret", T.key, sizeof T.key);
+    la_td_path(T.ga, "la.db", T.db, sizeof T.db);
+    la_td_path(T.ga, "agents.port", T.agents_pf, sizeof T.agents_pf);
+    la_td_path(T.ga, "feed.port", T.feed_pf, sizeof T.feed_pf);
+    la_td_path(T.la, "log", T.log_dir, sizeof T.log_dir);
+    if (la_auth_generate_secret_file(T.key, why, sizeof why) != 0) {
+      fprintf(stderr, "secret: %s\n", why);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int teardown(void **state) {
+  if (T.kid > 0) {
+    kill(T.kid, SIGKILL);
+    while (waitpid(T.kid, NULL, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (T.go >= 0) close(T.go);
+  if (T.res >= 0) close(T.res);
+  la_td_free(T.la);
+  la_td_free(T.ga);
+  return 0;
+}
+
+static void dump_logs(void) {
+  la_test_daemon_t *d[2] = {T.la, T.ga};
+  for (int i = 0; i < 2; i++) {
+    char *log = d[i] ? la_td_log(d[i]) : NULL;
+    if (!log) continue;
+    size_t n = strlen(log);
+    print_message("---- %s log (tail) ----\n%s\n----\n",
+                  i ? "la-globalagent" : "la-localagent",
+                  n > 3000 ? log + n - 3000 : log);
+    free(log);
+  }
+}
+
+#define CHECK(cond, ...)                                                      \
+  do {                                                                        \
+    if (!(cond)) {                                                            \
+      print_message(__VA_ARGS__);                                             \
+      print_message("\n");                                                    \
+      dump_logs();                                                            \
+      fail_msg("%s", #cond);                                                  \
+    }                                                                         \
+  } while (0)
+
+static void need_daemons(void) {
+  if (!T.ga || !T.la) {
+    print_message("skip: la-globalagent or la-localagent not built\n");
+    skip();
+  }
+}
+
+static void nap_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+/* ------------------------------------------------------------ daemons -- */
+
+/* Starts the GlobalAgent; port 0 picks one (remembered for restarts). */
+static void start_ga(uint16_t port) {
+  static char a[5][700];
+  snprintf(a[0], sizeof a[0], "--agents.listen=127.0.0.1:%u", port);
+  snprintf(a[1], sizeof a[1], "--agents.port_file=%s", T.agents_pf);
+  snprintf(a[2], sizeof a[2], "--feed.port_file=%s", T.feed_pf);
+  snprintf(a[3], sizeof a[3], "--store.path=%s", T.db);
+  snprintf(a[4], sizeof a[4], "--agents.secret_file=%s", T.key);
+  const char *args[] = {a[0], a[1], a[2], a[3], a[4],
+                        "--feed.listen=127.0.0.1:0", "--stitch.timeout=2s",
+                        "--log.level=debug", NULL};
+  unlink(T.agents_pf);
+  int p = la_td_start(T.ga, args, T.feed_pf, WAIT_MS);
+  CHECK(p > 0, "la-globalagent did not start");
+  FILE *f = fopen(T.agents_pf, "r");
+  unsigned v = 0;
+  CHECK(f && fscanf(f, "%u", &v) == 1 && v > 0 && v < 65536,
+        "no agents port file");
+  fclose(f);
+  T.agents_port = (uint16_t)v;
+  snprintf(T.ga_addr, sizeof T.ga_addr, "127.0.0.1:%u", T.agents_port);
+}
+
+/* Starts the LocalAgent on the fixture's log directory. */
+static void start_la(const char *const *extra) {
+  static char a[4][700];
+  char pf[600];
+  la_td_path(T.la, "port", pf, sizeof pf);
+  snprintf(a[0], sizeof a[0], "--agent.port_file=%s", pf);
+  snprintf(a[1], sizeof a[1], "--global.spool_dir=%s", T.log_dir);
+  snprintf(a[2], sizeof a[2], "--global.address=%s", T.ga_addr);
+  snprintf(a[3], sizeof a[3], "--global.secret_file=%s", T.key);
+  const char *args[20] = {"--agent.listen=127.0.0.1:0", a[0], a[1], a[2],
+                          a[3], "--log.level=debug",
+                          "--global.reconnect_min=20ms",
+                          "--global.reconnect_max=200ms"};
+  int n = 8;
+  for (int i = 0; extra && extra[i] && n < 19; i++) args[n++] = extra[i];
+  args[n] = NULL;
+  int p = la_td_start(T.la, args, pf, WAIT_MS);
+  CHECK(p > 0, "la-localagent did not start");
+}
+
+static long long la_status(const char *key) {
+  return la_td_status_ll(T.la, key);
+}
+
+static void la_wait_status(const char *key, long long min) {
+  CHECK(la_td_wait_status(T.la, key, min, WAIT_MS) == 0,
+        "LocalAgent status %s did not reach %lld (is %lld)", key, min,
+        la_status(key));
+}
+
+/* ------------------------------------------------------- application -- */
+
+typedef struct rec {
+  int64_t tag;
+  int32_t rc, pad;
+} rec_t;
+
+/* The application: registers n elements, then one cycle per byte on go
+ * (the byte's value is ignored; EOF ends the run), reporting each
+ * LA_dataXferTagged's result; finalizes. */
+static void app_main(int go, int res, long n, int buffers, const char *app) {
+  LA_setAgent(la_td_addr(T.la));
+  LA_setAppId(app);
+  LA_setPeriod(1);
+  LA_setBuffers(buffers);
+  LA_setPolicy(LA_POLICY_WAIT);
+  setenv("LA_WAIT_TIMEOUT_MS", "3000", 1);
+  rec_t r = {-1, LA_register("durable", 0, 1, n), 0};
+  if (write(res, &r, sizeof r) != sizeof r) _exit(2);
+  if (r.rc != 0) _exit(1);
+  char c;
+  for (int64_t tag = 0;; tag++) {
+    ssize_t got;
+    while ((got = read(go, &c, 1)) < 0 && errno == EINTR) {
+    }
+    if (got != 1) break;
+    for (long e = 0; e < n; e++) {
+      LA_startProbe(e);
+      LA_stopProbe(e);
+    }
+    r.tag = tag;
+    r.rc = LA_dataXferTagged((uint64_t)tag);
+    if (write(res, &r, sizeof r) != sizeof r) _exit(2);
+  }
+  LA_finalize();
+  _exit(0);
+}
+
+static void spawn_app(long n, int buffers, const char *app) {
+  int go[2], res[2];
+  assert_int_equal(pipe(go), 0);
+  assert_int_equal(pipe(res), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(go[1]);
+    close(res[0]);
+    app_main(go[0], res[1], n, buffers, app);
+  }
+  close(go[0]);
+  close(res[1]);
+  T.kid = pid;
+  T.go = go[1];
+  T.res = res[0];
+  rec_t r;
+  CHECK(read(T.res, &r, sizeof r) == sizeof r && r.rc == 0,
+        "the application did not register");
+}
+
+/* Runs k more cycles; returns how many LA_dataXferTagged calls returned 0. */
+static int app_cycles(int k, int *handed) {
+  int ok = 0;
+  for (int i = 0; i < k; i++) {
+    rec_t r;
+    CHECK(write(T.go, "c", 1) == 1, "the application is gone");
+    CHECK(read(T.res, &r, sizeof r) == sizeof r, "no answer from the app");
+    if (r.rc == 0) {
+      ok++;
+      if (r.tag >= 0 && r.tag < MAXC) handed[r.tag] = 1;
+    }
+  }
+  return ok;
+}
+
+static void app_finish(void) {
+  close(T.go);
+  T.go = -1;
+  int st = 0;
+  long long end = la_td_now_ms() + WAIT_MS;
+  pid_t w;
+  while ((w = waitpid(T.kid, &st, WNOHANG)) == 0 && la_td_now_ms() < end)
+    nap_ms(10);
+  CHECK(w == T.kid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+        "the application did not finish cleanly (status %d)", st);
+  T.kid = 0;
+}
+
+/* -------------------------------------------------------------- store -- */
+
+static long long db_ll(const char *fmt, ...) {
+  char sql[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(sql, sizeof sql, fmt, ap);
+  va_end(ap);
+  sqlite3 *db = NULL;
+  long long v = -1;
+  if (sqlite3_open_v2(T.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+      v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return v;
+}
+
+/* Whether the GlobalAgent's store records cycle tag of app rank 0 as
+ * missing (the `missing` table); the reason goes into why. */
+static int missing_logged(const char *app, int tag, char *why, size_t len) {
+  char sql[300];
+  snprintf(sql, sizeof sql,
+           "SELECT reason FROM missing WHERE app_id='%s' AND cycle_tag=%d "
+           "AND rank=0", app, tag);
+  sqlite3 *db = NULL;
+  int found = 0;
+  if (sqlite3_open_v2(T.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+      const unsigned char *r = sqlite3_column_text(st, 0);
+      snprintf(why, len, "%s", r ? (const char *)r : "");
+      found = 1;
+    }
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return found;
+}
+
+/* ----------------------------------------------------------- scenario -- */
+
+enum { KILL_AFTER_COMPACTED, KILL_AFTER_RECEIVED, KILL_WHILE_PENDING };
+
+typedef struct scen {
+  const char *app;
+  int ga_up;      /* GlobalAgent running during the application */
+  long n;         /* elements */
+  int before;     /* cycles before the kill */
+  int after;      /* cycles after it (the application finds no agent) */
+  int moment;
+  int term;       /* stop with SIGTERM (drain_timeout 0), not SIGKILL */
+} scen_t;
+
+static void run_scenario(const scen_t *sc) {
+  need_daemons();
+  int handed[MAXC] = {0};
+  start_ga(0); /* learn a port for the GlobalAgent */
+  uint16_t port = T.agents_port;
+  if (!sc->ga_up) CHECK(la_td_stop(T.ga, WAIT_MS) == 0, "GA stop");
+  const char *no_drain[] = {"--agent.drain_timeout=0", NULL};
+  start_la(sc->term ? no_drain : NULL);
+  spawn_app(sc->n, 3, sc->app);
+  la_wait_status("registrations", 1);
+
+  long long taken = 0;
+  if (sc->moment == KILL_WHILE_PENDING) {
+    /* cycles one by one until a compaction is seen in flight */
+    for (int i = 0; i < sc->before; i++) {
+      app_cycles(1, handed);
+      long long end = la_td_now_ms() + 2000, p = 0;
+      while ((p = la_status("jobs_in_flight")) == 0 &&
+             la_status("cycles_received") < i + 1 && la_td_now_ms() < end) {
+      }
+      if (p > 0) break;
+    }
+    taken = la_status("cycles_received");
+  } else {
+    app_cycles(sc->before, handed);
+    la_wait_status("cycles_received", sc->before);
+    if (sc->moment == KILL_AFTER_COMPACTED)
+      la_wait_status("cycles_compacted", sc->before);
+    taken = la_status("cycles_received");
+  }
+  CHECK(taken > 0, "no cycle reached the agent");
+  if (sc->term) {
+    /* drain_timeout 0: exit without waiting for acknowledgements */
+    CHECK(la_td_signal(T.la, SIGTERM) == 0, "signal");
+    CHECK(la_td_wait_exit(T.la, WAIT_MS) == 0, "no clean exit");
+  } else {
+    CHECK(la_td_signal(T.la, SIGKILL) == 0, "kill");
+    CHECK(la_td_wait_exit(T.la, WAIT_MS) == 128 + SIGKILL, "not killed");
+  }
+
+  /* the application goes on without its agent */
+  app_cycles(sc->after, handed);
+  app_finish();
+
+  la_td_log_mark(T.la);
+  start_la(NULL);
+  if (!sc->ga_up) start_ga(port);
+  long long end = la_td_now_ms() + WAIT_MS;
+  char link[64] = "";
+  while ((la_td_status(T.la, "global_link", link, sizeof link) != 0 ||
+          strcmp(link, "connected") != 0 || la_status("queue_items") != 0 ||
+          la_status("cycles_pending") > 0) &&
+         la_td_now_ms() < end)
+    nap_ms(20);
+  CHECK(la_status("queue_items") == 0, "the restarted agent still has %lld "
+        "unacknowledged messages", la_status("queue_items"));
+
+  int stored = 0, missing = 0, lost = 0, handed_n = 0;
+  char why[300];
+  for (int c = 0; c < MAXC; c++) handed_n += handed[c];
+  for (int c = 0; c < taken; c++) {
+    CHECK(handed[c], "cycle %d reached the agent but the app saw an error",
+          c);
+    if (db_ll("SELECT count(*) FROM traces WHERE app_id='%s' AND "
+              "cycle_tag=%d AND rank=0", sc->app, c) == 1) {
+      stored++;
+    } else if (missing_logged(sc->app, c, why, sizeof why)) {
+      missing++;
+      CHECK(strstr(why, "LocalAgent") != NULL, "cycle %d: reason '%s'", c,
+            why);
+    } else {
+      lost++;
+      print_message("cycle %d taken by the agent: neither stored nor "
+                    "recorded missing\n", c);
+    }
+  }
+  print_message("%s: %d cycles handed over, %lld taken by the agent before "
+                "the kill: %d stored, %d recorded missing, %d lost\n",
+                sc->app, handed_n, taken, stored, missing, lost);
+  CHECK(lost == 0, "%d taken cycles lost", lost);
+  /* the killed agent's rank is ended, with the reason */
+  if (sc->term) { /* a clean stop ended the rank itself */
+    CHECK(db_ll("SELECT count(*) FROM ranks WHERE app_id='%s' AND rank=0 "
+                "AND ended=1", sc->app) == 1, "rank 0 of %s not ended",
+          sc->app);
+    return;
+  }
+  CHECK(db_ll("SELECT count(*) FROM ranks WHERE app_id='%s' AND rank=0 AND "
+              "ended=1 AND end_reason='LocalAgent restarted'", sc->app) == 1,
+        "rank 0 of %s not ended with 'LocalAgent restarted'", sc->app);
+  CHECK(la_status("ranks_ended_at_restart") == 1, "ranks_ended_at_restart");
+  CHECK(la_status("missing_at_restart") >= missing,
+        "missing_at_restart %lld < %d", la_status("missing_at_restart"),
+        missing);
+}
+
+static void test_kill_ga_down_after_compaction(void **state) {
+  scen_t sc = {"durable-a", 0, 5000, 8, 3, KILL_AFTER_COMPACTED, 0};
+  run_scenario(&sc);
+}
+
+static void test_kill_ga_down_after_receipt(void **state) {
+  scen_t sc = {"durable-b", 0, 200000, 12, 2, KILL_AFTER_RECEIVED, 0};
+  run_scenario(&sc);
+}
+
+static void test_kill_ga_up_mid_run(void **state) {
+  scen_t sc = {"durable-c", 1, 50000, 10, 2, KILL_AFTER_RECEIVED, 0};
+  run_scenario(&sc);
+}
+
+static void test_kill_while_compacting(void **state) {
+  scen_t sc = {"durable-d", 0, 1 << 21, 10, 1, KILL_WHILE_PENDING, 0};
+  run_scenario(&sc);
+}
+
+/* SIGTERM with drain_timeout 0 (exit without waiting for acks) with large
+ * compactions in flight and no GlobalAgent: the compactions finish into the
+ * log before the agent exits, and the next start sends them (on main the
+ * trace was freed after the queue had been spooled). */
+static void test_stop_with_compactions_in_flight(void **state) {
+  scen_t sc = {"durable-e", 0, 1 << 22, 10, 1, KILL_WHILE_PENDING, 1};
+  run_scenario(&sc);
+}
+
+/* A torn last record (the agent killed inside write(2)) is cut off at the
+ * next start, which says so, and everything before it is sent. */
+static void test_torn_log_tail(void **state) {
+  need_daemons();
+  int handed[MAXC] = {0};
+  start_ga(0);
+  uint16_t port = T.agents_port;
+  CHECK(la_td_stop(T.ga, WAIT_MS) == 0, "GA stop");
+  start_la(NULL);
+  spawn_app(3000, 3, "durable-t");
+  app_cycles(5, handed);
+  la_wait_status("cycles_compacted", 5);
+  CHECK(la_td_signal(T.la, SIGKILL) == 0, "kill");
+  la_td_wait_exit(T.la, WAIT_MS);
+  app_finish();
+  /* half a record at the end of the newest segment */
+  char seg[700];
+  snprintf(seg, sizeof seg, "%s/%020d.laseg", T.log_dir, 1);
+  FILE *f = fopen(seg, "ab");
+  CHECK(f != NULL, "no segment %s", seg);
+  fwrite("\x40\x00\x00\x00garbage", 1, 11, f);
+  fclose(f);
+  la_td_log_mark(T.la);
+  start_la(NULL);
+  CHECK(la_td_wait_log(T.la, "cut short or corrupt", WAIT_MS) == 0,
+        "no log line about the torn tail");
+  CHECK(la_status("log_torn_bytes") == 11, "log_torn_bytes %lld",
+        la_status("log_torn_bytes"));
+  start_ga(port);
+  long long end = la_td_now_ms() + WAIT_MS;
+  while (db_ll("SELECT count(*) FROM traces WHERE app_id='durable-t'") < 5 &&
+         la_td_now_ms() < end)
+    nap_ms(20);
+  CHECK(db_ll("SELECT count(*) FROM traces WHERE app_id='durable-t'") == 5,
+        "traces stored: %lld",
+        db_ll("SELECT count(*) FROM traces WHERE app_id='durable-t'"));
+}
+
+/* A log directory writable by others is refused with a clear error. */
+static void test_unsafe_log_dir_refused(void **state) {
+  need_daemons();
+  CHECK(mkdir(T.log_dir, 0777) == 0 && chmod(T.log_dir, 0777) == 0,
+        "mkdir");
+  char pf[600], a1[700];
+  la_td_path(T.la, "port", pf, sizeof pf);
+  snprintf(a1, sizeof a1, "--global.spool_dir=%s", T.log_dir);
+  const char *args[] = {"--agent.listen=127.0.0.1:0", a1, "--global.address=",
+                        NULL};
+  la_td_start(T.la, args, NULL, WAIT_MS);
+  CHECK(la_td_wait_exit(T.la, WAIT_MS) == 1, "the agent did not refuse");
+  CHECK(la_td_log_has(T.la, "writable by group or others"),
+        "no clear error");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown(test_kill_ga_down_after_compaction,
+                                    setup, teardown),
+    cmocka_unit_test_setup_teardown(test_kill_ga_down_after_receipt, setup,
+                                    teardown),
+    cmocka_unit_test_setup_teardown(test_kill_ga_up_mid_run, setup,
+                                    teardown),
+    cmocka_unit_test_setup_teardown(test_kill_while_compacting, setup,
+                                    teardown),
+    cmocka_unit_test_setup_teardown(test_stop_with_compactions_in_flight,
+                                    setup, teardown),
+    cmocka_unit_test_setup_teardown(test_torn_log_tail, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_unsafe_log_dir_refused, setup,
+                                    teardown),
+  };
+  return cmocka_run_group_tests(tests, group_setup, NULL);
+}
