@@ -69,6 +69,8 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga) {
   la_status_row(r, "missing_reported", "%llu", U(st->missing_reported));
   la__missing_rows(ga, r);
   la_status_row(r, "max_open_sets", "%lld", (long long)ga->set.max_open_sets);
+  la_status_row(r, "closed_cache", "%llu", U(ss.closed_cached));
+  la_status_row(r, "closed_cache_evicted", "%llu", U(ss.closed_evicted));
   la_status_row(r, "subscribers", "%d", ga->n_subs);
   la_status_row(r, "subscribers_refused", "%llu", U(st->subs_refused));
   la_status_row(r, "sets_published", "%llu", U(st->sets_published));

@@ -185,18 +185,63 @@ static void la__on_set_closed(void *arg, const char *app_id, uint64_t tag,
   la__queue_publish(ga, app_id, tag);
 }
 
-/* A trace for a set already closed (it arrived after the timeout): the set
- * is closed again with what the store now holds, and republished. */
+/* A trace (or a LocalAgent's missing record) for a set already closed — it
+ * came after the timeout, or much later from a LocalAgent's spool: it is
+ * stored, and the close record follows what the store now holds, keeping
+ * its original close time. When the late trace completes the set, the
+ * record becomes complete and the set is published again; otherwise only
+ * the missing-rank list shrinks (nothing is republished). */
 static void la__reclose(la_ga_t *ga, const char *app_id, uint64_t tag) {
   La__TraceSet *set = NULL;
-  if (la_store_load_set(ga->store, app_id, tag, &set) != 0) return;
+  int rc = la_store_load_set(ga->store, app_id, tag, &set);
+  if (rc != 0) {
+    la_log_error("store: cannot reload closed Trace-Set %s cycle %llu: %s",
+                 app_id, (unsigned long long)tag, la_store_errmsg(ga->store));
+    ga->txn_failed = 1;
+    return;
+  }
+  uint64_t t_closed =
+      set->has_t_complete_ns ? set->t_complete_ns : la__realtime_ns();
   if (la_store_set_closed(ga->store, app_id, tag, set->complete,
                           set->missing_ranks, set->n_missing_ranks,
-                          la__realtime_ns()) != 0)
+                          t_closed) != 0) {
     ga->txn_failed = 1;
-  else
+  } else if (set->complete) {
+    la_log_info("Trace-Set %s cycle %llu complete after a late trace; "
+                "published again", app_id, (unsigned long long)tag);
     la__queue_publish(ga, app_id, tag);
+  }
   la_store_free_set(set);
+}
+
+/* The stitcher asks whether a key it does not hold open was closed: the
+ * store knows every close (this batch's too). */
+static int la__lookup_closed(void *arg, const char *app_id, uint64_t tag) {
+  la_ga_t *ga = arg;
+  int closed = 0;
+  int rc = la_store_set_is_closed(ga->store, app_id, tag, &closed);
+  if (rc != 0) {
+    la_log_error("store: %s", la_store_errmsg(ga->store));
+    return rc;
+  }
+  return closed;
+}
+
+/* What la_stitch_add's result means for the batch: a late arrival updates
+ * the closed set; a store error fails the batch (the LocalAgents resend);
+ * bad input is counted as a conflict. */
+static void la__stitched(la_ga_t *ga, int s, const char *app_id,
+                         uint32_t rank, uint64_t tag) {
+  if (s == LA_STITCH_LATE) {
+    ga->st.late++;
+    la__reclose(ga, app_id, tag);
+  } else if (s == LA_EIO) {
+    ga->txn_failed = 1;
+  } else if (s < 0) {
+    ga->st.conflicts++;
+    la_log_warnx("%s rank %u cycle %llu: not stitched (%s)", app_id, rank,
+                 (unsigned long long)tag, la_strerror(s));
+  }
 }
 
 /* Records (app, rank, cycle) as missing for reason (from a TraceMissing, or
@@ -232,14 +277,7 @@ static int la__ingest_missing(la_ga_t *ga, const char *host,
   }
   int s = la_stitch_add(ga->stitch, app_id, a->nprocs, rank, tag,
                         uv_now(ga->loop));
-  if (s == LA_STITCH_LATE) { /* republished with the agent's reason */
-    ga->st.late++;
-    la__reclose(ga, app_id, tag);
-  } else if (s < 0) {
-    ga->st.conflicts++;
-    la_log_warnx("%s rank %u missing: not stitched (%s)", app_id, rank,
-                 la_strerror(s));
-  }
+  la__stitched(ga, s, app_id, rank, tag);
   return 0;
 }
 
@@ -293,14 +331,7 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
       } else {
         int s = la_stitch_add(ga->stitch, t->app_id, a->nprocs, t->rank,
                               t->cycle_tag, uv_now(ga->loop));
-        if (s == LA_STITCH_LATE) {
-          ga->st.late++;
-          la__reclose(ga, t->app_id, t->cycle_tag);
-        } else if (s < 0) {
-          ga->st.conflicts++;
-          la_log_warnx("%s rank %u: not stitched (%s)", t->app_id, t->rank,
-                       la_strerror(s));
-        }
+        la__stitched(ga, s, t->app_id, t->rank, t->cycle_tag);
       }
     }
   } else if (type == LA__MSG_TYPE__MSG_TRACE_MISSING) {
@@ -340,10 +371,34 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
   return 0;
 }
 
+static int la__cmp_first(const void *a, const void *b) {
+  const la_store_open_set_t *x = a, *y = b;
+  return x->t_first_ns < y->t_first_ns ? -1 : x->t_first_ns > y->t_first_ns;
+}
+
+/* A stored first-seen time (CLOCK_REALTIME ns) on the loop's clock (ms):
+ * now minus the set's age; a time in the future counts as age 0. */
+static uint64_t la__loop_time(uint64_t t_first_ns, uint64_t real_now_ns,
+                              uint64_t loop_now_ms) {
+  uint64_t age_ms = t_first_ns && t_first_ns < real_now_ns
+                        ? (real_now_ns - t_first_ns) / 1000000u
+                        : 0;
+  return age_ms < loop_now_ms ? loop_now_ms - age_ms : 0;
+}
+
+/* A new stitcher (settings, store lookup) holding the store's open sets,
+ * each with the age it had (oldest restored first). */
 static void la__rebuild_stitch(la_ga_t *ga) {
   la_stitch_free(ga->stitch);
   ga->stitch = la_stitch_new((size_t)ga->set.max_open_sets, la__on_set_closed,
                              ga);
+  if (!ga->stitch) return;
+  la_stitch_set_lookup(ga->stitch, la__lookup_closed, ga);
+  if (ga->set.closed_cache > 0 &&
+      la_stitch_set_closed_cache(ga->stitch, (size_t)ga->set.closed_cache))
+    la_log_error("stitch.closed_cache %lld: out of memory; keeping %d keys",
+                 (long long)ga->set.closed_cache,
+                 LA_STITCH_CLOSED_CACHE_DEFAULT);
   la_store_open_set_t *v = NULL;
   size_t n = 0;
   if (la_store_open_sets(ga->store, &v, &n) != 0) {
@@ -351,11 +406,13 @@ static void la__rebuild_stitch(la_ga_t *ga) {
                  la_store_errmsg(ga->store));
     return;
   }
-  uint64_t now = uv_now(ga->loop);
+  if (n > 1) qsort(v, n, sizeof *v, la__cmp_first);
+  uint64_t now = uv_now(ga->loop), real = la__realtime_ns();
   for (size_t i = 0; i < n; i++)
     if (v[i].nprocs)
       la_stitch_restore(ga->stitch, v[i].app_id, v[i].nprocs, v[i].cycle_tag,
-                        v[i].ranks, v[i].n_ranks, now);
+                        v[i].ranks, v[i].n_ranks,
+                        la__loop_time(v[i].t_first_ns, real, now));
   if (n) la_log_info("rebuilt %zu open Trace-Sets from the store", n);
   la_store_free_open_sets(v, n);
 }

@@ -54,6 +54,9 @@ const la_cfg_key_t la_ga_keys[] = {
     "a Trace-Set still missing ranks after this closes as partial"),
   N("stitch", "max_open_sets", LA_CFG_INT, max_open_sets, "100000", 1,
     100000000, "open Trace-Sets kept; beyond, the oldest closes as partial"),
+  N("stitch", "closed_cache", LA_CFG_INT, closed_cache, "65536", 1, 16777216,
+    "closed Trace-Set keys remembered in memory (older ones are looked up "
+    "in the store); read at start"),
   S("store", "path", db, "/var/lib/la-globalagent/la.db",
     "SQLite database file (WAL mode)"),
   N("store", "fsync", LA_CFG_BOOL, fsync, "yes", 0, 1,

@@ -32,6 +32,7 @@ typedef struct la_ga_settings {
   /* [stitch] */
   int64_t set_timeout_ms;
   int64_t max_open_sets;
+  int64_t closed_cache; /* closed keys remembered in memory (read at start) */
   /* [store] */
   char db[512];
   int fsync;

@@ -1,4 +1,5 @@
-/* stitch.c: the stitcher's hash table and arrival-ordered list (stitch.h). */
+/* stitch.c: the stitcher's hash table of open sets, their list ordered by
+ * first arrival, and the bounded FIFO cache of closed keys (stitch.h). */
 #include "stitch.h"
 
 #include <stdlib.h>
@@ -28,10 +29,12 @@ struct la_stitch {
   size_t nbuckets, count, max_open;
   la__set_t *oldest, *newest;
   la__closed_t *closed; /* ring of recently closed keys, FIFO */
-  la__closed_t **ctable; /* their hash index */
-  size_t nclosed, closed_head;
+  la__closed_t **ctable; /* their hash index (cbuckets, a power of 2) */
+  size_t nclosed, closed_head, cbuckets;
   la_stitch_close_fn fn;
   void *arg;
+  la_stitch_lookup_fn lookup;
+  void *lookup_arg;
   la_stitch_stats_t st;
 };
 
@@ -47,13 +50,9 @@ la_stitch_t *la_stitch_new(size_t max_open, la_stitch_close_fn fn, void *arg) {
   if (!st) return NULL;
   st->nbuckets = 1024;
   st->table = calloc(st->nbuckets, sizeof *st->table);
-  st->nclosed = 65536;
-  st->closed = calloc(st->nclosed, sizeof *st->closed);
-  st->ctable = calloc(st->nclosed, sizeof *st->ctable);
-  if (!st->table || !st->closed || !st->ctable) {
+  if (!st->table ||
+      la_stitch_set_closed_cache(st, LA_STITCH_CLOSED_CACHE_DEFAULT) != 0) {
     free(st->table);
-    free(st->closed);
-    free(st->ctable);
     free(st);
     return NULL;
   }
@@ -65,6 +64,35 @@ la_stitch_t *la_stitch_new(size_t max_open, la_stitch_close_fn fn, void *arg) {
 
 void la_stitch_set_max_open(la_stitch_t *st, size_t max_open) {
   st->max_open = max_open ? max_open : 1;
+}
+
+void la_stitch_set_lookup(la_stitch_t *st, la_stitch_lookup_fn fn,
+                          void *arg) {
+  st->lookup = fn;
+  st->lookup_arg = arg;
+}
+
+int la_stitch_set_closed_cache(la_stitch_t *st, size_t n) {
+  if (n == 0 || n > SIZE_MAX / 4 / sizeof(la__closed_t)) return LA_EINVAL;
+  size_t nb = 16;
+  while (nb < n) nb *= 2;
+  la__closed_t *ring = calloc(n, sizeof *ring);
+  la__closed_t **index = calloc(nb, sizeof *index);
+  if (!ring || !index) {
+    free(ring);
+    free(index);
+    return LA_ENOMEM;
+  }
+  for (size_t i = 0; i < st->nclosed; i++) free(st->closed[i].app_id);
+  free(st->closed);
+  free(st->ctable);
+  st->closed = ring;
+  st->ctable = index;
+  st->nclosed = n;
+  st->cbuckets = nb;
+  st->closed_head = 0;
+  st->st.closed_cached = 0;
+  return 0;
 }
 
 static void la__set_free(la__set_t *s) {
@@ -96,28 +124,35 @@ static la__set_t **la__slot(la_stitch_t *st, const char *app, uint64_t tag,
 
 static int la__was_closed(const la_stitch_t *st, const char *app,
                           uint64_t tag, uint32_t h) {
-  for (const la__closed_t *c = st->ctable[h & (st->nclosed - 1)]; c;
+  for (const la__closed_t *c = st->ctable[h & (st->cbuckets - 1)]; c;
        c = c->hnext)
     if (c->hash == h && c->tag == tag && !strcmp(c->app_id, app)) return 1;
   return 0;
 }
 
-static void la__remember_closed(la_stitch_t *st, const la__set_t *s) {
+/* Caches (app, tag) as closed; when the cache is full the oldest key is
+ * forgotten (counted). Out of memory: not cached (the lookup knows it). */
+static void la__remember_closed(la_stitch_t *st, const char *app,
+                                uint64_t tag, uint32_t h) {
   la__closed_t *c = &st->closed[st->closed_head];
   if (c->app_id) { /* evict the oldest: unlink it from its chain */
-    la__closed_t **p = &st->ctable[c->hash & (st->nclosed - 1)];
+    la__closed_t **p = &st->ctable[c->hash & (st->cbuckets - 1)];
     while (*p && *p != c) p = &(*p)->hnext;
     if (*p) *p = c->hnext;
     free(c->app_id);
+    c->app_id = NULL;
+    st->st.closed_cached--;
+    st->st.closed_evicted++;
   }
-  c->app_id = strdup(s->app_id);
-  c->hash = s->hash;
-  c->tag = s->tag;
+  c->app_id = strdup(app);
+  c->hash = h;
+  c->tag = tag;
   c->hnext = NULL;
   if (c->app_id) {
-    la__closed_t **head = &st->ctable[c->hash & (st->nclosed - 1)];
+    la__closed_t **head = &st->ctable[c->hash & (st->cbuckets - 1)];
     c->hnext = *head;
     *head = c;
+    st->st.closed_cached++;
   }
   st->closed_head = (st->closed_head + 1) % st->nclosed;
 }
@@ -157,7 +192,7 @@ static void la__close(la_stitch_t *st, la__set_t *s, int complete) {
     if (!(s->bits[r / 64] >> (r % 64) & 1)) missing[k++] = r;
   if (complete) st->st.complete++;
   else st->st.partial++;
-  la__remember_closed(st, s);
+  la__remember_closed(st, s->app_id, s->tag, s->hash);
   if (st->fn)
     st->fn(st->arg, s->app_id, s->tag, s->nprocs, complete, missing, k,
            s->t_first);
@@ -185,10 +220,16 @@ static la__set_t *la__open(la_stitch_t *st, const char *app, uint32_t nprocs,
   la__set_t **p = &st->table[h & (st->nbuckets - 1)];
   s->hnext = *p;
   *p = s;
-  s->prev = st->newest;
-  if (st->newest) st->newest->next = s;
+  /* ordered by t_first: new sets go last (O(1)); a restored older set goes
+   * before the younger ones (callers restore oldest first) */
+  la__set_t *after = st->newest;
+  while (after && after->t_first > now) after = after->prev;
+  s->prev = after;
+  s->next = after ? after->next : st->oldest;
+  if (s->next) s->next->prev = s;
+  else st->newest = s;
+  if (after) after->next = s;
   else st->oldest = s;
-  st->newest = s;
   st->count++;
   st->st.opened++;
   return s;
@@ -209,7 +250,14 @@ int la_stitch_add(la_stitch_t *st, const char *app_id, uint32_t nprocs,
   uint32_t h = la__hash(app_id, cycle_tag);
   la__set_t *s = *la__slot(st, app_id, cycle_tag, h);
   if (!s) {
-    if (la__was_closed(st, app_id, cycle_tag, h)) {
+    int closed = la__was_closed(st, app_id, cycle_tag, h);
+    if (!closed && st->lookup) {
+      st->st.lookups++;
+      closed = st->lookup(st->lookup_arg, app_id, cycle_tag);
+      if (closed < 0) return closed;
+      if (closed) la__remember_closed(st, app_id, cycle_tag, h);
+    }
+    if (closed) {
       st->st.late++;
       return LA_STITCH_LATE;
     }

@@ -150,6 +150,7 @@ enum {
   S_LOAD_MISSING,
   S_MISS_COUNTS,
   S_RANK_HOST,
+  S_SET_STATE,
   S__COUNT
 };
 
@@ -310,6 +311,8 @@ static const char *const la__sql[S__COUNT] = {
     [S_MISS_COUNTS] =
         "SELECT reason, count(*) AS n FROM missing GROUP BY reason"
         " ORDER BY n DESC, reason",
+    [S_SET_STATE] =
+        "SELECT closed FROM trace_sets WHERE app_id = ?1 AND cycle_tag = ?2",
 };
 
 /* Test-only fault injection: the environment variable names the commits
@@ -1684,6 +1687,22 @@ int la_store_open_sets(la_store_t *s, la_store_open_set_t **out, size_t *n) {
   *out = v;
   *n = cnt;
   return 0;
+}
+
+/* ---------------------------------------------------- a set's close state */
+
+int la_store_set_is_closed(la_store_t *s, const char *app_id,
+                           uint64_t cycle_tag, int *closed) {
+  if (!s || !app_id || !closed) return LA_EINVAL;
+  *closed = 0;
+  sqlite3_stmt *st = s->st[S_SET_STATE];
+  la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
+  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
+  int rc = sqlite3_step(st), r = 0;
+  if (rc == SQLITE_ROW) *closed = sqlite3_column_int64(st, 0) != 0;
+  else if (rc != SQLITE_DONE) r = la__sqlerr(s, "reading a Trace-Set's state");
+  la__done(st);
+  return r;
 }
 
 /* ------------------------------------------------------ a rank's elements */

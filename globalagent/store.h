@@ -244,6 +244,12 @@ typedef struct la_store_open_set {
 int la_store_open_sets(la_store_t *s, la_store_open_set_t **out, size_t *n);
 void la_store_free_open_sets(la_store_open_set_t *v, size_t n);
 
+/* *closed = 1 when the Trace-Set (app_id, cycle_tag) has a closed record
+ * (la_store_set_closed, committed or in the open batch), else 0 (open, or
+ * unknown). Returns 0, LA_EINVAL, LA_EIO (poisons an open batch). */
+int la_store_set_is_closed(la_store_t *s, const char *app_id,
+                           uint64_t cycle_tag, int *closed);
+
 /* *nprocs (0: unknown) and *ended (ranks whose RankEnd is stored) of
  * app_id. Returns 0, LA_ENOTFOUND for an unknown application, LA_EINVAL,
  * LA_EIO. */

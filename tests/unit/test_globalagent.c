@@ -1878,6 +1878,173 @@ static void test_commit_failure_counts_exact(void **state) {
         n1);
 }
 
+
+/* ---------------------------------------- late traces, restored ages --- */
+
+/* The first column of the first row of a query, as a 64-bit integer read
+ * as unsigned (times in ns); 0 when there is none. */
+static uint64_t db_u64(const char *sql) { return (uint64_t)db_ll("%s", sql); }
+
+/* test_late_trace_never_reopens_a_closed_set: with a closed-key cache of
+ * one key (stitch.closed_cache=1), cycle 5 closes partial (ranks 1 and 2
+ * reported missing), cycle 6 closes and pushes cycle 5 out of the cache.
+ * Rank 1's trace of cycle 5 then arrives (a LocalAgent's very late resend):
+ * it is late, stored, the set stays closed partial with its original close
+ * time and only rank 2 missing, nothing is republished; rank 2's trace
+ * completes it: closed complete, same close time, published again once.
+ * Formerly the late trace reopened the set, whose next close overwrote the
+ * record (new close time) and published it again. */
+static void test_late_trace_never_reopens_a_closed_set(void **state) {
+  need_daemons();
+  const char *ex[] = {"--stitch.timeout=100ms", "--stitch.closed_cache=1",
+                      NULL};
+  start_ga(ex, 0);
+  const char *app = "late-1";
+  la_client_t *sub = subscribe(0, app);
+  la_compact_result_t r;
+  big_trace(300, &r);
+  fake_t f;
+  CHECK(fake_connect(&f, "nodeL", T.key) == 0, "refused");
+  for (uint32_t k = 0; k < 3; k++) fake_rank_start(&f, app, k, 3, 300);
+  for (uint64_t c = 5; c <= 6; c++) {
+    fake_trace(&f, app, 0, c, &r);
+    fake_missing(&f, app, 1, c, "rank 1 gone");
+    fake_missing(&f, app, 2, c, "rank 2 gone");
+  }
+  fake_wait_acked(&f);
+  for (uint64_t c = 5; c <= 6; c++) {
+    la_traceset_t *t = next_set(sub);
+    CHECK(la_traceset_cycle(t) == c && !la_traceset_complete(t),
+          "cycle %llu should close partial", (unsigned long long)c);
+    la_traceset_free(t);
+  }
+  ga_wait_status("closed_cache_evicted", 1);
+  const char *row = "SELECT %s FROM trace_sets WHERE app_id='late-1' AND "
+                    "cycle_tag=5";
+  char q[300];
+  snprintf(q, sizeof q, row, "t_closed_ns");
+  uint64_t t_closed = db_u64(q);
+  CHECK(t_closed > 0, "cycle 5 has no close time");
+  /* rank 1, very late */
+  fake_trace(&f, app, 1, 5, &r);
+  fake_wait_acked(&f);
+  ga_wait_status("traces_late", 1);
+  snprintf(q, sizeof q, row,
+           "closed = 1 AND complete = 0 AND missing_ranks = '2' AND "
+           "n_missing = 1 AND n_ranks_present = 2");
+  CHECK(db_ll("%s", q) == 1 && ga_status("sets_open") == 0,
+        "after a late trace cycle 5 is no longer closed partial missing "
+        "rank 2 (sets_open %lld)", ga_status("sets_open"));
+  /* what the timeout would close, had the set been reopened */
+  fake_trace(&f, app, 0, 7, &r);
+  fake_wait_acked(&f);
+  la_traceset_t *t = next_set(sub);
+  CHECK(la_traceset_cycle(t) == 7, "cycle %llu published, not 7 (a late "
+        "trace republished a partial set?)",
+        (unsigned long long)la_traceset_cycle(t));
+  la_traceset_free(t);
+  snprintf(q, sizeof q, row, "t_closed_ns");
+  CHECK(db_u64(q) == t_closed, "cycle 5's close time was overwritten");
+  /* rank 2 completes it */
+  fake_trace(&f, app, 2, 5, &r);
+  fake_wait_acked(&f);
+  t = next_set(sub);
+  CHECK(la_traceset_cycle(t) == 5 && la_traceset_complete(t),
+        "cycle 5 should be published again, complete");
+  la_traceset_free(t);
+  snprintf(q, sizeof q, row,
+           "closed = 1 AND complete = 1 AND missing_ranks = '' AND "
+           "n_ranks_present = 3");
+  CHECK(db_ll("%s", q) == 1, "cycle 5 not recorded complete");
+  snprintf(q, sizeof q, row, "t_closed_ns");
+  CHECK(db_u64(q) == t_closed, "cycle 5's close time was overwritten");
+  CHECK(ga_status("traces_late") == 2 && ga_status("sets_open") == 0,
+        "traces_late %lld, sets_open %lld", ga_status("traces_late"),
+        ga_status("sets_open"));
+  close(f.fd);
+  la_compact_result_free(&r);
+}
+
+/* Runs one statement on the store, read-write (the GlobalAgent is down). */
+static void db_exec(const char *sql) {
+  sqlite3 *db = NULL;
+  char *err = NULL;
+  assert_int_equal(sqlite3_open_v2(T.db, &db, SQLITE_OPEN_READWRITE, NULL),
+                   SQLITE_OK);
+  sqlite3_busy_timeout(db, 5000);
+  int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+  CHECK(rc == SQLITE_OK, "%s: %s", sql, err ? err : "?");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
+/* test_restart_keeps_age_and_closed_sets: stitch.timeout is 60 s. Before a
+ * kill -9 of the GlobalAgent, cycle 1 and 2 are open (rank 0 of 2) and
+ * cycle 3 closed partial (rank 1 reported missing). While it is down,
+ * cycle 1 is made 59.5 s old in the store (waiting that long is the only
+ * other way). After the restart cycle 1 closes by timeout at once while
+ * cycle 2 (its real age, a few seconds) and a new cycle 4 stay open; rank
+ * 1's trace of cycle 3 is late and completes the closed set (it is not
+ * reopened). Formerly restored sets began a new 60 s and the closed-key
+ * cache started empty, so cycle 3 was reopened as a new open set. */
+static void test_restart_keeps_age_and_closed_sets(void **state) {
+  need_daemons();
+  const char *ex[] = {"--stitch.timeout=60s", NULL};
+  start_ga(ex, 0);
+  const char *app = "age-1";
+  la_compact_result_t r;
+  big_trace(200, &r);
+  fake_t f;
+  CHECK(fake_connect(&f, "nodeR", T.key) == 0, "refused");
+  fake_rank_start(&f, app, 0, 2, 200);
+  fake_rank_start(&f, app, 1, 2, 200);
+  fake_trace(&f, app, 0, 1, &r);
+  fake_trace(&f, app, 0, 2, &r);
+  fake_trace(&f, app, 0, 3, &r);
+  fake_missing(&f, app, 1, 3, "rank 1 gone");
+  fake_wait_acked(&f);
+  db_wait(1, "SELECT closed FROM trace_sets WHERE app_id='age-1' AND "
+          "cycle_tag=3");
+  close(f.fd);
+  la_td_signal(T.ga, SIGKILL);
+  assert_int_equal(la_td_wait_exit(T.ga, WAIT_MS), 128 + SIGKILL);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  char sql[300];
+  snprintf(sql, sizeof sql, "UPDATE trace_sets SET t_first_ns = %lld WHERE "
+           "app_id='age-1' AND cycle_tag=1",
+           (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec -
+               59500000000LL);
+  db_exec(sql);
+  uint64_t t_closed3 = db_u64("SELECT t_closed_ns FROM trace_sets WHERE "
+                              "app_id='age-1' AND cycle_tag=3");
+  la_td_log_mark(T.ga);
+  start_ga(ex, 1);
+  ga_wait_log("rebuilt 2 open Trace-Sets");
+  CHECK(fake_connect(&f, "nodeR", T.key) == 0, "refused");
+  fake_trace(&f, app, 0, 4, &r);
+  fake_trace(&f, app, 1, 3, &r);
+  fake_wait_acked(&f);
+  db_wait(1, "SELECT closed FROM trace_sets WHERE app_id='age-1' AND "
+          "cycle_tag=1");
+  CHECK(db_ll("SELECT count(*) FROM trace_sets WHERE app_id='age-1' AND "
+              "closed=0 AND cycle_tag IN (2, 4)") == 2,
+        "cycle 2 or 4 closed with cycle 1: ages not kept");
+  CHECK(db_ll("SELECT count(*) FROM missing WHERE app_id='age-1' AND "
+              "cycle_tag=1 AND rank=1 AND reason LIKE 'timeout%%'") == 1,
+        "cycle 1 did not close by timeout");
+  CHECK(ga_status("traces_late") == 1 && ga_status("sets_open") == 2,
+        "rank 1's trace of closed cycle 3: traces_late %lld, sets_open %lld",
+        ga_status("traces_late"), ga_status("sets_open"));
+  CHECK(db_ll("SELECT closed = 1 AND complete = 1 AND missing_ranks = '' "
+              "FROM trace_sets WHERE app_id='age-1' AND cycle_tag=3") == 1 &&
+            db_u64("SELECT t_closed_ns FROM trace_sets WHERE "
+                   "app_id='age-1' AND cycle_tag=3") == t_closed3,
+        "cycle 3 not completed in place");
+  close(f.fd);
+  la_compact_result_free(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_two_agents_one_mpi_run, setup,
@@ -1899,6 +2066,10 @@ int main(void) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(test_timeout_reason_in_status, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(
+          test_late_trace_never_reopens_a_closed_set, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restart_keeps_age_and_closed_sets,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(test_commit_failure_counts_exact, setup,
                                       teardown),
   };

@@ -1,7 +1,9 @@
 /* test_stitch.c: the GlobalAgent's stitcher: sets complete when every rank
  * arrived, close partial (naming the missing ranks) on timeout, application
  * end or eviction at the open-set limit; duplicates and late traces are
- * reported, never reopen a set; restore after a restart. */
+ * reported, never reopen a set — also after the bounded closed-key cache
+ * forgot it (a fake lookup plays the store); restore after a restart keeps
+ * each set's age. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,7 +41,17 @@ static void on_close(void *arg, const char *app, uint64_t tag, uint32_t np,
   for (size_t i = 0; i < nm && i < 16; i++) c->missing[i] = missing[i];
 }
 
+/* The fake store's answer: every key the close callback reported. */
+static int lookups_fail;
+static int fake_lookup(void *arg, const char *app, uint64_t tag) {
+  if (lookups_fail) return LA_EIO;
+  for (size_t i = 0; i < nlog; i++)
+    if (log_[i].tag == tag && !strcmp(log_[i].app, app)) return 1;
+  return 0;
+}
+
 static int setup(void **state) {
+  lookups_fail = 0;
   nlog = 0;
   *state = la_stitch_new(100, on_close, NULL);
   return *state ? 0 : -1;
@@ -163,6 +175,82 @@ static void test_many_ranks_and_sets(void **state) {
   assert_int_equal(s.open, 0);
 }
 
+
+/* The cache holds 4 closed keys; 100 sets close; a very late trace of the
+ * first one (its key long forgotten by the cache) is late, opens nothing
+ * and closes nothing. Formerly (a cache and no lookup) it reopened the set,
+ * which later closed again and overwrote its close record. */
+static void test_late_after_cache_forgot(void **state) {
+  la_stitch_t *st = *state;
+  la_stitch_set_lookup(st, fake_lookup, NULL);
+  assert_int_equal(la_stitch_set_closed_cache(st, 4), 0);
+  for (uint64_t c = 0; c < 100; c++) {
+    assert_int_equal(la_stitch_add(st, "a", 3, 0, c, c), LA_STITCH_NEW);
+    assert_int_equal(la_stitch_expire(st, c + 10, 10), 1);
+  }
+  assert_int_equal(nlog, 100);
+  la_stitch_stats_t s;
+  la_stitch_get_stats(st, &s);
+  assert_int_equal(s.closed_cached, 4);
+  assert_int_equal(s.closed_evicted, 96);
+  uint64_t opened = s.opened;
+  assert_int_equal(la_stitch_add(st, "a", 3, 1, 0, 1000), LA_STITCH_LATE);
+  assert_int_equal(la_stitch_add(st, "a", 3, 2, 0, 1000), LA_STITCH_LATE);
+  assert_int_equal(la_stitch_expire(st, 1000000, 10), 0);
+  assert_int_equal(nlog, 100);
+  la_stitch_get_stats(st, &s);
+  assert_int_equal(s.open, 0);
+  assert_int_equal(s.opened, opened);
+  assert_int_equal(s.late, 2);
+  /* the first late answer came from the lookup and was cached: the second
+   * did not ask again */
+  assert_int_equal(s.lookups, 100 + 1);
+  /* a cycle never seen opens normally */
+  assert_int_equal(la_stitch_add(st, "a", 3, 0, 500, 1000), LA_STITCH_NEW);
+}
+
+/* A lookup that fails (the store cannot answer) opens nothing: the error
+ * goes to the caller, which retries the whole batch. */
+static void test_lookup_error_opens_nothing(void **state) {
+  la_stitch_t *st = *state;
+  la_stitch_set_lookup(st, fake_lookup, NULL);
+  lookups_fail = 1;
+  assert_int_equal(la_stitch_add(st, "a", 2, 0, 1, 0), LA_EIO);
+  la_stitch_stats_t s;
+  la_stitch_get_stats(st, &s);
+  assert_int_equal(s.open, 0);
+  lookups_fail = 0;
+  assert_int_equal(la_stitch_add(st, "a", 2, 0, 1, 0), LA_STITCH_NEW);
+  assert_int_equal(la_stitch_set_closed_cache(st, 0), LA_EINVAL);
+}
+
+/* Restored sets take their place by age, whatever order they come in: the
+ * one that was oldest expires first, a young one waits its full timeout,
+ * and new sets queue behind them. Formerly a restore in key order blocked
+ * the expiry of older sets behind a younger one. */
+static void test_restore_keeps_age_order(void **state) {
+  la_stitch_t *st = *state;
+  uint32_t r0[] = {0};
+  assert_int_equal(la_stitch_restore(st, "a", 2, 1, r0, 1, 900), 0);
+  assert_int_equal(la_stitch_restore(st, "a", 2, 2, r0, 1, 100), 0);
+  assert_int_equal(la_stitch_add(st, "a", 2, 0, 3, 1000), LA_STITCH_NEW);
+  assert_int_equal(la_stitch_expire(st, 1050, 1000), 0);
+  assert_int_equal(la_stitch_expire(st, 1100, 1000), 1);
+  assert_int_equal(log_[0].tag, 2);
+  assert_int_equal(la_stitch_expire(st, 1899, 1000), 0);
+  assert_int_equal(la_stitch_expire(st, 1900, 1000), 1);
+  assert_int_equal(log_[1].tag, 1);
+  assert_int_equal(la_stitch_expire(st, 2000, 1000), 1);
+  assert_int_equal(log_[2].tag, 3);
+  /* the open-set limit evicts by age too */
+  la_stitch_set_max_open(st, 2);
+  assert_int_equal(la_stitch_restore(st, "b", 2, 1, r0, 1, 5000), 0);
+  assert_int_equal(la_stitch_restore(st, "b", 2, 2, r0, 1, 3000), 0);
+  assert_int_equal(la_stitch_add(st, "b", 2, 0, 3, 6000), LA_STITCH_NEW);
+  assert_int_equal(nlog, 4);
+  assert_int_equal(log_[3].tag, 2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -174,6 +262,9 @@ int main(void) {
     T(test_bad_input),
     T(test_restore),
     T(test_many_ranks_and_sets),
+    T(test_late_after_cache_forgot),
+    T(test_lookup_error_opens_nothing),
+    T(test_restore_keeps_age_order),
 #undef T
   };
   return cmocka_run_group_tests_name("stitch", tests, NULL, NULL);
