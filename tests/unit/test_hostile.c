@@ -52,7 +52,7 @@
 #include "la_test_daemon.h"
 #include "la_test_global.h"
 
-#define WAIT_MS 10000
+#define WAIT_MS 30000
 #define MAXKIDS 8
 #define NOBODY 65534 /* the unprivileged agent's uid */
 #define APPUID 65533 /* an application of another uid */
