@@ -23,8 +23,7 @@ int la__weights_env(void) {
 
 int la__traceset_choose(la_traceset_t *t, int kind) {
   uint32_t present = t->nprocs - (uint32_t)t->n_missing;
-  t->robust = kind != LA_WEIGHTS_MEASURED && present > 0 &&
-              t->n_rob == present;
+  t->robust = kind != LA_WEIGHTS_MEASURED && present > 0 && t->n_rob == present;
   for (uint32_t r = 0; r < t->nprocs; r++)
     t->w[r] = t->robust ? t->rob[r] : t->trace[r];
   return t->robust;
@@ -74,14 +73,13 @@ int la_traceset_rank_interference(const la_traceset_t *t, uint32_t rank,
                                   double *flagged_time) {
   if (!t || rank >= t->nprocs) return LA_EINVAL;
   const La__CompactTrace *ct = t->ct[rank];
-  if (!ct || !(ct->has_interference || ct->has_flagged ||
-               ct->has_flagged_time))
+  if (!ct || !(ct->has_interference || ct->has_flagged || ct->has_flagged_time))
     return LA_ENOTFOUND;
-  if (interference) *interference = ct->has_interference ? ct->interference
-                                                         : NAN;
+  if (interference)
+    *interference = ct->has_interference ? ct->interference : NAN;
   if (flagged) *flagged = ct->has_flagged ? ct->flagged : 0;
-  if (flagged_time) *flagged_time = ct->has_flagged_time ? ct->flagged_time
-                                                         : NAN;
+  if (flagged_time)
+    *flagged_time = ct->has_flagged_time ? ct->flagged_time : NAN;
   return 0;
 }
 
@@ -90,8 +88,7 @@ double la_traceset_rank_timer_res(const la_traceset_t *t, uint32_t rank) {
   return t->msg->timer_res_ns[rank];
 }
 
-const char *la_traceset_rank_detection(const la_traceset_t *t,
-                                       uint32_t rank) {
+const char *la_traceset_rank_detection(const la_traceset_t *t, uint32_t rank) {
   if (!t || rank >= t->nprocs || rank >= t->msg->n_detection ||
       !t->msg->detection[rank])
     return "";

@@ -375,8 +375,8 @@ LA_CLIENT_EXPORT double la_traceset_rank_timer_res(const la_traceset_t *t,
                                                    uint32_t rank);
 /* Rank's interference detection status: "on", "off (reason)", or "" when
  * unknown. Owned by t. */
-LA_CLIENT_EXPORT const char *la_traceset_rank_detection(
-    const la_traceset_t *t, uint32_t rank);
+LA_CLIENT_EXPORT const char *la_traceset_rank_detection(const la_traceset_t *t,
+                                                        uint32_t rank);
 
 #ifdef __cplusplus
 }

@@ -199,8 +199,8 @@ static int la__trace_ok(const La__CompactTrace *t, char *why, size_t n) {
   /* Robust weights (docs/fidelity.md): an encoding and its statistics come
    * together or not at all. */
   if (t->has_robust_segments != (t->robust_stats != NULL))
-    return la__bad(why, n, "robust_segments and robust_stats must come "
-                           "together");
+    return la__bad(why, n,
+                   "robust_segments and robust_stats must come together");
   if (t->robust_stats) {
     if (t->robust_segments.len == 0)
       return la__bad(why, n, "robust_segments empty");
@@ -210,16 +210,16 @@ static int la__trace_ok(const La__CompactTrace *t, char *why, size_t n) {
                      (unsigned long long)t->robust_stats->count,
                      (unsigned long long)t->n_elements);
   }
-  if (t->has_interference && !(isfinite(t->interference) &&
-                               t->interference >= 0))
+  if (t->has_interference &&
+      !(isfinite(t->interference) && t->interference >= 0))
     return la__bad(why, n, "interference %g not a finite value >= 0",
                    t->interference);
   if (t->has_flagged && t->flagged > t->n_elements)
     return la__bad(why, n, "flagged %llu exceeds n_elements %llu",
                    (unsigned long long)t->flagged,
                    (unsigned long long)t->n_elements);
-  if (t->has_flagged_time && !(isfinite(t->flagged_time) &&
-                               t->flagged_time >= 0))
+  if (t->has_flagged_time &&
+      !(isfinite(t->flagged_time) && t->flagged_time >= 0))
     return la__bad(why, n, "flagged_time %g not a finite value >= 0",
                    t->flagged_time);
   return 0;
@@ -242,8 +242,7 @@ static int la__set_ok(const La__TraceSet *s, char *why, size_t n) {
                    s->n_timer_res_ns, s->nprocs);
   for (size_t i = 0; i < s->n_timer_res_ns; i++)
     if (!(isfinite(s->timer_res_ns[i]) && s->timer_res_ns[i] >= 0))
-      return la__bad(why, n, "timer_res_ns of rank %zu not a finite value "
-                             ">= 0", i);
+      return la__bad(why, n, "timer_res_ns of rank %zu not finite or < 0", i);
   if (s->n_detection && s->n_detection != s->nprocs)
     return la__bad(why, n, "detection has %zu entries for %u ranks",
                    s->n_detection, s->nprocs);

@@ -840,8 +840,7 @@ int la_store_rank_start(la_store_t *s, const La__RankStart *m) {
   st = s->st[S_FID_INS]; /* the first RankStart of the rank wins */
   la__bind_text(st, 1, m->app_id, LA_MAX_ID_LEN);
   sqlite3_bind_int64(st, 2, m->rank);
-  if (m->has_timer_res_ns && isfinite(m->timer_res_ns) &&
-      m->timer_res_ns >= 0)
+  if (m->has_timer_res_ns && isfinite(m->timer_res_ns) && m->timer_res_ns >= 0)
     sqlite3_bind_double(st, 3, m->timer_res_ns);
   if (m->interference) la__bind_text(st, 4, m->interference, 256);
   r = la__run(s, st, "storing the rank's timer resolution");
@@ -902,9 +901,9 @@ int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new) {
   if (!s || !t || !t->app_id || !t->app_id[0] || !t->stats ||
       !t->segments.data || t->segments.len == 0 || t->segments.len > INT32_MAX)
     return LA_EINVAL;
-  if (t->robust_stats && (!t->robust_segments.data ||
-                          t->robust_segments.len == 0 ||
-                          t->robust_segments.len > INT32_MAX))
+  if (t->robust_stats &&
+      (!t->robust_segments.data || t->robust_segments.len == 0 ||
+       t->robust_segments.len > INT32_MAX))
     return LA_EINVAL;
   if (t->rank >= LA_MAX_RANKS) {
     la__fmt(s->err, sizeof s->err, "trace of %s: rank %u >= %u", t->app_id,
@@ -1433,8 +1432,9 @@ static int la__load_robust(la_store_t *s, sqlite3_stmt *st,
   if (sqlite3_column_type(st, 20) != SQLITE_NULL) {
     sqlite3_int64 f;
     if (!la__col_int(st, 20, 0, (sqlite3_int64)t->n_elements, &f))
-      return la__corrupt(s, "robust weights of %s cycle %llu rank %u: bad "
-                            "flagged count",
+      return la__corrupt(s,
+                         "robust weights of %s cycle %llu rank %u: bad "
+                         "flagged count",
                          t->app_id, (unsigned long long)t->cycle_tag, t->rank);
     t->has_flagged = 1;
     t->flagged = (uint64_t)f;
@@ -1611,8 +1611,8 @@ static int la__load_fidelity(la_store_t *s, const char *app_id,
     if (sqlite3_column_type(st, 2) != SQLITE_NULL) {
       char *d = la__strdup_col(st, 2, 256, &bad);
       if (bad) {
-        r = la__corrupt(s, "rank_fidelity of %s rank %lld: detection too "
-                           "long", app_id, (long long)rank);
+        r = la__corrupt(s, "rank_fidelity of %s rank %lld: detection too long",
+                        app_id, (long long)rank);
         break;
       }
       if (!d) {

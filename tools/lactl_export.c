@@ -95,9 +95,9 @@ static int put_json(FILE *f, const la_traceset_t *t, double *w, int first) {
           first ? "" : ",", (unsigned long long)la_traceset_cycle(t),
           lactl_state_name(lactl_set_state(t)), np);
   for (size_t i = 0; i < nm; i++) fprintf(f, "%s%u", i ? ", " : "", m[i]);
-  fprintf(f, "], \"weights\": \"%s\"",
-          la_traceset_weights_kind(t) == LA_WEIGHTS_ROBUST ? "robust"
-                                                           : "measured");
+  fprintf(
+      f, "], \"weights\": \"%s\"",
+      la_traceset_weights_kind(t) == LA_WEIGHTS_ROBUST ? "robust" : "measured");
   fprintf(f, ", \"time_ns\": %llu, \"imbalance\": ",
           (unsigned long long)la_traceset_time_ns(t));
   lactl_json_num(f, la_traceset_imbalance(t, &imb) ? NAN : imb);
@@ -157,12 +157,9 @@ static int put_metis(const char *cmd, FILE *f, const la_traceset_t *t,
 }
 
 int lactl_export_main(int argc, char **argv) {
-  static const struct option lo[] = {{"format", 1, 0, 'F'},
-                                     {"output", 1, 0, 'o'},
-                                     {"max-weight", 1, 0, 'M'},
-                                     {"weights", 1, 0, 'W'},
-                                     LACTL_COMMON_OPTIONS,
-                                     {0, 0, 0, 0}};
+  static const struct option lo[] = {
+      {"format", 1, 0, 'F'},  {"output", 1, 0, 'o'}, {"max-weight", 1, 0, 'M'},
+      {"weights", 1, 0, 'W'}, LACTL_COMMON_OPTIONS,  {0, 0, 0, 0}};
   lactl_common_t o = {0};
   const char *out = NULL;
   int c, fmt = F_CSV, kind = -1; /* -1: the client's default */

@@ -29,20 +29,19 @@
 #define COARSE_STEPS 20
 
 static void usage(FILE *f) {
-  fprintf(
-      f,
-      "usage: lactl show APP [CYCLE|latest] [--global HOST:PORT | --db "
-      "FILE] [--json]\n"
-      "\n"
-      "Shows one Trace-Set of application APP (default: the latest "
-      "cycle): complete,\npartial or open, the missing ranks and why, "
-      "per-rank totals (exact) with a bar,\nthe imbalance (max/mean), "
-      "elements, the compaction ratio (8 bytes per element\nagainst the "
-      "encoded bytes) and the error achieved per rank; where the agents "
-      "report\nthem, robust totals, interference, timer resolution and "
-      "detection per rank.\n\n" LACTL_COMMON_HELP
-      "  --json              one JSON object\n"
-      "\nExit status: 0 done, 1 unreachable or not found, 2 usage.\n");
+  fprintf(f,
+          "usage: lactl show APP [CYCLE|latest] [--global HOST:PORT | --db "
+          "FILE] [--json]\n"
+          "\n"
+          "Shows one Trace-Set of application APP (default: the latest "
+          "cycle): complete,\npartial or open, the missing ranks and why, "
+          "per-rank totals (exact) with a bar,\nthe imbalance (max/mean), "
+          "elements, the compaction ratio (8 bytes per element\nagainst the "
+          "encoded bytes) and the error achieved per rank; where the agents "
+          "report\nthem, robust totals, interference, timer resolution and "
+          "detection per rank.\n\n" LACTL_COMMON_HELP
+          "  --json              one JSON object\n"
+          "\nExit status: 0 done, 1 unreachable or not found, 2 usage.\n");
 }
 
 /* Per-rank figures, NaN where unknown. */
@@ -61,14 +60,14 @@ typedef struct {
 
 /* Set-wide fidelity figures. */
 typedef struct {
-  double imb_robust;   /* NaN unless every present rank has robust weights */
-  double robust_total; /* same condition */
+  double imb_robust;    /* NaN unless every present rank has robust weights */
+  double robust_total;  /* same condition */
   double interf, share; /* over ranks reporting interference; NaN if none */
   uint64_t flagged;
-  double timer_res;     /* coarsest reported, ns; 0 when none */
-  double median_ns;     /* median element (sampled), ns; NaN when unknown */
-  int coarse;           /* median_ns < COARSE_STEPS * timer_res */
-  int any;              /* any rank reported any fidelity figure */
+  double timer_res; /* coarsest reported, ns; 0 when none */
+  double median_ns; /* median element (sampled), ns; NaN when unknown */
+  int coarse;       /* median_ns < COARSE_STEPS * timer_res */
+  int any;          /* any rank reported any fidelity figure */
 } fid_t;
 
 /* ns per unit of the metric, 0 when it is not a time. */
@@ -142,8 +141,7 @@ static void collect_fidelity(const la_traceset_t *t, rank_t *r, fid_t *fd) {
     if (!x->present) continue;
     x->has_robust =
         la_traceset_rank_robust_stats(t, i, &x->robust, NULL, NULL) == 0;
-    x->has_interf = la_traceset_rank_interference(t, i, &x->interf,
-                                                  &x->flagged,
+    x->has_interf = la_traceset_rank_interference(t, i, &x->interf, &x->flagged,
                                                   &x->flagged_time) == 0;
     if (x->has_robust || x->has_interf) fd->any = 1;
     if (x->has_interf && !isnan(x->interf)) {
@@ -198,9 +196,8 @@ static void collect(const la_traceset_t *t, rank_t *r, double *imb,
   if (la_traceset_imbalance(t, imb) != 0) *imb = NAN;
 }
 
-static void print_json(const la_traceset_t *t, const rank_t *r,
-                       const fid_t *fd, double imb, uint64_t raw,
-                       uint64_t enc, double sum) {
+static void print_json(const la_traceset_t *t, const rank_t *r, const fid_t *fd,
+                       double imb, uint64_t raw, uint64_t enc, double sum) {
   uint32_t np = la_traceset_nprocs(t);
   const uint32_t *miss;
   size_t nm = la_traceset_missing(t, &miss);
@@ -296,7 +293,7 @@ static void print_json(const la_traceset_t *t, const rank_t *r,
 /* The fidelity table: one row per rank. Returns 0 or LACTL_FAIL (memory). */
 static int print_fidelity(const la_traceset_t *t, const rank_t *r) {
   uint32_t np = la_traceset_nprocs(t);
-  const char *heads[] = {"RANK",    "MEASURED", "ROBUST",       "INTERF%",
+  const char *heads[] = {"RANK",    "MEASURED",      "ROBUST",   "INTERF%",
                          "FLAGGED", "TIMER_RES(ns)", "DETECTION"};
   lactl_table_t *tb = lactl_table_new(7, heads, "rrrrrrl");
   int bad = tb == NULL;
@@ -326,9 +323,8 @@ static int print_fidelity(const la_traceset_t *t, const rank_t *r) {
   return bad ? LACTL_FAIL : 0;
 }
 
-static int print_text(const la_traceset_t *t, const rank_t *r,
-                      const fid_t *fd, double imb, uint64_t raw, uint64_t enc,
-                      double sum) {
+static int print_text(const la_traceset_t *t, const rank_t *r, const fid_t *fd,
+                      double imb, uint64_t raw, uint64_t enc, double sum) {
   uint32_t np = la_traceset_nprocs(t);
   const uint32_t *miss;
   size_t nm = la_traceset_missing(t, &miss);
@@ -365,15 +361,17 @@ static int print_text(const la_traceset_t *t, const rank_t *r,
     printf("  imbalance   %s (max/mean of rank totals)\n",
            lactl_fmt_num(imb, 4, b1, sizeof b1));
   if (!isnan(fd->share))
-    printf("  interference %s%% of the measured time (%llu element-cycles "
-           "flagged)\n",
-           lactl_fmt_num(fd->share * 100, 3, b1, sizeof b1),
-           (unsigned long long)fd->flagged);
+    printf(
+        "  interference %s%% of the measured time (%llu element-cycles "
+        "flagged)\n",
+        lactl_fmt_num(fd->share * 100, 3, b1, sizeof b1),
+        (unsigned long long)fd->flagged);
   if (fd->coarse)
-    printf("  warning: timer resolution %s ns, median element %s ns: most "
-           "elements read only a few timer steps\n",
-           lactl_fmt_num(fd->timer_res, 4, b1, sizeof b1),
-           lactl_fmt_num(fd->median_ns, 4, b2, sizeof b2));
+    printf(
+        "  warning: timer resolution %s ns, median element %s ns: most "
+        "elements read only a few timer steps\n",
+        lactl_fmt_num(fd->timer_res, 4, b1, sizeof b1),
+        lactl_fmt_num(fd->median_ns, 4, b2, sizeof b2));
   printf("  compaction  %llu raw bytes -> %llu encoded: %sx smaller\n\n",
          (unsigned long long)raw, (unsigned long long)enc,
          lactl_fmt_ratio(enc ? (double)raw / (double)enc : NAN, b2, sizeof b2));
