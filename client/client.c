@@ -49,6 +49,7 @@ int la_client_from_fd(int fd, int timeout_ms, la_client_t **out) {
   c->fd = fd;
   c->timeout_ms = timeout_ms > 0 ? timeout_ms : LA_CLIENT_DEFAULT_TIMEOUT_MS;
   c->max_rank_elements = LA_CLIENT_DEFAULT_MAX_RANK_ELEMENTS;
+  c->weights = la__weights_env();
   la_frame_reader_init(&c->rd, LA_CLIENT_DEFAULT_MAX_FRAME);
   *out = c;
   return 0;
@@ -79,6 +80,13 @@ int la_client_set_max_elements(la_client_t *c, uint64_t max_rank_elements) {
   if (!c || max_rank_elements == 0 || max_rank_elements > (1ULL << 32))
     return LA_EINVAL;
   c->max_rank_elements = max_rank_elements;
+  return 0;
+}
+
+int la_client_set_weights(la_client_t *c, int kind) {
+  if (!c || kind < LA_WEIGHTS_DEFAULT || kind > LA_WEIGHTS_ROBUST)
+    return LA_EINVAL;
+  c->weights = kind;
   return 0;
 }
 
@@ -229,6 +237,7 @@ static int la__client_set(la_client_t *c, ProtobufCMessage *msg,
   int rc = la__traceset_adopt_max((La__TraceSet *)msg, 0, c->max_rank_elements,
                                   out, why, sizeof why);
   if (rc) return la__client_fail(c, rc, "bad TraceSet: %s", why);
+  la__traceset_choose(*out, c->weights);
   return 0;
 }
 

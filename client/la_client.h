@@ -24,8 +24,9 @@
  *    from and stay valid until it is freed. Arrays passed in (weights,
  *    vtxdist, ...) belong to the caller, who sizes them as each function says.
  *  - Threads: a la_client_t is not thread-safe; use one handle per thread, or
- *    lock around every call. A la_traceset_t is immutable once made: any
- *    number of threads may read one concurrently; it is independent of the
+ *    lock around every call. A la_traceset_t is immutable once made (but
+ *    for la_traceset_set_weights): any number of threads may read one
+ *    concurrently; it is independent of the
  *    client that received it (it may outlive it).
  *  - The library prints nothing, never exits, installs no signal handler and
  *    keeps no global state. Writes never raise SIGPIPE.
@@ -106,6 +107,21 @@ LA_CLIENT_EXPORT int la_client_set_max_elements(la_client_t *c,
 
 LA_CLIENT_EXPORT int la_client_set_max_frame(la_client_t *c,
                                              uint32_t max_payload);
+
+/* Which weights a set's weight functions (dense, per rank, range sums,
+ * METIS, Zoltan) serve: the measured values, or the robust ones with
+ * interference (preemption, interrupts) removed (docs/fidelity.md). */
+enum {
+  LA_WEIGHTS_DEFAULT = 0,  /* robust when every present rank has them */
+  LA_WEIGHTS_MEASURED = 1, /* always the measured values */
+  LA_WEIGHTS_ROBUST = 2    /* robust; measured for a set lacking them */
+};
+
+/* Chooses the weights of the sets c receives from now on (sets already
+ * returned keep theirs). Without this call the choice is $LA_WEIGHTS
+ * ("measured" or "robust", read when the client was made), else
+ * LA_WEIGHTS_DEFAULT. Errors: LA_EINVAL (NULL c or unknown kind). */
+LA_CLIENT_EXPORT int la_client_set_weights(la_client_t *c, int kind);
 
 /* Subscription flags. */
 enum {
@@ -314,6 +330,53 @@ LA_CLIENT_EXPORT int la_traceset_metis_weights32(const la_traceset_t *t,
  * weights >= 0). Errors: LA_EINVAL (bad arguments, or no finite value). */
 LA_CLIENT_EXPORT int la_traceset_zoltan_weights(const la_traceset_t *t,
                                                 float *w);
+
+/* ------------------------------------------------------------- fidelity
+ * Robust weights and interference (docs/fidelity.md). A trace from an older
+ * LocalAgent carries none of these; the functions then say LA_ENOTFOUND. */
+
+/* Switches the weights t serves (see LA_WEIGHTS_*). A set made by
+ * la_traceset_from_bytes starts with $LA_WEIGHTS's choice, one received by
+ * a client with the client's. Changes t: not while other threads read it.
+ * Errors: LA_EINVAL, LA_ENOTFOUND (LA_WEIGHTS_ROBUST asked, but a present
+ * rank lacks robust weights: t then serves the measured ones). */
+LA_CLIENT_EXPORT int la_traceset_set_weights(la_traceset_t *t, int kind);
+/* LA_WEIGHTS_ROBUST or LA_WEIGHTS_MEASURED: what t's weights are now. */
+LA_CLIENT_EXPORT int la_traceset_weights_kind(const la_traceset_t *t);
+/* 1 when every present rank's trace carries robust weights (and one is
+ * present), else 0. */
+LA_CLIENT_EXPORT int la_traceset_has_robust(const la_traceset_t *t);
+/* Exact statistics of rank's robust weights. Errors: LA_ENOTFOUND (missing
+ * rank or no robust weights), LA_EINVAL. Pointers may be NULL. */
+LA_CLIENT_EXPORT int la_traceset_rank_robust_stats(const la_traceset_t *t,
+                                                   uint32_t rank, double *sum,
+                                                   double *min, double *max);
+/* Writes nprocs exact robust totals, NaN for missing ranks and ranks
+ * without robust weights. Errors: LA_EINVAL. */
+LA_CLIENT_EXPORT int la_traceset_robust_totals(const la_traceset_t *t,
+                                               double *totals);
+/* max / mean of the present ranks' robust totals. Errors: LA_ENOTFOUND (a
+ * present rank has no robust weights), LA_EINVAL (no rank present). */
+LA_CLIENT_EXPORT int la_traceset_robust_imbalance(const la_traceset_t *t,
+                                                  double *imbalance);
+/* Rank's interference figures for the cycle: the time interference added
+ * (sum over elements of max(0, measured - robust), metric unit; NaN when
+ * not reported), the element-cycles the probe saw a context switch in (0
+ * when not reported) and their measured time (NaN when not reported).
+ * Errors: LA_ENOTFOUND (missing rank, or none reported), LA_EINVAL.
+ * Pointers may be NULL. */
+LA_CLIENT_EXPORT int la_traceset_rank_interference(const la_traceset_t *t,
+                                                   uint32_t rank,
+                                                   double *interference,
+                                                   uint64_t *flagged,
+                                                   double *flagged_time);
+/* Rank's timer resolution in ns as libla measured it; 0 when unknown. */
+LA_CLIENT_EXPORT double la_traceset_rank_timer_res(const la_traceset_t *t,
+                                                   uint32_t rank);
+/* Rank's interference detection status: "on", "off (reason)", or "" when
+ * unknown. Owned by t. */
+LA_CLIENT_EXPORT const char *la_traceset_rank_detection(const la_traceset_t *t,
+                                                        uint32_t rank);
 
 #ifdef __cplusplus
 }

@@ -16,12 +16,17 @@
 #define LA__CLIENT_ERR_LEN 256
 
 /* A received Trace-Set: the validated message it came from (owned) and, per
- * rank, its parsed trace and global offset. Immutable once built. */
+ * rank, its parsed traces and global offset. Immutable once built, except
+ * for the weights choice (w, robust: la_traceset_set_weights). */
 struct la_traceset {
   La__TraceSet *msg; /* owned; freed with la_msg_free */
   uint32_t nprocs;
   uint64_t *vtx;               /* nprocs + 1 global offsets */
-  la_trace_t **trace;          /* per rank; NULL when missing */
+  la_trace_t **trace;          /* per rank, measured; NULL when missing */
+  la_trace_t **rob;            /* per rank, robust; NULL when absent */
+  const la_trace_t **w;        /* per rank, the chosen one (trace or rob) */
+  uint32_t n_rob;              /* present ranks carrying robust weights */
+  int robust;                  /* w is rob (1) or trace (0) */
   const La__CompactTrace **ct; /* per rank, into msg; NULL when missing */
   uint32_t *missing;           /* ascending; NULL when none */
   size_t n_missing;
@@ -35,6 +40,7 @@ struct la_client_rows {
 
 struct la_client {
   int fd;
+  int weights;    /* LA_WEIGHTS_*: la_client_set_weights, else $LA_WEIGHTS */
   int timeout_ms; /* sends and request/reply calls */
   int dead;       /* sticky error: the stream is unusable */
   int got_data;   /* something was received */
@@ -64,6 +70,22 @@ int la__traceset_adopt(La__TraceSet *m, int validate, la_traceset_t **out,
 int la__traceset_adopt_max(La__TraceSet *m, int validate,
                            uint64_t max_rank_elements, la_traceset_t **out,
                            char *why, size_t why_len);
+
+/* The weights choice of $LA_WEIGHTS: "measured" gives LA_WEIGHTS_MEASURED,
+ * "robust" LA_WEIGHTS_ROBUST, anything else (or unset)
+ * LA_WEIGHTS_DEFAULT. */
+int la__weights_env(void);
+
+/* Points t's weight functions at the robust weights when kind is not
+ * LA_WEIGHTS_MEASURED and every present rank carries them, else at the
+ * measured ones. Returns 1 when the robust weights are chosen, else 0. */
+int la__traceset_choose(la_traceset_t *t, int kind);
+
+/* max / mean of the present ranks' exact totals, measured (robust 0) or
+ * robust (1). Errors: LA_EINVAL (no rank present, negative mean),
+ * LA_ENOTFOUND (robust asked, and a present rank has none). */
+int la__traceset_imbalance_of(const la_traceset_t *t, int robust,
+                              double *imbalance);
 
 /* The message a set was made from (owned by t). */
 const La__TraceSet *la__traceset_message(const la_traceset_t *t);

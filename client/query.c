@@ -67,6 +67,7 @@ static int la__get(la_client_t *c, const char *app_id, int has_cycle,
   char why[200] = "";
   rc = la__traceset_adopt_max(s, 0, c->max_rank_elements, out, why, sizeof why);
   if (rc) return la__client_fail(c, rc, "bad TraceSet in reply: %s", why);
+  la__traceset_choose(*out, c->weights);
   return 0;
 }
 

@@ -6,9 +6,11 @@
  * elements than the cap (checked before anything is parsed); trace element
  * counts agree with rank_elements; every trace's encoding parses
  * (la_trace_open_max, capped at the trace's element count), covers its
- * element count and has the mode the message says. A set that passes is
- * immutable, so the numeric functions (weights.c) never re-check. Does not do
- * I/O and does not compute weights.
+ * element count and has the mode the message says; the same for the robust
+ * weights a trace carries (docs/fidelity.md). A set that passes is immutable
+ * (but for which weights it serves, chosen here at build time from
+ * $LA_WEIGHTS), so the numeric functions (weights.c) never re-check. Does
+ * not do I/O and does not compute weights.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -35,7 +37,11 @@ void la_traceset_free(la_traceset_t *t) {
   if (!t) return;
   if (t->trace)
     for (uint32_t r = 0; r < t->nprocs; r++) la_trace_close(t->trace[r]);
+  if (t->rob)
+    for (uint32_t r = 0; r < t->nprocs; r++) la_trace_close(t->rob[r]);
   free(t->trace);
+  free(t->rob);
+  free(t->w);
   free(t->ct);
   free(t->vtx);
   free(t->missing);
@@ -66,8 +72,10 @@ static int la__ts_build(la_traceset_t *t, uint64_t cap, char *why,
   t->nprocs = np;
   t->vtx = calloc((size_t)np + 1, sizeof *t->vtx);
   t->trace = calloc(np, sizeof *t->trace);
+  t->rob = calloc(np, sizeof *t->rob);
+  t->w = calloc(np, sizeof *t->w);
   t->ct = calloc(np, sizeof *t->ct);
-  if (!t->vtx || !t->trace || !t->ct) return LA_ENOMEM;
+  if (!t->vtx || !t->trace || !t->rob || !t->w || !t->ct) return LA_ENOMEM;
   if (m->n_traces + m->n_missing_ranks != np)
     return la__ts_bad(why, why_len,
                       "%zu traces and %zu missing ranks for %u ranks",
@@ -135,8 +143,26 @@ static int la__ts_build(la_traceset_t *t, uint64_t cap, char *why,
                         "rank %u: encoding mode %s, message says %s", r,
                         la_compact_mode_name(la_trace_mode(t->trace[r])),
                         la_compact_mode_name((int)ct->mode));
+    if (!ct->robust_stats) continue;
+    rc = la_trace_open_max(ct->robust_segments.data, ct->robust_segments.len,
+                           ct->n_elements, &t->rob[r], wbuf, sizeof wbuf);
+    if (rc == LA_ENOMEM) return rc;
+    if (rc)
+      return la__ts_bad(why, why_len, "rank %u: bad robust encoding: %s", r,
+                        wbuf);
+    if (la_trace_count(t->rob[r]) != ct->n_elements ||
+        la_trace_mode(t->rob[r]) != (int)ct->mode)
+      return la__ts_bad(why, why_len,
+                        "rank %u: robust encoding holds %llu points in mode "
+                        "%s, the trace %llu in mode %s",
+                        r, (unsigned long long)la_trace_count(t->rob[r]),
+                        la_compact_mode_name(la_trace_mode(t->rob[r])),
+                        (unsigned long long)ct->n_elements,
+                        la_compact_mode_name((int)ct->mode));
+    t->n_rob++;
   }
   t->dropped = m->has_dropped ? m->dropped : 0;
+  la__traceset_choose(t, la__weights_env());
   return 0;
 }
 
@@ -321,12 +347,19 @@ int la_traceset_rank_error(const la_traceset_t *t, uint32_t rank,
 }
 
 int la_traceset_imbalance(const la_traceset_t *t, double *imbalance) {
+  return la__traceset_imbalance_of(t, 0, imbalance);
+}
+
+int la__traceset_imbalance_of(const la_traceset_t *t, int robust,
+                              double *imbalance) {
   if (!t || !imbalance) return LA_EINVAL;
   double mx = -INFINITY, s = 0, c = 0; /* Neumaier */
   size_t k = 0;
   for (uint32_t r = 0; r < t->nprocs; r++) {
     if (!t->ct[r]) continue;
-    double v = t->ct[r]->stats->sum, u = s + v;
+    if (robust && !t->ct[r]->robust_stats) return LA_ENOTFOUND;
+    double v = robust ? t->ct[r]->robust_stats->sum : t->ct[r]->stats->sum;
+    double u = s + v;
     c += fabs(s) >= fabs(v) ? (s - u) + v : (v - u) + s;
     s = u;
     if (v > mx || isnan(v)) mx = v;

@@ -5,7 +5,8 @@
  * Decoding goes through la_trace_decode in chunks, so the integer and float
  * weights need no scratch memory proportional to the set. Missing ranks are
  * NaN in the dense weights and the mean of the present values in the
- * partitioner weights. Does not validate: traceset.c did, once.
+ * partitioner weights. Every function here reads the weights the set chose
+ * (measured or robust, t->w). Does not validate: traceset.c did, once.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -18,11 +19,11 @@
 int la_traceset_rank_weights(const la_traceset_t *t, uint32_t rank, double *w) {
   if (!t || !w || rank >= t->nprocs) return LA_EINVAL;
   uint64_t n = t->vtx[rank + 1] - t->vtx[rank];
-  if (!t->trace[rank]) {
+  if (!t->w[rank]) {
     for (uint64_t i = 0; i < n; i++) w[i] = NAN;
     return 0;
   }
-  return la_trace_decode(t->trace[rank], 0, n, w);
+  return la_trace_decode(t->w[rank], 0, n, w);
 }
 
 int la_traceset_weights(const la_traceset_t *t, double *w) {
@@ -77,10 +78,10 @@ int la_traceset_range_sum(const la_traceset_t *t, uint64_t first,
     if (hi <= g) continue; /* empty rank */
     uint64_t stop = end < hi ? end : hi;
     double part;
-    if (!t->trace[r]) {
+    if (!t->w[r]) {
       part = NAN;
     } else {
-      int rc = la_trace_range_sum(t->trace[r], g - lo, stop - g, &part);
+      int rc = la_trace_range_sum(t->w[r], g - lo, stop - g, &part);
       if (rc) return rc;
     }
     la__kadd(&k, part);
@@ -97,11 +98,11 @@ static int la__scan(const la_traceset_t *t, double *maxv, double *mean) {
   la__ksum_t k = {0, 0};
   uint64_t nfin = 0;
   for (uint32_t r = 0; r < t->nprocs; r++) {
-    if (!t->trace[r]) continue;
+    if (!t->w[r]) continue;
     uint64_t n = t->vtx[r + 1] - t->vtx[r];
     for (uint64_t i = 0; i < n; i += LA__CHUNK) {
       uint64_t m = n - i < LA__CHUNK ? n - i : LA__CHUNK;
-      int rc = la_trace_decode(t->trace[r], i, m, buf);
+      int rc = la_trace_decode(t->w[r], i, m, buf);
       if (rc) return rc;
       for (uint64_t j = 0; j < m; j++) {
         if (!isfinite(buf[j])) continue;
@@ -130,8 +131,8 @@ static int la__walk(const la_traceset_t *t, void *dst, la__put_fn put,
     uint64_t base = t->vtx[r], n = t->vtx[r + 1] - base;
     for (uint64_t i = 0; i < n; i += LA__CHUNK) {
       uint64_t m = n - i < LA__CHUNK ? n - i : LA__CHUNK;
-      if (t->trace[r]) {
-        int rc = la_trace_decode(t->trace[r], i, m, buf);
+      if (t->w[r]) {
+        int rc = la_trace_decode(t->w[r], i, m, buf);
         if (rc) return rc;
       } else {
         for (uint64_t j = 0; j < m; j++) buf[j] = NAN;

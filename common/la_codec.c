@@ -196,6 +196,32 @@ static int la__trace_ok(const La__CompactTrace *t, char *why, size_t n) {
                    (unsigned long long)t->stats->count,
                    (unsigned long long)t->n_elements);
   if (t->segments.len == 0) return la__bad(why, n, "segments empty");
+  /* Robust weights (docs/fidelity.md): an encoding and its statistics come
+   * together or not at all. */
+  if (t->has_robust_segments != (t->robust_stats != NULL))
+    return la__bad(why, n,
+                   "robust_segments and robust_stats must come together");
+  if (t->robust_stats) {
+    if (t->robust_segments.len == 0)
+      return la__bad(why, n, "robust_segments empty");
+    if (t->robust_stats->count != t->n_elements)
+      return la__bad(why, n,
+                     "robust_stats.count %llu differs from n_elements %llu",
+                     (unsigned long long)t->robust_stats->count,
+                     (unsigned long long)t->n_elements);
+  }
+  if (t->has_interference &&
+      !(isfinite(t->interference) && t->interference >= 0))
+    return la__bad(why, n, "interference %g not a finite value >= 0",
+                   t->interference);
+  if (t->has_flagged && t->flagged > t->n_elements)
+    return la__bad(why, n, "flagged %llu exceeds n_elements %llu",
+                   (unsigned long long)t->flagged,
+                   (unsigned long long)t->n_elements);
+  if (t->has_flagged_time &&
+      !(isfinite(t->flagged_time) && t->flagged_time >= 0))
+    return la__bad(why, n, "flagged_time %g not a finite value >= 0",
+                   t->flagged_time);
   return 0;
 }
 
@@ -211,6 +237,18 @@ static int la__set_ok(const La__TraceSet *s, char *why, size_t n) {
   if (s->n_rank_elements && s->n_rank_elements != s->nprocs)
     return la__bad(why, n, "rank_elements has %zu entries for %u ranks",
                    s->n_rank_elements, s->nprocs);
+  if (s->n_timer_res_ns && s->n_timer_res_ns != s->nprocs)
+    return la__bad(why, n, "timer_res_ns has %zu entries for %u ranks",
+                   s->n_timer_res_ns, s->nprocs);
+  for (size_t i = 0; i < s->n_timer_res_ns; i++)
+    if (!(isfinite(s->timer_res_ns[i]) && s->timer_res_ns[i] >= 0))
+      return la__bad(why, n, "timer_res_ns of rank %zu not finite or < 0", i);
+  if (s->n_detection && s->n_detection != s->nprocs)
+    return la__bad(why, n, "detection has %zu entries for %u ranks",
+                   s->n_detection, s->nprocs);
+  for (size_t i = 0; i < s->n_detection; i++)
+    if (!s->detection[i] || !la__text_ok(s->detection[i], 256))
+      return la__bad(why, n, "detection of rank %zu too long", i);
   for (size_t i = 0; i < s->n_traces; i++) {
     const La__CompactTrace *t = s->traces[i];
     if (la__trace_ok(t, why, n)) return LA_EPROTO;

@@ -117,6 +117,33 @@ static const char la__missing_sql[] =
     "  t_recorded_ns INTEGER NOT NULL,"
     "  PRIMARY KEY (app_id, cycle_tag, rank)) WITHOUT ROWID;";
 
+/* Added later still, created in place (IF NOT EXISTS) like `missing`.
+ * robust: per stored trace that carried them, the robust weights (their
+ * encoding and exact statistics) and the interference figures
+ * (docs/fidelity.md); a trace without them has no row. rank_fidelity: per
+ * rank, the timer resolution and the interference detection status its
+ * RankStart reported. */
+static const char la__robust_sql[] =
+    "CREATE TABLE IF NOT EXISTS robust ("
+    "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
+    "  cycle_tag INTEGER NOT NULL,"
+    "  rank INTEGER NOT NULL,"
+    "  segments BLOB,"
+    "  stat_count INTEGER,"
+    "  stat_sum REAL,"
+    "  stat_min REAL,"
+    "  stat_max REAL,"
+    "  interference REAL,"
+    "  flagged INTEGER,"
+    "  flagged_time REAL,"
+    "  PRIMARY KEY (app_id, cycle_tag, rank)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS rank_fidelity ("
+    "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
+    "  rank INTEGER NOT NULL,"
+    "  timer_res_ns REAL,"
+    "  detection TEXT,"
+    "  PRIMARY KEY (app_id, rank)) WITHOUT ROWID;";
+
 /* ------------------------------------------------------------- statements */
 
 enum {
@@ -151,6 +178,9 @@ enum {
   S_MISS_COUNTS,
   S_RANK_HOST,
   S_SET_STATE,
+  S_ROBUST_INS,
+  S_FID_INS,
+  S_LOAD_FID,
   S__COUNT
 };
 
@@ -258,10 +288,14 @@ static const char *const la__sql[S__COUNT] = {
         "SELECT closed, complete, t_closed_ns FROM trace_sets"
         " WHERE app_id = ?1 AND cycle_tag = ?2",
     [S_LOAD_TRACES] =
-        "SELECT rank, n_elements, mode, segments, stat_count, stat_sum,"
-        " stat_min, stat_max, err_max_abs, err_rmse, err_cv, t_xfer_ns,"
-        " rank_seq, seq FROM traces WHERE app_id = ?1 AND cycle_tag = ?2"
-        " ORDER BY rank",
+        "SELECT t.rank, t.n_elements, t.mode, t.segments, t.stat_count,"
+        " t.stat_sum, t.stat_min, t.stat_max, t.err_max_abs, t.err_rmse,"
+        " t.err_cv, t.t_xfer_ns, t.rank_seq, t.seq, r.segments, r.stat_count,"
+        " r.stat_sum, r.stat_min, r.stat_max, r.interference, r.flagged,"
+        " r.flagged_time FROM traces t LEFT JOIN robust r"
+        " ON r.app_id = t.app_id AND r.cycle_tag = t.cycle_tag"
+        " AND r.rank = t.rank WHERE t.app_id = ?1 AND t.cycle_tag = ?2"
+        " ORDER BY t.rank",
     [S_LOAD_RANKS] =
         "SELECT rank, n_elements FROM ranks WHERE app_id = ?1 AND started = 1",
     [S_OPEN_SETS] =
@@ -313,6 +347,16 @@ static const char *const la__sql[S__COUNT] = {
         " ORDER BY n DESC, reason",
     [S_SET_STATE] =
         "SELECT closed FROM trace_sets WHERE app_id = ?1 AND cycle_tag = ?2",
+    [S_ROBUST_INS] =
+        "INSERT OR IGNORE INTO robust(app_id, cycle_tag, rank, segments,"
+        " stat_count, stat_sum, stat_min, stat_max, interference, flagged,"
+        " flagged_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    [S_FID_INS] =
+        "INSERT OR IGNORE INTO rank_fidelity(app_id, rank, timer_res_ns,"
+        " detection) VALUES (?1, ?2, ?3, ?4)",
+    [S_LOAD_FID] =
+        "SELECT rank, timer_res_ns, detection FROM rank_fidelity"
+        " WHERE app_id = ?1 ORDER BY rank",
 };
 
 /* Test-only fault injection: the environment variable names the commits
@@ -522,6 +566,7 @@ static int la__schema(sqlite3 *db, const char *path, char *why, size_t n) {
                LA_STORE_APPLICATION_ID);
       if (la__exec(db, la__schema_sql, why, n, path, "creating the schema") ||
           la__exec(db, la__missing_sql, why, n, path, "creating the schema") ||
+          la__exec(db, la__robust_sql, why, n, path, "creating the schema") ||
           la__exec(db, sql, why, n, path, "creating the schema") ||
           la__exec(db, "COMMIT", why, n, path, "creating the schema")) {
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
@@ -550,8 +595,10 @@ static int la__schema(sqlite3 *db, const char *path, char *why, size_t n) {
             path, (long long)v, LA_STORE_SCHEMA_VERSION);
     return LA_EVERSION;
   }
-  return la__exec(db, la__missing_sql, why, n, path,
-                  "adding the missing table");
+  if (la__exec(db, la__missing_sql, why, n, path, "adding the missing table"))
+    return LA_EIO;
+  return la__exec(db, la__robust_sql, why, n, path,
+                  "adding the robust and rank_fidelity tables");
 sqlfail:
   la__fmt(why, n, "%s: %s", path, sqlite3_errmsg(db));
   return LA_EIO;
@@ -792,6 +839,14 @@ int la_store_rank_start(la_store_t *s, const La__RankStart *m) {
   la__bind_opt_u64(st, 6, m->has_t_start_ns, m->t_start_ns);
   sqlite3_bind_int64(st, 7, la__i64(m->seq));
   r = la__run(s, st, "storing the rank start");
+  if (r || !(m->has_timer_res_ns || m->interference)) goto out;
+  st = s->st[S_FID_INS]; /* the first RankStart of the rank wins */
+  la__bind_text(st, 1, m->app_id, LA_MAX_ID_LEN);
+  sqlite3_bind_int64(st, 2, m->rank);
+  if (m->has_timer_res_ns && isfinite(m->timer_res_ns) && m->timer_res_ns >= 0)
+    sqlite3_bind_double(st, 3, m->timer_res_ns);
+  if (m->interference) la__bind_text(st, 4, m->interference, 256);
+  r = la__run(s, st, "storing the rank's timer resolution");
 out:
   return la__wend(s, own, r);
 }
@@ -820,10 +875,38 @@ out:
   return la__wend(s, own, r);
 }
 
+/* The robust row of a new trace, when it carries robust weights or
+ * interference figures (the codec checked them). Returns 0 or LA_EIO. */
+static int la__robust_put(la_store_t *s, const La__CompactTrace *t) {
+  if (!t->robust_stats && !t->has_interference && !t->has_flagged &&
+      !t->has_flagged_time)
+    return 0;
+  sqlite3_stmt *st = s->st[S_ROBUST_INS];
+  la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
+  sqlite3_bind_int64(st, 2, la__i64(t->cycle_tag));
+  sqlite3_bind_int64(st, 3, t->rank);
+  if (t->robust_stats && t->robust_segments.data) {
+    sqlite3_bind_blob(st, 4, t->robust_segments.data,
+                      (int)t->robust_segments.len, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, la__i64(t->robust_stats->count));
+    sqlite3_bind_double(st, 6, t->robust_stats->sum);
+    sqlite3_bind_double(st, 7, t->robust_stats->min);
+    sqlite3_bind_double(st, 8, t->robust_stats->max);
+  }
+  if (t->has_interference) sqlite3_bind_double(st, 9, t->interference);
+  la__bind_opt_u64(st, 10, t->has_flagged, t->flagged);
+  if (t->has_flagged_time) sqlite3_bind_double(st, 11, t->flagged_time);
+  return la__run(s, st, "storing the trace's robust weights");
+}
+
 int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new) {
   if (was_new) *was_new = 0;
   if (!s || !t || !t->app_id || !t->app_id[0] || !t->stats ||
       !t->segments.data || t->segments.len == 0 || t->segments.len > INT32_MAX)
+    return LA_EINVAL;
+  if (t->robust_stats &&
+      (!t->robust_segments.data || t->robust_segments.len == 0 ||
+       t->robust_segments.len > INT32_MAX))
     return LA_EINVAL;
   if (t->rank >= LA_MAX_RANKS) {
     la__fmt(s->err, sizeof s->err, "trace of %s: rank %u >= %u", t->app_id,
@@ -870,6 +953,7 @@ int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new) {
   sqlite3_bind_int64(st, 2, la__i64(t->cycle_tag));
   sqlite3_bind_int64(st, 3, t->rank);
   if ((r = la__run(s, st, "dropping the trace's missing record"))) goto out;
+  if ((r = la__robust_put(s, t))) goto out;
   st = s->st[S_SET_TOUCH];
   la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
   sqlite3_bind_int64(st, 2, la__i64(t->cycle_tag));
@@ -1278,9 +1362,15 @@ void la_store_free_set(La__TraceSet *set) {
     free(t->segments.data);
     free(t->stats);
     free(t->error);
+    free(t->robust_segments.data);
+    free(t->robust_stats);
     free(t);
   }
   free(set->traces);
+  for (size_t i = 0; i < set->n_detection; i++)
+    free(set->detection ? set->detection[i] : NULL);
+  free(set->detection);
+  free(set->timer_res_ns);
   for (size_t i = 0; i < set->n_missing_reasons; i++) {
     La__MissingRank *mr = set->missing_reasons ? set->missing_reasons[i] : NULL;
     if (mr) free(mr->reason);
@@ -1307,6 +1397,56 @@ static char *la__strdup_col(sqlite3_stmt *st, int i, size_t max, int *bad) {
   if (n && t) memcpy(p, t, (size_t)n);
   p[t ? n : 0] = 0;
   return p;
+}
+
+/* The robust columns (14..21) of an S_LOAD_TRACES row into t: all NULL
+ * when the trace has no robust row. Returns 0, LA_EIO (corrupt row),
+ * LA_ENOMEM. */
+static int la__load_robust(la_store_t *s, sqlite3_stmt *st,
+                           La__CompactTrace *t) {
+  if (sqlite3_column_type(st, 14) != SQLITE_NULL) {
+    const void *blob = sqlite3_column_blob(st, 14);
+    int blen = sqlite3_column_bytes(st, 14);
+    sqlite3_int64 count;
+    if (sqlite3_column_type(st, 14) != SQLITE_BLOB || !blob || blen <= 0 ||
+        (unsigned)blen > LA_STORE_MAX_BLOB ||
+        !la__col_int(st, 15, (sqlite3_int64)t->n_elements,
+                     (sqlite3_int64)t->n_elements, &count))
+      return la__corrupt(s,
+                         "robust weights of %s cycle %llu rank %u: bad "
+                         "segments or stat_count",
+                         t->app_id, (unsigned long long)t->cycle_tag, t->rank);
+    t->robust_segments.data = malloc((size_t)blen);
+    t->robust_stats = malloc(sizeof *t->robust_stats);
+    if (!t->robust_segments.data || !t->robust_stats) return LA_ENOMEM;
+    memcpy(t->robust_segments.data, blob, (size_t)blen);
+    t->robust_segments.len = (size_t)blen;
+    t->has_robust_segments = 1;
+    la__series_stats__init(t->robust_stats);
+    t->robust_stats->count = (uint64_t)count;
+    t->robust_stats->sum = la__col_double(st, 16);
+    t->robust_stats->min = la__col_double(st, 17);
+    t->robust_stats->max = la__col_double(st, 18);
+  }
+  if (sqlite3_column_type(st, 19) != SQLITE_NULL) {
+    t->has_interference = 1;
+    t->interference = la__col_double(st, 19);
+  }
+  if (sqlite3_column_type(st, 20) != SQLITE_NULL) {
+    sqlite3_int64 f;
+    if (!la__col_int(st, 20, 0, (sqlite3_int64)t->n_elements, &f))
+      return la__corrupt(s,
+                         "robust weights of %s cycle %llu rank %u: bad "
+                         "flagged count",
+                         t->app_id, (unsigned long long)t->cycle_tag, t->rank);
+    t->has_flagged = 1;
+    t->flagged = (uint64_t)f;
+  }
+  if (sqlite3_column_type(st, 21) != SQLITE_NULL) {
+    t->has_flagged_time = 1;
+    t->flagged_time = la__col_double(st, 21);
+  }
+  return 0;
 }
 
 /* One trace row of S_LOAD_TRACES into a new message. Returns 0, LA_EIO
@@ -1373,7 +1513,7 @@ static int la__load_trace(la_store_t *s, sqlite3_stmt *st, const char *app_id,
     t->rank_seq = (uint64_t)sqlite3_column_int64(st, 12);
   }
   t->seq = (uint64_t)sqlite3_column_int64(st, 13);
-  return 0;
+  return la__load_robust(s, st, t);
 }
 
 /* The missing records of a set into set->missing_reasons, by rank (ranks
@@ -1430,6 +1570,64 @@ static int la__load_missing(la_store_t *s, const char *app_id,
   }
   if (r == 0 && rc != SQLITE_DONE)
     r = la__sqlerr(s, "loading the missing records");
+  la__done(st);
+  return r;
+}
+
+/* Timer resolution and detection status per rank (set->nprocs entries,
+ * 0 and "" where a rank reported none) when any rank of the application
+ * reported them; left empty otherwise. Returns 0, LA_EIO, LA_ENOMEM. */
+static int la__load_fidelity(la_store_t *s, const char *app_id,
+                             La__TraceSet *set) {
+  int rc, r = 0, bad = 0;
+  sqlite3_stmt *st = s->st[S_LOAD_FID];
+  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    sqlite3_int64 rank;
+    if (!la__col_int(st, 0, 0, INT64_MAX, &rank)) {
+      r = la__corrupt(s, "rank_fidelity of %s: bad rank", app_id);
+      break;
+    }
+    if (rank >= set->nprocs) continue;
+    if (!set->n_timer_res_ns) {
+      size_t n = set->nprocs;
+      set->timer_res_ns = calloc(n, sizeof *set->timer_res_ns);
+      set->detection = calloc(n, sizeof *set->detection);
+      if (!set->timer_res_ns || !set->detection) {
+        r = LA_ENOMEM;
+        break;
+      }
+      set->n_timer_res_ns = set->n_detection = n;
+      for (size_t i = 0; i < n && r == 0; i++)
+        if (!(set->detection[i] = strdup(""))) r = LA_ENOMEM;
+      if (r) break;
+    }
+    double res = sqlite3_column_type(st, 1) == SQLITE_NULL
+                     ? 0
+                     : sqlite3_column_double(st, 1);
+    if (!(isfinite(res) && res >= 0)) {
+      r = la__corrupt(s, "rank_fidelity of %s rank %lld: bad timer_res_ns",
+                      app_id, (long long)rank);
+      break;
+    }
+    set->timer_res_ns[rank] = res;
+    if (sqlite3_column_type(st, 2) != SQLITE_NULL) {
+      char *d = la__strdup_col(st, 2, 256, &bad);
+      if (bad) {
+        r = la__corrupt(s, "rank_fidelity of %s rank %lld: detection too long",
+                        app_id, (long long)rank);
+        break;
+      }
+      if (!d) {
+        r = LA_ENOMEM;
+        break;
+      }
+      free(set->detection[rank]);
+      set->detection[rank] = d;
+    }
+  }
+  if (r == 0 && rc != SQLITE_DONE)
+    r = la__sqlerr(s, "loading the ranks' timer resolution");
   la__done(st);
   return r;
 }
@@ -1589,6 +1787,7 @@ int la_store_load_set(la_store_t *s, const char *app_id, uint64_t cycle_tag,
   if (r == 0 && rc != SQLITE_DONE) r = la__sqlerr(s, "loading the ranks");
   la__done(st);
   if (r) goto fail;
+  if ((r = la__load_fidelity(s, app_id, set))) goto fail;
 
   char why[200];
   if (la_msg_validate(LA__MSG_TYPE__MSG_TRACE_SET, &set->base, why,

@@ -84,6 +84,8 @@ const char *la_store_errmsg(la_store_t *s);
  * application defines it. The rank row (n_elements, host, pid, t_start_ns,
  * seq) is written once per (app_id, rank): a later copy changes nothing.
  * Strings longer than the struct fields of la_store_app_t are truncated.
+ * The rank's timer resolution and detection status (timer_res_ns,
+ * interference), when given, go to the rank_fidelity table, also once.
  * Returns 0, LA_EPROTO when the application is known with another nprocs
  * (nothing written; la_store_errmsg says why), LA_EINVAL, LA_EIO. */
 int la_store_rank_start(la_store_t *s, const La__RankStart *m);
@@ -101,9 +103,12 @@ int la_store_rank_end(la_store_t *s, const La__RankEnd *m, int *was_new);
  * row (open) with its first trace. The segments are stored as given. A
  * trace whose rank is not below the application's nprocs is stored too but
  * belongs to no Trace-Set (la_store_load_set and la_store_open_sets leave
- * it out). Returns 0, LA_EPROTO when rank >= LA_MAX_RANKS (nothing written;
- * acknowledge and count it, a resend would be refused again), LA_EINVAL,
- * LA_EIO. */
+ * it out). Robust weights and interference figures (robust_* fields,
+ * interference, flagged, flagged_time), when present, go to the robust
+ * table in the same transaction. Returns 0, LA_EPROTO when rank >=
+ * LA_MAX_RANKS (nothing written; acknowledge and count it, a resend would
+ * be refused again), LA_EINVAL (also robust_stats without
+ * robust_segments), LA_EIO. */
 int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new);
 
 /* Records seq as stored from the LocalAgent of host (keeps the highest;
@@ -216,8 +221,11 @@ int la_store_latest_cycle(la_store_t *s, const char *app_id, int complete_only,
  * below nprocs without a trace, missing_reasons = the missing records of
  * those ranks (by rank), complete = no rank missing, rank_elements
  * from the RankStart rows (0 where unknown), nprocs (when no RankStart came,
- * the highest rank present + 1, and complete = 0), metric, unit, and
- * t_complete_ns = the close time when the set was closed. The result passes
+ * the highest rank present + 1, and complete = 0), metric, unit,
+ * t_complete_ns = the close time when the set was closed, each trace's
+ * robust weights and interference figures where stored, and timer_res_ns /
+ * detection per rank (0 / "" where unknown) when any rank reported them
+ * (both empty otherwise). The result passes
  * la_msg_validate(LA__MSG_TYPE__MSG_TRACE_SET); *out owns all its memory and
  * is freed with la_store_free_set(). Returns 0, LA_ENOTFOUND when neither
  * a trace nor a missing record of that cycle is stored, LA_EINVAL,

@@ -43,6 +43,31 @@ int la_ga_validate_trace(const La__CompactTrace *t, uint64_t rank_elements,
              la_compact_mode_name(mode), la_compact_mode_name((int)t->mode));
     return LA_EPROTO;
   }
+  if (!t->robust_stats) return 0;
+  /* The robust weights: compacted with the same parameters, so the same
+   * point count and mode (docs/fidelity.md). */
+  rc = la_trace_open_max(t->robust_segments.data, t->robust_segments.len,
+                         t->n_elements, &tr, w, sizeof w);
+  if (rc == LA_ENOMEM) {
+    snprintf(why, why_len, "out of memory checking the robust encoding");
+    return rc;
+  }
+  if (rc != 0) {
+    snprintf(why, why_len, "invalid trace: bad robust encoding: %s", w);
+    return LA_EPROTO;
+  }
+  n = la_trace_count(tr);
+  mode = la_trace_mode(tr);
+  la_trace_close(tr);
+  if (n != t->n_elements || mode != (int)t->mode) {
+    snprintf(why, why_len,
+             "invalid trace: robust encoding holds %llu points in mode %s, "
+             "the trace %llu in mode %s",
+             (unsigned long long)n, la_compact_mode_name(mode),
+             (unsigned long long)t->n_elements,
+             la_compact_mode_name((int)t->mode));
+    return LA_EPROTO;
+  }
   return 0;
 }
 

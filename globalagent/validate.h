@@ -5,7 +5,8 @@
  * application's state: the encoding parses completely (header, every record,
  * positions in order, finite line values, exact length, CRC) with no more
  * points than the rank registered, holds exactly n_elements points, and has
- * the mode the message says; n_elements equals the element count of the
+ * the mode the message says (and the same of the robust encoding when the
+ * trace carries one); n_elements equals the element count of the
  * rank's RankStart when one is stored. A trace that fails would make its
  * whole Trace-Set unreadable for every client, so it is refused instead:
  * logged with the LocalAgent and the reason, counted (status row

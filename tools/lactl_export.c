@@ -10,7 +10,13 @@
  *          order, >= 1, the heaviest element = --max-weight (default 1000),
  *          as la_traceset_metis_weights computes them (docs/lactl.md).
  * Elements of missing ranks are left out of csv, null in json, and get the
- * mean weight in metis; each case is reported on stderr. */
+ * mean weight in metis; each case is reported on stderr.
+ *
+ * --weights measured|robust picks the measured values or the robust ones
+ * with interference removed (docs/fidelity.md); without it, robust when
+ * every present rank of the cycle carries them ($LA_WEIGHTS may say
+ * otherwise). A cycle without robust weights is exported measured, with a
+ * note on stderr, when robust ones were asked for. */
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -37,6 +43,9 @@ static void usage(FILE *f) {
           "  --format metis      one cycle: a METIS vertex-weight file, one "
           "integer >= 1\n"
           "                      per line in global element order\n"
+          "  --weights KIND      measured or robust (interference removed; "
+          "default: robust\n"
+          "                      when every rank of the cycle has them)\n"
           "  --max-weight N      metis: weight of the heaviest element "
           "(default 1000)\n"
           "  -o FILE             write to FILE (default: "
@@ -86,7 +95,10 @@ static int put_json(FILE *f, const la_traceset_t *t, double *w, int first) {
           first ? "" : ",", (unsigned long long)la_traceset_cycle(t),
           lactl_state_name(lactl_set_state(t)), np);
   for (size_t i = 0; i < nm; i++) fprintf(f, "%s%u", i ? ", " : "", m[i]);
-  fprintf(f, "], \"time_ns\": %llu, \"imbalance\": ",
+  fprintf(
+      f, "], \"weights\": \"%s\"",
+      la_traceset_weights_kind(t) == LA_WEIGHTS_ROBUST ? "robust" : "measured");
+  fprintf(f, ", \"time_ns\": %llu, \"imbalance\": ",
           (unsigned long long)la_traceset_time_ns(t));
   lactl_json_num(f, la_traceset_imbalance(t, &imb) ? NAN : imb);
   fprintf(f, ",\n   \"vtxdist\": [0");
@@ -145,14 +157,12 @@ static int put_metis(const char *cmd, FILE *f, const la_traceset_t *t,
 }
 
 int lactl_export_main(int argc, char **argv) {
-  static const struct option lo[] = {{"format", 1, 0, 'F'},
-                                     {"output", 1, 0, 'o'},
-                                     {"max-weight", 1, 0, 'M'},
-                                     LACTL_COMMON_OPTIONS,
-                                     {0, 0, 0, 0}};
+  static const struct option lo[] = {
+      {"format", 1, 0, 'F'},  {"output", 1, 0, 'o'}, {"max-weight", 1, 0, 'M'},
+      {"weights", 1, 0, 'W'}, LACTL_COMMON_OPTIONS,  {0, 0, 0, 0}};
   lactl_common_t o = {0};
   const char *out = NULL;
-  int c, fmt = F_CSV;
+  int c, fmt = F_CSV, kind = -1; /* -1: the client's default */
   uint64_t maxw = 1000;
   optind = 1;
   opterr = 0;
@@ -179,6 +189,15 @@ int lactl_export_main(int argc, char **argv) {
       case 'M':
         if (lactl_parse_u64(optarg, &maxw) || maxw < 1 || maxw > (1ull << 53))
           return lactl_usage_err("export", "--max-weight '%s': 1 .. 2^53",
+                                 optarg);
+        break;
+      case 'W':
+        if (!strcmp(optarg, "measured"))
+          kind = LA_WEIGHTS_MEASURED;
+        else if (!strcmp(optarg, "robust"))
+          kind = LA_WEIGHTS_ROBUST;
+        else
+          return lactl_usage_err("export", "--weights '%s': measured or robust",
                                  optarg);
         break;
       default:
@@ -228,6 +247,11 @@ int lactl_export_main(int argc, char **argv) {
       rc = lactl_src_fail("export", s, e);
       break;
     }
+    if (kind >= 0 && la_traceset_set_weights(t, kind) == LA_ENOTFOUND)
+      fprintf(stderr,
+              "lactl export: %s cycle %llu: not every rank has robust "
+              "weights; exporting the measured ones\n",
+              app, (unsigned long long)la_traceset_cycle(t));
     if (i == 0 && fmt == F_JSON) {
       fprintf(f, "{\"app\": ");
       lactl_json_str(f, app);

@@ -5,10 +5,15 @@
  * before compaction) with a small bar, the
  * imbalance (max/mean of the totals), the compaction ratio (raw bytes = 8 x
  * elements against encoded bytes) and the error the compaction achieved on
- * each rank (max |err|, CV).
+ * each rank (max |err|, CV). Measurement fidelity (docs/fidelity.md): per
+ * rank the measured and robust totals, the interference share, the flagged
+ * element-cycles, the timer resolution and detection status, the measured
+ * and robust imbalance side by side, and a warning when the timer is coarse
+ * against the median element.
  *
- * Everything comes from the set's exact statistics and encoded sizes:
- * nothing is decoded (`lactl export` and `lactl plot` decode). */
+ * Everything comes from the set's exact statistics and encoded sizes; only
+ * the timer check decodes, a bounded sample of elements (`lactl export` and
+ * `lactl plot` decode everything). */
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -18,20 +23,25 @@
 #include "lactl_util.h"
 
 #define BAR 20
+/* Elements sampled (evenly spaced) for the median of the timer check. */
+#define MEDIAN_SAMPLE 4096
+/* Warn when the median element is below this many timer steps. */
+#define COARSE_STEPS 20
 
 static void usage(FILE *f) {
-  fprintf(
-      f,
-      "usage: lactl show APP [CYCLE|latest] [--global HOST:PORT | --db "
-      "FILE] [--json]\n"
-      "\n"
-      "Shows one Trace-Set of application APP (default: the latest "
-      "cycle): complete,\npartial or open, the missing ranks and why, "
-      "per-rank totals (exact) with a bar,\nthe imbalance (max/mean), "
-      "elements, the compaction ratio (8 bytes per element\nagainst the "
-      "encoded bytes) and the error achieved per rank.\n\n" LACTL_COMMON_HELP
-      "  --json              one JSON object\n"
-      "\nExit status: 0 done, 1 unreachable or not found, 2 usage.\n");
+  fprintf(f,
+          "usage: lactl show APP [CYCLE|latest] [--global HOST:PORT | --db "
+          "FILE] [--json]\n"
+          "\n"
+          "Shows one Trace-Set of application APP (default: the latest "
+          "cycle): complete,\npartial or open, the missing ranks and why, "
+          "per-rank totals (exact) with a bar,\nthe imbalance (max/mean), "
+          "elements, the compaction ratio (8 bytes per element\nagainst the "
+          "encoded bytes) and the error achieved per rank; where the agents "
+          "report\nthem, robust totals, interference, timer resolution and "
+          "detection per rank.\n\n" LACTL_COMMON_HELP
+          "  --json              one JSON object\n"
+          "\nExit status: 0 done, 1 unreachable or not found, 2 usage.\n");
 }
 
 /* Per-rank figures, NaN where unknown. */
@@ -41,7 +51,124 @@ typedef struct {
   double total, min, max, err_max, err_rmse, err_cv;
   size_t bytes;
   const char *mode;
+  /* fidelity; NaN / 0 / "" where not reported */
+  double robust, interf, share, flagged_time, timer_res;
+  uint64_t flagged;
+  int has_robust, has_interf;
+  const char *detection;
 } rank_t;
+
+/* Set-wide fidelity figures. */
+typedef struct {
+  double imb_robust;    /* NaN unless every present rank has robust weights */
+  double robust_total;  /* same condition */
+  double interf, share; /* over ranks reporting interference; NaN if none */
+  uint64_t flagged;
+  double timer_res; /* coarsest reported, ns; 0 when none */
+  double median_ns; /* median element (sampled), ns; NaN when unknown */
+  int coarse;       /* median_ns < COARSE_STEPS * timer_res */
+  int any;          /* any rank reported any fidelity figure */
+} fid_t;
+
+/* ns per unit of the metric, 0 when it is not a time. */
+static double unit_ns(const char *unit) {
+  if (strcmp(unit, "ns") == 0) return 1;
+  if (strcmp(unit, "us") == 0) return 1e3;
+  if (strcmp(unit, "ms") == 0) return 1e6;
+  if (strcmp(unit, "s") == 0) return 1e9;
+  return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Median of up to MEDIAN_SAMPLE evenly spaced measured elements of the
+ * present ranks, in the metric's unit; NaN when none could be read. */
+static double sample_median(const la_traceset_t *t) {
+  uint64_t n = 0;
+  uint32_t np = la_traceset_nprocs(t);
+  for (uint32_t i = 0; i < np; i++)
+    if (la_traceset_has_rank(t, i)) n += la_traceset_rank_elements(t, i);
+  if (n == 0) return NAN;
+  size_t k = n < MEDIAN_SAMPLE ? (size_t)n : MEDIAN_SAMPLE, m = 0;
+  double *v = malloc(k * sizeof *v);
+  if (!v) return NAN;
+  uint64_t pos = 0; /* position among present elements */
+  for (uint32_t i = 0; i < np && m < k; i++) {
+    const la_trace_t *tr = la__traceset_trace(t, i);
+    uint64_t ne = la_traceset_rank_elements(t, i);
+    if (!tr) continue;
+    /* sample j sits at element j * n / k of the present ones */
+    while (m < k) {
+      uint64_t at = (uint64_t)((unsigned __int128)m * n / k);
+      if (at >= pos + ne) break;
+      double x;
+      if (la_trace_decode(tr, at - pos, 1, &x) == 0 && isfinite(x))
+        v[m] = x;
+      else
+        v[m] = NAN;
+      m++;
+    }
+    pos += ne;
+  }
+  size_t f = 0;
+  for (size_t j = 0; j < m; j++)
+    if (!isnan(v[j])) v[f++] = v[j];
+  double med = NAN;
+  if (f) {
+    qsort(v, f, sizeof *v, cmp_double);
+    med = f % 2 ? v[f / 2] : (v[f / 2 - 1] + v[f / 2]) / 2;
+  }
+  free(v);
+  return med;
+}
+
+static void collect_fidelity(const la_traceset_t *t, rank_t *r, fid_t *fd) {
+  uint32_t np = la_traceset_nprocs(t);
+  double im = 0, mt = 0;
+  int n_interf = 0;
+  memset(fd, 0, sizeof *fd);
+  for (uint32_t i = 0; i < np; i++) {
+    rank_t *x = &r[i];
+    x->robust = x->interf = x->share = x->flagged_time = NAN;
+    x->flagged = 0;
+    x->timer_res = la_traceset_rank_timer_res(t, i);
+    x->detection = la_traceset_rank_detection(t, i);
+    if (x->timer_res > fd->timer_res) fd->timer_res = x->timer_res;
+    if (x->timer_res > 0 || *x->detection) fd->any = 1;
+    if (!x->present) continue;
+    x->has_robust =
+        la_traceset_rank_robust_stats(t, i, &x->robust, NULL, NULL) == 0;
+    x->has_interf = la_traceset_rank_interference(t, i, &x->interf, &x->flagged,
+                                                  &x->flagged_time) == 0;
+    if (x->has_robust || x->has_interf) fd->any = 1;
+    if (x->has_interf && !isnan(x->interf)) {
+      x->share = x->total > 0 ? x->interf / x->total : NAN;
+      im += x->interf;
+      mt += x->total;
+      n_interf++;
+    }
+    fd->flagged += x->flagged;
+  }
+  fd->interf = n_interf ? im : NAN;
+  fd->share = n_interf && mt > 0 ? im / mt : NAN;
+  fd->imb_robust = fd->robust_total = NAN;
+  if (la_traceset_robust_imbalance(t, &fd->imb_robust) != 0)
+    fd->imb_robust = NAN;
+  if (la_traceset_has_robust(t)) {
+    fd->robust_total = 0;
+    for (uint32_t i = 0; i < np; i++)
+      if (r[i].present) fd->robust_total += r[i].robust;
+  }
+  fd->median_ns = NAN;
+  double scale = unit_ns(la_traceset_unit(t));
+  if (fd->timer_res > 0 && scale > 0) {
+    fd->median_ns = sample_median(t) * scale;
+    fd->coarse = fd->median_ns < COARSE_STEPS * fd->timer_res;
+  }
+}
 
 static void collect(const la_traceset_t *t, rank_t *r, double *imb,
                     uint64_t *raw, uint64_t *enc, double *sum) {
@@ -69,8 +196,8 @@ static void collect(const la_traceset_t *t, rank_t *r, double *imb,
   if (la_traceset_imbalance(t, imb) != 0) *imb = NAN;
 }
 
-static void print_json(const la_traceset_t *t, const rank_t *r, double imb,
-                       uint64_t raw, uint64_t enc, double sum) {
+static void print_json(const la_traceset_t *t, const rank_t *r, const fid_t *fd,
+                       double imb, uint64_t raw, uint64_t enc, double sum) {
   uint32_t np = la_traceset_nprocs(t);
   const uint32_t *miss;
   size_t nm = la_traceset_missing(t, &miss);
@@ -101,6 +228,21 @@ static void print_json(const la_traceset_t *t, const rank_t *r, double imb,
   lactl_json_num(stdout, sum);
   printf(", \"imbalance\": ");
   lactl_json_num(stdout, imb);
+  printf(",\n \"weights\": \"%s\", \"robust_total\": ",
+         la_traceset_has_robust(t) ? "robust" : "measured");
+  lactl_json_num(stdout, fd->robust_total);
+  printf(", \"imbalance_robust\": ");
+  lactl_json_num(stdout, fd->imb_robust);
+  printf(", \"interference\": ");
+  lactl_json_num(stdout, fd->interf);
+  printf(", \"interference_share\": ");
+  lactl_json_num(stdout, fd->share);
+  printf(", \"flagged\": %llu, \"timer_res_ns\": ",
+         (unsigned long long)fd->flagged);
+  lactl_json_num(stdout, fd->timer_res);
+  printf(", \"median_element_ns\": ");
+  lactl_json_num(stdout, fd->median_ns);
+  printf(", \"timer_coarse\": %s", fd->coarse ? "true" : "false");
   printf(",\n \"raw_bytes\": %llu, \"encoded_bytes\": %llu, \"ratio\": ",
          (unsigned long long)raw, (unsigned long long)enc);
   lactl_json_num(stdout, enc ? (double)raw / (double)enc : NAN);
@@ -123,6 +265,14 @@ static void print_json(const la_traceset_t *t, const rank_t *r, double imb,
                                  ? 8.0 * (double)x->elements / (double)x->bytes
                                  : NAN);
       printf(", \"mode\": \"%s\"", x->mode);
+      double g[] = {x->robust, x->interf, x->share, x->flagged_time};
+      const char *h[] = {"robust_total", "interference", "interference_share",
+                         "flagged_time"};
+      for (int j = 0; j < 4; j++) {
+        printf(", \"%s\": ", h[j]);
+        lactl_json_num(stdout, g[j]);
+      }
+      printf(", \"flagged\": %llu", (unsigned long long)x->flagged);
     } else {
       const char *why = la_traceset_missing_reason(t, i);
       printf(", \"missing_reason\": ");
@@ -131,13 +281,50 @@ static void print_json(const la_traceset_t *t, const rank_t *r, double imb,
       else
         printf("null");
     }
+    printf(", \"timer_res_ns\": ");
+    lactl_json_num(stdout, x->timer_res);
+    printf(", \"detection\": ");
+    lactl_json_str(stdout, x->detection);
     printf("}");
   }
   printf("\n ]}\n");
 }
 
-static int print_text(const la_traceset_t *t, const rank_t *r, double imb,
-                      uint64_t raw, uint64_t enc, double sum) {
+/* The fidelity table: one row per rank. Returns 0 or LACTL_FAIL (memory). */
+static int print_fidelity(const la_traceset_t *t, const rank_t *r) {
+  uint32_t np = la_traceset_nprocs(t);
+  const char *heads[] = {"RANK",    "MEASURED",      "ROBUST",   "INTERF%",
+                         "FLAGGED", "TIMER_RES(ns)", "DETECTION"};
+  lactl_table_t *tb = lactl_table_new(7, heads, "rrrrrrl");
+  int bad = tb == NULL;
+  for (uint32_t i = 0; !bad && i < np; i++) {
+    const rank_t *x = &r[i];
+    char rk[16], me[32], ro[32], sh[32], fl[24], tr[32], de[260];
+    snprintf(rk, sizeof rk, "%u", i);
+    lactl_fmt_num(x->present ? x->total : NAN, 6, me, sizeof me);
+    lactl_fmt_num(x->robust, 6, ro, sizeof ro);
+    lactl_fmt_num(x->share * 100, 3, sh, sizeof sh);
+    if (x->has_interf)
+      snprintf(fl, sizeof fl, "%llu", (unsigned long long)x->flagged);
+    else
+      snprintf(fl, sizeof fl, "-");
+    lactl_fmt_num(x->timer_res > 0 ? x->timer_res : NAN, 4, tr, sizeof tr);
+    snprintf(de, sizeof de, "%s", *x->detection ? x->detection : "-");
+    for (char *p = de; *p; p++) /* no control characters */
+      if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    const char *row[] = {rk, me, ro, sh, fl, tr, de};
+    bad = lactl_table_row(tb, row) != 0;
+  }
+  if (!bad) {
+    printf("\n");
+    lactl_table_print(stdout, tb, 2);
+  }
+  lactl_table_free(tb);
+  return bad ? LACTL_FAIL : 0;
+}
+
+static int print_text(const la_traceset_t *t, const rank_t *r, const fid_t *fd,
+                      double imb, uint64_t raw, uint64_t enc, double sum) {
   uint32_t np = la_traceset_nprocs(t);
   const uint32_t *miss;
   size_t nm = la_traceset_missing(t, &miss);
@@ -166,8 +353,25 @@ static int print_text(const la_traceset_t *t, const rank_t *r, double imb,
          np ? (double)ne / np : 0.0);
   printf("  total       %s %s (exact, ranks present)\n",
          lactl_fmt_num(sum, 10, b1, sizeof b1), unit);
-  printf("  imbalance   %s (max/mean of rank totals)\n",
-         lactl_fmt_num(imb, 4, b1, sizeof b1));
+  if (fd->any)
+    printf("  imbalance   %s measured, %s robust (max/mean of rank totals)\n",
+           lactl_fmt_num(imb, 4, b1, sizeof b1),
+           lactl_fmt_num(fd->imb_robust, 4, b2, sizeof b2));
+  else
+    printf("  imbalance   %s (max/mean of rank totals)\n",
+           lactl_fmt_num(imb, 4, b1, sizeof b1));
+  if (!isnan(fd->share))
+    printf(
+        "  interference %s%% of the measured time (%llu element-cycles "
+        "flagged)\n",
+        lactl_fmt_num(fd->share * 100, 3, b1, sizeof b1),
+        (unsigned long long)fd->flagged);
+  if (fd->coarse)
+    printf(
+        "  warning: timer resolution %s ns, median element %s ns: most "
+        "elements read only a few timer steps\n",
+        lactl_fmt_num(fd->timer_res, 4, b1, sizeof b1),
+        lactl_fmt_num(fd->median_ns, 4, b2, sizeof b2));
   printf("  compaction  %llu raw bytes -> %llu encoded: %sx smaller\n\n",
          (unsigned long long)raw, (unsigned long long)enc,
          lactl_fmt_ratio(enc ? (double)raw / (double)enc : NAN, b2, sizeof b2));
@@ -222,6 +426,7 @@ static int print_text(const la_traceset_t *t, const rank_t *r, double imb,
   }
   lactl_table_print(stdout, tb, 2);
   lactl_table_free(tb);
+  if (fd->any) return print_fidelity(t, r);
   return LACTL_OK;
 }
 
@@ -269,11 +474,13 @@ int lactl_show_main(int argc, char **argv) {
   }
   double imb, sum;
   uint64_t raw, enc;
+  fid_t fd;
   collect(t, r, &imb, &raw, &enc, &sum);
+  collect_fidelity(t, r, &fd);
   if (o.json)
-    print_json(t, r, imb, raw, enc, sum);
+    print_json(t, r, &fd, imb, raw, enc, sum);
   else
-    rc = print_text(t, r, imb, raw, enc, sum);
+    rc = print_text(t, r, &fd, imb, raw, enc, sum);
   free(r);
   la_traceset_free(t);
   if (rc) {

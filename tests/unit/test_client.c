@@ -17,7 +17,14 @@
  * bad one is skipped), an Error message, a set dribbled in two parts across
  * time limits, and Query/Status round trips (la_client_get, latest, list,
  * status) with a subscription set arriving in the middle of a request.
- * No daemon is needed.
+ *
+ * Robust weights (docs/fidelity.md): a set whose every present trace
+ * carries robust weights serves them by default (dense, range sums, METIS,
+ * Zoltan), the measured ones by la_traceset_set_weights, by $LA_WEIGHTS or
+ * by la_client_set_weights, and falls back to measured when a trace lacks
+ * them; exact measured totals stay; robust totals, interference, timer
+ * resolution and detection per rank. The last test serves such sets from a
+ * real la-globalagent over a store written with globalagent/store.h.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -43,6 +50,8 @@
 #include "la_codec.h"
 #include "la_compact.h"
 #include "la_sockio.h"
+#include "la_test_daemon.h"
+#include "store.h"
 
 #define NR 4
 #define SLACK_MS 4000
@@ -56,6 +65,9 @@ static const char *const fx_spec[NR] = {"lossless", "polyline:cv=0.05",
 typedef struct fx {
   double *x[NR];
   la_compact_result_t res[NR];
+  la_compact_result_t rres[NR]; /* robust weights (fx_robust) */
+  La__SeriesStats rst[NR];
+  int has_rres[NR];
   La__SeriesStats st[NR];
   La__FitError fe[NR];
   La__CompactTrace ct[NR];
@@ -141,7 +153,56 @@ static void fx_free(fx_t *f) {
   for (int r = 0; r < NR; r++) {
     free(f->x[r]);
     la_compact_result_free(&f->res[r]);
+    if (f->has_rres[r]) la_compact_result_free(&f->rres[r]);
   }
+}
+
+/* Gives the present ranks whose bit is set in `which` robust weights: the
+ * measured series with every 10th element's interference removed (those
+ * elements read 4x their cost), compacted with the same spec, and the
+ * interference figures; timer resolution and detection for every rank. */
+static double fx_res[NR] = {25, 25, 0, 40};
+static char *fx_det[NR] = {"on", "on", "", "off (no perf events)"};
+static void fx_robust(fx_t *f, unsigned which) {
+  for (uint32_t r = 0; r < NR; r++) {
+    La__CompactTrace *ct = &f->ct[r];
+    if (!(which >> r & 1) || !ct->stats) continue;
+    size_t n = fx_n[r];
+    double *y = malloc(n * sizeof *y);
+    assert_non_null(y);
+    double interf = 0;
+    uint64_t flagged = 0;
+    for (size_t i = 0; i < n; i++) {
+      y[i] = f->x[r][i];
+      if (i % 10 == 0) { /* the measured value is 4x the cost */
+        y[i] = f->x[r][i] / 4;
+        interf += f->x[r][i] - y[i];
+        flagged++;
+      }
+    }
+    la_compact_params_t p;
+    assert_int_equal(la_compact_spec_parse(fx_spec[r], &p, NULL, 0), 0);
+    assert_int_equal(la_compact(y, n, &p, &f->rres[r]), 0);
+    free(y);
+    f->has_rres[r] = 1;
+    la__series_stats__init(&f->rst[r]);
+    f->rst[r].count = f->rres[r].stats.count;
+    f->rst[r].sum = f->rres[r].stats.sum;
+    f->rst[r].min = f->rres[r].stats.min;
+    f->rst[r].max = f->rres[r].stats.max;
+    ct->has_robust_segments = 1;
+    ct->robust_segments.data = f->rres[r].bytes;
+    ct->robust_segments.len = f->rres[r].len;
+    ct->robust_stats = &f->rst[r];
+    ct->has_interference = 1;
+    ct->interference = interf;
+    ct->has_flagged = 1;
+    ct->flagged = flagged;
+  }
+  f->ts.timer_res_ns = fx_res;
+  f->ts.n_timer_res_ns = NR;
+  f->ts.detection = fx_det;
+  f->ts.n_detection = NR;
 }
 
 static la_traceset_t *fx_set(const fx_t *f) {
@@ -855,6 +916,287 @@ static la_client_t *connect_to(const srv_t *s) {
   return c;
 }
 
+/* ------------------------------------------------------ robust weights */
+
+/* Every weight function of t serves rank r's series decoded from enc. */
+static void expect_weights_from(const la_traceset_t *t,
+                                const la_compact_result_t *enc) {
+  uint64_t vtx[NR + 1];
+  assert_int_equal(la_traceset_vtxdist(t, vtx), 0);
+  double *w = dense(t);
+  float *zw = malloc(fx_total() * sizeof *zw);
+  assert_non_null(zw);
+  assert_int_equal(la_traceset_zoltan_weights(t, zw), 0);
+  for (uint32_t r = 0; r < NR; r++) {
+    size_t n = fx_n[r];
+    double *v = malloc(n * sizeof *v);
+    la_trace_t *tr = NULL;
+    assert_int_equal(la_trace_open(enc[r].bytes, enc[r].len, &tr, NULL, 0), 0);
+    assert_int_equal(la_trace_decode(tr, 0, n, v), 0);
+    la_trace_close(tr);
+    double s = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (w[vtx[r] + i] != v[i])
+        fail_msg("rank %u element %zu: weight %.17g, expected %.17g", r, i,
+                 w[vtx[r] + i], v[i]);
+      assert_true(zw[vtx[r] + i] == (float)(v[i] > 0 ? v[i] : 0));
+      s += v[i];
+    }
+    double rs;
+    assert_int_equal(la_traceset_range_sum(t, vtx[r], n, &rs), 0);
+    assert_true(fabs(rs - s) <= 1e-9 * fabs(s) + 1e-9);
+    free(v);
+  }
+  free(zw);
+  free(w);
+}
+
+static void test_robust_default_and_choice(void **state) {
+  fx_t f;
+  fx_make(&f, 3, 0);
+  fx_robust(&f, 0xf);
+  la_compact_result_t meas[NR], rob[NR];
+  for (int r = 0; r < NR; r++) meas[r] = f.res[r], rob[r] = f.rres[r];
+  la_traceset_t *t = fx_set(&f);
+  /* every rank has robust weights: they are the default */
+  assert_int_equal(la_traceset_has_robust(t), 1);
+  assert_int_equal(la_traceset_weights_kind(t), LA_WEIGHTS_ROBUST);
+  expect_weights_from(t, rob);
+  /* exact measured totals are still the measured ones */
+  double tot[NR], rtot[NR];
+  assert_int_equal(la_traceset_rank_totals(t, tot), 0);
+  assert_int_equal(la_traceset_robust_totals(t, rtot), 0);
+  double mx = 0, sum = 0;
+  for (int r = 0; r < NR; r++) {
+    assert_true(tot[r] == f.res[r].stats.sum);
+    assert_true(rtot[r] == f.rres[r].stats.sum);
+    assert_true(rtot[r] < tot[r]);
+    double s;
+    assert_int_equal(la_traceset_rank_robust_stats(t, r, &s, NULL, NULL), 0);
+    assert_true(s == rtot[r]);
+    double in, ft;
+    uint64_t fl;
+    assert_int_equal(la_traceset_rank_interference(t, r, &in, &fl, &ft), 0);
+    assert_int_equal(fl, (fx_n[r] + 9) / 10);
+    assert_true(in > 0 && isnan(ft));
+    assert_true(la_traceset_rank_timer_res(t, r) == fx_res[r]);
+    assert_string_equal(la_traceset_rank_detection(t, r), fx_det[r]);
+    sum += rtot[r];
+    if (rtot[r] > mx) mx = rtot[r];
+  }
+  double imb;
+  assert_int_equal(la_traceset_robust_imbalance(t, &imb), 0);
+  assert_true(fabs(imb - mx / (sum / NR)) < 1e-12);
+  /* the METIS weights follow: the heaviest robust element weighs 1000 */
+  int64_t *vw = malloc(fx_total() * sizeof *vw);
+  double scale;
+  assert_int_equal(la_traceset_metis_weights(t, vw, 1000, &scale), 0);
+  double rmax = 0;
+  for (int r = 0; r < NR; r++)
+    if (f.rres[r].stats.max > rmax) rmax = f.rres[r].stats.max;
+  assert_true(fabs(scale * rmax - 1000) < 1000 * 0.01);
+  /* switched to measured on request */
+  assert_int_equal(la_traceset_set_weights(t, LA_WEIGHTS_MEASURED), 0);
+  assert_int_equal(la_traceset_weights_kind(t), LA_WEIGHTS_MEASURED);
+  expect_weights_from(t, meas);
+  assert_int_equal(la_traceset_set_weights(t, LA_WEIGHTS_ROBUST), 0);
+  expect_weights_from(t, rob);
+  assert_int_equal(la_traceset_set_weights(t, 7), LA_EINVAL);
+  free(vw);
+  la_traceset_free(t);
+  /* by the environment */
+  setenv("LA_WEIGHTS", "measured", 1);
+  t = fx_set(&f);
+  unsetenv("LA_WEIGHTS");
+  assert_int_equal(la_traceset_weights_kind(t), LA_WEIGHTS_MEASURED);
+  expect_weights_from(t, meas);
+  la_traceset_free(t);
+  fx_free(&f);
+}
+
+static void test_robust_fallback(void **state) {
+  fx_t f;
+  fx_make(&f, 4, 0);
+  fx_robust(&f, 0xb); /* rank 2 from an older LocalAgent */
+  la_compact_result_t meas[NR];
+  for (int r = 0; r < NR; r++) meas[r] = f.res[r];
+  la_traceset_t *t = fx_set(&f);
+  assert_int_equal(la_traceset_has_robust(t), 0);
+  assert_int_equal(la_traceset_weights_kind(t), LA_WEIGHTS_MEASURED);
+  expect_weights_from(t, meas);
+  assert_int_equal(la_traceset_set_weights(t, LA_WEIGHTS_ROBUST),
+                   LA_ENOTFOUND);
+  assert_int_equal(la_traceset_weights_kind(t), LA_WEIGHTS_MEASURED);
+  double imb, s;
+  assert_int_equal(la_traceset_robust_imbalance(t, &imb), LA_ENOTFOUND);
+  assert_int_equal(la_traceset_rank_robust_stats(t, 2, &s, NULL, NULL),
+                   LA_ENOTFOUND);
+  assert_int_equal(la_traceset_rank_interference(t, 2, NULL, NULL, NULL),
+                   LA_ENOTFOUND);
+  assert_int_equal(la_traceset_rank_robust_stats(t, 1, &s, NULL, NULL), 0);
+  la_traceset_free(t);
+  /* a partial set: the present ranks decide */
+  fx_free(&f);
+  fx_make(&f, 5, 1u << 2);
+  fx_robust(&f, 0xf);
+  t = fx_set(&f);
+  assert_int_equal(la_traceset_weights_kind(t), LA_WEIGHTS_ROBUST);
+  double *w = dense(t);
+  assert_true(isnan(w[fx_n[0] + fx_n[1]])); /* rank 2's first element */
+  free(w);
+  la_traceset_free(t);
+  fx_free(&f);
+  /* robust weights that do not fit their trace are refused */
+  fx_make(&f, 6, 0);
+  fx_robust(&f, 0xf);
+  la_compact_result_t shorter;
+  la_compact_params_t p;
+  assert_int_equal(la_compact_spec_parse(fx_spec[1], &p, NULL, 0), 0);
+  assert_int_equal(la_compact(f.x[1], fx_n[1] - 1, &p, &shorter), 0);
+  f.ct[1].robust_segments.data = shorter.bytes;
+  f.ct[1].robust_segments.len = shorter.len;
+  la_traceset_t *bad = NULL;
+  char why[200] = "";
+  assert_int_equal(la_traceset_from_message(&f.ts, &bad, why, sizeof why),
+                   LA_EPROTO);
+  assert_null(bad);
+  assert_non_null(strstr(why, "rank 1: robust encoding"));
+  la_compact_result_free(&shorter);
+  fx_free(&f);
+}
+
+/* Writes app "rob-1", 2 ranks of 200 elements, cycle 1 complete, both
+ * traces with robust weights (measured 3x robust on even elements), into a
+ * store at path. */
+static void write_robust_store(const char *path, double *meas_sum,
+                               double *rob_sum) {
+  la_store_t *s;
+  char why[256];
+  assert_int_equal(la_store_open(path, 0, &s, why, sizeof why), 0);
+  for (uint32_t r = 0; r < 2; r++) {
+    La__RankStart m = LA__RANK_START__INIT;
+    m.seq = 1 + r;
+    m.app_id = "rob-1";
+    m.rank = r;
+    m.nprocs = 2;
+    m.n_elements = 200;
+    m.metric = "time";
+    m.unit = "ns";
+    m.has_timer_res_ns = 1;
+    m.timer_res_ns = 30;
+    m.interference = "on";
+    assert_int_equal(la_store_rank_start(s, &m), 0);
+    double x[200], y[200];
+    for (int i = 0; i < 200; i++) {
+      y[i] = 100 * (r + 1) + i;
+      x[i] = i % 2 ? y[i] : 3 * y[i];
+    }
+    la_compact_params_t p;
+    la_compact_params_default(&p);
+    p.mode = LA_COMPACT_LOSSLESS;
+    la_compact_result_t a, b;
+    assert_int_equal(la_compact(x, 200, &p, &a), 0);
+    assert_int_equal(la_compact(y, 200, &p, &b), 0);
+    La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+    La__SeriesStats st = LA__SERIES_STATS__INIT, rst = LA__SERIES_STATS__INIT;
+    t.seq = 10 + r;
+    t.app_id = "rob-1";
+    t.rank = r;
+    t.cycle_tag = 1;
+    t.n_elements = 200;
+    t.mode = (La__CompactMode)a.mode;
+    t.segments.data = a.bytes;
+    t.segments.len = a.len;
+    st.count = 200;
+    st.sum = meas_sum[r] = a.stats.sum;
+    st.min = a.stats.min;
+    st.max = a.stats.max;
+    t.stats = &st;
+    t.has_robust_segments = 1;
+    t.robust_segments.data = b.bytes;
+    t.robust_segments.len = b.len;
+    rst.count = 200;
+    rst.sum = rob_sum[r] = b.stats.sum;
+    rst.min = b.stats.min;
+    rst.max = b.stats.max;
+    t.robust_stats = &rst;
+    t.has_interference = 1;
+    t.interference = a.stats.sum - b.stats.sum;
+    assert_int_equal(la_store_trace(s, &t, NULL), 0);
+    la_compact_result_free(&a);
+    la_compact_result_free(&b);
+  }
+  assert_int_equal(la_store_set_closed(s, "rob-1", 1, 1, NULL, 0, 1), 0);
+  la_store_close(s);
+}
+
+/* A real GlobalAgent serves the robust weights it stored: a client gets
+ * them by default, the measured ones after la_client_set_weights or with
+ * LA_WEIGHTS=measured, and the timer resolution from the RankStarts. */
+static void test_global_robust(void **state) {
+  la_test_daemon_t *d = la_td_new("la-globalagent");
+  if (!d) skip();
+  char db[256], pf[256], arg_pf[300], arg_db[300];
+  la_td_path(d, "la.db", db, sizeof db);
+  la_td_path(d, "feed.port", pf, sizeof pf);
+  double ms[2], rs[2];
+  write_robust_store(db, ms, rs);
+  snprintf(arg_pf, sizeof arg_pf, "--feed.port_file=%s", pf);
+  snprintf(arg_db, sizeof arg_db, "--store.path=%s", db);
+  const char *args[] = {"--agents.listen=127.0.0.1:0",
+                        "--feed.listen=127.0.0.1:0",
+                        arg_pf,
+                        arg_db,
+                        "--store.fsync=no",
+                        "--stitch.timeout=60m",
+                        NULL};
+  int port = la_td_start(d, args, pf, 10000);
+  if (port <= 0) {
+    la_td_free(d);
+    fail_msg("la-globalagent did not start");
+  }
+  char addr[64];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+  la_client_t *c = NULL;
+  la_traceset_t *t = NULL;
+  double w[400];
+  assert_int_equal(la_client_connect(addr, 5000, &c), 0);
+  assert_int_equal(la_client_latest(c, "rob-1", &t), 0);
+  assert_int_equal(la_traceset_weights_kind(t), LA_WEIGHTS_ROBUST);
+  assert_int_equal(la_traceset_weights(t, w), 0);
+  assert_true(w[0] == 100 && w[200] == 200); /* robust, not 300 and 600 */
+  double tot[2], imb, sum;
+  assert_int_equal(la_traceset_rank_totals(t, tot), 0);
+  assert_true(tot[0] == ms[0] && tot[1] == ms[1]);
+  assert_int_equal(la_traceset_range_sum(t, 0, 200, &sum), 0);
+  assert_true(sum == rs[0]);
+  assert_int_equal(la_traceset_robust_imbalance(t, &imb), 0);
+  assert_true(fabs(imb - rs[1] / ((rs[0] + rs[1]) / 2)) < 1e-12);
+  assert_true(la_traceset_rank_timer_res(t, 1) == 30);
+  assert_string_equal(la_traceset_rank_detection(t, 0), "on");
+  la_traceset_free(t);
+  assert_int_equal(la_client_set_weights(c, 9), LA_EINVAL);
+  assert_int_equal(la_client_set_weights(c, LA_WEIGHTS_MEASURED), 0);
+  assert_int_equal(la_client_get(c, "rob-1", 1, &t), 0);
+  assert_int_equal(la_traceset_weights_kind(t), LA_WEIGHTS_MEASURED);
+  assert_int_equal(la_traceset_weights(t, w), 0);
+  assert_true(w[0] == 300 && w[200] == 600);
+  la_traceset_free(t);
+  la_client_close(c);
+  setenv("LA_WEIGHTS", "measured", 1);
+  assert_int_equal(la_client_connect(addr, 5000, &c), 0);
+  unsetenv("LA_WEIGHTS");
+  assert_int_equal(la_client_subscribe(c, "rob-1", LA_CLIENT_LATEST), 0);
+  assert_int_equal(la_client_next(c, 10000, &t), 0);
+  assert_int_equal(la_traceset_weights_kind(t), LA_WEIGHTS_MEASURED);
+  assert_int_equal(la_traceset_weights(t, w), 0);
+  assert_true(w[0] == 300);
+  la_traceset_free(t);
+  la_client_close(c);
+  assert_int_equal(la_td_stop(d, 5000), 0);
+  la_td_free(d);
+}
+
 /* ------------------------------------------------------- socket tests */
 
 static void test_stream_two_sets(void **state) {
@@ -1124,6 +1466,9 @@ int main(void) {
       cmocka_unit_test(test_partial),
       cmocka_unit_test(test_rejects),
       cmocka_unit_test(test_rank_element_cap),
+      cmocka_unit_test(test_robust_default_and_choice),
+      cmocka_unit_test(test_robust_fallback),
+      cmocka_unit_test(test_global_robust),
       cmocka_unit_test(test_stream_two_sets),
       cmocka_unit_test(test_subscribe_options),
       cmocka_unit_test(test_silent_timeout),

@@ -1561,6 +1561,123 @@ static void test_trace_set_validation(void **state) {
   expect_valid(T_TS, M(&s_ts));
 }
 
+/* Robust weights and interference figures (docs/fidelity.md): accepted and
+ * carried when consistent; each inconsistency refused, naming the field. */
+static void test_trace_robust_validation(void **state) {
+  La__CompactTrace *t = &s_ct[0];
+  La__SeriesStats rst = LA__SERIES_STATS__INIT;
+  uint8_t rseg[24];
+  for (size_t i = 0; i < sizeof rseg; i++) rseg[i] = (uint8_t)(i * 3);
+  t->has_robust_segments = 1;
+  t->robust_segments.data = rseg;
+  t->robust_segments.len = sizeof rseg;
+  rst.count = t->n_elements;
+  rst.sum = 1000.5;
+  rst.min = 0.25;
+  rst.max = 90;
+  t->robust_stats = &rst;
+  t->has_interference = 1;
+  t->interference = 234;
+  t->has_flagged = 1;
+  t->flagged = t->n_elements;
+  t->has_flagged_time = 1;
+  t->flagged_time = 500.5;
+  expect_valid(T_CT, M(t));
+  ProtobufCMessage *out = roundtrip(T_CT, M(t));
+  La__CompactTrace *o = (La__CompactTrace *)out;
+  assert_true(o->has_robust_segments);
+  assert_int_equal(o->robust_segments.len, sizeof rseg);
+  assert_memory_equal(o->robust_segments.data, rseg, sizeof rseg);
+  assert_non_null(o->robust_stats);
+  assert_true(o->robust_stats->sum == 1000.5 && o->robust_stats->max == 90);
+  assert_true(o->interference == 234 && o->flagged == t->n_elements &&
+              o->flagged_time == 500.5);
+  la_msg_free(out);
+
+  rst.count = t->n_elements - 1;
+  expect_invalid(T_CT, M(t), "robust_stats.count");
+  rst.count = t->n_elements;
+  t->robust_stats = NULL; /* segments without statistics */
+  expect_invalid(T_CT, M(t), "robust_stats");
+  t->robust_stats = &rst;
+  t->has_robust_segments = 0; /* statistics without segments */
+  t->robust_segments.data = NULL;
+  t->robust_segments.len = 0;
+  expect_invalid(T_CT, M(t), "robust_segments");
+  t->has_robust_segments = 1;
+  expect_invalid(T_CT, M(t), "robust_segments empty");
+  t->robust_segments.data = rseg;
+  t->robust_segments.len = sizeof rseg;
+  t->interference = -1;
+  expect_invalid(T_CT, M(t), "interference");
+  t->interference = NAN;
+  expect_invalid(T_CT, M(t), "interference");
+  t->interference = INFINITY;
+  expect_invalid(T_CT, M(t), "interference");
+  t->interference = 0;
+  t->flagged = t->n_elements + 1;
+  expect_invalid(T_CT, M(t), "flagged");
+  t->flagged = 0;
+  t->flagged_time = -0.5;
+  expect_invalid(T_CT, M(t), "flagged_time");
+  t->flagged_time = NAN;
+  expect_invalid(T_CT, M(t), "flagged_time");
+  t->flagged_time = 0;
+  expect_valid(T_CT, M(t));
+  /* the interference figures alone (no robust weights) are fine */
+  t->has_robust_segments = 0;
+  t->robust_segments.data = NULL;
+  t->robust_segments.len = 0;
+  t->robust_stats = NULL;
+  expect_valid(T_CT, M(t));
+  /* and so is a nested trace of a set: the same checks apply there */
+  s_ct[1].has_flagged = 1;
+  s_ct[1].flagged = s_ct[1].n_elements + 5;
+  expect_invalid(T_TS, M(&s_ts), "flagged");
+  s_ct[1].flagged = 1;
+  expect_valid(T_TS, M(&s_ts));
+}
+
+/* TraceSet timer_res_ns and detection: empty, or one per rank. */
+static void test_trace_set_fidelity_validation(void **state) {
+  double res[5] = {20, 0, 41.5, 1, 2};
+  char *det[5] = {"on", "", "off (no perf events)", "on", "on"};
+  s_ts.timer_res_ns = res;
+  s_ts.n_timer_res_ns = 4;
+  s_ts.detection = det;
+  s_ts.n_detection = 4;
+  expect_valid(T_TS, M(&s_ts));
+  ProtobufCMessage *out = roundtrip(T_TS, M(&s_ts));
+  La__TraceSet *o = (La__TraceSet *)out;
+  assert_int_equal(o->n_timer_res_ns, 4);
+  assert_true(o->timer_res_ns[2] == 41.5);
+  assert_int_equal(o->n_detection, 4);
+  assert_string_equal(o->detection[2], "off (no perf events)");
+  la_msg_free(out);
+  s_ts.n_timer_res_ns = 3;
+  expect_invalid(T_TS, M(&s_ts), "timer_res_ns");
+  s_ts.n_timer_res_ns = 5;
+  expect_invalid(T_TS, M(&s_ts), "timer_res_ns");
+  s_ts.n_timer_res_ns = 4;
+  res[1] = -1;
+  expect_invalid(T_TS, M(&s_ts), "timer_res_ns");
+  res[1] = NAN;
+  expect_invalid(T_TS, M(&s_ts), "timer_res_ns");
+  res[1] = 0;
+  s_ts.n_detection = 2;
+  expect_invalid(T_TS, M(&s_ts), "detection");
+  s_ts.n_detection = 4;
+  det[3] = repeat('x', 300);
+  expect_invalid(T_TS, M(&s_ts), "detection");
+  det[3] = "on";
+  s_ts.n_timer_res_ns = 0; /* each list may be empty on its own */
+  expect_valid(T_TS, M(&s_ts));
+  s_ts.n_detection = 0;
+  s_ts.detection = NULL;
+  s_ts.timer_res_ns = NULL;
+  expect_valid(T_TS, M(&s_ts));
+}
+
 /* A set of 2*10^5 ranks, half present and half missing, validates in one
  * merge walk: accepted when consistent; a rank both present and missing is
  * found wherever it is; missing_ranks out of order or repeated is refused
@@ -2236,6 +2353,8 @@ int main(void) {
     T(test_register_other_fields),
     T(test_trace_validation),
     T(test_trace_set_validation),
+    T(test_trace_robust_validation),
+    T(test_trace_set_fidelity_validation),
     T(test_trace_set_validation_many_ranks),
     T(test_other_validation),
     T(bug_register_grid_product_overflow),

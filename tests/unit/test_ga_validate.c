@@ -340,12 +340,78 @@ static void test_declared_count_above_rank_refused(void **state) {
   la_compact_result_free(&small);
 }
 
+/* Robust weights (docs/fidelity.md) are checked like the measured ones: a
+ * robust encoding of fewer points than the trace is refused and logged;
+ * a good one is stored and reaches a client with its robust totals. */
+static void test_robust_encoding_checked(void **state) {
+  start_ga();
+  enum { N = 1000 };
+  static double x[N], y[N];
+  series(x, N, 3);
+  for (size_t i = 0; i < N; i++) y[i] = x[i] / 2;
+  la_compact_result_t m, rgood, rshort;
+  assert_int_equal(la_compact(x, N, NULL, &m), 0);
+  assert_int_equal(la_compact(y, N, NULL, &rgood), 0);
+  assert_int_equal(la_compact(y, N - 1, NULL, &rshort), 0);
+  fake_t f;
+  memset(&f, 0, sizeof f);
+  f.fd = -1;
+  fake_connect(&f, "nodeR");
+  for (uint32_t r = 0; r < 2; r++) fake_rank_start(&f, "robapp", r, 2, N);
+  for (uint32_t r = 0; r < 2; r++) {
+    const la_compact_result_t *rr = r == 0 ? &rgood : &rshort;
+    La__SeriesStats st = LA__SERIES_STATS__INIT, rst = LA__SERIES_STATS__INIT;
+    st.count = rst.count = N;
+    st.sum = m.stats.sum;
+    rst.sum = rgood.stats.sum;
+    La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+    t.seq = ++f.seq;
+    t.app_id = "robapp";
+    t.rank = r;
+    t.cycle_tag = 3;
+    t.n_elements = N;
+    t.mode = (La__CompactMode)m.mode;
+    t.segments.data = m.bytes;
+    t.segments.len = m.len;
+    t.stats = &st;
+    t.has_robust_segments = 1;
+    t.robust_segments.data = rr->bytes;
+    t.robust_segments.len = rr->len;
+    t.robust_stats = &rst;
+    assert_int_equal(la_secure_send_msg(f.fd, &f.sec,
+                                        LA__MSG_TYPE__MSG_COMPACT_TRACE,
+                                        &t.base, 5000),
+                     0);
+  }
+  fake_wait_acked(&f);
+  CHECK(la_td_wait_status(T.ga, "traces_invalid", 1, WAIT_MS) == 0,
+        "traces_invalid did not reach 1");
+  CHECK(la_td_log_has(T.ga, "robapp rank 1 cycle 3 from LocalAgent nodeR "
+                            "refused: invalid trace: robust encoding holds "
+                            "999 points"),
+        "no log line for rank 1");
+  la_traceset_t *t = get_set("robapp", 3);
+  assert_true(la_traceset_has_rank(t, 0));
+  assert_false(la_traceset_has_rank(t, 1));
+  double s = 0;
+  assert_int_equal(la_traceset_rank_robust_stats(t, 0, &s, NULL, NULL), 0);
+  assert_true(s == rgood.stats.sum);
+  assert_int_equal(la_traceset_weights_kind(t), LA_WEIGHTS_ROBUST);
+  la_traceset_free(t);
+  close(f.fd);
+  la_compact_result_free(&m);
+  la_compact_result_free(&rgood);
+  la_compact_result_free(&rshort);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_invalid_traces_refused, setup,
                                     teardown),
     cmocka_unit_test_setup_teardown(test_declared_count_above_rank_refused,
                                     setup, teardown),
+    cmocka_unit_test_setup_teardown(test_robust_encoding_checked, setup,
+                                    teardown),
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);
 }

@@ -7,6 +7,11 @@
  *            complete, cycle 20 closed partial (rank 2 missing). Ranks 0-2
  *            compacted with polyline cv=0.05, rank 3 lossless.
  *   wave-7   2 ranks, running; cycle 5 open (only rank 0 arrived).
+ *   xrobust-3 2 ranks of 100 elements, lossless, with robust weights and
+ *            interference (docs/fidelity.md): rank 0 measures 100 per
+ *            element but 1100 on 10 elements (robust 100 everywhere), rank
+ *            1 measures 200 everywhere (robust the same); timer resolution
+ *            50 ns on both; cycle 1 complete.
  * The raw series are kept, so exported values are checked against the
  * compaction bound (the achieved max |error| of each trace; lossless
  * exact), totals against the exact sums, METIS weights against their
@@ -133,6 +138,54 @@ static void rank_start(la_store_t *s, const char *app, const char *name,
   assert_int_equal(la_store_rank_start(s, &m), 0);
 }
 
+/* Rank r of xrobust-3 (see the top): a lossless trace of the measured
+ * values with the robust ones and the interference figures. */
+static void put_robust(la_store_t *s, uint32_t r) {
+  double m[100], rb[100];
+  for (int i = 0; i < 100; i++) {
+    rb[i] = r == 0 ? 100 : 200;
+    m[i] = r == 0 && i % 10 == 3 ? 1100 : rb[i];
+  }
+  la_compact_params_t p;
+  la_compact_params_default(&p);
+  p.mode = LA_COMPACT_LOSSLESS;
+  la_compact_result_t res, rres;
+  assert_int_equal(la_compact(m, 100, &p, &res), 0);
+  assert_int_equal(la_compact(rb, 100, &p, &rres), 0);
+  La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+  La__SeriesStats st = LA__SERIES_STATS__INIT, rst = LA__SERIES_STATS__INIT;
+  t.seq = 500 + r;
+  t.app_id = "xrobust-3";
+  t.rank = r;
+  t.cycle_tag = 1;
+  t.n_elements = 100;
+  t.mode = (La__CompactMode)res.mode;
+  t.segments.data = res.bytes;
+  t.segments.len = res.len;
+  st.count = 100;
+  st.sum = res.stats.sum;
+  st.min = res.stats.min;
+  st.max = res.stats.max;
+  t.stats = &st;
+  t.has_robust_segments = 1;
+  t.robust_segments.data = rres.bytes;
+  t.robust_segments.len = rres.len;
+  rst.count = 100;
+  rst.sum = rres.stats.sum;
+  rst.min = rres.stats.min;
+  rst.max = rres.stats.max;
+  t.robust_stats = &rst;
+  t.has_interference = 1;
+  t.interference = res.stats.sum - rres.stats.sum;
+  t.has_flagged = 1;
+  t.flagged = r == 0 ? 10 : 0;
+  t.has_flagged_time = 1;
+  t.flagged_time = r == 0 ? 11000 : 0;
+  assert_int_equal(la_store_trace(s, &t, NULL), 0);
+  la_compact_result_free(&res);
+  la_compact_result_free(&rres);
+}
+
 static void rank_end(la_store_t *s, const char *app, uint32_t r) {
   La__RankEnd m = LA__RANK_END__INIT;
   m.seq = 90 + r;
@@ -184,6 +237,24 @@ static int setup_group(void **state) {
   double w[64];
   for (int i = 0; i < 64; i++) w[i] = 5 + i % 8;
   put_trace(s, "wave-7", 0, 5, w, 64, 0, NULL, NULL);
+  for (uint32_t r = 0; r < 2; r++) {
+    La__RankStart m = LA__RANK_START__INIT;
+    m.seq = 400 + r;
+    m.app_id = "xrobust-3";
+    m.rank = r;
+    m.nprocs = 2;
+    m.n_elements = 100;
+    m.metric = "time";
+    m.unit = "ns";
+    m.has_timer_res_ns = 1;
+    m.timer_res_ns = 50;
+    m.interference = r == 0 ? "on" : "off (no perf events)";
+    assert_int_equal(la_store_rank_start(s, &m), 0);
+    put_robust(s, r);
+  }
+  assert_int_equal(la_store_set_closed(s, "xrobust-3", 1, 1, NULL, 0,
+                                       1700000000300000000ull),
+                   0);
   assert_int_equal(la_store_commit(s), 0);
   la_store_close(s);
 
@@ -410,7 +481,8 @@ static void test_apps(void **state) {
   free(o), free(e);
   assert_int_equal(lactl(&o, &e, "apps", "--db", g->db, "--json", NULL), 0);
   py_check(save("apps.json", o), "json",
-           "[a[\"id\"] for a in d[\"apps\"]] == [\"heat-42\", \"wave-7\"] and "
+           "[a[\"id\"] for a in d[\"apps\"]] == [\"heat-42\", \"wave-7\", "
+           "\"xrobust-3\"] and "
            "d[\"apps\"][0][\"ranks\"] == 4 and "
            "d[\"apps\"][0][\"elements\"] == 1100 and "
            "d[\"apps\"][0][\"cycles\"] == 2 and "
@@ -480,6 +552,71 @@ static void test_show(void **state) {
   py_check(save("show20.json", o), "json",
            "d[\"state\"] == \"partial\" and d[\"missing\"] == [2] and "
            "d[\"ranks\"][2][\"present\"] == False and d[\"nprocs\"] == 4");
+  free(o), free(e);
+}
+
+/* Robust weights and interference as lactl show prints them: rank 0 lost
+ * half its measured time (10 x 1000 of 20000) to interference, rank 1
+ * none, so the measured totals are equal (imbalance 1) and the robust ones
+ * 10000 and 20000 (imbalance 20000 / 15000); the median element (200 ns)
+ * is under 20 steps of the 50 ns timer. */
+static void test_show_robust(void **state) {
+  char *o, *e;
+  assert_int_equal(lactl(&o, &e, "show", "xrobust-3", "--db", g->db, NULL), 0);
+  if (!strstr(o, "imbalance   1 measured, 1.333 robust") ||
+      !strstr(o, "interference 25% of the measured time (10 element-cycles") ||
+      !strstr(o, "warning: timer resolution 50 ns, median element 200 ns") ||
+      !strstr(o, "off (no perf events)") || !strstr(o, "INTERF%"))
+    fail_msg("unexpected lactl show output:\n%s", o);
+  free(o), free(e);
+  assert_int_equal(
+      lactl(&o, &e, "show", "xrobust-3", "--db", g->db, "--json", NULL), 0);
+  py_check(save("show_robust.json", o), "json",
+           "d[\"weights\"] == \"robust\" and d[\"imbalance\"] == 1 and "
+           "abs(d[\"imbalance_robust\"] - 4.0 / 3) < 1e-12 and "
+           "d[\"interference_share\"] == 0.25 and d[\"flagged\"] == 10 and "
+           "d[\"robust_total\"] == 30000 and d[\"timer_res_ns\"] == 50 and "
+           "d[\"median_element_ns\"] == 200 and d[\"timer_coarse\"] and "
+           "[r[\"total\"] for r in d[\"ranks\"]] == [20000, 20000] and "
+           "[r[\"robust_total\"] for r in d[\"ranks\"]] == [10000, 20000] "
+           "and [r[\"interference_share\"] for r in d[\"ranks\"]] == "
+           "[0.5, 0] and [r[\"flagged\"] for r in d[\"ranks\"]] == [10, 0] "
+           "and [r[\"detection\"] for r in d[\"ranks\"]] == [\"on\", "
+           "\"off (no perf events)\"]");
+  free(o), free(e);
+  /* a set without any of it: no fidelity lines, no warning */
+  assert_int_equal(lactl(&o, &e, "show", "heat-42", "10", "--db", g->db, NULL),
+                   0);
+  assert_null(strstr(o, "robust"));
+  assert_null(strstr(o, "warning"));
+  free(o), free(e);
+}
+
+/* lactl export --weights: robust by default when present, measured on
+ * request; a set without robust weights asked for them says so. */
+static void test_export_weights(void **state) {
+  char *o, *e;
+  assert_int_equal(lactl(&o, &e, "export", "xrobust-3", "1", "--db", g->db,
+                         NULL),
+                   0);
+  assert_non_null(strstr(o, "\n1,0,3,3,100\n"));
+  assert_null(strstr(o, ",1100\n"));
+  free(o), free(e);
+  assert_int_equal(lactl(&o, &e, "export", "xrobust-3", "1", "--weights",
+                         "measured", "--db", g->db, NULL),
+                   0);
+  assert_non_null(strstr(o, "\n1,0,3,3,1100\n"));
+  free(o), free(e);
+  assert_int_equal(lactl(&o, &e, "export", "heat-42", "10", "--weights",
+                         "robust", "--format", "json", "--db", g->db, NULL),
+                   0);
+  assert_non_null(strstr(e, "not every rank has robust weights"));
+  assert_non_null(strstr(o, "\"weights\": \"measured\""));
+  free(o), free(e);
+  assert_int_equal(lactl(&o, &e, "export", "xrobust-3", "--weights", "best",
+                         "--db", g->db, NULL),
+                   2);
+  assert_non_null(strstr(e, "measured or robust"));
   free(o), free(e);
 }
 
@@ -664,6 +801,9 @@ static void test_global_same_output(void **state) {
       {"show", "wave-7", NULL},
       {"export", "heat-42", "10:20", NULL},
       {"export", "heat-42", "20", "--format", "metis", NULL},
+      {"show", "xrobust-3", "--json", NULL},
+      {"show", "xrobust-3", NULL},
+      {"export", "xrobust-3", "--format", "json", NULL},
   };
   enum { NC = sizeof cmds / sizeof cmds[0] };
   char *want[NC];
@@ -716,6 +856,8 @@ int main(void) {
       cmocka_unit_test(test_apps),
       cmocka_unit_test(test_cycles),
       cmocka_unit_test(test_show),
+      cmocka_unit_test(test_show_robust),
+      cmocka_unit_test(test_export_weights),
       cmocka_unit_test(test_export_csv),
       cmocka_unit_test(test_export_json),
       cmocka_unit_test(test_export_metis),

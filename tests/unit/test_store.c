@@ -906,6 +906,170 @@ static void test_agent_seq(void **state) {
   assert_int_equal(la_store_agent_next_seq(f->s, NULL, &next), LA_EINVAL);
 }
 
+/* ------------------------------------------------ robust weights -- */
+
+/* A trace carrying robust weights and interference figures, and ranks
+ * reporting their timer resolution and detection status, come back from
+ * la_store_load_set exactly as stored; ranks and traces without them come
+ * back without them. */
+static void test_robust_round_trip(void **state) {
+  fx_t *f = *state;
+  for (uint32_t r = 0; r < 3; r++) {
+    La__RankStart m = rank_start("rb", r, 3, 100);
+    if (r == 0) {
+      m.has_timer_res_ns = 1;
+      m.timer_res_ns = 12.5;
+      m.interference = "on";
+    } else if (r == 1) {
+      m.interference = "off (perf_event_paranoid=3)";
+    }
+    assert_int_equal(la_store_rank_start(f->s, &m), 0);
+  }
+  tr_t x, y;
+  uint8_t rseg[64];
+  for (size_t i = 0; i < sizeof rseg; i++) rseg[i] = (uint8_t)(200 - i);
+  La__SeriesStats rst = LA__SERIES_STATS__INIT;
+  mk_trace(&x, "rb", 0, 7, 100, 40, 1);
+  x.t.has_robust_segments = 1;
+  x.t.robust_segments.data = rseg;
+  x.t.robust_segments.len = sizeof rseg;
+  rst.count = 100;
+  rst.sum = 900.25;
+  rst.min = 0.5;
+  rst.max = 44;
+  x.t.robust_stats = &rst;
+  x.t.has_interference = 1;
+  x.t.interference = 100.75;
+  x.t.has_flagged = 1;
+  x.t.flagged = 9;
+  x.t.has_flagged_time = 1;
+  x.t.flagged_time = 130.5;
+  int was_new = 0;
+  assert_int_equal(la_store_trace(f->s, &x.t, &was_new), 0);
+  assert_int_equal(was_new, 1);
+  /* a resend with other robust figures changes nothing */
+  x.t.interference = 1;
+  x.t.flagged = 1;
+  assert_int_equal(la_store_trace(f->s, &x.t, &was_new), 0);
+  assert_int_equal(was_new, 0);
+  /* rank 1: interference figures only (no robust weights); rank 2: none */
+  mk_trace(&y, "rb", 1, 7, 100, 40, 2);
+  y.t.has_flagged = 1;
+  y.t.flagged = 0;
+  y.t.has_interference = 1;
+  y.t.interference = 0;
+  assert_int_equal(la_store_trace(f->s, &y.t, NULL), 0);
+  assert_int_equal(put_trace(f->s, "rb", 2, 7, NULL), 0);
+  reopen(f);
+
+  La__TraceSet *set = NULL;
+  assert_int_equal(la_store_load_set(f->s, "rb", 7, &set), 0);
+  char why[200];
+  assert_int_equal(
+      la_msg_validate(LA__MSG_TYPE__MSG_TRACE_SET, &set->base, why, sizeof why),
+      0);
+  assert_int_equal(set->n_traces, 3);
+  const La__CompactTrace *a = set->traces[0], *b = set->traces[1],
+                         *c = set->traces[2];
+  assert_true(a->has_robust_segments);
+  assert_int_equal(a->robust_segments.len, sizeof rseg);
+  assert_memory_equal(a->robust_segments.data, rseg, sizeof rseg);
+  assert_non_null(a->robust_stats);
+  assert_int_equal(a->robust_stats->count, 100);
+  assert_true(a->robust_stats->sum == 900.25);
+  assert_true(a->robust_stats->min == 0.5);
+  assert_true(a->robust_stats->max == 44);
+  assert_true(a->has_interference && a->interference == 100.75);
+  assert_true(a->has_flagged && a->flagged == 9);
+  assert_true(a->has_flagged_time && a->flagged_time == 130.5);
+  /* the measured side is untouched */
+  assert_int_equal(a->segments.len, 40);
+  assert_memory_equal(a->segments.data, x.seg, 40);
+  assert_true(a->stats->sum == x.st.sum);
+  assert_false(b->has_robust_segments);
+  assert_null(b->robust_stats);
+  assert_true(b->has_interference && b->interference == 0);
+  assert_true(b->has_flagged && b->flagged == 0);
+  assert_false(b->has_flagged_time);
+  assert_false(c->has_robust_segments || c->has_interference ||
+               c->has_flagged || c->has_flagged_time);
+  assert_null(c->robust_stats);
+  assert_int_equal(set->n_timer_res_ns, 3);
+  assert_int_equal(set->n_detection, 3);
+  assert_true(set->timer_res_ns[0] == 12.5);
+  assert_true(set->timer_res_ns[1] == 0);
+  assert_true(set->timer_res_ns[2] == 0);
+  assert_string_equal(set->detection[0], "on");
+  assert_string_equal(set->detection[1], "off (perf_event_paranoid=3)");
+  assert_string_equal(set->detection[2], "");
+  la_store_free_set(set);
+
+  /* an application whose ranks report none of it has empty lists */
+  assert_int_equal(put_rank_start(f->s, "plain", 0, 1, 100), 0);
+  assert_int_equal(put_trace(f->s, "plain", 0, 1, NULL), 0);
+  assert_int_equal(la_store_load_set(f->s, "plain", 1, &set), 0);
+  assert_int_equal(set->n_timer_res_ns, 0);
+  assert_int_equal(set->n_detection, 0);
+  assert_null(set->traces[0]->robust_stats);
+  la_store_free_set(set);
+
+  /* robust rows that do not fit their trace are corruption, not a crash */
+  raw_exec(f->path, "UPDATE robust SET stat_count = 99 WHERE rank = 0");
+  assert_int_equal(la_store_load_set(f->s, "rb", 7, &set), LA_EIO);
+  assert_null(set);
+  assert_non_null(strstr(la_store_errmsg(f->s), "robust weights"));
+  raw_exec(f->path, "UPDATE robust SET stat_count = 100, interference = -1"
+                    " WHERE rank = 0");
+  assert_int_equal(la_store_load_set(f->s, "rb", 7, &set), LA_EIO);
+  assert_non_null(strstr(la_store_errmsg(f->s), "interference"));
+  raw_exec(f->path, "UPDATE robust SET interference = 1 WHERE rank = 0;"
+                    "UPDATE rank_fidelity SET timer_res_ns = -3");
+  assert_int_equal(la_store_load_set(f->s, "rb", 7, &set), LA_EIO);
+  assert_non_null(strstr(la_store_errmsg(f->s), "timer_res_ns"));
+}
+
+/* A store written before the robust and rank_fidelity tables existed opens,
+ * reads as before, gains the tables, and then stores robust weights. */
+static void test_store_without_robust_tables(void **state) {
+  fx_t *f = *state;
+  for (uint32_t r = 0; r < 2; r++) {
+    assert_int_equal(put_rank_start(f->s, "old", r, 2, 100), 0);
+    assert_int_equal(put_trace(f->s, "old", r, 3, NULL), 0);
+  }
+  la_store_close(f->s);
+  f->s = NULL;
+  raw_exec(f->path, "DROP TABLE robust; DROP TABLE rank_fidelity;");
+  assert_int_equal(raw_int(f->path,
+                           "SELECT count(*) FROM sqlite_master WHERE name IN"
+                           " ('robust', 'rank_fidelity')"),
+                   0);
+  reopen(f);
+  assert_int_equal(raw_int(f->path,
+                           "SELECT count(*) FROM sqlite_master WHERE name IN"
+                           " ('robust', 'rank_fidelity')"),
+                   2);
+  La__TraceSet *set = NULL;
+  assert_int_equal(la_store_load_set(f->s, "old", 3, &set), 0);
+  assert_int_equal(set->n_traces, 2);
+  assert_true(set->complete);
+  assert_null(set->traces[0]->robust_stats);
+  assert_int_equal(set->n_timer_res_ns, 0);
+  la_store_free_set(set);
+  tr_t x;
+  La__SeriesStats rst = LA__SERIES_STATS__INIT;
+  mk_trace(&x, "old", 0, 4, 100, 40, 9);
+  x.t.has_robust_segments = 1;
+  x.t.robust_segments = x.t.segments;
+  rst.count = 100;
+  rst.sum = 5;
+  x.t.robust_stats = &rst;
+  assert_int_equal(la_store_trace(f->s, &x.t, NULL), 0);
+  assert_int_equal(la_store_load_set(f->s, "old", 4, &set), 0);
+  assert_non_null(set->traces[0]->robust_stats);
+  assert_true(set->traces[0]->robust_stats->sum == 5);
+  la_store_free_set(set);
+}
+
 /* --------------------------------------------------------- corruption */
 
 static void expect_corrupt(fx_t *f, const char *sql, const char *needle) {
@@ -1056,6 +1220,9 @@ static void build_doc_db(la_store_t *s) {
     La__RankStart m = rank_start("wavetoy-1234", r, 4, nel[r]);
     m.host = r < 2 ? "node1" : "node2";
     m.seq = 1;
+    m.has_timer_res_ns = 1; /* fidelity, for the robust example */
+    m.timer_res_ns = r < 2 ? 20 : 41.5;
+    m.interference = r < 2 ? "on" : "off (perf_event_paranoid=3)";
     assert_int_equal(la_store_rank_start(s, &m), 0);
   }
   assert_int_equal(la_store_begin(s), 0);
@@ -1091,8 +1258,31 @@ static void build_doc_db(la_store_t *s) {
       er.rmse = res.error.rmse;
       er.cv = res.error.cv;
       t.error = &er;
+      /* cycle 20 carries robust weights: the step of 500 in the second
+       * half was interference (docs/fidelity.md) */
+      la_compact_result_t rres;
+      La__SeriesStats rst = LA__SERIES_STATS__INIT;
+      if (c == 20) {
+        for (uint64_t i = 0; i < nel[r]; i++) x[i] = 1000.0 * (r + 1) + 20;
+        assert_int_equal(la_compact(x, nel[r], &p, &rres), 0);
+        t.has_robust_segments = 1;
+        t.robust_segments.data = rres.bytes;
+        t.robust_segments.len = rres.len;
+        rst.count = rres.stats.count;
+        rst.sum = rres.stats.sum;
+        rst.min = rres.stats.min;
+        rst.max = rres.stats.max;
+        t.robust_stats = &rst;
+        t.has_interference = 1;
+        t.interference = res.stats.sum - rres.stats.sum;
+        t.has_flagged = 1;
+        t.flagged = nel[r] - nel[r] / 2;
+        t.has_flagged_time = 1;
+        t.flagged_time = (double)t.flagged * (1000.0 * (r + 1) + 520);
+      }
       assert_int_equal(la_store_trace(s, &t, NULL), 0);
       la_compact_result_free(&res);
+      if (c == 20) la_compact_result_free(&rres);
       free(x);
     }
   const uint32_t miss = 2;
@@ -1552,6 +1742,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_queries, setup, teardown),
       cmocka_unit_test_setup_teardown(test_agent_seq, setup, teardown),
       cmocka_unit_test_setup_teardown(test_corrupt_rows, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_robust_round_trip, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_store_without_robust_tables, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_missing_records, setup, teardown),
       cmocka_unit_test_setup_teardown(test_injected_commit_failure, setup,
                                       teardown),
