@@ -43,6 +43,13 @@ const la_cfg_key_t la_la_keys[] = {
     "on SIGTERM, longest wait for the GlobalAgent's acks before spooling"),
   S("compaction", "default", compact, "polyline:cv=0.1",
     "compaction when the application asks for none (docs/compaction.md)"),
+  N("robust", "enable", LA_CFG_BOOL, robust, "yes", 0, 1,
+    "robust per-element weights beside the measured values (time metric)"),
+  N("robust", "tolerance", LA_CFG_DOUBLE, robust_tol, "0.25", 0, 10,
+    "relative band around an element's estimate; above it a value is "
+    "suspect"),
+  N("robust", "confirm", LA_CFG_INT, robust_confirm, "3", 1, 254,
+    "consecutive agreeing suspect cycles that make a real rise of cost"),
   S("global", "address", global, "127.0.0.1:7462",
     "GlobalAgent host:port; empty: keep traces in the spool"),
   S("global", "secret_file", secret_file, "",

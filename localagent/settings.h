@@ -27,6 +27,10 @@ typedef struct la_la_settings {
   int64_t drain_ms;        /* SIGTERM: longest wait for acks before exit */
   /* [compaction] */
   char compact[128];       /* default spec when the application sets none */
+  /* [robust] */
+  int robust;              /* robust weights for the time metric */
+  double robust_tol;       /* relative band (robust.h tol) */
+  int64_t robust_confirm;  /* suspect cycles that make a real rise */
   /* [global] */
   char global[256];        /* GlobalAgent host:port ("" = none, spool only) */
   char secret_file[512];
