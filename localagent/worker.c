@@ -21,6 +21,7 @@
 #include "agent.h"
 #include "la_errors.h"
 #include "la_log.h"
+#include "placement.h"
 
 typedef struct la_job {
   uv_work_t req;
@@ -115,6 +116,7 @@ static void la__robust(la_job_t *j, const double *x) {
 static void la__work(uv_work_t *req) {
   la_job_t *j = req->data;
   la_session_t *s = j->s;
+  la_placement_worker((int)s->ag->set.worker_nice, s->ag->set.worker_idle);
   uint64_t n = s->ipc.n_elements;
   double *x = malloc(n * sizeof(double));
   if (!x) {
