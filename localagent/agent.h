@@ -25,6 +25,7 @@
 #include "la_uvconn.h"
 #include "outq.h"
 #include "settings.h"
+#include "weights.h"
 
 #define LA_AGENT_VERSION "la-localagent " LA_VERSION_STRING
 
@@ -76,6 +77,7 @@ typedef struct la_session {
   uint32_t rank, nprocs;
   int pid;
   la_compact_params_t cp;
+  la_weights_t *weights; /* robust weights (time metric), or NULL */
   uint32_t busy; /* bit i: buffer i is being read */
   uint64_t cycles, skipped, waits;
   int finalized;

@@ -184,6 +184,13 @@ int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
   return 0;
 }
 
+int la_app_ipc_flags(const la_app_ipc_t *ipc, uint32_t i, uint8_t *out) {
+  if (!ipc->hdr || i >= ipc->n_buffers) return LA_EINVAL;
+  memcpy(out, la_shm_buffer_flags(ipc->hdr, ipc->n_elements, i),
+         ipc->n_elements);
+  return 0;
+}
+
 void la_app_ipc_release(la_app_ipc_t *ipc) {
   if (ipc->sem_id >= 0) semctl(ipc->sem_id, 0, IPC_RMID);
   if (ipc->hdr) shmdt(ipc->hdr);

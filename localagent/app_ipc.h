@@ -53,6 +53,11 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
 int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
                     la_shm_bufmeta_t *meta);
 
+/* Copies the n_elements flag bytes of buffer i into out (data: any byte
+ * value is possible; bit 0 is LA_SHM_FLAG_INTERFERED). Call before giving
+ * the buffer back. Returns 0 or LA_EINVAL. */
+int la_app_ipc_flags(const la_app_ipc_t *ipc, uint32_t i, uint8_t *out);
+
 /* Zeroes buffer i without reading it (out of memory). */
 void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i);
 

@@ -27,6 +27,7 @@
 #include "la_daemon.h"
 #include "la_log.h"
 #include "la_sockio.h"
+#include "placement.h"
 
 static void la__usage(FILE *f) {
   fprintf(f,
@@ -68,6 +69,10 @@ static int la__configure(int argc, char **argv, la_la_settings_t *set,
   if (set->global[0] && !la_daemon_addr_ok(set->global, 0)) {
     fprintf(stderr, "%s: global.address '%s' is not host:port\n", me,
             set->global);
+    bad = 1;
+  }
+  if (la_placement_cpus_check(set->cpus, why, sizeof why) != 0) {
+    fprintf(stderr, "%s: %s\n", me, why);
     bad = 1;
   }
   if (set->reconnect_min_ms > set->reconnect_max_ms) {
@@ -244,10 +249,14 @@ int main(int argc, char **argv) {
   char threads[16];
   snprintf(threads, sizeof threads, "%lld", (long long)ag->set.threads);
   setenv("UV_THREADPOOL_SIZE", threads, 1); /* before the pool starts */
+  char why[512];
+  if (la_placement_cpus(ag->set.cpus, why, sizeof why) != 0) {
+    la_log_error("%s", why);
+    return 1;
+  }
   ag->loop = uv_default_loop();
   ag->start_ms = la_now_ms();
 
-  char why[512];
   int fsync_each = ag->set.spool_fsync && ag->set.spool_fsync_ms == 0;
   if (la_outq_open(ag->set.spool_dir, ag->set.queue_bytes,
                    ag->set.spool_bytes, 0, fsync_each, la__note, NULL, &ag->q,

@@ -60,6 +60,7 @@ static void la__on_free(la_conn_t *c) {
   else ag->sessions = s->next;
   if (s->next) s->next->prev = s->prev;
   ag->n_conns--;
+  la_weights_free(s->weights);
   free(s);
   la_agent_check_drained(ag);
 }
@@ -161,6 +162,15 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
   s->pid = r->pid;
   ag->n_apps++;
   ag->st.regs++;
+  /* Robust weights for wall time (interference only adds time); without
+   * memory for them the rank is still profiled, measured values only. */
+  if (ag->set.robust && !strcmp(r->metric, "time") &&
+      la_weights_new(r->n_elements, r->has_timer_res_ns ? r->timer_res_ns : 0,
+                     ag->set.robust_tol, (uint32_t)ag->set.robust_confirm,
+                     &s->weights) != 0)
+    la_log_warnx("%s rank %u: no memory for robust weights (%llu "
+                 "elements): measured values only", s->app_id, s->rank,
+                 (unsigned long long)r->n_elements);
 
   La__RegisterReply ok = LA__REGISTER_REPLY__INIT;
   ok.status = 0;

@@ -24,9 +24,16 @@ typedef struct la_la_settings {
   uint64_t max_elements;   /* elements of one registration */
   int64_t handshake_ms;    /* a connection must register or ask within this */
   int64_t threads;         /* compaction threads (libuv thread pool) */
+  int64_t worker_nice;     /* nice of the compaction threads */
+  int worker_idle;         /* compaction threads in SCHED_IDLE */
+  char cpus[256];          /* CPU list the daemon is confined to ("" all) */
   int64_t drain_ms;        /* SIGTERM: longest wait for acks before exit */
   /* [compaction] */
   char compact[128];       /* default spec when the application sets none */
+  /* [robust] */
+  int robust;              /* robust weights for the time metric */
+  double robust_tol;       /* relative band (robust.h tol) */
+  int64_t robust_confirm;  /* suspect cycles that make a real rise */
   /* [global] */
   char global[256];        /* GlobalAgent host:port ("" = none, spool only) */
   char secret_file[512];

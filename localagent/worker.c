@@ -21,6 +21,7 @@
 #include "agent.h"
 #include "la_errors.h"
 #include "la_log.h"
+#include "placement.h"
 
 typedef struct la_job {
   uv_work_t req;
@@ -35,6 +36,10 @@ typedef struct la_job {
   const char *why; /* reason of the missing record */
   la_shm_bufmeta_t meta;
   uint64_t ns, points, bytes;
+  /* robust weights (weights.h), when the session has them */
+  int robust;
+  la_compact_result_t rres;
+  la_robust_stats_t rst;
 } la_job_t;
 
 static uint64_t la__mono_ns(void) {
@@ -69,13 +74,49 @@ static int la__log_trace(la_job_t *j, const la_compact_result_t *res) {
   t.t_xfer_ns = j->t_xfer_ns;
   t.has_rank_seq = 1;
   t.rank_seq = j->seq;
+  La__SeriesStats rs = LA__SERIES_STATS__INIT;
+  if (j->robust) {
+    rs.count = j->rres.stats.count;
+    rs.sum = j->rres.stats.sum;
+    rs.min = j->rres.stats.min;
+    rs.max = j->rres.stats.max;
+    t.has_robust_segments = 1;
+    t.robust_segments.data = j->rres.bytes;
+    t.robust_segments.len = j->rres.len;
+    t.robust_stats = &rs;
+    t.has_interference = 1;
+    t.interference = j->rst.interference;
+    t.has_flagged = 1;
+    t.flagged = j->rst.flagged;
+    t.has_flagged_time = 1;
+    double ft = (double)j->meta.interference_ticks * j->meta.scale;
+    t.flagged_time = ft >= 0 && ft < 1e300 ? ft : 0; /* data from the app */
+  }
   return la_uplink_log(s->ag, LA__MSG_TYPE__MSG_COMPACT_TRACE, &t.base,
                        &t.seq);
+}
+
+/* The robust weights of the cycle (x measured, the buffer still the
+ * agent's, so its flag bytes are this cycle's). Without memory the trace
+ * goes without them: robust weights are extra, the measured values are the
+ * record. */
+static void la__robust(la_job_t *j, const double *x) {
+  la_session_t *s = j->s;
+  uint64_t n = s->ipc.n_elements;
+  uint8_t *flags = malloc(n ? n : 1);
+  if (flags && la_app_ipc_flags(&s->ipc, j->buffer, flags) != 0) {
+    free(flags);
+    flags = NULL;
+  }
+  j->robust = flags && la_weights_cycle(s->weights, x, flags, &j->cp,
+                                        &j->rres, &j->rst) == 0;
+  free(flags);
 }
 
 static void la__work(uv_work_t *req) {
   la_job_t *j = req->data;
   la_session_t *s = j->s;
+  la_placement_worker((int)s->ag->set.worker_nice, s->ag->set.worker_idle);
   uint64_t n = s->ipc.n_elements;
   double *x = malloc(n * sizeof(double));
   if (!x) {
@@ -91,6 +132,7 @@ static void la__work(uv_work_t *req) {
     memset(&res, 0, sizeof res);
     uint64_t t0 = la__mono_ns();
     j->rc = la_compact(x, n, &j->cp, &res);
+    if (j->rc == 0 && s->weights) la__robust(j, x);
     j->ns = la__mono_ns() - t0;
     if (j->rc != 0) {
       j->why = "dropped: compaction failed";
@@ -104,6 +146,7 @@ static void la__work(uv_work_t *req) {
         j->why = "dropped: the LocalAgent could not write its log";
     }
     la_compact_result_free(&res);
+    la_compact_result_free(&j->rres);
   }
   free(x);
   if (j->rc != 0 || j->log_rc != 0) {

@@ -1,0 +1,57 @@
+/* weights.c: a rank's robust weights for its worker jobs (weights.h). */
+#include "weights.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "la.h"
+
+struct la_weights {
+  pthread_mutex_t mu; /* serializes la_robust_update */
+  uint64_t n;
+  la_robust_t *r;
+};
+
+int la_weights_new(uint64_t n, double timer_res_ns, double tol,
+                   uint32_t confirm, la_weights_t **out) {
+  if (!out) return LA_EINVAL;
+  *out = NULL;
+  la_robust_params_t p;
+  la_robust_params_default(&p);
+  p.tol = tol;
+  p.confirm = confirm;
+  p.abs_tol = timer_res_ns > 0 ? 2 * timer_res_ns : 0;
+  la_weights_t *w = calloc(1, sizeof *w);
+  if (!w) return LA_ENOMEM;
+  int rc = la_robust_new(n, &p, &w->r);
+  if (rc != 0) {
+    free(w);
+    return rc;
+  }
+  pthread_mutex_init(&w->mu, NULL);
+  w->n = n;
+  *out = w;
+  return 0;
+}
+
+int la_weights_cycle(la_weights_t *w, const double *x, const uint8_t *flags,
+                     const la_compact_params_t *cp, la_compact_result_t *res,
+                     la_robust_stats_t *st) {
+  memset(res, 0, sizeof *res);
+  double *y = malloc(w->n * sizeof *y);
+  if (!y) return LA_ENOMEM;
+  pthread_mutex_lock(&w->mu);
+  int rc = la_robust_update(w->r, x, flags, y, st);
+  pthread_mutex_unlock(&w->mu);
+  if (rc == 0) rc = la_compact(y, w->n, cp, res);
+  free(y);
+  return rc;
+}
+
+void la_weights_free(la_weights_t *w) {
+  if (!w) return;
+  la_robust_free(w->r);
+  pthread_mutex_destroy(&w->mu);
+  free(w);
+}

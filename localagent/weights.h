@@ -1,0 +1,44 @@
+/* weights.h: the robust weights of one registered rank, as its worker jobs
+ * produce them (the estimator itself is robust.h).
+ *
+ * A session of the time metric owns one la_weights_t. Each compaction job
+ * hands it the cycle's measured values (already in ns) and the probe's flag
+ * bytes; it updates the estimator, and compacts the robust weights with the
+ * trace's own parameters, so the CompactTrace carries both series. Two jobs
+ * of one session can run on two pool threads at once: the update is
+ * serialized by a mutex (cycles may then be seen one swap out of order,
+ * which the estimator tolerates: it only compares consecutive values of an
+ * element). No libuv; no I/O.
+ *
+ * Memory: la_robust_bytes(n) per rank (9 bytes per element) for the life
+ * of the registration, plus, per job in flight, n doubles of weights and n
+ * flag bytes.
+ */
+#ifndef LA_LOCALAGENT_WEIGHTS_H
+#define LA_LOCALAGENT_WEIGHTS_H
+
+#include <stdint.h>
+
+#include "la_compact.h"
+#include "robust.h"
+
+typedef struct la_weights la_weights_t;
+
+/* Creates the state of a rank of n elements. timer_res_ns (0: unknown)
+ * widens the band by two timer steps; tol and confirm as in robust.h.
+ * Returns 0 and *out, or LA_EINVAL / LA_ENOMEM. */
+int la_weights_new(uint64_t n, double timer_res_ns, double tol,
+                   uint32_t confirm, la_weights_t **out);
+
+/* One profiled cycle: x[0..n) measured, flags[0..n) (NULL: none). Writes
+ * the compacted robust weights into *res (free with
+ * la_compact_result_free) and the estimator's statistics into *st.
+ * Returns 0, or LA_ENOMEM / a la_compact error (then *res is zeroed). */
+int la_weights_cycle(la_weights_t *w, const double *x, const uint8_t *flags,
+                     const la_compact_params_t *cp, la_compact_result_t *res,
+                     la_robust_stats_t *st);
+
+/* Frees w. NULL is fine. */
+void la_weights_free(la_weights_t *w);
+
+#endif
