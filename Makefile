@@ -233,7 +233,12 @@ fuzz-build:
 	  OPT="$(FUZZ_OPT)" fuzz-bins
 
 .PHONY: fuzz-bins
-fuzz-bins: $(FUZZ_BINS)
+fuzz-bins: $(FUZZ_BINS) $(BUILD)/bin/gen_seeds
+
+# The seed generator: a plain program on the same libraries.
+$(BUILD)/bin/gen_seeds: tests/fuzz/gen_seeds.c $(CLIENT_A) $(COMMON_A) $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CLIENT_A) $(COMMON_A) $(LDLIBS_DAEMON)
 
 $(BUILD)/bin/fuzz_%: tests/fuzz/fuzz_%.c $(CLIENT_A) $(GLOBAL_NOUV_A) $(COMMON_A) $(GEN_H)
 	@mkdir -p $(dir $@)
