@@ -213,15 +213,19 @@ check:
 	@bash scripts/run-tests.sh
 
 # The ASan+UBSan tree: tests, daemons and lactl.
+# The examples (MPI programs) stay unsanitized: the trees link to
+# build/examples so tests that find them next to the daemons run them.
 check-build-asan:
 	@$(MAKE) --no-print-directory BUILD=build/asan OPT="$(ASAN_OPT)" \
 	  LDFLAGS="-fsanitize=address,undefined" tests bins
+	@[ -e build/asan/examples ] || ln -s ../examples build/asan/examples
 
 # ThreadSanitizer daemons only (the tests that drive them are not threaded
 # in ways TSan needs to see; they run from build/tests).
 check-build-tsan:
 	@$(MAKE) --no-print-directory BUILD=build/tsan OPT="$(TSAN_OPT)" \
 	  LDFLAGS="-fsanitize=thread" $(TSAN_BINS)
+	@[ -e build/tsan/examples ] || ln -s ../examples build/tsan/examples
 
 # ------------------------------------------------------------------- fuzz --
 # libFuzzer targets (tests/fuzz/fuzz_X.c -> build/fuzz/bin/fuzz_X), built
