@@ -10,6 +10,7 @@
 #   tests/support/*.c   -> linked into every test program
 #   tests/unit/test_X.c -> build/tests/test_X        (run by make check)
 #   bench/bench_X.c     -> build/bench/bench_X       (make bench-X)
+#   tests/fuzz/fuzz_X.c -> build/fuzz/bin/fuzz_X     (make fuzz; clang)
 #   examples/X.c, examples/X/*.c -> build/examples/X (see examples/Makefile.inc)
 
 PREFIX   ?= /usr/local
@@ -210,7 +211,7 @@ check:
 	@$(MAKE) --no-print-directory check-build-tsan
 	@$(MAKE) --no-print-directory fuzz-build \
 	  || echo "check: fuzz targets not built (is clang installed? make deps)"
-	@bash scripts/run-tests.sh
+	@FUZZ_CHECK_RUNS=$(FUZZ_CHECK_RUNS) bash scripts/run-tests.sh
 
 # The ASan+UBSan tree: tests, daemons and lactl.
 # The examples (MPI programs) stay unsanitized: the trees link to
