@@ -10,6 +10,7 @@
 #   tests/support/*.c   -> linked into every test program
 #   tests/unit/test_X.c -> build/tests/test_X        (run by make check)
 #   bench/bench_X.c     -> build/bench/bench_X       (make bench-X)
+#   tests/fuzz/fuzz_X.c -> build/fuzz/bin/fuzz_X     (make fuzz; clang)
 #   examples/X.c, examples/X/*.c -> build/examples/X (see examples/Makefile.inc)
 
 PREFIX   ?= /usr/local
@@ -180,18 +181,77 @@ $(BUILD)/tests/fortran/test_fmod: tests/fortran/test_fmod.f90 $(LIBLA_A)
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # ------------------------------------------------------------------ check --
-# make check: every test (unit, integration, Fortran), then the unit tests
-# again in an ASan+UBSan build. Prints one closing line:
+# make check: every test (unit, integration, Fortran) on the normal build;
+# the tests again in an ASan+UBSan build whose daemons and lactl are
+# sanitized too (build/asan/bin, found next to build/asan/tests); the
+# daemons' integration tests against ThreadSanitizer daemons (build/tsan/bin);
+# and each fuzz target for FUZZ_CHECK_RUNS inputs (skipped without clang).
+# Prints one closing line:
 #   check: N passed, N failed, N skipped
+ASAN_OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+  -fno-sanitize-recover=all
+TSAN_OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=thread
+FUZZ_CC  ?= clang
+FUZZ_OPT := -O1 -g -fno-omit-frame-pointer \
+  -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+FUZZ_SECONDS ?= 600
+FUZZ_CHECK_RUNS ?= 20000
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/bin/%,$(FUZZ_SRC))
+TSAN_BINS := $(if $(wildcard localagent/main.c),build/tsan/bin/la-localagent) \
+             $(if $(wildcard globalagent/main.c),build/tsan/bin/la-globalagent)
+
+.PHONY: check-build-asan check-build-tsan fuzz-build fuzz fuzz-check
 check:
 	@command -v protoc-c >/dev/null && command -v mpicc >/dev/null \
 	  && [ -f /usr/include/cmocka.h ] && [ -f /usr/include/uv.h ] \
 	  || bash scripts/install-deps.sh
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory BUILD=build/asan \
-	  OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
-	  LDFLAGS="-fsanitize=address,undefined" tests
-	@bash scripts/run-tests.sh
+	@$(MAKE) --no-print-directory check-build-asan
+	@$(MAKE) --no-print-directory check-build-tsan
+	@$(MAKE) --no-print-directory fuzz-build \
+	  || echo "check: fuzz targets not built (is clang installed? make deps)"
+	@FUZZ_CHECK_RUNS=$(FUZZ_CHECK_RUNS) bash scripts/run-tests.sh
+
+# The ASan+UBSan tree: tests, daemons and lactl.
+# The examples (MPI programs) stay unsanitized: the trees link to
+# build/examples so tests that find them next to the daemons run them.
+check-build-asan:
+	@$(MAKE) --no-print-directory BUILD=build/asan OPT="$(ASAN_OPT)" \
+	  LDFLAGS="-fsanitize=address,undefined" tests bins
+	@[ -e build/asan/examples ] || ln -s ../examples build/asan/examples
+
+# ThreadSanitizer daemons only (the tests that drive them are not threaded
+# in ways TSan needs to see; they run from build/tests).
+check-build-tsan:
+	@$(MAKE) --no-print-directory BUILD=build/tsan OPT="$(TSAN_OPT)" \
+	  LDFLAGS="-fsanitize=thread" $(TSAN_BINS)
+	@[ -e build/tsan/examples ] || ln -s ../examples build/tsan/examples
+
+# ------------------------------------------------------------------- fuzz --
+# libFuzzer targets (tests/fuzz/fuzz_X.c -> build/fuzz/bin/fuzz_X), built
+# with clang in their own tree. `make fuzz` runs each for FUZZ_SECONDS on a
+# copy of its seed corpus; `make check` runs each for FUZZ_CHECK_RUNS inputs.
+fuzz-build:
+	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: $(FUZZ_CC) not found (make deps)"; exit 1; }
+	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=$(FUZZ_CC) \
+	  OPT="$(FUZZ_OPT)" fuzz-bins
+
+.PHONY: fuzz-bins
+fuzz-bins: $(FUZZ_BINS) $(BUILD)/bin/gen_seeds
+
+# The seed generator: a plain program on the same libraries.
+$(BUILD)/bin/gen_seeds: tests/fuzz/gen_seeds.c $(CLIENT_A) $(COMMON_A) $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CLIENT_A) $(COMMON_A) $(LDLIBS_DAEMON)
+
+$(BUILD)/bin/fuzz_%: tests/fuzz/fuzz_%.c $(CLIENT_A) $(GLOBAL_NOUV_A) $(COMMON_A) $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests/fuzz -Iglobalagent $(CFLAGS) -fsanitize=fuzzer \
+	  -o $@ $< $(GLOBAL_NOUV_A) $(CLIENT_A) $(COMMON_A) $(LDLIBS_DAEMON)
+
+fuzz: fuzz-build
+	@bash tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 # ------------------------------------------------------------------ bench --
 bench: all

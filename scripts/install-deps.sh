@@ -14,6 +14,11 @@ PKGS=(
   libsqlite3-dev sqlite3
   libsodium-dev
   libmetis-dev
+  # make check: ThreadSanitizer and ASan runtimes of gcc (libtsan2, libasan8
+  # come with gcc), libFuzzer and its runtimes (clang, libclang-rt-14-dev),
+  # symbolized sanitizer reports (llvm), per-test accounting (procps: ps;
+  # util-linux: setsid, unshare)
+  clang libclang-rt-14-dev llvm procps util-linux
 )
 
 missing=()

@@ -33,6 +33,12 @@ struct la_test_daemon {
   long mark;
 };
 
+/* Daemons found with a sanitizer report by la_td_free in this process, and
+ * whether the exit hook that fails the program for them is installed. */
+static int la__san_found;
+static int la__san_hooked;
+static void la__san_atexit(void);
+
 long long la_td_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -106,6 +112,7 @@ la_test_daemon_t *la_td_new(const char *name) {
   }
   snprintf(d->log, sizeof d->log, "%s/%s.log", d->dir, name);
   snprintf(d->out, sizeof d->out, "%s/%s.out", d->dir, name);
+  if (!la__san_hooked && atexit(la__san_atexit) == 0) la__san_hooked = 1;
   return d;
 }
 
@@ -461,9 +468,84 @@ static int rm_one(const char *path, const struct stat *sb, int flag,
   return 0;
 }
 
+/* Markers that only a sanitizer runtime prints (our own log lines never
+ * contain them). "runtime error:" is UBSan's per-report line. */
+static const char *const la__san_markers[] = {
+    "ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+    "WARNING: ThreadSanitizer", "ERROR: ThreadSanitizer",
+    "FATAL: ThreadSanitizer", "runtime error:",
+    "SUMMARY: UndefinedBehaviorSanitizer", NULL};
+
+static void la__san_atexit(void) {
+  if (la__san_found == 0) return;
+  fprintf(stderr, "la_test_daemon: %d daemon log(s) held a sanitizer report: "
+          "failing this test program\n", la__san_found);
+  fflush(stderr);
+  _exit(1);
+}
+
+/* The earliest marker in b, or NULL. */
+static const char *la__san_first(const char *b) {
+  const char *first = NULL;
+  for (int i = 0; la__san_markers[i]; i++) {
+    const char *p = strstr(b, la__san_markers[i]);
+    if (p && (!first || p < first)) first = p;
+  }
+  return first;
+}
+
+int la_td_sanitizer_report(const la_test_daemon_t *d, char *buf, size_t len) {
+  if (buf && len) buf[0] = '\0';
+  char *b = slurp(d->log, 0);
+  if (!b) return 0;
+  const char *p = la__san_first(b);
+  if (p && buf && len) {
+    const char *s = p, *e = strchr(p, '\n');
+    while (s > b && s[-1] != '\n') s--;
+    if (!e) e = p + strlen(p);
+    snprintf(buf, len, "%.*s", (int)(e - s), s);
+  }
+  free(b);
+  return p != NULL;
+}
+
+int la_td_sanitizer_reports(void) { return la__san_found; }
+
+/* Prints the report (from the line of its first marker, at most 8 KiB)
+ * and copies the whole log to $LA_TEST_REPORT_DIR/<name>.<n>.log. */
+static void la__san_complain(const la_test_daemon_t *d) {
+  char *b = slurp(d->log, 0);
+  if (!b) return;
+  const char *p = la__san_first(b);
+  if (!p) {
+    free(b);
+    return;
+  }
+  la__san_found++;
+  const char *s = p;
+  while (s > b && s[-1] != '\n') s--;
+  size_t n = strlen(s);
+  fprintf(stderr, "---- la_test_daemon: sanitizer report in the log of %s "
+          "(%s) ----\n%.*s\n----\n", d->name, d->bin,
+          (int)(n > 8192 ? 8192 : n), s);
+  const char *dir = getenv("LA_TEST_REPORT_DIR");
+  if (dir && *dir) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s.%ld.%d.log", dir, d->name,
+             (long)getpid(), la__san_found);
+    FILE *f = fopen(path, "w");
+    if (f) {
+      fputs(b, f);
+      fclose(f);
+    }
+  }
+  free(b);
+}
+
 void la_td_free(la_test_daemon_t *d) {
   if (!d) return;
   if (d->pid > 0) la_td_stop(d, 5000);
+  la__san_complain(d);
   if (d->dir[0]) nftw(d->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
   free(d);
 }

@@ -12,8 +12,9 @@
  * and removes the directory: a failing test leaves nothing behind.
  *
  * Binaries are found (la_td_find_bin) in $LA_TEST_BIN_DIR, else next to the
- * test program: dirname(/proc/self/exe)/../bin (build/tests -> build/bin),
- * then dirname/../../bin (build/asan/tests -> build/bin). Not thread-safe;
+ * test program: dirname(/proc/self/exe)/../bin (build/tests -> build/bin,
+ * build/asan/tests -> the sanitized build/asan/bin), then dirname/../../bin
+ * (a tree without its own daemons -> build/bin). Not thread-safe;
  * test use only. Nothing here knows a daemon's options: callers pass them.
  */
 #ifndef LA_TEST_DAEMON_H
@@ -101,9 +102,23 @@ int la_td_wait_status(la_test_daemon_t *d, const char *key, long long min,
 int la_td_run(const char *const *argv, const char *const *env_add,
               int timeout_ms, char *out, size_t len);
 
-/* Stops the child (la_td_stop, 5 s) and removes the directory. NULL is
- * ignored. */
+/* Stops the child (la_td_stop, 5 s), checks its log for a sanitizer
+ * report (la_td_sanitizer_report) and removes the directory. NULL is
+ * ignored. A report is printed to stderr, copied to $LA_TEST_REPORT_DIR
+ * when that is set, and makes the test program exit with status 1 when it
+ * would otherwise have exited 0: a sanitized daemon's memory error, leak,
+ * undefined behaviour or data race fails the test that ran it. */
 void la_td_free(la_test_daemon_t *d);
+
+/* Whether the daemon's log (every run so far, not only after the mark)
+ * holds an AddressSanitizer, LeakSanitizer, UndefinedBehaviorSanitizer or
+ * ThreadSanitizer report. Copies the line of the first one into buf (""
+ * when none; buf may be NULL). Returns 1 or 0. */
+int la_td_sanitizer_report(const la_test_daemon_t *d, char *buf, size_t len);
+
+/* Number of daemons found with a sanitizer report by la_td_free so far in
+ * this process. */
+int la_td_sanitizer_reports(void);
 
 /* Monotonic milliseconds. */
 long long la_td_now_ms(void);

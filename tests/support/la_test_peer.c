@@ -41,6 +41,7 @@ struct la_test_peer {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int stop, killed, hold_ms, release_now, no_cleanup;
+  unsigned long releases; /* release passes done (la_test_peer_release_all) */
   char refuse[256];
   conn_t c[MAXC];
   int nconn_total, closed, regs, finalized;
@@ -213,6 +214,12 @@ static void *peer_main(void *arg) {
             (release || (hold > 0 && t - c->held_since[b] >= (uint64_t)hold)))
           give_back(c, b);
     }
+    if (release) {
+      pthread_mutex_lock(&p->mu);
+      p->releases++;
+      pthread_cond_broadcast(&p->cv);
+      pthread_mutex_unlock(&p->mu);
+    }
     pf[n].fd = p->lfd; pf[n].events = POLLIN; idx[n++] = -1;
     pf[n].fd = p->wake[0]; pf[n].events = POLLIN; idx[n++] = -2;
     for (int i = 0; i < MAXC; i++)
@@ -336,6 +343,19 @@ int la_test_peer_wait_closed(la_test_peer_t *p, int n, int timeout_ms) {
   return wait_until(p, closed_done, (size_t)n, timeout_ms);
 }
 
+static int releases_done(la_test_peer_t *p, size_t n) {
+  return p->releases >= n;
+}
+
+int la_test_peer_release_all_wait(la_test_peer_t *p, int timeout_ms) {
+  pthread_mutex_lock(&p->mu);
+  size_t target = p->releases + 1;
+  p->release_now = 1;
+  pthread_mutex_unlock(&p->mu);
+  wake(p);
+  return wait_until(p, releases_done, target, timeout_ms);
+}
+
 size_t la_test_peer_ncycles(la_test_peer_t *p) {
   pthread_mutex_lock(&p->mu);
   size_t n = p->ncycles;
@@ -413,6 +433,16 @@ static int count_in(const char *path, int pid, int cpid_col) {
   }
   fclose(f);
   return n;
+}
+
+int la_test_ipc_wait_count(int pid, int n, int timeout_ms) {
+  struct timespec nap = {0, 5 * 1000000L};
+  uint64_t end = now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+  for (;;) {
+    if (la_test_ipc_count(pid) == n) return 0;
+    if (now_ms() >= end) return -1;
+    nanosleep(&nap, NULL);
+  }
 }
 
 int la_test_ipc_count(int pid) {

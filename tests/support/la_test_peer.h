@@ -51,6 +51,9 @@ void la_test_peer_set_hold_ms(la_test_peer_t *p, int ms);
 void la_test_peer_set_cleanup(la_test_peer_t *p, int on);
 /* Gives back every buffer held so far. */
 void la_test_peer_release_all(la_test_peer_t *p);
+/* The same, and waits up to timeout_ms until the peer has given them back
+ * (the semaphores are posted). Returns 0, or -1 on timeout. */
+int la_test_peer_release_all_wait(la_test_peer_t *p, int timeout_ms);
 /* Makes the peer refuse registrations with this reason (NULL: accept). */
 void la_test_peer_set_refuse(la_test_peer_t *p, const char *reason);
 /* Waits until at least n cycles were received; 0 or -1 on timeout. */
@@ -71,5 +74,8 @@ void la_test_peer_stop(la_test_peer_t *p);
 /* Number of SysV segments and semaphore sets whose creator is pid
  * (from /proc/sysvipc); for asserting nothing was left behind. */
 int la_test_ipc_count(int pid);
+/* Waits up to timeout_ms until la_test_ipc_count(pid) == n: 0, or -1 on
+ * timeout (a bounded poll: the peer removes segments asynchronously). */
+int la_test_ipc_wait_count(int pid, int n, int timeout_ms);
 
 #endif /* LA_TEST_PEER_H */

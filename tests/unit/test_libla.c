@@ -394,8 +394,7 @@ static void test_skip_policy(void **state) {
   assert_int_equal(LA_getStat(LA_STAT_PROFILED), 2);
   assert_int_equal(LA_getStat(LA_STAT_SKIPPED), 4);
   assert_int_equal(LA_getStat(LA_STAT_WAITS), 0);
-  la_test_peer_release_all(peer);
-  usleep(200000);
+  assert_int_equal(la_test_peer_release_all_wait(peer, 5000), 0);
   LA_dataXfer(); /* cycle 5 not profiled; 6 gets a buffer again */
   assert_true(LA_isProfiling());
   LA_dataXfer();
@@ -593,8 +592,7 @@ static void test_finalize_removes_ipc(void **state) {
   assert_false(sem_exists(r.sem_id));
   assert_int_equal(la_test_peer_wait_closed(peer, 1, 5000), 0);
   /* the peer detached when the connection closed: segment gone */
-  usleep(50000);
-  assert_int_equal(la_test_ipc_count(getpid()), 0);
+  assert_int_equal(la_test_ipc_wait_count(getpid(), 0, 5000), 0);
   assert_int_equal(la_test_peer_finalized(peer), 1);
 }
 
