@@ -955,6 +955,9 @@ static void test_queries_and_exact_totals(void **state) {
 
   la_client_t *c = NULL;
   assert_int_equal(la_client_connect(T.feed_addr, 5000, &c), 0);
+  /* the measured values are what LA_DUMP_RAW has: compare those (the
+   * default would be the robust weights) */
+  la_client_set_weights(c, LA_WEIGHTS_MEASURED);
   T.subs[0] = c;
   /* apps */
   la_client_rows_t *rows = NULL;

@@ -191,6 +191,9 @@ static void run_mode(const char *example, const char *n, const char *spec,
 
   la_client_t *c = NULL;
   assert_int_equal(la_client_connect(feed_addr, 5000, &c), 0);
+  /* the measured values are what LA_DUMP_RAW has: compare those (the
+   * default would be the robust weights) */
+  la_client_set_weights(c, LA_WEIGHTS_MEASURED);
   for (uint64_t cycle = 0; cycle < (uint64_t)steps; cycle++) {
     la_traceset_t *ts = NULL;
     long long end = la_td_now_ms() + 20000;
