@@ -39,6 +39,9 @@ filters=("$@")
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/la-check.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
+# Traversable (not listable) by other uids: tests run a daemon as another
+# user (least privilege) in a directory they open to it.
+chmod 711 "$work"
 
 if unshare --ipc true 2>/dev/null; then
   ipc_mode=namespace
@@ -71,6 +74,7 @@ ipc_ours_since() {
 account_run() { # $1 = dir for this program's files, then the command
   local d=$1; shift
   mkdir -p "$d/tmp" "$d/reports"
+  chmod 711 "$d" "$d/tmp"
   local start; start=$(date +%s)
   local before=""
   [ $ipc_mode = uid ] && before=$(ipc_ours_since 0 | sort)

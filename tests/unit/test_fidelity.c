@@ -4,7 +4,8 @@
  * A real libla application (a forked child, pinned to one CPU) runs elements
  * whose true cost is known in work units (three classes interleaved in
  * space, 20, 60 and 200 units); it calibrates the cost of one unit itself
- * (the minimum over many timed repetitions: interference only adds). A CPU
+ * with the same code (the minimum over many timed repetitions of 60 units:
+ * interference only adds). A CPU
  * hog pinned to the same CPU preempts it all the while, so a good share of
  * the measured time is the hog's. Through the real LocalAgent and
  * GlobalAgent, the test fetches every Trace-Set with libla_client and
@@ -142,6 +143,18 @@ static double unit(double x) {
   return x;
 }
 
+/* k units; one function for the calibration and the elements, so that
+ * both run the same code whatever the build's optimisation. */
+static __attribute__((noinline)) double work(int k, double x) {
+  for (; k > 0; k--) x = unit(x);
+  return x;
+}
+
+/* The work's input and output, through memory: with the barriers below,
+ * the compiler cannot move a (pure) call of work() out of its probes. */
+static volatile double g_sink = 1;
+#define BARRIER() __asm__ __volatile__("" ::: "memory")
+
 static int units_of(long e) {
   static const int u[3] = {20, 60, 200};
   return u[(e / 37) % 3];
@@ -157,16 +170,16 @@ static double now_ns(void) {
  * units), writes it to res, then CYCLES profiled cycles. */
 static void app_main(int res) {
   pin(0);
-  volatile double sink = 1;
   double best = 1e30;
   for (int r = 0; r < 2000; r++) {
-    double t0 = now_ns(), x = sink;
-    for (int k = 0; k < 20; k++) x = unit(x);
+    double t0 = now_ns();
+    BARRIER();
+    g_sink = work(60, g_sink);
+    BARRIER();
     double dt = now_ns() - t0;
-    sink = x;
     if (dt < best) best = dt;
   }
-  double per_unit = best / 20;
+  double per_unit = best / 60;
   if (write(res, &per_unit, sizeof per_unit) != sizeof per_unit) _exit(3);
   LA_setAgent(la_td_addr(T.la));
   LA_setAppId("fidelity");
@@ -174,9 +187,9 @@ static void app_main(int res) {
   for (int c = 0; c < CYCLES; c++) {
     for (long e = 0; e < N_EL; e++) {
       LA_startProbe(e);
-      double x = sink;
-      for (int k = units_of(e); k > 0; k--) x = unit(x);
-      sink = x;
+      BARRIER();
+      g_sink = work(units_of(e), g_sink);
+      BARRIER();
       LA_stopProbe(e);
     }
     LA_dataXfer();
