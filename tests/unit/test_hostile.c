@@ -99,6 +99,8 @@ static void remove_bindir(void) {
   if (!T.bindir[0]) return;
   snprintf(p, sizeof p, "%s/la-localagent", T.bindir);
   unlink(p);
+  snprintf(p, sizeof p, "%s/la-localagent.bin", T.bindir);
+  unlink(p);
   snprintf(p, sizeof p, "%s/lactl", T.bindir);
   unlink(p);
   rmdir(T.bindir);
@@ -161,6 +163,19 @@ static void nap_ms(int ms) {
 /* Creates the daemon object: the real binary, or (unprivileged) a wrapper
  * that runs it under setpriv as NOBODY with CAP_IPC_OWNER only. Skips the
  * test when that is impossible here. */
+/* Copies the file src to dst. Returns 0 or -1. */
+static int copy_file(const char *src, const char *dst) {
+  FILE *in = fopen(src, "rb"), *out = in ? fopen(dst, "wb") : NULL;
+  char buf[65536];
+  size_t n;
+  int rc = in && out ? 0 : -1;
+  while (rc == 0 && (n = fread(buf, 1, sizeof buf, in)) > 0)
+    if (fwrite(buf, 1, n, out) != n) rc = -1;
+  if (in) fclose(in);
+  if (out && fclose(out) != 0) rc = -1;
+  return rc;
+}
+
 static void new_daemon(int unprivileged) {
   if (unprivileged) {
     char real[512], lactl[512], p[128];
@@ -177,6 +192,12 @@ static void new_daemon(int unprivileged) {
     snprintf(T.bindir, sizeof T.bindir, "/tmp/la_hostile_XXXXXX");
     assert_non_null(mkdtemp(T.bindir));
     chmod(T.bindir, 0755);
+    /* a copy of the daemon the unprivileged uid can execute, whatever the
+     * modes of the build tree's directories (a clone in a 0700 directory) */
+    char copy[160];
+    snprintf(copy, sizeof copy, "%s/la-localagent.bin", T.bindir);
+    assert_int_equal(copy_file(real, copy), 0);
+    chmod(copy, 0755);
     snprintf(p, sizeof p, "%s/la-localagent", T.bindir);
     FILE *f = fopen(p, "w");
     assert_non_null(f);
@@ -185,7 +206,7 @@ static void new_daemon(int unprivileged) {
             "--clear-groups --inh-caps=-all,+ipc_owner "
             "--ambient-caps=-all,+ipc_owner --bounding-set=-all,+ipc_owner "
             "%s \"$@\"\n",
-            NOBODY, NOBODY, real);
+            NOBODY, NOBODY, copy);
     fclose(f);
     chmod(p, 0755);
     snprintf(p, sizeof p, "%s/lactl", T.bindir);
