@@ -138,16 +138,18 @@ static void test_lactl(void **state) {
   for (i = 0; i < 5000; i++)
     fprintf(f, "%.17g\n", x[i]);
   fclose(f);
-  memcpy(bin, text, sizeof(text));
-  bin[sizeof(bin) - 2] = 'B'; /* a distinct name */
-  f = fopen(bin, "wb");
+  memcpy(bin, "/tmp/la_test_compact_XXXXXX", sizeof(bin));
+  fd = mkstemp(bin); /* its own unique name, created exclusively */
+  assert_true(fd >= 0);
+  f = fdopen(fd, "wb");
   assert_non_null(f);
   assert_int_equal(fwrite(x, 8, 5000, f), 5000); /* little-endian host */
   fclose(f);
   {
     char *a[] = {"lactl", "compact", text, NULL};
     assert_int_equal(lactl(a, out, sizeof(out)), 0);
-    assert_non_null(strstr(out, "5000 values, text"));
+    if (!strstr(out, "5000 values, text"))
+      fail_msg("lactl compact %s printed:\n%s", text, out);
     assert_non_null(strstr(out, "bits/value"));
   }
   {
