@@ -564,8 +564,23 @@ static void on_accept(la_test_global_t *g) {
   pthread_mutex_unlock(&g->mu);
 }
 
+/* Tests fork application processes while this thread serves. A child
+ * forked while the thread is inside malloc (its frames, decoding, stored
+ * copies) would inherit a locked allocator and hang (sanitizer allocators
+ * are not fork-safe). So the thread works only while it holds this mutex,
+ * which fork() takes first (pthread_atfork): a fork happens while the thread
+ * waits in poll(), never while it allocates. */
+static pthread_mutex_t la__tg_work = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t la__tg_once = PTHREAD_ONCE_INIT;
+static void la__tg_fork_lock(void) { pthread_mutex_lock(&la__tg_work); }
+static void la__tg_fork_unlock(void) { pthread_mutex_unlock(&la__tg_work); }
+static void la__tg_atfork(void) {
+  pthread_atfork(la__tg_fork_lock, la__tg_fork_unlock, la__tg_fork_unlock);
+}
+
 static void *global_main(void *arg) {
   la_test_global_t *g = arg;
+  pthread_mutex_lock(&la__tg_work);
   for (;;) {
     pthread_mutex_lock(&g->mu);
     int killed = g->killed, drop = g->drop_now;
@@ -596,7 +611,10 @@ static void *global_main(void *arg) {
         pf[n] = (struct pollfd){.fd = g->c[i].fd, .events = POLLIN};
         idx[n++] = i;
       }
-    if (poll(pf, (nfds_t)n, 10) <= 0) continue;
+    pthread_mutex_unlock(&la__tg_work); /* forks happen here */
+    int ready = poll(pf, (nfds_t)n, 10);
+    pthread_mutex_lock(&la__tg_work);
+    if (ready <= 0) continue;
     for (int k = 0; k < n; k++) {
       if (!pf[k].revents) continue;
       if (idx[k] == -1) {
@@ -613,6 +631,7 @@ static void *global_main(void *arg) {
   for (int i = 0; i < MAXC; i++) conn_close(g, &g->c[i]);
   close(g->lfd);
   g->lfd = -1;
+  pthread_mutex_unlock(&la__tg_work);
   return NULL;
 }
 
@@ -644,6 +663,7 @@ static int run(la_test_global_t *g) {
   g->killed = 0;
   g->drop_now = 0;
   pthread_mutex_unlock(&g->mu);
+  pthread_once(&la__tg_once, la__tg_atfork);
   if (pthread_create(&g->th, NULL, global_main, g) != 0) {
     close(g->lfd);
     g->lfd = -1;

@@ -194,8 +194,21 @@ static int on_readable(la_test_peer_t *p, conn_t *c) {
   return r < 0 ? -1 : 0;
 }
 
+/* Tests fork application processes while this thread serves: it works
+ * only while holding this mutex, which fork() takes first (pthread_atfork),
+ * so no child inherits an allocator locked by this thread (sanitizer
+ * allocators are not fork-safe). Forks happen while it waits in poll(). */
+static pthread_mutex_t la__tp_work = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t la__tp_once = PTHREAD_ONCE_INIT;
+static void la__tp_fork_lock(void) { pthread_mutex_lock(&la__tp_work); }
+static void la__tp_fork_unlock(void) { pthread_mutex_unlock(&la__tp_work); }
+static void la__tp_atfork(void) {
+  pthread_atfork(la__tp_fork_lock, la__tp_fork_unlock, la__tp_fork_unlock);
+}
+
 static void *peer_main(void *arg) {
   la_test_peer_t *p = arg;
+  pthread_mutex_lock(&la__tp_work);
   for (;;) {
     struct pollfd pf[MAXC + 2];
     int idx[MAXC + 2], n = 0;
@@ -226,7 +239,10 @@ static void *peer_main(void *arg) {
       if (p->c[i].fd >= 0) {
         pf[n].fd = p->c[i].fd; pf[n].events = POLLIN; idx[n++] = i;
       }
-    if (poll(pf, (nfds_t)n, 10) <= 0) continue;
+    pthread_mutex_unlock(&la__tp_work); /* forks happen here */
+    int ready = poll(pf, (nfds_t)n, 10);
+    pthread_mutex_lock(&la__tp_work);
+    if (ready <= 0) continue;
     for (int k = 0; k < n; k++) {
       if (!pf[k].revents) continue;
       if (idx[k] == -1) {
@@ -255,6 +271,7 @@ static void *peer_main(void *arg) {
   pthread_mutex_unlock(&p->mu);
   close(p->lfd);
   p->lfd = -1;
+  pthread_mutex_unlock(&la__tp_work);
   return NULL;
 }
 
@@ -276,6 +293,7 @@ la_test_peer_t *la_test_peer_start(void) {
   }
   p->port = ntohs(a.sin_port);
   snprintf(p->addr, sizeof p->addr, "127.0.0.1:%u", p->port);
+  pthread_once(&la__tp_once, la__tp_atfork);
   pthread_create(&p->th, NULL, peer_main, p);
   return p;
 }
