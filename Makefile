@@ -1,4 +1,4 @@
-# Top-level Makefile for LA. Everything builds into build/ (see DESIGN.md §2).
+# Top-level Makefile for LA. Everything builds into build/ (see docs/architecture.md).
 #
 # Conventions, so that adding a file needs no edit here:
 #   common/*.c          -> build/lib/libla_common.a (PIC; linked into all)

@@ -1,4 +1,4 @@
-/* bench_globalagent.c: measures the real la-globalagent (issue 5 §9).
+/* bench_globalagent.c: measures the real la-globalagent.
  *
  * (a) Ingest. Starts build/bin/la-globalagent (found next to this program,
  *     see tests/support/la_test_daemon.h) with a shared secret, then opens

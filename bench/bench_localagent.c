@@ -1,4 +1,4 @@
-/* bench_localagent.c: measures the real la-localagent daemon (issue 4 §9).
+/* bench_localagent.c: measures the real la-localagent daemon.
  *
  * Starts build/bin/la-localagent (found next to this program, see
  * tests/support/la_test_daemon.h) with la_test_global, acknowledging every

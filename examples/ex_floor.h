@@ -1,5 +1,5 @@
 /* ex_floor.h: the "hand-written minimal instrumentation" the overhead study
- * compares LA with (DESIGN.md §4): two raw timer reads around an element's
+ * compares LA with (docs/performance.md): two raw timer reads around an element's
  * work and a store into a local array; no library, no agent. The examples'
  * --floor mode uses it. Not part of LA. */
 #ifndef EX_FLOOR_H

@@ -14,7 +14,7 @@
  * depends on tr K) sub-cycled with 4 RK4 steps. That is about 3,000
  * floating-point operations and 37 transcendental calls per cell, about a
  * microsecond on the development VM, against a probe pair of about 40 ns:
- * the "heavy kernel" of the overhead study (DESIGN.md §4).
+ * the "heavy kernel" of the overhead study (docs/performance.md).
  *
  * The physics is a toy: linearised about flat space it is the wave equation
  * g_tt = lap(g) (c = 1, c dt / h = 0.25), with small non-linear terms; an

@@ -20,7 +20,7 @@
 ! Error arguments. Every procedure that can fail in C takes an optional last
 ! argument ierr (integer, intent(out)): 0 or a negative LA_E* code, explained
 ! by la_strerror(ierr) and la_last_error(). It is optional because LA must
-! never change what the application does (DESIGN.md invariant 1): most codes
+! never change what the application does (invariant 1 of docs/architecture.md): most codes
 ! ignore the result, and `call la_data_xfer()` should be all they write.
 ! The probes (la_start_probe, la_stop_probe, la_start_cell, la_stop_cell)
 ! take no ierr at all: they run once per element in the hot loop, their only

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench-overhead.py: the overhead study (issue 6 §4; the design study's
+"""bench-overhead.py: the overhead study (the design study's
 figures 4-6), run by `make bench-overhead` and `make bench`.
 
 For each program (wavetoy: a light stencil; heavy: many flops per cell) it

@@ -4,7 +4,7 @@
  * wavetoy must give the same checksum, bit for bit, whether LA is absent (no
  * agent at LA_AGENT), disabled (LA_DISABLE=1), never called (--no-la) or
  * actively profiling into an agent (the la_test_peer stand-in): invariant 1
- * of DESIGN.md. It must exit 0 in every case. Its domain decomposition must
+ * of docs/architecture.md. It must exit 0 in every case. Its domain decomposition must
  * not change the answer either: -n 3 on 20 planes (a remainder to share) is
  * compared with -n 1.
  *

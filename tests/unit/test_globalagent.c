@@ -17,7 +17,7 @@
  * daemons' log lines and `lactl status` rows, exit statuses and checksums.
  * Never on timing: every wait is for a condition, bounded by WAIT_MS.
  *
- * Covers issue 5 §8: several LocalAgents feeding one GlobalAgent from a real
+ * Covers: several LocalAgents feeding one GlobalAgent from a real
  * MPI run (every Trace-Set complete, received once by a subscriber); a
  * killed LocalAgent (partial sets naming exactly its ranks, the application
  * unharmed); the GlobalAgent killed and restarted mid-run (nothing lost,
@@ -1543,7 +1543,7 @@ static void fake_rank_end(fake_t *f, const char *app_id, uint32_t rank,
       0);
 }
 
-/* test_resent_rank_end_changes_nothing: DAEMON BUG (issue 5 §2, protocol.md
+/* test_resent_rank_end_changes_nothing: DAEMON BUG (protocol.md
  * "Resends are idempotent").
  *
  * globalagent/ingest.c:176-185 counts every RankEnd that

@@ -8,7 +8,7 @@
  * GlobalAgent serves is compared with those raw values:
  *   - every rank and every cycle is present, every set complete;
  *   - per-rank sums equal the raw sums exactly (the exact statistics that
- *     travel with each trace: DESIGN.md invariant 5);
+ *     travel with each trace: invariant 5 of docs/architecture.md);
  *   - per-element error within the mode's bound: lossless exact; maxerr
  *     |error| <= epsilon (or epsilon*|x|); polyline each segment's
  *     coefficient of variation of the error <= cv, on the decoded values,

@@ -9,7 +9,7 @@
  * Assertions are on what a user sees: what reached the GlobalAgent, the
  * daemon's log lines, `lactl status` rows, exit statuses, `ipcs`.
  *
- * Covers issue 4 §8: several applications and ranks at once (every cycle
+ * Covers: several applications and ranks at once (every cycle
  * once, sums exact, decoded traces summing to the stats); wavetoy with 4
  * MPI ranks; an application killed mid-cycle (RankEnd "disconnected", no
  * IPC object left); garbage, oversized and unexpected frames; a connection
@@ -1226,7 +1226,7 @@ static void test_wrong_secret(void **state) {
   print_message("%s\n", line);
 }
 
-/* test_fast_application_keeps_its_connection: DAEMON BUG (issue 4 §3).
+/* test_fast_application_keeps_its_connection: DAEMON BUG (a buffer given back before its busy bit was cleared).
  *
  * localagent/worker.c:la__work (thread pool) gives buffer i back to the
  * application (la_app_ipc_take -> semop +1, app_ipc.c:129) right after
