@@ -87,7 +87,7 @@ all: libs bins tests benches examples
 libs: $(COMMON_A) $(LIBLA_A) $(LIBLA_SO) $(CLIENT_A) $(CLIENT_SO)
 bins: $(BINS)
 tests: $(UNIT_BINS)
-benches: $(BENCH_BINS)
+benches: $(BENCH_BINS) $(BUILD)/bench/fidelity_app
 
 deps:
 	@bash scripts/install-deps.sh
@@ -162,10 +162,18 @@ $(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_N
 	  $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(GLOBAL_NOUV_A) \
 	  $(COMMON_A) $(LDLIBS_TEST) $(LDLIBS_LA) $(LDLIBS_DAEMON)
 
+# Per-benchmark extra libraries: BENCH_LIBS_NAME.
+BENCH_LIBS_bench_fidelity := -lmetis
+$(BUILD)/bench/bench_fidelity: bench/fidelity_cases.h
 $(BUILD)/bench/%: bench/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(COMMON_A) $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests/support -Ilocalagent $(CFLAGS) -O3 -march=native -o $@ $< \
-	  $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(COMMON_A) $(LDLIBS_LA) $(LDLIBS_DAEMON)
+	  $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(COMMON_A) $(BENCH_LIBS_$*) $(LDLIBS_LA) $(LDLIBS_DAEMON)
+
+# The MPI program bench_fidelity runs (built like an example, with mpicc).
+$(BUILD)/bench/fidelity_app: bench/fidelity_app.c bench/fidelity_cases.h libla/la.h $(LIBLA_A)
+	@mkdir -p $(dir $@)
+	$(MPICC) -Ilibla $(EXAMPLE_CFLAGS) -o $@ $< $(LIBLA_A) $(LDLIBS_LA)
 
 # Fortran test program (run by tests/unit/test_fortran.c).
 FTEST := $(if $(wildcard tests/fortran/test_fmod.f90),$(BUILD)/tests/fortran/test_fmod)

@@ -3,7 +3,11 @@
  * State is three arrays (struct of arrays, so one cycle's update streams
  * through memory): the estimate and the minimum of the current run of
  * suspect values as floats (weights need 7 digits, not 16), and the run's
- * length as a byte whose value 255 means "no estimate yet".
+ * length as a byte whose value 255 means "no estimate yet"; plus a byte of
+ * scratch per element for one update (held back, or rose with a front).
+ * An update is a forward pass (every rule, fronts moving up the element
+ * order), a backward pass (fronts moving down) and a pass for the weights
+ * and sums.
  */
 #include "robust.h"
 
@@ -20,6 +24,7 @@ struct la_robust {
   float *est;
   float *pend;
   uint8_t *run;
+  uint8_t *mark; /* scratch of one update: held, or rose with a front */
   uint64_t cycles;
 };
 
@@ -29,10 +34,11 @@ void la_robust_params_default(la_robust_params_t *p) {
   p->follow = 0.25;
   p->spike = 4;
   p->confirm = 3;
+  p->neighbour = 1;
 }
 
 uint64_t la_robust_bytes(uint64_t n) {
-  return sizeof(la_robust_t) + n * (2 * sizeof(float) + 1);
+  return sizeof(la_robust_t) + n * (2 * sizeof(float) + 2);
 }
 
 int la_robust_new(uint64_t n, const la_robust_params_t *p, la_robust_t **out) {
@@ -54,7 +60,8 @@ int la_robust_new(uint64_t n, const la_robust_params_t *p, la_robust_t **out) {
   r->est = malloc(n * sizeof(float));
   r->pend = malloc(n * sizeof(float));
   r->run = malloc(n);
-  if (!r->est || !r->pend || !r->run) {
+  r->mark = malloc(n);
+  if (!r->est || !r->pend || !r->run || !r->mark) {
     la_robust_free(r);
     return LA_ENOMEM;
   }
@@ -68,6 +75,7 @@ void la_robust_free(la_robust_t *r) {
   free(r->est);
   free(r->pend);
   free(r->run);
+  free(r->mark);
   free(r);
 }
 
@@ -75,6 +83,11 @@ void la_robust_free(la_robust_t *r) {
 static inline int la__usable(const double *x, const uint8_t *flags,
                              uint64_t i) {
   return isfinite(x[i]) && !(flags && flags[i]);
+}
+
+/* Whether v is within the band of a neighbour's estimate nb (NaN: none). */
+static inline int la__agrees(double v, double nb, double up, double at) {
+  return nb > 0 && v <= nb * up + at && v >= nb / up - at;
 }
 
 /* First cycle of element i: the value to start from. An isolated spike or
@@ -99,49 +112,101 @@ static double la__first(const la_robust_t *r, const double *x,
   return x[i];
 }
 
-int la_robust_update(la_robust_t *r, const double *x, const uint8_t *flags,
-                     double *w, la_robust_stats_t *st) {
-  if (!r || !x || !w || w == x) return LA_EINVAL;
+/* Marks of the current update (r->mark). */
+enum { LA__M_NONE = 0, LA__M_HELD = 1, LA__M_FRONT = 2 };
+
+/* A suspect value v of element i: joins or starts the run; returns the
+ * estimate (the run's minimum once the run is confirmed, else e). */
+static double la__suspect(la_robust_t *r, uint64_t i, double v, double e,
+                          uint64_t *suspect, uint64_t *rises) {
+  const la_robust_params_t *p = &r->p;
+  double up = 1 + p->tol, at = p->abs_tol;
+  float pv = (float)v;
+  double pd = r->pend[i];
+  if (r->run[i] == 0 || pv < pd / up - at) { /* a new, lower level */
+    r->pend[i] = pv;
+    r->run[i] = 1;
+  } else if (pv <= pd * up + at) { /* the same level again */
+    if (pv < pd) r->pend[i] = pv;
+    r->run[i]++;
+  } /* else: above the run's level, interference on top: not counted */
+  if (r->run[i] >= p->confirm) {
+    r->run[i] = 0;
+    (*rises)++;
+    return r->pend[i];
+  }
+  r->mark[i] = LA__M_HELD;
+  (*suspect)++;
+  return e;
+}
+
+/* The forward pass: every element's new estimate. left is element i-1's
+ * estimate before this cycle, or its new one when it rose with a front. */
+static void la__forward(la_robust_t *r, const double *x, const uint8_t *flags,
+                        uint64_t *flagged, uint64_t *suspect,
+                        uint64_t *rises) {
   const la_robust_params_t *p = &r->p;
   double up = 1 + p->tol, at = p->abs_tol, fo = p->follow;
-  double isum = 0, rs = 0, rc = 0;
-  uint64_t flagged = 0, suspect = 0, rises = 0;
+  double left = NAN;
   for (uint64_t i = 0; i < r->n; i++) {
     double v = x[i], e;
+    double old = r->run[i] == LA__NO_EST ? NAN : (double)r->est[i];
+    r->mark[i] = LA__M_NONE;
     if (r->run[i] == LA__NO_EST) {
       e = la__first(r, x, flags, i);
       r->run[i] = 0;
-      if (!la__usable(x, flags, i)) flagged++;
+      if (!la__usable(x, flags, i)) (*flagged)++;
     } else if (!la__usable(x, flags, i)) {
-      e = r->est[i];
-      flagged++;
+      e = old;
+      (*flagged)++;
+    } else if (v <= old * up + at) {
+      r->run[i] = 0;
+      e = v < old / up - at ? v /* the cost went down */
+                            : old + fo * (v - old);
+    } else if (p->neighbour &&
+               (la__agrees(v, left, up, at) ||
+                (i + 1 < r->n && r->run[i + 1] != LA__NO_EST &&
+                 la__agrees(v, (double)r->est[i + 1], up, at)))) {
+      /* a neighbour costs this much already: a front moving over the
+       * elements, believed at once */
+      r->run[i] = 0;
+      r->mark[i] = LA__M_FRONT;
+      e = v;
+      (*rises)++;
     } else {
-      e = r->est[i];
-      if (v > e * up + at) { /* suspect: held back */
-        float pv = (float)v;
-        double pd = r->pend[i];
-        if (r->run[i] == 0 || pv < pd / up - at) { /* a new, lower level */
-          r->pend[i] = pv;
-          r->run[i] = 1;
-        } else if (pv <= pd * up + at) { /* the same level again */
-          if (pv < pd) r->pend[i] = pv;
-          r->run[i]++;
-        } /* else: above the run's level, interference on top: not counted */
-        if (r->run[i] >= p->confirm) {
-          e = r->pend[i];
-          r->run[i] = 0;
-          rises++;
-        } else {
-          suspect++;
-        }
-      } else {
-        r->run[i] = 0;
-        if (v < e / up - at) e = v; /* the cost went down */
-        else e += fo * (v - e);
-      }
+      e = la__suspect(r, i, v, old, suspect, rises);
     }
     r->est[i] = (float)e;
-    double wi = (double)r->est[i];
+    left = r->mark[i] == LA__M_FRONT ? e : old;
+  }
+}
+
+/* The backward pass: a held value that agrees with its right neighbour's
+ * front rise of this cycle is a front moving the other way. Undoes the
+ * suspect's run. */
+static void la__backward(la_robust_t *r, const double *x, uint64_t *suspect,
+                         uint64_t *rises) {
+  double up = 1 + r->p.tol, at = r->p.abs_tol;
+  for (uint64_t i = r->n - 1; i-- > 0;) {
+    if (r->mark[i] != LA__M_HELD || r->mark[i + 1] != LA__M_FRONT) continue;
+    if (!la__agrees(x[i], (double)r->est[i + 1], up, at)) continue;
+    r->est[i] = (float)x[i];
+    r->run[i] = 0;
+    r->mark[i] = LA__M_FRONT;
+    (*suspect)--;
+    (*rises)++;
+  }
+}
+
+int la_robust_update(la_robust_t *r, const double *x, const uint8_t *flags,
+                     double *w, la_robust_stats_t *st) {
+  if (!r || !x || !w || w == x) return LA_EINVAL;
+  double isum = 0, rs = 0, rc = 0;
+  uint64_t flagged = 0, suspect = 0, rises = 0;
+  la__forward(r, x, flags, &flagged, &suspect, &rises);
+  if (r->p.neighbour) la__backward(r, x, &suspect, &rises);
+  for (uint64_t i = 0; i < r->n; i++) {
+    double v = x[i], wi = (double)r->est[i];
     w[i] = wi;
     if (isfinite(v) && v > wi) isum += v - wi;
     /* Neumaier's sum of the weights */

@@ -8,7 +8,7 @@
  * envelope of its recent measurements, and a real change of cost is a level
  * that persists.
  *
- * The estimator keeps, per element, O(1) state (9 bytes) and, for every
+ * The estimator keeps, per element, O(1) state (9 bytes, and one of scratch) and, for every
  * profiled cycle, given the measured values x[] and optional per-element
  * flags (the probe saw a context switch while timing that element):
  *
@@ -27,6 +27,12 @@
  *    followed within `confirm` profiled cycles (one more per burst that
  *    hits the element meanwhile), while random bursts, which rarely hit one
  *    element in consecutive cycles and then almost never agree, are not;
+ *  - except: a rise to the level of a neighbour (element i-1 or i+1, its
+ *    estimate before this cycle, within the band) is believed at once: a
+ *    front of cost moving over the elements (a hot spot, a shock) reaches
+ *    an element from its neighbour, while a burst of interference matches
+ *    a neighbour's cost only by chance, and is then undone by the next
+ *    cycle's lower reading;
  *  - the first cycle has no history: there an isolated spike (more than
  *    `spike` times both neighbours, which agree within a factor of two) or
  *    a flagged value takes the larger neighbour's value as its first
@@ -53,6 +59,7 @@ typedef struct la_robust_params {
   double follow;  /* weight of a value inside the band (0.25) */
   double spike;   /* first cycle: isolated spike factor (4) */
   uint32_t confirm; /* suspect cycles that make a real rise (3), 1..255 */
+  int neighbour;    /* 1: a rise to a neighbour's level is believed (1) */
 } la_robust_params_t;
 
 typedef struct la_robust_stats {
