@@ -4,7 +4,9 @@
  *   fidelity_app --case classes|hotspot|stencil [--n N] [--cycles C]
  *                [--pin] [--calib DIR]
  *
- * Each rank runs C cycles over its N elements, each element doing the work
+ * Each rank registers its rows as a grid (LA_registerGrid: the LocalAgent's
+ * robust estimator then knows each cell's neighbours) and runs C cycles
+ * over its N elements (cell (x, y) is element x + nx*y), each doing the work
  * units fidelity_cases.h gives it, probed with LA_startProbe/LA_stopProbe,
  * then LA_dataXfer. Ranks do not synchronise between cycles (one barrier
  * before and one after), so that ranks sharing a core do not busy-wait on
@@ -212,7 +214,7 @@ int main(int argc, char **argv) {
   if (!gr.u || !gr.v || !units) MPI_Abort(MPI_COMM_WORLD, 3);
   for (long i = 0; i < (nx + 2) * (rows + 2); i++) gr.u[i] = (double)(i % 7);
 
-  if (LA_register("fidelity", rank, size, o.n) != 0 && rank == 0)
+  if (LA_registerGrid("fidelity", rank, size, nx, rows, 1) != 0 && rank == 0)
     fprintf(stderr, "fidelity_app: LA_register failed: running unprofiled\n");
   double ks[FA_CAL], cs[FA_CAL];
   int m = fa_calibrate(&o, &gr, rank * o.n, ny, ks, cs);

@@ -6,8 +6,8 @@
  * length as a byte whose value 255 means "no estimate yet"; plus a byte of
  * scratch per element for one update (held back, or rose with a front).
  * An update is a forward pass (every rule, fronts moving up the element
- * order), a backward pass (fronts moving down) and a pass for the weights
- * and sums.
+ * order), a backward pass (fronts moving down: a held value next to a
+ * front rise of this update) and a pass for the weights and sums.
  */
 #include "robust.h"
 
@@ -35,6 +35,7 @@ void la_robust_params_default(la_robust_params_t *p) {
   p->spike = 4;
   p->confirm = 3;
   p->neighbour = 1;
+  p->stride[0] = p->stride[1] = 0;
 }
 
 uint64_t la_robust_bytes(uint64_t n) {
@@ -140,18 +141,46 @@ static double la__suspect(la_robust_t *r, uint64_t i, double v, double e,
   return e;
 }
 
-/* The forward pass: every element's new estimate. left is element i-1's
- * estimate before this cycle, or its new one when it rose with a front. */
+/* Whether element j (a neighbour of i) exists with an estimate that v
+ * agrees with. */
+static inline int la__nb(const la_robust_t *r, uint64_t j, double v) {
+  double up = 1 + r->p.tol;
+  return r->run[j] != LA__NO_EST &&
+         la__agrees(v, (double)r->est[j], up, r->p.abs_tol);
+}
+
+/* Whether v agrees with the current estimate of a neighbour of i: i-1 and
+ * i+1 in the same row, and i-s, i+s for the grid's row and plane strides
+ * (within the same plane, the same volume). With `marked` only neighbours
+ * that rose with a front in this update count. */
+static int la__front(const la_robust_t *r, uint64_t i, double v, int marked) {
+  uint64_t n = r->n, s1 = r->p.stride[0], s2 = r->p.stride[1];
+#define LA__NB(j) \
+  if ((!marked || r->mark[j] == LA__M_FRONT) && la__nb(r, (j), v)) return 1
+  if (i > 0 && (s1 == 0 || i % s1 != 0)) LA__NB(i - 1);
+  if (i + 1 < n && (s1 == 0 || (i + 1) % s1 != 0)) LA__NB(i + 1);
+  if (s1) {
+    uint64_t in_plane = s2 ? i % s2 : i;
+    if (in_plane >= s1) LA__NB(i - s1);
+    if (i + s1 < n && (s2 == 0 || in_plane + s1 < s2)) LA__NB(i + s1);
+  }
+  if (s2) {
+    if (i >= s2) LA__NB(i - s2);
+    if (i + s2 < n) LA__NB(i + s2);
+  }
+#undef LA__NB
+  return 0;
+}
+
+/* The forward pass: every element's new estimate. */
 static void la__forward(la_robust_t *r, const double *x, const uint8_t *flags,
                         uint64_t *flagged, uint64_t *suspect,
                         uint64_t *rises) {
   const la_robust_params_t *p = &r->p;
   double up = 1 + p->tol, at = p->abs_tol, fo = p->follow;
-  double left = NAN;
+  for (uint64_t i = 0; i < r->n; i++) r->mark[i] = LA__M_NONE;
   for (uint64_t i = 0; i < r->n; i++) {
-    double v = x[i], e;
-    double old = r->run[i] == LA__NO_EST ? NAN : (double)r->est[i];
-    r->mark[i] = LA__M_NONE;
+    double v = x[i], e, old = (double)r->est[i];
     if (r->run[i] == LA__NO_EST) {
       e = la__first(r, x, flags, i);
       r->run[i] = 0;
@@ -163,10 +192,7 @@ static void la__forward(la_robust_t *r, const double *x, const uint8_t *flags,
       r->run[i] = 0;
       e = v < old / up - at ? v /* the cost went down */
                             : old + fo * (v - old);
-    } else if (p->neighbour &&
-               (la__agrees(v, left, up, at) ||
-                (i + 1 < r->n && r->run[i + 1] != LA__NO_EST &&
-                 la__agrees(v, (double)r->est[i + 1], up, at)))) {
+    } else if (p->neighbour && la__front(r, i, v, 0)) {
       /* a neighbour costs this much already: a front moving over the
        * elements, believed at once */
       r->run[i] = 0;
@@ -177,19 +203,16 @@ static void la__forward(la_robust_t *r, const double *x, const uint8_t *flags,
       e = la__suspect(r, i, v, old, suspect, rises);
     }
     r->est[i] = (float)e;
-    left = r->mark[i] == LA__M_FRONT ? e : old;
   }
 }
 
-/* The backward pass: a held value that agrees with its right neighbour's
- * front rise of this cycle is a front moving the other way. Undoes the
- * suspect's run. */
+/* The backward pass: a held value that agrees with a later neighbour's
+ * front rise of this update is a front moving down the element order.
+ * Undoes the suspect's run. */
 static void la__backward(la_robust_t *r, const double *x, uint64_t *suspect,
                          uint64_t *rises) {
-  double up = 1 + r->p.tol, at = r->p.abs_tol;
-  for (uint64_t i = r->n - 1; i-- > 0;) {
-    if (r->mark[i] != LA__M_HELD || r->mark[i + 1] != LA__M_FRONT) continue;
-    if (!la__agrees(x[i], (double)r->est[i + 1], up, at)) continue;
+  for (uint64_t i = r->n; i-- > 0;) {
+    if (r->mark[i] != LA__M_HELD || !la__front(r, i, x[i], 1)) continue;
     r->est[i] = (float)x[i];
     r->run[i] = 0;
     r->mark[i] = LA__M_FRONT;

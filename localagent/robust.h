@@ -27,12 +27,12 @@
  *    followed within `confirm` profiled cycles (one more per burst that
  *    hits the element meanwhile), while random bursts, which rarely hit one
  *    element in consecutive cycles and then almost never agree, are not;
- *  - except: a rise to the level of a neighbour (element i-1 or i+1, its
- *    estimate before this cycle, within the band) is believed at once: a
- *    front of cost moving over the elements (a hot spot, a shock) reaches
- *    an element from its neighbour, while a burst of interference matches
- *    a neighbour's cost only by chance, and is then undone by the next
- *    cycle's lower reading;
+ *  - except: a rise to the level of a neighbour (elements i-1 and i+1, and
+ *    on a grid the cells above and below in each dimension; its current
+ *    estimate, within the band) is believed at once: a front of cost
+ *    moving over the elements (a hot spot, a shock) reaches an element from
+ *    a neighbour, while a burst of interference matches a neighbour's cost
+ *    only by chance, and is then undone by the next cycle's lower reading;
  *  - the first cycle has no history: there an isolated spike (more than
  *    `spike` times both neighbours, which agree within a factor of two) or
  *    a flagged value takes the larger neighbour's value as its first
@@ -60,6 +60,8 @@ typedef struct la_robust_params {
   double spike;   /* first cycle: isolated spike factor (4) */
   uint32_t confirm; /* suspect cycles that make a real rise (3), 1..255 */
   int neighbour;    /* 1: a rise to a neighbour's level is believed (1) */
+  uint64_t stride[2]; /* a grid's row and plane strides (0: none): more
+                         neighbours, i-s and i+s */
 } la_robust_params_t;
 
 typedef struct la_robust_stats {

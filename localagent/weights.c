@@ -14,13 +14,27 @@ struct la_weights {
 };
 
 int la_weights_new(uint64_t n, double timer_res_ns, double tol,
-                   uint32_t confirm, la_weights_t **out) {
+                   uint32_t confirm, const uint64_t *grid, size_t n_grid,
+                   la_weights_t **out) {
   if (!out) return LA_EINVAL;
   *out = NULL;
   la_robust_params_t p;
   la_robust_params_default(&p);
   p.tol = tol;
   p.confirm = confirm;
+  /* a grid's neighbours, when its dimensions are those of the n elements
+   * (the application said so: checked, not trusted) */
+  if (grid && n_grid >= 2 && n_grid <= 3) {
+    uint64_t prod = 1;
+    int ok = 1;
+    for (size_t d = 0; d < n_grid && ok; d++)
+      ok = grid[d] > 0 && grid[d] <= n && prod <= n / grid[d] &&
+           (prod *= grid[d]) > 0;
+    if (ok && prod == n) {
+      if (grid[1] > 1) p.stride[0] = grid[0];
+      if (n_grid == 3 && grid[2] > 1) p.stride[1] = grid[0] * grid[1];
+    }
+  }
   p.abs_tol = timer_res_ns > 0 ? 2 * timer_res_ns : 0;
   la_weights_t *w = calloc(1, sizeof *w);
   if (!w) return LA_ENOMEM;

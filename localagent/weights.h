@@ -25,10 +25,14 @@
 typedef struct la_weights la_weights_t;
 
 /* Creates the state of a rank of n elements. timer_res_ns (0: unknown)
- * widens the band by two timer steps; tol and confirm as in robust.h.
- * Returns 0 and *out, or LA_EINVAL / LA_ENOMEM. */
+ * widens the band by two timer steps; tol and confirm as in robust.h;
+ * grid[0..n_grid) (may be NULL), the rank's grid dimensions from its
+ * registration, i fastest: when they multiply to n, the estimator's
+ * neighbours include the cells above and below. Returns 0 and *out, or
+ * LA_EINVAL / LA_ENOMEM. */
 int la_weights_new(uint64_t n, double timer_res_ns, double tol,
-                   uint32_t confirm, la_weights_t **out);
+                   uint32_t confirm, const uint64_t *grid, size_t n_grid,
+                   la_weights_t **out);
 
 /* One profiled cycle: x[0..n) measured, flags[0..n) (NULL: none). Writes
  * the compacted robust weights into *res (free with

@@ -39,9 +39,8 @@
 #include <cmocka.h>
 
 #include "la.h"
-#include "la_auth.h"
 #include "la_client.h"
-#include "la_test_daemon.h"
+#include "la_test_stack.h"
 
 #define WAIT_MS 60000
 #define N_EL 2000
@@ -49,9 +48,8 @@
 #define WARMUP 5 /* cycles the estimator needs (first cycle + confirm) */
 
 static struct {
-  la_test_daemon_t *ga, *la;
-  char key[600], db[600], agents_pf[600], feed_pf[600], log_dir[600];
-  char ga_addr[64], feed_addr[64];
+  la_test_stack_t st;
+  int up; /* both daemons built */
   pid_t kid, hog;
 } T;
 
@@ -68,17 +66,8 @@ static int setup(void **state) {
   (void)state;
   memset(&T, 0, sizeof T);
   signal(SIGPIPE, SIG_IGN);
-  if (la_auth_init() != 0) return -1;
-  T.ga = la_td_new("la-globalagent");
-  T.la = la_td_new("la-localagent");
-  if (!T.ga || !T.la) return 0;
-  char why[256];
-  la_td_path(T.ga, "secret", T.key, sizeof T.key);
-  la_td_path(T.ga, "la.db", T.db, sizeof T.db);
-  la_td_path(T.ga, "agents.port", T.agents_pf, sizeof T.agents_pf);
-  la_td_path(T.ga, "feed.port", T.feed_pf, sizeof T.feed_pf);
-  la_td_path(T.la, "log", T.log_dir, sizeof T.log_dir);
-  return la_auth_generate_secret_file(T.key, why, sizeof why) == 0 ? 0 : -1;
+  T.up = la_ts_init(&T.st) == 0;
+  return 0;
 }
 
 static void reap(pid_t *p) {
@@ -93,41 +82,15 @@ static int teardown(void **state) {
   (void)state;
   reap(&T.hog);
   reap(&T.kid);
-  la_td_free(T.la);
-  la_td_free(T.ga);
+  la_ts_free(&T.st);
   return 0;
 }
 
 static void start_daemons(void) {
-  static char a[5][700];
-  snprintf(a[0], sizeof a[0], "--agents.port_file=%s", T.agents_pf);
-  snprintf(a[1], sizeof a[1], "--feed.port_file=%s", T.feed_pf);
-  snprintf(a[2], sizeof a[2], "--store.path=%s", T.db);
-  snprintf(a[3], sizeof a[3], "--agents.secret_file=%s", T.key);
-  const char *gargs[] = {"--agents.listen=127.0.0.1:0", a[0], a[1], a[2],
-                         a[3], "--feed.listen=127.0.0.1:0",
-                         "--store.fsync=no", NULL};
-  int fp = la_td_start(T.ga, gargs, T.feed_pf, WAIT_MS);
-  CHECK(fp > 0, "la-globalagent did not start");
-  snprintf(T.feed_addr, sizeof T.feed_addr, "127.0.0.1:%d", fp);
-  FILE *f = fopen(T.agents_pf, "r");
-  unsigned v = 0;
-  CHECK(f && fscanf(f, "%u", &v) == 1 && v > 0, "no agents port file");
-  fclose(f);
-  snprintf(T.ga_addr, sizeof T.ga_addr, "127.0.0.1:%u", v);
-  static char b[4][700];
-  char pf[600];
-  la_td_path(T.la, "port", pf, sizeof pf);
-  snprintf(b[0], sizeof b[0], "--agent.port_file=%s", pf);
-  snprintf(b[1], sizeof b[1], "--global.spool_dir=%s", T.log_dir);
-  snprintf(b[2], sizeof b[2], "--global.address=%s", T.ga_addr);
-  snprintf(b[3], sizeof b[3], "--global.secret_file=%s", T.key);
+  CHECK(la_ts_start_global(&T.st, NULL) == 0, "la-globalagent did not start");
   /* the agent on the other CPU: this test is about the hog, not the agent */
-  const char *largs[] = {"--agent.listen=127.0.0.1:0", b[0], b[1], b[2], b[3],
-                         "--agent.cpus=1", "--global.reconnect_min=20ms",
-                         NULL};
-  CHECK(la_td_start(T.la, largs, pf, WAIT_MS) > 0,
-        "la-localagent did not start");
+  const char *largs[] = {"--agent.cpus=1", NULL};
+  CHECK(la_ts_start_local(&T.st, largs) == 0, "la-localagent did not start");
 }
 
 static int pin(int cpu) {
@@ -181,7 +144,7 @@ static void app_main(int res) {
   }
   double per_unit = best / 60;
   if (write(res, &per_unit, sizeof per_unit) != sizeof per_unit) _exit(3);
-  LA_setAgent(la_td_addr(T.la));
+  LA_setAgent(la_td_addr(T.st.la));
   LA_setAppId("fidelity");
   if (LA_register("fidelity", 0, 1, N_EL) != 0) _exit(1);
   for (int c = 0; c < CYCLES; c++) {
@@ -212,7 +175,7 @@ static pid_t start_hog(void) {
 
 static void test_robust_totals_follow_work_units(void **state) {
   (void)state;
-  if (!T.ga || !T.la) {
+  if (!T.up) {
     print_message("skip: la-globalagent or la-localagent not built\n");
     skip();
   }
@@ -247,14 +210,14 @@ static void test_robust_totals_follow_work_units(void **state) {
         "the application did not finish (status %d)", st);
   T.kid = 0;
   reap(&T.hog);
-  CHECK(la_td_wait_status(T.ga, "traces_stored", CYCLES, WAIT_MS) == 0,
+  CHECK(la_td_wait_status(T.st.ga, "traces_stored", CYCLES, WAIT_MS) == 0,
         "the GlobalAgent stored %lld traces, expected %d",
-        la_td_status_ll(T.ga, "traces_stored"), CYCLES);
+        la_td_status_ll(T.st.ga, "traces_stored"), CYCLES);
 
   double truth = 0;
   for (long e = 0; e < N_EL; e++) truth += units_of(e) * per_unit;
   la_client_t *c = NULL;
-  CHECK(la_client_connect(T.feed_addr, 5000, &c) == 0, "client connect");
+  CHECK(la_client_connect(T.st.feed_addr, 5000, &c) == 0, "client connect");
   double m_sum = 0, r_sum = 0, i_sum = 0;
   int sets = 0;
   for (uint64_t tag = WARMUP; tag < CYCLES; tag++) {

@@ -196,6 +196,41 @@ static void test_follows_moving_front(void **state) {
   }
 }
 
+/* On a grid (row stride given), a disc of 10x cost moving diagonally one
+ * cell a cycle is followed at once, also where a new row of the disc
+ * enters (its cells' neighbours in element order are new too); without
+ * the stride those cells lag `confirm` cycles. */
+static void test_follows_disc_on_grid(void **state) {
+  (void)state;
+  enum { NX = 64, N = NX * NX };
+  static double cost[N], x[N], w[N];
+  for (int grid = 0; grid <= 1; grid++) {
+    la_robust_t *r;
+    la_robust_params_t p;
+    la_robust_params_default(&p);
+    if (grid) p.stride[0] = NX;
+    uint64_t rng = 5;
+    long off = 0; /* weight-cycles off by more than 10% */
+    assert_int_equal(la_robust_new(N, &p, &r), 0);
+    for (int c = 0; c < 30; c++) {
+      double cx = 12 + c, cy = 12 + c;
+      for (int i = 0; i < N; i++) {
+        double dx = i % NX - cx, dy = i / NX - cy;
+        cost[i] = dx * dx + dy * dy <= 100 ? 3000 : 300;
+      }
+      measure(cost, x, N, 0, &rng);
+      assert_int_equal(la_robust_update(r, x, NULL, w, NULL), 0);
+      for (int i = 0; c > 0 && i < N; i++)
+        off += fabs(w[i] - cost[i]) > 0.1 * cost[i];
+    }
+    print_message("%s: %ld weight-cycles off by more than 10%%\n",
+                  grid ? "grid" : "no grid", off);
+    if (grid) assert_int_equal(off, 0);
+    else assert_true(off > 100);
+    la_robust_free(r);
+  }
+}
+
 /* Flagged values (timed across a context switch) never move a weight, and
  * count as not used; non-finite values neither. */
 static void test_flags_honoured(void **state) {
@@ -274,6 +309,7 @@ int main(void) {
       cmocka_unit_test(test_interference_removed),
       cmocka_unit_test(test_follows_real_change),
       cmocka_unit_test(test_follows_moving_front),
+      cmocka_unit_test(test_follows_disc_on_grid),
       cmocka_unit_test(test_flags_honoured),
       cmocka_unit_test(test_first_cycle),
       cmocka_unit_test(test_bad_input),
