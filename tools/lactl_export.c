@@ -192,11 +192,7 @@ int lactl_export_main(int argc, char **argv) {
                                  optarg);
         break;
       case 'W':
-        if (!strcmp(optarg, "measured"))
-          kind = LA_WEIGHTS_MEASURED;
-        else if (!strcmp(optarg, "robust"))
-          kind = LA_WEIGHTS_ROBUST;
-        else
+        if (lactl_parse_weights(optarg, &kind))
           return lactl_usage_err("export", "--weights '%s': measured or robust",
                                  optarg);
         break;

@@ -38,7 +38,7 @@
 static void usage(FILE *f) {
   fprintf(f,
           "usage: lactl plot APP [CYCLE|latest] --rank R [--raw FILE|DIR] "
-          "[--full-range] "
+          "[--full-range] [--weights KIND] "
           "[-o FILE.svg]\n"
           "       lactl plot APP --heatmap [--first N] [--last M] [-o "
           "FILE.svg]\n"
@@ -57,6 +57,12 @@ static void usage(FILE *f) {
           "                      (little-endian doubles) or the LA_DUMP_RAW "
           "directory\n"
           "                      (DIR/APP.rR.cCYCLE.f64)\n"
+          "  --weights KIND      robust (default where every rank has them: "
+          "the line,\n"
+          "                      the scale and the heat map follow them; "
+          "measured values\n"
+          "                      drawn light, interfered elements marked) or "
+          "measured\n"
           "  --heatmap           ranks x cycles map of rank total / cycle "
           "mean (blue:\n"
           "                      below the mean, white: at it, red: above; "
@@ -144,7 +150,37 @@ typedef struct {
   uint32_t rank;
   int have_rank;
   int full_range; /* --full-range: no clipping of outliers */
+  int kind;       /* --weights: LA_WEIGHTS_*, or -1 (the set's default) */
 } trace_opts_t;
+
+/* The measured decoded values m[] of a rank whose set serves robust
+ * weights y[], and the elements interfered with: measured above the
+ * robust weight beyond the estimator's default band (25% and two timer
+ * steps). Returns m (malloc'ed; NULL when the set serves measured values
+ * or on no memory), the count and the interfered share of the measured
+ * time. */
+static double *interfered(la_traceset_t *t, uint32_t r, const double *y,
+                          uint64_t n, uint64_t *count, double *share) {
+  *count = 0;
+  *share = 0;
+  if (la_traceset_weights_kind(t) != LA_WEIGHTS_ROBUST) return NULL;
+  double *m = malloc((n ? n : 1) * sizeof *m);
+  if (!m) return NULL;
+  la_traceset_set_weights(t, LA_WEIGHTS_MEASURED);
+  la_traceset_rank_weights(t, r, m);
+  la_traceset_set_weights(t, LA_WEIGHTS_ROBUST);
+  double res = la_traceset_rank_timer_res(t, r), over = 0, total = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    if (!isfinite(m[i])) continue;
+    total += m[i];
+    if (isfinite(y[i]) && m[i] > y[i] * 1.25 + 2 * res) {
+      (*count)++;
+      over += m[i] - y[i];
+    }
+  }
+  *share = total > 0 ? over / total : 0;
+  return m;
+}
 
 /* Reads n little-endian doubles from path. */
 static int read_raw(const char *path, uint64_t n, double **out) {
@@ -199,7 +235,7 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static int plot_trace(FILE *f, const la_traceset_t *t, const trace_opts_t *o,
+static int plot_trace(FILE *f, la_traceset_t *t, const trace_opts_t *o,
                       const char *raw_path) {
   uint32_t r = o->rank;
   uint64_t n = la_traceset_rank_elements(t, r);
@@ -208,11 +244,16 @@ static int plot_trace(FILE *f, const la_traceset_t *t, const trace_opts_t *o,
     fprintf(stderr, "lactl plot: out of memory\n");
     return LACTL_FAIL;
   }
+  if (o->kind >= 0) la_traceset_set_weights(t, o->kind);
   la_traceset_rank_weights(t, r, y);
   if (raw_path && read_raw(raw_path, n, &x)) {
     free(y);
     return LACTL_FAIL;
   }
+  /* robust weights: the measured ones beside them, not in the scale */
+  uint64_t n_int = 0;
+  double int_share = 0;
+  double *m = interfered(t, r, y, n, &n_int, &int_share);
   /* Value range over what is drawn. */
   double lo = INFINITY, hi = -INFINITY;
   for (uint64_t i = 0; i < n; i++) {
@@ -280,10 +321,18 @@ static int plot_trace(FILE *f, const la_traceset_t *t, const trace_opts_t *o,
                            sizeof b1),
            lactl_fmt_num(emax, 3, b2, sizeof b2), unit,
            lactl_fmt_num(ecv, 3, b3, sizeof b3));
+  if (m) {
+    size_t l = strlen(sub);
+    snprintf(sub + l, sizeof sub - l,
+             "; robust weights, %llu element%s interfered with (%.1f%% of "
+             "the measured time)",
+             (unsigned long long)n_int, n_int == 1 ? "" : "s",
+             100 * int_share);
+  }
   svg_begin(f, TW, TH, title);
   svg_label(f, TW / 2.0, 24, "middle", "font-size=\"16\" font-weight=\"bold\"",
             title);
-  svg_label(f, TW / 2.0, 44, "middle", "fill=\"#444\"", sub);
+  svg_label(f, TW / 2.0, 44, "middle", "fill=\"#444\" font-size=\"11\"", sub);
   if (n_clipped) {
     char note[200], b4[32], b5[32];
     snprintf(note, sizeof note, "\xe2\x96\xb2 %llu value%s above %s %s not "
@@ -365,6 +414,23 @@ static int plot_trace(FILE *f, const la_traceset_t *t, const trace_opts_t *o,
     }
     fprintf(f, "</g>\n");
   }
+  if (m) { /* measured (decoded), light, beneath the robust line */
+    fprintf(f, "<polyline class=\"measured-decoded\" fill=\"none\" "
+               "stroke=\"#b0b0b0\" stroke-width=\"1\" points=\"");
+    int km = 0;
+    for (int c = 0; c < pw; c++) {
+      uint64_t a, b;
+      column_range(n, pw, c, &a, &b);
+      double mx = -INFINITY;
+      for (uint64_t i = a; i < b; i++)
+        if (isfinite(m[i]) && m[i] > mx) mx = m[i];
+      if (mx > -INFINITY)
+        fprintf(f, "%s%.1f,%.1f", km++ % 8 ? " " : "\n", ML + c + 0.5,
+                PY(fmin(mx, yhi)));
+    }
+    if (km == 0) fprintf(f, "%d,%d", ML, MT + ph);
+    fprintf(f, "\"/>\n");
+  }
   fprintf(f,
           "<polyline class=\"decoded\" fill=\"none\" stroke=\"#08519c\" "
           "stroke-width=\"1.6\" stroke-linejoin=\"round\" points=\"");
@@ -391,6 +457,21 @@ static int plot_trace(FILE *f, const la_traceset_t *t, const trace_opts_t *o,
   }
   if (k == 0) fprintf(f, "%d,%d", ML, MT + ph); /* keep points non-empty */
   fprintf(f, "\"/>\n</g>\n");
+  if (m && n_int) { /* interfered elements: a mark at the measured value */
+    fprintf(f, "<g fill=\"#e6550d\" class=\"interfered\">\n");
+    int last = -10;
+    double res = la_traceset_rank_timer_res(t, r);
+    for (uint64_t i = 0; i < n; i++) {
+      if (!(isfinite(m[i]) && isfinite(y[i]) && m[i] > y[i] * 1.25 + 2 * res))
+        continue;
+      int px = (int)PX(i);
+      if (px - last < 3) continue;
+      last = px;
+      fprintf(f, "<path d=\"M%d,%.1f l-3,-6 h6 z\"/>\n", px,
+              PY(fmin(m[i], yhi)) + 6);
+    }
+    fprintf(f, "</g>\n");
+  }
   if (n_clipped) { /* a mark at the top edge where values were clipped */
     fprintf(f, "<g fill=\"#b2182b\" class=\"clipped\">\n");
     int last = -10;
@@ -411,19 +492,31 @@ static int plot_trace(FILE *f, const la_traceset_t *t, const trace_opts_t *o,
           "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
           "stroke=\"#08519c\" stroke-width=\"2\"/>\n",
           lx, ly - 4, lx + 22, ly - 4);
-  svg_label(
-      f, lx + 28, ly, "start", NULL,
-      decimate ? "decoded (min/max per pixel)" : "decoded (reconstructed)");
+  svg_label(f, lx + 28, ly, "start", NULL,
+            m ? (decimate ? "robust weight (min/max per pixel)"
+                          : "robust weight")
+              : (decimate ? "decoded (min/max per pixel)"
+                          : "decoded (reconstructed)"));
+  if (m) {
+    fprintf(f,
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+            "stroke=\"#b0b0b0\" stroke-width=\"2\"/>\n"
+            "<path d=\"M%.1f,%.1f l-3,-6 h6 z\" fill=\"#e6550d\"/>\n",
+            lx - 300, ly - 4, lx - 278, ly - 4, lx - 150, ly);
+    svg_label(f, lx - 272, ly, "start", NULL, "measured");
+    svg_label(f, lx - 142, ly, "start", NULL, "interfered");
+  }
   if (x) {
     fprintf(f,
             "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#e6550d\" "
             "fill-opacity=\"0.7\"/>\n",
-            lx - 150, ly - 4);
-    svg_label(f, lx - 142, ly, "start", NULL, "measured (raw)");
+            lx - (m ? 420 : 150), ly - 4);
+    svg_label(f, lx - (m ? 412 : 142), ly, "start", NULL, "measured (raw)");
   }
   fprintf(f, "</svg>\n");
 #undef PX
 #undef PY
+  free(m);
   free(x);
   free(y);
   return LACTL_OK;
@@ -460,7 +553,8 @@ static double scale_max(double need) {
 }
 
 static int plot_heat(FILE *f, lactl_src_t *s, const char *app, uint64_t first,
-                     uint64_t last) {
+                     uint64_t last, int kind) {
+  int robust = 1; /* every set served robust weights */
   lactl_app_t a;
   lactl_cycle_t *cy = NULL;
   size_t nc = 0;
@@ -495,11 +589,17 @@ static int plot_heat(FILE *f, lactl_src_t *s, const char *app, uint64_t first,
       tot = malloc(nc * np * sizeof *tot);
       for (size_t i = 0; tot && i < nc * np; i++) tot[i] = NAN;
     }
-    if (tot) {
+    if (kind >= 0) la_traceset_set_weights(t, kind);
+    if (la_traceset_weights_kind(t) != LA_WEIGHTS_ROBUST) robust = 0;
+    if (tot) { /* robust totals when the set serves robust weights */
       uint32_t tn = la_traceset_nprocs(t);
+      int rb = la_traceset_weights_kind(t) == LA_WEIGHTS_ROBUST;
       for (uint32_t r = 0; r < tn && r < np; r++)
-        la_traceset_rank_stats(t, r, &tot[c * np + r], NULL, NULL);
-      if (la_traceset_imbalance(t, &imb[c])) imb[c] = NAN;
+        if (rb) la_traceset_rank_robust_stats(t, r, &tot[c * np + r], NULL, NULL);
+        else la_traceset_rank_stats(t, r, &tot[c * np + r], NULL, NULL);
+      if ((rb ? la_traceset_robust_imbalance(t, &imb[c])
+              : la_traceset_imbalance(t, &imb[c])) != 0)
+        imb[c] = NAN;
     }
     la_traceset_free(t);
     if (!tot) break;
@@ -558,10 +658,13 @@ static int plot_heat(FILE *f, lactl_src_t *s, const char *app, uint64_t first,
   char title[400], sub[600], b1[32], b2[32];
   snprintf(title, sizeof title, "%s: load per rank and cycle", app);
   snprintf(sub, sizeof sub,
-           "%s%s%s%s, %zu cycles (%llu..%llu), %u ranks; worst imbalance %s "
-           "(max/mean) at cycle %llu",
+           "%s%s%s%s, %s, %zu cycles (%llu..%llu), %u ranks; worst "
+           "imbalance %s (max/mean) at cycle %llu",
            metric[0] ? metric : "value", unit[0] ? " (" : "", unit,
-           unit[0] ? ")" : "", nc, (unsigned long long)cy[0].tag,
+           unit[0] ? ")" : "",
+           robust ? "robust totals (interference removed)"
+                  : "measured totals",
+           nc, (unsigned long long)cy[0].tag,
            (unsigned long long)cy[nc - 1].tag, np,
            lactl_fmt_num(imax, 4, b1, sizeof b1),
            (unsigned long long)cy[imax_c].tag);
@@ -713,9 +816,11 @@ int lactl_plot_main(int argc, char **argv) {
   static const struct option lo[] = {
       {"rank", 1, 0, 'r'},  {"raw", 1, 0, 'R'},  {"heatmap", 0, 0, 'H'},
       {"first", 1, 0, 'f'}, {"last", 1, 0, 'l'}, {"output", 1, 0, 'o'},
-      {"full-range", 0, 0, 'F'}, LACTL_COMMON_OPTIONS, {0, 0, 0, 0}};
+      {"full-range", 0, 0, 'F'}, {"weights", 1, 0, 'W'},
+      LACTL_COMMON_OPTIONS,      {0, 0, 0, 0}};
   lactl_common_t o = {0};
   trace_opts_t to = {0};
+  to.kind = -1;
   const char *out = NULL;
   int c, heat = 0, have_range = 0;
   uint64_t first = 0, last = UINT64_MAX, rank;
@@ -738,6 +843,11 @@ int lactl_plot_main(int argc, char **argv) {
         break;
       case 'F':
         to.full_range = 1;
+        break;
+      case 'W':
+        if (lactl_parse_weights(optarg, &to.kind))
+          return lactl_usage_err("plot", "--weights '%s': measured or robust",
+                                 optarg);
         break;
       case 'H':
         heat = 1;
@@ -808,7 +918,8 @@ int lactl_plot_main(int argc, char **argv) {
   FILE *f = rc == LACTL_OK ? lactl_out_open("plot", out) : NULL;
   if (rc == LACTL_OK && !f) rc = LACTL_FAIL;
   if (rc == LACTL_OK)
-    rc = heat ? plot_heat(f, s, app, first, last) : plot_trace(f, t, &to, rp);
+    rc = heat ? plot_heat(f, s, app, first, last, to.kind)
+              : plot_trace(f, t, &to, rp);
   la_traceset_free(t);
   lactl_src_close(s);
   if (f) {

@@ -67,6 +67,13 @@ const char *lactl_global_addr(const char *opt) {
   return e && *e ? e : LA_CLIENT_DEFAULT_ADDR;
 }
 
+int lactl_parse_weights(const char *s, int *kind) {
+  if (!strcmp(s, "measured")) *kind = LA_WEIGHTS_MEASURED;
+  else if (!strcmp(s, "robust")) *kind = LA_WEIGHTS_ROBUST;
+  else return -1;
+  return 0;
+}
+
 int lactl_parse_u64(const char *s, uint64_t *v) {
   if (!s || *s < '0' || *s > '9') return -1;
   char *end;

@@ -61,6 +61,8 @@ const char *lactl_global_addr(const char *opt);
 
 /* Parses a decimal unsigned 64-bit number (the whole string). 0 or -1. */
 int lactl_parse_u64(const char *s, uint64_t *v);
+/* "measured" or "robust" (--weights) into *kind (LA_WEIGHTS_*); 0 or -1. */
+int lactl_parse_weights(const char *s, int *kind);
 
 /* A cycle selection: "latest", "N" or (if range_ok) "FIRST:LAST" (either
  * side may be empty: 0 and the largest tag). */

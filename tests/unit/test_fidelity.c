@@ -19,7 +19,9 @@
  *   - the interference the trace reports: at least half of the measured
  *     excess.
  *
- * So the test fails if detection or the robust estimate breaks. Every wait
+ * and that lactl plot shows the robust weights and marks the interfered
+ * elements. So the test fails if detection or the robust estimate breaks.
+ * Every wait
  * is bounded; teardown kills the hog, the child and both daemons. */
 #include <errno.h>
 #include <math.h>
@@ -173,6 +175,39 @@ static pid_t start_hog(void) {
   return p;
 }
 
+/* lactl plot on the stored sets: the trace draws the robust weights with
+ * the measured values beside them and marks the interfered elements; with
+ * --weights measured it does not; the heat map says which totals it uses. */
+static void check_plots(void) {
+  char lactl[1024], cyc[32];
+  CHECK(la_td_find_bin("lactl", lactl, sizeof lactl) == 0, "lactl not built");
+  snprintf(cyc, sizeof cyc, "%d", CYCLES - 1);
+  const char *trace[] = {lactl, "plot", "fidelity", cyc, "--rank", "0",
+                         "--db", T.st.db, NULL};
+  static char svg[1 << 20];
+  CHECK(la_td_run(trace, NULL, 30000, svg, sizeof svg) == 0, "lactl plot: %s",
+        svg);
+  CHECK(strstr(svg, "class=\"interfered\"") && strstr(svg, "robust weight") &&
+            strstr(svg, "class=\"measured-decoded\""),
+        "the trace plot does not show robust weights and interfered elements");
+  const char *p = strstr(svg, "robust weights, ");
+  unsigned long long n_int = 0;
+  CHECK(p && sscanf(p, "robust weights, %llu element", &n_int) == 1 &&
+            n_int > 0,
+        "the plot's subtitle counts no interfered element");
+  const char *meas[] = {lactl, "plot", "fidelity", cyc, "--rank", "0",
+                        "--weights", "measured", "--db", T.st.db, NULL};
+  CHECK(la_td_run(meas, NULL, 30000, svg, sizeof svg) == 0, "lactl plot: %s",
+        svg);
+  CHECK(!strstr(svg, "class=\"interfered\"") && !strstr(svg, "robust weight"),
+        "--weights measured still draws robust weights");
+  const char *heat[] = {lactl, "plot", "fidelity", "--heatmap", "--db",
+                        T.st.db, NULL};
+  CHECK(la_td_run(heat, NULL, 30000, svg, sizeof svg) == 0 &&
+            strstr(svg, "robust totals (interference removed)"),
+        "the heat map does not use robust totals");
+}
+
 static void test_robust_totals_follow_work_units(void **state) {
   (void)state;
   if (!T.up) {
@@ -255,6 +290,7 @@ static void test_robust_totals_follow_work_units(void **state) {
   CHECK(i_sum > 0.5 * (m_sum - truth),
         "interference reported %.3g, measured excess %.3g", i_sum,
         m_sum - truth);
+  check_plots();
 }
 
 int main(void) {
