@@ -120,7 +120,8 @@ const char *la_compact_mode_name(int mode);
  * x NULL with n > 0), LA_ENOMEM or LA_ELIMIT (n > LA_TRACE_MAX_POINTS, that
  * is 2^40), and *out is zeroed. One pass over x for the fit, O(1) work and
  * state per point except maxerr's convex hulls (amortized O(1), reused
- * between segments); stats and achieved error take one more pass (the error is measured by decoding). */
+ * between segments); stats and achieved error take one more pass (the error
+ * is measured by decoding). */
 int la_compact(const double *x, size_t n, const la_compact_params_t *p,
                la_compact_result_t *out);
 
