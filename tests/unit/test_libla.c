@@ -13,9 +13,9 @@
  * Faults the real agent cannot be made to show run against the LocalAgent
  * stand-in (la_test_peer): an agent that holds buffers (the skip policy,
  * the wait policy and its time limit, a wait that must notice the agent
- * died) and one that refuses a registration. The tags of skipped cycles in
- * DataReady and DataReady's seq are checked against a minimal agent in a
- * thread that records the raw messages.
+ * died). A refused registration is the real agent's (max_apps = 1). The tags of
+ * skipped cycles in DataReady and DataReady's seq are checked against a minimal
+ * agent in a thread that records the raw messages.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -665,12 +665,37 @@ static void test_wait_notices_dead_agent(void **state) {
 }
 
 static void test_refused_registration(void **state) {
-  la_test_peer_set_refuse(peer, "too many applications");
+  /* a real refusal: the LocalAgent takes one application at a time */
+  const char *one[] = {"--agent.max_apps=1", NULL};
+  assert_int_equal(la_ts_stop_local(&agent.st), 0);
+  assert_int_equal(la_ts_start_local(&agent.st, one), 0);
+  setenv("LA_AGENT", la_td_addr(agent.st.la), 1);
+  int go[2], done[2];
+  assert_int_equal(pipe(go), 0);
+  assert_int_equal(pipe(done), 0);
+  pid_t pid = fork();
+  if (pid == 0) { /* the application that is there first */
+    char b;
+    if (LA_register("first", 0, 1, 8) != 0) _exit(3);
+    if (write(go[1], "r", 1) != 1 || read(done[0], &b, 1) != 1) _exit(4);
+    LA_finalize();
+    _exit(0);
+  }
+  char b;
+  assert_int_equal(read(go[0], &b, 1), 1);
   assert_int_equal(LA_register("unit", 0, 1, 8), LA_EREFUSED);
   assert_non_null(strstr(LA_lastError(), "too many applications"));
   assert_int_equal(LA_startProbe(0), 0);
   assert_int_equal(LA_dataXfer(), 0);
   assert_int_equal(la_test_ipc_count(getpid()), 0);
+  assert_int_equal(write(done[1], "d", 1), 1);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  close(go[0]);
+  close(go[1]);
+  close(done[0]);
+  close(done[1]);
 }
 
 static void test_no_agent(void **state) {
@@ -1030,7 +1055,7 @@ int main(void) {
       T(test_agent_dies_mid_run),
       T(test_cycles_counted_when_agent_lost),
       P(test_wait_notices_dead_agent),
-      P(test_refused_registration),
+      T(test_refused_registration),
       T(test_no_agent),
       T(test_disable_env),
       T(test_env_overrides_program),
