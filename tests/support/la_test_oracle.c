@@ -47,3 +47,20 @@ size_t la_oracle_min_segments(const double *x, size_t n, double ta, double tr,
   free(best);
   return r;
 }
+
+void la_oracle_stats(const double *x, size_t n, la_series_stats_t *st) {
+  double s = 0, c = 0, lo = INFINITY, hi = -INFINITY;
+  size_t nan = 0;
+  for (size_t i = 0; i < n; i++) {
+    double v = x[i], t = s + v;
+    c += fabs(s) >= fabs(v) ? (s - t) + v : (v - t) + s;
+    s = t;
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+    nan += v != v;
+  }
+  st->count = n;
+  st->sum = isfinite(s) ? s + c : s;
+  st->min = nan == n ? NAN : lo;
+  st->max = nan == n ? NAN : hi;
+}

@@ -4,13 +4,22 @@
  * checked against: can one straight line stay within every point's
  * tolerance over a range (by trying every line through two interval
  * endpoints), and the fewest such segments that cover a series (dynamic
- * programming over every split point). Meant for series of a few dozen
+ * programming over every split point); and the plain definition of the
+ * exact statistics. Meant for series of a few dozen
  * points at most: feasibility is O(m^3) for a range of m points.
  */
 #ifndef LA_TEST_ORACLE_H
 #define LA_TEST_ORACLE_H
 
 #include <stddef.h>
+
+#include "la_compact.h"
+
+/* The definition of la_series_stats(), written plainly: Neumaier's sum in
+ * index order (a sum that met Inf or NaN is the plain running sum, as IEEE
+ * arithmetic gives it), min and max ignoring NaN (NaN when no value is a
+ * number). */
+void la_oracle_stats(const double *x, size_t n, la_series_stats_t *st);
 
 /* 1 when a line a + b*t has |a + b*t - x[t]| <= slack * (ta + tr*|x[t]|)
  * for every t in [i, j) (up to rounding: 1e-12 of |x[t]| + tolerance),

@@ -40,28 +40,6 @@
 #define WIDE (1 + 1e-9)
 #define NARROW (1 - 1e-9)
 
-/* ------------------------------------------------------------ oracles -- */
-
-/* The definition of the statistics: Neumaier's sum in index order (a sum
- * that overflowed or met Inf/NaN is the plain running sum, as IEEE
- * arithmetic gives it), min and max ignoring NaN (NaN when none is a
- * number). */
-static void oracle_stats(const double *x, size_t n, la_series_stats_t *st) {
-  double s = 0, c = 0, lo = INFINITY, hi = -INFINITY;
-  size_t i;
-  for (i = 0; i < n; i++) {
-    double v = x[i], t = s + v;
-    c += fabs(s) >= fabs(v) ? (s - t) + v : (v - t) + s;
-    s = t;
-    lo = v < lo ? v : lo;
-    hi = v > hi ? v : hi;
-  }
-  st->count = n;
-  st->sum = isfinite(s) ? s + c : s;
-  st->min = lo > hi ? NAN : lo;
-  st->max = lo > hi ? NAN : hi;
-}
-
 /* ------------------------------------------------- encode, decode, check */
 
 static size_t checked;
@@ -122,7 +100,7 @@ static void compact_checked(const double *x, size_t n,
                   1e-9 * r->error.cv + 1e-300);
   }
   /* exact statistics */
-  oracle_stats(x, n, &st);
+  la_oracle_stats(x, n, &st);
   assert_memory_equal(&st, &r->stats, sizeof(st));
   /* the records tile [0, n) and are the ones counted */
   nrec = la_trace_segment_count(t);
