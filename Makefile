@@ -164,10 +164,12 @@ $(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_N
 
 # Per-benchmark extra libraries: BENCH_LIBS_NAME.
 BENCH_LIBS_bench_fidelity := -lmetis
+BENCH_LIBS_bench_store := $(GLOBAL_NOUV_A)
+$(BUILD)/bench/bench_store: $(GLOBAL_NOUV_A)
 $(BUILD)/bench/bench_fidelity: bench/fidelity_cases.h
 $(BUILD)/bench/%: bench/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(COMMON_A) $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Itests/support -Ilocalagent $(CFLAGS) -O3 -march=native -o $@ $< \
+	$(CC) $(CPPFLAGS) -Itests/support -Ilocalagent -Iglobalagent $(CFLAGS) -O3 -march=native -o $@ $< \
 	  $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(COMMON_A) $(BENCH_LIBS_$*) $(LDLIBS_LA) $(LDLIBS_DAEMON)
 
 # The MPI program bench_fidelity runs (built like an example, with mpicc).
