@@ -13,7 +13,7 @@
  * refusal is logged with the peer's address. Without a secret every agent is
  * accepted, unencrypted (logged at start). After the handshake, RankStart /
  * CompactTrace / RankEnd go to ingest.c; Acks go back only after the group
- * commit that stored them (la_ga_agents_ack). Knows the handshake; storage
+ * commit that stored them (la_ga_agent_ops.ack, called by ingest.c). Knows the handshake; storage
  * and stitching are ingest.c's.
  */
 #include <stdio.h>
@@ -297,7 +297,8 @@ void la_ga_agent_accept(la_ga_t *ga, uv_stream_t *server) {
   la_conn_set_deadline(&a->conn, (uint64_t)ga->set.handshake_ms);
 }
 
-int la_ga_agents_record_seqs(la_ga_t *ga) {
+/* The la_ga_agent_ops_t entries (ga.h says what each does). */
+static int la__record_seqs(la_ga_t *ga) {
   for (la_ga_agent_t *a = ga->agents; a; a = a->next)
     if (a->stored_seq > a->acked_seq &&
         la_store_agent_seq_update(ga->store, a->host, a->stored_seq) != 0)
@@ -305,7 +306,7 @@ int la_ga_agents_record_seqs(la_ga_t *ga) {
   return 0;
 }
 
-void la_ga_agents_ack(la_ga_t *ga) {
+static void la__ack(la_ga_t *ga) {
   for (la_ga_agent_t *a = ga->agents; a; a = a->next) {
     if (a->stored_seq <= a->acked_seq || a->conn.closing) continue;
     La__Ack ack = LA__ACK__INIT;
@@ -315,17 +316,24 @@ void la_ga_agents_ack(la_ga_t *ga) {
   }
 }
 
-int la_ga_agent_connected(la_ga_t *ga, const char *host) {
+static int la__connected(la_ga_t *ga, const char *host) {
   for (la_ga_agent_t *a = ga->agents; a; a = a->next)
     if (a->state == LA__AG_READY && !a->conn.closing && !strcmp(a->host, host))
       return 1;
   return 0;
 }
 
-void la_ga_agents_close_all(la_ga_t *ga, const char *reason) {
+static void la__close_all(la_ga_t *ga, const char *reason) {
   for (la_ga_agent_t *a = ga->agents, *n; a; a = n) {
     n = a->next;
     a->stored_seq = a->acked_seq; /* nothing of the failed batch is acked */
     la_conn_close(&a->conn, reason);
   }
 }
+
+const la_ga_agent_ops_t la_ga_agent_ops = {
+  .record_seqs = la__record_seqs,
+  .ack = la__ack,
+  .close_all = la__close_all,
+  .connected = la__connected,
+};

@@ -78,7 +78,7 @@ static void la__stop(la_ga_t *ga) {
   uv_close((uv_handle_t *)&ga->agent_listener, NULL);
   uv_close((uv_handle_t *)&ga->feed_listener, NULL);
   la_ga_commit(ga); /* acks go out before the connections close */
-  la_ga_agents_close_all(ga, "GlobalAgent shutdown");
+  la_ga_agent_ops.close_all(ga, "GlobalAgent shutdown");
   la_ga_feed_close_all(ga, "GlobalAgent shutdown");
   uv_walk(ga->loop, la__close_walk, NULL);
 }
@@ -221,7 +221,7 @@ int main(int argc, char **argv) {
                  "connects is accepted and the link is NOT encrypted");
   }
   char why[600];
-  if (la_ga_ingest_start(ga, why, sizeof why) != 0) {
+  if (la_ga_ingest_start(ga, &la_ga_agent_ops, why, sizeof why) != 0) {
     la_log_error("%s", why);
     return 1;
   }

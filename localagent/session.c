@@ -62,7 +62,7 @@ static void la__on_free(la_conn_t *c) {
   ag->n_conns--;
   la_weights_free(s->weights);
   free(s);
-  la_agent_check_drained(ag);
+  la_agent_progress(ag);
 }
 
 static void la__on_close(la_conn_t *c, const char *reason) {
@@ -74,11 +74,6 @@ static void la__on_close(la_conn_t *c, const char *reason) {
 
 void la_session_close(la_session_t *s, const char *reason) {
   la_conn_close(&s->conn, reason);
-}
-
-void la_session_job_done(la_session_t *s) {
-  s->jobs--;
-  la_conn_release(&s->conn);
 }
 
 static void la__send(la_session_t *s, uint16_t type, const ProtobufCMessage *m,
