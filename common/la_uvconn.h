@@ -94,6 +94,25 @@ void la_conn_release(la_conn_t *c);
 /* The file descriptor, or -1. */
 int la_conn_fd(la_conn_t *c);
 
+/* An owner's list of its connections: its structs (la_conn_t first) are
+ * doubly linked through their own prev and next members from head. Push
+ * in on_new, unlink in on_free. */
+#define LA_CONN_LIST_PUSH(head, node) \
+  do {                                \
+    (node)->prev = NULL;              \
+    (node)->next = (head);            \
+    if (head) (head)->prev = (node);  \
+    (head) = (node);                  \
+  } while (0)
+#define LA_CONN_LIST_UNLINK(head, node)                  \
+  do {                                                   \
+    if ((node)->prev)                                    \
+      (node)->prev->next = (node)->next;                 \
+    else                                                 \
+      (head) = (node)->next;                             \
+    if ((node)->next) (node)->next->prev = (node)->prev; \
+  } while (0)
+
 /* How la_conn_admit takes a pending connection in. */
 typedef struct la_conn_admission {
   size_t size;          /* the owner's struct, la_conn_t its first member */

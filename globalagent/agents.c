@@ -13,8 +13,8 @@
  * refusal is logged with the peer's address. Without a secret every agent is
  * accepted, unencrypted (logged at start). After the handshake, RankStart /
  * CompactTrace / RankEnd go to ingest.c; Acks go back only after the group
- * commit that stored them (la_ga_agent_ops.ack, called by ingest.c). Knows the handshake; storage
- * and stitching are ingest.c's.
+ * commit that stored them (la_ga_agent_ops.ack, called by ingest.c). Knows the
+ * handshake; storage and stitching are ingest.c's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,9 +46,7 @@ typedef struct la_ga_agent {
 static void la__on_free(la_conn_t *c) {
   la_ga_agent_t *a = (la_ga_agent_t *)c;
   la_ga_t *ga = a->ga;
-  if (a->prev) a->prev->next = a->next;
-  else ga->agents = a->next;
-  if (a->next) a->next->prev = a->prev;
+  LA_CONN_LIST_UNLINK(ga->agents, a);
   la_auth_session_wipe(&a->ses);
   la_secure_wipe(&a->sec);
   free(a);
@@ -261,8 +259,8 @@ static const char *la__handshakes_over_cap(la_conn_t *c) {
         !strcmp(o->conn.addr, c->addr))
       n++;
   if (!la_conn_share_full(
-          n, ga->set.agent_max_handshakes_per_addr, &ga->st.agents_refused,
-          &rl, "LocalAgent connection %s refused: %d handshakes open from "
+          n, ga->set.agent_max_handshakes_per_addr, &ga->st.agents_refused, &rl,
+          "LocalAgent connection %s refused: %d handshakes open from "
           "that address (agents.max_handshakes_per_address = %lld)",
           c->peer, n, (long long)ga->set.agent_max_handshakes_per_addr))
     return NULL;
@@ -272,23 +270,20 @@ static const char *la__handshakes_over_cap(la_conn_t *c) {
 /* la_conn_admission_t.on_new: a LocalAgent connection of ga, in its list. */
 static void la__on_new(la_conn_t *c, void *owner) {
   la_ga_agent_t *a = (la_ga_agent_t *)c;
-  la_ga_t *ga = owner;
-  a->ga = ga;
-  a->next = ga->agents;
-  if (ga->agents) ga->agents->prev = a;
-  ga->agents = a;
-  ga->n_agents++;
+  a->ga = owner;
+  LA_CONN_LIST_PUSH(a->ga->agents, a);
+  a->ga->n_agents++;
 }
 
 void la_ga_agent_accept(la_ga_t *ga, uv_stream_t *server) {
   /* unauthenticated: small frames only, until the handshake succeeds */
   const la_conn_admission_t adm = {
-    .size = sizeof(la_ga_agent_t),
-    .max_frame = (uint32_t)ga->set.agent_handshake_max_frame,
-    .max_output = (size_t)ga->set.agent_max_output,
-    .deadline_ms = (uint64_t)ga->set.handshake_ms,
-    .on_new = la__on_new,
-    .refuse = la__handshakes_over_cap,
+      .size = sizeof(la_ga_agent_t),
+      .max_frame = (uint32_t)ga->set.agent_handshake_max_frame,
+      .max_output = (size_t)ga->set.agent_max_output,
+      .deadline_ms = (uint64_t)ga->set.handshake_ms,
+      .on_new = la__on_new,
+      .refuse = la__handshakes_over_cap,
   };
   if (la_conn_admit(ga->loop, server, &la__ops, &adm, ga))
     ga->st.agents_accepted++;
@@ -329,8 +324,8 @@ static void la__close_all(la_ga_t *ga, const char *reason) {
 }
 
 const la_ga_agent_ops_t la_ga_agent_ops = {
-  .record_seqs = la__record_seqs,
-  .ack = la__ack,
-  .close_all = la__close_all,
-  .connected = la__connected,
+    .record_seqs = la__record_seqs,
+    .ack = la__ack,
+    .close_all = la__close_all,
+    .connected = la__connected,
 };

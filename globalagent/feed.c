@@ -38,9 +38,7 @@ typedef struct la_ga_sub {
 static void la__on_free(la_conn_t *c) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   la_ga_t *ga = s->ga;
-  if (s->prev) s->prev->next = s->next;
-  else ga->subs = s->next;
-  if (s->next) s->next->prev = s->prev;
+  LA_CONN_LIST_UNLINK(ga->subs, s);
   free(s);
 }
 
@@ -275,7 +273,8 @@ static const char *la__addr_over_cap(la_conn_t *c) {
   for (la_ga_sub_t *o = ga->subs; o; o = o->next)
     if (o != s && !o->conn.closing && !strcmp(o->conn.addr, c->addr)) n++;
   if (!la_conn_share_full(n, ga->set.feed_max_per_addr, &ga->st.subs_refused,
-                          &rl, "feed connection %s refused: %d open from that "
+                          &rl,
+                          "feed connection %s refused: %d open from that "
                           "address (feed.max_connections_per_address = %lld)",
                           c->peer, n, (long long)ga->set.feed_max_per_addr))
     return NULL;
@@ -285,24 +284,21 @@ static const char *la__addr_over_cap(la_conn_t *c) {
 /* la_conn_admission_t.on_new: a feed connection of ga, in its list. */
 static void la__on_new(la_conn_t *c, void *owner) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
-  la_ga_t *ga = owner;
-  s->ga = ga;
-  s->next = ga->subs;
-  if (ga->subs) ga->subs->prev = s;
-  ga->subs = s;
-  ga->n_subs++;
+  s->ga = owner;
+  LA_CONN_LIST_PUSH(s->ga->subs, s);
+  s->ga->n_subs++;
 }
 
 void la_ga_feed_accept(la_ga_t *ga, uv_stream_t *server) {
   const la_conn_admission_t adm = {
-    .size = sizeof(la_ga_sub_t),
-    .max_frame = (uint32_t)ga->set.feed_handshake_max_frame,
-    .max_output = (size_t)(ga->set.feed_max_output > ga->set.sub_queue_bytes
-                               ? ga->set.feed_max_output
-                               : ga->set.sub_queue_bytes),
-    .deadline_ms = (uint64_t)ga->set.handshake_ms,
-    .on_new = la__on_new,
-    .refuse = la__addr_over_cap,
+      .size = sizeof(la_ga_sub_t),
+      .max_frame = (uint32_t)ga->set.feed_handshake_max_frame,
+      .max_output = (size_t)(ga->set.feed_max_output > ga->set.sub_queue_bytes
+                                 ? ga->set.feed_max_output
+                                 : ga->set.sub_queue_bytes),
+      .deadline_ms = (uint64_t)ga->set.handshake_ms,
+      .on_new = la__on_new,
+      .refuse = la__addr_over_cap,
   };
   if (la_conn_admit(ga->loop, server, &la__ops, &adm, ga))
     ga->st.subs_accepted++;

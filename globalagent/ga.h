@@ -114,8 +114,8 @@ extern const la_ga_agent_ops_t la_ga_agent_ops;
 /* Opens the store, rebuilds the stitcher and starts the commit check and
  * expiry timer; agents (kept) is how ingest.c reaches the LocalAgents'
  * connections. Returns 0, or -1 with the reason in why. */
-int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents,
-                       char *why, size_t why_len);
+int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
+                       size_t why_len);
 /* Handles one message of an authenticated agent (host); 0 or -1 (close). */
 int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
                  const ProtobufCMessage *m);

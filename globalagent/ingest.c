@@ -472,8 +472,8 @@ static void la__on_tick(uv_timer_t *t) {
   ga->close_reason = NULL;
 }
 
-int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents,
-                       char *why, size_t why_len) {
+int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
+                       size_t why_len) {
   ga->agent_ops = agents;
   char r[400];
   if (la_store_open(ga->set.db, ga->set.fsync, &ga->store, r, sizeof r)) {

@@ -136,8 +136,8 @@ static void la__on_agent(uv_stream_t *server, int status) {
   if (la_conn_share_full(ga->n_agents, ga->set.max_agents,
                          &ga->st.agents_refused, &rl,
                          "LocalAgent connection refused: %d open "
-                         "(agents.max_connections = %lld)", ga->n_agents,
-                         (long long)ga->set.max_agents))
+                         "(agents.max_connections = %lld)",
+                         ga->n_agents, (long long)ga->set.max_agents))
     la_refuse_connection(ga->loop, server);
   else
     la_ga_agent_accept(ga, server);
@@ -150,8 +150,8 @@ static void la__on_sub(uv_stream_t *server, int status) {
   if (la_conn_share_full(ga->n_subs, ga->set.max_subscribers,
                          &ga->st.subs_refused, &rl,
                          "feed connection refused: %d open "
-                         "(feed.max_connections = %lld)", ga->n_subs,
-                         (long long)ga->set.max_subscribers))
+                         "(feed.max_connections = %lld)",
+                         ga->n_subs, (long long)ga->set.max_subscribers))
     la_refuse_connection(ga->loop, server);
   else
     la_ga_feed_accept(ga, server);

@@ -36,8 +36,8 @@ static void la__on_connection(uv_stream_t *server, int status) {
        la_conn_share_full(la__open_conns(ag), ag->set.max_connections,
                           &ag->st.conns_refused, &rl,
                           "connection refused: %d open (max_connections = "
-                          "%lld)", ag->n_conns,
-                          (long long)ag->set.max_connections))) {
+                          "%lld)",
+                          ag->n_conns, (long long)ag->set.max_connections))) {
     la_refuse_connection(ag->loop, server);
     return;
   }

@@ -56,9 +56,7 @@ static void la__on_free(la_conn_t *c) {
                 (unsigned long long)s->cycles,
                 (unsigned long long)s->skipped);
   }
-  if (s->prev) s->prev->next = s->next;
-  else ag->sessions = s->next;
-  if (s->next) s->next->prev = s->prev;
+  LA_CONN_LIST_UNLINK(ag->sessions, s);
   ag->n_conns--;
   la_weights_free(s->weights);
   free(s);
@@ -346,23 +344,20 @@ static const char *la__uid_over_cap(la_conn_t *c) {
 /* la_conn_admission_t.on_new: a session of ag, in its list. */
 static void la__on_new(la_conn_t *c, void *owner) {
   la_session_t *s = (la_session_t *)c;
-  la_agent_t *ag = owner;
-  s->ag = ag;
+  s->ag = owner;
   s->ipc.shm_id = s->ipc.sem_id = -1;
-  s->next = ag->sessions;
-  if (ag->sessions) ag->sessions->prev = s;
-  ag->sessions = s;
-  ag->n_conns++;
+  LA_CONN_LIST_PUSH(s->ag->sessions, s);
+  s->ag->n_conns++;
 }
 
 void la_session_accept(la_agent_t *ag, uv_stream_t *server) {
   const la_conn_admission_t adm = {
-    .size = sizeof(la_session_t),
-    .max_frame = (uint32_t)ag->set.handshake_max_frame,
-    .max_output = (size_t)ag->set.max_output,
-    .deadline_ms = (uint64_t)ag->set.handshake_ms,
-    .on_new = la__on_new,
-    .refuse = la__uid_over_cap,
+      .size = sizeof(la_session_t),
+      .max_frame = (uint32_t)ag->set.handshake_max_frame,
+      .max_output = (size_t)ag->set.max_output,
+      .deadline_ms = (uint64_t)ag->set.handshake_ms,
+      .on_new = la__on_new,
+      .refuse = la__uid_over_cap,
   };
   if (la_conn_admit(ag->loop, server, &la__ops, &adm, ag))
     ag->st.conns_accepted++;
