@@ -38,9 +38,7 @@ typedef struct la_ga_sub {
 static void la__on_free(la_conn_t *c) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   la_ga_t *ga = s->ga;
-  if (s->prev) s->prev->next = s->next;
-  else ga->subs = s->next;
-  if (s->next) s->next->prev = s->prev;
+  LA_CONN_LIST_UNLINK(ga->subs, s);
   free(s);
 }
 
@@ -265,54 +263,45 @@ static const la_conn_ops_t la__ops = {
   .on_free = la__on_free,
 };
 
-/* Whether the peer's address already holds its share of the feed port. */
-static int la__addr_over_cap(la_ga_sub_t *s) {
+/* la_conn_admission_t.refuse: whether the peer's address already holds
+ * its share of the feed port. */
+static const char *la__addr_over_cap(la_conn_t *c) {
   static la_ratelimit_t rl; /* this file's: refusal log lines */
+  la_ga_sub_t *s = (la_ga_sub_t *)c;
   la_ga_t *ga = s->ga;
   int n = 0;
   for (la_ga_sub_t *o = ga->subs; o; o = o->next)
-    if (o != s && !o->conn.closing && !strcmp(o->conn.addr, s->conn.addr))
-      n++;
-  if (n < ga->set.feed_max_per_addr) return 0;
-  ga->st.subs_refused++;
-  uint64_t missed;
-  if (la_ratelimit_ok(&rl, 1000, &missed))
-    la_log_warnx("feed connection %s refused: %d open from that address "
-                 "(feed.max_connections_per_address = %lld); %llu more "
-                 "refusals not logged", s->conn.peer, n,
-                 (long long)ga->set.feed_max_per_addr,
-                 (unsigned long long)missed);
-  return 1;
+    if (o != s && !o->conn.closing && !strcmp(o->conn.addr, c->addr)) n++;
+  if (!la_conn_share_full(n, ga->set.feed_max_per_addr, &ga->st.subs_refused,
+                          &rl,
+                          "feed connection %s refused: %d open from that "
+                          "address (feed.max_connections_per_address = %lld)",
+                          c->peer, n, (long long)ga->set.feed_max_per_addr))
+    return NULL;
+  return "too many connections from this address";
+}
+
+/* la_conn_admission_t.on_new: a feed connection of ga, in its list. */
+static void la__on_new(la_conn_t *c, void *owner) {
+  la_ga_sub_t *s = (la_ga_sub_t *)c;
+  s->ga = owner;
+  LA_CONN_LIST_PUSH(s->ga->subs, s);
+  s->ga->n_subs++;
 }
 
 void la_ga_feed_accept(la_ga_t *ga, uv_stream_t *server) {
-  la_ga_sub_t *s = calloc(1, sizeof *s);
-  if (!s) {
-    la_refuse_connection(ga->loop, server);
-    return;
-  }
-  s->ga = ga;
-  la_conn_init(&s->conn, ga->loop, (uint32_t)ga->set.feed_handshake_max_frame,
-               &la__ops, s);
-  la_conn_set_max_output(&s->conn,
-                         (size_t)(ga->set.feed_max_output >
-                                          ga->set.sub_queue_bytes
-                                      ? ga->set.feed_max_output
-                                      : ga->set.sub_queue_bytes));
-  s->next = ga->subs;
-  if (ga->subs) ga->subs->prev = s;
-  ga->subs = s;
-  ga->n_subs++;
-  if (la_conn_accept(&s->conn, server) != 0) {
-    la_conn_close(&s->conn, "accept failed");
-    return;
-  }
-  if (la__addr_over_cap(s)) {
-    la_conn_close(&s->conn, "too many connections from this address");
-    return;
-  }
-  ga->st.subs_accepted++;
-  la_conn_set_deadline(&s->conn, (uint64_t)ga->set.handshake_ms);
+  const la_conn_admission_t adm = {
+      .size = sizeof(la_ga_sub_t),
+      .max_frame = (uint32_t)ga->set.feed_handshake_max_frame,
+      .max_output = (size_t)(ga->set.feed_max_output > ga->set.sub_queue_bytes
+                                 ? ga->set.feed_max_output
+                                 : ga->set.sub_queue_bytes),
+      .deadline_ms = (uint64_t)ga->set.handshake_ms,
+      .on_new = la__on_new,
+      .refuse = la__addr_over_cap,
+  };
+  if (la_conn_admit(ga->loop, server, &la__ops, &adm, ga))
+    ga->st.subs_accepted++;
 }
 
 void la_ga_feed_close_all(la_ga_t *ga, const char *reason) {

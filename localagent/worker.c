@@ -196,8 +196,9 @@ static void la__after(uv_work_t *req, int status) {
   }
   free(j);
   la_uplink_kick(ag);
-  la_session_job_done(s);
-  la_agent_check_drained(ag);
+  s->jobs--;
+  la_conn_release(&s->conn); /* the hold la_worker_submit took */
+  la_agent_progress(ag);
 }
 
 int la_worker_submit(la_session_t *s, uint32_t i, uint64_t cycle_tag,
