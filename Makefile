@@ -116,7 +116,7 @@ $(COMMON_A): $(COMMON_OBJ)
 
 $(LIBLA_A): $(LIBLA_OBJ) $(LIBLA_COMMON_OBJ) $(FMOD_OBJ)
 	@mkdir -p $(dir $@) $(BUILD)/include
-	cp libla/la.h $(BUILD)/include/
+	cp libla/la.h common/la_errcodes.h $(BUILD)/include/
 	rm -f $@ && ar rcs $@ $^
 
 $(LIBLA_SO): $(LIBLA_OBJ) $(LIBLA_COMMON_OBJ) $(FMOD_OBJ)
@@ -173,7 +173,7 @@ $(BUILD)/bench/%: bench/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A
 # The MPI program bench_fidelity runs (built like an example, with mpicc).
 $(BUILD)/bench/fidelity_app: bench/fidelity_app.c bench/fidelity_cases.h libla/la.h $(LIBLA_A)
 	@mkdir -p $(dir $@)
-	$(MPICC) -Ilibla $(EXAMPLE_CFLAGS) -o $@ $< $(LIBLA_A) $(LDLIBS_LA)
+	$(MPICC) -I$(BUILD)/include $(EXAMPLE_CFLAGS) -o $@ $< $(LIBLA_A) $(LDLIBS_LA)
 
 # Fortran test program (run by tests/unit/test_fortran.c).
 FTEST := $(if $(wildcard tests/fortran/test_fmod.f90),$(BUILD)/tests/fortran/test_fmod)
@@ -284,7 +284,7 @@ install: all
 	install -m 644 $(LIBLA_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIBLA_SO) $(DESTDIR)$(PREFIX)/lib/libla.so.0
 	ln -sf libla.so.0 $(DESTDIR)$(PREFIX)/lib/libla.so
-	install -m 644 libla/la.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 libla/la.h common/la_errcodes.h $(DESTDIR)$(PREFIX)/include/
 	[ ! -f $(BUILD)/include/la_mod.mod ] || \
 	  install -m 644 $(BUILD)/include/la_mod.mod $(DESTDIR)$(PREFIX)/include/
 	[ -z "$(CLIENT_SRC)" ] || { install -m 644 $(CLIENT_A) $(DESTDIR)$(PREFIX)/lib/; \

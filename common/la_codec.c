@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la.h"
+#include "la_errcodes.h"
 
 typedef struct {
   uint16_t type;
