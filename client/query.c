@@ -51,8 +51,7 @@ static int la__reply_check(la_client_t *c, uint16_t want, uint16_t got,
   return 0;
 }
 
-int la__client_query(la_client_t *c, const La__Query *q,
-                     La__QueryReply **out) {
+int la__client_query(la_client_t *c, const La__Query *q, La__QueryReply **out) {
   *out = NULL;
   La__Query v = *q;
   v.has_feed_protocol = 1;
@@ -153,9 +152,7 @@ static int la__rows(La__StatusEntry **e, size_t n, la_client_rows_t **out) {
 /* The rows of a listing: one per application or cycle, rendered from the
  * typed reply (la_client.h says the format). */
 static int la__list_rows(const La__QueryReply *q, la_client_rows_t **out) {
-  size_t n = q->apps     ? q->apps->n_apps
-             : q->cycles ? q->cycles->n_cycles
-                         : 0;
+  size_t n = q->apps ? q->apps->n_apps : q->cycles ? q->cycles->n_cycles : 0;
   la_client_rows_t *r = la__rows_new(n);
   if (!r) return LA_ENOMEM;
   int rc = 0;

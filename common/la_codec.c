@@ -301,8 +301,7 @@ static int la__app_info_ok(const La__AppInfo *a, char *why, size_t n) {
     return la__bad(why, n, "%s: name, metric or unit too long", a->app_id);
   if (a->nprocs > LA_MAX_RANKS || a->ranks_started > LA_MAX_RANKS ||
       a->ranks_ended > LA_MAX_RANKS)
-    return la__bad(why, n, "%s: rank counts above %u", a->app_id,
-                   LA_MAX_RANKS);
+    return la__bad(why, n, "%s: rank counts above %u", a->app_id, LA_MAX_RANKS);
   return 0;
 }
 

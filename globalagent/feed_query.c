@@ -73,7 +73,7 @@ static int la__cycles(la_store_t *st, const La__Query *q, la_ga_answer_t *a) {
     La__CycleInfo *m = &a->cyc_v[i];
     la__cycle_info__init(m);
     m->cycle_tag = s->cycle_tag;
-    m->state = !s->closed     ? LA__CYCLE_STATE__CYCLE_OPEN
+    m->state = !s->closed    ? LA__CYCLE_STATE__CYCLE_OPEN
                : s->complete ? LA__CYCLE_STATE__CYCLE_COMPLETE
                              : LA__CYCLE_STATE__CYCLE_PARTIAL;
     m->ranks_present = s->ranks_present;
@@ -88,8 +88,7 @@ static int la__cycles(la_store_t *st, const La__Query *q, la_ga_answer_t *a) {
   return 0;
 }
 
-static int la__traceset(la_store_t *st, const La__Query *q,
-                        la_ga_answer_t *a) {
+static int la__traceset(la_store_t *st, const La__Query *q, la_ga_answer_t *a) {
   uint64_t tag = q->cycle_tag;
   if (!q->has_cycle_tag && /* latest in any state, as lactl --db shows */
       la_store_latest_cycle(st, q->app_id, LA_STORE_LATEST_ANY, &tag) != 0)

@@ -43,9 +43,12 @@ const char *lactl_global_addr(const char *opt) {
 }
 
 int lactl_parse_weights(const char *s, int *kind) {
-  if (!strcmp(s, "measured")) *kind = LA_WEIGHTS_MEASURED;
-  else if (!strcmp(s, "robust")) *kind = LA_WEIGHTS_ROBUST;
-  else return -1;
+  if (!strcmp(s, "measured"))
+    *kind = LA_WEIGHTS_MEASURED;
+  else if (!strcmp(s, "robust"))
+    *kind = LA_WEIGHTS_ROBUST;
+  else
+    return -1;
   return 0;
 }
 
@@ -85,8 +88,8 @@ int lactl_parse_sel(const char *s, int range_ok, lactl_sel_t *sel) {
   return sel->first <= sel->last ? 0 : -1;
 }
 
-int lactl_common_only(const char *cmd, int argc, char **argv,
-                      lactl_common_t *o, void (*usage)(FILE *)) {
+int lactl_common_only(const char *cmd, int argc, char **argv, lactl_common_t *o,
+                      void (*usage)(FILE *)) {
   static const struct option lo[] = {LACTL_COMMON_OPTIONS, {0, 0, 0, 0}};
   int c;
   optind = 1;

@@ -71,7 +71,7 @@ int lactl_parse_sel(const char *s, int range_ok, lactl_sel_t *sel);
  * positional). Returns -1 to go on, or the exit status to return at once:
  * LACTL_OK after printing usage(stdout) for --help, LACTL_USAGE after
  * naming an unknown option. */
-int lactl_common_only(const char *cmd, int argc, char **argv,
-                      lactl_common_t *o, void (*usage)(FILE *));
+int lactl_common_only(const char *cmd, int argc, char **argv, lactl_common_t *o,
+                      void (*usage)(FILE *));
 
 #endif /* LACTL_OPTS_H */

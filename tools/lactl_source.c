@@ -44,9 +44,9 @@ static int la__fail(lactl_src_t *s, int rc, const char *fmt, ...) {
 
 /* A failure of the feed: the client's own detail. */
 static int la__feed_err(lactl_src_t *s, int rc) {
-  return la__fail(s, rc, "%s: %s", s->where,
-                  *la_client_error(s->c) ? la_client_error(s->c)
-                                         : la_client_strerror(rc));
+  return la__fail(
+      s, rc, "%s: %s", s->where,
+      *la_client_error(s->c) ? la_client_error(s->c) : la_client_strerror(rc));
 }
 
 /* "file:PATH?mode=ro" with PATH percent-encoded where URIs need it. */
@@ -300,8 +300,7 @@ int lactl_src_cycles(lactl_src_t *s, const char *app, uint64_t first,
     la__answer_free(&a);
     return la__fail(s, LA_ENOMEM, "out of memory");
   }
-  for (size_t i = 0; i < nc; i++)
-    la__cycle_from(a.r->cycles->cycles[i], &v[i]);
+  for (size_t i = 0; i < nc; i++) la__cycle_from(a.r->cycles->cycles[i], &v[i]);
   la__answer_free(&a);
   *out = v;
   *n = nc;
@@ -347,8 +346,8 @@ int lactl_src_set(lactl_src_t *s, const char *app, int latest, uint64_t cycle,
   char why[256] = "";
   rc = la_traceset_from_message(m, out, why, sizeof why);
   if (rc)
-    rc = la__fail(s, rc, "%s: %s cycle %llu does not decode: %s", s->where,
-                  app, (unsigned long long)m->cycle_tag,
+    rc = la__fail(s, rc, "%s: %s cycle %llu does not decode: %s", s->where, app,
+                  (unsigned long long)m->cycle_tag,
                   why[0] ? why : la_strerror(rc));
   la__answer_free(&a);
   return rc;
@@ -393,4 +392,3 @@ int lactl_src_select(lactl_src_t *s, const char *app, const lactl_sel_t *sel,
   free(c);
   return 0;
 }
-

@@ -38,9 +38,9 @@ enum { LACTL_OPEN = 0, LACTL_COMPLETE = 1, LACTL_PARTIAL = 2 };
 /* One cycle of an application. */
 typedef struct lactl_cycle {
   uint64_t tag;
-  int state;        /* LACTL_OPEN, LACTL_COMPLETE, LACTL_PARTIAL */
-  uint32_t present; /* ranks with a trace */
-  uint32_t missing; /* closed: missing at close; open: not arrived yet */
+  int state;         /* LACTL_OPEN, LACTL_COMPLETE, LACTL_PARTIAL */
+  uint32_t present;  /* ranks with a trace */
+  uint32_t missing;  /* closed: missing at close; open: not arrived yet */
   char reasons[512]; /* missing records by reason, "timeout (2); ..."; ""
                         when none are recorded */
 } lactl_cycle_t;

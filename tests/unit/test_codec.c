@@ -1786,6 +1786,7 @@ static void test_query_reply_lists(void **state) {
   ai[1].unit = repeat('u', 33);
   expect_invalid(T_QR, M(&r), "unit");
   ai[1].unit = NULL;
+  ai[1].has_nprocs = 1;
   ai[1].nprocs = LA_MAX_RANKS + 1;
   expect_invalid(T_QR, M(&r), "rank counts");
   ai[1].nprocs = 0;
@@ -1816,8 +1817,7 @@ static void test_query_reply_lists(void **state) {
   g = (const void *)out;
   assert_non_null(g->cycles);
   assert_int_equal(g->cycles->n_cycles, 2);
-  assert_int_equal(g->cycles->cycles[0]->state,
-                   LA__CYCLE_STATE__CYCLE_PARTIAL);
+  assert_int_equal(g->cycles->cycles[0]->state, LA__CYCLE_STATE__CYCLE_PARTIAL);
   assert_int_equal(g->cycles->cycles[0]->ranks_missing, 1);
   assert_string_equal(g->cycles->cycles[0]->reasons, "timeout (1)");
   assert_null(g->cycles->cycles[1]->reasons);
