@@ -912,6 +912,29 @@ static void script_query(srv_t *s, int fd) {
   }
 }
 
+/* A GlobalAgent of feed protocol 1: it answers a listing with no version
+ * (and text rows, which this client does not know). */
+static void script_old_feed(srv_t *s, int fd) {
+  uint16_t type;
+  ProtobufCMessage *m = NULL;
+  if (la_recv_msg(fd, 1 << 20, 10000, &type, &m, NULL, 0) != 0 ||
+      type != LA__MSG_TYPE__MSG_QUERY) {
+    s->fail = 1;
+    la_msg_free(m);
+    return;
+  }
+  const La__Query *q = (const La__Query *)m;
+  if (!q->has_feed_protocol || q->feed_protocol != LA_FEED_PROTOCOL_VERSION)
+    s->fail = 1;
+  s->queries++;
+  la_msg_free(m);
+  La__QueryReply r = LA__QUERY_REPLY__INIT;
+  if (la_send_msg(fd, LA__MSG_TYPE__MSG_QUERY_REPLY, &r.base, 5000))
+    s->fail = 1;
+  /* wait for the client to close */
+  if (la_recv_msg(fd, 1 << 20, 10000, &type, &m, NULL, 0) == 0) la_msg_free(m);
+}
+
 static la_client_t *connect_to(const srv_t *s) {
   la_client_t *c = NULL;
   assert_int_equal(la_client_connect(s->addr, 5000, &c), 0);
@@ -1419,6 +1442,24 @@ static void test_query(void **state) {
   fx_free(&f);
 }
 
+/* A reply of another feed protocol is refused with LA_EVERSION, naming
+ * both versions, not read as an empty listing. */
+static void test_query_old_feed(void **state) {
+  fx_t f;
+  fx_make(&f, 1, 0);
+  srv_t s;
+  srv_start(&s, script_old_feed, &f);
+  la_client_t *c = connect_to(&s);
+  la_client_rows_t *rows = (la_client_rows_t *)1;
+  assert_int_equal(la_client_list(c, "apps", NULL, &rows), LA_EVERSION);
+  assert_null(rows);
+  assert_non_null(strstr(la_client_error(c), "feed protocol 1"));
+  la_client_close(c);
+  srv_join(&s);
+  assert_int_equal(s.queries, 1);
+  fx_free(&f);
+}
+
 static void test_connect_errors(void **state) {
   la_client_t *c = (la_client_t *)1;
   /* a port nobody listens on */
@@ -1482,6 +1523,7 @@ int main(void) {
       cmocka_unit_test(test_error_message),
       cmocka_unit_test(test_dribble),
       cmocka_unit_test(test_query),
+      cmocka_unit_test(test_query_old_feed),
       cmocka_unit_test(test_connect_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
