@@ -57,10 +57,10 @@ LOCAL_NOUV_OBJ := $(call obj,$(filter-out localagent/main.c localagent/session.c
   localagent/listener.c localagent/worker.c localagent/uplink.c \
   localagent/control.c,$(LOCAL_SRC)))
 LOCAL_NOUV_A := $(if $(LOCAL_NOUV_OBJ),$(BUILD)/lib/libla_localagent.a)
-# The GlobalAgent's modules that do not use libuv (store, stitch, settings),
-# for unit tests and for lactl's offline reading of a store.
+# The GlobalAgent's modules that do not use libuv (store, stitch, settings,
+# feed_query), for unit tests and for lactl's offline reading of a store.
 GLOBAL_NOUV_OBJ := $(call obj,$(filter globalagent/store.c globalagent/stitch.c \
-  globalagent/settings.c,$(GLOBAL_SRC)))
+  globalagent/settings.c globalagent/feed_query.c,$(GLOBAL_SRC)))
 GLOBAL_NOUV_A := $(if $(GLOBAL_NOUV_OBJ),$(BUILD)/lib/libla_globalagent.a)
 LOCAL_OBJ  := $(call obj,$(LOCAL_SRC))
 GLOBAL_OBJ := $(call obj,$(GLOBAL_SRC))
@@ -117,7 +117,7 @@ $(COMMON_A): $(COMMON_OBJ)
 
 $(LIBLA_A): $(LIBLA_OBJ) $(LIBLA_COMMON_OBJ) $(FMOD_OBJ)
 	@mkdir -p $(dir $@) $(BUILD)/include
-	cp libla/la.h $(BUILD)/include/
+	cp libla/la.h common/la_errcodes.h $(BUILD)/include/
 	rm -f $@ && ar rcs $@ $^
 
 $(LIBLA_SO): $(LIBLA_OBJ) $(LIBLA_COMMON_OBJ) $(FMOD_OBJ)
@@ -176,7 +176,7 @@ $(BUILD)/bench/%: bench/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A
 # The MPI program bench_fidelity runs (built like an example, with mpicc).
 $(BUILD)/bench/fidelity_app: bench/fidelity_app.c bench/fidelity_cases.h libla/la.h $(LIBLA_A)
 	@mkdir -p $(dir $@)
-	$(MPICC) -Ilibla $(EXAMPLE_CFLAGS) -o $@ $< $(LIBLA_A) $(LDLIBS_LA)
+	$(MPICC) -I$(BUILD)/include $(EXAMPLE_CFLAGS) -o $@ $< $(LIBLA_A) $(LDLIBS_LA)
 
 # Fortran test program (run by tests/unit/test_fortran.c).
 FTEST := $(if $(wildcard tests/fortran/test_fmod.f90),$(BUILD)/tests/fortran/test_fmod)
@@ -287,7 +287,7 @@ install: all
 	install -m 644 $(LIBLA_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIBLA_SO) $(DESTDIR)$(PREFIX)/lib/libla.so.0
 	ln -sf libla.so.0 $(DESTDIR)$(PREFIX)/lib/libla.so
-	install -m 644 libla/la.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 libla/la.h common/la_errcodes.h $(DESTDIR)$(PREFIX)/include/
 	[ ! -f $(BUILD)/include/la_mod.mod ] || \
 	  install -m 644 $(BUILD)/include/la_mod.mod $(DESTDIR)$(PREFIX)/include/
 	[ -z "$(CLIENT_SRC)" ] || { install -m 644 $(CLIENT_A) $(DESTDIR)$(PREFIX)/lib/; \

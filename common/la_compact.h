@@ -20,7 +20,7 @@
  * This module is pure C + libm: no libuv, sockets, protobuf or global state.
  * It does not know about ranks, cycles or the network; callers copy the
  * result into their messages. Functions return 0 or a negative LA_E* code
- * (libla/la.h).
+ * (la_errcodes.h).
  */
 #ifndef LA_COMPACT_H
 #define LA_COMPACT_H
@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "la.h"
+#include "la_errcodes.h"
 
 #ifdef __cplusplus
 extern "C" {

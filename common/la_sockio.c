@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "la.h"
+#include "la_errcodes.h"
 
 uint64_t la_now_ms(void) {
   struct timespec ts;

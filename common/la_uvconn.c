@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la.h"
+#include "la_errcodes.h"
 #include "la_log.h"
 #include "la_sockio.h"
 

@@ -23,6 +23,7 @@
 #include <uv.h>
 
 #include "app_ipc.h"
+#include "la.h" /* LA_VERSION_STRING */
 #include "la_codec.h"
 #include "la_compact.h"
 #include "la_uvconn.h"
