@@ -349,6 +349,8 @@ static pid_t run_app(const char *app_id, long n, int cycles) {
 static size_t wait_traceset(const char *app) {
   long long end = la_td_now_ms() + WAIT_MS;
   La__Query q = LA__QUERY__INIT;
+  q.has_feed_protocol = 1;
+  q.feed_protocol = LA_FEED_PROTOCOL_VERSION;
   q.what = "traceset";
   q.app_id = (char *)app;
   for (;;) {
@@ -403,6 +405,8 @@ static void test_ga_feed_amplification(void **state) {
     CHECK(fds[i] >= 0, "connect: %s", strerror(errno));
   }
   La__Query q = LA__QUERY__INIT;
+  q.has_feed_protocol = 1;
+  q.feed_protocol = LA_FEED_PROTOCOL_VERSION;
   q.what = "traceset";
   q.app_id = "amp-1";
   uint8_t frame[256];
@@ -621,6 +625,8 @@ static void test_la_tool_idle_timeout(void **state) {
 static void test_feed_address_flood(void **state) {
   start_ga(NULL);
   La__Query q = LA__QUERY__INIT;
+  q.has_feed_protocol = 1;
+  q.feed_protocol = LA_FEED_PROTOCOL_VERSION;
   q.what = "apps";
   uint8_t frame[64];
   long len = la_frame_pack_into(LA__MSG_TYPE__MSG_QUERY, &q.base, frame,
@@ -676,6 +682,8 @@ static void test_feed_idle_timeout(void **state) {
   int fd = la_tcp_connect("127.0.0.1", T.feed_port, 2000);
   CHECK(fd >= 0, "connect");
   La__Query q = LA__QUERY__INIT;
+  q.has_feed_protocol = 1;
+  q.feed_protocol = LA_FEED_PROTOCOL_VERSION;
   q.what = "apps";
   assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_QUERY, &q.base, 2000),
                    0);
