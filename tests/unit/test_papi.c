@@ -85,24 +85,25 @@ static void work(long e) {
 
 /* --------------------------------------------------------------- fixture */
 
-static const char *env_vars[] = {"LA_PERIOD",
-                                 "LA_METRIC",
-                                 "LA_POLICY",
-                                 "LA_BUFFERS",
-                                 "LA_AGENT",
-                                 "LA_COMPACT",
-                                 "LA_APP_ID",
-                                 "LA_VERBOSE",
-                                 "LA_DISABLE",
-                                 "LA_TIMER",
-                                 "LA_WAIT_TIMEOUT_MS",
-                                 "LA_DUMP_RAW",
-                                 "LA_CONNECT_TIMEOUT_MS",
-                                 NULL};
+extern char **environ;
+
+/* Removes every LA_* variable: the environment would override what the
+ * tests choose. */
+static void clear_la_env(void) {
+  for (char **e = environ; *e;) {
+    if (strncmp(*e, "LA_", 3) != 0) {
+      e++;
+      continue;
+    }
+    char name[128];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(*e, "="), *e);
+    unsetenv(name); /* environ shifts down: look at *e again */
+  }
+}
 
 static int group_setup(void **state) {
   (void)state;
-  for (int i = 0; env_vars[i]; i++) unsetenv(env_vars[i]);
+  clear_la_env();
   if (la_ts_init(&T.st) != 0) return 0; /* daemons not built: tests skip */
   if (la_ts_start_global(&T.st, NULL) != 0 ||
       la_ts_start_local(&T.st, NULL) != 0)
