@@ -156,12 +156,15 @@ $(BUILD)/bin/lactl: $(TOOLS_OBJ) $(CLIENT_A) $(GLOBAL_NOUV_A) $(COMMON_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
 
 # Tests link the static libraries so internal (hidden) functions are reachable.
+# Per-test extra libraries: TEST_LIBS_NAME (linked before libla's own).
+# test_papi registers PAPI software-defined counters (libsde).
+TEST_LIBS_test_papi := -lsde
 $(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(GLOBAL_NOUV_A) $(COMMON_A) $(GEN_H)
 	@mkdir -p $(dir $@)
 	@echo "  LINK  $@"
 	@$(CC) $(CPPFLAGS) -Itests/support -Ilocalagent -Iglobalagent $(CFLAGS) -o $@ $< \
 	  $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(GLOBAL_NOUV_A) \
-	  $(COMMON_A) $(LDLIBS_TEST) $(LDLIBS_LA) $(LDLIBS_DAEMON)
+	  $(COMMON_A) $(LDLIBS_TEST) $(TEST_LIBS_$*) $(LDLIBS_LA) $(LDLIBS_DAEMON)
 
 # Per-benchmark extra libraries: BENCH_LIBS_NAME.
 BENCH_LIBS_bench_fidelity := -lmetis

@@ -1,4 +1,5 @@
-/* ex_args.h: the examples' command-line parsing, one table per program.
+/* ex_args.h: the examples' command-line parsing, one table per program,
+ * and the options the solver examples share (ex_run_parse, ex_run_usage).
  *
  * Integer options take "--name N" or "--name=N" with 1 <= N <= max; flags
  * set an int (several entries may share a name: "--floor" both turns LA off
@@ -73,6 +74,78 @@ static inline int ex_parse_args(const char *prog, int argc, char **argv,
     *l->dst = x;
   }
   return 0;
+}
+
+/* The exit status after parsing the arguments: rc is ex_parse_args's
+ * result (0 run, 1 after --help, 2 usage error); a grid of n planes must
+ * give each of the size ranks one (message on rank 0). Returns -1 to run,
+ * else the status to exit with after MPI_Finalize. */
+static inline int ex_exit_status(const char *prog, int rc, long n, int rank,
+                                 int size) {
+  if (rc == 0 && n < size) {
+    if (rank == 0)
+      fprintf(stderr, "%s: --n %ld is smaller than the %d ranks\n", prog, n,
+              size);
+    rc = 2;
+  }
+  return rc == 0 ? -1 : rc == 1 ? 0 : 2;
+}
+
+/* The options of the solver examples (wavetoy, heavy, multiloop). */
+typedef struct ex_run_opts_s {
+  long n;     /* --n: cells per dimension */
+  long steps; /* --steps: time steps */
+  int use_la; /* 0 with --no-la or --floor */
+  int floor;  /* --floor: cells timed by hand, no LA (where offered) */
+  int quiet;  /* --quiet: print only the checksum line */
+} ex_run_opts_t;
+
+/* A solver example's usage text: the synopsis, what (its description, whole
+ * lines), the defaults of --n and --steps, --floor where has_floor. */
+static inline void ex_run_usage(FILE *f, const char *prog, const char *what,
+                                long n, long steps, int has_floor) {
+  fprintf(f,
+          "usage: mpiexec -n P %s [--n NX] [--steps S] [--no-la] %s"
+          "[--quiet]\n%s"
+          "  --n NX      cells per dimension (default %ld, at least P)\n"
+          "  --steps S   time steps (default %ld)\n"
+          "  --no-la     make no LA call at all (uninstrumented baseline)\n",
+          prog, has_floor ? "[--floor] " : "", what, n, steps);
+  if (has_floor)
+    fprintf(f,
+            "  --floor     no LA; time each cell with two raw timer reads "
+            "and a\n"
+            "              store into a local array (the overhead study's "
+            "floor)\n");
+  fprintf(f,
+          "  --quiet     print only the checksum line\n"
+          "  --help      this text\n"
+          "LA reads LA_AGENT, LA_PERIOD, LA_METRIC, LA_DISABLE, "
+          "LA_VERBOSE, ...\n"
+          "(see examples/README.md). Without a LocalAgent the program "
+          "runs unprofiled.\n");
+}
+
+/* Parses a solver example's options into o, whose n and steps hold the
+ * defaults; --n up to max_n (and at least size), --steps up to max_steps,
+ * --floor where has_floor. Returns as ex_exit_status: -1 to run. */
+static inline int ex_run_parse(const char *prog, int argc, char **argv,
+                               int rank, int size, void (*usage)(FILE *),
+                               ex_run_opts_t *o, long max_n, long max_steps,
+                               int has_floor) {
+  o->use_la = 1;
+  o->floor = 0;
+  o->quiet = 0;
+  const ex_long_opt_t longs[] = {{"--n", &o->n, max_n},
+                                 {"--steps", &o->steps, max_steps},
+                                 {NULL, NULL, 0}};
+  const ex_flag_opt_t flags[] = {{"--no-la", &o->use_la, 0},
+                                 {"--quiet", &o->quiet, 1},
+                                 {has_floor ? "--floor" : NULL, &o->use_la, 0},
+                                 {"--floor", &o->floor, 1},
+                                 {NULL, NULL, 0}};
+  int rc = ex_parse_args(prog, argc, argv, rank, usage, longs, flags);
+  return ex_exit_status(prog, rc, o->n, rank, size);
 }
 
 #endif

@@ -44,12 +44,15 @@
 
 #include "ex_floor.h"
 #include "ex_args.h"
+#include "ex_run.h"
 #include "la.h" /* LA: the one header */
 
+#define HV_N 24 /* default cells per dimension */
+#define HV_STEPS 20
 #define HV_MAX_N 1024
 #define HV_MAX_STEPS 1000000
 #define HV_NF 12 /* fields per cell: g_ij (6) then K_ij (6) */
-#define HV_SUB 4  /* RK4 sub-steps of the local source per time step */
+#define HV_SUB 4 /* RK4 sub-steps of the local source per time step */
 
 /* Components of a symmetric 3x3 tensor, in storage order. */
 enum { XX = 0, XY, XZ, YY, YZ, ZZ };
@@ -61,14 +64,6 @@ typedef struct hv_cell_s {
   double k[6];
 } hv_cell_t;
 
-typedef struct hv_opts_s {
-  long n;
-  long steps;
-  int use_la;
-  int floor; /* --floor: hand-written rdtsc instrumentation, no LA */
-  int quiet;
-} hv_opts_t;
-
 typedef struct hv_slab_s {
   long nx, ny, nz; /* local cells */
   long k0;         /* global index of the first local plane */
@@ -79,43 +74,11 @@ typedef struct hv_slab_s {
 } hv_slab_t;
 
 static void hv_usage(FILE *f) {
-  fprintf(f,
-          "usage: mpiexec -n P heavy [--n NX] [--steps S] [--no-la] "
-          "[--quiet]\n"
-          "  Toy ADM evolution on NX^3 cells (~3,000 flops per cell), "
-          "k-slabs,\n"
-          "  profiled per cell by LA.\n"
-          "  --n NX      cells per dimension (default 24, at least P)\n"
-          "  --steps S   time steps (default 20)\n"
-          "  --no-la     make no LA call at all (uninstrumented baseline)\n"
-          "  --floor     no LA; time each cell with two raw timer reads and a\n"
-          "              store into a local array (the overhead study's floor)\n"
-          "  --quiet     print only the checksum line\n"
-          "  --help      this text\n"
-          "LA reads LA_AGENT, LA_PERIOD, LA_METRIC, LA_DISABLE, LA_VERBOSE, "
-          "...\n"
-          "(see examples/README.md). Without a LocalAgent the program runs "
-          "unprofiled.\n");
-}
-
-/* Returns 0 to run, 1 after --help, 2 on a usage error. */
-static int hv_parse_args(int argc, char **argv, int rank, hv_opts_t *o) {
-  o->n = 24;
-  o->steps = 20;
-  o->use_la = 1;
-  o->floor = 0;
-  o->quiet = 0;
-  const ex_long_opt_t longs[] = {
-      {"--n", &o->n, HV_MAX_N},
-      {"--steps", &o->steps, HV_MAX_STEPS},
-      {NULL, NULL, 0}};
-  const ex_flag_opt_t flags[] = {
-      {"--no-la", &o->use_la, 0},
-      {"--floor", &o->use_la, 0},
-      {"--floor", &o->floor, 1},
-      {"--quiet", &o->quiet, 1},
-      {NULL, NULL, 0}};
-  return ex_parse_args("heavy", argc, argv, rank, hv_usage, longs, flags);
+  ex_run_usage(
+      f, "heavy",
+      "  Toy ADM evolution on NX^3 cells (~3,000 flops per cell), k-slabs,\n"
+      "  profiled per cell by LA.\n",
+      HV_N, HV_STEPS, 1);
 }
 
 static size_t hv_at(const hv_slab_t *s, long i, long j, long k) {
@@ -129,11 +92,9 @@ static void hv_flat(hv_cell_t *c) {
 
 /* Allocates the slab; flat space plus a Gaussian perturbation of g. */
 static int hv_slab_init(hv_slab_t *s, long n, int rank, int size) {
-  long base = n / size, extra = n % size;
   size_t total;
   s->nx = s->ny = n;
-  s->nz = base + (rank < extra ? 1 : 0);
-  s->k0 = rank * base + (rank < extra ? rank : extra);
+  ex_slab(n, rank, size, &s->nz, &s->k0);
   s->sx = n + 2;
   s->sxy = (n + 2) * (n + 2);
   s->h = 1.0 / (double)(n + 1);
@@ -171,9 +132,8 @@ static void hv_halo(hv_slab_t *s, int rank, int size) {
   hv_cell_t *u = s->u;
   MPI_Sendrecv(u + s->sxy * s->nz, count, MPI_DOUBLE, up, 1, u, count,
                MPI_DOUBLE, down, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  MPI_Sendrecv(u + s->sxy, count, MPI_DOUBLE, down, 2,
-               u + s->sxy * (s->nz + 1), count, MPI_DOUBLE, up, 2,
-               MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  MPI_Sendrecv(u + s->sxy, count, MPI_DOUBLE, down, 2, u + s->sxy * (s->nz + 1),
+               count, MPI_DOUBLE, up, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
 
 /* Inverse gi and determinant of the symmetric 3x3 g, by cofactors. */
@@ -212,8 +172,8 @@ static void hv_source(const double *gi, const double *k, double *out) {
 
 /* The per-cell kernel: reads cell c and its 6 neighbours in u, writes the
  * new state of c to out. About 3,000 flops, 37 transcendental calls. */
-static void hv_kernel(const hv_cell_t *u, size_t c, long sx, long sxy,
-                      double h, double dt, hv_cell_t *out) {
+static void hv_kernel(const hv_cell_t *u, size_t c, long sx, long sxy, double h,
+                      double dt, hv_cell_t *out) {
   const hv_cell_t *p = &u[c];
   const hv_cell_t *nb[3][2] = {{&u[c - 1], &u[c + 1]},
                                {&u[c - sx], &u[c + sx]},
@@ -243,13 +203,12 @@ static void hv_kernel(const hv_cell_t *u, size_t c, long sx, long sxy,
     for (int i = 0; i < 3; i++)
       for (int j = i; j < 3; j++)
         gam1[k][hv_sym[i][j]] =
-            0.5 * (dg[i][hv_sym[j][k]] + dg[j][hv_sym[i][k]] -
-                   dg[k][hv_sym[i][j]]);
+            0.5 *
+            (dg[i][hv_sym[j][k]] + dg[j][hv_sym[i][k]] - dg[k][hv_sym[i][j]]);
   for (int l = 0; l < 3; l++)
     for (int a = 0; a < 6; a++)
       gam[l][a] = gi[hv_sym[l][0]] * gam1[0][a] +
-                  gi[hv_sym[l][1]] * gam1[1][a] +
-                  gi[hv_sym[l][2]] * gam1[2][a];
+                  gi[hv_sym[l][1]] * gam1[1][a] + gi[hv_sym[l][2]] * gam1[2][a];
   for (int k = 0; k < 3; k++)
     contr[k] = gam[0][hv_sym[k][0]] + gam[1][hv_sym[k][1]] +
                gam[2][hv_sym[k][2]]; /* Gamma^l_{kl} */
@@ -342,8 +301,9 @@ static void hv_kernel(const hv_cell_t *u, size_t c, long sx, long sxy,
 
 /* One step over every local cell. probe is a compile-time constant at each
  * call site, so the --no-la copy contains no LA code. */
-static inline __attribute__((always_inline)) void
-hv_update(hv_slab_t *s, const int probe, double *floor) {
+static inline __attribute__((always_inline)) void hv_update(hv_slab_t *s,
+                                                            const int probe,
+                                                            double *floor) {
   const long sx = s->sx, sxy = s->sxy;
   long e = 0;
   for (long k = 1; k <= s->nz; k++)
@@ -361,18 +321,19 @@ hv_update(hv_slab_t *s, const int probe, double *floor) {
     }
 }
 
-static void hv_update_plain(hv_slab_t *s) { hv_update(s, 0, NULL); }
-static void hv_update_la(hv_slab_t *s) { hv_update(s, 1, NULL); }
+static void hv_update_plain(hv_slab_t *s) {
+  hv_update(s, 0, NULL);
+}
+static void hv_update_la(hv_slab_t *s) {
+  hv_update(s, 1, NULL);
+}
 static void hv_update_floor(hv_slab_t *s, double *floor) {
   hv_update(s, 2, floor);
 }
 
 /* Sum of the 12 fields over the grid, exact per-plane reduction. */
 static double hv_checksum(const hv_slab_t *s, long n, int rank) {
-  double *planes = calloc((size_t)n, sizeof *planes);
-  double *total = rank == 0 ? calloc((size_t)n, sizeof *total) : NULL;
-  double sum = 0.0;
-  if (!planes || (rank == 0 && !total)) MPI_Abort(MPI_COMM_WORLD, 1);
+  double *planes = ex_planes(n);
   for (long k = 1; k <= s->nz; k++) {
     double p = 0.0;
     for (long j = 1; j <= s->ny; j++)
@@ -382,37 +343,25 @@ static double hv_checksum(const hv_slab_t *s, long n, int rank) {
       }
     planes[s->k0 + k - 1] = p;
   }
-  MPI_Reduce(planes, total, (int)n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-  if (rank == 0)
-    for (long k = 0; k < n; k++) sum += total[k];
-  free(planes);
-  free(total);
-  return sum;
+  return ex_plane_sum(planes, n, rank);
 }
 
 int main(int argc, char **argv) {
-  int rank, size, rc, la_rc = 0, la_late = 0;
-  hv_opts_t o;
+  int rank, size, rc;
+  ex_run_opts_t o = {.n = HV_N, .steps = HV_STEPS};
   hv_slab_t s;
-  double t0, t1, wall, checksum;
-  long stats[4] = {0, 0, 0, 0}, sums[4];
-  int registered = 0, n_registered = 0;
-  char app_id[LA_MAX_APP_ID + 1] = "", la_why[256] = "", la_lost[256] = "";
+  double t0, wall, checksum;
+  ex_la_t la = {0};
 
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
 
-  rc = hv_parse_args(argc, argv, rank, &o);
-  if (rc == 0 && o.n < size) {
-    if (rank == 0)
-      fprintf(stderr, "heavy: --n %ld is smaller than the %d ranks\n", o.n,
-              size);
-    rc = 2;
-  }
-  if (rc) {
+  rc = ex_run_parse("heavy", argc, argv, rank, size, hv_usage, &o, HV_MAX_N,
+                    HV_MAX_STEPS, 1);
+  if (rc >= 0) {
     MPI_Finalize();
-    return rc == 1 ? 0 : 2;
+    return rc;
   }
   if (hv_slab_init(&s, o.n, rank, size)) {
     fprintf(stderr, "heavy: rank %d: out of memory for %ld^3 cells\n", rank,
@@ -421,18 +370,12 @@ int main(int argc, char **argv) {
   }
 
   if (o.use_la) {
-    la_rc = LA_register("heavy", rank, size, s.nx * s.ny * s.nz); /* LA: */
-    registered = la_rc == 0;
-    if (registered)
-      snprintf(app_id, sizeof app_id, "%s", LA_appId());
-    else
-      snprintf(la_why, sizeof la_why, "%s",
-               *LA_lastError() ? LA_lastError() : LA_strerror(la_rc));
+    rc = LA_register("heavy", rank, size, s.nx * s.ny * s.nz); /* LA: */
+    ex_la_registered(&la, rc);
   }
 
   double *floor = NULL;
-  if (o.floor &&
-      !(floor = calloc((size_t)(s.nx * s.ny * s.nz), sizeof *floor)))
+  if (o.floor && !(floor = calloc((size_t)(s.nx * s.ny * s.nz), sizeof *floor)))
     MPI_Abort(MPI_COMM_WORLD, 1);
   MPI_Barrier(MPI_COMM_WORLD);
   t0 = MPI_Wtime();
@@ -441,11 +384,7 @@ int main(int argc, char **argv) {
     hv_halo(&s, rank, size);
     if (o.use_la) {
       hv_update_la(&s);
-      rc = LA_dataXfer(); /* LA: one profiling cycle per time step */
-      if (rc && !la_late) {
-        la_late = rc;
-        snprintf(la_lost, sizeof la_lost, "%s", LA_lastError());
-      }
+      ex_la_cycle(&la, LA_dataXfer()); /* LA: one cycle per time step */
     } else if (o.floor) {
       hv_update_floor(&s, floor);
     } else {
@@ -453,51 +392,25 @@ int main(int argc, char **argv) {
     }
     tmp = s.u, s.u = s.v, s.v = tmp;
   }
-  t1 = MPI_Wtime() - t0;
-  MPI_Reduce(&t1, &wall, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  wall = ex_wall_max(t0);
 
   checksum = hv_checksum(&s, o.n, rank);
 
   if (o.use_la) {
-    stats[0] = LA_getStat(LA_STAT_CYCLES);
-    stats[1] = LA_getStat(LA_STAT_PROFILED);
-    stats[2] = LA_getStat(LA_STAT_SKIPPED);
-    stats[3] = LA_getStat(LA_STAT_WAITS);
+    ex_la_stats(&la);
     LA_finalize(); /* LA: */
   }
-  MPI_Reduce(&registered, &n_registered, 1, MPI_INT, MPI_SUM, 0,
-             MPI_COMM_WORLD);
-  MPI_Reduce(stats, sums, 4, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  ex_la_gather(&la);
 
   if (rank == 0) {
     double cells = (double)o.n * (double)o.n * (double)o.n;
     if (!o.quiet) {
-      printf("heavy: grid %ld^3 cells on %d rank%s (k-slabs of %ld..%ld "
-             "planes), %ld steps\n",
-             o.n, size, size == 1 ? "" : "s", o.n / size,
-             o.n / size + (o.n % size ? 1 : 0), o.steps);
+      ex_slab_line("heavy", o.n, size, o.steps);
       printf("heavy: wall time %.3f s, %.1f ns per cell update per rank\n",
              wall, wall * 1e9 * size / (cells * (double)o.steps));
-      if (o.floor)
-        printf("heavy: LA off (--floor): cells timed by hand, no LA call "
-               "made\n");
-      else if (!o.use_la)
-        printf("heavy: LA off (--no-la): no LA call made\n");
-      else if (n_registered > 0)
-        printf("heavy: LA registered on %d of %d ranks as %s; cycles %ld, "
-               "profiled %ld, skipped %ld, waits %ld (all ranks)\n",
-               n_registered, size, registered ? app_id : "?", sums[0],
-               sums[1], sums[2], sums[3]);
-      else
-        printf("heavy: LA not registered, running unprofiled: %s\n", la_why);
-      if (o.use_la && n_registered > 0 && !registered)
-        printf("heavy: LA not registered on rank 0: %s\n", la_why);
-      if (registered && la_late)
-        printf("heavy: LA stopped profiling on rank 0 during the run: %s\n",
-               la_lost);
+      ex_la_report(&la, "heavy", size, ex_la_off(o.use_la, o.floor), "");
     }
-    printf("heavy: checksum %.10e (%a)\n", checksum, checksum);
-    fflush(stdout);
+    ex_checksum_line("heavy", checksum);
   }
 
   free(floor);

@@ -40,62 +40,32 @@
 #include <mpi.h>
 
 #include "ex_args.h"
+#include "ex_run.h"
 #include "la.h" /* LA: the one header */
 
+#define ML_N 128 /* default cells per dimension */
+#define ML_STEPS 100
 #define ML_MAX_N 8192
 #define ML_MAX_STEPS 10000000
 #define ML_SPONGE 12 /* width of the absorbing layer, in cells */
 
-typedef struct ml_opts_s {
-  long n;
-  long steps;
-  int use_la;
-  int quiet;
-} ml_opts_t;
-
 /* One rank's block of rows, each array (nx+2) x (ny+2) with ghosts. */
 typedef struct ml_grid_s {
-  long n;          /* global cells per dimension */
-  long nx, ny;     /* local cells (ny: this rank's rows) */
-  long j0;         /* global index of the first local row */
-  long sx;         /* stride of j */
+  long n;      /* global cells per dimension */
+  long nx, ny; /* local cells (ny: this rank's rows) */
+  long j0;     /* global index of the first local row */
+  long sx;     /* stride of j */
   double *ez, *hx, *hy;
   double *ca, *cb; /* E update coefficients (lossy dielectric disc) */
 } ml_grid_t;
 
 static void ml_usage(FILE *f) {
-  fprintf(f,
-          "usage: mpiexec -n P multiloop [--n NX] [--steps S] [--no-la] "
-          "[--quiet]\n"
-          "  2-D FDTD (Yee, TM mode) on NX x NX cells, blocks of rows; three "
-          "loops per\n"
-          "  step (H update, E update, source/sponge) probe the same cells.\n"
-          "  --n NX      cells per dimension (default 128, at least P)\n"
-          "  --steps S   time steps (default 100)\n"
-          "  --no-la     make no LA call at all (uninstrumented baseline)\n"
-          "  --quiet     print only the checksum line\n"
-          "  --help      this text\n"
-          "LA reads LA_AGENT, LA_PERIOD, LA_METRIC, LA_DISABLE, LA_VERBOSE, "
-          "...\n"
-          "(see examples/README.md). Without a LocalAgent the program runs "
-          "unprofiled.\n");
-}
-
-/* Returns 0 to run, 1 after --help, 2 on a usage error. */
-static int ml_parse_args(int argc, char **argv, int rank, ml_opts_t *o) {
-  o->n = 128;
-  o->steps = 100;
-  o->use_la = 1;
-  o->quiet = 0;
-  const ex_long_opt_t longs[] = {
-      {"--n", &o->n, ML_MAX_N},
-      {"--steps", &o->steps, ML_MAX_STEPS},
-      {NULL, NULL, 0}};
-  const ex_flag_opt_t flags[] = {
-      {"--no-la", &o->use_la, 0},
-      {"--quiet", &o->quiet, 1},
-      {NULL, NULL, 0}};
-  return ex_parse_args("multiloop", argc, argv, rank, ml_usage, longs, flags);
+  ex_run_usage(
+      f, "multiloop",
+      "  2-D FDTD (Yee, TM mode) on NX x NX cells, blocks of rows; three loops "
+      "per\n  step (H update, E update, source/sponge) probe the same "
+      "cells.\n",
+      ML_N, ML_STEPS, 0);
 }
 
 static size_t ml_at(const ml_grid_t *g, long i, long j) {
@@ -104,12 +74,10 @@ static size_t ml_at(const ml_grid_t *g, long i, long j) {
 
 /* Allocates this rank's rows (fields 0) and the material coefficients. */
 static int ml_grid_init(ml_grid_t *g, long n, int rank, int size) {
-  long base = n / size, extra = n % size;
   size_t total;
   g->n = n;
   g->nx = n;
-  g->ny = base + (rank < extra ? 1 : 0);
-  g->j0 = rank * base + (rank < extra ? rank : extra);
+  ex_slab(n, rank, size, &g->ny, &g->j0);
   g->sx = n + 2;
   total = (size_t)g->sx * (size_t)(g->ny + 2);
   g->ez = calloc(total, sizeof(double));
@@ -142,8 +110,8 @@ static void ml_exchange(ml_grid_t *g, double *a, int dir, int rank, int size) {
   int count = (int)g->sx;
   if (dir > 0) /* my top row up; the ghost row below from down */
     MPI_Sendrecv(a + ml_at(g, 0, g->ny), count, MPI_DOUBLE, up, 1,
-                 a + ml_at(g, 0, 0), count, MPI_DOUBLE, down, 1,
-                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                 a + ml_at(g, 0, 0), count, MPI_DOUBLE, down, 1, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
   else /* my bottom row down; the ghost row above from up */
     MPI_Sendrecv(a + ml_at(g, 0, 1), count, MPI_DOUBLE, down, 2,
                  a + ml_at(g, 0, g->ny + 1), count, MPI_DOUBLE, up, 2,
@@ -184,16 +152,17 @@ static inline __attribute__((always_inline)) void ml_loop_e(ml_grid_t *g,
       size_t c = row + (size_t)i;
       e++;
       if (probe) LA_startProbe(e); /* LA: loop 2 */
-      ez[c] = ca[c] * ez[c] +
-              cb[c] * ((hy[c] - hy[c - 1]) - (hx[c] - hx[c - sx]));
+      ez[c] =
+          ca[c] * ez[c] + cb[c] * ((hy[c] - hy[c - 1]) - (hx[c] - hx[c - sx]));
       if (probe) LA_stopProbe(e); /* LA: loop 2 */
     }
   }
 }
 
 /* Loop 3: the source disc and the absorbing sponge. t is the time. */
-static inline __attribute__((always_inline)) void
-ml_loop_src(ml_grid_t *g, double t, const int probe) {
+static inline __attribute__((always_inline)) void ml_loop_src(ml_grid_t *g,
+                                                              double t,
+                                                              const int probe) {
   const long n = g->n;
   const double sx0 = 0.3 * (double)n, sy0 = 0.55 * (double)n;
   const double rs = 3.0, omega = 0.3141592653589793; /* 20 steps a period */
@@ -227,8 +196,10 @@ ml_loop_src(ml_grid_t *g, double t, const int probe) {
 }
 
 /* One time step: exchange, loop 1, exchange, loop 2, loop 3. */
-static inline __attribute__((always_inline)) void
-ml_step(ml_grid_t *g, long step, int rank, int size, const int probe) {
+static inline __attribute__((always_inline)) void ml_step(ml_grid_t *g,
+                                                          long step, int rank,
+                                                          int size,
+                                                          const int probe) {
   ml_exchange(g, g->ez, -1, rank, size); /* E_z row above */
   ml_loop_h(g, probe);
   ml_exchange(g, g->hx, +1, rank, size); /* H_x row below */
@@ -246,10 +217,7 @@ static void ml_step_la(ml_grid_t *g, long step, int rank, int size) {
 /* Field energy over the grid: per-row sums, exact reduction, rank 0 adds
  * the rows in order. Returns 0 on other ranks. */
 static double ml_checksum(const ml_grid_t *g, int rank) {
-  double *rows = calloc((size_t)g->n, sizeof *rows);
-  double *total = rank == 0 ? calloc((size_t)g->n, sizeof *total) : NULL;
-  double sum = 0.0;
-  if (!rows || (rank == 0 && !total)) MPI_Abort(MPI_COMM_WORLD, 1);
+  double *rows = ex_planes(g->n);
   for (long j = 1; j <= g->ny; j++) {
     double s = 0.0;
     for (long i = 1; i <= g->nx; i++) {
@@ -258,52 +226,35 @@ static double ml_checksum(const ml_grid_t *g, int rank) {
     }
     rows[g->j0 + j - 1] = s;
   }
-  MPI_Reduce(rows, total, (int)g->n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-  if (rank == 0)
-    for (long j = 0; j < g->n; j++) sum += total[j];
-  free(rows);
-  free(total);
-  return sum;
+  return ex_plane_sum(rows, g->n, rank);
 }
 
 int main(int argc, char **argv) {
-  int rank, size, rc, la_rc = 0, la_late = 0;
-  ml_opts_t o;
+  int rank, size, rc;
+  ex_run_opts_t o = {.n = ML_N, .steps = ML_STEPS};
   ml_grid_t g;
-  double t0, t1, wall, checksum;
-  long stats[4] = {0, 0, 0, 0}, sums[4];
-  int registered = 0, n_registered = 0;
-  char app_id[LA_MAX_APP_ID + 1] = "", la_why[256] = "", la_lost[256] = "";
+  double t0, wall, checksum;
+  ex_la_t la = {0};
 
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
 
-  rc = ml_parse_args(argc, argv, rank, &o);
-  if (rc == 0 && o.n < size) {
-    if (rank == 0)
-      fprintf(stderr, "multiloop: --n %ld is smaller than the %d ranks\n",
-              o.n, size);
-    rc = 2;
-  }
-  if (rc) {
+  rc = ex_run_parse("multiloop", argc, argv, rank, size, ml_usage, &o, ML_MAX_N,
+                    ML_MAX_STEPS, 0);
+  if (rc >= 0) {
     MPI_Finalize();
-    return rc == 1 ? 0 : 2;
+    return rc;
   }
   if (ml_grid_init(&g, o.n, rank, size)) {
-    fprintf(stderr, "multiloop: rank %d: out of memory for %ld^2 cells\n",
-            rank, o.n);
+    fprintf(stderr, "multiloop: rank %d: out of memory for %ld^2 cells\n", rank,
+            o.n);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
 
   if (o.use_la) {
-    la_rc = LA_register("multiloop", rank, size, g.nx * g.ny); /* LA: */
-    registered = la_rc == 0;
-    if (registered)
-      snprintf(app_id, sizeof app_id, "%s", LA_appId());
-    else
-      snprintf(la_why, sizeof la_why, "%s",
-               *LA_lastError() ? LA_lastError() : LA_strerror(la_rc));
+    rc = LA_register("multiloop", rank, size, g.nx * g.ny); /* LA: */
+    ex_la_registered(&la, rc);
   }
 
   MPI_Barrier(MPI_COMM_WORLD);
@@ -311,59 +262,36 @@ int main(int argc, char **argv) {
   for (long step = 0; step < o.steps; step++) {
     if (o.use_la) {
       ml_step_la(&g, step, rank, size);
-      rc = LA_dataXfer(); /* LA: one cycle per step, three loops in it */
-      if (rc && !la_late) {
-        la_late = rc;
-        snprintf(la_lost, sizeof la_lost, "%s", LA_lastError());
-      }
+      ex_la_cycle(&la, LA_dataXfer()); /* LA: a cycle per step, 3 loops */
     } else {
       ml_step_plain(&g, step, rank, size);
     }
   }
-  t1 = MPI_Wtime() - t0;
-  MPI_Reduce(&t1, &wall, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  wall = ex_wall_max(t0);
 
   checksum = ml_checksum(&g, rank);
 
   if (o.use_la) {
-    stats[0] = LA_getStat(LA_STAT_CYCLES);
-    stats[1] = LA_getStat(LA_STAT_PROFILED);
-    stats[2] = LA_getStat(LA_STAT_SKIPPED);
-    stats[3] = LA_getStat(LA_STAT_WAITS);
+    ex_la_stats(&la);
     LA_finalize(); /* LA: */
   }
-  MPI_Reduce(&registered, &n_registered, 1, MPI_INT, MPI_SUM, 0,
-             MPI_COMM_WORLD);
-  MPI_Reduce(stats, sums, 4, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  ex_la_gather(&la);
 
   if (rank == 0) {
     double cells = (double)o.n * (double)o.n;
     if (!o.quiet) {
-      printf("multiloop: grid %ld x %ld cells on %d rank%s (blocks of "
-             "%ld..%ld rows), %ld steps, 3 loops per step\n",
-             o.n, o.n, size, size == 1 ? "" : "s", o.n / size,
-             o.n / size + (o.n % size ? 1 : 0), o.steps);
-      printf("multiloop: wall time %.3f s, %.2f ns per cell and step per "
-             "rank (3 loops)\n",
-             wall, wall * 1e9 * size / (cells * (double)o.steps));
-      if (!o.use_la)
-        printf("multiloop: LA off (--no-la): no LA call made\n");
-      else if (n_registered > 0)
-        printf("multiloop: LA registered on %d of %d ranks as %s; cycles "
-               "%ld, profiled %ld, skipped %ld, waits %ld (all ranks)\n",
-               n_registered, size, registered ? app_id : "?", sums[0],
-               sums[1], sums[2], sums[3]);
-      else
-        printf("multiloop: LA not registered, running unprofiled: %s\n",
-               la_why);
-      if (o.use_la && n_registered > 0 && !registered)
-        printf("multiloop: LA not registered on rank 0: %s\n", la_why);
-      if (registered && la_late)
-        printf("multiloop: LA stopped profiling on rank 0 during the run: "
-               "%s\n", la_lost);
+      printf(
+          "multiloop: grid %ld x %ld cells on %d rank%s (blocks of "
+          "%ld..%ld rows), %ld steps, 3 loops per step\n",
+          o.n, o.n, size, size == 1 ? "" : "s", o.n / size,
+          o.n / size + (o.n % size ? 1 : 0), o.steps);
+      printf(
+          "multiloop: wall time %.3f s, %.2f ns per cell and step per "
+          "rank (3 loops)\n",
+          wall, wall * 1e9 * size / (cells * (double)o.steps));
+      ex_la_report(&la, "multiloop", size, ex_la_off(o.use_la, 0), "");
     }
-    printf("multiloop: checksum %.10e (%a)\n", checksum, checksum);
-    fflush(stdout);
+    ex_checksum_line("multiloop", checksum);
   }
 
   free(g.ez), free(g.hx), free(g.hy), free(g.ca), free(g.cb);

@@ -69,12 +69,13 @@
 #include <mpi.h>
 
 #include "ex_args.h"
+#include "ex_run.h"
 #include "la.h"        /* LA: the application API */
 #include "la_client.h" /* LA: Trace-Sets from the GlobalAgent */
 
 #define RB_MAX_N 2048
 #define RB_MAX_STEPS 1000000
-#define RB_HOT 20 /* cost units of a hot cell; others cost 1 */
+#define RB_HOT 20     /* cost units of a hot cell; others cost 1 */
 #define RB_TURN 200.0 /* steps per turn of the hot spot */
 
 typedef struct rb_opts_s {
@@ -127,18 +128,16 @@ static int rb_parse_args(int argc, char **argv, int rank, rb_opts_t *o) {
   o->rebalance = 1;
   o->use_la = 1;
   o->quiet = 0;
-  const ex_long_opt_t longs[] = {
-      {"--n", &o->n, RB_MAX_N},
-      {"--steps", &o->steps, RB_MAX_STEPS},
-      {"--every", &o->every, RB_MAX_STEPS},
-      {"--work", &o->work, 1000000},
-      {"--wait", &o->wait_ms, 600000},
-      {NULL, NULL, 0}};
-  const ex_flag_opt_t flags[] = {
-      {"--no-la", &o->use_la, 0},
-      {"--no-rebalance", &o->rebalance, 0},
-      {"--quiet", &o->quiet, 1},
-      {NULL, NULL, 0}};
+  const ex_long_opt_t longs[] = {{"--n", &o->n, RB_MAX_N},
+                                 {"--steps", &o->steps, RB_MAX_STEPS},
+                                 {"--every", &o->every, RB_MAX_STEPS},
+                                 {"--work", &o->work, 1000000},
+                                 {"--wait", &o->wait_ms, 600000},
+                                 {NULL, NULL, 0}};
+  const ex_flag_opt_t flags[] = {{"--no-la", &o->use_la, 0},
+                                 {"--no-rebalance", &o->rebalance, 0},
+                                 {"--quiet", &o->quiet, 1},
+                                 {NULL, NULL, 0}};
   return ex_parse_args("rebalance", argc, argv, rank, rb_usage, longs, flags);
 }
 
@@ -287,8 +286,8 @@ static void rb_migrate(rb_cells_t *c, const int *newowner, int size) {
   c->count = total;
   c->gid = rb_alloc((size_t)total, sizeof(int));
   c->x = rb_alloc((size_t)total, sizeof(double));
-  MPI_Ialltoallv(sgid, scount, sdispl, MPI_INT, c->gid, rcount, rdispl,
-                 MPI_INT, MPI_COMM_WORLD, &req[0]);
+  MPI_Ialltoallv(sgid, scount, sdispl, MPI_INT, c->gid, rcount, rdispl, MPI_INT,
+                 MPI_COMM_WORLD, &req[0]);
   MPI_Ialltoallv(sx, scount, sdispl, MPI_DOUBLE, c->x, rcount, rdispl,
                  MPI_DOUBLE, MPI_COMM_WORLD, &req[1]);
   rb_wait(&req[0]);
@@ -310,8 +309,10 @@ static void rb_migrate(rb_cells_t *c, const int *newowner, int size) {
 /* One step over this rank's cells; probe is a compile-time constant at each
  * call site (the --no-la copy contains no LA code). Returns the cost units
  * computed. */
-static inline __attribute__((always_inline)) long
-rb_compute(rb_cells_t *c, long n, long step, long work, const int probe) {
+static inline __attribute__((always_inline)) long rb_compute(rb_cells_t *c,
+                                                             long n, long step,
+                                                             long work,
+                                                             const int probe) {
   double cx, cy;
   long units = 0;
   rb_hot_centre(n, step, &cx, &cy);
@@ -339,8 +340,8 @@ typedef struct rb_lb_s {
   la_client_t *client; /* rank 0: the GlobalAgent feed */
   char app_id[LA_MAX_APP_ID + 1];
   idx_t *xadj, *adjncy, *vwgt, *part;
-  double *w;      /* P * N^2 decoded values of a set */
-  double *cellw;  /* N^2 cell weights */
+  double *w;     /* P * N^2 decoded values of a set */
+  double *cellw; /* N^2 cell weights */
 } rb_lb_t;
 
 /* The 4-neighbour graph of the N x N mesh in CSR form. */
@@ -407,9 +408,10 @@ static int rb_partition(rb_lb_t *lb, const la_traceset_t *t, long n, int size,
   double maxw = 0.0;
   if (np != (uint32_t)size ||
       la_traceset_elements(t) != (uint64_t)(nv * size)) {
-    snprintf(why, len, "Trace-Set has %u ranks and %llu elements, expected "
-             "%d and %ld", np, (unsigned long long)la_traceset_elements(t),
-             size, nv * size);
+    snprintf(why, len,
+             "Trace-Set has %u ranks and %llu elements, expected "
+             "%d and %ld",
+             np, (unsigned long long)la_traceset_elements(t), size, nv * size);
     return -1;
   }
   la_traceset_weights(t, lb->w); /* LA: decoded per-element values */
@@ -456,11 +458,11 @@ static int rb_partition(rb_lb_t *lb, const la_traceset_t *t, long n, int size,
     idx_t nvtxs = (idx_t)nv, ncon = 1, nparts = size, edgecut = 0;
     idx_t options[METIS_NOPTIONS];
     METIS_SetDefaultOptions(options);
-    options[METIS_OPTION_SEED] = 7; /* reproducible partitions */
+    options[METIS_OPTION_SEED] = 7;   /* reproducible partitions */
     options[METIS_OPTION_CONTIG] = 1; /* connected parts */
-    int rc = METIS_PartGraphKway(&nvtxs, &ncon, lb->xadj, lb->adjncy,
-                                 lb->vwgt, NULL, NULL, &nparts, NULL, NULL,
-                                 options, &edgecut, lb->part);
+    int rc = METIS_PartGraphKway(&nvtxs, &ncon, lb->xadj, lb->adjncy, lb->vwgt,
+                                 NULL, NULL, &nparts, NULL, NULL, options,
+                                 &edgecut, lb->part);
     if (rc != METIS_OK) {
       snprintf(why, len, "METIS_PartGraphKway failed (%d)", rc);
       return -1;
@@ -538,9 +540,9 @@ int main(int argc, char **argv) {
   int *owner, *newowner, *rows;
   double *load;
   long nv;
-  int registered = 0, n_registered = 0, la_rc = 0, active = 0;
-  char la_why[256] = "", note[512] = "";
-  long stats[4] = {0, 0, 0, 0}, sums[4];
+  int n_registered = 0, active = 0;
+  char note[512] = "";
+  ex_la_t la = {0};
   /* statistics on rank 0 */
   double sum_meas = 0.0, sum_model = 0.0, sum_static = 0.0;
   double sum_before = 0.0, sum_after = 0.0, sum_pred = 0.0;
@@ -553,16 +555,11 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
 
-  rc = rb_parse_args(argc, argv, rank, &o);
-  if (rc == 0 && o.n < size) {
-    if (rank == 0)
-      fprintf(stderr, "rebalance: --n %ld is smaller than the %d ranks\n",
-              o.n, size);
-    rc = 2;
-  }
-  if (rc) {
+  rc = ex_exit_status("rebalance", rb_parse_args(argc, argv, rank, &o), o.n,
+                      rank, size);
+  if (rc >= 0) {
     MPI_Finalize();
-    return rc == 1 ? 0 : 2;
+    return rc;
   }
   nv = o.n * o.n;
   memset(&lb, 0, sizeof lb);
@@ -576,13 +573,10 @@ int main(int argc, char **argv) {
 
   /* LA: every rank registers all N^2 cells and probes by global id. */
   if (o.use_la) {
-    la_rc = LA_register("rebalance", rank, size, nv); /* LA: */
-    registered = la_rc == 0;
-    if (!registered)
-      snprintf(la_why, sizeof la_why, "%s",
-               *LA_lastError() ? LA_lastError() : LA_strerror(la_rc));
+    rc = LA_register("rebalance", rank, size, nv); /* LA: */
+    ex_la_registered(&la, rc);
   }
-  rb_allreduce(&registered, &n_registered, 1, MPI_INT, MPI_SUM);
+  rb_allreduce(&la.registered, &n_registered, 1, MPI_INT, MPI_SUM);
 
   /* Rank 0 connects to the GlobalAgent's feed; everyone learns whether
    * rebalancing is on. */
@@ -595,17 +589,17 @@ int main(int argc, char **argv) {
                "LA is not profiling on %d of %d ranks (%s): no per-cell "
                "weights, running without rebalancing",
                size - n_registered, size,
-               *la_why ? la_why : "see LA_VERBOSE=1");
+               *la.why ? la.why : "see LA_VERBOSE=1");
     } else {
       rc = la_client_connect(addr, 2000, &lb.client); /* LA: */
       if (rc) {
-        snprintf(note, sizeof note,
-                 "no GlobalAgent feed at %s (%s): running without "
-                 "rebalancing (start la-globalagent and set "
-                 "LA_GLOBAL=host:feedport)",
-                 addr && *addr ? addr
-                               : LA_CLIENT_DEFAULT_ADDR " (LA_GLOBAL unset)",
-                 la_client_strerror(rc));
+        snprintf(
+            note, sizeof note,
+            "no GlobalAgent feed at %s (%s): running without "
+            "rebalancing (start la-globalagent and set "
+            "LA_GLOBAL=host:feedport)",
+            addr && *addr ? addr : LA_CLIENT_DEFAULT_ADDR " (LA_GLOBAL unset)",
+            la_client_strerror(rc));
       } else {
         snprintf(lb.app_id, sizeof lb.app_id, "%s", LA_appId());
         active = 1;
@@ -614,20 +608,22 @@ int main(int argc, char **argv) {
   }
   rb_bcast(&active, 1, MPI_INT);
   if (rank == 0 && !o.quiet) {
-    printf("rebalance: mesh %ld x %ld cells (%ld elements, 4-neighbour "
-           "graph) on %d rank%s, %ld steps; hot spot: %dx cost on a disc of "
-           "radius %.1f cells, one turn in %.0f steps\n",
-           o.n, o.n, nv, size, size == 1 ? "" : "s", o.steps, RB_HOT,
-           0.12 * (double)o.n, RB_TURN);
+    printf(
+        "rebalance: mesh %ld x %ld cells (%ld elements, 4-neighbour "
+        "graph) on %d rank%s, %ld steps; hot spot: %dx cost on a disc of "
+        "radius %.1f cells, one turn in %.0f steps\n",
+        o.n, o.n, nv, size, size == 1 ? "" : "s", o.steps, RB_HOT,
+        0.12 * (double)o.n, RB_TURN);
     if (active)
-      printf("rebalance: rebalancing every %ld steps with METIS from the "
-             "Trace-Sets of %s at %s\n",
-             o.every, lb.app_id,
-             getenv("LA_GLOBAL") ? getenv("LA_GLOBAL")
-                                 : LA_CLIENT_DEFAULT_ADDR);
+      printf(
+          "rebalance: rebalancing every %ld steps with METIS from the "
+          "Trace-Sets of %s at %s\n",
+          o.every, lb.app_id,
+          getenv("LA_GLOBAL") ? getenv("LA_GLOBAL") : LA_CLIENT_DEFAULT_ADDR);
     else if (!o.rebalance)
-      printf("rebalance: --no-rebalance: keeping the initial blocks of "
-             "rows\n");
+      printf(
+          "rebalance: --no-rebalance: keeping the initial blocks of "
+          "rows\n");
   }
   if (rank == 0 && *note) {
     printf("rebalance: note: %s\n", note);
@@ -673,10 +669,11 @@ int main(int argc, char **argv) {
       sum_meas += tr[0], sum_model += tr[1], sum_static += stat;
       if (after_next) sum_after += tr[0], n_after++, after_next = 0;
       if (!o.quiet)
-        printf("step %3ld: imbalance %.2f measured (max %.2f ms, mean %.2f "
-               "ms), %.2f by work units; static rows: %.2f\n",
-               step, tr[0], red_max[0] * 1e3, red_sum[0] / size * 1e3, tr[1],
-               stat);
+        printf(
+            "step %3ld: imbalance %.2f measured (max %.2f ms, mean %.2f "
+            "ms), %.2f by work units; static rows: %.2f\n",
+            step, tr[0], red_max[0] * 1e3, red_sum[0] / size * 1e3, tr[1],
+            stat);
     }
 
     /* Every K steps (not after the last): repartition. */
@@ -692,8 +689,8 @@ int main(int argc, char **argv) {
         ts = rb_fetch(&lb, want, o.wait_ms, why, sizeof why);
         t_fetch = MPI_Wtime() - t_fetch;
         long clipped = 0;
-        if (ts && rb_partition(&lb, ts, o.n, size, owner, newowner, &pred,
-                               &cut, &clipped, why, sizeof why) == 0) {
+        if (ts && rb_partition(&lb, ts, o.n, size, owner, newowner, &pred, &cut,
+                               &clipped, why, sizeof why) == 0) {
           hdr[0] = 1;
           for (long g = 0; g < nv; g++) hdr[1] += newowner[g] != owner[g];
           n_rebal++;
@@ -702,13 +699,14 @@ int main(int argc, char **argv) {
           sum_pred += pred;
           after_next = 1;
           if (!o.quiet)
-            printf("rebalance after step %ld: Trace-Set of cycle %llu%s "
-                   "(%.0f ms to get, %ld outliers capped), METIS edge cut "
-                   "%ld: imbalance %.2f measured now -> %.2f predicted by "
-                   "the weights; %d cells move\n",
-                   step, (unsigned long long)la_traceset_cycle(ts),
-                   la_traceset_cycle(ts) == want ? "" : " (older: stale)",
-                   t_fetch * 1e3, clipped, cut, tr[0], pred, hdr[1]);
+            printf(
+                "rebalance after step %ld: Trace-Set of cycle %llu%s "
+                "(%.0f ms to get, %ld outliers capped), METIS edge cut "
+                "%ld: imbalance %.2f measured now -> %.2f predicted by "
+                "the weights; %d cells move\n",
+                step, (unsigned long long)la_traceset_cycle(ts),
+                la_traceset_cycle(ts) == want ? "" : " (older: stale)",
+                t_fetch * 1e3, clipped, cut, tr[0], pred, hdr[1]);
         } else {
           n_skipped++;
           if (!o.quiet)
@@ -729,41 +727,30 @@ int main(int argc, char **argv) {
   {
     double checksum = rb_checksum(&cells, o.n, rank, size);
     if (o.use_la) {
-      stats[0] = LA_getStat(LA_STAT_CYCLES);
-      stats[1] = LA_getStat(LA_STAT_PROFILED);
-      stats[2] = LA_getStat(LA_STAT_SKIPPED);
-      stats[3] = LA_getStat(LA_STAT_WAITS);
+      ex_la_stats(&la);
       LA_finalize(); /* LA: */
     }
-    MPI_Reduce(stats, sums, 4, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    ex_la_gather(&la);
     if (rank == 0) {
       double ns = (double)o.steps;
       printf("rebalance: wall time %.3f s for %ld steps\n", wall, o.steps);
-      if (!o.use_la)
-        printf("rebalance: LA off (--no-la): no LA call made\n");
-      else if (n_registered > 0)
-        printf("rebalance: LA registered on %d of %d ranks; cycles %ld, "
-               "profiled %ld, skipped %ld, waits %ld (all ranks)\n",
-               n_registered, size, sums[0], sums[1], sums[2], sums[3]);
-      else
-        printf("rebalance: LA not registered, running unprofiled: %s\n",
-               la_why);
+      ex_la_report(&la, "rebalance", size, ex_la_off(o.use_la, 0), "");
       if (active)
-        printf("rebalance: %ld rebalance%s (%ld skipped), %ld cells moved "
-               "in all; imbalance before %.2f, predicted %.2f, measured "
-               "after %.2f (averages)\n",
-               n_rebal, n_rebal == 1 ? "" : "s", n_skipped, moved_total,
-               n_rebal ? sum_before / n_rebal : 0.0,
-               n_rebal ? sum_pred / n_rebal : 0.0,
-               n_after ? sum_after / n_after : 0.0);
-      printf("rebalance: average imbalance (max/mean of rank compute "
-             "time) %.2f measured, %.2f by work units, %s; the static row "
-             "blocks: %.2f by work units\n",
-             sum_meas / ns, sum_model / ns,
-             active ? "with rebalancing" : "without rebalancing",
-             sum_static / ns);
-      printf("rebalance: checksum %.10e (%a)\n", checksum, checksum);
-      fflush(stdout);
+        printf(
+            "rebalance: %ld rebalance%s (%ld skipped), %ld cells moved "
+            "in all; imbalance before %.2f, predicted %.2f, measured "
+            "after %.2f (averages)\n",
+            n_rebal, n_rebal == 1 ? "" : "s", n_skipped, moved_total,
+            n_rebal ? sum_before / n_rebal : 0.0,
+            n_rebal ? sum_pred / n_rebal : 0.0,
+            n_after ? sum_after / n_after : 0.0);
+      printf(
+          "rebalance: average imbalance (max/mean of rank compute "
+          "time) %.2f measured, %.2f by work units, %s; the static row "
+          "blocks: %.2f by work units\n",
+          sum_meas / ns, sum_model / ns,
+          active ? "with rebalancing" : "without rebalancing", sum_static / ns);
+      ex_checksum_line("rebalance", checksum);
     }
   }
 

@@ -38,18 +38,13 @@
 
 #include "ex_floor.h"
 #include "ex_args.h"
+#include "ex_run.h"
 #include "la.h" /* LA: the one header */
 
-#define WT_MAX_N 2048      /* cells per dimension */
+#define WT_N 64 /* default cells per dimension */
+#define WT_STEPS 50
+#define WT_MAX_N 2048
 #define WT_MAX_STEPS 10000000
-
-typedef struct wt_opts_s {
-  long n;      /* global cells per dimension */
-  long steps;  /* time steps */
-  int use_la;  /* 0 with --no-la or --floor */
-  int floor;   /* --floor: hand-written rdtsc instrumentation, no LA */
-  int quiet;   /* --quiet: print the checksum line only */
-} wt_opts_t;
 
 /* One rank's slab: (nx+2) x (ny+2) x (nz+2) values with a ghost layer. */
 typedef struct wt_slab_s {
@@ -61,43 +56,11 @@ typedef struct wt_slab_s {
 } wt_slab_t;
 
 static void wt_usage(FILE *f) {
-  fprintf(f,
-          "usage: mpiexec -n P wavetoy [--n NX] [--steps S] [--no-la] "
-          "[--quiet]\n"
-          "  3-D wave equation on NX^3 cells, slabs along k, profiled per "
-          "cell by LA.\n"
-          "  --n NX      cells per dimension (default 64, at least P)\n"
-          "  --steps S   time steps (default 50)\n"
-          "  --no-la     make no LA call at all (uninstrumented baseline)\n"
-          "  --floor     no LA; time each cell with two raw timer reads and a\n"
-          "              store into a local array (the overhead study's floor)\n"
-          "  --quiet     print only the checksum line\n"
-          "  --help      this text\n"
-          "LA reads LA_AGENT, LA_PERIOD, LA_METRIC, LA_DISABLE, LA_VERBOSE, "
-          "...\n"
-          "(see examples/README.md). Without a LocalAgent the program runs "
-          "unprofiled.\n");
-}
-
-/* Fills o from argv. Returns 0 to run, 1 after --help, 2 on a usage error
- * (message printed by rank 0 only). */
-static int wt_parse_args(int argc, char **argv, int rank, wt_opts_t *o) {
-  o->n = 64;
-  o->steps = 50;
-  o->use_la = 1;
-  o->floor = 0;
-  o->quiet = 0;
-  const ex_long_opt_t longs[] = {
-      {"--n", &o->n, WT_MAX_N},
-      {"--steps", &o->steps, WT_MAX_STEPS},
-      {NULL, NULL, 0}};
-  const ex_flag_opt_t flags[] = {
-      {"--floor", &o->use_la, 0},
-      {"--floor", &o->floor, 1},
-      {"--no-la", &o->use_la, 0},
-      {"--quiet", &o->quiet, 1},
-      {NULL, NULL, 0}};
-  return ex_parse_args("wavetoy", argc, argv, rank, wt_usage, longs, flags);
+  ex_run_usage(
+      f, "wavetoy",
+      "  3-D wave equation on NX^3 cells, slabs along k, profiled per cell by "
+      "LA.\n",
+      WT_N, WT_STEPS, 1);
 }
 
 static size_t wt_at(const wt_slab_t *s, long i, long j, long k) {
@@ -106,13 +69,11 @@ static size_t wt_at(const wt_slab_t *s, long i, long j, long k) {
 
 /* Allocates the slab of this rank and sets the Gaussian pulse at rest. */
 static int wt_slab_init(wt_slab_t *s, long n, int rank, int size) {
-  long base = n / size, extra = n % size;
   double h = 1.0 / (double)(n + 1);
   size_t total;
 
   s->nx = s->ny = n;
-  s->nz = base + (rank < extra ? 1 : 0);
-  s->k0 = rank * base + (rank < extra ? rank : extra);
+  ex_slab(n, rank, size, &s->nz, &s->k0);
   s->sx = n + 2;
   s->sxy = (n + 2) * (n + 2);
   total = (size_t)s->sxy * (size_t)(s->nz + 2);
@@ -143,16 +104,17 @@ static void wt_halo(wt_slab_t *s, int rank, int size) {
   double *u = s->u;
   MPI_Sendrecv(u + s->sxy * s->nz, count, MPI_DOUBLE, up, 1, u, count,
                MPI_DOUBLE, down, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  MPI_Sendrecv(u + s->sxy, count, MPI_DOUBLE, down, 2,
-               u + s->sxy * (s->nz + 1), count, MPI_DOUBLE, up, 2,
-               MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  MPI_Sendrecv(u + s->sxy, count, MPI_DOUBLE, down, 2, u + s->sxy * (s->nz + 1),
+               count, MPI_DOUBLE, up, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
 
 /* One leapfrog step over every local cell: v <- 2u - v + c2 * lap(u).
  * probe is a compile-time constant at each call site, so the copy without
  * probes contains no LA code at all. */
-static inline __attribute__((always_inline)) void
-wt_update(wt_slab_t *s, double c2, const int probe, double *floor) {
+static inline __attribute__((always_inline)) void wt_update(wt_slab_t *s,
+                                                            double c2,
+                                                            const int probe,
+                                                            double *floor) {
   const double *u = s->u;
   double *v = s->v;
   const long sx = s->sx, sxy = s->sxy;
@@ -164,8 +126,8 @@ wt_update(wt_slab_t *s, double c2, const int probe, double *floor) {
         uint64_t t0 = 0;
         if (probe == 1) LA_startCell(i - 1, j - 1, k - 1); /* LA: */
         if (probe == 2) t0 = ex_floor_ticks();
-        double lap = u[c - 1] + u[c + 1] + u[c - sx] + u[c + sx] +
-                     u[c - sxy] + u[c + sxy] - 6.0 * u[c];
+        double lap = u[c - 1] + u[c + 1] + u[c - sx] + u[c + sx] + u[c - sxy] +
+                     u[c + sxy] - 6.0 * u[c];
         v[c] = 2.0 * u[c] - v[c] + c2 * lap;
         if (probe == 1) LA_stopCell(i - 1, j - 1, k - 1); /* LA: */
         if (probe == 2)
@@ -179,7 +141,9 @@ wt_update(wt_slab_t *s, double c2, const int probe, double *floor) {
 static void wt_update_plain(wt_slab_t *s, double c2) {
   wt_update(s, c2, 0, NULL);
 }
-static void wt_update_la(wt_slab_t *s, double c2) { wt_update(s, c2, 1, NULL); }
+static void wt_update_la(wt_slab_t *s, double c2) {
+  wt_update(s, c2, 1, NULL);
+}
 static void wt_update_floor(wt_slab_t *s, double c2, double *floor) {
   wt_update(s, c2, 2, floor);
 }
@@ -187,47 +151,32 @@ static void wt_update_floor(wt_slab_t *s, double c2, double *floor) {
 /* Sum of u over the global grid, on rank 0, independent of the number of
  * ranks (see the top of the file). Returns 0 on other ranks. */
 static double wt_checksum(const wt_slab_t *s, long n, int rank) {
-  double *planes = calloc((size_t)n, sizeof *planes);
-  double *total = rank == 0 ? calloc((size_t)n, sizeof *total) : NULL;
-  double sum = 0.0;
-  if (!planes || (rank == 0 && !total)) MPI_Abort(MPI_COMM_WORLD, 1);
+  double *planes = ex_planes(n);
   for (long k = 1; k <= s->nz; k++) {
     double p = 0.0;
     for (long j = 1; j <= s->ny; j++)
       for (long i = 1; i <= s->nx; i++) p += s->u[wt_at(s, i, j, k)];
     planes[s->k0 + k - 1] = p;
   }
-  MPI_Reduce(planes, total, (int)n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-  if (rank == 0)
-    for (long k = 0; k < n; k++) sum += total[k];
-  free(planes);
-  free(total);
-  return sum;
+  return ex_plane_sum(planes, n, rank);
 }
 
 int main(int argc, char **argv) {
-  int rank, size, rc, la_rc = 0, la_late = 0;
-  wt_opts_t o;
+  int rank, size, rc;
+  ex_run_opts_t o = {.n = WT_N, .steps = WT_STEPS};
   wt_slab_t s;
-  double t_reg = 0.0, t0, t1, wall, c2, checksum;
-  long stats[4] = {0, 0, 0, 0}, sums[4];
-  int registered = 0, n_registered = 0;
-  char app_id[LA_MAX_APP_ID + 1] = "", la_why[256] = "", la_lost[256] = "";
+  double t_reg = 0.0, t0, wall, c2, checksum;
+  ex_la_t la = {0};
 
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
 
-  rc = wt_parse_args(argc, argv, rank, &o);
-  if (rc == 0 && o.n < size) {
-    if (rank == 0)
-      fprintf(stderr, "wavetoy: --n %ld is smaller than the %d ranks\n", o.n,
-              size);
-    rc = 2;
-  }
-  if (rc) {
+  rc = ex_run_parse("wavetoy", argc, argv, rank, size, wt_usage, &o, WT_MAX_N,
+                    WT_MAX_STEPS, 1);
+  if (rc >= 0) {
     MPI_Finalize();
-    return rc == 1 ? 0 : 2;
+    return rc;
   }
   if (wt_slab_init(&s, o.n, rank, size)) {
     fprintf(stderr, "wavetoy: rank %d: out of memory for %ld^3 cells\n", rank,
@@ -239,19 +188,13 @@ int main(int argc, char **argv) {
 
   if (o.use_la) {
     t_reg = MPI_Wtime();
-    la_rc = LA_registerGrid("wavetoy", rank, size, s.nx, s.ny, s.nz); /* LA: */
+    rc = LA_registerGrid("wavetoy", rank, size, s.nx, s.ny, s.nz); /* LA: */
     t_reg = MPI_Wtime() - t_reg;
-    registered = la_rc == 0;
-    if (registered)
-      snprintf(app_id, sizeof app_id, "%s", LA_appId());
-    else
-      snprintf(la_why, sizeof la_why, "%s",
-               *LA_lastError() ? LA_lastError() : LA_strerror(la_rc));
+    ex_la_registered(&la, rc);
   }
 
   double *floor = NULL;
-  if (o.floor &&
-      !(floor = calloc((size_t)(s.nx * s.ny * s.nz), sizeof *floor)))
+  if (o.floor && !(floor = calloc((size_t)(s.nx * s.ny * s.nz), sizeof *floor)))
     MPI_Abort(MPI_COMM_WORLD, 1);
   MPI_Barrier(MPI_COMM_WORLD);
   t0 = MPI_Wtime();
@@ -260,11 +203,7 @@ int main(int argc, char **argv) {
     wt_halo(&s, rank, size);
     if (o.use_la) {
       wt_update_la(&s, c2);
-      rc = LA_dataXfer(); /* LA: one profiling cycle per time step */
-      if (rc && !la_late) { /* profiling stops; the run goes on */
-        la_late = rc;
-        snprintf(la_lost, sizeof la_lost, "%s", LA_lastError());
-      }
+      ex_la_cycle(&la, LA_dataXfer()); /* LA: one cycle per time step */
     } else if (o.floor) {
       wt_update_floor(&s, c2, floor);
     } else {
@@ -272,53 +211,28 @@ int main(int argc, char **argv) {
     }
     tmp = s.u, s.u = s.v, s.v = tmp; /* the new level becomes current */
   }
-  t1 = MPI_Wtime() - t0;
-  MPI_Reduce(&t1, &wall, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  wall = ex_wall_max(t0);
 
   checksum = wt_checksum(&s, o.n, rank);
 
   if (o.use_la) {
-    stats[0] = LA_getStat(LA_STAT_CYCLES);
-    stats[1] = LA_getStat(LA_STAT_PROFILED);
-    stats[2] = LA_getStat(LA_STAT_SKIPPED);
-    stats[3] = LA_getStat(LA_STAT_WAITS);
+    ex_la_stats(&la);
     LA_finalize(); /* LA: */
   }
-  MPI_Reduce(&registered, &n_registered, 1, MPI_INT, MPI_SUM, 0,
-             MPI_COMM_WORLD);
-  MPI_Reduce(stats, sums, 4, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  ex_la_gather(&la);
 
   if (rank == 0) {
     double cells = (double)o.n * (double)o.n * (double)o.n;
     if (!o.quiet) {
-      printf("wavetoy: grid %ld^3 cells on %d rank%s (k-slabs of %ld..%ld "
-             "planes), %ld steps\n",
-             o.n, size, size == 1 ? "" : "s", o.n / size,
-             o.n / size + (o.n % size ? 1 : 0), o.steps);
+      ex_slab_line("wavetoy", o.n, size, o.steps);
       printf("wavetoy: wall time %.3f s, %.2f ns per cell update per rank\n",
              wall, wall * 1e9 * size / (cells * (double)o.steps));
-      if (o.floor)
-        printf("wavetoy: LA off (--floor): cells timed by hand, no LA call "
-               "made\n");
-      else if (!o.use_la)
-        printf("wavetoy: LA off (--no-la): no LA call made\n");
-      else if (n_registered > 0)
-        printf("wavetoy: LA registered on %d of %d ranks as %s "
-               "(LA_registerGrid %.1f ms on rank 0); cycles %ld, profiled "
-               "%ld, skipped %ld, waits %ld (all ranks)\n",
-               n_registered, size, registered ? app_id : "?", t_reg * 1e3,
-               sums[0], sums[1], sums[2], sums[3]);
-      else
-        printf("wavetoy: LA not registered, running unprofiled: %s\n",
-               la_why);
-      if (o.use_la && n_registered > 0 && !registered)
-        printf("wavetoy: LA not registered on rank 0: %s\n", la_why);
-      if (registered && la_late)
-        printf("wavetoy: LA stopped profiling on rank 0 during the run: "
-               "%s\n", la_lost);
+      char reg_ms[64];
+      snprintf(reg_ms, sizeof reg_ms, " (LA_registerGrid %.1f ms on rank 0)",
+               t_reg * 1e3);
+      ex_la_report(&la, "wavetoy", size, ex_la_off(o.use_la, o.floor), reg_ms);
     }
-    printf("wavetoy: checksum %.10e (%a)\n", checksum, checksum);
-    fflush(stdout);
+    ex_checksum_line("wavetoy", checksum);
   }
 
   free(floor);

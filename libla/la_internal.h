@@ -146,9 +146,14 @@ LA__HIDDEN int la__link_alive(la__link_t *l);
 LA__HIDDEN void la__link_close(la__link_t *l);
 
 /* ------------------------------------------------------------------ papi */
-/* Initialises PAPI for the event ("PAPI_TOT_CYC", "perf::TASK-CLOCK") and
- * checks the hardware has it. Returns 0, LA_ENOEVENT or LA_EPAPI. */
-LA__HIDDEN int la__papi_init(const char *event);
+/* Initialises PAPI for the event ("PAPI_TOT_CYC", "perf::TASK-CLOCK",
+ * "sde:::LIB::COUNTER") of the metric ("cycles", "papi:...") and checks the
+ * machine can count it. Returns 0, or LA_ENOEVENT or LA_EPAPI with an error
+ * message naming the event (LA_lastError). */
+LA__HIDDEN int la__papi_init(const char *metric, const char *event);
+/* PAPI_strerror(rc), or "PAPI error RC" written to buf (len bytes) when PAPI
+ * has no text for rc. Never NULL. */
+LA__HIDDEN const char *la__papi_strerror(int rc, char *buf, size_t len);
 /* Reads the calling thread's counter (the LA_ProbeFunc of PAPI metrics). */
 LA__HIDDEN double la__papi_read(long element, void *arg);
 LA__HIDDEN void la__papi_shutdown(void);

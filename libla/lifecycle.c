@@ -97,7 +97,7 @@ static int la__metric_setup(const la__settings_t *s, const char **unit) {
     return la__error(LA_ECONFIG,
                      "metric '%s' unknown (time, cycles, instructions, "
                      "papi:EVENT, custom)", m);
-  int rc = la__papi_init(event);
+  int rc = la__papi_init(m, event);
   if (rc) return rc;
   la__ctx.papi = 1;
   la__probe_setup(0, 0, la__papi_read, NULL, la__papi_read, NULL);

@@ -3,10 +3,19 @@
  *
  * PAPI is initialised only when a PAPI metric is chosen. Each thread that
  * probes gets its own event set on its first probe (per-thread readings, so
- * OpenMP loops work when each element is handled by one thread). Where the
- * hardware lacks the event (these VMs have no hardware counters) la__papi_init
- * fails with LA_ENOEVENT naming the event, and LA_register fails so the
- * program runs unprofiled. Does not multiplex: one event per run.
+ * OpenMP loops work when each element is handled by one thread); a thread
+ * that outlives one registration sets up a new event set in the next one,
+ * and a thread that exits stops its event set and leaves PAPI. Once
+ * initialised, PAPI stays so until the process exits: PAPI_shutdown would
+ * free the records of threads that still live (a thread pool) and make
+ * their next PAPI call crash.
+ * Where the hardware lacks the event (these VMs have no hardware counters)
+ * la__papi_init fails with LA_ENOEVENT naming the event, and LA_register
+ * fails so the program runs unprofiled. Software-defined events
+ * ("sde:::LIB::COUNTER") must be registered by their library before
+ * LA_register: PAPI would accept any such name as a placeholder that reads
+ * zero, so a misspelt one is refused here instead. Does not multiplex: one
+ * event per run.
  */
 #include <papi.h>
 #include <pthread.h>
@@ -17,13 +26,48 @@
 
 static int la__code = PAPI_NULL;
 static char la__event[LA__METRIC_LEN];
-static int la__we_initialised;
 static int la__main_es = PAPI_NULL;
+/* Counts initialisations: a thread's event set belongs to one of them. */
+static int la__generation;
 static __thread int la__tls_es = PAPI_NULL;
 static __thread int la__tls_state; /* 0 untried, 1 ready, -1 failed */
+static __thread int la__tls_generation;
+/* Its destructor releases an exiting thread's event set. */
+static pthread_key_t la__exit_key;
+static pthread_once_t la__exit_once = PTHREAD_ONCE_INIT;
 
 static unsigned long la__thread_id(void) {
   return (unsigned long)pthread_self();
+}
+
+const char *la__papi_strerror(int rc, char *buf, size_t len) {
+  const char *s = PAPI_strerror(rc);
+  if (s && *s) return s;
+  snprintf(buf, len, "PAPI error %d", rc);
+  return buf;
+}
+
+/* Stops and frees an event set of the calling thread. */
+static void la__es_free(int *es) {
+  long long v;
+  if (*es == PAPI_NULL) return;
+  PAPI_stop(*es, &v);
+  PAPI_cleanup_eventset(*es);
+  PAPI_destroy_eventset(es);
+  *es = PAPI_NULL;
+}
+
+/* Runs in a probing thread as it exits. */
+static void la__thread_exit(void *unused) {
+  /* the registering thread's set is la__main_es, which LA_finalize frees */
+  int mine = la__tls_generation == la__generation && la__tls_es == la__main_es;
+  if (!mine) la__es_free(&la__tls_es);
+  la__tls_es = PAPI_NULL;
+  PAPI_unregister_thread();
+}
+
+static void la__exit_key_create(void) {
+  pthread_key_create(&la__exit_key, la__thread_exit);
 }
 
 /* Creates, fills and starts an event set for the calling thread. */
@@ -33,7 +77,8 @@ static int la__thread_setup(int *es, char *why, size_t why_len) {
   if (rc == PAPI_OK) rc = PAPI_add_event(*es, la__code);
   if (rc == PAPI_OK) rc = PAPI_start(*es);
   if (rc != PAPI_OK) {
-    snprintf(why, why_len, "%s", PAPI_strerror(rc));
+    char buf[32];
+    snprintf(why, why_len, "%s", la__papi_strerror(rc, buf, sizeof buf));
     if (*es != PAPI_NULL) {
       PAPI_cleanup_eventset(*es);
       PAPI_destroy_eventset(es);
@@ -44,31 +89,80 @@ static int la__thread_setup(int *es, char *why, size_t why_len) {
   return PAPI_OK;
 }
 
-int la__papi_init(const char *event) {
+/* Writes "; disabled PAPI components: NAME (reason), ..." for the
+ * components LA's events come from (perf_event*, sde) that are compiled in
+ * but disabled here, or "" when none is. */
+static void la__disabled_components(char *out, size_t len) {
+  size_t n = 0;
+  out[0] = '\0';
+  for (int i = 0; i < PAPI_num_components() && n < len; i++) {
+    const PAPI_component_info_t *ci = PAPI_get_component_info(i);
+    if (!ci || !ci->disabled ||
+        (strncmp(ci->name, "perf_event", 10) && strcmp(ci->name, "sde")))
+      continue;
+    int w = snprintf(out + n, len - n, "%s%s (%.60s)",
+                     n ? ", " : "; disabled PAPI components: ", ci->name,
+                     ci->disabled_reason);
+    if (w < 0) break;
+    n += (size_t)w;
+  }
+}
+
+/* 1 when a library in this process registered the software-defined event
+ * name ("sde:::LIB::COUNTER"), else 0. Enumerates without looking the name
+ * up, since a lookup would create a placeholder. */
+static int la__sde_registered(const char *name) {
+  int cidx = PAPI_get_component_index("sde");
+  if (cidx < 0) return 0;
+  int code = PAPI_NATIVE_MASK;
+  int rc = PAPI_enum_cmp_event(&code, PAPI_ENUM_FIRST, cidx);
+  while (rc == PAPI_OK) {
+    char have[PAPI_MAX_STR_LEN];
+    if (PAPI_event_code_to_name(code, have) == PAPI_OK && !strcmp(have, name))
+      return 1;
+    rc = PAPI_enum_cmp_event(&code, PAPI_ENUM_EVENTS, cidx);
+  }
+  return 0;
+}
+
+int la__papi_init(const char *metric, const char *event) {
+  char buf[32], off[256];
   snprintf(la__event, sizeof la__event, "%s", event);
   if (!PAPI_is_initialized()) {
     int rc = PAPI_library_init(PAPI_VER_CURRENT);
     if (rc != PAPI_VER_CURRENT)
-      return la__error(LA_EPAPI, "PAPI_library_init: %s",
-                       rc < 0 ? PAPI_strerror(rc) : "version mismatch");
-    la__we_initialised = 1;
+      return la__error(
+          LA_EPAPI, "PAPI_library_init: %s",
+          rc < 0 ? la__papi_strerror(rc, buf, sizeof buf) : "version mismatch");
     PAPI_thread_init(la__thread_id);
+  }
+  pthread_once(&la__exit_once, la__exit_key_create);
+  /* one running set per thread: drop this thread's from an earlier run */
+  la__es_free(&la__tls_es);
+  la__disabled_components(off, sizeof off);
+  if (!strncmp(event, "sde:::", 6) && !la__sde_registered(event)) {
+    la__papi_shutdown();
+    return la__error(LA_ENOEVENT,
+                     "PAPI event '%s' unknown here: no library in this "
+                     "program registered that software-defined counter "
+                     "(papi_sde_register_counter before LA_register)%s",
+                     event, off);
   }
   int rc = PAPI_event_name_to_code(la__event, &la__code);
   if (rc != PAPI_OK) {
     la__papi_shutdown();
     return la__error(LA_ENOEVENT,
-                     "PAPI event '%s' unknown here (%s); papi_avail and "
-                     "papi_native_avail list the events this machine has",
-                     event, PAPI_strerror(rc));
+                     "PAPI event '%s' unknown here (%s); papi_native_avail "
+                     "lists the events this machine has%s",
+                     event, la__papi_strerror(rc, buf, sizeof buf), off);
   }
   if (PAPI_query_event(la__code) != PAPI_OK) {
     la__papi_shutdown();
     return la__error(LA_ENOEVENT,
-                     "PAPI event '%s' is not available on this hardware (no "
-                     "such counter; VMs often have none); use LA_METRIC=time "
-                     "or a software event such as papi:perf::TASK-CLOCK",
-                     event);
+                     "metric '%s' needs PAPI event '%s', which this machine "
+                     "cannot count (no such hardware counter; VMs often have "
+                     "none%s); use LA_METRIC=time",
+                     metric, event, off);
   }
   char why[160];
   if (la__thread_setup(&la__main_es, why, sizeof why) != PAPI_OK) {
@@ -78,17 +172,27 @@ int la__papi_init(const char *event) {
                      "/proc/sys/kernel/perf_event_paranoid)",
                      event, why);
   }
+  la__generation++;
   la__tls_es = la__main_es;
   la__tls_state = 1;
+  la__tls_generation = la__generation;
   return 0;
 }
 
 double la__papi_read(long element, void *arg) {
   long long v = 0;
+  if (LA__UNLIKELY(la__tls_generation != la__generation)) {
+    /* first probe of this thread in this registration: the event set of
+     * an earlier one (a thread pool's thread) counted another event */
+    la__es_free(&la__tls_es);
+    la__tls_generation = la__generation;
+    la__tls_state = 0;
+  }
   if (LA__UNLIKELY(la__tls_state != 1)) {
     char why[160];
     if (la__tls_state == -1) return 0.0;
     PAPI_register_thread();
+    pthread_setspecific(la__exit_key, &la__tls_es);
     if (la__thread_setup(&la__tls_es, why, sizeof why) != PAPI_OK) {
       la__tls_state = -1;
       la__error(LA_EPAPI, "PAPI on a new thread: %s", why);
@@ -101,18 +205,11 @@ double la__papi_read(long element, void *arg) {
 }
 
 void la__papi_shutdown(void) {
-  if (la__main_es != PAPI_NULL) {
-    long long v;
-    PAPI_stop(la__main_es, &v);
-    PAPI_cleanup_eventset(la__main_es);
-    PAPI_destroy_eventset(&la__main_es);
-    la__main_es = PAPI_NULL;
+  int es = la__main_es;
+  la__es_free(&la__main_es);
+  if (es != PAPI_NULL && la__tls_es == es) {
+    la__tls_es = PAPI_NULL;
+    la__tls_state = 0;
   }
-  la__tls_es = PAPI_NULL;
-  la__tls_state = 0;
   la__code = PAPI_NULL;
-  if (la__we_initialised) {
-    PAPI_shutdown();
-    la__we_initialised = 0;
-  }
 }

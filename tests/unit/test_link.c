@@ -1,0 +1,282 @@
+/* test_link.c: the documented build lines build programs that run.
+ *
+ * Reads the ```sh block of README.md ("Build ...", C) and of docs/fortran.md
+ * ("## Building a program", Fortran), and runs every cc or gfortran line in
+ * it exactly as written, with <prefix> replaced by the build tree (build/,
+ * or $LA_TEST_PREFIX) and, for pkg-config, la.pc made from
+ * packaging/la.pc.in for that prefix. A tiny program (C or Fortran) is
+ * compiled by the first line; each line that links it is followed by a run
+ * against la_test_peer (a LocalAgent stand-in in this process): the program
+ * must register and its probed element must arrive. A documented line that
+ * no longer links or runs fails here.
+ *
+ * Also the trap the documentation warns of: -lla before the objects fails
+ * to link (Debian's gcc uses --as-needed; a static archive named first is
+ * never searched), naming an la_ symbol.
+ *
+ * Runs from the source tree (as run-tests.sh does); skips, with a message,
+ * when the build tree, cc, gfortran or pkg-config is missing. */
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "la_test_daemon.h"
+#include "la_test_peer.h"
+
+#define RUN_MS 120000
+
+static const char c_solver[] =
+    "#include <la.h>\n"
+    "#include <stdio.h>\n"
+    "int main(void) {\n"
+    "  if (LA_register(\"solver\", 0, 1, 4) != 0) {\n"
+    "    printf(\"solver: %s\\n\", LA_lastError());\n"
+    "    return 1;\n"
+    "  }\n"
+    "  volatile double x = 0;\n"
+    "  LA_startProbe(2);\n"
+    "  for (int i = 0; i < 1000000; i++) x += i;\n"
+    "  LA_stopProbe(2);\n"
+    "  LA_dataXfer();\n"
+    "  LA_finalize();\n"
+    "  printf(\"solver: OK\\n\");\n"
+    "  return 0;\n"
+    "}\n";
+
+/* Element 3 (Fortran) is element 2 (C), as in the C program. */
+static const char f_solver[] =
+    "program solver\n"
+    "  use la_mod\n"
+    "  implicit none\n"
+    "  integer :: ierr, i\n"
+    "  real(8) :: x\n"
+    "  call la_register('solver', 0, 1, 4, ierr)\n"
+    "  if (ierr /= LA_OK) then\n"
+    "    print '(2a)', 'solver: ', la_last_error()\n"
+    "    stop 1\n"
+    "  end if\n"
+    "  x = 0\n"
+    "  call la_start_probe(3)\n"
+    "  do i = 1, 1000000\n"
+    "    x = x + sqrt(real(i, 8))\n"
+    "  end do\n"
+    "  call la_stop_probe(3)\n"
+    "  call la_data_xfer()\n"
+    "  call la_finalize()\n"
+    "  if (x > 0) print '(a)', 'solver: OK'\n"
+    "end program solver\n";
+
+static char prefix[PATH_MAX], work[PATH_MAX];
+static char out[1 << 16];
+
+static int file_ok(const char *dir, const char *name) {
+  char p[PATH_MAX + 64];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  return access(p, R_OK) == 0;
+}
+
+static int have(const char *tool) {
+  char cmd[200];
+  snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", tool);
+  return system(cmd) == 0;
+}
+
+/* Skips unless the build tree, the tool and pkg-config are there. */
+static void need(const char *tool) {
+  const char *p = getenv("LA_TEST_PREFIX");
+  if (!realpath(p && *p ? p : "build", prefix) ||
+      !file_ok(prefix, "lib/libla.so") || !file_ok(prefix, "lib/libla.a") ||
+      !file_ok(prefix, "include/la.h") ||
+      !file_ok(prefix, "include/la_mod.mod") ||
+      !file_ok(".", "packaging/la.pc.in")) {
+    print_message(
+        "skip: no build tree (make all) or not run from the "
+        "source tree\n");
+    skip();
+  }
+  if (!have(tool) || !have("pkg-config")) {
+    print_message("skip: %s or pkg-config not installed\n", tool);
+    skip();
+  }
+}
+
+/* Runs the shell command line in the work directory; 0 when it exited 0.
+ * Its output is in out. */
+static int sh(const char *line, const char *const *env) {
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "cd '%s' && %s", work, line);
+  const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+  int st = la_td_run(argv, env, RUN_MS, out, sizeof out);
+  return st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* Copies s into d (cap bytes) with every "<prefix>" replaced. */
+static void subst_prefix(char *d, size_t cap, const char *s) {
+  size_t n = 0;
+  while (*s && n + 1 < cap) {
+    if (!strncmp(s, "<prefix>", 8)) {
+      n += (size_t)snprintf(d + n, cap - n, "%s", prefix);
+      if (n >= cap) n = cap - 1;
+      s += 8;
+    } else {
+      d[n++] = *s++;
+    }
+  }
+  d[n] = '\0';
+}
+
+/* Reads the first ```sh block after the line starting with heading in doc:
+ * its command lines (comments and blank lines left out) into lines. Returns
+ * their number. */
+static int doc_block(const char *doc, const char *heading, char lines[][512],
+                     int max) {
+  FILE *f = fopen(doc, "r");
+  if (!f) fail_msg("cannot read %s", doc);
+  char buf[1024];
+  int state = 0, n = 0; /* 0 before the heading, 1 before ```sh, 2 inside */
+  while (fgets(buf, sizeof buf, f)) {
+    buf[strcspn(buf, "\n")] = '\0';
+    if (state == 0 && !strncmp(buf, heading, strlen(heading)))
+      state = 1;
+    else if (state == 1 && !strcmp(buf, "```sh"))
+      state = 2;
+    else if (state == 2 && !strncmp(buf, "```", 3))
+      break;
+    else if (state == 2 && buf[0] && buf[0] != '#' && n < max)
+      snprintf(lines[n++], 512, "%.511s", buf);
+  }
+  fclose(f);
+  if (n == 0) fail_msg("%s: no ```sh block after '%s'", doc, heading);
+  return n;
+}
+
+/* A private work directory with the program's source and la.pc. */
+static void make_work(const char *src_name, const char *src) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(work, sizeof work, "%s/la-link-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  assert_non_null(mkdtemp(work));
+  char p[PATH_MAX + 64], cmd[3 * PATH_MAX];
+  snprintf(p, sizeof p, "%s/%s", work, src_name);
+  FILE *f = fopen(p, "w");
+  assert_non_null(f);
+  fputs(src, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd,
+           "sed -e 's|@PREFIX@|%s|g' packaging/la.pc.in > '%s/la.pc'", prefix,
+           work);
+  assert_int_equal(system(cmd), 0);
+}
+
+static void remove_work(void) {
+  char cmd[PATH_MAX + 16];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", work);
+  if (system(cmd) != 0) print_message("could not remove %s\n", work);
+}
+
+/* Runs the documented lines of doc for the tool; after each line that makes
+ * ./solver, runs it against a LocalAgent stand-in. */
+static void run_documented(const char *doc, const char *heading,
+                           const char *tool, const char *src_name,
+                           const char *src) {
+  need(tool);
+  char lines[16][512], line[1024], pc_path[PATH_MAX + 32];
+  int n = doc_block(doc, heading, lines, 16);
+  make_work(src_name, src);
+  la_test_peer_t *peer = la_test_peer_start();
+  assert_non_null(peer);
+  char agent[128], ld_path[PATH_MAX + 32];
+  snprintf(agent, sizeof agent, "LA_AGENT=%s", la_test_peer_addr(peer));
+  snprintf(pc_path, sizeof pc_path, "PKG_CONFIG_PATH=%s", work);
+  snprintf(ld_path, sizeof ld_path, "LD_LIBRARY_PATH=%s/lib", prefix);
+  int ran = 0, built = 0;
+  for (int i = 0; i < n; i++) {
+    size_t tl = strlen(tool);
+    if (strncmp(lines[i], tool, tl) || lines[i][tl] != ' ') continue;
+    subst_prefix(line, sizeof line, lines[i]);
+    const char *env[] = {pc_path, NULL};
+    char old[PATH_MAX + 16]; /* a failed link must not run the last one */
+    snprintf(old, sizeof old, "%s/solver", work);
+    unlink(old);
+    print_message("%s: %s\n", doc, lines[i]);
+    if (sh(line, env) != 0)
+      fail_msg("%s: documented line failed:\n  %s\n%s", doc, line, out);
+    if (!strstr(line, "-o solver")) continue;
+    built++;
+    /* la.pc has no run path: like an install outside the loader's path,
+     * the program then needs LD_LIBRARY_PATH */
+    const char *renv[] = {agent, strstr(line, "pkg-config") ? ld_path : NULL,
+                          NULL};
+    if (sh("./solver", renv) != 0 || !strstr(out, "solver: OK"))
+      fail_msg("%s: the program built by\n  %s\ndid not run:\n%s", doc, line,
+               out);
+    ran++;
+    assert_int_equal(la_test_peer_wait_cycles(peer, (size_t)ran, 10000), 0);
+    const la_peer_cycle_t *cy = la_test_peer_cycle(peer, (size_t)ran - 1);
+    assert_int_equal(cy->n, 4);
+    assert_true(cy->values[2] > 0.0);
+    assert_true(cy->values[0] == 0.0);
+  }
+  assert_string_equal(la_test_peer_last_reg(peer).app_name, "solver");
+  print_message("%d documented link lines built programs that ran\n", built);
+  assert_true(built >= 3); /* shared, static, pkg-config */
+  la_test_peer_stop(peer);
+  remove_work();
+}
+
+static void test_c_lines_in_readme(void **state) {
+  (void)state;
+  run_documented("README.md", "Build (after `make install", "cc", "solver.c",
+                 c_solver);
+}
+
+static void test_fortran_lines_in_fortran_md(void **state) {
+  (void)state;
+  run_documented("docs/fortran.md", "## Building a program", "gfortran",
+                 "solver.f90", f_solver);
+}
+
+/* -lla before the object: the link fails, naming what it missed. */
+static void test_lla_first_fails(void **state) {
+  (void)state;
+  need("gfortran");
+  make_work("solver.f90", f_solver);
+  char line[3 * PATH_MAX];
+  snprintf(line, sizeof line, "gfortran -I%s/include -c solver.f90", prefix);
+  assert_int_equal(sh(line, NULL), 0);
+  snprintf(line, sizeof line,
+           "gfortran -o solver %s/lib/libla.a -lprotobuf-c -lpapi -lpthread "
+           "-lm solver.o",
+           prefix);
+  assert_int_not_equal(sh(line, NULL), 0);
+  assert_non_null(strstr(out, "undefined reference"));
+  assert_non_null(strstr(out, "la_"));
+  snprintf(line, sizeof line, "gfortran -o solver -L%s/lib -lla solver.o",
+           prefix);
+  if (sh(line, NULL) == 0) {
+    print_message(
+        "note: this toolchain does not link with --as-needed: "
+        "-lla first still linked the shared library\n");
+  } else {
+    assert_non_null(strstr(out, "undefined reference"));
+    assert_non_null(strstr(out, "la_"));
+  }
+  remove_work();
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_c_lines_in_readme),
+      cmocka_unit_test(test_fortran_lines_in_fortran_md),
+      cmocka_unit_test(test_lla_first_fails),
+  };
+  return cmocka_run_group_tests_name("link", tests, NULL, NULL);
+}
