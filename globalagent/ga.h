@@ -11,7 +11,7 @@
  *   feed.c     subscriber connections: Subscribe, Query, Status; bounded
  *              per-subscriber queues; publishing
  *   control.c  the status report
- *   store.c, stitch.c, settings.c: no libuv (unit-tested alone)
+ *   store*.c, stitch.c, settings.c: no libuv (unit-tested alone)
  * Everything runs on the loop thread.
  */
 #ifndef LA_GLOBALAGENT_GA_H
