@@ -48,6 +48,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 COMMON_OBJ := $(call obj,$(COMMON_SRC)) $(BUILD)/obj/gen/la.pb-c.o
 # What libla needs of common/ (it must not pull in libuv, libsodium, sqlite).
 LIBLA_COMMON_OBJ := $(call obj,common/la_codec.c common/la_sockio.c common/la_errors.c common/la_crc32.c \
+                     common/la_sysv.c \
                      $(wildcard common/la_compact*.c)) $(BUILD)/obj/gen/la.pb-c.o
 LIBLA_OBJ  := $(call obj,$(LIBLA_SRC))
 CLIENT_OBJ := $(call obj,$(CLIENT_SRC))
@@ -57,9 +58,10 @@ LOCAL_NOUV_OBJ := $(call obj,$(filter-out localagent/main.c localagent/session.c
   localagent/control.c,$(LOCAL_SRC)))
 LOCAL_NOUV_A := $(if $(LOCAL_NOUV_OBJ),$(BUILD)/lib/libla_localagent.a)
 # The GlobalAgent's modules that do not use libuv (the store's files, stitch,
-# settings), for unit tests and for lactl's offline reading of a store.
+# settings, feed_query), for unit tests and for lactl's offline reading of a
+# store.
 GLOBAL_NOUV_OBJ := $(call obj,$(filter globalagent/store%.c globalagent/stitch.c \
-  globalagent/settings.c,$(GLOBAL_SRC)))
+  globalagent/settings.c globalagent/feed_query.c,$(GLOBAL_SRC)))
 GLOBAL_NOUV_A := $(if $(GLOBAL_NOUV_OBJ),$(BUILD)/lib/libla_globalagent.a)
 LOCAL_OBJ  := $(call obj,$(LOCAL_SRC))
 GLOBAL_OBJ := $(call obj,$(GLOBAL_SRC))
@@ -116,7 +118,7 @@ $(COMMON_A): $(COMMON_OBJ)
 
 $(LIBLA_A): $(LIBLA_OBJ) $(LIBLA_COMMON_OBJ) $(FMOD_OBJ)
 	@mkdir -p $(dir $@) $(BUILD)/include
-	cp libla/la.h $(BUILD)/include/
+	cp libla/la.h common/la_errcodes.h $(BUILD)/include/
 	rm -f $@ && ar rcs $@ $^
 
 $(LIBLA_SO): $(LIBLA_OBJ) $(LIBLA_COMMON_OBJ) $(FMOD_OBJ)
@@ -164,16 +166,18 @@ $(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_N
 
 # Per-benchmark extra libraries: BENCH_LIBS_NAME.
 BENCH_LIBS_bench_fidelity := -lmetis
+BENCH_LIBS_bench_store := $(GLOBAL_NOUV_A)
+$(BUILD)/bench/bench_store: $(GLOBAL_NOUV_A)
 $(BUILD)/bench/bench_fidelity: bench/fidelity_cases.h
 $(BUILD)/bench/%: bench/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(COMMON_A) $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Itests/support -Ilocalagent $(CFLAGS) -O3 -march=native -o $@ $< \
+	$(CC) $(CPPFLAGS) -Itests/support -Ilocalagent -Iglobalagent $(CFLAGS) -O3 -march=native -o $@ $< \
 	  $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(COMMON_A) $(BENCH_LIBS_$*) $(LDLIBS_LA) $(LDLIBS_DAEMON)
 
 # The MPI program bench_fidelity runs (built like an example, with mpicc).
 $(BUILD)/bench/fidelity_app: bench/fidelity_app.c bench/fidelity_cases.h libla/la.h $(LIBLA_A)
 	@mkdir -p $(dir $@)
-	$(MPICC) -Ilibla $(EXAMPLE_CFLAGS) -o $@ $< $(LIBLA_A) $(LDLIBS_LA)
+	$(MPICC) -I$(BUILD)/include $(EXAMPLE_CFLAGS) -o $@ $< $(LIBLA_A) $(LDLIBS_LA)
 
 # Fortran test program (run by tests/unit/test_fortran.c).
 FTEST := $(if $(wildcard tests/fortran/test_fmod.f90),$(BUILD)/tests/fortran/test_fmod)
@@ -284,7 +288,7 @@ install: all
 	install -m 644 $(LIBLA_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIBLA_SO) $(DESTDIR)$(PREFIX)/lib/libla.so.0
 	ln -sf libla.so.0 $(DESTDIR)$(PREFIX)/lib/libla.so
-	install -m 644 libla/la.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 libla/la.h common/la_errcodes.h $(DESTDIR)$(PREFIX)/include/
 	[ ! -f $(BUILD)/include/la_mod.mod ] || \
 	  install -m 644 $(BUILD)/include/la_mod.mod $(DESTDIR)$(PREFIX)/include/
 	[ -z "$(CLIENT_SRC)" ] || { install -m 644 $(CLIENT_A) $(DESTDIR)$(PREFIX)/lib/; \

@@ -9,13 +9,19 @@
  *         mpiexec -n 1 build/examples/wavetoy --n 48 --steps 3   (48^3 cells)
  *       run profiling into an in-process LocalAgent stand-in (la_test_peer)
  *       with LA_DUMP_RAW=<temporary directory>: libla's own per-cell
- *       nanoseconds, as the agent would compact them. The examples are found
+ *       nanoseconds, as the agent would compact them; wavetoy_interfered
+ *       and heavy_interfered run 4 ranks on this machine's cores (ranks
+ *       preempt each other: interference) and take rank 0's last cycle.
+ *       The examples are found
  *       in dirname(/proc/self/exe)/../examples; without them or mpiexec these
  *       series are skipped with a note;
  *       stencil_measured: per-cell costs measured here, in cycles (rdtsc;
  *       CLOCK_MONOTONIC ns elsewhere), of a 3-D 7-point stencil over 64^3
  *       cells with a costlier spherical "material" region, second sweep (no
  *       MPI needed).
+ * Modes: every mode, and polyline_quantum: the default polyline with the
+ * series' quantum (the scale of the dump's .fid; 1 for whole ns and cycles),
+ * which is what the LocalAgent runs (quantized runs on rough stretches).
  * Beside raw doubles (64 bits/value), the lossless mode and two floors: a
  * plain sum over the same array with one accumulator (latency-bound) and
  * with eight (memory-bound), in ns per point. Times are
@@ -77,8 +83,7 @@ static void stencil_costs(double *cost) {
   size_t n = (size_t)G * G * G, i, j, k, c, sweep;
   double *u = malloc(n * sizeof(double)), *v = malloc(n * sizeof(double));
 
-  for (c = 0; c < n; c++)
-    u[c] = v[c] = (double)(c % 17);
+  for (c = 0; c < n; c++) u[c] = v[c] = (double)(c % 17);
   for (sweep = 0; sweep < 2; sweep++)
     for (k = 0; k < G; k++)
       for (j = 0; j < G; j++)
@@ -110,6 +115,7 @@ typedef struct {
 
 static const mode_t_ modes[] = {
     {"polyline", "polyline:cv=0.1"},
+    {"polyline_quantum", "polyline:cv=0.1"}, /* + the series' quantum */
     {"polyline_connected", "polyline:cv=0.1,connected"},
     {"polyline_no_outliers", "polyline:cv=0.1,no-outliers"},
     {"maxerr_relative", "maxerr:eps=0.1,relative"},
@@ -124,7 +130,7 @@ static double median(double *t, int n) {
 
 /* Runs one mode on one series; writes a JSON object and a table row. */
 static int bench_mode(FILE *js, const char *series, const double *x, size_t n,
-                      const mode_t_ *m, int first) {
+                      double quantum, const mode_t_ *m, int first) {
   la_compact_params_t p;
   la_compact_result_t r = {0};
   la_trace_t *t;
@@ -141,12 +147,20 @@ static int bench_mode(FILE *js, const char *series, const double *x, size_t n,
   }
   if (y == NULL || la_compact_spec_parse(spec, &p, why, sizeof(why)) != 0)
     return -1;
+  if (strcmp(m->name, "polyline_quantum") == 0) {
+    if (!(quantum > 0)) {
+      free(y);
+      return 0; /* no quantum known for this series */
+    }
+    p.quantum = quantum; /* as the LocalAgent compacts: the timer's scale */
+    snprintf(spec + strlen(spec), sizeof(spec) - strlen(spec),
+             " + quantum %.6g", quantum);
+  }
   for (i = 0; i < REPS; i++) {
     double t0;
     la_compact_result_free(&r);
     t0 = cpu_ns();
-    if (la_compact(x, n, &p, &r) != 0)
-      return -1;
+    if (la_compact(x, n, &p, &r) != 0) return -1;
     tc[i] = (cpu_ns() - t0) / (double)n;
   }
   if (la_trace_open(r.bytes, r.len, &t, why, sizeof(why)) != 0) {
@@ -167,15 +181,20 @@ static int bench_mode(FILE *js, const char *series, const double *x, size_t n,
   printf("%-18s %-22s %7.2f %8.2f %9.4f %9.1f %8zu %7zu %11.4g %8.4f\n", series,
          m->name, ns, dns, bits, 64 / bits, r.segments, r.exceptions,
          r.error.max_abs, r.error.cv);
+  if (r.quantized)
+    printf(
+        "%-18s %-22s (%.1f%% of points stored exactly in quantized "
+        "runs)\n",
+        "", "", 100.0 * (double)r.quantized / (double)n);
   fprintf(js,
           "%s\n      \"%s\": {\"spec\": \"%s\", \"ns_per_point\": %.3f, "
           "\"bits_per_value\": %.5f, \"ratio_to_raw\": %.2f, \"bytes\": %zu, "
           "\"segments\": %zu, \"exceptions\": %zu, \"max_abs_error\": %.6g, "
           "\"rmse\": %.6g, \"cv\": %.6g, \"decode_ns_per_point\": %.3f, "
-          "\"range_sum_ns\": %.1f}",
+          "\"range_sum_ns\": %.1f, \"quantized\": %llu}",
           first ? "" : ",", m->name, spec, ns, bits, 64 / bits, r.len,
           r.segments, r.exceptions, r.error.max_abs, r.error.rmse, r.error.cv,
-          dns, sns);
+          dns, sns, (unsigned long long)r.quantized);
   la_trace_close(t);
   la_compact_result_free(&r);
   free(y);
@@ -192,8 +211,7 @@ __attribute__((noinline)) static double sum_serial(const double *x, size_t n) {
   double s = 0;
   size_t i;
 
-  for (i = 0; i < n; i++)
-    s += x[i];
+  for (i = 0; i < n; i++) s += x[i];
   return s;
 }
 
@@ -202,15 +220,13 @@ __attribute__((noinline)) static double sum_wide(const double *x, size_t n) {
   size_t i = 0, k;
 
   for (; n - i >= 8; i += 8)
-    for (k = 0; k < 8; k++)
-      s[k] += x[i + k];
-  for (; i < n; i++)
-    s[0] += x[i];
+    for (k = 0; k < 8; k++) s[k] += x[i + k];
+  for (; i < n; i++) s[0] += x[i];
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
 static int bench_series(FILE *js, const char *name, const char *desc,
-                        const double *x, size_t n, int first) {
+                        const double *x, size_t n, double quantum, int first) {
   double ts[REPS], tf1[REPS], tf8[REPS];
   la_series_stats_t st;
   size_t m;
@@ -245,12 +261,10 @@ static int bench_series(FILE *js, const char *name, const char *desc,
   printf("%-18s %-22s %7s %8s %9.4f %9.1f %8s %7s %11s %8s\n", name, "raw", "-",
          "-", 64.0, 1.0, "-", "-", "0", "0");
   for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
-    if (bench_mode(js, name, x, n, &modes[m], 0) != 0)
-      return -1;
+    if (bench_mode(js, name, x, n, quantum, &modes[m], 0) != 0) return -1;
   fprintf(js, "}}");
   return 0;
 }
-
 
 /* ------------------------------------------ (b) series from the examples */
 
@@ -265,21 +279,20 @@ static int on_path(const char *name) {
     size_t len = strcspn(path, ":");
     if (len > 0 && len + strlen(name) + 2 < sizeof(buf)) {
       snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, path, name);
-      if (access(buf, X_OK) == 0)
-        return 1;
+      if (access(buf, X_OK) == 0) return 1;
     }
     path += len;
-    if (*path == ':')
-      path++;
+    if (*path == ':') path++;
   }
   return 0;
 }
 
-/* Runs `mpiexec -n 1 prog args...` with LA_AGENT=agent and LA_DUMP_RAW=dir
+/* Runs `mpiexec -n np prog args...` with LA_AGENT=agent and LA_DUMP_RAW=dir
  * (stdout to /dev/null), in its own process group, killed after
  * EXAMPLE_TIMEOUT_S. Returns the exit status, or -1. */
-static int run_example(const char *prog, const char *const *args,
-                       const char *agent, const char *dir) {
+static int run_example(const char *prog, const char *np,
+                       const char *const *args, const char *agent,
+                       const char *dir) {
   char *argv[16];
   int n = 0, st = 0;
   pid_t pid, w;
@@ -288,20 +301,17 @@ static int run_example(const char *prog, const char *const *args,
 
   argv[n++] = "mpiexec";
   argv[n++] = "-n";
-  argv[n++] = "1";
+  argv[n++] = (char *)np;
   argv[n++] = (char *)prog;
-  for (; *args && n < 15; args++)
-    argv[n++] = (char *)*args;
+  for (; *args && n < 15; args++) argv[n++] = (char *)*args;
   argv[n] = NULL;
   fflush(stdout);
   pid = fork();
-  if (pid < 0)
-    return -1;
+  if (pid < 0) return -1;
   if (pid == 0) {
     int fd = open("/dev/null", O_WRONLY);
     setpgid(0, 0);
-    if (fd >= 0)
-      dup2(fd, 1);
+    if (fd >= 0) dup2(fd, 1);
     setenv("LA_AGENT", agent, 1);
     setenv("LA_DUMP_RAW", dir, 1);
     unsetenv("LA_DISABLE");
@@ -322,16 +332,16 @@ static int run_example(const char *prog, const char *const *args,
     }
     nanosleep(&nap, NULL);
   }
-  if (w < 0)
-    return -1;
+  if (w < 0) return -1;
   kill(-pid, SIGKILL); /* ranks that outlived mpiexec, if any */
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 /* Reads the file of dir named "<prefix>.*.r0.c<cycle>.f64" with the largest
  * cycle (the last profiled one) into *x (malloc'ed); returns its point count
- * or 0. */
-static size_t read_last_cycle(const char *dir, const char *prefix, double **x) {
+ * or 0. *scale is the scale its .fid file names (0 if none). */
+static size_t read_last_cycle(const char *dir, const char *prefix, double **x,
+                              double *scale) {
   DIR *d = opendir(dir);
   struct dirent *e;
   char best[PATH_MAX] = "";
@@ -341,8 +351,8 @@ static size_t read_last_cycle(const char *dir, const char *prefix, double **x) {
   struct stat sb;
 
   *x = NULL;
-  if (d == NULL)
-    return 0;
+  *scale = 0;
+  if (d == NULL) return 0;
   while ((e = readdir(d)) != NULL) {
     const char *c = strstr(e->d_name, ".r0.c");
     long long cy;
@@ -366,6 +376,13 @@ static size_t read_last_cycle(const char *dir, const char *prefix, double **x) {
       n = 0;
     }
     fclose(f);
+    snprintf(best + strlen(best) - 4, 5, ".fid");
+    if ((f = fopen(best, "r")) != NULL) {
+      char line[200], *sc;
+      if (fgets(line, sizeof(line), f) && (sc = strstr(line, "scale=")))
+        *scale = strtod(sc + 6, NULL);
+      fclose(f);
+    }
   }
   closedir(d);
   return n;
@@ -377,8 +394,7 @@ static void clean_dir(const char *dir) {
   struct dirent *e;
   char path[PATH_MAX];
 
-  if (d == NULL)
-    return;
+  if (d == NULL) return;
   while ((e = readdir(d)) != NULL)
     if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
       snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
@@ -388,25 +404,43 @@ static void clean_dir(const char *dir) {
 }
 
 typedef struct {
-  const char *series, *prog, *desc;
+  const char *series, *prog, *np, *desc;
   const char *args[6];
 } example_t;
 
 static const example_t examples[] = {
-    {"heavy_measured", "heavy",
+    {"heavy_measured",
+     "heavy",
+     "1",
      "measured from examples/heavy (mpiexec -n 1, --n 16 --steps 3): libla's "
      "per-cell ns of the last profiled cycle (LA_DUMP_RAW)",
      {"--n", "16", "--steps", "3", NULL}},
-    {"wavetoy_measured", "wavetoy",
+    {"wavetoy_measured",
+     "wavetoy",
+     "1",
      "measured from examples/wavetoy (mpiexec -n 1, --n 48 --steps 3): "
      "libla's per-cell ns of the last profiled cycle (LA_DUMP_RAW)",
      {"--n", "48", "--steps", "3", NULL}},
+    {"wavetoy_interfered",
+     "wavetoy",
+     "4",
+     "measured from examples/wavetoy under interference (mpiexec -n 4 on "
+     "this machine's cores, --n 64 --steps 3): rank 0's per-cell ns of the "
+     "last profiled cycle (LA_DUMP_RAW)",
+     {"--n", "64", "--steps", "3", NULL}},
+    {"heavy_interfered",
+     "heavy",
+     "4",
+     "measured from examples/heavy under interference (mpiexec -n 4, --n 24 "
+     "--steps 3): rank 0's per-cell ns of the last profiled cycle",
+     {"--n", "24", "--steps", "3", NULL}},
 };
 #define NEXAMPLES (sizeof(examples) / sizeof(examples[0]))
 
 /* Runs the examples under the la_test_peer stand-in and loads the last
- * cycle of each into xs[k] (NULL and ns[k] = 0 when skipped). */
-static void measure_examples(double **xs, size_t *ns) {
+ * cycle of each into xs[k] (NULL and ns[k] = 0 when skipped), with the
+ * scale of its values in qs[k]. */
+static void measure_examples(double **xs, size_t *ns, double *qs) {
   char exe[PATH_MAX], dir[PATH_MAX], tmp[] = "/tmp/la_bench_compact.XXXXXX";
   char prog[PATH_MAX + 32];
   ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -418,26 +452,30 @@ static void measure_examples(double **xs, size_t *ns) {
     ns[k] = 0;
   }
   if (len <= 0) {
-    printf("note: /proc/self/exe unreadable: skipping the series measured "
-           "from the examples\n");
+    printf(
+        "note: /proc/self/exe unreadable: skipping the series measured "
+        "from the examples\n");
     return;
   }
   exe[len] = '\0';
   snprintf(dir, sizeof(dir), "%s", exe);
   *strrchr(dir, '/') = '\0'; /* readlink gives an absolute path */
   if (!on_path("mpiexec")) {
-    printf("note: mpiexec not found on PATH: skipping the series measured "
-           "from the examples\n");
+    printf(
+        "note: mpiexec not found on PATH: skipping the series measured "
+        "from the examples\n");
     return;
   }
   if (mkdtemp(tmp) == NULL) {
-    printf("note: no temporary directory: skipping the series measured from "
-           "the examples\n");
+    printf(
+        "note: no temporary directory: skipping the series measured from "
+        "the examples\n");
     return;
   }
   if ((peer = la_test_peer_start()) == NULL) {
-    printf("note: the LocalAgent stand-in did not start: skipping the series "
-           "measured from the examples\n");
+    printf(
+        "note: the LocalAgent stand-in did not start: skipping the series "
+        "measured from the examples\n");
     rmdir(tmp);
     return;
   }
@@ -450,8 +488,8 @@ static void measure_examples(double **xs, size_t *ns) {
              ex->series);
       continue;
     }
-    st = run_example(prog, ex->args, la_test_peer_addr(peer), tmp);
-    ns[k] = read_last_cycle(tmp, ex->prog, &xs[k]);
+    st = run_example(prog, ex->np, ex->args, la_test_peer_addr(peer), tmp);
+    ns[k] = read_last_cycle(tmp, ex->prog, &xs[k], &qs[k]);
     clean_dir(tmp);
     if (st != 0 || ns[k] == 0) {
       printf("note: %s exited with %d and left %zu values: skipping %s\n",
@@ -463,15 +501,14 @@ static void measure_examples(double **xs, size_t *ns) {
   }
   la_test_peer_stop(peer);
   clean_dir(tmp);
-  if (rmdir(tmp) != 0)
-    perror(tmp);
+  if (rmdir(tmp) != 0) perror(tmp);
 }
 
 int main(int argc, char **argv) {
   const char *path = argc > 1 ? argv[1] : "build/bench/compact.json";
   size_t ns = (size_t)G * G * G;
   double *x = malloc(N_SYNTH * sizeof(double)), *c = malloc(ns * 8);
-  double *xm[NEXAMPLES];
+  double *xm[NEXAMPLES], qm[NEXAMPLES];
   size_t nm[NEXAMPLES], k;
   char desc[200];
   FILE *js;
@@ -482,7 +519,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   la_compact_synth(LA_SYNTH_MESH, N_SYNTH, 42, x);
-  measure_examples(xm, nm);
+  measure_examples(xm, nm, qm);
   stencil_costs(c);
   printf("compaction engine: CPU ns per point, median of %d runs\n", REPS);
   printf("%-18s %-22s %7s %8s %9s %9s %8s %7s %11s %8s\n", "series", "mode",
@@ -495,25 +532,28 @@ int main(int argc, char **argv) {
   rc |= bench_series(js, "synthetic_mesh",
                      "la_compact_synth mesh, seed 42: plateaus 2000-22000, "
                      "5% periodic, 2% noise, 0.1% spikes, whole ns",
-                     x, N_SYNTH, 1);
+                     x, N_SYNTH, 1.0, 1);
   snprintf(desc, sizeof(desc),
            "measured here: 7-point stencil on 64^3 cells, per-cell %s, "
            "spherical costlier region (stands in for the examples)",
            TICK_UNIT);
   for (k = 0; k < NEXAMPLES; k++)
     if (xm[k] != NULL)
-      rc |= bench_series(js, examples[k].series, examples[k].desc, xm[k],
-                         nm[k], 0);
-  rc |= bench_series(js, "stencil_measured", desc, c, ns, 0);
-  fprintf(js, "\n  },\n  \"aims\": {\"polyline_ns_per_point\": 3, "
-              "\"maxerr_ns_per_point\": 10, \"polyline_ratio_to_raw\": 100}"
-              "\n}\n");
+      rc |= bench_series(js, examples[k].series, examples[k].desc, xm[k], nm[k],
+                         qm[k], 0);
+  rc |= bench_series(js, "stencil_measured", desc, c, ns, 1.0, 0);
+  fprintf(js,
+          "\n  },\n  \"aims\": {\"polyline_ns_per_point\": 3, "
+          "\"maxerr_ns_per_point\": 10, \"polyline_ratio_to_raw\": 100, "
+          "\"measured_polyline_quantum_ns_per_point\": 6}"
+          "\n}\n");
   fclose(js);
-  printf("aims: polyline <= 3 ns/pt, maxerr <= 10 ns/pt, polyline >= 100x "
-         "smaller than raw on synthetic_mesh\nwrote %s\n",
-         path);
-  for (k = 0; k < NEXAMPLES; k++)
-    free(xm[k]);
+  printf(
+      "aims: polyline <= 3 ns/pt, maxerr <= 10 ns/pt, polyline >= 100x "
+      "smaller than raw on synthetic_mesh; on measured series the "
+      "LocalAgent's mode (polyline_quantum) <= 6 ns/pt\nwrote %s\n",
+      path);
+  for (k = 0; k < NEXAMPLES; k++) free(xm[k]);
   free(x);
   free(c);
   return rc ? 1 : 0;

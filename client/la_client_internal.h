@@ -105,6 +105,15 @@ int la__client_request(la_client_t *c, uint16_t type,
                        const ProtobufCMessage *msg, uint16_t *reply_type,
                        ProtobufCMessage **reply);
 
+/* Sends Query q (with feed_protocol = LA_FEED_PROTOCOL_VERSION; q is only
+ * read) and waits for its QueryReply, as la__client_request. On success
+ * *out is the decoded, validated reply with status 0 (free with
+ * la_msg_free(&(*out)->base)). Errors: those of la__client_request,
+ * LA_EPROTO (another reply), LA_EVERSION (a reply of another feed
+ * protocol), or the reply's negative status, each with its detail in
+ * la_client_error(). */
+int la__client_query(la_client_t *c, const La__Query *q, La__QueryReply **out);
+
 /* Formats the handle's error detail; returns rc. */
 int la__client_fail(la_client_t *c, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

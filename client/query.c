@@ -1,7 +1,11 @@
 /* query.c: request/reply calls on a feed connection: a stored Trace-Set by
  * cycle or the latest one (Query "traceset"), listings (Query "apps",
- * "cycles", ...) and the GlobalAgent's status, and the key/value rows they
- * return.
+ * "cycles": typed AppList and CycleList replies, rendered as key/value rows
+ * for la_client_list) and the GlobalAgent's status.
+ *
+ * Every Query carries LA_FEED_PROTOCOL_VERSION, and a QueryReply of another
+ * version is refused with LA_EVERSION (la__client_query). Replies are
+ * decoded and validated by the codec; nothing here parses text.
  *
  * Query{what="traceset", app_id, cycle_tag} asks for one cycle; without a
  * cycle_tag it asks for the latest. A QueryReply with a negative status
@@ -9,13 +13,16 @@
  * The waiting itself (and keeping subscription sets that arrive meanwhile)
  * is la__client_request in client.c.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "la_client_internal.h"
 #include "la_errors.h"
 
-/* Checks a reply's type and status; frees it on failure. */
+/* Checks a reply's type (and for a QueryReply its feed protocol and
+ * status); frees it on failure. */
 static int la__reply_check(la_client_t *c, uint16_t want, uint16_t got,
                            ProtobufCMessage *m, const char *what) {
   if (got != want) {
@@ -25,6 +32,14 @@ static int la__reply_check(la_client_t *c, uint16_t want, uint16_t got,
   }
   if (want != LA__MSG_TYPE__MSG_QUERY_REPLY) return 0;
   const La__QueryReply *q = (const La__QueryReply *)m;
+  if (!q->has_feed_protocol || q->feed_protocol != LA_FEED_PROTOCOL_VERSION) {
+    unsigned v = q->has_feed_protocol ? q->feed_protocol : 1u;
+    la_msg_free(m);
+    return la__client_fail(c, LA_EVERSION,
+                           "%s: the GlobalAgent speaks feed protocol %u, this "
+                           "client %u: use a GlobalAgent of this LA version",
+                           what, v, LA_FEED_PROTOCOL_VERSION);
+  }
   if (q->status < 0) {
     int code = q->status > LA__ERR_LAST ? q->status : LA_EPROTO;
     la__client_fail(
@@ -33,6 +48,23 @@ static int la__reply_check(la_client_t *c, uint16_t want, uint16_t got,
     la_msg_free(m);
     return code;
   }
+  return 0;
+}
+
+int la__client_query(la_client_t *c, const La__Query *q, La__QueryReply **out) {
+  *out = NULL;
+  La__Query v = *q;
+  v.has_feed_protocol = 1;
+  v.feed_protocol = LA_FEED_PROTOCOL_VERSION;
+  uint16_t type = 0;
+  ProtobufCMessage *m = NULL;
+  int rc = la__client_request(c, LA__MSG_TYPE__MSG_QUERY, &v.base, &type, &m);
+  if (rc) return rc;
+  /* errors name the listing, or "query" for a Trace-Set */
+  rc = la__reply_check(c, LA__MSG_TYPE__MSG_QUERY_REPLY, type, m,
+                       strcmp(q->what, "traceset") ? q->what : "query");
+  if (rc) return rc;
+  *out = (La__QueryReply *)m;
   return 0;
 }
 
@@ -46,15 +78,11 @@ static int la__get(la_client_t *c, const char *app_id, int has_cycle,
   q.app_id = (char *)app_id;
   q.has_cycle_tag = has_cycle;
   q.cycle_tag = cycle_tag;
-  uint16_t type = 0;
-  ProtobufCMessage *m = NULL;
-  int rc = la__client_request(c, LA__MSG_TYPE__MSG_QUERY, &q.base, &type, &m);
+  La__QueryReply *r = NULL;
+  int rc = la__client_query(c, &q, &r);
   if (rc) return rc;
-  rc = la__reply_check(c, LA__MSG_TYPE__MSG_QUERY_REPLY, type, m, "query");
-  if (rc) return rc;
-  La__QueryReply *r = (La__QueryReply *)m;
   if (r->n_sets == 0) {
-    la_msg_free(m);
+    la_msg_free(&r->base);
     if (has_cycle)
       return la__client_fail(c, LA_ENOTFOUND, "no Trace-Set of %s cycle %llu",
                              app_id, (unsigned long long)cycle_tag);
@@ -63,7 +91,7 @@ static int la__get(la_client_t *c, const char *app_id, int has_cycle,
   /* Take the first set out of the reply; the rest is freed with it. */
   La__TraceSet *s = r->sets[0];
   r->sets[0] = r->sets[--r->n_sets];
-  la_msg_free(m);
+  la_msg_free(&r->base);
   char why[200] = "";
   rc = la__traceset_adopt_max(s, 0, c->max_rank_elements, out, why, sizeof why);
   if (rc) return la__client_fail(c, rc, "bad TraceSet in reply: %s", why);
@@ -80,24 +108,81 @@ int la_client_latest(la_client_t *c, const char *app_id, la_traceset_t **out) {
   return la__get(c, app_id, 0, 0, out);
 }
 
-/* Copies n StatusEntry rows into a new rows object. */
-static int la__rows(La__StatusEntry **e, size_t n, la_client_rows_t **out) {
+/* A new rows object of n empty rows. */
+static la_client_rows_t *la__rows_new(size_t n) {
   la_client_rows_t *r = calloc(1, sizeof *r);
-  if (!r) return LA_ENOMEM;
+  if (!r) return NULL;
+  r->n = n;
   r->key = calloc(n ? n : 1, sizeof *r->key);
   r->value = calloc(n ? n : 1, sizeof *r->value);
   if (!r->key || !r->value) {
     la_client_rows_free(r);
-    return LA_ENOMEM;
+    return NULL;
   }
-  for (size_t i = 0; i < n; i++, r->n++) {
-    r->key[i] = strdup(e[i]->key);
-    r->value[i] = strdup(e[i]->value);
-    if (!r->key[i] || !r->value[i]) {
-      r->n++;
+  return r;
+}
+
+/* Row i: a copy of key and the formatted value. 0 or LA_ENOMEM. */
+static int la__row(la_client_rows_t *r, size_t i, const char *key,
+                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int la__row(la_client_rows_t *r, size_t i, const char *key,
+                   const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vasprintf(&r->value[i], fmt, ap);
+  va_end(ap);
+  if (n < 0) r->value[i] = NULL;
+  r->key[i] = strdup(key);
+  return r->key[i] && r->value[i] ? 0 : LA_ENOMEM;
+}
+
+/* Copies n StatusEntry rows into a new rows object. */
+static int la__rows(La__StatusEntry **e, size_t n, la_client_rows_t **out) {
+  la_client_rows_t *r = la__rows_new(n);
+  if (!r) return LA_ENOMEM;
+  for (size_t i = 0; i < n; i++)
+    if (la__row(r, i, e[i]->key, "%s", e[i]->value)) {
       la_client_rows_free(r);
       return LA_ENOMEM;
     }
+  *out = r;
+  return 0;
+}
+
+/* The rows of a listing: one per application or cycle, rendered from the
+ * typed reply (la_client.h says the format). */
+static int la__list_rows(const La__QueryReply *q, la_client_rows_t **out) {
+  size_t n = q->apps ? q->apps->n_apps : q->cycles ? q->cycles->n_cycles : 0;
+  la_client_rows_t *r = la__rows_new(n);
+  if (!r) return LA_ENOMEM;
+  int rc = 0;
+  for (size_t i = 0; rc == 0 && q->apps && i < n; i++) {
+    const La__AppInfo *a = q->apps->apps[i];
+    rc = la__row(r, i, a->app_id,
+                 "name=%s nprocs=%u elements=%llu metric=%s unit=%s "
+                 "cycles=%llu complete=%llu partial=%llu ranks_started=%u "
+                 "ranks_ended=%u",
+                 a->app_name ? a->app_name : "", a->nprocs,
+                 (unsigned long long)a->elements, a->metric ? a->metric : "",
+                 a->unit ? a->unit : "", (unsigned long long)a->cycles,
+                 (unsigned long long)a->sets_complete,
+                 (unsigned long long)a->sets_partial, a->ranks_started,
+                 a->ranks_ended);
+  }
+  for (size_t i = 0; rc == 0 && q->cycles && i < n; i++) {
+    const La__CycleInfo *y = q->cycles->cycles[i];
+    char key[24];
+    snprintf(key, sizeof key, "%llu", (unsigned long long)y->cycle_tag);
+    rc = la__row(r, i, key, "state=%s ranks=%u missing=%u reasons=%s",
+                 y->state == LA__CYCLE_STATE__CYCLE_COMPLETE  ? "complete"
+                 : y->state == LA__CYCLE_STATE__CYCLE_PARTIAL ? "partial"
+                                                              : "open",
+                 y->ranks_present, y->ranks_missing,
+                 y->reasons ? y->reasons : "");
+  }
+  if (rc) {
+    la_client_rows_free(r);
+    return rc;
   }
   *out = r;
   return 0;
@@ -112,15 +197,11 @@ int la_client_list(la_client_t *c, const char *what, const char *app_id,
   La__Query q = LA__QUERY__INIT;
   q.what = (char *)what;
   q.app_id = (char *)(app_id && *app_id ? app_id : NULL);
-  uint16_t type = 0;
-  ProtobufCMessage *m = NULL;
-  int rc = la__client_request(c, LA__MSG_TYPE__MSG_QUERY, &q.base, &type, &m);
+  La__QueryReply *r = NULL;
+  int rc = la__client_query(c, &q, &r);
   if (rc) return rc;
-  rc = la__reply_check(c, LA__MSG_TYPE__MSG_QUERY_REPLY, type, m, what);
-  if (rc) return rc;
-  const La__QueryReply *r = (const La__QueryReply *)m;
-  rc = la__rows(r->rows, r->n_rows, out);
-  la_msg_free(m);
+  rc = la__list_rows(r, out);
+  la_msg_free(&r->base);
   return rc ? la__client_fail(c, rc, "out of memory") : 0;
 }
 

@@ -18,7 +18,7 @@
 
 #include <sodium.h>
 
-#include "la.h"
+#include "la_errcodes.h"
 
 /* Key of the BLAKE2b hash that turns a secret file into an HMAC key: keeps
  * this derivation apart from any other use of the same file. 16 bytes. */

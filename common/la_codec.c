@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la.h"
+#include "la_errcodes.h"
 
 typedef struct {
   uint16_t type;
@@ -292,6 +292,63 @@ static int la__set_ok(const La__TraceSet *s, char *why, size_t n) {
   return 0;
 }
 
+/* One application of an AppList (ids and names as the store keeps them). */
+static int la__app_info_ok(const La__AppInfo *a, char *why, size_t n) {
+  if (!a || !la__id_ok(a->app_id))
+    return la__bad(why, n, "application id empty, too long or not printable");
+  if (!la__text_ok(a->app_name, LA_MAX_ID_LEN) ||
+      !la__text_ok(a->metric, LA_MAX_ID_LEN) || !la__text_ok(a->unit, 32))
+    return la__bad(why, n, "%s: name, metric or unit too long", a->app_id);
+  if (a->nprocs > LA_MAX_RANKS || a->ranks_started > LA_MAX_RANKS ||
+      a->ranks_ended > LA_MAX_RANKS)
+    return la__bad(why, n, "%s: rank counts above %u", a->app_id, LA_MAX_RANKS);
+  return 0;
+}
+
+/* One cycle of a CycleList. */
+static int la__cycle_info_ok(const La__CycleInfo *c, char *why, size_t n) {
+  if (!c) return la__bad(why, n, "cycle missing");
+  if (c->state != LA__CYCLE_STATE__CYCLE_OPEN &&
+      c->state != LA__CYCLE_STATE__CYCLE_COMPLETE &&
+      c->state != LA__CYCLE_STATE__CYCLE_PARTIAL)
+    return la__bad(why, n, "cycle %llu: state %d unknown",
+                   (unsigned long long)c->cycle_tag, (int)c->state);
+  if (c->ranks_present > LA_MAX_RANKS || c->ranks_missing > LA_MAX_RANKS)
+    return la__bad(why, n, "cycle %llu: rank counts above %u",
+                   (unsigned long long)c->cycle_tag, LA_MAX_RANKS);
+  if (!la__text_ok(c->reasons, LA_MAX_REASONS_LEN))
+    return la__bad(why, n, "cycle %llu: reasons longer than %u bytes",
+                   (unsigned long long)c->cycle_tag, LA_MAX_REASONS_LEN);
+  return 0;
+}
+
+/* A QueryReply answers one kind of query: Trace-Sets, applications (by
+ * increasing id) or cycles (by increasing tag), each entry valid. The
+ * feed protocol version is the receiver's to check (it answers a mismatch
+ * with LA_EVERSION, not as a malformed message). */
+static int la__query_reply_ok(const La__QueryReply *q, char *why, size_t n) {
+  if (q->status > 0) return la__bad(why, n, "status %d > 0", q->status);
+  if (!la__text_ok(q->message, 1024))
+    return la__bad(why, n, "reply message too long");
+  if ((q->n_sets > 0) + (q->apps != NULL) + (q->cycles != NULL) > 1)
+    return la__bad(why, n, "more than one kind of answer");
+  for (size_t i = 0; i < q->n_sets; i++)
+    if (la__set_ok(q->sets[i], why, n)) return LA_EPROTO;
+  for (size_t i = 0; q->apps && i < q->apps->n_apps; i++) {
+    const La__AppInfo *a = q->apps->apps[i];
+    if (la__app_info_ok(a, why, n)) return LA_EPROTO;
+    if (i > 0 && strcmp(q->apps->apps[i - 1]->app_id, a->app_id) >= 0)
+      return la__bad(why, n, "applications not in increasing id order");
+  }
+  for (size_t i = 0; q->cycles && i < q->cycles->n_cycles; i++) {
+    const La__CycleInfo *c = q->cycles->cycles[i];
+    if (la__cycle_info_ok(c, why, n)) return LA_EPROTO;
+    if (i > 0 && q->cycles->cycles[i - 1]->cycle_tag >= c->cycle_tag)
+      return la__bad(why, n, "cycles not in increasing tag order");
+  }
+  return 0;
+}
+
 int la_msg_validate(uint16_t type, const ProtobufCMessage *m, char *why,
                     size_t n) {
   const la__msg_entry_t *e = la__msg_find(type);
@@ -400,14 +457,8 @@ int la_msg_validate(uint16_t type, const ProtobufCMessage *m, char *why,
     if (!la__id_ok(q->what)) return la__bad(why, n, "query kind invalid");
     return 0;
   }
-  case LA__MSG_TYPE__MSG_QUERY_REPLY: {
-    const La__QueryReply *q = (const void *)m;
-    if (!la__text_ok(q->message, 1024))
-      return la__bad(why, n, "reply message too long");
-    for (size_t i = 0; i < q->n_sets; i++)
-      if (la__set_ok(q->sets[i], why, n)) return LA_EPROTO;
-    return 0;
-  }
+  case LA__MSG_TYPE__MSG_QUERY_REPLY:
+    return la__query_reply_ok((const void *)m, why, n);
   case LA__MSG_TYPE__MSG_STATUS_REPLY: {
     const La__StatusReply *s = (const void *)m;
     if (!la__id_ok(s->daemon)) return la__bad(why, n, "daemon name invalid");

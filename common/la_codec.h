@@ -19,7 +19,16 @@
 
 #include "la.pb-c.h"
 
+/* Version of the application and LocalAgent <-> GlobalAgent conversations
+ * (RegisterRequest.protocol, Hello.protocol). */
 #define LA_PROTOCOL_VERSION 1u
+/* Version of the feed's request/reply conversation (Query.feed_protocol,
+ * QueryReply.feed_protocol): 2 answers listings typed (AppList, CycleList);
+ * 1, which sent no version, answered them as text rows. Each side refuses
+ * the other's version with LA_EVERSION, naming both. */
+#define LA_FEED_PROTOCOL_VERSION 2u
+/* Longest CycleInfo.reasons (bytes). */
+#define LA_MAX_REASONS_LEN 511u
 #define LA_FRAME_HEADER_LEN 8u
 #define LA_FRAME_DEFAULT_MAX (64u << 20) /* bytes of payload */
 #define LA_MAX_ID_LEN 128u               /* app ids, names, hosts */

@@ -75,7 +75,8 @@ int la_compact(const double *x, size_t n, const la_compact_params_t *p,
           (p->outliers ? LA_CENC_F_OUTLIERS : 0) |
           (mode == LA_COMPACT_MAXERR && p->relative ? LA_CENC_F_RELATIVE : 0);
   la_cenc_init(&enc, x, n, mode, flags,
-               mode == LA_COMPACT_POLYLINE ? p->cv : p->epsilon);
+               mode == LA_COMPACT_POLYLINE ? p->cv : p->epsilon,
+               mode == LA_COMPACT_POLYLINE ? p->quantum : 0);
   rc = mode == LA_COMPACT_POLYLINE ? la_compact_polyline_run(x, n, p, &enc)
                                    : la_compact_maxerr_run(x, n, p, &enc);
   if (rc == 0)
@@ -89,6 +90,7 @@ int la_compact(const double *x, size_t n, const la_compact_params_t *p,
   la_stats_finish(&enc.stats, n, &out->stats);
   out->segments = enc.segments;
   out->exceptions = enc.exceptions;
+  out->quantized = enc.quantized;
   fill_error(&out->error, enc.err_max, enc.err_sse, enc.err_sum, enc.err_count);
   take(&enc.out, out);
   la_cenc_free(&enc);

@@ -20,7 +20,7 @@
  * This module is pure C + libm: no libuv, sockets, protobuf or global state.
  * It does not know about ranks, cycles or the network; callers copy the
  * result into their messages. Functions return 0 or a negative LA_E* code
- * (libla/la.h).
+ * (la_errcodes.h).
  */
 #ifndef LA_COMPACT_H
 #define LA_COMPACT_H
@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "la.h"
+#include "la_errcodes.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,7 +42,8 @@ enum {
   LA_COMPACT_LOSSLESS = 3
 };
 
-/* Exactly the fields of la.CompactParams. */
+/* The fields of la.CompactParams, and the quantum, which is not a wire
+ * parameter: the LocalAgent sets it from the application's timer. */
 typedef struct la_compact_params {
   int mode;       /* LA_COMPACT_* */
   double cv;      /* polyline: bound on RMSE/|mean| per segment; 0: lossless */
@@ -51,6 +52,11 @@ typedef struct la_compact_params {
   int connected;  /* segments share their end points (vertices) */
   int outliers;   /* isolated points that would break a segment are kept
                      verbatim as exceptions and the segment goes on */
+  double quantum; /* polyline: > 0 when the values are whole multiples of
+                     it (timer ticks times ns per tick): where the series is
+                     too rough for lines to pay, points are stored exactly as
+                     integers k, value k * quantum (quantized runs,
+                     docs/compaction.md). 0: none. Checked per point. */
 } la_compact_params_t;
 
 /* Exact statistics of a raw series. count is n; sum is the Neumaier
@@ -75,6 +81,7 @@ typedef struct la_compact_result {
   int mode;                /* mode actually used (LA_COMPACT_POLYLINE..) */
   size_t segments;         /* line segments + verbatim runs (0: lossless) */
   size_t exceptions;       /* isolated points stored verbatim */
+  uint64_t quantized;      /* points stored exactly in quantized runs */
   la_series_stats_t stats; /* of the raw series, exact */
   la_fit_error_t error;    /* achieved by the encoding, measured */
 } la_compact_result_t;
@@ -344,12 +351,19 @@ static inline size_t la_varint_write(uint8_t *p, uint64_t v) {
 #define LA_CENC_F_CONNECTED 0x01
 #define LA_CENC_F_RELATIVE 0x02
 #define LA_CENC_F_OUTLIERS 0x04
-#define LA_CENC_F_XOR 0x08 /* lossless: XOR body (else integer deltas) */
-#define LA_CENC_HEADER_MAX 24
-enum { LA_REC_QLINE = 0, LA_REC_RLINE = 1, LA_REC_VERBATIM = 2 };
-#define LA_REC_EXC 0x04    /* tag bit: exceptions follow */
-#define LA_REC_NEWEXP 0x08 /* tag bit: exponent delta follows */
-#define LA_REC_SHIFT 4     /* tag >> 4 is the record's point count - 1 */
+#define LA_CENC_F_XOR 0x08     /* lossless: XOR body (else integer deltas) */
+#define LA_CENC_F_QUANTUM 0x10 /* lossy: a quantum follows n; QRUN records */
+#define LA_CENC_HEADER_MAX 32
+enum {
+  LA_REC_QLINE = 0,
+  LA_REC_RLINE = 1,
+  LA_REC_VERBATIM = 2,
+  LA_REC_QRUN = 3 /* exact values k * quantum, k as zigzag varint deltas */
+};
+#define LA_CENC_QRUN_MAX 1024 /* points of one quantized run record */
+#define LA_REC_EXC 0x04       /* tag bit: exceptions follow */
+#define LA_REC_NEWEXP 0x08    /* tag bit: exponent delta follows */
+#define LA_REC_SHIFT 4        /* tag >> 4 is the record's point count - 1 */
 #define LA_QK_MAX 4503599627370496.0       /* 2^52: |k| must stay below */
 #define LA_QPRED_MAX 4611686018427387904.0 /* 2^62 */
 #define LA_QEXP_MIN (-1000)
@@ -379,7 +393,7 @@ static inline double la_pow2(int k) {
 }
 static inline double la_floor(double u) {
   if (u == 0 || !(__builtin_fabs(u) < 0x1p62))
-    return __builtin_floor(u); /* +-0 keep their sign; large, NaN, Inf */
+    return __builtin_floor(u);   /* +-0 keep their sign; large, NaN, Inf */
   double f = (double)(int64_t)u; /* truncation, exact: |u| < 2^62 */
   return f > u ? f - 1 : f;
 }
@@ -413,15 +427,22 @@ struct la_cenc {
   double err_max, err_sse, err_sum; /* over points checked */
   uint64_t err_count;
   int err;
-  int simd;            /* la_compact_simd() */
+  int simd;             /* la_compact_simd() */
   la_stats_acc_t stats; /* statistics of x[0..stats_pos) */
   uint64_t stats_pos;
+  size_t rec_bytes; /* bytes of the last line record (with exceptions) */
+  /* quantized runs: quantum (0: none), its inverse, the integer of the last
+   * value of a run (the decoder's delta chain), points so stored */
+  double quantum, inv_quantum, qk;
+  uint64_t quantized;
 };
 typedef struct la_cenc la_cenc_t;
 
-/* Starts an encoding of x[0..n) in *e (zeroed first): writes the header. */
+/* Starts an encoding of x[0..n) in *e (zeroed first): writes the header.
+ * quantum > 0 (finite, normal) allows quantized runs (la_cenc_qrun()) and
+ * is recorded in the header; 0 does not. */
 void la_cenc_init(la_cenc_t *e, const double *x, uint64_t n, int mode,
-                  int flags, double bound);
+                  int flags, double bound, double quantum);
 /* Marks x[index] as an exception of the next line (indexes increasing,
  * inside that line, neither its first nor its last point). */
 void la_cenc_exception(la_cenc_t *e, uint64_t index);
@@ -437,6 +458,17 @@ void la_cenc_verbatim(la_cenc_t *e);
  * fell back to verbatim, or a negative error. */
 int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a, double b,
                  double qmax, double tol_abs, double tol_rel, double *vertex);
+/* Bytes a quantized run would take for x[first..first+count) after a run
+ * ending at integer *k (record tag not counted), updating *k; or UINT64_MAX
+ * when a point is not a whole multiple of the quantum (or no quantum). */
+uint64_t la_cenc_qcost(const la_cenc_t *e, uint64_t first, uint64_t count,
+                       double *k);
+/* Writes the next points (from pos + run, after the open verbatim run), as
+ * many as are whole multiples of the quantum, at most max and at most
+ * LA_CENC_QRUN_MAX, as one quantized run record: exact values. Returns the
+ * number of points written (0: the next point is not such a multiple, or no
+ * quantum), or a negative error. The open line must have no exceptions. */
+int64_t la_cenc_qrun(la_cenc_t *e, uint64_t max);
 /* Flushes the open run and appends the CRC. Returns 0 or e->err. */
 int la_cenc_finish(la_cenc_t *e);
 /* Frees e's buffers (not out.p when the caller took it). */

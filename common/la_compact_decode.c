@@ -43,7 +43,7 @@ typedef struct {
 struct la_trace {
   uint64_t n;
   int mode, flags;
-  double bound;
+  double bound, quantum; /* quantum: 0 without LA_CENC_F_QUANTUM */
   rec_t *recs;
   dd_t *rprefix; /* finite sum of the records before k (nrec + 1) */
   size_t nrec, rcap;
@@ -78,14 +78,11 @@ static int grow(void **p[], const size_t size[], int np, size_t *cap,
   size_t c = *cap ? *cap : 16;
   int i;
 
-  if (need <= *cap)
-    return 0;
-  while (c < need)
-    c *= 2;
+  if (need <= *cap) return 0;
+  while (c < need) c *= 2;
   for (i = 0; i < np; i++) {
     void *q = realloc(*p[i], (c + 1) * size[i]);
-    if (q == NULL)
-      return LA_ENOMEM;
+    if (q == NULL) return LA_ENOMEM;
     *p[i] = q;
   }
   *cap = c;
@@ -93,8 +90,7 @@ static int grow(void **p[], const size_t size[], int np, size_t *cap,
 }
 
 void la_trace_close(la_trace_t *t) {
-  if (t == NULL)
-    return;
+  if (t == NULL) return;
   free(t->recs);
   free(t->rprefix);
   free(t->xpos);
@@ -111,10 +107,8 @@ static int add_nonfinite(la_trace_t *t, uint64_t pos, double v) {
   void **p[] = {(void **)&t->nfpos, (void **)&t->nfval};
   const size_t sz[] = {sizeof(uint64_t), sizeof(double)};
 
-  if (isfinite(v))
-    return 0;
-  if (grow(p, sz, 2, &t->nfcap, t->nnf + 1))
-    return LA_ENOMEM;
+  if (isfinite(v)) return 0;
+  if (grow(p, sz, 2, &t->nfcap, t->nnf + 1)) return LA_ENOMEM;
   t->nfpos[t->nnf] = pos;
   t->nfval[t->nnf++] = v;
   return 0;
@@ -124,10 +118,8 @@ static int add_value(la_trace_t *t, uint64_t pos, double v) {
   void **p[] = {(void **)&t->vals, (void **)&t->vprefix};
   const size_t sz[] = {sizeof(double), sizeof(dd_t)};
 
-  if (grow(p, sz, 2, &t->vcap, t->nv + 1))
-    return LA_ENOMEM;
-  if (t->nv == 0)
-    t->vprefix[0] = (dd_t){0, 0};
+  if (grow(p, sz, 2, &t->vcap, t->nv + 1)) return LA_ENOMEM;
+  if (t->nv == 0) t->vprefix[0] = (dd_t){0, 0};
   t->vals[t->nv] = v;
   t->vprefix[t->nv + 1] = dd_add(t->vprefix[t->nv], isfinite(v) ? v : 0);
   t->nv++;
@@ -163,8 +155,7 @@ static dd_t rec_partial(const la_trace_t *t, const rec_t *q, uint64_t j0,
     s = dd_add(s, q->d * ((double)cnt *
                           ((double)(j0 + lin_end - 1 + 2 * q->off) / 2)));
   }
-  if (j1 == q->count)
-    s = dd_add(s, q->last);
+  if (j1 == q->count) s = dd_add(s, q->last);
   x0 = lower_bound(t->xpos, q->x0, q->x0 + q->nx, q->first + j0);
   x1 = lower_bound(t->xpos, x0, q->x0 + q->nx, q->first + j1);
   if (x1 > x0) {
@@ -180,8 +171,7 @@ static int read_qvalue(la_creader_t *r, int e, double *prev) {
   int64_t k;
   int rc;
 
-  if ((rc = la_creader_varint(r, &w)) != 0)
-    return rc;
+  if ((rc = la_creader_varint(r, &w)) != 0) return rc;
   if (__builtin_add_overflow(la_qpredict(*prev, e), la_unzigzag(w), &k) ||
       !(fabs((double)k) < LA_QK_MAX))
     return LA_EPROTO;
@@ -198,6 +188,7 @@ static int read_rvalue(la_creader_t *r, double *prev) {
 static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
                          size_t why_len) {
   uint64_t pos = 0, tag, count, j, c, gap, xp;
+  int64_t qk = 0; /* integer of the last value of a quantized run */
   double prev = 0, a, b, v;
   int prev_exp = 0, vertex_ok = 0, rc, kind;
   dd_t sum = {0, 0}, rs;
@@ -211,28 +202,46 @@ static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
   while (pos < t->n) {
     size_t at = r->off;
     rec_t *q;
-    if ((rc = la_creader_varint(r, &tag)) != 0)
-      goto bad;
+    if ((rc = la_creader_varint(r, &tag)) != 0) goto bad;
     kind = (int)(tag & 3);
     count = (tag >> LA_REC_SHIFT) + 1;
-    if (kind > LA_REC_VERBATIM || count > t->n - pos ||
-        (kind == LA_REC_VERBATIM && (tag & (LA_REC_EXC | LA_REC_NEWEXP))) ||
+    if (count > t->n - pos ||
+        (kind >= LA_REC_VERBATIM && (tag & (LA_REC_EXC | LA_REC_NEWEXP))) ||
+        (kind == LA_REC_QRUN && t->quantum == 0) ||
         (kind == LA_REC_RLINE && (tag & LA_REC_NEWEXP)))
       return fail(why, why_len, LA_EPROTO, "bad record tag at byte %zu", at);
-    if (grow(r_arrays, r_sizes, 2, &t->rcap, t->nrec + 1))
-      return LA_ENOMEM;
+    if (grow(r_arrays, r_sizes, 2, &t->rcap, t->nrec + 1)) return LA_ENOMEM;
     q = &t->recs[t->nrec];
     memset(q, 0, sizeof(*q));
     q->first = pos;
     q->count = count;
-    q->kind = (uint8_t)kind;
+    q->kind = (uint8_t)(kind == LA_REC_QRUN ? LA_REC_VERBATIM : kind);
+    if (kind == LA_REC_QRUN) { /* exact values, indexed as verbatim ones */
+      q->x0 = t->nv;
+      for (j = 0; j < count; j++) {
+        uint64_t w;
+        int64_t dk;
+        if ((rc = la_creader_varint(r, &w)) != 0) goto bad;
+        dk = la_unzigzag(w);
+        if (dk >= (INT64_C(1) << 54) || dk <= -(INT64_C(1) << 54) ||
+            qk + dk >= (INT64_C(1) << 53) || qk + dk <= -(INT64_C(1) << 53))
+          return fail(why, why_len, LA_EPROTO,
+                      "quantized value out of range at byte %zu", at);
+        qk += dk;
+        v = (double)qk * t->quantum;
+        if (!isfinite(v))
+          return fail(why, why_len, LA_EPROTO,
+                      "quantized value overflows at byte %zu", at);
+        if ((rc = add_value(t, pos + j, v)) != 0) return rc;
+      }
+      vertex_ok = 0;
+      goto next;
+    }
     if (kind == LA_REC_VERBATIM) {
       q->x0 = t->nv;
       for (j = 0; j < count; j++) {
-        if ((rc = la_creader_verbatim(r, &v)) != 0)
-          goto bad;
-        if ((rc = add_value(t, pos + j, v)) != 0)
-          return rc;
+        if ((rc = la_creader_verbatim(r, &v)) != 0) goto bad;
+        if ((rc = add_value(t, pos + j, v)) != 0) return rc;
       }
       vertex_ok = 0;
       goto next;
@@ -242,8 +251,7 @@ static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
     if (tag & LA_REC_NEWEXP) {
       uint64_t w;
       int64_t de;
-      if ((rc = la_creader_varint(r, &w)) != 0)
-        goto bad;
+      if ((rc = la_creader_varint(r, &w)) != 0) goto bad;
       de = la_unzigzag(w);
       if (de > 4 * LA_QEXP_MAX || de < -4 * LA_QEXP_MAX ||
           prev_exp + de < LA_QEXP_MIN || prev_exp + de > LA_QEXP_MAX)
@@ -254,14 +262,12 @@ static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
       a = prev; /* the previous vertex */
     } else {
       rc = q->quant ? read_qvalue(r, prev_exp, &prev) : read_rvalue(r, &prev);
-      if (rc)
-        goto bad;
+      if (rc) goto bad;
       a = prev;
     }
     if (q->off || count > 1) {
       rc = q->quant ? read_qvalue(r, prev_exp, &prev) : read_rvalue(r, &prev);
-      if (rc)
-        goto bad;
+      if (rc) goto bad;
     }
     b = prev;
     q->base = a;
@@ -273,40 +279,33 @@ static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
       return fail(why, why_len, LA_EPROTO, "line overflows at byte %zu", at);
     q->x0 = t->nx;
     if (tag & LA_REC_EXC) {
-      if ((rc = la_creader_varint(r, &c)) != 0)
-        goto bad;
+      if ((rc = la_creader_varint(r, &c)) != 0) goto bad;
       if (c == 0 || c > count)
         return fail(why, why_len, LA_EPROTO, "bad exception count at byte %zu",
                     at);
       xp = 0;
       for (j = 0; j < c; j++) {
         double line;
-        if ((rc = la_creader_varint(r, &gap)) != 0)
-          goto bad;
+        if ((rc = la_creader_varint(r, &gap)) != 0) goto bad;
         if (gap >= count || (xp = (j ? xp + 1 : 0) + gap) >= count)
           return fail(why, why_len, LA_EPROTO,
                       "exception outside its segment at byte %zu", at);
-        if ((rc = la_creader_verbatim(r, &v)) != 0)
-          goto bad;
-        if (grow(xp_arrays, xp_sizes, 3, &t->xcap, t->nx + 1))
-          return LA_ENOMEM;
-        if (t->nx == 0)
-          t->xprefix[0] = (dd_t){0, 0};
+        if ((rc = la_creader_verbatim(r, &v)) != 0) goto bad;
+        if (grow(xp_arrays, xp_sizes, 3, &t->xcap, t->nx + 1)) return LA_ENOMEM;
+        if (t->nx == 0) t->xprefix[0] = (dd_t){0, 0};
         line = la_line_value(q->base, q->d, q->off, xp, count, q->last);
         t->xpos[t->nx] = pos + xp;
         t->xval[t->nx] = v;
         t->xprefix[t->nx + 1] =
             dd_add(dd_add(t->xprefix[t->nx], -line), isfinite(v) ? v : 0);
         t->nx++;
-        if ((rc = add_nonfinite(t, pos + xp, v)) != 0)
-          return rc;
+        if ((rc = add_nonfinite(t, pos + xp, v)) != 0) return rc;
       }
       q->nx = c;
     }
     vertex_ok = 1;
   next:
-    if (t->nrec == 0)
-      t->rprefix[0] = (dd_t){0, 0};
+    if (t->nrec == 0) t->rprefix[0] = (dd_t){0, 0};
     rs = rec_partial(t, q, 0, count, (dd_t){0, 0});
     sum = dd_add(dd_add(sum, rs.hi), rs.lo);
     t->rprefix[t->nrec + 1] = sum;
@@ -339,15 +338,14 @@ int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
     return fail(why, why_len, LA_EINVAL, "no buffer");
   *out = NULL;
   if (len < 4 + 6 + 8 + 1)
-    return fail(why, why_len,
-                len >= 3 && memcmp(bytes, "LAC", 3) != 0 ? LA_EPROTO
-                                                         : LA_ETRUNC,
-                "%zu bytes: shorter than any compact trace", len);
+    return fail(
+        why, why_len,
+        len >= 3 && memcmp(bytes, "LAC", 3) != 0 ? LA_EPROTO : LA_ETRUNC,
+        "%zu bytes: shorter than any compact trace", len);
   r.p = bytes;
   r.len = len - 4;
   r.off = 0;
-  for (i = 0; i < 6; i++)
-    la_creader_u8(&r, &h[i]);
+  for (i = 0; i < 6; i++) la_creader_u8(&r, &h[i]);
   if (h[0] != LA_CENC_MAGIC0 || h[1] != LA_CENC_MAGIC1 ||
       h[2] != LA_CENC_MAGIC2)
     return fail(why, why_len, LA_EPROTO, "not a compact trace (bad magic)");
@@ -357,14 +355,13 @@ int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
                 LA_CENC_VERSION);
   if (h[4] < LA_COMPACT_POLYLINE || h[4] > LA_COMPACT_LOSSLESS)
     return fail(why, why_len, LA_EPROTO, "unknown mode %u", h[4]);
-  if ((h[5] & ~0x0f) ||
+  if ((h[5] & ~0x1f) ||
       (h[4] == LA_COMPACT_LOSSLESS ? (h[5] & ~LA_CENC_F_XOR) != 0
                                    : (h[5] & LA_CENC_F_XOR) != 0) ||
       (h[4] != LA_COMPACT_MAXERR && (h[5] & LA_CENC_F_RELATIVE)))
     return fail(why, why_len, LA_EPROTO, "bad flags 0x%02x for mode %u", h[5],
                 h[4]);
-  if ((t = calloc(1, sizeof(*t))) == NULL)
-    return LA_ENOMEM;
+  if ((t = calloc(1, sizeof(*t))) == NULL) return LA_ENOMEM;
   t->mode = h[4];
   t->flags = h[5];
   la_creader_f64(&r, &t->bound);
@@ -378,8 +375,18 @@ int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
               t->mode);
     goto out;
   }
-  if (max_points > LA_TRACE_MAX_POINTS)
-    max_points = LA_TRACE_MAX_POINTS;
+  if (t->flags & LA_CENC_F_QUANTUM) {
+    if ((rc = la_creader_f64(&r, &t->quantum)) != 0) {
+      rc = fail(why, why_len, rc, "no quantum");
+      goto out;
+    }
+    if (!(t->quantum > 0 && t->quantum < INFINITY) || !isnormal(t->quantum) ||
+        !isnormal(1 / t->quantum)) {
+      rc = fail(why, why_len, LA_EPROTO, "bad quantum %g", t->quantum);
+      goto out;
+    }
+  }
+  if (max_points > LA_TRACE_MAX_POINTS) max_points = LA_TRACE_MAX_POINTS;
   if (n > max_points) { /* before anything is allocated for the points */
     rc = fail(why, why_len, LA_ELIMIT,
               "declares %llu points, more than the %llu allowed",
@@ -412,8 +419,7 @@ int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
     for (j = 0; j < n; j++) {
       double v = t->vals[j];
       t->vprefix[j + 1] = dd_add(t->vprefix[j], isfinite(v) ? v : 0);
-      if ((rc = add_nonfinite(t, j, v)) != 0)
-        goto out;
+      if ((rc = add_nonfinite(t, j, v)) != 0) goto out;
     }
     t->nv = n;
     t->recs[0] = (rec_t){.first = 0, .count = n, .kind = LA_REC_VERBATIM};
@@ -445,19 +451,22 @@ out:
   return rc;
 }
 
-uint64_t la_trace_count(const la_trace_t *t) { return t->n; }
-int la_trace_mode(const la_trace_t *t) { return t->mode; }
+uint64_t la_trace_count(const la_trace_t *t) {
+  return t->n;
+}
+int la_trace_mode(const la_trace_t *t) {
+  return t->mode;
+}
 
 void la_trace_params(const la_trace_t *t, la_compact_params_t *p) {
   memset(p, 0, sizeof(*p));
   p->mode = t->mode;
-  if (t->mode == LA_COMPACT_POLYLINE)
-    p->cv = t->bound;
-  if (t->mode == LA_COMPACT_MAXERR)
-    p->epsilon = t->bound;
+  if (t->mode == LA_COMPACT_POLYLINE) p->cv = t->bound;
+  if (t->mode == LA_COMPACT_MAXERR) p->epsilon = t->bound;
   p->relative = (t->flags & LA_CENC_F_RELATIVE) != 0;
   p->connected = (t->flags & LA_CENC_F_CONNECTED) != 0;
   p->outliers = (t->flags & LA_CENC_F_OUTLIERS) != 0;
+  p->quantum = t->quantum;
 }
 
 /* Index of the record that holds point i (i < n). */
@@ -485,14 +494,12 @@ int la_trace_decode(const la_trace_t *t, uint64_t first, uint64_t count,
 
   if (bad_range(t, first, count) || (out == NULL && count > 0))
     return LA_ERANGE;
-  if (count == 0)
-    return 0;
+  if (count == 0) return 0;
   for (k = find_rec(t, first); i < end; k++) {
     const rec_t *q = &t->recs[k];
     uint64_t j0 = i - q->first, j1 = end - q->first, j;
     size_t x;
-    if (j1 > q->count)
-      j1 = q->count;
+    if (j1 > q->count) j1 = q->count;
     if (q->kind == LA_REC_VERBATIM) {
       memcpy(out + (i - first), t->vals + q->x0 + j0, (j1 - j0) * 8);
     } else {
@@ -515,11 +522,9 @@ int la_trace_range_sum(const la_trace_t *t, uint64_t first, uint64_t count,
   dd_t s = {0, 0};
   double r;
 
-  if (bad_range(t, first, count) || sum == NULL)
-    return LA_ERANGE;
+  if (bad_range(t, first, count) || sum == NULL) return LA_ERANGE;
   *sum = 0;
-  if (count == 0)
-    return 0;
+  if (count == 0) return 0;
   last = first + count - 1;
   k0 = find_rec(t, first);
   k1 = find_rec(t, last);
@@ -534,8 +539,7 @@ int la_trace_range_sum(const la_trace_t *t, uint64_t first, uint64_t count,
   }
   r = s.hi + s.lo;
   f = lower_bound(t->nfpos, 0, t->nnf, first);
-  for (; f < t->nnf && t->nfpos[f] <= last; f++)
-    r += t->nfval[f];
+  for (; f < t->nnf && t->nfpos[f] <= last; f++) r += t->nfval[f];
   *sum = r;
   return 0;
 }
@@ -547,8 +551,7 @@ size_t la_trace_segment_count(const la_trace_t *t) {
 int la_trace_segment(const la_trace_t *t, size_t i, la_trace_segment_t *s) {
   const rec_t *q;
 
-  if (i >= la_trace_segment_count(t))
-    return LA_ERANGE;
+  if (i >= la_trace_segment_count(t)) return LA_ERANGE;
   q = &t->recs[i];
   memset(s, 0, sizeof(*s));
   s->first = q->first;
@@ -571,11 +574,9 @@ int la_trace_is_verbatim(const la_trace_t *t, uint64_t i) {
   const rec_t *q;
   size_t x;
 
-  if (i >= t->n)
-    return 0;
+  if (i >= t->n) return 0;
   q = &t->recs[find_rec(t, i)];
-  if (q->kind == LA_REC_VERBATIM)
-    return 1;
+  if (q->kind == LA_REC_VERBATIM) return 1;
   x = lower_bound(t->xpos, q->x0, q->x0 + q->nx, i);
   return x < q->x0 + q->nx && t->xpos[x] == i;
 }

@@ -18,8 +18,14 @@
 #endif
 
 void la_cenc_init(la_cenc_t *e, const double *x, uint64_t n, int mode,
-                  int flags, double bound) {
+                  int flags, double bound, double quantum) {
   memset(e, 0, sizeof(*e));
+  if (quantum > 0 && quantum < INFINITY && isnormal(1 / quantum) &&
+      isnormal(quantum)) {
+    e->quantum = quantum;
+    e->inv_quantum = 1 / quantum;
+    flags |= LA_CENC_F_QUANTUM;
+  }
   e->x = x;
   e->n = n;
   e->mode = mode;
@@ -35,6 +41,7 @@ void la_cenc_init(la_cenc_t *e, const double *x, uint64_t n, int mode,
   la_cbuf_put_u8(&e->out, (uint8_t)flags);
   la_cbuf_put_f64(&e->out, bound);
   la_cbuf_put_varint(&e->out, n);
+  if (e->quantum > 0) la_cbuf_put_f64(&e->out, e->quantum);
   e->err = e->out.err;
 }
 
@@ -67,11 +74,9 @@ void la_cenc_verbatim(la_cenc_t *e) {
 static void flush_run(la_cenc_t *e) {
   uint64_t i;
 
-  if (e->run == 0)
-    return;
+  if (e->run == 0) return;
   la_cbuf_put_varint(&e->out, LA_REC_VERBATIM | ((e->run - 1) << LA_REC_SHIFT));
-  for (i = 0; i < e->run; i++)
-    la_cbuf_put_verbatim(&e->out, e->x[e->pos + i]);
+  for (i = 0; i < e->run; i++) la_cbuf_put_verbatim(&e->out, e->x[e->pos + i]);
   e->pos += e->run;
   e->segments++;
   e->run = 0;
@@ -84,8 +89,7 @@ static uint8_t *put_f64(uint8_t *p, double v) {
   int i;
 
   memcpy(&u, &v, 8);
-  for (i = 0; i < 8; i++)
-    p[i] = (uint8_t)(u >> (8 * i));
+  for (i = 0; i < 8; i++) p[i] = (uint8_t)(u >> (8 * i));
   return p + 8;
 }
 
@@ -104,8 +108,7 @@ static int quantize(double v, int ex, int64_t *k, double *vq) {
   /* ldexp(v, -ex) == v * 2^-ex exactly: |ex| <= LA_QEXP_MAX < 1022 */
   double s = la_floor(v * la_pow2(-ex) + 0.5);
 
-  if (!(fabs(s) < LA_QK_MAX))
-    return 0;
+  if (!(fabs(s) < LA_QK_MAX)) return 0;
   *k = (int64_t)s;
   *vq = s * la_pow2(ex);
   return 1;
@@ -138,8 +141,7 @@ static void chk_run_scalar(const double *x, uint64_t j0, uint64_t j1,
   for (j = j0; j < j1; j++, tj += 1) {
     double v = x[j], err = fabs(base + tj * d - v);
     size_t k = (size_t)(j - j0) & 3;
-    if (tol_abs >= 0)
-      ok &= err <= tol_abs + tol_rel * fabs(v);
+    if (tol_abs >= 0) ok &= err <= tol_abs + tol_rel * fabs(v);
     max = err > max ? err : max;
     c->sse[k] += err * err;
     c->sum[k] += v;
@@ -149,17 +151,17 @@ static void chk_run_scalar(const double *x, uint64_t j0, uint64_t j1,
 }
 
 #if LA_COMPACT_X86
-__attribute__((target("avx2"))) static void
-chk_run_avx2(const double *x, uint64_t j0, uint64_t j1, double base, double d,
-             uint64_t off, double tol_abs, double tol_rel, chk_lanes_t *c) {
+__attribute__((target("avx2"))) static void chk_run_avx2(
+    const double *x, uint64_t j0, uint64_t j1, double base, double d,
+    uint64_t off, double tol_abs, double tol_rel, chk_lanes_t *c) {
   const __m256d sign = _mm256_set1_pd(-0.0), four = _mm256_set1_pd(4);
   const __m256d bv = _mm256_set1_pd(base), dv = _mm256_set1_pd(d);
   const __m256d ta = _mm256_set1_pd(tol_abs), tr = _mm256_set1_pd(tol_rel);
   double t0 = (double)(j0 + off);
   __m256d tj = _mm256_add_pd(_mm256_set1_pd(t0), _mm256_set_pd(3, 2, 1, 0));
   __m256d sse = _mm256_loadu_pd(c->sse), sum = _mm256_loadu_pd(c->sum);
-  __m256d max = _mm256_set1_pd(c->max), ok = _mm256_castsi256_pd(
-                                            _mm256_set1_epi64x(-1));
+  __m256d max = _mm256_set1_pd(c->max),
+          ok = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
   uint64_t j = j0;
   double m[4];
   int k;
@@ -169,7 +171,8 @@ chk_run_avx2(const double *x, uint64_t j0, uint64_t j1, double base, double d,
       __m256d v = _mm256_loadu_pd(x + j);
       __m256d err = _mm256_andnot_pd(
           sign, _mm256_sub_pd(_mm256_add_pd(bv, _mm256_mul_pd(tj, dv)), v));
-      __m256d tol = _mm256_add_pd(ta, _mm256_mul_pd(tr, _mm256_andnot_pd(sign, v)));
+      __m256d tol =
+          _mm256_add_pd(ta, _mm256_mul_pd(tr, _mm256_andnot_pd(sign, v)));
       ok = _mm256_and_pd(ok, _mm256_cmp_pd(err, tol, _CMP_LE_OQ));
       max = _mm256_max_pd(err, max);
       sse = _mm256_add_pd(sse, _mm256_mul_pd(err, err));
@@ -199,8 +202,7 @@ chk_run_avx2(const double *x, uint64_t j0, uint64_t j1, double base, double d,
     for (; j < j1; j++, tjs += 1) {
       double v = x[j], err = fabs(base + tjs * d - v);
       size_t q = (size_t)(j - j0) & 3;
-      if (tol_abs >= 0)
-        t.ok &= err <= tol_abs + tol_rel * fabs(v);
+      if (tol_abs >= 0) t.ok &= err <= tol_abs + tol_rel * fabs(v);
       t.max = err > t.max ? err : t.max;
       t.sse[q] += err * err;
       t.sum[q] += v;
@@ -237,8 +239,7 @@ static int check_line(const la_cenc_t *e, uint64_t first, uint64_t count,
   sse = (L.sse[0] + L.sse[2]) + (L.sse[1] + L.sse[3]);
   sum = (L.sum[0] + L.sum[2]) + (L.sum[1] + L.sum[3]);
   err = fabs(last - x[count - 1]); /* the last point is never an exception */
-  if (maxerr)
-    L.ok &= err <= tol_abs + tol_rel * fabs(x[count - 1]);
+  if (maxerr) L.ok &= err <= tol_abs + tol_rel * fabs(x[count - 1]);
   L.max = err > L.max ? err : L.max;
   sse += err * err;
   sum += x[count - 1];
@@ -276,8 +277,7 @@ int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a, double b,
   chk_t c;
   size_t k;
 
-  if (e->err)
-    return e->err;
+  if (e->err) return e->err;
   if (count == 0 || first + count > e->n ||
       anchored != (connected && e->vertex_ok))
     return e->err = LA_EINVAL; /* a segmenter bug */
@@ -299,8 +299,7 @@ int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a, double b,
       bq = b;
     }
   }
-  if (!has_b)
-    bq = aq;
+  if (!has_b) bq = aq;
   base = anchored ? e->vertex : aq;
   d = anchored    ? (bq - base) / (double)count
       : count > 1 ? (bq - aq) / (double)(count - 1)
@@ -322,6 +321,7 @@ int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a, double b,
         ((count - 1) << LA_REC_SHIFT);
   /* the record's head: tag, exponent delta, two values, exception count:
    * at most 3 varints + 2 doubles + 2 varints <= 66 bytes */
+  e->rec_bytes = e->out.len;
   if (la_cbuf_reserve(&e->out, 66) == 0) {
     uint8_t *p = e->out.p + e->out.len;
     p += la_varint_write(p, tag);
@@ -339,26 +339,23 @@ int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a, double b,
         e->prev = bq;
       }
     } else {
-      if (!anchored)
-        p = put_f64(p, aq);
-      if (has_b)
-        p = put_f64(p, bq);
+      if (!anchored) p = put_f64(p, aq);
+      if (has_b) p = put_f64(p, bq);
       e->prev = bq;
     }
-    if (e->nexc)
-      p += la_varint_write(p, e->nexc);
+    if (e->nexc) p += la_varint_write(p, e->nexc);
     e->out.len = (size_t)(p - e->out.p);
   }
   for (k = 0; k < e->nexc; k++) /* offset gap + verbatim value */
     if (la_cbuf_reserve(&e->out, 19) == 0) {
       uint8_t *p = e->out.p + e->out.len;
-      p += la_varint_write(p, k ? e->exc_off[k] - e->exc_off[k - 1] - 1
-                                : e->exc_off[0]);
+      p += la_varint_write(
+          p, k ? e->exc_off[k] - e->exc_off[k - 1] - 1 : e->exc_off[0]);
       p = put_verbatim(p, e->x[first + e->exc_off[k]]);
       e->out.len = (size_t)(p - e->out.p);
     }
-  if (c.max > e->err_max)
-    e->err_max = c.max;
+  e->rec_bytes = e->out.len - e->rec_bytes;
+  if (c.max > e->err_max) e->err_max = c.max;
   e->err_sse += c.sse;
   e->err_sum += c.sum;
   e->err_count += c.count;
@@ -369,18 +366,112 @@ int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a, double b,
   e->vertex_ok = 1;
   e->vertex = bq;
   *vertex = bq;
-  if (e->out.err)
-    e->err = e->out.err;
+  if (e->out.err) e->err = e->out.err;
   return e->err ? e->err : 1;
 }
 
+/* The integer k of v when v is exactly k * quantum (|k| < 2^53, v not
+ * -0.0): *k set, returns 1; else 0 (NaN, Inf and other values). The decoder
+ * computes k * quantum: the same double. */
+static inline int qint(const la_cenc_t *e, double v, double *k) {
+  double r = la_floor(v * e->inv_quantum + 0.5);
+  *k = r;
+  return r * e->quantum == v && __builtin_fabs(r) < 0x1p53 &&
+         !(v == 0 && signbit(v));
+}
+
+/* Bytes of the zigzag varint of the integer difference d (|d| < 2^54). */
+static inline uint64_t qdelta_len(double d) {
+  uint64_t z = la_zigzag((int64_t)d);
+  return 1 + (z >= 0x80) + (z >= 0x4000) + (z >= 0x200000) + (z >= 0x10000000) +
+         (z >= 0x800000000ull) + (z >= 0x40000000000ull) +
+         (z >= 0x2000000000000ull);
+}
+
+uint64_t la_cenc_qcost(const la_cenc_t *e, uint64_t first, uint64_t count,
+                       double *k) {
+  uint64_t bytes = 0, j;
+  double kp = *k, kj;
+
+  if (e->quantum <= 0 || first + count > e->n) return UINT64_MAX;
+  for (j = first; j < first + count; j++) {
+    if (!qint(e, e->x[j], &kj)) return UINT64_MAX;
+    bytes += qdelta_len(kj - kp);
+    kp = kj;
+  }
+  *k = kp;
+  return bytes;
+}
+
+#if LA_COMPACT_X86
+/* qint() over x[0..max), four points a step: stores the integers in ks and
+ * returns the number of leading points that are multiples (the same
+ * arithmetic as qint(): floor(v / q + 0.5) with the same rounding). */
+__attribute__((target("avx2"))) static uint64_t qscan_avx2(const la_cenc_t *e,
+                                                           const double *x,
+                                                           uint64_t max,
+                                                           double *ks) {
+  const __m256d iq = _mm256_set1_pd(e->inv_quantum);
+  const __m256d q = _mm256_set1_pd(e->quantum), half = _mm256_set1_pd(0.5);
+  const __m256d lim = _mm256_set1_pd(0x1p53), sign = _mm256_set1_pd(-0.0);
+  const __m256i negz = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+  uint64_t m = 0;
+
+  for (; m + 4 <= max; m += 4) {
+    __m256d v = _mm256_loadu_pd(x + m);
+    __m256d r = _mm256_floor_pd(_mm256_add_pd(_mm256_mul_pd(v, iq), half));
+    __m256d ok = _mm256_and_pd(
+        _mm256_cmp_pd(_mm256_mul_pd(r, q), v, _CMP_EQ_OQ),
+        _mm256_cmp_pd(_mm256_andnot_pd(sign, r), lim, _CMP_LT_OQ));
+    __m256i nz = _mm256_cmpeq_epi64(_mm256_castpd_si256(v), negz);
+    _mm256_storeu_pd(ks + m, r);
+    if (_mm256_movemask_pd(ok) != 0xf ||
+        _mm256_movemask_pd(_mm256_castsi256_pd(nz)) != 0)
+      break;
+  }
+  return m;
+}
+#endif
+
+int64_t la_cenc_qrun(la_cenc_t *e, uint64_t max) {
+  double ks[LA_CENC_QRUN_MAX], kp = e->qk;
+  uint64_t first = e->pos + e->run, m;
+  uint8_t *p;
+
+  if (e->err) return e->err;
+  if (e->quantum <= 0 || e->nexc != 0) return 0;
+  if (max > e->n - first) max = e->n - first;
+  if (max > LA_CENC_QRUN_MAX) max = LA_CENC_QRUN_MAX;
+  m = 0;
+#if LA_COMPACT_X86
+  if (e->simd) m = qscan_avx2(e, e->x + first, max, ks);
+#endif
+  for (; m < max && qint(e, e->x[first + m], &ks[m]); m++)
+    ;
+  if (m == 0) return 0;
+  flush_run(e);
+  if (la_cbuf_reserve(&e->out, 10 + 9 * m) != 0) return e->err = e->out.err;
+  p = e->out.p + e->out.len;
+  p += la_varint_write(p, LA_REC_QRUN | ((m - 1) << LA_REC_SHIFT));
+  for (uint64_t j = 0; j < m; j++) { /* |difference| < 2^54: exact */
+    p += la_varint_write(p, la_zigzag((int64_t)(ks[j] - kp)));
+    kp = ks[j];
+  }
+  e->out.len = (size_t)(p - e->out.p);
+  e->qk = kp;
+  e->pos += m;
+  e->segments++;
+  e->quantized += m;
+  e->vertex_ok = 0;
+  if (e->pos - e->stats_pos >= LA_CENC_STATS_CHUNK) stats_upto(e, e->pos);
+  return (int64_t)m;
+}
+
 int la_cenc_finish(la_cenc_t *e) {
-  if (e->err)
-    return e->err;
+  if (e->err) return e->err;
   flush_run(e);
   stats_upto(e, e->n);
-  if (e->pos != e->n)
-    return e->err = LA_EINVAL; /* a segmenter bug */
+  if (e->pos != e->n) return e->err = LA_EINVAL; /* a segmenter bug */
   la_cbuf_put_u32(&e->out, la_compact_crc32(0, e->out.p, e->out.len));
   return e->err = e->out.err;
 }

@@ -282,8 +282,8 @@ static int seg_close(me_seg_t *g, la_cenc_t *enc, const me_cfg_t *c) {
  * tested against the same hull and the missed one becomes an exception),
  * and the update (hull_add() with two or more points). The same arithmetic
  * as those functions, so the same decisions and the same rectangle, bit for
- * bit (tests/unit/test_compact_maxerr_ref.c compares with the first
- * version); it does less around them:
+ * bit (tests/unit/test_compact_maxerr_ref.c checks the segment counts
+ * against a brute-force optimum); it does less around them:
  *  - a point needs four comparisons against the rectangle of the points
  *    before it: the two of the fit test and the two of hull_add() (does
  *    p1 = (t, y + tol) lower the maximum slope, does p2 = (t, y - tol) raise

@@ -16,14 +16,14 @@
  * Spikes (outliers on, the default): a finite point more than
  * LA_COMPACT_SPIKE times above the larger of its two neighbours, which are
  * positive and within a factor of two of each other (a quiet level, so that
- * the exception pays for itself), is an isolated spike — on timing series, an element timed across
- * a preemption or an interrupt. A spike never enters a fit: inside a segment
- * it is an exception (stored verbatim, skipped by the sums) when the point
- * after it fits, else the segment closes before it and it is stored verbatim
- * on its own. So a spike is never spread over its neighbours, whether or not
- * it would have fitted. Non-finite points are handled the same way. Points
- * that merely miss the bound (noise at a segment's end) close the segment:
- * an exception for them costs more bytes than it saves.
+ * the exception pays for itself), is an isolated spike — on timing series, an
+ * element timed across a preemption or an interrupt. A spike never enters a
+ * fit: inside a segment it is an exception (stored verbatim, skipped by the
+ * sums) when the point after it fits, else the segment closes before it and it
+ * is stored verbatim on its own. So a spike is never spread over its
+ * neighbours, whether or not it would have fitted. Non-finite points are
+ * handled the same way. Points that merely miss the bound (noise at a segment's
+ * end) close the segment: an exception for them costs more bytes than it saves.
  *
  * Non-negative series (all finite points >= 0, as time is) never decode to a
  * negative value: a line's end values are clamped at 0 (the encoder's
@@ -42,6 +42,37 @@
 typedef struct {
   double m, st, stt, sy, syy, sty;
 } pl_sums_t;
+
+/* The choice between lines and quantized runs (when the encoder has a
+ * quantum). Lines pay where segments are long. On rough series (a coarse
+ * timer's steps, noise above the bound) segments are a few points long: as
+ * lines they cost more bytes than the same points stored exactly as small
+ * integers, and far more time. The segmenter keeps decayed byte costs of its
+ * recent short segments both ways; when runs would not have been much
+ * larger it stores the next points as quantized runs, and before each run
+ * it probes whether a line from there would pay again. */
+typedef struct {
+  int on;          /* quantized runs allowed (a quantum, not given up) */
+  int rough;       /* storing quantized runs */
+  unsigned seen;   /* segments in the costs below */
+  double line;     /* decayed bytes of recent segments as lines */
+  double run;      /* the same points as quantized runs */
+  double lbytes;   /* decayed bytes of one line record */
+  uint64_t chunk;  /* points of the next run before a probe */
+  unsigned misses; /* runs refused: a point not a multiple of the quantum */
+} pl_qsel_t;
+
+#define PL_Q_DECAY 0.75 /* weight of the older costs per segment */
+/* Runs are exact and several times cheaper to write than fitted lines, so
+ * they are preferred while they cost at most PL_Q_ENTER times the bytes of
+ * the lines they replace; lines come back where they take under PL_Q_LEAVE
+ * of the runs' bytes. */
+#define PL_Q_ENTER 1.25
+#define PL_Q_LEAVE 0.5
+#define PL_Q_SHORT 32   /* longer segments are lines: a run costs >= 1 B/pt */
+#define PL_Q_PROBE 64   /* points a probe tries to fit */
+#define PL_Q_CHUNK 32   /* first run after a switch; doubles per probe */
+#define PL_Q_MISSES 64  /* refused runs after which runs are given up */
 
 typedef struct {
   pl_sums_t s;
@@ -103,9 +134,34 @@ static int pl_nonneg(const double *x, uint64_t first, uint64_t last) {
   return lo >= 0;
 }
 
+/* Counts a closed segment of count points at first, written as a line
+ * record of lb bytes, in the costs; switches to runs when they pay. */
+static void pl_qsel_seen(pl_qsel_t *q, const la_cenc_t *enc, uint64_t first,
+                         uint64_t count, size_t lb) {
+  double k, rb;
+  uint64_t c;
+
+  if (count <= PL_Q_SHORT) {
+    k = la_floor(enc->x[first] * enc->inv_quantum + 0.5);
+    c = la_cenc_qcost(enc, first, count, &k);
+    if (c == UINT64_MAX && ++q->misses > PL_Q_MISSES) q->on = 0;
+    rb = c == UINT64_MAX ? 9.0 * (double)count : (double)c;
+  } else {
+    rb = (double)count; /* a lower bound */
+  }
+  q->line = q->line * PL_Q_DECAY + (double)lb;
+  q->run = q->run * PL_Q_DECAY + rb;
+  q->lbytes = q->lbytes * PL_Q_DECAY + (double)lb * (1 - PL_Q_DECAY);
+  if (++q->seen >= 3 && q->run <= PL_Q_ENTER * q->line && q->on) {
+    q->rough = 1;
+    q->chunk = PL_Q_CHUNK;
+  }
+}
+
 /* Writes the segment's least-squares line. A line end below 0 is clamped at
- * 0 when the segment's points (and, connected, the anchor) are all >= 0. */
-static int pl_close(pl_seg_t *g, la_cenc_t *enc, double cv) {
+ * 0 when the segment's points (and, connected, the anchor) are all >= 0.
+ * With a quantum, the segment is counted in q's costs. */
+static int pl_close(pl_seg_t *g, la_cenc_t *enc, double cv, pl_qsel_t *q) {
   const pl_sums_t *s = &g->s;
   double t_last = g->t - 1, slope, a, b, mean, vertex;
   uint64_t count = (uint64_t)(g->anchored ? t_last : t_last + 1);
@@ -131,6 +187,8 @@ static int pl_close(pl_seg_t *g, la_cenc_t *enc, double cv) {
   rc = la_cenc_line(enc, count, g->anchored, a, b,
                     LA_COMPACT_PL_QSTEP * cv * fabs(mean), -1, 0, &vertex);
   g->s.m = 0;
+  if (rc >= 0 && q->on)
+    pl_qsel_seen(q, enc, g->first, count, rc ? enc->rec_bytes : 9 * count);
   return rc < 0 ? rc : 0;
 }
 
@@ -159,8 +217,7 @@ static inline size_t pl_scan(pl_seg_t *g, const double *x, size_t i, size_t n,
       lhs = cyy * ctt - cty * cty;
       rhs = (cv2 * ctt) * (mm * mm);
     }
-    if (!(lhs <= rhs))
-      break;
+    if (!(lhs <= rhs)) break;
     m = m1;
     my0 = my1;
     st = st1;
@@ -191,9 +248,11 @@ static inline size_t pl_scan(pl_seg_t *g, const double *x, size_t i, size_t n,
  * A block in which any point fails (or is not a number) is handed, from its
  * first point, to the scalar loop with the running sums, which stops at the
  * same point the scalar code alone would have stopped at. */
-__attribute__((target("avx2"))) static size_t
-pl_scan_avx2(pl_seg_t *g, const double *x, size_t i, size_t n, double cv2,
-             const int anchored) {
+__attribute__((target("avx2"))) static size_t pl_scan_avx2(pl_seg_t *g,
+                                                           const double *x,
+                                                           size_t i, size_t n,
+                                                           double cv2,
+                                                           const int anchored) {
   const __m256d K = _mm256_set_pd(4, 3, 2, 1), J = _mm256_set_pd(3, 2, 1, 0);
   const __m256d C = _mm256_set_pd(6, 3, 1, 0), L = _mm256_set_pd(12, 6, 2, 0);
   const __m256d D = _mm256_set_pd(14, 5, 1, 0), lim = _mm256_set1_pd(0x1p52);
@@ -229,12 +288,12 @@ pl_scan_avx2(pl_seg_t *g, const double *x, size_t i, size_t n, double cv2,
                             _mm256_add_pd(_mm256_mul_pd(L, Tb), D)));
     __m256d MM = _mm256_add_pd(MY, SY), lhs, rhs;
     if (anchored) {
-      lhs = _mm256_mul_pd(M1, _mm256_sub_pd(_mm256_mul_pd(SYY, STT1),
-                                            _mm256_mul_pd(STY, STY)));
+      lhs = _mm256_mul_pd(
+          M1, _mm256_sub_pd(_mm256_mul_pd(SYY, STT1), _mm256_mul_pd(STY, STY)));
       rhs = _mm256_mul_pd(_mm256_mul_pd(cv2v, STT1), _mm256_mul_pd(MM, MM));
     } else {
-      __m256d ctt = _mm256_sub_pd(_mm256_mul_pd(M1, STT1),
-                                  _mm256_mul_pd(ST1, ST1));
+      __m256d ctt =
+          _mm256_sub_pd(_mm256_mul_pd(M1, STT1), _mm256_mul_pd(ST1, ST1));
       __m256d cyy =
           _mm256_sub_pd(_mm256_mul_pd(M1, SYY), _mm256_mul_pd(SY, SY));
       __m256d cty =
@@ -244,8 +303,7 @@ pl_scan_avx2(pl_seg_t *g, const double *x, size_t i, size_t n, double cv2,
     }
     __m256d ok = _mm256_and_pd(_mm256_cmp_pd(lhs, rhs, _CMP_LE_OQ),
                                _mm256_cmp_pd(STT1, lim, _CMP_LE_OQ));
-    if (_mm256_movemask_pd(ok) != 0xf)
-      break;
+    if (_mm256_movemask_pd(ok) != 0xf) break;
     S = S4;
     Mb = _mm256_add_pd(Mb, _mm256_set1_pd(4));
     Tb = _mm256_add_pd(Tb, _mm256_set1_pd(4));
@@ -300,22 +358,21 @@ static inline int pl_spike_in(const double *x, size_t i) {
  * the first index not examined: four points per step with AVX2. The scalar
  * test then finds the exact index; both agree because the lanes compute the
  * same comparisons. */
-__attribute__((target("avx2"))) static size_t
-pl_spike_skip_avx2(const double *x, size_t n, size_t i) {
+__attribute__((target("avx2"))) static size_t pl_spike_skip_avx2(
+    const double *x, size_t n, size_t i) {
   const __m256d k = _mm256_set1_pd(LA_COMPACT_SPIKE), h = _mm256_set1_pd(0.5);
   const __m256d z = _mm256_setzero_pd(), inf = _mm256_set1_pd(INFINITY);
   for (; i + 5 <= n; i += 4) {
     __m256d l = _mm256_loadu_pd(x + i - 1), v = _mm256_loadu_pd(x + i);
     __m256d r = _mm256_loadu_pd(x + i + 1);
     __m256d lv = _mm256_max_pd(l, r), sv = _mm256_min_pd(l, r);
-    __m256d c = _mm256_and_pd(
-        _mm256_cmp_pd(v, _mm256_mul_pd(k, lv), _CMP_GT_OQ),
-        _mm256_cmp_pd(sv, _mm256_mul_pd(h, lv), _CMP_GT_OQ));
+    __m256d c =
+        _mm256_and_pd(_mm256_cmp_pd(v, _mm256_mul_pd(k, lv), _CMP_GT_OQ),
+                      _mm256_cmp_pd(sv, _mm256_mul_pd(h, lv), _CMP_GT_OQ));
     c = _mm256_and_pd(c, _mm256_cmp_pd(sv, z, _CMP_GT_OQ));
     c = _mm256_and_pd(c, _mm256_cmp_pd(lv, inf, _CMP_LT_OQ));
     c = _mm256_and_pd(c, _mm256_cmp_pd(v, inf, _CMP_LT_OQ));
-    if (_mm256_movemask_pd(c))
-      break;
+    if (_mm256_movemask_pd(c)) break;
   }
   return i;
 }
@@ -328,22 +385,53 @@ pl_spike_skip_avx2(const double *x, size_t n, size_t i) {
 /* Index of the first spike in x[i..end), or end. simd: may use AVX2. */
 static size_t pl_next_spike(const double *x, size_t n, size_t i, size_t end,
                             int simd) {
-  if (n < 2)
-    return end;
+  if (n < 2) return end;
   if (i == 0) {
-    if (pl_spike(x, n, 0))
-      return 0;
+    if (pl_spike(x, n, 0)) return 0;
     i = 1;
   }
 #if LA_COMPACT_X86
-  if (simd)
-    i = pl_spike_skip_avx2(x, end < n ? end + 1 : n, i);
+  if (simd) i = pl_spike_skip_avx2(x, end < n ? end + 1 : n, i);
 #endif
   (void)simd;
   for (; i < end && i + 1 < n; i++)
-    if (pl_spike_in(x, i))
-      return i;
+    if (pl_spike_in(x, i)) return i;
   return i < end && pl_spike(x, n, i) ? i : end;
+}
+
+/* In rough mode, at point i with no open segment: probes whether a line
+ * from i would pay; if it would, leaves rough mode and returns 0 (the caller
+ * fits from i). Else writes a quantized run from i and returns its points;
+ * a run refused at i (not a multiple of the quantum) also leaves rough mode
+ * and returns 0. Negative: an error. */
+static int64_t pl_rough(pl_qsel_t *q, la_cenc_t *enc, size_t i, double cv2) {
+  const double *x = enc->x;
+  size_t n = (size_t)enc->n, end = n - i > PL_Q_PROBE ? i + PL_Q_PROBE : n;
+  int64_t w;
+
+  if (end - i >= 3 && isfinite(x[i])) {
+    pl_seg_t t;
+    size_t len;
+    double k = enc->qk;
+    uint64_t c;
+    pl_start(&t, enc, 0, i, x[i]);
+    len = pl_scan_any(&t, x, i + 1, end, cv2, enc->simd) - i;
+    c = la_cenc_qcost(enc, i, len, &k);
+    if (len >= 3 && (c == UINT64_MAX || q->lbytes < PL_Q_LEAVE * (double)c))
+      goto fit;
+  }
+  if ((w = la_cenc_qrun(enc, q->chunk)) < 0) return w;
+  if (w == 0) {
+    if (++q->misses > PL_Q_MISSES) q->on = 0;
+    goto fit;
+  }
+  q->chunk = q->chunk * 2 > LA_CENC_QRUN_MAX ? LA_CENC_QRUN_MAX : q->chunk * 2;
+  return w;
+fit:
+  q->rough = 0;
+  q->seen = 0;
+  q->line = q->run = 0;
+  return 0;
 }
 
 int la_compact_polyline_run(const double *x, size_t n,
@@ -355,10 +443,21 @@ int la_compact_polyline_run(const double *x, size_t n,
   /* [i, lim) holds no spike; lim is a spike when is_spike */
   size_t i = 0, lim = 0;
   int is_spike = 0;
+  pl_qsel_t q = {.on = enc->quantum > 0, .lbytes = 6};
 
   g.s.m = 0;
   while (i < n) {
-    double y = x[i];
+    double y;
+
+    if (q.rough && g.s.m == 0) {
+      int64_t w = pl_rough(&q, enc, i, cv2);
+      if (w < 0) return (int)w;
+      if (w > 0) {
+        i += (size_t)w;
+        continue;
+      }
+    }
+    y = x[i];
 
     if (lim < i || (lim == i && !is_spike)) {
       size_t end = n - i > LA__PL_WINDOW ? i + LA__PL_WINDOW : n;
@@ -375,8 +474,7 @@ int la_compact_polyline_run(const double *x, size_t n,
       continue;
     }
     i = pl_scan_any(&g, x, i, lim, cv2, enc->simd);
-    if (i == n)
-      break;
+    if (i == n) break;
     if (i == lim && !is_spike)
       continue; /* end of the look-ahead window: look further */
     y = x[i];
@@ -397,11 +495,9 @@ int la_compact_polyline_run(const double *x, size_t n,
       i += 2;
       continue;
     }
-    if ((rc = pl_close(&g, enc, cv)) != 0)
-      return rc;
+    if ((rc = pl_close(&g, enc, cv, &q)) != 0) return rc;
     /* the next iteration starts a segment (or a run) at i */
   }
-  if (g.s.m > 0 && (rc = pl_close(&g, enc, cv)) != 0)
-    return rc;
+  if (g.s.m > 0 && (rc = pl_close(&g, enc, cv, &q)) != 0) return rc;
   return enc->err;
 }

@@ -47,6 +47,9 @@ int la_compact_params_check(const la_compact_params_t *p, char *why,
   if (!(p->epsilon >= 0 && p->epsilon < INFINITY))
     return say(why, why_len, LA_EINVAL, "epsilon %g: must be finite and >= 0",
                p->epsilon);
+  if (!(p->quantum >= 0 && p->quantum < INFINITY))
+    return say(why, why_len, LA_EINVAL, "quantum %g: must be finite and >= 0",
+               p->quantum);
   return 0;
 }
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "la.h"
+#include "la_errcodes.h"
 
 static void la__append(char *err, size_t n, const char *fmt, ...) {
   if (!err || !n) return;

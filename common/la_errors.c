@@ -1,7 +1,7 @@
-/* la_errors.c: la_strerror, generated from LA_ERRNO_MAP (libla/la.h). */
+/* la_errors.c: la_strerror, generated from LA_ERRNO_MAP (la_errcodes.h). */
 #include "la_errors.h"
 
-#include "la.h"
+#include "la_errcodes.h"
 
 const char *la_strerror(int code) {
   switch (code) {

@@ -1,5 +1,5 @@
 /* la_errors.h: the text of LA's error codes (the LA_ERRNO_MAP list of
- * libla/la.h), for every component: libla's LA_strerror, the daemons, lactl
+ * la_errcodes.h), for every component: libla's LA_strerror, the daemons, lactl
  * and the client library all answer from this one list. */
 #ifndef LA_ERRORS_H
 #define LA_ERRORS_H

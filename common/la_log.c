@@ -12,7 +12,7 @@
 #include <syslog.h>
 #include <time.h>
 
-#include "la.h"
+#include "la_errcodes.h"
 
 static char la__ident[64] = "la";
 static int la__syslog;

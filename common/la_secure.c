@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la.h"
+#include "la_errcodes.h"
 
 #define LA__ABYTES crypto_secretstream_xchacha20poly1305_ABYTES
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la.h"
+#include "la_errcodes.h"
 #include "la_sockio.h"
 
 static int la__err(char *why, size_t n, int code, const char *fmt, ...)

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "la.h"
+#include "la_errcodes.h"
 
 static int la__left(uint64_t deadline) {
   uint64_t now = la_now_ms();

@@ -2,11 +2,12 @@
 #include "la_uvconn.h"
 
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "la.h"
+#include "la_errcodes.h"
 #include "la_log.h"
 #include "la_sockio.h"
 
@@ -312,6 +313,47 @@ int la_ratelimit_ok(la_ratelimit_t *r, uint64_t interval_ms,
   r->suppressed = 0;
   r->next_ms = now + interval_ms;
   return 1;
+}
+
+int la_conn_share_full(long long held, long long cap, uint64_t *refused,
+                       la_ratelimit_t *rl, const char *fmt, ...) {
+  if (held < cap) return 0;
+  (*refused)++;
+  uint64_t missed;
+  if (la_ratelimit_ok(rl, 1000, &missed)) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    la_log_warnx("%s; %llu more refusals not logged", msg,
+                 (unsigned long long)missed);
+  }
+  return 1;
+}
+
+la_conn_t *la_conn_admit(uv_loop_t *loop, uv_stream_t *server,
+                         const la_conn_ops_t *ops,
+                         const la_conn_admission_t *adm, void *owner) {
+  la_conn_t *c = calloc(1, adm->size);
+  if (!c) {
+    la_refuse_connection(loop, server);
+    return NULL;
+  }
+  la_conn_init(c, loop, adm->max_frame, ops, c);
+  la_conn_set_max_output(c, adm->max_output);
+  adm->on_new(c, owner);
+  if (la_conn_accept(c, server) != 0) {
+    la_conn_close(c, "accept failed");
+    return NULL;
+  }
+  const char *why = adm->refuse ? adm->refuse(c) : NULL;
+  if (why) {
+    la_conn_close(c, why);
+    return NULL;
+  }
+  la_conn_set_deadline(c, adm->deadline_ms);
+  return c;
 }
 
 void la_refuse_connection(uv_loop_t *loop, uv_stream_t *server) {

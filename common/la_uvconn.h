@@ -9,8 +9,9 @@
  * are closed and no hold remains — a connection is never freed inside its
  * own callback.
  * It knows framing, not the protocol: what a message means is the owner's,
- * and so is admission (which connections to keep: see la_ratelimit for
- * logging refusals).
+ * and so is admission (which connections to keep); la_conn_admit runs the
+ * steps every port takes a connection in by, and la_conn_share_full counts
+ * and logs a refusal the same way everywhere.
  * Used by la-localagent (applications, tools) and la-globalagent
  * (LocalAgents, subscribers). libla does not link it.
  */
@@ -93,6 +94,52 @@ void la_conn_release(la_conn_t *c);
 /* The file descriptor, or -1. */
 int la_conn_fd(la_conn_t *c);
 
+/* An owner's list of its connections: its structs (la_conn_t first) are
+ * doubly linked through their own prev and next members from head. Push
+ * in on_new, unlink in on_free. */
+#define LA_CONN_LIST_PUSH(head, node) \
+  do {                                \
+    (node)->prev = NULL;              \
+    (node)->next = (head);            \
+    if (head) (head)->prev = (node);  \
+    (head) = (node);                  \
+  } while (0)
+#define LA_CONN_LIST_UNLINK(head, node)                  \
+  do {                                                   \
+    if ((node)->prev)                                    \
+      (node)->prev->next = (node)->next;                 \
+    else                                                 \
+      (head) = (node)->next;                             \
+    if ((node)->next) (node)->next->prev = (node)->prev; \
+  } while (0)
+
+/* How la_conn_admit takes a pending connection in. */
+typedef struct la_conn_admission {
+  size_t size;          /* the owner's struct, la_conn_t its first member */
+  uint32_t max_frame;   /* largest frame before the handshake */
+  size_t max_output;    /* la_conn_set_max_output */
+  uint64_t deadline_ms; /* the handshake deadline (la_conn_set_deadline) */
+  /* Fills the owner's fields of the new connection (zeroed but for the
+   * la_conn_t) and links it where on_close and on_free expect to find it.
+   * Runs before anything can close it. */
+  void (*on_new)(la_conn_t *c, void *owner);
+  /* Once accepted (peer and addr known): NULL keeps the connection, else
+   * the reason it is closed with; counting and logging the refusal is the
+   * owner's (la_conn_share_full). May be NULL. */
+  const char *(*refuse)(la_conn_t *c);
+} la_conn_admission_t;
+
+/* Takes the pending connection of server in: allocates adm->size zeroed
+ * bytes, la_conn_init (data: the new struct), the output limit, on_new,
+ * la_conn_accept, refuse, the handshake deadline. Returns the connection,
+ * open and reading; or NULL when it is refused: without memory it is
+ * accepted and closed at once (la_refuse_connection; on_new is not
+ * called), after a failed accept or a refusal it is closing and on_close
+ * and on_free run as for any other close. */
+la_conn_t *la_conn_admit(uv_loop_t *loop, uv_stream_t *server,
+                         const la_conn_ops_t *ops,
+                         const la_conn_admission_t *adm, void *owner);
+
 /* Binds and listens on "host:port" (port 0 = any free port). Fills bound
  * ("host:port" with the real port) and *port. Returns 0, or LA_ECONFIG /
  * LA_EIO with the reason in why. */
@@ -117,5 +164,14 @@ typedef struct la_ratelimit {
  * to the events suppressed before it; 0 when it is suppressed. */
 int la_ratelimit_ok(la_ratelimit_t *r, uint64_t interval_ms,
                     uint64_t *missed);
+
+/* A share of connections (a port's, a user's, an address's) is full when
+ * held, the connections it has open, reached cap. Returns 0 when it is not;
+ * otherwise adds 1 to *refused, logs the refusal as a warning at most once
+ * a second per rl (the printf-style message, then "; N more refusals not
+ * logged") and returns 1. The caller closes the connection. */
+int la_conn_share_full(long long held, long long cap, uint64_t *refused,
+                       la_ratelimit_t *rl, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 #endif

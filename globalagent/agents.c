@@ -13,8 +13,8 @@
  * refusal is logged with the peer's address. Without a secret every agent is
  * accepted, unencrypted (logged at start). After the handshake, RankStart /
  * CompactTrace / RankEnd go to ingest.c; Acks go back only after the group
- * commit that stored them (la_ga_agents_ack). Knows the handshake; storage
- * and stitching are ingest.c's.
+ * commit that stored them (la_ga_agent_ops.ack, called by ingest.c). Knows the
+ * handshake; storage and stitching are ingest.c's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,9 +46,7 @@ typedef struct la_ga_agent {
 static void la__on_free(la_conn_t *c) {
   la_ga_agent_t *a = (la_ga_agent_t *)c;
   la_ga_t *ga = a->ga;
-  if (a->prev) a->prev->next = a->next;
-  else ga->agents = a->next;
-  if (a->next) a->next->prev = a->prev;
+  LA_CONN_LIST_UNLINK(ga->agents, a);
   la_auth_session_wipe(&a->ses);
   la_secure_wipe(&a->sec);
   free(a);
@@ -248,56 +246,51 @@ static const la_conn_ops_t la__ops = {
   .on_free = la__on_free,
 };
 
-/* Whether the peer's address already holds its share of unauthenticated
- * connections (authenticated LocalAgents are not limited per address). */
-static int la__handshakes_over_cap(la_ga_agent_t *a) {
+/* la_conn_admission_t.refuse: whether the peer's address already holds
+ * its share of unauthenticated connections (authenticated LocalAgents are
+ * not limited per address). */
+static const char *la__handshakes_over_cap(la_conn_t *c) {
   static la_ratelimit_t rl; /* this file's: refusal log lines */
+  la_ga_agent_t *a = (la_ga_agent_t *)c;
   la_ga_t *ga = a->ga;
   int n = 0;
   for (la_ga_agent_t *o = ga->agents; o; o = o->next)
     if (o != a && o->state != LA__AG_READY && !o->conn.closing &&
-        !strcmp(o->conn.addr, a->conn.addr))
+        !strcmp(o->conn.addr, c->addr))
       n++;
-  if (n < ga->set.agent_max_handshakes_per_addr) return 0;
-  ga->st.agents_refused++;
-  uint64_t missed;
-  if (la_ratelimit_ok(&rl, 1000, &missed))
-    la_log_warnx("LocalAgent connection %s refused: %d handshakes open from "
-                 "that address (agents.max_handshakes_per_address = %lld); "
-                 "%llu more refusals not logged", a->conn.peer, n,
-                 (long long)ga->set.agent_max_handshakes_per_addr,
-                 (unsigned long long)missed);
-  return 1;
+  if (!la_conn_share_full(
+          n, ga->set.agent_max_handshakes_per_addr, &ga->st.agents_refused, &rl,
+          "LocalAgent connection %s refused: %d handshakes open from "
+          "that address (agents.max_handshakes_per_address = %lld)",
+          c->peer, n, (long long)ga->set.agent_max_handshakes_per_addr))
+    return NULL;
+  return "too many handshakes from this address";
+}
+
+/* la_conn_admission_t.on_new: a LocalAgent connection of ga, in its list. */
+static void la__on_new(la_conn_t *c, void *owner) {
+  la_ga_agent_t *a = (la_ga_agent_t *)c;
+  a->ga = owner;
+  LA_CONN_LIST_PUSH(a->ga->agents, a);
+  a->ga->n_agents++;
 }
 
 void la_ga_agent_accept(la_ga_t *ga, uv_stream_t *server) {
-  la_ga_agent_t *a = calloc(1, sizeof *a);
-  if (!a) {
-    la_refuse_connection(ga->loop, server);
-    return;
-  }
-  a->ga = ga;
   /* unauthenticated: small frames only, until the handshake succeeds */
-  la_conn_init(&a->conn, ga->loop,
-               (uint32_t)ga->set.agent_handshake_max_frame, &la__ops, a);
-  la_conn_set_max_output(&a->conn, (size_t)ga->set.agent_max_output);
-  a->next = ga->agents;
-  if (ga->agents) ga->agents->prev = a;
-  ga->agents = a;
-  ga->n_agents++;
-  if (la_conn_accept(&a->conn, server) != 0) {
-    la_conn_close(&a->conn, "accept failed");
-    return;
-  }
-  if (la__handshakes_over_cap(a)) {
-    la_conn_close(&a->conn, "too many handshakes from this address");
-    return;
-  }
-  ga->st.agents_accepted++;
-  la_conn_set_deadline(&a->conn, (uint64_t)ga->set.handshake_ms);
+  const la_conn_admission_t adm = {
+      .size = sizeof(la_ga_agent_t),
+      .max_frame = (uint32_t)ga->set.agent_handshake_max_frame,
+      .max_output = (size_t)ga->set.agent_max_output,
+      .deadline_ms = (uint64_t)ga->set.handshake_ms,
+      .on_new = la__on_new,
+      .refuse = la__handshakes_over_cap,
+  };
+  if (la_conn_admit(ga->loop, server, &la__ops, &adm, ga))
+    ga->st.agents_accepted++;
 }
 
-int la_ga_agents_record_seqs(la_ga_t *ga) {
+/* The la_ga_agent_ops_t entries (ga.h says what each does). */
+static int la__record_seqs(la_ga_t *ga) {
   for (la_ga_agent_t *a = ga->agents; a; a = a->next)
     if (a->stored_seq > a->acked_seq &&
         la_store_agent_seq_update(ga->store, a->host, a->stored_seq) != 0)
@@ -305,7 +298,7 @@ int la_ga_agents_record_seqs(la_ga_t *ga) {
   return 0;
 }
 
-void la_ga_agents_ack(la_ga_t *ga) {
+static void la__ack(la_ga_t *ga) {
   for (la_ga_agent_t *a = ga->agents; a; a = a->next) {
     if (a->stored_seq <= a->acked_seq || a->conn.closing) continue;
     La__Ack ack = LA__ACK__INIT;
@@ -315,17 +308,24 @@ void la_ga_agents_ack(la_ga_t *ga) {
   }
 }
 
-int la_ga_agent_connected(la_ga_t *ga, const char *host) {
+static int la__connected(la_ga_t *ga, const char *host) {
   for (la_ga_agent_t *a = ga->agents; a; a = a->next)
     if (a->state == LA__AG_READY && !a->conn.closing && !strcmp(a->host, host))
       return 1;
   return 0;
 }
 
-void la_ga_agents_close_all(la_ga_t *ga, const char *reason) {
+static void la__close_all(la_ga_t *ga, const char *reason) {
   for (la_ga_agent_t *a = ga->agents, *n; a; a = n) {
     n = a->next;
     a->stored_seq = a->acked_seq; /* nothing of the failed batch is acked */
     la_conn_close(&a->conn, reason);
   }
 }
+
+const la_ga_agent_ops_t la_ga_agent_ops = {
+    .record_seqs = la__record_seqs,
+    .ack = la__ack,
+    .close_all = la__close_all,
+    .connected = la__connected,
+};

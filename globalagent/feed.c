@@ -3,8 +3,9 @@
  *
  * A connection must speak within handshake_timeout. Subscribe{app_id filter,
  * live, latest, cycle} starts the stream: the requested stored set(s) first,
- * then every Trace-Set as it closes (complete or partial). Query answers
- * "apps", "cycles" and "traceset" from the store; StatusRequest the status.
+ * then every Trace-Set as it closes (complete or partial). Query gets the
+ * typed answer of feed_query.c (applications, cycles, a stored Trace-Set);
+ * StatusRequest the status.
  * A slow subscriber never stalls stitching: when the bytes queued to it
  * exceed feed.queue_bytes, sets are dropped for it, counted, and the count
  * travels in the next set it gets (TraceSet.dropped).
@@ -21,9 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "feed_query.h"
 #include "ga.h"
 #include "la_log.h"
-#include "la_status.h"
 
 typedef struct la_ga_sub {
   la_conn_t conn; /* first */
@@ -38,9 +39,7 @@ typedef struct la_ga_sub {
 static void la__on_free(la_conn_t *c) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   la_ga_t *ga = s->ga;
-  if (s->prev) s->prev->next = s->next;
-  else ga->subs = s->next;
-  if (s->next) s->next->prev = s->prev;
+  LA_CONN_LIST_UNLINK(ga->subs, s);
   free(s);
 }
 
@@ -89,87 +88,13 @@ static void la__send_stored(la_ga_sub_t *s, const char *app, uint64_t tag) {
   }
 }
 
-static void la__reply(la_ga_sub_t *s, int status, const char *msg,
-                      La__QueryReply *r) {
-  r->status = status;
-  r->message = (char *)msg;
-  la_conn_send(&s->conn, LA__MSG_TYPE__MSG_QUERY_REPLY, &r->base, 0);
-}
-
+/* Answers a Query (feed_query.c) with one QueryReply. */
 static void la__query(la_ga_sub_t *s, const La__Query *q) {
-  la_ga_t *ga = s->ga;
-  ga->st.queries++;
-  La__QueryReply r = LA__QUERY_REPLY__INIT;
-  La__StatusReply *rows = la_status_new("rows");
-  if (!rows) return la__reply(s, LA_ENOMEM, "out of memory", &r);
-  if (!strcmp(q->what, "apps")) {
-    la_store_app_t *a = NULL;
-    size_t n = 0;
-    if (la_store_apps(ga->store, &a, &n) != 0) {
-      la_status_free(rows);
-      return la__reply(s, LA_EIO, la_store_errmsg(ga->store), &r);
-    }
-    for (size_t i = 0; i < n; i++)
-      la_status_row(rows, a[i].app_id,
-                    "name=%s nprocs=%u elements=%llu metric=%s unit=%s "
-                    "cycles=%llu complete=%llu partial=%llu ranks_started=%d "
-                    "ranks_ended=%d", a[i].app_name, a[i].nprocs,
-                    (unsigned long long)a[i].n_elements_total, a[i].metric,
-                    a[i].unit, (unsigned long long)a[i].cycles,
-                    (unsigned long long)a[i].sets_complete,
-                    (unsigned long long)a[i].sets_partial,
-                    a[i].ranks_started, a[i].ranks_ended);
-    free(a);
-  } else if (!strcmp(q->what, "cycles") && q->app_id && q->app_id[0]) {
-    la_store_cycle_t *c = NULL;
-    size_t n = 0;
-    uint64_t first = q->has_cycle_tag ? q->cycle_tag : 0;
-    uint64_t last = q->has_cycle_last ? q->cycle_last : UINT64_MAX;
-    if (la_store_cycles(ga->store, q->app_id, first, last, &c, &n) != 0) {
-      la_status_free(rows);
-      return la__reply(s, LA_EIO, la_store_errmsg(ga->store), &r);
-    }
-    for (size_t i = 0; i < n; i++) {
-      char key[32];
-      snprintf(key, sizeof key, "%llu", (unsigned long long)c[i].cycle_tag);
-      la_status_row(rows, key, "state=%s ranks=%u missing=%u reasons=%s",
-                    !c[i].closed ? "open"
-                    : c[i].complete ? "complete"
-                                    : "partial",
-                    c[i].ranks_present, c[i].n_missing, c[i].reasons);
-    }
-    free(c);
-  } else if (!strcmp(q->what, "traceset") && q->app_id && q->app_id[0]) {
-    uint64_t tag = q->cycle_tag;
-    if (!q->has_cycle_tag && /* latest in any state, as lactl --db shows */
-        la_store_latest_cycle(ga->store, q->app_id, LA_STORE_LATEST_ANY,
-                              &tag) != 0) {
-      la_status_free(rows);
-      return la__reply(s, LA_ENOTFOUND, "no cycle stored for that app", &r);
-    }
-    La__TraceSet *set = NULL;
-    int rc = la_store_load_set(ga->store, q->app_id, tag, &set);
-    if (rc != 0) {
-      la_status_free(rows);
-      return la__reply(s, rc, rc == LA_ENOTFOUND ? "no such cycle"
-                                                 : la_store_errmsg(ga->store),
-                       &r);
-    }
-    r.n_sets = 1;
-    r.sets = &set;
-    la__reply(s, 0, NULL, &r);
-    la_store_free_set(set);
-    la_status_free(rows);
-    return;
-  } else {
-    la_status_free(rows);
-    return la__reply(s, LA_EINVAL, "what must be apps, cycles (with app_id) "
-                     "or traceset (with app_id)", &r);
-  }
-  r.n_rows = rows->n_entries;
-  r.rows = rows->entries;
-  la__reply(s, 0, NULL, &r);
-  la_status_free(rows);
+  s->ga->st.queries++;
+  la_ga_answer_t a;
+  la_ga_answer(s->ga->store, q, &a);
+  la_conn_send(&s->conn, LA__MSG_TYPE__MSG_QUERY_REPLY, &a.reply.base, 0);
+  la_ga_answer_free(&a);
 }
 
 static void la__subscribe(la_ga_sub_t *s, const La__Subscribe *m) {
@@ -265,54 +190,45 @@ static const la_conn_ops_t la__ops = {
   .on_free = la__on_free,
 };
 
-/* Whether the peer's address already holds its share of the feed port. */
-static int la__addr_over_cap(la_ga_sub_t *s) {
+/* la_conn_admission_t.refuse: whether the peer's address already holds
+ * its share of the feed port. */
+static const char *la__addr_over_cap(la_conn_t *c) {
   static la_ratelimit_t rl; /* this file's: refusal log lines */
+  la_ga_sub_t *s = (la_ga_sub_t *)c;
   la_ga_t *ga = s->ga;
   int n = 0;
   for (la_ga_sub_t *o = ga->subs; o; o = o->next)
-    if (o != s && !o->conn.closing && !strcmp(o->conn.addr, s->conn.addr))
-      n++;
-  if (n < ga->set.feed_max_per_addr) return 0;
-  ga->st.subs_refused++;
-  uint64_t missed;
-  if (la_ratelimit_ok(&rl, 1000, &missed))
-    la_log_warnx("feed connection %s refused: %d open from that address "
-                 "(feed.max_connections_per_address = %lld); %llu more "
-                 "refusals not logged", s->conn.peer, n,
-                 (long long)ga->set.feed_max_per_addr,
-                 (unsigned long long)missed);
-  return 1;
+    if (o != s && !o->conn.closing && !strcmp(o->conn.addr, c->addr)) n++;
+  if (!la_conn_share_full(n, ga->set.feed_max_per_addr, &ga->st.subs_refused,
+                          &rl,
+                          "feed connection %s refused: %d open from that "
+                          "address (feed.max_connections_per_address = %lld)",
+                          c->peer, n, (long long)ga->set.feed_max_per_addr))
+    return NULL;
+  return "too many connections from this address";
+}
+
+/* la_conn_admission_t.on_new: a feed connection of ga, in its list. */
+static void la__on_new(la_conn_t *c, void *owner) {
+  la_ga_sub_t *s = (la_ga_sub_t *)c;
+  s->ga = owner;
+  LA_CONN_LIST_PUSH(s->ga->subs, s);
+  s->ga->n_subs++;
 }
 
 void la_ga_feed_accept(la_ga_t *ga, uv_stream_t *server) {
-  la_ga_sub_t *s = calloc(1, sizeof *s);
-  if (!s) {
-    la_refuse_connection(ga->loop, server);
-    return;
-  }
-  s->ga = ga;
-  la_conn_init(&s->conn, ga->loop, (uint32_t)ga->set.feed_handshake_max_frame,
-               &la__ops, s);
-  la_conn_set_max_output(&s->conn,
-                         (size_t)(ga->set.feed_max_output >
-                                          ga->set.sub_queue_bytes
-                                      ? ga->set.feed_max_output
-                                      : ga->set.sub_queue_bytes));
-  s->next = ga->subs;
-  if (ga->subs) ga->subs->prev = s;
-  ga->subs = s;
-  ga->n_subs++;
-  if (la_conn_accept(&s->conn, server) != 0) {
-    la_conn_close(&s->conn, "accept failed");
-    return;
-  }
-  if (la__addr_over_cap(s)) {
-    la_conn_close(&s->conn, "too many connections from this address");
-    return;
-  }
-  ga->st.subs_accepted++;
-  la_conn_set_deadline(&s->conn, (uint64_t)ga->set.handshake_ms);
+  const la_conn_admission_t adm = {
+      .size = sizeof(la_ga_sub_t),
+      .max_frame = (uint32_t)ga->set.feed_handshake_max_frame,
+      .max_output = (size_t)(ga->set.feed_max_output > ga->set.sub_queue_bytes
+                                 ? ga->set.feed_max_output
+                                 : ga->set.sub_queue_bytes),
+      .deadline_ms = (uint64_t)ga->set.handshake_ms,
+      .on_new = la__on_new,
+      .refuse = la__addr_over_cap,
+  };
+  if (la_conn_admit(ga->loop, server, &la__ops, &adm, ga))
+    ga->st.subs_accepted++;
 }
 
 void la_ga_feed_close_all(la_ga_t *ga, const char *reason) {

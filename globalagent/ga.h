@@ -1,17 +1,21 @@
 /* ga.h: the GlobalAgent's state and the functions its files share.
  *
- * Files and their one-way dependencies:
- *   main.c     options, configuration, logging, start-up order, signals
+ * Files, each calling only those below it (scripts/depgraph.py checks):
+ *   main.c     options, configuration, logging, start-up order, signals;
+ *              gives ingest.c agents.c's la_ga_agent_ops
  *   agents.c   LocalAgent connections: handshake (challenge-response),
  *              then RankStart / CompactTrace / TraceMissing / RankEnd
  *              handed to ingest.c
- *   ingest.c   group commit into the store, stitching, missing ranks'
- *              reasons, acks after commit, closed Trace-Sets handed to
- *              feed.c; expiry timer
  *   feed.c     subscriber connections: Subscribe, Query, Status; bounded
  *              per-subscriber queues; publishing
+ *   ingest.c   group commit into the store, stitching, missing ranks'
+ *              reasons, acks after commit (through la_ga_agent_ops_t),
+ *              closed Trace-Sets handed to feed.c; expiry timer
  *   control.c  the status report
+ *   validate.c checks a compact trace before it is stored
  *   store*.c, stitch.c, settings.c: no libuv (unit-tested alone)
+ * The one way back up is la_ga_agent_ops_t: ingest.c acknowledges and
+ * closes the LocalAgents' connections through it, never by name.
  * Everything runs on the loop thread.
  */
 #ifndef LA_GLOBALAGENT_GA_H
@@ -47,8 +51,25 @@ struct la_ga_agent;
 struct la_ga_sub;
 struct la_ga_app;
 struct la_ga_closed;
+typedef struct la_ga la_ga_t;
 
-typedef struct la_ga {
+/* What ingest.c needs of the LocalAgent connections around a group commit.
+ * agents.c provides it (la_ga_agent_ops); main.c hands it to
+ * la_ga_ingest_start. Loop thread. */
+typedef struct la_ga_agent_ops {
+  /* Records every connection's highest seq handled in the open
+   * transaction (store). Returns 0 or -1. */
+  int (*record_seqs)(la_ga_t *ga);
+  /* Sends Ack{stored seq} to every agent with newly committed messages. */
+  void (*ack)(la_ga_t *ga);
+  /* Closes every LocalAgent connection; nothing of the open batch is
+   * acknowledged (they resend it). */
+  void (*close_all)(la_ga_t *ga, const char *reason);
+  /* 1 when a LocalAgent authenticated as host is connected now, else 0. */
+  int (*connected)(la_ga_t *ga, const char *host);
+} la_ga_agent_ops_t;
+
+struct la_ga {
   uv_loop_t *loop;
   la_ga_settings_t set;
   char config_path[512];
@@ -62,6 +83,7 @@ typedef struct la_ga {
   la_stitch_t *stitch;
   la_auth_key_t key;
   int have_key;
+  const la_ga_agent_ops_t *agent_ops; /* set by la_ga_ingest_start */
   struct la_ga_agent *agents;
   struct la_ga_sub *subs;
   int n_agents, n_subs;
@@ -80,20 +102,20 @@ typedef struct la_ga {
   int draining;
   uint64_t start_ms;
   la_ga_stats_t st;
-} la_ga_t;
+};
 
 /* agents.c */
+/* Accepts a LocalAgent's connection from the listener (main.c). */
 void la_ga_agent_accept(la_ga_t *ga, uv_stream_t *server);
-/* Sends Ack{stored seq} to every agent with newly committed messages. */
-void la_ga_agents_ack(la_ga_t *ga);
-/* Records the agents' highest seqs in the open transaction. */
-int la_ga_agents_record_seqs(la_ga_t *ga);
-void la_ga_agents_close_all(la_ga_t *ga, const char *reason);
-/* 1 when a LocalAgent authenticated as host is connected now, else 0. */
-int la_ga_agent_connected(la_ga_t *ga, const char *host);
+/* The connections as ingest.c drives them (la_ga_agent_ops_t). */
+extern const la_ga_agent_ops_t la_ga_agent_ops;
 
 /* ingest.c */
-int la_ga_ingest_start(la_ga_t *ga, char *why, size_t why_len);
+/* Opens the store, rebuilds the stitcher and starts the commit check and
+ * expiry timer; agents (kept) is how ingest.c reaches the LocalAgents'
+ * connections. Returns 0, or -1 with the reason in why. */
+int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
+                       size_t why_len);
 /* Handles one message of an authenticated agent (host); 0 or -1 (close). */
 int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
                  const ProtobufCMessage *m);

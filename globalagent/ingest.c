@@ -142,7 +142,7 @@ static void la__on_set_closed(void *arg, const char *app_id, uint64_t tag,
     if (why == LA__WHY_TIMEOUT &&
         la_store_rank_host(ga->store, app_id, missing[i], host, sizeof host) ==
             0 &&
-        !la_ga_agent_connected(ga, host)) {
+        !ga->agent_ops->connected(ga, host)) {
       snprintf(gone, sizeof gone, "timeout: LocalAgent %s not connected",
                host);
       w = gone;
@@ -423,7 +423,7 @@ static void la__drop_closed(la_ga_t *ga) {
 
 void la_ga_commit(la_ga_t *ga) {
   if (!ga->in_txn) return;
-  int rc = ga->txn_failed ? -1 : la_ga_agents_record_seqs(ga);
+  int rc = ga->txn_failed ? -1 : ga->agent_ops->record_seqs(ga);
   if (rc == 0) rc = la_store_commit(ga->store);
   ga->in_txn = 0;
   ga->batch_n = 0;
@@ -435,13 +435,13 @@ void la_ga_commit(la_ga_t *ga) {
     ga->txn_failed = 0;
     la__restore_counts(ga);
     while (ga->apps) la__app_forget(ga, ga->apps->app_id);
-    la_ga_agents_close_all(ga, "store failure");
+    ga->agent_ops->close_all(ga, "store failure");
     la__drop_closed(ga);
     la__rebuild_stitch(ga);
     return;
   }
   ga->st.commits++;
-  la_ga_agents_ack(ga);
+  ga->agent_ops->ack(ga);
   while (ga->closed) {
     la_ga_closed_t *c = ga->closed;
     ga->closed = c->next;
@@ -467,7 +467,9 @@ static void la__on_tick(uv_timer_t *t) {
   ga->close_reason = NULL;
 }
 
-int la_ga_ingest_start(la_ga_t *ga, char *why, size_t why_len) {
+int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
+                       size_t why_len) {
+  ga->agent_ops = agents;
   char r[400];
   if (la_store_open(ga->set.db, ga->set.fsync, &ga->store, r, sizeof r)) {
     snprintf(why, why_len, "store.path %s: %s", ga->set.db, r);

@@ -78,7 +78,7 @@ static void la__stop(la_ga_t *ga) {
   uv_close((uv_handle_t *)&ga->agent_listener, NULL);
   uv_close((uv_handle_t *)&ga->feed_listener, NULL);
   la_ga_commit(ga); /* acks go out before the connections close */
-  la_ga_agents_close_all(ga, "GlobalAgent shutdown");
+  la_ga_agent_ops.close_all(ga, "GlobalAgent shutdown");
   la_ga_feed_close_all(ga, "GlobalAgent shutdown");
   uv_walk(ga->loop, la__close_walk, NULL);
 }
@@ -133,36 +133,28 @@ static void la__on_agent(uv_stream_t *server, int status) {
   static la_ratelimit_t rl; /* this function's: refusal log lines */
   la_ga_t *ga = server->data;
   if (status < 0) return;
-  if (ga->n_agents >= ga->set.max_agents) {
+  if (la_conn_share_full(ga->n_agents, ga->set.max_agents,
+                         &ga->st.agents_refused, &rl,
+                         "LocalAgent connection refused: %d open "
+                         "(agents.max_connections = %lld)",
+                         ga->n_agents, (long long)ga->set.max_agents))
     la_refuse_connection(ga->loop, server);
-    ga->st.agents_refused++;
-    uint64_t missed;
-    if (la_ratelimit_ok(&rl, 1000, &missed))
-      la_log_warnx("LocalAgent connection refused: %d open "
-                   "(agents.max_connections = %lld); %llu more refusals not "
-                   "logged", ga->n_agents, (long long)ga->set.max_agents,
-                   (unsigned long long)missed);
-    return;
-  }
-  la_ga_agent_accept(ga, server);
+  else
+    la_ga_agent_accept(ga, server);
 }
 
 static void la__on_sub(uv_stream_t *server, int status) {
   static la_ratelimit_t rl; /* this function's: refusal log lines */
   la_ga_t *ga = server->data;
   if (status < 0) return;
-  if (ga->n_subs >= ga->set.max_subscribers) {
+  if (la_conn_share_full(ga->n_subs, ga->set.max_subscribers,
+                         &ga->st.subs_refused, &rl,
+                         "feed connection refused: %d open "
+                         "(feed.max_connections = %lld)",
+                         ga->n_subs, (long long)ga->set.max_subscribers))
     la_refuse_connection(ga->loop, server);
-    ga->st.subs_refused++;
-    uint64_t missed;
-    if (la_ratelimit_ok(&rl, 1000, &missed))
-      la_log_warnx("feed connection refused: %d open (feed.max_connections "
-                   "= %lld); %llu more refusals not logged", ga->n_subs,
-                   (long long)ga->set.max_subscribers,
-                   (unsigned long long)missed);
-    return;
-  }
-  la_ga_feed_accept(ga, server);
+  else
+    la_ga_feed_accept(ga, server);
 }
 
 static int la__listen(la_ga_t *ga, uv_tcp_t *tcp, const char *what,
@@ -221,7 +213,7 @@ int main(int argc, char **argv) {
                  "connects is accepted and the link is NOT encrypted");
   }
   char why[600];
-  if (la_ga_ingest_start(ga, why, sizeof why) != 0) {
+  if (la_ga_ingest_start(ga, &la_ga_agent_ops, why, sizeof why) != 0) {
     la_log_error("%s", why);
     return 1;
   }

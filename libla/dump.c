@@ -4,8 +4,10 @@
  * stitched, compacted Trace-Sets are checked. Beside it, <...>.flags holds
  * the cycle's n flag bytes (LA_SHM_FLAG_INTERFERED: the element's thread was
  * switched out while it was timed) and <...>.fid one text line
- * "flagged=N interference_ns=T" (docs/fidelity.md). It costs the application
- * file writes per profiled cycle: for validation runs, not production.
+ * "flagged=N interference_ns=T scale=S" (docs/fidelity.md; S is the ns per
+ * count the values were multiplied by: lactl compact --quantum S). It costs the
+ * application file writes per profiled cycle: for validation runs, not
+ * production.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -59,9 +61,9 @@ int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
   const la_shm_bufmeta_t *m = &hdr->buf[buf];
   f = la__dump_open(path, sizeof path, dir, app_id, rank, tag, "fid");
   if (!f) return LA_EIO;
-  if (fprintf(f, "flagged=%llu interference_ns=%.0f\n",
+  if (fprintf(f, "flagged=%llu interference_ns=%.0f scale=%.17g\n",
               (unsigned long long)m->n_flagged,
-              (double)m->interference_ticks * scale) < 0)
+              (double)m->interference_ticks * scale, scale) < 0)
     rc =
         la__error(LA_EIO, "LA_DUMP_RAW: writing %s: %s", path, strerror(errno));
   return la__dump_close(f, path, rc);

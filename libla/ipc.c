@@ -34,13 +34,8 @@
 #include <unistd.h>
 
 #include "la_internal.h"
+#include "la_sysv.h"
 #include "la_time.h"
-
-union la__semun {
-  int val;
-  struct semid_ds *buf;
-  unsigned short *array;
-};
 
 /* The scratch mapping left where the last segment was (see above). */
 static struct {
@@ -89,7 +84,7 @@ int la__ipc_create(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers) {
   }
   unsigned short ones[LA_SHM_MAX_BUFFERS];
   for (uint32_t i = 0; i < n_buffers; i++) ones[i] = 1;
-  union la__semun arg = {.array = ones};
+  union la_semun arg = {.array = ones};
   if (semctl(ipc->sem_id, 0, SETALL, arg) != 0) {
     int e = errno;
     la__ipc_destroy(ipc);
@@ -120,22 +115,6 @@ double *la__ipc_values(const la__ipc_t *ipc, uint32_t i) {
   return la_shm_buffer(ipc->hdr, ipc->n_elements, i);
 }
 
-/* Real uid of a live process, -1 if unknown. */
-static int la__pid_uid(int pid) {
-  char path[64], line[256];
-  snprintf(path, sizeof path, "/proc/%d/status", pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  int uid = -1;
-  while (fgets(line, sizeof line, f))
-    if (!strncmp(line, "Uid:", 4)) {
-      uid = atoi(line + 4);
-      break;
-    }
-  fclose(f);
-  return uid;
-}
-
 int la__ipc_handover(la__ipc_t *ipc) {
   struct shmid_ds ds;
   if (shmctl(ipc->shm_id, IPC_STAT, &ds) != 0)
@@ -145,11 +124,11 @@ int la__ipc_handover(la__ipc_t *ipc) {
   if (ds.shm_nattch != 2 || ds.shm_lpid <= 0 || ds.shm_lpid == getpid())
     return la__error(LA_EIPC, "the agent has not attached the segment "
                      "(%lu attachments)", (unsigned long)ds.shm_nattch);
-  int uid = la__pid_uid((int)ds.shm_lpid);
+  int uid = la_pid_uid((int)ds.shm_lpid);
   if (uid < 0)
     return la__error(LA_EIPC, "agent process %d not found", (int)ds.shm_lpid);
   struct semid_ds sd;
-  union la__semun arg = {.buf = &sd};
+  union la_semun arg = {.buf = &sd};
   if (semctl(ipc->sem_id, 0, IPC_STAT, arg) != 0)
     return la__error(LA_EIPC, "semaphore IPC_STAT: %s", strerror(errno));
   if ((int)sd.sem_perm.uid == uid) return 0;

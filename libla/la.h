@@ -42,37 +42,9 @@ extern "C" {
 #define LA_VERSION_STRING "0.1.0"
 #define LA_MAX_APP_ID 128 /* bytes of an application id */
 
-/* Error codes: one list, from which LA_strerror() is generated. */
-#define LA_ERRNO_MAP(XX)                                                      \
-  XX(EINVAL, -1, "invalid argument")                                          \
-  XX(ESTATE, -2, "call not valid in this state")                              \
-  XX(ENOAGENT, -3, "no LA agent reachable")                                 \
-  XX(EREFUSED, -4, "refused by the peer")                                     \
-  XX(EAGENTLOST, -5, "connection to the LocalAgent lost; profiling stopped")  \
-  XX(EIPC, -6, "shared memory or semaphore operation failed")                 \
-  XX(ENOEVENT, -7, "performance counter event not available")                 \
-  XX(EPAPI, -8, "PAPI call failed")                                           \
-  XX(ERANGE, -9, "element index out of range")                                \
-  XX(ENOMEM, -10, "out of memory")                                            \
-  XX(EDISABLED, -11, "profiling disabled")                                    \
-  XX(EPROTO, -12, "malformed message")                                        \
-  XX(EMSGSIZE, -13, "message larger than the allowed maximum")                \
-  XX(ETRUNC, -14, "truncated data")                                           \
-  XX(ETIMEDOUT, -15, "timed out")                                             \
-  XX(EIO, -16, "input/output error")                                          \
-  XX(EAUTH, -17, "authentication failed")                                     \
-  XX(ENOTFOUND, -18, "not found")                                             \
-  XX(ELIMIT, -19, "configured limit reached")                                 \
-  XX(ECONFIG, -20, "invalid configuration")                                   \
-  XX(EVERSION, -21, "version mismatch")                                       \
-  XX(ESKIPPED, -22, "cycle skipped: no free buffer")
-
-enum {
-#define LA__ERR_ENUM(name, val, msg) LA_##name = (val),
-  LA_ERRNO_MAP(LA__ERR_ENUM)
-#undef LA__ERR_ENUM
-  LA__ERR_LAST = -23
-};
+/* Error codes (LA_EINVAL, ...): one list, from which LA_strerror() is
+ * generated; installed next to this header. */
+#include "la_errcodes.h"
 
 /* Buffer policy when every value buffer is still held by the agent. */
 enum { LA_POLICY_WAIT = 0, LA_POLICY_SKIP = 1 };

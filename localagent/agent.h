@@ -1,14 +1,17 @@
 /* agent.h: the LocalAgent's state and the functions its files share.
  *
- * Files and their one-way dependencies:
- *   main.c      options, configuration, logging, start-up order, signals
+ * Files, each calling only those below it (scripts/depgraph.py checks):
+ *   main.c      options, configuration, logging, start-up order, signals,
+ *               drain; the agent core: fills la_agent_events_t
  *   listener.c  accepts connections, admission (connection cap)
  *   session.c   one connection: framing, registration (RegService),
  *               data-ready (DXService), status queries, close and cleanup
  *   worker.c    thread-pool jobs: read a buffer, give it back, compact it
- *   uplink.c    the GlobalAgent link: handshake, send queue, acks, backoff
  *   control.c   the status report
+ *   uplink.c    the GlobalAgent link: handshake, send queue, acks, backoff
  *   app_ipc.c, outq.c, seglog.c, settings.c: no libuv (unit-tested alone)
+ * The one way back up is la_agent_events_t: session.c, worker.c and
+ * uplink.c report progress through it (la_agent_progress) to main.c.
  * Everything runs on the loop thread except worker.c's work callback, which
  * touches only its job, the application's buffer and the log (outq.c's
  * appends are thread-safe; la_uplink_log is the entry point).
@@ -20,6 +23,7 @@
 #include <uv.h>
 
 #include "app_ipc.h"
+#include "la.h" /* LA_VERSION_STRING */
 #include "la_codec.h"
 #include "la_compact.h"
 #include "la_uvconn.h"
@@ -30,6 +34,17 @@
 #define LA_AGENT_VERSION "la-localagent " LA_VERSION_STRING
 
 struct la_uplink;
+typedef struct la_agent la_agent_t;
+
+/* The agent core's events (main.c fills them at start-up, before the loop
+ * runs). The files below main.c report through them instead of calling
+ * main.c. Loop thread. */
+typedef struct la_agent_events {
+  /* Something that can end a drain happened: a connection was freed, a
+   * worker job finished, the GlobalAgent acknowledged messages. NULL:
+   * nobody listens. */
+  void (*on_progress)(la_agent_t *ag);
+} la_agent_events_t;
 
 typedef struct la_agent_stats {
   uint64_t conns_accepted, conns_refused, conns_timed_out;
@@ -42,8 +57,9 @@ typedef struct la_agent_stats {
   uint64_t status_queries;
 } la_agent_stats_t;
 
-typedef struct la_agent {
+struct la_agent {
   uv_loop_t *loop;
+  la_agent_events_t ev;
   la_la_settings_t set;
   char config_path[512];
   char host[128];
@@ -61,7 +77,7 @@ typedef struct la_agent {
   struct la_uplink *up;
   uint64_t start_ms;
   la_agent_stats_t st;
-} la_agent_t;
+};
 
 enum { LA_SESS_NEW = 0, LA_SESS_APP = 1, LA_SESS_TOOL = 2, LA_SESS_CLOSING = 3 };
 
@@ -94,11 +110,12 @@ void la_session_accept(la_agent_t *ag, uv_stream_t *server);
 /* Closes the connection; the application's IPC objects are removed and
  * RankEnd sent once no job of the session is in flight. */
 void la_session_close(la_session_t *s, const char *reason);
-/* Called by worker.c when a job of the session ended. */
-void la_session_job_done(la_session_t *s);
 
 /* worker.c */
-/* Queues the compaction of buffer i of s. Returns 0 or LA_ENOMEM. */
+/* Queues the compaction of buffer i of s. The job holds s's connection
+ * (la_conn_hold, counted in s->jobs) until it is back on the loop thread;
+ * then it releases it and reports la_agent_progress. Returns 0 or
+ * LA_ENOMEM. */
 int la_worker_submit(la_session_t *s, uint32_t i, uint64_t cycle_tag,
                      uint64_t seq, uint64_t t_xfer_ns);
 
@@ -135,8 +152,9 @@ const char *la_uplink_last_error(la_agent_t *ag);
 La__StatusReply *la_status_reply(la_agent_t *ag);
 void la_status_reply_free(La__StatusReply *r);
 
-/* main.c */
-/* Called when a drain may have finished (jobs done, queue acknowledged). */
-void la_agent_check_drained(la_agent_t *ag);
+/* Reports progress to the agent core (la_agent_events_t.on_progress). */
+static inline void la_agent_progress(la_agent_t *ag) {
+  if (ag->ev.on_progress) ag->ev.on_progress(ag);
+}
 
 #endif

@@ -20,12 +20,7 @@
 
 #include "la.h"
 #include "la_log.h"
-
-union la__semun {
-  int val;
-  struct semid_ds *buf;
-  unsigned short *array;
-};
+#include "la_sysv.h"
 
 static int la__refuse(char *why, size_t n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -35,22 +30,6 @@ static int la__refuse(char *why, size_t n, const char *fmt, ...) {
   if (why && n) vsnprintf(why, n, fmt, ap);
   va_end(ap);
   return LA_EREFUSED;
-}
-
-/* Real uid of a live process from /proc/PID/status, -1 if gone. */
-static int la__pid_uid(int pid) {
-  char path[64], line[256];
-  snprintf(path, sizeof path, "/proc/%d/status", pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  int uid = -1;
-  while (fgets(line, sizeof line, f))
-    if (!strncmp(line, "Uid:", 4)) {
-      uid = atoi(line + 4);
-      break;
-    }
-  fclose(f);
-  return uid;
 }
 
 /* The registering process is gone (killed while it waited for our answer):
@@ -63,7 +42,7 @@ static int la__pid_uid(int pid) {
 static void la__remove_leftovers(int shm_id, int sem_id, int pid,
                                  uint64_t nonce) {
   struct semid_ds sd;
-  union la__semun arg = {.buf = &sd};
+  union la_semun arg = {.buf = &sd};
   if (semctl(sem_id, 0, IPC_STAT, arg) == 0 &&
       sd.sem_perm.uid == sd.sem_perm.cuid && sd.sem_otime == 0 &&
       sd.sem_nsems >= LA_SHM_MIN_BUFFERS &&
@@ -89,7 +68,7 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
   memset(ipc, 0, sizeof *ipc);
   ipc->shm_id = ipc->sem_id = -1;
   if (pid <= 0) return la__refuse(why, n, "bad pid %d", pid);
-  if (la__pid_uid(pid) < 0) {
+  if (la_pid_uid(pid) < 0) {
     la__remove_leftovers(shm_id, sem_id, pid, nonce);
     return la__refuse(why, n, "process %d is not running", pid);
   }
@@ -103,7 +82,7 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
     return la__refuse(why, n, "segment %d has mode %03o, expected 600",
                       shm_id, ds.shm_perm.mode & 0777);
   int owner = (int)ds.shm_perm.uid;
-  int puid = la__pid_uid(pid);
+  int puid = la_pid_uid(pid);
   if (puid < 0) return la__refuse(why, n, "process %d is not running", pid);
   if (puid != owner || (int)ds.shm_perm.cuid != owner)
     return la__refuse(why, n, "segment %d belongs to uid %d, process %d to "
@@ -112,7 +91,7 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
     return la__refuse(why, n, "the connection belongs to uid %d, the segment "
                       "to uid %d", peer_uid, owner);
   struct semid_ds sd;
-  union la__semun arg = {.buf = &sd};
+  union la_semun arg = {.buf = &sd};
   if (semctl(sem_id, 0, IPC_STAT, arg) != 0)
     return la__refuse(why, n, "semaphore set %d: %s", sem_id, strerror(errno));
   if ((int)sd.sem_perm.uid != owner || (int)sd.sem_perm.cuid != owner ||

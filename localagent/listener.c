@@ -31,17 +31,14 @@ static void la__on_connection(uv_stream_t *server, int status) {
     return;
   }
   static la_ratelimit_t rl; /* this file's: refusal log lines */
-  if (ag->draining || (ag->n_conns >= ag->set.max_connections &&
-                       la__open_conns(ag) >= ag->set.max_connections)) {
+  if (ag->draining ||
+      (ag->n_conns >= ag->set.max_connections &&
+       la_conn_share_full(la__open_conns(ag), ag->set.max_connections,
+                          &ag->st.conns_refused, &rl,
+                          "connection refused: %d open (max_connections = "
+                          "%lld)",
+                          ag->n_conns, (long long)ag->set.max_connections))) {
     la_refuse_connection(ag->loop, server);
-    if (ag->draining) return;
-    ag->st.conns_refused++;
-    uint64_t missed;
-    if (la_ratelimit_ok(&rl, 1000, &missed))
-      la_log_warnx("connection refused: %d open (max_connections = %lld); "
-                   "%llu more refusals not logged", ag->n_conns,
-                   (long long)ag->set.max_connections,
-                   (unsigned long long)missed);
     return;
   }
   la_session_accept(ag, server);

@@ -144,7 +144,10 @@ static void la__finish(la_agent_t *ag) {
   uv_walk(ag->loop, la__close_walk, NULL);
 }
 
-void la_agent_check_drained(la_agent_t *ag) {
+/* la_agent_events_t.on_progress: finishes a drain once every job is done,
+ * every connection freed and (with a GlobalAgent) every message
+ * acknowledged. */
+static void la__check_drained(la_agent_t *ag) {
   if (ag->draining != 1) return;
   if (ag->jobs_in_flight > 0 || ag->n_conns > 0) return;
   if (ag->set.global[0] && !la_uplink_idle(ag)) return;
@@ -176,7 +179,7 @@ static void la__drain(la_agent_t *ag) {
   }
   uv_timer_start(&ag->drain_timer, la__on_drain_timeout,
                  (uint64_t)ag->set.drain_ms, 0);
-  la_agent_check_drained(ag);
+  la__check_drained(ag);
 }
 
 static void la__reload(la_agent_t *ag) {
@@ -256,6 +259,7 @@ int main(int argc, char **argv) {
   }
   ag->loop = uv_default_loop();
   ag->start_ms = la_now_ms();
+  ag->ev.on_progress = la__check_drained;
 
   int fsync_each = ag->set.spool_fsync && ag->set.spool_fsync_ms == 0;
   if (la_outq_open(ag->set.spool_dir, ag->set.queue_bytes,

@@ -51,13 +51,11 @@ static void la__on_free(la_conn_t *c) {
                 (unsigned long long)s->cycles,
                 (unsigned long long)s->skipped);
   }
-  if (s->prev) s->prev->next = s->next;
-  else ag->sessions = s->next;
-  if (s->next) s->next->prev = s->prev;
+  LA_CONN_LIST_UNLINK(ag->sessions, s);
   ag->n_conns--;
   la_weights_free(s->weights);
   free(s);
-  la_agent_check_drained(ag);
+  la_agent_progress(ag);
 }
 
 static void la__on_close(la_conn_t *c, const char *reason) {
@@ -69,11 +67,6 @@ static void la__on_close(la_conn_t *c, const char *reason) {
 
 void la_session_close(la_session_t *s, const char *reason) {
   la_conn_close(&s->conn, reason);
-}
-
-void la_session_job_done(la_session_t *s) {
-  s->jobs--;
-  la_conn_release(&s->conn);
 }
 
 static void la__send(la_session_t *s, uint16_t type, const ProtobufCMessage *m,
@@ -321,52 +314,46 @@ static const la_conn_ops_t la__ops = {
   .on_free = la__on_free,
 };
 
-/* Whether the peer's user already holds its share of the connections that
- * are not registered applications (those are bounded by max_apps). */
-static int la__uid_over_cap(la_session_t *s) {
+/* la_conn_admission_t.refuse: whether the peer's user already holds its
+ * share of the connections that are not registered applications (those
+ * are bounded by max_apps). */
+static const char *la__uid_over_cap(la_conn_t *c) {
   static la_ratelimit_t rl; /* this file's: refusal log lines */
+  la_session_t *s = (la_session_t *)c;
   la_agent_t *ag = s->ag;
-  int fd = la_conn_fd(&s->conn);
-  s->conn.key = fd >= 0 ? la_peer_uid_fast(fd) : -1;
+  int fd = la_conn_fd(c);
+  c->key = fd >= 0 ? la_peer_uid_fast(fd) : -1;
   int n = 0;
   for (la_session_t *o = ag->sessions; o; o = o->next)
     if (o != s && !o->conn.closing && o->state != LA_SESS_APP &&
-        o->conn.key == s->conn.key)
+        o->conn.key == c->key)
       n++;
-  if (n < ag->set.max_per_uid) return 0;
-  ag->st.conns_refused++;
-  uint64_t missed;
-  if (la_ratelimit_ok(&rl, 1000, &missed))
-    la_log_warnx("connection %s of uid %ld refused: the user has %d open "
-                 "(max_connections_per_uid = %lld); %llu more refusals not "
-                 "logged", s->conn.peer, s->conn.key, n,
-                 (long long)ag->set.max_per_uid, (unsigned long long)missed);
-  return 1;
+  if (!la_conn_share_full(n, ag->set.max_per_uid, &ag->st.conns_refused, &rl,
+                          "connection %s of uid %ld refused: the user has %d "
+                          "open (max_connections_per_uid = %lld)",
+                          c->peer, c->key, n, (long long)ag->set.max_per_uid))
+    return NULL;
+  return "too many connections of this user";
+}
+
+/* la_conn_admission_t.on_new: a session of ag, in its list. */
+static void la__on_new(la_conn_t *c, void *owner) {
+  la_session_t *s = (la_session_t *)c;
+  s->ag = owner;
+  s->ipc.shm_id = s->ipc.sem_id = -1;
+  LA_CONN_LIST_PUSH(s->ag->sessions, s);
+  s->ag->n_conns++;
 }
 
 void la_session_accept(la_agent_t *ag, uv_stream_t *server) {
-  la_session_t *s = calloc(1, sizeof *s);
-  if (!s) {
-    la_refuse_connection(ag->loop, server);
-    return;
-  }
-  s->ag = ag;
-  s->ipc.shm_id = s->ipc.sem_id = -1;
-  la_conn_init(&s->conn, ag->loop, (uint32_t)ag->set.handshake_max_frame,
-               &la__ops, s);
-  la_conn_set_max_output(&s->conn, (size_t)ag->set.max_output);
-  s->next = ag->sessions;
-  if (ag->sessions) ag->sessions->prev = s;
-  ag->sessions = s;
-  ag->n_conns++;
-  if (la_conn_accept(&s->conn, server) != 0) {
-    la_conn_close(&s->conn, "accept failed");
-    return;
-  }
-  if (la__uid_over_cap(s)) {
-    la_conn_close(&s->conn, "too many connections of this user");
-    return;
-  }
-  ag->st.conns_accepted++;
-  la_conn_set_deadline(&s->conn, (uint64_t)ag->set.handshake_ms);
+  const la_conn_admission_t adm = {
+      .size = sizeof(la_session_t),
+      .max_frame = (uint32_t)ag->set.handshake_max_frame,
+      .max_output = (size_t)ag->set.max_output,
+      .deadline_ms = (uint64_t)ag->set.handshake_ms,
+      .on_new = la__on_new,
+      .refuse = la__uid_over_cap,
+  };
+  if (la_conn_admit(ag->loop, server, &la__ops, &adm, ag))
+    ag->st.conns_accepted++;
 }

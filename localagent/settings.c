@@ -56,6 +56,9 @@ const la_cfg_key_t la_la_keys[] = {
     "suspect"),
   N("robust", "confirm", LA_CFG_INT, robust_confirm, "3", 1, 254,
     "consecutive agreeing suspect cycles that make a real rise of cost"),
+  N("robust", "cv", LA_CFG_DOUBLE, robust_cv, "0.02", 0, 10,
+    "polyline bound of the robust weights' compaction, when tighter than "
+    "the measured values' (balancers rank elements by them); 0: the same"),
   S("global", "address", global, "127.0.0.1:7462",
     "GlobalAgent host:port; empty: keep traces in the spool"),
   S("global", "secret_file", secret_file, "",

@@ -34,6 +34,7 @@ typedef struct la_la_settings {
   int robust;              /* robust weights for the time metric */
   double robust_tol;       /* relative band (robust.h tol) */
   int64_t robust_confirm;  /* suspect cycles that make a real rise */
+  double robust_cv;        /* polyline cv of the robust weights, if tighter */
   /* [global] */
   char global[256];        /* GlobalAgent host:port ("" = none, spool only) */
   char secret_file[512];

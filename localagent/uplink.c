@@ -390,7 +390,7 @@ static void la__on_frame(la_uplink_t *up, uint16_t type, const uint8_t *p,
       la_log_warnx("GlobalAgent acknowledged %llu, beyond what was sent",
                    (unsigned long long)seq);
     la__pump(up);
-    la_agent_check_drained(ag);
+    la_agent_progress(ag);
   } else {
     la__fail(up, "unexpected %s", la_msg_name(type));
   }

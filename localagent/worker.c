@@ -87,8 +87,7 @@ static int la__log_trace(la_job_t *j, const la_compact_result_t *res) {
     double ft = (double)j->meta.interference_ticks * j->meta.scale;
     t.flagged_time = ft >= 0 && ft < 1e300 ? ft : 0; /* data from the app */
   }
-  return la_uplink_log(s->ag, LA__MSG_TYPE__MSG_COMPACT_TRACE, &t.base,
-                       &t.seq);
+  return la_uplink_log(s->ag, LA__MSG_TYPE__MSG_COMPACT_TRACE, &t.base, &t.seq);
 }
 
 /* The robust weights of the cycle (x measured, the buffer still the
@@ -103,8 +102,15 @@ static void la__robust(la_job_t *j, const double *x) {
     free(flags);
     flags = NULL;
   }
-  j->robust = flags && la_weights_cycle(s->weights, x, flags, &j->cp,
-                                        &j->rres, &j->rst) == 0;
+  /* the robust weights are smooth (interference removed) and balancers
+   * rank elements by them: a tighter polyline bound costs few bytes */
+  la_compact_params_t rcp = j->cp;
+  double rcv = s->ag->set.robust_cv;
+  if (la_compact_effective_mode(&rcp) == LA_COMPACT_POLYLINE && rcv > 0 &&
+      rcv < rcp.cv)
+    rcp.cv = rcv;
+  j->robust = flags && la_weights_cycle(s->weights, x, flags, &rcp, &j->rres,
+                                        &j->rst) == 0;
   free(flags);
 }
 
@@ -126,6 +132,9 @@ static void la__work(uv_work_t *req) {
     la_compact_result_t res;
     memset(&res, 0, sizeof res);
     uint64_t t0 = la_mono_ns();
+    /* the values are the application's counts times its scale: where they
+     * are whole counts, rough stretches are stored exactly */
+    j->cp.quantum = j->meta.scale;
     j->rc = la_compact(x, n, &j->cp, &res);
     if (j->rc == 0 && s->weights) la__robust(j, x);
     j->ns = la_mono_ns() - t0;
@@ -145,8 +154,8 @@ static void la__work(uv_work_t *req) {
   }
   free(x);
   if (j->rc != 0 || j->log_rc != 0) {
-    int rc = la_uplink_log_missing(s->ag, s->app_id, s->rank, j->cycle_tag,
-                                   j->why);
+    int rc =
+        la_uplink_log_missing(s->ag, s->app_id, s->rank, j->cycle_tag, j->why);
     j->missing = rc == 0;
   }
   /* The cycle is in the log: the buffer is no longer busy, and only then
@@ -163,28 +172,28 @@ static void la__after(uv_work_t *req, int status) {
   ag->jobs_in_flight--;
   if (status != 0 || j->rc != 0 || j->log_rc != 0) {
     ag->st.cycles_dropped++;
-    la_log_warnx("%s rank %u cycle %llu not stored: %s (%s)%s", s->app_id,
-                 s->rank, (unsigned long long)j->cycle_tag,
-                 j->why ? j->why : "cancelled",
-                 status ? uv_strerror(status)
-                        : la_strerror(j->rc ? j->rc : j->log_rc),
-                 j->missing ? "; recorded as missing"
-                            : "; not even a missing record could be "
-                              "written (counted)");
+    la_log_warnx(
+        "%s rank %u cycle %llu not stored: %s (%s)%s", s->app_id, s->rank,
+        (unsigned long long)j->cycle_tag, j->why ? j->why : "cancelled",
+        status ? uv_strerror(status) : la_strerror(j->rc ? j->rc : j->log_rc),
+        j->missing ? "; recorded as missing"
+                   : "; not even a missing record could be "
+                     "written (counted)");
   } else {
     ag->st.cycles_compacted++;
     ag->st.points += j->points;
     ag->st.compact_ns += j->ns;
     ag->st.bytes_out += j->bytes;
     if (j->meta.range_errors)
-      la_log_warnx("%s rank %u cycle %llu: %llu probes out of range",
-                   s->app_id, s->rank, (unsigned long long)j->cycle_tag,
+      la_log_warnx("%s rank %u cycle %llu: %llu probes out of range", s->app_id,
+                   s->rank, (unsigned long long)j->cycle_tag,
                    (unsigned long long)j->meta.range_errors);
   }
   free(j);
   la_uplink_kick(ag);
-  la_session_job_done(s);
-  la_agent_check_drained(ag);
+  s->jobs--;
+  la_conn_release(&s->conn); /* the hold la_worker_submit took */
+  la_agent_progress(ag);
 }
 
 int la_worker_submit(la_session_t *s, uint32_t i, uint64_t cycle_tag,

@@ -88,24 +88,13 @@ static int print_text(const lactl_app_t *a, size_t n) {
 }
 
 int lactl_apps_main(int argc, char **argv) {
-  static const struct option lo[] = {LACTL_COMMON_OPTIONS, {0, 0, 0, 0}};
   lactl_common_t o = {0};
-  int c;
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-    if (lactl_common_opt(&o, c, optarg)) continue;
-    if (c == 'h') {
-      usage(stdout);
-      return LACTL_OK;
-    }
-    return lactl_usage_err("apps", "unknown or incomplete option '%s'",
-                           argv[optind - 1]);
-  }
+  int orc = lactl_common_only("apps", argc, argv, &o, usage);
+  if (orc >= 0) return orc;
   if (optind < argc)
     return lactl_usage_err("apps", "unexpected argument '%s'", argv[optind]);
   lactl_src_t *s;
-  int orc = lactl_src_open("apps", &o, &s);
+  orc = lactl_src_open("apps", &o, &s);
   if (orc) return orc;
   lactl_app_t *a;
   size_t n;

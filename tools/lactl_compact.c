@@ -50,6 +50,9 @@ static void usage(FILE *f) {
       "  --relative         maxerr: the bound is X * |value|\n"
       "  --connected        segments share their end points\n"
       "  --no-outliers      do not keep isolated points verbatim\n"
+      "  --quantum Q        polyline: the values are whole multiples of Q\n"
+      "                     (timer ticks x ns per tick): rough stretches are\n"
+      "                     stored exactly as integers where that is smaller\n"
       "  --format F         auto (default), f64 or text\n"
       "  --synthetic KIND   use a synthetic series: mesh, steps, ramps, sine,\n"
       "                     spikes, constant, noise, walk (N default 1000000)\n"
@@ -77,14 +80,21 @@ static int parse_double(const char *s, double *v) {
 }
 
 static int parse_opts(int argc, char **argv, opts_t *o) {
-  static const struct option lo[] = {
-      {"spec", 1, 0, 's'},        {"mode", 1, 0, 'm'},
-      {"cv", 1, 0, 'c'},          {"eps", 1, 0, 'e'},
-      {"relative", 0, 0, 'r'},    {"connected", 0, 0, 'C'},
-      {"no-outliers", 0, 0, 'O'}, {"format", 1, 0, 'f'},
-      {"segments", 0, 0, 'S'},    {"json", 0, 0, 'j'},
-      {"synthetic", 1, 0, 'y'},   {"reps", 1, 0, 'R'},
-      {"help", 0, 0, 'h'},        {0, 0, 0, 0}};
+  static const struct option lo[] = {{"spec", 1, 0, 's'},
+                                     {"mode", 1, 0, 'm'},
+                                     {"cv", 1, 0, 'c'},
+                                     {"eps", 1, 0, 'e'},
+                                     {"relative", 0, 0, 'r'},
+                                     {"connected", 0, 0, 'C'},
+                                     {"no-outliers", 0, 0, 'O'},
+                                     {"format", 1, 0, 'f'},
+                                     {"segments", 0, 0, 'S'},
+                                     {"json", 0, 0, 'j'},
+                                     {"synthetic", 1, 0, 'y'},
+                                     {"reps", 1, 0, 'R'},
+                                     {"quantum", 1, 0, 'q'},
+                                     {"help", 0, 0, 'h'},
+                                     {0, 0, 0, 0}};
   char why[200];
   double v;
   int c, have_eps = 0;
@@ -96,75 +106,83 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
   opterr = 0;
   while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
     switch (c) {
-    case 's':
-      if (la_compact_spec_parse(optarg, &o->p, why, sizeof(why)) != 0)
-        return bad("--spec: %s%s", why, "");
-      have_eps = o->p.epsilon > 0;
-      break;
-    case 'm':
-      if (strcmp(optarg, "polyline") == 0)
-        o->p.mode = LA_COMPACT_POLYLINE;
-      else if (strcmp(optarg, "maxerr") == 0)
-        o->p.mode = LA_COMPACT_MAXERR;
-      else if (strcmp(optarg, "lossless") == 0)
-        o->p.mode = LA_COMPACT_LOSSLESS;
-      else
-        return bad("--mode '%s': polyline, maxerr or lossless%s", optarg, "");
-      break;
-    case 'c':
-    case 'e':
-      if (parse_double(optarg, &v) != 0 || !(v >= 0 && v < INFINITY))
-        return bad("--%s '%s': not a number >= 0", c == 'c' ? "cv" : "eps",
-                   optarg);
-      if (c == 'c')
-        o->p.cv = v;
-      else
-        o->p.epsilon = v, have_eps = 1;
-      break;
-    case 'r':
-      o->p.relative = 1;
-      break;
-    case 'C':
-      o->p.connected = 1;
-      break;
-    case 'O':
-      o->p.outliers = 0;
-      break;
-    case 'f':
-      if (strcmp(optarg, "auto") == 0)
-        o->format = FMT_AUTO;
-      else if (strcmp(optarg, "f64") == 0)
-        o->format = FMT_F64;
-      else if (strcmp(optarg, "text") == 0)
-        o->format = FMT_TEXT;
-      else
-        return bad("--format '%s': auto, f64 or text%s", optarg, "");
-      break;
-    case 'S':
-      o->segments = 1;
-      break;
-    case 'j':
-      o->json = 1;
-      break;
-    case 'y':
-      o->synthetic = optarg;
-      break;
-    case 'R':
-      o->reps = atoi(optarg);
-      if (o->reps < 1 || o->reps > 1000)
-        return bad("--reps '%s': between 1 and 1000%s", optarg, "");
-      break;
-    case 'h':
-      usage(stdout);
-      return -1;
-    default:
-      return bad("unknown or incomplete option '%s'%s", argv[optind - 1], "");
+      case 's':
+        if (la_compact_spec_parse(optarg, &o->p, why, sizeof(why)) != 0)
+          return bad("--spec: %s%s", why, "");
+        have_eps = o->p.epsilon > 0;
+        break;
+      case 'm':
+        if (strcmp(optarg, "polyline") == 0)
+          o->p.mode = LA_COMPACT_POLYLINE;
+        else if (strcmp(optarg, "maxerr") == 0)
+          o->p.mode = LA_COMPACT_MAXERR;
+        else if (strcmp(optarg, "lossless") == 0)
+          o->p.mode = LA_COMPACT_LOSSLESS;
+        else
+          return bad("--mode '%s': polyline, maxerr or lossless%s", optarg, "");
+        break;
+      case 'c':
+      case 'e':
+        if (parse_double(optarg, &v) != 0 || !(v >= 0 && v < INFINITY))
+          return bad("--%s '%s': not a number >= 0", c == 'c' ? "cv" : "eps",
+                     optarg);
+        if (c == 'c')
+          o->p.cv = v;
+        else
+          o->p.epsilon = v, have_eps = 1;
+        break;
+      case 'q':
+        if (parse_double(optarg, &v) != 0 || !(v > 0 && v < INFINITY))
+          return bad("--quantum '%s': not a number > 0%s", optarg, "");
+        o->p.quantum = v;
+        break;
+      case 'r':
+        o->p.relative = 1;
+        break;
+      case 'C':
+        o->p.connected = 1;
+        break;
+      case 'O':
+        o->p.outliers = 0;
+        break;
+      case 'f':
+        if (strcmp(optarg, "auto") == 0)
+          o->format = FMT_AUTO;
+        else if (strcmp(optarg, "f64") == 0)
+          o->format = FMT_F64;
+        else if (strcmp(optarg, "text") == 0)
+          o->format = FMT_TEXT;
+        else
+          return bad("--format '%s': auto, f64 or text%s", optarg, "");
+        break;
+      case 'S':
+        o->segments = 1;
+        break;
+      case 'j':
+        o->json = 1;
+        break;
+      case 'y':
+        o->synthetic = optarg;
+        break;
+      case 'R':
+        o->reps = atoi(optarg);
+        if (o->reps < 1 || o->reps > 1000)
+          return bad("--reps '%s': between 1 and 1000%s", optarg, "");
+        break;
+      case 'h':
+        usage(stdout);
+        return -1;
+      default:
+        return bad("unknown or incomplete option '%s'%s", argv[optind - 1], "");
     }
   }
   if (o->p.mode == LA_COMPACT_MAXERR && !have_eps)
     return bad("maxerr needs --eps X (or --spec maxerr:eps=X)%s%s", "", "");
   if (o->p.relative && o->p.mode != LA_COMPACT_MAXERR)
     return bad("--relative is only for maxerr%s%s", "", "");
+  if (o->p.quantum > 0 && o->p.mode != LA_COMPACT_POLYLINE &&
+      o->p.mode != LA_COMPACT_DEFAULT)
+    return bad("--quantum is only for polyline%s%s", "", "");
   if (o->synthetic == NULL) {
     if (optind != argc - 1)
       return bad(optind >= argc ? "no input FILE (or - for stdin)%s%s"
@@ -182,27 +200,23 @@ static int read_all(const char *path, char **buf, size_t *len) {
   size_t cap = 1 << 16, n = 0, r;
   char *b, *q;
 
-  if (f == NULL)
-    return bad("%s: %s", path, strerror(errno));
+  if (f == NULL) return bad("%s: %s", path, strerror(errno));
   b = malloc(cap + 1);
   while (b != NULL && (r = fread(b + n, 1, cap - n, f)) > 0) {
     n += r;
     if (n == cap) {
       q = realloc(b, 2 * cap + 1);
-      if (q == NULL)
-        break;
+      if (q == NULL) break;
       b = q;
       cap *= 2;
     }
   }
   if (b == NULL || ferror(f) || n == cap) {
-    if (f != stdin)
-      fclose(f);
+    if (f != stdin) fclose(f);
     free(b);
     return bad("%s: cannot read it all%s", path, "");
   }
-  if (f != stdin)
-    fclose(f);
+  if (f != stdin) fclose(f);
   b[n] = 0;
   *buf = b;
   *len = n;
@@ -230,17 +244,13 @@ static int parse_text(const char *path, char *b, double **x, size_t *n) {
   while (v != NULL && *s) {
     line++;
     nl = strchr(s, '\n');
-    if (nl)
-      *nl = 0;
+    if (nl) *nl = 0;
     end = strchr(s, '#');
-    if (end)
-      *end = 0;
-    while (*s == ' ' || *s == '\t' || *s == '\r')
-      s++;
+    if (end) *end = 0;
+    while (*s == ' ' || *s == '\t' || *s == '\r') s++;
     if (*s) {
       double d = strtod(s, &end);
-      while (*end == ' ' || *end == '\t' || *end == '\r' || *end == ',')
-        end++;
+      while (*end == ' ' || *end == '\t' || *end == '\r' || *end == ',') end++;
       if (end == s || *end) {
         char msg[32];
         snprintf(msg, sizeof(msg), "%zu", line);
@@ -251,15 +261,13 @@ static int parse_text(const char *path, char *b, double **x, size_t *n) {
       }
       if (*n == cap) {
         q = realloc(v, 2 * cap * sizeof(double));
-        if (q == NULL)
-          break;
+        if (q == NULL) break;
         v = q;
         cap *= 2;
       }
       v[(*n)++] = d;
     }
-    if (!nl)
-      break;
+    if (!nl) break;
     s = nl + 1;
   }
   if (v == NULL || (*s && *n == cap)) {
@@ -275,10 +283,8 @@ static int load(const opts_t *o, double **x, size_t *n, const char **kind) {
   size_t len, i;
   int rc, fmt = o->format;
 
-  if ((rc = read_all(o->path, &b, &len)) != 0)
-    return rc;
-  if (fmt == FMT_AUTO)
-    fmt = len > 0 && looks_text(b, len) ? FMT_TEXT : FMT_F64;
+  if ((rc = read_all(o->path, &b, &len)) != 0) return rc;
+  if (fmt == FMT_AUTO) fmt = len > 0 && looks_text(b, len) ? FMT_TEXT : FMT_F64;
   if (fmt == FMT_TEXT) {
     *kind = "text";
     rc = parse_text(o->path, b, x, n);
@@ -288,9 +294,10 @@ static int load(const opts_t *o, double **x, size_t *n, const char **kind) {
   *kind = "f64";
   if (len % 8) {
     free(b);
-    return bad("%s: %s bytes is not a whole number of doubles (use "
-               "--format text for numbers in text)",
-               o->path, len % 8 ? "its size in" : "");
+    return bad(
+        "%s: %s bytes is not a whole number of doubles (use "
+        "--format text for numbers in text)",
+        o->path, len % 8 ? "its size in" : "");
   }
   *n = len / 8;
   *x = malloc((*n ? *n : 1) * sizeof(double));
@@ -301,8 +308,7 @@ static int load(const opts_t *o, double **x, size_t *n, const char **kind) {
   for (i = 0; i < *n; i++) { /* little-endian on any host */
     uint64_t u = 0;
     int k;
-    for (k = 7; k >= 0; k--)
-      u = u << 8 | (unsigned char)b[8 * i + (size_t)k];
+    for (k = 7; k >= 0; k--) u = u << 8 | (unsigned char)b[8 * i + (size_t)k];
     memcpy(&(*x)[i], &u, 8);
   }
   free(b);
@@ -321,17 +327,16 @@ static int synth(const char *arg, double **x, size_t *n) {
   memcpy(name, arg, len);
   name[len] = 0;
   if ((kind = la_compact_synth_kind(name)) < 0)
-    return bad("--synthetic '%s': unknown kind (mesh, steps, ramps, sine, "
-               "spikes, constant, noise, walk)%s",
-               name, "");
+    return bad(
+        "--synthetic '%s': unknown kind (mesh, steps, ramps, sine, "
+        "spikes, constant, noise, walk)%s",
+        name, "");
   if (c && sscanf(c + 1, "%llu:%llu", &nn, &seed) < 1)
     return bad("--synthetic '%s': KIND[:N[:SEED]]%s", arg, "");
-  if (nn > (1ull << 31))
-    return bad("--synthetic '%s': N too large%s", arg, "");
+  if (nn > (1ull << 31)) return bad("--synthetic '%s': N too large%s", arg, "");
   *n = (size_t)nn;
   *x = malloc((*n ? *n : 1) * sizeof(double));
-  if (*x == NULL)
-    return bad("out of memory%s%s", "", "");
+  if (*x == NULL) return bad("out of memory%s%s", "", "");
   la_compact_synth(kind, *n, seed, *x);
   return 0;
 }
@@ -351,13 +356,14 @@ static void print_segments(const la_trace_t *t, int json) {
   for (i = 0; i < ns; i++) {
     la_trace_segment(t, i, &s);
     if (json)
-      printf("%s\n    {\"first\": %llu, \"count\": %llu, \"kind\": \"%s\", "
-             "\"v0\": %.17g, \"v1\": %.17g, \"exceptions\": %llu}",
-             i ? "," : "", (unsigned long long)s.first,
-             (unsigned long long)s.count,
-             s.kind == LA_SEG_LINE ? "line" : "verbatim",
-             isfinite(s.v0) ? s.v0 : 0, isfinite(s.v1) ? s.v1 : 0,
-             (unsigned long long)s.exceptions);
+      printf(
+          "%s\n    {\"first\": %llu, \"count\": %llu, \"kind\": \"%s\", "
+          "\"v0\": %.17g, \"v1\": %.17g, \"exceptions\": %llu}",
+          i ? "," : "", (unsigned long long)s.first,
+          (unsigned long long)s.count,
+          s.kind == LA_SEG_LINE ? "line" : "verbatim",
+          isfinite(s.v0) ? s.v0 : 0, isfinite(s.v1) ? s.v1 : 0,
+          (unsigned long long)s.exceptions);
     else
       printf("%8zu %12llu %10llu %-8s %14.6g %14.6g %6llu\n", i,
              (unsigned long long)s.first, (unsigned long long)s.count,
@@ -382,14 +388,14 @@ static void report(const opts_t *o, const char *src, const char *kind, size_t n,
   double bits = n ? 8.0 * (double)r->len / (double)n : 0;
   double ratio = r->len ? 8.0 * (double)n / (double)r->len : 0;
 
-  if (r->mode == LA_COMPACT_LOSSLESS)
-    used.mode = LA_COMPACT_LOSSLESS;
+  if (r->mode == LA_COMPACT_LOSSLESS) used.mode = LA_COMPACT_LOSSLESS;
   la_compact_spec_format(&used, spec, sizeof(spec));
   if (o->json) {
     printf("{\n  \"input\": \"%s\",\n  \"format\": \"%s\",\n", src, kind);
     printf("  \"count\": %zu,\n  \"spec\": \"%s\",\n", n, spec);
     printf("  \"segments\": %zu,\n  \"exceptions\": %zu,\n", r->segments,
            r->exceptions);
+    printf("  \"quantized\": %llu,\n", (unsigned long long)r->quantized);
     printf("  \"bytes\": %zu,\n  \"raw_bytes\": %zu,\n", r->len, 8 * n);
     jnum("bits_per_value", bits, ",");
     jnum("ratio_to_raw", ratio, ",");
@@ -412,6 +418,9 @@ static void report(const opts_t *o, const char *src, const char *kind, size_t n,
   printf("parameters   %s\n", spec);
   printf("segments     %zu (%zu exceptions kept verbatim)\n", r->segments,
          r->exceptions);
+  if (o->p.quantum > 0)
+    printf("quantized    %llu points stored exactly (quantum %.17g)\n",
+           (unsigned long long)r->quantized, o->p.quantum);
   printf("bytes        %zu (raw doubles: %zu)\n", r->len, 8 * n);
   printf("bits/value   %.4f\n", bits);
   printf("ratio        %.1fx smaller than raw doubles\n", ratio);
@@ -422,8 +431,7 @@ static void report(const opts_t *o, const char *src, const char *kind, size_t n,
          r->stats.sum);
   printf("speed        %.2f ns/point (CPU time, median of %d runs)\n", ns,
          o->reps);
-  if (o->segments)
-    print_segments(t, 0);
+  if (o->segments) print_segments(t, 0);
 }
 
 int lactl_compact_main(int argc, char **argv) {
@@ -436,19 +444,16 @@ int lactl_compact_main(int argc, char **argv) {
   char why[200];
   int rc, i;
 
-  if ((rc = parse_opts(argc, argv, &o)) != 0)
-    return rc < 0 ? 0 : rc;
+  if ((rc = parse_opts(argc, argv, &o)) != 0) return rc < 0 ? 0 : rc;
   rc = o.synthetic ? synth(o.synthetic, &x, &n) : load(&o, &x, &n, &kind);
-  if (rc != 0)
-    return rc;
+  if (rc != 0) return rc;
   times = malloc((size_t)o.reps * sizeof(double));
   memset(&r, 0, sizeof(r));
   for (i = 0; times != NULL && i < o.reps; i++) {
     double t0;
     la_compact_result_free(&r);
     t0 = (double)la_thread_cpu_ns();
-    if ((rc = la_compact(x, n, &o.p, &r)) != 0)
-      break;
+    if ((rc = la_compact(x, n, &o.p, &r)) != 0) break;
     times[i] = ((double)la_thread_cpu_ns() - t0) / (double)(n ? n : 1);
   }
   if (times == NULL || rc != 0) {

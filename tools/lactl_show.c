@@ -431,20 +431,9 @@ static int print_text(const la_traceset_t *t, const rank_t *r, const fid_t *fd,
 }
 
 int lactl_show_main(int argc, char **argv) {
-  static const struct option lo[] = {LACTL_COMMON_OPTIONS, {0, 0, 0, 0}};
   lactl_common_t o = {0};
-  int c;
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-    if (lactl_common_opt(&o, c, optarg)) continue;
-    if (c == 'h') {
-      usage(stdout);
-      return LACTL_OK;
-    }
-    return lactl_usage_err("show", "unknown or incomplete option '%s'",
-                           argv[optind - 1]);
-  }
+  int orc = lactl_common_only("show", argc, argv, &o, usage);
+  if (orc >= 0) return orc;
   if (optind >= argc) return lactl_usage_err("show", "which application?");
   if (argc - optind > 2)
     return lactl_usage_err("show", "unexpected argument '%s'",
@@ -455,7 +444,7 @@ int lactl_show_main(int argc, char **argv) {
     return lactl_usage_err("show", "'%s' is not a cycle number or 'latest'",
                            argv[optind + 1]);
   lactl_src_t *s;
-  int orc = lactl_src_open("show", &o, &s);
+  orc = lactl_src_open("show", &o, &s);
   if (orc) return orc;
   la_traceset_t *t;
   int rc = lactl_src_set(s, app, sel.latest, sel.first, &t);

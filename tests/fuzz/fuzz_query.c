@@ -6,9 +6,11 @@
  * store (globalagent/store.c, one batch per message, as the ingest path
  * does), and a Query first closes the open Trace-Sets (complete when every
  * rank is present, as the stitcher's timeout would) and is then answered
- * the way globalagent/feed.c does (apps, cycles, traceset), the reply packed
- * and decoded again. Properties: no crash, leak or UB; every reply the store
- * yields encodes and passes the codec's own validation (a subscriber would
+ * by the GlobalAgent's own answering code (globalagent/feed_query.c: apps,
+ * cycles, traceset, or a refusal such as another feed protocol version),
+ * the typed reply packed and decoded again. Properties: no crash, leak or
+ * UB; every reply the store yields carries the feed protocol version,
+ * encodes and passes the codec's own validation (a subscriber would
  * otherwise drop it). The libuv connection, the subscriber queue and live
  * publication are not exercised (the daemon's tests do that).
  */
@@ -17,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "feed_query.h"
 #include "la_codec.h"
-#include "la.h"
-#include "la_status.h"
+#include "la_errcodes.h"
 #include "store.h"
 
 static void la__check(int ok) {
@@ -42,12 +44,6 @@ static void la__send(La__QueryReply *r) {
   free(f);
 }
 
-static void la__reply(int status, const char *msg, La__QueryReply *r) {
-  r->status = status;
-  r->message = (char *)msg;
-  la__send(r);
-}
-
 /* Closes every open set, complete when all nprocs ranks are present. */
 static void la__close_open(la_store_t *st) {
   la_store_open_set_t *v = NULL;
@@ -64,53 +60,16 @@ static void la__close_open(la_store_t *st) {
   la_store_free_open_sets(v, n);
 }
 
-/* The feed's answer to q (globalagent/feed.c), without the connection. */
+/* The feed's answer to q (feed_query.c, what globalagent/feed.c sends),
+ * without the connection. */
 static void la__query(la_store_t *st, const La__Query *q) {
-  La__QueryReply r = LA__QUERY_REPLY__INIT;
-  La__StatusReply *rows = la_status_new("rows");
-  if (!rows) return;
-  if (!strcmp(q->what, "apps")) {
-    la_store_app_t *a = NULL;
-    size_t n = 0;
-    if (la_store_apps(st, &a, &n) == 0) {
-      for (size_t i = 0; i < n; i++)
-        la_status_row(rows, a[i].app_id, "name=%s nprocs=%u metric=%s",
-                      a[i].app_name, a[i].nprocs, a[i].metric);
-      free(a);
-    }
-  } else if (!strcmp(q->what, "cycles") && q->app_id && q->app_id[0]) {
-    la_store_cycle_t *c = NULL;
-    size_t n = 0;
-    uint64_t first = q->has_cycle_tag ? q->cycle_tag : 0;
-    uint64_t last = q->has_cycle_last ? q->cycle_last : UINT64_MAX;
-    if (la_store_cycles(st, q->app_id, first, last, &c, &n) == 0) {
-      for (size_t i = 0; i < n; i++) {
-        char key[32];
-        snprintf(key, sizeof key, "%llu", (unsigned long long)c[i].cycle_tag);
-        la_status_row(rows, key, "ranks=%u missing=%u", c[i].ranks_present,
-                      c[i].n_missing);
-      }
-      free(c);
-    }
-  } else if (!strcmp(q->what, "traceset") && q->app_id && q->app_id[0]) {
-    uint64_t tag = q->cycle_tag;
-    La__TraceSet *set = NULL;
-    if ((q->has_cycle_tag ||
-         la_store_latest_cycle(st, q->app_id, LA_STORE_LATEST_ANY, &tag) ==
-             0) &&
-        la_store_load_set(st, q->app_id, tag, &set) == 0) {
-      r.n_sets = 1;
-      r.sets = &set;
-      la__reply(0, NULL, &r);
-      la_store_free_set(set);
-    }
-    la_status_free(rows);
-    return;
-  }
-  r.n_rows = rows->n_entries;
-  r.rows = rows->entries;
-  la__reply(0, NULL, &r);
-  la_status_free(rows);
+  la_ga_answer_t a;
+  int rc = la_ga_answer(st, q, &a);
+  la__check(rc == a.reply.status && rc <= 0);
+  la__check(a.reply.has_feed_protocol &&
+            a.reply.feed_protocol == LA_FEED_PROTOCOL_VERSION);
+  la__send(&a.reply);
+  la_ga_answer_free(&a);
 }
 
 /* Stores one ingest message in its own batch. */

@@ -3,7 +3,8 @@
  * valid when the protocol or the compact encoding changes: frames of every
  * message the targets handle (la_frame_pack), compact traces of synthetic
  * mesh series in each mode (la_compact), a small INI file, and a store
- * session (two ranks, two cycles, then each kind of Query). Run by
+ * session (two ranks, two cycles, then each kind of Query, and one of the
+ * older feed protocol) and typed listing replies. Run by
  * tests/fuzz/run.sh before fuzzing; not a fuzz target itself.
  */
 #include <errno.h>
@@ -84,14 +85,58 @@ static void la__ct(la__buf_t *b, const char *app, uint32_t rank,
   la__frame(b, LA__MSG_TYPE__MSG_COMPACT_TRACE, &t.base);
 }
 
+/* A Query of feed protocol LA_FEED_PROTOCOL_VERSION (old: of version 1,
+ * which sent none). */
 static void la__query(la__buf_t *b, const char *what, const char *app,
-                      int has_tag, uint64_t tag) {
+                      int has_tag, uint64_t tag, int old) {
   La__Query q = LA__QUERY__INIT;
   q.what = (char *)what;
   q.app_id = (char *)app;
   q.has_cycle_tag = has_tag;
   q.cycle_tag = tag;
+  q.has_feed_protocol = !old;
+  q.feed_protocol = LA_FEED_PROTOCOL_VERSION;
   la__frame(b, LA__MSG_TYPE__MSG_QUERY, &q.base);
+}
+
+/* Typed listing replies (an AppList, a CycleList), as a client gets them. */
+static void la__listings(la__buf_t *b) {
+  La__AppInfo a = LA__APP_INFO__INIT, *ap = &a;
+  La__AppList al = LA__APP_LIST__INIT;
+  a.app_id = "app-1";
+  a.app_name = "wavetoy";
+  a.metric = "time";
+  a.unit = "ns";
+  a.has_nprocs = a.has_elements = a.has_cycles = 1;
+  a.nprocs = 2;
+  a.elements = 600;
+  a.cycles = 2;
+  a.has_sets_complete = a.has_ranks_started = a.has_ranks_ended = 1;
+  a.sets_complete = 2;
+  a.ranks_started = 2;
+  a.ranks_ended = 1;
+  al.n_apps = 1;
+  al.apps = &ap;
+  La__QueryReply r = LA__QUERY_REPLY__INIT;
+  r.has_feed_protocol = 1;
+  r.feed_protocol = LA_FEED_PROTOCOL_VERSION;
+  r.apps = &al;
+  la__frame(b, LA__MSG_TYPE__MSG_QUERY_REPLY, &r.base);
+  La__CycleInfo c[2] = {LA__CYCLE_INFO__INIT, LA__CYCLE_INFO__INIT};
+  La__CycleInfo *cp[2] = {&c[0], &c[1]};
+  La__CycleList cl = LA__CYCLE_LIST__INIT;
+  c[0].state = LA__CYCLE_STATE__CYCLE_COMPLETE;
+  c[0].ranks_present = 2;
+  c[1].cycle_tag = 1;
+  c[1].state = LA__CYCLE_STATE__CYCLE_PARTIAL;
+  c[1].ranks_present = 1;
+  c[1].ranks_missing = 1;
+  c[1].reasons = "timeout (1)";
+  cl.n_cycles = 2;
+  cl.cycles = cp;
+  r.apps = NULL;
+  r.cycles = &cl;
+  la__frame(b, LA__MSG_TYPE__MSG_QUERY_REPLY, &r.base);
 }
 
 int main(int argc, char **argv) {
@@ -145,12 +190,14 @@ int main(int argc, char **argv) {
   e.reason = "finalize";
   la__frame(&session, LA__MSG_TYPE__MSG_RANK_END, &e.base);
   la__put(&frames, session.p, session.n);
-  la__query(&session, "apps", NULL, 0, 0);
-  la__query(&session, "cycles", "app-1", 0, 0);
-  la__query(&session, "traceset", "app-1", 1, 1);
-  la__query(&session, "traceset", "app-1", 0, 0);
+  la__query(&session, "apps", NULL, 0, 0, 0);
+  la__query(&session, "cycles", "app-1", 0, 0, 0);
+  la__query(&session, "traceset", "app-1", 1, 1, 0);
+  la__query(&session, "traceset", "app-1", 0, 0, 0);
+  la__query(&session, "apps", NULL, 0, 0, 1);
   la__write(dir, "fuzz_query", "session", &session);
   la__put(&frames, session.p, session.n);
+  la__listings(&frames);
   la__write(dir, "fuzz_frame", "session", &frames);
 
   static const char ini[] =

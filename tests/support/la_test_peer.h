@@ -1,4 +1,13 @@
-/* la_test_peer.h: a small LocalAgent stand-in for libla's tests.
+/* la_test_peer.h: a small LocalAgent stand-in, for faults the real
+ * la-localagent cannot be made to show.
+ *
+ * It exists for: an agent that holds the application's buffers (for a
+ * while, or until told: libla's wait and skip policies and the wait's time
+ * limit, test_libla), an agent that dies while holding them (the wait must
+ * notice, test_libla), and an agent whose closing connections leave the
+ * IPC clean-up to libla alone. Everything a real agent can do is tested
+ * against the real one (la_test_agent.h, la_test_stack.h). Still used as a
+ * plain agent by test_examples and test_fortran, not yet moved.
  *
  * A thread inside the test process listens on 127.0.0.1 (ephemeral port) and
  * speaks the application side of the LocalAgent protocol for real: it attaches

@@ -856,9 +856,12 @@ static void script_query(srv_t *s, int fd) {
       const La__Query *q = (const La__Query *)m;
       La__QueryReply r = LA__QUERY_REPLY__INIT;
       La__TraceSet *sets[1] = {&f->ts};
-      La__StatusEntry e1 = LA__STATUS_ENTRY__INIT, e2 = LA__STATUS_ENTRY__INIT;
-      La__StatusEntry *rows[2] = {&e1, &e2};
+      La__AppInfo a1 = LA__APP_INFO__INIT, a2 = LA__APP_INFO__INIT;
+      La__AppInfo *apps[2] = {&a1, &a2};
+      La__AppList al = LA__APP_LIST__INIT;
       s->queries++;
+      r.has_feed_protocol = 1;
+      r.feed_protocol = LA_FEED_PROTOCOL_VERSION;
       if (!strcmp(q->what, "traceset") && strcmp(q->app_id, "job-42")) {
         r.status = LA_ENOTFOUND;
         r.message = "no application job-x";
@@ -875,12 +878,14 @@ static void script_query(srv_t *s, int fd) {
         r.status = LA_ENOTFOUND;
         r.message = "no such cycle";
       } else if (!strcmp(q->what, "apps")) {
-        e1.key = "job-42";
-        e1.value = "4 ranks";
-        e2.key = "job-43";
-        e2.value = "2 ranks";
-        r.n_rows = 2;
-        r.rows = rows;
+        a1.app_id = "job-42";
+        a1.has_nprocs = a2.has_nprocs = 1;
+        a1.nprocs = 4;
+        a2.app_id = "job-43";
+        a2.nprocs = 2;
+        al.n_apps = 2;
+        al.apps = apps;
+        r.apps = &al;
       } else {
         La__Error er = LA__ERROR__INIT;
         er.code = LA_EINVAL;
@@ -905,6 +910,29 @@ static void script_query(srv_t *s, int fd) {
     }
     la_msg_free(m);
   }
+}
+
+/* A GlobalAgent of feed protocol 1: it answers a listing with no version
+ * (and text rows, which this client does not know). */
+static void script_old_feed(srv_t *s, int fd) {
+  uint16_t type;
+  ProtobufCMessage *m = NULL;
+  if (la_recv_msg(fd, 1 << 20, 10000, &type, &m, NULL, 0) != 0 ||
+      type != LA__MSG_TYPE__MSG_QUERY) {
+    s->fail = 1;
+    la_msg_free(m);
+    return;
+  }
+  const La__Query *q = (const La__Query *)m;
+  if (!q->has_feed_protocol || q->feed_protocol != LA_FEED_PROTOCOL_VERSION)
+    s->fail = 1;
+  s->queries++;
+  la_msg_free(m);
+  La__QueryReply r = LA__QUERY_REPLY__INIT;
+  if (la_send_msg(fd, LA__MSG_TYPE__MSG_QUERY_REPLY, &r.base, 5000))
+    s->fail = 1;
+  /* wait for the client to close */
+  if (la_recv_msg(fd, 1 << 20, 10000, &type, &m, NULL, 0) == 0) la_msg_free(m);
 }
 
 static la_client_t *connect_to(const srv_t *s) {
@@ -1398,7 +1426,7 @@ static void test_query(void **state) {
   assert_int_equal(la_client_list(c, "apps", NULL, &rows), 0);
   assert_int_equal(la_client_rows_count(rows), 2);
   assert_string_equal(la_client_rows_key(rows, 1), "job-43");
-  assert_string_equal(la_client_rows_value(rows, 0), "4 ranks");
+  assert_non_null(strstr(la_client_rows_value(rows, 0), " nprocs=4 "));
   assert_null(la_client_rows_key(rows, 2));
   la_client_rows_free(rows);
   assert_int_equal(la_client_list(c, "bogus", NULL, &rows), LA_EINVAL);
@@ -1411,6 +1439,24 @@ static void test_query(void **state) {
   la_client_close(c);
   srv_join(&s);
   assert_int_equal(s.queries, 6);
+  fx_free(&f);
+}
+
+/* A reply of another feed protocol is refused with LA_EVERSION, naming
+ * both versions, not read as an empty listing. */
+static void test_query_old_feed(void **state) {
+  fx_t f;
+  fx_make(&f, 1, 0);
+  srv_t s;
+  srv_start(&s, script_old_feed, &f);
+  la_client_t *c = connect_to(&s);
+  la_client_rows_t *rows = (la_client_rows_t *)1;
+  assert_int_equal(la_client_list(c, "apps", NULL, &rows), LA_EVERSION);
+  assert_null(rows);
+  assert_non_null(strstr(la_client_error(c), "feed protocol 1"));
+  la_client_close(c);
+  srv_join(&s);
+  assert_int_equal(s.queries, 1);
   fx_free(&f);
 }
 
@@ -1477,6 +1523,7 @@ int main(void) {
       cmocka_unit_test(test_error_message),
       cmocka_unit_test(test_dribble),
       cmocka_unit_test(test_query),
+      cmocka_unit_test(test_query_old_feed),
       cmocka_unit_test(test_connect_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

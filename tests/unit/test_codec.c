@@ -322,8 +322,8 @@ static void reset_samples(void) {
   la__query_reply__init(&s_qr);
   s_qr.status = 0;
   s_qr.message = "ok";
-  s_qr.n_rows = 2;
-  s_qr.rows = s_se_p;
+  s_qr.has_feed_protocol = 1;
+  s_qr.feed_protocol = LA_FEED_PROTOCOL_VERSION;
   s_qr_sets[0] = &s_ts;
   s_qr.n_sets = 1;
   s_qr.sets = s_qr_sets;
@@ -649,13 +649,16 @@ static void cmp_msg(uint16_t type, const ProtobufCMessage *x,
     assert_str_or_null(a->app_id, b->app_id);
     OPT_EQ(a, b, cycle_tag);
     OPT_EQ(a, b, cycle_last);
+    OPT_EQ(a, b, feed_protocol);
     break;
   }
   case T_QR: {
     const La__QueryReply *a = (const void *)x, *b = (const void *)y;
     assert_int_equal(a->status, b->status);
     assert_str_or_null(a->message, b->message);
-    cmp_entries(a->n_rows, a->rows, b->n_rows, b->rows);
+    OPT_EQ(a, b, feed_protocol);
+    assert_int_equal(a->apps == NULL, b->apps == NULL);
+    assert_int_equal(a->cycles == NULL, b->cycles == NULL);
     assert_int_equal(a->n_sets, b->n_sets);
     for (size_t i = 0; i < a->n_sets; i++)
       cmp_trace_set(a->sets[i], b->sets[i]);
@@ -1740,6 +1743,101 @@ static void test_trace_set_validation_many_ranks(void **state) {
   assert_int_equal(la_msg_validate(T_TS, &ts.base, why, sizeof why), 0);
 }
 
+/* The typed listings of a QueryReply (AppList, CycleList) travel intact,
+ * and the codec refuses what a client must not use: a bad id, oversized
+ * strings or counts, an unknown cycle state, entries out of order, two
+ * kinds of answer in one reply, a positive status. */
+static void test_query_reply_lists(void **state) {
+  La__AppInfo ai[2] = {LA__APP_INFO__INIT, LA__APP_INFO__INIT};
+  La__AppInfo *aip[2] = {&ai[0], &ai[1]};
+  La__AppList al = LA__APP_LIST__INIT;
+  ai[0].app_id = "job-1";
+  ai[0].app_name = "wave toy"; /* names may hold spaces */
+  ai[0].has_nprocs = ai[0].has_elements = ai[0].has_sets_partial = 1;
+  ai[0].nprocs = 4;
+  ai[0].elements = 1000;
+  ai[0].sets_partial = 2;
+  ai[0].metric = "time";
+  ai[0].unit = "ns";
+  ai[1].app_id = "job-2";
+  al.n_apps = 2;
+  al.apps = aip;
+  La__QueryReply r = LA__QUERY_REPLY__INIT;
+  r.has_feed_protocol = 1;
+  r.feed_protocol = LA_FEED_PROTOCOL_VERSION;
+  r.apps = &al;
+  expect_valid(T_QR, M(&r));
+  ProtobufCMessage *out = roundtrip(T_QR, M(&r));
+  const La__QueryReply *g = (const void *)out;
+  assert_non_null(g->apps);
+  assert_int_equal(g->apps->n_apps, 2);
+  assert_string_equal(g->apps->apps[0]->app_name, "wave toy");
+  assert_int_equal(g->apps->apps[0]->nprocs, 4);
+  assert_int_equal(g->apps->apps[0]->elements, 1000);
+  assert_int_equal(g->apps->apps[0]->sets_partial, 2);
+  assert_string_equal(g->apps->apps[1]->app_id, "job-2");
+  la_msg_free(out);
+
+  ai[1].app_id = "job-0";
+  expect_invalid(T_QR, M(&r), "order");
+  ai[1].app_id = "job 2";
+  expect_invalid(T_QR, M(&r), "application id");
+  ai[1].app_id = "job-2";
+  ai[1].unit = repeat('u', 33);
+  expect_invalid(T_QR, M(&r), "unit");
+  ai[1].unit = NULL;
+  ai[1].has_nprocs = 1;
+  ai[1].nprocs = LA_MAX_RANKS + 1;
+  expect_invalid(T_QR, M(&r), "rank counts");
+  ai[1].nprocs = 0;
+  r.n_sets = 1;
+  r.sets = s_qr_sets;
+  expect_invalid(T_QR, M(&r), "kind");
+  r.n_sets = 0;
+  r.status = 1;
+  expect_invalid(T_QR, M(&r), "status");
+  r.status = 0;
+
+  La__CycleInfo ci[2] = {LA__CYCLE_INFO__INIT, LA__CYCLE_INFO__INIT};
+  La__CycleInfo *cip[2] = {&ci[0], &ci[1]};
+  La__CycleList cl = LA__CYCLE_LIST__INIT;
+  ci[0].cycle_tag = 7;
+  ci[0].state = LA__CYCLE_STATE__CYCLE_PARTIAL;
+  ci[0].ranks_present = 3;
+  ci[0].ranks_missing = 1;
+  ci[0].reasons = "timeout (1)";
+  ci[1].cycle_tag = 8;
+  ci[1].state = LA__CYCLE_STATE__CYCLE_OPEN;
+  cl.n_cycles = 2;
+  cl.cycles = cip;
+  r.apps = NULL;
+  r.cycles = &cl;
+  expect_valid(T_QR, M(&r));
+  out = roundtrip(T_QR, M(&r));
+  g = (const void *)out;
+  assert_non_null(g->cycles);
+  assert_int_equal(g->cycles->n_cycles, 2);
+  assert_int_equal(g->cycles->cycles[0]->state, LA__CYCLE_STATE__CYCLE_PARTIAL);
+  assert_int_equal(g->cycles->cycles[0]->ranks_missing, 1);
+  assert_string_equal(g->cycles->cycles[0]->reasons, "timeout (1)");
+  assert_null(g->cycles->cycles[1]->reasons);
+  la_msg_free(out);
+
+  ci[1].state = (La__CycleState)3;
+  expect_invalid(T_QR, M(&r), "state");
+  ci[1].state = LA__CYCLE_STATE__CYCLE_COMPLETE;
+  ci[1].cycle_tag = 7;
+  expect_invalid(T_QR, M(&r), "order");
+  ci[1].cycle_tag = 8;
+  ci[1].reasons = repeat('r', LA_MAX_REASONS_LEN + 1);
+  expect_invalid(T_QR, M(&r), "reasons");
+  ci[1].reasons = NULL;
+  ci[1].ranks_present = LA_MAX_RANKS + 1;
+  expect_invalid(T_QR, M(&r), "rank counts");
+  ci[1].ranks_present = 0;
+  expect_valid(T_QR, M(&r));
+}
+
 static void test_other_validation(void **state) {
   s_dr.buffer = 16;
   expect_invalid(T_DR, M(&s_dr), "buffer");
@@ -2356,6 +2454,7 @@ int main(void) {
     T(test_trace_robust_validation),
     T(test_trace_set_fidelity_validation),
     T(test_trace_set_validation_many_ranks),
+    T(test_query_reply_lists),
     T(test_other_validation),
     T(bug_register_grid_product_overflow),
     T(bug_query_reply_sets_not_validated),

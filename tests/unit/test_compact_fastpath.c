@@ -21,25 +21,7 @@
 #include <cmocka.h>
 
 #include "la_compact.h"
-
-/* The definition of the statistics, verbatim from the first version. */
-static void ref_stats(const double *x, size_t n, la_series_stats_t *st) {
-  double s = 0, c = 0, lo = INFINITY, hi = -INFINITY;
-  size_t i, nn = 0;
-
-  for (i = 0; i < n; i++) {
-    double v = x[i], t = s + v;
-    c += fabs(s) >= fabs(v) ? (s - t) + v : (v - t) + s;
-    s = t;
-    lo = v < lo ? v : lo;
-    hi = v > hi ? v : hi;
-    nn += v != v;
-  }
-  st->count = n;
-  st->sum = isfinite(s) ? s + c : s;
-  st->min = nn == n ? NAN : lo;
-  st->max = nn == n ? NAN : hi;
-}
+#include "la_test_oracle.h"
 
 static void fill(double *x, size_t n, int kind, uint64_t *s) {
   size_t i;
@@ -97,7 +79,7 @@ static void test_stats_equal_definition(void **state) {
         la_series_stats_t a, b;
         la_compact_result_t r;
         la_compact_params_t p;
-        ref_stats(x + off, n, &b);
+        la_oracle_stats(x + off, n, &b);
         la_series_stats(x + off, n, &a);
         assert_memory_equal(&a, &b, sizeof(a));
         assert_true(la_compact_sum(x + off, n) == b.sum || isnan(b.sum));
@@ -120,7 +102,7 @@ static void test_stats_equal_definition(void **state) {
     la_series_stats_t a, b;
     assert_non_null(x);
     la_compact_synth(kind, m, 42, x);
-    ref_stats(x, m, &b);
+    la_oracle_stats(x, m, &b);
     la_series_stats(x, m, &a);
     assert_memory_equal(&a, &b, sizeof(a));
     free(x);

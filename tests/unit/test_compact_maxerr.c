@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "la_compact.h"
+#include "la_test_oracle.h"
 
 /* Compacts, decodes and checks the bound at every point; returns the
  * number of records. */
@@ -74,8 +75,7 @@ static void test_bound_special_values(void **state) {
   double x[64];
   size_t i;
 
-  for (i = 0; i < 64; i++)
-    x[i] = (double)(i % 9) - 4; /* crosses zero */
+  for (i = 0; i < 64; i++) x[i] = (double)(i % 9) - 4; /* crosses zero */
   x[5] = NAN;
   x[6] = INFINITY;
   x[30] = 0;
@@ -88,37 +88,10 @@ static void test_bound_special_values(void **state) {
   check_bound(x, 64, "maxerr:eps=1e-9");
 }
 
-/* Is there a line a + b*t with |a + b*t - x[t]| <= tol(t) for t in
- * [i, j)? Brute force: if any, one passes through two interval endpoints. */
-static int feasible(const double *x, size_t i, size_t j, double ta, double tr) {
-  size_t p, q, k;
-  int ep, eq;
-
-  if (j - i <= 2)
-    return 1;
-  for (p = i; p < j; p++)
-    for (q = p + 1; q < j; q++)
-      for (ep = -1; ep <= 1; ep += 2)
-        for (eq = -1; eq <= 1; eq += 2) {
-          double yp = x[p] + ep * (ta + tr * fabs(x[p]));
-          double yq = x[q] + eq * (ta + tr * fabs(x[q]));
-          double b = (yq - yp) / (double)(q - p);
-          int ok = 1;
-          for (k = i; k < j && ok; k++) {
-            double tol = ta + tr * fabs(x[k]);
-            ok = fabs(yp + b * ((double)k - (double)p) - x[k]) <=
-                 tol * (1 + 1e-9);
-          }
-          if (ok)
-            return 1;
-        }
-  return 0;
-}
-
 static void test_optimal_segment_count(void **state) {
   enum { N = 28 };
   double x[N];
-  size_t lens[N], best[N + 1], i, j, k;
+  size_t lens[N], i, k;
   uint64_t seed;
 
   for (seed = 1; seed <= 150; seed++) {
@@ -135,20 +108,11 @@ static void test_optimal_segment_count(void **state) {
     assert_true(got > 0);
     /* the online segments partition [0, N) and each is feasible */
     for (i = 0, k = 0; k < (size_t)got; i += lens[k++])
-      assert_true(feasible(x, i, i + lens[k], ta, tr));
+      assert_true(la_oracle_feasible(x, i, i + lens[k], ta, tr, 1 + 1e-9));
     assert_true(i == N);
-    /* brute-force optimum: best[j] = fewest segments covering [0, j) */
-    best[0] = 0;
-    for (j = 1; j <= N; j++) {
-      best[j] = SIZE_MAX;
-      for (i = j; i-- > 0;) {
-        if (!feasible(x, i, j, ta, tr))
-          break; /* feasibility is inherited by sub-ranges */
-        if (best[i] + 1 < best[j])
-          best[j] = best[i] + 1;
-      }
-    }
-    assert_int_equal((size_t)got, best[N]);
+    /* brute-force optimum: fewest feasible segments covering [0, N) */
+    assert_int_equal((size_t)got,
+                     la_oracle_min_segments(x, N, ta, tr, 1 + 1e-9));
   }
 }
 
@@ -156,10 +120,8 @@ static void test_outliers_keep_segments(void **state) {
   double x[5000];
   size_t i, with, without;
 
-  for (i = 0; i < 5000; i++)
-    x[i] = 1000 + 0.01 * (double)i;
-  for (i = 100; i < 5000; i += 500)
-    x[i] = 9000; /* isolated jitter */
+  for (i = 0; i < 5000; i++) x[i] = 1000 + 0.01 * (double)i;
+  for (i = 100; i < 5000; i += 500) x[i] = 9000; /* isolated jitter */
   with = check_bound(x, 5000, "maxerr:eps=1");
   without = check_bound(x, 5000, "maxerr:eps=1,no-outliers");
   assert_int_equal(with, 1);

@@ -986,6 +986,25 @@ static void test_queries_and_exact_totals(void **state) {
           "cycle %zu: %s", i, la_client_rows_value(rows, i));
   }
   la_client_rows_free(rows);
+  /* a client of feed protocol 1 (no version in its Query) is refused with
+   * a reply naming both versions, not answered in a format it misreads */
+  int fd = la_tcp_connect("127.0.0.1", (uint16_t)T.feed_port, 5000);
+  assert_true(fd >= 0);
+  La__Query oq = LA__QUERY__INIT;
+  oq.what = "apps";
+  assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_QUERY, &oq.base, 5000), 0);
+  uint16_t otype = 0;
+  ProtobufCMessage *om = NULL;
+  assert_int_equal(la_recv_msg(fd, 1u << 20, 5000, &otype, &om, NULL, 0), 0);
+  close(fd);
+  assert_int_equal(otype, LA__MSG_TYPE__MSG_QUERY_REPLY);
+  const La__QueryReply *orep = (const La__QueryReply *)om;
+  assert_int_equal(orep->status, LA_EVERSION);
+  CHECK(orep->message && strstr(orep->message, "feed protocol 1") &&
+            strstr(orep->message, "speaks 2"),
+        "refusal: %s", orep->message ? orep->message : "(none)");
+  assert_null(orep->apps);
+  la_msg_free(om);
   /* get every cycle; totals against the raw dumps */
   for (uint64_t cy = 0; cy < STEPS; cy++) {
     la_traceset_t *t = NULL;

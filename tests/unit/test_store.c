@@ -13,8 +13,8 @@
  * after a restart; the app, cycle and latest queries including cycle tags
  * >= 2^63; agent sequence bookkeeping; corrupt rows and a damaged file giving
  * clean errors; every sqlite3 and Python example of docs/storage.md run
- * against a database written here, output compared with the document; and an
- * informational throughput figure (traces/s, batches of 500).
+ * against a database written here, output compared with the document. The
+ * store's write throughput is measured by bench/bench_store.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -1625,104 +1624,6 @@ static void test_injected_commit_failure(void **state) {
                    2);
 }
 
-/* ------------------------------------------------------------ throughput */
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Stores total traces in batches of batch, 64 ranks per cycle, closing
- * every Trace-Set, and prints the rate. The traces are real compactions
- * (default polyline) of 10^5-element synthetic series of the given kinds. */
-static void throughput(fx_t *f, int full, const int *kinds, int n_kinds,
-                       size_t total, size_t batch) {
-  enum { NV = 8, NEL = 100000, NRANKS = 64 };
-  static la_compact_result_t res[NV];
-  size_t bytes = 0;
-  double *x = malloc(NEL * sizeof *x);
-  assert_non_null(x);
-  for (int v = 0; v < NV; v++) {
-    la_compact_params_t p;
-    la_compact_params_default(&p);
-    assert_int_equal(la_compact_synth(kinds[v % n_kinds], NEL, 1 + v, x), 0);
-    assert_int_equal(la_compact(x, NEL, &p, &res[v]), 0);
-    bytes += res[v].len;
-  }
-  free(x);
-  char why[256];
-  la_store_close(f->s);
-  f->s = NULL;
-  char path[200];
-  snprintf(path, sizeof path, "%s/tp%d_%d.db", f->dir, full, kinds[0]);
-  la_store_t *s;
-  assert_int_equal(la_store_open(path, full, &s, why, sizeof why), 0);
-  for (uint32_t r = 0; r < NRANKS; r++) {
-    La__RankStart m = rank_start("bench", r, NRANKS, NEL);
-    assert_int_equal(la_store_rank_start(s, &m), 0);
-  }
-  double t0 = now_s();
-  size_t done = 0;
-  uint64_t seq = 0;
-  while (done < total) {
-    assert_int_equal(la_store_begin(s), 0);
-    for (size_t i = 0; i < batch && done < total; i++, done++) {
-      const la_compact_result_t *rs = &res[done % NV];
-      La__CompactTrace t = LA__COMPACT_TRACE__INIT;
-      La__SeriesStats st = LA__SERIES_STATS__INIT;
-      La__FitError er = LA__FIT_ERROR__INIT;
-      t.seq = ++seq;
-      t.app_id = "bench";
-      t.rank = (uint32_t)(done % NRANKS);
-      t.cycle_tag = done / NRANKS;
-      t.n_elements = NEL;
-      t.mode = (La__CompactMode)rs->mode;
-      t.segments.data = rs->bytes;
-      t.segments.len = rs->len;
-      st.count = NEL;
-      st.sum = rs->stats.sum;
-      st.min = rs->stats.min;
-      st.max = rs->stats.max;
-      t.stats = &st;
-      er.max_abs = rs->error.max_abs;
-      er.rmse = rs->error.rmse;
-      er.cv = rs->error.cv;
-      t.error = &er;
-      t.has_t_xfer_ns = 1;
-      t.t_xfer_ns = seq;
-      int was_new;
-      assert_int_equal(la_store_trace(s, &t, &was_new), 0);
-      assert_int_equal(was_new, 1);
-      if (t.rank == NRANKS - 1)
-        assert_int_equal(
-            la_store_set_closed(s, "bench", t.cycle_tag, 1, NULL, 0, seq), 0);
-    }
-    assert_int_equal(la_store_agent_seq_update(s, "node1", seq), 0);
-    assert_int_equal(la_store_commit(s), 0);
-  }
-  double dt = now_s() - t0;
-  printf(
-      "  store throughput (synchronous=%s, %s): %zu traces of 10^5 "
-      "elements (%zu bytes avg) in batches of %zu: %.0f traces/s, %.0f "
-      "Trace-Sets/s\n",
-      full ? "FULL" : "NORMAL", la_compact_synth_name(kinds[0]), total,
-      bytes / NV, batch, total / dt, total / dt / NRANKS);
-  la_store_close(s);
-  for (int v = 0; v < NV; v++) la_compact_result_free(&res[v]);
-  assert_int_equal(la_store_open(f->path, 0, &f->s, why, sizeof why), 0);
-}
-
-static void test_throughput(void **state) {
-  fx_t *f = *state;
-  const int mesh[1] = {LA_SYNTH_MESH};
-  const int kb[3] = {LA_SYNTH_STEPS, LA_SYNTH_RAMPS, LA_SYNTH_SINE};
-  throughput(f, 0, mesh, 1, 20000, 500);
-  throughput(f, 1, mesh, 1, 20000, 500);
-  throughput(f, 0, kb, 3, 20000, 500);
-  throughput(f, 1, kb, 3, 20000, 500);
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_open_reopen, setup, teardown),
@@ -1750,7 +1651,6 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_damaged_file, setup, teardown),
       cmocka_unit_test_setup_teardown(test_doc_examples, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_throughput, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,42 @@
+/* feed_query.h: the GlobalAgent's answers to the feed's Query messages
+ * ("apps", "cycles", "traceset"), built from the store as typed
+ * QueryReply messages (AppList, CycleList, TraceSet).
+ *
+ * The feed (feed.c) sends them; lactl --db builds the same answers from a
+ * store file, so both sources hand lactl the same messages; the fuzz target
+ * fuzz_query checks that every answer passes the codec's validation. No
+ * libuv, no I/O besides the store's.
+ */
+#ifndef LA_GLOBAL_FEED_QUERY_H
+#define LA_GLOBAL_FEED_QUERY_H
+
+#include "la_codec.h"
+#include "store.h"
+
+/* One answer and the memory it points into. */
+typedef struct la_ga_answer {
+  La__QueryReply reply; /* what to send; points into the fields below */
+  La__AppList apps;
+  La__AppInfo *app_v, **app_p;
+  la_store_app_t *store_apps;
+  La__CycleList cycles;
+  La__CycleInfo *cyc_v, **cyc_p;
+  la_store_cycle_t *store_cycles;
+  La__TraceSet *set;
+  char message[600];
+} la_ga_answer_t;
+
+/* Answers q from st into *a (any prior content is ignored): a->reply is a
+ * valid QueryReply (la_msg_validate) carrying LA_FEED_PROTOCOL_VERSION.
+ * Its status is 0, or the negative LA_E* code with a message: LA_EVERSION
+ * (q has another feed_protocol, or none: a client of feed protocol 1),
+ * LA_EINVAL (unknown what, or no app_id where one is needed), LA_ENOTFOUND
+ * (no such cycle), LA_EIO (store error, its message), LA_ENOMEM. An
+ * unknown application has no cycles (an empty CycleList). Returns that
+ * status. Free with la_ga_answer_free, also after a failure. */
+int la_ga_answer(la_store_t *st, const La__Query *q, la_ga_answer_t *a);
+
+/* Frees what la_ga_answer allocated; a stays usable for another call. */
+void la_ga_answer_free(la_ga_answer_t *a);
+
+#endif /* LA_GLOBAL_FEED_QUERY_H */

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""depgraph.py: the file-level call graph of each daemon, and its cycles.
+
+Reads the object files of la-localagent and la-globalagent (build/obj/
+localagent/*.o, build/obj/globalagent/*.o) with nm: a file that leaves a
+symbol undefined which another file of the same daemon defines calls (or
+reads) that file. Prints one line per file with the files it uses, then
+every cycle (strongly connected set of files). A call through a function
+pointer (a callback the owner registered) is not a link-time reference, so
+it does not appear: such a reverse edge is explicit in the interface struct
+that carries it, not hidden in the graph.
+
+Usage: scripts/depgraph.py [--symbols] [BUILD_DIR]   (default: build)
+  --symbols  name the symbols behind each edge
+Exits 0 when neither daemon has a cycle, 1 when one has, 2 on errors
+(objects missing: run `make -j2 all` first).
+"""
+import os
+import subprocess
+import sys
+
+DAEMONS = ("localagent", "globalagent")
+
+
+def symbols(obj):
+    """Returns (defined, undefined) symbol name sets of one object file."""
+    out = subprocess.run(["nm", obj], check=True, capture_output=True,
+                         text=True).stdout
+    defined, undefined = set(), set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == "U":
+            undefined.add(parts[1])
+        elif len(parts) == 3 and parts[1].isupper():
+            defined.add(parts[2])
+    return defined, undefined
+
+
+def graph(objdir):
+    """Returns {file: {used file: [symbols]}} for the objects in objdir."""
+    objs = sorted(f for f in os.listdir(objdir) if f.endswith(".o"))
+    syms = {f[:-2] + ".c": symbols(os.path.join(objdir, f)) for f in objs}
+    owner = {}
+    for name, (defined, _) in syms.items():
+        for s in defined:
+            owner[s] = name
+    edges = {name: {} for name in syms}
+    for name, (_, undefined) in syms.items():
+        for s in sorted(undefined):
+            to = owner.get(s)
+            if to and to != name:
+                edges[name].setdefault(to, []).append(s)
+    return edges
+
+
+def cycles(edges):
+    """Tarjan's strongly connected components with more than one file."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def main(argv):
+    show = "--symbols" in argv
+    args = [a for a in argv if a != "--symbols"]
+    if any(a.startswith("-") for a in args) or len(args) > 1:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    build = args[0] if args else "build"
+    bad = 0
+    for d in DAEMONS:
+        objdir = os.path.join(build, "obj", d)
+        if not os.path.isdir(objdir):
+            print(f"depgraph: {objdir}: no objects (make -j2 all)",
+                  file=sys.stderr)
+            return 2
+        edges = graph(objdir)
+        print(f"{d}: file -> files it calls")
+        for name in sorted(edges):
+            uses = sorted(edges[name])
+            print(f"  {name:12} -> {', '.join(uses) if uses else '-'}")
+            if show:
+                for to in uses:
+                    print(f"      {to}: {' '.join(edges[name][to])}")
+        cyc = cycles(edges)
+        for comp in cyc:
+            print(f"  CYCLE: {' <-> '.join(comp)}")
+        if not cyc:
+            print("  no cycles")
+        bad |= bool(cyc)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,143 @@
+/* la_test_agent.c: the real LocalAgent for libla's tests, read back through
+ * the real GlobalAgent's store (see la_test_agent.h). */
+#include "la_test_agent.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sqlite3.h>
+
+#include "la_compact.h"
+
+int la_ta_start(la_test_agent_t *a, const char *const *local_extra) {
+  memset(a, 0, sizeof *a);
+  if (la_ts_init(&a->st) != 0 || la_ts_start_global(&a->st, NULL) != 0 ||
+      la_ts_start_local(&a->st, local_extra) != 0)
+    return -1;
+  a->up = 1;
+  setenv("LA_AGENT", la_td_addr(a->st.la), 1);
+  setenv("LA_COMPACT", "lossless", 1);
+  return 0;
+}
+
+void la_ta_free(la_test_agent_t *a) {
+  la_ts_free(&a->st);
+  a->up = 0;
+}
+
+int la_ta_wait_traces(la_test_agent_t *a, long long n, int timeout_ms) {
+  return la_td_wait_status(a->st.ga, "traces_stored", n, timeout_ms);
+}
+
+long long la_ta_local_stat(la_test_agent_t *a, const char *key) {
+  return la_td_status_ll(a->st.la, key);
+}
+
+/* Runs sql on a read-only connection; on a row calls fn. Returns 0 when a
+ * row was read, else -1. */
+static int la_ta_query(la_test_agent_t *a, const char *sql,
+                       void (*fn)(sqlite3_stmt *, void *), void *arg) {
+  sqlite3 *db = NULL;
+  sqlite3_stmt *st = NULL;
+  int rc = -1;
+  if (sqlite3_open_v2(a->st.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+      sqlite3_busy_timeout(db, 5000) == SQLITE_OK &&
+      sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW) {
+    fn(st, arg);
+    rc = 0;
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return rc;
+}
+
+static void la_ta_get_int(sqlite3_stmt *st, void *arg) {
+  *(long long *)arg = sqlite3_column_type(st, 0) == SQLITE_NULL
+                          ? -1
+                          : sqlite3_column_int64(st, 0);
+}
+
+long long la_ta_sql_int(la_test_agent_t *a, const char *sql) {
+  long long v = -1;
+  return la_ta_query(a, sql, la_ta_get_int, &v) == 0 ? v : -1;
+}
+
+typedef struct {
+  char *buf;
+  size_t len;
+} la_ta_text_t;
+
+static void la_ta_get_text(sqlite3_stmt *st, void *arg) {
+  la_ta_text_t *t = arg;
+  const unsigned char *s = sqlite3_column_text(st, 0);
+  snprintf(t->buf, t->len, "%s", s ? (const char *)s : "");
+}
+
+int la_ta_sql_text(la_test_agent_t *a, const char *sql, char *buf, size_t len) {
+  la_ta_text_t t = {buf, len};
+  buf[0] = 0;
+  return la_ta_query(a, sql, la_ta_get_text, &t);
+}
+
+int la_ta_wait_sql(la_test_agent_t *a, const char *sql, long long min,
+                   int timeout_ms) {
+  long long end = la_td_now_ms() + timeout_ms;
+  for (;;) {
+    if (la_ta_sql_int(a, sql) >= min) return 0;
+    if (la_td_now_ms() > end) return -1;
+    struct timespec ts = {0, 10000000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+typedef struct {
+  double *out;
+  uint64_t n;
+  int rc;
+} la_ta_dec_t;
+
+static void la_ta_decode(sqlite3_stmt *st, void *arg) {
+  la_ta_dec_t *d = arg;
+  la_trace_t *t = NULL;
+  char why[160];
+  const void *b = sqlite3_column_blob(st, 0);
+  int len = sqlite3_column_bytes(st, 0);
+  if (la_trace_open(b, (size_t)len, &t, why, sizeof why) != 0) {
+    fprintf(stderr, "la_ta_values: %s\n", why);
+    return;
+  }
+  if (la_trace_count(t) == d->n && la_trace_decode(t, 0, d->n, d->out) == 0)
+    d->rc = 0;
+  la_trace_close(t);
+}
+
+int la_ta_values(la_test_agent_t *a, const char *app_id, uint32_t rank,
+                 uint64_t cycle_tag, double *out, uint64_t n) {
+  char sql[400];
+  la_ta_dec_t d = {out, n, -1};
+  snprintf(sql, sizeof sql,
+           "SELECT segments FROM traces WHERE app_id = '%s' AND rank = %u "
+           "AND cycle_tag = %llu",
+           app_id, rank, (unsigned long long)cycle_tag);
+  la_ta_query(a, sql, la_ta_decode, &d);
+  return d.rc;
+}
+
+long long la_ta_tag(la_test_agent_t *a, const char *app_id, size_t i) {
+  char sql[300];
+  snprintf(sql, sizeof sql,
+           "SELECT cycle_tag FROM traces WHERE app_id = '%s' AND rank = 0 "
+           "ORDER BY cycle_tag LIMIT 1 OFFSET %zu",
+           app_id, i);
+  return la_ta_sql_int(a, sql);
+}
+
+long long la_ta_ntraces(la_test_agent_t *a, const char *app_id) {
+  char sql[300];
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM traces WHERE app_id = '%s'",
+           app_id);
+  return la_ta_sql_int(a, sql);
+}

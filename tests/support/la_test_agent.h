@@ -1,0 +1,56 @@
+/* la_test_agent.h: the real LocalAgent for libla's tests, and what reached
+ * the real GlobalAgent behind it.
+ *
+ * la_ta_start() starts the real pair (la_test_stack.h), points libla at the
+ * LocalAgent (LA_AGENT) and asks for lossless compaction (LA_COMPACT), so
+ * the values a test reads back are exactly the ones the LocalAgent copied
+ * out of the application's shared memory. What a user would see is read
+ * back the way a user would: `lactl status` rows of either daemon and the
+ * GlobalAgent's SQLite store (docs/storage.md: apps, ranks, traces). Every
+ * wait is bounded. Test use only; not thread-safe.
+ */
+#ifndef LA_TEST_AGENT_H
+#define LA_TEST_AGENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "la_test_stack.h"
+
+typedef struct la_test_agent {
+  la_test_stack_t st;
+  int up; /* both daemons started */
+} la_test_agent_t;
+
+/* Starts the GlobalAgent and the LocalAgent (extra arguments for the
+ * LocalAgent, NULL-terminated, may be NULL), sets LA_AGENT and
+ * LA_COMPACT=lossless. Returns 0, or -1 (not built, did not start). */
+int la_ta_start(la_test_agent_t *a, const char *const *local_extra);
+/* Stops both daemons and removes their files. */
+void la_ta_free(la_test_agent_t *a);
+
+/* Waits until the GlobalAgent stored at least n traces. 0, or -1. */
+int la_ta_wait_traces(la_test_agent_t *a, long long n, int timeout_ms);
+/* A `lactl status` row of the LocalAgent as an integer (-1: unreadable). */
+long long la_ta_local_stat(la_test_agent_t *a, const char *key);
+
+/* One integer from a query on the GlobalAgent's store (-1 when the query
+ * fails or returns no row or NULL). */
+long long la_ta_sql_int(la_test_agent_t *a, const char *sql);
+/* One text value into buf ("" and -1 when none). */
+int la_ta_sql_text(la_test_agent_t *a, const char *sql, char *buf, size_t len);
+/* Waits until a query's integer is at least min. 0, or -1 on timeout. */
+int la_ta_wait_sql(la_test_agent_t *a, const char *sql, long long min,
+                   int timeout_ms);
+
+/* Decodes the stored trace of (app_id, rank, cycle_tag) into out, which
+ * has room for n values; the trace must hold exactly n. 0, or -1 (no such
+ * trace, another length, undecodable). */
+int la_ta_values(la_test_agent_t *a, const char *app_id, uint32_t rank,
+                 uint64_t cycle_tag, double *out, uint64_t n);
+/* Cycle tag of app_id's i-th stored trace of rank 0 in tag order, or -1. */
+long long la_ta_tag(la_test_agent_t *a, const char *app_id, size_t i);
+/* Number of traces stored for app_id. */
+long long la_ta_ntraces(la_test_agent_t *a, const char *app_id);
+
+#endif /* LA_TEST_AGENT_H */

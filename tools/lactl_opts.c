@@ -1,0 +1,107 @@
+/* lactl_opts.c: lactl's common options, usage errors and argument parsing
+ * (see lactl_opts.h). */
+#include "lactl_opts.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "la_client.h"
+
+int lactl_common_opt(lactl_common_t *o, int c, const char *arg) {
+  switch (c) {
+    case LACTL_OPT_GLOBAL:
+      o->global = arg;
+      return 1;
+    case LACTL_OPT_DB:
+      o->db = arg;
+      return 1;
+    case LACTL_OPT_JSON:
+      o->json = 1;
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+int lactl_usage_err(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "lactl %s: ", cmd);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, " (try 'lactl %s --help')\n", cmd);
+  return LACTL_USAGE;
+}
+
+const char *lactl_global_addr(const char *opt) {
+  if (opt && *opt) return opt;
+  const char *e = getenv("LA_GLOBAL");
+  return e && *e ? e : LA_CLIENT_DEFAULT_ADDR;
+}
+
+int lactl_parse_weights(const char *s, int *kind) {
+  if (!strcmp(s, "measured"))
+    *kind = LA_WEIGHTS_MEASURED;
+  else if (!strcmp(s, "robust"))
+    *kind = LA_WEIGHTS_ROBUST;
+  else
+    return -1;
+  return 0;
+}
+
+int lactl_parse_u64(const char *s, uint64_t *v) {
+  if (!s || *s < '0' || *s > '9') return -1;
+  char *end;
+  errno = 0;
+  unsigned long long x = strtoull(s, &end, 10);
+  if (errno || *end) return -1;
+  *v = x;
+  return 0;
+}
+
+int lactl_parse_sel(const char *s, int range_ok, lactl_sel_t *sel) {
+  memset(sel, 0, sizeof *sel);
+  if (!s || !strcmp(s, "latest")) {
+    sel->latest = 1;
+    return 0;
+  }
+  const char *colon = strchr(s, ':');
+  if (!colon) {
+    if (lactl_parse_u64(s, &sel->first)) return -1;
+    sel->last = sel->first;
+    return 0;
+  }
+  if (!range_ok) return -1;
+  char a[32];
+  size_t la = (size_t)(colon - s);
+  if (la >= sizeof a) return -1;
+  memcpy(a, s, la);
+  a[la] = 0;
+  sel->range = 1;
+  sel->first = 0;
+  sel->last = UINT64_MAX;
+  if (la && lactl_parse_u64(a, &sel->first)) return -1;
+  if (colon[1] && lactl_parse_u64(colon + 1, &sel->last)) return -1;
+  return sel->first <= sel->last ? 0 : -1;
+}
+
+int lactl_common_only(const char *cmd, int argc, char **argv, lactl_common_t *o,
+                      void (*usage)(FILE *)) {
+  static const struct option lo[] = {LACTL_COMMON_OPTIONS, {0, 0, 0, 0}};
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+    if (lactl_common_opt(o, c, optarg)) continue;
+    if (c == 'h') {
+      usage(stdout);
+      return LACTL_OK;
+    }
+    return lactl_usage_err(cmd, "unknown or incomplete option '%s'",
+                           argv[optind - 1]);
+  }
+  return -1;
+}
