@@ -57,9 +57,10 @@ LOCAL_NOUV_OBJ := $(call obj,$(filter-out localagent/main.c localagent/session.c
   localagent/listener.c localagent/worker.c localagent/uplink.c \
   localagent/control.c,$(LOCAL_SRC)))
 LOCAL_NOUV_A := $(if $(LOCAL_NOUV_OBJ),$(BUILD)/lib/libla_localagent.a)
-# The GlobalAgent's modules that do not use libuv (store, stitch, settings,
-# feed_query), for unit tests and for lactl's offline reading of a store.
-GLOBAL_NOUV_OBJ := $(call obj,$(filter globalagent/store.c globalagent/stitch.c \
+# The GlobalAgent's modules that do not use libuv (the store's files, stitch,
+# settings, feed_query), for unit tests and for lactl's offline reading of a
+# store.
+GLOBAL_NOUV_OBJ := $(call obj,$(filter globalagent/store%.c globalagent/stitch.c \
   globalagent/settings.c globalagent/feed_query.c,$(GLOBAL_SRC)))
 GLOBAL_NOUV_A := $(if $(GLOBAL_NOUV_OBJ),$(BUILD)/lib/libla_globalagent.a)
 LOCAL_OBJ  := $(call obj,$(LOCAL_SRC))

@@ -18,12 +18,6 @@
 
 #include "la_errcodes.h"
 
-uint64_t la_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static int la__left(uint64_t deadline) {
   uint64_t now = la_now_ms();
   return now >= deadline ? 0 : (int)(deadline - now);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "la_codec.h"
+#include "la_time.h" /* la_now_ms */
 
 /* Splits "host:port" (or "port", or "[v6]:port") into host and port. Returns
  * 0 or LA_EINVAL. */
@@ -37,8 +38,5 @@ int la_send_msg(int fd, uint16_t type, const ProtobufCMessage *msg,
  * LA_EPROTO, LA_EMSGSIZE; why gets a reason. */
 int la_recv_msg(int fd, uint32_t max_payload, int timeout_ms, uint16_t *type,
                 ProtobufCMessage **msg, char *why, size_t why_len);
-
-/* Monotonic milliseconds. */
-uint64_t la_now_ms(void);
 
 #endif /* LA_SOCKIO_H */

@@ -13,7 +13,7 @@
  *              closed Trace-Sets handed to feed.c; expiry timer
  *   control.c  the status report
  *   validate.c checks a compact trace before it is stored
- *   store.c, stitch.c, settings.c: no libuv (unit-tested alone)
+ *   store*.c, stitch.c, settings.c: no libuv (unit-tested alone)
  * The one way back up is la_ga_agent_ops_t: ingest.c acknowledges and
  * closes the LocalAgents' connections through it, never by name.
  * Everything runs on the loop thread.

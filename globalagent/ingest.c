@@ -30,6 +30,7 @@
 #include "ga.h"
 #include "la_errors.h"
 #include "la_log.h"
+#include "la_time.h"
 #include "validate.h"
 
 typedef struct la_ga_app {
@@ -43,12 +44,6 @@ typedef struct la_ga_closed {
   char app_id[LA_MAX_ID_LEN + 1];
   uint64_t tag;
 } la_ga_closed_t;
-
-static uint64_t la__realtime_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int la__txn(la_ga_t *ga) {
   if (ga->in_txn) return 0;
@@ -160,7 +155,7 @@ static void la__on_set_closed(void *arg, const char *app_id, uint64_t tag,
   if (la_store_missing_ranks(ga->store, app_id, tag, nprocs, &all, &n_all) !=
           0 ||
       la_store_set_closed(ga->store, app_id, tag, n_all == 0, all, n_all,
-                          la__realtime_ns()) != 0) {
+                          la_realtime_ns()) != 0) {
     free(all);
     ga->txn_failed = 1;
     return;
@@ -201,7 +196,7 @@ static void la__reclose(la_ga_t *ga, const char *app_id, uint64_t tag) {
     return;
   }
   uint64_t t_closed =
-      set->has_t_complete_ns ? set->t_complete_ns : la__realtime_ns();
+      set->has_t_complete_ns ? set->t_complete_ns : la_realtime_ns();
   if (la_store_set_closed(ga->store, app_id, tag, set->complete,
                           set->missing_ranks, set->n_missing_ranks,
                           t_closed) != 0) {
@@ -407,7 +402,7 @@ static void la__rebuild_stitch(la_ga_t *ga) {
     return;
   }
   if (n > 1) qsort(v, n, sizeof *v, la__cmp_first);
-  uint64_t now = uv_now(ga->loop), real = la__realtime_ns();
+  uint64_t now = uv_now(ga->loop), real = la_realtime_ns();
   for (size_t i = 0; i < n; i++)
     if (v[i].nprocs)
       la_stitch_restore(ga->stitch, v[i].app_id, v[i].nprocs, v[i].cycle_tag,
@@ -453,7 +448,7 @@ void la_ga_commit(la_ga_t *ga) {
     La__TraceSet *set = NULL;
     if (la_store_load_set(ga->store, c->app_id, c->tag, &set) == 0) {
       set->has_t_complete_ns = 1;
-      set->t_complete_ns = la__realtime_ns();
+      set->t_complete_ns = la_realtime_ns();
       la_ga_feed_publish(ga, set);
       la_store_free_set(set);
     }

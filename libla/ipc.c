@@ -35,6 +35,7 @@
 
 #include "la_internal.h"
 #include "la_sysv.h"
+#include "la_time.h"
 
 /* The scratch mapping left where the last segment was (see above). */
 static struct {
@@ -138,12 +139,6 @@ int la__ipc_handover(la__ipc_t *ipc) {
   return 0;
 }
 
-static uint64_t la__mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 int la__ipc_acquire(la__ipc_t *ipc, uint32_t i, int timeout_ms,
                     int (*alive)(void *), void *arg, int *waited,
                     uint64_t *wait_ns) {
@@ -160,30 +155,30 @@ int la__ipc_acquire(la__ipc_t *ipc, uint32_t i, int timeout_ms,
   }
   if (timeout_ms == 0) return LA_ESKIPPED;
   *waited = 1;
-  uint64_t t0 = la__mono_ns();
+  uint64_t t0 = la_mono_ns();
   uint64_t limit = (uint64_t)timeout_ms * 1000000u;
   op.sem_flg = 0;
   for (;;) {
     struct timespec slice = {0, 50 * 1000000}; /* check the agent every 50ms */
     if (semtimedop(ipc->sem_id, &op, 1, &slice) == 0) {
-      *wait_ns += la__mono_ns() - t0;
+      *wait_ns += la_mono_ns() - t0;
       return 0;
     }
     int e = errno;
     if (e == EIDRM || e == EINVAL) {
-      *wait_ns += la__mono_ns() - t0;
+      *wait_ns += la_mono_ns() - t0;
       return la__error(LA_EAGENTLOST, "semaphore set removed while waiting");
     }
     if (e != EAGAIN && e != EINTR) {
-      *wait_ns += la__mono_ns() - t0;
+      *wait_ns += la_mono_ns() - t0;
       return la__error(LA_EIPC, "semtimedop: %s", strerror(e));
     }
     if (alive && alive(arg) != 0) {
-      *wait_ns += la__mono_ns() - t0;
+      *wait_ns += la_mono_ns() - t0;
       return LA_EAGENTLOST;
     }
-    if (la__mono_ns() - t0 >= limit) {
-      *wait_ns += la__mono_ns() - t0;
+    if (la_mono_ns() - t0 >= limit) {
+      *wait_ns += la_mono_ns() - t0;
       la__error(LA_ESKIPPED, "no buffer back from the agent within %d ms",
                 timeout_ms);
       return LA_ESKIPPED;

@@ -80,7 +80,6 @@ LA__HIDDEN double la__timer_refine(la__timer_t *t);
  * ns_per_tick, or clock ns). 0 if the timer never advanced. Takes well under
  * a millisecond on a normal machine. */
 LA__HIDDEN double la__timer_resolution_ns(const la__timer_t *t);
-LA__HIDDEN uint64_t la__realtime_ns(void);
 
 /* ----------------------------------------------------------------- appid */
 /* Fills rank and nprocs from the launcher's environment where they are -1. */

@@ -27,6 +27,7 @@
 #include "la_codec.h"
 #include "la_compact.h"
 #include "la_interference.h"
+#include "la_time.h"
 
 enum { LA__IDLE = 0, LA__ACTIVE = 1, LA__OFF = 2 };
 #define LA__SKIPPED_TAGS_MAX 64 /* DataReady.skipped_tags */
@@ -289,7 +290,7 @@ static int la__xfer(uint64_t tag) {
     double scale = la__ctx.timer.tsc && la__hot.fast
                        ? la__timer_refine(&la__ctx.timer)
                        : 1.0;
-    uint64_t now = la__realtime_ns();
+    uint64_t now = la_realtime_ns();
     meta->cycle_tag = tag;
     meta->seq = la__ctx.profiled;
     meta->scale = scale;

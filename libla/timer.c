@@ -14,23 +14,10 @@
 #include <time.h>
 
 #include "la_internal.h"
-
-static uint64_t la__mono_raw_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+#include "la_time.h"
 
 LA_EXPORT uint64_t la__clock_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t la__realtime_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  return la_mono_ns();
 }
 
 static int la__tsc_invariant(void) {
@@ -72,7 +59,7 @@ int la__timer_init(la__timer_t *t, int mode) {
     la__info("LA_TIMER=tsc but the TSC is not invariant here; using it anyway");
   t->ns_per_tick = 1.0;
   if (!t->tsc) return 0;
-  t->ns0 = la__mono_raw_ns();
+  t->ns0 = la_mono_raw_ns();
   t->ticks0 = la__ticks(t);
   struct timespec two_ms = {0, 2000000};
   nanosleep(&two_ms, NULL);
@@ -82,7 +69,7 @@ int la__timer_init(la__timer_t *t, int mode) {
 
 double la__timer_refine(la__timer_t *t) {
   if (!t->tsc) return t->ns_per_tick = 1.0;
-  uint64_t ns = la__mono_raw_ns(), ticks = la__ticks(t);
+  uint64_t ns = la_mono_raw_ns(), ticks = la__ticks(t);
   if (ticks > t->ticks0 && ns > t->ns0)
     t->ns_per_tick = (double)(ns - t->ns0) / (double)(ticks - t->ticks0);
   return t->ns_per_tick;

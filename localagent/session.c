@@ -25,13 +25,8 @@
 
 #include "agent.h"
 #include "la_log.h"
+#include "la_time.h"
 #include "peer_uid.h"
-
-static uint64_t la__realtime_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The connection is closed and no job holds it: the application is gone or
  * finished, so its IPC objects go too, and RankEnd goes upstream. */
@@ -47,7 +42,7 @@ static void la__on_free(la_conn_t *c) {
     e.has_cycles = e.has_skipped = e.has_t_end_ns = 1;
     e.cycles = s->cycles;
     e.skipped = s->skipped;
-    e.t_end_ns = la__realtime_ns();
+    e.t_end_ns = la_realtime_ns();
     la_uplink_send(ag, LA__MSG_TYPE__MSG_RANK_END, &e.base, &e.seq);
     ag->n_apps--;
     ag->st.apps_ended++;
@@ -196,7 +191,7 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
   st.has_period = r->has_period;
   st.period = r->period;
   st.has_t_start_ns = 1;
-  st.t_start_ns = la__realtime_ns();
+  st.t_start_ns = la_realtime_ns();
   st.has_timer_res_ns = r->has_timer_res_ns;
   st.timer_res_ns = r->timer_res_ns;
   st.interference = r->interference;

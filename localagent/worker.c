@@ -21,6 +21,7 @@
 #include "agent.h"
 #include "la_errors.h"
 #include "la_log.h"
+#include "la_time.h"
 #include "placement.h"
 
 typedef struct la_job {
@@ -41,12 +42,6 @@ typedef struct la_job {
   la_compact_result_t rres;
   la_robust_stats_t rst;
 } la_job_t;
-
-static uint64_t la__mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Appends the compact trace of the job; returns the la_uplink_log code. */
 static int la__log_trace(la_job_t *j, const la_compact_result_t *res) {
@@ -136,13 +131,13 @@ static void la__work(uv_work_t *req) {
   if (j->rc == 0) {
     la_compact_result_t res;
     memset(&res, 0, sizeof res);
-    uint64_t t0 = la__mono_ns();
+    uint64_t t0 = la_mono_ns();
     /* the values are the application's counts times its scale: where they
      * are whole counts, rough stretches are stored exactly */
     j->cp.quantum = j->meta.scale;
     j->rc = la_compact(x, n, &j->cp, &res);
     if (j->rc == 0 && s->weights) la__robust(j, x);
-    j->ns = la__mono_ns() - t0;
+    j->ns = la_mono_ns() - t0;
     if (j->rc != 0) {
       j->why = "dropped: compaction failed";
     } else {

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "la_compact.h"
+#include "la_time.h"
 
 enum { FMT_AUTO, FMT_F64, FMT_TEXT };
 
@@ -340,13 +341,6 @@ static int synth(const char *arg, double **x, size_t *n) {
   return 0;
 }
 
-static double cpu_ns(void) {
-  struct timespec t;
-
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -458,9 +452,9 @@ int lactl_compact_main(int argc, char **argv) {
   for (i = 0; times != NULL && i < o.reps; i++) {
     double t0;
     la_compact_result_free(&r);
-    t0 = cpu_ns();
+    t0 = (double)la_thread_cpu_ns();
     if ((rc = la_compact(x, n, &o.p, &r)) != 0) break;
-    times[i] = (cpu_ns() - t0) / (double)(n ? n : 1);
+    times[i] = ((double)la_thread_cpu_ns() - t0) / (double)(n ? n : 1);
   }
   if (times == NULL || rc != 0) {
     fprintf(stderr, "lactl compact: %s\n",

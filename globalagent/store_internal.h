@@ -1,0 +1,203 @@
+/* store_internal.h: what the store's source files share and nothing else
+ * includes: the store object, the prepared statements' ids, and the small
+ * helpers for errors, transactions, binding and reading columns.
+ *
+ * The store is split by concern: store.c (open, close, transactions, shared
+ * helpers), store_schema.c (schema creation and checks), store_sql.c (the
+ * prepared statements' SQL), store_write.c (applications, ranks, traces,
+ * missing records, closed sets, agents' sequence numbers), store_query.c
+ * (lists, cycles, status queries, open sets) and store_load.c (a stored
+ * Trace-Set back into a message). The public interface is store.h.
+ */
+#ifndef LA_GLOBAL_STORE_INTERNAL_H
+#define LA_GLOBAL_STORE_INTERNAL_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "la_codec.h" /* LA_MAX_RANKS, LA_MAX_ID_LEN */
+#include "store.h"
+
+/* Ids of the statements prepared at open (SQL in store_sql.c). */
+enum {
+  S_BEGIN,
+  S_COMMIT,
+  S_ROLLBACK,
+  S_APP_NPROCS,
+  S_APP_LAZY,
+  S_APP_START,
+  S_RANK_START,
+  S_RANK_LAZY,
+  S_RANK_END,
+  S_TRACE_INS,
+  S_SET_TOUCH,
+  S_SET_CLOSE,
+  S_AGENT_UPD,
+  S_AGENT_GET,
+  S_APPS,
+  S_CYCLES,
+  S_LATEST,
+  S_LOAD_APP,
+  S_LOAD_ROW,
+  S_LOAD_TRACES,
+  S_LOAD_RANKS,
+  S_OPEN_SETS,
+  S_ENDED,
+  S_MISS_PUT,
+  S_MISS_DEL,
+  S_MISS_SET,
+  S_MISS_RANKS,
+  S_LOAD_MISSING,
+  S_MISS_COUNTS,
+  S_RANK_HOST,
+  S_SET_STATE,
+  S_ROBUST_INS,
+  S_FID_INS,
+  S_LOAD_FID,
+  S__COUNT
+};
+
+/* The SQL of each statement id (store_sql.c). */
+extern const char *const la__store_sql[S__COUNT];
+
+/* Test-only fault injection: the environment variable names the commits
+ * (1-based, counting every la_store_commit of this store) that fail as if
+ * the disk were full, e.g. "3,6". A full disk or a read-only file cannot be
+ * produced reliably in a test; nothing else reads it. */
+#define LA__FAIL_ENV "LA_GA_TEST_FAIL_COMMITS"
+#define LA__FAIL_MAX 16
+
+struct la_store {
+  sqlite3 *db;
+  sqlite3_stmt *st[S__COUNT];
+  int in_batch; /* between la_store_begin and commit/rollback */
+  int failed;   /* a write of the open batch failed with LA_EIO */
+  uint64_t n_commits;
+  uint64_t fail_at[LA__FAIL_MAX]; /* LA__FAIL_ENV's commit numbers */
+  int n_fail_at;
+  char err[512];
+};
+
+/* ------------------------------------------------- errors and transactions */
+
+/* snprintf into buf (n bytes; nothing when buf is NULL or n is 0). */
+void la__store_fmt(char *buf, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Records an SQLite error with what failed (call before resetting the
+ * statement) and poisons the open batch. Returns LA_EIO. */
+int la__store_sqlerr(la_store_t *s, const char *what);
+
+/* Corrupt content read back: records "corrupt database: " and the reason.
+ * Returns LA_EIO. */
+int la__store_corrupt(la_store_t *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The error of a step (result rc) that found no row of app_id: for
+ * SQLITE_DONE LA_ENOTFOUND with "no application APP_ID", else
+ * la__store_sqlerr(s, what). */
+int la__store_no_app(la_store_t *s, int rc, const char *app_id,
+                     const char *what);
+
+/* Steps a write statement to completion, then resets it and clears its
+ * bindings. Returns 0 or LA_EIO (la__store_sqlerr with what). */
+int la__store_run(la_store_t *s, sqlite3_stmt *st, const char *what);
+
+/* Starts a write call: inside a batch it joins it (LA_EIO when the batch is
+ * poisoned, keeping the first error's text), outside it begins a
+ * transaction of its own and sets *own. Returns 0 or an LA_E* code. */
+int la__store_wbegin(la_store_t *s, int *own);
+
+/* Ends a write call begun by la__store_wbegin with result r: a transaction
+ * of its own is committed when r is 0, rolled back otherwise. Returns r, or
+ * the commit's error. */
+int la__store_wend(la_store_t *s, int own, int r);
+
+/* Makes room for element n of the array *vp (elements of size bytes,
+ * capacity *cap): grows it to twice its capacity, or first elements, when
+ * n == *cap. vp is the address of the array pointer; on failure the array
+ * is unchanged (the caller still owns and frees it). Returns 0 or
+ * LA_ENOMEM (with "out of memory" in s->err). */
+int la__store_reserve(la_store_t *s, void *vp, size_t n, size_t *cap,
+                      size_t size, size_t first);
+
+/* ---------------------------------------------------- binding and columns */
+
+/* Unsigned values keep their bits in SQLite's signed INTEGER. */
+static inline sqlite3_int64 la__i64(uint64_t v) {
+  return (sqlite3_int64)v;
+}
+
+/* Resets a read statement and clears its bindings. */
+static inline void la__done(sqlite3_stmt *st) {
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+}
+
+/* Binds a string truncated to at most max bytes (NULL: ""). */
+static inline void la__bind_text(sqlite3_stmt *st, int i, const char *v,
+                                 size_t max) {
+  if (!v) v = "";
+  size_t n = strnlen(v, max);
+  sqlite3_bind_text(st, i, v, (int)n, SQLITE_STATIC);
+}
+
+/* Binds v when has is set, NULL otherwise. */
+static inline void la__bind_opt_u64(sqlite3_stmt *st, int i, int has,
+                                    uint64_t v) {
+  if (has)
+    sqlite3_bind_int64(st, i, la__i64(v));
+  else
+    sqlite3_bind_null(st, i);
+}
+
+/* A column read as double: NULL stands for NaN (SQLite stores NaN as NULL). */
+static inline double la__col_double(sqlite3_stmt *st, int i) {
+  return sqlite3_column_type(st, i) == SQLITE_NULL
+             ? NAN
+             : sqlite3_column_double(st, i);
+}
+
+/* Copies column i (text, NULL: "") into buf, truncated. */
+static inline void la__col_copy(sqlite3_stmt *st, int i, char *buf,
+                                size_t cap) {
+  const unsigned char *t = sqlite3_column_text(st, i);
+  int n = sqlite3_column_bytes(st, i);
+  size_t k = t && n > 0 ? (size_t)n : 0;
+  if (k >= cap) k = cap - 1;
+  if (k) memcpy(buf, t, k);
+  buf[k] = 0;
+}
+
+/* A column that must be an integer within [lo, hi]: 1 with *v set, else
+ * 0. */
+static inline int la__col_int(sqlite3_stmt *st, int i, sqlite3_int64 lo,
+                              sqlite3_int64 hi, sqlite3_int64 *v) {
+  if (sqlite3_column_type(st, i) != SQLITE_INTEGER) return 0;
+  *v = sqlite3_column_int64(st, i);
+  return *v >= lo && *v <= hi;
+}
+
+/* ------------------------------------------------------------------ schema */
+
+/* Runs sql on db; on error writes "path: what: message" into why. Returns 0
+ * or LA_EIO. */
+int la__store_exec(sqlite3 *db, const char *sql, char *why, size_t n,
+                   const char *path, const char *what);
+
+/* Runs a one-value query; *v (may be NULL) gets its integer, txt (may be
+ * NULL) its text, truncated to txt_len. Returns 1 with a row, 2 with a row
+ * whose value is NULL, 0 without a row, LA_EIO on error. */
+int la__store_query1(sqlite3 *db, const char *sql, sqlite3_int64 *v, char *txt,
+                     size_t txt_len);
+
+/* Creates the schema in a new database, or checks the version of an
+ * existing one and adds the tables added since version 1 shipped. Returns
+ * 0, LA_EVERSION or LA_EIO with the reason in why. */
+int la__store_schema(sqlite3 *db, const char *path, char *why, size_t n);
+
+#endif /* LA_GLOBAL_STORE_INTERNAL_H */

@@ -1,0 +1,493 @@
+/* store_load.c: a stored Trace-Set back into a message (la_store_load_set):
+ * the application's metric and unit, the close record, the traces with their
+ * robust weights, the missing records with their reasons, the ranks' element
+ * counts and timer resolutions, checked row by row and then as a whole
+ * (la_msg_validate).
+ *
+ * A corrupt row gives LA_EIO with the reason in la_store_errmsg, never a
+ * crash: every column is bounds-checked before it goes into the message.
+ *
+ * Deliberately not here: decoding the segments (the consumer does), writes
+ * (store_write.c), lists of sets (store_query.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "la.h"
+#include "store_internal.h"
+
+/* ------------------------------------------------------------- load a set */
+
+void la_store_free_set(La__TraceSet *set) {
+  if (!set) return;
+  for (size_t i = 0; i < set->n_traces; i++) {
+    La__CompactTrace *t = set->traces ? set->traces[i] : NULL;
+    if (!t) continue;
+    free(t->app_id);
+    free(t->segments.data);
+    free(t->stats);
+    free(t->error);
+    free(t->robust_segments.data);
+    free(t->robust_stats);
+    free(t);
+  }
+  free(set->traces);
+  for (size_t i = 0; i < set->n_detection; i++)
+    free(set->detection ? set->detection[i] : NULL);
+  free(set->detection);
+  free(set->timer_res_ns);
+  for (size_t i = 0; i < set->n_missing_reasons; i++) {
+    La__MissingRank *mr = set->missing_reasons ? set->missing_reasons[i] : NULL;
+    if (mr) free(mr->reason);
+    free(mr);
+  }
+  free(set->missing_reasons);
+  free(set->missing_ranks);
+  free(set->rank_elements);
+  free(set->app_id);
+  free(set->metric);
+  free(set->unit);
+  free(set);
+}
+
+static char *la__strdup_col(sqlite3_stmt *st, int i, size_t max, int *bad) {
+  const unsigned char *t = sqlite3_column_text(st, i);
+  int n = sqlite3_column_bytes(st, i);
+  if (n < 0 || (size_t)n > max) {
+    *bad = 1;
+    return NULL;
+  }
+  char *p = malloc((size_t)n + 1);
+  if (!p) return NULL;
+  if (n && t) memcpy(p, t, (size_t)n);
+  p[t ? n : 0] = 0;
+  return p;
+}
+
+/* The robust columns (14..21) of an S_LOAD_TRACES row into t: all NULL
+ * when the trace has no robust row. Returns 0, LA_EIO (corrupt row),
+ * LA_ENOMEM. */
+static int la__load_robust(la_store_t *s, sqlite3_stmt *st,
+                           La__CompactTrace *t) {
+  if (sqlite3_column_type(st, 14) != SQLITE_NULL) {
+    const void *blob = sqlite3_column_blob(st, 14);
+    int blen = sqlite3_column_bytes(st, 14);
+    sqlite3_int64 count;
+    if (sqlite3_column_type(st, 14) != SQLITE_BLOB || !blob || blen <= 0 ||
+        (unsigned)blen > LA_STORE_MAX_BLOB ||
+        !la__col_int(st, 15, (sqlite3_int64)t->n_elements,
+                     (sqlite3_int64)t->n_elements, &count))
+      return la__store_corrupt(s,
+                               "robust weights of %s cycle %llu rank %u: bad "
+                               "segments or stat_count",
+                               t->app_id, (unsigned long long)t->cycle_tag,
+                               t->rank);
+    t->robust_segments.data = malloc((size_t)blen);
+    t->robust_stats = malloc(sizeof *t->robust_stats);
+    if (!t->robust_segments.data || !t->robust_stats) return LA_ENOMEM;
+    memcpy(t->robust_segments.data, blob, (size_t)blen);
+    t->robust_segments.len = (size_t)blen;
+    t->has_robust_segments = 1;
+    la__series_stats__init(t->robust_stats);
+    t->robust_stats->count = (uint64_t)count;
+    t->robust_stats->sum = la__col_double(st, 16);
+    t->robust_stats->min = la__col_double(st, 17);
+    t->robust_stats->max = la__col_double(st, 18);
+  }
+  if (sqlite3_column_type(st, 19) != SQLITE_NULL) {
+    t->has_interference = 1;
+    t->interference = la__col_double(st, 19);
+  }
+  if (sqlite3_column_type(st, 20) != SQLITE_NULL) {
+    sqlite3_int64 f;
+    if (!la__col_int(st, 20, 0, (sqlite3_int64)t->n_elements, &f))
+      return la__store_corrupt(s,
+                               "robust weights of %s cycle %llu rank %u: bad "
+                               "flagged count",
+                               t->app_id, (unsigned long long)t->cycle_tag,
+                               t->rank);
+    t->has_flagged = 1;
+    t->flagged = (uint64_t)f;
+  }
+  if (sqlite3_column_type(st, 21) != SQLITE_NULL) {
+    t->has_flagged_time = 1;
+    t->flagged_time = la__col_double(st, 21);
+  }
+  return 0;
+}
+
+/* One trace row of S_LOAD_TRACES into a new message. Returns 0, LA_EIO
+ * (corrupt row; s->err says why), LA_ENOMEM. */
+static int la__load_trace(la_store_t *s, sqlite3_stmt *st, const char *app_id,
+                          uint64_t cycle_tag, La__CompactTrace **out) {
+  sqlite3_int64 rank, nel, mode, count;
+  if (!la__col_int(st, 0, 0, (sqlite3_int64)LA_MAX_RANKS - 1, &rank))
+    return la__store_corrupt(s, "trace of %s cycle %llu: bad rank", app_id,
+                             (unsigned long long)cycle_tag);
+  if (!la__col_int(st, 1, 1, (sqlite3_int64)1 << 32, &nel) ||
+      !la__col_int(st, 2, LA__COMPACT_MODE__COMPACT_POLYLINE,
+                   LA__COMPACT_MODE__COMPACT_LOSSLESS, &mode) ||
+      !la__col_int(st, 4, nel, nel, &count))
+    return la__store_corrupt(
+        s,
+        "trace of %s cycle %llu rank %lld: bad n_elements, "
+        "mode or stat_count",
+        app_id, (unsigned long long)cycle_tag, (long long)rank);
+  const void *blob = sqlite3_column_blob(st, 3);
+  int blen = sqlite3_column_bytes(st, 3);
+  if (sqlite3_column_type(st, 3) != SQLITE_BLOB || !blob || blen <= 0 ||
+      (unsigned)blen > LA_STORE_MAX_BLOB)
+    return la__store_corrupt(
+        s,
+        "trace of %s cycle %llu rank %lld: segments BLOB of "
+        "%d bytes",
+        app_id, (unsigned long long)cycle_tag, (long long)rank, blen);
+  La__CompactTrace *t = calloc(1, sizeof *t);
+  if (!t) return LA_ENOMEM;
+  *out = t;
+  la__compact_trace__init(t);
+  t->app_id = strdup(app_id);
+  t->segments.data = malloc((size_t)blen);
+  t->stats = malloc(sizeof *t->stats);
+  int has_err = sqlite3_column_type(st, 8) != SQLITE_NULL ||
+                sqlite3_column_type(st, 9) != SQLITE_NULL ||
+                sqlite3_column_type(st, 10) != SQLITE_NULL;
+  if (has_err) t->error = malloc(sizeof *t->error);
+  if (!t->app_id || !t->segments.data || !t->stats || (has_err && !t->error))
+    return LA_ENOMEM;
+  memcpy(t->segments.data, blob, (size_t)blen);
+  t->segments.len = (size_t)blen;
+  t->rank = (uint32_t)rank;
+  t->cycle_tag = cycle_tag;
+  t->n_elements = (uint64_t)nel;
+  t->mode = (La__CompactMode)mode;
+  la__series_stats__init(t->stats);
+  t->stats->count = (uint64_t)count;
+  t->stats->sum = la__col_double(st, 5);
+  t->stats->min = la__col_double(st, 6);
+  t->stats->max = la__col_double(st, 7);
+  if (has_err) {
+    la__fit_error__init(t->error);
+    t->error->max_abs = la__col_double(st, 8);
+    t->error->rmse = la__col_double(st, 9);
+    t->error->cv = la__col_double(st, 10);
+  }
+  if (sqlite3_column_type(st, 11) != SQLITE_NULL) {
+    t->has_t_xfer_ns = 1;
+    t->t_xfer_ns = (uint64_t)sqlite3_column_int64(st, 11);
+  }
+  if (sqlite3_column_type(st, 12) != SQLITE_NULL) {
+    t->has_rank_seq = 1;
+    t->rank_seq = (uint64_t)sqlite3_column_int64(st, 12);
+  }
+  t->seq = (uint64_t)sqlite3_column_int64(st, 13);
+  return la__load_robust(s, st, t);
+}
+
+/* The missing records of a set into set->missing_reasons, by rank (ranks
+ * >= nprocs left out when nprocs is known). Returns 0, LA_EIO, LA_ENOMEM. */
+static int la__load_missing(la_store_t *s, const char *app_id,
+                            uint64_t cycle_tag, sqlite3_int64 nprocs,
+                            La__TraceSet *set) {
+  size_t cap = 0;
+  int rc, r = 0, bad = 0;
+  sqlite3_int64 prev = -1;
+  sqlite3_stmt *st = s->st[S_LOAD_MISSING];
+  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    sqlite3_int64 rank;
+    if (!la__col_int(st, 0, 0, (sqlite3_int64)LA_MAX_RANKS - 1, &rank) ||
+        rank <= prev) {
+      r = la__store_corrupt(s, "missing records of %s cycle %llu: bad rank",
+                            app_id, (unsigned long long)cycle_tag);
+      break;
+    }
+    prev = rank;
+    if (nprocs && rank >= nprocs) continue;
+    if ((r = la__store_reserve(s, &set->missing_reasons, set->n_missing_reasons,
+                               &cap, sizeof *set->missing_reasons, 8)))
+      break;
+    La__MissingRank *mr = calloc(1, sizeof *mr);
+    if (!mr) {
+      r = LA_ENOMEM;
+      break;
+    }
+    la__missing_rank__init(mr);
+    mr->rank = (uint32_t)rank;
+    set->missing_reasons[set->n_missing_reasons++] = mr;
+    mr->reason = la__strdup_col(st, 1, LA_STORE_REASON_MAX, &bad);
+    if (bad || (mr->reason && !mr->reason[0])) {
+      r = la__store_corrupt(s,
+                            "missing record of %s cycle %llu rank %lld: bad "
+                            "reason",
+                            app_id, (unsigned long long)cycle_tag,
+                            (long long)rank);
+      break;
+    }
+    if (!mr->reason) {
+      r = LA_ENOMEM;
+      break;
+    }
+  }
+  if (r == 0 && rc != SQLITE_DONE)
+    r = la__store_sqlerr(s, "loading the missing records");
+  la__done(st);
+  return r;
+}
+
+/* Timer resolution and detection status per rank (set->nprocs entries,
+ * 0 and "" where a rank reported none) when any rank of the application
+ * reported them; left empty otherwise. Returns 0, LA_EIO, LA_ENOMEM. */
+static int la__load_fidelity(la_store_t *s, const char *app_id,
+                             La__TraceSet *set) {
+  int rc, r = 0, bad = 0;
+  sqlite3_stmt *st = s->st[S_LOAD_FID];
+  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    sqlite3_int64 rank;
+    if (!la__col_int(st, 0, 0, INT64_MAX, &rank)) {
+      r = la__store_corrupt(s, "rank_fidelity of %s: bad rank", app_id);
+      break;
+    }
+    if (rank >= set->nprocs) continue;
+    if (!set->n_timer_res_ns) {
+      size_t n = set->nprocs;
+      set->timer_res_ns = calloc(n, sizeof *set->timer_res_ns);
+      set->detection = calloc(n, sizeof *set->detection);
+      if (!set->timer_res_ns || !set->detection) {
+        r = LA_ENOMEM;
+        break;
+      }
+      set->n_timer_res_ns = set->n_detection = n;
+      for (size_t i = 0; i < n && r == 0; i++)
+        if (!(set->detection[i] = strdup(""))) r = LA_ENOMEM;
+      if (r) break;
+    }
+    double res = sqlite3_column_type(st, 1) == SQLITE_NULL
+                     ? 0
+                     : sqlite3_column_double(st, 1);
+    if (!(isfinite(res) && res >= 0)) {
+      r = la__store_corrupt(s,
+                            "rank_fidelity of %s rank %lld: bad timer_res_ns",
+                            app_id, (long long)rank);
+      break;
+    }
+    set->timer_res_ns[rank] = res;
+    if (sqlite3_column_type(st, 2) != SQLITE_NULL) {
+      char *d = la__strdup_col(st, 2, 256, &bad);
+      if (bad) {
+        r = la__store_corrupt(
+            s, "rank_fidelity of %s rank %lld: detection too long", app_id,
+            (long long)rank);
+        break;
+      }
+      if (!d) {
+        r = LA_ENOMEM;
+        break;
+      }
+      free(set->detection[rank]);
+      set->detection[rank] = d;
+    }
+  }
+  if (r == 0 && rc != SQLITE_DONE)
+    r = la__store_sqlerr(s, "loading the ranks' timer resolution");
+  la__done(st);
+  return r;
+}
+
+/* The application's nprocs (0: unknown) into *nprocs, its metric and unit
+ * into set. Returns 0, LA_ENOTFOUND, LA_EIO, LA_ENOMEM. */
+static int la__load_app(la_store_t *s, const char *app_id, La__TraceSet *set,
+                        sqlite3_int64 *nprocs) {
+  int r = 0, bad = 0;
+  sqlite3_stmt *st = s->st[S_LOAD_APP];
+  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    if (!la__col_int(st, 0, 0, (sqlite3_int64)LA_MAX_RANKS, nprocs))
+      r = la__store_corrupt(s, "application %s: bad nprocs", app_id);
+    if (r == 0) {
+      set->metric = la__strdup_col(st, 1, 128, &bad);
+      set->unit = la__strdup_col(st, 2, 128, &bad);
+      if (bad)
+        r = la__store_corrupt(s, "application %s: metric or unit too long",
+                              app_id);
+      else if (!set->metric || !set->unit)
+        r = LA_ENOMEM;
+    }
+  } else {
+    r = la__store_no_app(s, rc, app_id, "loading the application");
+  }
+  la__done(st);
+  return r;
+}
+
+/* The close time of the set, when it was closed. Returns 0 or LA_EIO. */
+static int la__load_close(la_store_t *s, const char *app_id, uint64_t cycle_tag,
+                          La__TraceSet *set) {
+  int r = 0;
+  sqlite3_stmt *st = s->st[S_LOAD_ROW];
+  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    if (sqlite3_column_int64(st, 0) &&
+        sqlite3_column_type(st, 2) == SQLITE_INTEGER) {
+      set->has_t_complete_ns = 1;
+      set->t_complete_ns = (uint64_t)sqlite3_column_int64(st, 2);
+    }
+  } else if (rc != SQLITE_DONE) {
+    r = la__store_sqlerr(s, "loading the Trace-Set record");
+  }
+  la__done(st);
+  return r;
+}
+
+/* The traces of the set, by rank (those of ranks >= nprocs, stored before
+ * the RankStart, left out when nprocs is known). Returns 0, LA_EIO,
+ * LA_ENOMEM. */
+static int la__load_traces(la_store_t *s, const char *app_id,
+                           uint64_t cycle_tag, sqlite3_int64 nprocs,
+                           La__TraceSet *set) {
+  int r = 0, rc;
+  size_t cap = 0;
+  sqlite3_int64 prev = -1;
+  sqlite3_stmt *st = s->st[S_LOAD_TRACES];
+  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    sqlite3_int64 rank = sqlite3_column_int64(st, 0);
+    if (nprocs && rank >= nprocs) continue; /* stored before RankStart */
+    if (rank <= prev) {
+      r = la__store_corrupt(s, "traces of %s cycle %llu: rank %lld repeated",
+                            app_id, (unsigned long long)cycle_tag,
+                            (long long)rank);
+      break;
+    }
+    prev = rank;
+    if ((r = la__store_reserve(s, &set->traces, set->n_traces, &cap,
+                               sizeof *set->traces, 16)))
+      break;
+    set->traces[set->n_traces] = NULL;
+    r = la__load_trace(s, st, app_id, cycle_tag, &set->traces[set->n_traces]);
+    if (set->traces[set->n_traces]) set->n_traces++;
+    if (r) break;
+  }
+  if (r == 0 && rc != SQLITE_DONE)
+    r = la__store_sqlerr(s, "loading the traces");
+  la__done(st);
+  return r;
+}
+
+/* From the traces and missing records loaded: set->nprocs (nprocs when
+ * known, else the highest rank present + 1), the missing ranks (below
+ * nprocs without a trace), only the reasons of those ranks (a trace always
+ * wins), and completeness. Returns 0 or LA_ENOMEM. */
+static int la__settle_missing(La__TraceSet *set, sqlite3_int64 nprocs) {
+  int known = nprocs > 0;
+  if (!known) {
+    uint32_t hi = 0;
+    if (set->n_traces) hi = set->traces[set->n_traces - 1]->rank + 1;
+    if (set->n_missing_reasons &&
+        set->missing_reasons[set->n_missing_reasons - 1]->rank + 1 > hi)
+      hi = set->missing_reasons[set->n_missing_reasons - 1]->rank + 1;
+    nprocs = hi;
+  }
+  set->nprocs = (uint32_t)nprocs;
+  size_t n_missing = (size_t)nprocs - set->n_traces;
+  if (n_missing) {
+    set->missing_ranks = malloc(n_missing * sizeof *set->missing_ranks);
+    if (!set->missing_ranks) return LA_ENOMEM;
+    size_t j = 0, k = 0;
+    for (uint32_t rk = 0; rk < set->nprocs; rk++) {
+      if (j < set->n_traces && set->traces[j]->rank == rk)
+        j++;
+      else
+        set->missing_ranks[k++] = rk;
+    }
+    set->n_missing_ranks = k;
+  }
+  size_t kept = 0;
+  for (size_t i = 0, j = 0; i < set->n_missing_reasons; i++) {
+    La__MissingRank *mr = set->missing_reasons[i];
+    while (j < set->n_missing_ranks && set->missing_ranks[j] < mr->rank) j++;
+    if (j < set->n_missing_ranks && set->missing_ranks[j] == mr->rank) {
+      set->missing_reasons[kept++] = mr;
+    } else {
+      free(mr->reason);
+      free(mr);
+    }
+  }
+  set->n_missing_reasons = kept;
+  set->complete = known && n_missing == 0;
+  return 0;
+}
+
+/* Elements per rank (set->nprocs entries, 0 where unknown) from the
+ * RankStart rows. Returns 0, LA_EIO, LA_ENOMEM. */
+static int la__load_rank_elements(la_store_t *s, const char *app_id,
+                                  La__TraceSet *set) {
+  size_t nprocs = set->nprocs;
+  set->rank_elements = calloc(nprocs, sizeof *set->rank_elements);
+  if (!set->rank_elements) return LA_ENOMEM;
+  set->n_rank_elements = nprocs;
+  int r = 0, rc;
+  sqlite3_stmt *st = s->st[S_LOAD_RANKS];
+  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    sqlite3_int64 rank, nel;
+    if (!la__col_int(st, 0, 0, INT64_MAX, &rank) ||
+        !la__col_int(st, 1, 0, (sqlite3_int64)1 << 32, &nel)) {
+      r = la__store_corrupt(s, "ranks of %s: bad rank or n_elements", app_id);
+      break;
+    }
+    if ((uint64_t)rank < nprocs) set->rank_elements[rank] = (uint64_t)nel;
+  }
+  if (r == 0 && rc != SQLITE_DONE) r = la__store_sqlerr(s, "loading the ranks");
+  la__done(st);
+  return r;
+}
+
+int la_store_load_set(la_store_t *s, const char *app_id, uint64_t cycle_tag,
+                      La__TraceSet **out) {
+  if (!s || !app_id || !app_id[0] || !out) return LA_EINVAL;
+  *out = NULL;
+  int r = LA_ENOMEM;
+  sqlite3_int64 nprocs = 0;
+  La__TraceSet *set = calloc(1, sizeof *set);
+  if (!set) goto fail;
+  la__trace_set__init(set);
+  if ((r = la__load_app(s, app_id, set, &nprocs))) goto fail;
+  r = LA_ENOMEM;
+  if (!(set->app_id = strdup(app_id))) goto fail;
+  set->cycle_tag = cycle_tag;
+  if ((r = la__load_close(s, app_id, cycle_tag, set)) ||
+      (r = la__load_traces(s, app_id, cycle_tag, nprocs, set)) ||
+      (r = la__load_missing(s, app_id, cycle_tag, nprocs, set)))
+    goto fail;
+  if (set->n_traces == 0 && set->n_missing_reasons == 0) {
+    la__store_fmt(s->err, sizeof s->err, "no trace of %s cycle %llu", app_id,
+                  (unsigned long long)cycle_tag);
+    r = LA_ENOTFOUND;
+    goto fail;
+  }
+  if ((r = la__settle_missing(set, nprocs)) ||
+      (r = la__load_rank_elements(s, app_id, set)) ||
+      (r = la__load_fidelity(s, app_id, set)))
+    goto fail;
+  char why[200];
+  if (la_msg_validate(LA__MSG_TYPE__MSG_TRACE_SET, &set->base, why,
+                      sizeof why)) {
+    r = la__store_corrupt(s, "Trace-Set %s cycle %llu: %s", app_id,
+                          (unsigned long long)cycle_tag, why);
+    goto fail;
+  }
+  *out = set;
+  return 0;
+fail:
+  la_store_free_set(set);
+  if (r == LA_ENOMEM) la__store_fmt(s->err, sizeof s->err, "out of memory");
+  return r;
+}

@@ -1,0 +1,368 @@
+/* store_query.c: the store's read-only queries: applications, cycles and the
+ * latest cycle, missing records (ranks, hosts, counts by reason), the open
+ * Trace-Sets left after a restart, a set's close state and per-rank facts
+ * (see store.h for each call's contract).
+ *
+ * Cycle tags are unsigned 64-bit values kept in SQLite's signed INTEGER: a
+ * range of tags may become two signed ranges (la__ranges). Rows read back
+ * are bounds-checked; values out of range read as unknown (0), or give
+ * LA_EIO where a caller would otherwise index with them.
+ *
+ * Deliberately not here: building a Trace-Set message (store_load.c),
+ * writes (store_write.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "la.h"
+#include "store_internal.h"
+
+/* Ends a listing of cnt elements in the array v: on an error r frees v and
+ * returns r; else hands v to the caller's array pointer (out is its
+ * address) and cnt to *n, and returns 0. */
+static int la__list_end(int r, void *v, size_t cnt, void *out, size_t *n) {
+  if (r) {
+    free(v);
+    return r;
+  }
+  memcpy(out, &v, sizeof v);
+  *n = cnt;
+  return 0;
+}
+
+/* --------------------------------------------------------- missing records */
+
+int la_store_rank_host(la_store_t *s, const char *app_id, uint32_t rank,
+                       char *host, size_t cap) {
+  if (!s || !app_id || !host || cap == 0) return LA_EINVAL;
+  host[0] = 0;
+  sqlite3_stmt *st = s->st[S_RANK_HOST];
+  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, rank);
+  int rc = sqlite3_step(st), r = 0;
+  if (rc == SQLITE_ROW)
+    la__col_copy(st, 0, host, cap);
+  else if (rc != SQLITE_DONE)
+    r = la__store_sqlerr(s, "reading the rank's host");
+  la__done(st);
+  if (r == 0 && !host[0]) {
+    la__store_fmt(s->err, sizeof s->err, "no host known for %s rank %u", app_id,
+                  rank);
+    r = LA_ENOTFOUND;
+  }
+  return r;
+}
+
+int la_store_missing_ranks(la_store_t *s, const char *app_id,
+                           uint64_t cycle_tag, uint32_t nprocs,
+                           uint32_t **ranks, size_t *n) {
+  if (!s || !app_id || !ranks || !n) return LA_EINVAL;
+  *ranks = NULL;
+  *n = 0;
+  uint32_t *v = NULL;
+  size_t cnt = 0, cap = 0;
+  int rc, r = 0;
+  sqlite3_stmt *st = s->st[S_MISS_RANKS];
+  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
+  sqlite3_bind_int64(st, 3, nprocs);
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    sqlite3_int64 rank;
+    if (!la__col_int(st, 0, 0, (sqlite3_int64)nprocs - 1, &rank)) {
+      r = la__store_corrupt(s, "missing record of %s cycle %llu: bad rank",
+                            app_id, (unsigned long long)cycle_tag);
+      break;
+    }
+    if ((r = la__store_reserve(s, &v, cnt, &cap, sizeof *v, 16))) break;
+    v[cnt++] = (uint32_t)rank;
+  }
+  if (r == 0 && rc != SQLITE_DONE)
+    r = la__store_sqlerr(s, "listing missing ranks");
+  la__done(st);
+  return la__list_end(r, v, cnt, ranks, n);
+}
+
+int la_store_missing_counts(la_store_t *s, la_store_reason_count_t *out,
+                            size_t max, size_t *n, uint64_t *total) {
+  if (!s || !n || !total || (max && !out)) return LA_EINVAL;
+  *n = 0;
+  *total = 0;
+  int rc, r = 0;
+  sqlite3_stmt *st = s->st[S_MISS_COUNTS];
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    sqlite3_int64 c = sqlite3_column_int64(st, 1);
+    if (c < 0) c = 0;
+    *total += (uint64_t)c;
+    if (*n < max) {
+      la__col_copy(st, 0, out[*n].reason, sizeof out[*n].reason);
+      out[*n].count = (uint64_t)c;
+      (*n)++;
+    }
+  }
+  if (rc != SQLITE_DONE) r = la__store_sqlerr(s, "counting missing records");
+  la__done(st);
+  return r;
+}
+
+/* ----------------------------------------------------------------- queries */
+
+int la_store_apps(la_store_t *s, la_store_app_t **out, size_t *n) {
+  if (!s || !out || !n) return LA_EINVAL;
+  *out = NULL;
+  *n = 0;
+  sqlite3_stmt *st = s->st[S_APPS];
+  la_store_app_t *v = NULL;
+  size_t cnt = 0, cap = 0;
+  int rc, r = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if ((r = la__store_reserve(s, &v, cnt, &cap, sizeof *v, 8))) break;
+    la_store_app_t *a = &v[cnt++];
+    memset(a, 0, sizeof *a);
+    la__col_copy(st, 0, a->app_id, sizeof a->app_id);
+    la__col_copy(st, 1, a->app_name, sizeof a->app_name);
+    la__col_copy(st, 2, a->metric, sizeof a->metric);
+    la__col_copy(st, 3, a->unit, sizeof a->unit);
+    sqlite3_int64 x = sqlite3_column_int64(st, 4);
+    a->nprocs = x > 0 && x <= (sqlite3_int64)LA_MAX_RANKS ? (uint32_t)x : 0;
+    x = sqlite3_column_int64(st, 5);
+    a->n_elements_total = x > 0 ? (uint64_t)x : 0;
+    x = sqlite3_column_int64(st, 6);
+    a->ranks_started = x > 0 && x <= INT32_MAX ? (int)x : 0;
+    x = sqlite3_column_int64(st, 7);
+    a->ranks_ended = x > 0 && x <= INT32_MAX ? (int)x : 0;
+    a->t_start_ns = (uint64_t)sqlite3_column_int64(st, 8);
+    uint64_t t_end = (uint64_t)sqlite3_column_int64(st, 9);
+    a->cycles = (uint64_t)sqlite3_column_int64(st, 10);
+    a->sets_complete = (uint64_t)sqlite3_column_int64(st, 11);
+    a->sets_partial = (uint64_t)sqlite3_column_int64(st, 12);
+    a->t_last_ns = (uint64_t)sqlite3_column_int64(st, 13);
+    if (t_end > a->t_last_ns) a->t_last_ns = t_end;
+  }
+  if (r == 0 && rc != SQLITE_DONE)
+    r = la__store_sqlerr(s, "listing applications");
+  la__done(st);
+  return la__list_end(r, v, cnt, out, n);
+}
+
+/* Signed ranges of the unsigned interval [first, last], in unsigned order:
+ * returns how many (0..2). */
+static int la__ranges(uint64_t first, uint64_t last, sqlite3_int64 lo[2],
+                      sqlite3_int64 hi[2]) {
+  const uint64_t top = (uint64_t)INT64_MAX;
+  if (first > last) return 0;
+  if (last <= top || first > top) {
+    lo[0] = la__i64(first);
+    hi[0] = la__i64(last);
+    return 1;
+  }
+  lo[0] = la__i64(first);
+  hi[0] = INT64_MAX;
+  lo[1] = INT64_MIN;
+  hi[1] = la__i64(last);
+  return 2;
+}
+
+int la_store_cycles(la_store_t *s, const char *app_id, uint64_t first,
+                    uint64_t last, la_store_cycle_t **out, size_t *n) {
+  if (!s || !app_id || !out || !n) return LA_EINVAL;
+  *out = NULL;
+  *n = 0;
+  sqlite3_int64 lo[2], hi[2];
+  int nr = la__ranges(first, last, lo, hi), r = 0;
+  la_store_cycle_t *v = NULL;
+  size_t cnt = 0, cap = 0;
+  sqlite3_stmt *st = s->st[S_CYCLES];
+  for (int k = 0; k < nr && r == 0; k++) {
+    sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, lo[k]);
+    sqlite3_bind_int64(st, 3, hi[k]);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+      if ((r = la__store_reserve(s, &v, cnt, &cap, sizeof *v, 64))) break;
+      la_store_cycle_t *c = &v[cnt++];
+      sqlite3_int64 present, missing, nprocs;
+      c->cycle_tag = (uint64_t)sqlite3_column_int64(st, 0);
+      c->closed = sqlite3_column_int64(st, 1) != 0;
+      c->complete = c->closed && sqlite3_column_int64(st, 2) != 0;
+      present = sqlite3_column_int64(st, 3);
+      missing = sqlite3_column_int64(st, 4);
+      nprocs = sqlite3_column_int64(st, 5);
+      if (present < 0 || present > (sqlite3_int64)LA_MAX_RANKS) present = 0;
+      if (nprocs < 0 || nprocs > (sqlite3_int64)LA_MAX_RANKS) nprocs = 0;
+      if (missing < 0 || missing > (sqlite3_int64)LA_MAX_RANKS) missing = 0;
+      c->ranks_present = (uint32_t)present;
+      if (!c->closed) missing = nprocs > present ? nprocs - present : 0;
+      c->n_missing = (uint32_t)missing;
+      la__col_copy(st, 6, c->reasons, sizeof c->reasons);
+    }
+    if (r == 0 && rc != SQLITE_DONE) r = la__store_sqlerr(s, "listing cycles");
+    la__done(st);
+  }
+  return la__list_end(r, v, cnt, out, n);
+}
+
+int la_store_latest_cycle(la_store_t *s, const char *app_id, int complete_only,
+                          uint64_t *cycle_tag) {
+  if (!s || !app_id || !cycle_tag || complete_only < 0 || complete_only > 2)
+    return LA_EINVAL;
+  /* Tags >= 2^63 (negative in SQLite) are the largest: look there first. */
+  const sqlite3_int64 lo[2] = {INT64_MIN, 0}, hi[2] = {-1, INT64_MAX};
+  sqlite3_stmt *st = s->st[S_LATEST];
+  for (int k = 0; k < 2; k++) {
+    sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, lo[k]);
+    sqlite3_bind_int64(st, 3, hi[k]);
+    sqlite3_bind_int64(st, 4, complete_only);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+      *cycle_tag = (uint64_t)sqlite3_column_int64(st, 0);
+      la__done(st);
+      return 0;
+    }
+    if (rc != SQLITE_DONE) {
+      int r = la__store_sqlerr(s, "finding the latest cycle");
+      la__done(st);
+      return r;
+    }
+    la__done(st);
+  }
+  la__store_fmt(s->err, sizeof s->err, "no such cycle of %s", app_id);
+  return LA_ENOTFOUND;
+}
+
+int la_store_app_ranks_ended(la_store_t *s, const char *app_id,
+                             uint32_t *nprocs, uint32_t *ended) {
+  if (!s || !app_id || !nprocs || !ended) return LA_EINVAL;
+  sqlite3_stmt *st = s->st[S_ENDED];
+  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(st), r = 0;
+  if (rc == SQLITE_ROW) {
+    sqlite3_int64 a = sqlite3_column_int64(st, 0);
+    sqlite3_int64 e = sqlite3_column_int64(st, 1);
+    *nprocs = a > 0 && a <= (sqlite3_int64)LA_MAX_RANKS ? (uint32_t)a : 0;
+    *ended = e > 0 && e <= (sqlite3_int64)LA_MAX_RANKS ? (uint32_t)e : 0;
+  } else {
+    r = la__store_no_app(s, rc, app_id, "counting ended ranks");
+  }
+  la__done(st);
+  return r;
+}
+
+/* ------------------------------------------------------------- open sets */
+
+void la_store_free_open_sets(la_store_open_set_t *v, size_t n) {
+  if (!v) return;
+  for (size_t i = 0; i < n; i++) free(v[i].ranks);
+  free(v);
+}
+
+static int la__cmp_open(const void *a, const void *b) {
+  const la_store_open_set_t *x = a, *y = b;
+  int c = strcmp(x->app_id, y->app_id);
+  if (c) return c;
+  return x->cycle_tag < y->cycle_tag ? -1 : x->cycle_tag > y->cycle_tag;
+}
+
+int la_store_open_sets(la_store_t *s, la_store_open_set_t **out, size_t *n) {
+  if (!s || !out || !n) return LA_EINVAL;
+  *out = NULL;
+  *n = 0;
+  la_store_open_set_t *v = NULL, *cur = NULL;
+  size_t cnt = 0, cap = 0, rcap = 0;
+  int rc, r = 0;
+  sqlite3_stmt *st = s->st[S_OPEN_SETS];
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *app = (const char *)sqlite3_column_text(st, 0);
+    int alen = sqlite3_column_bytes(st, 0);
+    uint64_t tag = (uint64_t)sqlite3_column_int64(st, 1);
+    sqlite3_int64 np = sqlite3_column_int64(st, 2), rank;
+    if (!app || alen <= 0 || alen > (int)LA_MAX_ID_LEN || np < 0 ||
+        np > (sqlite3_int64)LA_MAX_RANKS ||
+        !la__col_int(st, 4, 0, (sqlite3_int64)LA_MAX_RANKS - 1, &rank)) {
+      r = la__store_corrupt(s,
+                            "open Trace-Set row with a bad app_id, nprocs or "
+                            "rank");
+      break;
+    }
+    if (!cur || cur->cycle_tag != tag || strcmp(cur->app_id, app) != 0) {
+      if ((r = la__store_reserve(s, &v, cnt, &cap, sizeof *v, 16))) break;
+      cur = &v[cnt++];
+      memset(cur, 0, sizeof *cur);
+      memcpy(cur->app_id, app, (size_t)alen);
+      cur->cycle_tag = tag;
+      cur->nprocs = (uint32_t)np;
+      cur->t_first_ns = (uint64_t)sqlite3_column_int64(st, 3);
+      rcap = 0;
+    }
+    if (cur->nprocs && rank >= cur->nprocs) continue;
+    if ((r = la__store_reserve(s, &cur->ranks, cur->n_ranks, &rcap,
+                               sizeof *cur->ranks, 8)))
+      break;
+    cur->ranks[cur->n_ranks++] = (uint32_t)rank;
+  }
+  if (r == 0 && rc != SQLITE_DONE) r = la__store_sqlerr(s, "listing open sets");
+  la__done(st);
+  if (r) {
+    if (r == LA_ENOMEM) la__store_fmt(s->err, sizeof s->err, "out of memory");
+    la_store_free_open_sets(v, cnt);
+    return r;
+  }
+  if (cnt > 1) qsort(v, cnt, sizeof *v, la__cmp_open);
+  *out = v;
+  *n = cnt;
+  return 0;
+}
+
+/* ---------------------------------------------------- a set's close state */
+
+int la_store_set_is_closed(la_store_t *s, const char *app_id,
+                           uint64_t cycle_tag, int *closed) {
+  if (!s || !app_id || !closed) return LA_EINVAL;
+  *closed = 0;
+  sqlite3_stmt *st = s->st[S_SET_STATE];
+  la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
+  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
+  int rc = sqlite3_step(st), r = 0;
+  if (rc == SQLITE_ROW)
+    *closed = sqlite3_column_int64(st, 0) != 0;
+  else if (rc != SQLITE_DONE)
+    r = la__store_sqlerr(s, "reading a Trace-Set's state");
+  la__done(st);
+  return r;
+}
+
+/* ------------------------------------------------------ a rank's elements */
+
+int la_store_rank_elements(la_store_t *s, const char *app_id, uint32_t rank,
+                           uint64_t *n_elements) {
+  if (!s || !app_id || !n_elements) return LA_EINVAL;
+  *n_elements = 0;
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(s->db,
+                         "SELECT n_elements FROM ranks WHERE app_id = ?1"
+                         " AND rank = ?2 AND started = 1",
+                         -1, &st, NULL) != SQLITE_OK) {
+    la__store_fmt(s->err, sizeof s->err, "reading a rank's element count: %s",
+                  sqlite3_errmsg(s->db));
+    return LA_EIO;
+  }
+  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, (sqlite3_int64)rank);
+  int rc = sqlite3_step(st), r = 0;
+  if (rc == SQLITE_ROW) {
+    sqlite3_int64 v = sqlite3_column_int64(st, 0);
+    if (v > 0 && v <= (sqlite3_int64)1 << 32)
+      *n_elements = (uint64_t)v;
+    else
+      r = LA_ENOTFOUND;
+  } else if (rc == SQLITE_DONE) {
+    r = LA_ENOTFOUND;
+  } else {
+    la__store_fmt(s->err, sizeof s->err, "reading a rank's element count: %s",
+                  sqlite3_errmsg(s->db));
+    r = LA_EIO;
+  }
+  sqlite3_finalize(st);
+  return r;
+}

@@ -1,0 +1,247 @@
+/* store_schema.c: the store's schema (docs/storage.md documents it for
+ * users of the sqlite3 shell and Python): creating it in a new database,
+ * checking the version of an existing one, and adding in place the tables
+ * added since schema version 1 shipped.
+ *
+ * Deliberately not here: opening the database and its settings (store.c),
+ * the statements that read and write the tables (store_sql.c).
+ */
+#include <stdio.h>
+
+#include "la.h"
+#include "la_time.h"
+#include "store_internal.h"
+
+static const char la__schema_sql[] =
+    "CREATE TABLE schema_version ("
+    "  version INTEGER NOT NULL,"
+    "  t_created_ns INTEGER NOT NULL);"
+    "CREATE TABLE apps ("
+    "  app_id TEXT PRIMARY KEY NOT NULL,"
+    "  app_name TEXT NOT NULL DEFAULT '',"
+    "  nprocs INTEGER NOT NULL DEFAULT 0,"
+    "  metric TEXT NOT NULL DEFAULT '',"
+    "  unit TEXT NOT NULL DEFAULT '',"
+    "  period INTEGER NOT NULL DEFAULT 0,"
+    "  compact_mode INTEGER,"
+    "  compact_cv REAL,"
+    "  compact_epsilon REAL,"
+    "  compact_relative INTEGER,"
+    "  compact_connected INTEGER,"
+    "  compact_outliers INTEGER,"
+    "  grid_nx INTEGER, grid_ny INTEGER, grid_nz INTEGER,"
+    "  t_created_ns INTEGER NOT NULL);"
+    "CREATE TABLE ranks ("
+    "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
+    "  rank INTEGER NOT NULL,"
+    "  started INTEGER NOT NULL DEFAULT 0,"
+    "  n_elements INTEGER NOT NULL DEFAULT 0,"
+    "  host TEXT NOT NULL DEFAULT '',"
+    "  pid INTEGER,"
+    "  t_start_ns INTEGER,"
+    "  start_seq INTEGER,"
+    "  ended INTEGER NOT NULL DEFAULT 0,"
+    "  end_reason TEXT,"
+    "  cycles INTEGER,"
+    "  skipped INTEGER,"
+    "  t_end_ns INTEGER,"
+    "  end_seq INTEGER,"
+    "  PRIMARY KEY (app_id, rank)) WITHOUT ROWID;"
+    "CREATE TABLE traces ("
+    "  id INTEGER PRIMARY KEY,"
+    "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
+    "  cycle_tag INTEGER NOT NULL,"
+    "  rank INTEGER NOT NULL,"
+    "  n_elements INTEGER NOT NULL,"
+    "  mode INTEGER NOT NULL,"
+    "  segments BLOB NOT NULL,"
+    "  stat_count INTEGER NOT NULL,"
+    "  stat_sum REAL,"
+    "  stat_min REAL,"
+    "  stat_max REAL,"
+    "  err_max_abs REAL,"
+    "  err_rmse REAL,"
+    "  err_cv REAL,"
+    "  t_xfer_ns INTEGER,"
+    "  rank_seq INTEGER,"
+    "  seq INTEGER NOT NULL,"
+    "  t_stored_ns INTEGER NOT NULL,"
+    "  UNIQUE (app_id, cycle_tag, rank));"
+    "CREATE TABLE trace_sets ("
+    "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
+    "  cycle_tag INTEGER NOT NULL,"
+    "  closed INTEGER NOT NULL DEFAULT 0,"
+    "  complete INTEGER NOT NULL DEFAULT 0,"
+    "  nprocs INTEGER NOT NULL DEFAULT 0,"
+    "  n_ranks_present INTEGER NOT NULL DEFAULT 0,"
+    "  n_missing INTEGER NOT NULL DEFAULT 0,"
+    "  missing_ranks TEXT NOT NULL DEFAULT '',"
+    "  t_first_ns INTEGER,"
+    "  t_last_ns INTEGER,"
+    "  t_closed_ns INTEGER,"
+    "  PRIMARY KEY (app_id, cycle_tag)) WITHOUT ROWID;"
+    "CREATE INDEX trace_sets_open ON trace_sets(app_id, cycle_tag)"
+    "  WHERE closed = 0;"
+    "CREATE TABLE agents ("
+    "  host TEXT PRIMARY KEY NOT NULL,"
+    "  max_seq INTEGER NOT NULL,"
+    "  t_updated_ns INTEGER NOT NULL) WITHOUT ROWID;";
+
+/* Added after schema version 1 shipped; created in place (IF NOT EXISTS) in
+ * older version-1 databases too, which older programs simply ignore. One
+ * row per (application, cycle, rank) known to be missing, with the reason;
+ * a trace stored later for that key deletes the row. */
+static const char la__missing_sql[] =
+    "CREATE TABLE IF NOT EXISTS missing ("
+    "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
+    "  cycle_tag INTEGER NOT NULL,"
+    "  rank INTEGER NOT NULL,"
+    "  reason TEXT NOT NULL,"
+    "  source TEXT NOT NULL,"
+    "  seq INTEGER,"
+    "  t_recorded_ns INTEGER NOT NULL,"
+    "  PRIMARY KEY (app_id, cycle_tag, rank)) WITHOUT ROWID;";
+
+/* Added later still, created in place (IF NOT EXISTS) like `missing`.
+ * robust: per stored trace that carried them, the robust weights (their
+ * encoding and exact statistics) and the interference figures
+ * (docs/fidelity.md); a trace without them has no row. rank_fidelity: per
+ * rank, the timer resolution and the interference detection status its
+ * RankStart reported. */
+static const char la__robust_sql[] =
+    "CREATE TABLE IF NOT EXISTS robust ("
+    "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
+    "  cycle_tag INTEGER NOT NULL,"
+    "  rank INTEGER NOT NULL,"
+    "  segments BLOB,"
+    "  stat_count INTEGER,"
+    "  stat_sum REAL,"
+    "  stat_min REAL,"
+    "  stat_max REAL,"
+    "  interference REAL,"
+    "  flagged INTEGER,"
+    "  flagged_time REAL,"
+    "  PRIMARY KEY (app_id, cycle_tag, rank)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS rank_fidelity ("
+    "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
+    "  rank INTEGER NOT NULL,"
+    "  timer_res_ns REAL,"
+    "  detection TEXT,"
+    "  PRIMARY KEY (app_id, rank)) WITHOUT ROWID;";
+
+/* ------------------------------------------------- creating and checking */
+
+/* Contracts of the functions below: store_internal.h. */
+
+int la__store_exec(sqlite3 *db, const char *sql, char *why, size_t n,
+                   const char *path, const char *what) {
+  char *msg = NULL;
+  if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+    la__store_fmt(why, n, "%s: %s: %s", path, what,
+                  msg ? msg : sqlite3_errmsg(db));
+    sqlite3_free(msg);
+    return LA_EIO;
+  }
+  return 0;
+}
+
+int la__store_query1(sqlite3 *db, const char *sql, sqlite3_int64 *v, char *txt,
+                     size_t txt_len) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return LA_EIO;
+  int rc = sqlite3_step(st), r;
+  if (rc == SQLITE_ROW) {
+    if (v) *v = sqlite3_column_int64(st, 0);
+    if (txt) la__col_copy(st, 0, txt, txt_len);
+    r = sqlite3_column_type(st, 0) == SQLITE_NULL ? 2 : 1;
+  } else {
+    r = rc == SQLITE_DONE ? 0 : LA_EIO;
+  }
+  sqlite3_finalize(st);
+  return r;
+}
+
+int la__store_schema(sqlite3 *db, const char *path, char *why, size_t n) {
+  sqlite3_int64 v = 0;
+  const char *has_sql =
+      "SELECT count(*) FROM sqlite_master WHERE type ="
+      " 'table' AND name = 'schema_version'";
+  int r = la__store_query1(db, has_sql, &v, NULL, 0);
+  if (r < 0) goto sqlfail;
+  if (v == 0) {
+    /* New database: create under the write lock, checking again there. */
+    if (la__store_exec(db, "BEGIN IMMEDIATE", why, n, path,
+                       "creating the schema"))
+      return LA_EIO;
+    sqlite3_int64 ntab = 0;
+    r = la__store_query1(db, "SELECT count(*) FROM sqlite_master", &ntab, NULL,
+                         0);
+    if (r < 0) {
+      sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+      goto sqlfail;
+    }
+    if (ntab > 0) {
+      sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+      r = la__store_query1(db, has_sql, &v, NULL, 0);
+      if (r < 0) goto sqlfail;
+      if (v == 0) {
+        la__store_fmt(why, n,
+                      "%s: not an LA database (it has tables but no "
+                      "schema_version table)",
+                      path);
+        return LA_EIO;
+      }
+      /* created by another process meanwhile: check it below */
+    } else {
+      char sql[128];
+      snprintf(sql, sizeof sql,
+               "INSERT INTO schema_version VALUES (%d, %lld);"
+               "PRAGMA application_id = %d;",
+               LA_STORE_SCHEMA_VERSION, (long long)la_realtime_ns(),
+               LA_STORE_APPLICATION_ID);
+      if (la__store_exec(db, la__schema_sql, why, n, path,
+                         "creating the schema") ||
+          la__store_exec(db, la__missing_sql, why, n, path,
+                         "creating the schema") ||
+          la__store_exec(db, la__robust_sql, why, n, path,
+                         "creating the schema") ||
+          la__store_exec(db, sql, why, n, path, "creating the schema") ||
+          la__store_exec(db, "COMMIT", why, n, path, "creating the schema")) {
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        return LA_EIO;
+      }
+      return 0;
+    }
+  }
+  r = la__store_query1(db, "SELECT max(version) FROM schema_version", &v, NULL,
+                       0);
+  if (r < 0) goto sqlfail;
+  if (r != 1) {
+    la__store_fmt(why, n, "%s: schema_version table is empty", path);
+    return LA_EIO;
+  }
+  if (v > LA_STORE_SCHEMA_VERSION) {
+    la__store_fmt(
+        why, n,
+        "%s: database schema version %lld is newer than this program's "
+        "(%d); use a newer LA or another database file",
+        path, (long long)v, LA_STORE_SCHEMA_VERSION);
+    return LA_EVERSION;
+  }
+  if (v < LA_STORE_SCHEMA_VERSION) {
+    la__store_fmt(
+        why, n,
+        "%s: database schema version %lld is older than %d and cannot "
+        "be upgraded",
+        path, (long long)v, LA_STORE_SCHEMA_VERSION);
+    return LA_EVERSION;
+  }
+  if (la__store_exec(db, la__missing_sql, why, n, path,
+                     "adding the missing table"))
+    return LA_EIO;
+  return la__store_exec(db, la__robust_sql, why, n, path,
+                        "adding the robust and rank_fidelity tables");
+sqlfail:
+  la__store_fmt(why, n, "%s: %s", path, sqlite3_errmsg(db));
+  return LA_EIO;
+}

@@ -1,0 +1,184 @@
+/* store_sql.c: the SQL of the statements the store prepares once at open
+ * (by the ids of store_internal.h). The schema they run against is in
+ * store_schema.c; docs/storage.md documents it.
+ *
+ * Deliberately only text: binding, stepping and reading the rows is done by
+ * the store file of each concern (store_write.c, store_query.c,
+ * store_load.c).
+ */
+#include "store_internal.h"
+
+const char *const la__store_sql[S__COUNT] = {
+    [S_BEGIN] = "BEGIN IMMEDIATE",
+    [S_COMMIT] = "COMMIT",
+    [S_ROLLBACK] = "ROLLBACK",
+    [S_APP_NPROCS] = "SELECT nprocs FROM apps WHERE app_id = ?1",
+    [S_APP_LAZY] =
+        "INSERT OR IGNORE INTO apps(app_id, t_created_ns) VALUES (?1, ?2)",
+    [S_APP_START] =
+        "INSERT INTO apps(app_id, app_name, nprocs, metric, unit, period,"
+        " compact_mode, compact_cv, compact_epsilon, compact_relative,"
+        " compact_connected, compact_outliers, grid_nx, grid_ny, grid_nz,"
+        " t_created_ns)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
+        " ?15, ?16)"
+        " ON CONFLICT(app_id) DO UPDATE SET app_name = excluded.app_name,"
+        " nprocs = excluded.nprocs, metric = excluded.metric,"
+        " unit = excluded.unit, period = excluded.period,"
+        " compact_mode = excluded.compact_mode,"
+        " compact_cv = excluded.compact_cv,"
+        " compact_epsilon = excluded.compact_epsilon,"
+        " compact_relative = excluded.compact_relative,"
+        " compact_connected = excluded.compact_connected,"
+        " compact_outliers = excluded.compact_outliers,"
+        " grid_nx = excluded.grid_nx, grid_ny = excluded.grid_ny,"
+        " grid_nz = excluded.grid_nz WHERE apps.nprocs = 0",
+    [S_RANK_START] =
+        "INSERT INTO ranks(app_id, rank, started, n_elements, host, pid,"
+        " t_start_ns, start_seq) VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?7)"
+        " ON CONFLICT(app_id, rank) DO UPDATE SET started = 1,"
+        " n_elements = excluded.n_elements, host = excluded.host,"
+        " pid = excluded.pid, t_start_ns = excluded.t_start_ns,"
+        " start_seq = excluded.start_seq WHERE ranks.started = 0",
+    [S_RANK_LAZY] = "INSERT OR IGNORE INTO ranks(app_id, rank) VALUES (?1, ?2)",
+    [S_RANK_END] =
+        "UPDATE ranks SET ended = 1, end_reason = ?3, cycles = ?4,"
+        " skipped = ?5, t_end_ns = ?6, end_seq = ?7"
+        " WHERE app_id = ?1 AND rank = ?2 AND ended = 0",
+    [S_TRACE_INS] =
+        "INSERT OR IGNORE INTO traces(app_id, cycle_tag, rank, n_elements,"
+        " mode, segments, stat_count, stat_sum, stat_min, stat_max,"
+        " err_max_abs, err_rmse, err_cv, t_xfer_ns, rank_seq, seq,"
+        " t_stored_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
+        " ?12, ?13, ?14, ?15, ?16, ?17)",
+    [S_SET_TOUCH] =
+        "INSERT INTO trace_sets(app_id, cycle_tag, n_ranks_present,"
+        " t_first_ns, t_last_ns) VALUES (?1, ?2, 1, ?3, ?3)"
+        " ON CONFLICT(app_id, cycle_tag) DO UPDATE SET"
+        " n_ranks_present = n_ranks_present + 1,"
+        " t_last_ns = excluded.t_last_ns",
+    [S_SET_CLOSE] =
+        "INSERT INTO trace_sets(app_id, cycle_tag, closed, complete, nprocs,"
+        " n_ranks_present, n_missing, missing_ranks, t_closed_ns)"
+        " VALUES (?1, ?2, 1, ?3, (SELECT nprocs FROM apps WHERE app_id = ?1),"
+        " (SELECT count(*) FROM traces WHERE app_id = ?1 AND cycle_tag = ?2),"
+        " ?4, ?5, ?6)"
+        " ON CONFLICT(app_id, cycle_tag) DO UPDATE SET closed = 1,"
+        " complete = excluded.complete, nprocs = excluded.nprocs,"
+        " n_ranks_present = excluded.n_ranks_present,"
+        " n_missing = excluded.n_missing,"
+        " missing_ranks = excluded.missing_ranks,"
+        " t_closed_ns = excluded.t_closed_ns",
+    [S_AGENT_UPD] =
+        "INSERT INTO agents(host, max_seq, t_updated_ns) VALUES (?1, ?2, ?3)"
+        " ON CONFLICT(host) DO UPDATE SET"
+        " max_seq = max(max_seq, excluded.max_seq),"
+        " t_updated_ns = excluded.t_updated_ns",
+    [S_AGENT_GET] = "SELECT max_seq FROM agents WHERE host = ?1",
+    [S_APPS] =
+        "SELECT a.app_id, a.app_name, a.metric, a.unit, a.nprocs,"
+        " coalesce(r.n_el, 0), coalesce(r.started, 0), coalesce(r.ended, 0),"
+        " r.t_start, r.t_end, coalesce(c.cycles, 0), coalesce(c.complete, 0),"
+        " coalesce(c.partial, 0), c.t_last"
+        " FROM apps a"
+        " LEFT JOIN (SELECT app_id,"
+        "   sum(CASE WHEN started THEN n_elements ELSE 0 END) AS n_el,"
+        "   sum(started) AS started, sum(ended) AS ended,"
+        "   min(t_start_ns) AS t_start, max(t_end_ns) AS t_end"
+        "   FROM ranks GROUP BY app_id) r ON r.app_id = a.app_id"
+        " LEFT JOIN (SELECT app_id, count(*) AS cycles,"
+        "   sum(closed AND complete) AS complete,"
+        "   sum(closed AND NOT complete) AS partial, max(t_last_ns) AS t_last"
+        "   FROM trace_sets GROUP BY app_id) c ON c.app_id = a.app_id"
+        " ORDER BY a.app_id",
+    [S_CYCLES] =
+        "SELECT s.cycle_tag, s.closed, s.complete, s.n_ranks_present,"
+        " s.n_missing, a.nprocs, (SELECT group_concat(x, '; ') FROM"
+        "   (SELECT reason || ' (' || count(*) || ')' AS x FROM missing m"
+        "   WHERE m.app_id = s.app_id AND m.cycle_tag = s.cycle_tag"
+        "   AND (a.nprocs = 0 OR m.rank < a.nprocs)"
+        "   GROUP BY reason ORDER BY count(*) DESC, reason))"
+        " FROM trace_sets s"
+        " JOIN apps a ON a.app_id = s.app_id"
+        " WHERE s.app_id = ?1 AND s.cycle_tag BETWEEN ?2 AND ?3"
+        " ORDER BY s.cycle_tag",
+    [S_LATEST] =
+        "SELECT cycle_tag FROM trace_sets"
+        " WHERE app_id = ?1 AND cycle_tag BETWEEN ?2 AND ?3"
+        " AND (?4 = 0 OR (closed = 1 AND (?4 = 2 OR complete = 1)))"
+        " ORDER BY cycle_tag DESC LIMIT 1",
+    [S_LOAD_APP] = "SELECT nprocs, metric, unit FROM apps WHERE app_id = ?1",
+    [S_LOAD_ROW] =
+        "SELECT closed, complete, t_closed_ns FROM trace_sets"
+        " WHERE app_id = ?1 AND cycle_tag = ?2",
+    [S_LOAD_TRACES] =
+        "SELECT t.rank, t.n_elements, t.mode, t.segments, t.stat_count,"
+        " t.stat_sum, t.stat_min, t.stat_max, t.err_max_abs, t.err_rmse,"
+        " t.err_cv, t.t_xfer_ns, t.rank_seq, t.seq, r.segments, r.stat_count,"
+        " r.stat_sum, r.stat_min, r.stat_max, r.interference, r.flagged,"
+        " r.flagged_time FROM traces t LEFT JOIN robust r"
+        " ON r.app_id = t.app_id AND r.cycle_tag = t.cycle_tag"
+        " AND r.rank = t.rank WHERE t.app_id = ?1 AND t.cycle_tag = ?2"
+        " ORDER BY t.rank",
+    [S_LOAD_RANKS] =
+        "SELECT rank, n_elements FROM ranks WHERE app_id = ?1 AND started = 1",
+    [S_OPEN_SETS] =
+        "SELECT s.app_id, s.cycle_tag, a.nprocs, s.t_first_ns, t.rank"
+        " FROM trace_sets s JOIN apps a ON a.app_id = s.app_id"
+        " JOIN (SELECT app_id, cycle_tag, rank FROM traces UNION"
+        "   SELECT app_id, cycle_tag, rank FROM missing) t"
+        " ON t.app_id = s.app_id AND t.cycle_tag = s.cycle_tag"
+        " WHERE s.closed = 0 ORDER BY s.app_id, s.cycle_tag, t.rank",
+    [S_ENDED] =
+        "SELECT a.nprocs, (SELECT count(*) FROM ranks r"
+        " WHERE r.app_id = a.app_id AND r.ended = 1)"
+        " FROM apps a WHERE a.app_id = ?1",
+    /* A missing record, unless a trace of that key is stored. The
+     * LocalAgent's reason (source 'agent') replaces one the GlobalAgent
+     * inferred; nothing else changes an existing record. The GlobalAgent's
+     * reason becomes "rank ended before this cycle" when the rank's RankEnd
+     * is stored (the ordered link delivered all its traces before it). */
+    [S_MISS_PUT] =
+        "INSERT INTO missing(app_id, cycle_tag, rank, reason, source, seq,"
+        " t_recorded_ns)"
+        " SELECT ?1, ?2, ?3, CASE WHEN ?5 <> 'agent' AND EXISTS (SELECT 1"
+        "   FROM ranks WHERE app_id = ?1 AND rank = ?3 AND ended = 1)"
+        "   THEN 'rank ended before this cycle' ELSE ?4 END, ?5, ?6, ?7"
+        " WHERE NOT EXISTS (SELECT 1 FROM traces"
+        "   WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3)"
+        " ON CONFLICT(app_id, cycle_tag, rank) DO UPDATE SET"
+        " reason = excluded.reason, source = excluded.source,"
+        " seq = excluded.seq, t_recorded_ns = excluded.t_recorded_ns"
+        " WHERE missing.source <> 'agent' AND excluded.source = 'agent'",
+    [S_MISS_DEL] =
+        "DELETE FROM missing WHERE app_id = ?1 AND cycle_tag = ?2"
+        " AND rank = ?3",
+    [S_MISS_SET] =
+        "INSERT INTO trace_sets(app_id, cycle_tag, t_first_ns, t_last_ns)"
+        " VALUES (?1, ?2, ?3, ?3) ON CONFLICT(app_id, cycle_tag) DO UPDATE"
+        " SET t_last_ns = excluded.t_last_ns",
+    [S_MISS_RANKS] =
+        "SELECT rank FROM missing WHERE app_id = ?1 AND cycle_tag = ?2"
+        " AND rank < ?3 ORDER BY rank",
+    [S_LOAD_MISSING] =
+        "SELECT rank, reason FROM missing WHERE app_id = ?1"
+        " AND cycle_tag = ?2 ORDER BY rank",
+    [S_RANK_HOST] =
+        "SELECT host FROM ranks WHERE app_id = ?1 AND rank = ?2"
+        " AND started = 1",
+    [S_MISS_COUNTS] =
+        "SELECT reason, count(*) AS n FROM missing GROUP BY reason"
+        " ORDER BY n DESC, reason",
+    [S_SET_STATE] =
+        "SELECT closed FROM trace_sets WHERE app_id = ?1 AND cycle_tag = ?2",
+    [S_ROBUST_INS] =
+        "INSERT OR IGNORE INTO robust(app_id, cycle_tag, rank, segments,"
+        " stat_count, stat_sum, stat_min, stat_max, interference, flagged,"
+        " flagged_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    [S_FID_INS] =
+        "INSERT OR IGNORE INTO rank_fidelity(app_id, rank, timer_res_ns,"
+        " detection) VALUES (?1, ?2, ?3, ?4)",
+    [S_LOAD_FID] =
+        "SELECT rank, timer_res_ns, detection FROM rank_fidelity"
+        " WHERE app_id = ?1 ORDER BY rank",
+};

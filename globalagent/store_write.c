@@ -1,0 +1,352 @@
+/* store_write.c: the store's write calls: applications and ranks (RankStart,
+ * RankEnd), compact traces with their robust weights, missing records,
+ * closed Trace-Sets and the LocalAgents' sequence numbers (see store.h for
+ * each call's contract).
+ *
+ * Every call runs in the caller's batch or in a transaction of its own
+ * (la__store_wbegin / la__store_wend). Idempotence comes from the keys:
+ * INSERT OR IGNORE for traces, upserts guarded by "started = 0" /
+ * "ended = 0" / "nprocs = 0" for rank and application rows.
+ *
+ * Deliberately not here: deciding when a set closes (the stitcher does), and
+ * reading anything back beyond what a write needs (store_query.c,
+ * store_load.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "la.h"
+#include "la_time.h"
+#include "store_internal.h"
+
+/* Known nprocs of app_id into *nprocs (0: unknown). Returns 1 when the
+ * application row exists, 0 when not, LA_EIO. */
+static int la__app_nprocs(la_store_t *s, const char *app_id, uint32_t *nprocs) {
+  sqlite3_stmt *st = s->st[S_APP_NPROCS];
+  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(st), r;
+  if (rc == SQLITE_ROW) {
+    sqlite3_int64 v = sqlite3_column_int64(st, 0);
+    *nprocs = v > 0 && v <= (sqlite3_int64)LA_MAX_RANKS ? (uint32_t)v : 0;
+    r = 1;
+  } else if (rc == SQLITE_DONE) {
+    *nprocs = 0;
+    r = 0;
+  } else {
+    r = la__store_sqlerr(s, "reading the application");
+  }
+  la__done(st);
+  return r;
+}
+
+/* Creates the application row (nprocs unknown) if there is none. */
+static int la__app_lazy(la_store_t *s, const char *app_id, uint64_t now) {
+  sqlite3_stmt *st = s->st[S_APP_LAZY];
+  la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
+  sqlite3_bind_int64(st, 2, la__i64(now));
+  return la__store_run(s, st, "creating the application");
+}
+
+int la_store_rank_start(la_store_t *s, const La__RankStart *m) {
+  if (!s || !m || !m->app_id || !m->app_id[0]) return LA_EINVAL;
+  int own, r = la__store_wbegin(s, &own);
+  if (r) return r;
+  uint32_t known = 0;
+  r = la__app_nprocs(s, m->app_id, &known);
+  if (r < 0) goto out;
+  r = 0;
+  if (known && known != m->nprocs) {
+    la__store_fmt(s->err, sizeof s->err,
+                  "RankStart of %s rank %u says nprocs %u, but the application "
+                  "has %u",
+                  m->app_id, m->rank, m->nprocs, known);
+    r = LA_EPROTO;
+    goto out;
+  }
+  uint64_t now = la_realtime_ns();
+  if (!known) {
+    sqlite3_stmt *st = s->st[S_APP_START];
+    const La__CompactParams *c = m->compact;
+    la__bind_text(st, 1, m->app_id, LA_MAX_ID_LEN);
+    la__bind_text(st, 2, m->app_name, 128);
+    sqlite3_bind_int64(st, 3, m->nprocs);
+    la__bind_text(st, 4, m->metric, 128);
+    la__bind_text(st, 5, m->unit, 32);
+    sqlite3_bind_int64(st, 6, m->has_period ? m->period : 0);
+    if (c) {
+      sqlite3_bind_int64(st, 7, c->has_mode ? (int)c->mode : 0);
+      if (c->has_cv) sqlite3_bind_double(st, 8, c->cv);
+      if (c->has_epsilon) sqlite3_bind_double(st, 9, c->epsilon);
+      sqlite3_bind_int64(st, 10, c->has_relative && c->relative);
+      sqlite3_bind_int64(st, 11, c->has_connected && c->connected);
+      sqlite3_bind_int64(st, 12, c->has_outliers && c->outliers);
+    }
+    if (m->n_grid == 3) {
+      for (int i = 0; i < 3; i++)
+        sqlite3_bind_int64(st, 13 + i, la__i64(m->grid[i]));
+    }
+    sqlite3_bind_int64(st, 16, la__i64(now));
+    if ((r = la__store_run(s, st, "storing the application"))) goto out;
+  }
+  sqlite3_stmt *st = s->st[S_RANK_START];
+  la__bind_text(st, 1, m->app_id, LA_MAX_ID_LEN);
+  sqlite3_bind_int64(st, 2, m->rank);
+  sqlite3_bind_int64(st, 3, la__i64(m->n_elements));
+  la__bind_text(st, 4, m->host, 128);
+  if (m->has_pid) sqlite3_bind_int64(st, 5, m->pid);
+  la__bind_opt_u64(st, 6, m->has_t_start_ns, m->t_start_ns);
+  sqlite3_bind_int64(st, 7, la__i64(m->seq));
+  r = la__store_run(s, st, "storing the rank start");
+  if (r || !(m->has_timer_res_ns || m->interference)) goto out;
+  st = s->st[S_FID_INS]; /* the first RankStart of the rank wins */
+  la__bind_text(st, 1, m->app_id, LA_MAX_ID_LEN);
+  sqlite3_bind_int64(st, 2, m->rank);
+  if (m->has_timer_res_ns && isfinite(m->timer_res_ns) && m->timer_res_ns >= 0)
+    sqlite3_bind_double(st, 3, m->timer_res_ns);
+  if (m->interference) la__bind_text(st, 4, m->interference, 256);
+  r = la__store_run(s, st, "storing the rank's timer resolution");
+out:
+  return la__store_wend(s, own, r);
+}
+
+int la_store_rank_end(la_store_t *s, const La__RankEnd *m, int *was_new) {
+  if (was_new) *was_new = 0;
+  if (!s || !m || !m->app_id || !m->app_id[0]) return LA_EINVAL;
+  int own, r = la__store_wbegin(s, &own);
+  if (r) return r;
+  if ((r = la__app_lazy(s, m->app_id, la_realtime_ns()))) goto out;
+  sqlite3_stmt *st = s->st[S_RANK_LAZY];
+  la__bind_text(st, 1, m->app_id, LA_MAX_ID_LEN);
+  sqlite3_bind_int64(st, 2, m->rank);
+  if ((r = la__store_run(s, st, "creating the rank"))) goto out;
+  st = s->st[S_RANK_END];
+  la__bind_text(st, 1, m->app_id, LA_MAX_ID_LEN);
+  sqlite3_bind_int64(st, 2, m->rank);
+  if (m->reason) la__bind_text(st, 3, m->reason, 256);
+  la__bind_opt_u64(st, 4, m->has_cycles, m->cycles);
+  la__bind_opt_u64(st, 5, m->has_skipped, m->skipped);
+  la__bind_opt_u64(st, 6, m->has_t_end_ns, m->t_end_ns);
+  sqlite3_bind_int64(st, 7, la__i64(m->seq));
+  r = la__store_run(s, st, "storing the rank end");
+  if (r == 0 && was_new) *was_new = sqlite3_changes(s->db) > 0;
+out:
+  return la__store_wend(s, own, r);
+}
+
+/* Runs statement id (S_SET_TOUCH, S_MISS_SET) on the trace_sets row of
+ * (app_id, cycle_tag) with the time now. Returns 0 or LA_EIO. */
+static int la__cycle_touch(la_store_t *s, int id, const char *app_id,
+                           uint64_t cycle_tag, uint64_t now, const char *what) {
+  sqlite3_stmt *st = s->st[id];
+  la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
+  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
+  sqlite3_bind_int64(st, 3, la__i64(now));
+  return la__store_run(s, st, what);
+}
+
+/* The robust row of a new trace, when it carries robust weights or
+ * interference figures (the codec checked them). Returns 0 or LA_EIO. */
+static int la__robust_put(la_store_t *s, const La__CompactTrace *t) {
+  if (!t->robust_stats && !t->has_interference && !t->has_flagged &&
+      !t->has_flagged_time)
+    return 0;
+  sqlite3_stmt *st = s->st[S_ROBUST_INS];
+  la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
+  sqlite3_bind_int64(st, 2, la__i64(t->cycle_tag));
+  sqlite3_bind_int64(st, 3, t->rank);
+  if (t->robust_stats && t->robust_segments.data) {
+    sqlite3_bind_blob(st, 4, t->robust_segments.data,
+                      (int)t->robust_segments.len, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, la__i64(t->robust_stats->count));
+    sqlite3_bind_double(st, 6, t->robust_stats->sum);
+    sqlite3_bind_double(st, 7, t->robust_stats->min);
+    sqlite3_bind_double(st, 8, t->robust_stats->max);
+  }
+  if (t->has_interference) sqlite3_bind_double(st, 9, t->interference);
+  la__bind_opt_u64(st, 10, t->has_flagged, t->flagged);
+  if (t->has_flagged_time) sqlite3_bind_double(st, 11, t->flagged_time);
+  return la__store_run(s, st, "storing the trace's robust weights");
+}
+
+int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new) {
+  if (was_new) *was_new = 0;
+  if (!s || !t || !t->app_id || !t->app_id[0] || !t->stats ||
+      !t->segments.data || t->segments.len == 0 || t->segments.len > INT32_MAX)
+    return LA_EINVAL;
+  if (t->robust_stats &&
+      (!t->robust_segments.data || t->robust_segments.len == 0 ||
+       t->robust_segments.len > INT32_MAX))
+    return LA_EINVAL;
+  if (t->rank >= LA_MAX_RANKS) {
+    la__store_fmt(s->err, sizeof s->err, "trace of %s: rank %u >= %u",
+                  t->app_id, t->rank, LA_MAX_RANKS);
+    return LA_EPROTO;
+  }
+  int own, r = la__store_wbegin(s, &own);
+  if (r) return r;
+  uint64_t now = la_realtime_ns();
+  uint32_t nprocs = 0;
+  r = la__app_nprocs(s, t->app_id, &nprocs); /* does the app row exist? */
+  if (r < 0) goto out;
+  if (r == 0 && (r = la__app_lazy(s, t->app_id, now))) goto out;
+  r = 0;
+  /* A rank not below a known nprocs is stored all the same (nothing is
+   * thrown away); it belongs to no Trace-Set (load_set, open_sets skip it).
+   */
+  sqlite3_stmt *st = s->st[S_TRACE_INS];
+  la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
+  sqlite3_bind_int64(st, 2, la__i64(t->cycle_tag));
+  sqlite3_bind_int64(st, 3, t->rank);
+  sqlite3_bind_int64(st, 4, la__i64(t->n_elements));
+  sqlite3_bind_int64(st, 5, (int)t->mode);
+  sqlite3_bind_blob(st, 6, t->segments.data, (int)t->segments.len,
+                    SQLITE_STATIC);
+  sqlite3_bind_int64(st, 7, la__i64(t->stats->count));
+  sqlite3_bind_double(st, 8, t->stats->sum);
+  sqlite3_bind_double(st, 9, t->stats->min);
+  sqlite3_bind_double(st, 10, t->stats->max);
+  if (t->error) {
+    sqlite3_bind_double(st, 11, t->error->max_abs);
+    sqlite3_bind_double(st, 12, t->error->rmse);
+    sqlite3_bind_double(st, 13, t->error->cv);
+  }
+  la__bind_opt_u64(st, 14, t->has_t_xfer_ns, t->t_xfer_ns);
+  la__bind_opt_u64(st, 15, t->has_rank_seq, t->rank_seq);
+  sqlite3_bind_int64(st, 16, la__i64(t->seq));
+  sqlite3_bind_int64(st, 17, la__i64(now));
+  if ((r = la__store_run(s, st, "storing the trace"))) goto out;
+  if (sqlite3_changes(s->db) == 0) goto out; /* a resend: nothing changes */
+  if (was_new) *was_new = 1;
+  st = s->st[S_MISS_DEL]; /* a real trace wins over a missing record */
+  la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
+  sqlite3_bind_int64(st, 2, la__i64(t->cycle_tag));
+  sqlite3_bind_int64(st, 3, t->rank);
+  if ((r = la__store_run(s, st, "dropping the trace's missing record")))
+    goto out;
+  if ((r = la__robust_put(s, t))) goto out;
+  r = la__cycle_touch(s, S_SET_TOUCH, t->app_id, t->cycle_tag, now,
+                      "recording the trace's cycle");
+out:
+  r = la__store_wend(s, own, r);
+  if (r && was_new) *was_new = 0;
+  return r;
+}
+
+int la_store_agent_seq_update(la_store_t *s, const char *host, uint64_t seq) {
+  if (!s || !host || !host[0]) return LA_EINVAL;
+  int own, r = la__store_wbegin(s, &own);
+  if (r) return r;
+  sqlite3_stmt *st = s->st[S_AGENT_UPD];
+  la__bind_text(st, 1, host, LA_MAX_ID_LEN);
+  sqlite3_bind_int64(st, 2, la__i64(seq));
+  sqlite3_bind_int64(st, 3, la__i64(la_realtime_ns()));
+  r = la__store_run(s, st, "recording the agent's sequence number");
+  return la__store_wend(s, own, r);
+}
+
+int la_store_agent_next_seq(la_store_t *s, const char *host,
+                            uint64_t *next_seq) {
+  if (!s || !host || !host[0] || !next_seq) return LA_EINVAL;
+  sqlite3_stmt *st = s->st[S_AGENT_GET];
+  la__bind_text(st, 1, host, LA_MAX_ID_LEN);
+  int rc = sqlite3_step(st), r = 0;
+  if (rc == SQLITE_ROW) {
+    sqlite3_int64 v = sqlite3_column_int64(st, 0);
+    *next_seq = v > 0 ? (uint64_t)v + 1 : 1;
+  } else if (rc == SQLITE_DONE) {
+    *next_seq = 1;
+  } else {
+    r = la__store_sqlerr(s, "reading the agent's sequence number");
+  }
+  la__done(st);
+  return r;
+}
+
+int la_store_missing(la_store_t *s, const char *app_id, uint64_t cycle_tag,
+                     uint32_t rank, const char *reason, int from_agent,
+                     uint64_t seq, int *was_new) {
+  if (was_new) *was_new = 0;
+  if (!s || !app_id || !app_id[0] || !reason || !reason[0]) return LA_EINVAL;
+  if (rank >= LA_MAX_RANKS) {
+    la__store_fmt(s->err, sizeof s->err, "missing record of %s: rank %u >= %u",
+                  app_id, rank, LA_MAX_RANKS);
+    return LA_EPROTO;
+  }
+  int own, r = la__store_wbegin(s, &own);
+  if (r) return r;
+  uint64_t now = la_realtime_ns();
+  uint32_t nprocs = 0;
+  r = la__app_nprocs(s, app_id, &nprocs);
+  if (r < 0) goto out;
+  if (r == 0 && (r = la__app_lazy(s, app_id, now))) goto out;
+  sqlite3_stmt *st = s->st[S_MISS_PUT];
+  la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
+  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
+  sqlite3_bind_int64(st, 3, rank);
+  la__bind_text(st, 4, reason, LA_STORE_REASON_MAX);
+  sqlite3_bind_text(st, 5, from_agent ? "agent" : "globalagent", -1,
+                    SQLITE_STATIC);
+  if (from_agent) sqlite3_bind_int64(st, 6, la__i64(seq));
+  sqlite3_bind_int64(st, 7, la__i64(now));
+  if ((r = la__store_run(s, st, "storing the missing record"))) goto out;
+  if (sqlite3_changes(s->db) == 0) goto out; /* known already, or a trace */
+  if (was_new) *was_new = 1;
+  r = la__cycle_touch(s, S_MISS_SET, app_id, cycle_tag, now,
+                      "recording the missing record's cycle");
+out:
+  r = la__store_wend(s, own, r);
+  if (r && was_new) *was_new = 0;
+  return r;
+}
+
+static int la__cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+int la_store_set_closed(la_store_t *s, const char *app_id, uint64_t cycle_tag,
+                        int complete, const uint32_t *missing, size_t n_missing,
+                        uint64_t t_closed_ns) {
+  if (!s || !app_id || !app_id[0] || (n_missing && !missing) ||
+      n_missing > LA_MAX_RANKS)
+    return LA_EINVAL;
+  /* "3,7": sorted, without duplicates; at most 11 bytes per rank. */
+  uint32_t *v = NULL;
+  char *text = NULL;
+  size_t k = 0, len = 0;
+  if (n_missing) {
+    v = malloc(n_missing * sizeof *v);
+    text = malloc(n_missing * 11 + 1);
+    if (!v || !text) {
+      free(v);
+      free(text);
+      la__store_fmt(s->err, sizeof s->err, "out of memory");
+      return LA_ENOMEM;
+    }
+    memcpy(v, missing, n_missing * sizeof *v);
+    qsort(v, n_missing, sizeof *v, la__cmp_u32);
+    for (size_t i = 0; i < n_missing; i++) {
+      if (i && v[i] == v[i - 1]) continue;
+      len += (size_t)sprintf(text + len, k ? ",%u" : "%u", v[i]);
+      k++;
+    }
+  }
+  int own, r = la__store_wbegin(s, &own);
+  if (r) goto done;
+  if ((r = la__app_lazy(s, app_id, la_realtime_ns()))) goto out;
+  sqlite3_stmt *st = s->st[S_SET_CLOSE];
+  la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
+  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
+  sqlite3_bind_int64(st, 3, complete ? 1 : 0);
+  sqlite3_bind_int64(st, 4, (sqlite3_int64)k);
+  sqlite3_bind_text(st, 5, text ? text : "", (int)len, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 6, la__i64(t_closed_ns));
+  r = la__store_run(s, st, "recording the closed Trace-Set");
+out:
+  r = la__store_wend(s, own, r);
+done:
+  free(v);
+  free(text);
+  return r;
+}
