@@ -27,14 +27,6 @@
 
 /* Contracts of the shared helpers: store_internal.h. */
 
-void la__store_fmt(char *buf, size_t n, const char *fmt, ...) {
-  if (!buf || n == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, n, fmt, ap);
-  va_end(ap);
-}
-
 int la__store_sqlerr(la_store_t *s, const char *what) {
   la__store_fmt(s->err, sizeof s->err, "%s: %s", what, sqlite3_errmsg(s->db));
   if (s->in_batch) s->failed = 1;

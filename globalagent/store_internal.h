@@ -13,6 +13,8 @@
 #define LA_GLOBAL_STORE_INTERNAL_H
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -84,9 +86,18 @@ struct la_store {
 
 /* ------------------------------------------------- errors and transactions */
 
-/* snprintf into buf (n bytes; nothing when buf is NULL or n is 0). */
-void la__store_fmt(char *buf, size_t n, const char *fmt, ...)
+/* snprintf into buf (n bytes; nothing when buf is NULL or n is 0). Here,
+ * not in store.c, so that store_schema.c, which store.c calls, needs
+ * nothing back from it. */
+static inline void la__store_fmt(char *buf, size_t n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+static inline void la__store_fmt(char *buf, size_t n, const char *fmt, ...) {
+  if (!buf || n == 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, n, fmt, ap);
+  va_end(ap);
+}
 
 /* Records an SQLite error with what failed (call before resetting the
  * statement) and poisons the open batch. Returns LA_EIO. */
