@@ -131,7 +131,7 @@ static const cycle_t *cycle_of(const char *app_id, size_t i) {
   assert_true(i < 64);
   cycle_t *c = &cycles[i];
   char sql[300];
-  long long tag = la_ta_tag(&agent, app_id, i);
+  long long tag = la_ta_tag(&agent, app_id, 0, i);
   assert_true(tag >= 0);
   snprintf(sql, sizeof sql,
            "SELECT n_elements FROM traces WHERE app_id = '%s' AND rank = 0 "
