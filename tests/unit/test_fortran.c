@@ -38,7 +38,7 @@
 
 #include "la.h"
 #include "la_test_agent.h"
-#include "la_test_peer.h"
+#include "la_test_ipc.h"
 
 extern char **environ;
 
@@ -148,32 +148,13 @@ static void assert_exit_0(const run_t *r) {
   assert_non_null(strstr(r->out, "fmod: OK"));
 }
 
-/* Ids of the semaphore sets now in the system (from /proc/sysvipc/sem). */
-static size_t sem_ids(int *ids, size_t cap) {
-  FILE *f = fopen("/proc/sysvipc/sem", "r");
-  size_t n = 0;
-  char line[512];
-  if (!f) return 0;
-  if (!fgets(line, sizeof line, f)) {
-    fclose(f);
-    return 0;
-  }
-  while (n < cap && fgets(line, sizeof line, f)) {
-    long key;
-    int id;
-    if (sscanf(line, "%ld %d", &key, &id) == 2) ids[n++] = id;
-  }
-  fclose(f);
-  return n;
-}
-
 /* Semaphore sets that exist now but not in before[0..nb) and were set up
  * by process pid (libla SETALLs a set right after creating it, which
  * records pid as the last operator of every semaphore): other users' jobs
  * on this node are not ours to count. */
 static int new_sems(const int *before, size_t nb, pid_t pid) {
   int now[4096];
-  size_t nn = sem_ids(now, 4096), fresh = 0;
+  size_t nn = (size_t)la_test_sem_ids(now, 4096), fresh = 0;
   for (size_t i = 0; i < nn; i++) {
     size_t j = 0;
     while (j < nb && before[j] != now[i]) j++;
@@ -248,7 +229,7 @@ static void test_no_agent(void **state) {
   skip_if_missing();
   static run_t r;
   static int before[4096];
-  size_t nb = sem_ids(before, 4096);
+  size_t nb = (size_t)la_test_sem_ids(before, 4096);
   char port[64];
   closed_port(port, sizeof port);
   run_fmod(&r, "noagent", port);
@@ -305,7 +286,7 @@ static void test_values_arrive(void **state) {
   static run_t r;
   static la_test_agent_t a;
   static int before[4096];
-  size_t nb = sem_ids(before, 4096);
+  size_t nb = (size_t)la_test_sem_ids(before, 4096);
   if (la_ta_start(&a, NULL) != 0) {
     la_ta_free(&a);
     fail_msg("the daemons did not start");
