@@ -108,6 +108,10 @@ $(BUILD)/obj/%.o: %.c $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
+# The LocalAgent stand-in (tests/support/la_test_peer.c) uses the
+# LocalAgent's own app_ipc.h.
+$(SUPPORT_OBJ): CPPFLAGS += -Ilocalagent
+
 $(BUILD)/obj/fortran/la_mod.o: $(FMOD_SRC)
 	@mkdir -p $(dir $@) $(BUILD)/include
 	$(FC) $(FFLAGS) -J$(BUILD)/include -c $< -o $@

@@ -7,8 +7,9 @@
  *       wavetoy_measured are the last profiled cycle of
  *         mpiexec -n 1 build/examples/heavy --n 16 --steps 3     (16^3 cells)
  *         mpiexec -n 1 build/examples/wavetoy --n 48 --steps 3   (48^3 cells)
- *       run profiling into an in-process LocalAgent stand-in (la_test_peer)
- *       with LA_DUMP_RAW=<temporary directory>: libla's own per-cell
+ *       run profiling into the real LocalAgent (and GlobalAgent behind it,
+ *       tests/support/la_test_stack.h) with LA_DUMP_RAW=<temporary
+ *       directory>: libla's own per-cell
  *       nanoseconds, as the agent would compact them; wavetoy_interfered
  *       and heavy_interfered run 4 ranks on this machine's cores (ranks
  *       preempt each other: interference) and take rank 0's last cycle.
@@ -42,7 +43,7 @@
 #include <unistd.h>
 
 #include "la_compact.h"
-#include "la_test_peer.h"
+#include "la_test_stack.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
@@ -437,14 +438,14 @@ static const example_t examples[] = {
 };
 #define NEXAMPLES (sizeof(examples) / sizeof(examples[0]))
 
-/* Runs the examples under the la_test_peer stand-in and loads the last
+/* Runs the examples against the real daemons and loads the last
  * cycle of each into xs[k] (NULL and ns[k] = 0 when skipped), with the
  * scale of its values in qs[k]. */
 static void measure_examples(double **xs, size_t *ns, double *qs) {
   char exe[PATH_MAX], dir[PATH_MAX], tmp[] = "/tmp/la_bench_compact.XXXXXX";
   char prog[PATH_MAX + 32];
   ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  la_test_peer_t *peer = NULL;
+  la_test_stack_t daemons;
   size_t k;
 
   for (k = 0; k < NEXAMPLES; k++) {
@@ -472,10 +473,12 @@ static void measure_examples(double **xs, size_t *ns, double *qs) {
         "the examples\n");
     return;
   }
-  if ((peer = la_test_peer_start()) == NULL) {
+  if (la_ts_init(&daemons) != 0 || la_ts_start_global(&daemons, NULL) != 0 ||
+      la_ts_start_local(&daemons, NULL) != 0) {
     printf(
-        "note: the LocalAgent stand-in did not start: skipping the series "
-        "measured from the examples\n");
+        "note: the LocalAgent and GlobalAgent did not start: skipping the "
+        "series measured from the examples\n");
+    la_ts_free(&daemons);
     rmdir(tmp);
     return;
   }
@@ -488,7 +491,7 @@ static void measure_examples(double **xs, size_t *ns, double *qs) {
              ex->series);
       continue;
     }
-    st = run_example(prog, ex->np, ex->args, la_test_peer_addr(peer), tmp);
+    st = run_example(prog, ex->np, ex->args, la_td_addr(daemons.la), tmp);
     ns[k] = read_last_cycle(tmp, ex->prog, &xs[k], &qs[k]);
     clean_dir(tmp);
     if (st != 0 || ns[k] == 0) {
@@ -499,7 +502,7 @@ static void measure_examples(double **xs, size_t *ns, double *qs) {
       ns[k] = 0;
     }
   }
-  la_test_peer_stop(peer);
+  la_ts_free(&daemons);
   clean_dir(tmp);
   if (rmdir(tmp) != 0) perror(tmp);
 }

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "la.h"
+#include "la_test_oracle.h"
 #include "outq.h"
 
 static double now_s(void) {
@@ -37,8 +38,7 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int rm_one(const char *p, const struct stat *st, int fl,
-                  struct FTW *f) {
+static int rm_one(const char *p, const struct stat *st, int fl, struct FTW *f) {
   return remove(p);
 }
 
@@ -75,12 +75,12 @@ typedef struct res {
 } res_t;
 
 /* One run; returns 0 or -1. */
-static int run(const char *dir, size_t size, long n, int threads,
-               uint64_t mem, int fsync_each, res_t *r) {
+static int run(const char *dir, size_t size, long n, int threads, uint64_t mem,
+               int fsync_each, res_t *r) {
   la_outq_t *q = NULL;
   char why[300];
-  if (la_outq_open(dir, mem, (uint64_t)64 << 30, 0, fsync_each, NULL, NULL,
-                   &q, why, sizeof why) != 0) {
+  if (la_outq_open(dir, mem, (uint64_t)64 << 30, 0, fsync_each, NULL, NULL, &q,
+                   why, sizeof why) != 0) {
     fprintf(stderr, "bench_seglog: %s\n", why);
     return -1;
   }
@@ -129,17 +129,6 @@ static int run(const char *dir, size_t size, long n, int threads,
   return bad ? -1 : 0;
 }
 
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double med3(double a, double b, double c) {
-  double v[3] = {a, b, c};
-  qsort(v, 3, sizeof *v, cmp_d);
-  return v[1];
-}
-
 int main(int argc, char **argv) {
   const char *path = argc > 1 ? argv[1] : "build/bench/seglog.json";
   const char *tmp = getenv("TMPDIR");
@@ -157,11 +146,11 @@ int main(int argc, char **argv) {
     uint64_t mem;
     int fsync_each;
   } cases[] = {
-    {"append-256B", 256, 200000, 1, 1 << 30, 0},
-    {"append-4KiB", 4096, 50000, 1, 1 << 30, 0},
-    {"append-4thr-256B", 256, 200000, 4, 1 << 30, 0},
-    {"append-nomem-256B", 256, 200000, 1, 0, 0},
-    {"fsync-each-256B", 256, 2000, 1, 1 << 30, 1},
+      {"append-256B", 256, 200000, 1, 1 << 30, 0},
+      {"append-4KiB", 4096, 50000, 1, 1 << 30, 0},
+      {"append-4thr-256B", 256, 200000, 4, 1 << 30, 0},
+      {"append-nomem-256B", 256, 200000, 1, 0, 0},
+      {"fsync-each-256B", 256, 2000, 1, 1 << 30, 1},
   };
   size_t nc = sizeof cases / sizeof cases[0];
   FILE *js = fopen(path, "w");
@@ -178,22 +167,22 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 3; k++) {
       char dir[600];
       snprintf(dir, sizeof dir, "%s/%s.%d", base, cases[c].name, k);
-      if (run(dir, cases[c].size, cases[c].n, cases[c].threads,
-              cases[c].mem, cases[c].fsync_each, &r[k]) != 0)
+      if (run(dir, cases[c].size, cases[c].n, cases[c].threads, cases[c].mem,
+              cases[c].fsync_each, &r[k]) != 0)
         rc = 1;
       nftw(dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
     }
-    double a = med3(r[0].append, r[1].append, r[2].append);
-    double d = med3(r[0].drain, r[1].drain, r[2].drain);
-    double p = med3(r[0].replay, r[1].replay, r[2].replay);
+    double a = la_test_median3(r[0].append, r[1].append, r[2].append);
+    double d = la_test_median3(r[0].drain, r[1].drain, r[2].drain);
+    double p = la_test_median3(r[0].replay, r[1].replay, r[2].replay);
     printf("%-20s %14.0f %10.1f %14.0f %14.0f\n", cases[c].name, a,
            a * (double)cases[c].size / 1e6, d, p);
     fprintf(js,
             "    {\"case\": \"%s\", \"frame_bytes\": %zu, \"messages\": %ld, "
             "\"threads\": %d, \"append_msgs_per_s\": %.0f, "
             "\"send_ack_msgs_per_s\": %.0f, \"replay_msgs_per_s\": %.0f}%s\n",
-            cases[c].name, cases[c].size, cases[c].n, cases[c].threads, a, d,
-            p, c + 1 < nc ? "," : "");
+            cases[c].name, cases[c].size, cases[c].n, cases[c].threads, a, d, p,
+            c + 1 < nc ? "," : "");
   }
   fprintf(js, "  ]\n}\n");
   fclose(js);

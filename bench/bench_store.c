@@ -24,6 +24,8 @@
 #include "la.h"
 #include "la_codec.h"
 #include "la_compact.h"
+#include "la_test_msg.h"
+#include "la_test_oracle.h"
 #include "store.h"
 
 enum { NV = 8, NEL = 100000, NRANKS = 64 };
@@ -61,29 +63,8 @@ static int run(const char *path, int full, const la_compact_result_t *res,
     fprintf(stderr, "bench_store: %s: %s\n", path, why);
     return -1;
   }
-  La__CompactParams params = LA__COMPACT_PARAMS__INIT;
-  params.has_mode = 1;
-  params.mode = LA__COMPACT_MODE__COMPACT_POLYLINE;
-  params.has_cv = 1;
-  params.cv = 0.1;
   for (uint32_t r = 0; r < NRANKS; r++) {
-    La__RankStart m = LA__RANK_START__INIT;
-    m.seq = 1;
-    m.app_id = "bench";
-    m.rank = r;
-    m.nprocs = NRANKS;
-    m.n_elements = NEL;
-    m.metric = "time";
-    m.unit = "ns";
-    m.app_name = "bench";
-    m.host = "node1";
-    m.has_pid = 1;
-    m.pid = 1000 + (int)r;
-    m.has_period = 1;
-    m.period = 10;
-    m.has_t_start_ns = 1;
-    m.t_start_ns = 1700000000000000000ull + r;
-    m.compact = &params;
+    La__RankStart m = la_test_rank_start("bench", "bench", r, NRANKS, NEL);
     CHECK(la_store_rank_start(s, &m));
   }
   double t0 = now_s();
@@ -128,18 +109,6 @@ static int run(const char *path, int full, const la_compact_result_t *res,
 out:
   la_store_close(s);
   return rc;
-}
-
-static double med3(double a, double b, double c) {
-  double v[3] = {a, b, c};
-  for (int i = 0; i < 2; i++)
-    for (int j = i + 1; j < 3; j++)
-      if (v[j] < v[i]) {
-        double t = v[i];
-        v[i] = v[j];
-        v[j] = t;
-      }
-  return v[1];
 }
 
 int main(int argc, char **argv) {
@@ -197,7 +166,7 @@ int main(int argc, char **argv) {
       snprintf(path, sizeof path, "%s/%s.%d.db", base, cases[c].name, k);
       if (run(path, cases[c].full, res, total, batch, &r[k]) != 0) rc = 1;
     }
-    double m = med3(r[0], r[1], r[2]);
+    double m = la_test_median3(r[0], r[1], r[2]);
     printf("%-12s %12s %10zu %12.0f %14.0f\n", cases[c].name,
            cases[c].full ? "FULL" : "NORMAL", bytes / NV, m, m / NRANKS);
     fprintf(js,

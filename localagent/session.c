@@ -198,9 +198,10 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
   la_uplink_send(ag, LA__MSG_TYPE__MSG_RANK_START, &st.base, &st.seq);
   char spec[80] = "";
   la_compact_spec_format(&s->cp, spec, sizeof spec);
-  la_log_info("registered %s rank %u/%u (pid %d, %llu elements, %s, %s) "
-              "from %s", s->app_id, s->rank, s->nprocs, s->pid,
-              (unsigned long long)r->n_elements, r->metric, spec, s->conn.peer);
+  la_log_info("registered %s rank %u/%u (pid %d, %llu elements, %u buffers, "
+              "%s, %s) from %s", s->app_id, s->rank, s->nprocs, s->pid,
+              (unsigned long long)r->n_elements, r->n_buffers, r->metric, spec,
+              s->conn.peer);
 }
 
 static int la__on_data_ready(la_session_t *s, const La__DataReady *d) {

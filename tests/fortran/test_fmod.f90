@@ -1,6 +1,6 @@
 ! test_fmod.f90: a Fortran program that uses la_mod the way a mesh code does,
 ! and checks what it can see from Fortran. Run by tests/unit/test_fortran.c,
-! which checks the rest (the values the agent received) with a test peer.
+! which checks the rest (the values that reached the real daemons' store).
 !
 ! The agent address comes from LA_AGENT. With an agent the program profiles:
 !   phase 1, 12 elements: cycles 1-3 probe elements 1, 3 and 10 and the range
@@ -8,7 +8,8 @@
 !     (element 0 twice, a range past the end); cycle 3 ends with tag 1000 and
 !     la_disable, so cycle 4 is not profiled (its probe of element 2 must not
 !     appear anywhere); la_enable makes cycle 5 (tag 4) profile element 12.
-!   phase 2, a 4x3x2 grid: one cycle probing cells (2,1,1) and (4,3,2) (C
+!   phase 2, a 4x3x2 grid under its own application id fmod-grid.1 (a
+!     second run of rank 0, stored apart from phase 1): one cycle probing cells (2,1,1) and (4,3,2) (C
 !     indices 1 and 23) and cell (5,1,1), out of range (2 range errors).
 ! Without an agent la_register fails and every call must be a no-op.
 !
@@ -151,6 +152,8 @@ program test_fmod
   call check(.not. la_is_profiling(), 'not profiling after finalize')
 
   ! ----------------------------------------------- phase 2: 4x3x2 grid
+  call la_set_app_id('fmod-grid.1   ', ierr)
+  call check(ierr == LA_OK, 'la_set_app_id (grid)')
   call la_register_grid(name, 0, 1, 4, 3, 2, ierr)
   print '(a,i0)', 'fmod: la_register_grid ierr=', ierr
   if (mode == 'agent') call check(ierr == LA_OK, 'la_register_grid')

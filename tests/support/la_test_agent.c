@@ -126,12 +126,13 @@ int la_ta_values(la_test_agent_t *a, const char *app_id, uint32_t rank,
   return d.rc;
 }
 
-long long la_ta_tag(la_test_agent_t *a, const char *app_id, size_t i) {
+long long la_ta_tag(la_test_agent_t *a, const char *app_id, uint32_t rank,
+                    size_t i) {
   char sql[300];
   snprintf(sql, sizeof sql,
-           "SELECT cycle_tag FROM traces WHERE app_id = '%s' AND rank = 0 "
+           "SELECT cycle_tag FROM traces WHERE app_id = '%s' AND rank = %u "
            "ORDER BY cycle_tag LIMIT 1 OFFSET %zu",
-           app_id, i);
+           app_id, rank, i);
   return la_ta_sql_int(a, sql);
 }
 

@@ -48,8 +48,9 @@ int la_ta_wait_sql(la_test_agent_t *a, const char *sql, long long min,
  * trace, another length, undecodable). */
 int la_ta_values(la_test_agent_t *a, const char *app_id, uint32_t rank,
                  uint64_t cycle_tag, double *out, uint64_t n);
-/* Cycle tag of app_id's i-th stored trace of rank 0 in tag order, or -1. */
-long long la_ta_tag(la_test_agent_t *a, const char *app_id, size_t i);
+/* Cycle tag of app_id's i-th stored trace of rank in tag order, or -1. */
+long long la_ta_tag(la_test_agent_t *a, const char *app_id, uint32_t rank,
+                    size_t i);
 /* Number of traces stored for app_id. */
 long long la_ta_ntraces(la_test_agent_t *a, const char *app_id);
 

@@ -45,10 +45,35 @@ long long la_td_now_ms(void) {
   return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void nap_ms(int ms) {
+void la_td_nap_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
+}
+
+int la_td_read_port(const char *path, int timeout_ms) {
+  long long end = la_td_now_ms() + timeout_ms;
+  for (;;) {
+    FILE *f = fopen(path, "r");
+    unsigned p = 0;
+    if (f) {
+      if (fscanf(f, "%u", &p) != 1) p = 0;
+      fclose(f);
+    }
+    if (p > 0 && p < 65536) return (int)p;
+    if (la_td_now_ms() >= end) return -1;
+    la_td_nap_ms(5);
+  }
+}
+
+void la_td_print_log_tail(const la_test_daemon_t *d, size_t max) {
+  char *log = d ? la_td_log(d) : NULL;
+  if (!log) return;
+  size_t n = strlen(log);
+  printf("---- %s log (tail) ----\n%s\n----\n", d->name,
+         n > max ? log + n - max : log);
+  fflush(stdout);
+  free(log);
 }
 
 /* Highest fd to close in a child before exec (computed before fork). */
@@ -64,8 +89,7 @@ static void close_from_3(int maxfd) {
   for (int fd = 3; fd < maxfd; fd++) close(fd);
 }
 
-static int try_bin(const char *dir, const char *name, char *path,
-                   size_t len) {
+static int try_bin(const char *dir, const char *name, char *path, size_t len) {
   char p[2048];
   snprintf(p, sizeof p, "%s/%s", dir, name);
   if (access(p, X_OK) != 0) return -1;
@@ -96,14 +120,16 @@ la_test_daemon_t *la_td_new(const char *name) {
   if (!d) return NULL;
   snprintf(d->name, sizeof d->name, "%s", name);
   if (la_td_find_bin(name, d->bin, sizeof d->bin) != 0) {
-    fprintf(stderr, "la_test_daemon: %s not found (set LA_TEST_BIN_DIR or "
-            "build it)\n", name);
+    fprintf(stderr,
+            "la_test_daemon: %s not found (set LA_TEST_BIN_DIR or "
+            "build it)\n",
+            name);
     free(d);
     return NULL;
   }
   const char *tmp = getenv("TMPDIR");
-  snprintf(d->dir, sizeof d->dir, "%s/la-td-XXXXXX", tmp && *tmp ? tmp
-                                                                 : "/tmp");
+  snprintf(d->dir, sizeof d->dir, "%s/la-td-XXXXXX",
+           tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(d->dir)) {
     fprintf(stderr, "la_test_daemon: mkdtemp %s: %s\n", d->dir,
             strerror(errno));
@@ -116,7 +142,9 @@ la_test_daemon_t *la_td_new(const char *name) {
   return d;
 }
 
-const char *la_td_dir(const la_test_daemon_t *d) { return d->dir; }
+const char *la_td_dir(const la_test_daemon_t *d) {
+  return d->dir;
+}
 
 char *la_td_path(const la_test_daemon_t *d, const char *rel, char *buf,
                  size_t len) {
@@ -124,9 +152,15 @@ char *la_td_path(const la_test_daemon_t *d, const char *rel, char *buf,
   return buf;
 }
 
-pid_t la_td_pid(const la_test_daemon_t *d) { return d->pid; }
-uint16_t la_td_port(const la_test_daemon_t *d) { return d->port; }
-const char *la_td_addr(const la_test_daemon_t *d) { return d->addr; }
+pid_t la_td_pid(const la_test_daemon_t *d) {
+  return d->pid;
+}
+uint16_t la_td_port(const la_test_daemon_t *d) {
+  return d->port;
+}
+const char *la_td_addr(const la_test_daemon_t *d) {
+  return d->addr;
+}
 
 static int decode_status(int st) {
   if (WIFEXITED(st)) return WEXITSTATUS(st);
@@ -167,7 +201,7 @@ int la_td_wait_exit(la_test_daemon_t *d, int timeout_ms) {
       return -1;
     }
     if (la_td_now_ms() >= end) return -1;
-    nap_ms(5);
+    la_td_nap_ms(5);
   }
 }
 
@@ -201,7 +235,9 @@ static char *slurp(const char *path, long from) {
   return b;
 }
 
-char *la_td_log(const la_test_daemon_t *d) { return slurp(d->log, 0); }
+char *la_td_log(const la_test_daemon_t *d) {
+  return slurp(d->log, 0);
+}
 
 void la_td_log_mark(la_test_daemon_t *d) {
   struct stat st;
@@ -226,7 +262,7 @@ int la_td_wait_log(la_test_daemon_t *d, const char *needle, int timeout_ms) {
   for (;;) {
     if (la_td_log_has(d, needle)) return 0;
     if (la_td_now_ms() >= end) return -1;
-    nap_ms(10);
+    la_td_nap_ms(10);
   }
 }
 
@@ -310,19 +346,21 @@ int la_td_start(la_test_daemon_t *d, const char *const *args,
       return (int)p;
     }
     if (!la_td_alive(d)) {
-      fprintf(stderr, "la_test_daemon: %s exited before writing %s\n",
-              d->name, port_file);
+      fprintf(stderr, "la_test_daemon: %s exited before writing %s\n", d->name,
+              port_file);
       print_log_tail(d);
       return -1;
     }
     if (la_td_now_ms() >= end) {
-      fprintf(stderr, "la_test_daemon: %s wrote no port into %s within %d "
-              "ms\n", d->name, port_file, timeout_ms);
+      fprintf(stderr,
+              "la_test_daemon: %s wrote no port into %s within %d "
+              "ms\n",
+              d->name, port_file, timeout_ms);
       print_log_tail(d);
       la_td_stop(d, 1000);
       return -1;
     }
-    nap_ms(5);
+    la_td_nap_ms(5);
   }
 }
 
@@ -404,7 +442,7 @@ int la_td_run(const char *const *argv, const char *const *env_add,
       kill(-pid, SIGKILL);
       end2 = la_td_now_ms() + 5000;
     }
-    nap_ms(5);
+    la_td_nap_ms(5);
   }
   kill(-pid, SIGKILL);
   int st = 0;
@@ -413,8 +451,7 @@ int la_td_run(const char *const *argv, const char *const *env_add,
   return killed ? -1 : decode_status(st);
 }
 
-int la_td_status(la_test_daemon_t *d, const char *key, char *val,
-                 size_t len) {
+int la_td_status(la_test_daemon_t *d, const char *key, char *val, size_t len) {
   char lactl[1024];
   if (len) val[0] = '\0';
   if (!d->addr[0] || la_td_find_bin("lactl", lactl, sizeof lactl) != 0)
@@ -457,7 +494,7 @@ int la_td_wait_status(la_test_daemon_t *d, const char *key, long long min,
   for (;;) {
     if (la_td_status_ll(d, key) >= min) return 0;
     if (la_td_now_ms() >= end) return -1;
-    nap_ms(20);
+    la_td_nap_ms(20);
   }
 }
 
@@ -471,15 +508,21 @@ static int rm_one(const char *path, const struct stat *sb, int flag,
 /* Markers that only a sanitizer runtime prints (our own log lines never
  * contain them). "runtime error:" is UBSan's per-report line. */
 static const char *const la__san_markers[] = {
-    "ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
-    "WARNING: ThreadSanitizer", "ERROR: ThreadSanitizer",
-    "FATAL: ThreadSanitizer", "runtime error:",
-    "SUMMARY: UndefinedBehaviorSanitizer", NULL};
+    "ERROR: AddressSanitizer",
+    "ERROR: LeakSanitizer",
+    "WARNING: ThreadSanitizer",
+    "ERROR: ThreadSanitizer",
+    "FATAL: ThreadSanitizer",
+    "runtime error:",
+    "SUMMARY: UndefinedBehaviorSanitizer",
+    NULL};
 
 static void la__san_atexit(void) {
   if (la__san_found == 0) return;
-  fprintf(stderr, "la_test_daemon: %d daemon log(s) held a sanitizer report: "
-          "failing this test program\n", la__san_found);
+  fprintf(stderr,
+          "la_test_daemon: %d daemon log(s) held a sanitizer report: "
+          "failing this test program\n",
+          la__san_found);
   fflush(stderr);
   _exit(1);
 }
@@ -509,7 +552,9 @@ int la_td_sanitizer_report(const la_test_daemon_t *d, char *buf, size_t len) {
   return p != NULL;
 }
 
-int la_td_sanitizer_reports(void) { return la__san_found; }
+int la_td_sanitizer_reports(void) {
+  return la__san_found;
+}
 
 /* Prints the report (from the line of its first marker, at most 8 KiB)
  * and copies the whole log to $LA_TEST_REPORT_DIR/<name>.<n>.log. */
@@ -525,9 +570,10 @@ static void la__san_complain(const la_test_daemon_t *d) {
   const char *s = p;
   while (s > b && s[-1] != '\n') s--;
   size_t n = strlen(s);
-  fprintf(stderr, "---- la_test_daemon: sanitizer report in the log of %s "
-          "(%s) ----\n%.*s\n----\n", d->name, d->bin,
-          (int)(n > 8192 ? 8192 : n), s);
+  fprintf(stderr,
+          "---- la_test_daemon: sanitizer report in the log of %s "
+          "(%s) ----\n%.*s\n----\n",
+          d->name, d->bin, (int)(n > 8192 ? 8192 : n), s);
   const char *dir = getenv("LA_TEST_REPORT_DIR");
   if (dir && *dir) {
     char path[1200];

@@ -50,7 +50,7 @@ char *la_td_path(const la_test_daemon_t *d, const char *rel, char *buf,
 int la_td_start(la_test_daemon_t *d, const char *const *args,
                 const char *port_file, int timeout_ms);
 
-pid_t la_td_pid(const la_test_daemon_t *d);   /* 0 when not running */
+pid_t la_td_pid(const la_test_daemon_t *d); /* 0 when not running */
 uint16_t la_td_port(const la_test_daemon_t *d);
 const char *la_td_addr(const la_test_daemon_t *d); /* "127.0.0.1:PORT" */
 
@@ -85,8 +85,7 @@ int la_td_log_line(const la_test_daemon_t *d, const char *needle, char *buf,
 /* Asks the daemon for its status with `lactl status --agent ADDR` (lactl
  * found like the daemon) and copies the value of row key into val.
  * Returns 0, or -1 (lactl failed, no such row). */
-int la_td_status(la_test_daemon_t *d, const char *key, char *val,
-                 size_t len);
+int la_td_status(la_test_daemon_t *d, const char *key, char *val, size_t len);
 /* The row as an integer, or -1 when it cannot be read. */
 long long la_td_status_ll(la_test_daemon_t *d, const char *key);
 /* Waits up to timeout_ms until row key, as an integer, is >= min. Returns
@@ -122,5 +121,28 @@ int la_td_sanitizer_reports(void);
 
 /* Monotonic milliseconds. */
 long long la_td_now_ms(void);
+/* Sleeps ms milliseconds (restarted after a signal). For polls with a
+ * deadline only: tests wait on events, not on time. */
+void la_td_nap_ms(int ms);
+/* Waits up to timeout_ms until path holds a port number (1..65535), as a
+ * daemon's port_file option writes it. Returns the port, or -1. */
+int la_td_read_port(const char *path, int timeout_ms);
+/* Prints the last max bytes of the daemon's log to stdout, between
+ * "---- NAME log (tail) ----" and "----" (not cmocka's print_message: it
+ * truncates long messages). NULL is ignored. */
+void la_td_print_log_tail(const la_test_daemon_t *d, size_t max);
+
+/* For cmocka programs: fails the test unless cond holds, after printing the
+ * message (printf-style arguments) and running dump (an expression: the
+ * logs worth seeing, or (void)0). A test file defines its CHECK with it. */
+#define LA_TD_CHECK(dump, cond, ...) \
+  do {                               \
+    if (!(cond)) {                   \
+      print_message(__VA_ARGS__);    \
+      print_message("\n");           \
+      dump;                          \
+      fail_msg("%s", #cond);         \
+    }                                \
+  } while (0)
 
 #endif /* LA_TEST_DAEMON_H */

@@ -7,17 +7,14 @@
  */
 #include "la_test_global.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "la.h"
@@ -25,6 +22,7 @@
 #include "la_codec.h"
 #include "la_secure_io.h"
 #include "la_sockio.h"
+#include "la_test_serve.h"
 
 #define MAXC 64
 #define HANDSHAKE_MS 5000 /* Hello and Auth must arrive within this */
@@ -294,11 +292,11 @@ static int on_auth(la_test_global_t *g, conn_t *c, const La__Auth *a) {
   else if (g->accept_any)
     ok = a->mac.len == LA_AUTH_MAC_BYTES;
   else if (c->mutual)
-    ok = la_auth_proof_check(c->ses.agent_proof, a->mac.data, a->mac.len) ==
-             0 &&
-         a->has_stream_header &&
-         la_secure_start_rx(&c->sec, c->ses.key_a2g, a->stream_header.data,
-                            a->stream_header.len) == 0;
+    ok =
+        la_auth_proof_check(c->ses.agent_proof, a->mac.data, a->mac.len) == 0 &&
+        a->has_stream_header &&
+        la_secure_start_rx(&c->sec, c->ses.key_a2g, a->stream_header.data,
+                           a->stream_header.len) == 0;
   else
     ok = la_auth_verify(&g->key, c->nonce, sizeof c->nonce, c->host,
                         a->mac.data, a->mac.len) == 0;
@@ -564,23 +562,9 @@ static void on_accept(la_test_global_t *g) {
   pthread_mutex_unlock(&g->mu);
 }
 
-/* Tests fork application processes while this thread serves. A child
- * forked while the thread is inside malloc (its frames, decoding, stored
- * copies) would inherit a locked allocator and hang (sanitizer allocators
- * are not fork-safe). So the thread works only while it holds this mutex,
- * which fork() takes first (pthread_atfork): a fork happens while the thread
- * waits in poll(), never while it allocates. */
-static pthread_mutex_t la__tg_work = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t la__tg_once = PTHREAD_ONCE_INIT;
-static void la__tg_fork_lock(void) { pthread_mutex_lock(&la__tg_work); }
-static void la__tg_fork_unlock(void) { pthread_mutex_unlock(&la__tg_work); }
-static void la__tg_atfork(void) {
-  pthread_atfork(la__tg_fork_lock, la__tg_fork_unlock, la__tg_fork_unlock);
-}
-
 static void *global_main(void *arg) {
   la_test_global_t *g = arg;
-  pthread_mutex_lock(&la__tg_work);
+  la_test_serve_lock();
   for (;;) {
     pthread_mutex_lock(&g->mu);
     int killed = g->killed, drop = g->drop_now;
@@ -611,9 +595,9 @@ static void *global_main(void *arg) {
         pf[n] = (struct pollfd){.fd = g->c[i].fd, .events = POLLIN};
         idx[n++] = i;
       }
-    pthread_mutex_unlock(&la__tg_work); /* forks happen here */
+    la_test_serve_unlock(); /* forks happen here (la_test_serve.h) */
     int ready = poll(pf, (nfds_t)n, 10);
-    pthread_mutex_lock(&la__tg_work);
+    la_test_serve_lock();
     if (ready <= 0) continue;
     for (int k = 0; k < n; k++) {
       if (!pf[k].revents) continue;
@@ -631,28 +615,15 @@ static void *global_main(void *arg) {
   for (int i = 0; i < MAXC; i++) conn_close(g, &g->c[i]);
   close(g->lfd);
   g->lfd = -1;
-  pthread_mutex_unlock(&la__tg_work);
+  la_test_serve_unlock();
   return NULL;
 }
 
 /* --------------------------------------------------------------- public */
 
-/* Binds and listens on 127.0.0.1:port; sets g->port. Returns 0 or -1. */
+/* Listens on 127.0.0.1:port; sets g->port. Returns 0 or -1. */
 static int listen_on(la_test_global_t *g, uint16_t port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t al = sizeof a;
-  if (bind(fd, (void *)&a, sizeof a) != 0 || listen(fd, 64) != 0 ||
-      getsockname(fd, (void *)&a, &al) != 0) {
-    close(fd);
-    return -1;
-  }
-  g->lfd = fd;
-  g->port = ntohs(a.sin_port);
+  if ((g->lfd = la_test_listen(port, &g->port)) < 0) return -1;
   snprintf(g->addr, sizeof g->addr, "127.0.0.1:%u", g->port);
   return 0;
 }
@@ -663,7 +634,6 @@ static int run(la_test_global_t *g) {
   g->killed = 0;
   g->drop_now = 0;
   pthread_mutex_unlock(&g->mu);
-  pthread_once(&la__tg_once, la__tg_atfork);
   if (pthread_create(&g->th, NULL, global_main, g) != 0) {
     close(g->lfd);
     g->lfd = -1;
@@ -761,26 +731,22 @@ uint64_t la_test_global_count(la_test_global_t *g, la_tg_counter_t what) {
   return v;
 }
 
+typedef struct {
+  la_test_global_t *g;
+  la_tg_counter_t what;
+  uint64_t n;
+} wait_t;
+
+static int counter_reached(void *arg) {
+  wait_t *w = arg;
+  return w->g->ctr[w->what] >= w->n;
+}
+
 int la_test_global_wait(la_test_global_t *g, la_tg_counter_t what, uint64_t n,
                         int timeout_ms) {
   if ((unsigned)what >= LA_TG_NCOUNTERS) return -1;
-  struct timespec dl;
-  clock_gettime(CLOCK_REALTIME, &dl);
-  dl.tv_sec += timeout_ms / 1000;
-  dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-  if (dl.tv_nsec >= 1000000000L) {
-    dl.tv_sec++;
-    dl.tv_nsec -= 1000000000L;
-  }
-  int rc = 0;
-  pthread_mutex_lock(&g->mu);
-  while (g->ctr[what] < n)
-    if (pthread_cond_timedwait(&g->cv, &g->mu, &dl) == ETIMEDOUT) {
-      rc = g->ctr[what] >= n ? 0 : -1;
-      break;
-    }
-  pthread_mutex_unlock(&g->mu);
-  return rc;
+  wait_t w = {g, what, n};
+  return la_test_cond_wait(&g->mu, &g->cv, counter_reached, &w, timeout_ms);
 }
 
 int la_test_global_wait_traces(la_test_global_t *g, size_t n_unique,

@@ -1,5 +1,17 @@
 /* la_test_global.h: a small GlobalAgent stand-in for the LocalAgent's tests.
  *
+ * It exists for what the real la-globalagent cannot be made to do or to
+ * tell: withhold, batch or delay its Acks (set_ack, set_ack_delay); crash
+ * while keeping what it stored, then listen again on the same port
+ * (kill, revive); drop every connection at will; refuse a handshake on
+ * demand; and count what its store does not keep: copies received twice,
+ * seq order per connection, traces before their RankStart. Plain delivery
+ * is the real GlobalAgent's job (la_test_stack.h); test_localagent and
+ * test_hostile still use this stand-in for some of it, not yet moved.
+ * Frames, the handshake and the records' checks are the real code
+ * (la_codec, la_auth, la_secure_io); the listener, the fork guard and the
+ * bounded waits are shared with la_test_peer (la_test_serve.h).
+ *
  * A thread inside the test process listens on 127.0.0.1 (an ephemeral port,
  * or a given one) and speaks the GlobalAgent's side of the uplink protocol
  * for real (docs/protocol.md, "LocalAgent <-> GlobalAgent"): it reads Hello

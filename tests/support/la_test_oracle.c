@@ -64,3 +64,14 @@ void la_oracle_stats(const double *x, size_t n, la_series_stats_t *st) {
   st->min = nan == n ? NAN : lo;
   st->max = nan == n ? NAN : hi;
 }
+
+static int la__to_cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+double la_test_median3(double a, double b, double c) {
+  double v[3] = {a, b, c};
+  qsort(v, 3, sizeof *v, la__to_cmp);
+  return v[1];
+}

@@ -1,4 +1,5 @@
-/* la_test_oracle.h: brute-force oracles for the compaction tests.
+/* la_test_oracle.h: brute-force oracles for the compaction tests, and the
+ * plain statistics tests and benchmarks share.
  *
  * Slow, obviously correct definitions that the engine's fast code is
  * checked against: can one straight line stay within every point's
@@ -32,5 +33,8 @@ int la_oracle_feasible(const double *x, size_t i, size_t j, double ta,
  * n == 0. */
 size_t la_oracle_min_segments(const double *x, size_t n, double ta, double tr,
                               double slack);
+
+/* The median of three values (benchmarks: the middle of three runs). */
+double la_test_median3(double a, double b, double c);
 
 #endif /* LA_TEST_ORACLE_H */

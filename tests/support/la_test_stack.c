@@ -25,15 +25,6 @@ int la_ts_init(la_test_stack_t *s) {
   return 0;
 }
 
-/* Reads a port file written by a daemon. */
-static int la_ts_port(const char *path) {
-  FILE *f = fopen(path, "r");
-  unsigned v = 0;
-  int ok = f && fscanf(f, "%u", &v) == 1 && v > 0 && v < 65536;
-  if (f) fclose(f);
-  return ok ? (int)v : -1;
-}
-
 /* argv = defaults then extra, into out (room for max entries + NULL). */
 static int la_ts_args(const char **out, int max, const char *const *defs,
                       const char *const *extra) {
@@ -55,12 +46,18 @@ int la_ts_start_global(la_test_stack_t *s, const char *const *extra) {
   snprintf(a[1], sizeof a[1], "--feed.port_file=%s", feed_pf);
   snprintf(a[2], sizeof a[2], "--store.path=%s", s->db);
   snprintf(a[3], sizeof a[3], "--agents.secret_file=%s", s->secret);
-  const char *defs[] = {"--agents.listen=127.0.0.1:0", a[0], a[1], a[2], a[3],
-                        "--feed.listen=127.0.0.1:0", "--store.fsync=no", NULL};
+  const char *defs[] = {"--agents.listen=127.0.0.1:0",
+                        a[0],
+                        a[1],
+                        a[2],
+                        a[3],
+                        "--feed.listen=127.0.0.1:0",
+                        "--store.fsync=no",
+                        NULL};
   const char *argv[48];
   la_ts_args(argv, 47, defs, extra);
   int fp = la_td_start(s->ga, argv, feed_pf, LA_TS_WAIT_MS);
-  int ap = fp > 0 ? la_ts_port(agents_pf) : -1;
+  int ap = fp > 0 ? la_td_read_port(agents_pf, LA_TS_WAIT_MS) : -1;
   if (ap < 0) return -1;
   snprintf(s->feed_addr, sizeof s->feed_addr, "127.0.0.1:%d", fp);
   snprintf(s->ga_addr, sizeof s->ga_addr, "127.0.0.1:%d", ap);
@@ -75,7 +72,7 @@ int la_ts_start_local(la_test_stack_t *s, const char *const *extra) {
   snprintf(b[1], sizeof b[1], "--global.spool_dir=%s", log_dir);
   snprintf(b[2], sizeof b[2], "--global.address=%s", s->ga_addr);
   snprintf(b[3], sizeof b[3], "--global.secret_file=%s", s->secret);
-  const char *defs[] = {"--agent.listen=127.0.0.1:0", b[0], b[1], b[2], b[3],
+  const char *defs[] = {"--agent.listen=127.0.0.1:0",  b[0], b[1], b[2], b[3],
                         "--global.reconnect_min=20ms", NULL};
   const char *argv[48];
   la_ts_args(argv, 47, defs, extra);

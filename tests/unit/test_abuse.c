@@ -44,14 +44,14 @@
 
 #define WAIT_MS 15000 /* longest wait for anything; a broken daemon fails */
 
-#define CHECK(cond, ...)                                                      \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      print_error(__VA_ARGS__);                                               \
-      print_error("\n");                                                      \
-      dump_logs();                                                            \
-      fail();                                                                 \
-    }                                                                         \
+#define CHECK(cond, ...)        \
+  do {                          \
+    if (!(cond)) {              \
+      print_error(__VA_ARGS__); \
+      print_error("\n");        \
+      dump_logs();              \
+      fail();                   \
+    }                           \
   } while (0)
 
 static struct {
@@ -63,15 +63,8 @@ static struct {
 } T;
 
 static void dump_logs(void) {
-  la_test_daemon_t *ds[2] = {T.la, T.ga};
-  for (int i = 0; i < 2; i++) {
-    char *log = ds[i] ? la_td_log(ds[i]) : NULL;
-    if (!log) continue;
-    size_t n = strlen(log);
-    fprintf(stderr, "---- %s log (tail) ----\n%s\n", i ? "GA" : "LA",
-            n > 3000 ? log + n - 3000 : log);
-    free(log);
-  }
+  la_td_print_log_tail(T.la, 3000);
+  la_td_print_log_tail(T.ga, 3000);
 }
 
 static int group_setup(void **state) {
@@ -128,27 +121,18 @@ static int sanitized(pid_t pid) {
 }
 
 /* Checks a memory bound unless the daemon is sanitized (then says so). */
-#define CHECK_MEM(pid, cond, ...)                                            \
-  do {                                                                       \
-    if (sanitized(pid))                                                      \
-      print_message("memory bound not checked: sanitized daemon\n");        \
-    else                                                                     \
-      CHECK(cond, __VA_ARGS__);                                              \
+#define CHECK_MEM(pid, cond, ...)                                    \
+  do {                                                               \
+    if (sanitized(pid))                                              \
+      print_message("memory bound not checked: sanitized daemon\n"); \
+    else                                                             \
+      CHECK(cond, __VA_ARGS__);                                      \
   } while (0)
 
 static uint16_t read_port(const char *path) {
-  long long end = la_td_now_ms() + WAIT_MS;
-  for (;;) {
-    FILE *f = fopen(path, "r");
-    int p = 0;
-    if (f) {
-      if (fscanf(f, "%d", &p) != 1) p = 0;
-      fclose(f);
-    }
-    if (p > 0) return (uint16_t)p;
-    CHECK(la_td_now_ms() < end, "no port in %s", path);
-    poll(NULL, 0, 10);
-  }
+  int p = la_td_read_port(path, WAIT_MS);
+  CHECK(p > 0, "no port in %s", path);
+  return (uint16_t)p;
 }
 
 /* Starts la-localagent (no GlobalAgent: traces go to its spool) with extra
@@ -167,7 +151,8 @@ static void start_la(const char *const *extra) {
   int n = 5;
   for (int i = 0; extra && extra[i] && n < 23; i++) args[n++] = extra[i];
   args[n] = NULL;
-  CHECK(la_td_start(T.la, args, pf, WAIT_MS) > 0, "la-localagent did not "
+  CHECK(la_td_start(T.la, args, pf, WAIT_MS) > 0,
+        "la-localagent did not "
         "start");
 }
 
@@ -184,8 +169,12 @@ static void start_ga(const char *const *extra) {
   snprintf(a[1], sizeof a[1], "--feed.port_file=%s", fpf);
   snprintf(a[2], sizeof a[2], "--store.path=%s", T.db);
   const char *args[24] = {"--agents.listen=127.0.0.1:0",
-                          "--feed.listen=127.0.0.1:0", a[0], a[1], a[2],
-                          "--store.fsync=no", "--stitch.timeout=2s"};
+                          "--feed.listen=127.0.0.1:0",
+                          a[0],
+                          a[1],
+                          a[2],
+                          "--store.fsync=no",
+                          "--stitch.timeout=2s"};
   int n = 7;
   for (int i = 0; extra && extra[i] && n < 23; i++) args[n++] = extra[i];
   args[n] = NULL;
@@ -302,15 +291,15 @@ static void test_la_status_amplification(void **state) {
   while (la_td_status_ll(T.la, "connections") > 1 && la_td_now_ms() < end)
     poll(NULL, 0, 20);
   long rss1 = vm_kb(pid, "VmRSS");
-  print_message("LocalAgent, %d tools x %d status requests unread: VmRSS "
-                "%ld kB before, VmHWM %ld kB, VmRSS %ld kB after close; "
-                "%d/%d closed by the daemon\n", NCONN, COUNT, rss0, hwm,
-                rss1, closed, NCONN);
-  CHECK(closed == NCONN, "only %d of %d non-reading tools were closed",
-        closed, NCONN);
+  print_message(
+      "LocalAgent, %d tools x %d status requests unread: VmRSS "
+      "%ld kB before, VmHWM %ld kB, VmRSS %ld kB after close; "
+      "%d/%d closed by the daemon\n",
+      NCONN, COUNT, rss0, hwm, rss1, closed, NCONN);
+  CHECK(closed == NCONN, "only %d of %d non-reading tools were closed", closed,
+        NCONN);
   /* 10 x 256 KiB output limit, plus the reading buffers: far below 40 MB */
-  CHECK_MEM(pid, hwm - rss0 < 40 * 1024, "VmHWM grew by %ld kB",
-            hwm - rss0);
+  CHECK_MEM(pid, hwm - rss0 < 40 * 1024, "VmHWM grew by %ld kB", hwm - rss0);
   CHECK(la_td_log_has(T.la, "the peer is not reading"),
         "no log line for the output limit");
   CHECK(la_td_alive(T.la), "the daemon died");
@@ -393,8 +382,10 @@ static void test_ga_feed_amplification(void **state) {
   while (waitpid(app, &st, 0) < 0 && errno == EINTR) {
   }
   T.nkids = 0;
-  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the application failed "
-        "(status %d)", st);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+        "the application failed "
+        "(status %d)",
+        st);
   size_t reply = wait_traceset("amp-1");
   pid_t pid = la_td_pid(T.ga);
   long rss0 = vm_kb(pid, "VmRSS");
@@ -410,8 +401,8 @@ static void test_ga_feed_amplification(void **state) {
   q.what = "traceset";
   q.app_id = "amp-1";
   uint8_t frame[256];
-  long len = la_frame_pack_into(LA__MSG_TYPE__MSG_QUERY, &q.base, frame,
-                                sizeof frame);
+  long len =
+      la_frame_pack_into(LA__MSG_TYPE__MSG_QUERY, &q.base, frame, sizeof frame);
   assert_true(len > 0);
   int closed = amplify(fds, NCONN, frame, (size_t)len, COUNT);
   long hwm = vm_kb(pid, "VmHWM");
@@ -421,12 +412,13 @@ static void test_ga_feed_amplification(void **state) {
   while (la_td_status_ll(T.ga, "subscribers") > 1 && la_td_now_ms() < end)
     poll(NULL, 0, 20);
   long rss1 = vm_kb(pid, "VmRSS");
-  print_message("GlobalAgent feed, %d connections x %d Trace-Set queries "
-                "(%zu-byte replies) unread: VmRSS %ld kB before, VmHWM %ld "
-                "kB, VmRSS %ld kB after close; %d/%d closed\n", NCONN, COUNT,
-                reply, rss0, hwm, rss1, closed, NCONN);
-  CHECK(closed == NCONN, "only %d of %d non-reading connections closed",
-        closed, NCONN);
+  print_message(
+      "GlobalAgent feed, %d connections x %d Trace-Set queries "
+      "(%zu-byte replies) unread: VmRSS %ld kB before, VmHWM %ld "
+      "kB, VmRSS %ld kB after close; %d/%d closed\n",
+      NCONN, COUNT, reply, rss0, hwm, rss1, closed, NCONN);
+  CHECK(closed == NCONN, "only %d of %d non-reading connections closed", closed,
+        NCONN);
   CHECK(la_td_log_has(T.ga, "the peer is not reading"),
         "no log line for the output limit");
   /* per connection the limit (16 MiB) plus the reply being built and the
@@ -434,8 +426,10 @@ static void test_ga_feed_amplification(void **state) {
   long bound = NCONN * (16384 + 2 * (long)(reply / 1024)) + 32768;
   CHECK_MEM(pid, hwm - rss0 < bound, "VmHWM grew by %ld kB (bound %ld kB)",
             hwm - rss0, bound);
-  CHECK_MEM(pid, rss1 - rss0 < 64 * 1024, "VmRSS still %ld kB above the "
-            "start after the connections closed", rss1 - rss0);
+  CHECK_MEM(pid, rss1 - rss0 < 64 * 1024,
+            "VmRSS still %ld kB above the "
+            "start after the connections closed",
+            rss1 - rss0);
 }
 
 /* -------------------------------------------- frames before a handshake */
@@ -445,9 +439,14 @@ static void test_ga_feed_amplification(void **state) {
  * before the whole body went out. */
 static int big_frames(uint16_t port, int n, uint16_t type, uint32_t announce,
                       size_t body) {
-  uint8_t hdr[8] = {(uint8_t)(announce >> 24), (uint8_t)(announce >> 16),
-                    (uint8_t)(announce >> 8), (uint8_t)announce,
-                    (uint8_t)(type >> 8), (uint8_t)type, 0, 0};
+  uint8_t hdr[8] = {(uint8_t)(announce >> 24),
+                    (uint8_t)(announce >> 16),
+                    (uint8_t)(announce >> 8),
+                    (uint8_t)announce,
+                    (uint8_t)(type >> 8),
+                    (uint8_t)type,
+                    0,
+                    0};
   size_t chunk = 65536;
   uint8_t *junk = calloc(1, chunk);
   assert_non_null(junk);
@@ -478,16 +477,17 @@ static void test_ga_preauth_frames(void **state) {
   start_ga(gx);
   pid_t pid = la_td_pid(T.ga);
   long rss0 = vm_kb(pid, "VmRSS");
-  int closed = big_frames(T.agents_port, 8, LA__MSG_TYPE__MSG_HELLO,
-                          64u << 20, 16u << 20);
+  int closed = big_frames(T.agents_port, 8, LA__MSG_TYPE__MSG_HELLO, 64u << 20,
+                          16u << 20);
   long hwm = vm_kb(pid, "VmHWM");
-  print_message("GlobalAgent agents port, 8 x 64 MiB frames before "
-                "authentication: VmRSS %ld kB before, VmHWM %ld kB; %d/8 "
-                "closed at the header\n", rss0, hwm, closed);
+  print_message(
+      "GlobalAgent agents port, 8 x 64 MiB frames before "
+      "authentication: VmRSS %ld kB before, VmHWM %ld kB; %d/8 "
+      "closed at the header\n",
+      rss0, hwm, closed);
   CHECK(closed == 8, "only %d of 8 connections were closed", closed);
   CHECK(la_td_log_has(T.ga, "frame larger than the maximum"), "no log line");
-  CHECK_MEM(pid, hwm - rss0 < 8 * 1024, "VmHWM grew by %ld kB",
-            hwm - rss0);
+  CHECK_MEM(pid, hwm - rss0 < 8 * 1024, "VmHWM grew by %ld kB", hwm - rss0);
 }
 
 /* Before registration the LocalAgent takes small frames only; before a
@@ -499,8 +499,8 @@ static void test_small_frames_before_handshake(void **state) {
   start_la(lx);
   const char *gx[] = {"--agents.handshake_timeout=60s", NULL};
   start_ga(gx);
-  int c1 = big_frames(la_td_port(T.la), 1,
-                      LA__MSG_TYPE__MSG_REGISTER_REQUEST, 32768, 16384);
+  int c1 = big_frames(la_td_port(T.la), 1, LA__MSG_TYPE__MSG_REGISTER_REQUEST,
+                      32768, 16384);
   CHECK(c1 == 1, "the LocalAgent kept a 32 KiB frame before registration");
   CHECK(la_td_log_has(T.la, "frame larger than the maximum"), "no LA log");
   int c2 = big_frames(T.feed_port, 1, LA__MSG_TYPE__MSG_QUERY, 32768, 16384);
@@ -587,19 +587,22 @@ static void test_la_uid_flood(void **state) {
   int st = -1;
   while (waitpid(app, &st, 0) < 0 && errno == EINTR) {
   }
-  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the root application could "
-        "not register or finalize during the flood (status %d)", st);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+        "the root application could "
+        "not register or finalize during the flood (status %d)",
+        st);
   CHECK(la_td_wait_status(T.la, "cycles_compacted", 3, WAIT_MS) == 0,
         "the application's cycles were not compacted");
-  CHECK(la_td_wait_status(T.la, "connections_refused", 600 - 128, WAIT_MS) ==
-        0, "the flood was not refused beyond the user's share (%lld)",
+  CHECK(la_td_wait_status(T.la, "connections_refused", 600 - 128, WAIT_MS) == 0,
+        "the flood was not refused beyond the user's share (%lld)",
         la_td_status_ll(T.la, "connections_refused"));
   pid_t pid = la_td_pid(T.la);
-  print_message("LocalAgent, 600 idle connections of uid 65534: %lld "
-                "refused, %d refusal log lines, VmRSS %ld kB; the root "
-                "application registered and 3 cycles were compacted\n",
-                la_td_status_ll(T.la, "connections_refused"),
-                la_td_log_count(T.la, "refused"), vm_kb(pid, "VmRSS"));
+  print_message(
+      "LocalAgent, 600 idle connections of uid 65534: %lld "
+      "refused, %d refusal log lines, VmRSS %ld kB; the root "
+      "application registered and 3 cycles were compacted\n",
+      la_td_status_ll(T.la, "connections_refused"),
+      la_td_log_count(T.la, "refused"), vm_kb(pid, "VmRSS"));
   CHECK(la_td_log_count(T.la, "refused") <= 20, "%d refusal log lines",
         la_td_log_count(T.la, "refused"));
 }
@@ -612,8 +615,8 @@ static void test_la_tool_idle_timeout(void **state) {
   int fd = la_tcp_connect("127.0.0.1", la_td_port(T.la), 2000);
   CHECK(fd >= 0, "connect");
   La__StatusRequest rq = LA__STATUS_REQUEST__INIT;
-  assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_STATUS_REQUEST,
-                               &rq.base, 2000), 0);
+  assert_int_equal(
+      la_send_msg(fd, LA__MSG_TYPE__MSG_STATUS_REQUEST, &rq.base, 2000), 0);
   CHECK(peer_closed(fd, WAIT_MS), "an idle tool connection stayed open");
   close(fd);
   CHECK(la_td_wait_log(T.la, "idle for 300 ms", WAIT_MS) == 0, "no log");
@@ -629,8 +632,8 @@ static void test_feed_address_flood(void **state) {
   q.feed_protocol = LA_FEED_PROTOCOL_VERSION;
   q.what = "apps";
   uint8_t frame[64];
-  long len = la_frame_pack_into(LA__MSG_TYPE__MSG_QUERY, &q.base, frame,
-                                sizeof frame);
+  long len =
+      la_frame_pack_into(LA__MSG_TYPE__MSG_QUERY, &q.base, frame, sizeof frame);
   int res;
   flooder("127.0.0.2", T.feed_port, 0, 300, frame, (size_t)len, &res);
   int opened = read_int(res);
@@ -640,12 +643,13 @@ static void test_feed_address_flood(void **state) {
   snprintf(addr, sizeof addr, "127.0.0.1:%u", T.feed_port);
   const char *argv[] = {lactl, "apps", "--global", addr, NULL};
   int rc = la_td_run(argv, NULL, WAIT_MS, out, sizeof out);
-  print_message("GlobalAgent feed, 300 idle connections from 127.0.0.2: "
-                "%lld refused; lactl apps exit %d\n",
-                la_td_status_ll(T.ga, "subscribers_refused"), rc);
+  print_message(
+      "GlobalAgent feed, 300 idle connections from 127.0.0.2: "
+      "%lld refused; lactl apps exit %d\n",
+      la_td_status_ll(T.ga, "subscribers_refused"), rc);
   CHECK(rc == 0, "lactl apps failed during the flood: %s", out);
-  CHECK(la_td_wait_status(T.ga, "subscribers_refused", 300 - 64, WAIT_MS) ==
-        0, "the flood was not refused beyond the address's share");
+  CHECK(la_td_wait_status(T.ga, "subscribers_refused", 300 - 64, WAIT_MS) == 0,
+        "the flood was not refused beyond the address's share");
 }
 
 /* 20 connections from 127.0.0.2 that never authenticate on the agents
@@ -664,9 +668,10 @@ static void test_ga_handshakes_per_address(void **state) {
   for (int i = 0; i < 20; i++)
     if (peer_closed(fds[i], i < 8 ? 0 : left_ms(end))) refused++;
   long long counted = la_td_status_ll(T.ga, "agents_refused");
-  print_message("GlobalAgent agents port, 20 unauthenticated connections "
-                "from 127.0.0.2: %d closed at once, %lld refusals counted\n",
-                refused, counted);
+  print_message(
+      "GlobalAgent agents port, 20 unauthenticated connections "
+      "from 127.0.0.2: %d closed at once, %lld refusals counted\n",
+      refused, counted);
   CHECK(refused >= 12, "only %d of 20 were refused", refused);
   CHECK(counted >= 12, "%lld refusals counted", counted);
   CHECK(la_td_log_has(T.ga, "max_handshakes_per_address"), "no log line");
@@ -685,13 +690,12 @@ static void test_feed_idle_timeout(void **state) {
   q.has_feed_protocol = 1;
   q.feed_protocol = LA_FEED_PROTOCOL_VERSION;
   q.what = "apps";
-  assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_QUERY, &q.base, 2000),
-                   0);
+  assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_QUERY, &q.base, 2000), 0);
   uint16_t type;
   ProtobufCMessage *m = NULL;
   char why[200];
-  assert_int_equal(la_recv_msg(fd, 1u << 20, WAIT_MS, &type, &m, why,
-                               sizeof why), 0);
+  assert_int_equal(
+      la_recv_msg(fd, 1u << 20, WAIT_MS, &type, &m, why, sizeof why), 0);
   la_msg_free(m);
   CHECK(peer_closed(fd, WAIT_MS), "an idle query connection stayed open");
   close(fd);
@@ -726,7 +730,7 @@ static void test_files_not_followed(void **state) {
   la_td_path(T.la, "spool", spool, sizeof spool);
   snprintf(sp, sizeof sp, "--global.spool_dir=%s", spool);
   const char *args[] = {"--agent.listen=127.0.0.1:0", a[0], a[1], sp,
-                        "--global.address=", NULL};
+                        "--global.address=",          NULL};
   int port = la_td_start(T.la, args, pf, WAIT_MS);
   CHECK(port > 0, "la-localagent did not start");
   char buf[64] = "";
@@ -755,31 +759,28 @@ static void test_files_not_followed(void **state) {
     snprintf(path, sizeof path, "%s%s", T.db, sfx[i]);
     if (stat(path, &st) != 0) continue;
     seen++;
-    CHECK((st.st_mode & 077) == 0, "%s has mode %o", path,
-          st.st_mode & 0777);
+    CHECK((st.st_mode & 077) == 0, "%s has mode %o", path, st.st_mode & 0777);
   }
   CHECK(seen >= 2, "the store files were not found (%d)", seen);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown(test_la_status_amplification, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_ga_feed_amplification, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_ga_preauth_frames, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_small_frames_before_handshake,
-                                    setup, teardown),
-    cmocka_unit_test_setup_teardown(test_la_uid_flood, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_la_tool_idle_timeout, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_feed_address_flood, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_ga_handshakes_per_address, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_feed_idle_timeout, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_files_not_followed, setup,
-                                    teardown),
+      cmocka_unit_test_setup_teardown(test_la_status_amplification, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_ga_feed_amplification, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_ga_preauth_frames, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_small_frames_before_handshake, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_la_uid_flood, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_la_tool_idle_timeout, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_feed_address_flood, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_ga_handshakes_per_address, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_feed_idle_timeout, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_files_not_followed, setup, teardown),
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);
 }

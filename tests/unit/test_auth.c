@@ -640,11 +640,6 @@ static struct {
   int nkids;
 } D;
 
-static void nap_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
 static int dsetup(void **state) {
   (void)state;
   memset(&D, 0, sizeof D);
@@ -703,7 +698,7 @@ static void start_ga(const char *key) {
       return;
     }
     CHECK(la_td_now_ms() < end, "no agents port");
-    nap_ms(5);
+    la_td_nap_ms(5);
   }
 }
 
@@ -779,7 +774,7 @@ static void reap(void) {
     int st = 0;
     while (waitpid(D.kids[i], &st, WNOHANG) != D.kids[i]) {
       CHECK(la_td_now_ms() < end, "a rank did not exit");
-      nap_ms(10);
+      la_td_nap_ms(10);
     }
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a rank failed");
   }
@@ -973,7 +968,7 @@ static void run_tampered(int mode, const char *app) {
   CHECK(la_td_wait_status(D.la, "queue_items", 0, WAIT_MS) == 0, "?");
   long long end = la_td_now_ms() + WAIT_MS;
   while (la_td_status_ll(D.la, "queue_items") != 0 && la_td_now_ms() < end)
-    nap_ms(20);
+    la_td_nap_ms(20);
   assert_int_equal(la_td_status_ll(D.la, "queue_items"), 0);
   assert_int_equal(la_td_status_ll(D.ga, "traces_stored"), 2 * CYCLES);
   assert_int_equal(db_ll("SELECT count(*) FROM traces"), 2 * CYCLES);
@@ -1142,7 +1137,7 @@ static void link_fake_global_refused(void **state) {
   while ((la_td_log_count(D.la, "failed to prove the shared secret") < 2 ||
           f.conns < 3) &&
          la_td_now_ms() < end)
-    nap_ms(20);
+    la_td_nap_ms(20);
   f.stop = 1;
   pthread_join(f.th, NULL);
   close(f.lfd);

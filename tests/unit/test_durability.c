@@ -58,11 +58,20 @@ static struct {
   int go, res; /* pipes to and from the application */
 } T;
 
-static const char *la_vars[] = {
-  "LA_PERIOD", "LA_METRIC", "LA_POLICY", "LA_BUFFERS", "LA_AGENT",
-  "LA_COMPACT", "LA_APP_ID", "LA_VERBOSE", "LA_DISABLE",
-  "LA_WAIT_TIMEOUT_MS", "LA_CONNECT_TIMEOUT_MS", "LA_DUMP_RAW", "LA_TIMER",
-  NULL};
+static const char *la_vars[] = {"LA_PERIOD",
+                                "LA_METRIC",
+                                "LA_POLICY",
+                                "LA_BUFFERS",
+                                "LA_AGENT",
+                                "LA_COMPACT",
+                                "LA_APP_ID",
+                                "LA_VERBOSE",
+                                "LA_DISABLE",
+                                "LA_WAIT_TIMEOUT_MS",
+                                "LA_CONNECT_TIMEOUT_MS",
+                                "LA_DUMP_RAW",
+                                "LA_TIMER",
+                                NULL};
 
 static int group_setup(void **state) {
   for (int i = 0; la_vars[i]; i++) unsetenv(la_vars[i]);
@@ -104,38 +113,16 @@ static int teardown(void **state) {
 }
 
 static void dump_logs(void) {
-  la_test_daemon_t *d[2] = {T.la, T.ga};
-  for (int i = 0; i < 2; i++) {
-    char *log = d[i] ? la_td_log(d[i]) : NULL;
-    if (!log) continue;
-    size_t n = strlen(log);
-    print_message("---- %s log (tail) ----\n%s\n----\n",
-                  i ? "la-globalagent" : "la-localagent",
-                  n > 3000 ? log + n - 3000 : log);
-    free(log);
-  }
+  la_td_print_log_tail(T.la, 3000);
+  la_td_print_log_tail(T.ga, 3000);
 }
 
-#define CHECK(cond, ...)                                                      \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      print_message(__VA_ARGS__);                                             \
-      print_message("\n");                                                    \
-      dump_logs();                                                            \
-      fail_msg("%s", #cond);                                                  \
-    }                                                                         \
-  } while (0)
+#define CHECK(cond, ...) LA_TD_CHECK(dump_logs(), cond, __VA_ARGS__)
 
 static void need_daemons(void) {
   if (!T.ga || !T.la) {
     print_message("skip: la-globalagent or la-localagent not built\n");
     skip();
-  }
-}
-
-static void nap_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
 }
 
@@ -149,9 +136,15 @@ static void start_ga(uint16_t port) {
   snprintf(a[2], sizeof a[2], "--feed.port_file=%s", T.feed_pf);
   snprintf(a[3], sizeof a[3], "--store.path=%s", T.db);
   snprintf(a[4], sizeof a[4], "--agents.secret_file=%s", T.key);
-  const char *args[] = {a[0], a[1], a[2], a[3], a[4],
-                        "--feed.listen=127.0.0.1:0", "--stitch.timeout=2s",
-                        "--log.level=debug", NULL};
+  const char *args[] = {a[0],
+                        a[1],
+                        a[2],
+                        a[3],
+                        a[4],
+                        "--feed.listen=127.0.0.1:0",
+                        "--stitch.timeout=2s",
+                        "--log.level=debug",
+                        NULL};
   unlink(T.agents_pf);
   int p = la_td_start(T.ga, args, T.feed_pf, WAIT_MS);
   CHECK(p > 0, "la-globalagent did not start");
@@ -173,8 +166,12 @@ static void start_la(const char *const *extra) {
   snprintf(a[1], sizeof a[1], "--global.spool_dir=%s", T.log_dir);
   snprintf(a[2], sizeof a[2], "--global.address=%s", T.ga_addr);
   snprintf(a[3], sizeof a[3], "--global.secret_file=%s", T.key);
-  const char *args[20] = {"--agent.listen=127.0.0.1:0", a[0], a[1], a[2],
-                          a[3], "--log.level=debug",
+  const char *args[20] = {"--agent.listen=127.0.0.1:0",
+                          a[0],
+                          a[1],
+                          a[2],
+                          a[3],
+                          "--log.level=debug",
                           "--global.reconnect_min=20ms",
                           "--global.reconnect_max=200ms"};
   int n = 8;
@@ -275,7 +272,7 @@ static void app_finish(void) {
   long long end = la_td_now_ms() + WAIT_MS;
   pid_t w;
   while ((w = waitpid(T.kid, &st, WNOHANG)) == 0 && la_td_now_ms() < end)
-    nap_ms(10);
+    la_td_nap_ms(10);
   CHECK(w == T.kid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
         "the application did not finish cleanly (status %d)", st);
   T.kid = 0;
@@ -309,7 +306,8 @@ static int missing_logged(const char *app, int tag, char *why, size_t len) {
   char sql[300];
   snprintf(sql, sizeof sql,
            "SELECT reason FROM missing WHERE app_id='%s' AND cycle_tag=%d "
-           "AND rank=0", app, tag);
+           "AND rank=0",
+           app, tag);
   sqlite3 *db = NULL;
   int found = 0;
   if (sqlite3_open_v2(T.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
@@ -333,12 +331,12 @@ enum { KILL_AFTER_COMPACTED, KILL_AFTER_RECEIVED, KILL_WHILE_PENDING };
 
 typedef struct scen {
   const char *app;
-  int ga_up;      /* GlobalAgent running during the application */
-  long n;         /* elements */
-  int before;     /* cycles before the kill */
-  int after;      /* cycles after it (the application finds no agent) */
+  int ga_up;  /* GlobalAgent running during the application */
+  long n;     /* elements */
+  int before; /* cycles before the kill */
+  int after;  /* cycles after it (the application finds no agent) */
   int moment;
-  int term;       /* stop with SIGTERM (drain_timeout 0), not SIGKILL */
+  int term; /* stop with SIGTERM (drain_timeout 0), not SIGKILL */
 } scen_t;
 
 static void run_scenario(const scen_t *sc) {
@@ -394,42 +392,48 @@ static void run_scenario(const scen_t *sc) {
           strcmp(link, "connected") != 0 || la_status("queue_items") != 0 ||
           la_status("cycles_pending") > 0) &&
          la_td_now_ms() < end)
-    nap_ms(20);
-  CHECK(la_status("queue_items") == 0, "the restarted agent still has %lld "
-        "unacknowledged messages", la_status("queue_items"));
+    la_td_nap_ms(20);
+  CHECK(la_status("queue_items") == 0,
+        "the restarted agent still has %lld "
+        "unacknowledged messages",
+        la_status("queue_items"));
 
   int stored = 0, missing = 0, lost = 0, handed_n = 0;
   char why[300];
   for (int c = 0; c < MAXC; c++) handed_n += handed[c];
   for (int c = 0; c < taken; c++) {
-    CHECK(handed[c], "cycle %d reached the agent but the app saw an error",
-          c);
+    CHECK(handed[c], "cycle %d reached the agent but the app saw an error", c);
     if (db_ll("SELECT count(*) FROM traces WHERE app_id='%s' AND "
-              "cycle_tag=%d AND rank=0", sc->app, c) == 1) {
+              "cycle_tag=%d AND rank=0",
+              sc->app, c) == 1) {
       stored++;
     } else if (missing_logged(sc->app, c, why, sizeof why)) {
       missing++;
-      CHECK(strstr(why, "LocalAgent") != NULL, "cycle %d: reason '%s'", c,
-            why);
+      CHECK(strstr(why, "LocalAgent") != NULL, "cycle %d: reason '%s'", c, why);
     } else {
       lost++;
-      print_message("cycle %d taken by the agent: neither stored nor "
-                    "recorded missing\n", c);
+      print_message(
+          "cycle %d taken by the agent: neither stored nor "
+          "recorded missing\n",
+          c);
     }
   }
-  print_message("%s: %d cycles handed over, %lld taken by the agent before "
-                "the kill: %d stored, %d recorded missing, %d lost\n",
-                sc->app, handed_n, taken, stored, missing, lost);
+  print_message(
+      "%s: %d cycles handed over, %lld taken by the agent before "
+      "the kill: %d stored, %d recorded missing, %d lost\n",
+      sc->app, handed_n, taken, stored, missing, lost);
   CHECK(lost == 0, "%d taken cycles lost", lost);
   /* the killed agent's rank is ended, with the reason */
   if (sc->term) { /* a clean stop ended the rank itself */
     CHECK(db_ll("SELECT count(*) FROM ranks WHERE app_id='%s' AND rank=0 "
-                "AND ended=1", sc->app) == 1, "rank 0 of %s not ended",
-          sc->app);
+                "AND ended=1",
+                sc->app) == 1,
+          "rank 0 of %s not ended", sc->app);
     return;
   }
   CHECK(db_ll("SELECT count(*) FROM ranks WHERE app_id='%s' AND rank=0 AND "
-              "ended=1 AND end_reason='LocalAgent restarted'", sc->app) == 1,
+              "ended=1 AND end_reason='LocalAgent restarted'",
+              sc->app) == 1,
         "rank 0 of %s not ended with 'LocalAgent restarted'", sc->app);
   CHECK(la_status("ranks_ended_at_restart") == 1, "ranks_ended_at_restart");
   CHECK(la_status("missing_at_restart") >= missing,
@@ -498,7 +502,7 @@ static void test_torn_log_tail(void **state) {
   long long end = la_td_now_ms() + WAIT_MS;
   while (db_ll("SELECT count(*) FROM traces WHERE app_id='durable-t'") < 5 &&
          la_td_now_ms() < end)
-    nap_ms(20);
+    la_td_nap_ms(20);
   CHECK(db_ll("SELECT count(*) FROM traces WHERE app_id='durable-t'") == 5,
         "traces stored: %lld",
         db_ll("SELECT count(*) FROM traces WHERE app_id='durable-t'"));
@@ -507,34 +511,31 @@ static void test_torn_log_tail(void **state) {
 /* A log directory writable by others is refused with a clear error. */
 static void test_unsafe_log_dir_refused(void **state) {
   need_daemons();
-  CHECK(mkdir(T.log_dir, 0777) == 0 && chmod(T.log_dir, 0777) == 0,
-        "mkdir");
+  CHECK(mkdir(T.log_dir, 0777) == 0 && chmod(T.log_dir, 0777) == 0, "mkdir");
   char pf[600], a1[700];
   la_td_path(T.la, "port", pf, sizeof pf);
   snprintf(a1, sizeof a1, "--global.spool_dir=%s", T.log_dir);
-  const char *args[] = {"--agent.listen=127.0.0.1:0", a1, "--global.address=",
-                        NULL};
+  const char *args[] = {"--agent.listen=127.0.0.1:0", a1,
+                        "--global.address=", NULL};
   la_td_start(T.la, args, NULL, WAIT_MS);
   CHECK(la_td_wait_exit(T.la, WAIT_MS) == 1, "the agent did not refuse");
-  CHECK(la_td_log_has(T.la, "writable by group or others"),
-        "no clear error");
+  CHECK(la_td_log_has(T.la, "writable by group or others"), "no clear error");
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown(test_kill_ga_down_after_compaction,
-                                    setup, teardown),
-    cmocka_unit_test_setup_teardown(test_kill_ga_down_after_receipt, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_kill_ga_up_mid_run, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_kill_while_compacting, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_stop_with_compactions_in_flight,
-                                    setup, teardown),
-    cmocka_unit_test_setup_teardown(test_torn_log_tail, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_unsafe_log_dir_refused, setup,
-                                    teardown),
+      cmocka_unit_test_setup_teardown(test_kill_ga_down_after_compaction, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_kill_ga_down_after_receipt, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_kill_ga_up_mid_run, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_kill_while_compacting, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_stop_with_compactions_in_flight,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_torn_log_tail, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_unsafe_log_dir_refused, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);
 }

@@ -3,18 +3,19 @@
  *
  * wavetoy must give the same checksum, bit for bit, whether LA is absent (no
  * agent at LA_AGENT), disabled (LA_DISABLE=1), never called (--no-la) or
- * actively profiling into an agent (the la_test_peer stand-in): invariant 1
- * of docs/architecture.md. It must exit 0 in every case. Its domain decomposition must
- * not change the answer either: -n 3 on 20 planes (a remainder to share) is
- * compared with -n 1.
+ * actively profiling into the real LocalAgent (values read back from the
+ * real GlobalAgent's store, la_test_agent.h): invariant 1 of
+ * docs/architecture.md. It must exit 0 in every case. Its domain decomposition
+ * must not change the answer either: -n 3 on 20 planes (a remainder to share)
+ * is compared with -n 1.
  *
  * heavy, multiloop and fwave (the Fortran one, through la_mod) must give the
  * same checksum with no agent at LA_AGENT as with --no-la, and exit 0.
  * rebalance must run to the end without agents and say why it does not
- * rebalance: with no LocalAgent (LA not profiling) and with a LocalAgent
- * stand-in but no GlobalAgent; its checksum must not change. Against the
+ * rebalance: with no LocalAgent (LA not profiling) and with the real
+ * LocalAgent but no GlobalAgent; its checksum must not change. Against the
  * real daemons (la-globalagent and la-localagent on ephemeral ports, see
- * tests/support/la_test_daemon.h) it must rebalance at least once, with the
+ * tests/support/la_test_stack.h) it must rebalance at least once, with the
  * same checksum as the run without LA (the cells migrate intact).
  *
  * Each run is a fork/exec of mpiexec in its own process group, with the
@@ -45,8 +46,7 @@
 
 #include <cmocka.h>
 
-#include "la_test_daemon.h"
-#include "la_test_peer.h"
+#include "la_test_agent.h"
 
 extern char **environ;
 
@@ -73,7 +73,9 @@ static const char *example_path(const char *name) {
   return b;
 }
 
-static const char *wavetoy_path(void) { return example_path("wavetoy"); }
+static const char *wavetoy_path(void) {
+  return example_path("wavetoy");
+}
 
 /* 1 if an executable named name is on PATH. */
 static int on_path(const char *name) {
@@ -105,7 +107,9 @@ static void need_example(const char *name) {
   }
 }
 
-static void need_mpiexec(void) { need_example("wavetoy"); }
+static void need_mpiexec(void) {
+  need_example("wavetoy");
+}
 
 /* A TCP port on 127.0.0.1 with nobody listening (bound, then closed). */
 static int closed_port(void) {
@@ -195,8 +199,10 @@ static void run_prog(run_t *r, const char *prog, int np,
         continue;
       got = read(pf[i].fd, buf, sizeof buf);
       if (got > 0) {
-        if (i == 0) append(r->out, &olen, buf, (size_t)got);
-        else append(r->err, &elen, buf, (size_t)got);
+        if (i == 0)
+          append(r->out, &olen, buf, (size_t)got);
+        else
+          append(r->err, &elen, buf, (size_t)got);
       } else if (got == 0 || errno != EINTR) {
         close(pf[i].fd);
         pf[i].fd = -1;
@@ -236,8 +242,8 @@ static void expect_ok(const run_t *r, const char *what) {
 }
 
 /* The text after "NAME: checksum " on its line, into dst. */
-static void checksum_named(const run_t *r, const char *name,
-                           const char *what, char *dst, size_t cap) {
+static void checksum_named(const run_t *r, const char *name, const char *what,
+                           char *dst, size_t cap) {
   char key[64];
   snprintf(key, sizeof key, "%s: checksum ", name);
   const char *p = strstr(r->out, key);
@@ -297,19 +303,33 @@ static void test_wavetoy_la_never_changes_results(void **state) {
   print_message("checksum %s in all three runs\n", c_off);
 }
 
-/* Profiling into an agent (the la_test_peer stand-in): all ranks register,
- * every rank delivers every cycle of its 24x24x6 slab, and the checksum is
- * still that of the uninstrumented run. */
+/* One integer from the GlobalAgent's store: fmt is a query with one %s,
+ * for app_id. */
+static long long app_int(la_test_agent_t *a, const char *app_id,
+                         const char *fmt) {
+  char sql[400];
+  snprintf(sql, sizeof sql, fmt, app_id);
+  return la_ta_sql_int(a, sql);
+}
+
+/* Profiling into the real LocalAgent (lossless compaction, read back from
+ * the real GlobalAgent's store): all ranks register, every rank delivers
+ * every cycle of its 24x24x6 slab, and the checksum is still that of the
+ * uninstrumented run. */
 static void test_wavetoy_profiled_same_results(void **state) {
   static run_t on, off;
-  char agent[96], c_on[64], c_off[64];
+  static double values[24 * 24 * 6];
+  static la_test_agent_t a;
+  char agent[96], app_id[160], name[80], c_on[64], c_off[64];
   const char *const no_la[] = {"--n", "24", "--steps", "10", "--no-la", NULL};
   need_mpiexec();
 
-  la_test_peer_t *peer = la_test_peer_start();
-  assert_non_null(peer);
-  snprintf(agent, sizeof agent, "LA_AGENT=%s", la_test_peer_addr(peer));
-  const char *const env_on[] = {agent, NULL};
+  if (la_ta_start(&a, NULL) != 0) {
+    la_ta_free(&a);
+    fail_msg("the daemons did not start");
+  }
+  snprintf(agent, sizeof agent, "LA_AGENT=%s", la_td_addr(a.st.la));
+  const char *const env_on[] = {agent, "LA_COMPACT=lossless", NULL};
 
   run_wavetoy(&on, 4, small, env_on);
   run_wavetoy(&off, 4, no_la, NULL);
@@ -320,30 +340,52 @@ static void test_wavetoy_profiled_same_results(void **state) {
   checksum_of(&off, "--no-la", c_off, sizeof c_off);
   assert_string_equal(c_on, c_off);
 
-  assert_int_equal(la_test_peer_wait_cycles(peer, 40, 10000), 0);
-  assert_int_equal(la_test_peer_wait_closed(peer, 4, 10000), 0);
-  assert_int_equal(la_test_peer_registrations(peer), 4);
-  la_peer_reg_t reg = la_test_peer_last_reg(peer);
-  assert_string_equal(reg.app_name, "wavetoy");
-  assert_int_equal(reg.nprocs, 4);
-  assert_int_equal(reg.grid[0], 24);
-  assert_int_equal(reg.grid[1], 24);
-  assert_int_equal(reg.grid[2], 6);
-  int per_rank[4] = {0, 0, 0, 0};
-  for (size_t c = 0; c < la_test_peer_ncycles(peer); c++) {
-    const la_peer_cycle_t *cy = la_test_peer_cycle(peer, c);
-    double sum = 0.0;
-    assert_true(cy->rank >= 0 && cy->rank < 4);
-    assert_int_equal(cy->n, 24 * 24 * 6);
-    for (uint64_t i = 0; i < cy->n; i++) {
-      assert_true(cy->values[i] >= 0.0);
-      sum += cy->values[i];
+  assert_int_equal(la_ta_wait_traces(&a, 40, 20000), 0);
+  assert_int_equal(
+      la_ta_wait_sql(&a, "SELECT count(*) FROM ranks WHERE ended = 1", 4,
+                     20000),
+      0);
+  assert_int_equal(la_ta_local_stat(&a, "registrations"), 4);
+  assert_int_equal(la_ta_sql_int(&a, "SELECT count(*) FROM apps"), 1);
+  assert_int_equal(
+      la_ta_sql_text(&a, "SELECT app_id FROM apps", app_id, sizeof app_id), 0);
+  assert_int_equal(
+      app_int(&a, app_id, "SELECT count(*) FROM ranks WHERE app_id = '%s'"), 4);
+  char q[300];
+  snprintf(q, sizeof q, "SELECT app_name FROM apps WHERE app_id = '%s'",
+           app_id);
+  la_ta_sql_text(&a, q, name, sizeof name);
+  assert_string_equal(name, "wavetoy");
+  assert_int_equal(
+      app_int(&a, app_id, "SELECT nprocs FROM apps WHERE app_id = '%s'"), 4);
+  assert_int_equal(
+      app_int(&a, app_id, "SELECT grid_nx FROM apps WHERE app_id = '%s'"), 24);
+  assert_int_equal(
+      app_int(&a, app_id, "SELECT grid_ny FROM apps WHERE app_id = '%s'"), 24);
+  assert_int_equal(
+      app_int(&a, app_id, "SELECT grid_nz FROM apps WHERE app_id = '%s'"), 6);
+  assert_int_equal(
+      app_int(&a, app_id, "SELECT count(*) FROM traces WHERE app_id = '%s'"),
+      40);
+  for (uint32_t r = 0; r < 4; r++) {
+    int cycles = 0;
+    for (size_t i = 0;; i++) {
+      long long tag = la_ta_tag(&a, app_id, r, i);
+      if (tag < 0) break;
+      /* the trace holds exactly the slab's 24 * 24 * 6 values */
+      assert_int_equal(
+          la_ta_values(&a, app_id, r, (uint64_t)tag, values, 24 * 24 * 6), 0);
+      double sum = 0.0;
+      for (size_t e = 0; e < 24 * 24 * 6; e++) {
+        assert_true(values[e] >= 0.0);
+        sum += values[e];
+      }
+      assert_true(sum > 0.0);
+      cycles++;
     }
-    assert_true(sum > 0.0);
-    per_rank[cy->rank]++;
+    assert_int_equal(cycles, 10);
   }
-  for (int r = 0; r < 4; r++) assert_int_equal(per_rank[r], 10);
-  la_test_peer_stop(peer);
+  la_ta_free(&a);
   const char *line = strstr(on.out, "wavetoy: LA ");
   print_message("%.*s\n", line ? (int)strcspn(line, "\n") : 0,
                 line ? line : "");
@@ -353,8 +395,7 @@ static void test_wavetoy_profiled_same_results(void **state) {
 static void test_wavetoy_decomposition(void **state) {
   static run_t one, three;
   char c1[64], c3[64];
-  const char *const args[] = {"--n", "20", "--steps", "20", "--no-la",
-                              NULL};
+  const char *const args[] = {"--n", "20", "--steps", "20", "--no-la", NULL};
   need_mpiexec();
 
   run_wavetoy(&one, 1, args, NULL);
@@ -369,8 +410,7 @@ static void test_wavetoy_decomposition(void **state) {
   if (!strcmp(c1, c3))
     print_message("-n 1 and -n 3: checksum %s, bit-identical\n", c1);
   else
-    print_message("-n 1 %s, -n 3 %s: relative difference %.3g\n", c1, c3,
-                  rel);
+    print_message("-n 1 %s, -n 3 %s: relative difference %.3g\n", c1, c3, rel);
   assert_true(rel <= 1e-12);
 }
 
@@ -426,10 +466,10 @@ static void test_fwave_invariance(void **state) {
 
 /* --------------------------------------------------------- rebalance */
 
-static const char *const rb_args[] = {"--n", "32", "--steps", "10",
-                                      "--every", "5", NULL};
-static const char *const rb_no_la[] = {"--n", "32", "--steps", "10",
-                                       "--every", "5", "--no-la", NULL};
+static const char *const rb_args[] = {"--n",     "32", "--steps", "10",
+                                      "--every", "5",  NULL};
+static const char *const rb_no_la[] = {"--n",     "32", "--steps", "10",
+                                       "--every", "5",  "--no-la", NULL};
 
 /* The number N in "rebalance: N rebalance", or -1. */
 static long rebalance_count(const run_t *r) {
@@ -469,93 +509,60 @@ static void test_rebalance_without_agents(void **state) {
   print_message("%.*s\n", (int)strcspn(note, "\n"), note);
 }
 
-/* A LocalAgent (the stand-in) but no GlobalAgent feed: LA profiles, the
- * program says it cannot reach the GlobalAgent and runs on. */
+/* The real LocalAgent, uplinked to a GlobalAgent that is not there, and
+ * no GlobalAgent feed: LA profiles, the program says it cannot reach the
+ * GlobalAgent and runs on. */
 static void test_rebalance_without_globalagent(void **state) {
   static run_t r;
+  static la_test_stack_t s;
   char agent[96], global[64];
   need_example("rebalance");
-  la_test_peer_t *peer = la_test_peer_start();
-  assert_non_null(peer);
-  snprintf(agent, sizeof agent, "LA_AGENT=%s", la_test_peer_addr(peer));
+  assert_int_equal(la_ts_init(&s), 0);
+  snprintf(s.ga_addr, sizeof s.ga_addr, "127.0.0.1:%d", closed_port());
+  if (la_ts_start_local(&s, NULL) != 0) {
+    la_ts_free(&s);
+    fail_msg("la-localagent did not start");
+  }
+  snprintf(agent, sizeof agent, "LA_AGENT=%s", la_td_addr(s.la));
   snprintf(global, sizeof global, "LA_GLOBAL=127.0.0.1:%d", closed_port());
   const char *const env[] = {agent, global, NULL};
   run_prog(&r, example_path("rebalance"), 4, rb_args, env);
-  la_test_peer_stop(peer);
+  la_ts_free(&s);
   expect_ok(&r, "rebalance, no GlobalAgent");
   expect_text(&r, "rebalance, no GlobalAgent", "LA registered on 4 of 4");
   expect_text(&r, "rebalance, no GlobalAgent", "no GlobalAgent feed at");
   assert_null(strstr(r.out, "rebalance after step"));
 }
 
-/* Reads a port number from path, waiting up to timeout_ms. */
-static int read_port_file(const char *path, int timeout_ms) {
-  long long end = now_ms() + timeout_ms;
-  do {
-    FILE *f = fopen(path, "r");
-    int port = 0;
-    if (f) {
-      if (fscanf(f, "%d", &port) != 1) port = 0;
-      fclose(f);
-    }
-    if (port > 0 && port < 65536) return port;
-    usleep(20000);
-  } while (now_ms() < end);
-  return -1;
-}
-
 /* The whole loop: real la-globalagent and la-localagent on ephemeral
  * ports, rebalance under -n 4 fetches Trace-Sets and repartitions. */
 static void test_rebalance_with_agents(void **state) {
   static run_t on, off;
+  static la_test_stack_t s;
   char c_on[96], c_off[96];
-  char a_port[600], f_port[600], db[600], l_port[600], spool[600];
-  char o1[700], o2[700], o3[700], o4[700], o5[700], o6[700];
-  char agent[64], global[64];
+  char agent[96], global[96];
   need_example("rebalance");
-  la_test_daemon_t *ga = la_td_new("la-globalagent");
-  la_test_daemon_t *la = ga ? la_td_new("la-localagent") : NULL;
-  if (!ga || !la) {
-    la_td_free(ga);
+  const char *const la_extra[] = {"--global.spool_fsync=no", NULL};
+  if (la_ts_init(&s) != 0) {
+    la_ts_free(&s);
     print_message("skip: la-globalagent or la-localagent not built\n");
     skip();
   }
-  la_td_path(ga, "agents.port", a_port, sizeof a_port);
-  la_td_path(ga, "feed.port", f_port, sizeof f_port);
-  la_td_path(ga, "la.db", db, sizeof db);
-  snprintf(o1, sizeof o1, "--agents.port_file=%s", a_port);
-  snprintf(o2, sizeof o2, "--feed.port_file=%s", f_port);
-  snprintf(o3, sizeof o3, "--store.path=%s", db);
-  unlink(f_port);
-  const char *const ga_args[] = {"--agents.listen=127.0.0.1:0",
-                                 "--feed.listen=127.0.0.1:0", o1, o2, o3,
-                                 "--store.fsync=no", NULL};
-  int gport = la_td_start(ga, ga_args, a_port, 10000);
-  assert_true(gport > 0);
-  int fport = read_port_file(f_port, 10000);
-  assert_true(fport > 0);
+  if (la_ts_start_global(&s, NULL) != 0 ||
+      la_ts_start_local(&s, la_extra) != 0) {
+    la_ts_free(&s);
+    fail_msg("the daemons did not start");
+  }
 
-  la_td_path(la, "port", l_port, sizeof l_port);
-  la_td_path(la, "spool", spool, sizeof spool);
-  snprintf(o4, sizeof o4, "--agent.port_file=%s", l_port);
-  snprintf(o5, sizeof o5, "--global.address=127.0.0.1:%d", gport);
-  snprintf(o6, sizeof o6, "--global.spool_dir=%s", spool);
-  const char *const la_args[] = {"--agent.listen=127.0.0.1:0", o4, o5, o6,
-                                 "--global.spool_fsync=no", NULL};
-  int lport = la_td_start(la, la_args, l_port, 10000);
-  assert_true(lport > 0);
-
-  snprintf(agent, sizeof agent, "LA_AGENT=127.0.0.1:%d", lport);
-  snprintf(global, sizeof global, "LA_GLOBAL=127.0.0.1:%d", fport);
+  snprintf(agent, sizeof agent, "LA_AGENT=%s", la_td_addr(s.la));
+  snprintf(global, sizeof global, "LA_GLOBAL=%s", s.feed_addr);
   const char *const env[] = {agent, global, NULL};
-  const char *const args[] = {"--n", "32", "--steps", "20", "--every", "5",
-                              NULL};
-  const char *const no_la[] = {"--n", "32", "--steps", "20", "--no-la",
-                               NULL};
+  const char *const args[] = {"--n",     "32", "--steps", "20",
+                              "--every", "5",  NULL};
+  const char *const no_la[] = {"--n", "32", "--steps", "20", "--no-la", NULL};
   run_prog(&on, example_path("rebalance"), 4, args, env);
   run_prog(&off, example_path("rebalance"), 4, no_la, NULL);
-  la_td_free(la);
-  la_td_free(ga);
+  la_ts_free(&s);
 
   expect_ok(&on, "rebalance with agents");
   expect_ok(&off, "rebalance --no-la");
@@ -576,15 +583,15 @@ static void test_rebalance_with_agents(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_wavetoy_la_never_changes_results),
-    cmocka_unit_test(test_wavetoy_profiled_same_results),
-    cmocka_unit_test(test_wavetoy_decomposition),
-    cmocka_unit_test(test_heavy_invariance),
-    cmocka_unit_test(test_multiloop_invariance),
-    cmocka_unit_test(test_fwave_invariance),
-    cmocka_unit_test(test_rebalance_without_agents),
-    cmocka_unit_test(test_rebalance_without_globalagent),
-    cmocka_unit_test(test_rebalance_with_agents),
+      cmocka_unit_test(test_wavetoy_la_never_changes_results),
+      cmocka_unit_test(test_wavetoy_profiled_same_results),
+      cmocka_unit_test(test_wavetoy_decomposition),
+      cmocka_unit_test(test_heavy_invariance),
+      cmocka_unit_test(test_multiloop_invariance),
+      cmocka_unit_test(test_fwave_invariance),
+      cmocka_unit_test(test_rebalance_without_agents),
+      cmocka_unit_test(test_rebalance_without_globalagent),
+      cmocka_unit_test(test_rebalance_with_agents),
   };
   signal(SIGPIPE, SIG_IGN);
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -55,14 +55,7 @@ static struct {
   pid_t kid, hog;
 } T;
 
-#define CHECK(cond, ...)                                                      \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      print_message(__VA_ARGS__);                                             \
-      print_message("\n");                                                    \
-      fail_msg("%s", #cond);                                                  \
-    }                                                                         \
-  } while (0)
+#define CHECK(cond, ...) LA_TD_CHECK((void)0, cond, __VA_ARGS__)
 
 static int setup(void **state) {
   (void)state;
@@ -182,8 +175,8 @@ static void check_plots(void) {
   char lactl[1024], cyc[32];
   CHECK(la_td_find_bin("lactl", lactl, sizeof lactl) == 0, "lactl not built");
   snprintf(cyc, sizeof cyc, "%d", CYCLES - 1);
-  const char *trace[] = {lactl, "plot", "fidelity", cyc, "--rank", "0",
-                         "--db", T.st.db, NULL};
+  const char *trace[] = {lactl, "plot", "fidelity", cyc, "--rank",
+                         "0",   "--db", T.st.db,    NULL};
   static char svg[1 << 20];
   CHECK(la_td_run(trace, NULL, 30000, svg, sizeof svg) == 0, "lactl plot: %s",
         svg);
@@ -192,17 +185,18 @@ static void check_plots(void) {
         "the trace plot does not show robust weights and interfered elements");
   const char *p = strstr(svg, "robust weights, ");
   unsigned long long n_int = 0;
-  CHECK(p && sscanf(p, "robust weights, %llu element", &n_int) == 1 &&
-            n_int > 0,
-        "the plot's subtitle counts no interfered element");
-  const char *meas[] = {lactl, "plot", "fidelity", cyc, "--rank", "0",
-                        "--weights", "measured", "--db", T.st.db, NULL};
+  CHECK(
+      p && sscanf(p, "robust weights, %llu element", &n_int) == 1 && n_int > 0,
+      "the plot's subtitle counts no interfered element");
+  const char *meas[] = {lactl,    "plot",  "fidelity",  cyc,
+                        "--rank", "0",     "--weights", "measured",
+                        "--db",   T.st.db, NULL};
   CHECK(la_td_run(meas, NULL, 30000, svg, sizeof svg) == 0, "lactl plot: %s",
         svg);
   CHECK(!strstr(svg, "class=\"interfered\"") && !strstr(svg, "robust weight"),
         "--weights measured still draws robust weights");
-  const char *heat[] = {lactl, "plot", "fidelity", "--heatmap", "--db",
-                        T.st.db, NULL};
+  const char *heat[] = {lactl,  "plot",  "fidelity", "--heatmap",
+                        "--db", T.st.db, NULL};
   CHECK(la_td_run(heat, NULL, 30000, svg, sizeof svg) == 0 &&
             strstr(svg, "robust totals (interference removed)"),
         "the heat map does not use robust totals");
@@ -277,13 +271,15 @@ static void test_robust_totals_follow_work_units(void **state) {
   }
   la_client_close(c);
   truth *= sets;
-  print_message("%d cycles: truth %.3g ns, measured %.3g (%+.1f%%), robust "
-                "%.3g (%+.1f%%), interference reported %.3g\n",
-                sets, truth, m_sum, 100 * (m_sum / truth - 1), r_sum,
-                100 * (r_sum / truth - 1), i_sum);
+  print_message(
+      "%d cycles: truth %.3g ns, measured %.3g (%+.1f%%), robust "
+      "%.3g (%+.1f%%), interference reported %.3g\n",
+      sets, truth, m_sum, 100 * (m_sum / truth - 1), r_sum,
+      100 * (r_sum / truth - 1), i_sum);
   CHECK(m_sum > 1.3 * truth,
         "the hog did not interfere (measured only %+.1f%% over the truth): "
-        "nothing was tested", 100 * (m_sum / truth - 1));
+        "nothing was tested",
+        100 * (m_sum / truth - 1));
   CHECK(fabs(r_sum - truth) < 0.15 * truth,
         "robust total %+.1f%% off the work-unit truth",
         100 * (r_sum / truth - 1));

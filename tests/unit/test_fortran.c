@@ -8,10 +8,11 @@
  *   - no agent (LA_AGENT at a closed port): la_register fails with
  *     LA_ENOAGENT, every other call is a no-op, the program exits 0 and
  *     leaves no SysV segment or semaphore set behind;
- *   - against la_test_peer (a LocalAgent stand-in in this process): the
+ *   - against the real LocalAgent and GlobalAgent (la_test_agent.h,
+ *     lossless compaction, read back from the GlobalAgent's store): the
  *     values that arrive carry the right 0-based indices for the program's
- *     1-based elements, cells and ranges, with the right cycle tags, and
- *     LA_finalize alone (peer clean-up off) removes the IPC objects.
+ *     1-based elements, cells and ranges, with the right cycle tags, and no
+ *     IPC object outlives the program.
  * Skips, with a message, when the Fortran program was not built. The program
  * path can be overridden with LA_TEST_FMOD.
  */
@@ -36,7 +37,8 @@
 #include <cmocka.h>
 
 #include "la.h"
-#include "la_test_peer.h"
+#include "la_test_agent.h"
+#include "la_test_ipc.h"
 
 extern char **environ;
 
@@ -69,13 +71,14 @@ static uint64_t ms_now(void) {
 }
 
 /* Runs the program with argument arg and LA_AGENT=agent (every other LA_*
- * variable removed, LA_VERBOSE=1), stdout and stderr into r->out. The
- * environment is built before fork: the child only dup2s and execs. */
+ * variable removed, LA_VERBOSE=1, LA_COMPACT=lossless), stdout and stderr
+ * into r->out. The environment is built before fork: the child only dup2s
+ * and execs. */
 static void run_fmod(run_t *r, const char *arg, const char *agent) {
   static char agent_var[300];
   size_t n = 0;
   for (char **e = environ; *e; e++) n++;
-  char **envp = calloc(n + 3, sizeof *envp);
+  char **envp = calloc(n + 4, sizeof *envp);
   assert_non_null(envp);
   size_t k = 0;
   for (char **e = environ; *e; e++)
@@ -83,6 +86,7 @@ static void run_fmod(run_t *r, const char *arg, const char *agent) {
   snprintf(agent_var, sizeof agent_var, "LA_AGENT=%s", agent);
   envp[k++] = agent_var;
   envp[k++] = "LA_VERBOSE=1";
+  envp[k++] = "LA_COMPACT=lossless"; /* exact values in the store */
   envp[k] = NULL;
   const char *path = fmod_path();
   char *const argv[] = {(char *)path, (char *)arg, NULL};
@@ -144,32 +148,13 @@ static void assert_exit_0(const run_t *r) {
   assert_non_null(strstr(r->out, "fmod: OK"));
 }
 
-/* Ids of the semaphore sets now in the system (from /proc/sysvipc/sem). */
-static size_t sem_ids(int *ids, size_t cap) {
-  FILE *f = fopen("/proc/sysvipc/sem", "r");
-  size_t n = 0;
-  char line[512];
-  if (!f) return 0;
-  if (!fgets(line, sizeof line, f)) {
-    fclose(f);
-    return 0;
-  }
-  while (n < cap && fgets(line, sizeof line, f)) {
-    long key;
-    int id;
-    if (sscanf(line, "%ld %d", &key, &id) == 2) ids[n++] = id;
-  }
-  fclose(f);
-  return n;
-}
-
 /* Semaphore sets that exist now but not in before[0..nb) and were set up
  * by process pid (libla SETALLs a set right after creating it, which
  * records pid as the last operator of every semaphore): other users' jobs
  * on this node are not ours to count. */
 static int new_sems(const int *before, size_t nb, pid_t pid) {
   int now[4096];
-  size_t nn = sem_ids(now, 4096), fresh = 0;
+  size_t nn = (size_t)la_test_sem_ids(now, 4096), fresh = 0;
   for (size_t i = 0; i < nn; i++) {
     size_t j = 0;
     while (j < nb && before[j] != now[i]) j++;
@@ -199,6 +184,7 @@ static void closed_port(char *buf, size_t cap) {
 /* Every constant of la_mod equals its C definition; none missing or extra. */
 static void test_constants_match_c(void **state) {
   skip_if_missing();
+  /* clang-format off */
   static const struct {
     const char *name;
     long value;
@@ -217,6 +203,7 @@ static void test_constants_match_c(void **state) {
     {"LA_STAT_WAIT_NS", LA_STAT_WAIT_NS},
     {"LA_STAT_REGISTERED", LA_STAT_REGISTERED},
   };
+  /* clang-format on */
   static run_t r;
   char port[64];
   closed_port(port, sizeof port);
@@ -242,7 +229,7 @@ static void test_no_agent(void **state) {
   skip_if_missing();
   static run_t r;
   static int before[4096];
-  size_t nb = sem_ids(before, 4096);
+  size_t nb = (size_t)la_test_sem_ids(before, 4096);
   char port[64];
   closed_port(port, sizeof port);
   run_fmod(&r, "noagent", port);
@@ -252,106 +239,155 @@ static void test_no_agent(void **state) {
   assert_int_equal(new_sems(before, nb, r.pid), 0);
 }
 
+/* The values of app_id's trace of rank 0 that arrived i-th (by the
+ * DataReady seq); the trace must hold exactly n values. Returns its tag. */
+static uint64_t trace_by_seq(la_test_agent_t *a, const char *app_id, size_t i,
+                             double *out, uint64_t n) {
+  char sql[300];
+  snprintf(sql, sizeof sql,
+           "SELECT cycle_tag FROM traces WHERE app_id = '%s' AND rank = 0 "
+           "AND rank_seq = %zu",
+           app_id, i);
+  long long tag = la_ta_sql_int(a, sql);
+  assert_true(tag >= 0);
+  assert_int_equal(la_ta_values(a, app_id, 0, (uint64_t)tag, out, n), 0);
+  return (uint64_t)tag;
+}
+
 /* Only these 0-based indices are non-zero (positive); all others exactly 0. */
-static void assert_nonzero_exactly(const la_peer_cycle_t *c, const long *idx,
-                                   size_t n_idx) {
-  for (uint64_t e = 0; e < c->n; e++) {
+static void assert_nonzero_exactly(uint64_t tag, const double *v, uint64_t n,
+                                   const long *idx, size_t n_idx) {
+  for (uint64_t e = 0; e < n; e++) {
     int listed = 0;
     for (size_t i = 0; i < n_idx; i++) listed |= (uint64_t)idx[i] == e;
-    if (listed && !(c->values[e] > 0.0))
+    if (listed && !(v[e] > 0.0))
       fail_msg("cycle tag %llu: element %llu is %g, expected > 0",
-               (unsigned long long)c->tag, (unsigned long long)e,
-               c->values[e]);
-    if (!listed && c->values[e] != 0.0)
+               (unsigned long long)tag, (unsigned long long)e, v[e]);
+    if (!listed && v[e] != 0.0)
       fail_msg("cycle tag %llu: element %llu is %g, expected exactly 0",
-               (unsigned long long)c->tag, (unsigned long long)e,
-               c->values[e]);
+               (unsigned long long)tag, (unsigned long long)e, v[e]);
   }
 }
 
-/* With an agent: the program's 1-based elements, ranges and cells arrive at
- * the right 0-based indices, with the right tags; LA_finalize cleans up. */
+/* One integer of the store: fmt is a query with one %s, for app_id. */
+static long long app_int(la_test_agent_t *a, const char *app_id,
+                         const char *fmt) {
+  char sql[400];
+  snprintf(sql, sizeof sql, fmt, app_id);
+  return la_ta_sql_int(a, sql);
+}
+
+/* With the real LocalAgent (lossless compaction; what it sent read back
+ * from the real GlobalAgent's store): the program's 1-based elements,
+ * ranges and cells arrive at the right 0-based indices, with the right
+ * tags, and no IPC object outlives the program. */
 static void test_values_arrive(void **state) {
   skip_if_missing();
   static run_t r;
-  la_test_peer_t *p = la_test_peer_start();
-  assert_non_null(p);
-  la_test_peer_set_cleanup(p, 0); /* what libla alone removes */
-  run_fmod(&r, "agent", la_test_peer_addr(p));
+  static la_test_agent_t a;
+  static int before[4096];
+  size_t nb = (size_t)la_test_sem_ids(before, 4096);
+  if (la_ta_start(&a, NULL) != 0) {
+    la_ta_free(&a);
+    fail_msg("the daemons did not start");
+  }
+  run_fmod(&r, "agent", la_td_addr(a.st.la));
   assert_exit_0(&r);
   assert_non_null(strstr(r.out, "fmod: OK (profiled T)"));
-  assert_int_equal(la_test_peer_wait_cycles(p, 5, 5000), 0);
-  assert_int_equal(la_test_peer_wait_closed(p, 2, 5000), 0);
-  assert_int_equal(la_test_peer_registrations(p), 2);
-  assert_int_equal(la_test_peer_finalized(p), 2);
-  assert_int_equal(la_test_peer_ncycles(p), 5);
+  assert_int_equal(la_ta_wait_traces(&a, 5, 20000), 0);
+  assert_int_equal(
+      la_ta_wait_sql(&a, "SELECT count(*) FROM ranks WHERE ended = 1", 2,
+                     20000),
+      0);
+  assert_int_equal(la_ta_local_stat(&a, "registrations"), 2);
+  assert_int_equal(la_ta_sql_int(&a,
+                                 "SELECT count(*) FROM ranks WHERE "
+                                 "end_reason = 'finalize'"),
+                   2);
+  assert_int_equal(la_ta_sql_int(&a, "SELECT count(*) FROM traces"), 5);
 
-  /* The grid registration (the last): names trimmed of the Fortran blanks. */
-  la_peer_reg_t reg = la_test_peer_last_reg(p);
-  assert_string_equal(reg.app_name, "fmodtest");
-  assert_string_equal(reg.app_id, "fmod-app.1");
-  assert_string_equal(reg.metric, "time");
-  assert_int_equal(reg.rank, 0);
-  assert_int_equal(reg.nprocs, 1);
-  assert_int_equal(reg.pid, r.pid);
-  assert_int_equal(reg.n_elements, 24);
-  assert_int_equal(reg.n_buffers, 2);
-  assert_int_equal(reg.period, 1);
-  assert_int_equal(reg.grid[0], 4);
-  assert_int_equal(reg.grid[1], 3);
-  assert_int_equal(reg.grid[2], 2);
+  /* Names trimmed of the Fortran blanks. Phase 1 under fmod-app.1. */
+  char text[160];
+  assert_int_equal(la_ta_sql_text(&a,
+                                  "SELECT app_name FROM apps WHERE app_id = "
+                                  "'fmod-app.1'",
+                                  text, sizeof text),
+                   0);
+  assert_string_equal(text, "fmodtest");
+  /* The grid registration (the last), under fmod-grid.1. */
+  const char *grid = "fmod-grid.1";
+  la_ta_sql_text(&a, "SELECT app_name FROM apps WHERE app_id = 'fmod-grid.1'",
+                 text, sizeof text);
+  assert_string_equal(text, "fmodtest");
+  la_ta_sql_text(&a, "SELECT metric FROM apps WHERE app_id = 'fmod-grid.1'",
+                 text, sizeof text);
+  assert_string_equal(text, "time");
+  assert_int_equal(
+      app_int(&a, grid, "SELECT rank FROM ranks WHERE app_id = '%s'"), 0);
+  assert_int_equal(
+      app_int(&a, grid, "SELECT nprocs FROM apps WHERE app_id = '%s'"), 1);
+  assert_int_equal(
+      app_int(&a, grid, "SELECT pid FROM ranks WHERE app_id = '%s'"), r.pid);
+  assert_int_equal(
+      app_int(&a, grid, "SELECT n_elements FROM ranks WHERE app_id = '%s'"),
+      24);
+  assert_int_equal(
+      app_int(&a, grid, "SELECT period FROM apps WHERE app_id = '%s'"), 1);
+  assert_int_equal(
+      app_int(&a, grid, "SELECT grid_nx FROM apps WHERE app_id = '%s'"), 4);
+  assert_int_equal(
+      app_int(&a, grid, "SELECT grid_ny FROM apps WHERE app_id = '%s'"), 3);
+  assert_int_equal(
+      app_int(&a, grid, "SELECT grid_nz FROM apps WHERE app_id = '%s'"), 2);
+  /* the buffer count is what the LocalAgent saw registering */
+  char line[200];
+  snprintf(line, sizeof line,
+           "registered fmod-grid.1 rank 0/1 (pid %d, 24 elements, 2 buffers,",
+           (int)r.pid);
+  assert_true(la_td_log_has(a.st.la, line));
 
   /* Phase 1: elements 1, 3, 10 and range 5..6 -> 0, 2, 9, 4, 5. */
   static const long flat[] = {0, 2, 9, 4, 5};
   static const uint64_t tags[] = {0, 1, 1000, 4};
-  size_t seen = 0;
-  for (size_t i = 0; i < la_test_peer_ncycles(p); i++) {
-    const la_peer_cycle_t *c = la_test_peer_cycle(p, i);
-    if (c->conn != 0) continue;
-    assert_true(seen < 4);
-    assert_int_equal(c->n, 12);
-    assert_int_equal(c->tag, tags[seen]);
-    assert_int_equal(c->seq, seen);
-    assert_int_equal(c->skipped, 0);
-    if (c->tag == 4) {
+  double v[24];
+  assert_int_equal(la_ta_ntraces(&a, "fmod-app.1"), 4);
+  for (size_t seen = 0; seen < 4; seen++) {
+    /* arrived seen-th (seq), with the right tag and exactly 12 values */
+    uint64_t tag = trace_by_seq(&a, "fmod-app.1", seen, v, 12);
+    assert_int_equal(tag, tags[seen]);
+    if (tag == 4) {
       static const long last[] = {11}; /* element 12 after la_enable */
-      assert_nonzero_exactly(c, last, 1);
+      assert_nonzero_exactly(tag, v, 12, last, 1);
     } else {
-      assert_nonzero_exactly(c, flat, 5);
+      assert_nonzero_exactly(tag, v, 12, flat, 5);
       /* a range spreads one measurement evenly */
-      assert_true(c->values[4] == c->values[5]);
+      assert_true(v[4] == v[5]);
     }
-    seen++;
   }
-  assert_int_equal(seen, 4);
+  assert_int_equal(app_int(&a, "fmod-app.1",
+                           "SELECT skipped FROM ranks WHERE app_id = '%s'"),
+                   0);
 
   /* Phase 2: cells (2,1,1) and (4,3,2) of 4x3x2 -> 1 and 23. */
-  seen = 0;
-  for (size_t i = 0; i < la_test_peer_ncycles(p); i++) {
-    const la_peer_cycle_t *c = la_test_peer_cycle(p, i);
-    if (c->conn != 1) continue;
-    static const long cells[] = {1, 23};
-    assert_int_equal(c->n, 24);
-    assert_int_equal(c->tag, 0);
-    assert_nonzero_exactly(c, cells, 2);
-    seen++;
-  }
-  assert_int_equal(seen, 1);
+  static const long cells[] = {1, 23};
+  assert_int_equal(la_ta_ntraces(&a, grid), 1);
+  assert_int_equal(trace_by_seq(&a, grid, 0, v, 24), 0);
+  assert_nonzero_exactly(0, v, 24, cells, 2);
 
-  /* LA_finalize removed both objects without the agent's help. */
-  assert_int_equal(la_test_ipc_count(r.pid), 0);
-  struct semid_ds ds;
-  errno = 0;
-  assert_int_equal(semctl(reg.sem_id, 0, IPC_STAT, &ds), -1);
-  assert_true(errno == EINVAL || errno == EIDRM);
-  la_test_peer_stop(p);
+  /* Neither segments nor semaphore sets outlive the program. */
+  assert_int_equal(la_test_ipc_wait_count(r.pid, 0, 10000), 0);
+  long long end = la_td_now_ms() + 10000;
+  while (new_sems(before, nb, r.pid) != 0 && la_td_now_ms() < end)
+    usleep(10000);
+  assert_int_equal(new_sems(before, nb, r.pid), 0);
+  la_ta_free(&a);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_constants_match_c),
-    cmocka_unit_test(test_no_agent),
-    cmocka_unit_test(test_values_arrive),
+      cmocka_unit_test(test_constants_match_c),
+      cmocka_unit_test(test_no_agent),
+      cmocka_unit_test(test_values_arrive),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

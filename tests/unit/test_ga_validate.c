@@ -68,44 +68,13 @@ static int teardown(void **state) {
   return 0;
 }
 
-static void dump_log(void) {
-  char *log = T.ga ? la_td_log(T.ga) : NULL;
-  if (!log) return;
-  size_t n = strlen(log);
-  print_message("---- la-globalagent log (tail) ----\n%s\n----\n",
-                n > 3000 ? log + n - 3000 : log);
-  free(log);
-}
-
-#define CHECK(cond, ...)                                                      \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      print_message(__VA_ARGS__);                                             \
-      print_message("\n");                                                    \
-      dump_log();                                                             \
-      fail_msg("%s", #cond);                                                  \
-    }                                                                         \
-  } while (0)
-
-static void nap_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
+#define CHECK(cond, ...) \
+  LA_TD_CHECK(la_td_print_log_tail(T.ga, 3000), cond, __VA_ARGS__)
 
 static uint16_t read_port_file(const char *path) {
-  long long end = la_td_now_ms() + WAIT_MS;
-  for (;;) {
-    FILE *f = fopen(path, "r");
-    unsigned p = 0;
-    if (f) {
-      if (fscanf(f, "%u", &p) != 1) p = 0;
-      fclose(f);
-    }
-    if (p > 0 && p < 65536) return (uint16_t)p;
-    CHECK(la_td_now_ms() < end, "no port in %s", path);
-    nap_ms(5);
-  }
+  int p = la_td_read_port(path, WAIT_MS);
+  CHECK(p > 0, "no port in %s", path);
+  return (uint16_t)p;
 }
 
 static void start_ga(void) {
@@ -120,8 +89,15 @@ static void start_ga(void) {
   snprintf(a[3], sizeof a[3], "--feed.port_file=%s", T.feed_pf);
   snprintf(a[4], sizeof a[4], "--store.path=%s", T.db);
   snprintf(a[5], sizeof a[5], "--agents.secret_file=%s", T.key);
-  const char *args[] = {a[0], a[1], a[2], a[3], a[4], a[5],
-                        "--stitch.timeout=60s", "--log.level=debug", NULL};
+  const char *args[] = {a[0],
+                        a[1],
+                        a[2],
+                        a[3],
+                        a[4],
+                        a[5],
+                        "--stitch.timeout=60s",
+                        "--log.level=debug",
+                        NULL};
   int port = la_td_start(T.ga, args, T.feed_pf, WAIT_MS);
   CHECK(port > 0, "la-globalagent did not start");
   T.feed_port = (uint16_t)port;
@@ -163,10 +139,10 @@ static void fake_rank_start(fake_t *f, const char *app, uint32_t rank,
   s.metric = "custom";
   s.unit = "user";
   s.host = "fakenode";
-  assert_int_equal(la_secure_send_msg(f->fd, &f->sec,
-                                      LA__MSG_TYPE__MSG_RANK_START, &s.base,
-                                      5000),
-                   0);
+  assert_int_equal(
+      la_secure_send_msg(f->fd, &f->sec, LA__MSG_TYPE__MSG_RANK_START, &s.base,
+                         5000),
+      0);
 }
 
 /* Sends a trace whose encoding is bytes[0..len) but whose message fields
@@ -189,14 +165,14 @@ static void fake_trace_bytes(fake_t *f, const char *app, uint32_t rank,
   t.segments.data = (uint8_t *)bytes;
   t.segments.len = len;
   t.stats = &st;
-  assert_int_equal(la_secure_send_msg(f->fd, &f->sec,
-                                      LA__MSG_TYPE__MSG_COMPACT_TRACE,
-                                      &t.base, 5000),
-                   0);
+  assert_int_equal(
+      la_secure_send_msg(f->fd, &f->sec, LA__MSG_TYPE__MSG_COMPACT_TRACE,
+                         &t.base, 5000),
+      0);
 }
 
-static void fake_trace(fake_t *f, const char *app, uint32_t rank,
-                       uint64_t tag, const la_compact_result_t *r) {
+static void fake_trace(fake_t *f, const char *app, uint32_t rank, uint64_t tag,
+                       const la_compact_result_t *r) {
   fake_trace_bytes(f, app, rank, tag, r, r->bytes, r->len);
 }
 
@@ -260,21 +236,23 @@ static void test_invalid_traces_refused(void **state) {
   fake_connect(&f, "nodeX");
   for (uint32_t r = 0; r < 4; r++) fake_rank_start(&f, "badapp", r, 4, N);
   fake_trace(&f, "badapp", 0, 7, &good);
-  fake_trace(&f, "badapp", 1, 7, &bad);            /* bit flipped */
+  fake_trace(&f, "badapp", 1, 7, &bad); /* bit flipped */
   fake_trace_bytes(&f, "badapp", 2, 7, &good, good.bytes, good.len - 3);
-  fake_trace(&f, "badapp", 3, 7, &half);           /* 500 of 1000 elements */
+  fake_trace(&f, "badapp", 3, 7, &half); /* 500 of 1000 elements */
   fake_wait_acked(&f);
 
   CHECK(la_td_wait_status(T.ga, "traces_invalid", 3, WAIT_MS) == 0,
         "traces_invalid did not reach 3 (is %lld)",
         la_td_status_ll(T.ga, "traces_invalid"));
   assert_int_equal(la_td_status_ll(T.ga, "traces_invalid"), 3);
-  CHECK(la_td_log_has(T.ga, "badapp rank 1 cycle 7 from LocalAgent nodeX "
-                            "refused: invalid trace: bad encoding"),
+  CHECK(la_td_log_has(T.ga,
+                      "badapp rank 1 cycle 7 from LocalAgent nodeX "
+                      "refused: invalid trace: bad encoding"),
         "no log line for rank 1");
-  CHECK(la_td_log_has(T.ga, "badapp rank 3 cycle 7 from LocalAgent nodeX "
-                            "refused: invalid trace: 500 elements, the rank "
-                            "registered 1000"),
+  CHECK(la_td_log_has(T.ga,
+                      "badapp rank 3 cycle 7 from LocalAgent nodeX "
+                      "refused: invalid trace: 500 elements, the rank "
+                      "registered 1000"),
         "no log line for rank 3");
 
   la_traceset_t *t = get_set("badapp", 7);
@@ -332,9 +310,10 @@ static void test_declared_count_above_rank_refused(void **state) {
   fake_wait_acked(&f);
   CHECK(la_td_wait_status(T.ga, "traces_invalid", 1, WAIT_MS) == 0,
         "traces_invalid did not reach 1");
-  CHECK(la_td_log_has(T.ga, "capapp rank 0 cycle 1 from LocalAgent nodeY "
-                            "refused: invalid trace: 4294967296 elements, "
-                            "the rank registered 64"),
+  CHECK(la_td_log_has(T.ga,
+                      "capapp rank 0 cycle 1 from LocalAgent nodeY "
+                      "refused: invalid trace: 4294967296 elements, "
+                      "the rank registered 64"),
         "no log line");
   close(f.fd);
   la_compact_result_free(&small);
@@ -378,17 +357,18 @@ static void test_robust_encoding_checked(void **state) {
     t.robust_segments.data = rr->bytes;
     t.robust_segments.len = rr->len;
     t.robust_stats = &rst;
-    assert_int_equal(la_secure_send_msg(f.fd, &f.sec,
-                                        LA__MSG_TYPE__MSG_COMPACT_TRACE,
-                                        &t.base, 5000),
-                     0);
+    assert_int_equal(
+        la_secure_send_msg(f.fd, &f.sec, LA__MSG_TYPE__MSG_COMPACT_TRACE,
+                           &t.base, 5000),
+        0);
   }
   fake_wait_acked(&f);
   CHECK(la_td_wait_status(T.ga, "traces_invalid", 1, WAIT_MS) == 0,
         "traces_invalid did not reach 1");
-  CHECK(la_td_log_has(T.ga, "robapp rank 1 cycle 3 from LocalAgent nodeR "
-                            "refused: invalid trace: robust encoding holds "
-                            "999 points"),
+  CHECK(la_td_log_has(T.ga,
+                      "robapp rank 1 cycle 3 from LocalAgent nodeR "
+                      "refused: invalid trace: robust encoding holds "
+                      "999 points"),
         "no log line for rank 1");
   la_traceset_t *t = get_set("robapp", 3);
   assert_true(la_traceset_has_rank(t, 0));
@@ -406,12 +386,12 @@ static void test_robust_encoding_checked(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown(test_invalid_traces_refused, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_declared_count_above_rank_refused,
-                                    setup, teardown),
-    cmocka_unit_test_setup_teardown(test_robust_encoding_checked, setup,
-                                    teardown),
+      cmocka_unit_test_setup_teardown(test_invalid_traces_refused, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_declared_count_above_rank_refused,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_robust_encoding_checked, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);
 }

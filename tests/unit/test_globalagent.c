@@ -63,6 +63,7 @@
 #include "la_compact.h"
 #include "la_sockio.h"
 #include "la_test_daemon.h"
+#include "la_test_ipc.h"
 
 #define WAIT_MS 15000 /* longest wait for anything; a broken daemon fails */
 #define WT_N 24       /* wavetoy grid: 24^3 cells, 3456 per rank */
@@ -73,25 +74,35 @@
 enum { MAXKIDS = 16, MAXLA = 2 };
 
 static struct {
-  la_test_daemon_t *ga;       /* la-globalagent */
+  la_test_daemon_t *ga;        /* la-globalagent */
   la_test_daemon_t *la[MAXLA]; /* la-localagent */
-  char key[600];              /* the secret file, in ga's directory */
-  char db[600];               /* store.path */
+  char key[600];               /* the secret file, in ga's directory */
+  char db[600];                /* store.path */
   char agents_pf[600], feed_pf[600];
   uint16_t agents_port, feed_port;
   char agents_addr[64], feed_addr[64];
   char la_addr[MAXLA][64];
   pid_t kids[MAXKIDS]; /* forked application ranks */
   int nkids;
-  pid_t bg;            /* a background mpiexec (its own process group) */
+  pid_t bg; /* a background mpiexec (its own process group) */
   la_client_t *subs[4];
 } T;
 
-static const char *la_vars[] = {
-  "LA_PERIOD", "LA_METRIC", "LA_POLICY", "LA_BUFFERS", "LA_AGENT",
-  "LA_COMPACT", "LA_APP_ID", "LA_VERBOSE", "LA_DISABLE",
-  "LA_WAIT_TIMEOUT_MS", "LA_CONNECT_TIMEOUT_MS", "LA_DUMP_RAW", "LA_TIMER",
-  "LA_GLOBAL", NULL};
+static const char *la_vars[] = {"LA_PERIOD",
+                                "LA_METRIC",
+                                "LA_POLICY",
+                                "LA_BUFFERS",
+                                "LA_AGENT",
+                                "LA_COMPACT",
+                                "LA_APP_ID",
+                                "LA_VERBOSE",
+                                "LA_DISABLE",
+                                "LA_WAIT_TIMEOUT_MS",
+                                "LA_CONNECT_TIMEOUT_MS",
+                                "LA_DUMP_RAW",
+                                "LA_TIMER",
+                                "LA_GLOBAL",
+                                NULL};
 
 static int group_setup(void **state) {
   for (int i = 0; la_vars[i]; i++) unsetenv(la_vars[i]);
@@ -142,62 +153,29 @@ static void need_daemons(void) {
   char p[1024];
   if (!T.ga || la_td_find_bin("la-localagent", p, sizeof p) != 0 ||
       la_td_find_bin("lactl", p, sizeof p) != 0) {
-    print_message("skip: la-globalagent, la-localagent or lactl not built "
-                  "(make build/bin/la-globalagent build/bin/la-localagent "
-                  "build/bin/lactl, or set LA_TEST_BIN_DIR)\n");
+    print_message(
+        "skip: la-globalagent, la-localagent or lactl not built "
+        "(make build/bin/la-globalagent build/bin/la-localagent "
+        "build/bin/lactl, or set LA_TEST_BIN_DIR)\n");
     skip();
   }
 }
 
-static void dump_log(la_test_daemon_t *d, const char *what) {
-  char *log = d ? la_td_log(d) : NULL;
-  if (!log) return;
-  size_t n = strlen(log);
-  /* not print_message: it truncates long messages */
-  printf("---- %s log (tail) ----\n%s\n----\n", what,
-         n > 3000 ? log + n - 3000 : log);
-  fflush(stdout);
-  free(log);
-}
-
 static void dump_logs(void) {
-  dump_log(T.ga, "la-globalagent");
-  for (int i = 0; i < MAXLA; i++) dump_log(T.la[i], "la-localagent");
+  la_td_print_log_tail(T.ga, 3000);
+  for (int i = 0; i < MAXLA; i++) la_td_print_log_tail(T.la[i], 3000);
 }
 
 /* Fails the test (with the daemons' logs) unless cond holds. */
-#define CHECK(cond, ...)                                                      \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      print_message(__VA_ARGS__);                                             \
-      print_message("\n");                                                    \
-      dump_logs();                                                            \
-      fail_msg("%s", #cond);                                                  \
-    }                                                                         \
-  } while (0)
-
-static void nap_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
+#define CHECK(cond, ...) LA_TD_CHECK(dump_logs(), cond, __VA_ARGS__)
 
 /* ------------------------------------------------------------ daemons -- */
 
 /* Reads a port number the daemon wrote into path (waits up to WAIT_MS). */
 static uint16_t read_port_file(const char *path) {
-  long long end = la_td_now_ms() + WAIT_MS;
-  for (;;) {
-    FILE *f = fopen(path, "r");
-    unsigned p = 0;
-    if (f) {
-      if (fscanf(f, "%u", &p) != 1) p = 0;
-      fclose(f);
-    }
-    if (p > 0 && p < 65536) return (uint16_t)p;
-    CHECK(la_td_now_ms() < end, "no port in %s", path);
-    nap_ms(5);
-  }
+  int p = la_td_read_port(path, WAIT_MS);
+  CHECK(p > 0, "no port in %s", path);
+  return (uint16_t)p;
 }
 
 /* Starts the GlobalAgent: ephemeral ports (or the previous run's, when
@@ -210,8 +188,7 @@ static void start_ga(const char *const *extra, int same_ports) {
   const char *args[40];
   int n = 0;
   if (same_ports) {
-    snprintf(a[0], sizeof a[0], "--agents.listen=127.0.0.1:%u",
-             T.agents_port);
+    snprintf(a[0], sizeof a[0], "--agents.listen=127.0.0.1:%u", T.agents_port);
     snprintf(a[1], sizeof a[1], "--feed.listen=127.0.0.1:%u", T.feed_port);
   } else {
     snprintf(a[0], sizeof a[0], "--agents.listen=127.0.0.1:0");
@@ -231,8 +208,7 @@ static void start_ga(const char *const *extra, int same_ports) {
   CHECK(port > 0, "la-globalagent did not start");
   T.feed_port = (uint16_t)port;
   T.agents_port = read_port_file(T.agents_pf);
-  snprintf(T.agents_addr, sizeof T.agents_addr, "127.0.0.1:%u",
-           T.agents_port);
+  snprintf(T.agents_addr, sizeof T.agents_addr, "127.0.0.1:%u", T.agents_port);
   snprintf(T.feed_addr, sizeof T.feed_addr, "127.0.0.1:%u", T.feed_port);
 }
 
@@ -251,10 +227,16 @@ static void start_la(int i, const char *host, const char *key) {
   snprintf(a[i][3], sizeof a[i][3], "--global.secret_file=%s",
            key ? key : T.key);
   snprintf(a[i][4], sizeof a[i][4], "--agent.host=%s", host);
-  const char *args[] = {"--agent.listen=127.0.0.1:0", a[i][0], a[i][1],
-                        a[i][2], a[i][3], a[i][4], "--log.level=debug",
+  const char *args[] = {"--agent.listen=127.0.0.1:0",
+                        a[i][0],
+                        a[i][1],
+                        a[i][2],
+                        a[i][3],
+                        a[i][4],
+                        "--log.level=debug",
                         "--global.reconnect_min=20ms",
-                        "--global.reconnect_max=200ms", NULL};
+                        "--global.reconnect_max=200ms",
+                        NULL};
   int port = la_td_start(T.la[i], args, port_file, WAIT_MS);
   CHECK(port > 0, "la-localagent %s did not start", host);
   snprintf(T.la_addr[i], sizeof T.la_addr[i], "%s", la_td_addr(T.la[i]));
@@ -269,7 +251,7 @@ static void wait_linked(int i) {
         !strcmp(v, "connected"))
       return;
     CHECK(la_td_now_ms() < end, "LocalAgent %d not linked: %s", i, v);
-    nap_ms(20);
+    la_td_nap_ms(20);
   }
 }
 
@@ -319,9 +301,9 @@ static long long db_ll(const char *fmt, ...) {
 static void db_wait(long long min, const char *sql) {
   long long end = la_td_now_ms() + WAIT_MS;
   while (db_ll("%s", sql) < min) {
-    CHECK(la_td_now_ms() < end, "store: %s stayed below %lld (is %lld)",
-          sql, min, db_ll("%s", sql));
-    nap_ms(10);
+    CHECK(la_td_now_ms() < end, "store: %s stayed below %lld (is %lld)", sql,
+          min, db_ll("%s", sql));
+    la_td_nap_ms(10);
   }
 }
 
@@ -562,7 +544,7 @@ static int bg_wait(int timeout_ms) {
   int st = -1;
   while (bg_running(&st)) {
     CHECK(la_td_now_ms() < end, "the background run did not end");
-    nap_ms(10);
+    la_td_nap_ms(10);
   }
   return st;
 }
@@ -589,7 +571,9 @@ static struct {
   int rank;
 } probe_ctx;
 
-static double probe_start(long e, void *arg) { return 0.0; }
+static double probe_start(long e, void *arg) {
+  return 0.0;
+}
 static double probe_stop(long e, void *arg) {
   return value_of(e, probe_ctx.cycle, probe_ctx.rank);
 }
@@ -640,7 +624,7 @@ static int reap_kids(void) {
       if (r == T.kids[i]) break;
       CHECK(la_td_now_ms() < end, "rank process %d did not exit",
             (int)T.kids[i]);
-      nap_ms(5);
+      la_td_nap_ms(5);
     }
     T.kids[i] = 0;
     int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -678,9 +662,8 @@ static int fake_connect(fake_t *f, const char *host, const char *key) {
 }
 
 /* A RankStart that names host as its LocalAgent's (as the real one does). */
-static void fake_rank_start_on(fake_t *f, const char *host,
-                               const char *app_id, uint32_t rank,
-                               uint32_t nprocs, uint64_t n) {
+static void fake_rank_start_on(fake_t *f, const char *host, const char *app_id,
+                               uint32_t rank, uint32_t nprocs, uint64_t n) {
   La__RankStart s = LA__RANK_START__INIT;
   s.seq = ++f->seq;
   s.app_id = (char *)app_id;
@@ -736,10 +719,12 @@ static void fake_wait_acked(fake_t *f) {
     ProtobufCMessage *m = NULL;
     char why[200] = "";
     int sealed = 0;
-    int rc = la_secure_recv_msg(f->fd, &f->sec, 1 << 16, (int)left, &type,
-                                &m, &sealed, why, sizeof why);
-    CHECK(rc == 0 && type == LA__MSG_TYPE__MSG_ACK, "expected Ack: rc %d "
-          "type %u %s", rc, type, why);
+    int rc = la_secure_recv_msg(f->fd, &f->sec, 1 << 16, (int)left, &type, &m,
+                                &sealed, why, sizeof why);
+    CHECK(rc == 0 && type == LA__MSG_TYPE__MSG_ACK,
+          "expected Ack: rc %d "
+          "type %u %s",
+          rc, type, why);
     acked = ((La__Ack *)m)->seq;
     la_msg_free(m);
   }
@@ -827,16 +812,18 @@ static void check_set_raw(const la_traceset_t *t, const char *dir) {
   for (uint32_t r = 0; r < np; r++) {
     if (!la_traceset_has_rank(t, r)) continue;
     double s = 0;
-    uint64_t n = raw_sum(dir, la_traceset_app_id(t), r, la_traceset_cycle(t),
-                         &s);
-    CHECK(la_traceset_rank_elements(t, r) == n, "cycle %llu rank %u: %llu "
+    uint64_t n =
+        raw_sum(dir, la_traceset_app_id(t), r, la_traceset_cycle(t), &s);
+    CHECK(la_traceset_rank_elements(t, r) == n,
+          "cycle %llu rank %u: %llu "
           "elements, the raw dump has %llu",
           (unsigned long long)la_traceset_cycle(t), r,
           (unsigned long long)la_traceset_rank_elements(t, r),
           (unsigned long long)n);
-    CHECK(s > 0 && rel_close(totals[r], s), "cycle %llu rank %u: total "
-          "%.17g, raw sum %.17g", (unsigned long long)la_traceset_cycle(t),
-          r, totals[r], s);
+    CHECK(s > 0 && rel_close(totals[r], s),
+          "cycle %llu rank %u: total "
+          "%.17g, raw sum %.17g",
+          (unsigned long long)la_traceset_cycle(t), r, totals[r], s);
   }
 }
 
@@ -876,11 +863,15 @@ static void test_two_agents_one_mpi_run(void **state) {
   got_t *g2 = collect(all, tags, STEPS);
   /* nothing more: each exactly once (a duplicate would be queued behind) */
   db_wait(4, "SELECT count(*) FROM ranks WHERE app_id='wt-two' AND ended=1");
-  CHECK(g->distinct == STEPS && g2->distinct == STEPS, "the subscribers "
-        "got %d and %d of %d cycles", g->distinct, g2->distinct, STEPS);
+  CHECK(g->distinct == STEPS && g2->distinct == STEPS,
+        "the subscribers "
+        "got %d and %d of %d cycles",
+        g->distinct, g2->distinct, STEPS);
   for (int c = 0; c < STEPS; c++) {
-    CHECK(g->count[c] == 1 && g2->count[c] == 1, "cycle %d received %d and "
-          "%d times", c, g->count[c], g2->count[c]);
+    CHECK(g->count[c] == 1 && g2->count[c] == 1,
+          "cycle %d received %d and "
+          "%d times",
+          c, g->count[c], g2->count[c]);
     const la_traceset_t *t = g->set[c];
     assert_string_equal(la_traceset_app_id(t), "wt-two");
     assert_int_equal(la_traceset_nprocs(t), 4);
@@ -888,8 +879,7 @@ static void test_two_agents_one_mpi_run(void **state) {
           "cycle %d incomplete: %zu ranks missing", c,
           la_traceset_missing(t, NULL));
     for (uint32_t r = 0; r < 4; r++)
-      assert_int_equal(la_traceset_rank_elements(t, r),
-                       WT_N * WT_N * WT_N / 4);
+      assert_int_equal(la_traceset_rank_elements(t, r), WT_N * WT_N * WT_N / 4);
     assert_int_equal(la_traceset_elements(t), WT_N * WT_N * WT_N);
     assert_int_equal(la_traceset_dropped(t), 0);
     assert_string_equal(la_traceset_metric(t), "time");
@@ -905,20 +895,25 @@ static void test_two_agents_one_mpi_run(void **state) {
    * 0-1 from nodeA and 2-3 from nodeB */
   assert_int_equal(db_ll("SELECT count(*) FROM trace_sets WHERE app_id="
                          "'wt-two' AND closed=1 AND complete=1 AND "
-                         "nprocs=4 AND n_missing=0"), STEPS);
+                         "nprocs=4 AND n_missing=0"),
+                   STEPS);
   assert_int_equal(db_ll("SELECT count(*) FROM trace_sets"), STEPS);
   assert_int_equal(db_ll("SELECT count(*) FROM traces WHERE app_id="
-                         "'wt-two'"), 4 * STEPS);
+                         "'wt-two'"),
+                   4 * STEPS);
   assert_int_equal(db_ll("SELECT count(DISTINCT rank || ':' || cycle_tag) "
-                         "FROM traces"), 4 * STEPS);
+                         "FROM traces"),
+                   4 * STEPS);
   assert_int_equal(db_ll("SELECT count(*) FROM ranks WHERE app_id='wt-two' "
                          "AND ((rank < 2 AND host='nodeA') OR (rank >= 2 "
                          "AND host='nodeB')) AND n_elements=%d "
-                         "AND end_reason='finalize'", WT_N * WT_N * WT_N / 4),
+                         "AND end_reason='finalize'",
+                         WT_N * WT_N * WT_N / 4),
                    4);
   assert_int_equal(db_ll("SELECT nprocs FROM apps WHERE app_id='wt-two'"), 4);
   CHECK(db_ll("SELECT count(*) FROM agents WHERE host IN ('nodeA', "
-              "'nodeB') AND max_seq > %d", STEPS) == 2,
+              "'nodeB') AND max_seq > %d",
+              STEPS) == 2,
         "the agents table does not hold both LocalAgents");
   assert_int_equal(ga_status("sets_complete"), STEPS);
   assert_int_equal(ga_status("sets_partial"), 0);
@@ -945,7 +940,8 @@ static void test_queries_and_exact_totals(void **state) {
   enum { STEPS = 8 };
   static char out[8192];
   run_wavetoy("wt-query", 2, STEPS, 1, dump, out, sizeof out);
-  db_wait(STEPS, "SELECT count(*) FROM trace_sets WHERE app_id='wt-query' "
+  db_wait(STEPS,
+          "SELECT count(*) FROM trace_sets WHERE app_id='wt-query' "
           "AND closed=1");
   dumped_t *d = calloc(1, sizeof *d);
   assert_non_null(d);
@@ -969,8 +965,9 @@ static void test_queries_and_exact_totals(void **state) {
   const char *v = la_client_rows_value(rows, 0);
   char want[200];
   snprintf(want, sizeof want, "nprocs=4 elements=%d", WT_N * WT_N * WT_N);
-  CHECK(strstr(v, want) && strstr(v, "complete=8") && strstr(v,
-        "partial=0") && strstr(v, "ranks_ended=4"), "apps row: %s", v);
+  CHECK(strstr(v, want) && strstr(v, "complete=8") && strstr(v, "partial=0") &&
+            strstr(v, "ranks_ended=4"),
+        "apps row: %s", v);
   la_client_rows_free(rows);
   /* cycles */
   rc = la_client_list(c, "cycles", "wt-query", &rows);
@@ -981,8 +978,9 @@ static void test_queries_and_exact_totals(void **state) {
     char k[32];
     snprintf(k, sizeof k, "%zu", i);
     assert_string_equal(la_client_rows_key(rows, i), k);
-    CHECK(strstr(la_client_rows_value(rows, i), "state=complete ranks=4 "
-                                                "missing=0"),
+    CHECK(strstr(la_client_rows_value(rows, i),
+                 "state=complete ranks=4 "
+                 "missing=0"),
           "cycle %zu: %s", i, la_client_rows_value(rows, i));
   }
   la_client_rows_free(rows);
@@ -1020,8 +1018,8 @@ static void test_queries_and_exact_totals(void **state) {
     assert_int_equal(la_traceset_rank_totals(t, totals), 0);
     for (uint32_t r = 0; r < 4; r++) {
       uint64_t first = r * (uint64_t)(WT_N * WT_N * WT_N / 4);
-      assert_int_equal(la_traceset_range_sum(t, first, WT_N * WT_N * WT_N / 4,
-                                             &s), 0);
+      assert_int_equal(
+          la_traceset_range_sum(t, first, WT_N * WT_N * WT_N / 4, &s), 0);
       CHECK(fabs(s - totals[r]) <= (1e-9 + ldexp(0.1, -11)) * totals[r],
             "cycle %llu rank %u: range sum %.17g, total %.17g",
             (unsigned long long)cy, r, s, totals[r]);
@@ -1045,9 +1043,11 @@ static void test_queries_and_exact_totals(void **state) {
   assert_int_equal(sqlite3_open_v2(T.db, &db, SQLITE_OPEN_READONLY, NULL),
                    SQLITE_OK);
   sqlite3_stmt *st = NULL;
-  assert_int_equal(sqlite3_prepare_v2(db, "SELECT stat_sum FROM traces WHERE"
+  assert_int_equal(sqlite3_prepare_v2(db,
+                                      "SELECT stat_sum FROM traces WHERE"
                                       " app_id='wt-query' AND rank=3 AND "
-                                      "cycle_tag=5", -1, &st, NULL),
+                                      "cycle_tag=5",
+                                      -1, &st, NULL),
                    SQLITE_OK);
   assert_int_equal(sqlite3_step(st), SQLITE_ROW);
   double stored = sqlite3_column_double(st, 0);
@@ -1078,20 +1078,25 @@ static void test_killed_localagent_partial_sets(void **state) {
   spawn_bg(wavetoy_argv(2, STEPS, 0), wavetoy_env("wt-kill", PERIOD, NULL),
            outf);
   /* nodeB has delivered something of both its ranks: kill it */
-  db_wait(2, "SELECT count(DISTINCT rank) FROM traces WHERE app_id="
+  db_wait(2,
+          "SELECT count(DISTINCT rank) FROM traces WHERE app_id="
           "'wt-kill' AND rank >= 2");
   int st = -1;
-  CHECK(bg_running(&st), "the run ended before the kill (exit %d): make it "
-        "longer", st);
+  CHECK(bg_running(&st),
+        "the run ended before the kill (exit %d): make it "
+        "longer",
+        st);
   la_td_signal(T.la[1], SIGKILL);
   assert_int_equal(la_td_wait_exit(T.la[1], WAIT_MS), 128 + SIGKILL);
   st = bg_wait(60000);
   char *out = slurp(outf);
   checksum_line(out, line, sizeof line);
-  CHECK(st == 0, "wavetoy exited %d after its LocalAgent was killed:\n%s",
-        st, out);
-  CHECK(!strcmp(line, base), "checksum changed:\n  with LA: %s\n  no LA:   "
-        "%s", line, base);
+  CHECK(st == 0, "wavetoy exited %d after its LocalAgent was killed:\n%s", st,
+        out);
+  CHECK(!strcmp(line, base),
+        "checksum changed:\n  with LA: %s\n  no LA:   "
+        "%s",
+        line, base);
   CHECK(strstr(out, "LA registered on 4 of 4 ranks") != NULL, "%s", out);
   free(out);
   /* every cycle closes (complete, or partial after the stitch timeout) */
@@ -1126,45 +1131,45 @@ static void test_killed_localagent_partial_sets(void **state) {
         assert_int_equal(isnan(tot[r]), !la_traceset_has_rank(t, r));
     }
   }
-  CHECK(both > 0, "no Trace-Set misses both ranks of the killed agent "
-        "(%d partial)", partial);
+  CHECK(both > 0,
+        "no Trace-Set misses both ranks of the killed agent "
+        "(%d partial)",
+        partial);
   got_free(g);
   /* the store says the same, naming the killed agent's ranks */
-  long long sets = db_ll("SELECT count(*) FROM trace_sets WHERE app_id="
-                         "'wt-kill' AND closed=1");
+  long long sets = db_ll(
+      "SELECT count(*) FROM trace_sets WHERE app_id="
+      "'wt-kill' AND closed=1");
   assert_int_equal(sets, CYCLES);
   assert_int_equal(db_ll("SELECT count(*) FROM trace_sets WHERE app_id="
                          "'wt-kill' AND complete=0 AND missing_ranks IN "
-                         "('2', '3', '2,3')"), partial);
+                         "('2', '3', '2,3')"),
+                   partial);
   assert_int_equal(db_ll("SELECT count(*) FROM trace_sets WHERE app_id="
                          "'wt-kill' AND missing_ranks='2,3' AND n_missing=2"),
                    both);
   char hosts[4][64];
-  int nh = db_texts(hosts, 4, "SELECT DISTINCT r.host FROM trace_sets s JOIN"
+  int nh = db_texts(hosts, 4,
+                    "SELECT DISTINCT r.host FROM trace_sets s JOIN"
                     " ranks r ON r.app_id = s.app_id AND ',' || "
                     "s.missing_ranks || ',' LIKE '%%,' || r.rank || ',%%' "
                     "WHERE s.app_id='wt-kill'");
-  CHECK(nh == 1 && !strcmp(hosts[0], "nodeB"), "missing ranks belong to %d "
-        "hosts, first %s", nh, nh ? hosts[0] : "-");
+  CHECK(nh == 1 && !strcmp(hosts[0], "nodeB"),
+        "missing ranks belong to %d "
+        "hosts, first %s",
+        nh, nh ? hosts[0] : "-");
   ga_wait_log("closed partial");
   assert_int_equal(ga_status("sets_partial"), partial);
   assert_int_equal(ga_status("sets_complete"), CYCLES - partial);
   /* the killed agent's ranks removed their own IPC objects */
   char pids[2][64];
-  assert_int_equal(db_texts(pids, 2, "SELECT pid FROM ranks WHERE app_id="
-                            "'wt-kill' AND rank >= 2"), 2);
-  FILE *f = fopen("/proc/sysvipc/shm", "r");
-  if (f) {
-    char l[512];
-    while (fgets(l, sizeof l, f)) {
-      long key, id, perms, size, cpid;
-      if (sscanf(l, "%ld %ld %lo %ld %ld", &key, &id, &perms, &size, &cpid)
-          == 5)
-        CHECK(cpid != atol(pids[0]) && cpid != atol(pids[1]),
-              "shared memory segment %ld of rank pid %ld left", id, cpid);
-    }
-    fclose(f);
-  }
+  assert_int_equal(db_texts(pids, 2,
+                            "SELECT pid FROM ranks WHERE app_id="
+                            "'wt-kill' AND rank >= 2"),
+                   2);
+  for (int i = 0; i < 2; i++)
+    CHECK(la_test_ipc_count(atoi(pids[i])) == 0,
+          "shared memory segment of rank pid %s left", pids[i]);
 }
 
 /* SIGKILL of the GlobalAgent mid-run, with Trace-Sets open in the store
@@ -1189,11 +1194,12 @@ static void test_globalagent_restart_mid_run(void **state) {
   la_td_path(T.ga, "raw", dump, sizeof dump);
   assert_int_equal(mkdir(dump, 0700), 0);
   la_td_path(T.ga, "wavetoy.out", outf, sizeof outf);
-  spawn_bg(wavetoy_argv(2, STEPS, 0), wavetoy_env("wt-restart", PERIOD,
-                                                  dump), outf);
+  spawn_bg(wavetoy_argv(2, STEPS, 0), wavetoy_env("wt-restart", PERIOD, dump),
+           outf);
   /* nodeB stops (SIGSTOP) once it delivered something: the sets of the
    * following cycles stay open in the store with ranks 0-1 only */
-  db_wait(1, "SELECT count(*) FROM traces WHERE app_id='wt-restart' AND "
+  db_wait(1,
+          "SELECT count(*) FROM traces WHERE app_id='wt-restart' AND "
           "rank >= 2");
   int st = -1;
   CHECK(bg_running(&st), "the run ended before the kill (exit %d)", st);
@@ -1201,23 +1207,27 @@ static void test_globalagent_restart_mid_run(void **state) {
   /* What nodeB had already written to its socket still arrives: wait until
    * its traces stop coming, so the sets that follow cannot complete before
    * the kill (they wait for nodeB, and the stitch timeout is long). */
-  long long prev = -1, now_n = db_ll("SELECT count(*) FROM traces WHERE "
-                                     "app_id='wt-restart' AND rank >= 2");
+  long long prev = -1, now_n = db_ll(
+                           "SELECT count(*) FROM traces WHERE "
+                           "app_id='wt-restart' AND rank >= 2");
   for (long long e3 = la_td_now_ms() + WAIT_MS;
        now_n != prev && la_td_now_ms() < e3;) {
     prev = now_n;
-    nap_ms(300);
-    now_n = db_ll("SELECT count(*) FROM traces WHERE app_id='wt-restart' "
-                  "AND rank >= 2");
+    la_td_nap_ms(300);
+    now_n = db_ll(
+        "SELECT count(*) FROM traces WHERE app_id='wt-restart' "
+        "AND rank >= 2");
   }
-  db_wait(1, "SELECT count(*) FROM trace_sets WHERE app_id='wt-restart' "
+  db_wait(1,
+          "SELECT count(*) FROM trace_sets WHERE app_id='wt-restart' "
           "AND closed=0 AND n_ranks_present=2");
   /* the GlobalAgent dies with those sets open; nodeB goes on */
   la_td_signal(T.ga, SIGKILL);
   assert_int_equal(la_td_wait_exit(T.ga, WAIT_MS), 128 + SIGKILL);
   /* read once it is dead: it stored until the kill */
-  long long open_sets = db_ll("SELECT count(*) FROM trace_sets WHERE "
-                              "closed=0");
+  long long open_sets = db_ll(
+      "SELECT count(*) FROM trace_sets WHERE "
+      "closed=0");
   long long before = db_ll("SELECT count(*) FROM traces");
   la_td_signal(T.la[1], SIGCONT);
   /* the application goes on; the LocalAgents keep what is not acked */
@@ -1226,7 +1236,7 @@ static void test_globalagent_restart_mid_run(void **state) {
   while (bg_running(&st) &&
          la_td_status_ll(T.la[0], "cycles_compacted") < c0 + 2 &&
          la_td_now_ms() < end)
-    nap_ms(20);
+    la_td_nap_ms(20);
   long long queued = la_td_status_ll(T.la[0], "queue_items") +
                      la_td_status_ll(T.la[1], "queue_items");
   la_td_log_mark(T.ga);
@@ -1238,14 +1248,15 @@ static void test_globalagent_restart_mid_run(void **state) {
         "wavetoy exited %d:\n%s", st, out);
   free(out);
   /* everything ends, is acknowledged and closed */
-  db_wait(4, "SELECT count(*) FROM ranks WHERE app_id='wt-restart' AND "
+  db_wait(4,
+          "SELECT count(*) FROM ranks WHERE app_id='wt-restart' AND "
           "ended=1");
   for (int i = 0; i < MAXLA; i++) {
     long long e2 = la_td_now_ms() + WAIT_MS;
     while (la_td_status_ll(T.la[i], "queue_items") != 0) {
-      CHECK(la_td_now_ms() < e2, "LocalAgent %d still holds %lld messages",
-            i, la_td_status_ll(T.la[i], "queue_items"));
-      nap_ms(20);
+      CHECK(la_td_now_ms() < e2, "LocalAgent %d still holds %lld messages", i,
+            la_td_status_ll(T.la[i], "queue_items"));
+      la_td_nap_ms(20);
     }
   }
   db_wait(1, "SELECT count(*) = 0 FROM trace_sets WHERE closed=0");
@@ -1261,7 +1272,8 @@ static void test_globalagent_restart_mid_run(void **state) {
   for (int i = 0; i < d->n; i++) {
     sqlite3_stmt *q = NULL;
     char sql[300];
-    snprintf(sql, sizeof sql, "SELECT count(*), sum(stat_sum) FROM traces "
+    snprintf(sql, sizeof sql,
+             "SELECT count(*), sum(stat_sum) FROM traces "
              "WHERE app_id='wt-restart' AND rank=%u AND cycle_tag=%llu",
              d->rank[i], (unsigned long long)d->tag[i]);
     assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
@@ -1272,21 +1284,25 @@ static void test_globalagent_restart_mid_run(void **state) {
     CHECK(cnt == 1, "rank %u cycle %llu stored %d times", d->rank[i],
           (unsigned long long)d->tag[i], cnt);
     raw_sum(dump, "wt-restart", d->rank[i], d->tag[i], &raw);
-    CHECK(rel_close(s, raw), "rank %u cycle %llu: stat_sum %.17g, raw "
-          "%.17g", d->rank[i], (unsigned long long)d->tag[i], s, raw);
+    CHECK(rel_close(s, raw),
+          "rank %u cycle %llu: stat_sum %.17g, raw "
+          "%.17g",
+          d->rank[i], (unsigned long long)d->tag[i], s, raw);
   }
   sqlite3_close(db);
   free(d);
   assert_int_equal(db_ll("SELECT count(*) FROM trace_sets WHERE app_id="
                          "'wt-restart' AND closed=1 AND complete=1 AND "
-                         "n_ranks_present=4"), CYCLES);
+                         "n_ranks_present=4"),
+                   CYCLES);
   assert_int_equal(db_ll("SELECT count(*) FROM trace_sets"), CYCLES);
   assert_int_equal(db_ll("SELECT count(*) FROM ranks WHERE started=1"), 4);
-  print_message("GlobalAgent restart: %lld traces stored and %lld sets "
-                "open at the kill, %lld messages held by the LocalAgents, "
-                "%lld duplicates after the restart, %lld stored after it\n",
-                before, open_sets, queued, ga_status("traces_duplicate"),
-                ga_status("traces_stored"));
+  print_message(
+      "GlobalAgent restart: %lld traces stored and %lld sets "
+      "open at the kill, %lld messages held by the LocalAgents, "
+      "%lld duplicates after the restart, %lld stored after it\n",
+      before, open_sets, queued, ga_status("traces_duplicate"),
+      ga_status("traces_stored"));
   CHECK(ga_status("traces_stored") + before >= 4 * CYCLES,
         "counts do not add up");
 }
@@ -1311,17 +1327,18 @@ static void test_wrong_secret_refused(void **state) {
         "LocalAgent: %s", line);
   print_message("LocalAgent: %s\n", line);
   la_td_log_line(T.ga, "refused", line, sizeof line);
-  CHECK(strstr(line, "badnode") && strstr(line, "127.0.0.1"),
-        "GlobalAgent: %s", line);
+  CHECK(strstr(line, "badnode") && strstr(line, "127.0.0.1"), "GlobalAgent: %s",
+        line);
   print_message("GlobalAgent: %s\n", line);
   /* an application runs through it: nothing reaches the store */
   enum { CYCLES = 3 };
   fork_rank(T.la_addr[0], "refused-1", 0, 2, 2000, CYCLES);
   fork_rank(T.la_addr[0], "refused-1", 1, 2, 2000, CYCLES);
   assert_int_equal(reap_kids(), 0);
-  CHECK(la_td_wait_status(T.la[0], "cycles_compacted", 2 * CYCLES,
-                          WAIT_MS) == 0, "the LocalAgent compacted %lld",
-        la_td_status_ll(T.la[0], "cycles_compacted"));
+  CHECK(
+      la_td_wait_status(T.la[0], "cycles_compacted", 2 * CYCLES, WAIT_MS) == 0,
+      "the LocalAgent compacted %lld",
+      la_td_status_ll(T.la[0], "cycles_compacted"));
   CHECK(la_td_status_ll(T.la[0], "queue_items") >= 2 * CYCLES + 4,
         "the LocalAgent holds %lld messages",
         la_td_status_ll(T.la[0], "queue_items"));
@@ -1356,16 +1373,15 @@ static void big_trace(size_t n, la_compact_result_t *r) {
  * received adds up to everything published. */
 static void test_slow_subscriber(void **state) {
   need_daemons();
-  const char *extra[] = {"--feed.queue_bytes=256k", "--store.fsync=no",
-                         NULL};
+  const char *extra[] = {"--feed.queue_bytes=256k", "--store.fsync=no", NULL};
   start_ga(extra, 0);
   la_client_t *fast = subscribe(0, "slow-1");
   /* the slow one: a 4 KiB receive buffer set before connecting */
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   assert_true(fd >= 0);
   int small = 4096;
-  assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small,
-                              sizeof small), 0);
+  assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small),
+                   0);
   struct sockaddr_in a = {0};
   a.sin_family = AF_INET;
   a.sin_port = htons(T.feed_port);
@@ -1383,7 +1399,8 @@ static void test_slow_subscriber(void **state) {
   big_trace(12500, &r);
   print_message("each Trace-Set carries a %zu-byte trace\n", r.len);
   fake_t f;
-  CHECK(fake_connect(&f, "fakenode", T.key) == 0, "the test's LocalAgent "
+  CHECK(fake_connect(&f, "fakenode", T.key) == 0,
+        "the test's LocalAgent "
         "was refused");
   fake_rank_start(&f, "slow-1", 0, 1, 12500);
   /* one set per commit; the fast subscriber reads each before the next */
@@ -1396,9 +1413,10 @@ static void test_slow_subscriber(void **state) {
     CHECK(rc == 0, "the fast subscriber got nothing for cycle %llu: %s",
           (unsigned long long)c, la_client_error(fast));
     CHECK(la_traceset_cycle(t) == c && la_traceset_complete(t) &&
-          la_traceset_dropped(t) == 0, "fast subscriber: cycle %llu "
-          "(expected %llu), dropped %llu", (unsigned long long)
-          la_traceset_cycle(t), (unsigned long long)c,
+              la_traceset_dropped(t) == 0,
+          "fast subscriber: cycle %llu "
+          "(expected %llu), dropped %llu",
+          (unsigned long long)la_traceset_cycle(t), (unsigned long long)c,
           (unsigned long long)la_traceset_dropped(t));
     la_traceset_free(t);
   }
@@ -1439,12 +1457,15 @@ static void test_slow_subscriber(void **state) {
   assert_int_equal(la_traceset_cycle(t), SETS);
   assert_int_equal(la_traceset_dropped(t), 0);
   la_traceset_free(t);
-  print_message("slow subscriber: %d sets received, %llu dropped (status "
-                "%lld)\n", received, (unsigned long long)reported, dropped);
+  print_message(
+      "slow subscriber: %d sets received, %llu dropped (status "
+      "%lld)\n",
+      received, (unsigned long long)reported, dropped);
   CHECK(reported > 0 && (long long)reported == dropped &&
-        received + (long long)reported == SETS, "received %d + dropped %llu "
-        "!= %d published (status: %lld dropped)", received,
-        (unsigned long long)reported, SETS, dropped);
+            received + (long long)reported == SETS,
+        "received %d + dropped %llu "
+        "!= %d published (status: %lld dropped)",
+        received, (unsigned long long)reported, SETS, dropped);
   assert_int_equal(ga_status("sets_dropped_for_slow_subscribers"), dropped);
   close(f.fd);
   la_compact_result_free(&r);
@@ -1486,8 +1507,9 @@ static void test_garbage_closes_only_that_connection(void **state) {
   CHECK(wait_closed(fd) == 0, "garbage on the agents port did not close it");
   close(fd);
   /* 4: agents port, a header announcing 1 GiB */
-  uint8_t big[16] = {0x40, 0, 0, 0, 0, LA__MSG_TYPE__MSG_COMPACT_TRACE, 0, 0,
-                     1, 2, 3, 4, 5, 6, 7, 8};
+  uint8_t big[16] = {0x40, 0, 0, 0, 0, LA__MSG_TYPE__MSG_COMPACT_TRACE,
+                     0,    0, 1, 2, 3, 4,
+                     5,    6, 7, 8};
   fd = la_tcp_connect("127.0.0.1", T.agents_port, 5000);
   assert_true(fd >= 0);
   assert_int_equal(la_write_all(fd, big, sizeof big, 5000), 0);
@@ -1497,7 +1519,8 @@ static void test_garbage_closes_only_that_connection(void **state) {
   fake_t f;
   CHECK(fake_connect(&f, "garbler", T.key) == 0, "refused");
   assert_int_equal(la_write_all(f.fd, junk, sizeof junk, 5000), 0);
-  CHECK(wait_closed(f.fd) == 0, "garbage after the handshake did not close "
+  CHECK(wait_closed(f.fd) == 0,
+        "garbage after the handshake did not close "
         "the connection");
   close(f.fd);
   /* 6: an authenticated agent sending a subscriber's message */
@@ -1524,8 +1547,8 @@ static void test_garbage_closes_only_that_connection(void **state) {
   assert_int_equal(reap_kids(), 0);
   uint64_t tags[CYCLES] = {0, 1, 2, 3, 4};
   got_t *g = collect(sub, tags, CYCLES);
-  CHECK(g->distinct == CYCLES, "the subscriber got %d of %d sets",
-        g->distinct, CYCLES);
+  CHECK(g->distinct == CYCLES, "the subscriber got %d of %d sets", g->distinct,
+        CYCLES);
   for (int c = 0; c < CYCLES; c++) {
     const la_traceset_t *t = g->set[c];
     assert_int_equal(g->count[c], 1);
@@ -1536,13 +1559,14 @@ static void test_garbage_closes_only_that_connection(void **state) {
       double want = 0;
       for (long e = 0; e < 3000 + r; e++)
         want += value_of(e, (uint64_t)c, r); /* multiples of 1/4: exact */
-      CHECK(tot[r] == want, "cycle %d rank %d total %.17g, expected %.17g",
-            c, r, tot[r], want);
+      CHECK(tot[r] == want, "cycle %d rank %d total %.17g, expected %.17g", c,
+            r, tot[r], want);
     }
   }
   got_free(g);
   assert_int_equal(db_ll("SELECT count(*) FROM trace_sets WHERE app_id="
-                         "'after-garbage' AND complete=1"), CYCLES);
+                         "'after-garbage' AND complete=1"),
+                   CYCLES);
   /* nothing from the garbage connections was stored */
   assert_int_equal(db_ll("SELECT count(*) FROM apps"), 1);
   ga_wait_log("frame");
@@ -1640,10 +1664,10 @@ static void fake_missing(fake_t *f, const char *app_id, uint32_t rank,
   t.rank = rank;
   t.cycle_tag = tag;
   t.reason = (char *)reason;
-  assert_int_equal(la_secure_send_msg(f->fd, &f->sec,
-                                      LA__MSG_TYPE__MSG_TRACE_MISSING, &t.base,
-                                      5000),
-                   0);
+  assert_int_equal(
+      la_secure_send_msg(f->fd, &f->sec, LA__MSG_TYPE__MSG_TRACE_MISSING,
+                         &t.base, 5000),
+      0);
 }
 
 /* Runs `lactl A1 A2 [A3 [A4]] --global FEED` (NULL: no argument) and
@@ -1799,8 +1823,9 @@ static void test_timeout_reason_in_status(void **state) {
             !strcmp(v2, "1 timeout: no trace within stitch.timeout"),
         "status missing_reason.1: '%s', .2: '%s'", v1, v2);
   const char *out = lactl_out("cycles", app, "--first=3", "--last=3");
-  CHECK(strstr(out, "timeout: LocalAgent nodeU not connected (1); timeout: "
-                    "no trace within stitch.timeout (1)"),
+  CHECK(strstr(out,
+               "timeout: LocalAgent nodeU not connected (1); timeout: "
+               "no trace within stitch.timeout (1)"),
         "lactl cycles: %s", out);
   close(f.fd);
   la_compact_result_free(&r);
@@ -1900,12 +1925,13 @@ static void test_commit_failure_counts_exact(void **state) {
         n1);
 }
 
-
 /* ---------------------------------------- late traces, restored ages --- */
 
 /* The first column of the first row of a query, as a 64-bit integer read
  * as unsigned (times in ns); 0 when there is none. */
-static uint64_t db_u64(const char *sql) { return (uint64_t)db_ll("%s", sql); }
+static uint64_t db_u64(const char *sql) {
+  return (uint64_t)db_ll("%s", sql);
+}
 
 /* test_late_trace_never_reopens_a_closed_set: with a closed-key cache of
  * one key (stitch.closed_cache=1), cycle 5 closes partial (ranks 1 and 2
@@ -1941,8 +1967,9 @@ static void test_late_trace_never_reopens_a_closed_set(void **state) {
     la_traceset_free(t);
   }
   ga_wait_status("closed_cache_evicted", 1);
-  const char *row = "SELECT %s FROM trace_sets WHERE app_id='late-1' AND "
-                    "cycle_tag=5";
+  const char *row =
+      "SELECT %s FROM trace_sets WHERE app_id='late-1' AND "
+      "cycle_tag=5";
   char q[300];
   snprintf(q, sizeof q, row, "t_closed_ns");
   uint64_t t_closed = db_u64(q);
@@ -1956,12 +1983,14 @@ static void test_late_trace_never_reopens_a_closed_set(void **state) {
            "n_missing = 1 AND n_ranks_present = 2");
   CHECK(db_ll("%s", q) == 1 && ga_status("sets_open") == 0,
         "after a late trace cycle 5 is no longer closed partial missing "
-        "rank 2 (sets_open %lld)", ga_status("sets_open"));
+        "rank 2 (sets_open %lld)",
+        ga_status("sets_open"));
   /* what the timeout would close, had the set been reopened */
   fake_trace(&f, app, 0, 7, &r);
   fake_wait_acked(&f);
   la_traceset_t *t = next_set(sub);
-  CHECK(la_traceset_cycle(t) == 7, "cycle %llu published, not 7 (a late "
+  CHECK(la_traceset_cycle(t) == 7,
+        "cycle %llu published, not 7 (a late "
         "trace republished a partial set?)",
         (unsigned long long)la_traceset_cycle(t));
   la_traceset_free(t);
@@ -2025,7 +2054,8 @@ static void test_restart_keeps_age_and_closed_sets(void **state) {
   fake_trace(&f, app, 0, 3, &r);
   fake_missing(&f, app, 1, 3, "rank 1 gone");
   fake_wait_acked(&f);
-  db_wait(1, "SELECT closed FROM trace_sets WHERE app_id='age-1' AND "
+  db_wait(1,
+          "SELECT closed FROM trace_sets WHERE app_id='age-1' AND "
           "cycle_tag=3");
   close(f.fd);
   la_td_signal(T.ga, SIGKILL);
@@ -2033,13 +2063,14 @@ static void test_restart_keeps_age_and_closed_sets(void **state) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   char sql[300];
-  snprintf(sql, sizeof sql, "UPDATE trace_sets SET t_first_ns = %lld WHERE "
+  snprintf(sql, sizeof sql,
+           "UPDATE trace_sets SET t_first_ns = %lld WHERE "
            "app_id='age-1' AND cycle_tag=1",
-           (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec -
-               59500000000LL);
+           (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec - 59500000000LL);
   db_exec(sql);
-  uint64_t t_closed3 = db_u64("SELECT t_closed_ns FROM trace_sets WHERE "
-                              "app_id='age-1' AND cycle_tag=3");
+  uint64_t t_closed3 = db_u64(
+      "SELECT t_closed_ns FROM trace_sets WHERE "
+      "app_id='age-1' AND cycle_tag=3");
   la_td_log_mark(T.ga);
   start_ga(ex, 1);
   ga_wait_log("rebuilt 2 open Trace-Sets");
@@ -2047,7 +2078,8 @@ static void test_restart_keeps_age_and_closed_sets(void **state) {
   fake_trace(&f, app, 0, 4, &r);
   fake_trace(&f, app, 1, 3, &r);
   fake_wait_acked(&f);
-  db_wait(1, "SELECT closed FROM trace_sets WHERE app_id='age-1' AND "
+  db_wait(1,
+          "SELECT closed FROM trace_sets WHERE app_id='age-1' AND "
           "cycle_tag=1");
   CHECK(db_ll("SELECT count(*) FROM trace_sets WHERE app_id='age-1' AND "
               "closed=0 AND cycle_tag IN (2, 4)") == 2,

@@ -36,21 +36,6 @@
 static la_test_daemon_t *ga, *lagent;
 static char feed_addr[64], agent_addr[64], exdir[512];
 
-static int read_port(const char *path, int timeout_ms) {
-  long long end = la_td_now_ms() + timeout_ms;
-  while (la_td_now_ms() < end) {
-    FILE *f = fopen(path, "r");
-    int port = 0;
-    if (f) {
-      if (fscanf(f, "%d", &port) != 1) port = 0;
-      fclose(f);
-    }
-    if (port > 0) return port;
-    usleep(20000);
-  }
-  return -1;
-}
-
 static int group_setup(void **state) {
   char path[600], gport[600], fport[600], lport[600];
   if (system("command -v mpiexec >/dev/null 2>&1") != 0 ||
@@ -71,11 +56,11 @@ static int group_setup(void **state) {
   snprintf(a1, sizeof a1, "--agents.port_file=%s", gport);
   snprintf(a2, sizeof a2, "--feed.port_file=%s", fport);
   snprintf(a3, sizeof a3, "--store.path=%s/la.db", la_td_dir(ga));
-  const char *gargs[] = {"--agents.listen=127.0.0.1:0",
-                         "--feed.listen=127.0.0.1:0", a1, a2, a3,
-                         "--stitch.timeout=20s", "--store.fsync=no", NULL};
+  const char *gargs[] = {
+      "--agents.listen=127.0.0.1:0", "--feed.listen=127.0.0.1:0", a1,  a2, a3,
+      "--stitch.timeout=20s",        "--store.fsync=no",          NULL};
   int gp = la_td_start(ga, gargs, gport, 10000);
-  int fp = read_port(fport, 5000);
+  int fp = la_td_read_port(fport, 5000);
   if (gp <= 0 || fp <= 0) return -1;
   snprintf(feed_addr, sizeof feed_addr, "127.0.0.1:%d", fp);
   la_td_path(lagent, "port", lport, sizeof lport);
@@ -148,9 +133,9 @@ static void check_bound(const la_compact_params_t *p, const la_trace_t *t,
       sum += x[j];
       m++;
     }
-    if (g.kind == LA_SEG_LINE && !(sse * m <= (long double)p->cv * p->cv *
-                                                      sum * sum * (1 + 1e-9L) +
-                                                  1e-300L))
+    if (g.kind == LA_SEG_LINE &&
+        !(sse * m <=
+          (long double)p->cv * p->cv * sum * sum * (1 + 1e-9L) + 1e-300L))
       fail_msg("%s: segment %zu (%llu points) above cv %g", what, s,
                (unsigned long long)g.count, p->cv);
   }
@@ -164,8 +149,7 @@ static void run_mode(const char *example, const char *n, const char *spec,
   char prog[700];
   snprintf(prog, sizeof prog, "%s/%s", exdir, example);
   if (!ga || access(prog, X_OK) != 0) {
-    printf("skip: mpiexec, the daemons or examples/%s are missing\n",
-           example);
+    printf("skip: mpiexec, the daemons or examples/%s are missing\n", example);
     skip();
   }
   la_compact_params_t p;
@@ -180,8 +164,8 @@ static void run_mode(const char *example, const char *n, const char *spec,
   snprintf(env_dump, sizeof env_dump, "LA_DUMP_RAW=%s", dump);
   snprintf(env_id, sizeof env_id, "LA_APP_ID=%s", app_id);
   const int steps = 5, np = 4;
-  const char *argv[] = {"mpiexec", "-n", "4", prog, "--n", n,
-                        "--steps", "5", NULL};
+  const char *argv[] = {"mpiexec", "-n",      "4", prog, "--n",
+                        n,         "--steps", "5", NULL};
   const char *env[] = {env_agent, env_spec, env_dump, env_id, NULL};
   char out[8192];
   int rc = la_td_run(argv, env, 120000, out, sizeof out);
@@ -220,13 +204,13 @@ static void run_mode(const char *example, const char *n, const char *spec,
       assert_non_null(t);
       uint64_t n = la_trace_count(t);
       double *x = read_raw(path, n);
-      if (!x) fail_msg("%s: raw dump %s missing or not %llu values", what,
-                       path, (unsigned long long)n);
+      if (!x)
+        fail_msg("%s: raw dump %s missing or not %llu values", what, path,
+                 (unsigned long long)n);
       /* exact per-rank sums: the statistics are of the raw series */
       double raw_sum = la_compact_sum(x, (size_t)n);
       if (totals[r] != raw_sum)
-        fail_msg("%s: total %.17g != raw sum %.17g", what, totals[r],
-                 raw_sum);
+        fail_msg("%s: total %.17g != raw sum %.17g", what, totals[r], raw_sum);
       double *y = malloc(n * sizeof *y);
       assert_int_equal(la_traceset_rank_weights(ts, r, y), 0);
       check_bound(&p, t, x, y, n, what);
@@ -267,14 +251,14 @@ static void test_heavy_lossless(void **s) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_polyline_default),
-    cmocka_unit_test(test_polyline_connected),
-    cmocka_unit_test(test_maxerr_relative),
-    cmocka_unit_test(test_maxerr_absolute),
-    cmocka_unit_test(test_lossless),
-    cmocka_unit_test(test_multiloop_polyline),
-    cmocka_unit_test(test_multiloop_maxerr),
-    cmocka_unit_test(test_heavy_lossless),
+      cmocka_unit_test(test_polyline_default),
+      cmocka_unit_test(test_polyline_connected),
+      cmocka_unit_test(test_maxerr_relative),
+      cmocka_unit_test(test_maxerr_absolute),
+      cmocka_unit_test(test_lossless),
+      cmocka_unit_test(test_multiloop_polyline),
+      cmocka_unit_test(test_multiloop_maxerr),
+      cmocka_unit_test(test_heavy_lossless),
   };
   return cmocka_run_group_tests_name("ground_truth", tests, group_setup,
                                      group_teardown);

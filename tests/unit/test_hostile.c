@@ -50,6 +50,7 @@
 #include "la_shm_layout.h"
 #include "la_sockio.h"
 #include "la_test_daemon.h"
+#include "la_test_ipc.h"
 #include "la_test_global.h"
 
 #define WAIT_MS 30000
@@ -135,30 +136,8 @@ static int teardown(void **state) {
   return 0;
 }
 
-static void dump_log(void) {
-  char *log = T.d ? la_td_log(T.d) : NULL;
-  if (!log) return;
-  size_t n = strlen(log);
-  print_message("---- la-localagent log (tail) ----\n%s\n----\n",
-                n > 3000 ? log + n - 3000 : log);
-  free(log);
-}
-
-#define CHECK(cond, ...)          \
-  do {                            \
-    if (!(cond)) {                \
-      print_message(__VA_ARGS__); \
-      print_message("\n");        \
-      dump_log();                 \
-      fail_msg("%s", #cond);      \
-    }                             \
-  } while (0)
-
-static void nap_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
+#define CHECK(cond, ...) \
+  LA_TD_CHECK(la_td_print_log_tail(T.d, 3000), cond, __VA_ARGS__)
 
 /* Creates the daemon object: the real binary, or (unprivileged) a wrapper
  * that runs it under setpriv as NOBODY with CAP_IPC_OWNER only. Skips the
@@ -322,62 +301,6 @@ static void send_rec(int fd, rec_t *r) {
   (void)w;
 }
 
-/* The segment and semaphore set this process created. */
-static int my_shm_id(void) {
-  FILE *f = fopen("/proc/sysvipc/shm", "r");
-  char line[512];
-  int found = -1;
-  if (!f) return -1;
-  if (fgets(line, sizeof line, f))
-    while (fgets(line, sizeof line, f)) {
-      int key, id, cpid;
-      unsigned perms;
-      unsigned long size;
-      if (sscanf(line, "%d %d %o %lu %d", &key, &id, &perms, &size, &cpid) ==
-              5 &&
-          cpid == (int)getpid())
-        found = id;
-    }
-  fclose(f);
-  return found;
-}
-
-/* Semaphore sets whose every semaphore was last operated by pid (the
- * creator's SETALL, or its own semops). Returns the first, or -1. */
-static int sem_of(int pid) {
-  FILE *f = fopen("/proc/sysvipc/sem", "r");
-  char line[512];
-  int found = -1;
-  if (!f) return -1;
-  if (fgets(line, sizeof line, f))
-    while (fgets(line, sizeof line, f) && found < 0) {
-      int key, id;
-      if (sscanf(line, "%d %d", &key, &id) == 2 && semctl(id, 0, GETPID) == pid)
-        found = id;
-    }
-  fclose(f);
-  return found;
-}
-
-static int shm_count_of(int pid) {
-  FILE *f = fopen("/proc/sysvipc/shm", "r");
-  char line[512];
-  int n = 0;
-  if (!f) return -1;
-  if (fgets(line, sizeof line, f))
-    while (fgets(line, sizeof line, f)) {
-      int key, id, cpid;
-      unsigned perms;
-      unsigned long size;
-      if (sscanf(line, "%d %d %o %lu %d", &key, &id, &perms, &size, &cpid) ==
-              5 &&
-          cpid == pid)
-        n++;
-    }
-  fclose(f);
-  return n;
-}
-
 static int sem_exists(int id) {
   struct semid_ds sd;
   return id >= 0 && semctl(id, 0, IPC_STAT, &sd) == 0;
@@ -412,7 +335,7 @@ static void wait_go(int go) {
  * values (tag 0, through libla), a NaN scale (tag 101), a negative scale
  * (tag 102) and a huge scale that overflows to infinity (tag 103). */
 static void hostile_main(const app_t *a, int res, int go) {
-  int shm = my_shm_id();
+  int shm = la_test_shm_of((int)getpid());
   la_shm_header_t *h = shm >= 0 ? shmat(shm, NULL, 0) : (void *)-1;
   if (h == (void *)-1) _exit(5);
   uint64_t n = (uint64_t)a->n, stride = la_shm_buffer_stride(n);
@@ -479,8 +402,8 @@ static void app_main(const app_t *a, int res, int go) {
   memset(&r, 0, sizeof r);
   r.kind = REC_REGISTERED;
   r.rc = LA_register("hostile-test", 0, 1, a->n);
-  r.shm_id = my_shm_id();
-  r.sem_id = sem_of((int)getpid());
+  r.shm_id = la_test_shm_of((int)getpid());
+  r.sem_id = la_test_sem_of((int)getpid());
   snprintf(r.msg, sizeof r.msg, "%s", LA_lastError());
   send_rec(res, &r);
   if (r.rc != 0) _exit(1);
@@ -588,7 +511,7 @@ static int reap_kid(kid_t *k) {
     pid_t r = waitpid(k->pid, &st, WNOHANG);
     if (r == k->pid) break;
     CHECK(r == 0 && now_ms() < end, "child %d did not exit", (int)k->pid);
-    nap_ms(5);
+    la_td_nap_ms(5);
   }
   k->pid = 0;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -623,7 +546,7 @@ static void good_app_is_served(const char *app_id) {
     const la_tg_trace_t *t = NULL;
     long long end = now_ms() + WAIT_MS;
     while (!(t = la_test_global_find(T.g, app_id, 0, c)) && now_ms() < end)
-      nap_ms(10);
+      la_td_nap_ms(10);
     CHECK(t != NULL, "%s cycle %llu never stored", app_id,
           (unsigned long long)c);
     CHECK(t->n_elements == 500 && t->sum == sums[c],
@@ -672,7 +595,7 @@ static void test_hostile_values_real_globalagent(void **state) {
       if (fscanf(f, "%d", &agents_port) != 1) agents_port = 0;
       fclose(f);
     }
-    if (agents_port <= 0) nap_ms(10);
+    if (agents_port <= 0) la_td_nap_ms(10);
   }
   CHECK(agents_port > 0, "no agents port file");
   snprintf(addr, sizeof addr, "127.0.0.1:%d", agents_port);
@@ -834,7 +757,7 @@ static void test_least_privilege_agent(void **state) {
         "semaphore set %d left after kill -9 of the "
         "application",
         sem_id);
-  CHECK(shm_count_of(app_pid) == 0, "segment left");
+  CHECK(la_test_ipc_count(app_pid) == 0, "segment left");
 
   /* agent first, then the application */
   app_t b = {
@@ -849,7 +772,7 @@ static void test_least_privilege_agent(void **state) {
   la_td_signal(T.d, SIGKILL);
   la_td_wait_exit(T.d, WAIT_MS);
   kill_kid(k2);
-  CHECK(shm_count_of(pid2) == 0, "segment left after both died");
+  CHECK(la_test_ipc_count(pid2) == 0, "segment left after both died");
   /* nobody alive could remove the set: the agent does when it restarts */
   la_td_log_mark(T.d);
   start_agent("");
@@ -886,9 +809,9 @@ static void test_killed_during_registration(void **state) {
   kid_t *k = spawn_app(&a);
   int pid = k->pid, sem = -1;
   long long end = now_ms() + WAIT_MS;
-  while ((sem = sem_of(pid)) < 0 && now_ms() < end) nap_ms(5);
+  while ((sem = la_test_sem_of(pid)) < 0 && now_ms() < end) la_td_nap_ms(5);
   CHECK(sem >= 0, "the application created no semaphore set");
-  while (unread_at(la_td_port(T.d)) <= 0 && now_ms() < end) nap_ms(5);
+  while (unread_at(la_td_port(T.d)) <= 0 && now_ms() < end) la_td_nap_ms(5);
   CHECK(unread_at(la_td_port(T.d)) > 0, "the registration was never sent");
   kill_kid(k);
   la_td_log_mark(T.d);
@@ -896,7 +819,7 @@ static void test_killed_during_registration(void **state) {
   wait_log("is not running");
   CHECK(!sem_exists(sem), "semaphore set %d of the killed application left",
         sem);
-  CHECK(shm_count_of(pid) == 0, "segment of the killed application left");
+  CHECK(la_test_ipc_count(pid) == 0, "segment of the killed application left");
 }
 
 /* The other orders with the agent as the test's uid: the application
@@ -919,10 +842,10 @@ static void test_app_then_agent_and_finalize(void **state) {
   assert_int_equal(reap_kid(k2), 0);
   la_td_signal(T.d, SIGKILL);
   la_td_wait_exit(T.d, WAIT_MS);
-  CHECK(!sem_exists(sem) && shm_count_of(pid) == 0,
+  CHECK(!sem_exists(sem) && la_test_ipc_count(pid) == 0,
         "killed application: "
         "objects left");
-  CHECK(!sem_exists(sem2) && shm_count_of(pid2) == 0,
+  CHECK(!sem_exists(sem2) && la_test_ipc_count(pid2) == 0,
         "finalized "
         "application: objects left");
 }
@@ -1054,7 +977,7 @@ static void test_probing_thread_survives_the_end(void **state) {
   int st = reap_kid(k);
   CHECK(st == 0, "the application with a probing thread ended with status %d",
         st);
-  CHECK(shm_count_of(pid) == 0, "segment left");
+  CHECK(la_test_ipc_count(pid) == 0, "segment left");
 }
 
 int main(void) {

@@ -44,6 +44,7 @@
 #include "la_codec.h"
 #include "la_sockio.h"
 #include "la_test_agent.h"
+#include "la_test_ipc.h"
 #include "la_test_peer.h"
 
 static la_test_peer_t *peer;  /* fault tests only */
@@ -131,7 +132,7 @@ static const cycle_t *cycle_of(const char *app_id, size_t i) {
   assert_true(i < 64);
   cycle_t *c = &cycles[i];
   char sql[300];
-  long long tag = la_ta_tag(&agent, app_id, i);
+  long long tag = la_ta_tag(&agent, app_id, 0, i);
   assert_true(tag >= 0);
   snprintf(sql, sizeof sql,
            "SELECT n_elements FROM traces WHERE app_id = '%s' AND rank = 0 "
@@ -234,21 +235,9 @@ static int sem_exists(int id) {
   return semctl(id, 0, GETVAL) >= 0;
 }
 
-/* Ids of the semaphore sets that exist now (at most max). */
-static int sem_ids(int *ids, int max) {
-  FILE *f = fopen("/proc/sysvipc/sem", "r");
-  char line[512];
-  int n = 0, key, id;
-  if (f == NULL) return 0;
-  while (fgets(line, sizeof line, f) && n < max)
-    if (sscanf(line, "%d %d", &key, &id) == 2) ids[n++] = id;
-  fclose(f);
-  return n;
-}
-
 /* The one semaphore set created since before[0..nb) was listed, or -1. */
 static int new_sem_id(const int *before, int nb) {
-  int now[256], n = sem_ids(now, 256), found = -1;
+  int now[256], n = la_test_sem_ids(now, 256), found = -1;
   for (int i = 0; i < n; i++) {
     int old = 0;
     for (int j = 0; j < nb; j++) old |= now[i] == before[j];
@@ -614,7 +603,7 @@ static void test_wait_policy_times_out(void **state) {
 
 static void test_agent_dies_mid_run(void **state) {
   use_counting_probe();
-  int before[256], nb = sem_ids(before, 256);
+  int before[256], nb = la_test_sem_ids(before, 256);
   assert_int_equal(LA_register("unit", 0, 1, 8), 0);
   int sem_id = new_sem_id(before, nb);
   assert_true(sem_exists(sem_id));
@@ -785,7 +774,7 @@ static void test_register_twice(void **state) {
 }
 
 static void test_finalize_removes_ipc(void **state) {
-  int before[256], nb = sem_ids(before, 256);
+  int before[256], nb = la_test_sem_ids(before, 256);
   assert_int_equal(LA_register("unit", 0, 1, 1000), 0);
   int sem_id = new_sem_id(before, nb);
   assert_true(sem_exists(sem_id));

@@ -55,6 +55,7 @@
 #include "la_shm_layout.h"
 #include "la_sockio.h"
 #include "la_test_daemon.h"
+#include "la_test_ipc.h"
 #include "la_test_global.h"
 
 #define WAIT_MS 10000 /* longest wait for anything; a broken daemon fails */
@@ -79,11 +80,20 @@ static struct {
   int victim_shm, victim_sem;
 } T;
 
-static const char *la_vars[] = {
-  "LA_PERIOD", "LA_METRIC", "LA_POLICY", "LA_BUFFERS", "LA_AGENT",
-  "LA_COMPACT", "LA_APP_ID", "LA_VERBOSE", "LA_DISABLE",
-  "LA_WAIT_TIMEOUT_MS", "LA_CONNECT_TIMEOUT_MS", "LA_DUMP_RAW", "LA_TIMER",
-  NULL};
+static const char *la_vars[] = {"LA_PERIOD",
+                                "LA_METRIC",
+                                "LA_POLICY",
+                                "LA_BUFFERS",
+                                "LA_AGENT",
+                                "LA_COMPACT",
+                                "LA_APP_ID",
+                                "LA_VERBOSE",
+                                "LA_DISABLE",
+                                "LA_WAIT_TIMEOUT_MS",
+                                "LA_CONNECT_TIMEOUT_MS",
+                                "LA_DUMP_RAW",
+                                "LA_TIMER",
+                                NULL};
 
 static int group_setup(void **state) {
   for (int i = 0; la_vars[i]; i++) unsetenv(la_vars[i]);
@@ -129,37 +139,16 @@ static int teardown(void **state) {
 
 static void need_daemon(void) {
   if (!T.d) {
-    print_message("skip: la-localagent not built (make build/bin/"
-                  "la-localagent, or set LA_TEST_BIN_DIR)\n");
+    print_message(
+        "skip: la-localagent not built (make build/bin/"
+        "la-localagent, or set LA_TEST_BIN_DIR)\n");
     skip();
   }
 }
 
-static void dump_log(void) {
-  char *log = la_td_log(T.d);
-  if (!log) return;
-  size_t n = strlen(log);
-  print_message("---- la-localagent log (tail) ----\n%s\n----\n",
-                n > 4000 ? log + n - 4000 : log);
-  free(log);
-}
-
 /* Fails the test (with the daemon's log) unless cond holds. */
-#define CHECK(cond, ...)                                                      \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      print_message(__VA_ARGS__);                                             \
-      print_message("\n");                                                    \
-      dump_log();                                                             \
-      fail_msg("%s", #cond);                                                  \
-    }                                                                         \
-  } while (0)
-
-static void nap_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
+#define CHECK(cond, ...) \
+  LA_TD_CHECK(la_td_print_log_tail(T.d, 4000), cond, __VA_ARGS__)
 
 /* Starts the daemon: ephemeral port, spool and secret in its directory,
  * debug log, GlobalAgent at global ("" for none), quick reconnects; extra
@@ -239,8 +228,7 @@ static int wait_closed(int fd, int timeout_ms) {
 }
 
 static void status_str(const char *key, char *val, size_t len) {
-  CHECK(la_td_status(T.d, key, val, len) == 0, "lactl status: no row %s",
-        key);
+  CHECK(la_td_status(T.d, key, val, len) == 0, "lactl status: no row %s", key);
 }
 
 static long long status_ll(const char *key) {
@@ -279,11 +267,11 @@ enum { REC_REGISTERED = 1, REC_CYCLE, REC_READY, REC_DONE, REC_REPLY };
 
 typedef struct rec {
   int kind;
-  int rc;        /* LA_* result of the call the record reports */
+  int rc; /* LA_* result of the call the record reports */
   int pid;
-  int sem_id;    /* REC_REGISTERED: the child's semaphore set */
-  uint64_t tag;  /* REC_CYCLE: cycle tag */
-  double sum;    /* REC_CYCLE: raw sum of the values the probes produced */
+  int sem_id;   /* REC_REGISTERED: the child's semaphore set */
+  uint64_t tag; /* REC_CYCLE: cycle tag */
+  double sum;   /* REC_CYCLE: raw sum of the values the probes produced */
   long profiled, waits, skipped; /* REC_DONE */
   char msg[240]; /* LA_lastError, or a RegisterReply's message */
 } rec_t;
@@ -293,13 +281,13 @@ typedef struct app {
   const char *app_id;  /* LA_setAppId */
   const char *compact; /* LA_COMPACT, NULL for the agent's default */
   int rank, nprocs;
-  long n;              /* elements */
-  int cycles;          /* per phase */
-  int phases;          /* 0: run at once; else wait for a go byte before
-                          each of the phases */
-  int die;             /* after the cycles: start a probe, send REC_READY
-                          and wait to be killed */
-  int buffers;         /* LA_setBuffers; 0: 16 (see below) */
+  long n;      /* elements */
+  int cycles;  /* per phase */
+  int phases;  /* 0: run at once; else wait for a go byte before
+                  each of the phases */
+  int die;     /* after the cycles: start a probe, send REC_READY
+                  and wait to be killed */
+  int buffers; /* LA_setBuffers; 0: 16 (see below) */
 } app_t;
 
 /* The children use 16 value buffers unless a test says otherwise, and no
@@ -321,7 +309,9 @@ static double value_of(long e, uint64_t cycle, int rank) {
              0.25;
 }
 
-static double probe_start(long e, void *arg) { return 0.0; }
+static double probe_start(long e, void *arg) {
+  return 0.0;
+}
 static double probe_stop(long e, void *arg) {
   return value_of(e, probe_ctx.cycle, probe_ctx.rank);
 }
@@ -330,24 +320,6 @@ static void send_rec(int fd, rec_t *r) {
   r->pid = (int)getpid();
   ssize_t w = write(fd, r, sizeof *r);
   (void)w;
-}
-
-/* The semaphore set this process created: the one whose semaphore 0 it
- * operated last (libla takes buffer 0 at registration). */
-static int my_sem_id(void) {
-  FILE *f = fopen("/proc/sysvipc/sem", "r");
-  char line[512];
-  int found = -1;
-  if (!f) return -1;
-  if (fgets(line, sizeof line, f))
-    while (fgets(line, sizeof line, f)) {
-      int key, id;
-      if (sscanf(line, "%d %d", &key, &id) == 2 &&
-          semctl(id, 0, GETPID) == (int)getpid())
-        found = id;
-    }
-  fclose(f);
-  return found;
 }
 
 /* The child: registers, runs its cycles, reports. Never returns. */
@@ -366,7 +338,7 @@ static void app_main(const app_t *a, int res, int go) {
   memset(&r, 0, sizeof r);
   r.kind = REC_REGISTERED;
   r.rc = LA_register(a->name, a->rank, a->nprocs, a->n);
-  r.sem_id = r.rc == 0 ? my_sem_id() : -1;
+  r.sem_id = r.rc == 0 ? la_test_sem_of((int)getpid()) : -1;
   snprintf(r.msg, sizeof r.msg, "%s", LA_lastError());
   send_rec(res, &r);
   if (r.rc != 0) _exit(1);
@@ -482,9 +454,8 @@ static int reap_kid(kid_t *k) {
   for (;;) {
     pid_t r = waitpid(k->pid, &st, WNOHANG);
     if (r == k->pid) break;
-    CHECK(r == 0 && la_td_now_ms() < end, "child %d did not exit",
-          (int)k->pid);
-    nap_ms(5);
+    CHECK(r == 0 && la_td_now_ms() < end, "child %d did not exit", (int)k->pid);
+    la_td_nap_ms(5);
   }
   k->pid = 0;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -516,12 +487,13 @@ static void run_app(const app_t *a, double *sums) {
 static double sum_bound(const la_compact_params_t *p, long n, double sum) {
   double r = 1e-9 * fabs(sum);
   switch (la_compact_effective_mode(p)) {
-  case LA_COMPACT_POLYLINE:
-    return r + (p->connected ? 0.5 : ldexp(p->cv, -11)) * fabs(sum);
-  case LA_COMPACT_MAXERR:
-    return r + (p->relative ? p->epsilon * fabs(sum) : p->epsilon * (double)n);
-  default:
-    return r;
+    case LA_COMPACT_POLYLINE:
+      return r + (p->connected ? 0.5 : ldexp(p->cv, -11)) * fabs(sum);
+    case LA_COMPACT_MAXERR:
+      return r +
+             (p->relative ? p->epsilon * fabs(sum) : p->epsilon * (double)n);
+    default:
+      return r;
   }
 }
 
@@ -532,33 +504,36 @@ static double sum_bound(const la_compact_params_t *p, long n, double sum) {
  * maxerr every decoded value against the value the probe gave (exact, or
  * within epsilon). spec is the compaction asked for (NULL: the daemon's
  * default, polyline:cv=0.1). */
-static void check_trace(const char *app_id, uint32_t rank, uint64_t tag,
-                        long n, double raw_sum, const char *spec) {
+static void check_trace(const char *app_id, uint32_t rank, uint64_t tag, long n,
+                        double raw_sum, const char *spec) {
   la_compact_params_t p;
-  assert_int_equal(la_compact_spec_parse(spec ? spec : "polyline:cv=0.1", &p,
-                                         NULL, 0), 0);
+  assert_int_equal(
+      la_compact_spec_parse(spec ? spec : "polyline:cv=0.1", &p, NULL, 0), 0);
   int mode = la_compact_effective_mode(&p);
   const la_tg_trace_t *t = la_test_global_find(T.g, app_id, rank, tag);
   CHECK(t != NULL, "trace %s rank %u cycle %llu missing", app_id, rank,
         (unsigned long long)tag);
   assert_int_equal(t->n_elements, (uint64_t)n);
   assert_int_equal(t->count, (uint64_t)n);
-  CHECK(t->sum == raw_sum, "%s rank %u cycle %llu: stats.sum %.17g, raw sum "
-        "%.17g", app_id, rank, (unsigned long long)tag, t->sum, raw_sum);
+  CHECK(t->sum == raw_sum,
+        "%s rank %u cycle %llu: stats.sum %.17g, raw sum "
+        "%.17g",
+        app_id, rank, (unsigned long long)tag, t->sum, raw_sum);
   assert_int_equal(t->mode, mode);
   la_trace_t *tr = NULL;
   char why[200];
-  CHECK(la_trace_open(t->segments, t->segments_len, &tr, why, sizeof why) ==
-            0, "trace %s rank %u cycle %llu does not decode: %s", app_id,
-        rank, (unsigned long long)tag, why);
+  CHECK(la_trace_open(t->segments, t->segments_len, &tr, why, sizeof why) == 0,
+        "trace %s rank %u cycle %llu does not decode: %s", app_id, rank,
+        (unsigned long long)tag, why);
   assert_int_equal(la_trace_count(tr), (uint64_t)n);
   double s = 0;
   assert_int_equal(la_trace_range_sum(tr, 0, (uint64_t)n, &s), 0);
   double bound = sum_bound(&p, n, t->sum);
-  CHECK(fabs(s - t->sum) <= bound, "%s rank %u cycle %llu (%s): decoded sum "
-        "%.17g vs stats.sum %.17g, allowed difference %.3g", app_id, rank,
-        (unsigned long long)tag, la_compact_mode_name(mode), s, t->sum,
-        bound);
+  CHECK(fabs(s - t->sum) <= bound,
+        "%s rank %u cycle %llu (%s): decoded sum "
+        "%.17g vs stats.sum %.17g, allowed difference %.3g",
+        app_id, rank, (unsigned long long)tag, la_compact_mode_name(mode), s,
+        t->sum, bound);
   if (mode != LA_COMPACT_POLYLINE) {
     double *x = malloc((size_t)n * sizeof *x);
     assert_non_null(x);
@@ -573,15 +548,16 @@ static void check_trace(const char *app_id, uint32_t rank, uint64_t tag,
     }
     double xv = bad >= 0 ? x[bad] : 0;
     free(x);
-    CHECK(bad < 0, "%s rank %u cycle %llu: element %ld decodes to %.17g, "
-          "the probe gave %.17g", app_id, rank, (unsigned long long)tag, bad,
-          xv, value_of(bad, tag, (int)rank));
+    CHECK(bad < 0,
+          "%s rank %u cycle %llu: element %ld decodes to %.17g, "
+          "the probe gave %.17g",
+          app_id, rank, (unsigned long long)tag, bad, xv,
+          value_of(bad, tag, (int)rank));
   }
   la_trace_close(tr);
 }
 
-static const la_tg_rank_start_t *find_start(const char *app_id,
-                                            uint32_t rank) {
+static const la_tg_rank_start_t *find_start(const char *app_id, uint32_t rank) {
   for (size_t i = 0;; i++) {
     const la_tg_rank_start_t *s = la_test_global_rank_start(T.g, i);
     if (!s) return NULL;
@@ -608,14 +584,18 @@ static void check_order(const char *app_id, uint32_t rank, int cycles) {
   CHECK(s != NULL, "no RankStart for %s rank %u", app_id, rank);
   const la_tg_rank_end_t *e = find_end(app_id, rank);
   for (int c = 0; c < cycles; c++) {
-    const la_tg_trace_t *t = la_test_global_find(T.g, app_id, rank,
-                                                 (uint64_t)c);
+    const la_tg_trace_t *t =
+        la_test_global_find(T.g, app_id, rank, (uint64_t)c);
     CHECK(t != NULL, "%s rank %u cycle %d missing", app_id, rank, c);
-    CHECK(t->seq > s->seq, "%s rank %u cycle %d: seq %llu not after its "
-          "RankStart's %llu", app_id, rank, c, (unsigned long long)t->seq,
+    CHECK(t->seq > s->seq,
+          "%s rank %u cycle %d: seq %llu not after its "
+          "RankStart's %llu",
+          app_id, rank, c, (unsigned long long)t->seq,
           (unsigned long long)s->seq);
-    CHECK(!e || e->seq > t->seq, "%s rank %u cycle %d: seq %llu not before "
-          "its RankEnd's %llu", app_id, rank, c, (unsigned long long)t->seq,
+    CHECK(!e || e->seq > t->seq,
+          "%s rank %u cycle %d: seq %llu not before "
+          "its RankEnd's %llu",
+          app_id, rank, c, (unsigned long long)t->seq,
           (unsigned long long)e->seq);
   }
 }
@@ -635,9 +615,9 @@ static void test_several_apps_and_ranks(void **state) {
     int nprocs, mode;
     long n;
   } apps[NAPPS] = {
-    {"alpha-1", NULL, 3, LA_COMPACT_POLYLINE, 1000},
-    {"beta-2", "maxerr:eps=0.5", 2, LA_COMPACT_MAXERR, 20000},
-    {"gamma-3", "lossless", 4, LA_COMPACT_LOSSLESS, 5000},
+      {"alpha-1", NULL, 3, LA_COMPACT_POLYLINE, 1000},
+      {"beta-2", "maxerr:eps=0.5", 2, LA_COMPACT_MAXERR, 20000},
+      {"gamma-3", "lossless", 4, LA_COMPACT_LOSSLESS, 5000},
   };
   /* Each trace is checked: once, right size, exact stats.sum, decoded sum
    * and values within the mode's bound (check_trace). */
@@ -647,10 +627,13 @@ static void test_several_apps_and_ranks(void **state) {
   int na = 0;
   for (int i = 0; i < NAPPS; i++)
     for (int r = 0; r < apps[i].nprocs; r++, na++) {
-      a[na] = (app_t){.name = "multi", .app_id = apps[i].id,
-                      .compact = apps[i].compact, .rank = r,
+      a[na] = (app_t){.name = "multi",
+                      .app_id = apps[i].id,
+                      .compact = apps[i].compact,
+                      .rank = r,
                       .nprocs = apps[i].nprocs,
-                      .n = apps[i].n + r * 37 + i, .cycles = CYCLES,
+                      .n = apps[i].n + r * 37 + i,
+                      .cycles = CYCLES,
                       .phases = 1};
       k[na] = spawn_app(&a[na]);
     }
@@ -665,15 +648,14 @@ static void test_several_apps_and_ranks(void **state) {
   char row[256], key[200];
   snprintf(key, sizeof key, "app.%s.rank1", apps[1].id);
   status_str(key, row, sizeof row);
-  CHECK(strstr(row, "20038 elements") != NULL, "status row %s: %s", key,
-        row);
+  CHECK(strstr(row, "20038 elements") != NULL, "status row %s: %s", key, row);
   for (int i = 0; i < na; i++) go(k[i]);
   double sums[9][CYCLES];
   for (int i = 0; i < na; i++) {
     for (int c = 0; c < CYCLES; c++) {
       expect_rec(k[i], REC_CYCLE, &rr);
-      CHECK(rr.rc == 0 && rr.tag == (uint64_t)c, "cycle %d: rc %d tag %llu",
-            c, rr.rc, (unsigned long long)rr.tag);
+      CHECK(rr.rc == 0 && rr.tag == (uint64_t)c, "cycle %d: rc %d tag %llu", c,
+            rr.rc, (unsigned long long)rr.tag);
       sums[i][c] = rr.sum;
     }
     expect_rec(k[i], REC_DONE, &rr);
@@ -692,8 +674,8 @@ static void test_several_apps_and_ranks(void **state) {
   for (int i = 0; i < NAPPS; i++)
     for (int r = 0; r < apps[i].nprocs; r++, na++) {
       for (int c = 0; c < CYCLES; c++)
-        check_trace(apps[i].id, (uint32_t)r, (uint64_t)c, a[na].n,
-                    sums[na][c], apps[i].compact);
+        check_trace(apps[i].id, (uint32_t)r, (uint64_t)c, a[na].n, sums[na][c],
+                    apps[i].compact);
       check_order(apps[i].id, (uint32_t)r, CYCLES);
       const la_tg_rank_start_t *s = find_start(apps[i].id, (uint32_t)r);
       assert_int_equal(s->nprocs, apps[i].nprocs);
@@ -740,8 +722,8 @@ static void test_wavetoy_mpiexec(void **state) {
   char env_agent[100];
   snprintf(env_agent, sizeof env_agent, "LA_AGENT=%s", T.agent);
   const char *env[] = {env_agent, "LA_APP_ID=wavetoy-la-test", NULL};
-  const char *argv[] = {mpiexec, "-n", "4", wavetoy, "--n", "24", "--steps",
-                        "5", NULL};
+  const char *argv[] = {mpiexec, "-n",      "4", wavetoy, "--n",
+                        "24",    "--steps", "5", NULL};
   char out[8192];
   int rc = la_td_run(argv, env, 60000, out, sizeof out);
   CHECK(rc == 0, "mpiexec wavetoy exited %d:\n%s", rc, out);
@@ -760,40 +742,23 @@ static void test_wavetoy_mpiexec(void **state) {
     cells += s->n_elements;
     check_order("wavetoy-la-test", r, 5);
     for (uint64_t c = 0; c < 5; c++) {
-      const la_tg_trace_t *t = la_test_global_find(T.g, "wavetoy-la-test", r,
-                                                   c);
+      const la_tg_trace_t *t =
+          la_test_global_find(T.g, "wavetoy-la-test", r, c);
       la_trace_t *tr = NULL;
-      assert_int_equal(la_trace_open(t->segments, t->segments_len, &tr, NULL,
-                                     0), 0);
+      assert_int_equal(
+          la_trace_open(t->segments, t->segments_len, &tr, NULL, 0), 0);
       double s2 = 0;
       assert_int_equal(la_trace_range_sum(tr, 0, t->n_elements, &s2), 0);
       la_trace_close(tr);
       /* the daemon's default, polyline:cv=0.1: sums kept to 2^-11 cv */
-      CHECK(t->sum > 0 && fabs(s2 - t->sum) <= (1e-9 + ldexp(0.1, -11)) *
-                                                    t->sum,
-            "wavetoy rank %u cycle %llu: decoded %.17g vs %.17g", r,
-            (unsigned long long)c, s2, t->sum);
+      CHECK(
+          t->sum > 0 && fabs(s2 - t->sum) <= (1e-9 + ldexp(0.1, -11)) * t->sum,
+          "wavetoy rank %u cycle %llu: decoded %.17g vs %.17g", r,
+          (unsigned long long)c, s2, t->sum);
     }
     assert_string_equal(find_end("wavetoy-la-test", r)->reason, "finalize");
   }
   assert_int_equal(cells, 24 * 24 * 24);
-}
-
-/* The /proc/sysvipc/shm rows created by pid. */
-static int shm_of_pid(int pid) {
-  FILE *f = fopen("/proc/sysvipc/shm", "r");
-  char line[512];
-  int n = 0;
-  if (!f) return -1;
-  if (fgets(line, sizeof line, f))
-    while (fgets(line, sizeof line, f)) {
-      long key, id, perms, size, cpid;
-      if (sscanf(line, "%ld %ld %lo %ld %ld", &key, &id, &perms, &size,
-                 &cpid) == 5 && cpid == pid)
-        n++;
-    }
-  fclose(f);
-  return n;
 }
 
 /* kill -9 of an application with a probe open and buffers in flight. */
@@ -801,8 +766,13 @@ static void test_app_killed_mid_cycle(void **state) {
   need_daemon();
   start_global(0, T.key);
   start_agent(la_test_global_addr(T.g), NULL);
-  app_t a = {.name = "victim", .app_id = "killed-1", .rank = 0, .nprocs = 1,
-             .n = 50000, .cycles = 2, .die = 1};
+  app_t a = {.name = "victim",
+             .app_id = "killed-1",
+             .rank = 0,
+             .nprocs = 1,
+             .n = 50000,
+             .cycles = 2,
+             .die = 1};
   kid_t *k = spawn_app(&a);
   rec_t r;
   expect_rec(k, REC_REGISTERED, &r);
@@ -814,9 +784,8 @@ static void test_app_killed_mid_cycle(void **state) {
   expect_rec(k, REC_READY, &r);
   assert_int_equal(r.rc, 0);
   /* while it lives, its objects exist */
-  assert_int_equal(shm_of_pid(pid), 1);
-  CHECK(semctl(sem, 0, GETVAL) >= 0, "semaphore set %d missing too early",
-        sem);
+  assert_int_equal(la_test_ipc_count(pid), 1);
+  CHECK(semctl(sem, 0, GETVAL) >= 0, "semaphore set %d missing too early", sem);
   wait_log("registered killed-1 rank 0/1");
   la_td_log_mark(T.d);
   assert_int_equal(kill(pid, SIGKILL), 0);
@@ -829,7 +798,7 @@ static void test_app_killed_mid_cycle(void **state) {
   assert_int_equal(e->cycles, 2);
   wait_traces(2); /* what was handed over still arrives */
   /* nothing of the process is left: segment gone, semaphores removed */
-  assert_int_equal(shm_of_pid(pid), 0);
+  assert_int_equal(la_test_ipc_count(pid), 0);
   errno = 0;
   CHECK(semctl(sem, 0, GETVAL) == -1 && (errno == EINVAL || errno == EIDRM),
         "semaphore set %d of the killed process still exists", sem);
@@ -844,8 +813,13 @@ static void test_garbage_and_oversized_frames(void **state) {
   need_daemon();
   start_global(0, T.key);
   start_agent(la_test_global_addr(T.g), NULL);
-  app_t a = {.name = "steady", .app_id = "before-1", .rank = 0, .nprocs = 1,
-             .n = 3000, .cycles = 3, .phases = 1};
+  app_t a = {.name = "steady",
+             .app_id = "before-1",
+             .rank = 0,
+             .nprocs = 1,
+             .n = 3000,
+             .cycles = 3,
+             .phases = 1};
   kid_t *k = spawn_app(&a);
   rec_t r;
   expect_rec(k, REC_REGISTERED, &r);
@@ -859,16 +833,19 @@ static void test_garbage_and_oversized_frames(void **state) {
   junk[6] = 0xA5;
   int fd = connect_agent();
   assert_int_equal(la_write_all(fd, junk, sizeof junk, 2000), 0);
-  CHECK(wait_closed(fd, WAIT_MS) == 0, "garbage did not close the "
+  CHECK(wait_closed(fd, WAIT_MS) == 0,
+        "garbage did not close the "
         "connection");
   close(fd);
 
   /* 2: a header announcing 1 GiB, then a few bytes */
-  uint8_t big[16] = {0x40, 0, 0, 0, 0, LA__MSG_TYPE__MSG_REGISTER_REQUEST, 0,
-                     0, 1, 2, 3, 4, 5, 6, 7, 8};
+  uint8_t big[16] = {0x40, 0, 0, 0, 0, LA__MSG_TYPE__MSG_REGISTER_REQUEST,
+                     0,    0, 1, 2, 3, 4,
+                     5,    6, 7, 8};
   fd = connect_agent();
   assert_int_equal(la_write_all(fd, big, sizeof big, 2000), 0);
-  CHECK(wait_closed(fd, WAIT_MS) == 0, "a 1 GiB frame did not close the "
+  CHECK(wait_closed(fd, WAIT_MS) == 0,
+        "a 1 GiB frame did not close the "
         "connection");
   close(fd);
 
@@ -876,9 +853,9 @@ static void test_garbage_and_oversized_frames(void **state) {
   La__Ack ack = LA__ACK__INIT;
   ack.seq = 7;
   fd = connect_agent();
-  assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_ACK, &ack.base, 2000),
-                   0);
-  CHECK(wait_closed(fd, WAIT_MS) == 0, "an unexpected Ack did not close the "
+  assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_ACK, &ack.base, 2000), 0);
+  CHECK(wait_closed(fd, WAIT_MS) == 0,
+        "an unexpected Ack did not close the "
         "connection");
   close(fd);
 
@@ -894,8 +871,12 @@ static void test_garbage_and_oversized_frames(void **state) {
   expect_rec(k, REC_DONE, &r);
   assert_int_equal(reap_kid(k), 0);
   /* and one registered after */
-  app_t b = {.name = "steady", .app_id = "after-1", .rank = 0, .nprocs = 1,
-             .n = 2000, .cycles = 3};
+  app_t b = {.name = "steady",
+             .app_id = "after-1",
+             .rank = 0,
+             .nprocs = 1,
+             .n = 2000,
+             .cycles = 3};
   double sums[3];
   run_app(&b, sums);
   wait_traces(6);
@@ -931,15 +912,21 @@ static void test_connection_flood(void **state) {
   CHECK(la_td_alive(T.d), "the daemon died in the flood");
   for (int i = 0; i < NFLOOD; i++)
     if (fds[i] >= 0) close(fds[i]);
-  print_message("flood: %d of %d connections closed by the daemon within "
-                "50 ms each\n", closed, NFLOOD);
+  print_message(
+      "flood: %d of %d connections closed by the daemon within "
+      "50 ms each\n",
+      closed, NFLOOD);
   wait_status("connections_refused", 1);
   wait_log("connection refused");
   /* once the flood is gone, a real application registers */
   long long end = la_td_now_ms() + WAIT_MS;
-  while (status_ll("connections") > 1 && la_td_now_ms() < end) nap_ms(20);
-  app_t a = {.name = "afterflood", .app_id = "flood-1", .rank = 0,
-             .nprocs = 1, .n = 1000, .cycles = 2};
+  while (status_ll("connections") > 1 && la_td_now_ms() < end) la_td_nap_ms(20);
+  app_t a = {.name = "afterflood",
+             .app_id = "flood-1",
+             .rank = 0,
+             .nprocs = 1,
+             .n = 1000,
+             .cycles = 2};
   double sums[2];
   run_app(&a, sums);
   wait_traces(2);
@@ -951,7 +938,8 @@ static void test_connection_flood(void **state) {
   CHECK(wait_closed(fd, WAIT_MS) == 0, "an idle connection stayed open");
   close(fd);
   wait_log("sent nothing useful within 300 ms");
-  CHECK(status_ll("connections_timed_out") >= 1, "no timed-out connection "
+  CHECK(status_ll("connections_timed_out") >= 1,
+        "no timed-out connection "
         "counted");
   CHECK(la_td_alive(T.d), "the daemon died");
 }
@@ -1023,8 +1011,7 @@ static void thief_try(const thief_t *t, int pid, uint64_t nonce, int res) {
   ProtobufCMessage *m = NULL;
   char why[200] = "";
   int rc = la_send_msg(fd, LA__MSG_TYPE__MSG_REGISTER_REQUEST, &q.base, 3000);
-  if (rc == 0)
-    rc = la_recv_msg(fd, 1 << 16, 5000, &type, &m, why, sizeof why);
+  if (rc == 0) rc = la_recv_msg(fd, 1 << 16, 5000, &type, &m, why, sizeof why);
   if (rc == 0 && type == LA__MSG_TYPE__MSG_REGISTER_REPLY) {
     La__RegisterReply *rep = (La__RegisterReply *)m;
     r.rc = rep->status;
@@ -1040,7 +1027,7 @@ static void thief_try(const thief_t *t, int pid, uint64_t nonce, int res) {
 
 static void thief_main(const void *arg, int res, int go) {
   const thief_t *t = arg;
-  thief_try(t, (int)getpid(), t->nonce, res);   /* my pid, right nonce */
+  thief_try(t, (int)getpid(), t->nonce, res);          /* my pid, right nonce */
   thief_try(t, t->victim_pid, t->nonce ^ 0xFFFF, res); /* its pid, bad nonce */
   _exit(0);
 }
@@ -1070,7 +1057,8 @@ static void test_foreign_segment_refused(void **state) {
   struct shmid_ds ds;
   assert_int_equal(shmctl(T.victim_shm, IPC_STAT, &ds), 0);
   assert_int_equal(ds.shm_nattch, 0);
-  CHECK(semctl(T.victim_sem, 0, GETVAL) >= 0, "the victim's semaphores "
+  CHECK(semctl(T.victim_sem, 0, GETVAL) >= 0,
+        "the victim's semaphores "
         "were removed");
   assert_int_equal(shmctl(T.victim_shm, IPC_RMID, NULL), 0);
   assert_int_equal(semctl(T.victim_sem, 0, IPC_RMID), 0);
@@ -1086,8 +1074,12 @@ static void test_global_appears_later(void **state) {
   snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
   start_agent(addr, NULL);
   enum { CYCLES = 6 };
-  app_t a = {.name = "early", .app_id = "early-1", .rank = 0, .nprocs = 1,
-             .n = 4000, .cycles = CYCLES};
+  app_t a = {.name = "early",
+             .app_id = "early-1",
+             .rank = 0,
+             .nprocs = 1,
+             .n = 4000,
+             .cycles = CYCLES};
   double sums[CYCLES];
   run_app(&a, sums);
   wait_status("cycles_compacted", CYCLES);
@@ -1125,8 +1117,13 @@ static void test_global_appears_later(void **state) {
 static void test_global_restart_mid_run(void **state) {
   need_daemon();
   enum { PHASE = 5 }; /* 15 cycles: no buffer reuse (APP_BUFFERS) */
-  app_t a = {.name = "longrun", .app_id = "restart-1", .rank = 0,
-             .nprocs = 1, .n = 5000, .cycles = PHASE, .phases = 3};
+  app_t a = {.name = "longrun",
+             .app_id = "restart-1",
+             .rank = 0,
+             .nprocs = 1,
+             .n = 5000,
+             .cycles = PHASE,
+             .phases = 3};
   start_global(0, T.key);
   start_agent(la_test_global_addr(T.g), NULL);
   kid_t *k = spawn_app(&a);
@@ -1158,14 +1155,13 @@ static void test_global_restart_mid_run(void **state) {
     assert_non_null(la_test_global_find(T.g, "restart-1", 0, c));
   assert_int_equal(la_test_global_rank_starts(T.g), 1);
   assert_int_equal(status_ll("queue_items"), 0);
-  print_message("GlobalAgent restart: %zu unique traces, %zu duplicate "
-                "traces and %llu duplicate rank messages resent, %llu "
-                "connections\n", la_test_global_ntraces(T.g),
-                la_test_global_duplicates(T.g),
-                (unsigned long long)la_test_global_count(
-                    T.g, LA_TG_RANK_DUPLICATES),
-                (unsigned long long)la_test_global_count(T.g,
-                                                         LA_TG_CONNECTIONS));
+  print_message(
+      "GlobalAgent restart: %zu unique traces, %zu duplicate "
+      "traces and %llu duplicate rank messages resent, %llu "
+      "connections\n",
+      la_test_global_ntraces(T.g), la_test_global_duplicates(T.g),
+      (unsigned long long)la_test_global_count(T.g, LA_TG_RANK_DUPLICATES),
+      (unsigned long long)la_test_global_count(T.g, LA_TG_CONNECTIONS));
   /* phase 1 was never acknowledged: it must have been sent again */
   CHECK(la_test_global_duplicates(T.g) >= PHASE, "only %zu duplicates",
         la_test_global_duplicates(T.g));
@@ -1178,8 +1174,13 @@ static void test_spool_survives_restart(void **state) {
   enum { CYCLES = 5 };
   const char *extra[] = {"--global.queue_bytes=0", NULL};
   start_agent("", extra);
-  app_t a = {.name = "spooled", .app_id = "spool-1", .rank = 0, .nprocs = 1,
-             .n = 3000, .cycles = CYCLES, .compact = "lossless"};
+  app_t a = {.name = "spooled",
+             .app_id = "spool-1",
+             .rank = 0,
+             .nprocs = 1,
+             .n = 3000,
+             .cycles = CYCLES,
+             .compact = "lossless"};
   double sums[CYCLES];
   run_app(&a, sums);
   wait_status("ranks_ended", 1);
@@ -1204,7 +1205,7 @@ static void test_spool_survives_restart(void **state) {
   check_order("spool-1", 0, CYCLES);
   /* acknowledged, so deleted from the spool */
   long long end = la_td_now_ms() + WAIT_MS;
-  while (status_ll("spool_items") > 0 && la_td_now_ms() < end) nap_ms(20);
+  while (status_ll("spool_items") > 0 && la_td_now_ms() < end) la_td_nap_ms(20);
   assert_int_equal(status_ll("spool_items"), 0);
 }
 
@@ -1226,7 +1227,8 @@ static void test_wrong_secret(void **state) {
   print_message("%s\n", line);
 }
 
-/* test_fast_application_keeps_its_connection: DAEMON BUG (a buffer given back before its busy bit was cleared).
+/* test_fast_application_keeps_its_connection: DAEMON BUG (a buffer given back
+ * before its busy bit was cleared).
  *
  * localagent/worker.c:la__work (thread pool) gives buffer i back to the
  * application (la_app_ipc_take -> semop +1, app_ipc.c:129) right after
@@ -1256,8 +1258,13 @@ static void test_fast_application_keeps_its_connection(void **state) {
   start_global(0, T.key);
   start_agent(la_test_global_addr(T.g), NULL);
   enum { CYCLES = 1000 };
-  app_t a = {.name = "fast", .app_id = "fast-1", .rank = 0, .nprocs = 1,
-             .n = 64, .cycles = CYCLES, .buffers = 3};
+  app_t a = {.name = "fast",
+             .app_id = "fast-1",
+             .rank = 0,
+             .nprocs = 1,
+             .n = 64,
+             .cycles = CYCLES,
+             .buffers = 3};
   kid_t *k = spawn_app(&a);
   rec_t r;
   expect_rec(k, REC_REGISTERED, &r);
@@ -1277,8 +1284,9 @@ static void test_fast_application_keeps_its_connection(void **state) {
   CHECK(!line[0] && !strcmp(e->reason, "finalize") && r.profiled == CYCLES,
         "the daemon closed a correct application: RankEnd \"%s\" after %llu "
         "cycles; the application profiled %ld of %d cycles (first failing "
-        "LA_dataXfer at cycle %d); log: %s", e->reason,
-        (unsigned long long)e->cycles, r.profiled, CYCLES, lost_at, line);
+        "LA_dataXfer at cycle %d); log: %s",
+        e->reason, (unsigned long long)e->cycles, r.profiled, CYCLES, lost_at,
+        line);
   wait_traces(CYCLES);
 }
 
@@ -1302,8 +1310,8 @@ static void test_sighup_and_check_config(void **state) {
   snprintf(a0, sizeof a0, "--agent.port_file=%s", port_file);
   snprintf(a1, sizeof a1, "--global.spool_dir=%s", spool);
   snprintf(a2, sizeof a2, "--config=%s", conf);
-  const char *args[] = {a2, "--agent.listen=127.0.0.1:0", a0, a1,
-                        "--global.address=", NULL};
+  const char *args[] = {a2, "--agent.listen=127.0.0.1:0", a0,
+                        a1, "--global.address=",          NULL};
   CHECK(la_td_start(T.d, args, port_file, WAIT_MS) > 0, "no start");
   /* at level error the info lines are not logged */
   assert_int_equal(status_ll("apps"), 0);
@@ -1332,39 +1340,43 @@ static void test_sighup_and_check_config(void **state) {
   int rc = la_td_run(argv, NULL, WAIT_MS, out, sizeof out);
   char where[700];
   snprintf(where, sizeof where, "%s:3", bad);
-  CHECK(rc == 2 && strstr(out, where), "--check-config on a bad file: exit "
-        "%d, output:\n%s", rc, out);
+  CHECK(rc == 2 && strstr(out, where),
+        "--check-config on a bad file: exit "
+        "%d, output:\n%s",
+        rc, out);
   la_td_path(T.d, "good.conf", good, sizeof good);
   write_file(good, "[agent]\nmax_connections = 10\n");
   const char *argv2[] = {bin, "-c", good, "--check-config", NULL};
   rc = la_td_run(argv2, NULL, WAIT_MS, out, sizeof out);
-  CHECK(rc == 0 && strstr(out, "configuration OK"), "--check-config on a "
-        "good file: exit %d:\n%s", rc, out);
+  CHECK(rc == 0 && strstr(out, "configuration OK"),
+        "--check-config on a "
+        "good file: exit %d:\n%s",
+        rc, out);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown(test_several_apps_and_ranks, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_wavetoy_mpiexec, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_app_killed_mid_cycle, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_garbage_and_oversized_frames, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_connection_flood, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_foreign_segment_refused, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_global_appears_later, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_global_restart_mid_run, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_spool_survives_restart, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_wrong_secret, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_sighup_and_check_config, setup,
-                                    teardown),
-    cmocka_unit_test_setup_teardown(test_fast_application_keeps_its_connection,
-                                    setup, teardown),
+      cmocka_unit_test_setup_teardown(test_several_apps_and_ranks, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_wavetoy_mpiexec, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_app_killed_mid_cycle, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_garbage_and_oversized_frames, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_connection_flood, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_foreign_segment_refused, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_global_appears_later, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_global_restart_mid_run, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_spool_survives_restart, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_wrong_secret, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_sighup_and_check_config, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(
+          test_fast_application_keeps_its_connection, setup, teardown),
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);
 }

@@ -38,6 +38,7 @@
 #include "la_codec.h"
 #include "la_compact.h"
 #include "store.h"
+#include "la_test_msg.h"
 
 typedef struct fx {
   char dir[64];
@@ -114,32 +115,9 @@ static void raw_text(const char *path, const char *sql, char *buf, size_t cap) {
   sqlite3_close(db);
 }
 
-static La__CompactParams g_params = LA__COMPACT_PARAMS__INIT;
-
 static La__RankStart rank_start(const char *app, uint32_t rank, uint32_t nprocs,
                                 uint64_t n_elements) {
-  La__RankStart m = LA__RANK_START__INIT;
-  m.seq = 1;
-  m.app_id = (char *)app;
-  m.rank = rank;
-  m.nprocs = nprocs;
-  m.n_elements = n_elements;
-  m.metric = "time";
-  m.unit = "ns";
-  m.app_name = "wavetoy";
-  m.host = "node1";
-  m.has_pid = 1;
-  m.pid = 1000 + (int)rank;
-  m.has_period = 1;
-  m.period = 10;
-  m.has_t_start_ns = 1;
-  m.t_start_ns = 1700000000000000000ull + rank;
-  g_params.has_mode = 1;
-  g_params.mode = LA__COMPACT_MODE__COMPACT_POLYLINE;
-  g_params.has_cv = 1;
-  g_params.cv = 0.1;
-  m.compact = &g_params;
-  return m;
+  return la_test_rank_start(app, "wavetoy", rank, nprocs, n_elements);
 }
 
 static La__RankEnd rank_end(const char *app, uint32_t rank,
@@ -1017,12 +995,14 @@ static void test_robust_round_trip(void **state) {
   assert_int_equal(la_store_load_set(f->s, "rb", 7, &set), LA_EIO);
   assert_null(set);
   assert_non_null(strstr(la_store_errmsg(f->s), "robust weights"));
-  raw_exec(f->path, "UPDATE robust SET stat_count = 100, interference = -1"
-                    " WHERE rank = 0");
+  raw_exec(f->path,
+           "UPDATE robust SET stat_count = 100, interference = -1"
+           " WHERE rank = 0");
   assert_int_equal(la_store_load_set(f->s, "rb", 7, &set), LA_EIO);
   assert_non_null(strstr(la_store_errmsg(f->s), "interference"));
-  raw_exec(f->path, "UPDATE robust SET interference = 1 WHERE rank = 0;"
-                    "UPDATE rank_fidelity SET timer_res_ns = -3");
+  raw_exec(f->path,
+           "UPDATE robust SET interference = 1 WHERE rank = 0;"
+           "UPDATE rank_fidelity SET timer_res_ns = -3");
   assert_int_equal(la_store_load_set(f->s, "rb", 7, &set), LA_EIO);
   assert_non_null(strstr(la_store_errmsg(f->s), "timer_res_ns"));
 }

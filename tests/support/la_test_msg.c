@@ -1,0 +1,31 @@
+/* la_test_msg.c: filled protocol messages (see la_test_msg.h). */
+#include "la_test_msg.h"
+
+static La__CompactParams la__tm_params = LA__COMPACT_PARAMS__INIT;
+
+La__RankStart la_test_rank_start(const char *app_id, const char *app_name,
+                                 uint32_t rank, uint32_t nprocs,
+                                 uint64_t n_elements) {
+  La__RankStart m = LA__RANK_START__INIT;
+  m.seq = 1;
+  m.app_id = (char *)app_id;
+  m.rank = rank;
+  m.nprocs = nprocs;
+  m.n_elements = n_elements;
+  m.metric = "time";
+  m.unit = "ns";
+  m.app_name = (char *)app_name;
+  m.host = "node1";
+  m.has_pid = 1;
+  m.pid = 1000 + (int)rank;
+  m.has_period = 1;
+  m.period = 10;
+  m.has_t_start_ns = 1;
+  m.t_start_ns = 1700000000000000000ull + rank;
+  la__tm_params.has_mode = 1;
+  la__tm_params.mode = LA__COMPACT_MODE__COMPACT_POLYLINE;
+  la__tm_params.has_cv = 1;
+  la__tm_params.cv = 0.1;
+  m.compact = &la__tm_params;
+  return m;
+}

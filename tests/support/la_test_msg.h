@@ -1,0 +1,21 @@
+/* la_test_msg.h: protocol messages with every field filled as a LocalAgent
+ * would fill them, for tests and benchmarks that feed the GlobalAgent's
+ * store (globalagent/store.h) directly. Test use only.
+ */
+#ifndef LA_TEST_MSG_H
+#define LA_TEST_MSG_H
+
+#include <stdint.h>
+
+#include "la_codec.h"
+
+/* A RankStart of rank of app_id (nprocs ranks, n_elements each), seq 1,
+ * metric "time" in ns, host "node1", pid 1000 + rank, period 10, started
+ * at 1700000000 s + rank ns, polyline compaction with cv 0.1 (parameters
+ * in static storage, shared by every message). The strings are not copied:
+ * app_id and app_name must outlive the message. */
+La__RankStart la_test_rank_start(const char *app_id, const char *app_name,
+                                 uint32_t rank, uint32_t nprocs,
+                                 uint64_t n_elements);
+
+#endif /* LA_TEST_MSG_H */

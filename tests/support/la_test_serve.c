@@ -1,0 +1,68 @@
+/* la_test_serve.c: the stand-ins' shared plumbing (see la_test_serve.h). */
+#include "la_test_serve.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+int la_test_listen(uint16_t port, uint16_t *bound) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t al = sizeof a;
+  if (bind(fd, (void *)&a, sizeof a) != 0 || listen(fd, 64) != 0 ||
+      getsockname(fd, (void *)&a, &al) != 0) {
+    close(fd);
+    return -1;
+  }
+  *bound = ntohs(a.sin_port);
+  return fd;
+}
+
+static pthread_mutex_t la__ts_work = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t la__ts_once = PTHREAD_ONCE_INIT;
+static void la__ts_fork_lock(void) {
+  pthread_mutex_lock(&la__ts_work);
+}
+static void la__ts_fork_unlock(void) {
+  pthread_mutex_unlock(&la__ts_work);
+}
+static void la__ts_atfork(void) {
+  pthread_atfork(la__ts_fork_lock, la__ts_fork_unlock, la__ts_fork_unlock);
+}
+
+void la_test_serve_lock(void) {
+  pthread_once(&la__ts_once, la__ts_atfork);
+  pthread_mutex_lock(&la__ts_work);
+}
+
+void la_test_serve_unlock(void) {
+  pthread_mutex_unlock(&la__ts_work);
+}
+
+int la_test_cond_wait(pthread_mutex_t *mu, pthread_cond_t *cv,
+                      int (*done)(void *), void *arg, int timeout_ms) {
+  struct timespec dl;
+  clock_gettime(CLOCK_REALTIME, &dl);
+  dl.tv_sec += timeout_ms / 1000;
+  dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (dl.tv_nsec >= 1000000000L) {
+    dl.tv_sec++;
+    dl.tv_nsec -= 1000000000L;
+  }
+  int rc = 0;
+  pthread_mutex_lock(mu);
+  while (!done(arg))
+    if (pthread_cond_timedwait(cv, mu, &dl) == ETIMEDOUT) {
+      rc = done(arg) ? 0 : -1;
+      break;
+    }
+  pthread_mutex_unlock(mu);
+  return rc;
+}

@@ -1,0 +1,31 @@
+/* la_test_serve.h: what the in-process stand-ins (la_test_peer.h,
+ * la_test_global.h) share: a loopback listener, the guard that keeps their
+ * server threads out of the way of fork(), and a bounded wait on a
+ * condition variable. Test use only.
+ */
+#ifndef LA_TEST_SERVE_H
+#define LA_TEST_SERVE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+/* A listening TCP socket on 127.0.0.1:port (0: ephemeral; SO_REUSEADDR, so
+ * a port can be listened on again after a kill), close-on-exec. Sets
+ * *bound to the port. Returns the descriptor, or -1. */
+int la_test_listen(uint16_t port, uint16_t *bound);
+
+/* Tests fork application processes while a stand-in's thread serves. A
+ * child forked while that thread is inside malloc would inherit a locked
+ * allocator and hang (sanitizer allocators are not fork-safe). So a server
+ * thread works only between la_test_serve_lock and la_test_serve_unlock;
+ * fork() takes the same lock first (pthread_atfork, installed by the first
+ * call), so forks happen while server threads wait in poll(). */
+void la_test_serve_lock(void);
+void la_test_serve_unlock(void);
+
+/* Waits on cv (mu not held by the caller) until done(arg) is true, for at
+ * most timeout_ms. Returns 0, or -1 on timeout. */
+int la_test_cond_wait(pthread_mutex_t *mu, pthread_cond_t *cv,
+                      int (*done)(void *), void *arg, int timeout_ms);
+
+#endif /* LA_TEST_SERVE_H */
