@@ -6,7 +6,7 @@
  * or $LA_TEST_PREFIX) and, for pkg-config, la.pc made from
  * packaging/la.pc.in for that prefix. A tiny program (C or Fortran) is
  * compiled by the first line; each line that links it is followed by a run
- * against la_test_peer (a LocalAgent stand-in in this process): the program
+ * against the real LocalAgent and GlobalAgent (la_test_agent): the program
  * must register and its probed element must arrive. A documented line that
  * no longer links or runs fails here.
  *
@@ -30,7 +30,7 @@
 #include <cmocka.h>
 
 #include "la_test_daemon.h"
-#include "la_test_peer.h"
+#include "la_test_agent.h"
 
 #define RUN_MS 120000
 
@@ -191,10 +191,10 @@ static void run_documented(const char *doc, const char *heading,
   char lines[16][512], line[1024], pc_path[PATH_MAX + 32];
   int n = doc_block(doc, heading, lines, 16);
   make_work(src_name, src);
-  la_test_peer_t *peer = la_test_peer_start();
-  assert_non_null(peer);
+  la_test_agent_t ta;
+  if (la_ta_start(&ta, NULL) != 0) fail_msg("the daemons did not start");
   char agent[128], ld_path[PATH_MAX + 32];
-  snprintf(agent, sizeof agent, "LA_AGENT=%s", la_test_peer_addr(peer));
+  snprintf(agent, sizeof agent, "LA_AGENT=%s", getenv("LA_AGENT"));
   snprintf(pc_path, sizeof pc_path, "PKG_CONFIG_PATH=%s", work);
   snprintf(ld_path, sizeof ld_path, "LD_LIBRARY_PATH=%s/lib", prefix);
   int ran = 0, built = 0;
@@ -219,16 +219,32 @@ static void run_documented(const char *doc, const char *heading,
       fail_msg("%s: the program built by\n  %s\ndid not run:\n%s", doc, line,
                out);
     ran++;
-    assert_int_equal(la_test_peer_wait_cycles(peer, (size_t)ran, 10000), 0);
-    const la_peer_cycle_t *cy = la_test_peer_cycle(peer, (size_t)ran - 1);
-    assert_int_equal(cy->n, 4);
-    assert_true(cy->values[2] > 0.0);
-    assert_true(cy->values[0] == 0.0);
+    /* the program's first cycle, as the real daemons stored it */
+    char app[128], q[256];
+    double v[4];
+    assert_int_equal(la_ta_wait_sql(&ta,
+                                     "SELECT count(*) FROM apps WHERE "
+                                     "app_name = 'solver'",
+                                     ran, 10000),
+                     0);
+    assert_int_equal(la_ta_sql_text(&ta,
+                                     "SELECT app_id FROM apps WHERE app_name "
+                                     "= 'solver' ORDER BY t_created_ns DESC, "
+                                     "rowid DESC LIMIT 1",
+                                     app, sizeof app),
+                     0);
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM traces WHERE app_id = '%s'", app);
+    assert_int_equal(la_ta_wait_sql(&ta, q, 1, 10000), 0);
+    long long tag = la_ta_tag(&ta, app, 0, 0);
+    assert_true(tag >= 0);
+    assert_int_equal(la_ta_values(&ta, app, 0, (uint64_t)tag, v, 4), 0);
+    assert_true(v[2] > 0.0);
+    assert_true(v[0] == 0.0);
   }
-  assert_string_equal(la_test_peer_last_reg(peer).app_name, "solver");
   print_message("%d documented link lines built programs that ran\n", built);
   assert_true(built >= 3); /* shared, static, pkg-config */
-  la_test_peer_stop(peer);
+  la_ta_free(&ta);
   remove_work();
 }
 
