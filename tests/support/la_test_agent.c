@@ -65,6 +65,13 @@ long long la_ta_sql_int(la_test_agent_t *a, const char *sql) {
   return la_ta_query(a, sql, la_ta_get_int, &v) == 0 ? v : -1;
 }
 
+long long la_ta_app_int(la_test_agent_t *a, const char *app_id,
+                        const char *fmt) {
+  char sql[400];
+  snprintf(sql, sizeof sql, fmt, app_id);
+  return la_ta_sql_int(a, sql);
+}
+
 typedef struct {
   char *buf;
   size_t len;

@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "la_auth.h"
+
 extern char **environ;
 
 struct la_test_daemon {
@@ -43,6 +45,31 @@ long long la_td_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void la_td_unset_la_env(void) {
+  static const char *vars[] = {"LA_PERIOD",
+                               "LA_METRIC",
+                               "LA_POLICY",
+                               "LA_BUFFERS",
+                               "LA_AGENT",
+                               "LA_COMPACT",
+                               "LA_APP_ID",
+                               "LA_VERBOSE",
+                               "LA_DISABLE",
+                               "LA_WAIT_TIMEOUT_MS",
+                               "LA_CONNECT_TIMEOUT_MS",
+                               "LA_DUMP_RAW",
+                               "LA_TIMER",
+                               "LA_GLOBAL",
+                               NULL};
+  for (int i = 0; vars[i]; i++) unsetenv(vars[i]);
+}
+
+int la_td_prepare(void) {
+  la_td_unset_la_env();
+  signal(SIGPIPE, SIG_IGN);
+  return la_auth_init() == 0 ? 0 : -1;
 }
 
 void la_td_nap_ms(int ms) {

@@ -121,6 +121,13 @@ int la_td_sanitizer_reports(void);
 
 /* Monotonic milliseconds. */
 long long la_td_now_ms(void);
+/* Unsets every variable libla and its examples read (LA_AGENT, LA_PERIOD,
+ * LA_GLOBAL, ...; not the LA_TEST_* ones), so that the caller's shell does
+ * not steer a test. */
+void la_td_unset_la_env(void);
+/* A daemon test program's group set-up: la_td_unset_la_env, SIGPIPE
+ * ignored, la_auth initialised. Returns 0 or -1. */
+int la_td_prepare(void);
 /* Sleeps ms milliseconds (restarted after a signal). For polls with a
  * deadline only: tests wait on events, not on time. */
 void la_td_nap_ms(int ms);

@@ -303,15 +303,6 @@ static void test_wavetoy_la_never_changes_results(void **state) {
   print_message("checksum %s in all three runs\n", c_off);
 }
 
-/* One integer from the GlobalAgent's store: fmt is a query with one %s,
- * for app_id. */
-static long long app_int(la_test_agent_t *a, const char *app_id,
-                         const char *fmt) {
-  char sql[400];
-  snprintf(sql, sizeof sql, fmt, app_id);
-  return la_ta_sql_int(a, sql);
-}
-
 /* Profiling into the real LocalAgent (lossless compaction, read back from
  * the real GlobalAgent's store): all ranks register, every rank delivers
  * every cycle of its 24x24x6 slab, and the checksum is still that of the
@@ -350,22 +341,29 @@ static void test_wavetoy_profiled_same_results(void **state) {
   assert_int_equal(
       la_ta_sql_text(&a, "SELECT app_id FROM apps", app_id, sizeof app_id), 0);
   assert_int_equal(
-      app_int(&a, app_id, "SELECT count(*) FROM ranks WHERE app_id = '%s'"), 4);
+      la_ta_app_int(&a, app_id,
+                    "SELECT count(*) FROM ranks WHERE app_id = '%s'"),
+      4);
   char q[300];
   snprintf(q, sizeof q, "SELECT app_name FROM apps WHERE app_id = '%s'",
            app_id);
   la_ta_sql_text(&a, q, name, sizeof name);
   assert_string_equal(name, "wavetoy");
   assert_int_equal(
-      app_int(&a, app_id, "SELECT nprocs FROM apps WHERE app_id = '%s'"), 4);
+      la_ta_app_int(&a, app_id, "SELECT nprocs FROM apps WHERE app_id = '%s'"),
+      4);
   assert_int_equal(
-      app_int(&a, app_id, "SELECT grid_nx FROM apps WHERE app_id = '%s'"), 24);
+      la_ta_app_int(&a, app_id, "SELECT grid_nx FROM apps WHERE app_id = '%s'"),
+      24);
   assert_int_equal(
-      app_int(&a, app_id, "SELECT grid_ny FROM apps WHERE app_id = '%s'"), 24);
+      la_ta_app_int(&a, app_id, "SELECT grid_ny FROM apps WHERE app_id = '%s'"),
+      24);
   assert_int_equal(
-      app_int(&a, app_id, "SELECT grid_nz FROM apps WHERE app_id = '%s'"), 6);
+      la_ta_app_int(&a, app_id, "SELECT grid_nz FROM apps WHERE app_id = '%s'"),
+      6);
   assert_int_equal(
-      app_int(&a, app_id, "SELECT count(*) FROM traces WHERE app_id = '%s'"),
+      la_ta_app_int(&a, app_id,
+                    "SELECT count(*) FROM traces WHERE app_id = '%s'"),
       40);
   for (uint32_t r = 0; r < 4; r++) {
     int cycles = 0;

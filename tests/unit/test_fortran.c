@@ -269,14 +269,6 @@ static void assert_nonzero_exactly(uint64_t tag, const double *v, uint64_t n,
   }
 }
 
-/* One integer of the store: fmt is a query with one %s, for app_id. */
-static long long app_int(la_test_agent_t *a, const char *app_id,
-                         const char *fmt) {
-  char sql[400];
-  snprintf(sql, sizeof sql, fmt, app_id);
-  return la_ta_sql_int(a, sql);
-}
-
 /* With the real LocalAgent (lossless compaction; what it sent read back
  * from the real GlobalAgent's store): the program's 1-based elements,
  * ranges and cells arrive at the right 0-based indices, with the right
@@ -323,22 +315,29 @@ static void test_values_arrive(void **state) {
                  text, sizeof text);
   assert_string_equal(text, "time");
   assert_int_equal(
-      app_int(&a, grid, "SELECT rank FROM ranks WHERE app_id = '%s'"), 0);
+      la_ta_app_int(&a, grid, "SELECT rank FROM ranks WHERE app_id = '%s'"), 0);
   assert_int_equal(
-      app_int(&a, grid, "SELECT nprocs FROM apps WHERE app_id = '%s'"), 1);
+      la_ta_app_int(&a, grid, "SELECT nprocs FROM apps WHERE app_id = '%s'"),
+      1);
   assert_int_equal(
-      app_int(&a, grid, "SELECT pid FROM ranks WHERE app_id = '%s'"), r.pid);
+      la_ta_app_int(&a, grid, "SELECT pid FROM ranks WHERE app_id = '%s'"),
+      r.pid);
   assert_int_equal(
-      app_int(&a, grid, "SELECT n_elements FROM ranks WHERE app_id = '%s'"),
+      la_ta_app_int(&a, grid,
+                    "SELECT n_elements FROM ranks WHERE app_id = '%s'"),
       24);
   assert_int_equal(
-      app_int(&a, grid, "SELECT period FROM apps WHERE app_id = '%s'"), 1);
+      la_ta_app_int(&a, grid, "SELECT period FROM apps WHERE app_id = '%s'"),
+      1);
   assert_int_equal(
-      app_int(&a, grid, "SELECT grid_nx FROM apps WHERE app_id = '%s'"), 4);
+      la_ta_app_int(&a, grid, "SELECT grid_nx FROM apps WHERE app_id = '%s'"),
+      4);
   assert_int_equal(
-      app_int(&a, grid, "SELECT grid_ny FROM apps WHERE app_id = '%s'"), 3);
+      la_ta_app_int(&a, grid, "SELECT grid_ny FROM apps WHERE app_id = '%s'"),
+      3);
   assert_int_equal(
-      app_int(&a, grid, "SELECT grid_nz FROM apps WHERE app_id = '%s'"), 2);
+      la_ta_app_int(&a, grid, "SELECT grid_nz FROM apps WHERE app_id = '%s'"),
+      2);
   /* the buffer count is what the LocalAgent saw registering */
   char line[200];
   snprintf(line, sizeof line,
@@ -364,9 +363,10 @@ static void test_values_arrive(void **state) {
       assert_true(v[4] == v[5]);
     }
   }
-  assert_int_equal(app_int(&a, "fmod-app.1",
-                           "SELECT skipped FROM ranks WHERE app_id = '%s'"),
-                   0);
+  assert_int_equal(
+      la_ta_app_int(&a, "fmod-app.1",
+                    "SELECT skipped FROM ranks WHERE app_id = '%s'"),
+      0);
 
   /* Phase 2: cells (2,1,1) and (4,3,2) of 4x3x2 -> 1 and 23. */
   static const long cells[] = {1, 23};

@@ -88,26 +88,8 @@ static struct {
   la_client_t *subs[4];
 } T;
 
-static const char *la_vars[] = {"LA_PERIOD",
-                                "LA_METRIC",
-                                "LA_POLICY",
-                                "LA_BUFFERS",
-                                "LA_AGENT",
-                                "LA_COMPACT",
-                                "LA_APP_ID",
-                                "LA_VERBOSE",
-                                "LA_DISABLE",
-                                "LA_WAIT_TIMEOUT_MS",
-                                "LA_CONNECT_TIMEOUT_MS",
-                                "LA_DUMP_RAW",
-                                "LA_TIMER",
-                                "LA_GLOBAL",
-                                NULL};
-
 static int group_setup(void **state) {
-  for (int i = 0; la_vars[i]; i++) unsetenv(la_vars[i]);
-  signal(SIGPIPE, SIG_IGN);
-  return la_auth_init() == 0 ? 0 : -1;
+  return la_td_prepare();
 }
 
 static int setup(void **state) {

@@ -52,23 +52,8 @@ static la_test_agent_t agent; /* the real pair */
 
 #define WAIT_MS 20000
 
-static const char *env_vars[] = {"LA_PERIOD",
-                                 "LA_METRIC",
-                                 "LA_POLICY",
-                                 "LA_BUFFERS",
-                                 "LA_AGENT",
-                                 "LA_COMPACT",
-                                 "LA_APP_ID",
-                                 "LA_VERBOSE",
-                                 "LA_DISABLE",
-                                 "LA_WAIT_TIMEOUT_MS",
-                                 "LA_CONNECT_TIMEOUT_MS",
-                                 "LA_DUMP_RAW",
-                                 "LA_TIMER",
-                                 NULL};
-
 static void reset_program(void) {
-  for (int i = 0; env_vars[i]; i++) unsetenv(env_vars[i]);
+  la_td_unset_la_env();
   /* Program settings persist across tests: reset them. */
   LA_setPeriod(1);
   LA_setPolicy(LA_POLICY_WAIT);

@@ -80,25 +80,8 @@ static struct {
   int victim_shm, victim_sem;
 } T;
 
-static const char *la_vars[] = {"LA_PERIOD",
-                                "LA_METRIC",
-                                "LA_POLICY",
-                                "LA_BUFFERS",
-                                "LA_AGENT",
-                                "LA_COMPACT",
-                                "LA_APP_ID",
-                                "LA_VERBOSE",
-                                "LA_DISABLE",
-                                "LA_WAIT_TIMEOUT_MS",
-                                "LA_CONNECT_TIMEOUT_MS",
-                                "LA_DUMP_RAW",
-                                "LA_TIMER",
-                                NULL};
-
 static int group_setup(void **state) {
-  for (int i = 0; la_vars[i]; i++) unsetenv(la_vars[i]);
-  signal(SIGPIPE, SIG_IGN);
-  return la_auth_init() == 0 ? 0 : -1;
+  return la_td_prepare();
 }
 
 static int setup(void **state) {
