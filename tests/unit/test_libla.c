@@ -854,7 +854,10 @@ static void test_application_killed(void **state) {
 }
 
 static void test_dump_raw(void **state) {
-  char dir[] = "/tmp/la_dump_XXXXXX";
+  char dir[256];
+  const char *tmp = getenv("TMPDIR");
+  snprintf(dir, sizeof dir, "%.200s/la_dump_XXXXXX",
+           tmp && *tmp ? tmp : "/tmp");
   assert_non_null(mkdtemp(dir));
   setenv("LA_DUMP_RAW", dir, 1);
   setenv("LA_APP_ID", "dumpjob", 1);
@@ -863,7 +866,7 @@ static void test_dump_raw(void **state) {
   LA_startProbe(4);
   LA_stopProbe(4);
   LA_dataXferTagged(77);
-  char path[256];
+  char path[512];
   snprintf(path, sizeof path, "%s/dumpjob.r0.c77.f64", dir);
   FILE *f = fopen(path, "rb");
   assert_non_null(f);
@@ -871,8 +874,21 @@ static void test_dump_raw(void **state) {
   assert_int_equal(fread(v, sizeof(double), 7, f), 6);
   fclose(f);
   assert_true(v[4] == 5.0 && v[0] == 0.0);
-  unlink(path);
-  rmdir(dir);
+  /* beside the values: the flags and the .fid line, which names the scale
+   * (the quantum for lactl compact --quantum) */
+  char line[256] = "";
+  snprintf(path, sizeof path, "%s/dumpjob.r0.c77.fid", dir);
+  f = fopen(path, "r");
+  assert_non_null(f);
+  assert_non_null(fgets(line, sizeof line, f));
+  fclose(f);
+  assert_non_null(strstr(line, " scale=1\n"));
+  static const char *const ext[] = {"f64", "flags", "fid"};
+  for (size_t i = 0; i < 3; i++) {
+    snprintf(path, sizeof path, "%s/dumpjob.r0.c77.%s", dir, ext[i]);
+    assert_int_equal(unlink(path), 0);
+  }
+  assert_int_equal(rmdir(dir), 0);
 }
 
 static void test_grid_overflow_refused(void **state) {
