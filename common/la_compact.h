@@ -458,9 +458,15 @@ void la_cenc_verbatim(la_cenc_t *e);
  * fell back to verbatim, or a negative error. */
 int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a, double b,
                  double qmax, double tol_abs, double tol_rel, double *vertex);
+/* Whether q can be a trace's quantum: positive and normal, with a normal
+ * reciprocal (the encoder and the decoder both check it). */
+static inline int la_compact_quantum_ok(double q) {
+  return q > 0 && __builtin_isnormal(q) && __builtin_isnormal(1 / q);
+}
 /* Bytes a quantized run would take for x[first..first+count) after a run
- * ending at integer *k (record tag not counted), updating *k; or UINT64_MAX
- * when a point is not a whole multiple of the quantum (or no quantum). */
+ * ending at integer *k (NaN: the run starts at the first point's own
+ * integer; record tag not counted), updating *k; or UINT64_MAX when a point
+ * is not a whole multiple of the quantum (or no quantum). */
 uint64_t la_cenc_qcost(const la_cenc_t *e, uint64_t first, uint64_t count,
                        double *k);
 /* Writes the next points (from pos + run, after the open verbatim run), as

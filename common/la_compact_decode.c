@@ -380,8 +380,7 @@ int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
       rc = fail(why, why_len, rc, "no quantum");
       goto out;
     }
-    if (!(t->quantum > 0 && t->quantum < INFINITY) || !isnormal(t->quantum) ||
-        !isnormal(1 / t->quantum)) {
+    if (!la_compact_quantum_ok(t->quantum)) {
       rc = fail(why, why_len, LA_EPROTO, "bad quantum %g", t->quantum);
       goto out;
     }

@@ -20,8 +20,7 @@
 void la_cenc_init(la_cenc_t *e, const double *x, uint64_t n, int mode,
                   int flags, double bound, double quantum) {
   memset(e, 0, sizeof(*e));
-  if (quantum > 0 && quantum < INFINITY && isnormal(1 / quantum) &&
-      isnormal(quantum)) {
+  if (la_compact_quantum_ok(quantum)) {
     e->quantum = quantum;
     e->inv_quantum = 1 / quantum;
     flags |= LA_CENC_F_QUANTUM;
@@ -321,7 +320,7 @@ int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a, double b,
         ((count - 1) << LA_REC_SHIFT);
   /* the record's head: tag, exponent delta, two values, exception count:
    * at most 3 varints + 2 doubles + 2 varints <= 66 bytes */
-  e->rec_bytes = e->out.len;
+  size_t rec0 = e->out.len;
   if (la_cbuf_reserve(&e->out, 66) == 0) {
     uint8_t *p = e->out.p + e->out.len;
     p += la_varint_write(p, tag);
@@ -354,7 +353,7 @@ int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a, double b,
       p = put_verbatim(p, e->x[first + e->exc_off[k]]);
       e->out.len = (size_t)(p - e->out.p);
     }
-  e->rec_bytes = e->out.len - e->rec_bytes;
+  e->rec_bytes = e->out.len - rec0;
   if (c.max > e->err_max) e->err_max = c.max;
   e->err_sse += c.sse;
   e->err_sum += c.sum;
@@ -396,6 +395,7 @@ uint64_t la_cenc_qcost(const la_cenc_t *e, uint64_t first, uint64_t count,
   if (e->quantum <= 0 || first + count > e->n) return UINT64_MAX;
   for (j = first; j < first + count; j++) {
     if (!qint(e, e->x[j], &kj)) return UINT64_MAX;
+    if (kp != kp) kp = kj; /* NaN: the chain starts here */
     bytes += qdelta_len(kj - kp);
     kp = kj;
   }

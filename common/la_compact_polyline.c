@@ -142,7 +142,7 @@ static void pl_qsel_seen(pl_qsel_t *q, const la_cenc_t *enc, uint64_t first,
   uint64_t c;
 
   if (count <= PL_Q_SHORT) {
-    k = la_floor(enc->x[first] * enc->inv_quantum + 0.5);
+    k = NAN; /* from the segment's first point */
     c = la_cenc_qcost(enc, first, count, &k);
     if (c == UINT64_MAX && ++q->misses > PL_Q_MISSES) q->on = 0;
     rb = c == UINT64_MAX ? 9.0 * (double)count : (double)c;

@@ -155,7 +155,7 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
   if (ag->set.robust && !strcmp(r->metric, "time") &&
       la_weights_new(r->n_elements, r->has_timer_res_ns ? r->timer_res_ns : 0,
                      ag->set.robust_tol, (uint32_t)ag->set.robust_confirm,
-                     r->grid, r->n_grid, &s->weights) != 0)
+                     ag->set.robust_cv, r->grid, r->n_grid, &s->weights) != 0)
     la_log_warnx("%s rank %u: no memory for robust weights (%llu "
                  "elements): measured values only", s->app_id, s->rank,
                  (unsigned long long)r->n_elements);

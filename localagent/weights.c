@@ -10,12 +10,13 @@
 struct la_weights {
   pthread_mutex_t mu; /* serializes la_robust_update */
   uint64_t n;
+  double cv; /* polyline bound of the weights, when tighter (0: none) */
   la_robust_t *r;
 };
 
 int la_weights_new(uint64_t n, double timer_res_ns, double tol,
-                   uint32_t confirm, const uint64_t *grid, size_t n_grid,
-                   la_weights_t **out) {
+                   uint32_t confirm, double cv, const uint64_t *grid,
+                   size_t n_grid, la_weights_t **out) {
   if (!out) return LA_EINVAL;
   *out = NULL;
   la_robust_params_t p;
@@ -45,6 +46,7 @@ int la_weights_new(uint64_t n, double timer_res_ns, double tol,
   }
   pthread_mutex_init(&w->mu, NULL);
   w->n = n;
+  w->cv = cv > 0 ? cv : 0;
   *out = w;
   return 0;
 }
@@ -58,7 +60,11 @@ int la_weights_cycle(la_weights_t *w, const double *x, const uint8_t *flags,
   pthread_mutex_lock(&w->mu);
   int rc = la_robust_update(w->r, x, flags, y, st);
   pthread_mutex_unlock(&w->mu);
-  if (rc == 0) rc = la_compact(y, w->n, cp, res);
+  la_compact_params_t p = *cp;
+  if (la_compact_effective_mode(&p) == LA_COMPACT_POLYLINE && w->cv > 0 &&
+      w->cv < p.cv)
+    p.cv = w->cv;
+  if (rc == 0) rc = la_compact(y, w->n, &p, res);
   free(y);
   return rc;
 }

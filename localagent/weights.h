@@ -25,17 +25,20 @@
 typedef struct la_weights la_weights_t;
 
 /* Creates the state of a rank of n elements. timer_res_ns (0: unknown)
- * widens the band by two timer steps; tol and confirm as in robust.h;
- * grid[0..n_grid) (may be NULL), the rank's grid dimensions from its
+ * widens the band by two timer steps; tol and confirm as in robust.h; cv
+ * (> 0) is the polyline bound of the weights' compaction when tighter than
+ * the measured values' (the weights are smooth once interference is
+ * removed, and balancers rank elements by them); grid[0..n_grid) (may be NULL), the rank's grid dimensions from its
  * registration, i fastest: when they multiply to n, the estimator's
  * neighbours include the cells above and below. Returns 0 and *out, or
  * LA_EINVAL / LA_ENOMEM. */
 int la_weights_new(uint64_t n, double timer_res_ns, double tol,
-                   uint32_t confirm, const uint64_t *grid, size_t n_grid,
-                   la_weights_t **out);
+                   uint32_t confirm, double cv, const uint64_t *grid,
+                   size_t n_grid, la_weights_t **out);
 
 /* One profiled cycle: x[0..n) measured, flags[0..n) (NULL: none). Writes
- * the compacted robust weights into *res (free with
+ * the robust weights, compacted with cp (the measured values' parameters)
+ * and the tighter cv of la_weights_new(), into *res (free with
  * la_compact_result_free) and the estimator's statistics into *st.
  * Returns 0, or LA_ENOMEM / a la_compact error (then *res is zeroed). */
 int la_weights_cycle(la_weights_t *w, const double *x, const uint8_t *flags,

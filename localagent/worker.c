@@ -102,14 +102,7 @@ static void la__robust(la_job_t *j, const double *x) {
     free(flags);
     flags = NULL;
   }
-  /* the robust weights are smooth (interference removed) and balancers
-   * rank elements by them: a tighter polyline bound costs few bytes */
-  la_compact_params_t rcp = j->cp;
-  double rcv = s->ag->set.robust_cv;
-  if (la_compact_effective_mode(&rcp) == LA_COMPACT_POLYLINE && rcv > 0 &&
-      rcv < rcp.cv)
-    rcp.cv = rcv;
-  j->robust = flags && la_weights_cycle(s->weights, x, flags, &rcp, &j->rres,
+  j->robust = flags && la_weights_cycle(s->weights, x, flags, &j->cp, &j->rres,
                                         &j->rst) == 0;
   free(flags);
 }

@@ -104,16 +104,31 @@ static double *check_decoding(const double *x, size_t n,
   return y;
 }
 
+/* x compacted with the default parameters, without (r0) and with (rq) the
+ * quantum Q. */
+static void compact_both(const double *x, size_t n, la_compact_result_t *r0,
+                         la_compact_result_t *rq) {
+  la_compact_params_t p0 = params(0), pq = params(Q);
+  assert_int_equal(la_compact(x, n, &p0, r0), 0);
+  assert_int_equal(la_compact(x, n, &pq, rq), 0);
+}
+
+/* No quantized run: the same records, and the quantum in the header. */
+static void assert_only_header_differs(const la_compact_result_t *r0,
+                                       const la_compact_result_t *rq) {
+  assert_int_equal(rq->quantized, 0);
+  assert_int_equal(rq->segments, r0->segments);
+  assert_int_equal(rq->len, r0->len + 8);
+}
+
 static void test_rough_series_stored_exactly_and_smaller(void **state) {
   size_t n = 100000;
   double *x = malloc(n * sizeof(double));
-  la_compact_params_t p0 = params(0), pq = params(Q);
   la_compact_result_t r0, rq;
   (void)state;
 
   rough(x, n, 7);
-  assert_int_equal(la_compact(x, n, &p0, &r0), 0);
-  assert_int_equal(la_compact(x, n, &pq, &rq), 0);
+  compact_both(x, n, &r0, &rq);
   assert_int_equal(r0.quantized, 0);
   /* nearly every point goes to runs; they are smaller than the lines */
   assert_true(rq.quantized >= n * 95 / 100);
@@ -128,17 +143,14 @@ static void test_rough_series_stored_exactly_and_smaller(void **state) {
 static void test_smooth_series_keeps_lines(void **state) {
   size_t n = 100000;
   double *x = malloc(n * sizeof(double));
-  la_compact_params_t p0 = params(0), pq = params(Q);
   la_compact_result_t r0, rq;
   (void)state;
 
   smooth(x, n, 3);
-  assert_int_equal(la_compact(x, n, &p0, &r0), 0);
-  assert_int_equal(la_compact(x, n, &pq, &rq), 0);
+  compact_both(x, n, &r0, &rq);
   assert_int_equal(rq.quantized, 0);
   /* the same records: only the quantum in the header differs */
-  assert_int_equal(rq.segments, r0.segments);
-  assert_int_equal(rq.len, r0.len + 8);
+  assert_only_header_differs(&r0, &rq);
   assert_true(rq.len < n / 100);
   free(check_decoding(x, n, &rq, 0.1));
   la_compact_result_free(&r0);
@@ -173,18 +185,15 @@ static void test_mixed_series_uses_each_where_it_pays(void **state) {
 static void test_values_not_multiples_fall_back_to_lines(void **state) {
   size_t n = 50000;
   double *x = malloc(n * sizeof(double));
-  la_compact_params_t p0 = params(0), pq = params(Q);
   la_compact_result_t r0, rq;
   uint64_t seed = 5;
   (void)state;
 
   /* a custom probe's readings: rough, but not whole ticks */
   for (size_t i = 0; i < n; i++) x[i] = 10 + 5 * la_compact_rand01(&seed);
-  assert_int_equal(la_compact(x, n, &p0, &r0), 0);
-  assert_int_equal(la_compact(x, n, &pq, &rq), 0);
+  compact_both(x, n, &r0, &rq);
   assert_int_equal(rq.quantized, 0);
-  assert_int_equal(rq.segments, r0.segments);
-  assert_int_equal(rq.len, r0.len + 8);
+  assert_only_header_differs(&r0, &rq);
   free(check_decoding(x, n, &rq, 0.1));
   la_compact_result_free(&r0);
   la_compact_result_free(&rq);
