@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la_compact.h"
+#include "la_compact_internal.h"
 
 typedef struct {
   double hi, lo;

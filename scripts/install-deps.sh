@@ -27,6 +27,23 @@ PKGS=(
   clang libclang-rt-14-dev llvm procps util-linux
 )
 
+# LA is built and tested with MPICH. Another package (python3-vtk9) pulls in
+# Open MPI, whose alternatives would then win for mpicc/mpiexec: point them
+# back at MPICH whenever they point elsewhere.
+pin_mpich() {
+  local SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  local name target
+  for name in mpi:/usr/bin/mpicc.mpich mpirun:/usr/bin/mpirun.mpich; do
+    target=${name#*:}; name=${name%%:*}
+    [ -x "$target" ] || continue
+    if [ "$(readlink -f "/etc/alternatives/$name" 2>/dev/null)" != "$(readlink -f "$target")" ]; then
+      $SUDO update-alternatives --set "$name" "$target" >/dev/null
+      echo "install-deps: $name alternatives set to MPICH ($target)"
+    fi
+  done
+}
+
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
@@ -35,6 +52,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PKGS[@]} packages present"
+  pin_mpich
   exit 0
 fi
 
@@ -44,4 +62,5 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+pin_mpich
 echo "install-deps: done"

@@ -48,7 +48,7 @@
 #include "la_client.h"
 #include "la_client_internal.h"
 #include "la_codec.h"
-#include "la_compact.h"
+#include "la_compact_internal.h"
 #include "la_sockio.h"
 #include "la_test_daemon.h"
 #include "store.h"
