@@ -72,6 +72,7 @@
 #include "la_compact.h"
 #include "la_secure_io.h"
 #include "la_sockio.h"
+#include "la_trace_msg.h"
 #include "la_test_daemon.h"
 
 #define N_ELEMENTS 100000
@@ -292,25 +293,14 @@ static int send_frame(conn_t *c, uint16_t type, const ProtobufCMessage *m) {
 static int send_trace(conn_t *c, const char *app, uint32_t rank, int cycle) {
   const la_compact_result_t *r = &series[(rank + (uint32_t)cycle) % N_SERIES];
   La__SeriesStats st = LA__SERIES_STATS__INIT;
-  st.count = r->stats.count;
-  st.sum = r->stats.sum;
-  st.min = r->stats.min;
-  st.max = r->stats.max;
   La__FitError fe = LA__FIT_ERROR__INIT;
-  fe.max_abs = r->error.max_abs;
-  fe.rmse = r->error.rmse;
-  fe.cv = r->error.cv;
   La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+  la_trace_msg_fill(&t, &st, &fe, r);
   t.seq = ++c->seq;
   t.app_id = (char *)app;
   t.rank = rank;
   t.cycle_tag = (uint64_t)cycle;
   t.n_elements = N_ELEMENTS;
-  t.mode = (La__CompactMode)r->mode;
-  t.segments.data = r->bytes;
-  t.segments.len = r->len;
-  t.stats = &st;
-  t.error = &fe;
   t.has_t_xfer_ns = 1;
   t.t_xfer_ns = real_ns();
   t.has_rank_seq = 1;

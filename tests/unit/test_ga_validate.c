@@ -26,6 +26,7 @@
 #include "la.h"
 #include "la_auth.h"
 #include "la_secure_io.h"
+#include "la_trace_msg.h"
 #include "la_client.h"
 #include "la_codec.h"
 #include "la_compact.h"
@@ -151,20 +152,15 @@ static void fake_trace_bytes(fake_t *f, const char *app, uint32_t rank,
                              uint64_t tag, const la_compact_result_t *r,
                              const uint8_t *bytes, size_t len) {
   La__SeriesStats st = LA__SERIES_STATS__INIT;
-  st.count = r->stats.count;
-  st.sum = r->stats.sum;
-  st.min = r->stats.min;
-  st.max = r->stats.max;
   La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+  la_trace_msg_fill(&t, &st, NULL, r);
   t.seq = ++f->seq;
   t.app_id = (char *)app;
   t.rank = rank;
   t.cycle_tag = tag;
   t.n_elements = r->stats.count;
-  t.mode = (La__CompactMode)r->mode;
   t.segments.data = (uint8_t *)bytes;
   t.segments.len = len;
-  t.stats = &st;
   assert_int_equal(
       la_secure_send_msg(f->fd, &f->sec, LA__MSG_TYPE__MSG_COMPACT_TRACE,
                          &t.base, 5000),
@@ -339,24 +335,18 @@ static void test_robust_encoding_checked(void **state) {
   for (uint32_t r = 0; r < 2; r++) fake_rank_start(&f, "robapp", r, 2, N);
   for (uint32_t r = 0; r < 2; r++) {
     const la_compact_result_t *rr = r == 0 ? &rgood : &rshort;
+    /* rank 1's robust statistics claim N points; its encoding holds fewer */
     La__SeriesStats st = LA__SERIES_STATS__INIT, rst = LA__SERIES_STATS__INIT;
-    st.count = rst.count = N;
-    st.sum = m.stats.sum;
-    rst.sum = rgood.stats.sum;
     La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+    la_trace_msg_fill(&t, &st, NULL, &m);
+    la_trace_msg_robust(&t, &rst, &rgood);
+    t.robust_segments.data = rr->bytes;
+    t.robust_segments.len = rr->len;
     t.seq = ++f.seq;
     t.app_id = "robapp";
     t.rank = r;
     t.cycle_tag = 3;
     t.n_elements = N;
-    t.mode = (La__CompactMode)m.mode;
-    t.segments.data = m.bytes;
-    t.segments.len = m.len;
-    t.stats = &st;
-    t.has_robust_segments = 1;
-    t.robust_segments.data = rr->bytes;
-    t.robust_segments.len = rr->len;
-    t.robust_stats = &rst;
     assert_int_equal(
         la_secure_send_msg(f.fd, &f.sec, LA__MSG_TYPE__MSG_COMPACT_TRACE,
                            &t.base, 5000),

@@ -62,6 +62,7 @@
 #include "la_codec.h"
 #include "la_compact.h"
 #include "la_sockio.h"
+#include "la_trace_msg.h"
 #include "la_test_daemon.h"
 #include "la_test_ipc.h"
 
@@ -669,20 +670,13 @@ static void fake_rank_start(fake_t *f, const char *app_id, uint32_t rank,
 static void fake_trace(fake_t *f, const char *app_id, uint32_t rank,
                        uint64_t tag, const la_compact_result_t *r) {
   La__SeriesStats st = LA__SERIES_STATS__INIT;
-  st.count = r->stats.count;
-  st.sum = r->stats.sum;
-  st.min = r->stats.min;
-  st.max = r->stats.max;
   La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+  la_trace_msg_fill(&t, &st, NULL, r);
   t.seq = ++f->seq;
   t.app_id = (char *)app_id;
   t.rank = rank;
   t.cycle_tag = tag;
   t.n_elements = r->stats.count;
-  t.mode = (La__CompactMode)r->mode;
-  t.segments.data = r->bytes;
-  t.segments.len = r->len;
-  t.stats = &st;
   assert_int_equal(
       la_secure_send_msg(f->fd, &f->sec, LA__MSG_TYPE__MSG_COMPACT_TRACE,
                          &t.base, 5000),
