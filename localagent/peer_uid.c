@@ -14,7 +14,6 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-
 /* Fills the diag id of the peer's socket: its source is our peer address,
  * its destination our own. Returns the family, or -1. */
 static int la__peer_id(int fd, struct inet_diag_sockid *id) {
@@ -82,8 +81,7 @@ static long la__diag_uid(int family, const struct inet_diag_sockid *id) {
        h = NLMSG_NEXT(h, n)) {
     if (h->nlmsg_type == NLMSG_ERROR) {
       const struct nlmsgerr *e = NLMSG_DATA(h);
-      return h->nlmsg_len >= NLMSG_LENGTH(sizeof *e) &&
-                     (e->error == -ENOENT)
+      return h->nlmsg_len >= NLMSG_LENGTH(sizeof *e) && (e->error == -ENOENT)
                  ? -1
                  : -2;
     }

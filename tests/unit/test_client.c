@@ -526,8 +526,8 @@ static void test_rank_element_cap(void **state) {
   memcpy(big, res.bytes, 14);
   size_t o = 14;
   o += la_varint_write(big + o, n);
-  o += la_varint_write(big + o, ((n - 1) << LA_REC_SHIFT) |
-                                    (tag & ((1u << LA_REC_SHIFT) - 1)));
+  o += la_varint_write(
+      big + o, ((n - 1) << LA_REC_SHIFT) | (tag & ((1u << LA_REC_SHIFT) - 1)));
   memcpy(big + o, res.bytes + r.off, res.len - 4 - r.off);
   o += res.len - 4 - r.off;
   uint32_t crc = la_compact_crc32(0, big, o);
@@ -572,8 +572,8 @@ static void test_rank_element_cap(void **state) {
   n = LA_CLIENT_DEFAULT_MAX_RANK_ELEMENTS;
   o = 14;
   o += la_varint_write(big + o, n);
-  o += la_varint_write(big + o, ((n - 1) << LA_REC_SHIFT) |
-                                    (tag & ((1u << LA_REC_SHIFT) - 1)));
+  o += la_varint_write(
+      big + o, ((n - 1) << LA_REC_SHIFT) | (tag & ((1u << LA_REC_SHIFT) - 1)));
   memcpy(big + o, res.bytes + r.off, res.len - 4 - r.off);
   o += res.len - 4 - r.off;
   crc = la_compact_crc32(0, big, o);
@@ -1054,8 +1054,7 @@ static void test_robust_fallback(void **state) {
   assert_int_equal(la_traceset_has_robust(t), 0);
   assert_int_equal(la_traceset_weights_kind(t), LA_WEIGHTS_MEASURED);
   expect_weights_from(t, meas);
-  assert_int_equal(la_traceset_set_weights(t, LA_WEIGHTS_ROBUST),
-                   LA_ENOTFOUND);
+  assert_int_equal(la_traceset_set_weights(t, LA_WEIGHTS_ROBUST), LA_ENOTFOUND);
   assert_int_equal(la_traceset_weights_kind(t), LA_WEIGHTS_MEASURED);
   double imb, s;
   assert_int_equal(la_traceset_robust_imbalance(t, &imb), LA_ENOTFOUND);

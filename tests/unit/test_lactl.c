@@ -557,9 +557,8 @@ static void test_show_robust(void **state) {
  * request; a set without robust weights asked for them says so. */
 static void test_export_weights(void **state) {
   char *o, *e;
-  assert_int_equal(lactl(&o, &e, "export", "xrobust-3", "1", "--db", g->db,
-                         NULL),
-                   0);
+  assert_int_equal(
+      lactl(&o, &e, "export", "xrobust-3", "1", "--db", g->db, NULL), 0);
   assert_non_null(strstr(o, "\n1,0,3,3,100\n"));
   assert_null(strstr(o, ",1100\n"));
   free(o), free(e);
