@@ -25,6 +25,8 @@ PKGS=(
   # symbolized sanitizer reports (llvm), per-test accounting (procps: ps;
   # util-linux: setsid, unshare)
   clang libclang-rt-14-dev llvm procps util-linux
+  # test_services: the daemons' system calls against the units' filters
+  strace
 )
 
 # LA is built and tested with MPICH. Another package (python3-vtk9) pulls in
