@@ -207,9 +207,6 @@ class Store:
         return int(cycle)
 
     def _blobs(self, series, app, cycle):
-        if series is ROBUST and not self._has_robust:
-            return [(r, n, None) for r, n, _ in
-                    self._db.execute(MEASURED.sql, (app, _tag(cycle)))]
         return self._db.execute(series.sql, (app, _tag(cycle))).fetchall()
 
     def cycle(self, app, cycle="latest", weights=None):
@@ -261,17 +258,18 @@ class Store:
         c.totals = np.array([present[r][1] if r in present and
                              present[r][1] is not None else np.nan
                              for r in range(nprocs)], dtype=np.float64)
-        rob = self._blobs(ROBUST, app, cycle)
         c.robust_totals = np.full(nprocs, np.nan)
+        rob = set()  # present ranks with robust weights
         if self._has_robust:
             for r, s in self._db.execute(
                     "SELECT rank, stat_sum FROM robust WHERE app_id = ?"
                     " AND cycle_tag = ? AND segments IS NOT NULL",
                     (app, tag)):
-                if r < nprocs and s is not None:
-                    c.robust_totals[r] = s
+                if r in present:
+                    rob.add(r)
+                    c.robust_totals[r] = np.nan if s is None else s
         series = self._choose(weights, c, rob)
-        rows = rob if series is ROBUST else self._blobs(series, app, cycle)
+        rows = self._blobs(series, app, cycle)
         c.weights = series.name
         c.values = np.full(int(c.vtxdist[-1]), np.nan)
         for r, n, blob in rows:
@@ -286,8 +284,7 @@ class Store:
         return c
 
     def _choose(self, weights, c, rob):
-        has_rob = sum(1 for r, _, b in rob if r < c.nprocs and b is not None)
-        every = has_rob > 0 and has_rob == c.nprocs - len(c.missing)
+        every = len(rob) > 0 and len(rob) == c.nprocs - len(c.missing)
         if weights is None:
             env = os.environ.get("LA_WEIGHTS", "")
             return ROBUST if every and env != "measured" else MEASURED
@@ -295,7 +292,8 @@ class Store:
             raise ValueError("weights=%r: one of %s" %
                              (weights, ", ".join(sorted(SERIES))))
         if weights == "robust" and not every:
-            lack = [r for r, _, b in rob if r < c.nprocs and b is None]
+            lack = [r for r in range(c.nprocs)
+                    if r not in c.missing and r not in rob]
             raise NoRobustWeights(
                 "%s cycle %d: rank%s %s without robust weights" %
                 (c.app, c.cycle, "s" if len(lack) != 1 else "",

@@ -25,6 +25,7 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, HERE)
 import jsonschema_mini  # noqa: E402
 
@@ -122,14 +123,15 @@ def same_table(a, b, what):
     same_values(a["value"], b["value"], what)
 
 
-def check_app(lw, store, app, weights):
+def check_app(lw, store, app, weights, db=None):
+    db = db or A.db
     opt = ["--weights", weights] if weights else []
     tag = weights or "default"
     cycles = store.cycles(app)
     check(cycles.size >= 1, "%s: no cycle" % app)
     # CSV
     csv = os.path.join(A.work, "%s-%s.csv" % (app, tag))
-    lactl("export", app, ":", "--db", A.db, "-o", csv, *opt)
+    lactl("export", app, ":", "--db", db, "-o", csv, *opt)
     first, rows = read_csv(csv)
     meta = [a for a in store.apps() if a["app"] == app][0]
     want = "# lactl export format 1; app %s; metric %s; unit %s\n" % (
@@ -141,7 +143,7 @@ def check_app(lw, store, app, weights):
           (app, tag, rows.size, cycles.size))
     # npy and its sidecar
     npy = os.path.join(A.work, "%s-%s.npy" % (app, tag))
-    lactl("export", app, ":", "--db", A.db, "--format", "npy", "-o", npy,
+    lactl("export", app, ":", "--db", db, "--format", "npy", "-o", npy,
           *opt)
     arr = np.load(npy, allow_pickle=False)
     same_table(arr, rows, "%s %s: npy vs CSV" % (app, tag))
@@ -158,7 +160,7 @@ def check_app(lw, store, app, weights):
     print("  %s (%s weights): npy (%d bytes) == CSV" %
           (app, tag, os.path.getsize(npy)))
     # JSON, and Cycle's stitching against it
-    p = lactl("export", app, ":", "--db", A.db, "--format", "json", *opt)
+    p = lactl("export", app, ":", "--db", db, "--format", "json", *opt)
     doc = json.loads(p.stdout)
     validate(doc, "lactl-export.json", "%s export JSON" % app)
     check(doc["format_version"] == 1, "JSON format_version")
@@ -231,6 +233,46 @@ def check_readme(lw, app, cycle):
     print("  README's three lines load %d weights" % env["w"].size)
 
 
+def copy_db(name):
+    path = os.path.join(A.work, name)
+    src = sqlite3.connect("file:%s?mode=ro" % A.db, uri=True)
+    dst = sqlite3.connect(path)
+    src.backup(dst)
+    src.close()
+    return path, dst
+
+
+def check_partial(lw, app):
+    """A copy of the store where rank 2 of cycle 1 is missing: NaN in the
+    stitched cycle, left out of the rows, as lactl does."""
+    path, db = copy_db("partial.db")
+    key = (app, 1, 2)
+    for t in ("traces", "robust"):
+        db.execute("DELETE FROM %s WHERE app_id = ? AND cycle_tag = ? AND"
+                   " rank = ?" % t, key)
+    db.execute("INSERT INTO missing VALUES (?, ?, ?, 'test: removed',"
+               " 'globalagent', NULL, 0)", key)
+    db.execute("UPDATE trace_sets SET complete = 0, n_missing = 1,"
+               " missing_ranks = '2' WHERE app_id = ? AND cycle_tag = 1",
+               (app,))
+    db.commit()
+    db.close()
+    with lw.open(path, lib=A.lib) as s:
+        c = s.cycle(app, 1)
+        check(c.state == "partial" and c.missing == [2] and
+              c.missing_reasons == {2: "test: removed"} and
+              np.isnan(c.rank(2)).all() and np.isnan(c.totals[2]) and
+              not np.isnan(c.rank(1)).any(), "partial cycle: %r" % c)
+        for weights in (None, "measured"):
+            check_app(lw, s, app, weights, db=path)
+    validate(json.loads(lactl("show", app, "1", "--db", path,
+                              "--json").stdout),
+             "lactl-show.json", "lactl show --json of a partial cycle")
+    validate(json.loads(lactl("cycles", app, "--db", path, "--json").stdout),
+             "lactl-cycles.json", "lactl cycles --json with a partial cycle")
+    print("  partial cycle: rank 2 missing, as lactl exports it")
+
+
 def check_errors(lw, app):
     # an explicit library path that is wrong fails, naming it
     try:
@@ -263,11 +305,7 @@ def check_errors(lw, app):
             check("Store.table()" in str(e), "dataframe ImportError: %s" % e)
             print("  pandas absent: dataframe() says so")
     # a corrupted trace: the decoder's error, as for lactl
-    bad = os.path.join(A.work, "bad.db")
-    src = sqlite3.connect("file:%s?mode=ro" % A.db, uri=True)
-    dst = sqlite3.connect(bad)
-    src.backup(dst)
-    src.close()
+    bad, dst = copy_db("bad.db")
     key = (app, 0, 1)
     blob = bytearray(dst.execute(
         "SELECT segments FROM traces WHERE app_id = ? AND cycle_tag = ?"
@@ -306,6 +344,7 @@ def main():
                 check_app(lw, store, app, weights)
     check_json_outputs(apps)
     check_readme(lw, apps[0], 1)
+    check_partial(lw, apps[0])
     check_errors(lw, apps[0])
     print("check_pydata: all checks passed")
 
