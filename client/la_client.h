@@ -378,6 +378,29 @@ LA_CLIENT_EXPORT double la_traceset_rank_timer_res(const la_traceset_t *t,
 LA_CLIENT_EXPORT const char *la_traceset_rank_detection(const la_traceset_t *t,
                                                         uint32_t rank);
 
+/* ------------------------------------------------------ one encoded trace
+ * For readers of an encoding outside a Trace-Set: the GlobalAgent's store
+ * (docs/storage.md: traces.segments, robust.segments) read offline, or a
+ * language binding (docs/python.md). */
+
+/* Decodes the encoded compact trace bytes[0..len) (format in
+ * docs/compaction.md, "Binary encoding") into out[0..n), where n is the
+ * number of points the trace must hold (the rank's element count, the
+ * store's traces.n_elements). The values are those la_traceset_rank_weights
+ * serves: the same parser, checks and reconstruction. bytes is only read;
+ * out belongs to the caller. On success returns 0 and every out[i] is set.
+ * Errors (out's content is then unspecified; why, if not NULL, gets the
+ * reason, "" on success): LA_EINVAL (bytes NULL with len > 0, or out NULL
+ * with n > 0), LA_EPROTO (not a valid encoding: bad magic, malformed
+ * record, bad quantum, checksum mismatch, trailing bytes), LA_ETRUNC (ends
+ * early), LA_EVERSION (an encoding version this build does not read),
+ * LA_ERANGE (a valid encoding of another number of points than n; one
+ * declaring more is refused before anything is allocated), LA_ENOMEM.
+ * Thread-safe; keeps nothing. */
+LA_CLIENT_EXPORT int la_client_decode_trace(const uint8_t *bytes, size_t len,
+                                            double *out, uint64_t n, char *why,
+                                            size_t why_len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,14 +1,17 @@
 /* lactl_export.c: `lactl export APP [CYCLE|latest|FIRST:LAST] --format
  * csv|json|metis [-o FILE] [--max-weight N]`: per-element weights of one
  * cycle or a range of cycles, decoded from the compact traces:
- *   csv    cycle,rank,element,global_element,value (a header line, then one
- *          line per element of every present rank; %.17g values);
+ *   csv    a comment line with the format version, the header
+ *          cycle,rank,element,global_element,value, then one line per
+ *          element of every present rank (%.17g values: exact);
  *   json   {"app", "metric", "unit", "sets": [one object per cycle with
  *          vtxdist, exact totals and per-rank value arrays (null for a
  *          missing rank)]};
  *   metis  one cycle: one integer vertex weight per line in global element
  *          order, >= 1, the heaviest element = --max-weight (default 1000),
- *          as la_traceset_metis_weights computes them (docs/lactl.md).
+ *          as la_traceset_metis_weights computes them (docs/lactl.md);
+ *   npy    the CSV's rows as a NumPy structured array, streamed, and a
+ *          JSON sidecar (lactl_npy.c).
  * Elements of missing ranks are left out of csv, null in json, and get the
  * mean weight in metis; each case is reported on stderr.
  *
@@ -22,14 +25,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lactl_npy.h"
 #include "lactl_util.h"
 
-enum { F_CSV, F_JSON, F_METIS };
+enum { F_CSV, F_JSON, F_METIS, F_NPY };
 
 static void usage(FILE *f) {
   fprintf(f,
           "usage: lactl export APP [CYCLE|latest|FIRST:LAST] [--format "
-          "csv|json|metis]\n"
+          "csv|json|metis|npy]\n"
           "                    [-o FILE] [--max-weight N] [--global "
           "HOST:PORT | --db FILE]\n"
           "\n"
@@ -43,6 +47,9 @@ static void usage(FILE *f) {
           "  --format metis      one cycle: a METIS vertex-weight file, one "
           "integer >= 1\n"
           "                      per line in global element order\n"
+          "  --format npy        the CSV's rows as a NumPy structured array "
+          "(needs -o FILE;\n"
+          "                      FILE.json describes it)\n"
           "  --weights KIND      measured or robust (interference removed; "
           "default: robust\n"
           "                      when every rank of the cycle has them)\n"
@@ -179,9 +186,11 @@ int lactl_export_main(int argc, char **argv) {
           fmt = F_JSON;
         else if (!strcmp(optarg, "metis"))
           fmt = F_METIS;
+        else if (!strcmp(optarg, "npy"))
+          fmt = F_NPY;
         else
-          return lactl_usage_err("export", "--format '%s': csv, json or metis",
-                                 optarg);
+          return lactl_usage_err(
+              "export", "--format '%s': csv, json, metis or npy", optarg);
         break;
       case 'o':
         out = optarg;
@@ -213,6 +222,8 @@ int lactl_export_main(int argc, char **argv) {
                            argv[optind + 1]);
   if (fmt == F_METIS && sel.range)
     return lactl_usage_err("export", "--format metis takes one cycle");
+  if (fmt == F_NPY && (!out || !strcmp(out, "-")))
+    return lactl_usage_err("export", "--format npy needs -o FILE");
 
   lactl_src_t *s;
   int orc = lactl_src_open("export", &o, &s);
@@ -234,7 +245,8 @@ int lactl_export_main(int argc, char **argv) {
   double *w = NULL;
   size_t wcap = 0;
   rc = LACTL_OK;
-  if (fmt == F_CSV) fprintf(f, "cycle,rank,element,global_element,value\n");
+  lactl_npy_t *npy = fmt == F_NPY ? lactl_npy_start("export", f, out) : NULL;
+  if (fmt == F_NPY && !npy) rc = LACTL_FAIL;
   for (size_t i = 0; i < nt && rc == LACTL_OK; i++) {
     la_traceset_t *t;
     int e = tags ? lactl_src_set(s, app, 0, tags[i], &t)
@@ -248,8 +260,10 @@ int lactl_export_main(int argc, char **argv) {
               "lactl export: %s cycle %llu: not every rank has robust "
               "weights; exporting the measured ones\n",
               app, (unsigned long long)la_traceset_cycle(t));
+    if (i == 0 && fmt == F_CSV) lactl_csv_head(f, app, t);
     if (i == 0 && fmt == F_JSON) {
-      fprintf(f, "{\"app\": ");
+      fprintf(
+          f, "{\"format_version\": %d, \"app\": ", LACTL_EXPORT_FORMAT_VERSION);
       lactl_json_str(f, app);
       fprintf(f, ", \"metric\": ");
       lactl_json_str(f, la_traceset_metric(t));
@@ -275,12 +289,16 @@ int lactl_export_main(int argc, char **argv) {
     if (rc == LACTL_OK) {
       if (fmt == F_METIS)
         rc = put_metis("export", f, t, (int64_t)maxw);
-      else if ((fmt == F_CSV ? put_csv(f, t, w) : put_json(f, t, w, i == 0)))
+      else if (fmt == F_NPY) {
+        note_missing(t, "left out of the array");
+        if (lactl_npy_set(npy, t, w)) rc = LACTL_FAIL;
+      } else if ((fmt == F_CSV ? put_csv(f, t, w) : put_json(f, t, w, i == 0)))
         rc = LACTL_FAIL;
     }
     la_traceset_free(t);
   }
   if (fmt == F_JSON && rc == LACTL_OK) fprintf(f, "\n]}\n");
+  if (npy && lactl_npy_finish(npy, rc == LACTL_OK)) rc = LACTL_FAIL;
   free(w);
   free(tags);
   lactl_src_close(s);

@@ -583,6 +583,9 @@ static void test_export_weights(void **state) {
 /* Checks a CSV export against the raw series: rows of present ranks only,
  * values within each trace's achieved error, rank 3 exact. */
 static void check_csv(const char *csv, int k, uint64_t cycle) {
+  /* the format version comment, then the header */
+  assert_memory_equal(csv, "# lactl export format 1; app ", 29);
+  csv = strchr(csv, '\n') + 1;
   const char *p = strchr(csv, '\n');
   assert_non_null(p);
   assert_memory_equal(csv, "cycle,rank,element,global_element,value\n", 40);
