@@ -111,8 +111,8 @@ int la_traceset_channel(const la_traceset_t *t, size_t ch,
   rc = la_traceset_from_message(&v, out, why, sizeof why);
   if (rc == 0) {
     (*out)->dropped = t->dropped;
-    la__traceset_choose(*out, t->robust ? LA_WEIGHTS_DEFAULT
-                                        : LA_WEIGHTS_MEASURED);
+    la__traceset_choose(*out,
+                        t->robust ? LA_WEIGHTS_DEFAULT : LA_WEIGHTS_MEASURED);
   }
 done:
   free(tv);

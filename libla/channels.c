@@ -26,16 +26,19 @@ static struct {
 
 LA_EXPORT int LA_channel(const char *name) {
   if (!la__lifecycle_idle())
-    return la__error(LA_ESTATE, "LA_channel after LA_register (declare "
-                                "channels before it)");
+    return la__error(LA_ESTATE,
+                     "LA_channel after LA_register (declare "
+                     "channels before it)");
   size_t len = name ? strlen(name) : 0;
   if (len == 0 || len > LA_MAX_CHANNEL_NAME)
     return la__error(LA_EINVAL, "channel name empty or longer than %d",
                      LA_MAX_CHANNEL_NAME);
   for (size_t i = 0; i < len; i++)
     if (!isgraph((unsigned char)name[i]))
-      return la__error(LA_EINVAL, "channel name '%s' has a space or a "
-                                  "character that is not printable", name);
+      return la__error(LA_EINVAL,
+                       "channel name '%s' has a space or a "
+                       "character that is not printable",
+                       name);
   for (uint32_t c = 0; c < la__ch.n; c++)
     if (!strcmp(la__ch.name[c], name))
       return la__error(LA_EINVAL, "channel '%s' declared twice (id %u)", name,
@@ -53,4 +56,6 @@ uint32_t la__channels(const char *const **names) {
   return la__ch.n;
 }
 
-void la__channels_reset(void) { memset(&la__ch, 0, sizeof la__ch); }
+void la__channels_reset(void) {
+  memset(&la__ch, 0, sizeof la__ch);
+}

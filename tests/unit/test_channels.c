@@ -39,10 +39,10 @@
 #include "la_test_stack.h"
 #include "store.h"
 
-#define N 120     /* elements per rank */
-#define NP 2      /* ranks */
-#define CYCLES 3  /* profiled cycles */
-#define NCH 3     /* channels of the channel application */
+#define N 120    /* elements per rank */
+#define NP 2     /* ranks */
+#define CYCLES 3 /* profiled cycles */
+#define NCH 3    /* channels of the channel application */
 
 static la_test_stack_t S;
 static int have_stack;
@@ -64,8 +64,8 @@ static int group_teardown(void **state) {
 /* Value of element e in channel ch at cycle c on rank r: multiples of
  * 1/4 below 200, so every sum of them is exact. */
 static double value_of(int ch, long e, uint64_t c, int r) {
-  return 10.0 * (ch + 1) + (double)((e * 7 + ch * 3 + (long)c * 5 + r) % 13) *
-                               0.25;
+  return 10.0 * (ch + 1) +
+         (double)((e * 7 + ch * 3 + (long)c * 5 + r) % 13) * 0.25;
 }
 
 static struct {
@@ -74,7 +74,9 @@ static struct {
   int rank;
 } pctx;
 
-static double probe_start(long e, void *arg) { return 0.0; }
+static double probe_start(long e, void *arg) {
+  return 0.0;
+}
 static double probe_stop(long e, void *arg) {
   return value_of(pctx.ch, e, pctx.cycle, pctx.rank);
 }
@@ -232,16 +234,17 @@ static void test_channels_end_to_end(void **state) {
       double ct[NP];
       assert_int_equal(la_traceset_rank_totals(v, ct), 0);
       for (int r = 0; r < NP; r++) {
-        assert_int_equal(la_traceset_channel_rank_weights(ts, (size_t)ch,
-                                                          (uint32_t)r, wc),
-                         0);
+        assert_int_equal(
+            la_traceset_channel_rank_weights(ts, (size_t)ch, (uint32_t)r, wc),
+            0);
         double tot = 0;
         for (long e = 0; e < N; e++) {
           double x = value_of(ch, e, cy, r);
           if (wc[e] != x)
-            fail_msg("cycle %llu rank %d channel %d element %ld: %g, "
-                     "expected %g",
-                     (unsigned long long)cy, r, ch, e, wc[e], x);
+            fail_msg(
+                "cycle %llu rank %d channel %d element %ld: %g, "
+                "expected %g",
+                (unsigned long long)cy, r, ch, e, wc[e], x);
           tot += x;
         }
         assert_true(ct[r] == tot);
@@ -426,7 +429,7 @@ static void test_lactl_channel(void **state) {
   la_traceset_free(get_set(c, "ch-lactl", 2));
   la_client_close(c);
   static char out[1 << 16];
-  const char *exp[] = {"export", "ch-lactl", "2",           "--channel",
+  const char *exp[] = {"export", "ch-lactl", "2",         "--channel",
                        "eos",    "--global", S.feed_addr, NULL};
   int rc = lactl(exp, out, sizeof out);
   if (rc == -2) skip();
@@ -443,19 +446,18 @@ static void test_lactl_channel(void **state) {
     rows++;
   }
   assert_int_equal(rows, NP * N);
-  const char *show[] = {"show",      "ch-lactl", "2", "--channel",
-                        "visc",      "--global", S.feed_addr, "--json",
-                        NULL};
+  const char *show[] = {"show",     "ch-lactl",  "2",      "--channel", "visc",
+                        "--global", S.feed_addr, "--json", NULL};
   rc = lactl(show, out, sizeof out);
   if (rc != 0) fail_msg("lactl show --channel visc: %d\n%s", rc, out);
-  const char *bad[] = {"show",     "ch-lactl",  "2", "--channel", "nope",
-                       "--global", S.feed_addr, NULL};
+  const char *bad[] = {"show", "ch-lactl", "2",         "--channel",
+                       "nope", "--global", S.feed_addr, NULL};
   rc = lactl(bad, out, sizeof out);
   assert_int_equal(rc, 1);
   if (!strstr(out, "'nope'") || !strstr(out, "stress, eos, visc"))
     fail_msg("unknown channel: %s", out);
-  const char *none[] = {"show",      "ch-none",   "1", "--channel",
-                        "stress",    "--global",  S.feed_addr, NULL};
+  const char *none[] = {"show",   "ch-none",  "1",         "--channel",
+                        "stress", "--global", S.feed_addr, NULL};
   rc = lactl(none, out, sizeof out);
   assert_int_equal(rc, 1);
   if (!strstr(out, "declared no channels")) fail_msg("no channels: %s", out);
