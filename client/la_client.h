@@ -401,6 +401,41 @@ LA_CLIENT_EXPORT int la_client_decode_trace(const uint8_t *bytes, size_t len,
                                             double *out, uint64_t n, char *why,
                                             size_t why_len);
 
+/* ------------------------------------------------------------- channels
+ * An application that declared channels (LA_channel: one per kernel, say
+ * "stress", "eos") sends, per rank and cycle, the per-element sum over its
+ * channels, which every function above serves, and each channel's own
+ * series with its exact statistics and robust weights. */
+
+/* Number of channel names of the set (its lowest rank's declaration, in
+ * channel order); 0 when the application declared none. */
+LA_CLIENT_EXPORT size_t la_traceset_channels(const la_traceset_t *t);
+/* Name of channel ch, owned by t; NULL when ch is out of range. */
+LA_CLIENT_EXPORT const char *la_traceset_channel_name(const la_traceset_t *t,
+                                                      size_t ch);
+/* The id of the channel called name, or LA_ENOTFOUND (LA_EINVAL for NULL
+ * arguments). */
+LA_CLIENT_EXPORT int la_traceset_channel_find(const la_traceset_t *t,
+                                              const char *name);
+/* A new set (free with la_traceset_free) that serves channel ch of t: the
+ * same cycle and ranks, whose weights, totals, statistics, errors and
+ * robust weights are channel ch's (interference figures are left out: they
+ * are the sum's). A present rank whose trace lacks that channel is missing
+ * in it, with the reason. The weights kind follows t's. An application
+ * with one channel name has no separate series: its channel 0 is the set.
+ * Errors: LA_EINVAL, LA_ENOTFOUND (no such channel), LA_ENOMEM, LA_EPROTO
+ * (the channel's series do not decode). */
+LA_CLIENT_EXPORT int la_traceset_channel(const la_traceset_t *t, size_t ch,
+                                         la_traceset_t **out);
+/* Writes rank's la_traceset_rank_elements() values of channel ch (decoded,
+ * measured or robust as t serves them); NaN when the rank is missing or
+ * lacks the channel. Errors: LA_EINVAL, LA_ENOTFOUND (no such channel),
+ * LA_ENOMEM, LA_EPROTO. */
+LA_CLIENT_EXPORT int la_traceset_channel_rank_weights(const la_traceset_t *t,
+                                                      size_t ch,
+                                                      uint32_t rank,
+                                                      double *w);
+
 #ifdef __cplusplus
 }
 #endif

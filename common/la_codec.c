@@ -174,6 +174,61 @@ static int la__rank_ok(uint32_t rank, uint32_t nprocs, char *why, size_t n) {
   return 0;
 }
 
+/* Channel names (LA_channel): none, or 1..LA_MAX_CHANNELS_WIRE names of
+ * 1..LA_MAX_CHANNEL_NAME_WIRE printable characters, no two the same. */
+static int la__channels_ok(size_t k, char *const *names, char *why, size_t n) {
+  if (k > LA_MAX_CHANNELS_WIRE)
+    return la_errorf(why, n, LA_EPROTO, "%zu channels (max %u)", k,
+                     LA_MAX_CHANNELS_WIRE);
+  for (size_t i = 0; i < k; i++) {
+    if (!la__id_ok(names[i]) || strlen(names[i]) > LA_MAX_CHANNEL_NAME_WIRE)
+      return la_errorf(why, n, LA_EPROTO,
+                       "channel %zu: name empty, longer than %u or not "
+                       "printable",
+                       i, LA_MAX_CHANNEL_NAME_WIRE);
+    for (size_t j = 0; j < i; j++)
+      if (!strcmp(names[i], names[j]))
+        return la_errorf(why, n, LA_EPROTO, "channel name '%s' repeated",
+                         names[i]);
+  }
+  return 0;
+}
+
+/* A trace's channel series: indices increasing below LA_MAX_CHANNELS_WIRE, at
+ * least two, each with its encoding and statistics (robust ones in pairs)
+ * for the trace's n_elements. */
+static int la__trace_channels_ok(const La__CompactTrace *t, char *why,
+                                 size_t n) {
+  if (t->n_channels == 0) return 0;
+  if (t->n_channels < 2 || t->n_channels > LA_MAX_CHANNELS_WIRE)
+    return la_errorf(why, n, LA_EPROTO, "%zu channel series (2..%u)",
+                     t->n_channels, LA_MAX_CHANNELS_WIRE);
+  for (size_t i = 0; i < t->n_channels; i++) {
+    const La__ChannelTrace *c = t->channels[i];
+    if (!c || !c->stats || c->segments.len == 0)
+      return la_errorf(why, n, LA_EPROTO,
+                       "channel series %zu without segments or stats", i);
+    if (c->channel >= LA_MAX_CHANNELS_WIRE ||
+        (i > 0 && c->channel <= t->channels[i - 1]->channel))
+      return la_errorf(why, n, LA_EPROTO,
+                       "channel series not in increasing channel "
+                       "order below %u",
+                       LA_MAX_CHANNELS_WIRE);
+    if (c->stats->count != t->n_elements)
+      return la_errorf(why, n, LA_EPROTO,
+                       "channel %u: stats.count %llu differs from "
+                       "n_elements %llu",
+                       c->channel, (unsigned long long)c->stats->count,
+                       (unsigned long long)t->n_elements);
+    if (c->has_robust_segments != (c->robust_stats != NULL) ||
+        (c->robust_stats && (c->robust_segments.len == 0 ||
+                             c->robust_stats->count != t->n_elements)))
+      return la_errorf(why, n, LA_EPROTO,
+                       "channel %u: robust weights incomplete", c->channel);
+  }
+  return 0;
+}
+
 static int la__trace_ok(const La__CompactTrace *t, char *why, size_t n) {
   if (!t) return la_errorf(why, n, LA_EPROTO, "trace missing");
   if (!t->stats) return la_errorf(why, n, LA_EPROTO, "trace without stats");
@@ -220,7 +275,7 @@ static int la__trace_ok(const La__CompactTrace *t, char *why, size_t n) {
     return la_errorf(why, n, LA_EPROTO,
                      "flagged_time %g not a finite value >= 0",
                      t->flagged_time);
-  return 0;
+  return la__trace_channels_ok(t, why, n);
 }
 
 static int la__set_ok(const La__TraceSet *s, char *why, size_t n) {
@@ -254,6 +309,7 @@ static int la__set_ok(const La__TraceSet *s, char *why, size_t n) {
   for (size_t i = 0; i < s->n_detection; i++)
     if (!s->detection[i] || !la__text_ok(s->detection[i], 256))
       return la_errorf(why, n, LA_EPROTO, "detection of rank %zu too long", i);
+  if (la__channels_ok(s->n_channels, s->channels, why, n)) return LA_EPROTO;
   for (size_t i = 0; i < s->n_traces; i++) {
     const La__CompactTrace *t = s->traces[i];
     if (la__trace_ok(t, why, n)) return LA_EPROTO;
@@ -403,6 +459,7 @@ int la_msg_validate(uint16_t type, const ProtobufCMessage *m, char *why,
         return LA_EPROTO;
       if (r->host && r->host[0] && !la__id_ok(r->host))
         return la_errorf(why, n, LA_EPROTO, "host invalid");
+      if (la__channels_ok(r->n_channels, r->channels, why, n)) return LA_EPROTO;
       return la__compact_ok(r->compact, why, n);
     }
     case LA__MSG_TYPE__MSG_REGISTER_REPLY: {
@@ -455,6 +512,7 @@ int la_msg_validate(uint16_t type, const ProtobufCMessage *m, char *why,
         return la_errorf(why, n, LA_EPROTO, "period 0 (must be >= 1)");
       if (la__grid_ok(r->n_grid, r->grid, r->n_elements, why, n))
         return LA_EPROTO;
+      if (la__channels_ok(r->n_channels, r->channels, why, n)) return LA_EPROTO;
       return la__compact_ok(r->compact, why, n);
     }
     case LA__MSG_TYPE__MSG_RANK_END: {

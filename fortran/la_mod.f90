@@ -83,6 +83,50 @@ module la_mod
   public :: la_enable, la_disable
   public :: la_get_stat, la_strerror, la_last_error, la_app_id
 
+  ! ---------------------------------------------------------- channels --
+  ! la_channel(name) declares a channel before la_register and returns its
+  ! id, 1 for the first (a negative LA_E* code on error);
+  ! la_start_probe_c(ch, e) / la_stop_probe_c(ch, e) probe element e in
+  ! channel ch (ch a default integer, e of kind 4 or 8). la_start_probe
+  ! probes channel 1.
+  integer, parameter, public :: LA_MAX_CHANNELS = 16
+  public :: la_channel, la_start_probe_c, la_stop_probe_c
+
+  interface la_start_probe_c
+    subroutine la_f_start_probe_c_i4(ch, e) &
+        bind(C, name="la_f_start_probe_c_i4")
+      import :: c_int32_t
+      integer(c_int32_t), value :: ch, e
+    end subroutine
+    subroutine la_f_start_probe_c_i8(ch, e) &
+        bind(C, name="la_f_start_probe_c_i8")
+      import :: c_int32_t, c_int64_t
+      integer(c_int32_t), value :: ch
+      integer(c_int64_t), value :: e
+    end subroutine
+  end interface
+
+  interface la_stop_probe_c
+    subroutine la_f_stop_probe_c_i4(ch, e) bind(C, name="la_f_stop_probe_c_i4")
+      import :: c_int32_t
+      integer(c_int32_t), value :: ch, e
+    end subroutine
+    subroutine la_f_stop_probe_c_i8(ch, e) bind(C, name="la_f_stop_probe_c_i8")
+      import :: c_int32_t, c_int64_t
+      integer(c_int32_t), value :: ch
+      integer(c_int64_t), value :: e
+    end subroutine
+  end interface
+
+  interface
+    function c_la_channel(s, len) bind(C, name="la_f_channel") result(rc)
+      import :: c_char, c_size_t, c_int
+      character(kind=c_char), dimension(*), intent(in) :: s
+      integer(c_size_t), value :: len
+      integer(c_int) :: rc
+    end function
+  end interface
+
   ! ------------------------------------------- hot path: straight to C --
   ! The specific procedures are the C shims themselves (private names).
   interface la_start_probe
@@ -527,6 +571,13 @@ contains
   function la_app_id() result(s)
     character(len=:), allocatable :: s
     call la__f_string(c_la_app_id(), s)
+  end function
+
+  ! la_channel: declares channel `name` (before la_register); its id from 1,
+  ! or a negative LA_E* code (LA_EINVAL, LA_ELIMIT, LA_ESTATE).
+  integer function la_channel(name)
+    character(len=*), intent(in) :: name
+    la_channel = int(c_la_channel(name, len(name, kind=c_size_t)))
   end function
 
   ! s = a copy of the NUL-terminated C string p (empty for a null pointer).

@@ -10,7 +10,8 @@
  * stay small and exact in a double. Ranges keep their start reading per
  * thread, so ranges do not nest within a thread. Interference detection
  * (interference.c) covers the inline wall-time probes only: not ranges, not
- * user or PAPI probes.
+ * user or PAPI probes. Channels (LA_channel): channel ch of element e is
+ * value slot ch * limit + e of the buffer; the flags stay per element.
  */
 #include "la_interference.h"
 
@@ -38,11 +39,14 @@ void la__probe_grid(uint64_t nx, uint64_t ny, uint64_t nz) {
   la__hot.nz = nz;
 }
 
-void la__probe_begin(la_shm_header_t *hdr, uint32_t i, uint64_t n) {
+void la__probe_begin(la_shm_header_t *hdr, uint32_t i, uint64_t n,
+                     uint32_t n_channels) {
   __atomic_store_n(&la__range_errors, 0, __ATOMIC_RELAXED);
-  /* libla's own geometry (n), never the header's fields */
-  la__interf_begin(la_shm_buffer_flags(hdr, n, i), &hdr->buf[i], n);
-  la__hot.values = la_shm_buffer(hdr, n, i);
+  /* libla's own geometry (n, n_channels), never the header's fields */
+  la__interf_begin(la_shm_buffer_flags_ch(hdr, n, n_channels, i), &hdr->buf[i],
+                   n);
+  la__hot.values = la_shm_buffer_ch(hdr, n, n_channels, i);
+  la__hot.n_channels = n_channels;
   la__hot.base = la__now();
   la__hot.limit = n;
 }
@@ -66,16 +70,25 @@ void la__probe_reset(void) {
 
 /* The slow paths may run just after the end (a thread that read a non-zero
  * limit while libla finalized): the function may be gone by then. */
-LA_EXPORT int la__probe_start_slow(long e) {
+LA_EXPORT int la__probe_start_slow_at(long e, uint64_t at) {
   LA_ProbeFunc fn = la__start_fn;
-  if (fn) la__hot.values[e] -= fn(e, la__start_arg);
+  if (fn) la__hot.values[at] -= fn(e, la__start_arg);
   return 0;
 }
 
-LA_EXPORT int la__probe_stop_slow(long e) {
+LA_EXPORT int la__probe_stop_slow_at(long e, uint64_t at) {
   LA_ProbeFunc fn = la__stop_fn;
-  if (fn) la__hot.values[e] += fn(e, la__stop_arg);
+  if (fn) la__hot.values[at] += fn(e, la__stop_arg);
   return 0;
+}
+
+/* Programs compiled against la.h before channels call these. */
+LA_EXPORT int la__probe_start_slow(long e) {
+  return la__probe_start_slow_at(e, (uint64_t)e);
+}
+
+LA_EXPORT int la__probe_stop_slow(long e) {
+  return la__probe_stop_slow_at(e, (uint64_t)e);
 }
 
 LA_EXPORT int la__probe_range_error(long e) {
@@ -85,7 +98,20 @@ LA_EXPORT int la__probe_range_error(long e) {
   return LA_ERANGE;
 }
 
-static int la__range_check(long first, long count) {
+LA_EXPORT int la__probe_channel_error(int ch, long e) {
+  if ((uint64_t)e >= la__hot.limit) return la__probe_range_error(e);
+  if (__atomic_fetch_add(&la__range_errors, 1, __ATOMIC_RELAXED) == 0)
+    la__error(LA_ERANGE, "channel %d not declared (%u channels; first in "
+              "this cycle)", ch, la__hot.n_channels);
+  return LA_ERANGE;
+}
+
+static int la__range_check(int ch, long first, long count) {
+  if ((uint32_t)ch >= la__hot.n_channels) {
+    __atomic_fetch_add(&la__range_errors, 1, __ATOMIC_RELAXED);
+    return la__error(LA_ERANGE, "range in channel %d, which is not declared",
+                     ch);
+  }
   if (first < 0 || count < 1 || (uint64_t)first >= la__hot.limit ||
       (uint64_t)count > la__hot.limit - (uint64_t)first) {
     __atomic_fetch_add(&la__range_errors, 1, __ATOMIC_RELAXED);
@@ -96,8 +122,16 @@ static int la__range_check(long first, long count) {
 }
 
 LA_EXPORT int LA_startRange(long first, long count) {
+  return LA_startRangeC(0, first, count);
+}
+
+LA_EXPORT int LA_stopRange(long first, long count) {
+  return LA_stopRangeC(0, first, count);
+}
+
+LA_EXPORT int LA_startRangeC(int ch, long first, long count) {
   if (la__hot.limit == 0) return 0;
-  int rc = la__range_check(first, count);
+  int rc = la__range_check(ch, first, count);
   if (rc) return rc;
   LA_ProbeFunc fn = la__start_fn;
   if (!la__hot.fast && !fn) return 0; /* ended meanwhile */
@@ -107,9 +141,9 @@ LA_EXPORT int LA_startRange(long first, long count) {
   return 0;
 }
 
-LA_EXPORT int LA_stopRange(long first, long count) {
+LA_EXPORT int LA_stopRangeC(int ch, long first, long count) {
   if (la__hot.limit == 0) return 0;
-  int rc = la__range_check(first, count);
+  int rc = la__range_check(ch, first, count);
   if (rc) return rc;
   if (!la__range_open)
     return la__error(LA_ESTATE, "LA_stopRange without LA_startRange");
@@ -119,7 +153,7 @@ LA_EXPORT int LA_stopRange(long first, long count) {
   double t1 = la__hot.fast ? (double)(int64_t)(la__now() - la__hot.base)
                            : fn(first, la__stop_arg);
   double share = (t1 - la__range_t0) / (double)count;
-  double *v = la__hot.values + first;
+  double *v = la__hot.values + (uint64_t)ch * la__hot.limit + (uint64_t)first;
   for (long i = 0; i < count; i++) v[i] += share;
   return 0;
 }

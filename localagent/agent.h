@@ -94,6 +94,9 @@ typedef struct la_session {
   int pid;
   la_compact_params_t cp;
   la_weights_t *weights; /* robust weights (time metric), or NULL */
+  /* channels beyond one (ipc.n_channels > 1): each one's robust weights,
+   * like weights (NULL where there are none) */
+  la_weights_t *ch_weights[LA_SHM_MAX_CHANNELS];
   uint32_t busy; /* bit i: buffer i is being read */
   uint64_t cycles, skipped, waits;
   int finalized;

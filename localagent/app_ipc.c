@@ -64,7 +64,7 @@ static void la__remove_leftovers(int shm_id, int sem_id, int pid,
 
 int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
                       uint64_t nonce, uint64_t n_elements, uint32_t n_buffers,
-                      int peer_uid, char *why, size_t n) {
+                      uint32_t n_channels, int peer_uid, char *why, size_t n) {
   memset(ipc, 0, sizeof *ipc);
   ipc->shm_id = ipc->sem_id = -1;
   if (pid <= 0) return la__refuse(why, n, "bad pid %d", pid);
@@ -115,8 +115,8 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
                       strerror(errno));
   /* The one time the header's geometry is read; from here on only the
    * values derived from the registration and the kernel's size count. */
-  const char *bad =
-      la_shm_header_check(h, ds.shm_segsz, n_elements, n_buffers, nonce);
+  const char *bad = la_shm_header_check_ch(h, ds.shm_segsz, n_elements,
+                                           n_buffers, n_channels, nonce);
   if (bad) {
     shmdt(h);
     return la__refuse(why, n, "segment %d: %s", shm_id, bad);
@@ -126,6 +126,7 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
   ipc->sem_id = sem_id;
   ipc->n_buffers = n_buffers;
   ipc->n_elements = n_elements;
+  ipc->n_channels = n_channels;
   ipc->owner_uid = owner;
   ipc->pid = pid;
   return 0;
@@ -134,7 +135,7 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
 /* Buffer i from the attach-time geometry (i < n_buffers checked by the
  * caller; attach proved n_buffers buffers fit in the segment). */
 static double *la__values(const la_app_ipc_t *ipc, uint32_t i) {
-  return la_shm_buffer(ipc->hdr, ipc->n_elements, i);
+  return la_shm_buffer_ch(ipc->hdr, ipc->n_elements, ipc->n_channels, i);
 }
 
 void la_app_ipc_give_back(la_app_ipc_t *ipc, uint32_t i) {
@@ -145,7 +146,8 @@ void la_app_ipc_give_back(la_app_ipc_t *ipc, uint32_t i) {
 
 void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i) {
   if (!ipc->hdr || i >= ipc->n_buffers) return;
-  memset(la__values(ipc, i), 0, ipc->n_elements * sizeof(double));
+  memset(la__values(ipc, i), 0,
+         (uint64_t)ipc->n_channels * ipc->n_elements * sizeof(double));
 }
 
 int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
@@ -154,7 +156,7 @@ int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
   /* One copy of the meta data: the application may rewrite it meanwhile. */
   memcpy(meta, (const void *)&ipc->hdr->buf[i], sizeof *meta);
   double *v = la__values(ipc, i);
-  uint64_t n = ipc->n_elements;
+  uint64_t n = (uint64_t)ipc->n_channels * ipc->n_elements;
   double scale = meta->scale;
   if (!(isfinite(scale) && scale > 0)) {
     memset(v, 0, n * sizeof(double));
@@ -174,7 +176,8 @@ int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
 
 int la_app_ipc_flags(const la_app_ipc_t *ipc, uint32_t i, uint8_t *out) {
   if (!ipc->hdr || i >= ipc->n_buffers) return LA_EINVAL;
-  memcpy(out, la_shm_buffer_flags(ipc->hdr, ipc->n_elements, i),
+  memcpy(out,
+         la_shm_buffer_flags_ch(ipc->hdr, ipc->n_elements, ipc->n_channels, i),
          ipc->n_elements);
   return 0;
 }

@@ -36,6 +36,7 @@ static void usage(FILE *f) {
           "csv|json|metis|npy]\n"
           "                    [-o FILE] [--max-weight N] [--global "
           "HOST:PORT | --db FILE]\n"
+          "                    [--channel NAME]\n"
           "\n"
           "Writes the per-element weights (decoded values) of application "
           "APP for one\ncycle (default: the latest) or the cycles FIRST..LAST "
@@ -56,7 +57,7 @@ static void usage(FILE *f) {
           "  --max-weight N      metis: weight of the heaviest element "
           "(default 1000)\n"
           "  -o FILE             write to FILE (default: "
-          "stdout)\n" LACTL_COMMON_HELP
+          "stdout)\n" LACTL_CHANNEL_HELP LACTL_COMMON_HELP
           "\nExit status: 0 done, 1 unreachable or not found, 2 usage.\n");
 }
 
@@ -166,7 +167,8 @@ static int put_metis(const char *cmd, FILE *f, const la_traceset_t *t,
 int lactl_export_main(int argc, char **argv) {
   static const struct option lo[] = {
       {"format", 1, 0, 'F'},  {"output", 1, 0, 'o'}, {"max-weight", 1, 0, 'M'},
-      {"weights", 1, 0, 'W'}, LACTL_COMMON_OPTIONS,  {0, 0, 0, 0}};
+      {"weights", 1, 0, 'W'}, LACTL_CHANNEL_OPTION,  LACTL_COMMON_OPTIONS,
+      {0, 0, 0, 0}};
   lactl_common_t o = {0};
   const char *out = NULL;
   int c, fmt = F_CSV, kind = -1; /* -1: the client's default */

@@ -69,6 +69,11 @@ program test_fmod
   call check(len(la_strerror(LA_ENOAGENT)) == 21, 'string length')
 
   ! ----------------------------------------------- phase 1: 12 elements
+  ! two channels: 'main' (the plain probes) and 'aux'
+  call check(la_channel('main  ') == 1, 'la_channel: main is channel 1')
+  call check(la_channel('aux') == 2, 'la_channel: aux is channel 2')
+  call check(la_channel('aux') == LA_EINVAL, 'la_channel: duplicate name')
+  call check(la_channel('a b') == LA_EINVAL, 'la_channel: name with a space')
   call la_register(name, 0, 1, 12, ierr)
   print '(a,i0,a,a)', 'fmod: la_register ierr=', ierr, ' ', la_strerror(ierr)
   if (ierr /= LA_OK) print '(a,a)', 'fmod: ', la_last_error()
@@ -76,6 +81,7 @@ program test_fmod
   if (mode == 'agent') call check(reg, 'expected la_register to succeed')
   if (mode == 'noagent') call check(ierr == LA_ENOAGENT, &
        'expected la_register to fail with LA_ENOAGENT')
+  call check(la_channel('late') == LA_ESTATE, 'la_channel after la_register')
   if (reg) then
     call check(la_app_id() == 'fmod-app.1', 'la_app_id')
     call check(la_get_stat(LA_STAT_REGISTERED) == 1, 'registered')
@@ -91,9 +97,15 @@ program test_fmod
     call la_start_probe(3)
     call work(300)
     call la_stop_probe(3)
+    call la_start_probe_c(2, 3)          ! element 3 again, channel aux
+    call work(100)
+    call la_stop_probe_c(2, 3)
     call la_start_probe(10_int64)
     call work(100)
     call la_stop_probe(10_int64)
+    call la_start_probe_c(1, 10_int64)   ! channel main = la_start_probe
+    call work(100)
+    call la_stop_probe_c(1, 10_int64)
     call la_start_range(5, 2, ierr)
     call check(ierr == LA_OK, 'la_start_range')
     call work(400)

@@ -297,6 +297,23 @@ static void test_values_arrive(void **state) {
                                  "end_reason = 'finalize'"),
                    2);
   assert_int_equal(la_ta_sql_int(&a, "SELECT count(*) FROM traces"), 5);
+  /* Phase 1 declared channels main and aux: their names, and both series
+   * of each of its 4 traces (aux probed in the first 3) */
+  assert_int_equal(la_ta_sql_int(&a,
+                                 "SELECT count(*) FROM rank_channels WHERE "
+                                 "app_id = 'fmod-app.1' AND ((channel = 0 AND "
+                                 "name = 'main') OR (channel = 1 AND name = "
+                                 "'aux'))"),
+                   2);
+  assert_int_equal(la_ta_sql_int(&a,
+                                 "SELECT count(*) FROM channel_traces WHERE "
+                                 "app_id = 'fmod-app.1'"),
+                   8);
+  assert_int_equal(la_ta_sql_int(&a,
+                                 "SELECT count(*) FROM channel_traces WHERE "
+                                 "app_id = 'fmod-app.1' AND channel = 1 AND "
+                                 "stat_sum > 0"),
+                   3);
 
   /* Names trimmed of the Fortran blanks. Phase 1 under fmod-app.1. */
   char text[160];

@@ -312,6 +312,7 @@ static void hostile_main(const app_t *a, int res, int go) {
   h->buffer_stride = 1ULL << 44;
   h->n_elements = ~0ULL;
   h->n_buffers = 0xFFFFFFFFu;
+  h->n_channels = LA_SHM_MAX_CHANNELS; /* 16x the values the agent reads */
   h->segment_size = 1;
   h->magic = 0;
   /* tag 0 through libla: every third value NaN, every seventh infinite */

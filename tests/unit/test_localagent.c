@@ -888,6 +888,7 @@ static uint64_t make_victim(long n) {
   h->nonce = nonce;
   h->buffer_stride = la_shm_buffer_stride((uint64_t)n);
   h->segment_size = size;
+  h->n_channels = 1;
   h->magic = LA_SHM_MAGIC;
   assert_null(la_shm_header_check(h, size, (uint64_t)n, 3, nonce));
   shmdt(h);
