@@ -17,6 +17,9 @@
 /* *st = the statistics s (count, sum, min, max). */
 void la_trace_msg_stats(La__SeriesStats *st, const la_series_stats_t *s);
 
+/* *fe = the fitting error e (max_abs, rmse, cv). */
+void la_trace_msg_error(La__FitError *fe, const la_fit_error_t *e);
+
 /* Fills the payload fields of *t from res: mode, segments (pointing into
  * res->bytes), stats (= st, filled from res->stats) and, when fe is not
  * NULL, error (= fe, filled from res->error). The identity fields (seq,
@@ -29,5 +32,12 @@ void la_trace_msg_fill(La__CompactTrace *t, La__SeriesStats *st,
  * rres->bytes) and robust_stats (= rst, filled from rres->stats). */
 void la_trace_msg_robust(La__CompactTrace *t, La__SeriesStats *rst,
                          const la_compact_result_t *rres);
+
+/* The same for one channel's series of a trace (ChannelTrace): the channel
+ * index is left to the caller. */
+void la_trace_msg_channel(La__ChannelTrace *c, La__SeriesStats *st,
+                          La__FitError *fe, const la_compact_result_t *res);
+void la_trace_msg_channel_robust(La__ChannelTrace *c, La__SeriesStats *rst,
+                                 const la_compact_result_t *rres);
 
 #endif /* LA_TRACE_MSG_H */

@@ -27,6 +27,7 @@
 #include "agent.h"
 #include "la_errors.h"
 #include "la_log.h"
+#include "la_trace_msg.h"
 #include "la_time.h"
 #include "placement.h"
 
@@ -54,43 +55,24 @@ typedef struct la_job {
   int chrob_ok[LA_SHM_MAX_CHANNELS];
 } la_job_t;
 
-static void la__stats_msg(La__SeriesStats *m, const la_series_stats_t *s) {
-  m->count = s->count;
-  m->sum = s->sum;
-  m->min = s->min;
-  m->max = s->max;
-}
-
 /* Appends the compact trace of the job; returns the la_uplink_log code. */
 static int la__log_trace(la_job_t *j, const la_compact_result_t *res) {
   la_session_t *s = j->s;
   La__SeriesStats st = LA__SERIES_STATS__INIT;
-  la__stats_msg(&st, &res->stats);
   La__FitError fe = LA__FIT_ERROR__INIT;
-  fe.max_abs = res->error.max_abs;
-  fe.rmse = res->error.rmse;
-  fe.cv = res->error.cv;
   La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+  la_trace_msg_fill(&t, &st, &fe, res);
   t.app_id = s->app_id;
   t.rank = s->rank;
   t.cycle_tag = j->cycle_tag;
   t.n_elements = s->ipc.n_elements;
-  t.mode = (La__CompactMode)res->mode;
-  t.segments.data = res->bytes;
-  t.segments.len = res->len;
-  t.stats = &st;
-  t.error = &fe;
   t.has_t_xfer_ns = 1;
   t.t_xfer_ns = j->t_xfer_ns;
   t.has_rank_seq = 1;
   t.rank_seq = j->seq;
   La__SeriesStats rs = LA__SERIES_STATS__INIT;
   if (j->robust) {
-    la__stats_msg(&rs, &j->rres.stats);
-    t.has_robust_segments = 1;
-    t.robust_segments.data = j->rres.bytes;
-    t.robust_segments.len = j->rres.len;
-    t.robust_stats = &rs;
+    la_trace_msg_robust(&t, &rs, &j->rres);
     t.has_interference = 1;
     t.interference = j->rst.interference;
     t.has_flagged = 1;
@@ -107,22 +89,11 @@ static int la__log_trace(la_job_t *j, const la_compact_result_t *res) {
     la__channel_trace__init(&cv[c]);
     la__series_stats__init(&cs[c]);
     la__fit_error__init(&ce[c]);
-    la__stats_msg(&cs[c], &r->stats);
-    ce[c].max_abs = r->error.max_abs;
-    ce[c].rmse = r->error.rmse;
-    ce[c].cv = r->error.cv;
+    la_trace_msg_channel(&cv[c], &cs[c], &ce[c], r);
     cv[c].channel = c;
-    cv[c].segments.data = r->bytes;
-    cv[c].segments.len = r->len;
-    cv[c].stats = &cs[c];
-    cv[c].error = &ce[c];
     if (j->chrob_ok[c]) {
       la__series_stats__init(&crs[c]);
-      la__stats_msg(&crs[c], &j->chrob[c].stats);
-      cv[c].has_robust_segments = 1;
-      cv[c].robust_segments.data = j->chrob[c].bytes;
-      cv[c].robust_segments.len = j->chrob[c].len;
-      cv[c].robust_stats = &crs[c];
+      la_trace_msg_channel_robust(&cv[c], &crs[c], &j->chrob[c]);
     }
     cp[c] = &cv[c];
   }
