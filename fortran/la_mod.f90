@@ -467,14 +467,6 @@ contains
   ! (LA_ERANGE outside the grid, LA_ESTATE without a grid or for a stop
   ! without a start); they do not nest with each other or with ranges.
 
-  subroutine la_start_row_i4(j, k, ierr)
-    integer(c_int32_t), intent(in) :: j, k
-    integer, intent(out), optional :: ierr
-    integer(c_int) :: rc
-    rc = c_la_start_row(int(j, c_long), int(k, c_long))
-    if (present(ierr)) ierr = int(rc)
-  end subroutine
-
   subroutine la_start_row_i8(j, k, ierr)
     integer(c_int64_t), intent(in) :: j, k
     integer, intent(out), optional :: ierr
@@ -483,28 +475,11 @@ contains
     if (present(ierr)) ierr = int(rc)
   end subroutine
 
-  subroutine la_stop_row_i4(j, k, ierr)
-    integer(c_int32_t), intent(in) :: j, k
-    integer, intent(out), optional :: ierr
-    integer(c_int) :: rc
-    rc = c_la_stop_row(int(j, c_long), int(k, c_long))
-    if (present(ierr)) ierr = int(rc)
-  end subroutine
-
   subroutine la_stop_row_i8(j, k, ierr)
     integer(c_int64_t), intent(in) :: j, k
     integer, intent(out), optional :: ierr
     integer(c_int) :: rc
     rc = c_la_stop_row(int(j, c_long), int(k, c_long))
-    if (present(ierr)) ierr = int(rc)
-  end subroutine
-
-  subroutine la_start_box_i4(i0, j0, k0, ni, nj, nk, ierr)
-    integer(c_int32_t), intent(in) :: i0, j0, k0, ni, nj, nk
-    integer, intent(out), optional :: ierr
-    integer(c_int) :: rc
-    rc = c_la_start_box(int(i0, c_long), int(j0, c_long), int(k0, c_long), &
-         int(ni, c_long), int(nj, c_long), int(nk, c_long))
     if (present(ierr)) ierr = int(rc)
   end subroutine
 
@@ -517,15 +492,6 @@ contains
     if (present(ierr)) ierr = int(rc)
   end subroutine
 
-  subroutine la_stop_box_i4(i0, j0, k0, ni, nj, nk, ierr)
-    integer(c_int32_t), intent(in) :: i0, j0, k0, ni, nj, nk
-    integer, intent(out), optional :: ierr
-    integer(c_int) :: rc
-    rc = c_la_stop_box(int(i0, c_long), int(j0, c_long), int(k0, c_long), &
-         int(ni, c_long), int(nj, c_long), int(nk, c_long))
-    if (present(ierr)) ierr = int(rc)
-  end subroutine
-
   subroutine la_stop_box_i8(i0, j0, k0, ni, nj, nk, ierr)
     integer(c_int64_t), intent(in) :: i0, j0, k0, ni, nj, nk
     integer, intent(out), optional :: ierr
@@ -533,6 +499,36 @@ contains
     rc = c_la_stop_box(int(i0, c_long), int(j0, c_long), int(k0, c_long), &
          int(ni, c_long), int(nj, c_long), int(nk, c_long))
     if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  ! The default-integer forms widen and call the 64-bit ones (an absent
+  ! ierr stays absent).
+  subroutine la_start_row_i4(j, k, ierr)
+    integer(c_int32_t), intent(in) :: j, k
+    integer, intent(out), optional :: ierr
+    call la_start_row_i8(int(j, c_int64_t), int(k, c_int64_t), ierr)
+  end subroutine
+
+  subroutine la_stop_row_i4(j, k, ierr)
+    integer(c_int32_t), intent(in) :: j, k
+    integer, intent(out), optional :: ierr
+    call la_stop_row_i8(int(j, c_int64_t), int(k, c_int64_t), ierr)
+  end subroutine
+
+  subroutine la_start_box_i4(i0, j0, k0, ni, nj, nk, ierr)
+    integer(c_int32_t), intent(in) :: i0, j0, k0, ni, nj, nk
+    integer, intent(out), optional :: ierr
+    call la_start_box_i8(int(i0, c_int64_t), int(j0, c_int64_t), &
+         int(k0, c_int64_t), int(ni, c_int64_t), int(nj, c_int64_t), &
+         int(nk, c_int64_t), ierr)
+  end subroutine
+
+  subroutine la_stop_box_i4(i0, j0, k0, ni, nj, nk, ierr)
+    integer(c_int32_t), intent(in) :: i0, j0, k0, ni, nj, nk
+    integer, intent(out), optional :: ierr
+    call la_stop_box_i8(int(i0, c_int64_t), int(j0, c_int64_t), &
+         int(k0, c_int64_t), int(ni, c_int64_t), int(nj, c_int64_t), &
+         int(nk, c_int64_t), ierr)
   end subroutine
 
   ! ----------------------------------------------------------- settings --

@@ -24,6 +24,10 @@ LA_BENCH_NP (MPI ranks, default 1: the per-cell probe cost does not depend
 on the rank count, and one core stays free for the agents); to run a part:
 LA_BENCH_PROGRAMS (e.g. "wavetoy"), LA_BENCH_METRICS ("time"),
 LA_BENCH_PERIODS ("1,15"), LA_BENCH_CVS ("0.1"), comma-separated.
+LA_BENCH_PIN=1 runs the daemons on CPU 1 and the program on CPU 0
+(taskset), so that the agent's work on a profiled cycle does not take the
+program's core: on a 2-core machine shared with other work the scheduler
+otherwise often runs them on the same core.
 """
 import json
 import os
@@ -66,11 +70,16 @@ METRICS = env_list("LA_BENCH_METRICS", METRICS, str)
 PERIODS = env_list("LA_BENCH_PERIODS", PERIODS, int)
 CVS = env_list("LA_BENCH_CVS", CVS, float)
 WALL = re.compile(r"wall time ([0-9.]+) s")
+PIN = os.environ.get("LA_BENCH_PIN", "") == "1" and shutil.which("taskset")
+
+
+def pinned(cmd, cpu):
+    return ["taskset", "-c", str(cpu)] + cmd if PIN else cmd
 
 
 def start(cmd, port_file, name, work):
     log = open(os.path.join(work, name + ".log"), "w")
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log,
+    p = subprocess.Popen(pinned(cmd, 1), stdout=subprocess.DEVNULL, stderr=log,
                          start_new_session=True)
     for _ in range(500):
         if os.path.exists(port_file) and open(port_file).read().strip():
@@ -90,7 +99,7 @@ def supports(prog, option):
 def run(prog, args, env_add):
     env = dict(os.environ)
     env.update(env_add)
-    out = subprocess.run(["mpiexec", "-n", str(NP), prog] + args,
+    out = subprocess.run(pinned(["mpiexec", "-n", str(NP), prog] + args, 0),
                          capture_output=True, text=True, env=env, timeout=300)
     m = WALL.search(out.stdout)
     if out.returncode != 0 or not m:
@@ -170,7 +179,8 @@ def main():
             random.Random(rep).shuffle(order)
             for name, key, prog, args, env in order:
                 times[(name, key)].append(run(prog, args, env))
-        result = {"ranks": NP, "reps": REPS, "seconds": round(
+        result = {"ranks": NP, "reps": REPS, "pinned": bool(PIN),
+                  "seconds": round(
             time.time() - t_start, 1), "programs": {}}
         md = ["| program | metric | probe | period | CV | median s | "
               "overhead % |", "|---|---|---|---|---|---|---|"]
@@ -210,7 +220,8 @@ def main():
         with open(os.path.splitext(OUT)[0] + ".md", "w") as f:
             f.write("\n".join(md) + "\n")
         print("overhead study: %d ranks, median of %d interleaved runs, "
-              "%.0f s" % (NP, REPS, result["seconds"]))
+              "%.0f s%s" % (NP, REPS, result["seconds"],
+                            ", pinned" if PIN else ""))
         for name, e in result["programs"].items():
             print("  %s: baseline %.3f s%s" % (
                 name, e["baseline_s"],
