@@ -71,7 +71,8 @@ program fwave
         use_la = .false.
       else if (arg == '--quiet') then
         quiet = .true.
-      else if (opt_is(arg, '--probe')) then
+      else if (opt_is(arg, '--n') .or. opt_is(arg, '--steps') .or. &
+           opt_is(arg, '--probe')) then
         if (eq > 0) then
           val = arg(eq + 1:)
         else if (a < argc) then
@@ -80,23 +81,15 @@ program fwave
         else
           val = ''
         end if
-        if (val == 'cell' .or. val == 'row') then
-          probe_rows = val == 'row'
-        else
-          if (rank == 0) write(error_unit, '(a)') &
-               'fwave: --probe expects one of cell, row'
-          rc = 2
-        end if
-      else if (opt_is(arg, '--n') .or. opt_is(arg, '--steps')) then
-        if (eq > 0) then
-          val = arg(eq + 1:)
-        else if (a < argc) then
-          a = a + 1
-          call get_command_argument(a, val)
-        else
-          val = ''
-        end if
-        if (opt_is(arg, '--n')) then
+        if (opt_is(arg, '--probe')) then
+          if (val == 'cell' .or. val == 'row') then
+            probe_rows = val == 'row'
+          else
+            if (rank == 0) write(error_unit, '(a)') &
+                 'fwave: --probe expects one of cell, row'
+            rc = 2
+          end if
+        else if (opt_is(arg, '--n')) then
           call parse_int(arg, val, max_n, n, rc)
         else
           call parse_int(arg, val, max_steps, steps, rc)
