@@ -8,7 +8,9 @@
  *     Fortran integer, by value) -> the inline 0-based probe. They return
  *     nothing: a probe only fails on an index out of range, which libla
  *     already counts (LA_STAT_RANGE_ERRORS) and describes (LA_lastError).
- *   - la_f_{start,stop}_range: 1-based first element -> LA_startRange.
+ *   - la_f_{start,stop}_range: 1-based first element -> LA_startRange;
+ *     la_f_{start,stop}_{row,box}: 1-based row or first cell -> LA_startRow,
+ *     LA_startBox.
  *   - la_f_register*, la_f_set_{metric,agent,compaction,app_id}: take a
  *     Fortran string as (pointer, length), blank padded and not terminated,
  *     copy it without trailing blanks into a NUL-terminated buffer on the
@@ -143,4 +145,23 @@ LA_EXPORT void la_f_start_probe_c_i8(int32_t ch, int64_t e) {
 }
 LA_EXPORT void la_f_stop_probe_c_i8(int32_t ch, int64_t e) {
   (void)LA_stopProbeC((int)LA__ZB(ch), LA__ZB(e));
+}
+
+/* ------------------------------------------------------ rows and boxes
+ * la_f_{start,stop}_row: 1-based row (j,k) -> LA_startRow/LA_stopRow.
+ * la_f_{start,stop}_box: 1-based first cell, extents unchanged. */
+
+LA_EXPORT int la_f_start_row(long j, long k) {
+  return LA_startRow(LA__ZB(j), LA__ZB(k));
+}
+LA_EXPORT int la_f_stop_row(long j, long k) {
+  return LA_stopRow(LA__ZB(j), LA__ZB(k));
+}
+LA_EXPORT int la_f_start_box(long i0, long j0, long k0, long ni, long nj,
+                             long nk) {
+  return LA_startBox(LA__ZB(i0), LA__ZB(j0), LA__ZB(k0), ni, nj, nk);
+}
+LA_EXPORT int la_f_stop_box(long i0, long j0, long k0, long ni, long nj,
+                            long nk) {
+  return LA_stopBox(LA__ZB(i0), LA__ZB(j0), LA__ZB(k0), ni, nj, nk);
 }

@@ -321,6 +321,84 @@ static inline int LA_stop_counter_c(int ch, long cell_id) {
   return LA_stopProbeC(ch, cell_id);
 }
 
+/* ===================================== unprofiled cycles at full speed --
+ * A probe in a loop costs one load and one branch in a cycle that is not
+ * profiled, but its call keeps the compiler from vectorising the loop: a
+ * light kernel (a stencil at 1-2 ns per cell) then runs several times slower
+ * in every cycle, profiled or not. LA_PROFILED(stmt) compiles stmt twice and
+ * chooses once per cycle: the profiled copy, where LA_PROBING is the
+ * constant 1, when LA_isProfiling(); the plain copy, where LA_PROBING is 0,
+ * otherwise. Write each probe as `if (LA_PROBING) LA_startCell(i, j, k);`:
+ * the compiler removes it from the plain copy, which is then the loop
+ * without LA and vectorises as such. Write the kernel once, usually as a
+ * function taking the probing switch as a parameter:
+ *
+ *   LA_ALWAYS_INLINE void sweep(grid_t *g, const int probe) {
+ *     for (long k = 0; k < g->nz; k++)
+ *       for (long j = 0; j < g->ny; j++)
+ *         for (long i = 0; i < g->nx; i++) {
+ *           if (probe) LA_startCell(i, j, k);
+ *           update(g, i, j, k);
+ *           if (probe) LA_stopCell(i, j, k);
+ *         }
+ *   }
+ *   ...
+ *   LA_PROFILED(sweep(g, LA_PROBING));   once per time step
+ *   LA_dataXfer();
+ *
+ * LA_isProfiling() is what decides: 0 before LA_register, after a failed
+ * registration, with LA_DISABLE or after LA_disable() from the next cycle,
+ * in cycles the period leaves out (also after LA_setPeriod at run time), in
+ * a cycle skipped for lack of a buffer, after the agent was lost and after
+ * LA_finalize; 1 from LA_register (or the LA_dataXfer starting the cycle)
+ * to the LA_dataXfer ending a profiled cycle. It does not change within a
+ * cycle, so all threads of a parallel loop take the same copy. stmt must
+ * not jump out of the macro (break, continue or goto to an outer label). */
+#define LA_PROFILED(...)       \
+  do {                         \
+    if (LA_isProfiling()) {    \
+      enum { LA_PROBING = 1 }; \
+      __VA_ARGS__;             \
+    } else {                   \
+      enum { LA_PROBING = 0 }; \
+      __VA_ARGS__;             \
+    }                          \
+  } while (0)
+
+/* A kernel function that is always inlined, so that a constant probing
+ * switch (LA_PROBING) reaches its loops even when it is large. */
+#if defined(__GNUC__)
+#define LA_ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define LA_ALWAYS_INLINE static inline
+#endif
+
+/* Coarser probes, for cells too light to time one by one: one measurement
+ * per box of cells of a grid (LA_registerGrid), spread evenly over its
+ * ni*nj*nk cells, as LA_startRange does over contiguous elements. The box
+ * is (i0..i0+ni-1, j0..j0+nj-1, k0..k0+nk-1), 0-based, inside the grid
+ * (else LA_ERANGE, counted as a range error); LA_ESTATE when the
+ * registration was not a grid, or for a stop without a start. Boxes share
+ * ranges' per-thread start: they do not nest within a thread, neither with
+ * each other nor with ranges. One call each, not inline; no interference
+ * flags (docs/fidelity.md). Each cell of the box gets the box's time
+ * divided by its cell count: the resolution is the box, the cost two timer
+ * readings per box plus one addition per cell at the stop. */
+LA_EXPORT int LA_startBox(long i0, long j0, long k0, long ni, long nj, long nk);
+LA_EXPORT int LA_stopBox(long i0, long j0, long k0, long ni, long nj, long nk);
+
+/* Row (j,k) of a grid: its nx cells (i = 0..nx-1), one box. Around the
+ * innermost loop, which stays free of calls and vectorises. */
+static inline int LA_startRow(long j, long k) {
+  if (LA__UNLIKELY(la__hot.limit == 0)) return 0;
+  return LA_startBox(0, j, k, (long)la__hot.nx, 1, 1);
+}
+static inline int LA_stopRow(long j, long k) {
+  if (LA__UNLIKELY(la__hot.limit == 0)) return 0;
+  return LA_stopBox(0, j, k, (long)la__hot.nx, 1, 1);
+}
+/* =================================== end of unprofiled cycles at full speed */
+
 #ifdef __cplusplus
 }
 #endif
