@@ -25,9 +25,22 @@ OPT      ?= -O2 -g
 WARN     := -Wall -Wextra -Werror -Wno-unused-parameter
 CPPFLAGS += -D_GNU_SOURCE -Ilibla -Icommon -Iclient -I$(BUILD)/gen
 CFLAGS   ?=
-CFLAGS   += -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread
-FFLAGS   ?= $(OPT) -Wall -Werror -fPIC
-LDLIBS_LA := -lprotobuf-c -lpapi -lpthread -lm
+# override: CFLAGS or FFLAGS given on the command line add to these
+override CFLAGS += -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread
+FFLAGS   ?= $(OPT) -Wall -Werror
+override FFLAGS += -fPIC
+LDLIBS_LA := -lprotobuf-c -ldl -lpthread -lm
+
+# PAPI is optional: libla loads libpapi with dlopen only when a PAPI metric
+# is chosen (libla/papi_probe.c), so nothing links it. PAPI_LIB is the name
+# (or path) it loads: the soname of the libpapi.so this compiler finds.
+# make PAPI=0 builds without papi.h; the PAPI metrics then fail with LA_EPAPI.
+PAPI ?= 1
+PAPI_LIB ?= $(or $(shell readelf -d "$$($(CC) -print-file-name=libpapi.so)"   2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p'),libpapi.so)
+$(BUILD)/obj/libla/papi_probe.o: override CFLAGS += $(if $(filter 0,$(PAPI)),\
+  -DLA_HAVE_PAPI=0,-DLA_HAVE_PAPI=1 '-DLA_PAPI_SONAME="$(PAPI_LIB)"')
+# make FORTRAN=0 builds without the Fortran module (no Fortran compiler).
+FORTRAN ?= 1
 LDLIBS_DAEMON := -luv -lsodium -lsqlite3 -lprotobuf-c -lpthread -lm
 LDLIBS_TEST := -lcmocka
 
@@ -69,7 +82,7 @@ TOOLS_OBJ  := $(call obj,$(TOOLS_SRC))
 SUPPORT_OBJ := $(call obj,$(SUPPORT_SRC))
 
 FMOD_SRC := fortran/la_mod.f90
-FMOD_OBJ := $(if $(wildcard $(FMOD_SRC)),$(BUILD)/obj/fortran/la_mod.o)
+FMOD_OBJ := $(if $(filter-out 0,$(FORTRAN)),$(if $(wildcard $(FMOD_SRC)),$(BUILD)/obj/fortran/la_mod.o))
 
 COMMON_A := $(BUILD)/lib/libla_common.a
 LIBLA_A  := $(BUILD)/lib/libla.a
@@ -127,7 +140,7 @@ $(LIBLA_A): $(LIBLA_OBJ) $(LIBLA_COMMON_OBJ) $(FMOD_OBJ)
 
 $(LIBLA_SO): $(LIBLA_OBJ) $(LIBLA_COMMON_OBJ) $(FMOD_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,--no-undefined -Wl,-soname,libla.so.0 -o $@ $^ $(LDLIBS_LA)
+	$(CC) -shared $(LDFLAGS) -Wl,--no-undefined -Wl,-soname,libla.so.0 -o $@ $^ $(LDLIBS_LA)
 	ln -sf libla.so $(BUILD)/lib/libla.so.0
 
 $(BUILD)/lib/libla_client.a: $(CLIENT_OBJ) $(LIBLA_COMMON_OBJ)
@@ -137,7 +150,7 @@ $(BUILD)/lib/libla_client.a: $(CLIENT_OBJ) $(LIBLA_COMMON_OBJ)
 
 $(BUILD)/lib/libla_client.so: $(CLIENT_OBJ) $(LIBLA_COMMON_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,--no-undefined -Wl,-soname,libla_client.so.0 -o $@ $^ -lprotobuf-c -lm
+	$(CC) -shared $(LDFLAGS) -Wl,--no-undefined -Wl,-soname,libla_client.so.0 -o $@ $^ -lprotobuf-c -lm
 	ln -sf libla_client.so $(BUILD)/lib/libla_client.so.0
 
 $(BUILD)/lib/libla_localagent.a: $(LOCAL_NOUV_OBJ)
@@ -150,15 +163,15 @@ $(BUILD)/lib/libla_globalagent.a: $(GLOBAL_NOUV_OBJ)
 
 $(BUILD)/bin/la-localagent: $(LOCAL_OBJ) $(COMMON_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
 
 $(BUILD)/bin/la-globalagent: $(GLOBAL_OBJ) $(COMMON_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
 
 $(BUILD)/bin/lactl: $(TOOLS_OBJ) $(CLIENT_A) $(GLOBAL_NOUV_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
 
 # Tests link the static libraries so internal (hidden) functions are reachable.
 # Per-test extra libraries: TEST_LIBS_NAME (linked before libla's own).
