@@ -19,7 +19,9 @@
  * no run path; CC, CFLAGS and LDFLAGS reach the commands that build what
  * is installed, and nothing else (tests, examples, benchmarks) is built;
  * make PAPI=0 FORTRAN=0 builds a libla whose PAPI metrics fail naming the
- * reason.
+ * reason; the Spack recipe (packaging/spack/package.py) compiles and maps
+ * its variants to those make variables (tests/install/
+ * check_spack_package.py, without Spack).
  *
  * Runs from the source tree (as run-tests.sh does); skips, with a message,
  * when the build tree is missing (make all first) or a tool (pkg-config,
@@ -331,6 +333,23 @@ static void test_build_without_papi(void **state) {
   assert_non_null(strstr(out, "solver: OK"));
 }
 
+/* The Spack recipe compiles and its directives and make variables follow
+ * its variants (checked against a stand-in for Spack's API). */
+static void test_spack_package(void **state) {
+  (void)state;
+  NEED_INSTALL();
+  if (access("/usr/bin/python3", X_OK)) {
+    print_message("skip: /usr/bin/python3 not installed\n");
+    skip();
+  }
+  if (access("packaging/spack/package.py", R_OK))
+    fail_msg("no packaging/spack/package.py");
+  if (sh("/usr/bin/python3 -B \"$S/tests/install/check_spack_package.py\" "
+         "\"$S/packaging/spack/package.py\" 2>&1") != 0 ||
+      !strstr(out, "spack package: OK"))
+    fail_msg("packaging/spack/package.py:\n%s", out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_layout),
@@ -341,6 +360,7 @@ int main(void) {
       cmocka_unit_test(test_staged_install_and_uninstall),
       cmocka_unit_test(test_install_builds_only_what_it_installs),
       cmocka_unit_test(test_build_without_papi),
+      cmocka_unit_test(test_spack_package),
   };
   return cmocka_run_group_tests_name("install", tests, group_setup,
                                      group_teardown);
