@@ -44,6 +44,15 @@ FORTRAN ?= 1
 LDLIBS_DAEMON := -luv -lsodium -lsqlite3 -lprotobuf-c -lpthread -lm
 LDLIBS_TEST := -lcmocka
 
+# systemd service notification (common/la_notify.c: READY, STATUS,
+# WATCHDOG) through libsystemd when it is installed; without it the daemons
+# still build and run, but not under the units' Type=notify.
+HAVE_SYSTEMD ?= $(shell pkg-config --exists libsystemd 2>/dev/null && echo 1)
+ifeq ($(HAVE_SYSTEMD),1)
+CPPFLAGS += -DHAVE_SYSTEMD
+LDLIBS_DAEMON += -lsystemd
+endif
+
 GEN_C    := $(BUILD)/gen/la.pb-c.c
 GEN_H    := $(BUILD)/gen/la.pb-c.h
 
@@ -347,8 +356,7 @@ INSTALLED_DIRS = $(if $(HAVE_FMOD),$(FMODDIR) $(LIBDIR)/fortran) $(CMAKEDIR) \
   $(LIBDIR)/cmake $(DATADIR)/doc/la $(DATADIR)/la
 
 .PHONY: uninstall install-files
-install: install-files
-	@# install-services (systemd units, configs) is called here once it exists
+install: install-files install-services
 	@echo "LA $(LA_VERSION) installed in $(DESTDIR)$(PREFIX). To build against it:"
 	@case ":$$(pkg-config --variable pc_path pkg-config 2>/dev/null):" in \
 	  *":$(PCDIR):"*) ;; \
@@ -383,9 +391,49 @@ install-files: libs bins $(FMOD_OBJ)
 	install -m 644 README.md docs/*.md $(DESTDIR)$(DATADIR)/doc/la/
 	install -m 644 packaging/*.service packaging/*.conf $(DESTDIR)$(DATADIR)/la/
 
-uninstall:
+uninstall: uninstall-services
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
 	rmdir $(addprefix $(DESTDIR),$(INSTALLED_DIRS)) 2>/dev/null || true
+
+# ---------------------------------------------------------- services --
+# make install-services: the systemd units, with this installation's paths
+# substituted (@BINDIR@, @SYSCONFDIR@, @DOCDIR@), into the system unit
+# directory, and the sample configurations into $(SYSCONFDIR)/la unless a
+# file of that name is there already (an administrator's file is kept).
+# make uninstall-services removes the units, and a configuration only while
+# it is still the unchanged sample. Both honour DESTDIR.
+# The system's /etc and unit directory for PREFIX=/usr or /usr/local; any
+# other prefix keeps them inside it (make install PREFIX=$HOME/la writes
+# nothing outside it).
+LA_SYSTEM_PREFIX = $(filter /usr /usr/local,$(PREFIX))
+SYSCONFDIR ?= $(if $(LA_SYSTEM_PREFIX),/etc,$(PREFIX)/etc)
+SYSTEMDUNITDIR ?= $(or $(if $(LA_SYSTEM_PREFIX),$(shell pkg-config \
+  --variable=systemdsystemunitdir systemd 2>/dev/null)),$(PREFIX)/lib/systemd/system)
+LA_UNITS := $(notdir $(wildcard packaging/*.service))
+LA_CONFS := $(notdir $(wildcard packaging/*.conf))
+LA_UNIT_SED := -e 's|@BINDIR@|$(BINDIR)|g' \
+  -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@DOCDIR@|$(DATADIR)/doc/la|g'
+
+.PHONY: install-services uninstall-services
+install-services:
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/la
+	for u in $(LA_UNITS); do \
+	  sed $(LA_UNIT_SED) packaging/$$u > $(DESTDIR)$(SYSTEMDUNITDIR)/$$u.tmp \
+	  && chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/$$u.tmp \
+	  && mv -f $(DESTDIR)$(SYSTEMDUNITDIR)/$$u.tmp \
+	       $(DESTDIR)$(SYSTEMDUNITDIR)/$$u || exit 1; done
+	for c in $(LA_CONFS); do \
+	  if [ -e $(DESTDIR)$(SYSCONFDIR)/la/$$c ]; then \
+	    echo "install-services: keeping $(DESTDIR)$(SYSCONFDIR)/la/$$c"; \
+	  else install -m 644 packaging/$$c $(DESTDIR)$(SYSCONFDIR)/la/$$c \
+	    || exit 1; fi; done
+
+uninstall-services:
+	rm -f $(addprefix $(DESTDIR)$(SYSTEMDUNITDIR)/,$(LA_UNITS))
+	for c in $(LA_CONFS); do \
+	  ! cmp -s packaging/$$c $(DESTDIR)$(SYSCONFDIR)/la/$$c \
+	  || rm -f $(DESTDIR)$(SYSCONFDIR)/la/$$c; done
+	-rmdir $(DESTDIR)$(SYSCONFDIR)/la 2>/dev/null
 
 clean:
 	rm -rf $(BUILD)

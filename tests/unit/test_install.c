@@ -110,8 +110,11 @@ static int group_setup(void **state) {
            tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(work)) return -1;
   snprintf(prefix, sizeof prefix, "%s/prefix", work);
-  /* installs what the main build made: nothing is rebuilt */
-  if (sh("make -s -C \"$S\" install PREFIX='%s'", prefix) != 0) {
+  /* installs what the main build made: nothing is rebuilt; the services
+   * (units, configurations) go into the prefix, not the machine's /etc */
+  if (sh("make -s -C \"$S\" install PREFIX='%s' SYSCONFDIR='%s/etc' "
+         "SYSTEMDUNITDIR='%s/lib/systemd/system'",
+         prefix, prefix, prefix) != 0) {
     fprintf(stderr, "test_install: make install failed:\n%s\n", out);
     return -1;
   }
@@ -176,6 +179,11 @@ static void test_layout(void **state) {
   assert_non_null(strstr(install_out, "run path"));
   SH_OK("pkg-config --libs la");
   assert_non_null(strstr(out, "-Wl,-rpath,"));
+  /* install ran install-services: units naming the installed daemons */
+  SH_OK("cat '%s/lib/systemd/system/la-localagent.service'", prefix);
+  char want[PATH_MAX + 64];
+  snprintf(want, sizeof want, "%s/bin/la-localagent", prefix);
+  assert_non_null(strstr(out, want));
 }
 
 /* The documented C lines; the program starts with no LD_LIBRARY_PATH. */
@@ -283,7 +291,8 @@ static void test_staged_install_and_uninstall(void **state) {
 }
 
 /* make install builds only what it installs, with the given CC, CFLAGS
- * and LDFLAGS (a dry run into an empty build directory). */
+ * and LDFLAGS, and writes nothing outside a private prefix (a dry run into
+ * an empty build directory). */
 static void test_install_builds_only_what_it_installs(void **state) {
   (void)state;
   NEED_INSTALL();
@@ -293,6 +302,10 @@ static void test_install_builds_only_what_it_installs(void **state) {
   char *line = strtok(out, "\n");
   int compiled = 0, linked = 0;
   for (; line; line = strtok(NULL, "\n")) {
+    /* a private prefix: nothing goes to the machine's /etc or units */
+    if (strstr(line, " /etc/") || strstr(line, " /lib/systemd") ||
+        strstr(line, " /usr/"))
+      fail_msg("make install PREFIX=<private> writes outside it:\n%s", line);
     if (strstr(line, "tests/unit") || strstr(line, "bench/") ||
         strstr(line, "examples/") || strstr(line, "-march=native"))
       fail_msg("make install builds more than it installs:\n%s", line);

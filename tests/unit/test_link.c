@@ -170,7 +170,7 @@ static void make_work(const char *src_name, const char *src) {
   const char *tmp = getenv("TMPDIR");
   snprintf(work, sizeof work, "%s/la-link-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   assert_non_null(mkdtemp(work));
-  char p[PATH_MAX + 64], cmd[3 * PATH_MAX + 128];
+  char p[PATH_MAX + 64], cmd[6 * PATH_MAX];
   snprintf(p, sizeof p, "%s/%s", work, src_name);
   FILE *f = fopen(p, "w");
   assert_non_null(f);
@@ -183,8 +183,9 @@ static void make_work(const char *src_name, const char *src) {
     snprintf(prefix, sizeof prefix, "%s/prefix", work);
     snprintf(cmd, sizeof cmd,
              "unset MAKEFLAGS MFLAGS MAKELEVEL; make -s -C '%s' install "
-             "PREFIX='%s'",
-             src_dir, prefix);
+             "PREFIX='%s' SYSCONFDIR='%s/etc' "
+             "SYSTEMDUNITDIR='%s/lib/systemd/system' >/dev/null",
+             src_dir, prefix, prefix, prefix);
     if (sh(cmd, NULL) != 0) fail_msg("make install failed:\n%s", out);
   }
   snprintf(cmd, sizeof cmd,
