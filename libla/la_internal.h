@@ -152,8 +152,10 @@ LA__HIDDEN void la__link_close(la__link_t *l);
 /* ------------------------------------------------------------------ papi */
 /* Initialises PAPI for the event ("PAPI_TOT_CYC", "perf::TASK-CLOCK",
  * "sde:::LIB::COUNTER") of the metric ("cycles", "papi:...") and checks the
- * machine can count it. Returns 0, or LA_ENOEVENT or LA_EPAPI with an error
- * message naming the event (LA_lastError). */
+ * machine can count it, loading libpapi first (dlopen, once). Returns 0, or
+ * LA_ENOEVENT or LA_EPAPI with an error message naming the event, or (LA_EPAPI)
+ * the library that cannot be loaded or libla built without PAPI
+ * (LA_lastError). */
 LA__HIDDEN int la__papi_init(const char *metric, const char *event);
 /* PAPI_strerror(rc), or "PAPI error RC" written to buf (len bytes) when PAPI
  * has no text for rc. Never NULL. */
