@@ -7,15 +7,20 @@ as numpy arrays (docs/python.md).
 
 Store.cycle() gives the stitched cycle with its vtxdist, exact totals and
 missing ranks, Store.table() the rows of `lactl export`, Store.dataframe()
-the same as a pandas DataFrame. Traces are decoded by libla_client.
+the same as a pandas DataFrame; Store.channels(app) and channel="name"
+read one channel (LA_channel) instead of the sum. Traces are decoded by
+libla_client.
 """
 
 from ._lib import DecodeError, LibraryNotFound
-from .store import (MEASURED, ROBUST, ROW_DTYPE, SCHEMA_VERSION, SERIES,
-                    Cycle, NoRobustWeights, NotFound, Series, Store, open)
+from .store import (MEASURED, NO_CHANNEL_REASON, ROBUST, ROW_DTYPE,
+                    SCHEMA_VERSION, SERIES, Cycle, NoRobustWeights,
+                    NoSuchChannel, NotFound, Series, Store, channel_series,
+                    open)
 
 __version__ = "1.0.0"
 
 __all__ = ["open", "Store", "Cycle", "Series", "SERIES", "MEASURED",
            "ROBUST", "ROW_DTYPE", "SCHEMA_VERSION", "NotFound",
-           "NoRobustWeights", "DecodeError", "LibraryNotFound"]
+           "NoRobustWeights", "NoSuchChannel", "NO_CHANNEL_REASON",
+           "channel_series", "DecodeError", "LibraryNotFound"]

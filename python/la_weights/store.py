@@ -8,11 +8,16 @@ measured or the robust weights chosen by the same rule. Values are decoded
 by libla_client (_lib.py), so they equal `lactl export`'s bit for bit.
 
 Which per-element series a weight comes from is a Series: "measured"
-(traces.segments) and "robust" (robust.segments) are the two the store has
-now. Every function that takes weights= resolves it through the registry
-below, so a new kind of series stored per (application, cycle, rank) -- a
-per-kernel channel, say -- is one more Series (its table, its key) and one
-more entry in Store.series(); no signature changes.
+(traces.segments) and "robust" (robust.segments) for the sum. Every
+function that takes weights= resolves it through the registry below.
+
+Channels (LA_channel: one series per kernel, the sum being their
+per-element total) are a second axis, channel=, because their names belong
+to an application: Store.channels(app) lists them, and channel="name" reads
+that channel's series (channel_traces) in place of the sum, measured or
+robust by the same weights= rule, as `lactl --channel` and
+libla_client's la_traceset_channel read them: the same ranks and vtxdist
+as the sum, a rank whose trace lacks the channel missing with that reason.
 
 Deliberately not here: decoding (libla_client), writing to the store,
 talking to a running GlobalAgent (libla_client's feed or lactl do that).
@@ -43,6 +48,19 @@ class NoRobustWeights(LookupError):
     """weights="robust" asked for a cycle where a present rank has none."""
 
 
+class NoSuchChannel(NotFound):
+    """channel= names no channel of the application. Attributes: channel
+    (the name asked for), channels (the application's, in channel order)."""
+
+    def __init__(self, msg, channel, channels):
+        super().__init__(msg)
+        self.channel, self.channels = channel, channels
+
+
+# A rank whose trace lacks the channel asked for (libla_client's words).
+NO_CHANNEL_REASON = "no series of this channel in the rank's trace"
+
+
 class Series:
     """One per-element series stored for each (application, cycle, rank).
 
@@ -51,8 +69,9 @@ class Series:
     for every trace of the cycle, by rank. A rank whose BLOB is NULL lacks
     this series."""
 
-    def __init__(self, name, sql, doc):
+    def __init__(self, name, sql, doc, params=()):
         self.name, self.sql, self.doc = name, sql, doc
+        self.params = tuple(params)  # bound after (app_id, cycle_tag)
 
     def __repr__(self):
         return "Series(%r)" % self.name
@@ -75,6 +94,28 @@ ROBUST = Series(
 SERIES = {s.name: s for s in (MEASURED, ROBUST)}
 
 
+def channel_series(index, robust, single):
+    """The Series of channel number index (its position in
+    Store.channels()), measured or robust. single: the application declared
+    one channel only, so a trace without a channel row is that channel
+    (the store keeps channel rows for two channels or more)."""
+    seg = "c.robust_segments" if robust else "c.segments"
+    if single:
+        own = "r.segments" if robust else "t.segments"
+        seg = "CASE WHEN c.rank IS NULL THEN %s ELSE %s END" % (own, seg)
+    return Series(
+        "robust" if robust else "measured",
+        "SELECT t.rank, t.n_elements, %s FROM traces t"
+        " LEFT JOIN robust r ON r.app_id = t.app_id"
+        " AND r.cycle_tag = t.cycle_tag AND r.rank = t.rank"
+        " LEFT JOIN channel_traces c ON c.app_id = t.app_id"
+        " AND c.cycle_tag = t.cycle_tag AND c.rank = t.rank"
+        " AND c.channel = ?3"
+        " WHERE t.app_id = ?1 AND t.cycle_tag = ?2 ORDER BY t.rank" % seg,
+        "channel %d's %s values" % (index, "robust" if robust else
+                                    "measured"), (index,))
+
+
 def _tag(c):
     """A cycle tag (0..2^64-1) as SQLite stores it (same bits, signed)."""
     c = int(c)
@@ -91,6 +132,7 @@ class Cycle:
     """One cycle of one application, every rank stitched (see the module's
     comment). Attributes:
       app, cycle    application id, cycle tag
+      channel       the channel whose series values holds; None: the sum
       nprocs        ranks
       state         "complete", "partial" (closed with ranks missing) or
                     "open" (the GlobalAgent still waits for ranks)
@@ -112,9 +154,11 @@ class Cycle:
         return self.values[self.vtxdist[r]:self.vtxdist[r + 1]]
 
     def __repr__(self):
-        return ("Cycle(%r, %d, %s, %d ranks, %d elements, %s)" %
+        return ("Cycle(%r, %d, %s, %d ranks, %d elements, %s%s)" %
                 (self.app, self.cycle, self.state, self.nprocs,
-                 self.values.size, self.weights))
+                 self.values.size, self.weights,
+                 "" if self.channel is None else
+                 ", channel %r" % self.channel))
 
 
 class Store:
@@ -140,6 +184,7 @@ class Store:
             raise ValueError("%s: store schema version %s, this package "
                              "reads %d" % (path, v, SCHEMA_VERSION))
         self._has_robust = self._table("robust")
+        self._has_channels = self._table("channel_traces")
 
     def _table(self, name):
         return self._db.execute(
@@ -189,6 +234,30 @@ class Store:
                 out.append("robust")
         return out
 
+    def channels(self, app):
+        """app's channel names in channel order (LA_channel), those of its
+        lowest rank that declared any, as lactl reads them; [] when it
+        declared none. Raises NotFound for an unknown application."""
+        self._app(app)
+        if not self._has_channels:
+            return []
+        return [n for n, in self._db.execute(
+            "SELECT name FROM rank_channels WHERE app_id = ?1 AND rank ="
+            " (SELECT min(rank) FROM rank_channels WHERE app_id = ?1)"
+            " ORDER BY channel", (app,))]
+
+    def _channel(self, app, channel, where):
+        """channel's index among app's channels, and their count; raises
+        NoSuchChannel naming it and the channels there are."""
+        names = self.channels(app)
+        if channel not in names:
+            raise NoSuchChannel(
+                "%s has no channel '%s' (%s)" %
+                (where, channel, "channels: " + ", ".join(names) if names
+                 else "the application declared no channels"),
+                channel, names)
+        return names.index(channel), len(names)
+
     # ----------------------------------------------------------- weights
     def _app(self, app):
         r = self._db.execute(
@@ -207,15 +276,20 @@ class Store:
         return int(cycle)
 
     def _blobs(self, series, app, cycle):
-        return self._db.execute(series.sql, (app, _tag(cycle))).fetchall()
+        return self._db.execute(series.sql, (app, _tag(cycle)) +
+                                series.params).fetchall()
 
-    def cycle(self, app, cycle="latest", weights=None):
+    def cycle(self, app, cycle="latest", weights=None, channel=None):
         """The Cycle app's cycle (a tag or "latest"). weights: None (robust
         when every present rank has robust weights, else measured; the
         environment's LA_WEIGHTS=measured|robust changes the default as
         for libla_client and lactl), "measured", "robust" (raises
         NoRobustWeights unless every present rank has them), or another
-        name of Store.series(). Raises NotFound, _lib.DecodeError."""
+        name of Store.series(). channel: None (the sum over the channels,
+        the element's weight) or a name of Store.channels(app): that
+        channel's series, measured or robust by the same rule, a rank whose
+        trace lacks it missing. Raises NotFound (NoSuchChannel for an
+        unknown channel), NoRobustWeights, _lib.DecodeError."""
         nprocs, _, _ = self._app(app)
         cycle = self._resolve(app, cycle)
         tag = _tag(cycle)
@@ -229,6 +303,9 @@ class Store:
             if self._table("missing") else {}
         if not traces and not reasons:
             raise NotFound("no trace of %s cycle %d" % (app, cycle))
+        if channel is not None:
+            ch, nch = self._channel(app, channel, "%s cycle %d" %
+                                    (app, cycle))
         known = nprocs > 0
         if not known:
             nprocs = max([r for r, _, _ in traces] + list(reasons)) + 1
@@ -268,12 +345,16 @@ class Store:
                 if r in present:
                     rob.add(r)
                     c.robust_totals[r] = np.nan if s is None else s
-        series = self._choose(weights, c, rob)
+        c.channel = channel
+        if channel is None:
+            series = self._choose(weights, c, rob)
+        else:
+            series = self._channel_view(c, tag, ch, nch, weights, rob)
         rows = self._blobs(series, app, cycle)
         c.weights = series.name
         c.values = np.full(int(c.vtxdist[-1]), np.nan)
         for r, n, blob in rows:
-            if r >= nprocs:
+            if r >= nprocs or r in c.missing:
                 continue
             if blob is None:
                 raise NoRobustWeights("%s cycle %d rank %d has no %s "
@@ -282,6 +363,41 @@ class Store:
             _lib.decode_into(self._so, blob, c.rank(r),
                              "%s cycle %d rank %d" % (app, cycle, r))
         return c
+
+    def _channel_view(self, c, tag, ch, nch, weights, rob):
+        """Turns c (the sum's ranks, totals and robust ranks rob) into
+        channel ch's view as la_traceset_channel does; returns its
+        Series."""
+        summed = self._choose(None, c, rob) is ROBUST
+        crob = set()
+        for r, has, s, rs, rsum in self._db.execute(
+                "SELECT t.rank, c.rank IS NOT NULL, c.stat_sum,"
+                " c.robust_segments IS NOT NULL, c.robust_sum FROM traces t"
+                " LEFT JOIN channel_traces c ON c.app_id = t.app_id"
+                " AND c.cycle_tag = t.cycle_tag AND c.rank = t.rank"
+                " AND c.channel = ? WHERE t.app_id = ? AND t.cycle_tag = ?",
+                (ch, c.app, tag)):
+            if r >= c.nprocs or r in c.missing:
+                continue
+            if not has and nch > 1:
+                c.missing.append(r)
+                c.missing_reasons[r] = NO_CHANNEL_REASON
+                c.totals[r] = c.robust_totals[r] = np.nan
+            elif has:
+                c.totals[r] = np.nan if s is None else s
+                c.robust_totals[r] = (np.nan if rsum is None else rsum) \
+                    if rs else np.nan
+                if rs:
+                    crob.add(r)
+            elif r in rob:  # one channel: the trace is that channel
+                crob.add(r)
+        c.missing.sort()
+        if c.state == "complete" and c.missing:
+            c.state = "partial"
+        if weights is None and not summed:
+            weights = "measured"
+        return channel_series(ch, self._choose(weights, c, crob) is ROBUST,
+                              nch == 1)
 
     def _choose(self, weights, c, rob):
         every = len(rob) > 0 and len(rob) == c.nprocs - len(c.missing)
@@ -300,15 +416,15 @@ class Store:
                  ",".join(map(str, lack)) or "(none present)"))
         return SERIES[weights]
 
-    def weights(self, app, cycle="latest", weights=None):
+    def weights(self, app, cycle="latest", weights=None, channel=None):
         """The cycle's values: float64, global element order, NaN for the
         elements of missing ranks (Store.cycle(...).values)."""
-        return self.cycle(app, cycle, weights).values
+        return self.cycle(app, cycle, weights, channel).values
 
-    def rank_weights(self, app, cycle, rank, weights=None):
+    def rank_weights(self, app, cycle, rank, weights=None, channel=None):
         """Rank's values of one cycle (float64), chosen as Store.cycle
         chooses for the whole cycle. Raises NotFound for a missing rank."""
-        c = self.cycle(app, cycle, weights)
+        c = self.cycle(app, cycle, weights, channel)
         if rank in c.missing:
             raise NotFound("%s cycle %d: rank %d is missing%s" %
                            (app, c.cycle, rank,
@@ -316,18 +432,20 @@ class Store:
                             if rank in c.missing_reasons else ""))
         return c.rank(rank)
 
-    def table(self, app, cycles=None, weights=None):
+    def table(self, app, cycles=None, weights=None, channel=None):
         """One row per element of every present rank of the given cycles
         (None: all; a tag; or an iterable of tags), as a numpy structured
         array of ROW_DTYPE: exactly the rows of `lactl export --format csv`
-        and of the .npy export."""
+        and of the .npy export (with channel=, `lactl export --channel`'s)."""
+        if channel is not None:
+            self._channel(app, channel, app)
         if cycles is None:
             cycles = self.cycles(app)
         elif isinstance(cycles, (int, np.integer, str)):
             cycles = [cycles]
         parts = []
         for cy in cycles:
-            c = self.cycle(app, cy, weights)
+            c = self.cycle(app, cy, weights, channel)
             for r in range(c.nprocs):
                 if r in c.missing:
                     continue
@@ -339,7 +457,7 @@ class Store:
                 parts.append(t)
         return np.concatenate(parts) if parts else np.empty(0, ROW_DTYPE)
 
-    def dataframe(self, app, cycles=None, weights=None):
+    def dataframe(self, app, cycles=None, weights=None, channel=None):
         """Store.table() as a pandas DataFrame (pandas is optional: raises
         ImportError naming Store.table() when it is not installed)."""
         try:
@@ -348,7 +466,7 @@ class Store:
             raise ImportError("Store.dataframe needs pandas (%s); "
                               "Store.table() gives the same columns as a "
                               "numpy structured array" % e) from e
-        return pandas.DataFrame(self.table(app, cycles, weights))
+        return pandas.DataFrame(self.table(app, cycles, weights, channel))
 
 
 def open(path, lib=None):  # noqa: A001 (the package's entry point)

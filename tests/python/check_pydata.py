@@ -2,13 +2,16 @@
 store, run by tests/unit/test_pydata.c with Debian's /usr/bin/python3.
 
   check_pydata.py --db STORE --bin BINDIR --lib LIBDIR --src TREE
-                  --work DIR --apps APP,APP,...
+                  --work DIR --apps APP,APP,... --channel-apps APP,...
 
 pip-installs TREE/python (a copy, so the tree stays clean) into DIR/site,
 then for every application and cycle: the package's weights equal `lactl
 export`'s CSV, JSON and npy values bit for bit, the npy array equals the
 CSV, every export carries its format version, and every JSON output of
-lactl validates against TREE/docs/schema. Prints what it checked; exits 1
+lactl validates against TREE/docs/schema. For the --channel-apps (of
+examples/multiloop: channels h_update, e_update, source) the same per
+channel against `lactl export --channel NAME`, and an unknown channel's
+error against lactl's. Prints what it checked; exits 1
 on the first failure, with the reason. The last line on success is
 "check_pydata: all checks passed".
 """
@@ -123,10 +126,15 @@ def same_table(a, b, what):
     same_values(a["value"], b["value"], what)
 
 
-def check_app(lw, store, app, weights, db=None):
+def check_app(lw, store, app, weights, db=None, channel=None):
     db = db or A.db
     opt = ["--weights", weights] if weights else []
     tag = weights or "default"
+    kw = {}
+    if channel is not None:
+        opt += ["--channel", channel]
+        tag += "-" + channel
+        kw = {"channel": channel}
     cycles = store.cycles(app)
     check(cycles.size >= 1, "%s: no cycle" % app)
     # CSV
@@ -137,7 +145,7 @@ def check_app(lw, store, app, weights, db=None):
     want = "# lactl export format 1; app %s; metric %s; unit %s\n" % (
         app, meta["metric"], meta["unit"])
     check(first == want, "CSV comment %r, not %r" % (first, want))
-    table = store.table(app, weights=weights)
+    table = store.table(app, weights=weights, **kw)
     same_table(rows, table, "%s %s: CSV vs la_weights" % (app, tag))
     print("  %s (%s weights): %d rows of %d cycles, CSV == la_weights" %
           (app, tag, rows.size, cycles.size))
@@ -165,7 +173,8 @@ def check_app(lw, store, app, weights, db=None):
     validate(doc, "lactl-export.json", "%s export JSON" % app)
     check(doc["format_version"] == 1, "JSON format_version")
     for s in doc["sets"]:
-        c = store.cycle(app, s["cycle"], weights=weights)
+        c = store.cycle(app, s["cycle"], weights=weights, **kw)
+        check(c.channel == channel, "Cycle.channel %r" % c.channel)
         check(c.weights == s["weights"] and c.state == s["state"] and
               c.missing == s["missing"] and c.nprocs == s["nprocs"],
               "%s cycle %d: %r vs %r" % (app, c.cycle, c, s))
@@ -180,9 +189,9 @@ def check_app(lw, store, app, weights, db=None):
                             "%s cycle %d rank %d JSON" %
                             (app, c.cycle, r["rank"]))
                 same_values(store.rank_weights(app, c.cycle, r["rank"],
-                                               weights=weights),
+                                               weights=weights, **kw),
                             r["values"], "rank_weights")
-        same_values(store.weights(app, s["cycle"], weights=weights),
+        same_values(store.weights(app, s["cycle"], weights=weights, **kw),
                     c.values, "weights() vs cycle().values")
     print("  %s (%s weights): export JSON == la_weights.Cycle" % (app, tag))
 
@@ -326,22 +335,77 @@ def check_errors(lw, app):
                 ok=False).returncode == 1, "lactl exported a corrupted trace")
 
 
+def check_channels(lw, store, app, plain):
+    """app declared CHANNELS: each one's series equals lactl's, they add
+    up to the sum, and an unknown name fails as lactl's does."""
+    check(store.channels(app) == CHANNELS, "channels(%s): %r" %
+          (app, store.channels(app)))
+    check(store.channels(plain) == [], "channels(%s): %r" %
+          (plain, store.channels(plain)))
+    for ch in CHANNELS:
+        for weights in (None, "measured", "robust"):
+            check_app(lw, store, app, weights, channel=ch)
+    # the channels' exact totals add up to the sum's (rounding aside)
+    for tag in store.cycles(app):
+        c = store.cycle(app, tag, weights="measured")
+        parts = sum(store.cycle(app, tag, weights="measured",
+                                channel=ch).totals for ch in CHANNELS)
+        check(np.allclose(parts, c.totals, rtol=1e-9),
+              "%s cycle %d: channel totals %r, sum %r" %
+              (app, tag, parts, c.totals))
+    print("  %s: channel totals add up to the sum's" % app)
+    # an unknown name: NoSuchChannel naming it and the channels, as lactl
+    last = int(store.cycles(app)[-1])
+    p = lactl("show", app, "--db", A.db, "--channel", "eos", ok=False)
+    check(p.returncode == 1, "lactl show --channel eos exited %d" %
+          p.returncode)
+    for call in (lambda: store.weights(app, channel="eos"),
+                 lambda: store.cycle(app, last, channel="eos"),
+                 lambda: store.table(app, channel="eos")):
+        try:
+            call()
+            fail("channel='eos' was accepted")
+        except lw.NoSuchChannel as e:
+            check(isinstance(e, lw.NotFound) and e.channel == "eos" and
+                  e.channels == CHANNELS, "NoSuchChannel: %r" % e)
+            check("'eos'" in str(e) and "(channels: %s)" %
+                  ", ".join(CHANNELS) in str(e), str(e))
+    try:
+        store.cycle(app, last, channel="eos")
+    except lw.NoSuchChannel as e:
+        check(str(e) in p.stderr, "la_weights says %r, lactl %r" %
+              (str(e), p.stderr))
+        print("  unknown channel: %s (as lactl)" % e)
+    try:
+        store.weights(plain, channel="eos")
+        fail("channel= accepted for an application without channels")
+    except lw.NoSuchChannel as e:
+        check("declared no channels" in str(e) and e.channels == [], str(e))
+
+
+# the channels examples/multiloop declares, in order
+CHANNELS = ["h_update", "e_update", "source"]
+
+
 def main():
     global A
     ap = argparse.ArgumentParser()
-    for k in ("db", "bin", "lib", "src", "work", "apps"):
-        ap.add_argument("--" + k, required=True)
+    for k in ("db", "bin", "lib", "src", "work", "apps", "channel_apps"):
+        ap.add_argument("--" + k.replace("_", "-"), required=True)
     A = ap.parse_args()
     os.makedirs(A.work, exist_ok=True)
     apps = A.apps.split(",")
+    chapps = A.channel_apps.split(",")
     lw = install()
     with lw.open(A.db, lib=A.lib) as store:
-        check(sorted(a["app"] for a in store.apps()) == sorted(apps),
-              "apps: %r" % store.apps())
+        check(sorted(a["app"] for a in store.apps()) ==
+              sorted(apps + chapps), "apps: %r" % store.apps())
         check("robust" in store.series(), "no robust weights stored")
-        for app in apps:
+        for app in apps + chapps:
             for weights in (None, "measured", "robust"):
                 check_app(lw, store, app, weights)
+        for app in chapps:
+            check_channels(lw, store, app, apps[0])
     check_json_outputs(apps)
     check_readme(lw, apps[0], 1)
     check_partial(lw, apps[0])

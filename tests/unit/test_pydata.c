@@ -8,7 +8,9 @@
  * maxerr and lossless compaction; tests/python/check_pydata.py (Debian's
  * /usr/bin/python3 with numpy) pip-installs python/ into a temporary
  * directory, loads the weights and compares them exactly with `lactl
- * export` (CSV, JSON and npy, which must equal the CSV), checks the format
+ * export` (CSV, JSON and npy, which must equal the CSV), the same per channel
+of multiloop (three channels) against `lactl export --channel` and an
+unknown channel's error against lactl's, checks the format
  * versions, and validates every JSON output of lactl against
  * the schemas in docs/schema. Skips only when mpiexec, the daemons, the example
  * or /usr/bin/python3 do not exist.
@@ -171,6 +173,8 @@ static int group_setup(void **state) {
   snprintf(exdir, sizeof exdir, "%s/../examples", bindir);
   snprintf(path, sizeof path, "%s/wavetoy", exdir);
   if (access(path, X_OK) != 0) return 0;
+  snprintf(path, sizeof path, "%s/multiloop", exdir);
+  if (access(path, X_OK) != 0) return 0;
   if (la_ta_start(&ta, NULL) != 0) return 0;
   stack_up = 1;
   return 0;
@@ -181,18 +185,19 @@ static int group_teardown(void **state) {
   return 0;
 }
 
-/* Runs wavetoy on 4 ranks for STEPS steps with the compaction spec as
- * application app_id and waits until its sets are complete in the store. */
-static void run_app(const char *spec, const char *app_id) {
+/* Runs example ex (wavetoy, multiloop) on 4 ranks for STEPS steps with the
+ * compaction spec as application app_id and waits until its sets are
+ * complete in the store. */
+static void run_app(const char *ex, const char *spec, const char *app_id) {
   char prog[900], env_spec[160], env_id[160], out[8192];
-  snprintf(prog, sizeof prog, "%s/wavetoy", exdir);
+  snprintf(prog, sizeof prog, "%s/%s", exdir, ex);
   snprintf(env_spec, sizeof env_spec, "LA_COMPACT=%s", spec);
   snprintf(env_id, sizeof env_id, "LA_APP_ID=%s", app_id);
   const char *argv[] = {"mpiexec", "-n",      "4",   prog, "--n",
                         "24",      "--steps", STEPS, NULL};
   const char *env[] = {env_spec, env_id, NULL};
   int rc = la_td_run(argv, env, 120000, out, sizeof out);
-  if (rc != 0) fail_msg("wavetoy exited %d:\n%s", rc, out);
+  if (rc != 0) fail_msg("%s exited %d:\n%s", ex, rc, out);
   char sql[300];
   snprintf(sql, sizeof sql,
            "SELECT count(*) FROM trace_sets WHERE app_id = '%s'"
@@ -205,14 +210,16 @@ static void run_app(const char *spec, const char *app_id) {
 static void test_python_store(void **state) {
   if (!stack_up) {
     printf(
-        "skip: mpiexec, %s, the daemons, lactl or examples/wavetoy are "
+        "skip: mpiexec, %s, the daemons, lactl, examples/wavetoy or "
+        "examples/multiloop are "
         "missing\n",
         PY);
     skip();
   }
-  run_app("polyline:cv=0.05", "py-poly");
-  run_app("maxerr:eps=0.05,relative", "py-maxerr");
-  run_app("lossless", "py-lossless");
+  run_app("wavetoy", "polyline:cv=0.05", "py-poly");
+  run_app("wavetoy", "maxerr:eps=0.05,relative", "py-maxerr");
+  run_app("wavetoy", "lossless", "py-lossless");
+  run_app("multiloop", "polyline:cv=0.05", "py-multi");
   char work[700], cmd[4096], out[65536], lib[PATH_MAX], ex[PATH_MAX];
   snprintf(work, sizeof work, "%s/py", la_td_dir(ta.st.ga));
   /* libla_client.so of the normal build (the sanitized trees have none):
@@ -220,13 +227,22 @@ static void test_python_store(void **state) {
   assert_non_null(realpath(exdir, ex));
   snprintf(lib, sizeof lib, "%.*s/lib", (int)(strrchr(ex, '/') - ex), ex);
   snprintf(cmd, sizeof cmd, "%s/tests/python/check_pydata.py", src);
-  const char *argv[] = {PY,       cmd,
-                        "--db",   ta.st.db,
-                        "--bin",  bindir,
-                        "--lib",  lib,
-                        "--src",  src,
-                        "--work", work,
-                        "--apps", "py-poly,py-maxerr,py-lossless",
+  const char *argv[] = {PY,
+                        cmd,
+                        "--db",
+                        ta.st.db,
+                        "--bin",
+                        bindir,
+                        "--lib",
+                        lib,
+                        "--src",
+                        src,
+                        "--work",
+                        work,
+                        "--apps",
+                        "py-poly,py-maxerr,py-lossless",
+                        "--channel-apps",
+                        "py-multi",
                         NULL};
   int rc = la_td_run(argv, NULL, 240000, out, sizeof out);
   printf("%s", out);
