@@ -354,6 +354,26 @@ def check_channels(lw, store, app, plain):
               "%s cycle %d: channel totals %r, sum %r" %
               (app, tag, parts, c.totals))
     print("  %s: channel totals add up to the sum's" % app)
+    one = store.weights(app, channel=CHANNELS[0], weights="measured")
+    check((bits(one) != bits(store.weights(app, weights="measured"))).any(),
+          "channel %s's values equal the sum's" % CHANNELS[0])
+    # a rank whose trace lacks the channel: missing in its view, as lactl
+    path, db = copy_db("nochannel.db")
+    db.execute("DELETE FROM channel_traces WHERE app_id = ? AND"
+               " cycle_tag = 1 AND rank = 2 AND channel = 1", (app,))
+    db.commit()
+    db.close()
+    with lw.open(path, lib=A.lib) as s:
+        c = s.cycle(app, 1, channel=CHANNELS[1])
+        check(c.missing == [2] and c.state == "partial" and
+              c.missing_reasons == {2: lw.NO_CHANNEL_REASON} and
+              np.isnan(c.rank(2)).all() and np.isnan(c.totals[2]),
+              "rank without the channel: %r" % c)
+        check(s.cycle(app, 1, channel=CHANNELS[0]).missing == [],
+              "another channel lost rank 2")
+        for weights in (None, "measured", "robust"):
+            check_app(lw, s, app, weights, db=path, channel=CHANNELS[1])
+    print("  a rank without the channel: missing in its view, as lactl")
     # an unknown name: NoSuchChannel naming it and the channels, as lactl
     last = int(store.cycles(app)[-1])
     p = lactl("show", app, "--db", A.db, "--channel", "eos", ok=False)
