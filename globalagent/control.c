@@ -79,10 +79,8 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
   la_status_counter(r, "traces_stored", "compact traces stored", st->traces);
   la_status_counter(r, "traces_duplicate", "traces received again",
                     st->duplicates);
-  la_status_counter(r, "traces_late", "traces of closed Trace-Sets",
-                    st->late);
-  la_status_counter(r, "traces_orphan", "traces of unknown ranks",
-                    st->orphans);
+  la_status_counter(r, "traces_late", "traces of closed Trace-Sets", st->late);
+  la_status_counter(r, "traces_orphan", "traces of unknown ranks", st->orphans);
   la_status_counter(r, "conflicts", "traces conflicting with stored ones",
                     st->conflicts);
   la_status_counter(r, "traces_invalid", "traces refused by validation",
@@ -96,7 +94,8 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
   la_status_counter(r, "sets_partial", "Trace-Sets closed partial",
                     st->sets_partial);
   la_status_counter(r, "sets_evicted",
-                    "Trace-Sets closed by the open-set limit", st->sets_evicted);
+                    "Trace-Sets closed by the open-set limit",
+                    st->sets_evicted);
   la_status_counter(r, "missing_reported",
                     "missing records received from LocalAgents",
                     st->missing_reported);
@@ -128,4 +127,6 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
   return r;
 }
 
-void la_ga_status_reply_free(La__StatusReply *r) { la_status_free(r); }
+void la_ga_status_reply_free(La__StatusReply *r) {
+  la_status_free(r);
+}

@@ -40,14 +40,13 @@ La__StatusReply *la_status_reply(la_agent_t *ag) {
   la_status_gauge(rep, "connections", "open connections", ag->n_conns);
   la_status_counter(rep, "connections_accepted", "connections accepted",
                     st->conns_accepted);
-  la_status_counter(rep, "connections_refused",
-                    "connections refused (limits)", st->conns_refused);
+  la_status_counter(rep, "connections_refused", "connections refused (limits)",
+                    st->conns_refused);
   la_status_counter(rep, "connections_timed_out",
                     "connections closed by a deadline", st->conns_timed_out);
   la_status_counter(rep, "bad_frames", "connections closed for a bad frame",
                     st->bad_frames);
-  la_status_gauge(rep, "apps", "registered application processes",
-                  ag->n_apps);
+  la_status_gauge(rep, "apps", "registered application processes", ag->n_apps);
   la_status_counter(rep, "registrations", "registrations accepted", st->regs);
   la_status_counter(rep, "registrations_refused", "registrations refused",
                     st->regs_refused);
@@ -67,10 +66,9 @@ La__StatusReply *la_status_reply(la_agent_t *ag) {
   la_status_gauge(rep, "jobs_in_flight", "compaction jobs running",
                   ag->jobs_in_flight);
   la_status_counter(rep, "compaction_points", "values compacted", st->points);
-  la_status_real(rep, "compaction_ns_per_point",
-                 "mean compaction time per value (ns)", "%.3f",
-                 st->points ? (double)st->compact_ns / (double)st->points
-                            : 0.0);
+  la_status_real(
+      rep, "compaction_ns_per_point", "mean compaction time per value (ns)",
+      "%.3f", st->points ? (double)st->compact_ns / (double)st->points : 0.0);
   la_status_counter(rep, "compacted_bytes", "bytes of compact traces",
                     st->bytes_out);
   la_status_info(rep, "global_address", "the GlobalAgent's address",
@@ -123,9 +121,11 @@ La__StatusReply *la_status_reply(la_agent_t *ag) {
     if (s->state != LA_SESS_APP) continue;
     char key[200];
     snprintf(key, sizeof key, "app.%s.rank%u", s->app_id, s->rank);
-    la_status_row(rep, key, "pid %d, %llu elements, %llu cycles, %llu skipped, "
-            "%llu waits, %d in flight", s->pid, U(s->ipc.n_elements),
-            U(s->cycles), U(s->skipped), U(s->waits), s->jobs);
+    la_status_row(rep, key,
+                  "pid %d, %llu elements, %llu cycles, %llu skipped, "
+                  "%llu waits, %d in flight",
+                  s->pid, U(s->ipc.n_elements), U(s->cycles), U(s->skipped),
+                  U(s->waits), s->jobs);
     La__StatusRank *k = la_status_rank(la__app(rep, s->app_id), s->rank);
     if (!k) continue;
     k->pid = s->pid;
@@ -138,4 +138,6 @@ La__StatusReply *la_status_reply(la_agent_t *ag) {
   return rep;
 }
 
-void la_status_reply_free(La__StatusReply *r) { la_status_free(r); }
+void la_status_reply_free(La__StatusReply *r) {
+  la_status_free(r);
+}
