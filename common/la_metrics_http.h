@@ -18,6 +18,21 @@
 
 typedef struct la_metrics_http la_metrics_http_t;
 
+/* The [metrics] keys both daemons' settings tables share, written with the
+ * table's own S (string) and N (number) macros (settings.c); the fields
+ * are metrics_listen, metrics_port_file, metrics_interval_ms and
+ * metrics_max_conns. */
+#define LA_METRICS_CFG_KEYS(S, N)                                            \
+  S("metrics", "listen", metrics_listen, "",                                 \
+    "host:port of the HTTP metrics endpoint (GET /metrics; port 0: any); "   \
+    "empty: off. No authentication: keep it on loopback"),                   \
+      S("metrics", "port_file", metrics_port_file, "",                       \
+        "file to write the metrics port into"),                              \
+      N("metrics", "interval", LA_CFG_MS, metrics_interval_ms, "1s", 100,    \
+        3600000, "how often the served counters are refreshed"),             \
+      N("metrics", "max_connections", LA_CFG_INT, metrics_max_conns, "8", 1, \
+        1024, "HTTP connections open at once (beyond: refused)")
+
 /* Whether s is a valid metrics.listen value: "" (off) or "host:port"
  * (port 0: any). Prints "NAME: metrics.listen 'S' is not host:port ..." to
  * stderr and returns 0 when not, else 1. */

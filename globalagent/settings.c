@@ -3,6 +3,8 @@
 
 #include <stddef.h>
 
+#include "la_metrics_http.h"
+
 #define S(sec, name, field, def, help) \
   {sec, name, LA_CFG_STR, offsetof(la_ga_settings_t, field), \
    sizeof(((la_ga_settings_t *)0)->field), def, 0, 0, help}
@@ -64,15 +66,7 @@ const la_cfg_key_t la_ga_keys[] = {
   N("store", "batch_max", LA_CFG_INT, batch_max, "1000", 1, 1000000,
     "messages per group commit at most"),
   S("daemon", "pid_file", pid_file, "", "file to write the pid into"),
-  S("metrics", "listen", metrics_listen, "",
-    "host:port of the HTTP metrics endpoint (GET /metrics; port 0: any); "
-    "empty: off. No authentication: keep it on loopback"),
-  S("metrics", "port_file", metrics_port_file, "",
-    "file to write the metrics port into"),
-  N("metrics", "interval", LA_CFG_MS, metrics_interval_ms, "1s", 100,
-    3600000, "how often the served counters are refreshed"),
-  N("metrics", "max_connections", LA_CFG_INT, metrics_max_conns, "8", 1, 1024,
-    "HTTP connections open at once (beyond: refused)"),
+  LA_METRICS_CFG_KEYS(S, N),
   N("metrics", "max_apps", LA_CFG_INT, metrics_max_apps, "256", 0, 100000,
     "applications given their own series (label app); the rest are counted "
     "in app_series_dropped"),

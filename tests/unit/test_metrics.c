@@ -28,7 +28,9 @@
 #include <cmocka.h>
 
 #include "la.h"
+#include "la_codec.h"
 #include "la_sockio.h"
+#include "la_status.h"
 #include "la_test_stack.h"
 
 #define WAIT_MS 20000
@@ -351,6 +353,20 @@ static void run_cycles(void) {
 
 /* --------------------------------------------------------------- tests -- */
 
+/* NCYCLES more cycles, until the GlobalAgent stored total traces and both
+ * endpoints show what the status shows. */
+static void traffic(long long total) {
+  run_cycles();
+  CHECK(la_td_wait_status(S.ga, "traces_stored", total, WAIT_MS) == 0,
+        "the GlobalAgent did not store %lld traces", total);
+  CHECK(wait_equal(S.la, la_port, "la_localagent_", "cycles_compacted_total",
+                   "cycles_compacted") == 0,
+        "LocalAgent metric and status differ");
+  CHECK(wait_equal(S.ga, ga_port, "la_globalagent_", "traces_stored_total",
+                   "traces_stored") == 0,
+        "GlobalAgent metric and status differ");
+}
+
 /* Real traffic, two scrapes of each daemon: strict format, counters never
  * down and equal to the status, the application labelled while it runs. */
 static void test_scrape_after_traffic(void **state) {
@@ -358,15 +374,7 @@ static void test_scrape_after_traffic(void **state) {
   assert_int_equal(LA_register("metrics", 0, 1, NELEM), 0);
   char app_id[200];
   snprintf(app_id, sizeof app_id, "%s", LA_appId());
-  run_cycles();
-  CHECK(la_td_wait_status(S.ga, "traces_stored", NCYCLES, WAIT_MS) == 0,
-        "the GlobalAgent did not store %d traces", NCYCLES);
-  CHECK(wait_equal(S.la, la_port, "la_localagent_", "cycles_compacted_total",
-                   "cycles_compacted") == 0,
-        "LocalAgent metric and status differ");
-  CHECK(wait_equal(S.ga, ga_port, "la_globalagent_", "traces_stored_total",
-                   "traces_stored") == 0,
-        "GlobalAgent metric and status differ");
+  traffic(NCYCLES);
   scrape_t l1, g1, l2, g2;
   scrape(la_port, "la_localagent_", &l1);
   scrape(ga_port, "la_globalagent_", &g1);
@@ -387,15 +395,7 @@ static void test_scrape_after_traffic(void **state) {
         "rank_starts_total = %g",
         value(&g1, "la_globalagent_rank_starts_total"));
   /* more traffic, then the second scrape */
-  run_cycles();
-  CHECK(la_td_wait_status(S.ga, "traces_stored", 2 * NCYCLES, WAIT_MS) == 0,
-        "the GlobalAgent did not store %d traces", 2 * NCYCLES);
-  CHECK(wait_equal(S.ga, ga_port, "la_globalagent_", "traces_stored_total",
-                   "traces_stored") == 0,
-        "GlobalAgent metric and status differ after more traffic");
-  CHECK(wait_equal(S.la, la_port, "la_localagent_", "cycles_compacted_total",
-                   "cycles_compacted") == 0,
-        "LocalAgent metric and status differ after more traffic");
+  traffic(2 * NCYCLES);
   scrape(la_port, "la_localagent_", &l2);
   scrape(ga_port, "la_globalagent_", &g2);
   scrape_t *first[] = {&l1, &g1}, *second[] = {&l2, &g2};
@@ -613,6 +613,57 @@ static void test_bad_listen_refused(void **state) {
   close(busy);
 }
 
+/* The rendering alone: label values escaped (an application id may hold
+ * any printable character, quotes and backslashes too), the number of
+ * application series bounded; the codec refuses a typed status whose
+ * metric name is not [a-z0-9_]. */
+static void test_exposition_escapes_and_bounds(void **state) {
+  La__StatusReply *r = la_status_new("la-localagent");
+  assert_non_null(r);
+  la_status_info(r, "version", "v", "la-localagent 1");
+  la_status_info(r, "state", "s", "running");
+  la_status_counter(r, "cycles", "help with \\ and\nnewline", 7);
+  la_status_gauge(r, "depth", NULL, -3);
+  la_status_real(r, "ratio", "r", "%.2f", 0.25);
+  const char *ids[] = {"we\"ird\\id", "plain"};
+  for (int i = 0; i < 2; i++) {
+    La__StatusRank *k = la_status_rank(la_status_app(r, ids[i]), 3);
+    assert_non_null(k);
+    k->cycles = 11;
+  }
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  assert_int_equal(la_status_exposition(r, "t_", 1, f), 0);
+  fclose(f);
+  scrape_t sc;
+  CHECK(parse(text, "t_", &sc) == 0, "%s\n%s", sc.err, text);
+  CHECK(value(&sc, "t_cycles_total") == 7 && value(&sc, "t_depth") == -3 &&
+            value(&sc, "t_ratio") == 0.25,
+        "values:\n%s", text);
+  CHECK(value(&sc, "t_app_cycles{app=\"we\\\"ird\\\\id\"}") == 11,
+        "escaped app label:\n%s", text);
+  CHECK(value(&sc, "t_app_series_dropped") == 1 &&
+            isnan(value(&sc, "t_app_cycles{app=\"plain\"}")),
+        "max_apps 1 not kept:\n%s", text);
+  CHECK(strstr(text,
+               "\nt_info{version=\"la-localagent 1\",state=\"running\"} "
+               "1\n") != NULL,
+        "info:\n%s", text);
+  free(sc.s);
+  free(text);
+  char why[200];
+  assert_int_equal(la_msg_validate(LA__MSG_TYPE__MSG_STATUS_REPLY, &r->base,
+                                   why, sizeof why),
+                   0);
+  free(r->metrics[2]->name);
+  r->metrics[2]->name = strdup("Bad-Name");
+  assert_int_not_equal(la_msg_validate(LA__MSG_TYPE__MSG_STATUS_REPLY, &r->base,
+                                       why, sizeof why),
+                       0);
+  la_status_free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_scrape_after_traffic, setup_metrics,
@@ -623,6 +674,7 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_teardown(test_metrics_off_by_default, teardown),
       cmocka_unit_test_teardown(test_bad_listen_refused, teardown),
+      cmocka_unit_test(test_exposition_escapes_and_bounds),
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);
 }
