@@ -31,6 +31,15 @@ LDLIBS_LA := -lprotobuf-c -lpapi -lpthread -lm
 LDLIBS_DAEMON := -luv -lsodium -lsqlite3 -lprotobuf-c -lpthread -lm
 LDLIBS_TEST := -lcmocka
 
+# systemd service notification (common/la_notify.c: READY, STATUS,
+# WATCHDOG) through libsystemd when it is installed; without it the daemons
+# still build and run, but not under the units' Type=notify.
+HAVE_SYSTEMD ?= $(shell pkg-config --exists libsystemd 2>/dev/null && echo 1)
+ifeq ($(HAVE_SYSTEMD),1)
+CPPFLAGS += -DHAVE_SYSTEMD
+LDLIBS_DAEMON += -lsystemd
+endif
+
 GEN_C    := $(BUILD)/gen/la.pb-c.c
 GEN_H    := $(BUILD)/gen/la.pb-c.h
 
@@ -314,6 +323,43 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/share/doc/la $(DESTDIR)$(PREFIX)/share/la
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/la/
 	install -m 644 packaging/*.service packaging/*.conf $(DESTDIR)$(PREFIX)/share/la/
+	$(MAKE) --no-print-directory install-services
+
+# ---------------------------------------------------------- services --
+# make install-services: the systemd units, with this installation's paths
+# substituted (@BINDIR@, @SYSCONFDIR@, @DOCDIR@), into the system unit
+# directory, and the sample configurations into $(SYSCONFDIR)/la unless a
+# file of that name is there already (an administrator's file is kept).
+# make uninstall-services removes the units, and a configuration only while
+# it is still the unchanged sample. Both honour DESTDIR.
+SYSCONFDIR ?= /etc
+SYSTEMDUNITDIR ?= $(or $(shell pkg-config --variable=systemdsystemunitdir \
+  systemd 2>/dev/null),$(PREFIX)/lib/systemd/system)
+LA_UNITS := $(notdir $(wildcard packaging/*.service))
+LA_CONFS := $(notdir $(wildcard packaging/*.conf))
+LA_UNIT_SED := -e 's|@BINDIR@|$(PREFIX)/bin|g' \
+  -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@DOCDIR@|$(PREFIX)/share/doc/la|g'
+
+.PHONY: install-services uninstall-services
+install-services:
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/la
+	for u in $(LA_UNITS); do \
+	  sed $(LA_UNIT_SED) packaging/$$u > $(DESTDIR)$(SYSTEMDUNITDIR)/$$u.tmp \
+	  && chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/$$u.tmp \
+	  && mv -f $(DESTDIR)$(SYSTEMDUNITDIR)/$$u.tmp \
+	       $(DESTDIR)$(SYSTEMDUNITDIR)/$$u || exit 1; done
+	for c in $(LA_CONFS); do \
+	  if [ -e $(DESTDIR)$(SYSCONFDIR)/la/$$c ]; then \
+	    echo "install-services: keeping $(DESTDIR)$(SYSCONFDIR)/la/$$c"; \
+	  else install -m 644 packaging/$$c $(DESTDIR)$(SYSCONFDIR)/la/$$c \
+	    || exit 1; fi; done
+
+uninstall-services:
+	rm -f $(addprefix $(DESTDIR)$(SYSTEMDUNITDIR)/,$(LA_UNITS))
+	for c in $(LA_CONFS); do \
+	  ! cmp -s packaging/$$c $(DESTDIR)$(SYSCONFDIR)/la/$$c \
+	  || rm -f $(DESTDIR)$(SYSCONFDIR)/la/$$c; done
+	-rmdir $(DESTDIR)$(SYSCONFDIR)/la 2>/dev/null
 
 clean:
 	rm -rf $(BUILD)

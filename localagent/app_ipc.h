@@ -77,8 +77,4 @@ void la_app_ipc_release(la_app_ipc_t *ipc);
  * removed. */
 int la_app_ipc_reap_orphans(void);
 
-/* The uid owning the peer of a connected loopback TCP socket, read from
- * /proc/net/tcp{,6}; -1 when it cannot be found. */
-int la_peer_uid(int fd);
-
 #endif
