@@ -76,6 +76,8 @@ int la_metrics_start(uv_loop_t *loop, const la_metrics_conf_t *c,
 
 void la_metrics_stop(la_metrics_t *m) {
   if (!m) return;
+  la_log_info("metrics: stopped after %llu requests",
+              (unsigned long long)la_metrics_http_requests(m->http));
   la_metrics_http_stop(m->http);
   free(m);
 }
