@@ -178,6 +178,10 @@ $(BUILD)/bin/la-globalagent: $(GLOBAL_OBJ) $(COMMON_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
 
+# The daemons' metrics endpoint (common/la_metrics_http.c) serves HTTP with
+# libmicrohttpd; nothing else links it.
+$(BUILD)/bin/la-localagent $(BUILD)/bin/la-globalagent: LDLIBS_DAEMON += -lmicrohttpd
+
 $(BUILD)/bin/lactl: $(TOOLS_OBJ) $(CLIENT_A) $(GLOBAL_NOUV_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_DAEMON)

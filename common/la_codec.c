@@ -422,6 +422,54 @@ static int la__query_reply_ok(const La__QueryReply *q, char *why, size_t n) {
   return 0;
 }
 
+/* A status metric's name: 1..LA_MAX_ID_LEN of [a-z0-9_] (it becomes a JSON
+ * key and a metric name). */
+static int la__metric_name_ok(const char *s) {
+  size_t k = s ? strlen(s) : 0;
+  if (k == 0 || k > LA_MAX_ID_LEN) return 0;
+  for (size_t i = 0; i < k; i++)
+    if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
+          s[i] == '_'))
+      return 0;
+  return 1;
+}
+
+/* StatusReply: the daemon's name; typed values named and of a known kind
+ * with their value, numbers finite; ids of applications and agents. */
+static int la__status_ok(const La__StatusReply *s, char *why, size_t n) {
+  if (!la__id_ok(s->daemon))
+    return la_errorf(why, n, LA_EPROTO, "daemon name invalid");
+  for (size_t i = 0; i < s->n_metrics; i++) {
+    const La__StatusMetric *m = s->metrics[i];
+    if (!la__metric_name_ok(m->name))
+      return la_errorf(why, n, LA_EPROTO, "status metric %zu: name invalid",
+                       i);
+    if (!la__text_ok(m->text, 1024) || !la__text_ok(m->help, 1024))
+      return la_errorf(why, n, LA_EPROTO, "status metric %s: text too long",
+                       m->name);
+    int ok = m->kind == LA__STATUS_KIND__STATUS_INFO
+                 ? m->text != NULL
+                 : (m->kind == LA__STATUS_KIND__STATUS_COUNTER ||
+                    m->kind == LA__STATUS_KIND__STATUS_GAUGE) &&
+                       (m->has_integer || (m->has_real && isfinite(m->real)));
+    if (!ok)
+      return la_errorf(why, n, LA_EPROTO, "status metric %s: no valid value",
+                       m->name);
+  }
+  for (size_t i = 0; i < s->n_apps; i++)
+    if (!la__id_ok(s->apps[i]->app_id))
+      return la_errorf(why, n, LA_EPROTO, "status app %zu: app_id invalid", i);
+  for (size_t i = 0; i < s->n_agents; i++)
+    if (!la__id_ok(s->agents[i]->host) ||
+        !la__text_ok(s->agents[i]->address, 64))
+      return la_errorf(why, n, LA_EPROTO,
+                       "status agent %zu: host or address invalid", i);
+  for (size_t i = 0; i < s->n_missing; i++)
+    if (!la__text_ok(s->missing[i]->reason, 256))
+      return la_errorf(why, n, LA_EPROTO, "status reason %zu: too long", i);
+  return 0;
+}
+
 int la_msg_validate(uint16_t type, const ProtobufCMessage *m, char *why,
                     size_t n) {
   const la__msg_entry_t *e = la__msg_find(type);
@@ -549,12 +597,8 @@ int la_msg_validate(uint16_t type, const ProtobufCMessage *m, char *why,
     }
     case LA__MSG_TYPE__MSG_QUERY_REPLY:
       return la__query_reply_ok((const void *)m, why, n);
-    case LA__MSG_TYPE__MSG_STATUS_REPLY: {
-      const La__StatusReply *s = (const void *)m;
-      if (!la__id_ok(s->daemon))
-        return la_errorf(why, n, LA_EPROTO, "daemon name invalid");
-      return 0;
-    }
+    case LA__MSG_TYPE__MSG_STATUS_REPLY:
+      return la__status_ok((const void *)m, why, n);
     case LA__MSG_TYPE__MSG_ERROR: {
       const La__Error *er = (const void *)m;
       if (!la__text_ok(er->message, 1024))

@@ -19,6 +19,7 @@
 #include "ga.h"
 #include "la_daemon.h"
 #include "la_log.h"
+#include "la_metrics_http.h"
 #include "la_notify.h"
 #include "la_sockio.h"
 
@@ -57,6 +58,7 @@ static int la__configure(int argc, char **argv, la_ga_settings_t *set,
             set->feed_listen);
     bad = 1;
   }
+  if (!la_metrics_listen_ok(la__me, set->metrics_listen)) bad = 1;
   if (!set->db[0]) {
     fprintf(stderr, "%s: store.path is empty\n", la__me);
     bad = 1;
@@ -257,6 +259,11 @@ int main(int argc, char **argv) {
     la_ga_ingest_stop(ga);
     return 1;
   }
+  if (la_ga_metrics_start(ga, why, sizeof why) != 0) {
+    la_log_error("%s", why);
+    la_ga_ingest_stop(ga);
+    return 1;
+  }
   if (ga->set.pid_file[0] &&
       la_daemon_write_number(ga->set.pid_file, (long)getpid()) != 0)
     la_log_warn("cannot write pid_file %s", ga->set.pid_file);
@@ -270,6 +277,7 @@ int main(int argc, char **argv) {
   la_notify_start(ga->loop);
   la_notify_ready(st);
   uv_run(ga->loop, UV_RUN_DEFAULT);
+  la_ga_metrics_stop(ga);
   uv_loop_close(ga->loop);
   la_ga_ingest_stop(ga);
   la_auth_key_wipe(&ga->key);

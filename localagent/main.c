@@ -26,6 +26,7 @@
 #include "agent.h"
 #include "la_daemon.h"
 #include "la_log.h"
+#include "la_metrics_http.h"
 #include "la_notify.h"
 #include "la_sockio.h"
 #include "placement.h"
@@ -76,6 +77,7 @@ static int la__configure(int argc, char **argv, la_la_settings_t *set,
     fprintf(stderr, "%s: %s\n", me, why);
     bad = 1;
   }
+  if (!la_metrics_listen_ok(me, set->metrics_listen)) bad = 1;
   if (set->reconnect_min_ms > set->reconnect_max_ms) {
     fprintf(stderr, "%s: global.reconnect_min exceeds global.reconnect_max\n",
             me);
@@ -326,6 +328,10 @@ int main(int argc, char **argv) {
     la_log_error("%s", why);
     return 1;
   }
+  if (la_agent_metrics_start(ag, why, sizeof why) != 0) {
+    la_log_error("%s", why);
+    return 1;
+  }
   la_log_info("%s ready (pid %d, %lld threads, compaction %s, GlobalAgent "
               "%s)", LA_AGENT_VERSION, (int)getpid(),
               (long long)ag->set.threads, ag->set.compact,
@@ -336,6 +342,7 @@ int main(int argc, char **argv) {
   la_notify_start(ag->loop);
   la_notify_ready(st);
   uv_run(ag->loop, UV_RUN_DEFAULT);
+  la_agent_metrics_stop(ag);
   uv_loop_close(ag->loop);
   la_outq_close(ag->q);
   if (ag->set.pid_file[0]) unlink(ag->set.pid_file);
