@@ -13,7 +13,7 @@
  * the local grid after MPI_Init, a probe around each cell's update, one
  * LA_dataXfer per time step, LA_finalize before MPI_Finalize. Those lines are
  * marked "LA:" below and listed in examples/README.md. A cell costs about
- * 1.5 ns once the loop is vectorised, and a probe in the loop stops the
+ * 0.6 ns once the loop is vectorised, and a probe in the loop stops the
  * vectorising even in steps that are not profiled, so the step runs through
  * LA_PROFILED: the probed loop in profiled steps, the plain loop otherwise.
  * --probe row times each row of nx cells instead of each cell (coarser,
