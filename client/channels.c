@@ -56,7 +56,7 @@ int la_traceset_channel(const la_traceset_t *t, size_t ch,
   La__MissingRank **rp = calloc(m->nprocs, sizeof *rp);
   if (!tv || !tp || !miss || !rv || !rp) goto done;
   /* the missing ranks and reasons of the set, then those without ch */
-  memcpy(miss, m->missing_ranks, nm * sizeof *miss);
+  if (nm) memcpy(miss, m->missing_ranks, nm * sizeof *miss);
   for (size_t i = 0; i < nr; i++) rp[i] = m->missing_reasons[i];
   for (size_t i = 0; i < m->n_traces; i++) {
     const La__CompactTrace *ct = m->traces[i];
