@@ -50,6 +50,7 @@ static const la__msg_entry_t la__msgs[] = {
   {LA__MSG_TYPE__MSG_ERROR, "Error", &la__error__descriptor},
   {LA__MSG_TYPE__MSG_TRACE_MISSING, "TraceMissing",
    &la__trace_missing__descriptor},
+  {LA__MSG_TYPE__MSG_ELEMENT_IDS, "ElementIds", &la__element_ids__descriptor},
 };
 
 static const la__msg_entry_t *la__msg_find(uint16_t type) {
@@ -172,6 +173,48 @@ static int la__grid_ok(size_t n_grid, const uint64_t *g, uint64_t n_elements,
   return 0;
 }
 
+/* A grid's place in the global grid: no origin and no global extent, or
+ * both with 3 entries, on a grid, each dimension's cells inside the global
+ * grid (origin + dims <= global). */
+static int la__grid_place_ok(size_t n_grid, const uint64_t *g, size_t n_org,
+                             const uint64_t *org, size_t n_glob,
+                             const uint64_t *glob, char *why, size_t n) {
+  if (n_org == 0 && n_glob == 0) return 0;
+  if (n_grid != 3 || n_org != 3 || n_glob != 3)
+    return la__bad(why, n, "grid origin and global extent need a grid and 3 "
+                           "entries each");
+  for (int d = 0; d < 3; d++)
+    if (glob[d] == 0 || glob[d] > (1ULL << 32) ||
+        (unsigned __int128)org[d] + g[d] > glob[d])
+      return la__bad(why, n, "grid dimension %d: origin %llu + %llu cells "
+                     "outside the global extent %llu", d,
+                     (unsigned long long)org[d], (unsigned long long)g[d],
+                     (unsigned long long)glob[d]);
+  return 0;
+}
+
+/* One chunk or page of element ids: 1..LA_ELEMENT_IDS_PAGE ids, each >= 0,
+ * inside 0..2^32 elements (and inside n_elements when given). */
+static int la__element_ids_ok(const La__ElementIds *e, char *why, size_t n) {
+  if (!e) return la__bad(why, n, "element ids missing");
+  if (e->n_ids == 0 || e->n_ids > LA_ELEMENT_IDS_PAGE)
+    return la__bad(why, n, "%zu ids in one message (1..%u)", e->n_ids,
+                   LA_ELEMENT_IDS_PAGE);
+  uint64_t lim = e->has_n_elements ? e->n_elements : (1ULL << 32);
+  if (lim > (1ULL << 32) || e->first > lim || e->n_ids > lim - e->first)
+    return la__bad(why, n, "ids %llu..%llu outside the %llu elements",
+                   (unsigned long long)e->first,
+                   (unsigned long long)(e->first + e->n_ids - 1),
+                   (unsigned long long)lim);
+  for (size_t i = 0; i < e->n_ids; i++)
+    if (e->ids[i] < 0)
+      return la__bad(why, n, "id of element %llu is negative (%lld)",
+                     (unsigned long long)(e->first + i), (long long)e->ids[i]);
+  if (e->app_id && !la__id_ok(e->app_id))
+    return la__bad(why, n, "app_id invalid");
+  return 0;
+}
+
 static int la__rank_ok(uint32_t rank, uint32_t nprocs, char *why, size_t n) {
   if (nprocs == 0 || nprocs > LA_MAX_RANKS)
     return la__bad(why, n, "nprocs %u outside 1..%u", nprocs, LA_MAX_RANKS);
@@ -243,6 +286,16 @@ static int la__set_ok(const La__TraceSet *s, char *why, size_t n) {
   for (size_t i = 0; i < s->n_timer_res_ns; i++)
     if (!(isfinite(s->timer_res_ns[i]) && s->timer_res_ns[i] >= 0))
       return la__bad(why, n, "timer_res_ns of rank %zu not finite or < 0", i);
+  for (size_t i = 0; i < s->n_grids; i++) {
+    const La__GridRank *g = s->grids[i];
+    if (!g || g->rank >= s->nprocs || g->n_dims != 3 ||
+        (i > 0 && g->rank <= s->grids[i - 1]->rank))
+      return la__bad(why, n, "grid of rank %u invalid or out of order",
+                     g ? g->rank : 0);
+    if (la__grid_place_ok(g->n_dims, g->dims, g->n_origin, g->origin,
+                          g->n_global, g->global, why, n))
+      return LA_EPROTO;
+  }
   if (s->n_detection && s->n_detection != s->nprocs)
     return la__bad(why, n, "detection has %zu entries for %u ranks",
                    s->n_detection, s->nprocs);
@@ -330,8 +383,12 @@ static int la__query_reply_ok(const La__QueryReply *q, char *why, size_t n) {
   if (q->status > 0) return la__bad(why, n, "status %d > 0", q->status);
   if (!la__text_ok(q->message, 1024))
     return la__bad(why, n, "reply message too long");
-  if ((q->n_sets > 0) + (q->apps != NULL) + (q->cycles != NULL) > 1)
+  if ((q->n_sets > 0) + (q->apps != NULL) + (q->cycles != NULL) +
+          (q->element_ids != NULL) >
+      1)
     return la__bad(why, n, "more than one kind of answer");
+  if (q->element_ids && la__element_ids_ok(q->element_ids, why, n))
+    return LA_EPROTO;
   for (size_t i = 0; i < q->n_sets; i++)
     if (la__set_ok(q->sets[i], why, n)) return LA_EPROTO;
   for (size_t i = 0; q->apps && i < q->apps->n_apps; i++) {
@@ -377,7 +434,9 @@ int la_msg_validate(uint16_t type, const ProtobufCMessage *m, char *why,
       return la__bad(why, n, "metric or unit invalid");
     if (r->has_period && r->period == 0)
       return la__bad(why, n, "period 0 (must be >= 1)");
-    if (la__grid_ok(r->n_grid, r->grid, r->n_elements, why, n))
+    if (la__grid_ok(r->n_grid, r->grid, r->n_elements, why, n) ||
+        la__grid_place_ok(r->n_grid, r->grid, r->n_grid_origin, r->grid_origin,
+                          r->n_grid_global, r->grid_global, why, n))
       return LA_EPROTO;
     if (r->host && r->host[0] && !la__id_ok(r->host))
       return la__bad(why, n, "host invalid");
@@ -425,10 +484,18 @@ int la_msg_validate(uint16_t type, const ProtobufCMessage *m, char *why,
     if (!la__id_ok(r->metric)) return la__bad(why, n, "metric invalid");
     if (r->has_period && r->period == 0)
       return la__bad(why, n, "period 0 (must be >= 1)");
-    if (la__grid_ok(r->n_grid, r->grid, r->n_elements, why, n))
+    if (la__grid_ok(r->n_grid, r->grid, r->n_elements, why, n) ||
+        la__grid_place_ok(r->n_grid, r->grid, r->n_grid_origin, r->grid_origin,
+                          r->n_grid_global, r->grid_global, why, n))
       return LA_EPROTO;
+    if (r->has_n_element_ids && r->n_element_ids != r->n_elements)
+      return la__bad(why, n, "%llu element ids announced for %llu elements",
+                     (unsigned long long)r->n_element_ids,
+                     (unsigned long long)r->n_elements);
     return la__compact_ok(r->compact, why, n);
   }
+  case LA__MSG_TYPE__MSG_ELEMENT_IDS:
+    return la__element_ids_ok((const void *)m, why, n);
   case LA__MSG_TYPE__MSG_RANK_END: {
     const La__RankEnd *r = (const void *)m;
     if (!la__id_ok(r->app_id)) return la__bad(why, n, "app_id invalid");

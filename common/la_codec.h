@@ -33,6 +33,12 @@
 #define LA_FRAME_DEFAULT_MAX (64u << 20) /* bytes of payload */
 #define LA_MAX_ID_LEN 128u               /* app ids, names, hosts */
 #define LA_MAX_RANKS (1u << 24)
+/* Element ids (ElementIds): most ids in one chunk from an application or
+ * on the LocalAgent's link (fits the LocalAgent's default max_frame of
+ * 64 KiB: 9 bytes per id at most), and most in one page of a QueryReply
+ * (the codec's bound on any ElementIds). */
+#define LA_ELEMENT_IDS_CHUNK 4096u
+#define LA_ELEMENT_IDS_PAGE 65536u
 
 /* Descriptor of the message a frame type carries, or NULL if unknown. */
 const ProtobufCMessageDescriptor *la_msg_descriptor(uint16_t type);

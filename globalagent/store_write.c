@@ -98,6 +98,7 @@ int la_store_rank_start(la_store_t *s, const La__RankStart *m) {
   la__bind_opt_u64(st, 6, m->has_t_start_ns, m->t_start_ns);
   sqlite3_bind_int64(st, 7, la__i64(m->seq));
   r = la__store_run(s, st, "storing the rank start");
+  if (r == 0) r = la__store_rank_grid(s, m);
   if (r || !(m->has_timer_res_ns || m->interference)) goto out;
   st = s->st[S_FID_INS]; /* the first RankStart of the rank wins */
   la__bind_text(st, 1, m->app_id, LA_MAX_ID_LEN);

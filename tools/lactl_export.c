@@ -1,8 +1,10 @@
 /* lactl_export.c: `lactl export APP [CYCLE|latest|FIRST:LAST] --format
  * csv|json|metis [-o FILE] [--max-weight N]`: per-element weights of one
  * cycle or a range of cycles, decoded from the compact traces:
- *   csv    cycle,rank,element,global_element,value (a header line, then one
- *          line per element of every present rank; %.17g values);
+ *   csv    cycle,rank,element,global_element,value,id,i,j,k (a header
+ *          line, then one line per element of every present rank; %.17g
+ *          values; id and i,j,k in the application's numbering,
+ *          lactl_numbering.h, with a note on stderr where there is none);
  *   json   {"app", "metric", "unit", "sets": [one object per cycle with
  *          vtxdist, exact totals and per-rank value arrays (null for a
  *          missing rank)]};
@@ -22,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lactl_numbering.h"
 #include "lactl_util.h"
 
 enum { F_CSV, F_JSON, F_METIS };
@@ -36,8 +39,9 @@ static void usage(FILE *f) {
           "Writes the per-element weights (decoded values) of application "
           "APP for one\ncycle (default: the latest) or the cycles FIRST..LAST "
           "(either may be left\nout: 10:, :40).\n\n"
-          "  --format csv        cycle,rank,element,global_element,value "
-          "(default)\n"
+          "  --format csv        cycle,rank,element,global_element,value,id,"
+          "i,j,k (default;\n"
+          "                      id, i,j,k: the application's numbering)\n"
           "  --format json       one object per cycle, per-rank value arrays "
           "(or --json)\n"
           "  --format metis      one cycle: a METIS vertex-weight file, one "
@@ -66,17 +70,25 @@ static void note_missing(const la_traceset_t *t, const char *what) {
             lactl_fmt_ranks(m, n, r, sizeof r), what);
 }
 
-static int put_csv(FILE *f, const la_traceset_t *t, double *w) {
+static int put_csv(FILE *f, const la_traceset_t *t, double *w,
+                   lactl_num_t *num) {
   uint32_t np = la_traceset_nprocs(t);
   unsigned long long cyc = (unsigned long long)la_traceset_cycle(t), g = 0;
   note_missing(t, "left out of the CSV");
   for (uint32_t r = 0; r < np; r++) {
     uint64_t ne = la_traceset_rank_elements(t, r);
+    const int64_t *id;
+    const uint64_t *c;
+    int kind;
     if (la_traceset_has_rank(t, r)) {
-      if (la_traceset_rank_weights(t, r, w)) return -1;
-      for (uint64_t e = 0; e < ne; e++)
-        fprintf(f, "%llu,%u,%llu,%llu,%.17g\n", cyc, r, (unsigned long long)e,
-                g + e, w[e]);
+      if (la_traceset_rank_weights(t, r, w) ||
+          lactl_num_rank(num, t, r, &id, &c, &kind))
+        return -1;
+      for (uint64_t e = 0; e < ne; e++, c += 3)
+        fprintf(f, "%llu,%u,%llu,%llu,%.17g,%lld,%llu,%llu,%llu\n", cyc, r,
+                (unsigned long long)e, g + e, w[e], (long long)id[e],
+                (unsigned long long)c[0], (unsigned long long)c[1],
+                (unsigned long long)c[2]);
     }
     g += ne;
   }
@@ -234,7 +246,10 @@ int lactl_export_main(int argc, char **argv) {
   double *w = NULL;
   size_t wcap = 0;
   rc = LACTL_OK;
-  if (fmt == F_CSV) fprintf(f, "cycle,rank,element,global_element,value\n");
+  lactl_num_t *num = lactl_num_new(s, app);
+  if (!num) rc = LACTL_FAIL;
+  if (fmt == F_CSV)
+    fprintf(f, "cycle,rank,element,global_element,value,id,i,j,k\n");
   for (size_t i = 0; i < nt && rc == LACTL_OK; i++) {
     la_traceset_t *t;
     int e = tags ? lactl_src_set(s, app, 0, tags[i], &t)
@@ -275,12 +290,15 @@ int lactl_export_main(int argc, char **argv) {
     if (rc == LACTL_OK) {
       if (fmt == F_METIS)
         rc = put_metis("export", f, t, (int64_t)maxw);
-      else if ((fmt == F_CSV ? put_csv(f, t, w) : put_json(f, t, w, i == 0)))
+      else if ((fmt == F_CSV ? put_csv(f, t, w, num)
+                             : put_json(f, t, w, i == 0)))
         rc = LACTL_FAIL;
     }
     la_traceset_free(t);
   }
   if (fmt == F_JSON && rc == LACTL_OK) fprintf(f, "\n]}\n");
+  if (fmt == F_CSV && rc == LACTL_OK) lactl_num_note(num, "export");
+  lactl_num_free(num);
   free(w);
   free(tags);
   lactl_src_close(s);
