@@ -65,8 +65,7 @@ static const La__GridRank *la__grid(const la_traceset_t *t, uint32_t rank) {
 
 LA_CLIENT_EXPORT int la_traceset_rank_grid(const la_traceset_t *t,
                                            uint32_t rank, uint64_t *dims,
-                                           uint64_t *origin,
-                                           uint64_t *global) {
+                                           uint64_t *origin, uint64_t *global) {
   if (!t) return LA_EINVAL;
   const La__GridRank *g = la__grid(t, rank);
   if (!g) return LA_ENOTFOUND;
@@ -102,8 +101,9 @@ int la__rank_numbering(const la_traceset_t *t, uint32_t rank,
     else
       ids[e] = (int64_t)(t->vtx[rank] + e);
   }
-  return app_ids ? LA_NUMBERING_APP : placed ? LA_NUMBERING_GRID
-                                             : LA_NUMBERING_CONCAT;
+  return app_ids  ? LA_NUMBERING_APP
+         : placed ? LA_NUMBERING_GRID
+                  : LA_NUMBERING_CONCAT;
 }
 
 /* la__ids_ask_t over a client: la__client_query. */
@@ -128,8 +128,8 @@ LA_CLIENT_EXPORT int la_client_rank_ids(la_client_t *c, const char *app_id,
       (!ids && n))
     return LA_EINVAL;
   char why[200] = "";
-  int rc = la__ids_fetch(la__client_ask, c, app_id, rank, ids, n, why,
-                         sizeof why);
+  int rc =
+      la__ids_fetch(la__client_ask, c, app_id, rank, ids, n, why, sizeof why);
   if (rc && why[0]) return la__client_fail(c, rc, "%s", why);
   return rc;
 }

@@ -17,11 +17,21 @@
 #include "la.h"
 #include "store_internal.h"
 
-/* Prepares sql; LA_EIO (la__store_sqlerr with what) when it fails. */
+/* Prepares sql; LA_EIO (la__store_sqlerr with what) when it fails, or
+ * LA_ENOTFOUND when the store is read-only and predates the numbering
+ * tables (store_schema.c could not add them). */
 static int la__prep(la_store_t *s, const char *sql, sqlite3_stmt **st,
                     const char *what) {
   if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) == SQLITE_OK) return 0;
   *st = NULL;
+  if (sqlite3_db_readonly(s->db, "main") == 1 &&
+      strstr(sqlite3_errmsg(s->db), "no such table")) {
+    la__store_fmt(s->err, sizeof s->err,
+                  "%s: the store has no numbering "
+                  "tables (written before they existed)",
+                  what);
+    return LA_ENOTFOUND;
+  }
   return la__store_sqlerr(s, what);
 }
 
@@ -33,8 +43,7 @@ static int la__run1(la_store_t *s, sqlite3_stmt *st, const char *what) {
   return r;
 }
 
-int la_store_element_ids(la_store_t *s, const La__ElementIds *m,
-                         int *was_new) {
+int la_store_element_ids(la_store_t *s, const La__ElementIds *m, int *was_new) {
   if (was_new) *was_new = 0;
   if (!s || !m || !m->app_id || !m->app_id[0] || !m->has_rank || !m->n_ids)
     return LA_EINVAL;
@@ -116,9 +125,10 @@ static int la__chunk_ids(la_store_t *s, sqlite3_stmt *st, uint64_t cfirst,
                          int64_t *out) {
   const uint8_t *b = sqlite3_column_blob(st, 3);
   if ((uint64_t)sqlite3_column_bytes(st, 3) != n * 8 || (n && !b))
-    return la__store_corrupt(s, "element ids chunk at %llu: %llu ids, blob "
-                             "of %d bytes", (unsigned long long)cfirst,
-                             (unsigned long long)n,
+    return la__store_corrupt(s,
+                             "element ids chunk at %llu: %llu ids, blob "
+                             "of %d bytes",
+                             (unsigned long long)cfirst, (unsigned long long)n,
                              sqlite3_column_bytes(st, 3));
   uint64_t lo = cfirst > first ? cfirst : first;
   uint64_t hi = cfirst + n < end ? cfirst + n : end;
@@ -137,8 +147,7 @@ static int la__chunk_ids(la_store_t *s, sqlite3_stmt *st, uint64_t cfirst,
 int la_store_rank_ids(la_store_t *s, const char *app_id, uint32_t rank,
                       uint64_t first, size_t max, int64_t **ids, size_t *n,
                       uint64_t *n_elements) {
-  if (!s || !app_id || !ids || !n || !n_elements || max == 0)
-    return LA_EINVAL;
+  if (!s || !app_id || !ids || !n || !n_elements || max == 0) return LA_EINVAL;
   *ids = NULL;
   *n = 0;
   int r = la_store_rank_elements(s, app_id, rank, n_elements);
@@ -156,9 +165,8 @@ int la_store_rank_ids(la_store_t *s, const char *app_id, uint32_t rank,
     return r;
   sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 2, rank);
-  sqlite3_int64 have = sqlite3_step(st) == SQLITE_ROW
-                           ? sqlite3_column_int64(st, 0)
-                           : -1;
+  sqlite3_int64 have =
+      sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
   sqlite3_finalize(st);
   if (have < 0) return la__store_sqlerr(s, "reading element ids");
   if ((uint64_t)have != nel) {
@@ -193,9 +201,10 @@ int la_store_rank_ids(la_store_t *s, const char *app_id, uint32_t rank,
     if (!la__col_int(st, 0, 0, (sqlite3_int64)1 << 32, &cf) ||
         !la__col_int(st, 1, 1, LA_ELEMENT_IDS_PAGE, &cn) ||
         (uint64_t)cf > next || (uint64_t)(cf + cn) <= next) {
-      r = la__store_corrupt(s, "element ids of %s rank %u do not tile its "
-                            "elements at %llu", app_id, rank,
-                            (unsigned long long)next);
+      r = la__store_corrupt(s,
+                            "element ids of %s rank %u do not tile its "
+                            "elements at %llu",
+                            app_id, rank, (unsigned long long)next);
       break;
     }
     r = la__chunk_ids(s, st, (uint64_t)cf, (uint64_t)cn, first, end, out);
@@ -231,14 +240,13 @@ typedef struct {
   uint64_t v[9];
 } la__grid_t;
 
-int la__store_load_grids(la_store_t *s, const char *app_id,
-                         La__TraceSet *set) {
+int la__store_load_grids(la_store_t *s, const char *app_id, La__TraceSet *set) {
   sqlite3_stmt *st;
   int r = la__prep(s,
                    "SELECT rank, nx, ny, nz, ox, oy, oz, gnx, gny, gnz FROM"
                    " rank_grid WHERE app_id = ?1 ORDER BY rank",
                    &st, "loading the ranks' grids");
-  if (r) return r;
+  if (r) return r == LA_ENOTFOUND ? 0 : r; /* an older store: no grids */
   sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
   size_t cap = 0;
   int rc;
@@ -268,8 +276,8 @@ int la__store_load_grids(la_store_t *s, const char *app_id,
       if (i >= 3) any += got[i] == 1;
     }
     if (bad || (any != 0 && any != 6)) {
-      r = la__store_corrupt(s, "rank_grid of %s rank %lld: bad extents",
-                            app_id, (long long)rank);
+      r = la__store_corrupt(s, "rank_grid of %s rank %lld: bad extents", app_id,
+                            (long long)rank);
       break;
     }
     g->g.n_dims = 3;

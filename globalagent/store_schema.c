@@ -268,6 +268,9 @@ int la__store_schema(sqlite3 *db, const char *path, char *why, size_t n) {
   if (la__store_exec(db, la__robust_sql, why, n, path,
                      "adding the robust and rank_fidelity tables"))
     return LA_EIO;
+  /* A store opened read-only (lactl --db) that predates these tables
+   * cannot gain them: it reads without them (store_numbering.c). */
+  if (sqlite3_db_readonly(db, "main") == 1) return 0;
   return la__store_exec(db, la__numbering_sql, why, n, path,
                         "adding the element_ids and rank_grid tables");
 sqlfail:

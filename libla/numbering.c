@@ -32,12 +32,16 @@ LA_EXPORT int LA_setGlobalIds(const int64_t *ids, long n) {
     return 0;
   }
   if (!ids || n <= 0 || (uint64_t)n > LA_SHM_MAX_ELEMENTS)
-    return la__error(LA_EINVAL, "global ids: NULL array or count %ld outside "
-                                "1..2^32", n);
+    return la__error(LA_EINVAL,
+                     "global ids: NULL array or count %ld outside "
+                     "1..2^32",
+                     n);
   for (long e = 0; e < n; e++)
     if (ids[e] < 0)
-      return la__error(LA_EINVAL, "global id of element %ld is negative "
-                                  "(%lld)", e, (long long)ids[e]);
+      return la__error(LA_EINVAL,
+                       "global id of element %ld is negative "
+                       "(%lld)",
+                       e, (long long)ids[e]);
   int64_t *c = malloc((size_t)n * sizeof *c);
   if (!c) return la__error(LA_ENOMEM, "no memory for %ld global ids", n);
   memcpy(c, ids, (size_t)n * sizeof *c);
@@ -65,8 +69,10 @@ LA_EXPORT int LA_setGridOrigin(long ox, long oy, long oz, long gnx, long gny,
   for (int d = 0; d < 3; d++)
     if (o[d] < 0 || g[d] < 1 || (uint64_t)g[d] > LA_SHM_MAX_ELEMENTS ||
         o[d] >= g[d])
-      return la__error(LA_EINVAL, "grid origin (%ld,%ld,%ld) outside the "
-                       "global grid %ldx%ldx%ld", ox, oy, oz, gnx, gny, gnz);
+      return la__error(LA_EINVAL,
+                       "grid origin (%ld,%ld,%ld) outside the "
+                       "global grid %ldx%ldx%ld",
+                       ox, oy, oz, gnx, gny, gnz);
   for (int d = 0; d < 3; d++) {
     la__num.origin[d] = (uint64_t)o[d];
     la__num.global[d] = (uint64_t)g[d];
@@ -78,8 +84,10 @@ LA_EXPORT int LA_setGridOrigin(long ox, long oy, long oz, long gnx, long gny,
 int la__numbering_fill(struct La__RegisterRequest *req, uint64_t n,
                        uint64_t *origin, uint64_t *global) {
   if (la__num.ids && (uint64_t)la__num.n != n)
-    return la__error(LA_EINVAL, "LA_setGlobalIds gave %ld ids for %llu "
-                     "elements", la__num.n, (unsigned long long)n);
+    return la__error(LA_EINVAL,
+                     "LA_setGlobalIds gave %ld ids for %llu "
+                     "elements",
+                     la__num.n, (unsigned long long)n);
   if (la__num.ids || la__num.fn) {
     req->has_n_element_ids = 1;
     req->n_element_ids = n;
@@ -87,9 +95,10 @@ int la__numbering_fill(struct La__RegisterRequest *req, uint64_t n,
   if (!la__num.has_origin || req->n_grid != 3) return 0;
   for (int d = 0; d < 3; d++) {
     if (la__num.origin[d] + req->grid[d] > la__num.global[d])
-      return la__error(LA_EINVAL, "grid dimension %d: origin %llu + %llu "
-                       "cells pass the global extent %llu", d,
-                       (unsigned long long)la__num.origin[d],
+      return la__error(LA_EINVAL,
+                       "grid dimension %d: origin %llu + %llu "
+                       "cells pass the global extent %llu",
+                       d, (unsigned long long)la__num.origin[d],
                        (unsigned long long)req->grid[d],
                        (unsigned long long)la__num.global[d]);
     origin[d] = la__num.origin[d];
@@ -113,8 +122,10 @@ int la__numbering_send(la__link_t *l, uint64_t n, int timeout_ms) {
       long e = (long)(first + i);
       chunk[i] = la__num.ids ? la__num.ids[e] : la__num.fn(e, la__num.arg);
       if (chunk[i] < 0) {
-        rc = la__error(LA_EINVAL, "global id of element %ld is negative "
-                                  "(%lld)", e, (long long)chunk[i]);
+        rc = la__error(LA_EINVAL,
+                       "global id of element %ld is negative "
+                       "(%lld)",
+                       e, (long long)chunk[i]);
         break;
       }
     }

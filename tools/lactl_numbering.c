@@ -13,10 +13,10 @@
 #include "la_client_internal.h"
 
 typedef struct {
-  int state;     /* 0 not asked, 1 ids fetched, 2 none */
-  int kind;      /* LACTL_NUM_* + 1 once numbered, for the note */
-  uint64_t n;    /* elements */
-  int64_t *ids;  /* the application's, when state 1 */
+  int state;    /* 0 not asked, 1 ids fetched, 2 none */
+  int kind;     /* LACTL_NUM_* + 1 once numbered, for the note */
+  uint64_t n;   /* elements */
+  int64_t *ids; /* the application's, when state 1 */
 } la__rank_ids_t;
 
 struct lactl_num {
@@ -24,7 +24,7 @@ struct lactl_num {
   char app[LA_MAX_ID_LEN + 1];
   la__rank_ids_t *rk;
   uint32_t nrk;
-  int64_t *ids;      /* the last rank's numbering */
+  int64_t *ids; /* the last rank's numbering */
   uint64_t (*ijk)[3];
   uint64_t cap;
 };
