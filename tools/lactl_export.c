@@ -10,7 +10,8 @@
  *          missing rank)]};
  *   metis  one cycle: one integer vertex weight per line in global element
  *          order, >= 1, the heaviest element = --max-weight (default 1000),
- *          as la_traceset_metis_weights computes them (docs/lactl.md).
+ *          as la_traceset_metis_weights computes them (docs/lactl.md);
+ *   vtk    one cycle: a legacy VTK file (lactl_vtk.c).
  * Elements of missing ranks are left out of csv, null in json, and get the
  * mean weight in metis; each case is reported on stderr.
  *
@@ -25,9 +26,10 @@
 #include <string.h>
 
 #include "lactl_numbering.h"
+#include "lactl_vtk.h"
 #include "lactl_util.h"
 
-enum { F_CSV, F_JSON, F_METIS };
+enum { F_CSV, F_JSON, F_METIS, F_VTK };
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -47,6 +49,10 @@ static void usage(FILE *f) {
           "  --format metis      one cycle: a METIS vertex-weight file, one "
           "integer >= 1\n"
           "                      per line in global element order\n"
+          "  --format vtk        one cycle: a VTK file (ParaView, VisIt) of "
+          "the measured\n"
+          "                      and robust weights: the global grid, or one "
+          "cell per id\n"
           "  --weights KIND      measured or robust (interference removed; "
           "default: robust\n"
           "                      when every rank of the cycle has them)\n"
@@ -191,9 +197,11 @@ int lactl_export_main(int argc, char **argv) {
           fmt = F_JSON;
         else if (!strcmp(optarg, "metis"))
           fmt = F_METIS;
+        else if (!strcmp(optarg, "vtk")) /* lactl_vtk.c */
+          fmt = F_VTK;
         else
-          return lactl_usage_err("export", "--format '%s': csv, json or metis",
-                                 optarg);
+          return lactl_usage_err(
+              "export", "--format '%s': csv, json, metis or vtk", optarg);
         break;
       case 'o':
         out = optarg;
@@ -223,8 +231,9 @@ int lactl_export_main(int argc, char **argv) {
   if (lactl_parse_sel(optind + 1 < argc ? argv[optind + 1] : NULL, 1, &sel))
     return lactl_usage_err("export", "'%s' is not CYCLE, latest or FIRST:LAST",
                            argv[optind + 1]);
-  if (fmt == F_METIS && sel.range)
-    return lactl_usage_err("export", "--format metis takes one cycle");
+  if ((fmt == F_METIS || fmt == F_VTK) && sel.range)
+    return lactl_usage_err("export", "--format %s takes one cycle",
+                           fmt == F_VTK ? "vtk" : "metis");
 
   lactl_src_t *s;
   int orc = lactl_src_open("export", &o, &s);
@@ -290,6 +299,8 @@ int lactl_export_main(int argc, char **argv) {
     if (rc == LACTL_OK) {
       if (fmt == F_METIS)
         rc = put_metis("export", f, t, (int64_t)maxw);
+      else if (fmt == F_VTK)
+        rc = lactl_vtk_write(f, num, t);
       else if ((fmt == F_CSV ? put_csv(f, t, w, num)
                              : put_json(f, t, w, i == 0)))
         rc = LACTL_FAIL;
