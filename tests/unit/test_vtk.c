@@ -1,4 +1,5 @@
-/* test_vtk.c: `lactl export --format vtk` read back by VTK itself.
+/* test_vtk.c: the cost on the mesh: `lactl export --format vtk` read back
+ * by VTK itself, and `lactl plot --grid`'s map of a grid slice.
  *
  * Programs register with the real LocalAgent and GlobalAgent
  * (la_test_agent.h, lossless compaction): a grid application of two ranks
@@ -9,7 +10,9 @@
  * cells, or one cell per element), the array names, and every measured
  * value against the values the probes left in the store; cells no rank
  * has are NaN with rank -1. The script's failure fails the test; only a
- * machine without /usr/bin/python3 or its vtk module skips it.
+ * machine without /usr/bin/python3 or its vtk module skips it. The grid
+ * map's SVG is checked for its cells, the empty column and the rank
+ * boundaries.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -88,8 +91,7 @@ static void probe_all(long n) {
 
 /* Two 2x3x2 slabs at x = 0 and x = 2 of a 5x3x2 grid: image data of 5x3x2
  * cells, each slab's values at its global cells, column x = 4 empty. */
-static void test_vtk_grid(void **state) {
-  need_vtk();
+static void run_grid_app(void) {
   setenv("LA_APP_ID", "vgrid-1", 1);
   for (int r = 0; r < 2; r++) {
     assert_int_equal(LA_setGridOrigin(2 * r, 0, 0, 5, 3, 2), 0);
@@ -99,6 +101,46 @@ static void test_vtk_grid(void **state) {
     LA_finalize();
   }
   assert_int_equal(la_ta_wait_traces(&agent, 2, WAIT_MS), 0);
+}
+
+static int count(const char *s, const char *needle) {
+  int n = 0;
+  for (const char *p = s; (p = strstr(p, needle)); p++) n++;
+  return n;
+}
+
+/* lactl plot --grid: slice k=1 of the same grid: 5x3 cells, the column
+ * no rank has in grey, one rank boundary (3 edges) between the slabs. */
+static void test_plot_grid(void **state) {
+  run_grid_app();
+  char lactl[600], svg[700], err[2048];
+  assert_int_equal(la_td_find_bin("lactl", lactl, sizeof lactl), 0);
+  snprintf(svg, sizeof svg, "%s/grid.svg", la_td_dir(agent.st.ga));
+  const char *argv[] = {lactl,    "plot",    "vgrid-1",   "7",
+                        "--grid", "--slice", "k=1",       "-o",
+                        svg,      "--db",    agent.st.db, NULL};
+  if (la_td_run(argv, NULL, 20000, err, sizeof err) != 0)
+    fail_msg("lactl plot --grid: %s", err);
+  FILE *f = fopen(svg, "r");
+  assert_non_null(f);
+  static char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  assert_non_null(strstr(buf, "slice k=1"));
+  assert_int_equal(count(buf, "<rect x=") - 7, 15); /* frame + legend: 7 */
+  assert_int_equal(count(buf, "fill=\"#bdbdbd\""), 3 + 1); /* + legend */
+  assert_int_equal(count(buf, "<line "), 3 + 3); /* slabs, and grey column */
+  /* a grid that is not: refused with the way out */
+  const char *bad[] = {lactl, "plot", "vgrid-1",   "--grid", "--slice",
+                       "k=2", "--db", agent.st.db, NULL};
+  assert_int_equal(la_td_run(bad, NULL, 20000, err, sizeof err), 1);
+  assert_non_null(strstr(err, "k=2: the grid has 2"));
+}
+
+static void test_vtk_grid(void **state) {
+  need_vtk();
+  run_grid_app();
   const char *vtk = export_vtk("vgrid-1", "7", "grid");
   char spec[700];
   snprintf(spec, sizeof spec, "%s/grid.spec", la_td_dir(agent.st.ga));
@@ -161,6 +203,7 @@ static int group_setup(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_plot_grid, setup, teardown),
       cmocka_unit_test_setup_teardown(test_vtk_grid, setup, teardown),
       cmocka_unit_test_setup_teardown(test_vtk_ids, setup, teardown),
   };
