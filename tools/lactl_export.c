@@ -34,7 +34,7 @@ enum { F_CSV, F_JSON, F_METIS, F_VTK };
 static void usage(FILE *f) {
   fprintf(f,
           "usage: lactl export APP [CYCLE|latest|FIRST:LAST] [--format "
-          "csv|json|metis]\n"
+          "csv|json|metis|vtk]\n"
           "                    [-o FILE] [--max-weight N] [--global "
           "HOST:PORT | --db FILE]\n"
           "\n"
