@@ -1007,17 +1007,23 @@ static void test_robust_round_trip(void **state) {
   assert_non_null(strstr(la_store_errmsg(f->s), "timer_res_ns"));
 }
 
-/* A store written before the robust and rank_fidelity tables existed opens,
- * reads as before, gains the tables, and then stores robust weights. */
-static void test_store_without_robust_tables(void **state) {
-  fx_t *f = *state;
+/* An older store: application "old", 2 ranks of 100 elements with a trace
+ * of cycle 3 each, written, closed, then without the tables drop drops. */
+static void old_store(fx_t *f, const char *drop) {
   for (uint32_t r = 0; r < 2; r++) {
     assert_int_equal(put_rank_start(f->s, "old", r, 2, 100), 0);
     assert_int_equal(put_trace(f->s, "old", r, 3, NULL), 0);
   }
   la_store_close(f->s);
   f->s = NULL;
-  raw_exec(f->path, "DROP TABLE robust; DROP TABLE rank_fidelity;");
+  raw_exec(f->path, drop);
+}
+
+/* A store written before the robust and rank_fidelity tables existed opens,
+ * reads as before, gains the tables, and then stores robust weights. */
+static void test_store_without_robust_tables(void **state) {
+  fx_t *f = *state;
+  old_store(f, "DROP TABLE robust; DROP TABLE rank_fidelity;");
   assert_int_equal(raw_int(f->path,
                            "SELECT count(*) FROM sqlite_master WHERE name IN"
                            " ('robust', 'rank_fidelity')"),
@@ -1055,13 +1061,7 @@ static void test_store_without_robust_tables(void **state) {
  * nothing, ids past a rank's elements or of an unknown rank are refused. */
 static void test_store_without_numbering_tables(void **state) {
   fx_t *f = *state;
-  for (uint32_t r = 0; r < 2; r++) {
-    assert_int_equal(put_rank_start(f->s, "old", r, 2, 100), 0);
-    assert_int_equal(put_trace(f->s, "old", r, 3, NULL), 0);
-  }
-  la_store_close(f->s);
-  f->s = NULL;
-  raw_exec(f->path, "DROP TABLE element_ids; DROP TABLE rank_grid;");
+  old_store(f, "DROP TABLE element_ids; DROP TABLE rank_grid;");
   reopen(f);
   assert_int_equal(raw_int(f->path,
                            "SELECT count(*) FROM sqlite_master WHERE name IN"
