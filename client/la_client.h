@@ -436,6 +436,41 @@ LA_CLIENT_EXPORT int la_traceset_channel_rank_weights(const la_traceset_t *t,
                                                       uint32_t rank,
                                                       double *w);
 
+/* ---------------------------------------------- the application's numbering
+ * The weights above are indexed by the concatenated numbering (vtxdist).
+ * An application that gave its own global ids (LA_setGlobalIds) or a
+ * grid's place in the global grid (LA_setGridOrigin) is also numbered its
+ * way: la_client_set_ids gives the id of every element of a set, so that
+ * weight w[i] belongs to the application's element ids[i]
+ * (docs/mesh-views.md). */
+/* Fetches rank's global ids from the GlobalAgent (request/reply, page by
+ * page) into ids, which has room for n = the rank's element count.
+ * Errors: LA_ENOTFOUND (the rank gave no ids, or they are not all stored
+ * yet; la_client_error says how many are), LA_EINVAL (bad arguments, or n
+ * is not the rank's element count), LA_ETIMEDOUT, LA_EIO, LA_EPROTO. */
+LA_CLIENT_EXPORT int la_client_rank_ids(la_client_t *c, const char *app_id,
+                                        uint32_t rank, int64_t *ids,
+                                        uint64_t n);
+/* Writes la_traceset_elements(t) ids, in the set's element order (ranks in
+ * order, as la_traceset_weights): the application's global ids for ranks
+ * that gave them, else for a grid rank with an origin its global cell index
+ * gi + gnx*(gj + gny*gk), else the concatenated index vtxdist[r] + e.
+ * *n_app (may be NULL) = ranks numbered by their own ids: when it is
+ * nprocs, ids are the application's throughout. Asks the GlobalAgent once
+ * per rank (la_client_rank_ids). Errors: LA_EINVAL, and those of
+ * la_client_rank_ids but LA_ENOTFOUND. */
+LA_CLIENT_EXPORT int la_client_set_ids(la_client_t *c, const la_traceset_t *t,
+                                       int64_t *ids, uint32_t *n_app);
+/* Rank's grid (LA_registerGrid): its dimensions nx, ny, nz, its first
+ * cell's (i, j, k) in the global grid and the global grid's dimensions, 3
+ * each (any pointer may be NULL). When the application gave no origin,
+ * origin is 0,0,0 and global the rank's own dimensions. Rank's element e
+ * is its cell (e % nx, e / nx % ny, e / (nx*ny)). Errors: LA_ENOTFOUND
+ * (not a grid rank, or rank >= nprocs), LA_EINVAL. */
+LA_CLIENT_EXPORT int la_traceset_rank_grid(const la_traceset_t *t,
+                                           uint32_t rank, uint64_t *dims,
+                                           uint64_t *origin, uint64_t *global);
+
 #ifdef __cplusplus
 }
 #endif

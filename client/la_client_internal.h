@@ -118,4 +118,38 @@ int la__client_query(la_client_t *c, const La__Query *q, La__QueryReply **out);
 int la__client_fail(la_client_t *c, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* ---------------------------------------------------------- numbering */
+
+/* How la__rank_numbering numbered a rank. */
+enum { LA_NUMBERING_CONCAT = 0, LA_NUMBERING_APP = 1, LA_NUMBERING_GRID = 2 };
+
+/* Asks q and points *r at the reply with status 0, keeping what must be
+ * freed in *hold; called again with q NULL, frees *hold. Returns 0 or an
+ * LA_E* code (its detail is the asker's to keep). */
+typedef int (*la__ids_ask_t)(void *ctx, La__Query *q, const La__QueryReply **r,
+                             void **hold);
+
+/* Checks one "elementids" reply r for (app_id, rank, first) of a rank of n
+ * elements and copies its ids to ids[first..]. Returns the count copied,
+ * or LA_EPROTO (another page), LA_EINVAL (the rank has another element
+ * count) with the reason in why. */
+int la__ids_page(const La__QueryReply *r, const char *app_id, uint32_t rank,
+                 uint64_t first, uint64_t n, int64_t *ids, char *why,
+                 size_t len);
+
+/* Every page of rank's ids through ask into ids (n of them). Returns 0, the
+ * asker's error, or la__ids_page's (reason in why). */
+int la__ids_fetch(la__ids_ask_t ask, void *ctx, const char *app_id,
+                  uint32_t rank, int64_t *ids, uint64_t n, char *why,
+                  size_t len);
+
+/* Rank's numbering: ids[e] (if ids is not NULL) = app_ids[e] when given,
+ * else the global cell index of a grid rank with an origin, else the
+ * concatenated index; ijk[e] (if not NULL) = the element's global (i,j,k)
+ * for a grid rank, 0,0,0 otherwise. app_ids may equal ids. Returns
+ * LA_NUMBERING_APP, _GRID or _CONCAT: which numbering ids got. */
+int la__rank_numbering(const la_traceset_t *t, uint32_t rank,
+                       const int64_t *app_ids, int64_t *ids,
+                       uint64_t (*ijk)[3]);
+
 #endif /* LA_CLIENT_INTERNAL_H */

@@ -51,6 +51,7 @@ static const la__msg_entry_t la__msgs[] = {
     {LA__MSG_TYPE__MSG_ERROR, "Error", &la__error__descriptor},
     {LA__MSG_TYPE__MSG_TRACE_MISSING, "TraceMissing",
      &la__trace_missing__descriptor},
+    {LA__MSG_TYPE__MSG_ELEMENT_IDS, "ElementIds", &la__element_ids__descriptor},
 };
 
 static const la__msg_entry_t *la__msg_find(uint16_t type) {
@@ -161,6 +162,48 @@ static int la__grid_ok(size_t n_grid, const uint64_t *g, uint64_t n_elements,
   if (g[0] == 0 || g[1] == 0 || g[2] == 0 || p > UINT64_MAX ||
       p * g[2] != n_elements)
     return la_errorf(why, n, LA_EPROTO, "grid does not multiply to n_elements");
+  return 0;
+}
+
+/* A grid's place in the global grid: no origin and no global extent, or
+ * both with 3 entries, on a grid, each dimension's cells inside the global
+ * grid (origin + dims <= global). */
+static int la__grid_place_ok(size_t n_grid, const uint64_t *g, size_t n_org,
+                             const uint64_t *org, size_t n_glob,
+                             const uint64_t *glob, char *why, size_t n) {
+  if (n_org == 0 && n_glob == 0) return 0;
+  if (n_grid != 3 || n_org != 3 || n_glob != 3)
+    return la_errorf(why, n, LA_EPROTO, "grid origin and global extent need a grid and 3 "
+                           "entries each");
+  for (int d = 0; d < 3; d++)
+    if (glob[d] == 0 || glob[d] > (1ULL << 32) ||
+        (unsigned __int128)org[d] + g[d] > glob[d])
+      return la_errorf(why, n, LA_EPROTO, "grid dimension %d: origin %llu + %llu cells "
+                     "outside the global extent %llu", d,
+                     (unsigned long long)org[d], (unsigned long long)g[d],
+                     (unsigned long long)glob[d]);
+  return 0;
+}
+
+/* One chunk or page of element ids: 1..LA_ELEMENT_IDS_PAGE ids, each >= 0,
+ * inside 0..2^32 elements (and inside n_elements when given). */
+static int la__element_ids_ok(const La__ElementIds *e, char *why, size_t n) {
+  if (!e) return la_errorf(why, n, LA_EPROTO, "element ids missing");
+  if (e->n_ids == 0 || e->n_ids > LA_ELEMENT_IDS_PAGE)
+    return la_errorf(why, n, LA_EPROTO, "%zu ids in one message (1..%u)", e->n_ids,
+                   LA_ELEMENT_IDS_PAGE);
+  uint64_t lim = e->has_n_elements ? e->n_elements : (1ULL << 32);
+  if (lim > (1ULL << 32) || e->first > lim || e->n_ids > lim - e->first)
+    return la_errorf(why, n, LA_EPROTO, "ids %llu..%llu outside the %llu elements",
+                   (unsigned long long)e->first,
+                   (unsigned long long)(e->first + e->n_ids - 1),
+                   (unsigned long long)lim);
+  for (size_t i = 0; i < e->n_ids; i++)
+    if (e->ids[i] < 0)
+      return la_errorf(why, n, LA_EPROTO, "id of element %llu is negative (%lld)",
+                     (unsigned long long)(e->first + i), (long long)e->ids[i]);
+  if (e->app_id && !la__id_ok(e->app_id))
+    return la_errorf(why, n, LA_EPROTO, "app_id invalid");
   return 0;
 }
 
@@ -302,6 +345,17 @@ static int la__set_ok(const La__TraceSet *s, char *why, size_t n) {
     if (!(isfinite(s->timer_res_ns[i]) && s->timer_res_ns[i] >= 0))
       return la_errorf(why, n, LA_EPROTO,
                        "timer_res_ns of rank %zu not finite or < 0", i);
+  for (size_t i = 0; i < s->n_grids; i++) {
+    const La__GridRank *g = s->grids[i];
+    if (!g || g->rank >= s->nprocs || g->n_dims != 3 ||
+        (i > 0 && g->rank <= s->grids[i - 1]->rank))
+      return la_errorf(why, n, LA_EPROTO,
+                       "grid of rank %u invalid or out of order",
+                       g ? g->rank : 0);
+    if (la__grid_place_ok(g->n_dims, g->dims, g->n_origin, g->origin,
+                          g->n_global, g->global, why, n))
+      return LA_EPROTO;
+  }
   if (s->n_detection && s->n_detection != s->nprocs)
     return la_errorf(why, n, LA_EPROTO,
                      "detection has %zu entries for %u ranks", s->n_detection,
@@ -402,8 +456,12 @@ static int la__query_reply_ok(const La__QueryReply *q, char *why, size_t n) {
     return la_errorf(why, n, LA_EPROTO, "status %d > 0", q->status);
   if (!la__text_ok(q->message, 1024))
     return la_errorf(why, n, LA_EPROTO, "reply message too long");
-  if ((q->n_sets > 0) + (q->apps != NULL) + (q->cycles != NULL) > 1)
+  if ((q->n_sets > 0) + (q->apps != NULL) + (q->cycles != NULL) +
+          (q->element_ids != NULL) >
+      1)
     return la_errorf(why, n, LA_EPROTO, "more than one kind of answer");
+  if (q->element_ids && la__element_ids_ok(q->element_ids, why, n))
+    return LA_EPROTO;
   for (size_t i = 0; i < q->n_sets; i++)
     if (la__set_ok(q->sets[i], why, n)) return LA_EPROTO;
   for (size_t i = 0; q->apps && i < q->apps->n_apps; i++) {
@@ -503,7 +561,10 @@ int la_msg_validate(uint16_t type, const ProtobufCMessage *m, char *why,
         return la_errorf(why, n, LA_EPROTO, "metric or unit invalid");
       if (r->has_period && r->period == 0)
         return la_errorf(why, n, LA_EPROTO, "period 0 (must be >= 1)");
-      if (la__grid_ok(r->n_grid, r->grid, r->n_elements, why, n))
+      if (la__grid_ok(r->n_grid, r->grid, r->n_elements, why, n) ||
+          la__grid_place_ok(r->n_grid, r->grid, r->n_grid_origin,
+                            r->grid_origin, r->n_grid_global, r->grid_global,
+                            why, n))
         return LA_EPROTO;
       if (r->host && r->host[0] && !la__id_ok(r->host))
         return la_errorf(why, n, LA_EPROTO, "host invalid");
@@ -558,11 +619,21 @@ int la_msg_validate(uint16_t type, const ProtobufCMessage *m, char *why,
         return la_errorf(why, n, LA_EPROTO, "metric invalid");
       if (r->has_period && r->period == 0)
         return la_errorf(why, n, LA_EPROTO, "period 0 (must be >= 1)");
-      if (la__grid_ok(r->n_grid, r->grid, r->n_elements, why, n))
+      if (la__grid_ok(r->n_grid, r->grid, r->n_elements, why, n) ||
+          la__grid_place_ok(r->n_grid, r->grid, r->n_grid_origin,
+                            r->grid_origin, r->n_grid_global, r->grid_global,
+                            why, n))
         return LA_EPROTO;
+      if (r->has_n_element_ids && r->n_element_ids != r->n_elements)
+        return la_errorf(why, n, LA_EPROTO,
+                         "%llu element ids announced for %llu elements",
+                         (unsigned long long)r->n_element_ids,
+                         (unsigned long long)r->n_elements);
       if (la__channels_ok(r->n_channels, r->channels, why, n)) return LA_EPROTO;
       return la__compact_ok(r->compact, why, n);
     }
+    case LA__MSG_TYPE__MSG_ELEMENT_IDS:
+      return la__element_ids_ok((const void *)m, why, n);
     case LA__MSG_TYPE__MSG_RANK_END: {
       const La__RankEnd *r = (const void *)m;
       if (!la__id_ok(r->app_id))

@@ -35,6 +35,12 @@
 #define LA_MAX_RANKS (1u << 24)
 #define LA_MAX_CHANNELS_WIRE 16u      /* channel names per rank (la.h's) */
 #define LA_MAX_CHANNEL_NAME_WIRE 32u  /* bytes of a channel name (la.h's) */
+/* Element ids (ElementIds): most ids in one chunk from an application or
+ * on the LocalAgent's link (fits the LocalAgent's default max_frame of
+ * 64 KiB: 9 bytes per id at most), and most in one page of a QueryReply
+ * (the codec's bound on any ElementIds). */
+#define LA_ELEMENT_IDS_CHUNK 4096u
+#define LA_ELEMENT_IDS_PAGE 65536u
 
 /* Descriptor of the message a frame type carries, or NULL if unknown. */
 const ProtobufCMessageDescriptor *la_msg_descriptor(uint16_t type);

@@ -25,9 +25,11 @@
  *
  * Element numbering (the choice that makes the weights map back to cells):
  * every rank registers n = N^2 elements and probes a cell by its GLOBAL id;
- * the cells a rank does not own stay 0 in its trace. A Trace-Set then holds
- * P vectors of N^2, and the weight of cell g is the sum over ranks r of
- * element r*N^2 + g (only its owner measured it). That stays right across
+ * the cells a rank does not own stay 0 in its trace. It gives LA those ids
+ * (LA_setGlobalIdFunc: element g is cell g), so exports (lactl export's id
+ * column) and balancers (la_client_set_ids) see each weight with its cell.
+ * A Trace-Set then holds P vectors of N^2, and the weight of cell g is the
+ * sum of the weights with id g (only its owner measured it). That stays right across
  * migrations and even for a set older than the last migration, at the price
  * of P x N^2 values per set (mostly zero runs, which compaction shrinks to
  * a few bytes). A code with millions of cells per rank would register its
@@ -334,6 +336,12 @@ static long rb_compute_la(rb_cells_t *c, long n, long step, long work) {
   return rb_compute(c, n, step, work, 1);
 }
 
+/* LA: the global id of element e: the cell it measures. */
+static int64_t rb_cell_id(long e, void *arg) {
+  (void)arg;
+  return e;
+}
+
 /* ------------------------------------------------------------ balancing */
 
 typedef struct rb_lb_s {
@@ -341,6 +349,7 @@ typedef struct rb_lb_s {
   char app_id[LA_MAX_APP_ID + 1];
   idx_t *xadj, *adjncy, *vwgt, *part;
   double *w;     /* P * N^2 decoded values of a set */
+  int64_t *ids;  /* P * N^2 cell ids of the set's elements, or NULL */
   double *cellw; /* N^2 cell weights */
 } rb_lb_t;
 
@@ -415,16 +424,21 @@ static int rb_partition(rb_lb_t *lb, const la_traceset_t *t, long n, int size,
     return -1;
   }
   la_traceset_weights(t, lb->w); /* LA: decoded per-element values */
-  /* Cell g was measured by its owner only: sum the P views. */
-  for (long g = 0; g < nv; g++) {
-    double s = 0.0;
-    for (int r = 0; r < size; r++) {
-      double v = lb->w[(size_t)r * (size_t)nv + (size_t)g];
-      if (v > 0.0 && isfinite(v)) s += v;
-    }
-    lb->cellw[g] = s;
-    if (s > maxw) maxw = s;
+  uint32_t n_app = 0; /* LA: the cell of each weight (the same every set) */
+  if (!lb->ids) {
+    lb->ids = rb_alloc((size_t)(nv * size), sizeof *lb->ids);
+    if (la_client_set_ids(lb->client, t, lb->ids, &n_app) || n_app != np)
+      for (long i = 0; i < nv * size; i++) lb->ids[i] = i % nv;
   }
+  /* Cell g was measured by its owner only: sum the weights of id g. */
+  memset(lb->cellw, 0, (size_t)nv * sizeof *lb->cellw);
+  for (long i = 0; i < nv * size; i++) {
+    double v = lb->w[i];
+    int64_t g = lb->ids[i];
+    if (v > 0.0 && isfinite(v) && g >= 0 && g < nv) lb->cellw[g] += v;
+  }
+  for (long g = 0; g < nv; g++)
+    if (lb->cellw[g] > maxw) maxw = lb->cellw[g];
   if (!(maxw > 0.0)) {
     snprintf(why, len, "the Trace-Set has no positive weight");
     return -1;
@@ -573,6 +587,7 @@ int main(int argc, char **argv) {
 
   /* LA: every rank registers all N^2 cells and probes by global id. */
   if (o.use_la) {
+    LA_setGlobalIdFunc(rb_cell_id, NULL);          /* LA: element g is cell g */
     rc = LA_register("rebalance", rank, size, nv); /* LA: */
     ex_la_registered(&la, rc);
   }
@@ -756,7 +771,7 @@ int main(int argc, char **argv) {
 
   la_client_close(lb.client);
   free(lb.xadj), free(lb.adjncy), free(lb.vwgt), free(lb.part);
-  free(lb.w), free(lb.cellw);
+  free(lb.w), free(lb.cellw), free(lb.ids);
   free(cells.gid), free(cells.x);
   free(owner), free(newowner), free(rows), free(load);
   MPI_Finalize();

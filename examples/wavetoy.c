@@ -255,6 +255,7 @@ int main(int argc, char **argv) {
 
   if (o.use_la) {
     t_reg = MPI_Wtime();
+    LA_setGridOrigin(0, 0, s.k0, o.n, o.n, o.n); /* LA: the slab in the grid */
     rc = LA_registerGrid("wavetoy", rank, size, s.nx, s.ny, s.nz); /* LA: */
     t_reg = MPI_Wtime() - t_reg;
     ex_la_registered(&la, rc);

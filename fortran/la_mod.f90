@@ -129,6 +129,61 @@ module la_mod
     end function
   end interface
 
+  ! ------------------------------------- the application's numbering --
+  ! Global ids, a grid's place in the global grid, a grid registered with
+  ! the program's own array bounds and a tile offset for tiled kernels
+  ! (docs/fortran.md, "The application's numbering").
+  public :: la_set_global_ids, la_set_grid_origin, la_register_grid_lb
+  public :: la_set_tile_offset
+  interface la_set_global_ids
+    module procedure la_set_global_ids_i4, la_set_global_ids_i8
+  end interface
+  interface la_set_grid_origin
+    module procedure la_set_grid_origin_i4, la_set_grid_origin_i8
+  end interface
+  interface la_register_grid_lb
+    module procedure la_register_grid_lb_i4, la_register_grid_lb_i8
+  end interface
+  interface la_set_tile_offset
+    module procedure la_set_tile_offset_i4, la_set_tile_offset_i8
+  end interface
+  interface
+    function c_la_set_global_ids_i8(ids, n) bind(C, name="LA_setGlobalIds") &
+         result(rc)
+      import :: c_int, c_long, c_int64_t
+      integer(c_int64_t), dimension(*), intent(in) :: ids
+      integer(c_long), value :: n
+      integer(c_int) :: rc
+    end function
+    function c_la_set_global_ids_i4(ids, n) &
+         bind(C, name="la_f_set_global_ids_i4") result(rc)
+      import :: c_int, c_long, c_int32_t
+      integer(c_int32_t), dimension(*), intent(in) :: ids
+      integer(c_long), value :: n
+      integer(c_int) :: rc
+    end function
+    function c_la_set_grid_origin(first, glob) &
+         bind(C, name="la_f_set_grid_origin") result(rc)
+      import :: c_int, c_int64_t
+      integer(c_int64_t), dimension(3), intent(in) :: first, glob
+      integer(c_int) :: rc
+    end function
+    function c_la_register_grid_lb(name, len, rank, nprocs, lo, hi) &
+         bind(C, name="la_f_register_grid_lb") result(rc)
+      import :: c_char, c_size_t, c_int, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: name
+      integer(c_size_t), value :: len
+      integer(c_int), value :: rank, nprocs
+      integer(c_int64_t), dimension(3), intent(in) :: lo, hi
+      integer(c_int) :: rc
+    end function
+    subroutine c_la_set_tile_offset(di, dj, dk) &
+         bind(C, name="la_f_set_tile_offset")
+      import :: c_int64_t
+      integer(c_int64_t), value :: di, dj, dk
+    end subroutine
+  end interface
+
   ! ------------------------------------------- hot path: straight to C --
   ! The specific procedures are the C shims themselves (private names).
   interface la_start_probe
@@ -695,6 +750,95 @@ contains
     character(len=*), intent(in) :: name
     la_channel = int(c_la_channel(name, len(name, kind=c_size_t)))
   end function
+
+  ! ------------------------------------- the application's numbering --
+
+  ! la_set_global_ids: LA_setGlobalIds(ids, size(ids)): ids(e) is the
+  ! global id (>= 0) of element e; call before la_register. The array is
+  ! copied. An empty array forgets the ids.
+  subroutine la_set_global_ids_i4(ids, ierr)
+    integer(c_int32_t), dimension(:), contiguous, intent(in) :: ids
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_set_global_ids_i4(ids, int(size(ids), c_long))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_set_global_ids_i8(ids, ierr)
+    integer(c_int64_t), dimension(:), contiguous, intent(in) :: ids
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    if (size(ids) == 0) then
+      rc = c_la_set_global_ids_i4([integer(c_int32_t) ::], 0_c_long)
+    else
+      rc = c_la_set_global_ids_i8(ids, int(size(ids), c_long))
+    end if
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  ! la_set_grid_origin: for the next grid registration: this rank's first
+  ! cell is cell first(1:3) (1-based) of a global grid of
+  ! glob(1)*glob(2)*glob(3) cells (LA_setGridOrigin).
+  subroutine la_set_grid_origin_i4(first, glob, ierr)
+    integer(c_int32_t), dimension(3), intent(in) :: first, glob
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    integer(c_int64_t) :: f(3), g(3)
+    f = int(first, c_int64_t)
+    g = int(glob, c_int64_t)
+    rc = c_la_set_grid_origin(f, g)
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_set_grid_origin_i8(first, glob, ierr)
+    integer(c_int64_t), dimension(3), intent(in) :: first, glob
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_set_grid_origin(first, glob)
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  ! la_register_grid_lb: la_register_grid of the cells of an array declared
+  ! a(lo(1):hi(1), lo(2):hi(2), lo(3):hi(3)), e.g. lo = [x_min-2, ...]:
+  ! la_start_cell(i, j, k) then takes the program's own indices.
+  subroutine la_register_grid_lb_i4(app_name, rank, nprocs, lo, hi, ierr)
+    character(len=*), intent(in) :: app_name
+    integer, intent(in) :: rank, nprocs
+    integer(c_int32_t), dimension(3), intent(in) :: lo, hi
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    integer(c_int64_t) :: l(3), h(3)
+    l = int(lo, c_int64_t)
+    h = int(hi, c_int64_t)
+    rc = c_la_register_grid_lb(app_name, len(app_name, kind=c_size_t), &
+         int(rank, c_int), int(nprocs, c_int), l, h)
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_register_grid_lb_i8(app_name, rank, nprocs, lo, hi, ierr)
+    character(len=*), intent(in) :: app_name
+    integer, intent(in) :: rank, nprocs
+    integer(c_int64_t), dimension(3), intent(in) :: lo, hi
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_register_grid_lb(app_name, len(app_name, kind=c_size_t), &
+         int(rank, c_int), int(nprocs, c_int), lo, hi)
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  ! la_set_tile_offset: the calling thread's later la_start_cell(i, j, k)
+  ! probe cell (i+di, j+dj, k+dk): a tiled kernel whose loops run over
+  ! tile-local indices sets its tile's offset once per tile. 0,0,0: none.
+  subroutine la_set_tile_offset_i4(di, dj, dk)
+    integer(c_int32_t), intent(in) :: di, dj, dk
+    call c_la_set_tile_offset(int(di, c_int64_t), int(dj, c_int64_t), &
+         int(dk, c_int64_t))
+  end subroutine
+
+  subroutine la_set_tile_offset_i8(di, dj, dk)
+    integer(c_int64_t), intent(in) :: di, dj, dk
+    call c_la_set_tile_offset(di, dj, dk)
+  end subroutine
 
   ! s = a copy of the NUL-terminated C string p (empty for a null pointer).
   ! Allocates with stat= so that no libgfortran error routine is linked in;

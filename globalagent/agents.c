@@ -212,6 +212,9 @@ static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
   case LA__MSG_TYPE__MSG_TRACE_MISSING:
     seq = ((La__TraceMissing *)m)->seq;
     break;
+  case LA__MSG_TYPE__MSG_ELEMENT_IDS:
+    seq = ((La__ElementIds *)m)->seq;
+    break;
   default:
     ga->st.bad_frames++;
     la_log_warnx("LocalAgent %s: unexpected %s: closing", a->host,

@@ -1,6 +1,6 @@
 /* feed_query.c: the feed's Query answers as typed QueryReply messages (see
  * feed_query.h): the store's listings become AppList and CycleList, a
- * stored cycle a TraceSet. Which store call answers what, and the words of
+ * stored cycle a TraceSet, a page of a rank's global ids an ElementIds. Which store call answers what, and the words of
  * each refusal, are decided here once, for the daemon and for lactl --db.
  * It deliberately sends nothing: feed.c does.
  */
@@ -101,6 +101,31 @@ static int la__traceset(la_store_t *st, const La__Query *q, la_ga_answer_t *a) {
   return 0;
 }
 
+/* One page (at most LA_ELEMENT_IDS_PAGE) of a rank's global ids. */
+static int la__element_ids(la_store_t *st, const La__Query *q,
+                           la_ga_answer_t *a) {
+  if (!q->has_rank)
+    return la__status(a, LA_EINVAL, "elementids needs a rank");
+  uint64_t first = q->has_first ? q->first : 0, nel = 0;
+  size_t n = 0;
+  int rc = la_store_rank_ids(st, q->app_id, q->rank, first,
+                             LA_ELEMENT_IDS_PAGE, &a->ids, &n, &nel);
+  if (rc) return la__status(a, rc, "%s", la_store_errmsg(st));
+  if (n == 0)
+    return la__status(a, LA_ERANGE, "element %llu is past the rank's %llu",
+                      (unsigned long long)first, (unsigned long long)nel);
+  la__element_ids__init(&a->page);
+  a->page.first = first;
+  a->page.n_ids = n;
+  a->page.ids = a->ids;
+  a->page.app_id = q->app_id;
+  a->page.has_rank = a->page.has_n_elements = 1;
+  a->page.rank = q->rank;
+  a->page.n_elements = nel;
+  a->reply.element_ids = &a->page;
+  return 0;
+}
+
 int la_ga_answer(la_store_t *st, const La__Query *q, la_ga_answer_t *a) {
   memset(a, 0, sizeof *a);
   la__query_reply__init(&a->reply);
@@ -118,9 +143,11 @@ int la_ga_answer(la_store_t *st, const La__Query *q, la_ga_answer_t *a) {
   if (!strcmp(q->what, "apps")) return la__apps(st, a);
   if (!strcmp(q->what, "cycles") && has_app) return la__cycles(st, q, a);
   if (!strcmp(q->what, "traceset") && has_app) return la__traceset(st, q, a);
+  if (!strcmp(q->what, "elementids") && has_app)
+    return la__element_ids(st, q, a);
   return la__status(a, LA_EINVAL,
-                    "what must be apps, cycles (with app_id) or traceset "
-                    "(with app_id)");
+                    "what must be apps, cycles (with app_id), traceset "
+                    "(with app_id) or elementids (with app_id and rank)");
 }
 
 void la_ga_answer_free(la_ga_answer_t *a) {
@@ -131,5 +158,6 @@ void la_ga_answer_free(la_ga_answer_t *a) {
   free(a->cyc_p);
   free(a->store_cycles);
   la_store_free_set(a->set);
+  free(a->ids);
   memset(a, 0, sizeof *a);
 }

@@ -1,6 +1,6 @@
 /* feed_query.h: the GlobalAgent's answers to the feed's Query messages
- * ("apps", "cycles", "traceset"), built from the store as typed
- * QueryReply messages (AppList, CycleList, TraceSet).
+ * ("apps", "cycles", "traceset", "elementids"), built from the store as
+ * typed QueryReply messages (AppList, CycleList, TraceSet, ElementIds).
  *
  * The feed (feed.c) sends them; lactl --db builds the same answers from a
  * store file, so both sources hand lactl the same messages; the fuzz target
@@ -23,6 +23,8 @@ typedef struct la_ga_answer {
   La__CycleInfo *cyc_v, **cyc_p;
   la_store_cycle_t *store_cycles;
   La__TraceSet *set;
+  La__ElementIds page; /* "elementids" */
+  int64_t *ids;
   char message[600];
 } la_ga_answer_t;
 
@@ -31,7 +33,10 @@ typedef struct la_ga_answer {
  * Its status is 0, or the negative LA_E* code with a message: LA_EVERSION
  * (q has another feed_protocol, or none: a client of feed protocol 1),
  * LA_EINVAL (unknown what, or no app_id where one is needed), LA_ENOTFOUND
- * (no such cycle), LA_EIO (store error, its message), LA_ENOMEM. An
+ * (no such cycle; for "elementids": no such rank, or its ids are not all
+ * stored), LA_ERANGE ("elementids" from past the rank's elements), LA_EIO
+ * (store error, its message), LA_ENOMEM. "elementids" answers one page
+ * of at most LA_ELEMENT_IDS_PAGE ids from Query.first (default 0). An
  * unknown application has no cycles (an empty CycleList). Returns that
  * status. Free with la_ga_answer_free, also after a failure. */
 int la_ga_answer(la_store_t *st, const La__Query *q, la_ga_answer_t *a);

@@ -351,6 +351,23 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
         la__app_forget(ga, e->app_id);
       }
     }
+  } else if (type == LA__MSG_TYPE__MSG_ELEMENT_IDS) {
+    const La__ElementIds *e = (const La__ElementIds *)m;
+    int was_new = 0;
+    rc = e->n_ids > LA_ELEMENT_IDS_CHUNK
+             ? LA_EPROTO
+             : la_store_element_ids(ga->store, e, &was_new);
+    if (rc == LA_EPROTO || rc == LA_EINVAL) { /* resending cannot help */
+      ga->st.conflicts++;
+      la_log_warnx("element ids %llu.. of %s rank %u from %s refused: %s",
+                   (unsigned long long)e->first, e->app_id ? e->app_id : "?",
+                   e->rank, host,
+                   e->n_ids > LA_ELEMENT_IDS_CHUNK ? "chunk too large"
+                                                   : la_store_errmsg(ga->store));
+      rc = 0;
+    } else if (rc == 0 && !was_new) {
+      ga->st.duplicates++;
+    }
   }
   if (rc != 0) {
     la_log_error("store: %s", la_store_errmsg(ga->store));

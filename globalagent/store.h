@@ -85,7 +85,9 @@ const char *la_store_errmsg(la_store_t *s);
  * seq) is written once per (app_id, rank): a later copy changes nothing.
  * Strings longer than the struct fields of la_store_app_t are truncated.
  * The rank's timer resolution and detection status (timer_res_ns,
- * interference), when given, go to the rank_fidelity table, also once.
+ * interference), when given, go to the rank_fidelity table, also once;
+ * its grid (dimensions, origin and global extent when given) to the
+ * rank_grid table, also once.
  * Returns 0, LA_EPROTO when the application is known with another nprocs
  * (nothing written; la_store_errmsg says why), LA_EINVAL, LA_EIO. */
 int la_store_rank_start(la_store_t *s, const La__RankStart *m);
@@ -225,7 +227,8 @@ int la_store_latest_cycle(la_store_t *s, const char *app_id, int complete_only,
  * t_complete_ns = the close time when the set was closed, each trace's
  * robust weights and interference figures where stored, and timer_res_ns /
  * detection per rank (0 / "" where unknown) when any rank reported them
- * (both empty otherwise). The result passes
+ * (both empty otherwise), grids: the grid-registered ranks' dimensions and
+ * place in the global grid (rank_grid). The result passes
  * la_msg_validate(LA__MSG_TYPE__MSG_TRACE_SET); *out owns all its memory and
  * is freed with la_store_free_set(). Returns 0, LA_ENOTFOUND when neither
  * a trace nor a missing record of that cycle is stored, LA_EINVAL,
@@ -269,5 +272,25 @@ int la_store_app_ranks_ended(la_store_t *s, const char *app_id,
  * LA_EIO. Does not poison an open batch. */
 int la_store_rank_elements(la_store_t *s, const char *app_id, uint32_t rank,
                            uint64_t *n_elements);
+
+/* ------------------------------------------- the application's numbering */
+
+/* Stores one chunk of a rank's global ids (m->app_id, m->rank, elements
+ * m->first..m->first+n_ids-1) once per (app_id, rank, first): a resend
+ * changes nothing (*was_new, may be NULL, says whether it was stored).
+ * Returns 0, LA_EPROTO (no RankStart of the rank stored, or ids past its
+ * element count: nothing written, la_store_errmsg says which), LA_EINVAL
+ * (no app_id, rank or ids), LA_ENOMEM, LA_EIO. */
+int la_store_element_ids(la_store_t *s, const La__ElementIds *m,
+                         int *was_new);
+
+/* Up to max global ids of rank's elements first.. into *ids (malloc'ed,
+ * the caller frees it; NULL when *n is 0, i.e. first >= *n_elements), and
+ * the rank's element count into *n_elements. Returns 0, LA_ENOTFOUND (no
+ * such rank, or its ids are not all stored: la_store_errmsg says how many
+ * are), LA_EINVAL, LA_ENOMEM, LA_EIO (corrupt chunks). */
+int la_store_rank_ids(la_store_t *s, const char *app_id, uint32_t rank,
+                      uint64_t first, size_t max, int64_t **ids, size_t *n,
+                      uint64_t *n_elements);
 
 #endif /* LA_GLOBAL_STORE_H */

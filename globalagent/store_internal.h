@@ -215,4 +215,15 @@ int la__store_query1(sqlite3 *db, const char *sql, sqlite3_int64 *v, char *txt,
  * 0, LA_EVERSION or LA_EIO with the reason in why. */
 int la__store_schema(sqlite3 *db, const char *path, char *why, size_t n);
 
+/* ----------------------------------------------- store_numbering.c */
+
+/* The rank_grid row of a RankStart with a grid (nothing without one), in
+ * the caller's transaction; the first one of a rank stays. 0 or LA_EIO. */
+int la__store_rank_grid(la_store_t *s, const La__RankStart *m);
+/* set->grids from the rank_grid rows of app_id (ranks below set->nprocs,
+ * increasing). Returns 0, LA_EIO (corrupt rows), LA_ENOMEM. */
+int la__store_load_grids(la_store_t *s, const char *app_id, La__TraceSet *set);
+/* Frees set->grids as la__store_load_grids made them. */
+void la__store_free_grids(La__TraceSet *set);
+
 #endif /* LA_GLOBAL_STORE_INTERNAL_H */

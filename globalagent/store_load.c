@@ -1,7 +1,7 @@
 /* store_load.c: a stored Trace-Set back into a message (la_store_load_set):
  * the application's metric and unit, the close record, the traces with their
  * robust weights, the missing records with their reasons, the ranks' element
- * counts and timer resolutions, the channels' names and series, checked row by row and then as a whole
+ * counts, timer resolutions, grids (store_numbering.c), the channels' names and series, checked row by row and then as a whole
  * (la_msg_validate).
  *
  * A corrupt row gives LA_EIO with the reason in la_store_errmsg, never a
@@ -47,6 +47,7 @@ void la_store_free_set(La__TraceSet *set) {
   for (size_t i = 0; i < set->n_channels; i++)
     free(set->channels ? set->channels[i] : NULL);
   free(set->channels);
+  la__store_free_grids(set);
   for (size_t i = 0; i < set->n_detection; i++)
     free(set->detection ? set->detection[i] : NULL);
   free(set->detection);
@@ -609,7 +610,8 @@ int la_store_load_set(la_store_t *s, const char *app_id, uint64_t cycle_tag,
   }
   if ((r = la__settle_missing(set, nprocs)) ||
       (r = la__load_rank_elements(s, app_id, set)) ||
-      (r = la__load_fidelity(s, app_id, set)))
+      (r = la__load_fidelity(s, app_id, set)) ||
+      (r = la__store_load_grids(s, app_id, set)))
     goto fail;
   char why[200];
   if (la_msg_validate(LA__MSG_TYPE__MSG_TRACE_SET, &set->base, why,

@@ -163,6 +163,30 @@ static const char la__channels_sql[] =
     "  robust_max REAL,"
     "  PRIMARY KEY (app_id, cycle_tag, rank, channel)) WITHOUT ROWID;";
 
+/* Added later still, created in place (IF NOT EXISTS) like `missing`.
+ * element_ids: the application's global ids of a rank's elements, one row
+ * per chunk the LocalAgent sent (elements first..first+n-1; ids: n
+ * little-endian int64); a rank's ids count once the chunks cover its
+ * n_elements. rank_grid: per grid-registered rank, its dimensions and,
+ * when the application gave them, its origin in the global grid and the
+ * global grid's dimensions (NULL otherwise). */
+static const char la__numbering_sql[] =
+    "CREATE TABLE IF NOT EXISTS element_ids ("
+    "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
+    "  rank INTEGER NOT NULL,"
+    "  first INTEGER NOT NULL,"
+    "  n INTEGER NOT NULL,"
+    "  ids BLOB NOT NULL,"
+    "  seq INTEGER,"
+    "  PRIMARY KEY (app_id, rank, first)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS rank_grid ("
+    "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
+    "  rank INTEGER NOT NULL,"
+    "  nx INTEGER NOT NULL, ny INTEGER NOT NULL, nz INTEGER NOT NULL,"
+    "  ox INTEGER, oy INTEGER, oz INTEGER,"
+    "  gnx INTEGER, gny INTEGER, gnz INTEGER,"
+    "  PRIMARY KEY (app_id, rank)) WITHOUT ROWID;";
+
 /* ------------------------------------------------- creating and checking */
 
 /* Contracts of the functions below: store_internal.h. */
@@ -241,6 +265,8 @@ int la__store_schema(sqlite3 *db, const char *path, char *why, size_t n) {
                          "creating the schema") ||
           la__store_exec(db, la__channels_sql, why, n, path,
                          "creating the schema") ||
+          la__store_exec(db, la__numbering_sql, why, n, path,
+                         "creating the schema") ||
           la__store_exec(db, sql, why, n, path, "creating the schema") ||
           la__store_exec(db, "COMMIT", why, n, path, "creating the schema")) {
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
@@ -278,8 +304,15 @@ int la__store_schema(sqlite3 *db, const char *path, char *why, size_t n) {
   if (la__store_exec(db, la__robust_sql, why, n, path,
                      "adding the robust and rank_fidelity tables"))
     return LA_EIO;
-  return la__store_exec(db, la__channels_sql, why, n, path,
-                        "adding the rank_channels and channel_traces tables");
+  /* A store opened read-only (lactl --db) that predates the tables below
+   * cannot gain them: it reads without them (store_numbering.c,
+   * store_load.c). */
+  if (sqlite3_db_readonly(db, "main") == 1) return 0;
+  if (la__store_exec(db, la__channels_sql, why, n, path,
+                     "adding the rank_channels and channel_traces tables"))
+    return LA_EIO;
+  return la__store_exec(db, la__numbering_sql, why, n, path,
+                        "adding the element_ids and rank_grid tables");
 sqlfail:
   la__store_fmt(why, n, "%s: %s", path, sqlite3_errmsg(db));
   return LA_EIO;

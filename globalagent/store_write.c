@@ -106,6 +106,7 @@ int la_store_rank_start(la_store_t *s, const La__RankStart *m) {
     la__bind_text(st, 4, m->channels[c], LA_MAX_CHANNEL_NAME_WIRE);
     r = la__store_run(s, st, "storing the rank's channel names");
   }
+  if (r == 0) r = la__store_rank_grid(s, m);
   if (r || !(m->has_timer_res_ns || m->interference)) goto out;
   st = s->st[S_FID_INS]; /* the first RankStart of the rank wins */
   la__bind_text(st, 1, m->app_id, LA_MAX_ID_LEN);

@@ -109,6 +109,19 @@ int la__link_send(la__link_t *l, uint16_t type, const void *msg) {
   return la__flush(l);
 }
 
+int la__link_send_sync(la__link_t *l, uint16_t type,
+                       const struct ProtobufCMessage *msg, int timeout_ms) {
+  if (l->fd < 0) return LA_EAGENTLOST;
+  int fl = fcntl(l->fd, F_GETFL);
+  fcntl(l->fd, F_SETFL, fl & ~O_NONBLOCK);
+  int rc = la_send_msg(l->fd, type, msg, timeout_ms);
+  fcntl(l->fd, F_SETFL, fl);
+  if (rc)
+    return la__error(LA_EAGENTLOST, "sending %s to the LocalAgent: %s",
+                     la_msg_name(type), LA_strerror(rc));
+  return 0;
+}
+
 int la__link_alive(la__link_t *l) {
   if (l->fd < 0) return LA_EAGENTLOST;
   struct pollfd p = {.fd = l->fd, .events = POLLIN};

@@ -19,12 +19,19 @@
  *   - channels: la_f_channel returns LA_channel's id + 1 (1-based, like the
  *     elements; errors stay negative); la_f_{start,stop}_probe_c_{i4,i8}
  *     take a 1-based channel (a 32-bit integer) and a 1-based element.
+ *   - the application's numbering (its own block below): a grid registered
+ *     with the program's array bounds (la_f_register_grid_lb) shifts cell
+ *     indices by its lower bounds instead of 1, and a per-thread tile
+ *     offset (la_f_set_tile_offset) is added first, so tiled kernels probe
+ *     with tile-local indices; 32-bit global ids are widened for
+ *     LA_setGlobalIds; a 1-based grid origin becomes LA_setGridOrigin's.
  * Everything else in la.h has a plain C signature (no varargs, no structs by
  * value) and la_mod binds to it directly. Deliberately no logic beyond the
  * index shift and the string copy: validation stays in the C API, so C and
  * Fortran callers see the same errors.
  */
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "la_internal.h"
@@ -51,6 +58,15 @@ static int la__fstr(char *dst, const char *s, size_t len, const char *what) {
   return 0;
 }
 
+/* Cells: the lower bounds of the grid's array (1 unless registered with
+ * la_f_register_grid_lb) and the calling thread's tile offset. Unsigned
+ * arithmetic, as LA__ZB: a wrap is an index out of range. */
+static long la__f_lb[3] = {1, 1, 1};
+static __thread long la__f_tile[3] __attribute__((tls_model("initial-exec")));
+#define LA__CI(v, d)                                                \
+  ((long)((unsigned long)(long)(v) + (unsigned long)la__f_tile[d] - \
+          (unsigned long)la__f_lb[d]))
+
 /* ------------------------------------------------------------ lifecycle */
 
 LA_EXPORT int la_f_register(const char *name, size_t len, int rank,
@@ -64,6 +80,7 @@ LA_EXPORT int la_f_register_grid(const char *name, size_t len, int rank,
                                  int nprocs, long nx, long ny, long nz) {
   char buf[LA__FSTR_MAX + 1];
   int rc = la__fstr(buf, name, len, "application name");
+  for (int d = 0; d < 3; d++) la__f_lb[d] = 1;
   return rc ? rc : LA_registerGrid(buf, rank, nprocs, nx, ny, nz);
 }
 
@@ -104,16 +121,16 @@ LA_EXPORT void la_f_start_probe_i8(int64_t e) { (void)LA_startProbe(LA__ZB(e)); 
 LA_EXPORT void la_f_stop_probe_i8(int64_t e) { (void)LA_stopProbe(LA__ZB(e)); }
 
 LA_EXPORT void la_f_start_cell_i4(int32_t i, int32_t j, int32_t k) {
-  (void)LA_startCell(LA__ZB(i), LA__ZB(j), LA__ZB(k));
+  (void)LA_startCell(LA__CI(i, 0), LA__CI(j, 1), LA__CI(k, 2));
 }
 LA_EXPORT void la_f_stop_cell_i4(int32_t i, int32_t j, int32_t k) {
-  (void)LA_stopCell(LA__ZB(i), LA__ZB(j), LA__ZB(k));
+  (void)LA_stopCell(LA__CI(i, 0), LA__CI(j, 1), LA__CI(k, 2));
 }
 LA_EXPORT void la_f_start_cell_i8(int64_t i, int64_t j, int64_t k) {
-  (void)LA_startCell(LA__ZB(i), LA__ZB(j), LA__ZB(k));
+  (void)LA_startCell(LA__CI(i, 0), LA__CI(j, 1), LA__CI(k, 2));
 }
 LA_EXPORT void la_f_stop_cell_i8(int64_t i, int64_t j, int64_t k) {
-  (void)LA_stopCell(LA__ZB(i), LA__ZB(j), LA__ZB(k));
+  (void)LA_stopCell(LA__CI(i, 0), LA__CI(j, 1), LA__CI(k, 2));
 }
 
 LA_EXPORT int la_f_start_range(long first, long count) {
@@ -164,4 +181,53 @@ LA_EXPORT int la_f_start_box(long i0, long j0, long k0, long ni, long nj,
 LA_EXPORT int la_f_stop_box(long i0, long j0, long k0, long ni, long nj,
                             long nk) {
   return LA_stopBox(LA__ZB(i0), LA__ZB(j0), LA__ZB(k0), ni, nj, nk);
+}
+
+/* ------------------------------------------ the application's numbering */
+
+/* LA_registerGrid of the cells lo(d)..hi(d) of the program's array: cell
+ * (i,j,k) in the program's own indices is then C cell (i-lo(1), ...). */
+LA_EXPORT int la_f_register_grid_lb(const char *name, size_t len, int rank,
+                                    int nprocs, const int64_t *lo,
+                                    const int64_t *hi) {
+  char buf[LA__FSTR_MAX + 1];
+  int rc = la__fstr(buf, name, len, "application name");
+  if (rc) return rc;
+  for (int d = 0; d < 3; d++)
+    if (hi[d] < lo[d])
+      return la__error(LA_EINVAL,
+                       "grid bounds %lld:%lld empty in dimension "
+                       "%d",
+                       (long long)lo[d], (long long)hi[d], d + 1);
+  rc = LA_registerGrid(buf, rank, nprocs, (long)(hi[0] - lo[0] + 1),
+                       (long)(hi[1] - lo[1] + 1), (long)(hi[2] - lo[2] + 1));
+  for (int d = 0; d < 3; d++) la__f_lb[d] = rc ? 1 : (long)lo[d];
+  return rc;
+}
+
+/* The calling thread's tile offset, added to the (i,j,k) of its later cell
+ * probes (0,0,0: none). */
+LA_EXPORT void la_f_set_tile_offset(int64_t di, int64_t dj, int64_t dk) {
+  la__f_tile[0] = (long)di;
+  la__f_tile[1] = (long)dj;
+  la__f_tile[2] = (long)dk;
+}
+
+/* LA_setGlobalIds of 32-bit ids, widened (n of them). */
+LA_EXPORT int la_f_set_global_ids_i4(const int32_t *ids, long n) {
+  if (!ids || n <= 0) return LA_setGlobalIds(NULL, n == 0 ? 0 : -1);
+  int64_t *w = malloc((size_t)n * sizeof *w);
+  if (!w) return la__error(LA_ENOMEM, "no memory for %ld global ids", n);
+  for (long e = 0; e < n; e++) w[e] = ids[e];
+  int rc = LA_setGlobalIds(w, n);
+  free(w);
+  return rc;
+}
+
+/* LA_setGridOrigin from the 1-based global index of the rank's first cell
+ * and the global grid's dimensions. */
+LA_EXPORT int la_f_set_grid_origin(const int64_t *first, const int64_t *glob) {
+  return LA_setGridOrigin((long)(first[0] - 1), (long)(first[1] - 1),
+                          (long)(first[2] - 1), (long)glob[0], (long)glob[1],
+                          (long)glob[2]);
 }

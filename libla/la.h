@@ -121,6 +121,37 @@ LA_EXPORT const char *LA_interference(void);
 LA_EXPORT int LA_startRange(long first, long count);
 LA_EXPORT int LA_stopRange(long first, long count);
 
+/* ------------------------------------------ the application's numbering --
+ * Exports and load balancers number elements by the application's own
+ * global ids and a grid's global (i,j,k) when it gives them
+ * (docs/mesh-views.md); without them, by the ranks' local indices
+ * concatenated. Call before LA_register / LA_registerGrid; what is set
+ * applies to every later registration until changed.
+ *
+ * LA_setGlobalIds: ids[e] is the global id (>= 0) of local element e, n of
+ * them; n must equal the element count LA_register is given (else it fails
+ * with LA_EINVAL and the program runs unprofiled). The array is copied: the
+ * caller may free or reuse it at once. ids = NULL with n = 0 forgets them.
+ * Replaces an id function. Uniqueness across ranks is the program's word:
+ * LA does not check it.
+ * LA_setGlobalIdFunc: libla calls fn(e, arg) for every element e at
+ * LA_register, on the calling thread, for its global id (>= 0); NULL
+ * forgets it. Replaces ids set by LA_setGlobalIds.
+ * The ids travel to the LocalAgent at registration (in chunks, over the
+ * registration's socket, not in shared memory): LA_register takes longer
+ * by about the time to send 8 bytes per element.
+ *
+ * LA_setGridOrigin: for LA_registerGrid: this rank's cell (i,j,k) is cell
+ * (ox+i, oy+j, oz+k) of a global grid of gnx*gny*gnz cells; the rank's
+ * block must lie inside it (LA_EINVAL at registration otherwise). All six
+ * zero: forget. A grid rank with an origin and no ids is numbered by its
+ * global cell index gi + gnx*(gj + gny*gk). */
+typedef int64_t (*LA_GlobalIdFunc)(long element, void *arg);
+LA_EXPORT int LA_setGlobalIds(const int64_t *ids, long n);
+LA_EXPORT int LA_setGlobalIdFunc(LA_GlobalIdFunc fn, void *arg);
+LA_EXPORT int LA_setGridOrigin(long ox, long oy, long oz, long gnx, long gny,
+                               long gnz);
+
 /* ================================================================ hot path
  * Internal state read by the inline probes; owned by libla/probe.c. Do not
  * touch it from application code. */

@@ -13,6 +13,7 @@
  *   lifecycle.c  LA_register, LA_dataXfer, LA_finalize: the state machine
  *   dump.c       LA_DUMP_RAW: raw values of every profiled cycle to files
  *   channels.c   LA_channel: the declared channel names
+ *   numbering.c  the application's global ids and grid origin
  */
 #ifndef LA_INTERNAL_H
 #define LA_INTERNAL_H
@@ -147,7 +148,28 @@ LA__HIDDEN int la__link_register(la__link_t *l, const char *agent,
 LA__HIDDEN int la__link_send(la__link_t *l, uint16_t type, const void *msg);
 /* 0 while the connection is open, LA_EAGENTLOST once the agent closed it. */
 LA__HIDDEN int la__link_alive(la__link_t *l);
+/* Sends one frame, waiting up to timeout_ms for the socket to take it all
+ * (registration time only: before the first notification). Returns 0,
+ * LA_EAGENTLOST (with the reason as last error). */
+struct ProtobufCMessage;
+LA__HIDDEN int la__link_send_sync(la__link_t *l, uint16_t type,
+                                  const struct ProtobufCMessage *msg,
+                                  int timeout_ms);
 LA__HIDDEN void la__link_close(la__link_t *l);
+
+/* ------------------------------------------------------------- numbering */
+/* Puts the numbering the program set into req for n elements: the count of
+ * ids that will follow (LA_setGlobalIds / LA_setGlobalIdFunc) and, for a
+ * grid (req->grid set), the origin and global extent (LA_setGridOrigin),
+ * pointed at origin[3] and global[3], which the caller keeps until req is
+ * sent. Returns 0 or LA_EINVAL (ids of another count, a block outside the
+ * global grid). */
+LA__HIDDEN int la__numbering_fill(struct La__RegisterRequest *req, uint64_t n,
+                                  uint64_t *origin, uint64_t *global);
+/* After the registration was accepted: sends the n ids as ElementIds
+ * chunks (none when the program set none). Returns 0, LA_EINVAL (the id
+ * function gave a negative id), LA_ENOMEM, LA_EAGENTLOST. */
+LA__HIDDEN int la__numbering_send(la__link_t *l, uint64_t n, int timeout_ms);
 
 /* ------------------------------------------------------------------ papi */
 /* Initialises PAPI for the event ("PAPI_TOT_CYC", "perf::TASK-CLOCK",

@@ -246,8 +246,14 @@ static int la__register(const char *app_name, int rank, int nprocs,
   req.n_channels = n_ch; /* none declared: nothing on the wire */
   req.channels = (char **)ch_names;
   la__interf_fill_register(&req);
+  uint64_t origin[3], global[3];
+  if ((rc = la__numbering_fill(&req, la__ctx.n, origin, global)))
+    return la__lost(rc);
   if ((rc = la__link_register(&la__ctx.link, s->agent, s->connect_timeout_ms,
                               &req)))
+    return la__lost(rc);
+  if ((rc = la__numbering_send(&la__ctx.link, la__ctx.n,
+                               s->connect_timeout_ms)))
     return la__lost(rc);
   /* The agent is attached now: let it own the semaphore set. */
   if (la__ipc_handover(&la__ctx.ipc) != 0)

@@ -75,6 +75,7 @@ struct la_agent {
   uv_timer_t fsync_timer; /* la_outq_sync every spool_fsync_interval */
   struct la_session *sessions; /* doubly linked */
   int n_conns, n_apps, jobs_in_flight;
+  uint64_t ids_bytes; /* element ids held for sessions (max_ids_memory) */
   int draining;
   la_outq_t *q;
   struct la_uplink *up;
@@ -102,6 +103,11 @@ typedef struct la_session {
   la_weights_t *ch_weights[LA_SHM_MAX_CHANNELS];
   uint32_t busy; /* bit i: buffer i is being read */
   uint64_t cycles, skipped, waits;
+  /* element ids announced at registration, held until all arrived */
+  int64_t *ids;
+  uint64_t ids_got, ids_bytes;
+  int data_seen; /* a DataReady came: no ids any more */
+  int refused;   /* an Error was sent: the connection is closing */
   int finalized;
   const char *end_reason;
 } la_session_t;

@@ -8,7 +8,9 @@
  * loopback connection), so one user's idle connections cannot take every
  * slot. Whatever is queued to a peer that does not read is bounded by
  * max_output (la_uvconn.h). An APP connection then sends one-way DataReady
- * notifications (DXService), each handed to a worker job, and Finalize; its
+ * notifications (DXService), each handed to a worker job, and Finalize
+ * (before the first DataReady, the element ids it announced: ElementIds
+ * chunks, held and sent upstream once complete); its
  * close — whatever the reason, including the process being killed — is the
  * death notice: once the session's jobs are done, the application's IPC
  * objects are removed and RankEnd goes upstream. A malformed or unexpected
@@ -18,6 +20,7 @@
  * connection's own read callback. This file knows the protocol; admission is
  * listener.c's, reading buffers worker.c's.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +30,119 @@
 #include "la_log.h"
 #include "la_time.h"
 #include "peer_uid.h"
+
+/* Frees the element ids s still holds (and their share of max_ids_memory). */
+static void la__ids_free(la_session_t *s) {
+  if (!s->ids) return;
+  s->ag->ids_bytes -= s->ids_bytes;
+  s->ids_bytes = 0;
+  free(s->ids);
+  s->ids = NULL;
+}
+
+/* Tells the application why it is refused (an Error it can read) and closes
+ * the connection once that is written; later frames are ignored. */
+static void la__app_error(la_session_t *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void la__app_error(la_session_t *s, const char *fmt, ...) {
+  char why[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+  s->ag->st.bad_frames++;
+  s->refused = 1;
+  la_log_warnx("%s rank %u: %s: closing", s->app_id, s->rank, why);
+  La__Error e = LA__ERROR__INIT;
+  e.code = LA_EPROTO;
+  e.message = why;
+  la_conn_send(&s->conn, LA__MSG_TYPE__MSG_ERROR, &e.base, 1);
+}
+
+/* The registration's element ids: the count must equal the element count,
+ * and the ids fit in max_ids_memory with every other session's. Reserves
+ * the memory. Returns 0, or -1 with the reason in why. */
+static int la__ids_register(la_session_t *s, const La__RegisterRequest *r,
+                            char *why, size_t len) {
+  if (!r->has_n_element_ids) return 0;
+  if (r->n_element_ids != r->n_elements) {
+    snprintf(why, len, "%llu element ids announced for %llu elements",
+             (unsigned long long)r->n_element_ids,
+             (unsigned long long)r->n_elements);
+    return -1;
+  }
+  uint64_t need = r->n_elements * sizeof *s->ids;
+  la_agent_t *ag = s->ag;
+  if (ag->ids_bytes > ag->set.max_ids_memory ||
+      need > ag->set.max_ids_memory - ag->ids_bytes ||
+      !(s->ids = malloc(need))) {
+    snprintf(why, len, "%llu element ids do not fit in max_ids_memory = "
+             "%llu bytes (%llu in use)", (unsigned long long)r->n_elements,
+             (unsigned long long)ag->set.max_ids_memory,
+             (unsigned long long)ag->ids_bytes);
+    return -1;
+  }
+  ag->ids_bytes += need;
+  s->ids_bytes = need;
+  s->ids_got = 0;
+  return 0;
+}
+
+/* Once every id arrived: the rank's ids go upstream in chunks, in order,
+ * after its RankStart; the memory is freed. */
+static void la__ids_complete(la_session_t *s) {
+  uint64_t n = s->ipc.n_elements;
+  for (uint64_t first = 0; first < n; first += LA_ELEMENT_IDS_CHUNK) {
+    La__ElementIds m = LA__ELEMENT_IDS__INIT;
+    m.first = first;
+    m.n_ids = n - first < LA_ELEMENT_IDS_CHUNK ? (size_t)(n - first)
+                                               : LA_ELEMENT_IDS_CHUNK;
+    m.ids = s->ids + first;
+    m.app_id = s->app_id;
+    m.has_rank = 1;
+    m.rank = s->rank;
+    if (la_uplink_log(s->ag, LA__MSG_TYPE__MSG_ELEMENT_IDS, &m.base,
+                      &m.seq) != 0) {
+      la_log_error("%s rank %u: element ids dropped: the log is full "
+                   "(spool_bytes) or unwritable", s->app_id, s->rank);
+      break;
+    }
+  }
+  la_uplink_kick(s->ag);
+  la_log_info("%s rank %u: %llu element ids received", s->app_id, s->rank,
+              (unsigned long long)n);
+  la__ids_free(s);
+}
+
+/* An ElementIds chunk from the application. Returns 0 (a broken rule is
+ * answered with an Error and the connection closes). */
+static int la__on_ids(la_session_t *s, const La__ElementIds *m) {
+  uint64_t n = s->ipc.n_elements;
+  if (s->data_seen)
+    la__app_error(s, "element ids after a DataReady: ids go between the "
+                     "registration and the first cycle");
+  else if (!s->ids)
+    la__app_error(s, "element ids %s", s->ids_got ? "sent twice"
+                                                  : "not announced in the "
+                                                    "registration");
+  else if (m->n_ids > LA_ELEMENT_IDS_CHUNK)
+    la__app_error(s, "element ids chunk of %zu ids (at most %u)", m->n_ids,
+                  LA_ELEMENT_IDS_CHUNK);
+  else if (m->first != s->ids_got)
+    la__app_error(s, "element ids chunk starts at %llu, expected %llu",
+                  (unsigned long long)m->first,
+                  (unsigned long long)s->ids_got);
+  else if (m->n_ids > n - m->first)
+    la__app_error(s, "element ids past the %llu elements (chunk %llu..%llu)",
+                  (unsigned long long)n, (unsigned long long)m->first,
+                  (unsigned long long)(m->first + m->n_ids - 1));
+  else {
+    memcpy(s->ids + m->first, m->ids, m->n_ids * sizeof *m->ids);
+    s->ids_got += m->n_ids;
+    if (s->ids_got == n) la__ids_complete(s);
+  }
+  return 0;
+}
 
 /* The connection is closed and no job holds it: the application is gone or
  * finished, so its IPC objects go too, and RankEnd goes upstream. */
@@ -51,6 +167,7 @@ static void la__on_free(la_conn_t *c) {
                 (unsigned long long)s->cycles,
                 (unsigned long long)s->skipped);
   }
+  la__ids_free(s);
   LA_CONN_LIST_UNLINK(ag->sessions, s);
   ag->n_conns--;
   la_weights_free(s->weights);
@@ -147,13 +264,17 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
   int peer_uid = s->conn.key >= 0 ? s->conn.key
                                   : fd >= 0 ? la_peer_uid_fast(fd) : -1;
   char reason[200];
+  if (la__ids_register(s, r, reason, sizeof reason) != 0)
+    return la__refuse(s, reason);
   /* the names were checked by the codec (count, printable, bounded,
    * unique); the header must agree with their count */
   uint32_t n_ch = r->n_channels ? (uint32_t)r->n_channels : 1;
   if (la_app_ipc_attach(&s->ipc, r->shm_id, r->sem_id, r->pid, r->nonce,
                         r->n_elements, r->n_buffers, n_ch, peer_uid, reason,
-                        sizeof reason) != 0)
+                        sizeof reason) != 0) {
+    la__ids_free(s);
     return la__refuse(s, reason);
+  }
   s->state = LA_SESS_APP;
   la_conn_set_deadline(&s->conn, 0);
   snprintf(s->app_id, sizeof s->app_id, "%s", r->app_id);
@@ -215,6 +336,12 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
   st.interference = r->interference;
   st.n_channels = r->n_channels;
   st.channels = r->channels;
+  st.has_n_element_ids = r->has_n_element_ids;
+  st.n_element_ids = r->n_element_ids;
+  st.n_grid_origin = r->n_grid_origin;
+  st.grid_origin = r->grid_origin;
+  st.n_grid_global = r->n_grid_global;
+  st.grid_global = r->grid_global;
   la_uplink_send(ag, LA__MSG_TYPE__MSG_RANK_START, &st.base, &st.seq);
   char spec[80] = "";
   la_compact_spec_format(&s->cp, spec, sizeof spec);
@@ -225,6 +352,13 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
 }
 
 static int la__on_data_ready(la_session_t *s, const La__DataReady *d) {
+  s->data_seen = 1;
+  if (s->ids) {
+    la__app_error(s, "DataReady after %llu of the %llu element ids announced",
+                  (unsigned long long)s->ids_got,
+                  (unsigned long long)s->ipc.n_elements);
+    return 0;
+  }
   if (d->buffer >= s->ipc.n_buffers) {
     la_log_warnx("%s rank %u: data-ready for buffer %u of %u: closing",
                  s->app_id, s->rank, d->buffer, s->ipc.n_buffers);
@@ -265,7 +399,15 @@ static int la__on_data_ready(la_session_t *s, const La__DataReady *d) {
 /* Handles one decoded message. Returns -1 to close the connection. */
 static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
   la_session_t *s = (la_session_t *)c;
+  if (s->refused) return 0; /* an Error is on its way; closing after it */
   switch (type) {
+  case LA__MSG_TYPE__MSG_ELEMENT_IDS:
+    if (s->state != LA_SESS_APP) {
+      la_log_warnx("connection %s: element ids before registration: closing",
+                   s->conn.peer);
+      return -1;
+    }
+    return la__on_ids(s, (La__ElementIds *)m);
   case LA__MSG_TYPE__MSG_REGISTER_REQUEST:
     if (s->state != LA_SESS_NEW) {
       la_log_warnx("connection %s: second registration: closing",

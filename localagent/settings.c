@@ -37,6 +37,9 @@ const la_cfg_key_t la_la_keys[] = {
     "largest frame accepted from an application or tool"),
   N("agent", "max_elements", LA_CFG_SIZE, max_elements, "64M", 1,
     4294967296.0, "largest element count of one registration"),
+  N("agent", "max_ids_memory", LA_CFG_SIZE, max_ids_memory, "256M", 0,
+    1099511627776.0, "bytes of applications' element ids held while they "
+    "arrive (8 per element); a registration beyond is refused"),
   N("agent", "handshake_timeout", LA_CFG_MS, handshake_ms, "5s", 10, 3600000,
     "a new connection must register or query within this"),
   N("agent", "threads", LA_CFG_INT, threads, "2", 1, 128,

@@ -22,6 +22,7 @@ typedef struct la_la_settings {
   int64_t max_apps;        /* registered application processes */
   uint64_t max_frame;      /* bytes of one frame from an application */
   uint64_t max_elements;   /* elements of one registration */
+  uint64_t max_ids_memory; /* element ids held for registrations, bytes */
   int64_t handshake_ms;    /* a connection must register or ask within this */
   int64_t threads;         /* compaction threads (libuv thread pool) */
   int64_t worker_nice;     /* nice of the compaction threads */

@@ -2,8 +2,10 @@
  * csv|json|metis [-o FILE] [--max-weight N]`: per-element weights of one
  * cycle or a range of cycles, decoded from the compact traces:
  *   csv    a comment line with the format version, the header
- *          cycle,rank,element,global_element,value, then one line per
- *          element of every present rank (%.17g values: exact);
+ *          cycle,rank,element,global_element,value,id,i,j,k, then one line
+ *          per element of every present rank (%.17g values: exact; id and
+ *          i,j,k in the application's numbering, lactl_numbering.h, with a
+ *          note on stderr where there is none);
  *   json   {"app", "metric", "unit", "sets": [one object per cycle with
  *          vtxdist, exact totals and per-rank value arrays (null for a
  *          missing rank)]};
@@ -12,6 +14,7 @@
  *          as la_traceset_metis_weights computes them (docs/lactl.md);
  *   npy    the CSV's rows as a NumPy structured array, streamed, and a
  *          JSON sidecar (lactl_npy.c).
+ *   vtk    one cycle: a legacy VTK file (lactl_vtk.c).
  * Elements of missing ranks are left out of csv, null in json, and get the
  * mean weight in metis; each case is reported on stderr.
  *
@@ -26,14 +29,16 @@
 #include <string.h>
 
 #include "lactl_npy.h"
+#include "lactl_numbering.h"
+#include "lactl_vtk.h"
 #include "lactl_util.h"
 
-enum { F_CSV, F_JSON, F_METIS, F_NPY };
+enum { F_CSV, F_JSON, F_METIS, F_NPY, F_VTK };
 
 static void usage(FILE *f) {
   fprintf(f,
           "usage: lactl export APP [CYCLE|latest|FIRST:LAST] [--format "
-          "csv|json|metis|npy]\n"
+          "csv|json|metis|npy|vtk]\n"
           "                    [-o FILE] [--max-weight N] [--global "
           "HOST:PORT | --db FILE]\n"
           "                    [--channel NAME]\n"
@@ -41,8 +46,9 @@ static void usage(FILE *f) {
           "Writes the per-element weights (decoded values) of application "
           "APP for one\ncycle (default: the latest) or the cycles FIRST..LAST "
           "(either may be left\nout: 10:, :40).\n\n"
-          "  --format csv        cycle,rank,element,global_element,value "
-          "(default)\n"
+          "  --format csv        cycle,rank,element,global_element,value,id,"
+          "i,j,k (default;\n"
+          "                      id, i,j,k: the application's numbering)\n"
           "  --format json       one object per cycle, per-rank value arrays "
           "(or --json)\n"
           "  --format metis      one cycle: a METIS vertex-weight file, one "
@@ -51,6 +57,10 @@ static void usage(FILE *f) {
           "  --format npy        the CSV's rows as a NumPy structured array "
           "(needs -o FILE;\n"
           "                      FILE.json describes it)\n"
+          "  --format vtk        one cycle: a VTK file (ParaView, VisIt) of "
+          "the measured\n"
+          "                      and robust weights: the global grid, or one "
+          "cell per id\n"
           "  --weights KIND      measured or robust (interference removed; "
           "default: robust\n"
           "                      when every rank of the cycle has them)\n"
@@ -74,17 +84,25 @@ static void note_missing(const la_traceset_t *t, const char *what) {
             lactl_fmt_ranks(m, n, r, sizeof r), what);
 }
 
-static int put_csv(FILE *f, const la_traceset_t *t, double *w) {
+static int put_csv(FILE *f, const la_traceset_t *t, double *w,
+                   lactl_num_t *num) {
   uint32_t np = la_traceset_nprocs(t);
   unsigned long long cyc = (unsigned long long)la_traceset_cycle(t), g = 0;
   note_missing(t, "left out of the CSV");
   for (uint32_t r = 0; r < np; r++) {
     uint64_t ne = la_traceset_rank_elements(t, r);
+    const int64_t *id;
+    const uint64_t *c;
+    int kind;
     if (la_traceset_has_rank(t, r)) {
-      if (la_traceset_rank_weights(t, r, w)) return -1;
-      for (uint64_t e = 0; e < ne; e++)
-        fprintf(f, "%llu,%u,%llu,%llu,%.17g\n", cyc, r, (unsigned long long)e,
-                g + e, w[e]);
+      if (la_traceset_rank_weights(t, r, w) ||
+          lactl_num_rank(num, t, r, &id, &c, &kind))
+        return -1;
+      for (uint64_t e = 0; e < ne; e++, c += 3)
+        fprintf(f, "%llu,%u,%llu,%llu,%.17g,%lld,%llu,%llu,%llu\n", cyc, r,
+                (unsigned long long)e, g + e, w[e], (long long)id[e],
+                (unsigned long long)c[0], (unsigned long long)c[1],
+                (unsigned long long)c[2]);
     }
     g += ne;
   }
@@ -190,9 +208,11 @@ int lactl_export_main(int argc, char **argv) {
           fmt = F_METIS;
         else if (!strcmp(optarg, "npy"))
           fmt = F_NPY;
+        else if (!strcmp(optarg, "vtk")) /* lactl_vtk.c */
+          fmt = F_VTK;
         else
           return lactl_usage_err(
-              "export", "--format '%s': csv, json, metis or npy", optarg);
+              "export", "--format '%s': csv, json, metis, npy or vtk", optarg);
         break;
       case 'o':
         out = optarg;
@@ -222,8 +242,9 @@ int lactl_export_main(int argc, char **argv) {
   if (lactl_parse_sel(optind + 1 < argc ? argv[optind + 1] : NULL, 1, &sel))
     return lactl_usage_err("export", "'%s' is not CYCLE, latest or FIRST:LAST",
                            argv[optind + 1]);
-  if (fmt == F_METIS && sel.range)
-    return lactl_usage_err("export", "--format metis takes one cycle");
+  if ((fmt == F_METIS || fmt == F_VTK) && sel.range)
+    return lactl_usage_err("export", "--format %s takes one cycle",
+                           fmt == F_VTK ? "vtk" : "metis");
   if (fmt == F_NPY && (!out || !strcmp(out, "-")))
     return lactl_usage_err("export", "--format npy needs -o FILE");
 
@@ -249,6 +270,8 @@ int lactl_export_main(int argc, char **argv) {
   rc = LACTL_OK;
   lactl_npy_t *npy = fmt == F_NPY ? lactl_npy_start("export", f, out) : NULL;
   if (fmt == F_NPY && !npy) rc = LACTL_FAIL;
+  lactl_num_t *num = lactl_num_new(s, app);
+  if (!num) rc = LACTL_FAIL;
   for (size_t i = 0; i < nt && rc == LACTL_OK; i++) {
     la_traceset_t *t;
     int e = tags ? lactl_src_set(s, app, 0, tags[i], &t)
@@ -294,13 +317,18 @@ int lactl_export_main(int argc, char **argv) {
       else if (fmt == F_NPY) {
         note_missing(t, "left out of the array");
         if (lactl_npy_set(npy, t, w)) rc = LACTL_FAIL;
-      } else if ((fmt == F_CSV ? put_csv(f, t, w) : put_json(f, t, w, i == 0)))
+      } else if (fmt == F_VTK)
+        rc = lactl_vtk_write(f, num, t);
+      else if ((fmt == F_CSV ? put_csv(f, t, w, num)
+                             : put_json(f, t, w, i == 0)))
         rc = LACTL_FAIL;
     }
     la_traceset_free(t);
   }
   if (fmt == F_JSON && rc == LACTL_OK) fprintf(f, "\n]}\n");
   if (npy && lactl_npy_finish(npy, rc == LACTL_OK)) rc = LACTL_FAIL;
+  if (fmt == F_CSV && rc == LACTL_OK) lactl_num_note(num, "export");
+  lactl_num_free(num);
   free(w);
   free(tags);
   lactl_src_close(s);

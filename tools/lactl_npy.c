@@ -78,7 +78,7 @@ void lactl_csv_head(FILE *f, const char *app, const la_traceset_t *t) {
     for (const char *p = s[i]; *p; p++)
       fputc((unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p, f);
   }
-  fputs("\ncycle,rank,element,global_element,value\n", f);
+  fputs("\ncycle,rank,element,global_element,value,id,i,j,k\n", f);
 }
 
 lactl_npy_t *lactl_npy_start(const char *cmd, FILE *f, const char *path) {

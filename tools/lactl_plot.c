@@ -15,6 +15,9 @@
  *     around 1.0 (log scale: 1/2 and 2 are equally far from white), missing
  *     ranks hatched grey, with a legend and the per-cycle imbalance
  *     (max/mean) as bars above.
+ *   lactl plot APP [CYCLE|latest] --grid [--slice k=N] -o grid.svg
+ *     a grid application's cost on the mesh: one slice of the global grid,
+ *     stitched over the ranks by their origins (lactl_plot_grid.c).
  *
  * No plotting library: the SVG is written by hand (lactl_svg.h). */
 #include <getopt.h>
@@ -31,6 +34,10 @@ static void usage(FILE *f) {
           "[-o FILE.svg]\n"
           "       lactl plot APP --heatmap [--first N] [--last M] [-o "
           "FILE.svg]\n"
+          "                  [--global HOST:PORT | --db FILE] [--channel "
+          "NAME]\n"
+          "       lactl plot APP [CYCLE|latest] --grid [--slice i|j|k=N] "
+          "[-o FILE.svg]\n"
           "                  [--global HOST:PORT | --db FILE] [--channel "
           "NAME]\n"
           "\n"
@@ -58,6 +65,12 @@ static void usage(FILE *f) {
           "                      below the mean, white: at it, red: above; "
           "grey: missing)\n"
           "  --first N, --last M heat map: only cycles N..M\n"
+          "  --grid              a grid application's global grid, one slice, "
+          "cells coloured\n"
+          "                      by weight / mean (ranks placed by their "
+          "origins)\n"
+          "  --slice k=N         the slice (i=, j= or k=; default: the middle "
+          "k)\n"
           "  -o FILE             write to FILE\n" LACTL_CHANNEL_HELP
               LACTL_COMMON_HELP
           "\nExit status: 0 done, 1 unreachable, not found or unreadable "
@@ -76,6 +89,9 @@ typedef struct {
   const char *out; /* -o FILE (NULL: stdout) */
   const char *app;
   int heat;        /* --heatmap */
+  int grid;        /* --grid (lactl_plot_grid.c) */
+  int axis, have_at;
+  uint64_t at;     /* --slice */
   lactl_sel_t sel; /* the trace's cycle */
   uint64_t first, last;
 } plot_args_t;
@@ -89,6 +105,7 @@ static int plot_opts(int argc, char **argv, plot_args_t *a, int *have_range) {
       {"heatmap", 0, 0, 'H'},    {"first", 1, 0, 'f'},
       {"last", 1, 0, 'l'},       {"output", 1, 0, 'o'},
       {"full-range", 0, 0, 'F'}, {"weights", 1, 0, 'W'},
+      {"grid", 0, 0, 'G'},       {"slice", 1, 0, 'S'},
       LACTL_CHANNEL_OPTION,      LACTL_COMMON_OPTIONS,
       {0, 0, 0, 0}};
   int c;
@@ -120,6 +137,15 @@ static int plot_opts(int argc, char **argv, plot_args_t *a, int *have_range) {
         break;
       case 'H':
         a->heat = 1;
+        break;
+      case 'G':
+        a->grid = 1;
+        break;
+      case 'S':
+        if (lactl_plot_parse_slice(optarg, &a->axis, &a->at))
+          return lactl_usage_err("plot", "--slice '%s': i=N, j=N or k=N",
+                                 optarg);
+        a->have_at = 1;
         break;
       case 'f':
       case 'l':
@@ -160,8 +186,15 @@ static int plot_args(int argc, char **argv, plot_args_t *a) {
     return lactl_usage_err("plot",
                            "--heatmap takes --first/--last, not a "
                            "cycle, --rank or --raw");
-  if (!a->heat && !a->trace.have_rank)
-    return lactl_usage_err("plot", "say --rank R (a trace) or --heatmap");
+  a->axis = a->have_at ? a->axis : 2;
+  if (a->grid && (a->heat || a->trace.have_rank || a->trace.raw))
+    return lactl_usage_err("plot", "--grid takes a cycle and --slice, not "
+                                   "--heatmap, --rank or --raw");
+  if (a->have_at && !a->grid)
+    return lactl_usage_err("plot", "--slice is for --grid");
+  if (!a->heat && !a->grid && !a->trace.have_rank)
+    return lactl_usage_err("plot",
+                           "say --rank R (a trace), --heatmap or --grid");
   if (!a->heat && have_range)
     return lactl_usage_err("plot", "--first/--last are for --heatmap");
   if (a->first > a->last)
@@ -214,10 +247,17 @@ int lactl_plot_main(int argc, char **argv) {
   char raw_path[4200];
   const char *rp = NULL;
   rc = LACTL_OK;
-  if (!a.heat) rc = plot_trace_set(s, &a, &t, raw_path, sizeof raw_path, &rp);
+  if (a.grid) {
+    int e = lactl_src_set(s, a.app, a.sel.latest, a.sel.first, &t);
+    if (e) rc = lactl_src_fail("plot", s, e);
+  } else if (!a.heat) {
+    rc = plot_trace_set(s, &a, &t, raw_path, sizeof raw_path, &rp);
+  }
   FILE *f = rc == LACTL_OK ? lactl_out_open("plot", a.out) : NULL;
   if (rc == LACTL_OK && !f) rc = LACTL_FAIL;
-  if (rc == LACTL_OK)
+  if (rc == LACTL_OK && a.grid)
+    rc = lactl_plot_grid(f, t, a.trace.kind, a.axis, a.have_at, a.at);
+  else if (rc == LACTL_OK)
     rc = a.heat ? lactl_plot_heat(f, s, a.app, a.first, a.last, a.trace.kind)
                 : lactl_plot_trace(f, t, &a.trace, rp);
   la_traceset_free(t);

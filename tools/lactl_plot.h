@@ -37,6 +37,17 @@ int lactl_plot_trace(FILE *f, la_traceset_t *t, const lactl_trace_opts_t *o,
 int lactl_plot_heat(FILE *f, lactl_src_t *s, const char *app, uint64_t first,
                     uint64_t last, int kind);
 
+/* Draws slice `at` along axis (0 i, 1 j, 2 k; have_at 0: the middle) of
+ * the global grid of t (a grid application, ranks placed by their
+ * origins) as an SVG map into f, cells coloured by weights kind
+ * (LA_WEIGHTS_*, or -1: the set's default). lactl_plot_grid.c. Returns
+ * LACTL_OK, or LACTL_FAIL after a message (not a grid application, a
+ * slice outside the grid, out of memory). */
+int lactl_plot_grid(FILE *f, la_traceset_t *t, int kind, int axis,
+                    int have_at, uint64_t at);
+/* Parses "k=N" (or i=, j=) into *axis and *at. 0, or -1 when malformed. */
+int lactl_plot_parse_slice(const char *s, int *axis, uint64_t *at);
+
 /* qsort comparison of doubles, increasing. */
 int lactl_plot_cmp_double(const void *a, const void *b);
 

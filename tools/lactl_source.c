@@ -422,3 +422,33 @@ int lactl_src_select(lactl_src_t *s, const char *app, const lactl_sel_t *sel,
   free(c);
   return 0;
 }
+
+/* la__ids_ask_t over la__ask: either source. */
+static int la__ids_ask(void *ctx, La__Query *q, const La__QueryReply **r,
+                       void **hold) {
+  la__answer_t *a = *hold;
+  if (!q) {
+    if (a) la__answer_free(a);
+    free(a);
+    *hold = NULL;
+    return 0;
+  }
+  lactl_src_t *s = ctx;
+  if (!(a = malloc(sizeof *a))) return la__fail(s, LA_ENOMEM, "out of memory");
+  int rc = la__ask(s, q, a);
+  if (rc) {
+    free(a);
+    return rc;
+  }
+  *hold = a;
+  *r = a->r;
+  return 0;
+}
+
+int lactl_src_rank_ids(lactl_src_t *s, const char *app, uint32_t rank,
+                       int64_t *ids, uint64_t n) {
+  char why[200] = "";
+  int rc = la__ids_fetch(la__ids_ask, s, app, rank, ids, n, why, sizeof why);
+  if (rc && why[0]) la__fail(s, rc, "%s: %s", s->where, why);
+  return rc;
+}

@@ -92,4 +92,10 @@ int lactl_src_fail(const char *cmd, lactl_src_t *s, int rc);
 int lactl_src_select(lactl_src_t *s, const char *app, const lactl_sel_t *sel,
                      uint64_t **tags, size_t *n);
 
+/* Rank's global ids (the application's numbering) into ids, n = the
+ * rank's element count. LA_ENOTFOUND when the rank gave none (or not all
+ * are stored); other errors with a message. */
+int lactl_src_rank_ids(lactl_src_t *s, const char *app, uint32_t rank,
+                       int64_t *ids, uint64_t n);
+
 #endif /* LACTL_SOURCE_H */

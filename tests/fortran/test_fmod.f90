@@ -16,7 +16,16 @@
 !     no-ops), cycle 3 is, and ends with la_finalize, unsent.
 ! Without an agent la_register fails and every call must be a no-op.
 !
-! Usage: test_fmod [agent|noagent|codes]
+! Mode numbering instead runs phase 3, the application's numbering:
+!   fmod-ids.1: 12 elements with 32-bit global ids 100*e, one cycle probing
+!     element 1;
+!   fmod-lb.1: the array a(-1:4, 0:3, 2:3) (6x4x2 cells) registered with its
+!     bounds, first cell (11,1,1) of a 20x4x2 global grid; one cycle
+!     probing cells (-1,0,2) and (4,3,3) (C 0 and 47) in the program's
+!     indices, then, with tile offset (2,1,0), tile-local cell (0,0,2)
+!     (program (2,1,2), C 9).
+!
+! Usage: test_fmod [agent|noagent|codes|numbering]
 !   agent    fail unless the registrations succeed
 !   noagent  fail unless la_register returns LA_ENOAGENT
 !   codes    print every la_mod constant as "NAME VALUE" and exit
@@ -37,6 +46,10 @@ program test_fmod
   if (command_argument_count() >= 1) call get_command_argument(1, mode)
   if (mode == 'codes') then
     call print_codes()
+    stop
+  end if
+  if (mode == 'numbering') then
+    call numbering()
     stop
   end if
 
@@ -223,6 +236,52 @@ program test_fmod
   print '(a,l1,a,es10.3)', 'fmod: OK (profiled ', reg, ') sink ', sink
 
 contains
+
+  ! Phase 3 (mode numbering): global ids, array bounds, grid origin, tiles.
+  subroutine numbering()
+    integer :: e
+    integer, dimension(12) :: ids
+    call get_environment_variable('LA_AGENT', agent, alen, st)
+    call la_set_agent(agent(1:alen), ierr)
+    call check(ierr == LA_OK, 'la_set_agent')
+    ids = [(100 * e, e = 1, 12)]
+    call la_set_global_ids(ids, ierr)
+    call check(ierr == LA_OK, 'la_set_global_ids')
+    call la_set_app_id('fmod-ids.1', ierr)
+    call la_register(name, 0, 1, 12, ierr)
+    call check(ierr == LA_OK, 'la_register with ids')
+    call la_start_probe(1)
+    call work(100)
+    call la_stop_probe(1)
+    call la_data_xfer(ierr)
+    call la_finalize()
+    call la_set_global_ids([integer(int64) ::], ierr)
+    call check(ierr == LA_OK, 'la_set_global_ids (forget)')
+
+    call la_set_app_id('fmod-lb.1', ierr)
+    call la_set_grid_origin([11, 1, 1], [20, 4, 2], ierr)
+    call check(ierr == LA_OK, 'la_set_grid_origin')
+    call la_register_grid_lb(name, 0, 1, [-1, 0, 2], [4, 3, 3], ierr)
+    call check(ierr == LA_OK, 'la_register_grid_lb')
+    call la_start_cell(-1, 0, 2)
+    call work(100)
+    call la_stop_cell(-1, 0, 2)
+    call la_start_cell(4_int64, 3_int64, 3_int64)
+    call work(100)
+    call la_stop_cell(4_int64, 3_int64, 3_int64)
+    call la_set_tile_offset(2, 1, 0)
+    call la_start_cell(0, 0, 2)
+    call work(100)
+    call la_stop_cell(0, 0, 2)
+    call la_set_tile_offset(0, 0, 0)
+    call la_start_cell(5, 0, 2)  ! i > 4: out of range
+    call la_stop_cell(5, 0, 2)
+    call la_data_xfer(ierr)
+    call check(ierr == LA_OK, 'la_data_xfer (bounds)')
+    call check(la_get_stat(LA_STAT_RANGE_ERRORS) == 2, 'one cell out of range')
+    call la_finalize()
+    print '(a)', 'fmod: OK (numbering)'
+  end subroutine
 
   subroutine check(ok, what)
     logical, intent(in) :: ok

@@ -2,9 +2,12 @@
  * the real GlobalAgent's store (see la_test_agent.h). */
 #include "la_test_agent.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include <sqlite3.h>
@@ -148,4 +151,15 @@ long long la_ta_ntraces(la_test_agent_t *a, const char *app_id) {
   snprintf(sql, sizeof sql, "SELECT count(*) FROM traces WHERE app_id = '%s'",
            app_id);
   return la_ta_sql_int(a, sql);
+}
+
+int la_ta_conn_fd(uint16_t port) {
+  for (int fd = 3; fd < 1024; fd++) {
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    if (getpeername(fd, (struct sockaddr *)&a, &len) == 0 &&
+        a.sin_family == AF_INET && ntohs(a.sin_port) == port)
+      return fd;
+  }
+  return -1;
 }

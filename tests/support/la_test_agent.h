@@ -46,6 +46,11 @@ int la_ta_sql_text(la_test_agent_t *a, const char *sql, char *buf, size_t len);
 int la_ta_wait_sql(la_test_agent_t *a, const char *sql, long long min,
                    int timeout_ms);
 
+/* This process's connection to the TCP port (libla's to its LocalAgent),
+ * found among its descriptors, or -1. For tests that speak on libla's
+ * behalf. */
+int la_ta_conn_fd(uint16_t port);
+
 /* Decodes the stored trace of (app_id, rank, cycle_tag) into out, which
  * has room for n values; the trace must hold exactly n. 0, or -1 (no such
  * trace, another length, undecodable). */

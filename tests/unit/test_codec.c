@@ -55,7 +55,8 @@
 #define T_TM LA__MSG_TYPE__MSG_TRACE_MISSING
 
 #define HDR LA_FRAME_HEADER_LEN
-#define N_TYPES 20
+#define T_EID LA__MSG_TYPE__MSG_ELEMENT_IDS
+#define N_TYPES 21
 
 #define assert_dbl_equal(a, b) assert_true((a) == (b))
 #define M(x) ((ProtobufCMessage *)(x))
@@ -86,6 +87,8 @@ static uint64_t s_rs_grid[3];
 static La__RankStart s_rs;
 static La__RankEnd s_re;
 static La__TraceMissing s_tm;
+static int64_t s_eid_ids[3];
+static La__ElementIds s_eid;
 static La__SeriesStats s_stats[4];
 static La__FitError s_fe[4];
 static uint8_t s_seg[4][40];
@@ -248,6 +251,15 @@ static void reset_samples(void) {
   s_tm.rank = 1;
   s_tm.cycle_tag = 40;
   s_tm.reason = "buffer skipped";
+  la__element_ids__init(&s_eid);
+  s_eid.first = 4;
+  s_eid_ids[0] = 10, s_eid_ids[1] = 0, s_eid_ids[2] = INT64_MAX;
+  s_eid.n_ids = 3;
+  s_eid.ids = s_eid_ids;
+  s_eid.has_seq = s_eid.has_rank = 1;
+  s_eid.seq = 14;
+  s_eid.app_id = "slurm-123456.0";
+  s_eid.rank = 1;
   la__rank_end__init(&s_re);
   s_re.seq = 12;
   s_re.app_id = "slurm-123456.0";
@@ -357,7 +369,7 @@ static void build_samples(void) {
     {T_RE, M(&s_re)},     {T_CT, M(&s_ct[0])},    {T_ACK, M(&s_ack)},
     {T_SUB, M(&s_sub)},   {T_TS, M(&s_ts)},       {T_Q, M(&s_q)},
     {T_QR, M(&s_qr)},     {T_SREQ, M(&s_sreq)},   {T_SREP, M(&s_srep)},
-    {T_ERR, M(&s_err)},   {T_TM, M(&s_tm)},
+    {T_ERR, M(&s_err)},   {T_TM, M(&s_tm)},       {T_EID, M(&s_eid)},
   };
   memcpy(samples, s, sizeof s);
 }
@@ -623,6 +635,16 @@ static void cmp_msg(uint16_t type, const ProtobufCMessage *x,
     assert_int_equal(a->rank, b->rank);
     assert_int_equal(a->cycle_tag, b->cycle_tag);
     assert_string_equal(a->reason, b->reason);
+    break;
+  }
+  case T_EID: {
+    const La__ElementIds *a = (const void *)x, *b = (const void *)y;
+    assert_int_equal(a->first, b->first);
+    assert_int_equal(a->n_ids, b->n_ids);
+    assert_memory_equal(a->ids, b->ids, a->n_ids * sizeof *a->ids);
+    OPT_EQ(a, b, seq);
+    OPT_EQ(a, b, rank);
+    assert_str_or_null(a->app_id, b->app_id);
     break;
   }
   case T_CT:
@@ -1915,6 +1937,43 @@ static void test_other_validation(void **state) {
   expect_valid(T_TM, M(&s_tm));
 }
 
+/* The application's numbering: ElementIds chunks (count, range, sign) and
+ * the grid origin / global extent of RegisterRequest and RankStart. */
+static void test_numbering_validation(void **state) {
+  expect_valid(T_EID, M(&s_eid));
+  s_eid_ids[1] = -1;
+  expect_invalid(T_EID, M(&s_eid), "negative");
+  s_eid_ids[1] = 0;
+  s_eid.n_ids = 0;
+  expect_invalid(T_EID, M(&s_eid), "ids in one message");
+  s_eid.n_ids = 3;
+  s_eid.first = (1ULL << 32) - 2;
+  expect_invalid(T_EID, M(&s_eid), "outside");
+  s_eid.first = 0;
+  s_eid.has_n_elements = 1;
+  s_eid.n_elements = 2;
+  expect_invalid(T_EID, M(&s_eid), "outside");
+  s_eid.n_elements = 3;
+  expect_valid(T_EID, M(&s_eid));
+
+  uint64_t org[3] = {4, 0, 0}, glob[3] = {6, 3, 5};
+  s_rs.n_grid_origin = s_rs.n_grid_global = 3;
+  s_rs.grid_origin = org;
+  s_rs.grid_global = glob;
+  expect_valid(T_RS, M(&s_rs)); /* 2x3x5 at x = 4 of 6 */
+  org[0] = 5;
+  expect_invalid(T_RS, M(&s_rs), "global extent");
+  org[0] = 4;
+  s_rs.n_grid_global = 0;
+  expect_invalid(T_RS, M(&s_rs), "origin");
+  s_rs.n_grid_global = 3;
+  s_rs.has_n_element_ids = 1;
+  s_rs.n_element_ids = 29;
+  expect_invalid(T_RS, M(&s_rs), "element ids");
+  s_rs.n_element_ids = 30;
+  expect_valid(T_RS, M(&s_rs));
+}
+
 /* BUG, fixed (la_msg_validate, RegisterRequest): the grid check multiplied
  * three untrusted uint64 dimensions without overflow check. Grid
  * {2^63+1, 2, 1} "multiplies" to 2 modulo 2^64, so a RegisterRequest with
@@ -2456,6 +2515,7 @@ int main(void) {
     T(test_trace_set_validation_many_ranks),
     T(test_query_reply_lists),
     T(test_other_validation),
+    T(test_numbering_validation),
     T(bug_register_grid_product_overflow),
     T(bug_query_reply_sets_not_validated),
     T(bug_validate_crashes_on_missing_submessage),

@@ -648,6 +648,12 @@ static void test_rebalance_with_agents(void **state) {
   const char *const no_la[] = {"--n", "32", "--steps", "20", "--no-la", NULL};
   run_prog(&on, example_path("rebalance"), 4, args, env);
   run_prog(&off, example_path("rebalance"), 4, no_la, NULL);
+  /* every rank's cell ids (32 x 32 each) reached the store */
+  la_test_agent_t view = {.st = s, .up = 1};
+  assert_int_equal(la_ta_wait_sql(&view,
+                                  "SELECT sum(n) FROM element_ids", 4 * 1024,
+                                  20000),
+                   0);
   la_ts_free(&s);
 
   expect_ok(&on, "rebalance with agents");

@@ -404,11 +404,59 @@ static void test_values_arrive(void **state) {
   la_ta_free(&a);
 }
 
+/* The application's numbering from Fortran (test_fmod numbering): 32-bit
+ * global ids reach the store; a grid registered with its array's bounds
+ * takes the program's indices (and a tile offset), and its origin in the
+ * global grid is stored with the rank. */
+static void test_numbering(void **state) {
+  la_test_agent_t a;
+  run_t r;
+  if (la_ta_start(&a, NULL) != 0) {
+    la_ta_free(&a);
+    fail_msg("the daemons did not start");
+  }
+  run_fmod(&r, "numbering", la_td_addr(a.st.la));
+  assert_exit_0(&r);
+  assert_non_null(strstr(r.out, "fmod: OK (numbering)"));
+  assert_int_equal(la_ta_wait_traces(&a, 2, 20000), 0);
+  assert_int_equal(
+      la_ta_wait_sql(&a, "SELECT count(*) FROM element_ids", 1, 20000), 0);
+  const char *ids = "fmod-ids.1", *lb = "fmod-lb.1";
+  assert_int_equal(
+      la_ta_app_int(&a, ids,
+                    "SELECT sum(n) FROM element_ids WHERE app_id = '%s'"),
+      12);
+  char hex[80];
+  la_ta_sql_text(&a,
+                 "SELECT hex(substr(ids, 1, 16)) FROM element_ids WHERE "
+                 "app_id = 'fmod-ids.1' AND first = 0",
+                 hex, sizeof hex);
+  assert_string_equal(hex, "6400000000000000C800000000000000"); /* 100, 200 */
+  assert_int_equal(
+      la_ta_app_int(&a, lb, "SELECT nx * 100 + ny * 10 + nz FROM rank_grid "
+                            "WHERE app_id = '%s'"),
+      642);
+  assert_int_equal(
+      la_ta_app_int(&a, lb, "SELECT ox * 100 + oy * 10 + oz FROM rank_grid "
+                            "WHERE app_id = '%s'"),
+      1000);
+  assert_int_equal(
+      la_ta_app_int(&a, lb, "SELECT gnx * 100 + gny * 10 + gnz FROM rank_grid "
+                            "WHERE app_id = '%s'"),
+      2042);
+  double v[48];
+  assert_int_equal(trace_by_seq(&a, lb, 0, v, 48), 0);
+  static const long cells[] = {0, 9, 47};
+  assert_nonzero_exactly(0, v, 48, cells, 3);
+  la_ta_free(&a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_constants_match_c),
       cmocka_unit_test(test_no_agent),
       cmocka_unit_test(test_values_arrive),
+      cmocka_unit_test(test_numbering),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,6 +49,7 @@
 #include "la_codec.h"
 #include "la_shm_layout.h"
 #include "la_sockio.h"
+#include "la_test_agent.h"
 #include "la_test_daemon.h"
 #include "la_test_kids.h"
 #include "la_test_ipc.h"
@@ -280,16 +281,7 @@ static long long now_ms(void) {
 }
 
 /* libla's connection to the agent, found among our descriptors. */
-static int agent_fd(uint16_t port) {
-  for (int fd = 3; fd < 1024; fd++) {
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
-    if (getpeername(fd, (struct sockaddr *)&a, &len) == 0 &&
-        a.sin_family == AF_INET && ntohs(a.sin_port) == port)
-      return fd;
-  }
-  return -1;
-}
+static int agent_fd(uint16_t port) { return la_ta_conn_fd(port); }
 
 static void wait_go(int go) {
   char c;

@@ -557,15 +557,16 @@ static void test_show_robust(void **state) {
  * request; a set without robust weights asked for them says so. */
 static void test_export_weights(void **state) {
   char *o, *e;
-  assert_int_equal(
-      lactl(&o, &e, "export", "xrobust-3", "1", "--db", g->db, NULL), 0);
-  assert_non_null(strstr(o, "\n1,0,3,3,100\n"));
-  assert_null(strstr(o, ",1100\n"));
+  assert_int_equal(lactl(&o, &e, "export", "xrobust-3", "1", "--db", g->db,
+                         NULL),
+                   0);
+  assert_non_null(strstr(o, "\n1,0,3,3,100,3,0,0,0\n"));
+  assert_null(strstr(o, ",1100,"));
   free(o), free(e);
   assert_int_equal(lactl(&o, &e, "export", "xrobust-3", "1", "--weights",
                          "measured", "--db", g->db, NULL),
                    0);
-  assert_non_null(strstr(o, "\n1,0,3,3,1100\n"));
+  assert_non_null(strstr(o, "\n1,0,3,3,1100,3,0,0,0\n"));
   free(o), free(e);
   assert_int_equal(lactl(&o, &e, "export", "heat-42", "10", "--weights",
                          "robust", "--format", "json", "--db", g->db, NULL),
@@ -588,17 +589,22 @@ static void check_csv(const char *csv, int k, uint64_t cycle) {
   csv = strchr(csv, '\n') + 1;
   const char *p = strchr(csv, '\n');
   assert_non_null(p);
-  assert_memory_equal(csv, "cycle,rank,element,global_element,value\n", 40);
+  const char *head = "cycle,rank,element,global_element,value,id,i,j,k\n";
+  assert_memory_equal(csv, head, strlen(head));
   uint64_t rows[NP] = {0};
   uint64_t off[NP + 1] = {0};
   for (int r = 0; r < NP; r++) off[r + 1] = off[r] + NEL[r];
   for (p++; *p;) {
-    unsigned long long c, e, ge;
+    unsigned long long c, e, ge, id, i, j, kk;
     unsigned r;
     double v;
     int n = 0;
-    if (sscanf(p, "%llu,%u,%llu,%llu,%lf\n%n", &c, &r, &e, &ge, &v, &n) != 5)
+    if (sscanf(p, "%llu,%u,%llu,%llu,%lf,%llu,%llu,%llu,%llu\n%n", &c, &r, &e,
+               &ge, &v, &id, &i, &j, &kk, &n) != 9)
       break;
+    /* no ids, no grid: the id is the concatenated numbering */
+    assert_int_equal(id, ge);
+    assert_true(i == 0 && j == 0 && kk == 0);
     p += n;
     if (c != cycle) continue;
     assert_true(r < NP);

@@ -1008,17 +1008,23 @@ static void test_robust_round_trip(void **state) {
   assert_non_null(strstr(la_store_errmsg(f->s), "timer_res_ns"));
 }
 
-/* A store written before the robust and rank_fidelity tables existed opens,
- * reads as before, gains the tables, and then stores robust weights. */
-static void test_store_without_robust_tables(void **state) {
-  fx_t *f = *state;
+/* An older store: application "old", 2 ranks of 100 elements with a trace
+ * of cycle 3 each, written, closed, then without the tables drop drops. */
+static void old_store(fx_t *f, const char *drop) {
   for (uint32_t r = 0; r < 2; r++) {
     assert_int_equal(put_rank_start(f->s, "old", r, 2, 100), 0);
     assert_int_equal(put_trace(f->s, "old", r, 3, NULL), 0);
   }
   la_store_close(f->s);
   f->s = NULL;
-  raw_exec(f->path, "DROP TABLE robust; DROP TABLE rank_fidelity;");
+  raw_exec(f->path, drop);
+}
+
+/* A store written before the robust and rank_fidelity tables existed opens,
+ * reads as before, gains the tables, and then stores robust weights. */
+static void test_store_without_robust_tables(void **state) {
+  fx_t *f = *state;
+  old_store(f, "DROP TABLE robust; DROP TABLE rank_fidelity;");
   assert_int_equal(raw_int(f->path,
                            "SELECT count(*) FROM sqlite_master WHERE name IN"
                            " ('robust', 'rank_fidelity')"),
@@ -1047,6 +1053,79 @@ static void test_store_without_robust_tables(void **state) {
   assert_int_equal(la_store_load_set(f->s, "old", 4, &set), 0);
   assert_non_null(set->traces[0]->robust_stats);
   assert_true(set->traces[0]->robust_stats->sum == 5);
+  la_store_free_set(set);
+}
+
+/* A store written before the element_ids and rank_grid tables existed
+ * opens, reads as before (no grids, no ids), gains the tables and then
+ * stores a rank's ids and grid; ids read back in pages, resends change
+ * nothing, ids past a rank's elements or of an unknown rank are refused. */
+static void test_store_without_numbering_tables(void **state) {
+  fx_t *f = *state;
+  old_store(f, "DROP TABLE element_ids; DROP TABLE rank_grid;");
+  reopen(f);
+  assert_int_equal(raw_int(f->path,
+                           "SELECT count(*) FROM sqlite_master WHERE name IN"
+                           " ('element_ids', 'rank_grid')"),
+                   2);
+  La__TraceSet *set = NULL;
+  assert_int_equal(la_store_load_set(f->s, "old", 3, &set), 0);
+  assert_int_equal(set->n_traces, 2);
+  assert_int_equal(set->n_grids, 0);
+  la_store_free_set(set);
+  int64_t *ids = NULL;
+  size_t n = 0;
+  uint64_t nel = 0;
+  assert_int_equal(la_store_rank_ids(f->s, "old", 1, 0, 10, &ids, &n, &nel),
+                   LA_ENOTFOUND);
+  int64_t v[100];
+  for (int i = 0; i < 100; i++) v[i] = 5000 - i;
+  La__ElementIds m = LA__ELEMENT_IDS__INIT;
+  m.app_id = "old";
+  m.has_rank = 1;
+  m.rank = 1;
+  m.ids = v;
+  m.n_ids = 60;
+  int was_new = 0;
+  assert_int_equal(la_store_element_ids(f->s, &m, &was_new), 0);
+  assert_true(was_new);
+  assert_int_equal(la_store_element_ids(f->s, &m, &was_new), 0);
+  assert_false(was_new);
+  /* 60 of 100: not all there yet */
+  assert_int_equal(la_store_rank_ids(f->s, "old", 1, 0, 10, &ids, &n, &nel),
+                   LA_ENOTFOUND);
+  assert_non_null(strstr(la_store_errmsg(f->s), "60 of its 100"));
+  m.first = 60;
+  m.ids = v + 60;
+  m.n_ids = 41;
+  assert_int_equal(la_store_element_ids(f->s, &m, NULL), LA_EPROTO);
+  m.n_ids = 40;
+  assert_int_equal(la_store_element_ids(f->s, &m, NULL), 0);
+  /* a page across both chunks */
+  assert_int_equal(la_store_rank_ids(f->s, "old", 1, 50, 30, &ids, &n, &nel),
+                   0);
+  assert_int_equal(n, 30);
+  assert_int_equal(nel, 100);
+  for (int i = 0; i < 30; i++) assert_int_equal(ids[i], v[50 + i]);
+  free(ids);
+  m.rank = 7; /* no RankStart */
+  assert_int_equal(la_store_element_ids(f->s, &m, NULL), LA_EPROTO);
+  /* a grid rank with its origin comes back in the set */
+  La__RankStart rs = rank_start("g", 0, 1, 6);
+  uint64_t dims[3] = {1, 2, 3}, org[3] = {4, 0, 1}, glob[3] = {5, 2, 4};
+  rs.n_grid = rs.n_grid_origin = rs.n_grid_global = 3;
+  rs.grid = dims;
+  rs.grid_origin = org;
+  rs.grid_global = glob;
+  assert_int_equal(la_store_rank_start(f->s, &rs), 0);
+  tr_t x;
+  mk_trace(&x, "g", 0, 1, 6, 40, 1);
+  assert_int_equal(la_store_trace(f->s, &x.t, NULL), 0);
+  assert_int_equal(la_store_load_set(f->s, "g", 1, &set), 0);
+  assert_int_equal(set->n_grids, 1);
+  assert_int_equal(set->grids[0]->origin[0], 4);
+  assert_int_equal(set->grids[0]->global[2], 4);
+  assert_int_equal(set->grids[0]->dims[1], 2);
   la_store_free_set(set);
 }
 
@@ -1607,6 +1686,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_agent_seq, setup, teardown),
       cmocka_unit_test_setup_teardown(test_corrupt_rows, setup, teardown),
       cmocka_unit_test_setup_teardown(test_robust_round_trip, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_store_without_numbering_tables,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(test_store_without_robust_tables, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_missing_records, setup, teardown),

@@ -1,0 +1,211 @@
+/* test_vtk.c: the cost on the mesh: `lactl export --format vtk` read back
+ * by VTK itself, and `lactl plot --grid`'s map of a grid slice.
+ *
+ * Programs register with the real LocalAgent and GlobalAgent
+ * (la_test_agent.h, lossless compaction): a grid application of two ranks
+ * whose slabs sit side by side in a larger global grid, and an application
+ * with its own (sparse, reversed) global ids. lactl exports one cycle of
+ * each as VTK, and tests/scripts/vtk_check.py reads the file with Debian's
+ * /usr/bin/python3 and its vtk module: the dimensions (the global grid's
+ * cells, or one cell per element), the array names, and every measured
+ * value against the values the probes left in the store; cells no rank
+ * has are NaN with rank -1. The script's failure fails the test; only a
+ * machine without /usr/bin/python3 or its vtk module skips it. The grid
+ * map's SVG is checked for its cells, the empty column and the rank
+ * boundaries.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "la.h"
+#include "la_test_agent.h"
+
+#define WAIT_MS 20000
+#define PY "/usr/bin/python3"
+
+static la_test_agent_t agent;
+
+static int setup(void **state) {
+  la_td_unset_la_env();
+  if (la_ta_start(&agent, NULL) != 0) fail_msg("the daemons did not start");
+  return 0;
+}
+
+static int teardown(void **state) {
+  LA_finalize();
+  LA_setGlobalIds(NULL, 0);
+  LA_setGridOrigin(0, 0, 0, 0, 0, 0);
+  unsetenv("LA_APP_ID");
+  la_ta_free(&agent);
+  return 0;
+}
+
+/* Skips when the machine has no Debian Python with VTK. */
+static void need_vtk(void) {
+  char out[256];
+  const char *argv[] = {PY, "-c", "import vtk", NULL};
+  if (access(PY, X_OK) != 0 || la_td_run(argv, NULL, 60000, out, sizeof out))
+    skip();
+}
+
+/* Exports app's cycle as VTK into dir/name.vtk; returns the path. */
+static const char *export_vtk(const char *app, const char *cycle,
+                              const char *name) {
+  static char path[700];
+  char lactl[600], err[2048];
+  assert_int_equal(la_td_find_bin("lactl", lactl, sizeof lactl), 0);
+  snprintf(path, sizeof path, "%s/%s.vtk", la_td_dir(agent.st.ga), name);
+  const char *argv[] = {lactl, "export", app,  cycle,      "--format",
+                        "vtk", "-o",     path, "--global", agent.st.feed_addr,
+                        NULL};
+  if (la_td_run(argv, NULL, 20000, err, sizeof err) != 0)
+    fail_msg("lactl export --format vtk: %s", err);
+  return path;
+}
+
+/* Runs vtk_check.py on vtk with the expectations in spec (a file). */
+static void check_vtk(const char *vtk, const char *spec) {
+  char out[4096];
+  const char *argv[] = {PY, "tests/scripts/vtk_check.py", vtk, spec, NULL};
+  int rc = la_td_run(argv, NULL, 120000, out, sizeof out);
+  if (rc != 0 || !strstr(out, "vtk_check: OK"))
+    fail_msg("vtk_check.py (%d): %s", rc, out);
+  print_message("%s", out);
+}
+
+static void probe_all(long n) {
+  for (long e = 0; e < n; e++) {
+    LA_startProbe(e);
+    volatile double x = 0;
+    for (int k = 0; k < 50 * (int)(e + 1); k++) x += k;
+    LA_stopProbe(e);
+  }
+}
+
+/* Two 2x3x2 slabs at x = 0 and x = 2 of a 5x3x2 grid: image data of 5x3x2
+ * cells, each slab's values at its global cells, column x = 4 empty. */
+static void run_grid_app(void) {
+  setenv("LA_APP_ID", "vgrid-1", 1);
+  for (int r = 0; r < 2; r++) {
+    assert_int_equal(LA_setGridOrigin(2 * r, 0, 0, 5, 3, 2), 0);
+    assert_int_equal(LA_registerGrid("vgrid", r, 2, 2, 3, 2), 0);
+    probe_all(12);
+    assert_int_equal(LA_dataXferTagged(7), 0);
+    LA_finalize();
+  }
+  assert_int_equal(la_ta_wait_traces(&agent, 2, WAIT_MS), 0);
+}
+
+static int count(const char *s, const char *needle) {
+  int n = 0;
+  for (const char *p = s; (p = strstr(p, needle)); p++) n++;
+  return n;
+}
+
+/* lactl plot --grid: slice k=1 of the same grid: 5x3 cells, the column
+ * no rank has in grey, one rank boundary (3 edges) between the slabs. */
+static void test_plot_grid(void **state) {
+  run_grid_app();
+  char lactl[600], svg[700], err[2048];
+  assert_int_equal(la_td_find_bin("lactl", lactl, sizeof lactl), 0);
+  snprintf(svg, sizeof svg, "%s/grid.svg", la_td_dir(agent.st.ga));
+  const char *argv[] = {lactl,    "plot",    "vgrid-1",   "7",
+                        "--grid", "--slice", "k=1",       "-o",
+                        svg,      "--db",    agent.st.db, NULL};
+  if (la_td_run(argv, NULL, 20000, err, sizeof err) != 0)
+    fail_msg("lactl plot --grid: %s", err);
+  FILE *f = fopen(svg, "r");
+  assert_non_null(f);
+  static char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  assert_non_null(strstr(buf, "slice k=1"));
+  assert_int_equal(count(buf, "<rect x=") - 7, 15); /* frame + legend: 7 */
+  assert_int_equal(count(buf, "fill=\"#bdbdbd\""), 3 + 1); /* + legend */
+  assert_int_equal(count(buf, "<line "), 3 + 3); /* slabs, and grey column */
+  /* a grid that is not: refused with the way out */
+  const char *bad[] = {lactl, "plot", "vgrid-1",   "--grid", "--slice",
+                       "k=2", "--db", agent.st.db, NULL};
+  assert_int_equal(la_td_run(bad, NULL, 20000, err, sizeof err), 1);
+  assert_non_null(strstr(err, "k=2: the grid has 2"));
+}
+
+static void test_vtk_grid(void **state) {
+  need_vtk();
+  run_grid_app();
+  const char *vtk = export_vtk("vgrid-1", "7", "grid");
+  char spec[700];
+  snprintf(spec, sizeof spec, "%s/grid.spec", la_td_dir(agent.st.ga));
+  FILE *f = fopen(spec, "w");
+  assert_non_null(f);
+  fprintf(f, "grid 5 3 2\narrays measured robust rank\n");
+  for (int r = 0; r < 2; r++) {
+    double v[12];
+    assert_int_equal(la_ta_values(&agent, "vgrid-1", (uint32_t)r, 7, v, 12), 0);
+    for (int e = 0; e < 12; e++) {
+      int i = 2 * r + e % 2, j = e / 2 % 3, k = e / 6;
+      int at = i + 5 * (j + 3 * k);
+      fprintf(f, "v measured %d %.17g\nv rank %d %d\n", at, v[e], at, r);
+    }
+  }
+  for (int j = 0; j < 3; j++)
+    for (int k = 0; k < 2; k++) {
+      int at = 4 + 5 * (j + 3 * k);
+      fprintf(f, "v measured %d nan\nv robust %d nan\nv rank %d -1\n", at, at,
+              at);
+    }
+  fclose(f);
+  check_vtk(vtk, spec);
+}
+
+/* Ten elements with ids 18, 16, ..., 0: one vertex cell each, in increasing
+ * id, GlobalIds beside the values. */
+static void test_vtk_ids(void **state) {
+  need_vtk();
+  int64_t ids[10];
+  for (int e = 0; e < 10; e++) ids[e] = 2 * (9 - e);
+  setenv("LA_APP_ID", "vids-1", 1);
+  assert_int_equal(LA_setGlobalIds(ids, 10), 0);
+  assert_int_equal(LA_register("vids", 0, 1, 10), 0);
+  probe_all(10);
+  assert_int_equal(LA_dataXferTagged(3), 0);
+  LA_finalize();
+  assert_int_equal(la_ta_wait_traces(&agent, 1, WAIT_MS), 0);
+  assert_int_equal(
+      la_ta_wait_sql(&agent, "SELECT count(*) FROM element_ids", 1, WAIT_MS),
+      0);
+  const char *vtk = export_vtk("vids-1", "3", "ids");
+  double v[10];
+  assert_int_equal(la_ta_values(&agent, "vids-1", 0, 3, v, 10), 0);
+  char spec[700];
+  snprintf(spec, sizeof spec, "%s/ids.spec", la_td_dir(agent.st.ga));
+  FILE *f = fopen(spec, "w");
+  assert_non_null(f);
+  fprintf(f, "cells 10\narrays measured robust rank GlobalIds\n");
+  for (int i = 0; i < 10; i++)
+    fprintf(f, "v GlobalIds %d %d\nv measured %d %.17g\n", i, 2 * i, i,
+            v[9 - i]);
+  fclose(f);
+  check_vtk(vtk, spec);
+}
+
+static int group_setup(void **state) {
+  return la_td_prepare();
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_plot_grid, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_vtk_grid, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_vtk_ids, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, group_setup, NULL);
+}
