@@ -311,6 +311,35 @@ install: all
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/la/
 	install -m 644 packaging/*.service packaging/*.conf $(DESTDIR)$(PREFIX)/share/la/
 
+# ------------------------------------------------------------ man pages --
+# man/NAME.N.scd (scdoc) -> build/man/NAME.N; `make man` skips with a
+# message where scdoc is missing. install-man installs them and the bash
+# completion of lactl; `make install` does it too.
+MANDIR   ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+MAN_SRC  := $(wildcard man/*.scd)
+MAN_PAGES := $(patsubst man/%.scd,$(BUILD)/man/%,$(MAN_SRC))
+
+.PHONY: man install-man
+man:
+	@if command -v scdoc >/dev/null; then \
+	  $(MAKE) --no-print-directory $(MAN_PAGES); \
+	else echo "man: scdoc not found, man pages not built (make deps)"; fi
+
+$(BUILD)/man/%: man/%.scd
+	@mkdir -p $(dir $@)
+	scdoc < $< > $@
+
+install-man: man
+	@for p in $(MAN_PAGES); do [ -f $$p ] || continue; \
+	  s=$${p##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s; \
+	  echo "install -m 644 $$p $(DESTDIR)$(MANDIR)/man$$s/"; \
+	  install -m 644 $$p $(DESTDIR)$(MANDIR)/man$$s/; done
+	install -d $(DESTDIR)$(BASHCOMPDIR)
+	install -m 644 packaging/bash-completion/lactl $(DESTDIR)$(BASHCOMPDIR)/lactl
+
+install: install-man
+
 clean:
 	rm -rf $(BUILD)
 
