@@ -25,11 +25,33 @@ OPT      ?= -O2 -g
 WARN     := -Wall -Wextra -Werror -Wno-unused-parameter
 CPPFLAGS += -D_GNU_SOURCE -Ilibla -Icommon -Iclient -I$(BUILD)/gen
 CFLAGS   ?=
-CFLAGS   += -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread
-FFLAGS   ?= $(OPT) -Wall -Werror -fPIC
-LDLIBS_LA := -lprotobuf-c -lpapi -lpthread -lm
+# override: CFLAGS or FFLAGS given on the command line add to these
+override CFLAGS += -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread
+FFLAGS   ?= $(OPT) -Wall -Werror
+override FFLAGS += -fPIC
+LDLIBS_LA := -lprotobuf-c -ldl -lpthread -lm
+
+# PAPI is optional: libla loads libpapi with dlopen only when a PAPI metric
+# is chosen (libla/papi_probe.c), so nothing links it. PAPI_LIB is the name
+# (or path) it loads: the soname of the libpapi.so this compiler finds.
+# make PAPI=0 builds without papi.h; the PAPI metrics then fail with LA_EPAPI.
+PAPI ?= 1
+PAPI_LIB ?= $(or $(shell readelf -d "$$($(CC) -print-file-name=libpapi.so)"   2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p'),libpapi.so)
+$(BUILD)/obj/libla/papi_probe.o: override CFLAGS += $(if $(filter 0,$(PAPI)),\
+  -DLA_HAVE_PAPI=0,-DLA_HAVE_PAPI=1 '-DLA_PAPI_SONAME="$(PAPI_LIB)"')
+# make FORTRAN=0 builds without the Fortran module (no Fortran compiler).
+FORTRAN ?= 1
 LDLIBS_DAEMON := -luv -lsodium -lsqlite3 -lprotobuf-c -lpthread -lm
 LDLIBS_TEST := -lcmocka
+
+# systemd service notification (common/la_notify.c: READY, STATUS,
+# WATCHDOG) through libsystemd when it is installed; without it the daemons
+# still build and run, but not under the units' Type=notify.
+HAVE_SYSTEMD ?= $(shell pkg-config --exists libsystemd 2>/dev/null && echo 1)
+ifeq ($(HAVE_SYSTEMD),1)
+CPPFLAGS += -DHAVE_SYSTEMD
+LDLIBS_DAEMON += -lsystemd
+endif
 
 GEN_C    := $(BUILD)/gen/la.pb-c.c
 GEN_H    := $(BUILD)/gen/la.pb-c.h
@@ -69,7 +91,7 @@ TOOLS_OBJ  := $(call obj,$(TOOLS_SRC))
 SUPPORT_OBJ := $(call obj,$(SUPPORT_SRC))
 
 FMOD_SRC := fortran/la_mod.f90
-FMOD_OBJ := $(if $(wildcard $(FMOD_SRC)),$(BUILD)/obj/fortran/la_mod.o)
+FMOD_OBJ := $(if $(filter-out 0,$(FORTRAN)),$(if $(wildcard $(FMOD_SRC)),$(BUILD)/obj/fortran/la_mod.o))
 
 COMMON_A := $(BUILD)/lib/libla_common.a
 LIBLA_A  := $(BUILD)/lib/libla.a
@@ -127,7 +149,7 @@ $(LIBLA_A): $(LIBLA_OBJ) $(LIBLA_COMMON_OBJ) $(FMOD_OBJ)
 
 $(LIBLA_SO): $(LIBLA_OBJ) $(LIBLA_COMMON_OBJ) $(FMOD_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,--no-undefined -Wl,-soname,libla.so.0 -o $@ $^ $(LDLIBS_LA)
+	$(CC) -shared $(LDFLAGS) -Wl,--no-undefined -Wl,-soname,libla.so.0 -o $@ $^ $(LDLIBS_LA)
 	ln -sf libla.so $(BUILD)/lib/libla.so.0
 
 $(BUILD)/lib/libla_client.a: $(CLIENT_OBJ) $(LIBLA_COMMON_OBJ)
@@ -137,7 +159,7 @@ $(BUILD)/lib/libla_client.a: $(CLIENT_OBJ) $(LIBLA_COMMON_OBJ)
 
 $(BUILD)/lib/libla_client.so: $(CLIENT_OBJ) $(LIBLA_COMMON_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,--no-undefined -Wl,-soname,libla_client.so.0 -o $@ $^ -lprotobuf-c -lm
+	$(CC) -shared $(LDFLAGS) -Wl,--no-undefined -Wl,-soname,libla_client.so.0 -o $@ $^ -lprotobuf-c -lm
 	ln -sf libla_client.so $(BUILD)/lib/libla_client.so.0
 
 $(BUILD)/lib/libla_localagent.a: $(LOCAL_NOUV_OBJ)
@@ -150,15 +172,19 @@ $(BUILD)/lib/libla_globalagent.a: $(GLOBAL_NOUV_OBJ)
 
 $(BUILD)/bin/la-localagent: $(LOCAL_OBJ) $(COMMON_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
 
 $(BUILD)/bin/la-globalagent: $(GLOBAL_OBJ) $(COMMON_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
+
+# The daemons' metrics endpoint (common/la_metrics_http.c) serves HTTP with
+# libmicrohttpd; nothing else links it.
+$(BUILD)/bin/la-localagent $(BUILD)/bin/la-globalagent: LDLIBS_DAEMON += -lmicrohttpd
 
 $(BUILD)/bin/lactl: $(TOOLS_OBJ) $(CLIENT_A) $(GLOBAL_NOUV_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
 
 # Tests link the static libraries so internal (hidden) functions are reachable.
 # Per-test extra libraries: TEST_LIBS_NAME (linked before libla's own).
@@ -289,38 +315,143 @@ demo:
 	@bash scripts/demo.sh
 
 # ---------------------------------------------------------------- install --
-install: all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
-	  $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 644 $(LIBLA_A) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(LIBLA_SO) $(DESTDIR)$(PREFIX)/lib/libla.so.0
-	ln -sf libla.so.0 $(DESTDIR)$(PREFIX)/lib/libla.so
-	install -m 644 libla/la.h common/la_errcodes.h $(DESTDIR)$(PREFIX)/include/
-	[ ! -f $(BUILD)/include/la_mod.mod ] || \
-	  install -m 644 $(BUILD)/include/la_mod.mod $(DESTDIR)$(PREFIX)/include/
-	[ -z "$(CLIENT_SRC)" ] || { install -m 644 $(CLIENT_A) $(DESTDIR)$(PREFIX)/lib/; \
-	  install -m 755 $(CLIENT_SO) $(DESTDIR)$(PREFIX)/lib/libla_client.so.0; \
-	  ln -sf libla_client.so.0 $(DESTDIR)$(PREFIX)/lib/libla_client.so; \
-	  install -m 644 client/la_client.h $(DESTDIR)$(PREFIX)/include/; }
-	for b in $(BINS); do install -m 755 $$b $(DESTDIR)$(PREFIX)/bin/; done
-	sed -e 's|@PREFIX@|$(PREFIX)|g' packaging/la.pc.in \
-	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/la.pc
-	[ -z "$(CLIENT_SRC)" ] || sed -e 's|@PREFIX@|$(PREFIX)|g' \
-	  packaging/la_client.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/la_client.pc
-	install -d $(DESTDIR)$(PREFIX)/share/doc/la $(DESTDIR)$(PREFIX)/share/la
-	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/la/
-	install -m 644 packaging/*.service packaging/*.conf $(DESTDIR)$(PREFIX)/share/la/
+# make install [PREFIX=/usr/local] [DESTDIR=] [LIBDIR=] [INCLUDEDIR=] ...
+# builds only what it installs (libs, bins and the Fortran module, with the
+# given CC, CFLAGS, LDFLAGS), never the tests, examples or benchmarks, then
+# copies them; make uninstall removes exactly those files (and the
+# directories only LA uses). The Fortran module goes to FMODDIR, a
+# directory of its compiler (module files are compiler-specific), which
+# la.pc's Cflags and LA::la_fortran name. la.pc links with a run path to
+# LIBDIR unless LIBDIR is a directory the loader searches anyway (PC_RPATH=
+# leaves it out), so programs built with pkg-config start without
+# LD_LIBRARY_PATH.
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR     ?= $(PREFIX)/bin
+DATADIR    ?= $(PREFIX)/share
+FC_ID      ?= $(notdir $(FC))-$(firstword $(subst ., ,$(shell $(FC) -dumpversion 2>/dev/null)))
+FMODDIR    ?= $(LIBDIR)/fortran/$(FC_ID)
+CMAKEDIR   ?= $(LIBDIR)/cmake/LA
+PCDIR      ?= $(LIBDIR)/pkgconfig
+LA_VERSION  = $(shell sed -n 's/^\#define LA_VERSION_STRING "\(.*\)"/\1/p' libla/la.h)
+LA_COMMA   := ,
+SYSTEM_LIBDIRS = /lib /lib64 /usr/lib /usr/lib64 \
+  $(addsuffix /$(shell $(CC) -print-multiarch 2>/dev/null),/lib /usr/lib)
+PC_RPATH   ?= $(if $(filter $(LIBDIR) $(LIBDIR)/,$(SYSTEM_LIBDIRS)),,-Wl$(LA_COMMA)-rpath$(LA_COMMA)$${libdir})
+# Every template's @NAME@, as installed (without DESTDIR).
+INSTALL_SUBST = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+  -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@FMODDIR@|$(FMODDIR)|g' \
+  -e 's|@RPATH@|$(PC_RPATH)|g' -e 's|@VERSION@|$(LA_VERSION)|g' \
+  -e 's|@FC_ID@|$(FC_ID)|g'
+HAVE_CLIENT := $(if $(CLIENT_SRC),1)
+HAVE_FMOD   := $(if $(FMOD_OBJ),1)
+# What install puts, relative to DESTDIR (uninstall removes these).
+INSTALLED = $(addprefix $(LIBDIR)/,libla.a libla.so.0 libla.so \
+              $(if $(HAVE_CLIENT),libla_client.a libla_client.so.0 libla_client.so)) \
+  $(addprefix $(INCLUDEDIR)/,la.h la_errcodes.h $(if $(HAVE_CLIENT),la_client.h)) \
+  $(if $(HAVE_FMOD),$(FMODDIR)/la_mod.mod) \
+  $(addprefix $(BINDIR)/,$(notdir $(BINS))) \
+  $(PCDIR)/la.pc $(if $(HAVE_CLIENT),$(PCDIR)/la_client.pc) \
+  $(CMAKEDIR)/LAConfig.cmake $(CMAKEDIR)/LAConfigVersion.cmake \
+  $(addprefix $(DATADIR)/doc/la/,README.md $(notdir $(wildcard docs/*.md))) \
+  $(addprefix $(DATADIR)/la/,$(notdir $(wildcard packaging/*.service packaging/*.conf)))
+# The directories only LA uses, removed by uninstall once empty.
+INSTALLED_DIRS = $(if $(HAVE_FMOD),$(FMODDIR) $(LIBDIR)/fortran) $(CMAKEDIR) \
+  $(LIBDIR)/cmake $(DATADIR)/doc/la $(DATADIR)/la
+
+.PHONY: uninstall install-files
+install: install-files install-services
+	@echo "LA $(LA_VERSION) installed in $(DESTDIR)$(PREFIX). To build against it:"
+	@case ":$$(pkg-config --variable pc_path pkg-config 2>/dev/null):" in \
+	  *":$(PCDIR):"*) ;; \
+	  *) echo '  export PKG_CONFIG_PATH=$(PCDIR):$$PKG_CONFIG_PATH';; esac
+	@echo '  cc $$(pkg-config --cflags la) -c prog.c && cc -o prog prog.o $$(pkg-config --libs la)'
+	@echo '  CMake: find_package(LA) with CMAKE_PREFIX_PATH=$(PREFIX) (LA::la, LA::la_client, LA::la_fortran)'
+	@$(if $(PC_RPATH),echo '  la.pc links with a run path to $(LIBDIR): the programs need no LD_LIBRARY_PATH',true)
+
+install-files: libs bins $(FMOD_OBJ)
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(BINDIR) \
+	  $(DESTDIR)$(PCDIR) $(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(DATADIR)/doc/la \
+	  $(DESTDIR)$(DATADIR)/la
+	install -m 644 $(LIBLA_A) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(LIBLA_SO) $(DESTDIR)$(LIBDIR)/libla.so.0
+	ln -sf libla.so.0 $(DESTDIR)$(LIBDIR)/libla.so
+	install -m 644 libla/la.h common/la_errcodes.h $(DESTDIR)$(INCLUDEDIR)/
+	$(if $(HAVE_FMOD),install -d $(DESTDIR)$(FMODDIR) && \
+	  install -m 644 $(BUILD)/include/la_mod.mod $(DESTDIR)$(FMODDIR)/)
+	$(if $(HAVE_CLIENT),install -m 644 $(CLIENT_A) $(DESTDIR)$(LIBDIR)/ && \
+	  install -m 755 $(CLIENT_SO) $(DESTDIR)$(LIBDIR)/libla_client.so.0 && \
+	  ln -sf libla_client.so.0 $(DESTDIR)$(LIBDIR)/libla_client.so && \
+	  install -m 644 client/la_client.h $(DESTDIR)$(INCLUDEDIR)/)
+	$(if $(BINS),install -m 755 $(BINS) $(DESTDIR)$(BINDIR)/)
+	$(INSTALL_SUBST) packaging/la.pc.in > $(DESTDIR)$(PCDIR)/la.pc
+	$(if $(HAVE_CLIENT),$(INSTALL_SUBST) packaging/la_client.pc.in \
+	  > $(DESTDIR)$(PCDIR)/la_client.pc)
+	$(INSTALL_SUBST) -e 's|@HAVE_CLIENT@|$(if $(HAVE_CLIENT),1,0)|g' \
+	  -e 's|@HAVE_FMOD@|$(if $(HAVE_FMOD),1,0)|g' \
+	  packaging/LAConfig.cmake.in > $(DESTDIR)$(CMAKEDIR)/LAConfig.cmake
+	$(INSTALL_SUBST) packaging/LAConfigVersion.cmake.in \
+	  > $(DESTDIR)$(CMAKEDIR)/LAConfigVersion.cmake
+	install -m 644 README.md docs/*.md $(DESTDIR)$(DATADIR)/doc/la/
+	install -m 644 packaging/*.service packaging/*.conf $(DESTDIR)$(DATADIR)/la/
+
+uninstall: uninstall-services
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	rmdir $(addprefix $(DESTDIR),$(INSTALLED_DIRS)) 2>/dev/null || true
+
+# ---------------------------------------------------------- services --
+# make install-services: the systemd units, with this installation's paths
+# substituted (@BINDIR@, @SYSCONFDIR@, @DOCDIR@), into the system unit
+# directory, and the sample configurations into $(SYSCONFDIR)/la unless a
+# file of that name is there already (an administrator's file is kept).
+# make uninstall-services removes the units, and a configuration only while
+# it is still the unchanged sample. Both honour DESTDIR.
+# The system's /etc and unit directory for PREFIX=/usr or /usr/local; any
+# other prefix keeps them inside it (make install PREFIX=$HOME/la writes
+# nothing outside it).
+LA_SYSTEM_PREFIX = $(filter /usr /usr/local,$(PREFIX))
+SYSCONFDIR ?= $(if $(LA_SYSTEM_PREFIX),/etc,$(PREFIX)/etc)
+SYSTEMDUNITDIR ?= $(or $(if $(LA_SYSTEM_PREFIX),$(shell pkg-config \
+  --variable=systemdsystemunitdir systemd 2>/dev/null)),$(PREFIX)/lib/systemd/system)
+LA_UNITS := $(notdir $(wildcard packaging/*.service))
+LA_CONFS := $(notdir $(wildcard packaging/*.conf))
+LA_UNIT_SED := -e 's|@BINDIR@|$(BINDIR)|g' \
+  -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@DOCDIR@|$(DATADIR)/doc/la|g'
+
+.PHONY: install-services uninstall-services
+install-services:
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/la
+	for u in $(LA_UNITS); do \
+	  sed $(LA_UNIT_SED) packaging/$$u > $(DESTDIR)$(SYSTEMDUNITDIR)/$$u.tmp \
+	  && chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/$$u.tmp \
+	  && mv -f $(DESTDIR)$(SYSTEMDUNITDIR)/$$u.tmp \
+	       $(DESTDIR)$(SYSTEMDUNITDIR)/$$u || exit 1; done
+	for c in $(LA_CONFS); do \
+	  if [ -e $(DESTDIR)$(SYSCONFDIR)/la/$$c ]; then \
+	    echo "install-services: keeping $(DESTDIR)$(SYSCONFDIR)/la/$$c"; \
+	  else install -m 644 packaging/$$c $(DESTDIR)$(SYSCONFDIR)/la/$$c \
+	    || exit 1; fi; done
+
+uninstall-services:
+	rm -f $(addprefix $(DESTDIR)$(SYSTEMDUNITDIR)/,$(LA_UNITS))
+	for c in $(LA_CONFS); do \
+	  ! cmp -s packaging/$$c $(DESTDIR)$(SYSCONFDIR)/la/$$c \
+	  || rm -f $(DESTDIR)$(SYSCONFDIR)/la/$$c; done
+	-rmdir $(DESTDIR)$(SYSCONFDIR)/la 2>/dev/null
 
 # ------------------------------------------------------------ man pages --
 # man/NAME.N.scd (scdoc) -> build/man/NAME.N; `make man` skips with a
 # message where scdoc is missing. install-man installs them and the bash
-# completion of lactl; `make install` does it too.
-MANDIR   ?= $(PREFIX)/share/man
-BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+# completion of lactl; `make install` does it too (uninstall-man and
+# `make uninstall` remove them).
+MANDIR   ?= $(DATADIR)/man
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+MAN_INSTALLED = $(foreach p,$(patsubst man/%.scd,%,$(MAN_SRC)),\
+  $(MANDIR)/man$(subst .,,$(suffix $(p)))/$(p)) $(BASHCOMPDIR)/lactl
 MAN_SRC  := $(wildcard man/*.scd)
 MAN_PAGES := $(patsubst man/%.scd,$(BUILD)/man/%,$(MAN_SRC))
 
-.PHONY: man install-man
+.PHONY: man install-man uninstall-man
 man:
 	@if command -v scdoc >/dev/null; then \
 	  $(MAKE) --no-print-directory $(MAN_PAGES); \
@@ -339,6 +470,11 @@ install-man: man
 	install -m 644 packaging/bash-completion/lactl $(DESTDIR)$(BASHCOMPDIR)/lactl
 
 install: install-man
+
+uninstall-man:
+	rm -f $(addprefix $(DESTDIR),$(MAN_INSTALLED))
+
+uninstall: uninstall-man
 
 clean:
 	rm -rf $(BUILD)

@@ -72,6 +72,7 @@
 #include "la_compact.h"
 #include "la_secure_io.h"
 #include "la_sockio.h"
+#include "la_trace_msg.h"
 #include "la_test_daemon.h"
 
 #define N_ELEMENTS 100000
@@ -149,9 +150,15 @@ static int ga_start(ga_t *g, int fsync, int secret) {
   snprintf(a[3], sizeof a[3], "--agents.secret_file=%s", g->key);
   snprintf(a[4], sizeof a[4], "--store.fsync=%s", fsync ? "yes" : "no");
   const char *args[] = {"--agents.listen=127.0.0.1:0",
-                        "--feed.listen=127.0.0.1:0", a[0], a[1], a[2], a[4],
-                        "--log.level=error", "--stitch.timeout=60s",
-                        secret ? a[3] : NULL, NULL};
+                        "--feed.listen=127.0.0.1:0",
+                        a[0],
+                        a[1],
+                        a[2],
+                        a[4],
+                        "--log.level=error",
+                        "--stitch.timeout=60s",
+                        secret ? a[3] : NULL,
+                        NULL};
   unlink(apf);
   if (la_td_start(g->d, args, fpf, WAIT_MS) <= 0) return -1;
   snprintf(g->feed_addr, sizeof g->feed_addr, "%s", la_td_addr(g->d));
@@ -179,16 +186,16 @@ static int ga_start(ga_t *g, int fsync, int secret) {
 
 typedef struct conn {
   int fd;
-  uint64_t seq;    /* last sent */
-  uint64_t acked;  /* last acknowledged */
+  uint64_t seq;   /* last sent */
+  uint64_t acked; /* last acknowledged */
   uint64_t first_trace_seq;
-  int next_cycle;  /* next cycle to send */
+  int next_cycle; /* next cycle to send */
   la_frame_reader_t rd;
-  uint8_t *buf;    /* frame being built */
+  uint8_t *buf; /* frame being built */
   size_t cap;
-  int secure;      /* frames travel as records */
+  int secure; /* frames travel as records */
   la_secure_t sec;
-  uint8_t *rec;    /* record being built (cap + LA_SECURE_OVERHEAD) */
+  uint8_t *rec; /* record being built (cap + LA_SECURE_OVERHEAD) */
 } conn_t;
 
 static la_compact_result_t series[N_SERIES];
@@ -292,25 +299,14 @@ static int send_frame(conn_t *c, uint16_t type, const ProtobufCMessage *m) {
 static int send_trace(conn_t *c, const char *app, uint32_t rank, int cycle) {
   const la_compact_result_t *r = &series[(rank + (uint32_t)cycle) % N_SERIES];
   La__SeriesStats st = LA__SERIES_STATS__INIT;
-  st.count = r->stats.count;
-  st.sum = r->stats.sum;
-  st.min = r->stats.min;
-  st.max = r->stats.max;
   La__FitError fe = LA__FIT_ERROR__INIT;
-  fe.max_abs = r->error.max_abs;
-  fe.rmse = r->error.rmse;
-  fe.cv = r->error.cv;
   La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+  la_trace_msg_fill(&t, &st, &fe, r);
   t.seq = ++c->seq;
   t.app_id = (char *)app;
   t.rank = rank;
   t.cycle_tag = (uint64_t)cycle;
   t.n_elements = N_ELEMENTS;
-  t.mode = (La__CompactMode)r->mode;
-  t.segments.data = r->bytes;
-  t.segments.len = r->len;
-  t.stats = &st;
-  t.error = &fe;
   t.has_t_xfer_ns = 1;
   t.t_xfer_ns = real_ns();
   t.has_rank_seq = 1;
@@ -367,8 +363,10 @@ static double proc_cpu_s(pid_t pid) {
   buf[n] = '\0';
   char *p = strrchr(buf, ')'); /* the command may hold spaces */
   unsigned long long ut = 0, st = 0;
-  if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu "
-                   "%llu", &ut, &st) != 2)
+  if (!p || sscanf(p + 2,
+                   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu "
+                   "%llu",
+                   &ut, &st) != 2)
     return -1;
   return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
@@ -444,13 +442,11 @@ static void ingest_run(int fsync, int secure, ingest_t *out) {
     if (n < 0 && errno != EINTR) break;
     done_conns = 0;
     for (int i = 0; i < N_CONNS; i++) {
-      if ((pf[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
-          read_acks(&c[i])) {
+      if ((pf[i].revents & (POLLIN | POLLHUP | POLLERR)) && read_acks(&c[i])) {
         snprintf(out->why, sizeof out->why, "connection %d closed", i);
         goto done;
       }
-      done_conns += c[i].next_cycle == INGEST_CYCLES &&
-                    c[i].acked == c[i].seq;
+      done_conns += c[i].next_cycle == INGEST_CYCLES && c[i].acked == c[i].seq;
     }
     if (la_now_ms() > deadline) {
       snprintf(out->why, sizeof out->why, "not done in 90 s");
@@ -469,9 +465,10 @@ static void ingest_run(int fsync, int secure, ingest_t *out) {
       out->commits > 0 ? (double)(out->traces + N_CONNS) / out->commits : 0;
   if (out->traces != (long long)N_CONNS * INGEST_CYCLES ||
       out->sets != INGEST_CYCLES)
-    snprintf(out->why, sizeof out->why, "stored %lld traces, %lld complete "
-             "sets; expected %d and %d", out->traces, out->sets,
-             N_CONNS * INGEST_CYCLES, INGEST_CYCLES);
+    snprintf(out->why, sizeof out->why,
+             "stored %lld traces, %lld complete "
+             "sets; expected %d and %d",
+             out->traces, out->sets, N_CONNS * INGEST_CYCLES, INGEST_CYCLES);
   else
     out->ok = 1;
 done:
@@ -562,7 +559,7 @@ static void latency_run(int paced, lat_t *out) {
   snprintf(a[2], sizeof a[2], "--global.address=%s", g.agents_addr);
   snprintf(a[3], sizeof a[3], "--global.secret_file=%s", g.key);
   const char *args[] = {"--agent.listen=127.0.0.1:0", a[0], a[1], a[2], a[3],
-                        "--log.level=warn", NULL};
+                        "--log.level=warn",           NULL};
   if (la_td_start(la, args, pf, WAIT_MS) <= 0) {
     snprintf(out->why, sizeof out->why, "la-localagent did not start");
     goto done;
@@ -595,13 +592,14 @@ static void latency_run(int paced, lat_t *out) {
       snprintf(out->why, sizeof out->why, "feed: %s", la_client_error(sub));
       goto done;
     }
-    uint64_t c = la_traceset_cycle(t), tmax = 0,
-             tpub = la_traceset_time_ns(t);
+    uint64_t c = la_traceset_cycle(t), tmax = 0, tpub = la_traceset_time_ns(t);
     int have = la_traceset_complete(t) && c < WARMUP + CYCLES;
     for (uint32_t r = 0; have && r < LAT_RANKS; r++) {
       const La__CompactTrace *ct = la__traceset_compact(t, r);
-      if (!ct || !ct->has_t_xfer_ns) have = 0;
-      else if (ct->t_xfer_ns > tmax) tmax = ct->t_xfer_ns;
+      if (!ct || !ct->has_t_xfer_ns)
+        have = 0;
+      else if (ct->t_xfer_ns > tmax)
+        tmax = ct->t_xfer_ns;
     }
     la_traceset_free(t);
     if (!have) {
@@ -626,13 +624,15 @@ static void latency_run(int paced, lat_t *out) {
   sqlite3_stmt *q = NULL;
   la_td_path(g.d, "la.db", db, sizeof db);
   if (sto && sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-      sqlite3_prepare_v2(h, "SELECT cycle_tag, max(t_stored_ns) FROM traces "
-                         "GROUP BY cycle_tag", -1, &q, NULL) == SQLITE_OK)
+      sqlite3_prepare_v2(h,
+                         "SELECT cycle_tag, max(t_stored_ns) FROM traces "
+                         "GROUP BY cycle_tag",
+                         -1, &q, NULL) == SQLITE_OK)
     while (sqlite3_step(q) == SQLITE_ROW) {
       long long c = sqlite3_column_int64(q, 0);
       if (c >= WARMUP && c < WARMUP + CYCLES)
-        sto[c - WARMUP] = ((double)sqlite3_column_int64(q, 1) -
-                           (double)txmax[c]) / 1e6;
+        sto[c - WARMUP] =
+            ((double)sqlite3_column_int64(q, 1) - (double)txmax[c]) / 1e6;
     }
   sqlite3_finalize(q);
   sqlite3_close(h);
@@ -658,8 +658,7 @@ done:
     if (kids[r] > 0) {
       int st = 0;
       uint64_t e2 = la_now_ms() + 10000;
-      while (waitpid(kids[r], &st, WNOHANG) == 0 && la_now_ms() < e2)
-        nap_ms(5);
+      while (waitpid(kids[r], &st, WNOHANG) == 0 && la_now_ms() < e2) nap_ms(5);
       if (kill(kids[r], SIGKILL) == 0) waitpid(kids[r], &st, 0);
       if (out->ok && (!WIFEXITED(st) || WEXITSTATUS(st) != 0)) {
         out->ok = 0;
@@ -741,10 +740,11 @@ static int link_main(const char *json) {
     return 1;
   }
   int ok = 1;
-  printf("GlobalAgent ingest, link encrypted vs not: %d connections, %d "
-         "cycles, window %d, %zu-byte traces, median of %d interleaved "
-         "runs\n", N_CONNS, INGEST_CYCLES, WINDOW, series_bytes,
-         LINK_REPEATS);
+  printf(
+      "GlobalAgent ingest, link encrypted vs not: %d connections, %d "
+      "cycles, window %d, %zu-byte traces, median of %d interleaved "
+      "runs\n",
+      N_CONNS, INGEST_CYCLES, WINDOW, series_bytes, LINK_REPEATS);
   printf("  %-6s %16s %16s %8s  runs (encrypted / unencrypted)\n", "fsync",
          "encrypted tr/s", "clear tr/s", "ratio");
   fprintf(f, "{\n  \"bench\": \"globalagent_link\",\n  \"repeats\": %d,\n",
@@ -754,10 +754,11 @@ static int link_main(const char *json) {
            p = median_rate(r[fs][0], LINK_REPEATS);
     printf("  %-6s %16.0f %16.0f %8.3f  ", fs ? "on" : "off", e, p,
            p > 0 ? e / p : 0);
-    fprintf(f, "  \"fsync_%s\": {\"encrypted_traces_per_s\": %.0f, "
-               "\"unencrypted_traces_per_s\": %.0f, \"ratio\": %.4f, "
-               "\"runs_encrypted\": [", fs ? "on" : "off", e, p,
-            p > 0 ? e / p : 0);
+    fprintf(f,
+            "  \"fsync_%s\": {\"encrypted_traces_per_s\": %.0f, "
+            "\"unencrypted_traces_per_s\": %.0f, \"ratio\": %.4f, "
+            "\"runs_encrypted\": [",
+            fs ? "on" : "off", e, p, p > 0 ? e / p : 0);
     for (int k = 0; k < LINK_REPEATS; k++) {
       fprintf(f, "%s%.0f", k ? ", " : "", r[fs][1][k].traces_per_s);
       printf("%s%.0f", k ? " " : "", r[fs][1][k].traces_per_s);
@@ -770,11 +771,14 @@ static int link_main(const char *json) {
     }
     double ce = median_cpu(r[fs][1], LINK_REPEATS),
            cp = median_cpu(r[fs][0], LINK_REPEATS);
-    fprintf(f, "], \"ga_cpu_us_per_trace_encrypted\": %.2f, "
-               "\"ga_cpu_us_per_trace_unencrypted\": %.2f}%s\n", ce, cp,
-            fs ? "" : ",");
-    printf("\n  %-6s GlobalAgent CPU per trace: encrypted %.2f us, clear "
-           "%.2f us (ratio %.3f)\n", "", ce, cp, cp > 0 ? ce / cp : 0);
+    fprintf(f,
+            "], \"ga_cpu_us_per_trace_encrypted\": %.2f, "
+            "\"ga_cpu_us_per_trace_unencrypted\": %.2f}%s\n",
+            ce, cp, fs ? "" : ",");
+    printf(
+        "\n  %-6s GlobalAgent CPU per trace: encrypted %.2f us, clear "
+        "%.2f us (ratio %.3f)\n",
+        "", ce, cp, cp > 0 ? ce / cp : 0);
     for (int sec = 0; sec < 2; sec++)
       for (int k = 0; k < LINK_REPEATS; k++)
         if (!r[fs][sec][k].ok) {
@@ -800,9 +804,10 @@ int main(int argc, char **argv) {
                      : link   ? "build/bench/globalagent_link.json"
                               : "build/bench/globalagent.json";
   signal(SIGPIPE, SIG_IGN);
-  for (const char *const *v = (const char *const[]){
-           "LA_PERIOD", "LA_METRIC", "LA_AGENT", "LA_APP_ID", "LA_DISABLE",
-           "LA_BUFFERS", "LA_COMPACT", "LA_DUMP_RAW", NULL};
+  for (const char *const *v =
+           (const char *const[]){"LA_PERIOD", "LA_METRIC", "LA_AGENT",
+                                 "LA_APP_ID", "LA_DISABLE", "LA_BUFFERS",
+                                 "LA_COMPACT", "LA_DUMP_RAW", NULL};
        *v; v++)
     unsetenv(*v);
   if (la_auth_init() != 0 || make_series() != 0) {
@@ -840,44 +845,48 @@ int main(int argc, char **argv) {
   fprintf(f, "  \"latency_ms_p50\": %.3f,\n", paced.p50);
   fprintf(f, "  \"latency_ms_p99\": %.3f,\n", paced.p99);
   fprintf(f, "  \"ingest\": {\n");
-  fprintf(f, "    \"configuration\": \"%d simulated LocalAgent connections "
-             "= %d ranks of one application (one rank each), %d cycles, "
-             "up to %d unacknowledged traces per connection, %d-element "
-             "mesh series compacted polyline cv=0.1 (mean %zu bytes)\",\n",
+  fprintf(f,
+          "    \"configuration\": \"%d simulated LocalAgent connections "
+          "= %d ranks of one application (one rank each), %d cycles, "
+          "up to %d unacknowledged traces per connection, %d-element "
+          "mesh series compacted polyline cv=0.1 (mean %zu bytes)\",\n",
           N_CONNS, N_CONNS, INGEST_CYCLES, WINDOW, N_ELEMENTS, series_bytes);
-  fprintf(f, "    \"connections\": %d, \"ranks_per_set\": %d, "
-             "\"traces\": %d, \"trace_bytes_mean\": %zu,\n",
+  fprintf(f,
+          "    \"connections\": %d, \"ranks_per_set\": %d, "
+          "\"traces\": %d, \"trace_bytes_mean\": %zu,\n",
           N_CONNS, N_CONNS, N_CONNS * INGEST_CYCLES, series_bytes);
   const ingest_t *ins[2] = {&in1, &in0};
   for (int i = 0; i < 2; i++)
-    fprintf(f, "    \"fsync_%s\": {\"ok\": %s, \"seconds\": %.3f, "
-               "\"traces_per_s\": %.0f, \"tracesets_per_s\": %.1f, "
-               "\"commits\": %lld, \"messages_per_commit\": %.1f%s%s%s}%s\n",
-            i == 0 ? "on" : "off", ins[i]->ok ? "true" : "false",
-            ins[i]->secs, ins[i]->traces_per_s, ins[i]->sets_per_s,
-            ins[i]->commits, ins[i]->traces_per_commit,
-            ins[i]->ok ? "" : ", \"error\": \"", ins[i]->ok ? "" : ins[i]->why,
-            ins[i]->ok ? "" : "\"", i == 0 ? "," : "");
+    fprintf(f,
+            "    \"fsync_%s\": {\"ok\": %s, \"seconds\": %.3f, "
+            "\"traces_per_s\": %.0f, \"tracesets_per_s\": %.1f, "
+            "\"commits\": %lld, \"messages_per_commit\": %.1f%s%s%s}%s\n",
+            i == 0 ? "on" : "off", ins[i]->ok ? "true" : "false", ins[i]->secs,
+            ins[i]->traces_per_s, ins[i]->sets_per_s, ins[i]->commits,
+            ins[i]->traces_per_commit, ins[i]->ok ? "" : ", \"error\": \"",
+            ins[i]->ok ? "" : ins[i]->why, ins[i]->ok ? "" : "\"",
+            i == 0 ? "," : "");
   fprintf(f, "  },\n");
   fprintf(f, "  \"traces_per_s_fsync_off\": %.0f,\n", in0.traces_per_s);
   fprintf(f, "  \"tracesets_per_s_fsync_off\": %.1f,\n", in0.sets_per_s);
   const lat_t *ls[2] = {&paced, &busy};
   const char *ln[2] = {"latency", "latency_busy"};
   for (int i = 0; i < 2; i++)
-    fprintf(f, "  \"%s\": {\"ok\": %s, \"configuration\": \"1 LocalAgent + "
-               "GlobalAgent (fsync on) + 1 subscriber, %d forked ranks x %d "
-               "elements, wall-time metric, period 1, barrier before every "
-               "cycle, %s\", \"cycles\": %d, \"warmup\": %d, \"p50_ms\": "
-               "%.3f, \"p90_ms\": %.3f, \"p99_ms\": %.3f, \"max_ms\": %.3f, "
-               "\"mean_ms\": %.3f, \"to_stored_p50_ms\": %.3f, "
-               "\"to_published_p50_ms\": %.3f%s%s%s}%s\n",
+    fprintf(f,
+            "  \"%s\": {\"ok\": %s, \"configuration\": \"1 LocalAgent + "
+            "GlobalAgent (fsync on) + 1 subscriber, %d forked ranks x %d "
+            "elements, wall-time metric, period 1, barrier before every "
+            "cycle, %s\", \"cycles\": %d, \"warmup\": %d, \"p50_ms\": "
+            "%.3f, \"p90_ms\": %.3f, \"p99_ms\": %.3f, \"max_ms\": %.3f, "
+            "\"mean_ms\": %.3f, \"to_stored_p50_ms\": %.3f, "
+            "\"to_published_p50_ms\": %.3f%s%s%s}%s\n",
             ln[i], ls[i]->ok ? "true" : "false", LAT_RANKS, N_ELEMENTS,
             i == 0 ? "ranks idle 20 ms after each cycle"
                    : "ranks compute back to back",
             ls[i]->cycles, WARMUP, ls[i]->p50, ls[i]->p90, ls[i]->p99,
-            ls[i]->max, ls[i]->mean, ls[i]->stored_p50,
-            ls[i]->published_p50, ls[i]->ok ? "" : ", \"error\": \"",
-            ls[i]->ok ? "" : ls[i]->why, ls[i]->ok ? "" : "\"", ",");
+            ls[i]->max, ls[i]->mean, ls[i]->stored_p50, ls[i]->published_p50,
+            ls[i]->ok ? "" : ", \"error\": \"", ls[i]->ok ? "" : ls[i]->why,
+            ls[i]->ok ? "" : "\"", ",");
   fprintf(f, "  \"repeats\": %d,\n  \"runs\": {", REPEATS);
   const char *rn[4] = {"traces_per_s_fsync_on", "traces_per_s_fsync_off",
                        "latency_ms_p50_paced", "latency_ms_p50_busy"};
@@ -895,31 +904,32 @@ int main(int argc, char **argv) {
   fprintf(f, "}\n");
   fclose(f);
 
-  printf("GlobalAgent ingest: %d connections = %d ranks of one app, %d "
-         "cycles, window %d, %d-element traces (%zu bytes mean)\n",
-         N_CONNS, N_CONNS, INGEST_CYCLES, WINDOW, N_ELEMENTS, series_bytes);
-  printf("  %-10s %10s %12s %14s %9s %12s\n", "fsync", "seconds",
-         "traces/s", "Trace-Sets/s", "commits", "msgs/commit");
+  printf(
+      "GlobalAgent ingest: %d connections = %d ranks of one app, %d "
+      "cycles, window %d, %d-element traces (%zu bytes mean)\n",
+      N_CONNS, N_CONNS, INGEST_CYCLES, WINDOW, N_ELEMENTS, series_bytes);
+  printf("  %-10s %10s %12s %14s %9s %12s\n", "fsync", "seconds", "traces/s",
+         "Trace-Sets/s", "commits", "msgs/commit");
   for (int i = 0; i < 2; i++) {
     if (!ins[i]->ok) {
       printf("  %-10s FAILED: %s\n", i == 0 ? "on" : "off", ins[i]->why);
       continue;
     }
-    printf("  %-10s %10.3f %12.0f %14.1f %9lld %12.1f\n",
-           i == 0 ? "on" : "off", ins[i]->secs, ins[i]->traces_per_s,
-           ins[i]->sets_per_s, ins[i]->commits, ins[i]->traces_per_commit);
+    printf("  %-10s %10.3f %12.0f %14.1f %9lld %12.1f\n", i == 0 ? "on" : "off",
+           ins[i]->secs, ins[i]->traces_per_s, ins[i]->sets_per_s,
+           ins[i]->commits, ins[i]->traces_per_commit);
   }
   printf("  aim: >= 5,000 traces/s (fsync on: %s)\n",
          in1.ok && in1.traces_per_s >= 5000 ? "met" : "NOT met");
-  printf("LA_dataXfer -> complete Trace-Set at a subscriber: %d ranks x %d "
-         "elements, %d cycles after %d warm-up\n", LAT_RANKS, N_ELEMENTS,
-         CYCLES, WARMUP);
-  printf("  %-28s %8s %8s %8s %8s %8s %10s %10s\n", "mode", "p50 ms",
-         "p90 ms", "p99 ms", "max ms", "mean ms", "stored p50",
-         "publ. p50");
+  printf(
+      "LA_dataXfer -> complete Trace-Set at a subscriber: %d ranks x %d "
+      "elements, %d cycles after %d warm-up\n",
+      LAT_RANKS, N_ELEMENTS, CYCLES, WARMUP);
+  printf("  %-28s %8s %8s %8s %8s %8s %10s %10s\n", "mode", "p50 ms", "p90 ms",
+         "p99 ms", "max ms", "mean ms", "stored p50", "publ. p50");
   for (int i = 0; i < 2; i++) {
-    const char *name = i == 0 ? "paced (20 ms idle/cycle)"
-                              : "busy (back to back)";
+    const char *name =
+        i == 0 ? "paced (20 ms idle/cycle)" : "busy (back to back)";
     if (!ls[i]->ok) {
       printf("  %-28s FAILED: %s\n", name, ls[i]->why);
       continue;
@@ -928,8 +938,9 @@ int main(int argc, char **argv) {
            ls[i]->p50, ls[i]->p90, ls[i]->p99, ls[i]->max, ls[i]->mean,
            ls[i]->stored_p50, ls[i]->published_p50);
   }
-  printf("  (stored: latest LA_dataXfer -> latest trace inserted; publ.: "
-         "-> set published after its commit)\n");
+  printf(
+      "  (stored: latest LA_dataXfer -> latest trace inserted; publ.: "
+      "-> set published after its commit)\n");
   printf("  aim: median < 10 ms (paced: %s, busy: %s)\n",
          paced.ok && paced.p50 < 10 ? "met" : "NOT met",
          busy.ok && busy.p50 < 10 ? "met" : "NOT met");

@@ -378,6 +378,64 @@ LA_CLIENT_EXPORT double la_traceset_rank_timer_res(const la_traceset_t *t,
 LA_CLIENT_EXPORT const char *la_traceset_rank_detection(const la_traceset_t *t,
                                                         uint32_t rank);
 
+/* ------------------------------------------------------ one encoded trace
+ * For readers of an encoding outside a Trace-Set: the GlobalAgent's store
+ * (docs/storage.md: traces.segments, robust.segments) read offline, or a
+ * language binding (docs/python.md). */
+
+/* Decodes the encoded compact trace bytes[0..len) (format in
+ * docs/compaction.md, "Binary encoding") into out[0..n), where n is the
+ * number of points the trace must hold (the rank's element count, the
+ * store's traces.n_elements). The values are those la_traceset_rank_weights
+ * serves: the same parser, checks and reconstruction. bytes is only read;
+ * out belongs to the caller. On success returns 0 and every out[i] is set.
+ * Errors (out's content is then unspecified; why, if not NULL, gets the
+ * reason, "" on success): LA_EINVAL (bytes NULL with len > 0, or out NULL
+ * with n > 0), LA_EPROTO (not a valid encoding: bad magic, malformed
+ * record, bad quantum, checksum mismatch, trailing bytes), LA_ETRUNC (ends
+ * early), LA_EVERSION (an encoding version this build does not read),
+ * LA_ERANGE (a valid encoding of another number of points than n; one
+ * declaring more is refused before anything is allocated), LA_ENOMEM.
+ * Thread-safe; keeps nothing. */
+LA_CLIENT_EXPORT int la_client_decode_trace(const uint8_t *bytes, size_t len,
+                                            double *out, uint64_t n, char *why,
+                                            size_t why_len);
+
+/* ------------------------------------------------------------- channels
+ * An application that declared channels (LA_channel: one per kernel, say
+ * "stress", "eos") sends, per rank and cycle, the per-element sum over its
+ * channels, which every function above serves, and each channel's own
+ * series with its exact statistics and robust weights. */
+
+/* Number of channel names of the set (its lowest rank's declaration, in
+ * channel order); 0 when the application declared none. */
+LA_CLIENT_EXPORT size_t la_traceset_channels(const la_traceset_t *t);
+/* Name of channel ch, owned by t; NULL when ch is out of range. */
+LA_CLIENT_EXPORT const char *la_traceset_channel_name(const la_traceset_t *t,
+                                                      size_t ch);
+/* The id of the channel called name, or LA_ENOTFOUND (LA_EINVAL for NULL
+ * arguments). */
+LA_CLIENT_EXPORT int la_traceset_channel_find(const la_traceset_t *t,
+                                              const char *name);
+/* A new set (free with la_traceset_free) that serves channel ch of t: the
+ * same cycle and ranks, whose weights, totals, statistics, errors and
+ * robust weights are channel ch's (interference figures are left out: they
+ * are the sum's). A present rank whose trace lacks that channel is missing
+ * in it, with the reason. The weights kind follows t's. An application
+ * with one channel name has no separate series: its channel 0 is the set.
+ * Errors: LA_EINVAL, LA_ENOTFOUND (no such channel), LA_ENOMEM, LA_EPROTO
+ * (the channel's series do not decode). */
+LA_CLIENT_EXPORT int la_traceset_channel(const la_traceset_t *t, size_t ch,
+                                         la_traceset_t **out);
+/* Writes rank's la_traceset_rank_elements() values of channel ch (decoded,
+ * measured or robust as t serves them); NaN when the rank is missing or
+ * lacks the channel. Errors: LA_EINVAL, LA_ENOTFOUND (no such channel),
+ * LA_ENOMEM, LA_EPROTO. */
+LA_CLIENT_EXPORT int la_traceset_channel_rank_weights(const la_traceset_t *t,
+                                                      size_t ch,
+                                                      uint32_t rank,
+                                                      double *w);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,19 +19,7 @@
 #include <string.h>
 
 #include "la_client_internal.h"
-
-static int la__ts_bad(char *why, size_t why_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int la__ts_bad(char *why, size_t why_len, const char *fmt, ...) {
-  if (why && why_len) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, why_len, fmt, ap);
-    va_end(ap);
-  }
-  return LA_EPROTO;
-}
+#include "la_errors.h"
 
 void la_traceset_free(la_traceset_t *t) {
   if (!t) return;
@@ -58,17 +46,18 @@ static int la__ts_build(la_traceset_t *t, uint64_t cap, char *why,
   /* The cap first, before allocating anything per rank or parsing. */
   for (size_t i = 0; i < m->n_rank_elements; i++)
     if (m->rank_elements[i] > cap)
-      return la__ts_bad(why, why_len,
-                        "rank %zu: %llu elements, more than the %llu "
-                        "allowed", i, (unsigned long long)m->rank_elements[i],
-                        (unsigned long long)cap);
+      return la_errorf(why, why_len, LA_EPROTO,
+                       "rank %zu: %llu elements, more than the %llu "
+                       "allowed",
+                       i, (unsigned long long)m->rank_elements[i],
+                       (unsigned long long)cap);
   for (size_t i = 0; i < m->n_traces; i++)
     if (m->traces[i]->n_elements > cap)
-      return la__ts_bad(why, why_len,
-                        "rank %u: %llu elements, more than the %llu allowed",
-                        m->traces[i]->rank,
-                        (unsigned long long)m->traces[i]->n_elements,
-                        (unsigned long long)cap);
+      return la_errorf(why, why_len, LA_EPROTO,
+                       "rank %u: %llu elements, more than the %llu allowed",
+                       m->traces[i]->rank,
+                       (unsigned long long)m->traces[i]->n_elements,
+                       (unsigned long long)cap);
   t->nprocs = np;
   t->vtx = calloc((size_t)np + 1, sizeof *t->vtx);
   t->trace = calloc(np, sizeof *t->trace);
@@ -77,9 +66,9 @@ static int la__ts_build(la_traceset_t *t, uint64_t cap, char *why,
   t->ct = calloc(np, sizeof *t->ct);
   if (!t->vtx || !t->trace || !t->rob || !t->w || !t->ct) return LA_ENOMEM;
   if (m->n_traces + m->n_missing_ranks != np)
-    return la__ts_bad(why, why_len,
-                      "%zu traces and %zu missing ranks for %u ranks",
-                      m->n_traces, m->n_missing_ranks, np);
+    return la_errorf(why, why_len, LA_EPROTO,
+                     "%zu traces and %zu missing ranks for %u ranks",
+                     m->n_traces, m->n_missing_ranks, np);
   for (size_t i = 0; i < m->n_traces; i++)
     t->ct[m->traces[i]->rank] = m->traces[i];
   if (m->n_missing_ranks) {
@@ -95,7 +84,8 @@ static int la__ts_build(la_traceset_t *t, uint64_t cap, char *why,
       uint32_t r = m->missing_ranks[i];
       if (seen[r]++) {
         free(seen);
-        return la__ts_bad(why, why_len, "missing_ranks lists rank %u twice", r);
+        return la_errorf(why, why_len, LA_EPROTO,
+                         "missing_ranks lists rank %u twice", r);
       }
     }
     free(seen);
@@ -108,15 +98,16 @@ static int la__ts_build(la_traceset_t *t, uint64_t cap, char *why,
     uint64_t n = m->n_rank_elements ? m->rank_elements[r] : 0;
     if (ct) {
       if (m->n_rank_elements && n != ct->n_elements)
-        return la__ts_bad(why, why_len,
-                          "rank %u: trace of %llu elements, rank_elements "
-                          "says %llu",
-                          r, (unsigned long long)ct->n_elements,
-                          (unsigned long long)n);
+        return la_errorf(why, why_len, LA_EPROTO,
+                         "rank %u: trace of %llu elements, rank_elements "
+                         "says %llu",
+                         r, (unsigned long long)ct->n_elements,
+                         (unsigned long long)n);
       n = ct->n_elements;
     } else if (n > (1ULL << 32)) {
-      return la__ts_bad(why, why_len, "rank %u: %llu elements out of range", r,
-                        (unsigned long long)n);
+      return la_errorf(why, why_len, LA_EPROTO,
+                       "rank %u: %llu elements out of range", r,
+                       (unsigned long long)n);
     }
     t->vtx[r] = total;
     total += n; /* < 2^24 * (2^32 + 1): no overflow */
@@ -126,39 +117,38 @@ static int la__ts_build(la_traceset_t *t, uint64_t cap, char *why,
     const La__CompactTrace *ct = t->ct[r];
     if (!ct) continue;
     int rc = la_trace_open_max(ct->segments.data, ct->segments.len,
-                               ct->n_elements, &t->trace[r], wbuf,
-                               sizeof wbuf);
+                               ct->n_elements, &t->trace[r], wbuf, sizeof wbuf);
     if (rc == LA_ENOMEM) return rc;
     if (rc)
-      return la__ts_bad(why, why_len, "rank %u: bad trace encoding: %s", r,
-                        wbuf);
+      return la_errorf(why, why_len, LA_EPROTO,
+                       "rank %u: bad trace encoding: %s", r, wbuf);
     if (la_trace_count(t->trace[r]) != ct->n_elements)
-      return la__ts_bad(why, why_len,
-                        "rank %u: encoding holds %llu points, n_elements "
-                        "%llu",
-                        r, (unsigned long long)la_trace_count(t->trace[r]),
-                        (unsigned long long)ct->n_elements);
+      return la_errorf(why, why_len, LA_EPROTO,
+                       "rank %u: encoding holds %llu points, n_elements "
+                       "%llu",
+                       r, (unsigned long long)la_trace_count(t->trace[r]),
+                       (unsigned long long)ct->n_elements);
     if (la_trace_mode(t->trace[r]) != (int)ct->mode)
-      return la__ts_bad(why, why_len,
-                        "rank %u: encoding mode %s, message says %s", r,
-                        la_compact_mode_name(la_trace_mode(t->trace[r])),
-                        la_compact_mode_name((int)ct->mode));
+      return la_errorf(why, why_len, LA_EPROTO,
+                       "rank %u: encoding mode %s, message says %s", r,
+                       la_compact_mode_name(la_trace_mode(t->trace[r])),
+                       la_compact_mode_name((int)ct->mode));
     if (!ct->robust_stats) continue;
     rc = la_trace_open_max(ct->robust_segments.data, ct->robust_segments.len,
                            ct->n_elements, &t->rob[r], wbuf, sizeof wbuf);
     if (rc == LA_ENOMEM) return rc;
     if (rc)
-      return la__ts_bad(why, why_len, "rank %u: bad robust encoding: %s", r,
-                        wbuf);
+      return la_errorf(why, why_len, LA_EPROTO,
+                       "rank %u: bad robust encoding: %s", r, wbuf);
     if (la_trace_count(t->rob[r]) != ct->n_elements ||
         la_trace_mode(t->rob[r]) != (int)ct->mode)
-      return la__ts_bad(why, why_len,
-                        "rank %u: robust encoding holds %llu points in mode "
-                        "%s, the trace %llu in mode %s",
-                        r, (unsigned long long)la_trace_count(t->rob[r]),
-                        la_compact_mode_name(la_trace_mode(t->rob[r])),
-                        (unsigned long long)ct->n_elements,
-                        la_compact_mode_name((int)ct->mode));
+      return la_errorf(why, why_len, LA_EPROTO,
+                       "rank %u: robust encoding holds %llu points in mode "
+                       "%s, the trace %llu in mode %s",
+                       r, (unsigned long long)la_trace_count(t->rob[r]),
+                       la_compact_mode_name(la_trace_mode(t->rob[r])),
+                       (unsigned long long)ct->n_elements,
+                       la_compact_mode_name((int)ct->mode));
     t->n_rob++;
   }
   t->dropped = m->has_dropped ? m->dropped : 0;
@@ -168,9 +158,8 @@ static int la__ts_build(la_traceset_t *t, uint64_t cap, char *why,
 
 int la__traceset_adopt(La__TraceSet *m, int validate, la_traceset_t **out,
                        char *why, size_t why_len) {
-  return la__traceset_adopt_max(m, validate,
-                                LA_CLIENT_DEFAULT_MAX_RANK_ELEMENTS, out, why,
-                                why_len);
+  return la__traceset_adopt_max(
+      m, validate, LA_CLIENT_DEFAULT_MAX_RANK_ELEMENTS, out, why, why_len);
 }
 
 int la__traceset_adopt_max(La__TraceSet *m, int validate,

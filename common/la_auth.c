@@ -19,21 +19,11 @@
 #include <sodium.h>
 
 #include "la_errcodes.h"
+#include "la_errors.h"
 
 /* Key of the BLAKE2b hash that turns a secret file into an HMAC key: keeps
  * this derivation apart from any other use of the same file. 16 bytes. */
 #define LA__KDF_KEY "LA-SECRET-KEY-v1"
-
-static void la__why(char *why, size_t n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void la__why(char *why, size_t n, const char *fmt, ...) {
-  if (!why || n == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, n, fmt, ap);
-  va_end(ap);
-}
 
 int la_auth_init(void) {
   return sodium_init() < 0 ? LA_EAUTH : 0;
@@ -59,39 +49,40 @@ int la_auth_load_key(const char *path, la_auth_key_t *key, char *why,
                      size_t why_len) {
   if (key) sodium_memzero(key, sizeof *key);
   if (!path || !key) {
-    la__why(why, why_len, "no secret file given");
+    la_errorf(why, why_len, 0, "no secret file given");
     return LA_EINVAL;
   }
   /* O_NONBLOCK: opening a FIFO planted at path must not hang the daemon. */
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) {
-    la__why(why, why_len, "secret file %s: %s", path, strerror(errno));
+    la_errorf(why, why_len, 0, "secret file %s: %s", path, strerror(errno));
     return LA_EIO;
   }
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int e = errno;
     close(fd);
-    la__why(why, why_len, "secret file %s: %s", path, strerror(e));
+    la_errorf(why, why_len, 0, "secret file %s: %s", path, strerror(e));
     return LA_EIO;
   }
   if (!S_ISREG(st.st_mode)) {
     close(fd);
-    la__why(why, why_len, "secret file %s is not a regular file", path);
+    la_errorf(why, why_len, 0, "secret file %s is not a regular file", path);
     return LA_EAUTH;
   }
   if (st.st_mode & 077) {
     close(fd);
-    la__why(why, why_len,
-            "secret file %s has mode %04o: it must not be accessible by "
-            "group or others (run: chmod 600 %s)",
-            path, (unsigned)(st.st_mode & 07777), path);
+    la_errorf(why, why_len, 0,
+              "secret file %s has mode %04o: it must not be accessible by "
+              "group or others (run: chmod 600 %s)",
+              path, (unsigned)(st.st_mode & 07777), path);
     return LA_EAUTH;
   }
   if (st.st_size > LA_AUTH_SECRET_MAX + 2) {
     close(fd);
-    la__why(why, why_len, "secret file %s is too large (%lld bytes; max %d)",
-            path, (long long)st.st_size, LA_AUTH_SECRET_MAX);
+    la_errorf(why, why_len, 0,
+              "secret file %s is too large (%lld bytes; max %d)", path,
+              (long long)st.st_size, LA_AUTH_SECRET_MAX);
     return LA_EAUTH;
   }
   /* One byte more than allowed, to notice a file that grew meanwhile. */
@@ -99,24 +90,25 @@ int la_auth_load_key(const char *path, la_auth_key_t *key, char *why,
   uint8_t *buf = malloc(cap);
   if (!buf) {
     close(fd);
-    la__why(why, why_len, "secret file %s: out of memory", path);
+    la_errorf(why, why_len, 0, "secret file %s: out of memory", path);
     return LA_EIO;
   }
   int e = la__read_fd(fd, buf, cap, &len);
   close(fd);
   int rc = 0;
   if (e) {
-    la__why(why, why_len, "secret file %s: %s", path, strerror(e));
+    la_errorf(why, why_len, 0, "secret file %s: %s", path, strerror(e));
     rc = LA_EIO;
   } else {
     while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) len--;
     if (len < LA_AUTH_SECRET_MIN) {
-      la__why(why, why_len, "secret file %s is too short (%zu bytes; min %d)",
-              path, len, LA_AUTH_SECRET_MIN);
+      la_errorf(why, why_len, 0,
+                "secret file %s is too short (%zu bytes; min %d)", path, len,
+                LA_AUTH_SECRET_MIN);
       rc = LA_EAUTH;
     } else if (len > LA_AUTH_SECRET_MAX) {
-      la__why(why, why_len, "secret file %s is too large (max %d bytes)", path,
-              LA_AUTH_SECRET_MAX);
+      la_errorf(why, why_len, 0, "secret file %s is too large (max %d bytes)",
+                path, LA_AUTH_SECRET_MAX);
       rc = LA_EAUTH;
     } else {
       crypto_generichash(key->k, sizeof key->k, buf, len,
@@ -232,19 +224,20 @@ void la_auth_key_wipe(la_auth_key_t *key) {
 
 int la_auth_generate_secret_file(const char *path, char *why, size_t why_len) {
   if (!path || !*path) {
-    la__why(why, why_len, "no secret file given");
+    la_errorf(why, why_len, 0, "no secret file given");
     return LA_EINVAL;
   }
   if (sodium_init() < 0) {
-    la__why(why, why_len, "secret file %s: libsodium failed to start", path);
+    la_errorf(why, why_len, 0, "secret file %s: libsodium failed to start",
+              path);
     return LA_EIO;
   }
   /* O_EXCL also refuses a symbolic link, dangling or not. */
   int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0600);
   if (fd < 0) {
     int e = errno;
-    la__why(why, why_len, "secret file %s: %s%s", path, strerror(e),
-            e == EEXIST ? " (refusing to overwrite it)" : "");
+    la_errorf(why, why_len, 0, "secret file %s: %s%s", path, strerror(e),
+              e == EEXIST ? " (refusing to overwrite it)" : "");
     return LA_EIO;
   }
   uint8_t raw[32];
@@ -269,7 +262,7 @@ int la_auth_generate_secret_file(const char *path, char *why, size_t why_len) {
   sodium_memzero(text, sizeof text);
   if (e) {
     unlink(path);
-    la__why(why, why_len, "secret file %s: %s", path, strerror(e));
+    la_errorf(why, why_len, 0, "secret file %s: %s", path, strerror(e));
     return LA_EIO;
   }
   return 0;

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la_compact.h"
+#include "la_compact_internal.h"
 
 void la_compact_result_free(la_compact_result_t *r) {
   if (r == NULL)

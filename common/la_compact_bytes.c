@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la_compact.h"
+#include "la_compact_internal.h"
 
 int la_cbuf_reserve(la_cbuf_t *b, size_t more) {
   size_t cap;

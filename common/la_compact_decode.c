@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la_compact.h"
+#include "la_compact_internal.h"
+#include "la_errors.h"
 
 typedef struct {
   double hi, lo;
@@ -58,17 +59,6 @@ struct la_trace {
   double *nfval;
   size_t nnf, nfcap;
 };
-
-static int fail(char *why, size_t why_len, int rc, const char *fmt, ...) {
-  va_list ap;
-
-  if (why != NULL && why_len > 0) {
-    va_start(ap, fmt);
-    vsnprintf(why, why_len, fmt, ap);
-    va_end(ap);
-  }
-  return rc;
-}
 
 /* Makes room for need elements in the arrays p[0..np) of the given element
  * sizes, which share *cap (each array gets cap + 1 slots, for prefixes).
@@ -209,7 +199,8 @@ static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
         (kind >= LA_REC_VERBATIM && (tag & (LA_REC_EXC | LA_REC_NEWEXP))) ||
         (kind == LA_REC_QRUN && t->quantum == 0) ||
         (kind == LA_REC_RLINE && (tag & LA_REC_NEWEXP)))
-      return fail(why, why_len, LA_EPROTO, "bad record tag at byte %zu", at);
+      return la_errorf(why, why_len, LA_EPROTO, "bad record tag at byte %zu",
+                       at);
     if (grow(r_arrays, r_sizes, 2, &t->rcap, t->nrec + 1)) return LA_ENOMEM;
     q = &t->recs[t->nrec];
     memset(q, 0, sizeof(*q));
@@ -225,13 +216,13 @@ static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
         dk = la_unzigzag(w);
         if (dk >= (INT64_C(1) << 54) || dk <= -(INT64_C(1) << 54) ||
             qk + dk >= (INT64_C(1) << 53) || qk + dk <= -(INT64_C(1) << 53))
-          return fail(why, why_len, LA_EPROTO,
-                      "quantized value out of range at byte %zu", at);
+          return la_errorf(why, why_len, LA_EPROTO,
+                           "quantized value out of range at byte %zu", at);
         qk += dk;
         v = (double)qk * t->quantum;
         if (!isfinite(v))
-          return fail(why, why_len, LA_EPROTO,
-                      "quantized value overflows at byte %zu", at);
+          return la_errorf(why, why_len, LA_EPROTO,
+                           "quantized value overflows at byte %zu", at);
         if ((rc = add_value(t, pos + j, v)) != 0) return rc;
       }
       vertex_ok = 0;
@@ -255,7 +246,8 @@ static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
       de = la_unzigzag(w);
       if (de > 4 * LA_QEXP_MAX || de < -4 * LA_QEXP_MAX ||
           prev_exp + de < LA_QEXP_MIN || prev_exp + de > LA_QEXP_MAX)
-        return fail(why, why_len, LA_EPROTO, "bad exponent at byte %zu", at);
+        return la_errorf(why, why_len, LA_EPROTO, "bad exponent at byte %zu",
+                         at);
       prev_exp += (int)de;
     }
     if (q->off) {
@@ -276,20 +268,21 @@ static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
            : count > 1 ? (b - a) / (double)(count - 1)
                        : 0;
     if (!isfinite(q->d))
-      return fail(why, why_len, LA_EPROTO, "line overflows at byte %zu", at);
+      return la_errorf(why, why_len, LA_EPROTO, "line overflows at byte %zu",
+                       at);
     q->x0 = t->nx;
     if (tag & LA_REC_EXC) {
       if ((rc = la_creader_varint(r, &c)) != 0) goto bad;
       if (c == 0 || c > count)
-        return fail(why, why_len, LA_EPROTO, "bad exception count at byte %zu",
-                    at);
+        return la_errorf(why, why_len, LA_EPROTO,
+                         "bad exception count at byte %zu", at);
       xp = 0;
       for (j = 0; j < c; j++) {
         double line;
         if ((rc = la_creader_varint(r, &gap)) != 0) goto bad;
         if (gap >= count || (xp = (j ? xp + 1 : 0) + gap) >= count)
-          return fail(why, why_len, LA_EPROTO,
-                      "exception outside its segment at byte %zu", at);
+          return la_errorf(why, why_len, LA_EPROTO,
+                           "exception outside its segment at byte %zu", at);
         if ((rc = la_creader_verbatim(r, &v)) != 0) goto bad;
         if (grow(xp_arrays, xp_sizes, 3, &t->xcap, t->nx + 1)) return LA_ENOMEM;
         if (t->nx == 0) t->xprefix[0] = (dd_t){0, 0};
@@ -314,10 +307,11 @@ static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
   }
   return 0;
 bad:
-  return fail(why, why_len, rc,
-              rc == LA_ETRUNC ? "truncated in the record at byte %zu"
-                              : "malformed value in the record at byte %zu",
-              r->off);
+  return la_errorf(why, why_len, rc,
+                   rc == LA_ETRUNC
+                       ? "truncated in the record at byte %zu"
+                       : "malformed value in the record at byte %zu",
+                   r->off);
 }
 
 int la_trace_open(const uint8_t *bytes, size_t len, la_trace_t **out, char *why,
@@ -335,10 +329,10 @@ int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
   int rc, i;
 
   if (out == NULL || (bytes == NULL && len > 0))
-    return fail(why, why_len, LA_EINVAL, "no buffer");
+    return la_errorf(why, why_len, LA_EINVAL, "no buffer");
   *out = NULL;
   if (len < 4 + 6 + 8 + 1)
-    return fail(
+    return la_errorf(
         why, why_len,
         len >= 3 && memcmp(bytes, "LAC", 3) != 0 ? LA_EPROTO : LA_ETRUNC,
         "%zu bytes: shorter than any compact trace", len);
@@ -348,56 +342,58 @@ int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
   for (i = 0; i < 6; i++) la_creader_u8(&r, &h[i]);
   if (h[0] != LA_CENC_MAGIC0 || h[1] != LA_CENC_MAGIC1 ||
       h[2] != LA_CENC_MAGIC2)
-    return fail(why, why_len, LA_EPROTO, "not a compact trace (bad magic)");
+    return la_errorf(why, why_len, LA_EPROTO,
+                     "not a compact trace (bad magic)");
   if (h[3] != LA_CENC_VERSION)
-    return fail(why, why_len, LA_EVERSION,
-                "encoding version %u (this build reads version %d)", h[3],
-                LA_CENC_VERSION);
+    return la_errorf(why, why_len, LA_EVERSION,
+                     "encoding version %u (this build reads version %d)", h[3],
+                     LA_CENC_VERSION);
   if (h[4] < LA_COMPACT_POLYLINE || h[4] > LA_COMPACT_LOSSLESS)
-    return fail(why, why_len, LA_EPROTO, "unknown mode %u", h[4]);
+    return la_errorf(why, why_len, LA_EPROTO, "unknown mode %u", h[4]);
   if ((h[5] & ~0x1f) ||
       (h[4] == LA_COMPACT_LOSSLESS ? (h[5] & ~LA_CENC_F_XOR) != 0
                                    : (h[5] & LA_CENC_F_XOR) != 0) ||
       (h[4] != LA_COMPACT_MAXERR && (h[5] & LA_CENC_F_RELATIVE)))
-    return fail(why, why_len, LA_EPROTO, "bad flags 0x%02x for mode %u", h[5],
-                h[4]);
+    return la_errorf(why, why_len, LA_EPROTO, "bad flags 0x%02x for mode %u",
+                     h[5], h[4]);
   if ((t = calloc(1, sizeof(*t))) == NULL) return LA_ENOMEM;
   t->mode = h[4];
   t->flags = h[5];
   la_creader_f64(&r, &t->bound);
   if ((rc = la_creader_varint(&r, &n)) != 0) {
-    rc = fail(why, why_len, rc, "bad point count");
+    rc = la_errorf(why, why_len, rc, "bad point count");
     goto out;
   }
   if (!(t->bound >= 0 && t->bound < INFINITY) ||
       (t->mode == LA_COMPACT_LOSSLESS) != (t->bound == 0)) {
-    rc = fail(why, why_len, LA_EPROTO, "bad bound %g for mode %d", t->bound,
-              t->mode);
+    rc = la_errorf(why, why_len, LA_EPROTO, "bad bound %g for mode %d",
+                   t->bound, t->mode);
     goto out;
   }
   if (t->flags & LA_CENC_F_QUANTUM) {
     if ((rc = la_creader_f64(&r, &t->quantum)) != 0) {
-      rc = fail(why, why_len, rc, "no quantum");
+      rc = la_errorf(why, why_len, rc, "no quantum");
       goto out;
     }
     if (!la_compact_quantum_ok(t->quantum)) {
-      rc = fail(why, why_len, LA_EPROTO, "bad quantum %g", t->quantum);
+      rc = la_errorf(why, why_len, LA_EPROTO, "bad quantum %g", t->quantum);
       goto out;
     }
   }
   if (max_points > LA_TRACE_MAX_POINTS) max_points = LA_TRACE_MAX_POINTS;
   if (n > max_points) { /* before anything is allocated for the points */
-    rc = fail(why, why_len, LA_ELIMIT,
-              "declares %llu points, more than the %llu allowed",
-              (unsigned long long)n, (unsigned long long)max_points);
+    rc = la_errorf(why, why_len, LA_ELIMIT,
+                   "declares %llu points, more than the %llu allowed",
+                   (unsigned long long)n, (unsigned long long)max_points);
     goto out;
   }
   t->n = n;
   if (t->mode == LA_COMPACT_LOSSLESS) {
     uint64_t j;
     if (n > r.len - r.off) { /* every value takes at least one byte */
-      rc = fail(why, why_len, LA_ETRUNC, "%llu values cannot fit in %zu bytes",
-                (unsigned long long)n, r.len - r.off);
+      rc = la_errorf(why, why_len, LA_ETRUNC,
+                     "%llu values cannot fit in %zu bytes",
+                     (unsigned long long)n, r.len - r.off);
       goto out;
     }
     t->vcap = n ? n : 1;
@@ -410,8 +406,8 @@ int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
       goto out;
     }
     if ((rc = la_compact_lossless_decode(&r, t->flags, n, t->vals)) != 0) {
-      rc = fail(why, why_len, rc, "lossless body %s at byte %zu",
-                rc == LA_ETRUNC ? "truncated" : "malformed", r.off);
+      rc = la_errorf(why, why_len, rc, "lossless body %s at byte %zu",
+                     rc == LA_ETRUNC ? "truncated" : "malformed", r.off);
       goto out;
     }
     t->vprefix[0] = (dd_t){0, 0};
@@ -428,15 +424,15 @@ int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
     goto out;
   }
   if (r.off != r.len) {
-    rc = fail(why, why_len, LA_EPROTO, "%zu bytes after the last record",
-              r.len - r.off);
+    rc = la_errorf(why, why_len, LA_EPROTO, "%zu bytes after the last record",
+                   r.len - r.off);
     goto out;
   }
   r.len = len;
   la_creader_u32(&r, &want);
   crc = la_compact_crc32(0, bytes, len - 4);
   if (crc != want) {
-    rc = fail(why, why_len, LA_EPROTO, "checksum mismatch");
+    rc = la_errorf(why, why_len, LA_EPROTO, "checksum mismatch");
     goto out;
   }
   if (t->rprefix == NULL && (t->rprefix = calloc(1, sizeof(dd_t))) == NULL) {

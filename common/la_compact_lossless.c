@@ -15,7 +15,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "la_compact.h"
+#include "la_compact_internal.h"
 
 static int is_int53(double v) {
   return fabs(v) <= 9007199254740992.0 && v == (double)(int64_t)v &&

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la_compact.h"
+#include "la_compact_internal.h"
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif

@@ -34,7 +34,7 @@
  */
 #include <math.h>
 
-#include "la_compact.h"
+#include "la_compact_internal.h"
 #if LA_COMPACT_X86
 #include <immintrin.h>
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "la_compact.h"
+#include "la_errors.h"
 
 void la_compact_params_default(la_compact_params_t *p) {
   memset(p, 0, sizeof(*p));
@@ -24,32 +25,20 @@ void la_compact_params_default(la_compact_params_t *p) {
   p->outliers = 1;
 }
 
-static int say(char *why, size_t why_len, int rc, const char *fmt, ...) {
-  va_list ap;
-
-  if (why != NULL && why_len > 0) {
-    va_start(ap, fmt);
-    vsnprintf(why, why_len, fmt, ap);
-    va_end(ap);
-  }
-  return rc;
-}
-
 int la_compact_params_check(const la_compact_params_t *p, char *why,
                             size_t why_len) {
-  if (p == NULL)
-    return say(why, why_len, LA_EINVAL, "no parameters");
+  if (p == NULL) return la_errorf(why, why_len, LA_EINVAL, "no parameters");
   if (p->mode < LA_COMPACT_DEFAULT || p->mode > LA_COMPACT_LOSSLESS)
-    return say(why, why_len, LA_EINVAL, "unknown mode %d", p->mode);
+    return la_errorf(why, why_len, LA_EINVAL, "unknown mode %d", p->mode);
   if (!(p->cv >= 0 && p->cv < INFINITY))
-    return say(why, why_len, LA_EINVAL, "cv %g: must be finite and >= 0",
-               p->cv);
+    return la_errorf(why, why_len, LA_EINVAL, "cv %g: must be finite and >= 0",
+                     p->cv);
   if (!(p->epsilon >= 0 && p->epsilon < INFINITY))
-    return say(why, why_len, LA_EINVAL, "epsilon %g: must be finite and >= 0",
-               p->epsilon);
+    return la_errorf(why, why_len, LA_EINVAL,
+                     "epsilon %g: must be finite and >= 0", p->epsilon);
   if (!(p->quantum >= 0 && p->quantum < INFINITY))
-    return say(why, why_len, LA_EINVAL, "quantum %g: must be finite and >= 0",
-               p->quantum);
+    return la_errorf(why, why_len, LA_EINVAL,
+                     "quantum %g: must be finite and >= 0", p->quantum);
   return 0;
 }
 
@@ -64,14 +53,14 @@ int la_compact_effective_mode(const la_compact_params_t *p) {
 
 const char *la_compact_mode_name(int mode) {
   switch (mode) {
-  case LA_COMPACT_DEFAULT:
-    return "default";
-  case LA_COMPACT_POLYLINE:
-    return "polyline";
-  case LA_COMPACT_MAXERR:
-    return "maxerr";
-  case LA_COMPACT_LOSSLESS:
-    return "lossless";
+    case LA_COMPACT_DEFAULT:
+      return "default";
+    case LA_COMPACT_POLYLINE:
+      return "polyline";
+    case LA_COMPACT_MAXERR:
+      return "maxerr";
+    case LA_COMPACT_LOSSLESS:
+      return "lossless";
   }
   return "?";
 }
@@ -80,14 +69,12 @@ const char *la_compact_mode_name(int mode) {
 static int parse_num(const char *s, size_t len, double *v) {
   char buf[64], *end;
 
-  if (len == 0 || len >= sizeof(buf))
-    return -1;
+  if (len == 0 || len >= sizeof(buf)) return -1;
   memcpy(buf, s, len);
   buf[len] = 0;
   errno = 0;
   *v = strtod(buf, &end);
-  if (*end != 0 || errno != 0 || !(*v >= 0 && *v < INFINITY))
-    return -1;
+  if (*end != 0 || errno != 0 || !(*v >= 0 && *v < INFINITY)) return -1;
   return 0;
 }
 
@@ -102,7 +89,7 @@ int la_compact_spec_parse(const char *spec, la_compact_params_t *p, char *why,
   int has_eps = 0;
 
   if (spec == NULL || p == NULL)
-    return say(why, why_len, LA_EINVAL, "no spec");
+    return la_errorf(why, why_len, LA_EINVAL, "no spec");
   la_compact_params_default(p);
   colon = strchr(spec, ':');
   mlen = colon ? (size_t)(colon - spec) : strlen(spec);
@@ -113,9 +100,9 @@ int la_compact_spec_parse(const char *spec, la_compact_params_t *p, char *why,
   else if (tok_is(spec, mlen, "lossless"))
     p->mode = LA_COMPACT_LOSSLESS;
   else
-    return say(why, why_len, LA_EINVAL,
-               "unknown mode '%.*s' (polyline, maxerr or lossless)", (int)mlen,
-               spec);
+    return la_errorf(why, why_len, LA_EINVAL,
+                     "unknown mode '%.*s' (polyline, maxerr or lossless)",
+                     (int)mlen, spec);
   for (s = colon ? colon + 1 : spec + mlen; colon != NULL;) {
     const char *end = strchr(s, ','), *eq;
     size_t len = end ? (size_t)(end - s) : strlen(s);
@@ -125,29 +112,29 @@ int la_compact_spec_parse(const char *spec, la_compact_params_t *p, char *why,
     eq = memchr(s, '=', len);
     klen = eq ? (size_t)(eq - s) : len;
     if (len == 0)
-      return say(why, why_len, LA_EINVAL, "empty option in '%s'", spec);
+      return la_errorf(why, why_len, LA_EINVAL, "empty option in '%s'", spec);
     if (eq && tok_is(s, klen, "cv")) {
       if (p->mode != LA_COMPACT_POLYLINE)
-        return say(why, why_len, LA_EINVAL, "'%.*s': cv is for polyline",
-                   (int)len, s);
+        return la_errorf(why, why_len, LA_EINVAL, "'%.*s': cv is for polyline",
+                         (int)len, s);
       if (parse_num(eq + 1, len - klen - 1, &v))
-        return say(why, why_len, LA_EINVAL, "'%.*s': cv must be a number >= 0",
-                   (int)len, s);
+        return la_errorf(why, why_len, LA_EINVAL,
+                         "'%.*s': cv must be a number >= 0", (int)len, s);
       p->cv = v;
     } else if (eq && (tok_is(s, klen, "eps") || tok_is(s, klen, "epsilon"))) {
       if (p->mode != LA_COMPACT_MAXERR)
-        return say(why, why_len, LA_EINVAL, "'%.*s': eps is for maxerr",
-                   (int)len, s);
+        return la_errorf(why, why_len, LA_EINVAL, "'%.*s': eps is for maxerr",
+                         (int)len, s);
       if (parse_num(eq + 1, len - klen - 1, &v))
-        return say(why, why_len, LA_EINVAL, "'%.*s': eps must be a number >= 0",
-                   (int)len, s);
+        return la_errorf(why, why_len, LA_EINVAL,
+                         "'%.*s': eps must be a number >= 0", (int)len, s);
       p->epsilon = v;
       has_eps = 1;
     } else if (!eq &&
                (tok_is(s, len, "relative") || tok_is(s, len, "absolute"))) {
       if (p->mode != LA_COMPACT_MAXERR)
-        return say(why, why_len, LA_EINVAL, "'%.*s': only for maxerr", (int)len,
-                   s);
+        return la_errorf(why, why_len, LA_EINVAL, "'%.*s': only for maxerr",
+                         (int)len, s);
       p->relative = s[0] == 'r';
     } else if (!eq && p->mode != LA_COMPACT_LOSSLESS &&
                (tok_is(s, len, "connected") || tok_is(s, len, "disjoint"))) {
@@ -156,15 +143,14 @@ int la_compact_spec_parse(const char *spec, la_compact_params_t *p, char *why,
                (tok_is(s, len, "outliers") || tok_is(s, len, "no-outliers"))) {
       p->outliers = s[0] == 'o';
     } else {
-      return say(why, why_len, LA_EINVAL, "unknown option '%.*s' for %s",
-                 (int)len, s, la_compact_mode_name(p->mode));
+      return la_errorf(why, why_len, LA_EINVAL, "unknown option '%.*s' for %s",
+                       (int)len, s, la_compact_mode_name(p->mode));
     }
-    if (end == NULL)
-      break;
+    if (end == NULL) break;
     s = end + 1;
   }
   if (p->mode == LA_COMPACT_MAXERR && !has_eps)
-    return say(why, why_len, LA_EINVAL, "maxerr needs eps=X");
+    return la_errorf(why, why_len, LA_EINVAL, "maxerr needs eps=X");
   return 0;
 }
 
@@ -186,8 +172,7 @@ int la_compact_spec_format(const la_compact_params_t *p, char *buf,
   char num[40];
   int mode, w;
 
-  if (la_compact_params_check(p, NULL, 0) != 0 || buf == NULL)
-    return LA_EINVAL;
+  if (la_compact_params_check(p, NULL, 0) != 0 || buf == NULL) return LA_EINVAL;
   mode = p->mode == LA_COMPACT_DEFAULT ? LA_COMPACT_POLYLINE : p->mode;
   if (mode == LA_COMPACT_LOSSLESS) {
     w = snprintf(buf, len, "lossless");
@@ -199,7 +184,6 @@ int la_compact_spec_format(const la_compact_params_t *p, char *buf,
                  p->connected ? ",connected" : "",
                  p->outliers ? "" : ",no-outliers");
   }
-  if (w < 0 || (size_t)w >= len)
-    return LA_ELIMIT;
+  if (w < 0 || (size_t)w >= len) return LA_ELIMIT;
   return w;
 }

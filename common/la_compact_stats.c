@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la_compact.h"
+#include "la_compact_internal.h"
 #if LA_COMPACT_X86
 #include <immintrin.h>
 #endif

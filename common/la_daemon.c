@@ -2,6 +2,7 @@
  * la_daemon.h). */
 #include "la_daemon.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "la_auth.h"
 #include "la_log.h"
 #include "la_sockio.h"
 
@@ -100,7 +102,9 @@ int la_daemon_write_number(const char *path, long value) {
   return 0;
 }
 
-void la_daemon_process_setup(void) { umask(077); }
+void la_daemon_process_setup(void) {
+  umask(077);
+}
 
 int la_daemon_early_args(int argc, char **argv, const char *version,
                          void (*usage)(FILE *), int *check) {
@@ -123,4 +127,117 @@ void la_daemon_print_config(const char *name, const la_cfg_key_t *keys,
                             const void *set) {
   la_cfg_print(keys, set, stdout);
   fprintf(stderr, "%s: configuration OK\n", name);
+}
+
+int la_daemon_check_secret(const char *name, const char *key,
+                           const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    int e = errno;
+    fprintf(stderr, "%s: %s: secret file %s: %s%s%s%s\n", name, key, path,
+            strerror(e), e == ENOENT ? " (create one with: lactl secret " : "",
+            e == ENOENT ? path : "", e == ENOENT ? ")" : "");
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    fprintf(stderr, "%s: %s: secret file %s is not a regular file\n", name, key,
+            path);
+    return -1;
+  }
+  if (st.st_mode & 077) {
+    fprintf(stderr,
+            "%s: %s: secret file %s has mode %04o: it must be 0600 or 0400, "
+            "with no access for group or others (run: chmod 600 %s)\n",
+            name, key, path, (unsigned)(st.st_mode & 07777), path);
+    return -1;
+  }
+  uid_t me = geteuid();
+  if (me != 0 && st.st_uid != me) {
+    fprintf(stderr,
+            "%s: %s: secret file %s belongs to uid %u, but this agent runs as "
+            "uid %u and cannot read it: under systemd the unit passes it as a "
+            "credential (LoadCredential=); otherwise chown it to the agent's "
+            "user\n",
+            name, key, path, (unsigned)st.st_uid, (unsigned)me);
+    return -1;
+  }
+  la_auth_key_t k;
+  char why[400];
+  if (la_auth_init() != 0 || la_auth_load_key(path, &k, why, sizeof why) != 0) {
+    fprintf(stderr, "%s: %s: %s\n", name, key, why);
+    return -1;
+  }
+  la_auth_key_wipe(&k);
+  return 0;
+}
+
+/* Whether this process may create entries in dir (effective ids). */
+static int la__writable(const char *dir) {
+  return faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0;
+}
+
+/* The directory part of path ("." when it has none) into buf. */
+static void la__dirname(const char *path, char *buf, size_t len) {
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    snprintf(buf, len, ".");
+  else if (slash == path)
+    snprintf(buf, len, "/");
+  else
+    snprintf(buf, len, "%.*s", (int)(slash - path), path);
+}
+
+int la_daemon_check_dir(const char *name, const char *key, const char *dir,
+                        int owned, int create) {
+  struct stat st;
+  if (lstat(dir, &st) != 0) {
+    int e = errno;
+    char parent[1024];
+    la__dirname(dir, parent, sizeof parent);
+    if (e == ENOENT && create && la__writable(parent)) return 0;
+    if (e == ENOENT && create)
+      fprintf(stderr,
+              "%s: %s: directory %s does not exist and cannot be created: "
+              "%s is missing or not writable by uid %u\n",
+              name, key, dir, parent, (unsigned)geteuid());
+    else
+      fprintf(stderr, "%s: %s: directory %s: %s%s\n", name, key, dir,
+              strerror(e),
+              e == ENOENT ? " (create it, or let the unit's "
+                            "StateDirectory= do it)"
+                          : "");
+    return -1;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "%s: %s: %s is not a directory%s\n", name, key, dir,
+            S_ISLNK(st.st_mode) ? " (a symbolic link)" : "");
+    return -1;
+  }
+  if (owned && st.st_uid != geteuid()) {
+    fprintf(stderr,
+            "%s: %s: directory %s belongs to uid %u, not to this agent's uid "
+            "%u (chown it, or run the agent as its owner)\n",
+            name, key, dir, (unsigned)st.st_uid, (unsigned)geteuid());
+    return -1;
+  }
+  if (owned && (st.st_mode & (S_IWGRP | S_IWOTH))) {
+    fprintf(stderr,
+            "%s: %s: directory %s is writable by group or others (mode %03o): "
+            "chmod 700 it\n",
+            name, key, dir, (unsigned)(st.st_mode & 0777));
+    return -1;
+  }
+  if (!la__writable(dir)) {
+    fprintf(stderr, "%s: %s: directory %s is not writable by uid %u\n", name,
+            key, dir, (unsigned)geteuid());
+    return -1;
+  }
+  return 0;
+}
+
+int la_daemon_check_file_dir(const char *name, const char *key,
+                             const char *file) {
+  char dir[1024];
+  la__dirname(file, dir, sizeof dir);
+  return la_daemon_check_dir(name, key, dir, 0, 0);
 }

@@ -43,6 +43,26 @@ int la_daemon_addr_ok(const char *s, int allow_zero);
  * or -1 (errno set). */
 int la_daemon_write_number(const char *path, long value);
 
+/* --check-config's checks of the files a configuration names, made as the
+ * user who runs it (run it as the daemon's user). Each prints every problem
+ * to stderr as "NAME: KEY: ..." naming the file and what to do, and returns
+ * 0 or -1.
+ *
+ * la_daemon_check_secret: path is a regular file, mode 0600 or 0400 (no
+ * group or other bits), owned by this process's uid (or readable because it
+ * runs as root), and a valid secret (la_auth_load_key: 16 to 65536 bytes).
+ * la_daemon_check_dir: dir is a directory this process can write into, owned
+ * by it when owned is set and not writable by group or others; or, with
+ * create, missing but in a directory it can write into (the daemon creates
+ * it at start).
+ * la_daemon_check_file_dir: the directory file is written into exists and
+ * this process can write into it. */
+int la_daemon_check_secret(const char *name, const char *key, const char *path);
+int la_daemon_check_dir(const char *name, const char *key, const char *dir,
+                        int owned, int create);
+int la_daemon_check_file_dir(const char *name, const char *key,
+                             const char *file);
+
 /* Process-wide settings of a daemon, called once at start before any file
  * is created: umask 077, so every file it creates (store, its -wal and -shm
  * files, spool) is private unless it says otherwise. */

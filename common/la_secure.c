@@ -12,21 +12,9 @@
 #include <string.h>
 
 #include "la_errcodes.h"
+#include "la_errors.h"
 
 #define LA__ABYTES crypto_secretstream_xchacha20poly1305_ABYTES
-
-static int la__err(char *why, size_t n, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int la__err(char *why, size_t n, int code, const char *fmt, ...) {
-  if (why && n) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, n, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
 
 void la_secure_init(la_secure_t *s) {
   if (s) memset(s, 0, sizeof *s);
@@ -80,34 +68,34 @@ int la_secure_open(la_secure_t *s, const uint8_t *payload, size_t len,
                    size_t why_len) {
   *buf = NULL;
   if (!s || !s->rx_on)
-    return la__err(why, why_len, LA_EPROTO,
-                   "encrypted record before the handshake");
+    return la_errorf(why, why_len, LA_EPROTO,
+                     "encrypted record before the handshake");
   if (s->rx_broken)
-    return la__err(why, why_len, LA_EAUTH, "the stream failed before");
+    return la_errorf(why, why_len, LA_EAUTH, "the stream failed before");
   if (len < LA__ABYTES + LA_FRAME_HEADER_LEN)
-    return la__err(why, why_len, LA_EPROTO,
-                   "encrypted record of %zu bytes: too short", len);
+    return la_errorf(why, why_len, LA_EPROTO,
+                     "encrypted record of %zu bytes: too short", len);
   size_t mlen = len - LA__ABYTES;
   uint8_t *m = malloc(mlen);
-  if (!m) return la__err(why, why_len, LA_ENOMEM, "out of memory");
+  if (!m) return la_errorf(why, why_len, LA_ENOMEM, "out of memory");
   unsigned long long got = 0;
   unsigned char tag = 0;
   if (crypto_secretstream_xchacha20poly1305_pull(&s->rx, m, &got, &tag, payload,
                                                  len, NULL, 0) != 0) {
     free(m);
     s->rx_broken = 1;
-    return la__err(why, why_len, LA_EAUTH,
-                   "encrypted record %llu does not authenticate (forged, "
-                   "corrupted, replayed or out of order)",
-                   (unsigned long long)s->opened + 1);
+    return la_errorf(why, why_len, LA_EAUTH,
+                     "encrypted record %llu does not authenticate (forged, "
+                     "corrupted, replayed or out of order)",
+                     (unsigned long long)s->opened + 1);
   }
   if (tag != crypto_secretstream_xchacha20poly1305_TAG_MESSAGE) {
     free(m);
     s->rx_broken = 1;
-    return la__err(why, why_len, LA_EAUTH,
-                   "encrypted record %llu has tag %u: the stream was ended "
-                   "or rekeyed, which this protocol never does",
-                   (unsigned long long)s->opened + 1, (unsigned)tag);
+    return la_errorf(why, why_len, LA_EAUTH,
+                     "encrypted record %llu has tag %u: the stream was ended "
+                     "or rekeyed, which this protocol never does",
+                     (unsigned long long)s->opened + 1, (unsigned)tag);
   }
   uint16_t t;
   uint32_t l;
@@ -116,11 +104,11 @@ int la_secure_open(la_secure_t *s, const uint8_t *payload, size_t len,
       (size_t)l + LA_FRAME_HEADER_LEN != got) {
     free(m);
     if (rc == LA_EMSGSIZE)
-      return la__err(why, why_len, LA_EMSGSIZE,
-                     "the frame inside an encrypted record is larger than "
-                     "the maximum");
-    return la__err(why, why_len, LA_EPROTO,
-                   "bad frame inside an encrypted record");
+      return la_errorf(why, why_len, LA_EMSGSIZE,
+                       "the frame inside an encrypted record is larger than "
+                       "the maximum");
+    return la_errorf(why, why_len, LA_EPROTO,
+                     "bad frame inside an encrypted record");
   }
   s->opened++;
   *buf = m;

@@ -9,20 +9,8 @@
 #include <string.h>
 
 #include "la_errcodes.h"
+#include "la_errors.h"
 #include "la_sockio.h"
-
-static int la__err(char *why, size_t n, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int la__err(char *why, size_t n, int code, const char *fmt, ...) {
-  if (why && n) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, n, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
 
 int la_secure_send_msg(int fd, la_secure_t *s, uint16_t type,
                        const ProtobufCMessage *msg, int timeout_ms) {
@@ -52,7 +40,7 @@ int la_secure_recv_msg(int fd, la_secure_t *s, uint32_t max_payload,
   *sealed = 0;
   int rc = la_read_all(fd, hdr, sizeof hdr, timeout_ms);
   if (rc)
-    return la__err(
+    return la_errorf(
         why, why_len, rc, "%s",
         rc == LA_ETIMEDOUT ? "no answer in time" : "connection closed by peer");
   uint16_t t;
@@ -62,9 +50,9 @@ int la_secure_recv_msg(int fd, la_secure_t *s, uint32_t max_payload,
                            : max_payload + LA_SECURE_OVERHEAD;
   rc = la_frame_header_parse(hdr, outer_max, &t, &len);
   if (rc)
-    return la__err(why, why_len, rc, "%s",
-                   rc == LA_EMSGSIZE ? "frame larger than the maximum"
-                                     : "bad frame header");
+    return la_errorf(why, why_len, rc, "%s",
+                     rc == LA_EMSGSIZE ? "frame larger than the maximum"
+                                       : "bad frame header");
   uint8_t *payload = malloc(len ? len : 1);
   if (!payload) return LA_ENOMEM;
   uint64_t now = la_now_ms();
@@ -72,11 +60,11 @@ int la_secure_recv_msg(int fd, la_secure_t *s, uint32_t max_payload,
       la_read_all(fd, payload, len, now < deadline ? (int)(deadline - now) : 0);
   if (rc) {
     free(payload);
-    return la__err(why, why_len, rc, "truncated frame");
+    return la_errorf(why, why_len, rc, "truncated frame");
   }
   if (t != LA__MSG_TYPE__MSG_SEALED) {
-    rc = len > max_payload ? la__err(why, why_len, LA_EMSGSIZE,
-                                     "frame larger than the maximum")
+    rc = len > max_payload ? la_errorf(why, why_len, LA_EMSGSIZE,
+                                       "frame larger than the maximum")
                            : la_msg_decode(t, payload, len, msg, why, why_len);
     free(payload);
     if (rc == 0) *type = t;
@@ -113,7 +101,7 @@ int la_secure_client_handshake(int fd, const la_auth_key_t *key,
   h.agent_nonce.data = an;
   h.agent_nonce.len = sizeof an;
   int rc = la_send_msg(fd, LA__MSG_TYPE__MSG_HELLO, &h.base, timeout_ms);
-  if (rc) return la__err(why, why_len, rc, "sending Hello failed");
+  if (rc) return la_errorf(why, why_len, rc, "sending Hello failed");
   uint16_t type;
   ProtobufCMessage *m = NULL;
   int sealed;
@@ -122,16 +110,16 @@ int la_secure_client_handshake(int fd, const la_auth_key_t *key,
   if (rc) return rc;
   if (type == LA__MSG_TYPE__MSG_AUTH_RESULT) { /* refused at Hello */
     *status = ((La__AuthResult *)m)->status;
-    la__err(why, why_len, 0, "%s",
-            ((La__AuthResult *)m)->message ? ((La__AuthResult *)m)->message
-                                           : "refused");
+    la_errorf(why, why_len, 0, "%s",
+              ((La__AuthResult *)m)->message ? ((La__AuthResult *)m)->message
+                                             : "refused");
     la_msg_free(m);
     return 0;
   }
   if (type != LA__MSG_TYPE__MSG_CHALLENGE) {
     la_msg_free(m);
-    return la__err(why, why_len, LA_EPROTO, "expected Challenge, got %s",
-                   la_msg_name(type));
+    return la_errorf(why, why_len, LA_EPROTO, "expected Challenge, got %s",
+                     la_msg_name(type));
   }
   La__Challenge *c = (La__Challenge *)m;
   if (!c->server || !c->has_stream_header ||
@@ -142,9 +130,9 @@ int la_secure_client_handshake(int fd, const la_auth_key_t *key,
                          c->stream_header.len) != 0) {
     la_msg_free(m);
     la_auth_session_wipe(&ses);
-    return la__err(why, why_len, LA_EAUTH,
-                   "the GlobalAgent's Challenge lacks what mutual "
-                   "authentication needs (server, stream header, nonce)");
+    return la_errorf(why, why_len, LA_EAUTH,
+                     "the GlobalAgent's Challenge lacks what mutual "
+                     "authentication needs (server, stream header, nonce)");
   }
   la_msg_free(m);
   la_secure_start_tx(s, ses.key_a2g, hdr);
@@ -157,35 +145,35 @@ int la_secure_client_handshake(int fd, const la_auth_key_t *key,
   rc = la_send_msg(fd, LA__MSG_TYPE__MSG_AUTH, &a.base, timeout_ms);
   if (rc) {
     la_auth_session_wipe(&ses);
-    return la__err(why, why_len, rc, "sending Auth failed");
+    return la_errorf(why, why_len, rc, "sending Auth failed");
   }
   rc = la_secure_recv_msg(fd, s, 1 << 16, timeout_ms, &type, &m, &sealed, why,
                           why_len);
   if (rc) {
     la_auth_session_wipe(&ses);
-    return rc == LA_EAUTH ? la__err(why, why_len, LA_EAUTH,
-                                    "the GlobalAgent failed to prove the "
-                                    "secret (its record does not "
-                                    "authenticate)")
+    return rc == LA_EAUTH ? la_errorf(why, why_len, LA_EAUTH,
+                                      "the GlobalAgent failed to prove the "
+                                      "secret (its record does not "
+                                      "authenticate)")
                           : rc;
   }
   if (type != LA__MSG_TYPE__MSG_AUTH_RESULT) {
     la_msg_free(m);
     la_auth_session_wipe(&ses);
-    return la__err(why, why_len, LA_EPROTO, "expected AuthResult, got %s",
-                   la_msg_name(type));
+    return la_errorf(why, why_len, LA_EPROTO, "expected AuthResult, got %s",
+                     la_msg_name(type));
   }
   La__AuthResult *r = (La__AuthResult *)m;
   rc = 0;
   if (r->status != 0) { /* a refusal may come in clear */
     *status = r->status;
-    la__err(why, why_len, 0, "%s", r->message ? r->message : "refused");
+    la_errorf(why, why_len, 0, "%s", r->message ? r->message : "refused");
   } else if (!sealed ||
              la_auth_proof_check(
                  ses.server_proof, r->server_proof.data,
                  r->has_server_proof ? r->server_proof.len : 0) != 0) {
-    rc = la__err(why, why_len, LA_EAUTH,
-                 "the GlobalAgent failed to prove the secret");
+    rc = la_errorf(why, why_len, LA_EAUTH,
+                   "the GlobalAgent failed to prove the secret");
   } else {
     *status = 0;
     *next_seq = r->has_next_seq ? r->next_seq : 1;

@@ -5,9 +5,15 @@
  * segment is:
  *
  *   [la_shm_header_t | la_shm_bufmeta_t x n_buffers | pad to 64]
- *   [buffer 0: double x n_elements, then uint8_t flags x n_elements,
+ *   [buffer 0: double x n_channels x n_elements (channel-major: channel c
+ *    of element e at c * n_elements + e), then uint8_t flags x n_elements,
  *    padded to 64 bytes]
  *   [buffer 1 ...] ...
+ *
+ * Channels (LA_channel): an application that declares none has one channel
+ * and exactly the layout of one, so channel 0's values are where a
+ * one-channel buffer's are. Interference flags are per element, shared by
+ * the channels.
  *
  * Semaphore i of the set is 1 while buffer i is free for the application and
  * 0 while someone holds it. The application takes a buffer (semop -1) at the
@@ -33,11 +39,12 @@
 #include <stdint.h>
 
 #define LA_SHM_MAGIC 0x4c415f53484d3031ULL /* "LA_SHM01" */
-#define LA_SHM_VERSION 2u
+#define LA_SHM_VERSION 3u
 #define LA_SHM_MIN_BUFFERS 2u
 #define LA_SHM_MAX_BUFFERS 16u
 #define LA_SHM_ALIGN 64u
 #define LA_SHM_MAX_ELEMENTS (1ULL << 32)
+#define LA_SHM_MAX_CHANNELS 16u
 
 /* Meta data of one value buffer, written by the application at LA_dataXfer
  * before it notifies the agent. */
@@ -62,7 +69,8 @@ typedef struct la_shm_header {
   uint64_t nonce;        /* random; the registration must quote it */
   uint64_t buffer_stride;/* bytes from one buffer to the next */
   uint64_t segment_size; /* total bytes */
-  uint64_t reserved;
+  uint32_t n_channels;   /* 1..LA_SHM_MAX_CHANNELS value sets per buffer */
+  uint32_t reserved;
   la_shm_bufmeta_t buf[LA_SHM_MAX_BUFFERS];
 } la_shm_header_t;
 
@@ -76,57 +84,90 @@ _Static_assert(sizeof(la_shm_header_t) % LA_SHM_ALIGN == 0, "header aligned");
  * with (the thread was switched out); other bits are reserved (0). */
 #define LA_SHM_FLAG_INTERFERED 1u
 
-/* Bytes of one buffer of n doubles and n flag bytes, rounded up to
- * LA_SHM_ALIGN. */
-static inline uint64_t la_shm_buffer_stride(uint64_t n_elements) {
-  uint64_t b = n_elements * (sizeof(double) + 1);
+/* Bytes of one buffer of k channels of n doubles and n flag bytes, rounded
+ * up to LA_SHM_ALIGN. */
+static inline uint64_t la_shm_buffer_stride_ch(uint64_t n_elements,
+                                               uint32_t n_channels) {
+  uint64_t b = n_elements * (sizeof(double) * n_channels + 1);
   return (b + LA_SHM_ALIGN - 1) / LA_SHM_ALIGN * LA_SHM_ALIGN;
 }
 
-/* Total segment size for n elements and k buffers. */
-static inline uint64_t la_shm_segment_size(uint64_t n_elements,
-                                           uint32_t n_buffers) {
-  return sizeof(la_shm_header_t) +
-         (uint64_t)n_buffers * la_shm_buffer_stride(n_elements);
+/* The same for one channel. */
+static inline uint64_t la_shm_buffer_stride(uint64_t n_elements) {
+  return la_shm_buffer_stride_ch(n_elements, 1);
 }
 
-/* Values of buffer i from geometry the caller trusts (its own copy of the
- * element count, validated once): never reads the header, which the other
- * process may rewrite at any time. The LocalAgent and libla use this. */
+/* Total segment size for n elements, k buffers and c channels. */
+static inline uint64_t la_shm_segment_size_ch(uint64_t n_elements,
+                                              uint32_t n_buffers,
+                                              uint32_t n_channels) {
+  return sizeof(la_shm_header_t) +
+         (uint64_t)n_buffers * la_shm_buffer_stride_ch(n_elements, n_channels);
+}
+
+/* The same for one channel. */
+static inline uint64_t la_shm_segment_size(uint64_t n_elements,
+                                           uint32_t n_buffers) {
+  return la_shm_segment_size_ch(n_elements, n_buffers, 1);
+}
+
+/* Values of buffer i (n_channels x n_elements doubles, channel-major) from
+ * geometry the caller trusts (its own copies of the counts, validated
+ * once): never reads the header, which the other process may rewrite at
+ * any time. The LocalAgent and libla use this. */
+static inline double *la_shm_buffer_ch(void *segment, uint64_t n_elements,
+                                       uint32_t n_channels, uint32_t i) {
+  return (double *)((char *)segment + sizeof(la_shm_header_t) +
+                    (uint64_t)i *
+                        la_shm_buffer_stride_ch(n_elements, n_channels));
+}
+
+/* The same for a segment of one channel. */
 static inline double *la_shm_buffer(void *segment, uint64_t n_elements,
                                     uint32_t i) {
-  return (double *)((char *)segment + sizeof(la_shm_header_t) +
-                    (uint64_t)i * la_shm_buffer_stride(n_elements));
+  return la_shm_buffer_ch(segment, n_elements, 1, i);
 }
 
 /* Values of buffer i of an attached segment, from the header's own fields:
  * only for a header this process wrote and no one else can change (tests,
- * stand-ins); an agent must use la_shm_buffer. */
+ * stand-ins); an agent must use la_shm_buffer_ch. */
 static inline double *la_shm_values(la_shm_header_t *h, uint32_t i) {
   return (double *)((char *)h + h->header_len + (uint64_t)i * h->buffer_stride);
 }
 
 /* Flags of buffer i: n_elements bytes right after its values, from
- * geometry the caller trusts (like la_shm_buffer). */
+ * geometry the caller trusts (like la_shm_buffer_ch). */
+static inline uint8_t *la_shm_buffer_flags_ch(void *segment,
+                                              uint64_t n_elements,
+                                              uint32_t n_channels,
+                                              uint32_t i) {
+  return (uint8_t *)(la_shm_buffer_ch(segment, n_elements, n_channels, i) +
+                     (uint64_t)n_channels * n_elements);
+}
+
+/* The same for a segment of one channel. */
 static inline uint8_t *la_shm_buffer_flags(void *segment, uint64_t n_elements,
                                            uint32_t i) {
-  return (uint8_t *)(la_shm_buffer(segment, n_elements, i) + n_elements);
+  return la_shm_buffer_flags_ch(segment, n_elements, 1, i);
 }
 
 /* Flags of buffer i from the header's own fields: like la_shm_values, only
  * for a header no one else can change. */
 static inline uint8_t *la_shm_flags(la_shm_header_t *h, uint32_t i) {
-  return (uint8_t *)(la_shm_values(h, i) + h->n_elements);
+  return (uint8_t *)(la_shm_values(h, i) +
+                     (uint64_t)h->n_channels * h->n_elements);
 }
 
 /* Checks a header against the size of the attached segment and the values
- * the registration announced. Returns NULL when consistent, else a short
- * reason (static string). Used by the LocalAgent and the tests. */
-static inline const char *la_shm_header_check(const la_shm_header_t *h,
-                                              uint64_t segment_bytes,
-                                              uint64_t n_elements,
-                                              uint32_t n_buffers,
-                                              uint64_t nonce) {
+ * the registration announced (n_channels: 1 when it named no channel).
+ * Returns NULL when consistent, else a short reason (static string). Used
+ * by the LocalAgent and the tests. */
+static inline const char *la_shm_header_check_ch(const la_shm_header_t *h,
+                                                 uint64_t segment_bytes,
+                                                 uint64_t n_elements,
+                                                 uint32_t n_buffers,
+                                                 uint32_t n_channels,
+                                                 uint64_t nonce) {
   if (segment_bytes < sizeof(*h)) return "segment smaller than its header";
   if (h->magic != LA_SHM_MAGIC) return "bad magic number";
   if (h->version != LA_SHM_VERSION) return "unsupported header version";
@@ -134,16 +175,30 @@ static inline const char *la_shm_header_check(const la_shm_header_t *h,
   if (h->nonce != nonce) return "nonce does not match";
   if (h->n_elements != n_elements) return "element count does not match";
   if (h->n_buffers != n_buffers) return "buffer count does not match";
+  if (h->n_channels != n_channels) return "channel count does not match";
   if (n_buffers < LA_SHM_MIN_BUFFERS || n_buffers > LA_SHM_MAX_BUFFERS)
     return "buffer count out of range";
+  if (n_channels < 1 || n_channels > LA_SHM_MAX_CHANNELS)
+    return "channel count out of range";
   if (n_elements == 0 || n_elements > LA_SHM_MAX_ELEMENTS)
     return "element count out of range";
-  if (h->buffer_stride != la_shm_buffer_stride(n_elements))
+  if (h->buffer_stride != la_shm_buffer_stride_ch(n_elements, n_channels))
     return "unexpected buffer stride";
-  if (h->segment_size != la_shm_segment_size(n_elements, n_buffers) ||
+  if (h->segment_size !=
+          la_shm_segment_size_ch(n_elements, n_buffers, n_channels) ||
       segment_bytes < h->segment_size)
     return "segment size does not match";
   return 0;
+}
+
+/* The same for a registration of one channel. */
+static inline const char *la_shm_header_check(const la_shm_header_t *h,
+                                              uint64_t segment_bytes,
+                                              uint64_t n_elements,
+                                              uint32_t n_buffers,
+                                              uint64_t nonce) {
+  return la_shm_header_check_ch(h, segment_bytes, n_elements, n_buffers, 1,
+                                nonce);
 }
 
 #endif /* LA_SHM_LAYOUT_H */

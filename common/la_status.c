@@ -1,10 +1,13 @@
-/* la_status.c: StatusReply builder (see la_status.h). */
+/* la_status.c: StatusReply builder and its Prometheus text rendering (see
+ * la_status.h). */
 #include "la_status.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "la_errcodes.h"
 
 La__StatusReply *la_status_new(const char *daemon) {
   La__StatusReply *r = calloc(1, sizeof *r);
@@ -17,15 +20,21 @@ La__StatusReply *la_status_new(const char *daemon) {
   return r;
 }
 
-void la_status_row(La__StatusReply *r, const char *key, const char *fmt, ...) {
-  if (!r) return;
-  if ((r->n_entries & (r->n_entries - 1)) == 0) { /* grow at powers of 2 */
-    size_t cap = r->n_entries ? r->n_entries * 2 : 32;
-    if (cap < 32) cap = 32;
-    La__StatusEntry **e = realloc(r->entries, cap * sizeof *e);
-    if (!e) return;
-    r->entries = e;
-  }
+/* Makes room for one more pointer in *v (n used): grows at powers of 2
+ * from 16. Returns 0 or -1. */
+static int la__grow(void *v, size_t n) {
+  void ***p = v;
+  if (n != 0 && (n < 16 || (n & (n - 1)) != 0)) return 0;
+  size_t cap = n ? n * 2 : 16;
+  void **e = realloc(*p, cap * sizeof *e);
+  if (!e) return -1;
+  *p = e;
+  return 0;
+}
+
+static void la__vrow(La__StatusReply *r, const char *key, const char *fmt,
+                     va_list ap) {
+  if (!r || la__grow(&r->entries, r->n_entries)) return;
   La__StatusEntry *e = malloc(sizeof *e);
   char *k = strdup(key), *v = malloc(256);
   if (!e || !k || !v) {
@@ -35,13 +44,130 @@ void la_status_row(La__StatusReply *r, const char *key, const char *fmt, ...) {
     return;
   }
   la__status_entry__init(e);
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(v, 256, fmt, ap);
-  va_end(ap);
   e->key = k;
   e->value = v;
   r->entries[r->n_entries++] = e;
+}
+
+void la_status_row(La__StatusReply *r, const char *key, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  la__vrow(r, key, fmt, ap);
+  va_end(ap);
+}
+
+/* Appends a typed metric (name and help copied); NULL when out of memory. */
+static La__StatusMetric *la__metric(La__StatusReply *r, const char *key,
+                                    const char *help, La__StatusKind kind) {
+  if (!r || la__grow(&r->metrics, r->n_metrics)) return NULL;
+  La__StatusMetric *m = calloc(1, sizeof *m);
+  if (!m) return NULL;
+  la__status_metric__init(m);
+  m->kind = kind;
+  if (!(m->name = strdup(key)) || (help && !(m->help = strdup(help)))) {
+    free(m->name);
+    free(m);
+    return NULL;
+  }
+  r->metrics[r->n_metrics++] = m;
+  return m;
+}
+
+void la_status_counter(La__StatusReply *r, const char *key, const char *help,
+                       uint64_t v) {
+  la_status_row(r, key, "%" PRIu64, v);
+  La__StatusMetric *m =
+      la__metric(r, key, help, LA__STATUS_KIND__STATUS_COUNTER);
+  if (m) {
+    m->has_integer = 1;
+    m->integer = v > INT64_MAX ? INT64_MAX : (int64_t)v;
+  }
+}
+
+void la_status_gauge(La__StatusReply *r, const char *key, const char *help,
+                     int64_t v) {
+  la_status_row(r, key, "%" PRId64, v);
+  La__StatusMetric *m = la__metric(r, key, help, LA__STATUS_KIND__STATUS_GAUGE);
+  if (m) {
+    m->has_integer = 1;
+    m->integer = v;
+  }
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+void la_status_real(La__StatusReply *r, const char *key, const char *help,
+                    const char *fmt, double v) {
+  la_status_row(r, key, fmt, v);
+  La__StatusMetric *m = la__metric(r, key, help, LA__STATUS_KIND__STATUS_GAUGE);
+  if (m) {
+    m->has_real = 1;
+    m->real = v;
+  }
+}
+#pragma GCC diagnostic pop
+
+void la_status_info(La__StatusReply *r, const char *key, const char *help,
+                    const char *v) {
+  la_status_row(r, key, "%s", v);
+  La__StatusMetric *m = la__metric(r, key, help, LA__STATUS_KIND__STATUS_INFO);
+  if (m && !(m->text = strdup(v))) m->text = NULL;
+}
+
+La__StatusApp *la_status_app(La__StatusReply *r, const char *app_id) {
+  if (!r || la__grow(&r->apps, r->n_apps)) return NULL;
+  La__StatusApp *a = calloc(1, sizeof *a);
+  if (!a) return NULL;
+  la__status_app__init(a);
+  if (!(a->app_id = strdup(app_id))) {
+    free(a);
+    return NULL;
+  }
+  r->apps[r->n_apps++] = a;
+  return a;
+}
+
+La__StatusRank *la_status_rank(La__StatusApp *a, uint32_t rank) {
+  if (!a || la__grow(&a->ranks, a->n_ranks)) return NULL;
+  La__StatusRank *k = calloc(1, sizeof *k);
+  if (!k) return NULL;
+  la__status_rank__init(k);
+  k->rank = rank;
+  a->ranks[a->n_ranks++] = k;
+  return k;
+}
+
+void la_status_agent(La__StatusReply *r, const char *host, const char *address,
+                     uint64_t messages, uint64_t acked_seq) {
+  if (!r || la__grow(&r->agents, r->n_agents)) return;
+  La__StatusAgent *g = calloc(1, sizeof *g);
+  if (!g) return;
+  la__status_agent__init(g);
+  g->host = strdup(host);
+  g->address = strdup(address);
+  if (!g->host || !g->address) {
+    free(g->host);
+    free(g->address);
+    free(g);
+    return;
+  }
+  g->messages = messages;
+  g->acked_seq = acked_seq;
+  r->agents[r->n_agents++] = g;
+}
+
+void la_status_reason(La__StatusReply *r, const char *reason, uint64_t count) {
+  if (!r || la__grow(&r->missing, r->n_missing)) return;
+  La__StatusReason *s = calloc(1, sizeof *s);
+  if (!s) return;
+  la__status_reason__init(s);
+  if (!(s->reason = strdup(reason))) {
+    free(s);
+    return;
+  }
+  s->count = count;
+  r->missing[r->n_missing++] = s;
 }
 
 void la_status_free(La__StatusReply *r) {
@@ -51,7 +177,196 @@ void la_status_free(La__StatusReply *r) {
     free(r->entries[i]->value);
     free(r->entries[i]);
   }
+  for (size_t i = 0; i < r->n_metrics; i++) {
+    free(r->metrics[i]->name);
+    free(r->metrics[i]->help);
+    free(r->metrics[i]->text);
+    free(r->metrics[i]);
+  }
+  for (size_t i = 0; i < r->n_apps; i++) {
+    for (size_t k = 0; k < r->apps[i]->n_ranks; k++) free(r->apps[i]->ranks[k]);
+    free(r->apps[i]->ranks);
+    free(r->apps[i]->app_id);
+    free(r->apps[i]);
+  }
+  for (size_t i = 0; i < r->n_agents; i++) {
+    free(r->agents[i]->host);
+    free(r->agents[i]->address);
+    free(r->agents[i]);
+  }
+  for (size_t i = 0; i < r->n_missing; i++) {
+    free(r->missing[i]->reason);
+    free(r->missing[i]);
+  }
   free(r->entries);
+  free(r->metrics);
+  free(r->apps);
+  free(r->agents);
+  free(r->missing);
   free(r->daemon);
   free(r);
+}
+
+/* ------------------------------------------------------------ exposition */
+
+/* A label value with \, " and newline escaped. */
+static void la__label(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '\\')
+      fputs("\\\\", f);
+    else if (*s == '"')
+      fputs("\\\"", f);
+    else if (*s == '\n')
+      fputs("\\n", f);
+    else
+      fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
+/* HELP (escaped: \ and newline) and TYPE lines of prefix+name+suffix. */
+static void la__head(FILE *f, const char *prefix, const char *name,
+                     const char *suffix, const char *help, const char *type) {
+  fprintf(f, "# HELP %s%s%s ", prefix, name, suffix);
+  for (const char *s = help && *help ? help : name; *s; s++) {
+    if (*s == '\\')
+      fputs("\\\\", f);
+    else if (*s == '\n')
+      fputs("\\n", f);
+    else
+      fputc(*s, f);
+  }
+  fprintf(f, "\n# TYPE %s%s%s %s\n", prefix, name, suffix, type);
+}
+
+/* The info metric: version and state as labels. */
+static void la__info(const La__StatusReply *r, const char *prefix, FILE *f) {
+  const char *version = NULL, *state = NULL;
+  for (size_t i = 0; i < r->n_metrics; i++) {
+    const La__StatusMetric *m = r->metrics[i];
+    if (m->kind != LA__STATUS_KIND__STATUS_INFO || !m->text) continue;
+    if (!strcmp(m->name, "version"))
+      version = m->text;
+    else if (!strcmp(m->name, "state"))
+      state = m->text;
+  }
+  if (!version && !state) return;
+  la__head(f, prefix, "info", "", "the daemon's version and state (value 1)",
+           "gauge");
+  fprintf(f, "%sinfo{version=", prefix);
+  la__label(f, version ? version : "");
+  fputs(",state=", f);
+  la__label(f, state ? state : "");
+  fputs("} 1\n", f);
+}
+
+/* One per-application gauge: name, help, and the value of app a. */
+typedef struct la__app_gauge {
+  int local; /* a LocalAgent's (1) or the GlobalAgent's (0) */
+  const char *name, *help;
+  uint64_t (*value)(const La__StatusApp *a);
+} la__app_gauge_t;
+
+#define LA__SUM(field)                                                         \
+  static uint64_t la__app_##field(const La__StatusApp *a) {                    \
+    uint64_t s = 0;                                                            \
+    for (size_t i = 0; i < a->n_ranks; i++) s += (uint64_t)a->ranks[i]->field; \
+    return s;                                                                  \
+  }
+LA__SUM(cycles)
+LA__SUM(skipped)
+LA__SUM(waits)
+LA__SUM(in_flight)
+static uint64_t la__app_n_ranks(const La__StatusApp *a) {
+  return a->n_ranks;
+}
+static uint64_t la__app_nprocs(const La__StatusApp *a) {
+  return a->nprocs;
+}
+static uint64_t la__app_ended(const La__StatusApp *a) {
+  return a->ranks_ended;
+}
+
+static const la__app_gauge_t la__app_gauges[] = {
+    {1, "app_ranks", "ranks of the application registered now",
+     la__app_n_ranks},
+    {1, "app_cycles", "cycles received from the application's registered ranks",
+     la__app_cycles},
+    {1, "app_skipped", "cycles the application's registered ranks skipped",
+     la__app_skipped},
+    {1, "app_waits", "waits for a buffer of the application's registered ranks",
+     la__app_waits},
+    {1, "app_jobs_in_flight", "compaction jobs of the application running",
+     la__app_in_flight},
+    {0, "app_nprocs", "ranks of the application (its size)", la__app_nprocs},
+    {0, "app_ranks_ended", "ranks of the application that ended",
+     la__app_ended},
+};
+
+static void la__apps(const La__StatusReply *r, const char *prefix,
+                     size_t max_apps, FILE *f) {
+  int local = 0; /* a LocalAgent's apps carry ranks, a GlobalAgent's nprocs */
+  for (size_t i = 0; i < r->n_apps; i++)
+    if (!r->apps[i]->has_nprocs) local = 1;
+  size_t n = r->n_apps < max_apps ? r->n_apps : max_apps;
+  la__head(f, prefix, "app_series_dropped", "",
+           "applications left without their own series (metrics.max_apps)",
+           "gauge");
+  fprintf(f, "%sapp_series_dropped %zu\n", prefix, r->n_apps - n);
+  if (n == 0) return;
+  for (size_t g = 0; g < sizeof la__app_gauges / sizeof *la__app_gauges; g++) {
+    const la__app_gauge_t *ag = &la__app_gauges[g];
+    if (ag->local != local) continue;
+    la__head(f, prefix, ag->name, "", ag->help, "gauge");
+    for (size_t i = 0; i < n; i++) {
+      fprintf(f, "%s%s{app=", prefix, ag->name);
+      la__label(f, r->apps[i]->app_id);
+      fprintf(f, "} %" PRIu64 "\n", ag->value(r->apps[i]));
+    }
+  }
+}
+
+/* Messages per connected LocalAgent, summed over connections of one host
+ * (one series per host). */
+static void la__agents(const La__StatusReply *r, const char *prefix, FILE *f) {
+  if (r->n_agents == 0) return;
+  la__head(f, prefix, "agent_messages", "_total",
+           "messages received from a connected LocalAgent (its connections "
+           "now)",
+           "counter");
+  for (size_t i = 0; i < r->n_agents; i++) {
+    const char *host = r->agents[i]->host;
+    int seen = 0;
+    uint64_t sum = 0;
+    for (size_t k = 0; k < r->n_agents && !seen; k++)
+      if (!strcmp(r->agents[k]->host, host)) {
+        if (k < i) seen = 1;
+        sum += r->agents[k]->messages;
+      }
+    if (seen) continue;
+    fprintf(f, "%sagent_messages_total{host=", prefix);
+    la__label(f, host);
+    fprintf(f, "} %" PRIu64 "\n", sum);
+  }
+}
+
+int la_status_exposition(const La__StatusReply *r, const char *prefix,
+                         size_t max_apps, FILE *f) {
+  la__info(r, prefix, f);
+  for (size_t i = 0; i < r->n_metrics; i++) {
+    const La__StatusMetric *m = r->metrics[i];
+    if (m->kind == LA__STATUS_KIND__STATUS_INFO) continue;
+    int counter = m->kind == LA__STATUS_KIND__STATUS_COUNTER;
+    const char *suffix = counter ? "_total" : "";
+    la__head(f, prefix, m->name, suffix, m->help,
+             counter ? "counter" : "gauge");
+    if (m->has_real)
+      fprintf(f, "%s%s%s %.17g\n", prefix, m->name, suffix, m->real);
+    else
+      fprintf(f, "%s%s%s %" PRId64 "\n", prefix, m->name, suffix, m->integer);
+  }
+  la__apps(r, prefix, max_apps, f);
+  la__agents(r, prefix, f);
+  return ferror(f) ? LA_EIO : 0;
 }

@@ -148,4 +148,41 @@ static inline int ex_run_parse(const char *prog, int argc, char **argv,
   return ex_exit_status(prog, rc, o->n, rank, size);
 }
 
+/* Takes "--name WORD" or "--name=WORD" out of argv (shifting the rest down,
+ * *argc decreases) where WORD is one of choices (NULL-terminated): *dst is
+ * its index. The last occurrence wins; *dst stays as it was when there is
+ * none. Returns 0, or 2 after a message on rank 0 when WORD is missing or
+ * not a choice. For an example's own word options, before ex_run_parse. */
+static inline int ex_take_choice(const char *prog, int *argc, char **argv,
+                                 int rank, const char *name,
+                                 const char *const *choices, int *dst) {
+  for (int a = 1; a < *argc;) {
+    size_t len = ex_arg_is(argv[a], name);
+    if (!len) {
+      a++;
+      continue;
+    }
+    int eq = argv[a][len] == '=', used = eq ? 1 : 2;
+    const char *val =
+        eq ? argv[a] + len + 1 : (a + 1 < *argc ? argv[a + 1] : "");
+    int found = -1;
+    for (int c = 0; choices[c]; c++)
+      if (!strcmp(val, choices[c])) found = c;
+    if (found < 0) {
+      if (rank == 0) {
+        fprintf(stderr, "%s: %s expects one of", prog, name);
+        for (int c = 0; choices[c]; c++)
+          fprintf(stderr, "%s %s", c ? "," : "", choices[c]);
+        fprintf(stderr, "\n");
+      }
+      return 2;
+    }
+    *dst = found;
+    if (!eq && a + 1 >= *argc) used = 1;
+    for (int b = a; b + used <= *argc; b++) argv[b] = argv[b + used];
+    *argc -= used;
+  }
+  return 0;
+}
+
 #endif

@@ -21,7 +21,10 @@
  *
  * LA lines are marked "LA:". The local cells are elements 0..n-1, e = i + nx
  * * j (plain LA_register); each of the three loops wraps a cell's work in
- * LA_startProbe(e)/LA_stopProbe(e) and LA adds the three up. One
+ * LA_startProbeC(ch, e)/LA_stopProbeC(ch, e) with a channel of its own
+ * ("h_update", "e_update", "source", declared with LA_channel before
+ * LA_register): LA ships their per-element sum as the element's weight and
+ * each loop's series beside it (lactl show --channel e_update). One
  * LA_dataXfer per time step. --no-la runs probe-free copies of the loops and
  * makes no LA call.
  *
@@ -119,6 +122,9 @@ static void ml_exchange(ml_grid_t *g, double *a, int dir, int rank, int size) {
 }
 
 /* Loop 1: H from the curl of E_z (needs the E_z ghost row above). */
+/* LA: the loops' channels (LA_channel gives 0, 1, 2 in this order). */
+static int ml_ch_h = 0, ml_ch_e = 1, ml_ch_src = 2;
+
 static inline __attribute__((always_inline)) void ml_loop_h(ml_grid_t *g,
                                                             const int probe) {
   const double ch = 0.5;
@@ -131,10 +137,10 @@ static inline __attribute__((always_inline)) void ml_loop_h(ml_grid_t *g,
     for (long i = 1; i <= g->nx; i++) {
       size_t c = row + (size_t)i;
       e++;
-      if (probe) LA_startProbe(e); /* LA: loop 1 */
+      if (probe) LA_startProbeC(ml_ch_h, e); /* LA: loop 1 */
       hx[c] -= ch * (ez[c + sx] - ez[c]);
       hy[c] += ch * (ez[c + 1] - ez[c]);
-      if (probe) LA_stopProbe(e); /* LA: loop 1 */
+      if (probe) LA_stopProbeC(ml_ch_h, e); /* LA: loop 1 */
     }
   }
 }
@@ -151,10 +157,10 @@ static inline __attribute__((always_inline)) void ml_loop_e(ml_grid_t *g,
     for (long i = 1; i <= g->nx; i++) {
       size_t c = row + (size_t)i;
       e++;
-      if (probe) LA_startProbe(e); /* LA: loop 2 */
+      if (probe) LA_startProbeC(ml_ch_e, e); /* LA: loop 2 */
       ez[c] =
           ca[c] * ez[c] + cb[c] * ((hy[c] - hy[c - 1]) - (hx[c] - hx[c - sx]));
-      if (probe) LA_stopProbe(e); /* LA: loop 2 */
+      if (probe) LA_stopProbeC(ml_ch_e, e); /* LA: loop 2 */
     }
   }
 }
@@ -178,7 +184,7 @@ static inline __attribute__((always_inline)) void ml_loop_src(ml_grid_t *g,
       if (n - 1 - gi < d) d = n - 1 - gi;
       if (n - 1 - gj < d) d = n - 1 - gj;
       e++;
-      if (probe) LA_startProbe(e); /* LA: loop 3 */
+      if (probe) LA_startProbeC(ml_ch_src, e); /* LA: loop 3 */
       double dx = (double)gi - sx0, dy = (double)gj - sy0;
       double r2 = dx * dx + dy * dy;
       if (r2 < 4.0 * rs * rs) /* soft source */
@@ -190,7 +196,7 @@ static inline __attribute__((always_inline)) void ml_loop_src(ml_grid_t *g,
         g->hx[c] *= f;
         g->hy[c] *= f;
       }
-      if (probe) LA_stopProbe(e); /* LA: loop 3 */
+      if (probe) LA_stopProbeC(ml_ch_src, e); /* LA: loop 3 */
     }
   }
 }
@@ -253,6 +259,9 @@ int main(int argc, char **argv) {
   }
 
   if (o.use_la) {
+    ml_ch_h = LA_channel("h_update");   /* LA: one channel per loop */
+    ml_ch_e = LA_channel("e_update");   /* LA: */
+    ml_ch_src = LA_channel("source");   /* LA: */
     rc = LA_register("multiloop", rank, size, g.nx * g.ny); /* LA: */
     ex_la_registered(&la, rc);
   }

@@ -12,7 +12,13 @@
  * The LA instrumentation is the one of the design study's WaveToy: register
  * the local grid after MPI_Init, a probe around each cell's update, one
  * LA_dataXfer per time step, LA_finalize before MPI_Finalize. Those lines are
- * marked "LA:" below and listed in examples/README.md.
+ * marked "LA:" below and listed in examples/README.md. A cell costs about
+ * 1.5 ns once the loop is vectorised, and a probe in the loop stops the
+ * vectorising even in steps that are not profiled, so the step runs through
+ * LA_PROFILED: the probed loop in profiled steps, the plain loop otherwise.
+ * --probe row times each row of nx cells instead of each cell (coarser,
+ * much cheaper); --probe cell-always runs the probed loop in every step (the
+ * cost of the plain instrumentation, for the overhead study).
  *
  * --no-la runs the same binary with no LA call at all (a separate copy of the
  * update loop without probes), the baseline of the overhead study.
@@ -55,12 +61,24 @@ typedef struct wt_slab_s {
   double *v;       /* previous level; overwritten with the next one */
 } wt_slab_t;
 
+/* --probe: what the probed loop times, and whether steps that are not
+ * profiled run the plain loop (LA_PROFILED). */
+enum { WT_PROBE_CELL = 0, WT_PROBE_ROW = 1, WT_PROBE_CELL_ALWAYS = 2 };
+static const char *const wt_probe_names[] = {"cell", "row", "cell-always",
+                                             NULL};
+
 static void wt_usage(FILE *f) {
   ex_run_usage(
       f, "wavetoy",
       "  3-D wave equation on NX^3 cells, slabs along k, profiled per cell by "
       "LA.\n",
       WT_N, WT_STEPS, 1);
+  fprintf(f,
+          "  --probe P   cell (default): a probe per cell in profiled steps, "
+          "the plain\n"
+          "              loop in the others; row: a probe per row of NX "
+          "cells;\n"
+          "              cell-always: per cell in every step's loop\n");
 }
 
 static size_t wt_at(const wt_slab_t *s, long i, long j, long k) {
@@ -108,6 +126,10 @@ static void wt_halo(wt_slab_t *s, int rank, int size) {
                count, MPI_DOUBLE, up, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
 
+/* What wt_update times: nothing, each cell (LA), each cell by hand (the
+ * floor), each row (LA). */
+enum { WT_PLAIN = 0, WT_CELL = 1, WT_FLOOR = 2, WT_ROW = 3 };
+
 /* One leapfrog step over every local cell: v <- 2u - v + c2 * lap(u).
  * probe is a compile-time constant at each call site, so the copy without
  * probes contains no LA code at all. */
@@ -121,31 +143,43 @@ static inline __attribute__((always_inline)) void wt_update(wt_slab_t *s,
   for (long k = 1; k <= s->nz; k++) {
     for (long j = 1; j <= s->ny; j++) {
       size_t row = wt_at(s, 0, j, k);
+      if (probe == WT_ROW) LA_startRow(j - 1, k - 1); /* LA: */
       for (long i = 1; i <= s->nx; i++) {
         size_t c = row + (size_t)i;
         uint64_t t0 = 0;
-        if (probe == 1) LA_startCell(i - 1, j - 1, k - 1); /* LA: */
-        if (probe == 2) t0 = ex_floor_ticks();
+        if (probe == WT_CELL) LA_startCell(i - 1, j - 1, k - 1); /* LA: */
+        if (probe == WT_FLOOR) t0 = ex_floor_ticks();
         double lap = u[c - 1] + u[c + 1] + u[c - sx] + u[c + sx] + u[c - sxy] +
                      u[c + sxy] - 6.0 * u[c];
         v[c] = 2.0 * u[c] - v[c] + c2 * lap;
-        if (probe == 1) LA_stopCell(i - 1, j - 1, k - 1); /* LA: */
-        if (probe == 2)
+        if (probe == WT_CELL) LA_stopCell(i - 1, j - 1, k - 1); /* LA: */
+        if (probe == WT_FLOOR)
           floor[(i - 1) + s->nx * ((j - 1) + s->ny * (k - 1))] +=
               (double)(ex_floor_ticks() - t0);
       }
+      if (probe == WT_ROW) LA_stopRow(j - 1, k - 1); /* LA: */
     }
   }
 }
 
 static void wt_update_plain(wt_slab_t *s, double c2) {
-  wt_update(s, c2, 0, NULL);
-}
-static void wt_update_la(wt_slab_t *s, double c2) {
-  wt_update(s, c2, 1, NULL);
+  wt_update(s, c2, WT_PLAIN, NULL);
 }
 static void wt_update_floor(wt_slab_t *s, double c2, double *floor) {
-  wt_update(s, c2, 2, floor);
+  wt_update(s, c2, WT_FLOOR, floor);
+}
+
+/* One step with LA, as --probe says. LA_PROFILED chooses per step: where
+ * LA_PROBING is 0 (the step is not profiled) wt_update is the plain loop. */
+static void wt_update_la(wt_slab_t *s, double c2, int mode) {
+  if (mode == WT_PROBE_ROW)
+    LA_PROFILED(
+        wt_update(s, c2, LA_PROBING ? WT_ROW : WT_PLAIN, NULL)); /* LA: */
+  else if (mode == WT_PROBE_CELL)
+    LA_PROFILED(
+        wt_update(s, c2, LA_PROBING ? WT_CELL : WT_PLAIN, NULL)); /* LA: */
+  else
+    wt_update(s, c2, WT_CELL, NULL); /* probes in every step's loop */
 }
 
 /* Sum of u over the global grid, on rank 0, independent of the number of
@@ -172,6 +206,14 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
 
+  int probe_mode = WT_PROBE_CELL;
+  rc = ex_take_choice("wavetoy", &argc, argv, rank, "--probe", wt_probe_names,
+                      &probe_mode);
+  if (rc) {
+    if (rank == 0) wt_usage(stderr);
+    MPI_Finalize();
+    return rc;
+  }
   rc = ex_run_parse("wavetoy", argc, argv, rank, size, wt_usage, &o, WT_MAX_N,
                     WT_MAX_STEPS, 1);
   if (rc >= 0) {
@@ -202,7 +244,7 @@ int main(int argc, char **argv) {
     double *tmp;
     wt_halo(&s, rank, size);
     if (o.use_la) {
-      wt_update_la(&s, c2);
+      wt_update_la(&s, c2, probe_mode);
       ex_la_cycle(&la, LA_dataXfer()); /* LA: one cycle per time step */
     } else if (o.floor) {
       wt_update_floor(&s, c2, floor);

@@ -82,6 +82,52 @@ module la_mod
   public :: la_set_agent, la_set_compaction, la_set_app_id
   public :: la_enable, la_disable
   public :: la_get_stat, la_strerror, la_last_error, la_app_id
+  ! rows and boxes of grid cells (one measurement spread over them)
+  public :: la_start_row, la_stop_row, la_start_box, la_stop_box
+
+  ! ---------------------------------------------------------- channels --
+  ! la_channel(name) declares a channel before la_register and returns its
+  ! id, 1 for the first (a negative LA_E* code on error);
+  ! la_start_probe_c(ch, e) / la_stop_probe_c(ch, e) probe element e in
+  ! channel ch (ch a default integer, e of kind 4 or 8). la_start_probe
+  ! probes channel 1.
+  integer, parameter, public :: LA_MAX_CHANNELS = 16
+  public :: la_channel, la_start_probe_c, la_stop_probe_c
+
+  interface la_start_probe_c
+    subroutine la_f_start_probe_c_i4(ch, e) &
+        bind(C, name="la_f_start_probe_c_i4")
+      import :: c_int32_t
+      integer(c_int32_t), value :: ch, e
+    end subroutine
+    subroutine la_f_start_probe_c_i8(ch, e) &
+        bind(C, name="la_f_start_probe_c_i8")
+      import :: c_int32_t, c_int64_t
+      integer(c_int32_t), value :: ch
+      integer(c_int64_t), value :: e
+    end subroutine
+  end interface
+
+  interface la_stop_probe_c
+    subroutine la_f_stop_probe_c_i4(ch, e) bind(C, name="la_f_stop_probe_c_i4")
+      import :: c_int32_t
+      integer(c_int32_t), value :: ch, e
+    end subroutine
+    subroutine la_f_stop_probe_c_i8(ch, e) bind(C, name="la_f_stop_probe_c_i8")
+      import :: c_int32_t, c_int64_t
+      integer(c_int32_t), value :: ch
+      integer(c_int64_t), value :: e
+    end subroutine
+  end interface
+
+  interface
+    function c_la_channel(s, len) bind(C, name="la_f_channel") result(rc)
+      import :: c_char, c_size_t, c_int
+      character(kind=c_char), dimension(*), intent(in) :: s
+      integer(c_size_t), value :: len
+      integer(c_int) :: rc
+    end function
+  end interface
 
   ! ------------------------------------------- hot path: straight to C --
   ! The specific procedures are the C shims themselves (private names).
@@ -148,6 +194,18 @@ module la_mod
   interface la_data_xfer_tagged
     module procedure la_data_xfer_tagged_i4, la_data_xfer_tagged_i8
   end interface
+  interface la_start_row
+    module procedure la_start_row_i4, la_start_row_i8
+  end interface
+  interface la_stop_row
+    module procedure la_stop_row_i4, la_stop_row_i8
+  end interface
+  interface la_start_box
+    module procedure la_start_box_i4, la_start_box_i8
+  end interface
+  interface la_stop_box
+    module procedure la_stop_box_i4, la_stop_box_i8
+  end interface
 
   ! ------------------------------------------ private C interfaces --
   interface
@@ -199,6 +257,32 @@ module la_mod
          result(rc)
       import :: c_int, c_long
       integer(c_long), value :: first, count
+      integer(c_int) :: rc
+    end function
+
+    function c_la_start_row(j, k) bind(C, name="la_f_start_row") result(rc)
+      import :: c_int, c_long
+      integer(c_long), value :: j, k
+      integer(c_int) :: rc
+    end function
+
+    function c_la_stop_row(j, k) bind(C, name="la_f_stop_row") result(rc)
+      import :: c_int, c_long
+      integer(c_long), value :: j, k
+      integer(c_int) :: rc
+    end function
+
+    function c_la_start_box(i0, j0, k0, ni, nj, nk) &
+         bind(C, name="la_f_start_box") result(rc)
+      import :: c_int, c_long
+      integer(c_long), value :: i0, j0, k0, ni, nj, nk
+      integer(c_int) :: rc
+    end function
+
+    function c_la_stop_box(i0, j0, k0, ni, nj, nk) &
+         bind(C, name="la_f_stop_box") result(rc)
+      import :: c_int, c_long
+      integer(c_long), value :: i0, j0, k0, ni, nj, nk
       integer(c_int) :: rc
     end function
 
@@ -418,6 +502,79 @@ contains
     if (present(ierr)) ierr = int(rc)
   end subroutine
 
+  ! ----------------------------------------------------- rows and boxes --
+  ! la_start_row(j, k)/la_stop_row(j, k): LA_startRow/LA_stopRow, one
+  ! measurement spread over the nx cells (i = 1..nx) of row (j, k) of a grid
+  ! (la_register_grid). la_start_box(i0, j0, k0, ni, nj, nk)/la_stop_box:
+  ! LA_startBox/LA_stopBox over cells i0..i0+ni-1, j0..j0+nj-1,
+  ! k0..k0+nk-1. Once per row or box, so they keep the optional ierr
+  ! (LA_ERANGE outside the grid, LA_ESTATE without a grid or for a stop
+  ! without a start); they do not nest with each other or with ranges.
+
+  subroutine la_start_row_i8(j, k, ierr)
+    integer(c_int64_t), intent(in) :: j, k
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_start_row(int(j, c_long), int(k, c_long))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_stop_row_i8(j, k, ierr)
+    integer(c_int64_t), intent(in) :: j, k
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_stop_row(int(j, c_long), int(k, c_long))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_start_box_i8(i0, j0, k0, ni, nj, nk, ierr)
+    integer(c_int64_t), intent(in) :: i0, j0, k0, ni, nj, nk
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_start_box(int(i0, c_long), int(j0, c_long), int(k0, c_long), &
+         int(ni, c_long), int(nj, c_long), int(nk, c_long))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_stop_box_i8(i0, j0, k0, ni, nj, nk, ierr)
+    integer(c_int64_t), intent(in) :: i0, j0, k0, ni, nj, nk
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_stop_box(int(i0, c_long), int(j0, c_long), int(k0, c_long), &
+         int(ni, c_long), int(nj, c_long), int(nk, c_long))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  ! The default-integer forms widen and call the 64-bit ones (an absent
+  ! ierr stays absent).
+  subroutine la_start_row_i4(j, k, ierr)
+    integer(c_int32_t), intent(in) :: j, k
+    integer, intent(out), optional :: ierr
+    call la_start_row_i8(int(j, c_int64_t), int(k, c_int64_t), ierr)
+  end subroutine
+
+  subroutine la_stop_row_i4(j, k, ierr)
+    integer(c_int32_t), intent(in) :: j, k
+    integer, intent(out), optional :: ierr
+    call la_stop_row_i8(int(j, c_int64_t), int(k, c_int64_t), ierr)
+  end subroutine
+
+  subroutine la_start_box_i4(i0, j0, k0, ni, nj, nk, ierr)
+    integer(c_int32_t), intent(in) :: i0, j0, k0, ni, nj, nk
+    integer, intent(out), optional :: ierr
+    call la_start_box_i8(int(i0, c_int64_t), int(j0, c_int64_t), &
+         int(k0, c_int64_t), int(ni, c_int64_t), int(nj, c_int64_t), &
+         int(nk, c_int64_t), ierr)
+  end subroutine
+
+  subroutine la_stop_box_i4(i0, j0, k0, ni, nj, nk, ierr)
+    integer(c_int32_t), intent(in) :: i0, j0, k0, ni, nj, nk
+    integer, intent(out), optional :: ierr
+    call la_stop_box_i8(int(i0, c_int64_t), int(j0, c_int64_t), &
+         int(k0, c_int64_t), int(ni, c_int64_t), int(nj, c_int64_t), &
+         int(nk, c_int64_t), ierr)
+  end subroutine
+
   ! ----------------------------------------------------------- settings --
   ! Call before la_register unless la.h says otherwise; an LA_* environment
   ! variable overrides the program's choice.
@@ -497,6 +654,9 @@ contains
 
   ! la_is_profiling: whether the current cycle is profiled (LA_isProfiling),
   ! as a default logical so that it can be passed anywhere a logical goes.
+  ! Constant within a cycle: test it once per time step and run a loop
+  ! without probes when it is false (the loop then vectorises; see
+  ! docs/fortran.md, "Unprofiled steps at full speed").
   function la_is_profiling() result(on)
     logical :: on
     on = c_la_is_profiling()
@@ -527,6 +687,13 @@ contains
   function la_app_id() result(s)
     character(len=:), allocatable :: s
     call la__f_string(c_la_app_id(), s)
+  end function
+
+  ! la_channel: declares channel `name` (before la_register); its id from 1,
+  ! or a negative LA_E* code (LA_EINVAL, LA_ELIMIT, LA_ESTATE).
+  integer function la_channel(name)
+    character(len=*), intent(in) :: name
+    la_channel = int(c_la_channel(name, len(name, kind=c_size_t)))
   end function
 
   ! s = a copy of the NUL-terminated C string p (empty for a null pointer).

@@ -25,6 +25,7 @@
 #include "ga.h"
 #include "la_log.h"
 #include "la_secure.h"
+#include "la_status.h"
 
 enum { LA__AG_HELLO = 0, LA__AG_AUTH = 1, LA__AG_READY = 2 };
 
@@ -323,9 +324,16 @@ static void la__close_all(la_ga_t *ga, const char *reason) {
   }
 }
 
+static void la__status_rows(la_ga_t *ga, La__StatusReply *r) {
+  for (la_ga_agent_t *a = ga->agents; a; a = a->next)
+    if (a->state == LA__AG_READY && !a->conn.closing)
+      la_status_agent(r, a->host, a->conn.peer, a->messages, a->acked_seq);
+}
+
 const la_ga_agent_ops_t la_ga_agent_ops = {
     .record_seqs = la__record_seqs,
     .ack = la__ack,
     .close_all = la__close_all,
     .connected = la__connected,
+    .status_rows = la__status_rows,
 };

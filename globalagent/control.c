@@ -2,10 +2,12 @@
  * HOST:FEEDPORT): connections, authentication failures, messages stored,
  * duplicates, commits, Trace-Sets open/complete/partial/evicted, missing
  * (application, rank, cycle) records by reason (from the store),
- * subscribers and what was dropped for them, store path. Reports only; it
- * changes nothing. */
+ * subscribers and what was dropped for them, store path and size, the
+ * applications it knows and the LocalAgents connected (typed too, see
+ * la_status.h). Reports only; it changes nothing. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "ga.h"
 #include "la_sockio.h"
@@ -15,7 +17,8 @@
 #define LA__REASON_ROWS 8 /* most frequent missing reasons reported */
 
 /* "missing_ranks" (every record in the store) and, most frequent first,
- * "missing_reason.K" = "COUNT REASON" for the top LA__REASON_ROWS. */
+ * "missing_reason.K" = "COUNT REASON" for the top LA__REASON_ROWS (typed:
+ * the reply's missing rows). */
 static void la__missing_rows(la_ga_t *ga, La__StatusReply *r) {
   la_store_reason_count_t top[LA__REASON_ROWS];
   size_t n = 0;
@@ -25,59 +28,105 @@ static void la__missing_rows(la_ga_t *ga, La__StatusReply *r) {
     la_status_row(r, "missing_ranks", "? (%s)", la_store_errmsg(ga->store));
     return;
   }
-  la_status_row(r, "missing_ranks", "%llu", U(total));
+  la_status_gauge(r, "missing_ranks",
+                  "(application, rank, cycle) records missing in the store",
+                  (int64_t)total);
   for (size_t i = 0; i < n; i++) {
     char key[48];
     snprintf(key, sizeof key, "missing_reason.%zu", i + 1);
     la_status_row(r, key, "%llu %s", U(top[i].count), top[i].reason);
+    la_status_reason(r, top[i].reason, top[i].count);
   }
 }
 
-La__StatusReply *la_ga_status_reply(la_ga_t *ga) {
+/* The store file's size in bytes (the main file; -1 when unknown). */
+static int64_t la__store_bytes(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0 ? (int64_t)sb.st_size : -1;
+}
+
+La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
   La__StatusReply *r = la_status_new("la-globalagent");
   if (!r) return NULL;
   const la_ga_stats_t *st = &ga->st;
   la_stitch_stats_t ss;
   la_stitch_get_stats(ga->stitch, &ss);
-  la_status_row(r, "version", "%s", LA_GA_VERSION);
-  la_status_row(r, "agents_listen", "%s", ga->agent_bound);
-  la_status_row(r, "feed_listen", "%s", ga->feed_bound);
-  la_status_row(r, "store", "%s", ga->set.db);
-  la_status_row(r, "uptime_s", "%.1f", (la_now_ms() - ga->start_ms) / 1000.0);
-  la_status_row(r, "state", "%s", ga->draining ? "draining" : "running");
-  la_status_row(r, "authentication", "%s",
-                ga->have_key ? "shared secret" : "none (any agent accepted)");
-  la_status_row(r, "agents", "%d", ga->n_agents);
-  la_status_row(r, "agents_accepted", "%llu", U(st->agents_accepted));
-  la_status_row(r, "agents_refused", "%llu", U(st->agents_refused));
-  la_status_row(r, "auth_failures", "%llu", U(st->auth_failures));
-  la_status_row(r, "bad_frames", "%llu", U(st->bad_frames));
-  la_status_row(r, "rank_starts", "%llu", U(st->rank_starts));
-  la_status_row(r, "rank_ends", "%llu", U(st->rank_ends));
-  la_status_row(r, "traces_stored", "%llu", U(st->traces));
-  la_status_row(r, "traces_duplicate", "%llu", U(st->duplicates));
-  la_status_row(r, "traces_late", "%llu", U(st->late));
-  la_status_row(r, "traces_orphan", "%llu", U(st->orphans));
-  la_status_row(r, "conflicts", "%llu", U(st->conflicts));
-  la_status_row(r, "traces_invalid", "%llu", U(st->invalid));
-  la_status_row(r, "commits", "%llu", U(st->commits));
-  la_status_row(r, "commit_failures", "%llu", U(st->commit_failures));
-  la_status_row(r, "sets_open", "%llu", U(ss.open));
-  la_status_row(r, "sets_complete", "%llu", U(st->sets_complete));
-  la_status_row(r, "sets_partial", "%llu", U(st->sets_partial));
-  la_status_row(r, "sets_evicted", "%llu", U(st->sets_evicted));
-  la_status_row(r, "missing_reported", "%llu", U(st->missing_reported));
-  la__missing_rows(ga, r);
-  la_status_row(r, "max_open_sets", "%lld", (long long)ga->set.max_open_sets);
-  la_status_row(r, "closed_cache", "%llu", U(ss.closed_cached));
-  la_status_row(r, "closed_cache_evicted", "%llu", U(ss.closed_evicted));
-  la_status_row(r, "subscribers", "%d", ga->n_subs);
-  la_status_row(r, "subscribers_refused", "%llu", U(st->subs_refused));
-  la_status_row(r, "sets_published", "%llu", U(st->sets_published));
-  la_status_row(r, "sets_dropped_for_slow_subscribers", "%llu",
-                U(st->sets_dropped));
-  la_status_row(r, "queries", "%llu", U(st->queries));
+  la_status_info(r, "version", "daemon version", LA_GA_VERSION);
+  la_status_info(r, "agents_listen", "address for LocalAgents",
+                 ga->agent_bound);
+  la_status_info(r, "feed_listen", "address for subscribers and tools",
+                 ga->feed_bound);
+  la_status_info(r, "store", "SQLite store file", ga->set.db);
+  la_status_gauge(r, "store_bytes", "size of the store's main file",
+                  la__store_bytes(ga->set.db));
+  la_status_real(r, "uptime_s", "seconds since start", "%.1f",
+                 (la_now_ms() - ga->start_ms) / 1000.0);
+  la_status_info(r, "state", "running or draining",
+                 ga->draining ? "draining" : "running");
+  la_status_info(r, "authentication", "how LocalAgents are authenticated",
+                 ga->have_key ? "shared secret" : "none (any agent accepted)");
+  la_status_gauge(r, "agents", "LocalAgent connections open", ga->n_agents);
+  la_status_counter(r, "agents_accepted", "LocalAgent connections accepted",
+                    st->agents_accepted);
+  la_status_counter(r, "agents_refused", "LocalAgent connections refused",
+                    st->agents_refused);
+  la_status_counter(r, "auth_failures", "failed authentications",
+                    st->auth_failures);
+  la_status_counter(r, "bad_frames", "connections closed for a bad frame",
+                    st->bad_frames);
+  la_status_counter(r, "rank_starts", "ranks started", st->rank_starts);
+  la_status_counter(r, "rank_ends", "ranks ended", st->rank_ends);
+  la_status_counter(r, "traces_stored", "compact traces stored", st->traces);
+  la_status_counter(r, "traces_duplicate", "traces received again",
+                    st->duplicates);
+  la_status_counter(r, "traces_late", "traces of closed Trace-Sets", st->late);
+  la_status_counter(r, "traces_orphan", "traces of unknown ranks", st->orphans);
+  la_status_counter(r, "conflicts", "traces conflicting with stored ones",
+                    st->conflicts);
+  la_status_counter(r, "traces_invalid", "traces refused by validation",
+                    st->invalid);
+  la_status_counter(r, "commits", "group commits", st->commits);
+  la_status_counter(r, "commit_failures", "failed group commits",
+                    st->commit_failures);
+  la_status_gauge(r, "sets_open", "Trace-Sets open", (int64_t)ss.open);
+  la_status_counter(r, "sets_complete", "Trace-Sets closed complete",
+                    st->sets_complete);
+  la_status_counter(r, "sets_partial", "Trace-Sets closed partial",
+                    st->sets_partial);
+  la_status_counter(r, "sets_evicted",
+                    "Trace-Sets closed by the open-set limit",
+                    st->sets_evicted);
+  la_status_counter(r, "missing_reported",
+                    "missing records received from LocalAgents",
+                    st->missing_reported);
+  if (with_store) la__missing_rows(ga, r);
+  la_status_gauge(r, "max_open_sets", "open Trace-Sets kept at most",
+                  ga->set.max_open_sets);
+  la_status_gauge(r, "closed_cache", "closed Trace-Set keys in memory",
+                  (int64_t)ss.closed_cached);
+  la_status_counter(r, "closed_cache_evicted",
+                    "closed keys the full cache forgot", ss.closed_evicted);
+  la_status_gauge(r, "subscribers", "feed connections open", ga->n_subs);
+  la_status_counter(r, "subscribers_refused", "feed connections refused",
+                    st->subs_refused);
+  la_status_counter(r, "sets_published", "Trace-Sets sent to subscribers",
+                    st->sets_published);
+  la_status_counter(r, "sets_dropped_for_slow_subscribers",
+                    "Trace-Sets dropped for slow subscribers",
+                    st->sets_dropped);
+  la_status_counter(r, "queries", "queries answered", st->queries);
+  for (const la_ga_app_t *a = ga->apps; a; a = a->next) {
+    La__StatusApp *sa = la_status_app(r, a->app_id);
+    if (!sa) break;
+    sa->has_nprocs = sa->has_ranks_ended = 1;
+    sa->nprocs = a->nprocs;
+    sa->ranks_ended = a->ended;
+  }
+  if (ga->agent_ops && ga->agent_ops->status_rows)
+    ga->agent_ops->status_rows(ga, r);
   return r;
 }
 
-void la_ga_status_reply_free(La__StatusReply *r) { la_status_free(r); }
+void la_ga_status_reply_free(La__StatusReply *r) {
+  la_status_free(r);
+}

@@ -146,7 +146,7 @@ static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
     la__requested(s);
     return 0;
   case LA__MSG_TYPE__MSG_STATUS_REQUEST: {
-    La__StatusReply *r = la_ga_status_reply(s->ga);
+    La__StatusReply *r = la_ga_status_reply(s->ga, 1);
     if (r) la_conn_send(c, LA__MSG_TYPE__MSG_STATUS_REPLY, &r->base, 0);
     la_ga_status_reply_free(r);
     la__requested(s);

@@ -11,6 +11,9 @@
  *   ingest.c   group commit into the store, stitching, missing ranks'
  *              reasons, acks after commit (through la_ga_agent_ops_t),
  *              closed Trace-Sets handed to feed.c; expiry timer
+ *   metrics.c  the metrics endpoint (metrics.listen): control.c's report
+ *              rendered on a timer, served by an HTTP thread that sees
+ *              only the rendered text (common/la_metrics.h)
  *   control.c  the status report
  *   validate.c checks a compact trace before it is stored
  *   store*.c, stitch.c, settings.c: no libuv (unit-tested alone)
@@ -49,8 +52,15 @@ typedef struct la_ga_stats {
 
 struct la_ga_agent;
 struct la_ga_sub;
-struct la_ga_app;
 struct la_ga_closed;
+
+/* An application whose ranks ingest.c knows (ga->apps): its size and the
+ * ranks that ended. ingest.c owns the list; control.c reads it. */
+typedef struct la_ga_app {
+  struct la_ga_app *next;
+  char app_id[LA_MAX_ID_LEN + 1];
+  uint32_t nprocs, ended;
+} la_ga_app_t;
 typedef struct la_ga la_ga_t;
 
 /* What ingest.c needs of the LocalAgent connections around a group commit.
@@ -67,6 +77,9 @@ typedef struct la_ga_agent_ops {
   void (*close_all)(la_ga_t *ga, const char *reason);
   /* 1 when a LocalAgent authenticated as host is connected now, else 0. */
   int (*connected)(la_ga_t *ga, const char *host);
+  /* Appends a row per authenticated LocalAgent to a status reply
+   * (control.c, through ga->agent_ops). */
+  void (*status_rows)(la_ga_t *ga, La__StatusReply *r);
 } la_ga_agent_ops_t;
 
 struct la_ga {
@@ -129,8 +142,17 @@ void la_ga_feed_accept(la_ga_t *ga, uv_stream_t *server);
 void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set);
 void la_ga_feed_close_all(la_ga_t *ga, const char *reason);
 
+/* metrics.c */
+/* Starts the metrics endpoint when metrics.listen is set (after the
+ * listeners). Returns 0, or a negative LA_E* code with the reason. */
+int la_ga_metrics_start(la_ga_t *ga, char *why, size_t why_len);
+/* Stops it; after uv_run returned. */
+void la_ga_metrics_stop(la_ga_t *ga);
+
 /* control.c */
-La__StatusReply *la_ga_status_reply(la_ga_t *ga);
+/* The status reply; with_store: also the missing records by reason (a
+ * query on the store, left out of the periodic metrics snapshot). */
+La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store);
 void la_ga_status_reply_free(La__StatusReply *r);
 
 #endif

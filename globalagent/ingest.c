@@ -33,12 +33,6 @@
 #include "la_time.h"
 #include "validate.h"
 
-typedef struct la_ga_app {
-  struct la_ga_app *next;
-  char app_id[LA_MAX_ID_LEN + 1];
-  uint32_t nprocs, ended;
-} la_ga_app_t;
-
 typedef struct la_ga_closed {
   struct la_ga_closed *next;
   char app_id[LA_MAX_ID_LEN + 1];

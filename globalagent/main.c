@@ -19,6 +19,8 @@
 #include "ga.h"
 #include "la_daemon.h"
 #include "la_log.h"
+#include "la_metrics_http.h"
+#include "la_notify.h"
 #include "la_sockio.h"
 
 static const char *la__me = "la-globalagent";
@@ -56,11 +58,41 @@ static int la__configure(int argc, char **argv, la_ga_settings_t *set,
             set->feed_listen);
     bad = 1;
   }
+  if (!la_metrics_listen_ok(la__me, set->metrics_listen)) bad = 1;
   if (!set->db[0]) {
     fprintf(stderr, "%s: store.path is empty\n", la__me);
     bad = 1;
   }
   return bad ? -1 : 0;
+}
+
+/* --check-config beyond syntax: the secret, the store's directory and the
+ * directories of the pid and port files, as the user who runs it. Prints
+ * the configuration and returns 0, or returns 2 after naming each
+ * problem. */
+static int la__check(const la_ga_settings_t *s) {
+  int bad = 0;
+  if (s->secret_file[0] &&
+      la_daemon_check_secret(la__me, "agents.secret_file", s->secret_file))
+    bad = 1;
+  if (strcmp(s->db, ":memory:") &&
+      la_daemon_check_file_dir(la__me, "store.path", s->db))
+    bad = 1;
+  if (s->pid_file[0] &&
+      la_daemon_check_file_dir(la__me, "daemon.pid_file", s->pid_file))
+    bad = 1;
+  if (s->agent_port_file[0] &&
+      la_daemon_check_file_dir(la__me, "agents.port_file", s->agent_port_file))
+    bad = 1;
+  if (s->feed_port_file[0] &&
+      la_daemon_check_file_dir(la__me, "feed.port_file", s->feed_port_file))
+    bad = 1;
+  if (bad) {
+    fprintf(stderr, "%s: configuration has errors (above)\n", la__me);
+    return 2;
+  }
+  la_daemon_print_config(la__me, la_ga_keys, s);
+  return 0;
 }
 
 static la_ga_t la__ga; /* the daemon's one instance, owned here */
@@ -74,6 +106,7 @@ static void la__close_walk(uv_handle_t *h, void *arg) {
 static void la__stop(la_ga_t *ga) {
   if (ga->draining) return;
   ga->draining = 1;
+  la_notify_stopping("committing what was received");
   la_log_info("stopping: committing what was received");
   uv_close((uv_handle_t *)&ga->agent_listener, NULL);
   uv_close((uv_handle_t *)&ga->feed_listener, NULL);
@@ -86,9 +119,11 @@ static void la__stop(la_ga_t *ga) {
 static void la__reload(la_ga_t *ga) {
   la_ga_settings_t n;
   char path[512];
+  la_notify_reloading();
   if (la__configure(la__argc, la__argv, &n, path, sizeof path) != 0) {
     la_log_warnx("SIGHUP: configuration has errors (above); keeping the "
                  "current one");
+    la_notify_ready("configuration has errors: kept the current one");
     return;
   }
   if (strcmp(n.agent_listen, ga->set.agent_listen) ||
@@ -118,6 +153,7 @@ static void la__reload(la_ga_t *ga) {
   la_stitch_set_max_open(ga->stitch, (size_t)n.max_open_sets);
   la_log_info("SIGHUP: configuration reloaded%s%s", path[0] ? " from " : "",
               path);
+  la_notify_ready("configuration reloaded");
 }
 
 static void la__on_signal(uv_signal_t *h, int signum) {
@@ -186,10 +222,7 @@ int main(int argc, char **argv) {
   if (la__configure(argc, argv, &ga->set, ga->config_path,
                     sizeof ga->config_path) != 0)
     return 2;
-  if (check) {
-    la_daemon_print_config("la-globalagent", la_ga_keys, &ga->set);
-    return 0;
-  }
+  if (check) return la__check(&ga->set);
   int level = LA_LOG_INFO;
   la_log_level_parse(ga->set.log_level, &level);
   la_log_init(la__me, ga->set.log_target, level);
@@ -226,6 +259,11 @@ int main(int argc, char **argv) {
     la_ga_ingest_stop(ga);
     return 1;
   }
+  if (la_ga_metrics_start(ga, why, sizeof why) != 0) {
+    la_log_error("%s", why);
+    la_ga_ingest_stop(ga);
+    return 1;
+  }
   if (ga->set.pid_file[0] &&
       la_daemon_write_number(ga->set.pid_file, (long)getpid()) != 0)
     la_log_warn("cannot write pid_file %s", ga->set.pid_file);
@@ -233,7 +271,13 @@ int main(int argc, char **argv) {
   la_log_info("%s ready (pid %d, store %s, stitch timeout %lld ms)",
               LA_GA_VERSION, (int)getpid(), ga->set.db,
               (long long)ga->set.set_timeout_ms);
+  char st[600];
+  snprintf(st, sizeof st, "agents on %.250s, feed on %.250s",
+           ga->agent_bound, ga->feed_bound);
+  la_notify_start(ga->loop);
+  la_notify_ready(st);
   uv_run(ga->loop, UV_RUN_DEFAULT);
+  la_ga_metrics_stop(ga);
   uv_loop_close(ga->loop);
   la_ga_ingest_stop(ga);
   la_auth_key_wipe(&ga->key);

@@ -3,6 +3,8 @@
 
 #include <stddef.h>
 
+#include "la_metrics_http.h"
+
 #define S(sec, name, field, def, help) \
   {sec, name, LA_CFG_STR, offsetof(la_ga_settings_t, field), \
    sizeof(((la_ga_settings_t *)0)->field), def, 0, 0, help}
@@ -64,6 +66,10 @@ const la_cfg_key_t la_ga_keys[] = {
   N("store", "batch_max", LA_CFG_INT, batch_max, "1000", 1, 1000000,
     "messages per group commit at most"),
   S("daemon", "pid_file", pid_file, "", "file to write the pid into"),
+  LA_METRICS_CFG_KEYS(S, N),
+  N("metrics", "max_apps", LA_CFG_INT, metrics_max_apps, "256", 0, 100000,
+    "applications given their own series (label app); the rest are counted "
+    "in app_series_dropped"),
   S("log", "target", log_target, "stderr", "stderr or syslog"),
   S("log", "level", log_level, "info", "error, warn, info or debug"),
   {0, 0, 0, 0, 0, 0, 0, 0, 0},

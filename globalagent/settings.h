@@ -39,6 +39,12 @@ typedef struct la_ga_settings {
   int64_t batch_max;
   /* [daemon] */
   char pid_file[512];
+  /* [metrics]: the HTTP endpoint (common/la_metrics_http.h) */
+  char metrics_listen[256];     /* host:port ("" = off) */
+  char metrics_port_file[512];  /* write the bound port here ("" = don't) */
+  int64_t metrics_interval_ms;  /* snapshot period */
+  int64_t metrics_max_conns;    /* HTTP connections open at most */
+  int64_t metrics_max_apps;     /* applications labelled at most */
   /* [log] */
   char log_target[16];
   char log_level[16];

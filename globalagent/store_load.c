@@ -1,7 +1,7 @@
 /* store_load.c: a stored Trace-Set back into a message (la_store_load_set):
  * the application's metric and unit, the close record, the traces with their
  * robust weights, the missing records with their reasons, the ranks' element
- * counts and timer resolutions, checked row by row and then as a whole
+ * counts and timer resolutions, the channels' names and series, checked row by row and then as a whole
  * (la_msg_validate).
  *
  * A corrupt row gives LA_EIO with the reason in la_store_errmsg, never a
@@ -30,9 +30,23 @@ void la_store_free_set(La__TraceSet *set) {
     free(t->error);
     free(t->robust_segments.data);
     free(t->robust_stats);
+    for (size_t c = 0; c < t->n_channels; c++) {
+      La__ChannelTrace *ch = t->channels[c];
+      if (!ch) continue;
+      free(ch->segments.data);
+      free(ch->stats);
+      free(ch->error);
+      free(ch->robust_segments.data);
+      free(ch->robust_stats);
+      free(ch);
+    }
+    free(t->channels);
     free(t);
   }
   free(set->traces);
+  for (size_t i = 0; i < set->n_channels; i++)
+    free(set->channels ? set->channels[i] : NULL);
+  free(set->channels);
   for (size_t i = 0; i < set->n_detection; i++)
     free(set->detection ? set->detection[i] : NULL);
   free(set->detection);
@@ -183,6 +197,125 @@ static int la__load_trace(la_store_t *s, sqlite3_stmt *st, const char *app_id,
   }
   t->seq = (uint64_t)sqlite3_column_int64(st, 13);
   return la__load_robust(s, st, t);
+}
+
+/* A BLOB column of at most LA_STORE_MAX_BLOB bytes into a new buffer:
+ * 1 when copied, 0 when the column is no such BLOB, LA_ENOMEM. */
+static int la__col_blob(sqlite3_stmt *st, int i, ProtobufCBinaryData *out) {
+  const void *blob = sqlite3_column_blob(st, i);
+  int blen = sqlite3_column_bytes(st, i);
+  if (sqlite3_column_type(st, i) != SQLITE_BLOB || !blob || blen <= 0 ||
+      (unsigned)blen > LA_STORE_MAX_BLOB)
+    return 0;
+  if (!(out->data = malloc((size_t)blen))) return LA_ENOMEM;
+  memcpy(out->data, blob, (size_t)blen);
+  out->len = (size_t)blen;
+  return 1;
+}
+
+/* Exact statistics from columns i..i+3 (count, sum, min, max), count
+ * required to be n. Returns 1, 0 (bad count), LA_ENOMEM. */
+static int la__col_stats(sqlite3_stmt *st, int i, uint64_t n,
+                         La__SeriesStats **out) {
+  sqlite3_int64 count;
+  if (!la__col_int(st, i, (sqlite3_int64)n, (sqlite3_int64)n, &count))
+    return 0;
+  if (!(*out = malloc(sizeof **out))) return LA_ENOMEM;
+  la__series_stats__init(*out);
+  (*out)->count = (uint64_t)count;
+  (*out)->sum = la__col_double(st, i + 1);
+  (*out)->min = la__col_double(st, i + 2);
+  (*out)->max = la__col_double(st, i + 3);
+  return 1;
+}
+
+/* One S_LOAD_CHAN_TRACES row into a new channel series of t. Returns 0,
+ * LA_EIO (corrupt row), LA_ENOMEM. */
+static int la__load_channel(la_store_t *s, sqlite3_stmt *st,
+                            La__CompactTrace *t) {
+  sqlite3_int64 ch = 0;
+  La__ChannelTrace *c = calloc(1, sizeof *c);
+  La__ChannelTrace **v = realloc(t->channels, (t->n_channels + 1) * sizeof *v);
+  if (!c || !v) {
+    free(c);
+    if (v) t->channels = v;
+    return LA_ENOMEM;
+  }
+  t->channels = v;
+  la__channel_trace__init(c);
+  t->channels[t->n_channels++] = c;
+  int ok = la__col_int(st, 1, 0, LA_MAX_CHANNELS_WIRE - 1, &ch) &&
+           (t->n_channels == 1 ||
+            ch > (sqlite3_int64)t->channels[t->n_channels - 2]->channel);
+  c->channel = (uint32_t)ch;
+  int r = ok ? la__col_blob(st, 2, &c->segments) : 0;
+  if (r == 1) r = la__col_stats(st, 3, t->n_elements, &c->stats);
+  if (r == 1 && sqlite3_column_type(st, 10) != SQLITE_NULL) {
+    r = la__col_blob(st, 10, &c->robust_segments);
+    c->has_robust_segments = r == 1;
+    if (r == 1) r = la__col_stats(st, 11, t->n_elements, &c->robust_stats);
+  }
+  if (r == LA_ENOMEM) return r;
+  if (r != 1)
+    return la__store_corrupt(s,
+                             "channel series of %s cycle %llu rank %u: bad "
+                             "channel, segments or counts",
+                             t->app_id, (unsigned long long)t->cycle_tag,
+                             t->rank);
+  if (sqlite3_column_type(st, 7) != SQLITE_NULL) {
+    if (!(c->error = malloc(sizeof *c->error))) return LA_ENOMEM;
+    la__fit_error__init(c->error);
+    c->error->max_abs = la__col_double(st, 7);
+    c->error->rmse = la__col_double(st, 8);
+    c->error->cv = la__col_double(st, 9);
+  }
+  return 0;
+}
+
+/* The channel series of the set's traces (rows of ranks without a loaded
+ * trace skipped). Returns 0, LA_EIO, LA_ENOMEM. */
+static int la__load_channels(la_store_t *s, const char *app_id,
+                             uint64_t cycle_tag, La__TraceSet *set) {
+  int r = 0, rc;
+  size_t i = 0;
+  sqlite3_stmt *st = s->st[S_LOAD_CHAN_TRACES];
+  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
+  while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    sqlite3_int64 rank = sqlite3_column_int64(st, 0);
+    while (i < set->n_traces && set->traces[i]->rank < rank) i++;
+    if (i == set->n_traces) break;
+    if (set->traces[i]->rank == rank)
+      r = la__load_channel(s, st, set->traces[i]);
+  }
+  if (r == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
+    r = la__store_sqlerr(s, "loading the channel series");
+  la__done(st);
+  int bad = 0;
+  st = s->st[S_LOAD_CHAN_NAMES];
+  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+  while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    char **v = realloc(set->channels, (set->n_channels + 1) * sizeof *v);
+    if (!v) {
+      r = LA_ENOMEM;
+      break;
+    }
+    set->channels = v;
+    char *name = la__strdup_col(st, 1, LA_MAX_CHANNEL_NAME_WIRE, &bad);
+    if (bad || sqlite3_column_int64(st, 0) != (sqlite3_int64)set->n_channels)
+      r = la__store_corrupt(s, "channel names of %s: bad row", app_id);
+    else if (!name)
+      r = LA_ENOMEM;
+    if (r) {
+      free(name);
+      break;
+    }
+    set->channels[set->n_channels++] = name;
+  }
+  if (r == 0 && rc != SQLITE_DONE)
+    r = la__store_sqlerr(s, "loading the channel names");
+  la__done(st);
+  return r;
 }
 
 /* The missing records of a set into set->missing_reasons, by rank (ranks
@@ -465,6 +598,7 @@ int la_store_load_set(la_store_t *s, const char *app_id, uint64_t cycle_tag,
   set->cycle_tag = cycle_tag;
   if ((r = la__load_close(s, app_id, cycle_tag, set)) ||
       (r = la__load_traces(s, app_id, cycle_tag, nprocs, set)) ||
+      (r = la__load_channels(s, app_id, cycle_tag, set)) ||
       (r = la__load_missing(s, app_id, cycle_tag, nprocs, set)))
     goto fail;
   if (set->n_traces == 0 && set->n_missing_reasons == 0) {

@@ -129,6 +129,40 @@ static const char la__robust_sql[] =
     "  detection TEXT,"
     "  PRIMARY KEY (app_id, rank)) WITHOUT ROWID;";
 
+/* Added later still, created in place (IF NOT EXISTS) like `missing`.
+ * rank_channels: per rank that declared channels (LA_channel), their names
+ * by channel id, from its RankStart. channel_traces: per stored trace of
+ * such a rank (two channels or more), each channel's own series, exact
+ * statistics, fit error and robust weights; the trace's row in `traces`
+ * holds their per-element sum. An application without channels has no row
+ * in either. */
+static const char la__channels_sql[] =
+    "CREATE TABLE IF NOT EXISTS rank_channels ("
+    "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
+    "  rank INTEGER NOT NULL,"
+    "  channel INTEGER NOT NULL,"
+    "  name TEXT NOT NULL,"
+    "  PRIMARY KEY (app_id, rank, channel)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS channel_traces ("
+    "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
+    "  cycle_tag INTEGER NOT NULL,"
+    "  rank INTEGER NOT NULL,"
+    "  channel INTEGER NOT NULL,"
+    "  segments BLOB NOT NULL,"
+    "  stat_count INTEGER NOT NULL,"
+    "  stat_sum REAL,"
+    "  stat_min REAL,"
+    "  stat_max REAL,"
+    "  err_max_abs REAL,"
+    "  err_rmse REAL,"
+    "  err_cv REAL,"
+    "  robust_segments BLOB,"
+    "  robust_count INTEGER,"
+    "  robust_sum REAL,"
+    "  robust_min REAL,"
+    "  robust_max REAL,"
+    "  PRIMARY KEY (app_id, cycle_tag, rank, channel)) WITHOUT ROWID;";
+
 /* ------------------------------------------------- creating and checking */
 
 /* Contracts of the functions below: store_internal.h. */
@@ -205,6 +239,8 @@ int la__store_schema(sqlite3 *db, const char *path, char *why, size_t n) {
                          "creating the schema") ||
           la__store_exec(db, la__robust_sql, why, n, path,
                          "creating the schema") ||
+          la__store_exec(db, la__channels_sql, why, n, path,
+                         "creating the schema") ||
           la__store_exec(db, sql, why, n, path, "creating the schema") ||
           la__store_exec(db, "COMMIT", why, n, path, "creating the schema")) {
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
@@ -239,8 +275,11 @@ int la__store_schema(sqlite3 *db, const char *path, char *why, size_t n) {
   if (la__store_exec(db, la__missing_sql, why, n, path,
                      "adding the missing table"))
     return LA_EIO;
-  return la__store_exec(db, la__robust_sql, why, n, path,
-                        "adding the robust and rank_fidelity tables");
+  if (la__store_exec(db, la__robust_sql, why, n, path,
+                     "adding the robust and rank_fidelity tables"))
+    return LA_EIO;
+  return la__store_exec(db, la__channels_sql, why, n, path,
+                        "adding the rank_channels and channel_traces tables");
 sqlfail:
   la__store_fmt(why, n, "%s: %s", path, sqlite3_errmsg(db));
   return LA_EIO;

@@ -181,4 +181,24 @@ const char *const la__store_sql[S__COUNT] = {
     [S_LOAD_FID] =
         "SELECT rank, timer_res_ns, detection FROM rank_fidelity"
         " WHERE app_id = ?1 ORDER BY rank",
+    [S_CHAN_NAME_INS] =
+        "INSERT OR IGNORE INTO rank_channels(app_id, rank, channel, name)"
+        " VALUES (?1, ?2, ?3, ?4)",
+    [S_CHAN_TRACE_INS] =
+        "INSERT OR IGNORE INTO channel_traces(app_id, cycle_tag, rank,"
+        " channel, segments, stat_count, stat_sum, stat_min, stat_max,"
+        " err_max_abs, err_rmse, err_cv, robust_segments, robust_count,"
+        " robust_sum, robust_min, robust_max) VALUES (?1, ?2, ?3, ?4, ?5, ?6,"
+        " ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+    /* the set's channel names: those of its lowest rank that has any */
+    [S_LOAD_CHAN_NAMES] =
+        "SELECT channel, name FROM rank_channels WHERE app_id = ?1 AND rank ="
+        " (SELECT min(rank) FROM rank_channels WHERE app_id = ?1)"
+        " ORDER BY channel",
+    [S_LOAD_CHAN_TRACES] =
+        "SELECT rank, channel, segments, stat_count, stat_sum, stat_min,"
+        " stat_max, err_max_abs, err_rmse, err_cv, robust_segments,"
+        " robust_count, robust_sum, robust_min, robust_max"
+        " FROM channel_traces WHERE app_id = ?1 AND cycle_tag = ?2"
+        " ORDER BY rank, channel",
 };

@@ -98,6 +98,14 @@ int la_store_rank_start(la_store_t *s, const La__RankStart *m) {
   la__bind_opt_u64(st, 6, m->has_t_start_ns, m->t_start_ns);
   sqlite3_bind_int64(st, 7, la__i64(m->seq));
   r = la__store_run(s, st, "storing the rank start");
+  for (size_t c = 0; r == 0 && c < m->n_channels; c++) {
+    st = s->st[S_CHAN_NAME_INS]; /* the first RankStart of the rank wins */
+    la__bind_text(st, 1, m->app_id, LA_MAX_ID_LEN);
+    sqlite3_bind_int64(st, 2, m->rank);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)c);
+    la__bind_text(st, 4, m->channels[c], LA_MAX_CHANNEL_NAME_WIRE);
+    r = la__store_run(s, st, "storing the rank's channel names");
+  }
   if (r || !(m->has_timer_res_ns || m->interference)) goto out;
   st = s->st[S_FID_INS]; /* the first RankStart of the rank wins */
   la__bind_text(st, 1, m->app_id, LA_MAX_ID_LEN);
@@ -169,6 +177,43 @@ static int la__robust_put(la_store_t *s, const La__CompactTrace *t) {
   return la__store_run(s, st, "storing the trace's robust weights");
 }
 
+/* The channel_traces rows of a new trace of several channels (the codec
+ * checked them). Returns 0, LA_EINVAL (a blob too large), LA_EIO. */
+static int la__channels_put(la_store_t *s, const La__CompactTrace *t) {
+  int r = 0;
+  for (size_t i = 0; r == 0 && i < t->n_channels; i++) {
+    const La__ChannelTrace *c = t->channels[i];
+    if (c->segments.len > INT32_MAX || c->robust_segments.len > INT32_MAX)
+      return LA_EINVAL;
+    sqlite3_stmt *st = s->st[S_CHAN_TRACE_INS];
+    la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
+    sqlite3_bind_int64(st, 2, la__i64(t->cycle_tag));
+    sqlite3_bind_int64(st, 3, t->rank);
+    sqlite3_bind_int64(st, 4, c->channel);
+    sqlite3_bind_blob(st, 5, c->segments.data, (int)c->segments.len,
+                      SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, la__i64(c->stats->count));
+    sqlite3_bind_double(st, 7, c->stats->sum);
+    sqlite3_bind_double(st, 8, c->stats->min);
+    sqlite3_bind_double(st, 9, c->stats->max);
+    if (c->error) {
+      sqlite3_bind_double(st, 10, c->error->max_abs);
+      sqlite3_bind_double(st, 11, c->error->rmse);
+      sqlite3_bind_double(st, 12, c->error->cv);
+    }
+    if (c->robust_stats) {
+      sqlite3_bind_blob(st, 13, c->robust_segments.data,
+                        (int)c->robust_segments.len, SQLITE_STATIC);
+      sqlite3_bind_int64(st, 14, la__i64(c->robust_stats->count));
+      sqlite3_bind_double(st, 15, c->robust_stats->sum);
+      sqlite3_bind_double(st, 16, c->robust_stats->min);
+      sqlite3_bind_double(st, 17, c->robust_stats->max);
+    }
+    r = la__store_run(s, st, "storing the trace's channels");
+  }
+  return r;
+}
+
 int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new) {
   if (was_new) *was_new = 0;
   if (!s || !t || !t->app_id || !t->app_id[0] || !t->stats ||
@@ -225,6 +270,7 @@ int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new) {
   if ((r = la__store_run(s, st, "dropping the trace's missing record")))
     goto out;
   if ((r = la__robust_put(s, t))) goto out;
+  if ((r = la__channels_put(s, t))) goto out;
   r = la__cycle_touch(s, S_SET_TOUCH, t->app_id, t->cycle_tag, now,
                       "recording the trace's cycle");
 out:

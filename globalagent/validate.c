@@ -8,6 +8,54 @@
 #include "la_compact.h"
 #include "la_log.h"
 
+/* One channel encoding (what: "channel 2", "channel 2 robust") of the
+ * trace: it parses and holds the trace's n_elements points in its mode.
+ * Returns 0, LA_EPROTO or LA_ENOMEM with the reason in why. */
+static int la__channel_enc_ok(const La__CompactTrace *t,
+                              const ProtobufCBinaryData *b, const char *what,
+                              uint32_t ch, char *why, size_t why_len) {
+  char w[200] = "";
+  la_trace_t *tr = NULL;
+  int rc = la_trace_open_max(b->data, b->len, t->n_elements, &tr, w, sizeof w);
+  if (rc == LA_ENOMEM) {
+    snprintf(why, why_len, "out of memory checking the encodings");
+    return rc;
+  }
+  if (rc != 0) {
+    snprintf(why, why_len, "invalid trace: channel %u%s: bad encoding: %s",
+             ch, what, w);
+    return LA_EPROTO;
+  }
+  uint64_t n = la_trace_count(tr);
+  int mode = la_trace_mode(tr);
+  la_trace_close(tr);
+  if (n != t->n_elements || mode != (int)t->mode) {
+    snprintf(why, why_len,
+             "invalid trace: channel %u%s: encoding holds %llu points in mode "
+             "%s, the trace %llu in mode %s",
+             ch, what, (unsigned long long)n, la_compact_mode_name(mode),
+             (unsigned long long)t->n_elements,
+             la_compact_mode_name((int)t->mode));
+    return LA_EPROTO;
+  }
+  return 0;
+}
+
+/* Every channel series of the trace, measured and robust. */
+static int la__channels_ok(const La__CompactTrace *t, char *why,
+                           size_t why_len) {
+  for (size_t i = 0; i < t->n_channels; i++) {
+    const La__ChannelTrace *c = t->channels[i];
+    int rc = la__channel_enc_ok(t, &c->segments, "", c->channel, why,
+                                why_len);
+    if (rc == 0 && c->robust_stats)
+      rc = la__channel_enc_ok(t, &c->robust_segments, " robust", c->channel,
+                              why, why_len);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
 int la_ga_validate_trace(const La__CompactTrace *t, uint64_t rank_elements,
                          char *why, size_t why_len) {
   char w[200] = "";
@@ -43,6 +91,7 @@ int la_ga_validate_trace(const La__CompactTrace *t, uint64_t rank_elements,
              la_compact_mode_name(mode), la_compact_mode_name((int)t->mode));
     return LA_EPROTO;
   }
+  if ((rc = la__channels_ok(t, why, why_len))) return rc;
   if (!t->robust_stats) return 0;
   /* The robust weights: compacted with the same parameters, so the same
    * point count and mode (docs/fidelity.md). */

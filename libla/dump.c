@@ -7,7 +7,9 @@
  * "flagged=N interference_ns=T scale=S" (docs/fidelity.md; S is the ns per
  * count the values were multiplied by: lactl compact --quantum S). It costs the
  * application file writes per profiled cycle: for validation runs, not
- * production.
+ * production. With channels the values are the per-element sum over the
+ * channels (what the LocalAgent ships as the trace), added in channel
+ * order as the LocalAgent adds them.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -33,9 +35,10 @@ static int la__dump_close(FILE *f, const char *path, int rc) {
 }
 
 int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
-                 la_shm_header_t *hdr, uint32_t buf, uint64_t n, double scale) {
+                 la_shm_header_t *hdr, uint32_t buf, uint64_t n,
+                 uint32_t n_channels, double scale) {
   char path[512];
-  const double *values = la_shm_buffer(hdr, n, buf);
+  const double *values = la_shm_buffer_ch(hdr, n, n_channels, buf);
   FILE *f = la__dump_open(path, sizeof path, dir, app_id, rank, tag, "f64");
   if (!f) return LA_EIO;
   double chunk[4096];
@@ -43,7 +46,12 @@ int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
   int rc = 0;
   while (done < n && rc == 0) {
     size_t k = n - done < 4096 ? (size_t)(n - done) : 4096;
-    for (size_t i = 0; i < k; i++) chunk[i] = values[done + i] * scale;
+    for (size_t i = 0; i < k; i++) {
+      double v = values[done + i] * scale;
+      for (uint32_t c = 1; c < n_channels; c++)
+        v += values[c * n + done + i] * scale;
+      chunk[i] = v;
+    }
     if (fwrite(chunk, sizeof(double), k, f) != k)
       rc = la__error(LA_EIO, "LA_DUMP_RAW: writing %s: %s", path,
                      strerror(errno));
@@ -53,7 +61,8 @@ int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
 
   f = la__dump_open(path, sizeof path, dir, app_id, rank, tag, "flags");
   if (!f) return LA_EIO;
-  if (fwrite(la_shm_buffer_flags(hdr, n, buf), 1, (size_t)n, f) != (size_t)n)
+  if (fwrite(la_shm_buffer_flags_ch(hdr, n, n_channels, buf), 1, (size_t)n,
+             f) != (size_t)n)
     rc =
         la__error(LA_EIO, "LA_DUMP_RAW: writing %s: %s", path, strerror(errno));
   if ((rc = la__dump_close(f, path, rc))) return rc;

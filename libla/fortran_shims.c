@@ -8,12 +8,17 @@
  *     Fortran integer, by value) -> the inline 0-based probe. They return
  *     nothing: a probe only fails on an index out of range, which libla
  *     already counts (LA_STAT_RANGE_ERRORS) and describes (LA_lastError).
- *   - la_f_{start,stop}_range: 1-based first element -> LA_startRange.
+ *   - la_f_{start,stop}_range: 1-based first element -> LA_startRange;
+ *     la_f_{start,stop}_{row,box}: 1-based row or first cell -> LA_startRow,
+ *     LA_startBox.
  *   - la_f_register*, la_f_set_{metric,agent,compaction,app_id}: take a
  *     Fortran string as (pointer, length), blank padded and not terminated,
  *     copy it without trailing blanks into a NUL-terminated buffer on the
  *     stack and call the C function.
  *   - la_f_is_profiling: LA_isProfiling as a C _Bool (Fortran logical(c_bool)).
+ *   - channels: la_f_channel returns LA_channel's id + 1 (1-based, like the
+ *     elements; errors stay negative); la_f_{start,stop}_probe_c_{i4,i8}
+ *     take a 1-based channel (a 32-bit integer) and a 1-based element.
  * Everything else in la.h has a plain C signature (no varargs, no structs by
  * value) and la_mod binds to it directly. Deliberately no logic beyond the
  * index shift and the string copy: validation stays in the C API, so C and
@@ -119,3 +124,44 @@ LA_EXPORT int la_f_stop_range(long first, long count) {
 }
 
 LA_EXPORT bool la_f_is_profiling(void) { return LA_isProfiling() != 0; }
+
+/* ------------------------------------------------------------- channels */
+
+LA_EXPORT int la_f_channel(const char *name, size_t len) {
+  char buf[LA__FSTR_MAX + 1];
+  int rc = la__fstr(buf, name, len, "channel name");
+  if (rc == 0) rc = LA_channel(buf);
+  return rc >= 0 ? rc + 1 : rc;
+}
+
+LA_EXPORT void la_f_start_probe_c_i4(int32_t ch, int32_t e) {
+  (void)LA_startProbeC((int)LA__ZB(ch), LA__ZB(e));
+}
+LA_EXPORT void la_f_stop_probe_c_i4(int32_t ch, int32_t e) {
+  (void)LA_stopProbeC((int)LA__ZB(ch), LA__ZB(e));
+}
+LA_EXPORT void la_f_start_probe_c_i8(int32_t ch, int64_t e) {
+  (void)LA_startProbeC((int)LA__ZB(ch), LA__ZB(e));
+}
+LA_EXPORT void la_f_stop_probe_c_i8(int32_t ch, int64_t e) {
+  (void)LA_stopProbeC((int)LA__ZB(ch), LA__ZB(e));
+}
+
+/* ------------------------------------------------------ rows and boxes
+ * la_f_{start,stop}_row: 1-based row (j,k) -> LA_startRow/LA_stopRow.
+ * la_f_{start,stop}_box: 1-based first cell, extents unchanged. */
+
+LA_EXPORT int la_f_start_row(long j, long k) {
+  return LA_startRow(LA__ZB(j), LA__ZB(k));
+}
+LA_EXPORT int la_f_stop_row(long j, long k) {
+  return LA_stopRow(LA__ZB(j), LA__ZB(k));
+}
+LA_EXPORT int la_f_start_box(long i0, long j0, long k0, long ni, long nj,
+                             long nk) {
+  return LA_startBox(LA__ZB(i0), LA__ZB(j0), LA__ZB(k0), ni, nj, nk);
+}
+LA_EXPORT int la_f_stop_box(long i0, long j0, long k0, long ni, long nj,
+                            long nk) {
+  return LA_stopBox(LA__ZB(i0), LA__ZB(j0), LA__ZB(k0), ni, nj, nk);
+}

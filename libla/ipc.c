@@ -55,12 +55,20 @@ static uint64_t la__nonce(void) {
 }
 
 int la__ipc_create(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers) {
+  return la__ipc_create_ch(ipc, n_elements, n_buffers, 1);
+}
+
+int la__ipc_create_ch(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers,
+                      uint32_t n_channels) {
   memset(ipc, 0, sizeof *ipc);
   ipc->shm_id = ipc->sem_id = -1;
   if (n_elements == 0 || n_elements > LA_SHM_MAX_ELEMENTS)
     return la__error(LA_EINVAL, "element count %llu outside 1..2^32",
                      (unsigned long long)n_elements);
-  uint64_t size = la_shm_segment_size(n_elements, n_buffers);
+  if (n_channels < 1 || n_channels > LA_SHM_MAX_CHANNELS)
+    return la__error(LA_EINVAL, "channel count %u outside 1..%u", n_channels,
+                     LA_SHM_MAX_CHANNELS);
+  uint64_t size = la_shm_segment_size_ch(n_elements, n_buffers, n_channels);
   ipc->shm_id = shmget(IPC_PRIVATE, size, IPC_CREAT | IPC_EXCL | 0600);
   if (ipc->shm_id < 0)
     return la__error(LA_EIPC, "shmget of %llu bytes: %s (see kernel.shmmax)",
@@ -97,11 +105,13 @@ int la__ipc_create(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers) {
   h->n_buffers = n_buffers;
   h->creator_pid = (int32_t)getpid();
   h->nonce = la__nonce();
-  h->buffer_stride = la_shm_buffer_stride(n_elements);
+  h->buffer_stride = la_shm_buffer_stride_ch(n_elements, n_channels);
   h->segment_size = size;
+  h->n_channels = n_channels;
   __atomic_store_n(&h->magic, LA_SHM_MAGIC, __ATOMIC_RELEASE);
   ipc->n_buffers = n_buffers;
   ipc->n_elements = n_elements;
+  ipc->n_channels = n_channels;
   return 0;
 }
 
@@ -112,7 +122,7 @@ void la__ipc_mark(la__ipc_t *ipc) {
 }
 
 double *la__ipc_values(const la__ipc_t *ipc, uint32_t i) {
-  return la_shm_buffer(ipc->hdr, ipc->n_elements, i);
+  return la_shm_buffer_ch(ipc->hdr, ipc->n_elements, ipc->n_channels, i);
 }
 
 int la__ipc_handover(la__ipc_t *ipc) {

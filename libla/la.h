@@ -132,6 +132,7 @@ typedef struct la__hot_s {
   int tsc;           /* 1: read the TSC, 0: CLOCK_MONOTONIC in ns */
   uint64_t nx, ny, nz; /* grid dimensions (structured meshes) */
   int detect;        /* 1: interference detection on (fast metric only) */
+  uint32_t n_channels; /* channels of the buffer (LA_channel), >= 1 */
 } la__hot_t;
 
 /* Per probing thread (owned by libla/interference.c): the sequence word of
@@ -154,7 +155,12 @@ LA_EXPORT const volatile uint32_t *la__interf_thread(void);
 LA_EXPORT void la__interf_hit(long e, uint64_t ticks);
 LA_EXPORT int la__probe_start_slow(long e);
 LA_EXPORT int la__probe_stop_slow(long e);
+/* The same into value slot `at` (channel probes: ch * limit + e). */
+LA_EXPORT int la__probe_start_slow_at(long e, uint64_t at);
+LA_EXPORT int la__probe_stop_slow_at(long e, uint64_t at);
 LA_EXPORT int la__probe_range_error(long e);
+/* A channel probe with channel ch or element e out of range. */
+LA_EXPORT int la__probe_channel_error(int ch, long e);
 /* CLOCK_MONOTONIC in ns: the wall-time clock where there is no usable TSC. */
 LA_EXPORT uint64_t la__clock_ns(void);
 
@@ -177,12 +183,10 @@ static inline uint64_t la__now(void) {
   return la__clock_ns();
 }
 
-/* Start measuring element e (0-based) in this cycle. A cycle that is not
- * profiled costs one load and one predictable branch. */
-static inline int LA_startProbe(long e) {
-  uint64_t lim = la__hot.limit;
-  if (LA__UNLIKELY(lim == 0)) return 0;
-  if (LA__UNLIKELY((uint64_t)e >= lim)) return la__probe_range_error(e);
+/* The probes' common body, once the cycle is profiled and e (< limit) and
+ * the value slot `at` (e, or ch * limit + e for a channel) are checked:
+ * inlined, so LA_startProbe costs what it cost before channels. */
+static inline int la__start_at(long e, uint64_t at) {
   if (LA__LIKELY(la__hot.fast)) {
     if (la__hot.detect) {
       const volatile uint32_t *s = la__tls.seq;
@@ -190,23 +194,19 @@ static inline int LA_startProbe(long e) {
       la__tls.seq0 = *s; /* before the reading: the interval is covered */
       uint64_t t = la__now();
       la__tls.t0 = t;
-      la__hot.values[e] -= (double)(int64_t)(t - la__hot.base);
+      la__hot.values[at] -= (double)(int64_t)(t - la__hot.base);
       return 0;
     }
-    la__hot.values[e] -= (double)(int64_t)(la__now() - la__hot.base);
+    la__hot.values[at] -= (double)(int64_t)(la__now() - la__hot.base);
     return 0;
   }
-  return la__probe_start_slow(e);
+  return la__probe_start_slow_at(e, at);
 }
 
-/* Stop measuring element e; the element accumulates the difference. */
-static inline int LA_stopProbe(long e) {
-  uint64_t lim = la__hot.limit;
-  if (LA__UNLIKELY(lim == 0)) return 0;
-  if (LA__UNLIKELY((uint64_t)e >= lim)) return la__probe_range_error(e);
+static inline int la__stop_at(long e, uint64_t at) {
   if (LA__LIKELY(la__hot.fast)) {
     uint64_t t = la__now();
-    la__hot.values[e] += (double)(int64_t)(t - la__hot.base);
+    la__hot.values[at] += (double)(int64_t)(t - la__hot.base);
     if (la__hot.detect) {
       const volatile uint32_t *s = la__tls.seq; /* after the reading */
       if (LA__UNLIKELY(s != 0 && *s != la__tls.seq0))
@@ -214,7 +214,24 @@ static inline int LA_stopProbe(long e) {
     }
     return 0;
   }
-  return la__probe_stop_slow(e);
+  return la__probe_stop_slow_at(e, at);
+}
+
+/* Start measuring element e (0-based) in this cycle. A cycle that is not
+ * profiled costs one load and one predictable branch. */
+static inline int LA_startProbe(long e) {
+  uint64_t lim = la__hot.limit;
+  if (LA__UNLIKELY(lim == 0)) return 0;
+  if (LA__UNLIKELY((uint64_t)e >= lim)) return la__probe_range_error(e);
+  return la__start_at(e, (uint64_t)e);
+}
+
+/* Stop measuring element e; the element accumulates the difference. */
+static inline int LA_stopProbe(long e) {
+  uint64_t lim = la__hot.limit;
+  if (LA__UNLIKELY(lim == 0)) return 0;
+  if (LA__UNLIKELY((uint64_t)e >= lim)) return la__probe_range_error(e);
+  return la__stop_at(e, (uint64_t)e);
 }
 
 /* Structured grids (LA_registerGrid): cell (i,j,k), 0-based, i fastest. */
@@ -240,6 +257,147 @@ static inline int LA_data_xfer(void) { return LA_dataXfer(); }
 
 /* Whether the current cycle is profiled (lets a code skip its own work). */
 static inline int LA_isProfiling(void) { return la__hot.limit != 0; }
+
+/* ============================================================== channels
+ * Per-kernel channels: an application that wants to tell which of its
+ * kernels (stress, equation of state, ...) makes an element expensive
+ * declares named channels before LA_register and probes each kernel into
+ * its own channel. Every cycle the LocalAgent ships the per-element sum
+ * over channels as the element's value (what balancers and every other
+ * consumer see, as without channels) and, with two or more channels, each
+ * channel's own series and exact totals (docs/protocol.md, "Channels").
+ *
+ * Channel 0 is the first declared channel: LA_startProbe, LA_stopProbe,
+ * the cell and range probes and the WaveToy names all probe channel 0. An
+ * application that declares none has one unnamed channel and runs exactly
+ * as before channels existed (no extra bytes in memory, on the wire or in
+ * the store). A channel probe costs one index computation more than the
+ * plain probe (docs/performance.md). */
+#define LA_MAX_CHANNELS 16   /* channels per application process */
+#define LA_MAX_CHANNEL_NAME 32 /* bytes of a channel name */
+
+/* Declares channel `name` (1..LA_MAX_CHANNEL_NAME printable characters,
+ * no spaces) and returns its id, 0 for the first, 1 for the next...
+ * Call before LA_register (LA_finalize forgets the channels). The id is
+ * valid whether or not profiling works later. Errors: LA_EINVAL (bad or
+ * duplicate name), LA_ELIMIT (more than LA_MAX_CHANNELS), LA_ESTATE
+ * (after LA_register). */
+LA_EXPORT int LA_channel(const char *name);
+
+/* Start / stop measuring element e in channel ch (an id LA_channel
+ * returned). An id not declared counts as an out-of-range probe. */
+static inline int LA_startProbeC(int ch, long e) {
+  uint64_t lim = la__hot.limit;
+  if (LA__UNLIKELY(lim == 0)) return 0;
+  if (LA__UNLIKELY((uint64_t)e >= lim ||
+                   (uint32_t)ch >= la__hot.n_channels))
+    return la__probe_channel_error(ch, e);
+  return la__start_at(e, (uint64_t)(uint32_t)ch * lim + (uint64_t)e);
+}
+static inline int LA_stopProbeC(int ch, long e) {
+  uint64_t lim = la__hot.limit;
+  if (LA__UNLIKELY(lim == 0)) return 0;
+  if (LA__UNLIKELY((uint64_t)e >= lim ||
+                   (uint32_t)ch >= la__hot.n_channels))
+    return la__probe_channel_error(ch, e);
+  return la__stop_at(e, (uint64_t)(uint32_t)ch * lim + (uint64_t)e);
+}
+static inline int LA_startCellC(int ch, long i, long j, long k) {
+  if (LA__UNLIKELY(la__hot.limit == 0)) return 0;
+  return LA_startProbeC(ch, la__cell(i, j, k));
+}
+static inline int LA_stopCellC(int ch, long i, long j, long k) {
+  if (LA__UNLIKELY(la__hot.limit == 0)) return 0;
+  return LA_stopProbeC(ch, la__cell(i, j, k));
+}
+/* Element ranges (LA_startRange) in channel ch. */
+LA_EXPORT int LA_startRangeC(int ch, long first, long count);
+LA_EXPORT int LA_stopRangeC(int ch, long first, long count);
+/* The WaveToy names, in channel ch. */
+static inline int LA_start_counter_c(int ch, long cell_id) {
+  return LA_startProbeC(ch, cell_id);
+}
+static inline int LA_stop_counter_c(int ch, long cell_id) {
+  return LA_stopProbeC(ch, cell_id);
+}
+
+/* ===================================== unprofiled cycles at full speed --
+ * A probe in a loop costs one load and one branch in a cycle that is not
+ * profiled, but its call keeps the compiler from vectorising the loop: a
+ * light kernel (a stencil at 1-2 ns per cell) then runs several times slower
+ * in every cycle, profiled or not. LA_PROFILED(stmt) compiles stmt twice and
+ * chooses once per cycle: the profiled copy, where LA_PROBING is the
+ * constant 1, when LA_isProfiling(); the plain copy, where LA_PROBING is 0,
+ * otherwise. Write each probe as `if (LA_PROBING) LA_startCell(i, j, k);`:
+ * the compiler removes it from the plain copy, which is then the loop
+ * without LA and vectorises as such. Write the kernel once, usually as a
+ * function taking the probing switch as a parameter:
+ *
+ *   LA_ALWAYS_INLINE void sweep(grid_t *g, const int probe) {
+ *     for (long k = 0; k < g->nz; k++)
+ *       for (long j = 0; j < g->ny; j++)
+ *         for (long i = 0; i < g->nx; i++) {
+ *           if (probe) LA_startCell(i, j, k);
+ *           update(g, i, j, k);
+ *           if (probe) LA_stopCell(i, j, k);
+ *         }
+ *   }
+ *   ...
+ *   LA_PROFILED(sweep(g, LA_PROBING));   once per time step
+ *   LA_dataXfer();
+ *
+ * LA_isProfiling() is what decides: 0 before LA_register, after a failed
+ * registration, with LA_DISABLE or after LA_disable() from the next cycle,
+ * in cycles the period leaves out (also after LA_setPeriod at run time), in
+ * a cycle skipped for lack of a buffer, after the agent was lost and after
+ * LA_finalize; 1 from LA_register (or the LA_dataXfer starting the cycle)
+ * to the LA_dataXfer ending a profiled cycle. It does not change within a
+ * cycle, so all threads of a parallel loop take the same copy. stmt must
+ * not jump out of the macro (break, continue or goto to an outer label). */
+#define LA_PROFILED(...)       \
+  do {                         \
+    if (LA_isProfiling()) {    \
+      enum { LA_PROBING = 1 }; \
+      __VA_ARGS__;             \
+    } else {                   \
+      enum { LA_PROBING = 0 }; \
+      __VA_ARGS__;             \
+    }                          \
+  } while (0)
+
+/* A kernel function that is always inlined, so that a constant probing
+ * switch (LA_PROBING) reaches its loops even when it is large. */
+#if defined(__GNUC__)
+#define LA_ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define LA_ALWAYS_INLINE static inline
+#endif
+
+/* Coarser probes, for cells too light to time one by one: one measurement
+ * per box of cells of a grid (LA_registerGrid), spread evenly over its
+ * ni*nj*nk cells, as LA_startRange does over contiguous elements. The box
+ * is (i0..i0+ni-1, j0..j0+nj-1, k0..k0+nk-1), 0-based, inside the grid
+ * (else LA_ERANGE, counted as a range error); LA_ESTATE when the
+ * registration was not a grid, or for a stop without a start. Boxes share
+ * ranges' per-thread start: they do not nest within a thread, neither with
+ * each other nor with ranges. One call each, not inline; no interference
+ * flags (docs/fidelity.md). Each cell of the box gets the box's time
+ * divided by its cell count: the resolution is the box, the cost two timer
+ * readings per box plus one addition per cell at the stop. */
+LA_EXPORT int LA_startBox(long i0, long j0, long k0, long ni, long nj, long nk);
+LA_EXPORT int LA_stopBox(long i0, long j0, long k0, long ni, long nj, long nk);
+
+/* Row (j,k) of a grid: its nx cells (i = 0..nx-1), one box. Around the
+ * innermost loop, which stays free of calls and vectorises. */
+static inline int LA_startRow(long j, long k) {
+  if (LA__UNLIKELY(la__hot.limit == 0)) return 0;
+  return LA_startBox(0, j, k, (long)la__hot.nx, 1, 1);
+}
+static inline int LA_stopRow(long j, long k) {
+  if (LA__UNLIKELY(la__hot.limit == 0)) return 0;
+  return LA_stopBox(0, j, k, (long)la__hot.nx, 1, 1);
+}
+/* =================================== end of unprofiled cycles at full speed */
 
 #ifdef __cplusplus
 }

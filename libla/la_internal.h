@@ -12,6 +12,7 @@
  *   interference.c context switches seen at the probe, timer resolution
  *   lifecycle.c  LA_register, LA_dataXfer, LA_finalize: the state machine
  *   dump.c       LA_DUMP_RAW: raw values of every profiled cycle to files
+ *   channels.c   LA_channel: the declared channel names
  */
 #ifndef LA_INTERNAL_H
 #define LA_INTERNAL_H
@@ -95,14 +96,18 @@ typedef struct la__ipc {
   la_shm_header_t *hdr;
   uint32_t n_buffers;
   uint64_t n_elements;
+  uint32_t n_channels;
   uint64_t size;  /* bytes mapped */
   int shm_marked; /* IPC_RMID done on the segment */
 } la__ipc_t;
 
-/* Creates segment and semaphore set (mode 0600), marks the segment for
- * removal at once, fills the header with a random nonce, sets every
- * semaphore to 1 (buffer free). Returns 0, LA_EINVAL or LA_EIPC; on error
- * nothing is left. */
+/* Creates segment and semaphore set (mode 0600) for buffers of n_channels
+ * x n_elements values, marks the segment for removal at once, fills the
+ * header with a random nonce, sets every semaphore to 1 (buffer free).
+ * Returns 0, LA_EINVAL or LA_EIPC; on error nothing is left. */
+LA__HIDDEN int la__ipc_create_ch(la__ipc_t *ipc, uint64_t n_elements,
+                                 uint32_t n_buffers, uint32_t n_channels);
+/* The same with one channel. */
 LA__HIDDEN int la__ipc_create(la__ipc_t *ipc, uint64_t n_elements,
                               uint32_t n_buffers);
 /* Marks the segment for removal once every process has detached. */
@@ -147,8 +152,10 @@ LA__HIDDEN void la__link_close(la__link_t *l);
 /* ------------------------------------------------------------------ papi */
 /* Initialises PAPI for the event ("PAPI_TOT_CYC", "perf::TASK-CLOCK",
  * "sde:::LIB::COUNTER") of the metric ("cycles", "papi:...") and checks the
- * machine can count it. Returns 0, or LA_ENOEVENT or LA_EPAPI with an error
- * message naming the event (LA_lastError). */
+ * machine can count it, loading libpapi first (dlopen, once). Returns 0, or
+ * LA_ENOEVENT or LA_EPAPI with an error message naming the event, or (LA_EPAPI)
+ * the library that cannot be loaded or libla built without PAPI
+ * (LA_lastError). */
 LA__HIDDEN int la__papi_init(const char *metric, const char *event);
 /* PAPI_strerror(rc), or "PAPI error RC" written to buf (len bytes) when PAPI
  * has no text for rc. Never NULL. */
@@ -163,19 +170,31 @@ LA__HIDDEN void la__probe_setup(int fast, int tsc, LA_ProbeFunc start,
                                 void *start_arg, LA_ProbeFunc stop,
                                 void *stop_arg);
 LA__HIDDEN void la__probe_grid(uint64_t nx, uint64_t ny, uint64_t nz);
-/* Starts a profiled cycle writing into buffer i of the segment (its n
- * values, flags and meta data). */
-LA__HIDDEN void la__probe_begin(la_shm_header_t *hdr, uint32_t i, uint64_t n);
+/* Starts a profiled cycle writing into buffer i of the segment (its
+ * n_channels x n values, n flags and meta data). */
+LA__HIDDEN void la__probe_begin(la_shm_header_t *hdr, uint32_t i, uint64_t n,
+                                uint32_t n_channels);
 /* Ends the cycle: probes become no-ops. Returns range errors counted. */
 LA__HIDDEN uint64_t la__probe_end(void);
 LA__HIDDEN void la__probe_reset(void);
 
+/* -------------------------------------------------------------- channels */
+/* The channels declared so far (LA_channel): their count (0: none) and
+ * names (static storage, valid until la__channels_reset). */
+LA__HIDDEN uint32_t la__channels(const char *const **names);
+/* Forgets the declared channels (LA_finalize). */
+LA__HIDDEN void la__channels_reset(void);
+/* 1 while no registration is in force or failed since the last
+ * LA_finalize: channels may still be declared. */
+LA__HIDDEN int la__lifecycle_idle(void);
+
 /* ------------------------------------------------------------------ dump */
-/* Writes buffer i's values*scale to dir/<app_id>.r<rank>.c<tag>.f64, its
+/* Writes buffer i's values*scale (with channels: the per-element sum over
+ * the n_channels channels) to dir/<app_id>.r<rank>.c<tag>.f64, its
  * flag bytes to ....flags and its interference counters to ....fid (text).
  * 0 or LA_EIO. */
 LA__HIDDEN int la__dump_raw(const char *dir, const char *app_id, int rank,
                             uint64_t tag, la_shm_header_t *hdr, uint32_t i,
-                            uint64_t n, double scale);
+                            uint64_t n, uint32_t n_channels, double scale);
 
 #endif /* LA_INTERNAL_H */

@@ -42,6 +42,7 @@ static struct {
   char app_id[LA_MAX_APP_ID + 1];
   int papi;
   uint64_t n;
+  uint32_t n_channels; /* value sets per buffer: declared channels, >= 1 */
   uint64_t cycles, profiled, skipped, waits, wait_ns, range_errors;
   int holding;  /* the current cycle is profiled into buffer cur */
   uint32_t cur; /* buffer in use, or next to take */
@@ -146,7 +147,7 @@ static int la__begin_cycle(void) {
     la__info("the LocalAgent answers again: profiling resumed");
   }
   la__ctx.holding = 1;
-  la__probe_begin(la__ctx.ipc.hdr, la__ctx.cur, la__ctx.n);
+  la__probe_begin(la__ctx.ipc.hdr, la__ctx.cur, la__ctx.n, la__ctx.n_channels);
   return 0;
 }
 
@@ -209,7 +210,11 @@ static int la__register(const char *app_name, int rank, int nprocs,
                             la__timer_resolution_ns(&la__ctx.timer))))
     return la__lost(rc);
   la__ctx.n = (uint64_t)n_elements;
-  if ((rc = la__ipc_create(&la__ctx.ipc, la__ctx.n, (uint32_t)s->n_buffers)))
+  const char *const *ch_names = NULL;
+  uint32_t n_ch = la__channels(&ch_names);
+  la__ctx.n_channels = n_ch ? n_ch : 1;
+  if ((rc = la__ipc_create_ch(&la__ctx.ipc, la__ctx.n, (uint32_t)s->n_buffers,
+                              la__ctx.n_channels)))
     return la__lost(rc);
 
   char host[LA_MAX_ID_LEN + 1] = "";
@@ -238,6 +243,8 @@ static int la__register(const char *app_name, int rank, int nprocs,
     req.grid = g;
   }
   req.host = host[0] ? host : NULL;
+  req.n_channels = n_ch; /* none declared: nothing on the wire */
+  req.channels = (char **)ch_names;
   la__interf_fill_register(&req);
   if ((rc = la__link_register(&la__ctx.link, s->agent, s->connect_timeout_ms,
                               &req)))
@@ -247,9 +254,10 @@ static int la__register(const char *app_name, int rank, int nprocs,
     la__info("semaphore set stays ours: %s", LA_lastError());
   la__ctx.state = LA__ACTIVE;
   if ((rc = la__begin_cycle())) return la__lost(rc);
-  la__info("registered %s rank %d/%d, %llu elements, metric %s, period %d, "
-           "agent %s", la__ctx.app_id, rank, nprocs,
-           (unsigned long long)la__ctx.n, s->metric, s->period, s->agent);
+  la__info("registered %s rank %d/%d, %llu elements, %u channel(s), metric "
+           "%s, period %d, agent %s", la__ctx.app_id, rank, nprocs,
+           (unsigned long long)la__ctx.n, la__ctx.n_channels, s->metric,
+           s->period, s->agent);
   return 0;
 }
 
@@ -298,7 +306,8 @@ static int la__xfer(uint64_t tag) {
     meta->range_errors = range_errors;
     if (la__ctx.set.dump_raw[0])
       la__dump_raw(la__ctx.set.dump_raw, la__ctx.app_id, la__ctx.rank, tag,
-                   la__ctx.ipc.hdr, la__ctx.cur, la__ctx.n, scale);
+                   la__ctx.ipc.hdr, la__ctx.cur, la__ctx.n, la__ctx.n_channels,
+                   scale);
     uint64_t tags[LA__SKIPPED_TAGS_MAX];
     for (uint32_t k = 0; k < la__ctx.tags_n; k++)
       tags[k] = la__ctx.skipped_tags[(la__ctx.tags_head + k) %
@@ -351,8 +360,11 @@ LA_EXPORT int LA_finalize(void) {
   }
   la__teardown();
   la__ctx.state = LA__IDLE;
+  la__channels_reset();
   return 0;
 }
+
+int la__lifecycle_idle(void) { return la__ctx.state == LA__IDLE; }
 
 LA_EXPORT long LA_getStat(int which) {
   switch (which) {

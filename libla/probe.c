@@ -1,16 +1,18 @@
 /* probe.c: the state the inline probes of la.h read, and the probe paths
  * that are not inline: user and PAPI probes (through a function pointer),
- * out-of-range indices, and element ranges.
+ * out-of-range indices, element ranges and boxes of grid cells.
  *
  * An element's value accumulates stop - start: the start reading is
  * subtracted from the element and the stop reading added, so one element
  * needs no separate start slot, probes of different elements may nest, and
  * threads that own disjoint elements need no lock. For the built-in timer
  * readings are taken relative to the cycle's start (la__hot.base) so values
- * stay small and exact in a double. Ranges keep their start reading per
- * thread, so ranges do not nest within a thread. Interference detection
- * (interference.c) covers the inline wall-time probes only: not ranges, not
- * user or PAPI probes.
+ * stay small and exact in a double. Ranges and boxes of grid cells (rows)
+ * keep their start reading per thread, so they do not nest within a thread.
+ * Interference detection (interference.c) covers the inline wall-time probes
+ * only: not ranges or boxes, not user or PAPI probes. Channels (LA_channel):
+ * channel ch of element e is value slot ch * limit + e of the buffer; the
+ * flags stay per element. Boxes and rows probe channel 0.
  */
 #include "la_interference.h"
 
@@ -38,11 +40,14 @@ void la__probe_grid(uint64_t nx, uint64_t ny, uint64_t nz) {
   la__hot.nz = nz;
 }
 
-void la__probe_begin(la_shm_header_t *hdr, uint32_t i, uint64_t n) {
+void la__probe_begin(la_shm_header_t *hdr, uint32_t i, uint64_t n,
+                     uint32_t n_channels) {
   __atomic_store_n(&la__range_errors, 0, __ATOMIC_RELAXED);
-  /* libla's own geometry (n), never the header's fields */
-  la__interf_begin(la_shm_buffer_flags(hdr, n, i), &hdr->buf[i], n);
-  la__hot.values = la_shm_buffer(hdr, n, i);
+  /* libla's own geometry (n, n_channels), never the header's fields */
+  la__interf_begin(la_shm_buffer_flags_ch(hdr, n, n_channels, i), &hdr->buf[i],
+                   n);
+  la__hot.values = la_shm_buffer_ch(hdr, n, n_channels, i);
+  la__hot.n_channels = n_channels;
   la__hot.base = la__now();
   la__hot.limit = n;
 }
@@ -66,26 +71,50 @@ void la__probe_reset(void) {
 
 /* The slow paths may run just after the end (a thread that read a non-zero
  * limit while libla finalized): the function may be gone by then. */
-LA_EXPORT int la__probe_start_slow(long e) {
+LA_EXPORT int la__probe_start_slow_at(long e, uint64_t at) {
   LA_ProbeFunc fn = la__start_fn;
-  if (fn) la__hot.values[e] -= fn(e, la__start_arg);
+  if (fn) la__hot.values[at] -= fn(e, la__start_arg);
   return 0;
 }
 
-LA_EXPORT int la__probe_stop_slow(long e) {
+LA_EXPORT int la__probe_stop_slow_at(long e, uint64_t at) {
   LA_ProbeFunc fn = la__stop_fn;
-  if (fn) la__hot.values[e] += fn(e, la__stop_arg);
+  if (fn) la__hot.values[at] += fn(e, la__stop_arg);
   return 0;
+}
+
+/* Programs compiled against la.h before channels call these. */
+LA_EXPORT int la__probe_start_slow(long e) {
+  return la__probe_start_slow_at(e, (uint64_t)e);
+}
+
+LA_EXPORT int la__probe_stop_slow(long e) {
+  return la__probe_stop_slow_at(e, (uint64_t)e);
 }
 
 LA_EXPORT int la__probe_range_error(long e) {
   if (__atomic_fetch_add(&la__range_errors, 1, __ATOMIC_RELAXED) == 0)
-    la__error(LA_ERANGE, "element %ld outside 0..%llu (first in this cycle)",
-              e, (unsigned long long)la__hot.limit - 1);
+    la__error(LA_ERANGE, "element %ld outside 0..%llu (first in this cycle)", e,
+              (unsigned long long)la__hot.limit - 1);
   return LA_ERANGE;
 }
 
-static int la__range_check(long first, long count) {
+LA_EXPORT int la__probe_channel_error(int ch, long e) {
+  if ((uint64_t)e >= la__hot.limit) return la__probe_range_error(e);
+  if (__atomic_fetch_add(&la__range_errors, 1, __ATOMIC_RELAXED) == 0)
+    la__error(LA_ERANGE,
+              "channel %d not declared (%u channels; first in "
+              "this cycle)",
+              ch, la__hot.n_channels);
+  return LA_ERANGE;
+}
+
+static int la__range_check(int ch, long first, long count) {
+  if ((uint32_t)ch >= la__hot.n_channels) {
+    __atomic_fetch_add(&la__range_errors, 1, __ATOMIC_RELAXED);
+    return la__error(LA_ERANGE, "range in channel %d, which is not declared",
+                     ch);
+  }
   if (first < 0 || count < 1 || (uint64_t)first >= la__hot.limit ||
       (uint64_t)count > la__hot.limit - (uint64_t)first) {
     __atomic_fetch_add(&la__range_errors, 1, __ATOMIC_RELAXED);
@@ -95,10 +124,34 @@ static int la__range_check(long first, long count) {
   return 0;
 }
 
-LA_EXPORT int LA_startRange(long first, long count) {
-  if (la__hot.limit == 0) return 0;
-  int rc = la__range_check(first, count);
-  if (rc) return rc;
+/* a..a+n-1 inside 0..dim-1, n >= 1. */
+static int la__axis_ok(long a, long n, uint64_t dim) {
+  return a >= 0 && n >= 1 && (uint64_t)a < dim &&
+         (uint64_t)n <= dim - (uint64_t)a;
+}
+
+/* Checks a box of the grid; *first is its first cell's element. */
+static int la__box_check(long i0, long j0, long k0, long ni, long nj, long nk,
+                         long *first) {
+  uint64_t nx = la__hot.nx, ny = la__hot.ny, nz = la__hot.nz;
+  if (nx == 0)
+    return la__error(LA_ESTATE, "boxes and rows need a grid (LA_registerGrid)");
+  if (!la__axis_ok(i0, ni, nx) || !la__axis_ok(j0, nj, ny) ||
+      !la__axis_ok(k0, nk, nz)) {
+    __atomic_fetch_add(&la__range_errors, 1, __ATOMIC_RELAXED);
+    return la__error(
+        LA_ERANGE,
+        "box (%ld,%ld,%ld)+(%ld,%ld,%ld) outside the %llux%llux%llu "
+        "grid",
+        i0, j0, k0, ni, nj, nk, (unsigned long long)nx, (unsigned long long)ny,
+        (unsigned long long)nz);
+  }
+  *first = (long)((uint64_t)i0 + nx * ((uint64_t)j0 + ny * (uint64_t)k0));
+  return 0;
+}
+
+/* The start of a range or box whose first element is first (checked). */
+static int la__spread_start(long first) {
   LA_ProbeFunc fn = la__start_fn;
   if (!la__hot.fast && !fn) return 0; /* ended meanwhile */
   la__range_t0 = la__hot.fast ? (double)(int64_t)(la__now() - la__hot.base)
@@ -107,19 +160,63 @@ LA_EXPORT int LA_startRange(long first, long count) {
   return 0;
 }
 
-LA_EXPORT int LA_stopRange(long first, long count) {
-  if (la__hot.limit == 0) return 0;
-  int rc = la__range_check(first, count);
-  if (rc) return rc;
+/* The stop of a range or box (checked): the interval since the start,
+ * spread evenly over nk planes of nj rows of ni elements from first of
+ * channel ch, rows sx elements apart and planes sxy. */
+static int la__spread_stop(int ch, long first, uint64_t ni, uint64_t nj,
+                           uint64_t nk, uint64_t sx, uint64_t sxy,
+                           const char *what) {
   if (!la__range_open)
-    return la__error(LA_ESTATE, "LA_stopRange without LA_startRange");
+    return la__error(LA_ESTATE, "LA_stop%s without LA_start%s", what, what);
   la__range_open = 0;
   LA_ProbeFunc fn = la__stop_fn;
   if (!la__hot.fast && !fn) return 0; /* ended meanwhile */
   double t1 = la__hot.fast ? (double)(int64_t)(la__now() - la__hot.base)
                            : fn(first, la__stop_arg);
-  double share = (t1 - la__range_t0) / (double)count;
-  double *v = la__hot.values + first;
-  for (long i = 0; i < count; i++) v[i] += share;
+  double share = (t1 - la__range_t0) / (double)(ni * nj * nk);
+  for (uint64_t k = 0; k < nk; k++)
+    for (uint64_t j = 0; j < nj; j++) {
+      double *v = la__hot.values + (uint64_t)(uint32_t)ch * la__hot.limit +
+                  (uint64_t)first + j * sx + k * sxy;
+      for (uint64_t i = 0; i < ni; i++) v[i] += share;
+    }
   return 0;
+}
+
+LA_EXPORT int LA_startRange(long first, long count) {
+  return LA_startRangeC(0, first, count);
+}
+
+LA_EXPORT int LA_stopRange(long first, long count) {
+  return LA_stopRangeC(0, first, count);
+}
+
+LA_EXPORT int LA_startRangeC(int ch, long first, long count) {
+  if (la__hot.limit == 0) return 0;
+  int rc = la__range_check(ch, first, count);
+  return rc ? rc : la__spread_start(first);
+}
+
+LA_EXPORT int LA_stopRangeC(int ch, long first, long count) {
+  if (la__hot.limit == 0) return 0;
+  int rc = la__range_check(ch, first, count);
+  return rc ? rc
+            : la__spread_stop(ch, first, (uint64_t)count, 1, 1, 0, 0, "Range");
+}
+
+LA_EXPORT int LA_startBox(long i0, long j0, long k0, long ni, long nj,
+                          long nk) {
+  if (la__hot.limit == 0) return 0;
+  long first;
+  int rc = la__box_check(i0, j0, k0, ni, nj, nk, &first);
+  return rc ? rc : la__spread_start(first);
+}
+
+LA_EXPORT int LA_stopBox(long i0, long j0, long k0, long ni, long nj, long nk) {
+  if (la__hot.limit == 0) return 0;
+  long first;
+  int rc = la__box_check(i0, j0, k0, ni, nj, nk, &first);
+  if (rc) return rc;
+  return la__spread_stop(0, first, (uint64_t)ni, (uint64_t)nj, (uint64_t)nk,
+                         la__hot.nx, la__hot.nx * la__hot.ny, "Box");
 }

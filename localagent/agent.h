@@ -7,6 +7,9 @@
  *   session.c   one connection: framing, registration (RegService),
  *               data-ready (DXService), status queries, close and cleanup
  *   worker.c    thread-pool jobs: read a buffer, give it back, compact it
+ *   metrics.c   the metrics endpoint (metrics.listen): control.c's report
+ *               rendered on a timer, served by an HTTP thread that sees
+ *               only the rendered text (common/la_metrics.h)
  *   control.c   the status report
  *   uplink.c    the GlobalAgent link: handshake, send queue, acks, backoff
  *   app_ipc.c, outq.c, seglog.c, settings.c: no libuv (unit-tested alone)
@@ -94,6 +97,9 @@ typedef struct la_session {
   int pid;
   la_compact_params_t cp;
   la_weights_t *weights; /* robust weights (time metric), or NULL */
+  /* channels beyond one (ipc.n_channels > 1): each one's robust weights,
+   * like weights (NULL where there are none) */
+  la_weights_t *ch_weights[LA_SHM_MAX_CHANNELS];
   uint32_t busy; /* bit i: buffer i is being read */
   uint64_t cycles, skipped, waits;
   int finalized;
@@ -146,6 +152,13 @@ void la_uplink_stop(la_agent_t *ag);
 const char *la_uplink_state(la_agent_t *ag);
 uint64_t la_uplink_connects(la_agent_t *ag);
 const char *la_uplink_last_error(la_agent_t *ag);
+
+/* metrics.c */
+/* Starts the metrics endpoint when metrics.listen is set (after the
+ * listener). Returns 0, or a negative LA_E* code with the reason. */
+int la_agent_metrics_start(la_agent_t *ag, char *why, size_t why_len);
+/* Stops it; after uv_run returned. */
+void la_agent_metrics_stop(la_agent_t *ag);
 
 /* control.c */
 /* Builds the status reply; free with la_status_reply_free. */

@@ -64,7 +64,7 @@ static void la__remove_leftovers(int shm_id, int sem_id, int pid,
 
 int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
                       uint64_t nonce, uint64_t n_elements, uint32_t n_buffers,
-                      int peer_uid, char *why, size_t n) {
+                      uint32_t n_channels, int peer_uid, char *why, size_t n) {
   memset(ipc, 0, sizeof *ipc);
   ipc->shm_id = ipc->sem_id = -1;
   if (pid <= 0) return la__refuse(why, n, "bad pid %d", pid);
@@ -79,37 +79,44 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
     return la__refuse(why, n, "segment %d was created by pid %d, not %d",
                       shm_id, (int)ds.shm_cpid, pid);
   if ((ds.shm_perm.mode & 0777) != 0600)
-    return la__refuse(why, n, "segment %d has mode %03o, expected 600",
-                      shm_id, ds.shm_perm.mode & 0777);
+    return la__refuse(why, n, "segment %d has mode %03o, expected 600", shm_id,
+                      ds.shm_perm.mode & 0777);
   int owner = (int)ds.shm_perm.uid;
   int puid = la_pid_uid(pid);
   if (puid < 0) return la__refuse(why, n, "process %d is not running", pid);
   if (puid != owner || (int)ds.shm_perm.cuid != owner)
-    return la__refuse(why, n, "segment %d belongs to uid %d, process %d to "
-                      "uid %d", shm_id, owner, pid, puid);
+    return la__refuse(why, n,
+                      "segment %d belongs to uid %d, process %d to "
+                      "uid %d",
+                      shm_id, owner, pid, puid);
   if (peer_uid >= 0 && peer_uid != owner)
-    return la__refuse(why, n, "the connection belongs to uid %d, the segment "
-                      "to uid %d", peer_uid, owner);
+    return la__refuse(why, n,
+                      "the connection belongs to uid %d, the segment "
+                      "to uid %d",
+                      peer_uid, owner);
   struct semid_ds sd;
   union la_semun arg = {.buf = &sd};
   if (semctl(sem_id, 0, IPC_STAT, arg) != 0)
     return la__refuse(why, n, "semaphore set %d: %s", sem_id, strerror(errno));
   if ((int)sd.sem_perm.uid != owner || (int)sd.sem_perm.cuid != owner ||
       (sd.sem_perm.mode & 0777) != 0600)
-    return la__refuse(why, n, "semaphore set %d is not the segment owner's "
-                      "with mode 600", sem_id);
+    return la__refuse(why, n,
+                      "semaphore set %d is not the segment owner's "
+                      "with mode 600",
+                      sem_id);
   if (sd.sem_nsems != n_buffers)
-    return la__refuse(why, n, "semaphore set %d has %lu semaphores, the "
-                      "registration says %u buffers", sem_id,
-                      (unsigned long)sd.sem_nsems, n_buffers);
+    return la__refuse(why, n,
+                      "semaphore set %d has %lu semaphores, the "
+                      "registration says %u buffers",
+                      sem_id, (unsigned long)sd.sem_nsems, n_buffers);
   void *h = shmat(shm_id, NULL, 0);
   if (h == (void *)-1)
     return la__refuse(why, n, "cannot attach segment %d: %s", shm_id,
                       strerror(errno));
   /* The one time the header's geometry is read; from here on only the
    * values derived from the registration and the kernel's size count. */
-  const char *bad = la_shm_header_check(h, ds.shm_segsz, n_elements,
-                                        n_buffers, nonce);
+  const char *bad = la_shm_header_check_ch(h, ds.shm_segsz, n_elements,
+                                           n_buffers, n_channels, nonce);
   if (bad) {
     shmdt(h);
     return la__refuse(why, n, "segment %d: %s", shm_id, bad);
@@ -119,6 +126,7 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
   ipc->sem_id = sem_id;
   ipc->n_buffers = n_buffers;
   ipc->n_elements = n_elements;
+  ipc->n_channels = n_channels;
   ipc->owner_uid = owner;
   ipc->pid = pid;
   return 0;
@@ -127,7 +135,7 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
 /* Buffer i from the attach-time geometry (i < n_buffers checked by the
  * caller; attach proved n_buffers buffers fit in the segment). */
 static double *la__values(const la_app_ipc_t *ipc, uint32_t i) {
-  return la_shm_buffer(ipc->hdr, ipc->n_elements, i);
+  return la_shm_buffer_ch(ipc->hdr, ipc->n_elements, ipc->n_channels, i);
 }
 
 void la_app_ipc_give_back(la_app_ipc_t *ipc, uint32_t i) {
@@ -138,7 +146,8 @@ void la_app_ipc_give_back(la_app_ipc_t *ipc, uint32_t i) {
 
 void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i) {
   if (!ipc->hdr || i >= ipc->n_buffers) return;
-  memset(la__values(ipc, i), 0, ipc->n_elements * sizeof(double));
+  memset(la__values(ipc, i), 0,
+         (uint64_t)ipc->n_channels * ipc->n_elements * sizeof(double));
 }
 
 int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
@@ -147,16 +156,18 @@ int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
   /* One copy of the meta data: the application may rewrite it meanwhile. */
   memcpy(meta, (const void *)&ipc->hdr->buf[i], sizeof *meta);
   double *v = la__values(ipc, i);
-  uint64_t n = ipc->n_elements;
+  uint64_t n = (uint64_t)ipc->n_channels * ipc->n_elements;
   double scale = meta->scale;
   if (!(isfinite(scale) && scale > 0)) {
     memset(v, 0, n * sizeof(double));
-    la_log_warnx("application pid %d, buffer %u: scale %g is not a positive "
-                 "finite number: cycle %llu rejected", ipc->pid, i, scale,
-                 (unsigned long long)meta->cycle_tag);
+    la_log_warnx(
+        "application pid %d, buffer %u: scale %g is not a positive "
+        "finite number: cycle %llu rejected",
+        ipc->pid, i, scale, (unsigned long long)meta->cycle_tag);
     return LA_EPROTO;
   }
-  if (scale == 1.0) memcpy(out, v, n * sizeof(double));
+  if (scale == 1.0)
+    memcpy(out, v, n * sizeof(double));
   else
     for (uint64_t k = 0; k < n; k++) out[k] = v[k] * scale;
   memset(v, 0, n * sizeof(double));
@@ -165,7 +176,8 @@ int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
 
 int la_app_ipc_flags(const la_app_ipc_t *ipc, uint32_t i, uint8_t *out) {
   if (!ipc->hdr || i >= ipc->n_buffers) return LA_EINVAL;
-  memcpy(out, la_shm_buffer_flags(ipc->hdr, ipc->n_elements, i),
+  memcpy(out,
+         la_shm_buffer_flags_ch(ipc->hdr, ipc->n_elements, ipc->n_channels, i),
          ipc->n_elements);
   return 0;
 }
@@ -198,59 +210,12 @@ int la_app_ipc_reap_orphans(void) {
         continue;
       if (semctl((int)id, 0, IPC_RMID) == 0) {
         removed++;
-        la_log_info("removed semaphore set %ld (creator uid %u) left by an "
-                    "earlier run", id, cuid);
+        la_log_info(
+            "removed semaphore set %ld (creator uid %u) left by an "
+            "earlier run",
+            id, cuid);
       }
     }
   fclose(f);
   return removed;
-}
-
-/* Looks for "LOCAL REMOTE" (hex, as the kernel prints them) in one table. */
-static int la__uid_in(const char *table, const char *local,
-                      const char *remote) {
-  FILE *f = fopen(table, "r");
-  if (!f) return -1;
-  char line[512];
-  int uid = -1;
-  if (fgets(line, sizeof line, f))
-    while (fgets(line, sizeof line, f)) {
-      char loc[64], rem[64];
-      unsigned u;
-      if (sscanf(line, "%*s %63s %63s %*s %*s %*s %*s %u", loc, rem, &u) == 3 &&
-          !strcasecmp(loc, local) && !strcasecmp(rem, remote)) {
-        uid = (int)u;
-        break;
-      }
-    }
-  fclose(f);
-  return uid;
-}
-
-int la_peer_uid(int fd) {
-  struct sockaddr_storage me, peer;
-  socklen_t ml = sizeof me, pl = sizeof peer;
-  if (getsockname(fd, (void *)&me, &ml) || getpeername(fd, (void *)&peer, &pl))
-    return -1;
-  char loc[64], rem[64];
-  if (peer.ss_family == AF_INET) {
-    const struct sockaddr_in *p = (void *)&peer, *m = (void *)&me;
-    /* The peer's own view: its local address is our remote one. */
-    snprintf(loc, sizeof loc, "%08X:%04X", (unsigned)p->sin_addr.s_addr,
-             ntohs(p->sin_port));
-    snprintf(rem, sizeof rem, "%08X:%04X", (unsigned)m->sin_addr.s_addr,
-             ntohs(m->sin_port));
-    return la__uid_in("/proc/net/tcp", loc, rem);
-  }
-  if (peer.ss_family == AF_INET6) {
-    const struct sockaddr_in6 *p = (void *)&peer, *m = (void *)&me;
-    const uint32_t *pa = (const void *)&p->sin6_addr,
-                   *ma = (const void *)&m->sin6_addr;
-    snprintf(loc, sizeof loc, "%08X%08X%08X%08X:%04X", pa[0], pa[1], pa[2],
-             pa[3], ntohs(p->sin6_port));
-    snprintf(rem, sizeof rem, "%08X%08X%08X%08X:%04X", ma[0], ma[1], ma[2],
-             ma[3], ntohs(m->sin6_port));
-    return la__uid_in("/proc/net/tcp6", loc, rem);
-  }
-  return -1;
 }

@@ -30,11 +30,15 @@ typedef struct la_app_ipc {
   int shm_id, sem_id;
   uint32_t n_buffers;   /* validated at attach, never re-read */
   uint64_t n_elements;  /* validated at attach, never re-read */
+  uint32_t n_channels;  /* the registration's (1: none named), checked
+                           against the header at attach, never re-read */
   int owner_uid;
   int pid;              /* the registered (creator) process */
 } la_app_ipc_t;
 
-/* Verifies and attaches. peer_uid is the uid owning the connecting socket,
+/* Verifies and attaches. n_channels is the registration's channel count
+ * (1 when it named none): the header must say the same, and buffers hold
+ * n_channels x n_elements values. peer_uid is the uid owning the connecting socket,
  * or -1 when unknown (then only the process's uid is compared). Returns 0, or
  * LA_EREFUSED with the reason in why (nothing stays attached). When the
  * registering process is gone and the objects are provably its leftovers
@@ -42,9 +46,11 @@ typedef struct la_app_ipc {
  * an application killed during its registration leaves nothing. */
 int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
                       uint64_t nonce, uint64_t n_elements, uint32_t n_buffers,
-                      int peer_uid, char *why, size_t why_len);
+                      uint32_t n_channels, int peer_uid, char *why,
+                      size_t why_len);
 
-/* Copies buffer i, multiplied by its meta scale, into out[0..n) and zeroes
+/* Copies buffer i, multiplied by its meta scale, into out[0..n_channels x
+ * n_elements) (channel-major) and zeroes
  * the buffer (which stays the agent's until la_app_ipc_give_back). *meta
  * receives the buffer's meta data as the application wrote it (untrusted
  * data). Returns 0; LA_EINVAL for a bad index; LA_EPROTO (logged, the
@@ -76,9 +82,5 @@ void la_app_ipc_release(la_app_ipc_t *ipc);
  * tell LA's sets from others': nothing is done). Returns the number of sets
  * removed. */
 int la_app_ipc_reap_orphans(void);
-
-/* The uid owning the peer of a connected loopback TCP socket, read from
- * /proc/net/tcp{,6}; -1 when it cannot be found. */
-int la_peer_uid(int fd);
 
 #endif

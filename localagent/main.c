@@ -26,6 +26,8 @@
 #include "agent.h"
 #include "la_daemon.h"
 #include "la_log.h"
+#include "la_metrics_http.h"
+#include "la_notify.h"
 #include "la_sockio.h"
 #include "placement.h"
 
@@ -75,12 +77,40 @@ static int la__configure(int argc, char **argv, la_la_settings_t *set,
     fprintf(stderr, "%s: %s\n", me, why);
     bad = 1;
   }
+  if (!la_metrics_listen_ok(me, set->metrics_listen)) bad = 1;
   if (set->reconnect_min_ms > set->reconnect_max_ms) {
     fprintf(stderr, "%s: global.reconnect_min exceeds global.reconnect_max\n",
             me);
     bad = 1;
   }
   return bad ? -1 : 0;
+}
+
+/* --check-config beyond syntax: the secret, the spool directory and the
+ * directories of the pid and port files, as the user who runs it. Prints
+ * the configuration and returns 0, or returns 2 after naming each
+ * problem. */
+static int la__check(const la_la_settings_t *s) {
+  const char *me = "la-localagent";
+  int bad = 0;
+  if (s->secret_file[0] &&
+      la_daemon_check_secret(me, "global.secret_file", s->secret_file))
+    bad = 1;
+  if (s->spool_dir[0] &&
+      la_daemon_check_dir(me, "global.spool_dir", s->spool_dir, 1, 1))
+    bad = 1;
+  if (s->pid_file[0] &&
+      la_daemon_check_file_dir(me, "agent.pid_file", s->pid_file))
+    bad = 1;
+  if (s->port_file[0] &&
+      la_daemon_check_file_dir(me, "agent.port_file", s->port_file))
+    bad = 1;
+  if (bad) {
+    fprintf(stderr, "%s: configuration has errors (above)\n", me);
+    return 2;
+  }
+  la_daemon_print_config(me, la_la_keys, s);
+  return 0;
 }
 
 /* The queue's notes (torn tails, write failures) go to the daemon's log. */
@@ -170,6 +200,7 @@ static void la__drain(la_agent_t *ag) {
     return;
   }
   ag->draining = 1;
+  la_notify_stopping("draining");
   la_log_info("draining: no new connections; finishing %d jobs",
               ag->jobs_in_flight);
   la_listener_stop(ag);
@@ -185,9 +216,11 @@ static void la__drain(la_agent_t *ag) {
 static void la__reload(la_agent_t *ag) {
   la_la_settings_t n;
   char path[512];
+  la_notify_reloading();
   if (la__configure(la__argc, la__argv, &n, path, sizeof path) != 0) {
     la_log_warnx("SIGHUP: configuration has errors (above); keeping the "
                  "current one");
+    la_notify_ready("configuration has errors: kept the current one");
     return;
   }
   int level = LA_LOG_INFO;
@@ -218,6 +251,7 @@ static void la__reload(la_agent_t *ag) {
   la_outq_set_limits(ag->q, n.queue_bytes, n.spool_bytes);
   la_log_info("SIGHUP: configuration reloaded%s%s",
               path[0] ? " from " : "", path);
+  la_notify_ready("configuration reloaded");
 }
 
 static void la__on_signal(uv_signal_t *h, int signum) {
@@ -235,10 +269,7 @@ int main(int argc, char **argv) {
   if (la__configure(argc, argv, &ag->set, ag->config_path,
                     sizeof ag->config_path) != 0)
     return 2;
-  if (check) {
-    la_daemon_print_config("la-localagent", la_la_keys, &ag->set);
-    return 0;
-  }
+  if (check) return la__check(&ag->set);
   int level = LA_LOG_INFO;
   la_log_level_parse(ag->set.log_level, &level);
   la_log_init("la-localagent", ag->set.log_target, level);
@@ -297,11 +328,21 @@ int main(int argc, char **argv) {
     la_log_error("%s", why);
     return 1;
   }
+  if (la_agent_metrics_start(ag, why, sizeof why) != 0) {
+    la_log_error("%s", why);
+    return 1;
+  }
   la_log_info("%s ready (pid %d, %lld threads, compaction %s, GlobalAgent "
               "%s)", LA_AGENT_VERSION, (int)getpid(),
               (long long)ag->set.threads, ag->set.compact,
               ag->set.global[0] ? ag->set.global : "none: spooling");
+  char st[600];
+  snprintf(st, sizeof st, "listening on %.200s; GlobalAgent %.300s",
+           ag->bound, ag->set.global[0] ? ag->set.global : "none");
+  la_notify_start(ag->loop);
+  la_notify_ready(st);
   uv_run(ag->loop, UV_RUN_DEFAULT);
+  la_agent_metrics_stop(ag);
   uv_loop_close(ag->loop);
   la_outq_close(ag->q);
   if (ag->set.pid_file[0]) unlink(ag->set.pid_file);

@@ -1,7 +1,10 @@
-/* peer_uid.c: the peer's uid by sock_diag (see peer_uid.h). */
+/* peer_uid.c: the peer's uid by sock_diag, or from /proc/net/tcp where
+ * sock_diag is unavailable (see peer_uid.h). */
 #include "peer_uid.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <strings.h>
 #include <string.h>
 #include <unistd.h>
 #include <linux/inet_diag.h>
@@ -10,8 +13,6 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-
-#include "app_ipc.h"
 
 /* Fills the diag id of the peer's socket: its source is our peer address,
  * its destination our own. Returns the family, or -1. */
@@ -80,8 +81,7 @@ static long la__diag_uid(int family, const struct inet_diag_sockid *id) {
        h = NLMSG_NEXT(h, n)) {
     if (h->nlmsg_type == NLMSG_ERROR) {
       const struct nlmsgerr *e = NLMSG_DATA(h);
-      return h->nlmsg_len >= NLMSG_LENGTH(sizeof *e) &&
-                     (e->error == -ENOENT)
+      return h->nlmsg_len >= NLMSG_LENGTH(sizeof *e) && (e->error == -ENOENT)
                  ? -1
                  : -2;
     }
@@ -102,11 +102,63 @@ static long la__diag_uid(int family, const struct inet_diag_sockid *id) {
   return uid;
 }
 
+/* Looks for "LOCAL REMOTE" (hex, as the kernel prints them) in one table. */
+static int la__uid_in(const char *table, const char *local,
+                      const char *remote) {
+  FILE *f = fopen(table, "r");
+  if (!f) return -1;
+  char line[512];
+  int uid = -1;
+  if (fgets(line, sizeof line, f))
+    while (fgets(line, sizeof line, f)) {
+      char loc[64], rem[64];
+      unsigned u;
+      if (sscanf(line, "%*s %63s %63s %*s %*s %*s %*s %u", loc, rem, &u) == 3 &&
+          !strcasecmp(loc, local) && !strcasecmp(rem, remote)) {
+        uid = (int)u;
+        break;
+      }
+    }
+  fclose(f);
+  return uid;
+}
+
+/* The slow way, where sock_diag is unavailable: the peer's uid read from
+ * /proc/net/tcp{,6}, whose cost grows with the machine's sockets; -1 when it
+ * cannot be found. */
+static int la__proc_uid(int fd) {
+  struct sockaddr_storage me, peer;
+  socklen_t ml = sizeof me, pl = sizeof peer;
+  if (getsockname(fd, (void *)&me, &ml) || getpeername(fd, (void *)&peer, &pl))
+    return -1;
+  char loc[64], rem[64];
+  if (peer.ss_family == AF_INET) {
+    const struct sockaddr_in *p = (void *)&peer, *m = (void *)&me;
+    /* The peer's own view: its local address is our remote one. */
+    snprintf(loc, sizeof loc, "%08X:%04X", (unsigned)p->sin_addr.s_addr,
+             ntohs(p->sin_port));
+    snprintf(rem, sizeof rem, "%08X:%04X", (unsigned)m->sin_addr.s_addr,
+             ntohs(m->sin_port));
+    return la__uid_in("/proc/net/tcp", loc, rem);
+  }
+  if (peer.ss_family == AF_INET6) {
+    const struct sockaddr_in6 *p = (void *)&peer, *m = (void *)&me;
+    const uint32_t *pa = (const void *)&p->sin6_addr,
+                   *ma = (const void *)&m->sin6_addr;
+    snprintf(loc, sizeof loc, "%08X%08X%08X%08X:%04X", pa[0], pa[1], pa[2],
+             pa[3], ntohs(p->sin6_port));
+    snprintf(rem, sizeof rem, "%08X%08X%08X%08X:%04X", ma[0], ma[1], ma[2],
+             ma[3], ntohs(m->sin6_port));
+    return la__uid_in("/proc/net/tcp6", loc, rem);
+  }
+  return -1;
+}
+
 int la_peer_uid_fast(int fd) {
   struct inet_diag_sockid id;
   int family = la__peer_id(fd, &id);
   if (family < 0) return -1;
   long uid = la__diag_uid(family, &id);
-  if (uid == -2) return la_peer_uid(fd); /* no sock_diag: the slow way */
+  if (uid == -2) return la__proc_uid(fd); /* no sock_diag */
   return (int)uid;
 }

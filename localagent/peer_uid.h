@@ -3,8 +3,8 @@
  * Asks the kernel for the one socket of the peer (sock_diag netlink, exact
  * lookup by address and port) instead of scanning /proc/net/tcp, whose cost
  * grows with every open socket on the machine: admission needs the uid of
- * each new connection, also during a flood. Falls back to la_peer_uid
- * (app_ipc.h) where sock_diag is unavailable. No libuv.
+ * each new connection, also during a flood. Falls back to scanning
+ * /proc/net/tcp{,6} where sock_diag is unavailable. No libuv.
  */
 #ifndef LA_LOCALAGENT_PEER_UID_H
 #define LA_LOCALAGENT_PEER_UID_H

@@ -17,6 +17,7 @@
 
 #include "la.h"
 #include "la_crc32.h"
+#include "la_errors.h"
 
 #define LA__SL_MAGIC "LASEG001"
 #define LA__SL_SUFFIX ".laseg"
@@ -31,16 +32,6 @@ static void la__note(la__seglog_t *sl, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   sl->note(sl->note_arg, msg);
-}
-
-static void la__why(char *why, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void la__why(char *why, size_t len, const char *fmt, ...) {
-  va_list ap;
-  if (why == NULL || len == 0) return;
-  va_start(ap, fmt);
-  vsnprintf(why, len, fmt, ap);
-  va_end(ap);
 }
 
 static void la__put32(uint8_t *p, uint32_t v) {
@@ -109,31 +100,31 @@ static int la__check_dir(const char *dir, char *why, size_t why_len) {
   struct stat st;
   if (lstat(dir, &st) != 0) {
     if (errno != ENOENT || mkdir(dir, 0700) != 0 || lstat(dir, &st) != 0) {
-      la__why(why, why_len, "log directory %s: %s", dir, strerror(errno));
+      la_errorf(why, why_len, 0, "log directory %s: %s", dir, strerror(errno));
       return LA_EIO;
     }
   }
   if (S_ISLNK(st.st_mode)) {
-    la__why(why, why_len, "log directory %s is a symbolic link: refused",
-            dir);
+    la_errorf(why, why_len, 0, "log directory %s is a symbolic link: refused",
+              dir);
     return LA_EIO;
   }
   if (!S_ISDIR(st.st_mode)) {
-    la__why(why, why_len, "log directory %s is not a directory", dir);
+    la_errorf(why, why_len, 0, "log directory %s is not a directory", dir);
     return LA_EIO;
   }
   if (st.st_uid != geteuid()) {
-    la__why(why, why_len,
-            "log directory %s is owned by uid %u, not by this agent's uid "
-            "%u: refused",
-            dir, (unsigned)st.st_uid, (unsigned)geteuid());
+    la_errorf(why, why_len, 0,
+              "log directory %s is owned by uid %u, not by this agent's uid "
+              "%u: refused",
+              dir, (unsigned)st.st_uid, (unsigned)geteuid());
     return LA_EIO;
   }
   if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-    la__why(why, why_len,
-            "log directory %s is writable by group or others (mode %03o): "
-            "refused; chmod 700 it",
-            dir, (unsigned)(st.st_mode & 0777));
+    la_errorf(why, why_len, 0,
+              "log directory %s is writable by group or others (mode %03o): "
+              "refused; chmod 700 it",
+              dir, (unsigned)(st.st_mode & 0777));
     return LA_EIO;
   }
   return 0;
@@ -154,7 +145,8 @@ static int la__list(la__seglog_t *sl, uint64_t **ids, size_t *n, char *why,
   *n = 0;
   if (d == NULL) {
     if (fd >= 0) close(fd);
-    la__why(why, why_len, "log directory %s: %s", sl->path, strerror(errno));
+    la_errorf(why, why_len, 0, "log directory %s: %s", sl->path,
+              strerror(errno));
     return LA_EIO;
   }
   struct dirent *e;
@@ -171,7 +163,7 @@ static int la__list(la__seglog_t *sl, uint64_t **ids, size_t *n, char *why,
       uint64_t *v = realloc(*ids, c * sizeof *v);
       if (v == NULL) {
         closedir(d);
-        la__why(why, why_len, "out of memory listing the log");
+        la_errorf(why, why_len, 0, "out of memory listing the log");
         return LA_ENOMEM;
       }
       *ids = v;
@@ -185,8 +177,8 @@ static int la__list(la__seglog_t *sl, uint64_t **ids, size_t *n, char *why,
 }
 
 int la__seglog_open(la__seglog_t *sl, const char *dir, uint64_t seg_bytes,
-                    uint32_t max_item, la__seglog_note_fn note,
-                    void *note_arg, char *why, size_t why_len) {
+                    uint32_t max_item, la__seglog_note_fn note, void *note_arg,
+                    char *why, size_t why_len) {
   uint64_t *ids = NULL;
   size_t n = 0;
   int rc;
@@ -199,20 +191,20 @@ int la__seglog_open(la__seglog_t *sl, const char *dir, uint64_t seg_bytes,
   if ((rc = la__check_dir(dir, why, why_len)) != 0) return rc;
   sl->path = strdup(dir);
   if (sl->path == NULL) {
-    la__why(why, why_len, "out of memory");
+    la_errorf(why, why_len, 0, "out of memory");
     return LA_ENOMEM;
   }
   sl->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (sl->dirfd < 0) {
-    la__why(why, why_len, "log directory %s: %s", dir, strerror(errno));
+    la_errorf(why, why_len, 0, "log directory %s: %s", dir, strerror(errno));
     goto fail_io;
   }
   sl->lockfd = openat(sl->dirfd, "seglog.lock",
                       O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (sl->lockfd < 0 || flock(sl->lockfd, LOCK_EX | LOCK_NB) != 0) {
-    la__why(why, why_len, "log directory %s: %s", dir,
-            errno == EWOULDBLOCK ? "in use by another LocalAgent"
-                                 : strerror(errno));
+    la_errorf(why, why_len, 0, "log directory %s: %s", dir,
+              errno == EWOULDBLOCK ? "in use by another LocalAgent"
+                                   : strerror(errno));
     goto fail_io;
   }
   if ((rc = la__list(sl, &ids, &n, why, why_len)) != 0) goto fail;
@@ -222,14 +214,14 @@ int la__seglog_open(la__seglog_t *sl, const char *dir, uint64_t seg_bytes,
     la__seg_name(ids[i], name, sizeof name);
     int fd = openat(sl->dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      la__why(why, why_len, "log segment %s/%s: %s", dir, name,
-              fd < 0 ? strerror(errno) : "not a regular file");
+      la_errorf(why, why_len, 0, "log segment %s/%s: %s", dir, name,
+                fd < 0 ? strerror(errno) : "not a regular file");
       if (fd >= 0) close(fd);
       goto fail_io;
     }
     if ((rc = la__seg_add(sl, ids[i], fd, (uint64_t)st.st_size)) != 0) {
       close(fd);
-      la__why(why, why_len, "out of memory");
+      la_errorf(why, why_len, 0, "out of memory");
       goto fail;
     }
   }
@@ -278,14 +270,14 @@ int la__seglog_scan(la__seglog_t *sl,
     uint64_t size = sg->bytes, pos = LA__SL_FILE_HDR, good;
     uint8_t *buf = malloc(size ? size : 1);
     if (buf == NULL) {
-      la__why(why, why_len, "out of memory reading the log");
+      la_errorf(why, why_len, 0, "out of memory reading the log");
       return LA_ENOMEM;
     }
     ssize_t got = size ? pread(sg->fd, buf, size, 0) : 0;
     if (got < 0 || (uint64_t)got != size) {
-      la__why(why, why_len, "log segment %020llu: read failed: %s",
-              (unsigned long long)sg->id,
-              got < 0 ? strerror(errno) : "short read");
+      la_errorf(why, why_len, 0, "log segment %020llu: read failed: %s",
+                (unsigned long long)sg->id,
+                got < 0 ? strerror(errno) : "short read");
       free(buf);
       return LA_EIO;
     }
@@ -301,8 +293,8 @@ int la__seglog_scan(la__seglog_t *sl,
         int rc = cb(arg, sg->id, pos + LA__SL_REC_HDR + r.app_len, &r);
         if (rc < 0) {
           free(buf);
-          la__why(why, why_len, "log segment %020llu: record refused",
-                  (unsigned long long)sg->id);
+          la_errorf(why, why_len, 0, "log segment %020llu: record refused",
+                    (unsigned long long)sg->id);
           return rc;
         }
         pos += n;
@@ -318,8 +310,8 @@ int la__seglog_scan(la__seglog_t *sl,
                sl->path, (unsigned long long)sg->id,
                (unsigned long long)(size - good), (unsigned long long)good);
       if (ftruncate(sg->fd, (off_t)good) != 0) {
-        la__why(why, why_len, "log segment %020llu: cannot truncate: %s",
-                (unsigned long long)sg->id, strerror(errno));
+        la_errorf(why, why_len, 0, "log segment %020llu: cannot truncate: %s",
+                  (unsigned long long)sg->id, strerror(errno));
         return LA_EIO;
       }
       sl->torn_bytes += size - good;
@@ -378,11 +370,10 @@ int la__seglog_roll(la__seglog_t *sl, int sync) {
   return 0;
 }
 
-int la__seglog_append(la__seglog_t *sl, const la__sl_rec_t *r,
-                      uint64_t *seg_id, uint64_t *off) {
+int la__seglog_append(la__seglog_t *sl, const la__sl_rec_t *r, uint64_t *seg_id,
+                      uint64_t *off) {
   uint8_t h[LA__SL_REC_HDR];
-  if (r->app_len > LA__SL_MAX_APP || r->len > sl->max_item)
-    return LA_EMSGSIZE;
+  if (r->app_len > LA__SL_MAX_APP || r->len > sl->max_item) return LA_EMSGSIZE;
   if (sl->n_segs == 0) return LA_EIO;
   la__sl_seg_t *a = &sl->segs[sl->n_segs - 1];
   uint32_t body = 24u + r->app_len + r->len;
@@ -425,8 +416,8 @@ int la__seglog_read(la__seglog_t *sl, uint64_t seg_id, uint64_t off,
     if (sl->segs[i].id != seg_id) continue;
     size_t done = 0;
     while (done < len) {
-      ssize_t r = pread(sl->segs[i].fd, buf + done, len - done,
-                        (off_t)(off + done));
+      ssize_t r =
+          pread(sl->segs[i].fd, buf + done, len - done, (off_t)(off + done));
       if (r < 0 && errno == EINTR) continue;
       if (r <= 0) return LA_EIO;
       done += (size_t)r;

@@ -54,6 +54,8 @@ static void la__on_free(la_conn_t *c) {
   LA_CONN_LIST_UNLINK(ag->sessions, s);
   ag->n_conns--;
   la_weights_free(s->weights);
+  for (uint32_t c = 0; c < LA_SHM_MAX_CHANNELS; c++)
+    la_weights_free(s->ch_weights[c]);
   free(s);
   la_agent_progress(ag);
 }
@@ -119,6 +121,13 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
              (unsigned long long)ag->set.max_elements);
     return la__refuse(s, why);
   }
+  /* each channel is a series of its own in memory and in every job */
+  if (r->n_channels > 1 && r->n_elements * r->n_channels > ag->set.max_elements) {
+    snprintf(why, sizeof why, "%llu elements x %zu channels exceed "
+             "max_elements = %llu", (unsigned long long)r->n_elements,
+             r->n_channels, (unsigned long long)ag->set.max_elements);
+    return la__refuse(s, why);
+  }
   s->cp = ag->compact;
   if (r->compact && r->compact->has_mode &&
       r->compact->mode != LA__COMPACT_MODE__COMPACT_DEFAULT) {
@@ -138,8 +147,11 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
   int peer_uid = s->conn.key >= 0 ? s->conn.key
                                   : fd >= 0 ? la_peer_uid_fast(fd) : -1;
   char reason[200];
+  /* the names were checked by the codec (count, printable, bounded,
+   * unique); the header must agree with their count */
+  uint32_t n_ch = r->n_channels ? (uint32_t)r->n_channels : 1;
   if (la_app_ipc_attach(&s->ipc, r->shm_id, r->sem_id, r->pid, r->nonce,
-                        r->n_elements, r->n_buffers, peer_uid, reason,
+                        r->n_elements, r->n_buffers, n_ch, peer_uid, reason,
                         sizeof reason) != 0)
     return la__refuse(s, reason);
   s->state = LA_SESS_APP;
@@ -152,13 +164,19 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
   ag->st.regs++;
   /* Robust weights for wall time (interference only adds time); without
    * memory for them the rank is still profiled, measured values only. */
-  if (ag->set.robust && !strcmp(r->metric, "time") &&
-      la_weights_new(r->n_elements, r->has_timer_res_ns ? r->timer_res_ns : 0,
-                     ag->set.robust_tol, (uint32_t)ag->set.robust_confirm,
-                     ag->set.robust_cv, r->grid, r->n_grid, &s->weights) != 0)
-    la_log_warnx("%s rank %u: no memory for robust weights (%llu "
-                 "elements): measured values only", s->app_id, s->rank,
-                 (unsigned long long)r->n_elements);
+  for (uint32_t c = 0; c <= (n_ch > 1 ? n_ch : 0); c++) {
+    /* the sum's (c = 0), then each channel's when there are several */
+    la_weights_t **w = c == 0 ? &s->weights : &s->ch_weights[c - 1];
+    if (ag->set.robust && !strcmp(r->metric, "time") &&
+        la_weights_new(r->n_elements,
+                       r->has_timer_res_ns ? r->timer_res_ns : 0,
+                       ag->set.robust_tol, (uint32_t)ag->set.robust_confirm,
+                       ag->set.robust_cv, r->grid, r->n_grid, w) != 0)
+      la_log_warnx("%s rank %u: no memory for robust weights (%llu "
+                   "elements%s): measured values only", s->app_id, s->rank,
+                   (unsigned long long)r->n_elements,
+                   c ? ", a channel" : "");
+  }
 
   La__RegisterReply ok = LA__REGISTER_REPLY__INIT;
   ok.status = 0;
@@ -195,13 +213,15 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
   st.has_timer_res_ns = r->has_timer_res_ns;
   st.timer_res_ns = r->timer_res_ns;
   st.interference = r->interference;
+  st.n_channels = r->n_channels;
+  st.channels = r->channels;
   la_uplink_send(ag, LA__MSG_TYPE__MSG_RANK_START, &st.base, &st.seq);
   char spec[80] = "";
   la_compact_spec_format(&s->cp, spec, sizeof spec);
   la_log_info("registered %s rank %u/%u (pid %d, %llu elements, %u buffers, "
-              "%s, %s) from %s", s->app_id, s->rank, s->nprocs, s->pid,
-              (unsigned long long)r->n_elements, r->n_buffers, r->metric, spec,
-              s->conn.peer);
+              "%u channel(s), %s, %s) from %s", s->app_id, s->rank, s->nprocs,
+              s->pid, (unsigned long long)r->n_elements, r->n_buffers, n_ch,
+              r->metric, spec, s->conn.peer);
 }
 
 static int la__on_data_ready(la_session_t *s, const La__DataReady *d) {

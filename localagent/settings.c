@@ -3,6 +3,8 @@
 
 #include <stddef.h>
 
+#include "la_metrics_http.h"
+
 #define S(sec, name, field, def, help) \
   {sec, name, LA_CFG_STR, offsetof(la_la_settings_t, field), \
    sizeof(((la_la_settings_t *)0)->field), def, 0, 0, help}
@@ -79,6 +81,7 @@ const la_cfg_key_t la_la_keys[] = {
   N("global", "spool_fsync_interval", LA_CFG_MS, spool_fsync_ms, "1s", 0,
     3600000, "longest time an appended trace waits for fsync; 0: fsync "
     "every append"),
+  LA_METRICS_CFG_KEYS(S, N),
   S("log", "target", log_target, "stderr", "stderr or syslog"),
   S("log", "level", log_level, "info", "error, warn, info or debug"),
   {0, 0, 0, 0, 0, 0, 0, 0, 0},

@@ -44,6 +44,11 @@ typedef struct la_la_settings {
   uint64_t spool_bytes;
   int spool_fsync;
   int64_t spool_fsync_ms;  /* fsync interval of the log; 0 = every append */
+  /* [metrics]: the HTTP endpoint (common/la_metrics_http.h) */
+  char metrics_listen[256];     /* host:port ("" = off) */
+  char metrics_port_file[512];  /* write the bound port here ("" = don't) */
+  int64_t metrics_interval_ms;  /* snapshot period */
+  int64_t metrics_max_conns;    /* HTTP connections open at most */
   /* [log] */
   char log_target[16];
   char log_level[16];

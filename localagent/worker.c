@@ -12,6 +12,12 @@
  * the uplink woken. Memory: one copy of the values per job in flight; a
  * session has at most n_buffers jobs, so the peak is bounded by max_apps x
  * 16 x max_elements x 8 bytes, in practice far less.
+ *
+ * Channels: a buffer of k > 1 channels is copied whole; the trace's series
+ * is the per-element sum over the channels (added in channel order), and
+ * each channel is compacted too (with its own robust weights) into the
+ * trace's ChannelTrace list. k x n_elements is within max_elements
+ * (session.c), so the bound above holds with twice the bytes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +27,7 @@
 #include "agent.h"
 #include "la_errors.h"
 #include "la_log.h"
+#include "la_trace_msg.h"
 #include "la_time.h"
 #include "placement.h"
 
@@ -41,44 +48,31 @@ typedef struct la_job {
   int robust;
   la_compact_result_t rres;
   la_robust_stats_t rst;
+  /* channels (n_channels > 1): each one's compaction and robust weights */
+  uint32_t n_channels;
+  la_compact_result_t chres[LA_SHM_MAX_CHANNELS];
+  la_compact_result_t chrob[LA_SHM_MAX_CHANNELS];
+  int chrob_ok[LA_SHM_MAX_CHANNELS];
 } la_job_t;
 
 /* Appends the compact trace of the job; returns the la_uplink_log code. */
 static int la__log_trace(la_job_t *j, const la_compact_result_t *res) {
   la_session_t *s = j->s;
   La__SeriesStats st = LA__SERIES_STATS__INIT;
-  st.count = res->stats.count;
-  st.sum = res->stats.sum;
-  st.min = res->stats.min;
-  st.max = res->stats.max;
   La__FitError fe = LA__FIT_ERROR__INIT;
-  fe.max_abs = res->error.max_abs;
-  fe.rmse = res->error.rmse;
-  fe.cv = res->error.cv;
   La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+  la_trace_msg_fill(&t, &st, &fe, res);
   t.app_id = s->app_id;
   t.rank = s->rank;
   t.cycle_tag = j->cycle_tag;
   t.n_elements = s->ipc.n_elements;
-  t.mode = (La__CompactMode)res->mode;
-  t.segments.data = res->bytes;
-  t.segments.len = res->len;
-  t.stats = &st;
-  t.error = &fe;
   t.has_t_xfer_ns = 1;
   t.t_xfer_ns = j->t_xfer_ns;
   t.has_rank_seq = 1;
   t.rank_seq = j->seq;
   La__SeriesStats rs = LA__SERIES_STATS__INIT;
   if (j->robust) {
-    rs.count = j->rres.stats.count;
-    rs.sum = j->rres.stats.sum;
-    rs.min = j->rres.stats.min;
-    rs.max = j->rres.stats.max;
-    t.has_robust_segments = 1;
-    t.robust_segments.data = j->rres.bytes;
-    t.robust_segments.len = j->rres.len;
-    t.robust_stats = &rs;
+    la_trace_msg_robust(&t, &rs, &j->rres);
     t.has_interference = 1;
     t.interference = j->rst.interference;
     t.has_flagged = 1;
@@ -87,14 +81,32 @@ static int la__log_trace(la_job_t *j, const la_compact_result_t *res) {
     double ft = (double)j->meta.interference_ticks * j->meta.scale;
     t.flagged_time = ft >= 0 && ft < 1e300 ? ft : 0; /* data from the app */
   }
+  La__ChannelTrace cv[LA_SHM_MAX_CHANNELS], *cp[LA_SHM_MAX_CHANNELS];
+  La__SeriesStats cs[LA_SHM_MAX_CHANNELS], crs[LA_SHM_MAX_CHANNELS];
+  La__FitError ce[LA_SHM_MAX_CHANNELS];
+  for (uint32_t c = 0; j->n_channels > 1 && c < j->n_channels; c++) {
+    const la_compact_result_t *r = &j->chres[c];
+    la__channel_trace__init(&cv[c]);
+    la__series_stats__init(&cs[c]);
+    la__fit_error__init(&ce[c]);
+    la_trace_msg_channel(&cv[c], &cs[c], &ce[c], r);
+    cv[c].channel = c;
+    if (j->chrob_ok[c]) {
+      la__series_stats__init(&crs[c]);
+      la_trace_msg_channel_robust(&cv[c], &crs[c], &j->chrob[c]);
+    }
+    cp[c] = &cv[c];
+  }
+  if (j->n_channels > 1) {
+    t.n_channels = j->n_channels;
+    t.channels = cp;
+  }
   return la_uplink_log(s->ag, LA__MSG_TYPE__MSG_COMPACT_TRACE, &t.base, &t.seq);
 }
 
-/* The robust weights of the cycle (x measured, the buffer still the
- * agent's, so its flag bytes are this cycle's). Without memory the trace
- * goes without them: robust weights are extra, the measured values are the
- * record. */
-static void la__robust(la_job_t *j, const double *x) {
+/* The flag bytes of the job's buffer (still the agent's, so they are this
+ * cycle's), or NULL without memory. Free with free(). */
+static uint8_t *la__flags(la_job_t *j) {
   la_session_t *s = j->s;
   uint64_t n = s->ipc.n_elements;
   uint8_t *flags = malloc(n ? n : 1);
@@ -102,9 +114,24 @@ static void la__robust(la_job_t *j, const double *x) {
     free(flags);
     flags = NULL;
   }
-  j->robust = flags && la_weights_cycle(s->weights, x, flags, &j->cp, &j->rres,
-                                        &j->rst) == 0;
-  free(flags);
+  return flags;
+}
+
+/* Each channel's series (x[c * n..]): compacted like the sum, and its own
+ * robust weights where the session keeps them (without memory for them,
+ * the channel goes without). Returns 0 or the first compaction error. */
+static int la__channels(la_job_t *j, const double *x, const uint8_t *flags) {
+  la_session_t *s = j->s;
+  uint64_t n = s->ipc.n_elements;
+  for (uint32_t c = 0; c < j->n_channels; c++) {
+    const double *xc = x + (uint64_t)c * n;
+    int rc = la_compact(xc, n, &j->cp, &j->chres[c]);
+    if (rc != 0) return rc;
+    if (s->ch_weights[c] && flags)
+      j->chrob_ok[c] = la_weights_cycle(s->ch_weights[c], xc, flags, &j->cp,
+                                        &j->chrob[c], &j->rst) == 0;
+  }
+  return 0;
 }
 
 static void la__work(uv_work_t *req) {
@@ -112,14 +139,23 @@ static void la__work(uv_work_t *req) {
   la_session_t *s = j->s;
   la_placement_worker((int)s->ag->set.worker_nice, s->ag->set.worker_idle);
   uint64_t n = s->ipc.n_elements;
-  double *x = malloc(n * sizeof(double));
+  uint32_t k = s->ipc.n_channels;
+  j->n_channels = k;
+  /* one channel: the values; k: their sum, then the k channels */
+  double *x = malloc((k > 1 ? k + 1 : 1) * n * sizeof(double));
   if (!x) {
     j->rc = LA_ENOMEM;
     j->why = "dropped: the LocalAgent was out of memory";
     la_app_ipc_discard(&s->ipc, j->buffer);
   } else {
-    j->rc = la_app_ipc_take(&s->ipc, j->buffer, x, &j->meta);
+    double *ch = k > 1 ? x + n : x;
+    j->rc = la_app_ipc_take(&s->ipc, j->buffer, ch, &j->meta);
     if (j->rc != 0) j->why = "dropped: the buffer could not be read";
+    for (uint32_t c = 1; j->rc == 0 && c < k; c++) {
+      const double *xc = ch + (uint64_t)c * n;
+      for (uint64_t e = 0; e < n; e++)
+        x[e] = (c == 1 ? ch[e] : x[e]) + xc[e];
+    }
   }
   if (j->rc == 0) {
     la_compact_result_t res;
@@ -129,13 +165,26 @@ static void la__work(uv_work_t *req) {
      * are whole counts, rough stretches are stored exactly */
     j->cp.quantum = j->meta.scale;
     j->rc = la_compact(x, n, &j->cp, &res);
-    if (j->rc == 0 && s->weights) la__robust(j, x);
+    uint8_t *flags = NULL;
+    if (j->rc == 0 && (s->weights || k > 1)) flags = la__flags(j);
+    /* robust weights are extra, the measured values are the record: without
+     * memory for the flags, the trace goes without them */
+    if (j->rc == 0 && s->weights && flags)
+      j->robust = la_weights_cycle(s->weights, x, flags, &j->cp, &j->rres,
+                                   &j->rst) == 0;
+    if (j->rc == 0 && k > 1) {
+      la_robust_stats_t keep = j->rst; /* the sum's, for the trace */
+      j->rc = la__channels(j, x + n, flags);
+      j->rst = keep;
+    }
+    free(flags);
     j->ns = la_mono_ns() - t0;
     if (j->rc != 0) {
       j->why = "dropped: compaction failed";
     } else {
-      j->points = n;
+      j->points = n * (k > 1 ? k + 1 : 1);
       j->bytes = res.len;
+      for (uint32_t c = 0; k > 1 && c < k; c++) j->bytes += j->chres[c].len;
       j->log_rc = la__log_trace(j, &res);
       if (j->log_rc == LA_ELIMIT)
         j->why = "dropped: the LocalAgent's log was full (spool_bytes)";
@@ -144,6 +193,10 @@ static void la__work(uv_work_t *req) {
     }
     la_compact_result_free(&res);
     la_compact_result_free(&j->rres);
+    for (uint32_t c = 0; k > 1 && c < k; c++) {
+      la_compact_result_free(&j->chres[c]);
+      la_compact_result_free(&j->chrob[c]);
+    }
   }
   free(x);
   if (j->rc != 0 || j->log_rc != 0) {

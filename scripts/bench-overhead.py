@@ -12,11 +12,22 @@ runs, interleaved so machine noise hits every variant alike:
           (0.05, 0.1, 0.2: CV changes only the agent's work), with a real
           LocalAgent and GlobalAgent running on loopback. A PAPI software
           event costs a system call per reading, so its runs are long.
+  probe   for a program with --probe (wavetoy), the wall-time metric at
+          CV 0.1 also with each other probe mode: per cell in every step's
+          loop (cell-always, the plain instrumentation) and per row of cells
+          (row); the default mode (cell) runs the probed loop in profiled
+          steps only (LA_PROFILED).
 and reports the median wall time of each (rank 0's max over ranks) and the
 overhead over the baseline. Writes build/bench/overhead.json and a Markdown
 table build/bench/overhead.md. Environment: LA_BENCH_REPS (default 3),
 LA_BENCH_NP (MPI ranks, default 1: the per-cell probe cost does not depend
-on the rank count, and one core stays free for the agents).
+on the rank count, and one core stays free for the agents); to run a part:
+LA_BENCH_PROGRAMS (e.g. "wavetoy"), LA_BENCH_METRICS ("time"),
+LA_BENCH_PERIODS ("1,15"), LA_BENCH_CVS ("0.1"), comma-separated.
+LA_BENCH_PIN=1 runs the daemons on CPU 1 and the program on CPU 0
+(taskset), so that the agent's work on a profiled cycle does not take the
+program's core: on a 2-core machine shared with other work the scheduler
+otherwise often runs them on the same core.
 """
 import json
 import os
@@ -37,18 +48,38 @@ OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(BUILD, "bench",
                                                          "overhead.json")
 PROGRAMS = {
     # name: arguments giving roughly 0.5-1 s per run on this machine
-    "wavetoy": ["--n", "64", "--steps", "60"],
+    # (wavetoy: 150 steps, a multiple of every period, so that a period-p
+    # run profiles exactly 1/p of the steps)
+    "wavetoy": ["--n", "64", "--steps", "150"],
     "heavy": ["--n", "32", "--steps", "20"],
 }
 METRICS = ["time", "papi:perf::TASK-CLOCK"]
 PERIODS = [1, 5, 15, 50]
 CVS = [0.05, 0.1, 0.2]
+PROBE_MODES = ["cell-always", "row"]  # besides the default, cell
+
+
+def env_list(name, default, conv):
+    v = os.environ.get(name, "")
+    return [conv(x) for x in v.split(",") if x] if v else default
+
+
+PROGRAMS = {k: v for k, v in PROGRAMS.items()
+            if k in env_list("LA_BENCH_PROGRAMS", list(PROGRAMS), str)}
+METRICS = env_list("LA_BENCH_METRICS", METRICS, str)
+PERIODS = env_list("LA_BENCH_PERIODS", PERIODS, int)
+CVS = env_list("LA_BENCH_CVS", CVS, float)
 WALL = re.compile(r"wall time ([0-9.]+) s")
+PIN = os.environ.get("LA_BENCH_PIN", "") == "1" and shutil.which("taskset")
+
+
+def pinned(cmd, cpu):
+    return ["taskset", "-c", str(cpu)] + cmd if PIN else cmd
 
 
 def start(cmd, port_file, name, work):
     log = open(os.path.join(work, name + ".log"), "w")
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log,
+    p = subprocess.Popen(pinned(cmd, 1), stdout=subprocess.DEVNULL, stderr=log,
                          start_new_session=True)
     for _ in range(500):
         if os.path.exists(port_file) and open(port_file).read().strip():
@@ -60,15 +91,15 @@ def start(cmd, port_file, name, work):
                      (name, log.name))
 
 
-def supports_floor(prog):
+def supports(prog, option):
     out = subprocess.run([prog, "--help"], capture_output=True, text=True)
-    return "--floor" in out.stdout + out.stderr
+    return option in out.stdout + out.stderr
 
 
 def run(prog, args, env_add):
     env = dict(os.environ)
     env.update(env_add)
-    out = subprocess.run(["mpiexec", "-n", str(NP), prog] + args,
+    out = subprocess.run(pinned(["mpiexec", "-n", str(NP), prog] + args, 0),
                          capture_output=True, text=True, env=env, timeout=300)
     m = WALL.search(out.stdout)
     if out.returncode != 0 or not m:
@@ -108,26 +139,36 @@ def main():
                 print("bench-overhead: %s not built, skipped" % name)
                 continue
             variants.append((name, "none", prog, args + ["--no-la"], {}))
-            if supports_floor(prog):
+            if supports(prog, "--floor"):
                 variants.append((name, "floor", prog, args + ["--floor"], {}))
+            modes = PROBE_MODES if supports(prog, "--probe") else []
             for metric in METRICS:
                 for period in PERIODS:
                     # CV changes only the agent's work: varied for the
-                    # wall-time metric; PAPI runs at the default CV.
-                    for cv in CVS if metric == "time" else [0.1]:
+                    # wall-time metric; PAPI runs at the default CV. Other
+                    # probe modes: wall time, CV 0.1.
+                    runs = [(cv, None) for cv in
+                            (CVS if metric == "time" else [0.1])]
+                    if metric == "time":
+                        runs += [(0.1, m) for m in modes]
+                    for cv, mode in runs:
                         key = "%s/p%d/cv%g" % (metric, period, cv)
-                        variants.append((name, key, prog, args, {
+                        extra = []
+                        if mode:
+                            key += "/" + mode
+                            extra = ["--probe", mode]
+                        variants.append((name, key, prog, args + extra, {
                             "LA_AGENT": agent, "LA_METRIC": metric,
                             "LA_PERIOD": str(period),
                             "LA_COMPACT": "polyline:cv=%g" % cv,
                             "LA_APP_ID": "ovh-%s-%d" % (name, len(variants)),
                         }))
         # PAPI software events may be unavailable: probe once, drop if so.
-        probe = subprocess.run(
+        probe = None if len(METRICS) < 2 else subprocess.run(
             ["mpiexec", "-n", "1", variants[0][2]] + PROGRAMS[variants[0][0]]
             [:2] + ["--steps", "1"], capture_output=True, text=True,
             env=dict(os.environ, LA_AGENT=agent, LA_METRIC=METRICS[1]))
-        if "LA registered" not in probe.stdout:
+        if probe and "LA registered" not in probe.stdout:
             print("bench-overhead: %s unavailable here; skipped" % METRICS[1])
             variants = [v for v in variants if METRICS[1] not in v[1]]
 
@@ -138,10 +179,11 @@ def main():
             random.Random(rep).shuffle(order)
             for name, key, prog, args, env in order:
                 times[(name, key)].append(run(prog, args, env))
-        result = {"ranks": NP, "reps": REPS, "seconds": round(
+        result = {"ranks": NP, "reps": REPS, "pinned": bool(PIN),
+                  "seconds": round(
             time.time() - t_start, 1), "programs": {}}
-        md = ["| program | metric | period | CV | median s | overhead % |",
-              "|---|---|---|---|---|---|"]
+        md = ["| program | metric | probe | period | CV | median s | "
+              "overhead % |", "|---|---|---|---|---|---|---|"]
         for name in PROGRAMS:
             if (name, "none") not in times:
                 continue
@@ -152,15 +194,15 @@ def main():
                 fl = statistics.median(times[(name, "floor")])
                 entry["floor_s"] = fl
                 entry["floor_overhead_pct"] = 100 * (fl - base) / base
-                md.append("| %s | floor (2x rdtsc + store) | - | - | %.3f | "
-                          "%.1f |" % (name, fl, entry["floor_overhead_pct"]))
+                md.append("| %s | floor (2x rdtsc + store) | - | - | - | %.3f "
+                          "| %.1f |" % (name, fl, entry["floor_overhead_pct"]))
             for (pname, key), ts in sorted(times.items()):
                 if pname != name or key in ("none", "floor"):
                     continue
-                metric, p, cv = key.split("/")
+                metric, p, cv, mode = (key.split("/") + ["cell"])[:4]
                 med = statistics.median(ts)
                 cfg = {"metric": metric, "period": int(p[1:]),
-                       "cv": float(cv[2:]), "median_s": med,
+                       "cv": float(cv[2:]), "probe": mode, "median_s": med,
                        "overhead_pct": 100 * (med - base) / base,
                        "runs_s": ts}
                 if "floor_overhead_pct" in entry and entry[
@@ -168,8 +210,8 @@ def main():
                     cfg["ratio_to_floor"] = cfg["overhead_pct"] / entry[
                         "floor_overhead_pct"]
                 entry["configs"].append(cfg)
-                md.append("| %s | %s | %s | %s | %.3f | %.1f |" %
-                          (name, metric, p[1:], cv[2:], med,
+                md.append("| %s | %s | %s | %s | %s | %.3f | %.1f |" %
+                          (name, metric, mode, p[1:], cv[2:], med,
                            cfg["overhead_pct"]))
             result["programs"][name] = entry
         os.makedirs(os.path.dirname(OUT), exist_ok=True)
@@ -178,16 +220,19 @@ def main():
         with open(os.path.splitext(OUT)[0] + ".md", "w") as f:
             f.write("\n".join(md) + "\n")
         print("overhead study: %d ranks, median of %d interleaved runs, "
-              "%.0f s" % (NP, REPS, result["seconds"]))
+              "%.0f s%s" % (NP, REPS, result["seconds"],
+                            ", pinned" if PIN else ""))
         for name, e in result["programs"].items():
             print("  %s: baseline %.3f s%s" % (
                 name, e["baseline_s"],
                 ", floor +%.1f%%" % e["floor_overhead_pct"]
                 if "floor_overhead_pct" in e else ""))
-            for c in e["configs"]:
+            for c in sorted(e["configs"], key=lambda c: (
+                    c["metric"], c["probe"], c["period"])):
                 if c["cv"] == 0.1:
-                    print("    %-24s period %-3d %+7.1f%%%s" % (
-                        c["metric"], c["period"], c["overhead_pct"],
+                    print("    %-24s %-12s period %-3d %+7.1f%%%s" % (
+                        c["metric"], c["probe"], c["period"],
+                        c["overhead_pct"],
                         "  (%.2fx floor)" % c["ratio_to_floor"]
                         if "ratio_to_floor" in c else ""))
         print("wrote %s and %s" % (OUT, os.path.splitext(OUT)[0] + ".md"))

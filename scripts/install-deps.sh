@@ -25,7 +25,26 @@ PKGS=(
   # symbolized sanitizer reports (llvm), per-test accounting (procps: ps;
   # util-linux: setsid, unshare)
   clang libclang-rt-14-dev llvm procps util-linux
+  # test_services: the daemons' system calls against the units' filters
+  strace
 )
+
+# LA is built and tested with MPICH. Another package (python3-vtk9) pulls in
+# Open MPI, whose alternatives would then win for mpicc/mpiexec: point them
+# back at MPICH whenever they point elsewhere.
+pin_mpich() {
+  local SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  local name target
+  for name in mpi:/usr/bin/mpicc.mpich mpirun:/usr/bin/mpirun.mpich; do
+    target=${name#*:}; name=${name%%:*}
+    [ -x "$target" ] || continue
+    if [ "$(readlink -f "/etc/alternatives/$name" 2>/dev/null)" != "$(readlink -f "$target")" ]; then
+      $SUDO update-alternatives --set "$name" "$target" >/dev/null
+      echo "install-deps: $name alternatives set to MPICH ($target)"
+    fi
+  done
+}
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -35,6 +54,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PKGS[@]} packages present"
+  pin_mpich
   exit 0
 fi
 
@@ -44,4 +64,5 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+pin_mpich
 echo "install-deps: done"

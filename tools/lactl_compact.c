@@ -27,6 +27,7 @@
 
 #include "la_compact.h"
 #include "la_time.h"
+#include "lactl_format.h"
 #include "lactl_opts.h"
 
 enum { FMT_AUTO, FMT_F64, FMT_TEXT };
@@ -549,7 +550,9 @@ static void report(const opts_t *o, const char *src, const char *kind, size_t n,
   if (r->mode == LA_COMPACT_LOSSLESS) used.mode = LA_COMPACT_LOSSLESS;
   la_compact_spec_format(&used, spec, sizeof(spec));
   if (o->json) {
-    printf("{\n  \"input\": \"%s\",\n  \"format\": \"%s\",\n", src, kind);
+    printf("{\n  \"input\": ");
+    lactl_json_str(stdout, src); /* a path may hold quotes */
+    printf(",\n  \"format\": \"%s\",\n", kind);
     printf("  \"count\": %zu,\n  \"spec\": \"%s\",\n", n, spec);
     printf("  \"segments\": %zu,\n  \"exceptions\": %zu,\n", r->segments,
            r->exceptions);

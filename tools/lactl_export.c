@@ -1,14 +1,17 @@
 /* lactl_export.c: `lactl export APP [CYCLE|latest|FIRST:LAST] --format
  * csv|json|metis [-o FILE] [--max-weight N]`: per-element weights of one
  * cycle or a range of cycles, decoded from the compact traces:
- *   csv    cycle,rank,element,global_element,value (a header line, then one
- *          line per element of every present rank; %.17g values);
+ *   csv    a comment line with the format version, the header
+ *          cycle,rank,element,global_element,value, then one line per
+ *          element of every present rank (%.17g values: exact);
  *   json   {"app", "metric", "unit", "sets": [one object per cycle with
  *          vtxdist, exact totals and per-rank value arrays (null for a
  *          missing rank)]};
  *   metis  one cycle: one integer vertex weight per line in global element
  *          order, >= 1, the heaviest element = --max-weight (default 1000),
- *          as la_traceset_metis_weights computes them (docs/lactl.md).
+ *          as la_traceset_metis_weights computes them (docs/lactl.md);
+ *   npy    the CSV's rows as a NumPy structured array, streamed, and a
+ *          JSON sidecar (lactl_npy.c).
  * Elements of missing ranks are left out of csv, null in json, and get the
  * mean weight in metis; each case is reported on stderr.
  *
@@ -22,16 +25,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lactl_npy.h"
 #include "lactl_util.h"
 
-enum { F_CSV, F_JSON, F_METIS };
+enum { F_CSV, F_JSON, F_METIS, F_NPY };
 
 static void usage(FILE *f) {
   fprintf(f,
           "usage: lactl export APP [CYCLE|latest|FIRST:LAST] [--format "
-          "csv|json|metis]\n"
+          "csv|json|metis|npy]\n"
           "                    [-o FILE] [--max-weight N] [--global "
           "HOST:PORT | --db FILE]\n"
+          "                    [--channel NAME]\n"
           "\n"
           "Writes the per-element weights (decoded values) of application "
           "APP for one\ncycle (default: the latest) or the cycles FIRST..LAST "
@@ -43,13 +48,16 @@ static void usage(FILE *f) {
           "  --format metis      one cycle: a METIS vertex-weight file, one "
           "integer >= 1\n"
           "                      per line in global element order\n"
+          "  --format npy        the CSV's rows as a NumPy structured array "
+          "(needs -o FILE;\n"
+          "                      FILE.json describes it)\n"
           "  --weights KIND      measured or robust (interference removed; "
           "default: robust\n"
           "                      when every rank of the cycle has them)\n"
           "  --max-weight N      metis: weight of the heaviest element "
           "(default 1000)\n"
           "  -o FILE             write to FILE (default: "
-          "stdout)\n" LACTL_COMMON_HELP
+          "stdout)\n" LACTL_CHANNEL_HELP LACTL_COMMON_HELP
           "\nExit status: 0 done, 1 unreachable or not found, 2 usage.\n");
 }
 
@@ -159,7 +167,8 @@ static int put_metis(const char *cmd, FILE *f, const la_traceset_t *t,
 int lactl_export_main(int argc, char **argv) {
   static const struct option lo[] = {
       {"format", 1, 0, 'F'},  {"output", 1, 0, 'o'}, {"max-weight", 1, 0, 'M'},
-      {"weights", 1, 0, 'W'}, LACTL_COMMON_OPTIONS,  {0, 0, 0, 0}};
+      {"weights", 1, 0, 'W'}, LACTL_CHANNEL_OPTION,  LACTL_COMMON_OPTIONS,
+      {0, 0, 0, 0}};
   lactl_common_t o = {0};
   const char *out = NULL;
   int c, fmt = F_CSV, kind = -1; /* -1: the client's default */
@@ -179,9 +188,11 @@ int lactl_export_main(int argc, char **argv) {
           fmt = F_JSON;
         else if (!strcmp(optarg, "metis"))
           fmt = F_METIS;
+        else if (!strcmp(optarg, "npy"))
+          fmt = F_NPY;
         else
-          return lactl_usage_err("export", "--format '%s': csv, json or metis",
-                                 optarg);
+          return lactl_usage_err(
+              "export", "--format '%s': csv, json, metis or npy", optarg);
         break;
       case 'o':
         out = optarg;
@@ -212,6 +223,8 @@ int lactl_export_main(int argc, char **argv) {
                            argv[optind + 1]);
   if (fmt == F_METIS && sel.range)
     return lactl_usage_err("export", "--format metis takes one cycle");
+  if (fmt == F_NPY && (!out || !strcmp(out, "-")))
+    return lactl_usage_err("export", "--format npy needs -o FILE");
 
   lactl_src_t *s;
   int orc = lactl_src_open("export", &o, &s);
@@ -233,7 +246,8 @@ int lactl_export_main(int argc, char **argv) {
   double *w = NULL;
   size_t wcap = 0;
   rc = LACTL_OK;
-  if (fmt == F_CSV) fprintf(f, "cycle,rank,element,global_element,value\n");
+  lactl_npy_t *npy = fmt == F_NPY ? lactl_npy_start("export", f, out) : NULL;
+  if (fmt == F_NPY && !npy) rc = LACTL_FAIL;
   for (size_t i = 0; i < nt && rc == LACTL_OK; i++) {
     lactl_progress("export", "cycle", i, nt);
     la_traceset_t *t;
@@ -248,8 +262,10 @@ int lactl_export_main(int argc, char **argv) {
               "lactl export: %s cycle %llu: not every rank has robust "
               "weights; exporting the measured ones\n",
               app, (unsigned long long)la_traceset_cycle(t));
+    if (i == 0 && fmt == F_CSV) lactl_csv_head(f, app, t);
     if (i == 0 && fmt == F_JSON) {
-      fprintf(f, "{\"app\": ");
+      fprintf(
+          f, "{\"format_version\": %d, \"app\": ", LACTL_EXPORT_FORMAT_VERSION);
       lactl_json_str(f, app);
       fprintf(f, ", \"metric\": ");
       lactl_json_str(f, la_traceset_metric(t));
@@ -275,13 +291,17 @@ int lactl_export_main(int argc, char **argv) {
     if (rc == LACTL_OK) {
       if (fmt == F_METIS)
         rc = put_metis("export", f, t, (int64_t)maxw);
-      else if ((fmt == F_CSV ? put_csv(f, t, w) : put_json(f, t, w, i == 0)))
+      else if (fmt == F_NPY) {
+        note_missing(t, "left out of the array");
+        if (lactl_npy_set(npy, t, w)) rc = LACTL_FAIL;
+      } else if ((fmt == F_CSV ? put_csv(f, t, w) : put_json(f, t, w, i == 0)))
         rc = LACTL_FAIL;
     }
     la_traceset_free(t);
   }
   lactl_progress("export", "cycle", nt, nt);
   if (fmt == F_JSON && rc == LACTL_OK) fprintf(f, "\n]}\n");
+  if (npy && lactl_npy_finish(npy, rc == LACTL_OK)) rc = LACTL_FAIL;
   free(w);
   free(tags);
   lactl_src_close(s);

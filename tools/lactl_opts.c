@@ -21,6 +21,9 @@ int lactl_common_opt(lactl_common_t *o, int c, const char *arg) {
     case LACTL_OPT_JSON:
       o->json = 1;
       return 1;
+    case LACTL_OPT_CHANNEL:
+      o->channel = arg;
+      return 1;
     default:
       return 0;
   }

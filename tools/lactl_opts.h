@@ -18,11 +18,20 @@ typedef struct lactl_common {
   const char *global; /* --global HOST:PORT (NULL: $LA_GLOBAL or default) */
   const char *db;     /* --db FILE (NULL: read the GlobalAgent) */
   int json;           /* --json */
+  const char *channel; /* --channel NAME (show, export, plot; NULL: sum) */
 } lactl_common_t;
 
 /* getopt_long values of the common options, and the rows to put into a
  * subcommand's option table (LACTL_COMMON_OPTIONS,). */
 enum { LACTL_OPT_GLOBAL = 1000, LACTL_OPT_DB, LACTL_OPT_JSON };
+/* --channel NAME, for the subcommands that read Trace-Sets (its row for
+ * their option table, handled by lactl_common_opt, and its help). */
+enum { LACTL_OPT_CHANNEL = 1100 };
+#define LACTL_CHANNEL_OPTION {"channel", 1, 0, LACTL_OPT_CHANNEL}
+#define LACTL_CHANNEL_HELP                                                  \
+  "  --channel NAME      the application's channel NAME (LA_channel), "    \
+  "not the\n"                                                              \
+  "                      sum over its channels\n"
 /* clang-format off */
 #define LACTL_COMMON_OPTIONS                                      \
   {"global", 1, 0, LACTL_OPT_GLOBAL}, {"db", 1, 0, LACTL_OPT_DB}, \

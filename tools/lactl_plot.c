@@ -31,7 +31,8 @@ static void usage(FILE *f) {
           "[-o FILE.svg]\n"
           "       lactl plot APP --heatmap [--first N] [--last M] [-o "
           "FILE.svg]\n"
-          "                  [--global HOST:PORT | --db FILE]\n"
+          "                  [--global HOST:PORT | --db FILE] [--channel "
+          "NAME]\n"
           "\n"
           "Writes an SVG picture (default: stdout).\n\n"
           "  --rank R            one rank's per-element trace of a cycle "
@@ -57,7 +58,8 @@ static void usage(FILE *f) {
           "                      below the mean, white: at it, red: above; "
           "grey: missing)\n"
           "  --first N, --last M heat map: only cycles N..M\n"
-          "  -o FILE             write to FILE\n" LACTL_COMMON_HELP
+          "  -o FILE             write to FILE\n" LACTL_CHANNEL_HELP
+              LACTL_COMMON_HELP
           "\nExit status: 0 done, 1 unreachable, not found or unreadable "
           "--raw, 2 usage.\n");
 }
@@ -87,7 +89,8 @@ static int plot_opts(int argc, char **argv, plot_args_t *a, int *have_range) {
       {"heatmap", 0, 0, 'H'},    {"first", 1, 0, 'f'},
       {"last", 1, 0, 'l'},       {"output", 1, 0, 'o'},
       {"full-range", 0, 0, 'F'}, {"weights", 1, 0, 'W'},
-      LACTL_COMMON_OPTIONS,      {0, 0, 0, 0}};
+      LACTL_CHANNEL_OPTION,      LACTL_COMMON_OPTIONS,
+      {0, 0, 0, 0}};
   int c;
   uint64_t rank;
   optind = 1;

@@ -32,6 +32,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: lactl show APP [CYCLE|latest] [--global HOST:PORT | --db "
           "FILE] [--json]\n"
+          "                  [--channel NAME]\n"
           "\n"
           "Shows one Trace-Set of application APP (default: the latest "
           "cycle): complete,\npartial or open, the missing ranks and why, "
@@ -39,7 +40,7 @@ static void usage(FILE *f) {
           "elements, the compaction ratio (8 bytes per element\nagainst the "
           "encoded bytes) and the error achieved per rank; where the agents "
           "report\nthem, robust totals, interference, timer resolution and "
-          "detection per rank.\n\n" LACTL_COMMON_HELP
+          "detection per rank.\n\n" LACTL_COMMON_HELP LACTL_CHANNEL_HELP
           "  --json              one JSON object\n"
           "\nExit status: 0 done, 1 unreachable or not found, 2 usage.\n");
 }
@@ -432,8 +433,19 @@ static int print_text(const la_traceset_t *t, const rank_t *r, const fid_t *fd,
 
 int lactl_show_main(int argc, char **argv) {
   lactl_common_t o = {0};
-  int orc = lactl_common_only("show", argc, argv, &o, usage);
-  if (orc >= 0) return orc;
+  static const struct option lo[] = {
+      LACTL_CHANNEL_OPTION, LACTL_COMMON_OPTIONS, {0, 0, 0, 0}};
+  int c, orc;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+    if (lactl_common_opt(&o, c, optarg)) continue;
+    if (c == 'h') {
+      usage(stdout);
+      return LACTL_OK;
+    }
+    return lactl_opt_err("show", argv, lo, "h");
+  }
   if (optind >= argc) return lactl_usage_err("show", "which application?");
   if (argc - optind > 2)
     return lactl_usage_err("show", "unexpected argument '%s'",

@@ -30,6 +30,7 @@
 struct lactl_src {
   la_client_t *c; /* feed source, or */
   la_store_t *st; /* store source */
+  const char *channel; /* --channel: sets become that channel's view */
   char where[300];
   char err[600];
 };
@@ -121,6 +122,7 @@ int lactl_src_open(const char *cmd, const lactl_common_t *o,
     fprintf(stderr, "lactl %s: out of memory\n", cmd);
     return LACTL_FAIL;
   }
+  s->channel = o->channel;
   if (o->db) {
     if (la__open_db(cmd, s, o->db) != LACTL_OK) {
       free(s);
@@ -342,6 +344,34 @@ static int la__set_notfound(lactl_src_t *s, const char *app, int latest,
                   s->where, app, (unsigned long long)cycle, app);
 }
 
+/* *t becomes its channel s->channel's view; an unknown name fails naming
+ * it and the channels there are. */
+static int la__channel_view(lactl_src_t *s, la_traceset_t **t) {
+  if (!s->channel) return 0;
+  int ch = la_traceset_channel_find(*t, s->channel);
+  la_traceset_t *v = NULL;
+  int rc = ch < 0 ? ch : la_traceset_channel(*t, (size_t)ch, &v);
+  if (rc == LA_ENOTFOUND) {
+    char names[LA_MAX_CHANNELS_WIRE * (LA_MAX_CHANNEL_NAME_WIRE + 2) + 1] = "";
+    size_t n = la_traceset_channels(*t), len = 0;
+    for (size_t i = 0; i < n; i++)
+      len += (size_t)snprintf(names + len, sizeof names - len, "%s%s",
+                              i ? ", " : "", la_traceset_channel_name(*t, i));
+    rc = la__fail(s, rc, "%s cycle %llu has no channel '%s' (%s%s)",
+                  la_traceset_app_id(*t),
+                  (unsigned long long)la_traceset_cycle(*t), s->channel,
+                  n ? "channels: " : "the application declared no channels",
+                  names);
+  } else if (rc) {
+    rc = la__fail(s, rc, "channel '%s' of %s cycle %llu: %s", s->channel,
+                  la_traceset_app_id(*t),
+                  (unsigned long long)la_traceset_cycle(*t), la_strerror(rc));
+  }
+  la_traceset_free(*t);
+  *t = v;
+  return rc;
+}
+
 int lactl_src_set(lactl_src_t *s, const char *app, int latest, uint64_t cycle,
                   la_traceset_t **out) {
   *out = NULL;
@@ -353,7 +383,7 @@ int lactl_src_set(lactl_src_t *s, const char *app, int latest, uint64_t cycle,
     rc = latest ? la_client_latest(s->c, app, out)
                 : la_client_get(s->c, app, cycle, out);
     if (rc == LA_ENOTFOUND) return la__set_notfound(s, app, latest, cycle);
-    return rc ? la__feed_err(s, rc) : 0;
+    return rc ? la__feed_err(s, rc) : la__channel_view(s, out);
   }
   La__Query q = LA__QUERY__INIT;
   q.what = (char *)"traceset";
@@ -372,7 +402,7 @@ int lactl_src_set(lactl_src_t *s, const char *app, int latest, uint64_t cycle,
                   (unsigned long long)m->cycle_tag,
                   why[0] ? why : la_strerror(rc));
   la__answer_free(&a);
-  return rc;
+  return rc ? rc : la__channel_view(s, out);
 }
 
 int lactl_src_select(lactl_src_t *s, const char *app, const lactl_sel_t *sel,

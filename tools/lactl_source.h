@@ -75,8 +75,10 @@ int lactl_src_cycles(lactl_src_t *s, const char *app, uint64_t first,
                      uint64_t last, lactl_cycle_t **out, size_t *n);
 
 /* The Trace-Set of app at cycle (latest: the largest tag with a trace),
- * as a libla_client set (free with la_traceset_free). LA_ENOTFOUND with a
- * message naming what is missing. */
+ * as a libla_client set (free with la_traceset_free); with the common
+ * option --channel NAME, that channel's view (la_traceset_channel).
+ * LA_ENOTFOUND with a message naming what is missing (an unknown channel:
+ * with the set's channel names). */
 int lactl_src_set(lactl_src_t *s, const char *app, int latest, uint64_t cycle,
                   la_traceset_t **out);
 

@@ -30,6 +30,7 @@ session), and it has 60 s.
 """
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -231,16 +232,51 @@ def effective(daemon, args):
     return p.returncode, cfg, p.stdout.decode()
 
 
+# Settings --check-config verifies on this machine (a directory that only
+# an installation creates): pinned to a scratch value in every run, and the
+# sample's text compared with the default --help prints instead.
+PINNED = {"la-globalagent": {"store.path": "la.db",
+                              "agents.secret_file": "secret"},
+          "la-localagent": {"global.secret_file": "secret"}}
+
+
+def help_defaults(daemon):
+    p = subprocess.run([daemon, "--help"], stdout=subprocess.PIPE)
+    return dict(re.findall(r"--([a-z_]+\.[a-z_]+)=VALUE\s.*\(default: ([^)]*)\)$",
+                           p.stdout.decode(), re.M))
+
+
 def cmd_configs(src, build):
     bad = 0
+    scratch = tempfile.mkdtemp(prefix="la-docs-")
+    subprocess.run([os.path.join(build, "bin", "lactl"), "secret",
+                    os.path.join(scratch, "secret")], stdout=subprocess.DEVNULL)
     for name in ("la-localagent", "la-globalagent"):
         conf = os.path.join(src, "packaging", name + ".conf")
         daemon = os.path.join(build, "bin", name)
-        rc, defaults, out = effective(daemon, [])
+        pinned = PINNED.get(name, {})
+        pin = ["--%s=%s" % (k, os.path.join(scratch, v))
+               for k, v in pinned.items()]
+        rc, defaults, out = effective(daemon, pin)
         if rc != 0 or not defaults:
             print("%s --check-config failed:\n%s" % (name, out))
             return 1
-        rc, sample, out = effective(daemon, ["-c", conf])
+        hdef = help_defaults(daemon)
+        for k in pinned:
+            sec, key = k.split(".")
+            m = re.search(r"^\[%s\]\n((?:^(?!\[).*\n)*?)^%s\s*=[ \t]*(.*?)\s*$"
+                          % (sec, key), open(conf).read(), re.M)
+            said = re.findall(r"\(default: ([^)]*)\)",
+                              m.group(1).split("\n\n")[-1]) if m else []
+            ok = m and (m.group(2) == hdef.get(k) or
+                        (said and said[-1] == hdef.get(k)))
+            if not ok:
+                print("%s: %s = %r, the default is %r and no '(default: "
+                      "...)' comment above it says so"
+                      % (os.path.relpath(conf, src), k,
+                         m.group(2) if m else None, hdef.get(k)))
+                bad += 1
+        rc, sample, out = effective(daemon, ["-c", conf] + pin)
         if rc != 0:
             print("%s: refused by %s:\n%s" % (conf, name, out))
             bad += 1
@@ -284,7 +320,7 @@ def cmd_configs(src, build):
                 bad += 1
                 continue
             value = "" if stated == "none" else stated
-            _, norm, _ = effective(daemon, ["--%s=%s" % (k, value)])
+            _, norm, _ = effective(daemon, pin + ["--%s=%s" % (k, value)])
             if norm.get(k) != defaults[k]:
                 print("%s:%d: %s: the comment says '(default: %s)', the "
                       "default is %r" % (rel, n, k, stated, defaults[k]))
@@ -292,6 +328,7 @@ def cmd_configs(src, build):
         print("%s: %d keys, %d set to other than the default (each says so)"
               % (rel, len(keys),
                  sum(1 for k in keys if sample.get(k) != defaults.get(k))))
+    shutil.rmtree(scratch, ignore_errors=True)
     return 1 if bad else 0
 
 
@@ -345,7 +382,8 @@ def cmd_man(src, build):
             bad += 1
     # every LA_ function of the public header in libla(3)
     text = open(os.path.join(src, "man", "libla.3.scd")).read()
-    header = open(os.path.join(src, "libla", "la.h")).read()
+    header = re.sub(r"/\*.*?\*/|//[^\n]*", "",
+                    open(os.path.join(src, "libla", "la.h")).read(), flags=re.S)
     for fn in sorted(set(re.findall(r"\b(LA_[A-Za-z][A-Za-z_]*)\s*\(",
                                     header))):
         if "*%s*" % fn not in text:

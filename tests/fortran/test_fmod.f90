@@ -10,7 +10,10 @@
 !     appear anywhere); la_enable makes cycle 5 (tag 4) profile element 12.
 !   phase 2, a 4x3x2 grid under its own application id fmod-grid.1 (a
 !     second run of rank 0, stored apart from phase 1): one cycle probing cells (2,1,1) and (4,3,2) (C
-!     indices 1 and 23) and cell (5,1,1), out of range (2 range errors).
+!     indices 1 and 23), cell (5,1,1), out of range (2 range errors), row
+!     (2,1) (C 4..7) and the box (1..2, 1..2, 2) (C 12, 13, 16, 17); then
+!     period 2: cycle 2 is not profiled (la_is_profiling false, rows are
+!     no-ops), cycle 3 is, and ends with la_finalize, unsent.
 ! Without an agent la_register fails and every call must be a no-op.
 !
 ! Usage: test_fmod [agent|noagent|codes]
@@ -69,6 +72,11 @@ program test_fmod
   call check(len(la_strerror(LA_ENOAGENT)) == 21, 'string length')
 
   ! ----------------------------------------------- phase 1: 12 elements
+  ! two channels: 'main' (the plain probes) and 'aux'
+  call check(la_channel('main  ') == 1, 'la_channel: main is channel 1')
+  call check(la_channel('aux') == 2, 'la_channel: aux is channel 2')
+  call check(la_channel('aux') == LA_EINVAL, 'la_channel: duplicate name')
+  call check(la_channel('a b') == LA_EINVAL, 'la_channel: name with a space')
   call la_register(name, 0, 1, 12, ierr)
   print '(a,i0,a,a)', 'fmod: la_register ierr=', ierr, ' ', la_strerror(ierr)
   if (ierr /= LA_OK) print '(a,a)', 'fmod: ', la_last_error()
@@ -76,6 +84,7 @@ program test_fmod
   if (mode == 'agent') call check(reg, 'expected la_register to succeed')
   if (mode == 'noagent') call check(ierr == LA_ENOAGENT, &
        'expected la_register to fail with LA_ENOAGENT')
+  call check(la_channel('late') == LA_ESTATE, 'la_channel after la_register')
   if (reg) then
     call check(la_app_id() == 'fmod-app.1', 'la_app_id')
     call check(la_get_stat(LA_STAT_REGISTERED) == 1, 'registered')
@@ -91,9 +100,15 @@ program test_fmod
     call la_start_probe(3)
     call work(300)
     call la_stop_probe(3)
+    call la_start_probe_c(2, 3)          ! element 3 again, channel aux
+    call work(100)
+    call la_stop_probe_c(2, 3)
     call la_start_probe(10_int64)
     call work(100)
     call la_stop_probe(10_int64)
+    call la_start_probe_c(1, 10_int64)   ! channel main = la_start_probe
+    call work(100)
+    call la_stop_probe_c(1, 10_int64)
     call la_start_range(5, 2, ierr)
     call check(ierr == LA_OK, 'la_start_range')
     call work(400)
@@ -168,12 +183,41 @@ program test_fmod
   call la_stop_cell(4_int64, 3_int64, 2_int64)
   call la_start_cell(5, 1, 1)  ! i > nx: out of range
   call la_stop_cell(5, 1, 1)
+  call la_start_row(2, 1, ierr)  ! cells (1..4, 2, 1): C 4..7
+  call check(ierr == LA_OK, 'la_start_row')
+  call work(400)
+  call la_stop_row(2, 1, ierr)
+  call check(ierr == LA_OK, 'la_stop_row')
+  call la_start_box(1_int64, 1_int64, 2_int64, 2_int64, 2_int64, 1_int64, ierr)
+  call check(ierr == LA_OK, 'la_start_box')  ! C 12, 13, 16, 17
+  call work(400)
+  call la_stop_box(1, 1, 2, 2, 2, 1, ierr)
+  call check(ierr == LA_OK, 'la_stop_box')
+  ! period 2 decides from the next cycle on: the grid's cycle 2 is not
+  ! profiled, cycle 3 is; la_is_profiling says which, rows are no-ops in 2
+  call la_set_period(2, ierr)
+  call check(ierr == LA_OK, 'la_set_period(2)')
+  call check(la_is_profiling() .eqv. reg, 'la_is_profiling, grid, cycle 1')
   call la_data_xfer(ierr)
   call check(ierr == LA_OK, 'la_data_xfer (grid)')
   call expect_stat(LA_STAT_CYCLES, 1_int64, 1_int64)
   call expect_stat(LA_STAT_PROFILED, 1_int64, 0_int64)
   call expect_stat(LA_STAT_RANGE_ERRORS, 2_int64, 0_int64)
-  call la_finalize()
+  call check(.not. la_is_profiling(), 'la_is_profiling, period 2, cycle 2')
+  call la_start_row(1_int64, 1_int64, ierr)
+  call check(ierr == LA_OK, 'la_start_row, cycle not profiled')
+  call la_stop_row(1_int64, 1_int64, ierr)
+  call check(ierr == LA_OK, 'la_stop_row, cycle not profiled')
+  call la_data_xfer()
+  call check(la_is_profiling() .eqv. reg, 'la_is_profiling, period 2, cycle 3')
+  call la_start_row(4, 1, ierr)  ! j > ny: out of range
+  if (reg) then
+    call check(ierr == LA_ERANGE, 'la_start_row out of range: LA_ERANGE')
+  else
+    call check(ierr == LA_OK, 'rows are no-ops when not registered')
+  end if
+  call la_finalize()  ! cycle 3 ends unsent: no trace
+  call check(.not. la_is_profiling(), 'la_is_profiling after finalize (grid)')
   deallocate(msg)
 
   print '(a,l1,a,es10.3)', 'fmod: OK (profiled ', reg, ') sink ', sink

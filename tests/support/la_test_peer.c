@@ -64,10 +64,12 @@ static int on_register(conn_t *c, const La__RegisterRequest *r) {
   La__RegisterReply rep = LA__REGISTER_REPLY__INIT;
   char why[256];
   int rc = c->ipc.hdr ? LA_EREFUSED : 0;
+  uint32_t nch = r->n_channels ? (uint32_t)r->n_channels : 1;
   if (rc == 0)
     rc = la_app_ipc_attach(&c->ipc, r->shm_id, r->sem_id, r->pid, r->nonce,
-                           r->n_elements, r->n_buffers, -1, why, sizeof why);
-  if (rc == 0 && !(c->values = malloc(r->n_elements * sizeof(double)))) {
+                           r->n_elements, r->n_buffers, nch, -1, why,
+                           sizeof why);
+  if (rc == 0 && !(c->values = malloc(nch * r->n_elements * sizeof(double)))) {
     la_app_ipc_release(&c->ipc);
     rc = LA_ENOMEM;
   }

@@ -61,6 +61,7 @@
 #include "la_secure.h"
 #include "la_sockio.h"
 #include "la_test_daemon.h"
+#include "la_test_sql.h"
 
 typedef struct {
   char dir[64];
@@ -928,18 +929,7 @@ static void relay_stop(relay_t *r) {
 
 /* The first column of the first row of sql on the GlobalAgent's store
  * (read-only, a fresh snapshot), or -1. */
-static long long db_ll(const char *sql) {
-  sqlite3 *db = NULL;
-  sqlite3_stmt *st = NULL;
-  long long v = -1;
-  if (sqlite3_open_v2(D.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-      sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
-      sqlite3_step(st) == SQLITE_ROW)
-    v = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return v;
-}
+#define db_ll(sql) la_test_sql_ll(D.db, "%s", sql)
 
 /* Runs 2 ranks x cycles through the relay in mode; every trace must be
  * stored exactly once although the first connection was tampered with. */

@@ -48,9 +48,11 @@
 #include "la_client.h"
 #include "la_client_internal.h"
 #include "la_codec.h"
-#include "la_compact.h"
+#include "la_compact_internal.h"
 #include "la_sockio.h"
 #include "la_test_daemon.h"
+#include "la_test_msg.h"
+#include "la_trace_msg.h"
 #include "store.h"
 
 #define NR 4
@@ -524,8 +526,8 @@ static void test_rank_element_cap(void **state) {
   memcpy(big, res.bytes, 14);
   size_t o = 14;
   o += la_varint_write(big + o, n);
-  o += la_varint_write(big + o, ((n - 1) << LA_REC_SHIFT) |
-                                    (tag & ((1u << LA_REC_SHIFT) - 1)));
+  o += la_varint_write(
+      big + o, ((n - 1) << LA_REC_SHIFT) | (tag & ((1u << LA_REC_SHIFT) - 1)));
   memcpy(big + o, res.bytes + r.off, res.len - 4 - r.off);
   o += res.len - 4 - r.off;
   uint32_t crc = la_compact_crc32(0, big, o);
@@ -570,8 +572,8 @@ static void test_rank_element_cap(void **state) {
   n = LA_CLIENT_DEFAULT_MAX_RANK_ELEMENTS;
   o = 14;
   o += la_varint_write(big + o, n);
-  o += la_varint_write(big + o, ((n - 1) << LA_REC_SHIFT) |
-                                    (tag & ((1u << LA_REC_SHIFT) - 1)));
+  o += la_varint_write(
+      big + o, ((n - 1) << LA_REC_SHIFT) | (tag & ((1u << LA_REC_SHIFT) - 1)));
   memcpy(big + o, res.bytes + r.off, res.len - 4 - r.off);
   o += res.len - 4 - r.off;
   crc = la_compact_crc32(0, big, o);
@@ -1052,8 +1054,7 @@ static void test_robust_fallback(void **state) {
   assert_int_equal(la_traceset_has_robust(t), 0);
   assert_int_equal(la_traceset_weights_kind(t), LA_WEIGHTS_MEASURED);
   expect_weights_from(t, meas);
-  assert_int_equal(la_traceset_set_weights(t, LA_WEIGHTS_ROBUST),
-                   LA_ENOTFOUND);
+  assert_int_equal(la_traceset_set_weights(t, LA_WEIGHTS_ROBUST), LA_ENOTFOUND);
   assert_int_equal(la_traceset_weights_kind(t), LA_WEIGHTS_MEASURED);
   double imb, s;
   assert_int_equal(la_traceset_robust_imbalance(t, &imb), LA_ENOTFOUND);
@@ -1102,14 +1103,8 @@ static void write_robust_store(const char *path, double *meas_sum,
   char why[256];
   assert_int_equal(la_store_open(path, 0, &s, why, sizeof why), 0);
   for (uint32_t r = 0; r < 2; r++) {
-    La__RankStart m = LA__RANK_START__INIT;
+    La__RankStart m = la_test_rank_start("rob-1", NULL, r, 2, 200);
     m.seq = 1 + r;
-    m.app_id = "rob-1";
-    m.rank = r;
-    m.nprocs = 2;
-    m.n_elements = 200;
-    m.metric = "time";
-    m.unit = "ns";
     m.has_timer_res_ns = 1;
     m.timer_res_ns = 30;
     m.interference = "on";
@@ -1127,27 +1122,15 @@ static void write_robust_store(const char *path, double *meas_sum,
     assert_int_equal(la_compact(y, 200, &p, &b), 0);
     La__CompactTrace t = LA__COMPACT_TRACE__INIT;
     La__SeriesStats st = LA__SERIES_STATS__INIT, rst = LA__SERIES_STATS__INIT;
+    la_trace_msg_fill(&t, &st, NULL, &a);
+    la_trace_msg_robust(&t, &rst, &b);
+    meas_sum[r] = a.stats.sum;
+    rob_sum[r] = b.stats.sum;
     t.seq = 10 + r;
     t.app_id = "rob-1";
     t.rank = r;
     t.cycle_tag = 1;
     t.n_elements = 200;
-    t.mode = (La__CompactMode)a.mode;
-    t.segments.data = a.bytes;
-    t.segments.len = a.len;
-    st.count = 200;
-    st.sum = meas_sum[r] = a.stats.sum;
-    st.min = a.stats.min;
-    st.max = a.stats.max;
-    t.stats = &st;
-    t.has_robust_segments = 1;
-    t.robust_segments.data = b.bytes;
-    t.robust_segments.len = b.len;
-    rst.count = 200;
-    rst.sum = rob_sum[r] = b.stats.sum;
-    rst.min = b.stats.min;
-    rst.max = b.stats.max;
-    t.robust_stats = &rst;
     t.has_interference = 1;
     t.interference = a.stats.sum - b.stats.sum;
     assert_int_equal(la_store_trace(s, &t, NULL), 0);

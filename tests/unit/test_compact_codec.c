@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "la_compact.h"
+#include "la_compact_internal.h"
 
 static void compact(const double *x, size_t n, const char *spec,
                     la_compact_result_t *r) {

@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "la_compact.h"
+#include "la_compact_internal.h"
 #include "la_test_oracle.h"
 
 static void fill(double *x, size_t n, int kind, uint64_t *s) {

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "la_compact.h"
+#include "la_compact_internal.h"
 #include "la_test_oracle.h"
 
 /* Compacts, decodes and checks the bound at every point; returns the

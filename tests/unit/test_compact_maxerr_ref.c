@@ -34,7 +34,7 @@
 
 #include <cmocka.h>
 
-#include "la_compact.h"
+#include "la_compact_internal.h"
 #include "la_test_oracle.h"
 
 #define WIDE (1 + 1e-9)

@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "la_compact.h"
+#include "la_compact_internal.h"
 
 typedef struct {
   la_compact_result_t r;

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "la_compact.h"
+#include "la_compact_internal.h"
 
 #define Q 0.38518989313080604 /* ns per tick, as calibrated on one VM */
 

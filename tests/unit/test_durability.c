@@ -45,6 +45,7 @@
 #include "la.h"
 #include "la_auth.h"
 #include "la_test_daemon.h"
+#include "la_test_sql.h"
 
 #define WAIT_MS 20000
 #define MAXC 64
@@ -263,49 +264,20 @@ static void app_finish(void) {
 
 /* -------------------------------------------------------------- store -- */
 
-static long long db_ll(const char *fmt, ...) {
-  char sql[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(sql, sizeof sql, fmt, ap);
-  va_end(ap);
-  sqlite3 *db = NULL;
-  long long v = -1;
-  if (sqlite3_open_v2(T.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-    sqlite3_busy_timeout(db, 5000);
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-      v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-  }
-  sqlite3_close(db);
-  return v;
-}
+/* The store's first value of a query (la_test_sql.h). */
+#define db_ll(...) la_test_sql_ll(T.db, __VA_ARGS__)
 
 /* Whether the GlobalAgent's store records cycle tag of app rank 0 as
  * missing (the `missing` table); the reason goes into why. */
 static int missing_logged(const char *app, int tag, char *why, size_t len) {
-  char sql[300];
-  snprintf(sql, sizeof sql,
-           "SELECT reason FROM missing WHERE app_id='%s' AND cycle_tag=%d "
-           "AND rank=0",
-           app, tag);
-  sqlite3 *db = NULL;
-  int found = 0;
-  if (sqlite3_open_v2(T.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-    sqlite3_busy_timeout(db, 5000);
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW) {
-      const unsigned char *r = sqlite3_column_text(st, 0);
-      snprintf(why, len, "%s", r ? (const char *)r : "");
-      found = 1;
-    }
-    sqlite3_finalize(st);
-  }
-  sqlite3_close(db);
-  return found;
+  char reason[1][64];
+  if (la_test_sql_texts(T.db, reason, 1,
+                        "SELECT reason FROM missing WHERE app_id='%s' AND "
+                        "cycle_tag=%d AND rank=0",
+                        app, tag) != 1)
+    return 0;
+  snprintf(why, len, "%s", reason[0]);
+  return 1;
 }
 
 /* ----------------------------------------------------------- scenario -- */

@@ -11,6 +11,9 @@
  *
  * heavy, multiloop and fwave (the Fortran one, through la_mod) must give the
  * same checksum with no agent at LA_AGENT as with --no-la, and exit 0.
+ * wavetoy's and fwave's probe modes (--probe row, cell-always), profiling
+ * every few steps into the real agent, keep the checksum too; each profiled
+ * step delivers every cell, a row's cells one value spread evenly.
  * rebalance must run to the end without agents and say why it does not
  * rebalance: with no LocalAgent (LA not profiling) and with the real
  * LocalAgent but no GlobalAgent; its checksum must not change. Against the
@@ -462,6 +465,91 @@ static void test_fwave_invariance(void **state) {
   check_invariance("fwave", args);
 }
 
+/* ---------------------------------------------- probe modes (--probe) */
+
+/* Runs example name with args (NULL-terminated, up to 12) under -n 2 into
+ * the real agent a as application app_id with LA_PERIOD=period, and with
+ * --no-la: both exit 0 and print the same checksum. */
+static void probe_mode_run(la_test_agent_t *a, const char *name,
+                           const char *const *args, const char *app_id,
+                           int period) {
+  static run_t on, off;
+  const char *argv_off[16];
+  char agent[96], id[96], per[32], c_on[96], c_off[96];
+  int k = 0;
+  need_example(name);
+  for (; args[k] && k < 12; k++) argv_off[k] = args[k];
+  argv_off[k] = "--no-la";
+  argv_off[k + 1] = NULL;
+  snprintf(agent, sizeof agent, "LA_AGENT=%s", la_td_addr(a->st.la));
+  snprintf(id, sizeof id, "LA_APP_ID=%s", app_id);
+  snprintf(per, sizeof per, "LA_PERIOD=%d", period);
+  const char *const env[] = {agent, id, per, "LA_COMPACT=lossless", NULL};
+  run_prog(&on, example_path(name), 2, args, env);
+  expect_ok(&on, app_id);
+  expect_text(&on, app_id, "LA registered on 2 of 2 ranks");
+  run_prog(&off, example_path(name), 2, argv_off, NULL);
+  expect_ok(&off, "--no-la");
+  checksum_named(&on, name, app_id, c_on, sizeof c_on);
+  checksum_named(&off, name, "--no-la", c_off, sizeof c_off);
+  assert_string_equal(c_on, c_off);
+}
+
+/* Every stored trace of app_id (ranks 0 and 1): n values in rows of row
+ * cells, each cell > 0 and, when spread is set, equal to the rest of its
+ * row. Returns the number of traces. */
+static int probe_mode_traces(la_test_agent_t *a, const char *app_id, uint64_t n,
+                             uint64_t row, int spread) {
+  static double values[24 * 24 * 12];
+  int traces = 0;
+  assert_true(n <= sizeof values / sizeof values[0]);
+  for (uint32_t r = 0; r < 2; r++)
+    for (size_t i = 0;; i++) {
+      long long tag = la_ta_tag(a, app_id, r, i);
+      if (tag < 0) break;
+      assert_int_equal(la_ta_values(a, app_id, r, (uint64_t)tag, values, n), 0);
+      for (uint64_t e = 0; e < n; e++) {
+        assert_true(values[e] > 0.0);
+        if (spread) assert_true(values[e] == values[e - e % row]);
+      }
+      traces++;
+    }
+  return traces;
+}
+
+/* wavetoy --probe row and --probe cell-always, fwave --probe row, each at a
+ * period > 1 into the real agent: the checksum of the run without LA, one
+ * trace per profiled step and rank, every cell measured, a row's cells
+ * equal (one measurement spread over the row). */
+static void test_probe_modes_same_results(void **state) {
+  static la_test_agent_t a;
+  need_mpiexec();
+  if (la_ta_start(&a, NULL) != 0) {
+    la_ta_free(&a);
+    fail_msg("the daemons did not start");
+  }
+  const char *const wt_row[] = {"--n",     "24",  "--steps", "10",
+                                "--probe", "row", NULL};
+  const char *const wt_always[] = {"--n",     "24",          "--steps", "10",
+                                   "--probe", "cell-always", NULL};
+  const char *const fw_row[] = {"--n", "24",          "--steps",
+                                "10",  "--probe=row", NULL};
+  probe_mode_run(&a, "wavetoy", wt_row, "wt-row.1", 2);
+  probe_mode_run(&a, "wavetoy", wt_always, "wt-always.1", 3);
+  probe_mode_run(&a, "fwave", fw_row, "fw-row.1", 2);
+  /* steps 0, 2, ..., 8 (period 2) and 0, 3, 6, 9 (period 3), two ranks */
+  assert_int_equal(la_ta_wait_traces(&a, 10 + 8 + 10, 20000), 0);
+  assert_int_equal(
+      la_ta_wait_sql(&a, "SELECT count(*) FROM ranks WHERE ended = 1", 6,
+                     20000),
+      0);
+  assert_int_equal(probe_mode_traces(&a, "wt-row.1", 24 * 24 * 12, 24, 1), 10);
+  assert_int_equal(probe_mode_traces(&a, "wt-always.1", 24 * 24 * 12, 24, 0),
+                   8);
+  assert_int_equal(probe_mode_traces(&a, "fw-row.1", 24 * 12, 24, 1), 10);
+  la_ta_free(&a);
+}
+
 /* --------------------------------------------------------- rebalance */
 
 static const char *const rb_args[] = {"--n",     "32", "--steps", "10",
@@ -587,6 +675,7 @@ int main(void) {
       cmocka_unit_test(test_heavy_invariance),
       cmocka_unit_test(test_multiloop_invariance),
       cmocka_unit_test(test_fwave_invariance),
+      cmocka_unit_test(test_probe_modes_same_results),
       cmocka_unit_test(test_rebalance_without_agents),
       cmocka_unit_test(test_rebalance_without_globalagent),
       cmocka_unit_test(test_rebalance_with_agents),

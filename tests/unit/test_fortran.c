@@ -11,7 +11,8 @@
  *   - against the real LocalAgent and GlobalAgent (la_test_agent.h,
  *     lossless compaction, read back from the GlobalAgent's store): the
  *     values that arrive carry the right 0-based indices for the program's
- *     1-based elements, cells and ranges, with the right cycle tags, and no
+ *     1-based elements, cells, ranges, rows and boxes, with the right cycle
+ *     tags (la_is_profiling follows a period set at run time), and no
  *     IPC object outlives the program.
  * Skips, with a message, when the Fortran program was not built. The program
  * path can be overridden with LA_TEST_FMOD.
@@ -297,6 +298,23 @@ static void test_values_arrive(void **state) {
                                  "end_reason = 'finalize'"),
                    2);
   assert_int_equal(la_ta_sql_int(&a, "SELECT count(*) FROM traces"), 5);
+  /* Phase 1 declared channels main and aux: their names, and both series
+   * of each of its 4 traces (aux probed in the first 3) */
+  assert_int_equal(la_ta_sql_int(&a,
+                                 "SELECT count(*) FROM rank_channels WHERE "
+                                 "app_id = 'fmod-app.1' AND ((channel = 0 AND "
+                                 "name = 'main') OR (channel = 1 AND name = "
+                                 "'aux'))"),
+                   2);
+  assert_int_equal(la_ta_sql_int(&a,
+                                 "SELECT count(*) FROM channel_traces WHERE "
+                                 "app_id = 'fmod-app.1'"),
+                   8);
+  assert_int_equal(la_ta_sql_int(&a,
+                                 "SELECT count(*) FROM channel_traces WHERE "
+                                 "app_id = 'fmod-app.1' AND channel = 1 AND "
+                                 "stat_sum > 0"),
+                   3);
 
   /* Names trimmed of the Fortran blanks. Phase 1 under fmod-app.1. */
   char text[160];
@@ -368,11 +386,14 @@ static void test_values_arrive(void **state) {
                     "SELECT skipped FROM ranks WHERE app_id = '%s'"),
       0);
 
-  /* Phase 2: cells (2,1,1) and (4,3,2) of 4x3x2 -> 1 and 23. */
-  static const long cells[] = {1, 23};
+  /* Phase 2: cells (2,1,1) and (4,3,2) of 4x3x2 -> 1 and 23; row (2,1) ->
+   * 4..7 and box (1..2, 1..2, 2) -> 12, 13, 16, 17, each spread evenly. */
+  static const long cells[] = {1, 23, 4, 5, 6, 7, 12, 13, 16, 17};
   assert_int_equal(la_ta_ntraces(&a, grid), 1);
   assert_int_equal(trace_by_seq(&a, grid, 0, v, 24), 0);
-  assert_nonzero_exactly(0, v, 24, cells, 2);
+  assert_nonzero_exactly(0, v, 24, cells, 10);
+  assert_true(v[4] == v[5] && v[4] == v[6] && v[4] == v[7]);
+  assert_true(v[12] == v[13] && v[12] == v[16] && v[12] == v[17]);
 
   /* Neither segments nor semaphore sets outlive the program. */
   assert_int_equal(la_test_ipc_wait_count(r.pid, 0, 10000), 0);

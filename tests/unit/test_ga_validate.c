@@ -26,6 +26,8 @@
 #include "la.h"
 #include "la_auth.h"
 #include "la_secure_io.h"
+#include "la_test_link.h"
+#include "la_trace_msg.h"
 #include "la_client.h"
 #include "la_codec.h"
 #include "la_compact.h"
@@ -107,42 +109,20 @@ static void start_ga(void) {
 
 /* ------------------------------------------- a LocalAgent played by hand */
 
-typedef struct {
-  int fd;
-  uint64_t seq;
-  la_secure_t sec; /* the encrypted link after the handshake */
-} fake_t;
+typedef la_test_link_t fake_t; /* la_test_link.h */
 
 static void fake_connect(fake_t *f, const char *host) {
-  la_auth_key_t k;
-  char why[300] = "";
-  CHECK(la_auth_load_key(T.key, &k, why, sizeof why) == 0, "key: %s", why);
-  f->fd = la_tcp_connect("127.0.0.1", T.agents_port, 5000);
-  CHECK(f->fd >= 0, "connect: %s", LA_strerror(f->fd));
   int32_t status = -1;
-  uint64_t next = 1;
-  int rc = la_secure_client_handshake(f->fd, &k, host, WAIT_MS, &f->sec,
-                                      &status, &next, why, sizeof why);
-  la_auth_key_wipe(&k);
+  char why[300] = "";
+  int rc = la_test_link_open(f, T.agents_port, T.key, host, WAIT_MS, &status,
+                             why, sizeof why);
   CHECK(rc == 0 && status == 0, "handshake: %s", why);
-  f->seq = next > 0 ? next - 1 : 0;
 }
 
 static void fake_rank_start(fake_t *f, const char *app, uint32_t rank,
                             uint32_t nprocs, uint64_t n) {
-  La__RankStart s = LA__RANK_START__INIT;
-  s.seq = ++f->seq;
-  s.app_id = (char *)app;
-  s.rank = rank;
-  s.nprocs = nprocs;
-  s.n_elements = n;
-  s.metric = "custom";
-  s.unit = "user";
-  s.host = "fakenode";
-  assert_int_equal(
-      la_secure_send_msg(f->fd, &f->sec, LA__MSG_TYPE__MSG_RANK_START, &s.base,
-                         5000),
-      0);
+  assert_int_equal(la_test_link_rank_start(f, "fakenode", app, rank, nprocs, n),
+                   0);
 }
 
 /* Sends a trace whose encoding is bytes[0..len) but whose message fields
@@ -150,25 +130,7 @@ static void fake_rank_start(fake_t *f, const char *app, uint32_t rank,
 static void fake_trace_bytes(fake_t *f, const char *app, uint32_t rank,
                              uint64_t tag, const la_compact_result_t *r,
                              const uint8_t *bytes, size_t len) {
-  La__SeriesStats st = LA__SERIES_STATS__INIT;
-  st.count = r->stats.count;
-  st.sum = r->stats.sum;
-  st.min = r->stats.min;
-  st.max = r->stats.max;
-  La__CompactTrace t = LA__COMPACT_TRACE__INIT;
-  t.seq = ++f->seq;
-  t.app_id = (char *)app;
-  t.rank = rank;
-  t.cycle_tag = tag;
-  t.n_elements = r->stats.count;
-  t.mode = (La__CompactMode)r->mode;
-  t.segments.data = (uint8_t *)bytes;
-  t.segments.len = len;
-  t.stats = &st;
-  assert_int_equal(
-      la_secure_send_msg(f->fd, &f->sec, LA__MSG_TYPE__MSG_COMPACT_TRACE,
-                         &t.base, 5000),
-      0);
+  assert_int_equal(la_test_link_trace(f, app, rank, tag, r, bytes, len), 0);
 }
 
 static void fake_trace(fake_t *f, const char *app, uint32_t rank, uint64_t tag,
@@ -179,23 +141,8 @@ static void fake_trace(fake_t *f, const char *app, uint32_t rank, uint64_t tag,
 /* Reads Acks until everything sent is acknowledged: a refused trace must be
  * acknowledged too, or the LocalAgent would resend it forever. */
 static void fake_wait_acked(fake_t *f) {
-  long long end = la_td_now_ms() + WAIT_MS;
-  uint64_t acked = 0;
-  while (acked < f->seq) {
-    long long left = end - la_td_now_ms();
-    CHECK(left > 0, "Ack %llu never came (last %llu)",
-          (unsigned long long)f->seq, (unsigned long long)acked);
-    uint16_t type = 0;
-    ProtobufCMessage *m = NULL;
-    char why[200] = "";
-    int sealed = 0;
-    int rc = la_secure_recv_msg(f->fd, &f->sec, 1 << 16, (int)left, &type, &m,
-                                &sealed, why, sizeof why);
-    CHECK(rc == 0 && type == LA__MSG_TYPE__MSG_ACK, "expected Ack: rc %d %s",
-          rc, why);
-    acked = ((La__Ack *)m)->seq;
-    la_msg_free(m);
-  }
+  char why[300] = "";
+  CHECK(la_test_link_wait_acked(f, WAIT_MS, why, sizeof why) == 0, "%s", why);
 }
 
 static void series(double *x, size_t n, double k) {
@@ -339,24 +286,18 @@ static void test_robust_encoding_checked(void **state) {
   for (uint32_t r = 0; r < 2; r++) fake_rank_start(&f, "robapp", r, 2, N);
   for (uint32_t r = 0; r < 2; r++) {
     const la_compact_result_t *rr = r == 0 ? &rgood : &rshort;
+    /* rank 1's robust statistics claim N points; its encoding holds fewer */
     La__SeriesStats st = LA__SERIES_STATS__INIT, rst = LA__SERIES_STATS__INIT;
-    st.count = rst.count = N;
-    st.sum = m.stats.sum;
-    rst.sum = rgood.stats.sum;
     La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+    la_trace_msg_fill(&t, &st, NULL, &m);
+    la_trace_msg_robust(&t, &rst, &rgood);
+    t.robust_segments.data = rr->bytes;
+    t.robust_segments.len = rr->len;
     t.seq = ++f.seq;
     t.app_id = "robapp";
     t.rank = r;
     t.cycle_tag = 3;
     t.n_elements = N;
-    t.mode = (La__CompactMode)m.mode;
-    t.segments.data = m.bytes;
-    t.segments.len = m.len;
-    t.stats = &st;
-    t.has_robust_segments = 1;
-    t.robust_segments.data = rr->bytes;
-    t.robust_segments.len = rr->len;
-    t.robust_stats = &rst;
     assert_int_equal(
         la_secure_send_msg(f.fd, &f.sec, LA__MSG_TYPE__MSG_COMPACT_TRACE,
                            &t.base, 5000),

@@ -62,8 +62,11 @@
 #include "la_codec.h"
 #include "la_compact.h"
 #include "la_sockio.h"
+#include "la_trace_msg.h"
 #include "la_test_daemon.h"
+#include "la_test_sql.h"
 #include "la_test_ipc.h"
+#include "la_test_link.h"
 
 #define WAIT_MS 15000 /* longest wait for anything; a broken daemon fails */
 #define WT_N 24       /* wavetoy grid: 24^3 cells, 3456 per rank */
@@ -256,28 +259,10 @@ static void ga_wait_log(const char *needle) {
 
 /* ------------------------------------------------------------- store --- */
 
-/* The first column of the first row of a query, as integer; -1 on error or
- * no row. Opens the database read-only each time (a fresh snapshot), as a
- * user with the sqlite3 shell would. */
-static long long db_ll(const char *fmt, ...) {
-  char sql[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(sql, sizeof sql, fmt, ap);
-  va_end(ap);
-  sqlite3 *db = NULL;
-  long long v = -1;
-  if (sqlite3_open_v2(T.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-    sqlite3_busy_timeout(db, 5000);
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-      v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-  }
-  sqlite3_close(db);
-  return v;
-}
+/* The store's first value of a query / first column of its rows
+ * (la_test_sql.h), on a fresh read-only snapshot. */
+#define db_ll(...) la_test_sql_ll(T.db, __VA_ARGS__)
+#define db_texts(out, max, ...) la_test_sql_texts(T.db, out, max, __VA_ARGS__)
 
 /* Waits until query's value >= min. */
 static void db_wait(long long min, const char *sql) {
@@ -287,29 +272,6 @@ static void db_wait(long long min, const char *sql) {
           min, db_ll("%s", sql));
     la_td_nap_ms(10);
   }
-}
-
-/* The first column of every row, as text, into out[] (returns the rows). */
-static int db_texts(char out[][64], int max, const char *fmt, ...) {
-  char sql[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(sql, sizeof sql, fmt, ap);
-  va_end(ap);
-  sqlite3 *db = NULL;
-  int n = 0;
-  if (sqlite3_open_v2(T.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-    sqlite3_busy_timeout(db, 5000);
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK)
-      while (n < max && sqlite3_step(st) == SQLITE_ROW) {
-        const unsigned char *t = sqlite3_column_text(st, 0);
-        snprintf(out[n++], 64, "%s", t ? (const char *)t : "");
-      }
-    sqlite3_finalize(st);
-  }
-  sqlite3_close(db);
-  return n;
 }
 
 /* ------------------------------------------------------- subscribers --- */
@@ -618,47 +580,25 @@ static int reap_kids(void) {
 
 /* --------------------------------------------- a LocalAgent, by hand --- */
 
-typedef struct fake {
-  int fd;
-  uint64_t seq;    /* last sequence number sent */
-  la_secure_t sec; /* the link's records, after the handshake */
-} fake_t;
+/* la_test_link.h does the work; these check its results. */
+typedef la_test_link_t fake_t;
 
 /* Connects to the agents port as host and authenticates with the secret
- * file key (la_secure_io: mutual, then encrypted). Returns the AuthResult
- * status; on success f is ready. */
+ * file key. Returns the AuthResult status; on success f is ready. */
 static int fake_connect(fake_t *f, const char *host, const char *key) {
-  la_auth_key_t k;
-  char why[300];
-  CHECK(la_auth_load_key(key, &k, why, sizeof why) == 0, "key: %s", why);
-  f->fd = la_tcp_connect("127.0.0.1", T.agents_port, 5000);
-  CHECK(f->fd >= 0, "connect to the agents port: %s", LA_strerror(f->fd));
   int32_t status = -1;
-  uint64_t next = 1;
-  int rc = la_secure_client_handshake(f->fd, &k, host, WAIT_MS, &f->sec,
-                                      &status, &next, why, sizeof why);
-  la_auth_key_wipe(&k);
+  char why[300] = "";
+  int rc = la_test_link_open(f, T.agents_port, key, host, WAIT_MS, &status, why,
+                             sizeof why);
   CHECK(rc == 0, "handshake: %s", why);
-  f->seq = next > 0 ? next - 1 : 0;
   return status;
 }
 
 /* A RankStart that names host as its LocalAgent's (as the real one does). */
 static void fake_rank_start_on(fake_t *f, const char *host, const char *app_id,
                                uint32_t rank, uint32_t nprocs, uint64_t n) {
-  La__RankStart s = LA__RANK_START__INIT;
-  s.seq = ++f->seq;
-  s.app_id = (char *)app_id;
-  s.rank = rank;
-  s.nprocs = nprocs;
-  s.n_elements = n;
-  s.metric = "custom";
-  s.unit = "user";
-  s.host = (char *)host;
-  assert_int_equal(
-      la_secure_send_msg(f->fd, &f->sec, LA__MSG_TYPE__MSG_RANK_START, &s.base,
-                         5000),
-      0);
+  assert_int_equal(la_test_link_rank_start(f, host, app_id, rank, nprocs, n),
+                   0);
 }
 
 static void fake_rank_start(fake_t *f, const char *app_id, uint32_t rank,
@@ -668,48 +608,13 @@ static void fake_rank_start(fake_t *f, const char *app_id, uint32_t rank,
 
 static void fake_trace(fake_t *f, const char *app_id, uint32_t rank,
                        uint64_t tag, const la_compact_result_t *r) {
-  La__SeriesStats st = LA__SERIES_STATS__INIT;
-  st.count = r->stats.count;
-  st.sum = r->stats.sum;
-  st.min = r->stats.min;
-  st.max = r->stats.max;
-  La__CompactTrace t = LA__COMPACT_TRACE__INIT;
-  t.seq = ++f->seq;
-  t.app_id = (char *)app_id;
-  t.rank = rank;
-  t.cycle_tag = tag;
-  t.n_elements = r->stats.count;
-  t.mode = (La__CompactMode)r->mode;
-  t.segments.data = r->bytes;
-  t.segments.len = r->len;
-  t.stats = &st;
-  assert_int_equal(
-      la_secure_send_msg(f->fd, &f->sec, LA__MSG_TYPE__MSG_COMPACT_TRACE,
-                         &t.base, 5000),
-      0);
+  assert_int_equal(la_test_link_trace(f, app_id, rank, tag, r, NULL, 0), 0);
 }
 
 /* Reads Acks until everything sent is acknowledged. */
 static void fake_wait_acked(fake_t *f) {
-  long long end = la_td_now_ms() + WAIT_MS;
-  uint64_t acked = 0;
-  while (acked < f->seq) {
-    long long left = end - la_td_now_ms();
-    CHECK(left > 0, "Ack %llu never came (last %llu)",
-          (unsigned long long)f->seq, (unsigned long long)acked);
-    uint16_t type = 0;
-    ProtobufCMessage *m = NULL;
-    char why[200] = "";
-    int sealed = 0;
-    int rc = la_secure_recv_msg(f->fd, &f->sec, 1 << 16, (int)left, &type, &m,
-                                &sealed, why, sizeof why);
-    CHECK(rc == 0 && type == LA__MSG_TYPE__MSG_ACK,
-          "expected Ack: rc %d "
-          "type %u %s",
-          rc, type, why);
-    acked = ((La__Ack *)m)->seq;
-    la_msg_free(m);
-  }
+  char why[300] = "";
+  CHECK(la_test_link_wait_acked(f, WAIT_MS, why, sizeof why) == 0, "%s", why);
 }
 
 /* Waits up to WAIT_MS for the peer to close fd (reading and discarding

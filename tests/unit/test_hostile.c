@@ -50,18 +50,15 @@
 #include "la_shm_layout.h"
 #include "la_sockio.h"
 #include "la_test_daemon.h"
+#include "la_test_kids.h"
 #include "la_test_ipc.h"
 #include "la_test_global.h"
 
 #define WAIT_MS 30000
-#define MAXKIDS 8
 #define NOBODY 65534 /* the unprivileged agent's uid */
 #define APPUID 65533 /* an application of another uid */
 
-typedef struct kid {
-  pid_t pid;
-  int res, go;
-} kid_t;
+typedef la_test_kid_t kid_t; /* la_test_kids.h */
 
 static struct {
   la_test_daemon_t *d;
@@ -70,8 +67,7 @@ static struct {
   char key[600];
   char agent[64];
   char bindir[64]; /* wrapper directory of the unprivileged agent */
-  kid_t kids[MAXKIDS];
-  int nkids;
+  la_test_kids_t kids;
 } T;
 
 static int group_setup(void **state) {
@@ -97,17 +93,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-  for (int i = 0; i < T.nkids; i++) {
-    kid_t *k = &T.kids[i];
-    if (k->go >= 0) close(k->go);
-    if (k->pid > 0) {
-      kill(k->pid, SIGKILL);
-      while (waitpid(k->pid, NULL, 0) < 0 && errno == EINTR) {
-      }
-    }
-    if (k->res >= 0) close(k->res);
-  }
-  T.nkids = 0;
+  la_tk_cleanup(&T.kids);
   if (T.d) la_td_signal(T.d, SIGCONT);
   la_td_free(T.d);
   T.d = NULL;
@@ -326,6 +312,7 @@ static void hostile_main(const app_t *a, int res, int go) {
   h->buffer_stride = 1ULL << 44;
   h->n_elements = ~0ULL;
   h->n_buffers = 0xFFFFFFFFu;
+  h->n_channels = LA_SHM_MAX_CHANNELS; /* 16x the values the agent reads */
   h->segment_size = 1;
   h->magic = 0;
   /* tag 0 through libla: every third value NaN, every seventh infinite */
@@ -440,69 +427,35 @@ static void app_main(const app_t *a, int res, int go) {
   _exit(0);
 }
 
+static void app_trampoline(const void *arg, int res, int go) {
+  app_main(arg, res, go);
+}
+
 static kid_t *spawn_app(const app_t *a) {
-  assert_true(T.nkids < MAXKIDS);
-  int rp[2], gp[2];
-  assert_int_equal(pipe2(rp, O_CLOEXEC), 0);
-  assert_int_equal(pipe2(gp, O_CLOEXEC), 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    for (int fd = 3; fd < 1024; fd++)
-      if (fd != rp[1] && fd != gp[0]) close(fd);
-    app_main(a, rp[1], gp[0]);
-    _exit(0);
-  }
-  close(rp[1]);
-  close(gp[0]);
-  kid_t *k = &T.kids[T.nkids++];
-  k->pid = pid;
-  k->res = rp[0];
-  k->go = gp[1];
+  kid_t *k = la_tk_spawn(&T.kids, app_trampoline, a, 1);
+  assert_non_null(k);
   return k;
 }
 
 static void expect_rec(kid_t *k, int kind, rec_t *out) {
-  long long end = now_ms() + WAIT_MS;
-  for (;;) {
-    long long left = end - now_ms();
-    CHECK(left > 0, "child %d: no record of kind %d in time", (int)k->pid,
-          kind);
-    struct pollfd pf = {k->res, POLLIN, 0};
-    if (poll(&pf, 1, (int)left) <= 0) continue;
-    rec_t r;
-    ssize_t got = read(k->res, &r, sizeof r);
-    if (got < 0 && errno == EINTR) continue;
-    CHECK(got == (ssize_t)sizeof r, "child %d ended without record %d",
-          (int)k->pid, kind);
-    if (r.kind == kind) {
-      *out = r;
-      return;
-    }
-  }
+  char why[200] = "";
+  CHECK(la_tk_expect(k, kind, out, sizeof *out, WAIT_MS, why, sizeof why) == 0,
+        "%s", why);
 }
 
 static void go(kid_t *k) {
-  assert_int_equal(write(k->go, "g", 1), 1);
+  assert_int_equal(la_tk_go(k), 0);
 }
 
 static int reap_kid(kid_t *k) {
-  long long end = now_ms() + WAIT_MS;
-  int st = 0;
-  for (;;) {
-    pid_t r = waitpid(k->pid, &st, WNOHANG);
-    if (r == k->pid) break;
-    CHECK(r == 0 && now_ms() < end, "child %d did not exit", (int)k->pid);
-    la_td_nap_ms(5);
-  }
-  k->pid = 0;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  pid_t pid = k->pid;
+  int code = la_tk_reap(k, WAIT_MS);
+  CHECK(code >= 0, "child %d did not exit", (int)pid);
+  return code;
 }
 
 static void kill_kid(kid_t *k) {
-  kill(k->pid, SIGKILL);
-  reap_kid(k);
+  la_tk_kill(k);
 }
 
 static void registered(kid_t *k, rec_t *r) {
@@ -933,25 +886,15 @@ static void prober_main(int res, int go) {
   _exit(LA_getStat(LA_STAT_REGISTERED) == 0 ? 0 : 4);
 }
 
+static void prober_trampoline(const void *arg, int res, int go) {
+  prober_main(res, go);
+}
+
 static void test_probing_thread_survives_the_end(void **state) {
   start_with_global();
-  int rp[2], gp[2];
-  assert_int_equal(pipe2(rp, O_CLOEXEC), 0);
-  assert_int_equal(pipe2(gp, O_CLOEXEC), 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    for (int fd = 3; fd < 1024; fd++)
-      if (fd != rp[1] && fd != gp[0]) close(fd);
-    prober_main(rp[1], gp[0]);
-  }
-  close(rp[1]);
-  close(gp[0]);
-  kid_t *k = &T.kids[T.nkids++];
-  k->pid = pid;
-  k->res = rp[0];
-  k->go = gp[1];
+  kid_t *k = la_tk_spawn(&T.kids, prober_trampoline, NULL, 1);
+  assert_non_null(k);
+  pid_t pid = k->pid;
   rec_t r;
   expect_rec(k, REC_READY, &r);
   la_td_signal(T.d, SIGKILL);

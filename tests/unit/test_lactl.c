@@ -44,6 +44,8 @@
 #include "la_codec.h"
 #include "la_compact.h"
 #include "la_test_daemon.h"
+#include "la_test_msg.h"
+#include "la_trace_msg.h"
 #include "store.h"
 
 #define NP 4
@@ -94,23 +96,12 @@ static void put_trace(la_store_t *s, const char *app, uint32_t r, uint64_t c,
   La__CompactTrace t = LA__COMPACT_TRACE__INIT;
   La__SeriesStats st = LA__SERIES_STATS__INIT;
   La__FitError er = LA__FIT_ERROR__INIT;
+  la_trace_msg_fill(&t, &st, &er, &res);
   t.seq = c * 100 + r + 1;
   t.app_id = (char *)app;
   t.rank = r;
   t.cycle_tag = c;
   t.n_elements = n;
-  t.mode = (La__CompactMode)res.mode;
-  t.segments.data = res.bytes;
-  t.segments.len = res.len;
-  st.count = res.stats.count;
-  st.sum = res.stats.sum;
-  st.min = res.stats.min;
-  st.max = res.stats.max;
-  t.stats = &st;
-  er.max_abs = res.error.max_abs;
-  er.rmse = res.error.rmse;
-  er.cv = res.error.cv;
-  t.error = &er;
   t.has_t_xfer_ns = 1;
   t.t_xfer_ns = 1700000000000000000ull + c;
   int was_new = 0;
@@ -123,18 +114,8 @@ static void put_trace(la_store_t *s, const char *app, uint32_t r, uint64_t c,
 
 static void rank_start(la_store_t *s, const char *app, const char *name,
                        uint32_t r, uint32_t np, uint64_t n) {
-  La__RankStart m = LA__RANK_START__INIT;
+  La__RankStart m = la_test_rank_start(app, name, r, np, n);
   m.seq = r + 1;
-  m.app_id = (char *)app;
-  m.rank = r;
-  m.nprocs = np;
-  m.n_elements = n;
-  m.metric = "time";
-  m.unit = "ns";
-  m.app_name = (char *)name;
-  m.host = "node1";
-  m.has_t_start_ns = 1;
-  m.t_start_ns = 1700000000000000000ull;
   assert_int_equal(la_store_rank_start(s, &m), 0);
 }
 
@@ -154,27 +135,13 @@ static void put_robust(la_store_t *s, uint32_t r) {
   assert_int_equal(la_compact(rb, 100, &p, &rres), 0);
   La__CompactTrace t = LA__COMPACT_TRACE__INIT;
   La__SeriesStats st = LA__SERIES_STATS__INIT, rst = LA__SERIES_STATS__INIT;
+  la_trace_msg_fill(&t, &st, NULL, &res);
+  la_trace_msg_robust(&t, &rst, &rres);
   t.seq = 500 + r;
   t.app_id = "xrobust-3";
   t.rank = r;
   t.cycle_tag = 1;
   t.n_elements = 100;
-  t.mode = (La__CompactMode)res.mode;
-  t.segments.data = res.bytes;
-  t.segments.len = res.len;
-  st.count = 100;
-  st.sum = res.stats.sum;
-  st.min = res.stats.min;
-  st.max = res.stats.max;
-  t.stats = &st;
-  t.has_robust_segments = 1;
-  t.robust_segments.data = rres.bytes;
-  t.robust_segments.len = rres.len;
-  rst.count = 100;
-  rst.sum = rres.stats.sum;
-  rst.min = rres.stats.min;
-  rst.max = rres.stats.max;
-  t.robust_stats = &rst;
   t.has_interference = 1;
   t.interference = res.stats.sum - rres.stats.sum;
   t.has_flagged = 1;
@@ -238,14 +205,8 @@ static int setup_group(void **state) {
   for (int i = 0; i < 64; i++) w[i] = 5 + i % 8;
   put_trace(s, "wave-7", 0, 5, w, 64, 0, NULL, NULL);
   for (uint32_t r = 0; r < 2; r++) {
-    La__RankStart m = LA__RANK_START__INIT;
+    La__RankStart m = la_test_rank_start("xrobust-3", NULL, r, 2, 100);
     m.seq = 400 + r;
-    m.app_id = "xrobust-3";
-    m.rank = r;
-    m.nprocs = 2;
-    m.n_elements = 100;
-    m.metric = "time";
-    m.unit = "ns";
     m.has_timer_res_ns = 1;
     m.timer_res_ns = 50;
     m.interference = r == 0 ? "on" : "off (no perf events)";
@@ -668,6 +629,9 @@ static void test_export_weights(void **state) {
 /* Checks a CSV export against the raw series: rows of present ranks only,
  * values within each trace's achieved error, rank 3 exact. */
 static void check_csv(const char *csv, int k, uint64_t cycle) {
+  /* the format version comment, then the header */
+  assert_memory_equal(csv, "# lactl export format 1; app ", 29);
+  csv = strchr(csv, '\n') + 1;
   const char *p = strchr(csv, '\n');
   assert_non_null(p);
   assert_memory_equal(csv, "cycle,rank,element,global_element,value\n", 40);

@@ -4,8 +4,9 @@
  * semaphores over loopback TCP with the real la-localagent (uplinked to the
  * real la-globalagent, lossless compaction: la_test_agent.h), runs cycles,
  * and checks what arrived, read back from the GlobalAgent's store: element
- * values, cycle tags, the period, accumulation, ranges, grids, custom and
- * PAPI probes, the agent killed mid-run, no agent at all, environment
+ * values, cycle tags, the period, accumulation, ranges, grids, rows and
+ * boxes, the LA_PROFILED copy LA_isProfiling chooses at every point of the
+ * cycle, custom and PAPI probes, the agent killed mid-run, no agent at all, environment
  * overrides, and that no IPC object outlives LA_finalize or a killed
  * application. Grid sizes that overflow are refused; every LA_dataXfer
  * counts as a cycle, also the one that finds the agent gone.
@@ -425,6 +426,177 @@ static void test_grid_cells(void **state) {
   assert_true(cy->values[21] == 22.0);
   assert_true(cy->values[3] == 4.0);
   assert_true(cy->values[0] == 0.0);
+}
+
+/* ------------------- LA_PROFILED, LA_isProfiling over the cycle, rows, boxes
+ * LA_PROFILED must run the probed copy exactly in the cycles LA_isProfiling
+ * names, the plain one everywhere else; what the probed copies measured
+ * must arrive. Rows and boxes spread one measurement over their cells. */
+
+static int sweeps_probed, sweeps_plain;
+
+/* A kernel the LA_PROFILED way: probes only where probe is 1. */
+LA_ALWAYS_INLINE void sweep(long n, const int probe) {
+  for (long e = 0; e < n; e++) {
+    if (probe) LA_startProbe(e);
+    if (probe) LA_stopProbe(e);
+  }
+  if (probe)
+    sweeps_probed++;
+  else
+    sweeps_plain++;
+}
+
+/* One LA_PROFILED sweep over n elements: checks that the copy that ran is
+ * the one LA_isProfiling() named, and that it named want. */
+static void profiled_sweep(long n, int want) {
+  int p0 = sweeps_probed, q0 = sweeps_plain;
+  assert_int_equal(LA_isProfiling(), want);
+  LA_PROFILED(sweep(n, LA_PROBING));
+  assert_int_equal(sweeps_probed - p0, want);
+  assert_int_equal(sweeps_plain - q0, !want);
+}
+
+static void test_profiled_copy_follows_the_cycle(void **state) {
+  use_counting_probe();
+  profiled_sweep(6, 0); /* before LA_register */
+  LA_setPeriod(3);
+  assert_int_equal(LA_register("unit", 0, 1, 6), 0);
+  /* period 3; LA_setPeriod(2) in cycle 5 decides from cycle 6 on;
+   * LA_disable in cycle 8 (9 and 10 off), LA_enable in cycle 10 */
+  static const int want[13] = {1, 0, 0, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1};
+  for (int c = 0; c < 13; c++) {
+    profiled_sweep(6, want[c]);
+    if (c == 5) LA_setPeriod(2);
+    if (c == 8) LA_disable();
+    if (c == 10) LA_enable();
+    if (c < 12) assert_int_equal(LA_dataXfer(), 0);
+  }
+  assert_int_equal(LA_finalize(), 0); /* cycle 12 ends unsent */
+  profiled_sweep(6, 0);
+  static const uint64_t tags[4] = {0, 3, 6, 8};
+  assert_int_equal(la_ta_wait_traces(&agent, 4, WAIT_MS), 0);
+  assert_int_equal(la_ta_ntraces(&agent, LA_appId()), 4);
+  for (size_t i = 0; i < 4; i++) {
+    const cycle_t *cy = cycle(i);
+    assert_int_equal(cy->tag, tags[i]);
+    for (long e = 0; e < 6; e++) assert_true(cy->values[e] == (double)(e + 1));
+  }
+}
+
+static void test_profiled_copy_without_agent(void **state) {
+  setenv("LA_AGENT", "127.0.0.1:1", 1); /* nothing listens on port 1 */
+  assert_int_equal(LA_register("unit", 0, 1, 6), LA_ENOAGENT);
+  for (int c = 0; c < 3; c++) {
+    profiled_sweep(6, 0);
+    assert_int_equal(LA_dataXfer(), 0);
+  }
+  LA_finalize();
+  unsetenv("LA_AGENT");
+  setenv("LA_DISABLE", "1", 1);
+  assert_int_equal(LA_register("unit", 0, 1, 6), LA_EDISABLED);
+  profiled_sweep(6, 0);
+  assert_int_equal(LA_dataXfer(), 0);
+  profiled_sweep(6, 0);
+}
+
+static void test_profiled_copy_after_agent_lost(void **state) {
+  use_counting_probe();
+  assert_int_equal(LA_register("unit", 0, 1, 6), 0);
+  profiled_sweep(6, 1);
+  LA_dataXfer();
+  assert_int_equal(la_ta_wait_traces(&agent, 1, WAIT_MS), 0);
+  kill_agent();
+  int rc = 0;
+  for (int c = 0; c < 3 && rc == 0; c++) rc = LA_dataXfer();
+  assert_int_equal(rc, LA_EAGENTLOST);
+  profiled_sweep(6, 0);
+}
+
+/* Against the stand-in that keeps every buffer: skipped cycles (skip
+ * policy, and the wait policy after its time limit) run the plain copy. */
+static void test_profiled_copy_in_skipped_cycles(void **state) {
+  use_counting_probe();
+  la_test_peer_set_hold_ms(peer, -1);
+  setenv("LA_WAIT_TIMEOUT_MS", "200", 1);
+  LA_setBuffers(2);
+  assert_int_equal(LA_register("unit", 0, 1, 6), 0);
+  profiled_sweep(6, 1); /* buffer 0 */
+  LA_dataXfer();
+  profiled_sweep(6, 1); /* buffer 1 */
+  LA_dataXfer();        /* waits 200 ms, then skips */
+  assert_int_equal(LA_getStat(LA_STAT_SKIPPED), 1);
+  profiled_sweep(6, 0);
+  LA_dataXfer(); /* after a time-out: skipped without waiting */
+  profiled_sweep(6, 0);
+  assert_int_equal(la_test_peer_release_all_wait(peer, 5000), 0);
+  LA_dataXfer(); /* a buffer is back: profiled again */
+  profiled_sweep(6, 1);
+  assert_int_equal(LA_getStat(LA_STAT_SKIPPED), 2);
+}
+
+static void test_rows_and_boxes_spread_evenly(void **state) {
+  use_counting_probe(); /* a stop reads first + 1: the box's first cell */
+  assert_int_equal(LA_registerGrid("unit", 0, 1, 4, 3, 2), 0);
+  assert_int_equal(LA_startRow(2, 1), 0); /* cells 20..23 */
+  assert_int_equal(LA_stopRow(2, 1), 0);
+  assert_int_equal(LA_startBox(1, 1, 0, 2, 2, 1), 0); /* cells 5, 6, 9, 10 */
+  assert_int_equal(LA_stopBox(1, 1, 0, 2, 2, 1), 0);
+  assert_int_equal(LA_startRow(3, 0), LA_ERANGE); /* j = ny */
+  assert_non_null(strstr(LA_lastError(), "outside the 4x3x2 grid"));
+  assert_int_equal(LA_startBox(3, 0, 0, 2, 1, 1), LA_ERANGE); /* past nx */
+  assert_int_equal(LA_startBox(0, 0, 0, 0, 1, 1), LA_ERANGE); /* empty */
+  assert_int_equal(LA_stopBox(0, 0, 0, 1, 1, 1), LA_ESTATE);  /* no start */
+  assert_int_equal(LA_dataXfer(), 0);
+  assert_int_equal(LA_getStat(LA_STAT_RANGE_ERRORS), 3);
+  assert_int_equal(la_ta_wait_traces(&agent, 1, WAIT_MS), 0);
+  const cycle_t *cy = cycle(0);
+  for (int e = 0; e < 24; e++) {
+    double want = e >= 20 ? 21.0 / 4 : 0.0;
+    if (e == 5 || e == 6 || e == 9 || e == 10) want = 6.0 / 4;
+    assert_true(cy->values[e] == want);
+  }
+}
+
+static void test_rows_need_a_grid(void **state) {
+  use_counting_probe();
+  assert_int_equal(LA_register("unit", 0, 1, 24), 0);
+  assert_int_equal(LA_startRow(0, 0), LA_ESTATE);
+  assert_int_equal(LA_startBox(0, 0, 0, 1, 1, 1), LA_ESTATE);
+  assert_non_null(strstr(LA_lastError(), "LA_registerGrid"));
+}
+
+/* A grid sweep with a row probe around each innermost loop, in LA_PROFILED,
+ * with the wall-time metric: every cell of a profiled cycle gets its row's
+ * time, the same for the row's cells. */
+static double row_sink;
+LA_ALWAYS_INLINE void row_sweep(long nx, long ny, long nz, const int probe) {
+  for (long k = 0; k < nz; k++)
+    for (long j = 0; j < ny; j++) {
+      if (probe) LA_startRow(j, k);
+      for (long i = 0; i < nx; i++) row_sink += (double)(i * j + k) * 1e-9;
+      if (probe) LA_stopRow(j, k);
+    }
+}
+
+static void test_rows_in_profiled_sweeps(void **state) {
+  LA_setPeriod(2);
+  assert_int_equal(LA_registerGrid("unit", 0, 1, 16, 4, 2), 0);
+  for (int c = 0; c < 4; c++) {
+    assert_int_equal(LA_isProfiling(), c % 2 == 0);
+    LA_PROFILED(row_sweep(16, 4, 2, LA_PROBING));
+    assert_int_equal(LA_dataXfer(), 0);
+  }
+  assert_int_equal(la_ta_wait_traces(&agent, 2, WAIT_MS), 0);
+  for (size_t t = 0; t < 2; t++) {
+    const cycle_t *cy = cycle(t);
+    assert_int_equal(cy->tag, 2 * t);
+    for (long r = 0; r < 8; r++)
+      for (long i = 0; i < 16; i++) {
+        assert_true(cy->values[r * 16 + i] > 0.0);
+        assert_true(cy->values[r * 16 + i] == cy->values[r * 16]);
+      }
+  }
 }
 
 static void test_wall_time_metric_in_ns(void **state) {
@@ -1033,6 +1205,13 @@ int main(void) {
       T(test_enable_disable_at_run_time),
       T(test_range_errors),
       T(test_grid_cells),
+      T(test_profiled_copy_follows_the_cycle),
+      T(test_profiled_copy_without_agent),
+      T(test_profiled_copy_after_agent_lost),
+      P(test_profiled_copy_in_skipped_cycles),
+      T(test_rows_and_boxes_spread_evenly),
+      T(test_rows_need_a_grid),
+      T(test_rows_in_profiled_sweeps),
       T(test_wall_time_metric_in_ns),
       T(test_threads_probe_disjoint_elements),
       T(test_papi_software_event),

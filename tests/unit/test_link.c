@@ -1,14 +1,17 @@
 /* test_link.c: the documented build lines build programs that run.
  *
- * Reads the ```sh block of README.md ("Build ...", C) and of docs/fortran.md
- * ("## Building a program", Fortran), and runs every cc or gfortran line in
- * it exactly as written, with <prefix> replaced by the build tree (build/,
- * or $LA_TEST_PREFIX) and, for pkg-config, la.pc made from
- * packaging/la.pc.in for that prefix. A tiny program (C or Fortran) is
- * compiled by the first line; each line that links it is followed by a run
- * against the real LocalAgent and GlobalAgent (la_test_agent): the program
- * must register and its probed element must arrive. A documented line that
- * no longer links or runs fails here.
+ * Installs the build tree into a temporary prefix (make install PREFIX=...,
+ * or uses the install at $LA_TEST_PREFIX), reads the ```sh block of
+ * README.md ("Build ...", C) and of docs/fortran.md ("## Building a
+ * program", Fortran), and runs every cc or gfortran line in it exactly as
+ * written, with <prefix> replaced by that prefix and <fmoddir> by the
+ * module's directory (pkg-config --variable=fmoddir la), and the installed
+ * la.pc on PKG_CONFIG_PATH. A tiny program (C or Fortran) is compiled by
+ * the first line; each line that links it is followed by a run against the
+ * real LocalAgent and GlobalAgent (la_test_agent), with no LD_LIBRARY_PATH
+ * (la.pc and the documented lines carry the run path): the program must
+ * register and its probed element must arrive. A documented line that no
+ * longer links or runs fails here.
  *
  * Also the trap the documentation warns of: -lla before the objects fails
  * to link (Debian's gcc uses --as-needed; a static archive named first is
@@ -75,8 +78,10 @@ static const char f_solver[] =
     "  if (x > 0) print '(a)', 'solver: OK'\n"
     "end program solver\n";
 
-static char prefix[PATH_MAX], work[PATH_MAX];
+static char prefix[PATH_MAX + 16], work[PATH_MAX], fmoddir[PATH_MAX];
 static char out[1 << 16];
+
+static char src_dir[PATH_MAX];
 
 static int file_ok(const char *dir, const char *name) {
   char p[PATH_MAX + 64];
@@ -92,11 +97,8 @@ static int have(const char *tool) {
 
 /* Skips unless the build tree, the tool and pkg-config are there. */
 static void need(const char *tool) {
-  const char *p = getenv("LA_TEST_PREFIX");
-  if (!realpath(p && *p ? p : "build", prefix) ||
-      !file_ok(prefix, "lib/libla.so") || !file_ok(prefix, "lib/libla.a") ||
-      !file_ok(prefix, "include/la.h") ||
-      !file_ok(prefix, "include/la_mod.mod") ||
+  if (!file_ok("build", "lib/libla.so") || !file_ok("build", "lib/libla.a") ||
+      !file_ok("build", "include/la_mod.mod") ||
       !file_ok(".", "packaging/la.pc.in")) {
     print_message(
         "skip: no build tree (make all) or not run from the "
@@ -119,14 +121,16 @@ static int sh(const char *line, const char *const *env) {
   return st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
-/* Copies s into d (cap bytes) with every "<prefix>" replaced. */
+/* Copies s into d (cap bytes) with every "<prefix>" and "<fmoddir>"
+ * replaced. */
 static void subst_prefix(char *d, size_t cap, const char *s) {
   size_t n = 0;
   while (*s && n + 1 < cap) {
-    if (!strncmp(s, "<prefix>", 8)) {
-      n += (size_t)snprintf(d + n, cap - n, "%s", prefix);
+    if (!strncmp(s, "<prefix>", 8) || !strncmp(s, "<fmoddir>", 9)) {
+      int fmod = s[1] == 'f';
+      n += (size_t)snprintf(d + n, cap - n, "%s", fmod ? fmoddir : prefix);
       if (n >= cap) n = cap - 1;
-      s += 8;
+      s += fmod ? 9 : 8;
     } else {
       d[n++] = *s++;
     }
@@ -159,21 +163,37 @@ static int doc_block(const char *doc, const char *heading, char lines[][512],
   return n;
 }
 
-/* A private work directory with the program's source and la.pc. */
+/* A private work directory with the program's source and LA installed
+ * in work/prefix by make install from the build tree (or the install at
+ * $LA_TEST_PREFIX); sets prefix and fmoddir. */
 static void make_work(const char *src_name, const char *src) {
   const char *tmp = getenv("TMPDIR");
   snprintf(work, sizeof work, "%s/la-link-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   assert_non_null(mkdtemp(work));
-  char p[PATH_MAX + 64], cmd[3 * PATH_MAX];
+  char p[PATH_MAX + 64], cmd[6 * PATH_MAX];
   snprintf(p, sizeof p, "%s/%s", work, src_name);
   FILE *f = fopen(p, "w");
   assert_non_null(f);
   fputs(src, f);
   fclose(f);
+  const char *given = getenv("LA_TEST_PREFIX");
+  if (given && *given) {
+    assert_non_null(realpath(given, prefix));
+  } else {
+    snprintf(prefix, sizeof prefix, "%s/prefix", work);
+    snprintf(cmd, sizeof cmd,
+             "unset MAKEFLAGS MFLAGS MAKELEVEL; make -s -C '%s' install "
+             "PREFIX='%s' SYSCONFDIR='%s/etc' "
+             "SYSTEMDUNITDIR='%s/lib/systemd/system' >/dev/null",
+             src_dir, prefix, prefix, prefix);
+    if (sh(cmd, NULL) != 0) fail_msg("make install failed:\n%s", out);
+  }
   snprintf(cmd, sizeof cmd,
-           "sed -e 's|@PREFIX@|%s|g' packaging/la.pc.in > '%s/la.pc'", prefix,
-           work);
-  assert_int_equal(system(cmd), 0);
+           "PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config "
+           "--variable=fmoddir la",
+           prefix);
+  if (sh(cmd, NULL) != 0) fail_msg("no la.pc in %s/lib/pkgconfig", prefix);
+  snprintf(fmoddir, sizeof fmoddir, "%.*s", (int)strcspn(out, "\n"), out);
 }
 
 static void remove_work(void) {
@@ -188,15 +208,14 @@ static void run_documented(const char *doc, const char *heading,
                            const char *tool, const char *src_name,
                            const char *src) {
   need(tool);
-  char lines[16][512], line[1024], pc_path[PATH_MAX + 32];
+  char lines[16][512], line[1024], pc_path[PATH_MAX + 64];
   int n = doc_block(doc, heading, lines, 16);
   make_work(src_name, src);
   la_test_agent_t ta;
   if (la_ta_start(&ta, NULL) != 0) fail_msg("the daemons did not start");
-  char agent[128], ld_path[PATH_MAX + 32];
+  char agent[128];
   snprintf(agent, sizeof agent, "LA_AGENT=%s", getenv("LA_AGENT"));
-  snprintf(pc_path, sizeof pc_path, "PKG_CONFIG_PATH=%s", work);
-  snprintf(ld_path, sizeof ld_path, "LD_LIBRARY_PATH=%s/lib", prefix);
+  snprintf(pc_path, sizeof pc_path, "PKG_CONFIG_PATH=%s/lib/pkgconfig", prefix);
   int ran = 0, built = 0;
   for (int i = 0; i < n; i++) {
     size_t tl = strlen(tool);
@@ -211,10 +230,9 @@ static void run_documented(const char *doc, const char *heading,
       fail_msg("%s: documented line failed:\n  %s\n%s", doc, line, out);
     if (!strstr(line, "-o solver")) continue;
     built++;
-    /* la.pc has no run path: like an install outside the loader's path,
-     * the program then needs LD_LIBRARY_PATH */
-    const char *renv[] = {agent, strstr(line, "pkg-config") ? ld_path : NULL,
-                          NULL};
+    /* la.pc has a run path (as make install writes it for a libdir
+     * outside the loader's path): no LD_LIBRARY_PATH */
+    const char *renv[] = {agent, NULL};
     if (sh("./solver", renv) != 0 || !strstr(out, "solver: OK"))
       fail_msg("%s: the program built by\n  %s\ndid not run:\n%s", doc, line,
                out);
@@ -223,18 +241,18 @@ static void run_documented(const char *doc, const char *heading,
     char app[128], q[256];
     double v[4];
     assert_int_equal(la_ta_wait_sql(&ta,
-                                     "SELECT count(*) FROM apps WHERE "
-                                     "app_name = 'solver'",
-                                     ran, 10000),
+                                    "SELECT count(*) FROM apps WHERE "
+                                    "app_name = 'solver'",
+                                    ran, 10000),
                      0);
     assert_int_equal(la_ta_sql_text(&ta,
-                                     "SELECT app_id FROM apps WHERE app_name "
-                                     "= 'solver' ORDER BY t_created_ns DESC, "
-                                     "rowid DESC LIMIT 1",
-                                     app, sizeof app),
+                                    "SELECT app_id FROM apps WHERE app_name "
+                                    "= 'solver' ORDER BY t_created_ns DESC, "
+                                    "rowid DESC LIMIT 1",
+                                    app, sizeof app),
                      0);
-    snprintf(q, sizeof q,
-             "SELECT count(*) FROM traces WHERE app_id = '%s'", app);
+    snprintf(q, sizeof q, "SELECT count(*) FROM traces WHERE app_id = '%s'",
+             app);
     assert_int_equal(la_ta_wait_sql(&ta, q, 1, 10000), 0);
     long long tag = la_ta_tag(&ta, app, 0, 0);
     assert_true(tag >= 0);
@@ -266,10 +284,10 @@ static void test_lla_first_fails(void **state) {
   need("gfortran");
   make_work("solver.f90", f_solver);
   char line[3 * PATH_MAX];
-  snprintf(line, sizeof line, "gfortran -I%s/include -c solver.f90", prefix);
+  snprintf(line, sizeof line, "gfortran -I%s -c solver.f90", fmoddir);
   assert_int_equal(sh(line, NULL), 0);
   snprintf(line, sizeof line,
-           "gfortran -o solver %s/lib/libla.a -lprotobuf-c -lpapi -lpthread "
+           "gfortran -o solver %s/lib/libla.a -lprotobuf-c -ldl -lpthread "
            "-lm solver.o",
            prefix);
   assert_int_not_equal(sh(line, NULL), 0);
@@ -294,5 +312,6 @@ int main(void) {
       cmocka_unit_test(test_fortran_lines_in_fortran_md),
       cmocka_unit_test(test_lla_first_fails),
   };
+  if (!realpath(".", src_dir)) return 1;
   return cmocka_run_group_tests_name("link", tests, NULL, NULL);
 }

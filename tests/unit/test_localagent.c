@@ -55,6 +55,7 @@
 #include "la_shm_layout.h"
 #include "la_sockio.h"
 #include "la_test_daemon.h"
+#include "la_test_kids.h"
 #include "la_test_ipc.h"
 #include "la_test_global.h"
 
@@ -62,21 +63,14 @@
 
 /* ------------------------------------------------------- test fixture -- */
 
-#define MAXKIDS 24
-
-typedef struct kid {
-  pid_t pid;
-  int res; /* records from the child */
-  int go;  /* one byte per phase to the child; -1 when unused */
-} kid_t;
+typedef la_test_kid_t kid_t; /* la_test_kids.h */
 
 static struct {
   la_test_daemon_t *d;
   la_test_global_t *g;
   char key[600];  /* secret file shared by daemon and stand-in */
   char agent[64]; /* the daemon's address, for the children */
-  kid_t kids[MAXKIDS];
-  int nkids;
+  la_test_kids_t kids;
   int victim_shm, victim_sem;
 } T;
 
@@ -100,17 +94,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-  for (int i = 0; i < T.nkids; i++) {
-    kid_t *k = &T.kids[i];
-    if (k->go >= 0) close(k->go);
-    if (k->pid > 0) {
-      kill(k->pid, SIGKILL);
-      while (waitpid(k->pid, NULL, 0) < 0 && errno == EINTR) {
-      }
-    }
-    if (k->res >= 0) close(k->res);
-  }
-  T.nkids = 0;
+  la_tk_cleanup(&T.kids);
   la_td_free(T.d); /* SIGTERM, SIGKILL if needed, directory removed */
   T.d = NULL;
   la_test_global_stop(T.g);
@@ -370,28 +354,8 @@ static void app_main(const app_t *a, int res, int go) {
 /* Forks a child running fn(arg, res, go). */
 static kid_t *spawn(void (*fn)(const void *, int, int), const void *arg,
                     int with_go) {
-  assert_true(T.nkids < MAXKIDS);
-  int rp[2], gp[2] = {-1, -1};
-  assert_int_equal(pipe2(rp, O_CLOEXEC), 0);
-  if (with_go) assert_int_equal(pipe2(gp, O_CLOEXEC), 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    /* Keep only our pipe ends: no inherited socket (the stand-in's
-     * listener) may outlive the parent's copy. */
-    int keep[2] = {rp[1], gp[0]};
-    for (int fd = 3; fd < 1024; fd++)
-      if (fd != keep[0] && fd != keep[1]) close(fd);
-    fn(arg, rp[1], gp[0]);
-    _exit(0);
-  }
-  close(rp[1]);
-  if (gp[0] >= 0) close(gp[0]);
-  kid_t *k = &T.kids[T.nkids++];
-  k->pid = pid;
-  k->res = rp[0];
-  k->go = gp[1];
+  kid_t *k = la_tk_spawn(&T.kids, fn, arg, with_go);
+  assert_non_null(k);
   return k;
 }
 
@@ -406,42 +370,21 @@ static kid_t *spawn_app(const app_t *a) {
 /* Reads the next record of kind from the child (skipping others), or fails
  * the test after WAIT_MS. */
 static void expect_rec(kid_t *k, int kind, rec_t *out) {
-  long long end = la_td_now_ms() + WAIT_MS;
-  for (;;) {
-    long long left = end - la_td_now_ms();
-    CHECK(left > 0, "child %d: no record of kind %d in time", (int)k->pid,
-          kind);
-    struct pollfd pf = {k->res, POLLIN, 0};
-    int n = poll(&pf, 1, (int)left);
-    if (n <= 0) continue;
-    rec_t r;
-    ssize_t got = read(k->res, &r, sizeof r);
-    if (got < 0 && errno == EINTR) continue;
-    CHECK(got == (ssize_t)sizeof r, "child %d ended without record %d",
-          (int)k->pid, kind);
-    if (r.kind == kind) {
-      *out = r;
-      return;
-    }
-  }
+  char why[200] = "";
+  CHECK(la_tk_expect(k, kind, out, sizeof *out, WAIT_MS, why, sizeof why) == 0,
+        "%s", why);
 }
 
 static void go(kid_t *k) {
-  assert_int_equal(write(k->go, "g", 1), 1);
+  assert_int_equal(la_tk_go(k), 0);
 }
 
 /* Waits for the child to exit; returns its exit code (128+sig if killed). */
 static int reap_kid(kid_t *k) {
-  long long end = la_td_now_ms() + WAIT_MS;
-  int st = 0;
-  for (;;) {
-    pid_t r = waitpid(k->pid, &st, WNOHANG);
-    if (r == k->pid) break;
-    CHECK(r == 0 && la_td_now_ms() < end, "child %d did not exit", (int)k->pid);
-    la_td_nap_ms(5);
-  }
-  k->pid = 0;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  pid_t pid = k->pid;
+  int code = la_tk_reap(k, WAIT_MS);
+  CHECK(code >= 0, "child %d did not exit", (int)pid);
+  return code;
 }
 
 /* Runs a whole child application: registers, cycles, finalizes. Returns the
@@ -945,6 +888,7 @@ static uint64_t make_victim(long n) {
   h->nonce = nonce;
   h->buffer_stride = la_shm_buffer_stride((uint64_t)n);
   h->segment_size = size;
+  h->n_channels = 1;
   h->magic = LA_SHM_MAGIC;
   assert_null(la_shm_header_check(h, size, (uint64_t)n, 3, nonce));
   shmdt(h);

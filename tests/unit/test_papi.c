@@ -18,7 +18,8 @@
  * unknown event names (plain and SDE) refused with LA_ENOEVENT naming the
  * event, before the LocalAgent sees a registration; cycles and instructions
  * refused with a message naming the missing event where the hardware has no
- * counters; and the fallback text when PAPI has none for an error code. */
+ * counters; the fallback text when PAPI has none for an error code; and a
+ * libpapi that cannot be loaded (LA_PAPI_LIB) refused naming it. */
 #include <papi.h>
 #include <pthread.h>
 #include <sde_lib.h>
@@ -382,6 +383,27 @@ static void test_instructions_missing(void **state) {
   hw_metric("instructions", "PAPI_TOT_INS");
 }
 
+/* libla loads libpapi only for a PAPI metric: one it cannot load (run
+ * first, before any test loaded the real one) is refused with LA_EPAPI
+ * naming the library, before the LocalAgent hears of the program, and
+ * the time metric still works. */
+static void test_papi_library_missing(void **state) {
+  (void)state;
+  NEED_DAEMONS();
+  long regs = la_td_status_ll(T.st.la, "registrations");
+  setenv("LA_PAPI_LIB", "/nonexistent/libpapi-la-test.so", 1);
+  int rc = reg("papi-nolib", "papi:" EV_WORK, 4);
+  unsetenv("LA_PAPI_LIB");
+  assert_int_equal(rc, LA_EPAPI);
+  print_message("refused: %s\n", LA_lastError());
+  assert_non_null(strstr(LA_lastError(), "/nonexistent/libpapi-la-test.so"));
+  assert_non_null(strstr(LA_lastError(), "LA_METRIC=time"));
+  assert_int_equal(la_td_status_ll(T.st.la, "registrations"), regs);
+  assert_int_equal(reg("papi-nolib-time", "time", 2), 0);
+  assert_int_equal(LA_dataXfer(), 0);
+  assert_int_equal(LA_finalize(), 0);
+}
+
 /* An error code PAPI has no text for still gives one, with the number. */
 static void test_strerror_fallback(void **state) {
   (void)state;
@@ -399,6 +421,7 @@ int main(void) {
   register_sde();
   const struct CMUnitTest tests[] = {
 #define T_(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+      T_(test_papi_library_missing),
       T_(test_sde_values_per_element),
       T_(test_threads_have_own_event_sets),
       T_(test_thread_outlives_registration),

@@ -54,6 +54,7 @@ static la_shm_header_t *make_segment(uint64_t n, uint32_t k,
   h->nonce = NONCE;
   h->buffer_stride = la_shm_buffer_stride(n);
   h->segment_size = size;
+  h->n_channels = 1;
   h->magic = LA_SHM_MAGIC;
   *bytes = size;
   return h;
@@ -474,6 +475,7 @@ static void test_sysv_segment_two_processes(void **state) {
   h->nonce = NONCE;
   h->buffer_stride = la_shm_buffer_stride(n);
   h->segment_size = size;
+  h->n_channels = 1;
   __atomic_store_n(&h->magic, LA_SHM_MAGIC, __ATOMIC_RELEASE);
 
   fflush(NULL);

@@ -39,6 +39,7 @@
 #include "la_compact.h"
 #include "store.h"
 #include "la_test_msg.h"
+#include "la_trace_msg.h"
 
 typedef struct fx {
   char dir[64];
@@ -1220,23 +1221,12 @@ static void build_doc_db(la_store_t *s) {
       La__CompactTrace t = LA__COMPACT_TRACE__INIT;
       La__SeriesStats st = LA__SERIES_STATS__INIT;
       La__FitError er = LA__FIT_ERROR__INIT;
+      la_trace_msg_fill(&t, &st, &er, &res);
       t.seq = c + r;
       t.app_id = "wavetoy-1234";
       t.rank = r;
       t.cycle_tag = c;
       t.n_elements = nel[r];
-      t.mode = (La__CompactMode)res.mode;
-      t.segments.data = res.bytes;
-      t.segments.len = res.len;
-      st.count = res.stats.count;
-      st.sum = res.stats.sum;
-      st.min = res.stats.min;
-      st.max = res.stats.max;
-      t.stats = &st;
-      er.max_abs = res.error.max_abs;
-      er.rmse = res.error.rmse;
-      er.cv = res.error.cv;
-      t.error = &er;
       /* cycle 20 carries robust weights: the step of 500 in the second
        * half was interference (docs/fidelity.md) */
       la_compact_result_t rres;
@@ -1244,14 +1234,7 @@ static void build_doc_db(la_store_t *s) {
       if (c == 20) {
         for (uint64_t i = 0; i < nel[r]; i++) x[i] = 1000.0 * (r + 1) + 20;
         assert_int_equal(la_compact(x, nel[r], &p, &rres), 0);
-        t.has_robust_segments = 1;
-        t.robust_segments.data = rres.bytes;
-        t.robust_segments.len = rres.len;
-        rst.count = rres.stats.count;
-        rst.sum = rres.stats.sum;
-        rst.min = rres.stats.min;
-        rst.max = rres.stats.max;
-        t.robust_stats = &rst;
+        la_trace_msg_robust(&t, &rst, &rres);
         t.has_interference = 1;
         t.interference = res.stats.sum - rres.stats.sum;
         t.has_flagged = 1;

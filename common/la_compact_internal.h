@@ -1,0 +1,289 @@
+/* la_compact_internal.h: the compaction engine's internals, shared by its
+ * own files (common/la_compact_*.c), its tests and its benchmarks.
+ *
+ * la_compact.h is the engine's API (parameters, la_compact(), decoding,
+ * synthetic series); this header adds what its files share among themselves:
+ * the fitting margins, the statistics accumulator, the byte buffer and
+ * reader, the encoding's constants and record writers (docs/compaction.md is
+ * the format's definition) and the segmenters. Nothing outside the engine,
+ * its tests and benchmarks includes it; it may change with the engine.
+ */
+#ifndef LA_COMPACT_INTERNAL_H
+#define LA_COMPACT_INTERNAL_H
+
+#include "la_compact.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Margins that keep the bounds after quantization (docs/compaction.md):
+ * polyline fits with cv * (1 - 2^-10) and quantizes with a step <= 2^-10 *
+ * cv * |segment mean|; maxerr fits with epsilon * (1 - 1/16) and quantizes
+ * with a step <= epsilon_min / 16. */
+#define LA_COMPACT_PL_FIT (1.0 - 1.0 / 1024)
+#define LA_COMPACT_PL_QSTEP (1.0 / 1024)
+#define LA_COMPACT_ME_FIT (1.0 - 1.0 / 16)
+#define LA_COMPACT_ME_QSTEP (1.0 / 16)
+/* Polyline, outliers on: a point above LA_COMPACT_SPIKE times both of its
+ * (positive) neighbours is an isolated spike, stored verbatim, never fitted. */
+#define LA_COMPACT_SPIKE 4.0
+
+/* x86-64 builds with GCC or Clang carry AVX2 kernels (target attributes,
+ * chosen at run time by la_compact_simd()); elsewhere only the portable
+ * scalar code exists. Both compute bit-identical results. */
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define LA_COMPACT_X86 1
+#else
+#define LA_COMPACT_X86 0
+#endif
+
+/* 1 when the AVX2 kernels may run here (the CPU and the OS support AVX2 and
+ * the environment variable LA_COMPACT_SCALAR is not set to a non-empty value
+ * other than "0"), else 0. Read on every la_compact() call; no state. */
+int la_compact_simd(void);
+
+/* Running exact statistics in index order: la_series_stats() is
+ * la_stats_init(), la_stats_run() over x[0..n), la_stats_finish(). s and c are
+ * Neumaier's sum and compensation; lo and hi ignore NaN. */
+typedef struct la_stats_acc {
+  double s, c, lo, hi;
+} la_stats_acc_t;
+
+static inline void la_stats_init(la_stats_acc_t *a) {
+  a->s = a->c = 0;
+  a->lo = __builtin_inf();
+  a->hi = -__builtin_inf();
+}
+/* One value: the definition (Neumaier, then min and max). */
+static inline void la_stats_add(la_stats_acc_t *a, double v) {
+  double s = a->s, t = s + v;
+  a->c += __builtin_fabs(s) >= __builtin_fabs(v) ? (s - t) + v : (v - t) + s;
+  a->s = t;
+  a->lo = v < a->lo ? v : a->lo;
+  a->hi = v > a->hi ? v : a->hi;
+}
+/* x[0..n) in order; simd: may use the AVX2 kernel (same result). */
+void la_stats_run(la_stats_acc_t *a, const double *x, size_t n, int simd);
+/* The statistics of the count points fed so far. */
+void la_stats_finish(const la_stats_acc_t *a, uint64_t count,
+                     la_series_stats_t *st);
+
+/* Growable byte buffer: capacity doubles; the first allocation failure is
+ * sticky in err (LA_ENOMEM) and later puts are ignored. */
+typedef struct la_cbuf {
+  uint8_t *p;
+  size_t len, cap;
+  int err;
+} la_cbuf_t;
+
+int la_cbuf_reserve(la_cbuf_t *b, size_t more);
+void la_cbuf_free(la_cbuf_t *b);
+void la_cbuf_put_u8(la_cbuf_t *b, uint8_t v);
+void la_cbuf_put_varint(la_cbuf_t *b, uint64_t v);
+void la_cbuf_put_f64(la_cbuf_t *b, double v); /* 8 bytes, little-endian */
+void la_cbuf_put_u32(la_cbuf_t *b, uint32_t v);
+/* A verbatim value: zigzag integer when v is an integer of magnitude
+ * <= 2^53 (and not -0.0), else the tag 1 and the 8 raw bytes. */
+void la_cbuf_put_verbatim(la_cbuf_t *b, double v);
+
+/* Bounds-checked reader of bytes[0..len). Every getter returns 0,
+ * LA_ETRUNC (not enough bytes) or LA_EPROTO (varint longer than 10 bytes or
+ * above 2^64-1, bad verbatim tag). */
+typedef struct la_creader {
+  const uint8_t *p;
+  size_t len, off;
+} la_creader_t;
+
+int la_creader_u8(la_creader_t *r, uint8_t *v);
+int la_creader_varint(la_creader_t *r, uint64_t *v);
+int la_creader_f64(la_creader_t *r, double *v);
+int la_creader_u32(la_creader_t *r, uint32_t *v);
+int la_creader_verbatim(la_creader_t *r, double *v);
+
+static inline uint64_t la_zigzag(int64_t v) {
+  return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+static inline int64_t la_unzigzag(uint64_t u) {
+  return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
+/* Writes v as a LEB128 varint at p (10 bytes of room); returns its length. */
+static inline size_t la_varint_write(uint8_t *p, uint64_t v) {
+  size_t i = 0;
+  while (v >= 0x80) {
+    p[i++] = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  p[i++] = (uint8_t)v;
+  return i;
+}
+
+/* CRC-32 of the encoding: la_crc32() of common/la_crc32.h. */
+#include "la_crc32.h"
+#define la_compact_crc32 la_crc32
+
+/* Encoding constants (docs/compaction.md, "Binary encoding"). */
+#define LA_CENC_MAGIC0 0x4C /* 'L' */
+#define LA_CENC_MAGIC1 0x41 /* 'A' */
+#define LA_CENC_MAGIC2 0x43 /* 'C' */
+#define LA_CENC_VERSION 1
+#define LA_CENC_F_CONNECTED 0x01
+#define LA_CENC_F_RELATIVE 0x02
+#define LA_CENC_F_OUTLIERS 0x04
+#define LA_CENC_F_XOR 0x08     /* lossless: XOR body (else integer deltas) */
+#define LA_CENC_F_QUANTUM 0x10 /* lossy: a quantum follows n; QRUN records */
+#define LA_CENC_HEADER_MAX 32
+enum {
+  LA_REC_QLINE = 0,
+  LA_REC_RLINE = 1,
+  LA_REC_VERBATIM = 2,
+  LA_REC_QRUN = 3 /* exact values k * quantum, k as zigzag varint deltas */
+};
+#define LA_CENC_QRUN_MAX 1024 /* points of one quantized run record */
+#define LA_REC_EXC 0x04       /* tag bit: exceptions follow */
+#define LA_REC_NEWEXP 0x08    /* tag bit: exponent delta follows */
+#define LA_REC_SHIFT 4        /* tag >> 4 is the record's point count - 1 */
+#define LA_QK_MAX 4503599627370496.0       /* 2^52: |k| must stay below */
+#define LA_QPRED_MAX 4611686018427387904.0 /* 2^62 */
+#define LA_QEXP_MIN (-1000)
+#define LA_QEXP_MAX 1000
+
+/* Value of point j (0-based) of a line record of count points: base + (j +
+ * off) * d, except the last point, which is exactly `last`. Fresh records:
+ * base = first value, off = 0, d = (last - base) / (count - 1); records
+ * continuing a connected polyline: base = previous vertex, off = 1,
+ * d = (last - base) / count. Encoder and decoder both use this. */
+static inline double la_line_value(double base, double d, uint64_t off,
+                                   uint64_t j, uint64_t count, double last) {
+  return j + 1 == count ? last : base + (double)(j + off) * d;
+}
+
+/* Exact, call-free equivalents of libm functions on the encoder's hot
+ * paths (same results bit for bit): la_pow2(k) is 2^k for |k| <= 1022, so
+ * v * la_pow2(k) is ldexp(v, k) (one correctly rounded multiplication);
+ * la_floor(u) is floor(u). */
+static inline double la_pow2(int k) {
+  union {
+    uint64_t u;
+    double d;
+  } b;
+  b.u = (uint64_t)(k + 1023) << 52;
+  return b.d;
+}
+static inline double la_floor(double u) {
+  if (u == 0 || !(__builtin_fabs(u) < 0x1p62))
+    return __builtin_floor(u);   /* +-0 keep their sign; large, NaN, Inf */
+  double f = (double)(int64_t)u; /* truncation, exact: |u| < 2^62 */
+  return f > u ? f - 1 : f;
+}
+
+/* Prediction of the integer of a quantized value from the previous stored
+ * line value prev, at exponent e: floor(prev * 2^-e + 0.5), or 0 when that is
+ * not below 2^62 in magnitude (or not a number). */
+int64_t la_qpredict(double prev, int e);
+
+/* The encoder the segmenters feed (la_compact_encode.c). Records are written
+ * in order; exceptions are given before the line that contains them. Every
+ * line is checked against the raw points before it is written; a line that
+ * misses its bound (a floating-point corner case) is written as a verbatim
+ * run instead and counted in fallbacks. */
+struct la_cenc {
+  la_cbuf_t out;
+  const double *x; /* the raw series (for checks and verbatim values) */
+  uint64_t n, pos; /* points; points covered by written records */
+  int mode, flags;
+  double bound; /* cv (polyline) or epsilon (maxerr) */
+  /* exceptions of the open line: offsets from its first point */
+  uint64_t *exc_off;
+  size_t nexc, exc_cap;
+  uint64_t run; /* points of the open verbatim run (starting at pos) */
+  double prev;  /* last stored line value (prediction base) */
+  int prev_exp;
+  int vertex_ok; /* the last record is a line: a connected line may follow */
+  double vertex; /* its last value */
+  /* outputs */
+  size_t segments, exceptions, fallbacks;
+  double err_max, err_sse, err_sum; /* over points checked */
+  uint64_t err_count;
+  int err;
+  int simd;             /* la_compact_simd() */
+  la_stats_acc_t stats; /* statistics of x[0..stats_pos) */
+  uint64_t stats_pos;
+  size_t rec_bytes; /* bytes of the last line record (with exceptions) */
+  /* quantized runs: quantum (0: none), its inverse, the integer of the last
+   * value of a run (the decoder's delta chain), points so stored */
+  double quantum, inv_quantum, qk;
+  uint64_t quantized;
+};
+typedef struct la_cenc la_cenc_t;
+
+/* Starts an encoding of x[0..n) in *e (zeroed first): writes the header.
+ * quantum > 0 (finite, normal) allows quantized runs (la_cenc_qrun()) and
+ * is recorded in the header; 0 does not. */
+void la_cenc_init(la_cenc_t *e, const double *x, uint64_t n, int mode,
+                  int flags, double bound, double quantum);
+/* Marks x[index] as an exception of the next line (indexes increasing,
+ * inside that line, neither its first nor its last point). */
+void la_cenc_exception(la_cenc_t *e, uint64_t index);
+/* Adds the next point (x[pos + run]) to the open verbatim run. */
+void la_cenc_verbatim(la_cenc_t *e);
+/* Writes a line over the next count points. anchored: it continues a
+ * connected polyline from the previous vertex (a is ignored); else a is its
+ * value at the first point. b is its value at the last point. qmax: largest
+ * quantization step the bound allows (<= 0: store exact doubles). tol_abs,
+ * tol_rel: maxerr bound per point (|err| <= tol_abs + tol_rel*|x|); for
+ * polyline (tol_abs < 0) the check is RMSE <= bound * |mean|. Returns 1 and
+ * sets *vertex to the stored last value when a line was written, 0 when it
+ * fell back to verbatim, or a negative error. */
+int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a, double b,
+                 double qmax, double tol_abs, double tol_rel, double *vertex);
+/* Whether q can be a trace's quantum: positive and normal, with a normal
+ * reciprocal (the encoder and the decoder both check it). */
+static inline int la_compact_quantum_ok(double q) {
+  return q > 0 && __builtin_isnormal(q) && __builtin_isnormal(1 / q);
+}
+/* Bytes a quantized run would take for x[first..first+count) after a run
+ * ending at integer *k (NaN: the run starts at the first point's own
+ * integer; record tag not counted), updating *k; or UINT64_MAX when a point
+ * is not a whole multiple of the quantum (or no quantum). */
+uint64_t la_cenc_qcost(const la_cenc_t *e, uint64_t first, uint64_t count,
+                       double *k);
+/* Writes the next points (from pos + run, after the open verbatim run), as
+ * many as are whole multiples of the quantum, at most max and at most
+ * LA_CENC_QRUN_MAX, as one quantized run record: exact values. Returns the
+ * number of points written (0: the next point is not such a multiple, or no
+ * quantum), or a negative error. The open line must have no exceptions. */
+int64_t la_cenc_qrun(la_cenc_t *e, uint64_t max);
+/* Flushes the open run and appends the CRC. Returns 0 or e->err. */
+int la_cenc_finish(la_cenc_t *e);
+/* Frees e's buffers (not out.p when the caller took it). */
+void la_cenc_free(la_cenc_t *e);
+
+/* Lossless encoding of x[0..n) into out: header and body, no CRC. Integer
+ * series (every value an integer of magnitude <= 2^53, no -0.0) get zigzag
+ * varint deltas, others XOR with the previous value. Returns 0 or
+ * LA_ENOMEM. */
+int la_compact_lossless_encode(const double *x, size_t n, la_cbuf_t *out);
+/* Decodes the n values of a lossless body (flags from the header) from r
+ * into out. Returns 0, LA_ETRUNC or LA_EPROTO. */
+int la_compact_lossless_decode(la_creader_t *r, int flags, uint64_t n,
+                               double *out);
+
+/* Segmenters: one pass over x, feeding enc. Return 0 or LA_ENOMEM. */
+int la_compact_polyline_run(const double *x, size_t n,
+                            const la_compact_params_t *p, la_cenc_t *enc);
+int la_compact_maxerr_run(const double *x, size_t n,
+                          const la_compact_params_t *p, la_cenc_t *enc);
+
+/* Maxerr segmentation of x (disjoint, no outliers, no quantization, every
+ * point finite) with the interval [x - tol, x + tol], tol = tol_abs +
+ * tol_rel * |x|: writes each segment's length into lens (capacity n) and
+ * returns the number of segments, or LA_ENOMEM. Tests compare it with a
+ * brute-force optimum. */
+long la_compact_maxerr_lengths(const double *x, size_t n, double tol_abs,
+                               double tol_rel, size_t *lens);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LA_COMPACT_INTERNAL_H */

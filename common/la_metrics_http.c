@@ -1,0 +1,216 @@
+/* la_metrics_http.c: the metrics endpoint (see la_metrics_http.h). The
+ * socket is bound here (clear errors, any port with port 0); libmicrohttpd
+ * accepts on it and speaks HTTP in its internal polling thread. What that
+ * thread touches: the snapshot (text, length) under mu, and the request
+ * counter (atomic). */
+#include "la_metrics_http.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "la_daemon.h"
+#include "la_errcodes.h"
+#include "la_sockio.h"
+
+/* Prometheus text exposition format, version 0.0.4. */
+#define LA__CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+struct la_metrics_http {
+  struct MHD_Daemon *d;
+  pthread_mutex_t mu; /* guards text, len */
+  char *text;
+  size_t len;
+  atomic_uint_fast64_t requests;
+};
+
+int la_metrics_listen_ok(const char *name, const char *s) {
+  if (!s[0] || la_daemon_addr_ok(s, 1)) return 1;
+  fprintf(stderr,
+          "%s: metrics.listen '%s' is not host:port (e.g. 127.0.0.1:9464; "
+          "empty: off)\n",
+          name, s);
+  return 0;
+}
+
+/* A page with a fixed body (not copied: static text). */
+static enum MHD_Result la__plain(struct MHD_Connection *c, unsigned status,
+                                 const char *body) {
+  struct MHD_Response *r = MHD_create_response_from_buffer(
+      strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
+  if (!r) return MHD_NO;
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+  if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+  enum MHD_Result ok = MHD_queue_response(c, status, r);
+  MHD_destroy_response(r);
+  return ok;
+}
+
+/* libmicrohttpd's request handler (HTTP thread): the snapshot for GET
+ * /metrics, 404 and 405 otherwise. A request body is never read: the
+ * response goes out on the first call and the connection is closed after
+ * it when a body was sent. */
+static enum MHD_Result la__handle(void *cls, struct MHD_Connection *c,
+                                  const char *url, const char *method,
+                                  const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls) {
+  la_metrics_http_t *m = cls;
+  (void)version, (void)upload, (void)upload_size, (void)con_cls;
+  atomic_fetch_add(&m->requests, 1);
+  if (strcmp(url, "/metrics") != 0)
+    return la__plain(c, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
+  if (strcmp(method, MHD_HTTP_METHOD_GET) &&
+      strcmp(method, MHD_HTTP_METHOD_HEAD))
+    return la__plain(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+  pthread_mutex_lock(&m->mu);
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(m->len, m->text, MHD_RESPMEM_MUST_COPY);
+  pthread_mutex_unlock(&m->mu);
+  if (!r) return MHD_NO;
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, LA__CONTENT_TYPE);
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+  enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
+  MHD_destroy_response(r);
+  return ok;
+}
+
+/* A listening TCP socket on host:port (non-blocking, close-on-exec), the
+ * bound address into bound. Returns the fd or a negative LA_E* code. */
+static int la__bind(const char *listen_addr, char *bound, size_t bound_len,
+                    uint16_t *port, char *why, size_t why_len) {
+  char host[200], ps[8], tmp[300];
+  uint16_t p = 0;
+  size_t n = strlen(listen_addr);
+  int any = n > 2 && !strcmp(listen_addr + n - 2, ":0"); /* any port */
+  if (n + 1 >= sizeof tmp ||
+      (snprintf(tmp, sizeof tmp, "%.*s%s", (int)(any ? n - 2 : n), listen_addr,
+                any ? ":1" : ""),
+       la_hostport_parse(tmp, host, sizeof host, &p) != 0)) {
+    snprintf(why, why_len, "'%s' is not host:port", listen_addr);
+    return LA_EINVAL;
+  }
+  if (any) p = 0;
+  snprintf(ps, sizeof ps, "%u", (unsigned)p);
+  struct addrinfo hints = {0}, *res = NULL;
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  int gai = getaddrinfo(host, ps, &hints, &res);
+  if (gai != 0) {
+    snprintf(why, why_len, "'%s': %s", host, gai_strerror(gai));
+    return LA_EINVAL;
+  }
+  int fd = -1, err = 0;
+  for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                a->ai_protocol);
+    if (fd < 0) {
+      err = errno;
+      continue;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 16) != 0) {
+      err = errno;
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(res);
+  if (fd < 0) {
+    snprintf(why, why_len, "cannot listen on %s: %s", listen_addr,
+             strerror(err));
+    return LA_EIO;
+  }
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  char h[NI_MAXHOST], s[NI_MAXSERV];
+  if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0 ||
+      getnameinfo((struct sockaddr *)&ss, sl, h, sizeof h, s, sizeof s,
+                  NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+    snprintf(why, why_len, "cannot read the bound address: %s",
+             strerror(errno));
+    close(fd);
+    return LA_EIO;
+  }
+  *port = (uint16_t)atoi(s);
+  snprintf(bound, bound_len, strchr(h, ':') ? "[%s]:%s" : "%s:%s", h, s);
+  return fd;
+}
+
+int la_metrics_http_start(const char *listen_addr, unsigned max_conns,
+                          unsigned timeout_s, la_metrics_http_t **out,
+                          char *bound, size_t bound_len, uint16_t *port,
+                          char *why, size_t why_len) {
+  *out = NULL;
+  la_metrics_http_t *m = calloc(1, sizeof *m);
+  if (!m) {
+    snprintf(why, why_len, "out of memory");
+    return LA_ENOMEM;
+  }
+  pthread_mutex_init(&m->mu, NULL);
+  atomic_init(&m->requests, 0);
+  int fd = la__bind(listen_addr, bound, bound_len, port, why, why_len);
+  if (fd < 0) {
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+    return fd;
+  }
+  /* the HTTP thread inherits this mask: signals stay with the loop */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  m->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0,
+                          NULL, NULL, la__handle, m, MHD_OPTION_LISTEN_SOCKET,
+                          (MHD_socket)fd, MHD_OPTION_CONNECTION_LIMIT,
+                          max_conns, MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
+                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
+                          MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1, MHD_OPTION_END);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (!m->d) {
+    snprintf(why, why_len, "cannot start the HTTP server on %s", bound);
+    close(fd);
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+    return LA_EIO;
+  }
+  *out = m;
+  return 0;
+}
+
+int la_metrics_http_publish(la_metrics_http_t *m, const char *text,
+                            size_t len) {
+  char *copy = malloc(len + 1);
+  if (!copy) return LA_ENOMEM;
+  memcpy(copy, text, len);
+  copy[len] = '\0';
+  pthread_mutex_lock(&m->mu);
+  char *old = m->text;
+  m->text = copy;
+  m->len = len;
+  pthread_mutex_unlock(&m->mu);
+  free(old);
+  return 0;
+}
+
+uint64_t la_metrics_http_requests(la_metrics_http_t *m) {
+  return (uint64_t)atomic_load(&m->requests);
+}
+
+void la_metrics_http_stop(la_metrics_http_t *m) {
+  if (!m) return;
+  MHD_stop_daemon(m->d); /* joins the thread, closes the listening socket */
+  pthread_mutex_destroy(&m->mu);
+  free(m->text);
+  free(m);
+}

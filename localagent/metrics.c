@@ -1,0 +1,32 @@
+/* metrics.c: the LocalAgent's metrics endpoint (metrics.listen): the
+ * status report (control.c) rendered as la_localagent_* metrics every
+ * metrics.interval and served over HTTP by common/la_metrics.h. Off when
+ * metrics.listen is empty. Loop thread. */
+#include "agent.h"
+#include "la_metrics.h"
+
+static la_metrics_t *la__metrics; /* the daemon's one endpoint, or NULL */
+
+static La__StatusReply *la__snapshot(void *arg) {
+  return la_status_reply(arg);
+}
+
+int la_agent_metrics_start(la_agent_t *ag, char *why, size_t why_len) {
+  la_metrics_conf_t c = {
+      .listen = ag->set.metrics_listen,
+      .port_file = ag->set.metrics_port_file,
+      .prefix = "la_localagent_",
+      .interval_ms = (uint64_t)ag->set.metrics_interval_ms,
+      .max_conns = (unsigned)ag->set.metrics_max_conns,
+      .max_apps = (size_t)ag->set.max_apps,
+      .snapshot = la__snapshot,
+      .arg = ag,
+  };
+  return la_metrics_start(ag->loop, &c, &la__metrics, why, why_len);
+}
+
+void la_agent_metrics_stop(la_agent_t *ag) {
+  (void)ag;
+  la_metrics_stop(la__metrics);
+  la__metrics = NULL;
+}

@@ -1,0 +1,26 @@
+"""la_weights: per-element weights from an LA GlobalAgent store, offline,
+as numpy arrays (docs/python.md).
+
+    import la_weights
+    with la_weights.open("la.db") as s:
+        w = s.weights("wavetoy-1234", 20)   # float64, global element order
+
+Store.cycle() gives the stitched cycle with its vtxdist, exact totals and
+missing ranks, Store.table() the rows of `lactl export`, Store.dataframe()
+the same as a pandas DataFrame; Store.channels(app) and channel="name"
+read one channel (LA_channel) instead of the sum. Traces are decoded by
+libla_client.
+"""
+
+from ._lib import DecodeError, LibraryNotFound
+from .store import (MEASURED, NO_CHANNEL_REASON, ROBUST, ROW_DTYPE,
+                    SCHEMA_VERSION, SERIES, Cycle, NoRobustWeights,
+                    NoSuchChannel, NotFound, Series, Store, channel_series,
+                    open)
+
+__version__ = "1.0.0"
+
+__all__ = ["open", "Store", "Cycle", "Series", "SERIES", "MEASURED",
+           "ROBUST", "ROW_DTYPE", "SCHEMA_VERSION", "NotFound",
+           "NoRobustWeights", "NoSuchChannel", "NO_CHANNEL_REASON",
+           "channel_series", "DecodeError", "LibraryNotFound"]

@@ -1,0 +1,260 @@
+/* test_pydata.c: data access for analysts, end to end.
+ *
+ * la_client_decode_trace (the decoder the Python package calls) against
+ * la_trace_decode on every record kind the encoder writes (lines, verbatim
+ * runs and exceptions, quantized runs, both lossless bodies), and its
+ * errors. Then a real store: the real GlobalAgent and LocalAgent
+ * (la_test_agent), the wavetoy example under mpiexec -n 4 with polyline,
+ * maxerr and lossless compaction; tests/python/check_pydata.py (Debian's
+ * /usr/bin/python3 with numpy) pip-installs python/ into a temporary
+ * directory, loads the weights and compares them exactly with `lactl
+ * export` (CSV, JSON and npy, which must equal the CSV), the same per channel
+of multiloop (three channels) against `lactl export --channel` and an
+unknown channel's error against lactl's, checks the format
+ * versions, and validates every JSON output of lactl against
+ * the schemas in docs/schema. Skips only when mpiexec, the daemons, the example
+ * or /usr/bin/python3 do not exist.
+ */
+#include <limits.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "la.h"
+#include "la_client.h"
+#include "la_compact.h"
+#include "la_test_agent.h"
+
+#define PY "/usr/bin/python3"
+#define STEPS "3"
+
+static la_test_agent_t ta;
+static int stack_up;
+static char src[600], bindir[600], exdir[700];
+
+/* ------------------------------------------- the decoder, record by record */
+
+/* Encodes x with spec (quantum q) and checks la_client_decode_trace gives
+ * la_trace_decode's bits; returns the encoder's result for more checks. */
+static size_t seen_lines, seen_verbatim, seen_exceptions;
+static uint64_t seen_quantized;
+
+/* Encodes x with spec (quantum q) and checks la_client_decode_trace gives
+ * la_trace_decode's bits; counts the record kinds the encoding holds. */
+static void roundtrip(const double *x, size_t n, const char *spec, double q) {
+  la_compact_params_t p;
+  la_compact_result_t r = {0};
+  assert_int_equal(la_compact_spec_parse(spec, &p, NULL, 0), 0);
+  p.quantum = q;
+  assert_int_equal(la_compact(x, n, &p, &r), 0);
+  la_trace_t *t = NULL;
+  assert_int_equal(la_trace_open(r.bytes, r.len, &t, NULL, 0), 0);
+  double *a = malloc((n + 1) * sizeof *a), *b = malloc((n + 1) * sizeof *b);
+  assert_int_equal(la_trace_decode(t, 0, n, a), 0);
+  char why[200] = "x";
+  assert_int_equal(la_client_decode_trace(r.bytes, r.len, b, n, why, 200), 0);
+  assert_string_equal(why, "");
+  assert_memory_equal(a, b, n * sizeof *a);
+  for (size_t i = 0; i < la_trace_segment_count(t); i++) {
+    la_trace_segment_t g;
+    assert_int_equal(la_trace_segment(t, i, &g), 0);
+    if (g.kind == LA_SEG_LINE) seen_lines++;
+    if (g.kind == LA_SEG_VERBATIM) seen_verbatim++;
+    seen_exceptions += g.exceptions;
+  }
+  seen_quantized += r.quantized;
+  la_trace_close(t);
+  la_compact_result_free(&r);
+  free(a);
+  free(b);
+}
+
+static void test_decode_record_kinds(void **state) {
+  enum { N = 3000 };
+  double *x = malloc(N * sizeof *x);
+  static const char *const lossy[] = {"polyline:cv=0.05",
+                                      "polyline:cv=0.001,connected",
+                                      "polyline:cv=0.01,no-outliers",
+                                      "maxerr:eps=0.01,relative",
+                                      "maxerr:eps=5",
+                                      NULL};
+  /* lines with exceptions (spikes) and verbatim runs (noise) */
+  for (int k = 0; k < LA_SYNTH_KINDS; k++) {
+    assert_int_equal(la_compact_synth(k, N, 7 + (uint64_t)k, x), 0);
+    for (int i = 0; lossy[i]; i++) roundtrip(x, N, lossy[i], 0);
+    roundtrip(x, N, "lossless", 0); /* integer deltas or XOR */
+  }
+  assert_true(seen_lines > 0 && seen_verbatim > 0 && seen_exceptions > 0);
+  /* quantized runs: rough whole multiples of a timer step */
+  uint64_t s = 11;
+  for (int i = 0; i < N; i++)
+    x[i] = 0.375 * (double)(1000 + la_compact_rand(&s) % 900);
+  roundtrip(x, N, "polyline:cv=0.01", 0.375);
+  assert_true(seen_quantized > 0);
+  for (int i = 0; i < N; i++) x[i] = 0.1 * i + 1e-7 * (i % 3); /* XOR */
+  roundtrip(x, N, "lossless", 0);
+  roundtrip(x, 0, "lossless", 0); /* no point at all */
+  free(x);
+}
+
+static void test_decode_errors(void **state) {
+  double x[64], y[64];
+  for (int i = 0; i < 64; i++) x[i] = 100 + i % 7;
+  la_compact_result_t r = {0};
+  la_compact_params_t p;
+  la_compact_params_default(&p);
+  assert_int_equal(la_compact(x, 64, &p, &r), 0);
+  char why[200];
+  /* another point count, either way: LA_ERANGE, saying so */
+  assert_int_equal(la_client_decode_trace(r.bytes, r.len, y, 63, why, 200),
+                   LA_ERANGE);
+  assert_non_null(strstr(why, "64"));
+  double *big = malloc(65 * sizeof *big);
+  assert_int_equal(la_client_decode_trace(r.bytes, r.len, big, 65, why, 200),
+                   LA_ERANGE);
+  assert_non_null(strstr(why, "not 65"));
+  free(big);
+  /* a flipped byte: the checksum */
+  uint8_t *bad = malloc(r.len);
+  memcpy(bad, r.bytes, r.len);
+  bad[r.len / 2] ^= 0x40;
+  assert_int_equal(la_client_decode_trace(bad, r.len, y, 64, why, 200),
+                   LA_EPROTO);
+  assert_true(why[0] != 0);
+  /* cut short, and not a trace at all */
+  int rc = la_client_decode_trace(r.bytes, r.len - 5, y, 64, NULL, 0);
+  assert_true(rc == LA_ETRUNC || rc == LA_EPROTO);
+  assert_int_equal(
+      la_client_decode_trace((const uint8_t *)"hello, world!!!!!!!", 19, y, 64,
+                             why, 200),
+      LA_EPROTO);
+  assert_int_equal(la_client_decode_trace(NULL, 5, y, 64, why, 200), LA_EINVAL);
+  assert_int_equal(la_client_decode_trace(r.bytes, r.len, NULL, 64, why, 200),
+                   LA_EINVAL);
+  free(bad);
+  la_compact_result_free(&r);
+}
+
+/* --------------------------------------------------- the store, end to end */
+
+static int find_src(void) {
+  char exe[600];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return -1;
+  exe[n] = 0;
+  for (char *p = strrchr(exe, '/'); p; p = strrchr(exe, '/')) {
+    *p = 0;
+    char probe[700];
+    snprintf(probe, sizeof probe, "%s/python/pyproject.toml", exe);
+    if (access(probe, R_OK) == 0) {
+      snprintf(src, sizeof src, "%s", exe);
+      return 0;
+    }
+  }
+  return -1;
+}
+
+static int group_setup(void **state) {
+  char path[900];
+  if (find_src() != 0) return -1;
+  if (system("command -v mpiexec >/dev/null 2>&1") != 0 ||
+      access(PY, X_OK) != 0 || la_td_find_bin("lactl", path, sizeof path) != 0)
+    return 0; /* the store test skips */
+  snprintf(bindir, sizeof bindir, "%.*s", (int)(strrchr(path, '/') - path),
+           path);
+  snprintf(exdir, sizeof exdir, "%s/../examples", bindir);
+  snprintf(path, sizeof path, "%s/wavetoy", exdir);
+  if (access(path, X_OK) != 0) return 0;
+  snprintf(path, sizeof path, "%s/multiloop", exdir);
+  if (access(path, X_OK) != 0) return 0;
+  if (la_ta_start(&ta, NULL) != 0) return 0;
+  stack_up = 1;
+  return 0;
+}
+
+static int group_teardown(void **state) {
+  if (stack_up) la_ta_free(&ta);
+  return 0;
+}
+
+/* Runs example ex (wavetoy, multiloop) on 4 ranks for STEPS steps with the
+ * compaction spec as application app_id and waits until its sets are
+ * complete in the store. */
+static void run_app(const char *ex, const char *spec, const char *app_id) {
+  char prog[900], env_spec[160], env_id[160], out[8192];
+  snprintf(prog, sizeof prog, "%s/%s", exdir, ex);
+  snprintf(env_spec, sizeof env_spec, "LA_COMPACT=%s", spec);
+  snprintf(env_id, sizeof env_id, "LA_APP_ID=%s", app_id);
+  const char *argv[] = {"mpiexec", "-n",      "4",   prog, "--n",
+                        "24",      "--steps", STEPS, NULL};
+  const char *env[] = {env_spec, env_id, NULL};
+  int rc = la_td_run(argv, env, 120000, out, sizeof out);
+  if (rc != 0) fail_msg("%s exited %d:\n%s", ex, rc, out);
+  char sql[300];
+  snprintf(sql, sizeof sql,
+           "SELECT count(*) FROM trace_sets WHERE app_id = '%s'"
+           " AND closed = 1 AND complete = 1",
+           app_id);
+  if (la_ta_wait_sql(&ta, sql, atoi(STEPS), 30000) != 0)
+    fail_msg("%s: %s complete sets never stored", app_id, STEPS);
+}
+
+static void test_python_store(void **state) {
+  if (!stack_up) {
+    printf(
+        "skip: mpiexec, %s, the daemons, lactl, examples/wavetoy or "
+        "examples/multiloop are "
+        "missing\n",
+        PY);
+    skip();
+  }
+  run_app("wavetoy", "polyline:cv=0.05", "py-poly");
+  run_app("wavetoy", "maxerr:eps=0.05,relative", "py-maxerr");
+  run_app("wavetoy", "lossless", "py-lossless");
+  run_app("multiloop", "polyline:cv=0.05", "py-multi");
+  char work[700], cmd[4096], out[65536], lib[PATH_MAX], ex[PATH_MAX];
+  snprintf(work, sizeof work, "%s/py", la_td_dir(ta.st.ga));
+  /* libla_client.so of the normal build (the sanitized trees have none):
+   * next to the examples, which every tree links to */
+  assert_non_null(realpath(exdir, ex));
+  snprintf(lib, sizeof lib, "%.*s/lib", (int)(strrchr(ex, '/') - ex), ex);
+  snprintf(cmd, sizeof cmd, "%s/tests/python/check_pydata.py", src);
+  const char *argv[] = {PY,
+                        cmd,
+                        "--db",
+                        ta.st.db,
+                        "--bin",
+                        bindir,
+                        "--lib",
+                        lib,
+                        "--src",
+                        src,
+                        "--work",
+                        work,
+                        "--apps",
+                        "py-poly,py-maxerr,py-lossless",
+                        "--channel-apps",
+                        "py-multi",
+                        NULL};
+  int rc = la_td_run(argv, NULL, 240000, out, sizeof out);
+  printf("%s", out);
+  if (rc != 0) fail_msg("check_pydata.py exited %d", rc);
+  assert_non_null(strstr(out, "check_pydata: all checks passed"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_decode_record_kinds),
+      cmocka_unit_test(test_decode_errors),
+      cmocka_unit_test(test_python_store),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
