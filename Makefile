@@ -439,6 +439,43 @@ uninstall-services:
 	  || rm -f $(DESTDIR)$(SYSCONFDIR)/la/$$c; done
 	-rmdir $(DESTDIR)$(SYSCONFDIR)/la 2>/dev/null
 
+# ------------------------------------------------------------ man pages --
+# man/NAME.N.scd (scdoc) -> build/man/NAME.N; `make man` skips with a
+# message where scdoc is missing. install-man installs them and the bash
+# completion of lactl; `make install` does it too (uninstall-man and
+# `make uninstall` remove them).
+MANDIR   ?= $(DATADIR)/man
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+MAN_INSTALLED = $(foreach p,$(patsubst man/%.scd,%,$(MAN_SRC)),\
+  $(MANDIR)/man$(subst .,,$(suffix $(p)))/$(p)) $(BASHCOMPDIR)/lactl
+MAN_SRC  := $(wildcard man/*.scd)
+MAN_PAGES := $(patsubst man/%.scd,$(BUILD)/man/%,$(MAN_SRC))
+
+.PHONY: man install-man uninstall-man
+man:
+	@if command -v scdoc >/dev/null; then \
+	  $(MAKE) --no-print-directory $(MAN_PAGES); \
+	else echo "man: scdoc not found, man pages not built (make deps)"; fi
+
+$(BUILD)/man/%: man/%.scd
+	@mkdir -p $(dir $@)
+	scdoc < $< > $@
+
+install-man: man
+	@for p in $(MAN_PAGES); do [ -f $$p ] || continue; \
+	  s=$${p##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s; \
+	  echo "install -m 644 $$p $(DESTDIR)$(MANDIR)/man$$s/"; \
+	  install -m 644 $$p $(DESTDIR)$(MANDIR)/man$$s/; done
+	install -d $(DESTDIR)$(BASHCOMPDIR)
+	install -m 644 packaging/bash-completion/lactl $(DESTDIR)$(BASHCOMPDIR)/lactl
+
+install: install-man
+
+uninstall-man:
+	rm -f $(addprefix $(DESTDIR),$(MAN_INSTALLED))
+
+uninstall: uninstall-man
+
 clean:
 	rm -rf $(BUILD)
 

@@ -52,8 +52,7 @@ int lactl_cycles_main(int argc, char **argv) {
                                  c == 'f' ? "first" : "last", optarg);
         break;
       default:
-        return lactl_usage_err("cycles", "unknown or incomplete option '%s'",
-                               argv[optind - 1]);
+        return lactl_opt_err("cycles", argv, lo, "h");
     }
   }
   if (optind != argc - 1)

@@ -228,8 +228,7 @@ int lactl_export_main(int argc, char **argv) {
                                  optarg);
         break;
       default:
-        return lactl_usage_err("export", "unknown or incomplete option '%s'",
-                               argv[optind - 1]);
+        return lactl_opt_err("export", argv, lo, "ho:");
     }
   }
   if (o.json) fmt = F_JSON; /* --json: the same as --format json */
@@ -273,6 +272,7 @@ int lactl_export_main(int argc, char **argv) {
   lactl_num_t *num = lactl_num_new(s, app);
   if (!num) rc = LACTL_FAIL;
   for (size_t i = 0; i < nt && rc == LACTL_OK; i++) {
+    lactl_progress("export", "cycle", i, nt);
     la_traceset_t *t;
     int e = tags ? lactl_src_set(s, app, 0, tags[i], &t)
                  : lactl_src_set(s, app, sel.latest, sel.first, &t);
@@ -325,6 +325,7 @@ int lactl_export_main(int argc, char **argv) {
     }
     la_traceset_free(t);
   }
+  lactl_progress("export", "cycle", nt, nt);
   if (fmt == F_JSON && rc == LACTL_OK) fprintf(f, "\n]}\n");
   if (npy && lactl_npy_finish(npy, rc == LACTL_OK)) rc = LACTL_FAIL;
   if (fmt == F_CSV && rc == LACTL_OK) lactl_num_note(num, "export");
@@ -332,8 +333,6 @@ int lactl_export_main(int argc, char **argv) {
   free(w);
   free(tags);
   lactl_src_close(s);
-  int rc2 = lactl_out_close("export", out, f);
-  if (!rc) rc = rc2;
-  if (rc && out && strcmp(out, "-")) remove(out); /* no half-written file */
-  return rc;
+  int rc2 = lactl_out_finish("export", out, f, rc == LACTL_OK);
+  return rc ? rc : rc2; /* on failure nothing reached stdout or -o FILE */
 }

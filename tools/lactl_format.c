@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "lactl_opts.h"
 
@@ -84,25 +85,80 @@ const char *lactl_fmt_ranks(const uint32_t *r, size_t n, char *buf,
   return buf;
 }
 
+/* Output meant for stdout is spooled here until lactl_out_finish says the
+ * command succeeded: a failure half-way writes nothing to stdout. */
+static FILE *la__spool;
+
 FILE *lactl_out_open(const char *cmd, const char *path) {
-  if (!path || !strcmp(path, "-")) return stdout;
+  if (!path || !strcmp(path, "-")) {
+    la__spool = tmpfile();
+    if (!la__spool)
+      fprintf(stderr, "lactl %s: cannot spool the output: %s\n", cmd,
+              strerror(errno));
+    return la__spool;
+  }
   FILE *f = fopen(path, "w");
   if (!f) fprintf(stderr, "lactl %s: %s: %s\n", cmd, path, strerror(errno));
   return f;
 }
 
-int lactl_out_close(const char *cmd, const char *path, FILE *f) {
+/* Copies the spool to stdout. 0 or -1. */
+static int la__spool_copy(FILE *f) {
+  char buf[1 << 16];
+  size_t n;
+  if (fflush(f) || fseek(f, 0, SEEK_SET)) return -1;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+    if (fwrite(buf, 1, n, stdout) != n) return -1;
+  return ferror(f) ? -1 : 0;
+}
+
+int lactl_out_finish(const char *cmd, const char *path, FILE *f, int ok) {
   int bad = ferror(f);
+  if (f == la__spool) {
+    if (ok && !bad) bad |= la__spool_copy(f) != 0;
+    fclose(f);
+    la__spool = NULL;
+    f = stdout;
+  }
   if (f == stdout)
-    bad |= fflush(f) != 0;
+    bad |= fflush(f) != 0 || ferror(f);
   else
     bad |= fclose(f) != 0;
+  if (!ok) {
+    if (f != stdout && path) remove(path); /* no half-written file */
+    return LACTL_FAIL;
+  }
   if (bad) {
     fprintf(stderr, "lactl %s: writing %s failed\n", cmd,
             f == stdout || !path ? "the output" : path);
     return LACTL_FAIL;
   }
   return LACTL_OK;
+}
+
+int lactl_out_close(const char *cmd, const char *path, FILE *f) {
+  return lactl_out_finish(cmd, path, f, 1);
+}
+
+void lactl_progress(const char *cmd, const char *what, size_t done,
+                    size_t total) {
+  static int tty = -1;
+  static struct timespec last;
+  struct timespec now;
+  if (tty < 0) tty = isatty(STDERR_FILENO);
+  if (!tty || total < 2) return;
+  if (done >= total) { /* finished: erase the line */
+    fprintf(stderr, "\r\033[K");
+    return;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  if (done &&
+      (now.tv_sec - last.tv_sec) * 1000000000L + (now.tv_nsec - last.tv_nsec) <
+          200000000L)
+    return;
+  last = now;
+  fprintf(stderr, "\rlactl %s: %s %zu of %zu (%zu%%)\033[K", cmd, what, done,
+          total, done * 100 / total);
 }
 
 /* ---------------------------------------------------------------- table */

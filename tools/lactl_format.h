@@ -30,12 +30,24 @@ const char *lactl_fmt_ratio(double v, char *buf, size_t len);
 /* "2,5,7" of n ranks (at most len - 1 bytes, "..." when cut). */
 const char *lactl_fmt_ranks(const uint32_t *r, size_t n, char *buf, size_t len);
 
-/* Opens path for writing ("-" or NULL: stdout). Prints the reason and
- * returns NULL on failure. */
+/* Opens path for writing ("-" or NULL: stdout, through a temporary spool
+ * that reaches stdout only when lactl_out_finish is told the command
+ * succeeded). Prints the reason and returns NULL on failure. */
 FILE *lactl_out_open(const char *cmd, const char *path);
-/* Closes f (unless stdout, which is flushed) and checks for write errors.
- * Returns LACTL_OK or LACTL_FAIL (with a message). */
+/* Ends the output f of lactl_out_open (or stdout itself): with ok, copies
+ * a spool to stdout, closes a file (stdout is flushed) and checks for
+ * write errors, returning LACTL_OK or LACTL_FAIL (with a message). Without
+ * ok, drops a spool, removes a file (path) and returns LACTL_FAIL: a
+ * failed command leaves no partial output. */
+int lactl_out_finish(const char *cmd, const char *path, FILE *f, int ok);
+/* lactl_out_finish(cmd, path, f, 1). */
 int lactl_out_close(const char *cmd, const char *path, FILE *f);
+
+/* Progress of a long job on stderr ("lactl CMD: WHAT done of total"), at
+ * most five times a second, and only when stderr is a terminal; done ==
+ * total erases the line. */
+void lactl_progress(const char *cmd, const char *what, size_t done,
+                    size_t total);
 
 /* A text table: columns sized to their widest cell, left- ('l') or
  * right-aligned ('r'), two spaces apart. Cells are copied. */

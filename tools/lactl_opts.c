@@ -103,8 +103,41 @@ int lactl_common_only(const char *cmd, int argc, char **argv, lactl_common_t *o,
       usage(stdout);
       return LACTL_OK;
     }
-    return lactl_usage_err(cmd, "unknown or incomplete option '%s'",
-                           argv[optind - 1]);
+    return lactl_opt_err(cmd, argv, lo, "h");
   }
   return -1;
+}
+
+int lactl_opt_err(const char *cmd, char **argv, const struct option *lo,
+                  const char *shortopts) {
+  const char *a = argv[optind - 1];
+  if (a[0] == '-' && a[1] == '-') {
+    const char *name = a + 2, *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    const struct option *hit = NULL;
+    int n = 0;
+    for (const struct option *p = lo; p->name; p++) {
+      if (strncmp(p->name, name, len)) continue;
+      if (strlen(p->name) == len) { /* exact: no ambiguity */
+        hit = p;
+        n = 1;
+        break;
+      }
+      hit = p;
+      n++;
+    }
+    if (n > 1)
+      return lactl_usage_err(cmd, "option '%.*s' is ambiguous", (int)len + 2,
+                             a);
+    if (n == 1 && hit->has_arg == required_argument && !eq)
+      return lactl_usage_err(cmd, "option --%s needs a value", hit->name);
+    if (n == 1 && hit->has_arg == no_argument && eq)
+      return lactl_usage_err(cmd, "option --%s takes no value", hit->name);
+    return lactl_usage_err(cmd, "unknown option '%s'", a);
+  }
+  const char *p = optopt ? strchr(shortopts, optopt) : NULL;
+  if (p && p[1] == ':')
+    return lactl_usage_err(cmd, "option -%c needs a value", optopt);
+  if (optopt) return lactl_usage_err(cmd, "unknown option '-%c'", optopt);
+  return lactl_usage_err(cmd, "unknown option '%s'", a);
 }

@@ -75,6 +75,15 @@ typedef struct lactl_sel {
 /* Parses s (NULL: latest) into *sel. Returns 0 or -1 (not a selection). */
 int lactl_parse_sel(const char *s, int range_ok, lactl_sel_t *sel);
 
+/* The usage error for a getopt_long failure (opterr 0; call it right after
+ * getopt_long returned '?' or ':', with the same argv, long options lo and
+ * short options shortopts): "option --NAME needs a value" when a known
+ * option lacks its value (--app at the end, -o at the end), "unknown option
+ * '...'" otherwise. Prints like lactl_usage_err and returns LACTL_USAGE. */
+struct option;
+int lactl_opt_err(const char *cmd, char **argv, const struct option *lo,
+                  const char *shortopts);
+
 /* Parses argv for a subcommand cmd that takes only the common options and
  * positional arguments (getopt_long; optind is left at the first
  * positional). Returns -1 to go on, or the exit status to return at once:

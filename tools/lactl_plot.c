@@ -158,8 +158,7 @@ static int plot_opts(int argc, char **argv, plot_args_t *a, int *have_range) {
         a->out = optarg;
         break;
       default:
-        return lactl_usage_err("plot", "unknown or incomplete option '%s'",
-                               argv[optind - 1]);
+        return lactl_opt_err("plot", argv, lo, "ho:");
     }
   }
   return -1;

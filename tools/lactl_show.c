@@ -433,8 +433,8 @@ static int print_text(const la_traceset_t *t, const rank_t *r, const fid_t *fd,
 
 int lactl_show_main(int argc, char **argv) {
   lactl_common_t o = {0};
-  static const struct option lo[] = {LACTL_CHANNEL_OPTION,
-                                     LACTL_COMMON_OPTIONS, {0, 0, 0, 0}};
+  static const struct option lo[] = {
+      LACTL_CHANNEL_OPTION, LACTL_COMMON_OPTIONS, {0, 0, 0, 0}};
   int c, orc;
   optind = 1;
   opterr = 0;
@@ -444,8 +444,7 @@ int lactl_show_main(int argc, char **argv) {
       usage(stdout);
       return LACTL_OK;
     }
-    return lactl_usage_err("show", "unknown or incomplete option '%s'",
-                           argv[optind - 1]);
+    return lactl_opt_err("show", argv, lo, "h");
   }
   if (optind >= argc) return lactl_usage_err("show", "which application?");
   if (argc - optind > 2)

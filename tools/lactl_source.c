@@ -14,6 +14,7 @@
 #include "lactl_source.h"
 
 #include <errno.h>
+#include <netdb.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #include "../globalagent/feed_query.h"
 #include "la_client_internal.h"
 #include "la_errors.h"
+#include "la_sockio.h"
 
 struct lactl_src {
   la_client_t *c; /* feed source, or */
@@ -108,6 +110,13 @@ static int la__open_db(const char *cmd, lactl_src_t *s, const char *path) {
 int lactl_src_open(const char *cmd, const lactl_common_t *o,
                    lactl_src_t **out) {
   *out = NULL;
+  if (o->db && o->global) {
+    fprintf(stderr,
+            "lactl %s: --db and --global both name the source: give one "
+            "(try 'lactl %s --help')\n",
+            cmd, cmd);
+    return LACTL_USAGE;
+  }
   lactl_src_t *s = calloc(1, sizeof *s);
   if (!s) {
     fprintf(stderr, "lactl %s: out of memory\n", cmd);
@@ -125,10 +134,23 @@ int lactl_src_open(const char *cmd, const lactl_common_t *o,
   const char *addr = lactl_global_addr(o->global);
   int rc = la_client_connect(addr, LA_CLIENT_DEFAULT_TIMEOUT_MS, &s->c);
   if (rc != 0) {
-    if (rc == LA_EINVAL) {
+    char host[256];
+    uint16_t port;
+    if (rc == LA_EINVAL && la_hostport_parse(addr, host, sizeof host, &port)) {
       fprintf(stderr, "lactl %s: --global '%s' is not HOST:PORT\n", cmd, addr);
       free(s);
       return LACTL_USAGE;
+    }
+    if (rc == LA_EINVAL) { /* a well-formed address: the name did not resolve */
+      struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+      int g = getaddrinfo(host, NULL, &hints, &ai);
+      if (ai) freeaddrinfo(ai);
+      fprintf(stderr,
+              "lactl %s: cannot resolve host '%s' (of the GlobalAgent "
+              "address %s): %s\n",
+              cmd, host, addr, g ? gai_strerror(g) : "no usable address");
+      free(s);
+      return LACTL_FAIL;
     }
     fprintf(stderr,
             "lactl %s: cannot reach the GlobalAgent at %s: %s (is "

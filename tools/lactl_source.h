@@ -54,8 +54,10 @@ int lactl_set_state(const la_traceset_t *t);
 
 /* Opens the source o says (db, else the feed at lactl_global_addr). On
  * failure prints "lactl CMD: why" and returns the exit status: LACTL_FAIL
- * (unreachable, missing or unreadable file) or LACTL_USAGE (an address
- * that is not HOST:PORT); *out is then NULL. */
+ * (unreachable, a host name that does not resolve (named, with the
+ * resolver's message), missing or unreadable file) or LACTL_USAGE (an
+ * address that is not HOST:PORT, or both --db and --global); *out is then
+ * NULL. */
 int lactl_src_open(const char *cmd, const lactl_common_t *o, lactl_src_t **out);
 void lactl_src_close(lactl_src_t *s);
 

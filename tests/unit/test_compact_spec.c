@@ -128,15 +128,13 @@ static void test_lactl(void **state) {
   FILE *f;
   int i, fd;
 
-  if (access("build/bin/lactl", X_OK) != 0)
-    skip();
+  if (access("build/bin/lactl", X_OK) != 0) skip();
   la_compact_synth(LA_SYNTH_STEPS, 5000, 3, x);
   fd = mkstemp(text);
   assert_true(fd >= 0);
   f = fdopen(fd, "w");
   fprintf(f, "# per-element costs\n");
-  for (i = 0; i < 5000; i++)
-    fprintf(f, "%.17g\n", x[i]);
+  for (i = 0; i < 5000; i++) fprintf(f, "%.17g\n", x[i]);
   fclose(f);
   memcpy(bin, "/tmp/la_test_compact_XXXXXX", sizeof(bin));
   fd = mkstemp(bin); /* its own unique name, created exclusively */
@@ -190,12 +188,94 @@ static void test_lactl(void **state) {
   unlink(bin);
 }
 
+/* Writes len bytes into a fresh temporary file; its name into path. */
+static void tmp_file(char *path, const void *b, size_t len) {
+  strcpy(path, "/tmp/la_test_compact_XXXXXX");
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, b, len), (ssize_t)len);
+  close(fd);
+}
+
+/* lactl compact's input rules and tuning options: a BOM or a non-ASCII
+ * comment keeps a text file text, an overflowing number names its line,
+ * options the mode ignores are warned about, ε as a share of the range,
+ * --sweep and --decoded. */
+static void test_lactl_input_rules(void **state) {
+  char out[1 << 16], p[64];
+  static const char bom[] =
+      "\xEF\xBB\xBF# co\xC3\xBBt par \xC3\xA9l\xC3\xA9ment\n1\n2\n3\n4.5\n";
+  if (access("build/bin/lactl", X_OK) != 0) skip();
+  tmp_file(p, bom, sizeof bom - 1);
+  {
+    char *a[] = {"lactl", "compact", "--reps", "1", p, NULL};
+    assert_int_equal(lactl(a, out, sizeof(out)), 0);
+    if (!strstr(out, "(4 values, text)")) fail_msg("BOM file read as: %s", out);
+  }
+  unlink(p);
+  tmp_file(p, "1\n2\n\n1e999\n", 11);
+  {
+    char *a[] = {"lactl", "compact", p, NULL};
+    assert_int_equal(lactl(a, out, sizeof(out)), 2);
+    if (!strstr(out, ":4: '1e999' is out of the range of a double"))
+      fail_msg("overflow reported as: %s", out);
+  }
+  unlink(p);
+  {
+    char *a[] = {"lactl", "compact",     "--eps",     "3", "--reps",
+                 "1",     "--synthetic", "mesh:1000", NULL};
+    assert_int_equal(lactl(a, out, sizeof(out)), 0);
+    assert_non_null(strstr(out, "warning: --eps applies to maxerr only"));
+  }
+  {
+    char *a[] = {"lactl",  "compact", "--mode",      "maxerr",
+                 "--eps",  "1%range", "--synthetic", "steps:1000",
+                 "--json", "--reps",  "1",           NULL};
+    double x[1000], lo = 1e300, hi = -1e300, eps;
+    la_compact_synth(LA_SYNTH_STEPS, 1000, 1, x);
+    for (int i = 0; i < 1000; i++) {
+      if (x[i] < lo) lo = x[i];
+      if (x[i] > hi) hi = x[i];
+    }
+    assert_int_equal(lactl(a, out, sizeof(out)), 0);
+    char *s = strstr(out, "\"spec\": \"maxerr:eps=");
+    assert_non_null(s);
+    eps = strtod(s + strlen("\"spec\": \"maxerr:eps="), NULL);
+    assert_true(fabs(eps - (hi - lo) / 100) <= 1e-3 * (hi - lo) / 100);
+    s = strstr(out, "\"max_abs_error\": ");
+    assert_non_null(s);
+    assert_true(strtod(s + 17, NULL) <= eps);
+  }
+  {
+    char *a[] = {"lactl",       "compact",   "--sweep", "cv=0.01,0.1,0.3",
+                 "--synthetic", "mesh:5000", NULL};
+    assert_int_equal(lactl(a, out, sizeof(out)), 0);
+    assert_non_null(strstr(out, "\n0.01 "));
+    assert_non_null(strstr(out, "\n0.1 "));
+    assert_non_null(strstr(out, "\n0.3 "));
+  }
+  {
+    char *a[] = {"lactl",       "compact",   "--decoded", "-",
+                 "--spec",      "lossless",  "--reps",    "1",
+                 "--synthetic", "steps:4:7", NULL};
+    double x[4];
+    char want[256];
+    int n = 0;
+    la_compact_synth(LA_SYNTH_STEPS, 4, 7, x);
+    for (int i = 0; i < 4; i++)
+      n += snprintf(want + n, sizeof want - (size_t)n, "%.17g\n", x[i]);
+    assert_int_equal(lactl(a, out, sizeof(out)), 0);
+    if (!strstr(out, want)) fail_msg("decoded: %s, want %s", out, want);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_defaults),
       cmocka_unit_test(test_accepts),
       cmocka_unit_test(test_refuses_naming_token),
       cmocka_unit_test(test_lactl),
+      cmocka_unit_test(test_lactl_input_rules),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

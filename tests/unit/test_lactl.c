@@ -430,6 +430,52 @@ static void test_errors(void **state) {
   free(o), free(e);
 }
 
+/* Usage errors name what is wrong; a failed export writes nothing. */
+static void test_cli_errors(void **state) {
+  char *o, *e;
+  assert_int_equal(lactl(&o, &e, "show", "heat-42", "--global", NULL), 2);
+  assert_non_null(strstr(e, "option --global needs a value"));
+  free(o), free(e);
+  assert_int_equal(
+      lactl(&o, &e, "export", "heat-42", "--db", g->db, "-o", NULL), 2);
+  assert_non_null(strstr(e, "option -o needs a value"));
+  free(o), free(e);
+  assert_int_equal(lactl(&o, &e, "cycles", "heat-42", "--db", NULL), 2);
+  assert_non_null(strstr(e, "option --db needs a value"));
+  free(o), free(e);
+  assert_int_equal(lactl(&o, &e, "show", "--app", "heat-42", NULL), 2);
+  assert_non_null(strstr(e, "unknown option '--app'"));
+  free(o), free(e);
+  /* both sources named */
+  assert_int_equal(
+      lactl(&o, &e, "apps", "--db", g->db, "--global", "127.0.0.1:1", NULL), 2);
+  assert_non_null(strstr(e, "--db and --global"));
+  assert_string_equal(o, "");
+  free(o), free(e);
+  /* a host that does not resolve is named, with the resolver's words */
+  assert_int_equal(
+      lactl(&o, &e, "apps", "--global", "no-such-host.invalid:7463", NULL), 1);
+  assert_non_null(strstr(e, "cannot resolve host 'no-such-host.invalid'"));
+  free(o), free(e);
+  /* export of an unknown application: exit 1, not even a CSV header */
+  assert_int_equal(lactl(&o, &e, "export", "nope", "--db", g->db, NULL), 1);
+  assert_string_equal(o, "");
+  assert_non_null(strstr(e, "nope"));
+  free(o), free(e);
+  assert_int_equal(lactl(&o, &e, "export", "heat-42", "99", "--format", "json",
+                         "--db", g->db, NULL),
+                   1);
+  assert_string_equal(o, "");
+  free(o), free(e);
+  /* stderr is not a terminal here: no progress lines */
+  assert_int_equal(lactl(&o, &e, "export", "heat-42", ":", "--db", g->db, "-o",
+                         save("all.csv", ""), NULL),
+                   0);
+  assert_null(strstr(e, "cycle 1 of"));
+  assert_null(strchr(e, '\r'));
+  free(o), free(e);
+}
+
 static void test_apps(void **state) {
   char *o, *e;
   assert_int_equal(lactl(&o, &e, "apps", "--db", g->db, NULL), 0);
@@ -822,6 +868,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_help_and_usage),
       cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_cli_errors),
       cmocka_unit_test(test_apps),
       cmocka_unit_test(test_cycles),
       cmocka_unit_test(test_show),

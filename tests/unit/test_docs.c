@@ -1,0 +1,100 @@
+/* test_docs.c: the documentation tells the truth.
+ *
+ * Runs tests/docs/run_blocks.py (with Debian's /usr/bin/python3) from the
+ * source tree against the build tree (build/, or $LA_TEST_BUILD_DIR):
+ *   - blocks:  every "sh run" block of README.md and the docs/ pages runs
+ *              in a scratch directory with the build's binaries (real
+ *              daemons on ephemeral loopback ports), every "sh cluster"
+ *              block parses, every "c compile" block compiles and links;
+ *   - configs: the sample configurations in packaging/ set every key of
+ *              the daemons, each to its default unless a "(default: ...)"
+ *              comment above it says what the default is (and is right);
+ *   - man:     every command and option of lactl's --help appears in its
+ *              man page and bash completion, every daemon setting in the
+ *              daemon's page, every LA_ function of la.h in libla(3).
+ * And every man page converts with scdoc (skipped without scdoc). A
+ * failure prints the script's report, which names file and line. See
+ * docs/testing.md, "Documentation that runs". */
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define PY "/usr/bin/python3"
+
+static const char *build_dir(void) {
+  const char *b = getenv("LA_TEST_BUILD_DIR");
+  return b && *b ? b : "build";
+}
+
+/* Runs the script in mode; its output goes to ours. Exit status or -1. */
+static int run_mode(const char *mode) {
+  char cmd[PATH_MAX + 128];
+  if (access(PY, X_OK) != 0) {
+    printf("skip: %s not found\n", PY);
+    skip();
+  }
+  if (access("tests/docs/run_blocks.py", R_OK) != 0)
+    fail_msg("run from the source tree: tests/docs/run_blocks.py not found");
+  snprintf(cmd, sizeof cmd, "%s tests/docs/run_blocks.py %s . '%s' 2>&1", PY,
+           mode, build_dir());
+  fflush(stdout);
+  int st = system(cmd);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void need_bin(const char *name) {
+  char p[PATH_MAX];
+  snprintf(p, sizeof p, "%s/bin/%s", build_dir(), name);
+  if (access(p, X_OK) != 0) fail_msg("%s is not built (make all)", p);
+}
+
+static void test_blocks(void **state) {
+  need_bin("lactl");
+  need_bin("la-localagent");
+  need_bin("la-globalagent");
+  assert_int_equal(run_mode("blocks"), 0);
+}
+
+static void test_configs(void **state) {
+  need_bin("la-localagent");
+  need_bin("la-globalagent");
+  assert_int_equal(run_mode("configs"), 0);
+}
+
+static void test_man_options(void **state) {
+  need_bin("lactl");
+  assert_int_equal(run_mode("man"), 0);
+}
+
+static void test_scdoc(void **state) {
+  static const char *const pages[] = {"la-localagent.8", "la-globalagent.8",
+                                      "lactl.1", "libla.3"};
+  if (system("command -v scdoc >/dev/null 2>&1") != 0) {
+    printf("skip: scdoc not installed\n");
+    skip();
+  }
+  for (size_t i = 0; i < sizeof pages / sizeof *pages; i++) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "scdoc < man/%s.scd > /dev/null", pages[i]);
+    if (system(cmd) != 0) fail_msg("scdoc refused man/%s.scd", pages[i]);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_blocks),
+      cmocka_unit_test(test_configs),
+      cmocka_unit_test(test_man_options),
+      cmocka_unit_test(test_scdoc),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
