@@ -107,7 +107,7 @@ def read_csv(path):
     with open(path) as f:
         first = f.readline()
         head = f.readline()
-        check(head == "cycle,rank,element,global_element,value\n",
+        check(head == "cycle,rank,element,global_element,value,id,i,j,k\n",
               "CSV header: %r" % head)
         rows = [ln.rstrip("\n").split(",") for ln in f]
     import la_weights

@@ -100,6 +100,10 @@ typedef struct {
 /* Parses the rows of csv into rows (max of them); returns the count. */
 static size_t parse_rows(const char *csv, row_t *rows, size_t max) {
   const char *head = "cycle,rank,element,global_element,value,id,i,j,k\n";
+  assert_memory_equal(csv, "# lactl export format ", 22); /* then the header */
+  csv = strchr(csv, '\n');
+  assert_non_null(csv);
+  csv++;
   assert_memory_equal(csv, head, strlen(head));
   const char *p = csv + strlen(head);
   size_t n = 0;
