@@ -10,6 +10,7 @@
 #include "la_errors.h"
 #include "la_secure_io.h"
 #include "la_sockio.h"
+#include "la_test_msg.h"
 #include "la_time.h"
 #include "la_trace_msg.h"
 
@@ -40,12 +41,8 @@ int la_test_link_open(la_test_link_t *l, uint16_t port, const char *key_path,
 int la_test_link_rank_start(la_test_link_t *l, const char *host,
                             const char *app_id, uint32_t rank, uint32_t nprocs,
                             uint64_t n) {
-  La__RankStart s = LA__RANK_START__INIT;
+  La__RankStart s = la_test_rank_start(app_id, NULL, rank, nprocs, n);
   s.seq = ++l->seq;
-  s.app_id = (char *)app_id;
-  s.rank = rank;
-  s.nprocs = nprocs;
-  s.n_elements = n;
   s.metric = "custom";
   s.unit = "user";
   s.host = (char *)host;

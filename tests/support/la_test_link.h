@@ -32,8 +32,9 @@ int la_test_link_open(la_test_link_t *l, uint16_t port, const char *key_path,
                       const char *host, int timeout_ms, int32_t *status,
                       char *why, size_t n);
 
-/* Sends a RankStart of app_id rank (nprocs ranks, n elements), metric
- * "custom" in "user" units, naming host as its LocalAgent. */
+/* Sends a RankStart of app_id rank (nprocs ranks, n elements) filled as
+ * la_test_rank_start fills it, but with metric "custom" in "user" units and
+ * naming host as its LocalAgent. */
 int la_test_link_rank_start(la_test_link_t *l, const char *host,
                             const char *app_id, uint32_t rank, uint32_t nprocs,
                             uint64_t n);
