@@ -29,6 +29,7 @@
  * thread CPU time (these VMs steal wall time), median of REPS runs.
  * Writes argv[1] (default build/bench/compact.json) and prints a table.
  */
+#include "bench_args.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -509,7 +510,8 @@ static void measure_examples(double **xs, size_t *ns, double *qs) {
 }
 
 int main(int argc, char **argv) {
-  const char *path = argc > 1 ? argv[1] : "build/bench/compact.json";
+  const char *path =
+      la_bench_out_path(argc, argv, 1, "build/bench/compact.json");
   size_t ns = (size_t)G * G * G;
   double *x = malloc(N_SYNTH * sizeof(double)), *c = malloc(ns * 8);
   double *xm[NEXAMPLES], qm[NEXAMPLES];

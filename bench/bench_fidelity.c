@@ -38,9 +38,11 @@
  * the weights a balancer gets by default, within 10% RMS per segment) and
  * lossless (what the measurement itself delivers).
  * LA_FID_CYCLES (default 40) and LA_FID_CASES / LA_FID_CONDS /
- * LA_FID_COMPACT (comma lists) select less for a quick run; LA_FID_DUMP=PREFIX writes the last set of
- * each run as PREFIX.CASE-CONDITION.txt ("element truth measured robust").
+ * LA_FID_COMPACT (comma lists) select less for a quick run; LA_FID_DUMP=PREFIX
+ * writes the last set of each run as PREFIX.CASE-CONDITION.txt ("element truth
+ * measured robust").
  */
+#include "bench_args.h"
 #include <errno.h>
 #include <math.h>
 #include <sched.h>
@@ -66,8 +68,8 @@
 typedef struct cond_s {
   const char *name;
   int ranks;
-  int hog;                /* a CPU hog pinned to CPU 0 */
-  const char *agent_arg;  /* extra LocalAgent argument, or NULL */
+  int hog;               /* a CPU hog pinned to CPU 0 */
+  const char *agent_arg; /* extra LocalAgent argument, or NULL */
 } cond_t;
 
 static const cond_t g_conds[] = {
@@ -200,8 +202,8 @@ static double partition_imbalance(graph_t *g, const double *w,
   idx_t ncon = 1, nparts = NPARTS, objval = 0, options[METIS_NOPTIONS];
   METIS_SetDefaultOptions(options);
   options[METIS_OPTION_SEED] = 7;
-  if (METIS_PartGraphKway(&g->n, &ncon, g->xadj, g->adjncy, g->vwgt, NULL,
-                          NULL, &nparts, NULL, NULL, options, &objval,
+  if (METIS_PartGraphKway(&g->n, &ncon, g->xadj, g->adjncy, g->vwgt, NULL, NULL,
+                          &nparts, NULL, NULL, options, &objval,
                           g->part) != METIS_OK)
     return NAN;
   double load[NPARTS] = {0}, total = 0, max = 0;
@@ -299,7 +301,10 @@ static double true_ns(const calib_t *c, double k) {
   if (k >= c->k[hi]) return c->ns[hi];
   while (hi - lo > 1) {
     int mid = (lo + hi) / 2;
-    if (c->k[mid] <= k) lo = mid; else hi = mid;
+    if (c->k[mid] <= k)
+      lo = mid;
+    else
+      hi = mid;
   }
   double u = (k - c->k[lo]) / (c->k[hi] - c->k[lo]);
   return c->ns[lo] + u * (c->ns[hi] - c->ns[lo]);
@@ -314,9 +319,10 @@ static int run_app(run_ctx_t *x, int kase, const cond_t *cd, result_t *res,
   snprintf(env_agent, sizeof env_agent, "LA_AGENT=%s", la_td_addr(x->st->la));
   snprintf(env_app, sizeof env_app, "LA_APP_ID=%s", app_id);
   snprintf(env_cmp, sizeof env_cmp, "LA_COMPACT=%s", x->compact);
-  const char *argv[] = {"mpiexec", "-n", n_ranks, x->app_bin, "--case",
-                        fc_case_names[kase], "--cycles", cycles, "--pin",
-                        "--calib", x->calib_dir, NULL};
+  const char *argv[] = {"mpiexec",  "-n",         n_ranks,
+                        x->app_bin, "--case",     fc_case_names[kase],
+                        "--cycles", cycles,       "--pin",
+                        "--calib",  x->calib_dir, NULL};
   const char *env[] = {env_agent, env_app, env_cmp, "LA_PERIOD=1", NULL};
   static char out[8192];
   pid_t hog = cd->hog ? start_hog(0) : 0;
@@ -364,8 +370,8 @@ static int eval_init(eval_t *v, long n, long nx, long cycles) {
   v->sp_r = calloc(c, sizeof(double)), v->sp_m = calloc(c, sizeof(double));
   v->imb_t = calloc(c, sizeof(double)), v->imb_r = calloc(c, sizeof(double));
   v->imb_m = calloc(c, sizeof(double));
-  if (!v->meas || !v->rob || !v->truth || !v->scratch || !v->idx ||
-      !v->sp_r || !v->sp_m || !v->imb_t || !v->imb_r || !v->imb_m)
+  if (!v->meas || !v->rob || !v->truth || !v->scratch || !v->idx || !v->sp_r ||
+      !v->sp_m || !v->imb_t || !v->imb_r || !v->imb_m)
     return -1;
   return graph_init(&v->g, nx, n / nx);
 }
@@ -399,8 +405,7 @@ static int eval_set(eval_t *v, la_traceset_t *t, int kase, int ranks,
   la_traceset_weights(t, v->rob);
   for (long g = 0; g < v->n; g++) {
     int r = (int)(g / per_rank);
-    double tr =
-        true_ns(&cal[r], (double)fc_units(kase, g, nx, ny, (long)tag));
+    double tr = true_ns(&cal[r], (double)fc_units(kase, g, nx, ny, (long)tag));
     v->truth[g] = tr;
     v->tot_m[r] += v->meas[g];
     v->tot_r[r] += v->rob[g];
@@ -416,8 +421,8 @@ static int eval_set(eval_t *v, la_traceset_t *t, int kase, int ranks,
   const char *dump = getenv("LA_FID_DUMP");
   if (dump && *dump) { /* the last evaluated set of each run, for a look */
     char path[600];
-    snprintf(path, sizeof path, "%s.%s-%s-%s.txt", dump, res->kase,
-             res->cond, res->compact);
+    snprintf(path, sizeof path, "%s.%s-%s-%s.txt", dump, res->kase, res->cond,
+             res->compact);
     FILE *f = fopen(path, "w");
     for (long g = 0; f && g < v->n; g++)
       fprintf(f, "%ld %.2f %.2f %.2f\n", g, v->truth[g], v->meas[g], v->rob[g]);
@@ -503,10 +508,11 @@ static int run_one(run_ctx_t *x, int kase, const cond_t *cd, result_t *res) {
 /* ------------------------------------------------------------ output */
 
 static void print_header(void) {
-  printf("%-8s %-8s %-11s %5s %6s %6s %7s %7s %7s %7s %6s %6s %6s %8s %6s %6s\n",
-         "compact", "case", "condition", "ranks", "sp_rob", "sp_mea", "sh_mea",
-         "sh_rob", "shw_mea", "shw_rob", "imb_t", "imb_r", "imb_m", "flagged",
-         "agentS", "landS");
+  printf(
+      "%-8s %-8s %-11s %5s %6s %6s %7s %7s %7s %7s %6s %6s %6s %8s %6s %6s\n",
+      "compact", "case", "condition", "ranks", "sp_rob", "sp_mea", "sh_mea",
+      "sh_rob", "shw_mea", "shw_rob", "imb_t", "imb_r", "imb_m", "flagged",
+      "agentS", "landS");
 }
 
 static void print_row(const result_t *r) {
@@ -515,12 +521,13 @@ static void print_row(const result_t *r) {
            r->ranks, r->error);
     return;
   }
-  printf("%-8s %-8s %-11s %5d %6.3f %6.3f %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.3f "
-         "%6.3f %6.3f %8.0f %6.2f %6.2f\n",
-         r->compact, r->kase, r->cond, r->ranks, r->sp_robust, r->sp_measured,
-         100 * r->share_m, 100 * r->share_r, 100 * r->share_m_worst,
-         100 * r->share_r_worst, r->imb_true, r->imb_robust, r->imb_measured,
-         r->flagged, r->agent_cpu_s, r->landed_s);
+  printf(
+      "%-8s %-8s %-11s %5d %6.3f %6.3f %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.3f "
+      "%6.3f %6.3f %8.0f %6.2f %6.2f\n",
+      r->compact, r->kase, r->cond, r->ranks, r->sp_robust, r->sp_measured,
+      100 * r->share_m, 100 * r->share_r, 100 * r->share_m_worst,
+      100 * r->share_r_worst, r->imb_true, r->imb_robust, r->imb_measured,
+      r->flagged, r->agent_cpu_s, r->landed_s);
 }
 
 static void json_num(FILE *f, const char *k, double v, int last) {
@@ -534,14 +541,16 @@ static int write_json(const char *path, const result_t *rs, int n,
                       long cycles) {
   FILE *f = fopen(path, "w");
   if (!f) return -1;
-  fprintf(f, "{\"bench\": \"fidelity\", \"cycles\": %ld, \"warmup\": %d, "
-             "\"parts\": %d, \"cpus\": %ld, \"runs\": [\n",
+  fprintf(f,
+          "{\"bench\": \"fidelity\", \"cycles\": %ld, \"warmup\": %d, "
+          "\"parts\": %d, \"cpus\": %ld, \"runs\": [\n",
           cycles, WARMUP, NPARTS, sysconf(_SC_NPROCESSORS_ONLN));
   for (int i = 0; i < n; i++) {
     const result_t *r = &rs[i];
-    fprintf(f, "  {\"compaction\": \"%s\", \"case\": \"%s\", "
-               "\"condition\": \"%s\", \"ranks\": %d, "
-               "\"elements_per_rank\": %ld, \"sets\": %d, ",
+    fprintf(f,
+            "  {\"compaction\": \"%s\", \"case\": \"%s\", "
+            "\"condition\": \"%s\", \"ranks\": %d, "
+            "\"elements_per_rank\": %ld, \"sets\": %d, ",
             r->compact, r->kase, r->cond, r->ranks, r->n, r->sets);
     if (r->error[0]) {
       fprintf(f, "\"error\": \"");
@@ -582,7 +591,8 @@ static void app_path(const char *argv0, char *out, size_t len) {
 }
 
 int main(int argc, char **argv) {
-  const char *json = argc > 1 ? argv[1] : "build/bench/fidelity.json";
+  const char *json =
+      la_bench_out_path(argc, argv, 1, "build/bench/fidelity.json");
   signal(SIGPIPE, SIG_IGN);
   char app[1024], calib[] = "/tmp/la-fidelity-XXXXXX";
   app_path(argv[0], app, sizeof app);
@@ -607,8 +617,10 @@ int main(int argc, char **argv) {
   static const char *const compacts[] = {"polyline", "lossless"};
   static result_t rs[2 * NCONDS * FC_NCASES];
   int nr = 0, failed = 0;
-  printf("== bench fidelity: %ld cycles per run (first %d are warm-up), "
-         "%d-way METIS partitions\n", x.cycles, WARMUP, NPARTS);
+  printf(
+      "== bench fidelity: %ld cycles per run (first %d are warm-up), "
+      "%d-way METIS partitions\n",
+      x.cycles, WARMUP, NPARTS);
   print_header();
   for (int ci = 0; ci < NCONDS && !failed; ci++) {
     const cond_t *cd = &g_conds[ci];
@@ -635,7 +647,8 @@ int main(int argc, char **argv) {
   la_ts_free(&st);
   char rm[128];
   snprintf(rm, sizeof rm, "rm -rf %s", calib);
-  if (system(rm) != 0) fprintf(stderr, "bench_fidelity: cannot remove %s\n", calib);
+  if (system(rm) != 0)
+    fprintf(stderr, "bench_fidelity: cannot remove %s\n", calib);
   if (write_json(json, rs, nr, x.cycles) != 0) {
     fprintf(stderr, "bench_fidelity: cannot write %s\n", json);
     return 1;

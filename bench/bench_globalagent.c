@@ -46,6 +46,7 @@
  * runs' p50, and of their p99), every run's headline number is in "runs".
  * Writes argv[1] (build/bench/globalagent.json) and prints a table.
  */
+#include "bench_args.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -800,9 +801,10 @@ int main(int argc, char **argv) {
     argc--;
     argv++;
   }
-  const char *json = argc > 1 ? argv[1]
-                     : link   ? "build/bench/globalagent_link.json"
-                              : "build/bench/globalagent.json";
+  const char *json =
+      la_bench_out_path(argc, argv, 1,
+                        link ? "build/bench/globalagent_link.json"
+                             : "build/bench/globalagent.json");
   signal(SIGPIPE, SIG_IGN);
   for (const char *const *v =
            (const char *const[]){"LA_PERIOD", "LA_METRIC", "LA_AGENT",

@@ -29,6 +29,7 @@
  * to stdout. A run in which the daemon closed the application's connection
  * (it then runs unprofiled) is reported as incomplete, with the log line.
  */
+#include "bench_args.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -56,18 +57,18 @@ enum { MODE_PROBE = 0, MODE_RANGES = 1 };
 static const char *mode_name[] = {"probe", "ranges"};
 
 typedef struct {
-  int rc;             /* LA_register */
-  int lost;           /* a LA_dataXfer failed: profiling stopped */
-  long lost_at;       /* cycle of the first failure */
+  int rc;       /* LA_register */
+  int lost;     /* a LA_dataXfer failed: profiling stopped */
+  long lost_at; /* cycle of the first failure */
   long profiled, waits, skipped;
-  double wait_ms;     /* LA_STAT_WAIT_NS */
-  uint64_t t_first;   /* CLOCK_MONOTONIC ns at the first LA_dataXfer */
-  uint64_t t_last;    /* ... after the last one */
+  double wait_ms;   /* LA_STAT_WAIT_NS */
+  uint64_t t_first; /* CLOCK_MONOTONIC ns at the first LA_dataXfer */
+  uint64_t t_last;  /* ... after the last one */
   char err[200];
 } app_report_t;
 
 typedef struct {
-  int ok;             /* every cycle arrived */
+  int ok; /* every cycle arrived */
   double cycles_per_s, cpu_ms_per_cycle, ns_per_point, app_ms_per_cycle;
   long waits, skipped, traces;
   char why[400];
@@ -182,8 +183,8 @@ static void run_once(int mode, const char *key, run_t *out) {
   snprintf(a1, sizeof a1, "--global.spool_dir=%s", spool);
   snprintf(a2, sizeof a2, "--global.address=%s", la_test_global_addr(g));
   snprintf(a3, sizeof a3, "--global.secret_file=%s", key);
-  const char *args[] = {"--agent.listen=127.0.0.1:0", a0, a1, a2, a3,
-                        "--log.level=info", NULL};
+  const char *args[] = {"--agent.listen=127.0.0.1:0", a0,  a1, a2, a3,
+                        "--log.level=info",           NULL};
   if (la_td_start(d, args, port_file, 10000) <= 0) {
     snprintf(out->why, sizeof out->why, "la-localagent did not start");
     goto done;
@@ -223,23 +224,23 @@ static void run_once(int mode, const char *key, run_t *out) {
   if (la_td_status(d, "compaction_ns_per_point", v, sizeof v) == 0)
     out->ns_per_point = atof(v);
   double tick_ms = 1000.0 / (double)sysconf(_SC_CLK_TCK);
-  out->cycles_per_s = (double)out->traces / ((double)(t_end - r.t_first) /
-                                             1e9);
-  out->cpu_ms_per_cycle = out->traces > 0 ? (double)(cpu1 - cpu0) * tick_ms /
-                                                (double)out->traces
-                                          : 0;
-  out->app_ms_per_cycle = (double)(r.t_last - r.t_first) / 1e6 /
-                          (double)(CYCLES - 1);
+  out->cycles_per_s = (double)out->traces / ((double)(t_end - r.t_first) / 1e9);
+  out->cpu_ms_per_cycle =
+      out->traces > 0 ? (double)(cpu1 - cpu0) * tick_ms / (double)out->traces
+                      : 0;
+  out->app_ms_per_cycle =
+      (double)(r.t_last - r.t_first) / 1e6 / (double)(CYCLES - 1);
   out->waits = r.waits;
   out->skipped = r.skipped;
-  out->ok = !r.lost && arrived && r.profiled == CYCLES &&
-            out->traces == CYCLES;
+  out->ok = !r.lost && arrived && r.profiled == CYCLES && out->traces == CYCLES;
   if (!out->ok) {
     char line[300] = "";
     la_td_log_line(d, "closing", line, sizeof line);
-    snprintf(out->why, sizeof out->why, "%ld of %d cycles profiled, %ld "
+    snprintf(out->why, sizeof out->why,
+             "%ld of %d cycles profiled, %ld "
              "traces arrived, profiling stopped at cycle %ld (%s); daemon: "
-             "%s", r.profiled, CYCLES, out->traces, r.lost_at, r.err,
+             "%s",
+             r.profiled, CYCLES, out->traces, r.lost_at, r.err,
              line[0] ? line : "-");
   }
 done:
@@ -270,8 +271,7 @@ typedef struct {
 } summary_t;
 
 static void summarize(const run_t *runs, int n, summary_t *s) {
-  double a[REPEATS], b[REPEATS], c[REPEATS], d[REPEATS], e[REPEATS],
-      f[REPEATS];
+  double a[REPEATS], b[REPEATS], c[REPEATS], d[REPEATS], e[REPEATS], f[REPEATS];
   int k = 0;
   memset(s, 0, sizeof *s);
   s->complete = 1;
@@ -301,9 +301,12 @@ static void summarize(const run_t *runs, int n, summary_t *s) {
 static void json_str(FILE *f, const char *s) {
   fputc('"', f);
   for (; *s; s++) {
-    if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
-    else if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", *s);
-    else fputc(*s, f);
+    if (*s == '"' || *s == '\\')
+      fprintf(f, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20)
+      fprintf(f, "\\u%04x", *s);
+    else
+      fputc(*s, f);
   }
   fputc('"', f);
 }
@@ -312,12 +315,14 @@ static void json_fields(FILE *f, const summary_t *s, int ok_runs) {
   fprintf(f, "\"complete\": %s, \"complete_runs\": %d, ",
           s->complete ? "true" : "false", ok_runs);
   if (ok_runs > 0)
-    fprintf(f, "\"cycles_per_s\": %.2f, \"agent_cpu_ms_per_cycle\": %.3f, "
+    fprintf(f,
+            "\"cycles_per_s\": %.2f, \"agent_cpu_ms_per_cycle\": %.3f, "
             "\"app_waits\": %.0f, \"skipped\": %.0f, \"ns_per_point\": %.3f, "
             "\"app_ms_per_cycle\": %.3f",
             s->cps, s->cpu, s->waits, s->skipped, s->nspp, s->app_ms);
   else
-    fprintf(f, "\"cycles_per_s\": null, \"agent_cpu_ms_per_cycle\": null, "
+    fprintf(f,
+            "\"cycles_per_s\": null, \"agent_cpu_ms_per_cycle\": null, "
             "\"app_waits\": null");
   if (s->why[0]) {
     fprintf(f, ", \"failure\": ");
@@ -326,7 +331,8 @@ static void json_fields(FILE *f, const summary_t *s, int ok_runs) {
 }
 
 int main(int argc, char **argv) {
-  const char *json = argc > 1 ? argv[1] : "build/bench/localagent.json";
+  const char *json =
+      la_bench_out_path(argc, argv, 1, "build/bench/localagent.json");
   signal(SIGPIPE, SIG_IGN);
   if (la_auth_init() != 0) return 1;
   char dir[] = "/tmp/la-bench-XXXXXX", key[64], why[200];
@@ -352,14 +358,15 @@ int main(int argc, char **argv) {
     for (int i = 0; i < REPEATS; i++) {
       run_once(m, key, &runs[m][i]);
       ok_runs[m] += runs[m][i].ok;
-      printf("  %-7s run %d: %s %7.2f cycles/s, agent %6.2f ms CPU/cycle, "
-             "app %6.2f ms/cycle, %ld waits, %ld skipped, %.2f ns/point%s%s\n",
-             mode_name[m], i + 1, runs[m][i].ok ? "  " : "!!",
-             runs[m][i].cycles_per_s, runs[m][i].cpu_ms_per_cycle,
-             runs[m][i].app_ms_per_cycle, runs[m][i].waits,
-             runs[m][i].skipped, runs[m][i].ns_per_point,
-             runs[m][i].ok ? "" : "\n          incomplete: ",
-             runs[m][i].ok ? "" : runs[m][i].why);
+      printf(
+          "  %-7s run %d: %s %7.2f cycles/s, agent %6.2f ms CPU/cycle, "
+          "app %6.2f ms/cycle, %ld waits, %ld skipped, %.2f ns/point%s%s\n",
+          mode_name[m], i + 1, runs[m][i].ok ? "  " : "!!",
+          runs[m][i].cycles_per_s, runs[m][i].cpu_ms_per_cycle,
+          runs[m][i].app_ms_per_cycle, runs[m][i].waits, runs[m][i].skipped,
+          runs[m][i].ns_per_point,
+          runs[m][i].ok ? "" : "\n          incomplete: ",
+          runs[m][i].ok ? "" : runs[m][i].why);
       fflush(stdout);
     }
     summarize(runs[m], REPEATS, &sum[m]);
@@ -367,23 +374,27 @@ int main(int argc, char **argv) {
   unlink(key);
   rmdir(dir);
 
-  printf("\nla-localagent, 1 application x 10^6 elements, wall-time metric, "
-         "period 1, 3 buffers, wait policy, %d cycles, medians of %d runs "
-         "(%.1f s)\n", CYCLES, REPEATS, (double)(mono_ns() - t0) / 1e9);
+  printf(
+      "\nla-localagent, 1 application x 10^6 elements, wall-time metric, "
+      "period 1, 3 buffers, wait policy, %d cycles, medians of %d runs "
+      "(%.1f s)\n",
+      CYCLES, REPEATS, (double)(mono_ns() - t0) / 1e9);
   printf("  %-34s %12s %12s\n", "", "probe", "ranges");
   printf("  %-34s %12s %12s\n", "(application loop)", "every elem.",
          "1000 ranges");
-  const char *labels[] = {"cycles/s through the agent",
-                          "agent CPU ms per cycle", "application waits",
-                          "skipped cycles", "compaction ns/point",
-                          "application ms per cycle"};
+  const char *labels[] = {
+      "cycles/s through the agent", "agent CPU ms per cycle",
+      "application waits",          "skipped cycles",
+      "compaction ns/point",        "application ms per cycle"};
   for (int l = 0; l < 6; l++) {
     printf("  %-34s", labels[l]);
     for (int m = 0; m < 2; m++) {
-      double v[] = {sum[m].cps, sum[m].cpu, sum[m].waits, sum[m].skipped,
-                    sum[m].nspp, sum[m].app_ms};
-      if (ok_runs[m] == 0) printf(" %12s", "n/a");
-      else printf(" %12.*f", l == 2 || l == 3 ? 0 : 2, v[l]);
+      double v[] = {sum[m].cps,     sum[m].cpu,  sum[m].waits,
+                    sum[m].skipped, sum[m].nspp, sum[m].app_ms};
+      if (ok_runs[m] == 0)
+        printf(" %12s", "n/a");
+      else
+        printf(" %12.*f", l == 2 || l == 3 ? 0 : 2, v[l]);
     }
     printf("\n");
   }
@@ -397,14 +408,17 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_localagent: cannot write %s\n", json);
     return 1;
   }
-  fprintf(f, "{\n  \"benchmark\": \"localagent\",\n  \"elements\": %ld, "
+  fprintf(f,
+          "{\n  \"benchmark\": \"localagent\",\n  \"elements\": %ld, "
           "\"cycles\": %d, \"repeats\": %d, \"metric\": \"time\", "
           "\"period\": 1, \"buffers\": 3, \"policy\": \"wait\",\n",
           N_ELEMENTS, CYCLES, REPEATS);
-  fprintf(f, "  \"mode\": \"probe: every element probed each cycle "
+  fprintf(f,
+          "  \"mode\": \"probe: every element probed each cycle "
           "(LA_startProbe/LA_stopProbe around a trivial kernel)\",\n  ");
   json_fields(f, &sum[0], ok_runs[0]);
-  fprintf(f, ",\n  \"saturate\": {\"mode\": \"ranges: values filled "
+  fprintf(f,
+          ",\n  \"saturate\": {\"mode\": \"ranges: values filled "
           "through 1000 LA_startRange/LA_stopRange ranges of 1000 elements, "
           "~1 ms of application work per cycle\", ");
   json_fields(f, &sum[1], ok_runs[1]);

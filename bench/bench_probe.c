@@ -26,6 +26,7 @@
  * interference ("on" or "off (reason)"), unprofiled_pair_ns,
  * clock_floor_ns, empty_loop_ns, channel_pair_ns, reps, elements.
  */
+#include "bench_args.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,7 +113,7 @@ static double median(double *v, int n) {
 }
 
 int main(int argc, char **argv) {
-  const char *out = argc > 1 ? argv[1] : "build/bench/probe.json";
+  const char *out = la_bench_out_path(argc, argv, 1, "build/bench/probe.json");
   la_test_peer_t *peer = la_test_peer_start();
   if (!peer) {
     fprintf(stderr, "bench_probe: cannot start the agent stand-in\n");
@@ -128,8 +129,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   double *local = calloc(N, sizeof(double));
-  double fl[REPS], cf[REPS], la[REPS], lo[REPS], un[REPS], em[REPS],
-      ch[REPS];
+  double fl[REPS], cf[REPS], la[REPS], lo[REPS], un[REPS], em[REPS], ch[REPS];
   int detect = la__hot.detect;
   char interference[200];
   snprintf(interference, sizeof interference, "%s", LA_interference());

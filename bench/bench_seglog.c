@@ -19,6 +19,7 @@
  * one-file-per-message spool this log replaced managed about 10^4
  * messages/s on these machines (docs/localagent.md).
  */
+#include "bench_args.h"
 #include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -130,7 +131,8 @@ static int run(const char *dir, size_t size, long n, int threads, uint64_t mem,
 }
 
 int main(int argc, char **argv) {
-  const char *path = argc > 1 ? argv[1] : "build/bench/seglog.json";
+  const char *path =
+      la_bench_out_path(argc, argv, 1, "build/bench/seglog.json");
   const char *tmp = getenv("TMPDIR");
   char base[512];
   snprintf(base, sizeof base, "%s/bench_seglog.XXXXXX", tmp ? tmp : "/tmp");

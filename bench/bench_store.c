@@ -13,6 +13,7 @@
  * the file system and, for FULL, on the disk. The store's behaviour is
  * tested by tests/unit/test_store.c; this program only measures.
  */
+#include "bench_args.h"
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,7 +113,7 @@ out:
 }
 
 int main(int argc, char **argv) {
-  const char *out = argc > 1 ? argv[1] : "build/bench/store.json";
+  const char *out = la_bench_out_path(argc, argv, 1, "build/bench/store.json");
   const char *tmp = getenv("TMPDIR");
   char base[512];
   snprintf(base, sizeof base, "%s/bench_store.XXXXXX", tmp ? tmp : "/tmp");

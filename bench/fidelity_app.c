@@ -84,8 +84,8 @@ static double fa_mono_ns(void) {
 
 /* One pass of the real loop with cycle c's units, every element timed as
  * a probe pair times it (no LA call): units into k[], ticks into t[]. */
-static void fa_pass(int kase, fa_grid_t *gr, long n, long g0, long ny,
-                    long c, double *k, double *t) {
+static void fa_pass(int kase, fa_grid_t *gr, long n, long g0, long ny, long c,
+                    double *k, double *t) {
   long nx = fc_nx[kase];
   for (long e = 0; e < n; e++) k[e] = (double)fc_units(kase, g0 + e, nx, ny, c);
   for (long e = 0; e < n; e++) {
@@ -116,7 +116,8 @@ static int fa_cmp(const void *a, const void *b) {
 static int fa_calibrate(const fa_opts_t *o, fa_grid_t *gr, long g0, long ny,
                         double *ks, double *cs) {
   long n = o->n, ns = n * FA_PASSES;
-  double *k = malloc((size_t)ns * sizeof *k), *t = malloc((size_t)ns * sizeof *t);
+  double *k = malloc((size_t)ns * sizeof *k),
+         *t = malloc((size_t)ns * sizeof *t);
   double *r = malloc((size_t)ns * sizeof *r);
   int *bin = malloc((size_t)ns * sizeof *bin);
   if (!k || !t || !r || !bin) return -1;
@@ -134,9 +135,9 @@ static int fa_calibrate(const fa_opts_t *o, fa_grid_t *gr, long g0, long ny,
   }
   int nb = kmax - kmin < FA_CAL ? (int)(kmax - kmin) + 1 : FA_CAL;
   for (long i = 0; i < ns; i++)
-    bin[i] = nb == FA_CAL ? (int)(log(k[i] / kmin) / log(kmax / kmin) *
-                                  (FA_CAL - 0.001))
-                          : (int)(k[i] - kmin);
+    bin[i] = nb == FA_CAL
+                 ? (int)(log(k[i] / kmin) / log(kmax / kmin) * (FA_CAL - 0.001))
+                 : (int)(k[i] - kmin);
   int m = 0;
   for (int b = 0; b < nb; b++) {
     long c = 0;
@@ -183,8 +184,10 @@ static int fa_parse(int argc, char **argv, fa_opts_t *o) {
   }
   if (o->n <= 0) o->n = fc_default_n[o->kase];
   if (o->n % fc_nx[o->kase] != 0 || o->cycles <= 0 || o->cycles > 100000) {
-    fprintf(stderr, "fidelity_app: --n must be a positive multiple of %ld, "
-            "--cycles in 1..100000\n", fc_nx[o->kase]);
+    fprintf(stderr,
+            "fidelity_app: --n must be a positive multiple of %ld, "
+            "--cycles in 1..100000\n",
+            fc_nx[o->kase]);
     return -1;
   }
   return 0;
@@ -250,12 +253,12 @@ int main(int argc, char **argv) {
   LA_finalize();
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0)
-    printf("fidelity_app: %s, %d ranks x %ld elements, %ld cycles, "
-           "true cost %.1f ns at %.0f units .. %.1f ns at %.0f on rank 0 "
-           "(sink %g)\n",
-           fc_case_names[o.kase], size, o.n, o.cycles, cs[0], ks[0],
-           cs[m - 1], ks[m - 1],
-           g_sink + gr.u[1]);
+    printf(
+        "fidelity_app: %s, %d ranks x %ld elements, %ld cycles, "
+        "true cost %.1f ns at %.0f units .. %.1f ns at %.0f on rank 0 "
+        "(sink %g)\n",
+        fc_case_names[o.kase], size, o.n, o.cycles, cs[0], ks[0], cs[m - 1],
+        ks[m - 1], g_sink + gr.u[1]);
   free(gr.u);
   free(gr.v);
   free(units);

@@ -1,0 +1,45 @@
+/* bench_args.h: the one command line every bench program takes.
+ *
+ *   bench_X [OUT.json]
+ *
+ * OUT.json is where the program writes its measurements (each program has
+ * its own default under build/bench/). -h/--help prints this usage; any other
+ * argument that starts with '-' is refused rather than taken for a file
+ * name, so a mistyped option never creates a file called "--help".
+ */
+#ifndef LA_BENCH_ARGS_H
+#define LA_BENCH_ARGS_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The output path for a bench program with arguments argv[first..argc),
+ * or exit(0) after the usage for -h/--help, or exit(2) for any other
+ * option or for extra arguments. */
+static inline const char *la_bench_out_path(int argc, char **argv, int first,
+                                            const char *dflt) {
+  const char *name = argc > 0 ? argv[0] : "bench";
+  if (argc > first + 1) {
+    fprintf(stderr, "%s: one argument at most (the output file), got %d\n",
+            name, argc - first);
+    exit(2);
+  }
+  if (argc <= first) return dflt;
+  const char *a = argv[first];
+  if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+    printf(
+        "usage: %s [OUT.json]\n  writes the measurements to OUT.json "
+        "(default %s) and prints a table\n",
+        name, dflt);
+    exit(0);
+  }
+  if (a[0] == '-') {
+    fprintf(stderr, "%s: unknown option '%s' (usage: %s [OUT.json])\n", name, a,
+            name);
+    exit(2);
+  }
+  return a;
+}
+
+#endif
