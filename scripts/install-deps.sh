@@ -27,6 +27,11 @@ PKGS=(
   clang libclang-rt-14-dev llvm procps util-linux
   # test_services: the daemons' system calls against the units' filters
   strace
+  # in-job balancing example: Zoltan (Debian builds it with Open MPI, so the
+  # example is built with mpicc.openmpi); the PostgreSQL store backend and
+  # its tests (libpq; a throw-away server started from postgresql's binaries)
+  libtrilinos-zoltan-dev
+  libpq-dev postgresql
 )
 
 # LA is built and tested with MPICH. Another package (python3-vtk9) pulls in
@@ -46,6 +51,16 @@ pin_mpich() {
   done
 }
 
+# The postgresql package would create and start a system-wide cluster; LA's
+# tests start their own server in a temporary directory, so ask for none.
+no_main_cluster() {
+  local conf=/etc/postgresql-common/createcluster.conf
+  if [ ! -e "$conf" ] && [ "$(id -u)" -eq 0 ]; then
+    mkdir -p "$(dirname "$conf")"
+    echo "create_main_cluster = false" > "$conf"
+  fi
+}
+
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
@@ -63,6 +78,8 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+no_main_cluster
+$SUDO apt-get install -y -qq --no-install-recommends \
+  -o Dpkg::Options::=--force-confold "${missing[@]}" >/dev/null
 pin_mpich
 echo "install-deps: done"
