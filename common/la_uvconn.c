@@ -1,4 +1,17 @@
-/* la_uvconn.c: framed libuv connections (see la_uvconn.h). */
+/* la_uvconn.c: framed libuv connections (see la_uvconn.h).
+ *
+ * Lingering close. A connection that ends with a last message to the peer
+ * (an Error, a reply sent with close_after, the answer to bad input) must
+ * not simply close: if the peer is still sending, the kernel answers the
+ * bytes that arrive after close() (or are unread at that moment) with a
+ * reset, and the reset can discard our last message from the peer's receive
+ * buffer before the peer reads it. So such a close shuts down our sending
+ * side once the queued writes are out (the peer sees our message, then end
+ * of stream), keeps reading and discards what arrives, and closes when the
+ * peer closes, after LA_CONN_LINGER_MS, or after LA_CONN_LINGER_MAX
+ * discarded bytes (then with a reset), whichever comes first. Other closes
+ * (peer gone, shutdown, limits) close at once.
+ */
 #include "la_uvconn.h"
 
 #include <signal.h>
@@ -10,6 +23,8 @@
 #include "la_errcodes.h"
 #include "la_log.h"
 #include "la_sockio.h"
+
+enum { LA_CONN_LINGER_MS = 1000, LA_CONN_LINGER_MAX = 1 << 20 };
 
 typedef struct {
   uv_write_t req;
@@ -50,25 +65,66 @@ void la_conn_set_max_frame(la_conn_t *c, uint32_t max_payload) {
   c->rd.max_payload = max_payload ? max_payload : LA_FRAME_DEFAULT_MAX;
 }
 
-void la_conn_set_max_output(la_conn_t *c, size_t max) { c->max_out = max; }
+void la_conn_set_max_output(la_conn_t *c, size_t max) {
+  c->max_out = max;
+}
 
-/* Starts closing; reset: abort the connection (RST), dropping what is still
- * queued for the peer in our buffers and the kernel's. */
-static void la__close(la_conn_t *c, const char *reason, int reset) {
-  if (c->closing) return;
-  c->closing = 1;
-  if (c->ops->on_close) c->ops->on_close(c, reason);
+/* Closes the handles; reset: abort the connection (RST), dropping what is
+ * still queued for the peer in our buffers and the kernel's. */
+static void la__finish(la_conn_t *c, int reset) {
+  if (uv_is_closing((uv_handle_t *)&c->tcp)) return;
+  c->lingering = 0;
   uv_read_stop((uv_stream_t *)&c->tcp);
   if (!reset || uv_tcp_close_reset(&c->tcp, la__on_closed) != 0)
     uv_close((uv_handle_t *)&c->tcp, la__on_closed);
   uv_close((uv_handle_t *)&c->timer, la__on_closed);
 }
 
+static void la__on_linger_timeout(uv_timer_t *t) {
+  la__finish(t->data, 0);
+}
+
+static void la__on_shutdown(uv_shutdown_t *req, int status) {
+  la_conn_t *c = req->data;
+  if (status < 0) la__finish(c, 0);
+  la_conn_release(c);
+}
+
+/* Starts a lingering close (see the top of this file). Returns 0, or -1
+ * when the connection cannot linger (then close it at once). */
+static int la__linger(la_conn_t *c) {
+  uv_stream_t *st = (uv_stream_t *)&c->tcp;
+  if (!uv_is_readable(st) || !uv_is_writable(st)) return -1;
+  c->shut.data = c;
+  if (uv_shutdown(&c->shut, st, la__on_shutdown) != 0) return -1;
+  la_conn_hold(c); /* until the shutdown callback */
+  c->lingering = 1;
+  uv_timer_start(&c->timer, la__on_linger_timeout, LA_CONN_LINGER_MS, 0);
+  return 0;
+}
+
+/* Starts closing: with reset, by a reset; with linger, gracefully if it
+ * can; else at once. */
+static void la__close_how(la_conn_t *c, const char *reason, int reset,
+                          int linger) {
+  if (c->closing) return;
+  c->closing = 1;
+  if (c->ops->on_close) c->ops->on_close(c, reason);
+  if (!reset && linger && la__linger(c) == 0) return;
+  la__finish(c, reset);
+}
+
+static void la__close(la_conn_t *c, const char *reason, int reset) {
+  la__close_how(c, reason, reset, 0);
+}
+
 void la_conn_close(la_conn_t *c, const char *reason) {
   la__close(c, reason, 0);
 }
 
-void la_conn_hold(la_conn_t *c) { c->holds++; }
+void la_conn_hold(la_conn_t *c) {
+  c->holds++;
+}
 
 void la_conn_release(la_conn_t *c) {
   c->holds--;
@@ -83,15 +139,19 @@ int la_conn_fd(la_conn_t *c) {
 
 static void la__on_deadline(uv_timer_t *t) {
   la_conn_t *c = t->data;
-  if (c->closing) return;
-  if (c->ops->on_deadline) c->ops->on_deadline(c);
-  else la_conn_close(c, "deadline passed");
+  if (c->closing) return; /* a lingering close has its own timer callback */
+  if (c->ops->on_deadline)
+    c->ops->on_deadline(c);
+  else
+    la_conn_close(c, "deadline passed");
 }
 
 void la_conn_set_deadline(la_conn_t *c, uint64_t ms) {
   if (c->closing) return;
-  if (ms == 0) uv_timer_stop(&c->timer);
-  else uv_timer_start(&c->timer, la__on_deadline, ms, 0);
+  if (ms == 0)
+    uv_timer_stop(&c->timer);
+  else
+    uv_timer_start(&c->timer, la__on_deadline, ms, 0);
 }
 
 static void la__on_write(uv_write_t *req, int status) {
@@ -100,12 +160,16 @@ static void la__on_write(uv_write_t *req, int status) {
   c->out_bytes -= w->len;
   int close_after = w->close_after;
   free(w);
-  if (status < 0) la_conn_close(c, "write failed");
-  else if (close_after) la_conn_close(c, "done");
+  if (status < 0)
+    la_conn_close(c, "write failed");
+  else if (close_after)
+    la__close_how(c, "done", 0, 1);
   la_conn_release(c);
 }
 
-void la_conn_set_secure(la_conn_t *c, la_secure_t *sec) { c->sec = sec; }
+void la_conn_set_secure(la_conn_t *c, la_secure_t *sec) {
+  c->sec = sec;
+}
 
 /* Replaces the frame in *w by the record that carries it. Returns 0 or a
  * negative LA_E* code (*w unchanged). */
@@ -150,9 +214,10 @@ int la_conn_send(la_conn_t *c, uint16_t type, const ProtobufCMessage *m,
   if (c->closing) return LA_EIO;
   size_t n = la_frame_size(m);
   if (c->max_out && c->out_bytes > 0 && c->out_bytes + n > c->max_out) {
-    la_log_warnx("connection %s: %zu bytes queued and %zu more would pass "
-                 "the output limit of %zu: the peer is not reading: closing",
-                 c->peer, c->out_bytes, n, c->max_out);
+    la_log_warnx(
+        "connection %s: %zu bytes queued and %zu more would pass "
+        "the output limit of %zu: the peer is not reading: closing",
+        c->peer, c->out_bytes, n, c->max_out);
     la__close(c, "output limit", 1); /* what is queued is dropped */
     return LA_ELIMIT;
   }
@@ -187,7 +252,7 @@ int la_conn_send(la_conn_t *c, uint16_t type, const ProtobufCMessage *m,
 
 static void la__bad(la_conn_t *c, const char *why) {
   if (c->ops->on_bad) c->ops->on_bad(c, why);
-  la_conn_close(c, "bad input");
+  la__close_how(c, "bad input", 0, 1); /* on_bad may have sent an Error */
 }
 
 static void la__alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -199,14 +264,22 @@ static void la__alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
 
 static void la__on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   la_conn_t *c = st->data;
+  if (c->lingering) { /* discard; the peer's end of stream ends it */
+    free(buf->base);
+    if (nread < 0)
+      la__finish(c, 0);
+    else if ((c->linger_bytes += (size_t)nread) > LA_CONN_LINGER_MAX)
+      la__finish(c, 1);
+    return;
+  }
   if (nread < 0 || c->closing) {
     free(buf->base);
     if (nread < 0)
       la_conn_close(c, nread == UV_EOF ? "disconnected" : "connection error");
     return;
   }
-  int rc = nread > 0 ? la_frame_reader_feed(&c->rd, buf->base, (size_t)nread)
-                     : 0;
+  int rc =
+      nread > 0 ? la_frame_reader_feed(&c->rd, buf->base, (size_t)nread) : 0;
   free(buf->base);
   la_conn_hold(c); /* on_frame may close c */
   uint16_t type;
@@ -227,7 +300,7 @@ static void la__on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     rc = c->ops->on_frame(c, type, m);
     la_msg_free(m);
     if (rc != 0) {
-      la_conn_close(c, "protocol error");
+      la__close_how(c, "protocol error", 0, 1); /* a reply may be queued */
       rc = 0;
       break;
     }
@@ -293,17 +366,18 @@ int la_listen(uv_loop_t *loop, uv_tcp_t *tcp, const char *l,
   struct sockaddr_storage b;
   int bl = sizeof b;
   uv_tcp_getsockname(tcp, (struct sockaddr *)&b, &bl);
-  *port_out = ntohs(b.ss_family == AF_INET6
-                        ? ((struct sockaddr_in6 *)&b)->sin6_port
-                        : ((struct sockaddr_in *)&b)->sin_port);
+  *port_out =
+      ntohs(b.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&b)->sin6_port
+                                    : ((struct sockaddr_in *)&b)->sin_port);
   snprintf(bound, bound_len, "%s:%u", host, *port_out);
   return 0;
 }
 
-static void la__free_handle(uv_handle_t *h) { free(h); }
+static void la__free_handle(uv_handle_t *h) {
+  free(h);
+}
 
-int la_ratelimit_ok(la_ratelimit_t *r, uint64_t interval_ms,
-                    uint64_t *missed) {
+int la_ratelimit_ok(la_ratelimit_t *r, uint64_t interval_ms, uint64_t *missed) {
   uint64_t now = uv_hrtime() / 1000000u;
   if (now < r->next_ms) {
     r->suppressed++;

@@ -47,12 +47,15 @@ struct la_conn {
   int handles_open;
   int holds;
   int closing;
+  int lingering;       /* closing gracefully: see la_uvconn.c */
+  size_t linger_bytes; /* discarded while lingering */
+  uv_shutdown_t shut;
   size_t out_bytes; /* queued by la_conn_send, not yet written */
   size_t max_out;   /* output limit (la_conn_set_max_output); 0: none */
   la_frame_reader_t rd;
-  char peer[64];    /* "ip:port" */
-  char addr[48];    /* the peer's IP address alone ("?" if unknown) */
-  long key;         /* the owner's admission key (e.g. a peer uid) */
+  char peer[64]; /* "ip:port" */
+  char addr[48]; /* the peer's IP address alone ("?" if unknown) */
+  long key;      /* the owner's admission key (e.g. a peer uid) */
   const la_conn_ops_t *ops;
   void *data;       /* the owner's */
   la_secure_t *sec; /* the owner's; set: frames travel as records */
@@ -75,7 +78,9 @@ void la_conn_set_max_frame(la_conn_t *c, uint32_t max_payload);
  * that does not read. A single message is always queued when nothing else
  * waits, so the bound per connection is max(max, one message). 0: none. */
 void la_conn_set_max_output(la_conn_t *c, size_t max);
-/* Queues a message; close_after closes the connection once it is written.
+/* Queues a message; close_after closes the connection once it is written,
+ * gracefully: the peer reads the message even if it was still sending (see
+ * la_uvconn.c on lingering).
  * Returns 0, or a negative LA_E* code (the connection is then closing):
  * LA_ELIMIT when the output limit would be passed. */
 int la_conn_send(la_conn_t *c, uint16_t type, const ProtobufCMessage *m,
@@ -162,8 +167,7 @@ typedef struct la_ratelimit {
 } la_ratelimit_t;
 /* Counts one event. Returns 1 when it may be logged now, with *missed set
  * to the events suppressed before it; 0 when it is suppressed. */
-int la_ratelimit_ok(la_ratelimit_t *r, uint64_t interval_ms,
-                    uint64_t *missed);
+int la_ratelimit_ok(la_ratelimit_t *r, uint64_t interval_ms, uint64_t *missed);
 
 /* A share of connections (a port's, a user's, an address's) is full when
  * held, the connections it has open, reached cap. Returns 0 when it is not;
