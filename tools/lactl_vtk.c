@@ -16,10 +16,13 @@
  *     to attach the arrays to one's own mesh).
  *
  * The weights are a list of named arrays (la__arrays): measured, and
- * robust when every present rank carries them; more kinds (channels) are
- * more entries of that list, written by the same loops. Deliberately no
- * XML VTK: the legacy form is read everywhere. GlobalIds are doubles
- * (exact up to 2^53), the type every reader of the legacy form takes.
+ * robust when every present rank carries them; for an application with
+ * more than one channel, the same two per channel, named measured_NAME and
+ * robust_NAME (NAME the channel's name with every character VTK's legacy
+ * reader cannot take in a name replaced by '_'); NaN at the cells of a
+ * rank whose trace lacks the channel. The loops write every entry alike.
+ * Deliberately no XML VTK: the legacy form is read everywhere. GlobalIds are
+ * doubles (exact up to 2^53), the type every reader of the legacy form takes.
  */
 #include "lactl_vtk.h"
 
@@ -29,21 +32,64 @@
 
 #include "lactl_numbering.h"
 
-enum { LA__MAX_ARRAYS = 8 };
+enum { LA__MAX_ARRAYS = 2 + 2 * 64 };
 
 /* One named cell array of the file. */
 typedef struct {
-  const char *name;
-  int kind; /* LA_WEIGHTS_* the set serves while it is filled */
+  char name[80];
+  la_traceset_t *set; /* the set (or channel set) its values come from */
+  int kind;           /* LA_WEIGHTS_* the set serves while it is filled */
   double *v;
 } la__array_t;
 
-/* The weight arrays t can fill: measured, and robust when it has them. */
-static size_t la__arrays(const la_traceset_t *t, la__array_t *a) {
-  size_t n = 0;
-  a[n++] = (la__array_t){"measured", LA_WEIGHTS_MEASURED, NULL};
-  if (la_traceset_has_robust(t))
-    a[n++] = (la__array_t){"robust", LA_WEIGHTS_ROBUST, NULL};
+/* Appends set's arrays to a (from *n): measured and, when it has them,
+ * robust, each named base with the suffix. */
+static void la__arrays_of(la_traceset_t *set, const char *suffix,
+                          la__array_t *a, size_t *n) {
+  static const struct {
+    const char *name;
+    int kind;
+  } kinds[] = {{"measured", LA_WEIGHTS_MEASURED},
+               {"robust", LA_WEIGHTS_ROBUST}};
+  for (size_t k = 0; k < 2 && *n < LA__MAX_ARRAYS; k++) {
+    if (kinds[k].kind == LA_WEIGHTS_ROBUST && !la_traceset_has_robust(set))
+      continue;
+    la__array_t *x = &a[(*n)++];
+    snprintf(x->name, sizeof x->name, "%s%s", kinds[k].name, suffix);
+    x->set = set;
+    x->kind = kinds[k].kind;
+    x->v = NULL;
+  }
+}
+
+/* The weight arrays of t (top of file); the channel sets made for them go
+ * to chs[0..*nch) (the caller frees them). Returns the number of arrays,
+ * or 0 when a channel cannot be read (with a message). */
+static size_t la__arrays(la_traceset_t *t, la__array_t *a, la_traceset_t **chs,
+                         size_t *nch) {
+  size_t n = 0, nc = la_traceset_channels(t);
+  *nch = 0;
+  la__arrays_of(t, "", a, &n);
+  for (size_t ch = 0; nc > 1 && ch < nc && n + 2 <= LA__MAX_ARRAYS; ch++) {
+    la_traceset_t *c = NULL;
+    int rc = la_traceset_channel(t, ch, &c);
+    if (rc != 0) {
+      fprintf(stderr, "lactl export: channel %zu: %s\n", ch,
+              la_client_strerror(rc));
+      return 0;
+    }
+    chs[(*nch)++] = c;
+    char suffix[64] = "_";
+    const char *name = la_traceset_channel_name(t, ch);
+    for (size_t i = 0; name && name[i] && i + 2 < sizeof suffix; i++) {
+      char x = name[i];
+      int ok = (x >= 'a' && x <= 'z') || (x >= 'A' && x <= 'Z') ||
+               (x >= '0' && x <= '9') || x == '-' || x == '.';
+      suffix[i + 1] = ok ? x : '_';
+      suffix[i + 2] = '\0';
+    }
+    la__arrays_of(c, suffix, a, &n);
+  }
   return n;
 }
 
@@ -98,7 +144,12 @@ static int la__cmp_el(const void *x, const void *y) {
 
 int lactl_vtk_write(FILE *f, lactl_num_t *num, la_traceset_t *t) {
   la__array_t a[LA__MAX_ARRAYS];
-  size_t na = la__arrays(t, a);
+  la_traceset_t *chs[LA__MAX_ARRAYS];
+  size_t nch = 0, na = la__arrays(t, a, chs, &nch);
+  if (na == 0) {
+    for (size_t i = 0; i < nch; i++) la_traceset_free(chs[i]);
+    return LACTL_FAIL;
+  }
   uint32_t np = la_traceset_nprocs(t);
   uint64_t g[3] = {0, 0, 0}, n = la_traceset_elements(t), cells = n;
   int grid = la__grid_of(t, g);
@@ -140,13 +191,16 @@ int lactl_vtk_write(FILE *f, lactl_num_t *num, la_traceset_t *t) {
   if (!grid) qsort(el, n, sizeof *el, la__cmp_el);
   /* Each weight array: the set's values of that kind, moved in place. */
   for (size_t k = 0; k < na; k++) {
-    la_traceset_set_weights(t, a[k].kind);
-    la_traceset_weights(t, w);
+    la_traceset_t *s = a[k].set;
+    int kind_s = la_traceset_weights_kind(s);
+    la_traceset_set_weights(s, a[k].kind);
+    la_traceset_weights(s, w);
+    la_traceset_set_weights(s, kind_s);
     off = 0;
     for (uint32_t r = 0; r < np && grid; r++) {
       uint64_t ne = la_traceset_rank_elements(t, r), dims[3], o[3];
       la_traceset_rank_grid(t, r, dims, o, NULL);
-      for (uint64_t e = 0; e < ne && la_traceset_has_rank(t, r); e++) {
+      for (uint64_t e = 0; e < ne && la_traceset_has_rank(s, r); e++) {
         uint64_t i = o[0] + e % dims[0], j = o[1] + e / dims[0] % dims[1];
         uint64_t kk = o[2] + e / (dims[0] * dims[1]);
         uint64_t at = i + g[0] * (j + g[1] * kk);
@@ -188,6 +242,7 @@ int lactl_vtk_write(FILE *f, lactl_num_t *num, la_traceset_t *t) {
 out:
   la_traceset_set_weights(t, kind0);
   for (size_t k = 0; k < na; k++) free(a[k].v);
+  for (size_t i = 0; i < nch; i++) la_traceset_free(chs[i]);
   free(rank);
   free(w);
   free(el);

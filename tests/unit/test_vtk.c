@@ -9,10 +9,11 @@
  * /usr/bin/python3 and its vtk module: the dimensions (the global grid's
  * cells, or one cell per element), the array names, and every measured
  * value against the values the probes left in the store; cells no rank
- * has are NaN with rank -1. The script's failure fails the test; only a
- * machine without /usr/bin/python3 or its vtk module skips it. The grid
- * map's SVG is checked for its cells, the empty column and the rank
- * boundaries.
+ * has are NaN with rank -1. An application with two channels adds
+ * measured_NAME/robust_NAME per channel, checked value by value. The script's
+ * failure fails the test; only a machine without /usr/bin/python3 or its vtk
+ * module skips it. The grid map's SVG is checked for its cells, the empty
+ * column and the rank boundaries.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -197,6 +198,58 @@ static void test_vtk_ids(void **state) {
   check_vtk(vtk, spec);
 }
 
+static double chan_value(long e, void *arg) {
+  return *(const double *)arg + (double)e;
+}
+static double chan_zero(long e, void *arg) {
+  return 0.0;
+}
+
+/* One rank of a 2x3x2 grid with channels "stress" (element e: 10 + e) and
+ * "eos" (100 + e), custom probes so the values are exact: the file has
+ * the sum and each channel (measured: a custom metric has no robust). */
+static void test_vtk_channels(void **state) {
+  need_vtk();
+  static double base = 10;
+  setenv("LA_APP_ID", "vchan-1", 1);
+  LA_setCompaction("lossless");
+  LA_setMetric("custom");
+  LA_setProbeStartFunc(chan_zero, NULL);
+  LA_setProbeStopFunc(chan_value, &base);
+  assert_int_equal(LA_channel("stress"), 0);
+  assert_int_equal(LA_channel("eos"), 1);
+  assert_int_equal(LA_registerGrid("vchan", 0, 1, 2, 3, 2), 0);
+  for (int ch = 0; ch < 2; ch++) {
+    base = ch ? 100 : 10;
+    for (long e = 0; e < 12; e++) {
+      assert_int_equal(LA_startProbeC(ch, e), 0);
+      assert_int_equal(LA_stopProbeC(ch, e), 0);
+    }
+  }
+  assert_int_equal(LA_dataXferTagged(5), 0);
+  LA_finalize();
+  LA_setMetric(NULL);
+  LA_setProbeStartFunc(NULL, NULL);
+  LA_setProbeStopFunc(NULL, NULL);
+  assert_int_equal(la_ta_wait_traces(&agent, 1, WAIT_MS), 0);
+  const char *vtk = export_vtk("vchan-1", "5", "chan");
+  char spec[700];
+  snprintf(spec, sizeof spec, "%s/chan.spec", la_td_dir(agent.st.ga));
+  FILE *f = fopen(spec, "w");
+  assert_non_null(f);
+  /* a custom metric has no robust weights: measured ones alone */
+  fprintf(f,
+          "grid 2 3 2\narrays measured rank measured_stress "
+          "measured_eos\n");
+  for (int e = 0; e < 12; e++)
+    fprintf(f,
+            "v measured %d %d\nv measured_stress %d %d\n"
+            "v measured_eos %d %d\nv rank %d 0\n",
+            e, 110 + 2 * e, e, 10 + e, e, 100 + e, e);
+  fclose(f);
+  check_vtk(vtk, spec);
+}
+
 static int group_setup(void **state) {
   return la_td_prepare();
 }
@@ -206,6 +259,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_plot_grid, setup, teardown),
       cmocka_unit_test_setup_teardown(test_vtk_grid, setup, teardown),
       cmocka_unit_test_setup_teardown(test_vtk_ids, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_vtk_channels, setup, teardown),
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);
 }
