@@ -8,7 +8,8 @@
  *          note on stderr where there is none);
  *   json   {"app", "metric", "unit", "sets": [one object per cycle with
  *          vtxdist, exact totals and per-rank value arrays (null for a
- *          missing rank)]};
+ *          missing rank) with the rank's numbering: its ids, and dims and
+ *          origin for a grid rank]};
  *   metis  one cycle: one integer vertex weight per line in global element
  *          order, >= 1, the heaviest element = --max-weight (default 1000),
  *          as la_traceset_metis_weights computes them (docs/lactl.md);
@@ -109,7 +110,33 @@ static int put_csv(FILE *f, const la_traceset_t *t, double *w,
   return 0;
 }
 
-static int put_json(FILE *f, const la_traceset_t *t, double *w, int first) {
+/* Rank r's numbering as JSON members: "numbering", "ids" (one per
+ * element), and for a grid rank "dims" and "origin". */
+static int put_json_ids(FILE *f, const la_traceset_t *t, uint32_t r,
+                        lactl_num_t *num) {
+  static const char *const names[] = {"concat", "app", "grid"};
+  const int64_t *id;
+  const uint64_t *c;
+  int kind;
+  uint64_t ne = la_traceset_rank_elements(t, r), dims[3], o[3];
+  if (lactl_num_rank(num, t, r, &id, &c, &kind)) return -1;
+  fprintf(f, ", \"numbering\": \"%s\"",
+          names[kind >= 0 && kind <= 2 ? kind : 0]);
+  if (la_traceset_rank_grid(t, r, dims, o, NULL) == 0)
+    fprintf(f, ", \"dims\": [%llu, %llu, %llu], \"origin\": [%llu, %llu, %llu]",
+            (unsigned long long)dims[0], (unsigned long long)dims[1],
+            (unsigned long long)dims[2], (unsigned long long)o[0],
+            (unsigned long long)o[1], (unsigned long long)o[2]);
+  fputs(",\n     \"ids\": [", f);
+  for (uint64_t e = 0; e < ne; e++)
+    fprintf(f, "%s%lld", e ? (e % 8 ? ", " : ",\n      ") : "",
+            (long long)id[e]);
+  fputc(']', f);
+  return 0;
+}
+
+static int put_json(FILE *f, const la_traceset_t *t, double *w, int first,
+                    lactl_num_t *num) {
   uint32_t np = la_traceset_nprocs(t);
   const uint32_t *m;
   size_t nm = la_traceset_missing(t, &m);
@@ -154,7 +181,9 @@ static int put_json(FILE *f, const la_traceset_t *t, double *w, int first) {
       if (e) fputs(e % 8 ? ", " : ",\n     ", f);
       lactl_json_num(f, w[e]);
     }
-    fputs("]}", f);
+    fputc(']', f);
+    if (put_json_ids(f, t, r, num)) return -1;
+    fputc('}', f);
   }
   fprintf(f, "\n   ]}");
   return 0;
@@ -183,10 +212,13 @@ static int put_metis(const char *cmd, FILE *f, const la_traceset_t *t,
 }
 
 int lactl_export_main(int argc, char **argv) {
-  static const struct option lo[] = {
-      {"format", 1, 0, 'F'},  {"output", 1, 0, 'o'}, {"max-weight", 1, 0, 'M'},
-      {"weights", 1, 0, 'W'}, LACTL_CHANNEL_OPTION,  LACTL_COMMON_OPTIONS,
-      {0, 0, 0, 0}};
+  static const struct option lo[] = {{"format", 1, 0, 'F'},
+                                     {"output", 1, 0, 'o'},
+                                     {"max-weight", 1, 0, 'M'},
+                                     {"weights", 1, 0, 'W'},
+                                     LACTL_CHANNEL_OPTION,
+                                     LACTL_COMMON_OPTIONS,
+                                     {0, 0, 0, 0}};
   lactl_common_t o = {0};
   const char *out = NULL;
   int c, fmt = F_CSV, kind = -1; /* -1: the client's default */
@@ -320,7 +352,7 @@ int lactl_export_main(int argc, char **argv) {
       } else if (fmt == F_VTK)
         rc = lactl_vtk_write(f, num, t);
       else if ((fmt == F_CSV ? put_csv(f, t, w, num)
-                             : put_json(f, t, w, i == 0)))
+                             : put_json(f, t, w, i == 0, num)))
         rc = LACTL_FAIL;
     }
     la_traceset_free(t);
@@ -328,7 +360,8 @@ int lactl_export_main(int argc, char **argv) {
   lactl_progress("export", "cycle", nt, nt);
   if (fmt == F_JSON && rc == LACTL_OK) fprintf(f, "\n]}\n");
   if (npy && lactl_npy_finish(npy, rc == LACTL_OK)) rc = LACTL_FAIL;
-  if (fmt == F_CSV && rc == LACTL_OK) lactl_num_note(num, "export");
+  if ((fmt == F_CSV || fmt == F_JSON) && rc == LACTL_OK)
+    lactl_num_note(num, "export");
   lactl_num_free(num);
   free(w);
   free(tags);

@@ -11,7 +11,7 @@ is an error, so a schema cannot silently rely on an unchecked keyword.
 _ANNOT = {"$schema", "title", "description", "$defs", "$id", "$comment"}
 _KNOWN = _ANNOT | {"type", "properties", "required", "additionalProperties",
                    "items", "enum", "const", "minimum", "oneOf", "anyOf",
-                   "$ref"}
+                   "$ref", "minItems", "maxItems"}
 
 
 def _is(t, v):
@@ -80,6 +80,13 @@ def errors(v, schema, root=None, path="$"):
             elif isinstance(schema.get("additionalProperties"), dict):
                 out += errors(x, schema["additionalProperties"], root,
                               "%s.%s" % (path, k))
+    if isinstance(v, list) and len(v) < schema.get("minItems", 0):
+        out.append("%s: %d items, fewer than %d" % (path, len(v),
+                                                    schema["minItems"]))
+    if isinstance(v, list) and "maxItems" in schema \
+            and len(v) > schema["maxItems"]:
+        out.append("%s: %d items, more than %d" % (path, len(v),
+                                                   schema["maxItems"]))
     if isinstance(v, list) and "items" in schema:
         for i, x in enumerate(v):
             out += errors(x, schema["items"], root, "%s[%d]" % (path, i))

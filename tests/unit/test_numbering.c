@@ -62,16 +62,19 @@ static void run_cycles(long n, int cycles) {
   }
 }
 
-/* `lactl export APP latest -o FILE` through the feed (or --db the store
- * when db): the CSV's bytes (malloc'ed), stderr into err. */
-static char *export_csv(const char *app, int db, char *err, size_t len) {
+/* `lactl export APP latest --format FMT -o FILE` through the feed (or
+ * --db the store when db): the file's bytes (malloc'ed), stderr into err. */
+static char *export_as(const char *app, int db, const char *fmt, char *err,
+                       size_t len) {
   char lactl[600], out[700];
   assert_int_equal(la_td_find_bin("lactl", lactl, sizeof lactl), 0);
-  snprintf(out, sizeof out, "%s/export.csv", la_td_dir(agent.st.ga));
+  snprintf(out, sizeof out, "%s/export.%s", la_td_dir(agent.st.ga), fmt);
   const char *argv[] = {lactl,
                         "export",
                         app,
                         "latest",
+                        "--format",
+                        fmt,
                         "-o",
                         out,
                         db ? "--db" : "--global",
@@ -88,6 +91,20 @@ static char *export_csv(const char *app, int db, char *err, size_t len) {
   fclose(f);
   unlink(out);
   return buf;
+}
+
+static char *export_csv(const char *app, int db, char *err, size_t len) {
+  return export_as(app, db, "csv", err, len);
+}
+
+/* The JSON export's "ids" array of its first rank, blanks removed. */
+static void json_ids(const char *json, char *out, size_t len) {
+  const char *p = strstr(json, "\"ids\": [");
+  assert_non_null(p);
+  size_t n = 0;
+  for (p += 8; *p && *p != ']' && n + 1 < len; p++)
+    if (*p != ' ' && *p != '\n') out[n++] = *p;
+  out[n] = 0;
 }
 
 /* One CSV row: rank, element, global_element, id, i, j, k. */
@@ -159,6 +176,17 @@ static void test_ids_arrive_and_export(void **state) {
     }
     assert_null(strstr(err, "gave no global ids"));
     free(csv);
+    /* the JSON export carries the same ids per rank */
+    char *json = export_as("ids-1", db, "json", err, sizeof err);
+    assert_non_null(strstr(json, "\"numbering\": \"app\""));
+    static char got[N * 24], want[N * 24];
+    size_t w = 0;
+    for (size_t r = 0; r < N; r++)
+      w += (size_t)snprintf(want + w, sizeof want - w, "%s%lld", r ? "," : "",
+                            (long long)ids[r]);
+    json_ids(json, got, sizeof got);
+    assert_string_equal(got, want);
+    free(json);
   }
   la_client_t *c;
   assert_int_equal(la_client_connect(agent.st.feed_addr, 5000, &c), 0);
@@ -243,6 +271,11 @@ static void test_grid_origin(void **state) {
   for (int x = 0; x < 24; x++) assert_int_equal(seen[x], 1);
   assert_non_null(strstr(err, "global cell index"));
   free(csv);
+  char *json = export_as("grid-1", 0, "json", err, sizeof err);
+  assert_non_null(strstr(json,
+                         "\"numbering\": \"grid\", \"dims\": [2, 3, "
+                         "2], \"origin\": [2, 0, 0]"));
+  free(json);
   la_client_t *c;
   assert_int_equal(la_client_connect(agent.st.feed_addr, 5000, &c), 0);
   la_traceset_t *t;
