@@ -33,8 +33,11 @@ const la_cfg_key_t la_la_keys[] = {
     "a tool connection that sends nothing for this long is closed"),
   N("agent", "max_apps", LA_CFG_INT, max_apps, "256", 1, 65536,
     "registered application processes"),
-  N("agent", "max_frame", LA_CFG_SIZE, max_frame, "64k", 1024, 1 << 30,
-    "largest frame accepted from an application or tool"),
+  /* at least 40k: libla sends its ids in ElementIds chunks of up to
+   * LA_ELEMENT_IDS_CHUNK ids of 9 bytes each (la_codec.h) */
+  N("agent", "max_frame", LA_CFG_SIZE, max_frame, "64k", 40960, 1 << 30,
+    "largest frame accepted from an application or tool (at least 40k: "
+    "an application's ids arrive in chunks of up to 37 KiB)"),
   N("agent", "max_elements", LA_CFG_SIZE, max_elements, "64M", 1,
     4294967296.0, "largest element count of one registration"),
   N("agent", "max_ids_memory", LA_CFG_SIZE, max_ids_memory, "256M", 0,
