@@ -196,6 +196,17 @@ int main(int argc, char **argv) {
   e.reason = "finalize";
   la__frame(&session, LA__MSG_TYPE__MSG_RANK_END, &e.base);
   la__put(&frames, session.p, session.n);
+  { /* an application's ids, as libla sends them: two chunks in order */
+    static int64_t ids[64];
+    for (int i = 0; i < 64; i++) ids[i] = 1000 - 3 * i;
+    for (uint64_t first = 0; first < 64; first += 40) {
+      La__ElementIds m = LA__ELEMENT_IDS__INIT;
+      m.first = first;
+      m.n_ids = first ? 24 : 40;
+      m.ids = ids + first;
+      la__frame(&frames, LA__MSG_TYPE__MSG_ELEMENT_IDS, &m.base);
+    }
+  }
   la__query(&session, "apps", NULL, 0, 0, 0);
   la__query(&session, "cycles", "app-1", 0, 0, 0);
   la__query(&session, "traceset", "app-1", 1, 1, 0);
