@@ -15,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -621,4 +624,30 @@ void la_td_free(la_test_daemon_t *d) {
   la__san_complain(d);
   if (d->dir[0]) nftw(d->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
   free(d);
+}
+
+int la_td_closed_port(void) {
+  struct sockaddr_in a;
+  socklen_t len = sizeof a;
+  int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+  if (fd < 0) return -1;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+    port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+int la_td_find_on_path(const char *name, char *path, size_t len) {
+  const char *p = getenv("PATH");
+  while (p && *p) {
+    size_t k = strcspn(p, ":");
+    snprintf(path, len, "%.*s/%s", (int)k, p, name);
+    if (access(path, X_OK) == 0) return 0;
+    p += k + (p[k] == ':');
+  }
+  return -1;
 }

@@ -164,22 +164,6 @@ static void start_stand_in(void) {
   CHECK(T.g != NULL, "la_test_global_start failed");
 }
 
-/* A TCP port on 127.0.0.1 with nobody listening (bound, then closed). */
-static int free_port(void) {
-  struct sockaddr_in a;
-  socklen_t len = sizeof a;
-  int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-  if (fd < 0) return -1;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-    port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
-
 /* A connected socket to the daemon. */
 static int connect_agent(void) {
   int fd = la_tcp_connect("127.0.0.1", la_td_port(T.d), 3000);
@@ -712,15 +696,7 @@ static void test_wavetoy_mpiexec(void **state) {
     skip();
   }
   char mpiexec[600];
-  const char *path = getenv("PATH");
-  int found = 0;
-  while (path && *path && !found) {
-    size_t len = strcspn(path, ":");
-    snprintf(mpiexec, sizeof mpiexec, "%.*s/mpiexec", (int)len, path);
-    found = access(mpiexec, X_OK) == 0;
-    path += len + (path[len] == ':');
-  }
-  if (!found) {
+  if (la_td_find_on_path("mpiexec", mpiexec, sizeof mpiexec) != 0) {
     print_message("skip: mpiexec not found on PATH (install mpich)\n");
     skip();
   }
@@ -1082,7 +1058,7 @@ static void test_foreign_segment_refused(void **state) {
 /* The GlobalAgent is missing at start and appears later on its port. */
 static void test_global_appears_later(void **state) {
   need_daemon();
-  int port = free_port();
+  int port = la_td_closed_port();
   assert_true(port > 0);
   char addr[64];
   snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
