@@ -159,4 +159,8 @@ int la_td_closed_port(void);
  * 0, or -1 when there is none. */
 int la_td_find_on_path(const char *name, char *path, size_t len);
 
+/* CPU seconds (user + system, /proc/PID/stat) process pid has used so far,
+ * or -1. For benchmarks measuring a daemon. */
+double la_td_cpu_seconds(pid_t pid);
+
 #endif /* LA_TEST_DAEMON_H */
