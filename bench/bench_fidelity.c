@@ -244,23 +244,6 @@ static void reap(pid_t p) {
   }
 }
 
-/* utime + stime of pid in seconds, or -1. */
-static double cpu_seconds(pid_t pid) {
-  char path[64], buf[2048];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  char *p = strrchr(buf, ')');
-  unsigned long ut = 0, st = 0;
-  if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-                   &ut, &st) != 2)
-    return -1;
-  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 /* ------------------------------------------------------------ one run */
 
 typedef struct run_ctx_s {
@@ -326,7 +309,7 @@ static int run_app(run_ctx_t *x, int kase, const cond_t *cd, result_t *res,
   const char *env[] = {env_agent, env_app, env_cmp, "LA_PERIOD=1", NULL};
   static char out[8192];
   pid_t hog = cd->hog ? start_hog(0) : 0;
-  double cpu0 = cpu_seconds(la_td_pid(x->st->la)), t0 = now_s();
+  double cpu0 = la_td_cpu_seconds(la_td_pid(x->st->la)), t0 = now_s();
   int rc = la_td_run(argv, env, 600000, out, sizeof out);
   res->wall_s = now_s() - t0;
   reap(hog);
@@ -342,7 +325,7 @@ static int run_app(run_ctx_t *x, int kase, const cond_t *cd, result_t *res,
              want - x->traces_before);
     return -1;
   }
-  res->agent_cpu_s = cpu_seconds(la_td_pid(x->st->la)) - cpu0;
+  res->agent_cpu_s = la_td_cpu_seconds(la_td_pid(x->st->la)) - cpu0;
   x->traces_before = la_td_status_ll(x->st->ga, "traces_stored");
   return 0;
 }

@@ -353,25 +353,6 @@ typedef struct ingest {
   char why[400];
 } ingest_t;
 
-/* CPU seconds (user + system) process pid has used so far, or -1. */
-static double proc_cpu_s(pid_t pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  char *p = strrchr(buf, ')'); /* the command may hold spaces */
-  unsigned long long ut = 0, st = 0;
-  if (!p || sscanf(p + 2,
-                   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu "
-                   "%llu",
-                   &ut, &st) != 2)
-    return -1;
-  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 static void ingest_run(int fsync, int secure, ingest_t *out) {
   ga_t g;
   conn_t c[N_CONNS];
@@ -425,7 +406,7 @@ static void ingest_run(int fsync, int secure, ingest_t *out) {
       }
     }
   uint64_t t0 = mono_ns(), deadline = la_now_ms() + 90000;
-  double cpu0 = proc_cpu_s(la_td_pid(g.d));
+  double cpu0 = la_td_cpu_seconds(la_td_pid(g.d));
   int done_conns = 0;
   while (done_conns < N_CONNS) {
     for (int i = 0; i < N_CONNS; i++) {
@@ -455,7 +436,7 @@ static void ingest_run(int fsync, int secure, ingest_t *out) {
     }
   }
   out->secs = (double)(mono_ns() - t0) / 1e9;
-  out->ga_cpu_us = (proc_cpu_s(la_td_pid(g.d)) - cpu0) * 1e6 /
+  out->ga_cpu_us = (la_td_cpu_seconds(la_td_pid(g.d)) - cpu0) * 1e6 /
                    ((double)N_CONNS * INGEST_CYCLES);
   out->traces = la_td_status_ll(g.d, "traces_stored");
   out->sets = la_td_status_ll(g.d, "sets_complete");

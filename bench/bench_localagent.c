@@ -134,26 +134,6 @@ static void app_main(const char *agent, int mode, int res, int go) {
   _exit(0);
 }
 
-/* utime + stime of pid, in clock ticks, or -1. */
-static long long cpu_ticks(pid_t pid) {
-  char path[64], buf[2048];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  char *p = strrchr(buf, ')'); /* the name may hold spaces */
-  if (!p) return -1;
-  unsigned long long ut, st;
-  /* after ")": state ppid pgrp session tty tpgid flags minflt cminflt
-   * majflt cmajflt utime stime */
-  if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-             &ut, &st) != 2)
-    return -1;
-  return (long long)(ut + st);
-}
-
 static int read_report(int fd, app_report_t *r, int timeout_ms) {
   struct pollfd pf = {fd, POLLIN, 0};
   if (poll(&pf, 1, timeout_ms) <= 0) return -1;
@@ -207,7 +187,7 @@ static void run_once(int mode, const char *key, run_t *out) {
     snprintf(out->why, sizeof out->why, "LA_register: %s", r.err);
     goto done;
   }
-  long long cpu0 = cpu_ticks(la_td_pid(d));
+  double cpu0 = la_td_cpu_seconds(la_td_pid(d));
   if (write(go[1], "g", 1) != 1) goto done;
   if (read_report(res[0], &r, WAIT_MS) != 0) {
     snprintf(out->why, sizeof out->why, "the application did not finish");
@@ -218,16 +198,14 @@ static void run_once(int mode, const char *key, run_t *out) {
   int arrived = r.lost ? la_test_global_wait(g, LA_TG_RANK_ENDS, 1, 5000) == 0
                        : la_test_global_wait_traces(g, CYCLES, WAIT_MS) == 0;
   uint64_t t_end = mono_ns();
-  long long cpu1 = cpu_ticks(la_td_pid(d));
+  double cpu1 = la_td_cpu_seconds(la_td_pid(d));
   out->traces = (long)la_test_global_ntraces(g);
   char v[256] = "";
   if (la_td_status(d, "compaction_ns_per_point", v, sizeof v) == 0)
     out->ns_per_point = atof(v);
-  double tick_ms = 1000.0 / (double)sysconf(_SC_CLK_TCK);
   out->cycles_per_s = (double)out->traces / ((double)(t_end - r.t_first) / 1e9);
   out->cpu_ms_per_cycle =
-      out->traces > 0 ? (double)(cpu1 - cpu0) * tick_ms / (double)out->traces
-                      : 0;
+      out->traces > 0 ? (cpu1 - cpu0) * 1e3 / (double)out->traces : 0;
   out->app_ms_per_cycle =
       (double)(r.t_last - r.t_first) / 1e6 / (double)(CYCLES - 1);
   out->waits = r.waits;

@@ -75,6 +75,20 @@ long long la_ta_app_int(la_test_agent_t *a, const char *app_id,
   return la_ta_sql_int(a, sql);
 }
 
+int la_ta_app_grid(la_test_agent_t *a, const char *app_id, long long nx,
+                   long long ny, long long nz) {
+  long long g[3] = {
+      la_ta_app_int(a, app_id, "SELECT grid_nx FROM apps WHERE app_id = '%s'"),
+      la_ta_app_int(a, app_id, "SELECT grid_ny FROM apps WHERE app_id = '%s'"),
+      la_ta_app_int(a, app_id, "SELECT grid_nz FROM apps WHERE app_id = '%s'")};
+  if (g[0] == nx && g[1] == ny && g[2] == nz) return 0;
+  fprintf(stderr,
+          "%s: grid %lld x %lld x %lld stored, expected %lld x %lld x "
+          "%lld\n",
+          app_id, g[0], g[1], g[2], nx, ny, nz);
+  return -1;
+}
+
 typedef struct {
   char *buf;
   size_t len;

@@ -40,6 +40,10 @@ long long la_ta_sql_int(la_test_agent_t *a, const char *sql);
 /* la_ta_sql_int of fmt, a query with one %s, formatted with app_id. */
 long long la_ta_app_int(la_test_agent_t *a, const char *app_id,
                         const char *fmt);
+/* 0 when app_id's grid (apps.grid_nx, grid_ny, grid_nz) is nx x ny x nz,
+ * else -1 (the stored one is printed to stderr). */
+int la_ta_app_grid(la_test_agent_t *a, const char *app_id, long long nx,
+                   long long ny, long long nz);
 /* One text value into buf ("" and -1 when none). */
 int la_ta_sql_text(la_test_agent_t *a, const char *sql, char *buf, size_t len);
 /* Waits until a query's integer is at least min. 0, or -1 on timeout. */

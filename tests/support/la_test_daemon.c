@@ -15,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -621,4 +624,49 @@ void la_td_free(la_test_daemon_t *d) {
   la__san_complain(d);
   if (d->dir[0]) nftw(d->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
   free(d);
+}
+
+int la_td_closed_port(void) {
+  struct sockaddr_in a;
+  socklen_t len = sizeof a;
+  int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+  if (fd < 0) return -1;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+    port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+int la_td_find_on_path(const char *name, char *path, size_t len) {
+  const char *p = getenv("PATH");
+  while (p && *p) {
+    size_t k = strcspn(p, ":");
+    snprintf(path, len, "%.*s/%s", (int)k, p, name);
+    if (access(path, X_OK) == 0) return 0;
+    p += k + (p[k] == ':');
+  }
+  return -1;
+}
+
+double la_td_cpu_seconds(pid_t pid) {
+  char path[64], buf[2048];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')'); /* the command may hold spaces */
+  unsigned long long ut = 0, st = 0;
+  /* after ")": state ppid pgrp session tty tpgid flags minflt cminflt
+   * majflt cmajflt utime stime */
+  if (!p ||
+      sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+             &ut, &st) != 2)
+    return -1;
+  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }

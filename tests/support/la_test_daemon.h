@@ -152,4 +152,15 @@ void la_td_print_log_tail(const la_test_daemon_t *d, size_t max);
     }                                \
   } while (0)
 
+/* A TCP port on 127.0.0.1 where nobody listens (bound, then released), or
+ * -1. */
+int la_td_closed_port(void);
+/* The first executable name (e.g. "mpiexec") on $PATH, into path. Returns
+ * 0, or -1 when there is none. */
+int la_td_find_on_path(const char *name, char *path, size_t len);
+
+/* CPU seconds (user + system, /proc/PID/stat) process pid has used so far,
+ * or -1. For benchmarks measuring a daemon. */
+double la_td_cpu_seconds(pid_t pid);
+
 #endif /* LA_TEST_DAEMON_H */

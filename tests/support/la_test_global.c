@@ -1,5 +1,15 @@
-/* la_test_global.c: the GlobalAgent stand-in of la_test_global.h. One
- * thread, a poll() loop over the listener, a wake-up pipe and up to 64
+/* la_test_global.c: the GlobalAgent stand-in of la_test_global.h.
+ *
+ * Who may use it: only a test whose fault the real la-globalagent cannot
+ * produce. Today that is test_localagent's test_global_restart_mid_run (a
+ * GlobalAgent that stores without acknowledging, then crashes and comes back
+ * on the same port, and the count of copies received twice, which the real
+ * store drops without a trace), test_test_global (the stand-in's own tests)
+ * and bench_localagent (the LocalAgent measured alone, without the
+ * GlobalAgent's store in the numbers). Plain delivery is tested against the
+ * real GlobalAgent (la_test_stack.h), read back from its store.
+ *
+ * One thread, a poll() loop over the listener, a wake-up pipe and up to 64
  * connections; framing and validation by la_codec, the handshake by la_auth.
  * Connection state belongs to the thread; everything tests read (records,
  * counters, settings) is under one mutex. Records are allocated one by one so

@@ -6,8 +6,8 @@
  * (kill, revive); drop every connection at will; refuse a handshake on
  * demand; and count what its store does not keep: copies received twice,
  * seq order per connection, traces before their RankStart. Plain delivery
- * is the real GlobalAgent's job (la_test_stack.h); test_localagent and
- * test_hostile still use this stand-in for some of it, not yet moved.
+ * is the real GlobalAgent's job (la_test_stack.h); la_test_global.c says
+ * which tests may use this stand-in.
  * Frames, the handshake and the records' checks are the real code
  * (la_codec, la_auth, la_secure_io); the listener, the fork guard and the
  * bounded waits are shared with la_test_peer (la_test_serve.h).

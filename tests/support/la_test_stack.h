@@ -19,7 +19,8 @@
 typedef struct la_test_stack_s {
   la_test_daemon_t *ga, *la;
   char secret[600];   /* the shared secret file */
-  char db[600];       /* the GlobalAgent's SQLite store */
+  char db[600];       /* the GlobalAgent's SQLite store; a caller may
+                         name an existing one before la_ts_start_global */
   char ga_addr[64];   /* the GlobalAgent's agents address */
   char feed_addr[64]; /* the GlobalAgent's feed address (libla_client) */
 } la_test_stack_t;

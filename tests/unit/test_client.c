@@ -52,6 +52,7 @@
 #include "la_sockio.h"
 #include "la_test_daemon.h"
 #include "la_test_msg.h"
+#include "la_test_stack.h"
 #include "la_trace_msg.h"
 #include "store.h"
 
@@ -1145,29 +1146,19 @@ static void write_robust_store(const char *path, double *meas_sum,
  * them by default, the measured ones after la_client_set_weights or with
  * LA_WEIGHTS=measured, and the timer resolution from the RankStarts. */
 static void test_global_robust(void **state) {
-  la_test_daemon_t *d = la_td_new("la-globalagent");
-  if (!d) skip();
-  char db[256], pf[256], arg_pf[300], arg_db[300];
-  la_td_path(d, "la.db", db, sizeof db);
-  la_td_path(d, "feed.port", pf, sizeof pf);
+  la_test_stack_t st;
+  if (la_ts_init(&st) != 0) {
+    la_ts_free(&st);
+    skip();
+  }
   double ms[2], rs[2];
-  write_robust_store(db, ms, rs);
-  snprintf(arg_pf, sizeof arg_pf, "--feed.port_file=%s", pf);
-  snprintf(arg_db, sizeof arg_db, "--store.path=%s", db);
-  const char *args[] = {"--agents.listen=127.0.0.1:0",
-                        "--feed.listen=127.0.0.1:0",
-                        arg_pf,
-                        arg_db,
-                        "--store.fsync=no",
-                        "--stitch.timeout=60m",
-                        NULL};
-  int port = la_td_start(d, args, pf, 10000);
-  if (port <= 0) {
-    la_td_free(d);
+  write_robust_store(st.db, ms, rs);
+  const char *extra[] = {"--stitch.timeout=60m", NULL};
+  if (la_ts_start_global(&st, extra) != 0) {
+    la_ts_free(&st);
     fail_msg("la-globalagent did not start");
   }
-  char addr[64];
-  snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+  const char *addr = st.feed_addr;
   la_client_t *c = NULL;
   la_traceset_t *t = NULL;
   double w[400];
@@ -1204,8 +1195,8 @@ static void test_global_robust(void **state) {
   assert_true(w[0] == 300);
   la_traceset_free(t);
   la_client_close(c);
-  assert_int_equal(la_td_stop(d, 5000), 0);
-  la_td_free(d);
+  assert_int_equal(la_td_stop(st.ga, 5000), 0);
+  la_ts_free(&st);
 }
 
 /* ------------------------------------------------------- socket tests */

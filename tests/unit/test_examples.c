@@ -114,22 +114,6 @@ static void need_mpiexec(void) {
   need_example("wavetoy");
 }
 
-/* A TCP port on 127.0.0.1 with nobody listening (bound, then closed). */
-static int closed_port(void) {
-  struct sockaddr_in a;
-  socklen_t len = sizeof a;
-  int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-  if (fd < 0) return -1;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-    port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
-
 static void append(char *buf, size_t *len, const char *src, size_t n) {
   if (*len + n >= OUT_CAP) n = OUT_CAP - 1 - *len;
   memcpy(buf + *len, src, n);
@@ -282,7 +266,7 @@ static void test_wavetoy_la_never_changes_results(void **state) {
   const char *const no_la[] = {"--n", "24", "--steps", "10", "--no-la", NULL};
   need_mpiexec();
 
-  int port = closed_port();
+  int port = la_td_closed_port();
   assert_true(port > 0);
   snprintf(agent, sizeof agent, "LA_AGENT=127.0.0.1:%d", port);
   const char *const env_none[] = {agent, NULL};
@@ -355,15 +339,7 @@ static void test_wavetoy_profiled_same_results(void **state) {
   assert_int_equal(
       la_ta_app_int(&a, app_id, "SELECT nprocs FROM apps WHERE app_id = '%s'"),
       4);
-  assert_int_equal(
-      la_ta_app_int(&a, app_id, "SELECT grid_nx FROM apps WHERE app_id = '%s'"),
-      24);
-  assert_int_equal(
-      la_ta_app_int(&a, app_id, "SELECT grid_ny FROM apps WHERE app_id = '%s'"),
-      24);
-  assert_int_equal(
-      la_ta_app_int(&a, app_id, "SELECT grid_nz FROM apps WHERE app_id = '%s'"),
-      6);
+  assert_int_equal(la_ta_app_grid(&a, app_id, 24, 24, 6), 0);
   assert_int_equal(
       la_ta_app_int(&a, app_id,
                     "SELECT count(*) FROM traces WHERE app_id = '%s'"),
@@ -430,7 +406,7 @@ static void check_invariance(const char *name, const char *const *args) {
   argv_off[k] = "--no-la";
   argv_off[k + 1] = NULL;
 
-  int port = closed_port();
+  int port = la_td_closed_port();
   assert_true(port > 0);
   snprintf(agent, sizeof agent, "LA_AGENT=127.0.0.1:%d", port);
   const char *const env_none[] = {agent, NULL};
@@ -576,8 +552,9 @@ static void test_rebalance_without_agents(void **state) {
   static run_t none, off;
   char agent[64], global[64], c_none[96], c_off[96];
   need_example("rebalance");
-  snprintf(agent, sizeof agent, "LA_AGENT=127.0.0.1:%d", closed_port());
-  snprintf(global, sizeof global, "LA_GLOBAL=127.0.0.1:%d", closed_port());
+  snprintf(agent, sizeof agent, "LA_AGENT=127.0.0.1:%d", la_td_closed_port());
+  snprintf(global, sizeof global, "LA_GLOBAL=127.0.0.1:%d",
+           la_td_closed_port());
   const char *const env[] = {agent, global, NULL};
 
   run_prog(&none, example_path("rebalance"), 4, rb_args, env);
@@ -604,13 +581,14 @@ static void test_rebalance_without_globalagent(void **state) {
   char agent[96], global[64];
   need_example("rebalance");
   assert_int_equal(la_ts_init(&s), 0);
-  snprintf(s.ga_addr, sizeof s.ga_addr, "127.0.0.1:%d", closed_port());
+  snprintf(s.ga_addr, sizeof s.ga_addr, "127.0.0.1:%d", la_td_closed_port());
   if (la_ts_start_local(&s, NULL) != 0) {
     la_ts_free(&s);
     fail_msg("la-localagent did not start");
   }
   snprintf(agent, sizeof agent, "LA_AGENT=%s", la_td_addr(s.la));
-  snprintf(global, sizeof global, "LA_GLOBAL=127.0.0.1:%d", closed_port());
+  snprintf(global, sizeof global, "LA_GLOBAL=127.0.0.1:%d",
+           la_td_closed_port());
   const char *const env[] = {agent, global, NULL};
   run_prog(&r, example_path("rebalance"), 4, rb_args, env);
   la_ts_free(&s);
@@ -650,10 +628,9 @@ static void test_rebalance_with_agents(void **state) {
   run_prog(&off, example_path("rebalance"), 4, no_la, NULL);
   /* every rank's cell ids (32 x 32 each) reached the store */
   la_test_agent_t view = {.st = s, .up = 1};
-  assert_int_equal(la_ta_wait_sql(&view,
-                                  "SELECT sum(n) FROM element_ids", 4 * 1024,
-                                  20000),
-                   0);
+  assert_int_equal(
+      la_ta_wait_sql(&view, "SELECT sum(n) FROM element_ids", 4 * 1024, 20000),
+      0);
   la_ts_free(&s);
 
   expect_ok(&on, "rebalance with agents");

@@ -169,15 +169,9 @@ static int new_sems(const int *before, size_t nb, pid_t pid) {
 
 /* "127.0.0.1:PORT" where nothing listens (a port just released). */
 static void closed_port(char *buf, size_t cap) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  assert_true(fd >= 0);
-  struct sockaddr_in a = {.sin_family = AF_INET,
-                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t al = sizeof a;
-  assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-  assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
-  close(fd);
-  snprintf(buf, cap, "127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
+  int port = la_td_closed_port();
+  assert_true(port > 0);
+  snprintf(buf, cap, "127.0.0.1:%d", port);
 }
 
 /* ----------------------------------------------------------- the tests */
@@ -347,15 +341,7 @@ static void test_values_arrive(void **state) {
   assert_int_equal(
       la_ta_app_int(&a, grid, "SELECT period FROM apps WHERE app_id = '%s'"),
       1);
-  assert_int_equal(
-      la_ta_app_int(&a, grid, "SELECT grid_nx FROM apps WHERE app_id = '%s'"),
-      4);
-  assert_int_equal(
-      la_ta_app_int(&a, grid, "SELECT grid_ny FROM apps WHERE app_id = '%s'"),
-      3);
-  assert_int_equal(
-      la_ta_app_int(&a, grid, "SELECT grid_nz FROM apps WHERE app_id = '%s'"),
-      2);
+  assert_int_equal(la_ta_app_grid(&a, grid, 4, 3, 2), 0);
   /* the buffer count is what the LocalAgent saw registering */
   char line[200];
   snprintf(line, sizeof line,
@@ -433,16 +419,19 @@ static void test_numbering(void **state) {
                  hex, sizeof hex);
   assert_string_equal(hex, "6400000000000000C800000000000000"); /* 100, 200 */
   assert_int_equal(
-      la_ta_app_int(&a, lb, "SELECT nx * 100 + ny * 10 + nz FROM rank_grid "
-                            "WHERE app_id = '%s'"),
+      la_ta_app_int(&a, lb,
+                    "SELECT nx * 100 + ny * 10 + nz FROM rank_grid "
+                    "WHERE app_id = '%s'"),
       642);
   assert_int_equal(
-      la_ta_app_int(&a, lb, "SELECT ox * 100 + oy * 10 + oz FROM rank_grid "
-                            "WHERE app_id = '%s'"),
+      la_ta_app_int(&a, lb,
+                    "SELECT ox * 100 + oy * 10 + oz FROM rank_grid "
+                    "WHERE app_id = '%s'"),
       1000);
   assert_int_equal(
-      la_ta_app_int(&a, lb, "SELECT gnx * 100 + gny * 10 + gnz FROM rank_grid "
-                            "WHERE app_id = '%s'"),
+      la_ta_app_int(&a, lb,
+                    "SELECT gnx * 100 + gny * 10 + gnz FROM rank_grid "
+                    "WHERE app_id = '%s'"),
       2042);
   double v[48];
   assert_int_equal(trace_by_seq(&a, lb, 0, v, 48), 0);

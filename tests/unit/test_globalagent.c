@@ -338,21 +338,10 @@ static got_t *collect(la_client_t *c, const uint64_t *tags, int n) {
 
 /* ------------------------------------------------------ applications --- */
 
-static int find_mpiexec(char *out, size_t len) {
-  const char *path = getenv("PATH");
-  while (path && *path) {
-    size_t k = strcspn(path, ":");
-    snprintf(out, len, "%.*s/mpiexec", (int)k, path);
-    if (access(out, X_OK) == 0) return 0;
-    path += k + (path[k] == ':');
-  }
-  return -1;
-}
-
 static char mpiexec[600], wavetoy[1100];
 
 static void need_mpi(void) {
-  if (find_mpiexec(mpiexec, sizeof mpiexec) != 0) {
+  if (la_td_find_on_path("mpiexec", mpiexec, sizeof mpiexec) != 0) {
     print_message("skip: mpiexec not found on PATH (install mpich)\n");
     skip();
   }

@@ -3,7 +3,8 @@
  * can die.
  *
  * Each test starts build/bin/la-localagent as a child (la_test_daemon.h),
- * mostly with la_test_global as its GlobalAgent, and runs applications as
+ * mostly with the real la-globalagent as its GlobalAgent (la_test_stack.h;
+ * what it stored is read back from its store), and runs applications as
  * forked children that use libla for real. It covers: an application that
  * rewrites its segment header and feeds NaN, infinite values and garbage
  * scales (the agent survives, says why it rejects cycles, and a second
@@ -53,7 +54,8 @@
 #include "la_test_daemon.h"
 #include "la_test_kids.h"
 #include "la_test_ipc.h"
-#include "la_test_global.h"
+#include "la_test_sql.h"
+#include "la_test_stack.h"
 
 #define WAIT_MS 30000
 #define NOBODY 65534 /* the unprivileged agent's uid */
@@ -63,8 +65,7 @@ typedef la_test_kid_t kid_t; /* la_test_kids.h */
 
 static struct {
   la_test_daemon_t *d;
-  la_test_daemon_t *ga; /* a real GlobalAgent, when a test runs one */
-  la_test_global_t *g;
+  la_test_stack_t st; /* st.ga: the real GlobalAgent, when a test runs one */
   char key[600];
   char agent[64];
   char bindir[64]; /* wrapper directory of the unprivileged agent */
@@ -98,10 +99,7 @@ static int teardown(void **state) {
   if (T.d) la_td_signal(T.d, SIGCONT);
   la_td_free(T.d);
   T.d = NULL;
-  la_td_free(T.ga);
-  T.ga = NULL;
-  la_test_global_stop(T.g);
-  T.g = NULL;
+  la_ts_free(&T.st);
   remove_bindir();
   return 0;
 }
@@ -208,11 +206,25 @@ static void start_agent(const char *global) {
   snprintf(T.agent, sizeof T.agent, "%s", la_td_addr(T.d));
 }
 
+/* The daemon under test, with the real GlobalAgent (sharing T.key). */
 static void start_with_global(void) {
   new_daemon(0);
-  T.g = la_test_global_start(0, T.key);
-  CHECK(T.g != NULL, "la_test_global_start failed");
-  start_agent(la_test_global_addr(T.g));
+  if (la_ts_init(&T.st) != 0) {
+    print_message("skip: la-globalagent not built\n");
+    skip();
+  }
+  char secret[700];
+  snprintf(secret, sizeof secret, "--agents.secret_file=%s", T.key);
+  const char *extra[] = {secret, NULL};
+  CHECK(la_ts_start_global(&T.st, extra) == 0, "no GlobalAgent");
+  start_agent(T.st.ga_addr);
+}
+
+/* Waits until the GlobalAgent stored n traces. */
+static void wait_traces(long long n) {
+  CHECK(la_td_wait_status(T.st.ga, "traces_stored", n, WAIT_MS) == 0,
+        "GlobalAgent stored %lld traces, expected %lld",
+        la_td_status_ll(T.st.ga, "traces_stored"), n);
 }
 
 static void wait_log(const char *needle) {
@@ -281,7 +293,9 @@ static long long now_ms(void) {
 }
 
 /* libla's connection to the agent, found among our descriptors. */
-static int agent_fd(uint16_t port) { return la_ta_conn_fd(port); }
+static int agent_fd(uint16_t port) {
+  return la_ta_conn_fd(port);
+}
 
 static void wait_go(int go) {
   char c;
@@ -471,16 +485,18 @@ static void good_app_is_served(const char *app_id) {
   expect_rec(k, REC_DONE, &r);
   assert_int_equal(reap_kid(k), 0);
   for (uint64_t c = 0; c < 3; c++) {
-    const la_tg_trace_t *t = NULL;
-    long long end = now_ms() + WAIT_MS;
-    while (!(t = la_test_global_find(T.g, app_id, 0, c)) && now_ms() < end)
-      la_td_nap_ms(10);
-    CHECK(t != NULL, "%s cycle %llu never stored", app_id,
-          (unsigned long long)c);
-    CHECK(t->n_elements == 500 && t->sum == sums[c],
+    la_tsql_trace_t t;
+    CHECK(la_test_sql_wait(T.st.db, 1, WAIT_MS,
+                           "SELECT count(*) FROM traces WHERE app_id = '%s' "
+                           "AND rank = 0 AND cycle_tag = %llu",
+                           app_id, (unsigned long long)c) == 0 &&
+              la_test_sql_trace(T.st.db, app_id, 0, c, &t) == 0,
+          "%s cycle %llu never stored", app_id, (unsigned long long)c);
+    la_test_sql_trace_free(&t);
+    CHECK(t.n_elements == 500 && t.sum == sums[c],
           "%s cycle %llu: %llu elements, sum %.17g, expected 500 and %.17g",
-          app_id, (unsigned long long)c, (unsigned long long)t->n_elements,
-          t->sum, sums[c]);
+          app_id, (unsigned long long)c, (unsigned long long)t.n_elements,
+          t.sum, sums[c]);
   }
 }
 
@@ -490,44 +506,7 @@ static void good_app_is_served(const char *app_id) {
  * both daemons stay up, the data cycles are stored, the rejected ones not,
  * and a well-behaved application's cycles are stored after them. */
 static void test_hostile_values_real_globalagent(void **state) {
-  T.ga = la_td_new("la-globalagent");
-  if (!T.ga) {
-    print_message("skip: la-globalagent not built\n");
-    skip();
-  }
-  new_daemon(0);
-  /* la_td's port is the feed port (where `lactl status` answers); the
-   * LocalAgents' port is read from its file */
-  char gport[600], fport[600], a1[700], a2[700], a3[700], a4[700], addr[64];
-  la_td_path(T.ga, "gport", gport, sizeof gport);
-  la_td_path(T.ga, "fport", fport, sizeof fport);
-  snprintf(a1, sizeof a1, "--agents.port_file=%s", gport);
-  snprintf(a2, sizeof a2, "--store.path=%s/la.db", la_td_dir(T.ga));
-  snprintf(a3, sizeof a3, "--feed.port_file=%s", fport);
-  /* the LocalAgent's secret: the link is mutually authenticated */
-  snprintf(a4, sizeof a4, "--agents.secret_file=%s", T.key);
-  const char *gargs[] = {"--agents.listen=127.0.0.1:0",
-                         "--feed.listen=127.0.0.1:0",
-                         a1,
-                         a2,
-                         a3,
-                         a4,
-                         "--store.fsync=no",
-                         NULL};
-  CHECK(la_td_start(T.ga, gargs, fport, WAIT_MS) > 0, "no GlobalAgent");
-  int agents_port = 0;
-  long long end = now_ms() + WAIT_MS;
-  while (agents_port <= 0 && now_ms() < end) {
-    FILE *f = fopen(gport, "r");
-    if (f) {
-      if (fscanf(f, "%d", &agents_port) != 1) agents_port = 0;
-      fclose(f);
-    }
-    if (agents_port <= 0) la_td_nap_ms(10);
-  }
-  CHECK(agents_port > 0, "no agents port file");
-  snprintf(addr, sizeof addr, "127.0.0.1:%d", agents_port);
-  start_agent(addr);
+  start_with_global();
   app_t a = {.app_id = "hostile-ga", .n = 1000, .hostile = 1};
   kid_t *k = spawn_app(&a);
   rec_t r;
@@ -535,9 +514,7 @@ static void test_hostile_values_real_globalagent(void **state) {
   expect_rec(k, REC_CYCLE, &r);
   expect_rec(k, REC_READY, &r);
   wait_log("cycle 102 rejected");
-  CHECK(la_td_wait_status(T.ga, "traces_stored", 2, WAIT_MS) == 0,
-        "GlobalAgent stored %lld traces, expected the NaN/Inf cycles",
-        la_td_status_ll(T.ga, "traces_stored"));
+  wait_traces(2); /* the NaN/Inf cycles */
   go(k);
   assert_int_equal(reap_kid(k), 0);
   app_t b = {.app_id = "good-ga", .n = 300, .cycles = 3};
@@ -545,12 +522,10 @@ static void test_hostile_values_real_globalagent(void **state) {
   registered(k2, &r);
   expect_rec(k2, REC_DONE, &r);
   assert_int_equal(reap_kid(k2), 0);
-  CHECK(la_td_wait_status(T.ga, "traces_stored", 5, WAIT_MS) == 0,
-        "GlobalAgent stored %lld traces, expected 5",
-        la_td_status_ll(T.ga, "traces_stored"));
-  CHECK(la_td_alive(T.ga) && la_td_alive(T.d), "a daemon died");
-  assert_int_equal(la_td_status_ll(T.ga, "bad_frames"), 0);
-  assert_int_equal(la_td_status_ll(T.ga, "traces_stored"), 5);
+  wait_traces(5);
+  CHECK(la_td_alive(T.st.ga) && la_td_alive(T.d), "a daemon died");
+  assert_int_equal(la_td_status_ll(T.st.ga, "bad_frames"), 0);
+  assert_int_equal(la_td_status_ll(T.st.ga, "traces_stored"), 5);
 }
 
 /* An application rewrites every geometry field of its header after
@@ -567,17 +542,18 @@ static void test_hostile_header_and_values(void **state) {
   wait_log("scale nan is not a positive finite number: cycle 101 rejected");
   wait_log("scale -5 is not a positive finite number: cycle 102 rejected");
   /* NaN and infinite values are data: they are compacted and stored */
-  CHECK(la_test_global_wait_traces(T.g, 2, WAIT_MS) == 0,
-        "%zu traces stored, expected the NaN/Inf cycles 0 and 103",
-        la_test_global_ntraces(T.g));
-  const la_tg_trace_t *t0 = la_test_global_find(T.g, "hostile", 0, 0);
-  const la_tg_trace_t *t3 = la_test_global_find(T.g, "hostile", 0, 103);
-  CHECK(t0 && t3, "cycle 0 or 103 of the hostile application missing");
-  CHECK(t0->n_elements == 1000 && isnan(t0->sum),
+  wait_traces(2); /* the NaN/Inf cycles 0 and 103 */
+  la_tsql_trace_t t0, t3;
+  CHECK(la_test_sql_trace(T.st.db, "hostile", 0, 0, &t0) == 0 &&
+            la_test_sql_trace(T.st.db, "hostile", 0, 103, &t3) == 0,
+        "cycle 0 or 103 of the hostile application missing");
+  la_test_sql_trace_free(&t0);
+  la_test_sql_trace_free(&t3);
+  CHECK(t0.n_elements == 1000 && isnan(t0.sum),
         "cycle 0: %llu elements, "
         "sum %g",
-        (unsigned long long)t0->n_elements, t0->sum);
-  CHECK(isinf(t3->sum), "cycle 103: sum %g, expected infinite", t3->sum);
+        (unsigned long long)t0.n_elements, t0.sum);
+  CHECK(isinf(t3.sum), "cycle 103: sum %g, expected infinite", t3.sum);
   CHECK(la_td_alive(T.d), "the agent died");
   good_app_is_served("good-after-hostile");
   go(k);
@@ -647,8 +623,7 @@ static void test_second_registration_refused(void **state) {
         r.rc, r.profiled);
   expect_rec(k, REC_DONE, &r);
   assert_int_equal(reap_kid(k), 0);
-  CHECK(la_test_global_wait_traces(T.g, 3, WAIT_MS) == 0, "%zu of 3 traces",
-        la_test_global_ntraces(T.g));
+  wait_traces(3);
 }
 
 /* The agent as uid NOBODY with CAP_IPC_OWNER only; the application as

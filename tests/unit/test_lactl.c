@@ -45,6 +45,7 @@
 #include "la_compact.h"
 #include "la_test_daemon.h"
 #include "la_test_msg.h"
+#include "la_test_stack.h"
 #include "la_trace_msg.h"
 #include "store.h"
 
@@ -603,9 +604,8 @@ static void test_show_robust(void **state) {
  * request; a set without robust weights asked for them says so. */
 static void test_export_weights(void **state) {
   char *o, *e;
-  assert_int_equal(lactl(&o, &e, "export", "xrobust-3", "1", "--db", g->db,
-                         NULL),
-                   0);
+  assert_int_equal(
+      lactl(&o, &e, "export", "xrobust-3", "1", "--db", g->db, NULL), 0);
   assert_non_null(strstr(o, "\n1,0,3,3,100,3,0,0,0\n"));
   assert_null(strstr(o, ",1100,"));
   free(o), free(e);
@@ -798,12 +798,12 @@ static void test_plot_heatmap(void **state) {
 
 /* The same commands through a real GlobalAgent give the same bytes. */
 static void test_global_same_output(void **state) {
-  la_test_daemon_t *d = la_td_new("la-globalagent");
-  if (!d) skip();
-  char pf[256], arg_pf[300], arg_db[300];
-  la_td_path(d, "feed.port", pf, sizeof pf);
-  snprintf(arg_pf, sizeof arg_pf, "--feed.port_file=%s", pf);
-  snprintf(arg_db, sizeof arg_db, "--store.path=%s", g->db);
+  la_test_stack_t st;
+  if (la_ts_init(&st) != 0) {
+    la_ts_free(&st);
+    skip();
+  }
+  snprintf(st.db, sizeof st.db, "%s", g->db); /* serve the test's store */
   /* The expected outputs first, from the file alone. */
   const char *const cmds[][6] = {
       {"apps", NULL},
@@ -824,20 +824,12 @@ static void test_global_same_output(void **state) {
   char *want[NC];
   for (int i = 0; i < NC; i++)
     assert_int_equal(run_with(&want[i], NULL, cmds[i], "--db", g->db), 0);
-  const char *args[] = {"--agents.listen=127.0.0.1:0",
-                        "--feed.listen=127.0.0.1:0",
-                        arg_pf,
-                        arg_db,
-                        "--store.fsync=no",
-                        "--stitch.timeout=60m",
-                        NULL};
-  int port = la_td_start(d, args, pf, 10000);
-  if (port <= 0) {
-    la_td_free(d);
+  const char *extra[] = {"--stitch.timeout=60m", NULL};
+  if (la_ts_start_global(&st, extra) != 0) {
+    la_ts_free(&st);
     fail_msg("la-globalagent did not start");
   }
-  char addr[64];
-  snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+  const char *addr = st.feed_addr;
   for (int i = 0; i < NC; i++) {
     const char *const *c = cmds[i];
     char *got, *err;
@@ -847,7 +839,7 @@ static void test_global_same_output(void **state) {
               "lactl %s ... --global: exit %d, stderr: %s\n"
               "--- got:\n%s\n--- want (--db):\n%s\n",
               c[0], rc, err, got, want[i]);
-      la_td_free(d);
+      la_ts_free(&st);
       fail_msg("--global and --db differ for lactl %s", c[0]);
     }
     free(got);
@@ -860,8 +852,8 @@ static void test_global_same_output(void **state) {
       lactl(&o, &e, "show", "heat-42", "99", "--global", addr, NULL), 1);
   assert_non_null(strstr(e, "no cycle 99"));
   free(o), free(e);
-  assert_int_equal(la_td_stop(d, 5000), 0);
-  la_td_free(d);
+  assert_int_equal(la_td_stop(st.ga, 5000), 0);
+  la_ts_free(&st);
 }
 
 int main(void) {

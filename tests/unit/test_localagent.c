@@ -2,12 +2,16 @@
  *
  * Every test starts build/bin/la-localagent as a child process on an
  * ephemeral port (tests/support/la_test_daemon.h) with its spool, secret and
- * log in a fresh temporary directory, usually with la_test_global (the
- * in-process GlobalAgent stand-in) as its GlobalAgent, and drives it with
- * real application processes: forked children calling libla (custom probes
- * with known values, so the raw sums are exact), and wavetoy under mpiexec.
- * Assertions are on what a user sees: what reached the GlobalAgent, the
- * daemon's log lines, `lactl status` rows, exit statuses, `ipcs`.
+ * log in a fresh temporary directory, with the real la-globalagent as its
+ * GlobalAgent (la_test_stack.h; what reached it is read back from its
+ * SQLite store and its `lactl status`), and drives it with real application
+ * processes: forked children calling libla (custom probes with known
+ * values, so the raw sums are exact), and wavetoy under mpiexec. Only the
+ * GlobalAgent that stores without acknowledging and crashes mid-run is the
+ * in-process stand-in (la_test_global.h): the real one cannot be made to
+ * withhold its Acks. Assertions are on what a user sees: what reached the
+ * GlobalAgent, the daemon's log lines, `lactl status` rows, exit statuses,
+ * `ipcs`.
  *
  * Covers: several applications and ranks at once (every cycle
  * once, sums exact, decoded traces summing to the stats); wavetoy with 4
@@ -21,8 +25,8 @@
  * SIGHUP reload and --check-config.
  *
  * Every wait is bounded (WAIT_MS); teardown kills every child, stops the
- * daemon and the stand-in, removes temporary files and IPC objects. Tests
- * skip when the daemon is not built.
+ * daemons and the stand-in, removes temporary files and IPC objects. Tests
+ * skip when the daemons are not built.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -58,6 +62,8 @@
 #include "la_test_kids.h"
 #include "la_test_ipc.h"
 #include "la_test_global.h"
+#include "la_test_sql.h"
+#include "la_test_stack.h"
 
 #define WAIT_MS 10000 /* longest wait for anything; a broken daemon fails */
 
@@ -66,10 +72,11 @@
 typedef la_test_kid_t kid_t; /* la_test_kids.h */
 
 static struct {
-  la_test_daemon_t *d;
-  la_test_global_t *g;
-  char key[600];  /* secret file shared by daemon and stand-in */
-  char agent[64]; /* the daemon's address, for the children */
+  la_test_daemon_t *d; /* the LocalAgent under test: s.la */
+  la_test_stack_t s;   /* s.ga: the real GlobalAgent, when a test starts it */
+  la_test_global_t *g; /* the stand-in (test_global_restart_mid_run) */
+  char key[600];       /* secret file shared by both daemons (s.secret) */
+  char agent[64];      /* the daemon's address, for the children */
   la_test_kids_t kids;
   int victim_shm, victim_sem;
 } T;
@@ -81,21 +88,16 @@ static int group_setup(void **state) {
 static int setup(void **state) {
   memset(&T, 0, sizeof T);
   T.victim_shm = T.victim_sem = -1;
-  T.d = la_td_new("la-localagent");
-  if (T.d) {
-    char why[256];
-    la_td_path(T.d, "secret", T.key, sizeof T.key);
-    if (la_auth_generate_secret_file(T.key, why, sizeof why) != 0) {
-      fprintf(stderr, "secret: %s\n", why);
-      return -1;
-    }
+  if (la_ts_init(&T.s) == 0) { /* else T.d stays NULL: the tests skip */
+    T.d = T.s.la;
+    snprintf(T.key, sizeof T.key, "%s", T.s.secret);
   }
   return 0;
 }
 
 static int teardown(void **state) {
   la_tk_cleanup(&T.kids);
-  la_td_free(T.d); /* SIGTERM, SIGKILL if needed, directory removed */
+  la_ts_free(&T.s); /* SIGTERM, SIGKILL if needed, directories removed */
   T.d = NULL;
   la_test_global_stop(T.g);
   T.g = NULL;
@@ -107,8 +109,8 @@ static int teardown(void **state) {
 static void need_daemon(void) {
   if (!T.d) {
     print_message(
-        "skip: la-localagent not built (make build/bin/"
-        "la-localagent, or set LA_TEST_BIN_DIR)\n");
+        "skip: la-localagent or la-globalagent not built (make all, or "
+        "set LA_TEST_BIN_DIR)\n");
     skip();
   }
 }
@@ -146,25 +148,20 @@ static void start_agent(const char *global, const char *const *extra) {
   snprintf(T.agent, sizeof T.agent, "%s", la_td_addr(T.d));
 }
 
+/* Starts the real GlobalAgent: agents port (0: ephemeral), the shared
+ * secret, or another secret file key. */
 static void start_global(uint16_t port, const char *key) {
-  T.g = la_test_global_start(port, key);
-  CHECK(T.g != NULL, "la_test_global_start(%u) failed", port);
+  char listen[64], secret[700];
+  snprintf(listen, sizeof listen, "--agents.listen=127.0.0.1:%u", port);
+  snprintf(secret, sizeof secret, "--agents.secret_file=%s", key);
+  const char *extra[] = {listen, secret, NULL};
+  CHECK(la_ts_start_global(&T.s, extra) == 0, "la-globalagent did not start");
 }
 
-/* A TCP port on 127.0.0.1 with nobody listening (bound, then closed). */
-static int free_port(void) {
-  struct sockaddr_in a;
-  socklen_t len = sizeof a;
-  int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-  if (fd < 0) return -1;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-    port = ntohs(a.sin_port);
-  close(fd);
-  return port;
+/* The stand-in GlobalAgent, for the faults the real one cannot show. */
+static void start_stand_in(void) {
+  T.g = la_test_global_start(0, T.key);
+  CHECK(T.g != NULL, "la_test_global_start failed");
 }
 
 /* A connected socket to the daemon. */
@@ -215,17 +212,47 @@ static void wait_log(const char *needle) {
         "the daemon never logged \"%s\"", needle);
 }
 
-static void wait_traces(size_t n) {
-  CHECK(la_test_global_wait_traces(T.g, n, WAIT_MS) == 0,
-        "%zu of %zu traces reached the GlobalAgent",
-        la_test_global_ntraces(T.g), n);
+/* A `lactl status --global` counter of the real GlobalAgent. */
+static long long ga_ll(const char *key) {
+  return la_td_status_ll(T.s.ga, key);
 }
 
-static void wait_tg(la_tg_counter_t what, uint64_t n, const char *name) {
-  CHECK(la_test_global_wait(T.g, what, n, WAIT_MS) == 0,
-        "GlobalAgent counter %s: %llu, expected %llu", name,
-        (unsigned long long)la_test_global_count(T.g, what),
-        (unsigned long long)n);
+/* Waits until the GlobalAgent's counter key is at least n. */
+static void wait_ga(const char *key, long long n) {
+  CHECK(la_td_wait_status(T.s.ga, key, n, WAIT_MS) == 0,
+        "GlobalAgent %s: %lld, expected %lld", key, ga_ll(key), n);
+}
+
+/* Waits until the GlobalAgent stored n traces. */
+static void wait_traces(long long n) {
+  wait_ga("traces_stored", n);
+}
+
+/* Traces in the GlobalAgent's store. */
+static long long ntraces(void) {
+  return la_test_sql_ll(T.s.db, "SELECT count(*) FROM traces");
+}
+
+/* What the GlobalAgent got was clean: no trace received twice, none before
+ * its rank's RankStart, each RankStart and RankEnd once (ranks of them),
+ * and the link in sequence order (the store numbers rows in arrival order:
+ * no later row may carry a smaller seq). */
+static void check_clean_link(int ranks) {
+  assert_int_equal(ga_ll("traces_duplicate"), 0);
+  assert_int_equal(ga_ll("traces_orphan"), 0);
+  assert_int_equal(ga_ll("rank_starts"), ranks);
+  assert_int_equal(ga_ll("rank_ends"), ranks);
+  assert_int_equal(la_test_sql_ll(T.s.db,
+                                  "SELECT count(*) FROM traces a JOIN traces "
+                                  "b ON b.id > a.id AND b.seq <= a.seq"),
+                   0);
+}
+
+/* Waits until the stand-in stored n traces. */
+static void wait_tg_traces(size_t n) {
+  CHECK(la_test_global_wait_traces(T.g, n, WAIT_MS) == 0,
+        "%zu of %zu traces reached the stand-in", la_test_global_ntraces(T.g),
+        n);
 }
 
 /* --------------------------------------------------- application child -- */
@@ -436,8 +463,10 @@ static void check_trace(const char *app_id, uint32_t rank, uint64_t tag, long n,
   assert_int_equal(
       la_compact_spec_parse(spec ? spec : "polyline:cv=0.1", &p, NULL, 0), 0);
   int mode = la_compact_effective_mode(&p);
-  const la_tg_trace_t *t = la_test_global_find(T.g, app_id, rank, tag);
-  CHECK(t != NULL, "trace %s rank %u cycle %llu missing", app_id, rank,
+  la_tsql_trace_t row;
+  const la_tsql_trace_t *t = &row;
+  CHECK(la_test_sql_trace(T.s.db, app_id, rank, tag, &row) == 0,
+        "trace %s rank %u cycle %llu missing", app_id, rank,
         (unsigned long long)tag);
   assert_int_equal(t->n_elements, (uint64_t)n);
   assert_int_equal(t->count, (uint64_t)n);
@@ -481,22 +510,60 @@ static void check_trace(const char *app_id, uint32_t rank, uint64_t tag, long n,
           value_of(bad, tag, (int)rank));
   }
   la_trace_close(tr);
+  la_test_sql_trace_free(&row);
 }
 
-static const la_tg_rank_start_t *find_start(const char *app_id, uint32_t rank) {
-  for (size_t i = 0;; i++) {
-    const la_tg_rank_start_t *s = la_test_global_rank_start(T.g, i);
-    if (!s) return NULL;
-    if (!strcmp(s->app_id, app_id) && s->rank == rank) return s;
-  }
+/* What the GlobalAgent's store keeps of one rank: its RankStart (with its
+ * application's row) and its RankEnd. */
+typedef struct rank_row {
+  int started, ended;
+  long long start_seq, end_seq, n_elements, cycles, nprocs, compact_mode;
+  char reason[64], metric[64];
+} rank_row_t;
+
+/* Reads (app_id, rank) from the store; 0, or -1 when no RankStart was
+ * stored. */
+static int find_rank(const char *app_id, uint32_t rank, rank_row_t *r) {
+  const char *db = T.s.db;
+  char text[1][64];
+  memset(r, 0, sizeof *r);
+#define RANK_LL(col)                                    \
+  la_test_sql_ll(db,                                    \
+                 "SELECT " col                          \
+                 " FROM ranks WHERE app_id = '%s' AND " \
+                 "rank = %u",                           \
+                 app_id, rank)
+  r->started = RANK_LL("started") == 1;
+  r->ended = RANK_LL("ended") == 1;
+  r->start_seq = RANK_LL("start_seq");
+  r->end_seq = RANK_LL("end_seq");
+  r->n_elements = RANK_LL("n_elements");
+  r->cycles = RANK_LL("cycles");
+#undef RANK_LL
+  r->nprocs =
+      la_test_sql_ll(db, "SELECT nprocs FROM apps WHERE app_id = '%s'", app_id);
+  r->compact_mode = la_test_sql_ll(
+      db, "SELECT compact_mode FROM apps WHERE app_id = '%s'", app_id);
+  if (la_test_sql_texts(db, text, 1,
+                        "SELECT end_reason FROM ranks WHERE app_id = '%s' AND "
+                        "rank = %u",
+                        app_id, rank) == 1)
+    snprintf(r->reason, sizeof r->reason, "%s", text[0]);
+  if (la_test_sql_texts(db, text, 1,
+                        "SELECT metric FROM apps WHERE app_id = '%s'",
+                        app_id) == 1)
+    snprintf(r->metric, sizeof r->metric, "%s", text[0]);
+  return r->started ? 0 : -1;
 }
 
-static const la_tg_rank_end_t *find_end(const char *app_id, uint32_t rank) {
-  for (size_t i = 0;; i++) {
-    const la_tg_rank_end_t *e = la_test_global_rank_end(T.g, i);
-    if (!e) return NULL;
-    if (!strcmp(e->app_id, app_id) && e->rank == rank) return e;
-  }
+/* Waits until the store holds the RankEnd of (app_id, rank), into r. */
+static void wait_rank_end(const char *app_id, uint32_t rank, rank_row_t *r) {
+  CHECK(la_test_sql_wait(T.s.db, 1, WAIT_MS,
+                         "SELECT ended FROM ranks WHERE app_id = '%s' AND "
+                         "rank = %u",
+                         app_id, rank) == 0,
+        "no RankEnd stored for %s rank %u", app_id, rank);
+  find_rank(app_id, rank, r);
 }
 
 /* Every trace of (app_id, rank) for tags 0..cycles-1 is stored, after the
@@ -504,25 +571,25 @@ static const la_tg_rank_end_t *find_end(const char *app_id, uint32_t rank) {
  * (Traces of one rank may carry seqs out of cycle order: the daemon compacts
  * a rank's cycles in parallel and queues each when it is done; the
  * GlobalAgent stitches by cycle tag. The link itself must be in seq order:
- * LA_TG_SEQ_ERRORS, checked by the callers.) */
+ * check_clean_link, called by the callers.) */
 static void check_order(const char *app_id, uint32_t rank, int cycles) {
-  const la_tg_rank_start_t *s = find_start(app_id, rank);
-  CHECK(s != NULL, "no RankStart for %s rank %u", app_id, rank);
-  const la_tg_rank_end_t *e = find_end(app_id, rank);
+  rank_row_t r;
+  CHECK(find_rank(app_id, rank, &r) == 0, "no RankStart for %s rank %u", app_id,
+        rank);
   for (int c = 0; c < cycles; c++) {
-    const la_tg_trace_t *t =
-        la_test_global_find(T.g, app_id, rank, (uint64_t)c);
-    CHECK(t != NULL, "%s rank %u cycle %d missing", app_id, rank, c);
-    CHECK(t->seq > s->seq,
+    la_tsql_trace_t t;
+    CHECK(la_test_sql_trace(T.s.db, app_id, rank, (uint64_t)c, &t) == 0,
+          "%s rank %u cycle %d missing", app_id, rank, c);
+    uint64_t seq = t.seq;
+    la_test_sql_trace_free(&t);
+    CHECK((long long)seq > r.start_seq,
           "%s rank %u cycle %d: seq %llu not after its "
-          "RankStart's %llu",
-          app_id, rank, c, (unsigned long long)t->seq,
-          (unsigned long long)s->seq);
-    CHECK(!e || e->seq > t->seq,
+          "RankStart's %lld",
+          app_id, rank, c, (unsigned long long)seq, r.start_seq);
+    CHECK(!r.ended || r.end_seq > (long long)seq,
           "%s rank %u cycle %d: seq %llu not before "
-          "its RankEnd's %llu",
-          app_id, rank, c, (unsigned long long)t->seq,
-          (unsigned long long)e->seq);
+          "its RankEnd's %lld",
+          app_id, rank, c, (unsigned long long)seq, r.end_seq);
   }
 }
 
@@ -535,7 +602,7 @@ static void check_order(const char *app_id, uint32_t rank, int cycles) {
 static void test_several_apps_and_ranks(void **state) {
   need_daemon();
   start_global(0, T.key);
-  start_agent(la_test_global_addr(T.g), NULL);
+  start_agent(T.s.ga_addr, NULL);
   static const struct {
     const char *id, *compact;
     int nprocs, mode;
@@ -588,14 +655,11 @@ static void test_several_apps_and_ranks(void **state) {
     assert_int_equal(rr.profiled, CYCLES);
     assert_int_equal(reap_kid(k[i]), 0);
   }
-  wait_traces((size_t)na * CYCLES);
-  wait_tg(LA_TG_RANK_ENDS, (uint64_t)na, "rank ends");
+  wait_traces(na * CYCLES);
+  wait_ga("rank_ends", na);
   /* exactly once each, nothing else */
-  assert_int_equal(la_test_global_ntraces(T.g), (size_t)na * CYCLES);
-  assert_int_equal(la_test_global_duplicates(T.g), 0);
-  assert_int_equal(la_test_global_rank_starts(T.g), na);
-  assert_int_equal(la_test_global_count(T.g, LA_TG_ORPHANS), 0);
-  assert_int_equal(la_test_global_count(T.g, LA_TG_SEQ_ERRORS), 0);
+  assert_int_equal(ntraces(), na * CYCLES);
+  check_clean_link(na);
   na = 0;
   for (int i = 0; i < NAPPS; i++)
     for (int r = 0; r < apps[i].nprocs; r++, na++) {
@@ -603,15 +667,16 @@ static void test_several_apps_and_ranks(void **state) {
         check_trace(apps[i].id, (uint32_t)r, (uint64_t)c, a[na].n, sums[na][c],
                     apps[i].compact);
       check_order(apps[i].id, (uint32_t)r, CYCLES);
-      const la_tg_rank_start_t *s = find_start(apps[i].id, (uint32_t)r);
-      assert_int_equal(s->nprocs, apps[i].nprocs);
-      assert_int_equal(s->n_elements, (uint64_t)a[na].n);
-      assert_int_equal(s->compact_mode, apps[i].mode);
-      assert_string_equal(s->metric, "custom");
-      const la_tg_rank_end_t *e = find_end(apps[i].id, (uint32_t)r);
-      CHECK(e != NULL, "no RankEnd for %s rank %d", apps[i].id, r);
-      assert_string_equal(e->reason, "finalize");
-      assert_int_equal(e->cycles, CYCLES);
+      rank_row_t s;
+      CHECK(find_rank(apps[i].id, (uint32_t)r, &s) == 0,
+            "no RankStart for %s rank %d", apps[i].id, r);
+      assert_int_equal(s.nprocs, apps[i].nprocs);
+      assert_int_equal(s.n_elements, a[na].n);
+      assert_int_equal(s.compact_mode, apps[i].mode);
+      assert_string_equal(s.metric, "custom");
+      CHECK(s.ended, "no RankEnd for %s rank %d", apps[i].id, r);
+      assert_string_equal(s.reason, "finalize");
+      assert_int_equal(s.cycles, CYCLES);
     }
   wait_status("ranks_ended", na);
   assert_int_equal(status_ll("apps"), 0);
@@ -631,20 +696,12 @@ static void test_wavetoy_mpiexec(void **state) {
     skip();
   }
   char mpiexec[600];
-  const char *path = getenv("PATH");
-  int found = 0;
-  while (path && *path && !found) {
-    size_t len = strcspn(path, ":");
-    snprintf(mpiexec, sizeof mpiexec, "%.*s/mpiexec", (int)len, path);
-    found = access(mpiexec, X_OK) == 0;
-    path += len + (path[len] == ':');
-  }
-  if (!found) {
+  if (la_td_find_on_path("mpiexec", mpiexec, sizeof mpiexec) != 0) {
     print_message("skip: mpiexec not found on PATH (install mpich)\n");
     skip();
   }
   start_global(0, T.key);
-  start_agent(la_test_global_addr(T.g), NULL);
+  start_agent(T.s.ga_addr, NULL);
   char env_agent[100];
   snprintf(env_agent, sizeof env_agent, "LA_AGENT=%s", T.agent);
   const char *env[] = {env_agent, "LA_APP_ID=wavetoy-la-test", NULL};
@@ -656,33 +713,35 @@ static void test_wavetoy_mpiexec(void **state) {
   CHECK(strstr(out, "LA registered on 4 of 4 ranks") != NULL,
         "wavetoy did not register its 4 ranks:\n%s", out);
   wait_traces(4 * 5);
-  wait_tg(LA_TG_RANK_ENDS, 4, "rank ends");
-  assert_int_equal(la_test_global_ntraces(T.g), 20);
-  assert_int_equal(la_test_global_duplicates(T.g), 0);
-  uint64_t cells = 0;
+  wait_ga("rank_ends", 4);
+  assert_int_equal(ntraces(), 20);
+  assert_int_equal(ga_ll("traces_duplicate"), 0);
+  long long cells = 0;
   for (uint32_t r = 0; r < 4; r++) {
-    const la_tg_rank_start_t *s = find_start("wavetoy-la-test", r);
-    CHECK(s != NULL, "no RankStart for wavetoy rank %u", r);
-    assert_int_equal(s->nprocs, 4);
-    assert_string_equal(s->metric, "time");
-    cells += s->n_elements;
+    rank_row_t s;
+    CHECK(find_rank("wavetoy-la-test", r, &s) == 0,
+          "no RankStart for wavetoy rank %u", r);
+    assert_int_equal(s.nprocs, 4);
+    assert_string_equal(s.metric, "time");
+    cells += s.n_elements;
     check_order("wavetoy-la-test", r, 5);
     for (uint64_t c = 0; c < 5; c++) {
-      const la_tg_trace_t *t =
-          la_test_global_find(T.g, "wavetoy-la-test", r, c);
+      la_tsql_trace_t t;
+      assert_int_equal(la_test_sql_trace(T.s.db, "wavetoy-la-test", r, c, &t),
+                       0);
       la_trace_t *tr = NULL;
-      assert_int_equal(
-          la_trace_open(t->segments, t->segments_len, &tr, NULL, 0), 0);
+      assert_int_equal(la_trace_open(t.segments, t.segments_len, &tr, NULL, 0),
+                       0);
       double s2 = 0;
-      assert_int_equal(la_trace_range_sum(tr, 0, t->n_elements, &s2), 0);
+      assert_int_equal(la_trace_range_sum(tr, 0, t.n_elements, &s2), 0);
       la_trace_close(tr);
+      la_test_sql_trace_free(&t);
       /* the daemon's default, polyline:cv=0.1: sums kept to 2^-11 cv */
-      CHECK(
-          t->sum > 0 && fabs(s2 - t->sum) <= (1e-9 + ldexp(0.1, -11)) * t->sum,
-          "wavetoy rank %u cycle %llu: decoded %.17g vs %.17g", r,
-          (unsigned long long)c, s2, t->sum);
+      CHECK(t.sum > 0 && fabs(s2 - t.sum) <= (1e-9 + ldexp(0.1, -11)) * t.sum,
+            "wavetoy rank %u cycle %llu: decoded %.17g vs %.17g", r,
+            (unsigned long long)c, s2, t.sum);
     }
-    assert_string_equal(find_end("wavetoy-la-test", r)->reason, "finalize");
+    assert_string_equal(s.reason, "finalize");
   }
   assert_int_equal(cells, 24 * 24 * 24);
 }
@@ -691,7 +750,7 @@ static void test_wavetoy_mpiexec(void **state) {
 static void test_app_killed_mid_cycle(void **state) {
   need_daemon();
   start_global(0, T.key);
-  start_agent(la_test_global_addr(T.g), NULL);
+  start_agent(T.s.ga_addr, NULL);
   app_t a = {.name = "victim",
              .app_id = "killed-1",
              .rank = 0,
@@ -717,11 +776,10 @@ static void test_app_killed_mid_cycle(void **state) {
   assert_int_equal(kill(pid, SIGKILL), 0);
   assert_int_equal(reap_kid(k), 128 + SIGKILL);
   wait_log("killed-1 rank 0 ended (disconnected)");
-  wait_tg(LA_TG_RANK_ENDS, 1, "rank ends");
-  const la_tg_rank_end_t *e = find_end("killed-1", 0);
-  CHECK(e != NULL, "no RankEnd");
-  assert_string_equal(e->reason, "disconnected");
-  assert_int_equal(e->cycles, 2);
+  rank_row_t e;
+  wait_rank_end("killed-1", 0, &e);
+  assert_string_equal(e.reason, "disconnected");
+  assert_int_equal(e.cycles, 2);
   wait_traces(2); /* what was handed over still arrives */
   /* nothing of the process is left: segment gone, semaphores removed */
   assert_int_equal(la_test_ipc_count(pid), 0);
@@ -738,7 +796,7 @@ static void test_app_killed_mid_cycle(void **state) {
 static void test_garbage_and_oversized_frames(void **state) {
   need_daemon();
   start_global(0, T.key);
-  start_agent(la_test_global_addr(T.g), NULL);
+  start_agent(T.s.ga_addr, NULL);
   app_t a = {.name = "steady",
              .app_id = "before-1",
              .rank = 0,
@@ -807,7 +865,12 @@ static void test_garbage_and_oversized_frames(void **state) {
   run_app(&b, sums);
   wait_traces(6);
   for (int c = 0; c < 3; c++) {
-    assert_non_null(la_test_global_find(T.g, "before-1", 0, (uint64_t)c));
+    assert_int_equal(la_test_sql_ll(T.s.db,
+                                    "SELECT count(*) FROM traces WHERE app_id "
+                                    "= 'before-1' AND rank = 0 AND "
+                                    "cycle_tag = %d",
+                                    c),
+                     1);
     check_trace("after-1", 0, (uint64_t)c, b.n, sums[c], NULL);
   }
   long long bad = status_ll("bad_frames");
@@ -822,7 +885,7 @@ static void test_connection_flood(void **state) {
   start_global(0, T.key);
   const char *extra[] = {"--agent.max_connections=20",
                          "--agent.handshake_timeout=300ms", NULL};
-  start_agent(la_test_global_addr(T.g), extra);
+  start_agent(T.s.ga_addr, extra);
   enum { NFLOOD = 70 };
   int fds[NFLOOD];
   int opened = 0;
@@ -995,7 +1058,7 @@ static void test_foreign_segment_refused(void **state) {
 /* The GlobalAgent is missing at start and appears later on its port. */
 static void test_global_appears_later(void **state) {
   need_daemon();
-  int port = free_port();
+  int port = la_td_closed_port();
   assert_true(port > 0);
   char addr[64];
   snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
@@ -1017,22 +1080,13 @@ static void test_global_appears_later(void **state) {
   assert_int_equal(status_ll("queue_items"), CYCLES + 2);
   start_global((uint16_t)port, T.key);
   wait_traces(CYCLES);
-  wait_tg(LA_TG_RANK_ENDS, 1, "rank ends");
-  assert_int_equal(la_test_global_ntraces(T.g), CYCLES);
-  assert_int_equal(la_test_global_duplicates(T.g), 0);
-  assert_int_equal(la_test_global_count(T.g, LA_TG_RANK_DUPLICATES), 0);
-  assert_int_equal(la_test_global_count(T.g, LA_TG_ORPHANS), 0);
-  assert_int_equal(la_test_global_count(T.g, LA_TG_SEQ_ERRORS), 0);
-  /* in order: arrival order is seq order (no seq error above, and traces'
-   * seqs rise in arrival order), RankStart first, RankEnd last */
-  uint64_t prev = 0;
-  for (size_t i = 0; i < CYCLES; i++) {
-    const la_tg_trace_t *t = la_test_global_trace(T.g, i);
-    CHECK(t->seq > prev, "trace %zu arrived with seq %llu after %llu", i,
-          (unsigned long long)t->seq, (unsigned long long)prev);
-    prev = t->seq;
-    check_trace("early-1", 0, i, a.n, sums[i], NULL);
-  }
+  wait_ga("rank_ends", 1);
+  assert_int_equal(ntraces(), CYCLES);
+  /* in order: arrival order is seq order (check_clean_link), RankStart
+   * first, RankEnd last (check_order) */
+  check_clean_link(1);
+  for (int i = 0; i < CYCLES; i++)
+    check_trace("early-1", 0, (uint64_t)i, a.n, sums[i], NULL);
   check_order("early-1", 0, CYCLES);
   wait_status("messages_acked", CYCLES + 2);
   status_str("global_link", link, sizeof link);
@@ -1051,7 +1105,7 @@ static void test_global_restart_mid_run(void **state) {
              .n = 5000,
              .cycles = PHASE,
              .phases = 3};
-  start_global(0, T.key);
+  start_stand_in(); /* the real GlobalAgent always acknowledges */
   start_agent(la_test_global_addr(T.g), NULL);
   kid_t *k = spawn_app(&a);
   rec_t r;
@@ -1061,7 +1115,7 @@ static void test_global_restart_mid_run(void **state) {
   la_test_global_set_ack(T.g, 0);
   go(k);
   for (int c = 0; c < PHASE; c++) expect_rec(k, REC_CYCLE, &r);
-  wait_traces(PHASE);
+  wait_tg_traces(PHASE);
   /* crash; phase 2 runs with no GlobalAgent */
   la_test_global_kill(T.g);
   go(k);
@@ -1074,8 +1128,9 @@ static void test_global_restart_mid_run(void **state) {
   for (int c = 0; c < PHASE; c++) expect_rec(k, REC_CYCLE, &r);
   expect_rec(k, REC_DONE, &r);
   assert_int_equal(reap_kid(k), 0);
-  wait_traces(3 * PHASE);
-  wait_tg(LA_TG_RANK_ENDS, 1, "rank ends");
+  wait_tg_traces(3 * PHASE);
+  CHECK(la_test_global_wait(T.g, LA_TG_RANK_ENDS, 1, WAIT_MS) == 0,
+        "no RankEnd reached the stand-in");
   wait_status("messages_acked", 3 * PHASE + 2);
   assert_int_equal(la_test_global_ntraces(T.g), 3 * PHASE);
   for (uint64_t c = 0; c < 3 * PHASE; c++)
@@ -1117,16 +1172,14 @@ static void test_spool_survives_restart(void **state) {
   wait_log("stopped");
   la_td_log_mark(T.d);
   start_global(0, T.key);
-  start_agent(la_test_global_addr(T.g), NULL);
+  start_agent(T.s.ga_addr, NULL);
   char line[512];
   wait_log("from an earlier run");
   la_td_log_line(T.d, "from an earlier run", line, sizeof line);
   CHECK(strstr(line, "holds 7 messages") != NULL, "%s", line);
   wait_traces(CYCLES);
-  wait_tg(LA_TG_RANK_ENDS, 1, "rank ends");
-  assert_int_equal(la_test_global_duplicates(T.g), 0);
-  assert_int_equal(la_test_global_count(T.g, LA_TG_SEQ_ERRORS), 0);
-  assert_int_equal(la_test_global_count(T.g, LA_TG_ORPHANS), 0);
+  wait_ga("rank_ends", 1);
+  check_clean_link(1);
   for (int c = 0; c < CYCLES; c++)
     check_trace("spool-1", 0, (uint64_t)c, a.n, sums[c], "lossless");
   check_order("spool-1", 0, CYCLES);
@@ -1142,13 +1195,14 @@ static void test_wrong_secret(void **state) {
   la_td_path(T.d, "other-secret", other, sizeof other);
   assert_int_equal(la_auth_generate_secret_file(other, why, sizeof why), 0);
   start_global(0, other);
-  start_agent(la_test_global_addr(T.g), NULL);
+  start_agent(T.s.ga_addr, NULL);
   wait_log("refused this agent");
   char link[64];
   status_str("global_link", link, sizeof link);
   CHECK(strcmp(link, "connected") != 0, "global_link is %s", link);
-  CHECK(la_test_global_auth_failures(T.g) > 0, "no auth failure counted");
-  assert_int_equal(la_test_global_count(T.g, LA_TG_AUTH_OK), 0);
+  CHECK(ga_ll("auth_failures") > 0, "no auth failure counted");
+  CHECK(!la_td_log_has(T.s.ga, "' connected from"),
+        "the GlobalAgent admitted the LocalAgent");
   char line[512];
   la_td_log_line(T.d, "refused this agent", line, sizeof line);
   print_message("%s\n", line);
@@ -1183,7 +1237,7 @@ static void test_wrong_secret(void **state) {
 static void test_fast_application_keeps_its_connection(void **state) {
   need_daemon();
   start_global(0, T.key);
-  start_agent(la_test_global_addr(T.g), NULL);
+  start_agent(T.s.ga_addr, NULL);
   enum { CYCLES = 1000 };
   app_t a = {.name = "fast",
              .app_id = "fast-1",
@@ -1203,16 +1257,15 @@ static void test_fast_application_keeps_its_connection(void **state) {
   }
   expect_rec(k, REC_DONE, &r);
   assert_int_equal(reap_kid(k), 0);
-  wait_tg(LA_TG_RANK_ENDS, 1, "rank ends");
-  const la_tg_rank_end_t *e = find_end("fast-1", 0);
-  CHECK(e != NULL, "no RankEnd");
+  rank_row_t e;
+  wait_rank_end("fast-1", 0, &e);
   char line[512];
   la_td_log_line(T.d, "notified twice", line, sizeof line);
-  CHECK(!line[0] && !strcmp(e->reason, "finalize") && r.profiled == CYCLES,
+  CHECK(!line[0] && !strcmp(e.reason, "finalize") && r.profiled == CYCLES,
         "the daemon closed a correct application: RankEnd \"%s\" after %llu "
         "cycles; the application profiled %ld of %d cycles (first failing "
         "LA_dataXfer at cycle %d); log: %s",
-        e->reason, (unsigned long long)e->cycles, r.profiled, CYCLES, lost_at,
+        e.reason, (unsigned long long)e.cycles, r.profiled, CYCLES, lost_at,
         line);
   wait_traces(CYCLES);
 }

@@ -1160,34 +1160,26 @@ static void test_corrupt_rows(void **state) {
       "DELETE FROM traces; INSERT INTO traces SELECT * FROM keep;"
       "DELETE FROM apps; INSERT INTO apps SELECT * FROM keep_apps;";
   /* the raw connection does not check foreign keys: damage is the point */
-  expect_corrupt(f, "UPDATE traces SET segments = zeroblob(0) WHERE rank = 1",
-                 "segments BLOB of 0 bytes");
-  raw_exec(f->path, restore);
-  expect_corrupt(f, "UPDATE traces SET segments = 'text' WHERE rank = 1",
-                 "segments");
-  raw_exec(f->path, restore);
-  expect_corrupt(f, "UPDATE traces SET segments = 42 WHERE rank = 2",
-                 "segments");
-  raw_exec(f->path, restore);
-  expect_corrupt(f, "UPDATE traces SET stat_count = 5 WHERE rank = 0",
-                 "stat_count");
-  raw_exec(f->path, restore);
-  expect_corrupt(f, "UPDATE traces SET n_elements = -1 WHERE rank = 0",
-                 "n_elements");
-  raw_exec(f->path, restore);
-  expect_corrupt(f, "UPDATE traces SET n_elements = 1e12 WHERE rank = 0",
-                 "n_elements");
-  raw_exec(f->path, restore);
-  expect_corrupt(f, "UPDATE traces SET mode = 9 WHERE rank = 0", "mode");
-  raw_exec(f->path, restore);
-  expect_corrupt(f, "UPDATE traces SET rank = 'x' WHERE rank = 0", "rank");
-  raw_exec(f->path, restore);
-  expect_corrupt(f, "UPDATE apps SET nprocs = -5", "nprocs");
-  raw_exec(f->path, restore);
-  expect_corrupt(f, "UPDATE apps SET nprocs = 99999999999", "nprocs");
-  raw_exec(f->path, restore);
-  expect_corrupt(f, "UPDATE apps SET metric = hex(randomblob(200))", "metric");
-  raw_exec(f->path, restore);
+  static const struct {
+    const char *sql, *needle;
+  } damage[] = {
+      {"UPDATE traces SET segments = zeroblob(0) WHERE rank = 1",
+       "segments BLOB of 0 bytes"},
+      {"UPDATE traces SET segments = 'text' WHERE rank = 1", "segments"},
+      {"UPDATE traces SET segments = 42 WHERE rank = 2", "segments"},
+      {"UPDATE traces SET stat_count = 5 WHERE rank = 0", "stat_count"},
+      {"UPDATE traces SET n_elements = -1 WHERE rank = 0", "n_elements"},
+      {"UPDATE traces SET n_elements = 1e12 WHERE rank = 0", "n_elements"},
+      {"UPDATE traces SET mode = 9 WHERE rank = 0", "mode"},
+      {"UPDATE traces SET rank = 'x' WHERE rank = 0", "rank"},
+      {"UPDATE apps SET nprocs = -5", "nprocs"},
+      {"UPDATE apps SET nprocs = 99999999999", "nprocs"},
+      {"UPDATE apps SET metric = hex(randomblob(200))", "metric"},
+  };
+  for (size_t i = 0; i < sizeof damage / sizeof damage[0]; i++) {
+    expect_corrupt(f, damage[i].sql, damage[i].needle);
+    raw_exec(f->path, restore);
+  }
   expect_corrupt(f, "UPDATE ranks SET n_elements = 'many' WHERE rank = 1",
                  "n_elements");
   raw_exec(f->path, "UPDATE ranks SET n_elements = 100");
