@@ -123,8 +123,8 @@ static int la__demote(la_store_t *s, const char *app_id, uint32_t rank,
   return r;
 }
 
-int la__store_history_put(la_store_t *s, const La__CompactTrace *t) {
-  if (!t->has_history_ref || !t->has_rank_seq) return 0;
+/* The history row of a new trace that names a reference. 0 or LA_EIO. */
+static int la__history_row(la_store_t *s, const La__CompactTrace *t) {
   sqlite3_stmt *st = la__hst(s, H_INS);
   if (!st) return LA_EIO;
   la__bind_key(st, t->app_id, t->cycle_tag, t->rank);
@@ -135,8 +135,14 @@ int la__store_history_put(la_store_t *s, const La__CompactTrace *t) {
     sqlite3_bind_double(st, 7, t->history_error->rmse);
     sqlite3_bind_double(st, 8, t->history_error->cv);
   }
-  int r = la__store_run(s, st, "storing the trace's history reference");
-  if (r) return r;
+  return la__store_run(s, st, "storing the trace's history reference");
+}
+
+int la__store_history_put(la_store_t *s, const La__CompactTrace *t) {
+  if (!t->has_rank_seq) return 0;
+  sqlite3_stmt *st;
+  int r = 0;
+  if (t->has_history_ref && (r = la__history_row(s, t))) return r;
   /* The rank's references that left the window of its full_cycles most
    * recent cycles (this one's rank_seq is the newest the link delivered). */
   if (t->rank_seq < s->hist_full_cycles) return 0;

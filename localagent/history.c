@@ -17,6 +17,8 @@ typedef struct la_hist_rep {
   uint64_t last_use; /* la_history's clock when last matched or learned */
   double *v;         /* decoded values */
   double *rv;        /* decoded robust weights, or NULL */
+  uint64_t *st, *rst; /* their segments' starts (NULL: fixed blocks) */
+  size_t n_st, n_rst;
 } la_hist_rep_t;
 
 struct la_history {
@@ -46,7 +48,7 @@ la_history_t *la_history_new(la_history_budget_t *budget, uint64_t n,
       n > (UINT64_C(1) << 40))
     return NULL;
   if (reps > LA_HISTORY_MAX_REPS) reps = LA_HISTORY_MAX_REPS;
-  uint64_t bytes = (uint64_t)reps * n * sizeof(double) * (rcp ? 2 : 1);
+  uint64_t bytes = (uint64_t)reps * n * (sizeof(double) + 1) * (rcp ? 2 : 1);
   if (!la__charge(budget, bytes)) return NULL;
   la_history_t *h = calloc(1, sizeof *h);
   if (!h || pthread_mutex_init(&h->mu, NULL) != 0) {
@@ -69,6 +71,8 @@ void la_history_free(la_history_t *h) {
   for (uint32_t i = 0; i < h->n_reps; i++) {
     free(h->rep[i].v);
     free(h->rep[i].rv);
+    free(h->rep[i].st);
+    free(h->rep[i].rst);
   }
   __atomic_fetch_sub(&h->budget->used, h->bytes, __ATOMIC_SEQ_CST);
   pthread_mutex_destroy(&h->mu);
@@ -89,7 +93,8 @@ static int la__block_ok(const double *x, const double *y, uint64_t k,
 }
 
 int la_history_within(const double *x, const double *y, uint64_t n,
-                      const la_compact_params_t *p) {
+                      const la_compact_params_t *p, const uint64_t *starts,
+                      size_t n_starts) {
   for (uint64_t i = 0; i < n; i++)
     if (!isfinite(x[i]) || !isfinite(y[i])) return 0;
   int mode = la_compact_effective_mode(p);
@@ -101,6 +106,14 @@ int la_history_within(const double *x, const double *y, uint64_t n,
       if (!(fabs(x[i] - y[i]) <= bound)) return 0;
     }
     return 1;
+  }
+  if (starts) {
+    for (size_t k = 0; k < n_starts; k++) {
+      uint64_t b = starts[k], e = k + 1 < n_starts ? starts[k + 1] : n;
+      if (b >= e || e > n) return 0; /* not a tiling: never trust it */
+      if (!la__block_ok(x + b, y + b, e - b, p->cv)) return 0;
+    }
+    return n_starts > 0 && starts[0] == 0;
   }
   for (uint64_t b = 0; b < n; b += LA_HISTORY_BLOCK) {
     uint64_t k = n - b < LA_HISTORY_BLOCK ? n - b : LA_HISTORY_BLOCK;
@@ -119,8 +132,10 @@ int la_history_match(la_history_t *h, const double *x, const double *rx,
   for (uint32_t i = 0; i < h->n_reps; i++) {
     la_hist_rep_t *r = &h->rep[i];
     if (!r->valid || (rx && !r->rv)) continue;
-    if (!la_history_within(x, r->v, h->n, &h->cp)) continue;
-    if (rx && !la_history_within(rx, r->rv, h->n, &h->rcp)) continue;
+    if (!la_history_within(x, r->v, h->n, &h->cp, r->st, r->n_st)) continue;
+    if (rx &&
+        !la_history_within(rx, r->rv, h->n, &h->rcp, r->rst, r->n_rst))
+      continue;
     la_fit_error_t e;
     la_fit_error_measure(x, r->v, h->n, NULL, &e);
     if (best < 0 || e.rmse < be.rmse) {
@@ -137,13 +152,26 @@ int la_history_match(la_history_t *h, const double *x, const double *rx,
   return best >= 0;
 }
 
-/* Decodes a result's bytes into out (n points). 0 or a negative code. */
-static int la__decode(const la_compact_result_t *res, uint64_t n,
-                      double *out) {
+/* Decodes a result's bytes into out (n points) and, when its records are
+ * few (at most n / 8), their starts into *st (malloc'ed; else NULL: fixed
+ * blocks). 0 or a negative code. */
+static int la__decode(const la_compact_result_t *res, uint64_t n, double *out,
+                      uint64_t **st, size_t *n_st) {
   la_trace_t *t = NULL;
+  if (st) {
+    *st = NULL;
+    *n_st = 0;
+  }
   int rc = la_trace_open_max(res->bytes, res->len, n, &t, NULL, 0);
   if (rc == 0 && la_trace_count(t) != n) rc = LA_EPROTO;
   if (rc == 0) rc = la_trace_decode(t, 0, n, out);
+  size_t k = rc == 0 ? la_trace_segment_count(t) : 0;
+  if (st && k > 0 && k <= n / 8 && (*st = malloc(k * sizeof **st))) {
+    la_trace_segment_t sg;
+    for (size_t i = 0; i < k; i++)
+      (*st)[i] = la_trace_segment(t, i, &sg) == 0 ? sg.first : 0;
+    *n_st = k;
+  }
   la_trace_close(t);
   return rc;
 }
@@ -154,10 +182,27 @@ int la_history_check(la_history_t *h, const double *x,
   if (!h || !x) return 0;
   if (!rres) return la_history_match(h, x, NULL, ref, err);
   double *rx = malloc(h->n * sizeof *rx);
-  int m = rx && la__decode(rres, h->n, rx) == 0 &&
+  int m = rx && la__decode(rres, h->n, rx, NULL, NULL) == 0 &&
           la_history_match(h, x, rx, ref, err);
   free(rx);
   return m;
+}
+
+int la_history_refit(la_history_t *h, const double *x,
+                     const la_compact_params_t *cp, la_compact_result_t *res) {
+  if (!h || !x || !cp || !res) return 0;
+  la_compact_params_t p = *cp;
+  int mode = la_compact_effective_mode(&p);
+  if (mode == LA_COMPACT_LOSSLESS) return 0;
+  if (mode == LA_COMPACT_MAXERR)
+    p.epsilon *= LA_HISTORY_REP_BOUND;
+  else
+    p.cv *= LA_HISTORY_REP_BOUND;
+  la_compact_result_t r;
+  if (la_compact(x, h->n, &p, &r) != 0) return 0;
+  la_compact_result_free(res);
+  *res = r;
+  return 1;
 }
 
 int la_history_learn(la_history_t *h, uint64_t cycle_tag,
@@ -168,12 +213,16 @@ int la_history_learn(la_history_t *h, uint64_t cycle_tag,
   uint64_t n = h->n;
   double *v = malloc(n * sizeof *v);
   double *rv = rres && h->robust ? malloc(n * sizeof *rv) : NULL;
-  int rc = v ? la__decode(res, n, v) : LA_ENOMEM;
+  uint64_t *st = NULL, *rst = NULL;
+  size_t n_st = 0, n_rst = 0;
+  int rc = v ? la__decode(res, n, v, &st, &n_st) : LA_ENOMEM;
   if (rc == 0 && rres && h->robust)
-    rc = rv ? la__decode(rres, n, rv) : LA_ENOMEM;
+    rc = rv ? la__decode(rres, n, rv, &rst, &n_rst) : LA_ENOMEM;
   if (rc != 0) {
     free(v);
     free(rv);
+    free(st);
+    free(rst);
     return rc;
   }
   pthread_mutex_lock(&h->mu);
@@ -188,8 +237,14 @@ int la_history_learn(la_history_t *h, uint64_t cycle_tag,
   la_hist_rep_t *r = &h->rep[slot];
   free(r->v);
   free(r->rv);
+  free(r->st);
+  free(r->rst);
   r->v = v;
   r->rv = rv;
+  r->st = st;
+  r->n_st = n_st;
+  r->rst = rst;
+  r->n_rst = n_rst;
   r->cycle_tag = cycle_tag;
   r->valid = 1;
   r->last_use = ++h->clock;

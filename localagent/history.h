@@ -9,9 +9,10 @@
  * reference to it. A cycle that matches none becomes a representative
  * itself (the least recently used one gives way).
  *
- * Memory: every representative holds n (or 2n, with robust weights)
- * doubles, counted against one budget per agent (history.memory); a rank
- * that does not fit goes without (its traces are plain full traces).
+ * Memory: every representative holds n doubles and at most n bytes of
+ * segment starts (twice that with robust weights), counted against one
+ * budget per agent (history.memory); a rank that does not fit goes without
+ * (its traces are plain full traces).
  *
  * No libuv: the worker threads call this under the rank's own mutex, so
  * compaction jobs of one rank may run concurrently. Unit-tested alone
@@ -51,13 +52,17 @@ la_history_t *la_history_new(la_history_budget_t *budget, uint64_t n,
 /* Frees h and gives its bytes back to the budget. NULL is fine. */
 void la_history_free(la_history_t *h);
 
-/* Whether y reproduces x[0..n) within the bound of p: polyline, the RMSE
- * of x - y on every block of LA_HISTORY_BLOCK elements is at most cv
- * times |mean of x| over the block; maxerr, |x - y| <= epsilon (times |x|
- * when relative) everywhere; lossless, y equals x bit for bit. A value of
- * x that is not finite never matches. 1 within, 0 not. */
+/* Whether y reproduces x[0..n) within the bound of p: polyline, on every
+ * block the RMSE of x - y is at most cv times |mean of x| over the block,
+ * the blocks being the representative's segments (starts[0..n_starts),
+ * increasing from 0: the records of its encoding, so the reference keeps
+ * the form of the bound its own trace kept) or, with starts NULL, blocks
+ * of LA_HISTORY_BLOCK elements; maxerr, |x - y| <= epsilon (times |x|
+ * when relative) everywhere; lossless, y equals x bit for bit. A value
+ * that is not finite never matches. 1 within, 0 not. */
 int la_history_within(const double *x, const double *y, uint64_t n,
-                      const la_compact_params_t *p);
+                      const la_compact_params_t *p, const uint64_t *starts,
+                      size_t n_starts);
 
 /* Looks for a representative that reproduces the cycle: x its true values
  * (n, as at la_history_new), rx its robust weights (NULL when the trace
@@ -78,6 +83,20 @@ int la_history_match(la_history_t *h, const double *x, const double *rx,
 int la_history_check(la_history_t *h, const double *x,
                      const la_compact_result_t *rres, uint64_t *ref,
                      la_fit_error_t *err);
+
+/* Fraction of the compaction bound a representative is compacted with:
+ * its decoded values then leave room for the next cycles' own variation
+ * (with the full bound a greedy polyline fills every segment up to it, and
+ * nothing else would fit). */
+#define LA_HISTORY_REP_BOUND 0.5
+
+/* A cycle that matched no representative will become one: recompacts its
+ * true values x with cp's bound times LA_HISTORY_REP_BOUND (lossless:
+ * nothing to do) and, on success, replaces *res (the old one is freed).
+ * The trace stays within cp's bound. Returns 1 when replaced, 0 when not
+ * (h NULL, lossless, a compaction error: *res unchanged). */
+int la_history_refit(la_history_t *h, const double *x,
+                     const la_compact_params_t *cp, la_compact_result_t *res);
 
 /* Makes cycle_tag a representative after its full trace was logged: the
  * decoded values of res (and of rres, the robust weights, or NULL) replace

@@ -193,11 +193,13 @@ static void la__work(uv_work_t *req) {
     if (j->rc != 0) {
       j->why = "dropped: compaction failed";
     } else {
+      j->hist = la_history_check(s->hist, x, j->robust ? &j->rres : NULL,
+                                 &j->hist_ref, &j->hist_err);
+      if (!j->hist) /* a representative to be: compacted with room */
+        la_history_refit(s->hist, x, &j->cp, &res);
       j->points = n * (k > 1 ? k + 1 : 1);
       j->bytes = res.len;
       for (uint32_t c = 0; k > 1 && c < k; c++) j->bytes += j->chres[c].len;
-      j->hist = la_history_check(s->hist, x, j->robust ? &j->rres : NULL,
-                                 &j->hist_ref, &j->hist_err);
       j->log_rc = la__log_trace(j, &res);
       if (j->log_rc == 0 && !j->hist) /* logged in full: a representative */
         la_history_learn(s->hist, j->cycle_tag, &res,
