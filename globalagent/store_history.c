@@ -28,10 +28,9 @@
 /* The history statement id, prepared on first use; NULL on failure
  * (la__store_sqlerr recorded it). */
 static sqlite3_stmt *la__hst(la_store_t *s, int id) {
-  if (!s->hist[id] &&
-      sqlite3_prepare_v3(s->db, la__store_history_sql[id], -1,
-                         SQLITE_PREPARE_PERSISTENT, &s->hist[id],
-                         NULL) != SQLITE_OK) {
+  if (!s->hist[id] && sqlite3_prepare_v3(s->db, la__store_history_sql[id], -1,
+                                         SQLITE_PREPARE_PERSISTENT,
+                                         &s->hist[id], NULL) != SQLITE_OK) {
     s->hist[id] = NULL;
     la__store_sqlerr(s, "preparing the history statements");
     return NULL;

@@ -14,9 +14,9 @@
 typedef struct la_hist_rep {
   int valid;
   uint64_t cycle_tag;
-  uint64_t last_use; /* la_history's clock when last matched or learned */
-  double *v;         /* decoded values */
-  double *rv;        /* decoded robust weights, or NULL */
+  uint64_t last_use;  /* la_history's clock when last matched or learned */
+  double *v;          /* decoded values */
+  double *rv;         /* decoded robust weights, or NULL */
   uint64_t *st, *rst; /* their segments' starts (NULL: fixed blocks) */
   size_t n_st, n_rst;
 } la_hist_rep_t;
@@ -98,8 +98,7 @@ int la_history_within(const double *x, const double *y, uint64_t n,
   for (uint64_t i = 0; i < n; i++)
     if (!isfinite(x[i]) || !isfinite(y[i])) return 0;
   int mode = la_compact_effective_mode(p);
-  if (mode == LA_COMPACT_LOSSLESS)
-    return memcmp(x, y, n * sizeof *x) == 0;
+  if (mode == LA_COMPACT_LOSSLESS) return memcmp(x, y, n * sizeof *x) == 0;
   if (mode == LA_COMPACT_MAXERR) {
     for (uint64_t i = 0; i < n; i++) {
       double bound = p->relative ? p->epsilon * fabs(x[i]) : p->epsilon;
@@ -133,8 +132,7 @@ int la_history_match(la_history_t *h, const double *x, const double *rx,
     la_hist_rep_t *r = &h->rep[i];
     if (!r->valid || (rx && !r->rv)) continue;
     if (!la_history_within(x, r->v, h->n, &h->cp, r->st, r->n_st)) continue;
-    if (rx &&
-        !la_history_within(rx, r->rv, h->n, &h->rcp, r->rst, r->n_rst))
+    if (rx && !la_history_within(rx, r->rv, h->n, &h->rcp, r->rst, r->n_rst))
       continue;
     la_fit_error_t e;
     la_fit_error_measure(x, r->v, h->n, NULL, &e);

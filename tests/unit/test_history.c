@@ -134,10 +134,10 @@ static void test_bounds_and_budget(void **state) {
   assert_int_equal(la_history_within(x, y, 4, &p, NULL, 0), 1);
   assert_int_equal(la_compact_spec_parse("maxerr:eps=0.4", &p, NULL, 0), 0);
   assert_int_equal(la_history_within(x, y, 4, &p, NULL, 0), 0);
-  assert_int_equal(la_compact_spec_parse("maxerr:eps=0.02,relative", &p, NULL,
-                                         0),
-                   0);
-  assert_int_equal(la_history_within(x, y, 4, &p, NULL, 0), 0); /* 0.5 > 0.2 at 10 */
+  assert_int_equal(
+      la_compact_spec_parse("maxerr:eps=0.02,relative", &p, NULL, 0), 0);
+  assert_int_equal(la_history_within(x, y, 4, &p, NULL, 0),
+                   0); /* 0.5 > 0.2 at 10 */
   assert_int_equal(la_compact_spec_parse("lossless", &p, NULL, 0), 0);
   assert_int_equal(la_history_within(x, y, 4, &p, NULL, 0), 0);
   assert_int_equal(la_history_within(x, x, 4, &p, NULL, 0), 1);
@@ -233,8 +233,9 @@ static void test_store_references(void **state) {
   la_compact_result_free(&res);
   la_store_close(s);
   /* window 2 (rank_seq 11 newest): cycles 2..9 demoted, 10 still full */
-  assert_int_equal(q1(db, "SELECT count(*) FROM traces WHERE "
-                          "length(segments) = 0"),
+  assert_int_equal(q1(db,
+                      "SELECT count(*) FROM traces WHERE "
+                      "length(segments) = 0"),
                    8);
   assert_int_equal(q1(db, "SELECT count(*) FROM history WHERE full = 1"), 1);
   assert_true(q1(db, "SELECT sum(length(segments)) FROM traces") <
@@ -325,8 +326,8 @@ static void test_hostile_references(void **state) {
   la_test_link_t l;
   int32_t status = -1;
   char why[300];
-  assert_int_equal(la_test_link_open(&l, port, ts.secret, "evil", 5000,
-                                     &status, why, sizeof why),
+  assert_int_equal(la_test_link_open(&l, port, ts.secret, "evil", 5000, &status,
+                                     why, sizeof why),
                    0);
   assert_int_equal(status, 0);
   assert_int_equal(la_test_link_rank_start(&l, "evil", "hostile", 0, 2, N), 0);
@@ -336,26 +337,26 @@ static void test_hostile_references(void **state) {
   cycle_values(x, 1, 0.02, 100);
   assert_int_equal(la_compact(x, N, NULL, &r), 0);
   assert_int_equal(la_test_link_trace(&l, "hostile", 0, 1, &r, NULL, 0), 0);
-  assert_int_equal(send_ref(&l, 0, 2, 1, &r), 0);   /* fine */
-  assert_int_equal(send_ref(&l, 0, 3, 99, &r), 0);  /* no such cycle */
-  assert_int_equal(send_ref(&l, 1, 4, 1, &r), 0);   /* another rank's */
-  assert_int_equal(send_ref(&l, 0, 5, 2, &r), 0);   /* a reference */
-  assert_int_equal(send_ref(&l, 0, 6, 6, &r), 0);   /* itself */
+  assert_int_equal(send_ref(&l, 0, 2, 1, &r), 0);  /* fine */
+  assert_int_equal(send_ref(&l, 0, 3, 99, &r), 0); /* no such cycle */
+  assert_int_equal(send_ref(&l, 1, 4, 1, &r), 0);  /* another rank's */
+  assert_int_equal(send_ref(&l, 0, 5, 2, &r), 0);  /* a reference */
+  assert_int_equal(send_ref(&l, 0, 6, 6, &r), 0);  /* itself */
   assert_int_equal(la_test_link_wait_acked(&l, 10000, why, sizeof why), 0);
   la_test_link_close(&l);
-  assert_int_equal(la_td_wait_log(ts.ga, "itself stored as a reference",
-                                  5000),
+  assert_int_equal(la_td_wait_log(ts.ga, "itself stored as a reference", 5000),
                    0);
   assert_int_equal(
-      la_td_wait_log(ts.ga, "that rank has no stored trace of that cycle", 5000),
+      la_td_wait_log(ts.ga, "that rank has no stored trace of that cycle",
+                     5000),
       0);
   assert_int_equal(la_td_wait_log(ts.ga, "refers to itself", 5000), 0);
-  assert_int_equal(la_td_wait_log(ts.ga, "cycle 4 from evil refused", 5000),
-                   0);
+  assert_int_equal(la_td_wait_log(ts.ga, "cycle 4 from evil refused", 5000), 0);
   /* nothing of the refused cycles is stored; the good reference is */
   char q[200];
-  snprintf(q, sizeof q, "SELECT count(*) FROM traces WHERE app_id = "
-                        "'hostile'");
+  snprintf(q, sizeof q,
+           "SELECT count(*) FROM traces WHERE app_id = "
+           "'hostile'");
   assert_int_equal(q1(ts.db, q), 2);
   assert_int_equal(q1(ts.db, "SELECT count(*) FROM history"), 1);
   /* and the GlobalAgent serves on */
