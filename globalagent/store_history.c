@@ -186,14 +186,19 @@ int la__store_history_resolve(la_store_t *s, La__CompactTrace *t, int robust) {
   int blen = rc == SQLITE_ROW ? sqlite3_column_bytes(st, col) : 0;
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
     r = la__store_sqlerr(s, "loading a trace's representative");
+  } else if (rc == SQLITE_DONE) { /* not a reference: an empty trace */
+    r = la__store_corrupt(s,
+                          "trace of %s cycle %llu rank %u: %s BLOB of 0 "
+                          "bytes and no history reference",
+                          t->app_id, (unsigned long long)t->cycle_tag, t->rank,
+                          robust ? "robust segments" : "segments");
   } else if (!blob || blen <= 0 || (unsigned)blen > LA_STORE_MAX_BLOB) {
     r = la__store_corrupt(s,
                           "trace of %s cycle %llu rank %u: stored as a "
-                          "reference%s, but its representative%s is not "
+                          "reference%s, but its representative is not "
                           "stored in full",
                           t->app_id, (unsigned long long)t->cycle_tag, t->rank,
-                          robust ? " (robust weights)" : "",
-                          rc == SQLITE_ROW ? "" : " (none recorded)");
+                          robust ? " (robust weights)" : "");
   } else {
     ProtobufCBinaryData *d = robust ? &t->robust_segments : &t->segments;
     free(d->data);
