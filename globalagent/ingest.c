@@ -486,6 +486,7 @@ int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
     snprintf(why, why_len, "store.path %s: %s", ga->set.db, r);
     return LA_EIO;
   }
+  la_store_set_history(ga->store, (uint64_t)ga->set.history_full_cycles);
   ga->closed_tail = &ga->closed;
   la__rebuild_stitch(ga);
   if (!ga->stitch) {

@@ -65,6 +65,10 @@ const la_cfg_key_t la_ga_keys[] = {
     "fsync every commit (durable against power loss); no: against crashes"),
   N("store", "batch_max", LA_CFG_INT, batch_max, "1000", 1, 1000000,
     "messages per group commit at most"),
+  N("history", "full_cycles", LA_CFG_INT, history_full_cycles, "16", 0,
+    4294967295.0, "a rank's most recent cycles kept in full; an older one "
+    "its LocalAgent found within bound of a representative is kept as a "
+    "reference to it (docs/history.md)"),
   S("daemon", "pid_file", pid_file, "", "file to write the pid into"),
   LA_METRICS_CFG_KEYS(S, N),
   N("metrics", "max_apps", LA_CFG_INT, metrics_max_apps, "256", 0, 100000,

@@ -37,6 +37,8 @@ typedef struct la_ga_settings {
   char db[512];
   int fsync;
   int64_t batch_max;
+  /* [history] (docs/history.md) */
+  int64_t history_full_cycles; /* recent cycles per rank kept in full */
   /* [daemon] */
   char pid_file[512];
   /* [metrics]: the HTTP endpoint (common/la_metrics_http.h) */

@@ -107,6 +107,7 @@ int la_store_open(const char *path, int synchronous_full, la_store_t **out,
   }
   *out = NULL;
   la_store_t *s = calloc(1, sizeof *s);
+  if (s) s->hist_full_cycles = LA_STORE_HISTORY_FULL_CYCLES;
   if (!s) {
     la__store_fmt(why, why_len, "out of memory");
     return LA_ENOMEM;
@@ -184,6 +185,7 @@ void la_store_close(la_store_t *s) {
   if (!s) return;
   if (s->in_batch) la_store_rollback(s);
   for (int i = 0; i < S__COUNT; i++) sqlite3_finalize(s->st[i]);
+  la__store_history_close(s);
   sqlite3_close(s->db);
   free(s);
 }

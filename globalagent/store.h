@@ -113,6 +113,13 @@ int la_store_rank_end(la_store_t *s, const La__RankEnd *m, int *was_new);
  * robust_segments), LA_EIO. */
 int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new);
 
+/* Bounded history (docs/history.md): a trace that names a history_ref
+ * keeps its own segments while it is among its rank's full_cycles most
+ * recent cycles (by rank_seq), then is kept as a reference to its
+ * representative. 0: at once. Default 16. */
+#define LA_STORE_HISTORY_FULL_CYCLES 16
+void la_store_set_history(la_store_t *s, uint64_t full_cycles);
+
 /* Records seq as stored from the LocalAgent of host (keeps the highest;
  * seq < 2^63). Call it in the batch that stored the messages. Returns 0,
  * LA_EINVAL, LA_EIO. */

@@ -70,6 +70,20 @@ enum {
 /* The SQL of each statement id (store_sql.c). */
 extern const char *const la__store_sql[S__COUNT];
 
+/* Ids of the history statements (store_history.c; SQL in store_sql.c),
+ * prepared on first use. */
+enum {
+  H_REF,
+  H_INS,
+  H_PENDING,
+  H_DEMOTE_TRACE,
+  H_DEMOTE_ROBUST,
+  H_DONE,
+  H_RESOLVE,
+  H__COUNT
+};
+extern const char *const la__store_history_sql[H__COUNT];
+
 /* Test-only fault injection: the environment variable names the commits
  * (1-based, counting every la_store_commit of this store) that fail as if
  * the disk were full, e.g. "3,6". A full disk or a read-only file cannot be
@@ -85,6 +99,8 @@ struct la_store {
   uint64_t n_commits;
   uint64_t fail_at[LA__FAIL_MAX]; /* LA__FAIL_ENV's commit numbers */
   int n_fail_at;
+  sqlite3_stmt *hist[H__COUNT]; /* store_history.c, prepared on first use */
+  uint64_t hist_full_cycles;    /* la_store_set_history */
   char err[512];
 };
 
@@ -225,5 +241,22 @@ int la__store_rank_grid(la_store_t *s, const La__RankStart *m);
 int la__store_load_grids(la_store_t *s, const char *app_id, La__TraceSet *set);
 /* Frees set->grids as la__store_load_grids made them. */
 void la__store_free_grids(La__TraceSet *set);
+
+/* ------------------------------------------------- store_history.c */
+
+/* Before a trace is inserted: when it names a history_ref, checks that the
+ * reference is usable (docs/history.md). Returns 0, or LA_EPROTO with the
+ * reason in s->err (the trace is refused), LA_EIO. */
+int la__store_history_check(la_store_t *s, const La__CompactTrace *t);
+/* After a new trace was inserted: its history row (when it names a
+ * reference) and the demotion of the rank's cycles that left the
+ * history.full_cycles window. In the caller's transaction. 0 or LA_EIO. */
+int la__store_history_put(la_store_t *s, const La__CompactTrace *t);
+/* A loaded trace whose segments (robust: 0, or robust segments: 1) are
+ * empty is a reference: fills them from its representative. Returns 0,
+ * LA_EIO (no usable representative: corrupt). */
+int la__store_history_resolve(la_store_t *s, La__CompactTrace *t, int robust);
+/* Finalizes the history statements (la_store_close). */
+void la__store_history_close(la_store_t *s);
 
 #endif /* LA_GLOBAL_STORE_INTERNAL_H */

@@ -89,7 +89,10 @@ static int la__load_robust(la_store_t *s, sqlite3_stmt *st,
     const void *blob = sqlite3_column_blob(st, 14);
     int blen = sqlite3_column_bytes(st, 14);
     sqlite3_int64 count;
-    if (sqlite3_column_type(st, 14) != SQLITE_BLOB || !blob || blen <= 0 ||
+    /* empty: a reference, its representative's (store_history.c) */
+    int ref = sqlite3_column_type(st, 14) == SQLITE_BLOB && blen == 0;
+    if (ref) blob = "";
+    if (sqlite3_column_type(st, 14) != SQLITE_BLOB || !blob || blen < 0 ||
         (unsigned)blen > LA_STORE_MAX_BLOB ||
         !la__col_int(st, 15, (sqlite3_int64)t->n_elements,
                      (sqlite3_int64)t->n_elements, &count))
@@ -98,11 +101,13 @@ static int la__load_robust(la_store_t *s, sqlite3_stmt *st,
                                "segments or stat_count",
                                t->app_id, (unsigned long long)t->cycle_tag,
                                t->rank);
-    t->robust_segments.data = malloc((size_t)blen);
+    t->robust_segments.data = malloc(blen ? (size_t)blen : 1);
     t->robust_stats = malloc(sizeof *t->robust_stats);
     if (!t->robust_segments.data || !t->robust_stats) return LA_ENOMEM;
     memcpy(t->robust_segments.data, blob, (size_t)blen);
     t->robust_segments.len = (size_t)blen;
+    int r = ref ? la__store_history_resolve(s, t, 1) : 0;
+    if (r) return r;
     t->has_robust_segments = 1;
     la__series_stats__init(t->robust_stats);
     t->robust_stats->count = (uint64_t)count;
@@ -151,7 +156,10 @@ static int la__load_trace(la_store_t *s, sqlite3_stmt *st, const char *app_id,
         app_id, (unsigned long long)cycle_tag, (long long)rank);
   const void *blob = sqlite3_column_blob(st, 3);
   int blen = sqlite3_column_bytes(st, 3);
-  if (sqlite3_column_type(st, 3) != SQLITE_BLOB || !blob || blen <= 0 ||
+  /* empty: a reference, its representative's (store_history.c) */
+  int ref = sqlite3_column_type(st, 3) == SQLITE_BLOB && blen == 0;
+  if (ref) blob = "";
+  if (sqlite3_column_type(st, 3) != SQLITE_BLOB || !blob || blen < 0 ||
       (unsigned)blen > LA_STORE_MAX_BLOB)
     return la__store_corrupt(
         s,
@@ -163,7 +171,7 @@ static int la__load_trace(la_store_t *s, sqlite3_stmt *st, const char *app_id,
   *out = t;
   la__compact_trace__init(t);
   t->app_id = strdup(app_id);
-  t->segments.data = malloc((size_t)blen);
+  t->segments.data = malloc(blen ? (size_t)blen : 1);
   t->stats = malloc(sizeof *t->stats);
   int has_err = sqlite3_column_type(st, 8) != SQLITE_NULL ||
                 sqlite3_column_type(st, 9) != SQLITE_NULL ||
@@ -197,7 +205,8 @@ static int la__load_trace(la_store_t *s, sqlite3_stmt *st, const char *app_id,
     t->rank_seq = (uint64_t)sqlite3_column_int64(st, 12);
   }
   t->seq = (uint64_t)sqlite3_column_int64(st, 13);
-  return la__load_robust(s, st, t);
+  int r = ref ? la__store_history_resolve(s, t, 0) : 0;
+  return r ? r : la__load_robust(s, st, t);
 }
 
 /* A BLOB column of at most LA_STORE_MAX_BLOB bytes into a new buffer:

@@ -187,6 +187,29 @@ static const char la__numbering_sql[] =
     "  gnx INTEGER, gny INTEGER, gnz INTEGER,"
     "  PRIMARY KEY (app_id, rank)) WITHOUT ROWID;";
 
+/* Added later still, created in place (IF NOT EXISTS) like `missing`.
+ * history (docs/history.md): one row per trace that its LocalAgent found
+ * within bound of an earlier full trace of the same rank (ref_cycle, a
+ * representative: a trace without a history row). While full = 1 the
+ * trace keeps its own segments; once it leaves the rank's
+ * history.full_cycles most recent cycles its segments (and robust
+ * segments) become empty and readers get the representative's, and its
+ * err_* columns the reference's error (this row's). */
+static const char la__history_sql[] =
+    "CREATE TABLE IF NOT EXISTS history ("
+    "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
+    "  cycle_tag INTEGER NOT NULL,"
+    "  rank INTEGER NOT NULL,"
+    "  ref_cycle INTEGER NOT NULL,"
+    "  rank_seq INTEGER NOT NULL,"
+    "  full INTEGER NOT NULL,"
+    "  err_max_abs REAL,"
+    "  err_rmse REAL,"
+    "  err_cv REAL,"
+    "  PRIMARY KEY (app_id, cycle_tag, rank)) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS history_full ON history(app_id, rank,"
+    "  rank_seq) WHERE full = 1;";
+
 /* ------------------------------------------------- creating and checking */
 
 /* Contracts of the functions below: store_internal.h. */
@@ -267,6 +290,8 @@ int la__store_schema(sqlite3 *db, const char *path, char *why, size_t n) {
                          "creating the schema") ||
           la__store_exec(db, la__numbering_sql, why, n, path,
                          "creating the schema") ||
+          la__store_exec(db, la__history_sql, why, n, path,
+                         "creating the schema") ||
           la__store_exec(db, sql, why, n, path, "creating the schema") ||
           la__store_exec(db, "COMMIT", why, n, path, "creating the schema")) {
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
@@ -311,8 +336,11 @@ int la__store_schema(sqlite3 *db, const char *path, char *why, size_t n) {
   if (la__store_exec(db, la__channels_sql, why, n, path,
                      "adding the rank_channels and channel_traces tables"))
     return LA_EIO;
-  return la__store_exec(db, la__numbering_sql, why, n, path,
-                        "adding the element_ids and rank_grid tables");
+  if (la__store_exec(db, la__numbering_sql, why, n, path,
+                     "adding the element_ids and rank_grid tables"))
+    return LA_EIO;
+  return la__store_exec(db, la__history_sql, why, n, path,
+                        "adding the history table");
 sqlfail:
   la__store_fmt(why, n, "%s: %s", path, sqlite3_errmsg(db));
   return LA_EIO;

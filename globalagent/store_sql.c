@@ -202,3 +202,41 @@ const char *const la__store_sql[S__COUNT] = {
         " FROM channel_traces WHERE app_id = ?1 AND cycle_tag = ?2"
         " ORDER BY rank, channel",
 };
+
+/* History (store_history.c, docs/history.md): prepared on first use, since
+ * a read-only store written before the history table cannot prepare them.
+ * H_REF: the referenced trace of the same rank, whether it has robust
+ * segments, and whether it is itself a reference. */
+const char *const la__store_history_sql[H__COUNT] = {
+    [H_REF] =
+        "SELECT t.n_elements, t.mode, length(t.segments),"
+        " EXISTS (SELECT 1 FROM robust r WHERE r.app_id = t.app_id"
+        "   AND r.cycle_tag = t.cycle_tag AND r.rank = t.rank"
+        "   AND length(r.segments) > 0),"
+        " EXISTS (SELECT 1 FROM history h WHERE h.app_id = t.app_id"
+        "   AND h.cycle_tag = t.cycle_tag AND h.rank = t.rank)"
+        " FROM traces t WHERE t.app_id = ?1 AND t.cycle_tag = ?2"
+        " AND t.rank = ?3",
+    [H_INS] =
+        "INSERT OR IGNORE INTO history(app_id, cycle_tag, rank, ref_cycle,"
+        " rank_seq, full, err_max_abs, err_rmse, err_cv)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?8)",
+    [H_PENDING] =
+        "SELECT cycle_tag, err_max_abs, err_rmse, err_cv FROM history"
+        " WHERE app_id = ?1 AND rank = ?2 AND full = 1 AND rank_seq <= ?3",
+    [H_DEMOTE_TRACE] =
+        "UPDATE traces SET segments = x'', err_max_abs = ?4, err_rmse = ?5,"
+        " err_cv = ?6 WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3",
+    [H_DEMOTE_ROBUST] =
+        "UPDATE robust SET segments = x'' WHERE app_id = ?1"
+        " AND cycle_tag = ?2 AND rank = ?3 AND segments IS NOT NULL",
+    [H_DONE] =
+        "UPDATE history SET full = 0 WHERE app_id = ?1 AND cycle_tag = ?2"
+        " AND rank = ?3",
+    [H_RESOLVE] =
+        "SELECT h.ref_cycle, t.segments, r.segments FROM history h"
+        " JOIN traces t ON t.app_id = h.app_id AND t.cycle_tag = h.ref_cycle"
+        " AND t.rank = h.rank LEFT JOIN robust r ON r.app_id = h.app_id"
+        " AND r.cycle_tag = h.ref_cycle AND r.rank = h.rank"
+        " WHERE h.app_id = ?1 AND h.cycle_tag = ?2 AND h.rank = ?3",
+};

@@ -237,6 +237,7 @@ int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new) {
   if (r < 0) goto out;
   if (r == 0 && (r = la__app_lazy(s, t->app_id, now))) goto out;
   r = 0;
+  if ((r = la__store_history_check(s, t))) goto out; /* store_history.c */
   /* A rank not below a known nprocs is stored all the same (nothing is
    * thrown away); it belongs to no Trace-Set (load_set, open_sets skip it).
    */
@@ -272,6 +273,7 @@ int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new) {
     goto out;
   if ((r = la__robust_put(s, t))) goto out;
   if ((r = la__channels_put(s, t))) goto out;
+  if ((r = la__store_history_put(s, t))) goto out;
   r = la__cycle_touch(s, S_SET_TOUCH, t->app_id, t->cycle_tag, now,
                       "recording the trace's cycle");
 out:

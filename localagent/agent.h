@@ -26,6 +26,7 @@
 #include <uv.h>
 
 #include "app_ipc.h"
+#include "history.h"
 #include "la.h" /* LA_VERSION_STRING */
 #include "la_codec.h"
 #include "la_compact.h"
@@ -76,6 +77,7 @@ struct la_agent {
   struct la_session *sessions; /* doubly linked */
   int n_conns, n_apps, jobs_in_flight;
   uint64_t ids_bytes; /* element ids held for sessions (max_ids_memory) */
+  la_history_budget_t hist_budget; /* history.memory (history.h) */
   int draining;
   la_outq_t *q;
   struct la_uplink *up;
@@ -101,6 +103,7 @@ typedef struct la_session {
   /* channels beyond one (ipc.n_channels > 1): each one's robust weights,
    * like weights (NULL where there are none) */
   la_weights_t *ch_weights[LA_SHM_MAX_CHANNELS];
+  la_history_t *hist; /* representatives (history.h), or NULL */
   uint32_t busy; /* bit i: buffer i is being read */
   uint64_t cycles, skipped, waits;
   /* element ids announced at registration, held until all arrived */

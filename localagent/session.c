@@ -171,6 +171,7 @@ static void la__on_free(la_conn_t *c) {
   LA_CONN_LIST_UNLINK(ag->sessions, s);
   ag->n_conns--;
   la_weights_free(s->weights);
+  la_history_free(s->hist);
   for (uint32_t c = 0; c < LA_SHM_MAX_CHANNELS; c++)
     la_weights_free(s->ch_weights[c]);
   free(s);
@@ -298,6 +299,15 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
                    (unsigned long long)r->n_elements,
                    c ? ", a channel" : "");
   }
+  /* History of a rank of one series (docs/history.md); without memory
+   * for it its traces are plain full traces. */
+  la_compact_params_t rcp;
+  la_history_robust_params(&s->cp, ag->set.robust_cv, &rcp);
+  ag->hist_budget.limit = ag->set.history_memory;
+  if (n_ch == 1)
+    s->hist = la_history_new(&ag->hist_budget, r->n_elements,
+                             (uint32_t)ag->set.history_reps, &s->cp,
+                             s->weights ? &rcp : NULL);
 
   La__RegisterReply ok = LA__REGISTER_REPLY__INIT;
   ok.status = 0;

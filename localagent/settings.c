@@ -67,6 +67,12 @@ const la_cfg_key_t la_la_keys[] = {
   N("robust", "cv", LA_CFG_DOUBLE, robust_cv, "0.02", 0, 10,
     "polyline bound of the robust weights' compaction, when tighter than "
     "the measured values' (balancers rank elements by them); 0: the same"),
+  N("history", "memory", LA_CFG_SIZE, history_memory, "256M", 0,
+    1099511627776.0, "decoded representatives kept to store near-identical "
+    "cycles as references (8 bytes per element, twice with robust weights, "
+    "per representative); a rank beyond goes without; 0: off"),
+  N("history", "representatives", LA_CFG_INT, history_reps, "4", 1, 16,
+    "representatives per rank (the least recently used gives way)"),
   S("global", "address", global, "127.0.0.1:7462",
     "GlobalAgent host:port; empty: keep traces in the spool"),
   S("global", "secret_file", secret_file, "",

@@ -36,6 +36,9 @@ typedef struct la_la_settings {
   double robust_tol;       /* relative band (robust.h tol) */
   int64_t robust_confirm;  /* suspect cycles that make a real rise */
   double robust_cv;        /* polyline cv of the robust weights, if tighter */
+  /* [history] (docs/history.md) */
+  uint64_t history_memory; /* decoded representatives, all ranks, bytes */
+  int64_t history_reps;    /* representatives per rank */
   /* [global] */
   char global[256];        /* GlobalAgent host:port ("" = none, spool only) */
   char secret_file[512];

@@ -53,6 +53,10 @@ typedef struct la_job {
   la_compact_result_t chres[LA_SHM_MAX_CHANNELS];
   la_compact_result_t chrob[LA_SHM_MAX_CHANNELS];
   int chrob_ok[LA_SHM_MAX_CHANNELS];
+  /* history (history.h): the representative this cycle is within bound of */
+  int hist;
+  uint64_t hist_ref;
+  la_fit_error_t hist_err;
 } la_job_t;
 
 /* Appends the compact trace of the job; returns the la_uplink_log code. */
@@ -100,6 +104,13 @@ static int la__log_trace(la_job_t *j, const la_compact_result_t *res) {
   if (j->n_channels > 1) {
     t.n_channels = j->n_channels;
     t.channels = cp;
+  }
+  La__FitError he = LA__FIT_ERROR__INIT;
+  if (j->hist) {
+    t.has_history_ref = 1;
+    t.history_ref = j->hist_ref;
+    la_trace_msg_error(&he, &j->hist_err);
+    t.history_error = &he;
   }
   return la_uplink_log(s->ag, LA__MSG_TYPE__MSG_COMPACT_TRACE, &t.base, &t.seq);
 }
@@ -182,10 +193,17 @@ static void la__work(uv_work_t *req) {
     if (j->rc != 0) {
       j->why = "dropped: compaction failed";
     } else {
+      j->hist = la_history_check(s->hist, x, j->robust ? &j->rres : NULL,
+                                 &j->hist_ref, &j->hist_err);
+      if (!j->hist) /* a representative to be: compacted with room */
+        la_history_refit(s->hist, x, &j->cp, &res);
       j->points = n * (k > 1 ? k + 1 : 1);
       j->bytes = res.len;
       for (uint32_t c = 0; k > 1 && c < k; c++) j->bytes += j->chres[c].len;
       j->log_rc = la__log_trace(j, &res);
+      if (j->log_rc == 0 && !j->hist) /* logged in full: a representative */
+        la_history_learn(s->hist, j->cycle_tag, &res,
+                         j->robust ? &j->rres : NULL);
       if (j->log_rc == LA_ELIMIT)
         j->why = "dropped: the LocalAgent's log was full (spool_bytes)";
       else if (j->log_rc != 0)

@@ -1,0 +1,222 @@
+/* store_history.c: bounded history in the store (docs/history.md).
+ *
+ * A LocalAgent that found a cycle within bound of an earlier full trace of
+ * the same rank (its representative) names it in the trace
+ * (history_ref). Here: the reference is checked before the trace is
+ * stored (same application and rank, stored, a representative itself, the
+ * same element count and mode, robust weights where the trace has them),
+ * a history row records it, and once the trace leaves its rank's
+ * full_cycles most recent cycles its own segments are dropped (demoted):
+ * readers then get the representative's segments (la__store_history_resolve,
+ * called by store_load.c), and its err_* columns say the reference's error.
+ * A representative has no history row, so a reference is never followed
+ * further than one step, and it is never demoted.
+ *
+ * Statements are prepared on first use: a store written before the history
+ * table, opened read-only, never needs them (it has no empty segments).
+ *
+ * Deliberately not here: deciding what is within bound (the LocalAgent's
+ * history.c has the true values), the rest of a trace's row
+ * (store_write.c, store_load.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "la.h"
+#include "store_internal.h"
+
+/* The history statement id, prepared on first use; NULL on failure
+ * (la__store_sqlerr recorded it). */
+static sqlite3_stmt *la__hst(la_store_t *s, int id) {
+  if (!s->hist[id] && sqlite3_prepare_v3(s->db, la__store_history_sql[id], -1,
+                                         SQLITE_PREPARE_PERSISTENT,
+                                         &s->hist[id], NULL) != SQLITE_OK) {
+    s->hist[id] = NULL;
+    la__store_sqlerr(s, "preparing the history statements");
+    return NULL;
+  }
+  return s->hist[id];
+}
+
+static void la__bind_key(sqlite3_stmt *st, const char *app_id,
+                         uint64_t cycle_tag, uint32_t rank) {
+  la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
+  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
+  sqlite3_bind_int64(st, 3, rank);
+}
+
+void la_store_set_history(la_store_t *s, uint64_t full_cycles) {
+  if (s) s->hist_full_cycles = full_cycles;
+}
+
+/* Contracts of the functions below: store_internal.h. */
+
+int la__store_history_check(la_store_t *s, const La__CompactTrace *t) {
+  if (!t->has_history_ref) return 0;
+  const char *refused = NULL;
+  if (!t->has_rank_seq)
+    refused = "a reference needs the cycle's rank_seq";
+  else if (t->n_channels)
+    refused = "a trace of several channels cannot be a reference";
+  else if (t->history_ref == t->cycle_tag)
+    refused = "it refers to itself";
+  if (refused) {
+    la__store_fmt(s->err, sizeof s->err,
+                  "trace of %s rank %u cycle %llu: history reference to "
+                  "cycle %llu refused: %s",
+                  t->app_id, t->rank, (unsigned long long)t->cycle_tag,
+                  (unsigned long long)t->history_ref, refused);
+    return LA_EPROTO;
+  }
+  sqlite3_stmt *st = la__hst(s, H_REF);
+  if (!st) return LA_EIO;
+  la__bind_key(st, t->app_id, t->history_ref, t->rank);
+  int rc = sqlite3_step(st), r = 0;
+  if (rc == SQLITE_DONE) {
+    refused = "that rank has no stored trace of that cycle";
+  } else if (rc != SQLITE_ROW) {
+    r = la__store_sqlerr(s, "checking the trace's history reference");
+  } else if (sqlite3_column_int64(st, 4)) {
+    refused = "that cycle is itself stored as a reference";
+  } else if (sqlite3_column_int64(st, 2) <= 0) {
+    refused = "that cycle's trace has no segments";
+  } else if ((uint64_t)sqlite3_column_int64(st, 0) != t->n_elements ||
+             sqlite3_column_int64(st, 1) != (sqlite3_int64)t->mode) {
+    refused = "that cycle has another element count or compaction mode";
+  } else if (t->robust_stats && !sqlite3_column_int64(st, 3)) {
+    refused = "that cycle has no robust weights";
+  }
+  la__done(st);
+  if (r == 0 && refused) {
+    la__store_fmt(s->err, sizeof s->err,
+                  "trace of %s rank %u cycle %llu: history reference to "
+                  "cycle %llu refused: %s",
+                  t->app_id, t->rank, (unsigned long long)t->cycle_tag,
+                  (unsigned long long)t->history_ref, refused);
+    r = LA_EPROTO;
+  }
+  return r;
+}
+
+/* Demotes one trace: its segments (and robust segments) dropped, its
+ * error the reference's. Returns 0 or LA_EIO. */
+static int la__demote(la_store_t *s, const char *app_id, uint32_t rank,
+                      uint64_t cycle_tag, const double err[3],
+                      const int has_err[3]) {
+  sqlite3_stmt *st = la__hst(s, H_DEMOTE_TRACE);
+  if (!st) return LA_EIO;
+  la__bind_key(st, app_id, cycle_tag, rank);
+  for (int i = 0; i < 3; i++)
+    if (has_err[i]) sqlite3_bind_double(st, 4 + i, err[i]);
+  int r = la__store_run(s, st, "demoting a trace to its reference");
+  if (r == 0 && (st = la__hst(s, H_DEMOTE_ROBUST)) == NULL) r = LA_EIO;
+  if (r == 0) {
+    la__bind_key(st, app_id, cycle_tag, rank);
+    r = la__store_run(s, st, "demoting a trace's robust weights");
+  }
+  if (r == 0 && (st = la__hst(s, H_DONE)) == NULL) r = LA_EIO;
+  if (r == 0) {
+    la__bind_key(st, app_id, cycle_tag, rank);
+    r = la__store_run(s, st, "recording a trace's demotion");
+  }
+  return r;
+}
+
+/* The history row of a new trace that names a reference. 0 or LA_EIO. */
+static int la__history_row(la_store_t *s, const La__CompactTrace *t) {
+  sqlite3_stmt *st = la__hst(s, H_INS);
+  if (!st) return LA_EIO;
+  la__bind_key(st, t->app_id, t->cycle_tag, t->rank);
+  sqlite3_bind_int64(st, 4, la__i64(t->history_ref));
+  sqlite3_bind_int64(st, 5, la__i64(t->rank_seq));
+  if (t->history_error) {
+    sqlite3_bind_double(st, 6, t->history_error->max_abs);
+    sqlite3_bind_double(st, 7, t->history_error->rmse);
+    sqlite3_bind_double(st, 8, t->history_error->cv);
+  }
+  return la__store_run(s, st, "storing the trace's history reference");
+}
+
+int la__store_history_put(la_store_t *s, const La__CompactTrace *t) {
+  if (!t->has_rank_seq) return 0;
+  sqlite3_stmt *st;
+  int r = 0;
+  if (t->has_history_ref && (r = la__history_row(s, t))) return r;
+  /* The rank's references that left the window of its full_cycles most
+   * recent cycles (this one's rank_seq is the newest the link delivered). */
+  if (t->rank_seq < s->hist_full_cycles) return 0;
+  uint64_t upto = t->rank_seq - s->hist_full_cycles;
+  /* few rows (at most the window's): collected first, updated after */
+  enum { BATCH = 64 };
+  uint64_t tags[BATCH];
+  double errs[BATCH][3];
+  int has[BATCH][3];
+  size_t k;
+  do {
+    if (!(st = la__hst(s, H_PENDING))) return LA_EIO;
+    la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
+    sqlite3_bind_int64(st, 2, t->rank);
+    sqlite3_bind_int64(st, 3, la__i64(upto));
+    int rc;
+    k = 0;
+    while (k < BATCH && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+      tags[k] = (uint64_t)sqlite3_column_int64(st, 0);
+      for (int i = 0; i < 3; i++) {
+        has[k][i] = sqlite3_column_type(st, 1 + i) != SQLITE_NULL;
+        errs[k][i] = sqlite3_column_double(st, 1 + i);
+      }
+      k++;
+    }
+    if (k < BATCH && rc != SQLITE_DONE)
+      r = la__store_sqlerr(s, "finding the references to demote");
+    la__done(st);
+    for (size_t i = 0; r == 0 && i < k; i++)
+      r = la__demote(s, t->app_id, t->rank, tags[i], errs[i], has[i]);
+  } while (r == 0 && k == BATCH);
+  return r;
+}
+
+int la__store_history_resolve(la_store_t *s, La__CompactTrace *t, int robust) {
+  sqlite3_stmt *st = la__hst(s, H_RESOLVE);
+  if (!st) return LA_EIO;
+  la__bind_key(st, t->app_id, t->cycle_tag, t->rank);
+  int rc = sqlite3_step(st), r = 0;
+  int col = robust ? 2 : 1;
+  const void *blob = rc == SQLITE_ROW ? sqlite3_column_blob(st, col) : NULL;
+  int blen = rc == SQLITE_ROW ? sqlite3_column_bytes(st, col) : 0;
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    r = la__store_sqlerr(s, "loading a trace's representative");
+  } else if (rc == SQLITE_DONE) { /* not a reference: an empty trace */
+    r = la__store_corrupt(s,
+                          "trace of %s cycle %llu rank %u: %s BLOB of 0 "
+                          "bytes and no history reference",
+                          t->app_id, (unsigned long long)t->cycle_tag, t->rank,
+                          robust ? "robust segments" : "segments");
+  } else if (!blob || blen <= 0 || (unsigned)blen > LA_STORE_MAX_BLOB) {
+    r = la__store_corrupt(s,
+                          "trace of %s cycle %llu rank %u: stored as a "
+                          "reference%s, but its representative is not "
+                          "stored in full",
+                          t->app_id, (unsigned long long)t->cycle_tag, t->rank,
+                          robust ? " (robust weights)" : "");
+  } else {
+    ProtobufCBinaryData *d = robust ? &t->robust_segments : &t->segments;
+    free(d->data);
+    if (!(d->data = malloc((size_t)blen))) {
+      d->len = 0;
+      r = LA_ENOMEM;
+    } else {
+      memcpy(d->data, blob, (size_t)blen);
+      d->len = (size_t)blen;
+    }
+  }
+  la__done(st);
+  return r;
+}
+
+void la__store_history_close(la_store_t *s) {
+  for (int i = 0; i < H__COUNT; i++) {
+    sqlite3_finalize(s->hist[i]);
+    s->hist[i] = NULL;
+  }
+}

@@ -1,0 +1,268 @@
+/* history.c: a rank's representatives and the bound check of a cycle
+ * against them (history.h; the design is in docs/history.md).
+ *
+ * Deliberately not here: what a reference means in the store (the
+ * GlobalAgent's store_history.c), and when a trace is logged (worker.c).
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "history.h"
+
+typedef struct la_hist_rep {
+  int valid;
+  uint64_t cycle_tag;
+  uint64_t last_use;  /* la_history's clock when last matched or learned */
+  double *v;          /* decoded values */
+  double *rv;         /* decoded robust weights, or NULL */
+  uint64_t *st, *rst; /* their segments' starts (NULL: fixed blocks) */
+  size_t n_st, n_rst;
+} la_hist_rep_t;
+
+struct la_history {
+  pthread_mutex_t mu;
+  la_history_budget_t *budget;
+  uint64_t n, clock, bytes;
+  uint32_t n_reps;
+  int robust;
+  la_compact_params_t cp, rcp;
+  la_hist_rep_t rep[LA_HISTORY_MAX_REPS];
+};
+
+/* Takes bytes from the budget: 1 when they fit, 0 when not. */
+static int la__charge(la_history_budget_t *b, uint64_t bytes) {
+  uint64_t used = __atomic_load_n(&b->used, __ATOMIC_RELAXED);
+  do {
+    if (used > b->limit || bytes > b->limit - used) return 0;
+  } while (!__atomic_compare_exchange_n(&b->used, &used, used + bytes, 0,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+  return 1;
+}
+
+la_history_t *la_history_new(la_history_budget_t *budget, uint64_t n,
+                             uint32_t reps, const la_compact_params_t *cp,
+                             const la_compact_params_t *rcp) {
+  if (!budget || !budget->limit || !reps || !n || !cp ||
+      n > (UINT64_C(1) << 40))
+    return NULL;
+  if (reps > LA_HISTORY_MAX_REPS) reps = LA_HISTORY_MAX_REPS;
+  uint64_t bytes = (uint64_t)reps * n * (sizeof(double) + 1) * (rcp ? 2 : 1);
+  if (!la__charge(budget, bytes)) return NULL;
+  la_history_t *h = calloc(1, sizeof *h);
+  if (!h || pthread_mutex_init(&h->mu, NULL) != 0) {
+    free(h);
+    __atomic_fetch_sub(&budget->used, bytes, __ATOMIC_SEQ_CST);
+    return NULL;
+  }
+  h->budget = budget;
+  h->bytes = bytes;
+  h->n = n;
+  h->n_reps = reps;
+  h->cp = *cp;
+  h->robust = rcp != NULL;
+  if (rcp) h->rcp = *rcp;
+  return h;
+}
+
+void la_history_free(la_history_t *h) {
+  if (!h) return;
+  for (uint32_t i = 0; i < h->n_reps; i++) {
+    free(h->rep[i].v);
+    free(h->rep[i].rv);
+    free(h->rep[i].st);
+    free(h->rep[i].rst);
+  }
+  __atomic_fetch_sub(&h->budget->used, h->bytes, __ATOMIC_SEQ_CST);
+  pthread_mutex_destroy(&h->mu);
+  free(h);
+}
+
+/* The polyline check on one block: RMSE(x - y) <= cv |mean x|. */
+static int la__block_ok(const double *x, const double *y, uint64_t k,
+                        double cv) {
+  double sx = 0, se = 0;
+  for (uint64_t i = 0; i < k; i++) {
+    double d = x[i] - y[i];
+    sx += x[i];
+    se += d * d;
+  }
+  double rmse = sqrt(se / (double)k), mean = fabs(sx / (double)k);
+  return rmse <= cv * mean;
+}
+
+int la_history_within(const double *x, const double *y, uint64_t n,
+                      const la_compact_params_t *p, const uint64_t *starts,
+                      size_t n_starts) {
+  for (uint64_t i = 0; i < n; i++)
+    if (!isfinite(x[i]) || !isfinite(y[i])) return 0;
+  int mode = la_compact_effective_mode(p);
+  if (mode == LA_COMPACT_LOSSLESS) return memcmp(x, y, n * sizeof *x) == 0;
+  if (mode == LA_COMPACT_MAXERR) {
+    for (uint64_t i = 0; i < n; i++) {
+      double bound = p->relative ? p->epsilon * fabs(x[i]) : p->epsilon;
+      if (!(fabs(x[i] - y[i]) <= bound)) return 0;
+    }
+    return 1;
+  }
+  if (starts) {
+    for (size_t k = 0; k < n_starts; k++) {
+      uint64_t b = starts[k], e = k + 1 < n_starts ? starts[k + 1] : n;
+      if (b >= e || e > n) return 0; /* not a tiling: never trust it */
+      if (!la__block_ok(x + b, y + b, e - b, p->cv)) return 0;
+    }
+    return n_starts > 0 && starts[0] == 0;
+  }
+  for (uint64_t b = 0; b < n; b += LA_HISTORY_BLOCK) {
+    uint64_t k = n - b < LA_HISTORY_BLOCK ? n - b : LA_HISTORY_BLOCK;
+    if (!la__block_ok(x + b, y + b, k, p->cv)) return 0;
+  }
+  return 1;
+}
+
+int la_history_match(la_history_t *h, const double *x, const double *rx,
+                     uint64_t *ref, la_fit_error_t *err) {
+  if (!h || !x) return 0;
+  if (rx && !h->robust) return 0;
+  pthread_mutex_lock(&h->mu);
+  int best = -1;
+  la_fit_error_t be = {0, 0, 0};
+  for (uint32_t i = 0; i < h->n_reps; i++) {
+    la_hist_rep_t *r = &h->rep[i];
+    if (!r->valid || (rx && !r->rv)) continue;
+    if (!la_history_within(x, r->v, h->n, &h->cp, r->st, r->n_st)) continue;
+    if (rx && !la_history_within(rx, r->rv, h->n, &h->rcp, r->rst, r->n_rst))
+      continue;
+    la_fit_error_t e;
+    la_fit_error_measure(x, r->v, h->n, NULL, &e);
+    if (best < 0 || e.rmse < be.rmse) {
+      best = (int)i;
+      be = e;
+    }
+  }
+  if (best >= 0) {
+    h->rep[best].last_use = ++h->clock;
+    *ref = h->rep[best].cycle_tag;
+    *err = be;
+  }
+  pthread_mutex_unlock(&h->mu);
+  return best >= 0;
+}
+
+/* Decodes a result's bytes into out (n points) and, when its records are
+ * few (at most n / 8), their starts into *st (malloc'ed; else NULL: fixed
+ * blocks). 0 or a negative code. */
+static int la__decode(const la_compact_result_t *res, uint64_t n, double *out,
+                      uint64_t **st, size_t *n_st) {
+  la_trace_t *t = NULL;
+  if (st) {
+    *st = NULL;
+    *n_st = 0;
+  }
+  int rc = la_trace_open_max(res->bytes, res->len, n, &t, NULL, 0);
+  if (rc == 0 && la_trace_count(t) != n) rc = LA_EPROTO;
+  if (rc == 0) rc = la_trace_decode(t, 0, n, out);
+  size_t k = rc == 0 ? la_trace_segment_count(t) : 0;
+  if (st && k > 0 && k <= n / 8 && (*st = malloc(k * sizeof **st))) {
+    la_trace_segment_t sg;
+    for (size_t i = 0; i < k; i++)
+      (*st)[i] = la_trace_segment(t, i, &sg) == 0 ? sg.first : 0;
+    *n_st = k;
+  }
+  la_trace_close(t);
+  return rc;
+}
+
+int la_history_check(la_history_t *h, const double *x,
+                     const la_compact_result_t *rres, uint64_t *ref,
+                     la_fit_error_t *err) {
+  if (!h || !x) return 0;
+  if (!rres) return la_history_match(h, x, NULL, ref, err);
+  double *rx = malloc(h->n * sizeof *rx);
+  int m = rx && la__decode(rres, h->n, rx, NULL, NULL) == 0 &&
+          la_history_match(h, x, rx, ref, err);
+  free(rx);
+  return m;
+}
+
+int la_history_refit(la_history_t *h, const double *x,
+                     const la_compact_params_t *cp, la_compact_result_t *res) {
+  if (!h || !x || !cp || !res) return 0;
+  la_compact_params_t p = *cp;
+  int mode = la_compact_effective_mode(&p);
+  if (mode == LA_COMPACT_LOSSLESS) return 0;
+  if (mode == LA_COMPACT_MAXERR)
+    p.epsilon *= LA_HISTORY_REP_BOUND;
+  else
+    p.cv *= LA_HISTORY_REP_BOUND;
+  la_compact_result_t r;
+  if (la_compact(x, h->n, &p, &r) != 0) return 0;
+  la_compact_result_free(res);
+  *res = r;
+  return 1;
+}
+
+int la_history_learn(la_history_t *h, uint64_t cycle_tag,
+                     const la_compact_result_t *res,
+                     const la_compact_result_t *rres) {
+  if (!h) return 0;
+  if (!res) return LA_EINVAL;
+  uint64_t n = h->n;
+  double *v = malloc(n * sizeof *v);
+  double *rv = rres && h->robust ? malloc(n * sizeof *rv) : NULL;
+  uint64_t *st = NULL, *rst = NULL;
+  size_t n_st = 0, n_rst = 0;
+  int rc = v ? la__decode(res, n, v, &st, &n_st) : LA_ENOMEM;
+  if (rc == 0 && rres && h->robust)
+    rc = rv ? la__decode(rres, n, rv, &rst, &n_rst) : LA_ENOMEM;
+  if (rc != 0) {
+    free(v);
+    free(rv);
+    free(st);
+    free(rst);
+    return rc;
+  }
+  pthread_mutex_lock(&h->mu);
+  uint32_t slot = 0;
+  for (uint32_t i = 0; i < h->n_reps; i++) {
+    if (!h->rep[i].valid) {
+      slot = i;
+      break;
+    }
+    if (h->rep[i].last_use < h->rep[slot].last_use) slot = i;
+  }
+  la_hist_rep_t *r = &h->rep[slot];
+  free(r->v);
+  free(r->rv);
+  free(r->st);
+  free(r->rst);
+  r->v = v;
+  r->rv = rv;
+  r->st = st;
+  r->n_st = n_st;
+  r->rst = rst;
+  r->n_rst = n_rst;
+  r->cycle_tag = cycle_tag;
+  r->valid = 1;
+  r->last_use = ++h->clock;
+  pthread_mutex_unlock(&h->mu);
+  return 0;
+}
+
+void la_history_robust_params(const la_compact_params_t *cp, double robust_cv,
+                              la_compact_params_t *out) {
+  *out = *cp;
+  if (la_compact_effective_mode(out) == LA_COMPACT_POLYLINE && robust_cv > 0 &&
+      robust_cv < out->cv)
+    out->cv = robust_cv;
+}
+
+uint32_t la_history_count(la_history_t *h) {
+  if (!h) return 0;
+  pthread_mutex_lock(&h->mu);
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < h->n_reps; i++) k += h->rep[i].valid != 0;
+  pthread_mutex_unlock(&h->mu);
+  return k;
+}

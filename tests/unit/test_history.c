@@ -1,0 +1,384 @@
+/* test_history.c: bounded history (docs/history.md).
+ *
+ *   - the LocalAgent's check (localagent/history.c): a noisy repeat of a
+ *     cycle is within bound of its representative, a moved hot spot is not;
+ *     maxerr and lossless bounds; the memory budget;
+ *   - the store (globalagent/store_history.c) on a real SQLite file: cycles
+ *     within bound lose their own segments once they leave the
+ *     history.full_cycles window (the bytes drop), every reader gets the
+ *     representative's segments and the cycle's own exact totals, a changed
+ *     cycle stays in full, a store without the history table opens and
+ *     reads;
+ *   - hostile references through the real GlobalAgent's link (a cycle that
+ *     does not exist, another rank's, a reference's, itself): refused with
+ *     the reason in its log, nothing stored, the GlobalAgent serving on.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "history.h"
+#include "la_codec.h"
+#include "la_compact.h"
+#include "la_secure_io.h"
+#include "la_test_daemon.h"
+#include "la_test_link.h"
+#include "la_test_msg.h"
+#include "la_test_stack.h"
+#include "la_trace_msg.h"
+#include "store.h"
+
+#define N 4096
+
+/* A cycle of a mesh: smooth costs around 1000 with noise of relative
+ * amplitude noise, and a hot spot (10x) of 64 elements at hot (< 0: none). */
+static void cycle_values(double *x, uint64_t seed, double noise, long hot) {
+  uint64_t st = seed;
+  for (long i = 0; i < N; i++) {
+    double base = 1000.0 + 300.0 * sin(i * 0.003);
+    if (hot >= 0 && i >= hot && i < hot + 64) base *= 10;
+    x[i] = round(base * (1.0 + noise * (2 * la_compact_rand01(&st) - 1)));
+  }
+}
+
+static void decode_all(const uint8_t *b, size_t len, double *out) {
+  la_trace_t *t = NULL;
+  assert_int_equal(la_trace_open(b, len, &t, NULL, 0), 0);
+  assert_int_equal(la_trace_count(t), N);
+  assert_int_equal(la_trace_decode(t, 0, N, out), 0);
+  la_trace_close(t);
+}
+
+/* Whether d (decoded from bytes) reproduces x within polyline's default cv
+ * on the segments of that encoding, as the LocalAgent checks. */
+static int within_segments(const double *x, const double *d, const uint8_t *b,
+                           size_t len) {
+  la_trace_t *t = NULL;
+  assert_int_equal(la_trace_open(b, len, &t, NULL, 0), 0);
+  size_t k = la_trace_segment_count(t);
+  uint64_t *st = malloc((k ? k : 1) * sizeof *st);
+  for (size_t i = 0; i < k; i++) {
+    la_trace_segment_t sg;
+    assert_int_equal(la_trace_segment(t, i, &sg), 0);
+    st[i] = sg.first;
+  }
+  la_trace_close(t);
+  la_compact_params_t cp;
+  la_compact_params_default(&cp);
+  int ok = la_history_within(x, d, N, &cp, st, k);
+  free(st);
+  return ok;
+}
+
+/* ------------------------------------------------ the LocalAgent's check */
+
+static void test_match_noisy_not_moved(void **state) {
+  (void)state;
+  la_history_budget_t b = {64u << 20, 0};
+  la_compact_params_t cp;
+  la_compact_params_default(&cp);
+  la_history_t *h = la_history_new(&b, N, 2, &cp, NULL);
+  assert_non_null(h);
+  assert_int_equal(b.used, 2 * N * (sizeof(double) + 1));
+  double *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+  la_compact_result_t res;
+  cycle_values(x, 1, 0.02, 100);
+  assert_int_equal(la_compact(x, N, &cp, &res), 0);
+  uint64_t ref = 0;
+  la_fit_error_t e;
+  assert_int_equal(la_history_check(h, x, NULL, &ref, &e), 0); /* empty */
+  size_t len0 = res.len;
+  assert_int_equal(la_history_refit(h, x, &cp, &res), 1);
+  assert_true(res.len >= len0);
+  assert_true(res.error.cv <= 0.1);
+  assert_int_equal(la_history_learn(h, 7, &res, NULL), 0);
+  assert_int_equal(la_history_count(h), 1);
+  /* the next cycle: other noise, the same hot spot: within bound */
+  cycle_values(y, 2, 0.02, 100);
+  assert_int_equal(la_history_check(h, y, NULL, &ref, &e), 1);
+  assert_int_equal(ref, 7);
+  assert_true(e.cv > 0 && e.cv < 0.1);
+  /* the representative's decoded values, on its own segments */
+  double *d = malloc(N * sizeof *d);
+  decode_all(res.bytes, res.len, d);
+  assert_true(within_segments(y, d, res.bytes, res.len));
+  /* the hot spot moved by 200 elements: some block is far out */
+  cycle_values(y, 3, 0.02, 300);
+  assert_int_equal(la_history_check(h, y, NULL, &ref, &e), 0);
+  /* a NaN never matches */
+  cycle_values(y, 4, 0.02, 100);
+  y[5] = NAN;
+  assert_int_equal(la_history_check(h, y, NULL, &ref, &e), 0);
+  la_compact_result_free(&res);
+  la_history_free(h);
+  assert_int_equal(b.used, 0);
+  free(x);
+  free(y);
+  free(d);
+}
+
+static void test_bounds_and_budget(void **state) {
+  (void)state;
+  double x[4] = {10, 20, 30, 40}, y[4] = {10.5, 20, 29.5, 40};
+  la_compact_params_t p;
+  assert_int_equal(la_compact_spec_parse("maxerr:eps=0.5", &p, NULL, 0), 0);
+  assert_int_equal(la_history_within(x, y, 4, &p, NULL, 0), 1);
+  assert_int_equal(la_compact_spec_parse("maxerr:eps=0.4", &p, NULL, 0), 0);
+  assert_int_equal(la_history_within(x, y, 4, &p, NULL, 0), 0);
+  assert_int_equal(
+      la_compact_spec_parse("maxerr:eps=0.02,relative", &p, NULL, 0), 0);
+  assert_int_equal(la_history_within(x, y, 4, &p, NULL, 0),
+                   0); /* 0.5 > 0.2 at 10 */
+  assert_int_equal(la_compact_spec_parse("lossless", &p, NULL, 0), 0);
+  assert_int_equal(la_history_within(x, y, 4, &p, NULL, 0), 0);
+  assert_int_equal(la_history_within(x, x, 4, &p, NULL, 0), 1);
+  /* the budget: a second rank that does not fit goes without */
+  la_history_budget_t b = {3 * N * (sizeof(double) + 1), 0};
+  la_compact_params_default(&p);
+  la_history_t *h1 = la_history_new(&b, N, 2, &p, NULL);
+  la_history_t *h2 = la_history_new(&b, N, 2, &p, NULL);
+  assert_non_null(h1);
+  assert_null(h2);
+  la_history_free(h1);
+  assert_non_null(h2 = la_history_new(&b, N, 2, &p, NULL));
+  la_history_free(h2);
+  la_history_budget_t off = {0, 0};
+  assert_null(la_history_new(&off, N, 2, &p, NULL));
+}
+
+/* ------------------------------------------------------------- the store */
+
+static char g_tmp[512];
+
+/* Stores cycle tag of rank (rank_seq = tag) with values x, as a reference
+ * to ref when ref > 0 (checked by the caller with la_history_*). */
+static int put_trace(la_store_t *s, uint32_t rank, uint64_t tag,
+                     const double *x, uint64_t ref, la_compact_result_t *res) {
+  la_compact_params_t cp;
+  la_compact_params_default(&cp);
+  if (!ref) cp.cv *= LA_HISTORY_REP_BOUND; /* as the LocalAgent does */
+  assert_int_equal(la_compact(x, N, &cp, res), 0);
+  La__SeriesStats st = LA__SERIES_STATS__INIT;
+  La__FitError fe = LA__FIT_ERROR__INIT, he = LA__FIT_ERROR__INIT;
+  La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+  la_trace_msg_fill(&t, &st, &fe, res);
+  t.seq = tag * 10 + rank;
+  t.app_id = "hist";
+  t.rank = rank;
+  t.cycle_tag = tag;
+  t.n_elements = N;
+  t.has_rank_seq = 1;
+  t.rank_seq = tag;
+  if (ref) {
+    t.has_history_ref = 1;
+    t.history_ref = ref;
+    he.max_abs = 1;
+    he.rmse = 0.5;
+    he.cv = 0.01;
+    t.history_error = &he;
+  }
+  int was_new = 0;
+  return la_store_trace(s, &t, &was_new);
+}
+
+static long long q1(const char *db, const char *sql) {
+  sqlite3 *d = NULL;
+  sqlite3_stmt *st = NULL;
+  long long v = -1;
+  assert_int_equal(sqlite3_open_v2(db, &d, SQLITE_OPEN_READONLY, NULL), 0);
+  assert_int_equal(sqlite3_prepare_v2(d, sql, -1, &st, NULL), 0);
+  if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(d);
+  return v;
+}
+
+static void test_store_references(void **state) {
+  (void)state;
+  char db[600], why[300];
+  snprintf(db, sizeof db, "%s/refs.db", g_tmp);
+  la_store_t *s = NULL;
+  assert_int_equal(la_store_open(db, 0, &s, why, sizeof why), 0);
+  la_store_set_history(s, 2);
+  La__RankStart rs = la_test_rank_start("hist", "hist", 0, 1, N);
+  assert_int_equal(la_store_rank_start(s, &rs), 0);
+  double *x = malloc(N * sizeof *x), *d = malloc(N * sizeof *d);
+  double *rep = malloc(N * sizeof *rep);
+  la_compact_result_t res;
+  /* cycle 1 in full (the representative), 2..10 references to it */
+  cycle_values(x, 1, 0.02, 100);
+  assert_int_equal(put_trace(s, 0, 1, x, 0, &res), 0);
+  decode_all(res.bytes, res.len, rep);
+  la_compact_result_free(&res);
+  double sums[11];
+  for (uint64_t c = 2; c <= 10; c++) {
+    cycle_values(x, c, 0.02, 100);
+    sums[c] = la_compact_sum(x, N);
+    assert_int_equal(put_trace(s, 0, c, x, 1, &res), 0);
+    la_compact_result_free(&res);
+  }
+  /* cycle 11 changed (hot spot moved): in full, not a reference */
+  cycle_values(x, 11, 0.02, 2000);
+  assert_int_equal(put_trace(s, 0, 11, x, 0, &res), 0);
+  size_t full_len = res.len;
+  la_compact_result_free(&res);
+  la_store_close(s);
+  /* window 2 (rank_seq 11 newest): cycles 2..9 demoted, 10 still full */
+  assert_int_equal(q1(db,
+                      "SELECT count(*) FROM traces WHERE "
+                      "length(segments) = 0"),
+                   8);
+  assert_int_equal(q1(db, "SELECT count(*) FROM history WHERE full = 1"), 1);
+  assert_true(q1(db, "SELECT sum(length(segments)) FROM traces") <
+              (long long)(3 * full_len + 100));
+  /* every cycle reads back: references with the representative's values
+   * and their own exact totals; the changed cycle its own values */
+  assert_int_equal(la_store_open(db, 0, &s, why, sizeof why), 0);
+  for (uint64_t c = 1; c <= 11; c++) {
+    La__TraceSet *set = NULL;
+    assert_int_equal(la_store_load_set(s, "hist", c, &set), 0);
+    assert_int_equal(set->n_traces, 1);
+    const La__CompactTrace *t = set->traces[0];
+    decode_all(t->segments.data, t->segments.len, d);
+    if (c >= 2 && c <= 10) assert_true(t->stats->sum == sums[c]);
+    if (c >= 2 && c <= 9) { /* demoted: the representative's values */
+      assert_memory_equal(d, rep, N * sizeof *d);
+      cycle_values(x, c, 0.02, 100);
+      la_compact_params_t cp;
+      la_compact_params_default(&cp);
+      assert_true(within_segments(x, d, t->segments.data, t->segments.len));
+    }
+    if (c <= 9 && c >= 2) { /* demoted: the reference's error */
+      assert_non_null(t->error);
+      assert_true(t->error->cv == 0.01);
+    }
+    if (c == 11) assert_true(fabs(d[2010] - rep[2010]) > 1000);
+    la_store_free_set(set);
+  }
+  la_store_close(s);
+  /* a store written before the history table: still opens and reads */
+  char old[600], cmd[1400];
+  snprintf(old, sizeof old, "%s/old.db", g_tmp);
+  snprintf(cmd, sizeof cmd, "cp %s %s", db, old);
+  assert_int_equal(system(cmd), 0);
+  sqlite3 *o = NULL;
+  assert_int_equal(sqlite3_open(old, &o), 0);
+  assert_int_equal(sqlite3_exec(o,
+                                "DELETE FROM traces WHERE length(segments) "
+                                "= 0; DROP TABLE history; PRAGMA "
+                                "journal_mode = DELETE;",
+                                NULL, NULL, NULL),
+                   0);
+  sqlite3_close(o);
+  snprintf(cmd, sizeof cmd, "chmod 0444 %s", old);
+  assert_int_equal(system(cmd), 0);
+  char uri[700];
+  snprintf(uri, sizeof uri, "file:%s?mode=ro", old);
+  int ro = la_store_open(uri, 0, &s, why, sizeof why);
+  if (ro != 0) /* URIs not taken: open it writable instead */
+    assert_int_equal(la_store_open(old, 0, &s, why, sizeof why), 0);
+  La__TraceSet *set = NULL;
+  assert_int_equal(la_store_load_set(s, "hist", 10, &set), 0);
+  decode_all(set->traces[0]->segments.data, set->traces[0]->segments.len, d);
+  la_store_free_set(set);
+  la_store_close(s);
+  free(x);
+  free(d);
+  free(rep);
+}
+
+/* ------------------------------------ hostile references, real GlobalAgent */
+
+static int send_ref(la_test_link_t *l, uint32_t rank, uint64_t tag,
+                    uint64_t ref, const la_compact_result_t *r) {
+  La__SeriesStats st = LA__SERIES_STATS__INIT;
+  La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+  la_trace_msg_fill(&t, &st, NULL, r);
+  t.seq = ++l->seq;
+  t.app_id = "hostile";
+  t.rank = rank;
+  t.cycle_tag = tag;
+  t.n_elements = N;
+  t.has_rank_seq = 1;
+  t.rank_seq = tag;
+  t.has_history_ref = 1;
+  t.history_ref = ref;
+  return la_secure_send_msg(l->fd, &l->sec, LA__MSG_TYPE__MSG_COMPACT_TRACE,
+                            &t.base, 5000);
+}
+
+static void test_hostile_references(void **state) {
+  (void)state;
+  la_test_stack_t ts;
+  if (la_ts_init(&ts) != 0) skip();
+  assert_int_equal(la_ts_start_global(&ts, NULL), 0);
+  const char *p = strrchr(ts.ga_addr, ':');
+  uint16_t port = (uint16_t)atoi(p + 1);
+  la_test_link_t l;
+  int32_t status = -1;
+  char why[300];
+  assert_int_equal(la_test_link_open(&l, port, ts.secret, "evil", 5000, &status,
+                                     why, sizeof why),
+                   0);
+  assert_int_equal(status, 0);
+  assert_int_equal(la_test_link_rank_start(&l, "evil", "hostile", 0, 2, N), 0);
+  assert_int_equal(la_test_link_rank_start(&l, "evil", "hostile", 1, 2, N), 0);
+  double *x = malloc(N * sizeof *x);
+  la_compact_result_t r;
+  cycle_values(x, 1, 0.02, 100);
+  assert_int_equal(la_compact(x, N, NULL, &r), 0);
+  assert_int_equal(la_test_link_trace(&l, "hostile", 0, 1, &r, NULL, 0), 0);
+  assert_int_equal(send_ref(&l, 0, 2, 1, &r), 0);  /* fine */
+  assert_int_equal(send_ref(&l, 0, 3, 99, &r), 0); /* no such cycle */
+  assert_int_equal(send_ref(&l, 1, 4, 1, &r), 0);  /* another rank's */
+  assert_int_equal(send_ref(&l, 0, 5, 2, &r), 0);  /* a reference */
+  assert_int_equal(send_ref(&l, 0, 6, 6, &r), 0);  /* itself */
+  assert_int_equal(la_test_link_wait_acked(&l, 10000, why, sizeof why), 0);
+  la_test_link_close(&l);
+  assert_int_equal(la_td_wait_log(ts.ga, "itself stored as a reference", 5000),
+                   0);
+  assert_int_equal(
+      la_td_wait_log(ts.ga, "that rank has no stored trace of that cycle",
+                     5000),
+      0);
+  assert_int_equal(la_td_wait_log(ts.ga, "refers to itself", 5000), 0);
+  assert_int_equal(la_td_wait_log(ts.ga, "cycle 4 from evil refused", 5000), 0);
+  /* nothing of the refused cycles is stored; the good reference is */
+  char q[200];
+  snprintf(q, sizeof q,
+           "SELECT count(*) FROM traces WHERE app_id = "
+           "'hostile'");
+  assert_int_equal(q1(ts.db, q), 2);
+  assert_int_equal(q1(ts.db, "SELECT count(*) FROM history"), 1);
+  /* and the GlobalAgent serves on */
+  assert_int_equal(la_td_alive(ts.ga), 1);
+  la_compact_result_free(&r);
+  free(x);
+  la_ts_free(&ts);
+}
+
+int main(void) {
+  const char *t = getenv("TMPDIR");
+  snprintf(g_tmp, sizeof g_tmp, "%s/test_history.XXXXXX", t ? t : "/tmp");
+  if (!mkdtemp(g_tmp)) return 1;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_match_noisy_not_moved),
+      cmocka_unit_test(test_bounds_and_budget),
+      cmocka_unit_test(test_store_references),
+      cmocka_unit_test(test_hostile_references),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "chmod -R u+w %s; rm -rf %s", g_tmp, g_tmp);
+  if (system(cmd) != 0) rc = 1;
+  return rc;
+}
