@@ -185,6 +185,7 @@ class Store:
                              "reads %d" % (path, v, SCHEMA_VERSION))
         self._has_robust = self._table("robust")
         self._has_channels = self._table("channel_traces")
+        self._has_history = self._table("history")
 
     def _table(self, name):
         return self._db.execute(
@@ -276,8 +277,29 @@ class Store:
         return int(cycle)
 
     def _blobs(self, series, app, cycle):
-        return self._db.execute(series.sql, (app, _tag(cycle)) +
+        rows = self._db.execute(series.sql, (app, _tag(cycle)) +
                                 series.params).fetchall()
+        if not self._has_history:
+            return rows
+        # A cycle stored as a history reference beyond the retention window
+        # has an empty BLOB: its values are its representative's (the
+        # referenced cycle of the same rank, never itself a reference), as
+        # the GlobalAgent serves them (docs/history.md).
+        out, refs = [], {}
+        for rank, n, blob in rows:
+            if blob is not None and len(blob) == 0:
+                ref = self._db.execute(
+                    "SELECT ref_cycle FROM history WHERE app_id = ?"
+                    " AND cycle_tag = ? AND rank = ?",
+                    (app, _tag(cycle), rank)).fetchone()
+                if ref is not None:
+                    if ref[0] not in refs:
+                        refs[ref[0]] = {
+                            r: b for r, _, b in self._db.execute(
+                                series.sql, (app, ref[0]) + series.params)}
+                    blob = refs[ref[0]].get(rank, blob)
+            out.append((rank, n, blob))
+        return out
 
     def cycle(self, app, cycle="latest", weights=None, channel=None):
         """The Cycle app's cycle (a tag or "latest"). weights: None (robust
