@@ -224,9 +224,19 @@ const char *const la__store_history_sql[H__COUNT] = {
     [H_PENDING] =
         "SELECT cycle_tag, err_max_abs, err_rmse, err_cv FROM history"
         " WHERE app_id = ?1 AND rank = ?2 AND full = 1 AND rank_seq <= ?3",
+    /* The row is written again rather than updated in place: a new row id
+     * puts the small row beside other small rows, and the old one's leaf
+     * page, emptied, goes to the free list for later traces. An update in
+     * place would leave each demoted row's ~1 KB local part of its blob
+     * free inside a page that only that cycle's rows ever use. */
     [H_DEMOTE_TRACE] =
-        "UPDATE traces SET segments = x'', err_max_abs = ?4, err_rmse = ?5,"
-        " err_cv = ?6 WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3",
+        "REPLACE INTO traces(app_id, cycle_tag, rank, n_elements, mode,"
+        " segments, stat_count, stat_sum, stat_min, stat_max, err_max_abs,"
+        " err_rmse, err_cv, t_xfer_ns, rank_seq, seq, t_stored_ns)"
+        " SELECT app_id, cycle_tag, rank, n_elements, mode, x'', stat_count,"
+        " stat_sum, stat_min, stat_max, ?4, ?5, ?6, t_xfer_ns, rank_seq, seq,"
+        " t_stored_ns FROM traces"
+        " WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3",
     [H_DEMOTE_ROBUST] =
         "UPDATE robust SET segments = x'' WHERE app_id = ?1"
         " AND cycle_tag = ?2 AND rank = ?3 AND segments IS NOT NULL",
