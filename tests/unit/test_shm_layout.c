@@ -377,7 +377,9 @@ static void test_libla_segment_passes_check(void **state) {
   struct shmid_ds ds;
   assert_int_equal(shmctl(g_ipc.shm_id, IPC_STAT, &ds), 0);
   assert_int_equal(ds.shm_perm.mode & 0777, 0600);
-  assert_int_equal(ds.shm_segsz, la_shm_segment_size(1000, 3));
+  /* layout 4: the buffers, then the weights area (LA_weights) */
+  assert_int_equal(ds.shm_segsz,
+                   la_shm_segment_size(1000, 3) + la_shm_weights_bytes(1000));
   assert_int_equal(ds.shm_cpid, getpid());
   la_shm_header_t *h = g_ipc.hdr;
   assert_int_equal((uintptr_t)h % LA_SHM_ALIGN, 0);
