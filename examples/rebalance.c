@@ -704,8 +704,12 @@ int main(int argc, char **argv) {
         ts = rb_fetch(&lb, want, o.wait_ms, why, sizeof why);
         t_fetch = MPI_Wtime() - t_fetch;
         long clipped = 0;
-        if (ts && rb_partition(&lb, ts, o.n, size, owner, newowner, &pred, &cut,
-                               &clipped, why, sizeof why) == 0) {
+        double t_part = MPI_Wtime();
+        int part_rc = ts ? rb_partition(&lb, ts, o.n, size, owner, newowner,
+                                        &pred, &cut, &clipped, why, sizeof why)
+                         : -1;
+        t_part = MPI_Wtime() - t_part;
+        if (part_rc == 0) {
           hdr[0] = 1;
           for (long g = 0; g < nv; g++) hdr[1] += newowner[g] != owner[g];
           n_rebal++;
@@ -717,11 +721,12 @@ int main(int argc, char **argv) {
             printf(
                 "rebalance after step %ld: Trace-Set of cycle %llu%s "
                 "(%.0f ms to get, %ld outliers capped), METIS edge cut "
-                "%ld: imbalance %.2f measured now -> %.2f predicted by "
-                "the weights; %d cells move\n",
+                "%ld (%.2f ms): imbalance %.2f measured now -> %.2f "
+                "predicted by the weights; %d cells move\n",
                 step, (unsigned long long)la_traceset_cycle(ts),
                 la_traceset_cycle(ts) == want ? "" : " (older: stale)",
-                t_fetch * 1e3, clipped, cut, tr[0], pred, hdr[1]);
+                t_fetch * 1e3, clipped, cut, t_part * 1e3, tr[0], pred,
+                hdr[1]);
         } else {
           n_skipped++;
           if (!o.quiet)
