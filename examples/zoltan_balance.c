@@ -63,6 +63,7 @@
 #endif
 
 #include "ex_args.h"
+#include "ex_hotspot.h"
 #include "la.h"
 
 #define ZB_HOT 20 /* rebalance.c's cost model, to compare the two */
@@ -123,23 +124,6 @@ static void zb_allreduce(const void *in, void *out, int count,
 
 /* ------------------------------------------------------ the cost model */
 
-static void zb_hot_centre(long n, long s, double *cx, double *cy) {
-  double a = 2.0 * 3.141592653589793 * (double)s / ZB_TURN;
-  *cx = 0.5 * (double)n + 0.3 * (double)n * cos(a);
-  *cy = 0.5 * (double)n + 0.3 * (double)n * sin(a);
-}
-
-static int zb_cost(long n, long g, double cx, double cy) {
-  double dx = (double)(g % n) + 0.5 - cx, dy = (double)(g / n) + 0.5 - cy;
-  double r = 0.12 * (double)n;
-  return dx * dx + dy * dy < r * r ? ZB_HOT : 1;
-}
-
-static double zb_kernel(double x, long iters) {
-  for (long i = 0; i < iters; i++) x = 3.9 * x * (1.0 - x);
-  return x;
-}
-
 /* max / mean over the ranks of v. */
 static double zb_imbalance(double v) {
   double max, sum;
@@ -153,9 +137,9 @@ static double zb_imbalance(double v) {
 /* Work units of this rank's cells at step s. */
 static double zb_units(const zb_t *z, long s) {
   double cx, cy, u = 0;
-  zb_hot_centre(z->n, s, &cx, &cy);
+  ex_hot_centre(z->n, s, &cx, &cy);
   for (long k = 0; k < z->cap; k++)
-    if (z->slot_gid[k] >= 0) u += zb_cost(z->n, z->slot_gid[k], cx, cy);
+    if (z->slot_gid[k] >= 0) u += ex_hot_cost(z->n, z->slot_gid[k], cx, cy);
   return u;
 }
 
@@ -461,7 +445,7 @@ int main(int argc, char **argv) {
   uint64_t gen = 0;
   for (long step = 0; step < steps; step++) {
     double cx, cy;
-    zb_hot_centre(n, step, &cx, &cy);
+    ex_hot_centre(n, step, &cx, &cy);
     int dummy = 0, dummy2;
     zb_allreduce(&dummy, &dummy2, 1, MPI_INT, MPI_SUM); /* a barrier */
     double t = MPI_Wtime();
@@ -469,8 +453,8 @@ int main(int argc, char **argv) {
       long g = z.slot_gid[k];
       if (g < 0) continue;
       LA_startProbe(k); /* LA: the cell in slot k */
-      state[k] = zb_kernel(state[k] > 0 && state[k] < 1 ? state[k] : 0.3,
-                           work * zb_cost(n, g, cx, cy));
+      state[k] = ex_logistic(state[k] > 0 && state[k] < 1 ? state[k] : 0.3,
+                             work * ex_hot_cost(n, g, cx, cy));
       LA_stopProbe(k);
     }
     LA_dataXferTagged((uint64_t)step); /* LA: cycle tag = step */

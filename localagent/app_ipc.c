@@ -219,8 +219,9 @@ int la_app_ipc_put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
   uint64_t g = ipc->w_gen + 1;
   la_shm_weights_slot_t *sl =
       la_shm_weights_slot(a, n, (uint32_t)(g % LA_SHM_WEIGHTS_SLOTS));
-  __atomic_store_n(&sl->seq, 2 * g - 1, __ATOMIC_RELAXED);
-  __atomic_thread_fence(__ATOMIC_RELEASE);
+  /* odd before any value changes: the exchange's acquire keeps the writes
+   * below after it (no fence: ThreadSanitizer does not model fences) */
+  (void)__atomic_exchange_n(&sl->seq, 2 * g - 1, __ATOMIC_ACQ_REL);
   rc = la_trace_decode(t, 0, n, (double *)(sl + 1));
   if (rc == 0) {
     sl->cycle_tag = cycle_tag;
