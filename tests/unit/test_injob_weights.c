@@ -12,7 +12,9 @@
  *     probed: lossless) and the robust ones (wall time);
  *   - a segment of layout 3 (LA_SHM_LAYOUT=3, as a libla older than the
  *     weights area makes it) is still profiled by the new LocalAgent, and
- *     LA_weights says LA_EVERSION;
+ *     LA_weights says LA_EVERSION; a LocalAgent that reads only layout 3
+ *     (la_test_peer) refuses layout 4 and libla registers again in
+ *     layout 3 by itself;
  *   - a hostile weights area (garbage written into this process's own
  *     segment, a stand-in for an agent gone wrong) is refused with
  *     LA_EPROTO naming the field, never a crash;
@@ -39,6 +41,7 @@
 #include "la_shm_layout.h"
 #include "la_test_agent.h"
 #include "la_test_ipc.h"
+#include "la_test_peer.h"
 
 #define N 96       /* elements */
 #define CYCLES 4   /* profiled cycles per application */
@@ -253,6 +256,37 @@ static void test_layout3(void **state) {
   LA_finalize();
 }
 
+/* A LocalAgent that reads only layout 3 (a stand-in: the real one reads
+ * both) refuses libla's layout 4; libla registers again in layout 3 by
+ * itself, profiles, and LA_weights says LA_EVERSION. */
+static void test_older_agent_fallback(void **state) {
+  la_td_unset_la_env();
+  la_test_peer_t *p = la_test_peer_start();
+  assert_non_null(p);
+  la_test_peer_set_max_layout(p, 3);
+  setenv("LA_AGENT", la_test_peer_addr(p), 1);
+  LA_setAppId("iw-older");
+  LA_setMetric("time");
+  int rc = LA_register("iwtest", 0, 1, N);
+  if (rc) fail_msg("LA_register: %s", LA_lastError());
+  for (long e = 0; e < N; e++) {
+    LA_startProbe(e);
+    LA_stopProbe(e);
+  }
+  assert_int_equal(LA_dataXfer(), 0);
+  assert_int_equal(la_test_peer_wait_cycles(p, 1, WAIT), 0);
+  double w[N];
+  assert_int_equal(LA_weights(w, N, NULL, NULL), LA_EVERSION);
+  assert_non_null(strstr(LA_lastError(), "layout 3"));
+  assert_int_equal(LA_finalize(), 0);
+  /* with no fallback wanted the refusal stands: nothing else refused */
+  la_test_peer_set_max_layout(p, 2);
+  assert_int_equal(LA_register("iwtest", 0, 1, N), LA_EREFUSED);
+  assert_non_null(strstr(LA_lastError(), "unsupported header version"));
+  LA_finalize();
+  la_test_peer_stop(p);
+}
+
 /* The weights area of this process's registered segment, attached a
  * second time (the test plays a hostile agent). */
 static la_shm_weights_hdr_t *own_area(void **seg) {
@@ -431,6 +465,7 @@ int main(void) {
       cmocka_unit_test(test_measured_equal_client),
       cmocka_unit_test(test_robust_equal_client),
       cmocka_unit_test(test_layout3),
+      cmocka_unit_test(test_older_agent_fallback),
       cmocka_unit_test(test_hostile_area),
       cmocka_unit_test(test_zoltan_example),
   };
