@@ -160,6 +160,7 @@ static void zb_obj_list(void *data, int ngid, int nlid, ZOLTAN_ID_PTR gids,
                         ZOLTAN_ID_PTR lids, int wdim, float *wgts, int *ierr) {
   zb_t *z = data;
   int i = 0;
+  (void)ngid, (void)nlid, (void)wdim; /* one id entry each, one weight */
   for (long k = 0; k < z->cap; k++) {
     if (z->slot_gid[k] < 0) continue;
     gids[i] = (ZOLTAN_ID_TYPE)z->slot_gid[k];
@@ -173,6 +174,7 @@ static void zb_obj_list(void *data, int ngid, int nlid, ZOLTAN_ID_PTR gids,
 }
 
 static int zb_num_geom(void *data, int *ierr) {
+  (void)data;
   *ierr = ZOLTAN_OK;
   return 2;
 }
@@ -181,6 +183,7 @@ static void zb_geom_multi(void *data, int ngid, int nlid, int nobj,
                           ZOLTAN_ID_PTR gids, ZOLTAN_ID_PTR lids, int dim,
                           double *xy, int *ierr) {
   zb_t *z = data;
+  (void)ngid, (void)nlid, (void)lids, (void)dim; /* 2-D, by global id */
   for (int i = 0; i < nobj; i++) {
     long g = (long)gids[i];
     xy[2 * i] = (double)(g % z->n) + 0.5;
