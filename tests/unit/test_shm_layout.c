@@ -42,7 +42,8 @@
 
 /* A segment-sized, 64-byte aligned heap buffer with its header filled the
  * way la__ipc_create fills it. */
-static la_shm_header_t *make_segment(uint64_t n, uint32_t k, uint64_t *bytes) {
+static la_shm_header_t *make_segment(uint64_t n, uint32_t k,
+                                     uint64_t *bytes) {
   uint64_t size = la_shm_segment_size(n, k);
   la_shm_header_t *h = aligned_alloc(LA_SHM_ALIGN, size);
   assert_non_null(h);
@@ -62,11 +63,14 @@ static la_shm_header_t *make_segment(uint64_t n, uint32_t k, uint64_t *bytes) {
 }
 
 /* Asserts the check refuses with a reason containing `word`. */
-static void expect_refused(const la_shm_header_t *h, uint64_t bytes, uint64_t n,
-                           uint32_t k, uint64_t nonce, const char *word) {
+static void expect_refused(const la_shm_header_t *h, uint64_t bytes,
+                           uint64_t n, uint32_t k, uint64_t nonce,
+                           const char *word) {
   const char *why = la_shm_header_check(h, bytes, n, k, nonce);
-  if (!why) fail_msg("header accepted; expected a refusal naming '%s'", word);
-  if (!strstr(why, word)) fail_msg("reason '%s' does not name '%s'", why, word);
+  if (!why)
+    fail_msg("header accepted; expected a refusal naming '%s'", word);
+  if (!strstr(why, word))
+    fail_msg("reason '%s' does not name '%s'", why, word);
 }
 
 static int ipc_gone(int shm_id) {
@@ -99,7 +103,8 @@ static void test_header_binary_layout(void **state) {
   assert_int_equal(offsetof(la_shm_bufmeta_t, range_errors), 32);
   /* magic spells "LA_SHM01" */
   char m[9];
-  for (int i = 0; i < 8; i++) m[i] = (char)(LA_SHM_MAGIC >> (56 - 8 * i));
+  for (int i = 0; i < 8; i++)
+    m[i] = (char)(LA_SHM_MAGIC >> (56 - 8 * i));
   m[8] = 0;
   assert_string_equal(m, "LA_SHM01");
   assert_true(LA_SHM_MIN_BUFFERS >= 2);
@@ -130,9 +135,10 @@ static void test_segment_size_arithmetic(void **state) {
   assert_int_equal(la_shm_segment_size(1000, 3), HLEN + 3 * 9024);
   assert_int_equal(la_shm_segment_size(1024, 16), HLEN + 16 * 9216);
   /* the largest segment does not wrap */
-  uint64_t big = la_shm_segment_size(LA_SHM_MAX_ELEMENTS, LA_SHM_MAX_BUFFERS);
-  assert_int_equal(
-      big, HLEN + (uint64_t)LA_SHM_MAX_BUFFERS * LA_SHM_MAX_ELEMENTS * 9);
+  uint64_t big = la_shm_segment_size(LA_SHM_MAX_ELEMENTS,
+                                     LA_SHM_MAX_BUFFERS);
+  assert_int_equal(big, HLEN + (uint64_t)LA_SHM_MAX_BUFFERS *
+                                   LA_SHM_MAX_ELEMENTS * 9);
   assert_true(big > LA_SHM_MAX_ELEMENTS * 9 * LA_SHM_MAX_BUFFERS);
   for (uint32_t k = LA_SHM_MIN_BUFFERS; k <= LA_SHM_MAX_BUFFERS; k++)
     for (uint64_t n = 1; n < 300; n += 7) {
@@ -168,7 +174,8 @@ static void test_flags_follow_values(void **state) {
 static void test_values_alignment_and_bounds(void **state) {
   const uint64_t ns[] = {1, 7, 8, 9, 1000, 4097};
   for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
-    for (uint32_t k = LA_SHM_MIN_BUFFERS; k <= LA_SHM_MAX_BUFFERS; k += 7) {
+    for (uint32_t k = LA_SHM_MIN_BUFFERS; k <= LA_SHM_MAX_BUFFERS;
+         k += 7) {
       uint64_t n = ns[a], bytes;
       la_shm_header_t *h = make_segment(n, k, &bytes);
       char *base = (char *)h, *end = base + bytes;
@@ -176,8 +183,9 @@ static void test_values_alignment_and_bounds(void **state) {
       for (uint32_t i = 0; i < k; i++) {
         double *v = la_shm_values(h, i);
         assert_int_equal((uintptr_t)v % LA_SHM_ALIGN, 0);
-        assert_int_equal((char *)v - base, HLEN + i * la_shm_buffer_stride(n));
-        assert_true((char *)v >= base + HLEN);    /* after the header */
+        assert_int_equal((char *)v - base,
+                         HLEN + i * la_shm_buffer_stride(n));
+        assert_true((char *)v >= base + HLEN); /* after the header */
         if (prev_end) assert_true(v >= prev_end); /* no overlap */
         assert_true((char *)(v + n) <= end);
         /* every element is writable inside the allocation (ASan) */
@@ -187,7 +195,8 @@ static void test_values_alignment_and_bounds(void **state) {
       /* the writes did not touch the header */
       assert_null(la_shm_header_check(h, bytes, n, k, NONCE));
       for (uint32_t i = 0; i < k; i++)
-        assert_true(la_shm_values(h, i)[n - 1] == (double)(i * 100000 + n - 1));
+        assert_true(la_shm_values(h, i)[n - 1] ==
+                    (double)(i * 100000 + n - 1));
       free(h);
     }
 }
@@ -203,11 +212,11 @@ static void test_check_accepts_good_headers(void **state) {
     uint64_t bytes;
     la_shm_header_t *h = make_segment(ok[i].n, ok[i].k, &bytes);
     const char *why = la_shm_header_check(h, bytes, ok[i].n, ok[i].k, NONCE);
-    if (why)
-      fail_msg("good header (%llu x %u) refused: %s",
-               (unsigned long long)ok[i].n, ok[i].k, why);
+    if (why) fail_msg("good header (%llu x %u) refused: %s",
+                      (unsigned long long)ok[i].n, ok[i].k, why);
     /* a mapping larger than announced (page rounding) is fine */
-    assert_null(la_shm_header_check(h, bytes + 4096, ok[i].n, ok[i].k, NONCE));
+    assert_null(la_shm_header_check(h, bytes + 4096, ok[i].n, ok[i].k,
+                                    NONCE));
     free(h);
   }
 }
@@ -297,7 +306,8 @@ static void test_check_element_count_range(void **state) {
   /* agreed but out of range; stride and size computed the same way, so
    * only the range check can refuse. 2^61 elements make the stride wrap
    * to 0 in 64 bits: the range check must come first. */
-  const uint64_t bad[] = {0, LA_SHM_MAX_ELEMENTS + 1, 1ULL << 61, UINT64_MAX};
+  const uint64_t bad[] = {0, LA_SHM_MAX_ELEMENTS + 1, 1ULL << 61,
+                          UINT64_MAX};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     uint64_t bytes;
     la_shm_header_t *h = make_segment(10, 2, &bytes);
@@ -427,7 +437,8 @@ static void test_libla_segment_passes_check(void **state) {
   if (why) fail_msg("libla's own segment refused: %s", why);
   assert_int_equal(h->creator_pid, getpid());
   assert_true(h->nonce != 0);
-  assert_non_null(la_shm_header_check(h, ds.shm_segsz, 1000, 3, h->nonce ^ 1));
+  assert_non_null(la_shm_header_check(h, ds.shm_segsz, 1000, 3,
+                                      h->nonce ^ 1));
   /* semaphore set: one per buffer, 0600, all free (1) */
   struct semid_ds sds;
   union {
@@ -476,8 +487,10 @@ static int child_main(int shm_id, uint64_t n, uint32_t k, uint64_t nonce) {
   struct shmid_ds ds;
   if (shmctl(shm_id, IPC_STAT, &ds) != 0) return 11;
   if (la_shm_header_check(h, ds.shm_segsz, n, k, nonce) != NULL) return 12;
-  if (la_shm_header_check(h, ds.shm_segsz, n, k, nonce + 1) == NULL) return 13;
-  if (la_shm_header_check(h, ds.shm_segsz, n + 1, k, nonce) == NULL) return 14;
+  if (la_shm_header_check(h, ds.shm_segsz, n, k, nonce + 1) == NULL)
+    return 13;
+  if (la_shm_header_check(h, ds.shm_segsz, n + 1, k, nonce) == NULL)
+    return 14;
   if (h->creator_pid != getppid()) return 15;
   for (uint32_t i = 0; i < k; i++) {
     double *v = la_shm_values(h, i);
@@ -531,17 +544,17 @@ static void test_sysv_segment_two_processes(void **state) {
   int st = 0;
   assert_int_equal(waitpid(pid, &st, 0), pid);
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    fail_msg(
-        "child failed: %s %d (10 shmat, 11 stat, 12 check refused, "
-        "13/14 wrong nonce/count accepted, 15 pid, 16 alignment)",
-        WIFEXITED(st) ? "exit" : "signal",
-        WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    fail_msg("child failed: %s %d (10 shmat, 11 stat, 12 check refused, "
+             "13/14 wrong nonce/count accepted, 15 pid, 16 alignment)",
+             WIFEXITED(st) ? "exit" : "signal",
+             WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
   /* the parent sees what the child wrote */
   for (uint32_t i = 0; i < k; i++) {
     double *v = la_shm_values(h, i);
     for (uint64_t e = 0; e < n; e++)
       if (v[e] != 1000.0 * i + (double)e + 0.5)
-        fail_msg("buffer %u element %llu: %g", i, (unsigned long long)e, v[e]);
+        fail_msg("buffer %u element %llu: %g", i, (unsigned long long)e,
+                 v[e]);
     assert_int_equal(h->buf[i].cycle_tag, 100 + i);
     assert_int_equal(h->buf[i].seq, i);
     assert_true(h->buf[i].scale == 0.25);
@@ -558,23 +571,23 @@ static void test_sysv_segment_two_processes(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_header_binary_layout),
-      cmocka_unit_test(test_stride_arithmetic),
-      cmocka_unit_test(test_flags_follow_values),
-      cmocka_unit_test(test_segment_size_arithmetic),
-      cmocka_unit_test(test_values_alignment_and_bounds),
-      cmocka_unit_test(test_check_accepts_good_headers),
-      cmocka_unit_test(test_check_refuses_each_field),
-      cmocka_unit_test(test_check_buffer_count_range),
-      cmocka_unit_test(test_check_element_count_range),
-      cmocka_unit_test(test_check_segment_smaller_than_header),
-      cmocka_unit_test(test_weights_area_layout),
-      cmocka_unit_test_setup_teardown(test_libla_segment_passes_check,
-                                      ipc_setup, ipc_teardown),
-      cmocka_unit_test_setup_teardown(test_libla_rejects_bad_sizes, ipc_setup,
-                                      ipc_teardown),
-      cmocka_unit_test_setup_teardown(test_sysv_segment_two_processes,
-                                      ipc_setup, ipc_teardown),
+    cmocka_unit_test(test_header_binary_layout),
+    cmocka_unit_test(test_stride_arithmetic),
+    cmocka_unit_test(test_flags_follow_values),
+    cmocka_unit_test(test_segment_size_arithmetic),
+    cmocka_unit_test(test_values_alignment_and_bounds),
+    cmocka_unit_test(test_check_accepts_good_headers),
+    cmocka_unit_test(test_check_refuses_each_field),
+    cmocka_unit_test(test_check_buffer_count_range),
+    cmocka_unit_test(test_check_element_count_range),
+    cmocka_unit_test(test_check_segment_smaller_than_header),
+    cmocka_unit_test(test_weights_area_layout),
+    cmocka_unit_test_setup_teardown(test_libla_segment_passes_check,
+                                    ipc_setup, ipc_teardown),
+    cmocka_unit_test_setup_teardown(test_libla_rejects_bad_sizes, ipc_setup,
+                                    ipc_teardown),
+    cmocka_unit_test_setup_teardown(test_sysv_segment_two_processes,
+                                    ipc_setup, ipc_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
