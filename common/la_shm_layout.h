@@ -29,6 +29,22 @@
  * clears both and the flags when it takes a buffer, so the agent only reads
  * them (it need not zero them).
  *
+ * Weights (version 4, docs/balancing.md): when the header's features carry
+ * LA_SHM_FEAT_WEIGHTS, a weights area follows the last buffer (at
+ * la_shm_segment_size_ch, the size of a segment without it). The LocalAgent
+ * writes each profiled cycle's per-element weights there (robust, else
+ * measured; the per-element sum over the channels), as the GlobalAgent will
+ * serve them, so the application can balance inside the job (LA_weights).
+ * The area is an area header and two slots; the agent writes generation g
+ * (1, 2, ...) into slot g % 2 under a per-slot sequence word (odd while it
+ * writes, 2g when done), so a reader copies the newest finished slot while
+ * the other one is rewritten and never sees a torn vector.
+ *
+ * Versions: a version-3 header (libla before the weights area) is still
+ * accepted by the LocalAgent, which then writes no weights; a version-4
+ * header may leave LA_SHM_FEAT_WEIGHTS clear (no area, the version-3
+ * segment). The header's segment_size counts the area when present.
+ *
  * Both sides include this header; nothing else describes the layout. Any
  * change to it bumps LA_SHM_VERSION.
  */
@@ -39,7 +55,8 @@
 #include <stdint.h>
 
 #define LA_SHM_MAGIC 0x4c415f53484d3031ULL /* "LA_SHM01" */
-#define LA_SHM_VERSION 3u
+#define LA_SHM_VERSION 4u
+#define LA_SHM_VERSION_MIN 3u /* the oldest layout the agent still reads */
 #define LA_SHM_MIN_BUFFERS 2u
 #define LA_SHM_MAX_BUFFERS 16u
 #define LA_SHM_ALIGN 64u
@@ -70,7 +87,7 @@ typedef struct la_shm_header {
   uint64_t buffer_stride;/* bytes from one buffer to the next */
   uint64_t segment_size; /* total bytes */
   uint32_t n_channels;   /* 1..LA_SHM_MAX_CHANNELS value sets per buffer */
-  uint32_t reserved;
+  uint32_t features;     /* version 4: LA_SHM_FEAT_*; version 3: 0 */
   la_shm_bufmeta_t buf[LA_SHM_MAX_BUFFERS];
 } la_shm_header_t;
 
@@ -79,6 +96,56 @@ _Static_assert(offsetof(la_shm_header_t, buf) == 64, "header prefix layout");
 _Static_assert(sizeof(la_shm_header_t) == 64 + 64 * LA_SHM_MAX_BUFFERS,
                "header size");
 _Static_assert(sizeof(la_shm_header_t) % LA_SHM_ALIGN == 0, "header aligned");
+
+/* features: a weights area follows the buffers. */
+#define LA_SHM_FEAT_WEIGHTS 1u
+#define LA_SHM_FEATURES_KNOWN LA_SHM_FEAT_WEIGHTS
+
+#define LA_SHM_WEIGHTS_MAGIC 0x4c415f5747543031ULL /* "LA_WGT01" */
+#define LA_SHM_WEIGHTS_VERSION 1u
+#define LA_SHM_WEIGHTS_SLOTS 2u
+#define LA_SHM_WEIGHTS_SUM 0xffffffffu /* channel: the sum over channels */
+enum { LA_SHM_WEIGHTS_ROBUST = 1, LA_SHM_WEIGHTS_MEASURED = 2 };
+
+/* The weights area's header, written once by libla when it creates the
+ * segment. */
+typedef struct la_shm_weights_hdr {
+  uint64_t magic;      /* LA_SHM_WEIGHTS_MAGIC */
+  uint32_t version;    /* LA_SHM_WEIGHTS_VERSION */
+  uint32_t header_len; /* bytes of this header (64) */
+  uint64_t n_elements; /* doubles per slot: the header's n_elements */
+  uint32_t n_slots;    /* LA_SHM_WEIGHTS_SLOTS */
+  uint32_t reserved;
+  uint64_t slot_stride; /* bytes from one slot to the next */
+  uint64_t pad[3];
+} la_shm_weights_hdr_t;
+
+/* A slot: this header, then n_elements doubles. Written by the agent. */
+typedef struct la_shm_weights_slot {
+  uint64_t seq;        /* odd while written; 2g once generation g is in */
+  uint64_t cycle_tag;  /* the cycle the weights are from */
+  uint64_t rank_seq;   /* that cycle's profiled-cycle number on the rank */
+  uint64_t n_elements; /* doubles that follow */
+  uint32_t channel;    /* LA_SHM_WEIGHTS_SUM */
+  uint32_t kind;       /* LA_SHM_WEIGHTS_ROBUST or _MEASURED */
+  uint64_t t_ns;       /* CLOCK_REALTIME when the agent wrote them */
+  uint64_t pad[2];
+} la_shm_weights_slot_t;
+
+_Static_assert(sizeof(la_shm_weights_hdr_t) == 64, "weights header");
+_Static_assert(sizeof(la_shm_weights_slot_t) == 64, "weights slot header");
+
+/* Bytes from one slot to the next for n elements (64-byte aligned). */
+static inline uint64_t la_shm_weights_stride(uint64_t n_elements) {
+  uint64_t b = sizeof(la_shm_weights_slot_t) + n_elements * sizeof(double);
+  return (b + LA_SHM_ALIGN - 1) / LA_SHM_ALIGN * LA_SHM_ALIGN;
+}
+
+/* Bytes of the weights area for n elements. */
+static inline uint64_t la_shm_weights_bytes(uint64_t n_elements) {
+  return sizeof(la_shm_weights_hdr_t) +
+         LA_SHM_WEIGHTS_SLOTS * la_shm_weights_stride(n_elements);
+}
 
 /* flags[e] of a buffer: bit 0 set when element e's timing was interfered
  * with (the thread was switched out); other bits are reserved (0). */
@@ -109,6 +176,25 @@ static inline uint64_t la_shm_segment_size_ch(uint64_t n_elements,
 static inline uint64_t la_shm_segment_size(uint64_t n_elements,
                                            uint32_t n_buffers) {
   return la_shm_segment_size_ch(n_elements, n_buffers, 1);
+}
+
+/* The weights area of a segment with the feature, from geometry the
+ * caller trusts (like la_shm_buffer_ch). */
+static inline la_shm_weights_hdr_t *la_shm_weights_area(void *segment,
+                                                        uint64_t n_elements,
+                                                        uint32_t n_buffers,
+                                                        uint32_t n_channels) {
+  return (la_shm_weights_hdr_t *)((char *)segment +
+                                  la_shm_segment_size_ch(
+                                      n_elements, n_buffers, n_channels));
+}
+
+/* Slot k's header of a weights area (its doubles follow it). */
+static inline la_shm_weights_slot_t *la_shm_weights_slot(
+    la_shm_weights_hdr_t *area, uint64_t n_elements, uint32_t k) {
+  return (la_shm_weights_slot_t *)((char *)area + sizeof(*area) +
+                                   (uint64_t)k *
+                                       la_shm_weights_stride(n_elements));
 }
 
 /* Values of buffer i (n_channels x n_elements doubles, channel-major) from
@@ -170,7 +256,11 @@ static inline const char *la_shm_header_check_ch(const la_shm_header_t *h,
                                                  uint64_t nonce) {
   if (segment_bytes < sizeof(*h)) return "segment smaller than its header";
   if (h->magic != LA_SHM_MAGIC) return "bad magic number";
-  if (h->version != LA_SHM_VERSION) return "unsupported header version";
+  if (h->version < LA_SHM_VERSION_MIN || h->version > LA_SHM_VERSION)
+    return "unsupported header version";
+  if (h->version == 3 && h->features != 0)
+    return "version 3 header with its reserved field set";
+  if (h->features & ~LA_SHM_FEATURES_KNOWN) return "unknown feature bits";
   if (h->header_len != sizeof(*h)) return "unexpected header length";
   if (h->nonce != nonce) return "nonce does not match";
   if (h->n_elements != n_elements) return "element count does not match";
@@ -184,9 +274,9 @@ static inline const char *la_shm_header_check_ch(const la_shm_header_t *h,
     return "element count out of range";
   if (h->buffer_stride != la_shm_buffer_stride_ch(n_elements, n_channels))
     return "unexpected buffer stride";
-  if (h->segment_size !=
-          la_shm_segment_size_ch(n_elements, n_buffers, n_channels) ||
-      segment_bytes < h->segment_size)
+  uint64_t size = la_shm_segment_size_ch(n_elements, n_buffers, n_channels);
+  if (h->features & LA_SHM_FEAT_WEIGHTS) size += la_shm_weights_bytes(n_elements);
+  if (h->segment_size != size || segment_bytes < h->segment_size)
     return "segment size does not match";
   return 0;
 }

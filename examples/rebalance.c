@@ -71,14 +71,13 @@
 #include <mpi.h>
 
 #include "ex_args.h"
+#include "ex_hotspot.h"
 #include "ex_run.h"
 #include "la.h"        /* LA: the application API */
 #include "la_client.h" /* LA: Trace-Sets from the GlobalAgent */
 
 #define RB_MAX_N 2048
 #define RB_MAX_STEPS 1000000
-#define RB_HOT 20     /* cost units of a hot cell; others cost 1 */
-#define RB_TURN 200.0 /* steps per turn of the hot spot */
 
 typedef struct rb_opts_s {
   long n, steps, every, work, wait_ms;
@@ -191,26 +190,7 @@ static void *rb_alloc(size_t n, size_t size) {
 
 /* ------------------------------------------------------ the cost model */
 
-/* Centre of the hot spot at step s, in cell units. */
-static void rb_hot_centre(long n, long s, double *cx, double *cy) {
-  double a = 2.0 * 3.141592653589793 * (double)s / RB_TURN;
-  *cx = 0.5 * (double)n + 0.3 * (double)n * cos(a);
-  *cy = 0.5 * (double)n + 0.3 * (double)n * sin(a);
-}
-
-/* Cost units of cell g at the step whose hot spot centre is (cx, cy). */
-static int rb_cost(long n, long g, double cx, double cy) {
-  double dx = (double)(g % n) + 0.5 - cx, dy = (double)(g / n) + 0.5 - cy;
-  double r = 0.12 * (double)n;
-  return dx * dx + dy * dy < r * r ? RB_HOT : 1;
-}
-
-/* The work of one cell: iterations of the chaotic logistic map, so that the
- * result depends on every single iteration. */
-static double rb_kernel(double x, long iters) {
-  for (long i = 0; i < iters; i++) x = 3.9 * x * (1.0 - x);
-  return x;
-}
+/* ex_hotspot.h: the hot spot, the cells' cost, their work. */
 
 /* Rank that owns row y in blocks of rows. */
 static int rb_row_owner(long n, long y, int size) {
@@ -224,7 +204,7 @@ static double rb_model_imbalance(long n, const int *owner, int size, double cx,
                                  double cy, double *load) {
   double max = 0.0, sum = 0.0;
   memset(load, 0, (size_t)size * sizeof *load);
-  for (long g = 0; g < n * n; g++) load[owner[g]] += rb_cost(n, g, cx, cy);
+  for (long g = 0; g < n * n; g++) load[owner[g]] += ex_hot_cost(n, g, cx, cy);
   for (int r = 0; r < size; r++) {
     sum += load[r];
     if (load[r] > max) max = load[r];
@@ -317,12 +297,12 @@ static inline __attribute__((always_inline)) long rb_compute(rb_cells_t *c,
                                                              const int probe) {
   double cx, cy;
   long units = 0;
-  rb_hot_centre(n, step, &cx, &cy);
+  ex_hot_centre(n, step, &cx, &cy);
   for (long i = 0; i < c->count; i++) {
     long g = c->gid[i];
-    int u = rb_cost(n, g, cx, cy);
+    int u = ex_hot_cost(n, g, cx, cy);
     if (probe) LA_startProbe(g); /* LA: the cell's GLOBAL id */
-    c->x[i] = rb_kernel(c->x[i], (long)u * work);
+    c->x[i] = ex_logistic(c->x[i], (long)u * work);
     if (probe) LA_stopProbe(g); /* LA: */
     units += u;
   }
@@ -627,8 +607,8 @@ int main(int argc, char **argv) {
         "rebalance: mesh %ld x %ld cells (%ld elements, 4-neighbour "
         "graph) on %d rank%s, %ld steps; hot spot: %dx cost on a disc of "
         "radius %.1f cells, one turn in %.0f steps\n",
-        o.n, o.n, nv, size, size == 1 ? "" : "s", o.steps, RB_HOT,
-        0.12 * (double)o.n, RB_TURN);
+        o.n, o.n, nv, size, size == 1 ? "" : "s", o.steps, EX_HOT,
+        0.12 * (double)o.n, EX_TURN);
     if (active)
       printf(
           "rebalance: rebalancing every %ld steps with METIS from the "
@@ -679,7 +659,7 @@ int main(int argc, char **argv) {
 
     if (rank == 0) {
       double stat;
-      rb_hot_centre(o.n, step, &cx, &cy);
+      ex_hot_centre(o.n, step, &cx, &cy);
       stat = rb_model_imbalance(o.n, rows, size, cx, cy, load);
       sum_meas += tr[0], sum_model += tr[1], sum_static += stat;
       if (after_next) sum_after += tr[0], n_after++, after_next = 0;
@@ -704,8 +684,12 @@ int main(int argc, char **argv) {
         ts = rb_fetch(&lb, want, o.wait_ms, why, sizeof why);
         t_fetch = MPI_Wtime() - t_fetch;
         long clipped = 0;
-        if (ts && rb_partition(&lb, ts, o.n, size, owner, newowner, &pred, &cut,
-                               &clipped, why, sizeof why) == 0) {
+        double t_part = MPI_Wtime();
+        int part_rc = ts ? rb_partition(&lb, ts, o.n, size, owner, newowner,
+                                        &pred, &cut, &clipped, why, sizeof why)
+                         : -1;
+        t_part = MPI_Wtime() - t_part;
+        if (part_rc == 0) {
           hdr[0] = 1;
           for (long g = 0; g < nv; g++) hdr[1] += newowner[g] != owner[g];
           n_rebal++;
@@ -717,11 +701,12 @@ int main(int argc, char **argv) {
             printf(
                 "rebalance after step %ld: Trace-Set of cycle %llu%s "
                 "(%.0f ms to get, %ld outliers capped), METIS edge cut "
-                "%ld: imbalance %.2f measured now -> %.2f predicted by "
-                "the weights; %d cells move\n",
+                "%ld (%.2f ms): imbalance %.2f measured now -> %.2f "
+                "predicted by the weights; %d cells move\n",
                 step, (unsigned long long)la_traceset_cycle(ts),
                 la_traceset_cycle(ts) == want ? "" : " (older: stale)",
-                t_fetch * 1e3, clipped, cut, tr[0], pred, hdr[1]);
+                t_fetch * 1e3, clipped, cut, t_part * 1e3, tr[0], pred,
+                hdr[1]);
         } else {
           n_skipped++;
           if (!o.quiet)

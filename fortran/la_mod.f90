@@ -31,7 +31,7 @@
 module la_mod
   use, intrinsic :: iso_c_binding, only: c_int, c_long, c_size_t, c_char, &
        c_ptr, c_bool, c_int32_t, c_int64_t, c_associated, &
-       c_f_pointer
+       c_f_pointer, c_double
   implicit none
   private
 
@@ -93,6 +93,27 @@ module la_mod
   ! probes channel 1.
   integer, parameter, public :: LA_MAX_CHANNELS = 16
   public :: la_channel, la_start_probe_c, la_stop_probe_c
+
+  ! --------------------------------------------------- in-job weights --
+  ! la_weights(w, tag, generation, ierr): LA_weights, the agent's newest
+  ! weights of this rank's elements into w (w(e) for element e, size(w) at
+  ! least the element count); tag and generation (integer(int64),
+  ! optional) say which cycle and how many the agent has finished.
+  ! la_weights_wait(w, after, timeout_ms, tag, generation, ierr):
+  ! LA_weightsWait, waiting up to timeout_ms for a generation > after.
+  public :: la_weights, la_weights_wait
+  interface
+    function c_la_weights_wait(w, n, after, timeout_ms, tag, gen) &
+         bind(C, name="LA_weightsWait") result(rc)
+      import :: c_int, c_long, c_int64_t, c_double
+      real(c_double), dimension(*), intent(inout) :: w
+      integer(c_long), value :: n
+      integer(c_int64_t), value :: after
+      integer(c_int), value :: timeout_ms
+      integer(c_int64_t), intent(out) :: tag, gen
+      integer(c_int) :: rc
+    end function
+  end interface
 
   interface la_start_probe_c
     subroutine la_f_start_probe_c_i4(ch, e) &
@@ -838,6 +859,35 @@ contains
   subroutine la_set_tile_offset_i8(di, dj, dk)
     integer(c_int64_t), intent(in) :: di, dj, dk
     call c_la_set_tile_offset(di, dj, dk)
+  end subroutine
+
+  ! ---------------------------------------------------- in-job weights --
+
+  ! la_weights: see the public list above (LA_weights in la.h).
+  subroutine la_weights(w, tag, generation, ierr)
+    real(c_double), dimension(:), contiguous, intent(inout) :: w
+    integer(c_int64_t), intent(out), optional :: tag, generation
+    integer, intent(out), optional :: ierr
+    call la_weights_wait(w, 0_c_int64_t, 0, tag, generation, ierr)
+  end subroutine
+
+  ! la_weights_wait: see the public list above (LA_weightsWait in la.h);
+  ! with timeout_ms 0 it is la_weights with a floor on the generation.
+  subroutine la_weights_wait(w, after, timeout_ms, tag, generation, ierr)
+    real(c_double), dimension(:), contiguous, intent(inout) :: w
+    integer(c_int64_t), intent(in) :: after
+    integer, intent(in) :: timeout_ms
+    integer(c_int64_t), intent(out), optional :: tag, generation
+    integer, intent(out), optional :: ierr
+    integer(c_int64_t) :: t, g
+    integer(c_int) :: rc
+    t = 0
+    g = 0
+    rc = c_la_weights_wait(w, int(size(w), c_long), after, &
+         int(timeout_ms, c_int), t, g)
+    if (present(tag)) tag = t
+    if (present(generation)) generation = g
+    if (present(ierr)) ierr = int(rc)
   end subroutine
 
   ! s = a copy of the NUL-terminated C string p (empty for a null pointer).

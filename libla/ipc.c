@@ -19,6 +19,9 @@
  * probing against the contract writes into scratch memory, never into a
  * hole; it is unmapped only when the next registration ends (one scratch
  * mapping at most, untouched pages cost no memory).
+ * Layout 4 adds the weights area after the buffers (header only here; the
+ * agent fills the slots, weights.c reads them); LA_SHM_LAYOUT=3 makes the
+ * layout of libla before it, for a LocalAgent that predates it.
  * Not here: when to take or hand over buffers (lifecycle.c).
  */
 #include <errno.h>
@@ -60,6 +63,33 @@ int la__ipc_create(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers) {
 
 int la__ipc_create_ch(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers,
                       uint32_t n_channels) {
+  uint32_t layout = LA_SHM_VERSION;
+  const char *env = getenv("LA_SHM_LAYOUT");
+  if (env && *env) {
+    if (strcmp(env, "3") && strcmp(env, "4")) {
+      memset(ipc, 0, sizeof *ipc);
+      ipc->shm_id = ipc->sem_id = -1;
+      return la__error(LA_ECONFIG, "LA_SHM_LAYOUT='%s': 3 or 4", env);
+    }
+    layout = (uint32_t)atoi(env);
+  }
+  return la__ipc_create_v(ipc, n_elements, n_buffers, n_channels, layout);
+}
+
+/* Fills the weights area's header (the slots stay zero: no generation). */
+static void la__ipc_weights_init(la__ipc_t *ipc) {
+  la_shm_weights_hdr_t *a = la_shm_weights_area(
+      ipc->hdr, ipc->n_elements, ipc->n_buffers, ipc->n_channels);
+  a->version = LA_SHM_WEIGHTS_VERSION;
+  a->header_len = sizeof *a;
+  a->n_elements = ipc->n_elements;
+  a->n_slots = LA_SHM_WEIGHTS_SLOTS;
+  a->slot_stride = la_shm_weights_stride(ipc->n_elements);
+  a->magic = LA_SHM_WEIGHTS_MAGIC;
+}
+
+int la__ipc_create_v(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers,
+                     uint32_t n_channels, uint32_t layout) {
   memset(ipc, 0, sizeof *ipc);
   ipc->shm_id = ipc->sem_id = -1;
   if (n_elements == 0 || n_elements > LA_SHM_MAX_ELEMENTS)
@@ -68,7 +98,12 @@ int la__ipc_create_ch(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers,
   if (n_channels < 1 || n_channels > LA_SHM_MAX_CHANNELS)
     return la__error(LA_EINVAL, "channel count %u outside 1..%u", n_channels,
                      LA_SHM_MAX_CHANNELS);
+  if (layout < LA_SHM_VERSION_MIN || layout > LA_SHM_VERSION)
+    return la__error(LA_EINVAL, "shared-memory layout %u outside %u..%u",
+                     layout, LA_SHM_VERSION_MIN, LA_SHM_VERSION);
   uint64_t size = la_shm_segment_size_ch(n_elements, n_buffers, n_channels);
+  int weights = layout >= 4;
+  if (weights) size += la_shm_weights_bytes(n_elements);
   ipc->shm_id = shmget(IPC_PRIVATE, size, IPC_CREAT | IPC_EXCL | 0600);
   if (ipc->shm_id < 0)
     return la__error(LA_EIPC, "shmget of %llu bytes: %s (see kernel.shmmax)",
@@ -83,7 +118,8 @@ int la__ipc_create_ch(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers,
   ipc->hdr = p;
   ipc->size = size;
   la__ipc_mark(ipc); /* before the id leaves this process */
-  ipc->sem_id = semget(IPC_PRIVATE, (int)n_buffers, IPC_CREAT | IPC_EXCL | 0600);
+  ipc->sem_id =
+      semget(IPC_PRIVATE, (int)n_buffers, IPC_CREAT | IPC_EXCL | 0600);
   if (ipc->sem_id < 0) {
     int e = errno;
     la__ipc_destroy(ipc);
@@ -99,7 +135,14 @@ int la__ipc_create_ch(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers,
     return la__error(LA_EIPC, "semctl SETALL: %s", strerror(e));
   }
   la_shm_header_t *h = ipc->hdr;
-  h->version = LA_SHM_VERSION;
+  ipc->n_buffers = n_buffers;
+  ipc->n_elements = n_elements;
+  ipc->n_channels = n_channels;
+  ipc->layout = layout;
+  ipc->weights = weights;
+  if (weights) la__ipc_weights_init(ipc);
+  h->version = layout;
+  h->features = weights ? LA_SHM_FEAT_WEIGHTS : 0;
   h->header_len = sizeof *h;
   h->n_elements = n_elements;
   h->n_buffers = n_buffers;
@@ -109,9 +152,6 @@ int la__ipc_create_ch(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers,
   h->segment_size = size;
   h->n_channels = n_channels;
   __atomic_store_n(&h->magic, LA_SHM_MAGIC, __ATOMIC_RELEASE);
-  ipc->n_buffers = n_buffers;
-  ipc->n_elements = n_elements;
-  ipc->n_channels = n_channels;
   return 0;
 }
 
@@ -132,8 +172,10 @@ int la__ipc_handover(la__ipc_t *ipc) {
   /* Only a process allowed to attach our 0600 segment can be the second
    * attachment and the last to attach: the agent that just answered. */
   if (ds.shm_nattch != 2 || ds.shm_lpid <= 0 || ds.shm_lpid == getpid())
-    return la__error(LA_EIPC, "the agent has not attached the segment "
-                     "(%lu attachments)", (unsigned long)ds.shm_nattch);
+    return la__error(LA_EIPC,
+                     "the agent has not attached the segment "
+                     "(%lu attachments)",
+                     (unsigned long)ds.shm_nattch);
   int uid = la_pid_uid((int)ds.shm_lpid);
   if (uid < 0)
     return la__error(LA_EIPC, "agent process %d not found", (int)ds.shm_lpid);
@@ -152,8 +194,8 @@ int la__ipc_handover(la__ipc_t *ipc) {
 int la__ipc_acquire(la__ipc_t *ipc, uint32_t i, int timeout_ms,
                     int (*alive)(void *), void *arg, int *waited,
                     uint64_t *wait_ns) {
-  struct sembuf op = {.sem_num = (unsigned short)i, .sem_op = -1,
-                      .sem_flg = IPC_NOWAIT};
+  struct sembuf op = {
+      .sem_num = (unsigned short)i, .sem_op = -1, .sem_flg = IPC_NOWAIT};
   *waited = 0;
   for (;;) {
     if (semop(ipc->sem_id, &op, 1) == 0) return 0;
@@ -204,9 +246,9 @@ void la__ipc_destroy(la__ipc_t *ipc) {
   if (ipc->hdr) {
     /* Replacing the mapping detaches the segment (the kernel counts it) and
      * leaves scratch memory behind for late probes. */
-    void *p = mmap(ipc->hdr, ipc->size, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,
-                   0);
+    void *p =
+        mmap(ipc->hdr, ipc->size, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
     if (p == (void *)ipc->hdr) {
       if (la__scratch.addr) munmap(la__scratch.addr, la__scratch.len);
       la__scratch.addr = p;

@@ -152,6 +152,44 @@ LA_EXPORT int LA_setGlobalIdFunc(LA_GlobalIdFunc fn, void *arg);
 LA_EXPORT int LA_setGridOrigin(long ox, long oy, long oz, long gnx, long gny,
                                long gnz);
 
+/* ------------------------------------------------------ in-job weights --
+ * Balancing inside the job (docs/balancing.md): after each profiled cycle
+ * the LocalAgent writes this rank's per-element weights back into the
+ * rank's shared memory: the robust weights (interference removed), or the
+ * measured values where it keeps none (a metric other than time,
+ * agent.robust off), of the per-element sum over the channels, exactly
+ * the values libla_client serves for the same rank and cycle. A
+ * partitioner called by every rank (Zoltan, ParMETIS) can use them with no
+ * rank ever holding all of them.
+ *
+ * LA_weights: copies the newest weights of this rank's n_elements elements
+ * (as given to LA_register) into w[0..n_elements), which the caller owns;
+ * n is the room in w. *cycle_tag gets the cycle they are from and
+ * *generation their number (1 for the first cycle the agent finished,
+ * then one more per profiled cycle it finished; compare it with the last
+ * one seen to know whether they are new); either pointer may be NULL.
+ * Never blocks, never touches the network: one copy of n doubles from
+ * memory. Returns 0, or (w then unchanged, except after LA_EPROTO or
+ * LA_ETIMEDOUT) LA_ENOTFOUND (no cycle finished yet), LA_ESTATE (not
+ * registered: LA_register not called or failed, or the agent was lost),
+ * LA_EVERSION (the LocalAgent predates the weights area: profiling works,
+ * weights do not), LA_ERANGE (n smaller than the element count),
+ * LA_EINVAL (w NULL), LA_EPROTO (the area holds a field out of bounds:
+ * refused, nothing trusted), LA_ETIMEDOUT (rewritten during every copy).
+ * LA_lastError says which. Not concurrently with LA_dataXfer or
+ * LA_finalize; any thread otherwise.
+ *
+ * LA_weightsWait: the same, but waits up to timeout_ms (0..3600000) for a
+ * generation newer than `after` (0: any), polling the memory every
+ * millisecond; LA_ETIMEDOUT when none came in time (w unchanged). For a
+ * program that wants the weights of the cycle it just handed over:
+ * LA_dataXfer, then LA_weightsWait with the last generation seen. */
+LA_EXPORT int LA_weights(double *w, long n, uint64_t *cycle_tag,
+                         uint64_t *generation);
+LA_EXPORT int LA_weightsWait(double *w, long n, uint64_t after,
+                             int timeout_ms, uint64_t *cycle_tag,
+                             uint64_t *generation);
+
 /* ================================================================ hot path
  * Internal state read by the inline probes; owned by libla/probe.c. Do not
  * touch it from application code. */

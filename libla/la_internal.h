@@ -14,6 +14,7 @@
  *   dump.c       LA_DUMP_RAW: raw values of every profiled cycle to files
  *   channels.c   LA_channel: the declared channel names
  *   numbering.c  the application's global ids and grid origin
+ *   weights.c    LA_weights: the agent's weights read from the segment
  */
 #ifndef LA_INTERNAL_H
 #define LA_INTERNAL_H
@@ -100,6 +101,8 @@ typedef struct la__ipc {
   uint32_t n_channels;
   uint64_t size;  /* bytes mapped */
   int shm_marked; /* IPC_RMID done on the segment */
+  uint32_t layout; /* the header's version (LA_SHM_VERSION, or 3) */
+  int weights;     /* the segment has the weights area */
 } la__ipc_t;
 
 /* Creates segment and semaphore set (mode 0600) for buffers of n_channels
@@ -108,6 +111,12 @@ typedef struct la__ipc {
  * Returns 0, LA_EINVAL or LA_EIPC; on error nothing is left. */
 LA__HIDDEN int la__ipc_create_ch(la__ipc_t *ipc, uint64_t n_elements,
                                  uint32_t n_buffers, uint32_t n_channels);
+/* The same in shared-memory layout `layout` (3: no weights area, for a
+ * LocalAgent older than it; 4: with it). la__ipc_create_ch takes
+ * LA_SHM_LAYOUT's choice (3 or 4; LA_ECONFIG otherwise), else 4. */
+LA__HIDDEN int la__ipc_create_v(la__ipc_t *ipc, uint64_t n_elements,
+                                uint32_t n_buffers, uint32_t n_channels,
+                                uint32_t layout);
 /* The same with one channel. */
 LA__HIDDEN int la__ipc_create(la__ipc_t *ipc, uint64_t n_elements,
                               uint32_t n_buffers);
@@ -209,6 +218,16 @@ LA__HIDDEN void la__channels_reset(void);
 /* 1 while no registration is in force or failed since the last
  * LA_finalize: channels may still be declared. */
 LA__HIDDEN int la__lifecycle_idle(void);
+
+/* --------------------------------------------------------------- weights */
+/* The segment of the registration in force, or NULL when there is none
+ * (never registered, LA_finalize, registration failed, agent lost). */
+LA__HIDDEN const la__ipc_t *la__lifecycle_ipc(void);
+/* Called when the registration of a segment of layout `layout` failed
+ * with rc: 1 when it is an older LocalAgent's refusal of that layout (so
+ * the registration may be retried in layout 3; said on stderr when
+ * verbose), else 0. */
+LA__HIDDEN int la__weights_old_agent(int rc, uint32_t layout);
 
 /* ------------------------------------------------------------------ dump */
 /* Writes buffer i's values*scale (with channels: the per-element sum over

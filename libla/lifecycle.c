@@ -250,8 +250,21 @@ static int la__register(const char *app_name, int rank, int nprocs,
   if ((rc = la__numbering_fill(&req, la__ctx.n, origin, global)))
     return la__lost(rc);
   if ((rc = la__link_register(&la__ctx.link, s->agent, s->connect_timeout_ms,
-                              &req)))
-    return la__lost(rc);
+                              &req))) {
+    if (!la__weights_old_agent(rc, la__ctx.ipc.layout)) return la__lost(rc);
+    /* a LocalAgent older than the weights area: its layout, no weights */
+    la__link_close(&la__ctx.link);
+    la__ipc_destroy(&la__ctx.ipc);
+    if ((rc = la__ipc_create_v(&la__ctx.ipc, la__ctx.n, (uint32_t)s->n_buffers,
+                               la__ctx.n_channels, LA_SHM_VERSION_MIN)))
+      return la__lost(rc);
+    req.shm_id = la__ctx.ipc.shm_id;
+    req.sem_id = la__ctx.ipc.sem_id;
+    req.nonce = la__ctx.ipc.hdr->nonce;
+    if ((rc = la__link_register(&la__ctx.link, s->agent,
+                                s->connect_timeout_ms, &req)))
+      return la__lost(rc);
+  }
   if ((rc = la__numbering_send(&la__ctx.link, la__ctx.n,
                                s->connect_timeout_ms)))
     return la__lost(rc);
@@ -371,6 +384,10 @@ LA_EXPORT int LA_finalize(void) {
 }
 
 int la__lifecycle_idle(void) { return la__ctx.state == LA__IDLE; }
+
+const la__ipc_t *la__lifecycle_ipc(void) {
+  return la__ctx.state == LA__ACTIVE ? &la__ctx.ipc : NULL;
+}
 
 LA_EXPORT long LA_getStat(int which) {
   switch (which) {

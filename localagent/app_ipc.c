@@ -19,8 +19,10 @@
 #include <unistd.h>
 
 #include "la.h"
+#include "la_compact.h"
 #include "la_log.h"
 #include "la_sysv.h"
+#include "la_time.h"
 
 static int la__refuse(char *why, size_t n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -113,14 +115,25 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
   if (h == (void *)-1)
     return la__refuse(why, n, "cannot attach segment %d: %s", shm_id,
                       strerror(errno));
-  /* The one time the header's geometry is read; from here on only the
-   * values derived from the registration and the kernel's size count. */
-  const char *bad = la_shm_header_check_ch(h, ds.shm_segsz, n_elements,
+  /* The one time the header's geometry is read, from one copy (the
+   * application may rewrite it meanwhile); from here on only the values
+   * derived from the registration and the kernel's size count. */
+  la_shm_header_t copy;
+  if (ds.shm_segsz >= sizeof copy) memcpy(&copy, h, sizeof copy);
+  const char *bad = la_shm_header_check_ch(&copy, ds.shm_segsz, n_elements,
                                            n_buffers, n_channels, nonce);
   if (bad) {
     shmdt(h);
     return la__refuse(why, n, "segment %d: %s", shm_id, bad);
   }
+  ipc->layout = copy.version;
+  ipc->weights = (copy.features & LA_SHM_FEAT_WEIGHTS) != 0;
+  pthread_mutex_init(&ipc->w_mu, NULL);
+  if (!ipc->weights)
+    la_log_info(
+        "pid %d: shared-memory layout %u without a weights area: "
+        "profiled, but LA_weights gets no weights",
+        pid, ipc->layout);
   ipc->hdr = h;
   ipc->shm_id = shm_id;
   ipc->sem_id = sem_id;
@@ -182,8 +195,55 @@ int la_app_ipc_flags(const la_app_ipc_t *ipc, uint32_t i, uint8_t *out) {
   return 0;
 }
 
+int la_app_ipc_put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
+                           uint64_t rank_seq, int kind,
+                           const la_compact_result_t *res) {
+  if (!ipc->hdr || !ipc->weights) return LA_EVERSION;
+  uint64_t n = ipc->n_elements;
+  la_trace_t *t = NULL;
+  char why[160];
+  int rc = la_trace_open_max(res->bytes, res->len, n, &t, why, sizeof why);
+  if (rc == 0 && la_trace_count(t) != n) rc = LA_ERANGE;
+  if (rc != 0) {
+    la_trace_close(t);
+    return rc;
+  }
+  la_shm_weights_hdr_t *a =
+      la_shm_weights_area(ipc->hdr, n, ipc->n_buffers, ipc->n_channels);
+  pthread_mutex_lock(&ipc->w_mu);
+  if (ipc->w_gen > 0 && rank_seq <= ipc->w_seq) {
+    pthread_mutex_unlock(&ipc->w_mu);
+    la_trace_close(t);
+    return 0; /* a later cycle is there already */
+  }
+  uint64_t g = ipc->w_gen + 1;
+  la_shm_weights_slot_t *sl =
+      la_shm_weights_slot(a, n, (uint32_t)(g % LA_SHM_WEIGHTS_SLOTS));
+  /* odd before any value changes: the exchange's acquire keeps the writes
+   * below after it (no fence: ThreadSanitizer does not model fences) */
+  (void)__atomic_exchange_n(&sl->seq, 2 * g - 1, __ATOMIC_ACQ_REL);
+  rc = la_trace_decode(t, 0, n, (double *)(sl + 1));
+  if (rc == 0) {
+    sl->cycle_tag = cycle_tag;
+    sl->rank_seq = rank_seq;
+    sl->n_elements = n;
+    sl->channel = LA_SHM_WEIGHTS_SUM;
+    sl->kind = (uint32_t)kind;
+    sl->t_ns = la_realtime_ns();
+    __atomic_store_n(&sl->seq, 2 * g, __ATOMIC_RELEASE);
+    ipc->w_gen = g;
+    ipc->w_seq = rank_seq;
+  } else {
+    __atomic_store_n(&sl->seq, 0, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&ipc->w_mu);
+  la_trace_close(t);
+  return rc;
+}
+
 void la_app_ipc_release(la_app_ipc_t *ipc) {
   if (ipc->sem_id >= 0) semctl(ipc->sem_id, 0, IPC_RMID);
+  if (ipc->hdr) pthread_mutex_destroy(&ipc->w_mu);
   if (ipc->hdr) shmdt(ipc->hdr);
   if (ipc->shm_id >= 0) shmctl(ipc->shm_id, IPC_RMID, NULL);
   ipc->hdr = NULL;

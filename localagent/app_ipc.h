@@ -20,6 +20,7 @@
 #ifndef LA_APP_IPC_H
 #define LA_APP_IPC_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,19 +29,24 @@
 typedef struct la_app_ipc {
   la_shm_header_t *hdr; /* the mapping; only hdr->buf[i] is read after attach */
   int shm_id, sem_id;
-  uint32_t n_buffers;   /* validated at attach, never re-read */
-  uint64_t n_elements;  /* validated at attach, never re-read */
-  uint32_t n_channels;  /* the registration's (1: none named), checked
-                           against the header at attach, never re-read */
+  uint32_t n_buffers;  /* validated at attach, never re-read */
+  uint64_t n_elements; /* validated at attach, never re-read */
+  uint32_t n_channels; /* the registration's (1: none named), checked
+                          against the header at attach, never re-read */
   int owner_uid;
   int pid;              /* the registered (creator) process */
+  uint32_t layout;      /* the header's version at attach (3 or 4) */
+  int weights;          /* the segment has the weights area (at attach) */
+  uint64_t w_gen;       /* generations written into it (ours, not read) */
+  uint64_t w_seq;       /* the rank's cycle number of generation w_gen */
+  pthread_mutex_t w_mu; /* serializes la_app_ipc_put_weights */
 } la_app_ipc_t;
 
 /* Verifies and attaches. n_channels is the registration's channel count
  * (1 when it named none): the header must say the same, and buffers hold
- * n_channels x n_elements values. peer_uid is the uid owning the connecting socket,
- * or -1 when unknown (then only the process's uid is compared). Returns 0, or
- * LA_EREFUSED with the reason in why (nothing stays attached). When the
+ * n_channels x n_elements values. peer_uid is the uid owning the connecting
+ * socket, or -1 when unknown (then only the process's uid is compared). Returns
+ * 0, or LA_EREFUSED with the reason in why (nothing stays attached). When the
  * registering process is gone and the objects are provably its leftovers
  * (its segment, the same owner), they are removed where permissions allow:
  * an application killed during its registration leaves nothing. */
@@ -63,6 +69,23 @@ int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
  * value is possible; bit 0 is LA_SHM_FLAG_INTERFERED). Call before giving
  * the buffer back. Returns 0 or LA_EINVAL. */
 int la_app_ipc_flags(const la_app_ipc_t *ipc, uint32_t i, uint8_t *out);
+
+/* Writes the weights of one cycle into the segment's weights area (a
+ * no-op returning LA_EVERSION when the segment has none: layout 3, a libla
+ * older than it): decodes the compact trace res (as libla_client decodes
+ * it, so the application reads the very values the GlobalAgent will
+ * serve) into the next slot as generation w_gen + 1 under the slot's
+ * sequence word (la_shm_layout.h). kind is LA_SHM_WEIGHTS_ROBUST or
+ * LA_SHM_WEIGHTS_MEASURED. Reads nothing from the segment. From one
+ * worker thread or several (serialized here); a cycle older than the
+ * last one written (jobs of one rank may finish out of order) is not
+ * written, so generations follow the rank's cycles. Returns 0,
+ * LA_EVERSION, or the decoder's error (that slot then reads as empty;
+ * the other keeps the generation before). */
+struct la_compact_result;
+int la_app_ipc_put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
+                           uint64_t rank_seq, int kind,
+                           const struct la_compact_result *res);
 
 /* Zeroes buffer i without reading it (out of memory). */
 void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i);

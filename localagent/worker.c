@@ -200,6 +200,12 @@ static void la__work(uv_work_t *req) {
       j->points = n * (k > 1 ? k + 1 : 1);
       j->bytes = res.len;
       for (uint32_t c = 0; k > 1 && c < k; c++) j->bytes += j->chres[c].len;
+      /* the weights back to the application (LA_weights); extra: a
+       * failure costs only them */
+      la_app_ipc_put_weights(&s->ipc, j->cycle_tag, j->seq,
+                             j->robust ? LA_SHM_WEIGHTS_ROBUST
+                                       : LA_SHM_WEIGHTS_MEASURED,
+                             j->robust ? &j->rres : &res);
       j->log_rc = la__log_trace(j, &res);
       if (j->log_rc == 0 && !j->hist) /* logged in full: a representative */
         la_history_learn(s->hist, j->cycle_tag, &res,

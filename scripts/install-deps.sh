@@ -30,7 +30,9 @@ PKGS=(
   # in-job balancing example: Zoltan (Debian builds it with Open MPI, so the
   # example is built with mpicc.openmpi); the PostgreSQL store backend and
   # its tests (libpq; a throw-away server started from postgresql's binaries)
-  libtrilinos-zoltan-dev
+  # libopenmpi-dev: Open MPI's mpi.h, without which mpicc.openmpi cannot
+  # compile the Zoltan example (libtrilinos-zoltan-dev does not pull it in)
+  libtrilinos-zoltan-dev libopenmpi-dev
   libpq-dev postgresql
 )
 

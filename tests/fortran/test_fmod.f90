@@ -41,6 +41,8 @@ program test_fmod
   integer :: ierr, alen, st, c
   logical :: reg
   real(8) :: sink = 0d0
+  real(8) :: wts(12), small(11)
+  integer(int64) :: wtag, wgen
 
   mode = ''
   if (command_argument_count() >= 1) call get_command_argument(1, mode)
@@ -168,6 +170,23 @@ program test_fmod
   call la_stop_probe(12)
   call la_data_xfer(ierr)
   call check(ierr == LA_OK, 'la_data_xfer (cycle 5)')
+
+  ! the agent's weights back in the job (la_weights): after the profiled
+  ! cycles there is a generation; a buffer too small is refused
+  call la_weights_wait(wts, 0_int64, 15000, wtag, wgen, ierr)
+  if (reg) then
+    call check(ierr == LA_OK, 'la_weights_wait')
+    call check(wgen >= 1, 'la_weights_wait: a generation')
+    call check(all(wts == wts), 'la_weights_wait: weights are numbers')
+    call la_weights(wts, wtag, wgen, ierr)
+    call check(ierr == LA_OK .and. wgen >= 1, 'la_weights')
+    call la_weights(small, ierr=ierr)
+    call check(ierr == LA_ERANGE, 'la_weights: buffer too small')
+  else
+    call check(ierr == LA_ESTATE, 'la_weights_wait, not registered')
+    call la_weights(wts, ierr=ierr)
+    call check(ierr == LA_ESTATE, 'la_weights, not registered')
+  end if
 
   call expect_stat(LA_STAT_CYCLES, 5_int64, 5_int64)
   call expect_stat(LA_STAT_PROFILED, 4_int64, 0_int64)

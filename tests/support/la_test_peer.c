@@ -35,6 +35,7 @@ struct la_test_peer {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int stop, killed, hold_ms, release_now, no_cleanup;
+  unsigned max_layout; /* refuse newer layouts, as an older agent (0: no) */
   unsigned long releases, target; /* release passes done / awaited */
   conn_t c[MAXC];
   la_peer_cycle_t *cycles;
@@ -60,7 +61,8 @@ static void conn_close(la_test_peer_t *p, conn_t *c) {
   c->values = NULL;
 }
 
-static int on_register(conn_t *c, const La__RegisterRequest *r) {
+static int on_register(la_test_peer_t *p, conn_t *c,
+                       const La__RegisterRequest *r) {
   La__RegisterReply rep = LA__REGISTER_REPLY__INIT;
   char why[256];
   int rc = c->ipc.hdr ? LA_EREFUSED : 0;
@@ -69,6 +71,18 @@ static int on_register(conn_t *c, const La__RegisterRequest *r) {
     rc = la_app_ipc_attach(&c->ipc, r->shm_id, r->sem_id, r->pid, r->nonce,
                            r->n_elements, r->n_buffers, nch, -1, why,
                            sizeof why);
+  pthread_mutex_lock(&p->mu);
+  unsigned max_layout = p->max_layout;
+  pthread_mutex_unlock(&p->mu);
+  if (rc == 0 && max_layout && c->ipc.layout > max_layout) {
+    /* what an agent that reads only older layouts answers: the header
+     * check's words; it detaches and leaves the objects to the process */
+    shmdt(c->ipc.hdr);
+    c->ipc.hdr = NULL;
+    snprintf(why, sizeof why, "segment %d: unsupported header version",
+             r->shm_id);
+    rc = LA_EREFUSED;
+  }
   if (rc == 0 && !(c->values = malloc(nch * r->n_elements * sizeof(double)))) {
     la_app_ipc_release(&c->ipc);
     rc = LA_ENOMEM;
@@ -113,7 +127,7 @@ static int on_readable(la_test_peer_t *p, conn_t *c) {
     if (la_msg_decode(type, pl, len, &m, NULL, 0)) return -1;
     int rc = 0;
     if (type == LA__MSG_TYPE__MSG_REGISTER_REQUEST)
-      rc = on_register(c, (La__RegisterRequest *)m);
+      rc = on_register(p, c, (La__RegisterRequest *)m);
     else if (type == LA__MSG_TYPE__MSG_DATA_READY && c->ipc.hdr)
       on_data(p, c, (La__DataReady *)m);
     la_msg_free(m);
@@ -230,6 +244,12 @@ static void wake(la_test_peer_t *p) {
 void la_test_peer_set_hold_ms(la_test_peer_t *p, int ms) {
   pthread_mutex_lock(&p->mu);
   p->hold_ms = ms;
+  pthread_mutex_unlock(&p->mu);
+}
+
+void la_test_peer_set_max_layout(la_test_peer_t *p, unsigned layout) {
+  pthread_mutex_lock(&p->mu);
+  p->max_layout = layout;
   pthread_mutex_unlock(&p->mu);
 }
 

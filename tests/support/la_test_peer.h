@@ -4,7 +4,9 @@
  *     told (libla's wait and skip policies, the wait's time limit:
  *     test_libla);
  *   - an agent that dies while holding them, leaving the IPC clean-up to
- *     libla alone (the wait must notice: test_libla).
+ *     libla alone (the wait must notice: test_libla);
+ *   - an agent older than the shared-memory layout libla writes, which
+ *     refuses it (libla's fallback to layout 3: test_injob_weights).
  * Everything a real agent can do is tested against the real one
  * (la_test_agent.h, la_test_stack.h). bench_probe also uses it, as an agent
  * that costs the measured process nothing but a thread.
@@ -39,6 +41,10 @@ const char *la_test_peer_addr(const la_test_peer_t *p);
 /* Milliseconds to hold each buffer before giving it back; -1 holds them
  * until la_test_peer_release_all_wait (default 0). */
 void la_test_peer_set_hold_ms(la_test_peer_t *p, int ms);
+/* Refuses segments of a layout above `layout` (0: none refused) with the
+ * words of an older agent's header check ("unsupported header version"),
+ * as a LocalAgent that reads only that layout would. */
+void la_test_peer_set_max_layout(la_test_peer_t *p, unsigned layout);
 /* Whether closing a connection removes that process's IPC objects, as the
  * LocalAgent does (default 1). Off, tests see what libla alone removes. */
 void la_test_peer_set_cleanup(la_test_peer_t *p, int on);

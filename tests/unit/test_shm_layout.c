@@ -6,7 +6,9 @@
  * la_shm_segment_size and la_shm_values (64-byte alignment, arithmetic, no
  * overlap, no overflow at the largest sizes); la_shm_header_check accepting
  * a header filled as libla fills it, and refusing each corrupted field with
- * a reason that names it; a segment made by libla's la__ipc_create passing
+ * a reason that names it; layout 4's weights area (versions 3 and 4,
+ * feature bits, its size and place); a segment made by libla's
+ * la__ipc_create passing
  * the check; and a real SysV segment (IPC_PRIVATE, 0600) attached by a
  * forked child that checks the header and writes values the parent reads.
  * Every IPC object created here is removed, also when a test fails.
@@ -360,6 +362,54 @@ static int ipc_teardown(void **state) {
   return 0;
 }
 
+/* Layout 4's weights area: the versions and feature bits the check takes,
+ * the segment size with and without the area, where the area and its
+ * slots lie (aligned, after the last buffer, inside the segment). */
+static void test_weights_area_layout(void **state) {
+  assert_int_equal(sizeof(la_shm_weights_hdr_t), 64);
+  assert_int_equal(sizeof(la_shm_weights_slot_t), 64);
+  assert_int_equal(offsetof(la_shm_header_t, features), 60);
+  assert_int_equal(offsetof(la_shm_weights_slot_t, seq), 0);
+  assert_int_equal(la_shm_weights_stride(1), 128);
+  assert_int_equal(la_shm_weights_stride(8), 128);
+  assert_int_equal(la_shm_weights_stride(9), 192);
+  assert_int_equal(la_shm_weights_bytes(1000), 64 + 2 * (64 + 8000));
+  const uint64_t n = 1000;
+  const uint32_t k = 3;
+  uint64_t bytes;
+  la_shm_header_t *h = make_segment(n, k, &bytes);
+  la_shm_header_t good = *h;
+  /* layout 3 (a libla before the area): accepted with features 0 */
+  h->version = 3;
+  assert_null(la_shm_header_check(h, bytes, n, k, NONCE));
+  h->features = LA_SHM_FEAT_WEIGHTS;
+  expect_refused(h, bytes, n, k, NONCE, "reserved");
+  *h = good;
+  /* layout 4 with the area: the size counts it */
+  uint64_t big = bytes + la_shm_weights_bytes(n);
+  h->features = LA_SHM_FEAT_WEIGHTS;
+  expect_refused(h, big, n, k, NONCE, "segment size"); /* size without it */
+  h->segment_size = big;
+  assert_null(la_shm_header_check(h, big, n, k, NONCE));
+  expect_refused(h, big - 64, n, k, NONCE, "segment size");
+  h->features = 2;
+  expect_refused(h, big, n, k, NONCE, "feature");
+  free(h);
+  /* the area starts after the last buffer, its slots inside the segment */
+  uint64_t total = la_shm_segment_size(n, k) + la_shm_weights_bytes(n);
+  char *seg = aligned_alloc(LA_SHM_ALIGN, total);
+  assert_non_null(seg);
+  la_shm_weights_hdr_t *a = la_shm_weights_area(seg, n, k, 1);
+  assert_int_equal((char *)a - seg, la_shm_segment_size(n, k));
+  assert_int_equal(((char *)a - seg) % LA_SHM_ALIGN, 0);
+  for (uint32_t i = 0; i < LA_SHM_WEIGHTS_SLOTS; i++) {
+    char *sl = (char *)la_shm_weights_slot(a, n, i);
+    assert_int_equal((sl - seg) % LA_SHM_ALIGN, 0);
+    assert_true(sl + 64 + n * sizeof(double) <= seg + total);
+  }
+  free(seg);
+}
+
 static int ipc_setup(void **state) {
   memset(&g_ipc, 0, sizeof g_ipc);
   g_ipc.shm_id = g_ipc.sem_id = -1;
@@ -377,7 +427,9 @@ static void test_libla_segment_passes_check(void **state) {
   struct shmid_ds ds;
   assert_int_equal(shmctl(g_ipc.shm_id, IPC_STAT, &ds), 0);
   assert_int_equal(ds.shm_perm.mode & 0777, 0600);
-  assert_int_equal(ds.shm_segsz, la_shm_segment_size(1000, 3));
+  /* layout 4: the buffers, then the weights area (LA_weights) */
+  assert_int_equal(ds.shm_segsz,
+                   la_shm_segment_size(1000, 3) + la_shm_weights_bytes(1000));
   assert_int_equal(ds.shm_cpid, getpid());
   la_shm_header_t *h = g_ipc.hdr;
   assert_int_equal((uintptr_t)h % LA_SHM_ALIGN, 0);
@@ -529,6 +581,7 @@ int main(void) {
     cmocka_unit_test(test_check_buffer_count_range),
     cmocka_unit_test(test_check_element_count_range),
     cmocka_unit_test(test_check_segment_smaller_than_header),
+    cmocka_unit_test(test_weights_area_layout),
     cmocka_unit_test_setup_teardown(test_libla_segment_passes_check,
                                     ipc_setup, ipc_teardown),
     cmocka_unit_test_setup_teardown(test_libla_rejects_bad_sizes, ipc_setup,
