@@ -281,8 +281,7 @@ int la_store_rank_elements(la_store_t *s, const char *app_id, uint32_t rank,
  * Returns 0, LA_EPROTO (no RankStart of the rank stored, or ids past its
  * element count: nothing written, la_store_errmsg says which), LA_EINVAL
  * (no app_id, rank or ids), LA_ENOMEM, LA_EIO. */
-int la_store_element_ids(la_store_t *s, const La__ElementIds *m,
-                         int *was_new);
+int la_store_element_ids(la_store_t *s, const La__ElementIds *m, int *was_new);
 
 /* Up to max global ids of rank's elements first.. into *ids (malloc'ed,
  * the caller frees it; NULL when *n is 0, i.e. first >= *n_elements), and

@@ -5,6 +5,12 @@
  * Deliberately only text: binding, stepping and reading the rows is done by
  * the store file of each concern (store_write.c, store_query.c,
  * store_load.c).
+ *
+ * The SQL is SQLite's and, where the two differ, written in the form
+ * PostgreSQL reads too (CASE instead of the scalar max(), comparisons
+ * instead of integers as booleans, an alias on every subquery, typed
+ * parameters in INSERT ... SELECT); the PostgreSQL backend rewrites the
+ * rest (store_db.h).
  */
 #include "store_internal.h"
 
@@ -72,7 +78,8 @@ const char *const la__store_sql[S__COUNT] = {
     [S_AGENT_UPD] =
         "INSERT INTO agents(host, max_seq, t_updated_ns) VALUES (?1, ?2, ?3)"
         " ON CONFLICT(host) DO UPDATE SET"
-        " max_seq = max(max_seq, excluded.max_seq),"
+        " max_seq = CASE WHEN excluded.max_seq > agents.max_seq"
+        " THEN excluded.max_seq ELSE agents.max_seq END,"
         " t_updated_ns = excluded.t_updated_ns",
     [S_AGENT_GET] = "SELECT max_seq FROM agents WHERE host = ?1",
     [S_APPS] =
@@ -82,13 +89,15 @@ const char *const la__store_sql[S__COUNT] = {
         " coalesce(c.partial, 0), c.t_last"
         " FROM apps a"
         " LEFT JOIN (SELECT app_id,"
-        "   sum(CASE WHEN started THEN n_elements ELSE 0 END) AS n_el,"
+        "   sum(CASE WHEN started <> 0 THEN n_elements ELSE 0 END) AS n_el,"
         "   sum(started) AS started, sum(ended) AS ended,"
         "   min(t_start_ns) AS t_start, max(t_end_ns) AS t_end"
         "   FROM ranks GROUP BY app_id) r ON r.app_id = a.app_id"
         " LEFT JOIN (SELECT app_id, count(*) AS cycles,"
-        "   sum(closed AND complete) AS complete,"
-        "   sum(closed AND NOT complete) AS partial, max(t_last_ns) AS t_last"
+        "   sum(CASE WHEN closed <> 0 AND complete <> 0 THEN 1 ELSE 0 END)"
+        "   AS complete,"
+        "   sum(CASE WHEN closed <> 0 AND complete = 0 THEN 1 ELSE 0 END)"
+        "   AS partial, max(t_last_ns) AS t_last"
         "   FROM trace_sets GROUP BY app_id) c ON c.app_id = a.app_id"
         " ORDER BY a.app_id",
     [S_CYCLES] =
@@ -97,7 +106,7 @@ const char *const la__store_sql[S__COUNT] = {
         "   (SELECT reason || ' (' || count(*) || ')' AS x FROM missing m"
         "   WHERE m.app_id = s.app_id AND m.cycle_tag = s.cycle_tag"
         "   AND (a.nprocs = 0 OR m.rank < a.nprocs)"
-        "   GROUP BY reason ORDER BY count(*) DESC, reason))"
+        "   GROUP BY reason ORDER BY count(*) DESC, reason) g)"
         " FROM trace_sets s"
         " JOIN apps a ON a.app_id = s.app_id"
         " WHERE s.app_id = ?1 AND s.cycle_tag BETWEEN ?2 AND ?3"
@@ -141,9 +150,11 @@ const char *const la__store_sql[S__COUNT] = {
     [S_MISS_PUT] =
         "INSERT INTO missing(app_id, cycle_tag, rank, reason, source, seq,"
         " t_recorded_ns)"
-        " SELECT ?1, ?2, ?3, CASE WHEN ?5 <> 'agent' AND EXISTS (SELECT 1"
+        " SELECT CAST(?1 AS TEXT), CAST(?2 AS INTEGER), CAST(?3 AS INTEGER),"
+        " CASE WHEN CAST(?5 AS TEXT) <> 'agent' AND EXISTS (SELECT 1"
         "   FROM ranks WHERE app_id = ?1 AND rank = ?3 AND ended = 1)"
-        "   THEN 'rank ended before this cycle' ELSE ?4 END, ?5, ?6, ?7"
+        "   THEN 'rank ended before this cycle' ELSE CAST(?4 AS TEXT) END,"
+        " CAST(?5 AS TEXT), CAST(?6 AS INTEGER), CAST(?7 AS INTEGER)"
         " WHERE NOT EXISTS (SELECT 1 FROM traces"
         "   WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3)"
         " ON CONFLICT(app_id, cycle_tag, rank) DO UPDATE SET"
