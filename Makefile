@@ -486,5 +486,5 @@ format:
 # docs/sharding.md): everything that links the store links libpq.
 PQ_CFLAGS := $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)
 PQ_LIBS := $(shell pkg-config --libs libpq 2>/dev/null || echo -lpq)
-$(BUILD)/obj/globalagent/store_db_pg.o: CPPFLAGS += $(PQ_CFLAGS)
+CPPFLAGS += $(PQ_CFLAGS)
 LDLIBS_DAEMON += $(PQ_LIBS)

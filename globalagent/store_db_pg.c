@@ -148,7 +148,9 @@ char *la__db_pg_sql(const char *sql, int *nparams) {
       skip = (size_t)(w2 + n2 - p);
       ignore = 1;
     }
-    if (rep) {
+    if (rep && !*rep) { /* a word dropped, with the blanks before it */
+      while (q > o && (q[-1] == ' ' || q[-1] == '\n')) q--;
+    } else if (rep) {
       q += sprintf(q, "%s", rep);
     } else {
       memcpy(q, p, n);

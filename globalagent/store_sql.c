@@ -61,7 +61,7 @@ const char *const la__store_sql[S__COUNT] = {
         "INSERT INTO trace_sets(app_id, cycle_tag, n_ranks_present,"
         " t_first_ns, t_last_ns) VALUES (?1, ?2, 1, ?3, ?3)"
         " ON CONFLICT(app_id, cycle_tag) DO UPDATE SET"
-        " n_ranks_present = n_ranks_present + 1,"
+        " n_ranks_present = trace_sets.n_ranks_present + 1,"
         " t_last_ns = excluded.t_last_ns",
     [S_SET_CLOSE] =
         "INSERT INTO trace_sets(app_id, cycle_tag, closed, complete, nprocs,"
