@@ -103,6 +103,11 @@ struct la_ga {
   struct la_ga_app *apps;
   int in_txn;
   int txn_failed; /* a statement of the open transaction failed */
+  /* Shards (docs/sharding.md): the set the stitcher just asked about, not
+   * closed, to complete from what other shards stored (ingest.c). */
+  char seed_app[LA_MAX_ID_LEN + 1];
+  uint64_t seed_tag;
+  int seed;
   /* ingest.c's counters as they were when the open transaction began: a
    * rolled-back transaction puts them back, so counters follow exactly
    * what was committed. */

@@ -1,0 +1,60 @@
+/* store_shards.c: what several GlobalAgents (shards, docs/sharding.md)
+ * sharing one PostgreSQL store ask of it beyond the rest of the store: is
+ * the store shared at all, and which ranks of a Trace-Set are in it
+ * already (stored or recorded missing by any shard), so that a shard that
+ * receives a set another shard had open completes it.
+ *
+ * Statements are prepared per call: a shard asks once per set it opens.
+ *
+ * Deliberately not here: routing (the LocalAgents choose the shard), the
+ * stitching itself (stitch.c, ingest.c).
+ */
+#include <stdlib.h>
+
+#include "la.h"
+#include "store_internal.h"
+
+int la_store_shared(const la_store_t *s) {
+  return s && la_db_kind(s->db) == LA_DB_PG;
+}
+
+int la_store_set_ranks(la_store_t *s, const char *app_id, uint64_t cycle_tag,
+                       uint32_t nprocs, uint32_t **ranks, size_t *n) {
+  if (!s || !app_id || !ranks || !n) return LA_EINVAL;
+  *ranks = NULL;
+  *n = 0;
+  la_db_stmt_t *st;
+  if (la_db_prepare(s->db,
+                    "SELECT rank FROM traces WHERE app_id = ?1 AND"
+                    " cycle_tag = ?2 AND rank < ?3 UNION SELECT rank FROM"
+                    " missing WHERE app_id = ?1 AND cycle_tag = ?2 AND"
+                    " rank < ?3 ORDER BY rank",
+                    0, &st) != 0)
+    return la__store_sqlerr(s, "reading a Trace-Set's ranks");
+  la_db_bind_text(st, 1, app_id, -1);
+  la_db_bind_int64(st, 2, la__i64(cycle_tag));
+  la_db_bind_int64(st, 3, nprocs);
+  uint32_t *v = NULL;
+  size_t cnt = 0, cap = 0;
+  int rc, r = 0;
+  while ((rc = la_db_step(st)) == LA_DB_ROW) {
+    int64_t rank;
+    if (!la__col_int(st, 0, 0, (int64_t)nprocs - 1, &rank)) {
+      r = la__store_corrupt(s, "ranks of %s cycle %llu: bad rank", app_id,
+                            (unsigned long long)cycle_tag);
+      break;
+    }
+    if ((r = la__store_reserve(s, &v, cnt, &cap, sizeof *v, 16))) break;
+    v[cnt++] = (uint32_t)rank;
+  }
+  if (r == 0 && rc != LA_DB_DONE)
+    r = la__store_sqlerr(s, "reading a Trace-Set's ranks");
+  la_db_finalize(st);
+  if (r) {
+    free(v);
+    return r;
+  }
+  *ranks = v;
+  *n = cnt;
+  return 0;
+}
