@@ -278,7 +278,7 @@ static int la__write_msg(la__link_t *up, uint16_t type,
 static int la__frame_app(const uint8_t *f, size_t len, const uint8_t **id,
                          size_t *n) {
   if (len < LA_FRAME_HEADER_LEN) return 0;
-  uint16_t type = (uint16_t)(f[0] << 8 | f[1]);
+  uint16_t type = (uint16_t)(f[4] << 8 | f[5]); /* la_codec.c layout */
   uint32_t field;
   switch (type) {
     case LA__MSG_TYPE__MSG_ELEMENT_IDS:
