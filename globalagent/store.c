@@ -118,7 +118,10 @@ int la_store_open(const char *path, int synchronous_full, la_store_t **out,
   if (r) goto fail;
   r = LA_EIO;
   for (int i = 0; i < S__COUNT; i++) {
-    if (la_db_prepare(s->db, la__store_sql[i], LA_DB_PERSISTENT, &s->st[i])) {
+    const char *sql = la_db_kind(s->db) == LA_DB_PG && la__store_sql_pg[i]
+                          ? la__store_sql_pg[i]
+                          : la__store_sql[i];
+    if (la_db_prepare(s->db, sql, LA_DB_PERSISTENT, &s->st[i])) {
       la__store_fmt(why, why_len, "%s: schema check failed: %s", path,
                     la_db_errmsg(s->db));
       goto fail;
@@ -171,6 +174,7 @@ int la_store_rollback(la_store_t *s) {
   int r = 0;
   s->in_batch = 0;
   s->failed = 0;
+  s->app_known[0] = 0;
   if (s->db && la_db_in_txn(s->db)) {
     int rc = la_db_step(s->st[S_ROLLBACK]);
     if (rc != LA_DB_DONE) {

@@ -356,6 +356,7 @@ static int la__pg_run(la__pg_stmt_t *st) {
     return LA_DB_DONE;
   }
   if (s == PGRES_TUPLES_OK) {
+    d->changes = atoll(PQcmdTuples(r)); /* rows returned */
     st->res = r;
     st->nrows = PQntuples(r);
     st->ncols = PQnfields(r);

@@ -66,8 +66,10 @@ enum {
   S__COUNT
 };
 
-/* The SQL of each statement id (store_sql.c). */
+/* The SQL of each statement id (store_sql.c), and where PostgreSQL runs
+ * other SQL for it (NULL: the same). */
 extern const char *const la__store_sql[S__COUNT];
+extern const char *const la__store_sql_pg[S__COUNT];
 
 /* Test-only fault injection: the environment variable names the commits
  * (1-based, counting every la_store_commit of this store) that fail as if
@@ -84,6 +86,9 @@ struct la_store {
   uint64_t n_commits;
   uint64_t fail_at[LA__FAIL_MAX]; /* LA__FAIL_ENV's commit numbers */
   int n_fail_at;
+  /* an application whose row exists (committed, or written by the open
+   * batch: forgotten at a rollback): its traces skip the lookup */
+  char app_known[LA_MAX_ID_LEN + 1];
   char err[512];
 };
 

@@ -213,3 +213,25 @@ const char *const la__store_sql[S__COUNT] = {
         " FROM channel_traces WHERE app_id = ?1 AND cycle_tag = ?2"
         " ORDER BY rank, channel",
 };
+
+/* PostgreSQL: a new trace also drops its key's missing record and counts
+ * in its set in the same statement (one round trip instead of three; on
+ * SQLite store_write.c runs S_MISS_DEL and S_SET_TOUCH after it). Its
+ * result's row count is 1 for a new trace, 0 for a resend. */
+const char *const la__store_sql_pg[S__COUNT] = {
+    [S_TRACE_INS] =
+        "WITH ins AS (INSERT INTO traces(app_id, cycle_tag, rank, n_elements,"
+        " mode, segments, stat_count, stat_sum, stat_min, stat_max,"
+        " err_max_abs, err_rmse, err_cv, t_xfer_ns, rank_seq, seq,"
+        " t_stored_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
+        " ?12, ?13, ?14, ?15, ?16, ?17) ON CONFLICT DO NOTHING"
+        " RETURNING app_id, cycle_tag, rank),"
+        " del AS (DELETE FROM missing m USING ins WHERE m.app_id ="
+        " ins.app_id AND m.cycle_tag = ins.cycle_tag AND m.rank = ins.rank),"
+        " tch AS (INSERT INTO trace_sets(app_id, cycle_tag, n_ranks_present,"
+        " t_first_ns, t_last_ns) SELECT app_id, cycle_tag, 1, ?17, ?17"
+        " FROM ins ON CONFLICT(app_id, cycle_tag) DO UPDATE SET"
+        " n_ranks_present = trace_sets.n_ranks_present + 1,"
+        " t_last_ns = excluded.t_last_ns)"
+        " SELECT 1 FROM ins",
+};

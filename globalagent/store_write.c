@@ -232,10 +232,13 @@ int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new) {
   if (r) return r;
   uint64_t now = la_realtime_ns();
   uint32_t nprocs = 0;
-  r = la__app_nprocs(s, t->app_id, &nprocs); /* does the app row exist? */
-  if (r < 0) goto out;
-  if (r == 0 && (r = la__app_lazy(s, t->app_id, now))) goto out;
-  r = 0;
+  if (strcmp(s->app_known, t->app_id)) {
+    r = la__app_nprocs(s, t->app_id, &nprocs); /* does the app row exist? */
+    if (r < 0) goto out;
+    if (r == 0 && (r = la__app_lazy(s, t->app_id, now))) goto out;
+    snprintf(s->app_known, sizeof s->app_known, "%s", t->app_id);
+    r = 0;
+  }
   /* A rank not below a known nprocs is stored all the same (nothing is
    * thrown away); it belongs to no Trace-Set (load_set, open_sets skip it).
    */
@@ -262,16 +265,20 @@ int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new) {
   if ((r = la__store_run(s, st, "storing the trace"))) goto out;
   if (la_db_changes(s->db) == 0) goto out; /* a resend: nothing changes */
   if (was_new) *was_new = 1;
+  int pg = la_db_kind(s->db) == LA_DB_PG; /* S_TRACE_INS did the next two */
   st = s->st[S_MISS_DEL]; /* a real trace wins over a missing record */
+  if (pg) goto extras;
   la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
   la_db_bind_int64(st, 2, la__i64(t->cycle_tag));
   la_db_bind_int64(st, 3, t->rank);
   if ((r = la__store_run(s, st, "dropping the trace's missing record")))
     goto out;
+extras:
   if ((r = la__robust_put(s, t))) goto out;
   if ((r = la__channels_put(s, t))) goto out;
-  r = la__cycle_touch(s, S_SET_TOUCH, t->app_id, t->cycle_tag, now,
-                      "recording the trace's cycle");
+  if (!pg)
+    r = la__cycle_touch(s, S_SET_TOUCH, t->app_id, t->cycle_tag, now,
+                        "recording the trace's cycle");
 out:
   r = la__store_wend(s, own, r);
   if (r && was_new) *was_new = 0;
