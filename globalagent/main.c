@@ -251,6 +251,10 @@ int main(int argc, char **argv) {
     la_log_error("%s", why);
     return 1;
   }
+  if (la_ga_shards_start(ga) != 0) {
+    la_ga_ingest_stop(ga);
+    return 1;
+  }
   if (la__listen(ga, &ga->agent_listener, "agents", ga->set.agent_listen,
                  la__on_agent, ga->agent_bound, sizeof ga->agent_bound,
                  &ga->agent_port, ga->set.agent_port_file) != 0 ||

@@ -268,6 +268,20 @@ int la_store_set_is_closed(la_store_t *s, const char *app_id,
  * (PostgreSQL), 0 for an SQLite file. */
 int la_store_shared(const la_store_t *s);
 
+/* PostgreSQL: starts listening for the sets other shards close (their
+ * la_store_set_closed, delivered once committed) and returns the socket to
+ * watch for them; -1 on SQLite; LA_EIO. */
+int la_store_watch(la_store_t *s);
+
+/* Calls fn(arg, app_id, cycle_tag) for every set another shard closed and
+ * committed since the last call, reading the socket first when consume is
+ * set (never blocks). Returns how many, LA_EINVAL, or LA_EIO (the
+ * connection failed). */
+int la_store_closed_elsewhere(la_store_t *s, int consume,
+                              void (*fn)(void *arg, const char *app_id,
+                                         uint64_t cycle_tag),
+                              void *arg);
+
 /* The ranks below nprocs of the Trace-Set (app_id, cycle_tag) that have a
  * trace or a missing record, written by any shard (committed) or in the
  * open batch, increasing, into a new array *ranks (free it) of *n. Returns

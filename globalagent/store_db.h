@@ -116,6 +116,19 @@ const unsigned char *la_db_column_text(la_db_stmt_t *st, int i);
 const void *la_db_column_blob(la_db_stmt_t *st, int i);
 int la_db_column_bytes(la_db_stmt_t *st, int i);
 
+/* PostgreSQL only: the connection's socket (for an event loop to watch),
+ * or -1 (SQLite). */
+int la_db_pg_fd(la_db_t *db);
+
+/* PostgreSQL only: calls fn(arg, channel, payload) for every notification
+ * (LISTEN) another session sent, reading what the socket holds first when
+ * consume is set (never blocks). Returns how many, or LA_EIO when the
+ * connection failed. 0 on SQLite. */
+int la_db_pg_notices(la_db_t *db, int consume,
+                     void (*fn)(void *arg, const char *channel,
+                                const char *payload),
+                     void *arg);
+
 /* ------------------------------------------------------------ backends */
 
 /* What each backend provides (store_db.c dispatches). */

@@ -510,6 +510,32 @@ static const la_db_ops_t la__pg_ops = {
     la__pg_column_text, la__pg_column_blob,  la__pg_column_bytes,
 };
 
+int la_db_pg_fd(la_db_t *db) {
+  return db && db->kind == LA_DB_PG ? PQsocket(PG(db)->c) : -1;
+}
+
+int la_db_pg_notices(la_db_t *db, int consume,
+                     void (*fn)(void *arg, const char *channel,
+                                const char *payload),
+                     void *arg) {
+  if (!db || db->kind != LA_DB_PG) return 0;
+  PGconn *c = PG(db)->c;
+  if (consume && !PQconsumeInput(c)) {
+    la__pg_seterr(PG(db), PQerrorMessage(c));
+    return LA_EIO;
+  }
+  int n = 0, self = PQbackendPID(c);
+  PGnotify *m;
+  while ((m = PQnotifies(c))) {
+    if (m->be_pid != self) {
+      fn(arg, m->relname, m->extra);
+      n++;
+    }
+    PQfreemem(m);
+  }
+  return n;
+}
+
 /* Server notices ("relation already exists, skipping") are not errors. */
 static void la__pg_quiet(void *arg, const char *msg) {}
 

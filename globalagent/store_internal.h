@@ -217,6 +217,14 @@ int la__store_query1(la_db_t *db, const char *sql, int64_t *v, char *txt,
  * 0, LA_EVERSION or LA_EIO with the reason in why. */
 int la__store_schema(la_db_t *db, const char *path, char *why, size_t n);
 
+/* ----------------------------------------------- store_shards.c */
+
+/* PostgreSQL: tells the other shards, when the open transaction commits,
+ * that (app_id, cycle_tag) was closed (NOTIFY). Nothing on SQLite. Returns
+ * 0 or LA_EIO. */
+int la__store_notify_closed(la_store_t *s, const char *app_id,
+                            uint64_t cycle_tag);
+
 /* ----------------------------------------------- store_numbering.c */
 
 /* The rank_grid row of a RankStart with a grid (nothing without one), in

@@ -394,6 +394,7 @@ int la_store_set_closed(la_store_t *s, const char *app_id, uint64_t cycle_tag,
   la_db_bind_text(st, 5, text ? text : "", (int)len);
   la_db_bind_int64(st, 6, la__i64(t_closed_ns));
   r = la__store_run(s, st, "recording the closed Trace-Set");
+  if (r == 0) r = la__store_notify_closed(s, app_id, cycle_tag);
 out:
   r = la__store_wend(s, own, r);
 done:

@@ -54,6 +54,7 @@ static struct {
   char la_addr[NLA][64];
   char app[NAPP][64];
   pid_t bg[NAPP];
+  la_client_t *sub; /* subscribed at the surviving shard */
 } T;
 
 static void dump_logs(void) {
@@ -68,6 +69,7 @@ static int group_setup(void **state) {
 }
 
 static int teardown(void **state) {
+  la_client_close(T.sub);
   for (int i = 0; i < NAPP; i++)
     if (T.bg[i] > 0) {
       kill(-T.bg[i], SIGKILL);
@@ -296,6 +298,10 @@ static void test_shards_kill_one(void **state) {
   start_la(1, "nodeB");
   wait_linked(0);
   wait_linked(1);
+  /* a subscriber to every application at the shard that survives: it gets
+   * the sets the other shard closes too */
+  assert_int_equal(la_client_connect(T.feed_addr[1], 5000, &T.sub), 0);
+  assert_int_equal(la_client_subscribe(T.sub, NULL, 0), 0);
   char outf[NAPP][700];
   for (int k = 0; k < NAPP; k++) {
     char name[64];
@@ -391,6 +397,26 @@ static void test_shards_kill_one(void **state) {
     la_traceset_free(t);
   }
   la_client_close(c);
+  /* the subscriber at the surviving shard received every set of both
+   * applications, complete, whichever shard closed it */
+  int got[NAPP][CYCLES] = {{0}};
+  for (;;) {
+    la_traceset_t *t = NULL;
+    rc = la_client_next(T.sub, 2000, &t);
+    if (rc == LA_ETIMEDOUT) break;
+    CHECK(rc == 0, "subscriber: %s", la_client_error(T.sub));
+    for (int k = 0; k < NAPP; k++) {
+      uint64_t cyc = la_traceset_cycle(t) / PERIOD;
+      if (!strcmp(la_traceset_app_id(t), T.app[k]) && cyc < CYCLES &&
+          la_traceset_complete(t))
+        got[k][cyc] = 1;
+    }
+    la_traceset_free(t);
+  }
+  for (int k = 0; k < NAPP; k++)
+    for (int y = 0; y < CYCLES; y++)
+      CHECK(got[k][y], "the subscriber never got %s cycle %d complete",
+            T.app[k], y * PERIOD);
 }
 
 int main(void) {
