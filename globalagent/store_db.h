@@ -66,7 +66,8 @@ int la_db_kind(const la_db_t *db);
  * its next call. */
 const char *la_db_errmsg(la_db_t *db);
 
-/* 1 when the SQLite database is read-only (opened with mode=ro), else 0. */
+/* 1 when the database is read-only (SQLite: opened with mode=ro;
+ * PostgreSQL: default_transaction_read_only on), else 0. */
 int la_db_readonly(la_db_t *db);
 
 /* 1 when a transaction is open on db (SQLite: not in autocommit mode). */

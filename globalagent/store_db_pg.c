@@ -30,6 +30,7 @@ typedef struct {
   PGconn *c;
   int64_t changes;
   unsigned next_id;
+  int ro; /* default_transaction_read_only (lactl) */
   char err[512];
 } la__pg_t;
 
@@ -187,7 +188,7 @@ static const char *la__pg_errmsg(la_db_t *db) {
 }
 
 static int la__pg_readonly(la_db_t *db) {
-  return 0;
+  return PG(db)->ro;
 }
 
 static int la__pg_in_txn(la_db_t *db) {
@@ -565,6 +566,10 @@ int la__db_pg_open(const char *url, int flags, la_db_t **out, char *why,
     return LA_EIO;
   }
   (void)flags;
+  PGresult *r = PQexec(db->c, "SHOW default_transaction_read_only");
+  db->ro = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+           !strcmp(PQgetvalue(r, 0, 0), "on");
+  PQclear(r);
   *out = &db->base;
   return 0;
 }

@@ -333,6 +333,7 @@ int la__store_schema(la_db_t *db, const char *path, char *why, size_t n) {
     return LA_EVERSION;
   }
   if (la_db_kind(db) != LA_DB_PG) return la__store_add_tables(db, path, why, n);
+  if (la_db_readonly(db)) return 0; /* lactl: reads what there is */
   /* PostgreSQL: shards adding the tables at once would collide */
   if (la__store_exec(db, d->lock, why, n, path, "adding tables")) return LA_EIO;
   r = la__store_add_tables(db, path, why, n);

@@ -388,6 +388,13 @@ static void test_shards_kill_one(void **state) {
   CHECK(rc == 0, "lactl apps exited %d:\n%s", rc, out);
   for (int k = 0; k < NAPP; k++)
     CHECK(strstr(out, T.app[k]), "lactl apps lacks %s:\n%s", T.app[k], out);
+  /* and straight from the shared database, read-only */
+  const char *argv_db[] = {lactl, "apps", "--db", T.url, NULL};
+  rc = la_td_run(argv_db, NULL, WAIT_MS, out, sizeof out);
+  CHECK(rc == 0, "lactl apps --db exited %d:\n%s", rc, out);
+  for (int k = 0; k < NAPP; k++)
+    CHECK(strstr(out, T.app[k]), "lactl apps --db lacks %s:\n%s", T.app[k],
+          out);
   la_client_t *c = NULL;
   assert_int_equal(la_client_connect(T.feed_addr[1], 5000, &c), 0);
   for (int k = 0; k < NAPP; k++) {
