@@ -50,40 +50,31 @@ static const char *la__pg_bindir(char *buf, size_t n) {
   return NULL;
 }
 
-/* Removes path and everything below it. */
-static void la__rm_rf(const char *path) {
+/* Calls fn(path, arg) on everything below path, children before their
+ * directory, then on path itself (symbolic links not followed). */
+static void la__walk(const char *path, void (*fn)(const char *, void *),
+                     void *arg) {
   struct stat sb;
   if (lstat(path, &sb) != 0) return;
-  if (S_ISDIR(sb.st_mode)) {
-    DIR *d = opendir(path);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      char sub[1024];
-      snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-      la__rm_rf(sub);
-    }
-    if (d) closedir(d);
-    rmdir(path);
-  } else {
-    unlink(path);
-  }
-}
-
-/* chown -R */
-static void la__chown_r(const char *path, uid_t u, gid_t g) {
-  if (lchown(path, u, g) != 0) return;
-  struct stat sb;
-  if (lstat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) return;
-  DIR *d = opendir(path);
+  DIR *d = S_ISDIR(sb.st_mode) ? opendir(path) : NULL;
   struct dirent *e;
   while (d && (e = readdir(d))) {
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
     char sub[1024];
     snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-    la__chown_r(sub, u, g);
+    la__walk(sub, fn, arg);
   }
   if (d) closedir(d);
+  fn(path, arg);
+}
+
+static void la__rm_one(const char *path, void *arg) {
+  if (remove(path) != 0 && rmdir(path) != 0) return;
+}
+
+static void la__chown_one(const char *path, void *arg) {
+  const la_test_pg_t *pg = arg;
+  if (lchown(path, pg->uid, pg->gid) != 0) return;
 }
 
 /* Forks argv as the server's user, output to log; with wait set, waits
@@ -136,7 +127,7 @@ static void la__pg_reap(la_test_pg_t *pg, int sig, int timeout_ms) {
 void la_test_pg_stop(la_test_pg_t *pg) {
   if (!pg) return;
   la__pg_reap(pg, SIGINT, 10000); /* fast shutdown */
-  la__rm_rf(pg->dir);
+  la__walk(pg->dir, la__rm_one, NULL);
   for (int i = 0; i < LA__PG_MAX; i++)
     if (la__pg_live[i] == pg) la__pg_live[i] = NULL;
   free(pg);
@@ -192,7 +183,7 @@ int la_test_pg_start(int flags, la_test_pg_t **out, char *why, size_t n) {
     }
     pg->uid = pw->pw_uid;
     pg->gid = pw->pw_gid;
-    la__chown_r(pg->dir, pg->uid, pg->gid);
+    la__walk(pg->dir, la__chown_one, pg);
   }
   if (!la__pg_atexit) {
     atexit(la__pg_exit);

@@ -64,6 +64,7 @@
 #include "la_sockio.h"
 #include "la_trace_msg.h"
 #include "la_test_daemon.h"
+#include "la_test_mpi.h"
 #include "la_test_sql.h"
 #include "la_test_ipc.h"
 #include "la_test_link.h"
@@ -229,15 +230,9 @@ static void start_la(int i, const char *host, const char *key) {
 
 /* Waits until LocalAgent i is linked to the GlobalAgent. */
 static void wait_linked(int i) {
-  long long end = la_td_now_ms() + WAIT_MS;
   char v[64] = "";
-  for (;;) {
-    if (la_td_status(T.la[i], "global_link", v, sizeof v) == 0 &&
-        !strcmp(v, "connected"))
-      return;
-    CHECK(la_td_now_ms() < end, "LocalAgent %d not linked: %s", i, v);
-    la_td_nap_ms(20);
-  }
+  CHECK(la_test_wait_linked(T.la[i], WAIT_MS, v, sizeof v) == 0,
+        "LocalAgent %d not linked: %s", i, v);
 }
 
 static long long ga_status(const char *key) {
@@ -339,14 +334,7 @@ static got_t *collect(la_client_t *c, const uint64_t *tags, int n) {
 /* ------------------------------------------------------ applications --- */
 
 static int find_mpiexec(char *out, size_t len) {
-  const char *path = getenv("PATH");
-  while (path && *path) {
-    size_t k = strcspn(path, ":");
-    snprintf(out, len, "%.*s/mpiexec", (int)k, path);
-    if (access(out, X_OK) == 0) return 0;
-    path += k + (path[k] == ':');
-  }
-  return -1;
+  return la_test_find_mpiexec(out, len);
 }
 
 static char mpiexec[600], wavetoy[1100];
@@ -451,22 +439,8 @@ static void baseline_checksum(int steps, char *line, size_t len) {
  * output into the file out. */
 static void spawn_bg(const char *const *argv, const char *const *env_add,
                      const char *out) {
-  int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  assert_true(fd >= 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    setpgid(0, 0);
-    for (int i = 0; env_add && env_add[i]; i++) putenv((char *)env_add[i]);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    for (int k = 3; k < 1024; k++) close(k);
-    execvp(argv[0], (char *const *)argv);
-    _exit(127);
-  }
-  setpgid(pid, pid);
-  close(fd);
+  pid_t pid = la_test_spawn_group(argv, env_add, out);
+  assert_true(pid > 0);
   T.bg = pid;
 }
 

@@ -38,6 +38,7 @@
 #include "la_auth.h"
 #include "la_client.h"
 #include "la_test_daemon.h"
+#include "la_test_mpi.h"
 #include "la_test_pg.h"
 
 #define WAIT_MS 30000
@@ -145,15 +146,9 @@ static void start_la(int i, const char *host) {
 }
 
 static void wait_linked(int i) {
-  long long end = la_td_now_ms() + WAIT_MS;
   char v[64] = "";
-  for (;;) {
-    if (la_td_status(T.la[i], "global_link", v, sizeof v) == 0 &&
-        !strcmp(v, "connected"))
-      return;
-    CHECK(la_td_now_ms() < end, "LocalAgent %d not linked to both: %s", i, v);
-    la_td_nap_ms(20);
-  }
+  CHECK(la_test_wait_linked(T.la[i], WAIT_MS, v, sizeof v) == 0,
+        "LocalAgent %d not linked to both shards: %s", i, v);
 }
 
 /* ------------------------------------------------------------- store --- */
@@ -181,17 +176,6 @@ static void db_wait(long long min, const char *sql) {
 /* ------------------------------------------------------ applications --- */
 
 static char mpiexec[600], wavetoy[1100];
-
-static int find_mpiexec(char *out, size_t len) {
-  const char *path = getenv("PATH");
-  while (path && *path) {
-    size_t k = strcspn(path, ":");
-    snprintf(out, len, "%.*s/mpiexec", (int)k, path);
-    if (access(out, X_OK) == 0) return 0;
-    path += k + (path[k] == ':');
-  }
-  return -1;
-}
 
 /* Starts app's MPMD wavetoy run in the background in its own process
  * group: ranks 0-1 on nodeA's LocalAgent, 2-3 on nodeB's. */
@@ -221,21 +205,8 @@ static void spawn_app(int k, const char *outf) {
     v[n++] = st;
   }
   v[n] = NULL;
-  int fd = open(outf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  assert_true(fd >= 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    setpgid(0, 0);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    for (int j = 3; j < 1024; j++) close(j);
-    execvp(v[0], (char *const *)v);
-    _exit(127);
-  }
-  setpgid(pid, pid);
-  close(fd);
+  pid_t pid = la_test_spawn_group(v, NULL, outf);
+  assert_true(pid > 0);
   T.bg[k] = pid;
 }
 
@@ -268,7 +239,7 @@ static void test_shards_kill_one(void **state) {
     print_message("skip: the daemons or lactl are not built\n");
     skip();
   }
-  if (find_mpiexec(mpiexec, sizeof mpiexec) != 0) {
+  if (la_test_find_mpiexec(mpiexec, sizeof mpiexec) != 0) {
     print_message("skip: mpiexec not found on PATH (install mpich)\n");
     skip();
   }
