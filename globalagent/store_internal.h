@@ -217,6 +217,16 @@ int la__store_query1(la_db_t *db, const char *sql, int64_t *v, char *txt,
  * 0, LA_EVERSION or LA_EIO with the reason in why. */
 int la__store_schema(la_db_t *db, const char *path, char *why, size_t n);
 
+/* ------------------------------------------------------ store_query.c */
+
+/* Runs st (parameters: app_id, cycle_tag, nprocs; one column: a rank below
+ * nprocs) and collects the ranks into a new array *ranks of *n, then
+ * resets st. A bad rank is corrupt ("ROWS of APP cycle N: bad rank"), a
+ * failed step la__store_sqlerr(s, what). Returns 0, LA_EIO, LA_ENOMEM. */
+int la__store_rank_rows(la_store_t *s, la_db_stmt_t *st, const char *app_id,
+                        uint64_t cycle_tag, uint32_t nprocs, const char *rows,
+                        const char *what, uint32_t **ranks, size_t *n);
+
 /* ----------------------------------------------- store_shards.c */
 
 /* PostgreSQL: tells the other shards, when the open transaction commits,

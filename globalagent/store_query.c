@@ -54,33 +54,39 @@ int la_store_rank_host(la_store_t *s, const char *app_id, uint32_t rank,
   return r;
 }
 
-int la_store_missing_ranks(la_store_t *s, const char *app_id,
-                           uint64_t cycle_tag, uint32_t nprocs,
-                           uint32_t **ranks, size_t *n) {
-  if (!s || !app_id || !ranks || !n) return LA_EINVAL;
+int la__store_rank_rows(la_store_t *s, la_db_stmt_t *st, const char *app_id,
+                        uint64_t cycle_tag, uint32_t nprocs, const char *rows,
+                        const char *what, uint32_t **ranks, size_t *n) {
   *ranks = NULL;
   *n = 0;
   uint32_t *v = NULL;
   size_t cnt = 0, cap = 0;
   int rc, r = 0;
-  la_db_stmt_t *st = s->st[S_MISS_RANKS];
   la_db_bind_text(st, 1, app_id, -1);
   la_db_bind_int64(st, 2, la__i64(cycle_tag));
   la_db_bind_int64(st, 3, nprocs);
   while ((rc = la_db_step(st)) == LA_DB_ROW) {
     int64_t rank;
     if (!la__col_int(st, 0, 0, (int64_t)nprocs - 1, &rank)) {
-      r = la__store_corrupt(s, "missing record of %s cycle %llu: bad rank",
-                            app_id, (unsigned long long)cycle_tag);
+      r = la__store_corrupt(s, "%s of %s cycle %llu: bad rank", rows, app_id,
+                            (unsigned long long)cycle_tag);
       break;
     }
     if ((r = la__store_reserve(s, &v, cnt, &cap, sizeof *v, 16))) break;
     v[cnt++] = (uint32_t)rank;
   }
-  if (r == 0 && rc != LA_DB_DONE)
-    r = la__store_sqlerr(s, "listing missing ranks");
+  if (r == 0 && rc != LA_DB_DONE) r = la__store_sqlerr(s, what);
   la__done(st);
   return la__list_end(r, v, cnt, ranks, n);
+}
+
+int la_store_missing_ranks(la_store_t *s, const char *app_id,
+                           uint64_t cycle_tag, uint32_t nprocs,
+                           uint32_t **ranks, size_t *n) {
+  if (!s || !app_id || !ranks || !n) return LA_EINVAL;
+  return la__store_rank_rows(s, s->st[S_MISS_RANKS], app_id, cycle_tag, nprocs,
+                             "missing record", "listing missing ranks", ranks,
+                             n);
 }
 
 int la_store_missing_counts(la_store_t *s, la_store_reason_count_t *out,

@@ -36,32 +36,10 @@ int la_store_set_ranks(la_store_t *s, const char *app_id, uint64_t cycle_tag,
                     " rank < ?3 ORDER BY rank",
                     0, &st) != 0)
     return la__store_sqlerr(s, "reading a Trace-Set's ranks");
-  la_db_bind_text(st, 1, app_id, -1);
-  la_db_bind_int64(st, 2, la__i64(cycle_tag));
-  la_db_bind_int64(st, 3, nprocs);
-  uint32_t *v = NULL;
-  size_t cnt = 0, cap = 0;
-  int rc, r = 0;
-  while ((rc = la_db_step(st)) == LA_DB_ROW) {
-    int64_t rank;
-    if (!la__col_int(st, 0, 0, (int64_t)nprocs - 1, &rank)) {
-      r = la__store_corrupt(s, "ranks of %s cycle %llu: bad rank", app_id,
-                            (unsigned long long)cycle_tag);
-      break;
-    }
-    if ((r = la__store_reserve(s, &v, cnt, &cap, sizeof *v, 16))) break;
-    v[cnt++] = (uint32_t)rank;
-  }
-  if (r == 0 && rc != LA_DB_DONE)
-    r = la__store_sqlerr(s, "reading a Trace-Set's ranks");
+  int r = la__store_rank_rows(s, st, app_id, cycle_tag, nprocs, "ranks",
+                              "reading a Trace-Set's ranks", ranks, n);
   la_db_finalize(st);
-  if (r) {
-    free(v);
-    return r;
-  }
-  *ranks = v;
-  *n = cnt;
-  return 0;
+  return r;
 }
 
 #define LA__CHANNEL "la_sets"
