@@ -39,6 +39,32 @@ pid_t la_test_spawn_group(const char *const *argv, const char *const *env_add,
   return pid;
 }
 
+int la_test_start_la(la_test_daemon_t *la, const char *global,
+                     const char *secret, const char *host, int timeout_ms,
+                     char *addr, size_t n) {
+  char port_file[600], spool[600], a[5][700];
+  la_td_path(la, "port", port_file, sizeof port_file);
+  la_td_path(la, "spool", spool, sizeof spool);
+  snprintf(a[0], sizeof a[0], "--agent.port_file=%s", port_file);
+  snprintf(a[1], sizeof a[1], "--global.spool_dir=%s", spool);
+  snprintf(a[2], sizeof a[2], "--global.address=%s", global);
+  snprintf(a[3], sizeof a[3], "--global.secret_file=%s", secret);
+  snprintf(a[4], sizeof a[4], "--agent.host=%s", host);
+  const char *args[] = {"--agent.listen=127.0.0.1:0",
+                        a[0],
+                        a[1],
+                        a[2],
+                        a[3],
+                        a[4],
+                        "--log.level=debug",
+                        "--global.reconnect_min=20ms",
+                        "--global.reconnect_max=200ms",
+                        NULL};
+  if (la_td_start(la, args, port_file, timeout_ms) <= 0) return -1;
+  snprintf(addr, n, "%s", la_td_addr(la));
+  return 0;
+}
+
 int la_test_wait_linked(la_test_daemon_t *la, int timeout_ms, char *state,
                         size_t n) {
   long long end = la_td_now_ms() + timeout_ms;

@@ -21,6 +21,14 @@ int la_test_find_mpiexec(char *out, size_t len);
 pid_t la_test_spawn_group(const char *const *argv, const char *const *env_add,
                           const char *out);
 
+/* Starts the LocalAgent la as node host, linked to global (one host:port
+ * or a list of shards) with the secret file, on an ephemeral port, its
+ * spool in its directory, debug log, reconnecting within 20-200 ms; its
+ * address into addr (n bytes). Returns 0 or -1. */
+int la_test_start_la(la_test_daemon_t *la, const char *global,
+                     const char *secret, const char *host, int timeout_ms,
+                     char *addr, size_t n);
+
 /* Waits up to timeout_ms until the LocalAgent's status row global_link
  * says "connected" (every GlobalAgent of its list). Returns 0, or -1 with
  * the last state in state (n bytes). */

@@ -201,31 +201,11 @@ static void start_ga(const char *const *extra, int same_ports) {
 /* Starts LocalAgent i as node host, linked to the GlobalAgent with the
  * secret file key (NULL: the fixture's), quick reconnects. */
 static void start_la(int i, const char *host, const char *key) {
-  static char a[MAXLA][5][700];
-  char port_file[600], spool[600];
   if (!T.la[i]) T.la[i] = la_td_new("la-localagent");
   CHECK(T.la[i] != NULL, "no la-localagent");
-  la_td_path(T.la[i], "port", port_file, sizeof port_file);
-  la_td_path(T.la[i], "spool", spool, sizeof spool);
-  snprintf(a[i][0], sizeof a[i][0], "--agent.port_file=%s", port_file);
-  snprintf(a[i][1], sizeof a[i][1], "--global.spool_dir=%s", spool);
-  snprintf(a[i][2], sizeof a[i][2], "--global.address=%s", T.agents_addr);
-  snprintf(a[i][3], sizeof a[i][3], "--global.secret_file=%s",
-           key ? key : T.key);
-  snprintf(a[i][4], sizeof a[i][4], "--agent.host=%s", host);
-  const char *args[] = {"--agent.listen=127.0.0.1:0",
-                        a[i][0],
-                        a[i][1],
-                        a[i][2],
-                        a[i][3],
-                        a[i][4],
-                        "--log.level=debug",
-                        "--global.reconnect_min=20ms",
-                        "--global.reconnect_max=200ms",
-                        NULL};
-  int port = la_td_start(T.la[i], args, port_file, WAIT_MS);
-  CHECK(port > 0, "la-localagent %s did not start", host);
-  snprintf(T.la_addr[i], sizeof T.la_addr[i], "%s", la_td_addr(T.la[i]));
+  CHECK(la_test_start_la(T.la[i], T.agents_addr, key ? key : T.key, host,
+                         WAIT_MS, T.la_addr[i], sizeof T.la_addr[i]) == 0,
+        "la-localagent %s did not start", host);
 }
 
 /* Waits until LocalAgent i is linked to the GlobalAgent. */

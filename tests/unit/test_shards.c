@@ -118,31 +118,13 @@ static void start_ga(int i) {
 }
 
 static void start_la(int i, const char *host) {
-  static char a[NLA][5][700];
-  char port_file[600], spool[600];
+  char list[200];
   T.la[i] = la_td_new("la-localagent");
   CHECK(T.la[i] != NULL, "no la-localagent");
-  la_td_path(T.la[i], "port", port_file, sizeof port_file);
-  la_td_path(T.la[i], "spool", spool, sizeof spool);
-  snprintf(a[i][0], sizeof a[i][0], "--agent.port_file=%s", port_file);
-  snprintf(a[i][1], sizeof a[i][1], "--global.spool_dir=%s", spool);
-  snprintf(a[i][2], sizeof a[i][2], "--global.address=%s,%s", T.agents_addr[0],
-           T.agents_addr[1]);
-  snprintf(a[i][3], sizeof a[i][3], "--global.secret_file=%s", T.key);
-  snprintf(a[i][4], sizeof a[i][4], "--agent.host=%s", host);
-  const char *args[] = {"--agent.listen=127.0.0.1:0",
-                        a[i][0],
-                        a[i][1],
-                        a[i][2],
-                        a[i][3],
-                        a[i][4],
-                        "--log.level=debug",
-                        "--global.reconnect_min=20ms",
-                        "--global.reconnect_max=200ms",
-                        NULL};
-  int port = la_td_start(T.la[i], args, port_file, WAIT_MS);
-  CHECK(port > 0, "la-localagent %d did not start", i);
-  snprintf(T.la_addr[i], sizeof T.la_addr[i], "127.0.0.1:%d", port);
+  snprintf(list, sizeof list, "%s,%s", T.agents_addr[0], T.agents_addr[1]);
+  CHECK(la_test_start_la(T.la[i], list, T.key, host, WAIT_MS, T.la_addr[i],
+                         sizeof T.la_addr[i]) == 0,
+        "la-localagent %d did not start", i);
 }
 
 static void wait_linked(int i) {
