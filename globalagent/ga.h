@@ -94,6 +94,8 @@ struct la_ga {
   uv_check_t commit_check;
   uv_poll_t shard_poll;   /* shards.c: other shards' closed sets */
   uv_check_t shard_check;
+  uv_timer_t shard_tick;
+  int shard_fd;
   la_store_t *store;
   la_stitch_t *stitch;
   la_auth_key_t key;

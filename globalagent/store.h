@@ -273,6 +273,10 @@ int la_store_shared(const la_store_t *s);
  * watch for them; -1 on SQLite; LA_EIO. */
 int la_store_watch(la_store_t *s);
 
+/* The socket to watch (it changes when the store reconnects to the
+ * server), or -1 on SQLite. */
+int la_store_fd(la_store_t *s);
+
 /* Calls fn(arg, app_id, cycle_tag) for every set another shard closed and
  * committed since the last call, reading the socket first when consume is
  * set (never blocks). Returns how many, LA_EINVAL, or LA_EIO (the

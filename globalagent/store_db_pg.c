@@ -30,7 +30,9 @@ typedef struct {
   PGconn *c;
   int64_t changes;
   unsigned next_id;
-  int ro; /* default_transaction_read_only (lactl) */
+  int ro;          /* default_transaction_read_only (lactl) */
+  unsigned gen;    /* sessions so far: a reconnection makes a new one */
+  char listen[64]; /* the channel LISTENed to, again after reconnecting */
   char err[512];
 } la__pg_t;
 
@@ -40,6 +42,8 @@ typedef struct {
   int nparams;   /* highest $N */
   char name[24]; /* server-side name; "" when not prepared */
   int is_commit;
+  int may_reset; /* BEGIN or a read: may reconnect a lost session first */
+  unsigned gen;  /* the session it is prepared in */
   PGresult *res; /* of the current run; NULL before it */
   int done;      /* the current run ended (or failed) */
   int row, nrows, ncols;
@@ -215,6 +219,8 @@ static int la__pg_exec(la_db_t *db, const char *sql) {
   char *t = la__db_pg_sql(sql, NULL);
   if (!t) return LA_ENOMEM;
   PG(db)->err[0] = 0;
+  if (!strncmp(t, "LISTEN ", 7))
+    snprintf(PG(db)->listen, sizeof PG(db)->listen, "%s", t + 7);
   int r = la__pg_check(PG(db), PQexec(PG(db)->c, t));
   free(t);
   return r;
@@ -236,6 +242,10 @@ static int la__pg_prepare(la_db_t *db, const char *sql, int flags,
     goto fail;
   }
   st->is_commit = !strcasecmp(st->sql, "COMMIT");
+  st->may_reset =
+      !strncasecmp(st->sql, "BEGIN", 5) ||
+      (!strncasecmp(st->sql, "SELECT", 6) && !strstr(st->sql, "pg_notify"));
+  st->gen = d->gen;
   if (flags & LA_DB_PERSISTENT) {
     snprintf(st->name, sizeof st->name, "la_%u", d->next_id++);
     if (la__pg_check(d, PQprepare(d->c, st->name, st->sql, 0, NULL))) goto fail;
@@ -332,15 +342,52 @@ static void la__pg_bind_null(la_db_stmt_t *s, int i) {
 
 /* --------------------------------------------------------------- stepping */
 
+/* A session the server or the network ended is opened again (PQreset),
+ * but only before a BEGIN or a read: a write of a batch whose session was
+ * lost fails (the batch is resent), it never runs outside its
+ * transaction. Statements are prepared again in the new session. 0 or
+ * LA_EIO. */
+static int la__pg_alive(la__pg_t *d, la__pg_stmt_t *st) {
+  if (PQstatus(d->c) == CONNECTION_BAD && st->may_reset) {
+    PQreset(d->c);
+    if (PQstatus(d->c) != CONNECTION_OK) {
+      la__pg_seterr(d, PQerrorMessage(d->c));
+      return LA_EIO;
+    }
+    d->gen++;
+    PQclear(PQexec(d->c, "SET synchronous_commit = on"));
+    if (d->listen[0]) {
+      char sql[96];
+      snprintf(sql, sizeof sql, "LISTEN %s", d->listen);
+      PQclear(PQexec(d->c, sql));
+    }
+  }
+  if (st->name[0] && st->gen != d->gen) {
+    if (la__pg_check(d, PQprepare(d->c, st->name, st->sql, 0, NULL)))
+      return LA_EIO;
+    st->gen = d->gen;
+  }
+  return 0;
+}
+
 static int la__pg_run(la__pg_stmt_t *st) {
   la__pg_t *d = PG(st->base.db);
-  PGresult *r;
-  if (st->name[0])
-    r = PQexecPrepared(d->c, st->name, st->nparams, st->vals, st->lens,
+  PGresult *r = NULL;
+  /* a session found lost by this very statement: once more, reconnected */
+  for (int again = 0; again < 2; again++) {
+    PQclear(r);
+    if (la__pg_alive(d, st)) {
+      st->done = 1;
+      return LA_EIO;
+    }
+    if (st->name[0])
+      r = PQexecPrepared(d->c, st->name, st->nparams, st->vals, st->lens,
+                         st->fmts, 0);
+    else
+      r = PQexecParams(d->c, st->sql, st->nparams, NULL, st->vals, st->lens,
                        st->fmts, 0);
-  else
-    r = PQexecParams(d->c, st->sql, st->nparams, NULL, st->vals, st->lens,
-                     st->fmts, 0);
+    if (PQstatus(d->c) != CONNECTION_BAD || !st->may_reset) break;
+  }
   ExecStatusType s = PQresultStatus(r);
   if (s == PGRES_COMMAND_OK) {
     const char *tag = PQcmdStatus(r);

@@ -70,6 +70,10 @@ int la_store_watch(la_store_t *s) {
   return la_db_pg_fd(s->db);
 }
 
+int la_store_fd(la_store_t *s) {
+  return s ? la_db_pg_fd(s->db) : -1;
+}
+
 typedef struct {
   void (*fn)(void *arg, const char *app_id, uint64_t cycle_tag);
   void *arg;

@@ -187,6 +187,28 @@ static void test_pg_two_writers(void **state) {
   la_store_close(b);
 }
 
+/* The server ends the store's session (a restart, a network failure): the
+ * next batch reconnects, prepares its statements again and stores. */
+static void test_pg_reconnect(void **state) {
+  if (pg_missing) skip();
+  fx_t *f = *state;
+  assert_int_equal(put_rank_start(f->s, "re", 0, 1, 100), 0);
+  assert_int_equal(put_trace(f->s, "re", 0, 1, NULL), 0);
+  char admin[300];
+  snprintf(admin, sizeof admin, "host=%s dbname=postgres user=postgres",
+           la_test_pg_dir(pg_server));
+  assert_true(la_test_pg_value(admin,
+                               "SELECT count(pg_terminate_backend(pid)) FROM"
+                               " pg_stat_activity WHERE datname LIKE "
+                               "'la_case%'") >= 1);
+  int was_new = 0;
+  assert_int_equal(la_store_begin(f->s), 0);
+  assert_int_equal(put_trace(f->s, "re", 0, 2, &was_new), 0);
+  assert_int_equal(la_store_commit(f->s), 0);
+  assert_int_equal(was_new, 1);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces"), 2);
+}
+
 /* A store opened by URL: PostgreSQL answers where SQLite would. */
 static void test_pg_open_errors(void **state) {
   if (pg_missing) skip();
@@ -229,6 +251,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(pg_test_injected_commit_failure, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_pg_two_writers, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pg_reconnect, setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   la_test_pg_stop(pg_server);
