@@ -180,11 +180,14 @@ static void la__fail(la__link_t *up, const char *fmt, ...) {
     la_log_warnx("GlobalAgent %s: %s; retrying", up->addr_s, up->last_error);
   else
     la_log_debug("GlobalAgent %s: %s", up->addr_s, up->last_error);
+  /* only a connected link was sent messages: with several shards, the
+   * retries of one that is down must not make the others resend */
+  int was_ready = up->state == LA__UP_READY;
   up->state = LA__UP_BACKOFF;
   up->epoch++;
   up->inflight = 0;
   up->failing = 1;
-  la__rewind(up->u);
+  if (was_ready || up->u->n == 1) la__rewind(up->u);
   uv_timer_stop(&up->timer);
   la_frame_reader_free(&up->rd);
   la_auth_session_wipe(&up->ses);
