@@ -214,10 +214,11 @@ const char *const la__store_sql[S__COUNT] = {
         " ORDER BY rank, channel",
 };
 
-/* PostgreSQL: a new trace also drops its key's missing record and counts
- * in its set in the same statement (one round trip instead of three; on
- * SQLite store_write.c runs S_MISS_DEL and S_SET_TOUCH after it). Its
- * result's row count is 1 for a new trace, 0 for a resend. */
+/* PostgreSQL: a new trace also drops its key's missing record, counts in
+ * its set and stores its robust row (?18 .. ?25, when ?26 is 1) in the same
+ * statement (one round trip instead of four; on SQLite store_write.c runs
+ * S_MISS_DEL, S_ROBUST_INS and S_SET_TOUCH after it). Its result's row
+ * count is 1 for a new trace, 0 for a resend. */
 const char *const la__store_sql_pg[S__COUNT] = {
     [S_TRACE_INS] =
         "WITH ins AS (INSERT INTO traces(app_id, cycle_tag, rank, n_elements,"
@@ -232,6 +233,12 @@ const char *const la__store_sql_pg[S__COUNT] = {
         " t_first_ns, t_last_ns) SELECT app_id, cycle_tag, 1, ?17, ?17"
         " FROM ins ON CONFLICT(app_id, cycle_tag) DO UPDATE SET"
         " n_ranks_present = trace_sets.n_ranks_present + 1,"
-        " t_last_ns = excluded.t_last_ns)"
+        " t_last_ns = excluded.t_last_ns),"
+        " rob AS (INSERT INTO robust(app_id, cycle_tag, rank, segments,"
+        " stat_count, stat_sum, stat_min, stat_max, interference, flagged,"
+        " flagged_time) SELECT app_id, cycle_tag, rank, CAST(?18 AS BLOB),"
+        " CAST(?19 AS INTEGER), CAST(?20 AS REAL), CAST(?21 AS REAL),"
+        " CAST(?22 AS REAL), CAST(?23 AS REAL), CAST(?24 AS INTEGER),"
+        " CAST(?25 AS REAL) FROM ins WHERE ?26 = 1 ON CONFLICT DO NOTHING)"
         " SELECT 1 FROM ins",
 };

@@ -156,25 +156,35 @@ static int la__cycle_touch(la_store_t *s, int id, const char *app_id,
 
 /* The robust row of a new trace, when it carries robust weights or
  * interference figures (the codec checked them). Returns 0 or LA_EIO. */
+static int la__robust_has(const La__CompactTrace *t) {
+  return t->robust_stats || t->has_interference || t->has_flagged ||
+         t->has_flagged_time;
+}
+
+/* Binds the robust row's columns segments .. flagged_time of t to
+ * parameters at .. at + 7 of st. */
+static void la__robust_bind(la_db_stmt_t *st, int at,
+                            const La__CompactTrace *t) {
+  if (t->robust_stats && t->robust_segments.data) {
+    la_db_bind_blob(st, at, t->robust_segments.data,
+                    (int)t->robust_segments.len);
+    la_db_bind_int64(st, at + 1, la__i64(t->robust_stats->count));
+    la_db_bind_double(st, at + 2, t->robust_stats->sum);
+    la_db_bind_double(st, at + 3, t->robust_stats->min);
+    la_db_bind_double(st, at + 4, t->robust_stats->max);
+  }
+  if (t->has_interference) la_db_bind_double(st, at + 5, t->interference);
+  la__bind_opt_u64(st, at + 6, t->has_flagged, t->flagged);
+  if (t->has_flagged_time) la_db_bind_double(st, at + 7, t->flagged_time);
+}
+
 static int la__robust_put(la_store_t *s, const La__CompactTrace *t) {
-  if (!t->robust_stats && !t->has_interference && !t->has_flagged &&
-      !t->has_flagged_time)
-    return 0;
+  if (!la__robust_has(t)) return 0;
   la_db_stmt_t *st = s->st[S_ROBUST_INS];
   la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
   la_db_bind_int64(st, 2, la__i64(t->cycle_tag));
   la_db_bind_int64(st, 3, t->rank);
-  if (t->robust_stats && t->robust_segments.data) {
-    la_db_bind_blob(st, 4, t->robust_segments.data,
-                    (int)t->robust_segments.len);
-    la_db_bind_int64(st, 5, la__i64(t->robust_stats->count));
-    la_db_bind_double(st, 6, t->robust_stats->sum);
-    la_db_bind_double(st, 7, t->robust_stats->min);
-    la_db_bind_double(st, 8, t->robust_stats->max);
-  }
-  if (t->has_interference) la_db_bind_double(st, 9, t->interference);
-  la__bind_opt_u64(st, 10, t->has_flagged, t->flagged);
-  if (t->has_flagged_time) la_db_bind_double(st, 11, t->flagged_time);
+  la__robust_bind(st, 4, t);
   return la__store_run(s, st, "storing the trace's robust weights");
 }
 
@@ -262,10 +272,15 @@ int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new) {
   la__bind_opt_u64(st, 15, t->has_rank_seq, t->rank_seq);
   la_db_bind_int64(st, 16, la__i64(t->seq));
   la_db_bind_int64(st, 17, la__i64(now));
+  int pg = la_db_kind(s->db) == LA_DB_PG;
+  if (pg) { /* S_TRACE_INS also writes the robust row: ?18 .. ?26 */
+    la__robust_bind(st, 18, t);
+    la_db_bind_int64(st, 26, la__robust_has(t));
+  }
   if ((r = la__store_run(s, st, "storing the trace"))) goto out;
   if (la_db_changes(s->db) == 0) goto out; /* a resend: nothing changes */
   if (was_new) *was_new = 1;
-  int pg = la_db_kind(s->db) == LA_DB_PG; /* S_TRACE_INS did the next two */
+  /* on PostgreSQL, S_TRACE_INS did the next three */
   st = s->st[S_MISS_DEL]; /* a real trace wins over a missing record */
   if (pg) goto extras;
   la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
@@ -274,7 +289,7 @@ int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new) {
   if ((r = la__store_run(s, st, "dropping the trace's missing record")))
     goto out;
 extras:
-  if ((r = la__robust_put(s, t))) goto out;
+  if (!pg && (r = la__robust_put(s, t))) goto out;
   if ((r = la__channels_put(s, t))) goto out;
   if (!pg)
     r = la__cycle_touch(s, S_SET_TOUCH, t->app_id, t->cycle_tag, now,
