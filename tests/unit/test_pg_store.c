@@ -187,6 +187,39 @@ static void test_pg_two_writers(void **state) {
   la_store_close(b);
 }
 
+/* A rank's element ids (the application's numbering) in chunks, read back
+ * in pages across chunks; a resend changes nothing. */
+static void test_pg_element_ids(void **state) {
+  if (pg_missing) skip();
+  fx_t *f = *state;
+  assert_int_equal(put_rank_start(f->s, "num", 0, 1, 100), 0);
+  int64_t v[100];
+  for (int i = 0; i < 100; i++) v[i] = 5000 - i;
+  La__ElementIds m = LA__ELEMENT_IDS__INIT;
+  m.app_id = "num";
+  m.has_rank = 1;
+  m.ids = v;
+  m.n_ids = 60;
+  int was_new = 0;
+  assert_int_equal(la_store_element_ids(f->s, &m, &was_new), 0);
+  assert_true(was_new);
+  assert_int_equal(la_store_element_ids(f->s, &m, &was_new), 0);
+  assert_false(was_new);
+  m.first = 60;
+  m.ids = v + 60;
+  m.n_ids = 40;
+  assert_int_equal(la_store_element_ids(f->s, &m, NULL), 0);
+  int64_t *ids = NULL;
+  size_t n = 0;
+  uint64_t nel = 0;
+  assert_int_equal(la_store_rank_ids(f->s, "num", 0, 50, 30, &ids, &n, &nel),
+                   0);
+  assert_int_equal(n, 30);
+  assert_int_equal(nel, 100);
+  for (size_t i = 0; i < n; i++) assert_int_equal(ids[i], 5000 - 50 - (int)i);
+  free(ids);
+}
+
 /* The server ends the store's session (a restart, a network failure): the
  * next batch reconnects, prepares its statements again and stores. */
 static void test_pg_reconnect(void **state) {
@@ -252,6 +285,7 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_pg_two_writers, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pg_reconnect, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pg_element_ids, setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   la_test_pg_stop(pg_server);
