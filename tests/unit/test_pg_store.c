@@ -192,31 +192,30 @@ static void test_pg_two_writers(void **state) {
 static void test_pg_element_ids(void **state) {
   if (pg_missing) skip();
   fx_t *f = *state;
-  assert_int_equal(put_rank_start(f->s, "num", 0, 1, 100), 0);
-  int64_t v[100];
-  for (int i = 0; i < 100; i++) v[i] = 5000 - i;
-  La__ElementIds m = LA__ELEMENT_IDS__INIT;
-  m.app_id = "num";
-  m.has_rank = 1;
-  m.ids = v;
-  m.n_ids = 60;
-  int was_new = 0;
-  assert_int_equal(la_store_element_ids(f->s, &m, &was_new), 0);
-  assert_true(was_new);
-  assert_int_equal(la_store_element_ids(f->s, &m, &was_new), 0);
-  assert_false(was_new);
-  m.first = 60;
-  m.ids = v + 60;
-  m.n_ids = 40;
-  assert_int_equal(la_store_element_ids(f->s, &m, NULL), 0);
+  enum { NEL = 100, CHUNK = 25 };
+  assert_int_equal(put_rank_start(f->s, "num", 0, 1, NEL), 0);
+  int64_t v[NEL];
+  for (int i = 0; i < NEL; i++) v[i] = 7 * i + 3;
+  for (int first = 0; first < NEL; first += CHUNK)
+    for (int copy = 0; copy < 2; copy++) { /* each chunk sent twice */
+      La__ElementIds m = LA__ELEMENT_IDS__INIT;
+      m.app_id = "num";
+      m.has_rank = 1;
+      m.first = (uint64_t)first;
+      m.ids = v + first;
+      m.n_ids = CHUNK;
+      int was_new = -1;
+      assert_int_equal(la_store_element_ids(f->s, &m, &was_new), 0);
+      assert_int_equal(was_new, copy == 0);
+    }
   int64_t *ids = NULL;
   size_t n = 0;
   uint64_t nel = 0;
-  assert_int_equal(la_store_rank_ids(f->s, "num", 0, 50, 30, &ids, &n, &nel),
+  assert_int_equal(la_store_rank_ids(f->s, "num", 0, 20, 40, &ids, &n, &nel),
                    0);
-  assert_int_equal(n, 30);
-  assert_int_equal(nel, 100);
-  for (size_t i = 0; i < n; i++) assert_int_equal(ids[i], 5000 - 50 - (int)i);
+  assert_int_equal(nel, NEL);
+  assert_int_equal(n, 40);
+  for (size_t i = 0; i < n; i++) assert_int_equal(ids[i], v[20 + i]);
   free(ids);
 }
 
