@@ -484,3 +484,10 @@ clean:
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
+
+# PostgreSQL (libpq) for the store's second backend (globalagent/store_db_pg.c,
+# docs/sharding.md): everything that links the store links libpq.
+PQ_CFLAGS := $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)
+PQ_LIBS := $(shell pkg-config --libs libpq 2>/dev/null || echo -lpq)
+CPPFLAGS += $(PQ_CFLAGS)
+LDLIBS_DAEMON += $(PQ_LIBS)

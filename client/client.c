@@ -64,8 +64,18 @@ int la_client_connect(const char *host_port, int timeout_ms,
   if (!host_port || !*host_port) host_port = getenv("LA_GLOBAL");
   if (!host_port || !*host_port) host_port = LA_CLIENT_DEFAULT_ADDR;
   if (timeout_ms <= 0) timeout_ms = LA_CLIENT_DEFAULT_TIMEOUT_MS;
-  if (la_hostport_parse(host_port, host, sizeof host, &port)) return LA_EINVAL;
-  int fd = la_tcp_connect(host, port, timeout_ms);
+  /* several GlobalAgent shards, comma-separated: the first that answers */
+  int fd = LA_EINVAL;
+  while (*host_port && fd < 0) {
+    char one[300];
+    size_t k = strcspn(host_port, ",");
+    if (k >= sizeof one ||
+        (snprintf(one, sizeof one, "%.*s", (int)k, host_port),
+         la_hostport_parse(one, host, sizeof host, &port)))
+      return LA_EINVAL;
+    fd = la_tcp_connect(host, port, timeout_ms);
+    host_port += k + (host_port[k] == ',');
+  }
   if (fd < 0) return fd;
   return la_client_from_fd(fd, timeout_ms, out);
 }

@@ -75,7 +75,8 @@ LA_CLIENT_EXPORT const char *la_client_strerror(int code);
 
 /* Connects to the GlobalAgent's feed at host_port ("host:port", "port" or
  * "[v6]:port"; NULL or "" means $LA_GLOBAL, or LA_CLIENT_DEFAULT_ADDR) within
- * timeout_ms (<= 0: LA_CLIENT_DEFAULT_TIMEOUT_MS), which also becomes the
+ * timeout_ms; several GlobalAgent shards separated by commas: the first of
+ * them that accepts (any shard serves every application, docs/sharding.md) (<= 0: LA_CLIENT_DEFAULT_TIMEOUT_MS), which also becomes the
  * handle's request timeout (la_client_set_timeout). On success *out is a new
  * handle and 0 is returned. Errors: LA_EINVAL (out NULL, bad address; *out is
  * set to NULL), LA_ENOAGENT (nothing listens), LA_ETIMEDOUT, LA_ENOMEM. On

@@ -92,6 +92,10 @@ struct la_ga {
   uv_signal_t sigs[3]; /* SIGTERM, SIGINT, SIGHUP */
   uv_timer_t tick;
   uv_check_t commit_check;
+  uv_poll_t shard_poll;   /* shards.c: other shards' closed sets */
+  uv_check_t shard_check;
+  uv_timer_t shard_tick;
+  int shard_fd;
   la_store_t *store;
   la_stitch_t *stitch;
   la_auth_key_t key;
@@ -103,6 +107,11 @@ struct la_ga {
   struct la_ga_app *apps;
   int in_txn;
   int txn_failed; /* a statement of the open transaction failed */
+  /* Shards (docs/sharding.md): the set the stitcher just asked about, not
+   * closed, to complete from what other shards stored (ingest.c). */
+  char seed_app[LA_MAX_ID_LEN + 1];
+  uint64_t seed_tag;
+  int seed;
   /* ingest.c's counters as they were when the open transaction began: a
    * rolled-back transaction puts them back, so counters follow exactly
    * what was committed. */
@@ -135,6 +144,11 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
 /* Commits the open transaction, then acks and publishes. */
 void la_ga_commit(la_ga_t *ga);
 void la_ga_ingest_stop(la_ga_t *ga);
+
+/* shards.c: with a shared (PostgreSQL) store, publishes the sets the other
+ * shards close to this one's subscribers too. Nothing on SQLite. Returns 0
+ * or LA_EIO (logged). */
+int la_ga_shards_start(la_ga_t *ga);
 
 /* feed.c */
 void la_ga_feed_accept(la_ga_t *ga, uv_stream_t *server);

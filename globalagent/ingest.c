@@ -213,7 +213,36 @@ static int la__lookup_closed(void *arg, const char *app_id, uint64_t tag) {
     la_log_error("store: %s", la_store_errmsg(ga->store));
     return rc;
   }
+  if (!closed && la_store_shared(ga->store)) { /* see la__seed */
+    snprintf(ga->seed_app, sizeof ga->seed_app, "%s", app_id);
+    ga->seed_tag = tag;
+    ga->seed = 1;
+  }
   return closed;
+}
+
+/* Shards: a set the stitcher just opened may have ranks another shard
+ * stored (it had the application before it failed, or a LocalAgent sent
+ * there): they are added from the shared store, so the set completes here.
+ * s is la_stitch_add's result. */
+static void la__seed(la_ga_t *ga, int s, const char *app_id, uint32_t nprocs,
+                     uint64_t tag) {
+  if (!ga->seed) return;
+  ga->seed = 0;
+  if (s != LA_STITCH_NEW || tag != ga->seed_tag ||
+      strcmp(app_id, ga->seed_app))
+    return;
+  uint32_t *ranks = NULL;
+  size_t n = 0;
+  if (la_store_set_ranks(ga->store, app_id, tag, nprocs, &ranks, &n) != 0) {
+    la_log_error("store: %s", la_store_errmsg(ga->store));
+    ga->txn_failed = 1;
+    return;
+  }
+  if (n > 1)
+    la_stitch_restore(ga->stitch, app_id, nprocs, tag, ranks, n,
+                      uv_now(ga->loop));
+  free(ranks);
 }
 
 /* What la_stitch_add's result means for the batch: a late arrival updates
@@ -266,6 +295,7 @@ static int la__ingest_missing(la_ga_t *ga, const char *host,
   }
   int s = la_stitch_add(ga->stitch, app_id, a->nprocs, rank, tag,
                         uv_now(ga->loop));
+  la__seed(ga, s, app_id, a->nprocs, tag);
   la__stitched(ga, s, app_id, rank, tag);
   return 0;
 }
@@ -320,6 +350,7 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
       } else {
         int s = la_stitch_add(ga->stitch, t->app_id, a->nprocs, t->rank,
                               t->cycle_tag, uv_now(ga->loop));
+        la__seed(ga, s, t->app_id, a->nprocs, t->cycle_tag);
         la__stitched(ga, s, t->app_id, t->rank, t->cycle_tag);
       }
     }
@@ -482,8 +513,12 @@ int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
                        size_t why_len) {
   ga->agent_ops = agents;
   char r[400];
-  if (la_store_open(ga->set.db, ga->set.fsync, &ga->store, r, sizeof r)) {
-    snprintf(why, why_len, "store.path %s: %s", ga->set.db, r);
+  const char *db = ga->set.db_url[0] ? ga->set.db_url : ga->set.db;
+  if (la_store_open(db, ga->set.fsync, &ga->store, r, sizeof r)) {
+    if (ga->set.db_url[0])
+      snprintf(why, why_len, "store.url: %s", r);
+    else
+      snprintf(why, why_len, "store.path %s: %s", ga->set.db, r);
     return LA_EIO;
   }
   la_store_set_history(ga->store, (uint64_t)ga->set.history_full_cycles);

@@ -75,7 +75,7 @@ static int la__check(const la_ga_settings_t *s) {
   if (s->secret_file[0] &&
       la_daemon_check_secret(la__me, "agents.secret_file", s->secret_file))
     bad = 1;
-  if (strcmp(s->db, ":memory:") &&
+  if (!s->db_url[0] && strcmp(s->db, ":memory:") &&
       la_daemon_check_file_dir(la__me, "store.path", s->db))
     bad = 1;
   if (s->pid_file[0] &&
@@ -128,6 +128,7 @@ static void la__reload(la_ga_t *ga) {
   }
   if (strcmp(n.agent_listen, ga->set.agent_listen) ||
       strcmp(n.feed_listen, ga->set.feed_listen) || strcmp(n.db, ga->set.db) ||
+      strcmp(n.db_url, ga->set.db_url) ||
       strcmp(n.secret_file, ga->set.secret_file))
     la_log_warnx("SIGHUP: listen addresses, store.path and secret_file "
                  "changes need a restart");
@@ -250,6 +251,10 @@ int main(int argc, char **argv) {
     la_log_error("%s", why);
     return 1;
   }
+  if (la_ga_shards_start(ga) != 0) {
+    la_ga_ingest_stop(ga);
+    return 1;
+  }
   if (la__listen(ga, &ga->agent_listener, "agents", ga->set.agent_listen,
                  la__on_agent, ga->agent_bound, sizeof ga->agent_bound,
                  &ga->agent_port, ga->set.agent_port_file) != 0 ||
@@ -269,7 +274,8 @@ int main(int argc, char **argv) {
     la_log_warn("cannot write pid_file %s", ga->set.pid_file);
   la_uv_signals(ga->loop, ga->sigs, la__on_signal, ga);
   la_log_info("%s ready (pid %d, store %s, stitch timeout %lld ms)",
-              LA_GA_VERSION, (int)getpid(), ga->set.db,
+              LA_GA_VERSION, (int)getpid(),
+              ga->set.db_url[0] ? "PostgreSQL (store.url)" : ga->set.db,
               (long long)ga->set.set_timeout_ms);
   char st[600];
   snprintf(st, sizeof st, "agents on %.250s, feed on %.250s",

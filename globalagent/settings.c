@@ -61,6 +61,9 @@ const la_cfg_key_t la_ga_keys[] = {
     "in the store); read at start"),
   S("store", "path", db, "/var/lib/la-globalagent/la.db",
     "SQLite database file (WAL mode)"),
+  S("store", "url", db_url, "",
+    "PostgreSQL database (libpq URI or key=value string) instead of "
+    "store.path; GlobalAgent shards share one (docs/sharding.md)"),
   N("store", "fsync", LA_CFG_BOOL, fsync, "yes", 0, 1,
     "fsync every commit (durable against power loss); no: against crashes"),
   N("store", "batch_max", LA_CFG_INT, batch_max, "1000", 1, 1000000,

@@ -35,6 +35,7 @@ typedef struct la_ga_settings {
   int64_t closed_cache; /* closed keys remembered in memory (read at start) */
   /* [store] */
   char db[512];
+  char db_url[1024]; /* PostgreSQL, shared by shards ("" = SQLite at db) */
   int fsync;
   int64_t batch_max;
   /* [history] (docs/history.md) */

@@ -1,5 +1,6 @@
-/* store.c: the GlobalAgent's embedded SQLite store (see store.h and
- * docs/storage.md for the schema and its rules): opening and closing it,
+/* store.c: the GlobalAgent's store (see store.h and docs/storage.md for the
+ * schema and its rules), an embedded SQLite file or a PostgreSQL database
+ * (store_db.h, docs/sharding.md): opening and closing it,
  * transactions (group commit) and the helpers the other store files share
  * (store_internal.h).
  *
@@ -28,7 +29,7 @@
 /* Contracts of the shared helpers: store_internal.h. */
 
 int la__store_sqlerr(la_store_t *s, const char *what) {
-  la__store_fmt(s->err, sizeof s->err, "%s: %s", what, sqlite3_errmsg(s->db));
+  la__store_fmt(s->err, sizeof s->err, "%s: %s", what, la_db_errmsg(s->db));
   if (s->in_batch) s->failed = 1;
   return LA_EIO;
 }
@@ -44,17 +45,16 @@ int la__store_corrupt(la_store_t *s, const char *fmt, ...) {
 
 int la__store_no_app(la_store_t *s, int rc, const char *app_id,
                      const char *what) {
-  if (rc != SQLITE_DONE) return la__store_sqlerr(s, what);
+  if (rc != LA_DB_DONE) return la__store_sqlerr(s, what);
   la__store_fmt(s->err, sizeof s->err, "no application %s", app_id);
   return LA_ENOTFOUND;
 }
 
-int la__store_run(la_store_t *s, sqlite3_stmt *st, const char *what) {
-  int rc = sqlite3_step(st);
+int la__store_run(la_store_t *s, la_db_stmt_t *st, const char *what) {
+  int rc = la_db_step(st);
   int r = 0;
-  if (rc != SQLITE_DONE && rc != SQLITE_ROW) r = la__store_sqlerr(s, what);
-  sqlite3_reset(st);
-  sqlite3_clear_bindings(st);
+  if (rc != LA_DB_DONE && rc != LA_DB_ROW) r = la__store_sqlerr(s, what);
+  la_db_reset(st);
   return r;
 }
 
@@ -112,57 +112,19 @@ int la_store_open(const char *path, int synchronous_full, la_store_t **out,
     la__store_fmt(why, why_len, "out of memory");
     return LA_ENOMEM;
   }
-  int r = LA_EIO, memory = strcmp(path, ":memory:") == 0;
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-  if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
-    la__store_fmt(why, why_len, "%s: %s", path,
-                  s->db ? sqlite3_errmsg(s->db) : "cannot open");
-    goto fail;
-  }
-  sqlite3_busy_timeout(s->db, 5000);
-  /* The first read tells a file that is not a database. */
-  sqlite3_int64 appid = 0;
-  if (la__store_query1(s->db, "PRAGMA application_id", &appid, NULL, 0) < 0) {
-    la__store_fmt(why, why_len, "%s: %s", path, sqlite3_errmsg(s->db));
-    goto fail;
-  }
-  if (appid != 0 && appid != LA_STORE_APPLICATION_ID) {
-    la__store_fmt(why, why_len,
-                  "%s: not an LA database (SQLite application_id 0x%llx)", path,
-                  (unsigned long long)appid);
-    goto fail;
-  }
-  char mode[32] = "";
-  if (la__store_query1(s->db, "PRAGMA journal_mode = WAL", NULL, mode,
-                       sizeof mode) < 0) {
-    la__store_fmt(why, why_len, "%s: %s", path, sqlite3_errmsg(s->db));
-    goto fail;
-  }
-  if (strcmp(mode, "wal") != 0 && !memory) {
-    la__store_fmt(why, why_len,
-                  "%s: cannot use WAL mode (journal_mode is '%s'); put the "
-                  "database on a local file system",
-                  path, mode);
-    goto fail;
-  }
-  if (la__store_exec(s->db,
-                     synchronous_full ? "PRAGMA synchronous = FULL"
-                                      : "PRAGMA synchronous = NORMAL",
-                     why, why_len, path, "setting synchronous") ||
-      la__store_exec(s->db, "PRAGMA foreign_keys = ON", why, why_len, path,
-                     "enabling foreign keys") ||
-      la__store_exec(s->db, "PRAGMA cache_size = -16384", why, why_len, path,
-                     "setting the cache size"))
-    goto fail;
+  int r = la_db_open(path, synchronous_full ? LA_DB_SYNC_FULL : 0, &s->db, why,
+                     why_len);
+  if (r) goto fail;
   r = la__store_schema(s->db, path, why, why_len);
   if (r) goto fail;
   r = LA_EIO;
   for (int i = 0; i < S__COUNT; i++) {
-    if (sqlite3_prepare_v3(s->db, la__store_sql[i], -1,
-                           SQLITE_PREPARE_PERSISTENT, &s->st[i],
-                           NULL) != SQLITE_OK) {
+    const char *sql = la_db_kind(s->db) == LA_DB_PG && la__store_sql_pg[i]
+                          ? la__store_sql_pg[i]
+                          : la__store_sql[i];
+    if (la_db_prepare(s->db, sql, LA_DB_PERSISTENT, &s->st[i])) {
       la__store_fmt(why, why_len, "%s: schema check failed: %s", path,
-                    sqlite3_errmsg(s->db));
+                    la_db_errmsg(s->db));
       goto fail;
     }
   }
@@ -184,9 +146,9 @@ fail:
 void la_store_close(la_store_t *s) {
   if (!s) return;
   if (s->in_batch) la_store_rollback(s);
-  for (int i = 0; i < S__COUNT; i++) sqlite3_finalize(s->st[i]);
+  for (int i = 0; i < S__COUNT; i++) la_db_finalize(s->st[i]);
   la__store_history_close(s);
-  sqlite3_close(s->db);
+  la_db_close(s->db);
   free(s);
 }
 
@@ -214,14 +176,14 @@ int la_store_rollback(la_store_t *s) {
   int r = 0;
   s->in_batch = 0;
   s->failed = 0;
-  if (!sqlite3_get_autocommit(s->db)) {
-    int rc = sqlite3_step(s->st[S_ROLLBACK]);
-    if (rc != SQLITE_DONE) {
-      la__store_fmt(s->err, sizeof s->err, "ROLLBACK: %s",
-                    sqlite3_errmsg(s->db));
+  s->app_known[0] = 0;
+  if (s->db && la_db_in_txn(s->db)) {
+    int rc = la_db_step(s->st[S_ROLLBACK]);
+    if (rc != LA_DB_DONE) {
+      la__store_fmt(s->err, sizeof s->err, "ROLLBACK: %s", la_db_errmsg(s->db));
       r = LA_EIO;
     }
-    sqlite3_reset(s->st[S_ROLLBACK]);
+    la_db_reset(s->st[S_ROLLBACK]);
   }
   return r;
 }
@@ -245,14 +207,14 @@ int la_store_commit(la_store_t *s) {
       la_store_rollback(s);
       return LA_EIO;
     }
-  int rc = sqlite3_step(s->st[S_COMMIT]);
-  if (rc != SQLITE_DONE) {
-    la__store_fmt(s->err, sizeof s->err, "COMMIT: %s", sqlite3_errmsg(s->db));
-    sqlite3_reset(s->st[S_COMMIT]);
+  int rc = la_db_step(s->st[S_COMMIT]);
+  if (rc != LA_DB_DONE) {
+    la__store_fmt(s->err, sizeof s->err, "COMMIT: %s", la_db_errmsg(s->db));
+    la_db_reset(s->st[S_COMMIT]);
     la_store_rollback(s);
     return LA_EIO;
   }
-  sqlite3_reset(s->st[S_COMMIT]);
+  la_db_reset(s->st[S_COMMIT]);
   s->in_batch = 0;
   return 0;
 }

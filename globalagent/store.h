@@ -50,13 +50,16 @@
 typedef struct la_store la_store_t;
 
 /* Opens or creates the database at path (":memory:" for a private in-memory
- * database, without WAL). Sets WAL mode, foreign keys, a 5 s busy timeout,
- * synchronous FULL (synchronous_full = 1: every commit is fsync'ed, durable
- * against power loss) or NORMAL (0: durable against a process crash; a
- * power loss may lose the last commits), then creates the schema or checks
- * it. Refuses a database whose schema_version is newer than
- * LA_STORE_SCHEMA_VERSION (LA_EVERSION), a file that is not an SQLite
- * database or is another program's database (LA_EIO), with the reason in
+ * database, without WAL), or, when path is a PostgreSQL URL or connection
+ * string (store_db.h: la_db_is_pg_url), connects to that database, which
+ * several GlobalAgents may share (docs/sharding.md; every commit is then
+ * durable on the server, whatever synchronous_full). SQLite: sets WAL mode,
+ * foreign keys, a 5 s busy timeout, synchronous FULL (synchronous_full = 1:
+ * every commit is fsync'ed, durable against power loss) or NORMAL (0: durable
+ * against a process crash; a power loss may lose the last commits), then
+ * creates the schema or checks it. Refuses a database whose schema_version is
+ * newer than LA_STORE_SCHEMA_VERSION (LA_EVERSION), a file that is not an
+ * SQLite database or is another program's database (LA_EIO), with the reason in
  * why. On success *out is the store, to close with la_store_close(). */
 int la_store_open(const char *path, int synchronous_full, la_store_t **out,
                   char *why, size_t why_len);
@@ -268,6 +271,36 @@ void la_store_free_open_sets(la_store_open_set_t *v, size_t n);
 int la_store_set_is_closed(la_store_t *s, const char *app_id,
                            uint64_t cycle_tag, int *closed);
 
+/* 1 when the store is a database other GlobalAgents (shards) may write too
+ * (PostgreSQL), 0 for an SQLite file. */
+int la_store_shared(const la_store_t *s);
+
+/* PostgreSQL: starts listening for the sets other shards close (their
+ * la_store_set_closed, delivered once committed) and returns the socket to
+ * watch for them; -1 on SQLite; LA_EIO. */
+int la_store_watch(la_store_t *s);
+
+/* The socket to watch (it changes when the store reconnects to the
+ * server), or -1 on SQLite. */
+int la_store_fd(la_store_t *s);
+
+/* Calls fn(arg, app_id, cycle_tag) for every set another shard closed and
+ * committed since the last call, reading the socket first when consume is
+ * set (never blocks). Returns how many, LA_EINVAL, or LA_EIO (the
+ * connection failed). */
+int la_store_closed_elsewhere(la_store_t *s, int consume,
+                              void (*fn)(void *arg, const char *app_id,
+                                         uint64_t cycle_tag),
+                              void *arg);
+
+/* The ranks below nprocs of the Trace-Set (app_id, cycle_tag) that have a
+ * trace or a missing record, written by any shard (committed) or in the
+ * open batch, increasing, into a new array *ranks (free it) of *n. Returns
+ * 0, LA_EINVAL, LA_ENOMEM, LA_EIO (a corrupt row; poisons an open
+ * batch on a database error). */
+int la_store_set_ranks(la_store_t *s, const char *app_id, uint64_t cycle_tag,
+                       uint32_t nprocs, uint32_t **ranks, size_t *n);
+
 /* *nprocs (0: unknown) and *ended (ranks whose RankEnd is stored) of
  * app_id. Returns 0, LA_ENOTFOUND for an unknown application, LA_EINVAL,
  * LA_EIO. */
@@ -288,8 +321,7 @@ int la_store_rank_elements(la_store_t *s, const char *app_id, uint32_t rank,
  * Returns 0, LA_EPROTO (no RankStart of the rank stored, or ids past its
  * element count: nothing written, la_store_errmsg says which), LA_EINVAL
  * (no app_id, rank or ids), LA_ENOMEM, LA_EIO. */
-int la_store_element_ids(la_store_t *s, const La__ElementIds *m,
-                         int *was_new);
+int la_store_element_ids(la_store_t *s, const La__ElementIds *m, int *was_new);
 
 /* Up to max global ids of rank's elements first.. into *ids (malloc'ed,
  * the caller frees it; NULL when *n is 0, i.e. first >= *n_elements), and

@@ -27,10 +27,13 @@
 
 /* The history statement id, prepared on first use; NULL on failure
  * (la__store_sqlerr recorded it). */
-static sqlite3_stmt *la__hst(la_store_t *s, int id) {
-  if (!s->hist[id] && sqlite3_prepare_v3(s->db, la__store_history_sql[id], -1,
-                                         SQLITE_PREPARE_PERSISTENT,
-                                         &s->hist[id], NULL) != SQLITE_OK) {
+static la_db_stmt_t *la__hst(la_store_t *s, int id) {
+  if (s->hist[id]) return s->hist[id];
+  const char *sql =
+      la_db_kind(s->db) == LA_DB_PG && la__store_history_sql_pg[id]
+          ? la__store_history_sql_pg[id]
+          : la__store_history_sql[id];
+  if (la_db_prepare(s->db, sql, LA_DB_PERSISTENT, &s->hist[id]) != 0) {
     s->hist[id] = NULL;
     la__store_sqlerr(s, "preparing the history statements");
     return NULL;
@@ -38,11 +41,11 @@ static sqlite3_stmt *la__hst(la_store_t *s, int id) {
   return s->hist[id];
 }
 
-static void la__bind_key(sqlite3_stmt *st, const char *app_id,
+static void la__bind_key(la_db_stmt_t *st, const char *app_id,
                          uint64_t cycle_tag, uint32_t rank) {
   la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
-  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
-  sqlite3_bind_int64(st, 3, rank);
+  la_db_bind_int64(st, 2, la__i64(cycle_tag));
+  la_db_bind_int64(st, 3, rank);
 }
 
 void la_store_set_history(la_store_t *s, uint64_t full_cycles) {
@@ -68,22 +71,22 @@ int la__store_history_check(la_store_t *s, const La__CompactTrace *t) {
                   (unsigned long long)t->history_ref, refused);
     return LA_EPROTO;
   }
-  sqlite3_stmt *st = la__hst(s, H_REF);
+  la_db_stmt_t *st = la__hst(s, H_REF);
   if (!st) return LA_EIO;
   la__bind_key(st, t->app_id, t->history_ref, t->rank);
-  int rc = sqlite3_step(st), r = 0;
-  if (rc == SQLITE_DONE) {
+  int rc = la_db_step(st), r = 0;
+  if (rc == LA_DB_DONE) {
     refused = "that rank has no stored trace of that cycle";
-  } else if (rc != SQLITE_ROW) {
+  } else if (rc != LA_DB_ROW) {
     r = la__store_sqlerr(s, "checking the trace's history reference");
-  } else if (sqlite3_column_int64(st, 4)) {
+  } else if (la_db_column_int64(st, 4)) {
     refused = "that cycle is itself stored as a reference";
-  } else if (sqlite3_column_int64(st, 2) <= 0) {
+  } else if (la_db_column_int64(st, 2) <= 0) {
     refused = "that cycle's trace has no segments";
-  } else if ((uint64_t)sqlite3_column_int64(st, 0) != t->n_elements ||
-             sqlite3_column_int64(st, 1) != (sqlite3_int64)t->mode) {
+  } else if ((uint64_t)la_db_column_int64(st, 0) != t->n_elements ||
+             la_db_column_int64(st, 1) != (int64_t)t->mode) {
     refused = "that cycle has another element count or compaction mode";
-  } else if (t->robust_stats && !sqlite3_column_int64(st, 3)) {
+  } else if (t->robust_stats && !la_db_column_int64(st, 3)) {
     refused = "that cycle has no robust weights";
   }
   la__done(st);
@@ -103,15 +106,17 @@ int la__store_history_check(la_store_t *s, const La__CompactTrace *t) {
 static int la__demote(la_store_t *s, const char *app_id, uint32_t rank,
                       uint64_t cycle_tag, const double err[3],
                       const int has_err[3]) {
-  sqlite3_stmt *st = la__hst(s, H_DEMOTE_TRACE);
+  la_db_stmt_t *st = la__hst(s, H_DEMOTE_TRACE);
   if (!st) return LA_EIO;
   la__bind_key(st, app_id, cycle_tag, rank);
   for (int i = 0; i < 3; i++)
-    if (has_err[i]) sqlite3_bind_double(st, 4 + i, err[i]);
+    if (has_err[i]) la_db_bind_double(st, 4 + i, err[i]);
+  la_db_bind_blob(st, 7, "", 0); /* empty, not NULL */
   int r = la__store_run(s, st, "demoting a trace to its reference");
   if (r == 0 && (st = la__hst(s, H_DEMOTE_ROBUST)) == NULL) r = LA_EIO;
   if (r == 0) {
     la__bind_key(st, app_id, cycle_tag, rank);
+    la_db_bind_blob(st, 4, "", 0);
     r = la__store_run(s, st, "demoting a trace's robust weights");
   }
   if (r == 0 && (st = la__hst(s, H_DONE)) == NULL) r = LA_EIO;
@@ -124,22 +129,22 @@ static int la__demote(la_store_t *s, const char *app_id, uint32_t rank,
 
 /* The history row of a new trace that names a reference. 0 or LA_EIO. */
 static int la__history_row(la_store_t *s, const La__CompactTrace *t) {
-  sqlite3_stmt *st = la__hst(s, H_INS);
+  la_db_stmt_t *st = la__hst(s, H_INS);
   if (!st) return LA_EIO;
   la__bind_key(st, t->app_id, t->cycle_tag, t->rank);
-  sqlite3_bind_int64(st, 4, la__i64(t->history_ref));
-  sqlite3_bind_int64(st, 5, la__i64(t->rank_seq));
+  la_db_bind_int64(st, 4, la__i64(t->history_ref));
+  la_db_bind_int64(st, 5, la__i64(t->rank_seq));
   if (t->history_error) {
-    sqlite3_bind_double(st, 6, t->history_error->max_abs);
-    sqlite3_bind_double(st, 7, t->history_error->rmse);
-    sqlite3_bind_double(st, 8, t->history_error->cv);
+    la_db_bind_double(st, 6, t->history_error->max_abs);
+    la_db_bind_double(st, 7, t->history_error->rmse);
+    la_db_bind_double(st, 8, t->history_error->cv);
   }
   return la__store_run(s, st, "storing the trace's history reference");
 }
 
 int la__store_history_put(la_store_t *s, const La__CompactTrace *t) {
   if (!t->has_rank_seq) return 0;
-  sqlite3_stmt *st;
+  la_db_stmt_t *st;
   int r = 0;
   if (t->has_history_ref && (r = la__history_row(s, t))) return r;
   /* The rank's references that left the window of its full_cycles most
@@ -155,19 +160,19 @@ int la__store_history_put(la_store_t *s, const La__CompactTrace *t) {
   do {
     if (!(st = la__hst(s, H_PENDING))) return LA_EIO;
     la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
-    sqlite3_bind_int64(st, 2, t->rank);
-    sqlite3_bind_int64(st, 3, la__i64(upto));
+    la_db_bind_int64(st, 2, t->rank);
+    la_db_bind_int64(st, 3, la__i64(upto));
     int rc;
     k = 0;
-    while (k < BATCH && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-      tags[k] = (uint64_t)sqlite3_column_int64(st, 0);
+    while (k < BATCH && (rc = la_db_step(st)) == LA_DB_ROW) {
+      tags[k] = (uint64_t)la_db_column_int64(st, 0);
       for (int i = 0; i < 3; i++) {
-        has[k][i] = sqlite3_column_type(st, 1 + i) != SQLITE_NULL;
-        errs[k][i] = sqlite3_column_double(st, 1 + i);
+        has[k][i] = la_db_column_type(st, 1 + i) != LA_DB_NULL;
+        errs[k][i] = la_db_column_double(st, 1 + i);
       }
       k++;
     }
-    if (k < BATCH && rc != SQLITE_DONE)
+    if (k < BATCH && rc != LA_DB_DONE)
       r = la__store_sqlerr(s, "finding the references to demote");
     la__done(st);
     for (size_t i = 0; r == 0 && i < k; i++)
@@ -177,16 +182,16 @@ int la__store_history_put(la_store_t *s, const La__CompactTrace *t) {
 }
 
 int la__store_history_resolve(la_store_t *s, La__CompactTrace *t, int robust) {
-  sqlite3_stmt *st = la__hst(s, H_RESOLVE);
+  la_db_stmt_t *st = la__hst(s, H_RESOLVE);
   if (!st) return LA_EIO;
   la__bind_key(st, t->app_id, t->cycle_tag, t->rank);
-  int rc = sqlite3_step(st), r = 0;
+  int rc = la_db_step(st), r = 0;
   int col = robust ? 2 : 1;
-  const void *blob = rc == SQLITE_ROW ? sqlite3_column_blob(st, col) : NULL;
-  int blen = rc == SQLITE_ROW ? sqlite3_column_bytes(st, col) : 0;
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+  const void *blob = rc == LA_DB_ROW ? la_db_column_blob(st, col) : NULL;
+  int blen = rc == LA_DB_ROW ? la_db_column_bytes(st, col) : 0;
+  if (rc != LA_DB_ROW && rc != LA_DB_DONE) {
     r = la__store_sqlerr(s, "loading a trace's representative");
-  } else if (rc == SQLITE_DONE) { /* not a reference: an empty trace */
+  } else if (rc == LA_DB_DONE) { /* not a reference: an empty trace */
     r = la__store_corrupt(s,
                           "trace of %s cycle %llu rank %u: %s BLOB of 0 "
                           "bytes and no history reference",
@@ -216,7 +221,7 @@ int la__store_history_resolve(la_store_t *s, La__CompactTrace *t, int robust) {
 
 void la__store_history_close(la_store_t *s) {
   for (int i = 0; i < H__COUNT; i++) {
-    sqlite3_finalize(s->hist[i]);
+    la_db_finalize(s->hist[i]);
     s->hist[i] = NULL;
   }
 }

@@ -19,10 +19,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <sqlite3.h>
-
 #include "la_codec.h" /* LA_MAX_RANKS, LA_MAX_ID_LEN */
 #include "store.h"
+#include "store_db.h"
 
 /* Ids of the statements prepared at open (SQL in store_sql.c). */
 enum {
@@ -67,8 +66,10 @@ enum {
   S__COUNT
 };
 
-/* The SQL of each statement id (store_sql.c). */
+/* The SQL of each statement id (store_sql.c), and where PostgreSQL runs
+ * other SQL for it (NULL: the same). */
 extern const char *const la__store_sql[S__COUNT];
+extern const char *const la__store_sql_pg[S__COUNT];
 
 /* Ids of the history statements (store_history.c; SQL in store_sql.c),
  * prepared on first use. */
@@ -83,6 +84,8 @@ enum {
   H__COUNT
 };
 extern const char *const la__store_history_sql[H__COUNT];
+/* PostgreSQL's own form where it differs (NULL: la__store_history_sql's). */
+extern const char *const la__store_history_sql_pg[H__COUNT];
 
 /* Test-only fault injection: the environment variable names the commits
  * (1-based, counting every la_store_commit of this store) that fail as if
@@ -92,15 +95,18 @@ extern const char *const la__store_history_sql[H__COUNT];
 #define LA__FAIL_MAX 16
 
 struct la_store {
-  sqlite3 *db;
-  sqlite3_stmt *st[S__COUNT];
+  la_db_t *db;
+  la_db_stmt_t *st[S__COUNT];
   int in_batch; /* between la_store_begin and commit/rollback */
   int failed;   /* a write of the open batch failed with LA_EIO */
   uint64_t n_commits;
   uint64_t fail_at[LA__FAIL_MAX]; /* LA__FAIL_ENV's commit numbers */
   int n_fail_at;
-  sqlite3_stmt *hist[H__COUNT]; /* store_history.c, prepared on first use */
+  la_db_stmt_t *hist[H__COUNT]; /* store_history.c, prepared on first use */
   uint64_t hist_full_cycles;    /* la_store_set_history */
+  /* an application whose row exists (committed, or written by the open
+   * batch: forgotten at a rollback): its traces skip the lookup */
+  char app_known[LA_MAX_ID_LEN + 1];
   char err[512];
 };
 
@@ -119,7 +125,7 @@ static inline void la__store_fmt(char *buf, size_t n, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* Records an SQLite error with what failed (call before resetting the
+/* Records a database error with what failed (call before resetting the
  * statement) and poisons the open batch. Returns LA_EIO. */
 int la__store_sqlerr(la_store_t *s, const char *what);
 
@@ -129,14 +135,14 @@ int la__store_corrupt(la_store_t *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* The error of a step (result rc) that found no row of app_id: for
- * SQLITE_DONE LA_ENOTFOUND with "no application APP_ID", else
+ * LA_DB_DONE LA_ENOTFOUND with "no application APP_ID", else
  * la__store_sqlerr(s, what). */
 int la__store_no_app(la_store_t *s, int rc, const char *app_id,
                      const char *what);
 
 /* Steps a write statement to completion, then resets it and clears its
  * bindings. Returns 0 or LA_EIO (la__store_sqlerr with what). */
-int la__store_run(la_store_t *s, sqlite3_stmt *st, const char *what);
+int la__store_run(la_store_t *s, la_db_stmt_t *st, const char *what);
 
 /* Starts a write call: inside a batch it joins it (LA_EIO when the batch is
  * poisoned, keeping the first error's text), outside it begins a
@@ -158,46 +164,44 @@ int la__store_reserve(la_store_t *s, void *vp, size_t n, size_t *cap,
 
 /* ---------------------------------------------------- binding and columns */
 
-/* Unsigned values keep their bits in SQLite's signed INTEGER. */
-static inline sqlite3_int64 la__i64(uint64_t v) {
-  return (sqlite3_int64)v;
+/* Unsigned values keep their bits in the database's signed INTEGER. */
+static inline int64_t la__i64(uint64_t v) {
+  return (int64_t)v;
 }
 
 /* Resets a read statement and clears its bindings. */
-static inline void la__done(sqlite3_stmt *st) {
-  sqlite3_reset(st);
-  sqlite3_clear_bindings(st);
+static inline void la__done(la_db_stmt_t *st) {
+  la_db_reset(st);
 }
 
 /* Binds a string truncated to at most max bytes (NULL: ""). */
-static inline void la__bind_text(sqlite3_stmt *st, int i, const char *v,
+static inline void la__bind_text(la_db_stmt_t *st, int i, const char *v,
                                  size_t max) {
   if (!v) v = "";
   size_t n = strnlen(v, max);
-  sqlite3_bind_text(st, i, v, (int)n, SQLITE_STATIC);
+  la_db_bind_text(st, i, v, (int)n);
 }
 
 /* Binds v when has is set, NULL otherwise. */
-static inline void la__bind_opt_u64(sqlite3_stmt *st, int i, int has,
+static inline void la__bind_opt_u64(la_db_stmt_t *st, int i, int has,
                                     uint64_t v) {
   if (has)
-    sqlite3_bind_int64(st, i, la__i64(v));
+    la_db_bind_int64(st, i, la__i64(v));
   else
-    sqlite3_bind_null(st, i);
+    la_db_bind_null(st, i);
 }
 
 /* A column read as double: NULL stands for NaN (SQLite stores NaN as NULL). */
-static inline double la__col_double(sqlite3_stmt *st, int i) {
-  return sqlite3_column_type(st, i) == SQLITE_NULL
-             ? NAN
-             : sqlite3_column_double(st, i);
+static inline double la__col_double(la_db_stmt_t *st, int i) {
+  return la_db_column_type(st, i) == LA_DB_NULL ? NAN
+                                                : la_db_column_double(st, i);
 }
 
 /* Copies column i (text, NULL: "") into buf, truncated. */
-static inline void la__col_copy(sqlite3_stmt *st, int i, char *buf,
+static inline void la__col_copy(la_db_stmt_t *st, int i, char *buf,
                                 size_t cap) {
-  const unsigned char *t = sqlite3_column_text(st, i);
-  int n = sqlite3_column_bytes(st, i);
+  const unsigned char *t = la_db_column_text(st, i);
+  int n = la_db_column_bytes(st, i);
   size_t k = t && n > 0 ? (size_t)n : 0;
   if (k >= cap) k = cap - 1;
   if (k) memcpy(buf, t, k);
@@ -206,10 +210,10 @@ static inline void la__col_copy(sqlite3_stmt *st, int i, char *buf,
 
 /* A column that must be an integer within [lo, hi]: 1 with *v set, else
  * 0. */
-static inline int la__col_int(sqlite3_stmt *st, int i, sqlite3_int64 lo,
-                              sqlite3_int64 hi, sqlite3_int64 *v) {
-  if (sqlite3_column_type(st, i) != SQLITE_INTEGER) return 0;
-  *v = sqlite3_column_int64(st, i);
+static inline int la__col_int(la_db_stmt_t *st, int i, int64_t lo, int64_t hi,
+                              int64_t *v) {
+  if (la_db_column_type(st, i) != LA_DB_INTEGER) return 0;
+  *v = la_db_column_int64(st, i);
   return *v >= lo && *v <= hi;
 }
 
@@ -217,19 +221,37 @@ static inline int la__col_int(sqlite3_stmt *st, int i, sqlite3_int64 lo,
 
 /* Runs sql on db; on error writes "path: what: message" into why. Returns 0
  * or LA_EIO. */
-int la__store_exec(sqlite3 *db, const char *sql, char *why, size_t n,
+int la__store_exec(la_db_t *db, const char *sql, char *why, size_t n,
                    const char *path, const char *what);
 
 /* Runs a one-value query; *v (may be NULL) gets its integer, txt (may be
  * NULL) its text, truncated to txt_len. Returns 1 with a row, 2 with a row
  * whose value is NULL, 0 without a row, LA_EIO on error. */
-int la__store_query1(sqlite3 *db, const char *sql, sqlite3_int64 *v, char *txt,
+int la__store_query1(la_db_t *db, const char *sql, int64_t *v, char *txt,
                      size_t txt_len);
 
 /* Creates the schema in a new database, or checks the version of an
  * existing one and adds the tables added since version 1 shipped. Returns
  * 0, LA_EVERSION or LA_EIO with the reason in why. */
-int la__store_schema(sqlite3 *db, const char *path, char *why, size_t n);
+int la__store_schema(la_db_t *db, const char *path, char *why, size_t n);
+
+/* ------------------------------------------------------ store_query.c */
+
+/* Runs st (parameters: app_id, cycle_tag, nprocs; one column: a rank below
+ * nprocs) and collects the ranks into a new array *ranks of *n, then
+ * resets st. A bad rank is corrupt ("ROWS of APP cycle N: bad rank"), a
+ * failed step la__store_sqlerr(s, what). Returns 0, LA_EIO, LA_ENOMEM. */
+int la__store_rank_rows(la_store_t *s, la_db_stmt_t *st, const char *app_id,
+                        uint64_t cycle_tag, uint32_t nprocs, const char *rows,
+                        const char *what, uint32_t **ranks, size_t *n);
+
+/* ----------------------------------------------- store_shards.c */
+
+/* PostgreSQL: tells the other shards, when the open transaction commits,
+ * that (app_id, cycle_tag) was closed (NOTIFY). Nothing on SQLite. Returns
+ * 0 or LA_EIO. */
+int la__store_notify_closed(la_store_t *s, const char *app_id,
+                            uint64_t cycle_tag);
 
 /* ----------------------------------------------- store_numbering.c */
 

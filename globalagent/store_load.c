@@ -1,8 +1,8 @@
 /* store_load.c: a stored Trace-Set back into a message (la_store_load_set):
  * the application's metric and unit, the close record, the traces with their
  * robust weights, the missing records with their reasons, the ranks' element
- * counts, timer resolutions, grids (store_numbering.c), the channels' names and series, checked row by row and then as a whole
- * (la_msg_validate).
+ * counts, timer resolutions, grids (store_numbering.c), the channels' names and
+ * series, checked row by row and then as a whole (la_msg_validate).
  *
  * A corrupt row gives LA_EIO with the reason in la_store_errmsg, never a
  * crash: every column is bounds-checked before it goes into the message.
@@ -66,9 +66,9 @@ void la_store_free_set(La__TraceSet *set) {
   free(set);
 }
 
-static char *la__strdup_col(sqlite3_stmt *st, int i, size_t max, int *bad) {
-  const unsigned char *t = sqlite3_column_text(st, i);
-  int n = sqlite3_column_bytes(st, i);
+static char *la__strdup_col(la_db_stmt_t *st, int i, size_t max, int *bad) {
+  const unsigned char *t = la_db_column_text(st, i);
+  int n = la_db_column_bytes(st, i);
   if (n < 0 || (size_t)n > max) {
     *bad = 1;
     return NULL;
@@ -83,19 +83,19 @@ static char *la__strdup_col(sqlite3_stmt *st, int i, size_t max, int *bad) {
 /* The robust columns (14..21) of an S_LOAD_TRACES row into t: all NULL
  * when the trace has no robust row. Returns 0, LA_EIO (corrupt row),
  * LA_ENOMEM. */
-static int la__load_robust(la_store_t *s, sqlite3_stmt *st,
+static int la__load_robust(la_store_t *s, la_db_stmt_t *st,
                            La__CompactTrace *t) {
-  if (sqlite3_column_type(st, 14) != SQLITE_NULL) {
-    const void *blob = sqlite3_column_blob(st, 14);
-    int blen = sqlite3_column_bytes(st, 14);
-    sqlite3_int64 count;
+  if (la_db_column_type(st, 14) != LA_DB_NULL) {
+    const void *blob = la_db_column_blob(st, 14);
+    int blen = la_db_column_bytes(st, 14);
+    int64_t count;
     /* empty: a reference, its representative's (store_history.c) */
-    int ref = sqlite3_column_type(st, 14) == SQLITE_BLOB && blen == 0;
+    int ref = la_db_column_type(st, 14) == LA_DB_BLOB && blen == 0;
     if (ref) blob = "";
-    if (sqlite3_column_type(st, 14) != SQLITE_BLOB || !blob || blen < 0 ||
+    if (la_db_column_type(st, 14) != LA_DB_BLOB || !blob || blen < 0 ||
         (unsigned)blen > LA_STORE_MAX_BLOB ||
-        !la__col_int(st, 15, (sqlite3_int64)t->n_elements,
-                     (sqlite3_int64)t->n_elements, &count))
+        !la__col_int(st, 15, (int64_t)t->n_elements, (int64_t)t->n_elements,
+                     &count))
       return la__store_corrupt(s,
                                "robust weights of %s cycle %llu rank %u: bad "
                                "segments or stat_count",
@@ -115,13 +115,13 @@ static int la__load_robust(la_store_t *s, sqlite3_stmt *st,
     t->robust_stats->min = la__col_double(st, 17);
     t->robust_stats->max = la__col_double(st, 18);
   }
-  if (sqlite3_column_type(st, 19) != SQLITE_NULL) {
+  if (la_db_column_type(st, 19) != LA_DB_NULL) {
     t->has_interference = 1;
     t->interference = la__col_double(st, 19);
   }
-  if (sqlite3_column_type(st, 20) != SQLITE_NULL) {
-    sqlite3_int64 f;
-    if (!la__col_int(st, 20, 0, (sqlite3_int64)t->n_elements, &f))
+  if (la_db_column_type(st, 20) != LA_DB_NULL) {
+    int64_t f;
+    if (!la__col_int(st, 20, 0, (int64_t)t->n_elements, &f))
       return la__store_corrupt(s,
                                "robust weights of %s cycle %llu rank %u: bad "
                                "flagged count",
@@ -130,7 +130,7 @@ static int la__load_robust(la_store_t *s, sqlite3_stmt *st,
     t->has_flagged = 1;
     t->flagged = (uint64_t)f;
   }
-  if (sqlite3_column_type(st, 21) != SQLITE_NULL) {
+  if (la_db_column_type(st, 21) != LA_DB_NULL) {
     t->has_flagged_time = 1;
     t->flagged_time = la__col_double(st, 21);
   }
@@ -139,13 +139,13 @@ static int la__load_robust(la_store_t *s, sqlite3_stmt *st,
 
 /* One trace row of S_LOAD_TRACES into a new message. Returns 0, LA_EIO
  * (corrupt row; s->err says why), LA_ENOMEM. */
-static int la__load_trace(la_store_t *s, sqlite3_stmt *st, const char *app_id,
+static int la__load_trace(la_store_t *s, la_db_stmt_t *st, const char *app_id,
                           uint64_t cycle_tag, La__CompactTrace **out) {
-  sqlite3_int64 rank, nel, mode, count;
-  if (!la__col_int(st, 0, 0, (sqlite3_int64)LA_MAX_RANKS - 1, &rank))
+  int64_t rank, nel, mode, count;
+  if (!la__col_int(st, 0, 0, (int64_t)LA_MAX_RANKS - 1, &rank))
     return la__store_corrupt(s, "trace of %s cycle %llu: bad rank", app_id,
                              (unsigned long long)cycle_tag);
-  if (!la__col_int(st, 1, 1, (sqlite3_int64)1 << 32, &nel) ||
+  if (!la__col_int(st, 1, 1, (int64_t)1 << 32, &nel) ||
       !la__col_int(st, 2, LA__COMPACT_MODE__COMPACT_POLYLINE,
                    LA__COMPACT_MODE__COMPACT_LOSSLESS, &mode) ||
       !la__col_int(st, 4, nel, nel, &count))
@@ -154,12 +154,12 @@ static int la__load_trace(la_store_t *s, sqlite3_stmt *st, const char *app_id,
         "trace of %s cycle %llu rank %lld: bad n_elements, "
         "mode or stat_count",
         app_id, (unsigned long long)cycle_tag, (long long)rank);
-  const void *blob = sqlite3_column_blob(st, 3);
-  int blen = sqlite3_column_bytes(st, 3);
+  const void *blob = la_db_column_blob(st, 3);
+  int blen = la_db_column_bytes(st, 3);
   /* empty: a reference, its representative's (store_history.c) */
-  int ref = sqlite3_column_type(st, 3) == SQLITE_BLOB && blen == 0;
+  int ref = la_db_column_type(st, 3) == LA_DB_BLOB && blen == 0;
   if (ref) blob = "";
-  if (sqlite3_column_type(st, 3) != SQLITE_BLOB || !blob || blen < 0 ||
+  if (la_db_column_type(st, 3) != LA_DB_BLOB || !blob || blen < 0 ||
       (unsigned)blen > LA_STORE_MAX_BLOB)
     return la__store_corrupt(
         s,
@@ -173,9 +173,9 @@ static int la__load_trace(la_store_t *s, sqlite3_stmt *st, const char *app_id,
   t->app_id = strdup(app_id);
   t->segments.data = malloc(blen ? (size_t)blen : 1);
   t->stats = malloc(sizeof *t->stats);
-  int has_err = sqlite3_column_type(st, 8) != SQLITE_NULL ||
-                sqlite3_column_type(st, 9) != SQLITE_NULL ||
-                sqlite3_column_type(st, 10) != SQLITE_NULL;
+  int has_err = la_db_column_type(st, 8) != LA_DB_NULL ||
+                la_db_column_type(st, 9) != LA_DB_NULL ||
+                la_db_column_type(st, 10) != LA_DB_NULL;
   if (has_err) t->error = malloc(sizeof *t->error);
   if (!t->app_id || !t->segments.data || !t->stats || (has_err && !t->error))
     return LA_ENOMEM;
@@ -196,25 +196,25 @@ static int la__load_trace(la_store_t *s, sqlite3_stmt *st, const char *app_id,
     t->error->rmse = la__col_double(st, 9);
     t->error->cv = la__col_double(st, 10);
   }
-  if (sqlite3_column_type(st, 11) != SQLITE_NULL) {
+  if (la_db_column_type(st, 11) != LA_DB_NULL) {
     t->has_t_xfer_ns = 1;
-    t->t_xfer_ns = (uint64_t)sqlite3_column_int64(st, 11);
+    t->t_xfer_ns = (uint64_t)la_db_column_int64(st, 11);
   }
-  if (sqlite3_column_type(st, 12) != SQLITE_NULL) {
+  if (la_db_column_type(st, 12) != LA_DB_NULL) {
     t->has_rank_seq = 1;
-    t->rank_seq = (uint64_t)sqlite3_column_int64(st, 12);
+    t->rank_seq = (uint64_t)la_db_column_int64(st, 12);
   }
-  t->seq = (uint64_t)sqlite3_column_int64(st, 13);
+  t->seq = (uint64_t)la_db_column_int64(st, 13);
   int r = ref ? la__store_history_resolve(s, t, 0) : 0;
   return r ? r : la__load_robust(s, st, t);
 }
 
 /* A BLOB column of at most LA_STORE_MAX_BLOB bytes into a new buffer:
  * 1 when copied, 0 when the column is no such BLOB, LA_ENOMEM. */
-static int la__col_blob(sqlite3_stmt *st, int i, ProtobufCBinaryData *out) {
-  const void *blob = sqlite3_column_blob(st, i);
-  int blen = sqlite3_column_bytes(st, i);
-  if (sqlite3_column_type(st, i) != SQLITE_BLOB || !blob || blen <= 0 ||
+static int la__col_blob(la_db_stmt_t *st, int i, ProtobufCBinaryData *out) {
+  const void *blob = la_db_column_blob(st, i);
+  int blen = la_db_column_bytes(st, i);
+  if (la_db_column_type(st, i) != LA_DB_BLOB || !blob || blen <= 0 ||
       (unsigned)blen > LA_STORE_MAX_BLOB)
     return 0;
   if (!(out->data = malloc((size_t)blen))) return LA_ENOMEM;
@@ -225,11 +225,10 @@ static int la__col_blob(sqlite3_stmt *st, int i, ProtobufCBinaryData *out) {
 
 /* Exact statistics from columns i..i+3 (count, sum, min, max), count
  * required to be n. Returns 1, 0 (bad count), LA_ENOMEM. */
-static int la__col_stats(sqlite3_stmt *st, int i, uint64_t n,
+static int la__col_stats(la_db_stmt_t *st, int i, uint64_t n,
                          La__SeriesStats **out) {
-  sqlite3_int64 count;
-  if (!la__col_int(st, i, (sqlite3_int64)n, (sqlite3_int64)n, &count))
-    return 0;
+  int64_t count;
+  if (!la__col_int(st, i, (int64_t)n, (int64_t)n, &count)) return 0;
   if (!(*out = malloc(sizeof **out))) return LA_ENOMEM;
   la__series_stats__init(*out);
   (*out)->count = (uint64_t)count;
@@ -241,9 +240,9 @@ static int la__col_stats(sqlite3_stmt *st, int i, uint64_t n,
 
 /* One S_LOAD_CHAN_TRACES row into a new channel series of t. Returns 0,
  * LA_EIO (corrupt row), LA_ENOMEM. */
-static int la__load_channel(la_store_t *s, sqlite3_stmt *st,
+static int la__load_channel(la_store_t *s, la_db_stmt_t *st,
                             La__CompactTrace *t) {
-  sqlite3_int64 ch = 0;
+  int64_t ch = 0;
   La__ChannelTrace *c = calloc(1, sizeof *c);
   La__ChannelTrace **v = realloc(t->channels, (t->n_channels + 1) * sizeof *v);
   if (!c || !v) {
@@ -256,11 +255,11 @@ static int la__load_channel(la_store_t *s, sqlite3_stmt *st,
   t->channels[t->n_channels++] = c;
   int ok = la__col_int(st, 1, 0, LA_MAX_CHANNELS_WIRE - 1, &ch) &&
            (t->n_channels == 1 ||
-            ch > (sqlite3_int64)t->channels[t->n_channels - 2]->channel);
+            ch > (int64_t)t->channels[t->n_channels - 2]->channel);
   c->channel = (uint32_t)ch;
   int r = ok ? la__col_blob(st, 2, &c->segments) : 0;
   if (r == 1) r = la__col_stats(st, 3, t->n_elements, &c->stats);
-  if (r == 1 && sqlite3_column_type(st, 10) != SQLITE_NULL) {
+  if (r == 1 && la_db_column_type(st, 10) != LA_DB_NULL) {
     r = la__col_blob(st, 10, &c->robust_segments);
     c->has_robust_segments = r == 1;
     if (r == 1) r = la__col_stats(st, 11, t->n_elements, &c->robust_stats);
@@ -272,7 +271,7 @@ static int la__load_channel(la_store_t *s, sqlite3_stmt *st,
                              "channel, segments or counts",
                              t->app_id, (unsigned long long)t->cycle_tag,
                              t->rank);
-  if (sqlite3_column_type(st, 7) != SQLITE_NULL) {
+  if (la_db_column_type(st, 7) != LA_DB_NULL) {
     if (!(c->error = malloc(sizeof *c->error))) return LA_ENOMEM;
     la__fit_error__init(c->error);
     c->error->max_abs = la__col_double(st, 7);
@@ -288,23 +287,23 @@ static int la__load_channels(la_store_t *s, const char *app_id,
                              uint64_t cycle_tag, La__TraceSet *set) {
   int r = 0, rc;
   size_t i = 0;
-  sqlite3_stmt *st = s->st[S_LOAD_CHAN_TRACES];
-  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
-  while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-    sqlite3_int64 rank = sqlite3_column_int64(st, 0);
+  la_db_stmt_t *st = s->st[S_LOAD_CHAN_TRACES];
+  la_db_bind_text(st, 1, app_id, -1);
+  la_db_bind_int64(st, 2, la__i64(cycle_tag));
+  while (r == 0 && (rc = la_db_step(st)) == LA_DB_ROW) {
+    int64_t rank = la_db_column_int64(st, 0);
     while (i < set->n_traces && set->traces[i]->rank < rank) i++;
     if (i == set->n_traces) break;
     if (set->traces[i]->rank == rank)
       r = la__load_channel(s, st, set->traces[i]);
   }
-  if (r == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
+  if (r == 0 && rc != LA_DB_DONE && rc != LA_DB_ROW)
     r = la__store_sqlerr(s, "loading the channel series");
   la__done(st);
   int bad = 0;
   st = s->st[S_LOAD_CHAN_NAMES];
-  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
-  while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+  la_db_bind_text(st, 1, app_id, -1);
+  while (r == 0 && (rc = la_db_step(st)) == LA_DB_ROW) {
     char **v = realloc(set->channels, (set->n_channels + 1) * sizeof *v);
     if (!v) {
       r = LA_ENOMEM;
@@ -312,7 +311,7 @@ static int la__load_channels(la_store_t *s, const char *app_id,
     }
     set->channels = v;
     char *name = la__strdup_col(st, 1, LA_MAX_CHANNEL_NAME_WIRE, &bad);
-    if (bad || sqlite3_column_int64(st, 0) != (sqlite3_int64)set->n_channels)
+    if (bad || la_db_column_int64(st, 0) != (int64_t)set->n_channels)
       r = la__store_corrupt(s, "channel names of %s: bad row", app_id);
     else if (!name)
       r = LA_ENOMEM;
@@ -322,7 +321,7 @@ static int la__load_channels(la_store_t *s, const char *app_id,
     }
     set->channels[set->n_channels++] = name;
   }
-  if (r == 0 && rc != SQLITE_DONE)
+  if (r == 0 && rc != LA_DB_DONE)
     r = la__store_sqlerr(s, "loading the channel names");
   la__done(st);
   return r;
@@ -331,17 +330,17 @@ static int la__load_channels(la_store_t *s, const char *app_id,
 /* The missing records of a set into set->missing_reasons, by rank (ranks
  * >= nprocs left out when nprocs is known). Returns 0, LA_EIO, LA_ENOMEM. */
 static int la__load_missing(la_store_t *s, const char *app_id,
-                            uint64_t cycle_tag, sqlite3_int64 nprocs,
+                            uint64_t cycle_tag, int64_t nprocs,
                             La__TraceSet *set) {
   size_t cap = 0;
   int rc, r = 0, bad = 0;
-  sqlite3_int64 prev = -1;
-  sqlite3_stmt *st = s->st[S_LOAD_MISSING];
-  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    sqlite3_int64 rank;
-    if (!la__col_int(st, 0, 0, (sqlite3_int64)LA_MAX_RANKS - 1, &rank) ||
+  int64_t prev = -1;
+  la_db_stmt_t *st = s->st[S_LOAD_MISSING];
+  la_db_bind_text(st, 1, app_id, -1);
+  la_db_bind_int64(st, 2, la__i64(cycle_tag));
+  while ((rc = la_db_step(st)) == LA_DB_ROW) {
+    int64_t rank;
+    if (!la__col_int(st, 0, 0, (int64_t)LA_MAX_RANKS - 1, &rank) ||
         rank <= prev) {
       r = la__store_corrupt(s, "missing records of %s cycle %llu: bad rank",
                             app_id, (unsigned long long)cycle_tag);
@@ -374,7 +373,7 @@ static int la__load_missing(la_store_t *s, const char *app_id,
       break;
     }
   }
-  if (r == 0 && rc != SQLITE_DONE)
+  if (r == 0 && rc != LA_DB_DONE)
     r = la__store_sqlerr(s, "loading the missing records");
   la__done(st);
   return r;
@@ -386,10 +385,10 @@ static int la__load_missing(la_store_t *s, const char *app_id,
 static int la__load_fidelity(la_store_t *s, const char *app_id,
                              La__TraceSet *set) {
   int rc, r = 0, bad = 0;
-  sqlite3_stmt *st = s->st[S_LOAD_FID];
-  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    sqlite3_int64 rank;
+  la_db_stmt_t *st = s->st[S_LOAD_FID];
+  la_db_bind_text(st, 1, app_id, -1);
+  while ((rc = la_db_step(st)) == LA_DB_ROW) {
+    int64_t rank;
     if (!la__col_int(st, 0, 0, INT64_MAX, &rank)) {
       r = la__store_corrupt(s, "rank_fidelity of %s: bad rank", app_id);
       break;
@@ -408,9 +407,8 @@ static int la__load_fidelity(la_store_t *s, const char *app_id,
         if (!(set->detection[i] = strdup(""))) r = LA_ENOMEM;
       if (r) break;
     }
-    double res = sqlite3_column_type(st, 1) == SQLITE_NULL
-                     ? 0
-                     : sqlite3_column_double(st, 1);
+    double res =
+        la_db_column_type(st, 1) == LA_DB_NULL ? 0 : la_db_column_double(st, 1);
     if (!(isfinite(res) && res >= 0)) {
       r = la__store_corrupt(s,
                             "rank_fidelity of %s rank %lld: bad timer_res_ns",
@@ -418,7 +416,7 @@ static int la__load_fidelity(la_store_t *s, const char *app_id,
       break;
     }
     set->timer_res_ns[rank] = res;
-    if (sqlite3_column_type(st, 2) != SQLITE_NULL) {
+    if (la_db_column_type(st, 2) != LA_DB_NULL) {
       char *d = la__strdup_col(st, 2, 256, &bad);
       if (bad) {
         r = la__store_corrupt(
@@ -434,7 +432,7 @@ static int la__load_fidelity(la_store_t *s, const char *app_id,
       set->detection[rank] = d;
     }
   }
-  if (r == 0 && rc != SQLITE_DONE)
+  if (r == 0 && rc != LA_DB_DONE)
     r = la__store_sqlerr(s, "loading the ranks' timer resolution");
   la__done(st);
   return r;
@@ -443,13 +441,13 @@ static int la__load_fidelity(la_store_t *s, const char *app_id,
 /* The application's nprocs (0: unknown) into *nprocs, its metric and unit
  * into set. Returns 0, LA_ENOTFOUND, LA_EIO, LA_ENOMEM. */
 static int la__load_app(la_store_t *s, const char *app_id, La__TraceSet *set,
-                        sqlite3_int64 *nprocs) {
+                        int64_t *nprocs) {
   int r = 0, bad = 0;
-  sqlite3_stmt *st = s->st[S_LOAD_APP];
-  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
-  int rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW) {
-    if (!la__col_int(st, 0, 0, (sqlite3_int64)LA_MAX_RANKS, nprocs))
+  la_db_stmt_t *st = s->st[S_LOAD_APP];
+  la_db_bind_text(st, 1, app_id, -1);
+  int rc = la_db_step(st);
+  if (rc == LA_DB_ROW) {
+    if (!la__col_int(st, 0, 0, (int64_t)LA_MAX_RANKS, nprocs))
       r = la__store_corrupt(s, "application %s: bad nprocs", app_id);
     if (r == 0) {
       set->metric = la__strdup_col(st, 1, 128, &bad);
@@ -471,17 +469,17 @@ static int la__load_app(la_store_t *s, const char *app_id, La__TraceSet *set,
 static int la__load_close(la_store_t *s, const char *app_id, uint64_t cycle_tag,
                           La__TraceSet *set) {
   int r = 0;
-  sqlite3_stmt *st = s->st[S_LOAD_ROW];
-  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
-  int rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW) {
-    if (sqlite3_column_int64(st, 0) &&
-        sqlite3_column_type(st, 2) == SQLITE_INTEGER) {
+  la_db_stmt_t *st = s->st[S_LOAD_ROW];
+  la_db_bind_text(st, 1, app_id, -1);
+  la_db_bind_int64(st, 2, la__i64(cycle_tag));
+  int rc = la_db_step(st);
+  if (rc == LA_DB_ROW) {
+    if (la_db_column_int64(st, 0) &&
+        la_db_column_type(st, 2) == LA_DB_INTEGER) {
       set->has_t_complete_ns = 1;
-      set->t_complete_ns = (uint64_t)sqlite3_column_int64(st, 2);
+      set->t_complete_ns = (uint64_t)la_db_column_int64(st, 2);
     }
-  } else if (rc != SQLITE_DONE) {
+  } else if (rc != LA_DB_DONE) {
     r = la__store_sqlerr(s, "loading the Trace-Set record");
   }
   la__done(st);
@@ -492,16 +490,16 @@ static int la__load_close(la_store_t *s, const char *app_id, uint64_t cycle_tag,
  * the RankStart, left out when nprocs is known). Returns 0, LA_EIO,
  * LA_ENOMEM. */
 static int la__load_traces(la_store_t *s, const char *app_id,
-                           uint64_t cycle_tag, sqlite3_int64 nprocs,
+                           uint64_t cycle_tag, int64_t nprocs,
                            La__TraceSet *set) {
   int r = 0, rc;
   size_t cap = 0;
-  sqlite3_int64 prev = -1;
-  sqlite3_stmt *st = s->st[S_LOAD_TRACES];
-  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    sqlite3_int64 rank = sqlite3_column_int64(st, 0);
+  int64_t prev = -1;
+  la_db_stmt_t *st = s->st[S_LOAD_TRACES];
+  la_db_bind_text(st, 1, app_id, -1);
+  la_db_bind_int64(st, 2, la__i64(cycle_tag));
+  while ((rc = la_db_step(st)) == LA_DB_ROW) {
+    int64_t rank = la_db_column_int64(st, 0);
     if (nprocs && rank >= nprocs) continue; /* stored before RankStart */
     if (rank <= prev) {
       r = la__store_corrupt(s, "traces of %s cycle %llu: rank %lld repeated",
@@ -518,8 +516,7 @@ static int la__load_traces(la_store_t *s, const char *app_id,
     if (set->traces[set->n_traces]) set->n_traces++;
     if (r) break;
   }
-  if (r == 0 && rc != SQLITE_DONE)
-    r = la__store_sqlerr(s, "loading the traces");
+  if (r == 0 && rc != LA_DB_DONE) r = la__store_sqlerr(s, "loading the traces");
   la__done(st);
   return r;
 }
@@ -528,7 +525,7 @@ static int la__load_traces(la_store_t *s, const char *app_id,
  * known, else the highest rank present + 1), the missing ranks (below
  * nprocs without a trace), only the reasons of those ranks (a trace always
  * wins), and completeness. Returns 0 or LA_ENOMEM. */
-static int la__settle_missing(La__TraceSet *set, sqlite3_int64 nprocs) {
+static int la__settle_missing(La__TraceSet *set, int64_t nprocs) {
   int known = nprocs > 0;
   if (!known) {
     uint32_t hi = 0;
@@ -577,18 +574,18 @@ static int la__load_rank_elements(la_store_t *s, const char *app_id,
   if (!set->rank_elements) return LA_ENOMEM;
   set->n_rank_elements = nprocs;
   int r = 0, rc;
-  sqlite3_stmt *st = s->st[S_LOAD_RANKS];
-  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    sqlite3_int64 rank, nel;
+  la_db_stmt_t *st = s->st[S_LOAD_RANKS];
+  la_db_bind_text(st, 1, app_id, -1);
+  while ((rc = la_db_step(st)) == LA_DB_ROW) {
+    int64_t rank, nel;
     if (!la__col_int(st, 0, 0, INT64_MAX, &rank) ||
-        !la__col_int(st, 1, 0, (sqlite3_int64)1 << 32, &nel)) {
+        !la__col_int(st, 1, 0, (int64_t)1 << 32, &nel)) {
       r = la__store_corrupt(s, "ranks of %s: bad rank or n_elements", app_id);
       break;
     }
     if ((uint64_t)rank < nprocs) set->rank_elements[rank] = (uint64_t)nel;
   }
-  if (r == 0 && rc != SQLITE_DONE) r = la__store_sqlerr(s, "loading the ranks");
+  if (r == 0 && rc != LA_DB_DONE) r = la__store_sqlerr(s, "loading the ranks");
   la__done(st);
   return r;
 }
@@ -598,7 +595,7 @@ int la_store_load_set(la_store_t *s, const char *app_id, uint64_t cycle_tag,
   if (!s || !app_id || !app_id[0] || !out) return LA_EINVAL;
   *out = NULL;
   int r = LA_ENOMEM;
-  sqlite3_int64 nprocs = 0;
+  int64_t nprocs = 0;
   La__TraceSet *set = calloc(1, sizeof *set);
   if (!set) goto fail;
   la__trace_set__init(set);

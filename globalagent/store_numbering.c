@@ -20,12 +20,11 @@
 /* Prepares sql; LA_EIO (la__store_sqlerr with what) when it fails, or
  * LA_ENOTFOUND when the store is read-only and predates the numbering
  * tables (store_schema.c could not add them). */
-static int la__prep(la_store_t *s, const char *sql, sqlite3_stmt **st,
+static int la__prep(la_store_t *s, const char *sql, la_db_stmt_t **st,
                     const char *what) {
-  if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) == SQLITE_OK) return 0;
+  if (la_db_prepare(s->db, sql, 0, st) == 0) return 0;
   *st = NULL;
-  if (sqlite3_db_readonly(s->db, "main") == 1 &&
-      strstr(sqlite3_errmsg(s->db), "no such table")) {
+  if (la_db_readonly(s->db) && strstr(la_db_errmsg(s->db), "no such table")) {
     la__store_fmt(s->err, sizeof s->err,
                   "%s: the store has no numbering "
                   "tables (written before they existed)",
@@ -36,10 +35,10 @@ static int la__prep(la_store_t *s, const char *sql, sqlite3_stmt **st,
 }
 
 /* Steps a prepared write to its end and finalizes it. 0 or LA_EIO. */
-static int la__run1(la_store_t *s, sqlite3_stmt *st, const char *what) {
-  int rc = sqlite3_step(st);
-  int r = rc == SQLITE_DONE ? 0 : la__store_sqlerr(s, what);
-  sqlite3_finalize(st);
+static int la__run1(la_store_t *s, la_db_stmt_t *st, const char *what) {
+  int rc = la_db_step(st);
+  int r = rc == LA_DB_DONE ? 0 : la__store_sqlerr(s, what);
+  la_db_finalize(st);
   return r;
 }
 
@@ -78,19 +77,19 @@ int la_store_element_ids(la_store_t *s, const La__ElementIds *m, int *was_new) {
     free(blob);
     return r;
   }
-  sqlite3_stmt *st;
+  la_db_stmt_t *st;
   if ((r = la__prep(s,
                     "INSERT OR IGNORE INTO element_ids(app_id, rank, first, n,"
                     " ids, seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                     &st, "storing element ids")) == 0) {
     la__bind_text(st, 1, m->app_id, LA_MAX_ID_LEN);
-    sqlite3_bind_int64(st, 2, m->rank);
-    sqlite3_bind_int64(st, 3, la__i64(m->first));
-    sqlite3_bind_int64(st, 4, (sqlite3_int64)m->n_ids);
-    sqlite3_bind_blob(st, 5, blob, (int)(m->n_ids * 8), SQLITE_STATIC);
+    la_db_bind_int64(st, 2, m->rank);
+    la_db_bind_int64(st, 3, la__i64(m->first));
+    la_db_bind_int64(st, 4, (int64_t)m->n_ids);
+    la_db_bind_blob(st, 5, blob, (int)(m->n_ids * 8));
     la__bind_opt_u64(st, 6, m->has_seq, m->seq);
     r = la__run1(s, st, "storing element ids");
-    if (r == 0 && was_new) *was_new = sqlite3_changes(s->db) > 0;
+    if (r == 0 && was_new) *was_new = la_db_changes(s->db) > 0;
   }
   free(blob);
   return la__store_wend(s, own, r);
@@ -98,7 +97,7 @@ int la_store_element_ids(la_store_t *s, const La__ElementIds *m, int *was_new) {
 
 int la__store_rank_grid(la_store_t *s, const La__RankStart *m) {
   if (m->n_grid != 3) return 0;
-  sqlite3_stmt *st;
+  la_db_stmt_t *st;
   int r = la__prep(s,
                    "INSERT OR IGNORE INTO rank_grid(app_id, rank, nx, ny, nz,"
                    " ox, oy, oz, gnx, gny, gnz) VALUES (?1, ?2, ?3, ?4, ?5,"
@@ -106,12 +105,12 @@ int la__store_rank_grid(la_store_t *s, const La__RankStart *m) {
                    &st, "storing the rank's grid");
   if (r) return r;
   la__bind_text(st, 1, m->app_id, LA_MAX_ID_LEN);
-  sqlite3_bind_int64(st, 2, m->rank);
+  la_db_bind_int64(st, 2, m->rank);
   for (int d = 0; d < 3; d++) {
-    sqlite3_bind_int64(st, 3 + d, la__i64(m->grid[d]));
+    la_db_bind_int64(st, 3 + d, la__i64(m->grid[d]));
     if (m->n_grid_origin == 3 && m->n_grid_global == 3) {
-      sqlite3_bind_int64(st, 6 + d, la__i64(m->grid_origin[d]));
-      sqlite3_bind_int64(st, 9 + d, la__i64(m->grid_global[d]));
+      la_db_bind_int64(st, 6 + d, la__i64(m->grid_origin[d]));
+      la_db_bind_int64(st, 9 + d, la__i64(m->grid_global[d]));
     }
   }
   return la__run1(s, st, "storing the rank's grid");
@@ -120,16 +119,16 @@ int la__store_rank_grid(la_store_t *s, const La__RankStart *m) {
 /* Decodes the ids of one stored chunk (n of them, first element cfirst)
  * that fall in [first, first + max) into out[k - first]. Returns 0, or
  * LA_EIO for a chunk whose blob is not n ids >= 0. */
-static int la__chunk_ids(la_store_t *s, sqlite3_stmt *st, uint64_t cfirst,
+static int la__chunk_ids(la_store_t *s, la_db_stmt_t *st, uint64_t cfirst,
                          uint64_t n, uint64_t first, uint64_t end,
                          int64_t *out) {
-  const uint8_t *b = sqlite3_column_blob(st, 3);
-  if ((uint64_t)sqlite3_column_bytes(st, 3) != n * 8 || (n && !b))
+  const uint8_t *b = la_db_column_blob(st, 3);
+  if ((uint64_t)la_db_column_bytes(st, 3) != n * 8 || (n && !b))
     return la__store_corrupt(s,
                              "element ids chunk at %llu: %llu ids, blob "
                              "of %d bytes",
                              (unsigned long long)cfirst, (unsigned long long)n,
-                             sqlite3_column_bytes(st, 3));
+                             la_db_column_bytes(st, 3));
   uint64_t lo = cfirst > first ? cfirst : first;
   uint64_t hi = cfirst + n < end ? cfirst + n : end;
   for (uint64_t k = lo; k < hi; k++) {
@@ -157,17 +156,16 @@ int la_store_rank_ids(la_store_t *s, const char *app_id, uint32_t rank,
     return r;
   }
   uint64_t nel = *n_elements;
-  sqlite3_stmt *st;
+  la_db_stmt_t *st;
   if ((r = la__prep(s,
                     "SELECT coalesce(sum(n), 0) FROM element_ids"
                     " WHERE app_id = ?1 AND rank = ?2",
                     &st, "reading element ids")))
     return r;
-  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 2, rank);
-  sqlite3_int64 have =
-      sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
-  sqlite3_finalize(st);
+  la_db_bind_text(st, 1, app_id, -1);
+  la_db_bind_int64(st, 2, rank);
+  int64_t have = la_db_step(st) == LA_DB_ROW ? la_db_column_int64(st, 0) : -1;
+  la_db_finalize(st);
   if (have < 0) return la__store_sqlerr(s, "reading element ids");
   if ((uint64_t)have != nel) {
     la__store_fmt(s->err, sizeof s->err,
@@ -190,15 +188,15 @@ int la_store_rank_ids(la_store_t *s, const char *app_id, uint32_t rank,
     free(out);
     return r;
   }
-  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 2, rank);
-  sqlite3_bind_int64(st, 3, la__i64(first));
-  sqlite3_bind_int64(st, 4, la__i64(end));
+  la_db_bind_text(st, 1, app_id, -1);
+  la_db_bind_int64(st, 2, rank);
+  la_db_bind_int64(st, 3, la__i64(first));
+  la_db_bind_int64(st, 4, la__i64(end));
   uint64_t next = first; /* the chunks must tile [first, end) */
   int rc;
-  while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-    sqlite3_int64 cf, cn;
-    if (!la__col_int(st, 0, 0, (sqlite3_int64)1 << 32, &cf) ||
+  while (r == 0 && (rc = la_db_step(st)) == LA_DB_ROW) {
+    int64_t cf, cn;
+    if (!la__col_int(st, 0, 0, (int64_t)1 << 32, &cf) ||
         !la__col_int(st, 1, 1, LA_ELEMENT_IDS_PAGE, &cn) ||
         (uint64_t)cf > next || (uint64_t)(cf + cn) <= next) {
       r = la__store_corrupt(s,
@@ -210,11 +208,11 @@ int la_store_rank_ids(la_store_t *s, const char *app_id, uint32_t rank,
     r = la__chunk_ids(s, st, (uint64_t)cf, (uint64_t)cn, first, end, out);
     next = (uint64_t)(cf + cn);
   }
-  if (r == 0 && rc != SQLITE_DONE) r = la__store_sqlerr(s, "reading ids");
+  if (r == 0 && rc != LA_DB_DONE) r = la__store_sqlerr(s, "reading ids");
   if (r == 0 && next < end)
     r = la__store_corrupt(s, "element ids of %s rank %u stop at %llu", app_id,
                           rank, (unsigned long long)next);
-  sqlite3_finalize(st);
+  la_db_finalize(st);
   if (r) {
     free(out);
     return r;
@@ -226,10 +224,10 @@ int la_store_rank_ids(la_store_t *s, const char *app_id, uint32_t rank,
 
 /* Reads column i as a grid extent 1..2^32 into *v. 0 when NULL, 1 when
  * read, -1 when out of range. */
-static int la__grid_col(sqlite3_stmt *st, int i, uint64_t *v) {
-  if (sqlite3_column_type(st, i) == SQLITE_NULL) return 0;
-  sqlite3_int64 x;
-  if (!la__col_int(st, i, 0, (sqlite3_int64)1 << 32, &x)) return -1;
+static int la__grid_col(la_db_stmt_t *st, int i, uint64_t *v) {
+  if (la_db_column_type(st, i) == LA_DB_NULL) return 0;
+  int64_t x;
+  if (!la__col_int(st, i, 0, (int64_t)1 << 32, &x)) return -1;
   *v = (uint64_t)x;
   return 1;
 }
@@ -241,17 +239,17 @@ typedef struct {
 } la__grid_t;
 
 int la__store_load_grids(la_store_t *s, const char *app_id, La__TraceSet *set) {
-  sqlite3_stmt *st;
+  la_db_stmt_t *st;
   int r = la__prep(s,
                    "SELECT rank, nx, ny, nz, ox, oy, oz, gnx, gny, gnz FROM"
                    " rank_grid WHERE app_id = ?1 ORDER BY rank",
                    &st, "loading the ranks' grids");
   if (r) return r == LA_ENOTFOUND ? 0 : r; /* an older store: no grids */
-  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
+  la_db_bind_text(st, 1, app_id, -1);
   size_t cap = 0;
   int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    sqlite3_int64 rank;
+  while ((rc = la_db_step(st)) == LA_DB_ROW) {
+    int64_t rank;
     if (!la__col_int(st, 0, 0, INT64_MAX, &rank)) {
       r = la__store_corrupt(s, "rank_grid of %s: bad rank", app_id);
       break;
@@ -288,9 +286,9 @@ int la__store_load_grids(la_store_t *s, const char *app_id, La__TraceSet *set) {
       g->g.global = g->v + 6;
     }
   }
-  if (r == 0 && rc != SQLITE_DONE)
+  if (r == 0 && rc != LA_DB_DONE)
     r = la__store_sqlerr(s, "loading the ranks' grids");
-  sqlite3_finalize(st);
+  la_db_finalize(st);
   return r;
 }
 

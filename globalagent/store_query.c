@@ -37,13 +37,13 @@ int la_store_rank_host(la_store_t *s, const char *app_id, uint32_t rank,
                        char *host, size_t cap) {
   if (!s || !app_id || !host || cap == 0) return LA_EINVAL;
   host[0] = 0;
-  sqlite3_stmt *st = s->st[S_RANK_HOST];
-  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 2, rank);
-  int rc = sqlite3_step(st), r = 0;
-  if (rc == SQLITE_ROW)
+  la_db_stmt_t *st = s->st[S_RANK_HOST];
+  la_db_bind_text(st, 1, app_id, -1);
+  la_db_bind_int64(st, 2, rank);
+  int rc = la_db_step(st), r = 0;
+  if (rc == LA_DB_ROW)
     la__col_copy(st, 0, host, cap);
-  else if (rc != SQLITE_DONE)
+  else if (rc != LA_DB_DONE)
     r = la__store_sqlerr(s, "reading the rank's host");
   la__done(st);
   if (r == 0 && !host[0]) {
@@ -54,33 +54,39 @@ int la_store_rank_host(la_store_t *s, const char *app_id, uint32_t rank,
   return r;
 }
 
-int la_store_missing_ranks(la_store_t *s, const char *app_id,
-                           uint64_t cycle_tag, uint32_t nprocs,
-                           uint32_t **ranks, size_t *n) {
-  if (!s || !app_id || !ranks || !n) return LA_EINVAL;
+int la__store_rank_rows(la_store_t *s, la_db_stmt_t *st, const char *app_id,
+                        uint64_t cycle_tag, uint32_t nprocs, const char *rows,
+                        const char *what, uint32_t **ranks, size_t *n) {
   *ranks = NULL;
   *n = 0;
   uint32_t *v = NULL;
   size_t cnt = 0, cap = 0;
   int rc, r = 0;
-  sqlite3_stmt *st = s->st[S_MISS_RANKS];
-  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
-  sqlite3_bind_int64(st, 3, nprocs);
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    sqlite3_int64 rank;
-    if (!la__col_int(st, 0, 0, (sqlite3_int64)nprocs - 1, &rank)) {
-      r = la__store_corrupt(s, "missing record of %s cycle %llu: bad rank",
-                            app_id, (unsigned long long)cycle_tag);
+  la_db_bind_text(st, 1, app_id, -1);
+  la_db_bind_int64(st, 2, la__i64(cycle_tag));
+  la_db_bind_int64(st, 3, nprocs);
+  while ((rc = la_db_step(st)) == LA_DB_ROW) {
+    int64_t rank;
+    if (!la__col_int(st, 0, 0, (int64_t)nprocs - 1, &rank)) {
+      r = la__store_corrupt(s, "%s of %s cycle %llu: bad rank", rows, app_id,
+                            (unsigned long long)cycle_tag);
       break;
     }
     if ((r = la__store_reserve(s, &v, cnt, &cap, sizeof *v, 16))) break;
     v[cnt++] = (uint32_t)rank;
   }
-  if (r == 0 && rc != SQLITE_DONE)
-    r = la__store_sqlerr(s, "listing missing ranks");
+  if (r == 0 && rc != LA_DB_DONE) r = la__store_sqlerr(s, what);
   la__done(st);
   return la__list_end(r, v, cnt, ranks, n);
+}
+
+int la_store_missing_ranks(la_store_t *s, const char *app_id,
+                           uint64_t cycle_tag, uint32_t nprocs,
+                           uint32_t **ranks, size_t *n) {
+  if (!s || !app_id || !ranks || !n) return LA_EINVAL;
+  return la__store_rank_rows(s, s->st[S_MISS_RANKS], app_id, cycle_tag, nprocs,
+                             "missing record", "listing missing ranks", ranks,
+                             n);
 }
 
 int la_store_missing_counts(la_store_t *s, la_store_reason_count_t *out,
@@ -89,9 +95,9 @@ int la_store_missing_counts(la_store_t *s, la_store_reason_count_t *out,
   *n = 0;
   *total = 0;
   int rc, r = 0;
-  sqlite3_stmt *st = s->st[S_MISS_COUNTS];
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    sqlite3_int64 c = sqlite3_column_int64(st, 1);
+  la_db_stmt_t *st = s->st[S_MISS_COUNTS];
+  while ((rc = la_db_step(st)) == LA_DB_ROW) {
+    int64_t c = la_db_column_int64(st, 1);
     if (c < 0) c = 0;
     *total += (uint64_t)c;
     if (*n < max) {
@@ -100,7 +106,7 @@ int la_store_missing_counts(la_store_t *s, la_store_reason_count_t *out,
       (*n)++;
     }
   }
-  if (rc != SQLITE_DONE) r = la__store_sqlerr(s, "counting missing records");
+  if (rc != LA_DB_DONE) r = la__store_sqlerr(s, "counting missing records");
   la__done(st);
   return r;
 }
@@ -111,11 +117,11 @@ int la_store_apps(la_store_t *s, la_store_app_t **out, size_t *n) {
   if (!s || !out || !n) return LA_EINVAL;
   *out = NULL;
   *n = 0;
-  sqlite3_stmt *st = s->st[S_APPS];
+  la_db_stmt_t *st = s->st[S_APPS];
   la_store_app_t *v = NULL;
   size_t cnt = 0, cap = 0;
   int rc, r = 0;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((rc = la_db_step(st)) == LA_DB_ROW) {
     if ((r = la__store_reserve(s, &v, cnt, &cap, sizeof *v, 8))) break;
     la_store_app_t *a = &v[cnt++];
     memset(a, 0, sizeof *a);
@@ -123,23 +129,23 @@ int la_store_apps(la_store_t *s, la_store_app_t **out, size_t *n) {
     la__col_copy(st, 1, a->app_name, sizeof a->app_name);
     la__col_copy(st, 2, a->metric, sizeof a->metric);
     la__col_copy(st, 3, a->unit, sizeof a->unit);
-    sqlite3_int64 x = sqlite3_column_int64(st, 4);
-    a->nprocs = x > 0 && x <= (sqlite3_int64)LA_MAX_RANKS ? (uint32_t)x : 0;
-    x = sqlite3_column_int64(st, 5);
+    int64_t x = la_db_column_int64(st, 4);
+    a->nprocs = x > 0 && x <= (int64_t)LA_MAX_RANKS ? (uint32_t)x : 0;
+    x = la_db_column_int64(st, 5);
     a->n_elements_total = x > 0 ? (uint64_t)x : 0;
-    x = sqlite3_column_int64(st, 6);
+    x = la_db_column_int64(st, 6);
     a->ranks_started = x > 0 && x <= INT32_MAX ? (int)x : 0;
-    x = sqlite3_column_int64(st, 7);
+    x = la_db_column_int64(st, 7);
     a->ranks_ended = x > 0 && x <= INT32_MAX ? (int)x : 0;
-    a->t_start_ns = (uint64_t)sqlite3_column_int64(st, 8);
-    uint64_t t_end = (uint64_t)sqlite3_column_int64(st, 9);
-    a->cycles = (uint64_t)sqlite3_column_int64(st, 10);
-    a->sets_complete = (uint64_t)sqlite3_column_int64(st, 11);
-    a->sets_partial = (uint64_t)sqlite3_column_int64(st, 12);
-    a->t_last_ns = (uint64_t)sqlite3_column_int64(st, 13);
+    a->t_start_ns = (uint64_t)la_db_column_int64(st, 8);
+    uint64_t t_end = (uint64_t)la_db_column_int64(st, 9);
+    a->cycles = (uint64_t)la_db_column_int64(st, 10);
+    a->sets_complete = (uint64_t)la_db_column_int64(st, 11);
+    a->sets_partial = (uint64_t)la_db_column_int64(st, 12);
+    a->t_last_ns = (uint64_t)la_db_column_int64(st, 13);
     if (t_end > a->t_last_ns) a->t_last_ns = t_end;
   }
-  if (r == 0 && rc != SQLITE_DONE)
+  if (r == 0 && rc != LA_DB_DONE)
     r = la__store_sqlerr(s, "listing applications");
   la__done(st);
   return la__list_end(r, v, cnt, out, n);
@@ -147,8 +153,8 @@ int la_store_apps(la_store_t *s, la_store_app_t **out, size_t *n) {
 
 /* Signed ranges of the unsigned interval [first, last], in unsigned order:
  * returns how many (0..2). */
-static int la__ranges(uint64_t first, uint64_t last, sqlite3_int64 lo[2],
-                      sqlite3_int64 hi[2]) {
+static int la__ranges(uint64_t first, uint64_t last, int64_t lo[2],
+                      int64_t hi[2]) {
   const uint64_t top = (uint64_t)INT64_MAX;
   if (first > last) return 0;
   if (last <= top || first > top) {
@@ -168,35 +174,35 @@ int la_store_cycles(la_store_t *s, const char *app_id, uint64_t first,
   if (!s || !app_id || !out || !n) return LA_EINVAL;
   *out = NULL;
   *n = 0;
-  sqlite3_int64 lo[2], hi[2];
+  int64_t lo[2], hi[2];
   int nr = la__ranges(first, last, lo, hi), r = 0;
   la_store_cycle_t *v = NULL;
   size_t cnt = 0, cap = 0;
-  sqlite3_stmt *st = s->st[S_CYCLES];
+  la_db_stmt_t *st = s->st[S_CYCLES];
   for (int k = 0; k < nr && r == 0; k++) {
-    sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, lo[k]);
-    sqlite3_bind_int64(st, 3, hi[k]);
+    la_db_bind_text(st, 1, app_id, -1);
+    la_db_bind_int64(st, 2, lo[k]);
+    la_db_bind_int64(st, 3, hi[k]);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = la_db_step(st)) == LA_DB_ROW) {
       if ((r = la__store_reserve(s, &v, cnt, &cap, sizeof *v, 64))) break;
       la_store_cycle_t *c = &v[cnt++];
-      sqlite3_int64 present, missing, nprocs;
-      c->cycle_tag = (uint64_t)sqlite3_column_int64(st, 0);
-      c->closed = sqlite3_column_int64(st, 1) != 0;
-      c->complete = c->closed && sqlite3_column_int64(st, 2) != 0;
-      present = sqlite3_column_int64(st, 3);
-      missing = sqlite3_column_int64(st, 4);
-      nprocs = sqlite3_column_int64(st, 5);
-      if (present < 0 || present > (sqlite3_int64)LA_MAX_RANKS) present = 0;
-      if (nprocs < 0 || nprocs > (sqlite3_int64)LA_MAX_RANKS) nprocs = 0;
-      if (missing < 0 || missing > (sqlite3_int64)LA_MAX_RANKS) missing = 0;
+      int64_t present, missing, nprocs;
+      c->cycle_tag = (uint64_t)la_db_column_int64(st, 0);
+      c->closed = la_db_column_int64(st, 1) != 0;
+      c->complete = c->closed && la_db_column_int64(st, 2) != 0;
+      present = la_db_column_int64(st, 3);
+      missing = la_db_column_int64(st, 4);
+      nprocs = la_db_column_int64(st, 5);
+      if (present < 0 || present > (int64_t)LA_MAX_RANKS) present = 0;
+      if (nprocs < 0 || nprocs > (int64_t)LA_MAX_RANKS) nprocs = 0;
+      if (missing < 0 || missing > (int64_t)LA_MAX_RANKS) missing = 0;
       c->ranks_present = (uint32_t)present;
       if (!c->closed) missing = nprocs > present ? nprocs - present : 0;
       c->n_missing = (uint32_t)missing;
       la__col_copy(st, 6, c->reasons, sizeof c->reasons);
     }
-    if (r == 0 && rc != SQLITE_DONE) r = la__store_sqlerr(s, "listing cycles");
+    if (r == 0 && rc != LA_DB_DONE) r = la__store_sqlerr(s, "listing cycles");
     la__done(st);
   }
   return la__list_end(r, v, cnt, out, n);
@@ -207,20 +213,20 @@ int la_store_latest_cycle(la_store_t *s, const char *app_id, int complete_only,
   if (!s || !app_id || !cycle_tag || complete_only < 0 || complete_only > 2)
     return LA_EINVAL;
   /* Tags >= 2^63 (negative in SQLite) are the largest: look there first. */
-  const sqlite3_int64 lo[2] = {INT64_MIN, 0}, hi[2] = {-1, INT64_MAX};
-  sqlite3_stmt *st = s->st[S_LATEST];
+  const int64_t lo[2] = {INT64_MIN, 0}, hi[2] = {-1, INT64_MAX};
+  la_db_stmt_t *st = s->st[S_LATEST];
   for (int k = 0; k < 2; k++) {
-    sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, lo[k]);
-    sqlite3_bind_int64(st, 3, hi[k]);
-    sqlite3_bind_int64(st, 4, complete_only);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-      *cycle_tag = (uint64_t)sqlite3_column_int64(st, 0);
+    la_db_bind_text(st, 1, app_id, -1);
+    la_db_bind_int64(st, 2, lo[k]);
+    la_db_bind_int64(st, 3, hi[k]);
+    la_db_bind_int64(st, 4, complete_only);
+    int rc = la_db_step(st);
+    if (rc == LA_DB_ROW) {
+      *cycle_tag = (uint64_t)la_db_column_int64(st, 0);
       la__done(st);
       return 0;
     }
-    if (rc != SQLITE_DONE) {
+    if (rc != LA_DB_DONE) {
       int r = la__store_sqlerr(s, "finding the latest cycle");
       la__done(st);
       return r;
@@ -234,14 +240,14 @@ int la_store_latest_cycle(la_store_t *s, const char *app_id, int complete_only,
 int la_store_app_ranks_ended(la_store_t *s, const char *app_id,
                              uint32_t *nprocs, uint32_t *ended) {
   if (!s || !app_id || !nprocs || !ended) return LA_EINVAL;
-  sqlite3_stmt *st = s->st[S_ENDED];
-  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
-  int rc = sqlite3_step(st), r = 0;
-  if (rc == SQLITE_ROW) {
-    sqlite3_int64 a = sqlite3_column_int64(st, 0);
-    sqlite3_int64 e = sqlite3_column_int64(st, 1);
-    *nprocs = a > 0 && a <= (sqlite3_int64)LA_MAX_RANKS ? (uint32_t)a : 0;
-    *ended = e > 0 && e <= (sqlite3_int64)LA_MAX_RANKS ? (uint32_t)e : 0;
+  la_db_stmt_t *st = s->st[S_ENDED];
+  la_db_bind_text(st, 1, app_id, -1);
+  int rc = la_db_step(st), r = 0;
+  if (rc == LA_DB_ROW) {
+    int64_t a = la_db_column_int64(st, 0);
+    int64_t e = la_db_column_int64(st, 1);
+    *nprocs = a > 0 && a <= (int64_t)LA_MAX_RANKS ? (uint32_t)a : 0;
+    *ended = e > 0 && e <= (int64_t)LA_MAX_RANKS ? (uint32_t)e : 0;
   } else {
     r = la__store_no_app(s, rc, app_id, "counting ended ranks");
   }
@@ -271,15 +277,15 @@ int la_store_open_sets(la_store_t *s, la_store_open_set_t **out, size_t *n) {
   la_store_open_set_t *v = NULL, *cur = NULL;
   size_t cnt = 0, cap = 0, rcap = 0;
   int rc, r = 0;
-  sqlite3_stmt *st = s->st[S_OPEN_SETS];
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    const char *app = (const char *)sqlite3_column_text(st, 0);
-    int alen = sqlite3_column_bytes(st, 0);
-    uint64_t tag = (uint64_t)sqlite3_column_int64(st, 1);
-    sqlite3_int64 np = sqlite3_column_int64(st, 2), rank;
+  la_db_stmt_t *st = s->st[S_OPEN_SETS];
+  while ((rc = la_db_step(st)) == LA_DB_ROW) {
+    const char *app = (const char *)la_db_column_text(st, 0);
+    int alen = la_db_column_bytes(st, 0);
+    uint64_t tag = (uint64_t)la_db_column_int64(st, 1);
+    int64_t np = la_db_column_int64(st, 2), rank;
     if (!app || alen <= 0 || alen > (int)LA_MAX_ID_LEN || np < 0 ||
-        np > (sqlite3_int64)LA_MAX_RANKS ||
-        !la__col_int(st, 4, 0, (sqlite3_int64)LA_MAX_RANKS - 1, &rank)) {
+        np > (int64_t)LA_MAX_RANKS ||
+        !la__col_int(st, 4, 0, (int64_t)LA_MAX_RANKS - 1, &rank)) {
       r = la__store_corrupt(s,
                             "open Trace-Set row with a bad app_id, nprocs or "
                             "rank");
@@ -292,7 +298,7 @@ int la_store_open_sets(la_store_t *s, la_store_open_set_t **out, size_t *n) {
       memcpy(cur->app_id, app, (size_t)alen);
       cur->cycle_tag = tag;
       cur->nprocs = (uint32_t)np;
-      cur->t_first_ns = (uint64_t)sqlite3_column_int64(st, 3);
+      cur->t_first_ns = (uint64_t)la_db_column_int64(st, 3);
       rcap = 0;
     }
     if (cur->nprocs && rank >= cur->nprocs) continue;
@@ -301,7 +307,7 @@ int la_store_open_sets(la_store_t *s, la_store_open_set_t **out, size_t *n) {
       break;
     cur->ranks[cur->n_ranks++] = (uint32_t)rank;
   }
-  if (r == 0 && rc != SQLITE_DONE) r = la__store_sqlerr(s, "listing open sets");
+  if (r == 0 && rc != LA_DB_DONE) r = la__store_sqlerr(s, "listing open sets");
   la__done(st);
   if (r) {
     if (r == LA_ENOMEM) la__store_fmt(s->err, sizeof s->err, "out of memory");
@@ -320,13 +326,13 @@ int la_store_set_is_closed(la_store_t *s, const char *app_id,
                            uint64_t cycle_tag, int *closed) {
   if (!s || !app_id || !closed) return LA_EINVAL;
   *closed = 0;
-  sqlite3_stmt *st = s->st[S_SET_STATE];
+  la_db_stmt_t *st = s->st[S_SET_STATE];
   la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
-  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
-  int rc = sqlite3_step(st), r = 0;
-  if (rc == SQLITE_ROW)
-    *closed = sqlite3_column_int64(st, 0) != 0;
-  else if (rc != SQLITE_DONE)
+  la_db_bind_int64(st, 2, la__i64(cycle_tag));
+  int rc = la_db_step(st), r = 0;
+  if (rc == LA_DB_ROW)
+    *closed = la_db_column_int64(st, 0) != 0;
+  else if (rc != LA_DB_DONE)
     r = la__store_sqlerr(s, "reading a Trace-Set's state");
   la__done(st);
   return r;
@@ -338,31 +344,31 @@ int la_store_rank_elements(la_store_t *s, const char *app_id, uint32_t rank,
                            uint64_t *n_elements) {
   if (!s || !app_id || !n_elements) return LA_EINVAL;
   *n_elements = 0;
-  sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(s->db,
-                         "SELECT n_elements FROM ranks WHERE app_id = ?1"
-                         " AND rank = ?2 AND started = 1",
-                         -1, &st, NULL) != SQLITE_OK) {
+  la_db_stmt_t *st = NULL;
+  if (la_db_prepare(s->db,
+                    "SELECT n_elements FROM ranks WHERE app_id = ?1"
+                    " AND rank = ?2 AND started = 1",
+                    0, &st) != 0) {
     la__store_fmt(s->err, sizeof s->err, "reading a rank's element count: %s",
-                  sqlite3_errmsg(s->db));
+                  la_db_errmsg(s->db));
     return LA_EIO;
   }
-  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 2, (sqlite3_int64)rank);
-  int rc = sqlite3_step(st), r = 0;
-  if (rc == SQLITE_ROW) {
-    sqlite3_int64 v = sqlite3_column_int64(st, 0);
-    if (v > 0 && v <= (sqlite3_int64)1 << 32)
+  la_db_bind_text(st, 1, app_id, -1);
+  la_db_bind_int64(st, 2, (int64_t)rank);
+  int rc = la_db_step(st), r = 0;
+  if (rc == LA_DB_ROW) {
+    int64_t v = la_db_column_int64(st, 0);
+    if (v > 0 && v <= (int64_t)1 << 32)
       *n_elements = (uint64_t)v;
     else
       r = LA_ENOTFOUND;
-  } else if (rc == SQLITE_DONE) {
+  } else if (rc == LA_DB_DONE) {
     r = LA_ENOTFOUND;
   } else {
     la__store_fmt(s->err, sizeof s->err, "reading a rank's element count: %s",
-                  sqlite3_errmsg(s->db));
+                  la_db_errmsg(s->db));
     r = LA_EIO;
   }
-  sqlite3_finalize(st);
+  la_db_finalize(st);
   return r;
 }

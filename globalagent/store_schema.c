@@ -1,5 +1,6 @@
 /* store_schema.c: the store's schema (docs/storage.md documents it for
- * users of the sqlite3 shell and Python): creating it in a new database,
+ * users of the sqlite3 shell, psql and Python): creating it in a new
+ * database (SQLite's types; the PostgreSQL backend maps them, store_db.h),
  * checking the version of an existing one, and adding in place the tables
  * added since schema version 1 shipped.
  *
@@ -190,7 +191,7 @@ static const char la__numbering_sql[] =
 /* Added later still, created in place (IF NOT EXISTS) like `missing`.
  * history (docs/history.md): one row per trace that its LocalAgent found
  * within bound of an earlier full trace of the same rank (ref_cycle, a
- * representative: a trace without a history row). While full = 1 the
+ * representative: a trace without a history row). While in_full = 1 the
  * trace keeps its own segments; once it leaves the rank's
  * history.full_cycles most recent cycles its segments (and robust
  * segments) become empty and readers get the representative's, and its
@@ -202,68 +203,105 @@ static const char la__history_sql[] =
     "  rank INTEGER NOT NULL,"
     "  ref_cycle INTEGER NOT NULL,"
     "  rank_seq INTEGER NOT NULL,"
-    "  full INTEGER NOT NULL,"
+    "  in_full INTEGER NOT NULL,"
     "  err_max_abs REAL,"
     "  err_rmse REAL,"
     "  err_cv REAL,"
     "  PRIMARY KEY (app_id, cycle_tag, rank)) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS history_full ON history(app_id, rank,"
-    "  rank_seq) WHERE full = 1;";
+    "  rank_seq) WHERE in_full = 1;";
 
 /* ------------------------------------------------- creating and checking */
 
 /* Contracts of the functions below: store_internal.h. */
 
-int la__store_exec(sqlite3 *db, const char *sql, char *why, size_t n,
+int la__store_exec(la_db_t *db, const char *sql, char *why, size_t n,
                    const char *path, const char *what) {
-  char *msg = NULL;
-  if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-    la__store_fmt(why, n, "%s: %s: %s", path, what,
-                  msg ? msg : sqlite3_errmsg(db));
-    sqlite3_free(msg);
-    return LA_EIO;
-  }
-  return 0;
+  if (la_db_exec(db, sql) == 0) return 0;
+  la__store_fmt(why, n, "%s: %s: %s", path, what, la_db_errmsg(db));
+  return LA_EIO;
 }
 
-int la__store_query1(sqlite3 *db, const char *sql, sqlite3_int64 *v, char *txt,
+int la__store_query1(la_db_t *db, const char *sql, int64_t *v, char *txt,
                      size_t txt_len) {
-  sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return LA_EIO;
-  int rc = sqlite3_step(st), r;
-  if (rc == SQLITE_ROW) {
-    if (v) *v = sqlite3_column_int64(st, 0);
+  la_db_stmt_t *st = NULL;
+  if (la_db_prepare(db, sql, 0, &st) != 0) return LA_EIO;
+  int rc = la_db_step(st), r;
+  if (rc == LA_DB_ROW) {
+    if (v) *v = la_db_column_int64(st, 0);
     if (txt) la__col_copy(st, 0, txt, txt_len);
-    r = sqlite3_column_type(st, 0) == SQLITE_NULL ? 2 : 1;
+    r = la_db_column_type(st, 0) == LA_DB_NULL ? 2 : 1;
   } else {
-    r = rc == SQLITE_DONE ? 0 : LA_EIO;
+    r = rc == LA_DB_DONE ? 0 : LA_EIO;
   }
-  sqlite3_finalize(st);
+  la_db_finalize(st);
   return r;
 }
 
-int la__store_schema(sqlite3 *db, const char *path, char *why, size_t n) {
-  sqlite3_int64 v = 0;
-  const char *has_sql =
-      "SELECT count(*) FROM sqlite_master WHERE type ="
-      " 'table' AND name = 'schema_version'";
-  int r = la__store_query1(db, has_sql, &v, NULL, 0);
+/* The statements that differ between the backends: does the
+ * schema_version table exist, how many tables are there, the lock that
+ * serialises creating the schema (PostgreSQL: an advisory lock, held to
+ * the transaction's end, so that shards starting together create it once),
+ * and what marks the database as LA's. */
+typedef struct {
+  const char *has_version, *n_tables, *lock, *mark;
+} la__dialect_t;
+
+static const la__dialect_t la__sqlite_dialect = {
+    "SELECT count(*) FROM sqlite_master WHERE type ="
+    " 'table' AND name = 'schema_version'",
+    "SELECT count(*) FROM sqlite_master", "BEGIN IMMEDIATE",
+    "PRAGMA application_id = %d;"};
+
+static const la__dialect_t la__pg_dialect = {
+    "SELECT count(*) FROM information_schema.tables WHERE table_schema ="
+    " current_schema() AND table_name = 'schema_version'",
+    "SELECT count(*) FROM information_schema.tables WHERE table_schema ="
+    " current_schema()",
+    "BEGIN; SELECT pg_advisory_xact_lock(1279346481)", "SELECT %d;"};
+
+/* The tables added after version 1, created in place when missing. */
+static int la__store_add_tables(la_db_t *db, const char *path, char *why,
+                                size_t n) {
+  if (la__store_exec(db, la__missing_sql, why, n, path,
+                     "adding the missing table"))
+    return LA_EIO;
+  if (la__store_exec(db, la__robust_sql, why, n, path,
+                     "adding the robust and rank_fidelity tables"))
+    return LA_EIO;
+  /* A store opened read-only (lactl --db) that predates the tables below
+   * cannot gain them: it reads without them (store_numbering.c,
+   * store_load.c). */
+  if (la_db_readonly(db)) return 0;
+  if (la__store_exec(db, la__channels_sql, why, n, path,
+                     "adding the rank_channels and channel_traces tables"))
+    return LA_EIO;
+  if (la__store_exec(db, la__numbering_sql, why, n, path,
+                     "adding the element_ids and rank_grid tables"))
+    return LA_EIO;
+  return la__store_exec(db, la__history_sql, why, n, path,
+                        "adding the history table");
+}
+
+int la__store_schema(la_db_t *db, const char *path, char *why, size_t n) {
+  const la__dialect_t *d =
+      la_db_kind(db) == LA_DB_PG ? &la__pg_dialect : &la__sqlite_dialect;
+  int64_t v = 0;
+  int r = la__store_query1(db, d->has_version, &v, NULL, 0);
   if (r < 0) goto sqlfail;
   if (v == 0) {
     /* New database: create under the write lock, checking again there. */
-    if (la__store_exec(db, "BEGIN IMMEDIATE", why, n, path,
-                       "creating the schema"))
+    if (la__store_exec(db, d->lock, why, n, path, "creating the schema"))
       return LA_EIO;
-    sqlite3_int64 ntab = 0;
-    r = la__store_query1(db, "SELECT count(*) FROM sqlite_master", &ntab, NULL,
-                         0);
+    int64_t ntab = 0;
+    r = la__store_query1(db, d->n_tables, &ntab, NULL, 0);
     if (r < 0) {
-      sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+      la_db_exec(db, "ROLLBACK");
       goto sqlfail;
     }
     if (ntab > 0) {
-      sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-      r = la__store_query1(db, has_sql, &v, NULL, 0);
+      la_db_exec(db, "ROLLBACK");
+      r = la__store_query1(db, d->has_version, &v, NULL, 0);
       if (r < 0) goto sqlfail;
       if (v == 0) {
         la__store_fmt(why, n,
@@ -274,12 +312,11 @@ int la__store_schema(sqlite3 *db, const char *path, char *why, size_t n) {
       }
       /* created by another process meanwhile: check it below */
     } else {
-      char sql[128];
+      char sql[160], mark[64];
+      snprintf(mark, sizeof mark, d->mark, LA_STORE_APPLICATION_ID);
       snprintf(sql, sizeof sql,
-               "INSERT INTO schema_version VALUES (%d, %lld);"
-               "PRAGMA application_id = %d;",
-               LA_STORE_SCHEMA_VERSION, (long long)la_realtime_ns(),
-               LA_STORE_APPLICATION_ID);
+               "INSERT INTO schema_version VALUES (%d, %lld);%s",
+               LA_STORE_SCHEMA_VERSION, (long long)la_realtime_ns(), mark);
       if (la__store_exec(db, la__schema_sql, why, n, path,
                          "creating the schema") ||
           la__store_exec(db, la__missing_sql, why, n, path,
@@ -294,7 +331,7 @@ int la__store_schema(sqlite3 *db, const char *path, char *why, size_t n) {
                          "creating the schema") ||
           la__store_exec(db, sql, why, n, path, "creating the schema") ||
           la__store_exec(db, "COMMIT", why, n, path, "creating the schema")) {
-        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        la_db_exec(db, "ROLLBACK");
         return LA_EIO;
       }
       return 0;
@@ -323,25 +360,15 @@ int la__store_schema(sqlite3 *db, const char *path, char *why, size_t n) {
         path, (long long)v, LA_STORE_SCHEMA_VERSION);
     return LA_EVERSION;
   }
-  if (la__store_exec(db, la__missing_sql, why, n, path,
-                     "adding the missing table"))
-    return LA_EIO;
-  if (la__store_exec(db, la__robust_sql, why, n, path,
-                     "adding the robust and rank_fidelity tables"))
-    return LA_EIO;
-  /* A store opened read-only (lactl --db) that predates the tables below
-   * cannot gain them: it reads without them (store_numbering.c,
-   * store_load.c). */
-  if (sqlite3_db_readonly(db, "main") == 1) return 0;
-  if (la__store_exec(db, la__channels_sql, why, n, path,
-                     "adding the rank_channels and channel_traces tables"))
-    return LA_EIO;
-  if (la__store_exec(db, la__numbering_sql, why, n, path,
-                     "adding the element_ids and rank_grid tables"))
-    return LA_EIO;
-  return la__store_exec(db, la__history_sql, why, n, path,
-                        "adding the history table");
+  if (la_db_kind(db) != LA_DB_PG) return la__store_add_tables(db, path, why, n);
+  if (la_db_readonly(db)) return 0; /* lactl: reads what there is */
+  /* PostgreSQL: shards adding the tables at once would collide */
+  if (la__store_exec(db, d->lock, why, n, path, "adding tables")) return LA_EIO;
+  r = la__store_add_tables(db, path, why, n);
+  if (r == 0) r = la__store_exec(db, "COMMIT", why, n, path, "adding tables");
+  if (r) la_db_exec(db, "ROLLBACK");
+  return r;
 sqlfail:
-  la__store_fmt(why, n, "%s: %s", path, sqlite3_errmsg(db));
+  la__store_fmt(why, n, "%s: %s", path, la_db_errmsg(db));
   return LA_EIO;
 }

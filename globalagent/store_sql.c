@@ -5,6 +5,12 @@
  * Deliberately only text: binding, stepping and reading the rows is done by
  * the store file of each concern (store_write.c, store_query.c,
  * store_load.c).
+ *
+ * The SQL is SQLite's and, where the two differ, written in the form
+ * PostgreSQL reads too (CASE instead of the scalar max(), comparisons
+ * instead of integers as booleans, an alias on every subquery, typed
+ * parameters in INSERT ... SELECT); the PostgreSQL backend rewrites the
+ * rest (store_db.h).
  */
 #include "store_internal.h"
 
@@ -55,7 +61,7 @@ const char *const la__store_sql[S__COUNT] = {
         "INSERT INTO trace_sets(app_id, cycle_tag, n_ranks_present,"
         " t_first_ns, t_last_ns) VALUES (?1, ?2, 1, ?3, ?3)"
         " ON CONFLICT(app_id, cycle_tag) DO UPDATE SET"
-        " n_ranks_present = n_ranks_present + 1,"
+        " n_ranks_present = trace_sets.n_ranks_present + 1,"
         " t_last_ns = excluded.t_last_ns",
     [S_SET_CLOSE] =
         "INSERT INTO trace_sets(app_id, cycle_tag, closed, complete, nprocs,"
@@ -72,7 +78,8 @@ const char *const la__store_sql[S__COUNT] = {
     [S_AGENT_UPD] =
         "INSERT INTO agents(host, max_seq, t_updated_ns) VALUES (?1, ?2, ?3)"
         " ON CONFLICT(host) DO UPDATE SET"
-        " max_seq = max(max_seq, excluded.max_seq),"
+        " max_seq = CASE WHEN excluded.max_seq > agents.max_seq"
+        " THEN excluded.max_seq ELSE agents.max_seq END,"
         " t_updated_ns = excluded.t_updated_ns",
     [S_AGENT_GET] = "SELECT max_seq FROM agents WHERE host = ?1",
     [S_APPS] =
@@ -82,13 +89,15 @@ const char *const la__store_sql[S__COUNT] = {
         " coalesce(c.partial, 0), c.t_last"
         " FROM apps a"
         " LEFT JOIN (SELECT app_id,"
-        "   sum(CASE WHEN started THEN n_elements ELSE 0 END) AS n_el,"
+        "   sum(CASE WHEN started <> 0 THEN n_elements ELSE 0 END) AS n_el,"
         "   sum(started) AS started, sum(ended) AS ended,"
         "   min(t_start_ns) AS t_start, max(t_end_ns) AS t_end"
         "   FROM ranks GROUP BY app_id) r ON r.app_id = a.app_id"
         " LEFT JOIN (SELECT app_id, count(*) AS cycles,"
-        "   sum(closed AND complete) AS complete,"
-        "   sum(closed AND NOT complete) AS partial, max(t_last_ns) AS t_last"
+        "   sum(CASE WHEN closed <> 0 AND complete <> 0 THEN 1 ELSE 0 END)"
+        "   AS complete,"
+        "   sum(CASE WHEN closed <> 0 AND complete = 0 THEN 1 ELSE 0 END)"
+        "   AS partial, max(t_last_ns) AS t_last"
         "   FROM trace_sets GROUP BY app_id) c ON c.app_id = a.app_id"
         " ORDER BY a.app_id",
     [S_CYCLES] =
@@ -97,7 +106,7 @@ const char *const la__store_sql[S__COUNT] = {
         "   (SELECT reason || ' (' || count(*) || ')' AS x FROM missing m"
         "   WHERE m.app_id = s.app_id AND m.cycle_tag = s.cycle_tag"
         "   AND (a.nprocs = 0 OR m.rank < a.nprocs)"
-        "   GROUP BY reason ORDER BY count(*) DESC, reason))"
+        "   GROUP BY reason ORDER BY count(*) DESC, reason) g)"
         " FROM trace_sets s"
         " JOIN apps a ON a.app_id = s.app_id"
         " WHERE s.app_id = ?1 AND s.cycle_tag BETWEEN ?2 AND ?3"
@@ -141,9 +150,11 @@ const char *const la__store_sql[S__COUNT] = {
     [S_MISS_PUT] =
         "INSERT INTO missing(app_id, cycle_tag, rank, reason, source, seq,"
         " t_recorded_ns)"
-        " SELECT ?1, ?2, ?3, CASE WHEN ?5 <> 'agent' AND EXISTS (SELECT 1"
+        " SELECT CAST(?1 AS TEXT), CAST(?2 AS INTEGER), CAST(?3 AS INTEGER),"
+        " CASE WHEN CAST(?5 AS TEXT) <> 'agent' AND EXISTS (SELECT 1"
         "   FROM ranks WHERE app_id = ?1 AND rank = ?3 AND ended = 1)"
-        "   THEN 'rank ended before this cycle' ELSE ?4 END, ?5, ?6, ?7"
+        "   THEN 'rank ended before this cycle' ELSE CAST(?4 AS TEXT) END,"
+        " CAST(?5 AS TEXT), CAST(?6 AS INTEGER), CAST(?7 AS INTEGER)"
         " WHERE NOT EXISTS (SELECT 1 FROM traces"
         "   WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3)"
         " ON CONFLICT(app_id, cycle_tag, rank) DO UPDATE SET"
@@ -210,20 +221,21 @@ const char *const la__store_sql[S__COUNT] = {
 const char *const la__store_history_sql[H__COUNT] = {
     [H_REF] =
         "SELECT t.n_elements, t.mode, length(t.segments),"
-        " EXISTS (SELECT 1 FROM robust r WHERE r.app_id = t.app_id"
+        " CASE WHEN EXISTS (SELECT 1 FROM robust r WHERE r.app_id = t.app_id"
         "   AND r.cycle_tag = t.cycle_tag AND r.rank = t.rank"
-        "   AND length(r.segments) > 0),"
-        " EXISTS (SELECT 1 FROM history h WHERE h.app_id = t.app_id"
-        "   AND h.cycle_tag = t.cycle_tag AND h.rank = t.rank)"
+        "   AND length(r.segments) > 0) THEN 1 ELSE 0 END,"
+        " CASE WHEN EXISTS (SELECT 1 FROM history h WHERE h.app_id = t.app_id"
+        "   AND h.cycle_tag = t.cycle_tag AND h.rank = t.rank) THEN 1 ELSE 0"
+        " END"
         " FROM traces t WHERE t.app_id = ?1 AND t.cycle_tag = ?2"
         " AND t.rank = ?3",
     [H_INS] =
         "INSERT OR IGNORE INTO history(app_id, cycle_tag, rank, ref_cycle,"
-        " rank_seq, full, err_max_abs, err_rmse, err_cv)"
+        " rank_seq, in_full, err_max_abs, err_rmse, err_cv)"
         " VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?8)",
     [H_PENDING] =
         "SELECT cycle_tag, err_max_abs, err_rmse, err_cv FROM history"
-        " WHERE app_id = ?1 AND rank = ?2 AND full = 1 AND rank_seq <= ?3",
+        " WHERE app_id = ?1 AND rank = ?2 AND in_full = 1 AND rank_seq <= ?3",
     /* The row is written again rather than updated in place: a new row id
      * puts the small row beside other small rows, and the old one's leaf
      * page, emptied, goes to the free list for later traces. An update in
@@ -233,15 +245,15 @@ const char *const la__store_history_sql[H__COUNT] = {
         "REPLACE INTO traces(app_id, cycle_tag, rank, n_elements, mode,"
         " segments, stat_count, stat_sum, stat_min, stat_max, err_max_abs,"
         " err_rmse, err_cv, t_xfer_ns, rank_seq, seq, t_stored_ns)"
-        " SELECT app_id, cycle_tag, rank, n_elements, mode, x'', stat_count,"
+        " SELECT app_id, cycle_tag, rank, n_elements, mode, ?7, stat_count,"
         " stat_sum, stat_min, stat_max, ?4, ?5, ?6, t_xfer_ns, rank_seq, seq,"
         " t_stored_ns FROM traces"
         " WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3",
     [H_DEMOTE_ROBUST] =
-        "UPDATE robust SET segments = x'' WHERE app_id = ?1"
+        "UPDATE robust SET segments = ?4 WHERE app_id = ?1"
         " AND cycle_tag = ?2 AND rank = ?3 AND segments IS NOT NULL",
     [H_DONE] =
-        "UPDATE history SET full = 0 WHERE app_id = ?1 AND cycle_tag = ?2"
+        "UPDATE history SET in_full = 0 WHERE app_id = ?1 AND cycle_tag = ?2"
         " AND rank = ?3",
     [H_RESOLVE] =
         "SELECT h.ref_cycle, t.segments, r.segments FROM history h"
@@ -249,4 +261,44 @@ const char *const la__store_history_sql[H__COUNT] = {
         " AND t.rank = h.rank LEFT JOIN robust r ON r.app_id = h.app_id"
         " AND r.cycle_tag = h.ref_cycle AND r.rank = h.rank"
         " WHERE h.app_id = ?1 AND h.cycle_tag = ?2 AND h.rank = ?3",
+};
+
+/* PostgreSQL's forms of the history statements that differ: no REPLACE
+ * (and an update writes a new row version there anyway); the parameters'
+ * types spelled out. */
+const char *const la__store_history_sql_pg[H__COUNT] = {
+    [H_DEMOTE_TRACE] =
+        "UPDATE traces SET segments = CAST(?7 AS BLOB),"
+        " err_max_abs = CAST(?4 AS REAL), err_rmse = CAST(?5 AS REAL),"
+        " err_cv = CAST(?6 AS REAL)"
+        " WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3",
+};
+
+/* PostgreSQL: a new trace also drops its key's missing record, counts in
+ * its set and stores its robust row (?18 .. ?25, when ?26 is 1) in the same
+ * statement (one round trip instead of four; on SQLite store_write.c runs
+ * S_MISS_DEL, S_ROBUST_INS and S_SET_TOUCH after it). Its result's row
+ * count is 1 for a new trace, 0 for a resend. */
+const char *const la__store_sql_pg[S__COUNT] = {
+    [S_TRACE_INS] =
+        "WITH ins AS (INSERT INTO traces(app_id, cycle_tag, rank, n_elements,"
+        " mode, segments, stat_count, stat_sum, stat_min, stat_max,"
+        " err_max_abs, err_rmse, err_cv, t_xfer_ns, rank_seq, seq,"
+        " t_stored_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
+        " ?12, ?13, ?14, ?15, ?16, ?17) ON CONFLICT DO NOTHING"
+        " RETURNING app_id, cycle_tag, rank),"
+        " del AS (DELETE FROM missing m USING ins WHERE m.app_id ="
+        " ins.app_id AND m.cycle_tag = ins.cycle_tag AND m.rank = ins.rank),"
+        " tch AS (INSERT INTO trace_sets(app_id, cycle_tag, n_ranks_present,"
+        " t_first_ns, t_last_ns) SELECT app_id, cycle_tag, 1, ?17, ?17"
+        " FROM ins ON CONFLICT(app_id, cycle_tag) DO UPDATE SET"
+        " n_ranks_present = trace_sets.n_ranks_present + 1,"
+        " t_last_ns = excluded.t_last_ns),"
+        " rob AS (INSERT INTO robust(app_id, cycle_tag, rank, segments,"
+        " stat_count, stat_sum, stat_min, stat_max, interference, flagged,"
+        " flagged_time) SELECT app_id, cycle_tag, rank, CAST(?18 AS BLOB),"
+        " CAST(?19 AS INTEGER), CAST(?20 AS REAL), CAST(?21 AS REAL),"
+        " CAST(?22 AS REAL), CAST(?23 AS REAL), CAST(?24 AS INTEGER),"
+        " CAST(?25 AS REAL) FROM ins WHERE ?26 = 1 ON CONFLICT DO NOTHING)"
+        " SELECT 1 FROM ins",
 };

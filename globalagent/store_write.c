@@ -23,14 +23,14 @@
 /* Known nprocs of app_id into *nprocs (0: unknown). Returns 1 when the
  * application row exists, 0 when not, LA_EIO. */
 static int la__app_nprocs(la_store_t *s, const char *app_id, uint32_t *nprocs) {
-  sqlite3_stmt *st = s->st[S_APP_NPROCS];
-  sqlite3_bind_text(st, 1, app_id, -1, SQLITE_STATIC);
-  int rc = sqlite3_step(st), r;
-  if (rc == SQLITE_ROW) {
-    sqlite3_int64 v = sqlite3_column_int64(st, 0);
-    *nprocs = v > 0 && v <= (sqlite3_int64)LA_MAX_RANKS ? (uint32_t)v : 0;
+  la_db_stmt_t *st = s->st[S_APP_NPROCS];
+  la_db_bind_text(st, 1, app_id, -1);
+  int rc = la_db_step(st), r;
+  if (rc == LA_DB_ROW) {
+    int64_t v = la_db_column_int64(st, 0);
+    *nprocs = v > 0 && v <= (int64_t)LA_MAX_RANKS ? (uint32_t)v : 0;
     r = 1;
-  } else if (rc == SQLITE_DONE) {
+  } else if (rc == LA_DB_DONE) {
     *nprocs = 0;
     r = 0;
   } else {
@@ -42,9 +42,9 @@ static int la__app_nprocs(la_store_t *s, const char *app_id, uint32_t *nprocs) {
 
 /* Creates the application row (nprocs unknown) if there is none. */
 static int la__app_lazy(la_store_t *s, const char *app_id, uint64_t now) {
-  sqlite3_stmt *st = s->st[S_APP_LAZY];
+  la_db_stmt_t *st = s->st[S_APP_LAZY];
   la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
-  sqlite3_bind_int64(st, 2, la__i64(now));
+  la_db_bind_int64(st, 2, la__i64(now));
   return la__store_run(s, st, "creating the application");
 }
 
@@ -66,43 +66,43 @@ int la_store_rank_start(la_store_t *s, const La__RankStart *m) {
   }
   uint64_t now = la_realtime_ns();
   if (!known) {
-    sqlite3_stmt *st = s->st[S_APP_START];
+    la_db_stmt_t *st = s->st[S_APP_START];
     const La__CompactParams *c = m->compact;
     la__bind_text(st, 1, m->app_id, LA_MAX_ID_LEN);
     la__bind_text(st, 2, m->app_name, 128);
-    sqlite3_bind_int64(st, 3, m->nprocs);
+    la_db_bind_int64(st, 3, m->nprocs);
     la__bind_text(st, 4, m->metric, 128);
     la__bind_text(st, 5, m->unit, 32);
-    sqlite3_bind_int64(st, 6, m->has_period ? m->period : 0);
+    la_db_bind_int64(st, 6, m->has_period ? m->period : 0);
     if (c) {
-      sqlite3_bind_int64(st, 7, c->has_mode ? (int)c->mode : 0);
-      if (c->has_cv) sqlite3_bind_double(st, 8, c->cv);
-      if (c->has_epsilon) sqlite3_bind_double(st, 9, c->epsilon);
-      sqlite3_bind_int64(st, 10, c->has_relative && c->relative);
-      sqlite3_bind_int64(st, 11, c->has_connected && c->connected);
-      sqlite3_bind_int64(st, 12, c->has_outliers && c->outliers);
+      la_db_bind_int64(st, 7, c->has_mode ? (int)c->mode : 0);
+      if (c->has_cv) la_db_bind_double(st, 8, c->cv);
+      if (c->has_epsilon) la_db_bind_double(st, 9, c->epsilon);
+      la_db_bind_int64(st, 10, c->has_relative && c->relative);
+      la_db_bind_int64(st, 11, c->has_connected && c->connected);
+      la_db_bind_int64(st, 12, c->has_outliers && c->outliers);
     }
     if (m->n_grid == 3) {
       for (int i = 0; i < 3; i++)
-        sqlite3_bind_int64(st, 13 + i, la__i64(m->grid[i]));
+        la_db_bind_int64(st, 13 + i, la__i64(m->grid[i]));
     }
-    sqlite3_bind_int64(st, 16, la__i64(now));
+    la_db_bind_int64(st, 16, la__i64(now));
     if ((r = la__store_run(s, st, "storing the application"))) goto out;
   }
-  sqlite3_stmt *st = s->st[S_RANK_START];
+  la_db_stmt_t *st = s->st[S_RANK_START];
   la__bind_text(st, 1, m->app_id, LA_MAX_ID_LEN);
-  sqlite3_bind_int64(st, 2, m->rank);
-  sqlite3_bind_int64(st, 3, la__i64(m->n_elements));
+  la_db_bind_int64(st, 2, m->rank);
+  la_db_bind_int64(st, 3, la__i64(m->n_elements));
   la__bind_text(st, 4, m->host, 128);
-  if (m->has_pid) sqlite3_bind_int64(st, 5, m->pid);
+  if (m->has_pid) la_db_bind_int64(st, 5, m->pid);
   la__bind_opt_u64(st, 6, m->has_t_start_ns, m->t_start_ns);
-  sqlite3_bind_int64(st, 7, la__i64(m->seq));
+  la_db_bind_int64(st, 7, la__i64(m->seq));
   r = la__store_run(s, st, "storing the rank start");
   for (size_t c = 0; r == 0 && c < m->n_channels; c++) {
     st = s->st[S_CHAN_NAME_INS]; /* the first RankStart of the rank wins */
     la__bind_text(st, 1, m->app_id, LA_MAX_ID_LEN);
-    sqlite3_bind_int64(st, 2, m->rank);
-    sqlite3_bind_int64(st, 3, (sqlite3_int64)c);
+    la_db_bind_int64(st, 2, m->rank);
+    la_db_bind_int64(st, 3, (int64_t)c);
     la__bind_text(st, 4, m->channels[c], LA_MAX_CHANNEL_NAME_WIRE);
     r = la__store_run(s, st, "storing the rank's channel names");
   }
@@ -110,9 +110,9 @@ int la_store_rank_start(la_store_t *s, const La__RankStart *m) {
   if (r || !(m->has_timer_res_ns || m->interference)) goto out;
   st = s->st[S_FID_INS]; /* the first RankStart of the rank wins */
   la__bind_text(st, 1, m->app_id, LA_MAX_ID_LEN);
-  sqlite3_bind_int64(st, 2, m->rank);
+  la_db_bind_int64(st, 2, m->rank);
   if (m->has_timer_res_ns && isfinite(m->timer_res_ns) && m->timer_res_ns >= 0)
-    sqlite3_bind_double(st, 3, m->timer_res_ns);
+    la_db_bind_double(st, 3, m->timer_res_ns);
   if (m->interference) la__bind_text(st, 4, m->interference, 256);
   r = la__store_run(s, st, "storing the rank's timer resolution");
 out:
@@ -125,20 +125,20 @@ int la_store_rank_end(la_store_t *s, const La__RankEnd *m, int *was_new) {
   int own, r = la__store_wbegin(s, &own);
   if (r) return r;
   if ((r = la__app_lazy(s, m->app_id, la_realtime_ns()))) goto out;
-  sqlite3_stmt *st = s->st[S_RANK_LAZY];
+  la_db_stmt_t *st = s->st[S_RANK_LAZY];
   la__bind_text(st, 1, m->app_id, LA_MAX_ID_LEN);
-  sqlite3_bind_int64(st, 2, m->rank);
+  la_db_bind_int64(st, 2, m->rank);
   if ((r = la__store_run(s, st, "creating the rank"))) goto out;
   st = s->st[S_RANK_END];
   la__bind_text(st, 1, m->app_id, LA_MAX_ID_LEN);
-  sqlite3_bind_int64(st, 2, m->rank);
+  la_db_bind_int64(st, 2, m->rank);
   if (m->reason) la__bind_text(st, 3, m->reason, 256);
   la__bind_opt_u64(st, 4, m->has_cycles, m->cycles);
   la__bind_opt_u64(st, 5, m->has_skipped, m->skipped);
   la__bind_opt_u64(st, 6, m->has_t_end_ns, m->t_end_ns);
-  sqlite3_bind_int64(st, 7, la__i64(m->seq));
+  la_db_bind_int64(st, 7, la__i64(m->seq));
   r = la__store_run(s, st, "storing the rank end");
-  if (r == 0 && was_new) *was_new = sqlite3_changes(s->db) > 0;
+  if (r == 0 && was_new) *was_new = la_db_changes(s->db) > 0;
 out:
   return la__store_wend(s, own, r);
 }
@@ -147,34 +147,44 @@ out:
  * (app_id, cycle_tag) with the time now. Returns 0 or LA_EIO. */
 static int la__cycle_touch(la_store_t *s, int id, const char *app_id,
                            uint64_t cycle_tag, uint64_t now, const char *what) {
-  sqlite3_stmt *st = s->st[id];
+  la_db_stmt_t *st = s->st[id];
   la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
-  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
-  sqlite3_bind_int64(st, 3, la__i64(now));
+  la_db_bind_int64(st, 2, la__i64(cycle_tag));
+  la_db_bind_int64(st, 3, la__i64(now));
   return la__store_run(s, st, what);
 }
 
 /* The robust row of a new trace, when it carries robust weights or
  * interference figures (the codec checked them). Returns 0 or LA_EIO. */
-static int la__robust_put(la_store_t *s, const La__CompactTrace *t) {
-  if (!t->robust_stats && !t->has_interference && !t->has_flagged &&
-      !t->has_flagged_time)
-    return 0;
-  sqlite3_stmt *st = s->st[S_ROBUST_INS];
-  la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
-  sqlite3_bind_int64(st, 2, la__i64(t->cycle_tag));
-  sqlite3_bind_int64(st, 3, t->rank);
+static int la__robust_has(const La__CompactTrace *t) {
+  return t->robust_stats || t->has_interference || t->has_flagged ||
+         t->has_flagged_time;
+}
+
+/* Binds the robust row's columns segments .. flagged_time of t to
+ * parameters at .. at + 7 of st. */
+static void la__robust_bind(la_db_stmt_t *st, int at,
+                            const La__CompactTrace *t) {
   if (t->robust_stats && t->robust_segments.data) {
-    sqlite3_bind_blob(st, 4, t->robust_segments.data,
-                      (int)t->robust_segments.len, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 5, la__i64(t->robust_stats->count));
-    sqlite3_bind_double(st, 6, t->robust_stats->sum);
-    sqlite3_bind_double(st, 7, t->robust_stats->min);
-    sqlite3_bind_double(st, 8, t->robust_stats->max);
+    la_db_bind_blob(st, at, t->robust_segments.data,
+                    (int)t->robust_segments.len);
+    la_db_bind_int64(st, at + 1, la__i64(t->robust_stats->count));
+    la_db_bind_double(st, at + 2, t->robust_stats->sum);
+    la_db_bind_double(st, at + 3, t->robust_stats->min);
+    la_db_bind_double(st, at + 4, t->robust_stats->max);
   }
-  if (t->has_interference) sqlite3_bind_double(st, 9, t->interference);
-  la__bind_opt_u64(st, 10, t->has_flagged, t->flagged);
-  if (t->has_flagged_time) sqlite3_bind_double(st, 11, t->flagged_time);
+  if (t->has_interference) la_db_bind_double(st, at + 5, t->interference);
+  la__bind_opt_u64(st, at + 6, t->has_flagged, t->flagged);
+  if (t->has_flagged_time) la_db_bind_double(st, at + 7, t->flagged_time);
+}
+
+static int la__robust_put(la_store_t *s, const La__CompactTrace *t) {
+  if (!la__robust_has(t)) return 0;
+  la_db_stmt_t *st = s->st[S_ROBUST_INS];
+  la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
+  la_db_bind_int64(st, 2, la__i64(t->cycle_tag));
+  la_db_bind_int64(st, 3, t->rank);
+  la__robust_bind(st, 4, t);
   return la__store_run(s, st, "storing the trace's robust weights");
 }
 
@@ -186,29 +196,28 @@ static int la__channels_put(la_store_t *s, const La__CompactTrace *t) {
     const La__ChannelTrace *c = t->channels[i];
     if (c->segments.len > INT32_MAX || c->robust_segments.len > INT32_MAX)
       return LA_EINVAL;
-    sqlite3_stmt *st = s->st[S_CHAN_TRACE_INS];
+    la_db_stmt_t *st = s->st[S_CHAN_TRACE_INS];
     la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
-    sqlite3_bind_int64(st, 2, la__i64(t->cycle_tag));
-    sqlite3_bind_int64(st, 3, t->rank);
-    sqlite3_bind_int64(st, 4, c->channel);
-    sqlite3_bind_blob(st, 5, c->segments.data, (int)c->segments.len,
-                      SQLITE_STATIC);
-    sqlite3_bind_int64(st, 6, la__i64(c->stats->count));
-    sqlite3_bind_double(st, 7, c->stats->sum);
-    sqlite3_bind_double(st, 8, c->stats->min);
-    sqlite3_bind_double(st, 9, c->stats->max);
+    la_db_bind_int64(st, 2, la__i64(t->cycle_tag));
+    la_db_bind_int64(st, 3, t->rank);
+    la_db_bind_int64(st, 4, c->channel);
+    la_db_bind_blob(st, 5, c->segments.data, (int)c->segments.len);
+    la_db_bind_int64(st, 6, la__i64(c->stats->count));
+    la_db_bind_double(st, 7, c->stats->sum);
+    la_db_bind_double(st, 8, c->stats->min);
+    la_db_bind_double(st, 9, c->stats->max);
     if (c->error) {
-      sqlite3_bind_double(st, 10, c->error->max_abs);
-      sqlite3_bind_double(st, 11, c->error->rmse);
-      sqlite3_bind_double(st, 12, c->error->cv);
+      la_db_bind_double(st, 10, c->error->max_abs);
+      la_db_bind_double(st, 11, c->error->rmse);
+      la_db_bind_double(st, 12, c->error->cv);
     }
     if (c->robust_stats) {
-      sqlite3_bind_blob(st, 13, c->robust_segments.data,
-                        (int)c->robust_segments.len, SQLITE_STATIC);
-      sqlite3_bind_int64(st, 14, la__i64(c->robust_stats->count));
-      sqlite3_bind_double(st, 15, c->robust_stats->sum);
-      sqlite3_bind_double(st, 16, c->robust_stats->min);
-      sqlite3_bind_double(st, 17, c->robust_stats->max);
+      la_db_bind_blob(st, 13, c->robust_segments.data,
+                      (int)c->robust_segments.len);
+      la_db_bind_int64(st, 14, la__i64(c->robust_stats->count));
+      la_db_bind_double(st, 15, c->robust_stats->sum);
+      la_db_bind_double(st, 16, c->robust_stats->min);
+      la_db_bind_double(st, 17, c->robust_stats->max);
     }
     r = la__store_run(s, st, "storing the trace's channels");
   }
@@ -233,49 +242,60 @@ int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new) {
   if (r) return r;
   uint64_t now = la_realtime_ns();
   uint32_t nprocs = 0;
-  r = la__app_nprocs(s, t->app_id, &nprocs); /* does the app row exist? */
-  if (r < 0) goto out;
-  if (r == 0 && (r = la__app_lazy(s, t->app_id, now))) goto out;
-  r = 0;
+  if (strcmp(s->app_known, t->app_id)) {
+    r = la__app_nprocs(s, t->app_id, &nprocs); /* does the app row exist? */
+    if (r < 0) goto out;
+    if (r == 0 && (r = la__app_lazy(s, t->app_id, now))) goto out;
+    snprintf(s->app_known, sizeof s->app_known, "%s", t->app_id);
+    r = 0;
+  }
   if ((r = la__store_history_check(s, t))) goto out; /* store_history.c */
   /* A rank not below a known nprocs is stored all the same (nothing is
    * thrown away); it belongs to no Trace-Set (load_set, open_sets skip it).
    */
-  sqlite3_stmt *st = s->st[S_TRACE_INS];
+  la_db_stmt_t *st = s->st[S_TRACE_INS];
   la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
-  sqlite3_bind_int64(st, 2, la__i64(t->cycle_tag));
-  sqlite3_bind_int64(st, 3, t->rank);
-  sqlite3_bind_int64(st, 4, la__i64(t->n_elements));
-  sqlite3_bind_int64(st, 5, (int)t->mode);
-  sqlite3_bind_blob(st, 6, t->segments.data, (int)t->segments.len,
-                    SQLITE_STATIC);
-  sqlite3_bind_int64(st, 7, la__i64(t->stats->count));
-  sqlite3_bind_double(st, 8, t->stats->sum);
-  sqlite3_bind_double(st, 9, t->stats->min);
-  sqlite3_bind_double(st, 10, t->stats->max);
+  la_db_bind_int64(st, 2, la__i64(t->cycle_tag));
+  la_db_bind_int64(st, 3, t->rank);
+  la_db_bind_int64(st, 4, la__i64(t->n_elements));
+  la_db_bind_int64(st, 5, (int)t->mode);
+  la_db_bind_blob(st, 6, t->segments.data, (int)t->segments.len);
+  la_db_bind_int64(st, 7, la__i64(t->stats->count));
+  la_db_bind_double(st, 8, t->stats->sum);
+  la_db_bind_double(st, 9, t->stats->min);
+  la_db_bind_double(st, 10, t->stats->max);
   if (t->error) {
-    sqlite3_bind_double(st, 11, t->error->max_abs);
-    sqlite3_bind_double(st, 12, t->error->rmse);
-    sqlite3_bind_double(st, 13, t->error->cv);
+    la_db_bind_double(st, 11, t->error->max_abs);
+    la_db_bind_double(st, 12, t->error->rmse);
+    la_db_bind_double(st, 13, t->error->cv);
   }
   la__bind_opt_u64(st, 14, t->has_t_xfer_ns, t->t_xfer_ns);
   la__bind_opt_u64(st, 15, t->has_rank_seq, t->rank_seq);
-  sqlite3_bind_int64(st, 16, la__i64(t->seq));
-  sqlite3_bind_int64(st, 17, la__i64(now));
+  la_db_bind_int64(st, 16, la__i64(t->seq));
+  la_db_bind_int64(st, 17, la__i64(now));
+  int pg = la_db_kind(s->db) == LA_DB_PG;
+  if (pg) { /* S_TRACE_INS also writes the robust row: ?18 .. ?26 */
+    la__robust_bind(st, 18, t);
+    la_db_bind_int64(st, 26, la__robust_has(t));
+  }
   if ((r = la__store_run(s, st, "storing the trace"))) goto out;
-  if (sqlite3_changes(s->db) == 0) goto out; /* a resend: nothing changes */
+  if (la_db_changes(s->db) == 0) goto out; /* a resend: nothing changes */
   if (was_new) *was_new = 1;
+  /* on PostgreSQL, S_TRACE_INS did the next three */
   st = s->st[S_MISS_DEL]; /* a real trace wins over a missing record */
+  if (pg) goto extras;
   la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
-  sqlite3_bind_int64(st, 2, la__i64(t->cycle_tag));
-  sqlite3_bind_int64(st, 3, t->rank);
+  la_db_bind_int64(st, 2, la__i64(t->cycle_tag));
+  la_db_bind_int64(st, 3, t->rank);
   if ((r = la__store_run(s, st, "dropping the trace's missing record")))
     goto out;
-  if ((r = la__robust_put(s, t))) goto out;
+extras:
+  if (!pg && (r = la__robust_put(s, t))) goto out;
   if ((r = la__channels_put(s, t))) goto out;
   if ((r = la__store_history_put(s, t))) goto out;
-  r = la__cycle_touch(s, S_SET_TOUCH, t->app_id, t->cycle_tag, now,
-                      "recording the trace's cycle");
+  if (!pg)
+    r = la__cycle_touch(s, S_SET_TOUCH, t->app_id, t->cycle_tag, now,
+                        "recording the trace's cycle");
 out:
   r = la__store_wend(s, own, r);
   if (r && was_new) *was_new = 0;
@@ -286,10 +306,10 @@ int la_store_agent_seq_update(la_store_t *s, const char *host, uint64_t seq) {
   if (!s || !host || !host[0]) return LA_EINVAL;
   int own, r = la__store_wbegin(s, &own);
   if (r) return r;
-  sqlite3_stmt *st = s->st[S_AGENT_UPD];
+  la_db_stmt_t *st = s->st[S_AGENT_UPD];
   la__bind_text(st, 1, host, LA_MAX_ID_LEN);
-  sqlite3_bind_int64(st, 2, la__i64(seq));
-  sqlite3_bind_int64(st, 3, la__i64(la_realtime_ns()));
+  la_db_bind_int64(st, 2, la__i64(seq));
+  la_db_bind_int64(st, 3, la__i64(la_realtime_ns()));
   r = la__store_run(s, st, "recording the agent's sequence number");
   return la__store_wend(s, own, r);
 }
@@ -297,13 +317,13 @@ int la_store_agent_seq_update(la_store_t *s, const char *host, uint64_t seq) {
 int la_store_agent_next_seq(la_store_t *s, const char *host,
                             uint64_t *next_seq) {
   if (!s || !host || !host[0] || !next_seq) return LA_EINVAL;
-  sqlite3_stmt *st = s->st[S_AGENT_GET];
+  la_db_stmt_t *st = s->st[S_AGENT_GET];
   la__bind_text(st, 1, host, LA_MAX_ID_LEN);
-  int rc = sqlite3_step(st), r = 0;
-  if (rc == SQLITE_ROW) {
-    sqlite3_int64 v = sqlite3_column_int64(st, 0);
+  int rc = la_db_step(st), r = 0;
+  if (rc == LA_DB_ROW) {
+    int64_t v = la_db_column_int64(st, 0);
     *next_seq = v > 0 ? (uint64_t)v + 1 : 1;
-  } else if (rc == SQLITE_DONE) {
+  } else if (rc == LA_DB_DONE) {
     *next_seq = 1;
   } else {
     r = la__store_sqlerr(s, "reading the agent's sequence number");
@@ -329,17 +349,16 @@ int la_store_missing(la_store_t *s, const char *app_id, uint64_t cycle_tag,
   r = la__app_nprocs(s, app_id, &nprocs);
   if (r < 0) goto out;
   if (r == 0 && (r = la__app_lazy(s, app_id, now))) goto out;
-  sqlite3_stmt *st = s->st[S_MISS_PUT];
+  la_db_stmt_t *st = s->st[S_MISS_PUT];
   la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
-  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
-  sqlite3_bind_int64(st, 3, rank);
+  la_db_bind_int64(st, 2, la__i64(cycle_tag));
+  la_db_bind_int64(st, 3, rank);
   la__bind_text(st, 4, reason, LA_STORE_REASON_MAX);
-  sqlite3_bind_text(st, 5, from_agent ? "agent" : "globalagent", -1,
-                    SQLITE_STATIC);
-  if (from_agent) sqlite3_bind_int64(st, 6, la__i64(seq));
-  sqlite3_bind_int64(st, 7, la__i64(now));
+  la_db_bind_text(st, 5, from_agent ? "agent" : "globalagent", -1);
+  if (from_agent) la_db_bind_int64(st, 6, la__i64(seq));
+  la_db_bind_int64(st, 7, la__i64(now));
   if ((r = la__store_run(s, st, "storing the missing record"))) goto out;
-  if (sqlite3_changes(s->db) == 0) goto out; /* known already, or a trace */
+  if (la_db_changes(s->db) == 0) goto out; /* known already, or a trace */
   if (was_new) *was_new = 1;
   r = la__cycle_touch(s, S_MISS_SET, app_id, cycle_tag, now,
                       "recording the missing record's cycle");
@@ -384,14 +403,15 @@ int la_store_set_closed(la_store_t *s, const char *app_id, uint64_t cycle_tag,
   int own, r = la__store_wbegin(s, &own);
   if (r) goto done;
   if ((r = la__app_lazy(s, app_id, la_realtime_ns()))) goto out;
-  sqlite3_stmt *st = s->st[S_SET_CLOSE];
+  la_db_stmt_t *st = s->st[S_SET_CLOSE];
   la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
-  sqlite3_bind_int64(st, 2, la__i64(cycle_tag));
-  sqlite3_bind_int64(st, 3, complete ? 1 : 0);
-  sqlite3_bind_int64(st, 4, (sqlite3_int64)k);
-  sqlite3_bind_text(st, 5, text ? text : "", (int)len, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 6, la__i64(t_closed_ns));
+  la_db_bind_int64(st, 2, la__i64(cycle_tag));
+  la_db_bind_int64(st, 3, complete ? 1 : 0);
+  la_db_bind_int64(st, 4, (int64_t)k);
+  la_db_bind_text(st, 5, text ? text : "", (int)len);
+  la_db_bind_int64(st, 6, la__i64(t_closed_ns));
   r = la__store_run(s, st, "recording the closed Trace-Set");
+  if (r == 0) r = la__store_notify_closed(s, app_id, cycle_tag);
 out:
   r = la__store_wend(s, own, r);
 done:

@@ -68,10 +68,18 @@ static int la__configure(int argc, char **argv, la_la_settings_t *set,
             set->listen);
     bad = 1;
   }
-  if (set->global[0] && !la_daemon_addr_ok(set->global, 0)) {
-    fprintf(stderr, "%s: global.address '%s' is not host:port\n", me,
-            set->global);
-    bad = 1;
+  /* global.address: one host:port, or several (shards) separated by ',' */
+  for (const char *g = set->global; *g;) {
+    char one[256];
+    size_t k = strcspn(g, ",");
+    snprintf(one, sizeof one, "%.*s", (int)k, g);
+    g += k + (g[k] == ',');
+    if (!la_daemon_addr_ok(one, 0)) {
+      fprintf(stderr, "%s: global.address '%s' is not host:port\n", me,
+              set->global);
+      bad = 1;
+      break;
+    }
   }
   if (la_placement_cpus_check(set->cpus, why, sizeof why) != 0) {
     fprintf(stderr, "%s: %s\n", me, why);

@@ -74,7 +74,9 @@ const la_cfg_key_t la_la_keys[] = {
   N("history", "representatives", LA_CFG_INT, history_reps, "4", 1, 16,
     "representatives per rank (the least recently used gives way)"),
   S("global", "address", global, "127.0.0.1:7462",
-    "GlobalAgent host:port; empty: keep traces in the spool"),
+    "GlobalAgent host:port, or several shards host:port,host:port (each "
+    "application goes to one, docs/sharding.md); empty: keep traces in the "
+    "spool"),
   S("global", "secret_file", secret_file, "",
     "shared secret for the GlobalAgent (mode 0600)"),
   N("global", "reconnect_min", LA_CFG_MS, reconnect_min_ms, "100ms", 10,

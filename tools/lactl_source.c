@@ -7,9 +7,11 @@
  * SQLite URI with mode=ro) and has globalagent/feed_query.c answer it, the
  * code the GlobalAgent answers with. Either way the answer is the same
  * typed QueryReply, turned into lactl's structures by one function per
- * kind; nothing is parsed from text. A Trace-Set becomes a la_traceset_t
- * exactly as a received one does. Error texts are made here, not taken
- * from either side, so both sources fail with the same words.
+ * kind; nothing is parsed from text. --db also takes a PostgreSQL URL or
+ * connection string (the store GlobalAgent shards share,
+ * docs/sharding.md), opened in read-only transactions. A Trace-Set becomes a
+ * la_traceset_t exactly as a received one does. Error texts are made here, not
+ * taken from either side, so both sources fail with the same words.
  */
 #include "lactl_source.h"
 
@@ -23,13 +25,14 @@
 #include <sqlite3.h>
 
 #include "../globalagent/feed_query.h"
+#include "../globalagent/store_db.h"
 #include "la_client_internal.h"
 #include "la_errors.h"
 #include "la_sockio.h"
 
 struct lactl_src {
-  la_client_t *c; /* feed source, or */
-  la_store_t *st; /* store source */
+  la_client_t *c;      /* feed source, or */
+  la_store_t *st;      /* store source */
   const char *channel; /* --channel: sets become that channel's view */
   char where[300];
   char err[600];
@@ -75,7 +78,31 @@ static int la__ro_uri(const char *path, char *buf, size_t len) {
   return n < 0 || (size_t)n >= len - o ? -1 : 0;
 }
 
+/* --db naming a PostgreSQL database: opened with every transaction
+ * read-only (libpq's options), so lactl never writes, nor creates the
+ * schema in an empty database. */
+static int la__open_pg(const char *cmd, lactl_src_t *s, const char *url) {
+  static const char ro[] = "-c default_transaction_read_only=on";
+  char conn[4400], why[600] = "";
+  int uri =
+      !strncmp(url, "postgresql://", 13) || !strncmp(url, "postgres://", 11);
+  if (uri)
+    snprintf(conn, sizeof conn,
+             "%s%soptions=-c%%20default_transaction_read_only%%3Don", url,
+             strchr(url, '?') ? "&" : "?");
+  else
+    snprintf(conn, sizeof conn, "%s options='%s'", url, ro);
+  if (la_store_open(conn, 0, &s->st, why, sizeof why) != 0) {
+    fprintf(stderr, "lactl %s: cannot read the store: %s\n", cmd,
+            strstr(why, "read-only") ? "not an LA store (no LA schema)" : why);
+    return LACTL_FAIL;
+  }
+  snprintf(s->where, sizeof s->where, "PostgreSQL store");
+  return LACTL_OK;
+}
+
 static int la__open_db(const char *cmd, lactl_src_t *s, const char *path) {
+  if (la_db_is_pg_url(path)) return la__open_pg(cmd, s, path);
   struct stat sb;
   if (stat(path, &sb) != 0) {
     fprintf(stderr, "lactl %s: %s: %s\n", cmd, path, strerror(errno));

@@ -64,6 +64,7 @@
 #include "la_sockio.h"
 #include "la_trace_msg.h"
 #include "la_test_daemon.h"
+#include "la_test_mpi.h"
 #include "la_test_sql.h"
 #include "la_test_ipc.h"
 #include "la_test_link.h"
@@ -200,44 +201,18 @@ static void start_ga(const char *const *extra, int same_ports) {
 /* Starts LocalAgent i as node host, linked to the GlobalAgent with the
  * secret file key (NULL: the fixture's), quick reconnects. */
 static void start_la(int i, const char *host, const char *key) {
-  static char a[MAXLA][5][700];
-  char port_file[600], spool[600];
   if (!T.la[i]) T.la[i] = la_td_new("la-localagent");
   CHECK(T.la[i] != NULL, "no la-localagent");
-  la_td_path(T.la[i], "port", port_file, sizeof port_file);
-  la_td_path(T.la[i], "spool", spool, sizeof spool);
-  snprintf(a[i][0], sizeof a[i][0], "--agent.port_file=%s", port_file);
-  snprintf(a[i][1], sizeof a[i][1], "--global.spool_dir=%s", spool);
-  snprintf(a[i][2], sizeof a[i][2], "--global.address=%s", T.agents_addr);
-  snprintf(a[i][3], sizeof a[i][3], "--global.secret_file=%s",
-           key ? key : T.key);
-  snprintf(a[i][4], sizeof a[i][4], "--agent.host=%s", host);
-  const char *args[] = {"--agent.listen=127.0.0.1:0",
-                        a[i][0],
-                        a[i][1],
-                        a[i][2],
-                        a[i][3],
-                        a[i][4],
-                        "--log.level=debug",
-                        "--global.reconnect_min=20ms",
-                        "--global.reconnect_max=200ms",
-                        NULL};
-  int port = la_td_start(T.la[i], args, port_file, WAIT_MS);
-  CHECK(port > 0, "la-localagent %s did not start", host);
-  snprintf(T.la_addr[i], sizeof T.la_addr[i], "%s", la_td_addr(T.la[i]));
+  CHECK(la_test_start_la(T.la[i], T.agents_addr, key ? key : T.key, host,
+                         WAIT_MS, T.la_addr[i], sizeof T.la_addr[i]) == 0,
+        "la-localagent %s did not start", host);
 }
 
 /* Waits until LocalAgent i is linked to the GlobalAgent. */
 static void wait_linked(int i) {
-  long long end = la_td_now_ms() + WAIT_MS;
   char v[64] = "";
-  for (;;) {
-    if (la_td_status(T.la[i], "global_link", v, sizeof v) == 0 &&
-        !strcmp(v, "connected"))
-      return;
-    CHECK(la_td_now_ms() < end, "LocalAgent %d not linked: %s", i, v);
-    la_td_nap_ms(20);
-  }
+  CHECK(la_test_wait_linked(T.la[i], WAIT_MS, v, sizeof v) == 0,
+        "LocalAgent %d not linked: %s", i, v);
 }
 
 static long long ga_status(const char *key) {
@@ -440,22 +415,8 @@ static void baseline_checksum(int steps, char *line, size_t len) {
  * output into the file out. */
 static void spawn_bg(const char *const *argv, const char *const *env_add,
                      const char *out) {
-  int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  assert_true(fd >= 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    setpgid(0, 0);
-    for (int i = 0; env_add && env_add[i]; i++) putenv((char *)env_add[i]);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    for (int k = 3; k < 1024; k++) close(k);
-    execvp(argv[0], (char *const *)argv);
-    _exit(127);
-  }
-  setpgid(pid, pid);
-  close(fd);
+  pid_t pid = la_test_spawn_group(argv, env_add, out);
+  assert_true(pid > 0);
   T.bg = pid;
 }
 

@@ -275,7 +275,7 @@ static void test_store_references(void **state) {
                       "SELECT count(*) FROM traces WHERE "
                       "length(segments) = 0"),
                    8);
-  assert_int_equal(q1(db, "SELECT count(*) FROM history WHERE full = 1"), 1);
+  assert_int_equal(q1(db, "SELECT count(*) FROM history WHERE in_full = 1"), 1);
   assert_true(q1(db, "SELECT sum(length(segments)) FROM traces") <
               (long long)(3 * full_len + 100));
   /* every cycle reads back: references with the representative's values

@@ -49,6 +49,9 @@ typedef struct fx {
 
 /* ------------------------------------------------------------- helpers -- */
 
+/* test_pg_store.c runs cases of this file against PostgreSQL: it brings
+ * its own fixture and raw_* helpers (TEST_STORE_PG). */
+#ifndef TEST_STORE_PG
 static int rm_one(const char *path, const struct stat *st, int flag,
                   struct FTW *ftw) {
   return remove(path);
@@ -115,6 +118,8 @@ static void raw_text(const char *path, const char *sql, char *buf, size_t cap) {
   sqlite3_finalize(st);
   sqlite3_close(db);
 }
+
+#endif /* TEST_STORE_PG */
 
 static La__RankStart rank_start(const char *app, uint32_t rank, uint32_t nprocs,
                                 uint64_t n_elements) {
@@ -1658,6 +1663,7 @@ static void test_injected_commit_failure(void **state) {
                    2);
 }
 
+#ifndef TEST_STORE_PG
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_open_reopen, setup, teardown),
@@ -1690,3 +1696,4 @@ int main(void) {
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
+#endif /* TEST_STORE_PG */

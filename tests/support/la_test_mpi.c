@@ -1,0 +1,78 @@
+/* la_test_mpi.c: MPI jobs and linked LocalAgents for tests (see
+ * la_test_mpi.h). */
+#include "la_test_mpi.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int la_test_find_mpiexec(char *out, size_t len) {
+  const char *path = getenv("PATH");
+  while (path && *path) {
+    size_t k = strcspn(path, ":");
+    snprintf(out, len, "%.*s/mpiexec", (int)k, path);
+    if (access(out, X_OK) == 0) return 0;
+    path += k + (path[k] == ':');
+  }
+  return -1;
+}
+
+pid_t la_test_spawn_group(const char *const *argv, const char *const *env_add,
+                          const char *out) {
+  int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    for (int i = 0; env_add && env_add[i]; i++) putenv((char *)env_add[i]);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    for (int k = 3; k < 1024; k++) close(k);
+    execvp(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  if (pid > 0) setpgid(pid, pid);
+  close(fd);
+  return pid;
+}
+
+int la_test_start_la(la_test_daemon_t *la, const char *global,
+                     const char *secret, const char *host, int timeout_ms,
+                     char *addr, size_t n) {
+  char port_file[600], spool[600], a[5][700];
+  la_td_path(la, "port", port_file, sizeof port_file);
+  la_td_path(la, "spool", spool, sizeof spool);
+  snprintf(a[0], sizeof a[0], "--agent.port_file=%s", port_file);
+  snprintf(a[1], sizeof a[1], "--global.spool_dir=%s", spool);
+  snprintf(a[2], sizeof a[2], "--global.address=%s", global);
+  snprintf(a[3], sizeof a[3], "--global.secret_file=%s", secret);
+  snprintf(a[4], sizeof a[4], "--agent.host=%s", host);
+  const char *args[] = {"--agent.listen=127.0.0.1:0",
+                        a[0],
+                        a[1],
+                        a[2],
+                        a[3],
+                        a[4],
+                        "--log.level=debug",
+                        "--global.reconnect_min=20ms",
+                        "--global.reconnect_max=200ms",
+                        NULL};
+  if (la_td_start(la, args, port_file, timeout_ms) <= 0) return -1;
+  snprintf(addr, n, "%s", la_td_addr(la));
+  return 0;
+}
+
+int la_test_wait_linked(la_test_daemon_t *la, int timeout_ms, char *state,
+                        size_t n) {
+  long long end = la_td_now_ms() + timeout_ms;
+  for (;;) {
+    if (la_td_status(la, "global_link", state, n) == 0 &&
+        !strcmp(state, "connected"))
+      return 0;
+    if (la_td_now_ms() >= end) return -1;
+    la_td_nap_ms(20);
+  }
+}

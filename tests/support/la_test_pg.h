@@ -1,0 +1,44 @@
+/* la_test_pg.h: a throw-away PostgreSQL server for tests of the store's
+ * PostgreSQL backend and of several GlobalAgents (shards).
+ *
+ * la_test_pg_start makes a directory with mkdtemp, runs initdb and then
+ * the postgres server from /usr/lib/postgresql/<version>/bin (or
+ * LA_TEST_PG_BIN) as the unprivileged "postgres" user when the test runs as
+ * root, listening only on a Unix socket in that directory; it waits until
+ * the server accepts connections. la_test_pg_stop stops the server (fast
+ * shutdown, then SIGKILL) and removes the directory; an atexit handler
+ * does the same for every server still running when the test exits, and
+ * the server dies with the test process (parent-death signal). Test use
+ * only; not thread-safe.
+ */
+#ifndef LA_TEST_PG_H
+#define LA_TEST_PG_H
+
+#include <stddef.h>
+
+typedef struct la_test_pg la_test_pg_t;
+
+/* la_test_pg_start flags. */
+#define LA_TEST_PG_FSYNC 1 /* keep fsync on (benchmarks); tests turn it off */
+
+/* Starts a server. Returns 0 with *out set; 1 when the PostgreSQL server
+ * binaries are not installed (the caller skips); -1 on failure with the
+ * reason in why (the server's log included when it would not start). */
+int la_test_pg_start(int flags, la_test_pg_t **out, char *why, size_t n);
+
+/* Creates database name (fresh: dropped first when it exists) and writes
+ * its libpq connection string into url. Returns 0 or -1 (why). */
+int la_test_pg_createdb(la_test_pg_t *pg, const char *name, char *url,
+                        size_t url_len, char *why, size_t n);
+
+/* The directory of the server's Unix socket (and its data). */
+const char *la_test_pg_dir(const la_test_pg_t *pg);
+
+/* Runs one SQL statement on database url and returns the first column of
+ * its first row as a long long (-1 on error or without a row). */
+long long la_test_pg_value(const char *url, const char *sql);
+
+/* Stops the server, removes its directory and frees pg (NULL: nothing). */
+void la_test_pg_stop(la_test_pg_t *pg);
+
+#endif /* LA_TEST_PG_H */

@@ -1,0 +1,390 @@
+/* test_shards.c: several GlobalAgents (shards) over one PostgreSQL store
+ * (docs/sharding.md), with real daemons, a real PostgreSQL server
+ * (tests/support/la_test_pg.h) and real MPI jobs.
+ *
+ * Two la-globalagent shards share one database (store.url); two
+ * la-localagent daemons (nodeA, nodeB) list both shards in global.address.
+ * Two wavetoy jobs under mpiexec (an MPMD command line: ranks 0-1 on nodeA,
+ * 2-3 on nodeB) profile two applications whose ids hash to different
+ * shards. Mid-run, with nodeB held (SIGSTOP) so that sets of the first
+ * shard's application are open in the store with ranks 0-1 only, the first
+ * shard is killed (SIGKILL). Checked, as a user sees it: both jobs finish;
+ * every (application, rank, cycle) is in the database exactly once; every
+ * Trace-Set is closed and complete (the surviving shard completed the sets
+ * the dead one had open from the database); `lactl apps` and libla_client
+ * against the surviving shard find both applications and their latest
+ * sets.
+ *
+ * Skips when PostgreSQL's server binaries, mpiexec, wavetoy or a daemon are
+ * missing. Teardown kills every process it started and removes the
+ * directories and the database server.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "la_auth.h"
+#include "la_client.h"
+#include "la_test_daemon.h"
+#include "la_test_mpi.h"
+#include "la_test_pg.h"
+
+#define WAIT_MS 30000
+#define WT_N 24
+enum { NGA = 2, NLA = 2, NAPP = 2 };
+enum { STEPS = 300, PERIOD = 20, CYCLES = STEPS / PERIOD };
+
+static struct {
+  la_test_pg_t *pg;
+  char url[400];
+  la_test_daemon_t *ga[NGA], *la[NLA];
+  char key[600];
+  char agents_addr[NGA][64], feed_addr[NGA][64];
+  char la_addr[NLA][64];
+  char app[NAPP][64];
+  pid_t bg[NAPP];
+  la_client_t *sub; /* subscribed at the surviving shard */
+} T;
+
+static void dump_logs(void) {
+  for (int i = 0; i < NGA; i++) la_td_print_log_tail(T.ga[i], 3000);
+  for (int i = 0; i < NLA; i++) la_td_print_log_tail(T.la[i], 3000);
+}
+
+#define CHECK(cond, ...) LA_TD_CHECK(dump_logs(), cond, __VA_ARGS__)
+
+static int group_setup(void **state) {
+  return la_td_prepare();
+}
+
+static int teardown(void **state) {
+  la_client_close(T.sub);
+  for (int i = 0; i < NAPP; i++)
+    if (T.bg[i] > 0) {
+      kill(-T.bg[i], SIGKILL);
+      while (waitpid(T.bg[i], NULL, 0) < 0 && errno == EINTR) {
+      }
+    }
+  for (int i = 0; i < NLA; i++) la_td_free(T.la[i]);
+  for (int i = 0; i < NGA; i++) la_td_free(T.ga[i]);
+  la_test_pg_stop(T.pg);
+  memset(&T, 0, sizeof T);
+  return 0;
+}
+
+/* The LocalAgent's routing rule (docs/sharding.md): FNV-1a of the
+ * application id, modulo the number of shards. */
+static int home_shard(const char *app_id, int n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const char *p = app_id; *p; p++)
+    h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+  return (int)(h % (uint64_t)n);
+}
+
+/* ------------------------------------------------------------ daemons -- */
+
+static void start_ga(int i) {
+  static char a[6][700];
+  char agents_pf[600], feed_pf[600];
+  la_td_path(T.ga[i], "agents.port", agents_pf, sizeof agents_pf);
+  la_td_path(T.ga[i], "feed.port", feed_pf, sizeof feed_pf);
+  snprintf(a[0], sizeof a[0], "--agents.port_file=%s", agents_pf);
+  snprintf(a[1], sizeof a[1], "--feed.port_file=%s", feed_pf);
+  snprintf(a[2], sizeof a[2], "--store.url=%s", T.url);
+  snprintf(a[3], sizeof a[3], "--agents.secret_file=%s", T.key);
+  const char *args[] = {"--agents.listen=127.0.0.1:0",
+                        "--feed.listen=127.0.0.1:0", a[0], a[1], a[2], a[3],
+                        /* sets open across the kill must complete from
+                         * resent traces, not close partial meanwhile */
+                        "--stitch.timeout=60s", "--log.level=debug", NULL};
+  int fp = la_td_start(T.ga[i], args, feed_pf, WAIT_MS);
+  CHECK(fp > 0, "la-globalagent %d did not start", i);
+  int ap = la_td_read_port(agents_pf, WAIT_MS);
+  CHECK(ap > 0, "no agents port from shard %d", i);
+  snprintf(T.feed_addr[i], sizeof T.feed_addr[i], "127.0.0.1:%d", fp);
+  snprintf(T.agents_addr[i], sizeof T.agents_addr[i], "127.0.0.1:%d", ap);
+}
+
+static void start_la(int i, const char *host) {
+  char list[200];
+  T.la[i] = la_td_new("la-localagent");
+  CHECK(T.la[i] != NULL, "no la-localagent");
+  snprintf(list, sizeof list, "%s,%s", T.agents_addr[0], T.agents_addr[1]);
+  CHECK(la_test_start_la(T.la[i], list, T.key, host, WAIT_MS, T.la_addr[i],
+                         sizeof T.la_addr[i]) == 0,
+        "la-localagent %d did not start", i);
+}
+
+static void wait_linked(int i) {
+  char v[64] = "";
+  CHECK(la_test_wait_linked(T.la[i], WAIT_MS, v, sizeof v) == 0,
+        "LocalAgent %d not linked to both shards: %s", i, v);
+}
+
+/* ------------------------------------------------------------- store --- */
+
+static long long db_ll(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static long long db_ll(const char *fmt, ...) {
+  char sql[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(sql, sizeof sql, fmt, ap);
+  va_end(ap);
+  return la_test_pg_value(T.url, sql);
+}
+
+static void db_wait(long long min, const char *sql) {
+  long long end = la_td_now_ms() + WAIT_MS;
+  while (db_ll("%s", sql) < min) {
+    CHECK(la_td_now_ms() < end, "store: %s stayed below %lld (is %lld)", sql,
+          min, db_ll("%s", sql));
+    la_td_nap_ms(20);
+  }
+}
+
+/* ------------------------------------------------------ applications --- */
+
+static char mpiexec[600], wavetoy[1100];
+
+/* Starts app's MPMD wavetoy run in the background in its own process
+ * group: ranks 0-1 on nodeA's LocalAgent, 2-3 on nodeB's. */
+static void spawn_app(int k, const char *outf) {
+  char st[32], nn[32], ag[NLA][100], id[200], per[40];
+  snprintf(st, sizeof st, "%d", STEPS);
+  snprintf(nn, sizeof nn, "%d", WT_N);
+  snprintf(id, sizeof id, "LA_APP_ID=%s", T.app[k]);
+  snprintf(per, sizeof per, "LA_PERIOD=%d", PERIOD);
+  const char *v[40];
+  int n = 0;
+  v[n++] = mpiexec;
+  for (int i = 0; i < NLA; i++) {
+    if (i) v[n++] = ":";
+    snprintf(ag[i], sizeof ag[i], "LA_AGENT=%s", T.la_addr[i]);
+    v[n++] = "-n";
+    v[n++] = "2";
+    v[n++] = "env";
+    v[n++] = ag[i];
+    v[n++] = id;
+    v[n++] = per;
+    v[n++] = "LA_BUFFERS=16";
+    v[n++] = wavetoy;
+    v[n++] = "--n";
+    v[n++] = nn;
+    v[n++] = "--steps";
+    v[n++] = st;
+  }
+  v[n] = NULL;
+  pid_t pid = la_test_spawn_group(v, NULL, outf);
+  assert_true(pid > 0);
+  T.bg[k] = pid;
+}
+
+static int bg_wait(int k, int timeout_ms) {
+  long long end = la_td_now_ms() + timeout_ms;
+  int st = 0;
+  for (;;) {
+    pid_t r = waitpid(T.bg[k], &st, WNOHANG);
+    if (r == T.bg[k]) break;
+    CHECK(la_td_now_ms() < end, "the run of %s did not end", T.app[k]);
+    la_td_nap_ms(20);
+  }
+  T.bg[k] = 0;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* ---------------------------------------------------------------- test -- */
+
+static void test_shards_kill_one(void **state) {
+  char why[2000], p[1024];
+  int r = la_test_pg_start(0, &T.pg, why, sizeof why);
+  if (r == 1) {
+    print_message("skip: %s\n", why);
+    skip();
+  }
+  CHECK(r == 0, "%s", why);
+  if (la_td_find_bin("la-globalagent", p, sizeof p) ||
+      la_td_find_bin("la-localagent", p, sizeof p) ||
+      la_td_find_bin("lactl", p, sizeof p)) {
+    print_message("skip: the daemons or lactl are not built\n");
+    skip();
+  }
+  if (la_test_find_mpiexec(mpiexec, sizeof mpiexec) != 0) {
+    print_message("skip: mpiexec not found on PATH (install mpich)\n");
+    skip();
+  }
+  if (la_td_find_bin("../examples/wavetoy", wavetoy, sizeof wavetoy) != 0) {
+    print_message("skip: wavetoy not built\n");
+    skip();
+  }
+  CHECK(la_test_pg_createdb(T.pg, "la_shards", T.url, sizeof T.url, why,
+                            sizeof why) == 0,
+        "%s", why);
+  /* one application homed on each shard */
+  for (int k = 0, i = 0; k < NAPP; i++) {
+    char id[64];
+    snprintf(id, sizeof id, "wt-shard-%d", i);
+    if (home_shard(id, NGA) == k)
+      snprintf(T.app[k++], sizeof T.app[0], "%s", id);
+  }
+  for (int i = 0; i < NGA; i++) {
+    T.ga[i] = la_td_new("la-globalagent");
+    CHECK(T.ga[i] != NULL, "no la-globalagent");
+  }
+  la_td_path(T.ga[0], "secret", T.key, sizeof T.key);
+  assert_int_equal(la_auth_init(), 0);
+  assert_int_equal(la_auth_generate_secret_file(T.key, why, sizeof why), 0);
+  for (int i = 0; i < NGA; i++) start_ga(i);
+  start_la(0, "nodeA");
+  start_la(1, "nodeB");
+  wait_linked(0);
+  wait_linked(1);
+  /* a subscriber to every application at the shard that survives: it gets
+   * the sets the other shard closes too */
+  assert_int_equal(la_client_connect(T.feed_addr[1], 5000, &T.sub), 0);
+  assert_int_equal(la_client_subscribe(T.sub, NULL, 0), 0);
+  char outf[NAPP][700];
+  for (int k = 0; k < NAPP; k++) {
+    char name[64];
+    snprintf(name, sizeof name, "wavetoy-%d.out", k);
+    la_td_path(T.ga[1], name, outf[k], sizeof outf[k]);
+    spawn_app(k, outf[k]);
+  }
+  /* nodeB is held once it delivered something of the first shard's
+   * application: that application's next sets stay open in the store with
+   * ranks 0-1 (nodeA's) only, the second shard's too */
+  char sql[400];
+  snprintf(sql, sizeof sql,
+           "SELECT count(*) FROM traces WHERE app_id = '%s' AND rank >= 2",
+           T.app[0]);
+  db_wait(1, sql);
+  la_td_signal(T.la[1], SIGSTOP);
+  long long prev = -1, now_n = db_ll("%s", sql);
+  for (long long e = la_td_now_ms() + WAIT_MS;
+       now_n != prev && la_td_now_ms() < e;) {
+    prev = now_n;
+    la_td_nap_ms(300);
+    now_n = db_ll("%s", sql);
+  }
+  snprintf(sql, sizeof sql,
+           "SELECT count(*) FROM trace_sets WHERE app_id = '%s' AND "
+           "closed = 0 AND n_ranks_present = 2",
+           T.app[0]);
+  db_wait(1, sql);
+  for (int k = 0; k < NAPP; k++)
+    CHECK(waitpid(T.bg[k], NULL, WNOHANG) == 0,
+          "the run of %s ended before the kill", T.app[k]);
+  /* the first shard dies with those sets open; nodeB goes on */
+  la_td_signal(T.ga[0], SIGKILL);
+  assert_int_equal(la_td_wait_exit(T.ga[0], WAIT_MS), 128 + SIGKILL);
+  la_td_signal(T.la[1], SIGCONT);
+  for (int k = 0; k < NAPP; k++) {
+    int st = bg_wait(k, 120000);
+    CHECK(st == 0, "wavetoy of %s exited %d", T.app[k], st);
+  }
+  /* everything ends, is acknowledged (by the surviving shard) and closed */
+  for (int i = 0; i < NLA; i++) {
+    long long e2 = la_td_now_ms() + WAIT_MS;
+    while (la_td_status_ll(T.la[i], "queue_items") != 0) {
+      CHECK(la_td_now_ms() < e2, "LocalAgent %d still holds %lld messages", i,
+            la_td_status_ll(T.la[i], "queue_items"));
+      la_td_nap_ms(50);
+    }
+  }
+  db_wait(2 * NAPP * 2, "SELECT count(*) FROM ranks WHERE ended = 1");
+  db_wait(1,
+          "SELECT CASE WHEN count(*) = 0 THEN 1 ELSE 0 END FROM "
+          "trace_sets WHERE closed = 0");
+  for (int k = 0; k < NAPP; k++) {
+    const char *a = T.app[k];
+    long long n = db_ll("SELECT count(*) FROM traces WHERE app_id = '%s'", a);
+    long long d = db_ll(
+        "SELECT count(*) FROM (SELECT DISTINCT cycle_tag, rank"
+        " FROM traces WHERE app_id = '%s') x",
+        a);
+    CHECK(n == 4 * CYCLES && d == n,
+          "%s: %lld traces (%lld distinct), %d "
+          "expected",
+          a, n, d, 4 * CYCLES);
+    long long sets =
+        db_ll("SELECT count(*) FROM trace_sets WHERE app_id = '%s'", a);
+    long long complete = db_ll(
+        "SELECT count(*) FROM trace_sets WHERE app_id"
+        " = '%s' AND closed = 1 AND complete = 1",
+        a);
+    CHECK(sets == CYCLES && complete == CYCLES,
+          "%s: %lld sets, %lld complete, %d expected", a, sets, complete,
+          CYCLES);
+    CHECK(db_ll("SELECT count(*) FROM missing WHERE app_id = '%s'", a) == 0,
+          "%s: missing records", a);
+  }
+  /* the surviving shard took the first application over */
+  CHECK(la_td_log_has(T.la[0], "moving to"),
+        "nodeA never moved an application to the other shard");
+  /* lactl and libla_client given both shards skip the dead one */
+  char both[200];
+  snprintf(both, sizeof both, "%s,%s", T.feed_addr[0], T.feed_addr[1]);
+  /* lactl and libla_client find both applications at the surviving shard */
+  char lactl[1024], out[8192];
+  assert_int_equal(la_td_find_bin("lactl", lactl, sizeof lactl), 0);
+  const char *argv[] = {lactl, "apps", "--global", both, NULL};
+  int rc = la_td_run(argv, NULL, WAIT_MS, out, sizeof out);
+  CHECK(rc == 0, "lactl apps exited %d:\n%s", rc, out);
+  for (int k = 0; k < NAPP; k++)
+    CHECK(strstr(out, T.app[k]), "lactl apps lacks %s:\n%s", T.app[k], out);
+  /* and straight from the shared database, read-only */
+  const char *argv_db[] = {lactl, "apps", "--db", T.url, NULL};
+  rc = la_td_run(argv_db, NULL, WAIT_MS, out, sizeof out);
+  CHECK(rc == 0, "lactl apps --db exited %d:\n%s", rc, out);
+  for (int k = 0; k < NAPP; k++)
+    CHECK(strstr(out, T.app[k]), "lactl apps --db lacks %s:\n%s", T.app[k],
+          out);
+  la_client_t *c = NULL;
+  assert_int_equal(la_client_connect(both, 5000, &c), 0);
+  for (int k = 0; k < NAPP; k++) {
+    la_traceset_t *t = NULL;
+    rc = la_client_latest(c, T.app[k], &t);
+    CHECK(rc == 0, "latest set of %s: %s", T.app[k], la_client_error(c));
+    la_traceset_free(t);
+  }
+  la_client_close(c);
+  /* the subscriber at the surviving shard received every set of both
+   * applications, complete, whichever shard closed it */
+  int got[NAPP][CYCLES] = {{0}};
+  for (;;) {
+    la_traceset_t *t = NULL;
+    rc = la_client_next(T.sub, 2000, &t);
+    if (rc == LA_ETIMEDOUT) break;
+    CHECK(rc == 0, "subscriber: %s", la_client_error(T.sub));
+    for (int k = 0; k < NAPP; k++) {
+      uint64_t cyc = la_traceset_cycle(t) / PERIOD;
+      if (!strcmp(la_traceset_app_id(t), T.app[k]) && cyc < CYCLES &&
+          la_traceset_complete(t))
+        got[k][cyc] = 1;
+    }
+    la_traceset_free(t);
+  }
+  for (int k = 0; k < NAPP; k++)
+    for (int y = 0; y < CYCLES; y++)
+      CHECK(got[k][y], "the subscriber never got %s cycle %d complete",
+            T.app[k], y * PERIOD);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_teardown(test_shards_kill_one, teardown),
+  };
+  return cmocka_run_group_tests(tests, group_setup, NULL);
+}
