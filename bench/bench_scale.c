@@ -11,10 +11,10 @@
  * produces them, la_trace_msg.h) of 10^5-element series made once: two
  * steady ones (mesh costs: plateaus, 2% noise) and two noisy ones (spikes:
  * interference on a rough baseline; white noise would not compact at all
- * and is not what a mesh's costs look like); rank r of cycle c sends series (r + c) % 4 under its own rank and
- * cycle ids. Every node sends its ranks' RankStarts, then cycle after
- * cycle its ranks' traces, keeping up to WINDOW unacknowledged (the
- * LocalAgent's log keeps them until the Ack too).
+ * and is not what a mesh's costs look like); rank r of cycle c sends series (r
+ * + c) % 4 under its own rank and cycle ids. Every node sends its ranks'
+ * RankStarts, then cycle after cycle its ranks' traces, keeping up to WINDOW
+ * unacknowledged (the LocalAgent's log keeps them until the Ack too).
  *
  * A subscriber (libla_client, subscribed before the first trace, in its own
  * thread) receives every Trace-Set. Per size:
@@ -120,8 +120,7 @@ static void *sub_main(void *arg) {
     int rc = la_client_next(s->c, WAIT_MS * 2, &t);
     uint64_t now = real_ns();
     if (rc) {
-      snprintf(s->why, sizeof s->why, "subscriber: %s",
-               la_client_error(s->c));
+      snprintf(s->why, sizeof s->why, "subscriber: %s", la_client_error(s->c));
       break;
     }
     uint64_t c = la_traceset_cycle(t);
@@ -147,14 +146,14 @@ typedef struct result {
   double rss_peak_mib, rss_base_mib;
   double cpu_per_set_ms, cpu_per_trace_us;
   double set_bytes; /* the complete set's size on the wire (approx.) */
-  long long sets_complete, traces;
+  long long sets_complete, traces, commits;
   char why[400];
 } result_t;
 
 /* One node: its connection, block of ranks and where it is. */
 typedef struct node {
   la_tu_conn_t l;
-  uint32_t first, n; /* ranks first..first+n */
+  uint32_t first, n;    /* ranks first..first+n */
   uint32_t cycle, next; /* next trace: cycle, rank index in the block */
 } node_t;
 
@@ -252,8 +251,7 @@ static void run(const size_cfg_t *cfg, result_t *out) {
       while (k->cycle < cfg->cycles && k->l.seq - k->l.acked < WINDOW) {
         uint32_t rank = k->first + k->next;
         if (la_tu_send_trace(&k->l, app, rank, k->cycle, N_ELEMENTS,
-                             &series[(rank + k->cycle) % N_SERIES],
-                             WAIT_MS)) {
+                             &series[(rank + k->cycle) % N_SERIES], WAIT_MS)) {
           snprintf(out->why, sizeof out->why, "send on %u failed", i);
           goto done;
         }
@@ -291,6 +289,7 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   out->rss_peak_mib = (double)la_tu_proc_kib(pid, "VmHWM") / 1024.0;
   out->traces = la_td_status_ll(g.d, "traces_stored");
   out->sets_complete = la_td_status_ll(g.d, "sets_complete");
+  out->commits = la_td_status_ll(g.d, "commits");
   out->traces_per_s = (double)R * cfg->cycles / out->secs;
   out->cpu_per_set_ms = cpu * 1e3 / cfg->cycles;
   out->cpu_per_trace_us = cpu * 1e6 / ((double)R * cfg->cycles);
@@ -307,9 +306,9 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   for (uint32_t c = 0; c < cfg->cycles; c++)
     lat[c] = ((double)sub.recv_ns[c] - (double)last_ns[c]) / 1e6;
   qsort(lat, cfg->cycles, sizeof *lat, cmp_double);
-  out->lat_median_ms = cfg->cycles % 2
-                           ? lat[cfg->cycles / 2]
-                           : (lat[cfg->cycles / 2 - 1] + lat[cfg->cycles / 2]) / 2;
+  out->lat_median_ms =
+      cfg->cycles % 2 ? lat[cfg->cycles / 2]
+                      : (lat[cfg->cycles / 2 - 1] + lat[cfg->cycles / 2]) / 2;
   out->lat_max_ms = lat[cfg->cycles - 1];
   free(lat);
   if (out->traces != (long long)((uint64_t)R * cfg->cycles) ||
@@ -352,8 +351,7 @@ static int wanted(uint32_t ranks) {
 }
 
 int main(int argc, char **argv) {
-  const char *json =
-      la_bench_out_path(argc, argv, 1, "build/bench/scale.json");
+  const char *json = la_bench_out_path(argc, argv, 1, "build/bench/scale.json");
   char bin[512];
   if (la_td_find_bin("la-globalagent", bin, sizeof bin) != 0) {
     fprintf(stderr, "bench_scale: la-globalagent not built\n");
@@ -381,14 +379,15 @@ int main(int argc, char **argv) {
     perror(json);
     return 1;
   }
-  printf("GlobalAgent at scale: one application, store.fsync = yes, "
-         "encrypted links, %d-element traces (%zu, %zu, %zu, %zu bytes: "
-         "steady, noisy), window %d per node; %ld cores\n",
-         N_ELEMENTS, series_len[0], series_len[1], series_len[2],
-         series_len[3], WINDOW, sysconf(_SC_NPROCESSORS_ONLN));
-  printf("  %7s %5s %6s %10s %11s %11s %9s %9s %10s %9s\n", "ranks", "nodes",
-         "cycles", "traces/s", "latency ms", "lat max ms", "RSS MiB",
-         "base MiB", "CPU/set ms", "CPU/tr us");
+  printf(
+      "GlobalAgent at scale: one application, store.fsync = yes, "
+      "encrypted links, %d-element traces (%zu, %zu, %zu, %zu bytes: "
+      "steady, noisy), window %d per node; %ld cores\n",
+      N_ELEMENTS, series_len[0], series_len[1], series_len[2], series_len[3],
+      WINDOW, sysconf(_SC_NPROCESSORS_ONLN));
+  printf("  %7s %5s %6s %10s %8s %11s %11s %9s %9s %10s %9s\n", "ranks",
+         "nodes", "cycles", "traces/s", "tr/commit", "latency ms", "lat max ms",
+         "RSS MiB", "base MiB", "CPU/set ms", "CPU/tr us");
   fprintf(f,
           "{\n  \"bench\": \"scale\",\n  \"elements\": %d,\n  \"window\": %d,\n"
           "  \"fsync\": true,\n  \"cores\": %ld,\n"
@@ -400,22 +399,25 @@ int main(int argc, char **argv) {
     if (!ran[i]) continue;
     const result_t *x = &r[i];
     if (x->ok)
-      printf("  %7u %5u %6u %10.0f %11.1f %11.1f %9.1f %9.1f %10.1f %9.2f\n",
-             x->cfg.ranks, x->cfg.nodes, x->cfg.cycles, x->traces_per_s,
-             x->lat_median_ms, x->lat_max_ms, x->rss_peak_mib, x->rss_base_mib,
-             x->cpu_per_set_ms, x->cpu_per_trace_us);
+      printf(
+          "  %7u %5u %6u %10.0f %8.0f %11.1f %11.1f %9.1f %9.1f %10.1f "
+          "%9.2f\n",
+          x->cfg.ranks, x->cfg.nodes, x->cfg.cycles, x->traces_per_s,
+          x->commits > 0 ? (double)x->traces / (double)x->commits : 0,
+          x->lat_median_ms, x->lat_max_ms, x->rss_peak_mib, x->rss_base_mib,
+          x->cpu_per_set_ms, x->cpu_per_trace_us);
     else
       printf("  %7u %5u %6u  FAILED: %s\n", x->cfg.ranks, x->cfg.nodes,
              x->cfg.cycles, x->why);
     fprintf(f,
             "%s    {\"ranks\": %u, \"nodes\": %u, \"cycles\": %u, \"ok\": %s, "
-            "\"traces_per_s\": %.0f, \"secs\": %.3f, "
+            "\"traces_per_s\": %.0f, \"secs\": %.3f, \"commits\": %lld, "
             "\"latency_median_ms\": %.2f, \"latency_max_ms\": %.2f, "
             "\"rss_peak_mib\": %.1f, \"rss_after_rank_starts_mib\": %.1f, "
             "\"cpu_per_set_ms\": %.2f, \"cpu_per_trace_us\": %.3f, "
             "\"set_bytes_approx\": %.0f, \"error\": \"%s\"}",
             first ? "" : ",\n", x->cfg.ranks, x->cfg.nodes, x->cfg.cycles,
-            x->ok ? "true" : "false", x->traces_per_s, x->secs,
+            x->ok ? "true" : "false", x->traces_per_s, x->secs, x->commits,
             x->lat_median_ms, x->lat_max_ms, x->rss_peak_mib, x->rss_base_mib,
             x->cpu_per_set_ms, x->cpu_per_trace_us, x->set_bytes,
             x->ok ? "" : x->why);

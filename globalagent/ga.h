@@ -94,6 +94,7 @@ struct la_ga {
   uv_check_t commit_check;
   la_store_t *store;
   la_stitch_t *stitch;
+  struct la_held *held; /* open sets' traces for publishing (held.h) */
   la_auth_key_t key;
   int have_key;
   const la_ga_agent_ops_t *agent_ops; /* set by la_ga_ingest_start */

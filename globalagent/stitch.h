@@ -86,6 +86,9 @@ size_t la_stitch_expire(la_stitch_t *st, uint64_t now_ms, uint64_t timeout_ms);
 /* Closes as partial every open set of app_id (its application ended). */
 size_t la_stitch_app_end(la_stitch_t *st, const char *app_id);
 
+/* 1 when (app_id, cycle_tag) is open in st, else 0. */
+int la_stitch_is_open(la_stitch_t *st, const char *app_id, uint64_t cycle_tag);
+
 void la_stitch_get_stats(const la_stitch_t *st, la_stitch_stats_t *s);
 
 #endif

@@ -95,8 +95,8 @@ int la_tu_open(la_tu_conn_t *c, uint16_t port, const la_auth_key_t *k,
   if (c->secure) {
     int32_t status = -1;
     uint64_t next = 1;
-    if (la_secure_client_handshake(c->fd, k, host, timeout_ms, &c->sec,
-                                   &status, &next, why, sizeof why) != 0 ||
+    if (la_secure_client_handshake(c->fd, k, host, timeout_ms, &c->sec, &status,
+                                   &next, why, sizeof why) != 0 ||
         status != 0)
       return -1;
     c->seq = c->acked = next - 1;
@@ -150,8 +150,8 @@ int la_tu_send(la_tu_conn_t *c, uint16_t type, const ProtobufCMessage *m,
 }
 
 int la_tu_send_trace(la_tu_conn_t *c, const char *app, uint32_t rank,
-                     uint64_t cycle, uint64_t n,
-                     const la_compact_result_t *r, int timeout_ms) {
+                     uint64_t cycle, uint64_t n, const la_compact_result_t *r,
+                     int timeout_ms) {
   La__SeriesStats st = LA__SERIES_STATS__INIT;
   La__FitError fe = LA__FIT_ERROR__INIT;
   La__CompactTrace t = LA__COMPACT_TRACE__INIT;

@@ -76,8 +76,8 @@ int la_tu_send(la_tu_conn_t *c, uint16_t type, const ProtobufCMessage *m,
  * (la_trace_msg.h), with the next sequence number, t_xfer_ns now
  * (CLOCK_REALTIME) and rank_seq = cycle. */
 int la_tu_send_trace(la_tu_conn_t *c, const char *app, uint32_t rank,
-                     uint64_t cycle, uint64_t n,
-                     const la_compact_result_t *r, int timeout_ms);
+                     uint64_t cycle, uint64_t n, const la_compact_result_t *r,
+                     int timeout_ms);
 
 /* Reads what arrived on c without blocking and updates c->acked. -1 on a
  * closed connection or anything but an Ack. */
