@@ -60,6 +60,10 @@ typedef struct la_ga_app {
   struct la_ga_app *next;
   char app_id[LA_MAX_ID_LEN + 1];
   uint32_t nprocs, ended;
+  /* validate.c's cache of the ranks' element counts from their RankStart
+   * (n_rank_elements entries, 0: not looked up yet); freed with the app */
+  uint64_t *rank_elements;
+  uint32_t n_rank_elements;
 } la_ga_app_t;
 typedef struct la_ga la_ga_t;
 

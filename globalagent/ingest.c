@@ -96,6 +96,7 @@ static void la__app_forget(la_ga_t *ga, const char *app_id) {
     if (!strcmp((*p)->app_id, app_id)) {
       la_ga_app_t *a = *p;
       *p = a->next;
+      free(a->rank_elements);
       free(a);
       return;
     }
@@ -142,15 +143,26 @@ static void la__on_set_closed(void *arg, const char *app_id, uint64_t tag,
     ga->txn_failed = 1;
     return;
   }
+  /* a node's ranks are usually consecutive: whether its LocalAgent is
+   * connected (a scan of the connections) is asked once per run of ranks
+   * of one host, not once per rank */
+  char last[LA_MAX_ID_LEN + 1] = "";
+  int last_connected = 1;
   for (size_t i = 0; i < n_missing; i++) {
     const char *w = why;
     char host[LA_MAX_ID_LEN + 1], gone[LA_MAX_ID_LEN + 64];
     if (why == LA__WHY_TIMEOUT &&
         la_store_rank_host(ga->store, app_id, missing[i], host, sizeof host) ==
-            0 &&
-        !ga->agent_ops->connected(ga, host)) {
-      snprintf(gone, sizeof gone, "timeout: LocalAgent %s not connected", host);
-      w = gone;
+            0) {
+      if (strcmp(host, last)) {
+        snprintf(last, sizeof last, "%s", host);
+        last_connected = ga->agent_ops->connected(ga, host);
+      }
+      if (!last_connected) {
+        snprintf(gone, sizeof gone, "timeout: LocalAgent %s not connected",
+                 host);
+        w = gone;
+      }
     }
     if (la_store_missing(ga->store, app_id, tag, missing[i], w, 0, 0, NULL)) {
       ga->txn_failed = 1;
