@@ -22,7 +22,11 @@
  *     the first CompactTrace to the last Ack;
  *   - latency per cycle: the subscriber's CLOCK_REALTIME when
  *     la_client_next returns the complete set minus the time the last
- *     trace of that cycle was written to its socket; median and max;
+ *     trace of that cycle was written to its socket; median and max; and
+ *     the part of it up to the GlobalAgent's publish (the set's
+ *     t_complete_ns, taken after the commit, before encoding it for the
+ *     subscriber): the rest is encoding, the network and the client's
+ *     decoding and checking of the whole set;
  *   - the GlobalAgent's peak RSS (VmHWM) and its RSS after the RankStarts,
  *     from /proc;
  *   - its CPU time (user + system) per set and per trace.
@@ -54,6 +58,7 @@
 #define N_SERIES 4
 #define WINDOW 64 /* unacknowledged traces per connection */
 #define WAIT_MS 60000
+#define PACED 3 /* cycles sent one at a time after the pipelined ones */
 
 typedef struct size_cfg {
   uint32_t ranks, nodes, cycles;
@@ -86,6 +91,12 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* The median of v[0..n) (n > 0), which it sorts. */
+static double median(double *v, uint32_t n) {
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /* The four series, compacted once: 0 and 2 steady, 1 and 3 noisy. */
 static int make_series(void) {
   double *x = malloc(N_ELEMENTS * sizeof *x);
@@ -109,6 +120,7 @@ typedef struct sub {
   la_client_t *c;
   uint32_t cycles, nprocs;
   uint64_t *recv_ns; /* per cycle, 0 until its complete set arrived */
+  uint64_t *pub_ns;  /* per cycle: when the GlobalAgent published it */
   uint32_t got, bad;
   char why[300];
 } sub_t;
@@ -126,7 +138,8 @@ static void *sub_main(void *arg) {
     uint64_t c = la_traceset_cycle(t);
     if (c < s->cycles && la_traceset_complete(t) &&
         la_traceset_nprocs(t) == s->nprocs && !s->recv_ns[c]) {
-      s->recv_ns[c] = now;
+      s->pub_ns[c] = la_traceset_time_ns(t);
+      __atomic_store_n(&s->recv_ns[c], now, __ATOMIC_RELEASE);
       s->got++;
     } else {
       s->bad++;
@@ -143,6 +156,8 @@ typedef struct result {
   size_cfg_t cfg;
   double secs, traces_per_s;
   double lat_median_ms, lat_max_ms;
+  double pub_median_ms; /* to the GlobalAgent's publish (t_complete_ns) */
+  double paced_median_ms, paced_pub_median_ms; /* the same, paced cycles */
   double rss_peak_mib, rss_base_mib;
   double cpu_per_set_ms, cpu_per_trace_us;
   double set_bytes; /* the complete set's size on the wire (approx.) */
@@ -157,6 +172,66 @@ typedef struct node {
   uint32_t cycle, next; /* next trace: cycle, rank index in the block */
 } node_t;
 
+/* Every node sends its ranks' traces up to cycle limit (exclusive), with
+ * up to WINDOW unacknowledged, until all are acknowledged; last_ns[c]
+ * gets the time the last trace of cycle c was written. 0, or -1 with the
+ * reason in why. */
+static int send_cycles(node_t *nd, uint32_t C, const char *app, uint32_t limit,
+                       uint64_t *last_ns, char *why, size_t why_len) {
+  struct pollfd *pf = calloc(C, sizeof *pf);
+  uint64_t deadline = la_now_ms() + 20u * 60u * 1000u;
+  uint32_t done_nodes = 0;
+  int rc = -1;
+  if (!pf) {
+    snprintf(why, why_len, "no memory");
+    return -1;
+  }
+  while (done_nodes < C) {
+    for (uint32_t i = 0; i < C; i++) {
+      node_t *k = &nd[i];
+      while (k->cycle < limit && k->l.seq - k->l.acked < WINDOW) {
+        uint32_t rank = k->first + k->next;
+        if (la_tu_send_trace(&k->l, app, rank, k->cycle, N_ELEMENTS,
+                             &series[(rank + k->cycle) % N_SERIES], WAIT_MS)) {
+          snprintf(why, why_len, "send on %u failed", i);
+          goto out;
+        }
+        if (++k->next == k->n) { /* the node's last rank of this cycle */
+          uint64_t now = real_ns();
+          if (now > last_ns[k->cycle]) last_ns[k->cycle] = now;
+          k->next = 0;
+          k->cycle++;
+        }
+      }
+      pf[i].fd = k->l.fd;
+      pf[i].events = POLLIN;
+      pf[i].revents = 0;
+    }
+    int n = poll(pf, C, 1000);
+    if (n < 0 && errno != EINTR) {
+      snprintf(why, why_len, "poll: %s", strerror(errno));
+      goto out;
+    }
+    done_nodes = 0;
+    for (uint32_t i = 0; i < C; i++) {
+      if ((pf[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
+          la_tu_read_acks(&nd[i].l)) {
+        snprintf(why, why_len, "connection %u closed", i);
+        goto out;
+      }
+      done_nodes += nd[i].cycle == limit && nd[i].l.acked == nd[i].l.seq;
+    }
+    if (la_now_ms() > deadline) {
+      snprintf(why, why_len, "not done in 20 minutes");
+      goto out;
+    }
+  }
+  rc = 0;
+out:
+  free(pf);
+  return rc;
+}
+
 static void run(const size_cfg_t *cfg, result_t *out) {
   la_tu_ga_t g;
   la_auth_key_t key;
@@ -165,15 +240,17 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   uint32_t C = cfg->nodes, R = cfg->ranks;
   node_t *nd = calloc(C, sizeof *nd);
   struct pollfd *pf = calloc(C, sizeof *pf);
-  uint64_t *last_ns = calloc(cfg->cycles, sizeof *last_ns);
-  sub_t sub = {.cycles = cfg->cycles, .nprocs = R};
-  sub.recv_ns = calloc(cfg->cycles, sizeof *sub.recv_ns);
+  uint32_t all = cfg->cycles + PACED;
+  uint64_t *last_ns = calloc(all, sizeof *last_ns);
+  sub_t sub = {.cycles = all, .nprocs = R};
+  sub.recv_ns = calloc(all, sizeof *sub.recv_ns);
+  sub.pub_ns = calloc(all, sizeof *sub.pub_ns);
   pthread_t th;
   int th_started = 0;
   memset(out, 0, sizeof *out);
   memset(&key, 0, sizeof key);
   out->cfg = *cfg;
-  if (!nd || !pf || !last_ns || !sub.recv_ns) {
+  if (!nd || !pf || !last_ns || !sub.recv_ns || !sub.pub_ns) {
     snprintf(out->why, sizeof out->why, "no memory");
     goto done;
   }
@@ -243,80 +320,57 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   }
   th_started = 1;
   double cpu0 = la_tu_proc_cpu_s(pid);
-  uint64_t t0 = mono_ns(), deadline = la_now_ms() + 20u * 60u * 1000u;
-  uint32_t done_nodes = 0;
-  while (done_nodes < C) {
-    for (uint32_t i = 0; i < C; i++) {
-      node_t *k = &nd[i];
-      while (k->cycle < cfg->cycles && k->l.seq - k->l.acked < WINDOW) {
-        uint32_t rank = k->first + k->next;
-        if (la_tu_send_trace(&k->l, app, rank, k->cycle, N_ELEMENTS,
-                             &series[(rank + k->cycle) % N_SERIES], WAIT_MS)) {
-          snprintf(out->why, sizeof out->why, "send on %u failed", i);
-          goto done;
-        }
-        if (++k->next == k->n) { /* the node's last rank of this cycle */
-          uint64_t now = real_ns();
-          if (now > last_ns[k->cycle]) last_ns[k->cycle] = now;
-          k->next = 0;
-          k->cycle++;
-        }
-      }
-      pf[i].fd = k->l.fd;
-      pf[i].events = POLLIN;
-      pf[i].revents = 0;
-    }
-    int n = poll(pf, C, 1000);
-    if (n < 0 && errno != EINTR) break;
-    done_nodes = 0;
-    for (uint32_t i = 0; i < C; i++) {
-      if ((pf[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
-          la_tu_read_acks(&nd[i].l)) {
-        snprintf(out->why, sizeof out->why, "connection %u closed", i);
-        goto done;
-      }
-      done_nodes += nd[i].cycle == cfg->cycles && nd[i].l.acked == nd[i].l.seq;
-    }
-    if (la_now_ms() > deadline) {
-      snprintf(out->why, sizeof out->why, "not done in 20 minutes");
+  uint64_t t0 = mono_ns();
+  if (send_cycles(nd, C, app, cfg->cycles, last_ns, out->why, sizeof out->why))
+    goto done;
+  out->secs = (double)(mono_ns() - t0) / 1e9;
+  double cpu = la_tu_proc_cpu_s(pid) - cpu0;
+  out->commits = la_td_status_ll(g.d, "commits"); /* the pipelined ones */
+  /* paced: one cycle at a time, the next once its set arrived */
+  for (uint32_t p = 0; p < PACED; p++) {
+    uint32_t c = cfg->cycles + p;
+    if (send_cycles(nd, C, app, c + 1, last_ns, out->why, sizeof out->why))
       goto done;
+    uint64_t end = la_now_ms() + WAIT_MS * 2;
+    while (!__atomic_load_n(&sub.recv_ns[c], __ATOMIC_ACQUIRE) &&
+           la_now_ms() < end) {
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, NULL);
     }
   }
-  out->secs = (double)(mono_ns() - t0) / 1e9;
   pthread_join(th, NULL);
   th_started = 0;
-  double cpu = la_tu_proc_cpu_s(pid) - cpu0;
   out->rss_peak_mib = (double)la_tu_proc_kib(pid, "VmHWM") / 1024.0;
   out->traces = la_td_status_ll(g.d, "traces_stored");
   out->sets_complete = la_td_status_ll(g.d, "sets_complete");
-  out->commits = la_td_status_ll(g.d, "commits");
   out->traces_per_s = (double)R * cfg->cycles / out->secs;
   out->cpu_per_set_ms = cpu * 1e3 / cfg->cycles;
   out->cpu_per_trace_us = cpu * 1e6 / ((double)R * cfg->cycles);
   size_t total = 0;
   for (int i = 0; i < N_SERIES; i++) total += series_len[i];
   out->set_bytes = (double)R * ((double)total / N_SERIES + 120);
-  if (sub.got < cfg->cycles) {
+  if (sub.got < all) {
     snprintf(out->why, sizeof out->why, "%u of %u sets received (%u other)%s%s",
-             sub.got, cfg->cycles, sub.bad, sub.why[0] ? ": " : "", sub.why);
+             sub.got, all, sub.bad, sub.why[0] ? ": " : "", sub.why);
     goto done;
   }
-  double *lat = calloc(cfg->cycles, sizeof *lat);
+  double *lat = calloc(all, sizeof *lat);
   if (!lat) goto done;
-  for (uint32_t c = 0; c < cfg->cycles; c++)
+  for (uint32_t c = 0; c < all; c++)
+    lat[c] = ((double)sub.pub_ns[c] - (double)last_ns[c]) / 1e6;
+  out->pub_median_ms = median(lat, cfg->cycles);
+  out->paced_pub_median_ms = median(lat + cfg->cycles, PACED);
+  for (uint32_t c = 0; c < all; c++)
     lat[c] = ((double)sub.recv_ns[c] - (double)last_ns[c]) / 1e6;
-  qsort(lat, cfg->cycles, sizeof *lat, cmp_double);
-  out->lat_median_ms =
-      cfg->cycles % 2 ? lat[cfg->cycles / 2]
-                      : (lat[cfg->cycles / 2 - 1] + lat[cfg->cycles / 2]) / 2;
+  out->lat_median_ms = median(lat, cfg->cycles);
   out->lat_max_ms = lat[cfg->cycles - 1];
+  out->paced_median_ms = median(lat + cfg->cycles, PACED);
   free(lat);
-  if (out->traces != (long long)((uint64_t)R * cfg->cycles) ||
-      out->sets_complete != (long long)cfg->cycles)
+  if (out->traces != (long long)((uint64_t)R * all) ||
+      out->sets_complete != (long long)all)
     snprintf(out->why, sizeof out->why,
              "stored %lld traces, %lld complete sets; expected %llu and %u",
-             out->traces, out->sets_complete,
-             (unsigned long long)R * cfg->cycles, cfg->cycles);
+             out->traces, out->sets_complete, (unsigned long long)R * all, all);
   else
     out->ok = 1;
 done:
@@ -333,6 +387,7 @@ done:
   free(pf);
   free(last_ns);
   free(sub.recv_ns);
+  free(sub.pub_ns);
 }
 
 /* Whether LA_SCALE_RANKS (unset: every size) names ranks. */
@@ -385,9 +440,14 @@ int main(int argc, char **argv) {
       "steady, noisy), window %d per node; %ld cores\n",
       N_ELEMENTS, series_len[0], series_len[1], series_len[2], series_len[3],
       WINDOW, sysconf(_SC_NPROCESSORS_ONLN));
-  printf("  %7s %5s %6s %10s %8s %11s %11s %9s %9s %10s %9s\n", "ranks",
-         "nodes", "cycles", "traces/s", "tr/commit", "latency ms", "lat max ms",
-         "RSS MiB", "base MiB", "CPU/set ms", "CPU/tr us");
+  printf(
+      "  latency ms = last trace of a cycle -> the set published by the "
+      "GlobalAgent (pub) / received and checked by the subscriber (recv); "
+      "pipelined cycles, then %d paced ones\n",
+      PACED);
+  printf("  %7s %5s %6s %9s %9s %8s %8s %8s %8s %8s %8s %10s %9s\n", "ranks",
+         "nodes", "cycles", "traces/s", "tr/commit", "pub", "recv", "pacedpub",
+         "pacedrcv", "RSS MiB", "base MiB", "CPU/set ms", "CPU/tr us");
   fprintf(f,
           "{\n  \"bench\": \"scale\",\n  \"elements\": %d,\n  \"window\": %d,\n"
           "  \"fsync\": true,\n  \"cores\": %ld,\n"
@@ -400,11 +460,14 @@ int main(int argc, char **argv) {
     const result_t *x = &r[i];
     if (x->ok)
       printf(
-          "  %7u %5u %6u %10.0f %8.0f %11.1f %11.1f %9.1f %9.1f %10.1f "
-          "%9.2f\n",
+          "  %7u %5u %6u %9.0f %9.0f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f "
+          "%10.1f %9.2f\n",
           x->cfg.ranks, x->cfg.nodes, x->cfg.cycles, x->traces_per_s,
-          x->commits > 0 ? (double)x->traces / (double)x->commits : 0,
-          x->lat_median_ms, x->lat_max_ms, x->rss_peak_mib, x->rss_base_mib,
+          x->commits > 0
+              ? (double)x->cfg.ranks * x->cfg.cycles / (double)x->commits
+              : 0,
+          x->pub_median_ms, x->lat_median_ms, x->paced_pub_median_ms,
+          x->paced_median_ms, x->rss_peak_mib, x->rss_base_mib,
           x->cpu_per_set_ms, x->cpu_per_trace_us);
     else
       printf("  %7u %5u %6u  FAILED: %s\n", x->cfg.ranks, x->cfg.nodes,
@@ -412,15 +475,19 @@ int main(int argc, char **argv) {
     fprintf(f,
             "%s    {\"ranks\": %u, \"nodes\": %u, \"cycles\": %u, \"ok\": %s, "
             "\"traces_per_s\": %.0f, \"secs\": %.3f, \"commits\": %lld, "
-            "\"latency_median_ms\": %.2f, \"latency_max_ms\": %.2f, "
+            "\"published_median_ms\": %.2f, \"latency_median_ms\": %.2f, "
+            "\"paced_published_median_ms\": %.2f, "
+            "\"paced_latency_median_ms\": %.2f, \"paced_cycles\": %d, "
+            "\"latency_max_ms\": %.2f, "
             "\"rss_peak_mib\": %.1f, \"rss_after_rank_starts_mib\": %.1f, "
             "\"cpu_per_set_ms\": %.2f, \"cpu_per_trace_us\": %.3f, "
             "\"set_bytes_approx\": %.0f, \"error\": \"%s\"}",
             first ? "" : ",\n", x->cfg.ranks, x->cfg.nodes, x->cfg.cycles,
             x->ok ? "true" : "false", x->traces_per_s, x->secs, x->commits,
-            x->lat_median_ms, x->lat_max_ms, x->rss_peak_mib, x->rss_base_mib,
-            x->cpu_per_set_ms, x->cpu_per_trace_us, x->set_bytes,
-            x->ok ? "" : x->why);
+            x->pub_median_ms, x->lat_median_ms, x->paced_pub_median_ms,
+            x->paced_median_ms, PACED, x->lat_max_ms, x->rss_peak_mib,
+            x->rss_base_mib, x->cpu_per_set_ms, x->cpu_per_trace_us,
+            x->set_bytes, x->ok ? "" : x->why);
     first = 0;
   }
   fprintf(f, "\n  ]\n}\n");
