@@ -312,9 +312,15 @@ int la_held_take(la_held_t *h, const char *app, uint64_t tag,
       out->traces[out->n++] = s->by_rank[r];
       s->by_rank[r] = NULL;
     }
-  out->bytes = s->bytes;
+  out->bytes = s->bytes; /* still counted until la_held_release */
+  s->bytes = 0;
   la__set_free(h, s); /* the slots are empty: only the bookkeeping */
   return 1;
+}
+
+void la_held_release(la_held_t *h, la_held_set_t *s) {
+  if (h && s->bytes <= h->bytes) h->bytes -= s->bytes;
+  la_held_set_free(s);
 }
 
 void la_held_set_free(la_held_set_t *s) {

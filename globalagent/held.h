@@ -56,11 +56,17 @@ void la_held_add(la_held_t *h, const La__CompactTrace *t);
 /* Stops holding (app, tag) without using it. */
 void la_held_drop(la_held_t *h, const char *app, uint64_t tag);
 /* Takes the copies of (app, tag) out of h: 1 with *out filled, 0 when the
- * set is not held (publish from the store). */
+ * set is not held (publish from the store). Their bytes stay counted
+ * against the budget until la_held_release: a set waiting for its commit
+ * and publication still holds its memory. */
 int la_held_take(la_held_t *h, const char *app, uint64_t tag,
                  la_held_set_t *out);
-/* Frees the copies of s (whatever is left in it). */
+/* Frees the copies of s (whatever is left in it, the traces handed on
+ * being NULL or gone with n = 0). */
 void la_held_set_free(la_held_set_t *s);
+/* Once a taken set is published or dropped: frees what is left of s and
+ * gives its bytes back to h's budget. */
+void la_held_release(la_held_t *h, la_held_set_t *s);
 
 void la_held_get_stats(const la_held_t *h, la_held_stats_t *s);
 

@@ -109,7 +109,7 @@ static void la__queue_publish(la_ga_t *ga, const char *app_id, uint64_t tag) {
   /* a trace stored before its RankStart (an orphan) is in the store's set
    * but was never held: then the store is the one complete copy */
   if (has && (!c || ga->st.orphans)) {
-    la_held_set_free(&held);
+    la_held_release(ga->held, &held);
     has = 0;
   }
   if (!c) return; /* stored anyway; subscribers can ask for it */
@@ -123,7 +123,7 @@ static void la__queue_publish(la_ga_t *ga, const char *app_id, uint64_t tag) {
 
 #define LA__WHY_EVICTED                \
   "evicted: too many open Trace-Sets " \
-  "(stitch.max_open_sets)"
+  "(stitch.max_open_sets, stitch.max_open_memory)"
 
 static const char LA__WHY_TIMEOUT[] = "timeout: no trace within stitch.timeout";
 
@@ -448,6 +448,7 @@ static void la__rebuild_stitch(la_ga_t *ga) {
   ga->stitch =
       la_stitch_new((size_t)ga->set.max_open_sets, la__on_set_closed, ga);
   if (!ga->stitch) return;
+  la_stitch_set_max_memory(ga->stitch, (size_t)ga->set.max_open_memory);
   la_stitch_set_lookup(ga->stitch, la__lookup_closed, ga);
   if (ga->set.closed_cache > 0 &&
       la_stitch_set_closed_cache(ga->stitch, (size_t)ga->set.closed_cache))
@@ -475,7 +476,7 @@ static void la__rebuild_stitch(la_ga_t *ga) {
 static void la__drop_closed(la_ga_t *ga) {
   for (la_ga_closed_t *c = ga->closed, *n; c; c = n) {
     n = c->next;
-    if (c->has_held) la_held_set_free(&c->held);
+    if (c->has_held) la_held_release(ga->held, &c->held);
     free(c);
   }
   ga->closed = NULL;
@@ -520,6 +521,11 @@ void la_ga_commit(la_ga_t *ga) {
       set->t_complete_ns = la_realtime_ns();
       la_ga_feed_publish(ga, set);
       la_store_free_set(set);
+    }
+    if (c->has_held) { /* the traces went with the set: only the budget */
+      c->held.traces = NULL;
+      c->held.n = 0;
+      la_held_release(ga->held, &c->held);
     }
     free(c);
   }

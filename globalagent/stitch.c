@@ -27,6 +27,7 @@ typedef struct la__closed {
 struct la_stitch {
   la__set_t **table;
   size_t nbuckets, count, max_open;
+  size_t bytes, max_bytes; /* open sets' memory (la__set_bytes), its cap */
   la__set_t *oldest, *newest;
   la__closed_t *closed;  /* ring of recently closed keys, FIFO */
   la__closed_t **ctable; /* their hash index (cbuckets, a power of 2) */
@@ -66,6 +67,10 @@ void la_stitch_set_max_open(la_stitch_t *st, size_t max_open) {
   st->max_open = max_open ? max_open : 1;
 }
 
+void la_stitch_set_max_memory(la_stitch_t *st, size_t bytes) {
+  st->max_bytes = bytes;
+}
+
 void la_stitch_set_lookup(la_stitch_t *st, la_stitch_lookup_fn fn, void *arg) {
   st->lookup = fn;
   st->lookup_arg = arg;
@@ -92,6 +97,12 @@ int la_stitch_set_closed_cache(la_stitch_t *st, size_t n) {
   st->closed_head = 0;
   st->st.closed_cached = 0;
   return 0;
+}
+
+/* What an open set of nprocs ranks with key app costs in memory. */
+static size_t la__set_bytes(uint32_t nprocs, const char *app) {
+  return sizeof(la__set_t) + (nprocs + 63) / 64 * sizeof(uint64_t) +
+         strlen(app) + 1;
 }
 
 static void la__set_free(la__set_t *s) {
@@ -184,6 +195,7 @@ static void la__close(la_stitch_t *st, la__set_t *s, int complete) {
   else
     st->newest = s->prev;
   st->count--;
+  st->bytes -= la__set_bytes(s->nprocs, s->app_id);
   uint32_t stackbuf[256], *missing = stackbuf;
   size_t nm = s->nprocs - s->present;
   if (nm > 256 && !(missing = malloc(nm * sizeof *missing))) {
@@ -207,7 +219,9 @@ static void la__close(la_stitch_t *st, la__set_t *s, int complete) {
 
 static la__set_t *la__open(la_stitch_t *st, const char *app, uint32_t nprocs,
                            uint64_t tag, uint32_t h, uint64_t now) {
-  while (st->count >= st->max_open && st->oldest) {
+  size_t need = la__set_bytes(nprocs, app);
+  while (st->oldest && (st->count >= st->max_open ||
+                        (st->max_bytes && st->bytes + need > st->max_bytes))) {
     st->st.evicted++;
     la__close(st, st->oldest, 0);
   }
@@ -240,6 +254,7 @@ static la__set_t *la__open(la_stitch_t *st, const char *app, uint32_t nprocs,
   else
     st->oldest = s;
   st->count++;
+  st->bytes += need;
   st->st.opened++;
   return s;
 }
@@ -329,4 +344,5 @@ int la_stitch_is_open(la_stitch_t *st, const char *app_id, uint64_t cycle_tag) {
 void la_stitch_get_stats(const la_stitch_t *st, la_stitch_stats_t *s) {
   *s = st->st;
   s->open = st->count;
+  s->open_bytes = st->bytes;
 }

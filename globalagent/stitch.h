@@ -14,7 +14,9 @@
  * counted) and, when the cache does not know the key, by the closed-lookup
  * callback (the GlobalAgent asks its store), so a trace arriving any time
  * after its set closed is reported late, however many sets closed since.
- * Memory: at most max_open open sets and closed_cache cached keys.
+ * Memory: at most max_open open sets, together at most max_memory bytes
+ * (la_stitch_set_max_memory; one set alone may exceed it), and closed_cache
+ * cached keys.
  * No libuv, no I/O of its own: unit-tested alone with a fake lookup.
  */
 #ifndef LA_STITCH_H
@@ -43,6 +45,7 @@ typedef struct la_stitch_stats {
   uint64_t closed_cached;  /* closed keys in the cache now */
   uint64_t closed_evicted; /* closed keys the full cache forgot */
   uint64_t lookups;        /* closed-lookup callback calls */
+  uint64_t open_bytes;     /* memory of the open sets now */
 } la_stitch_stats_t;
 
 enum { LA_STITCH_DUP = 0, LA_STITCH_NEW = 1, LA_STITCH_LATE = 2 };
@@ -53,6 +56,11 @@ enum { LA_STITCH_DUP = 0, LA_STITCH_NEW = 1, LA_STITCH_LATE = 2 };
 la_stitch_t *la_stitch_new(size_t max_open, la_stitch_close_fn fn, void *arg);
 void la_stitch_free(la_stitch_t *st);
 void la_stitch_set_max_open(la_stitch_t *st, size_t max_open);
+/* Open sets' memory at most (bitmap, key, bookkeeping: nprocs / 8 + about
+ * 100 bytes each); opening one more evicts the oldest (as partial,
+ * counted as evicted) until it fits. 0 (the default): no limit but
+ * max_open. One set larger than bytes alone is still kept. */
+void la_stitch_set_max_memory(la_stitch_t *st, size_t bytes);
 
 /* Sets the callback asked whether a key missing from the closed cache was
  * closed (NULL: none; then only cached keys are known closed). */

@@ -175,8 +175,13 @@ static void test_held_set_equals_stored(void **state) {
   free(pb);
   la_store_free_set(a);
   la_store_free_set(b);
-  la_held_get_stats(h, &hs); /* all handed over: nothing held */
+  la_held_get_stats(h, &hs); /* handed over, still counted until released */
   assert_int_equal(hs.sets, 0);
+  assert_true(hs.bytes > 0);
+  hset.traces = NULL; /* they went with the set */
+  hset.n = 0;
+  la_held_release(h, &hset);
+  la_held_get_stats(h, &hs);
   assert_int_equal(hs.bytes, 0);
   assert_int_equal(la_held_take(h, "held-app", 7, &hset), 0);
   la_held_free(h);
@@ -253,7 +258,10 @@ static void test_many_ranks_by_rank(void **state) {
   assert_int_equal(la_held_take(h, "big", 5, &s), 1);
   assert_int_equal(s.n, R);
   for (uint32_t i = 0; i < R; i++) assert_int_equal(s.traces[i]->rank, i);
-  la_held_set_free(&s);
+  la_held_release(h, &s);
+  la_held_stats_t hs;
+  la_held_get_stats(h, &hs);
+  assert_int_equal(hs.bytes, 0);
   la_held_free(h);
 }
 
