@@ -1,8 +1,8 @@
 /* bench_scale.c: one GlobalAgent under applications of 10^3, 10^4 and 10^5
  * ranks.
  *
- * For each size a fresh la-globalagent (store.fsync = yes, its default
- * durability; a shared secret, so every link is authenticated and
+ * For each size, REPEATS times, a fresh la-globalagent (store.fsync = yes,
+ * its default durability; a shared secret, so every link is authenticated and
  * encrypted) takes the traces of one application from many simulated
  * LocalAgents (la_test_uplink.h: the real handshake and sealed frames, as
  * localagent/uplink.c sends them), each connection one node hosting a
@@ -32,18 +32,22 @@
  *   - its CPU time (user + system) per set and per trace.
  * Sizes too large for a 2-core machine in a few minutes run fewer cycles
  * (CYCLES per size below, printed and in the JSON). LA_SCALE_RANKS (a comma
- * list, e.g. "10000") runs only those sizes. Writes argv[1]
- * (build/bench/scale.json) and prints a table.
+ * list, e.g. "10000") runs only those sizes; for the scaling model,
+ * LA_SCALE_STEADY=1 sends only the steady series (small traces) and
+ * LA_SCALE_FSYNC=0 runs the store without fsync (both named in the JSON).
+ * Writes argv[1] (build/bench/scale.json) and prints a table.
  */
 #include "bench_args.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,7 +62,8 @@
 #define N_SERIES 4
 #define WINDOW 64 /* unacknowledged traces per connection */
 #define WAIT_MS 60000
-#define PACED 3 /* cycles sent one at a time after the pipelined ones */
+#define REPEATS 3 /* runs per size, in fresh daemons; medians reported */
+#define PACED 3   /* cycles sent one at a time after the pipelined ones */
 
 typedef struct size_cfg {
   uint32_t ranks, nodes, cycles;
@@ -97,12 +102,22 @@ static double median(double *v, uint32_t n) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* LA_SCALE_STEADY=1: every series steady. LA_SCALE_FSYNC=0: no fsync. */
+static int steady_only(void) {
+  const char *e = getenv("LA_SCALE_STEADY");
+  return e && !strcmp(e, "1");
+}
+static int fsync_on(void) {
+  const char *e = getenv("LA_SCALE_FSYNC");
+  return !(e && !strcmp(e, "0"));
+}
+
 /* The four series, compacted once: 0 and 2 steady, 1 and 3 noisy. */
 static int make_series(void) {
   double *x = malloc(N_ELEMENTS * sizeof *x);
   if (!x) return -1;
   for (int i = 0; i < N_SERIES; i++) {
-    int kind = i % 2 ? LA_SYNTH_SPIKES : LA_SYNTH_MESH;
+    int kind = i % 2 && !steady_only() ? LA_SYNTH_SPIKES : LA_SYNTH_MESH;
     if (la_compact_synth(kind, N_ELEMENTS, 7000 + (uint64_t)i, x) ||
         la_compact(x, N_ELEMENTS, NULL, &series[i])) {
       free(x);
@@ -160,8 +175,10 @@ typedef struct result {
   double paced_median_ms, paced_pub_median_ms; /* the same, paced cycles */
   double rss_peak_mib, rss_base_mib;
   double cpu_per_set_ms, cpu_per_trace_us;
-  double set_bytes; /* the complete set's size on the wire (approx.) */
+  double set_bytes;       /* the complete set's size on the wire (approx.) */
+  double store_per_trace; /* store file bytes per trace, after its stop */
   long long sets_complete, traces, commits;
+  double runs_per_s[REPEATS]; /* every run's traces/s */
   char why[400];
 } result_t;
 
@@ -258,7 +275,7 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   /* subscribers must get sets of R traces: room for them on both sides */
   const char *extra[] = {"--feed.queue_bytes=8G", "--feed.max_output=8G",
                          "--agents.max_connections=4096", NULL};
-  if (la_tu_ga_start(&g, 1, 1, extra, WAIT_MS) != 0) {
+  if (la_tu_ga_start(&g, fsync_on(), 1, extra, WAIT_MS) != 0) {
     snprintf(out->why, sizeof out->why, "la-globalagent did not start");
     goto done;
   }
@@ -344,6 +361,15 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   out->traces = la_td_status_ll(g.d, "traces_stored");
   out->sets_complete = la_td_status_ll(g.d, "sets_complete");
   out->traces_per_s = (double)R * cfg->cycles / out->secs;
+  char dbp[600];
+  struct stat sb;
+  double fb = 0;
+  la_td_stop(g.d, WAIT_MS); /* it checkpoints the WAL into the file */
+  la_td_path(g.d, "la.db", dbp, sizeof dbp);
+  if (stat(dbp, &sb) == 0) fb += (double)sb.st_size;
+  la_td_path(g.d, "la.db-wal", dbp, sizeof dbp);
+  if (stat(dbp, &sb) == 0) fb += (double)sb.st_size;
+  out->store_per_trace = fb / ((double)R * (cfg->cycles + PACED));
   out->cpu_per_set_ms = cpu * 1e3 / cfg->cycles;
   out->cpu_per_trace_us = cpu * 1e6 / ((double)R * cfg->cycles);
   size_t total = 0;
@@ -390,6 +416,39 @@ done:
   free(sub.pub_ns);
 }
 
+/* The median over the runs rr[0..REPEATS) of the double at offset off. */
+static double median_at(const result_t *rr, size_t off) {
+  double v[REPEATS];
+  for (int k = 0; k < REPEATS; k++)
+    memcpy(&v[k], (const char *)&rr[k] + off, sizeof v[k]);
+  return median(v, REPEATS);
+}
+#define MEDIAN_OF(rr, f) median_at(rr, offsetof(result_t, f))
+
+/* *m = the runs rr with every measurement their median (a failed run is
+ * reported instead). */
+static void median_result(const result_t *rr, result_t *m) {
+  for (int k = 0; k < REPEATS; k++)
+    if (!rr[k].ok) {
+      *m = rr[k];
+      return;
+    }
+  *m = rr[0];
+  m->secs = MEDIAN_OF(rr, secs);
+  m->traces_per_s = MEDIAN_OF(rr, traces_per_s);
+  m->lat_median_ms = MEDIAN_OF(rr, lat_median_ms);
+  m->lat_max_ms = MEDIAN_OF(rr, lat_max_ms);
+  m->pub_median_ms = MEDIAN_OF(rr, pub_median_ms);
+  m->paced_median_ms = MEDIAN_OF(rr, paced_median_ms);
+  m->paced_pub_median_ms = MEDIAN_OF(rr, paced_pub_median_ms);
+  m->rss_peak_mib = MEDIAN_OF(rr, rss_peak_mib);
+  m->rss_base_mib = MEDIAN_OF(rr, rss_base_mib);
+  m->cpu_per_set_ms = MEDIAN_OF(rr, cpu_per_set_ms);
+  m->cpu_per_trace_us = MEDIAN_OF(rr, cpu_per_trace_us);
+  m->store_per_trace = MEDIAN_OF(rr, store_per_trace);
+  for (int k = 0; k < REPEATS; k++) m->runs_per_s[k] = rr[k].traces_per_s;
+}
+
 /* Whether LA_SCALE_RANKS (unset: every size) names ranks. */
 static int wanted(uint32_t ranks) {
   const char *e = getenv("LA_SCALE_RANKS");
@@ -422,7 +481,9 @@ int main(int argc, char **argv) {
     if (!wanted(sizes[i].ranks)) continue;
     fprintf(stderr, "bench_scale: %u ranks on %u nodes, %u cycles...\n",
             sizes[i].ranks, sizes[i].nodes, sizes[i].cycles);
-    run(&sizes[i], &r[i]);
+    result_t rr[REPEATS];
+    for (int k = 0; k < REPEATS; k++) run(&sizes[i], &rr[k]);
+    median_result(rr, &r[i]);
     ran[i] = 1;
     if (!r[i].ok) {
       ok = 0;
@@ -435,11 +496,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   printf(
-      "GlobalAgent at scale: one application, store.fsync = yes, "
+      "GlobalAgent at scale: one application, store.fsync = %s, "
       "encrypted links, %d-element traces (%zu, %zu, %zu, %zu bytes: "
-      "steady, noisy), window %d per node; %ld cores\n",
-      N_ELEMENTS, series_len[0], series_len[1], series_len[2], series_len[3],
-      WINDOW, sysconf(_SC_NPROCESSORS_ONLN));
+      "steady, %s), window %d per node; %ld cores; median of %d runs\n",
+      fsync_on() ? "yes" : "no", N_ELEMENTS, series_len[0], series_len[1],
+      series_len[2], series_len[3], steady_only() ? "steady" : "noisy", WINDOW,
+      sysconf(_SC_NPROCESSORS_ONLN), REPEATS);
   printf(
       "  latency ms = last trace of a cycle -> the set published by the "
       "GlobalAgent (pub) / received and checked by the subscriber (recv); "
@@ -450,10 +512,13 @@ int main(int argc, char **argv) {
          "pacedrcv", "RSS MiB", "base MiB", "CPU/set ms", "CPU/tr us");
   fprintf(f,
           "{\n  \"bench\": \"scale\",\n  \"elements\": %d,\n  \"window\": %d,\n"
-          "  \"fsync\": true,\n  \"cores\": %ld,\n"
+          "  \"fsync\": %s,\n  \"steady_only\": %s,\n  \"repeats\": %d,\n"
+          "  \"cores\": %ld,\n"
           "  \"series_bytes\": [%zu, %zu, %zu, %zu],\n  \"sizes\": [\n",
-          N_ELEMENTS, WINDOW, sysconf(_SC_NPROCESSORS_ONLN), series_len[0],
-          series_len[1], series_len[2], series_len[3]);
+          N_ELEMENTS, WINDOW, fsync_on() ? "true" : "false",
+          steady_only() ? "true" : "false", REPEATS,
+          sysconf(_SC_NPROCESSORS_ONLN), series_len[0], series_len[1],
+          series_len[2], series_len[3]);
   int first = 1;
   for (size_t i = 0; i < N_SIZES; i++) {
     if (!ran[i]) continue;
@@ -481,13 +546,17 @@ int main(int argc, char **argv) {
             "\"latency_max_ms\": %.2f, "
             "\"rss_peak_mib\": %.1f, \"rss_after_rank_starts_mib\": %.1f, "
             "\"cpu_per_set_ms\": %.2f, \"cpu_per_trace_us\": %.3f, "
-            "\"set_bytes_approx\": %.0f, \"error\": \"%s\"}",
+            "\"set_bytes_approx\": %.0f, \"store_bytes_per_trace\": %.0f, "
+            "\"runs_traces_per_s\": [%.0f, %.0f, "
+            "%.0f], "
+            "\"error\": \"%s\"}",
             first ? "" : ",\n", x->cfg.ranks, x->cfg.nodes, x->cfg.cycles,
             x->ok ? "true" : "false", x->traces_per_s, x->secs, x->commits,
             x->pub_median_ms, x->lat_median_ms, x->paced_pub_median_ms,
             x->paced_median_ms, PACED, x->lat_max_ms, x->rss_peak_mib,
             x->rss_base_mib, x->cpu_per_set_ms, x->cpu_per_trace_us,
-            x->set_bytes, x->ok ? "" : x->why);
+            x->set_bytes, x->store_per_trace, x->runs_per_s[0],
+            x->runs_per_s[1], x->runs_per_s[2], x->ok ? "" : x->why);
     first = 0;
   }
   fprintf(f, "\n  ]\n}\n");

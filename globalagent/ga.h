@@ -16,7 +16,8 @@
  *              only the rendered text (common/la_metrics.h)
  *   control.c  the status report
  *   validate.c checks a compact trace before it is stored
- *   store*.c, stitch.c, settings.c: no libuv (unit-tested alone)
+ *   held.c     copies of open sets' traces, to publish without a read-back
+ *   store*.c, stitch.c, held.c, settings.c: no libuv (unit-tested alone)
  * The one way back up is la_ga_agent_ops_t: ingest.c acknowledges and
  * closes the LocalAgents' connections through it, never by name.
  * Everything runs on the loop thread.
