@@ -196,17 +196,8 @@ static void ingest_run(int fsync, int secure, ingest_t *out) {
       snprintf(out->why, sizeof out->why, "connection %d refused", i);
       goto done;
     }
-    La__RankStart s = LA__RANK_START__INIT;
-    s.seq = ++c[i].l.seq;
-    s.app_id = (char *)app;
-    s.rank = (uint32_t)i;
-    s.nprocs = N_CONNS;
-    s.n_elements = N_ELEMENTS;
-    s.metric = "time";
-    s.unit = "ns";
-    s.host = host;
-    if (la_tu_send(&c[i].l, LA__MSG_TYPE__MSG_RANK_START, &s.base,
-                   WAIT_MS)) {
+    if (la_tu_send_rank_start(&c[i].l, app, (uint32_t)i, N_CONNS, N_ELEMENTS,
+                              host, WAIT_MS)) {
       snprintf(out->why, sizeof out->why, "RankStart %d failed", i);
       goto done;
     }

@@ -79,18 +79,6 @@ static const size_cfg_t sizes[] = {
 static la_compact_result_t series[N_SERIES];
 static size_t series_len[N_SERIES];
 
-static uint64_t real_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -145,7 +133,7 @@ static void *sub_main(void *arg) {
   while (s->got < s->cycles) {
     la_traceset_t *t = NULL;
     int rc = la_client_next(s->c, WAIT_MS * 2, &t);
-    uint64_t now = real_ns();
+    uint64_t now = la_realtime_ns();
     if (rc) {
       snprintf(s->why, sizeof s->why, "subscriber: %s", la_client_error(s->c));
       break;
@@ -214,7 +202,7 @@ static int send_cycles(node_t *nd, uint32_t C, const char *app, uint32_t limit,
           goto out;
         }
         if (++k->next == k->n) { /* the node's last rank of this cycle */
-          uint64_t now = real_ns();
+          uint64_t now = la_realtime_ns();
           if (now > last_ns[k->cycle]) last_ns[k->cycle] = now;
           k->next = 0;
           k->cycle++;
@@ -304,17 +292,8 @@ static void run(const size_cfg_t *cfg, result_t *out) {
       goto done;
     }
     for (uint32_t k = 0; k < nd[i].n; k++) {
-      La__RankStart s = LA__RANK_START__INIT;
-      s.seq = ++nd[i].l.seq;
-      s.app_id = (char *)app;
-      s.rank = nd[i].first + k;
-      s.nprocs = R;
-      s.n_elements = N_ELEMENTS;
-      s.metric = "time";
-      s.unit = "ns";
-      s.host = host;
-      if (la_tu_send(&nd[i].l, LA__MSG_TYPE__MSG_RANK_START, &s.base,
-                     WAIT_MS)) {
+      if (la_tu_send_rank_start(&nd[i].l, app, nd[i].first + k, R, N_ELEMENTS,
+                                host, WAIT_MS)) {
         snprintf(out->why, sizeof out->why, "RankStart on %u failed", i);
         goto done;
       }
@@ -337,10 +316,10 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   }
   th_started = 1;
   double cpu0 = la_tu_proc_cpu_s(pid);
-  uint64_t t0 = mono_ns();
+  uint64_t t0 = la_mono_ns();
   if (send_cycles(nd, C, app, cfg->cycles, last_ns, out->why, sizeof out->why))
     goto done;
-  out->secs = (double)(mono_ns() - t0) / 1e9;
+  out->secs = (double)(la_mono_ns() - t0) / 1e9;
   double cpu = la_tu_proc_cpu_s(pid) - cpu0;
   out->commits = la_td_status_ll(g.d, "commits"); /* the pipelined ones */
   /* paced: one cycle at a time, the next once its set arrived */

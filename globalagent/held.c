@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "la.h"
+#include "stitch.h"
 
 typedef struct la__hset {
   struct la__hset *hnext;
@@ -25,13 +26,6 @@ struct la_held {
   la__hset_t *last; /* the set found last: traces come in bursts */
   la_held_stats_t st;
 };
-
-static uint32_t la__hash(const char *app, uint64_t tag) {
-  uint32_t h = 2166136261u;
-  for (const char *p = app; *p; p++) h = (h ^ (uint8_t)*p) * 16777619u;
-  for (int i = 0; i < 8; i++) h = (h ^ (uint8_t)(tag >> (8 * i))) * 16777619u;
-  return h;
-}
 
 la_held_t *la_held_new(uint64_t cap) {
   la_held_t *h = calloc(1, sizeof *h);
@@ -86,7 +80,7 @@ static la__hset_t **la__slot(la_held_t *h, const char *app, uint64_t tag,
 static la__hset_t *la__find(la_held_t *h, const char *app, uint64_t tag) {
   if (h->last && h->last->tag == tag && !strcmp(h->last->app, app))
     return h->last;
-  la__hset_t *s = *la__slot(h, app, tag, la__hash(app, tag));
+  la__hset_t *s = *la__slot(h, app, tag, la_stitch_hash(app, tag));
   if (s) h->last = s;
   return s;
 }
@@ -131,7 +125,7 @@ int la_held_open(la_held_t *h, const char *app, uint64_t tag, uint32_t nprocs) {
   }
   s->tag = tag;
   s->nprocs = nprocs;
-  s->hash = la__hash(app, tag);
+  s->hash = la_stitch_hash(app, tag);
   s->bytes = bytes;
   h->bytes += bytes;
   if (h->bytes > h->st.peak_bytes) h->st.peak_bytes = h->bytes;

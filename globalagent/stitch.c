@@ -39,7 +39,7 @@ struct la_stitch {
   la_stitch_stats_t st;
 };
 
-static uint32_t la__hash(const char *app, uint64_t tag) {
+uint32_t la_stitch_hash(const char *app, uint64_t tag) {
   uint32_t h = 2166136261u;
   for (const char *p = app; *p; p++) h = (h ^ (uint8_t)*p) * 16777619u;
   for (int i = 0; i < 8; i++) h = (h ^ (uint8_t)(tag >> (8 * i))) * 16777619u;
@@ -271,7 +271,7 @@ static int la__mark(la_stitch_t *st, la__set_t *s, uint32_t rank) {
 int la_stitch_add(la_stitch_t *st, const char *app_id, uint32_t nprocs,
                   uint32_t rank, uint64_t cycle_tag, uint64_t now_ms) {
   if (nprocs == 0 || rank >= nprocs) return LA_EINVAL;
-  uint32_t h = la__hash(app_id, cycle_tag);
+  uint32_t h = la_stitch_hash(app_id, cycle_tag);
   la__set_t *s = *la__slot(st, app_id, cycle_tag, h);
   if (!s) {
     int closed = la__was_closed(st, app_id, cycle_tag, h);
@@ -301,7 +301,7 @@ int la_stitch_restore(la_stitch_t *st, const char *app_id, uint32_t nprocs,
                       uint64_t cycle_tag, const uint32_t *ranks, size_t n,
                       uint64_t t_first_ms) {
   if (nprocs == 0) return LA_EINVAL;
-  uint32_t h = la__hash(app_id, cycle_tag);
+  uint32_t h = la_stitch_hash(app_id, cycle_tag);
   la__set_t *s = *la__slot(st, app_id, cycle_tag, h);
   if (!s && !(s = la__open(st, app_id, nprocs, cycle_tag, h, t_first_ms)))
     return LA_ENOMEM;
@@ -338,7 +338,7 @@ size_t la_stitch_app_end(la_stitch_t *st, const char *app_id) {
 }
 
 int la_stitch_is_open(la_stitch_t *st, const char *app_id, uint64_t cycle_tag) {
-  return *la__slot(st, app_id, cycle_tag, la__hash(app_id, cycle_tag)) != NULL;
+  return *la__slot(st, app_id, cycle_tag, la_stitch_hash(app_id, cycle_tag)) != NULL;
 }
 
 void la_stitch_get_stats(const la_stitch_t *st, la_stitch_stats_t *s) {

@@ -94,6 +94,10 @@ size_t la_stitch_expire(la_stitch_t *st, uint64_t now_ms, uint64_t timeout_ms);
 /* Closes as partial every open set of app_id (its application ended). */
 size_t la_stitch_app_end(la_stitch_t *st, const char *app_id);
 
+/* The hash of a set's key (FNV-1a of the application id, then the tag's
+ * bytes): the stitcher's, and held.c's for the same keys. */
+uint32_t la_stitch_hash(const char *app_id, uint64_t cycle_tag);
+
 /* 1 when (app_id, cycle_tag) is open in st, else 0. */
 int la_stitch_is_open(la_stitch_t *st, const char *app_id, uint64_t cycle_tag);
 

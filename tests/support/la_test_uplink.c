@@ -12,6 +12,7 @@
 
 #include "la_secure_io.h"
 #include "la_sockio.h"
+#include "la_time.h"
 #include "la_trace_msg.h"
 
 int la_tu_ga_start(la_tu_ga_t *g, int fsync, int secret,
@@ -149,14 +150,27 @@ int la_tu_send(la_tu_conn_t *c, uint16_t type, const ProtobufCMessage *m,
   return la_write_all(c->fd, c->rec, (size_t)r, timeout_ms) ? -1 : 0;
 }
 
+int la_tu_send_rank_start(la_tu_conn_t *c, const char *app, uint32_t rank,
+                          uint32_t nprocs, uint64_t n, const char *host,
+                          int timeout_ms) {
+  La__RankStart s = LA__RANK_START__INIT;
+  s.seq = ++c->seq;
+  s.app_id = (char *)app;
+  s.rank = rank;
+  s.nprocs = nprocs;
+  s.n_elements = n;
+  s.metric = "time";
+  s.unit = "ns";
+  s.host = (char *)host;
+  return la_tu_send(c, LA__MSG_TYPE__MSG_RANK_START, &s.base, timeout_ms);
+}
+
 int la_tu_send_trace(la_tu_conn_t *c, const char *app, uint32_t rank,
                      uint64_t cycle, uint64_t n, const la_compact_result_t *r,
                      int timeout_ms) {
   La__SeriesStats st = LA__SERIES_STATS__INIT;
   La__FitError fe = LA__FIT_ERROR__INIT;
   La__CompactTrace t = LA__COMPACT_TRACE__INIT;
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
   la_trace_msg_fill(&t, &st, &fe, r);
   t.seq = ++c->seq;
   t.app_id = (char *)app;
@@ -164,7 +178,7 @@ int la_tu_send_trace(la_tu_conn_t *c, const char *app, uint32_t rank,
   t.cycle_tag = cycle;
   t.n_elements = n;
   t.has_t_xfer_ns = 1;
-  t.t_xfer_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  t.t_xfer_ns = la_realtime_ns();
   t.has_rank_seq = 1;
   t.rank_seq = cycle;
   return la_tu_send(c, LA__MSG_TYPE__MSG_COMPACT_TRACE, &t.base, timeout_ms);

@@ -72,6 +72,12 @@ void la_tu_close(la_tu_conn_t *c);
 int la_tu_send(la_tu_conn_t *c, uint16_t type, const ProtobufCMessage *m,
                int timeout_ms);
 
+/* Sends the RankStart of app rank (nprocs ranks, n elements each, metric
+ * "time" in ns, LocalAgent host) with the next sequence number. */
+int la_tu_send_rank_start(la_tu_conn_t *c, const char *app, uint32_t rank,
+                          uint32_t nprocs, uint64_t n, const char *host,
+                          int timeout_ms);
+
 /* Sends the CompactTrace of app rank cycle (n elements) from r
  * (la_trace_msg.h), with the next sequence number, t_xfer_ns now
  * (CLOCK_REALTIME) and rank_seq = cycle. */
