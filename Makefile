@@ -83,7 +83,8 @@ LOCAL_NOUV_A := $(if $(LOCAL_NOUV_OBJ),$(BUILD)/lib/libla_localagent.a)
 # settings, feed_query), for unit tests and for lactl's offline reading of a
 # store.
 GLOBAL_NOUV_OBJ := $(call obj,$(filter globalagent/store%.c globalagent/stitch.c \
-  globalagent/settings.c globalagent/feed_query.c,$(GLOBAL_SRC)))
+  globalagent/settings.c globalagent/feed_query.c,$(GLOBAL_SRC))) \
+  $(call obj,globalagent/held.c)
 GLOBAL_NOUV_A := $(if $(GLOBAL_NOUV_OBJ),$(BUILD)/lib/libla_globalagent.a)
 LOCAL_OBJ  := $(call obj,$(LOCAL_SRC))
 GLOBAL_OBJ := $(call obj,$(GLOBAL_SRC))

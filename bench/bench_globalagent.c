@@ -75,6 +75,7 @@
 #include "la_sockio.h"
 #include "la_trace_msg.h"
 #include "la_test_daemon.h"
+#include "la_test_uplink.h"
 
 #define N_ELEMENTS 100000
 #define N_CONNS 64
@@ -120,83 +121,12 @@ static double pct(const double *v, int n, double p) {
   return v[i];
 }
 
-/* --------------------------------------------------------- GlobalAgent -- */
-
-typedef struct ga {
-  la_test_daemon_t *d;
-  char key[600];
-  uint16_t agents_port;
-  char agents_addr[64], feed_addr[64];
-} ga_t;
-
-/* Starts a GlobalAgent with a fresh secret and store; fsync as given. The
- * daemon object's port is the feed port (lactl status works there). */
-static int ga_start(ga_t *g, int fsync, int secret) {
-  char why[256], db[600], apf[600], fpf[600];
-  static char a[6][700];
-  memset(g, 0, sizeof *g);
-  g->d = la_td_new("la-globalagent");
-  if (!g->d) return -1;
-  la_td_path(g->d, "secret", g->key, sizeof g->key);
-  la_td_path(g->d, "la.db", db, sizeof db);
-  la_td_path(g->d, "agents.port", apf, sizeof apf);
-  la_td_path(g->d, "feed.port", fpf, sizeof fpf);
-  if (la_auth_generate_secret_file(g->key, why, sizeof why) != 0) {
-    fprintf(stderr, "secret: %s\n", why);
-    return -1;
-  }
-  snprintf(a[0], sizeof a[0], "--agents.port_file=%s", apf);
-  snprintf(a[1], sizeof a[1], "--feed.port_file=%s", fpf);
-  snprintf(a[2], sizeof a[2], "--store.path=%s", db);
-  snprintf(a[3], sizeof a[3], "--agents.secret_file=%s", g->key);
-  snprintf(a[4], sizeof a[4], "--store.fsync=%s", fsync ? "yes" : "no");
-  const char *args[] = {"--agents.listen=127.0.0.1:0",
-                        "--feed.listen=127.0.0.1:0",
-                        a[0],
-                        a[1],
-                        a[2],
-                        a[4],
-                        "--log.level=error",
-                        "--stitch.timeout=60s",
-                        secret ? a[3] : NULL,
-                        NULL};
-  unlink(apf);
-  if (la_td_start(g->d, args, fpf, WAIT_MS) <= 0) return -1;
-  snprintf(g->feed_addr, sizeof g->feed_addr, "%s", la_td_addr(g->d));
-  uint64_t end = la_now_ms() + WAIT_MS;
-  for (;;) {
-    FILE *f = fopen(apf, "r");
-    unsigned p = 0;
-    if (f) {
-      if (fscanf(f, "%u", &p) != 1) p = 0;
-      fclose(f);
-    }
-    if (p > 0 && p < 65536) {
-      g->agents_port = (uint16_t)p;
-      break;
-    }
-    if (la_now_ms() > end) return -1;
-    nap_ms(5);
-  }
-  snprintf(g->agents_addr, sizeof g->agents_addr, "127.0.0.1:%u",
-           g->agents_port);
-  return 0;
-}
-
 /* ------------------------------------------------------------- ingest -- */
 
+/* A simulated LocalAgent and the next cycle it sends. */
 typedef struct conn {
-  int fd;
-  uint64_t seq;   /* last sent */
-  uint64_t acked; /* last acknowledged */
-  uint64_t first_trace_seq;
-  int next_cycle; /* next cycle to send */
-  la_frame_reader_t rd;
-  uint8_t *buf; /* frame being built */
-  size_t cap;
-  int secure; /* frames travel as records */
-  la_secure_t sec;
-  uint8_t *rec; /* record being built (cap + LA_SECURE_OVERHEAD) */
+  la_tu_conn_t l;
+  int next_cycle;
 } conn_t;
 
 static la_compact_result_t series[N_SERIES];
@@ -219,130 +149,18 @@ static int make_series(void) {
   return 0;
 }
 
-/* Allocates c's reader and buffers. 0 or -1. */
-static int la__conn_buffers(conn_t *c) {
-  la_frame_reader_init(&c->rd, 1 << 16);
-  c->cap = series_bytes * 4 + 4096;
+/* The largest frame a connection builds: the largest trace and room. */
+static size_t frame_cap(void) {
+  size_t cap = series_bytes * 4 + 4096;
   for (int i = 0; i < N_SERIES; i++)
-    if (series[i].len + 4096 > c->cap) c->cap = series[i].len + 4096;
-  c->buf = malloc(c->cap);
-  c->rec = malloc(la_secure_record_size(c->cap));
-  return c->buf && c->rec ? 0 : -1;
-}
-
-/* Connects and authenticates as host (mutually and then encrypted when
- * c->secure); 0 or -1. */
-static int conn_open(conn_t *c, const ga_t *g, const la_auth_key_t *k,
-                     const char *host) {
-  char why[256];
-  uint16_t type;
-  ProtobufCMessage *m = NULL;
-  c->fd = la_tcp_connect("127.0.0.1", g->agents_port, 5000);
-  if (c->fd < 0) return -1;
-  if (c->secure) {
-    int32_t status = -1;
-    uint64_t next = 1;
-    if (la_secure_client_handshake(c->fd, k, host, 5000, &c->sec, &status,
-                                   &next, why, sizeof why) != 0 ||
-        status != 0)
-      return -1;
-    c->seq = c->acked = next - 1;
-    return la__conn_buffers(c);
-  }
-  La__Hello h = LA__HELLO__INIT;
-  h.protocol = LA_PROTOCOL_VERSION;
-  h.host = (char *)host;
-  if (la_send_msg(c->fd, LA__MSG_TYPE__MSG_HELLO, &h.base, 5000) ||
-      la_recv_msg(c->fd, 1 << 16, 5000, &type, &m, why, sizeof why) ||
-      type != LA__MSG_TYPE__MSG_CHALLENGE)
-    return -1;
-  La__Challenge *ch = (La__Challenge *)m;
-  uint8_t mac[LA_AUTH_MAC_BYTES];
-  la_auth_mac(k, ch->nonce.data, ch->nonce.len, host, mac);
-  la_msg_free(m);
-  La__Auth au = LA__AUTH__INIT;
-  au.mac.data = mac;
-  au.mac.len = sizeof mac;
-  if (la_send_msg(c->fd, LA__MSG_TYPE__MSG_AUTH, &au.base, 5000) ||
-      la_recv_msg(c->fd, 1 << 16, 5000, &type, &m, why, sizeof why) ||
-      type != LA__MSG_TYPE__MSG_AUTH_RESULT)
-    return -1;
-  La__AuthResult *ar = (La__AuthResult *)m;
-  int ok = ar->status == 0;
-  c->seq = ar->has_next_seq && ar->next_seq ? ar->next_seq - 1 : 0;
-  c->acked = c->seq;
-  la_msg_free(m);
-  return ok ? la__conn_buffers(c) : -1;
-}
-
-static void conn_close(conn_t *c) {
-  if (c->fd >= 0) close(c->fd);
-  la_frame_reader_free(&c->rd);
-  free(c->buf);
-  free(c->rec);
-  la_secure_wipe(&c->sec);
-  c->fd = -1;
-  c->buf = NULL;
-  c->rec = NULL;
-}
-
-static int send_frame(conn_t *c, uint16_t type, const ProtobufCMessage *m) {
-  long n = la_frame_pack_into(type, m, c->buf, c->cap);
-  if (n < 0) return -1;
-  if (!c->secure)
-    return la_write_all(c->fd, c->buf, (size_t)n, WAIT_MS) ? -1 : 0;
-  long r = la_secure_seal(&c->sec, c->buf, (size_t)n, c->rec,
-                          la_secure_record_size(c->cap));
-  if (r < 0) return -1;
-  return la_write_all(c->fd, c->rec, (size_t)r, WAIT_MS) ? -1 : 0;
+    if (series[i].len + 4096 > cap) cap = series[i].len + 4096;
+  return cap;
 }
 
 static int send_trace(conn_t *c, const char *app, uint32_t rank, int cycle) {
-  const la_compact_result_t *r = &series[(rank + (uint32_t)cycle) % N_SERIES];
-  La__SeriesStats st = LA__SERIES_STATS__INIT;
-  La__FitError fe = LA__FIT_ERROR__INIT;
-  La__CompactTrace t = LA__COMPACT_TRACE__INIT;
-  la_trace_msg_fill(&t, &st, &fe, r);
-  t.seq = ++c->seq;
-  t.app_id = (char *)app;
-  t.rank = rank;
-  t.cycle_tag = (uint64_t)cycle;
-  t.n_elements = N_ELEMENTS;
-  t.has_t_xfer_ns = 1;
-  t.t_xfer_ns = real_ns();
-  t.has_rank_seq = 1;
-  t.rank_seq = (uint64_t)cycle;
-  return send_frame(c, LA__MSG_TYPE__MSG_COMPACT_TRACE, &t.base);
-}
-
-/* Reads what arrived on c; updates c->acked. -1 on a closed connection or
- * anything but an Ack. */
-static int read_acks(conn_t *c) {
-  uint8_t tmp[4096];
-  ssize_t n = recv(c->fd, tmp, sizeof tmp, MSG_DONTWAIT);
-  if (n == 0) return -1;
-  if (n < 0) return errno == EAGAIN || errno == EINTR ? 0 : -1;
-  if (la_frame_reader_feed(&c->rd, tmp, (size_t)n)) return -1;
-  uint16_t type;
-  const uint8_t *p;
-  uint32_t len;
-  int k;
-  while ((k = la_frame_reader_next(&c->rd, &type, &p, &len)) == 1) {
-    ProtobufCMessage *m = NULL;
-    uint8_t *plain = NULL;
-    if (c->secure && (type != LA__MSG_TYPE__MSG_SEALED ||
-                      la_secure_open(&c->sec, p, len, 1 << 16, &plain, &type,
-                                     &p, &len, NULL, 0) != 0))
-      return -1;
-    int bad = type != LA__MSG_TYPE__MSG_ACK ||
-              la_msg_decode(type, p, len, &m, NULL, 0);
-    free(plain);
-    if (bad) return -1;
-    uint64_t s = ((La__Ack *)m)->seq;
-    la_msg_free(m);
-    if (s > c->acked) c->acked = s;
-  }
-  return k < 0 ? -1 : 0;
+  return la_tu_send_trace(&c->l, app, rank, (uint64_t)cycle, N_ELEMENTS,
+                          &series[(rank + (uint32_t)cycle) % N_SERIES],
+                          WAIT_MS);
 }
 
 typedef struct ingest {
@@ -354,18 +172,15 @@ typedef struct ingest {
 } ingest_t;
 
 static void ingest_run(int fsync, int secure, ingest_t *out) {
-  ga_t g;
+  la_tu_ga_t g;
   conn_t c[N_CONNS];
   la_auth_key_t key;
   char why[256];
   const char *app = "bench-ingest";
   memset(out, 0, sizeof *out);
   memset(c, 0, sizeof c);
-  for (int i = 0; i < N_CONNS; i++) {
-    c[i].fd = -1;
-    c[i].secure = secure;
-  }
-  if (ga_start(&g, fsync, secure) != 0) {
+  for (int i = 0; i < N_CONNS; i++) la_tu_init(&c[i].l, secure);
+  if (la_tu_ga_start(&g, fsync, secure, NULL, WAIT_MS) != 0) {
     snprintf(out->why, sizeof out->why, "la-globalagent did not start");
     goto done;
   }
@@ -376,20 +191,13 @@ static void ingest_run(int fsync, int secure, ingest_t *out) {
   for (int i = 0; i < N_CONNS; i++) {
     char host[32];
     snprintf(host, sizeof host, "sim-%02d", i);
-    if (conn_open(&c[i], &g, &key, host) != 0) {
+    if (la_tu_open(&c[i].l, g.agents_port, &key, host, frame_cap(),
+                   WAIT_MS) != 0) {
       snprintf(out->why, sizeof out->why, "connection %d refused", i);
       goto done;
     }
-    La__RankStart s = LA__RANK_START__INIT;
-    s.seq = ++c[i].seq;
-    s.app_id = (char *)app;
-    s.rank = (uint32_t)i;
-    s.nprocs = N_CONNS;
-    s.n_elements = N_ELEMENTS;
-    s.metric = "time";
-    s.unit = "ns";
-    s.host = host;
-    if (send_frame(&c[i], LA__MSG_TYPE__MSG_RANK_START, &s.base)) {
+    if (la_tu_send_rank_start(&c[i].l, app, (uint32_t)i, N_CONNS, N_ELEMENTS,
+                              host, WAIT_MS)) {
       snprintf(out->why, sizeof out->why, "RankStart %d failed", i);
       goto done;
     }
@@ -397,10 +205,10 @@ static void ingest_run(int fsync, int secure, ingest_t *out) {
   struct pollfd pf[N_CONNS];
   /* the RankStarts acknowledged first */
   for (int i = 0; i < N_CONNS; i++)
-    while (c[i].acked < c[i].seq) {
-      pf[0].fd = c[i].fd;
+    while (c[i].l.acked < c[i].l.seq) {
+      pf[0].fd = c[i].l.fd;
       pf[0].events = POLLIN;
-      if (poll(pf, 1, WAIT_MS) <= 0 || read_acks(&c[i])) {
+      if (poll(pf, 1, WAIT_MS) <= 0 || la_tu_read_acks(&c[i].l)) {
         snprintf(out->why, sizeof out->why, "no Ack for RankStart %d", i);
         goto done;
       }
@@ -411,12 +219,12 @@ static void ingest_run(int fsync, int secure, ingest_t *out) {
   while (done_conns < N_CONNS) {
     for (int i = 0; i < N_CONNS; i++) {
       conn_t *k = &c[i];
-      while (k->next_cycle < INGEST_CYCLES && k->seq - k->acked < WINDOW)
+      while (k->next_cycle < INGEST_CYCLES && k->l.seq - k->l.acked < WINDOW)
         if (send_trace(k, app, (uint32_t)i, k->next_cycle++)) {
           snprintf(out->why, sizeof out->why, "send on %d failed", i);
           goto done;
         }
-      pf[i].fd = k->fd;
+      pf[i].fd = k->l.fd;
       pf[i].events = POLLIN;
       pf[i].revents = 0;
     }
@@ -424,11 +232,13 @@ static void ingest_run(int fsync, int secure, ingest_t *out) {
     if (n < 0 && errno != EINTR) break;
     done_conns = 0;
     for (int i = 0; i < N_CONNS; i++) {
-      if ((pf[i].revents & (POLLIN | POLLHUP | POLLERR)) && read_acks(&c[i])) {
+      if ((pf[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
+          la_tu_read_acks(&c[i].l)) {
         snprintf(out->why, sizeof out->why, "connection %d closed", i);
         goto done;
       }
-      done_conns += c[i].next_cycle == INGEST_CYCLES && c[i].acked == c[i].seq;
+      done_conns +=
+          c[i].next_cycle == INGEST_CYCLES && c[i].l.acked == c[i].l.seq;
     }
     if (la_now_ms() > deadline) {
       snprintf(out->why, sizeof out->why, "not done in 90 s");
@@ -454,7 +264,7 @@ static void ingest_run(int fsync, int secure, ingest_t *out) {
   else
     out->ok = 1;
 done:
-  for (int i = 0; i < N_CONNS; i++) conn_close(&c[i]);
+  for (int i = 0; i < N_CONNS; i++) la_tu_close(&c[i].l);
   la_auth_key_wipe(&key);
   la_td_free(g.d);
 }
@@ -502,7 +312,7 @@ typedef struct lat {
 } lat_t;
 
 static void latency_run(int paced, lat_t *out) {
-  ga_t g;
+  la_tu_ga_t g;
   la_test_daemon_t *la = NULL;
   la_client_t *sub = NULL;
   pid_t kids[LAT_RANKS] = {0};
@@ -523,7 +333,7 @@ static void latency_run(int paced, lat_t *out) {
   pthread_barrierattr_init(&ba);
   pthread_barrierattr_setpshared(&ba, PTHREAD_PROCESS_SHARED);
   pthread_barrier_init(&sh->bar, &ba, LAT_RANKS);
-  if (ga_start(&g, 1, 1) != 0) {
+  if (la_tu_ga_start(&g, 1, 1, NULL, WAIT_MS) != 0) {
     snprintf(out->why, sizeof out->why, "la-globalagent did not start");
     goto done;
   }

@@ -54,10 +54,28 @@ static void la__on_close(la_conn_t *c, const char *reason) {
                 (unsigned long long)s->dropped);
 }
 
-/* Queues one set to s unless its queue is full (then counts a drop). */
-static void la__send_set(la_ga_sub_t *s, La__TraceSet *set) {
+/* Bytes of a varint of v. */
+static size_t la__varint_len(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    n++;
+  }
+  return n;
+}
+
+/* Queues one set to s unless its queue is full (then counts a drop).
+ * base: the set's frame size without its dropped field (0: computed
+ * here), so a set published to many subscribers is measured once. */
+static void la__send_set_sized(la_ga_sub_t *s, La__TraceSet *set,
+                               size_t base) {
   la_ga_t *ga = s->ga;
-  size_t n = la_frame_size(&set->base);
+  if (!base) {
+    set->has_dropped = 0;
+    base = la_frame_size(&set->base);
+  }
+  /* the dropped field: one tag byte (field 10) and its varint */
+  size_t n = base + 1 + la__varint_len(s->dropped);
   if (s->conn.out_bytes + n > ga->set.sub_queue_bytes) {
     if (s->dropped++ == 0 || s->dropped % 1000 == 0)
       la_log_warnx("subscriber %s is not reading: %llu Trace-Sets dropped "
@@ -72,12 +90,22 @@ static void la__send_set(la_ga_sub_t *s, La__TraceSet *set) {
     s->sent++;
 }
 
+static void la__send_set(la_ga_sub_t *s, La__TraceSet *set) {
+  la__send_set_sized(s, set, 0);
+}
+
 void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set) {
   ga->st.sets_published++;
+  size_t base = 0;
   for (la_ga_sub_t *s = ga->subs; s; s = s->next)
     if (s->subscribed && s->live && !s->conn.closing &&
-        (!s->app[0] || !strcmp(s->app, set->app_id)))
-      la__send_set(s, set);
+        (!s->app[0] || !strcmp(s->app, set->app_id))) {
+      if (!base) {
+        set->has_dropped = 0;
+        base = la_frame_size(&set->base);
+      }
+      la__send_set_sized(s, set, base);
+    }
 }
 
 static void la__send_stored(la_ga_sub_t *s, const char *app, uint64_t tag) {

@@ -16,7 +16,8 @@
  *              only the rendered text (common/la_metrics.h)
  *   control.c  the status report
  *   validate.c checks a compact trace before it is stored
- *   store*.c, stitch.c, settings.c: no libuv (unit-tested alone)
+ *   held.c     copies of open sets' traces, to publish without a read-back
+ *   store*.c, stitch.c, held.c, settings.c: no libuv (unit-tested alone)
  * The one way back up is la_ga_agent_ops_t: ingest.c acknowledges and
  * closes the LocalAgents' connections through it, never by name.
  * Everything runs on the loop thread.
@@ -60,6 +61,10 @@ typedef struct la_ga_app {
   struct la_ga_app *next;
   char app_id[LA_MAX_ID_LEN + 1];
   uint32_t nprocs, ended;
+  /* validate.c's cache of the ranks' element counts from their RankStart
+   * (n_rank_elements entries, 0: not looked up yet); freed with the app */
+  uint64_t *rank_elements;
+  uint32_t n_rank_elements;
 } la_ga_app_t;
 typedef struct la_ga la_ga_t;
 
@@ -98,6 +103,7 @@ struct la_ga {
   int shard_fd;
   la_store_t *store;
   la_stitch_t *stitch;
+  struct la_held *held; /* open sets' traces for publishing (held.h) */
   la_auth_key_t key;
   int have_key;
   const la_ga_agent_ops_t *agent_ops; /* set by la_ga_ingest_start */

@@ -31,12 +31,15 @@
 #include "la_errors.h"
 #include "la_log.h"
 #include "la_time.h"
+#include "held.h"
 #include "validate.h"
 
 typedef struct la_ga_closed {
   struct la_ga_closed *next;
   char app_id[LA_MAX_ID_LEN + 1];
   uint64_t tag;
+  int has_held; /* held: the set's traces, not read back to publish */
+  la_held_set_t held;
 } la_ga_closed_t;
 
 static int la__txn(la_ga_t *ga) {
@@ -93,6 +96,7 @@ static void la__app_forget(la_ga_t *ga, const char *app_id) {
     if (!strcmp((*p)->app_id, app_id)) {
       la_ga_app_t *a = *p;
       *p = a->next;
+      free(a->rank_elements);
       free(a);
       return;
     }
@@ -100,19 +104,28 @@ static void la__app_forget(la_ga_t *ga, const char *app_id) {
 
 static void la__queue_publish(la_ga_t *ga, const char *app_id, uint64_t tag) {
   la_ga_closed_t *c = calloc(1, sizeof *c);
+  la_held_set_t held;
+  int has = la_held_take(ga->held, app_id, tag, &held);
+  /* a trace stored before its RankStart (an orphan) is in the store's set
+   * but was never held: then the store is the one complete copy */
+  if (has && (!c || ga->st.orphans)) {
+    la_held_release(ga->held, &held);
+    has = 0;
+  }
   if (!c) return; /* stored anyway; subscribers can ask for it */
   snprintf(c->app_id, sizeof c->app_id, "%s", app_id);
   c->tag = tag;
+  c->has_held = has;
+  if (has) c->held = held;
   *ga->closed_tail = c;
   ga->closed_tail = &c->next;
 }
 
 #define LA__WHY_EVICTED                \
   "evicted: too many open Trace-Sets " \
-  "(stitch.max_open_sets)"
+  "(stitch.max_open_sets, stitch.max_open_memory)"
 
-static const char LA__WHY_TIMEOUT[] =
-    "timeout: no trace within stitch.timeout";
+static const char LA__WHY_TIMEOUT[] = "timeout: no trace within stitch.timeout";
 
 /* The stitcher closed a set. Its missing ranks (those without a trace nor a
  * missing record) are recorded missing with the reason of this close; the
@@ -130,16 +143,26 @@ static void la__on_set_closed(void *arg, const char *app_id, uint64_t tag,
     ga->txn_failed = 1;
     return;
   }
+  /* a node's ranks are usually consecutive: whether its LocalAgent is
+   * connected (a scan of the connections) is asked once per run of ranks
+   * of one host, not once per rank */
+  char last[LA_MAX_ID_LEN + 1] = "";
+  int last_connected = 1;
   for (size_t i = 0; i < n_missing; i++) {
     const char *w = why;
     char host[LA_MAX_ID_LEN + 1], gone[LA_MAX_ID_LEN + 64];
     if (why == LA__WHY_TIMEOUT &&
         la_store_rank_host(ga->store, app_id, missing[i], host, sizeof host) ==
-            0 &&
-        !ga->agent_ops->connected(ga, host)) {
-      snprintf(gone, sizeof gone, "timeout: LocalAgent %s not connected",
-               host);
-      w = gone;
+            0) {
+      if (strcmp(host, last)) {
+        snprintf(last, sizeof last, "%s", host);
+        last_connected = ga->agent_ops->connected(ga, host);
+      }
+      if (!last_connected) {
+        snprintf(gone, sizeof gone, "timeout: LocalAgent %s not connected",
+                 host);
+        w = gone;
+      }
     }
     if (la_store_missing(ga->store, app_id, tag, missing[i], w, 0, 0, NULL)) {
       ga->txn_failed = 1;
@@ -196,8 +219,10 @@ static void la__reclose(la_ga_t *ga, const char *app_id, uint64_t tag) {
                           t_closed) != 0) {
     ga->txn_failed = 1;
   } else if (set->complete) {
-    la_log_info("Trace-Set %s cycle %llu complete after a late trace; "
-                "published again", app_id, (unsigned long long)tag);
+    la_log_info(
+        "Trace-Set %s cycle %llu complete after a late trace; "
+        "published again",
+        app_id, (unsigned long long)tag);
     la__queue_publish(ga, app_id, tag);
   }
   la_store_free_set(set);
@@ -248,8 +273,8 @@ static void la__seed(la_ga_t *ga, int s, const char *app_id, uint32_t nprocs,
 /* What la_stitch_add's result means for the batch: a late arrival updates
  * the closed set; a store error fails the batch (the LocalAgents resend);
  * bad input is counted as a conflict. */
-static void la__stitched(la_ga_t *ga, int s, const char *app_id,
-                         uint32_t rank, uint64_t tag) {
+static void la__stitched(la_ga_t *ga, int s, const char *app_id, uint32_t rank,
+                         uint64_t tag) {
   if (s == LA_STITCH_LATE) {
     ga->st.late++;
     la__reclose(ga, app_id, tag);
@@ -262,19 +287,47 @@ static void la__stitched(la_ga_t *ga, int s, const char *app_id,
   }
 }
 
+/* Before stitching an arrival of (app, tag): when it opens the set, the
+ * set's traces start being held for publishing (held.h). Returns 1 when
+ * it did (the caller drops them if the stitcher refuses the arrival). */
+static int la__hold(la_ga_t *ga, const char *app_id, uint64_t tag,
+                    uint32_t nprocs) {
+  /* shards sharing a store: other shards' ranks are in the store only, so
+   * such sets are published from it */
+  if (ga->st.orphans || la_store_shared(ga->store) ||
+      la_stitch_is_open(ga->stitch, app_id, tag))
+    return 0;
+  la_held_open(ga->held, app_id, tag, nprocs);
+  return 1;
+}
+
+/* Stitches an arrival of rank (its trace t, or NULL for a missing record),
+ * holding the trace for publishing. */
+static void la__stitch(la_ga_t *ga, la_ga_app_t *a, const char *app_id,
+                       uint32_t rank, uint64_t tag, const La__CompactTrace *t) {
+  int opening = la__hold(ga, app_id, tag, a->nprocs);
+  if (t) la_held_add(ga->held, t);
+  int s =
+      la_stitch_add(ga->stitch, app_id, a->nprocs, rank, tag, uv_now(ga->loop));
+  la__seed(ga, s, app_id, a->nprocs, tag);
+  if (opening && s != LA_STITCH_NEW && s != LA_STITCH_DUP)
+    la_held_drop(ga->held, app_id, tag);
+  la__stitched(ga, s, app_id, rank, tag);
+}
+
 /* Records (app, rank, cycle) as missing for reason (from a TraceMissing, or
  * a trace validate.c refused) and stitches the rank as arrived. Returns 0,
  * or a store error for the batch. */
-static int la__ingest_missing(la_ga_t *ga, const char *host,
-                              const char *app_id, uint32_t rank, uint64_t tag,
-                              const char *reason, uint64_t seq) {
+static int la__ingest_missing(la_ga_t *ga, const char *host, const char *app_id,
+                              uint32_t rank, uint64_t tag, const char *reason,
+                              uint64_t seq) {
   int was_new = 0;
-  int rc = la_store_missing(ga->store, app_id, tag, rank, reason, 1, seq,
-                            &was_new);
+  int rc =
+      la_store_missing(ga->store, app_id, tag, rank, reason, 1, seq, &was_new);
   if (rc == LA_EPROTO) {
     ga->st.conflicts++;
-    la_log_warnx("%s rank %u cycle %llu missing, from %s: refused: %s",
-                 app_id, rank, (unsigned long long)tag, host,
+    la_log_warnx("%s rank %u cycle %llu missing, from %s: refused: %s", app_id,
+                 rank, (unsigned long long)tag, host,
                  la_store_errmsg(ga->store));
     return 0;
   }
@@ -289,14 +342,13 @@ static int la__ingest_missing(la_ga_t *ga, const char *host,
   la_ga_app_t *a = la__app(ga, app_id);
   if (!a) {
     ga->st.orphans++;
-    la_log_warnx("%s rank %u cycle %llu missing: no RankStart known; stored, "
-                 "not stitched", app_id, rank, (unsigned long long)tag);
+    la_log_warnx(
+        "%s rank %u cycle %llu missing: no RankStart known; stored, "
+        "not stitched",
+        app_id, rank, (unsigned long long)tag);
     return 0;
   }
-  int s = la_stitch_add(ga->stitch, app_id, a->nprocs, rank, tag,
-                        uv_now(ga->loop));
-  la__seed(ga, s, app_id, a->nprocs, tag);
-  la__stitched(ga, s, app_id, rank, tag);
+  la__stitch(ga, a, app_id, rank, tag, NULL);
   return 0;
 }
 
@@ -310,9 +362,10 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
     rc = la_store_rank_start(ga->store, r);
     if (rc == LA_EPROTO) {
       ga->st.conflicts++;
-      la_log_warnx("%s rank %u from %s: %s; its traces are stored but not "
-                   "stitched", r->app_id, r->rank, host,
-                   la_store_errmsg(ga->store));
+      la_log_warnx(
+          "%s rank %u from %s: %s; its traces are stored but not "
+          "stitched",
+          r->app_id, r->rank, host, la_store_errmsg(ga->store));
       rc = 0;
     } else if (rc == 0) {
       ga->st.rank_starts++;
@@ -344,14 +397,12 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
       la_ga_app_t *a = la__app(ga, t->app_id);
       if (!a) {
         ga->st.orphans++;
-        la_log_warnx("%s rank %u cycle %llu: no RankStart known; stored, "
-                     "not stitched", t->app_id, t->rank,
-                     (unsigned long long)t->cycle_tag);
+        la_log_warnx(
+            "%s rank %u cycle %llu: no RankStart known; stored, "
+            "not stitched",
+            t->app_id, t->rank, (unsigned long long)t->cycle_tag);
       } else {
-        int s = la_stitch_add(ga->stitch, t->app_id, a->nprocs, t->rank,
-                              t->cycle_tag, uv_now(ga->loop));
-        la__seed(ga, s, t->app_id, a->nprocs, t->cycle_tag);
-        la__stitched(ga, s, t->app_id, t->rank, t->cycle_tag);
+        la__stitch(ga, a, t->app_id, t->rank, t->cycle_tag, t);
       }
     }
   } else if (type == LA__MSG_TYPE__MSG_TRACE_MISSING) {
@@ -393,8 +444,9 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
       la_log_warnx("element ids %llu.. of %s rank %u from %s refused: %s",
                    (unsigned long long)e->first, e->app_id ? e->app_id : "?",
                    e->rank, host,
-                   e->n_ids > LA_ELEMENT_IDS_CHUNK ? "chunk too large"
-                                                   : la_store_errmsg(ga->store));
+                   e->n_ids > LA_ELEMENT_IDS_CHUNK
+                       ? "chunk too large"
+                       : la_store_errmsg(ga->store));
       rc = 0;
     } else if (rc == 0 && !was_new) {
       ga->st.duplicates++;
@@ -427,9 +479,10 @@ static uint64_t la__loop_time(uint64_t t_first_ns, uint64_t real_now_ns,
  * each with the age it had (oldest restored first). */
 static void la__rebuild_stitch(la_ga_t *ga) {
   la_stitch_free(ga->stitch);
-  ga->stitch = la_stitch_new((size_t)ga->set.max_open_sets, la__on_set_closed,
-                             ga);
+  ga->stitch =
+      la_stitch_new((size_t)ga->set.max_open_sets, la__on_set_closed, ga);
   if (!ga->stitch) return;
+  la_stitch_set_max_memory(ga->stitch, (size_t)ga->set.max_open_memory);
   la_stitch_set_lookup(ga->stitch, la__lookup_closed, ga);
   if (ga->set.closed_cache > 0 &&
       la_stitch_set_closed_cache(ga->stitch, (size_t)ga->set.closed_cache))
@@ -457,6 +510,7 @@ static void la__rebuild_stitch(la_ga_t *ga) {
 static void la__drop_closed(la_ga_t *ga) {
   for (la_ga_closed_t *c = ga->closed, *n; c; c = n) {
     n = c->next;
+    if (c->has_held) la_held_release(ga->held, &c->held);
     free(c);
   }
   ga->closed = NULL;
@@ -471,14 +525,17 @@ void la_ga_commit(la_ga_t *ga) {
   ga->batch_n = 0;
   if (rc != 0) {
     ga->st.commit_failures++;
-    la_log_error("store: commit failed (%s): closing LocalAgent links so "
-                 "they resend", la_store_errmsg(ga->store));
+    la_log_error(
+        "store: commit failed (%s): closing LocalAgent links so "
+        "they resend",
+        la_store_errmsg(ga->store));
     la_store_rollback(ga->store);
     ga->txn_failed = 0;
     la__restore_counts(ga);
     while (ga->apps) la__app_forget(ga, ga->apps->app_id);
     ga->agent_ops->close_all(ga, "store failure");
     la__drop_closed(ga);
+    la_held_clear(ga->held);
     la__rebuild_stitch(ga);
     return;
   }
@@ -488,18 +545,30 @@ void la_ga_commit(la_ga_t *ga) {
     la_ga_closed_t *c = ga->closed;
     ga->closed = c->next;
     La__TraceSet *set = NULL;
-    if (la_store_load_set(ga->store, c->app_id, c->tag, &set) == 0) {
+    /* from the copies held (handed over to the set), else read back */
+    int rc2 = c->has_held
+                  ? la_store_load_set_with(ga->store, c->app_id, c->tag,
+                                           c->held.traces, c->held.n, &set)
+                  : la_store_load_set(ga->store, c->app_id, c->tag, &set);
+    if (rc2 == 0) {
       set->has_t_complete_ns = 1;
       set->t_complete_ns = la_realtime_ns();
       la_ga_feed_publish(ga, set);
       la_store_free_set(set);
+    }
+    if (c->has_held) { /* the traces went with the set: only the budget */
+      c->held.traces = NULL;
+      c->held.n = 0;
+      la_held_release(ga->held, &c->held);
     }
     free(c);
   }
   ga->closed_tail = &ga->closed;
 }
 
-static void la__on_check(uv_check_t *h) { la_ga_commit(h->data); }
+static void la__on_check(uv_check_t *h) {
+  la_ga_commit(h->data);
+}
 
 static void la__on_tick(uv_timer_t *t) {
   la_ga_t *ga = t->data;
@@ -523,8 +592,9 @@ int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
   }
   la_store_set_history(ga->store, (uint64_t)ga->set.history_full_cycles);
   ga->closed_tail = &ga->closed;
+  ga->held = la_held_new(ga->set.publish_memory);
   la__rebuild_stitch(ga);
-  if (!ga->stitch) {
+  if (!ga->stitch || !ga->held) {
     snprintf(why, why_len, "out of memory");
     return LA_ENOMEM;
   }
@@ -546,6 +616,8 @@ void la_ga_ingest_stop(la_ga_t *ga) {
   while (ga->apps) la__app_forget(ga, ga->apps->app_id);
   la_stitch_free(ga->stitch);
   ga->stitch = NULL;
+  la_held_free(ga->held);
+  ga->held = NULL;
   la_store_close(ga->store);
   ga->store = NULL;
 }

@@ -59,6 +59,13 @@ const la_cfg_key_t la_ga_keys[] = {
   N("stitch", "closed_cache", LA_CFG_INT, closed_cache, "65536", 1, 16777216,
     "closed Trace-Set keys remembered in memory (older ones are looked up "
     "in the store); read at start"),
+  N("stitch", "max_open_memory", LA_CFG_SIZE, max_open_memory, "256M", 4096,
+    1099511627776.0, "memory of the open Trace-Sets' bookkeeping (a bit "
+    "per rank each); beyond, the oldest closes as partial; read at start"),
+  N("stitch", "publish_memory", LA_CFG_SIZE, publish_memory, "1G", 0,
+    1099511627776.0, "bytes of open Trace-Sets' traces kept in memory to "
+    "publish them without reading them back from the store; a set that "
+    "does not fit is published from the store; read at start"),
   S("store", "path", db, "/var/lib/la-globalagent/la.db",
     "SQLite database file (WAL mode)"),
   S("store", "url", db_url, "",

@@ -33,6 +33,8 @@ typedef struct la_ga_settings {
   int64_t set_timeout_ms;
   int64_t max_open_sets;
   int64_t closed_cache; /* closed keys remembered in memory (read at start) */
+  uint64_t publish_memory; /* open sets' traces held for publishing */
+  uint64_t max_open_memory; /* open sets' bookkeeping (bitmaps) at most */
   /* [store] */
   char db[512];
   char db_url[1024]; /* PostgreSQL, shared by shards ("" = SQLite at db) */

@@ -8,13 +8,13 @@
 #include "la.h"
 
 typedef struct la__set {
-  struct la__set *hnext;        /* hash chain */
-  struct la__set *prev, *next;  /* arrival order, oldest first */
+  struct la__set *hnext;       /* hash chain */
+  struct la__set *prev, *next; /* arrival order, oldest first */
   uint64_t tag, t_first;
   uint32_t nprocs, present;
   uint32_t hash;
   char *app_id;
-  uint64_t bits[];              /* nprocs bits */
+  uint64_t bits[]; /* nprocs bits */
 } la__set_t;
 
 typedef struct la__closed {
@@ -27,8 +27,9 @@ typedef struct la__closed {
 struct la_stitch {
   la__set_t **table;
   size_t nbuckets, count, max_open;
+  size_t bytes, max_bytes; /* open sets' memory (la__set_bytes), its cap */
   la__set_t *oldest, *newest;
-  la__closed_t *closed; /* ring of recently closed keys, FIFO */
+  la__closed_t *closed;  /* ring of recently closed keys, FIFO */
   la__closed_t **ctable; /* their hash index (cbuckets, a power of 2) */
   size_t nclosed, closed_head, cbuckets;
   la_stitch_close_fn fn;
@@ -38,7 +39,7 @@ struct la_stitch {
   la_stitch_stats_t st;
 };
 
-static uint32_t la__hash(const char *app, uint64_t tag) {
+uint32_t la_stitch_hash(const char *app, uint64_t tag) {
   uint32_t h = 2166136261u;
   for (const char *p = app; *p; p++) h = (h ^ (uint8_t)*p) * 16777619u;
   for (int i = 0; i < 8; i++) h = (h ^ (uint8_t)(tag >> (8 * i))) * 16777619u;
@@ -66,8 +67,11 @@ void la_stitch_set_max_open(la_stitch_t *st, size_t max_open) {
   st->max_open = max_open ? max_open : 1;
 }
 
-void la_stitch_set_lookup(la_stitch_t *st, la_stitch_lookup_fn fn,
-                          void *arg) {
+void la_stitch_set_max_memory(la_stitch_t *st, size_t bytes) {
+  st->max_bytes = bytes;
+}
+
+void la_stitch_set_lookup(la_stitch_t *st, la_stitch_lookup_fn fn, void *arg) {
   st->lookup = fn;
   st->lookup_arg = arg;
 }
@@ -95,6 +99,12 @@ int la_stitch_set_closed_cache(la_stitch_t *st, size_t n) {
   return 0;
 }
 
+/* What an open set of nprocs ranks with key app costs in memory. */
+static size_t la__set_bytes(uint32_t nprocs, const char *app) {
+  return sizeof(la__set_t) + (nprocs + 63) / 64 * sizeof(uint64_t) +
+         strlen(app) + 1;
+}
+
 static void la__set_free(la__set_t *s) {
   free(s->app_id);
   free(s);
@@ -116,14 +126,14 @@ void la_stitch_free(la_stitch_t *st) {
 static la__set_t **la__slot(la_stitch_t *st, const char *app, uint64_t tag,
                             uint32_t h) {
   la__set_t **p = &st->table[h & (st->nbuckets - 1)];
-  while (*p && ((*p)->hash != h || (*p)->tag != tag ||
-                strcmp((*p)->app_id, app)))
+  while (*p &&
+         ((*p)->hash != h || (*p)->tag != tag || strcmp((*p)->app_id, app)))
     p = &(*p)->hnext;
   return p;
 }
 
-static int la__was_closed(const la_stitch_t *st, const char *app,
-                          uint64_t tag, uint32_t h) {
+static int la__was_closed(const la_stitch_t *st, const char *app, uint64_t tag,
+                          uint32_t h) {
   for (const la__closed_t *c = st->ctable[h & (st->cbuckets - 1)]; c;
        c = c->hnext)
     if (c->hash == h && c->tag == tag && !strcmp(c->app_id, app)) return 1;
@@ -132,8 +142,8 @@ static int la__was_closed(const la_stitch_t *st, const char *app,
 
 /* Caches (app, tag) as closed; when the cache is full the oldest key is
  * forgotten (counted). Out of memory: not cached (the lookup knows it). */
-static void la__remember_closed(la_stitch_t *st, const char *app,
-                                uint64_t tag, uint32_t h) {
+static void la__remember_closed(la_stitch_t *st, const char *app, uint64_t tag,
+                                uint32_t h) {
   la__closed_t *c = &st->closed[st->closed_head];
   if (c->app_id) { /* evict the oldest: unlink it from its chain */
     la__closed_t **p = &st->ctable[c->hash & (st->cbuckets - 1)];
@@ -176,11 +186,16 @@ static void la__grow(la_stitch_t *st) {
 static void la__close(la_stitch_t *st, la__set_t *s, int complete) {
   la__set_t **p = la__slot(st, s->app_id, s->tag, s->hash);
   *p = s->hnext;
-  if (s->prev) s->prev->next = s->next;
-  else st->oldest = s->next;
-  if (s->next) s->next->prev = s->prev;
-  else st->newest = s->prev;
+  if (s->prev)
+    s->prev->next = s->next;
+  else
+    st->oldest = s->next;
+  if (s->next)
+    s->next->prev = s->prev;
+  else
+    st->newest = s->prev;
   st->count--;
+  st->bytes -= la__set_bytes(s->nprocs, s->app_id);
   uint32_t stackbuf[256], *missing = stackbuf;
   size_t nm = s->nprocs - s->present;
   if (nm > 256 && !(missing = malloc(nm * sizeof *missing))) {
@@ -190,8 +205,10 @@ static void la__close(la_stitch_t *st, la__set_t *s, int complete) {
   size_t k = 0;
   for (uint32_t r = 0; r < s->nprocs && k < nm; r++)
     if (!(s->bits[r / 64] >> (r % 64) & 1)) missing[k++] = r;
-  if (complete) st->st.complete++;
-  else st->st.partial++;
+  if (complete)
+    st->st.complete++;
+  else
+    st->st.partial++;
   la__remember_closed(st, s->app_id, s->tag, s->hash);
   if (st->fn)
     st->fn(st->arg, s->app_id, s->tag, s->nprocs, complete, missing, k,
@@ -202,7 +219,9 @@ static void la__close(la_stitch_t *st, la__set_t *s, int complete) {
 
 static la__set_t *la__open(la_stitch_t *st, const char *app, uint32_t nprocs,
                            uint64_t tag, uint32_t h, uint64_t now) {
-  while (st->count >= st->max_open && st->oldest) {
+  size_t need = la__set_bytes(nprocs, app);
+  while (st->oldest && (st->count >= st->max_open ||
+                        (st->max_bytes && st->bytes + need > st->max_bytes))) {
     st->st.evicted++;
     la__close(st, st->oldest, 0);
   }
@@ -226,11 +245,16 @@ static la__set_t *la__open(la_stitch_t *st, const char *app, uint32_t nprocs,
   while (after && after->t_first > now) after = after->prev;
   s->prev = after;
   s->next = after ? after->next : st->oldest;
-  if (s->next) s->next->prev = s;
-  else st->newest = s;
-  if (after) after->next = s;
-  else st->oldest = s;
+  if (s->next)
+    s->next->prev = s;
+  else
+    st->newest = s;
+  if (after)
+    after->next = s;
+  else
+    st->oldest = s;
   st->count++;
+  st->bytes += need;
   st->st.opened++;
   return s;
 }
@@ -247,7 +271,7 @@ static int la__mark(la_stitch_t *st, la__set_t *s, uint32_t rank) {
 int la_stitch_add(la_stitch_t *st, const char *app_id, uint32_t nprocs,
                   uint32_t rank, uint64_t cycle_tag, uint64_t now_ms) {
   if (nprocs == 0 || rank >= nprocs) return LA_EINVAL;
-  uint32_t h = la__hash(app_id, cycle_tag);
+  uint32_t h = la_stitch_hash(app_id, cycle_tag);
   la__set_t *s = *la__slot(st, app_id, cycle_tag, h);
   if (!s) {
     int closed = la__was_closed(st, app_id, cycle_tag, h);
@@ -277,7 +301,7 @@ int la_stitch_restore(la_stitch_t *st, const char *app_id, uint32_t nprocs,
                       uint64_t cycle_tag, const uint32_t *ranks, size_t n,
                       uint64_t t_first_ms) {
   if (nprocs == 0) return LA_EINVAL;
-  uint32_t h = la__hash(app_id, cycle_tag);
+  uint32_t h = la_stitch_hash(app_id, cycle_tag);
   la__set_t *s = *la__slot(st, app_id, cycle_tag, h);
   if (!s && !(s = la__open(st, app_id, nprocs, cycle_tag, h, t_first_ms)))
     return LA_ENOMEM;
@@ -313,7 +337,12 @@ size_t la_stitch_app_end(la_stitch_t *st, const char *app_id) {
   return n;
 }
 
+int la_stitch_is_open(la_stitch_t *st, const char *app_id, uint64_t cycle_tag) {
+  return *la__slot(st, app_id, cycle_tag, la_stitch_hash(app_id, cycle_tag)) != NULL;
+}
+
 void la_stitch_get_stats(const la_stitch_t *st, la_stitch_stats_t *s) {
   *s = st->st;
   s->open = st->count;
+  s->open_bytes = st->bytes;
 }

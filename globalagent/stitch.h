@@ -14,7 +14,9 @@
  * counted) and, when the cache does not know the key, by the closed-lookup
  * callback (the GlobalAgent asks its store), so a trace arriving any time
  * after its set closed is reported late, however many sets closed since.
- * Memory: at most max_open open sets and closed_cache cached keys.
+ * Memory: at most max_open open sets, together at most max_memory bytes
+ * (la_stitch_set_max_memory; one set alone may exceed it), and closed_cache
+ * cached keys.
  * No libuv, no I/O of its own: unit-tested alone with a fake lookup.
  */
 #ifndef LA_STITCH_H
@@ -43,6 +45,7 @@ typedef struct la_stitch_stats {
   uint64_t closed_cached;  /* closed keys in the cache now */
   uint64_t closed_evicted; /* closed keys the full cache forgot */
   uint64_t lookups;        /* closed-lookup callback calls */
+  uint64_t open_bytes;     /* memory of the open sets now */
 } la_stitch_stats_t;
 
 enum { LA_STITCH_DUP = 0, LA_STITCH_NEW = 1, LA_STITCH_LATE = 2 };
@@ -53,6 +56,11 @@ enum { LA_STITCH_DUP = 0, LA_STITCH_NEW = 1, LA_STITCH_LATE = 2 };
 la_stitch_t *la_stitch_new(size_t max_open, la_stitch_close_fn fn, void *arg);
 void la_stitch_free(la_stitch_t *st);
 void la_stitch_set_max_open(la_stitch_t *st, size_t max_open);
+/* Open sets' memory at most (bitmap, key, bookkeeping: nprocs / 8 + about
+ * 100 bytes each); opening one more evicts the oldest (as partial,
+ * counted as evicted) until it fits. 0 (the default): no limit but
+ * max_open. One set larger than bytes alone is still kept. */
+void la_stitch_set_max_memory(la_stitch_t *st, size_t bytes);
 
 /* Sets the callback asked whether a key missing from the closed cache was
  * closed (NULL: none; then only cached keys are known closed). */
@@ -85,6 +93,13 @@ size_t la_stitch_expire(la_stitch_t *st, uint64_t now_ms, uint64_t timeout_ms);
 
 /* Closes as partial every open set of app_id (its application ended). */
 size_t la_stitch_app_end(la_stitch_t *st, const char *app_id);
+
+/* The hash of a set's key (FNV-1a of the application id, then the tag's
+ * bytes): the stitcher's, and held.c's for the same keys. */
+uint32_t la_stitch_hash(const char *app_id, uint64_t cycle_tag);
+
+/* 1 when (app_id, cycle_tag) is open in st, else 0. */
+int la_stitch_is_open(la_stitch_t *st, const char *app_id, uint64_t cycle_tag);
 
 void la_stitch_get_stats(const la_stitch_t *st, la_stitch_stats_t *s);
 

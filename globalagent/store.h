@@ -245,6 +245,13 @@ int la_store_latest_cycle(la_store_t *s, const char *app_id, int complete_only,
  * LA_ENOMEM, LA_EIO (corrupt rows). */
 int la_store_load_set(la_store_t *s, const char *app_id, uint64_t cycle_tag,
                       La__TraceSet **out);
+/* The same with the set's traces given instead of read back: traces[0..n)
+ * (by rank, each as la_store_load_set would load it, with its channel
+ * series) become the set's; everything else is read as above. Takes
+ * ownership of the array and the traces, also on failure. */
+int la_store_load_set_with(la_store_t *s, const char *app_id,
+                           uint64_t cycle_tag, La__CompactTrace **traces,
+                           size_t n, La__TraceSet **out);
 /* Frees a set built by la_store_load_set. NULL is fine. */
 void la_store_free_set(La__TraceSet *set);
 

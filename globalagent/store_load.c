@@ -281,8 +281,11 @@ static int la__load_channel(la_store_t *s, la_db_stmt_t *st,
   return 0;
 }
 
+static int la__load_channel_names(la_store_t *s, const char *app_id,
+                                  La__TraceSet *set);
+
 /* The channel series of the set's traces (rows of ranks without a loaded
- * trace skipped). Returns 0, LA_EIO, LA_ENOMEM. */
+ * trace skipped), then the channel names. Returns 0, LA_EIO, LA_ENOMEM. */
 static int la__load_channels(la_store_t *s, const char *app_id,
                              uint64_t cycle_tag, La__TraceSet *set) {
   int r = 0, rc;
@@ -300,8 +303,15 @@ static int la__load_channels(la_store_t *s, const char *app_id,
   if (r == 0 && rc != LA_DB_DONE && rc != LA_DB_ROW)
     r = la__store_sqlerr(s, "loading the channel series");
   la__done(st);
-  int bad = 0;
-  st = s->st[S_LOAD_CHAN_NAMES];
+  return r ? r : la__load_channel_names(s, app_id, set);
+}
+
+/* The application's channel names into set->channels. Returns 0, LA_EIO,
+ * LA_ENOMEM. */
+static int la__load_channel_names(la_store_t *s, const char *app_id,
+                                  La__TraceSet *set) {
+  int r = 0, rc, bad = 0;
+  la_db_stmt_t *st = s->st[S_LOAD_CHAN_NAMES];
   la_db_bind_text(st, 1, app_id, -1);
   while (r == 0 && (rc = la_db_step(st)) == LA_DB_ROW) {
     char **v = realloc(set->channels, (set->n_channels + 1) * sizeof *v);
@@ -590,22 +600,33 @@ static int la__load_rank_elements(la_store_t *s, const char *app_id,
   return r;
 }
 
-int la_store_load_set(la_store_t *s, const char *app_id, uint64_t cycle_tag,
-                      La__TraceSet **out) {
-  if (!s || !app_id || !app_id[0] || !out) return LA_EINVAL;
+/* la_store_load_set, with the traces given (held != NULL) or loaded. */
+static int la__load_set(la_store_t *s, const char *app_id, uint64_t cycle_tag,
+                        La__CompactTrace **held, size_t n_held,
+                        La__TraceSet **out) {
   *out = NULL;
   int r = LA_ENOMEM;
   int64_t nprocs = 0;
   La__TraceSet *set = calloc(1, sizeof *set);
-  if (!set) goto fail;
+  if (!set) {
+    for (size_t i = 0; i < n_held; i++)
+      la__compact_trace__free_unpacked(held[i], NULL);
+    free(held);
+    goto fail;
+  }
   la__trace_set__init(set);
+  if (held) {
+    set->traces = held;
+    set->n_traces = n_held;
+  }
   if ((r = la__load_app(s, app_id, set, &nprocs))) goto fail;
   r = LA_ENOMEM;
   if (!(set->app_id = strdup(app_id))) goto fail;
   set->cycle_tag = cycle_tag;
   if ((r = la__load_close(s, app_id, cycle_tag, set)) ||
-      (r = la__load_traces(s, app_id, cycle_tag, nprocs, set)) ||
-      (r = la__load_channels(s, app_id, cycle_tag, set)) ||
+      (!held && (r = la__load_traces(s, app_id, cycle_tag, nprocs, set))) ||
+      (!held && (r = la__load_channels(s, app_id, cycle_tag, set))) ||
+      (held && (r = la__load_channel_names(s, app_id, set))) ||
       (r = la__load_missing(s, app_id, cycle_tag, nprocs, set)))
     goto fail;
   if (set->n_traces == 0 && set->n_missing_reasons == 0) {
@@ -632,4 +653,23 @@ fail:
   la_store_free_set(set);
   if (r == LA_ENOMEM) la__store_fmt(s->err, sizeof s->err, "out of memory");
   return r;
+}
+
+int la_store_load_set(la_store_t *s, const char *app_id, uint64_t cycle_tag,
+                      La__TraceSet **out) {
+  if (!s || !app_id || !app_id[0] || !out) return LA_EINVAL;
+  return la__load_set(s, app_id, cycle_tag, NULL, 0, out);
+}
+
+int la_store_load_set_with(la_store_t *s, const char *app_id,
+                           uint64_t cycle_tag, La__CompactTrace **traces,
+                           size_t n, La__TraceSet **out) {
+  if (!s || !app_id || !app_id[0] || !out || (n && !traces)) {
+    for (size_t i = 0; i < n && traces; i++)
+      la__compact_trace__free_unpacked(traces[i], NULL);
+    free(traces);
+    return LA_EINVAL;
+  }
+  if (!traces && !(traces = calloc(1, sizeof *traces))) return LA_ENOMEM;
+  return la__load_set(s, app_id, cycle_tag, traces, n, out);
 }

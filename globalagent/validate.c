@@ -3,6 +3,8 @@
 #include "validate.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "ga.h"
 #include "la_compact.h"
@@ -120,12 +122,30 @@ int la_ga_validate_trace(const La__CompactTrace *t, uint64_t rank_elements,
   return 0;
 }
 
-int la_ga_trace_refused(la_ga_t *ga, const char *host,
-                        const La__CompactTrace *t, char *why, size_t why_len) {
+/* The element count rank registered (its RankStart), 0 when unknown: from
+ * the application's cache (ga->apps) when it has the rank, else from the
+ * store, then cached. A count never changes once stored (a RankStart that
+ * disagrees is refused), so one store read per rank suffices. */
+static uint64_t la__rank_elements(la_ga_t *ga, const char *app_id,
+                                  uint32_t rank) {
+  la_ga_app_t *a = ga->apps;
+  while (a && strcmp(a->app_id, app_id)) a = a->next;
+  if (a && rank < a->n_rank_elements && a->rank_elements[rank])
+    return a->rank_elements[rank];
   uint64_t ne = 0;
   /* LA_ENOTFOUND (no RankStart yet) or a read error: the encoding is still
    * checked on its own. */
-  if (la_store_rank_elements(ga->store, t->app_id, t->rank, &ne) != 0) ne = 0;
+  if (la_store_rank_elements(ga->store, app_id, rank, &ne) != 0) return 0;
+  if (a && !a->rank_elements && a->nprocs &&
+      (a->rank_elements = calloc(a->nprocs, sizeof *a->rank_elements)))
+    a->n_rank_elements = a->nprocs;
+  if (a && rank < a->n_rank_elements) a->rank_elements[rank] = ne;
+  return ne;
+}
+
+int la_ga_trace_refused(la_ga_t *ga, const char *host,
+                        const La__CompactTrace *t, char *why, size_t why_len) {
+  uint64_t ne = la__rank_elements(ga, t->app_id, t->rank);
   int rc = la_ga_validate_trace(t, ne, why, why_len);
   if (rc == 0) return 0;
   if (rc == LA_ENOMEM) { /* not the trace's fault: store it unchecked */

@@ -141,6 +141,31 @@ static void test_limit_evicts_oldest(void **state) {
   assert_int_equal(s.open, 3);
 }
 
+/* Sets of a million ranks each (a peer may declare any nprocs): the open
+ * sets' memory stays under the cap, the oldest evicted as partial. */
+static void test_memory_cap_evicts_oldest(void **state) {
+  la_stitch_t *st = *state;
+  const uint32_t np = 1000000; /* 125,000 bitmap bytes per set */
+  la_stitch_set_max_memory(st, 400000);
+  for (uint64_t c = 0; c < 10; c++) la_stitch_add(st, "big", np, 7, c, c);
+  la_stitch_stats_t s;
+  la_stitch_get_stats(st, &s);
+  assert_int_equal(s.open, 3);
+  assert_true(s.open_bytes <= 400000);
+  assert_int_equal(s.evicted, 7);
+  assert_int_equal(nlog, 7);
+  assert_int_equal(log_[0].tag, 0);
+  assert_false(log_[0].complete);
+  assert_int_equal(log_[6].tag, 6);
+  /* one set larger than the cap alone is still kept */
+  la_stitch_set_max_memory(st, 1000);
+  assert_int_equal(la_stitch_add(st, "big", np, 1, 10, 10), LA_STITCH_NEW);
+  la_stitch_get_stats(st, &s);
+  assert_int_equal(s.open, 1);
+  assert_int_equal(la_stitch_is_open(st, "big", 10), 1);
+  assert_int_equal(la_stitch_is_open(st, "big", 9), 0);
+}
+
 static void test_bad_input(void **state) {
   la_stitch_t *st = *state;
   assert_int_equal(la_stitch_add(st, "a", 4, 4, 1, 0), LA_EINVAL);
@@ -167,14 +192,14 @@ static void test_many_ranks_and_sets(void **state) {
   la_stitch_set_max_open(st, 100000);
   for (uint64_t c = 0; c < 2000; c++)
     for (uint32_t r = 0; r < 130; r++)
-      assert_int_equal(la_stitch_add(st, "big", 130, (r * 7 + (uint32_t)c) % 130,
-                                     c, c), LA_STITCH_NEW);
+      assert_int_equal(
+          la_stitch_add(st, "big", 130, (r * 7 + (uint32_t)c) % 130, c, c),
+          LA_STITCH_NEW);
   la_stitch_stats_t s;
   la_stitch_get_stats(st, &s);
   assert_int_equal(s.complete, 2000);
   assert_int_equal(s.open, 0);
 }
-
 
 /* The cache holds 4 closed keys; 100 sets close; a very late trace of the
  * first one (its key long forgotten by the cache) is late, opens nothing
@@ -254,17 +279,18 @@ static void test_restore_keeps_age_order(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
-    T(test_complete_when_all_ranks_arrive),
-    T(test_sets_are_per_app_and_cycle),
-    T(test_timeout_closes_partial_with_missing_ranks),
-    T(test_app_end_closes_its_sets),
-    T(test_limit_evicts_oldest),
-    T(test_bad_input),
-    T(test_restore),
-    T(test_many_ranks_and_sets),
-    T(test_late_after_cache_forgot),
-    T(test_lookup_error_opens_nothing),
-    T(test_restore_keeps_age_order),
+      T(test_complete_when_all_ranks_arrive),
+      T(test_sets_are_per_app_and_cycle),
+      T(test_timeout_closes_partial_with_missing_ranks),
+      T(test_app_end_closes_its_sets),
+      T(test_memory_cap_evicts_oldest),
+      T(test_limit_evicts_oldest),
+      T(test_bad_input),
+      T(test_restore),
+      T(test_many_ranks_and_sets),
+      T(test_late_after_cache_forgot),
+      T(test_lookup_error_opens_nothing),
+      T(test_restore_keeps_age_order),
 #undef T
   };
   return cmocka_run_group_tests_name("stitch", tests, NULL, NULL);

@@ -1,0 +1,247 @@
+/* la_test_uplink.c: simulated LocalAgent uplinks and a GlobalAgent for the
+ * benchmarks (la_test_uplink.h). */
+#include "la_test_uplink.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "la_secure_io.h"
+#include "la_sockio.h"
+#include "la_time.h"
+#include "la_trace_msg.h"
+
+int la_tu_ga_start(la_tu_ga_t *g, int fsync, int secret,
+                   const char *const *extra, int timeout_ms) {
+  char why[256], db[600], apf[600], fpf[600];
+  char a[5][700];
+  memset(g, 0, sizeof *g);
+  g->d = la_td_new("la-globalagent");
+  if (!g->d) return -1;
+  la_td_path(g->d, "secret", g->key, sizeof g->key);
+  la_td_path(g->d, "la.db", db, sizeof db);
+  la_td_path(g->d, "agents.port", apf, sizeof apf);
+  la_td_path(g->d, "feed.port", fpf, sizeof fpf);
+  if (la_auth_generate_secret_file(g->key, why, sizeof why) != 0) {
+    fprintf(stderr, "secret: %s\n", why);
+    return -1;
+  }
+  snprintf(a[0], sizeof a[0], "--agents.port_file=%s", apf);
+  snprintf(a[1], sizeof a[1], "--feed.port_file=%s", fpf);
+  snprintf(a[2], sizeof a[2], "--store.path=%s", db);
+  snprintf(a[3], sizeof a[3], "--agents.secret_file=%s", g->key);
+  snprintf(a[4], sizeof a[4], "--store.fsync=%s", fsync ? "yes" : "no");
+  const char *args[64] = {"--agents.listen=127.0.0.1:0",
+                          "--feed.listen=127.0.0.1:0",
+                          a[0],
+                          a[1],
+                          a[2],
+                          a[4],
+                          "--log.level=error",
+                          "--stitch.timeout=60s"};
+  size_t n = 8;
+  if (secret) args[n++] = a[3];
+  for (size_t i = 0; extra && extra[i] && n < 63; i++) args[n++] = extra[i];
+  args[n] = NULL;
+  unlink(apf);
+  if (la_td_start(g->d, args, fpf, timeout_ms) <= 0) return -1;
+  snprintf(g->feed_addr, sizeof g->feed_addr, "%s", la_td_addr(g->d));
+  uint64_t end = la_now_ms() + (uint64_t)timeout_ms;
+  for (;;) {
+    FILE *f = fopen(apf, "r");
+    unsigned p = 0;
+    if (f) {
+      if (fscanf(f, "%u", &p) != 1) p = 0;
+      fclose(f);
+    }
+    if (p > 0 && p < 65536) {
+      g->agents_port = (uint16_t)p;
+      break;
+    }
+    if (la_now_ms() > end) return -1;
+    struct timespec ts = {0, 5000000};
+    nanosleep(&ts, NULL);
+  }
+  snprintf(g->agents_addr, sizeof g->agents_addr, "127.0.0.1:%u",
+           g->agents_port);
+  return 0;
+}
+
+void la_tu_init(la_tu_conn_t *c, int secure) {
+  memset(c, 0, sizeof *c);
+  c->fd = -1;
+  c->secure = secure;
+}
+
+/* Allocates c's reader and buffers for frames of cap bytes. 0 or -1. */
+static int la__buffers(la_tu_conn_t *c, size_t cap) {
+  la_frame_reader_init(&c->rd, 1 << 16);
+  c->cap = cap;
+  c->buf = malloc(c->cap);
+  c->rec = malloc(la_secure_record_size(c->cap));
+  return c->buf && c->rec ? 0 : -1;
+}
+
+int la_tu_open(la_tu_conn_t *c, uint16_t port, const la_auth_key_t *k,
+               const char *host, size_t max_frame, int timeout_ms) {
+  char why[256];
+  uint16_t type;
+  ProtobufCMessage *m = NULL;
+  c->fd = la_tcp_connect("127.0.0.1", port, timeout_ms);
+  if (c->fd < 0) return -1;
+  if (c->secure) {
+    int32_t status = -1;
+    uint64_t next = 1;
+    if (la_secure_client_handshake(c->fd, k, host, timeout_ms, &c->sec, &status,
+                                   &next, why, sizeof why) != 0 ||
+        status != 0)
+      return -1;
+    c->seq = c->acked = next - 1;
+    return la__buffers(c, max_frame);
+  }
+  La__Hello h = LA__HELLO__INIT;
+  h.protocol = LA_PROTOCOL_VERSION;
+  h.host = (char *)host;
+  if (la_send_msg(c->fd, LA__MSG_TYPE__MSG_HELLO, &h.base, timeout_ms) ||
+      la_recv_msg(c->fd, 1 << 16, timeout_ms, &type, &m, why, sizeof why) ||
+      type != LA__MSG_TYPE__MSG_CHALLENGE)
+    return -1;
+  La__Challenge *ch = (La__Challenge *)m;
+  uint8_t mac[LA_AUTH_MAC_BYTES];
+  la_auth_mac(k, ch->nonce.data, ch->nonce.len, host, mac);
+  la_msg_free(m);
+  La__Auth au = LA__AUTH__INIT;
+  au.mac.data = mac;
+  au.mac.len = sizeof mac;
+  if (la_send_msg(c->fd, LA__MSG_TYPE__MSG_AUTH, &au.base, timeout_ms) ||
+      la_recv_msg(c->fd, 1 << 16, timeout_ms, &type, &m, why, sizeof why) ||
+      type != LA__MSG_TYPE__MSG_AUTH_RESULT)
+    return -1;
+  La__AuthResult *ar = (La__AuthResult *)m;
+  int ok = ar->status == 0;
+  c->seq = ar->has_next_seq && ar->next_seq ? ar->next_seq - 1 : 0;
+  c->acked = c->seq;
+  la_msg_free(m);
+  return ok ? la__buffers(c, max_frame) : -1;
+}
+
+void la_tu_close(la_tu_conn_t *c) {
+  if (c->fd >= 0) close(c->fd);
+  if (c->buf) la_frame_reader_free(&c->rd);
+  free(c->buf);
+  free(c->rec);
+  la_secure_wipe(&c->sec);
+  la_tu_init(c, c->secure);
+}
+
+int la_tu_send(la_tu_conn_t *c, uint16_t type, const ProtobufCMessage *m,
+               int timeout_ms) {
+  long n = la_frame_pack_into(type, m, c->buf, c->cap);
+  if (n < 0) return -1;
+  if (!c->secure)
+    return la_write_all(c->fd, c->buf, (size_t)n, timeout_ms) ? -1 : 0;
+  long r = la_secure_seal(&c->sec, c->buf, (size_t)n, c->rec,
+                          la_secure_record_size(c->cap));
+  if (r < 0) return -1;
+  return la_write_all(c->fd, c->rec, (size_t)r, timeout_ms) ? -1 : 0;
+}
+
+int la_tu_send_rank_start(la_tu_conn_t *c, const char *app, uint32_t rank,
+                          uint32_t nprocs, uint64_t n, const char *host,
+                          int timeout_ms) {
+  La__RankStart s = LA__RANK_START__INIT;
+  s.seq = ++c->seq;
+  s.app_id = (char *)app;
+  s.rank = rank;
+  s.nprocs = nprocs;
+  s.n_elements = n;
+  s.metric = "time";
+  s.unit = "ns";
+  s.host = (char *)host;
+  return la_tu_send(c, LA__MSG_TYPE__MSG_RANK_START, &s.base, timeout_ms);
+}
+
+int la_tu_send_trace(la_tu_conn_t *c, const char *app, uint32_t rank,
+                     uint64_t cycle, uint64_t n, const la_compact_result_t *r,
+                     int timeout_ms) {
+  La__SeriesStats st = LA__SERIES_STATS__INIT;
+  La__FitError fe = LA__FIT_ERROR__INIT;
+  La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+  la_trace_msg_fill(&t, &st, &fe, r);
+  t.seq = ++c->seq;
+  t.app_id = (char *)app;
+  t.rank = rank;
+  t.cycle_tag = cycle;
+  t.n_elements = n;
+  t.has_t_xfer_ns = 1;
+  t.t_xfer_ns = la_realtime_ns();
+  t.has_rank_seq = 1;
+  t.rank_seq = cycle;
+  return la_tu_send(c, LA__MSG_TYPE__MSG_COMPACT_TRACE, &t.base, timeout_ms);
+}
+
+int la_tu_read_acks(la_tu_conn_t *c) {
+  uint8_t tmp[4096];
+  ssize_t n = recv(c->fd, tmp, sizeof tmp, MSG_DONTWAIT);
+  if (n == 0) return -1;
+  if (n < 0) return errno == EAGAIN || errno == EINTR ? 0 : -1;
+  if (la_frame_reader_feed(&c->rd, tmp, (size_t)n)) return -1;
+  uint16_t type;
+  const uint8_t *p;
+  uint32_t len;
+  int k;
+  while ((k = la_frame_reader_next(&c->rd, &type, &p, &len)) == 1) {
+    ProtobufCMessage *m = NULL;
+    uint8_t *plain = NULL;
+    if (c->secure && (type != LA__MSG_TYPE__MSG_SEALED ||
+                      la_secure_open(&c->sec, p, len, 1 << 16, &plain, &type,
+                                     &p, &len, NULL, 0) != 0))
+      return -1;
+    int bad = type != LA__MSG_TYPE__MSG_ACK ||
+              la_msg_decode(type, p, len, &m, NULL, 0);
+    free(plain);
+    if (bad) return -1;
+    uint64_t s = ((La__Ack *)m)->seq;
+    la_msg_free(m);
+    if (s > c->acked) c->acked = s;
+  }
+  return k < 0 ? -1 : 0;
+}
+
+double la_tu_proc_cpu_s(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')'); /* the command may hold spaces */
+  unsigned long long ut = 0, st = 0;
+  if (!p || sscanf(p + 2,
+                   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu "
+                   "%llu",
+                   &ut, &st) != 2)
+    return -1;
+  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+long la_tu_proc_kib(pid_t pid, const char *field) {
+  char path[64], line[256];
+  size_t fl = strlen(field);
+  long v = -1;
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, field, fl) && line[fl] == ':') {
+      v = strtol(line + fl + 1, NULL, 10);
+      break;
+    }
+  fclose(f);
+  return v;
+}
