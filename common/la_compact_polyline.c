@@ -69,10 +69,10 @@ typedef struct {
  * of the runs' bytes. */
 #define PL_Q_ENTER 1.25
 #define PL_Q_LEAVE 0.5
-#define PL_Q_SHORT 32   /* longer segments are lines: a run costs >= 1 B/pt */
-#define PL_Q_PROBE 64   /* points a probe tries to fit */
-#define PL_Q_CHUNK 32   /* first run after a switch; doubles per probe */
-#define PL_Q_MISSES 64  /* refused runs after which runs are given up */
+#define PL_Q_SHORT 32  /* longer segments are lines: a run costs >= 1 B/pt */
+#define PL_Q_PROBE 64  /* points a probe tries to fit */
+#define PL_Q_CHUNK 32  /* first run after a switch; doubles per probe */
+#define PL_Q_MISSES 64 /* refused runs after which runs are given up */
 
 typedef struct {
   pl_sums_t s;
@@ -334,6 +334,99 @@ static size_t pl_scan_any(pl_seg_t *g, const double *x, size_t i, size_t n,
                      : pl_scan(g, x, i, n, cv2, 0, g->s.m * g->y0);
 }
 
+/* Runs of equal values (a range or a row probe spreads one measurement
+ * evenly over its elements, so every element of it holds the same double).
+ * Over such a run the sums grow in closed form, and the bound is tested
+ * once, at the run's last point: a segment takes a run whole when the fit
+ * still meets the bound there. A run that does not fit whole is scanned
+ * point by point, so the segment still closes just before the first point
+ * that breaks the bound (maximal, as elsewhere). The bound of a closed
+ * segment is the same test on its final sums, and the encoder checks every
+ * line against the raw points whatever the segmenter decided. A window of
+ * LA__PL_WINDOW points takes this path when its first PL_RUN_PROBE points
+ * hold at most one run boundary per PL_RUN_MIN points (so noisy series pay
+ * a few comparisons per window); shorter runs in it are scanned point by
+ * point. The fit's arithmetic is scalar (AVX2 only finds where a run
+ * ends): the AVX2 and the scalar paths agree. */
+#define PL_RUN_MIN 8    /* shorter runs are scanned point by point */
+#define PL_RUN_PROBE 64 /* points classifying a window */
+
+/* Whether x[i..end) looks like runs of equal values. */
+static int pl_runs_window(const double *x, size_t i, size_t end) {
+  size_t probe = end - i < PL_RUN_PROBE ? end - i : PL_RUN_PROBE, b = 0, j;
+  for (j = i + 1; j < i + probe; j++) b += x[j] != x[j - 1];
+  return probe >= 2 * PL_RUN_MIN && b * PL_RUN_MIN <= probe;
+}
+
+/* The end of the run of x[i] (the first index j > i, j <= n, with x[j] !=
+ * x[i]); simd: four comparisons a step with AVX2 (the same index). */
+#if LA_COMPACT_X86
+__attribute__((target("avx2"))) static size_t pl_run_end_avx2(const double *x,
+                                                              size_t i,
+                                                              size_t n) {
+  const __m256d v = _mm256_set1_pd(x[i]);
+  size_t e = i + 1;
+  for (; e + 4 <= n; e += 4)
+    if (_mm256_movemask_pd(
+            _mm256_cmp_pd(_mm256_loadu_pd(x + e), v, _CMP_EQ_OQ)) != 0xf)
+      break;
+  while (e < n && x[e] == x[i]) e++;
+  return e;
+}
+#endif
+
+static size_t pl_run_end(const double *x, size_t i, size_t n, int simd) {
+#if LA_COMPACT_X86
+  if (simd) return pl_run_end_avx2(x, i, n);
+#endif
+  (void)simd;
+  size_t e = i + 1;
+  while (e < n && x[e] == x[i]) e++;
+  return e;
+}
+
+/* Extends the segment over x[i..n) run by run while it fits (see above);
+ * returns the index of the first point that does not (or n). */
+static size_t pl_scan_runs(pl_seg_t *g, const double *x, size_t i, size_t n,
+                           double cv2, int simd) {
+  while (i < n) {
+    double v = x[i];
+    size_t e = pl_run_end(x, i, n, simd);
+    if (e - i >= PL_RUN_MIN) {
+      /* points t0 .. t0 + L - 1, each y' = v - y0 */
+      double L = (double)(e - i), t0 = g->t, yp = v - g->y0;
+      double dst = L * t0 + L * (L - 1) / 2;
+      double dstt =
+          L * t0 * t0 + t0 * L * (L - 1) + (L - 1) * L * (2 * L - 1) / 6;
+      pl_sums_t o = {
+          g->s.m + L,       g->s.st + dst,          g->s.stt + dstt,
+          g->s.sy + L * yp, g->s.syy + L * yp * yp, g->s.sty + yp * dst};
+      double mean_m = o.m * g->y0 + o.sy, lhs, rhs;
+      if (g->anchored) {
+        lhs = o.m * (o.syy * o.stt - o.sty * o.sty);
+        rhs = cv2 * mean_m * mean_m * o.stt;
+      } else {
+        double ctt = o.m * o.stt - o.st * o.st;
+        double cyy = o.m * o.syy - o.sy * o.sy;
+        double cty = o.m * o.sty - o.st * o.sy;
+        lhs = cyy * ctt - cty * cty;
+        rhs = cv2 * mean_m * mean_m * ctt;
+      }
+      if (lhs <= rhs) {
+        g->s = o;
+        g->t += L;
+        i = e;
+        continue;
+      }
+    }
+    size_t stop = g->anchored ? pl_scan(g, x, i, e, cv2, 1, g->s.m * g->y0)
+                              : pl_scan(g, x, i, e, cv2, 0, g->s.m * g->y0);
+    if (stop < e) return stop;
+    i = e;
+  }
+  return i;
+}
+
 /* Whether x[i] is an isolated spike: finite, and more than LA_COMPACT_SPIKE
  * times the larger of its neighbours, which are finite, positive and within
  * a factor of two of each other (one neighbour at either end of the
@@ -440,9 +533,10 @@ int la_compact_polyline_run(const double *x, size_t n,
   int connected = p->connected != 0, outliers = p->outliers != 0, rc;
   pl_seg_t g;
   pl_sums_t o;
-  /* [i, lim) holds no spike; lim is a spike when is_spike */
-  size_t i = 0, lim = 0;
-  int is_spike = 0;
+  /* [i, lim) holds no spike; lim is a spike when is_spike; [.., rlim) is
+   * classified: runs says whether it is runs of equal values */
+  size_t i = 0, lim = 0, rlim = 0, stop;
+  int is_spike = 0, runs = 0;
   pl_qsel_t q = {.on = enc->quantum > 0, .lbytes = 6};
 
   g.s.m = 0;
@@ -459,6 +553,10 @@ int la_compact_polyline_run(const double *x, size_t n,
     }
     y = x[i];
 
+    if (rlim <= i) {
+      rlim = n - i > LA__PL_WINDOW ? i + LA__PL_WINDOW : n;
+      runs = pl_runs_window(x, i, rlim);
+    }
     if (lim < i || (lim == i && !is_spike)) {
       size_t end = n - i > LA__PL_WINDOW ? i + LA__PL_WINDOW : n;
       lim = outliers ? pl_next_spike(x, n, i, end, enc->simd) : n;
@@ -473,10 +571,12 @@ int la_compact_polyline_run(const double *x, size_t n,
       i++;
       continue;
     }
-    i = pl_scan_any(&g, x, i, lim, cv2, enc->simd);
+    stop = lim < rlim ? lim : rlim;
+    i = runs ? pl_scan_runs(&g, x, i, stop, cv2, enc->simd)
+             : pl_scan_any(&g, x, i, stop, cv2, enc->simd);
     if (i == n) break;
-    if (i == lim && !is_spike)
-      continue; /* end of the look-ahead window: look further */
+    if (i == stop && !(i == lim && is_spike))
+      continue; /* end of a look-ahead window: look further */
     y = x[i];
     /* The point is a spike, does not fit, or is not finite. */
     int odd = i == lim || !isfinite(y);
