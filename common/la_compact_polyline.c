@@ -343,56 +343,18 @@ static size_t pl_scan_any(pl_seg_t *g, const double *x, size_t i, size_t n,
  * that breaks the bound (maximal, as elsewhere). The bound of a closed
  * segment is the same test on its final sums, and the encoder checks every
  * line against the raw points whatever the segmenter decided. A window of
- * LA__PL_WINDOW points takes this path when its first PL_RUN_PROBE points
- * hold at most one run boundary per PL_RUN_MIN points (so noisy series pay
- * a few comparisons per window); shorter runs in it are scanned point by
- * point. The fit's arithmetic is scalar (AVX2 only finds where a run
- * ends): the AVX2 and the scalar paths agree. */
-#define PL_RUN_MIN 8    /* shorter runs are scanned point by point */
-#define PL_RUN_PROBE 64 /* points classifying a window */
-
-/* Whether x[i..end) looks like runs of equal values. */
-static int pl_runs_window(const double *x, size_t i, size_t end) {
-  size_t probe = end - i < PL_RUN_PROBE ? end - i : PL_RUN_PROBE, b = 0, j;
-  for (j = i + 1; j < i + probe; j++) b += x[j] != x[j - 1];
-  return probe >= 2 * PL_RUN_MIN && b * PL_RUN_MIN <= probe;
-}
-
-/* The end of the run of x[i] (the first index j > i, j <= n, with x[j] !=
- * x[i]); simd: four comparisons a step with AVX2 (the same index). */
-#if LA_COMPACT_X86
-__attribute__((target("avx2"))) static size_t pl_run_end_avx2(const double *x,
-                                                              size_t i,
-                                                              size_t n) {
-  const __m256d v = _mm256_set1_pd(x[i]);
-  size_t e = i + 1;
-  for (; e + 4 <= n; e += 4)
-    if (_mm256_movemask_pd(
-            _mm256_cmp_pd(_mm256_loadu_pd(x + e), v, _CMP_EQ_OQ)) != 0xf)
-      break;
-  while (e < n && x[e] == x[i]) e++;
-  return e;
-}
-#endif
-
-static size_t pl_run_end(const double *x, size_t i, size_t n, int simd) {
-#if LA_COMPACT_X86
-  if (simd) return pl_run_end_avx2(x, i, n);
-#endif
-  (void)simd;
-  size_t e = i + 1;
-  while (e < n && x[e] == x[i]) e++;
-  return e;
-}
-
+ * LA__PL_WINDOW points takes this path when la_runs_probe() says so (noisy
+ * series pay a few comparisons per window); runs shorter than LA_RUNS_MIN
+ * in it are scanned point by point. The fit's arithmetic is scalar (AVX2 only
+ * finds where a run ends): the AVX2 and the scalar paths agree. */
 /* Extends the segment over x[i..n) run by run while it fits (see above);
  * returns the index of the first point that does not (or n). */
 static size_t pl_scan_runs(pl_seg_t *g, const double *x, size_t i, size_t n,
                            double cv2, int simd) {
   while (i < n) {
     double v = x[i];
-    size_t e = pl_run_end(x, i, n, simd);
-    if (e - i >= PL_RUN_MIN) {
+    size_t e = la_run_end(x, i, n, simd);
+    if (e - i >= LA_RUNS_MIN) {
       /* points t0 .. t0 + L - 1, each y' = v - y0 */
       double L = (double)(e - i), t0 = g->t, yp = v - g->y0;
       double dst = L * t0 + L * (L - 1) / 2;
@@ -555,7 +517,7 @@ int la_compact_polyline_run(const double *x, size_t n,
 
     if (rlim <= i) {
       rlim = n - i > LA__PL_WINDOW ? i + LA__PL_WINDOW : n;
-      runs = pl_runs_window(x, i, rlim);
+      runs = la_runs_probe(x + i, rlim - i);
     }
     if (lim < i || (lim == i && !is_spike)) {
       size_t end = n - i > LA__PL_WINDOW ? i + LA__PL_WINDOW : n;

@@ -18,8 +18,7 @@ int la_compact_simd(void) {
 #if LA_COMPACT_X86
   const char *env = getenv("LA_COMPACT_SCALAR");
 
-  if (env != NULL && env[0] != '\0' && strcmp(env, "0") != 0)
-    return 0;
+  if (env != NULL && env[0] != '\0' && strcmp(env, "0") != 0) return 0;
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") != 0;
 #else
@@ -27,8 +26,9 @@ int la_compact_simd(void) {
 #endif
 }
 
-__attribute__((noinline)) static void
-stats_run_scalar(la_stats_acc_t *a, const double *x, size_t n) {
+__attribute__((noinline)) static void stats_run_scalar(la_stats_acc_t *a,
+                                                       const double *x,
+                                                       size_t n) {
   double s = a->s, c = a->c, lo = a->lo, hi = a->hi; /* la_stats_add() */
   size_t i;
 
@@ -55,25 +55,27 @@ stats_run_scalar(la_stats_acc_t *a, const double *x, size_t n) {
  * on which comes first, and NaN take the scalar path). Other blocks take the
  * scalar definition point by point (la_stats_run() then does 4092 more
  * that way before it tries again). The result is bit-identical. */
-__attribute__((target("avx2"))) static size_t
-stats_run_avx2(la_stats_acc_t *a, const double *x, size_t n) {
+__attribute__((target("avx2"))) static size_t stats_run_avx2(la_stats_acc_t *a,
+                                                             const double *x,
+                                                             size_t n) {
   const __m256d sign = _mm256_set1_pd(-0.0), big = _mm256_set1_pd(0x1p50);
   const __m256d magic = _mm256_set1_pd(0x1.8p52), zero = _mm256_setzero_pd();
   __m256d lo = _mm256_set1_pd(a->lo), hi = _mm256_set1_pd(a->hi);
   double s = a->s, l[4], h[4];
   size_t i = 0, k;
 
+  if (s != la_floor(s)) /* a fractional sum: its additions round */
+    return 0;
   for (; i + 4 <= n; i += 4) {
     __m256d v = _mm256_loadu_pd(x + i), av = _mm256_andnot_pd(sign, v);
     __m256d r = _mm256_sub_pd(_mm256_add_pd(v, magic), magic);
-    __m256d ok = _mm256_and_pd(
-        _mm256_and_pd(_mm256_cmp_pd(av, big, _CMP_LE_OQ),
-                      _mm256_cmp_pd(av, zero, _CMP_GT_OQ)),
-        _mm256_cmp_pd(r, v, _CMP_EQ_OQ));
-    if (_mm256_movemask_pd(ok) != 0xf || !(__builtin_fabs(s) <= 0x1p52))
-      break;
-    __m128d hs = _mm_add_pd(_mm256_castpd256_pd128(v),
-                            _mm256_extractf128_pd(v, 1));
+    __m256d ok =
+        _mm256_and_pd(_mm256_and_pd(_mm256_cmp_pd(av, big, _CMP_LE_OQ),
+                                    _mm256_cmp_pd(av, zero, _CMP_GT_OQ)),
+                      _mm256_cmp_pd(r, v, _CMP_EQ_OQ));
+    if (_mm256_movemask_pd(ok) != 0xf || !(__builtin_fabs(s) <= 0x1p52)) break;
+    __m128d hs =
+        _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
     s += _mm_cvtsd_f64(_mm_add_sd(hs, _mm_unpackhi_pd(hs, hs)));
     lo = _mm256_min_pd(v, lo);
     hi = _mm256_max_pd(v, hi);
@@ -89,6 +91,131 @@ stats_run_avx2(la_stats_acc_t *a, const double *x, size_t n) {
 }
 #endif
 
+#if LA_COMPACT_X86
+__attribute__((target("avx2"))) static size_t run_end_avx2(const double *x,
+                                                           size_t i, size_t n) {
+  const __m256d v = _mm256_set1_pd(x[i]);
+  size_t e = i + 1;
+  for (; e + 4 <= n; e += 4)
+    if (_mm256_movemask_pd(
+            _mm256_cmp_pd(_mm256_loadu_pd(x + e), v, _CMP_EQ_OQ)) != 0xf)
+      break;
+  while (e < n && x[e] == x[i]) e++;
+  return e;
+}
+#endif
+
+size_t la_run_end(const double *x, size_t i, size_t n, int simd) {
+#if LA_COMPACT_X86
+  if (simd) return run_end_avx2(x, i, n);
+#endif
+  (void)simd;
+  size_t e = i + 1;
+  while (e < n && x[e] == x[i]) e++;
+  return e;
+}
+
+int la_runs_probe(const double *x, size_t n) {
+  size_t probe = n < LA_RUNS_PROBE ? n : LA_RUNS_PROBE, b = 0, j;
+  for (j = 1; j < probe; j++) b += x[j] != x[j - 1];
+  return probe >= 2 * LA_RUNS_MIN && b * LA_RUNS_MIN <= probe;
+}
+
+/* Runs of equal values, fast-forwarded bit for bit. Adding the same v to
+ * s again and again, each sum rounded, adds the same r = v rounded to the
+ * spacing u of s's binade as long as s and every exact sum stay inside
+ * that binade and v is not halfway between two multiples of u (where the
+ * rounding to even would depend on s): then m steps are s + m * r, exact.
+ * Neumaier's correction of each such step is the same exact v - r, so the
+ * compensation takes the same fast-forward with v - r. A binade is crossed
+ * in a few steps; elsewhere the definition runs step by step. */
+
+/* How many of the next k steps s = s + v add the same r (into *r): 0 when
+ * it cannot be shown, k when r is 0. */
+static uint64_t ff_steps(double s, double v, uint64_t k, double *r) {
+  double as = fabs(s), av = fabs(v), lo, hi, u, q, fq, fr, ar, room, m;
+  int ex;
+
+  if (!(as >= 2 * av) || !(av > 0) || !(as >= 0x1p-900) || !(as <= 0x1p1000))
+    return 0;
+  (void)frexp(as, &ex); /* lo <= as < hi, spacing u */
+  lo = ldexp(1, ex - 1);
+  hi = ldexp(1, ex);
+  u = ldexp(1, ex - 53);
+  q = v / u; /* exact: u is a power of two */
+  fq = floor(q);
+  fr = q - fq;
+  if (fr == 0.5) return 0;
+  *r = (fr < 0.5 ? fq : fq + 1) * u; /* |v - r| < u / 2 */
+  ar = fabs(*r);
+  if (ar == 0) return k;
+  /* growing: every exact sum stays below hi (s + m r <= hi - u);
+   * shrinking: every exact sum stays at or above lo (|v| <= ar + u / 2) */
+  room = (*r > 0) == (s > 0) ? hi - u - as : as - lo - u; /* exact */
+  m = floor(room / ar);
+  while (m > 0 && m * ar > room) m -= 1; /* the division rounded up */
+  if (!(m >= 1)) return 0;
+  return m < (double)k ? (uint64_t)m : k;
+}
+
+/* k steps of s = s + v, each rounded: bit for bit, in a few jumps. */
+static double ff_add(double s, double v, uint64_t k) {
+  if (k == 0) return s;
+  if (v == 0) return s + v; /* later steps change nothing */
+  while (k > 0) {
+    double r;
+    uint64_t m = ff_steps(s, v, k, &r);
+    if (m == 0) {
+      s = s + v;
+      k--;
+    } else {
+      s += (double)m * r;
+      k -= m;
+    }
+  }
+  return s;
+}
+
+/* x[0..n) by the definition, runs of LA_RUNS_MIN or more equal, finite,
+ * nonzero values fast-forwarded. */
+static void stats_run_runs(la_stats_acc_t *a, const double *x, size_t n,
+                           int simd) {
+  size_t i = 0;
+  while (i < n) {
+    size_t e = la_run_end(x, i, n, simd);
+    double v = x[i];
+    if (e - i < LA_RUNS_MIN || !isfinite(v) || v == 0) {
+      stats_run_scalar(a, x + i, e - i);
+      i = e;
+      continue;
+    }
+    for (uint64_t k = e - i; k > 0;) {
+      double r;
+      uint64_t m = ff_steps(a->s, v, k, &r);
+      if (m == 0) {
+        la_stats_add(a, v);
+        k--;
+        continue;
+      }
+      a->c = ff_add(a->c, v - r, m); /* v - r: exact, Neumaier's term */
+      a->s += (double)m * r;
+      k -= m;
+    }
+    a->lo = v < a->lo ? v : a->lo;
+    a->hi = v > a->hi ? v : a->hi;
+    i = e;
+  }
+}
+
+/* A chunk by the definition: run by run when it looks like runs. */
+static void stats_run_chunk(la_stats_acc_t *a, const double *x, size_t n,
+                            int simd) {
+  if (la_runs_probe(x, n))
+    stats_run_runs(a, x, n, simd);
+  else
+    stats_run_scalar(a, x, n);
+}
+
 void la_stats_run(la_stats_acc_t *a, const double *x, size_t n, int simd) {
 #if LA_COMPACT_X86
   while (simd && n >= 8) {
@@ -97,13 +224,12 @@ void la_stats_run(la_stats_acc_t *a, const double *x, size_t n, int simd) {
      * by the definition: fractional data would otherwise pay for the test
      * on every block */
     k = n - i < 4096 ? n - i : 4096;
-    stats_run_scalar(a, x + i, k);
+    stats_run_chunk(a, x + i, k, simd);
     x += i + k;
     n -= i + k;
   }
 #endif
-  (void)simd;
-  stats_run_scalar(a, x, n);
+  stats_run_chunk(a, x, n, simd);
 }
 
 void la_stats_finish(const la_stats_acc_t *a, uint64_t count,
@@ -137,8 +263,7 @@ void la_fit_error_measure(const double *x, const double *y, size_t n,
 
   for (i = 0; i < n; i++) {
     double d;
-    if (skip != NULL && skip[i])
-      continue;
+    if (skip != NULL && skip[i]) continue;
     d = fabs(x[i] - y[i]);
     max = d > max ? d : max;
     sse += d * d;

@@ -4,7 +4,8 @@
  * recomputed from the raw points (after decoding); disjoint segments are
  * maximal (the next point would break the bound, and with outliers so would
  * the point after it); exceptions are exact; the n <= 2, constant, zero or
- * negative mean, NaN and Inf rules; a 10^6-point series.
+ * negative mean, NaN and Inf rules; rows of equal values (row probes); a
+ * 10^6-point series.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -51,8 +52,7 @@ static long double cv2_of(const double *x, const size_t *idx, size_t m,
   long double mt = 0, my = 0, ctt = 0, cty = 0, b, sse = 0;
   size_t k;
 
-  if (m <= 2)
-    return 0;
+  if (m <= 2) return 0;
   for (k = 0; k < m; k++) {
     mt += (long double)(idx[k] - first);
     my += x[idx[k]];
@@ -105,19 +105,16 @@ static void check_polyline(const double *x, size_t n, const char *spec) {
       sse += ((long double)o.y[j] - x[j]) * ((long double)o.y[j] - x[j]);
       sum += x[j];
     }
-    if (g.kind == LA_SEG_VERBATIM)
-      continue;
+    if (g.kind == LA_SEG_VERBATIM) continue;
     assert_true(g.exceptions == g.count - m);
     /* the bound, after quantization, on the decoded values */
     assert_true(sse * m <=
                 (long double)p.cv * p.cv * sum * sum * (1 + 1e-9L) + 1e-300L);
-    if (p.connected || s + 1 == nseg)
-      continue;
+    if (p.connected || s + 1 == nseg) continue;
     /* maximality: the next point (when it is a number and starts a line)
      * would push the least-squares CV above the fit bound */
     assert_int_equal(la_trace_segment(o.t, s + 1, &h), 0);
-    if (h.kind != LA_SEG_LINE || !isfinite(x[h.first]))
-      continue;
+    if (h.kind != LA_SEG_LINE || !isfinite(x[h.first])) continue;
     idx[m] = h.first;
     assert_true(cv2_of(x, idx, m + 1, g.first) >
                 (long double)lim * lim * (1 - 1e-9L));
@@ -158,10 +155,8 @@ static void test_random_seeds(void **state) {
     int kind = (int)(la_compact_rand(&s) % LA_SYNTH_KINDS);
     assert_int_equal(la_compact_synth(kind, n, seed, x), 0);
     /* sprinkle negative values and zeros in some series */
-    for (i = 0; seed % 3 == 0 && i < n; i += 7)
-      x[i] = -x[i];
-    for (i = 0; seed % 5 == 0 && i < n; i += 11)
-      x[i] = 0;
+    for (i = 0; seed % 3 == 0 && i < n; i += 7) x[i] = -x[i];
+    for (i = 0; seed % 5 == 0 && i < n; i += 11) x[i] = 0;
     check_polyline(x, n, specs[seed % 5]);
   }
 }
@@ -174,8 +169,7 @@ static void test_small_n(void **state) {
   for (n = 0; n <= 2; n++) {
     run(a, (size_t)n, "polyline", &o);
     assert_int_equal(o.r.segments, n ? 1 : 0); /* one segment, exact fit */
-    if (n)
-      assert_true(o.r.error.max_abs <= 0.1 * 7 / 1024);
+    if (n) assert_true(o.r.error.max_abs <= 0.1 * 7 / 1024);
     run_free(&o);
   }
 }
@@ -185,8 +179,7 @@ static void test_constant(void **state) {
   run_t o;
   size_t i;
 
-  for (i = 0; i < 1000; i++)
-    x[i] = 1234;
+  for (i = 0; i < 1000; i++) x[i] = 1234;
   run(x, 1000, "polyline", &o);
   assert_int_equal(o.r.segments, 1);
   for (i = 0; i < 1000; i++)
@@ -221,8 +214,7 @@ static void test_nan_inf(void **state) {
   run_t o;
   size_t i;
 
-  for (i = 0; i < 300; i++)
-    x[i] = 100 + (double)(i % 5);
+  for (i = 0; i < 300; i++) x[i] = 100 + (double)(i % 5);
   x[50] = NAN;                    /* isolated: an exception */
   x[100] = INFINITY;              /* isolated: an exception */
   x[200] = x[201] = x[202] = NAN; /* a run: a verbatim record */
@@ -247,8 +239,7 @@ static void test_outlier_rule(void **state) {
   run_t o, q;
   size_t i;
 
-  for (i = 0; i < 2000; i++)
-    x[i] = 1000 + (double)(i % 7);
+  for (i = 0; i < 2000; i++) x[i] = 1000 + (double)(i % 7);
   x[10] = 50000; /* jitter early in the segment: kept verbatim */
   run(x, 2000, "polyline", &o);
   assert_int_equal(o.r.segments, 1);
@@ -259,7 +250,6 @@ static void test_outlier_rule(void **state) {
   run_free(&o);
   run_free(&q);
 }
-
 
 /* A timing series under interference: cheap elements (~150 ns, 3% noise) in
  * plateaus, with isolated preemption spikes of 10 us..5 ms, some at the very
@@ -324,8 +314,7 @@ static void test_nonnegative_decode(void **state) {
       double r = la_compact_rand01(&st);
       size_t ph = i % 97;
       x[i] = ph < 40 ? (double)(40 - ph) * 50 : ph < 60 ? 0 : 5 + r;
-      if (r < 0.01)
-        x[i] = 3e6 * r * 100;
+      if (r < 0.01) x[i] = 3e6 * r * 100;
     }
     for (size_t k = 0; k < 4; k++) {
       run(x, n, specs2[k], &o);
@@ -365,6 +354,28 @@ static void test_noise_no_costlier(void **state) {
   free(x);
 }
 
+/* Row probes: rows of 64 equal values (one measurement spread over its
+ * cells), rows a few percent apart, some rows alike, a spike row of one
+ * cell, a NaN: the run-by-run path meets the same bound, partition and
+ * maximality as the point-by-point one. */
+static void test_rows_of_equal_values(void **state) {
+  enum { N = 64 * 300 };
+  static double x[N];
+  uint64_t seed = 99;
+  size_t k;
+
+  (void)state;
+  for (size_t r = 0; r < N / 64; r++) {
+    double v = 1000 * (1 + 0.05 * la_compact_rand01(&seed)) * (r < 150 ? 1 : 3);
+    if (r % 7 == 0 && r > 0) v = x[(r - 1) * 64]; /* the same as the last */
+    for (size_t i = 0; i < 64; i++) x[r * 64 + i] = v;
+  }
+  x[64 * 20 + 5] *= 9; /* a spike inside a row */
+  x[64 * 40 + 63] = NAN;
+  for (k = 0; k < sizeof(specs) / sizeof(specs[0]); k++)
+    check_polyline(x, N, specs[k]);
+}
+
 static void test_million(void **state) {
   size_t n = 1000000;
   double *x = malloc(n * sizeof(double));
@@ -391,6 +402,7 @@ int main(void) {
       cmocka_unit_test(test_spikes_not_smeared),
       cmocka_unit_test(test_nonnegative_decode),
       cmocka_unit_test(test_noise_no_costlier),
+      cmocka_unit_test(test_rows_of_equal_values),
       cmocka_unit_test(test_million),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
