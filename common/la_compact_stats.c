@@ -134,16 +134,18 @@ int la_runs_probe(const double *x, size_t n) {
  * it cannot be shown, k when r is 0. */
 static uint64_t ff_steps(double s, double v, uint64_t k, double *r) {
   double as = fabs(s), av = fabs(v), lo, hi, u, q, fq, fr, ar, room, m;
+  uint64_t bits;
   int ex;
 
   if (!(as >= 2 * av) || !(av > 0) || !(as >= 0x1p-900) || !(as <= 0x1p1000))
     return 0;
-  (void)frexp(as, &ex); /* lo <= as < hi, spacing u */
-  lo = ldexp(1, ex - 1);
-  hi = ldexp(1, ex);
-  u = ldexp(1, ex - 53);
-  q = v / u; /* exact: u is a power of two */
-  fq = floor(q);
+  memcpy(&bits, &as, 8);
+  ex = (int)(bits >> 52) - 1023; /* lo = 2^ex <= as < hi, spacing u */
+  lo = la_pow2(ex);
+  hi = 2 * lo;
+  u = la_pow2(ex - 52);
+  q = v * la_pow2(52 - ex); /* v / u, exact: a power of two */
+  fq = la_floor(q);
   fr = q - fq;
   if (fr == 0.5) return 0;
   *r = (fr < 0.5 ? fq : fq + 1) * u; /* |v - r| < u / 2 */
