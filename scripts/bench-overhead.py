@@ -258,8 +258,12 @@ def main():
                 fl = statistics.median(times[(name, "floor")])
                 entry["floor_s"] = fl
                 entry["floor_overhead_pct"] = 100 * (fl - base) / base
+                fcpu = cpu_medians((name, "floor"))
+                entry["floor_cpu_s"] = fcpu
                 md.append("| %s | floor (2x rdtsc + store) | - | - | - | %.3f "
-                          "| %.1f |" % (name, fl, entry["floor_overhead_pct"]))
+                          "| %.1f | %.3f | - | - |" % (
+                              name, fl, entry["floor_overhead_pct"],
+                              fcpu["app"]))
             for (pname, key), ts in sorted(times.items()):
                 if pname != name or key in ("none", "floor"):
                     continue
