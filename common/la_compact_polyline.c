@@ -334,6 +334,25 @@ static size_t pl_scan_any(pl_seg_t *g, const double *x, size_t i, size_t n,
                      : pl_scan(g, x, i, n, cv2, 0, g->s.m * g->y0);
 }
 
+/* Whether x[i] is an isolated spike: finite, and more than LA_COMPACT_SPIKE
+ * times the larger of its neighbours, which are finite, positive and within
+ * a factor of two of each other (one neighbour at either end of the
+ * series). */
+static inline int pl_spike(const double *x, size_t n, size_t i) {
+  double l = i > 0 ? x[i - 1] : x[i + 1];
+  double r = i + 1 < n ? x[i + 1] : x[i - 1];
+  double lv = l > r ? l : r, sv = l > r ? r : l;
+  return n >= 2 && sv > 0.5 * lv && sv > 0 && lv < INFINITY &&
+         x[i] > LA_COMPACT_SPIKE * lv && x[i] < INFINITY;
+}
+
+/* The interior test of pl_spike() for x[i] (0 < i < n - 1). */
+static inline int pl_spike_in(const double *x, size_t i) {
+  double l = x[i - 1], r = x[i + 1], lv = l > r ? l : r, sv = l > r ? r : l;
+  return x[i] > LA_COMPACT_SPIKE * lv && sv > 0.5 * lv && sv > 0 &&
+         lv < INFINITY && x[i] < INFINITY;
+}
+
 /* Runs of equal values (a range or a row probe spreads one measurement
  * evenly over its elements, so every element of it holds the same double).
  * Over such a run the sums grow in closed form, and the bound is tested
@@ -348,12 +367,20 @@ static size_t pl_scan_any(pl_seg_t *g, const double *x, size_t i, size_t n,
  * in it are scanned point by point. The fit's arithmetic is scalar (AVX2 only
  * finds where a run ends): the AVX2 and the scalar paths agree. */
 /* Extends the segment over x[i..n) run by run while it fits (see above);
- * returns the index of the first point that does not (or n). */
+ * returns the index of the first point that does not (or n). With nspk (the
+ * series' length; 0: outliers off) it also stops at an isolated spike and
+ * sets *spike: only a run of one point can be one (a point equal to a
+ * neighbour is never above four times it), so no separate scan is needed. */
 static size_t pl_scan_runs(pl_seg_t *g, const double *x, size_t i, size_t n,
-                           double cv2, int simd) {
+                           double cv2, int simd, size_t nspk, int *spike) {
+  *spike = 0;
   while (i < n) {
     double v = x[i];
     size_t e = la_run_end(x, i, n, simd);
+    if (e - i == 1 && nspk && pl_spike(x, nspk, i)) {
+      *spike = 1;
+      return i;
+    }
     if (e - i >= LA_RUNS_MIN) {
       /* points t0 .. t0 + L - 1, each y' = v - y0 */
       double L = (double)(e - i), t0 = g->t, yp = v - g->y0;
@@ -387,25 +414,6 @@ static size_t pl_scan_runs(pl_seg_t *g, const double *x, size_t i, size_t n,
     i = e;
   }
   return i;
-}
-
-/* Whether x[i] is an isolated spike: finite, and more than LA_COMPACT_SPIKE
- * times the larger of its neighbours, which are finite, positive and within
- * a factor of two of each other (one neighbour at either end of the
- * series). */
-static inline int pl_spike(const double *x, size_t n, size_t i) {
-  double l = i > 0 ? x[i - 1] : x[i + 1];
-  double r = i + 1 < n ? x[i + 1] : x[i - 1];
-  double lv = l > r ? l : r, sv = l > r ? r : l;
-  return n >= 2 && sv > 0.5 * lv && sv > 0 && lv < INFINITY &&
-         x[i] > LA_COMPACT_SPIKE * lv && x[i] < INFINITY;
-}
-
-/* The interior test of pl_spike() for x[i] (0 < i < n - 1). */
-static inline int pl_spike_in(const double *x, size_t i) {
-  double l = x[i - 1], r = x[i + 1], lv = l > r ? l : r, sv = l > r ? r : l;
-  return x[i] > LA_COMPACT_SPIKE * lv && sv > 0.5 * lv && sv > 0 &&
-         lv < INFINITY && x[i] < INFINITY;
 }
 
 #if LA_COMPACT_X86
@@ -521,11 +529,15 @@ int la_compact_polyline_run(const double *x, size_t n,
     }
     if (lim < i || (lim == i && !is_spike)) {
       size_t end = n - i > LA__PL_WINDOW ? i + LA__PL_WINDOW : n;
-      lim = outliers ? pl_next_spike(x, n, i, end, enc->simd) : n;
-      is_spike = lim < end;
+      /* in runs, the run scanner finds the spikes (up to rlim) */
+      lim = !outliers ? n
+            : runs    ? rlim
+                      : pl_next_spike(x, n, i, end, enc->simd);
+      is_spike = outliers && !runs && lim < end;
     }
     if (g.s.m == 0) {
-      if (!isfinite(y) || (i == lim && is_spike)) {
+      int spike = i == lim ? is_spike : runs && outliers && pl_spike(x, n, i);
+      if (!isfinite(y) || spike) {
         la_cenc_verbatim(enc);
       } else {
         pl_start(&g, enc, connected, i, y);
@@ -534,8 +546,16 @@ int la_compact_polyline_run(const double *x, size_t n,
       continue;
     }
     stop = lim < rlim ? lim : rlim;
-    i = runs ? pl_scan_runs(&g, x, i, stop, cv2, enc->simd)
-             : pl_scan_any(&g, x, i, stop, cv2, enc->simd);
+    if (runs) {
+      int spk;
+      i = pl_scan_runs(&g, x, i, stop, cv2, enc->simd, outliers ? n : 0, &spk);
+      if (spk) {
+        lim = i;
+        is_spike = 1;
+      }
+    } else {
+      i = pl_scan_any(&g, x, i, stop, cv2, enc->simd);
+    }
     if (i == n) break;
     if (i == stop && !(i == lim && is_spike))
       continue; /* end of a look-ahead window: look further */
