@@ -69,10 +69,10 @@ typedef struct {
  * of the runs' bytes. */
 #define PL_Q_ENTER 1.25
 #define PL_Q_LEAVE 0.5
-#define PL_Q_SHORT 32  /* longer segments are lines: a run costs >= 1 B/pt */
-#define PL_Q_PROBE 64  /* points a probe tries to fit */
-#define PL_Q_CHUNK 32  /* first run after a switch; doubles per probe */
-#define PL_Q_MISSES 64 /* refused runs after which runs are given up */
+#define PL_Q_SHORT 32   /* longer segments are lines: a run costs >= 1 B/pt */
+#define PL_Q_PROBE 64   /* points a probe tries to fit */
+#define PL_Q_CHUNK 32   /* first run after a switch; doubles per probe */
+#define PL_Q_MISSES 64  /* refused runs after which runs are given up */
 
 typedef struct {
   pl_sums_t s;

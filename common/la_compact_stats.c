@@ -18,7 +18,8 @@ int la_compact_simd(void) {
 #if LA_COMPACT_X86
   const char *env = getenv("LA_COMPACT_SCALAR");
 
-  if (env != NULL && env[0] != '\0' && strcmp(env, "0") != 0) return 0;
+  if (env != NULL && env[0] != '\0' && strcmp(env, "0") != 0)
+    return 0;
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") != 0;
 #else
@@ -26,9 +27,8 @@ int la_compact_simd(void) {
 #endif
 }
 
-__attribute__((noinline)) static void stats_run_scalar(la_stats_acc_t *a,
-                                                       const double *x,
-                                                       size_t n) {
+__attribute__((noinline)) static void
+stats_run_scalar(la_stats_acc_t *a, const double *x, size_t n) {
   double s = a->s, c = a->c, lo = a->lo, hi = a->hi; /* la_stats_add() */
   size_t i;
 
@@ -55,9 +55,8 @@ __attribute__((noinline)) static void stats_run_scalar(la_stats_acc_t *a,
  * on which comes first, and NaN take the scalar path). Other blocks take the
  * scalar definition point by point (la_stats_run() then does 4092 more
  * that way before it tries again). The result is bit-identical. */
-__attribute__((target("avx2"))) static size_t stats_run_avx2(la_stats_acc_t *a,
-                                                             const double *x,
-                                                             size_t n) {
+__attribute__((target("avx2"))) static size_t
+stats_run_avx2(la_stats_acc_t *a, const double *x, size_t n) {
   const __m256d sign = _mm256_set1_pd(-0.0), big = _mm256_set1_pd(0x1p50);
   const __m256d magic = _mm256_set1_pd(0x1.8p52), zero = _mm256_setzero_pd();
   __m256d lo = _mm256_set1_pd(a->lo), hi = _mm256_set1_pd(a->hi);
@@ -69,13 +68,14 @@ __attribute__((target("avx2"))) static size_t stats_run_avx2(la_stats_acc_t *a,
   for (; i + 4 <= n; i += 4) {
     __m256d v = _mm256_loadu_pd(x + i), av = _mm256_andnot_pd(sign, v);
     __m256d r = _mm256_sub_pd(_mm256_add_pd(v, magic), magic);
-    __m256d ok =
-        _mm256_and_pd(_mm256_and_pd(_mm256_cmp_pd(av, big, _CMP_LE_OQ),
-                                    _mm256_cmp_pd(av, zero, _CMP_GT_OQ)),
-                      _mm256_cmp_pd(r, v, _CMP_EQ_OQ));
-    if (_mm256_movemask_pd(ok) != 0xf || !(__builtin_fabs(s) <= 0x1p52)) break;
-    __m128d hs =
-        _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    __m256d ok = _mm256_and_pd(
+        _mm256_and_pd(_mm256_cmp_pd(av, big, _CMP_LE_OQ),
+                      _mm256_cmp_pd(av, zero, _CMP_GT_OQ)),
+        _mm256_cmp_pd(r, v, _CMP_EQ_OQ));
+    if (_mm256_movemask_pd(ok) != 0xf || !(__builtin_fabs(s) <= 0x1p52))
+      break;
+    __m128d hs = _mm_add_pd(_mm256_castpd256_pd128(v),
+                            _mm256_extractf128_pd(v, 1));
     s += _mm_cvtsd_f64(_mm_add_sd(hs, _mm_unpackhi_pd(hs, hs)));
     lo = _mm256_min_pd(v, lo);
     hi = _mm256_max_pd(v, hi);
@@ -265,7 +265,8 @@ void la_fit_error_measure(const double *x, const double *y, size_t n,
 
   for (i = 0; i < n; i++) {
     double d;
-    if (skip != NULL && skip[i]) continue;
+    if (skip != NULL && skip[i])
+      continue;
     d = fabs(x[i] - y[i]);
     max = d > max ? d : max;
     sse += d * d;

@@ -195,7 +195,8 @@ static int la__front(const la_robust_t *r, uint64_t i, double v, int marked) {
 
 /* The forward pass: every element's new estimate. */
 static void la__forward(la_robust_t *r, const double *x, const uint8_t *flags,
-                        uint64_t *flagged, uint64_t *suspect, uint64_t *rises) {
+                        uint64_t *flagged, uint64_t *suspect,
+                        uint64_t *rises) {
   const la_robust_params_t *p = &r->p;
   double up = 1 + p->tol, at = p->abs_tol, fo = p->follow;
   for (uint64_t i = 0; i < r->n; i++) r->mark[i] = LA__M_NONE;

@@ -8,9 +8,9 @@
  * envelope of its recent measurements, and a real change of cost is a level
  * that persists.
  *
- * The estimator keeps, per element, O(1) state (9 bytes, and one of scratch)
- * and, for every profiled cycle, given the measured values x[] and optional
- * per-element flags (the probe saw a context switch while timing that element):
+ * The estimator keeps, per element, O(1) state (9 bytes, and one of scratch) and, for every
+ * profiled cycle, given the measured values x[] and optional per-element
+ * flags (the probe saw a context switch while timing that element):
  *
  *  - a flagged value, or a non-finite one, is not used: the weight stays the
  *    element's estimate;
@@ -61,12 +61,12 @@
 typedef struct la_robust la_robust_t;
 
 typedef struct la_robust_params {
-  double tol;         /* relative band above and below the estimate (0.25) */
-  double abs_tol;     /* absolute band, e.g. 2 x the timer resolution (0) */
-  double follow;      /* weight of a value inside the band (0.25) */
-  double spike;       /* first cycle: isolated spike factor (4) */
-  uint32_t confirm;   /* suspect cycles that make a real rise (3), 1..255 */
-  int neighbour;      /* 1: a rise to a neighbour's level is believed (1) */
+  double tol;     /* relative band above and below the estimate (0.25) */
+  double abs_tol; /* absolute band, e.g. 2 x the timer resolution (0) */
+  double follow;  /* weight of a value inside the band (0.25) */
+  double spike;   /* first cycle: isolated spike factor (4) */
+  uint32_t confirm; /* suspect cycles that make a real rise (3), 1..255 */
+  int neighbour;    /* 1: a rise to a neighbour's level is believed (1) */
   uint64_t stride[2]; /* a grid's row and plane strides (0: none): more
                          neighbours, i-s and i+s */
 } la_robust_params_t;

@@ -52,7 +52,8 @@ static long double cv2_of(const double *x, const size_t *idx, size_t m,
   long double mt = 0, my = 0, ctt = 0, cty = 0, b, sse = 0;
   size_t k;
 
-  if (m <= 2) return 0;
+  if (m <= 2)
+    return 0;
   for (k = 0; k < m; k++) {
     mt += (long double)(idx[k] - first);
     my += x[idx[k]];
@@ -105,16 +106,19 @@ static void check_polyline(const double *x, size_t n, const char *spec) {
       sse += ((long double)o.y[j] - x[j]) * ((long double)o.y[j] - x[j]);
       sum += x[j];
     }
-    if (g.kind == LA_SEG_VERBATIM) continue;
+    if (g.kind == LA_SEG_VERBATIM)
+      continue;
     assert_true(g.exceptions == g.count - m);
     /* the bound, after quantization, on the decoded values */
     assert_true(sse * m <=
                 (long double)p.cv * p.cv * sum * sum * (1 + 1e-9L) + 1e-300L);
-    if (p.connected || s + 1 == nseg) continue;
+    if (p.connected || s + 1 == nseg)
+      continue;
     /* maximality: the next point (when it is a number and starts a line)
      * would push the least-squares CV above the fit bound */
     assert_int_equal(la_trace_segment(o.t, s + 1, &h), 0);
-    if (h.kind != LA_SEG_LINE || !isfinite(x[h.first])) continue;
+    if (h.kind != LA_SEG_LINE || !isfinite(x[h.first]))
+      continue;
     idx[m] = h.first;
     assert_true(cv2_of(x, idx, m + 1, g.first) >
                 (long double)lim * lim * (1 - 1e-9L));
@@ -155,8 +159,10 @@ static void test_random_seeds(void **state) {
     int kind = (int)(la_compact_rand(&s) % LA_SYNTH_KINDS);
     assert_int_equal(la_compact_synth(kind, n, seed, x), 0);
     /* sprinkle negative values and zeros in some series */
-    for (i = 0; seed % 3 == 0 && i < n; i += 7) x[i] = -x[i];
-    for (i = 0; seed % 5 == 0 && i < n; i += 11) x[i] = 0;
+    for (i = 0; seed % 3 == 0 && i < n; i += 7)
+      x[i] = -x[i];
+    for (i = 0; seed % 5 == 0 && i < n; i += 11)
+      x[i] = 0;
     check_polyline(x, n, specs[seed % 5]);
   }
 }
@@ -169,7 +175,8 @@ static void test_small_n(void **state) {
   for (n = 0; n <= 2; n++) {
     run(a, (size_t)n, "polyline", &o);
     assert_int_equal(o.r.segments, n ? 1 : 0); /* one segment, exact fit */
-    if (n) assert_true(o.r.error.max_abs <= 0.1 * 7 / 1024);
+    if (n)
+      assert_true(o.r.error.max_abs <= 0.1 * 7 / 1024);
     run_free(&o);
   }
 }
@@ -179,7 +186,8 @@ static void test_constant(void **state) {
   run_t o;
   size_t i;
 
-  for (i = 0; i < 1000; i++) x[i] = 1234;
+  for (i = 0; i < 1000; i++)
+    x[i] = 1234;
   run(x, 1000, "polyline", &o);
   assert_int_equal(o.r.segments, 1);
   for (i = 0; i < 1000; i++)
@@ -214,7 +222,8 @@ static void test_nan_inf(void **state) {
   run_t o;
   size_t i;
 
-  for (i = 0; i < 300; i++) x[i] = 100 + (double)(i % 5);
+  for (i = 0; i < 300; i++)
+    x[i] = 100 + (double)(i % 5);
   x[50] = NAN;                    /* isolated: an exception */
   x[100] = INFINITY;              /* isolated: an exception */
   x[200] = x[201] = x[202] = NAN; /* a run: a verbatim record */
@@ -239,7 +248,8 @@ static void test_outlier_rule(void **state) {
   run_t o, q;
   size_t i;
 
-  for (i = 0; i < 2000; i++) x[i] = 1000 + (double)(i % 7);
+  for (i = 0; i < 2000; i++)
+    x[i] = 1000 + (double)(i % 7);
   x[10] = 50000; /* jitter early in the segment: kept verbatim */
   run(x, 2000, "polyline", &o);
   assert_int_equal(o.r.segments, 1);
@@ -250,6 +260,7 @@ static void test_outlier_rule(void **state) {
   run_free(&o);
   run_free(&q);
 }
+
 
 /* A timing series under interference: cheap elements (~150 ns, 3% noise) in
  * plateaus, with isolated preemption spikes of 10 us..5 ms, some at the very
@@ -314,7 +325,8 @@ static void test_nonnegative_decode(void **state) {
       double r = la_compact_rand01(&st);
       size_t ph = i % 97;
       x[i] = ph < 40 ? (double)(40 - ph) * 50 : ph < 60 ? 0 : 5 + r;
-      if (r < 0.01) x[i] = 3e6 * r * 100;
+      if (r < 0.01)
+        x[i] = 3e6 * r * 100;
     }
     for (size_t k = 0; k < 4; k++) {
       run(x, n, specs2[k], &o);

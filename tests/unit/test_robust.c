@@ -120,15 +120,11 @@ static void test_interference_removed(void **state) {
     assert_true(fabs(st.robust_sum - tsum) < 0.02 * tsum);
   }
   double rho_w = spearman(w, cost, n), rho_x = spearman(x, cost, n);
-  print_message(
-      "rank correlation with the true cost: weights %.4f, "
-      "measured %.4f\n",
-      rho_w, rho_x);
+  print_message("rank correlation with the true cost: weights %.4f, "
+                "measured %.4f\n", rho_w, rho_x);
   if (!(rho_w >= 0.95 && rho_x < rho_w))
-    fail_msg(
-        "rank correlation with the true cost: weights %.4f, measured "
-        "%.4f",
-        rho_w, rho_x);
+    fail_msg("rank correlation with the true cost: weights %.4f, measured "
+             "%.4f", rho_w, rho_x);
   assert_true(rho_x < rho_w);
   la_robust_free(r);
   free(cost);
@@ -191,10 +187,8 @@ static void test_follows_moving_front(void **state) {
       if (c == 0) continue;
       for (int i = 0; i < N; i++)
         if (i != 1100 && fabs(w[i] - cost[i]) > 0.1 * cost[i])
-          fail_msg(
-              "direction %d cycle %d element %d: weight %.1f, cost "
-              "%.1f",
-              dir, c, i, w[i], cost[i]);
+          fail_msg("direction %d cycle %d element %d: weight %.1f, cost "
+                   "%.1f", dir, c, i, w[i], cost[i]);
       if (c < 2 && w[1100] > 1000)
         fail_msg("cycle %d: a burst of 20x was believed at once (%.1f)", c,
                  w[1100]);
@@ -232,10 +226,8 @@ static void test_follows_disc_on_grid(void **state) {
     }
     print_message("%s: %ld weight-cycles off by more than 10%%\n",
                   grid ? "grid" : "no grid", off);
-    if (grid)
-      assert_int_equal(off, 0);
-    else
-      assert_true(off > 100);
+    if (grid) assert_int_equal(off, 0);
+    else assert_true(off > 100);
     la_robust_free(r);
   }
 }
