@@ -65,6 +65,17 @@ static inline void la_stats_add(la_stats_acc_t *a, double v) {
 }
 /* x[0..n) in order; simd: may use the AVX2 kernel (same result). */
 void la_stats_run(la_stats_acc_t *a, const double *x, size_t n, int simd);
+/* Runs of equal values (a range or row probe spreads one measurement
+ * evenly, so its elements hold the same double): la_run_end() is the first
+ * index j in (i, n] with x[j] != x[i] (simd: AVX2 comparisons, the same
+ * index); la_runs_probe() tells whether x[0..n) looks like runs, from its
+ * first LA_RUNS_PROBE points: at most one change per LA_RUNS_MIN points.
+ * The statistics and the polyline segmenter then work run by run, with
+ * the same results. */
+#define LA_RUNS_MIN 8
+#define LA_RUNS_PROBE 64
+size_t la_run_end(const double *x, size_t i, size_t n, int simd);
+int la_runs_probe(const double *x, size_t n);
 /* The statistics of the count points fed so far. */
 void la_stats_finish(const la_stats_acc_t *a, uint64_t count,
                      la_series_stats_t *st);

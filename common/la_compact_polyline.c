@@ -353,6 +353,69 @@ static inline int pl_spike_in(const double *x, size_t i) {
          lv < INFINITY && x[i] < INFINITY;
 }
 
+/* Runs of equal values (a range or a row probe spreads one measurement
+ * evenly over its elements, so every element of it holds the same double).
+ * Over such a run the sums grow in closed form, and the bound is tested
+ * once, at the run's last point: a segment takes a run whole when the fit
+ * still meets the bound there. A run that does not fit whole is scanned
+ * point by point, so the segment still closes just before the first point
+ * that breaks the bound (maximal, as elsewhere). The bound of a closed
+ * segment is the same test on its final sums, and the encoder checks every
+ * line against the raw points whatever the segmenter decided. A window of
+ * LA__PL_WINDOW points takes this path when la_runs_probe() says so (noisy
+ * series pay a few comparisons per window); runs shorter than LA_RUNS_MIN
+ * in it are scanned point by point. The fit's arithmetic is scalar (AVX2 only
+ * finds where a run ends): the AVX2 and the scalar paths agree. */
+/* Extends the segment over x[i..n) run by run while it fits (see above);
+ * returns the index of the first point that does not (or n). With nspk (the
+ * series' length; 0: outliers off) it also stops at an isolated spike and
+ * sets *spike: only a run of one point can be one (a point equal to a
+ * neighbour is never above four times it), so no separate scan is needed. */
+static size_t pl_scan_runs(pl_seg_t *g, const double *x, size_t i, size_t n,
+                           double cv2, int simd, size_t nspk, int *spike) {
+  *spike = 0;
+  while (i < n) {
+    double v = x[i];
+    size_t e = la_run_end(x, i, n, simd);
+    if (e - i == 1 && nspk && pl_spike(x, nspk, i)) {
+      *spike = 1;
+      return i;
+    }
+    if (e - i >= LA_RUNS_MIN) {
+      /* points t0 .. t0 + L - 1, each y' = v - y0 */
+      double L = (double)(e - i), t0 = g->t, yp = v - g->y0;
+      double dst = L * t0 + L * (L - 1) / 2;
+      double dstt =
+          L * t0 * t0 + t0 * L * (L - 1) + (L - 1) * L * (2 * L - 1) / 6;
+      pl_sums_t o = {
+          g->s.m + L,       g->s.st + dst,          g->s.stt + dstt,
+          g->s.sy + L * yp, g->s.syy + L * yp * yp, g->s.sty + yp * dst};
+      double mean_m = o.m * g->y0 + o.sy, lhs, rhs;
+      if (g->anchored) {
+        lhs = o.m * (o.syy * o.stt - o.sty * o.sty);
+        rhs = cv2 * mean_m * mean_m * o.stt;
+      } else {
+        double ctt = o.m * o.stt - o.st * o.st;
+        double cyy = o.m * o.syy - o.sy * o.sy;
+        double cty = o.m * o.sty - o.st * o.sy;
+        lhs = cyy * ctt - cty * cty;
+        rhs = cv2 * mean_m * mean_m * ctt;
+      }
+      if (lhs <= rhs) {
+        g->s = o;
+        g->t += L;
+        i = e;
+        continue;
+      }
+    }
+    size_t stop = g->anchored ? pl_scan(g, x, i, e, cv2, 1, g->s.m * g->y0)
+                              : pl_scan(g, x, i, e, cv2, 0, g->s.m * g->y0);
+    if (stop < e) return stop;
+    i = e;
+  }
+  return i;
+}
+
 #if LA_COMPACT_X86
 /* First interior index >= i (i >= 1) whose block of four holds a spike, or
  * the first index not examined: four points per step with AVX2. The scalar
@@ -440,9 +503,10 @@ int la_compact_polyline_run(const double *x, size_t n,
   int connected = p->connected != 0, outliers = p->outliers != 0, rc;
   pl_seg_t g;
   pl_sums_t o;
-  /* [i, lim) holds no spike; lim is a spike when is_spike */
-  size_t i = 0, lim = 0;
-  int is_spike = 0;
+  /* [i, lim) holds no spike; lim is a spike when is_spike; [.., rlim) is
+   * classified: runs says whether it is runs of equal values */
+  size_t i = 0, lim = 0, rlim = 0, stop;
+  int is_spike = 0, runs = 0;
   pl_qsel_t q = {.on = enc->quantum > 0, .lbytes = 6};
 
   g.s.m = 0;
@@ -459,13 +523,21 @@ int la_compact_polyline_run(const double *x, size_t n,
     }
     y = x[i];
 
+    if (rlim <= i) {
+      rlim = n - i > LA__PL_WINDOW ? i + LA__PL_WINDOW : n;
+      runs = la_runs_probe(x + i, rlim - i);
+    }
     if (lim < i || (lim == i && !is_spike)) {
       size_t end = n - i > LA__PL_WINDOW ? i + LA__PL_WINDOW : n;
-      lim = outliers ? pl_next_spike(x, n, i, end, enc->simd) : n;
-      is_spike = lim < end;
+      /* in runs, the run scanner finds the spikes (up to rlim) */
+      lim = !outliers ? n
+            : runs    ? rlim
+                      : pl_next_spike(x, n, i, end, enc->simd);
+      is_spike = outliers && !runs && lim < end;
     }
     if (g.s.m == 0) {
-      if (!isfinite(y) || (i == lim && is_spike)) {
+      int spike = i == lim ? is_spike : runs && outliers && pl_spike(x, n, i);
+      if (!isfinite(y) || spike) {
         la_cenc_verbatim(enc);
       } else {
         pl_start(&g, enc, connected, i, y);
@@ -473,10 +545,20 @@ int la_compact_polyline_run(const double *x, size_t n,
       i++;
       continue;
     }
-    i = pl_scan_any(&g, x, i, lim, cv2, enc->simd);
+    stop = lim < rlim ? lim : rlim;
+    if (runs) {
+      int spk;
+      i = pl_scan_runs(&g, x, i, stop, cv2, enc->simd, outliers ? n : 0, &spk);
+      if (spk) {
+        lim = i;
+        is_spike = 1;
+      }
+    } else {
+      i = pl_scan_any(&g, x, i, stop, cv2, enc->simd);
+    }
     if (i == n) break;
-    if (i == lim && !is_spike)
-      continue; /* end of the look-ahead window: look further */
+    if (i == stop && !(i == lim && is_spike))
+      continue; /* end of a look-ahead window: look further */
     y = x[i];
     /* The point is a spike, does not fit, or is not finite. */
     int odd = i == lim || !isfinite(y);

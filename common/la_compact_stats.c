@@ -63,6 +63,8 @@ stats_run_avx2(la_stats_acc_t *a, const double *x, size_t n) {
   double s = a->s, l[4], h[4];
   size_t i = 0, k;
 
+  if (s != la_floor(s)) /* a fractional sum: its additions round */
+    return 0;
   for (; i + 4 <= n; i += 4) {
     __m256d v = _mm256_loadu_pd(x + i), av = _mm256_andnot_pd(sign, v);
     __m256d r = _mm256_sub_pd(_mm256_add_pd(v, magic), magic);
@@ -89,6 +91,133 @@ stats_run_avx2(la_stats_acc_t *a, const double *x, size_t n) {
 }
 #endif
 
+#if LA_COMPACT_X86
+__attribute__((target("avx2"))) static size_t run_end_avx2(const double *x,
+                                                           size_t i, size_t n) {
+  const __m256d v = _mm256_set1_pd(x[i]);
+  size_t e = i + 1;
+  for (; e + 4 <= n; e += 4)
+    if (_mm256_movemask_pd(
+            _mm256_cmp_pd(_mm256_loadu_pd(x + e), v, _CMP_EQ_OQ)) != 0xf)
+      break;
+  while (e < n && x[e] == x[i]) e++;
+  return e;
+}
+#endif
+
+size_t la_run_end(const double *x, size_t i, size_t n, int simd) {
+#if LA_COMPACT_X86
+  if (simd) return run_end_avx2(x, i, n);
+#endif
+  (void)simd;
+  size_t e = i + 1;
+  while (e < n && x[e] == x[i]) e++;
+  return e;
+}
+
+int la_runs_probe(const double *x, size_t n) {
+  size_t probe = n < LA_RUNS_PROBE ? n : LA_RUNS_PROBE, b = 0, j;
+  for (j = 1; j < probe; j++) b += x[j] != x[j - 1];
+  return probe >= 2 * LA_RUNS_MIN && b * LA_RUNS_MIN <= probe;
+}
+
+/* Runs of equal values, fast-forwarded bit for bit. Adding the same v to
+ * s again and again, each sum rounded, adds the same r = v rounded to the
+ * spacing u of s's binade as long as s and every exact sum stay inside
+ * that binade and v is not halfway between two multiples of u (where the
+ * rounding to even would depend on s): then m steps are s + m * r, exact.
+ * Neumaier's correction of each such step is the same exact v - r, so the
+ * compensation takes the same fast-forward with v - r. A binade is crossed
+ * in a few steps; elsewhere the definition runs step by step. */
+
+/* How many of the next k steps s = s + v add the same r (into *r): 0 when
+ * it cannot be shown, k when r is 0. */
+static uint64_t ff_steps(double s, double v, uint64_t k, double *r) {
+  double as = fabs(s), av = fabs(v), lo, hi, u, q, fq, fr, ar, room, m;
+  uint64_t bits;
+  int ex;
+
+  if (!(as >= 2 * av) || !(av > 0) || !(as >= 0x1p-900) || !(as <= 0x1p1000))
+    return 0;
+  memcpy(&bits, &as, 8);
+  ex = (int)(bits >> 52) - 1023; /* lo = 2^ex <= as < hi, spacing u */
+  lo = la_pow2(ex);
+  hi = 2 * lo;
+  u = la_pow2(ex - 52);
+  q = v * la_pow2(52 - ex); /* v / u, exact: a power of two */
+  fq = la_floor(q);
+  fr = q - fq;
+  if (fr == 0.5) return 0;
+  *r = (fr < 0.5 ? fq : fq + 1) * u; /* |v - r| < u / 2 */
+  ar = fabs(*r);
+  if (ar == 0) return k;
+  /* growing: every exact sum stays below hi (s + m r <= hi - u);
+   * shrinking: every exact sum stays at or above lo (|v| <= ar + u / 2) */
+  room = (*r > 0) == (s > 0) ? hi - u - as : as - lo - u; /* exact */
+  m = floor(room / ar);
+  while (m > 0 && m * ar > room) m -= 1; /* the division rounded up */
+  if (!(m >= 1)) return 0;
+  return m < (double)k ? (uint64_t)m : k;
+}
+
+/* k steps of s = s + v, each rounded: bit for bit, in a few jumps. */
+static double ff_add(double s, double v, uint64_t k) {
+  if (k == 0) return s;
+  if (v == 0) return s + v; /* later steps change nothing */
+  while (k > 0) {
+    double r;
+    uint64_t m = ff_steps(s, v, k, &r);
+    if (m == 0) {
+      s = s + v;
+      k--;
+    } else {
+      s += (double)m * r;
+      k -= m;
+    }
+  }
+  return s;
+}
+
+/* x[0..n) by the definition, runs of LA_RUNS_MIN or more equal, finite,
+ * nonzero values fast-forwarded. */
+static void stats_run_runs(la_stats_acc_t *a, const double *x, size_t n,
+                           int simd) {
+  size_t i = 0;
+  while (i < n) {
+    size_t e = la_run_end(x, i, n, simd);
+    double v = x[i];
+    if (e - i < LA_RUNS_MIN || !isfinite(v) || v == 0) {
+      stats_run_scalar(a, x + i, e - i);
+      i = e;
+      continue;
+    }
+    for (uint64_t k = e - i; k > 0;) {
+      double r;
+      uint64_t m = ff_steps(a->s, v, k, &r);
+      if (m == 0) {
+        la_stats_add(a, v);
+        k--;
+        continue;
+      }
+      a->c = ff_add(a->c, v - r, m); /* v - r: exact, Neumaier's term */
+      a->s += (double)m * r;
+      k -= m;
+    }
+    a->lo = v < a->lo ? v : a->lo;
+    a->hi = v > a->hi ? v : a->hi;
+    i = e;
+  }
+}
+
+/* A chunk by the definition: run by run when it looks like runs. */
+static void stats_run_chunk(la_stats_acc_t *a, const double *x, size_t n,
+                            int simd) {
+  if (la_runs_probe(x, n))
+    stats_run_runs(a, x, n, simd);
+  else
+    stats_run_scalar(a, x, n);
+}
+
 void la_stats_run(la_stats_acc_t *a, const double *x, size_t n, int simd) {
 #if LA_COMPACT_X86
   while (simd && n >= 8) {
@@ -97,13 +226,12 @@ void la_stats_run(la_stats_acc_t *a, const double *x, size_t n, int simd) {
      * by the definition: fractional data would otherwise pay for the test
      * on every block */
     k = n - i < 4096 ? n - i : 4096;
-    stats_run_scalar(a, x + i, k);
+    stats_run_chunk(a, x + i, k, simd);
     x += i + k;
     n -= i + k;
   }
 #endif
-  (void)simd;
-  stats_run_scalar(a, x, n);
+  stats_run_chunk(a, x, n, simd);
 }
 
 void la_stats_finish(const la_stats_acc_t *a, uint64_t count,

@@ -8,11 +8,22 @@
  * An update is a forward pass (every rule, fronts moving up the element
  * order), a backward pass (fronts moving down: a held value next to a
  * front rise of this update) and a pass for the weights and sums.
+ *
+ * Rows (a grid whose row stride is given): when every row of the cycle
+ * carries one value (row probes spread a row's time evenly over its cells)
+ * and one flag, and every row's state is one state, a row is one element:
+ * the state is kept once per row in the first n / nx entries of the arrays
+ * (row r at index r), the update runs over the rows (neighbours: the rows
+ * beside it in its plane and above and below it) and the weights are
+ * spread back over the cells. A cycle that is not row-uniform first
+ * spreads the row states back to the cells. So the work of a row-probed
+ * cycle is a comparison per cell and an update per row.
  */
 #include "robust.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "la.h"
 
@@ -26,6 +37,9 @@ struct la_robust {
   uint8_t *run;
   uint8_t *mark; /* scratch of one update: held, or rose with a front */
   uint64_t cycles;
+  uint64_t nx;           /* cells of a row (stride[0]; 0: no rows) */
+  int rows;              /* the state is per row (row r at index r) */
+  la_robust_params_t rp; /* the parameters in rows: strides of row space */
 };
 
 void la_robust_params_default(la_robust_params_t *p) {
@@ -67,6 +81,13 @@ int la_robust_new(uint64_t n, const la_robust_params_t *p, la_robust_t **out) {
     return LA_ENOMEM;
   }
   for (uint64_t i = 0; i < n; i++) r->run[i] = LA__NO_EST;
+  if (p->stride[0] >= 2 && n % p->stride[0] == 0 && n > p->stride[0]) {
+    /* row r = j + ny * k: j +- 1 within its plane, k +- 1 is ny rows away */
+    r->nx = p->stride[0];
+    r->rp = *p;
+    r->rp.stride[0] = p->stride[1] ? p->stride[1] / p->stride[0] : 0;
+    r->rp.stride[1] = 0;
+  }
   *out = r;
   return 0;
 }
@@ -221,9 +242,123 @@ static void la__backward(la_robust_t *r, const double *x, uint64_t *suspect,
   }
 }
 
+/* The estimator over the rows (the first n / nx entries of r's arrays):
+ * the same arrays, the row count and the row-space parameters. */
+static la_robust_t la__row_view(const la_robust_t *r) {
+  la_robust_t v = *r;
+  v.n = r->n / r->nx;
+  v.p = r->rp;
+  return v;
+}
+
+/* Whether every row of x (and of flags) holds one value, bit for bit:
+ * each value equals the next one (memcmp of the row against itself shifted
+ * by one, the C library's vectorised loop). */
+static int la__x_rows_uniform(const la_robust_t *r, const double *x,
+                              const uint8_t *flags) {
+  uint64_t nx = r->nx;
+  for (uint64_t b = 0; b < r->n; b += nx)
+    if (memcmp(x + b, x + b + 1, (nx - 1) * sizeof *x) != 0 ||
+        (flags && memcmp(flags + b, flags + b + 1, nx - 1) != 0))
+      return 0;
+  return 1;
+}
+
+/* Whether every row's cells have one state (their estimate when they have
+ * one, the pending run's level while a run is pending). */
+static int la__state_rows_uniform(const la_robust_t *r) {
+  uint64_t nx = r->nx;
+  for (uint64_t b = 0; b < r->n; b += nx) {
+    uint8_t run = r->run[b];
+    float est = r->est[b], pend = r->pend[b];
+    for (uint64_t i = b + 1; i < b + nx; i++) {
+      if (r->run[i] != run) return 0;
+      if (run != LA__NO_EST && r->est[i] != est) return 0;
+      if (run != 0 && run != LA__NO_EST && r->pend[i] != pend) return 0;
+    }
+  }
+  return 1;
+}
+
+/* Cell states to row states: row r from its first cell (r <= r * nx, so
+ * reading upwards never reads an entry already written). */
+static void la__to_rows(la_robust_t *r) {
+  for (uint64_t k = 0; k < r->n / r->nx; k++) {
+    r->est[k] = r->est[k * r->nx];
+    r->pend[k] = r->pend[k * r->nx];
+    r->run[k] = r->run[k * r->nx];
+  }
+  r->rows = 1;
+}
+
+/* Row states back to every cell of the row, last row first. */
+static void la__to_cells(la_robust_t *r) {
+  for (uint64_t k = r->n / r->nx; k-- > 0;) {
+    float est = r->est[k], pend = r->pend[k];
+    uint8_t run = r->run[k];
+    for (uint64_t i = k * r->nx; i < (k + 1) * r->nx; i++) {
+      r->est[i] = est;
+      r->pend[i] = pend;
+      r->run[i] = run;
+    }
+  }
+  r->rows = 0;
+}
+
+/* One row-uniform cycle over the rows; 0, or LA_ENOMEM (nothing done). */
+static int la__update_rows(la_robust_t *r, const double *x,
+                           const uint8_t *flags, double *w,
+                           la_robust_stats_t *st) {
+  la_robust_t v = la__row_view(r);
+  uint64_t nx = r->nx, flagged = 0, suspect = 0, rises = 0;
+  double *xr = calloc(v.n, sizeof *xr);
+  uint8_t *fr = flags ? malloc(v.n) : NULL;
+  if (!xr || (flags && !fr)) {
+    free(xr);
+    free(fr);
+    return LA_ENOMEM;
+  }
+  for (uint64_t k = 0; k < v.n; k++) {
+    xr[k] = x[k * nx];
+    if (fr) fr[k] = flags[k * nx];
+  }
+  la__forward(&v, xr, fr, &flagged, &suspect, &rises);
+  if (v.p.neighbour) la__backward(&v, xr, &suspect, &rises);
+  double isum = 0, rs = 0, rc = 0;
+  for (uint64_t k = 0; k < v.n; k++) {
+    double xv = xr[k], wi = (double)v.est[k];
+    if (isfinite(xv) && xv > wi) isum += xv - wi;
+    double t = rs + wi; /* Neumaier's sum of the row weights */
+    rc += fabs(rs) >= fabs(wi) ? (rs - t) + wi : (wi - t) + rs;
+    rs = t;
+    double *wk = w + k * nx;
+    uint64_t i = 0;
+    for (; i + 4 <= nx; i += 4) /* four at a time: vector stores at -O2 */
+      wk[i] = wk[i + 1] = wk[i + 2] = wk[i + 3] = wi;
+    for (; i < nx; i++) wk[i] = wi;
+  }
+  free(xr);
+  free(fr);
+  r->cycles++;
+  if (st) { /* per cell, as the cell-wise update counts */
+    st->interference = isum * (double)nx;
+    st->robust_sum = (rs + rc) * (double)nx;
+    st->flagged = flagged * nx;
+    st->suspect = suspect * nx;
+    st->rises = rises * nx;
+    st->cycles = r->cycles;
+  }
+  return 0;
+}
+
 int la_robust_update(la_robust_t *r, const double *x, const uint8_t *flags,
                      double *w, la_robust_stats_t *st) {
   if (!r || !x || !w || w == x) return LA_EINVAL;
+  if (r->nx && la__x_rows_uniform(r, x, flags)) {
+    if (!r->rows && la__state_rows_uniform(r)) la__to_rows(r);
+    if (r->rows && la__update_rows(r, x, flags, w, st) == 0) return 0;
+  }
+  if (r->rows) la__to_cells(r);
   double isum = 0, rs = 0, rc = 0;
   uint64_t flagged = 0, suspect = 0, rises = 0;
   la__forward(r, x, flags, &flagged, &suspect, &rises);

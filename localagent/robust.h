@@ -38,6 +38,13 @@
  *    a flagged value takes the larger neighbour's value as its first
  *    estimate, and any other value is believed.
  *
+ * Rows: on a grid whose row stride is given, a cycle in which every row
+ * carries one value and one flag (row probes spread a row's time evenly
+ * over its cells) is one element per row: the rules above apply to the
+ * rows (neighbours: the rows beside, above and below), and each cell's
+ * weight is its row's. Cells whose states differ within a row (an earlier
+ * cycle measured them one by one) keep being updated cell by cell.
+ *
  * The weight of an element is its estimate after the update. The rank's
  * interference estimate is sum(max(0, x - w)) over the cycle; the measured
  * values and their exact sum stay what they were (the caller keeps them).
@@ -85,7 +92,10 @@ int la_robust_new(uint64_t n, const la_robust_params_t *p, la_robust_t **out);
 
 /* One profiled cycle: reads x[0..n) and flags[0..n) (NULL: none flagged;
  * nonzero: flagged), writes the weights into w[0..n) (w may not alias x) and
- * fills *st (may be NULL). Returns 0 or LA_EINVAL. */
+ * fills *st (may be NULL; in a row-uniform cycle its counts and sums are
+ * the rows' times the row length). A row-uniform cycle allocates 9 bytes
+ * per row for the update's duration (without them it runs cell by cell).
+ * Returns 0 or LA_EINVAL. */
 int la_robust_update(la_robust_t *r, const double *x, const uint8_t *flags,
                      double *w, la_robust_stats_t *st);
 

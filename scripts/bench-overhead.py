@@ -18,7 +18,13 @@ runs, interleaved so machine noise hits every variant alike:
           (row); the default mode (cell) runs the probed loop in profiled
           steps only (LA_PROFILED).
 and reports the median wall time of each (rank 0's max over ranks) and the
-overhead over the baseline. Writes build/bench/overhead.json and a Markdown
+overhead over the baseline, and the median CPU time of each run: the
+program's (user + system of the finished children: mpiexec, its proxy and
+the ranks, so compare with the baseline's), the LocalAgent's and the
+GlobalAgent's (the sum of their threads' on-CPU time from
+/proc/PID/task/*/schedstat, nanoseconds; /proc/PID/stat's ticks where
+schedstat is missing), read before and after each run, after the agent has
+finished the run's cycles. Writes build/bench/overhead.json and a Markdown
 table build/bench/overhead.md. Environment: LA_BENCH_REPS (default 3),
 LA_BENCH_NP (MPI ranks, default 1: the per-cell probe cost does not depend
 on the rank count, and one core stays free for the agents); to run a part:
@@ -32,6 +38,7 @@ otherwise often runs them on the same core.
 import json
 import os
 import random
+import resource
 import re
 import shutil
 import statistics
@@ -96,16 +103,54 @@ def supports(prog, option):
     return option in out.stdout + out.stderr
 
 
-def run(prog, args, env_add):
+def cpu_seconds(pid):
+    """CPU time of process pid so far (all its threads), in seconds."""
+    total, ok = 0, True
+    try:
+        for t in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
+                total += int(f.read().split()[0])
+        return total / 1e9
+    except (OSError, ValueError, IndexError):
+        ok = False
+    if not ok:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def settle(pids, quiet=0.05, limit=2.0):
+    """Waits until the daemons pids use no CPU for `quiet` seconds (the
+    last cycles of a run are compacted and stored after the program
+    exits), at most `limit` seconds."""
+    t_end = time.time() + limit
+    last = [cpu_seconds(p) for p in pids]
+    while time.time() < t_end:
+        time.sleep(quiet)
+        now = [cpu_seconds(p) for p in pids]
+        if all(b - a < 0.002 for a, b in zip(last, now)):
+            return
+        last = now
+
+
+def run(prog, args, env_add, daemons):
+    """One run: (wall s from the program, app CPU s, [daemon CPU s])."""
     env = dict(os.environ)
     env.update(env_add)
+    d0 = [cpu_seconds(p) for p in daemons]
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(pinned(["mpiexec", "-n", str(NP), prog] + args, 0),
                          capture_output=True, text=True, env=env, timeout=300)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if "LA_AGENT" in env_add:
+        settle(daemons)
+    d1 = [cpu_seconds(p) for p in daemons]
     m = WALL.search(out.stdout)
     if out.returncode != 0 or not m:
         raise SystemExit("bench-overhead: %s %s failed:\n%s%s" %
                          (prog, " ".join(args), out.stdout, out.stderr))
-    return float(m.group(1))
+    app = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return float(m.group(1)), app, [b - a for a, b in zip(d0, d1)]
 
 
 def main():
@@ -173,46 +218,73 @@ def main():
             variants = [v for v in variants if METRICS[1] not in v[1]]
 
         times = {(v[0], v[1]): [] for v in variants}
+        cpu = {(v[0], v[1]): [] for v in variants}  # (app, la, ga) per run
+        daemons = [la.pid, ga.pid]
+        load0 = os.getloadavg()
         t_start = time.time()
         for rep in range(REPS):
             order = list(variants)
             random.Random(rep).shuffle(order)
             for name, key, prog, args, env in order:
-                times[(name, key)].append(run(prog, args, env))
+                wall, app, dcpu = run(prog, args, env, daemons)
+                times[(name, key)].append(wall)
+                cpu[(name, key)].append([app] + dcpu)
+        load1 = os.getloadavg()
+
+        def cpu_medians(k):
+            runs = cpu[k]
+            return {what: statistics.median(r[i] for r in runs)
+                    for i, what in enumerate(("app", "localagent",
+                                              "globalagent"))}
+
         result = {"ranks": NP, "reps": REPS, "pinned": bool(PIN),
-                  "seconds": round(
-            time.time() - t_start, 1), "programs": {}}
+                  "seconds": round(time.time() - t_start, 1),
+                  "loadavg_1min": [load0[0], load1[0]], "programs": {}}
         md = ["| program | metric | probe | period | CV | median s | "
-              "overhead % |", "|---|---|---|---|---|---|---|"]
+              "overhead % | app CPU s | LocalAgent CPU s | GlobalAgent "
+              "CPU s |", "|---|---|---|---|---|---|---|---|---|---|"]
         for name in PROGRAMS:
             if (name, "none") not in times:
                 continue
             base = statistics.median(times[(name, "none")])
+            bcpu = cpu_medians((name, "none"))
             entry = {"baseline_s": base, "args": PROGRAMS[name],
-                     "configs": []}
+                     "baseline_cpu_s": bcpu, "configs": []}
+            md.append("| %s | none (--no-la) | - | - | - | %.3f | 0 | %.3f "
+                      "| %.3f | %.3f |" % (name, base, bcpu["app"],
+                                            bcpu["localagent"],
+                                            bcpu["globalagent"]))
             if (name, "floor") in times:
                 fl = statistics.median(times[(name, "floor")])
                 entry["floor_s"] = fl
                 entry["floor_overhead_pct"] = 100 * (fl - base) / base
+                fcpu = cpu_medians((name, "floor"))
+                entry["floor_cpu_s"] = fcpu
                 md.append("| %s | floor (2x rdtsc + store) | - | - | - | %.3f "
-                          "| %.1f |" % (name, fl, entry["floor_overhead_pct"]))
+                          "| %.1f | %.3f | - | - |" % (
+                              name, fl, entry["floor_overhead_pct"],
+                              fcpu["app"]))
             for (pname, key), ts in sorted(times.items()):
                 if pname != name or key in ("none", "floor"):
                     continue
                 metric, p, cv, mode = (key.split("/") + ["cell"])[:4]
                 med = statistics.median(ts)
+                cc = cpu_medians((pname, key))
                 cfg = {"metric": metric, "period": int(p[1:]),
                        "cv": float(cv[2:]), "probe": mode, "median_s": med,
                        "overhead_pct": 100 * (med - base) / base,
-                       "runs_s": ts}
+                       "runs_s": ts, "cpu_s": cc,
+                       "cpu_runs_s": cpu[(pname, key)]}
                 if "floor_overhead_pct" in entry and entry[
                         "floor_overhead_pct"] > 0:
                     cfg["ratio_to_floor"] = cfg["overhead_pct"] / entry[
                         "floor_overhead_pct"]
                 entry["configs"].append(cfg)
-                md.append("| %s | %s | %s | %s | %s | %.3f | %.1f |" %
+                md.append("| %s | %s | %s | %s | %s | %.3f | %.1f | %.3f | "
+                          "%.3f | %.3f |" %
                           (name, metric, mode, p[1:], cv[2:], med,
-                           cfg["overhead_pct"]))
+                           cfg["overhead_pct"], cc["app"], cc["localagent"],
+                           cc["globalagent"]))
             result["programs"][name] = entry
         os.makedirs(os.path.dirname(OUT), exist_ok=True)
         with open(OUT, "w") as f:
@@ -220,21 +292,27 @@ def main():
         with open(os.path.splitext(OUT)[0] + ".md", "w") as f:
             f.write("\n".join(md) + "\n")
         print("overhead study: %d ranks, median of %d interleaved runs, "
-              "%.0f s%s" % (NP, REPS, result["seconds"],
-                            ", pinned" if PIN else ""))
+              "%.0f s%s, load average %.1f -> %.1f" % (
+                  NP, REPS, result["seconds"], ", pinned" if PIN else "",
+                  load0[0], load1[0]))
         for name, e in result["programs"].items():
-            print("  %s: baseline %.3f s%s" % (
-                name, e["baseline_s"],
+            print("  %s: baseline %.3f s (app CPU %.3f s)%s" % (
+                name, e["baseline_s"], e["baseline_cpu_s"]["app"],
                 ", floor +%.1f%%" % e["floor_overhead_pct"]
                 if "floor_overhead_pct" in e else ""))
+            print("    %-24s %-12s %-10s %8s   CPU s: app / LocalAgent / "
+                  "GlobalAgent" % ("metric", "probe", "period", "wall"))
             for c in sorted(e["configs"], key=lambda c: (
                     c["metric"], c["probe"], c["period"])):
                 if c["cv"] == 0.1:
-                    print("    %-24s %-12s period %-3d %+7.1f%%%s" % (
-                        c["metric"], c["probe"], c["period"],
-                        c["overhead_pct"],
-                        "  (%.2fx floor)" % c["ratio_to_floor"]
-                        if "ratio_to_floor" in c else ""))
+                    print("    %-24s %-12s period %-3d %+7.1f%%   %.3f / %.3f "
+                          "/ %.3f%s" % (
+                              c["metric"], c["probe"], c["period"],
+                              c["overhead_pct"], c["cpu_s"]["app"],
+                              c["cpu_s"]["localagent"],
+                              c["cpu_s"]["globalagent"],
+                              "  (%.2fx floor)" % c["ratio_to_floor"]
+                              if "ratio_to_floor" in c else ""))
         print("wrote %s and %s" % (OUT, os.path.splitext(OUT)[0] + ".md"))
     finally:
         for p in procs:

@@ -4,7 +4,8 @@
  * recomputed from the raw points (after decoding); disjoint segments are
  * maximal (the next point would break the bound, and with outliers so would
  * the point after it); exceptions are exact; the n <= 2, constant, zero or
- * negative mean, NaN and Inf rules; a 10^6-point series.
+ * negative mean, NaN and Inf rules; rows of equal values (row probes); a
+ * 10^6-point series.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -365,6 +366,28 @@ static void test_noise_no_costlier(void **state) {
   free(x);
 }
 
+/* Row probes: rows of 64 equal values (one measurement spread over its
+ * cells), rows a few percent apart, some rows alike, a spike row of one
+ * cell, a NaN: the run-by-run path meets the same bound, partition and
+ * maximality as the point-by-point one. */
+static void test_rows_of_equal_values(void **state) {
+  enum { N = 64 * 300 };
+  static double x[N];
+  uint64_t seed = 99;
+  size_t k;
+
+  (void)state;
+  for (size_t r = 0; r < N / 64; r++) {
+    double v = 1000 * (1 + 0.05 * la_compact_rand01(&seed)) * (r < 150 ? 1 : 3);
+    if (r % 7 == 0 && r > 0) v = x[(r - 1) * 64]; /* the same as the last */
+    for (size_t i = 0; i < 64; i++) x[r * 64 + i] = v;
+  }
+  x[64 * 20 + 5] *= 9; /* a spike inside a row */
+  x[64 * 40 + 63] = NAN;
+  for (k = 0; k < sizeof(specs) / sizeof(specs[0]); k++)
+    check_polyline(x, N, specs[k]);
+}
+
 static void test_million(void **state) {
   size_t n = 1000000;
   double *x = malloc(n * sizeof(double));
@@ -391,6 +414,7 @@ int main(void) {
       cmocka_unit_test(test_spikes_not_smeared),
       cmocka_unit_test(test_nonnegative_decode),
       cmocka_unit_test(test_noise_no_costlier),
+      cmocka_unit_test(test_rows_of_equal_values),
       cmocka_unit_test(test_million),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,6 @@
 /* test_robust.c: the LocalAgent's robust per-element weights (robust.h):
- * interference removed, real changes followed, flags honoured, bounded
+ * interference removed, real changes followed, flags honoured, a row of
+ * one value one element, bounded
  * state, bad parameters refused. Series are synthetic with a known true cost
  * per element, so every assertion compares with the truth. */
 #include <math.h>
@@ -231,6 +232,58 @@ static void test_follows_disc_on_grid(void **state) {
   }
 }
 
+/* Row probes: every row of a 16x8x4 grid carries one value (its time
+ * spread over its 16 cells), with interference bursts on whole rows. The
+ * grid's weights are, cycle after cycle, exactly the weights of an
+ * estimator with one element per row (neighbours: the rows beside, above
+ * and below), spread over the row's cells, and its statistics count cells.
+ * A cycle measured cell by cell (one cell of one row differs) then goes on
+ * from the rows' estimates: the other cells keep their row's weight. */
+static void test_rows_are_elements(void **state) {
+  (void)state;
+  enum { NX = 16, NY = 8, NZ = 4, NR = NY * NZ, N = NX * NR };
+  static double cost[NR], xr[NR], wr[NR], x[N], w[N];
+  la_robust_t *g, *rows;
+  la_robust_params_t pg, pr;
+  la_robust_stats_t sg, sr;
+  uint64_t rng = 3;
+  la_robust_params_default(&pg);
+  pg.stride[0] = NX;
+  pg.stride[1] = NX * NY;
+  la_robust_params_default(&pr);
+  pr.stride[0] = NY; /* row r = j + NY * k: k +- 1 is NY rows away */
+  assert_int_equal(la_robust_new(N, &pg, &g), 0);
+  assert_int_equal(la_robust_new(NR, &pr, &rows), 0);
+  for (int c = 0; c < 20; c++) {
+    for (int r = 0; r < NR; r++)
+      cost[r] = (r >= c && r < c + 6) ? 4000 : 400; /* a moving hot spot */
+    measure(cost, xr, NR, 0.1, &rng);
+    for (int i = 0; i < N; i++) x[i] = xr[i / NX];
+    assert_int_equal(la_robust_update(g, x, NULL, w, &sg), 0);
+    assert_int_equal(la_robust_update(rows, xr, NULL, wr, &sr), 0);
+    for (int i = 0; i < N; i++)
+      if (w[i] != wr[i / NX])
+        fail_msg("cycle %d cell %d: weight %.17g, its row's %.17g", c, i, w[i],
+                 wr[i / NX]);
+    assert_true(fabs(sg.interference - NX * sr.interference) <=
+                1e-12 * sg.interference);
+    assert_true(sg.suspect == NX * sr.suspect && sg.rises == NX * sr.rises);
+    assert_true(sg.flagged == NX * sr.flagged && sg.cycles == sr.cycles);
+  }
+  /* one cell measured apart: cell by cell from the rows' states */
+  static double before[N];
+  memcpy(before, w, sizeof before);
+  for (int i = 0; i < N; i++) x[i] = before[i];
+  x[5] = before[5] * 1.01;
+  assert_int_equal(la_robust_update(g, x, NULL, w, &sg), 0);
+  for (int i = 0; i < N; i++)
+    if (i != 5 && fabs(w[i] - before[i]) > 1e-6 * before[i])
+      fail_msg("cell %d: weight %.17g after the rows' %.17g", i, w[i],
+               before[i]);
+  la_robust_free(g);
+  la_robust_free(rows);
+}
+
 /* Flagged values (timed across a context switch) never move a weight, and
  * count as not used; non-finite values neither. */
 static void test_flags_honoured(void **state) {
@@ -310,6 +363,7 @@ int main(void) {
       cmocka_unit_test(test_follows_real_change),
       cmocka_unit_test(test_follows_moving_front),
       cmocka_unit_test(test_follows_disc_on_grid),
+      cmocka_unit_test(test_rows_are_elements),
       cmocka_unit_test(test_flags_honoured),
       cmocka_unit_test(test_first_cycle),
       cmocka_unit_test(test_bad_input),
