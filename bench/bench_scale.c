@@ -315,12 +315,12 @@ static void run(const size_cfg_t *cfg, result_t *out) {
     goto done;
   }
   th_started = 1;
-  double cpu0 = la_tu_proc_cpu_s(pid);
+  double cpu0 = la_td_cpu_seconds(pid);
   uint64_t t0 = la_mono_ns();
   if (send_cycles(nd, C, app, cfg->cycles, last_ns, out->why, sizeof out->why))
     goto done;
   out->secs = (double)(la_mono_ns() - t0) / 1e9;
-  double cpu = la_tu_proc_cpu_s(pid) - cpu0;
+  double cpu = la_td_cpu_seconds(pid) - cpu0;
   out->commits = la_td_status_ll(g.d, "commits"); /* the pipelined ones */
   /* paced: one cycle at a time, the next once its set arrived */
   for (uint32_t p = 0; p < PACED; p++) {

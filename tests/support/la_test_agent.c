@@ -177,3 +177,16 @@ int la_ta_conn_fd(uint16_t port) {
   }
   return -1;
 }
+
+la_traceset_t *la_ta_complete_set(la_client_t *c, const char *app_id,
+                                  uint64_t cycle, int timeout_ms) {
+  long long end = la_td_now_ms() + timeout_ms;
+  for (;;) {
+    la_traceset_t *ts = NULL;
+    int rc = la_client_get(c, app_id, cycle, &ts);
+    if (rc == 0 && la_traceset_complete(ts)) return ts;
+    if (ts) la_traceset_free(ts);
+    if (la_td_now_ms() > end) return NULL;
+    la_td_nap_ms(50);
+  }
+}

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "la_client.h"
 #include "la_test_stack.h"
 
 typedef struct la_test_agent {
@@ -65,5 +66,12 @@ long long la_ta_tag(la_test_agent_t *a, const char *app_id, uint32_t rank,
                     size_t i);
 /* Number of traces stored for app_id. */
 long long la_ta_ntraces(la_test_agent_t *a, const char *app_id);
+
+/* The complete Trace-Set of app_id at cycle from c, asked again every 50
+ * ms for up to timeout_ms (a set completes once its last rank's trace is
+ * stored); NULL when it did not complete in time (la_client_error(c) says
+ * the last answer). Free with la_traceset_free. */
+la_traceset_t *la_ta_complete_set(la_client_t *c, const char *app_id,
+                                  uint64_t cycle, int timeout_ms);
 
 #endif /* LA_TEST_AGENT_H */

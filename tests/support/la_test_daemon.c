@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -342,10 +343,15 @@ int la_td_start(la_test_daemon_t *d, const char *const *args,
     return -1;
   }
   int maxfd = max_fd();
+  pid_t parent = getpid();
   fflush(NULL);
   pid_t pid = fork();
   if (pid == 0) { /* async-signal-safe only until exec */
     setpgid(0, 0);
+    /* a test that dies (a failed assertion longjmps past its cleanup, a
+     * crash) takes its daemons with it */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
     dup2(nfd, 0);
     dup2(ofd, 1);
     dup2(lfd, 2);

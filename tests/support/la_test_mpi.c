@@ -8,17 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-int la_test_find_mpiexec(char *out, size_t len) {
-  const char *path = getenv("PATH");
-  while (path && *path) {
-    size_t k = strcspn(path, ":");
-    snprintf(out, len, "%.*s/mpiexec", (int)k, path);
-    if (access(out, X_OK) == 0) return 0;
-    path += k + (path[k] == ':');
-  }
-  return -1;
-}
-
 pid_t la_test_spawn_group(const char *const *argv, const char *const *env_add,
                           const char *out) {
   int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

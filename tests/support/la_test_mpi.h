@@ -1,5 +1,5 @@
 /* la_test_mpi.h: what tests that run MPI jobs against real daemons share:
- * finding mpiexec, starting a job in the background in its own process
+ * starting a job in the background in its own process
  * group (so a teardown kills every rank with one kill(-pid)), and waiting
  * until a LocalAgent is linked to its GlobalAgent(s). Test use only.
  */
@@ -11,8 +11,6 @@
 
 #include "la_test_daemon.h"
 
-/* The first mpiexec on PATH into out. Returns 0, or -1 when none. */
-int la_test_find_mpiexec(char *out, size_t len);
 
 /* Starts argv (argv[0] looked up on PATH) in the background, in a process
  * group of its own, with env_add (NAME=VALUE strings, NULL-terminated, may

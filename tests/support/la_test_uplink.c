@@ -212,24 +212,6 @@ int la_tu_read_acks(la_tu_conn_t *c) {
   return k < 0 ? -1 : 0;
 }
 
-double la_tu_proc_cpu_s(pid_t pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  char *p = strrchr(buf, ')'); /* the command may hold spaces */
-  unsigned long long ut = 0, st = 0;
-  if (!p || sscanf(p + 2,
-                   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu "
-                   "%llu",
-                   &ut, &st) != 2)
-    return -1;
-  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 long la_tu_proc_kib(pid_t pid, const char *field) {
   char path[64], line[256];
   size_t fl = strlen(field);

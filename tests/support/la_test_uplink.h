@@ -89,8 +89,6 @@ int la_tu_send_trace(la_tu_conn_t *c, const char *app, uint32_t rank,
  * closed connection or anything but an Ack. */
 int la_tu_read_acks(la_tu_conn_t *c);
 
-/* CPU seconds (user + system) pid has used so far, or -1. */
-double la_tu_proc_cpu_s(pid_t pid);
 /* pid's peak resident set (VmHWM) and current one (VmRSS) in KiB, or -1. */
 long la_tu_proc_kib(pid_t pid, const char *field);
 

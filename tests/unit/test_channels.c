@@ -36,6 +36,7 @@
 #include "la_client_internal.h"
 #include "la_codec.h"
 #include "la_internal.h"
+#include "la_test_agent.h"
 #include "la_test_stack.h"
 #include "store.h"
 
@@ -139,18 +140,11 @@ static void run_app(const char *app_id, int nch) {
 /* The complete set of app_id at cycle, measured weights. */
 static la_traceset_t *get_set(la_client_t *c, const char *app_id,
                               uint64_t cycle) {
-  la_traceset_t *ts = NULL;
-  long long end = la_td_now_ms() + 20000;
-  for (;;) {
-    int rc = la_client_get(c, app_id, cycle, &ts);
-    if (rc == 0 && la_traceset_complete(ts)) return ts;
-    if (ts) la_traceset_free(ts);
-    ts = NULL;
-    if (la_td_now_ms() > end)
-      fail_msg("%s cycle %llu: no complete Trace-Set (%s)", app_id,
-               (unsigned long long)cycle, la_client_error(c));
-    la_td_nap_ms(50);
-  }
+  la_traceset_t *ts = la_ta_complete_set(c, app_id, cycle, 20000);
+  if (!ts)
+    fail_msg("%s cycle %llu: no complete Trace-Set (%s)", app_id,
+             (unsigned long long)cycle, la_client_error(c));
+  return ts;
 }
 
 /* ------------------------------------------------------------ the API */

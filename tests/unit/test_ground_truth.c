@@ -31,6 +31,7 @@
 #include "la_client.h"
 #include "la_client_internal.h"
 #include "la_compact.h"
+#include "la_test_agent.h"
 #include "la_test_daemon.h"
 
 static la_test_daemon_t *ga, *lagent;
@@ -179,18 +180,10 @@ static void run_mode(const char *example, const char *n, const char *spec,
    * default would be the robust weights) */
   la_client_set_weights(c, LA_WEIGHTS_MEASURED);
   for (uint64_t cycle = 0; cycle < (uint64_t)steps; cycle++) {
-    la_traceset_t *ts = NULL;
-    long long end = la_td_now_ms() + 20000;
-    for (;;) { /* the set completes once the last rank's trace is stored */
-      rc = la_client_get(c, app_id, cycle, &ts);
-      if (rc == 0 && la_traceset_complete(ts)) break;
-      if (ts) la_traceset_free(ts);
-      ts = NULL;
-      if (la_td_now_ms() > end)
-        fail_msg("%s cycle %llu: no complete Trace-Set (%s)", app_id,
-                 (unsigned long long)cycle, la_client_error(c));
-      usleep(50000);
-    }
+    la_traceset_t *ts = la_ta_complete_set(c, app_id, cycle, 20000);
+    if (!ts)
+      fail_msg("%s cycle %llu: no complete Trace-Set (%s)", app_id,
+               (unsigned long long)cycle, la_client_error(c));
     assert_int_equal(la_traceset_nprocs(ts), np);
     double totals[4];
     assert_int_equal(la_traceset_rank_totals(ts, totals), 0);

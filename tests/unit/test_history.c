@@ -355,10 +355,19 @@ static int send_ref(la_test_link_t *l, uint32_t rank, uint64_t tag,
                             &t.base, 5000);
 }
 
+static la_test_stack_t ts; /* freed by its teardown, even after a failure */
+static int have_ts;
+
+static int ts_teardown(void **state) {
+  if (have_ts) la_ts_free(&ts);
+  have_ts = 0;
+  return 0;
+}
+
 static void test_hostile_references(void **state) {
   (void)state;
-  la_test_stack_t ts;
   if (la_ts_init(&ts) != 0) skip();
+  have_ts = 1;
   assert_int_equal(la_ts_start_global(&ts, NULL), 0);
   const char *p = strrchr(ts.ga_addr, ':');
   uint16_t port = (uint16_t)atoi(p + 1);
@@ -405,7 +414,6 @@ static void test_hostile_references(void **state) {
   assert_int_equal(la_td_alive(ts.ga), 1);
   la_compact_result_free(&r);
   free(x);
-  la_ts_free(&ts);
 }
 
 int main(void) {
@@ -416,7 +424,7 @@ int main(void) {
       cmocka_unit_test(test_match_noisy_not_moved),
       cmocka_unit_test(test_bounds_and_budget),
       cmocka_unit_test(test_store_references),
-      cmocka_unit_test(test_hostile_references),
+      cmocka_unit_test_teardown(test_hostile_references, ts_teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[1200];

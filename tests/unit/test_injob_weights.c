@@ -88,18 +88,10 @@ static la_traceset_t *get_set(const char *app_id, uint64_t cycle, int kind) {
   la_client_t *c = NULL;
   assert_int_equal(la_client_connect(A.st.feed_addr, 5000, &c), 0);
   assert_int_equal(la_client_set_weights(c, kind), 0);
-  la_traceset_t *ts = NULL;
-  long long end = la_td_now_ms() + 20000;
-  for (;;) {
-    int rc = la_client_get(c, app_id, cycle, &ts);
-    if (rc == 0 && la_traceset_complete(ts)) break;
-    if (ts) la_traceset_free(ts);
-    ts = NULL;
-    if (la_td_now_ms() > end)
-      fail_msg("%s cycle %llu: no complete Trace-Set (%s)", app_id,
-               (unsigned long long)cycle, la_client_error(c));
-    la_td_nap_ms(50);
-  }
+  la_traceset_t *ts = la_ta_complete_set(c, app_id, cycle, 20000);
+  if (!ts)
+    fail_msg("%s cycle %llu: no complete Trace-Set (%s)", app_id,
+             (unsigned long long)cycle, la_client_error(c));
   la_client_close(c);
   return ts;
 }

@@ -221,7 +221,7 @@ static void test_shards_kill_one(void **state) {
     print_message("skip: the daemons or lactl are not built\n");
     skip();
   }
-  if (la_test_find_mpiexec(mpiexec, sizeof mpiexec) != 0) {
+  if (la_td_find_on_path("mpiexec", mpiexec, sizeof mpiexec) != 0) {
     print_message("skip: mpiexec not found on PATH (install mpich)\n");
     skip();
   }
