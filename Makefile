@@ -216,6 +216,14 @@ $(BUILD)/bench/fidelity_app: bench/fidelity_app.c bench/fidelity_cases.h libla/l
 	@mkdir -p $(dir $@)
 	$(MPICC) -I$(BUILD)/include $(EXAMPLE_CFLAGS) -o $@ $< $(LIBLA_A) $(LDLIBS_LA)
 
+# The MPI program test_history_e2e runs (built like an example, with mpicc).
+HISTORY_APP := $(BUILD)/tests/history_app
+tests: $(HISTORY_APP)
+$(BUILD)/tests/test_history_e2e: | $(HISTORY_APP)
+$(HISTORY_APP): tests/apps/history_app.c libla/la.h $(LIBLA_A)
+	@mkdir -p $(dir $@)
+	$(MPICC) -I$(BUILD)/include $(EXAMPLE_CFLAGS) -o $@ $< $(LIBLA_A) $(LDFLAGS) $(LDLIBS_LA) -lm
+
 # Fortran test program (run by tests/unit/test_fortran.c).
 FTEST := $(if $(wildcard tests/fortran/test_fmod.f90),$(BUILD)/tests/fortran/test_fmod)
 tests: $(FTEST)
