@@ -537,39 +537,40 @@ static void need_pg(void) {
   pg_up = 1;
 }
 
-static void test_sqlite_polyline(void **s) {
-  need_lite();
-  run_mode(&lite, "polyline:cv=0.1", "he-poly", 1);
-}
-static void test_sqlite_maxerr(void **s) {
-  need_lite();
-  run_mode(&lite, "maxerr:eps=0.1,relative", "he-max", 1);
-}
-static void test_sqlite_lossless(void **s) {
-  need_lite();
-  run_mode(&lite, "lossless", "he-lossless", 0);
-}
-static void test_pg_polyline(void **s) {
-  need_pg();
-  run_mode(&pgb, "polyline:cv=0.1", "he-poly", 1);
-}
-static void test_pg_maxerr(void **s) {
-  need_pg();
-  run_mode(&pgb, "maxerr:eps=0.1,relative", "he-max", 1);
-}
-static void test_pg_lossless(void **s) {
-  need_pg();
-  run_mode(&pgb, "lossless", "he-lossless", 0);
+/* One test: a compaction mode on a backend. */
+typedef struct {
+  int pg;
+  const char *spec, *app;
+  int tamper; /* with the negative control */
+} case_t;
+
+static const case_t cases[] = {
+    {0, "polyline:cv=0.1", "he-poly", 1},
+    {0, "maxerr:eps=0.1,relative", "he-max", 1},
+    {0, "lossless", "he-lossless", 0},
+    {1, "polyline:cv=0.1", "he-poly", 1},
+    {1, "maxerr:eps=0.1,relative", "he-max", 1},
+    {1, "lossless", "he-lossless", 0},
+};
+
+static void test_mode(void **state) {
+  const case_t *k = *state;
+  if (k->pg)
+    need_pg();
+  else
+    need_lite();
+  run_mode(k->pg ? &pgb : &lite, k->spec, k->app, k->tamper);
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_sqlite_polyline),
-      cmocka_unit_test(test_sqlite_maxerr),
-      cmocka_unit_test(test_sqlite_lossless),
-      cmocka_unit_test(test_pg_polyline),
-      cmocka_unit_test(test_pg_maxerr),
-      cmocka_unit_test(test_pg_lossless),
-  };
+  enum { NCASES = sizeof cases / sizeof cases[0] };
+  struct CMUnitTest tests[NCASES];
+  static char names[NCASES][80];
+  for (int i = 0; i < NCASES; i++) {
+    snprintf(names[i], sizeof names[i], "%s %s",
+             cases[i].pg ? "postgresql" : "sqlite", cases[i].spec);
+    tests[i] =
+        (struct CMUnitTest){names[i], test_mode, NULL, NULL, (void *)&cases[i]};
+  }
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
