@@ -216,6 +216,15 @@ $(BUILD)/bench/fidelity_app: bench/fidelity_app.c bench/fidelity_cases.h libla/l
 	@mkdir -p $(dir $@)
 	$(MPICC) -I$(BUILD)/include $(EXAMPLE_CFLAGS) -o $@ $< $(LIBLA_A) $(LDLIBS_LA)
 
+# The MPI program test_history_e2e runs (built like an example, with mpicc,
+# and like the examples only in the normal tree: the sanitized trees' test
+# finds it through their examples link).
+HISTORY_APP := $(BUILD)/tests/history_app
+examples: $(HISTORY_APP)
+$(HISTORY_APP): tests/apps/history_app.c libla/la.h $(LIBLA_A)
+	@mkdir -p $(dir $@)
+	$(MPICC) -I$(BUILD)/include $(EXAMPLE_CFLAGS) -o $@ $< $(LIBLA_A) $(LDFLAGS) $(LDLIBS_LA) -lm
+
 # Fortran test program (run by tests/unit/test_fortran.c).
 FTEST := $(if $(wildcard tests/fortran/test_fmod.f90),$(BUILD)/tests/fortran/test_fmod)
 tests: $(FTEST)

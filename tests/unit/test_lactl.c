@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include <fcntl.h>
 #include <ftw.h>
@@ -797,6 +798,73 @@ static void test_plot_heatmap(void **state) {
 }
 
 /* The same commands through a real GlobalAgent give the same bytes. */
+/* A store written before the tables added after schema version 1
+ * (missing, robust, rank_fidelity, rank_channels, channel_traces,
+ * element_ids, rank_grid, history), read-only on disk: lactl --db opens it
+ * (nothing to create there) and reads what it has: the same output as the
+ * full store for an application that used none of those tables, measured
+ * values where the robust weights were. */
+static void test_old_store_read_only(void **state) {
+  (void)state;
+  char old[300], sql[400];
+  snprintf(old, sizeof old, "%s/old.db", g->dir);
+  sqlite3 *src = NULL, *dst = NULL;
+  assert_int_equal(sqlite3_open(g->db, &src), SQLITE_OK);
+  snprintf(sql, sizeof sql, "VACUUM INTO '%s'", old);
+  assert_int_equal(sqlite3_exec(src, sql, NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(src);
+  assert_int_equal(sqlite3_open(old, &dst), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(dst,
+                                "PRAGMA journal_mode = DELETE;"
+                                " DROP TABLE missing; DROP TABLE robust;"
+                                " DROP TABLE rank_fidelity;"
+                                " DROP TABLE channel_traces;"
+                                " DROP TABLE rank_channels;"
+                                " DROP TABLE element_ids;"
+                                " DROP TABLE rank_grid; DROP TABLE history;",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  sqlite3_close(dst);
+  assert_int_equal(chmod(old, 0444), 0);
+  assert_int_equal(chmod(g->dir, 0555), 0);
+  const char *const cmds[][8] = {
+      {"apps", NULL},
+      {"cycles", "heat-42", NULL},
+      {"show", "heat-42", "10", NULL},
+      {"show", "heat-42", "20", NULL},
+      {"export", "heat-42", "10", "--format", "csv", NULL},
+      {"export", "heat-42", "10", "--format", "json", NULL},
+  };
+  int fails = 0;
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    char *want, *got, *err;
+    assert_int_equal(run_with(&want, NULL, cmds[i], "--db", g->db), 0);
+    int rc = run_with(&got, &err, cmds[i], "--db", old);
+    /* apps: the same list; the rest: the same words */
+    if (rc != 0 || strcmp(got, want) != 0) {
+      fprintf(stderr,
+              "lactl %s %s on the old store: exit %d, stderr: %s\n"
+              "--- got:\n%s\n--- want:\n%s\n",
+              cmds[i][0], cmds[i][1] ? cmds[i][1] : "", rc, err, got, want);
+      fails++;
+    }
+    free(want);
+    free(got);
+    free(err);
+  }
+  /* the robust weights are gone with their table: the measured values */
+  char *o, *e;
+  int rc = lactl(&o, &e, "export", "xrobust-3", "1", "--db", old, NULL);
+  if (rc != 0)
+    fprintf(stderr, "export xrobust-3: %d %s\n", rc, e);
+  else if (!strstr(o, ",1100,"))
+    fprintf(stderr, "export xrobust-3:\n%s", o);
+  fails += rc != 0 || !strstr(o, ",1100,");
+  free(o), free(e);
+  assert_int_equal(chmod(g->dir, 0700), 0);
+  assert_int_equal(fails, 0);
+}
+
 static void test_global_same_output(void **state) {
   la_test_stack_t st;
   if (la_ts_init(&st) != 0) {
@@ -871,6 +939,7 @@ int main(void) {
       cmocka_unit_test(test_export_metis),
       cmocka_unit_test(test_plot_trace),
       cmocka_unit_test(test_plot_heatmap),
+      cmocka_unit_test(test_old_store_read_only),
       cmocka_unit_test(test_global_same_output),
   };
   return cmocka_run_group_tests(tests, setup_group, teardown_group);
