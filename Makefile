@@ -76,7 +76,7 @@ LIBLA_OBJ  := $(call obj,$(LIBLA_SRC))
 CLIENT_OBJ := $(call obj,$(CLIENT_SRC))
 # The LocalAgent's modules that do not use libuv, for unit tests.
 LOCAL_NOUV_OBJ := $(call obj,$(filter-out localagent/main.c localagent/session.c \
-  localagent/listener.c localagent/worker.c localagent/uplink.c \
+  localagent/listener.c localagent/worker.c localagent/uplink.c localagent/uplink_link.c \
   localagent/control.c,$(LOCAL_SRC)))
 LOCAL_NOUV_A := $(if $(LOCAL_NOUV_OBJ),$(BUILD)/lib/libla_localagent.a)
 # The GlobalAgent's modules that do not use libuv (the store's files, stitch,
