@@ -14,6 +14,19 @@
 #include "la_time.h"
 #include "store_internal.h"
 
+/* The columns of one compacted series: its encoding, the exact statistics
+ * of its true values and the error the encoding achieved (a trace's main
+ * series, and each channel's). */
+#define LA__SERIES_COLUMNS         \
+  "  segments BLOB NOT NULL,"      \
+  "  stat_count INTEGER NOT NULL," \
+  "  stat_sum REAL,"               \
+  "  stat_min REAL,"               \
+  "  stat_max REAL,"               \
+  "  err_max_abs REAL,"            \
+  "  err_rmse REAL,"               \
+  "  err_cv REAL,"
+
 static const char la__schema_sql[] =
     "CREATE TABLE schema_version ("
     "  version INTEGER NOT NULL,"
@@ -55,15 +68,7 @@ static const char la__schema_sql[] =
     "  cycle_tag INTEGER NOT NULL,"
     "  rank INTEGER NOT NULL,"
     "  n_elements INTEGER NOT NULL,"
-    "  mode INTEGER NOT NULL,"
-    "  segments BLOB NOT NULL,"
-    "  stat_count INTEGER NOT NULL,"
-    "  stat_sum REAL,"
-    "  stat_min REAL,"
-    "  stat_max REAL,"
-    "  err_max_abs REAL,"
-    "  err_rmse REAL,"
-    "  err_cv REAL,"
+    "  mode INTEGER NOT NULL," LA__SERIES_COLUMNS
     "  t_xfer_ns INTEGER,"
     "  rank_seq INTEGER,"
     "  seq INTEGER NOT NULL,"
@@ -149,15 +154,7 @@ static const char la__channels_sql[] =
     "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
     "  cycle_tag INTEGER NOT NULL,"
     "  rank INTEGER NOT NULL,"
-    "  channel INTEGER NOT NULL,"
-    "  segments BLOB NOT NULL,"
-    "  stat_count INTEGER NOT NULL,"
-    "  stat_sum REAL,"
-    "  stat_min REAL,"
-    "  stat_max REAL,"
-    "  err_max_abs REAL,"
-    "  err_rmse REAL,"
-    "  err_cv REAL,"
+    "  channel INTEGER NOT NULL," LA__SERIES_COLUMNS
     "  robust_segments BLOB,"
     "  robust_count INTEGER,"
     "  robust_sum REAL,"
