@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "la_compact_internal.h"
+#include "la_test_series.h"
 
 typedef struct {
   la_compact_result_t r;
@@ -26,11 +27,9 @@ typedef struct {
 } run_t;
 
 static void run(const double *x, size_t n, const char *spec, run_t *o) {
-  la_compact_params_t p;
   char why[200];
 
-  assert_int_equal(la_compact_spec_parse(spec, &p, why, sizeof(why)), 0);
-  assert_int_equal(la_compact(x, n, &p, &o->r), 0);
+  la_test_compact(x, n, spec, &o->r);
   assert_int_equal(la_trace_open(o->r.bytes, o->r.len, &o->t, why, sizeof(why)),
                    0);
   assert_true(la_trace_count(o->t) == n);
@@ -134,19 +133,10 @@ static const char *const specs[] = {
     "polyline:cv=0.3,connected", "polyline:cv=0.05,connected,no-outliers"};
 
 static void test_structured(void **state) {
-  size_t sizes[] = {0, 1, 2, 3, 10, 257, 5000};
-  int kind;
-  size_t k, s;
+  static const size_t sizes[] = {0, 1, 2, 3, 10, 257, 5000};
 
-  for (kind = 0; kind < LA_SYNTH_KINDS; kind++)
-    for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-      double *x = malloc((sizes[k] + 1) * sizeof(double));
-      assert_non_null(x);
-      assert_int_equal(la_compact_synth(kind, sizes[k], 7 + kind, x), 0);
-      for (s = 0; s < sizeof(specs) / sizeof(specs[0]); s++)
-        check_polyline(x, sizes[k], specs[s]);
-      free(x);
-    }
+  la_test_synth_grid(sizes, sizeof(sizes) / sizeof(sizes[0]), 7, NULL, specs,
+                     sizeof(specs) / sizeof(specs[0]), check_polyline);
 }
 
 static void test_random_seeds(void **state) {

@@ -1,0 +1,38 @@
+/* la_test_series.h: what the compaction tests share to drive the encoder.
+ *
+ * la_test_compact() compacts a series by its spec string, asserting that
+ * the spec parses and that la_compact() succeeds. la_test_synth_grid() runs
+ * a check of one series under one spec over every synthetic kind, a list
+ * of sizes and a list of specs (optionally altering each series first), so
+ * that each test file keeps only its own check. Nothing here judges the
+ * encoding itself: the checks are the tests'.
+ */
+#ifndef LA_TEST_SERIES_H
+#define LA_TEST_SERIES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "la_compact.h"
+
+/* Parses spec into parameters and compacts x[0..n) into *r (caller frees
+ * with la_compact_result_free). Fails the running cmocka test if the spec
+ * is refused or the encoder returns an error. */
+void la_test_compact(const double *x, size_t n, const char *spec,
+                     la_compact_result_t *r);
+
+/* A check of series x[0..n) under spec; fails the test on a violation. */
+typedef void (*la_test_series_check_fn)(const double *x, size_t n,
+                                        const char *spec);
+/* Alters series x[0..n) of synthetic kind `kind` before it is checked. */
+typedef void (*la_test_series_alter_fn)(int kind, double *x, size_t n);
+
+/* For every synthetic kind and every n in sizes[0..nsizes): fills x with
+ * la_compact_synth(kind, n, seed + kind) (asserting it succeeds), applies
+ * alter when not NULL, then calls check(x, n, specs[s]) for every spec.
+ * The buffer holds n + 1 values, so n == 0 is a valid pointer. */
+void la_test_synth_grid(const size_t *sizes, size_t nsizes, uint64_t seed,
+                        la_test_series_alter_fn alter, const char *const *specs,
+                        size_t nspecs, la_test_series_check_fn check);
+
+#endif /* LA_TEST_SERIES_H */
