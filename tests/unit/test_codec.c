@@ -23,15 +23,14 @@
 #include <cmocka.h>
 
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "la.h"
 #include "la_codec.h"
+#include "la_test_child.h"
 
 #define T_REG LA__MSG_TYPE__MSG_REGISTER_REQUEST
 #define T_REPLY LA__MSG_TYPE__MSG_REGISTER_REPLY
@@ -1857,24 +1856,13 @@ static void bug_decode_accepts_field_number_zero(void **state) {
 /* Runs la_msg_validate in a child; returns its return code, or 1000 +
  * signal number if it crashed. */
 static int validate_in_child(uint16_t type, const ProtobufCMessage *m) {
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
+  pid_t pid = la_test_fork();
   if (pid == 0) {
-    /* cmocka's handlers would resume the test run in the child */
-    signal(SIGSEGV, SIG_DFL);
-    signal(SIGBUS, SIG_DFL);
-    signal(SIGILL, SIG_DFL);
-    signal(SIGFPE, SIG_DFL);
-    signal(SIGABRT, SIG_DFL);
     char why[128];
     int rc = la_msg_validate(type, m, why, sizeof why);
     _exit(rc == LA_EPROTO ? 0 : rc == 0 ? 1 : 2);
   }
-  int st = 0;
-  assert_int_equal(waitpid(pid, &st, 0), pid);
-  if (WIFSIGNALED(st)) return 1000 + WTERMSIG(st);
-  return WEXITSTATUS(st);
+  return la_test_wait(pid);
 }
 
 /* BUG, fixed (la_msg_validate, CompactTrace and TraceSet checks): the
