@@ -1938,6 +1938,21 @@ static void drain(la_frame_reader_t *r, const stream_t *s, int *seen) {
   assert_int_equal(rc, 0);
 }
 
+/* The next frame's result code, the frame itself not wanted. */
+static int next_rc(la_frame_reader_t *r) {
+  uint16_t t;
+  const uint8_t *p;
+  uint32_t len;
+  return la_frame_reader_next(r, &t, &p, &len);
+}
+
+/* Feeds n bytes and, when the reader takes them, asks for the next frame:
+ * the feed's error, or what la_frame_reader_next returns. */
+static int feed_next(la_frame_reader_t *r, const void *b, size_t n) {
+  int rc = la_frame_reader_feed(r, b, n);
+  return rc == 0 ? next_rc(r) : rc;
+}
+
 static void test_reader_byte_by_byte(void **state) {
   stream_t s;
   make_stream(&s);
@@ -2018,18 +2033,18 @@ static void test_reader_pending_and_partial(void **state) {
   const uint8_t *p;
   uint32_t len;
   assert_int_equal(la_frame_reader_pending(&r), 0);
-  assert_int_equal(la_frame_reader_next(&r, &t, &p, &len), 0);
+  assert_int_equal(next_rc(&r), 0);
   assert_int_equal(la_frame_reader_feed(&r, f, 0), 0);
   assert_int_equal(la_frame_reader_pending(&r), 0);
   assert_int_equal(la_frame_reader_feed(&r, f, 5), 0);
-  assert_int_equal(la_frame_reader_next(&r, &t, &p, &len), 0);
+  assert_int_equal(next_rc(&r), 0);
   assert_int_equal(la_frame_reader_pending(&r), 5);
   assert_int_equal(la_frame_reader_feed(&r, f + 5, 3), 0);
-  assert_int_equal(la_frame_reader_next(&r, &t, &p, &len), 0);
+  assert_int_equal(next_rc(&r), 0);
   assert_int_equal(la_frame_reader_pending(&r), HDR);
   size_t half = (flen - HDR) / 2;
   assert_int_equal(la_frame_reader_feed(&r, f + HDR, half), 0);
-  assert_int_equal(la_frame_reader_next(&r, &t, &p, &len), 0);
+  assert_int_equal(next_rc(&r), 0);
   assert_int_equal(la_frame_reader_pending(&r), HDR + half);
   assert_int_equal(la_frame_reader_feed(&r, f + HDR + half, flen - HDR - half),
                    0);
@@ -2039,7 +2054,7 @@ static void test_reader_pending_and_partial(void **state) {
   assert_int_equal(len, flen - HDR);
   assert_memory_equal(p, f + HDR, len);
   assert_int_equal(la_frame_reader_pending(&r), 0);
-  assert_int_equal(la_frame_reader_next(&r, &t, &p, &len), 0);
+  assert_int_equal(next_rc(&r), 0);
   la_frame_reader_free(&r);
   free(f);
 }
@@ -2050,34 +2065,28 @@ static void test_reader_oversized_header(void **state) {
   const uint8_t h[8] = {0x40, 0, 0, 0, 0, T_REG, 0, 0};
   la_frame_reader_t r;
   la_frame_reader_init(&r, 64u << 10);
-  uint16_t t;
-  const uint8_t *p;
-  uint32_t len;
   for (int i = 0; i < 7; i++) {
-    assert_int_equal(la_frame_reader_feed(&r, h + i, 1), 0);
-    assert_int_equal(la_frame_reader_next(&r, &t, &p, &len), 0);
+    assert_int_equal(feed_next(&r, h + i, 1), 0);
   }
   int rc = la_frame_reader_feed(&r, h + 7, 1);
   assert_true(rc == 0 || rc == LA_EMSGSIZE);
-  if (rc == 0)
-    assert_int_equal(la_frame_reader_next(&r, &t, &p, &len), LA_EMSGSIZE);
+  if (rc == 0) assert_int_equal(next_rc(&r), LA_EMSGSIZE);
   assert_true(r.cap <= 64u << 10);
   /* sticky: more bytes, even a good frame, are refused */
   static uint8_t chunk[65536];
   assert_int_equal(la_frame_reader_feed(&r, chunk, sizeof chunk),
                    LA_EMSGSIZE);
-  assert_int_equal(la_frame_reader_next(&r, &t, &p, &len), LA_EMSGSIZE);
+  assert_int_equal(next_rc(&r), LA_EMSGSIZE);
   size_t flen;
   uint8_t *f = pack_frame(T_ACK, M(&s_ack), &flen);
   assert_int_equal(la_frame_reader_feed(&r, f, flen), LA_EMSGSIZE);
-  assert_int_equal(la_frame_reader_next(&r, &t, &p, &len), LA_EMSGSIZE);
+  assert_int_equal(next_rc(&r), LA_EMSGSIZE);
   assert_true(r.cap <= 64u << 10);
   la_frame_reader_free(&r);
 
   /* the same header in one feed */
   la_frame_reader_init(&r, 64u << 10);
-  rc = la_frame_reader_feed(&r, h, 8);
-  if (rc == 0) rc = la_frame_reader_next(&r, &t, &p, &len);
+  rc = feed_next(&r, h, 8);
   assert_int_equal(rc, LA_EMSGSIZE);
   assert_true(r.cap < (64u << 10));
   la_frame_reader_free(&r);
@@ -2129,13 +2138,9 @@ static void test_reader_bad_headers(void **state) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     la_frame_reader_t r;
     la_frame_reader_init(&r, 1024);
-    uint16_t t;
-    const uint8_t *p;
-    uint32_t len;
-    int rc = la_frame_reader_feed(&r, bad[i], 8);
-    if (rc == 0) rc = la_frame_reader_next(&r, &t, &p, &len);
+    int rc = feed_next(&r, bad[i], 8);
     assert_int_equal(rc, LA_EPROTO);
-    assert_int_equal(la_frame_reader_next(&r, &t, &p, &len), LA_EPROTO);
+    assert_int_equal(next_rc(&r), LA_EPROTO);
     assert_int_equal(la_frame_reader_feed(&r, "\x08\x01", 2), LA_EPROTO);
     la_frame_reader_free(&r);
   }
@@ -2168,8 +2173,7 @@ static void test_reader_exact_max(void **state) {
   f[2] = (max + 1) >> 8;
   f[3] = (max + 1) & 0xff;
   la_frame_reader_init(&r, max);
-  int rc = la_frame_reader_feed(&r, f, HDR);
-  if (rc == 0) rc = la_frame_reader_next(&r, &t, &p, &len);
+  int rc = feed_next(&r, f, HDR);
   assert_int_equal(rc, LA_EMSGSIZE);
   la_frame_reader_free(&r);
   free(f);
@@ -2178,14 +2182,10 @@ static void test_reader_exact_max(void **state) {
 static void test_reader_default_max(void **state) {
   la_frame_reader_t r;
   la_frame_reader_init(&r, 0); /* 0 = LA_FRAME_DEFAULT_MAX */
-  uint16_t t;
-  const uint8_t *p;
-  uint32_t len;
   uint32_t m = LA_FRAME_DEFAULT_MAX;
   uint8_t h[8] = {m >> 24, (m >> 16) & 0xff, (m >> 8) & 0xff, m & 0xff,
                   0, T_CT, 0, 0};
-  assert_int_equal(la_frame_reader_feed(&r, h, 8), 0);
-  assert_int_equal(la_frame_reader_next(&r, &t, &p, &len), 0);
+  assert_int_equal(feed_next(&r, h, 8), 0);
   /* the maximum is allowed, but nothing is allocated for it up front */
   assert_true(r.cap < (1u << 20));
   la_frame_reader_free(&r);
@@ -2193,8 +2193,7 @@ static void test_reader_default_max(void **state) {
   uint8_t h2[8] = {m >> 24, (m >> 16) & 0xff, (m >> 8) & 0xff, m & 0xff,
                    0, T_CT, 0, 0};
   la_frame_reader_init(&r, 0);
-  int rc = la_frame_reader_feed(&r, h2, 8);
-  if (rc == 0) rc = la_frame_reader_next(&r, &t, &p, &len);
+  int rc = feed_next(&r, h2, 8);
   assert_int_equal(rc, LA_EMSGSIZE);
   la_frame_reader_free(&r);
   /* free of a never-used reader, and double free, are harmless */
