@@ -1938,6 +1938,18 @@ static void drain(la_frame_reader_t *r, const stream_t *s, int *seen) {
   assert_int_equal(rc, 0);
 }
 
+/* Feeds n bytes to r, which then holds `held` bytes; drains it, which must
+ * bring the count of frames *seen to `want` and leave nothing pending. */
+static void feed_drain_all(la_frame_reader_t *r, const stream_t *s,
+                           const uint8_t *b, size_t n, size_t held, int *seen,
+                           int want) {
+  assert_int_equal(la_frame_reader_feed(r, b, n), 0);
+  assert_int_equal(la_frame_reader_pending(r), held);
+  drain(r, s, seen);
+  assert_int_equal(*seen, want);
+  assert_int_equal(la_frame_reader_pending(r), 0);
+}
+
 /* The next frame's result code, the frame itself not wanted. */
 static int next_rc(la_frame_reader_t *r) {
   uint16_t t;
@@ -1981,23 +1993,15 @@ static void test_reader_several_frames_one_feed(void **state) {
   make_stream(&s);
   la_frame_reader_t r;
   la_frame_reader_init(&r, 4096);
-  assert_int_equal(la_frame_reader_feed(&r, s.bytes, s.len), 0);
-  assert_int_equal(la_frame_reader_pending(&r), s.len);
   int seen = 0;
-  drain(&r, &s, &seen);
-  assert_int_equal(seen, 3);
-  assert_int_equal(la_frame_reader_pending(&r), 0);
+  feed_drain_all(&r, &s, s.bytes, s.len, s.len, &seen, 3);
   /* and again, twice in one feed, after the first round */
   uint8_t *two = malloc(2 * s.len);
   assert_non_null(two);
   memcpy(two, s.bytes, s.len);
   memcpy(two + s.len, s.bytes, s.len);
-  assert_int_equal(la_frame_reader_feed(&r, two, 2 * s.len), 0);
-  assert_int_equal(la_frame_reader_pending(&r), 2 * s.len);
   seen = 0;
-  drain(&r, &s, &seen);
-  assert_int_equal(seen, 6);
-  assert_int_equal(la_frame_reader_pending(&r), 0);
+  feed_drain_all(&r, &s, two, 2 * s.len, 2 * s.len, &seen, 6);
   free(two);
   la_frame_reader_free(&r);
   free(s.bytes);
@@ -2014,11 +2018,7 @@ static void test_reader_split_everywhere(void **state) {
     drain(&r, &s, &seen);
     size_t done = seen ? s.off[seen - 1] + s.flen[seen - 1] : 0;
     assert_int_equal(la_frame_reader_pending(&r), cut - done);
-    assert_int_equal(la_frame_reader_feed(&r, s.bytes + cut, s.len - cut),
-                     0);
-    drain(&r, &s, &seen);
-    assert_int_equal(seen, 3);
-    assert_int_equal(la_frame_reader_pending(&r), 0);
+    feed_drain_all(&r, &s, s.bytes + cut, s.len - cut, s.len - done, &seen, 3);
     la_frame_reader_free(&r);
   }
   free(s.bytes);
