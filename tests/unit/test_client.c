@@ -52,6 +52,7 @@
 #include "la_sockio.h"
 #include "la_test_daemon.h"
 #include "la_test_msg.h"
+#include "la_test_series.h"
 #include "la_test_stack.h"
 #include "la_trace_msg.h"
 #include "store.h"
@@ -99,6 +100,15 @@ static void fx_series(uint32_t r, double *x, size_t n) {
   }
 }
 
+/* The message form of statistics st, in m. */
+static void fx_stats(La__SeriesStats *m, const la_series_stats_t *st) {
+  la__series_stats__init(m);
+  m->count = st->count;
+  m->sum = st->sum;
+  m->min = st->min;
+  m->max = st->max;
+}
+
 /* Builds a set of cycle `tag`; ranks whose bit is set in `absent` are
  * missing (rank_elements still lists them). */
 static void fx_make(fx_t *f, uint64_t tag, unsigned absent) {
@@ -119,16 +129,13 @@ static void fx_make(fx_t *f, uint64_t tag, unsigned absent) {
     f->x[r] = malloc(n * sizeof(double));
     assert_non_null(f->x[r]);
     fx_series(r, f->x[r], n);
-    la_compact_params_t p;
-    assert_int_equal(la_compact_spec_parse(fx_spec[r], &p, NULL, 0), 0);
-    assert_int_equal(la_compact(f->x[r], n, &p, &f->res[r]), 0);
+    la_test_compact(f->x[r], n, fx_spec[r], &f->res[r]);
     if (absent >> r & 1) {
       f->missing[f->ts.n_missing_ranks++] = r;
       continue;
     }
     La__CompactTrace *ct = &f->ct[r];
     la__compact_trace__init(ct);
-    la__series_stats__init(&f->st[r]);
     la__fit_error__init(&f->fe[r]);
     ct->seq = r + 1;
     ct->app_id = "job-42";
@@ -138,10 +145,7 @@ static void fx_make(fx_t *f, uint64_t tag, unsigned absent) {
     ct->mode = (La__CompactMode)f->res[r].mode;
     ct->segments.data = f->res[r].bytes;
     ct->segments.len = f->res[r].len;
-    f->st[r].count = f->res[r].stats.count;
-    f->st[r].sum = f->res[r].stats.sum;
-    f->st[r].min = f->res[r].stats.min;
-    f->st[r].max = f->res[r].stats.max;
+    fx_stats(&f->st[r], &f->res[r].stats);
     ct->stats = &f->st[r];
     f->fe[r].max_abs = f->res[r].error.max_abs;
     f->fe[r].rmse = f->res[r].error.rmse;
@@ -183,16 +187,10 @@ static void fx_robust(fx_t *f, unsigned which) {
         flagged++;
       }
     }
-    la_compact_params_t p;
-    assert_int_equal(la_compact_spec_parse(fx_spec[r], &p, NULL, 0), 0);
-    assert_int_equal(la_compact(y, n, &p, &f->rres[r]), 0);
+    la_test_compact(y, n, fx_spec[r], &f->rres[r]);
     free(y);
     f->has_rres[r] = 1;
-    la__series_stats__init(&f->rst[r]);
-    f->rst[r].count = f->rres[r].stats.count;
-    f->rst[r].sum = f->rres[r].stats.sum;
-    f->rst[r].min = f->rres[r].stats.min;
-    f->rst[r].max = f->rres[r].stats.max;
+    fx_stats(&f->rst[r], &f->rres[r].stats);
     ct->has_robust_segments = 1;
     ct->robust_segments.data = f->rres[r].bytes;
     ct->robust_segments.len = f->rres[r].len;
@@ -233,10 +231,33 @@ static double *dense(const la_traceset_t *t) {
 
 /* ---------------------------------------------------------- set values */
 
-static void test_identity_vtxdist(void **state) {
+/* The set-value tests' state: the complete fixture of cycle 7 and its set. */
+typedef struct {
   fx_t f;
-  fx_make(&f, 7, 0);
-  la_traceset_t *t = fx_set(&f);
+  la_traceset_t *t;
+} set7_t;
+
+static int set7_setup(void **state) {
+  set7_t *x = malloc(sizeof *x);
+  assert_non_null(x);
+  fx_make(&x->f, 7, 0);
+  x->t = fx_set(&x->f);
+  *state = x;
+  return 0;
+}
+
+static int set7_teardown(void **state) {
+  set7_t *x = *state;
+  la_traceset_free(x->t);
+  fx_free(&x->f);
+  free(x);
+  return 0;
+}
+
+static void test_identity_vtxdist(void **state) {
+  set7_t *x = *state;
+  const fx_t *fp = &x->f;
+  la_traceset_t *t = x->t;
   assert_string_equal(la_traceset_app_id(t), "job-42");
   assert_int_equal(la_traceset_cycle(t), 7);
   assert_int_equal(la_traceset_nprocs(t), NR);
@@ -263,38 +284,36 @@ static void test_identity_vtxdist(void **state) {
   double mx, rmse, cv;
   size_t bytes;
   assert_int_equal(la_traceset_rank_error(t, 1, &mx, &rmse, &cv, &bytes), 0);
-  assert_int_equal(bytes, f.res[1].len);
-  assert_true(mx == f.res[1].error.max_abs);
+  assert_int_equal(bytes, fp->res[1].len);
+  assert_true(mx == fp->res[1].error.max_abs);
   assert_true(bytes < fx_n[1] * 8); /* it did compact */
   assert_int_equal(la_traceset_rank_error(t, NR, NULL, NULL, NULL, NULL),
                    LA_EINVAL);
-  la_traceset_free(t);
-  fx_free(&f);
 }
 
 static void test_weights_decoded(void **state) {
-  fx_t f;
-  fx_make(&f, 7, 0);
-  la_traceset_t *t = fx_set(&f);
+  set7_t *x = *state;
+  const fx_t *fp = &x->f;
+  la_traceset_t *t = x->t;
   double *w = dense(t);
   uint64_t off = 0;
   for (uint32_t r = 0; r < NR; r++) {
     size_t n = fx_n[r];
     la_trace_t *tr;
-    assert_int_equal(la_trace_open(f.res[r].bytes, f.res[r].len, &tr, NULL, 0),
+    assert_int_equal(la_trace_open(fp->res[r].bytes, fp->res[r].len, &tr, NULL, 0),
                      0);
     double *d = malloc(n * sizeof *d), *rw = malloc(n * sizeof *rw);
     assert_int_equal(la_trace_decode(tr, 0, n, d), 0);
     assert_int_equal(la_traceset_rank_weights(t, r, rw), 0);
-    double bound = f.res[r].error.max_abs * (1 + 1e-12) + 1e-12;
+    double bound = fp->res[r].error.max_abs * (1 + 1e-12) + 1e-12;
     for (size_t i = 0; i < n; i++) {
       assert_true(w[off + i] == d[i]); /* bit for bit the decoded values */
       assert_true(rw[i] == d[i]);
       if (r == 0 || la_trace_is_verbatim(tr, i))
-        assert_true(w[off + i] == f.x[r][i]); /* lossless: exact */
+        assert_true(w[off + i] == fp->x[r][i]); /* lossless: exact */
       else
-        assert_true(fabs(w[off + i] - f.x[r][i]) <= bound);
-      if (r == 2) assert_true(fabs(w[off + i] - f.x[r][i]) <= 2.0);
+        assert_true(fabs(w[off + i] - fp->x[r][i]) <= bound);
+      if (r == 2) assert_true(fabs(w[off + i] - fp->x[r][i]) <= 2.0);
     }
     free(d);
     free(rw);
@@ -303,19 +322,17 @@ static void test_weights_decoded(void **state) {
   }
   assert_int_equal(la_traceset_rank_weights(t, NR, w), LA_EINVAL);
   free(w);
-  la_traceset_free(t);
-  fx_free(&f);
 }
 
 static void test_totals_imbalance(void **state) {
-  fx_t f;
-  fx_make(&f, 7, 0);
-  la_traceset_t *t = fx_set(&f);
+  set7_t *x = *state;
+  const fx_t *fp = &x->f;
+  la_traceset_t *t = x->t;
   double tot[NR], mx = 0, s = 0;
   assert_int_equal(la_traceset_rank_totals(t, tot), 0);
   for (int r = 0; r < NR; r++) {
     la_series_stats_t st;
-    la_series_stats(f.x[r], fx_n[r], &st);
+    la_series_stats(fp->x[r], fx_n[r], &st);
     assert_true(tot[r] == st.sum); /* exact, not merely close */
     double sum, mn, mxr;
     assert_int_equal(la_traceset_rank_stats(t, r, &sum, &mn, &mxr), 0);
@@ -327,14 +344,11 @@ static void test_totals_imbalance(void **state) {
   assert_int_equal(la_traceset_imbalance(t, &imb), 0);
   assert_true(fabs(imb - mx / (s / NR)) <= 1e-12 * imb);
   assert_true(imb >= 1.0);
-  la_traceset_free(t);
-  fx_free(&f);
 }
 
 static void test_range_sums(void **state) {
-  fx_t f;
-  fx_make(&f, 7, 0);
-  la_traceset_t *t = fx_set(&f);
+  set7_t *x = *state;
+  la_traceset_t *t = x->t;
   double *w = dense(t);
   uint64_t total = la_traceset_elements(t), vtx[NR + 1];
   la_traceset_vtxdist(t, vtx);
@@ -368,14 +382,11 @@ static void test_range_sums(void **state) {
   assert_int_equal(la_traceset_range_sum(t, total + 1, 0, &s), LA_ERANGE);
   assert_int_equal(la_traceset_range_sum(t, 1, UINT64_MAX, &s), LA_ERANGE);
   free(w);
-  la_traceset_free(t);
-  fx_free(&f);
 }
 
 static void test_metis_zoltan(void **state) {
-  fx_t f;
-  fx_make(&f, 7, 0);
-  la_traceset_t *t = fx_set(&f);
+  set7_t *x = *state;
+  la_traceset_t *t = x->t;
   uint64_t n = la_traceset_elements(t);
   double *w = dense(t), wmax = 0, scale = 0, scale32 = 0;
   for (uint64_t i = 0; i < n; i++)
@@ -408,8 +419,6 @@ static void test_metis_zoltan(void **state) {
   free(v32);
   free(z);
   free(w);
-  la_traceset_free(t);
-  fx_free(&f);
 }
 
 static void test_partial(void **state) {
@@ -1478,11 +1487,16 @@ static void test_connect_errors(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_identity_vtxdist),
-      cmocka_unit_test(test_weights_decoded),
-      cmocka_unit_test(test_totals_imbalance),
-      cmocka_unit_test(test_range_sums),
-      cmocka_unit_test(test_metis_zoltan),
+      cmocka_unit_test_setup_teardown(test_identity_vtxdist, set7_setup,
+                                      set7_teardown),
+      cmocka_unit_test_setup_teardown(test_weights_decoded, set7_setup,
+                                      set7_teardown),
+      cmocka_unit_test_setup_teardown(test_totals_imbalance, set7_setup,
+                                      set7_teardown),
+      cmocka_unit_test_setup_teardown(test_range_sums, set7_setup,
+                                      set7_teardown),
+      cmocka_unit_test_setup_teardown(test_metis_zoltan, set7_setup,
+                                      set7_teardown),
       cmocka_unit_test(test_partial),
       cmocka_unit_test(test_rejects),
       cmocka_unit_test(test_rank_element_cap),
