@@ -1210,12 +1210,36 @@ static void test_global_robust(void **state) {
 
 /* ------------------------------------------------------- socket tests */
 
-static void test_stream_two_sets(void **state) {
+/* A socket test: the fixture of one cycle, a scripted server on a loopback
+ * port and a client connected to it. */
+typedef struct {
   fx_t f;
-  fx_make(&f, 1, 0);
   srv_t s;
-  srv_start(&s, script_two_sets, &f);
-  la_client_t *c = connect_to(&s);
+  la_client_t *c;
+} sess_t;
+
+/* Makes the fixture of cycle tag, starts script fn and connects a client;
+ * with `subscribe`, subscribes it to every application (asserted). */
+static la_client_t *sess_open(sess_t *x, uint64_t tag, script_fn fn,
+                              int subscribe) {
+  fx_make(&x->f, tag, 0);
+  srv_start(&x->s, fn, &x->f);
+  x->c = connect_to(&x->s);
+  if (subscribe) assert_int_equal(la_client_subscribe(x->c, NULL, 0), 0);
+  return x->c;
+}
+
+/* Closes the client, waits for the server (asserting its script met
+ * nothing unexpected) and frees the fixture; x->s stays readable. */
+static void sess_close(sess_t *x) {
+  la_client_close(x->c);
+  srv_join(&x->s);
+  fx_free(&x->f);
+}
+
+static void test_stream_two_sets(void **state) {
+  sess_t x;
+  la_client_t *c = sess_open(&x, 1, script_two_sets, 0);
   assert_int_equal(la_client_subscribe(c, "job-42", LA_CLIENT_LATEST), 0);
   la_traceset_t *t1 = NULL, *t2 = NULL, *t3 = (la_traceset_t *)1;
   assert_int_equal(la_client_next(c, 5000, &t1), 0);
@@ -1231,25 +1255,21 @@ static void test_stream_two_sets(void **state) {
   assert_int_equal(la_client_state(c), LA_EIO);
   assert_int_equal(la_client_next(c, 0, &t3), LA_EIO); /* sticky */
   assert_int_equal(la_client_subscribe(c, NULL, 0), LA_EIO);
-  la_client_close(c);
-  srv_join(&s);
-  assert_string_equal(s.sub_app, "job-42");
-  assert_true(s.sub_live && s.sub_latest && !s.sub_has_cycle);
+  double sum0 = x.f.res[0].stats.sum;
+  sess_close(&x);
+  assert_string_equal(x.s.sub_app, "job-42");
+  assert_true(x.s.sub_live && x.s.sub_latest && !x.s.sub_has_cycle);
   /* sets outlive the client */
   double tot[NR];
   assert_int_equal(la_traceset_rank_totals(t1, tot), 0);
-  assert_true(tot[0] == f.res[0].stats.sum);
+  assert_true(tot[0] == sum0);
   la_traceset_free(t1);
   la_traceset_free(t2);
-  fx_free(&f);
 }
 
 static void test_subscribe_options(void **state) {
-  fx_t f;
-  fx_make(&f, 1, 0);
-  srv_t s;
-  srv_start(&s, script_silent, &f);
-  la_client_t *c = connect_to(&s);
+  sess_t x;
+  la_client_t *c = sess_open(&x, 1, script_silent, 0);
   assert_int_equal(la_client_subscribe(c, "job", 8), LA_EINVAL);
   char longid[200];
   memset(longid, 'a', sizeof longid - 1);
@@ -1259,21 +1279,15 @@ static void test_subscribe_options(void **state) {
   assert_int_equal(la_client_subscribe_at(c, NULL, LA_CLIENT_NO_LIVE, 77), 0);
   la_traceset_t *t;
   assert_int_equal(la_client_next(c, 50, &t), LA_ETIMEDOUT);
-  la_client_close(c);
-  srv_join(&s);
-  assert_string_equal(s.sub_app, "");
-  assert_true(!s.sub_live && !s.sub_latest && s.sub_has_cycle);
-  assert_int_equal(s.sub_cycle, 77);
-  fx_free(&f);
+  sess_close(&x);
+  assert_string_equal(x.s.sub_app, "");
+  assert_true(!x.s.sub_live && !x.s.sub_latest && x.s.sub_has_cycle);
+  assert_int_equal(x.s.sub_cycle, 77);
 }
 
 static void test_silent_timeout(void **state) {
-  fx_t f;
-  fx_make(&f, 1, 0);
-  srv_t s;
-  srv_start(&s, script_silent, &f);
-  la_client_t *c = connect_to(&s);
-  assert_int_equal(la_client_subscribe(c, NULL, 0), 0);
+  sess_t x;
+  la_client_t *c = sess_open(&x, 1, script_silent, 1);
   la_traceset_t *t = (la_traceset_t *)1;
   uint64_t t0 = la_now_ms();
   assert_int_equal(la_client_next(c, 300, &t), LA_ETIMEDOUT);
@@ -1285,44 +1299,29 @@ static void test_silent_timeout(void **state) {
   assert_true(la_now_ms() - t0 < SLACK_MS);
   /* a timeout is not sticky: the connection is still usable */
   assert_int_equal(la_client_subscribe(c, "job-42", 0), 0);
-  la_client_close(c);
-  srv_join(&s);
-  fx_free(&f);
+  sess_close(&x);
 }
 
 static void test_garbage(void **state) {
-  fx_t f;
-  fx_make(&f, 1, 0);
-  srv_t s;
-  srv_start(&s, script_garbage, &f);
-  la_client_t *c = connect_to(&s);
-  assert_int_equal(la_client_subscribe(c, NULL, 0), 0);
+  sess_t x;
+  la_client_t *c = sess_open(&x, 1, script_garbage, 1);
   la_traceset_t *t;
   assert_int_equal(la_client_next(c, 5000, &t), LA_EPROTO);
   assert_non_null(strstr(la_client_error(c), "frame header"));
   assert_int_equal(la_client_state(c), LA_EPROTO);
   assert_int_equal(la_client_next(c, 0, &t), LA_EPROTO); /* sticky */
   assert_non_null(strstr(la_client_error(c), "frame header"));
-  la_client_close(c);
-  srv_join(&s);
+  sess_close(&x);
 
-  srv_start(&s, script_huge, &f);
-  c = connect_to(&s);
-  assert_int_equal(la_client_subscribe(c, NULL, 0), 0);
+  c = sess_open(&x, 1, script_huge, 1);
   assert_int_equal(la_client_next(c, 5000, &t), LA_EMSGSIZE);
   assert_non_null(strstr(la_client_error(c), "larger"));
-  la_client_close(c);
-  srv_join(&s);
-  fx_free(&f);
+  sess_close(&x);
 }
 
 static void test_bad_message_skipped(void **state) {
-  fx_t f;
-  fx_make(&f, 1, 0);
-  srv_t s;
-  srv_start(&s, script_bad_then_good, &f);
-  la_client_t *c = connect_to(&s);
-  assert_int_equal(la_client_subscribe(c, NULL, 0), 0);
+  sess_t x;
+  la_client_t *c = sess_open(&x, 1, script_bad_then_good, 1);
   la_traceset_t *t = NULL;
   assert_int_equal(la_client_next(c, 5000, &t), LA_EPROTO);
   assert_non_null(strstr(la_client_error(c), "malformed TraceSet"));
@@ -1332,34 +1331,22 @@ static void test_bad_message_skipped(void **state) {
   assert_int_equal(la_client_next(c, 5000, &t), 0);
   assert_int_equal(la_traceset_cycle(t), 6);
   la_traceset_free(t);
-  la_client_close(c);
-  srv_join(&s);
-  fx_free(&f);
+  sess_close(&x);
 }
 
 static void test_error_message(void **state) {
-  fx_t f;
-  fx_make(&f, 1, 0);
-  srv_t s;
-  srv_start(&s, script_error, &f);
-  la_client_t *c = connect_to(&s);
-  assert_int_equal(la_client_subscribe(c, NULL, 0), 0);
+  sess_t x;
+  la_client_t *c = sess_open(&x, 1, script_error, 1);
   la_traceset_t *t;
   assert_int_equal(la_client_next(c, 5000, &t), LA_EREFUSED);
   assert_non_null(strstr(la_client_error(c), "too many subscribers"));
   assert_int_equal(la_client_next(c, 5000, &t), LA_EIO);
-  la_client_close(c);
-  srv_join(&s);
-  fx_free(&f);
+  sess_close(&x);
 }
 
 static void test_dribble(void **state) {
-  fx_t f;
-  fx_make(&f, 33, 0);
-  srv_t s;
-  srv_start(&s, script_dribble, &f);
-  la_client_t *c = connect_to(&s);
-  assert_int_equal(la_client_subscribe(c, NULL, 0), 0);
+  sess_t x;
+  la_client_t *c = sess_open(&x, 33, script_dribble, 1);
   la_traceset_t *t = NULL;
   int timeouts = 0, rc;
   uint64_t t0 = la_now_ms();
@@ -1370,20 +1357,15 @@ static void test_dribble(void **state) {
   assert_true(timeouts >= 2); /* arrived in parts, nothing lost */
   assert_int_equal(la_traceset_cycle(t), 33);
   double *w = dense(t);
-  assert_true(w[0] == f.x[0][0]);
+  assert_true(w[0] == x.f.x[0][0]);
   free(w);
   la_traceset_free(t);
-  la_client_close(c);
-  srv_join(&s);
-  fx_free(&f);
+  sess_close(&x);
 }
 
 static void test_query(void **state) {
-  fx_t f;
-  fx_make(&f, 7, 0);
-  srv_t s;
-  srv_start(&s, script_query, &f);
-  la_client_t *c = connect_to(&s);
+  sess_t x;
+  la_client_t *c = sess_open(&x, 7, script_query, 0);
   la_traceset_t *t = NULL;
   assert_int_equal(la_client_get(c, "job-42", 7, &t), 0);
   assert_int_equal(la_traceset_cycle(t), 7);
@@ -1419,28 +1401,21 @@ static void test_query(void **state) {
   assert_int_equal(la_client_rows_count(rows), 1);
   assert_string_equal(la_client_rows_key(rows, 0), "subscribers");
   la_client_rows_free(rows);
-  la_client_close(c);
-  srv_join(&s);
-  assert_int_equal(s.queries, 6);
-  fx_free(&f);
+  sess_close(&x);
+  assert_int_equal(x.s.queries, 6);
 }
 
 /* A reply of another feed protocol is refused with LA_EVERSION, naming
  * both versions, not read as an empty listing. */
 static void test_query_old_feed(void **state) {
-  fx_t f;
-  fx_make(&f, 1, 0);
-  srv_t s;
-  srv_start(&s, script_old_feed, &f);
-  la_client_t *c = connect_to(&s);
+  sess_t x;
+  la_client_t *c = sess_open(&x, 1, script_old_feed, 0);
   la_client_rows_t *rows = (la_client_rows_t *)1;
   assert_int_equal(la_client_list(c, "apps", NULL, &rows), LA_EVERSION);
   assert_null(rows);
   assert_non_null(strstr(la_client_error(c), "feed protocol 1"));
-  la_client_close(c);
-  srv_join(&s);
-  assert_int_equal(s.queries, 1);
-  fx_free(&f);
+  sess_close(&x);
+  assert_int_equal(x.s.queries, 1);
 }
 
 static void test_connect_errors(void **state) {
