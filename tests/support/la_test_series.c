@@ -1,5 +1,6 @@
-/* la_test_series.c: compaction by spec string and the synthetic-series
- * grid the compaction tests run their checks over (see la_test_series.h).
+/* la_test_series.c: compaction by spec string, the synthetic-series grid
+ * the compaction tests run their checks over, and trace messages with
+ * robust weights (see la_test_series.h).
  */
 #include "la_test_series.h"
 
@@ -8,6 +9,8 @@
 #include <stdlib.h>
 
 #include <cmocka.h>
+
+#include "la_trace_msg.h"
 
 void la_test_compact(const double *x, size_t n, const char *spec,
                      la_compact_result_t *r) {
@@ -32,4 +35,32 @@ void la_test_synth_grid(const size_t *sizes, size_t nsizes, uint64_t seed,
       for (size_t s = 0; s < nspecs; s++) check(x, n, specs[s]);
       free(x);
     }
+}
+
+void la_test_robust_make(la_test_robust_t *x, const char *app, uint32_t r,
+                         uint64_t seq, uint64_t cycle, const double *meas,
+                         const double *rob, size_t n) {
+  la_compact_params_t p;
+
+  la_compact_params_default(&p);
+  p.mode = LA_COMPACT_LOSSLESS;
+  assert_int_equal(la_compact(meas, n, &p, &x->meas), 0);
+  assert_int_equal(la_compact(rob, n, &p, &x->rob), 0);
+  la__compact_trace__init(&x->t);
+  la__series_stats__init(&x->st);
+  la__series_stats__init(&x->rst);
+  la_trace_msg_fill(&x->t, &x->st, NULL, &x->meas);
+  la_trace_msg_robust(&x->t, &x->rst, &x->rob);
+  x->t.seq = seq;
+  x->t.app_id = (char *)app;
+  x->t.rank = r;
+  x->t.cycle_tag = cycle;
+  x->t.n_elements = n;
+  x->t.has_interference = 1;
+  x->t.interference = x->meas.stats.sum - x->rob.stats.sum;
+}
+
+void la_test_robust_free(la_test_robust_t *x) {
+  la_compact_result_free(&x->meas);
+  la_compact_result_free(&x->rob);
 }

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "la.pb-c.h"
 #include "la_compact.h"
 
 /* Parses spec into parameters and compacts x[0..n) into *r (caller frees
@@ -34,5 +35,24 @@ typedef void (*la_test_series_alter_fn)(int kind, double *x, size_t n);
 void la_test_synth_grid(const size_t *sizes, size_t nsizes, uint64_t seed,
                         la_test_series_alter_fn alter, const char *const *specs,
                         size_t nspecs, la_test_series_check_fn check);
+
+/* A trace message with robust weights, and what it points into. */
+typedef struct {
+  La__CompactTrace t;
+  La__SeriesStats st, rst;
+  la_compact_result_t meas, rob;
+} la_test_robust_t;
+
+/* Fills x->t as rank r's trace of cycle `cycle` of app (sequence number
+ * seq, n elements): the measured series meas[0..n) and the robust series
+ * rob[0..n), each compacted losslessly, with interference set to the
+ * difference of their sums. x must stay in place while x->t is used;
+ * la_test_robust_free releases it. */
+void la_test_robust_make(la_test_robust_t *x, const char *app, uint32_t r,
+                         uint64_t seq, uint64_t cycle, const double *meas,
+                         const double *rob, size_t n);
+
+/* Frees the encodings of x. */
+void la_test_robust_free(la_test_robust_t *x);
 
 #endif /* LA_TEST_SERIES_H */

@@ -1124,28 +1124,12 @@ static void write_robust_store(const char *path, double *meas_sum,
       y[i] = 100 * (r + 1) + i;
       x[i] = i % 2 ? y[i] : 3 * y[i];
     }
-    la_compact_params_t p;
-    la_compact_params_default(&p);
-    p.mode = LA_COMPACT_LOSSLESS;
-    la_compact_result_t a, b;
-    assert_int_equal(la_compact(x, 200, &p, &a), 0);
-    assert_int_equal(la_compact(y, 200, &p, &b), 0);
-    La__CompactTrace t = LA__COMPACT_TRACE__INIT;
-    La__SeriesStats st = LA__SERIES_STATS__INIT, rst = LA__SERIES_STATS__INIT;
-    la_trace_msg_fill(&t, &st, NULL, &a);
-    la_trace_msg_robust(&t, &rst, &b);
-    meas_sum[r] = a.stats.sum;
-    rob_sum[r] = b.stats.sum;
-    t.seq = 10 + r;
-    t.app_id = "rob-1";
-    t.rank = r;
-    t.cycle_tag = 1;
-    t.n_elements = 200;
-    t.has_interference = 1;
-    t.interference = a.stats.sum - b.stats.sum;
-    assert_int_equal(la_store_trace(s, &t, NULL), 0);
-    la_compact_result_free(&a);
-    la_compact_result_free(&b);
+    la_test_robust_t rt;
+    la_test_robust_make(&rt, "rob-1", r, 10 + r, 1, x, y, 200);
+    meas_sum[r] = rt.meas.stats.sum;
+    rob_sum[r] = rt.rob.stats.sum;
+    assert_int_equal(la_store_trace(s, &rt.t, NULL), 0);
+    la_test_robust_free(&rt);
   }
   assert_int_equal(la_store_set_closed(s, "rob-1", 1, 1, NULL, 0, 1), 0);
   la_store_close(s);

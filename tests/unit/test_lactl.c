@@ -45,6 +45,7 @@
 #include "la_compact.h"
 #include "la_test_daemon.h"
 #include "la_test_msg.h"
+#include "la_test_series.h"
 #include "la_test_stack.h"
 #include "la_trace_msg.h"
 #include "store.h"
@@ -128,30 +129,14 @@ static void put_robust(la_store_t *s, uint32_t r) {
     rb[i] = r == 0 ? 100 : 200;
     m[i] = r == 0 && i % 10 == 3 ? 1100 : rb[i];
   }
-  la_compact_params_t p;
-  la_compact_params_default(&p);
-  p.mode = LA_COMPACT_LOSSLESS;
-  la_compact_result_t res, rres;
-  assert_int_equal(la_compact(m, 100, &p, &res), 0);
-  assert_int_equal(la_compact(rb, 100, &p, &rres), 0);
-  La__CompactTrace t = LA__COMPACT_TRACE__INIT;
-  La__SeriesStats st = LA__SERIES_STATS__INIT, rst = LA__SERIES_STATS__INIT;
-  la_trace_msg_fill(&t, &st, NULL, &res);
-  la_trace_msg_robust(&t, &rst, &rres);
-  t.seq = 500 + r;
-  t.app_id = "xrobust-3";
-  t.rank = r;
-  t.cycle_tag = 1;
-  t.n_elements = 100;
-  t.has_interference = 1;
-  t.interference = res.stats.sum - rres.stats.sum;
-  t.has_flagged = 1;
-  t.flagged = r == 0 ? 10 : 0;
-  t.has_flagged_time = 1;
-  t.flagged_time = r == 0 ? 11000 : 0;
-  assert_int_equal(la_store_trace(s, &t, NULL), 0);
-  la_compact_result_free(&res);
-  la_compact_result_free(&rres);
+  la_test_robust_t rt;
+  la_test_robust_make(&rt, "xrobust-3", r, 500 + r, 1, m, rb, 100);
+  rt.t.has_flagged = 1;
+  rt.t.flagged = r == 0 ? 10 : 0;
+  rt.t.has_flagged_time = 1;
+  rt.t.flagged_time = r == 0 ? 11000 : 0;
+  assert_int_equal(la_store_trace(s, &rt.t, NULL), 0);
+  la_test_robust_free(&rt);
 }
 
 static void rank_end(la_store_t *s, const char *app, uint32_t r) {
