@@ -3,23 +3,17 @@
  */
 #include "la_test_child.h"
 
-#include <setjmp.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <cmocka.h>
 
 pid_t la_test_fork(void) {
   static const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 
   fflush(NULL);
   pid_t pid = fork();
-  assert_true(pid >= 0);
   if (pid == 0)
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
       signal(sigs[i], SIG_DFL);
@@ -29,7 +23,7 @@ pid_t la_test_fork(void) {
 int la_test_wait(pid_t pid) {
   int st = 0;
 
-  assert_int_equal(waitpid(pid, &st, 0), pid);
+  if (waitpid(pid, &st, 0) != pid) return -1;
   if (WIFSIGNALED(st)) return 1000 + WTERMSIG(st);
   return WEXITSTATUS(st);
 }

@@ -13,12 +13,12 @@
 
 /* Flushes stdio and forks. In the child, restores the default action of
  * SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT and returns 0 (the child
- * ends with _exit); in the parent returns the child's pid. Fails the
- * running test if fork fails. */
+ * ends with _exit); in the parent returns the child's pid, or -1 if fork
+ * failed. */
 pid_t la_test_fork(void);
 
-/* Waits for child pid (failing the test if waitpid does); returns its exit
- * status, or 1000 + the number of the signal that killed it. */
+/* Waits for child pid; returns its exit status, 1000 + the number of the
+ * signal that killed it, or -1 if waitpid failed. */
 int la_test_wait(pid_t pid);
 
 #endif /* LA_TEST_CHILD_H */

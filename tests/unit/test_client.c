@@ -129,7 +129,7 @@ static void fx_make(fx_t *f, uint64_t tag, unsigned absent) {
     f->x[r] = malloc(n * sizeof(double));
     assert_non_null(f->x[r]);
     fx_series(r, f->x[r], n);
-    la_test_compact(f->x[r], n, fx_spec[r], &f->res[r]);
+    assert_int_equal(la_test_compact(f->x[r], n, fx_spec[r], &f->res[r]), 0);
     if (absent >> r & 1) {
       f->missing[f->ts.n_missing_ranks++] = r;
       continue;
@@ -187,7 +187,7 @@ static void fx_robust(fx_t *f, unsigned which) {
         flagged++;
       }
     }
-    la_test_compact(y, n, fx_spec[r], &f->rres[r]);
+    assert_int_equal(la_test_compact(y, n, fx_spec[r], &f->rres[r]), 0);
     free(y);
     f->has_rres[r] = 1;
     fx_stats(&f->rst[r], &f->rres[r].stats);
@@ -300,8 +300,8 @@ static void test_weights_decoded(void **state) {
   for (uint32_t r = 0; r < NR; r++) {
     size_t n = fx_n[r];
     la_trace_t *tr;
-    assert_int_equal(la_trace_open(fp->res[r].bytes, fp->res[r].len, &tr, NULL, 0),
-                     0);
+    assert_int_equal(
+        la_trace_open(fp->res[r].bytes, fp->res[r].len, &tr, NULL, 0), 0);
     double *d = malloc(n * sizeof *d), *rw = malloc(n * sizeof *rw);
     assert_int_equal(la_trace_decode(tr, 0, n, d), 0);
     assert_int_equal(la_traceset_rank_weights(t, r, rw), 0);
@@ -1125,7 +1125,8 @@ static void write_robust_store(const char *path, double *meas_sum,
       x[i] = i % 2 ? y[i] : 3 * y[i];
     }
     la_test_robust_t rt;
-    la_test_robust_make(&rt, "rob-1", r, 10 + r, 1, x, y, 200);
+    assert_int_equal(la_test_robust_make(&rt, "rob-1", r, 10 + r, 1, x, y, 200),
+                     0);
     meas_sum[r] = rt.meas.stats.sum;
     rob_sum[r] = rt.rob.stats.sum;
     assert_int_equal(la_store_trace(s, &rt.t, NULL), 0);

@@ -1857,12 +1857,15 @@ static void bug_decode_accepts_field_number_zero(void **state) {
  * signal number if it crashed. */
 static int validate_in_child(uint16_t type, const ProtobufCMessage *m) {
   pid_t pid = la_test_fork();
+  assert_true(pid >= 0);
   if (pid == 0) {
     char why[128];
     int rc = la_msg_validate(type, m, why, sizeof why);
     _exit(rc == LA_EPROTO ? 0 : rc == 0 ? 1 : 2);
   }
-  return la_test_wait(pid);
+  int st = la_test_wait(pid);
+  assert_true(st >= 0);
+  return st;
 }
 
 /* BUG, fixed (la_msg_validate, CompactTrace and TraceSet checks): the

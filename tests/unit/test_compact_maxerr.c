@@ -64,8 +64,11 @@ static void test_bound_structured(void **state) {
       "maxerr:eps=0.05,relative,connected,no-outliers"};
   static const size_t sizes[] = {0, 1, 2, 3, 17, 1000, 20000};
 
-  la_test_synth_grid(sizes, sizeof(sizes) / sizeof(sizes[0]), 100, NULL, specs,
-                     sizeof(specs) / sizeof(specs[0]), check_bound_only);
+  assert_int_equal(
+      la_test_synth_grid(sizes, sizeof(sizes) / sizeof(sizes[0]), 100, NULL,
+                         specs, sizeof(specs) / sizeof(specs[0]),
+                         check_bound_only),
+      0);
 }
 
 static void test_bound_special_values(void **state) {

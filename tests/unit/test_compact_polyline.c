@@ -29,7 +29,7 @@ typedef struct {
 static void run(const double *x, size_t n, const char *spec, run_t *o) {
   char why[200];
 
-  la_test_compact(x, n, spec, &o->r);
+  assert_int_equal(la_test_compact(x, n, spec, &o->r), 0);
   assert_int_equal(la_trace_open(o->r.bytes, o->r.len, &o->t, why, sizeof(why)),
                    0);
   assert_true(la_trace_count(o->t) == n);
@@ -135,8 +135,10 @@ static const char *const specs[] = {
 static void test_structured(void **state) {
   static const size_t sizes[] = {0, 1, 2, 3, 10, 257, 5000};
 
-  la_test_synth_grid(sizes, sizeof(sizes) / sizeof(sizes[0]), 7, NULL, specs,
-                     sizeof(specs) / sizeof(specs[0]), check_polyline);
+  assert_int_equal(la_test_synth_grid(
+                       sizes, sizeof(sizes) / sizeof(sizes[0]), 7, NULL, specs,
+                       sizeof(specs) / sizeof(specs[0]), check_polyline),
+                   0);
 }
 
 static void test_random_seeds(void **state) {

@@ -130,7 +130,8 @@ static void put_robust(la_store_t *s, uint32_t r) {
     m[i] = r == 0 && i % 10 == 3 ? 1100 : rb[i];
   }
   la_test_robust_t rt;
-  la_test_robust_make(&rt, "xrobust-3", r, 500 + r, 1, m, rb, 100);
+  assert_int_equal(
+      la_test_robust_make(&rt, "xrobust-3", r, 500 + r, 1, m, rb, 100), 0);
   rt.t.has_flagged = 1;
   rt.t.flagged = r == 0 ? 10 : 0;
   rt.t.has_flagged_time = 1;

@@ -528,6 +528,7 @@ static void test_sysv_segment_two_processes(void **state) {
   __atomic_store_n(&h->magic, LA_SHM_MAGIC, __ATOMIC_RELEASE);
 
   pid_t pid = la_test_fork();
+  assert_true(pid >= 0);
   if (pid == 0) {
     shmdt(h); /* attach afresh, as an unrelated process would */
     _exit(child_main(g_shm, n, k, NONCE));
