@@ -45,6 +45,7 @@
 #include "la_codec.h"
 #include "la_sockio.h"
 #include "la_test_agent.h"
+#include "la_test_busy.h"
 #include "la_test_ipc.h"
 #include "la_test_peer.h"
 
@@ -240,13 +241,6 @@ static void busy_cpu_ns(long ns) {
   struct timespec a, b;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
   do clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
-  while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ns);
-}
-
-static void busy_ns(long ns) {
-  struct timespec a, b;
-  clock_gettime(CLOCK_MONOTONIC, &a);
-  do clock_gettime(CLOCK_MONOTONIC, &b);
   while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ns);
 }
 
@@ -603,7 +597,7 @@ static void test_wall_time_metric_in_ns(void **state) {
   assert_int_equal(LA_register("unit", 0, 1, 4), 0);
   assert_string_equal(last_reg().unit, "ns");
   LA_startProbe(2);
-  busy_ns(3000000); /* 3 ms */
+  la_test_busy_ns(3000000); /* 3 ms */
   LA_stopProbe(2);
   LA_startProbe(1);
   LA_stopProbe(1);
@@ -617,28 +611,15 @@ static void test_wall_time_metric_in_ns(void **state) {
   assert_true(cy->values[0] == 0.0);
 }
 
-typedef struct {
-  long first, count;
-} span_t;
-
-static void *probe_span(void *arg) {
-  span_t *s = arg;
-  for (long e = s->first; e < s->first + s->count; e++) {
-    LA_startProbe(e);
-    busy_ns(2000);
-    LA_stopProbe(e);
-  }
-  return NULL;
-}
-
 static void test_threads_probe_disjoint_elements(void **state) {
   assert_int_equal(LA_register("unit", 0, 1, 400), 0);
   pthread_t th[4];
-  span_t sp[4];
+  la_test_span_t sp[4];
   for (int t = 0; t < 4; t++) {
     sp[t].first = t * 100;
     sp[t].count = 100;
-    pthread_create(&th[t], NULL, probe_span, &sp[t]);
+    sp[t].ns = 2000;
+    pthread_create(&th[t], NULL, la_test_probe_span, &sp[t]);
   }
   for (int t = 0; t < 4; t++) pthread_join(th[t], NULL);
   LA_dataXfer();
@@ -679,7 +660,7 @@ static void hw_counter(const char *metric, const char *event) {
   }
   assert_int_equal(rc, 0);
   LA_startProbe(0);
-  busy_ns(1000000);
+  la_test_busy_ns(1000000);
   LA_stopProbe(0);
   LA_dataXfer();
   assert_int_equal(la_ta_wait_traces(&agent, 1, WAIT_MS), 0);
