@@ -215,32 +215,23 @@ static void run_mode(const char *example, const char *n, const char *spec,
   la_client_close(c);
 }
 
-static void test_polyline_default(void **s) {
-  run_mode("wavetoy", "20", "polyline:cv=0.1", "gt-poly");
+/* One run_mode() case: the example, its --n, the spec and the app id. */
+typedef struct {
+  const char *example, *n, *spec, *app_id;
+} mode_case_t;
+
+static void test_mode(void **s) {
+  const mode_case_t *m = *s;
+  run_mode(m->example, m->n, m->spec, m->app_id);
 }
-static void test_polyline_connected(void **s) {
-  run_mode("wavetoy", "20", "polyline:cv=0.05,connected,no-outliers",
-           "gt-polyc");
-}
-static void test_maxerr_relative(void **s) {
-  run_mode("wavetoy", "20", "maxerr:eps=0.05,relative", "gt-maxrel");
-}
-static void test_maxerr_absolute(void **s) {
-  run_mode("wavetoy", "20", "maxerr:eps=200", "gt-maxabs");
-}
-static void test_lossless(void **s) {
-  run_mode("wavetoy", "20", "lossless", "gt-lossless");
-}
-/* Three loops per step accumulate into the same elements. */
-static void test_multiloop_polyline(void **s) {
-  run_mode("multiloop", "64", "polyline:cv=0.1", "gt-ml-poly");
-}
-static void test_multiloop_maxerr(void **s) {
-  run_mode("multiloop", "64", "maxerr:eps=0.1,relative", "gt-ml-max");
-}
-static void test_heavy_lossless(void **s) {
-  run_mode("heavy", "8", "lossless", "gt-hv-lossless");
-}
+
+/* A cmocka test named `name` running test_mode on one case. */
+#define MODE_TEST(name, example, n, spec, app_id) \
+  {                                               \
+    name, test_mode, NULL, NULL, &(mode_case_t) { \
+      example, n, spec, app_id                    \
+    }                                             \
+  }
 
 /* Row probes (wavetoy --probe row, 4 ranks of 20x20x5 cells, lossless):
  * every cell of a row carries its row's measured value (libla spreads the
@@ -316,14 +307,22 @@ static void test_row_probes_weights(void **s) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_polyline_default),
-      cmocka_unit_test(test_polyline_connected),
-      cmocka_unit_test(test_maxerr_relative),
-      cmocka_unit_test(test_maxerr_absolute),
-      cmocka_unit_test(test_lossless),
-      cmocka_unit_test(test_multiloop_polyline),
-      cmocka_unit_test(test_multiloop_maxerr),
-      cmocka_unit_test(test_heavy_lossless),
+      MODE_TEST("test_polyline_default", "wavetoy", "20", "polyline:cv=0.1",
+                "gt-poly"),
+      MODE_TEST("test_polyline_connected", "wavetoy", "20",
+                "polyline:cv=0.05,connected,no-outliers", "gt-polyc"),
+      MODE_TEST("test_maxerr_relative", "wavetoy", "20",
+                "maxerr:eps=0.05,relative", "gt-maxrel"),
+      MODE_TEST("test_maxerr_absolute", "wavetoy", "20", "maxerr:eps=200",
+                "gt-maxabs"),
+      MODE_TEST("test_lossless", "wavetoy", "20", "lossless", "gt-lossless"),
+      /* three loops per step accumulate into the same elements */
+      MODE_TEST("test_multiloop_polyline", "multiloop", "64", "polyline:cv=0.1",
+                "gt-ml-poly"),
+      MODE_TEST("test_multiloop_maxerr", "multiloop", "64",
+                "maxerr:eps=0.1,relative", "gt-ml-max"),
+      MODE_TEST("test_heavy_lossless", "heavy", "8", "lossless",
+                "gt-hv-lossless"),
       cmocka_unit_test(test_row_probes_weights),
   };
   return cmocka_run_group_tests_name("ground_truth", tests, group_setup,

@@ -262,8 +262,10 @@ static void read_dumps(const char *dir, dump_stats_t *st) {
 }
 
 /* Registers, runs CYCLES cycles of N_ELEM timed elements of ELEM_NS each,
- * with a hog on our CPU when hog is set, and reads the dumps. */
-static void run_elements(int hog_on, dump_stats_t *st, char *dir, size_t dlen) {
+ * with a hog on our CPU when hog is set, and reads the dumps; asserts that
+ * LA_interference() then says `detection`. */
+static void run_elements(int hog_on, dump_stats_t *st, char *dir, size_t dlen,
+                         const char *detection) {
   snprintf(dir, dlen, "%s/dump-XXXXXX", la_td_dir(agent));
   assert_non_null(mkdtemp(dir));
   setenv("LA_DUMP_RAW", dir, 1);
@@ -286,14 +288,14 @@ static void run_elements(int hog_on, dump_stats_t *st, char *dir, size_t dlen) {
   read_dumps(dir, st);
   assert_int_equal(st->cycles, CYCLES);
   assert_int_equal(st->flag_bytes_bad, 0);
+  assert_string_equal(LA_interference(), detection);
 }
 
 static void test_hog_flags_the_outliers(void **state) {
   if (!perf_ok) skip();
   char dir[700];
   dump_stats_t st;
-  run_elements(1, &st, dir, sizeof dir);
-  assert_string_equal(LA_interference(), "on");
+  run_elements(1, &st, dir, sizeof dir, "on");
   print_message(
       "hog: %ld of %ld element-cycles flagged; %ld > 100 us, %ld "
       "of them flagged; interference %.0f ns, flagged elements "
@@ -320,8 +322,7 @@ static void test_no_hog_few_flags(void **state) {
   if (!perf_ok) skip();
   char dir[700];
   dump_stats_t st;
-  run_elements(0, &st, dir, sizeof dir);
-  assert_string_equal(LA_interference(), "on");
+  run_elements(0, &st, dir, sizeof dir, "on");
   print_message("no hog: %ld of %ld element-cycles flagged; %ld > 100 us\n",
                 st.flagged, st.elems, st.big);
   /* Other load on a shared machine may still switch us out now and then. */
@@ -370,8 +371,7 @@ static void test_setting_off(void **state) {
   char dir[700];
   dump_stats_t st;
   setenv("LA_INTERFERENCE", "off", 1);
-  run_elements(1, &st, dir, sizeof dir);
-  assert_string_equal(LA_interference(), "off (LA_INTERFERENCE=off)");
+  run_elements(1, &st, dir, sizeof dir, "off (LA_INTERFERENCE=off)");
   assert_true(st.big > 0); /* there was interference to see */
   assert_int_equal(st.flagged, 0);
   assert_true(st.interference_ns == 0);
