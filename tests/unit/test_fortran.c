@@ -140,6 +140,14 @@ static void run_fmod(run_t *r, const char *arg, const char *agent) {
   print_message("---- %s %s (LA_AGENT=%s) ----\n%s", path, arg, agent, r->out);
 }
 
+/* Starts the daemon pair for a, or fails the test. */
+static void start_daemons(la_test_agent_t *a) {
+  if (la_ta_start(a, NULL) != 0) {
+    la_ta_free(a);
+    fail_msg("the daemons did not start");
+  }
+}
+
 static void assert_exit_0(const run_t *r) {
   if (r->status == -1) fail_msg("test_fmod timed out");
   if (!WIFEXITED(r->status))
@@ -274,10 +282,7 @@ static void test_values_arrive(void **state) {
   static la_test_agent_t a;
   static int before[4096];
   size_t nb = (size_t)la_test_sem_ids(before, 4096);
-  if (la_ta_start(&a, NULL) != 0) {
-    la_ta_free(&a);
-    fail_msg("the daemons did not start");
-  }
+  start_daemons(&a);
   run_fmod(&r, "agent", la_td_addr(a.st.la));
   assert_exit_0(&r);
   assert_non_null(strstr(r.out, "fmod: OK (profiled T)"));
@@ -397,10 +402,7 @@ static void test_values_arrive(void **state) {
 static void test_numbering(void **state) {
   la_test_agent_t a;
   run_t r;
-  if (la_ta_start(&a, NULL) != 0) {
-    la_ta_free(&a);
-    fail_msg("the daemons did not start");
-  }
+  start_daemons(&a);
   run_fmod(&r, "numbering", la_td_addr(a.st.la));
   assert_exit_0(&r);
   assert_non_null(strstr(r.out, "fmod: OK (numbering)"));
