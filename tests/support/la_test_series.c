@@ -44,6 +44,15 @@ int la_test_synth_grid(const size_t *sizes, size_t nsizes, uint64_t seed,
   return 0;
 }
 
+void la_test_trace_id(La__CompactTrace *t, uint64_t seq, const char *app,
+                      uint32_t rank, uint64_t cycle, uint64_t n) {
+  t->seq = seq;
+  t->app_id = (char *)app;
+  t->rank = rank;
+  t->cycle_tag = cycle;
+  t->n_elements = n;
+}
+
 int la_test_robust_make(la_test_robust_t *x, const char *app, uint32_t r,
                         uint64_t seq, uint64_t cycle, const double *meas,
                         const double *rob, size_t n) {
@@ -62,11 +71,7 @@ int la_test_robust_make(la_test_robust_t *x, const char *app, uint32_t r,
   la__series_stats__init(&x->rst);
   la_trace_msg_fill(&x->t, &x->st, NULL, &x->meas);
   la_trace_msg_robust(&x->t, &x->rst, &x->rob);
-  x->t.seq = seq;
-  x->t.app_id = (char *)app;
-  x->t.rank = r;
-  x->t.cycle_tag = cycle;
-  x->t.n_elements = n;
+  la_test_trace_id(&x->t, seq, app, r, cycle, n);
   x->t.has_interference = 1;
   x->t.interference = x->meas.stats.sum - x->rob.stats.sum;
   return 0;

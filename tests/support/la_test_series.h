@@ -37,6 +37,11 @@ int la_test_synth_grid(const size_t *sizes, size_t nsizes, uint64_t seed,
                        la_test_series_alter_fn alter, const char *const *specs,
                        size_t nspecs, la_test_series_check_fn check);
 
+/* Sets what names trace t: its sequence number, application, rank, cycle
+ * tag and element count (app is not copied). */
+void la_test_trace_id(La__CompactTrace *t, uint64_t seq, const char *app,
+                      uint32_t rank, uint64_t cycle, uint64_t n);
+
 /* A trace message with robust weights, and what it points into. */
 typedef struct {
   La__CompactTrace t;
