@@ -1222,6 +1222,16 @@ static void sess_close(sess_t *x) {
   fx_free(&x->f);
 }
 
+/* la_client_next on c (timeout_ms) fails with rc, and la_client_error
+ * then says `word`. */
+static void expect_next_fails(la_client_t *c, int timeout_ms, int rc,
+                              const char *word) {
+  la_traceset_t *t = (la_traceset_t *)1;
+  assert_int_equal(la_client_next(c, timeout_ms, &t), rc);
+  assert_null(t);
+  assert_non_null(strstr(la_client_error(c), word));
+}
+
 static void test_stream_two_sets(void **state) {
   sess_t x;
   la_client_t *c = sess_open(&x, 1, script_two_sets, 0);
@@ -1290,17 +1300,14 @@ static void test_silent_timeout(void **state) {
 static void test_garbage(void **state) {
   sess_t x;
   la_client_t *c = sess_open(&x, 1, script_garbage, 1);
-  la_traceset_t *t;
-  assert_int_equal(la_client_next(c, 5000, &t), LA_EPROTO);
-  assert_non_null(strstr(la_client_error(c), "frame header"));
+  expect_next_fails(c, 5000, LA_EPROTO, "frame header");
   assert_int_equal(la_client_state(c), LA_EPROTO);
-  assert_int_equal(la_client_next(c, 0, &t), LA_EPROTO); /* sticky */
-  assert_non_null(strstr(la_client_error(c), "frame header"));
+  /* sticky */
+  expect_next_fails(c, 0, LA_EPROTO, "frame header");
   sess_close(&x);
 
   c = sess_open(&x, 1, script_huge, 1);
-  assert_int_equal(la_client_next(c, 5000, &t), LA_EMSGSIZE);
-  assert_non_null(strstr(la_client_error(c), "larger"));
+  expect_next_fails(c, 5000, LA_EMSGSIZE, "larger");
   sess_close(&x);
 }
 
@@ -1308,11 +1315,9 @@ static void test_bad_message_skipped(void **state) {
   sess_t x;
   la_client_t *c = sess_open(&x, 1, script_bad_then_good, 1);
   la_traceset_t *t = NULL;
-  assert_int_equal(la_client_next(c, 5000, &t), LA_EPROTO);
-  assert_non_null(strstr(la_client_error(c), "malformed TraceSet"));
+  expect_next_fails(c, 5000, LA_EPROTO, "malformed TraceSet");
   assert_int_equal(la_client_state(c), 0); /* skipped, not dead */
-  assert_int_equal(la_client_next(c, 5000, &t), LA_EPROTO);
-  assert_non_null(strstr(la_client_error(c), "rank 3"));
+  expect_next_fails(c, 5000, LA_EPROTO, "rank 3");
   assert_int_equal(la_client_next(c, 5000, &t), 0);
   assert_int_equal(la_traceset_cycle(t), 6);
   la_traceset_free(t);
@@ -1323,8 +1328,7 @@ static void test_error_message(void **state) {
   sess_t x;
   la_client_t *c = sess_open(&x, 1, script_error, 1);
   la_traceset_t *t;
-  assert_int_equal(la_client_next(c, 5000, &t), LA_EREFUSED);
-  assert_non_null(strstr(la_client_error(c), "too many subscribers"));
+  expect_next_fails(c, 5000, LA_EREFUSED, "too many subscribers");
   assert_int_equal(la_client_next(c, 5000, &t), LA_EIO);
   sess_close(&x);
 }
