@@ -157,6 +157,14 @@ static void assert_exit_0(const run_t *r) {
   assert_non_null(strstr(r->out, "fmod: OK"));
 }
 
+/* run_fmod(), which must exit 0 having printed `ok`. */
+static void run_fmod_ok(run_t *r, const char *arg, const char *agent,
+                        const char *ok) {
+  run_fmod(r, arg, agent);
+  assert_exit_0(r);
+  assert_non_null(strstr(r->out, ok));
+}
+
 /* Semaphore sets that exist now but not in before[0..nb) and were set up
  * by process pid (libla SETALLs a set right after creating it, which
  * records pid as the last operator of every semaphore): other users' jobs
@@ -235,9 +243,7 @@ static void test_no_agent(void **state) {
   size_t nb = (size_t)la_test_sem_ids(before, 4096);
   char port[64];
   closed_port(port, sizeof port);
-  run_fmod(&r, "noagent", port);
-  assert_exit_0(&r);
-  assert_non_null(strstr(r.out, "fmod: OK (profiled F)"));
+  run_fmod_ok(&r, "noagent", port, "fmod: OK (profiled F)");
   assert_int_equal(la_test_ipc_count(r.pid), 0);
   assert_int_equal(new_sems(before, nb, r.pid), 0);
 }
@@ -283,9 +289,7 @@ static void test_values_arrive(void **state) {
   static int before[4096];
   size_t nb = (size_t)la_test_sem_ids(before, 4096);
   start_daemons(&a);
-  run_fmod(&r, "agent", la_td_addr(a.st.la));
-  assert_exit_0(&r);
-  assert_non_null(strstr(r.out, "fmod: OK (profiled T)"));
+  run_fmod_ok(&r, "agent", la_td_addr(a.st.la), "fmod: OK (profiled T)");
   assert_int_equal(la_ta_wait_traces(&a, 5, 20000), 0);
   assert_int_equal(
       la_ta_wait_sql(&a, "SELECT count(*) FROM ranks WHERE ended = 1", 2,
@@ -403,9 +407,7 @@ static void test_numbering(void **state) {
   la_test_agent_t a;
   run_t r;
   start_daemons(&a);
-  run_fmod(&r, "numbering", la_td_addr(a.st.la));
-  assert_exit_0(&r);
-  assert_non_null(strstr(r.out, "fmod: OK (numbering)"));
+  run_fmod_ok(&r, "numbering", la_td_addr(a.st.la), "fmod: OK (numbering)");
   assert_int_equal(la_ta_wait_traces(&a, 2, 20000), 0);
   assert_int_equal(
       la_ta_wait_sql(&a, "SELECT count(*) FROM element_ids", 1, 20000), 0);
