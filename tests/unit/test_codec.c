@@ -59,12 +59,6 @@
 
 #define assert_dbl_equal(a, b) assert_true((a) == (b))
 #define M(x) ((ProtobufCMessage *)(x))
-/* An optional field: presence equal, and the value when present. */
-#define OPT_EQ(a, b, f)                                                    \
-  do {                                                                     \
-    assert_int_equal((a)->has_##f, (b)->has_##f);                          \
-    if ((a)->has_##f) assert_int_equal((a)->f, (b)->f);                    \
-  } while (0)
 
 /* ------------------------------------------------------ sample messages */
 /* One valid message of every type, in static storage. reset_samples()
