@@ -33,12 +33,13 @@
 #include "la_compact.h"
 #include "la_test_agent.h"
 #include "la_test_daemon.h"
+#include "la_test_stack.h"
 
-static la_test_daemon_t *ga, *lagent;
+static la_test_stack_t S; /* S.ga NULL: the tests skip */
 static char feed_addr[64], agent_addr[64], exdir[512];
 
 static int group_setup(void **state) {
-  char path[600], gport[600], fport[600], lport[600];
+  char path[600];
   if (system("command -v mpiexec >/dev/null 2>&1") != 0 ||
       la_td_find_bin("la-globalagent", path, sizeof path) != 0 ||
       la_td_find_bin("la-localagent", path, sizeof path) != 0)
@@ -48,36 +49,17 @@ static int group_setup(void **state) {
   char wt[600];
   snprintf(wt, sizeof wt, "%s/wavetoy", exdir);
   if (access(wt, X_OK) != 0) return 0;
-  ga = la_td_new("la-globalagent");
-  lagent = la_td_new("la-localagent");
-  if (!ga || !lagent) return -1;
-  char a1[700], a2[700], a3[700], a4[700];
-  la_td_path(ga, "gport", gport, sizeof gport);
-  la_td_path(ga, "fport", fport, sizeof fport);
-  snprintf(a1, sizeof a1, "--agents.port_file=%s", gport);
-  snprintf(a2, sizeof a2, "--feed.port_file=%s", fport);
-  snprintf(a3, sizeof a3, "--store.path=%s/la.db", la_td_dir(ga));
-  const char *gargs[] = {
-      "--agents.listen=127.0.0.1:0", "--feed.listen=127.0.0.1:0", a1,  a2, a3,
-      "--stitch.timeout=20s",        "--store.fsync=no",          NULL};
-  int gp = la_td_start(ga, gargs, gport, 10000);
-  int fp = la_td_read_port(fport, 5000);
-  if (gp <= 0 || fp <= 0) return -1;
-  snprintf(feed_addr, sizeof feed_addr, "127.0.0.1:%d", fp);
-  la_td_path(lagent, "port", lport, sizeof lport);
-  snprintf(a1, sizeof a1, "--agent.port_file=%s", lport);
-  snprintf(a2, sizeof a2, "--global.address=127.0.0.1:%d", gp);
-  snprintf(a4, sizeof a4, "--global.spool_dir=%s/spool", la_td_dir(lagent));
-  const char *largs[] = {"--agent.listen=127.0.0.1:0", a1, a2, a4, NULL};
-  int lp = la_td_start(lagent, largs, lport, 10000);
-  if (lp <= 0) return -1;
-  snprintf(agent_addr, sizeof agent_addr, "127.0.0.1:%d", lp);
+  const char *gextra[] = {"--stitch.timeout=20s", NULL};
+  if (la_ts_init(&S) != 0 || la_ts_start_global(&S, gextra) != 0 ||
+      la_ts_start_local(&S, NULL) != 0)
+    return -1;
+  snprintf(feed_addr, sizeof feed_addr, "%s", S.feed_addr);
+  snprintf(agent_addr, sizeof agent_addr, "%s", la_td_addr(S.la));
   return 0;
 }
 
 static int group_teardown(void **state) {
-  la_td_free(lagent);
-  la_td_free(ga);
+  la_ts_free(&S);
   return 0;
 }
 
@@ -149,14 +131,14 @@ static void run_mode(const char *example, const char *n, const char *spec,
                      const char *app_id) {
   char prog[700];
   snprintf(prog, sizeof prog, "%s/%s", exdir, example);
-  if (!ga || access(prog, X_OK) != 0) {
+  if (!S.ga || access(prog, X_OK) != 0) {
     printf("skip: mpiexec, the daemons or examples/%s are missing\n", example);
     skip();
   }
   la_compact_params_t p;
   assert_int_equal(la_compact_spec_parse(spec, &p, NULL, 0), 0);
   char dump[600], env_agent[128], env_spec[160], env_dump[640], env_id[160];
-  snprintf(dump, sizeof dump, "%s/raw-%s", la_td_dir(ga), app_id);
+  snprintf(dump, sizeof dump, "%s/raw-%s", la_td_dir(S.ga), app_id);
   char mk[700];
   snprintf(mk, sizeof mk, "mkdir -p %s", dump);
   assert_int_equal(system(mk), 0);
@@ -241,14 +223,14 @@ static void test_mode(void **s) {
 static void test_row_probes_weights(void **s) {
   char prog[700];
   snprintf(prog, sizeof prog, "%s/wavetoy", exdir);
-  if (!ga || access(prog, X_OK) != 0) {
+  if (!S.ga || access(prog, X_OK) != 0) {
     printf("skip: mpiexec, the daemons or examples/wavetoy are missing\n");
     skip();
   }
   const char *app_id = "gt-rows";
   enum { NP = 4, STEPS = 4, NX = 20 };
   char dump[600], mk[700], env_agent[128], env_dump[640];
-  snprintf(dump, sizeof dump, "%s/raw-%s", la_td_dir(ga), app_id);
+  snprintf(dump, sizeof dump, "%s/raw-%s", la_td_dir(S.ga), app_id);
   snprintf(mk, sizeof mk, "mkdir -p %s", dump);
   assert_int_equal(system(mk), 0);
   snprintf(env_agent, sizeof env_agent, "LA_AGENT=%s", agent_addr);
