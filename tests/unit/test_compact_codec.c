@@ -61,8 +61,8 @@ static void test_lossless_exact(void **state) {
     la_compact_result_free(&r);
   }
   la_compact_synth(LA_SYNTH_MESH, 500, 9, ints); /* whole ns: varints */
-  assert_int_equal(la_test_compact(ints, 500, "polyline:cv=0", &r),
-                   0); /* cv 0 means lossless */
+  /* cv 0 means lossless */
+  assert_int_equal(la_test_compact(ints, 500, "polyline:cv=0", &r), 0);
   assert_int_equal(r.mode, LA_COMPACT_LOSSLESS);
   assert_true(r.len < 500 * 3); /* deltas of ~1000 ns fit in 2 bytes */
   t = open_ok(&r);
