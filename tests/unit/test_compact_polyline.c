@@ -173,6 +173,12 @@ static void test_small_n(void **state) {
   }
 }
 
+/* run() with the default polyline spec, where one segment must do. */
+static void run_one_segment(const double *x, size_t n, run_t *o) {
+  run(x, n, "polyline", o);
+  assert_int_equal(o->r.segments, 1);
+}
+
 static void test_constant(void **state) {
   double x[1000];
   run_t o;
@@ -180,15 +186,13 @@ static void test_constant(void **state) {
 
   for (i = 0; i < 1000; i++)
     x[i] = 1234;
-  run(x, 1000, "polyline", &o);
-  assert_int_equal(o.r.segments, 1);
+  run_one_segment(x, 1000, &o);
   for (i = 0; i < 1000; i++)
     assert_true(o.y[i] == 1234); /* a power-of-two multiple: exact */
   run_free(&o);
   for (i = 0; i < 1000; i++)
     x[i] = 0; /* zero mean, zero error: still one segment */
-  run(x, 1000, "polyline", &o);
-  assert_int_equal(o.r.segments, 1);
+  run_one_segment(x, 1000, &o);
   assert_true(o.r.error.max_abs == 0 && o.r.error.cv == 0);
   run_free(&o);
 }
@@ -200,8 +204,7 @@ static void test_negative_and_zero_mean(void **state) {
 
   for (i = 0; i < 400; i++)
     x[i] = -1000 - (double)(i % 3); /* negative mean: |mean| is used */
-  run(x, 400, "polyline", &o);
-  assert_int_equal(o.r.segments, 1);
+  run_one_segment(x, 400, &o);
   run_free(&o);
   for (i = 0; i < 400; i++)
     x[i] = i % 2 ? 5 : -5; /* mean 0: no line has a bounded CV */
@@ -243,8 +246,7 @@ static void test_outlier_rule(void **state) {
   for (i = 0; i < 2000; i++)
     x[i] = 1000 + (double)(i % 7);
   x[10] = 50000; /* jitter early in the segment: kept verbatim */
-  run(x, 2000, "polyline", &o);
-  assert_int_equal(o.r.segments, 1);
+  run_one_segment(x, 2000, &o);
   assert_int_equal(o.r.exceptions, 1);
   assert_true(la_trace_is_verbatim(o.t, 10) && o.y[10] == 50000);
   run(x, 2000, "polyline:no-outliers", &q);
