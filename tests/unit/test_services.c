@@ -167,16 +167,25 @@ static void need_analyze(void) {
   }
 }
 
+static const char *const services[] = {"la-globalagent.service",
+                                       "la-localagent.service"};
+
+/* `systemd-analyze VERB --root=ROOT UNIT` (verb with its options) on
+ * installed unit `unit`, stdout and stderr into out; its exit status. */
+static int analyze(const char *verb, const char *unit, char *out, size_t len) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "systemd-analyze %s --root='%s' '%s/%s' 2>&1", verb,
+           T.root, T.units, unit);
+  return run(cmd, out, len);
+}
+
 static void test_verify(void **state) {
   (void)state;
   need_analyze();
-  const char *units[] = {"la-globalagent.service", "la-localagent.service"};
   for (int i = 0; i < 2; i++) {
-    char cmd[1200], out[8192];
-    snprintf(cmd, sizeof cmd, "systemd-analyze verify --root='%s' '%s/%s' 2>&1",
-             T.root, T.units, units[i]);
-    int rc = run(cmd, out, sizeof out);
-    if (rc != 0 || out[0]) fprintf(stderr, "%s:\n%s\n", units[i], out);
+    char out[8192];
+    int rc = analyze("verify", services[i], out, sizeof out);
+    if (rc != 0 || out[0]) fprintf(stderr, "%s:\n%s\n", services[i], out);
     assert_int_equal(rc, 0);
     assert_string_equal(out, ""); /* not even a warning */
   }
@@ -185,21 +194,16 @@ static void test_verify(void **state) {
 static void test_exposure(void **state) {
   (void)state;
   need_analyze();
-  const char *units[] = {"la-globalagent.service", "la-localagent.service"};
   for (int i = 0; i < 2; i++) {
-    char cmd[1200], out[32768];
-    snprintf(cmd, sizeof cmd,
-             "systemd-analyze security --offline=true --root='%s' '%s/%s' "
-             "2>&1",
-             T.root, T.units, units[i]);
-    run(cmd, out, sizeof out);
+    char out[32768];
+    analyze("security --offline=true", services[i], out, sizeof out);
     char *line = strstr(out, "Overall exposure level for ");
-    if (!line) fprintf(stderr, "%s:\n%s\n", units[i], out);
+    if (!line) fprintf(stderr, "%s:\n%s\n", services[i], out);
     assert_non_null(line);
     char *colon = strchr(line, ':');
     assert_non_null(colon);
     double level = strtod(colon + 1, NULL);
-    print_message("%s: exposure %.1f\n", units[i], level);
+    print_message("%s: exposure %.1f\n", services[i], level);
     if (level > MAX_EXPOSURE) fprintf(stderr, "%s\n", out);
     assert_true(level <= MAX_EXPOSURE);
   }
