@@ -49,6 +49,9 @@ typedef struct la_ga_stats {
   uint64_t sets_complete, sets_partial, sets_evicted;
   uint64_t missing_reported; /* TraceMissing records stored (new) */
   uint64_t invalid; /* compact traces refused by validate.c */
+  /* feed.c: SetNotice sent (a set a subscriber will not get), of them
+   * for being over the subscriber's own max_set_bytes */
+  uint64_t set_notices, sets_over_subscriber_max;
 } la_ga_stats_t;
 
 struct la_ga_agent;
