@@ -58,7 +58,7 @@ typedef struct la_ga_sub {
   la_conn_t conn; /* first */
   la_ga_t *ga;
   struct la_ga_sub *prev, *next;
-  int spoke; /* sent a valid request: no deadline any more */
+  int spoke;      /* sent a valid request: no deadline any more */
   int subscribed, live;
   char app[LA_MAX_ID_LEN + 1]; /* "" = every application */
   uint64_t sent, dropped;
@@ -109,7 +109,8 @@ static size_t la__varint_len(uint64_t v) {
 /* Queues one set to s unless its queue is full (then counts a drop).
  * base: the set's frame size without its dropped field (0: computed
  * here), so a set published to many subscribers is measured once. */
-static void la__send_set_sized(la_ga_sub_t *s, La__TraceSet *set, size_t base) {
+static void la__send_set_sized(la_ga_sub_t *s, La__TraceSet *set,
+                               size_t base) {
   la_ga_t *ga = s->ga;
   if (!base) {
     set->has_dropped = 0;
@@ -119,10 +120,9 @@ static void la__send_set_sized(la_ga_sub_t *s, La__TraceSet *set, size_t base) {
   size_t n = base + 1 + la__varint_len(s->dropped);
   if (s->conn.out_bytes + n > ga->set.sub_queue_bytes) {
     if (s->dropped++ == 0 || s->dropped % 1000 == 0)
-      la_log_warnx(
-          "subscriber %s is not reading: %llu Trace-Sets dropped "
-          "for it so far",
-          s->conn.peer, (unsigned long long)s->dropped);
+      la_log_warnx("subscriber %s is not reading: %llu Trace-Sets dropped "
+                   "for it so far", s->conn.peer,
+                   (unsigned long long)s->dropped);
     ga->st.sets_dropped++;
     return;
   }
@@ -350,31 +350,31 @@ static void la__requested(la_ga_sub_t *s) {
 static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   switch (type) {
-    case LA__MSG_TYPE__MSG_SUBSCRIBE:
-      la__subscribe(s, (La__Subscribe *)m);
-      la__requested(s);
-      return 0;
-    case LA__MSG_TYPE__MSG_QUERY:
-      la__query(s, (La__Query *)m);
-      la__requested(s);
-      return 0;
-    case LA__MSG_TYPE__MSG_STATUS_REQUEST: {
-      La__StatusReply *r = la_ga_status_reply(s->ga, 1);
-      if (r) la_conn_send(c, LA__MSG_TYPE__MSG_STATUS_REPLY, &r->base, 0);
-      la_ga_status_reply_free(r);
-      la__requested(s);
-      return 0;
-    }
-    default: {
-      s->ga->st.bad_frames++;
-      la_log_warnx("subscriber %s: unexpected %s: closing", c->peer,
-                   la_msg_name(type));
-      La__Error e = LA__ERROR__INIT;
-      e.code = LA_EPROTO;
-      e.message = "this port takes Subscribe, Query and StatusRequest";
-      la_conn_send(c, LA__MSG_TYPE__MSG_ERROR, &e.base, 1);
-      return 0;
-    }
+  case LA__MSG_TYPE__MSG_SUBSCRIBE:
+    la__subscribe(s, (La__Subscribe *)m);
+    la__requested(s);
+    return 0;
+  case LA__MSG_TYPE__MSG_QUERY:
+    la__query(s, (La__Query *)m);
+    la__requested(s);
+    return 0;
+  case LA__MSG_TYPE__MSG_STATUS_REQUEST: {
+    La__StatusReply *r = la_ga_status_reply(s->ga, 1);
+    if (r) la_conn_send(c, LA__MSG_TYPE__MSG_STATUS_REPLY, &r->base, 0);
+    la_ga_status_reply_free(r);
+    la__requested(s);
+    return 0;
+  }
+  default: {
+    s->ga->st.bad_frames++;
+    la_log_warnx("subscriber %s: unexpected %s: closing", c->peer,
+                 la_msg_name(type));
+    La__Error e = LA__ERROR__INIT;
+    e.code = LA_EPROTO;
+    e.message = "this port takes Subscribe, Query and StatusRequest";
+    la_conn_send(c, LA__MSG_TYPE__MSG_ERROR, &e.base, 1);
+    return 0;
+  }
   }
 }
 
@@ -396,12 +396,12 @@ static void la__on_deadline(la_conn_t *c) {
 }
 
 static const la_conn_ops_t la__ops = {
-    .on_frame = la__on_frame,
-    .on_bad = la__on_bad,
-    .on_deadline = la__on_deadline,
-    .on_close = la__on_close,
-    .on_free = la__on_free,
-    .on_written = la__on_written,
+  .on_frame = la__on_frame,
+  .on_bad = la__on_bad,
+  .on_deadline = la__on_deadline,
+  .on_close = la__on_close,
+  .on_free = la__on_free,
+  .on_written = la__on_written,
 };
 
 /* la_conn_admission_t.refuse: whether the peer's address already holds
