@@ -148,11 +148,14 @@ const char *la_client_error(const la_client_t *c) {
 void la_client_close(la_client_t *c) {
   if (!c) return;
   while (c->p_count) {
-    la_traceset_free(c->pending[c->p_head].set);
-    if (c->pending[c->p_head].notice)
-      la_msg_free(&c->pending[c->p_head].notice->base);
+    la_traceset_free(c->pending[c->p_head]);
     c->p_head = (c->p_head + 1) % LA_CLIENT_MAX_PENDING;
     c->p_count--;
+  }
+  while (c->n_count) {
+    la_msg_free(&c->notices[c->n_head]->base);
+    c->n_head = (c->n_head + 1) % LA_CLIENT_MAX_PENDING;
+    c->n_count--;
   }
   if (c->notice) la_msg_free(&c->notice->base);
   free(c->in.buf);
@@ -401,18 +404,29 @@ static int la__client_noticed(la_client_t *c, La__SetNotice *n) {
           : " (la_client_set_max_set)");
 }
 
-/* Keeps a set or notice that arrived during a request; drops the oldest
- * when full. */
+/* Keeps a set or notice that arrived during a request. A set that finds
+ * its ring full drops the oldest set (counted); a notice that finds its
+ * ring full is dropped (its set is in the GlobalAgent's count). */
 static void la__client_keep(la_client_t *c, la__client_item_t it) {
-  if (c->p_count == LA_CLIENT_MAX_PENDING) {
-    la_traceset_free(c->pending[c->p_head].set);
-    if (c->pending[c->p_head].notice)
-      la_msg_free(&c->pending[c->p_head].notice->base);
-    c->p_head = (c->p_head + 1) % LA_CLIENT_MAX_PENDING;
+  const size_t max = LA_CLIENT_MAX_PENDING;
+  if (it.notice) {
+    if (c->n_count == max) {
+      la_msg_free(&it.notice->base);
+      return;
+    }
+    c->notices[(c->n_head + c->n_count) % max] = it.notice;
+    c->n_seq[(c->n_head + c->n_count) % max] = c->kept++;
+    c->n_count++;
+    return;
+  }
+  if (c->p_count == max) {
+    la_traceset_free(c->pending[c->p_head]);
+    c->p_head = (c->p_head + 1) % max;
     c->p_count--;
     c->local_dropped++;
   }
-  c->pending[(c->p_head + c->p_count) % LA_CLIENT_MAX_PENDING] = it;
+  c->pending[(c->p_head + c->p_count) % max] = it.set;
+  c->p_seq[(c->p_head + c->p_count) % max] = c->kept++;
   c->p_count++;
 }
 
@@ -511,12 +525,17 @@ int la_client_next(la_client_t *c, int timeout_ms, la_traceset_t **out) {
     la_msg_free(&c->notice->base);
     c->notice = NULL;
   }
+  if (c->n_count &&
+      (!c->p_count || c->n_seq[c->n_head] < c->p_seq[c->p_head])) {
+    La__SetNotice *n = c->notices[c->n_head];
+    c->n_head = (c->n_head + 1) % LA_CLIENT_MAX_PENDING;
+    c->n_count--;
+    return la__client_noticed(c, n);
+  }
   if (c->p_count) {
-    la__client_item_t it = c->pending[c->p_head];
+    *out = c->pending[c->p_head];
     c->p_head = (c->p_head + 1) % LA_CLIENT_MAX_PENDING;
     c->p_count--;
-    if (it.notice) return la__client_noticed(c, it.notice);
-    *out = it.set;
     (*out)->dropped += c->local_dropped;
     return 0;
   }

@@ -52,10 +52,17 @@ struct la_client {
   int dead;       /* sticky error: the stream is unusable */
   int got_data;   /* something was received */
   la_frame_reader_t rd;
-  /* sets (and notices) that arrived while a request waited for its reply:
-   * a ring */
-  la__client_item_t pending[LA_CLIENT_MAX_PENDING];
+  /* sets that arrived while a request waited for its reply: a ring; the
+   * notices that came meanwhile: another (a notice that finds it full is
+   * dropped: its set is counted in the next set's dropped anyway); the
+   * seq of each says the order across both */
+  la_traceset_t *pending[LA_CLIENT_MAX_PENDING];
+  uint64_t p_seq[LA_CLIENT_MAX_PENDING];
   size_t p_head, p_count;
+  La__SetNotice *notices[LA_CLIENT_MAX_PENDING];
+  uint64_t n_seq[LA_CLIENT_MAX_PENDING];
+  size_t n_head, n_count;
+  uint64_t kept; /* sets and notices kept so far */
   uint64_t local_dropped; /* sets this client dropped itself */
   uint64_t max_rank_elements; /* cap on a received set's rank */
   uint64_t max_set;           /* la_client_set_max_set */

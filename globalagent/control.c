@@ -103,6 +103,12 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
   if (with_store) la__missing_rows(ga, r);
   la_status_gauge(r, "max_open_sets", "open Trace-Sets kept at most",
                   ga->set.max_open_sets);
+  la_status_gauge(r, "apps_running", "applications being stitched",
+                  ga->n_apps);
+  la_status_counter(r, "apps_refused",
+                    "messages of applications not stitched for "
+                    "stitch.max_apps",
+                    st->apps_refused);
   la_status_gauge(r, "closed_cache", "closed Trace-Set keys in memory",
                   (int64_t)ss.closed_cached);
   la_status_counter(r, "closed_cache_evicted",

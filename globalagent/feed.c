@@ -188,7 +188,8 @@ static void la__notice(la_ga_sub_t *s, const la_ga_enc_t *e,
                        const char *limit_name, uint64_t limit) {
   s->dropped++;
   s->ga->st.set_notices++;
-  la_log_warnx(
+  if (s->dropped == 1 || s->dropped % 1000 == 0)
+    la_log_warnx(
       "subscriber %s: Trace-Set %s cycle %llu (%zu bytes) not sent: "
       "over %s = %llu (%llu not delivered to it so far)",
       s->conn.peer, e->app, (unsigned long long)e->tag, e->len, limit_name,

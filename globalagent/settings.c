@@ -60,6 +60,10 @@ const la_cfg_key_t la_ga_keys[] = {
     "a Trace-Set still missing ranks after this closes as partial"),
   N("stitch", "max_open_sets", LA_CFG_INT, max_open_sets, "100000", 1,
     100000000, "open Trace-Sets kept; beyond, the oldest closes as partial"),
+  N("stitch", "max_apps", LA_CFG_INT, max_apps, "10000", 1, 1000000,
+    "applications stitched at once (ranks started, not all ended); the "
+    "messages of one more are stored but not stitched, counted in "
+    "apps_refused"),
   N("stitch", "closed_cache", LA_CFG_INT, closed_cache, "65536", 1, 16777216,
     "closed Trace-Set keys remembered in memory (older ones are looked up "
     "in the store); read at start"),

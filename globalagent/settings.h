@@ -33,6 +33,7 @@ typedef struct la_ga_settings {
   /* [stitch] */
   int64_t set_timeout_ms;
   int64_t max_open_sets;
+  int64_t max_apps; /* applications stitched at once */
   int64_t closed_cache; /* closed keys remembered in memory (read at start) */
   uint64_t publish_memory; /* open sets' traces held for publishing */
   uint64_t max_open_memory; /* open sets' bookkeeping (bitmaps) at most */

@@ -10,7 +10,8 @@
  * a subscriber sees (every rank's trace byte for byte, la_client_next's
  * code and la_client_notice) and on the GlobalAgent's status counters. An
  * old subscriber (a Subscribe without sets_version, read frame by frame)
- * still gets whole TraceSet frames.
+ * still gets whole TraceSet frames. The applications stitched at once are
+ * bounded (stitch.max_apps).
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -30,6 +31,7 @@
 #include "la_client_internal.h"
 #include "la_codec.h"
 #include "la_compact.h"
+#include "la_secure_io.h"
 #include "la_sockio.h"
 #include "la_test_daemon.h"
 #include "la_test_link.h"
@@ -344,6 +346,56 @@ static void test_old_subscriber(void **state) {
   la_client_close(c);
 }
 
+/* Sends RankEnd of app's rank on the hand-played link and waits for its
+ * Ack. */
+static void send_rank_end(const char *app, uint32_t rank) {
+  La__RankEnd e = LA__RANK_END__INIT;
+  e.seq = ++T.link.seq;
+  e.app_id = (char *)app;
+  e.rank = rank;
+  e.reason = "finalize";
+  assert_int_equal(
+      la_secure_send_msg(T.link.fd, &T.link.sec, LA__MSG_TYPE__MSG_RANK_END,
+                         &e.base, 5000),
+      0);
+  char why[300] = "";
+  CHECK(la_test_link_wait_acked(&T.link, WAIT_MS, why, sizeof why) == 0, "%s",
+        why);
+}
+
+/* With stitch.max_apps = 2, a third running application is not stitched:
+ * its messages are stored and acknowledged, the refusal is logged naming
+ * the application and the setting, and counted (apps_refused); once one
+ * of the two ended, the third is stitched and its sets published. */
+static void test_app_list_bounded(void **state) {
+  const char *extra[] = {"--stitch.max_apps=2", NULL};
+  start_ga(extra);
+  la_client_t *c = subscriber(0);
+  send_set("app1", 1, 1, 1);
+  send_set("app2", 1, 1, 1);
+  for (int i = 0; i < 2; i++) la_traceset_free(next_set(c));
+  assert_int_equal(la_td_status_ll(T.ga, "apps_running"), 2);
+  send_set("app3", 1, 1, 1);
+  CHECK(la_td_wait_status(T.ga, "apps_refused", 1, WAIT_MS) == 0,
+        "apps_refused did not grow");
+  CHECK(la_td_log_has(T.ga,
+                      "application app3 not stitched: 2 applications "
+                      "running (stitch.max_apps = 2)"),
+        "no log line for the refusal");
+  la_traceset_t *t = NULL;
+  assert_int_equal(la_client_next(c, 300, &t), LA_ETIMEDOUT);
+  assert_int_equal(la_td_status_ll(T.ga, "apps_running"), 2);
+  send_rank_end("app1", 0); /* app1 ended: a slot is free */
+  assert_int_equal(la_td_status_ll(T.ga, "apps_running"), 1);
+  send_set("app3", 1, 2, 0);
+  t = next_set(c);
+  assert_string_equal(la_traceset_app_id(t), "app3");
+  check_whole(t, 1, 2);
+  la_traceset_free(t);
+  assert_int_equal(la_td_status_ll(T.ga, "apps_running"), 2);
+  la_client_close(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_large_set_arrives_whole, setup,
@@ -351,6 +403,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_set_over_subscriber_bound, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_old_subscriber, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_app_list_bounded, setup, teardown),
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);
 }
