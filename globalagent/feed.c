@@ -139,11 +139,15 @@ static size_t la__part_data(const la_ga_t *ga) {
 }
 
 /* Queues the next frames of s's sets in parts while less than two parts'
- * worth waits in its socket; a set's last part ends it (sent). */
+ * worth waits in its socket and one more part stays within the
+ * connection's output limit (else the next on_written goes on); a set's
+ * last part ends it (sent). */
 static void la__pump(la_ga_sub_t *s) {
   size_t chunk = la__part_data(s->ga);
-  while (s->out && !s->conn.closing &&
-         s->conn.out_bytes < 2 * (size_t)s->ga->set.feed_part_bytes) {
+  size_t part = (size_t)s->ga->set.feed_part_bytes;
+  while (s->out && !s->conn.closing && s->conn.out_bytes < 2 * part &&
+         !(s->conn.out_bytes > 0 && s->conn.max_out &&
+           s->conn.out_bytes + part > s->conn.max_out)) {
     la_ga_out_t *o = s->out;
     if (!o->head_sent) {
       La__TraceSetHead h = LA__TRACE_SET_HEAD__INIT;

@@ -35,16 +35,14 @@
 #include "la_sockio.h"
 #include "la_test_daemon.h"
 #include "la_test_link.h"
+#include "la_test_uplink.h"
 
 #define WAIT_MS 30000
 #define RANKS 48
 #define N 4000 /* elements per rank: about 32 KB per lossless trace */
 
 static struct {
-  la_test_daemon_t *ga;
-  char key[600], db[600], agents_pf[600], feed_pf[600];
-  uint16_t agents_port, feed_port;
-  char feed_addr[64];
+  la_tu_ga_t g; /* the GlobalAgent (la_test_uplink.h) */
   la_compact_result_t r[RANKS];
   la_test_link_t link;
 } T;
@@ -57,69 +55,39 @@ static int group_setup(void **state) {
 static int setup(void **state) {
   memset(&T, 0, sizeof T);
   T.link.fd = -1;
-  T.ga = la_td_new("la-globalagent");
-  if (!T.ga) return 0;
-  char why[256];
-  la_td_path(T.ga, "secret", T.key, sizeof T.key);
-  la_td_path(T.ga, "la.db", T.db, sizeof T.db);
-  la_td_path(T.ga, "agents.port", T.agents_pf, sizeof T.agents_pf);
-  la_td_path(T.ga, "feed.port", T.feed_pf, sizeof T.feed_pf);
-  if (la_auth_generate_secret_file(T.key, why, sizeof why) != 0) {
-    fprintf(stderr, "secret: %s\n", why);
-    return -1;
-  }
   return 0;
 }
 
 static int teardown(void **state) {
   if (T.link.fd >= 0) la_test_link_close(&T.link);
   for (int i = 0; i < RANKS; i++) la_compact_result_free(&T.r[i]);
-  la_td_free(T.ga);
+  la_td_free(T.g.d);
   memset(&T, 0, sizeof T);
   return 0;
 }
 
 #define CHECK(cond, ...) \
-  LA_TD_CHECK(la_td_print_log_tail(T.ga, 3000), cond, __VA_ARGS__)
+  LA_TD_CHECK(la_td_print_log_tail(T.g.d, 3000), cond, __VA_ARGS__)
 
-/* Starts the GlobalAgent with small feed limits and extra (NULL-ended,
- * may be NULL), and links the hand-played LocalAgent. */
+/* Starts the GlobalAgent (a secret, no fsync) with small feed limits and
+ * extra (NULL-ended, may be NULL), and links the hand-played LocalAgent. */
 static void start_ga(const char *const *extra) {
-  if (!T.ga) {
+  char p[512];
+  if (la_td_find_bin("la-globalagent", p, sizeof p) != 0) {
     print_message("skip: la-globalagent not built\n");
     skip();
   }
-  static char a[6][700];
-  snprintf(a[0], sizeof a[0], "--agents.listen=127.0.0.1:0");
-  snprintf(a[1], sizeof a[1], "--feed.listen=127.0.0.1:0");
-  snprintf(a[2], sizeof a[2], "--agents.port_file=%s", T.agents_pf);
-  snprintf(a[3], sizeof a[3], "--feed.port_file=%s", T.feed_pf);
-  snprintf(a[4], sizeof a[4], "--store.path=%s", T.db);
-  snprintf(a[5], sizeof a[5], "--agents.secret_file=%s", T.key);
-  const char *args[24] = {a[0],
-                          a[1],
-                          a[2],
-                          a[3],
-                          a[4],
-                          a[5],
-                          "--stitch.timeout=60s",
-                          "--store.fsync=no",
-                          "--feed.queue_bytes=256k",
+  const char *args[16] = {"--log.level=info", "--feed.queue_bytes=256k",
                           "--feed.part_bytes=16k"};
-  int n = 10;
-  for (int i = 0; extra && extra[i] && n < 23; i++) args[n++] = extra[i];
+  int n = 3;
+  for (int i = 0; extra && extra[i] && n < 15; i++) args[n++] = extra[i];
   args[n] = NULL;
-  int port = la_td_start(T.ga, args, T.feed_pf, WAIT_MS);
-  CHECK(port > 0, "la-globalagent did not start");
-  T.feed_port = (uint16_t)port;
-  int ap = la_td_read_port(T.agents_pf, WAIT_MS);
-  CHECK(ap > 0, "no agents port");
-  T.agents_port = (uint16_t)ap;
-  snprintf(T.feed_addr, sizeof T.feed_addr, "127.0.0.1:%u", T.feed_port);
+  CHECK(la_tu_ga_start(&T.g, 0, 1, args, WAIT_MS) == 0,
+        "la-globalagent did not start");
   int32_t status = -1;
   char why[300] = "";
-  int rc = la_test_link_open(&T.link, T.agents_port, T.key, "bignode", WAIT_MS,
-                             &status, why, sizeof why);
+  int rc = la_test_link_open(&T.link, T.g.agents_port, T.g.key, "bignode",
+                             WAIT_MS, &status, why, sizeof why);
   CHECK(rc == 0 && status == 0, "handshake: %s", why);
 }
 
@@ -164,7 +132,7 @@ static void send_set(const char *app, uint32_t nprocs, uint64_t tag,
  * when this returns; max_set: its bound before subscribing (0: default). */
 static la_client_t *subscriber(uint64_t max_set) {
   la_client_t *c = NULL;
-  CHECK(la_client_connect(T.feed_addr, 5000, &c) == 0, "connect");
+  CHECK(la_client_connect(T.g.feed_addr, 5000, &c) == 0, "connect");
   assert_int_equal(la_client_set_max_frame(c, 65536), 0);
   if (max_set) assert_int_equal(la_client_set_max_set(c, max_set), 0);
   assert_int_equal(la_client_subscribe(c, NULL, 0), 0);
@@ -226,14 +194,14 @@ static void test_large_set_arrives_whole(void **state) {
     assert_int_equal(la_traceset_dropped(t), 0);
     la_traceset_free(t);
   }
-  assert_int_equal(la_td_status_ll(T.ga, "set_notices"), 0);
-  assert_int_equal(la_td_status_ll(T.ga, "sets_dropped_for_slow_subscribers"),
+  assert_int_equal(la_td_status_ll(T.g.d, "set_notices"), 0);
+  assert_int_equal(la_td_status_ll(T.g.d, "sets_dropped_for_slow_subscribers"),
                    0);
-  assert_int_equal(la_td_status_ll(T.ga, "sets_spilled"), 0);
-  CHECK(la_td_status_ll(T.ga, "held_peak_bytes") > 5 * 262144,
+  assert_int_equal(la_td_status_ll(T.g.d, "sets_spilled"), 0);
+  CHECK(la_td_status_ll(T.g.d, "held_peak_bytes") > 5 * 262144,
         "held_peak_bytes %lld: the set's traces were not held",
-        la_td_status_ll(T.ga, "held_peak_bytes"));
-  assert_int_equal(la_td_status_ll(T.ga, "sets_held"), 0);
+        la_td_status_ll(T.g.d, "held_peak_bytes"));
+  assert_int_equal(la_td_status_ll(T.g.d, "sets_held"), 0);
   la_client_close(c);
 }
 
@@ -273,11 +241,11 @@ static void test_set_over_subscriber_bound(void **state) {
           "error text: %s", la_client_error(cs[i]));
     print_message("subscriber %d: %s\n", i, la_client_error(cs[i]));
   }
-  CHECK(la_td_wait_status(T.ga, "set_notices", 1, WAIT_MS) == 0,
+  CHECK(la_td_wait_status(T.g.d, "set_notices", 1, WAIT_MS) == 0,
         "set_notices did not reach 1");
-  assert_int_equal(la_td_status_ll(T.ga, "set_notices"), 1);
-  assert_int_equal(la_td_status_ll(T.ga, "sets_over_subscriber_max"), 1);
-  assert_int_equal(la_td_status_ll(T.ga, "sets_spilled"), 1);
+  assert_int_equal(la_td_status_ll(T.g.d, "set_notices"), 1);
+  assert_int_equal(la_td_status_ll(T.g.d, "sets_over_subscriber_max"), 1);
+  assert_int_equal(la_td_status_ll(T.g.d, "sets_spilled"), 1);
   /* the stream goes on: a small set arrives, the loss counted */
   send_set("small", 2, 1, 1);
   for (int i = 0; i < 2; i++) {
@@ -298,7 +266,7 @@ static void test_set_over_subscriber_bound(void **state) {
  * set; a new subscriber alongside gets that set whole. */
 static void test_old_subscriber(void **state) {
   start_ga(NULL);
-  int fd = la_tcp_connect("127.0.0.1", T.feed_port, 5000);
+  int fd = la_tcp_connect("127.0.0.1", (uint16_t)la_td_port(T.g.d), 5000);
   assert_true(fd >= 0);
   La__Subscribe s = LA__SUBSCRIBE__INIT;
   s.app_id = "";
@@ -339,9 +307,9 @@ static void test_old_subscriber(void **state) {
     assert_int_equal(la_traceset_dropped(t), step == 2 ? 1 : 0);
     la_traceset_free(t);
   }
-  assert_int_equal(la_td_status_ll(T.ga, "sets_dropped_for_slow_subscribers"),
+  assert_int_equal(la_td_status_ll(T.g.d, "sets_dropped_for_slow_subscribers"),
                    1);
-  assert_int_equal(la_td_status_ll(T.ga, "set_notices"), 0);
+  assert_int_equal(la_td_status_ll(T.g.d, "set_notices"), 0);
   close(fd);
   la_client_close(c);
 }
@@ -374,25 +342,25 @@ static void test_app_list_bounded(void **state) {
   send_set("app1", 1, 1, 1);
   send_set("app2", 1, 1, 1);
   for (int i = 0; i < 2; i++) la_traceset_free(next_set(c));
-  assert_int_equal(la_td_status_ll(T.ga, "apps_running"), 2);
+  assert_int_equal(la_td_status_ll(T.g.d, "apps_running"), 2);
   send_set("app3", 1, 1, 1);
-  CHECK(la_td_wait_status(T.ga, "apps_refused", 1, WAIT_MS) == 0,
+  CHECK(la_td_wait_status(T.g.d, "apps_refused", 1, WAIT_MS) == 0,
         "apps_refused did not grow");
-  CHECK(la_td_log_has(T.ga,
+  CHECK(la_td_log_has(T.g.d,
                       "application app3 not stitched: 2 applications "
                       "running (stitch.max_apps = 2)"),
         "no log line for the refusal");
   la_traceset_t *t = NULL;
   assert_int_equal(la_client_next(c, 300, &t), LA_ETIMEDOUT);
-  assert_int_equal(la_td_status_ll(T.ga, "apps_running"), 2);
+  assert_int_equal(la_td_status_ll(T.g.d, "apps_running"), 2);
   send_rank_end("app1", 0); /* app1 ended: a slot is free */
-  assert_int_equal(la_td_status_ll(T.ga, "apps_running"), 1);
+  assert_int_equal(la_td_status_ll(T.g.d, "apps_running"), 1);
   send_set("app3", 1, 2, 0);
   t = next_set(c);
   assert_string_equal(la_traceset_app_id(t), "app3");
   check_whole(t, 1, 2);
   la_traceset_free(t);
-  assert_int_equal(la_td_status_ll(T.ga, "apps_running"), 2);
+  assert_int_equal(la_td_status_ll(T.g.d, "apps_running"), 2);
   la_client_close(c);
 }
 
