@@ -47,15 +47,12 @@ static struct {
   la_test_link_t link;
 } T;
 
-static int group_setup(void **state) {
-  signal(SIGPIPE, SIG_IGN);
-  return la_auth_init() == 0 ? 0 : -1;
-}
-
+/* Each test: no SIGPIPE, libsodium ready (idempotent), no link yet. */
 static int setup(void **state) {
   memset(&T, 0, sizeof T);
   T.link.fd = -1;
-  return 0;
+  signal(SIGPIPE, SIG_IGN);
+  return la_auth_init() == 0 ? 0 : -1;
 }
 
 static int teardown(void **state) {
@@ -373,5 +370,5 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_old_subscriber, setup, teardown),
       cmocka_unit_test_setup_teardown(test_app_list_bounded, setup, teardown),
   };
-  return cmocka_run_group_tests(tests, group_setup, NULL);
+  return cmocka_run_group_tests(tests, NULL, NULL);
 }
