@@ -52,6 +52,11 @@ static const la__msg_entry_t la__msgs[] = {
     {LA__MSG_TYPE__MSG_TRACE_MISSING, "TraceMissing",
      &la__trace_missing__descriptor},
     {LA__MSG_TYPE__MSG_ELEMENT_IDS, "ElementIds", &la__element_ids__descriptor},
+    {LA__MSG_TYPE__MSG_TRACE_SET_HEAD, "TraceSetHead",
+     &la__trace_set_head__descriptor},
+    {LA__MSG_TYPE__MSG_TRACE_SET_PART, "TraceSetPart",
+     &la__trace_set_part__descriptor},
+    {LA__MSG_TYPE__MSG_SET_NOTICE, "SetNotice", &la__set_notice__descriptor},
 };
 
 static const la__msg_entry_t *la__msg_find(uint16_t type) {
@@ -660,6 +665,29 @@ int la_msg_validate(uint16_t type, const ProtobufCMessage *m, char *why,
     }
     case LA__MSG_TYPE__MSG_TRACE_SET:
       return la__set_ok((const void *)m, why, n);
+    case LA__MSG_TYPE__MSG_TRACE_SET_HEAD: {
+      const La__TraceSetHead *h = (const void *)m;
+      if (!la__id_ok(h->app_id))
+        return la_errorf(why, n, LA_EPROTO, "app_id invalid");
+      if (h->parts == 0 || h->set_bytes < h->parts)
+        return la_errorf(why, n, LA_EPROTO, "%u parts for %llu bytes",
+                         h->parts, (unsigned long long)h->set_bytes);
+      return 0;
+    }
+    case LA__MSG_TYPE__MSG_TRACE_SET_PART: {
+      const La__TraceSetPart *p = (const void *)m;
+      if (p->data.len == 0)
+        return la_errorf(why, n, LA_EPROTO, "empty part %u", p->part);
+      return 0;
+    }
+    case LA__MSG_TYPE__MSG_SET_NOTICE: {
+      const La__SetNotice *x = (const void *)m;
+      if (!la__id_ok(x->app_id))
+        return la_errorf(why, n, LA_EPROTO, "app_id invalid");
+      if (!la__id_ok(x->limit_name))
+        return la_errorf(why, n, LA_EPROTO, "limit_name invalid");
+      return 0;
+    }
     case LA__MSG_TYPE__MSG_QUERY: {
       const La__Query *q = (const void *)m;
       if (!la__id_ok(q->what))

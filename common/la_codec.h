@@ -27,6 +27,12 @@
  * 1, which sent no version, answered them as text rows. Each side refuses
  * the other's version with LA_EVERSION, naming both. */
 #define LA_FEED_PROTOCOL_VERSION 2u
+/* Version of what a subscription receives (Subscribe.sets_version): 2 takes
+ * Trace-Sets in parts (TraceSetHead, TraceSetPart) and SetNotice for a set
+ * not delivered; 1, which sent no version, whole TraceSet frames only.
+ * Independent of LA_FEED_PROTOCOL_VERSION, so queries of either kind of
+ * client are answered as before. */
+#define LA_FEED_SETS_VERSION 2u
 /* Longest CycleInfo.reasons (bytes). */
 #define LA_MAX_REASONS_LEN 511u
 #define LA_FRAME_HEADER_LEN 8u

@@ -55,7 +55,10 @@
 
 #define HDR LA_FRAME_HEADER_LEN
 #define T_EID LA__MSG_TYPE__MSG_ELEMENT_IDS
-#define N_TYPES 21
+#define T_HEAD LA__MSG_TYPE__MSG_TRACE_SET_HEAD
+#define T_PART LA__MSG_TYPE__MSG_TRACE_SET_PART
+#define T_NOTE LA__MSG_TYPE__MSG_SET_NOTICE
+#define N_TYPES 24
 
 #define assert_dbl_equal(a, b) assert_true((a) == (b))
 #define M(x) ((ProtobufCMessage *)(x))
@@ -100,6 +103,10 @@ static La__QueryReply s_qr;
 static La__StatusRequest s_sreq;
 static La__StatusReply s_srep;
 static La__Error s_err;
+static La__TraceSetHead s_head;
+static uint8_t s_part_data[5] = {1, 2, 3, 4, 5};
+static La__TraceSetPart s_part;
+static La__SetNotice s_note;
 
 static void fill_trace(La__CompactTrace *t, La__SeriesStats *st,
                        La__FitError *fe, uint8_t *seg, uint32_t rank,
@@ -344,6 +351,24 @@ static void reset_samples(void) {
   la__error__init(&s_err);
   s_err.code = LA_EPROTO;
   s_err.message = "frame type 99 unknown";
+
+  la__trace_set_head__init(&s_head);
+  s_head.app_id = "job-77";
+  s_head.cycle_tag = 15;
+  s_head.set_bytes = 3000000;
+  s_head.parts = 3;
+  s_head.has_dropped = 1;
+  s_head.dropped = 2;
+  la__trace_set_part__init(&s_part);
+  s_part.part = 1;
+  s_part.data.data = s_part_data;
+  s_part.data.len = sizeof s_part_data;
+  la__set_notice__init(&s_note);
+  s_note.app_id = "job-77";
+  s_note.cycle_tag = 16;
+  s_note.set_bytes = 3000000;
+  s_note.limit_name = "feed.queue_bytes";
+  s_note.limit = 67108864;
 }
 
 typedef struct {
@@ -363,6 +388,7 @@ static void build_samples(void) {
     {T_SUB, M(&s_sub)},   {T_TS, M(&s_ts)},       {T_Q, M(&s_q)},
     {T_QR, M(&s_qr)},     {T_SREQ, M(&s_sreq)},   {T_SREP, M(&s_srep)},
     {T_ERR, M(&s_err)},   {T_TM, M(&s_tm)},       {T_EID, M(&s_eid)},
+    {T_HEAD, M(&s_head)}, {T_PART, M(&s_part)},   {T_NOTE, M(&s_note)},
   };
   memcpy(samples, s, sizeof s);
 }
@@ -1720,6 +1746,30 @@ static void test_other_validation(void **state) {
   expect_invalid(T_SUB, M(&s_sub), "app_id");
   s_sub.app_id = "";
   expect_valid(T_SUB, M(&s_sub));
+
+  /* sets in parts: a head names its set and 1..set_bytes parts, a part
+   * carries bytes, a notice names its set and limit */
+  s_head.app_id = "a b";
+  expect_invalid(T_HEAD, M(&s_head), "app_id");
+  s_head.app_id = "job-77";
+  s_head.parts = 0;
+  expect_invalid(T_HEAD, M(&s_head), "parts");
+  s_head.parts = 4;
+  s_head.set_bytes = 3;
+  expect_invalid(T_HEAD, M(&s_head), "parts");
+  s_head.set_bytes = 4;
+  expect_valid(T_HEAD, M(&s_head));
+  s_part.data.len = 0;
+  expect_invalid(T_PART, M(&s_part), "empty part");
+  s_part.data.len = 1;
+  expect_valid(T_PART, M(&s_part));
+  s_note.limit_name = "";
+  expect_invalid(T_NOTE, M(&s_note), "limit_name");
+  s_note.limit_name = "max_set_bytes";
+  s_note.app_id = "";
+  expect_invalid(T_NOTE, M(&s_note), "app_id");
+  s_note.app_id = "x";
+  expect_valid(T_NOTE, M(&s_note));
 
   s_q.what = "";
   expect_invalid(T_Q, M(&s_q), "query");
