@@ -170,41 +170,11 @@ void la_status_reason(La__StatusReply *r, const char *reason, uint64_t count) {
   r->missing[r->n_missing++] = s;
 }
 
+/* Every piece of a reply built here comes from malloc (calloc, realloc,
+ * strdup), which is what protobuf-c's default allocator frees; an optional
+ * string never set is NULL (proto2), so it walks the reply as it is. */
 void la_status_free(La__StatusReply *r) {
-  if (!r) return;
-  for (size_t i = 0; i < r->n_entries; i++) {
-    free(r->entries[i]->key);
-    free(r->entries[i]->value);
-    free(r->entries[i]);
-  }
-  for (size_t i = 0; i < r->n_metrics; i++) {
-    free(r->metrics[i]->name);
-    free(r->metrics[i]->help);
-    free(r->metrics[i]->text);
-    free(r->metrics[i]);
-  }
-  for (size_t i = 0; i < r->n_apps; i++) {
-    for (size_t k = 0; k < r->apps[i]->n_ranks; k++) free(r->apps[i]->ranks[k]);
-    free(r->apps[i]->ranks);
-    free(r->apps[i]->app_id);
-    free(r->apps[i]);
-  }
-  for (size_t i = 0; i < r->n_agents; i++) {
-    free(r->agents[i]->host);
-    free(r->agents[i]->address);
-    free(r->agents[i]);
-  }
-  for (size_t i = 0; i < r->n_missing; i++) {
-    free(r->missing[i]->reason);
-    free(r->missing[i]);
-  }
-  free(r->entries);
-  free(r->metrics);
-  free(r->apps);
-  free(r->agents);
-  free(r->missing);
-  free(r->daemon);
-  free(r);
+  if (r) protobuf_c_message_free_unpacked(&r->base, NULL);
 }
 
 /* ------------------------------------------------------------ exposition */
