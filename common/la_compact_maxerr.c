@@ -81,6 +81,18 @@ static int hull_fits(const me_hull_t *h, double x, double lo, double hi) {
          !slope_gt(pt_sub(p2, h->rect[3]), pt_sub(h->rect[3], h->rect[1]));
 }
 
+/* Starts the hull at its first interval, p1 over p2 (room for one point
+ * each is the caller's). */
+static void hull_open(me_hull_t *h, me_pt_t p1, me_pt_t p2) {
+  h->rect[0] = p1;
+  h->rect[1] = p2;
+  h->upper[0] = p1;
+  h->lower[0] = p2;
+  h->nu = h->nl = 1;
+  h->us = h->ls = 0;
+  h->npts = 1;
+}
+
 /* One side of a hull update (hull_add()): the point p has moved an extreme
  * line. dir = +1: p is an interval's top and lowers the maximum slope; the
  * line pivots on the lower hull piv (points ps..pn-1) at the last point
@@ -119,13 +131,7 @@ static int hull_add(me_hull_t *h, double x, double lo, double hi) {
   if (hull_grow(h) != 0)
     return h->err;
   if (h->npts == 0) {
-    h->rect[0] = p1;
-    h->rect[1] = p2;
-    h->upper[0] = p1;
-    h->lower[0] = p2;
-    h->nu = h->nl = 1;
-    h->us = h->ls = 0;
-    h->npts = 1;
+    hull_open(h, p1, p2);
     return 0;
   }
   if (h->npts == 1) {
@@ -617,13 +623,7 @@ static void me_free_start(me_seg_t *g, size_t i, double y, double tol) {
   g->y_first = y;
   g->tol_min = tol;
   g->t = 1;
-  h->rect[0] = p1;
-  h->rect[1] = p2;
-  h->upper[0] = p1;
-  h->lower[0] = p2;
-  h->nu = h->nl = 1;
-  h->us = h->ls = 0;
-  h->npts = 1;
+  hull_open(h, p1, p2);
 }
 
 __attribute__((noinline)) static size_t
