@@ -371,6 +371,20 @@ me_cmp4(me_m4 *c, const me_v4 *l, const me_v4 *r, int le, int simd) {
 #define me_lt4(c, l, r, simd) me_cmp4(c, l, r, 0, simd)
 #define me_le4(c, l, r, simd) me_cmp4(c, l, r, 1, simd)
 
+/* Lanewise: is the point (T, P) below the line through (RX, RY) with
+ * direction (SX, SY), (P - RY) SX < (T - RX) SY (below = 1), or above it
+ * (below = 0)? The four slope tests of hull_fits() and hull_add(), for four
+ * points at once. */
+static inline __attribute__((always_inline)) void
+me_side4(me_m4 *c, me_v4 P, me_v4 T, me_v4 RX, me_v4 RY, me_v4 SX, me_v4 SY,
+         int below, int simd) {
+  me_v4 L = (P - RY) * SX, R = (T - RX) * SY;
+  if (below)
+    me_lt4(c, &L, &R, simd);
+  else
+    me_lt4(c, &R, &L, simd);
+}
+
 #define ME_TOL(kind, y) ((kind) == ME_ABS ? eps : eps + rel * fabs(y))
 #define ME_FITTABLE(kind, y, tol)                                              \
   ((kind) == ME_ABS   ? fabs(y) <= lim                                         \
@@ -458,7 +472,7 @@ me_free_scan(me_seg_t *g, const double *x, size_t i, size_t n, double eps,
   ME_SLOPES();
   while (i < n) {
     if (simd && kind != ME_ABS && i + 4 <= n && dense == 0) {
-      me_v4 Y, T, TOL, HI, LO, L, R, AY;
+      me_v4 Y, T, TOL, HI, LO, AY;
       me_m4 MISS, A, B, EV, C;
       int bits, j;
       memcpy(&Y, x + i, sizeof(Y));
@@ -467,12 +481,8 @@ me_free_scan(me_seg_t *g, const double *x, size_t i, size_t n, double eps,
       TOL = kind == ME_ABS ? EPS : EPS + REL * AY;
       HI = Y + TOL;
       LO = Y - TOL;
-      L = (HI - R2Y) * S1X;
-      R = (T - R2X) * S1Y;
-      me_lt4(&MISS, &L, &R, simd);
-      L = (LO - R3Y) * S2X;
-      R = (T - R3X) * S2Y;
-      me_lt4(&C, &R, &L, simd);
+      me_side4(&MISS, HI, T, R2X, R2Y, S1X, S1Y, 1, simd);
+      me_side4(&C, LO, T, R3X, R3Y, S2X, S2Y, 0, simd);
       MISS |= C;
       if (kind == ME_ABS) { /* not |y| <= lim */
         me_le4(&C, &AY, &LIM, simd);
@@ -485,12 +495,8 @@ me_free_scan(me_seg_t *g, const double *x, size_t i, size_t n, double eps,
         me_le4(&F3, &SM, &TOL, simd);   /* tol >= 2^-36 |y| */
         MISS |= ~(F1 & F2 & F3);
       }
-      L = (HI - R1Y) * S2X;
-      R = (T - R1X) * S2Y;
-      me_lt4(&A, &L, &R, simd);
-      L = (LO - R0Y) * S1X;
-      R = (T - R0X) * S1Y;
-      me_lt4(&B, &R, &L, simd);
+      me_side4(&A, HI, T, R1X, R1Y, S2X, S2Y, 1, simd);
+      me_side4(&B, LO, T, R0X, R0Y, S1X, S1Y, 0, simd);
       EV = MISS | A | B;
       bits = me_bits4(&EV);
       if (bits == 0) { /* four quiet points */
