@@ -185,18 +185,10 @@ static int run(const char *dir, int kase, int hist, res_t *out) {
 int main(int argc, char **argv) {
   const char *outp =
       la_bench_out_path(argc, argv, 1, "build/bench/history.json");
-  const char *tmp = getenv("TMPDIR");
   char dir[512];
-  snprintf(dir, sizeof dir, "%s/bench_history.XXXXXX", tmp ? tmp : "/tmp");
-  if (!mkdtemp(dir)) {
-    perror("bench_history: mkdtemp");
-    return 1;
-  }
-  FILE *f = fopen(outp, "w");
-  if (!f) {
-    perror(outp);
-    return 1;
-  }
+  if (la_bench_tmpdir("bench_history", dir, sizeof dir)) return 1;
+  FILE *f = la_bench_open_out(outp);
+  if (!f) return 1;
   fprintf(f,
           "{\n  \"elements\": %d, \"ranks\": %d, \"cycles\": %d,\n"
           "  \"compaction\": \"polyline:cv=0.1\", \"full_cycles\": %d,\n"

@@ -192,9 +192,8 @@ static int la__client_die(la_client_t *c, int rc, const char *fmt, ...)
 static int la__client_die(la_client_t *c, int rc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(c->err, sizeof c->err, fmt, ap);
+  c->dead = la_verrorf(c->err, sizeof c->err, rc, fmt, ap);
   va_end(ap);
-  c->dead = rc;
   return rc;
 }
 

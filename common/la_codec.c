@@ -89,6 +89,16 @@ int la_frame_header_parse(const uint8_t *hdr, uint32_t max_payload,
   return 0;
 }
 
+void la_frame_header_put(uint8_t *hdr, uint16_t type, uint32_t len) {
+  hdr[0] = (uint8_t)(len >> 24);
+  hdr[1] = (uint8_t)(len >> 16);
+  hdr[2] = (uint8_t)(len >> 8);
+  hdr[3] = (uint8_t)len;
+  hdr[4] = (uint8_t)(type >> 8);
+  hdr[5] = (uint8_t)type;
+  hdr[6] = hdr[7] = 0;
+}
+
 size_t la_frame_size(const ProtobufCMessage *msg) {
   return LA_FRAME_HEADER_LEN + protobuf_c_message_get_packed_size(msg);
 }
@@ -99,13 +109,7 @@ long la_frame_pack_into(uint16_t type, const ProtobufCMessage *msg,
   if (!e || msg->descriptor != e->desc) return LA_EINVAL;
   size_t plen = protobuf_c_message_get_packed_size(msg);
   if (plen > UINT32_MAX || plen + LA_FRAME_HEADER_LEN > cap) return LA_EMSGSIZE;
-  buf[0] = (uint8_t)(plen >> 24);
-  buf[1] = (uint8_t)(plen >> 16);
-  buf[2] = (uint8_t)(plen >> 8);
-  buf[3] = (uint8_t)plen;
-  buf[4] = (uint8_t)(type >> 8);
-  buf[5] = (uint8_t)type;
-  buf[6] = buf[7] = 0;
+  la_frame_header_put(buf, type, (uint32_t)plen);
   protobuf_c_message_pack(msg, buf + LA_FRAME_HEADER_LEN);
   return (long)(plen + LA_FRAME_HEADER_LEN);
 }

@@ -58,6 +58,10 @@ const char *la_msg_name(uint16_t type);
 int la_frame_header_parse(const uint8_t *hdr, uint32_t max_payload,
                           uint16_t *type, uint32_t *len);
 
+/* Writes a frame header (LA_FRAME_HEADER_LEN bytes at hdr) for a payload
+ * of len bytes of the given type; the reserved bytes are zero. */
+void la_frame_header_put(uint8_t *hdr, uint16_t type, uint32_t len);
+
 /* Bytes a framed message takes. */
 size_t la_frame_size(const ProtobufCMessage *msg);
 

@@ -86,28 +86,29 @@ LA_EXPORT int la_f_register_grid(const char *name, size_t len, int rank,
 
 /* ------------------------------------------------------------- settings */
 
-LA_EXPORT int la_f_set_metric(const char *s, size_t len) {
+/* Passes the Fortran string s (len bytes; what names it in an error) to
+ * the C setter set. */
+static int la__fset(const char *s, size_t len, const char *what,
+                    int (*set)(const char *)) {
   char buf[LA__FSTR_MAX + 1];
-  int rc = la__fstr(buf, s, len, "metric");
-  return rc ? rc : LA_setMetric(buf);
+  int rc = la__fstr(buf, s, len, what);
+  return rc ? rc : set(buf);
+}
+
+LA_EXPORT int la_f_set_metric(const char *s, size_t len) {
+  return la__fset(s, len, "metric", LA_setMetric);
 }
 
 LA_EXPORT int la_f_set_agent(const char *s, size_t len) {
-  char buf[LA__FSTR_MAX + 1];
-  int rc = la__fstr(buf, s, len, "agent address");
-  return rc ? rc : LA_setAgent(buf);
+  return la__fset(s, len, "agent address", LA_setAgent);
 }
 
 LA_EXPORT int la_f_set_compaction(const char *s, size_t len) {
-  char buf[LA__FSTR_MAX + 1];
-  int rc = la__fstr(buf, s, len, "compaction spec");
-  return rc ? rc : LA_setCompaction(buf);
+  return la__fset(s, len, "compaction spec", LA_setCompaction);
 }
 
 LA_EXPORT int la_f_set_app_id(const char *s, size_t len) {
-  char buf[LA__FSTR_MAX + 1];
-  int rc = la__fstr(buf, s, len, "application id");
-  return rc ? rc : LA_setAppId(buf);
+  return la__fset(s, len, "application id", LA_setAppId);
 }
 
 /* ------------------------------------------------------------- hot path
