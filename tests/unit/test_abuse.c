@@ -766,21 +766,18 @@ static void test_files_not_followed(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_la_status_amplification, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_ga_feed_amplification, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_ga_preauth_frames, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_small_frames_before_handshake, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_la_uid_flood, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_la_tool_idle_timeout, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_feed_address_flood, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_ga_handshakes_per_address, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_feed_idle_timeout, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_files_not_followed, setup, teardown),
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+      T(test_la_status_amplification),
+      T(test_ga_feed_amplification),
+      T(test_ga_preauth_frames),
+      T(test_small_frames_before_handshake),
+      T(test_la_uid_flood),
+      T(test_la_tool_idle_timeout),
+      T(test_feed_address_flood),
+      T(test_ga_handshakes_per_address),
+      T(test_feed_idle_timeout),
+      T(test_files_not_followed),
+#undef T
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);
 }

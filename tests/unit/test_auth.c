@@ -1182,29 +1182,30 @@ static void link_end_to_end(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(mac_round_trip, setup, teardown),
-      cmocka_unit_test_setup_teardown(mac_refusals, setup, teardown),
-      cmocka_unit_test_setup_teardown(mac_bad_arguments_zero_output, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(mac_known_answer, setup, teardown),
-      cmocka_unit_test_setup_teardown(mac_split_is_unambiguous, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(nonces_differ, setup, teardown),
-      cmocka_unit_test_setup_teardown(key_file_modes, setup, teardown),
-      cmocka_unit_test_setup_teardown(key_file_missing, setup, teardown),
-      cmocka_unit_test_setup_teardown(key_file_not_regular, setup, teardown),
-      cmocka_unit_test_setup_teardown(key_file_lengths, setup, teardown),
-      cmocka_unit_test_setup_teardown(key_derivation, setup, teardown),
-      cmocka_unit_test_setup_teardown(generate_secret, setup, teardown),
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define D(f) cmocka_unit_test_setup_teardown(f, dsetup, dteardown)
+      T(mac_round_trip),
+      T(mac_refusals),
+      T(mac_bad_arguments_zero_output),
+      T(mac_known_answer),
+      T(mac_split_is_unambiguous),
+      T(nonces_differ),
+      T(key_file_modes),
+      T(key_file_missing),
+      T(key_file_not_regular),
+      T(key_file_lengths),
+      T(key_derivation),
+      T(generate_secret),
       cmocka_unit_test(session_both_sides_agree),
       cmocka_unit_test(records_refuse_tampering),
-      cmocka_unit_test_setup_teardown(link_end_to_end, dsetup, dteardown),
-      cmocka_unit_test_setup_teardown(link_wrong_secrets, dsetup, dteardown),
-      cmocka_unit_test_setup_teardown(link_without_secret, dsetup, dteardown),
-      cmocka_unit_test_setup_teardown(link_fake_global_refused, dsetup,
-                                      dteardown),
-      cmocka_unit_test_setup_teardown(link_flipped_byte, dsetup, dteardown),
-      cmocka_unit_test_setup_teardown(link_replayed_record, dsetup, dteardown),
+      D(link_end_to_end),
+      D(link_wrong_secrets),
+      D(link_without_secret),
+      D(link_fake_global_refused),
+      D(link_flipped_byte),
+      D(link_replayed_record),
+#undef T
+#undef D
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -479,18 +479,15 @@ static void test_unsafe_log_dir_refused(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_kill_ga_down_after_compaction, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_kill_ga_down_after_receipt, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_kill_ga_up_mid_run, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_kill_while_compacting, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_stop_with_compactions_in_flight,
-                                      setup, teardown),
-      cmocka_unit_test_setup_teardown(test_torn_log_tail, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_unsafe_log_dir_refused, setup,
-                                      teardown),
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+      T(test_kill_ga_down_after_compaction),
+      T(test_kill_ga_down_after_receipt),
+      T(test_kill_ga_up_mid_run),
+      T(test_kill_while_compacting),
+      T(test_stop_with_compactions_in_flight),
+      T(test_torn_log_tail),
+      T(test_unsafe_log_dir_refused),
+#undef T
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);
 }

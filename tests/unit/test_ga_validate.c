@@ -327,12 +327,11 @@ static void test_robust_encoding_checked(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_invalid_traces_refused, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_declared_count_above_rank_refused,
-                                      setup, teardown),
-      cmocka_unit_test_setup_teardown(test_robust_encoding_checked, setup,
-                                      teardown),
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+      T(test_invalid_traces_refused),
+      T(test_declared_count_above_rank_refused),
+      T(test_robust_encoding_checked),
+#undef T
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);
 }

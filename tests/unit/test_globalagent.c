@@ -1938,31 +1938,21 @@ static void test_restart_keeps_age_and_closed_sets(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_two_agents_one_mpi_run, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_queries_and_exact_totals, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_killed_localagent_partial_sets,
-                                      setup, teardown),
-      cmocka_unit_test_setup_teardown(test_globalagent_restart_mid_run, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_wrong_secret_refused, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_slow_subscriber, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_garbage_closes_only_that_connection,
-                                      setup, teardown),
-      cmocka_unit_test_setup_teardown(test_resent_rank_end_changes_nothing,
-                                      setup, teardown),
-      cmocka_unit_test_setup_teardown(test_trace_missing_closes_set_with_reason,
-                                      setup, teardown),
-      cmocka_unit_test_setup_teardown(test_timeout_reason_in_status, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(
-          test_late_trace_never_reopens_a_closed_set, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restart_keeps_age_and_closed_sets,
-                                      setup, teardown),
-      cmocka_unit_test_setup_teardown(test_commit_failure_counts_exact, setup,
-                                      teardown),
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+      T(test_two_agents_one_mpi_run),
+      T(test_queries_and_exact_totals),
+      T(test_killed_localagent_partial_sets),
+      T(test_globalagent_restart_mid_run),
+      T(test_wrong_secret_refused),
+      T(test_slow_subscriber),
+      T(test_garbage_closes_only_that_connection),
+      T(test_resent_rank_end_changes_nothing),
+      T(test_trace_missing_closes_set_with_reason),
+      T(test_timeout_reason_in_status),
+      T(test_late_trace_never_reopens_a_closed_set),
+      T(test_restart_keeps_age_and_closed_sets),
+      T(test_commit_failure_counts_exact),
+#undef T
   };
   /* LA_TEST_FILTER=pattern runs only the matching tests (cmocka's glob) */
   const char *only = getenv("LA_TEST_FILTER");

@@ -1336,27 +1336,20 @@ static void test_sighup_and_check_config(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_several_apps_and_ranks, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_wavetoy_mpiexec, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_app_killed_mid_cycle, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_garbage_and_oversized_frames, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_connection_flood, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_foreign_segment_refused, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_global_appears_later, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_global_restart_mid_run, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_spool_survives_restart, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_wrong_secret, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_sighup_and_check_config, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(
-          test_fast_application_keeps_its_connection, setup, teardown),
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+      T(test_several_apps_and_ranks),
+      T(test_wavetoy_mpiexec),
+      T(test_app_killed_mid_cycle),
+      T(test_garbage_and_oversized_frames),
+      T(test_connection_flood),
+      T(test_foreign_segment_refused),
+      T(test_global_appears_later),
+      T(test_global_restart_mid_run),
+      T(test_spool_survives_restart),
+      T(test_wrong_secret),
+      T(test_sighup_and_check_config),
+      T(test_fast_application_keeps_its_connection),
+#undef T
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);
 }

@@ -471,13 +471,11 @@ static int group_setup(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_ids_arrive_and_export, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_id_function_and_none, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_grid_origin, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_old_store_reads, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_hostile_ids, setup, teardown),
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+      T(test_ids_arrive_and_export), T(test_id_function_and_none),
+      T(test_grid_origin),           T(test_old_store_reads),
+      T(test_hostile_ids),
+#undef T
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);
 }

@@ -698,16 +698,16 @@ static void kill_and_revive(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(full_session, setup, teardown),
-      cmocka_unit_test_setup_teardown(wrong_secret_refused, setup, teardown),
-      cmocka_unit_test_setup_teardown(forced_refusal_and_accept_any, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(protocol_violations, setup, teardown),
-      cmocka_unit_test_setup_teardown(ack_policies, setup, teardown),
-      cmocka_unit_test_setup_teardown(sequence_errors_and_orphans, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(many_traces_resent, setup, teardown),
-      cmocka_unit_test_setup_teardown(kill_and_revive, setup, teardown),
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+      T(full_session),
+      T(wrong_secret_refused),
+      T(forced_refusal_and_accept_any),
+      T(protocol_violations),
+      T(ack_policies),
+      T(sequence_errors_and_orphans),
+      T(many_traces_resent),
+      T(kill_and_revive),
+#undef T
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
