@@ -76,6 +76,11 @@ int la_td_prepare(void) {
   return la_auth_init() == 0 ? 0 : -1;
 }
 
+int la_td_group_setup(void **state) {
+  (void)state;
+  return la_td_prepare();
+}
+
 void la_td_nap_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
@@ -370,16 +375,11 @@ int la_td_start(la_test_daemon_t *d, const char *const *args,
   if (!port_file) return 0;
   long long end = la_td_now_ms() + timeout_ms;
   for (;;) {
-    FILE *f = fopen(port_file, "r");
-    unsigned p = 0;
-    if (f) {
-      if (fscanf(f, "%u", &p) != 1) p = 0;
-      fclose(f);
-    }
-    if (p > 0 && p < 65536) {
+    int p = la_td_read_port(port_file, 0);
+    if (p > 0) {
       d->port = (uint16_t)p;
-      snprintf(d->addr, sizeof d->addr, "127.0.0.1:%u", p);
-      return (int)p;
+      snprintf(d->addr, sizeof d->addr, "127.0.0.1:%d", p);
+      return p;
     }
     if (!la_td_alive(d)) {
       fprintf(stderr, "la_test_daemon: %s exited before writing %s\n", d->name,

@@ -128,6 +128,8 @@ void la_td_unset_la_env(void);
 /* A daemon test program's group set-up: la_td_unset_la_env, SIGPIPE
  * ignored, la_auth initialised. Returns 0 or -1. */
 int la_td_prepare(void);
+/* la_td_prepare as a cmocka group set-up (state unused). */
+int la_td_group_setup(void **state);
 /* Sleeps ms milliseconds (restarted after a signal). For polls with a
  * deadline only: tests wait on events, not on time. */
 void la_td_nap_ms(int ms);

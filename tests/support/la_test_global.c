@@ -614,9 +614,7 @@ static void *global_main(void *arg) {
       if (idx[k] == -1) {
         on_accept(g);
       } else if (idx[k] == -2) {
-        char b[16];
-        if (read(g->wake[0], b, sizeof b) < 0) { /* nothing to do */
-        }
+        la_test_wake_drain(g->wake[0]);
       } else if (g->c[idx[k]].fd >= 0 && on_readable(g, &g->c[idx[k]])) {
         conn_close(g, &g->c[idx[k]]);
       }
@@ -689,23 +687,18 @@ const char *la_test_global_addr(const la_test_global_t *g) {
   return g->addr;
 }
 
-static void wake(la_test_global_t *g) {
-  if (write(g->wake[1], "x", 1) < 0) { /* the loop polls every 10 ms */
-  }
-}
-
 void la_test_global_set_ack(la_test_global_t *g, int every) {
   pthread_mutex_lock(&g->mu);
   g->ack_every = every < 0 ? 0 : every;
   pthread_mutex_unlock(&g->mu);
-  wake(g);
+  la_test_wake(g->wake[1]);
 }
 
 void la_test_global_set_ack_delay(la_test_global_t *g, int delay_ms) {
   pthread_mutex_lock(&g->mu);
   g->ack_delay_ms = delay_ms < 0 ? 0 : delay_ms;
   pthread_mutex_unlock(&g->mu);
-  wake(g);
+  la_test_wake(g->wake[1]);
 }
 
 void la_test_global_set_refuse_auth(la_test_global_t *g, int on) {
@@ -832,7 +825,7 @@ void la_test_global_drop_connections(la_test_global_t *g) {
   pthread_mutex_lock(&g->mu);
   g->drop_now = 1;
   pthread_mutex_unlock(&g->mu);
-  wake(g);
+  la_test_wake(g->wake[1]);
 }
 
 void la_test_global_kill(la_test_global_t *g) {
@@ -840,7 +833,7 @@ void la_test_global_kill(la_test_global_t *g) {
   pthread_mutex_lock(&g->mu);
   g->killed = 1;
   pthread_mutex_unlock(&g->mu);
-  wake(g);
+  la_test_wake(g->wake[1]);
   pthread_join(g->th, NULL);
   g->running = 0;
 }

@@ -3,9 +3,8 @@
 
 static La__CompactParams la__tm_params = LA__COMPACT_PARAMS__INIT;
 
-La__RankStart la_test_rank_start(const char *app_id, const char *app_name,
-                                 uint32_t rank, uint32_t nprocs,
-                                 uint64_t n_elements) {
+La__RankStart la_test_rank_start_min(const char *app_id, uint32_t rank,
+                                     uint32_t nprocs, uint64_t n_elements) {
   La__RankStart m = LA__RANK_START__INIT;
   m.seq = 1;
   m.app_id = (char *)app_id;
@@ -14,6 +13,13 @@ La__RankStart la_test_rank_start(const char *app_id, const char *app_name,
   m.n_elements = n_elements;
   m.metric = "time";
   m.unit = "ns";
+  return m;
+}
+
+La__RankStart la_test_rank_start(const char *app_id, const char *app_name,
+                                 uint32_t rank, uint32_t nprocs,
+                                 uint64_t n_elements) {
+  La__RankStart m = la_test_rank_start_min(app_id, rank, nprocs, n_elements);
   m.app_name = (char *)app_name;
   m.host = "node1";
   m.has_pid = 1;

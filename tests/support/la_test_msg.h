@@ -18,4 +18,10 @@ La__RankStart la_test_rank_start(const char *app_id, const char *app_name,
                                  uint32_t rank, uint32_t nprocs,
                                  uint64_t n_elements);
 
+/* Only what every RankStart has: seq 1, app_id, rank, nprocs, n_elements,
+ * metric "time" in ns (la_test_rank_start adds the rest). app_id is not
+ * copied. */
+La__RankStart la_test_rank_start_min(const char *app_id, uint32_t rank,
+                                     uint32_t nprocs, uint64_t n_elements);
+
 #endif /* LA_TEST_MSG_H */

@@ -200,9 +200,7 @@ static void *peer_main(void *arg) {
       if (idx[k] == -1) {
         on_accept(p);
       } else if (idx[k] == -2) {
-        char b[16];
-        if (read(p->wake[0], b, sizeof b) < 0) { /* nothing to do */
-        }
+        la_test_wake_drain(p->wake[0]);
       } else if (on_readable(p, &p->c[idx[k]]) != 0) {
         conn_close(p, &p->c[idx[k]]);
       }
@@ -234,11 +232,6 @@ la_test_peer_t *la_test_peer_start(void) {
 
 const char *la_test_peer_addr(const la_test_peer_t *p) {
   return p->addr;
-}
-
-static void wake(la_test_peer_t *p) {
-  if (write(p->wake[1], "x", 1) < 0) { /* the loop polls every 10 ms */
-  }
 }
 
 void la_test_peer_set_hold_ms(la_test_peer_t *p, int ms) {
@@ -281,7 +274,7 @@ int la_test_peer_release_all_wait(la_test_peer_t *p, int timeout_ms) {
   p->target = p->releases + 1;
   p->release_now = 1;
   pthread_mutex_unlock(&p->mu);
-  wake(p);
+  la_test_wake(p->wake[1]);
   return la_test_cond_wait(&p->mu, &p->cv, releases_done, p, timeout_ms);
 }
 
@@ -298,7 +291,7 @@ void la_test_peer_kill(la_test_peer_t *p) {
   p->killed = 1;
   pthread_mutex_unlock(&p->mu);
   if (already) return;
-  wake(p);
+  la_test_wake(p->wake[1]);
   pthread_join(p->th, NULL);
 }
 

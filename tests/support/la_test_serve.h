@@ -28,4 +28,12 @@ void la_test_serve_unlock(void);
 int la_test_cond_wait(pthread_mutex_t *mu, pthread_cond_t *cv,
                       int (*done)(void *), void *arg, int timeout_ms);
 
+/* A stand-in's wake-up pipe: la_test_wake writes a byte to fd (the write
+ * end) so that the server's poll() returns at once after a setting
+ * changed; la_test_wake_drain reads what is waiting on fd (the read end)
+ * when poll() said it is readable. A lost byte only delays: the server
+ * loops poll every 10 ms anyway. */
+void la_test_wake(int fd);
+void la_test_wake_drain(int fd);
+
 #endif /* LA_TEST_SERVE_H */

@@ -9,20 +9,28 @@
 
 #define LA_TS_WAIT_MS 60000
 
+int la_ts_ga_files(const la_test_daemon_t *ga, size_t len, char *secret,
+                   char *db, char *agents_pf, char *feed_pf) {
+  char why[256];
+  la_td_path(ga, "secret", secret, len);
+  la_td_path(ga, "la.db", db, len);
+  la_td_path(ga, "agents.port", agents_pf, len);
+  la_td_path(ga, "feed.port", feed_pf, len);
+  if (la_auth_generate_secret_file(secret, why, sizeof why) != 0) {
+    fprintf(stderr, "secret: %s\n", why);
+    return -1;
+  }
+  return 0;
+}
+
 int la_ts_init(la_test_stack_t *s) {
   memset(s, 0, sizeof *s);
-  char why[256];
   if (la_auth_init() != 0) return -1;
   s->ga = la_td_new("la-globalagent");
   s->la = la_td_new("la-localagent");
   if (!s->ga || !s->la) return -1;
-  la_td_path(s->ga, "secret", s->secret, sizeof s->secret);
-  la_td_path(s->ga, "la.db", s->db, sizeof s->db);
-  if (la_auth_generate_secret_file(s->secret, why, sizeof why) != 0) {
-    fprintf(stderr, "la_ts_init: %s\n", why);
-    return -1;
-  }
-  return 0;
+  return la_ts_ga_files(s->ga, sizeof s->db, s->secret, s->db, s->agents_pf,
+                        s->feed_pf);
 }
 
 /* argv = defaults then extra, into out (room for max entries + NULL). */
@@ -38,10 +46,8 @@ static int la_ts_args(const char **out, int max, const char *const *defs,
 }
 
 int la_ts_start_global(la_test_stack_t *s, const char *const *extra) {
-  char agents_pf[600], feed_pf[600];
+  const char *agents_pf = s->agents_pf, *feed_pf = s->feed_pf;
   char a[4][700];
-  la_td_path(s->ga, "agents.port", agents_pf, sizeof agents_pf);
-  la_td_path(s->ga, "feed.port", feed_pf, sizeof feed_pf);
   snprintf(a[0], sizeof a[0], "--agents.port_file=%s", agents_pf);
   snprintf(a[1], sizeof a[1], "--feed.port_file=%s", feed_pf);
   snprintf(a[2], sizeof a[2], "--store.path=%s", s->db);

@@ -45,6 +45,7 @@
 #include "la.h"
 #include "la_auth.h"
 #include "la_test_daemon.h"
+#include "la_test_stack.h"
 #include "la_test_sql.h"
 
 #define WAIT_MS 20000
@@ -59,26 +60,16 @@ static struct {
   int go, res; /* pipes to and from the application */
 } T;
 
-static int group_setup(void **state) {
-  return la_td_prepare();
-}
-
 static int setup(void **state) {
   memset(&T, 0, sizeof T);
   T.go = T.res = -1;
   T.ga = la_td_new("la-globalagent");
   T.la = la_td_new("la-localagent");
   if (T.ga && T.la) {
-    char why[256];
-    la_td_path(T.ga, "secret", T.key, sizeof T.key);
-    la_td_path(T.ga, "la.db", T.db, sizeof T.db);
-    la_td_path(T.ga, "agents.port", T.agents_pf, sizeof T.agents_pf);
-    la_td_path(T.ga, "feed.port", T.feed_pf, sizeof T.feed_pf);
     la_td_path(T.la, "log", T.log_dir, sizeof T.log_dir);
-    if (la_auth_generate_secret_file(T.key, why, sizeof why) != 0) {
-      fprintf(stderr, "secret: %s\n", why);
+    if (la_ts_ga_files(T.ga, sizeof T.key, T.key, T.db, T.agents_pf,
+                       T.feed_pf) != 0)
       return -1;
-    }
   }
   return 0;
 }
@@ -489,5 +480,5 @@ int main(void) {
       T(test_unsafe_log_dir_refused),
 #undef T
   };
-  return cmocka_run_group_tests(tests, group_setup, NULL);
+  return cmocka_run_group_tests(tests, la_td_group_setup, NULL);
 }

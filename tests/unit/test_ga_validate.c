@@ -33,6 +33,7 @@
 #include "la_compact.h"
 #include "la_sockio.h"
 #include "la_test_daemon.h"
+#include "la_test_stack.h"
 
 #define WAIT_MS 15000
 
@@ -43,24 +44,13 @@ static struct {
   char feed_addr[64];
 } T;
 
-static int group_setup(void **state) {
-  signal(SIGPIPE, SIG_IGN);
-  return la_auth_init() == 0 ? 0 : -1;
-}
-
 static int setup(void **state) {
   memset(&T, 0, sizeof T);
   T.ga = la_td_new("la-globalagent");
   if (!T.ga) return 0;
-  char why[256];
-  la_td_path(T.ga, "secret", T.key, sizeof T.key);
-  la_td_path(T.ga, "la.db", T.db, sizeof T.db);
-  la_td_path(T.ga, "agents.port", T.agents_pf, sizeof T.agents_pf);
-  la_td_path(T.ga, "feed.port", T.feed_pf, sizeof T.feed_pf);
-  if (la_auth_generate_secret_file(T.key, why, sizeof why) != 0) {
-    fprintf(stderr, "secret: %s\n", why);
+  if (la_ts_ga_files(T.ga, sizeof T.key, T.key, T.db, T.agents_pf, T.feed_pf) !=
+      0)
     return -1;
-  }
   return 0;
 }
 
@@ -333,5 +323,5 @@ int main(void) {
       T(test_robust_encoding_checked),
 #undef T
   };
-  return cmocka_run_group_tests(tests, group_setup, NULL);
+  return cmocka_run_group_tests(tests, la_td_group_setup, NULL);
 }

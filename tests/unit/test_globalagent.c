@@ -64,6 +64,7 @@
 #include "la_sockio.h"
 #include "la_trace_msg.h"
 #include "la_test_daemon.h"
+#include "la_test_stack.h"
 #include "la_test_mpi.h"
 #include "la_test_sql.h"
 #include "la_test_ipc.h"
@@ -92,23 +93,13 @@ static struct {
   la_client_t *subs[4];
 } T;
 
-static int group_setup(void **state) {
-  return la_td_prepare();
-}
-
 static int setup(void **state) {
   memset(&T, 0, sizeof T);
   T.ga = la_td_new("la-globalagent");
   if (T.ga) {
-    char why[256];
-    la_td_path(T.ga, "secret", T.key, sizeof T.key);
-    la_td_path(T.ga, "la.db", T.db, sizeof T.db);
-    la_td_path(T.ga, "agents.port", T.agents_pf, sizeof T.agents_pf);
-    la_td_path(T.ga, "feed.port", T.feed_pf, sizeof T.feed_pf);
-    if (la_auth_generate_secret_file(T.key, why, sizeof why) != 0) {
-      fprintf(stderr, "secret: %s\n", why);
+    if (la_ts_ga_files(T.ga, sizeof T.key, T.key, T.db, T.agents_pf,
+                       T.feed_pf) != 0)
       return -1;
-    }
   }
   return 0;
 }
@@ -1957,5 +1948,5 @@ int main(void) {
   /* LA_TEST_FILTER=pattern runs only the matching tests (cmocka's glob) */
   const char *only = getenv("LA_TEST_FILTER");
   if (only && only[0]) cmocka_set_test_filter(only);
-  return cmocka_run_group_tests(tests, group_setup, NULL);
+  return cmocka_run_group_tests(tests, la_td_group_setup, NULL);
 }

@@ -72,10 +72,6 @@ static struct {
   la_test_kids_t kids;
 } T;
 
-static int group_setup(void **state) {
-  return la_td_prepare();
-}
-
 static void remove_bindir(void) {
   char p[128];
   if (!T.bindir[0]) return;
@@ -886,5 +882,5 @@ int main(void) {
       T(test_probing_thread_survives_the_end),
 #undef T
   };
-  return cmocka_run_group_tests_name("hostile", tests, group_setup, NULL);
+  return cmocka_run_group_tests_name("hostile", tests, la_td_group_setup, NULL);
 }

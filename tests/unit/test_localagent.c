@@ -81,10 +81,6 @@ static struct {
   int victim_shm, victim_sem;
 } T;
 
-static int group_setup(void **state) {
-  return la_td_prepare();
-}
-
 static int setup(void **state) {
   memset(&T, 0, sizeof T);
   T.victim_shm = T.victim_sem = -1;
@@ -1351,5 +1347,5 @@ int main(void) {
       T(test_fast_application_keeps_its_connection),
 #undef T
   };
-  return cmocka_run_group_tests(tests, group_setup, NULL);
+  return cmocka_run_group_tests(tests, la_td_group_setup, NULL);
 }

@@ -465,10 +465,6 @@ static void test_hostile_ids(void **state) {
                    0);
 }
 
-static int group_setup(void **state) {
-  return la_td_prepare();
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -477,5 +473,5 @@ int main(void) {
       T(test_hostile_ids),
 #undef T
   };
-  return cmocka_run_group_tests(tests, group_setup, NULL);
+  return cmocka_run_group_tests(tests, la_td_group_setup, NULL);
 }

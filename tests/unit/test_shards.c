@@ -65,10 +65,6 @@ static void dump_logs(void) {
 
 #define CHECK(cond, ...) LA_TD_CHECK(dump_logs(), cond, __VA_ARGS__)
 
-static int group_setup(void **state) {
-  return la_td_prepare();
-}
-
 static int teardown(void **state) {
   la_client_close(T.sub);
   for (int i = 0; i < NAPP; i++)
@@ -386,5 +382,5 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_shards_kill_one, teardown),
   };
-  return cmocka_run_group_tests(tests, group_setup, NULL);
+  return cmocka_run_group_tests(tests, la_td_group_setup, NULL);
 }
