@@ -1521,6 +1521,17 @@ static void missing_reason(fx_t *f, const char *app, uint64_t tag,
  * LocalAgent's record is idempotent and beats the GlobalAgent's inferred
  * one, a trace beats both (also when it comes later), a rank that ended
  * gets "rank ended before this cycle", and sets load with the reasons. */
+/* Records rank's cycle 5 of app "m" as missing (from_agent and seq as
+ * la_store_missing takes them) and checks it succeeded and whether it
+ * wrote or replaced a record. */
+static void missing_5(la_store_t *s, uint32_t rank, const char *reason,
+                      int from_agent, uint64_t seq, int written) {
+  int nw = -1;
+  assert_int_equal(
+      la_store_missing(s, "m", 5, rank, reason, from_agent, seq, &nw), 0);
+  assert_int_equal(nw, written);
+}
+
 static void test_missing_records(void **state) {
   fx_t *f = *state;
   la_store_t *s = f->s;
@@ -1530,25 +1541,19 @@ static void test_missing_records(void **state) {
     assert_int_equal(put_rank_start(s, "m", r, 3, 100), 0);
   assert_int_equal(put_trace(s, "m", 0, 5, NULL), 0);
   /* the LocalAgent's record, then its resend */
-  assert_int_equal(la_store_missing(s, "m", 5, 1, "skipped", 1, 7, &nw), 0);
-  assert_int_equal(nw, 1);
-  assert_int_equal(la_store_missing(s, "m", 5, 1, "skipped", 1, 7, &nw), 0);
-  assert_int_equal(nw, 0);
+  missing_5(s, 1, "skipped", 1, 7, 1);
+  missing_5(s, 1, "skipped", 1, 7, 0);
   /* the GlobalAgent's inference does not replace it... */
-  assert_int_equal(la_store_missing(s, "m", 5, 1, "timeout", 0, 0, &nw), 0);
-  assert_int_equal(nw, 0);
+  missing_5(s, 1, "timeout", 0, 0, 0);
   missing_reason(f, "m", 5, 1, why, sizeof why);
   assert_string_equal(why, "skipped");
   /* ...but a LocalAgent's record replaces an inferred one */
-  assert_int_equal(la_store_missing(s, "m", 5, 2, "timeout", 0, 0, &nw), 0);
-  assert_int_equal(nw, 1);
-  assert_int_equal(la_store_missing(s, "m", 5, 2, "buffer lost", 1, 9, &nw), 0);
-  assert_int_equal(nw, 1);
+  missing_5(s, 2, "timeout", 0, 0, 1);
+  missing_5(s, 2, "buffer lost", 1, 9, 1);
   missing_reason(f, "m", 5, 2, why, sizeof why);
   assert_string_equal(why, "buffer lost");
   /* a stored trace: no record for it */
-  assert_int_equal(la_store_missing(s, "m", 5, 0, "timeout", 1, 3, &nw), 0);
-  assert_int_equal(nw, 0);
+  missing_5(s, 0, "timeout", 1, 3, 0);
   assert_int_equal(raw_int(f->path,
                            "SELECT count(*) FROM missing WHERE "
                            "rank = 0"),

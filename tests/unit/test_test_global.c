@@ -248,6 +248,15 @@ static uint64_t recv_ack(int fd) {
   return s;
 }
 
+/* A fresh connection of node01 sends the trace of rank of "app" at cycle
+ * 0 as its first message (seq 1); it must be acknowledged. */
+static void fresh_trace_acked(fx_t *f, uint32_t rank) {
+  int fd = login(f, "node01", NULL);
+  send_trace(fd, 1, "app", rank, 0);
+  assert_int_equal(recv_ack(fd), 1);
+  close(fd);
+}
+
 /* Asserts nothing arrives on fd within ms. */
 static void no_message_within(int fd, int ms) {
   uint16_t type;
@@ -382,10 +391,7 @@ static void wrong_secret_refused(void **state) {
   assert_int_equal(la_test_global_auth_failures(f->g), 2);
 
   /* Still serving the right secret; nothing was stored meanwhile. */
-  fd = login(f, "node01", NULL);
-  send_trace(fd, 1, "app", 0, 0);
-  assert_int_equal(recv_ack(fd), 1);
-  close(fd);
+  fresh_trace_acked(f, 0);
   assert_int_equal(la_test_global_ntraces(f->g), 1);
 
   /* The stand-in can be switched to the other secret. */
@@ -517,10 +523,7 @@ static void protocol_violations(void **state) {
   assert_int_equal(la_test_global_rank_starts(g), 0);
 
   /* Through all of that it kept serving. */
-  fd = login(f, "node01", NULL);
-  send_trace(fd, 1, "app", 0, 0);
-  assert_int_equal(recv_ack(fd), 1);
-  close(fd);
+  fresh_trace_acked(f, 0);
   assert_int_equal(la_test_global_ntraces(g), 1);
 }
 
@@ -598,10 +601,7 @@ static void sequence_errors_and_orphans(void **state) {
   assert_int_equal(la_test_global_rank_ends(g), 1);
   assert_int_equal(la_test_global_max_seq(g), 7);
   /* A new connection starts its own order: a resend from 1 is fine. */
-  fd = login(f, "node01", NULL);
-  send_trace(fd, 1, "app", 1, 0);
-  assert_int_equal(recv_ack(fd), 1);
-  close(fd);
+  fresh_trace_acked(f, 1);
   assert_int_equal(la_test_global_count(g, LA_TG_SEQ_ERRORS), 2);
   assert_int_equal(la_test_global_duplicates(g), 1);
 }
