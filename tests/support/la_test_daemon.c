@@ -198,6 +198,10 @@ const char *la_td_addr(const la_test_daemon_t *d) {
   return d->addr;
 }
 
+const char *la_td_name(const la_test_daemon_t *d) {
+  return d->name;
+}
+
 static int decode_status(int st) {
   if (WIFEXITED(st)) return WEXITSTATUS(st);
   if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);

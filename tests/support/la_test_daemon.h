@@ -53,6 +53,8 @@ int la_td_start(la_test_daemon_t *d, const char *const *args,
 pid_t la_td_pid(const la_test_daemon_t *d); /* 0 when not running */
 uint16_t la_td_port(const la_test_daemon_t *d);
 const char *la_td_addr(const la_test_daemon_t *d); /* "127.0.0.1:PORT" */
+/* The program's name, as given to la_td_new. */
+const char *la_td_name(const la_test_daemon_t *d);
 
 /* 1 while the child runs (not exited), else 0 (it is reaped). */
 int la_td_alive(la_test_daemon_t *d);

@@ -64,6 +64,7 @@
 #include "la_sockio.h"
 #include "la_trace_msg.h"
 #include "la_test_daemon.h"
+#include "la_test_check.h"
 #include "la_test_stack.h"
 #include "la_test_mpi.h"
 #include "la_test_sql.h"
@@ -206,22 +207,10 @@ static void wait_linked(int i) {
         "LocalAgent %d not linked: %s", i, v);
 }
 
-static long long ga_status(const char *key) {
-  long long v = la_td_status_ll(T.ga, key);
-  CHECK(v >= 0, "lactl status (GlobalAgent): no numeric row %s", key);
-  return v;
-}
-
-static void ga_wait_status(const char *key, long long min) {
-  CHECK(la_td_wait_status(T.ga, key, min, WAIT_MS) == 0,
-        "GlobalAgent status %s did not reach %lld (is %lld)", key, min,
-        la_td_status_ll(T.ga, key));
-}
-
-static void ga_wait_log(const char *needle) {
-  CHECK(la_td_wait_log(T.ga, needle, WAIT_MS) == 0,
-        "the GlobalAgent never logged \"%s\"", needle);
-}
+/* The GlobalAgent's status rows and log (la_test_check.h). */
+#define ga_status(key) la_tc_status(T.ga, key)
+#define ga_wait_status(key, min) la_tc_wait_status(T.ga, key, min, WAIT_MS)
+#define ga_wait_log(needle) la_tc_wait_log(T.ga, needle, WAIT_MS)
 
 /* ------------------------------------------------------------- store --- */
 

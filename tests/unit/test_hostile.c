@@ -53,6 +53,7 @@
 #include "la_test_agent.h"
 #include "la_test_daemon.h"
 #include "la_test_kids.h"
+#include "la_test_check.h"
 #include "la_test_ipc.h"
 #include "la_test_sql.h"
 #include "la_test_stack.h"
@@ -439,21 +440,14 @@ static kid_t *spawn_app(const app_t *a) {
   return k;
 }
 
-static void expect_rec(kid_t *k, int kind, rec_t *out) {
-  char why[200] = "";
-  CHECK(la_tk_expect(k, kind, out, sizeof *out, WAIT_MS, why, sizeof why) == 0,
-        "%s", why);
-}
+/* The next record of kind from the child, the child's exit code
+ * (la_test_check.h). */
+#define expect_rec(k, kind, out) \
+  la_tc_expect(k, kind, out, sizeof *(out), WAIT_MS, T.d)
+#define reap_kid(k) la_tc_reap(k, WAIT_MS, T.d)
 
 static void go(kid_t *k) {
   assert_int_equal(la_tk_go(k), 0);
-}
-
-static int reap_kid(kid_t *k) {
-  pid_t pid = k->pid;
-  int code = la_tk_reap(k, WAIT_MS);
-  CHECK(code >= 0, "child %d did not exit", (int)pid);
-  return code;
 }
 
 static void kill_kid(kid_t *k) {

@@ -60,6 +60,7 @@
 #include "la_sockio.h"
 #include "la_test_daemon.h"
 #include "la_test_kids.h"
+#include "la_test_check.h"
 #include "la_test_ipc.h"
 #include "la_test_global.h"
 #include "la_test_sql.h"
@@ -191,22 +192,10 @@ static void status_str(const char *key, char *val, size_t len) {
   CHECK(la_td_status(T.d, key, val, len) == 0, "lactl status: no row %s", key);
 }
 
-static long long status_ll(const char *key) {
-  long long v = la_td_status_ll(T.d, key);
-  CHECK(v >= 0, "lactl status: no numeric row %s", key);
-  return v;
-}
-
-static void wait_status(const char *key, long long min) {
-  CHECK(la_td_wait_status(T.d, key, min, WAIT_MS) == 0,
-        "status %s did not reach %lld (is %lld)", key, min,
-        la_td_status_ll(T.d, key));
-}
-
-static void wait_log(const char *needle) {
-  CHECK(la_td_wait_log(T.d, needle, WAIT_MS) == 0,
-        "the daemon never logged \"%s\"", needle);
-}
+/* The LocalAgent's status rows and log (la_test_check.h). */
+#define status_ll(key) la_tc_status(T.d, key)
+#define wait_status(key, min) la_tc_wait_status(T.d, key, min, WAIT_MS)
+#define wait_log(needle) la_tc_wait_log(T.d, needle, WAIT_MS)
 
 /* A `lactl status --global` counter of the real GlobalAgent. */
 static long long ga_ll(const char *key) {
@@ -390,24 +379,14 @@ static kid_t *spawn_app(const app_t *a) {
   return spawn(app_trampoline, a, a->phases > 0);
 }
 
-/* Reads the next record of kind from the child (skipping others), or fails
- * the test after WAIT_MS. */
-static void expect_rec(kid_t *k, int kind, rec_t *out) {
-  char why[200] = "";
-  CHECK(la_tk_expect(k, kind, out, sizeof *out, WAIT_MS, why, sizeof why) == 0,
-        "%s", why);
-}
+/* The next record of kind from the child (skipping others), or the test
+ * fails after WAIT_MS; the child's exit code (128+sig if killed). */
+#define expect_rec(k, kind, out) \
+  la_tc_expect(k, kind, out, sizeof *(out), WAIT_MS, T.d)
+#define reap_kid(k) la_tc_reap(k, WAIT_MS, T.d)
 
 static void go(kid_t *k) {
   assert_int_equal(la_tk_go(k), 0);
-}
-
-/* Waits for the child to exit; returns its exit code (128+sig if killed). */
-static int reap_kid(kid_t *k) {
-  pid_t pid = k->pid;
-  int code = la_tk_reap(k, WAIT_MS);
-  CHECK(code >= 0, "child %d did not exit", (int)pid);
-  return code;
 }
 
 /* Runs a whole child application: registers, cycles, finalizes. Returns the
