@@ -12,6 +12,7 @@
 #include <libgen.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,28 @@ int la_td_prepare(void) {
   la_td_unset_la_env();
   signal(SIGPIPE, SIG_IGN);
   return la_auth_init() == 0 ? 0 : -1;
+}
+
+void la_td_argv_init(la_td_argv_t *a) {
+  a->n = 0;
+  a->v[0] = NULL;
+}
+
+int la_td_argv_add(la_td_argv_t *a, const char *fmt, ...) {
+  if (a->n >= LA_TD_ARGV_MAX) return -1;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(a->buf[a->n], sizeof a->buf[a->n], fmt, ap);
+  va_end(ap);
+  a->v[a->n] = a->buf[a->n];
+  a->v[++a->n] = NULL;
+  return 0;
+}
+
+int la_td_argv_extend(la_td_argv_t *a, const char *const *more) {
+  for (; more && *more; more++)
+    if (la_td_argv_add(a, "%s", *more) != 0) return -1;
+  return 0;
 }
 
 int la_td_group_setup(void **state) {

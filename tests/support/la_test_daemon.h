@@ -41,6 +41,25 @@ const char *la_td_dir(const la_test_daemon_t *d);
 char *la_td_path(const la_test_daemon_t *d, const char *rel, char *buf,
                  size_t len);
 
+/* A daemon's argument vector built option by option, each one formatted
+ * into the vector's own storage (LA_TD_ARGV_MAX options of up to 700
+ * bytes; a longer one is truncated, one past the maximum dropped). v is
+ * NULL-terminated at every step: pass it to la_td_start. */
+#define LA_TD_ARGV_MAX 48
+typedef struct la_td_argv {
+  const char *v[LA_TD_ARGV_MAX + 1];
+  int n;
+  char buf[LA_TD_ARGV_MAX][700];
+} la_td_argv_t;
+/* Empties a. */
+void la_td_argv_init(la_td_argv_t *a);
+/* Appends one option, printf-formatted. Returns 0, or -1 when a is full. */
+int la_td_argv_add(la_td_argv_t *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Appends every option of more (NULL-terminated, may be NULL). Returns 0,
+ * or -1 when a is full. */
+int la_td_argv_extend(la_td_argv_t *a, const char *const *more);
+
 /* Starts the program with args (NULL-terminated, after argv[0]) and, when
  * port_file is not NULL (a path), removes it first and waits up to
  * timeout_ms for the daemon to write a port number into it. Returns the

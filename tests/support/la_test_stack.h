@@ -33,6 +33,16 @@ typedef struct la_test_stack_s {
  * secret cannot be written (the reason goes to stderr). */
 int la_ts_ga_files(const la_test_daemon_t *ga, size_t len, char *secret,
                    char *db, char *agents_pf, char *feed_pf);
+/* Appends a GlobalAgent's options for its files (la_ts_ga_files): port
+ * files, store and, unless secret is NULL, the secret its LocalAgents must
+ * prove. The listening addresses are the caller's. */
+void la_ts_ga_args(la_td_argv_t *a, const char *agents_pf, const char *feed_pf,
+                   const char *db, const char *secret);
+/* Appends a LocalAgent's options for a test: an ephemeral loopback port
+ * written to port_file, its spool directory, the GlobalAgent at global and,
+ * unless secret is NULL, the secret file. */
+void la_ts_la_args(la_td_argv_t *a, const char *port_file, const char *spool,
+                   const char *global, const char *secret);
 /* Creates both daemons' directories and the secret. Returns 0, or -1 when a
  * daemon binary is not built or the secret cannot be written. */
 int la_ts_init(la_test_stack_t *s);

@@ -20,30 +20,21 @@
 int la_tu_ga_start(la_tu_ga_t *g, int fsync, int secret,
                    const char *const *extra, int timeout_ms) {
   char db[600], apf[600], fpf[600];
-  char a[5][700];
+  la_td_argv_t a;
   memset(g, 0, sizeof *g);
   g->d = la_td_new("la-globalagent");
   if (!g->d) return -1;
   if (la_ts_ga_files(g->d, sizeof db, g->key, db, apf, fpf) != 0) return -1;
-  snprintf(a[0], sizeof a[0], "--agents.port_file=%s", apf);
-  snprintf(a[1], sizeof a[1], "--feed.port_file=%s", fpf);
-  snprintf(a[2], sizeof a[2], "--store.path=%s", db);
-  snprintf(a[3], sizeof a[3], "--agents.secret_file=%s", g->key);
-  snprintf(a[4], sizeof a[4], "--store.fsync=%s", fsync ? "yes" : "no");
-  const char *args[64] = {"--agents.listen=127.0.0.1:0",
-                          "--feed.listen=127.0.0.1:0",
-                          a[0],
-                          a[1],
-                          a[2],
-                          a[4],
-                          "--log.level=error",
-                          "--stitch.timeout=60s"};
-  size_t n = 8;
-  if (secret) args[n++] = a[3];
-  for (size_t i = 0; extra && extra[i] && n < 63; i++) args[n++] = extra[i];
-  args[n] = NULL;
+  la_td_argv_init(&a);
+  la_td_argv_add(&a, "--agents.listen=127.0.0.1:0");
+  la_td_argv_add(&a, "--feed.listen=127.0.0.1:0");
+  la_ts_ga_args(&a, apf, fpf, db, secret ? g->key : NULL);
+  la_td_argv_add(&a, "--store.fsync=%s", fsync ? "yes" : "no");
+  la_td_argv_add(&a, "--log.level=error");
+  la_td_argv_add(&a, "--stitch.timeout=60s");
+  la_td_argv_extend(&a, extra);
   unlink(apf);
-  if (la_td_start(g->d, args, fpf, timeout_ms) <= 0) return -1;
+  if (la_td_start(g->d, a.v, fpf, timeout_ms) <= 0) return -1;
   snprintf(g->feed_addr, sizeof g->feed_addr, "%s", la_td_addr(g->d));
   int ap = la_td_read_port(apf, timeout_ms);
   if (ap < 0) return -1;

@@ -41,6 +41,7 @@
 #include "la_codec.h"
 #include "la_sockio.h"
 #include "la_test_daemon.h"
+#include "la_test_stack.h"
 
 #define WAIT_MS 15000 /* longest wait for anything; a broken daemon fails */
 
@@ -158,27 +159,21 @@ static void start_la(const char *const *extra) {
 
 /* Starts la-globalagent (no secret) with extra options. */
 static void start_ga(const char *const *extra) {
-  static char a[3][700];
   char apf[600], fpf[600];
+  la_td_argv_t a;
   T.ga = la_td_new("la-globalagent");
   if (!T.ga) skip();
   la_td_path(T.ga, "agents.port", apf, sizeof apf);
   la_td_path(T.ga, "feed.port", fpf, sizeof fpf);
   la_td_path(T.ga, "la.db", T.db, sizeof T.db);
-  snprintf(a[0], sizeof a[0], "--agents.port_file=%s", apf);
-  snprintf(a[1], sizeof a[1], "--feed.port_file=%s", fpf);
-  snprintf(a[2], sizeof a[2], "--store.path=%s", T.db);
-  const char *args[24] = {"--agents.listen=127.0.0.1:0",
-                          "--feed.listen=127.0.0.1:0",
-                          a[0],
-                          a[1],
-                          a[2],
-                          "--store.fsync=no",
-                          "--stitch.timeout=2s"};
-  int n = 7;
-  for (int i = 0; extra && extra[i] && n < 23; i++) args[n++] = extra[i];
-  args[n] = NULL;
-  int port = la_td_start(T.ga, args, fpf, WAIT_MS);
+  la_td_argv_init(&a);
+  la_td_argv_add(&a, "--agents.listen=127.0.0.1:0");
+  la_td_argv_add(&a, "--feed.listen=127.0.0.1:0");
+  la_ts_ga_args(&a, apf, fpf, T.db, NULL);
+  la_td_argv_add(&a, "--store.fsync=no");
+  la_td_argv_add(&a, "--stitch.timeout=2s");
+  la_td_argv_extend(&a, extra);
+  int port = la_td_start(T.ga, a.v, fpf, WAIT_MS);
   CHECK(port > 0, "la-globalagent did not start");
   T.feed_port = (uint16_t)port;
   T.agents_port = read_port(apf);

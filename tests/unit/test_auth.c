@@ -61,6 +61,7 @@
 #include "la_secure.h"
 #include "la_sockio.h"
 #include "la_test_daemon.h"
+#include "la_test_stack.h"
 #include "la_test_sql.h"
 
 typedef struct {
@@ -702,27 +703,18 @@ static void start_ga(const char *key) {
 /* Starts the LocalAgent as node host towards global with secret file key
  * ("" for none), quick reconnects. */
 static void start_la(const char *global, const char *key, const char *host) {
-  static char a[5][700];
   char pf[600], spool[600];
+  la_td_argv_t a;
   la_td_path(D.la, "port", pf, sizeof pf);
   la_td_path(D.la, "spool", spool, sizeof spool);
-  snprintf(a[0], sizeof a[0], "--agent.port_file=%s", pf);
-  snprintf(a[1], sizeof a[1], "--global.spool_dir=%s", spool);
-  snprintf(a[2], sizeof a[2], "--global.address=%s", global);
-  snprintf(a[3], sizeof a[3], "--global.secret_file=%s", key);
-  snprintf(a[4], sizeof a[4], "--agent.host=%s", host);
+  la_td_argv_init(&a);
+  la_ts_la_args(&a, pf, spool, global, key[0] ? key : NULL);
+  la_td_argv_add(&a, "--agent.host=%s", host);
+  la_td_argv_add(&a, "--log.level=debug");
+  la_td_argv_add(&a, "--global.reconnect_min=20ms");
+  la_td_argv_add(&a, "--global.reconnect_max=300ms");
   la_td_log_mark(D.la);
-  const char *args[] = {"--agent.listen=127.0.0.1:0",
-                        a[0],
-                        a[1],
-                        a[2],
-                        a[4],
-                        "--log.level=debug",
-                        "--global.reconnect_min=20ms",
-                        "--global.reconnect_max=300ms",
-                        key[0] ? a[3] : NULL,
-                        NULL};
-  CHECK(la_td_start(D.la, args, pf, WAIT_MS) > 0, "no LocalAgent");
+  CHECK(la_td_start(D.la, a.v, pf, WAIT_MS) > 0, "no LocalAgent");
 }
 
 static double probe_zero(long e, void *arg) {

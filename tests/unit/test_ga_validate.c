@@ -74,23 +74,14 @@ static void start_ga(void) {
     print_message("skip: la-globalagent not built\n");
     skip();
   }
-  static char a[6][700];
-  snprintf(a[0], sizeof a[0], "--agents.listen=127.0.0.1:0");
-  snprintf(a[1], sizeof a[1], "--feed.listen=127.0.0.1:0");
-  snprintf(a[2], sizeof a[2], "--agents.port_file=%s", T.agents_pf);
-  snprintf(a[3], sizeof a[3], "--feed.port_file=%s", T.feed_pf);
-  snprintf(a[4], sizeof a[4], "--store.path=%s", T.db);
-  snprintf(a[5], sizeof a[5], "--agents.secret_file=%s", T.key);
-  const char *args[] = {a[0],
-                        a[1],
-                        a[2],
-                        a[3],
-                        a[4],
-                        a[5],
-                        "--stitch.timeout=60s",
-                        "--log.level=debug",
-                        NULL};
-  int port = la_td_start(T.ga, args, T.feed_pf, WAIT_MS);
+  la_td_argv_t a;
+  la_td_argv_init(&a);
+  la_td_argv_add(&a, "--agents.listen=127.0.0.1:0");
+  la_td_argv_add(&a, "--feed.listen=127.0.0.1:0");
+  la_ts_ga_args(&a, T.agents_pf, T.feed_pf, T.db, T.key);
+  la_td_argv_add(&a, "--stitch.timeout=60s");
+  la_td_argv_add(&a, "--log.level=debug");
+  int port = la_td_start(T.ga, a.v, T.feed_pf, WAIT_MS);
   CHECK(port > 0, "la-globalagent did not start");
   T.feed_port = (uint16_t)port;
   T.agents_port = read_port_file(T.agents_pf);

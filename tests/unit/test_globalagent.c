@@ -162,27 +162,18 @@ static uint16_t read_port_file(const char *path) {
  * daemon object's own port (la_td_port, la_td_status) is the feed port,
  * where `lactl status` works; the LocalAgents' port is read from its file. */
 static void start_ga(const char *const *extra, int same_ports) {
-  static char a[6][700];
-  const char *args[40];
-  int n = 0;
-  if (same_ports) {
-    snprintf(a[0], sizeof a[0], "--agents.listen=127.0.0.1:%u", T.agents_port);
-    snprintf(a[1], sizeof a[1], "--feed.listen=127.0.0.1:%u", T.feed_port);
-  } else {
-    snprintf(a[0], sizeof a[0], "--agents.listen=127.0.0.1:0");
-    snprintf(a[1], sizeof a[1], "--feed.listen=127.0.0.1:0");
-  }
-  snprintf(a[2], sizeof a[2], "--agents.port_file=%s", T.agents_pf);
-  snprintf(a[3], sizeof a[3], "--feed.port_file=%s", T.feed_pf);
-  snprintf(a[4], sizeof a[4], "--store.path=%s", T.db);
-  snprintf(a[5], sizeof a[5], "--agents.secret_file=%s", T.key);
-  for (int i = 0; i < 6; i++) args[n++] = a[i];
-  args[n++] = "--stitch.timeout=2s";
-  args[n++] = "--log.level=debug";
-  for (int i = 0; extra && extra[i] && n < 39; i++) args[n++] = extra[i];
-  args[n] = NULL;
+  la_td_argv_t a;
+  la_td_argv_init(&a);
+  la_td_argv_add(&a, "--agents.listen=127.0.0.1:%u",
+                 same_ports ? (unsigned)T.agents_port : 0u);
+  la_td_argv_add(&a, "--feed.listen=127.0.0.1:%u",
+                 same_ports ? (unsigned)T.feed_port : 0u);
+  la_ts_ga_args(&a, T.agents_pf, T.feed_pf, T.db, T.key);
+  la_td_argv_add(&a, "--stitch.timeout=2s");
+  la_td_argv_add(&a, "--log.level=debug");
+  la_td_argv_extend(&a, extra);
   unlink(T.agents_pf);
-  int port = la_td_start(T.ga, args, T.feed_pf, WAIT_MS);
+  int port = la_td_start(T.ga, a.v, T.feed_pf, WAIT_MS);
   CHECK(port > 0, "la-globalagent did not start");
   T.feed_port = (uint16_t)port;
   T.agents_port = read_port_file(T.agents_pf);

@@ -181,24 +181,16 @@ static void new_daemon(int unprivileged) {
 /* Starts the daemon: ephemeral port, debug log, GlobalAgent at global
  * ("" for none). */
 static void start_agent(const char *global) {
-  static char a[4][700];
   char port_file[600], spool[600];
+  la_td_argv_t a;
   la_td_path(T.d, "port", port_file, sizeof port_file);
   la_td_path(T.d, "spool", spool, sizeof spool);
-  snprintf(a[0], sizeof a[0], "--agent.port_file=%s", port_file);
-  snprintf(a[1], sizeof a[1], "--global.spool_dir=%s", spool);
-  snprintf(a[2], sizeof a[2], "--global.address=%s", global);
-  snprintf(a[3], sizeof a[3], "--global.secret_file=%s", T.key);
-  const char *args[] = {"--agent.listen=127.0.0.1:0",
-                        a[0],
-                        a[1],
-                        a[2],
-                        global[0] ? a[3] : "--log.level=debug",
-                        "--log.level=debug",
-                        "--global.reconnect_min=20ms",
-                        "--global.reconnect_max=200ms",
-                        NULL};
-  int port = la_td_start(T.d, args, port_file, WAIT_MS);
+  la_td_argv_init(&a);
+  la_ts_la_args(&a, port_file, spool, global, global[0] ? T.key : NULL);
+  la_td_argv_add(&a, "--log.level=debug");
+  la_td_argv_add(&a, "--global.reconnect_min=20ms");
+  la_td_argv_add(&a, "--global.reconnect_max=200ms");
+  int port = la_td_start(T.d, a.v, port_file, WAIT_MS);
   CHECK(port > 0, "la-localagent did not start");
   snprintf(T.agent, sizeof T.agent, "%s", la_td_addr(T.d));
 }

@@ -120,27 +120,17 @@ static void need_daemon(void) {
  * debug log, GlobalAgent at global ("" for none), quick reconnects; extra
  * options (NULL-terminated, may be NULL) come last and win. */
 static void start_agent(const char *global, const char *const *extra) {
-  static char a[8][700];
   char port_file[600], spool[600];
-  const char *args[40];
-  int n = 0;
+  la_td_argv_t a;
   la_td_path(T.d, "port", port_file, sizeof port_file);
   la_td_path(T.d, "spool", spool, sizeof spool);
-  snprintf(a[0], sizeof a[0], "--agent.port_file=%s", port_file);
-  snprintf(a[1], sizeof a[1], "--global.spool_dir=%s", spool);
-  snprintf(a[2], sizeof a[2], "--global.address=%s", global);
-  snprintf(a[3], sizeof a[3], "--global.secret_file=%s", T.key);
-  args[n++] = "--agent.listen=127.0.0.1:0";
-  args[n++] = a[0];
-  args[n++] = a[1];
-  args[n++] = a[2];
-  args[n++] = a[3];
-  args[n++] = "--log.level=debug";
-  args[n++] = "--global.reconnect_min=20ms";
-  args[n++] = "--global.reconnect_max=200ms";
-  for (int i = 0; extra && extra[i] && n < 39; i++) args[n++] = extra[i];
-  args[n] = NULL;
-  int port = la_td_start(T.d, args, port_file, WAIT_MS);
+  la_td_argv_init(&a);
+  la_ts_la_args(&a, port_file, spool, global, T.key);
+  la_td_argv_add(&a, "--log.level=debug");
+  la_td_argv_add(&a, "--global.reconnect_min=20ms");
+  la_td_argv_add(&a, "--global.reconnect_max=200ms");
+  la_td_argv_extend(&a, extra);
+  int port = la_td_start(T.d, a.v, port_file, WAIT_MS);
   CHECK(port > 0, "la-localagent did not start");
   snprintf(T.agent, sizeof T.agent, "%s", la_td_addr(T.d));
 }
