@@ -40,9 +40,7 @@ int la_test_start_la(la_test_daemon_t *la, const char *global,
   la_td_argv_init(&a);
   la_ts_la_args(&a, port_file, spool, global, secret);
   la_td_argv_add(&a, "--agent.host=%s", host);
-  la_td_argv_add(&a, "--log.level=debug");
-  la_td_argv_add(&a, "--global.reconnect_min=20ms");
-  la_td_argv_add(&a, "--global.reconnect_max=200ms");
+  la_ts_la_test_opts(&a);
   if (la_td_start(la, a.v, port_file, timeout_ms) <= 0) return -1;
   snprintf(addr, n, "%s", la_td_addr(la));
   return 0;

@@ -50,6 +50,12 @@ void la_ts_la_args(la_td_argv_t *a, const char *port_file, const char *spool,
   if (secret) la_td_argv_add(a, "--global.secret_file=%s", secret);
 }
 
+void la_ts_la_test_opts(la_td_argv_t *a) {
+  la_td_argv_add(a, "--log.level=debug");
+  la_td_argv_add(a, "--global.reconnect_min=20ms");
+  la_td_argv_add(a, "--global.reconnect_max=200ms");
+}
+
 int la_ts_start_global(la_test_stack_t *s, const char *const *extra) {
   la_td_argv_t a;
   la_td_argv_init(&a);

@@ -43,6 +43,9 @@ void la_ts_ga_args(la_td_argv_t *a, const char *agents_pf, const char *feed_pf,
  * unless secret is NULL, the secret file. */
 void la_ts_la_args(la_td_argv_t *a, const char *port_file, const char *spool,
                    const char *global, const char *secret);
+/* Appends what a test's LocalAgent runs with: debug log, reconnects 20 ms
+ * after a loss at first, at most 200 ms apart. */
+void la_ts_la_test_opts(la_td_argv_t *a);
 /* Creates both daemons' directories and the secret. Returns 0, or -1 when a
  * daemon binary is not built or the secret cannot be written. */
 int la_ts_init(la_test_stack_t *s);

@@ -131,9 +131,7 @@ static void start_la(const char *const *extra) {
   la_td_path(T.la, "port", pf, sizeof pf);
   la_td_argv_init(&a);
   la_ts_la_args(&a, pf, T.log_dir, T.ga_addr, T.key);
-  la_td_argv_add(&a, "--log.level=debug");
-  la_td_argv_add(&a, "--global.reconnect_min=20ms");
-  la_td_argv_add(&a, "--global.reconnect_max=200ms");
+  la_ts_la_test_opts(&a);
   la_td_argv_extend(&a, extra);
   int p = la_td_start(T.la, a.v, pf, WAIT_MS);
   CHECK(p > 0, "la-localagent did not start");

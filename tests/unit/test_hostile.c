@@ -187,9 +187,7 @@ static void start_agent(const char *global) {
   la_td_path(T.d, "spool", spool, sizeof spool);
   la_td_argv_init(&a);
   la_ts_la_args(&a, port_file, spool, global, global[0] ? T.key : NULL);
-  la_td_argv_add(&a, "--log.level=debug");
-  la_td_argv_add(&a, "--global.reconnect_min=20ms");
-  la_td_argv_add(&a, "--global.reconnect_max=200ms");
+  la_ts_la_test_opts(&a);
   int port = la_td_start(T.d, a.v, port_file, WAIT_MS);
   CHECK(port > 0, "la-localagent did not start");
   snprintf(T.agent, sizeof T.agent, "%s", la_td_addr(T.d));

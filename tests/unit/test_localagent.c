@@ -126,9 +126,7 @@ static void start_agent(const char *global, const char *const *extra) {
   la_td_path(T.d, "spool", spool, sizeof spool);
   la_td_argv_init(&a);
   la_ts_la_args(&a, port_file, spool, global, T.key);
-  la_td_argv_add(&a, "--log.level=debug");
-  la_td_argv_add(&a, "--global.reconnect_min=20ms");
-  la_td_argv_add(&a, "--global.reconnect_max=200ms");
+  la_ts_la_test_opts(&a);
   la_td_argv_extend(&a, extra);
   int port = la_td_start(T.d, a.v, port_file, WAIT_MS);
   CHECK(port > 0, "la-localagent did not start");
@@ -143,6 +141,14 @@ static void start_global(uint16_t port, const char *key) {
   snprintf(secret, sizeof secret, "--agents.secret_file=%s", key);
   const char *extra[] = {listen, secret, NULL};
   CHECK(la_ts_start_global(&T.s, extra) == 0, "la-globalagent did not start");
+}
+
+/* The real GlobalAgent with the fixture's secret, and the LocalAgent
+ * linked to it (skips when they are not built). */
+static void start_real_pair(void) {
+  need_daemon();
+  start_global(0, T.key);
+  start_agent(T.s.ga_addr, NULL);
 }
 
 /* The stand-in GlobalAgent, for the faults the real one cannot show. */
@@ -379,14 +385,20 @@ static void go(kid_t *k) {
   assert_int_equal(la_tk_go(k), 0);
 }
 
+/* Spawns a and waits until it registered (its record into r). */
+static kid_t *spawn_registered(const app_t *a, rec_t *r) {
+  kid_t *k = spawn_app(a);
+  expect_rec(k, REC_REGISTERED, r);
+  CHECK(r->rc == 0, "%s rank %d: LA_register: %s (%s)", a->app_id, a->rank,
+        LA_strerror(r->rc), r->msg);
+  return k;
+}
+
 /* Runs a whole child application: registers, cycles, finalizes. Returns the
  * raw sums per cycle in sums (a->cycles of them). */
 static void run_app(const app_t *a, double *sums) {
-  kid_t *k = spawn_app(a);
   rec_t r;
-  expect_rec(k, REC_REGISTERED, &r);
-  CHECK(r.rc == 0, "%s rank %d: LA_register: %s (%s)", a->app_id, a->rank,
-        LA_strerror(r.rc), r.msg);
+  kid_t *k = spawn_registered(a, &r);
   for (int c = 0; c < a->cycles; c++) {
     expect_rec(k, REC_CYCLE, &r);
     CHECK(r.rc == 0, "LA_dataXfer: %s", LA_strerror(r.rc));
@@ -565,9 +577,7 @@ static void check_order(const char *app_id, uint32_t rank, int cycles) {
 /* Three applications with 3, 2 and 4 ranks, different element counts and
  * compaction, registered at the same time, 4 cycles each. */
 static void test_several_apps_and_ranks(void **state) {
-  need_daemon();
-  start_global(0, T.key);
-  start_agent(T.s.ga_addr, NULL);
+  start_real_pair();
   static const struct {
     const char *id, *compact;
     int nprocs, mode;
@@ -713,9 +723,7 @@ static void test_wavetoy_mpiexec(void **state) {
 
 /* kill -9 of an application with a probe open and buffers in flight. */
 static void test_app_killed_mid_cycle(void **state) {
-  need_daemon();
-  start_global(0, T.key);
-  start_agent(T.s.ga_addr, NULL);
+  start_real_pair();
   app_t a = {.name = "victim",
              .app_id = "killed-1",
              .rank = 0,
@@ -723,10 +731,8 @@ static void test_app_killed_mid_cycle(void **state) {
              .n = 50000,
              .cycles = 2,
              .die = 1};
-  kid_t *k = spawn_app(&a);
   rec_t r;
-  expect_rec(k, REC_REGISTERED, &r);
-  CHECK(r.rc == 0, "LA_register: %s", r.msg);
+  kid_t *k = spawn_registered(&a, &r);
   int pid = r.pid, sem = r.sem_id;
   CHECK(sem >= 0, "the child could not find its semaphore set");
   expect_rec(k, REC_CYCLE, &r);
@@ -759,9 +765,7 @@ static void test_app_killed_mid_cycle(void **state) {
  * each close their connection only; applications registered before and
  * after keep working. */
 static void test_garbage_and_oversized_frames(void **state) {
-  need_daemon();
-  start_global(0, T.key);
-  start_agent(T.s.ga_addr, NULL);
+  start_real_pair();
   app_t a = {.name = "steady",
              .app_id = "before-1",
              .rank = 0,
@@ -769,10 +773,8 @@ static void test_garbage_and_oversized_frames(void **state) {
              .n = 3000,
              .cycles = 3,
              .phases = 1};
-  kid_t *k = spawn_app(&a);
   rec_t r;
-  expect_rec(k, REC_REGISTERED, &r);
-  CHECK(r.rc == 0, "LA_register: %s", r.msg);
+  kid_t *k = spawn_registered(&a, &r);
 
   /* 1: random bytes (fixed seed; byte 6, a reserved header byte, non-zero
    * so no seed can make a valid header) */
@@ -1072,10 +1074,8 @@ static void test_global_restart_mid_run(void **state) {
              .phases = 3};
   start_stand_in(); /* the real GlobalAgent always acknowledges */
   start_agent(la_test_global_addr(T.g), NULL);
-  kid_t *k = spawn_app(&a);
   rec_t r;
-  expect_rec(k, REC_REGISTERED, &r);
-  CHECK(r.rc == 0, "LA_register: %s", r.msg);
+  kid_t *k = spawn_registered(&a, &r);
   /* phase 1: stored, never acknowledged */
   la_test_global_set_ack(T.g, 0);
   go(k);
@@ -1200,9 +1200,7 @@ static void test_wrong_secret(void **state) {
  * before semop), or accept a DataReady for a buffer whose semaphore the
  * daemon has already released. */
 static void test_fast_application_keeps_its_connection(void **state) {
-  need_daemon();
-  start_global(0, T.key);
-  start_agent(T.s.ga_addr, NULL);
+  start_real_pair();
   enum { CYCLES = 1000 };
   app_t a = {.name = "fast",
              .app_id = "fast-1",
@@ -1211,10 +1209,8 @@ static void test_fast_application_keeps_its_connection(void **state) {
              .n = 64,
              .cycles = CYCLES,
              .buffers = 3};
-  kid_t *k = spawn_app(&a);
   rec_t r;
-  expect_rec(k, REC_REGISTERED, &r);
-  CHECK(r.rc == 0, "LA_register: %s", r.msg);
+  kid_t *k = spawn_registered(&a, &r);
   int lost_at = -1;
   for (int c = 0; c < CYCLES; c++) {
     expect_rec(k, REC_CYCLE, &r);
