@@ -46,6 +46,23 @@ int la_test_start_la(la_test_daemon_t *la, const char *global,
   return 0;
 }
 
+void la_test_wavetoy_ranks(la_td_argv_t *a, int sep, int np,
+                           const char *const *env, const char *wavetoy, int n,
+                           int steps) {
+  if (sep) la_td_argv_add(a, ":");
+  la_td_argv_add(a, "-n");
+  la_td_argv_add(a, "%d", np);
+  if (env && env[0]) {
+    la_td_argv_add(a, "env");
+    la_td_argv_extend(a, env);
+  }
+  la_td_argv_add(a, "%s", wavetoy);
+  la_td_argv_add(a, "--n");
+  la_td_argv_add(a, "%d", n);
+  la_td_argv_add(a, "--steps");
+  la_td_argv_add(a, "%d", steps);
+}
+
 int la_test_wait_linked(la_test_daemon_t *la, int timeout_ms, char *state,
                         size_t n) {
   long long end = la_td_now_ms() + timeout_ms;

@@ -198,6 +198,14 @@ static void wait_linked(int i) {
         "LocalAgent %d not linked: %s", i, v);
 }
 
+/* LocalAgents 0 and 1 as nodeA and nodeB, both linked. */
+static void start_two_nodes(void) {
+  start_la(0, "nodeA", NULL);
+  start_la(1, "nodeB", NULL);
+  wait_linked(0);
+  wait_linked(1);
+}
+
 /* The GlobalAgent's status rows and log (la_test_check.h). */
 #define ga_status(key) la_tc_status(T.ga, key)
 #define ga_wait_status(key, min) la_tc_wait_status(T.ga, key, min, WAIT_MS)
@@ -305,43 +313,24 @@ static void need_mpi(void) {
  * Strings live in static storage until the next call. no_la: --no-la, all
  * four ranks, no agent. */
 static const char **wavetoy_argv(int nla, int steps, int no_la) {
-  static char ag[MAXLA][100], st[32], nn[32];
-  static const char *v[40];
-  int n = 0;
-  snprintf(st, sizeof st, "%d", steps);
-  snprintf(nn, sizeof nn, "%d", WT_N);
-  v[n++] = mpiexec;
-  if (no_la || nla == 1) {
-    v[n++] = "-n";
-    v[n++] = "4";
-    if (!no_la) {
-      snprintf(ag[0], sizeof ag[0], "LA_AGENT=%s", T.la_addr[0]);
-      v[n++] = "env";
-      v[n++] = ag[0];
-    }
-    v[n++] = wavetoy;
-    v[n++] = "--n";
-    v[n++] = nn;
-    v[n++] = "--steps";
-    v[n++] = st;
-    if (no_la) v[n++] = "--no-la";
-  } else {
-    for (int i = 0; i < 2; i++) {
-      if (i) v[n++] = ":";
-      snprintf(ag[i], sizeof ag[i], "LA_AGENT=%s", T.la_addr[i]);
-      v[n++] = "-n";
-      v[n++] = "2";
-      v[n++] = "env";
-      v[n++] = ag[i];
-      v[n++] = wavetoy;
-      v[n++] = "--n";
-      v[n++] = nn;
-      v[n++] = "--steps";
-      v[n++] = st;
-    }
+  static la_td_argv_t a;
+  char ag[MAXLA][100];
+  const char *env[MAXLA][2];
+  for (int i = 0; i < MAXLA; i++) {
+    snprintf(ag[i], sizeof ag[i], "LA_AGENT=%s", T.la_addr[i]);
+    env[i][0] = no_la ? NULL : ag[i];
+    env[i][1] = NULL;
   }
-  v[n] = NULL;
-  return v;
+  la_td_argv_init(&a);
+  la_td_argv_add(&a, "%s", mpiexec);
+  if (no_la || nla == 1) {
+    la_test_wavetoy_ranks(&a, 0, 4, env[0], wavetoy, WT_N, steps);
+    if (no_la) la_td_argv_add(&a, "--no-la");
+  } else {
+    for (int i = 0; i < 2; i++)
+      la_test_wavetoy_ranks(&a, i > 0, 2, env[i], wavetoy, WT_N, steps);
+  }
+  return a.v;
 }
 
 /* The environment of a wavetoy run: the application id every rank agrees
@@ -656,10 +645,7 @@ static void test_two_agents_one_mpi_run(void **state) {
   need_daemons();
   need_mpi();
   start_ga(NULL, 0);
-  start_la(0, "nodeA", NULL);
-  start_la(1, "nodeB", NULL);
-  wait_linked(0);
-  wait_linked(1);
+  start_two_nodes();
   la_client_t *sub = subscribe(0, "wt-two");
   la_client_t *all = subscribe(1, NULL); /* every application */
   enum { STEPS = 12 };
@@ -738,10 +724,7 @@ static void test_queries_and_exact_totals(void **state) {
   need_daemons();
   need_mpi();
   start_ga(NULL, 0);
-  start_la(0, "nodeA", NULL);
-  start_la(1, "nodeB", NULL);
-  wait_linked(0);
-  wait_linked(1);
+  start_two_nodes();
   char dump[700];
   la_td_path(T.ga, "raw", dump, sizeof dump);
   assert_int_equal(mkdir(dump, 0700), 0);
@@ -877,10 +860,7 @@ static void test_killed_localagent_partial_sets(void **state) {
   char base[256], line[256], outf[700];
   baseline_checksum(STEPS, base, sizeof base);
   start_ga(NULL, 0);
-  start_la(0, "nodeA", NULL);
-  start_la(1, "nodeB", NULL);
-  wait_linked(0);
-  wait_linked(1);
+  start_two_nodes();
   la_client_t *sub = subscribe(0, "wt-kill");
   la_td_path(T.ga, "wavetoy.out", outf, sizeof outf);
   spawn_bg(wavetoy_argv(2, STEPS, 0), wavetoy_env("wt-kill", PERIOD, NULL),
@@ -994,10 +974,7 @@ static void test_globalagent_restart_mid_run(void **state) {
    * resent traces, not close partial while the GlobalAgent is away */
   const char *extra[] = {"--stitch.timeout=60s", NULL};
   start_ga(extra, 0);
-  start_la(0, "nodeA", NULL);
-  start_la(1, "nodeB", NULL);
-  wait_linked(0);
-  wait_linked(1);
+  start_two_nodes();
   char dump[700], outf[700];
   la_td_path(T.ga, "raw", dump, sizeof dump);
   assert_int_equal(mkdir(dump, 0700), 0);

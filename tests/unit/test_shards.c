@@ -158,32 +158,18 @@ static char mpiexec[600], wavetoy[1100];
 /* Starts app's MPMD wavetoy run in the background in its own process
  * group: ranks 0-1 on nodeA's LocalAgent, 2-3 on nodeB's. */
 static void spawn_app(int k, const char *outf) {
-  char st[32], nn[32], ag[NLA][100], id[200], per[40];
-  snprintf(st, sizeof st, "%d", STEPS);
-  snprintf(nn, sizeof nn, "%d", WT_N);
+  char ag[NLA][100], id[200], per[40];
   snprintf(id, sizeof id, "LA_APP_ID=%s", T.app[k]);
   snprintf(per, sizeof per, "LA_PERIOD=%d", PERIOD);
-  const char *v[40];
-  int n = 0;
-  v[n++] = mpiexec;
+  la_td_argv_t v;
+  la_td_argv_init(&v);
+  la_td_argv_add(&v, "%s", mpiexec);
   for (int i = 0; i < NLA; i++) {
-    if (i) v[n++] = ":";
     snprintf(ag[i], sizeof ag[i], "LA_AGENT=%s", T.la_addr[i]);
-    v[n++] = "-n";
-    v[n++] = "2";
-    v[n++] = "env";
-    v[n++] = ag[i];
-    v[n++] = id;
-    v[n++] = per;
-    v[n++] = "LA_BUFFERS=16";
-    v[n++] = wavetoy;
-    v[n++] = "--n";
-    v[n++] = nn;
-    v[n++] = "--steps";
-    v[n++] = st;
+    const char *env[] = {ag[i], id, per, "LA_BUFFERS=16", NULL};
+    la_test_wavetoy_ranks(&v, i > 0, 2, env, wavetoy, WT_N, STEPS);
   }
-  v[n] = NULL;
-  pid_t pid = la_test_spawn_group(v, NULL, outf);
+  pid_t pid = la_test_spawn_group(v.v, NULL, outf);
   assert_true(pid > 0);
   T.bg[k] = pid;
 }
