@@ -60,6 +60,7 @@
 #include "la_auth.h"
 #include "la_secure.h"
 #include "la_sockio.h"
+#include "la_test_agent.h"
 #include "la_test_daemon.h"
 #include "la_test_stack.h"
 #include "la_test_sql.h"
@@ -717,12 +718,8 @@ static void start_la(const char *global, const char *key, const char *host) {
   CHECK(la_td_start(D.la, a.v, pf, WAIT_MS) > 0, "no LocalAgent");
 }
 
-static double probe_zero(long e, void *arg) {
-  (void)e, (void)arg;
-  return 0.0;
-}
-static double probe_value(long e, void *arg) {
-  (void)arg;
+static double probe_value(long e, uint64_t cycle, int rank) {
+  (void)cycle, (void)rank;
   return 1.0 + (double)(e % 13);
 }
 
@@ -735,24 +732,8 @@ static void fork_rank(const char *app_id, int rank, int nprocs, long n,
   assert_true(pid >= 0);
   if (pid == 0) {
     for (int fd = 3; fd < 1024; fd++) close(fd);
-    LA_setAgent(la_td_addr(D.la));
-    LA_setAppId(app_id);
-    LA_setPeriod(1);
-    LA_setBuffers(16);
-    LA_setPolicy(LA_POLICY_WAIT);
-    LA_setProbeStartFunc(probe_zero, NULL);
-    LA_setProbeStopFunc(probe_value, NULL);
-    LA_setMetric("custom");
-    int bad = LA_register("authtest", rank, nprocs, n) != 0;
-    for (int c = 0; c < cycles && !bad; c++) {
-      for (long e = 0; e < n; e++) {
-        LA_startProbe(e);
-        LA_stopProbe(e);
-      }
-      bad = LA_dataXfer() != 0;
-    }
-    bad |= LA_finalize() != 0;
-    _exit(bad);
+    _exit(la_ta_run_rank(la_td_addr(D.la), app_id, "authtest", rank, nprocs, n,
+                         cycles, probe_value));
   }
   D.kids[D.nkids++] = pid;
 }

@@ -63,6 +63,7 @@
 #include "la_compact.h"
 #include "la_sockio.h"
 #include "la_trace_msg.h"
+#include "la_test_agent.h"
 #include "la_test_daemon.h"
 #include "la_test_check.h"
 #include "la_test_stack.h"
@@ -420,18 +421,6 @@ static double value_of(long e, uint64_t cycle, int rank) {
              0.25;
 }
 
-static struct {
-  uint64_t cycle;
-  int rank;
-} probe_ctx;
-
-static double probe_start(long e, void *arg) {
-  return 0.0;
-}
-static double probe_stop(long e, void *arg) {
-  return value_of(e, probe_ctx.cycle, probe_ctx.rank);
-}
-
 /* Forks one rank of app_id: registers with the LocalAgent at agent, runs
  * cycles (<= 15: no buffer reuse) of n elements, finalizes; exits 0 when
  * every call succeeded. */
@@ -443,26 +432,8 @@ static pid_t fork_rank(const char *agent, const char *app_id, int rank,
   assert_true(pid >= 0);
   if (pid == 0) {
     for (int fd = 3; fd < 1024; fd++) close(fd);
-    LA_setAgent(agent);
-    LA_setAppId(app_id);
-    LA_setPeriod(1);
-    LA_setBuffers(16);
-    LA_setPolicy(LA_POLICY_WAIT);
-    LA_setProbeStartFunc(probe_start, NULL);
-    LA_setProbeStopFunc(probe_stop, NULL);
-    LA_setMetric("custom");
-    probe_ctx.rank = rank;
-    int bad = LA_register("gatest", rank, nprocs, n) != 0;
-    for (int c = 0; c < cycles && !bad; c++) {
-      probe_ctx.cycle = (uint64_t)c;
-      for (long e = 0; e < n; e++) {
-        LA_startProbe(e);
-        LA_stopProbe(e);
-      }
-      bad = LA_dataXfer() != 0;
-    }
-    bad |= LA_finalize() != 0;
-    _exit(bad);
+    _exit(la_ta_run_rank(agent, app_id, "gatest", rank, nprocs, n, cycles,
+                         value_of));
   }
   T.kids[T.nkids++] = pid;
   return pid;
