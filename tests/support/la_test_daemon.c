@@ -99,6 +99,21 @@ int la_td_argv_extend(la_td_argv_t *a, const char *const *more) {
   return 0;
 }
 
+int la_td_wait_closed(int fd, int timeout_ms) {
+  long long end = la_td_now_ms() + timeout_ms;
+  for (;;) {
+    long long left = end - la_td_now_ms();
+    if (left <= 0) return -1;
+    struct pollfd pf = {fd, POLLIN, 0};
+    int k = poll(&pf, 1, (int)left);
+    if (k <= 0) continue; /* EINTR, or the time is up */
+    char buf[4096];
+    ssize_t r = recv(fd, buf, sizeof buf, 0);
+    if (r == 0) return 0;
+    if (r < 0 && errno != EINTR && errno != EAGAIN) return 1;
+  }
+}
+
 int la_td_group_setup(void **state) {
   (void)state;
   return la_td_prepare();

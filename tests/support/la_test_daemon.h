@@ -175,6 +175,12 @@ void la_td_print_log_tail(const la_test_daemon_t *d, size_t max);
     }                                \
   } while (0)
 
+/* Waits up to timeout_ms for the peer (a daemon) to close the connection
+ * fd, reading and discarding whatever arrives before. Returns 0 for an
+ * orderly close (recv returned 0), 1 for a reset or another error, -1 when
+ * it stayed open. */
+int la_td_wait_closed(int fd, int timeout_ms);
+
 /* A TCP port on 127.0.0.1 where nobody listens (bound, then released), or
  * -1. */
 int la_td_closed_port(void);

@@ -221,12 +221,8 @@ static void start_two_nodes(void) {
 
 /* Waits until query's value >= min. */
 static void db_wait(long long min, const char *sql) {
-  long long end = la_td_now_ms() + WAIT_MS;
-  while (db_ll("%s", sql) < min) {
-    CHECK(la_td_now_ms() < end, "store: %s stayed below %lld (is %lld)", sql,
-          min, db_ll("%s", sql));
-    la_td_nap_ms(10);
-  }
+  CHECK(la_test_sql_wait(T.db, min, WAIT_MS, "%s", sql) == 0,
+        "store: %s stayed below %lld (is %lld)", sql, min, db_ll("%s", sql));
 }
 
 /* ------------------------------------------------------- subscribers --- */
@@ -496,23 +492,6 @@ static void fake_trace(fake_t *f, const char *app_id, uint32_t rank,
 static void fake_wait_acked(fake_t *f) {
   char why[300] = "";
   CHECK(la_test_link_wait_acked(f, WAIT_MS, why, sizeof why) == 0, "%s", why);
-}
-
-/* Waits up to WAIT_MS for the peer to close fd (reading and discarding
- * what arrives): 0 when it closed, -1 when it stayed open. */
-static int wait_closed(int fd) {
-  long long end = la_td_now_ms() + WAIT_MS;
-  for (;;) {
-    long long left = end - la_td_now_ms();
-    if (left <= 0) return -1;
-    struct pollfd pf = {fd, POLLIN, 0};
-    int k = poll(&pf, 1, (int)left);
-    if (k <= 0) continue;
-    char buf[4096];
-    ssize_t r = recv(fd, buf, sizeof buf, 0);
-    if (r == 0) return 0;
-    if (r < 0 && errno != EINTR && errno != EAGAIN) return 0;
-  }
 }
 
 /* ---------------------------------------------------- shared checks --- */
@@ -1245,7 +1224,8 @@ static void test_garbage_closes_only_that_connection(void **state) {
   int fd = la_tcp_connect("127.0.0.1", T.feed_port, 5000);
   assert_true(fd >= 0);
   assert_int_equal(la_write_all(fd, junk, sizeof junk, 5000), 0);
-  CHECK(wait_closed(fd) == 0, "garbage on the feed port did not close it");
+  CHECK(la_td_wait_closed(fd, WAIT_MS) >= 0,
+        "garbage on the feed port did not close it");
   close(fd);
   /* 2: feed port, a valid frame the port does not take (Hello) */
   fd = la_tcp_connect("127.0.0.1", T.feed_port, 5000);
@@ -1254,13 +1234,15 @@ static void test_garbage_closes_only_that_connection(void **state) {
   h.protocol = LA_PROTOCOL_VERSION;
   h.host = "intruder";
   assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_HELLO, &h.base, 5000), 0);
-  CHECK(wait_closed(fd) == 0, "a Hello on the feed port did not close it");
+  CHECK(la_td_wait_closed(fd, WAIT_MS) >= 0,
+        "a Hello on the feed port did not close it");
   close(fd);
   /* 3: agents port, random bytes before Hello */
   fd = la_tcp_connect("127.0.0.1", T.agents_port, 5000);
   assert_true(fd >= 0);
   assert_int_equal(la_write_all(fd, junk, sizeof junk, 5000), 0);
-  CHECK(wait_closed(fd) == 0, "garbage on the agents port did not close it");
+  CHECK(la_td_wait_closed(fd, WAIT_MS) >= 0,
+        "garbage on the agents port did not close it");
   close(fd);
   /* 4: agents port, a header announcing 1 GiB */
   uint8_t big[16] = {0x40, 0, 0, 0, 0, LA__MSG_TYPE__MSG_COMPACT_TRACE,
@@ -1269,13 +1251,14 @@ static void test_garbage_closes_only_that_connection(void **state) {
   fd = la_tcp_connect("127.0.0.1", T.agents_port, 5000);
   assert_true(fd >= 0);
   assert_int_equal(la_write_all(fd, big, sizeof big, 5000), 0);
-  CHECK(wait_closed(fd) == 0, "a 1 GiB frame did not close the connection");
+  CHECK(la_td_wait_closed(fd, WAIT_MS) >= 0,
+        "a 1 GiB frame did not close the connection");
   close(fd);
   /* 5: an authenticated agent that then sends garbage */
   fake_t f;
   CHECK(fake_connect(&f, "garbler", T.key) == 0, "refused");
   assert_int_equal(la_write_all(f.fd, junk, sizeof junk, 5000), 0);
-  CHECK(wait_closed(f.fd) == 0,
+  CHECK(la_td_wait_closed(f.fd, WAIT_MS) >= 0,
         "garbage after the handshake did not close "
         "the connection");
   close(f.fd);
@@ -1285,7 +1268,7 @@ static void test_garbage_closes_only_that_connection(void **state) {
   assert_int_equal(la_secure_send_msg(f.fd, &f.sec, LA__MSG_TYPE__MSG_SUBSCRIBE,
                                       &s.base, 5000),
                    0);
-  CHECK(wait_closed(f.fd) == 0,
+  CHECK(la_td_wait_closed(f.fd, WAIT_MS) >= 0,
         "a Subscribe on the agents port did not "
         "close the connection");
   close(f.fd);

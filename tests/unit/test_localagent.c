@@ -164,26 +164,6 @@ static int connect_agent(void) {
   return fd;
 }
 
-/* Waits up to timeout_ms for the peer to close fd: 0 when recv returned 0
- * (orderly close), 1 for a reset, -1 when it stayed open. Reads and
- * discards whatever arrives before. */
-static int wait_closed(int fd, int timeout_ms) {
-  long long end = la_td_now_ms() + timeout_ms;
-  for (;;) {
-    long long left = end - la_td_now_ms();
-    if (left <= 0) return -1;
-    struct pollfd pf = {fd, POLLIN, 0};
-    int k = poll(&pf, 1, (int)left);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) continue;
-    char buf[512];
-    ssize_t r = recv(fd, buf, sizeof buf, 0);
-    if (r == 0) return 0;
-    if (r < 0 && errno == ECONNRESET) return 1;
-    if (r < 0 && errno != EINTR && errno != EAGAIN) return 1;
-  }
-}
-
 static void status_str(const char *key, char *val, size_t len) {
   CHECK(la_td_status(T.d, key, val, len) == 0, "lactl status: no row %s", key);
 }
@@ -784,7 +764,7 @@ static void test_garbage_and_oversized_frames(void **state) {
   junk[6] = 0xA5;
   int fd = connect_agent();
   assert_int_equal(la_write_all(fd, junk, sizeof junk, 2000), 0);
-  CHECK(wait_closed(fd, WAIT_MS) == 0,
+  CHECK(la_td_wait_closed(fd, WAIT_MS) == 0,
         "garbage did not close the "
         "connection");
   close(fd);
@@ -795,7 +775,7 @@ static void test_garbage_and_oversized_frames(void **state) {
                      5,    6, 7, 8};
   fd = connect_agent();
   assert_int_equal(la_write_all(fd, big, sizeof big, 2000), 0);
-  CHECK(wait_closed(fd, WAIT_MS) == 0,
+  CHECK(la_td_wait_closed(fd, WAIT_MS) == 0,
         "a 1 GiB frame did not close the "
         "connection");
   close(fd);
@@ -805,7 +785,7 @@ static void test_garbage_and_oversized_frames(void **state) {
   ack.seq = 7;
   fd = connect_agent();
   assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_ACK, &ack.base, 2000), 0);
-  CHECK(wait_closed(fd, WAIT_MS) == 0,
+  CHECK(la_td_wait_closed(fd, WAIT_MS) == 0,
         "an unexpected Ack did not close the "
         "connection");
   close(fd);
@@ -864,7 +844,7 @@ static void test_connection_flood(void **state) {
   /* the refused ones are closed at once by the daemon */
   int closed = 0;
   for (int i = 0; i < NFLOOD; i++)
-    if (wait_closed(fds[i], 50) >= 0) closed++;
+    if (la_td_wait_closed(fds[i], 50) >= 0) closed++;
   CHECK(la_td_alive(T.d), "the daemon died in the flood");
   for (int i = 0; i < NFLOOD; i++)
     if (fds[i] >= 0) close(fds[i]);
@@ -891,7 +871,7 @@ static void test_connection_flood(void **state) {
   /* an idle connection is closed after handshake_timeout */
   la_td_log_mark(T.d);
   int fd = connect_agent();
-  CHECK(wait_closed(fd, WAIT_MS) == 0, "an idle connection stayed open");
+  CHECK(la_td_wait_closed(fd, WAIT_MS) == 0, "an idle connection stayed open");
   close(fd);
   wait_log("sent nothing useful within 300 ms");
   CHECK(status_ll("connections_timed_out") >= 1,
