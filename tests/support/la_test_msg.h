@@ -24,4 +24,12 @@ La__RankStart la_test_rank_start(const char *app_id, const char *app_name,
 La__RankStart la_test_rank_start_min(const char *app_id, uint32_t rank,
                                      uint32_t nprocs, uint64_t n_elements);
 
+/* A RegisterRequest of rank 0 of 1 of app_id named app_name, as libla
+ * sends it for the segment shm_id with semaphore set sem_id and nonce,
+ * from process pid: n_elements in n_buffers buffers, metric "time" in ns
+ * (a caller may change any field). The strings are not copied. */
+La__RegisterRequest la_test_register_request(
+    const char *app_id, const char *app_name, int32_t pid, int32_t shm_id,
+    int32_t sem_id, uint64_t nonce, uint64_t n_elements, uint32_t n_buffers);
+
 #endif /* LA_TEST_MSG_H */

@@ -45,15 +45,7 @@
 
 #define WAIT_MS 15000 /* longest wait for anything; a broken daemon fails */
 
-#define CHECK(cond, ...)        \
-  do {                          \
-    if (!(cond)) {              \
-      print_error(__VA_ARGS__); \
-      print_error("\n");        \
-      dump_logs();              \
-      fail();                   \
-    }                           \
-  } while (0)
+#define CHECK(cond, ...) LA_TD_CHECK(dump_logs(), cond, __VA_ARGS__)
 
 static struct {
   la_test_daemon_t *la, *ga;

@@ -622,14 +622,7 @@ static void records_refuse_tampering(void **state) {
 
 #define WAIT_MS 20000
 
-#define CHECK(cond, ...)        \
-  do {                          \
-    if (!(cond)) {              \
-      print_error(__VA_ARGS__); \
-      print_error("\n");        \
-      fail_msg("%s", #cond);    \
-    }                           \
-  } while (0)
+#define CHECK(cond, ...) LA_TD_CHECK((void)0, cond, __VA_ARGS__)
 
 static struct {
   la_test_daemon_t *ga, *la;

@@ -64,6 +64,7 @@
 #include "la_test_ipc.h"
 #include "la_test_global.h"
 #include "la_test_sql.h"
+#include "la_test_msg.h"
 #include "la_test_stack.h"
 
 #define WAIT_MS 10000 /* longest wait for anything; a broken daemon fails */
@@ -930,20 +931,8 @@ static void thief_try(const thief_t *t, int pid, uint64_t nonce, int res) {
     send_rec(res, &r);
     return;
   }
-  La__RegisterRequest q = LA__REGISTER_REQUEST__INIT;
-  q.protocol = LA_PROTOCOL_VERSION;
-  q.app_id = "thief-1";
-  q.app_name = "thief";
-  q.rank = 0;
-  q.nprocs = 1;
-  q.pid = pid;
-  q.shm_id = t->shm;
-  q.sem_id = t->sem;
-  q.nonce = nonce;
-  q.n_elements = (uint64_t)t->n;
-  q.n_buffers = 3;
-  q.metric = "time";
-  q.unit = "ns";
+  La__RegisterRequest q = la_test_register_request(
+      "thief-1", "thief", pid, t->shm, t->sem, nonce, (uint64_t)t->n, 3);
   uint16_t type = 0;
   ProtobufCMessage *m = NULL;
   char why[200] = "";

@@ -21,14 +21,7 @@
 #include "la_test_daemon.h"
 
 #define WAIT_MS 20000
-#define CHECK(c, ...)                                                        \
-  do {                                                                       \
-    if (!(c)) {                                                              \
-      print_error(__VA_ARGS__);                                              \
-      print_error("\n");                                                     \
-      fail_msg("%s", #c);                                                    \
-    }                                                                        \
-  } while (0)
+#define CHECK(c, ...) LA_TD_CHECK((void)0, c, __VA_ARGS__)
 
 static la_test_daemon_t *start_agent(const char *cpus, const char *nice) {
   la_test_daemon_t *d = la_td_new("la-localagent");
@@ -45,7 +38,7 @@ static la_test_daemon_t *start_agent(const char *cpus, const char *nice) {
   snprintf(a[2], sizeof a[2], "--agent.cpus=%s", cpus);
   snprintf(a[3], sizeof a[3], "--agent.worker_nice=%s", nice);
   const char *args[] = {"--agent.listen=127.0.0.1:0", a[0], a[1], a[2], a[3],
-                        "--global.address=", NULL};
+                        "--global.address=",          NULL};
   CHECK(la_td_start(d, args, pf, WAIT_MS) > 0, "la-localagent did not start");
   return d;
 }
