@@ -449,14 +449,20 @@ static void registered(kid_t *k, rec_t *r) {
   CHECK(r->rc == 0, "LA_register: %s (%s)", LA_strerror(r->rc), r->msg);
 }
 
+/* Spawns a and waits until it registered (its record into r). */
+static kid_t *spawn_registered(const app_t *a, rec_t *r) {
+  kid_t *k = spawn_app(a);
+  registered(k, r);
+  return k;
+}
+
 /* A well-behaved application: 3 cycles whose stored traces carry exactly
  * the raw sums. */
 static void good_app_is_served(const char *app_id) {
   app_t a = {.app_id = app_id, .n = 500, .cycles = 3};
-  kid_t *k = spawn_app(&a);
   rec_t r;
   double sums[3];
-  registered(k, &r);
+  kid_t *k = spawn_registered(&a, &r);
   for (int c = 0; c < 3; c++) {
     expect_rec(k, REC_CYCLE, &r);
     CHECK(r.rc == 0, "LA_dataXfer: %s", LA_strerror(r.rc));
@@ -488,9 +494,8 @@ static void good_app_is_served(const char *app_id) {
 static void test_hostile_values_real_globalagent(void **state) {
   start_with_global();
   app_t a = {.app_id = "hostile-ga", .n = 1000, .hostile = 1};
-  kid_t *k = spawn_app(&a);
   rec_t r;
-  registered(k, &r);
+  kid_t *k = spawn_registered(&a, &r);
   expect_rec(k, REC_CYCLE, &r);
   expect_rec(k, REC_READY, &r);
   wait_log("cycle 102 rejected");
@@ -513,9 +518,8 @@ static void test_hostile_values_real_globalagent(void **state) {
 static void test_hostile_header_and_values(void **state) {
   start_with_global();
   app_t a = {.app_id = "hostile", .n = 1000, .hostile = 1};
-  kid_t *k = spawn_app(&a);
   rec_t r;
-  registered(k, &r);
+  kid_t *k = spawn_registered(&a, &r);
   expect_rec(k, REC_CYCLE, &r);
   CHECK(r.rc == 0, "hostile LA_dataXfer: %s", LA_strerror(r.rc));
   expect_rec(k, REC_READY, &r);
@@ -555,9 +559,8 @@ static void test_hostile_header_and_values(void **state) {
 static void test_second_registration_refused(void **state) {
   start_with_global();
   app_t a = {.app_id = "victim", .n = 500, .phases = 1, .after_go = 3};
-  kid_t *k = spawn_app(&a);
   rec_t r;
-  registered(k, &r);
+  kid_t *k = spawn_registered(&a, &r);
   CHECK(r.shm_id >= 0 && r.sem_id >= 0, "victim ids %d/%d", r.shm_id, r.sem_id);
   la_shm_header_t *h = shmat(r.shm_id, NULL, SHM_RDONLY);
   assert_true(h != (void *)-1);
@@ -616,9 +619,8 @@ static void test_least_privilege_agent(void **state) {
   start_agent("");
   app_t a = {
       .app_id = "other-uid", .n = 300, .cycles = 3, .uid = APPUID, .die = 1};
-  kid_t *k = spawn_app(&a);
   rec_t r, reg;
-  registered(k, &reg);
+  kid_t *k = spawn_registered(&a, &reg);
   for (int c = 0; c < 3; c++) {
     expect_rec(k, REC_CYCLE, &r);
     CHECK(r.rc == 0, "LA_dataXfer: %s", LA_strerror(r.rc));
@@ -710,9 +712,8 @@ static void test_killed_during_registration(void **state) {
 static void test_app_then_agent_and_finalize(void **state) {
   start_with_global();
   app_t a = {.app_id = "first", .n = 200, .cycles = 2, .die = 1};
-  kid_t *k = spawn_app(&a);
   rec_t r;
-  registered(k, &r);
+  kid_t *k = spawn_registered(&a, &r);
   int pid = k->pid, sem = r.sem_id;
   expect_rec(k, REC_READY, &r);
   kill_kid(k);
@@ -746,9 +747,8 @@ static void test_stopped_agent(void **state) {
              .timeout_ms = timeout,
              .phases = 3,
              .after_go = steps};
-  kid_t *k = spawn_app(&a);
   rec_t r;
-  registered(k, &r);
+  kid_t *k = spawn_registered(&a, &r);
   for (int c = 0; c < 2; c++) expect_rec(k, REC_CYCLE, &r);
   wait_status("cycles_compacted", 2);
   la_td_signal(T.d, SIGSTOP);
