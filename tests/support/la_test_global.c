@@ -572,6 +572,16 @@ static void on_accept(la_test_global_t *g) {
   pthread_mutex_unlock(&g->mu);
 }
 
+/* la_test_serve_poll's callbacks. */
+static void accept_cb(void *arg) {
+  on_accept(arg);
+}
+
+static void conn_cb(void *arg, int i) {
+  la_test_global_t *g = arg;
+  if (g->c[i].fd >= 0 && on_readable(g, &g->c[i])) conn_close(g, &g->c[i]);
+}
+
 static void *global_main(void *arg) {
   la_test_global_t *g = arg;
   la_test_serve_lock();
@@ -594,31 +604,9 @@ static void *global_main(void *arg) {
         conn_close(g, c);
       }
     }
-    struct pollfd pf[MAXC + 2];
-    int idx[MAXC + 2], n = 0;
-    pf[n] = (struct pollfd){.fd = g->lfd, .events = POLLIN};
-    idx[n++] = -1;
-    pf[n] = (struct pollfd){.fd = g->wake[0], .events = POLLIN};
-    idx[n++] = -2;
-    for (int i = 0; i < MAXC; i++)
-      if (g->c[i].fd >= 0) {
-        pf[n] = (struct pollfd){.fd = g->c[i].fd, .events = POLLIN};
-        idx[n++] = i;
-      }
-    la_test_serve_unlock(); /* forks happen here (la_test_serve.h) */
-    int ready = poll(pf, (nfds_t)n, 10);
-    la_test_serve_lock();
-    if (ready <= 0) continue;
-    for (int k = 0; k < n; k++) {
-      if (!pf[k].revents) continue;
-      if (idx[k] == -1) {
-        on_accept(g);
-      } else if (idx[k] == -2) {
-        la_test_wake_drain(g->wake[0]);
-      } else if (g->c[idx[k]].fd >= 0 && on_readable(g, &g->c[idx[k]])) {
-        conn_close(g, &g->c[idx[k]]);
-      }
-    }
+    int fds[MAXC];
+    for (int i = 0; i < MAXC; i++) fds[i] = g->c[i].fd;
+    la_test_serve_poll(g->lfd, g->wake[0], fds, MAXC, accept_cb, conn_cb, g);
   }
   for (int i = 0; i < MAXC; i++) conn_close(g, &g->c[i]);
   close(g->lfd);

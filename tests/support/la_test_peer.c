@@ -170,12 +170,20 @@ static void on_accept(la_test_peer_t *p) {
   close(fd);
 }
 
+/* la_test_serve_poll's callbacks. */
+static void accept_cb(void *arg) {
+  on_accept(arg);
+}
+
+static void conn_cb(void *arg, int i) {
+  la_test_peer_t *p = arg;
+  if (p->c[i].fd >= 0 && on_readable(p, &p->c[i]) != 0) conn_close(p, &p->c[i]);
+}
+
 static void *peer_main(void *arg) {
   la_test_peer_t *p = arg;
   la_test_serve_lock();
   for (;;) {
-    struct pollfd pf[MAXC + 2];
-    int idx[MAXC + 2], n = 0;
     pthread_mutex_lock(&p->mu);
     int stop = p->stop || p->killed, hold = p->hold_ms;
     int release = p->release_now;
@@ -183,28 +191,9 @@ static void *peer_main(void *arg) {
     pthread_mutex_unlock(&p->mu);
     if (stop) break;
     give_back_due(p, hold, release);
-    pf[n] = (struct pollfd){.fd = p->lfd, .events = POLLIN};
-    idx[n++] = -1;
-    pf[n] = (struct pollfd){.fd = p->wake[0], .events = POLLIN};
-    idx[n++] = -2;
-    for (int i = 0; i < MAXC; i++)
-      if (p->c[i].fd >= 0) {
-        pf[n] = (struct pollfd){.fd = p->c[i].fd, .events = POLLIN};
-        idx[n++] = i;
-      }
-    la_test_serve_unlock(); /* forks happen here */
-    int ready = poll(pf, (nfds_t)n, 10);
-    la_test_serve_lock();
-    for (int k = 0; k < n && ready > 0; k++) {
-      if (!pf[k].revents) continue;
-      if (idx[k] == -1) {
-        on_accept(p);
-      } else if (idx[k] == -2) {
-        la_test_wake_drain(p->wake[0]);
-      } else if (on_readable(p, &p->c[idx[k]]) != 0) {
-        conn_close(p, &p->c[idx[k]]);
-      }
-    }
+    int fds[MAXC];
+    for (int i = 0; i < MAXC; i++) fds[i] = p->c[i].fd;
+    la_test_serve_poll(p->lfd, p->wake[0], fds, MAXC, accept_cb, conn_cb, p);
   }
   for (int i = 0; i < MAXC; i++) conn_close(p, &p->c[i]);
   close(p->lfd);

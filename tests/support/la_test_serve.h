@@ -36,4 +36,15 @@ int la_test_cond_wait(pthread_mutex_t *mu, pthread_cond_t *cv,
 void la_test_wake(int fd);
 void la_test_wake_drain(int fd);
 
+/* One turn of a stand-in's server loop, called with la_test_serve_lock
+ * held: polls the listener lfd, the wake-up pipe's read end wake_rd and
+ * the connections fds[0..n) (a negative fd is an unused slot) for up to 10
+ * ms with the lock released (forks happen then), drains the wake-up pipe,
+ * then calls on_accept(arg) when the listener is readable and
+ * on_conn(arg, i) for each readable connection i, in order. on_conn must
+ * cope with a slot an earlier call closed. */
+void la_test_serve_poll(int lfd, int wake_rd, const int *fds, int n,
+                        void (*on_accept)(void *arg),
+                        void (*on_conn)(void *arg, int i), void *arg);
+
 #endif /* LA_TEST_SERVE_H */
