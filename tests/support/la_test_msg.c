@@ -19,21 +19,22 @@ La__RankStart la_test_rank_start_min(const char *app_id, uint32_t rank,
 La__RegisterRequest la_test_register_request(
     const char *app_id, const char *app_name, int32_t pid, int32_t shm_id,
     int32_t sem_id, uint64_t nonce, uint64_t n_elements, uint32_t n_buffers) {
-  La__RegisterRequest q = LA__REGISTER_REQUEST__INIT;
-  q.protocol = LA_PROTOCOL_VERSION;
-  q.app_id = (char *)app_id;
-  q.app_name = (char *)app_name;
-  q.rank = 0;
-  q.nprocs = 1;
-  q.pid = pid;
-  q.shm_id = shm_id;
-  q.sem_id = sem_id;
-  q.nonce = nonce;
-  q.n_elements = n_elements;
-  q.n_buffers = n_buffers;
-  q.metric = "time";
-  q.unit = "ns";
-  return q;
+  /* every field not named is 0 or NULL, as in LA__REGISTER_REQUEST__INIT */
+  return (La__RegisterRequest){
+      .base = PROTOBUF_C_MESSAGE_INIT(&la__register_request__descriptor),
+      .protocol = LA_PROTOCOL_VERSION,
+      .app_id = (char *)app_id,
+      .app_name = (char *)app_name,
+      .rank = 0,
+      .nprocs = 1,
+      .pid = pid,
+      .shm_id = shm_id,
+      .sem_id = sem_id,
+      .nonce = nonce,
+      .n_elements = n_elements,
+      .n_buffers = n_buffers,
+      .metric = "time",
+      .unit = "ns"};
 }
 
 La__RankStart la_test_rank_start(const char *app_id, const char *app_name,
