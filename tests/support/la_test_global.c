@@ -573,6 +573,10 @@ static void on_accept(la_test_global_t *g) {
 }
 
 /* la_test_serve_poll's callbacks. */
+static int fd_cb(void *arg, int i) {
+  return ((la_test_global_t *)arg)->c[i].fd;
+}
+
 static void accept_cb(void *arg) {
   on_accept(arg);
 }
@@ -604,9 +608,7 @@ static void *global_main(void *arg) {
         conn_close(g, c);
       }
     }
-    int fds[MAXC];
-    for (int i = 0; i < MAXC; i++) fds[i] = g->c[i].fd;
-    la_test_serve_poll(g->lfd, g->wake[0], fds, MAXC, accept_cb, conn_cb, g);
+    la_test_serve_poll(g->lfd, g->wake[0], fd_cb, MAXC, accept_cb, conn_cb, g);
   }
   for (int i = 0; i < MAXC; i++) conn_close(g, &g->c[i]);
   close(g->lfd);

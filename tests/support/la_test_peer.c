@@ -171,6 +171,10 @@ static void on_accept(la_test_peer_t *p) {
 }
 
 /* la_test_serve_poll's callbacks. */
+static int fd_cb(void *arg, int i) {
+  return ((la_test_peer_t *)arg)->c[i].fd;
+}
+
 static void accept_cb(void *arg) {
   on_accept(arg);
 }
@@ -191,9 +195,7 @@ static void *peer_main(void *arg) {
     pthread_mutex_unlock(&p->mu);
     if (stop) break;
     give_back_due(p, hold, release);
-    int fds[MAXC];
-    for (int i = 0; i < MAXC; i++) fds[i] = p->c[i].fd;
-    la_test_serve_poll(p->lfd, p->wake[0], fds, MAXC, accept_cb, conn_cb, p);
+    la_test_serve_poll(p->lfd, p->wake[0], fd_cb, MAXC, accept_cb, conn_cb, p);
   }
   for (int i = 0; i < MAXC; i++) conn_close(p, &p->c[i]);
   close(p->lfd);

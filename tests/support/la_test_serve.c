@@ -37,8 +37,8 @@ void la_test_wake_drain(int fd) {
   }
 }
 
-void la_test_serve_poll(int lfd, int wake_rd, const int *fds, int n,
-                        void (*on_accept)(void *arg),
+void la_test_serve_poll(int lfd, int wake_rd, int (*fd_of)(void *arg, int i),
+                        int n, void (*on_accept)(void *arg),
                         void (*on_conn)(void *arg, int i), void *arg) {
   struct pollfd pf[n + 2];
   int idx[n + 2], np = 0;
@@ -47,8 +47,8 @@ void la_test_serve_poll(int lfd, int wake_rd, const int *fds, int n,
   pf[np] = (struct pollfd){.fd = wake_rd, .events = POLLIN};
   idx[np++] = -2;
   for (int i = 0; i < n; i++)
-    if (fds[i] >= 0) {
-      pf[np] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+    if (fd_of(arg, i) >= 0) {
+      pf[np] = (struct pollfd){.fd = fd_of(arg, i), .events = POLLIN};
       idx[np++] = i;
     }
   la_test_serve_unlock(); /* forks happen here */

@@ -38,13 +38,14 @@ void la_test_wake_drain(int fd);
 
 /* One turn of a stand-in's server loop, called with la_test_serve_lock
  * held: polls the listener lfd, the wake-up pipe's read end wake_rd and
- * the connections fds[0..n) (a negative fd is an unused slot) for up to 10
+ * the connections fd_of(arg, i), i in [0, n) (a negative fd is an unused
+ * slot), for up to 10
  * ms with the lock released (forks happen then), drains the wake-up pipe,
  * then calls on_accept(arg) when the listener is readable and
  * on_conn(arg, i) for each readable connection i, in order. on_conn must
  * cope with a slot an earlier call closed. */
-void la_test_serve_poll(int lfd, int wake_rd, const int *fds, int n,
-                        void (*on_accept)(void *arg),
+void la_test_serve_poll(int lfd, int wake_rd, int (*fd_of)(void *arg, int i),
+                        int n, void (*on_accept)(void *arg),
                         void (*on_conn)(void *arg, int i), void *arg);
 
 #endif /* LA_TEST_SERVE_H */

@@ -488,15 +488,22 @@ static void good_app_is_served(const char *app_id) {
 
 /* ---------------------------------------------------------------- tests -- */
 
+/* Both daemons, and a hostile application app_id of 1000 elements that
+ * registered and ran its first cycle (that cycle's record into r). */
+static kid_t *start_hostile_app(const char *app_id, rec_t *r) {
+  start_with_global();
+  app_t a = {.app_id = app_id, .n = 1000, .hostile = 1};
+  kid_t *k = spawn_registered(&a, r);
+  expect_rec(k, REC_CYCLE, r);
+  return k;
+}
+
 /* NaN, infinite values and garbage scales through the real GlobalAgent:
  * both daemons stay up, the data cycles are stored, the rejected ones not,
  * and a well-behaved application's cycles are stored after them. */
 static void test_hostile_values_real_globalagent(void **state) {
-  start_with_global();
-  app_t a = {.app_id = "hostile-ga", .n = 1000, .hostile = 1};
   rec_t r;
-  kid_t *k = spawn_registered(&a, &r);
-  expect_rec(k, REC_CYCLE, &r);
+  kid_t *k = start_hostile_app("hostile-ga", &r);
   expect_rec(k, REC_READY, &r);
   wait_log("cycle 102 rejected");
   wait_traces(2); /* the NaN/Inf cycles */
@@ -516,11 +523,8 @@ static void test_hostile_values_real_globalagent(void **state) {
 /* An application rewrites every geometry field of its header after
  * registering and feeds NaN, infinite values and garbage scales. */
 static void test_hostile_header_and_values(void **state) {
-  start_with_global();
-  app_t a = {.app_id = "hostile", .n = 1000, .hostile = 1};
   rec_t r;
-  kid_t *k = spawn_registered(&a, &r);
-  expect_rec(k, REC_CYCLE, &r);
+  kid_t *k = start_hostile_app("hostile", &r);
   CHECK(r.rc == 0, "hostile LA_dataXfer: %s", LA_strerror(r.rc));
   expect_rec(k, REC_READY, &r);
   wait_log("scale nan is not a positive finite number: cycle 101 rejected");
