@@ -251,6 +251,35 @@ static int amplify(int *fds, int n, const uint8_t *frame, size_t len,
   return closed;
 }
 
+enum { NCONN = 10 }; /* connections of an amplification round */
+
+/* An amplification round against daemon d: NCONN connections to port
+ * send count copies of frame each and never read (amplify), then close;
+ * waits until d's status row conn_row (its open connections) counts only
+ * the status query itself. d's resident memory before (*rss0), at its
+ * peak (*hwm) and after (*rss1), in kB. Returns how many connections the
+ * daemon closed. */
+static int amplify_round(la_test_daemon_t *d, uint16_t port,
+                         const uint8_t *frame, size_t len, int count,
+                         const char *conn_row, long *rss0, long *hwm,
+                         long *rss1) {
+  pid_t pid = la_td_pid(d);
+  *rss0 = vm_kb(pid, "VmRSS");
+  int fds[NCONN];
+  for (int i = 0; i < NCONN; i++) {
+    fds[i] = open_from(NULL, port);
+    CHECK(fds[i] >= 0, "connect: %s", strerror(errno));
+  }
+  int closed = amplify(fds, NCONN, frame, len, count);
+  *hwm = vm_kb(pid, "VmHWM");
+  for (int i = 0; i < NCONN; i++) close(fds[i]);
+  long long end = la_td_now_ms() + WAIT_MS;
+  while (la_td_status_ll(d, conn_row) > 1 && la_td_now_ms() < end)
+    poll(NULL, 0, 20);
+  *rss1 = vm_kb(pid, "VmRSS");
+  return closed;
+}
+
 /* -------------------------------------------------- reply amplification */
 
 /* 10 tools send StatusRequests and never read: the LocalAgent closes them
@@ -259,25 +288,15 @@ static int amplify(int *fds, int n, const uint8_t *frame, size_t len,
 static void test_la_status_amplification(void **state) {
   start_la(NULL);
   pid_t pid = la_td_pid(T.la);
-  long rss0 = vm_kb(pid, "VmRSS");
-  enum { NCONN = 10, COUNT = 12000 };
-  int fds[NCONN];
-  for (int i = 0; i < NCONN; i++) {
-    fds[i] = open_from(NULL, la_td_port(T.la));
-    CHECK(fds[i] >= 0, "connect: %s", strerror(errno));
-  }
+  enum { COUNT = 12000 };
   La__StatusRequest rq = LA__STATUS_REQUEST__INIT;
   uint8_t frame[64];
   long len = la_frame_pack_into(LA__MSG_TYPE__MSG_STATUS_REQUEST, &rq.base,
                                 frame, sizeof frame);
   assert_true(len > 0);
-  int closed = amplify(fds, NCONN, frame, (size_t)len, COUNT);
-  long hwm = vm_kb(pid, "VmHWM");
-  for (int i = 0; i < NCONN; i++) close(fds[i]);
-  long long end = la_td_now_ms() + WAIT_MS;
-  while (la_td_status_ll(T.la, "connections") > 1 && la_td_now_ms() < end)
-    poll(NULL, 0, 20);
-  long rss1 = vm_kb(pid, "VmRSS");
+  long rss0, hwm, rss1;
+  int closed = amplify_round(T.la, la_td_port(T.la), frame, (size_t)len, COUNT,
+                             "connections", &rss0, &hwm, &rss1);
   print_message(
       "LocalAgent, %d tools x %d status requests unread: VmRSS "
       "%ld kB before, VmHWM %ld kB, VmRSS %ld kB after close; "
@@ -375,13 +394,7 @@ static void test_ga_feed_amplification(void **state) {
         st);
   size_t reply = wait_traceset("amp-1");
   pid_t pid = la_td_pid(T.ga);
-  long rss0 = vm_kb(pid, "VmRSS");
-  enum { NCONN = 10, COUNT = 200 };
-  int fds[NCONN];
-  for (int i = 0; i < NCONN; i++) {
-    fds[i] = open_from(NULL, T.feed_port);
-    CHECK(fds[i] >= 0, "connect: %s", strerror(errno));
-  }
+  enum { COUNT = 200 };
   La__Query q = LA__QUERY__INIT;
   q.has_feed_protocol = 1;
   q.feed_protocol = LA_FEED_PROTOCOL_VERSION;
@@ -391,14 +404,9 @@ static void test_ga_feed_amplification(void **state) {
   long len =
       la_frame_pack_into(LA__MSG_TYPE__MSG_QUERY, &q.base, frame, sizeof frame);
   assert_true(len > 0);
-  int closed = amplify(fds, NCONN, frame, (size_t)len, COUNT);
-  long hwm = vm_kb(pid, "VmHWM");
-  for (int i = 0; i < NCONN; i++) close(fds[i]);
-  /* the connections are gone once a status query sees only itself */
-  long long end = la_td_now_ms() + WAIT_MS;
-  while (la_td_status_ll(T.ga, "subscribers") > 1 && la_td_now_ms() < end)
-    poll(NULL, 0, 20);
-  long rss1 = vm_kb(pid, "VmRSS");
+  long rss0, hwm, rss1;
+  int closed = amplify_round(T.ga, T.feed_port, frame, (size_t)len, COUNT,
+                             "subscribers", &rss0, &hwm, &rss1);
   print_message(
       "GlobalAgent feed, %d connections x %d Trace-Set queries "
       "(%zu-byte replies) unread: VmRSS %ld kB before, VmHWM %ld "
