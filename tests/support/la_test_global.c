@@ -547,7 +547,9 @@ static int on_readable(la_test_global_t *g, conn_t *c) {
   return 0;
 }
 
-static void on_accept(la_test_global_t *g) {
+/* la_test_serve_poll: the listener is readable. */
+static void on_accept(void *arg) {
+  la_test_global_t *g = arg;
   int fd = accept4(g->lfd, NULL, NULL, SOCK_CLOEXEC);
   if (fd < 0) return;
   int slot = -1;
@@ -572,13 +574,9 @@ static void on_accept(la_test_global_t *g) {
   pthread_mutex_unlock(&g->mu);
 }
 
-/* la_test_serve_poll's callbacks. */
+/* la_test_serve_poll: connection i's descriptor, and i is readable. */
 static int fd_cb(void *arg, int i) {
   return ((la_test_global_t *)arg)->c[i].fd;
-}
-
-static void accept_cb(void *arg) {
-  on_accept(arg);
 }
 
 static void conn_cb(void *arg, int i) {
@@ -608,7 +606,7 @@ static void *global_main(void *arg) {
         conn_close(g, c);
       }
     }
-    la_test_serve_poll(g->lfd, g->wake[0], fd_cb, MAXC, accept_cb, conn_cb, g);
+    la_test_serve_poll(g->lfd, g->wake[0], fd_cb, MAXC, on_accept, conn_cb, g);
   }
   for (int i = 0; i < MAXC; i++) conn_close(g, &g->c[i]);
   close(g->lfd);

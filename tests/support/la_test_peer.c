@@ -155,7 +155,9 @@ static void give_back_due(la_test_peer_t *p, int hold, int release) {
   }
 }
 
-static void on_accept(la_test_peer_t *p) {
+/* la_test_serve_poll: the listener is readable. */
+static void on_accept(void *arg) {
+  la_test_peer_t *p = arg;
   int fd = accept(p->lfd, NULL, NULL);
   if (fd < 0) return;
   for (int i = 0; i < MAXC; i++)
@@ -170,13 +172,9 @@ static void on_accept(la_test_peer_t *p) {
   close(fd);
 }
 
-/* la_test_serve_poll's callbacks. */
+/* la_test_serve_poll: connection i's descriptor, and i is readable. */
 static int fd_cb(void *arg, int i) {
   return ((la_test_peer_t *)arg)->c[i].fd;
-}
-
-static void accept_cb(void *arg) {
-  on_accept(arg);
 }
 
 static void conn_cb(void *arg, int i) {
@@ -195,7 +193,7 @@ static void *peer_main(void *arg) {
     pthread_mutex_unlock(&p->mu);
     if (stop) break;
     give_back_due(p, hold, release);
-    la_test_serve_poll(p->lfd, p->wake[0], fd_cb, MAXC, accept_cb, conn_cb, p);
+    la_test_serve_poll(p->lfd, p->wake[0], fd_cb, MAXC, on_accept, conn_cb, p);
   }
   for (int i = 0; i < MAXC; i++) conn_close(p, &p->c[i]);
   close(p->lfd);
