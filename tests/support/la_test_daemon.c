@@ -576,6 +576,17 @@ int la_td_wait_status(la_test_daemon_t *d, const char *key, long long min,
   }
 }
 
+int la_td_wait_status_at_most(la_test_daemon_t *d, const char *key,
+                              long long max, int timeout_ms) {
+  long long end = la_td_now_ms() + timeout_ms;
+  for (;;) {
+    long long v = la_td_status_ll(d, key);
+    if (v >= 0 && v <= max) return 0;
+    if (la_td_now_ms() >= end) return -1;
+    la_td_nap_ms(20);
+  }
+}
+
 static int rm_one(const char *path, const struct stat *sb, int flag,
                   struct FTW *ftw) {
   (void)sb, (void)flag, (void)ftw;

@@ -114,6 +114,11 @@ long long la_td_status_ll(la_test_daemon_t *d, const char *key);
 int la_td_wait_status(la_test_daemon_t *d, const char *key, long long min,
                       int timeout_ms);
 
+/* Waits up to timeout_ms until row key, as an integer, is between 0 and
+ * max (a queue drained). Returns 0, or -1 on timeout. */
+int la_td_wait_status_at_most(la_test_daemon_t *d, const char *key,
+                              long long max, int timeout_ms);
+
 /* Runs argv (argv[0] a path or a name on PATH) to completion in its own
  * process group with env_add ("NAME=value", NULL-terminated, may be NULL)
  * added to the environment, stdout and stderr together into out (truncated

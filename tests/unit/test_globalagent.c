@@ -377,6 +377,15 @@ static void spawn_bg(const char *const *argv, const char *const *env_add,
   T.bg = pid;
 }
 
+/* wavetoy as app_id on both nodes in the background (steps, period, raw
+ * dumps into dump or none), its output into outf (a path in the
+ * GlobalAgent's directory, 700 bytes). */
+static void spawn_two_node_wavetoy(const char *app_id, int steps, int period,
+                                   const char *dump, char *outf) {
+  la_td_path(T.ga, "wavetoy.out", outf, 700);
+  spawn_bg(wavetoy_argv(2, steps, 0), wavetoy_env(app_id, period, dump), outf);
+}
+
 /* 1 while the background job runs; else 0 and *status (exit code or
  * 128+signal). */
 static int bg_running(int *status) {
@@ -780,21 +789,11 @@ static void test_queries_and_exact_totals(void **state) {
   /* the store's stat_sum is the same exact total */
   double s = 0;
   raw_sum(dump, "wt-query", 3, 5, &s);
-  sqlite3 *db = NULL;
-  assert_int_equal(sqlite3_open_v2(T.db, &db, SQLITE_OPEN_READONLY, NULL),
-                   SQLITE_OK);
-  sqlite3_stmt *st = NULL;
-  assert_int_equal(sqlite3_prepare_v2(db,
-                                      "SELECT stat_sum FROM traces WHERE"
-                                      " app_id='wt-query' AND rank=3 AND "
-                                      "cycle_tag=5",
-                                      -1, &st, NULL),
-                   SQLITE_OK);
-  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-  double stored = sqlite3_column_double(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  CHECK(rel_close(stored, s), "stat_sum %.17g, raw %.17g", stored, s);
+  la_tsql_trace_t tr;
+  CHECK(la_test_sql_trace(T.db, "wt-query", 3, 5, &tr) == 0,
+        "no stored trace of rank 3 at cycle 5");
+  la_test_sql_trace_free(&tr);
+  CHECK(rel_close(tr.sum, s), "stat_sum %.17g, raw %.17g", tr.sum, s);
   CHECK(ga_status("queries") >= STEPS + 4, "queries not counted");
 }
 
@@ -812,9 +811,7 @@ static void test_killed_localagent_partial_sets(void **state) {
   start_ga(NULL, 0);
   start_two_nodes();
   la_client_t *sub = subscribe(0, "wt-kill");
-  la_td_path(T.ga, "wavetoy.out", outf, sizeof outf);
-  spawn_bg(wavetoy_argv(2, STEPS, 0), wavetoy_env("wt-kill", PERIOD, NULL),
-           outf);
+  spawn_two_node_wavetoy("wt-kill", STEPS, PERIOD, NULL, outf);
   /* nodeB has delivered something of both its ranks: kill it */
   db_wait(2,
           "SELECT count(DISTINCT rank) FROM traces WHERE app_id="
@@ -928,9 +925,7 @@ static void test_globalagent_restart_mid_run(void **state) {
   char dump[700], outf[700];
   la_td_path(T.ga, "raw", dump, sizeof dump);
   assert_int_equal(mkdir(dump, 0700), 0);
-  la_td_path(T.ga, "wavetoy.out", outf, sizeof outf);
-  spawn_bg(wavetoy_argv(2, STEPS, 0), wavetoy_env("wt-restart", PERIOD, dump),
-           outf);
+  spawn_two_node_wavetoy("wt-restart", STEPS, PERIOD, dump, outf);
   /* nodeB stops (SIGSTOP) once it delivered something: the sets of the
    * following cycles stay open in the store with ranks 0-1 only */
   db_wait(1,
@@ -986,14 +981,10 @@ static void test_globalagent_restart_mid_run(void **state) {
   db_wait(4,
           "SELECT count(*) FROM ranks WHERE app_id='wt-restart' AND "
           "ended=1");
-  for (int i = 0; i < MAXLA; i++) {
-    long long e2 = la_td_now_ms() + WAIT_MS;
-    while (la_td_status_ll(T.la[i], "queue_items") != 0) {
-      CHECK(la_td_now_ms() < e2, "LocalAgent %d still holds %lld messages", i,
-            la_td_status_ll(T.la[i], "queue_items"));
-      la_td_nap_ms(20);
-    }
-  }
+  for (int i = 0; i < MAXLA; i++)
+    CHECK(la_td_wait_status_at_most(T.la[i], "queue_items", 0, WAIT_MS) == 0,
+          "LocalAgent %d still holds %lld messages", i,
+          la_td_status_ll(T.la[i], "queue_items"));
   db_wait(1, "SELECT count(*) = 0 FROM trace_sets WHERE closed=0");
   /* every profiled (rank, cycle), per the raw dumps, once, exact */
   dumped_t *d = calloc(1, sizeof *d);

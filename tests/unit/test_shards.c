@@ -277,14 +277,10 @@ static void test_shards_kill_one(void **state) {
     CHECK(st == 0, "wavetoy of %s exited %d", T.app[k], st);
   }
   /* everything ends, is acknowledged (by the surviving shard) and closed */
-  for (int i = 0; i < NLA; i++) {
-    long long e2 = la_td_now_ms() + WAIT_MS;
-    while (la_td_status_ll(T.la[i], "queue_items") != 0) {
-      CHECK(la_td_now_ms() < e2, "LocalAgent %d still holds %lld messages", i,
-            la_td_status_ll(T.la[i], "queue_items"));
-      la_td_nap_ms(50);
-    }
-  }
+  for (int i = 0; i < NLA; i++)
+    CHECK(la_td_wait_status_at_most(T.la[i], "queue_items", 0, WAIT_MS) == 0,
+          "LocalAgent %d still holds %lld messages", i,
+          la_td_status_ll(T.la[i], "queue_items"));
   db_wait(2 * NAPP * 2, "SELECT count(*) FROM ranks WHERE ended = 1");
   db_wait(1,
           "SELECT CASE WHEN count(*) = 0 THEN 1 ELSE 0 END FROM "

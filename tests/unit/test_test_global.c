@@ -37,6 +37,7 @@
 #include "la_codec.h"
 #include "la_sockio.h"
 #include "la_test_global.h"
+#include "la_test_msg.h"
 
 #define T_HELLO LA__MSG_TYPE__MSG_HELLO
 #define T_CHAL LA__MSG_TYPE__MSG_CHALLENGE
@@ -179,17 +180,11 @@ static int login(fx_t *f, const char *host, uint64_t *next_seq) {
 
 static void send_start(int fd, uint64_t seq, const char *app, uint32_t rank,
                        uint32_t nprocs) {
-  La__RankStart s = LA__RANK_START__INIT;
+  La__RankStart s = la_test_rank_start_min(app, rank, nprocs, 1000);
   La__CompactParams cp = LA__COMPACT_PARAMS__INIT;
   cp.has_mode = 1;
   cp.mode = LA__COMPACT_MODE__COMPACT_POLYLINE;
   s.seq = seq;
-  s.app_id = (char *)app;
-  s.rank = rank;
-  s.nprocs = nprocs;
-  s.n_elements = 1000;
-  s.metric = "time";
-  s.unit = "ns";
   s.app_name = "wavetoy";
   s.has_pid = 1;
   s.pid = 4242;
