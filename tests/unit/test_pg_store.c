@@ -67,13 +67,6 @@ static int teardown(void **state) {
   return 0;
 }
 
-static void reopen(fx_t *f) {
-  char why[600];
-  la_store_close(f->s);
-  f->s = NULL;
-  assert_int_equal(la_store_open(f->path, 0, &f->s, why, sizeof why), 0);
-}
-
 /* One query on the database, the result checked. */
 static PGresult *raw_query(const char *url, const char *sql, PGconn **c) {
   *c = PQconnectdb(url);

@@ -49,6 +49,14 @@ typedef struct fx {
 
 /* ------------------------------------------------------------- helpers -- */
 
+/* Closes the store and opens it again (a file or a PostgreSQL URL). */
+static void reopen(fx_t *f) {
+  char why[600];
+  la_store_close(f->s);
+  f->s = NULL;
+  assert_int_equal(la_store_open(f->path, 0, &f->s, why, sizeof why), 0);
+}
+
 /* test_pg_store.c runs cases of this file against PostgreSQL: it brings
  * its own fixture and raw_* helpers (TEST_STORE_PG). */
 #ifndef TEST_STORE_PG
@@ -75,13 +83,6 @@ static int teardown(void **state) {
   nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
   free(f);
   return 0;
-}
-
-static void reopen(fx_t *f) {
-  char why[256];
-  la_store_close(f->s);
-  f->s = NULL;
-  assert_int_equal(la_store_open(f->path, 0, &f->s, why, sizeof why), 0);
 }
 
 /* Runs SQL on the file directly (as a user or a fault would). */
