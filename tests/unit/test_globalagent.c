@@ -1197,6 +1197,19 @@ static void test_slow_subscriber(void **state) {
   la_compact_result_free(&r);
 }
 
+/* Connects to the GlobalAgent's port, writes len bytes (what they are,
+ * for the message) and checks that the GlobalAgent closes the
+ * connection. */
+static void bytes_close_connection(uint16_t port, const void *bytes, size_t len,
+                                   const char *what) {
+  int fd = la_tcp_connect("127.0.0.1", port, 5000);
+  assert_true(fd >= 0);
+  assert_int_equal(la_write_all(fd, bytes, len, 5000), 0);
+  CHECK(la_td_wait_closed(fd, WAIT_MS) >= 0, "%s did not close the connection",
+        what);
+  close(fd);
+}
+
 /* Garbage on the feed port and on the agents port (before and after a
  * handshake, and a 1 GiB frame header) closes only that connection: the
  * GlobalAgent keeps serving a subscriber connected before and a real run
@@ -1212,14 +1225,10 @@ static void test_garbage_closes_only_that_connection(void **state) {
   for (size_t i = 0; i < sizeof junk; i++) junk[i] = (uint8_t)rand();
   junk[6] = 0xA5; /* a reserved header byte: never a valid frame */
   /* 1: feed port, random bytes */
-  int fd = la_tcp_connect("127.0.0.1", T.feed_port, 5000);
-  assert_true(fd >= 0);
-  assert_int_equal(la_write_all(fd, junk, sizeof junk, 5000), 0);
-  CHECK(la_td_wait_closed(fd, WAIT_MS) >= 0,
-        "garbage on the feed port did not close it");
-  close(fd);
+  bytes_close_connection(T.feed_port, junk, sizeof junk,
+                         "garbage on the feed port");
   /* 2: feed port, a valid frame the port does not take (Hello) */
-  fd = la_tcp_connect("127.0.0.1", T.feed_port, 5000);
+  int fd = la_tcp_connect("127.0.0.1", T.feed_port, 5000);
   assert_true(fd >= 0);
   La__Hello h = LA__HELLO__INIT;
   h.protocol = LA_PROTOCOL_VERSION;
@@ -1229,22 +1238,13 @@ static void test_garbage_closes_only_that_connection(void **state) {
         "a Hello on the feed port did not close it");
   close(fd);
   /* 3: agents port, random bytes before Hello */
-  fd = la_tcp_connect("127.0.0.1", T.agents_port, 5000);
-  assert_true(fd >= 0);
-  assert_int_equal(la_write_all(fd, junk, sizeof junk, 5000), 0);
-  CHECK(la_td_wait_closed(fd, WAIT_MS) >= 0,
-        "garbage on the agents port did not close it");
-  close(fd);
+  bytes_close_connection(T.agents_port, junk, sizeof junk,
+                         "garbage on the agents port");
   /* 4: agents port, a header announcing 1 GiB */
   uint8_t big[16] = {0x40, 0, 0, 0, 0, LA__MSG_TYPE__MSG_COMPACT_TRACE,
                      0,    0, 1, 2, 3, 4,
                      5,    6, 7, 8};
-  fd = la_tcp_connect("127.0.0.1", T.agents_port, 5000);
-  assert_true(fd >= 0);
-  assert_int_equal(la_write_all(fd, big, sizeof big, 5000), 0);
-  CHECK(la_td_wait_closed(fd, WAIT_MS) >= 0,
-        "a 1 GiB frame did not close the connection");
-  close(fd);
+  bytes_close_connection(T.agents_port, big, sizeof big, "a 1 GiB frame");
   /* 5: an authenticated agent that then sends garbage */
   fake_t f;
   CHECK(fake_connect(&f, "garbler", T.key) == 0, "refused");

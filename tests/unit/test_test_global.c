@@ -496,13 +496,7 @@ static void protocol_violations(void **state) {
 
   /* A well-framed payload that fails validation (rank >= nprocs). */
   fd = login(f, "node01", NULL);
-  La__RankStart s = LA__RANK_START__INIT;
-  s.seq = 1;
-  s.app_id = "app";
-  s.rank = 4;
-  s.nprocs = 4;
-  s.n_elements = 10;
-  s.metric = "time";
+  La__RankStart s = la_test_rank_start_min("app", 4, 4, 10);
   uint8_t buf[256];
   long n = la_frame_pack_into(T_START, &s.base, buf, sizeof buf);
   assert_true(n > 0);
