@@ -492,6 +492,14 @@ static void fake_rank_start(fake_t *f, const char *app_id, uint32_t rank,
   fake_rank_start_on(f, "fakenode", app_id, rank, nprocs, n);
 }
 
+/* A LocalAgent played by hand as host, linked, that announced ranks 0-2 of
+ * app (3 ranks of n elements each). */
+static void fake_three_ranks(fake_t *f, const char *host, const char *app,
+                             uint64_t n) {
+  CHECK(fake_connect(f, host, T.key) == 0, "refused");
+  for (uint32_t k = 0; k < 3; k++) fake_rank_start(f, app, k, 3, n);
+}
+
 static void fake_trace(fake_t *f, const char *app_id, uint32_t rank,
                        uint64_t tag, const la_compact_result_t *r) {
   assert_int_equal(la_test_link_trace(f, app_id, rank, tag, r, NULL, 0), 0);
@@ -1443,8 +1451,7 @@ static void test_trace_missing_closes_set_with_reason(void **state) {
   la_compact_result_t r;
   big_trace(500, &r);
   fake_t f;
-  CHECK(fake_connect(&f, "nodeM", T.key) == 0, "refused");
-  for (uint32_t k = 0; k < 3; k++) fake_rank_start(&f, app, k, 3, 500);
+  fake_three_ranks(&f, "nodeM", app, 500);
   fake_trace(&f, app, 0, 1, &r);
   fake_missing(&f, app, 1, 1, why);
   fake_trace(&f, app, 2, 1, &r);
@@ -1682,8 +1689,7 @@ static void test_late_trace_never_reopens_a_closed_set(void **state) {
   la_compact_result_t r;
   big_trace(300, &r);
   fake_t f;
-  CHECK(fake_connect(&f, "nodeL", T.key) == 0, "refused");
-  for (uint32_t k = 0; k < 3; k++) fake_rank_start(&f, app, k, 3, 300);
+  fake_three_ranks(&f, "nodeL", app, 300);
   for (uint64_t c = 5; c <= 6; c++) {
     fake_trace(&f, app, 0, c, &r);
     fake_missing(&f, app, 1, c, "rank 1 gone");
