@@ -1435,6 +1435,17 @@ static la_traceset_t *next_set(la_client_t *c) {
   return t;
 }
 
+/* The next Trace-Set sub receives is cycle's, complete or partial as
+ * complete says. */
+static void expect_set(la_client_t *sub, uint64_t cycle, int complete) {
+  la_traceset_t *t = next_set(sub);
+  CHECK(la_traceset_cycle(t) == cycle &&
+            (la_traceset_complete(t) != 0) == (complete != 0),
+        "cycle %llu should be published %s", (unsigned long long)cycle,
+        complete ? "complete" : "partial");
+  la_traceset_free(t);
+}
+
 /* test_trace_missing_closes_set_with_reason: a LocalAgent's TraceMissing
  * is stored and counts the rank as delivered, so the set closes at once
  * (stitch.timeout is an hour) as partial, the rank's reason travelling with
@@ -1492,10 +1503,7 @@ static void test_trace_missing_closes_set_with_reason(void **state) {
   /* the real trace comes after all: it wins, the set is complete */
   fake_trace(&f, app, 1, 1, &r);
   fake_wait_acked(&f);
-  t = next_set(sub);
-  CHECK(la_traceset_cycle(t) == 1 && la_traceset_complete(t),
-        "cycle 1 should be republished complete");
-  la_traceset_free(t);
+  expect_set(sub, 1, 1); /* republished complete */
   CHECK(db_ll("SELECT count(*) FROM missing WHERE app_id = '%s' AND "
               "cycle_tag = 1",
               app) == 0,
@@ -1697,10 +1705,7 @@ static void test_late_trace_never_reopens_a_closed_set(void **state) {
   }
   fake_wait_acked(&f);
   for (uint64_t c = 5; c <= 6; c++) {
-    la_traceset_t *t = next_set(sub);
-    CHECK(la_traceset_cycle(t) == c && !la_traceset_complete(t),
-          "cycle %llu should close partial", (unsigned long long)c);
-    la_traceset_free(t);
+    expect_set(sub, c, 0);
   }
   ga_wait_status("closed_cache_evicted", 1);
   const char *row =
@@ -1735,10 +1740,7 @@ static void test_late_trace_never_reopens_a_closed_set(void **state) {
   /* rank 2 completes it */
   fake_trace(&f, app, 2, 5, &r);
   fake_wait_acked(&f);
-  t = next_set(sub);
-  CHECK(la_traceset_cycle(t) == 5 && la_traceset_complete(t),
-        "cycle 5 should be published again, complete");
-  la_traceset_free(t);
+  expect_set(sub, 5, 1); /* published again, complete */
   snprintf(q, sizeof q, row,
            "closed = 1 AND complete = 1 AND missing_ranks = '' AND "
            "n_ranks_present = 3");
