@@ -29,4 +29,18 @@ void la_test_history_trace(La__CompactTrace *t, La__SeriesStats *st,
                            const char *app_id, uint32_t rank, uint64_t tag,
                            uint64_t n_elements, uint64_t seq, uint64_t ref);
 
+/* Only what every RankStart has: seq 1, app_id, rank, nprocs, n_elements,
+ * metric "time" in ns (la_test_rank_start adds the rest). app_id is not
+ * copied. */
+La__RankStart la_test_rank_start_min(const char *app_id, uint32_t rank,
+                                     uint32_t nprocs, uint64_t n_elements);
+
+/* A RegisterRequest of rank 0 of 1 of app_id named app_name, as libla
+ * sends it for the segment shm_id with semaphore set sem_id and nonce,
+ * from process pid: n_elements in n_buffers buffers, metric "time" in ns
+ * (a caller may change any field). The strings are not copied. */
+La__RegisterRequest la_test_register_request(
+    const char *app_id, const char *app_name, int32_t pid, int32_t shm_id,
+    int32_t sem_id, uint64_t nonce, uint64_t n_elements, uint32_t n_buffers);
+
 #endif /* LA_TEST_MSG_H */
