@@ -72,7 +72,7 @@ static void la__enc_unref(la_ga_enc_t *e) {
   if (e && --e->refs == 0) free(e);
 }
 
-static void la__on_free(la_conn_t *c) {
+static void la__sub_free(la_conn_t *c) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   la_ga_t *ga = s->ga;
   LA_CONN_LIST_UNLINK(ga->subs, s);
@@ -85,7 +85,7 @@ static void la__on_free(la_conn_t *c) {
   free(s);
 }
 
-static void la__on_close(la_conn_t *c, const char *reason) {
+static void la__sub_close(la_conn_t *c, const char *reason) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   /* a closing connection no longer holds a slot: it is gone by the end of
    * this loop iteration (admission counts open connections only) */
@@ -182,7 +182,7 @@ static void la__pump(la_ga_sub_t *s) {
   }
 }
 
-static void la__on_written(la_conn_t *c) {
+static void la__sub_written(la_conn_t *c) {
   la__pump((la_ga_sub_t *)c);
 }
 
@@ -352,7 +352,7 @@ static void la__requested(la_ga_sub_t *s) {
                                      : (uint64_t)s->ga->set.feed_idle_ms);
 }
 
-static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
+static int la__sub_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   switch (type) {
   case LA__MSG_TYPE__MSG_SUBSCRIBE:
@@ -383,13 +383,13 @@ static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
   }
 }
 
-static void la__on_bad(la_conn_t *c, const char *why) {
+static void la__sub_bad(la_conn_t *c, const char *why) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   s->ga->st.bad_frames++;
   la_log_warnx("subscriber connection %s: %s: closing", c->peer, why);
 }
 
-static void la__on_deadline(la_conn_t *c) {
+static void la__sub_deadline(la_conn_t *c) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   if (s->spoke)
     la_log_info("feed connection %s idle for %lld ms: closing", c->peer,
@@ -401,12 +401,12 @@ static void la__on_deadline(la_conn_t *c) {
 }
 
 static const la_conn_ops_t la__ops = {
-  .on_frame = la__on_frame,
-  .on_bad = la__on_bad,
-  .on_deadline = la__on_deadline,
-  .on_close = la__on_close,
-  .on_free = la__on_free,
-  .on_written = la__on_written,
+    .on_frame = la__sub_frame,
+    .on_bad = la__sub_bad,
+    .on_deadline = la__sub_deadline,
+    .on_close = la__sub_close,
+    .on_free = la__sub_free,
+    .on_written = la__sub_written,
 };
 
 /* la_conn_admission_t.refuse: whether the peer's address already holds
@@ -428,7 +428,7 @@ static const char *la__addr_over_cap(la_conn_t *c) {
 }
 
 /* la_conn_admission_t.on_new: a feed connection of ga, in its list. */
-static void la__on_new(la_conn_t *c, void *owner) {
+static void la__sub_new(la_conn_t *c, void *owner) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   s->ga = owner;
   LA_CONN_LIST_PUSH(s->ga->subs, s);
@@ -443,7 +443,7 @@ void la_ga_feed_accept(la_ga_t *ga, uv_stream_t *server) {
                                  ? ga->set.feed_max_output
                                  : ga->set.sub_queue_bytes),
       .deadline_ms = (uint64_t)ga->set.handshake_ms,
-      .on_new = la__on_new,
+      .on_new = la__sub_new,
       .refuse = la__addr_over_cap,
   };
   if (la_conn_admit(ga->loop, server, &la__ops, &adm, ga))
