@@ -609,9 +609,7 @@ static void *global_main(void *arg) {
     la_test_serve_poll(g->lfd, g->wake[0], fd_cb, MAXC, on_accept, conn_cb, g);
   }
   for (int i = 0; i < MAXC; i++) conn_close(g, &g->c[i]);
-  close(g->lfd);
-  g->lfd = -1;
-  la_test_serve_unlock();
+  la_test_serve_end(&g->lfd);
   return NULL;
 }
 

@@ -196,9 +196,7 @@ static void *peer_main(void *arg) {
     la_test_serve_poll(p->lfd, p->wake[0], fd_cb, MAXC, on_accept, conn_cb, p);
   }
   for (int i = 0; i < MAXC; i++) conn_close(p, &p->c[i]);
-  close(p->lfd);
-  p->lfd = -1;
-  la_test_serve_unlock();
+  la_test_serve_end(&p->lfd);
   return NULL;
 }
 

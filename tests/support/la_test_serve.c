@@ -86,6 +86,12 @@ void la_test_serve_unlock(void) {
   pthread_mutex_unlock(&la__ts_work);
 }
 
+void la_test_serve_end(int *lfd) {
+  close(*lfd);
+  *lfd = -1;
+  la_test_serve_unlock();
+}
+
 int la_test_cond_wait(pthread_mutex_t *mu, pthread_cond_t *cv,
                       int (*done)(void *), void *arg, int timeout_ms) {
   struct timespec dl;

@@ -22,6 +22,9 @@ int la_test_listen(uint16_t port, uint16_t *bound);
  * call), so forks happen while server threads wait in poll(). */
 void la_test_serve_lock(void);
 void la_test_serve_unlock(void);
+/* The end of a server thread, after it closed its connections: closes the
+ * listening socket *lfd, sets it to -1 and leaves the lock. */
+void la_test_serve_end(int *lfd);
 
 /* Waits on cv (mu not held by the caller) until done(arg) is true, for at
  * most timeout_ms. Returns 0, or -1 on timeout. */
