@@ -44,7 +44,8 @@ program reports as profiled) is the figure least moved by other load.
 LA_BENCH_PIN=1 runs the daemons on CPU 1 and the program on CPU 0
 (taskset), so that the agent's work on a profiled cycle does not take the
 program's core: on a 2-core machine shared with other work the scheduler
-otherwise often runs them on the same core.
+otherwise often runs them on the same core. LA_BENCH_LOCALAGENT_OPTS adds
+options to the LocalAgent's command line (e.g. "--history.memory=0").
 """
 import json
 import os
@@ -196,7 +197,8 @@ def main():
                   "--agent.port_file=" + os.path.join(work, "lport"),
                   "--global.address=127.0.0.1:%d" % gport,
                   "--global.spool_dir=" + os.path.join(work, "spool"),
-                  "--log.level=warn"]
+                  "--log.level=warn"] + os.environ.get(
+                      "LA_BENCH_LOCALAGENT_OPTS", "").split()
         la, lport = start(la_cmd, os.path.join(work, "lport"), "localagent",
                           work)
         procs.append(la)
