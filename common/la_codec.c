@@ -52,6 +52,11 @@ static const la__msg_entry_t la__msgs[] = {
     {LA__MSG_TYPE__MSG_TRACE_MISSING, "TraceMissing",
      &la__trace_missing__descriptor},
     {LA__MSG_TYPE__MSG_ELEMENT_IDS, "ElementIds", &la__element_ids__descriptor},
+    {LA__MSG_TYPE__MSG_TRACE_SET_HEAD, "TraceSetHead",
+     &la__trace_set_head__descriptor},
+    {LA__MSG_TYPE__MSG_TRACE_SET_PART, "TraceSetPart",
+     &la__trace_set_part__descriptor},
+    {LA__MSG_TYPE__MSG_SET_NOTICE, "SetNotice", &la__set_notice__descriptor},
 };
 
 static const la__msg_entry_t *la__msg_find(uint16_t type) {
@@ -84,6 +89,16 @@ int la_frame_header_parse(const uint8_t *hdr, uint32_t max_payload,
   return 0;
 }
 
+void la_frame_header_put(uint8_t *hdr, uint16_t type, uint32_t len) {
+  hdr[0] = (uint8_t)(len >> 24);
+  hdr[1] = (uint8_t)(len >> 16);
+  hdr[2] = (uint8_t)(len >> 8);
+  hdr[3] = (uint8_t)len;
+  hdr[4] = (uint8_t)(type >> 8);
+  hdr[5] = (uint8_t)type;
+  hdr[6] = hdr[7] = 0;
+}
+
 size_t la_frame_size(const ProtobufCMessage *msg) {
   return LA_FRAME_HEADER_LEN + protobuf_c_message_get_packed_size(msg);
 }
@@ -94,13 +109,7 @@ long la_frame_pack_into(uint16_t type, const ProtobufCMessage *msg,
   if (!e || msg->descriptor != e->desc) return LA_EINVAL;
   size_t plen = protobuf_c_message_get_packed_size(msg);
   if (plen > UINT32_MAX || plen + LA_FRAME_HEADER_LEN > cap) return LA_EMSGSIZE;
-  buf[0] = (uint8_t)(plen >> 24);
-  buf[1] = (uint8_t)(plen >> 16);
-  buf[2] = (uint8_t)(plen >> 8);
-  buf[3] = (uint8_t)plen;
-  buf[4] = (uint8_t)(type >> 8);
-  buf[5] = (uint8_t)type;
-  buf[6] = buf[7] = 0;
+  la_frame_header_put(buf, type, (uint32_t)plen);
   protobuf_c_message_pack(msg, buf + LA_FRAME_HEADER_LEN);
   return (long)(plen + LA_FRAME_HEADER_LEN);
 }
@@ -660,6 +669,29 @@ int la_msg_validate(uint16_t type, const ProtobufCMessage *m, char *why,
     }
     case LA__MSG_TYPE__MSG_TRACE_SET:
       return la__set_ok((const void *)m, why, n);
+    case LA__MSG_TYPE__MSG_TRACE_SET_HEAD: {
+      const La__TraceSetHead *h = (const void *)m;
+      if (!la__id_ok(h->app_id))
+        return la_errorf(why, n, LA_EPROTO, "app_id invalid");
+      if (h->parts == 0 || h->set_bytes < h->parts)
+        return la_errorf(why, n, LA_EPROTO, "%u parts for %llu bytes",
+                         h->parts, (unsigned long long)h->set_bytes);
+      return 0;
+    }
+    case LA__MSG_TYPE__MSG_TRACE_SET_PART: {
+      const La__TraceSetPart *p = (const void *)m;
+      if (p->data.len == 0)
+        return la_errorf(why, n, LA_EPROTO, "empty part %u", p->part);
+      return 0;
+    }
+    case LA__MSG_TYPE__MSG_SET_NOTICE: {
+      const La__SetNotice *x = (const void *)m;
+      if (!la__id_ok(x->app_id))
+        return la_errorf(why, n, LA_EPROTO, "app_id invalid");
+      if (!la__id_ok(x->limit_name))
+        return la_errorf(why, n, LA_EPROTO, "limit_name invalid");
+      return 0;
+    }
     case LA__MSG_TYPE__MSG_QUERY: {
       const La__Query *q = (const void *)m;
       if (!la__id_ok(q->what))

@@ -248,15 +248,8 @@ int main(int argc, char **argv) {
 
   rc = ex_run_parse("multiloop", argc, argv, rank, size, ml_usage, &o, ML_MAX_N,
                     ML_MAX_STEPS, 0);
-  if (rc >= 0) {
-    MPI_Finalize();
-    return rc;
-  }
-  if (ml_grid_init(&g, o.n, rank, size)) {
-    fprintf(stderr, "multiloop: rank %d: out of memory for %ld^2 cells\n", rank,
-            o.n);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
+  if (rc >= 0) return ex_finalize(rc);
+  if (ml_grid_init(&g, o.n, rank, size)) ex_grid_oom("multiloop", rank, o.n, 2);
 
   if (o.use_la) {
     ml_ch_h = LA_channel("h_update");   /* LA: one channel per loop */

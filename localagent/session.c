@@ -406,34 +406,32 @@ static int la__on_data_ready(la_session_t *s, const La__DataReady *d) {
   return 0;
 }
 
+/* Whether s is in state (a message that needs it arrived); otherwise logs
+ * "connection PEER: WHAT: closing". */
+static int la__in_state(la_session_t *s, int state, const char *what) {
+  if (s->state == state) return 1;
+  la_log_warnx("connection %s: %s: closing", s->conn.peer, what);
+  return 0;
+}
+
 /* Handles one decoded message. Returns -1 to close the connection. */
 static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
   la_session_t *s = (la_session_t *)c;
   if (s->refused) return 0; /* an Error is on its way; closing after it */
   switch (type) {
   case LA__MSG_TYPE__MSG_ELEMENT_IDS:
-    if (s->state != LA_SESS_APP) {
-      la_log_warnx("connection %s: element ids before registration: closing",
-                   s->conn.peer);
+    if (!la__in_state(s, LA_SESS_APP, "element ids before registration"))
       return -1;
-    }
     return la__on_ids(s, (La__ElementIds *)m);
   case LA__MSG_TYPE__MSG_REGISTER_REQUEST:
-    if (s->state != LA_SESS_NEW) {
-      la_log_warnx("connection %s: second registration: closing",
-                   s->conn.peer);
-      return -1;
-    }
+    if (!la__in_state(s, LA_SESS_NEW, "second registration")) return -1;
     la__on_register(s, (La__RegisterRequest *)m);
     if (s->state == LA_SESS_APP) /* registered: its own frame limit */
       la_conn_set_max_frame(c, (uint32_t)s->ag->set.max_frame);
     return 0;
   case LA__MSG_TYPE__MSG_DATA_READY:
-    if (s->state != LA_SESS_APP) {
-      la_log_warnx("connection %s: data-ready before registration: closing",
-                   s->conn.peer);
+    if (!la__in_state(s, LA_SESS_APP, "data-ready before registration"))
       return -1;
-    }
     return la__on_data_ready(s, (La__DataReady *)m);
   case LA__MSG_TYPE__MSG_FINALIZE:
     if (s->state != LA_SESS_APP) return -1;

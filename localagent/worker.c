@@ -9,9 +9,13 @@
  * the cycle is in the log as a trace, or as a taken record that the next
  * start turns into a TraceMissing. The application keeps profiling into its
  * other buffers meanwhile. Back on the loop thread the job is counted and
- * the uplink woken. Memory: one copy of the values per job in flight; a
- * session has at most n_buffers jobs, so the peak is bounded by max_apps x
- * 16 x max_elements x 8 bytes, in practice far less.
+ * the uplink woken, and the session's next job started: a session's jobs
+ * run one at a time, in the order the application handed the cycles over,
+ * because its robust weights, history and weights area are sequential
+ * state (a cycle's weights depend on the cycles before it, never on later
+ * ones); sessions run in parallel on the pool. Memory: one copy of the
+ * values per running job, at most one per session, so the peak is bounded
+ * by max_apps x max_elements x 8 bytes, in practice far less.
  *
  * Channels: a buffer of k > 1 channels is copied whole; the trace's series
  * is the per-element sum over the channels (added in channel order), and
@@ -33,6 +37,7 @@
 
 typedef struct la_job {
   uv_work_t req;
+  struct la_job *next; /* the session's queue (agent.h) */
   la_session_t *s;
   uint32_t buffer;
   uint64_t cycle_tag, seq, t_xfer_ns;
@@ -249,6 +254,23 @@ static void la__work(uv_work_t *req) {
   la_app_ipc_give_back(&s->ipc, j->buffer);
 }
 
+static void la__after(uv_work_t *req, int status);
+
+/* Starts the session's oldest queued job unless one is running. The pool
+ * refuses work only for invalid arguments; should it ever, the job runs
+ * here, on the loop thread, rather than being lost. */
+static void la__next(la_session_t *s) {
+  la_job_t *j = s->job_queue;
+  if (s->job_running || !j) return;
+  s->job_queue = j->next;
+  if (!s->job_queue) s->job_queue_tail = NULL;
+  s->job_running = 1;
+  if (uv_queue_work(s->ag->loop, &j->req, la__work, la__after) != 0) {
+    la__work(&j->req);
+    la__after(&j->req, 0);
+  }
+}
+
 static void la__after(uv_work_t *req, int status) {
   la_job_t *j = req->data;
   la_session_t *s = j->s;
@@ -275,6 +297,8 @@ static void la__after(uv_work_t *req, int status) {
   }
   free(j);
   la_uplink_kick(ag);
+  s->job_running = 0;
+  la__next(s); /* before the release: the next job holds s too */
   s->jobs--;
   la_conn_release(&s->conn); /* the hold la_worker_submit took */
   la_agent_progress(ag);
@@ -298,13 +322,14 @@ int la_worker_submit(la_session_t *s, uint32_t i, uint64_t cycle_tag,
   la_outq_taken(s->ag->q, &key);
   /* busy before the job can run: the worker clears it */
   __atomic_fetch_or(&s->busy, 1u << i, __ATOMIC_SEQ_CST);
-  if (uv_queue_work(s->ag->loop, &j->req, la__work, la__after) != 0) {
-    __atomic_fetch_and(&s->busy, ~(1u << i), __ATOMIC_SEQ_CST);
-    free(j);
-    return LA_ENOMEM;
-  }
   s->jobs++;
   la_conn_hold(&s->conn);
   s->ag->jobs_in_flight++;
+  if (s->job_queue_tail)
+    s->job_queue_tail->next = j;
+  else
+    s->job_queue = j;
+  s->job_queue_tail = j;
+  la__next(s);
   return 0;
 }

@@ -1,6 +1,8 @@
 /* la_test_msg.c: filled protocol messages (see la_test_msg.h). */
 #include "la_test_msg.h"
 
+#include "la_trace_msg.h"
+
 static La__CompactParams la__tm_params = LA__COMPACT_PARAMS__INIT;
 
 La__RankStart la_test_rank_start(const char *app_id, const char *app_name,
@@ -28,4 +30,20 @@ La__RankStart la_test_rank_start(const char *app_id, const char *app_name,
   la__tm_params.cv = 0.1;
   m.compact = &la__tm_params;
   return m;
+}
+
+void la_test_history_trace(La__CompactTrace *t, La__SeriesStats *st,
+                           La__FitError *fe, const la_compact_result_t *res,
+                           const char *app_id, uint32_t rank, uint64_t tag,
+                           uint64_t n_elements, uint64_t seq, uint64_t ref) {
+  la_trace_msg_fill(t, st, fe, res);
+  t->seq = seq;
+  t->app_id = (char *)app_id;
+  t->rank = rank;
+  t->cycle_tag = tag;
+  t->n_elements = n_elements;
+  t->has_rank_seq = 1;
+  t->rank_seq = tag;
+  t->has_history_ref = ref != 0;
+  t->history_ref = ref;
 }

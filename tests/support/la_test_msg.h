@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "la_codec.h"
+#include "la_compact.h"
 
 /* A RankStart of rank of app_id (nprocs ranks, n_elements each), seq 1,
  * metric "time" in ns, host "node1", pid 1000 + rank, period 10, started
@@ -17,5 +18,15 @@
 La__RankStart la_test_rank_start(const char *app_id, const char *app_name,
                                  uint32_t rank, uint32_t nprocs,
                                  uint64_t n_elements);
+
+/* Fills *t (with *st and *fe, or fe NULL) from res (la_trace_msg_fill) as
+ * a LocalAgent sends cycle tag of rank of app_id, n_elements elements: seq
+ * seq, rank_seq tag, and when ref is not 0 a history reference to cycle
+ * ref (bounded history, docs/history.md). Nothing is copied: app_id and
+ * res must outlive the message. */
+void la_test_history_trace(La__CompactTrace *t, La__SeriesStats *st,
+                           La__FitError *fe, const la_compact_result_t *res,
+                           const char *app_id, uint32_t rank, uint64_t tag,
+                           uint64_t n_elements, uint64_t seq, uint64_t ref);
 
 #endif /* LA_TEST_MSG_H */

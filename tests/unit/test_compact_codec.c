@@ -17,15 +17,7 @@
 #include <cmocka.h>
 
 #include "la_compact_internal.h"
-
-static void compact(const double *x, size_t n, const char *spec,
-                    la_compact_result_t *r) {
-  la_compact_params_t p;
-  char why[200];
-
-  assert_int_equal(la_compact_spec_parse(spec, &p, why, sizeof(why)), 0);
-  assert_int_equal(la_compact(x, n, &p, r), 0);
-}
+#include "la_test_series.h"
 
 static la_trace_t *open_ok(const la_compact_result_t *r) {
   la_trace_t *t = NULL;
@@ -60,7 +52,7 @@ static void test_lossless_exact(void **state) {
 
   memcpy(&x[9], &payload, 8); /* a NaN with a payload survives */
   for (k = 0; k <= n; k++) {  /* every prefix: int and XOR bodies */
-    compact(x, k, "lossless", &r);
+    assert_int_equal(la_test_compact(x, k, "lossless", &r), 0);
     t = open_ok(&r);
     assert_int_equal(la_trace_decode(t, 0, k, y), 0);
     assert_memory_equal(x, y, k * sizeof(double));
@@ -69,7 +61,8 @@ static void test_lossless_exact(void **state) {
     la_compact_result_free(&r);
   }
   la_compact_synth(LA_SYNTH_MESH, 500, 9, ints); /* whole ns: varints */
-  compact(ints, 500, "polyline:cv=0", &r);       /* cv 0 means lossless */
+  /* cv 0 means lossless */
+  assert_int_equal(la_test_compact(ints, 500, "polyline:cv=0", &r), 0);
   assert_int_equal(r.mode, LA_COMPACT_LOSSLESS);
   assert_true(r.len < 500 * 3); /* deltas of ~1000 ns fit in 2 bytes */
   t = open_ok(&r);
@@ -101,7 +94,7 @@ static void check_ranges(const double *x, size_t n, const char *spec) {
   int q;
 
   assert_true(y && z);
-  compact(x, n, spec, &r);
+  assert_int_equal(la_test_compact(x, n, spec, &r), 0);
   la_series_stats(x, n, &st); /* the stats equal the raw ones exactly */
   assert_memory_equal(&st, &r.stats, sizeof(st));
   t = open_ok(&r);
@@ -131,27 +124,25 @@ static void check_ranges(const double *x, size_t n, const char *spec) {
   free(z);
 }
 
+/* Non-finite values inside ranges of the longer spike series. */
+static void add_non_finite(int kind, double *x, size_t n) {
+  if (n > 50 && kind == LA_SYNTH_SPIKES) {
+    x[10] = NAN;
+    x[40] = INFINITY;
+  }
+}
+
 static void test_ranges_and_sums(void **state) {
   static const char *const specs[] = {
       "polyline", "polyline:connected", "maxerr:eps=2",
       "maxerr:eps=0.02,relative,connected", "lossless"};
-  size_t sizes[] = {0, 1, 2, 100, 4099, 30000};
-  int kind;
-  size_t k, s;
+  static const size_t sizes[] = {0, 1, 2, 100, 4099, 30000};
 
-  for (kind = 0; kind < LA_SYNTH_KINDS; kind++)
-    for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-      double *x = malloc((sizes[k] + 1) * sizeof(double));
-      assert_non_null(x);
-      la_compact_synth(kind, sizes[k], 5 + kind, x);
-      if (sizes[k] > 50 && kind == LA_SYNTH_SPIKES) {
-        x[10] = NAN; /* non-finite values inside ranges */
-        x[40] = INFINITY;
-      }
-      for (s = 0; s < sizeof(specs) / sizeof(specs[0]); s++)
-        check_ranges(x, sizes[k], specs[s]);
-      free(x);
-    }
+  assert_int_equal(
+      la_test_synth_grid(sizes, sizeof(sizes) / sizeof(sizes[0]), 5,
+                         add_non_finite, specs,
+                         sizeof(specs) / sizeof(specs[0]), check_ranges),
+      0);
 }
 
 static void test_stats_exact(void **state) {
@@ -163,13 +154,13 @@ static void test_stats_exact(void **state) {
   la_compact_synth(LA_SYNTH_MESH, 10000, 77, x); /* whole ns */
   for (i = 0; i < 10000; i++)
     isum += (int64_t)x[i];
-  compact(x, 10000, "polyline", &r);
+  assert_int_equal(la_test_compact(x, 10000, "polyline", &r), 0);
   assert_true(r.stats.count == 10000);
   assert_true(r.stats.sum == (double)isum); /* exact for integers < 2^53 */
   for (i = 0; i < 10000; i++)
     assert_true(r.stats.min <= x[i] && x[i] <= r.stats.max);
   la_compact_result_free(&r);
-  compact(x, 0, "polyline", &r);
+  assert_int_equal(la_test_compact(x, 0, "polyline", &r), 0);
   assert_true(r.stats.count == 0 && r.stats.sum == 0 && isnan(r.stats.min));
   la_compact_result_free(&r);
 }
@@ -207,7 +198,7 @@ static void test_truncated_and_flipped(void **state) {
   la_compact_synth(LA_SYNTH_SPIKES, 300, 1, x);
   x[7] = NAN;
   for (s = 0; s < 3; s++) {
-    compact(x, 300, specs[s], &r);
+    assert_int_equal(la_test_compact(x, 300, specs[s], &r), 0);
     check_refused(&r);
     la_compact_result_free(&r);
   }
@@ -230,11 +221,12 @@ static void test_fuzz_valid_crc(void **state) {
     uint8_t *b;
     uint32_t crc;
     int m;
-    compact(x, 200,
-            it % 3 == 0   ? "polyline:cv=0.01"
-            : it % 3 == 1 ? "maxerr:eps=3,connected"
-                          : "lossless",
-            &r);
+    assert_int_equal(la_test_compact(x, 200,
+                                     it % 3 == 0   ? "polyline:cv=0.01"
+                                     : it % 3 == 1 ? "maxerr:eps=3,connected"
+                                                   : "lossless",
+                                     &r),
+                     0);
     b = malloc(r.len);
     memcpy(b, r.bytes, r.len);
     for (m = 0; m < 1 + (int)(la_compact_rand(&s) % 4); m++) {

@@ -1206,7 +1206,8 @@ static void big_trace(size_t n, la_compact_result_t *r) {
 /* A subscriber that stops reading (small receive buffer, never reads):
  * another one still gets every set, in step with the ingest; the
  * GlobalAgent counts the drops; when the slow one reads again it gets what
- * was queued and then a set carrying the count, which with what it
+ * was queued, a notice (LA_ELIMIT, over feed.queue_bytes) for each set it
+ * did not get, and then a set carrying the count, which with what it
  * received adds up to everything published. */
 static void test_slow_subscriber(void **state) {
   need_daemons();
@@ -1259,7 +1260,7 @@ static void test_slow_subscriber(void **state) {
   }
   ga_wait_status("sets_dropped_for_slow_subscribers", 1);
   long long dropped = ga_status("sets_dropped_for_slow_subscribers");
-  ga_wait_log("is not reading");
+  ga_wait_log("not sent: over feed.queue_bytes");
   /* the slow one reads again: a status request on its connection is
    * answered behind everything queued to it, so once the reply is in, its
    * queue is empty (the sets that came with it wait in the client); the
@@ -1270,7 +1271,7 @@ static void test_slow_subscriber(void **state) {
   la_client_rows_free(st);
   fake_trace(&f, "slow-1", 0, SETS, &r);
   fake_wait_acked(&f);
-  int received = 0;
+  int received = 0, noticed = 0;
   uint64_t last = 0, reported = 0;
   long long end = la_td_now_ms() + WAIT_MS;
   for (;;) {
@@ -1279,6 +1280,16 @@ static void test_slow_subscriber(void **state) {
     CHECK(left > 0, "the slow subscriber never got the last set");
     rc = la_client_next(slow, (int)left, &t);
     if (rc == LA_ETIMEDOUT) continue;
+    if (rc == LA_ELIMIT) { /* told: a set it will not get */
+      const char *limit = NULL;
+      uint64_t lim = 0;
+      assert_int_equal(la_client_notice(slow, NULL, NULL, NULL, &limit, &lim),
+                       0);
+      assert_string_equal(limit, "feed.queue_bytes");
+      assert_int_equal(lim, 256 * 1024);
+      noticed++;
+      continue;
+    }
     CHECK(rc == 0, "slow subscriber: %s", la_client_error(slow));
     uint64_t c = la_traceset_cycle(t);
     CHECK(received == 0 || c > last, "cycle %llu after %llu",
@@ -1304,6 +1315,9 @@ static void test_slow_subscriber(void **state) {
         "!= %d published (status: %lld dropped)",
         received, (unsigned long long)reported, SETS, dropped);
   assert_int_equal(ga_status("sets_dropped_for_slow_subscribers"), dropped);
+  CHECK(noticed == dropped && ga_status("set_notices") == dropped,
+        "%d notices received, %lld sent, %lld dropped", noticed,
+        ga_status("set_notices"), dropped);
   close(f.fd);
   la_compact_result_free(&r);
 }
