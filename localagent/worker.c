@@ -182,11 +182,17 @@ static void la__work(uv_work_t *req) {
     j->rc = la_compact(x, n, &j->cp, &res);
     uint8_t *flags = NULL;
     if (j->rc == 0 && (s->weights || k > 1)) flags = la__flags(j);
+    /* the robust weights as a decoder of their trace gives them, written
+     * by the encoder (la_compact_recon()): the history compares them and
+     * the application reads them, and neither decodes */
+    double *rw = NULL;
+    if (j->rc == 0 && s->weights && flags && (s->hist || s->ipc.weights))
+      rw = malloc(n * sizeof *rw);
     /* robust weights are extra, the measured values are the record: without
      * memory for the flags, the trace goes without them */
     if (j->rc == 0 && s->weights && flags)
-      j->robust = la_weights_cycle(s->weights, x, flags, &j->cp, &j->rres,
-                                   &j->rst) == 0;
+      j->robust = la_weights_cycle_recon(s->weights, x, flags, &j->cp, &j->rres,
+                                         &j->rst, rw) == 0;
     if (j->rc == 0 && k > 1) {
       la_robust_stats_t keep = j->rst; /* the sum's, for the trace */
       j->rc = la__channels(j, x + n, flags);
@@ -197,8 +203,12 @@ static void la__work(uv_work_t *req) {
     if (j->rc != 0) {
       j->why = "dropped: compaction failed";
     } else {
-      j->hist = la_history_check(s->hist, x, j->robust ? &j->rres : NULL,
-                                 &j->hist_ref, &j->hist_err);
+      if (j->robust && !rw) /* no memory for them: it decodes them */
+        j->hist =
+            la_history_check(s->hist, x, &j->rres, &j->hist_ref, &j->hist_err);
+      else
+        j->hist = la_history_match(s->hist, x, j->robust ? rw : NULL,
+                                   &j->hist_ref, &j->hist_err);
       if (!j->hist) /* a representative to be: compacted with room */
         la_history_refit(s->hist, x, &j->cp, &res);
       j->points = n * (k > 1 ? k + 1 : 1);
@@ -206,10 +216,14 @@ static void la__work(uv_work_t *req) {
       for (uint32_t c = 0; k > 1 && c < k; c++) j->bytes += j->chres[c].len;
       /* the weights back to the application (LA_weights); extra: a
        * failure costs only them */
-      la_app_ipc_put_weights(
-          &s->ipc, j->cycle_tag, j->seq,
-          j->robust ? LA_SHM_WEIGHTS_ROBUST : LA_SHM_WEIGHTS_MEASURED,
-          j->robust ? &j->rres : &res);
+      if (j->robust && rw)
+        la_app_ipc_put_weights_values(&s->ipc, j->cycle_tag, j->seq,
+                                      LA_SHM_WEIGHTS_ROBUST, rw);
+      else
+        la_app_ipc_put_weights(
+            &s->ipc, j->cycle_tag, j->seq,
+            j->robust ? LA_SHM_WEIGHTS_ROBUST : LA_SHM_WEIGHTS_MEASURED,
+            j->robust ? &j->rres : &res);
       j->log_rc = la__log_trace(j, &res);
       if (j->log_rc == 0 && !j->hist) /* logged in full: a representative */
         la_history_learn(s->hist, j->cycle_tag, &res,
@@ -219,6 +233,7 @@ static void la__work(uv_work_t *req) {
       else if (j->log_rc != 0)
         j->why = "dropped: the LocalAgent could not write its log";
     }
+    free(rw);
     la_compact_result_free(&res);
     la_compact_result_free(&j->rres);
     for (uint32_t c = 0; k > 1 && c < k; c++) {
