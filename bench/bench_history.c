@@ -113,7 +113,8 @@ static int run(const char *dir, int kase, int hist, res_t *out) {
       uint64_t ref = 0;
       la_fit_error_t he;
       int m = la_history_check(h[r], x, NULL, &ref, &he);
-      if (!m) la_history_refit(h[r], x, &cp, &res);
+      int learn = la_history_take(h[r], m); /* as the LocalAgent decides */
+      if (learn) la_history_refit(h[r], x, &cp, &res);
       La__SeriesStats st = LA__SERIES_STATS__INIT;
       La__FitError fe = LA__FIT_ERROR__INIT, hfe = LA__FIT_ERROR__INIT;
       La__CompactTrace t = LA__COMPACT_TRACE__INIT;
@@ -127,7 +128,7 @@ static int run(const char *dir, int kase, int hist, res_t *out) {
       int was_new;
       if (la_store_trace(s, &t, &was_new))
         fprintf(stderr, "bench_history: %s\n", la_store_errmsg(s));
-      if (!m) la_history_learn(h[r], c, &res, NULL);
+      if (learn) la_history_learn(h[r], c, &res, NULL);
       la_compact_result_free(&res);
     }
     la_store_commit(s);

@@ -26,6 +26,7 @@ struct la_history {
   la_history_budget_t *budget;
   uint64_t n, clock, bytes;
   uint32_t n_reps;
+  uint32_t gap, since; /* la_history_take: the learning gap, misses since */
   int robust;
   la_compact_params_t cp, rcp;
   la_hist_rep_t rep[LA_HISTORY_MAX_REPS];
@@ -60,6 +61,7 @@ la_history_t *la_history_new(la_history_budget_t *budget, uint64_t n,
   h->bytes = bytes;
   h->n = n;
   h->n_reps = reps;
+  h->gap = 1;
   h->cp = *cp;
   h->robust = rcp != NULL;
   if (rcp) h->rcp = *rcp;
@@ -184,6 +186,22 @@ int la_history_check(la_history_t *h, const double *x,
           la_history_match(h, x, rx, ref, err);
   free(rx);
   return m;
+}
+
+int la_history_take(la_history_t *h, int matched) {
+  if (!h) return 0;
+  pthread_mutex_lock(&h->mu);
+  int take = 0;
+  if (matched) {
+    h->gap = 1;
+    h->since = 0;
+  } else if (++h->since >= h->gap) {
+    take = 1;
+    h->since = 0;
+    if (h->gap < LA_HISTORY_MAX_GAP) h->gap *= 2;
+  }
+  pthread_mutex_unlock(&h->mu);
+  return take;
 }
 
 int la_history_refit(la_history_t *h, const double *x,

@@ -90,6 +90,21 @@ int la_history_check(la_history_t *h, const double *x,
  * nothing else would fit). */
 #define LA_HISTORY_REP_BOUND 0.5
 
+/* Longest gap, in unmatched cycles, between two representatives learned
+ * while no cycle matches (see la_history_take). */
+#define LA_HISTORY_MAX_GAP 16
+
+/* Whether the cycle just checked (matched: la_history_check's result)
+ * should become a representative (la_history_refit, la_history_learn).
+ * A match: no. While cycles keep matching nothing, representatives are
+ * learned with gaps that double up to LA_HISTORY_MAX_GAP cycles (the 1st,
+ * 3rd, 7th, 15th, 31st miss, then every 16th): a rank whose cycles never repeat
+ * within the bound (noisy timings) stops paying a third compaction and two
+ * decodes per cycle for representatives nothing uses, and a phase that
+ * starts repeating is still learned within LA_HISTORY_MAX_GAP cycles. A
+ * match resets the gap to 1. NULL h: 0. */
+int la_history_take(la_history_t *h, int matched);
+
 /* A cycle that matched no representative will become one: recompacts its
  * true values x with cp's bound times LA_HISTORY_REP_BOUND (lossless:
  * nothing to do) and, on success, replaces *res (the old one is freed).

@@ -209,7 +209,8 @@ static void la__work(uv_work_t *req) {
       else
         j->hist = la_history_match(s->hist, x, j->robust ? rw : NULL,
                                    &j->hist_ref, &j->hist_err);
-      if (!j->hist) /* a representative to be: compacted with room */
+      int learn = la_history_take(s->hist, j->hist);
+      if (learn) /* a representative to be: compacted with room */
         la_history_refit(s->hist, x, &j->cp, &res);
       j->points = n * (k > 1 ? k + 1 : 1);
       j->bytes = res.len;
@@ -225,7 +226,7 @@ static void la__work(uv_work_t *req) {
             j->robust ? LA_SHM_WEIGHTS_ROBUST : LA_SHM_WEIGHTS_MEASURED,
             j->robust ? &j->rres : &res);
       j->log_rc = la__log_trace(j, &res);
-      if (j->log_rc == 0 && !j->hist) /* logged in full: a representative */
+      if (j->log_rc == 0 && learn) /* logged in full: a representative */
         la_history_learn(s->hist, j->cycle_tag, &res,
                          j->robust ? &j->rres : NULL);
       if (j->log_rc == LA_ELIMIT)

@@ -127,6 +127,28 @@ static void test_match_noisy_not_moved(void **state) {
   free(d);
 }
 
+/* While nothing matches, representatives are learned at doubling gaps (up
+ * to LA_HISTORY_MAX_GAP); a match starts over. */
+static void test_learning_backs_off(void **state) {
+  (void)state;
+  la_history_budget_t b = {64u << 20, 0};
+  la_compact_params_t cp;
+  la_compact_params_default(&cp);
+  la_history_t *h = la_history_new(&b, N, 2, &cp, NULL);
+  assert_non_null(h);
+  char got[128] = "";
+  for (int miss = 1; miss <= 64; miss++)
+    if (la_history_take(h, 0))
+      snprintf(got + strlen(got), sizeof got - strlen(got), "%d ", miss);
+  assert_string_equal(got, "1 3 7 15 31 47 63 ");
+  assert_int_equal(la_history_take(h, 1), 0); /* a match: not learned */
+  assert_int_equal(la_history_take(h, 0), 1); /* the next miss is */
+  assert_int_equal(la_history_take(h, 0), 0);
+  assert_int_equal(la_history_take(h, 0), 1);
+  assert_int_equal(la_history_take(NULL, 0), 0);
+  la_history_free(h);
+}
+
 static void test_bounds_and_budget(void **state) {
   (void)state;
   double x[4] = {10, 20, 30, 40}, y[4] = {10.5, 20, 29.5, 40};
@@ -406,6 +428,7 @@ int main(void) {
   if (!mkdtemp(g_tmp)) return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_match_noisy_not_moved),
+      cmocka_unit_test(test_learning_backs_off),
       cmocka_unit_test(test_bounds_and_budget),
       cmocka_unit_test(test_store_references),
       cmocka_unit_test_teardown(test_hostile_references, ts_teardown),
