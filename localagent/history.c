@@ -81,11 +81,13 @@ void la_history_free(la_history_t *h) {
   free(h);
 }
 
-/* The polyline check on one block: RMSE(x - y) <= cv |mean x|. */
+/* The polyline check on one block: every value finite on both sides and
+ * RMSE(x - y) <= cv |mean x|. */
 static int la__block_ok(const double *x, const double *y, uint64_t k,
                         double cv) {
   double sx = 0, se = 0;
   for (uint64_t i = 0; i < k; i++) {
+    if (!isfinite(x[i]) || !isfinite(y[i])) return 0;
     double d = x[i] - y[i];
     sx += x[i];
     se += d * d;
@@ -97,14 +99,20 @@ static int la__block_ok(const double *x, const double *y, uint64_t k,
 int la_history_within(const double *x, const double *y, uint64_t n,
                       const la_compact_params_t *p, const uint64_t *starts,
                       size_t n_starts) {
-  for (uint64_t i = 0; i < n; i++)
-    if (!isfinite(x[i]) || !isfinite(y[i])) return 0;
+  /* a value that is not finite never matches: checked as each mode goes,
+   * so a cycle far from the representative is refused at its first
+   * failing block or element, not after a pass over all n */
   int mode = la_compact_effective_mode(p);
-  if (mode == LA_COMPACT_LOSSLESS) return memcmp(x, y, n * sizeof *x) == 0;
+  if (mode == LA_COMPACT_LOSSLESS) {
+    for (uint64_t i = 0; i < n; i++)
+      if (!isfinite(x[i])) return 0;
+    return memcmp(x, y, n * sizeof *x) == 0;
+  }
   if (mode == LA_COMPACT_MAXERR) {
     for (uint64_t i = 0; i < n; i++) {
       double bound = p->relative ? p->epsilon * fabs(x[i]) : p->epsilon;
-      if (!(fabs(x[i] - y[i]) <= bound)) return 0;
+      if (!isfinite(x[i]) || !isfinite(y[i]) || !(fabs(x[i] - y[i]) <= bound))
+        return 0;
     }
     return 1;
   }
