@@ -276,7 +276,8 @@ void la_cenc_free(la_cenc_t *e);
  * LA_ENOMEM. */
 int la_compact_lossless_encode(const double *x, size_t n, la_cbuf_t *out);
 /* Decodes the n values of a lossless body (flags from the header) from r
- * into out. Returns 0, LA_ETRUNC or LA_EPROTO. */
+ * into out (NULL: only checks the body, writing nothing). Returns 0,
+ * LA_ETRUNC or LA_EPROTO. */
 int la_compact_lossless_decode(la_creader_t *r, int flags, uint64_t n,
                                double *out);
 
