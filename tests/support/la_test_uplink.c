@@ -3,6 +3,7 @@
 #include "la_test_uplink.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,6 +211,14 @@ int la_tu_read_acks(la_tu_conn_t *c) {
     if (s > c->acked) c->acked = s;
   }
   return k < 0 ? -1 : 0;
+}
+
+int la_tu_wait_acked(la_tu_conn_t *c, int timeout_ms) {
+  while (c->acked < c->seq) {
+    struct pollfd pf = {.fd = c->fd, .events = POLLIN};
+    if (poll(&pf, 1, timeout_ms) <= 0 || la_tu_read_acks(c)) return -1;
+  }
+  return 0;
 }
 
 long la_tu_proc_kib(pid_t pid, const char *field) {

@@ -89,6 +89,10 @@ int la_tu_send_trace(la_tu_conn_t *c, const char *app, uint32_t rank,
  * closed connection or anything but an Ack. */
 int la_tu_read_acks(la_tu_conn_t *c);
 
+/* Waits until everything sent on c is acknowledged, at most timeout_ms for
+ * each read. 0, or -1 on a timeout or as la_tu_read_acks. */
+int la_tu_wait_acked(la_tu_conn_t *c, int timeout_ms);
+
 /* pid's peak resident set (VmHWM) and current one (VmRSS) in KiB, or -1. */
 long la_tu_proc_kib(pid_t pid, const char *field);
 
