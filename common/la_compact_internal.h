@@ -107,7 +107,16 @@ typedef struct la_creader {
 } la_creader_t;
 
 int la_creader_u8(la_creader_t *r, uint8_t *v);
-int la_creader_varint(la_creader_t *r, uint64_t *v);
+/* la_creader_varint's general case (any length). */
+int la__creader_varint_long(la_creader_t *r, uint64_t *v);
+/* One varint; a one-byte one (most of an encoding's) inline. */
+static inline int la_creader_varint(la_creader_t *r, uint64_t *v) {
+  if (r->off < r->len && r->p[r->off] < 0x80) {
+    *v = r->p[r->off++];
+    return 0;
+  }
+  return la__creader_varint_long(r, v);
+}
 int la_creader_f64(la_creader_t *r, double *v);
 int la_creader_u32(la_creader_t *r, uint32_t *v);
 int la_creader_verbatim(la_creader_t *r, double *v);
