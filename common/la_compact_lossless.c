@@ -40,10 +40,12 @@ static int encode_int(const double *x, size_t n, la_cbuf_t *out) {
 
   for (i = 0; i < n; i += 256) {
     size_t end = n - i < 256 ? n : i + 256;
-    if (la_cbuf_reserve(out, 10 * (end - i)) != 0) return 1;
+    if (la_cbuf_reserve(out, 10 * (end - i)) != 0)
+      return 1;
     uint8_t *p = out->p + out->len;
     for (j = i; j < end; j++) {
-      if (!is_int53(x[j])) return 0;
+      if (!is_int53(x[j]))
+        return 0;
       int64_t v = (int64_t)x[j];
       p += la_varint_write(p, la_zigzag(v - prev));
       prev = v;
@@ -59,7 +61,8 @@ static void encode_xor(const double *x, size_t n, la_cbuf_t *out) {
 
   for (i = 0; i < n; i += 256) {
     size_t end = n - i < 256 ? n : i + 256;
-    if (la_cbuf_reserve(out, 9 * (end - i)) != 0) return;
+    if (la_cbuf_reserve(out, 9 * (end - i)) != 0)
+      return;
     uint8_t *p = out->p + out->len;
     for (j = i; j < end; j++) {
       memcpy(&u, &x[j], 8);
@@ -72,7 +75,8 @@ static void encode_xor(const double *x, size_t n, la_cbuf_t *out) {
       int lz = __builtin_clzll(v) / 8, tz = __builtin_ctzll(v) / 8, k;
       *p++ = (uint8_t)(lz << 4 | tz);
       v >>= 8 * tz;
-      for (k = 0; k < 8 - lz - tz; k++, v >>= 8) *p++ = (uint8_t)v;
+      for (k = 0; k < 8 - lz - tz; k++, v >>= 8)
+        *p++ = (uint8_t)v;
     }
     out->len = (size_t)(p - out->p);
   }
@@ -99,29 +103,35 @@ int la_compact_lossless_decode(la_creader_t *r, int flags, uint64_t n,
 
   if (!(flags & LA_CENC_F_XOR)) {
     for (i = 0; i < n; i++) {
-      if ((rc = la_creader_varint(r, &w)) != 0) return rc;
+      if ((rc = la_creader_varint(r, &w)) != 0)
+        return rc;
       d = la_unzigzag(w);
       if (__builtin_add_overflow(iv, d, &iv) || iv > (INT64_C(1) << 53) ||
           iv < -(INT64_C(1) << 53))
         return LA_EPROTO;
-      if (out) out[i] = (double)iv;
+      if (out)
+        out[i] = (double)iv;
     }
     return 0;
   }
   for (i = 0; i < n; i++) {
     uint8_t c, b;
     int lz, tz, k;
-    if ((rc = la_creader_u8(r, &c)) != 0) return rc;
+    if ((rc = la_creader_u8(r, &c)) != 0)
+      return rc;
     lz = c >> 4;
     tz = c & 15;
-    if (lz + tz > 8 || (lz + tz == 8 && c != 0x80)) return LA_EPROTO;
+    if (lz + tz > 8 || (lz + tz == 8 && c != 0x80))
+      return LA_EPROTO;
     v = 0;
     for (k = 0; k < 8 - lz - tz; k++) {
-      if ((rc = la_creader_u8(r, &b)) != 0) return rc;
+      if ((rc = la_creader_u8(r, &b)) != 0)
+        return rc;
       v |= (uint64_t)b << (8 * (k + tz));
     }
     prev ^= v;
-    if (out) memcpy(&out[i], &prev, 8);
+    if (out)
+      memcpy(&out[i], &prev, 8);
   }
   return 0;
 }
