@@ -76,7 +76,7 @@ LIBLA_OBJ  := $(call obj,$(LIBLA_SRC))
 CLIENT_OBJ := $(call obj,$(CLIENT_SRC))
 # The LocalAgent's modules that do not use libuv, for unit tests.
 LOCAL_NOUV_OBJ := $(call obj,$(filter-out localagent/main.c localagent/session.c \
-  localagent/listener.c localagent/worker.c localagent/uplink.c \
+  localagent/listener.c localagent/worker.c localagent/uplink.c localagent/uplink_link.c \
   localagent/control.c,$(LOCAL_SRC)))
 LOCAL_NOUV_A := $(if $(LOCAL_NOUV_OBJ),$(BUILD)/lib/libla_localagent.a)
 # The GlobalAgent's modules that do not use libuv (the store's files, stitch,
@@ -215,6 +215,15 @@ $(BUILD)/bench/%: bench/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A
 $(BUILD)/bench/fidelity_app: bench/fidelity_app.c bench/fidelity_cases.h libla/la.h $(LIBLA_A)
 	@mkdir -p $(dir $@)
 	$(MPICC) -I$(BUILD)/include $(EXAMPLE_CFLAGS) -o $@ $< $(LIBLA_A) $(LDLIBS_LA)
+
+# The MPI program test_history_e2e runs (built like an example, with mpicc,
+# and like the examples only in the normal tree: the sanitized trees' test
+# finds it through their examples link).
+HISTORY_APP := $(BUILD)/tests/history_app
+examples: $(HISTORY_APP)
+$(HISTORY_APP): tests/apps/history_app.c libla/la.h $(LIBLA_A)
+	@mkdir -p $(dir $@)
+	$(MPICC) -I$(BUILD)/include $(EXAMPLE_CFLAGS) -o $@ $< $(LIBLA_A) $(LDFLAGS) $(LDLIBS_LA) -lm
 
 # Fortran test program (run by tests/unit/test_fortran.c).
 FTEST := $(if $(wildcard tests/fortran/test_fmod.f90),$(BUILD)/tests/fortran/test_fmod)

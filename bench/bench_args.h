@@ -6,10 +6,13 @@
  * its own default under build/bench/). -h/--help prints this usage; any other
  * argument that starts with '-' is refused rather than taken for a file
  * name, so a mistyped option never creates a file called "--help".
+ * Beside it, what every bench program does with its files: open the output
+ * and make a scratch directory, with the error said the same way.
  */
 #ifndef LA_BENCH_ARGS_H
 #define LA_BENCH_ARGS_H
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +43,24 @@ static inline const char *la_bench_out_path(int argc, char **argv, int first,
     exit(2);
   }
   return a;
+}
+
+/* Opens the output file for writing, or says why not (perror) and returns
+ * NULL. */
+static inline FILE *la_bench_open_out(const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) perror(path);
+  return f;
+}
+
+/* Makes a fresh directory $TMPDIR/NAME.XXXXXX (/tmp without TMPDIR) into
+ * dir (n bytes). Returns 0, or -1 after saying why (perror). */
+static inline int la_bench_tmpdir(const char *name, char *dir, size_t n) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(dir, n, "%s/%s.XXXXXX", tmp ? tmp : "/tmp", name);
+  if (mkdtemp(dir)) return 0;
+  fprintf(stderr, "%s: mkdtemp: %s\n", name, strerror(errno));
+  return -1;
 }
 
 #endif

@@ -117,17 +117,9 @@ static int run(const char *dir, int kase, int hist, res_t *out) {
       La__SeriesStats st = LA__SERIES_STATS__INIT;
       La__FitError fe = LA__FIT_ERROR__INIT, hfe = LA__FIT_ERROR__INIT;
       La__CompactTrace t = LA__COMPACT_TRACE__INIT;
-      la_trace_msg_fill(&t, &st, &fe, &res);
-      t.seq = ++seq;
-      t.app_id = "bench";
-      t.rank = r;
-      t.cycle_tag = c;
-      t.n_elements = NEL;
-      t.has_rank_seq = 1;
-      t.rank_seq = c;
+      la_test_history_trace(&t, &st, &fe, &res, "bench", r, c, NEL, ++seq,
+                            m ? ref : 0);
       if (m) {
-        t.has_history_ref = 1;
-        t.history_ref = ref;
         la_trace_msg_error(&hfe, &he);
         t.history_error = &hfe;
         refs++;
@@ -193,18 +185,10 @@ static int run(const char *dir, int kase, int hist, res_t *out) {
 int main(int argc, char **argv) {
   const char *outp =
       la_bench_out_path(argc, argv, 1, "build/bench/history.json");
-  const char *tmp = getenv("TMPDIR");
   char dir[512];
-  snprintf(dir, sizeof dir, "%s/bench_history.XXXXXX", tmp ? tmp : "/tmp");
-  if (!mkdtemp(dir)) {
-    perror("bench_history: mkdtemp");
-    return 1;
-  }
-  FILE *f = fopen(outp, "w");
-  if (!f) {
-    perror(outp);
-    return 1;
-  }
+  if (la_bench_tmpdir("bench_history", dir, sizeof dir)) return 1;
+  FILE *f = la_bench_open_out(outp);
+  if (!f) return 1;
   fprintf(f,
           "{\n  \"elements\": %d, \"ranks\": %d, \"cycles\": %d,\n"
           "  \"compaction\": \"polyline:cv=0.1\", \"full_cycles\": %d,\n"

@@ -181,11 +181,8 @@ int main(int argc, char **argv) {
          "LA_startProbe+LA_stopProbe (not profiled)", un_ns);
   printf("  %-44s %8.2f ns   (loop overhead, included above)\n", "empty loop",
          empty_ns);
-  FILE *f = fopen(out, "w");
-  if (!f) {
-    perror(out);
-    return 1;
-  }
+  FILE *f = la_bench_open_out(out);
+  if (!f) return 1;
   fprintf(f,
           "{\"pair_ns\": %.3f, \"floor_ns\": %.3f, \"ratio\": %.4f, "
           "\"pair_off_ns\": %.3f, \"ratio_off\": %.4f, "

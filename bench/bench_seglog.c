@@ -133,13 +133,8 @@ static int run(const char *dir, size_t size, long n, int threads, uint64_t mem,
 int main(int argc, char **argv) {
   const char *path =
       la_bench_out_path(argc, argv, 1, "build/bench/seglog.json");
-  const char *tmp = getenv("TMPDIR");
   char base[512];
-  snprintf(base, sizeof base, "%s/bench_seglog.XXXXXX", tmp ? tmp : "/tmp");
-  if (mkdtemp(base) == NULL) {
-    perror("bench_seglog: mkdtemp");
-    return 1;
-  }
+  if (la_bench_tmpdir("bench_seglog", base, sizeof base)) return 1;
   struct {
     const char *name;
     size_t size;

@@ -5,7 +5,7 @@
  * on: a commit is durable, as in production), then for each shard count
  * S starts S la-globalagent daemons with the same store.url and secret.
  * 64 simulated LocalAgent connections (this process, one poll loop, the
- * encrypted link of la_secure_io.h) play 8 applications of 8 ranks; every
+ * encrypted uplinks of la_test_uplink.h) play 8 applications of 8 ranks; every
  * connection goes to the shard its application hashes to (the LocalAgent's
  * rule: FNV-1a of the id modulo S), and the applications are named so that
  * they spread evenly over the shards. Each connection sends CompactTraces
@@ -34,6 +34,7 @@
 #include "la_sockio.h"
 #include "la_test_daemon.h"
 #include "la_test_pg.h"
+#include "la_test_uplink.h"
 #include "la_trace_msg.h"
 
 #define N_ELEMENTS 100000
@@ -65,9 +66,7 @@ static int home(const char *id, int n) {
 }
 
 typedef struct {
-  int fd;
-  la_secure_t sec;
-  uint64_t seq, acked;
+  la_tu_conn_t c; /* a LocalAgent's uplink (la_test_uplink.h) */
   int app, rank, next;
 } link_t;
 
@@ -77,66 +76,29 @@ typedef struct {
   char why[300];
 } run_t;
 
-/* One shard's daemon; its agents port into *port. */
+/* One shard's daemon (la_tu_ga_start with the shared store and secret);
+ * its agents port into *port. */
 static la_test_daemon_t *start_shard(const char *url, const char *key,
                                      uint16_t *port) {
-  la_test_daemon_t *d = la_td_new("la-globalagent");
-  if (!d) return NULL;
-  char apf[600], fpf[600], a[4][700];
-  la_td_path(d, "agents.port", apf, sizeof apf);
-  la_td_path(d, "feed.port", fpf, sizeof fpf);
-  snprintf(a[0], sizeof a[0], "--agents.port_file=%s", apf);
-  snprintf(a[1], sizeof a[1], "--feed.port_file=%s", fpf);
-  snprintf(a[2], sizeof a[2], "--store.url=%s", url);
-  snprintf(a[3], sizeof a[3], "--agents.secret_file=%s", key);
-  const char *args[] = {"--agents.listen=127.0.0.1:0",
-                        "--feed.listen=127.0.0.1:0",
-                        a[0],
-                        a[1],
-                        a[2],
-                        a[3],
-                        "--log.level=error",
-                        "--stitch.timeout=60s",
-                        NULL};
-  int p = la_td_start(d, args, fpf, WAIT_MS) > 0 ? la_td_read_port(apf, WAIT_MS)
-                                                 : -1;
-  if (p <= 0) {
-    la_td_free(d);
+  char u[700], k[700];
+  snprintf(u, sizeof u, "--store.url=%s", url);
+  snprintf(k, sizeof k, "--agents.secret_file=%s", key);
+  const char *extra[] = {u, k, NULL};
+  la_tu_ga_t g;
+  if (la_tu_ga_start(&g, 1, 0, extra, WAIT_MS) != 0) {
+    la_td_free(g.d);
     return NULL;
   }
-  *port = (uint16_t)p;
-  return d;
+  *port = g.agents_port;
+  return g.d;
 }
 
-static int send_trace(link_t *l, const char *app) {
-  const la_compact_result_t *r =
-      &series[(unsigned)(l->rank + l->next) % N_SERIES];
-  La__SeriesStats st = LA__SERIES_STATS__INIT;
-  La__FitError fe = LA__FIT_ERROR__INIT;
-  La__CompactTrace t = LA__COMPACT_TRACE__INIT;
-  la_trace_msg_fill(&t, &st, &fe, r);
-  t.seq = ++l->seq;
-  t.app_id = (char *)app;
-  t.rank = (uint32_t)l->rank;
-  t.cycle_tag = (uint64_t)l->next++;
-  t.n_elements = N_ELEMENTS;
-  return la_secure_send_msg(l->fd, &l->sec, LA__MSG_TYPE__MSG_COMPACT_TRACE,
-                            &t.base, WAIT_MS);
-}
-
-/* Reads one frame of l (readable): an Ack moves l->acked. 0 or -1. */
-static int read_ack(link_t *l) {
-  uint16_t type;
-  ProtobufCMessage *m = NULL;
-  int sealed = 0;
-  char why[200];
-  if (la_secure_recv_msg(l->fd, &l->sec, 1 << 16, WAIT_MS, &type, &m, &sealed,
-                         why, sizeof why) != 0)
-    return -1;
-  int ok = type == LA__MSG_TYPE__MSG_ACK;
-  if (ok && ((La__Ack *)m)->seq > l->acked) l->acked = ((La__Ack *)m)->seq;
-  la_msg_free(m);
-  return ok ? 0 : -1;
+/* The largest frame a link sends: a trace of the largest series. */
+static size_t frame_cap(void) {
+  size_t cap = 1 << 16;
+  for (int i = 0; i < N_SERIES; i++)
+    if (series[i].len + 4096 > cap) cap = series[i].len + 4096;
+  return cap;
 }
 
 static void run_shards(la_test_pg_t *pg, int nshards, int rep, run_t *out) {
@@ -148,7 +110,7 @@ static void run_shards(la_test_pg_t *pg, int nshards, int rep, run_t *out) {
   int have_key = 0;
   memset(out, 0, sizeof *out);
   memset(l, 0, sizeof l);
-  for (int i = 0; i < N_CONNS; i++) l[i].fd = -1;
+  for (int i = 0; i < N_CONNS; i++) la_tu_init(&l[i].c, 1);
   snprintf(db, sizeof db, "bench_%d_%d", nshards, rep);
   if (la_test_pg_createdb(pg, db, url, sizeof url, why, sizeof why)) {
     snprintf(out->why, sizeof out->why, "%s", why);
@@ -175,33 +137,17 @@ static void run_shards(la_test_pg_t *pg, int nshards, int rep, run_t *out) {
   for (int i = 0; i < N_CONNS; i++) {
     link_t *c = &l[i];
     char host[32];
-    int32_t status = -1;
-    uint64_t next = 1;
     c->app = i / N_RANKS;
     c->rank = i % N_RANKS;
     snprintf(host, sizeof host, "sim-%02d", i);
-    c->fd =
-        la_tcp_connect("127.0.0.1", port[home(apps[c->app], nshards)], 5000);
-    if (c->fd < 0 ||
-        la_secure_client_handshake(c->fd, &k, host, 5000, &c->sec, &status,
-                                   &next, why, sizeof why) ||
-        status != 0) {
+    if (la_tu_open(&c->c, port[home(apps[c->app], nshards)], &k, host,
+                   frame_cap(), 5000)) {
       snprintf(out->why, sizeof out->why, "connection %d refused", i);
       goto done;
     }
-    c->seq = c->acked = next - 1;
-    La__RankStart rs = LA__RANK_START__INIT;
-    rs.seq = ++c->seq;
-    rs.app_id = apps[c->app];
-    rs.rank = (uint32_t)c->rank;
-    rs.nprocs = N_RANKS;
-    rs.n_elements = N_ELEMENTS;
-    rs.metric = "time";
-    rs.unit = "ns";
-    rs.host = host;
-    if (la_secure_send_msg(c->fd, &c->sec, LA__MSG_TYPE__MSG_RANK_START,
-                           &rs.base, WAIT_MS) ||
-        read_ack(c)) {
+    if (la_tu_send_rank_start(&c->c, apps[c->app], (uint32_t)c->rank, N_RANKS,
+                              N_ELEMENTS, host, WAIT_MS) ||
+        la_tu_wait_acked(&c->c, WAIT_MS)) {
       snprintf(out->why, sizeof out->why, "RankStart %d not acknowledged", i);
       goto done;
     }
@@ -212,13 +158,17 @@ static void run_shards(la_test_pg_t *pg, int nshards, int rep, run_t *out) {
     busy = 0;
     for (int i = 0; i < N_CONNS; i++) {
       link_t *c = &l[i];
-      while (c->next < CYCLES && c->seq - c->acked < WINDOW)
-        if (send_trace(c, apps[c->app])) {
+      while (c->next < CYCLES && c->c.seq - c->c.acked < WINDOW) {
+        const la_compact_result_t *r =
+            &series[(unsigned)(c->rank + c->next) % N_SERIES];
+        if (la_tu_send_trace(&c->c, apps[c->app], (uint32_t)c->rank,
+                             (uint64_t)c->next++, N_ELEMENTS, r, WAIT_MS)) {
           snprintf(out->why, sizeof out->why, "send on %d failed", i);
           goto done;
         }
-      busy |= c->next < CYCLES || c->acked < c->seq;
-      pf[i] = (struct pollfd){c->fd, POLLIN, 0};
+      }
+      busy |= c->next < CYCLES || c->c.acked < c->c.seq;
+      pf[i] = (struct pollfd){c->c.fd, POLLIN, 0};
     }
     if (!busy) break;
     if (poll(pf, N_CONNS, WAIT_MS) <= 0) {
@@ -226,7 +176,7 @@ static void run_shards(la_test_pg_t *pg, int nshards, int rep, run_t *out) {
       goto done;
     }
     for (int i = 0; i < N_CONNS; i++)
-      if (pf[i].revents && read_ack(&l[i])) {
+      if (pf[i].revents && la_tu_read_acks(&l[i].c)) {
         snprintf(out->why, sizeof out->why, "connection %d closed", i);
         goto done;
       }
@@ -242,10 +192,7 @@ static void run_shards(la_test_pg_t *pg, int nshards, int rep, run_t *out) {
              "stored %lld traces, %lld complete sets; expected %d and %d",
              out->stored, out->complete, N_CONNS * CYCLES, N_APPS * CYCLES);
 done:
-  for (int i = 0; i < N_CONNS; i++) {
-    if (l[i].fd >= 0) close(l[i].fd);
-    la_secure_wipe(&l[i].sec);
-  }
+  for (int i = 0; i < N_CONNS; i++) la_tu_close(&l[i].c);
   for (int s = 0; s < nshards; s++) la_td_free(d[s]);
   if (have_key) la_auth_key_wipe(&k);
 }
@@ -284,11 +231,8 @@ int main(int argc, char **argv) {
       }
     }
   la_test_pg_stop(pg);
-  FILE *f = fopen(json, "w");
-  if (!f) {
-    perror(json);
-    return 1;
-  }
+  FILE *f = la_bench_open_out(json);
+  if (!f) return 1;
   fprintf(f,
           "{\n  \"benchmark\": \"shards\",\n  \"connections\": %d,\n"
           "  \"applications\": %d,\n  \"traces_per_run\": %d,\n"

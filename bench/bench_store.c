@@ -114,13 +114,8 @@ out:
 
 int main(int argc, char **argv) {
   const char *out = la_bench_out_path(argc, argv, 1, "build/bench/store.json");
-  const char *tmp = getenv("TMPDIR");
   char base[512];
-  snprintf(base, sizeof base, "%s/bench_store.XXXXXX", tmp ? tmp : "/tmp");
-  if (mkdtemp(base) == NULL) {
-    perror("bench_store: mkdtemp");
-    return 1;
-  }
+  if (la_bench_tmpdir("bench_store", base, sizeof base)) return 1;
   static const int mesh[] = {LA_SYNTH_MESH};
   static const int mix[] = {LA_SYNTH_STEPS, LA_SYNTH_RAMPS, LA_SYNTH_SINE};
   struct {

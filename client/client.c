@@ -5,7 +5,12 @@
  * time limit that expires in the middle of a frame loses nothing: the rest is
  * read by the next call. A broken stream (bad frame header, oversized frame,
  * peer closed, socket error) is sticky; a well-framed message that fails
- * validation only skips that message. Requests and their replies are in
+ * validation only skips that message. A subscription announces
+ * LA_FEED_SETS_VERSION: the GlobalAgent then sends a set as a TraceSetHead
+ * and parts, reassembled here within max_set bytes, and a set that will
+ * not come as a SetNotice (la_client_next: LA_ELIMIT); whole TraceSet
+ * frames (an older GlobalAgent) are taken as before. Requests and their
+ * replies are in
  * query.c; Trace-Set contents in traceset.c and weights.c.
  */
 #include <errno.h>
@@ -49,6 +54,7 @@ int la_client_from_fd(int fd, int timeout_ms, la_client_t **out) {
   c->fd = fd;
   c->timeout_ms = timeout_ms > 0 ? timeout_ms : LA_CLIENT_DEFAULT_TIMEOUT_MS;
   c->max_rank_elements = LA_CLIENT_DEFAULT_MAX_RANK_ELEMENTS;
+  c->max_set = LA_CLIENT_DEFAULT_MAX_SET;
   c->weights = la__weights_env();
   la_frame_reader_init(&c->rd, LA_CLIENT_DEFAULT_MAX_FRAME);
   *out = c;
@@ -107,6 +113,26 @@ int la_client_set_max_frame(la_client_t *c, uint32_t max_payload) {
   return 0;
 }
 
+int la_client_set_max_set(la_client_t *c, uint64_t max_bytes) {
+  if (!c || max_bytes < 1024) return LA_EINVAL;
+  c->max_set = max_bytes;
+  return 0;
+}
+
+int la_client_notice(const la_client_t *c, const char **app_id,
+                     uint64_t *cycle_tag, uint64_t *set_bytes,
+                     const char **limit_name, uint64_t *limit) {
+  if (!c) return LA_EINVAL;
+  const La__SetNotice *n = c->notice;
+  if (!n) return LA_ENOTFOUND;
+  if (app_id) *app_id = n->app_id;
+  if (cycle_tag) *cycle_tag = n->cycle_tag;
+  if (set_bytes) *set_bytes = n->set_bytes;
+  if (limit_name) *limit_name = n->limit_name;
+  if (limit) *limit = n->limit;
+  return 0;
+}
+
 int la_client_fd(const la_client_t *c) {
   return c ? c->fd : -1;
 }
@@ -126,6 +152,13 @@ void la_client_close(la_client_t *c) {
     c->p_head = (c->p_head + 1) % LA_CLIENT_MAX_PENDING;
     c->p_count--;
   }
+  while (c->n_count) {
+    la_msg_free(&c->notices[c->n_head]->base);
+    c->n_head = (c->n_head + 1) % LA_CLIENT_MAX_PENDING;
+    c->n_count--;
+  }
+  if (c->notice) la_msg_free(&c->notice->base);
+  free(c->in.buf);
   la_frame_reader_free(&c->rd);
   if (c->fd >= 0) close(c->fd);
   free(c);
@@ -159,9 +192,8 @@ static int la__client_die(la_client_t *c, int rc, const char *fmt, ...)
 static int la__client_die(la_client_t *c, int rc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(c->err, sizeof c->err, fmt, ap);
+  c->dead = la_verrorf(c->err, sizeof c->err, rc, fmt, ap);
   va_end(ap);
-  c->dead = rc;
   return rc;
 }
 
@@ -251,16 +283,157 @@ static int la__client_set(la_client_t *c, ProtobufCMessage *msg,
   return 0;
 }
 
-/* Keeps a set that arrived during a request; drops the oldest when full. */
-static void la__client_keep(la_client_t *c, la_traceset_t *t) {
-  if (c->p_count == LA_CLIENT_MAX_PENDING) {
+/* A SetNotice made here: the set app_id/tag of set_bytes is over this
+ * client's max_set. NULL when out of memory. */
+static La__SetNotice *la__client_own_notice(la_client_t *c,
+                                            const La__TraceSetHead *h) {
+  La__SetNotice *n = malloc(sizeof *n);
+  if (!n) return NULL;
+  la__set_notice__init(n);
+  n->app_id = strdup(h->app_id);
+  n->limit_name = strdup("max_set_bytes");
+  if (!n->app_id || !n->limit_name) {
+    la_msg_free(&n->base);
+    return NULL;
+  }
+  n->cycle_tag = h->cycle_tag;
+  n->set_bytes = h->set_bytes;
+  n->limit = c->max_set;
+  n->has_dropped = 1;
+  n->dropped = h->dropped + 1;
+  return n;
+}
+
+/* Takes one frame of a set in parts or a notice (takes m). Returns 0 with
+ * *it filled (a whole set, or a notice), 1 when more parts are needed,
+ * or an error for this set (LA_EPROTO: parts out of order or a bad set;
+ * LA_ENOMEM), which the next set does not inherit. */
+static int la__client_take(la_client_t *c, uint16_t t, ProtobufCMessage *m,
+                           la__client_item_t *it) {
+  it->set = NULL;
+  it->notice = NULL;
+  if (t == LA__MSG_TYPE__MSG_SET_NOTICE) {
+    it->notice = (La__SetNotice *)m;
+    return 0;
+  }
+  int rc = 1;
+  if (t == LA__MSG_TYPE__MSG_TRACE_SET_HEAD) {
+    const La__TraceSetHead *h = (const La__TraceSetHead *)m;
+    if (c->in.active) c->local_dropped++; /* the last set's parts never ended */
+    free(c->in.buf);
+    memset(&c->in, 0, sizeof c->in);
+    c->in.active = 1;
+    c->in.bytes = h->set_bytes;
+    c->in.parts = h->parts;
+    c->in.dropped = h->dropped;
+    if (h->set_bytes > c->max_set) {
+      c->in.skip = 1; /* told now; its parts are read and dropped */
+      c->local_dropped++;
+      it->notice = la__client_own_notice(c, h);
+      rc = it->notice ? 0 : LA_ENOMEM;
+    } else if (!(c->in.buf = malloc(h->set_bytes))) {
+      c->in.skip = 1;
+      c->local_dropped++;
+      rc = la__client_fail(c, LA_ENOMEM,
+                           "out of memory for a Trace-Set of %llu bytes",
+                           (unsigned long long)h->set_bytes);
+    }
+    la_msg_free(m);
+    return rc;
+  }
+  /* TraceSetPart */
+  const La__TraceSetPart *p = (const La__TraceSetPart *)m;
+  if (!c->in.active || p->part != c->in.next ||
+      p->data.len > c->in.bytes - c->in.have) {
+    rc = la__client_fail(c, LA_EPROTO,
+                         "Trace-Set part %u out of order (expected %u of "
+                         "%u)",
+                         p->part, c->in.next, c->in.parts);
+    la_msg_free(m);
+    free(c->in.buf);
+    memset(&c->in, 0, sizeof c->in);
+    c->local_dropped++;
+    return rc;
+  }
+  if (c->in.buf) memcpy(c->in.buf + c->in.have, p->data.data, p->data.len);
+  c->in.have += p->data.len;
+  c->in.next++;
+  la_msg_free(m);
+  if (c->in.next < c->in.parts) return 1;
+  uint8_t *buf = c->in.buf;
+  uint64_t bytes = c->in.bytes, have = c->in.have, dropped = c->in.dropped;
+  memset(&c->in, 0, sizeof c->in);
+  if (!buf) return 1; /* skipped: its notice went out with the head */
+  ProtobufCMessage *set = NULL;
+  char why[200] = "";
+  rc = have != bytes
+           ? la_errorf(why, sizeof why, LA_EPROTO,
+                       "%llu bytes in parts for %llu announced",
+                       (unsigned long long)have, (unsigned long long)bytes)
+           : la_msg_decode(LA__MSG_TYPE__MSG_TRACE_SET, buf, (size_t)bytes,
+                           &set, why, sizeof why);
+  free(buf);
+  if (rc) {
+    c->local_dropped++;
+    return la__client_fail(c, rc == LA_ENOMEM ? rc : LA_EPROTO,
+                           "Trace-Set in parts: %s", why);
+  }
+  La__TraceSet *ts = (La__TraceSet *)set;
+  ts->has_dropped = 1;
+  ts->dropped = dropped;
+  rc = la__client_set(c, set, &it->set);
+  if (rc) c->local_dropped++;
+  return rc;
+}
+
+/* The return of la_client_next for a notice: LA_ELIMIT, with the notice
+ * kept for la_client_notice and its text in la_client_error (takes n). */
+static int la__client_noticed(la_client_t *c, La__SetNotice *n) {
+  if (c->notice) la_msg_free(&c->notice->base);
+  c->notice = n;
+  return la__client_fail(
+      c, LA_ELIMIT,
+      "Trace-Set of %s cycle %llu (%llu bytes) not delivered: over %s = "
+      "%llu%s",
+      n->app_id, (unsigned long long)n->cycle_tag,
+      (unsigned long long)n->set_bytes, n->limit_name,
+      (unsigned long long)n->limit,
+      strcmp(n->limit_name, "max_set_bytes")
+          ? " at the GlobalAgent (this subscriber does not keep up)"
+          : " (la_client_set_max_set)");
+}
+
+/* Keeps a set or notice that arrived during a request. A set that finds
+ * its ring full drops the oldest set (counted); a notice that finds its
+ * ring full is dropped (its set is in the GlobalAgent's count). */
+static void la__client_keep(la_client_t *c, la__client_item_t it) {
+  const size_t max = LA_CLIENT_MAX_PENDING;
+  if (it.notice) {
+    if (c->n_count == max) {
+      la_msg_free(&it.notice->base);
+      return;
+    }
+    c->notices[(c->n_head + c->n_count) % max] = it.notice;
+    c->n_seq[(c->n_head + c->n_count) % max] = c->kept++;
+    c->n_count++;
+    return;
+  }
+  if (c->p_count == max) {
     la_traceset_free(c->pending[c->p_head]);
-    c->p_head = (c->p_head + 1) % LA_CLIENT_MAX_PENDING;
+    c->p_head = (c->p_head + 1) % max;
     c->p_count--;
     c->local_dropped++;
   }
-  c->pending[(c->p_head + c->p_count) % LA_CLIENT_MAX_PENDING] = t;
+  c->pending[(c->p_head + c->p_count) % max] = it.set;
+  c->p_seq[(c->p_head + c->p_count) % max] = c->kept++;
   c->p_count++;
+}
+
+/* 1 when t is a frame of a subscription's sets in parts or a notice. */
+static int la__client_parted(uint16_t t) {
+  return t == LA__MSG_TYPE__MSG_TRACE_SET_HEAD ||
+         t == LA__MSG_TYPE__MSG_TRACE_SET_PART ||
+         t == LA__MSG_TYPE__MSG_SET_NOTICE;
 }
 
 int la__client_request(la_client_t *c, uint16_t type,
@@ -281,11 +454,17 @@ int la__client_request(la_client_t *c, uint16_t type,
     }
     if (rc) return rc;
     if (t == LA__MSG_TYPE__MSG_TRACE_SET) {
-      la_traceset_t *s;
-      if (la__client_set(c, m, &s) == 0)
-        la__client_keep(c, s);
+      la__client_item_t it = {NULL, NULL};
+      if (la__client_set(c, m, &it.set) == 0)
+        la__client_keep(c, it);
       else
         c->local_dropped++;
+      continue;
+    }
+    if (la__client_parted(t)) {
+      la__client_item_t it;
+      if (la__client_take(c, t, m, &it) == 0) la__client_keep(c, it);
+      la__client_begin(c); /* a set's trouble is not the request's */
       continue;
     }
     if (t == LA__MSG_TYPE__MSG_ERROR) {
@@ -312,6 +491,10 @@ static int la__client_sub(la_client_t *c, const char *app_id, int flags,
   s.live = !(flags & LA_CLIENT_NO_LIVE);
   s.has_latest = 1;
   s.latest = (flags & LA_CLIENT_LATEST) != 0;
+  s.has_sets_version = 1;
+  s.sets_version = LA_FEED_SETS_VERSION;
+  s.has_max_set_bytes = 1;
+  s.max_set_bytes = c->max_set;
   if (has_cycle) {
     s.has_cycle_tag = 1;
     s.cycle_tag = cycle_tag;
@@ -337,6 +520,17 @@ int la_client_next(la_client_t *c, int timeout_ms, la_traceset_t **out) {
   if (out) *out = NULL;
   if (!c || !out) return LA_EINVAL;
   la__client_begin(c);
+  if (c->notice) { /* said by the last call */
+    la_msg_free(&c->notice->base);
+    c->notice = NULL;
+  }
+  if (c->n_count &&
+      (!c->p_count || c->n_seq[c->n_head] < c->p_seq[c->p_head])) {
+    La__SetNotice *n = c->notices[c->n_head];
+    c->n_head = (c->n_head + 1) % LA_CLIENT_MAX_PENDING;
+    c->n_count--;
+    return la__client_noticed(c, n);
+  }
   if (c->p_count) {
     *out = c->pending[c->p_head];
     c->p_head = (c->p_head + 1) % LA_CLIENT_MAX_PENDING;
@@ -360,6 +554,18 @@ int la_client_next(la_client_t *c, int timeout_ms, la_traceset_t **out) {
         rc = la__client_error_msg(c, (const La__Error *)m);
         la_msg_free(m);
         return rc;
+      case LA__MSG_TYPE__MSG_TRACE_SET_HEAD:
+      case LA__MSG_TYPE__MSG_TRACE_SET_PART:
+      case LA__MSG_TYPE__MSG_SET_NOTICE: {
+        la__client_item_t it;
+        rc = la__client_take(c, t, m, &it);
+        if (rc == 1) continue;
+        if (rc) return rc;
+        if (it.notice) return la__client_noticed(c, it.notice);
+        *out = it.set;
+        (*out)->dropped += c->local_dropped;
+        return 0;
+      }
       default:
         la__client_fail(c, LA_EPROTO, "unexpected %s from the GlobalAgent",
                         la_msg_name(t));

@@ -4,30 +4,14 @@
  * interference, flagged element-cycles, timer resolution, detection status.
  *
  * The robust encodings were parsed and checked when the set was built
- * (traceset.c); here we only point the weight functions (weights.c) at one
- * kind or the other and read the messages' numbers. Nothing here decodes,
- * does I/O or keeps state outside the set.
+ * (traceset.c, which also points the weight functions at one kind or the
+ * other: la__traceset_choose); here we switch the kind and read the
+ * messages' numbers. Nothing here decodes, does I/O or keeps state
+ * outside the set.
  */
 #include <math.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "la_client_internal.h"
-
-int la__weights_env(void) {
-  const char *v = getenv("LA_WEIGHTS");
-  if (v && strcmp(v, "measured") == 0) return LA_WEIGHTS_MEASURED;
-  if (v && strcmp(v, "robust") == 0) return LA_WEIGHTS_ROBUST;
-  return LA_WEIGHTS_DEFAULT;
-}
-
-int la__traceset_choose(la_traceset_t *t, int kind) {
-  uint32_t present = t->nprocs - (uint32_t)t->n_missing;
-  t->robust = kind != LA_WEIGHTS_MEASURED && present > 0 && t->n_rob == present;
-  for (uint32_t r = 0; r < t->nprocs; r++)
-    t->w[r] = t->robust ? t->rob[r] : t->trace[r];
-  return t->robust;
-}
 
 int la_traceset_set_weights(la_traceset_t *t, int kind) {
   if (!t || kind < LA_WEIGHTS_DEFAULT || kind > LA_WEIGHTS_ROBUST)

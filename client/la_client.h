@@ -64,6 +64,9 @@ extern "C" {
 /* Default largest element count of one rank in a received set (2^28:
  * 2 GiB of decoded doubles); la_client_set_max_elements changes it. */
 #define LA_CLIENT_DEFAULT_MAX_RANK_ELEMENTS (UINT64_C(1) << 28)
+/* Default largest Trace-Set taken from a subscription (bytes of its
+ * encoding: 1 GiB); la_client_set_max_set changes it. */
+#define LA_CLIENT_DEFAULT_MAX_SET (UINT64_C(1) << 30)
 
 typedef struct la_client la_client_t;
 typedef struct la_traceset la_traceset_t;
@@ -109,6 +112,17 @@ LA_CLIENT_EXPORT int la_client_set_max_elements(la_client_t *c,
 LA_CLIENT_EXPORT int la_client_set_max_frame(la_client_t *c,
                                              uint32_t max_payload);
 
+/* Changes the largest Trace-Set a subscription takes (bytes of the set's
+ * encoding, >= 1024; default LA_CLIENT_DEFAULT_MAX_SET). The GlobalAgent
+ * sends a set in frames of at most its feed.part_bytes, which the client
+ * reassembles: a set in reassembly holds about this many bytes, and about
+ * as many again while it is decoded. A larger set is not received:
+ * la_client_next returns LA_ELIMIT for it (la_client_notice). Takes effect
+ * at once in the client and, for the GlobalAgent (which then does not send
+ * such a set at all), with the next la_client_subscribe. Errors:
+ * LA_EINVAL. */
+LA_CLIENT_EXPORT int la_client_set_max_set(la_client_t *c, uint64_t max_bytes);
+
 /* Which weights a set's weight functions (dense, per rank, range sums,
  * METIS, Zoltan) serve: the measured values, or the robust ones with
  * interference (preemption, interrupts) removed (docs/fidelity.md). */
@@ -152,6 +166,13 @@ LA_CLIENT_EXPORT int la_client_subscribe_at(la_client_t *c, const char *app_id,
  *   LA_EPROTO     a malformed or inconsistent set (skipped: the next call goes
  *                 on with the following one), or a broken stream (for good);
  *   LA_EMSGSIZE   a frame above the maximum (for good);
+ *   LA_ELIMIT     a set of the subscription will not arrive: it is over a
+ *                 limit (this client's la_client_set_max_set, or the
+ *                 GlobalAgent's feed.queue_bytes for a subscriber that
+ *                 does not keep up). la_client_error() names the
+ *                 application, the cycle, the set's size and the limit;
+ *                 la_client_notice() gives them typed. The next call goes
+ *                 on with the following set;
  *   any negative code the GlobalAgent sent in an Error message (the
  *                 subscription was refused; la_client_error() quotes it);
  *   LA_ENOMEM.
@@ -160,6 +181,20 @@ LA_CLIENT_EXPORT int la_client_subscribe_at(la_client_t *c, const char *app_id,
  * sets). */
 LA_CLIENT_EXPORT int la_client_next(la_client_t *c, int timeout_ms,
                                     la_traceset_t **out);
+
+/* After la_client_next returned LA_ELIMIT: the set that will not arrive.
+ * Sets (each pointer may be NULL) *app_id (owned by c, valid until the
+ * next la_client_next or la_client_close), *cycle_tag, *set_bytes (its
+ * encoded size), *limit_name ("max_set_bytes": this client's bound;
+ * "feed.queue_bytes": the GlobalAgent's per-subscriber queue; owned by c
+ * likewise) and *limit (that limit's value, bytes). Errors: LA_EINVAL (c
+ * NULL), LA_ENOTFOUND (the last la_client_next did not return
+ * LA_ELIMIT). */
+LA_CLIENT_EXPORT int la_client_notice(const la_client_t *c,
+                                      const char **app_id, uint64_t *cycle_tag,
+                                      uint64_t *set_bytes,
+                                      const char **limit_name,
+                                      uint64_t *limit);
 
 /* Asks for the stored set of app_id at cycle_tag (request/reply within the
  * handle's timeout; sets that arrive for a subscription meanwhile are kept

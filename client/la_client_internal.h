@@ -38,6 +38,13 @@ struct la_client_rows {
   char **key, **value; /* n each, owned */
 };
 
+/* What a subscription delivers in order: a set, or the notice of one that
+ * will not arrive (exactly one of them is set). */
+typedef struct la__client_item {
+  la_traceset_t *set;
+  La__SetNotice *notice; /* freed with la_msg_free */
+} la__client_item_t;
+
 struct la_client {
   int fd;
   int weights;    /* LA_WEIGHTS_*: la_client_set_weights, else $LA_WEIGHTS */
@@ -45,11 +52,29 @@ struct la_client {
   int dead;       /* sticky error: the stream is unusable */
   int got_data;   /* something was received */
   la_frame_reader_t rd;
-  /* sets that arrived while a request waited for its reply: a ring */
+  /* sets that arrived while a request waited for its reply: a ring; the
+   * notices that came meanwhile: another (a notice that finds it full is
+   * dropped: its set is counted in the next set's dropped anyway); the
+   * seq of each says the order across both */
   la_traceset_t *pending[LA_CLIENT_MAX_PENDING];
+  uint64_t p_seq[LA_CLIENT_MAX_PENDING];
   size_t p_head, p_count;
+  La__SetNotice *notices[LA_CLIENT_MAX_PENDING];
+  uint64_t n_seq[LA_CLIENT_MAX_PENDING];
+  size_t n_head, n_count;
+  uint64_t kept; /* sets and notices kept so far */
   uint64_t local_dropped; /* sets this client dropped itself */
   uint64_t max_rank_elements; /* cap on a received set's rank */
+  uint64_t max_set;           /* la_client_set_max_set */
+  /* a set arriving in parts (TraceSetHead, then TraceSetPart) */
+  struct {
+    int active;       /* a head came, not every part yet */
+    int skip;         /* over max_set: its parts are read and dropped */
+    uint8_t *buf;     /* set_bytes (NULL when skipping) */
+    uint64_t bytes, have, dropped;
+    uint32_t parts, next;
+  } in;
+  La__SetNotice *notice; /* what the last LA_ELIMIT was about */
   char err[LA__CLIENT_ERR_LEN];
 };
 

@@ -156,6 +156,21 @@ static int la__ts_build(la_traceset_t *t, uint64_t cap, char *why,
   return 0;
 }
 
+int la__weights_env(void) {
+  const char *v = getenv("LA_WEIGHTS");
+  if (v && strcmp(v, "measured") == 0) return LA_WEIGHTS_MEASURED;
+  if (v && strcmp(v, "robust") == 0) return LA_WEIGHTS_ROBUST;
+  return LA_WEIGHTS_DEFAULT;
+}
+
+int la__traceset_choose(la_traceset_t *t, int kind) {
+  uint32_t present = t->nprocs - (uint32_t)t->n_missing;
+  t->robust = kind != LA_WEIGHTS_MEASURED && present > 0 && t->n_rob == present;
+  for (uint32_t r = 0; r < t->nprocs; r++)
+    t->w[r] = t->robust ? t->rob[r] : t->trace[r];
+  return t->robust;
+}
+
 int la__traceset_adopt(La__TraceSet *m, int validate, la_traceset_t **out,
                        char *why, size_t why_len) {
   return la__traceset_adopt_max(

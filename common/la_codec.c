@@ -24,34 +24,36 @@ typedef struct {
   const ProtobufCMessageDescriptor *desc;
 } la__msg_entry_t;
 
+/* One entry: the frame type LA__MSG_TYPE__MSG_T, the message's name as
+ * la.proto spells it, and protobuf-c's descriptor la__t__descriptor. */
+#define LA__MSG(T, Name, t) \
+  { LA__MSG_TYPE__MSG_##T, #Name, &la__##t##__descriptor }
+
 static const la__msg_entry_t la__msgs[] = {
-    {LA__MSG_TYPE__MSG_REGISTER_REQUEST, "RegisterRequest",
-     &la__register_request__descriptor},
-    {LA__MSG_TYPE__MSG_REGISTER_REPLY, "RegisterReply",
-     &la__register_reply__descriptor},
-    {LA__MSG_TYPE__MSG_DATA_READY, "DataReady", &la__data_ready__descriptor},
-    {LA__MSG_TYPE__MSG_FINALIZE, "Finalize", &la__finalize__descriptor},
-    {LA__MSG_TYPE__MSG_HELLO, "Hello", &la__hello__descriptor},
-    {LA__MSG_TYPE__MSG_CHALLENGE, "Challenge", &la__challenge__descriptor},
-    {LA__MSG_TYPE__MSG_AUTH, "Auth", &la__auth__descriptor},
-    {LA__MSG_TYPE__MSG_AUTH_RESULT, "AuthResult", &la__auth_result__descriptor},
-    {LA__MSG_TYPE__MSG_RANK_START, "RankStart", &la__rank_start__descriptor},
-    {LA__MSG_TYPE__MSG_RANK_END, "RankEnd", &la__rank_end__descriptor},
-    {LA__MSG_TYPE__MSG_COMPACT_TRACE, "CompactTrace",
-     &la__compact_trace__descriptor},
-    {LA__MSG_TYPE__MSG_ACK, "Ack", &la__ack__descriptor},
-    {LA__MSG_TYPE__MSG_SUBSCRIBE, "Subscribe", &la__subscribe__descriptor},
-    {LA__MSG_TYPE__MSG_TRACE_SET, "TraceSet", &la__trace_set__descriptor},
-    {LA__MSG_TYPE__MSG_QUERY, "Query", &la__query__descriptor},
-    {LA__MSG_TYPE__MSG_QUERY_REPLY, "QueryReply", &la__query_reply__descriptor},
-    {LA__MSG_TYPE__MSG_STATUS_REQUEST, "StatusRequest",
-     &la__status_request__descriptor},
-    {LA__MSG_TYPE__MSG_STATUS_REPLY, "StatusReply",
-     &la__status_reply__descriptor},
-    {LA__MSG_TYPE__MSG_ERROR, "Error", &la__error__descriptor},
-    {LA__MSG_TYPE__MSG_TRACE_MISSING, "TraceMissing",
-     &la__trace_missing__descriptor},
-    {LA__MSG_TYPE__MSG_ELEMENT_IDS, "ElementIds", &la__element_ids__descriptor},
+    LA__MSG(REGISTER_REQUEST, RegisterRequest, register_request),
+    LA__MSG(REGISTER_REPLY, RegisterReply, register_reply),
+    LA__MSG(DATA_READY, DataReady, data_ready),
+    LA__MSG(FINALIZE, Finalize, finalize),
+    LA__MSG(HELLO, Hello, hello),
+    LA__MSG(CHALLENGE, Challenge, challenge),
+    LA__MSG(AUTH, Auth, auth),
+    LA__MSG(AUTH_RESULT, AuthResult, auth_result),
+    LA__MSG(RANK_START, RankStart, rank_start),
+    LA__MSG(RANK_END, RankEnd, rank_end),
+    LA__MSG(COMPACT_TRACE, CompactTrace, compact_trace),
+    LA__MSG(ACK, Ack, ack),
+    LA__MSG(SUBSCRIBE, Subscribe, subscribe),
+    LA__MSG(TRACE_SET, TraceSet, trace_set),
+    LA__MSG(QUERY, Query, query),
+    LA__MSG(QUERY_REPLY, QueryReply, query_reply),
+    LA__MSG(STATUS_REQUEST, StatusRequest, status_request),
+    LA__MSG(STATUS_REPLY, StatusReply, status_reply),
+    LA__MSG(ERROR, Error, error),
+    LA__MSG(TRACE_MISSING, TraceMissing, trace_missing),
+    LA__MSG(ELEMENT_IDS, ElementIds, element_ids),
+    LA__MSG(TRACE_SET_HEAD, TraceSetHead, trace_set_head),
+    LA__MSG(TRACE_SET_PART, TraceSetPart, trace_set_part),
+    LA__MSG(SET_NOTICE, SetNotice, set_notice),
 };
 
 static const la__msg_entry_t *la__msg_find(uint16_t type) {
@@ -84,6 +86,16 @@ int la_frame_header_parse(const uint8_t *hdr, uint32_t max_payload,
   return 0;
 }
 
+void la_frame_header_put(uint8_t *hdr, uint16_t type, uint32_t len) {
+  hdr[0] = (uint8_t)(len >> 24);
+  hdr[1] = (uint8_t)(len >> 16);
+  hdr[2] = (uint8_t)(len >> 8);
+  hdr[3] = (uint8_t)len;
+  hdr[4] = (uint8_t)(type >> 8);
+  hdr[5] = (uint8_t)type;
+  hdr[6] = hdr[7] = 0;
+}
+
 size_t la_frame_size(const ProtobufCMessage *msg) {
   return LA_FRAME_HEADER_LEN + protobuf_c_message_get_packed_size(msg);
 }
@@ -94,13 +106,7 @@ long la_frame_pack_into(uint16_t type, const ProtobufCMessage *msg,
   if (!e || msg->descriptor != e->desc) return LA_EINVAL;
   size_t plen = protobuf_c_message_get_packed_size(msg);
   if (plen > UINT32_MAX || plen + LA_FRAME_HEADER_LEN > cap) return LA_EMSGSIZE;
-  buf[0] = (uint8_t)(plen >> 24);
-  buf[1] = (uint8_t)(plen >> 16);
-  buf[2] = (uint8_t)(plen >> 8);
-  buf[3] = (uint8_t)plen;
-  buf[4] = (uint8_t)(type >> 8);
-  buf[5] = (uint8_t)type;
-  buf[6] = buf[7] = 0;
+  la_frame_header_put(buf, type, (uint32_t)plen);
   protobuf_c_message_pack(msg, buf + LA_FRAME_HEADER_LEN);
   return (long)(plen + LA_FRAME_HEADER_LEN);
 }
@@ -184,6 +190,25 @@ static int la__grid_place_ok(size_t n_grid, const uint64_t *g, size_t n_org,
                      (unsigned long long)glob[d]);
   return 0;
 }
+
+/* A registration's period and grid (RegisterRequest and RankStart carry
+ * them under the same field names: LA__SHAPE_OK takes either): 0, or
+ * LA_EPROTO with the reason. */
+static int la__shape_ok(int has_period, uint32_t period, size_t n_grid,
+                        const uint64_t *g, uint64_t n_elements, size_t n_org,
+                        const uint64_t *org, size_t n_glob,
+                        const uint64_t *glob, char *why, size_t n) {
+  if (has_period && period == 0)
+    return la_errorf(why, n, LA_EPROTO, "period 0 (must be >= 1)");
+  if (la__grid_ok(n_grid, g, n_elements, why, n) ||
+      la__grid_place_ok(n_grid, g, n_org, org, n_glob, glob, why, n))
+    return LA_EPROTO;
+  return 0;
+}
+#define LA__SHAPE_OK(r, why, n)                                       \
+  la__shape_ok((r)->has_period, (r)->period, (r)->n_grid, (r)->grid,  \
+               (r)->n_elements, (r)->n_grid_origin, (r)->grid_origin, \
+               (r)->n_grid_global, (r)->grid_global, why, n)
 
 /* One chunk or page of element ids: 1..LA_ELEMENT_IDS_PAGE ids, each >= 0,
  * inside 0..2^32 elements (and inside n_elements when given). */
@@ -559,13 +584,7 @@ int la_msg_validate(uint16_t type, const ProtobufCMessage *m, char *why,
                          r->n_buffers);
       if (!la__id_ok(r->metric) || !la__text_ok(r->unit, 32))
         return la_errorf(why, n, LA_EPROTO, "metric or unit invalid");
-      if (r->has_period && r->period == 0)
-        return la_errorf(why, n, LA_EPROTO, "period 0 (must be >= 1)");
-      if (la__grid_ok(r->n_grid, r->grid, r->n_elements, why, n) ||
-          la__grid_place_ok(r->n_grid, r->grid, r->n_grid_origin,
-                            r->grid_origin, r->n_grid_global, r->grid_global,
-                            why, n))
-        return LA_EPROTO;
+      if (LA__SHAPE_OK(r, why, n)) return LA_EPROTO;
       if (r->host && r->host[0] && !la__id_ok(r->host))
         return la_errorf(why, n, LA_EPROTO, "host invalid");
       if (la__channels_ok(r->n_channels, r->channels, why, n)) return LA_EPROTO;
@@ -617,13 +636,7 @@ int la_msg_validate(uint16_t type, const ProtobufCMessage *m, char *why,
         return la_errorf(why, n, LA_EPROTO, "n_elements out of range");
       if (!la__id_ok(r->metric))
         return la_errorf(why, n, LA_EPROTO, "metric invalid");
-      if (r->has_period && r->period == 0)
-        return la_errorf(why, n, LA_EPROTO, "period 0 (must be >= 1)");
-      if (la__grid_ok(r->n_grid, r->grid, r->n_elements, why, n) ||
-          la__grid_place_ok(r->n_grid, r->grid, r->n_grid_origin,
-                            r->grid_origin, r->n_grid_global, r->grid_global,
-                            why, n))
-        return LA_EPROTO;
+      if (LA__SHAPE_OK(r, why, n)) return LA_EPROTO;
       if (r->has_n_element_ids && r->n_element_ids != r->n_elements)
         return la_errorf(why, n, LA_EPROTO,
                          "%llu element ids announced for %llu elements",
@@ -660,6 +673,29 @@ int la_msg_validate(uint16_t type, const ProtobufCMessage *m, char *why,
     }
     case LA__MSG_TYPE__MSG_TRACE_SET:
       return la__set_ok((const void *)m, why, n);
+    case LA__MSG_TYPE__MSG_TRACE_SET_HEAD: {
+      const La__TraceSetHead *h = (const void *)m;
+      if (!la__id_ok(h->app_id))
+        return la_errorf(why, n, LA_EPROTO, "app_id invalid");
+      if (h->parts == 0 || h->set_bytes < h->parts)
+        return la_errorf(why, n, LA_EPROTO, "%u parts for %llu bytes",
+                         h->parts, (unsigned long long)h->set_bytes);
+      return 0;
+    }
+    case LA__MSG_TYPE__MSG_TRACE_SET_PART: {
+      const La__TraceSetPart *p = (const void *)m;
+      if (p->data.len == 0)
+        return la_errorf(why, n, LA_EPROTO, "empty part %u", p->part);
+      return 0;
+    }
+    case LA__MSG_TYPE__MSG_SET_NOTICE: {
+      const La__SetNotice *x = (const void *)m;
+      if (!la__id_ok(x->app_id))
+        return la_errorf(why, n, LA_EPROTO, "app_id invalid");
+      if (!la__id_ok(x->limit_name))
+        return la_errorf(why, n, LA_EPROTO, "limit_name invalid");
+      return 0;
+    }
     case LA__MSG_TYPE__MSG_QUERY: {
       const La__Query *q = (const void *)m;
       if (!la__id_ok(q->what))

@@ -27,6 +27,12 @@
  * 1, which sent no version, answered them as text rows. Each side refuses
  * the other's version with LA_EVERSION, naming both. */
 #define LA_FEED_PROTOCOL_VERSION 2u
+/* Version of what a subscription receives (Subscribe.sets_version): 2 takes
+ * Trace-Sets in parts (TraceSetHead, TraceSetPart) and SetNotice for a set
+ * not delivered; 1, which sent no version, whole TraceSet frames only.
+ * Independent of LA_FEED_PROTOCOL_VERSION, so queries of either kind of
+ * client are answered as before. */
+#define LA_FEED_SETS_VERSION 2u
 /* Longest CycleInfo.reasons (bytes). */
 #define LA_MAX_REASONS_LEN 511u
 #define LA_FRAME_HEADER_LEN 8u
@@ -51,6 +57,10 @@ const char *la_msg_name(uint16_t type);
  * type) or LA_EMSGSIZE (payload longer than max_payload). */
 int la_frame_header_parse(const uint8_t *hdr, uint32_t max_payload,
                           uint16_t *type, uint32_t *len);
+
+/* Writes a frame header (LA_FRAME_HEADER_LEN bytes at hdr) for a payload
+ * of len bytes of the given type; the reserved bytes are zero. */
+void la_frame_header_put(uint8_t *hdr, uint16_t type, uint32_t len);
 
 /* Bytes a framed message takes. */
 size_t la_frame_size(const ProtobufCMessage *msg);

@@ -15,8 +15,7 @@
 #include "la_compact_internal.h"
 
 void la_compact_result_free(la_compact_result_t *r) {
-  if (r == NULL)
-    return;
+  if (r == NULL) return;
   free(r->bytes);
   memset(r, 0, sizeof(*r));
 }
@@ -37,14 +36,14 @@ static void take(la_cbuf_t *b, la_compact_result_t *out) {
   memset(b, 0, sizeof(*b));
 }
 
-int la_compact(const double *x, size_t n, const la_compact_params_t *p,
-               la_compact_result_t *out) {
+/* la_compact(), and with recon (may be NULL) la_compact_recon(). */
+static int compact(const double *x, size_t n, const la_compact_params_t *p,
+                   la_compact_result_t *out, double *recon) {
   la_compact_params_t def;
   la_cenc_t enc;
   int mode, flags, rc;
 
-  if (out == NULL)
-    return LA_EINVAL;
+  if (out == NULL) return LA_EINVAL;
   memset(out, 0, sizeof(*out));
   if (p == NULL) {
     la_compact_params_default(&def);
@@ -52,8 +51,7 @@ int la_compact(const double *x, size_t n, const la_compact_params_t *p,
   }
   if (la_compact_params_check(p, NULL, 0) != 0 || (x == NULL && n > 0))
     return LA_EINVAL;
-  if ((uint64_t)n > LA_TRACE_MAX_POINTS)
-    return LA_ELIMIT;
+  if ((uint64_t)n > LA_TRACE_MAX_POINTS) return LA_ELIMIT;
   mode = la_compact_effective_mode(p);
   out->mode = mode;
   if (mode == LA_COMPACT_LOSSLESS) {
@@ -69,6 +67,8 @@ int la_compact(const double *x, size_t n, const la_compact_params_t *p,
       return rc;
     }
     take(&b, out);
+    if (recon && n > 0) /* lossless: every value decodes to itself */
+      memcpy(recon, x, n * sizeof *recon);
     return 0;
   }
   flags = (p->connected ? LA_CENC_F_CONNECTED : 0) |
@@ -77,10 +77,10 @@ int la_compact(const double *x, size_t n, const la_compact_params_t *p,
   la_cenc_init(&enc, x, n, mode, flags,
                mode == LA_COMPACT_POLYLINE ? p->cv : p->epsilon,
                mode == LA_COMPACT_POLYLINE ? p->quantum : 0);
+  enc.recon = recon;
   rc = mode == LA_COMPACT_POLYLINE ? la_compact_polyline_run(x, n, p, &enc)
                                    : la_compact_maxerr_run(x, n, p, &enc);
-  if (rc == 0)
-    rc = la_cenc_finish(&enc);
+  if (rc == 0) rc = la_cenc_finish(&enc);
   if (rc != 0) {
     la_cenc_free(&enc);
     memset(out, 0, sizeof(*out));
@@ -95,4 +95,18 @@ int la_compact(const double *x, size_t n, const la_compact_params_t *p,
   take(&enc.out, out);
   la_cenc_free(&enc);
   return 0;
+}
+
+int la_compact(const double *x, size_t n, const la_compact_params_t *p,
+               la_compact_result_t *out) {
+  return compact(x, n, p, out, NULL);
+}
+
+int la_compact_recon(const double *x, size_t n, const la_compact_params_t *p,
+                     la_compact_result_t *out, double *recon) {
+  if ((recon == NULL && n > 0) || (recon != NULL && recon == x)) {
+    if (out != NULL) memset(out, 0, sizeof(*out));
+    return LA_EINVAL;
+  }
+  return compact(x, n, p, out, recon);
 }

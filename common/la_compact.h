@@ -132,6 +132,17 @@ const char *la_compact_mode_name(int mode);
 int la_compact(const double *x, size_t n, const la_compact_params_t *p,
                la_compact_result_t *out);
 
+/* la_compact(), and the values a decoder gives for the result, without
+ * decoding it: recon[0..n) (caller's memory, not x) receives, bit for bit,
+ * what la_trace_open() + la_trace_decode() of out->bytes would give (the
+ * encoder writes each record's reconstruction as it writes the record; the
+ * bytes are la_compact()'s). The LocalAgent hands the robust weights so
+ * reconstructed to the application and the history. Returns what
+ * la_compact() returns, or LA_EINVAL when recon is NULL (n > 0) or is x; on
+ * failure recon's contents are unspecified. */
+int la_compact_recon(const double *x, size_t n, const la_compact_params_t *p,
+                     la_compact_result_t *out, double *recon);
+
 /* Frees out->bytes and zeroes *r. NULL and zeroed results are fine. */
 void la_compact_result_free(la_compact_result_t *r);
 

@@ -109,28 +109,35 @@ int la__creader_varint_long(la_creader_t *r, uint64_t *v) {
   return 0;
 }
 
-int la_creader_u32(la_creader_t *r, uint32_t *v) {
-  uint32_t x = 0;
+/* Reads an n-byte little-endian unsigned number (n <= 8). */
+static int creader_le(la_creader_t *r, int n, uint64_t *v) {
+  uint64_t x = 0;
   int i;
 
-  if (r->len - r->off < 4)
+  if (r->len - r->off < (size_t)n)
     return LA_ETRUNC;
-  for (i = 0; i < 4; i++)
-    x |= (uint32_t)r->p[r->off++] << (8 * i);
+  for (i = 0; i < n; i++)
+    x |= (uint64_t)r->p[r->off++] << (8 * i);
   *v = x;
   return 0;
 }
 
-int la_creader_f64(la_creader_t *r, double *v) {
-  uint64_t u = 0;
-  int i;
+int la_creader_u32(la_creader_t *r, uint32_t *v) {
+  uint64_t x;
+  int rc = creader_le(r, 4, &x);
 
-  if (r->len - r->off < 8)
-    return LA_ETRUNC;
-  for (i = 0; i < 8; i++)
-    u |= (uint64_t)r->p[r->off++] << (8 * i);
-  memcpy(v, &u, 8);
-  return 0;
+  if (rc == 0)
+    *v = (uint32_t)x;
+  return rc;
+}
+
+int la_creader_f64(la_creader_t *r, double *v) {
+  uint64_t u;
+  int rc = creader_le(r, 8, &u);
+
+  if (rc == 0)
+    memcpy(v, &u, 8);
+  return rc;
 }
 
 int la_creader_verbatim(la_creader_t *r, double *v) {

@@ -76,6 +76,8 @@ static void flush_run(la_cenc_t *e) {
   if (e->run == 0) return;
   la_cbuf_put_varint(&e->out, LA_REC_VERBATIM | ((e->run - 1) << LA_REC_SHIFT));
   for (i = 0; i < e->run; i++) la_cbuf_put_verbatim(&e->out, e->x[e->pos + i]);
+  if (e->recon) /* verbatim values decode to themselves, bit for bit */
+    memcpy(e->recon + e->pos, e->x + e->pos, e->run * sizeof *e->recon);
   e->pos += e->run;
   e->segments++;
   e->run = 0;
@@ -354,6 +356,13 @@ int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a, double b,
       e->out.len = (size_t)(p - e->out.p);
     }
   e->rec_bytes = e->out.len - rec0;
+  if (e->recon) { /* the decoder's values: the line, its exceptions */
+    double *o = e->recon + first;
+    for (uint64_t j = 0; j < count; j++)
+      o[j] = la_line_value(base, d, off, j, count, bq);
+    for (k = 0; k < e->nexc; k++)
+      o[e->exc_off[k]] = e->x[first + e->exc_off[k]];
+  }
   if (c.max > e->err_max) e->err_max = c.max;
   e->err_sse += c.sse;
   e->err_sum += c.sum;
@@ -458,6 +467,8 @@ int64_t la_cenc_qrun(la_cenc_t *e, uint64_t max) {
     kp = ks[j];
   }
   e->out.len = (size_t)(p - e->out.p);
+  if (e->recon) /* k * quantum is x exactly (qint) */
+    memcpy(e->recon + first, e->x + first, m * sizeof *e->recon);
   e->qk = kp;
   e->pos += m;
   e->segments++;

@@ -234,6 +234,7 @@ struct la_cenc {
    * value of a run (the decoder's delta chain), points so stored */
   double quantum, inv_quantum, qk;
   uint64_t quantized;
+  double *recon; /* NULL, or receives each written record's decoded values */
 };
 typedef struct la_cenc la_cenc_t;
 

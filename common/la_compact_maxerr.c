@@ -81,21 +81,57 @@ static int hull_fits(const me_hull_t *h, double x, double lo, double hi) {
          !slope_gt(pt_sub(p2, h->rect[3]), pt_sub(h->rect[3], h->rect[1]));
 }
 
+/* Starts the hull at its first interval, p1 over p2 (room for one point
+ * each is the caller's). */
+static void hull_open(me_hull_t *h, me_pt_t p1, me_pt_t p2) {
+  h->rect[0] = p1;
+  h->rect[1] = p2;
+  h->upper[0] = p1;
+  h->lower[0] = p2;
+  h->nu = h->nl = 1;
+  h->us = h->ls = 0;
+  h->npts = 1;
+}
+
+/* One side of a hull update (hull_add()): the point p has moved an extreme
+ * line. dir = +1: p is an interval's top and lowers the maximum slope; the
+ * line pivots on the lower hull piv (points ps..pn-1) at the last point
+ * before the slope from p turns back up, and p goes on the upper hull push
+ * (points pst..*npush-1) after the points it leaves non-convex are popped.
+ * dir = -1 is the mirror (p a bottom, raising the minimum slope: pivot on the
+ * upper hull, push on the lower). Returns the pivot's index. Inlined with a
+ * constant dir, each side compiles to straight code (it runs in
+ * me_free_scan()'s loop too). */
+static inline __attribute__((always_inline)) size_t
+hull_side(const me_pt_t *piv, size_t ps, size_t pn, me_pt_t *push, size_t pst,
+          size_t *npush, me_pt_t p, int dir) {
+  double mx = piv[ps].x - p.x, my = piv[ps].y - p.y, vx, vy;
+  size_t m = ps, k, end;
+
+  for (k = ps + 1; k < pn; k++) {
+    vx = piv[k].x - p.x, vy = piv[k].y - p.y;
+    if (dir > 0 ? vy * mx > vx * my : vy * mx < vx * my)
+      break;
+    mx = vx, my = vy, m = k;
+  }
+  end = *npush;
+  while (end >= pst + 2 &&
+         (dir > 0 ? cross(push[end - 2], push[end - 1], p) <= 0
+                  : cross(push[end - 2], push[end - 1], p) >= 0))
+    end--;
+  push[end] = p;
+  *npush = end + 1;
+  return m;
+}
+
 /* Adds an interval that hull_fits() accepted. Returns 0 or LA_ENOMEM. */
 static int hull_add(me_hull_t *h, double x, double lo, double hi) {
   me_pt_t p1 = {x, hi}, p2 = {x, lo}, s1, s2;
-  size_t i, end;
 
   if (hull_grow(h) != 0)
     return h->err;
   if (h->npts == 0) {
-    h->rect[0] = p1;
-    h->rect[1] = p2;
-    h->upper[0] = p1;
-    h->lower[0] = p2;
-    h->nu = h->nl = 1;
-    h->us = h->ls = 0;
-    h->npts = 1;
+    hull_open(h, p1, p2);
     return 0;
   }
   if (h->npts == 1) {
@@ -110,45 +146,15 @@ static int hull_add(me_hull_t *h, double x, double lo, double hi) {
   s2 = pt_sub(h->rect[3], h->rect[1]);
   if (slope_lt(pt_sub(p1, h->rect[1]), s2)) {
     /* p1 lowers the maximum slope: pivot on the lower hull */
-    me_pt_t min = pt_sub(h->lower[h->ls], p1);
-    size_t min_i = h->ls;
-    for (i = h->ls + 1; i < h->nl; i++) {
-      me_pt_t v = pt_sub(h->lower[i], p1);
-      if (slope_gt(v, min))
-        break;
-      min = v;
-      min_i = i;
-    }
-    h->rect[1] = h->lower[min_i];
+    h->ls = hull_side(h->lower, h->ls, h->nl, h->upper, h->us, &h->nu, p1, 1);
+    h->rect[1] = h->lower[h->ls];
     h->rect[3] = p1;
-    h->ls = min_i;
-    end = h->nu;
-    while (end >= h->us + 2 &&
-           cross(h->upper[end - 2], h->upper[end - 1], p1) <= 0)
-      end--;
-    h->nu = end;
-    h->upper[h->nu++] = p1;
   }
   if (slope_gt(pt_sub(p2, h->rect[0]), s1)) {
     /* p2 raises the minimum slope: pivot on the upper hull */
-    me_pt_t max = pt_sub(h->upper[h->us], p2);
-    size_t max_i = h->us;
-    for (i = h->us + 1; i < h->nu; i++) {
-      me_pt_t v = pt_sub(h->upper[i], p2);
-      if (slope_lt(v, max))
-        break;
-      max = v;
-      max_i = i;
-    }
-    h->rect[0] = h->upper[max_i];
+    h->us = hull_side(h->upper, h->us, h->nu, h->lower, h->ls, &h->nl, p2, -1);
+    h->rect[0] = h->upper[h->us];
     h->rect[2] = p2;
-    h->us = max_i;
-    end = h->nl;
-    while (end >= h->ls + 2 &&
-           cross(h->lower[end - 2], h->lower[end - 1], p2) >= 0)
-      end--;
-    h->nl = end;
-    h->lower[h->nl++] = p2;
   }
   h->npts++;
   return 0;
@@ -365,6 +371,20 @@ me_cmp4(me_m4 *c, const me_v4 *l, const me_v4 *r, int le, int simd) {
 #define me_lt4(c, l, r, simd) me_cmp4(c, l, r, 0, simd)
 #define me_le4(c, l, r, simd) me_cmp4(c, l, r, 1, simd)
 
+/* Lanewise: is the point (T, P) below the line through (RX, RY) with
+ * direction (SX, SY), (P - RY) SX < (T - RX) SY (below = 1), or above it
+ * (below = 0)? The four slope tests of hull_fits() and hull_add(), for four
+ * points at once. */
+static inline __attribute__((always_inline)) void
+me_side4(me_m4 *c, me_v4 P, me_v4 T, me_v4 RX, me_v4 RY, me_v4 SX, me_v4 SY,
+         int below, int simd) {
+  me_v4 L = (P - RY) * SX, R = (T - RX) * SY;
+  if (below)
+    me_lt4(c, &L, &R, simd);
+  else
+    me_lt4(c, &R, &L, simd);
+}
+
 #define ME_TOL(kind, y) ((kind) == ME_ABS ? eps : eps + rel * fabs(y))
 #define ME_FITTABLE(kind, y, tol)                                              \
   ((kind) == ME_ABS   ? fabs(y) <= lim                                         \
@@ -452,7 +472,7 @@ me_free_scan(me_seg_t *g, const double *x, size_t i, size_t n, double eps,
   ME_SLOPES();
   while (i < n) {
     if (simd && kind != ME_ABS && i + 4 <= n && dense == 0) {
-      me_v4 Y, T, TOL, HI, LO, L, R, AY;
+      me_v4 Y, T, TOL, HI, LO, AY;
       me_m4 MISS, A, B, EV, C;
       int bits, j;
       memcpy(&Y, x + i, sizeof(Y));
@@ -461,12 +481,8 @@ me_free_scan(me_seg_t *g, const double *x, size_t i, size_t n, double eps,
       TOL = kind == ME_ABS ? EPS : EPS + REL * AY;
       HI = Y + TOL;
       LO = Y - TOL;
-      L = (HI - R2Y) * S1X;
-      R = (T - R2X) * S1Y;
-      me_lt4(&MISS, &L, &R, simd);
-      L = (LO - R3Y) * S2X;
-      R = (T - R3X) * S2Y;
-      me_lt4(&C, &R, &L, simd);
+      me_side4(&MISS, HI, T, R2X, R2Y, S1X, S1Y, 1, simd);
+      me_side4(&C, LO, T, R3X, R3Y, S2X, S2Y, 0, simd);
       MISS |= C;
       if (kind == ME_ABS) { /* not |y| <= lim */
         me_le4(&C, &AY, &LIM, simd);
@@ -479,12 +495,8 @@ me_free_scan(me_seg_t *g, const double *x, size_t i, size_t n, double eps,
         me_le4(&F3, &SM, &TOL, simd);   /* tol >= 2^-36 |y| */
         MISS |= ~(F1 & F2 & F3);
       }
-      L = (HI - R1Y) * S2X;
-      R = (T - R1X) * S2Y;
-      me_lt4(&A, &L, &R, simd);
-      L = (LO - R0Y) * S1X;
-      R = (T - R0X) * S1Y;
-      me_lt4(&B, &R, &L, simd);
+      me_side4(&A, HI, T, R1X, R1Y, S2X, S2Y, 1, simd);
+      me_side4(&B, LO, T, R0X, R0Y, S1X, S1Y, 0, simd);
       EV = MISS | A | B;
       bits = me_bits4(&EV);
       if (bits == 0) { /* four quiet points */
@@ -561,8 +573,6 @@ me_free_scan(me_seg_t *g, const double *x, size_t i, size_t n, double eps,
       tol_min = tol < tol_min ? tol : tol_min;
     if (ab != 0) {
       me_pt_t p1 = {t, hi}, p2 = {t, lo};
-      size_t k, m, end;
-      double mx, my, vx, vy;
       if (__builtin_expect(nu + 1 >= cap || nl + 1 >= cap, 0)) {
         h->nu = nu;
         h->nl = nl;
@@ -575,40 +585,16 @@ me_free_scan(me_seg_t *g, const double *x, size_t i, size_t n, double eps,
       if (ab & 1) {
         /* p1 lowers the maximum slope: pivot on the lower-hull point of
          * least slope to p1; pop and push p1 on the upper hull */
-        mx = lw[ls].x - t, my = lw[ls].y - hi, m = ls;
-        for (k = ls + 1; k < nl; k++) {
-          vx = lw[k].x - t, vy = lw[k].y - hi;
-          if (vy * mx > vx * my)
-            break;
-          mx = vx, my = vy, m = k;
-        }
-        ls = m;
-        r1 = lw[m];
+        ls = hull_side(lw, ls, nl, up, us, &nu, p1, 1);
+        r1 = lw[ls];
         r3 = p1;
-        end = nu;
-        while (end >= us + 2 && cross(up[end - 2], up[end - 1], p1) <= 0)
-          end--;
-        up[end] = p1;
-        nu = end + 1;
       }
       if (ab & 2) {
         /* p2 raises the minimum slope: pivot on the upper-hull point of
          * greatest slope to p2; pop and push p2 on the lower hull */
-        mx = up[us].x - t, my = up[us].y - lo, m = us;
-        for (k = us + 1; k < nu; k++) {
-          vx = up[k].x - t, vy = up[k].y - lo;
-          if (vy * mx < vx * my)
-            break;
-          mx = vx, my = vy, m = k;
-        }
-        us = m;
-        r0 = up[m];
+        us = hull_side(up, us, nu, lw, ls, &nl, p2, -1);
+        r0 = up[us];
         r2 = p2;
-        end = nl;
-        while (end >= ls + 2 && cross(lw[end - 2], lw[end - 1], p2) >= 0)
-          end--;
-        lw[end] = p2;
-        nl = end + 1;
       }
       ME_SLOPES();
     }
@@ -643,13 +629,7 @@ static void me_free_start(me_seg_t *g, size_t i, double y, double tol) {
   g->y_first = y;
   g->tol_min = tol;
   g->t = 1;
-  h->rect[0] = p1;
-  h->rect[1] = p2;
-  h->upper[0] = p1;
-  h->lower[0] = p2;
-  h->nu = h->nl = 1;
-  h->us = h->ls = 0;
-  h->npts = 1;
+  hull_open(h, p1, p2);
 }
 
 __attribute__((noinline)) static size_t

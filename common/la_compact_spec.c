@@ -82,6 +82,21 @@ static int tok_is(const char *s, size_t len, const char *word) {
   return strlen(word) == len && memcmp(s, word, len) == 0;
 }
 
+/* The value of the option s[0..len) = "name=NUMBER" (the key is klen
+ * bytes), which only mode `only` takes (mode is the spec's). Returns 0, or
+ * LA_EINVAL with the reason in why. */
+static int num_option(const char *s, size_t len, size_t klen, const char *name,
+                      int mode, int only, double *v, char *why,
+                      size_t why_len) {
+  if (mode != only)
+    return la_errorf(why, why_len, LA_EINVAL, "'%.*s': %s is for %s", (int)len,
+                     s, name, la_compact_mode_name(only));
+  if (parse_num(s + klen + 1, len - klen - 1, v))
+    return la_errorf(why, why_len, LA_EINVAL,
+                     "'%.*s': %s must be a number >= 0", (int)len, s, name);
+  return 0;
+}
+
 int la_compact_spec_parse(const char *spec, la_compact_params_t *p, char *why,
                           size_t why_len) {
   const char *s, *colon;
@@ -114,20 +129,14 @@ int la_compact_spec_parse(const char *spec, la_compact_params_t *p, char *why,
     if (len == 0)
       return la_errorf(why, why_len, LA_EINVAL, "empty option in '%s'", spec);
     if (eq && tok_is(s, klen, "cv")) {
-      if (p->mode != LA_COMPACT_POLYLINE)
-        return la_errorf(why, why_len, LA_EINVAL, "'%.*s': cv is for polyline",
-                         (int)len, s);
-      if (parse_num(eq + 1, len - klen - 1, &v))
-        return la_errorf(why, why_len, LA_EINVAL,
-                         "'%.*s': cv must be a number >= 0", (int)len, s);
+      if (num_option(s, len, klen, "cv", p->mode, LA_COMPACT_POLYLINE, &v, why,
+                     why_len))
+        return LA_EINVAL;
       p->cv = v;
     } else if (eq && (tok_is(s, klen, "eps") || tok_is(s, klen, "epsilon"))) {
-      if (p->mode != LA_COMPACT_MAXERR)
-        return la_errorf(why, why_len, LA_EINVAL, "'%.*s': eps is for maxerr",
-                         (int)len, s);
-      if (parse_num(eq + 1, len - klen - 1, &v))
-        return la_errorf(why, why_len, LA_EINVAL,
-                         "'%.*s': eps must be a number >= 0", (int)len, s);
+      if (num_option(s, len, klen, "eps", p->mode, LA_COMPACT_MAXERR, &v, why,
+                     why_len))
+        return LA_EINVAL;
       p->epsilon = v;
       has_eps = 1;
     } else if (!eq &&

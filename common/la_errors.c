@@ -21,12 +21,15 @@ const char *la_strerror(int code) {
   }
 }
 
+int la_verrorf(char *why, size_t n, int code, const char *fmt, va_list ap) {
+  if (why && n) vsnprintf(why, n, fmt, ap);
+  return code;
+}
+
 int la_errorf(char *why, size_t n, int code, const char *fmt, ...) {
-  if (why && n) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, n, fmt, ap);
-    va_end(ap);
-  }
+  va_list ap;
+  va_start(ap, fmt);
+  la_verrorf(why, n, code, fmt, ap);
+  va_end(ap);
   return code;
 }

@@ -8,6 +8,7 @@
 /* Text of an LA_E* code; "success" for 0, "unknown LA error code" else. */
 const char *la_strerror(int code);
 
+#include <stdarg.h>
 #include <stddef.h>
 
 /* Writes the formatted reason into why (n bytes, truncated, always
@@ -15,5 +16,10 @@ const char *la_strerror(int code);
  * failing function can end with: return la_errorf(why, n, LA_EPROTO, ...). */
 int la_errorf(char *why, size_t n, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* The same with the arguments as a va_list (for a function that takes its
+ * own "fmt, ..." and keeps the reason in its object); ap is used up. */
+int la_verrorf(char *why, size_t n, int code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 
 #endif

@@ -48,13 +48,7 @@ long la_secure_seal(la_secure_t *s, const uint8_t *frame, size_t frame_len,
   if (!s || !s->tx_on || !frame || !out) return LA_EINVAL;
   size_t clen = frame_len + LA__ABYTES;
   if (clen > UINT32_MAX || clen + LA_FRAME_HEADER_LEN > cap) return LA_EMSGSIZE;
-  out[0] = (uint8_t)(clen >> 24);
-  out[1] = (uint8_t)(clen >> 16);
-  out[2] = (uint8_t)(clen >> 8);
-  out[3] = (uint8_t)clen;
-  out[4] = (uint8_t)(LA__MSG_TYPE__MSG_SEALED >> 8);
-  out[5] = (uint8_t)LA__MSG_TYPE__MSG_SEALED;
-  out[6] = out[7] = 0;
+  la_frame_header_put(out, LA__MSG_TYPE__MSG_SEALED, (uint32_t)clen);
   crypto_secretstream_xchacha20poly1305_push(
       &s->tx, out + LA_FRAME_HEADER_LEN, NULL, frame, frame_len, NULL, 0,
       crypto_secretstream_xchacha20poly1305_TAG_MESSAGE);

@@ -9,11 +9,17 @@
 
 #include "la_errcodes.h"
 
+/* A new message of type d, zeroed and initialised (calloc'ed: freed with
+ * the rest of the reply by la_status_free). NULL when out of memory. */
+static void *la__msg_new(const ProtobufCMessageDescriptor *d) {
+  ProtobufCMessage *m = calloc(1, d->sizeof_message);
+  if (m) protobuf_c_message_init(d, m);
+  return m;
+}
+
 La__StatusReply *la_status_new(const char *daemon) {
-  La__StatusReply *r = calloc(1, sizeof *r);
-  if (!r) return NULL;
-  la__status_reply__init(r);
-  if (!(r->daemon = strdup(daemon))) {
+  La__StatusReply *r = la__msg_new(&la__status_reply__descriptor);
+  if (!r || !(r->daemon = strdup(daemon))) {
     free(r);
     return NULL;
   }
@@ -61,9 +67,8 @@ void la_status_row(La__StatusReply *r, const char *key, const char *fmt, ...) {
 static La__StatusMetric *la__metric(La__StatusReply *r, const char *key,
                                     const char *help, La__StatusKind kind) {
   if (!r || la__grow(&r->metrics, r->n_metrics)) return NULL;
-  La__StatusMetric *m = calloc(1, sizeof *m);
+  La__StatusMetric *m = la__msg_new(&la__status_metric__descriptor);
   if (!m) return NULL;
-  la__status_metric__init(m);
   m->kind = kind;
   if (!(m->name = strdup(key)) || (help && !(m->help = strdup(help)))) {
     free(m->name);
@@ -117,10 +122,8 @@ void la_status_info(La__StatusReply *r, const char *key, const char *help,
 
 La__StatusApp *la_status_app(La__StatusReply *r, const char *app_id) {
   if (!r || la__grow(&r->apps, r->n_apps)) return NULL;
-  La__StatusApp *a = calloc(1, sizeof *a);
-  if (!a) return NULL;
-  la__status_app__init(a);
-  if (!(a->app_id = strdup(app_id))) {
+  La__StatusApp *a = la__msg_new(&la__status_app__descriptor);
+  if (!a || !(a->app_id = strdup(app_id))) {
     free(a);
     return NULL;
   }
@@ -130,9 +133,8 @@ La__StatusApp *la_status_app(La__StatusReply *r, const char *app_id) {
 
 La__StatusRank *la_status_rank(La__StatusApp *a, uint32_t rank) {
   if (!a || la__grow(&a->ranks, a->n_ranks)) return NULL;
-  La__StatusRank *k = calloc(1, sizeof *k);
+  La__StatusRank *k = la__msg_new(&la__status_rank__descriptor);
   if (!k) return NULL;
-  la__status_rank__init(k);
   k->rank = rank;
   a->ranks[a->n_ranks++] = k;
   return k;
@@ -141,9 +143,8 @@ La__StatusRank *la_status_rank(La__StatusApp *a, uint32_t rank) {
 void la_status_agent(La__StatusReply *r, const char *host, const char *address,
                      uint64_t messages, uint64_t acked_seq) {
   if (!r || la__grow(&r->agents, r->n_agents)) return;
-  La__StatusAgent *g = calloc(1, sizeof *g);
+  La__StatusAgent *g = la__msg_new(&la__status_agent__descriptor);
   if (!g) return;
-  la__status_agent__init(g);
   g->host = strdup(host);
   g->address = strdup(address);
   if (!g->host || !g->address) {
@@ -159,10 +160,8 @@ void la_status_agent(La__StatusReply *r, const char *host, const char *address,
 
 void la_status_reason(La__StatusReply *r, const char *reason, uint64_t count) {
   if (!r || la__grow(&r->missing, r->n_missing)) return;
-  La__StatusReason *s = calloc(1, sizeof *s);
-  if (!s) return;
-  la__status_reason__init(s);
-  if (!(s->reason = strdup(reason))) {
+  La__StatusReason *s = la__msg_new(&la__status_reason__descriptor);
+  if (!s || !(s->reason = strdup(reason))) {
     free(s);
     return;
   }
@@ -170,41 +169,11 @@ void la_status_reason(La__StatusReply *r, const char *reason, uint64_t count) {
   r->missing[r->n_missing++] = s;
 }
 
+/* Every piece of a reply built here comes from malloc (calloc, realloc,
+ * strdup), which is what protobuf-c's default allocator frees; an optional
+ * string never set is NULL (proto2), so it walks the reply as it is. */
 void la_status_free(La__StatusReply *r) {
-  if (!r) return;
-  for (size_t i = 0; i < r->n_entries; i++) {
-    free(r->entries[i]->key);
-    free(r->entries[i]->value);
-    free(r->entries[i]);
-  }
-  for (size_t i = 0; i < r->n_metrics; i++) {
-    free(r->metrics[i]->name);
-    free(r->metrics[i]->help);
-    free(r->metrics[i]->text);
-    free(r->metrics[i]);
-  }
-  for (size_t i = 0; i < r->n_apps; i++) {
-    for (size_t k = 0; k < r->apps[i]->n_ranks; k++) free(r->apps[i]->ranks[k]);
-    free(r->apps[i]->ranks);
-    free(r->apps[i]->app_id);
-    free(r->apps[i]);
-  }
-  for (size_t i = 0; i < r->n_agents; i++) {
-    free(r->agents[i]->host);
-    free(r->agents[i]->address);
-    free(r->agents[i]);
-  }
-  for (size_t i = 0; i < r->n_missing; i++) {
-    free(r->missing[i]->reason);
-    free(r->missing[i]);
-  }
-  free(r->entries);
-  free(r->metrics);
-  free(r->apps);
-  free(r->agents);
-  free(r->missing);
-  free(r->daemon);
-  free(r);
+  if (r) protobuf_c_message_free_unpacked(&r->base, NULL);
 }
 
 /* ------------------------------------------------------------ exposition */

@@ -164,6 +164,8 @@ static void la__on_write(uv_write_t *req, int status) {
     la_conn_close(c, "write failed");
   else if (close_after)
     la__close_how(c, "done", 0, 1);
+  else if (!c->closing && c->ops->on_written)
+    c->ops->on_written(c);
   la_conn_release(c);
 }
 

@@ -39,6 +39,9 @@ typedef struct la_conn_ops {
   void (*on_close)(la_conn_t *c, const char *reason);
   /* Handles closed and no hold left: release the owner's state. */
   void (*on_free)(la_conn_t *c);
+  /* A queued frame was written (out_bytes went down) and the connection
+   * is not closing: the owner may queue more. May be NULL. */
+  void (*on_written)(la_conn_t *c);
 } la_conn_ops_t;
 
 struct la_conn {

@@ -17,7 +17,41 @@
 
 #include <mpi.h>
 
+#include "ex_args.h"
 #include "la.h"
+
+/* For a solver's early exit (after --help, on a usage error): finalizes
+ * MPI and returns rc, the exit status. */
+static inline int ex_finalize(int rc) {
+  MPI_Finalize();
+  return rc;
+}
+
+/* calloc of n (at least 1) items of size bytes, or a message and
+ * MPI_Abort. */
+static inline void *ex_alloc(const char *prog, size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size);
+  if (!p) {
+    fprintf(stderr, "%s: out of memory\n", prog);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  return p;
+}
+
+/* When a solver's grid (n^dims cells) does not fit: a message and
+ * MPI_Abort. */
+static inline void ex_grid_oom(const char *prog, int rank, long n, int dims) {
+  fprintf(stderr, "%s: rank %d: out of memory for %ld^%d cells\n", prog, rank,
+          n, dims);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* The --floor mode's array of per-cell times (cells of them, zeroed), or
+ * NULL when floor is 0. Aborts (ex_alloc) when out of memory. */
+static inline double *ex_floor_alloc(const char *prog, int floor,
+                                     long cells) {
+  return floor ? ex_alloc(prog, (size_t)cells, sizeof(double)) : NULL;
+}
 
 /* Rank's share of n planes: *count of them from global plane *first; the
  * first n % size ranks get one more. */
@@ -152,6 +186,24 @@ static inline const char *ex_la_off(int use_la, int floor) {
 static inline void ex_checksum_line(const char *prog, double checksum) {
   printf("%s: checksum %.10e (%a)\n", prog, checksum, checksum);
   fflush(stdout);
+}
+
+/* Rank 0's closing lines of an n^3 k-slab solver, after ex_la_gather:
+ * unless o->quiet, the grid, the wall time per cell update (with prec
+ * decimals) and LA's summary (detail as ex_la_report's); then the
+ * checksum. */
+static inline void ex_slab_report(const char *prog, const ex_run_opts_t *o,
+                                  int size, double wall, int prec,
+                                  const ex_la_t *la, const char *detail,
+                                  double checksum) {
+  double cells = (double)o->n * (double)o->n * (double)o->n;
+  if (!o->quiet) {
+    ex_slab_line(prog, o->n, size, o->steps);
+    printf("%s: wall time %.3f s, %.*f ns per cell update per rank\n", prog,
+           wall, prec, wall * 1e9 * size / (cells * (double)o->steps));
+    ex_la_report(la, prog, size, ex_la_off(o->use_la, o->floor), detail);
+  }
+  ex_checksum_line(prog, checksum);
 }
 
 #endif

@@ -359,24 +359,15 @@ int main(int argc, char **argv) {
 
   rc = ex_run_parse("heavy", argc, argv, rank, size, hv_usage, &o, HV_MAX_N,
                     HV_MAX_STEPS, 1);
-  if (rc >= 0) {
-    MPI_Finalize();
-    return rc;
-  }
-  if (hv_slab_init(&s, o.n, rank, size)) {
-    fprintf(stderr, "heavy: rank %d: out of memory for %ld^3 cells\n", rank,
-            o.n);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
+  if (rc >= 0) return ex_finalize(rc);
+  if (hv_slab_init(&s, o.n, rank, size)) ex_grid_oom("heavy", rank, o.n, 3);
 
   if (o.use_la) {
     rc = LA_register("heavy", rank, size, s.nx * s.ny * s.nz); /* LA: */
     ex_la_registered(&la, rc);
   }
 
-  double *floor = NULL;
-  if (o.floor && !(floor = calloc((size_t)(s.nx * s.ny * s.nz), sizeof *floor)))
-    MPI_Abort(MPI_COMM_WORLD, 1);
+  double *floor = ex_floor_alloc("heavy", o.floor, s.nx * s.ny * s.nz);
   MPI_Barrier(MPI_COMM_WORLD);
   t0 = MPI_Wtime();
   for (long step = 0; step < o.steps; step++) {
@@ -402,16 +393,7 @@ int main(int argc, char **argv) {
   }
   ex_la_gather(&la);
 
-  if (rank == 0) {
-    double cells = (double)o.n * (double)o.n * (double)o.n;
-    if (!o.quiet) {
-      ex_slab_line("heavy", o.n, size, o.steps);
-      printf("heavy: wall time %.3f s, %.1f ns per cell update per rank\n",
-             wall, wall * 1e9 * size / (cells * (double)o.steps));
-      ex_la_report(&la, "heavy", size, ex_la_off(o.use_la, o.floor), "");
-    }
-    ex_checksum_line("heavy", checksum);
-  }
+  if (rank == 0) ex_slab_report("heavy", &o, size, wall, 1, &la, "", checksum);
 
   free(floor);
   free(s.u);

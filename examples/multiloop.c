@@ -75,6 +75,12 @@ static size_t ml_at(const ml_grid_t *g, long i, long j) {
   return (size_t)(i + g->sx * j);
 }
 
+/* The element index of interior cell (i, j), 1-based: the probes' and the
+ * registration's numbering, row by row. */
+static inline long ml_elem(const ml_grid_t *g, long i, long j) {
+  return g->nx * (j - 1) + (i - 1);
+}
+
 /* Allocates this rank's rows (fields 0) and the material coefficients. */
 static int ml_grid_init(ml_grid_t *g, long n, int rank, int size) {
   size_t total;
@@ -133,10 +139,9 @@ static inline __attribute__((always_inline)) void ml_loop_h(ml_grid_t *g,
   const long sx = g->sx;
   for (long j = 1; j <= g->ny; j++) {
     size_t row = ml_at(g, 0, j);
-    long e = g->nx * (j - 1) - 1;
     for (long i = 1; i <= g->nx; i++) {
       size_t c = row + (size_t)i;
-      e++;
+      const long e = ml_elem(g, i, j);
       if (probe) LA_startProbeC(ml_ch_h, e); /* LA: loop 1 */
       hx[c] -= ch * (ez[c + sx] - ez[c]);
       hy[c] += ch * (ez[c + 1] - ez[c]);
@@ -153,10 +158,9 @@ static inline __attribute__((always_inline)) void ml_loop_e(ml_grid_t *g,
   const long sx = g->sx;
   for (long j = 1; j <= g->ny; j++) {
     size_t row = ml_at(g, 0, j);
-    long e = g->nx * (j - 1) - 1;
     for (long i = 1; i <= g->nx; i++) {
       size_t c = row + (size_t)i;
-      e++;
+      const long e = ml_elem(g, i, j);
       if (probe) LA_startProbeC(ml_ch_e, e); /* LA: loop 2 */
       ez[c] =
           ca[c] * ez[c] + cb[c] * ((hy[c] - hy[c - 1]) - (hx[c] - hx[c - sx]));
@@ -248,15 +252,8 @@ int main(int argc, char **argv) {
 
   rc = ex_run_parse("multiloop", argc, argv, rank, size, ml_usage, &o, ML_MAX_N,
                     ML_MAX_STEPS, 0);
-  if (rc >= 0) {
-    MPI_Finalize();
-    return rc;
-  }
-  if (ml_grid_init(&g, o.n, rank, size)) {
-    fprintf(stderr, "multiloop: rank %d: out of memory for %ld^2 cells\n", rank,
-            o.n);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
+  if (rc >= 0) return ex_finalize(rc);
+  if (ml_grid_init(&g, o.n, rank, size)) ex_grid_oom("multiloop", rank, o.n, 2);
 
   if (o.use_la) {
     ml_ch_h = LA_channel("h_update");   /* LA: one channel per loop */

@@ -180,12 +180,7 @@ static void rb_allreduce(const void *in, void *out, int count,
 }
 
 static void *rb_alloc(size_t n, size_t size) {
-  void *p = calloc(n ? n : 1, size);
-  if (!p) {
-    fprintf(stderr, "rebalance: out of memory\n");
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  return p;
+  return ex_alloc("rebalance", n, size);
 }
 
 /* ------------------------------------------------------ the cost model */
@@ -551,10 +546,7 @@ int main(int argc, char **argv) {
 
   rc = ex_exit_status("rebalance", rb_parse_args(argc, argv, rank, &o), o.n,
                       rank, size);
-  if (rc >= 0) {
-    MPI_Finalize();
-    return rc;
-  }
+  if (rc >= 0) return ex_finalize(rc);
   nv = o.n * o.n;
   memset(&lb, 0, sizeof lb);
   owner = rb_alloc((size_t)nv, sizeof *owner);

@@ -236,20 +236,12 @@ int main(int argc, char **argv) {
                       &probe_mode);
   if (rc) {
     if (rank == 0) wt_usage(stderr);
-    MPI_Finalize();
-    return rc;
+    return ex_finalize(rc);
   }
   rc = ex_run_parse("wavetoy", argc, argv, rank, size, wt_usage, &o, WT_MAX_N,
                     WT_MAX_STEPS, 1);
-  if (rc >= 0) {
-    MPI_Finalize();
-    return rc;
-  }
-  if (wt_slab_init(&s, o.n, rank, size)) {
-    fprintf(stderr, "wavetoy: rank %d: out of memory for %ld^3 cells\n", rank,
-            o.n);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
+  if (rc >= 0) return ex_finalize(rc);
+  if (wt_slab_init(&s, o.n, rank, size)) ex_grid_oom("wavetoy", rank, o.n, 3);
   /* c dt / h = 0.5, under the 3-D stability limit 1/sqrt(3). */
   c2 = 0.25;
 
@@ -261,9 +253,7 @@ int main(int argc, char **argv) {
     ex_la_registered(&la, rc);
   }
 
-  double *floor = NULL;
-  if (o.floor && !(floor = calloc((size_t)(s.nx * s.ny * s.nz), sizeof *floor)))
-    MPI_Abort(MPI_COMM_WORLD, 1);
+  double *floor = ex_floor_alloc("wavetoy", o.floor, s.nx * s.ny * s.nz);
   MPI_Barrier(MPI_COMM_WORLD);
   t0 = MPI_Wtime();
   for (long step = 0; step < o.steps; step++) {
@@ -290,17 +280,10 @@ int main(int argc, char **argv) {
   ex_la_gather(&la);
 
   if (rank == 0) {
-    double cells = (double)o.n * (double)o.n * (double)o.n;
-    if (!o.quiet) {
-      ex_slab_line("wavetoy", o.n, size, o.steps);
-      printf("wavetoy: wall time %.3f s, %.2f ns per cell update per rank\n",
-             wall, wall * 1e9 * size / (cells * (double)o.steps));
-      char reg_ms[64];
-      snprintf(reg_ms, sizeof reg_ms, " (LA_registerGrid %.1f ms on rank 0)",
-               t_reg * 1e3);
-      ex_la_report(&la, "wavetoy", size, ex_la_off(o.use_la, o.floor), reg_ms);
-    }
-    ex_checksum_line("wavetoy", checksum);
+    char reg_ms[64];
+    snprintf(reg_ms, sizeof reg_ms, " (LA_registerGrid %.1f ms on rank 0)",
+             t_reg * 1e3);
+    ex_slab_report("wavetoy", &o, size, wall, 2, &la, reg_ms, checksum);
   }
 
   free(floor);

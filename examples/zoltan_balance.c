@@ -64,6 +64,7 @@
 
 #include "ex_args.h"
 #include "ex_hotspot.h"
+#include "ex_run.h"
 #include "la.h"
 
 #define ZB_HOT 20 /* rebalance.c's cost model, to compare the two */
@@ -99,12 +100,7 @@ static void zb_usage(FILE *f) {
 }
 
 static void *zb_alloc(size_t n, size_t size) {
-  void *p = calloc(n ? n : 1, size);
-  if (!p) {
-    fprintf(stderr, "zoltan_balance: out of memory\n");
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  return p;
+  return ex_alloc("zoltan_balance", n, size);
 }
 
 /* MPI_Allreduce that sleeps while it waits instead of polling: on an

@@ -44,7 +44,7 @@ typedef struct la_ga_agent {
   uint64_t messages;
 } la_ga_agent_t;
 
-static void la__on_free(la_conn_t *c) {
+static void la__agent_free(la_conn_t *c) {
   la_ga_agent_t *a = (la_ga_agent_t *)c;
   la_ga_t *ga = a->ga;
   LA_CONN_LIST_UNLINK(ga->agents, a);
@@ -53,7 +53,7 @@ static void la__on_free(la_conn_t *c) {
   free(a);
 }
 
-static void la__on_close(la_conn_t *c, const char *reason) {
+static void la__agent_close(la_conn_t *c, const char *reason) {
   la_ga_agent_t *a = (la_ga_agent_t *)c;
   /* a closing connection no longer holds a slot: it is gone by the end of
    * this loop iteration (admission counts open connections only) */
@@ -174,7 +174,7 @@ static int la__handshake_auth(la_ga_agent_t *a, const La__Auth *au) {
   return 0;
 }
 
-static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
+static int la__agent_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
   la_ga_agent_t *a = (la_ga_agent_t *)c;
   la_ga_t *ga = a->ga;
   if (a->state == LA__AG_HELLO) {
@@ -227,7 +227,7 @@ static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
   return 0;
 }
 
-static void la__on_bad(la_conn_t *c, const char *why) {
+static void la__agent_bad(la_conn_t *c, const char *why) {
   la_ga_agent_t *a = (la_ga_agent_t *)c;
   a->ga->st.bad_frames++;
   la_log_warnx("LocalAgent connection %s (%s): %s: closing", c->peer,
@@ -235,7 +235,7 @@ static void la__on_bad(la_conn_t *c, const char *why) {
   if (a->state != LA__AG_READY) la__refuse(a, LA_EPROTO, why);
 }
 
-static void la__on_deadline(la_conn_t *c) {
+static void la__agent_deadline(la_conn_t *c) {
   la_ga_agent_t *a = (la_ga_agent_t *)c;
   if (a->state == LA__AG_READY) return;
   la_log_info("connection %s did not authenticate in time: closing", c->peer);
@@ -243,11 +243,11 @@ static void la__on_deadline(la_conn_t *c) {
 }
 
 static const la_conn_ops_t la__ops = {
-  .on_frame = la__on_frame,
-  .on_bad = la__on_bad,
-  .on_deadline = la__on_deadline,
-  .on_close = la__on_close,
-  .on_free = la__on_free,
+    .on_frame = la__agent_frame,
+    .on_bad = la__agent_bad,
+    .on_deadline = la__agent_deadline,
+    .on_close = la__agent_close,
+    .on_free = la__agent_free,
 };
 
 /* la_conn_admission_t.refuse: whether the peer's address already holds
@@ -272,7 +272,7 @@ static const char *la__handshakes_over_cap(la_conn_t *c) {
 }
 
 /* la_conn_admission_t.on_new: a LocalAgent connection of ga, in its list. */
-static void la__on_new(la_conn_t *c, void *owner) {
+static void la__agent_new(la_conn_t *c, void *owner) {
   la_ga_agent_t *a = (la_ga_agent_t *)c;
   a->ga = owner;
   LA_CONN_LIST_PUSH(a->ga->agents, a);
@@ -286,7 +286,7 @@ void la_ga_agent_accept(la_ga_t *ga, uv_stream_t *server) {
       .max_frame = (uint32_t)ga->set.agent_handshake_max_frame,
       .max_output = (size_t)ga->set.agent_max_output,
       .deadline_ms = (uint64_t)ga->set.handshake_ms,
-      .on_new = la__on_new,
+      .on_new = la__agent_new,
       .refuse = la__handshakes_over_cap,
   };
   if (la_conn_admit(ga->loop, server, &la__ops, &adm, ga))

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "ga.h"
+#include "held.h"
 #include "la_sockio.h"
 #include "la_status.h"
 
@@ -102,6 +103,12 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
   if (with_store) la__missing_rows(ga, r);
   la_status_gauge(r, "max_open_sets", "open Trace-Sets kept at most",
                   ga->set.max_open_sets);
+  la_status_gauge(r, "apps_running", "applications being stitched",
+                  ga->n_apps);
+  la_status_counter(r, "apps_refused",
+                    "messages of applications not stitched for "
+                    "stitch.max_apps",
+                    st->apps_refused);
   la_status_gauge(r, "closed_cache", "closed Trace-Set keys in memory",
                   (int64_t)ss.closed_cached);
   la_status_counter(r, "closed_cache_evicted",
@@ -114,6 +121,24 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
   la_status_counter(r, "sets_dropped_for_slow_subscribers",
                     "Trace-Sets dropped for slow subscribers",
                     st->sets_dropped);
+  la_status_counter(r, "set_notices",
+                    "Trace-Sets a subscriber was told it will not get",
+                    st->set_notices);
+  la_status_counter(r, "sets_over_subscriber_max",
+                    "Trace-Sets over a subscriber's own max_set_bytes",
+                    st->sets_over_subscriber_max);
+  la_held_stats_t hs;
+  la_held_get_stats(ga->held, &hs);
+  la_status_gauge(r, "sets_held", "open Trace-Sets held in memory to publish",
+                  (int64_t)hs.sets);
+  la_status_gauge(r, "held_bytes", "bytes of traces held to publish",
+                  (int64_t)hs.bytes);
+  la_status_gauge(r, "held_peak_bytes", "most bytes of traces held at once",
+                  (int64_t)hs.peak_bytes);
+  la_status_counter(r, "sets_spilled",
+                    "Trace-Sets over stitch.publish_memory, published from "
+                    "the store",
+                    hs.spilled);
   la_status_counter(r, "queries", "queries answered", st->queries);
   for (const la_ga_app_t *a = ga->apps; a; a = a->next) {
     La__StatusApp *sa = la_status_app(r, a->app_id);

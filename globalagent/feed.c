@@ -9,6 +9,15 @@
  * A slow subscriber never stalls stitching: when the bytes queued to it
  * exceed feed.queue_bytes, sets are dropped for it, counted, and the count
  * travels in the next set it gets (TraceSet.dropped).
+ * A subscriber of sets_version 2 (libla_client) gets each set as a
+ * TraceSetHead and TraceSetPart frames of at most feed.part_bytes: the set
+ * is encoded once, shared by every subscriber that streams it, and its
+ * parts are queued as the subscriber's socket drains (on_written), so a
+ * set of any size reaches a subscriber that reads. One it will not get
+ * (over its max_set_bytes, or its queue already holds sets and this one
+ * would pass feed.queue_bytes) is announced by a SetNotice naming the
+ * set, its size and the limit, and counted. Older subscribers get whole
+ * TraceSet frames as before.
  *
  * Limits (the port is unauthenticated): until its first request a
  * connection's frames are limited to feed.handshake_max_frame; one address
@@ -26,6 +35,25 @@
 #include "ga.h"
 #include "la_log.h"
 
+/* A Trace-Set encoded once (without its dropped field), shared by the
+ * subscribers streaming it in parts; freed with its last reference. */
+typedef struct la_ga_enc {
+  int refs;
+  char app[LA_MAX_ID_LEN + 1];
+  uint64_t tag;
+  size_t len;
+  uint8_t data[];
+} la_ga_enc_t;
+
+/* A set queued for one subscriber in parts: what of it is sent. */
+typedef struct la_ga_out {
+  struct la_ga_out *next;
+  la_ga_enc_t *enc;
+  size_t off;    /* bytes of enc handed to the connection */
+  uint32_t part; /* next part's index */
+  int head_sent;
+} la_ga_out_t;
+
 typedef struct la_ga_sub {
   la_conn_t conn; /* first */
   la_ga_t *ga;
@@ -34,16 +62,30 @@ typedef struct la_ga_sub {
   int subscribed, live;
   char app[LA_MAX_ID_LEN + 1]; /* "" = every application */
   uint64_t sent, dropped;
+  uint32_t sets_version;        /* Subscribe.sets_version (1: whole frames) */
+  uint64_t max_set;             /* Subscribe.max_set_bytes (0: none) */
+  la_ga_out_t *out, **out_tail; /* sets queued in parts, oldest first */
+  size_t out_pending;           /* their bytes not yet handed over */
 } la_ga_sub_t;
 
-static void la__on_free(la_conn_t *c) {
+static void la__enc_unref(la_ga_enc_t *e) {
+  if (e && --e->refs == 0) free(e);
+}
+
+static void la__sub_free(la_conn_t *c) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   la_ga_t *ga = s->ga;
   LA_CONN_LIST_UNLINK(ga->subs, s);
+  while (s->out) {
+    la_ga_out_t *o = s->out;
+    s->out = o->next;
+    la__enc_unref(o->enc);
+    free(o);
+  }
   free(s);
 }
 
-static void la__on_close(la_conn_t *c, const char *reason) {
+static void la__sub_close(la_conn_t *c, const char *reason) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   /* a closing connection no longer holds a slot: it is gone by the end of
    * this loop iteration (admission counts open connections only) */
@@ -90,22 +132,168 @@ static void la__send_set_sized(la_ga_sub_t *s, La__TraceSet *set,
     s->sent++;
 }
 
+/* Payload bytes of a set per TraceSetPart: the part limit less the frame
+ * header and the part's own fields. */
+static size_t la__part_data(const la_ga_t *ga) {
+  return (size_t)ga->set.feed_part_bytes - 64;
+}
+
+/* Queues the next frames of s's sets in parts while less than two parts'
+ * worth waits in its socket and one more part stays within the
+ * connection's output limit (else the next on_written goes on); a set's
+ * last part ends it (sent). */
+static void la__pump(la_ga_sub_t *s) {
+  size_t chunk = la__part_data(s->ga);
+  size_t part = (size_t)s->ga->set.feed_part_bytes;
+  while (s->out && !s->conn.closing && s->conn.out_bytes < 2 * part &&
+         !(s->conn.out_bytes > 0 && s->conn.max_out &&
+           s->conn.out_bytes + part > s->conn.max_out)) {
+    la_ga_out_t *o = s->out;
+    if (!o->head_sent) {
+      La__TraceSetHead h = LA__TRACE_SET_HEAD__INIT;
+      h.app_id = o->enc->app;
+      h.cycle_tag = o->enc->tag;
+      h.set_bytes = o->enc->len;
+      h.parts = (uint32_t)((o->enc->len + chunk - 1) / chunk);
+      h.has_dropped = 1;
+      h.dropped = s->dropped;
+      if (la_conn_send(&s->conn, LA__MSG_TYPE__MSG_TRACE_SET_HEAD, &h.base, 0))
+        return; /* closing */
+      o->head_sent = 1;
+      continue;
+    }
+    size_t k = o->enc->len - o->off < chunk ? o->enc->len - o->off : chunk;
+    La__TraceSetPart p = LA__TRACE_SET_PART__INIT;
+    p.part = o->part;
+    p.data.data = o->enc->data + o->off;
+    p.data.len = k;
+    if (la_conn_send(&s->conn, LA__MSG_TYPE__MSG_TRACE_SET_PART, &p.base, 0))
+      return;
+    o->off += k;
+    o->part++;
+    s->out_pending -= k;
+    if (o->off == o->enc->len) {
+      s->out = o->next;
+      if (!s->out) s->out_tail = &s->out;
+      la__enc_unref(o->enc);
+      free(o);
+      s->sent++;
+    }
+  }
+}
+
+static void la__sub_written(la_conn_t *c) {
+  la__pump((la_ga_sub_t *)c);
+}
+
+/* Tells s that the set of e will not reach it: limit_name = limit is what
+ * it is over. Counted (set_notices) and in s->dropped. */
+static void la__notice(la_ga_sub_t *s, const la_ga_enc_t *e,
+                       const char *limit_name, uint64_t limit) {
+  s->dropped++;
+  s->ga->st.set_notices++;
+  if (s->dropped == 1 || s->dropped % 1000 == 0)
+    la_log_warnx(
+      "subscriber %s: Trace-Set %s cycle %llu (%zu bytes) not sent: "
+      "over %s = %llu (%llu not delivered to it so far)",
+      s->conn.peer, e->app, (unsigned long long)e->tag, e->len, limit_name,
+      (unsigned long long)limit, (unsigned long long)s->dropped);
+  La__SetNotice n = LA__SET_NOTICE__INIT;
+  n.app_id = (char *)e->app;
+  n.cycle_tag = e->tag;
+  n.set_bytes = e->len;
+  n.limit_name = (char *)limit_name;
+  n.limit = limit;
+  n.has_dropped = 1;
+  n.dropped = s->dropped;
+  la_conn_send(&s->conn, LA__MSG_TYPE__MSG_SET_NOTICE, &n.base, 0);
+}
+
+/* Offers the encoded set e to a subscriber of sets_version 2: queued in
+ * parts, or announced by a SetNotice when it is over the subscriber's
+ * bound or would overfill a queue that already holds something. */
+static void la__offer(la_ga_sub_t *s, la_ga_enc_t *e) {
+  la_ga_t *ga = s->ga;
+  size_t queued = s->conn.out_bytes + s->out_pending;
+  if (s->max_set && e->len > s->max_set) {
+    ga->st.sets_over_subscriber_max++;
+    la__notice(s, e, "max_set_bytes", s->max_set);
+    return;
+  }
+  if (queued > 0 && queued + e->len > ga->set.sub_queue_bytes) {
+    ga->st.sets_dropped++;
+    la__notice(s, e, "feed.queue_bytes", ga->set.sub_queue_bytes);
+    return;
+  }
+  la_ga_out_t *o = calloc(1, sizeof *o);
+  if (!o) {
+    la__notice(s, e, "memory", 0);
+    return;
+  }
+  o->enc = e;
+  e->refs++;
+  if (!s->out) s->out_tail = &s->out;
+  *s->out_tail = o;
+  s->out_tail = &o->next;
+  s->out_pending += e->len;
+  la__pump(s);
+}
+
+/* set encoded once for subscribers that take parts (dropped left out: it
+ * travels in each subscriber's TraceSetHead); NULL when out of memory. */
+static la_ga_enc_t *la__encode(const La__TraceSet *set) {
+  La__TraceSet copy = *set;
+  copy.has_dropped = 0;
+  size_t n = protobuf_c_message_get_packed_size(&copy.base);
+  la_ga_enc_t *e = malloc(sizeof *e + (n ? n : 1));
+  if (!e) {
+    la_log_warnx(
+        "Trace-Set %s cycle %llu: out of memory encoding %zu bytes "
+        "for subscribers",
+        set->app_id, (unsigned long long)set->cycle_tag, n);
+    return NULL;
+  }
+  e->refs = 1;
+  snprintf(e->app, sizeof e->app, "%s", set->app_id);
+  e->tag = set->cycle_tag;
+  e->len = protobuf_c_message_pack(&copy.base, e->data);
+  return e;
+}
+
 static void la__send_set(la_ga_sub_t *s, La__TraceSet *set) {
-  la__send_set_sized(s, set, 0);
+  if (s->sets_version < 2) {
+    la__send_set_sized(s, set, 0);
+    return;
+  }
+  la_ga_enc_t *e = la__encode(set);
+  if (e) la__offer(s, e);
+  la__enc_unref(e);
 }
 
 void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set) {
   ga->st.sets_published++;
   size_t base = 0;
-  for (la_ga_sub_t *s = ga->subs; s; s = s->next)
-    if (s->subscribed && s->live && !s->conn.closing &&
-        (!s->app[0] || !strcmp(s->app, set->app_id))) {
-      if (!base) {
-        set->has_dropped = 0;
-        base = la_frame_size(&set->base);
+  la_ga_enc_t *enc = NULL;
+  int enc_tried = 0;
+  for (la_ga_sub_t *s = ga->subs; s; s = s->next) {
+    if (!s->subscribed || !s->live || s->conn.closing ||
+        (s->app[0] && strcmp(s->app, set->app_id)))
+      continue;
+    if (s->sets_version >= 2) {
+      if (!enc_tried) {
+        enc_tried = 1;
+        enc = la__encode(set);
       }
-      la__send_set_sized(s, set, base);
+      if (enc) la__offer(s, enc);
+      continue;
     }
+    if (!base) {
+      set->has_dropped = 0;
+      base = la_frame_size(&set->base);
+    }
+    la__send_set_sized(s, set, base);
+  }
+  la__enc_unref(enc);
 }
 
 static void la__send_stored(la_ga_sub_t *s, const char *app, uint64_t tag) {
@@ -129,6 +317,8 @@ static void la__subscribe(la_ga_sub_t *s, const La__Subscribe *m) {
   la_ga_t *ga = s->ga;
   s->subscribed = 1;
   s->live = !m->has_live || m->live;
+  s->sets_version = m->has_sets_version ? m->sets_version : 1;
+  s->max_set = m->has_max_set_bytes ? m->max_set_bytes : 0;
   snprintf(s->app, sizeof s->app, "%s", m->app_id ? m->app_id : "");
   la_log_info("subscriber %s: %s%s", s->conn.peer,
               s->app[0] ? s->app : "every application",
@@ -162,7 +352,7 @@ static void la__requested(la_ga_sub_t *s) {
                                      : (uint64_t)s->ga->set.feed_idle_ms);
 }
 
-static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
+static int la__sub_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   switch (type) {
   case LA__MSG_TYPE__MSG_SUBSCRIBE:
@@ -193,13 +383,13 @@ static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
   }
 }
 
-static void la__on_bad(la_conn_t *c, const char *why) {
+static void la__sub_bad(la_conn_t *c, const char *why) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   s->ga->st.bad_frames++;
   la_log_warnx("subscriber connection %s: %s: closing", c->peer, why);
 }
 
-static void la__on_deadline(la_conn_t *c) {
+static void la__sub_deadline(la_conn_t *c) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   if (s->spoke)
     la_log_info("feed connection %s idle for %lld ms: closing", c->peer,
@@ -211,11 +401,12 @@ static void la__on_deadline(la_conn_t *c) {
 }
 
 static const la_conn_ops_t la__ops = {
-  .on_frame = la__on_frame,
-  .on_bad = la__on_bad,
-  .on_deadline = la__on_deadline,
-  .on_close = la__on_close,
-  .on_free = la__on_free,
+    .on_frame = la__sub_frame,
+    .on_bad = la__sub_bad,
+    .on_deadline = la__sub_deadline,
+    .on_close = la__sub_close,
+    .on_free = la__sub_free,
+    .on_written = la__sub_written,
 };
 
 /* la_conn_admission_t.refuse: whether the peer's address already holds
@@ -237,7 +428,7 @@ static const char *la__addr_over_cap(la_conn_t *c) {
 }
 
 /* la_conn_admission_t.on_new: a feed connection of ga, in its list. */
-static void la__on_new(la_conn_t *c, void *owner) {
+static void la__sub_new(la_conn_t *c, void *owner) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   s->ga = owner;
   LA_CONN_LIST_PUSH(s->ga->subs, s);
@@ -252,7 +443,7 @@ void la_ga_feed_accept(la_ga_t *ga, uv_stream_t *server) {
                                  ? ga->set.feed_max_output
                                  : ga->set.sub_queue_bytes),
       .deadline_ms = (uint64_t)ga->set.handshake_ms,
-      .on_new = la__on_new,
+      .on_new = la__sub_new,
       .refuse = la__addr_over_cap,
   };
   if (la_conn_admit(ga->loop, server, &la__ops, &adm, ga))

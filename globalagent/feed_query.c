@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "la_errcodes.h"
+#include "la_errors.h"
 
 /* Sets the reply's status and message; returns status. */
 static int la__status(la_ga_answer_t *a, int status, const char *fmt, ...)
@@ -19,9 +20,8 @@ static int la__status(la_ga_answer_t *a, int status, const char *fmt, ...)
 static int la__status(la_ga_answer_t *a, int status, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(a->message, sizeof a->message, fmt, ap);
+  a->reply.status = la_verrorf(a->message, sizeof a->message, status, fmt, ap);
   va_end(ap);
-  a->reply.status = status;
   a->reply.message = a->message;
   return status;
 }

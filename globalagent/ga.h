@@ -49,6 +49,11 @@ typedef struct la_ga_stats {
   uint64_t sets_complete, sets_partial, sets_evicted;
   uint64_t missing_reported; /* TraceMissing records stored (new) */
   uint64_t invalid; /* compact traces refused by validate.c */
+  /* feed.c: SetNotice sent (a set a subscriber will not get), of them
+   * for being over the subscriber's own max_set_bytes */
+  uint64_t set_notices, sets_over_subscriber_max;
+  /* ingest.c: messages of an application not stitched for stitch.max_apps */
+  uint64_t apps_refused;
 } la_ga_stats_t;
 
 struct la_ga_agent;
@@ -111,6 +116,7 @@ struct la_ga {
   struct la_ga_sub *subs;
   int n_agents, n_subs;
   struct la_ga_app *apps;
+  int n_apps; /* entries of apps, at most set.max_apps */
   int in_txn;
   int txn_failed; /* a statement of the open transaction failed */
   /* Shards (docs/sharding.md): the set the stitcher just asked about, not

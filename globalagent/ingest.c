@@ -81,8 +81,17 @@ static la_ga_app_t *la__app(la_ga_t *ga, const char *app_id) {
   if (la_store_app_ranks_ended(ga->store, app_id, &nprocs, &ended) != 0 ||
       nprocs == 0)
     return NULL;
+  static la_ratelimit_t rl; /* stitch.max_apps refusals' log lines */
+  if (la_conn_share_full(ga->n_apps, ga->set.max_apps, &ga->st.apps_refused,
+                         &rl,
+                         "application %s not stitched: %d applications "
+                         "running (stitch.max_apps = %lld); its messages are "
+                         "stored, as of unknown ranks",
+                         app_id, ga->n_apps, (long long)ga->set.max_apps))
+    return NULL;
   la_ga_app_t *a = calloc(1, sizeof *a);
   if (!a) return NULL;
+  ga->n_apps++;
   snprintf(a->app_id, sizeof a->app_id, "%s", app_id);
   a->nprocs = nprocs;
   a->ended = ended;
@@ -96,6 +105,7 @@ static void la__app_forget(la_ga_t *ga, const char *app_id) {
     if (!strcmp((*p)->app_id, app_id)) {
       la_ga_app_t *a = *p;
       *p = a->next;
+      ga->n_apps--;
       free(a->rank_elements);
       free(a);
       return;

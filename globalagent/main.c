@@ -1,5 +1,7 @@
 /* main.c: la-globalagent, the front-end LA daemon: options, configuration,
- * logging, the fixed start-up order, signals.
+ * logging, the fixed start-up order, signals. The steps both daemons take
+ * alike are common/la_daemon_main.c's; this file says what happens between
+ * them and what a reload or a stop does.
  *
  * Start-up: defaults, the INI file (-c), --section.key=value options;
  * logging; the shared secret (or a warning that any agent is accepted); the
@@ -11,6 +13,7 @@
  * change in place; addresses, the store and the secret need a restart.
  */
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,7 @@
 
 #include "ga.h"
 #include "la_daemon.h"
+#include "la_daemon_main.h"
 #include "la_log.h"
 #include "la_metrics_http.h"
 #include "la_notify.h"
@@ -25,29 +29,11 @@
 
 static const char *la__me = "la-globalagent";
 
-static void la__usage(FILE *f) {
-  fprintf(f,
-          "usage: la-globalagent [-c FILE] [--check-config] "
-          "[--SECTION.KEY=VALUE ...]\n"
-          "       la-globalagent --help | --version\n\n"
-          "The LA GlobalAgent: receives compact traces from the LocalAgents, "
-          "stitches\nthem into Trace-Sets (all ranks of one application "
-          "cycle), stores them in\nSQLite and streams them to subscribers. "
-          "See docs/globalagent.md.\n\n"
-          "  -c, --config FILE   INI configuration file\n"
-          "  --check-config      print the effective configuration and exit\n"
-          "  --help, --version\n\nSettings (also INI keys "
-          "'[section] key = value'):\n");
-  la_cfg_help(la_ga_keys, f);
-}
-
-static int la__configure(int argc, char **argv, la_ga_settings_t *set,
-                         char *config_path, size_t cp_len) {
-  int bad = la_daemon_configure(la__me, la_ga_keys, set, argc, argv,
-                                config_path, cp_len) != 0;
-  int level;
-  if (la_daemon_log_settings(la__me, set->log_target, set->log_level, &level))
-    bad = 1;
+/* la_daemon_def_t.validate: what the key table cannot check. Returns 0, or
+ * -1 after printing every problem. */
+static int la__validate(const void *setp) {
+  const la_ga_settings_t *set = setp;
+  int bad = 0;
   if (!la_daemon_addr_ok(set->agent_listen, 1)) {
     fprintf(stderr, "%s: agents.listen '%s' is not host:port\n", la__me,
             set->agent_listen);
@@ -67,10 +53,10 @@ static int la__configure(int argc, char **argv, la_ga_settings_t *set,
 }
 
 /* --check-config beyond syntax: the secret, the store's directory and the
- * directories of the pid and port files, as the user who runs it. Prints
- * the configuration and returns 0, or returns 2 after naming each
- * problem. */
-static int la__check(const la_ga_settings_t *s) {
+ * directories of the pid and port files, as the user who runs it. Returns
+ * 0, or -1 after naming each problem. */
+static int la__check(const void *sp) {
+  const la_ga_settings_t *s = sp;
   int bad = 0;
   if (s->secret_file[0] &&
       la_daemon_check_secret(la__me, "agents.secret_file", s->secret_file))
@@ -87,23 +73,14 @@ static int la__check(const la_ga_settings_t *s) {
   if (s->feed_port_file[0] &&
       la_daemon_check_file_dir(la__me, "feed.port_file", s->feed_port_file))
     bad = 1;
-  if (bad) {
-    fprintf(stderr, "%s: configuration has errors (above)\n", la__me);
-    return 2;
-  }
-  la_daemon_print_config(la__me, la_ga_keys, s);
-  return 0;
+  return bad ? -1 : 0;
 }
 
 static la_ga_t la__ga; /* the daemon's one instance, owned here */
-static int la__argc;
-static char **la__argv;
+static const la_daemon_def_t la__def;
 
-static void la__close_walk(uv_handle_t *h, void *arg) {
-  if (!uv_is_closing(h)) uv_close(h, NULL);
-}
-
-static void la__stop(la_ga_t *ga) {
+static void la__stop(void *daemon) {
+  la_ga_t *ga = daemon;
   if (ga->draining) return;
   ga->draining = 1;
   la_notify_stopping("committing what was received");
@@ -113,28 +90,21 @@ static void la__stop(la_ga_t *ga) {
   la_ga_commit(ga); /* acks go out before the connections close */
   la_ga_agent_ops.close_all(ga, "GlobalAgent shutdown");
   la_ga_feed_close_all(ga, "GlobalAgent shutdown");
-  uv_walk(ga->loop, la__close_walk, NULL);
+  la_daemon_close_all(ga->loop);
 }
 
-static void la__reload(la_ga_t *ga) {
+static void la__reload(void *daemon) {
+  la_ga_t *ga = daemon;
   la_ga_settings_t n;
   char path[512];
-  la_notify_reloading();
-  if (la__configure(la__argc, la__argv, &n, path, sizeof path) != 0) {
-    la_log_warnx("SIGHUP: configuration has errors (above); keeping the "
-                 "current one");
-    la_notify_ready("configuration has errors: kept the current one");
-    return;
-  }
+  if (la_daemon_reload_begin(&la__def, &n, path, sizeof path) != 0) return;
   if (strcmp(n.agent_listen, ga->set.agent_listen) ||
       strcmp(n.feed_listen, ga->set.feed_listen) || strcmp(n.db, ga->set.db) ||
       strcmp(n.db_url, ga->set.db_url) ||
       strcmp(n.secret_file, ga->set.secret_file))
-    la_log_warnx("SIGHUP: listen addresses, store.path and secret_file "
-                 "changes need a restart");
-  int level = LA_LOG_INFO;
-  la_log_level_parse(n.log_level, &level);
-  la_log_init(la__me, n.log_target, level);
+    la_log_warnx(
+        "SIGHUP: listen addresses, store.path and secret_file "
+        "changes need a restart");
   ga->set.max_agents = n.max_agents;
   ga->set.max_subscribers = n.max_subscribers;
   ga->set.agent_max_frame = n.agent_max_frame;
@@ -152,46 +122,56 @@ static void la__reload(la_ga_t *ga) {
   ga->set.max_open_sets = n.max_open_sets;
   ga->set.batch_max = n.batch_max;
   la_stitch_set_max_open(ga->stitch, (size_t)n.max_open_sets);
-  la_log_info("SIGHUP: configuration reloaded%s%s", path[0] ? " from " : "",
-              path);
-  la_notify_ready("configuration reloaded");
+  la_daemon_reload_done(path);
 }
 
-static void la__on_signal(uv_signal_t *h, int signum) {
-  la_ga_t *ga = h->data;
-  if (signum == SIGHUP) la__reload(ga);
-  else la__stop(ga);
-}
+/* One listening port's admission: its connections open and their cap, the
+ * refusals' counter and log rate limit, and how a connection is taken in. */
+typedef struct {
+  const char *who, *section; /* "LocalAgent", "agents" (the log line) */
+  int *open;
+  int64_t *cap;
+  uint64_t *refused;
+  la_ratelimit_t rl;
+  void (*accept)(la_ga_t *ga, uv_stream_t *server);
+} la__port_t;
 
 /* Admission: beyond a port's max_connections a connection is accepted and
  * closed at once, counted, and logged at most once a second; the share of
  * one address is checked by agents.c and feed.c once the peer is known. */
-static void la__on_agent(uv_stream_t *server, int status) {
-  static la_ratelimit_t rl; /* this function's: refusal log lines */
-  la_ga_t *ga = server->data;
+static void la__admit(la_ga_t *ga, la__port_t *p, uv_stream_t *server,
+                      int status) {
   if (status < 0) return;
-  if (la_conn_share_full(ga->n_agents, ga->set.max_agents,
-                         &ga->st.agents_refused, &rl,
-                         "LocalAgent connection refused: %d open "
-                         "(agents.max_connections = %lld)",
-                         ga->n_agents, (long long)ga->set.max_agents))
+  if (la_conn_share_full(*p->open, *p->cap, p->refused, &p->rl,
+                         "%s connection refused: %d open "
+                         "(%s.max_connections = %lld)",
+                         p->who, *p->open, p->section, (long long)*p->cap))
     la_refuse_connection(ga->loop, server);
   else
-    la_ga_agent_accept(ga, server);
+    p->accept(ga, server);
+}
+
+static la__port_t la__agents_port = {"LocalAgent",
+                                     "agents",
+                                     &la__ga.n_agents,
+                                     &la__ga.set.max_agents,
+                                     &la__ga.st.agents_refused,
+                                     {0, 0},
+                                     la_ga_agent_accept};
+static la__port_t la__feed_port = {"feed",
+                                   "feed",
+                                   &la__ga.n_subs,
+                                   &la__ga.set.max_subscribers,
+                                   &la__ga.st.subs_refused,
+                                   {0, 0},
+                                   la_ga_feed_accept};
+
+static void la__on_agent(uv_stream_t *server, int status) {
+  la__admit(server->data, &la__agents_port, server, status);
 }
 
 static void la__on_sub(uv_stream_t *server, int status) {
-  static la_ratelimit_t rl; /* this function's: refusal log lines */
-  la_ga_t *ga = server->data;
-  if (status < 0) return;
-  if (la_conn_share_full(ga->n_subs, ga->set.max_subscribers,
-                         &ga->st.subs_refused, &rl,
-                         "feed connection refused: %d open "
-                         "(feed.max_connections = %lld)",
-                         ga->n_subs, (long long)ga->set.max_subscribers))
-    la_refuse_connection(ga->loop, server);
-  else
-    la_ga_feed_accept(ga, server);
+  la__admit(server->data, &la__feed_port, server, status);
 }
 
 static int la__listen(la_ga_t *ga, uv_tcp_t *tcp, const char *what,
@@ -214,21 +194,27 @@ static int la__listen(la_ga_t *ga, uv_tcp_t *tcp, const char *what,
   return 0;
 }
 
+static const la_daemon_def_t la__def = {
+    "la-globalagent",
+    LA_GA_VERSION,
+
+    "The LA GlobalAgent: receives compact traces from the LocalAgents, "
+    "stitches\nthem into Trace-Sets (all ranks of one application "
+    "cycle), stores them in\nSQLite and streams them to subscribers. "
+    "See docs/globalagent.md.",
+    la_ga_keys,
+    la__validate,
+    la__check,
+    offsetof(la_ga_settings_t, log_target),
+    offsetof(la_ga_settings_t, log_level),
+    la__reload,
+    la__stop};
+
 int main(int argc, char **argv) {
   la_ga_t *ga = &la__ga;
-  la__argc = argc;
-  la__argv = argv;
-  int check, rc = la_daemon_early_args(argc, argv, LA_GA_VERSION, la__usage, &check);
+  int rc = la_daemon_begin(&la__def, argc, argv, &ga->set, ga->config_path,
+                           sizeof ga->config_path);
   if (rc >= 0) return rc;
-  if (la__configure(argc, argv, &ga->set, ga->config_path,
-                    sizeof ga->config_path) != 0)
-    return 2;
-  if (check) return la__check(&ga->set);
-  int level = LA_LOG_INFO;
-  la_log_level_parse(ga->set.log_level, &level);
-  la_log_init(la__me, ga->set.log_target, level);
-  signal(SIGPIPE, SIG_IGN);
-  la_daemon_process_setup(); /* umask 077: private files */
   ga->loop = uv_default_loop();
   ga->start_ms = la_now_ms();
   if (la_auth_init() != 0) {
@@ -243,8 +229,9 @@ int main(int argc, char **argv) {
     }
     ga->have_key = 1;
   } else {
-    la_log_warnx("agents.secret_file is not set: any LocalAgent that "
-                 "connects is accepted and the link is NOT encrypted");
+    la_log_warnx(
+        "agents.secret_file is not set: any LocalAgent that "
+        "connects is accepted and the link is NOT encrypted");
   }
   char why[600];
   if (la_ga_ingest_start(ga, &la_ga_agent_ops, why, sizeof why) != 0) {
@@ -269,25 +256,19 @@ int main(int argc, char **argv) {
     la_ga_ingest_stop(ga);
     return 1;
   }
-  if (ga->set.pid_file[0] &&
-      la_daemon_write_number(ga->set.pid_file, (long)getpid()) != 0)
-    la_log_warn("cannot write pid_file %s", ga->set.pid_file);
-  la_uv_signals(ga->loop, ga->sigs, la__on_signal, ga);
+  la_daemon_signals(&la__def, ga, ga->loop, ga->sigs, ga->set.pid_file);
   la_log_info("%s ready (pid %d, store %s, stitch timeout %lld ms)",
               LA_GA_VERSION, (int)getpid(),
               ga->set.db_url[0] ? "PostgreSQL (store.url)" : ga->set.db,
               (long long)ga->set.set_timeout_ms);
   char st[600];
-  snprintf(st, sizeof st, "agents on %.250s, feed on %.250s",
-           ga->agent_bound, ga->feed_bound);
-  la_notify_start(ga->loop);
-  la_notify_ready(st);
-  uv_run(ga->loop, UV_RUN_DEFAULT);
+  snprintf(st, sizeof st, "agents on %.250s, feed on %.250s", ga->agent_bound,
+           ga->feed_bound);
+  la_daemon_run(ga->loop, st);
   la_ga_metrics_stop(ga);
   uv_loop_close(ga->loop);
   la_ga_ingest_stop(ga);
   la_auth_key_wipe(&ga->key);
-  if (ga->set.pid_file[0]) unlink(ga->set.pid_file);
-  la_log_info("stopped");
+  la_daemon_end(ga->set.pid_file);
   return 0;
 }

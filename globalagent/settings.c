@@ -42,6 +42,10 @@ const la_cfg_key_t la_ga_keys[] = {
   N("feed", "queue_bytes", LA_CFG_SIZE, sub_queue_bytes, "64M", 0,
     1099511627776.0, "bytes queued to one subscriber before sets are dropped "
     "for it (counted and reported to it)"),
+  N("feed", "part_bytes", LA_CFG_SIZE, feed_part_bytes, "1M", 4096,
+    16777216.0, "largest frame of a Trace-Set sent in parts (to subscribers "
+    "that take parts: libla_client); a set of any size streams in frames "
+    "of this size"),
   N("feed", "max_connections_per_address", LA_CFG_INT, feed_max_per_addr,
     "64", 1, 65536, "feed connections from one address"),
   N("feed", "handshake_max_frame", LA_CFG_SIZE, feed_handshake_max_frame,
@@ -56,6 +60,10 @@ const la_cfg_key_t la_ga_keys[] = {
     "a Trace-Set still missing ranks after this closes as partial"),
   N("stitch", "max_open_sets", LA_CFG_INT, max_open_sets, "100000", 1,
     100000000, "open Trace-Sets kept; beyond, the oldest closes as partial"),
+  N("stitch", "max_apps", LA_CFG_INT, max_apps, "10000", 1, 1000000,
+    "applications stitched at once (ranks started, not all ended); the "
+    "messages of one more are stored but not stitched, counted in "
+    "apps_refused"),
   N("stitch", "closed_cache", LA_CFG_INT, closed_cache, "65536", 1, 16777216,
     "closed Trace-Set keys remembered in memory (older ones are looked up "
     "in the store); read at start"),

@@ -25,6 +25,7 @@ typedef struct la_ga_settings {
   int64_t max_subscribers;
   uint64_t feed_max_frame;
   uint64_t sub_queue_bytes;
+  uint64_t feed_part_bytes;           /* frames of a set sent in parts */
   int64_t feed_max_per_addr;          /* feed connections of one address */
   uint64_t feed_handshake_max_frame;  /* frames before a valid request */
   uint64_t feed_max_output;           /* bytes queued to one connection */
@@ -32,6 +33,7 @@ typedef struct la_ga_settings {
   /* [stitch] */
   int64_t set_timeout_ms;
   int64_t max_open_sets;
+  int64_t max_apps; /* applications stitched at once */
   int64_t closed_cache; /* closed keys remembered in memory (read at start) */
   uint64_t publish_memory; /* open sets' traces held for publishing */
   uint64_t max_open_memory; /* open sets' bookkeeping (bitmaps) at most */

@@ -1,8 +1,8 @@
 /* store.c: the GlobalAgent's store (see store.h and docs/storage.md for the
  * schema and its rules), an embedded SQLite file or a PostgreSQL database
  * (store_db.h, docs/sharding.md): opening and closing it,
- * transactions (group commit) and the helpers the other store files share
- * (store_internal.h).
+ * transactions (group commit) and the batch helpers the other store files
+ * share (store_internal.h; the error helpers are store_errors.c's).
  *
  * Every statement is prepared once at open and cached in the store; writes
  * run inside the caller's batch (group commit) or in a transaction of their
@@ -16,7 +16,6 @@
  */
 #include "store.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,36 +26,6 @@
 /* ---------------------------------------------------------------- helpers */
 
 /* Contracts of the shared helpers: store_internal.h. */
-
-int la__store_sqlerr(la_store_t *s, const char *what) {
-  la__store_fmt(s->err, sizeof s->err, "%s: %s", what, la_db_errmsg(s->db));
-  if (s->in_batch) s->failed = 1;
-  return LA_EIO;
-}
-
-int la__store_corrupt(la_store_t *s, const char *fmt, ...) {
-  int k = snprintf(s->err, sizeof s->err, "corrupt database: ");
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(s->err + k, sizeof s->err - (size_t)k, fmt, ap);
-  va_end(ap);
-  return LA_EIO;
-}
-
-int la__store_no_app(la_store_t *s, int rc, const char *app_id,
-                     const char *what) {
-  if (rc != LA_DB_DONE) return la__store_sqlerr(s, what);
-  la__store_fmt(s->err, sizeof s->err, "no application %s", app_id);
-  return LA_ENOTFOUND;
-}
-
-int la__store_run(la_store_t *s, la_db_stmt_t *st, const char *what) {
-  int rc = la_db_step(st);
-  int r = 0;
-  if (rc != LA_DB_DONE && rc != LA_DB_ROW) r = la__store_sqlerr(s, what);
-  la_db_reset(st);
-  return r;
-}
 
 int la__store_wbegin(la_store_t *s, int *own) {
   *own = 0;

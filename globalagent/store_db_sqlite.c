@@ -199,8 +199,11 @@ int la__db_sqlite_open(const char *url, int flags, la_db_t **out, char *why,
              url, (unsigned long long)appid);
     goto fail;
   }
-  char mode[32] = "";
-  if (la__sq_pragma(db->h, "PRAGMA journal_mode = WAL", NULL, mode,
+  /* Read-only (lactl --db): the file's journal mode as it is (a copy in
+   * rollback mode cannot be switched, nor needs to be). */
+  char mode[32] = "wal";
+  if (sqlite3_db_readonly(db->h, "main") != 1 &&
+      la__sq_pragma(db->h, "PRAGMA journal_mode = WAL", NULL, mode,
                     sizeof mode) < 0) {
     snprintf(why, n, "%s: %s", url, sqlite3_errmsg(db->h));
     goto fail;

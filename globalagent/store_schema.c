@@ -8,10 +8,24 @@
  * the statements that read and write the tables (store_sql.c).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "la.h"
 #include "la_time.h"
 #include "store_internal.h"
+
+/* The columns of one compacted series: its encoding, the exact statistics
+ * of its true values and the error the encoding achieved (a trace's main
+ * series, and each channel's). */
+#define LA__SERIES_COLUMNS         \
+  "  segments BLOB NOT NULL,"      \
+  "  stat_count INTEGER NOT NULL," \
+  "  stat_sum REAL,"               \
+  "  stat_min REAL,"               \
+  "  stat_max REAL,"               \
+  "  err_max_abs REAL,"            \
+  "  err_rmse REAL,"               \
+  "  err_cv REAL,"
 
 static const char la__schema_sql[] =
     "CREATE TABLE schema_version ("
@@ -54,15 +68,7 @@ static const char la__schema_sql[] =
     "  cycle_tag INTEGER NOT NULL,"
     "  rank INTEGER NOT NULL,"
     "  n_elements INTEGER NOT NULL,"
-    "  mode INTEGER NOT NULL,"
-    "  segments BLOB NOT NULL,"
-    "  stat_count INTEGER NOT NULL,"
-    "  stat_sum REAL,"
-    "  stat_min REAL,"
-    "  stat_max REAL,"
-    "  err_max_abs REAL,"
-    "  err_rmse REAL,"
-    "  err_cv REAL,"
+    "  mode INTEGER NOT NULL," LA__SERIES_COLUMNS
     "  t_xfer_ns INTEGER,"
     "  rank_seq INTEGER,"
     "  seq INTEGER NOT NULL,"
@@ -148,15 +154,7 @@ static const char la__channels_sql[] =
     "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
     "  cycle_tag INTEGER NOT NULL,"
     "  rank INTEGER NOT NULL,"
-    "  channel INTEGER NOT NULL,"
-    "  segments BLOB NOT NULL,"
-    "  stat_count INTEGER NOT NULL,"
-    "  stat_sum REAL,"
-    "  stat_min REAL,"
-    "  stat_max REAL,"
-    "  err_max_abs REAL,"
-    "  err_rmse REAL,"
-    "  err_cv REAL,"
+    "  channel INTEGER NOT NULL," LA__SERIES_COLUMNS
     "  robust_segments BLOB,"
     "  robust_count INTEGER,"
     "  robust_sum REAL,"
@@ -260,27 +258,79 @@ static const la__dialect_t la__pg_dialect = {
     " current_schema()",
     "BEGIN; SELECT pg_advisory_xact_lock(1279346481)", "SELECT %d;"};
 
-/* The tables added after version 1, created in place when missing. */
+/* The tables added after version 1, in the order they were added. */
+static const struct {
+  const char *sql, *what;
+} la__added[] = {
+    {la__missing_sql, "adding the missing table"},
+    {la__robust_sql, "adding the robust and rank_fidelity tables"},
+    {la__channels_sql, "adding the rank_channels and channel_traces tables"},
+    {la__numbering_sql, "adding the element_ids and rank_grid tables"},
+    {la__history_sql, "adding the history table"},
+};
+
+#define LA__CREATE "CREATE TABLE IF NOT EXISTS "
+#define LA__CREATE_TEMP "CREATE TEMP TABLE IF NOT EXISTS "
+#define LA__FK " REFERENCES apps(app_id)"
+
+/* A read-only SQLite store (lactl --db) written before the tables of sql
+ * existed cannot gain them, yet every statement must prepare: they are
+ * created empty in the connection's own temporary schema (a read-only
+ * connection may), which the store's statements then read as it had no
+ * rows (without their foreign key: the parent of a temporary table must be
+ * temporary too). Only when the file lacks them: a temporary table of the
+ * same name would hide the file's. 0 or LA_EIO. */
+static int la__store_add_temp(la_db_t *db, const char *sql, const char *path,
+                              char *why, size_t n) {
+  char name[64], q[160], tmp[2048];
+  const char *p = strstr(sql, LA__CREATE);
+  size_t k = p ? strcspn(p + strlen(LA__CREATE), " (") : 0;
+  if (!p || k == 0 || k >= sizeof name) return 0;
+  memcpy(name, p + strlen(LA__CREATE), k);
+  name[k] = 0;
+  snprintf(q, sizeof q,
+           "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+           " AND name = '%s'",
+           name);
+  int64_t have = 0;
+  if (la__store_query1(db, q, &have, NULL, 0) < 0) {
+    la__store_fmt(why, n, "%s: %s", path, la_db_errmsg(db));
+    return LA_EIO;
+  }
+  if (have) return 0;
+  size_t o = 0;
+  for (p = sql; *p && o + sizeof LA__CREATE_TEMP < sizeof tmp;) {
+    if (!strncmp(p, LA__CREATE, strlen(LA__CREATE))) {
+      memcpy(tmp + o, LA__CREATE_TEMP, strlen(LA__CREATE_TEMP));
+      o += strlen(LA__CREATE_TEMP);
+      p += strlen(LA__CREATE);
+    } else if (!strncmp(p, LA__FK, strlen(LA__FK))) {
+      p += strlen(LA__FK); /* a temporary table's parent must be one too */
+    } else {
+      tmp[o++] = *p++;
+    }
+  }
+  if (*p) { /* cannot happen: the schema's statements are short */
+    la__store_fmt(why, n, "%s: the %s table's statement is too long", path,
+                  name);
+    return LA_EIO;
+  }
+  tmp[o] = 0;
+  return la__store_exec(db, tmp, why, n, path,
+                        "reading without the tables added later");
+}
+
+/* The tables added after version 1, created in place when missing; in a
+ * read-only SQLite store, as empty temporary tables. */
 static int la__store_add_tables(la_db_t *db, const char *path, char *why,
                                 size_t n) {
-  if (la__store_exec(db, la__missing_sql, why, n, path,
-                     "adding the missing table"))
-    return LA_EIO;
-  if (la__store_exec(db, la__robust_sql, why, n, path,
-                     "adding the robust and rank_fidelity tables"))
-    return LA_EIO;
-  /* A store opened read-only (lactl --db) that predates the tables below
-   * cannot gain them: it reads without them (store_numbering.c,
-   * store_load.c). */
-  if (la_db_readonly(db)) return 0;
-  if (la__store_exec(db, la__channels_sql, why, n, path,
-                     "adding the rank_channels and channel_traces tables"))
-    return LA_EIO;
-  if (la__store_exec(db, la__numbering_sql, why, n, path,
-                     "adding the element_ids and rank_grid tables"))
-    return LA_EIO;
-  return la__store_exec(db, la__history_sql, why, n, path,
-                        "adding the history table");
+  int ro = la_db_readonly(db);
+  for (size_t i = 0; i < sizeof la__added / sizeof la__added[0]; i++)
+    if (ro ? la__store_add_temp(db, la__added[i].sql, path, why, n)
+           : la__store_exec(db, la__added[i].sql, why, n, path,
+                            la__added[i].what))
+      return LA_EIO;
+  return 0;
 }
 
 int la__store_schema(la_db_t *db, const char *path, char *why, size_t n) {

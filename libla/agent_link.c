@@ -102,8 +102,7 @@ int la__link_send(la__link_t *l, uint16_t type, const void *msg) {
                               LA__OUTBOX_MAX - l->out_len);
   if (n < 0) {
     /* 64 KiB of notifications the agent has not read: it is stuck. */
-    return la__error(LA_EAGENTLOST,
-                     "LocalAgent stopped reading notifications");
+    return la__error(LA_EAGENTLOST, "LocalAgent stopped reading notifications");
   }
   l->out_len += (size_t)n;
   return la__flush(l);

@@ -19,13 +19,14 @@ _Static_assert(LA_MAX_CHANNELS == LA_MAX_CHANNELS_WIRE &&
                "one channel limit everywhere");
 
 static struct {
+  int frozen; /* LA_register was called (la__channels_freeze) */
   uint32_t n;
   char name[LA_MAX_CHANNELS][LA_MAX_CHANNEL_NAME + 1];
   const char *ptr[LA_MAX_CHANNELS];
 } la__ch;
 
 LA_EXPORT int LA_channel(const char *name) {
-  if (!la__lifecycle_idle())
+  if (la__ch.frozen)
     return la__error(LA_ESTATE,
                      "LA_channel after LA_register (declare "
                      "channels before it)");
@@ -54,6 +55,10 @@ LA_EXPORT int LA_channel(const char *name) {
 uint32_t la__channels(const char *const **names) {
   if (names) *names = la__ch.ptr;
   return la__ch.n;
+}
+
+void la__channels_freeze(void) {
+  la__ch.frozen = 1;
 }
 
 void la__channels_reset(void) {

@@ -18,9 +18,13 @@ static int la__rank = -1;
 static uint32_t la__seen[32]; /* hashes of messages already printed */
 static pthread_mutex_t la__mu = PTHREAD_MUTEX_INITIALIZER;
 
-LA_EXPORT const char *LA_strerror(int code) { return la_strerror(code); }
+LA_EXPORT const char *LA_strerror(int code) {
+  return la_strerror(code);
+}
 
-LA_EXPORT const char *LA_lastError(void) { return la__last; }
+LA_EXPORT const char *LA_lastError(void) {
+  return la__last;
+}
 
 void la__set_verbose(int verbose, int rank) {
   la__verbose = verbose;

@@ -69,8 +69,8 @@ static __thread long la__f_tile[3] __attribute__((tls_model("initial-exec")));
 
 /* ------------------------------------------------------------ lifecycle */
 
-LA_EXPORT int la_f_register(const char *name, size_t len, int rank,
-                            int nprocs, long n_elements) {
+LA_EXPORT int la_f_register(const char *name, size_t len, int rank, int nprocs,
+                            long n_elements) {
   char buf[LA__FSTR_MAX + 1];
   int rc = la__fstr(buf, name, len, "application name");
   return rc ? rc : LA_register(buf, rank, nprocs, n_elements);
@@ -86,39 +86,48 @@ LA_EXPORT int la_f_register_grid(const char *name, size_t len, int rank,
 
 /* ------------------------------------------------------------- settings */
 
-LA_EXPORT int la_f_set_metric(const char *s, size_t len) {
+/* Passes the Fortran string s (len bytes; what names it in an error) to
+ * the C setter set. */
+static int la__fset(const char *s, size_t len, const char *what,
+                    int (*set)(const char *)) {
   char buf[LA__FSTR_MAX + 1];
-  int rc = la__fstr(buf, s, len, "metric");
-  return rc ? rc : LA_setMetric(buf);
+  int rc = la__fstr(buf, s, len, what);
+  return rc ? rc : set(buf);
+}
+
+LA_EXPORT int la_f_set_metric(const char *s, size_t len) {
+  return la__fset(s, len, "metric", LA_setMetric);
 }
 
 LA_EXPORT int la_f_set_agent(const char *s, size_t len) {
-  char buf[LA__FSTR_MAX + 1];
-  int rc = la__fstr(buf, s, len, "agent address");
-  return rc ? rc : LA_setAgent(buf);
+  return la__fset(s, len, "agent address", LA_setAgent);
 }
 
 LA_EXPORT int la_f_set_compaction(const char *s, size_t len) {
-  char buf[LA__FSTR_MAX + 1];
-  int rc = la__fstr(buf, s, len, "compaction spec");
-  return rc ? rc : LA_setCompaction(buf);
+  return la__fset(s, len, "compaction spec", LA_setCompaction);
 }
 
 LA_EXPORT int la_f_set_app_id(const char *s, size_t len) {
-  char buf[LA__FSTR_MAX + 1];
-  int rc = la__fstr(buf, s, len, "application id");
-  return rc ? rc : LA_setAppId(buf);
+  return la__fset(s, len, "application id", LA_setAppId);
 }
 
 /* ------------------------------------------------------------- hot path
  * e - 1 is computed in unsigned arithmetic so that e = 0 (or the most
  * negative value) becomes an out-of-range index, never undefined behaviour. */
-#define LA__ZB(e) ((long)((unsigned long)(long)(e) - 1ul))
+#define LA__ZB(e) ((long)((unsigned long)(long)(e)-1ul))
 
-LA_EXPORT void la_f_start_probe_i4(int32_t e) { (void)LA_startProbe(LA__ZB(e)); }
-LA_EXPORT void la_f_stop_probe_i4(int32_t e) { (void)LA_stopProbe(LA__ZB(e)); }
-LA_EXPORT void la_f_start_probe_i8(int64_t e) { (void)LA_startProbe(LA__ZB(e)); }
-LA_EXPORT void la_f_stop_probe_i8(int64_t e) { (void)LA_stopProbe(LA__ZB(e)); }
+LA_EXPORT void la_f_start_probe_i4(int32_t e) {
+  (void)LA_startProbe(LA__ZB(e));
+}
+LA_EXPORT void la_f_stop_probe_i4(int32_t e) {
+  (void)LA_stopProbe(LA__ZB(e));
+}
+LA_EXPORT void la_f_start_probe_i8(int64_t e) {
+  (void)LA_startProbe(LA__ZB(e));
+}
+LA_EXPORT void la_f_stop_probe_i8(int64_t e) {
+  (void)LA_stopProbe(LA__ZB(e));
+}
 
 LA_EXPORT void la_f_start_cell_i4(int32_t i, int32_t j, int32_t k) {
   (void)LA_startCell(LA__CI(i, 0), LA__CI(j, 1), LA__CI(k, 2));
@@ -140,7 +149,9 @@ LA_EXPORT int la_f_stop_range(long first, long count) {
   return LA_stopRange(LA__ZB(first), count);
 }
 
-LA_EXPORT bool la_f_is_profiling(void) { return LA_isProfiling() != 0; }
+LA_EXPORT bool la_f_is_profiling(void) {
+  return LA_isProfiling() != 0;
+}
 
 /* ------------------------------------------------------------- channels */
 

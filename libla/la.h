@@ -241,13 +241,19 @@ LA_EXPORT uint64_t la__clock_ns(void);
 #define LA__UNLIKELY(x) (x)
 #endif
 
+#if defined(__x86_64__) || defined(__i386__)
+/* The time-stamp counter: the probes' clock where it is invariant (libla's
+ * timer.c reads it the same way to calibrate). */
+static inline uint64_t la__rdtsc(void) {
+  uint32_t lo, hi;
+  __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+  return ((uint64_t)hi << 32) | lo;
+}
+#endif
+
 static inline uint64_t la__now(void) {
 #if defined(__x86_64__) || defined(__i386__)
-  if (LA__LIKELY(la__hot.tsc)) {
-    uint32_t lo, hi;
-    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-    return ((uint64_t)hi << 32) | lo;
-  }
+  if (LA__LIKELY(la__hot.tsc)) return la__rdtsc();
 #endif
   return la__clock_ns();
 }
@@ -353,23 +359,24 @@ static inline int LA_isProfiling(void) { return la__hot.limit != 0; }
  * (after LA_register). */
 LA_EXPORT int LA_channel(const char *name);
 
+/* The body of LA_startProbeC and LA_stopProbeC: stop is a constant where
+ * it is inlined, so each compiles to the straight code of its own probe. */
+static inline int la__probe_c(int stop, int ch, long e) {
+  uint64_t lim = la__hot.limit;
+  if (LA__UNLIKELY(lim == 0)) return 0;
+  if (LA__UNLIKELY((uint64_t)e >= lim ||
+                   (uint32_t)ch >= la__hot.n_channels))
+    return la__probe_channel_error(ch, e);
+  uint64_t at = (uint64_t)(uint32_t)ch * lim + (uint64_t)e;
+  return stop ? la__stop_at(e, at) : la__start_at(e, at);
+}
 /* Start / stop measuring element e in channel ch (an id LA_channel
  * returned). An id not declared counts as an out-of-range probe. */
 static inline int LA_startProbeC(int ch, long e) {
-  uint64_t lim = la__hot.limit;
-  if (LA__UNLIKELY(lim == 0)) return 0;
-  if (LA__UNLIKELY((uint64_t)e >= lim ||
-                   (uint32_t)ch >= la__hot.n_channels))
-    return la__probe_channel_error(ch, e);
-  return la__start_at(e, (uint64_t)(uint32_t)ch * lim + (uint64_t)e);
+  return la__probe_c(0, ch, e);
 }
 static inline int LA_stopProbeC(int ch, long e) {
-  uint64_t lim = la__hot.limit;
-  if (LA__UNLIKELY(lim == 0)) return 0;
-  if (LA__UNLIKELY((uint64_t)e >= lim ||
-                   (uint32_t)ch >= la__hot.n_channels))
-    return la__probe_channel_error(ch, e);
-  return la__stop_at(e, (uint64_t)(uint32_t)ch * lim + (uint64_t)e);
+  return la__probe_c(1, ch, e);
 }
 static inline int LA_startCellC(int ch, long i, long j, long k) {
   if (LA__UNLIKELY(la__hot.limit == 0)) return 0;

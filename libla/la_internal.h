@@ -40,13 +40,13 @@ LA__HIDDEN void la__info(const char *fmt, ...)
 
 /* -------------------------------------------------------------- settings */
 typedef struct la__settings {
-  int period;             /* profile every Nth cycle, >= 1 */
+  int period;                  /* profile every Nth cycle, >= 1 */
   char metric[LA__METRIC_LEN]; /* "time", "cycles", "instructions",
                                   "papi:EVENT", "custom" */
-  int policy;             /* LA_POLICY_WAIT or LA_POLICY_SKIP */
-  int n_buffers;          /* 2..16 */
-  char agent[256];        /* host:port of the LocalAgent */
-  char compact[256];      /* compaction spec, "" = agent's default */
+  int policy;                  /* LA_POLICY_WAIT or LA_POLICY_SKIP */
+  int n_buffers;               /* 2..16 */
+  char agent[256];             /* host:port of the LocalAgent */
+  char compact[256];           /* compaction spec, "" = agent's default */
   char app_id[LA_MAX_APP_ID + 1];
   int verbose;
   int disabled;
@@ -68,9 +68,9 @@ LA__HIDDEN int la__settings_enabled(void); /* LA_enable/LA_disable */
 
 /* ----------------------------------------------------------------- timer */
 typedef struct la__timer {
-  int tsc;               /* reads the TSC */
-  uint64_t ticks0;       /* calibration start, ticks */
-  uint64_t ns0;          /* calibration start, CLOCK_MONOTONIC_RAW ns */
+  int tsc;         /* reads the TSC */
+  uint64_t ticks0; /* calibration start, ticks */
+  uint64_t ns0;    /* calibration start, CLOCK_MONOTONIC_RAW ns */
   double ns_per_tick;
 } la__timer_t;
 
@@ -99,8 +99,8 @@ typedef struct la__ipc {
   uint32_t n_buffers;
   uint64_t n_elements;
   uint32_t n_channels;
-  uint64_t size;  /* bytes mapped */
-  int shm_marked; /* IPC_RMID done on the segment */
+  uint64_t size;   /* bytes mapped */
+  int shm_marked;  /* IPC_RMID done on the segment */
   uint32_t layout; /* the header's version (LA_SHM_VERSION, or 3) */
   int weights;     /* the segment has the weights area */
 } la__ipc_t;
@@ -142,7 +142,7 @@ LA__HIDDEN void la__ipc_destroy(la__ipc_t *ipc);
 /* ------------------------------------------------------------ agent link */
 typedef struct la__link {
   int fd;
-  uint8_t *outbox;   /* bytes of notifications not yet written */
+  uint8_t *outbox; /* bytes of notifications not yet written */
   size_t out_len;
 } la__link_t;
 
@@ -213,21 +213,17 @@ LA__HIDDEN void la__probe_reset(void);
 /* The channels declared so far (LA_channel): their count (0: none) and
  * names (static storage, valid until la__channels_reset). */
 LA__HIDDEN uint32_t la__channels(const char *const **names);
-/* Forgets the declared channels (LA_finalize). */
+/* Closes the declarations (LA_register, whatever its outcome): LA_channel
+ * is refused until la__channels_reset. */
+LA__HIDDEN void la__channels_freeze(void);
+/* Forgets the declared channels and opens the declarations again
+ * (LA_finalize). */
 LA__HIDDEN void la__channels_reset(void);
-/* 1 while no registration is in force or failed since the last
- * LA_finalize: channels may still be declared. */
-LA__HIDDEN int la__lifecycle_idle(void);
 
 /* --------------------------------------------------------------- weights */
 /* The segment of the registration in force, or NULL when there is none
  * (never registered, LA_finalize, registration failed, agent lost). */
 LA__HIDDEN const la__ipc_t *la__lifecycle_ipc(void);
-/* Called when the registration of a segment of layout `layout` failed
- * with rc: 1 when it is an older LocalAgent's refusal of that layout (so
- * the registration may be retried in layout 3; said on stderr when
- * verbose), else 0. */
-LA__HIDDEN int la__weights_old_agent(int rc, uint32_t layout);
 
 /* ------------------------------------------------------------------ dump */
 /* Writes buffer i's values*scale (with channels: the per-element sum over

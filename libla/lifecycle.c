@@ -44,10 +44,10 @@ static struct {
   uint64_t n;
   uint32_t n_channels; /* value sets per buffer: declared channels, >= 1 */
   uint64_t cycles, profiled, skipped, waits, wait_ns, range_errors;
-  int holding;  /* the current cycle is profiled into buffer cur */
-  uint32_t cur; /* buffer in use, or next to take */
+  int holding;     /* the current cycle is profiled into buffer cur */
+  uint32_t cur;    /* buffer in use, or next to take */
   int cur_skipped; /* the current cycle was to be profiled but skipped */
-  int stalled;  /* a wait timed out: try without waiting until one works */
+  int stalled;     /* a wait timed out: try without waiting until one works */
   uint64_t skipped_tags[LA__SKIPPED_TAGS_MAX]; /* ring, oldest at head */
   uint32_t tags_head, tags_n;
 } la__ctx;
@@ -85,20 +85,25 @@ static int la__metric_setup(const la__settings_t *s, const char **unit) {
     LA_ProbeFunc a, b;
     void *aa, *ba;
     if (!la__settings_has_custom_probe())
-      return la__error(LA_ECONFIG, "metric 'custom' but no probe function "
-                                   "(LA_setProbeStartFunc) was set");
+      return la__error(LA_ECONFIG,
+                       "metric 'custom' but no probe function "
+                       "(LA_setProbeStartFunc) was set");
     la__settings_probe_funcs(&a, &aa, &b, &ba);
     la__probe_setup(0, 0, a, aa, b, ba);
     *unit = "user";
     return 0;
   }
-  if (!strcmp(m, "cycles")) event = "PAPI_TOT_CYC";
-  else if (!strcmp(m, "instructions")) event = "PAPI_TOT_INS";
-  else if (!strncmp(m, "papi:", 5) && m[5]) event = m + 5;
+  if (!strcmp(m, "cycles"))
+    event = "PAPI_TOT_CYC";
+  else if (!strcmp(m, "instructions"))
+    event = "PAPI_TOT_INS";
+  else if (!strncmp(m, "papi:", 5) && m[5])
+    event = m + 5;
   else
     return la__error(LA_ECONFIG,
                      "metric '%s' unknown (time, cycles, instructions, "
-                     "papi:EVENT, custom)", m);
+                     "papi:EVENT, custom)",
+                     m);
   int rc = la__papi_init(m, event);
   if (rc) return rc;
   la__ctx.papi = 1;
@@ -116,7 +121,9 @@ static void la__teardown(void) {
   la__ctx.holding = 0;
 }
 
-static int la__agent_alive(void *arg) { return la__link_alive(&la__ctx.link); }
+static int la__agent_alive(void *arg) {
+  return la__link_alive(&la__ctx.link);
+}
 
 /* Starts cycle la__ctx.cycles: takes a buffer if it is to be profiled. */
 static int la__begin_cycle(void) {
@@ -135,9 +142,10 @@ static int la__begin_cycle(void) {
     la__ctx.cur_skipped = 1;
     if (waited && !la__ctx.stalled) {
       la__ctx.stalled = 1;
-      la__info("no buffer back from the LocalAgent within %d ms: skipping "
-               "profiled cycles without waiting until it answers again",
-               timeout);
+      la__info(
+          "no buffer back from the LocalAgent within %d ms: skipping "
+          "profiled cycles without waiting until it answers again",
+          timeout);
     }
     return 0;
   }
@@ -158,10 +166,27 @@ static int la__lost(int rc) {
   return rc;
 }
 
+/* Whether a registration refused with rc was refused by a LocalAgent that
+ * predates the weights area (layout 4) of a header in layout `layout`:
+ * then it is retried in layout 3 (said when verbose). */
+static int la__old_agent(int rc, uint32_t layout) {
+  /* la_shm_header_check's words, said by an agent that predates layout 4
+   * of a header this libla wrote in it */
+  if (rc != LA_EREFUSED || layout <= LA_SHM_VERSION_MIN ||
+      !strstr(LA_lastError(), "unsupported header version"))
+    return 0;
+  la__info(
+      "the LocalAgent does not read shared-memory layout %u: "
+      "registering in layout %u, without in-job weights (LA_weights)",
+      layout, LA_SHM_VERSION_MIN);
+  return 1;
+}
+
 static int la__register(const char *app_name, int rank, int nprocs,
                         long n_elements, const uint64_t *grid) {
   if (la__ctx.state == LA__ACTIVE)
     return la__error(LA_ESTATE, "LA_register called twice");
+  la__channels_freeze();
   memset(&la__ctx, 0, sizeof la__ctx);
   la__ctx.ipc.shm_id = la__ctx.ipc.sem_id = -1;
   la__ctx.link.fd = -1;
@@ -171,8 +196,9 @@ static int la__register(const char *app_name, int rank, int nprocs,
   if (rc) return rc;
   if (s->disabled) return la__error(LA_EDISABLED, "LA_DISABLE is set");
   if (!la__name_ok(app_name))
-    return la__error(LA_EINVAL, "application name empty, longer than 64 or "
-                                "with spaces");
+    return la__error(LA_EINVAL,
+                     "application name empty, longer than 64 or "
+                     "with spaces");
   if (n_elements <= 0 || (uint64_t)n_elements > LA_SHM_MAX_ELEMENTS)
     return la__error(LA_EINVAL, "element count %ld outside 1..2^32",
                      n_elements);
@@ -251,7 +277,7 @@ static int la__register(const char *app_name, int rank, int nprocs,
     return la__lost(rc);
   if ((rc = la__link_register(&la__ctx.link, s->agent, s->connect_timeout_ms,
                               &req))) {
-    if (!la__weights_old_agent(rc, la__ctx.ipc.layout)) return la__lost(rc);
+    if (!la__old_agent(rc, la__ctx.ipc.layout)) return la__lost(rc);
     /* a LocalAgent older than the weights area: its layout, no weights */
     la__link_close(&la__ctx.link);
     la__ipc_destroy(&la__ctx.ipc);
@@ -261,22 +287,23 @@ static int la__register(const char *app_name, int rank, int nprocs,
     req.shm_id = la__ctx.ipc.shm_id;
     req.sem_id = la__ctx.ipc.sem_id;
     req.nonce = la__ctx.ipc.hdr->nonce;
-    if ((rc = la__link_register(&la__ctx.link, s->agent,
-                                s->connect_timeout_ms, &req)))
+    if ((rc = la__link_register(&la__ctx.link, s->agent, s->connect_timeout_ms,
+                                &req)))
       return la__lost(rc);
   }
-  if ((rc = la__numbering_send(&la__ctx.link, la__ctx.n,
-                               s->connect_timeout_ms)))
+  if ((rc =
+           la__numbering_send(&la__ctx.link, la__ctx.n, s->connect_timeout_ms)))
     return la__lost(rc);
   /* The agent is attached now: let it own the semaphore set. */
   if (la__ipc_handover(&la__ctx.ipc) != 0)
     la__info("semaphore set stays ours: %s", LA_lastError());
   la__ctx.state = LA__ACTIVE;
   if ((rc = la__begin_cycle())) return la__lost(rc);
-  la__info("registered %s rank %d/%d, %llu elements, %u channel(s), metric "
-           "%s, period %d, agent %s", la__ctx.app_id, rank, nprocs,
-           (unsigned long long)la__ctx.n, la__ctx.n_channels, s->metric,
-           s->period, s->agent);
+  la__info(
+      "registered %s rank %d/%d, %llu elements, %u channel(s), metric "
+      "%s, period %d, agent %s",
+      la__ctx.app_id, rank, nprocs, (unsigned long long)la__ctx.n,
+      la__ctx.n_channels, s->metric, s->period, s->agent);
   return 0;
 }
 
@@ -329,8 +356,8 @@ static int la__xfer(uint64_t tag) {
                    scale);
     uint64_t tags[LA__SKIPPED_TAGS_MAX];
     for (uint32_t k = 0; k < la__ctx.tags_n; k++)
-      tags[k] = la__ctx.skipped_tags[(la__ctx.tags_head + k) %
-                                     LA__SKIPPED_TAGS_MAX];
+      tags[k] =
+          la__ctx.skipped_tags[(la__ctx.tags_head + k) % LA__SKIPPED_TAGS_MAX];
     La__DataReady d = LA__DATA_READY__INIT;
     d.buffer = la__ctx.cur;
     d.cycle_tag = tag;
@@ -355,7 +382,9 @@ static int la__xfer(uint64_t tag) {
   return rc ? la__lost(rc) : 0;
 }
 
-LA_EXPORT int LA_dataXfer(void) { return la__xfer(la__ctx.cycles); }
+LA_EXPORT int LA_dataXfer(void) {
+  return la__xfer(la__ctx.cycles);
+}
 
 LA_EXPORT int LA_dataXferTagged(uint64_t cycle_tag) {
   return la__xfer(cycle_tag);
@@ -383,23 +412,31 @@ LA_EXPORT int LA_finalize(void) {
   return 0;
 }
 
-int la__lifecycle_idle(void) { return la__ctx.state == LA__IDLE; }
-
 const la__ipc_t *la__lifecycle_ipc(void) {
   return la__ctx.state == LA__ACTIVE ? &la__ctx.ipc : NULL;
 }
 
 LA_EXPORT long LA_getStat(int which) {
   switch (which) {
-  case LA_STAT_CYCLES: return (long)la__ctx.cycles;
-  case LA_STAT_PROFILED: return (long)la__ctx.profiled;
-  case LA_STAT_SKIPPED: return (long)la__ctx.skipped;
-  case LA_STAT_WAITS: return (long)la__ctx.waits;
-  case LA_STAT_RANGE_ERRORS: return (long)la__ctx.range_errors;
-  case LA_STAT_WAIT_NS: return (long)la__ctx.wait_ns;
-  case LA_STAT_REGISTERED: return la__ctx.state == LA__ACTIVE;
-  default: return la__interf_stat(which);
+    case LA_STAT_CYCLES:
+      return (long)la__ctx.cycles;
+    case LA_STAT_PROFILED:
+      return (long)la__ctx.profiled;
+    case LA_STAT_SKIPPED:
+      return (long)la__ctx.skipped;
+    case LA_STAT_WAITS:
+      return (long)la__ctx.waits;
+    case LA_STAT_RANGE_ERRORS:
+      return (long)la__ctx.range_errors;
+    case LA_STAT_WAIT_NS:
+      return (long)la__ctx.wait_ns;
+    case LA_STAT_REGISTERED:
+      return la__ctx.state == LA__ACTIVE;
+    default:
+      return la__interf_stat(which);
   }
 }
 
-LA_EXPORT const char *LA_appId(void) { return la__ctx.app_id; }
+LA_EXPORT const char *LA_appId(void) {
+  return la__ctx.app_id;
+}

@@ -1,6 +1,7 @@
-/* probe.c: the state the inline probes of la.h read, and the probe paths
- * that are not inline: user and PAPI probes (through a function pointer),
- * out-of-range indices, element ranges and boxes of grid cells.
+/* probe.c: the cycle's part of the state the inline probes of la.h read
+ * (la__hot, defined in hot.c), and the probe paths that are not inline:
+ * user and PAPI probes (through a function pointer), out-of-range indices,
+ * element ranges and boxes of grid cells.
  *
  * An element's value accumulates stop - start: the start reading is
  * subtracted from the element and the stop reading added, so one element
@@ -15,8 +16,6 @@
  * flags stay per element. Boxes and rows probe channel 0.
  */
 #include "la_interference.h"
-
-LA_EXPORT la__hot_t la__hot; /* limit 0: every probe is a no-op */
 
 static LA_ProbeFunc la__start_fn, la__stop_fn;
 static void *la__start_arg, *la__stop_arg;

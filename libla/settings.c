@@ -24,12 +24,12 @@ static struct {
   char agent[256];
   char compact[256];
   char app_id[LA_MAX_APP_ID + 1];
-  int disabled; /* LA_disable() */
+  int disabled;        /* LA_disable() */
   int period_from_env; /* LA_PERIOD set: LA_setPeriod has no effect */
   LA_ProbeFunc start, stop;
   void *start_arg, *stop_arg;
-} la__prog = {.period = 1, .metric = "", .policy = LA_POLICY_WAIT,
-              .n_buffers = 3};
+} la__prog = {
+    .period = 1, .metric = "", .policy = LA_POLICY_WAIT, .n_buffers = 3};
 
 static int la__copy(char *dst, size_t cap, const char *src) {
   if (!src || strlen(src) >= cap) return LA_EINVAL;
@@ -38,14 +38,15 @@ static int la__copy(char *dst, size_t cap, const char *src) {
 }
 
 LA_EXPORT int LA_setPeriod(int period) {
-  if (period < 1) return la__error(LA_EINVAL, "period %d (must be >= 1)", period);
+  if (period < 1)
+    return la__error(LA_EINVAL, "period %d (must be >= 1)", period);
   if (!la__prog.period_from_env) la__prog.period = period;
   return 0;
 }
 
 LA_EXPORT int LA_setMetric(const char *metric) {
-  if (!metric || !*metric || la__copy(la__prog.metric, sizeof la__prog.metric,
-                                      metric))
+  if (!metric || !*metric ||
+      la__copy(la__prog.metric, sizeof la__prog.metric, metric))
     return la__error(LA_EINVAL, "metric name empty or too long");
   return 0;
 }
@@ -108,8 +109,12 @@ LA_EXPORT int LA_disable(void) {
   return 0;
 }
 
-int la__settings_enabled(void) { return !la__prog.disabled; }
-int la__settings_period(void) { return la__prog.period; }
+int la__settings_enabled(void) {
+  return !la__prog.disabled;
+}
+int la__settings_period(void) {
+  return la__prog.period;
+}
 int la__settings_has_custom_probe(void) {
   return la__prog.start != NULL || la__prog.stop != NULL;
 }
@@ -144,8 +149,8 @@ static int la__env_bool(const char *name, int *out) {
   if (!*v || !strcmp(v, "1") || !strcasecmp(v, "yes") ||
       !strcasecmp(v, "true") || !strcasecmp(v, "on"))
     *out = 1;
-  else if (!strcmp(v, "0") || !strcasecmp(v, "no") ||
-           !strcasecmp(v, "false") || !strcasecmp(v, "off"))
+  else if (!strcmp(v, "0") || !strcasecmp(v, "no") || !strcasecmp(v, "false") ||
+           !strcasecmp(v, "off"))
     *out = 0;
   else
     return la__error(LA_ECONFIG, "%s=%s: expected 1/0, yes/no, true/false",
@@ -172,7 +177,7 @@ int la__settings_resolve(la__settings_t *s) {
   s->wait_timeout_ms = 10000;
   s->connect_timeout_ms = 2000;
   snprintf(s->metric, sizeof s->metric, "%s",
-           la__prog.metric[0] ? la__prog.metric
+           la__prog.metric[0]                ? la__prog.metric
            : la__settings_has_custom_probe() ? "custom"
                                              : "time");
   snprintf(s->agent, sizeof s->agent, "%s",
@@ -186,29 +191,39 @@ int la__settings_resolve(la__settings_t *s) {
   rc = rc ? rc : la__env_bool("LA_DISABLE", &s->disabled);
   rc = rc ? rc : la__env_int("LA_PERIOD", 1, 1000000000, &s->period);
   rc = rc ? rc : la__env_str("LA_METRIC", s->metric, sizeof s->metric);
-  rc = rc ? rc : la__env_int("LA_BUFFERS", LA_SHM_MIN_BUFFERS,
-                             LA_SHM_MAX_BUFFERS, &s->n_buffers);
+  rc = rc ? rc
+          : la__env_int("LA_BUFFERS", LA_SHM_MIN_BUFFERS, LA_SHM_MAX_BUFFERS,
+                        &s->n_buffers);
   rc = rc ? rc : la__env_str("LA_AGENT", s->agent, sizeof s->agent);
   rc = rc ? rc : la__env_str("LA_COMPACT", s->compact, sizeof s->compact);
   rc = rc ? rc : la__env_str("LA_APP_ID", s->app_id, sizeof s->app_id);
-  rc = rc ? rc : la__env_int("LA_WAIT_TIMEOUT_MS", 0, 86400000,
-                             &s->wait_timeout_ms);
-  rc = rc ? rc : la__env_int("LA_CONNECT_TIMEOUT_MS", 1, 600000,
-                             &s->connect_timeout_ms);
+  rc = rc ? rc
+          : la__env_int("LA_WAIT_TIMEOUT_MS", 0, 86400000, &s->wait_timeout_ms);
+  rc = rc ? rc
+          : la__env_int("LA_CONNECT_TIMEOUT_MS", 1, 600000,
+                        &s->connect_timeout_ms);
   rc = rc ? rc : la__env_str("LA_DUMP_RAW", s->dump_raw, sizeof s->dump_raw);
   if (rc) return rc;
   const char *p = getenv("LA_POLICY");
   if (p && *p) {
-    if (!strcasecmp(p, "wait")) s->policy = LA_POLICY_WAIT;
-    else if (!strcasecmp(p, "skip")) s->policy = LA_POLICY_SKIP;
-    else return la__error(LA_ECONFIG, "LA_POLICY=%s: expected wait or skip", p);
+    if (!strcasecmp(p, "wait"))
+      s->policy = LA_POLICY_WAIT;
+    else if (!strcasecmp(p, "skip"))
+      s->policy = LA_POLICY_SKIP;
+    else
+      return la__error(LA_ECONFIG, "LA_POLICY=%s: expected wait or skip", p);
   }
   const char *t = getenv("LA_TIMER");
   if (t && *t) {
-    if (!strcasecmp(t, "auto")) s->timer = 0;
-    else if (!strcasecmp(t, "tsc")) s->timer = 1;
-    else if (!strcasecmp(t, "clock")) s->timer = 2;
-    else return la__error(LA_ECONFIG, "LA_TIMER=%s: expected auto, tsc or clock", t);
+    if (!strcasecmp(t, "auto"))
+      s->timer = 0;
+    else if (!strcasecmp(t, "tsc"))
+      s->timer = 1;
+    else if (!strcasecmp(t, "clock"))
+      s->timer = 2;
+    else
+      return la__error(LA_ECONFIG, "LA_TIMER=%s: expected auto, tsc or clock",
+                       t);
   }
   /* LA_PERIOD also fixes the run-time period LA_setPeriod controls. */
   la__prog.period = s->period;

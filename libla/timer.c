@@ -41,15 +41,9 @@ static int la__tsc_invariant(void) {
 
 static uint64_t la__ticks(const la__timer_t *t) {
 #if defined(__x86_64__) || defined(__i386__)
-  if (t->tsc) {
-    uint32_t lo, hi;
-    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-    return ((uint64_t)hi << 32) | lo;
-  }
+  if (t->tsc) return la__rdtsc();
 #endif
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  return la_mono_ns();
 }
 
 int la__timer_init(la__timer_t *t, int mode) {

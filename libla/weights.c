@@ -29,19 +29,6 @@
 /* Tries of a read that keeps meeting the agent in the middle of a write. */
 #define LA__WEIGHTS_TRIES 256
 
-int la__weights_old_agent(int rc, uint32_t layout) {
-  /* la_shm_header_check's words, said by an agent that predates layout 4
-   * of a header this libla wrote in it */
-  if (rc != LA_EREFUSED || layout <= LA_SHM_VERSION_MIN ||
-      !strstr(LA_lastError(), "unsupported header version"))
-    return 0;
-  la__info(
-      "the LocalAgent does not read shared-memory layout %u: "
-      "registering in layout %u, without in-job weights (LA_weights)",
-      layout, LA_SHM_VERSION_MIN);
-  return 1;
-}
-
 /* The area's header against our own geometry. 0 or LA_EPROTO. */
 static int la__area_check(const la__ipc_t *ipc,
                           const volatile la_shm_weights_hdr_t *a) {

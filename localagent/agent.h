@@ -70,10 +70,10 @@ struct la_agent {
   la_compact_params_t compact; /* the default compaction */
   uv_tcp_t listener;
   uint16_t port;
-  char bound[256]; /* host:port actually listened on */
+  char bound[256];     /* host:port actually listened on */
   uv_signal_t sigs[3]; /* SIGTERM, SIGINT, SIGHUP */
   uv_timer_t drain_timer;
-  uv_timer_t fsync_timer; /* la_outq_sync every spool_fsync_interval */
+  uv_timer_t fsync_timer;      /* la_outq_sync every spool_fsync_interval */
   struct la_session *sessions; /* doubly linked */
   int n_conns, n_apps, jobs_in_flight;
   uint64_t ids_bytes; /* element ids held for sessions (max_ids_memory) */
@@ -85,13 +85,18 @@ struct la_agent {
   la_agent_stats_t st;
 };
 
-enum { LA_SESS_NEW = 0, LA_SESS_APP = 1, LA_SESS_TOOL = 2, LA_SESS_CLOSING = 3 };
+enum {
+  LA_SESS_NEW = 0,
+  LA_SESS_APP = 1,
+  LA_SESS_TOOL = 2,
+  LA_SESS_CLOSING = 3
+};
 
 typedef struct la_session {
   la_conn_t conn; /* first: the connection (la_uvconn.h) */
   la_agent_t *ag;
   struct la_session *prev, *next;
-  int jobs;       /* worker jobs in flight (each holds conn) */
+  int jobs; /* worker jobs in flight (each holds conn) */
   int state;
   /* registered application */
   la_app_ipc_t ipc;
@@ -104,7 +109,12 @@ typedef struct la_session {
    * like weights (NULL where there are none) */
   la_weights_t *ch_weights[LA_SHM_MAX_CHANNELS];
   la_history_t *hist; /* representatives (history.h), or NULL */
-  uint32_t busy; /* bit i: buffer i is being read */
+  uint32_t busy;      /* bit i: buffer i is being read */
+  /* worker.c: the job running (at most one per session, so the
+   * estimator and the history see the cycles in order) and the jobs
+   * queued behind it, oldest first */
+  int job_running;
+  struct la_job *job_queue, *job_queue_tail;
   uint64_t cycles, skipped, waits;
   /* element ids announced at registration, held until all arrived */
   int64_t *ids;
@@ -127,10 +137,12 @@ void la_session_accept(la_agent_t *ag, uv_stream_t *server);
 void la_session_close(la_session_t *s, const char *reason);
 
 /* worker.c */
-/* Queues the compaction of buffer i of s. The job holds s's connection
- * (la_conn_hold, counted in s->jobs) until it is back on the loop thread;
- * then it releases it and reports la_agent_progress. Returns 0 or
- * LA_ENOMEM. */
+/* Queues the compaction of buffer i of s. A session's jobs run one at a
+ * time in the order submitted (its robust weights, history and weights
+ * area are sequential state); different sessions' jobs run in parallel.
+ * The job holds s's connection (la_conn_hold, counted in s->jobs) from
+ * here until it is back on the loop thread; then it releases it and
+ * reports la_agent_progress. Returns 0 or LA_ENOMEM. */
 int la_worker_submit(la_session_t *s, uint32_t i, uint64_t cycle_tag,
                      uint64_t seq, uint64_t t_xfer_ns);
 

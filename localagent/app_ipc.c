@@ -195,25 +195,18 @@ int la_app_ipc_flags(const la_app_ipc_t *ipc, uint32_t i, uint8_t *out) {
   return 0;
 }
 
-int la_app_ipc_put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
-                           uint64_t rank_seq, int kind,
-                           const la_compact_result_t *res) {
-  if (!ipc->hdr || !ipc->weights) return LA_EVERSION;
+/* The slot work of la_app_ipc_put_weights(_values): the values are
+ * decoded from t, or copied from v (n of them) when t is NULL. */
+static int la__put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
+                           uint64_t rank_seq, int kind, const la_trace_t *t,
+                           const double *v) {
   uint64_t n = ipc->n_elements;
-  la_trace_t *t = NULL;
-  char why[160];
-  int rc = la_trace_open_max(res->bytes, res->len, n, &t, why, sizeof why);
-  if (rc == 0 && la_trace_count(t) != n) rc = LA_ERANGE;
-  if (rc != 0) {
-    la_trace_close(t);
-    return rc;
-  }
+  int rc = 0;
   la_shm_weights_hdr_t *a =
       la_shm_weights_area(ipc->hdr, n, ipc->n_buffers, ipc->n_channels);
   pthread_mutex_lock(&ipc->w_mu);
   if (ipc->w_gen > 0 && rank_seq <= ipc->w_seq) {
     pthread_mutex_unlock(&ipc->w_mu);
-    la_trace_close(t);
     return 0; /* a later cycle is there already */
   }
   uint64_t g = ipc->w_gen + 1;
@@ -222,7 +215,10 @@ int la_app_ipc_put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
   /* odd before any value changes: the exchange's acquire keeps the writes
    * below after it (no fence: ThreadSanitizer does not model fences) */
   (void)__atomic_exchange_n(&sl->seq, 2 * g - 1, __ATOMIC_ACQ_REL);
-  rc = la_trace_decode(t, 0, n, (double *)(sl + 1));
+  if (t)
+    rc = la_trace_decode(t, 0, n, (double *)(sl + 1));
+  else
+    memcpy(sl + 1, v, n * sizeof *v);
   if (rc == 0) {
     sl->cycle_tag = cycle_tag;
     sl->rank_seq = rank_seq;
@@ -237,8 +233,29 @@ int la_app_ipc_put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
     __atomic_store_n(&sl->seq, 0, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&ipc->w_mu);
+  return rc;
+}
+
+int la_app_ipc_put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
+                           uint64_t rank_seq, int kind,
+                           const la_compact_result_t *res) {
+  if (!ipc->hdr || !ipc->weights) return LA_EVERSION;
+  uint64_t n = ipc->n_elements;
+  la_trace_t *t = NULL;
+  char why[160];
+  int rc = la_trace_open_max(res->bytes, res->len, n, &t, why, sizeof why);
+  if (rc == 0 && la_trace_count(t) != n) rc = LA_ERANGE;
+  if (rc == 0) rc = la__put_weights(ipc, cycle_tag, rank_seq, kind, t, NULL);
   la_trace_close(t);
   return rc;
+}
+
+int la_app_ipc_put_weights_values(la_app_ipc_t *ipc, uint64_t cycle_tag,
+                                  uint64_t rank_seq, int kind,
+                                  const double *v) {
+  if (!ipc->hdr || !ipc->weights) return LA_EVERSION;
+  if (!v) return LA_EINVAL;
+  return la__put_weights(ipc, cycle_tag, rank_seq, kind, NULL, v);
 }
 
 void la_app_ipc_release(la_app_ipc_t *ipc) {

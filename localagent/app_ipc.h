@@ -87,6 +87,12 @@ int la_app_ipc_put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
                            uint64_t rank_seq, int kind,
                            const struct la_compact_result *res);
 
+/* The same with the trace already decoded: v holds its n_elements values
+ * (the worker decodes the robust weights once, for the history check and
+ * for this). Returns 0, LA_EVERSION or LA_EINVAL (v NULL). */
+int la_app_ipc_put_weights_values(la_app_ipc_t *ipc, uint64_t cycle_tag,
+                                  uint64_t rank_seq, int kind, const double *v);
+
 /* Zeroes buffer i without reading it (out of memory). */
 void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i);
 

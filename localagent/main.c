@@ -1,5 +1,7 @@
 /* main.c: la-localagent, the per-node LA daemon: options, configuration,
- * logging and the fixed start-up order, signals.
+ * logging and the fixed start-up order, signals. The steps both daemons
+ * take alike are common/la_daemon_main.c's; this file says what happens
+ * between them and what a reload or a drain does.
  *
  * Start-up: defaults, then the INI file (-c), then --section.key=value
  * options; logging; the default compaction; the send queue and its log
@@ -15,9 +17,22 @@
  * an end. SIGHUP re-reads the configuration: log level and target,
  * limits, queue sizes and the default compaction change in place; the
  * listen and GlobalAgent addresses need a restart (logged).
+ *
+ * Memory: every profiled cycle allocates and frees a few arrays of n
+ * doubles (the copy, the robust weights and their reconstruction). With
+ * glibc's defaults each of those above 128 KB may be mapped fresh or
+ * trimmed back to the system on free, so every cycle paid a page fault
+ * and a zeroed page per 4 KB of them (about a third of the agent's CPU on
+ * a row-probed 64^3 cycle). The pool threads' arenas therefore keep up to
+ * LA__KEEP bytes of freed memory, and arrays up to LA__KEEP / 2 come from
+ * them: the agent's resident size stays at its peak of recent cycles.
  */
 #include <errno.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,38 +40,19 @@
 
 #include "agent.h"
 #include "la_daemon.h"
+#include "la_daemon_main.h"
 #include "la_log.h"
 #include "la_metrics_http.h"
 #include "la_notify.h"
 #include "la_sockio.h"
 #include "placement.h"
 
-static void la__usage(FILE *f) {
-  fprintf(f,
-          "usage: la-localagent [-c FILE] [--check-config] "
-          "[--SECTION.KEY=VALUE ...]\n"
-          "       la-localagent --help | --version\n\n"
-          "The LA LocalAgent: accepts registrations and data-ready "
-          "notifications from\nLA-instrumented applications on this node, "
-          "compacts their per-element\ntraces and sends them to the "
-          "GlobalAgent. See docs/localagent.md.\n\n"
-          "  -c, --config FILE   INI configuration file\n"
-          "  --check-config      print the effective configuration and exit\n"
-          "  --help, --version\n\nSettings (also INI keys "
-          "'[section] key = value'):\n");
-  la_cfg_help(la_la_keys, f);
-}
-
-/* Builds settings from defaults, the file and the options, and checks
- * them. Returns 0, or -1 after printing every problem. */
-static int la__configure(int argc, char **argv, la_la_settings_t *set,
-                         char *config_path, size_t cp_len) {
+/* la_daemon_def_t.validate: what the key table cannot check. Returns 0, or
+ * -1 after printing every problem. */
+static int la__validate(const void *setp) {
+  const la_la_settings_t *set = setp;
   const char *me = "la-localagent";
-  int bad = la_daemon_configure(me, la_la_keys, set, argc, argv, config_path,
-                                cp_len) != 0;
-  int level;
-  if (la_daemon_log_settings(me, set->log_target, set->log_level, &level))
-    bad = 1;
+  int bad = 0;
   la_compact_params_t p;
   char why[200];
   if (la_compact_spec_parse(set->compact, &p, why, sizeof why) != 0) {
@@ -95,10 +91,10 @@ static int la__configure(int argc, char **argv, la_la_settings_t *set,
 }
 
 /* --check-config beyond syntax: the secret, the spool directory and the
- * directories of the pid and port files, as the user who runs it. Prints
- * the configuration and returns 0, or returns 2 after naming each
- * problem. */
-static int la__check(const la_la_settings_t *s) {
+ * directories of the pid and port files, as the user who runs it. Returns
+ * 0, or -1 after naming each problem. */
+static int la__check(const void *sp) {
+  const la_la_settings_t *s = sp;
   const char *me = "la-localagent";
   int bad = 0;
   if (s->secret_file[0] &&
@@ -113,12 +109,7 @@ static int la__check(const la_la_settings_t *s) {
   if (s->port_file[0] &&
       la_daemon_check_file_dir(me, "agent.port_file", s->port_file))
     bad = 1;
-  if (bad) {
-    fprintf(stderr, "%s: configuration has errors (above)\n", me);
-    return 2;
-  }
-  la_daemon_print_config(me, la_la_keys, s);
-  return 0;
+  return bad ? -1 : 0;
 }
 
 /* The queue's notes (torn tails, write failures) go to the daemon's log. */
@@ -136,9 +127,10 @@ static void la__on_recovered(void *arg, int what, const la_outq_key_t *k) {
     if (la_uplink_log_missing(ag, k->app_id, k->rank, k->cycle_tag,
                               "LocalAgent crashed while compacting") == 0)
       ag->st.missing_at_restart++;
-    la_log_warnx("%s rank %u cycle %llu was being compacted when the agent "
-                 "stopped: recorded missing", k->app_id, k->rank,
-                 (unsigned long long)k->cycle_tag);
+    la_log_warnx(
+        "%s rank %u cycle %llu was being compacted when the agent "
+        "stopped: recorded missing",
+        k->app_id, k->rank, (unsigned long long)k->cycle_tag);
     return;
   }
   La__RankEnd e = LA__RANK_END__INIT;
@@ -157,12 +149,7 @@ static void la__on_fsync_timer(uv_timer_t *t) {
 }
 
 static la_agent_t la__agent; /* the daemon's one instance, owned here */
-static int la__argc;
-static char **la__argv;
-
-static void la__close_walk(uv_handle_t *h, void *arg) {
-  if (!uv_is_closing(h)) uv_close(h, NULL);
-}
+static const la_daemon_def_t la__def;
 
 /* Ends the loop. Every message is in the log already; compactions still in
  * flight finish (uv_run returns only after their callbacks) and append
@@ -173,13 +160,15 @@ static void la__finish(la_agent_t *ag) {
   la_outq_stats_t q;
   la_outq_get_stats(ag->q, &q);
   if (q.items)
-    la_log_info("%llu unacknowledged messages stay in the log for the next "
-                "start", (unsigned long long)q.items);
+    la_log_info(
+        "%llu unacknowledged messages stay in the log for the next "
+        "start",
+        (unsigned long long)q.items);
   if (ag->jobs_in_flight)
     la_log_info("finishing %d compactions before exit", ag->jobs_in_flight);
   la_outq_sync(ag->q);
   la_uplink_stop(ag);
-  uv_walk(ag->loop, la__close_walk, NULL);
+  la_daemon_close_all(ag->loop);
 }
 
 /* la_agent_events_t.on_progress: finishes a drain once every job is done,
@@ -196,12 +185,14 @@ static void la__check_drained(la_agent_t *ag) {
 
 static void la__on_drain_timeout(uv_timer_t *t) {
   la_agent_t *ag = t->data;
-  la_log_warnx("drain_timeout reached: what is not acknowledged stays in "
-               "the log");
+  la_log_warnx(
+      "drain_timeout reached: what is not acknowledged stays in "
+      "the log");
   la__finish(ag);
 }
 
-static void la__drain(la_agent_t *ag) {
+static void la__drain(void *daemon) {
+  la_agent_t *ag = daemon;
   if (ag->draining) {
     la_log_warnx("second signal: exiting after the compactions in flight");
     la__finish(ag);
@@ -221,19 +212,11 @@ static void la__drain(la_agent_t *ag) {
   la__check_drained(ag);
 }
 
-static void la__reload(la_agent_t *ag) {
+static void la__reload(void *daemon) {
+  la_agent_t *ag = daemon;
   la_la_settings_t n;
   char path[512];
-  la_notify_reloading();
-  if (la__configure(la__argc, la__argv, &n, path, sizeof path) != 0) {
-    la_log_warnx("SIGHUP: configuration has errors (above); keeping the "
-                 "current one");
-    la_notify_ready("configuration has errors: kept the current one");
-    return;
-  }
-  int level = LA_LOG_INFO;
-  la_log_level_parse(n.log_level, &level);
-  la_log_init("la-localagent", n.log_target, level);
+  if (la_daemon_reload_begin(&la__def, &n, path, sizeof path) != 0) return;
   la_compact_spec_parse(n.compact, &ag->compact, NULL, 0);
   if (strcmp(n.listen, ag->set.listen))
     la_log_warnx("SIGHUP: agent.listen changes need a restart");
@@ -242,8 +225,9 @@ static void la__reload(la_agent_t *ag) {
       strcmp(n.spool_dir, ag->set.spool_dir) ||
       n.spool_fsync != ag->set.spool_fsync ||
       n.spool_fsync_ms != ag->set.spool_fsync_ms)
-    la_log_warnx("SIGHUP: global.address, secret_file, spool_dir and "
-                 "spool_fsync* changes need a restart");
+    la_log_warnx(
+        "SIGHUP: global.address, secret_file, spool_dir and "
+        "spool_fsync* changes need a restart");
   la_la_settings_t old = ag->set;
   ag->set = n;
   /* what needs a restart keeps its running value */
@@ -257,32 +241,36 @@ static void la__reload(la_agent_t *ag) {
   memcpy(ag->set.pid_file, old.pid_file, sizeof old.pid_file);
   ag->set.threads = old.threads;
   la_outq_set_limits(ag->q, n.queue_bytes, n.spool_bytes);
-  la_log_info("SIGHUP: configuration reloaded%s%s",
-              path[0] ? " from " : "", path);
-  la_notify_ready("configuration reloaded");
+  la_daemon_reload_done(path);
 }
 
-static void la__on_signal(uv_signal_t *h, int signum) {
-  la_agent_t *ag = h->data;
-  if (signum == SIGHUP) la__reload(ag);
-  else la__drain(ag);
-}
+static const la_daemon_def_t la__def = {
+    "la-localagent",
+    LA_AGENT_VERSION,
+
+    "The LA LocalAgent: accepts registrations and data-ready "
+    "notifications from\nLA-instrumented applications on this node, "
+    "compacts their per-element\ntraces and sends them to the "
+    "GlobalAgent. See docs/localagent.md.",
+    la_la_keys,
+    la__validate,
+    la__check,
+    offsetof(la_la_settings_t, log_target),
+    offsetof(la_la_settings_t, log_level),
+    la__reload,
+    la__drain};
+
+#define LA__KEEP (64u << 20)
 
 int main(int argc, char **argv) {
   la_agent_t *ag = &la__agent;
-  la__argc = argc;
-  la__argv = argv;
-  int check, rc = la_daemon_early_args(argc, argv, LA_AGENT_VERSION, la__usage, &check);
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, (int)(LA__KEEP / 2)); /* glibc's maximum */
+  mallopt(M_TRIM_THRESHOLD, (int)LA__KEEP);
+#endif
+  int rc = la_daemon_begin(&la__def, argc, argv, &ag->set, ag->config_path,
+                           sizeof ag->config_path);
   if (rc >= 0) return rc;
-  if (la__configure(argc, argv, &ag->set, ag->config_path,
-                    sizeof ag->config_path) != 0)
-    return 2;
-  if (check) return la__check(&ag->set);
-  int level = LA_LOG_INFO;
-  la_log_level_parse(ag->set.log_level, &level);
-  la_log_init("la-localagent", ag->set.log_target, level);
-  signal(SIGPIPE, SIG_IGN);
-  la_daemon_process_setup(); /* umask 077: private files */
   la_compact_spec_parse(ag->set.compact, &ag->compact, NULL, 0);
   if (ag->set.host[0])
     snprintf(ag->host, sizeof ag->host, "%.127s", ag->set.host);
@@ -301,19 +289,20 @@ int main(int argc, char **argv) {
   ag->ev.on_progress = la__check_drained;
 
   int fsync_each = ag->set.spool_fsync && ag->set.spool_fsync_ms == 0;
-  if (la_outq_open(ag->set.spool_dir, ag->set.queue_bytes,
-                   ag->set.spool_bytes, 0, fsync_each, la__note, NULL, &ag->q,
-                   why, sizeof why) != 0) {
+  if (la_outq_open(ag->set.spool_dir, ag->set.queue_bytes, ag->set.spool_bytes,
+                   0, fsync_each, la__note, NULL, &ag->q, why,
+                   sizeof why) != 0) {
     la_log_error("spool_dir: %s", why);
     return 1;
   }
   la_outq_stats_t q;
   la_outq_get_stats(ag->q, &q);
   if (q.items || q.torn_bytes)
-    la_log_info("log %s holds %llu messages from an earlier run: they go "
-                "first (%llu torn bytes cut)", ag->set.spool_dir,
-                (unsigned long long)q.items,
-                (unsigned long long)q.torn_bytes);
+    la_log_info(
+        "log %s holds %llu messages from an earlier run: they go "
+        "first (%llu torn bytes cut)",
+        ag->set.spool_dir, (unsigned long long)q.items,
+        (unsigned long long)q.torn_bytes);
   la_outq_recovered(ag->q, la__on_recovered, ag);
   la_app_ipc_reap_orphans(); /* sets an earlier run left (app_ipc.h) */
   if (la_listener_start(ag, why, sizeof why) != 0) {
@@ -321,9 +310,7 @@ int main(int argc, char **argv) {
     la_outq_close(ag->q);
     return 1;
   }
-  if (ag->set.pid_file[0] && la_daemon_write_number(ag->set.pid_file, (long)getpid()) != 0)
-    la_log_warn("cannot write pid_file %s", ag->set.pid_file);
-  la_uv_signals(ag->loop, ag->sigs, la__on_signal, ag);
+  la_daemon_signals(&la__def, ag, ag->loop, ag->sigs, ag->set.pid_file);
   uv_timer_init(ag->loop, &ag->drain_timer);
   ag->drain_timer.data = ag;
   uv_timer_init(ag->loop, &ag->fsync_timer);
@@ -340,20 +327,18 @@ int main(int argc, char **argv) {
     la_log_error("%s", why);
     return 1;
   }
-  la_log_info("%s ready (pid %d, %lld threads, compaction %s, GlobalAgent "
-              "%s)", LA_AGENT_VERSION, (int)getpid(),
-              (long long)ag->set.threads, ag->set.compact,
-              ag->set.global[0] ? ag->set.global : "none: spooling");
+  la_log_info(
+      "%s ready (pid %d, %lld threads, compaction %s, GlobalAgent "
+      "%s)",
+      LA_AGENT_VERSION, (int)getpid(), (long long)ag->set.threads,
+      ag->set.compact, ag->set.global[0] ? ag->set.global : "none: spooling");
   char st[600];
-  snprintf(st, sizeof st, "listening on %.200s; GlobalAgent %.300s",
-           ag->bound, ag->set.global[0] ? ag->set.global : "none");
-  la_notify_start(ag->loop);
-  la_notify_ready(st);
-  uv_run(ag->loop, UV_RUN_DEFAULT);
+  snprintf(st, sizeof st, "listening on %.200s; GlobalAgent %.300s", ag->bound,
+           ag->set.global[0] ? ag->set.global : "none");
+  la_daemon_run(ag->loop, st);
   la_agent_metrics_stop(ag);
   uv_loop_close(ag->loop);
   la_outq_close(ag->q);
-  if (ag->set.pid_file[0]) unlink(ag->set.pid_file);
-  la_log_info("stopped");
+  la_daemon_end(ag->set.pid_file);
   return 0;
 }

@@ -57,18 +57,6 @@ struct la_outq {
   la_outq_stats_t st;
 };
 
-static void la__note(la_outq_t *q, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void la__note(la_outq_t *q, const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  if (q->note == NULL) return;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  q->note(q->note_arg, msg);
-}
-
 /* ------------------------------------------------------ recorded state -- */
 
 static la__oq_key_t **la__key_find(la__oq_key_t **list, const char *app,
@@ -179,7 +167,8 @@ static int la__write(la_outq_t *q, const la__sl_rec_t *r, uint64_t *seg,
   if (rc != 0) return rc;
   q->dirty = 1;
   if (q->fsync_each && la__seglog_sync(&q->sl) != 0) {
-    la__note(q, "log %s: fsync failed: %s", q->sl.path, strerror(errno));
+    la__seglog_notef(q->note, q->note_arg, "log %s: fsync failed: %s",
+                     q->sl.path, strerror(errno));
     return LA_EIO;
   }
   return 0;
@@ -456,8 +445,9 @@ int la_outq_next(la_outq_t *q, uint64_t *seq, const uint8_t **bytes,
       q->rcap = it->len;
     }
     if (la__seglog_read(&q->sl, it->seg, it->off, it->len, q->rbuf) != 0) {
-      la__note(q, "log %s: message %llu cannot be read back: lost",
-               q->sl.path, (unsigned long long)it->seq);
+      la__seglog_notef(q->note, q->note_arg,
+                       "log %s: message %llu cannot be read back: lost",
+                       q->sl.path, (unsigned long long)it->seq);
       q->st.bad_reads++;
       la__free_item(q, q->sent, it);
       rc = LA_EIO;
@@ -511,7 +501,8 @@ int la_outq_sync(la_outq_t *q) {
   pthread_mutex_lock(&q->mu);
   if (q->dirty) {
     if (la__seglog_sync(&q->sl) != 0) {
-      la__note(q, "log %s: fsync failed: %s", q->sl.path, strerror(errno));
+      la__seglog_notef(q->note, q->note_arg, "log %s: fsync failed: %s",
+                       q->sl.path, strerror(errno));
       rc = LA_EIO;
     } else {
       q->dirty = 0;

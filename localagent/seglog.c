@@ -22,16 +22,15 @@
 #define LA__SL_MAGIC "LASEG001"
 #define LA__SL_SUFFIX ".laseg"
 
-static void la__note(la__seglog_t *sl, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void la__note(la__seglog_t *sl, const char *fmt, ...) {
+void la__seglog_notef(la__seglog_note_fn note, void *arg, const char *fmt,
+                      ...) {
   char msg[512];
   va_list ap;
-  if (sl->note == NULL) return;
+  if (note == NULL) return;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  sl->note(sl->note_arg, msg);
+  note(arg, msg);
 }
 
 static void la__put32(uint8_t *p, uint32_t v) {
@@ -303,12 +302,13 @@ int la__seglog_scan(la__seglog_t *sl,
     free(buf);
     good = pos;
     if (good < size) {
-      la__note(sl,
-               "log segment %s/%020llu" LA__SL_SUFFIX
-               ": %llu bytes after offset %llu are cut short or corrupt "
-               "(a crash while writing): truncated",
-               sl->path, (unsigned long long)sg->id,
-               (unsigned long long)(size - good), (unsigned long long)good);
+      la__seglog_notef(
+          sl->note, sl->note_arg,
+          "log segment %s/%020llu" LA__SL_SUFFIX
+          ": %llu bytes after offset %llu are cut short or corrupt "
+          "(a crash while writing): truncated",
+          sl->path, (unsigned long long)sg->id,
+          (unsigned long long)(size - good), (unsigned long long)good);
       if (ftruncate(sg->fd, (off_t)good) != 0) {
         la_errorf(why, why_len, 0, "log segment %020llu: cannot truncate: %s",
                   (unsigned long long)sg->id, strerror(errno));
@@ -340,21 +340,24 @@ int la__seglog_roll(la__seglog_t *sl, int sync) {
   char name[64];
   uint8_t hdr[LA__SL_FILE_HDR];
   if (sl->n_segs && sync && fsync(sl->segs[sl->n_segs - 1].fd) != 0)
-    la__note(sl, "log %s: fsync failed: %s", sl->path, strerror(errno));
+    la__seglog_notef(sl->note, sl->note_arg, "log %s: fsync failed: %s",
+                     sl->path, strerror(errno));
   la__seg_name(id, name, sizeof name);
   int fd = openat(sl->dirfd, name,
                   O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
-    la__note(sl, "log %s: cannot create segment %s: %s", sl->path, name,
-             strerror(errno));
+    la__seglog_notef(sl->note, sl->note_arg,
+                     "log %s: cannot create segment %s: %s", sl->path, name,
+                     strerror(errno));
     return LA_EIO;
   }
   memcpy(hdr, LA__SL_MAGIC, 8);
   la__put64(hdr + 8, id);
   struct iovec iov = {hdr, sizeof hdr};
   if (la__pwritev_all(fd, &iov, 1, 0) != 0) {
-    la__note(sl, "log %s: cannot write segment %s: %s", sl->path, name,
-             strerror(errno));
+    la__seglog_notef(sl->note, sl->note_arg,
+                     "log %s: cannot write segment %s: %s", sl->path, name,
+                     strerror(errno));
     close(fd);
     unlinkat(sl->dirfd, name, 0);
     return LA_EIO;
@@ -365,8 +368,9 @@ int la__seglog_roll(la__seglog_t *sl, int sync) {
     return LA_ENOMEM;
   }
   if (sync && fsync(sl->dirfd) != 0)
-    la__note(sl, "log %s: fsync of the directory failed: %s", sl->path,
-             strerror(errno));
+    la__seglog_notef(sl->note, sl->note_arg,
+                     "log %s: fsync of the directory failed: %s", sl->path,
+                     strerror(errno));
   return 0;
 }
 
@@ -396,7 +400,8 @@ int la__seglog_append(la__seglog_t *sl, const la__sl_rec_t *r, uint64_t *seg_id,
     int e = errno;
     if (ftruncate(a->fd, (off_t)a->bytes) != 0) { /* best effort */
     }
-    la__note(sl, "log %s: write failed: %s", sl->path, strerror(e));
+    la__seglog_notef(sl->note, sl->note_arg, "log %s: write failed: %s",
+                     sl->path, strerror(e));
     errno = e;
     return LA_EIO;
   }
@@ -433,8 +438,9 @@ size_t la__seglog_trim(la__seglog_t *sl, uint64_t acked) {
     char name[64];
     la__seg_name(sl->segs[k].id, name, sizeof name);
     if (unlinkat(sl->dirfd, name, 0) != 0 && errno != ENOENT)
-      la__note(sl, "log %s: cannot delete acknowledged segment %s: %s",
-               sl->path, name, strerror(errno));
+      la__seglog_notef(sl->note, sl->note_arg,
+                       "log %s: cannot delete acknowledged segment %s: %s",
+                       sl->path, name, strerror(errno));
     close(sl->segs[k].fd);
     sl->total_bytes -= sl->segs[k].bytes;
     k++;

@@ -65,6 +65,12 @@ enum {
 
 typedef void (*la__seglog_note_fn)(void *arg, const char *msg);
 
+/* Formats a note (at most 511 bytes) and hands it to note with arg; nothing
+ * when note is NULL. How the log and the queue (outq.c) report what they
+ * cannot return: torn tails, write and fsync failures. */
+void la__seglog_notef(la__seglog_note_fn note, void *arg, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* One record (as appended, or as found by la__seglog_scan: the pointers
  * then point into the scan's buffer and are valid during the callback). */
 typedef struct la__sl_rec {

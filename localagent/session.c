@@ -146,7 +146,7 @@ static int la__on_ids(la_session_t *s, const La__ElementIds *m) {
 
 /* The connection is closed and no job holds it: the application is gone or
  * finished, so its IPC objects go too, and RankEnd goes upstream. */
-static void la__on_free(la_conn_t *c) {
+static void la__sess_free(la_conn_t *c) {
   la_session_t *s = (la_session_t *)c;
   la_agent_t *ag = s->ag;
   if (s->ipc.hdr) {
@@ -178,7 +178,7 @@ static void la__on_free(la_conn_t *c) {
   la_agent_progress(ag);
 }
 
-static void la__on_close(la_conn_t *c, const char *reason) {
+static void la__sess_close(la_conn_t *c, const char *reason) {
   la_session_t *s = (la_session_t *)c;
   if (s->state == LA_SESS_APP)
     s->end_reason = s->finalized ? "finalize" : reason;
@@ -406,34 +406,32 @@ static int la__on_data_ready(la_session_t *s, const La__DataReady *d) {
   return 0;
 }
 
+/* Whether s is in state (a message that needs it arrived); otherwise logs
+ * "connection PEER: WHAT: closing". */
+static int la__in_state(la_session_t *s, int state, const char *what) {
+  if (s->state == state) return 1;
+  la_log_warnx("connection %s: %s: closing", s->conn.peer, what);
+  return 0;
+}
+
 /* Handles one decoded message. Returns -1 to close the connection. */
-static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
+static int la__sess_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
   la_session_t *s = (la_session_t *)c;
   if (s->refused) return 0; /* an Error is on its way; closing after it */
   switch (type) {
   case LA__MSG_TYPE__MSG_ELEMENT_IDS:
-    if (s->state != LA_SESS_APP) {
-      la_log_warnx("connection %s: element ids before registration: closing",
-                   s->conn.peer);
+    if (!la__in_state(s, LA_SESS_APP, "element ids before registration"))
       return -1;
-    }
     return la__on_ids(s, (La__ElementIds *)m);
   case LA__MSG_TYPE__MSG_REGISTER_REQUEST:
-    if (s->state != LA_SESS_NEW) {
-      la_log_warnx("connection %s: second registration: closing",
-                   s->conn.peer);
-      return -1;
-    }
+    if (!la__in_state(s, LA_SESS_NEW, "second registration")) return -1;
     la__on_register(s, (La__RegisterRequest *)m);
     if (s->state == LA_SESS_APP) /* registered: its own frame limit */
       la_conn_set_max_frame(c, (uint32_t)s->ag->set.max_frame);
     return 0;
   case LA__MSG_TYPE__MSG_DATA_READY:
-    if (s->state != LA_SESS_APP) {
-      la_log_warnx("connection %s: data-ready before registration: closing",
-                   s->conn.peer);
+    if (!la__in_state(s, LA_SESS_APP, "data-ready before registration"))
       return -1;
-    }
     return la__on_data_ready(s, (La__DataReady *)m);
   case LA__MSG_TYPE__MSG_FINALIZE:
     if (s->state != LA_SESS_APP) return -1;
@@ -457,13 +455,13 @@ static int la__on_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
   }
 }
 
-static void la__on_bad(la_conn_t *c, const char *why) {
+static void la__sess_bad(la_conn_t *c, const char *why) {
   la_session_t *s = (la_session_t *)c;
   s->ag->st.bad_frames++;
   la_log_warnx("connection %s: %s: closing", c->peer, why);
 }
 
-static void la__on_deadline(la_conn_t *c) {
+static void la__sess_deadline(la_conn_t *c) {
   la_session_t *s = (la_session_t *)c;
   if (s->state == LA_SESS_TOOL) {
     s->ag->st.conns_timed_out++;
@@ -480,11 +478,11 @@ static void la__on_deadline(la_conn_t *c) {
 }
 
 static const la_conn_ops_t la__ops = {
-  .on_frame = la__on_frame,
-  .on_bad = la__on_bad,
-  .on_deadline = la__on_deadline,
-  .on_close = la__on_close,
-  .on_free = la__on_free,
+    .on_frame = la__sess_frame,
+    .on_bad = la__sess_bad,
+    .on_deadline = la__sess_deadline,
+    .on_close = la__sess_close,
+    .on_free = la__sess_free,
 };
 
 /* la_conn_admission_t.refuse: whether the peer's user already holds its
@@ -510,7 +508,7 @@ static const char *la__uid_over_cap(la_conn_t *c) {
 }
 
 /* la_conn_admission_t.on_new: a session of ag, in its list. */
-static void la__on_new(la_conn_t *c, void *owner) {
+static void la__sess_new(la_conn_t *c, void *owner) {
   la_session_t *s = (la_session_t *)c;
   s->ag = owner;
   s->ipc.shm_id = s->ipc.sem_id = -1;
@@ -524,7 +522,7 @@ void la_session_accept(la_agent_t *ag, uv_stream_t *server) {
       .max_frame = (uint32_t)ag->set.handshake_max_frame,
       .max_output = (size_t)ag->set.max_output,
       .deadline_ms = (uint64_t)ag->set.handshake_ms,
-      .on_new = la__on_new,
+      .on_new = la__sess_new,
       .refuse = la__uid_over_cap,
   };
   if (la_conn_admit(ag->loop, server, &la__ops, &adm, ag))

@@ -54,6 +54,13 @@ int la_weights_new(uint64_t n, double timer_res_ns, double tol,
 int la_weights_cycle(la_weights_t *w, const double *x, const uint8_t *flags,
                      const la_compact_params_t *cp, la_compact_result_t *res,
                      la_robust_stats_t *st) {
+  return la_weights_cycle_recon(w, x, flags, cp, res, st, NULL);
+}
+
+int la_weights_cycle_recon(la_weights_t *w, const double *x,
+                           const uint8_t *flags, const la_compact_params_t *cp,
+                           la_compact_result_t *res, la_robust_stats_t *st,
+                           double *recon) {
   memset(res, 0, sizeof *res);
   double *y = malloc(w->n * sizeof *y);
   if (!y) return LA_ENOMEM;
@@ -64,7 +71,9 @@ int la_weights_cycle(la_weights_t *w, const double *x, const uint8_t *flags,
   if (la_compact_effective_mode(&p) == LA_COMPACT_POLYLINE && w->cv > 0 &&
       w->cv < p.cv)
     p.cv = w->cv;
-  if (rc == 0) rc = la_compact(y, w->n, &p, res);
+  if (rc == 0)
+    rc = recon ? la_compact_recon(y, w->n, &p, res, recon)
+               : la_compact(y, w->n, &p, res);
   free(y);
   return rc;
 }

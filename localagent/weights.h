@@ -28,10 +28,10 @@ typedef struct la_weights la_weights_t;
  * widens the band by two timer steps; tol and confirm as in robust.h; cv
  * (> 0) is the polyline bound of the weights' compaction when tighter than
  * the measured values' (the weights are smooth once interference is
- * removed, and balancers rank elements by them); grid[0..n_grid) (may be NULL), the rank's grid dimensions from its
- * registration, i fastest: when they multiply to n, the estimator's
- * neighbours include the cells above and below. Returns 0 and *out, or
- * LA_EINVAL / LA_ENOMEM. */
+ * removed, and balancers rank elements by them); grid[0..n_grid) (may be NULL),
+ * the rank's grid dimensions from its registration, i fastest: when they
+ * multiply to n, the estimator's neighbours include the cells above and below.
+ * Returns 0 and *out, or LA_EINVAL / LA_ENOMEM. */
 int la_weights_new(uint64_t n, double timer_res_ns, double tol,
                    uint32_t confirm, double cv, const uint64_t *grid,
                    size_t n_grid, la_weights_t **out);
@@ -44,6 +44,15 @@ int la_weights_new(uint64_t n, double timer_res_ns, double tol,
 int la_weights_cycle(la_weights_t *w, const double *x, const uint8_t *flags,
                      const la_compact_params_t *cp, la_compact_result_t *res,
                      la_robust_stats_t *st);
+
+/* la_weights_cycle(), and recon (n doubles, or NULL: as
+ * la_weights_cycle()) receives the compacted weights as a decoder of *res
+ * gives them (la_compact_recon()), so the caller need not decode them.
+ * Returns as la_weights_cycle(). */
+int la_weights_cycle_recon(la_weights_t *w, const double *x,
+                           const uint8_t *flags, const la_compact_params_t *cp,
+                           la_compact_result_t *res, la_robust_stats_t *st,
+                           double *recon);
 
 /* Frees w. NULL is fine. */
 void la_weights_free(la_weights_t *w);

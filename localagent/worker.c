@@ -9,9 +9,13 @@
  * the cycle is in the log as a trace, or as a taken record that the next
  * start turns into a TraceMissing. The application keeps profiling into its
  * other buffers meanwhile. Back on the loop thread the job is counted and
- * the uplink woken. Memory: one copy of the values per job in flight; a
- * session has at most n_buffers jobs, so the peak is bounded by max_apps x
- * 16 x max_elements x 8 bytes, in practice far less.
+ * the uplink woken, and the session's next job started: a session's jobs
+ * run one at a time, in the order the application handed the cycles over,
+ * because its robust weights, history and weights area are sequential
+ * state (a cycle's weights depend on the cycles before it, never on later
+ * ones); sessions run in parallel on the pool. Memory: one copy of the
+ * values per running job, at most one per session, so the peak is bounded
+ * by max_apps x max_elements x 8 bytes, in practice far less.
  *
  * Channels: a buffer of k > 1 channels is copied whole; the trace's series
  * is the per-element sum over the channels (added in channel order), and
@@ -33,6 +37,7 @@
 
 typedef struct la_job {
   uv_work_t req;
+  struct la_job *next; /* the session's queue (agent.h) */
   la_session_t *s;
   uint32_t buffer;
   uint64_t cycle_tag, seq, t_xfer_ns;
@@ -164,8 +169,7 @@ static void la__work(uv_work_t *req) {
     if (j->rc != 0) j->why = "dropped: the buffer could not be read";
     for (uint32_t c = 1; j->rc == 0 && c < k; c++) {
       const double *xc = ch + (uint64_t)c * n;
-      for (uint64_t e = 0; e < n; e++)
-        x[e] = (c == 1 ? ch[e] : x[e]) + xc[e];
+      for (uint64_t e = 0; e < n; e++) x[e] = (c == 1 ? ch[e] : x[e]) + xc[e];
     }
   }
   if (j->rc == 0) {
@@ -178,11 +182,17 @@ static void la__work(uv_work_t *req) {
     j->rc = la_compact(x, n, &j->cp, &res);
     uint8_t *flags = NULL;
     if (j->rc == 0 && (s->weights || k > 1)) flags = la__flags(j);
+    /* the robust weights as a decoder of their trace gives them, written
+     * by the encoder (la_compact_recon()): the history compares them and
+     * the application reads them, and neither decodes */
+    double *rw = NULL;
+    if (j->rc == 0 && s->weights && flags && (s->hist || s->ipc.weights))
+      rw = malloc(n * sizeof *rw);
     /* robust weights are extra, the measured values are the record: without
      * memory for the flags, the trace goes without them */
     if (j->rc == 0 && s->weights && flags)
-      j->robust = la_weights_cycle(s->weights, x, flags, &j->cp, &j->rres,
-                                   &j->rst) == 0;
+      j->robust = la_weights_cycle_recon(s->weights, x, flags, &j->cp, &j->rres,
+                                         &j->rst, rw) == 0;
     if (j->rc == 0 && k > 1) {
       la_robust_stats_t keep = j->rst; /* the sum's, for the trace */
       j->rc = la__channels(j, x + n, flags);
@@ -193,8 +203,12 @@ static void la__work(uv_work_t *req) {
     if (j->rc != 0) {
       j->why = "dropped: compaction failed";
     } else {
-      j->hist = la_history_check(s->hist, x, j->robust ? &j->rres : NULL,
-                                 &j->hist_ref, &j->hist_err);
+      if (j->robust && !rw) /* no memory for them: it decodes them */
+        j->hist =
+            la_history_check(s->hist, x, &j->rres, &j->hist_ref, &j->hist_err);
+      else
+        j->hist = la_history_match(s->hist, x, j->robust ? rw : NULL,
+                                   &j->hist_ref, &j->hist_err);
       if (!j->hist) /* a representative to be: compacted with room */
         la_history_refit(s->hist, x, &j->cp, &res);
       j->points = n * (k > 1 ? k + 1 : 1);
@@ -202,10 +216,14 @@ static void la__work(uv_work_t *req) {
       for (uint32_t c = 0; k > 1 && c < k; c++) j->bytes += j->chres[c].len;
       /* the weights back to the application (LA_weights); extra: a
        * failure costs only them */
-      la_app_ipc_put_weights(&s->ipc, j->cycle_tag, j->seq,
-                             j->robust ? LA_SHM_WEIGHTS_ROBUST
-                                       : LA_SHM_WEIGHTS_MEASURED,
-                             j->robust ? &j->rres : &res);
+      if (j->robust && rw)
+        la_app_ipc_put_weights_values(&s->ipc, j->cycle_tag, j->seq,
+                                      LA_SHM_WEIGHTS_ROBUST, rw);
+      else
+        la_app_ipc_put_weights(
+            &s->ipc, j->cycle_tag, j->seq,
+            j->robust ? LA_SHM_WEIGHTS_ROBUST : LA_SHM_WEIGHTS_MEASURED,
+            j->robust ? &j->rres : &res);
       j->log_rc = la__log_trace(j, &res);
       if (j->log_rc == 0 && !j->hist) /* logged in full: a representative */
         la_history_learn(s->hist, j->cycle_tag, &res,
@@ -215,6 +233,7 @@ static void la__work(uv_work_t *req) {
       else if (j->log_rc != 0)
         j->why = "dropped: the LocalAgent could not write its log";
     }
+    free(rw);
     la_compact_result_free(&res);
     la_compact_result_free(&j->rres);
     for (uint32_t c = 0; k > 1 && c < k; c++) {
@@ -233,6 +252,23 @@ static void la__work(uv_work_t *req) {
    * seen as a second notification of this one. */
   __atomic_fetch_and(&s->busy, ~(1u << j->buffer), __ATOMIC_SEQ_CST);
   la_app_ipc_give_back(&s->ipc, j->buffer);
+}
+
+static void la__after(uv_work_t *req, int status);
+
+/* Starts the session's oldest queued job unless one is running. The pool
+ * refuses work only for invalid arguments; should it ever, the job runs
+ * here, on the loop thread, rather than being lost. */
+static void la__next(la_session_t *s) {
+  la_job_t *j = s->job_queue;
+  if (s->job_running || !j) return;
+  s->job_queue = j->next;
+  if (!s->job_queue) s->job_queue_tail = NULL;
+  s->job_running = 1;
+  if (uv_queue_work(s->ag->loop, &j->req, la__work, la__after) != 0) {
+    la__work(&j->req);
+    la__after(&j->req, 0);
+  }
 }
 
 static void la__after(uv_work_t *req, int status) {
@@ -261,6 +297,8 @@ static void la__after(uv_work_t *req, int status) {
   }
   free(j);
   la_uplink_kick(ag);
+  s->job_running = 0;
+  la__next(s); /* before the release: the next job holds s too */
   s->jobs--;
   la_conn_release(&s->conn); /* the hold la_worker_submit took */
   la_agent_progress(ag);
@@ -284,13 +322,14 @@ int la_worker_submit(la_session_t *s, uint32_t i, uint64_t cycle_tag,
   la_outq_taken(s->ag->q, &key);
   /* busy before the job can run: the worker clears it */
   __atomic_fetch_or(&s->busy, 1u << i, __ATOMIC_SEQ_CST);
-  if (uv_queue_work(s->ag->loop, &j->req, la__work, la__after) != 0) {
-    __atomic_fetch_and(&s->busy, ~(1u << i), __ATOMIC_SEQ_CST);
-    free(j);
-    return LA_ENOMEM;
-  }
   s->jobs++;
   la_conn_hold(&s->conn);
   s->ag->jobs_in_flight++;
+  if (s->job_queue_tail)
+    s->job_queue_tail->next = j;
+  else
+    s->job_queue = j;
+  s->job_queue_tail = j;
+  la__next(s);
   return 0;
 }

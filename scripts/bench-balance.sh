@@ -45,28 +45,8 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-wait_port() {
-  for _ in $(seq 100); do [ -s "$1" ] && return 0; sleep 0.1; done
-  return 1
-}
-$BIN/lactl secret "$work/secret" >/dev/null || exit 1
-$BIN/la-globalagent --agents.listen=127.0.0.1:0 \
-  --agents.port_file="$work/ga.port" --feed.listen=127.0.0.1:0 \
-  --feed.port_file="$work/feed.port" --store.path="$work/la.db" \
-  --agents.secret_file="$work/secret" --stitch.timeout=5s \
-  >/dev/null 2>"$work/ga.log" &
-pids+=($!)
-wait_port "$work/ga.port" && wait_port "$work/feed.port" ||
-  { echo "bench-balance: no GlobalAgent" >&2; exit 1; }
-$BIN/la-localagent --agent.listen=127.0.0.1:0 \
-  --agent.port_file="$work/la.port" \
-  --global.address="127.0.0.1:$(cat "$work/ga.port")" \
-  --global.secret_file="$work/secret" --global.spool_dir="$work/spool" \
-  >/dev/null 2>"$work/la.log" &
-pids+=($!)
-wait_port "$work/la.port" || { echo "bench-balance: no LocalAgent" >&2; exit 1; }
-export LA_AGENT="127.0.0.1:$(cat "$work/la.port")"
-export LA_GLOBAL="127.0.0.1:$(cat "$work/feed.port")"
+. scripts/la-stack.sh
+la_stack_start bench-balance "$BIN" "$work" || exit 1
 rc=0
 for p in $RANKS; do
   LA_APP_ID="bench-injob-$p" timeout 300 $launcher $extra -n "$p" \

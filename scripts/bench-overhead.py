@@ -29,11 +29,23 @@ table build/bench/overhead.md. Environment: LA_BENCH_REPS (default 3),
 LA_BENCH_NP (MPI ranks, default 1: the per-cell probe cost does not depend
 on the rank count, and one core stays free for the agents); to run a part:
 LA_BENCH_PROGRAMS (e.g. "wavetoy"), LA_BENCH_METRICS ("time"),
-LA_BENCH_PERIODS ("1,15"), LA_BENCH_CVS ("0.1"), comma-separated.
+LA_BENCH_PERIODS ("1,15"), LA_BENCH_CVS ("0.1"), LA_BENCH_PROBES (of
+floor, cell, cell-always, row: e.g. "row" runs only the baseline and the
+row probes), comma-separated.
+LA_BENCH_STEPS=N runs every program N steps instead of its default: the
+steady state. Two times are reported per variant: "wall", the program's own
+time-step loop (what it prints; registration and LA_finalize are outside
+it), and "whole run", the elapsed time of mpiexec around it (start-up,
+LA_registerGrid, the loop, LA_finalize, MPI_Finalize). A 150-step wavetoy
+loop lasts about 0.02 s, so fixed costs weigh on it; with
+LA_BENCH_STEPS=3000 (about 0.5 s) the loop is the steady state. The
+LocalAgent's CPU per profiled cycle (its CPU seconds over the cycles the
+program reports as profiled) is the figure least moved by other load.
 LA_BENCH_PIN=1 runs the daemons on CPU 1 and the program on CPU 0
 (taskset), so that the agent's work on a profiled cycle does not take the
 program's core: on a 2-core machine shared with other work the scheduler
-otherwise often runs them on the same core.
+otherwise often runs them on the same core. LA_BENCH_LOCALAGENT_OPTS adds
+options to the LocalAgent's command line (e.g. "--history.memory=0").
 """
 import json
 import os
@@ -64,6 +76,10 @@ METRICS = ["time", "papi:perf::TASK-CLOCK"]
 PERIODS = [1, 5, 15, 50]
 CVS = [0.05, 0.1, 0.2]
 PROBE_MODES = ["cell-always", "row"]  # besides the default, cell
+STEPS = os.environ.get("LA_BENCH_STEPS", "")
+if STEPS:
+    PROGRAMS = {k: v[:2] + ["--steps", str(int(STEPS))] + v[4:]
+                for k, v in PROGRAMS.items()}
 
 
 def env_list(name, default, conv):
@@ -76,7 +92,11 @@ PROGRAMS = {k: v for k, v in PROGRAMS.items()
 METRICS = env_list("LA_BENCH_METRICS", METRICS, str)
 PERIODS = env_list("LA_BENCH_PERIODS", PERIODS, int)
 CVS = env_list("LA_BENCH_CVS", CVS, float)
+PROBES = env_list("LA_BENCH_PROBES", ["floor", "cell"] + PROBE_MODES, str)
+PROBE_MODES = [m for m in PROBE_MODES if m in PROBES]
 WALL = re.compile(r"wall time ([0-9.]+) s")
+PROFILED = re.compile(r"profiled ([0-9]+)")
+REGISTER = re.compile(r"LA_registerGrid ([0-9.]+) ms")
 PIN = os.environ.get("LA_BENCH_PIN", "") == "1" and shutil.which("taskset")
 
 
@@ -134,13 +154,16 @@ def settle(pids, quiet=0.05, limit=2.0):
 
 
 def run(prog, args, env_add, daemons):
-    """One run: (wall s from the program, app CPU s, [daemon CPU s])."""
+    """One run: (wall s from the program, app CPU s, [daemon CPU s],
+    whole-run s, profiled cycles, registration ms)."""
     env = dict(os.environ)
     env.update(env_add)
     d0 = [cpu_seconds(p) for p in daemons]
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
     out = subprocess.run(pinned(["mpiexec", "-n", str(NP), prog] + args, 0),
                          capture_output=True, text=True, env=env, timeout=300)
+    whole = time.monotonic() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if "LA_AGENT" in env_add:
         settle(daemons)
@@ -150,7 +173,10 @@ def run(prog, args, env_add, daemons):
         raise SystemExit("bench-overhead: %s %s failed:\n%s%s" %
                          (prog, " ".join(args), out.stdout, out.stderr))
     app = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-    return float(m.group(1)), app, [b - a for a, b in zip(d0, d1)]
+    prof, reg = PROFILED.search(out.stdout), REGISTER.search(out.stdout)
+    return (float(m.group(1)), app, [b - a for a, b in zip(d0, d1)], whole,
+            int(prof.group(1)) if prof else 0,
+            float(reg.group(1)) if reg else 0.0)
 
 
 def main():
@@ -171,7 +197,8 @@ def main():
                   "--agent.port_file=" + os.path.join(work, "lport"),
                   "--global.address=127.0.0.1:%d" % gport,
                   "--global.spool_dir=" + os.path.join(work, "spool"),
-                  "--log.level=warn"]
+                  "--log.level=warn"] + os.environ.get(
+                      "LA_BENCH_LOCALAGENT_OPTS", "").split()
         la, lport = start(la_cmd, os.path.join(work, "lport"), "localagent",
                           work)
         procs.append(la)
@@ -184,7 +211,7 @@ def main():
                 print("bench-overhead: %s not built, skipped" % name)
                 continue
             variants.append((name, "none", prog, args + ["--no-la"], {}))
-            if supports(prog, "--floor"):
+            if supports(prog, "--floor") and "floor" in PROBES:
                 variants.append((name, "floor", prog, args + ["--floor"], {}))
             modes = PROBE_MODES if supports(prog, "--probe") else []
             for metric in METRICS:
@@ -193,7 +220,8 @@ def main():
                     # wall-time metric; PAPI runs at the default CV. Other
                     # probe modes: wall time, CV 0.1.
                     runs = [(cv, None) for cv in
-                            (CVS if metric == "time" else [0.1])]
+                            (CVS if metric == "time" else [0.1])
+                            if "cell" in PROBES]
                     if metric == "time":
                         runs += [(0.1, m) for m in modes]
                     for cv, mode in runs:
@@ -219,6 +247,8 @@ def main():
 
         times = {(v[0], v[1]): [] for v in variants}
         cpu = {(v[0], v[1]): [] for v in variants}  # (app, la, ga) per run
+        wholes = {(v[0], v[1]): [] for v in variants}
+        extra = {(v[0], v[1]): [] for v in variants}  # (profiled, reg ms)
         daemons = [la.pid, ga.pid]
         load0 = os.getloadavg()
         t_start = time.time()
@@ -226,8 +256,11 @@ def main():
             order = list(variants)
             random.Random(rep).shuffle(order)
             for name, key, prog, args, env in order:
-                wall, app, dcpu = run(prog, args, env, daemons)
+                wall, app, dcpu, whole, prof, reg = run(prog, args, env,
+                                                        daemons)
                 times[(name, key)].append(wall)
+                wholes[(name, key)].append(whole)
+                extra[(name, key)].append((prof, reg))
                 cpu[(name, key)].append([app] + dcpu)
         load1 = os.getloadavg()
 
@@ -242,16 +275,19 @@ def main():
                   "loadavg_1min": [load0[0], load1[0]], "programs": {}}
         md = ["| program | metric | probe | period | CV | median s | "
               "overhead % | app CPU s | LocalAgent CPU s | GlobalAgent "
-              "CPU s |", "|---|---|---|---|---|---|---|---|---|---|"]
+              "CPU s | whole run overhead % | LocalAgent ms per profiled "
+              "cycle |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for name in PROGRAMS:
             if (name, "none") not in times:
                 continue
             base = statistics.median(times[(name, "none")])
+            wbase = statistics.median(wholes[(name, "none")])
             bcpu = cpu_medians((name, "none"))
             entry = {"baseline_s": base, "args": PROGRAMS[name],
+                     "baseline_whole_s": wbase,
                      "baseline_cpu_s": bcpu, "configs": []}
             md.append("| %s | none (--no-la) | - | - | - | %.3f | 0 | %.3f "
-                      "| %.3f | %.3f |" % (name, base, bcpu["app"],
+                      "| %.3f | %.3f | 0 | - |" % (name, base, bcpu["app"],
                                             bcpu["localagent"],
                                             bcpu["globalagent"]))
             if (name, "floor") in times:
@@ -261,7 +297,7 @@ def main():
                 fcpu = cpu_medians((name, "floor"))
                 entry["floor_cpu_s"] = fcpu
                 md.append("| %s | floor (2x rdtsc + store) | - | - | - | %.3f "
-                          "| %.1f | %.3f | - | - |" % (
+                          "| %.1f | %.3f | - | - | - | - |" % (
                               name, fl, entry["floor_overhead_pct"],
                               fcpu["app"]))
             for (pname, key), ts in sorted(times.items()):
@@ -270,10 +306,22 @@ def main():
                 metric, p, cv, mode = (key.split("/") + ["cell"])[:4]
                 med = statistics.median(ts)
                 cc = cpu_medians((pname, key))
+                wmed = statistics.median(wholes[(pname, key)])
+                prof = statistics.median(e[0] for e in extra[(pname, key)])
+                per = [r[1] / e[0] for r, e in zip(cpu[(pname, key)],
+                                                   extra[(pname, key)])
+                       if e[0] > 0]
                 cfg = {"metric": metric, "period": int(p[1:]),
                        "cv": float(cv[2:]), "probe": mode, "median_s": med,
                        "overhead_pct": 100 * (med - base) / base,
                        "runs_s": ts, "cpu_s": cc,
+                       "whole_s": wmed,
+                       "whole_overhead_pct": 100 * (wmed - wbase) / wbase,
+                       "profiled": prof,
+                       "register_ms": statistics.median(
+                           e[1] for e in extra[(pname, key)]),
+                       "localagent_ms_per_cycle": 1e3 * statistics.median(
+                           per) if per else None,
                        "cpu_runs_s": cpu[(pname, key)]}
                 if "floor_overhead_pct" in entry and entry[
                         "floor_overhead_pct"] > 0:
@@ -281,10 +329,12 @@ def main():
                         "floor_overhead_pct"]
                 entry["configs"].append(cfg)
                 md.append("| %s | %s | %s | %s | %s | %.3f | %.1f | %.3f | "
-                          "%.3f | %.3f |" %
+                          "%.3f | %.3f | %.1f | %s |" %
                           (name, metric, mode, p[1:], cv[2:], med,
                            cfg["overhead_pct"], cc["app"], cc["localagent"],
-                           cc["globalagent"]))
+                           cc["globalagent"], cfg["whole_overhead_pct"],
+                           "%.3f" % cfg["localagent_ms_per_cycle"]
+                           if per else "-"))
             result["programs"][name] = entry
         os.makedirs(os.path.dirname(OUT), exist_ok=True)
         with open(OUT, "w") as f:
@@ -296,21 +346,29 @@ def main():
                   NP, REPS, result["seconds"], ", pinned" if PIN else "",
                   load0[0], load1[0]))
         for name, e in result["programs"].items():
-            print("  %s: baseline %.3f s (app CPU %.3f s)%s" % (
-                name, e["baseline_s"], e["baseline_cpu_s"]["app"],
+            print("  %s %s: baseline %.3f s loop, %.3f s whole run (app CPU "
+                  "%.3f s)%s" % (
+                name, " ".join(e["args"]), e["baseline_s"],
+                e["baseline_whole_s"], e["baseline_cpu_s"]["app"],
                 ", floor +%.1f%%" % e["floor_overhead_pct"]
                 if "floor_overhead_pct" in e else ""))
-            print("    %-24s %-12s %-10s %8s   CPU s: app / LocalAgent / "
-                  "GlobalAgent" % ("metric", "probe", "period", "wall"))
+            print("    %-24s %-12s %-10s %8s %8s   CPU s: app / LocalAgent / "
+                  "GlobalAgent; LocalAgent ms per profiled cycle; "
+                  "LA_registerGrid ms" % ("metric", "probe", "period", "loop",
+                                          "whole"))
             for c in sorted(e["configs"], key=lambda c: (
                     c["metric"], c["probe"], c["period"])):
                 if c["cv"] == 0.1:
-                    print("    %-24s %-12s period %-3d %+7.1f%%   %.3f / %.3f "
-                          "/ %.3f%s" % (
+                    print("    %-24s %-12s period %-3d %+7.1f%% %+7.1f%%   "
+                          "%.3f / %.3f / %.3f; %s; %.1f%s" % (
                               c["metric"], c["probe"], c["period"],
-                              c["overhead_pct"], c["cpu_s"]["app"],
+                              c["overhead_pct"], c["whole_overhead_pct"],
+                              c["cpu_s"]["app"],
                               c["cpu_s"]["localagent"],
                               c["cpu_s"]["globalagent"],
+                              "%.3f" % c["localagent_ms_per_cycle"]
+                              if c["localagent_ms_per_cycle"] else "-",
+                              c["register_ms"],
                               "  (%.2fx floor)" % c["ratio_to_floor"]
                               if "ratio_to_floor" in c else ""))
         print("wrote %s and %s" % (OUT, os.path.splitext(OUT)[0] + ".md"))

@@ -33,10 +33,7 @@ trap 'exit 130' INT TERM
 
 die() { echo "demo: $*" >&2; exit 1; }
 section() { printf '\n== %s\n' "$1"; }
-wait_port() { # file
-  for _ in $(seq 100); do [ -s "$1" ] && return 0; sleep 0.05; done
-  return 1
-}
+. scripts/la-stack.sh
 
 for f in "$BIN/la-globalagent" "$BIN/la-localagent" "$BIN/lactl" \
          "$EX/wavetoy" "$EX/rebalance"; do
@@ -47,25 +44,7 @@ mkdir -p "$OUT"
 t_start=$(date +%s.%N)
 
 section "starting the agents on loopback (store and logs in $work)"
-"$BIN/lactl" secret "$work/secret" >/dev/null || die "cannot create a secret"
-"$BIN/la-globalagent" --agents.listen=127.0.0.1:0 \
-  --agents.port_file="$work/ga.port" --feed.listen=127.0.0.1:0 \
-  --feed.port_file="$work/feed.port" --store.path="$work/la.db" \
-  --agents.secret_file="$work/secret" --stitch.timeout=5s \
-  >/dev/null 2>"$work/globalagent.log" &
-pids+=($!)
-wait_port "$work/ga.port" && wait_port "$work/feed.port" ||
-  die "the GlobalAgent did not start: $(tail -3 "$work/globalagent.log")"
-"$BIN/la-localagent" --agent.listen=127.0.0.1:0 \
-  --agent.port_file="$work/la.port" \
-  --global.address="127.0.0.1:$(cat "$work/ga.port")" \
-  --global.secret_file="$work/secret" --global.spool_dir="$work/spool" \
-  >/dev/null 2>"$work/localagent.log" &
-pids+=($!)
-wait_port "$work/la.port" ||
-  die "the LocalAgent did not start: $(tail -3 "$work/localagent.log")"
-export LA_AGENT="127.0.0.1:$(cat "$work/la.port")"
-export LA_GLOBAL="127.0.0.1:$(cat "$work/feed.port")"
+la_stack_start demo "$BIN" "$work" || exit 1
 echo "   GlobalAgent: agents 127.0.0.1:$(cat "$work/ga.port"), feed $LA_GLOBAL"
 echo "   LocalAgent:  $LA_AGENT (authenticated with a fresh shared secret)"
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""depgraph.py: the file-level call graph of each daemon, and its cycles.
+"""depgraph.py: the file-level call graph of each component, and its cycles.
 
-Reads the object files of la-localagent and la-globalagent (build/obj/
-localagent/*.o, build/obj/globalagent/*.o) with nm: a file that leaves a
-symbol undefined which another file of the same daemon defines calls (or
-reads) that file. Prints one line per file with the files it uses, then
+Reads the object files of each component (build/obj/COMPONENT/*.o for
+common, libla, client, tools, localagent and globalagent) with nm: a file
+that leaves a symbol undefined which another file of the same component
+defines calls (or reads) that file. Prints one line per file with the files it uses, then
 every cycle (strongly connected set of files). A call through a function
 pointer (a callback the owner registered) is not a link-time reference, so
 it does not appear: such a reverse edge is explicit in the interface struct
@@ -12,14 +12,15 @@ that carries it, not hidden in the graph.
 
 Usage: scripts/depgraph.py [--symbols] [BUILD_DIR]   (default: build)
   --symbols  name the symbols behind each edge
-Exits 0 when neither daemon has a cycle, 1 when one has, 2 on errors
+Exits 0 when no component has a cycle, 1 when one has, 2 on errors
 (objects missing: run `make -j2 all` first).
 """
 import os
 import subprocess
 import sys
 
-DAEMONS = ("localagent", "globalagent")
+COMPONENTS = ("common", "libla", "client", "tools", "localagent",
+              "globalagent")
 
 
 def symbols(obj):
@@ -94,7 +95,7 @@ def main(argv):
         return 2
     build = args[0] if args else "build"
     bad = 0
-    for d in DAEMONS:
+    for d in COMPONENTS:
         objdir = os.path.join(build, "obj", d)
         if not os.path.isdir(objdir):
             print(f"depgraph: {objdir}: no objects (make -j2 all)",

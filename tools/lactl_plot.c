@@ -77,11 +77,6 @@ static void usage(FILE *f) {
           "--raw, 2 usage.\n");
 }
 
-int lactl_plot_cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* The parsed command line. */
 typedef struct {
   lactl_common_t common;

@@ -48,7 +48,4 @@ int lactl_plot_grid(FILE *f, la_traceset_t *t, int kind, int axis,
 /* Parses "k=N" (or i=, j=) into *axis and *at. 0, or -1 when malformed. */
 int lactl_plot_parse_slice(const char *s, int *axis, uint64_t *at);
 
-/* qsort comparison of doubles, increasing. */
-int lactl_plot_cmp_double(const void *a, const void *b);
-
 #endif /* LACTL_PLOT_H */

@@ -138,7 +138,7 @@ static int heat_scale(heat_fig_t *h) {
     if (isfinite(h->imb[c]) && h->imb[c] > h->imax)
       h->imax = h->imb[c], h->imax_c = c;
   }
-  qsort(dev, ndev, sizeof *dev, lactl_plot_cmp_double);
+  qsort(dev, ndev, sizeof *dev, lactl_svg_cmp_double);
   double dmax = ndev ? dev[ndev - 1] : 0;
   double M =
       scale_max(ndev ? exp(dev[(size_t)(0.98 * (double)(ndev - 1))]) : 1);

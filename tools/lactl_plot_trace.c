@@ -168,7 +168,7 @@ static double trace_clip(trace_fig_t *p, double lo, double hi) {
     if (p->x && isfinite(p->x[i])) v[k++] = p->x[i];
   }
   if (v && k > 100) {
-    qsort(v, k, sizeof *v, lactl_plot_cmp_double);
+    qsort(v, k, sizeof *v, lactl_svg_cmp_double);
     double cap = 1.5 * v[(size_t)(0.995 * (double)(k - 1))];
     if (cap > lo && hi > cap * 1.05) {
       hi = cap;

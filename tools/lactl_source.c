@@ -43,7 +43,7 @@ static int la__fail(lactl_src_t *s, int rc, const char *fmt, ...)
 static int la__fail(lactl_src_t *s, int rc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(s->err, sizeof s->err, fmt, ap);
+  rc = la_verrorf(s->err, sizeof s->err, rc, fmt, ap);
   va_end(ap);
   return rc;
 }

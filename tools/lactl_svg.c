@@ -85,3 +85,8 @@ void lactl_svg_diverging(double u, char *buf, size_t len) {
     rgb[k] = (int)lround(stop[i][k] * (1 - w) + stop[i + 1][k] * w);
   snprintf(buf, len, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
 }
+
+int lactl_svg_cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}

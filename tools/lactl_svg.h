@@ -42,4 +42,8 @@ void lactl_svg_tick_text(double v, double step, char *buf, size_t len);
  * into buf (len bytes, at least 8). */
 void lactl_svg_diverging(double u, char *buf, size_t len);
 
+/* qsort comparison of doubles, increasing (the figures sort values to
+ * pick their scale's range). */
+int lactl_svg_cmp_double(const void *a, const void *b);
+
 #endif /* LACTL_SVG_H */

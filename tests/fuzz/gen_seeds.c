@@ -207,6 +207,29 @@ int main(int argc, char **argv) {
       la__frame(&frames, LA__MSG_TYPE__MSG_ELEMENT_IDS, &m.base);
     }
   }
+  { /* a set in parts and a notice, as the GlobalAgent sends them */
+    static uint8_t data[40];
+    La__TraceSetHead h = LA__TRACE_SET_HEAD__INIT;
+    h.app_id = "app-1";
+    h.cycle_tag = 1;
+    h.set_bytes = sizeof data;
+    h.parts = 2;
+    la__frame(&frames, LA__MSG_TYPE__MSG_TRACE_SET_HEAD, &h.base);
+    for (uint32_t i = 0; i < 2; i++) {
+      La__TraceSetPart p = LA__TRACE_SET_PART__INIT;
+      p.part = i;
+      p.data.data = data + 20 * i;
+      p.data.len = 20;
+      la__frame(&frames, LA__MSG_TYPE__MSG_TRACE_SET_PART, &p.base);
+    }
+    La__SetNotice n = LA__SET_NOTICE__INIT;
+    n.app_id = "app-1";
+    n.cycle_tag = 2;
+    n.set_bytes = 70000000;
+    n.limit_name = "feed.queue_bytes";
+    n.limit = 67108864;
+    la__frame(&frames, LA__MSG_TYPE__MSG_SET_NOTICE, &n.base);
+  }
   la__query(&session, "apps", NULL, 0, 0, 0);
   la__query(&session, "cycles", "app-1", 0, 0, 0);
   la__query(&session, "traceset", "app-1", 1, 1, 0);

@@ -92,10 +92,11 @@ def errors(v, schema, root=None, path="$"):
             out += errors(x, schema["items"], root, "%s[%d]" % (path, i))
     for key in ("oneOf", "anyOf"):
         if key in schema:
-            ok = [s for s in schema[key] if not errors(v, s, root, path)]
-            if not ok or (key == "oneOf" and len(ok) > 1):
-                out.append("%s: %d of the %s alternatives match" %
-                           (path, len(ok), key))
+            res = [errors(v, s, root, path) for s in schema[key]]
+            ok = sum(1 for e in res if not e)
+            if not ok or (key == "oneOf" and ok > 1):
+                out.append("%s: %d of the %s alternatives match (%s)" %
+                           (path, ok, key, "; ".join(e[0] for e in res if e)))
     return out
 
 

@@ -12,6 +12,7 @@
 
 #include <sqlite3.h>
 
+#include "la.h"
 #include "la_compact.h"
 
 int la_ta_start(la_test_agent_t *a, const char *const *local_extra) {
@@ -40,6 +41,49 @@ long long la_ta_local_stat(la_test_agent_t *a, const char *key) {
 
 /* Runs sql on a read-only connection; on a row calls fn. Returns 0 when a
  * row was read, else -1. */
+/* What la_ta_run_rank's probes read. */
+static struct {
+  double (*value)(long e, uint64_t cycle, int rank);
+  uint64_t cycle;
+  int rank;
+} la__ta_rank;
+
+static double la__ta_zero(long e, void *arg) {
+  (void)e, (void)arg;
+  return 0.0;
+}
+
+static double la__ta_value(long e, void *arg) {
+  (void)arg;
+  return la__ta_rank.value(e, la__ta_rank.cycle, la__ta_rank.rank);
+}
+
+int la_ta_run_rank(const char *agent, const char *app_id, const char *app_name,
+                   int rank, int nprocs, long n, int cycles,
+                   double (*value)(long e, uint64_t cycle, int rank)) {
+  la__ta_rank.value = value;
+  la__ta_rank.rank = rank;
+  LA_setAgent(agent);
+  LA_setAppId(app_id);
+  LA_setPeriod(1);
+  LA_setBuffers(16);
+  LA_setPolicy(LA_POLICY_WAIT);
+  LA_setProbeStartFunc(la__ta_zero, NULL);
+  LA_setProbeStopFunc(la__ta_value, NULL);
+  LA_setMetric("custom");
+  int bad = LA_register(app_name, rank, nprocs, n) != 0;
+  for (int c = 0; c < cycles && !bad; c++) {
+    la__ta_rank.cycle = (uint64_t)c;
+    for (long e = 0; e < n; e++) {
+      LA_startProbe(e);
+      LA_stopProbe(e);
+    }
+    bad = LA_dataXfer() != 0;
+  }
+  bad |= LA_finalize() != 0;
+  return bad;
+}
+
 static int la_ta_query(la_test_agent_t *a, const char *sql,
                        void (*fn)(sqlite3_stmt *, void *), void *arg) {
   sqlite3 *db = NULL;

@@ -74,4 +74,14 @@ long long la_ta_ntraces(la_test_agent_t *a, const char *app_id);
 la_traceset_t *la_ta_complete_set(la_client_t *c, const char *app_id,
                                   uint64_t cycle, int timeout_ms);
 
+/* One rank of an application, for a forked child to run: registers rank of
+ * nprocs as app_name, application app_id (n elements) with the LocalAgent
+ * at agent (period 1, 16 buffers, the wait policy, metric "custom"), runs
+ * cycles cycles in which element e measures value(e, cycle, rank) (the
+ * start probe reads 0), then finalizes. Returns 0 when every libla call
+ * succeeded, else 1: the child's exit code. */
+int la_ta_run_rank(const char *agent, const char *app_id, const char *app_name,
+                   int rank, int nprocs, long n, int cycles,
+                   double (*value)(long e, uint64_t cycle, int rank));
+
 #endif /* LA_TEST_AGENT_H */

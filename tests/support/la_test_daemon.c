@@ -12,6 +12,7 @@
 #include <libgen.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,48 @@ int la_td_prepare(void) {
   la_td_unset_la_env();
   signal(SIGPIPE, SIG_IGN);
   return la_auth_init() == 0 ? 0 : -1;
+}
+
+void la_td_argv_init(la_td_argv_t *a) {
+  a->n = 0;
+  a->v[0] = NULL;
+}
+
+int la_td_argv_add(la_td_argv_t *a, const char *fmt, ...) {
+  if (a->n >= LA_TD_ARGV_MAX) return -1;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(a->buf[a->n], sizeof a->buf[a->n], fmt, ap);
+  va_end(ap);
+  a->v[a->n] = a->buf[a->n];
+  a->v[++a->n] = NULL;
+  return 0;
+}
+
+int la_td_argv_extend(la_td_argv_t *a, const char *const *more) {
+  for (; more && *more; more++)
+    if (la_td_argv_add(a, "%s", *more) != 0) return -1;
+  return 0;
+}
+
+int la_td_wait_closed(int fd, int timeout_ms) {
+  long long end = la_td_now_ms() + timeout_ms;
+  for (;;) {
+    long long left = end - la_td_now_ms();
+    if (left <= 0) return -1;
+    struct pollfd pf = {fd, POLLIN, 0};
+    int k = poll(&pf, 1, (int)left);
+    if (k <= 0) continue; /* EINTR, or the time is up */
+    char buf[4096];
+    ssize_t r = recv(fd, buf, sizeof buf, 0);
+    if (r == 0) return 0;
+    if (r < 0 && errno != EINTR && errno != EAGAIN) return 1;
+  }
+}
+
+int la_td_group_setup(void **state) {
+  (void)state;
+  return la_td_prepare();
 }
 
 void la_td_nap_ms(int ms) {
@@ -191,6 +234,10 @@ uint16_t la_td_port(const la_test_daemon_t *d) {
 }
 const char *la_td_addr(const la_test_daemon_t *d) {
   return d->addr;
+}
+
+const char *la_td_name(const la_test_daemon_t *d) {
+  return d->name;
 }
 
 static int decode_status(int st) {
@@ -370,16 +417,11 @@ int la_td_start(la_test_daemon_t *d, const char *const *args,
   if (!port_file) return 0;
   long long end = la_td_now_ms() + timeout_ms;
   for (;;) {
-    FILE *f = fopen(port_file, "r");
-    unsigned p = 0;
-    if (f) {
-      if (fscanf(f, "%u", &p) != 1) p = 0;
-      fclose(f);
-    }
-    if (p > 0 && p < 65536) {
+    int p = la_td_read_port(port_file, 0);
+    if (p > 0) {
       d->port = (uint16_t)p;
-      snprintf(d->addr, sizeof d->addr, "127.0.0.1:%u", p);
-      return (int)p;
+      snprintf(d->addr, sizeof d->addr, "127.0.0.1:%d", p);
+      return p;
     }
     if (!la_td_alive(d)) {
       fprintf(stderr, "la_test_daemon: %s exited before writing %s\n", d->name,
@@ -529,6 +571,17 @@ int la_td_wait_status(la_test_daemon_t *d, const char *key, long long min,
   long long end = la_td_now_ms() + timeout_ms;
   for (;;) {
     if (la_td_status_ll(d, key) >= min) return 0;
+    if (la_td_now_ms() >= end) return -1;
+    la_td_nap_ms(20);
+  }
+}
+
+int la_td_wait_status_at_most(la_test_daemon_t *d, const char *key,
+                              long long max, int timeout_ms) {
+  long long end = la_td_now_ms() + timeout_ms;
+  for (;;) {
+    long long v = la_td_status_ll(d, key);
+    if (v >= 0 && v <= max) return 0;
     if (la_td_now_ms() >= end) return -1;
     la_td_nap_ms(20);
   }

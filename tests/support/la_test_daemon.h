@@ -41,6 +41,25 @@ const char *la_td_dir(const la_test_daemon_t *d);
 char *la_td_path(const la_test_daemon_t *d, const char *rel, char *buf,
                  size_t len);
 
+/* A daemon's argument vector built option by option, each one formatted
+ * into the vector's own storage (LA_TD_ARGV_MAX options of up to 700
+ * bytes; a longer one is truncated, one past the maximum dropped). v is
+ * NULL-terminated at every step: pass it to la_td_start. */
+#define LA_TD_ARGV_MAX 48
+typedef struct la_td_argv {
+  const char *v[LA_TD_ARGV_MAX + 1];
+  int n;
+  char buf[LA_TD_ARGV_MAX][700];
+} la_td_argv_t;
+/* Empties a. */
+void la_td_argv_init(la_td_argv_t *a);
+/* Appends one option, printf-formatted. Returns 0, or -1 when a is full. */
+int la_td_argv_add(la_td_argv_t *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Appends every option of more (NULL-terminated, may be NULL). Returns 0,
+ * or -1 when a is full. */
+int la_td_argv_extend(la_td_argv_t *a, const char *const *more);
+
 /* Starts the program with args (NULL-terminated, after argv[0]) and, when
  * port_file is not NULL (a path), removes it first and waits up to
  * timeout_ms for the daemon to write a port number into it. Returns the
@@ -53,6 +72,8 @@ int la_td_start(la_test_daemon_t *d, const char *const *args,
 pid_t la_td_pid(const la_test_daemon_t *d); /* 0 when not running */
 uint16_t la_td_port(const la_test_daemon_t *d);
 const char *la_td_addr(const la_test_daemon_t *d); /* "127.0.0.1:PORT" */
+/* The program's name, as given to la_td_new. */
+const char *la_td_name(const la_test_daemon_t *d);
 
 /* 1 while the child runs (not exited), else 0 (it is reaped). */
 int la_td_alive(la_test_daemon_t *d);
@@ -93,6 +114,11 @@ long long la_td_status_ll(la_test_daemon_t *d, const char *key);
 int la_td_wait_status(la_test_daemon_t *d, const char *key, long long min,
                       int timeout_ms);
 
+/* Waits up to timeout_ms until row key, as an integer, is between 0 and
+ * max (a queue drained). Returns 0, or -1 on timeout. */
+int la_td_wait_status_at_most(la_test_daemon_t *d, const char *key,
+                              long long max, int timeout_ms);
+
 /* Runs argv (argv[0] a path or a name on PATH) to completion in its own
  * process group with env_add ("NAME=value", NULL-terminated, may be NULL)
  * added to the environment, stdout and stderr together into out (truncated
@@ -128,6 +154,8 @@ void la_td_unset_la_env(void);
 /* A daemon test program's group set-up: la_td_unset_la_env, SIGPIPE
  * ignored, la_auth initialised. Returns 0 or -1. */
 int la_td_prepare(void);
+/* la_td_prepare as a cmocka group set-up (state unused). */
+int la_td_group_setup(void **state);
 /* Sleeps ms milliseconds (restarted after a signal). For polls with a
  * deadline only: tests wait on events, not on time. */
 void la_td_nap_ms(int ms);
@@ -151,6 +179,12 @@ void la_td_print_log_tail(const la_test_daemon_t *d, size_t max);
       fail_msg("%s", #cond);         \
     }                                \
   } while (0)
+
+/* Waits up to timeout_ms for the peer (a daemon) to close the connection
+ * fd, reading and discarding whatever arrives before. Returns 0 for an
+ * orderly close (recv returned 0), 1 for a reset or another error, -1 when
+ * it stayed open. */
+int la_td_wait_closed(int fd, int timeout_ms);
 
 /* A TCP port on 127.0.0.1 where nobody listens (bound, then released), or
  * -1. */

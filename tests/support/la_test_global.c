@@ -547,7 +547,9 @@ static int on_readable(la_test_global_t *g, conn_t *c) {
   return 0;
 }
 
-static void on_accept(la_test_global_t *g) {
+/* la_test_serve_poll: the listener is readable. */
+static void on_accept(void *arg) {
+  la_test_global_t *g = arg;
   int fd = accept4(g->lfd, NULL, NULL, SOCK_CLOEXEC);
   if (fd < 0) return;
   int slot = -1;
@@ -572,6 +574,16 @@ static void on_accept(la_test_global_t *g) {
   pthread_mutex_unlock(&g->mu);
 }
 
+/* la_test_serve_poll: connection i's descriptor, and i is readable. */
+static int fd_cb(void *arg, int i) {
+  return ((la_test_global_t *)arg)->c[i].fd;
+}
+
+static void conn_cb(void *arg, int i) {
+  la_test_global_t *g = arg;
+  if (g->c[i].fd >= 0 && on_readable(g, &g->c[i])) conn_close(g, &g->c[i]);
+}
+
 static void *global_main(void *arg) {
   la_test_global_t *g = arg;
   la_test_serve_lock();
@@ -594,38 +606,10 @@ static void *global_main(void *arg) {
         conn_close(g, c);
       }
     }
-    struct pollfd pf[MAXC + 2];
-    int idx[MAXC + 2], n = 0;
-    pf[n] = (struct pollfd){.fd = g->lfd, .events = POLLIN};
-    idx[n++] = -1;
-    pf[n] = (struct pollfd){.fd = g->wake[0], .events = POLLIN};
-    idx[n++] = -2;
-    for (int i = 0; i < MAXC; i++)
-      if (g->c[i].fd >= 0) {
-        pf[n] = (struct pollfd){.fd = g->c[i].fd, .events = POLLIN};
-        idx[n++] = i;
-      }
-    la_test_serve_unlock(); /* forks happen here (la_test_serve.h) */
-    int ready = poll(pf, (nfds_t)n, 10);
-    la_test_serve_lock();
-    if (ready <= 0) continue;
-    for (int k = 0; k < n; k++) {
-      if (!pf[k].revents) continue;
-      if (idx[k] == -1) {
-        on_accept(g);
-      } else if (idx[k] == -2) {
-        char b[16];
-        if (read(g->wake[0], b, sizeof b) < 0) { /* nothing to do */
-        }
-      } else if (g->c[idx[k]].fd >= 0 && on_readable(g, &g->c[idx[k]])) {
-        conn_close(g, &g->c[idx[k]]);
-      }
-    }
+    la_test_serve_poll(g->lfd, g->wake[0], fd_cb, MAXC, on_accept, conn_cb, g);
   }
   for (int i = 0; i < MAXC; i++) conn_close(g, &g->c[i]);
-  close(g->lfd);
-  g->lfd = -1;
-  la_test_serve_unlock();
+  la_test_serve_end(&g->lfd);
   return NULL;
 }
 
@@ -689,23 +673,18 @@ const char *la_test_global_addr(const la_test_global_t *g) {
   return g->addr;
 }
 
-static void wake(la_test_global_t *g) {
-  if (write(g->wake[1], "x", 1) < 0) { /* the loop polls every 10 ms */
-  }
-}
-
 void la_test_global_set_ack(la_test_global_t *g, int every) {
   pthread_mutex_lock(&g->mu);
   g->ack_every = every < 0 ? 0 : every;
   pthread_mutex_unlock(&g->mu);
-  wake(g);
+  la_test_wake(g->wake[1]);
 }
 
 void la_test_global_set_ack_delay(la_test_global_t *g, int delay_ms) {
   pthread_mutex_lock(&g->mu);
   g->ack_delay_ms = delay_ms < 0 ? 0 : delay_ms;
   pthread_mutex_unlock(&g->mu);
-  wake(g);
+  la_test_wake(g->wake[1]);
 }
 
 void la_test_global_set_refuse_auth(la_test_global_t *g, int on) {
@@ -832,7 +811,7 @@ void la_test_global_drop_connections(la_test_global_t *g) {
   pthread_mutex_lock(&g->mu);
   g->drop_now = 1;
   pthread_mutex_unlock(&g->mu);
-  wake(g);
+  la_test_wake(g->wake[1]);
 }
 
 void la_test_global_kill(la_test_global_t *g) {
@@ -840,7 +819,7 @@ void la_test_global_kill(la_test_global_t *g) {
   pthread_mutex_lock(&g->mu);
   g->killed = 1;
   pthread_mutex_unlock(&g->mu);
-  wake(g);
+  la_test_wake(g->wake[1]);
   pthread_join(g->th, NULL);
   g->running = 0;
 }

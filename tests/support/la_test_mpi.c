@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "la_test_stack.h"
+
 pid_t la_test_spawn_group(const char *const *argv, const char *const *env_add,
                           const char *out) {
   int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -31,27 +33,34 @@ pid_t la_test_spawn_group(const char *const *argv, const char *const *env_add,
 int la_test_start_la(la_test_daemon_t *la, const char *global,
                      const char *secret, const char *host, int timeout_ms,
                      char *addr, size_t n) {
-  char port_file[600], spool[600], a[5][700];
+  char port_file[600], spool[600];
+  la_td_argv_t a;
   la_td_path(la, "port", port_file, sizeof port_file);
   la_td_path(la, "spool", spool, sizeof spool);
-  snprintf(a[0], sizeof a[0], "--agent.port_file=%s", port_file);
-  snprintf(a[1], sizeof a[1], "--global.spool_dir=%s", spool);
-  snprintf(a[2], sizeof a[2], "--global.address=%s", global);
-  snprintf(a[3], sizeof a[3], "--global.secret_file=%s", secret);
-  snprintf(a[4], sizeof a[4], "--agent.host=%s", host);
-  const char *args[] = {"--agent.listen=127.0.0.1:0",
-                        a[0],
-                        a[1],
-                        a[2],
-                        a[3],
-                        a[4],
-                        "--log.level=debug",
-                        "--global.reconnect_min=20ms",
-                        "--global.reconnect_max=200ms",
-                        NULL};
-  if (la_td_start(la, args, port_file, timeout_ms) <= 0) return -1;
+  la_td_argv_init(&a);
+  la_ts_la_args(&a, port_file, spool, global, secret);
+  la_td_argv_add(&a, "--agent.host=%s", host);
+  la_ts_la_test_opts(&a);
+  if (la_td_start(la, a.v, port_file, timeout_ms) <= 0) return -1;
   snprintf(addr, n, "%s", la_td_addr(la));
   return 0;
+}
+
+void la_test_wavetoy_ranks(la_td_argv_t *a, int sep, int np,
+                           const char *const *env, const char *wavetoy, int n,
+                           int steps) {
+  if (sep) la_td_argv_add(a, ":");
+  la_td_argv_add(a, "-n");
+  la_td_argv_add(a, "%d", np);
+  if (env && env[0]) {
+    la_td_argv_add(a, "env");
+    la_td_argv_extend(a, env);
+  }
+  la_td_argv_add(a, "%s", wavetoy);
+  la_td_argv_add(a, "--n");
+  la_td_argv_add(a, "%d", n);
+  la_td_argv_add(a, "--steps");
+  la_td_argv_add(a, "%d", steps);
 }
 
 int la_test_wait_linked(la_test_daemon_t *la, int timeout_ms, char *state,

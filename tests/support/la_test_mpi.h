@@ -11,7 +11,6 @@
 
 #include "la_test_daemon.h"
 
-
 /* Starts argv (argv[0] looked up on PATH) in the background, in a process
  * group of its own, with env_add (NAME=VALUE strings, NULL-terminated, may
  * be NULL) added to the environment and stdout and stderr into the file
@@ -26,6 +25,14 @@ pid_t la_test_spawn_group(const char *const *argv, const char *const *env_add,
 int la_test_start_la(la_test_daemon_t *la, const char *global,
                      const char *secret, const char *host, int timeout_ms,
                      char *addr, size_t n);
+
+/* Appends one program of an mpiexec command line to a: ":" when sep (a
+ * later program of an MPMD line), "-n np", "env" and the NAME=VALUE
+ * strings of env (NULL-terminated; NULL or empty: no env), then the
+ * wavetoy example at path wavetoy with "--n n --steps steps". */
+void la_test_wavetoy_ranks(la_td_argv_t *a, int sep, int np,
+                           const char *const *env, const char *wavetoy, int n,
+                           int steps);
 
 /* Waits up to timeout_ms until the LocalAgent's status row global_link
  * says "connected" (every GlobalAgent of its list). Returns 0, or -1 with

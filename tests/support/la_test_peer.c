@@ -155,7 +155,9 @@ static void give_back_due(la_test_peer_t *p, int hold, int release) {
   }
 }
 
-static void on_accept(la_test_peer_t *p) {
+/* la_test_serve_poll: the listener is readable. */
+static void on_accept(void *arg) {
+  la_test_peer_t *p = arg;
   int fd = accept(p->lfd, NULL, NULL);
   if (fd < 0) return;
   for (int i = 0; i < MAXC; i++)
@@ -170,12 +172,20 @@ static void on_accept(la_test_peer_t *p) {
   close(fd);
 }
 
+/* la_test_serve_poll: connection i's descriptor, and i is readable. */
+static int fd_cb(void *arg, int i) {
+  return ((la_test_peer_t *)arg)->c[i].fd;
+}
+
+static void conn_cb(void *arg, int i) {
+  la_test_peer_t *p = arg;
+  if (p->c[i].fd >= 0 && on_readable(p, &p->c[i]) != 0) conn_close(p, &p->c[i]);
+}
+
 static void *peer_main(void *arg) {
   la_test_peer_t *p = arg;
   la_test_serve_lock();
   for (;;) {
-    struct pollfd pf[MAXC + 2];
-    int idx[MAXC + 2], n = 0;
     pthread_mutex_lock(&p->mu);
     int stop = p->stop || p->killed, hold = p->hold_ms;
     int release = p->release_now;
@@ -183,35 +193,10 @@ static void *peer_main(void *arg) {
     pthread_mutex_unlock(&p->mu);
     if (stop) break;
     give_back_due(p, hold, release);
-    pf[n] = (struct pollfd){.fd = p->lfd, .events = POLLIN};
-    idx[n++] = -1;
-    pf[n] = (struct pollfd){.fd = p->wake[0], .events = POLLIN};
-    idx[n++] = -2;
-    for (int i = 0; i < MAXC; i++)
-      if (p->c[i].fd >= 0) {
-        pf[n] = (struct pollfd){.fd = p->c[i].fd, .events = POLLIN};
-        idx[n++] = i;
-      }
-    la_test_serve_unlock(); /* forks happen here */
-    int ready = poll(pf, (nfds_t)n, 10);
-    la_test_serve_lock();
-    for (int k = 0; k < n && ready > 0; k++) {
-      if (!pf[k].revents) continue;
-      if (idx[k] == -1) {
-        on_accept(p);
-      } else if (idx[k] == -2) {
-        char b[16];
-        if (read(p->wake[0], b, sizeof b) < 0) { /* nothing to do */
-        }
-      } else if (on_readable(p, &p->c[idx[k]]) != 0) {
-        conn_close(p, &p->c[idx[k]]);
-      }
-    }
+    la_test_serve_poll(p->lfd, p->wake[0], fd_cb, MAXC, on_accept, conn_cb, p);
   }
   for (int i = 0; i < MAXC; i++) conn_close(p, &p->c[i]);
-  close(p->lfd);
-  p->lfd = -1;
-  la_test_serve_unlock();
+  la_test_serve_end(&p->lfd);
   return NULL;
 }
 
@@ -234,11 +219,6 @@ la_test_peer_t *la_test_peer_start(void) {
 
 const char *la_test_peer_addr(const la_test_peer_t *p) {
   return p->addr;
-}
-
-static void wake(la_test_peer_t *p) {
-  if (write(p->wake[1], "x", 1) < 0) { /* the loop polls every 10 ms */
-  }
 }
 
 void la_test_peer_set_hold_ms(la_test_peer_t *p, int ms) {
@@ -281,7 +261,7 @@ int la_test_peer_release_all_wait(la_test_peer_t *p, int timeout_ms) {
   p->target = p->releases + 1;
   p->release_now = 1;
   pthread_mutex_unlock(&p->mu);
-  wake(p);
+  la_test_wake(p->wake[1]);
   return la_test_cond_wait(&p->mu, &p->cv, releases_done, p, timeout_ms);
 }
 
@@ -298,7 +278,7 @@ void la_test_peer_kill(la_test_peer_t *p) {
   p->killed = 1;
   pthread_mutex_unlock(&p->mu);
   if (already) return;
-  wake(p);
+  la_test_wake(p->wake[1]);
   pthread_join(p->th, NULL);
 }
 

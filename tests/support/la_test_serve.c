@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +26,45 @@ int la_test_listen(uint16_t port, uint16_t *bound) {
   return fd;
 }
 
+void la_test_wake(int fd) {
+  if (write(fd, "x", 1) < 0) { /* the loop polls every 10 ms */
+  }
+}
+
+void la_test_wake_drain(int fd) {
+  char b[16];
+  if (read(fd, b, sizeof b) < 0) { /* nothing to do */
+  }
+}
+
+void la_test_serve_poll(int lfd, int wake_rd, int (*fd_of)(void *arg, int i),
+                        int n, void (*on_accept)(void *arg),
+                        void (*on_conn)(void *arg, int i), void *arg) {
+  struct pollfd pf[n + 2];
+  int idx[n + 2], np = 0;
+  pf[np] = (struct pollfd){.fd = lfd, .events = POLLIN};
+  idx[np++] = -1;
+  pf[np] = (struct pollfd){.fd = wake_rd, .events = POLLIN};
+  idx[np++] = -2;
+  for (int i = 0; i < n; i++)
+    if (fd_of(arg, i) >= 0) {
+      pf[np] = (struct pollfd){.fd = fd_of(arg, i), .events = POLLIN};
+      idx[np++] = i;
+    }
+  la_test_serve_unlock(); /* forks happen here */
+  int ready = poll(pf, (nfds_t)np, 10);
+  la_test_serve_lock();
+  for (int k = 0; k < np && ready > 0; k++) {
+    if (!pf[k].revents) continue;
+    if (idx[k] == -1)
+      on_accept(arg);
+    else if (idx[k] == -2)
+      la_test_wake_drain(wake_rd);
+    else
+      on_conn(arg, idx[k]);
+  }
+}
+
 static pthread_mutex_t la__ts_work = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t la__ts_once = PTHREAD_ONCE_INIT;
 static void la__ts_fork_lock(void) {
@@ -44,6 +84,12 @@ void la_test_serve_lock(void) {
 
 void la_test_serve_unlock(void) {
   pthread_mutex_unlock(&la__ts_work);
+}
+
+void la_test_serve_end(int *lfd) {
+  close(*lfd);
+  *lfd = -1;
+  la_test_serve_unlock();
 }
 
 int la_test_cond_wait(pthread_mutex_t *mu, pthread_cond_t *cv,

@@ -22,10 +22,33 @@ int la_test_listen(uint16_t port, uint16_t *bound);
  * call), so forks happen while server threads wait in poll(). */
 void la_test_serve_lock(void);
 void la_test_serve_unlock(void);
+/* The end of a server thread, after it closed its connections: closes the
+ * listening socket *lfd, sets it to -1 and leaves the lock. */
+void la_test_serve_end(int *lfd);
 
 /* Waits on cv (mu not held by the caller) until done(arg) is true, for at
  * most timeout_ms. Returns 0, or -1 on timeout. */
 int la_test_cond_wait(pthread_mutex_t *mu, pthread_cond_t *cv,
                       int (*done)(void *), void *arg, int timeout_ms);
+
+/* A stand-in's wake-up pipe: la_test_wake writes a byte to fd (the write
+ * end) so that the server's poll() returns at once after a setting
+ * changed; la_test_wake_drain reads what is waiting on fd (the read end)
+ * when poll() said it is readable. A lost byte only delays: the server
+ * loops poll every 10 ms anyway. */
+void la_test_wake(int fd);
+void la_test_wake_drain(int fd);
+
+/* One turn of a stand-in's server loop, called with la_test_serve_lock
+ * held: polls the listener lfd, the wake-up pipe's read end wake_rd and
+ * the connections fd_of(arg, i), i in [0, n) (a negative fd is an unused
+ * slot), for up to 10
+ * ms with the lock released (forks happen then), drains the wake-up pipe,
+ * then calls on_accept(arg) when the listener is readable and
+ * on_conn(arg, i) for each readable connection i, in order. on_conn must
+ * cope with a slot an earlier call closed. */
+void la_test_serve_poll(int lfd, int wake_rd, int (*fd_of)(void *arg, int i),
+                        int n, void (*on_accept)(void *arg),
+                        void (*on_conn)(void *arg, int i), void *arg);
 
 #endif /* LA_TEST_SERVE_H */

@@ -13,60 +13,33 @@
 
 #include "la_secure_io.h"
 #include "la_sockio.h"
+#include "la_test_msg.h"
+#include "la_test_stack.h"
 #include "la_time.h"
 #include "la_trace_msg.h"
 
 int la_tu_ga_start(la_tu_ga_t *g, int fsync, int secret,
                    const char *const *extra, int timeout_ms) {
-  char why[256], db[600], apf[600], fpf[600];
-  char a[5][700];
+  char db[600], apf[600], fpf[600];
+  la_td_argv_t a;
   memset(g, 0, sizeof *g);
   g->d = la_td_new("la-globalagent");
   if (!g->d) return -1;
-  la_td_path(g->d, "secret", g->key, sizeof g->key);
-  la_td_path(g->d, "la.db", db, sizeof db);
-  la_td_path(g->d, "agents.port", apf, sizeof apf);
-  la_td_path(g->d, "feed.port", fpf, sizeof fpf);
-  if (la_auth_generate_secret_file(g->key, why, sizeof why) != 0) {
-    fprintf(stderr, "secret: %s\n", why);
-    return -1;
-  }
-  snprintf(a[0], sizeof a[0], "--agents.port_file=%s", apf);
-  snprintf(a[1], sizeof a[1], "--feed.port_file=%s", fpf);
-  snprintf(a[2], sizeof a[2], "--store.path=%s", db);
-  snprintf(a[3], sizeof a[3], "--agents.secret_file=%s", g->key);
-  snprintf(a[4], sizeof a[4], "--store.fsync=%s", fsync ? "yes" : "no");
-  const char *args[64] = {"--agents.listen=127.0.0.1:0",
-                          "--feed.listen=127.0.0.1:0",
-                          a[0],
-                          a[1],
-                          a[2],
-                          a[4],
-                          "--log.level=error",
-                          "--stitch.timeout=60s"};
-  size_t n = 8;
-  if (secret) args[n++] = a[3];
-  for (size_t i = 0; extra && extra[i] && n < 63; i++) args[n++] = extra[i];
-  args[n] = NULL;
+  if (la_ts_ga_files(g->d, sizeof db, g->key, db, apf, fpf) != 0) return -1;
+  la_td_argv_init(&a);
+  la_td_argv_add(&a, "--agents.listen=127.0.0.1:0");
+  la_td_argv_add(&a, "--feed.listen=127.0.0.1:0");
+  la_ts_ga_args(&a, apf, fpf, db, secret ? g->key : NULL);
+  la_td_argv_add(&a, "--store.fsync=%s", fsync ? "yes" : "no");
+  la_td_argv_add(&a, "--log.level=error");
+  la_td_argv_add(&a, "--stitch.timeout=60s");
+  la_td_argv_extend(&a, extra);
   unlink(apf);
-  if (la_td_start(g->d, args, fpf, timeout_ms) <= 0) return -1;
+  if (la_td_start(g->d, a.v, fpf, timeout_ms) <= 0) return -1;
   snprintf(g->feed_addr, sizeof g->feed_addr, "%s", la_td_addr(g->d));
-  uint64_t end = la_now_ms() + (uint64_t)timeout_ms;
-  for (;;) {
-    FILE *f = fopen(apf, "r");
-    unsigned p = 0;
-    if (f) {
-      if (fscanf(f, "%u", &p) != 1) p = 0;
-      fclose(f);
-    }
-    if (p > 0 && p < 65536) {
-      g->agents_port = (uint16_t)p;
-      break;
-    }
-    if (la_now_ms() > end) return -1;
-    struct timespec ts = {0, 5000000};
-    nanosleep(&ts, NULL);
-  }
+  int ap = la_td_read_port(apf, timeout_ms);
+  if (ap < 0) return -1;
+  g->agents_port = (uint16_t)ap;
   snprintf(g->agents_addr, sizeof g->agents_addr, "127.0.0.1:%u",
            g->agents_port);
   return 0;
@@ -154,14 +127,8 @@ int la_tu_send(la_tu_conn_t *c, uint16_t type, const ProtobufCMessage *m,
 int la_tu_send_rank_start(la_tu_conn_t *c, const char *app, uint32_t rank,
                           uint32_t nprocs, uint64_t n, const char *host,
                           int timeout_ms) {
-  La__RankStart s = LA__RANK_START__INIT;
+  La__RankStart s = la_test_rank_start_min(app, rank, nprocs, n);
   s.seq = ++c->seq;
-  s.app_id = (char *)app;
-  s.rank = rank;
-  s.nprocs = nprocs;
-  s.n_elements = n;
-  s.metric = "time";
-  s.unit = "ns";
   s.host = (char *)host;
   return la_tu_send(c, LA__MSG_TYPE__MSG_RANK_START, &s.base, timeout_ms);
 }
@@ -215,8 +182,8 @@ int la_tu_read_acks(la_tu_conn_t *c) {
 
 int la_tu_wait_acked(la_tu_conn_t *c, int timeout_ms) {
   while (c->acked < c->seq) {
-    struct pollfd pf = {.fd = c->fd, .events = POLLIN};
-    if (poll(&pf, 1, timeout_ms) <= 0 || la_tu_read_acks(c)) return -1;
+    struct pollfd p = {c->fd, POLLIN, 0};
+    if (poll(&p, 1, timeout_ms) <= 0 || la_tu_read_acks(c)) return -1;
   }
   return 0;
 }

@@ -89,8 +89,8 @@ int la_tu_send_trace(la_tu_conn_t *c, const char *app, uint32_t rank,
  * closed connection or anything but an Ack. */
 int la_tu_read_acks(la_tu_conn_t *c);
 
-/* Waits until everything sent on c is acknowledged, at most timeout_ms for
- * each read. 0, or -1 on a timeout or as la_tu_read_acks. */
+/* Waits up to timeout_ms (each) for Acks until all c sent is acknowledged.
+ * -1 when none comes or anything else does (la_tu_read_acks). */
 int la_tu_wait_acked(la_tu_conn_t *c, int timeout_ms);
 
 /* pid's peak resident set (VmHWM) and current one (VmRSS) in KiB, or -1. */

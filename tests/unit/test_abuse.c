@@ -41,18 +41,11 @@
 #include "la_codec.h"
 #include "la_sockio.h"
 #include "la_test_daemon.h"
+#include "la_test_stack.h"
 
 #define WAIT_MS 15000 /* longest wait for anything; a broken daemon fails */
 
-#define CHECK(cond, ...)        \
-  do {                          \
-    if (!(cond)) {              \
-      print_error(__VA_ARGS__); \
-      print_error("\n");        \
-      dump_logs();              \
-      fail();                   \
-    }                           \
-  } while (0)
+#define CHECK(cond, ...) LA_TD_CHECK(dump_logs(), cond, __VA_ARGS__)
 
 static struct {
   la_test_daemon_t *la, *ga;
@@ -158,27 +151,21 @@ static void start_la(const char *const *extra) {
 
 /* Starts la-globalagent (no secret) with extra options. */
 static void start_ga(const char *const *extra) {
-  static char a[3][700];
   char apf[600], fpf[600];
+  la_td_argv_t a;
   T.ga = la_td_new("la-globalagent");
   if (!T.ga) skip();
   la_td_path(T.ga, "agents.port", apf, sizeof apf);
   la_td_path(T.ga, "feed.port", fpf, sizeof fpf);
   la_td_path(T.ga, "la.db", T.db, sizeof T.db);
-  snprintf(a[0], sizeof a[0], "--agents.port_file=%s", apf);
-  snprintf(a[1], sizeof a[1], "--feed.port_file=%s", fpf);
-  snprintf(a[2], sizeof a[2], "--store.path=%s", T.db);
-  const char *args[24] = {"--agents.listen=127.0.0.1:0",
-                          "--feed.listen=127.0.0.1:0",
-                          a[0],
-                          a[1],
-                          a[2],
-                          "--store.fsync=no",
-                          "--stitch.timeout=2s"};
-  int n = 7;
-  for (int i = 0; extra && extra[i] && n < 23; i++) args[n++] = extra[i];
-  args[n] = NULL;
-  int port = la_td_start(T.ga, args, fpf, WAIT_MS);
+  la_td_argv_init(&a);
+  la_td_argv_add(&a, "--agents.listen=127.0.0.1:0");
+  la_td_argv_add(&a, "--feed.listen=127.0.0.1:0");
+  la_ts_ga_args(&a, apf, fpf, T.db, NULL);
+  la_td_argv_add(&a, "--store.fsync=no");
+  la_td_argv_add(&a, "--stitch.timeout=2s");
+  la_td_argv_extend(&a, extra);
+  int port = la_td_start(T.ga, a.v, fpf, WAIT_MS);
   CHECK(port > 0, "la-globalagent did not start");
   T.feed_port = (uint16_t)port;
   T.agents_port = read_port(apf);
@@ -264,6 +251,35 @@ static int amplify(int *fds, int n, const uint8_t *frame, size_t len,
   return closed;
 }
 
+enum { NCONN = 10 }; /* connections of an amplification round */
+
+/* An amplification round against daemon d: NCONN connections to port
+ * send count copies of frame each and never read (amplify), then close;
+ * waits until d's status row conn_row (its open connections) counts only
+ * the status query itself. d's resident memory before (*rss0), at its
+ * peak (*hwm) and after (*rss1), in kB. Returns how many connections the
+ * daemon closed. */
+static int amplify_round(la_test_daemon_t *d, uint16_t port,
+                         const uint8_t *frame, size_t len, int count,
+                         const char *conn_row, long *rss0, long *hwm,
+                         long *rss1) {
+  pid_t pid = la_td_pid(d);
+  *rss0 = vm_kb(pid, "VmRSS");
+  int fds[NCONN];
+  for (int i = 0; i < NCONN; i++) {
+    fds[i] = open_from(NULL, port);
+    CHECK(fds[i] >= 0, "connect: %s", strerror(errno));
+  }
+  int closed = amplify(fds, NCONN, frame, len, count);
+  *hwm = vm_kb(pid, "VmHWM");
+  for (int i = 0; i < NCONN; i++) close(fds[i]);
+  long long end = la_td_now_ms() + WAIT_MS;
+  while (la_td_status_ll(d, conn_row) > 1 && la_td_now_ms() < end)
+    poll(NULL, 0, 20);
+  *rss1 = vm_kb(pid, "VmRSS");
+  return closed;
+}
+
 /* -------------------------------------------------- reply amplification */
 
 /* 10 tools send StatusRequests and never read: the LocalAgent closes them
@@ -272,25 +288,15 @@ static int amplify(int *fds, int n, const uint8_t *frame, size_t len,
 static void test_la_status_amplification(void **state) {
   start_la(NULL);
   pid_t pid = la_td_pid(T.la);
-  long rss0 = vm_kb(pid, "VmRSS");
-  enum { NCONN = 10, COUNT = 12000 };
-  int fds[NCONN];
-  for (int i = 0; i < NCONN; i++) {
-    fds[i] = open_from(NULL, la_td_port(T.la));
-    CHECK(fds[i] >= 0, "connect: %s", strerror(errno));
-  }
+  enum { COUNT = 12000 };
   La__StatusRequest rq = LA__STATUS_REQUEST__INIT;
   uint8_t frame[64];
   long len = la_frame_pack_into(LA__MSG_TYPE__MSG_STATUS_REQUEST, &rq.base,
                                 frame, sizeof frame);
   assert_true(len > 0);
-  int closed = amplify(fds, NCONN, frame, (size_t)len, COUNT);
-  long hwm = vm_kb(pid, "VmHWM");
-  for (int i = 0; i < NCONN; i++) close(fds[i]);
-  long long end = la_td_now_ms() + WAIT_MS;
-  while (la_td_status_ll(T.la, "connections") > 1 && la_td_now_ms() < end)
-    poll(NULL, 0, 20);
-  long rss1 = vm_kb(pid, "VmRSS");
+  long rss0, hwm, rss1;
+  int closed = amplify_round(T.la, la_td_port(T.la), frame, (size_t)len, COUNT,
+                             "connections", &rss0, &hwm, &rss1);
   print_message(
       "LocalAgent, %d tools x %d status requests unread: VmRSS "
       "%ld kB before, VmHWM %ld kB, VmRSS %ld kB after close; "
@@ -388,13 +394,7 @@ static void test_ga_feed_amplification(void **state) {
         st);
   size_t reply = wait_traceset("amp-1");
   pid_t pid = la_td_pid(T.ga);
-  long rss0 = vm_kb(pid, "VmRSS");
-  enum { NCONN = 10, COUNT = 200 };
-  int fds[NCONN];
-  for (int i = 0; i < NCONN; i++) {
-    fds[i] = open_from(NULL, T.feed_port);
-    CHECK(fds[i] >= 0, "connect: %s", strerror(errno));
-  }
+  enum { COUNT = 200 };
   La__Query q = LA__QUERY__INIT;
   q.has_feed_protocol = 1;
   q.feed_protocol = LA_FEED_PROTOCOL_VERSION;
@@ -404,14 +404,9 @@ static void test_ga_feed_amplification(void **state) {
   long len =
       la_frame_pack_into(LA__MSG_TYPE__MSG_QUERY, &q.base, frame, sizeof frame);
   assert_true(len > 0);
-  int closed = amplify(fds, NCONN, frame, (size_t)len, COUNT);
-  long hwm = vm_kb(pid, "VmHWM");
-  for (int i = 0; i < NCONN; i++) close(fds[i]);
-  /* the connections are gone once a status query sees only itself */
-  long long end = la_td_now_ms() + WAIT_MS;
-  while (la_td_status_ll(T.ga, "subscribers") > 1 && la_td_now_ms() < end)
-    poll(NULL, 0, 20);
-  long rss1 = vm_kb(pid, "VmRSS");
+  long rss0, hwm, rss1;
+  int closed = amplify_round(T.ga, T.feed_port, frame, (size_t)len, COUNT,
+                             "subscribers", &rss0, &hwm, &rss1);
   print_message(
       "GlobalAgent feed, %d connections x %d Trace-Set queries "
       "(%zu-byte replies) unread: VmRSS %ld kB before, VmHWM %ld "
@@ -766,21 +761,18 @@ static void test_files_not_followed(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_la_status_amplification, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_ga_feed_amplification, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_ga_preauth_frames, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_small_frames_before_handshake, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_la_uid_flood, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_la_tool_idle_timeout, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_feed_address_flood, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_ga_handshakes_per_address, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_feed_idle_timeout, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_files_not_followed, setup, teardown),
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+      T(test_la_status_amplification),
+      T(test_ga_feed_amplification),
+      T(test_ga_preauth_frames),
+      T(test_small_frames_before_handshake),
+      T(test_la_uid_flood),
+      T(test_la_tool_idle_timeout),
+      T(test_feed_address_flood),
+      T(test_ga_handshakes_per_address),
+      T(test_feed_idle_timeout),
+      T(test_files_not_followed),
+#undef T
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);
 }

@@ -60,7 +60,9 @@
 #include "la_auth.h"
 #include "la_secure.h"
 #include "la_sockio.h"
+#include "la_test_agent.h"
 #include "la_test_daemon.h"
+#include "la_test_stack.h"
 #include "la_test_sql.h"
 
 typedef struct {
@@ -153,22 +155,18 @@ static void mac_refusals(void **state) {
   assert_int_equal(
       la_auth_verify(&k, nonce, 31, "node17", mac, LA_AUTH_MAC_BYTES),
       LA_EAUTH);
-  /* wrong host, host prefix, host case */
-  assert_int_equal(la_auth_verify(&k, nonce, sizeof nonce, "node18", mac, 32),
-                   LA_EAUTH);
-  assert_int_equal(la_auth_verify(&k, nonce, sizeof nonce, "node1", mac, 32),
-                   LA_EAUTH);
-  assert_int_equal(la_auth_verify(&k, nonce, sizeof nonce, "NODE17", mac, 32),
-                   LA_EAUTH);
-  /* truncated, extended, empty, flipped MAC */
-  assert_int_equal(la_auth_verify(&k, nonce, sizeof nonce, "node17", mac, 31),
-                   LA_EAUTH);
-  assert_int_equal(la_auth_verify(&k, nonce, sizeof nonce, "node17", mac, 16),
-                   LA_EAUTH);
-  assert_int_equal(la_auth_verify(&k, nonce, sizeof nonce, "node17", mac, 33),
-                   LA_EAUTH);
-  assert_int_equal(la_auth_verify(&k, nonce, sizeof nonce, "node17", mac, 0),
-                   LA_EAUTH);
+  /* wrong host, host prefix, host case; truncated, extended, empty MAC */
+  static const struct {
+    const char *host;
+    size_t mac_len;
+  } bad[] = {{"node18", 32}, {"node1", 32},  {"NODE17", 32}, {"node17", 31},
+             {"node17", 16}, {"node17", 33}, {"node17", 0}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    if (la_auth_verify(&k, nonce, sizeof nonce, bad[i].host, mac,
+                       bad[i].mac_len) != LA_EAUTH)
+      fail_msg("accepted: host %s, a MAC of %zu bytes", bad[i].host,
+               bad[i].mac_len);
+  /* flipped MAC */
   for (int bit = 0; bit < 8 * LA_AUTH_MAC_BYTES; bit += 37) {
     mac[bit / 8] ^= (uint8_t)(1u << (bit % 8));
     assert_int_equal(la_auth_verify(&k, nonce, sizeof nonce, "node17", mac, 32),
@@ -581,20 +579,23 @@ static void records_refuse_tampering(void **state) {
     assert_non_null(strstr(why, "does not authenticate"));
     assert_int_equal(open_ack(&rx, &r, 1, why), LA_EAUTH);
   }
-  /* replayed */
-  pair(&tx, &rx, key);
-  seal_acks(&tx, &r, 3);
-  assert_int_equal(open_ack(&rx, &r, 0, why), 1);
-  assert_int_equal(open_ack(&rx, &r, 0, why), LA_EAUTH);
-  /* reordered */
-  pair(&tx, &rx, key);
-  seal_acks(&tx, &r, 3);
-  assert_int_equal(open_ack(&rx, &r, 1, why), LA_EAUTH);
-  /* dropped: the next one does not open */
-  pair(&tx, &rx, key);
-  seal_acks(&tx, &r, 3);
-  assert_int_equal(open_ack(&rx, &r, 0, why), 1);
-  assert_int_equal(open_ack(&rx, &r, 2, why), LA_EAUTH);
+  /* three records sealed, opened out of order: what each open returns */
+  static const struct {
+    const char *what;
+    int n, rec[2];
+    long want[2];
+  } order[] = {
+      {"replayed", 2, {0, 0}, {1, LA_EAUTH}},
+      {"reordered", 1, {1}, {LA_EAUTH}},
+      {"dropped: the next one does not open", 2, {0, 2}, {1, LA_EAUTH}}};
+  for (size_t c = 0; c < sizeof order / sizeof order[0]; c++) {
+    pair(&tx, &rx, key);
+    seal_acks(&tx, &r, 3);
+    for (int i = 0; i < order[c].n; i++)
+      if (open_ack(&rx, &r, order[c].rec[i], why) != order[c].want[i])
+        fail_msg("%s: record %d did not open as %ld", order[c].what,
+                 order[c].rec[i], order[c].want[i]);
+  }
   /* truncated */
   pair(&tx, &rx, key);
   seal_acks(&tx, &r, 1);
@@ -624,14 +625,7 @@ static void records_refuse_tampering(void **state) {
 
 #define WAIT_MS 20000
 
-#define CHECK(cond, ...)        \
-  do {                          \
-    if (!(cond)) {              \
-      print_error(__VA_ARGS__); \
-      print_error("\n");        \
-      fail_msg("%s", #cond);    \
-    }                           \
-  } while (0)
+#define CHECK(cond, ...) LA_TD_CHECK((void)0, cond, __VA_ARGS__)
 
 static struct {
   la_test_daemon_t *ga, *la;
@@ -706,35 +700,22 @@ static void start_ga(const char *key) {
 /* Starts the LocalAgent as node host towards global with secret file key
  * ("" for none), quick reconnects. */
 static void start_la(const char *global, const char *key, const char *host) {
-  static char a[5][700];
   char pf[600], spool[600];
+  la_td_argv_t a;
   la_td_path(D.la, "port", pf, sizeof pf);
   la_td_path(D.la, "spool", spool, sizeof spool);
-  snprintf(a[0], sizeof a[0], "--agent.port_file=%s", pf);
-  snprintf(a[1], sizeof a[1], "--global.spool_dir=%s", spool);
-  snprintf(a[2], sizeof a[2], "--global.address=%s", global);
-  snprintf(a[3], sizeof a[3], "--global.secret_file=%s", key);
-  snprintf(a[4], sizeof a[4], "--agent.host=%s", host);
+  la_td_argv_init(&a);
+  la_ts_la_args(&a, pf, spool, global, key[0] ? key : NULL);
+  la_td_argv_add(&a, "--agent.host=%s", host);
+  la_td_argv_add(&a, "--log.level=debug");
+  la_td_argv_add(&a, "--global.reconnect_min=20ms");
+  la_td_argv_add(&a, "--global.reconnect_max=300ms");
   la_td_log_mark(D.la);
-  const char *args[] = {"--agent.listen=127.0.0.1:0",
-                        a[0],
-                        a[1],
-                        a[2],
-                        a[4],
-                        "--log.level=debug",
-                        "--global.reconnect_min=20ms",
-                        "--global.reconnect_max=300ms",
-                        key[0] ? a[3] : NULL,
-                        NULL};
-  CHECK(la_td_start(D.la, args, pf, WAIT_MS) > 0, "no LocalAgent");
+  CHECK(la_td_start(D.la, a.v, pf, WAIT_MS) > 0, "no LocalAgent");
 }
 
-static double probe_zero(long e, void *arg) {
-  (void)e, (void)arg;
-  return 0.0;
-}
-static double probe_value(long e, void *arg) {
-  (void)arg;
+static double probe_value(long e, uint64_t cycle, int rank) {
+  (void)cycle, (void)rank;
   return 1.0 + (double)(e % 13);
 }
 
@@ -747,24 +728,8 @@ static void fork_rank(const char *app_id, int rank, int nprocs, long n,
   assert_true(pid >= 0);
   if (pid == 0) {
     for (int fd = 3; fd < 1024; fd++) close(fd);
-    LA_setAgent(la_td_addr(D.la));
-    LA_setAppId(app_id);
-    LA_setPeriod(1);
-    LA_setBuffers(16);
-    LA_setPolicy(LA_POLICY_WAIT);
-    LA_setProbeStartFunc(probe_zero, NULL);
-    LA_setProbeStopFunc(probe_value, NULL);
-    LA_setMetric("custom");
-    int bad = LA_register("authtest", rank, nprocs, n) != 0;
-    for (int c = 0; c < cycles && !bad; c++) {
-      for (long e = 0; e < n; e++) {
-        LA_startProbe(e);
-        LA_stopProbe(e);
-      }
-      bad = LA_dataXfer() != 0;
-    }
-    bad |= LA_finalize() != 0;
-    _exit(bad);
+    _exit(la_ta_run_rank(la_td_addr(D.la), app_id, "authtest", rank, nprocs, n,
+                         cycles, probe_value));
   }
   D.kids[D.nkids++] = pid;
 }
@@ -1182,29 +1147,30 @@ static void link_end_to_end(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(mac_round_trip, setup, teardown),
-      cmocka_unit_test_setup_teardown(mac_refusals, setup, teardown),
-      cmocka_unit_test_setup_teardown(mac_bad_arguments_zero_output, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(mac_known_answer, setup, teardown),
-      cmocka_unit_test_setup_teardown(mac_split_is_unambiguous, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(nonces_differ, setup, teardown),
-      cmocka_unit_test_setup_teardown(key_file_modes, setup, teardown),
-      cmocka_unit_test_setup_teardown(key_file_missing, setup, teardown),
-      cmocka_unit_test_setup_teardown(key_file_not_regular, setup, teardown),
-      cmocka_unit_test_setup_teardown(key_file_lengths, setup, teardown),
-      cmocka_unit_test_setup_teardown(key_derivation, setup, teardown),
-      cmocka_unit_test_setup_teardown(generate_secret, setup, teardown),
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define D(f) cmocka_unit_test_setup_teardown(f, dsetup, dteardown)
+      T(mac_round_trip),
+      T(mac_refusals),
+      T(mac_bad_arguments_zero_output),
+      T(mac_known_answer),
+      T(mac_split_is_unambiguous),
+      T(nonces_differ),
+      T(key_file_modes),
+      T(key_file_missing),
+      T(key_file_not_regular),
+      T(key_file_lengths),
+      T(key_derivation),
+      T(generate_secret),
       cmocka_unit_test(session_both_sides_agree),
       cmocka_unit_test(records_refuse_tampering),
-      cmocka_unit_test_setup_teardown(link_end_to_end, dsetup, dteardown),
-      cmocka_unit_test_setup_teardown(link_wrong_secrets, dsetup, dteardown),
-      cmocka_unit_test_setup_teardown(link_without_secret, dsetup, dteardown),
-      cmocka_unit_test_setup_teardown(link_fake_global_refused, dsetup,
-                                      dteardown),
-      cmocka_unit_test_setup_teardown(link_flipped_byte, dsetup, dteardown),
-      cmocka_unit_test_setup_teardown(link_replayed_record, dsetup, dteardown),
+      D(link_end_to_end),
+      D(link_wrong_secrets),
+      D(link_without_secret),
+      D(link_fake_global_refused),
+      D(link_flipped_byte),
+      D(link_replayed_record),
+#undef T
+#undef D
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

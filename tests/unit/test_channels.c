@@ -37,6 +37,7 @@
 #include "la_codec.h"
 #include "la_internal.h"
 #include "la_test_agent.h"
+#include "la_test_msg.h"
 #include "la_test_stack.h"
 #include "store.h"
 
@@ -308,18 +309,9 @@ static int register_segment(uint32_t seg_ch, uint32_t hdr_ch,
   assert_int_equal(la__ipc_create_ch(&ipc, 50, 2, seg_ch), 0);
   ipc.hdr->n_channels = hdr_ch; /* what a hostile application may write */
   static char *names[] = {"a", "b", "c"};
-  La__RegisterRequest req = LA__REGISTER_REQUEST__INIT;
-  req.protocol = LA_PROTOCOL_VERSION;
-  req.app_id = "ch-hostile";
-  req.app_name = "ch-hostile";
-  req.rank = 0;
-  req.nprocs = 1;
-  req.pid = (int32_t)getpid();
-  req.shm_id = ipc.shm_id;
-  req.sem_id = ipc.sem_id;
-  req.nonce = ipc.hdr->nonce;
-  req.n_elements = 50;
-  req.n_buffers = 2;
+  La__RegisterRequest req =
+      la_test_register_request("ch-hostile", "ch-hostile", (int32_t)getpid(),
+                               ipc.shm_id, ipc.sem_id, ipc.hdr->nonce, 50, 2);
   req.metric = "custom";
   req.unit = "user";
   req.n_channels = reg_names;

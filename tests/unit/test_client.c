@@ -52,6 +52,7 @@
 #include "la_sockio.h"
 #include "la_test_daemon.h"
 #include "la_test_msg.h"
+#include "la_test_series.h"
 #include "la_test_stack.h"
 #include "la_trace_msg.h"
 #include "store.h"
@@ -99,6 +100,15 @@ static void fx_series(uint32_t r, double *x, size_t n) {
   }
 }
 
+/* The message form of statistics st, in m. */
+static void fx_stats(La__SeriesStats *m, const la_series_stats_t *st) {
+  la__series_stats__init(m);
+  m->count = st->count;
+  m->sum = st->sum;
+  m->min = st->min;
+  m->max = st->max;
+}
+
 /* Builds a set of cycle `tag`; ranks whose bit is set in `absent` are
  * missing (rank_elements still lists them). */
 static void fx_make(fx_t *f, uint64_t tag, unsigned absent) {
@@ -119,16 +129,13 @@ static void fx_make(fx_t *f, uint64_t tag, unsigned absent) {
     f->x[r] = malloc(n * sizeof(double));
     assert_non_null(f->x[r]);
     fx_series(r, f->x[r], n);
-    la_compact_params_t p;
-    assert_int_equal(la_compact_spec_parse(fx_spec[r], &p, NULL, 0), 0);
-    assert_int_equal(la_compact(f->x[r], n, &p, &f->res[r]), 0);
+    assert_int_equal(la_test_compact(f->x[r], n, fx_spec[r], &f->res[r]), 0);
     if (absent >> r & 1) {
       f->missing[f->ts.n_missing_ranks++] = r;
       continue;
     }
     La__CompactTrace *ct = &f->ct[r];
     la__compact_trace__init(ct);
-    la__series_stats__init(&f->st[r]);
     la__fit_error__init(&f->fe[r]);
     ct->seq = r + 1;
     ct->app_id = "job-42";
@@ -138,10 +145,7 @@ static void fx_make(fx_t *f, uint64_t tag, unsigned absent) {
     ct->mode = (La__CompactMode)f->res[r].mode;
     ct->segments.data = f->res[r].bytes;
     ct->segments.len = f->res[r].len;
-    f->st[r].count = f->res[r].stats.count;
-    f->st[r].sum = f->res[r].stats.sum;
-    f->st[r].min = f->res[r].stats.min;
-    f->st[r].max = f->res[r].stats.max;
+    fx_stats(&f->st[r], &f->res[r].stats);
     ct->stats = &f->st[r];
     f->fe[r].max_abs = f->res[r].error.max_abs;
     f->fe[r].rmse = f->res[r].error.rmse;
@@ -183,16 +187,10 @@ static void fx_robust(fx_t *f, unsigned which) {
         flagged++;
       }
     }
-    la_compact_params_t p;
-    assert_int_equal(la_compact_spec_parse(fx_spec[r], &p, NULL, 0), 0);
-    assert_int_equal(la_compact(y, n, &p, &f->rres[r]), 0);
+    assert_int_equal(la_test_compact(y, n, fx_spec[r], &f->rres[r]), 0);
     free(y);
     f->has_rres[r] = 1;
-    la__series_stats__init(&f->rst[r]);
-    f->rst[r].count = f->rres[r].stats.count;
-    f->rst[r].sum = f->rres[r].stats.sum;
-    f->rst[r].min = f->rres[r].stats.min;
-    f->rst[r].max = f->rres[r].stats.max;
+    fx_stats(&f->rst[r], &f->rres[r].stats);
     ct->has_robust_segments = 1;
     ct->robust_segments.data = f->rres[r].bytes;
     ct->robust_segments.len = f->rres[r].len;
@@ -233,10 +231,33 @@ static double *dense(const la_traceset_t *t) {
 
 /* ---------------------------------------------------------- set values */
 
-static void test_identity_vtxdist(void **state) {
+/* The set-value tests' state: the complete fixture of cycle 7 and its set. */
+typedef struct {
   fx_t f;
-  fx_make(&f, 7, 0);
-  la_traceset_t *t = fx_set(&f);
+  la_traceset_t *t;
+} set7_t;
+
+static int set7_setup(void **state) {
+  set7_t *x = malloc(sizeof *x);
+  assert_non_null(x);
+  fx_make(&x->f, 7, 0);
+  x->t = fx_set(&x->f);
+  *state = x;
+  return 0;
+}
+
+static int set7_teardown(void **state) {
+  set7_t *x = *state;
+  la_traceset_free(x->t);
+  fx_free(&x->f);
+  free(x);
+  return 0;
+}
+
+static void test_identity_vtxdist(void **state) {
+  set7_t *x = *state;
+  const fx_t *fp = &x->f;
+  la_traceset_t *t = x->t;
   assert_string_equal(la_traceset_app_id(t), "job-42");
   assert_int_equal(la_traceset_cycle(t), 7);
   assert_int_equal(la_traceset_nprocs(t), NR);
@@ -263,38 +284,36 @@ static void test_identity_vtxdist(void **state) {
   double mx, rmse, cv;
   size_t bytes;
   assert_int_equal(la_traceset_rank_error(t, 1, &mx, &rmse, &cv, &bytes), 0);
-  assert_int_equal(bytes, f.res[1].len);
-  assert_true(mx == f.res[1].error.max_abs);
+  assert_int_equal(bytes, fp->res[1].len);
+  assert_true(mx == fp->res[1].error.max_abs);
   assert_true(bytes < fx_n[1] * 8); /* it did compact */
   assert_int_equal(la_traceset_rank_error(t, NR, NULL, NULL, NULL, NULL),
                    LA_EINVAL);
-  la_traceset_free(t);
-  fx_free(&f);
 }
 
 static void test_weights_decoded(void **state) {
-  fx_t f;
-  fx_make(&f, 7, 0);
-  la_traceset_t *t = fx_set(&f);
+  set7_t *x = *state;
+  const fx_t *fp = &x->f;
+  la_traceset_t *t = x->t;
   double *w = dense(t);
   uint64_t off = 0;
   for (uint32_t r = 0; r < NR; r++) {
     size_t n = fx_n[r];
     la_trace_t *tr;
-    assert_int_equal(la_trace_open(f.res[r].bytes, f.res[r].len, &tr, NULL, 0),
-                     0);
+    assert_int_equal(
+        la_trace_open(fp->res[r].bytes, fp->res[r].len, &tr, NULL, 0), 0);
     double *d = malloc(n * sizeof *d), *rw = malloc(n * sizeof *rw);
     assert_int_equal(la_trace_decode(tr, 0, n, d), 0);
     assert_int_equal(la_traceset_rank_weights(t, r, rw), 0);
-    double bound = f.res[r].error.max_abs * (1 + 1e-12) + 1e-12;
+    double bound = fp->res[r].error.max_abs * (1 + 1e-12) + 1e-12;
     for (size_t i = 0; i < n; i++) {
       assert_true(w[off + i] == d[i]); /* bit for bit the decoded values */
       assert_true(rw[i] == d[i]);
       if (r == 0 || la_trace_is_verbatim(tr, i))
-        assert_true(w[off + i] == f.x[r][i]); /* lossless: exact */
+        assert_true(w[off + i] == fp->x[r][i]); /* lossless: exact */
       else
-        assert_true(fabs(w[off + i] - f.x[r][i]) <= bound);
-      if (r == 2) assert_true(fabs(w[off + i] - f.x[r][i]) <= 2.0);
+        assert_true(fabs(w[off + i] - fp->x[r][i]) <= bound);
+      if (r == 2) assert_true(fabs(w[off + i] - fp->x[r][i]) <= 2.0);
     }
     free(d);
     free(rw);
@@ -303,19 +322,17 @@ static void test_weights_decoded(void **state) {
   }
   assert_int_equal(la_traceset_rank_weights(t, NR, w), LA_EINVAL);
   free(w);
-  la_traceset_free(t);
-  fx_free(&f);
 }
 
 static void test_totals_imbalance(void **state) {
-  fx_t f;
-  fx_make(&f, 7, 0);
-  la_traceset_t *t = fx_set(&f);
+  set7_t *x = *state;
+  const fx_t *fp = &x->f;
+  la_traceset_t *t = x->t;
   double tot[NR], mx = 0, s = 0;
   assert_int_equal(la_traceset_rank_totals(t, tot), 0);
   for (int r = 0; r < NR; r++) {
     la_series_stats_t st;
-    la_series_stats(f.x[r], fx_n[r], &st);
+    la_series_stats(fp->x[r], fx_n[r], &st);
     assert_true(tot[r] == st.sum); /* exact, not merely close */
     double sum, mn, mxr;
     assert_int_equal(la_traceset_rank_stats(t, r, &sum, &mn, &mxr), 0);
@@ -327,14 +344,11 @@ static void test_totals_imbalance(void **state) {
   assert_int_equal(la_traceset_imbalance(t, &imb), 0);
   assert_true(fabs(imb - mx / (s / NR)) <= 1e-12 * imb);
   assert_true(imb >= 1.0);
-  la_traceset_free(t);
-  fx_free(&f);
 }
 
 static void test_range_sums(void **state) {
-  fx_t f;
-  fx_make(&f, 7, 0);
-  la_traceset_t *t = fx_set(&f);
+  set7_t *x = *state;
+  la_traceset_t *t = x->t;
   double *w = dense(t);
   uint64_t total = la_traceset_elements(t), vtx[NR + 1];
   la_traceset_vtxdist(t, vtx);
@@ -368,14 +382,11 @@ static void test_range_sums(void **state) {
   assert_int_equal(la_traceset_range_sum(t, total + 1, 0, &s), LA_ERANGE);
   assert_int_equal(la_traceset_range_sum(t, 1, UINT64_MAX, &s), LA_ERANGE);
   free(w);
-  la_traceset_free(t);
-  fx_free(&f);
 }
 
 static void test_metis_zoltan(void **state) {
-  fx_t f;
-  fx_make(&f, 7, 0);
-  la_traceset_t *t = fx_set(&f);
+  set7_t *x = *state;
+  la_traceset_t *t = x->t;
   uint64_t n = la_traceset_elements(t);
   double *w = dense(t), wmax = 0, scale = 0, scale32 = 0;
   for (uint64_t i = 0; i < n; i++)
@@ -408,8 +419,6 @@ static void test_metis_zoltan(void **state) {
   free(v32);
   free(z);
   free(w);
-  la_traceset_free(t);
-  fx_free(&f);
 }
 
 static void test_partial(void **state) {
@@ -1115,28 +1124,13 @@ static void write_robust_store(const char *path, double *meas_sum,
       y[i] = 100 * (r + 1) + i;
       x[i] = i % 2 ? y[i] : 3 * y[i];
     }
-    la_compact_params_t p;
-    la_compact_params_default(&p);
-    p.mode = LA_COMPACT_LOSSLESS;
-    la_compact_result_t a, b;
-    assert_int_equal(la_compact(x, 200, &p, &a), 0);
-    assert_int_equal(la_compact(y, 200, &p, &b), 0);
-    La__CompactTrace t = LA__COMPACT_TRACE__INIT;
-    La__SeriesStats st = LA__SERIES_STATS__INIT, rst = LA__SERIES_STATS__INIT;
-    la_trace_msg_fill(&t, &st, NULL, &a);
-    la_trace_msg_robust(&t, &rst, &b);
-    meas_sum[r] = a.stats.sum;
-    rob_sum[r] = b.stats.sum;
-    t.seq = 10 + r;
-    t.app_id = "rob-1";
-    t.rank = r;
-    t.cycle_tag = 1;
-    t.n_elements = 200;
-    t.has_interference = 1;
-    t.interference = a.stats.sum - b.stats.sum;
-    assert_int_equal(la_store_trace(s, &t, NULL), 0);
-    la_compact_result_free(&a);
-    la_compact_result_free(&b);
+    la_test_robust_t rt;
+    assert_int_equal(la_test_robust_make(&rt, "rob-1", r, 10 + r, 1, x, y, 200),
+                     0);
+    meas_sum[r] = rt.meas.stats.sum;
+    rob_sum[r] = rt.rob.stats.sum;
+    assert_int_equal(la_store_trace(s, &rt.t, NULL), 0);
+    la_test_robust_free(&rt);
   }
   assert_int_equal(la_store_set_closed(s, "rob-1", 1, 1, NULL, 0, 1), 0);
   la_store_close(s);
@@ -1201,12 +1195,46 @@ static void test_global_robust(void **state) {
 
 /* ------------------------------------------------------- socket tests */
 
-static void test_stream_two_sets(void **state) {
+/* A socket test: the fixture of one cycle, a scripted server on a loopback
+ * port and a client connected to it. */
+typedef struct {
   fx_t f;
-  fx_make(&f, 1, 0);
   srv_t s;
-  srv_start(&s, script_two_sets, &f);
-  la_client_t *c = connect_to(&s);
+  la_client_t *c;
+} sess_t;
+
+/* Makes the fixture of cycle tag, starts script fn and connects a client;
+ * with `subscribe`, subscribes it to every application (asserted). */
+static la_client_t *sess_open(sess_t *x, uint64_t tag, script_fn fn,
+                              int subscribe) {
+  fx_make(&x->f, tag, 0);
+  srv_start(&x->s, fn, &x->f);
+  x->c = connect_to(&x->s);
+  if (subscribe) assert_int_equal(la_client_subscribe(x->c, NULL, 0), 0);
+  return x->c;
+}
+
+/* Closes the client, waits for the server (asserting its script met
+ * nothing unexpected) and frees the fixture; x->s stays readable. */
+static void sess_close(sess_t *x) {
+  la_client_close(x->c);
+  srv_join(&x->s);
+  fx_free(&x->f);
+}
+
+/* la_client_next on c (timeout_ms) fails with rc, and la_client_error
+ * then says `word`. */
+static void expect_next_fails(la_client_t *c, int timeout_ms, int rc,
+                              const char *word) {
+  la_traceset_t *t = (la_traceset_t *)1;
+  assert_int_equal(la_client_next(c, timeout_ms, &t), rc);
+  assert_null(t);
+  assert_non_null(strstr(la_client_error(c), word));
+}
+
+static void test_stream_two_sets(void **state) {
+  sess_t x;
+  la_client_t *c = sess_open(&x, 1, script_two_sets, 0);
   assert_int_equal(la_client_subscribe(c, "job-42", LA_CLIENT_LATEST), 0);
   la_traceset_t *t1 = NULL, *t2 = NULL, *t3 = (la_traceset_t *)1;
   assert_int_equal(la_client_next(c, 5000, &t1), 0);
@@ -1222,25 +1250,21 @@ static void test_stream_two_sets(void **state) {
   assert_int_equal(la_client_state(c), LA_EIO);
   assert_int_equal(la_client_next(c, 0, &t3), LA_EIO); /* sticky */
   assert_int_equal(la_client_subscribe(c, NULL, 0), LA_EIO);
-  la_client_close(c);
-  srv_join(&s);
-  assert_string_equal(s.sub_app, "job-42");
-  assert_true(s.sub_live && s.sub_latest && !s.sub_has_cycle);
+  double sum0 = x.f.res[0].stats.sum;
+  sess_close(&x);
+  assert_string_equal(x.s.sub_app, "job-42");
+  assert_true(x.s.sub_live && x.s.sub_latest && !x.s.sub_has_cycle);
   /* sets outlive the client */
   double tot[NR];
   assert_int_equal(la_traceset_rank_totals(t1, tot), 0);
-  assert_true(tot[0] == f.res[0].stats.sum);
+  assert_true(tot[0] == sum0);
   la_traceset_free(t1);
   la_traceset_free(t2);
-  fx_free(&f);
 }
 
 static void test_subscribe_options(void **state) {
-  fx_t f;
-  fx_make(&f, 1, 0);
-  srv_t s;
-  srv_start(&s, script_silent, &f);
-  la_client_t *c = connect_to(&s);
+  sess_t x;
+  la_client_t *c = sess_open(&x, 1, script_silent, 0);
   assert_int_equal(la_client_subscribe(c, "job", 8), LA_EINVAL);
   char longid[200];
   memset(longid, 'a', sizeof longid - 1);
@@ -1250,21 +1274,15 @@ static void test_subscribe_options(void **state) {
   assert_int_equal(la_client_subscribe_at(c, NULL, LA_CLIENT_NO_LIVE, 77), 0);
   la_traceset_t *t;
   assert_int_equal(la_client_next(c, 50, &t), LA_ETIMEDOUT);
-  la_client_close(c);
-  srv_join(&s);
-  assert_string_equal(s.sub_app, "");
-  assert_true(!s.sub_live && !s.sub_latest && s.sub_has_cycle);
-  assert_int_equal(s.sub_cycle, 77);
-  fx_free(&f);
+  sess_close(&x);
+  assert_string_equal(x.s.sub_app, "");
+  assert_true(!x.s.sub_live && !x.s.sub_latest && x.s.sub_has_cycle);
+  assert_int_equal(x.s.sub_cycle, 77);
 }
 
 static void test_silent_timeout(void **state) {
-  fx_t f;
-  fx_make(&f, 1, 0);
-  srv_t s;
-  srv_start(&s, script_silent, &f);
-  la_client_t *c = connect_to(&s);
-  assert_int_equal(la_client_subscribe(c, NULL, 0), 0);
+  sess_t x;
+  la_client_t *c = sess_open(&x, 1, script_silent, 1);
   la_traceset_t *t = (la_traceset_t *)1;
   uint64_t t0 = la_now_ms();
   assert_int_equal(la_client_next(c, 300, &t), LA_ETIMEDOUT);
@@ -1276,81 +1294,48 @@ static void test_silent_timeout(void **state) {
   assert_true(la_now_ms() - t0 < SLACK_MS);
   /* a timeout is not sticky: the connection is still usable */
   assert_int_equal(la_client_subscribe(c, "job-42", 0), 0);
-  la_client_close(c);
-  srv_join(&s);
-  fx_free(&f);
+  sess_close(&x);
 }
 
 static void test_garbage(void **state) {
-  fx_t f;
-  fx_make(&f, 1, 0);
-  srv_t s;
-  srv_start(&s, script_garbage, &f);
-  la_client_t *c = connect_to(&s);
-  assert_int_equal(la_client_subscribe(c, NULL, 0), 0);
-  la_traceset_t *t;
-  assert_int_equal(la_client_next(c, 5000, &t), LA_EPROTO);
-  assert_non_null(strstr(la_client_error(c), "frame header"));
+  sess_t x;
+  la_client_t *c = sess_open(&x, 1, script_garbage, 1);
+  expect_next_fails(c, 5000, LA_EPROTO, "frame header");
   assert_int_equal(la_client_state(c), LA_EPROTO);
-  assert_int_equal(la_client_next(c, 0, &t), LA_EPROTO); /* sticky */
-  assert_non_null(strstr(la_client_error(c), "frame header"));
-  la_client_close(c);
-  srv_join(&s);
+  /* sticky */
+  expect_next_fails(c, 0, LA_EPROTO, "frame header");
+  sess_close(&x);
 
-  srv_start(&s, script_huge, &f);
-  c = connect_to(&s);
-  assert_int_equal(la_client_subscribe(c, NULL, 0), 0);
-  assert_int_equal(la_client_next(c, 5000, &t), LA_EMSGSIZE);
-  assert_non_null(strstr(la_client_error(c), "larger"));
-  la_client_close(c);
-  srv_join(&s);
-  fx_free(&f);
+  c = sess_open(&x, 1, script_huge, 1);
+  expect_next_fails(c, 5000, LA_EMSGSIZE, "larger");
+  sess_close(&x);
 }
 
 static void test_bad_message_skipped(void **state) {
-  fx_t f;
-  fx_make(&f, 1, 0);
-  srv_t s;
-  srv_start(&s, script_bad_then_good, &f);
-  la_client_t *c = connect_to(&s);
-  assert_int_equal(la_client_subscribe(c, NULL, 0), 0);
+  sess_t x;
+  la_client_t *c = sess_open(&x, 1, script_bad_then_good, 1);
   la_traceset_t *t = NULL;
-  assert_int_equal(la_client_next(c, 5000, &t), LA_EPROTO);
-  assert_non_null(strstr(la_client_error(c), "malformed TraceSet"));
+  expect_next_fails(c, 5000, LA_EPROTO, "malformed TraceSet");
   assert_int_equal(la_client_state(c), 0); /* skipped, not dead */
-  assert_int_equal(la_client_next(c, 5000, &t), LA_EPROTO);
-  assert_non_null(strstr(la_client_error(c), "rank 3"));
+  expect_next_fails(c, 5000, LA_EPROTO, "rank 3");
   assert_int_equal(la_client_next(c, 5000, &t), 0);
   assert_int_equal(la_traceset_cycle(t), 6);
   la_traceset_free(t);
-  la_client_close(c);
-  srv_join(&s);
-  fx_free(&f);
+  sess_close(&x);
 }
 
 static void test_error_message(void **state) {
-  fx_t f;
-  fx_make(&f, 1, 0);
-  srv_t s;
-  srv_start(&s, script_error, &f);
-  la_client_t *c = connect_to(&s);
-  assert_int_equal(la_client_subscribe(c, NULL, 0), 0);
+  sess_t x;
+  la_client_t *c = sess_open(&x, 1, script_error, 1);
   la_traceset_t *t;
-  assert_int_equal(la_client_next(c, 5000, &t), LA_EREFUSED);
-  assert_non_null(strstr(la_client_error(c), "too many subscribers"));
+  expect_next_fails(c, 5000, LA_EREFUSED, "too many subscribers");
   assert_int_equal(la_client_next(c, 5000, &t), LA_EIO);
-  la_client_close(c);
-  srv_join(&s);
-  fx_free(&f);
+  sess_close(&x);
 }
 
 static void test_dribble(void **state) {
-  fx_t f;
-  fx_make(&f, 33, 0);
-  srv_t s;
-  srv_start(&s, script_dribble, &f);
-  la_client_t *c = connect_to(&s);
-  assert_int_equal(la_client_subscribe(c, NULL, 0), 0);
+  sess_t x;
+  la_client_t *c = sess_open(&x, 33, script_dribble, 1);
   la_traceset_t *t = NULL;
   int timeouts = 0, rc;
   uint64_t t0 = la_now_ms();
@@ -1361,20 +1346,15 @@ static void test_dribble(void **state) {
   assert_true(timeouts >= 2); /* arrived in parts, nothing lost */
   assert_int_equal(la_traceset_cycle(t), 33);
   double *w = dense(t);
-  assert_true(w[0] == f.x[0][0]);
+  assert_true(w[0] == x.f.x[0][0]);
   free(w);
   la_traceset_free(t);
-  la_client_close(c);
-  srv_join(&s);
-  fx_free(&f);
+  sess_close(&x);
 }
 
 static void test_query(void **state) {
-  fx_t f;
-  fx_make(&f, 7, 0);
-  srv_t s;
-  srv_start(&s, script_query, &f);
-  la_client_t *c = connect_to(&s);
+  sess_t x;
+  la_client_t *c = sess_open(&x, 7, script_query, 0);
   la_traceset_t *t = NULL;
   assert_int_equal(la_client_get(c, "job-42", 7, &t), 0);
   assert_int_equal(la_traceset_cycle(t), 7);
@@ -1410,28 +1390,21 @@ static void test_query(void **state) {
   assert_int_equal(la_client_rows_count(rows), 1);
   assert_string_equal(la_client_rows_key(rows, 0), "subscribers");
   la_client_rows_free(rows);
-  la_client_close(c);
-  srv_join(&s);
-  assert_int_equal(s.queries, 6);
-  fx_free(&f);
+  sess_close(&x);
+  assert_int_equal(x.s.queries, 6);
 }
 
 /* A reply of another feed protocol is refused with LA_EVERSION, naming
  * both versions, not read as an empty listing. */
 static void test_query_old_feed(void **state) {
-  fx_t f;
-  fx_make(&f, 1, 0);
-  srv_t s;
-  srv_start(&s, script_old_feed, &f);
-  la_client_t *c = connect_to(&s);
+  sess_t x;
+  la_client_t *c = sess_open(&x, 1, script_old_feed, 0);
   la_client_rows_t *rows = (la_client_rows_t *)1;
   assert_int_equal(la_client_list(c, "apps", NULL, &rows), LA_EVERSION);
   assert_null(rows);
   assert_non_null(strstr(la_client_error(c), "feed protocol 1"));
-  la_client_close(c);
-  srv_join(&s);
-  assert_int_equal(s.queries, 1);
-  fx_free(&f);
+  sess_close(&x);
+  assert_int_equal(x.s.queries, 1);
 }
 
 static void test_connect_errors(void **state) {
@@ -1478,11 +1451,16 @@ static void test_connect_errors(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_identity_vtxdist),
-      cmocka_unit_test(test_weights_decoded),
-      cmocka_unit_test(test_totals_imbalance),
-      cmocka_unit_test(test_range_sums),
-      cmocka_unit_test(test_metis_zoltan),
+      cmocka_unit_test_setup_teardown(test_identity_vtxdist, set7_setup,
+                                      set7_teardown),
+      cmocka_unit_test_setup_teardown(test_weights_decoded, set7_setup,
+                                      set7_teardown),
+      cmocka_unit_test_setup_teardown(test_totals_imbalance, set7_setup,
+                                      set7_teardown),
+      cmocka_unit_test_setup_teardown(test_range_sums, set7_setup,
+                                      set7_teardown),
+      cmocka_unit_test_setup_teardown(test_metis_zoltan, set7_setup,
+                                      set7_teardown),
       cmocka_unit_test(test_partial),
       cmocka_unit_test(test_rejects),
       cmocka_unit_test(test_rank_element_cap),

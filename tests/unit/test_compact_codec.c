@@ -20,15 +20,7 @@
 #include <cmocka.h>
 
 #include "la_compact_internal.h"
-
-static void compact(const double *x, size_t n, const char *spec,
-                    la_compact_result_t *r) {
-  la_compact_params_t p;
-  char why[200];
-
-  assert_int_equal(la_compact_spec_parse(spec, &p, why, sizeof(why)), 0);
-  assert_int_equal(la_compact(x, n, &p, r), 0);
-}
+#include "la_test_series.h"
 
 /* la_trace_open_max of b[0..len) into *t, after checking that
  * la_trace_check_max agrees with it: same code, same why, and on success
@@ -85,7 +77,7 @@ static void test_lossless_exact(void **state) {
 
   memcpy(&x[9], &payload, 8); /* a NaN with a payload survives */
   for (k = 0; k <= n; k++) {  /* every prefix: int and XOR bodies */
-    compact(x, k, "lossless", &r);
+    assert_int_equal(la_test_compact(x, k, "lossless", &r), 0);
     t = open_ok(&r);
     assert_int_equal(la_trace_decode(t, 0, k, y), 0);
     assert_memory_equal(x, y, k * sizeof(double));
@@ -94,7 +86,8 @@ static void test_lossless_exact(void **state) {
     la_compact_result_free(&r);
   }
   la_compact_synth(LA_SYNTH_MESH, 500, 9, ints); /* whole ns: varints */
-  compact(ints, 500, "polyline:cv=0", &r);       /* cv 0 means lossless */
+  /* cv 0 means lossless */
+  assert_int_equal(la_test_compact(ints, 500, "polyline:cv=0", &r), 0);
   assert_int_equal(r.mode, LA_COMPACT_LOSSLESS);
   assert_true(r.len < 500 * 3); /* deltas of ~1000 ns fit in 2 bytes */
   t = open_ok(&r);
@@ -126,7 +119,7 @@ static void check_ranges(const double *x, size_t n, const char *spec) {
   int q;
 
   assert_true(y && z);
-  compact(x, n, spec, &r);
+  assert_int_equal(la_test_compact(x, n, spec, &r), 0);
   la_series_stats(x, n, &st); /* the stats equal the raw ones exactly */
   assert_memory_equal(&st, &r.stats, sizeof(st));
   t = open_ok(&r);
@@ -156,27 +149,25 @@ static void check_ranges(const double *x, size_t n, const char *spec) {
   free(z);
 }
 
+/* Non-finite values inside ranges of the longer spike series. */
+static void add_non_finite(int kind, double *x, size_t n) {
+  if (n > 50 && kind == LA_SYNTH_SPIKES) {
+    x[10] = NAN;
+    x[40] = INFINITY;
+  }
+}
+
 static void test_ranges_and_sums(void **state) {
   static const char *const specs[] = {
       "polyline", "polyline:connected", "maxerr:eps=2",
       "maxerr:eps=0.02,relative,connected", "lossless"};
-  size_t sizes[] = {0, 1, 2, 100, 4099, 30000};
-  int kind;
-  size_t k, s;
+  static const size_t sizes[] = {0, 1, 2, 100, 4099, 30000};
 
-  for (kind = 0; kind < LA_SYNTH_KINDS; kind++)
-    for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-      double *x = malloc((sizes[k] + 1) * sizeof(double));
-      assert_non_null(x);
-      la_compact_synth(kind, sizes[k], 5 + kind, x);
-      if (sizes[k] > 50 && kind == LA_SYNTH_SPIKES) {
-        x[10] = NAN; /* non-finite values inside ranges */
-        x[40] = INFINITY;
-      }
-      for (s = 0; s < sizeof(specs) / sizeof(specs[0]); s++)
-        check_ranges(x, sizes[k], specs[s]);
-      free(x);
-    }
+  assert_int_equal(
+      la_test_synth_grid(sizes, sizeof(sizes) / sizeof(sizes[0]), 5,
+                         add_non_finite, specs,
+                         sizeof(specs) / sizeof(specs[0]), check_ranges),
+      0);
 }
 
 static void test_stats_exact(void **state) {
@@ -186,14 +177,15 @@ static void test_stats_exact(void **state) {
   size_t i;
 
   la_compact_synth(LA_SYNTH_MESH, 10000, 77, x); /* whole ns */
-  for (i = 0; i < 10000; i++) isum += (int64_t)x[i];
-  compact(x, 10000, "polyline", &r);
+  for (i = 0; i < 10000; i++)
+    isum += (int64_t)x[i];
+  assert_int_equal(la_test_compact(x, 10000, "polyline", &r), 0);
   assert_true(r.stats.count == 10000);
   assert_true(r.stats.sum == (double)isum); /* exact for integers < 2^53 */
   for (i = 0; i < 10000; i++)
     assert_true(r.stats.min <= x[i] && x[i] <= r.stats.max);
   la_compact_result_free(&r);
-  compact(x, 0, "polyline", &r);
+  assert_int_equal(la_test_compact(x, 0, "polyline", &r), 0);
   assert_true(r.stats.count == 0 && r.stats.sum == 0 && isnan(r.stats.min));
   la_compact_result_free(&r);
 }
@@ -233,7 +225,7 @@ static void test_truncated_and_flipped(void **state) {
   la_compact_synth(LA_SYNTH_SPIKES, 300, 1, x);
   x[7] = NAN;
   for (s = 0; s < 3; s++) {
-    compact(x, 300, specs[s], &r);
+    assert_int_equal(la_test_compact(x, 300, specs[s], &r), 0);
     check_refused(&r);
     la_compact_result_free(&r);
   }
@@ -256,11 +248,12 @@ static void test_fuzz_valid_crc(void **state) {
     uint8_t *b;
     uint32_t crc;
     int m;
-    compact(x, 200,
-            it % 3 == 0   ? "polyline:cv=0.01"
-            : it % 3 == 1 ? "maxerr:eps=3,connected"
-                          : "lossless",
-            &r);
+    assert_int_equal(la_test_compact(x, 200,
+                                     it % 3 == 0   ? "polyline:cv=0.01"
+                                     : it % 3 == 1 ? "maxerr:eps=3,connected"
+                                                   : "lossless",
+                                     &r),
+                     0);
     b = malloc(r.len);
     memcpy(b, r.bytes, r.len);
     for (m = 0; m < 1 + (int)(la_compact_rand(&s) % 4); m++) {
@@ -273,7 +266,8 @@ static void test_fuzz_valid_crc(void **state) {
       uint64_t n = la_trace_count(t);
       double sum;
       opened++;
-      if (n <= (1 << 17)) assert_int_equal(la_trace_decode(t, 0, n, y), 0);
+      if (n <= (1 << 17))
+        assert_int_equal(la_trace_decode(t, 0, n, y), 0);
       assert_int_equal(la_trace_range_sum(t, 0, n, &sum), 0);
       assert_int_equal(la_trace_range_sum(t, n / 3, n / 2, &sum), 0);
       la_trace_close(t);
@@ -297,7 +291,8 @@ static void test_garbage(void **state) {
 
   for (it = 0; it < 2000; it++) {
     size_t len = la_compact_rand(&s) % sizeof(b);
-    for (i = 0; i < len; i++) b[i] = (uint8_t)la_compact_rand(&s);
+    for (i = 0; i < len; i++)
+      b[i] = (uint8_t)la_compact_rand(&s);
     if (it % 2) /* a valid magic and version, then garbage */
       memcpy(b, "LAC\001", len < 4 ? len : 4);
     assert_true(open_both(b, len, LA_TRACE_MAX_POINTS, &t, why, sizeof(why)) <
@@ -322,8 +317,9 @@ static size_t stretch_encoding(const uint8_t *in, size_t len, uint64_t n,
   memcpy(out, in, 14);
   size_t o = 14;
   o += la_varint_write(out + o, n);
-  o += la_varint_write(
-      out + o, ((n - 1) << LA_REC_SHIFT) | (tag & ((1u << LA_REC_SHIFT) - 1)));
+  o += la_varint_write(out + o,
+                       ((n - 1) << LA_REC_SHIFT) |
+                           (tag & ((1u << LA_REC_SHIFT) - 1)));
   memcpy(out + o, in + r.off, len - 4 - r.off);
   o += len - 4 - r.off;
   uint32_t crc = la_compact_crc32(0, out, o);

@@ -22,6 +22,7 @@
 
 #include "la_compact_internal.h"
 #include "la_test_oracle.h"
+#include "la_test_series.h"
 
 static void fill(double *x, size_t n, int kind, uint64_t *s) {
   size_t i;
@@ -109,13 +110,36 @@ static void test_stats_equal_definition(void **state) {
   }
 }
 
-static void compact_spec(const double *x, size_t n, const char *spec,
-                         la_compact_result_t *r) {
-  la_compact_params_t p;
-  char why[200];
+/* Spikes with NaN, -Inf and -0.0; walks scaled to huge non-integers. */
+static void add_specials(int kind, double *x, size_t n) {
+  size_t i;
 
-  assert_int_equal(la_compact_spec_parse(spec, &p, why, sizeof(why)), 0);
-  assert_int_equal(la_compact(x, n, &p, r), 0);
+  if (kind == LA_SYNTH_SPIKES && n > 50) {
+    x[17] = NAN;
+    x[33] = -INFINITY;
+    x[40] = -0.0;
+  }
+  if (kind == LA_SYNTH_WALK) /* not integers, some huge values */
+    for (i = 0; i < n; i += 101) x[i] *= 1e12;
+}
+
+/* The AVX2 kernels and the scalar code give the same bytes and figures. */
+static void check_simd_scalar(const double *x, size_t n, const char *spec) {
+  la_compact_result_t a, b;
+
+  unsetenv("LA_COMPACT_SCALAR");
+  assert_int_equal(la_test_compact(x, n, spec, &a), 0);
+  setenv("LA_COMPACT_SCALAR", "1", 1);
+  assert_int_equal(la_compact_simd(), 0);
+  assert_int_equal(la_test_compact(x, n, spec, &b), 0);
+  unsetenv("LA_COMPACT_SCALAR");
+  assert_true(a.len == b.len);
+  assert_memory_equal(a.bytes, b.bytes, a.len);
+  assert_memory_equal(&a.stats, &b.stats, sizeof(a.stats));
+  assert_memory_equal(&a.error, &b.error, sizeof(a.error));
+  assert_true(a.segments == b.segments && a.exceptions == b.exceptions);
+  la_compact_result_free(&a);
+  la_compact_result_free(&b);
 }
 
 static void test_simd_equals_scalar(void **state) {
@@ -130,41 +154,12 @@ static void test_simd_equals_scalar(void **state) {
       "maxerr:eps=5,connected",
       "lossless"};
   static const size_t sizes[] = {5, 100, 3001, 40000};
-  size_t k, q, i;
-  int kind;
 
-  for (kind = 0; kind < LA_SYNTH_KINDS; kind++)
-    for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-      size_t n = sizes[k];
-      double *x = malloc(n * sizeof(double));
-      assert_non_null(x);
-      la_compact_synth(kind, n, 9 + kind, x);
-      if (kind == LA_SYNTH_SPIKES && n > 50) {
-        x[17] = NAN;
-        x[33] = -INFINITY;
-        x[40] = -0.0;
-      }
-      if (kind == LA_SYNTH_WALK) /* not integers, some huge values */
-        for (i = 0; i < n; i += 101)
-          x[i] *= 1e12;
-      for (q = 0; q < sizeof(specs) / sizeof(specs[0]); q++) {
-        la_compact_result_t a, b;
-        unsetenv("LA_COMPACT_SCALAR");
-        compact_spec(x, n, specs[q], &a);
-        setenv("LA_COMPACT_SCALAR", "1", 1);
-        assert_int_equal(la_compact_simd(), 0);
-        compact_spec(x, n, specs[q], &b);
-        unsetenv("LA_COMPACT_SCALAR");
-        assert_true(a.len == b.len);
-        assert_memory_equal(a.bytes, b.bytes, a.len);
-        assert_memory_equal(&a.stats, &b.stats, sizeof(a.stats));
-        assert_memory_equal(&a.error, &b.error, sizeof(a.error));
-        assert_true(a.segments == b.segments && a.exceptions == b.exceptions);
-        la_compact_result_free(&a);
-        la_compact_result_free(&b);
-      }
-      free(x);
-    }
+  assert_int_equal(
+      la_test_synth_grid(sizes, sizeof(sizes) / sizeof(sizes[0]), 9,
+                         add_specials, specs, sizeof(specs) / sizeof(specs[0]),
+                         check_simd_scalar),
+      0);
 }
 
 static void test_floor_pow2(void **state) {

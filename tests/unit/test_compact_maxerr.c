@@ -17,6 +17,7 @@
 
 #include "la_compact_internal.h"
 #include "la_test_oracle.h"
+#include "la_test_series.h"
 
 /* Compacts, decodes and checks the bound at every point; returns the
  * number of records. */
@@ -51,24 +52,23 @@ static size_t check_bound(const double *x, size_t n, const char *spec) {
   return nseg;
 }
 
+/* check_bound() for la_test_synth_grid(), which wants no result. */
+static void check_bound_only(const double *x, size_t n, const char *spec) {
+  (void)check_bound(x, n, spec);
+}
+
 static void test_bound_structured(void **state) {
   static const char *const specs[] = {
       "maxerr:eps=1", "maxerr:eps=25,no-outliers", "maxerr:eps=0.01,relative",
       "maxerr:eps=5,connected",
       "maxerr:eps=0.05,relative,connected,no-outliers"};
-  size_t sizes[] = {0, 1, 2, 3, 17, 1000, 20000};
-  int kind;
-  size_t k, s;
+  static const size_t sizes[] = {0, 1, 2, 3, 17, 1000, 20000};
 
-  for (kind = 0; kind < LA_SYNTH_KINDS; kind++)
-    for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-      double *x = malloc((sizes[k] + 1) * sizeof(double));
-      assert_non_null(x);
-      la_compact_synth(kind, sizes[k], 100 + kind, x);
-      for (s = 0; s < sizeof(specs) / sizeof(specs[0]); s++)
-        check_bound(x, sizes[k], specs[s]);
-      free(x);
-    }
+  assert_int_equal(
+      la_test_synth_grid(sizes, sizeof(sizes) / sizeof(sizes[0]), 100, NULL,
+                         specs, sizeof(specs) / sizeof(specs[0]),
+                         check_bound_only),
+      0);
 }
 
 static void test_bound_special_values(void **state) {

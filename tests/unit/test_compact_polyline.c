@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "la_compact_internal.h"
+#include "la_test_series.h"
 
 typedef struct {
   la_compact_result_t r;
@@ -26,11 +27,9 @@ typedef struct {
 } run_t;
 
 static void run(const double *x, size_t n, const char *spec, run_t *o) {
-  la_compact_params_t p;
   char why[200];
 
-  assert_int_equal(la_compact_spec_parse(spec, &p, why, sizeof(why)), 0);
-  assert_int_equal(la_compact(x, n, &p, &o->r), 0);
+  assert_int_equal(la_test_compact(x, n, spec, &o->r), 0);
   assert_int_equal(la_trace_open(o->r.bytes, o->r.len, &o->t, why, sizeof(why)),
                    0);
   assert_true(la_trace_count(o->t) == n);
@@ -134,19 +133,12 @@ static const char *const specs[] = {
     "polyline:cv=0.3,connected", "polyline:cv=0.05,connected,no-outliers"};
 
 static void test_structured(void **state) {
-  size_t sizes[] = {0, 1, 2, 3, 10, 257, 5000};
-  int kind;
-  size_t k, s;
+  static const size_t sizes[] = {0, 1, 2, 3, 10, 257, 5000};
 
-  for (kind = 0; kind < LA_SYNTH_KINDS; kind++)
-    for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-      double *x = malloc((sizes[k] + 1) * sizeof(double));
-      assert_non_null(x);
-      assert_int_equal(la_compact_synth(kind, sizes[k], 7 + kind, x), 0);
-      for (s = 0; s < sizeof(specs) / sizeof(specs[0]); s++)
-        check_polyline(x, sizes[k], specs[s]);
-      free(x);
-    }
+  assert_int_equal(la_test_synth_grid(
+                       sizes, sizeof(sizes) / sizeof(sizes[0]), 7, NULL, specs,
+                       sizeof(specs) / sizeof(specs[0]), check_polyline),
+                   0);
 }
 
 static void test_random_seeds(void **state) {
@@ -181,6 +173,12 @@ static void test_small_n(void **state) {
   }
 }
 
+/* run() with the default polyline spec, where one segment must do. */
+static void run_one_segment(const double *x, size_t n, run_t *o) {
+  run(x, n, "polyline", o);
+  assert_int_equal(o->r.segments, 1);
+}
+
 static void test_constant(void **state) {
   double x[1000];
   run_t o;
@@ -188,15 +186,13 @@ static void test_constant(void **state) {
 
   for (i = 0; i < 1000; i++)
     x[i] = 1234;
-  run(x, 1000, "polyline", &o);
-  assert_int_equal(o.r.segments, 1);
+  run_one_segment(x, 1000, &o);
   for (i = 0; i < 1000; i++)
     assert_true(o.y[i] == 1234); /* a power-of-two multiple: exact */
   run_free(&o);
   for (i = 0; i < 1000; i++)
     x[i] = 0; /* zero mean, zero error: still one segment */
-  run(x, 1000, "polyline", &o);
-  assert_int_equal(o.r.segments, 1);
+  run_one_segment(x, 1000, &o);
   assert_true(o.r.error.max_abs == 0 && o.r.error.cv == 0);
   run_free(&o);
 }
@@ -208,8 +204,7 @@ static void test_negative_and_zero_mean(void **state) {
 
   for (i = 0; i < 400; i++)
     x[i] = -1000 - (double)(i % 3); /* negative mean: |mean| is used */
-  run(x, 400, "polyline", &o);
-  assert_int_equal(o.r.segments, 1);
+  run_one_segment(x, 400, &o);
   run_free(&o);
   for (i = 0; i < 400; i++)
     x[i] = i % 2 ? 5 : -5; /* mean 0: no line has a bounded CV */
@@ -251,8 +246,7 @@ static void test_outlier_rule(void **state) {
   for (i = 0; i < 2000; i++)
     x[i] = 1000 + (double)(i % 7);
   x[10] = 50000; /* jitter early in the segment: kept verbatim */
-  run(x, 2000, "polyline", &o);
-  assert_int_equal(o.r.segments, 1);
+  run_one_segment(x, 2000, &o);
   assert_int_equal(o.r.exceptions, 1);
   assert_true(la_trace_is_verbatim(o.t, 10) && o.y[10] == 50000);
   run(x, 2000, "polyline:no-outliers", &q);

@@ -1,5 +1,5 @@
 /* test_crc32.c: the CRC-32 of compact traces and the segment log
- * (common/la_crc32.c): its constant slicing tables against their
+ * (common/la_crc32.c): its slicing tables (filled once at load) against their
  * definition, the standard check value, zlib's results for split inputs,
  * and every length and alignment against a bit-by-bit reference. */
 #include <setjmp.h>

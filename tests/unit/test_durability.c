@@ -45,6 +45,7 @@
 #include "la.h"
 #include "la_auth.h"
 #include "la_test_daemon.h"
+#include "la_test_stack.h"
 #include "la_test_sql.h"
 
 #define WAIT_MS 20000
@@ -59,26 +60,16 @@ static struct {
   int go, res; /* pipes to and from the application */
 } T;
 
-static int group_setup(void **state) {
-  return la_td_prepare();
-}
-
 static int setup(void **state) {
   memset(&T, 0, sizeof T);
   T.go = T.res = -1;
   T.ga = la_td_new("la-globalagent");
   T.la = la_td_new("la-localagent");
   if (T.ga && T.la) {
-    char why[256];
-    la_td_path(T.ga, "secret", T.key, sizeof T.key);
-    la_td_path(T.ga, "la.db", T.db, sizeof T.db);
-    la_td_path(T.ga, "agents.port", T.agents_pf, sizeof T.agents_pf);
-    la_td_path(T.ga, "feed.port", T.feed_pf, sizeof T.feed_pf);
     la_td_path(T.la, "log", T.log_dir, sizeof T.log_dir);
-    if (la_auth_generate_secret_file(T.key, why, sizeof why) != 0) {
-      fprintf(stderr, "secret: %s\n", why);
+    if (la_ts_ga_files(T.ga, sizeof T.key, T.key, T.db, T.agents_pf,
+                       T.feed_pf) != 0)
       return -1;
-    }
   }
   return 0;
 }
@@ -114,23 +105,15 @@ static void need_daemons(void) {
 
 /* Starts the GlobalAgent; port 0 picks one (remembered for restarts). */
 static void start_ga(uint16_t port) {
-  static char a[5][700];
-  snprintf(a[0], sizeof a[0], "--agents.listen=127.0.0.1:%u", port);
-  snprintf(a[1], sizeof a[1], "--agents.port_file=%s", T.agents_pf);
-  snprintf(a[2], sizeof a[2], "--feed.port_file=%s", T.feed_pf);
-  snprintf(a[3], sizeof a[3], "--store.path=%s", T.db);
-  snprintf(a[4], sizeof a[4], "--agents.secret_file=%s", T.key);
-  const char *args[] = {a[0],
-                        a[1],
-                        a[2],
-                        a[3],
-                        a[4],
-                        "--feed.listen=127.0.0.1:0",
-                        "--stitch.timeout=2s",
-                        "--log.level=debug",
-                        NULL};
+  la_td_argv_t a;
+  la_td_argv_init(&a);
+  la_td_argv_add(&a, "--agents.listen=127.0.0.1:%u", port);
+  la_ts_ga_args(&a, T.agents_pf, T.feed_pf, T.db, T.key);
+  la_td_argv_add(&a, "--feed.listen=127.0.0.1:0");
+  la_td_argv_add(&a, "--stitch.timeout=2s");
+  la_td_argv_add(&a, "--log.level=debug");
   unlink(T.agents_pf);
-  int p = la_td_start(T.ga, args, T.feed_pf, WAIT_MS);
+  int p = la_td_start(T.ga, a.v, T.feed_pf, WAIT_MS);
   CHECK(p > 0, "la-globalagent did not start");
   FILE *f = fopen(T.agents_pf, "r");
   unsigned v = 0;
@@ -143,25 +126,14 @@ static void start_ga(uint16_t port) {
 
 /* Starts the LocalAgent on the fixture's log directory. */
 static void start_la(const char *const *extra) {
-  static char a[4][700];
   char pf[600];
+  la_td_argv_t a;
   la_td_path(T.la, "port", pf, sizeof pf);
-  snprintf(a[0], sizeof a[0], "--agent.port_file=%s", pf);
-  snprintf(a[1], sizeof a[1], "--global.spool_dir=%s", T.log_dir);
-  snprintf(a[2], sizeof a[2], "--global.address=%s", T.ga_addr);
-  snprintf(a[3], sizeof a[3], "--global.secret_file=%s", T.key);
-  const char *args[20] = {"--agent.listen=127.0.0.1:0",
-                          a[0],
-                          a[1],
-                          a[2],
-                          a[3],
-                          "--log.level=debug",
-                          "--global.reconnect_min=20ms",
-                          "--global.reconnect_max=200ms"};
-  int n = 8;
-  for (int i = 0; extra && extra[i] && n < 19; i++) args[n++] = extra[i];
-  args[n] = NULL;
-  int p = la_td_start(T.la, args, pf, WAIT_MS);
+  la_td_argv_init(&a);
+  la_ts_la_args(&a, pf, T.log_dir, T.ga_addr, T.key);
+  la_ts_la_test_opts(&a);
+  la_td_argv_extend(&a, extra);
+  int p = la_td_start(T.la, a.v, pf, WAIT_MS);
   CHECK(p > 0, "la-localagent did not start");
 }
 
@@ -479,18 +451,15 @@ static void test_unsafe_log_dir_refused(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_kill_ga_down_after_compaction, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_kill_ga_down_after_receipt, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_kill_ga_up_mid_run, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_kill_while_compacting, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_stop_with_compactions_in_flight,
-                                      setup, teardown),
-      cmocka_unit_test_setup_teardown(test_torn_log_tail, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_unsafe_log_dir_refused, setup,
-                                      teardown),
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+      T(test_kill_ga_down_after_compaction),
+      T(test_kill_ga_down_after_receipt),
+      T(test_kill_ga_up_mid_run),
+      T(test_kill_while_compacting),
+      T(test_stop_with_compactions_in_flight),
+      T(test_torn_log_tail),
+      T(test_unsafe_log_dir_refused),
+#undef T
   };
-  return cmocka_run_group_tests(tests, group_setup, NULL);
+  return cmocka_run_group_tests(tests, la_td_group_setup, NULL);
 }

@@ -140,6 +140,14 @@ static void run_fmod(run_t *r, const char *arg, const char *agent) {
   print_message("---- %s %s (LA_AGENT=%s) ----\n%s", path, arg, agent, r->out);
 }
 
+/* Starts the daemon pair for a, or fails the test. */
+static void start_daemons(la_test_agent_t *a) {
+  if (la_ta_start(a, NULL) != 0) {
+    la_ta_free(a);
+    fail_msg("the daemons did not start");
+  }
+}
+
 static void assert_exit_0(const run_t *r) {
   if (r->status == -1) fail_msg("test_fmod timed out");
   if (!WIFEXITED(r->status))
@@ -147,6 +155,14 @@ static void assert_exit_0(const run_t *r) {
   if (WEXITSTATUS(r->status) != 0)
     fail_msg("test_fmod exited with status %d", WEXITSTATUS(r->status));
   assert_non_null(strstr(r->out, "fmod: OK"));
+}
+
+/* run_fmod(), which must exit 0 having printed `ok`. */
+static void run_fmod_ok(run_t *r, const char *arg, const char *agent,
+                        const char *ok) {
+  run_fmod(r, arg, agent);
+  assert_exit_0(r);
+  assert_non_null(strstr(r->out, ok));
 }
 
 /* Semaphore sets that exist now but not in before[0..nb) and were set up
@@ -227,9 +243,7 @@ static void test_no_agent(void **state) {
   size_t nb = (size_t)la_test_sem_ids(before, 4096);
   char port[64];
   closed_port(port, sizeof port);
-  run_fmod(&r, "noagent", port);
-  assert_exit_0(&r);
-  assert_non_null(strstr(r.out, "fmod: OK (profiled F)"));
+  run_fmod_ok(&r, "noagent", port, "fmod: OK (profiled F)");
   assert_int_equal(la_test_ipc_count(r.pid), 0);
   assert_int_equal(new_sems(before, nb, r.pid), 0);
 }
@@ -274,13 +288,8 @@ static void test_values_arrive(void **state) {
   static la_test_agent_t a;
   static int before[4096];
   size_t nb = (size_t)la_test_sem_ids(before, 4096);
-  if (la_ta_start(&a, NULL) != 0) {
-    la_ta_free(&a);
-    fail_msg("the daemons did not start");
-  }
-  run_fmod(&r, "agent", la_td_addr(a.st.la));
-  assert_exit_0(&r);
-  assert_non_null(strstr(r.out, "fmod: OK (profiled T)"));
+  start_daemons(&a);
+  run_fmod_ok(&r, "agent", la_td_addr(a.st.la), "fmod: OK (profiled T)");
   assert_int_equal(la_ta_wait_traces(&a, 5, 20000), 0);
   assert_int_equal(
       la_ta_wait_sql(&a, "SELECT count(*) FROM ranks WHERE ended = 1", 2,
@@ -397,13 +406,8 @@ static void test_values_arrive(void **state) {
 static void test_numbering(void **state) {
   la_test_agent_t a;
   run_t r;
-  if (la_ta_start(&a, NULL) != 0) {
-    la_ta_free(&a);
-    fail_msg("the daemons did not start");
-  }
-  run_fmod(&r, "numbering", la_td_addr(a.st.la));
-  assert_exit_0(&r);
-  assert_non_null(strstr(r.out, "fmod: OK (numbering)"));
+  start_daemons(&a);
+  run_fmod_ok(&r, "numbering", la_td_addr(a.st.la), "fmod: OK (numbering)");
   assert_int_equal(la_ta_wait_traces(&a, 2, 20000), 0);
   assert_int_equal(
       la_ta_wait_sql(&a, "SELECT count(*) FROM element_ids", 1, 20000), 0);

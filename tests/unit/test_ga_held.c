@@ -25,6 +25,7 @@
 #include "la_codec.h"
 #include "la_compact.h"
 #include "la_test_msg.h"
+#include "la_test_series.h"
 #include "la_trace_msg.h"
 #include "store.h"
 
@@ -84,11 +85,7 @@ static void put(fx_t *f, la_held_t *h, const char *app, uint32_t rank,
   La__ChannelTrace ch[2] = {LA__CHANNEL_TRACE__INIT, LA__CHANNEL_TRACE__INIT};
   La__ChannelTrace *chp[2] = {&ch[0], &ch[1]};
   la_trace_msg_fill(&t, &st, rank == 4 ? NULL : &fe, &f->r[rank % 2]);
-  t.seq = tag * 10 + rank + 1;
-  t.app_id = (char *)app;
-  t.rank = rank;
-  t.cycle_tag = tag;
-  t.n_elements = N;
+  la_test_trace_id(&t, tag * 10 + rank + 1, app, rank, tag, N);
   t.has_t_xfer_ns = 1;
   t.t_xfer_ns = 1700000000000000000ull + tag * 1000 + rank;
   t.has_rank_seq = 1;

@@ -33,6 +33,7 @@
 #include "la_compact.h"
 #include "la_sockio.h"
 #include "la_test_daemon.h"
+#include "la_test_stack.h"
 
 #define WAIT_MS 15000
 
@@ -43,24 +44,13 @@ static struct {
   char feed_addr[64];
 } T;
 
-static int group_setup(void **state) {
-  signal(SIGPIPE, SIG_IGN);
-  return la_auth_init() == 0 ? 0 : -1;
-}
-
 static int setup(void **state) {
   memset(&T, 0, sizeof T);
   T.ga = la_td_new("la-globalagent");
   if (!T.ga) return 0;
-  char why[256];
-  la_td_path(T.ga, "secret", T.key, sizeof T.key);
-  la_td_path(T.ga, "la.db", T.db, sizeof T.db);
-  la_td_path(T.ga, "agents.port", T.agents_pf, sizeof T.agents_pf);
-  la_td_path(T.ga, "feed.port", T.feed_pf, sizeof T.feed_pf);
-  if (la_auth_generate_secret_file(T.key, why, sizeof why) != 0) {
-    fprintf(stderr, "secret: %s\n", why);
+  if (la_ts_ga_files(T.ga, sizeof T.key, T.key, T.db, T.agents_pf, T.feed_pf) !=
+      0)
     return -1;
-  }
   return 0;
 }
 
@@ -84,23 +74,14 @@ static void start_ga(void) {
     print_message("skip: la-globalagent not built\n");
     skip();
   }
-  static char a[6][700];
-  snprintf(a[0], sizeof a[0], "--agents.listen=127.0.0.1:0");
-  snprintf(a[1], sizeof a[1], "--feed.listen=127.0.0.1:0");
-  snprintf(a[2], sizeof a[2], "--agents.port_file=%s", T.agents_pf);
-  snprintf(a[3], sizeof a[3], "--feed.port_file=%s", T.feed_pf);
-  snprintf(a[4], sizeof a[4], "--store.path=%s", T.db);
-  snprintf(a[5], sizeof a[5], "--agents.secret_file=%s", T.key);
-  const char *args[] = {a[0],
-                        a[1],
-                        a[2],
-                        a[3],
-                        a[4],
-                        a[5],
-                        "--stitch.timeout=60s",
-                        "--log.level=debug",
-                        NULL};
-  int port = la_td_start(T.ga, args, T.feed_pf, WAIT_MS);
+  la_td_argv_t a;
+  la_td_argv_init(&a);
+  la_td_argv_add(&a, "--agents.listen=127.0.0.1:0");
+  la_td_argv_add(&a, "--feed.listen=127.0.0.1:0");
+  la_ts_ga_args(&a, T.agents_pf, T.feed_pf, T.db, T.key);
+  la_td_argv_add(&a, "--stitch.timeout=60s");
+  la_td_argv_add(&a, "--log.level=debug");
+  int port = la_td_start(T.ga, a.v, T.feed_pf, WAIT_MS);
   CHECK(port > 0, "la-globalagent did not start");
   T.feed_port = (uint16_t)port;
   T.agents_port = read_port_file(T.agents_pf);
@@ -327,12 +308,11 @@ static void test_robust_encoding_checked(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_invalid_traces_refused, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_declared_count_above_rank_refused,
-                                      setup, teardown),
-      cmocka_unit_test_setup_teardown(test_robust_encoding_checked, setup,
-                                      teardown),
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+      T(test_invalid_traces_refused),
+      T(test_declared_count_above_rank_refused),
+      T(test_robust_encoding_checked),
+#undef T
   };
-  return cmocka_run_group_tests(tests, group_setup, NULL);
+  return cmocka_run_group_tests(tests, la_td_group_setup, NULL);
 }

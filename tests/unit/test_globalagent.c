@@ -63,7 +63,10 @@
 #include "la_compact.h"
 #include "la_sockio.h"
 #include "la_trace_msg.h"
+#include "la_test_agent.h"
 #include "la_test_daemon.h"
+#include "la_test_check.h"
+#include "la_test_stack.h"
 #include "la_test_mpi.h"
 #include "la_test_sql.h"
 #include "la_test_ipc.h"
@@ -92,23 +95,13 @@ static struct {
   la_client_t *subs[4];
 } T;
 
-static int group_setup(void **state) {
-  return la_td_prepare();
-}
-
 static int setup(void **state) {
   memset(&T, 0, sizeof T);
   T.ga = la_td_new("la-globalagent");
   if (T.ga) {
-    char why[256];
-    la_td_path(T.ga, "secret", T.key, sizeof T.key);
-    la_td_path(T.ga, "la.db", T.db, sizeof T.db);
-    la_td_path(T.ga, "agents.port", T.agents_pf, sizeof T.agents_pf);
-    la_td_path(T.ga, "feed.port", T.feed_pf, sizeof T.feed_pf);
-    if (la_auth_generate_secret_file(T.key, why, sizeof why) != 0) {
-      fprintf(stderr, "secret: %s\n", why);
+    if (la_ts_ga_files(T.ga, sizeof T.key, T.key, T.db, T.agents_pf,
+                       T.feed_pf) != 0)
       return -1;
-    }
   }
   return 0;
 }
@@ -170,27 +163,18 @@ static uint16_t read_port_file(const char *path) {
  * daemon object's own port (la_td_port, la_td_status) is the feed port,
  * where `lactl status` works; the LocalAgents' port is read from its file. */
 static void start_ga(const char *const *extra, int same_ports) {
-  static char a[6][700];
-  const char *args[40];
-  int n = 0;
-  if (same_ports) {
-    snprintf(a[0], sizeof a[0], "--agents.listen=127.0.0.1:%u", T.agents_port);
-    snprintf(a[1], sizeof a[1], "--feed.listen=127.0.0.1:%u", T.feed_port);
-  } else {
-    snprintf(a[0], sizeof a[0], "--agents.listen=127.0.0.1:0");
-    snprintf(a[1], sizeof a[1], "--feed.listen=127.0.0.1:0");
-  }
-  snprintf(a[2], sizeof a[2], "--agents.port_file=%s", T.agents_pf);
-  snprintf(a[3], sizeof a[3], "--feed.port_file=%s", T.feed_pf);
-  snprintf(a[4], sizeof a[4], "--store.path=%s", T.db);
-  snprintf(a[5], sizeof a[5], "--agents.secret_file=%s", T.key);
-  for (int i = 0; i < 6; i++) args[n++] = a[i];
-  args[n++] = "--stitch.timeout=2s";
-  args[n++] = "--log.level=debug";
-  for (int i = 0; extra && extra[i] && n < 39; i++) args[n++] = extra[i];
-  args[n] = NULL;
+  la_td_argv_t a;
+  la_td_argv_init(&a);
+  la_td_argv_add(&a, "--agents.listen=127.0.0.1:%u",
+                 same_ports ? (unsigned)T.agents_port : 0u);
+  la_td_argv_add(&a, "--feed.listen=127.0.0.1:%u",
+                 same_ports ? (unsigned)T.feed_port : 0u);
+  la_ts_ga_args(&a, T.agents_pf, T.feed_pf, T.db, T.key);
+  la_td_argv_add(&a, "--stitch.timeout=2s");
+  la_td_argv_add(&a, "--log.level=debug");
+  la_td_argv_extend(&a, extra);
   unlink(T.agents_pf);
-  int port = la_td_start(T.ga, args, T.feed_pf, WAIT_MS);
+  int port = la_td_start(T.ga, a.v, T.feed_pf, WAIT_MS);
   CHECK(port > 0, "la-globalagent did not start");
   T.feed_port = (uint16_t)port;
   T.agents_port = read_port_file(T.agents_pf);
@@ -215,22 +199,18 @@ static void wait_linked(int i) {
         "LocalAgent %d not linked: %s", i, v);
 }
 
-static long long ga_status(const char *key) {
-  long long v = la_td_status_ll(T.ga, key);
-  CHECK(v >= 0, "lactl status (GlobalAgent): no numeric row %s", key);
-  return v;
+/* LocalAgents 0 and 1 as nodeA and nodeB, both linked. */
+static void start_two_nodes(void) {
+  start_la(0, "nodeA", NULL);
+  start_la(1, "nodeB", NULL);
+  wait_linked(0);
+  wait_linked(1);
 }
 
-static void ga_wait_status(const char *key, long long min) {
-  CHECK(la_td_wait_status(T.ga, key, min, WAIT_MS) == 0,
-        "GlobalAgent status %s did not reach %lld (is %lld)", key, min,
-        la_td_status_ll(T.ga, key));
-}
-
-static void ga_wait_log(const char *needle) {
-  CHECK(la_td_wait_log(T.ga, needle, WAIT_MS) == 0,
-        "the GlobalAgent never logged \"%s\"", needle);
-}
+/* The GlobalAgent's status rows and log (la_test_check.h). */
+#define ga_status(key) la_tc_status(T.ga, key)
+#define ga_wait_status(key, min) la_tc_wait_status(T.ga, key, min, WAIT_MS)
+#define ga_wait_log(needle) la_tc_wait_log(T.ga, needle, WAIT_MS)
 
 /* ------------------------------------------------------------- store --- */
 
@@ -241,12 +221,8 @@ static void ga_wait_log(const char *needle) {
 
 /* Waits until query's value >= min. */
 static void db_wait(long long min, const char *sql) {
-  long long end = la_td_now_ms() + WAIT_MS;
-  while (db_ll("%s", sql) < min) {
-    CHECK(la_td_now_ms() < end, "store: %s stayed below %lld (is %lld)", sql,
-          min, db_ll("%s", sql));
-    la_td_nap_ms(10);
-  }
+  CHECK(la_test_sql_wait(T.db, min, WAIT_MS, "%s", sql) == 0,
+        "store: %s stayed below %lld (is %lld)", sql, min, db_ll("%s", sql));
 }
 
 /* ------------------------------------------------------- subscribers --- */
@@ -334,43 +310,24 @@ static void need_mpi(void) {
  * Strings live in static storage until the next call. no_la: --no-la, all
  * four ranks, no agent. */
 static const char **wavetoy_argv(int nla, int steps, int no_la) {
-  static char ag[MAXLA][100], st[32], nn[32];
-  static const char *v[40];
-  int n = 0;
-  snprintf(st, sizeof st, "%d", steps);
-  snprintf(nn, sizeof nn, "%d", WT_N);
-  v[n++] = mpiexec;
-  if (no_la || nla == 1) {
-    v[n++] = "-n";
-    v[n++] = "4";
-    if (!no_la) {
-      snprintf(ag[0], sizeof ag[0], "LA_AGENT=%s", T.la_addr[0]);
-      v[n++] = "env";
-      v[n++] = ag[0];
-    }
-    v[n++] = wavetoy;
-    v[n++] = "--n";
-    v[n++] = nn;
-    v[n++] = "--steps";
-    v[n++] = st;
-    if (no_la) v[n++] = "--no-la";
-  } else {
-    for (int i = 0; i < 2; i++) {
-      if (i) v[n++] = ":";
-      snprintf(ag[i], sizeof ag[i], "LA_AGENT=%s", T.la_addr[i]);
-      v[n++] = "-n";
-      v[n++] = "2";
-      v[n++] = "env";
-      v[n++] = ag[i];
-      v[n++] = wavetoy;
-      v[n++] = "--n";
-      v[n++] = nn;
-      v[n++] = "--steps";
-      v[n++] = st;
-    }
+  static la_td_argv_t a;
+  char ag[MAXLA][100];
+  const char *env[MAXLA][2];
+  for (int i = 0; i < MAXLA; i++) {
+    snprintf(ag[i], sizeof ag[i], "LA_AGENT=%s", T.la_addr[i]);
+    env[i][0] = no_la ? NULL : ag[i];
+    env[i][1] = NULL;
   }
-  v[n] = NULL;
-  return v;
+  la_td_argv_init(&a);
+  la_td_argv_add(&a, "%s", mpiexec);
+  if (no_la || nla == 1) {
+    la_test_wavetoy_ranks(&a, 0, 4, env[0], wavetoy, WT_N, steps);
+    if (no_la) la_td_argv_add(&a, "--no-la");
+  } else {
+    for (int i = 0; i < 2; i++)
+      la_test_wavetoy_ranks(&a, i > 0, 2, env[i], wavetoy, WT_N, steps);
+  }
+  return a.v;
 }
 
 /* The environment of a wavetoy run: the application id every rank agrees
@@ -420,6 +377,15 @@ static void spawn_bg(const char *const *argv, const char *const *env_add,
   T.bg = pid;
 }
 
+/* wavetoy as app_id on both nodes in the background (steps, period, raw
+ * dumps into dump or none), its output into outf (a path in the
+ * GlobalAgent's directory, 700 bytes). */
+static void spawn_two_node_wavetoy(const char *app_id, int steps, int period,
+                                   const char *dump, char *outf) {
+  la_td_path(T.ga, "wavetoy.out", outf, 700);
+  spawn_bg(wavetoy_argv(2, steps, 0), wavetoy_env(app_id, period, dump), outf);
+}
+
 /* 1 while the background job runs; else 0 and *status (exit code or
  * 128+signal). */
 static int bg_running(int *status) {
@@ -460,18 +426,6 @@ static double value_of(long e, uint64_t cycle, int rank) {
              0.25;
 }
 
-static struct {
-  uint64_t cycle;
-  int rank;
-} probe_ctx;
-
-static double probe_start(long e, void *arg) {
-  return 0.0;
-}
-static double probe_stop(long e, void *arg) {
-  return value_of(e, probe_ctx.cycle, probe_ctx.rank);
-}
-
 /* Forks one rank of app_id: registers with the LocalAgent at agent, runs
  * cycles (<= 15: no buffer reuse) of n elements, finalizes; exits 0 when
  * every call succeeded. */
@@ -483,26 +437,8 @@ static pid_t fork_rank(const char *agent, const char *app_id, int rank,
   assert_true(pid >= 0);
   if (pid == 0) {
     for (int fd = 3; fd < 1024; fd++) close(fd);
-    LA_setAgent(agent);
-    LA_setAppId(app_id);
-    LA_setPeriod(1);
-    LA_setBuffers(16);
-    LA_setPolicy(LA_POLICY_WAIT);
-    LA_setProbeStartFunc(probe_start, NULL);
-    LA_setProbeStopFunc(probe_stop, NULL);
-    LA_setMetric("custom");
-    probe_ctx.rank = rank;
-    int bad = LA_register("gatest", rank, nprocs, n) != 0;
-    for (int c = 0; c < cycles && !bad; c++) {
-      probe_ctx.cycle = (uint64_t)c;
-      for (long e = 0; e < n; e++) {
-        LA_startProbe(e);
-        LA_stopProbe(e);
-      }
-      bad = LA_dataXfer() != 0;
-    }
-    bad |= LA_finalize() != 0;
-    _exit(bad);
+    _exit(la_ta_run_rank(agent, app_id, "gatest", rank, nprocs, n, cycles,
+                         value_of));
   }
   T.kids[T.nkids++] = pid;
   return pid;
@@ -556,6 +492,14 @@ static void fake_rank_start(fake_t *f, const char *app_id, uint32_t rank,
   fake_rank_start_on(f, "fakenode", app_id, rank, nprocs, n);
 }
 
+/* A LocalAgent played by hand as host, linked, that announced ranks 0-2 of
+ * app (3 ranks of n elements each). */
+static void fake_three_ranks(fake_t *f, const char *host, const char *app,
+                             uint64_t n) {
+  CHECK(fake_connect(f, host, T.key) == 0, "refused");
+  for (uint32_t k = 0; k < 3; k++) fake_rank_start(f, app, k, 3, n);
+}
+
 static void fake_trace(fake_t *f, const char *app_id, uint32_t rank,
                        uint64_t tag, const la_compact_result_t *r) {
   assert_int_equal(la_test_link_trace(f, app_id, rank, tag, r, NULL, 0), 0);
@@ -565,23 +509,6 @@ static void fake_trace(fake_t *f, const char *app_id, uint32_t rank,
 static void fake_wait_acked(fake_t *f) {
   char why[300] = "";
   CHECK(la_test_link_wait_acked(f, WAIT_MS, why, sizeof why) == 0, "%s", why);
-}
-
-/* Waits up to WAIT_MS for the peer to close fd (reading and discarding
- * what arrives): 0 when it closed, -1 when it stayed open. */
-static int wait_closed(int fd) {
-  long long end = la_td_now_ms() + WAIT_MS;
-  for (;;) {
-    long long left = end - la_td_now_ms();
-    if (left <= 0) return -1;
-    struct pollfd pf = {fd, POLLIN, 0};
-    int k = poll(&pf, 1, (int)left);
-    if (k <= 0) continue;
-    char buf[4096];
-    ssize_t r = recv(fd, buf, sizeof buf, 0);
-    if (r == 0) return 0;
-    if (r < 0 && errno != EINTR && errno != EAGAIN) return 0;
-  }
 }
 
 /* ---------------------------------------------------- shared checks --- */
@@ -685,10 +612,7 @@ static void test_two_agents_one_mpi_run(void **state) {
   need_daemons();
   need_mpi();
   start_ga(NULL, 0);
-  start_la(0, "nodeA", NULL);
-  start_la(1, "nodeB", NULL);
-  wait_linked(0);
-  wait_linked(1);
+  start_two_nodes();
   la_client_t *sub = subscribe(0, "wt-two");
   la_client_t *all = subscribe(1, NULL); /* every application */
   enum { STEPS = 12 };
@@ -767,10 +691,7 @@ static void test_queries_and_exact_totals(void **state) {
   need_daemons();
   need_mpi();
   start_ga(NULL, 0);
-  start_la(0, "nodeA", NULL);
-  start_la(1, "nodeB", NULL);
-  wait_linked(0);
-  wait_linked(1);
+  start_two_nodes();
   char dump[700];
   la_td_path(T.ga, "raw", dump, sizeof dump);
   assert_int_equal(mkdir(dump, 0700), 0);
@@ -876,21 +797,11 @@ static void test_queries_and_exact_totals(void **state) {
   /* the store's stat_sum is the same exact total */
   double s = 0;
   raw_sum(dump, "wt-query", 3, 5, &s);
-  sqlite3 *db = NULL;
-  assert_int_equal(sqlite3_open_v2(T.db, &db, SQLITE_OPEN_READONLY, NULL),
-                   SQLITE_OK);
-  sqlite3_stmt *st = NULL;
-  assert_int_equal(sqlite3_prepare_v2(db,
-                                      "SELECT stat_sum FROM traces WHERE"
-                                      " app_id='wt-query' AND rank=3 AND "
-                                      "cycle_tag=5",
-                                      -1, &st, NULL),
-                   SQLITE_OK);
-  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-  double stored = sqlite3_column_double(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  CHECK(rel_close(stored, s), "stat_sum %.17g, raw %.17g", stored, s);
+  la_tsql_trace_t tr;
+  CHECK(la_test_sql_trace(T.db, "wt-query", 3, 5, &tr) == 0,
+        "no stored trace of rank 3 at cycle 5");
+  la_test_sql_trace_free(&tr);
+  CHECK(rel_close(tr.sum, s), "stat_sum %.17g, raw %.17g", tr.sum, s);
   CHECK(ga_status("queries") >= STEPS + 4, "queries not counted");
 }
 
@@ -906,14 +817,9 @@ static void test_killed_localagent_partial_sets(void **state) {
   char base[256], line[256], outf[700];
   baseline_checksum(STEPS, base, sizeof base);
   start_ga(NULL, 0);
-  start_la(0, "nodeA", NULL);
-  start_la(1, "nodeB", NULL);
-  wait_linked(0);
-  wait_linked(1);
+  start_two_nodes();
   la_client_t *sub = subscribe(0, "wt-kill");
-  la_td_path(T.ga, "wavetoy.out", outf, sizeof outf);
-  spawn_bg(wavetoy_argv(2, STEPS, 0), wavetoy_env("wt-kill", PERIOD, NULL),
-           outf);
+  spawn_two_node_wavetoy("wt-kill", STEPS, PERIOD, NULL, outf);
   /* nodeB has delivered something of both its ranks: kill it */
   db_wait(2,
           "SELECT count(DISTINCT rank) FROM traces WHERE app_id="
@@ -1023,16 +929,11 @@ static void test_globalagent_restart_mid_run(void **state) {
    * resent traces, not close partial while the GlobalAgent is away */
   const char *extra[] = {"--stitch.timeout=60s", NULL};
   start_ga(extra, 0);
-  start_la(0, "nodeA", NULL);
-  start_la(1, "nodeB", NULL);
-  wait_linked(0);
-  wait_linked(1);
+  start_two_nodes();
   char dump[700], outf[700];
   la_td_path(T.ga, "raw", dump, sizeof dump);
   assert_int_equal(mkdir(dump, 0700), 0);
-  la_td_path(T.ga, "wavetoy.out", outf, sizeof outf);
-  spawn_bg(wavetoy_argv(2, STEPS, 0), wavetoy_env("wt-restart", PERIOD, dump),
-           outf);
+  spawn_two_node_wavetoy("wt-restart", STEPS, PERIOD, dump, outf);
   /* nodeB stops (SIGSTOP) once it delivered something: the sets of the
    * following cycles stay open in the store with ranks 0-1 only */
   db_wait(1,
@@ -1088,14 +989,10 @@ static void test_globalagent_restart_mid_run(void **state) {
   db_wait(4,
           "SELECT count(*) FROM ranks WHERE app_id='wt-restart' AND "
           "ended=1");
-  for (int i = 0; i < MAXLA; i++) {
-    long long e2 = la_td_now_ms() + WAIT_MS;
-    while (la_td_status_ll(T.la[i], "queue_items") != 0) {
-      CHECK(la_td_now_ms() < e2, "LocalAgent %d still holds %lld messages", i,
-            la_td_status_ll(T.la[i], "queue_items"));
-      la_td_nap_ms(20);
-    }
-  }
+  for (int i = 0; i < MAXLA; i++)
+    CHECK(la_td_wait_status_at_most(T.la[i], "queue_items", 0, WAIT_MS) == 0,
+          "LocalAgent %d still holds %lld messages", i,
+          la_td_status_ll(T.la[i], "queue_items"));
   db_wait(1, "SELECT count(*) = 0 FROM trace_sets WHERE closed=0");
   /* every profiled (rank, cycle), per the raw dumps, once, exact */
   dumped_t *d = calloc(1, sizeof *d);
@@ -1206,7 +1103,8 @@ static void big_trace(size_t n, la_compact_result_t *r) {
 /* A subscriber that stops reading (small receive buffer, never reads):
  * another one still gets every set, in step with the ingest; the
  * GlobalAgent counts the drops; when the slow one reads again it gets what
- * was queued and then a set carrying the count, which with what it
+ * was queued, a notice (LA_ELIMIT, over feed.queue_bytes) for each set it
+ * did not get, and then a set carrying the count, which with what it
  * received adds up to everything published. */
 static void test_slow_subscriber(void **state) {
   need_daemons();
@@ -1259,7 +1157,7 @@ static void test_slow_subscriber(void **state) {
   }
   ga_wait_status("sets_dropped_for_slow_subscribers", 1);
   long long dropped = ga_status("sets_dropped_for_slow_subscribers");
-  ga_wait_log("is not reading");
+  ga_wait_log("not sent: over feed.queue_bytes");
   /* the slow one reads again: a status request on its connection is
    * answered behind everything queued to it, so once the reply is in, its
    * queue is empty (the sets that came with it wait in the client); the
@@ -1270,7 +1168,7 @@ static void test_slow_subscriber(void **state) {
   la_client_rows_free(st);
   fake_trace(&f, "slow-1", 0, SETS, &r);
   fake_wait_acked(&f);
-  int received = 0;
+  int received = 0, noticed = 0;
   uint64_t last = 0, reported = 0;
   long long end = la_td_now_ms() + WAIT_MS;
   for (;;) {
@@ -1279,6 +1177,16 @@ static void test_slow_subscriber(void **state) {
     CHECK(left > 0, "the slow subscriber never got the last set");
     rc = la_client_next(slow, (int)left, &t);
     if (rc == LA_ETIMEDOUT) continue;
+    if (rc == LA_ELIMIT) { /* told: a set it will not get */
+      const char *limit = NULL;
+      uint64_t lim = 0;
+      assert_int_equal(la_client_notice(slow, NULL, NULL, NULL, &limit, &lim),
+                       0);
+      assert_string_equal(limit, "feed.queue_bytes");
+      assert_int_equal(lim, 256 * 1024);
+      noticed++;
+      continue;
+    }
     CHECK(rc == 0, "slow subscriber: %s", la_client_error(slow));
     uint64_t c = la_traceset_cycle(t);
     CHECK(received == 0 || c > last, "cycle %llu after %llu",
@@ -1304,8 +1212,24 @@ static void test_slow_subscriber(void **state) {
         "!= %d published (status: %lld dropped)",
         received, (unsigned long long)reported, SETS, dropped);
   assert_int_equal(ga_status("sets_dropped_for_slow_subscribers"), dropped);
+  CHECK(noticed == dropped && ga_status("set_notices") == dropped,
+        "%d notices received, %lld sent, %lld dropped", noticed,
+        ga_status("set_notices"), dropped);
   close(f.fd);
   la_compact_result_free(&r);
+}
+
+/* Connects to the GlobalAgent's port, writes len bytes (what they are,
+ * for the message) and checks that the GlobalAgent closes the
+ * connection. */
+static void bytes_close_connection(uint16_t port, const void *bytes, size_t len,
+                                   const char *what) {
+  int fd = la_tcp_connect("127.0.0.1", port, 5000);
+  assert_true(fd >= 0);
+  assert_int_equal(la_write_all(fd, bytes, len, 5000), 0);
+  CHECK(la_td_wait_closed(fd, WAIT_MS) >= 0, "%s did not close the connection",
+        what);
+  close(fd);
 }
 
 /* Garbage on the feed port and on the agents port (before and after a
@@ -1323,40 +1247,31 @@ static void test_garbage_closes_only_that_connection(void **state) {
   for (size_t i = 0; i < sizeof junk; i++) junk[i] = (uint8_t)rand();
   junk[6] = 0xA5; /* a reserved header byte: never a valid frame */
   /* 1: feed port, random bytes */
-  int fd = la_tcp_connect("127.0.0.1", T.feed_port, 5000);
-  assert_true(fd >= 0);
-  assert_int_equal(la_write_all(fd, junk, sizeof junk, 5000), 0);
-  CHECK(wait_closed(fd) == 0, "garbage on the feed port did not close it");
-  close(fd);
+  bytes_close_connection(T.feed_port, junk, sizeof junk,
+                         "garbage on the feed port");
   /* 2: feed port, a valid frame the port does not take (Hello) */
-  fd = la_tcp_connect("127.0.0.1", T.feed_port, 5000);
+  int fd = la_tcp_connect("127.0.0.1", T.feed_port, 5000);
   assert_true(fd >= 0);
   La__Hello h = LA__HELLO__INIT;
   h.protocol = LA_PROTOCOL_VERSION;
   h.host = "intruder";
   assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_HELLO, &h.base, 5000), 0);
-  CHECK(wait_closed(fd) == 0, "a Hello on the feed port did not close it");
+  CHECK(la_td_wait_closed(fd, WAIT_MS) >= 0,
+        "a Hello on the feed port did not close it");
   close(fd);
   /* 3: agents port, random bytes before Hello */
-  fd = la_tcp_connect("127.0.0.1", T.agents_port, 5000);
-  assert_true(fd >= 0);
-  assert_int_equal(la_write_all(fd, junk, sizeof junk, 5000), 0);
-  CHECK(wait_closed(fd) == 0, "garbage on the agents port did not close it");
-  close(fd);
+  bytes_close_connection(T.agents_port, junk, sizeof junk,
+                         "garbage on the agents port");
   /* 4: agents port, a header announcing 1 GiB */
   uint8_t big[16] = {0x40, 0, 0, 0, 0, LA__MSG_TYPE__MSG_COMPACT_TRACE,
                      0,    0, 1, 2, 3, 4,
                      5,    6, 7, 8};
-  fd = la_tcp_connect("127.0.0.1", T.agents_port, 5000);
-  assert_true(fd >= 0);
-  assert_int_equal(la_write_all(fd, big, sizeof big, 5000), 0);
-  CHECK(wait_closed(fd) == 0, "a 1 GiB frame did not close the connection");
-  close(fd);
+  bytes_close_connection(T.agents_port, big, sizeof big, "a 1 GiB frame");
   /* 5: an authenticated agent that then sends garbage */
   fake_t f;
   CHECK(fake_connect(&f, "garbler", T.key) == 0, "refused");
   assert_int_equal(la_write_all(f.fd, junk, sizeof junk, 5000), 0);
-  CHECK(wait_closed(f.fd) == 0,
+  CHECK(la_td_wait_closed(f.fd, WAIT_MS) >= 0,
         "garbage after the handshake did not close "
         "the connection");
   close(f.fd);
@@ -1366,7 +1281,7 @@ static void test_garbage_closes_only_that_connection(void **state) {
   assert_int_equal(la_secure_send_msg(f.fd, &f.sec, LA__MSG_TYPE__MSG_SUBSCRIBE,
                                       &s.base, 5000),
                    0);
-  CHECK(wait_closed(f.fd) == 0,
+  CHECK(la_td_wait_closed(f.fd, WAIT_MS) >= 0,
         "a Subscribe on the agents port did not "
         "close the connection");
   close(f.fd);
@@ -1534,6 +1449,17 @@ static la_traceset_t *next_set(la_client_t *c) {
   return t;
 }
 
+/* The next Trace-Set sub receives is cycle's, complete or partial as
+ * complete says. */
+static void expect_set(la_client_t *sub, uint64_t cycle, int complete) {
+  la_traceset_t *t = next_set(sub);
+  CHECK(la_traceset_cycle(t) == cycle &&
+            (la_traceset_complete(t) != 0) == (complete != 0),
+        "cycle %llu should be published %s", (unsigned long long)cycle,
+        complete ? "complete" : "partial");
+  la_traceset_free(t);
+}
+
 /* test_trace_missing_closes_set_with_reason: a LocalAgent's TraceMissing
  * is stored and counts the rank as delivered, so the set closes at once
  * (stitch.timeout is an hour) as partial, the rank's reason travelling with
@@ -1550,8 +1476,7 @@ static void test_trace_missing_closes_set_with_reason(void **state) {
   la_compact_result_t r;
   big_trace(500, &r);
   fake_t f;
-  CHECK(fake_connect(&f, "nodeM", T.key) == 0, "refused");
-  for (uint32_t k = 0; k < 3; k++) fake_rank_start(&f, app, k, 3, 500);
+  fake_three_ranks(&f, "nodeM", app, 500);
   fake_trace(&f, app, 0, 1, &r);
   fake_missing(&f, app, 1, 1, why);
   fake_trace(&f, app, 2, 1, &r);
@@ -1592,10 +1517,7 @@ static void test_trace_missing_closes_set_with_reason(void **state) {
   /* the real trace comes after all: it wins, the set is complete */
   fake_trace(&f, app, 1, 1, &r);
   fake_wait_acked(&f);
-  t = next_set(sub);
-  CHECK(la_traceset_cycle(t) == 1 && la_traceset_complete(t),
-        "cycle 1 should be republished complete");
-  la_traceset_free(t);
+  expect_set(sub, 1, 1); /* republished complete */
   CHECK(db_ll("SELECT count(*) FROM missing WHERE app_id = '%s' AND "
               "cycle_tag = 1",
               app) == 0,
@@ -1789,8 +1711,7 @@ static void test_late_trace_never_reopens_a_closed_set(void **state) {
   la_compact_result_t r;
   big_trace(300, &r);
   fake_t f;
-  CHECK(fake_connect(&f, "nodeL", T.key) == 0, "refused");
-  for (uint32_t k = 0; k < 3; k++) fake_rank_start(&f, app, k, 3, 300);
+  fake_three_ranks(&f, "nodeL", app, 300);
   for (uint64_t c = 5; c <= 6; c++) {
     fake_trace(&f, app, 0, c, &r);
     fake_missing(&f, app, 1, c, "rank 1 gone");
@@ -1798,10 +1719,7 @@ static void test_late_trace_never_reopens_a_closed_set(void **state) {
   }
   fake_wait_acked(&f);
   for (uint64_t c = 5; c <= 6; c++) {
-    la_traceset_t *t = next_set(sub);
-    CHECK(la_traceset_cycle(t) == c && !la_traceset_complete(t),
-          "cycle %llu should close partial", (unsigned long long)c);
-    la_traceset_free(t);
+    expect_set(sub, c, 0);
   }
   ga_wait_status("closed_cache_evicted", 1);
   const char *row =
@@ -1836,10 +1754,7 @@ static void test_late_trace_never_reopens_a_closed_set(void **state) {
   /* rank 2 completes it */
   fake_trace(&f, app, 2, 5, &r);
   fake_wait_acked(&f);
-  t = next_set(sub);
-  CHECK(la_traceset_cycle(t) == 5 && la_traceset_complete(t),
-        "cycle 5 should be published again, complete");
-  la_traceset_free(t);
+  expect_set(sub, 5, 1); /* published again, complete */
   snprintf(q, sizeof q, row,
            "closed = 1 AND complete = 1 AND missing_ranks = '' AND "
            "n_ranks_present = 3");
@@ -1938,34 +1853,24 @@ static void test_restart_keeps_age_and_closed_sets(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_two_agents_one_mpi_run, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_queries_and_exact_totals, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_killed_localagent_partial_sets,
-                                      setup, teardown),
-      cmocka_unit_test_setup_teardown(test_globalagent_restart_mid_run, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_wrong_secret_refused, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_slow_subscriber, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_garbage_closes_only_that_connection,
-                                      setup, teardown),
-      cmocka_unit_test_setup_teardown(test_resent_rank_end_changes_nothing,
-                                      setup, teardown),
-      cmocka_unit_test_setup_teardown(test_trace_missing_closes_set_with_reason,
-                                      setup, teardown),
-      cmocka_unit_test_setup_teardown(test_timeout_reason_in_status, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(
-          test_late_trace_never_reopens_a_closed_set, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_restart_keeps_age_and_closed_sets,
-                                      setup, teardown),
-      cmocka_unit_test_setup_teardown(test_commit_failure_counts_exact, setup,
-                                      teardown),
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+      T(test_two_agents_one_mpi_run),
+      T(test_queries_and_exact_totals),
+      T(test_killed_localagent_partial_sets),
+      T(test_globalagent_restart_mid_run),
+      T(test_wrong_secret_refused),
+      T(test_slow_subscriber),
+      T(test_garbage_closes_only_that_connection),
+      T(test_resent_rank_end_changes_nothing),
+      T(test_trace_missing_closes_set_with_reason),
+      T(test_timeout_reason_in_status),
+      T(test_late_trace_never_reopens_a_closed_set),
+      T(test_restart_keeps_age_and_closed_sets),
+      T(test_commit_failure_counts_exact),
+#undef T
   };
   /* LA_TEST_FILTER=pattern runs only the matching tests (cmocka's glob) */
   const char *only = getenv("LA_TEST_FILTER");
   if (only && only[0]) cmocka_set_test_filter(only);
-  return cmocka_run_group_tests(tests, group_setup, NULL);
+  return cmocka_run_group_tests(tests, la_td_group_setup, NULL);
 }

@@ -171,17 +171,9 @@ static int put_trace(la_store_t *s, uint32_t rank, uint64_t tag,
   La__SeriesStats st = LA__SERIES_STATS__INIT;
   La__FitError fe = LA__FIT_ERROR__INIT, he = LA__FIT_ERROR__INIT;
   La__CompactTrace t = LA__COMPACT_TRACE__INIT;
-  la_trace_msg_fill(&t, &st, &fe, res);
-  t.seq = tag * 10 + rank;
-  t.app_id = "hist";
-  t.rank = rank;
-  t.cycle_tag = tag;
-  t.n_elements = N;
-  t.has_rank_seq = 1;
-  t.rank_seq = tag;
+  la_test_history_trace(&t, &st, &fe, res, "hist", rank, tag, N,
+                        tag * 10 + rank, ref);
   if (ref) {
-    t.has_history_ref = 1;
-    t.history_ref = ref;
     he.max_abs = 1;
     he.rmse = 0.5;
     he.cv = 0.01;
@@ -341,16 +333,8 @@ static int send_ref(la_test_link_t *l, uint32_t rank, uint64_t tag,
                     uint64_t ref, const la_compact_result_t *r) {
   La__SeriesStats st = LA__SERIES_STATS__INIT;
   La__CompactTrace t = LA__COMPACT_TRACE__INIT;
-  la_trace_msg_fill(&t, &st, NULL, r);
-  t.seq = ++l->seq;
-  t.app_id = "hostile";
-  t.rank = rank;
-  t.cycle_tag = tag;
-  t.n_elements = N;
-  t.has_rank_seq = 1;
-  t.rank_seq = tag;
-  t.has_history_ref = 1;
-  t.history_ref = ref;
+  la_test_history_trace(&t, &st, NULL, r, "hostile", rank, tag, N, ++l->seq,
+                        ref);
   return la_secure_send_msg(l->fd, &l->sec, LA__MSG_TYPE__MSG_COMPACT_TRACE,
                             &t.base, 5000);
 }

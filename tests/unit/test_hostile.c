@@ -53,6 +53,7 @@
 #include "la_test_agent.h"
 #include "la_test_daemon.h"
 #include "la_test_kids.h"
+#include "la_test_check.h"
 #include "la_test_ipc.h"
 #include "la_test_sql.h"
 #include "la_test_stack.h"
@@ -71,10 +72,6 @@ static struct {
   char bindir[64]; /* wrapper directory of the unprivileged agent */
   la_test_kids_t kids;
 } T;
-
-static int group_setup(void **state) {
-  return la_td_prepare();
-}
 
 static void remove_bindir(void) {
   char p[128];
@@ -184,24 +181,14 @@ static void new_daemon(int unprivileged) {
 /* Starts the daemon: ephemeral port, debug log, GlobalAgent at global
  * ("" for none). */
 static void start_agent(const char *global) {
-  static char a[4][700];
   char port_file[600], spool[600];
+  la_td_argv_t a;
   la_td_path(T.d, "port", port_file, sizeof port_file);
   la_td_path(T.d, "spool", spool, sizeof spool);
-  snprintf(a[0], sizeof a[0], "--agent.port_file=%s", port_file);
-  snprintf(a[1], sizeof a[1], "--global.spool_dir=%s", spool);
-  snprintf(a[2], sizeof a[2], "--global.address=%s", global);
-  snprintf(a[3], sizeof a[3], "--global.secret_file=%s", T.key);
-  const char *args[] = {"--agent.listen=127.0.0.1:0",
-                        a[0],
-                        a[1],
-                        a[2],
-                        global[0] ? a[3] : "--log.level=debug",
-                        "--log.level=debug",
-                        "--global.reconnect_min=20ms",
-                        "--global.reconnect_max=200ms",
-                        NULL};
-  int port = la_td_start(T.d, args, port_file, WAIT_MS);
+  la_td_argv_init(&a);
+  la_ts_la_args(&a, port_file, spool, global, global[0] ? T.key : NULL);
+  la_ts_la_test_opts(&a);
+  int port = la_td_start(T.d, a.v, port_file, WAIT_MS);
   CHECK(port > 0, "la-localagent did not start");
   snprintf(T.agent, sizeof T.agent, "%s", la_td_addr(T.d));
 }
@@ -443,21 +430,14 @@ static kid_t *spawn_app(const app_t *a) {
   return k;
 }
 
-static void expect_rec(kid_t *k, int kind, rec_t *out) {
-  char why[200] = "";
-  CHECK(la_tk_expect(k, kind, out, sizeof *out, WAIT_MS, why, sizeof why) == 0,
-        "%s", why);
-}
+/* The next record of kind from the child, the child's exit code
+ * (la_test_check.h). */
+#define expect_rec(k, kind, out) \
+  la_tc_expect(k, kind, out, sizeof *(out), WAIT_MS, T.d)
+#define reap_kid(k) la_tc_reap(k, WAIT_MS, T.d)
 
 static void go(kid_t *k) {
   assert_int_equal(la_tk_go(k), 0);
-}
-
-static int reap_kid(kid_t *k) {
-  pid_t pid = k->pid;
-  int code = la_tk_reap(k, WAIT_MS);
-  CHECK(code >= 0, "child %d did not exit", (int)pid);
-  return code;
 }
 
 static void kill_kid(kid_t *k) {
@@ -469,14 +449,20 @@ static void registered(kid_t *k, rec_t *r) {
   CHECK(r->rc == 0, "LA_register: %s (%s)", LA_strerror(r->rc), r->msg);
 }
 
+/* Spawns a and waits until it registered (its record into r). */
+static kid_t *spawn_registered(const app_t *a, rec_t *r) {
+  kid_t *k = spawn_app(a);
+  registered(k, r);
+  return k;
+}
+
 /* A well-behaved application: 3 cycles whose stored traces carry exactly
  * the raw sums. */
 static void good_app_is_served(const char *app_id) {
   app_t a = {.app_id = app_id, .n = 500, .cycles = 3};
-  kid_t *k = spawn_app(&a);
   rec_t r;
   double sums[3];
-  registered(k, &r);
+  kid_t *k = spawn_registered(&a, &r);
   for (int c = 0; c < 3; c++) {
     expect_rec(k, REC_CYCLE, &r);
     CHECK(r.rc == 0, "LA_dataXfer: %s", LA_strerror(r.rc));
@@ -502,16 +488,22 @@ static void good_app_is_served(const char *app_id) {
 
 /* ---------------------------------------------------------------- tests -- */
 
+/* Both daemons, and a hostile application app_id of 1000 elements that
+ * registered and ran its first cycle (that cycle's record into r). */
+static kid_t *start_hostile_app(const char *app_id, rec_t *r) {
+  start_with_global();
+  app_t a = {.app_id = app_id, .n = 1000, .hostile = 1};
+  kid_t *k = spawn_registered(&a, r);
+  expect_rec(k, REC_CYCLE, r);
+  return k;
+}
+
 /* NaN, infinite values and garbage scales through the real GlobalAgent:
  * both daemons stay up, the data cycles are stored, the rejected ones not,
  * and a well-behaved application's cycles are stored after them. */
 static void test_hostile_values_real_globalagent(void **state) {
-  start_with_global();
-  app_t a = {.app_id = "hostile-ga", .n = 1000, .hostile = 1};
-  kid_t *k = spawn_app(&a);
   rec_t r;
-  registered(k, &r);
-  expect_rec(k, REC_CYCLE, &r);
+  kid_t *k = start_hostile_app("hostile-ga", &r);
   expect_rec(k, REC_READY, &r);
   wait_log("cycle 102 rejected");
   wait_traces(2); /* the NaN/Inf cycles */
@@ -531,12 +523,8 @@ static void test_hostile_values_real_globalagent(void **state) {
 /* An application rewrites every geometry field of its header after
  * registering and feeds NaN, infinite values and garbage scales. */
 static void test_hostile_header_and_values(void **state) {
-  start_with_global();
-  app_t a = {.app_id = "hostile", .n = 1000, .hostile = 1};
-  kid_t *k = spawn_app(&a);
   rec_t r;
-  registered(k, &r);
-  expect_rec(k, REC_CYCLE, &r);
+  kid_t *k = start_hostile_app("hostile", &r);
   CHECK(r.rc == 0, "hostile LA_dataXfer: %s", LA_strerror(r.rc));
   expect_rec(k, REC_READY, &r);
   wait_log("scale nan is not a positive finite number: cycle 101 rejected");
@@ -575,9 +563,8 @@ static void test_hostile_header_and_values(void **state) {
 static void test_second_registration_refused(void **state) {
   start_with_global();
   app_t a = {.app_id = "victim", .n = 500, .phases = 1, .after_go = 3};
-  kid_t *k = spawn_app(&a);
   rec_t r;
-  registered(k, &r);
+  kid_t *k = spawn_registered(&a, &r);
   CHECK(r.shm_id >= 0 && r.sem_id >= 0, "victim ids %d/%d", r.shm_id, r.sem_id);
   la_shm_header_t *h = shmat(r.shm_id, NULL, SHM_RDONLY);
   assert_true(h != (void *)-1);
@@ -636,9 +623,8 @@ static void test_least_privilege_agent(void **state) {
   start_agent("");
   app_t a = {
       .app_id = "other-uid", .n = 300, .cycles = 3, .uid = APPUID, .die = 1};
-  kid_t *k = spawn_app(&a);
   rec_t r, reg;
-  registered(k, &reg);
+  kid_t *k = spawn_registered(&a, &reg);
   for (int c = 0; c < 3; c++) {
     expect_rec(k, REC_CYCLE, &r);
     CHECK(r.rc == 0, "LA_dataXfer: %s", LA_strerror(r.rc));
@@ -730,9 +716,8 @@ static void test_killed_during_registration(void **state) {
 static void test_app_then_agent_and_finalize(void **state) {
   start_with_global();
   app_t a = {.app_id = "first", .n = 200, .cycles = 2, .die = 1};
-  kid_t *k = spawn_app(&a);
   rec_t r;
-  registered(k, &r);
+  kid_t *k = spawn_registered(&a, &r);
   int pid = k->pid, sem = r.sem_id;
   expect_rec(k, REC_READY, &r);
   kill_kid(k);
@@ -766,9 +751,8 @@ static void test_stopped_agent(void **state) {
              .timeout_ms = timeout,
              .phases = 3,
              .after_go = steps};
-  kid_t *k = spawn_app(&a);
   rec_t r;
-  registered(k, &r);
+  kid_t *k = spawn_registered(&a, &r);
   for (int c = 0; c < 2; c++) expect_rec(k, REC_CYCLE, &r);
   wait_status("cycles_compacted", 2);
   la_td_signal(T.d, SIGSTOP);
@@ -886,5 +870,5 @@ int main(void) {
       T(test_probing_thread_survives_the_end),
 #undef T
   };
-  return cmocka_run_group_tests_name("hostile", tests, group_setup, NULL);
+  return cmocka_run_group_tests_name("hostile", tests, la_td_group_setup, NULL);
 }

@@ -42,6 +42,7 @@
 #include <cmocka.h>
 
 #include "la.h"
+#include "la_test_busy.h"
 #include "la_test_daemon.h"
 
 #define N_ELEM 400
@@ -57,12 +58,6 @@ static uint64_t mono_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void spin_ns(uint64_t ns) {
-  uint64_t end = mono_ns() + ns;
-  while (mono_ns() < end) {
-  }
 }
 
 static int pin_to(int cpu) {
@@ -82,7 +77,7 @@ static pid_t start_hog(int cpu, int limit_ms) {
   pid_t p = fork();
   if (p == 0) {
     pin_to(cpu);
-    spin_ns((uint64_t)limit_ms * 1000000u);
+    la_test_busy_ns((uint64_t)limit_ms * 1000000u);
     _exit(0);
   }
   return p;
@@ -102,7 +97,9 @@ static void unpin(void) {
   sched_setaffinity(0, sizeof s, &s);
 }
 
-static int group_setup(void **state) {
+/* A context-switch software event of this thread, as libla opens it (user
+ * space only where the kernel refuses more); its fd, or -1. */
+static long open_switch_event(void) {
   struct perf_event_attr a;
   memset(&a, 0, sizeof a);
   a.size = sizeof a;
@@ -113,6 +110,11 @@ static int group_setup(void **state) {
     a.exclude_kernel = a.exclude_hv = 1;
     fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
   }
+  return fd;
+}
+
+static int group_setup(void **state) {
+  long fd = open_switch_event();
   perf_ok = fd >= 0;
   if (fd >= 0) close((int)fd);
   char path[600], port_file[600], a0[700], a1[700];
@@ -171,16 +173,7 @@ static long thread_vol(void) {
  * involuntary switch. */
 static void test_kernel_seq_word_moves_on_switch(void **state) {
   if (!perf_ok) skip();
-  struct perf_event_attr a;
-  memset(&a, 0, sizeof a);
-  a.size = sizeof a;
-  a.type = PERF_TYPE_SOFTWARE;
-  a.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
-  long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
-  if (fd < 0) {
-    a.exclude_kernel = a.exclude_hv = 1;
-    fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
-  }
+  long fd = open_switch_event();
   assert_true(fd >= 0);
   struct perf_event_mmap_page *pg = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE),
                                          PROT_READ, MAP_SHARED, (int)fd, 0);
@@ -194,7 +187,7 @@ static void test_kernel_seq_word_moves_on_switch(void **state) {
   const volatile uint32_t *seq = &pg->lock;
   while (mono_ns() < end) {
     uint32_t s0 = *seq;
-    spin_ns(5000);
+    la_test_busy_ns(5000);
     flagged += *seq != s0;
     intervals++;
   }
@@ -269,8 +262,10 @@ static void read_dumps(const char *dir, dump_stats_t *st) {
 }
 
 /* Registers, runs CYCLES cycles of N_ELEM timed elements of ELEM_NS each,
- * with a hog on our CPU when hog is set, and reads the dumps. */
-static void run_elements(int hog_on, dump_stats_t *st, char *dir, size_t dlen) {
+ * with a hog on our CPU when hog is set, and reads the dumps; asserts that
+ * LA_interference() then says `detection`. */
+static void run_elements(int hog_on, dump_stats_t *st, char *dir, size_t dlen,
+                         const char *detection) {
   snprintf(dir, dlen, "%s/dump-XXXXXX", la_td_dir(agent));
   assert_non_null(mkdtemp(dir));
   setenv("LA_DUMP_RAW", dir, 1);
@@ -284,7 +279,7 @@ static void run_elements(int hog_on, dump_stats_t *st, char *dir, size_t dlen) {
   for (int c = 0; c < CYCLES; c++) {
     for (long e = 0; e < N_ELEM; e++) {
       LA_startProbe(e);
-      spin_ns(ELEM_NS);
+      la_test_busy_ns(ELEM_NS);
       LA_stopProbe(e);
     }
     assert_int_equal(LA_dataXfer(), 0);
@@ -293,14 +288,14 @@ static void run_elements(int hog_on, dump_stats_t *st, char *dir, size_t dlen) {
   read_dumps(dir, st);
   assert_int_equal(st->cycles, CYCLES);
   assert_int_equal(st->flag_bytes_bad, 0);
+  assert_string_equal(LA_interference(), detection);
 }
 
 static void test_hog_flags_the_outliers(void **state) {
   if (!perf_ok) skip();
   char dir[700];
   dump_stats_t st;
-  run_elements(1, &st, dir, sizeof dir);
-  assert_string_equal(LA_interference(), "on");
+  run_elements(1, &st, dir, sizeof dir, "on");
   print_message(
       "hog: %ld of %ld element-cycles flagged; %ld > 100 us, %ld "
       "of them flagged; interference %.0f ns, flagged elements "
@@ -327,8 +322,7 @@ static void test_no_hog_few_flags(void **state) {
   if (!perf_ok) skip();
   char dir[700];
   dump_stats_t st;
-  run_elements(0, &st, dir, sizeof dir);
-  assert_string_equal(LA_interference(), "on");
+  run_elements(0, &st, dir, sizeof dir, "on");
   print_message("no hog: %ld of %ld element-cycles flagged; %ld > 100 us\n",
                 st.flagged, st.elems, st.big);
   /* Other load on a shared machine may still switch us out now and then. */
@@ -337,20 +331,6 @@ static void test_no_hog_few_flags(void **state) {
 
 /* Two threads pinned to one CPU preempt each other: each thread's own
  * event flags its own elements. */
-typedef struct {
-  long first, count;
-} span_t;
-
-static void *probe_span(void *arg) {
-  span_t *s = arg;
-  for (long e = s->first; e < s->first + s->count; e++) {
-    LA_startProbe(e);
-    spin_ns(ELEM_NS);
-    LA_stopProbe(e);
-  }
-  return NULL;
-}
-
 static void test_threads_each_flag_their_elements(void **state) {
   if (!perf_ok) skip();
   char dir[700];
@@ -361,9 +341,11 @@ static void test_threads_each_flag_their_elements(void **state) {
   assert_int_equal(pin_to(current_cpu()), 0); /* threads inherit it */
   for (int c = 0; c < CYCLES; c++) {
     pthread_t t[2];
-    span_t s[2] = {{0, N_ELEM / 2}, {N_ELEM / 2, N_ELEM / 2}};
+    la_test_span_t s[2] = {{0, N_ELEM / 2, ELEM_NS},
+                           {N_ELEM / 2, N_ELEM / 2, ELEM_NS}};
     for (int i = 0; i < 2; i++)
-      assert_int_equal(pthread_create(&t[i], NULL, probe_span, &s[i]), 0);
+      assert_int_equal(pthread_create(&t[i], NULL, la_test_probe_span, &s[i]),
+                       0);
     for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
     assert_int_equal(LA_dataXfer(), 0);
   }
@@ -389,8 +371,7 @@ static void test_setting_off(void **state) {
   char dir[700];
   dump_stats_t st;
   setenv("LA_INTERFERENCE", "off", 1);
-  run_elements(1, &st, dir, sizeof dir);
-  assert_string_equal(LA_interference(), "off (LA_INTERFERENCE=off)");
+  run_elements(1, &st, dir, sizeof dir, "off (LA_INTERFERENCE=off)");
   assert_true(st.big > 0); /* there was interference to see */
   assert_int_equal(st.flagged, 0);
   assert_true(st.interference_ns == 0);
@@ -424,7 +405,7 @@ static int refused_child(void) {
     return 13;
   }
   LA_startProbe(3);
-  spin_ns(1000);
+  la_test_busy_ns(1000);
   LA_stopProbe(3);
   if (LA_dataXfer() != 0) return 14;
   if (LA_getStat(LA_STAT_FLAGGED) != 0) return 15;

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include <fcntl.h>
 #include <ftw.h>
@@ -45,6 +46,7 @@
 #include "la_compact.h"
 #include "la_test_daemon.h"
 #include "la_test_msg.h"
+#include "la_test_series.h"
 #include "la_test_stack.h"
 #include "la_trace_msg.h"
 #include "store.h"
@@ -98,11 +100,7 @@ static void put_trace(la_store_t *s, const char *app, uint32_t r, uint64_t c,
   La__SeriesStats st = LA__SERIES_STATS__INIT;
   La__FitError er = LA__FIT_ERROR__INIT;
   la_trace_msg_fill(&t, &st, &er, &res);
-  t.seq = c * 100 + r + 1;
-  t.app_id = (char *)app;
-  t.rank = r;
-  t.cycle_tag = c;
-  t.n_elements = n;
+  la_test_trace_id(&t, c * 100 + r + 1, app, r, c, n);
   t.has_t_xfer_ns = 1;
   t.t_xfer_ns = 1700000000000000000ull + c;
   int was_new = 0;
@@ -128,30 +126,15 @@ static void put_robust(la_store_t *s, uint32_t r) {
     rb[i] = r == 0 ? 100 : 200;
     m[i] = r == 0 && i % 10 == 3 ? 1100 : rb[i];
   }
-  la_compact_params_t p;
-  la_compact_params_default(&p);
-  p.mode = LA_COMPACT_LOSSLESS;
-  la_compact_result_t res, rres;
-  assert_int_equal(la_compact(m, 100, &p, &res), 0);
-  assert_int_equal(la_compact(rb, 100, &p, &rres), 0);
-  La__CompactTrace t = LA__COMPACT_TRACE__INIT;
-  La__SeriesStats st = LA__SERIES_STATS__INIT, rst = LA__SERIES_STATS__INIT;
-  la_trace_msg_fill(&t, &st, NULL, &res);
-  la_trace_msg_robust(&t, &rst, &rres);
-  t.seq = 500 + r;
-  t.app_id = "xrobust-3";
-  t.rank = r;
-  t.cycle_tag = 1;
-  t.n_elements = 100;
-  t.has_interference = 1;
-  t.interference = res.stats.sum - rres.stats.sum;
-  t.has_flagged = 1;
-  t.flagged = r == 0 ? 10 : 0;
-  t.has_flagged_time = 1;
-  t.flagged_time = r == 0 ? 11000 : 0;
-  assert_int_equal(la_store_trace(s, &t, NULL), 0);
-  la_compact_result_free(&res);
-  la_compact_result_free(&rres);
+  la_test_robust_t rt;
+  assert_int_equal(
+      la_test_robust_make(&rt, "xrobust-3", r, 500 + r, 1, m, rb, 100), 0);
+  rt.t.has_flagged = 1;
+  rt.t.flagged = r == 0 ? 10 : 0;
+  rt.t.has_flagged_time = 1;
+  rt.t.flagged_time = r == 0 ? 11000 : 0;
+  assert_int_equal(la_store_trace(s, &rt.t, NULL), 0);
+  la_test_robust_free(&rt);
 }
 
 static void rank_end(la_store_t *s, const char *app, uint32_t r) {
@@ -268,15 +251,12 @@ static char *slurp(const char *path) {
 /* Runs lactl with the NULL-terminated args (after "lactl"), stdout into
  * *out and stderr into *err (malloc'ed), within 20 s. Returns its exit
  * status, or -1. */
-static int lactl(char **out, char **err, ...) {
+static int lactl_v(char **out, char **err, va_list ap) {
   const char *argv[40];
   int n = 0;
   argv[n++] = g->lactl;
-  va_list ap;
-  va_start(ap, err);
   const char *a;
   while ((a = va_arg(ap, const char *)) && n < 39) argv[n++] = a;
-  va_end(ap);
   argv[n] = NULL;
   char po[128], pe[128];
   snprintf(po, sizeof po, "%s/stdout", g->dir);
@@ -312,6 +292,29 @@ static int lactl(char **out, char **err, ...) {
   else
     free(e);
   return rc;
+}
+
+static int lactl(char **out, char **err, ...) {
+  va_list ap;
+  va_start(ap, err);
+  int rc = lactl_v(out, err, ap);
+  va_end(ap);
+  return rc;
+}
+
+/* Runs lactl with the NULL-terminated arguments after `word`; asserts it
+ * exits with `code` and says `word` on stderr. */
+static void lactl_fails(int code, const char *word, ...) {
+  char *o, *e;
+  va_list ap;
+  va_start(ap, word);
+  int rc = lactl_v(&o, &e, ap);
+  va_end(ap);
+  if (rc < 0) fail_msg("lactl did not finish within 20 s");
+  if (rc != code || !strstr(e, word))
+    fail_msg("lactl exited %d, expected %d with '%s' on stderr; stderr: %s", rc,
+             code, word, e);
+  free(o), free(e);
 }
 
 /* Writes text into DIR/name; returns the path (static buffer). */
@@ -371,21 +374,14 @@ static void test_help_and_usage(void **state) {
     free(e);
   }
   char *o, *e;
-  assert_int_equal(lactl(&o, &e, "show", NULL), 2);
-  assert_non_null(strstr(e, "which application"));
-  free(o), free(e);
-  assert_int_equal(lactl(&o, &e, "apps", "--bogus", NULL), 2);
-  assert_non_null(strstr(e, "--bogus"));
-  free(o), free(e);
+  lactl_fails(2, "which application", "show", NULL);
+  lactl_fails(2, "--bogus", "apps", "--bogus", NULL);
   assert_int_equal(lactl(&o, &e, "export", "heat-42", "--format", "xml", "--db",
                          g->db, NULL),
                    2);
   free(o), free(e);
-  assert_int_equal(lactl(&o, &e, "export", "heat-42", "10:20", "--format",
-                         "metis", "--db", g->db, NULL),
-                   2);
-  assert_non_null(strstr(e, "one cycle"));
-  free(o), free(e);
+  lactl_fails(2, "one cycle", "export", "heat-42", "10:20", "--format", "metis",
+              "--db", g->db, NULL);
   assert_int_equal(lactl(&o, &e, "plot", "heat-42", "--db", g->db, NULL), 2);
   free(o), free(e);
   /* the command list names the new commands */
@@ -398,55 +394,34 @@ static void test_help_and_usage(void **state) {
 static void test_errors(void **state) {
   char *o, *e, path[200];
   /* not found: exit 1, naming the problem */
-  assert_int_equal(lactl(&o, &e, "show", "nope", "--db", g->db, NULL), 1);
-  assert_non_null(strstr(e, "no application 'nope'"));
-  free(o), free(e);
-  assert_int_equal(lactl(&o, &e, "show", "heat-42", "99", "--db", g->db, NULL),
-                   1);
-  assert_non_null(strstr(e, "no cycle 99"));
-  free(o), free(e);
-  assert_int_equal(lactl(&o, &e, "cycles", "nope", "--db", g->db, NULL), 1);
-  assert_non_null(strstr(e, "no application"));
-  free(o), free(e);
+  lactl_fails(1, "no application 'nope'", "show", "nope", "--db", g->db, NULL);
+  lactl_fails(1, "no cycle 99", "show", "heat-42", "99", "--db", g->db, NULL);
+  lactl_fails(1, "no application", "cycles", "nope", "--db", g->db, NULL);
   snprintf(path, sizeof path, "%s/missing.db", g->dir);
-  assert_int_equal(lactl(&o, &e, "apps", "--db", path, NULL), 1);
-  assert_non_null(strstr(e, "No such file"));
-  free(o), free(e);
+  lactl_fails(1, "No such file", "apps", "--db", path, NULL);
   assert_int_equal(access(path, F_OK), -1); /* and it was not created */
   assert_int_equal(lactl(&o, &e, "apps", "--db", save("junk.db", "junk"), NULL),
                    1);
   free(o), free(e);
   /* unreachable GlobalAgent */
-  assert_int_equal(lactl(&o, &e, "apps", "--global", "127.0.0.1:1", NULL), 1);
-  assert_non_null(strstr(e, "cannot reach the GlobalAgent at 127.0.0.1:1"));
-  free(o), free(e);
-  assert_int_equal(lactl(&o, &e, "apps", "--global", "no port", NULL), 2);
-  assert_non_null(strstr(e, "not HOST:PORT"));
-  free(o), free(e);
+  lactl_fails(1, "cannot reach the GlobalAgent at 127.0.0.1:1", "apps",
+              "--global", "127.0.0.1:1", NULL);
+  lactl_fails(2, "not HOST:PORT", "apps", "--global", "no port", NULL);
   /* a missing rank cannot be plotted */
-  assert_int_equal(lactl(&o, &e, "plot", "heat-42", "20", "--rank", "2", "--db",
-                         g->db, NULL),
-                   1);
-  assert_non_null(strstr(e, "rank 2 is missing"));
-  free(o), free(e);
+  lactl_fails(1, "rank 2 is missing", "plot", "heat-42", "20", "--rank", "2",
+              "--db", g->db, NULL);
 }
 
 /* Usage errors name what is wrong; a failed export writes nothing. */
 static void test_cli_errors(void **state) {
   char *o, *e;
-  assert_int_equal(lactl(&o, &e, "show", "heat-42", "--global", NULL), 2);
-  assert_non_null(strstr(e, "option --global needs a value"));
-  free(o), free(e);
-  assert_int_equal(
-      lactl(&o, &e, "export", "heat-42", "--db", g->db, "-o", NULL), 2);
-  assert_non_null(strstr(e, "option -o needs a value"));
-  free(o), free(e);
-  assert_int_equal(lactl(&o, &e, "cycles", "heat-42", "--db", NULL), 2);
-  assert_non_null(strstr(e, "option --db needs a value"));
-  free(o), free(e);
-  assert_int_equal(lactl(&o, &e, "show", "--app", "heat-42", NULL), 2);
-  assert_non_null(strstr(e, "unknown option '--app'"));
-  free(o), free(e);
+  lactl_fails(2, "option --global needs a value", "show", "heat-42", "--global",
+              NULL);
+  lactl_fails(2, "option -o needs a value", "export", "heat-42", "--db", g->db,
+              "-o", NULL);
+  lactl_fails(2, "option --db needs a value", "cycles", "heat-42", "--db",
+              NULL);
+  lactl_fails(2, "unknown option '--app'", "show", "--app", "heat-42", NULL);
   /* both sources named */
   assert_int_equal(
       lactl(&o, &e, "apps", "--db", g->db, "--global", "127.0.0.1:1", NULL), 2);
@@ -454,10 +429,8 @@ static void test_cli_errors(void **state) {
   assert_string_equal(o, "");
   free(o), free(e);
   /* a host that does not resolve is named, with the resolver's words */
-  assert_int_equal(
-      lactl(&o, &e, "apps", "--global", "no-such-host.invalid:7463", NULL), 1);
-  assert_non_null(strstr(e, "cannot resolve host 'no-such-host.invalid'"));
-  free(o), free(e);
+  lactl_fails(1, "cannot resolve host 'no-such-host.invalid'", "apps",
+              "--global", "no-such-host.invalid:7463", NULL);
   /* export of an unknown application: exit 1, not even a CSV header */
   assert_int_equal(lactl(&o, &e, "export", "nope", "--db", g->db, NULL), 1);
   assert_string_equal(o, "");
@@ -620,11 +593,8 @@ static void test_export_weights(void **state) {
   assert_non_null(strstr(e, "not every rank has robust weights"));
   assert_non_null(strstr(o, "\"weights\": \"measured\""));
   free(o), free(e);
-  assert_int_equal(lactl(&o, &e, "export", "xrobust-3", "--weights", "best",
-                         "--db", g->db, NULL),
-                   2);
-  assert_non_null(strstr(e, "measured or robust"));
-  free(o), free(e);
+  lactl_fails(2, "measured or robust", "export", "xrobust-3", "--weights",
+              "best", "--db", g->db, NULL);
 }
 
 /* Checks a CSV export against the raw series: rows of present ranks only,
@@ -767,11 +737,8 @@ static void test_plot_trace(void **state) {
   free(o), free(e);
   char bad[200];
   snprintf(bad, sizeof bad, "%s/heat-42.r1.c10.f64", g->dir);
-  assert_int_equal(lactl(&o, &e, "plot", "heat-42", "10", "--rank", "0",
-                         "--raw", bad, "--db", g->db, NULL),
-                   1);
-  assert_non_null(strstr(e, "not this rank's raw file"));
-  free(o), free(e);
+  lactl_fails(1, "not this rank's raw file", "plot", "heat-42", "10", "--rank",
+              "0", "--raw", bad, "--db", g->db, NULL);
 }
 
 static void test_plot_heatmap(void **state) {
@@ -797,6 +764,73 @@ static void test_plot_heatmap(void **state) {
 }
 
 /* The same commands through a real GlobalAgent give the same bytes. */
+/* A store written before the tables added after schema version 1
+ * (missing, robust, rank_fidelity, rank_channels, channel_traces,
+ * element_ids, rank_grid, history), read-only on disk: lactl --db opens it
+ * (nothing to create there) and reads what it has: the same output as the
+ * full store for an application that used none of those tables, measured
+ * values where the robust weights were. */
+static void test_old_store_read_only(void **state) {
+  (void)state;
+  char old[300], sql[400];
+  snprintf(old, sizeof old, "%s/old.db", g->dir);
+  sqlite3 *src = NULL, *dst = NULL;
+  assert_int_equal(sqlite3_open(g->db, &src), SQLITE_OK);
+  snprintf(sql, sizeof sql, "VACUUM INTO '%s'", old);
+  assert_int_equal(sqlite3_exec(src, sql, NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(src);
+  assert_int_equal(sqlite3_open(old, &dst), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(dst,
+                                "PRAGMA journal_mode = DELETE;"
+                                " DROP TABLE missing; DROP TABLE robust;"
+                                " DROP TABLE rank_fidelity;"
+                                " DROP TABLE channel_traces;"
+                                " DROP TABLE rank_channels;"
+                                " DROP TABLE element_ids;"
+                                " DROP TABLE rank_grid; DROP TABLE history;",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  sqlite3_close(dst);
+  assert_int_equal(chmod(old, 0444), 0);
+  assert_int_equal(chmod(g->dir, 0555), 0);
+  const char *const cmds[][8] = {
+      {"apps", NULL},
+      {"cycles", "heat-42", NULL},
+      {"show", "heat-42", "10", NULL},
+      {"show", "heat-42", "20", NULL},
+      {"export", "heat-42", "10", "--format", "csv", NULL},
+      {"export", "heat-42", "10", "--format", "json", NULL},
+  };
+  int fails = 0;
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    char *want, *got, *err;
+    assert_int_equal(run_with(&want, NULL, cmds[i], "--db", g->db), 0);
+    int rc = run_with(&got, &err, cmds[i], "--db", old);
+    /* apps: the same list; the rest: the same words */
+    if (rc != 0 || strcmp(got, want) != 0) {
+      fprintf(stderr,
+              "lactl %s %s on the old store: exit %d, stderr: %s\n"
+              "--- got:\n%s\n--- want:\n%s\n",
+              cmds[i][0], cmds[i][1] ? cmds[i][1] : "", rc, err, got, want);
+      fails++;
+    }
+    free(want);
+    free(got);
+    free(err);
+  }
+  /* the robust weights are gone with their table: the measured values */
+  char *o, *e;
+  int rc = lactl(&o, &e, "export", "xrobust-3", "1", "--db", old, NULL);
+  if (rc != 0)
+    fprintf(stderr, "export xrobust-3: %d %s\n", rc, e);
+  else if (!strstr(o, ",1100,"))
+    fprintf(stderr, "export xrobust-3:\n%s", o);
+  fails += rc != 0 || !strstr(o, ",1100,");
+  free(o), free(e);
+  assert_int_equal(chmod(g->dir, 0700), 0);
+  assert_int_equal(fails, 0);
+}
+
 static void test_global_same_output(void **state) {
   la_test_stack_t st;
   if (la_ts_init(&st) != 0) {
@@ -847,11 +881,8 @@ static void test_global_same_output(void **state) {
     free(want[i]);
   }
   /* a not-found through the feed is the same exit and words */
-  char *o, *e;
-  assert_int_equal(
-      lactl(&o, &e, "show", "heat-42", "99", "--global", addr, NULL), 1);
-  assert_non_null(strstr(e, "no cycle 99"));
-  free(o), free(e);
+  lactl_fails(1, "no cycle 99", "show", "heat-42", "99", "--global", addr,
+              NULL);
   assert_int_equal(la_td_stop(st.ga, 5000), 0);
   la_ts_free(&st);
 }
@@ -871,6 +902,7 @@ int main(void) {
       cmocka_unit_test(test_export_metis),
       cmocka_unit_test(test_plot_trace),
       cmocka_unit_test(test_plot_heatmap),
+      cmocka_unit_test(test_old_store_read_only),
       cmocka_unit_test(test_global_same_output),
   };
   return cmocka_run_group_tests(tests, setup_group, teardown_group);

@@ -45,6 +45,7 @@
 #include "la_codec.h"
 #include "la_sockio.h"
 #include "la_test_agent.h"
+#include "la_test_busy.h"
 #include "la_test_ipc.h"
 #include "la_test_peer.h"
 
@@ -139,6 +140,19 @@ static const cycle_t *cycle(size_t i) {
   return cycle_of(LA_appId(), i);
 }
 
+/* Ends the cycle (LA_dataXfer), waits for its trace and returns it. */
+static const cycle_t *xfer_one(void) {
+  LA_dataXfer();
+  assert_int_equal(la_ta_wait_traces(&agent, 1, WAIT_MS), 0);
+  return cycle(0);
+}
+
+/* Waits for n traces and asserts their cycle tags are tags[0..n). */
+static void expect_tags(size_t n, const uint64_t *tags) {
+  assert_int_equal(la_ta_wait_traces(&agent, n, WAIT_MS), 0);
+  for (size_t i = 0; i < n; i++) assert_int_equal(cycle(i)->tag, tags[i]);
+}
+
 /* What the GlobalAgent recorded of the last registration. */
 typedef struct {
   char app_id[160], metric[140], unit[40];
@@ -217,6 +231,12 @@ static void use_counting_probe(void) {
   LA_setMetric("custom");
 }
 
+/* use_counting_probe() and a registration of n elements (asserted). */
+static void register_counting(long n) {
+  use_counting_probe();
+  assert_int_equal(LA_register("unit", 0, 1, n), 0);
+}
+
 static int sem_exists(int id) {
   return semctl(id, 0, GETVAL) >= 0;
 }
@@ -243,18 +263,10 @@ static void busy_cpu_ns(long ns) {
   while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ns);
 }
 
-static void busy_ns(long ns) {
-  struct timespec a, b;
-  clock_gettime(CLOCK_MONOTONIC, &a);
-  do clock_gettime(CLOCK_MONOTONIC, &b);
-  while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ns);
-}
-
 /* ---------------------------------------------------------------- tests */
 
 static void test_values_arrive_per_element(void **state) {
-  use_counting_probe();
-  assert_int_equal(LA_register("unit", 0, 1, 100), 0);
+  register_counting(100);
   assert_int_equal(LA_getStat(LA_STAT_REGISTERED), 1);
   for (int c = 0; c < 3; c++) {
     for (long e = 0; e < 100; e += 2) {
@@ -281,8 +293,7 @@ static void test_values_arrive_per_element(void **state) {
 }
 
 static void test_accumulation_within_cycle(void **state) {
-  use_counting_probe();
-  assert_int_equal(LA_register("unit", 0, 1, 10), 0);
+  register_counting(10);
   for (int loop = 0; loop < 3; loop++) { /* three loops over one element */
     LA_startProbe(4);
     LA_stopProbe(4);
@@ -291,9 +302,7 @@ static void test_accumulation_within_cycle(void **state) {
   LA_startProbe(8);
   LA_stopProbe(8);
   LA_stopProbe(7);
-  LA_dataXfer();
-  assert_int_equal(la_ta_wait_traces(&agent, 1, WAIT_MS), 0);
-  const cycle_t *cy = cycle(0);
+  const cycle_t *cy = xfer_one();
   assert_true(cy->values[4] == 15.0);
   assert_true(cy->values[7] == 8.0);
   assert_true(cy->values[8] == 9.0);
@@ -329,9 +338,7 @@ static void test_element_ranges(void **state) {
   assert_int_equal(LA_stopRange(10, 4), 0);
   assert_int_equal(LA_startRange(18, 5), LA_ERANGE); /* past the end */
   assert_int_equal(LA_stopRange(0, 1), LA_ESTATE);   /* never started */
-  LA_dataXfer();
-  assert_int_equal(la_ta_wait_traces(&agent, 1, WAIT_MS), 0);
-  const cycle_t *cy = cycle(0);
+  const cycle_t *cy = xfer_one();
   for (int e = 0; e < 20; e++)
     assert_true(cy->values[e] == (e >= 10 && e < 14 ? 11.0 / 4 : 0.0));
 }
@@ -361,28 +368,21 @@ static void test_period(void **state) {
 }
 
 static void test_period_changed_at_run_time(void **state) {
-  use_counting_probe();
-  assert_int_equal(LA_register("unit", 0, 1, 5), 0); /* cycle 0 profiled */
+  register_counting(5); /* cycle 0 profiled */
   LA_setPeriod(4); /* decides from cycle 1 on: 4 and 8 profiled */
   for (int c = 0; c < 9; c++) LA_dataXfer();
-  assert_int_equal(la_ta_wait_traces(&agent, 3, WAIT_MS), 0);
-  assert_int_equal(cycle(1)->tag, 4);
-  assert_int_equal(cycle(2)->tag, 8);
+  expect_tags(3, (const uint64_t[]){0, 4, 8});
 }
 
 static void test_explicit_cycle_tags(void **state) {
-  use_counting_probe();
-  assert_int_equal(LA_register("unit", 0, 1, 5), 0);
+  register_counting(5);
   assert_int_equal(LA_dataXferTagged(1000), 0);
   assert_int_equal(LA_dataXferTagged(1010), 0);
-  assert_int_equal(la_ta_wait_traces(&agent, 2, WAIT_MS), 0);
-  assert_int_equal(cycle(0)->tag, 1000);
-  assert_int_equal(cycle(1)->tag, 1010);
+  expect_tags(2, (const uint64_t[]){1000, 1010});
 }
 
 static void test_enable_disable_at_run_time(void **state) {
-  use_counting_probe();
-  assert_int_equal(LA_register("unit", 0, 1, 5), 0);
+  register_counting(5);
   LA_disable();
   LA_dataXfer(); /* cycle 0 was already profiled: it is sent */
   assert_false(LA_isProfiling());
@@ -391,14 +391,11 @@ static void test_enable_disable_at_run_time(void **state) {
   LA_dataXfer(); /* cycle 2: off, cycle 3 starts profiled */
   assert_true(LA_isProfiling());
   LA_dataXfer();
-  assert_int_equal(la_ta_wait_traces(&agent, 2, WAIT_MS), 0);
-  assert_int_equal(cycle(0)->tag, 0);
-  assert_int_equal(cycle(1)->tag, 3);
+  expect_tags(2, (const uint64_t[]){0, 3});
 }
 
 static void test_range_errors(void **state) {
-  use_counting_probe();
-  assert_int_equal(LA_register("unit", 0, 1, 10), 0);
+  register_counting(10);
   assert_int_equal(LA_startProbe(10), LA_ERANGE);
   assert_int_equal(LA_stopProbe(-1), LA_ERANGE);
   assert_int_equal(LA_getStat(LA_STAT_RANGE_ERRORS), 0); /* per cycle */
@@ -501,8 +498,7 @@ static void test_profiled_copy_without_agent(void **state) {
 }
 
 static void test_profiled_copy_after_agent_lost(void **state) {
-  use_counting_probe();
-  assert_int_equal(LA_register("unit", 0, 1, 6), 0);
+  register_counting(6);
   profiled_sweep(6, 1);
   LA_dataXfer();
   assert_int_equal(la_ta_wait_traces(&agent, 1, WAIT_MS), 0);
@@ -559,8 +555,7 @@ static void test_rows_and_boxes_spread_evenly(void **state) {
 }
 
 static void test_rows_need_a_grid(void **state) {
-  use_counting_probe();
-  assert_int_equal(LA_register("unit", 0, 1, 24), 0);
+  register_counting(24);
   assert_int_equal(LA_startRow(0, 0), LA_ESTATE);
   assert_int_equal(LA_startBox(0, 0, 0, 1, 1, 1), LA_ESTATE);
   assert_non_null(strstr(LA_lastError(), "LA_registerGrid"));
@@ -603,13 +598,11 @@ static void test_wall_time_metric_in_ns(void **state) {
   assert_int_equal(LA_register("unit", 0, 1, 4), 0);
   assert_string_equal(last_reg().unit, "ns");
   LA_startProbe(2);
-  busy_ns(3000000); /* 3 ms */
+  la_test_busy_ns(3000000); /* 3 ms */
   LA_stopProbe(2);
   LA_startProbe(1);
   LA_stopProbe(1);
-  LA_dataXfer();
-  assert_int_equal(la_ta_wait_traces(&agent, 1, WAIT_MS), 0);
-  const cycle_t *cy = cycle(0);
+  const cycle_t *cy = xfer_one();
   /* At least the 3 ms spent; at most a generous bound for a loaded VM. */
   assert_true(cy->values[2] >= 2.9e6);
   assert_true(cy->values[2] < 3e9);
@@ -617,33 +610,18 @@ static void test_wall_time_metric_in_ns(void **state) {
   assert_true(cy->values[0] == 0.0);
 }
 
-typedef struct {
-  long first, count;
-} span_t;
-
-static void *probe_span(void *arg) {
-  span_t *s = arg;
-  for (long e = s->first; e < s->first + s->count; e++) {
-    LA_startProbe(e);
-    busy_ns(2000);
-    LA_stopProbe(e);
-  }
-  return NULL;
-}
-
 static void test_threads_probe_disjoint_elements(void **state) {
   assert_int_equal(LA_register("unit", 0, 1, 400), 0);
   pthread_t th[4];
-  span_t sp[4];
+  la_test_span_t sp[4];
   for (int t = 0; t < 4; t++) {
     sp[t].first = t * 100;
     sp[t].count = 100;
-    pthread_create(&th[t], NULL, probe_span, &sp[t]);
+    sp[t].ns = 2000;
+    pthread_create(&th[t], NULL, la_test_probe_span, &sp[t]);
   }
   for (int t = 0; t < 4; t++) pthread_join(th[t], NULL);
-  LA_dataXfer();
-  assert_int_equal(la_ta_wait_traces(&agent, 1, WAIT_MS), 0);
-  const cycle_t *cy = cycle(0);
+  const cycle_t *cy = xfer_one();
   for (int e = 0; e < 400; e++) assert_true(cy->values[e] >= 1900.0);
 }
 
@@ -660,9 +638,7 @@ static void test_papi_software_event(void **state) {
   LA_startProbe(1);
   busy_cpu_ns(2000000);
   LA_stopProbe(1);
-  LA_dataXfer();
-  assert_int_equal(la_ta_wait_traces(&agent, 1, WAIT_MS), 0);
-  const cycle_t *cy = cycle(0);
+  const cycle_t *cy = xfer_one();
   assert_true(cy->values[1] >= 1e6); /* task clock counts ns of CPU time */
   assert_true(cy->values[0] == 0.0);
 }
@@ -679,7 +655,7 @@ static void hw_counter(const char *metric, const char *event) {
   }
   assert_int_equal(rc, 0);
   LA_startProbe(0);
-  busy_ns(1000000);
+  la_test_busy_ns(1000000);
   LA_stopProbe(0);
   LA_dataXfer();
   assert_int_equal(la_ta_wait_traces(&agent, 1, WAIT_MS), 0);
@@ -781,8 +757,7 @@ static void test_agent_dies_mid_run(void **state) {
 }
 
 static void test_cycles_counted_when_agent_lost(void **state) {
-  use_counting_probe();
-  assert_int_equal(LA_register("unit", 0, 1, 8), 0);
+  register_counting(8);
   LA_dataXfer();
   assert_int_equal(la_ta_wait_traces(&agent, 1, WAIT_MS), 0);
   kill_agent();
@@ -888,18 +863,16 @@ static void test_env_overrides_program(void **state) {
 }
 
 static void test_bad_environment(void **state) {
-  setenv("LA_PERIOD", "abc", 1);
-  assert_int_equal(LA_register("unit", 0, 1, 10), LA_ECONFIG);
-  assert_non_null(strstr(LA_lastError(), "LA_PERIOD"));
-  unsetenv("LA_PERIOD");
-  setenv("LA_POLICY", "sometimes", 1);
-  assert_int_equal(LA_register("unit", 0, 1, 10), LA_ECONFIG);
-  assert_non_null(strstr(LA_lastError(), "LA_POLICY"));
-  unsetenv("LA_POLICY");
-  setenv("LA_COMPACT", "zigzag", 1);
-  assert_int_equal(LA_register("unit", 0, 1, 10), LA_ECONFIG);
-  assert_non_null(strstr(LA_lastError(), "zigzag"));
-  unsetenv("LA_COMPACT");
+  /* each bad setting refused, with an error naming it */
+  static const char *const bad[][3] = {{"LA_PERIOD", "abc", "LA_PERIOD"},
+                                       {"LA_POLICY", "sometimes", "LA_POLICY"},
+                                       {"LA_COMPACT", "zigzag", "zigzag"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    setenv(bad[i][0], bad[i][1], 1);
+    assert_int_equal(LA_register("unit", 0, 1, 10), LA_ECONFIG);
+    assert_non_null(strstr(LA_lastError(), bad[i][2]));
+    unsetenv(bad[i][0]);
+  }
   setenv("LA_AGENT", "nowhere", 1);
   assert_int_equal(LA_register("unit", 0, 1, 10), LA_ECONFIG);
   assert_int_equal(registrations(), 0);
@@ -1033,8 +1006,7 @@ static void test_dump_raw(void **state) {
   assert_non_null(mkdtemp(dir));
   setenv("LA_DUMP_RAW", dir, 1);
   setenv("LA_APP_ID", "dumpjob", 1);
-  use_counting_probe();
-  assert_int_equal(LA_register("unit", 0, 1, 6), 0);
+  register_counting(6);
   LA_startProbe(4);
   LA_stopProbe(4);
   LA_dataXferTagged(77);

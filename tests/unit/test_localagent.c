@@ -60,9 +60,11 @@
 #include "la_sockio.h"
 #include "la_test_daemon.h"
 #include "la_test_kids.h"
+#include "la_test_check.h"
 #include "la_test_ipc.h"
 #include "la_test_global.h"
 #include "la_test_sql.h"
+#include "la_test_msg.h"
 #include "la_test_stack.h"
 
 #define WAIT_MS 10000 /* longest wait for anything; a broken daemon fails */
@@ -80,10 +82,6 @@ static struct {
   la_test_kids_t kids;
   int victim_shm, victim_sem;
 } T;
-
-static int group_setup(void **state) {
-  return la_td_prepare();
-}
 
 static int setup(void **state) {
   memset(&T, 0, sizeof T);
@@ -123,27 +121,15 @@ static void need_daemon(void) {
  * debug log, GlobalAgent at global ("" for none), quick reconnects; extra
  * options (NULL-terminated, may be NULL) come last and win. */
 static void start_agent(const char *global, const char *const *extra) {
-  static char a[8][700];
   char port_file[600], spool[600];
-  const char *args[40];
-  int n = 0;
+  la_td_argv_t a;
   la_td_path(T.d, "port", port_file, sizeof port_file);
   la_td_path(T.d, "spool", spool, sizeof spool);
-  snprintf(a[0], sizeof a[0], "--agent.port_file=%s", port_file);
-  snprintf(a[1], sizeof a[1], "--global.spool_dir=%s", spool);
-  snprintf(a[2], sizeof a[2], "--global.address=%s", global);
-  snprintf(a[3], sizeof a[3], "--global.secret_file=%s", T.key);
-  args[n++] = "--agent.listen=127.0.0.1:0";
-  args[n++] = a[0];
-  args[n++] = a[1];
-  args[n++] = a[2];
-  args[n++] = a[3];
-  args[n++] = "--log.level=debug";
-  args[n++] = "--global.reconnect_min=20ms";
-  args[n++] = "--global.reconnect_max=200ms";
-  for (int i = 0; extra && extra[i] && n < 39; i++) args[n++] = extra[i];
-  args[n] = NULL;
-  int port = la_td_start(T.d, args, port_file, WAIT_MS);
+  la_td_argv_init(&a);
+  la_ts_la_args(&a, port_file, spool, global, T.key);
+  la_ts_la_test_opts(&a);
+  la_td_argv_extend(&a, extra);
+  int port = la_td_start(T.d, a.v, port_file, WAIT_MS);
   CHECK(port > 0, "la-localagent did not start");
   snprintf(T.agent, sizeof T.agent, "%s", la_td_addr(T.d));
 }
@@ -156,6 +142,14 @@ static void start_global(uint16_t port, const char *key) {
   snprintf(secret, sizeof secret, "--agents.secret_file=%s", key);
   const char *extra[] = {listen, secret, NULL};
   CHECK(la_ts_start_global(&T.s, extra) == 0, "la-globalagent did not start");
+}
+
+/* The real GlobalAgent with the fixture's secret, and the LocalAgent
+ * linked to it (skips when they are not built). */
+static void start_real_pair(void) {
+  need_daemon();
+  start_global(0, T.key);
+  start_agent(T.s.ga_addr, NULL);
 }
 
 /* The stand-in GlobalAgent, for the faults the real one cannot show. */
@@ -171,46 +165,14 @@ static int connect_agent(void) {
   return fd;
 }
 
-/* Waits up to timeout_ms for the peer to close fd: 0 when recv returned 0
- * (orderly close), 1 for a reset, -1 when it stayed open. Reads and
- * discards whatever arrives before. */
-static int wait_closed(int fd, int timeout_ms) {
-  long long end = la_td_now_ms() + timeout_ms;
-  for (;;) {
-    long long left = end - la_td_now_ms();
-    if (left <= 0) return -1;
-    struct pollfd pf = {fd, POLLIN, 0};
-    int k = poll(&pf, 1, (int)left);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) continue;
-    char buf[512];
-    ssize_t r = recv(fd, buf, sizeof buf, 0);
-    if (r == 0) return 0;
-    if (r < 0 && errno == ECONNRESET) return 1;
-    if (r < 0 && errno != EINTR && errno != EAGAIN) return 1;
-  }
-}
-
 static void status_str(const char *key, char *val, size_t len) {
   CHECK(la_td_status(T.d, key, val, len) == 0, "lactl status: no row %s", key);
 }
 
-static long long status_ll(const char *key) {
-  long long v = la_td_status_ll(T.d, key);
-  CHECK(v >= 0, "lactl status: no numeric row %s", key);
-  return v;
-}
-
-static void wait_status(const char *key, long long min) {
-  CHECK(la_td_wait_status(T.d, key, min, WAIT_MS) == 0,
-        "status %s did not reach %lld (is %lld)", key, min,
-        la_td_status_ll(T.d, key));
-}
-
-static void wait_log(const char *needle) {
-  CHECK(la_td_wait_log(T.d, needle, WAIT_MS) == 0,
-        "the daemon never logged \"%s\"", needle);
-}
+/* The LocalAgent's status rows and log (la_test_check.h). */
+#define status_ll(key) la_tc_status(T.d, key)
+#define wait_status(key, min) la_tc_wait_status(T.d, key, min, WAIT_MS)
+#define wait_log(needle) la_tc_wait_log(T.d, needle, WAIT_MS)
 
 /* A `lactl status --global` counter of the real GlobalAgent. */
 static long long ga_ll(const char *key) {
@@ -394,34 +356,30 @@ static kid_t *spawn_app(const app_t *a) {
   return spawn(app_trampoline, a, a->phases > 0);
 }
 
-/* Reads the next record of kind from the child (skipping others), or fails
- * the test after WAIT_MS. */
-static void expect_rec(kid_t *k, int kind, rec_t *out) {
-  char why[200] = "";
-  CHECK(la_tk_expect(k, kind, out, sizeof *out, WAIT_MS, why, sizeof why) == 0,
-        "%s", why);
-}
+/* The next record of kind from the child (skipping others), or the test
+ * fails after WAIT_MS; the child's exit code (128+sig if killed). */
+#define expect_rec(k, kind, out) \
+  la_tc_expect(k, kind, out, sizeof *(out), WAIT_MS, T.d)
+#define reap_kid(k) la_tc_reap(k, WAIT_MS, T.d)
 
 static void go(kid_t *k) {
   assert_int_equal(la_tk_go(k), 0);
 }
 
-/* Waits for the child to exit; returns its exit code (128+sig if killed). */
-static int reap_kid(kid_t *k) {
-  pid_t pid = k->pid;
-  int code = la_tk_reap(k, WAIT_MS);
-  CHECK(code >= 0, "child %d did not exit", (int)pid);
-  return code;
+/* Spawns a and waits until it registered (its record into r). */
+static kid_t *spawn_registered(const app_t *a, rec_t *r) {
+  kid_t *k = spawn_app(a);
+  expect_rec(k, REC_REGISTERED, r);
+  CHECK(r->rc == 0, "%s rank %d: LA_register: %s (%s)", a->app_id, a->rank,
+        LA_strerror(r->rc), r->msg);
+  return k;
 }
 
 /* Runs a whole child application: registers, cycles, finalizes. Returns the
  * raw sums per cycle in sums (a->cycles of them). */
 static void run_app(const app_t *a, double *sums) {
-  kid_t *k = spawn_app(a);
   rec_t r;
-  expect_rec(k, REC_REGISTERED, &r);
-  CHECK(r.rc == 0, "%s rank %d: LA_register: %s (%s)", a->app_id, a->rank,
-        LA_strerror(r.rc), r.msg);
+  kid_t *k = spawn_registered(a, &r);
   for (int c = 0; c < a->cycles; c++) {
     expect_rec(k, REC_CYCLE, &r);
     CHECK(r.rc == 0, "LA_dataXfer: %s", LA_strerror(r.rc));
@@ -600,9 +558,7 @@ static void check_order(const char *app_id, uint32_t rank, int cycles) {
 /* Three applications with 3, 2 and 4 ranks, different element counts and
  * compaction, registered at the same time, 4 cycles each. */
 static void test_several_apps_and_ranks(void **state) {
-  need_daemon();
-  start_global(0, T.key);
-  start_agent(T.s.ga_addr, NULL);
+  start_real_pair();
   static const struct {
     const char *id, *compact;
     int nprocs, mode;
@@ -748,9 +704,7 @@ static void test_wavetoy_mpiexec(void **state) {
 
 /* kill -9 of an application with a probe open and buffers in flight. */
 static void test_app_killed_mid_cycle(void **state) {
-  need_daemon();
-  start_global(0, T.key);
-  start_agent(T.s.ga_addr, NULL);
+  start_real_pair();
   app_t a = {.name = "victim",
              .app_id = "killed-1",
              .rank = 0,
@@ -758,10 +712,8 @@ static void test_app_killed_mid_cycle(void **state) {
              .n = 50000,
              .cycles = 2,
              .die = 1};
-  kid_t *k = spawn_app(&a);
   rec_t r;
-  expect_rec(k, REC_REGISTERED, &r);
-  CHECK(r.rc == 0, "LA_register: %s", r.msg);
+  kid_t *k = spawn_registered(&a, &r);
   int pid = r.pid, sem = r.sem_id;
   CHECK(sem >= 0, "the child could not find its semaphore set");
   expect_rec(k, REC_CYCLE, &r);
@@ -794,9 +746,7 @@ static void test_app_killed_mid_cycle(void **state) {
  * each close their connection only; applications registered before and
  * after keep working. */
 static void test_garbage_and_oversized_frames(void **state) {
-  need_daemon();
-  start_global(0, T.key);
-  start_agent(T.s.ga_addr, NULL);
+  start_real_pair();
   app_t a = {.name = "steady",
              .app_id = "before-1",
              .rank = 0,
@@ -804,10 +754,8 @@ static void test_garbage_and_oversized_frames(void **state) {
              .n = 3000,
              .cycles = 3,
              .phases = 1};
-  kid_t *k = spawn_app(&a);
   rec_t r;
-  expect_rec(k, REC_REGISTERED, &r);
-  CHECK(r.rc == 0, "LA_register: %s", r.msg);
+  kid_t *k = spawn_registered(&a, &r);
 
   /* 1: random bytes (fixed seed; byte 6, a reserved header byte, non-zero
    * so no seed can make a valid header) */
@@ -817,7 +765,7 @@ static void test_garbage_and_oversized_frames(void **state) {
   junk[6] = 0xA5;
   int fd = connect_agent();
   assert_int_equal(la_write_all(fd, junk, sizeof junk, 2000), 0);
-  CHECK(wait_closed(fd, WAIT_MS) == 0,
+  CHECK(la_td_wait_closed(fd, WAIT_MS) == 0,
         "garbage did not close the "
         "connection");
   close(fd);
@@ -828,7 +776,7 @@ static void test_garbage_and_oversized_frames(void **state) {
                      5,    6, 7, 8};
   fd = connect_agent();
   assert_int_equal(la_write_all(fd, big, sizeof big, 2000), 0);
-  CHECK(wait_closed(fd, WAIT_MS) == 0,
+  CHECK(la_td_wait_closed(fd, WAIT_MS) == 0,
         "a 1 GiB frame did not close the "
         "connection");
   close(fd);
@@ -838,7 +786,7 @@ static void test_garbage_and_oversized_frames(void **state) {
   ack.seq = 7;
   fd = connect_agent();
   assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_ACK, &ack.base, 2000), 0);
-  CHECK(wait_closed(fd, WAIT_MS) == 0,
+  CHECK(la_td_wait_closed(fd, WAIT_MS) == 0,
         "an unexpected Ack did not close the "
         "connection");
   close(fd);
@@ -897,7 +845,7 @@ static void test_connection_flood(void **state) {
   /* the refused ones are closed at once by the daemon */
   int closed = 0;
   for (int i = 0; i < NFLOOD; i++)
-    if (wait_closed(fds[i], 50) >= 0) closed++;
+    if (la_td_wait_closed(fds[i], 50) >= 0) closed++;
   CHECK(la_td_alive(T.d), "the daemon died in the flood");
   for (int i = 0; i < NFLOOD; i++)
     if (fds[i] >= 0) close(fds[i]);
@@ -924,7 +872,7 @@ static void test_connection_flood(void **state) {
   /* an idle connection is closed after handshake_timeout */
   la_td_log_mark(T.d);
   int fd = connect_agent();
-  CHECK(wait_closed(fd, WAIT_MS) == 0, "an idle connection stayed open");
+  CHECK(la_td_wait_closed(fd, WAIT_MS) == 0, "an idle connection stayed open");
   close(fd);
   wait_log("sent nothing useful within 300 ms");
   CHECK(status_ll("connections_timed_out") >= 1,
@@ -983,20 +931,8 @@ static void thief_try(const thief_t *t, int pid, uint64_t nonce, int res) {
     send_rec(res, &r);
     return;
   }
-  La__RegisterRequest q = LA__REGISTER_REQUEST__INIT;
-  q.protocol = LA_PROTOCOL_VERSION;
-  q.app_id = "thief-1";
-  q.app_name = "thief";
-  q.rank = 0;
-  q.nprocs = 1;
-  q.pid = pid;
-  q.shm_id = t->shm;
-  q.sem_id = t->sem;
-  q.nonce = nonce;
-  q.n_elements = (uint64_t)t->n;
-  q.n_buffers = 3;
-  q.metric = "time";
-  q.unit = "ns";
+  La__RegisterRequest q = la_test_register_request(
+      "thief-1", "thief", pid, t->shm, t->sem, nonce, (uint64_t)t->n, 3);
   uint16_t type = 0;
   ProtobufCMessage *m = NULL;
   char why[200] = "";
@@ -1107,10 +1043,8 @@ static void test_global_restart_mid_run(void **state) {
              .phases = 3};
   start_stand_in(); /* the real GlobalAgent always acknowledges */
   start_agent(la_test_global_addr(T.g), NULL);
-  kid_t *k = spawn_app(&a);
   rec_t r;
-  expect_rec(k, REC_REGISTERED, &r);
-  CHECK(r.rc == 0, "LA_register: %s", r.msg);
+  kid_t *k = spawn_registered(&a, &r);
   /* phase 1: stored, never acknowledged */
   la_test_global_set_ack(T.g, 0);
   go(k);
@@ -1235,9 +1169,7 @@ static void test_wrong_secret(void **state) {
  * before semop), or accept a DataReady for a buffer whose semaphore the
  * daemon has already released. */
 static void test_fast_application_keeps_its_connection(void **state) {
-  need_daemon();
-  start_global(0, T.key);
-  start_agent(T.s.ga_addr, NULL);
+  start_real_pair();
   enum { CYCLES = 1000 };
   app_t a = {.name = "fast",
              .app_id = "fast-1",
@@ -1246,10 +1178,8 @@ static void test_fast_application_keeps_its_connection(void **state) {
              .n = 64,
              .cycles = CYCLES,
              .buffers = 3};
-  kid_t *k = spawn_app(&a);
   rec_t r;
-  expect_rec(k, REC_REGISTERED, &r);
-  CHECK(r.rc == 0, "LA_register: %s", r.msg);
+  kid_t *k = spawn_registered(&a, &r);
   int lost_at = -1;
   for (int c = 0; c < CYCLES; c++) {
     expect_rec(k, REC_CYCLE, &r);
@@ -1336,27 +1266,20 @@ static void test_sighup_and_check_config(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_several_apps_and_ranks, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_wavetoy_mpiexec, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_app_killed_mid_cycle, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_garbage_and_oversized_frames, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_connection_flood, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_foreign_segment_refused, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_global_appears_later, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_global_restart_mid_run, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_spool_survives_restart, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_wrong_secret, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_sighup_and_check_config, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(
-          test_fast_application_keeps_its_connection, setup, teardown),
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+      T(test_several_apps_and_ranks),
+      T(test_wavetoy_mpiexec),
+      T(test_app_killed_mid_cycle),
+      T(test_garbage_and_oversized_frames),
+      T(test_connection_flood),
+      T(test_foreign_segment_refused),
+      T(test_global_appears_later),
+      T(test_global_restart_mid_run),
+      T(test_spool_survives_restart),
+      T(test_wrong_secret),
+      T(test_sighup_and_check_config),
+      T(test_fast_application_keeps_its_connection),
+#undef T
   };
-  return cmocka_run_group_tests(tests, group_setup, NULL);
+  return cmocka_run_group_tests(tests, la_td_group_setup, NULL);
 }

@@ -62,6 +62,15 @@ static void run_cycles(long n, int cycles) {
   }
 }
 
+/* Application app_id (named name), rank 0 of 1 with n elements: registers,
+ * runs one profiled cycle, finalizes. */
+static void one_cycle_app(const char *app_id, const char *name, long n) {
+  setenv("LA_APP_ID", app_id, 1);
+  assert_int_equal(LA_register(name, 0, 1, n), 0);
+  run_cycles(n, 1);
+  LA_finalize();
+}
+
 /* `lactl export APP latest --format FMT -o FILE` through the feed (or
  * --db the store when db): the file's bytes (malloc'ed), stderr into err. */
 static char *export_as(const char *app, int db, const char *fmt, char *err,
@@ -206,16 +215,10 @@ static void test_ids_arrive_and_export(void **state) {
 /* An id function is called once per element; without ids the export says
  * the id column is the concatenated numbering. */
 static void test_id_function_and_none(void **state) {
-  setenv("LA_APP_ID", "idf-1", 1);
   assert_int_equal(LA_setGlobalIdFunc(id_fn, NULL), 0);
-  assert_int_equal(LA_register("idf", 0, 1, 50), 0);
-  run_cycles(50, 1);
-  LA_finalize();
+  one_cycle_app("idf-1", "idf", 50);
   LA_setGlobalIdFunc(NULL, NULL);
-  setenv("LA_APP_ID", "noid-1", 1);
-  assert_int_equal(LA_register("noid", 0, 1, 20), 0);
-  run_cycles(20, 1);
-  LA_finalize();
+  one_cycle_app("noid-1", "noid", 20);
   assert_int_equal(la_ta_wait_traces(&agent, 2, WAIT_MS), 0);
   char err[4096];
   row_t rows[64];
@@ -297,11 +300,8 @@ static void test_grid_origin(void **state) {
  * lactl (read-only: it cannot add them): the export works, ids are the
  * concatenated numbering and say so. */
 static void test_old_store_reads(void **state) {
-  setenv("LA_APP_ID", "old-1", 1);
   assert_int_equal(LA_setGlobalIdFunc(id_fn, NULL), 0);
-  assert_int_equal(LA_register("old", 0, 1, 40), 0);
-  run_cycles(40, 1);
-  LA_finalize();
+  one_cycle_app("old-1", "old", 40);
   assert_int_equal(la_ta_wait_traces(&agent, 1, WAIT_MS), 0);
   assert_int_equal(
       la_ta_wait_sql(&agent, "SELECT count(*) FROM element_ids", 1, WAIT_MS),
@@ -411,10 +411,7 @@ static void expect_agent_serves(const char *app) {
   assert_int_equal(la_td_alive(agent.st.la), 1);
   LA_finalize();
   LA_setGlobalIdFunc(id_fn, NULL);
-  setenv("LA_APP_ID", app, 1);
-  assert_int_equal(LA_register("after", 0, 1, 30), 0);
-  run_cycles(30, 1);
-  LA_finalize();
+  one_cycle_app(app, "after", 30);
   assert_int_equal(
       la_ta_wait_sql(&agent, "SELECT count(*) FROM element_ids", 1, WAIT_MS),
       0);
@@ -465,19 +462,13 @@ static void test_hostile_ids(void **state) {
                    0);
 }
 
-static int group_setup(void **state) {
-  return la_td_prepare();
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_ids_arrive_and_export, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_id_function_and_none, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_grid_origin, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_old_store_reads, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_hostile_ids, setup, teardown),
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+      T(test_ids_arrive_and_export), T(test_id_function_and_none),
+      T(test_grid_origin),           T(test_old_store_reads),
+      T(test_hostile_ids),
+#undef T
   };
-  return cmocka_run_group_tests(tests, group_setup, NULL);
+  return cmocka_run_group_tests(tests, la_td_group_setup, NULL);
 }

@@ -155,6 +155,13 @@ static void newest_segment(fx_t *f, char *buf, size_t len) {
 
 /* --------------------------------------------------------------- tests -- */
 
+/* The queue's counters now. */
+static la_outq_stats_t stats(la_outq_t *q) {
+  la_outq_stats_t st;
+  la_outq_get_stats(q, &st);
+  return st;
+}
+
 static void test_append_next_ack(void **state) {
   fx_t *f = *state;
   la_outq_t *q = open_q(f, 1 << 20, 1 << 20, 0);
@@ -168,8 +175,7 @@ static void test_append_next_ack(void **state) {
   la_outq_rewind(q);
   assert_int_equal(drain(q, &first, NULL), 6);
   assert_int_equal(first, 5);
-  la_outq_stats_t st;
-  la_outq_get_stats(q, &st);
+  la_outq_stats_t st = stats(q);
   assert_int_equal(st.items, 6);
   assert_int_equal(st.acked, 4);
   assert_int_equal(st.pushed, 10);
@@ -185,8 +191,7 @@ static void test_replay_after_crash(void **state) {
   assert_int_equal(la_outq_ack(q, 120), 0);
   la_outq_close(q); /* no more acks: what a kill leaves */
   q = open_q(f, 1 << 20, 1 << 20, 4096);
-  la_outq_stats_t st;
-  la_outq_get_stats(q, &st);
+  la_outq_stats_t st = stats(q);
   assert_int_equal(st.replayed, 80);
   assert_int_equal(st.items, 80);
   assert_int_equal(st.last_acked, 120);
@@ -200,7 +205,7 @@ static void test_replay_after_crash(void **state) {
   la_outq_close(q);
   /* everything acknowledged: nothing replayed, seq continues */
   q = open_q(f, 1 << 20, 1 << 20, 4096);
-  la_outq_get_stats(q, &st);
+  st = stats(q);
   assert_int_equal(st.items, 0);
   assert_int_equal(app(q), 202);
   la_outq_close(q);
@@ -211,32 +216,38 @@ static void test_segments_deleted_when_acked(void **state) {
   la_outq_t *q = open_q(f, 1 << 20, 1 << 20, 4096);
   for (int i = 0; i < 500; i++) app(q);
   drain(q, NULL, NULL);
-  la_outq_stats_t st;
-  la_outq_get_stats(q, &st);
+  la_outq_stats_t st = stats(q);
   assert_true(st.log_segments > 5);
   assert_int_equal(count_segments(f), st.log_segments);
   assert_int_equal(la_outq_ack(q, 500), 0);
-  la_outq_get_stats(q, &st);
+  st = stats(q);
   assert_int_equal(st.log_segments, 1); /* the active one stays */
   assert_int_equal(count_segments(f), 1);
   assert_true(st.log_bytes < 4096);
   la_outq_close(q);
 }
 
+/* Writes records 1..10 to a fresh queue and closes it; the newest log
+ * segment's path goes to seg, its size is returned. */
+static off_t ten_records(fx_t *f, char *seg, size_t len) {
+  la_outq_t *q = open_q(f, 1 << 20, 1 << 20, 0);
+  struct stat sb;
+  for (int i = 0; i < 10; i++) app(q);
+  la_outq_close(q);
+  newest_segment(f, seg, len);
+  assert_int_equal(stat(seg, &sb), 0);
+  return sb.st_size;
+}
+
 static void test_torn_tail_truncated(void **state) {
   fx_t *f = *state;
   char seg[256];
-  la_outq_t *q = open_q(f, 1 << 20, 1 << 20, 0);
-  for (int i = 0; i < 10; i++) app(q);
-  la_outq_close(q);
-  newest_segment(f, seg, sizeof seg);
-  struct stat sb;
-  assert_int_equal(stat(seg, &sb), 0);
+  off_t size = ten_records(f, seg, sizeof seg);
+  la_outq_t *q;
   /* the last record cut in the middle, as a crash during write(2) */
-  assert_int_equal(truncate(seg, sb.st_size - 5), 0);
+  assert_int_equal(truncate(seg, size - 5), 0);
   q = open_q(f, 1 << 20, 1 << 20, 0);
-  la_outq_stats_t st;
-  la_outq_get_stats(q, &st);
+  la_outq_stats_t st = stats(q);
   assert_int_equal(st.replayed, 9);
   assert_true(st.torn_bytes > 0);
   assert_non_null(strstr(f->last, "truncated"));
@@ -251,23 +262,18 @@ static void test_torn_tail_truncated(void **state) {
 static void test_corrupt_record_truncated(void **state) {
   fx_t *f = *state;
   char seg[256];
-  la_outq_t *q = open_q(f, 1 << 20, 1 << 20, 0);
-  for (int i = 0; i < 10; i++) app(q);
-  la_outq_close(q);
-  newest_segment(f, seg, sizeof seg);
-  struct stat sb;
-  assert_int_equal(stat(seg, &sb), 0);
+  off_t size = ten_records(f, seg, sizeof seg);
+  la_outq_t *q;
   int fd = open(seg, O_RDWR);
   assert_true(fd >= 0);
   uint8_t b;
-  off_t at = sb.st_size - 20; /* inside the last record's payload */
+  off_t at = size - 20; /* inside the last record's payload */
   assert_int_equal(pread(fd, &b, 1, at), 1);
   b ^= 0x40;
   assert_int_equal(pwrite(fd, &b, 1, at), 1);
   close(fd);
   q = open_q(f, 1 << 20, 1 << 20, 0);
-  la_outq_stats_t st;
-  la_outq_get_stats(q, &st);
+  la_outq_stats_t st = stats(q);
   assert_int_equal(st.replayed, 9);
   assert_int_equal(drain(q, NULL, NULL), 9);
   la_outq_close(q);
@@ -305,10 +311,9 @@ static void test_taken_and_ranks_recovered(void **state) {
    * checkpoints carry the state */
   for (int i = 0; i < 400; i++) app(q);
   drain(q, NULL, NULL);
-  la_outq_stats_t st;
-  la_outq_get_stats(q, &st);
+  la_outq_stats_t st = stats(q);
   assert_int_equal(la_outq_ack(q, st.last_sent), 0);
-  la_outq_get_stats(q, &st);
+  st = stats(q);
   assert_int_equal(st.log_segments, 1);
   assert_int_equal(st.pending_taken, 1);
   assert_int_equal(st.open_ranks, 1);
@@ -327,7 +332,7 @@ static void test_taken_and_ranks_recovered(void **state) {
   q = open_q(f, 1 << 20, 1 << 20, 4096);
   out[0] = '\0';
   assert_int_equal(la_outq_recovered(q, recovered_cb, out), 0);
-  la_outq_get_stats(q, &st);
+  st = stats(q);
   assert_int_equal(st.replayed, 2);
   la_outq_close(q);
 }
@@ -346,8 +351,7 @@ static void test_log_limit(void **state) {
     }
   }
   assert_true(ok >= 6 && ok < 9);
-  la_outq_stats_t st;
-  la_outq_get_stats(q, &st);
+  la_outq_stats_t st = stats(q);
   assert_int_equal(st.dropped, (uint64_t)refused);
   assert_true(st.log_bytes <= 8192);
   /* a missing record still fits, in the reserve */
@@ -355,12 +359,12 @@ static void test_log_limit(void **state) {
   assert_int_equal(la_outq_taken(q, &k), 0);
   assert_int_equal(la_outq_append(q, LA_OUTQ_MISSING | LA_OUTQ_RESOLVES, &k,
                                   enc, NULL, NULL), 0);
-  la_outq_get_stats(q, &st);
+  st = stats(q);
   assert_int_equal(st.missing, 1);
   assert_int_equal(st.dropped, (uint64_t)refused); /* counted once each */
   /* acknowledged messages make room */
   drain(q, NULL, NULL);
-  la_outq_get_stats(q, &st);
+  st = stats(q);
   assert_int_equal(la_outq_ack(q, st.last_sent), 0);
   assert_int_equal(la_outq_append(q, 0, NULL, enc, &big, NULL), 0);
   la_outq_close(q);
@@ -370,8 +374,7 @@ static void test_memory_limit_zero_reads_log(void **state) {
   fx_t *f = *state;
   la_outq_t *q = open_q(f, 0, 1 << 20, 0);
   for (int i = 0; i < 50; i++) app(q);
-  la_outq_stats_t st;
-  la_outq_get_stats(q, &st);
+  la_outq_stats_t st = stats(q);
   assert_int_equal(st.mem_items, 0);
   assert_int_equal(st.log_items, 50);
   assert_int_equal(drain(q, NULL, NULL), 50);
@@ -385,8 +388,7 @@ static void test_memory_only(void **state) {
   int ok = 0;
   for (int i = 0; i < 10; i++) ok += la_outq_append(q, 0, NULL, enc, NULL,
                                                     NULL) == 0;
-  la_outq_stats_t st;
-  la_outq_get_stats(q, &st);
+  la_outq_stats_t st = stats(q);
   assert_true(ok >= 1 && ok < 10);
   assert_int_equal(st.dropped, (uint64_t)(10 - ok));
   la_outq_key_t k = {"a", 0, 1};

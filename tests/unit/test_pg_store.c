@@ -67,13 +67,6 @@ static int teardown(void **state) {
   return 0;
 }
 
-static void reopen(fx_t *f) {
-  char why[600];
-  la_store_close(f->s);
-  f->s = NULL;
-  assert_int_equal(la_store_open(f->path, 0, &f->s, why, sizeof why), 0);
-}
-
 /* One query on the database, the result checked. */
 static PGresult *raw_query(const char *url, const char *sql, PGconn **c) {
   *c = PQconnectdb(url);
@@ -262,29 +255,25 @@ int main(void) {
   }
   pg_missing = r == 1;
   const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
       cmocka_unit_test(test_pg_sql_rewrite),
-      cmocka_unit_test_setup_teardown(test_pg_open_errors, setup, teardown),
-      cmocka_unit_test_setup_teardown(pg_test_rank_upserts, setup, teardown),
-      cmocka_unit_test_setup_teardown(pg_test_conflicting_nprocs, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(pg_test_trace_idempotent, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(pg_test_trace_before_rank_start, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(pg_test_load_set, setup, teardown),
-      cmocka_unit_test_setup_teardown(pg_test_set_closed, setup, teardown),
-      cmocka_unit_test_setup_teardown(pg_test_open_sets_restart, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(pg_test_queries, setup, teardown),
-      cmocka_unit_test_setup_teardown(pg_test_agent_seq, setup, teardown),
-      cmocka_unit_test_setup_teardown(pg_test_robust_round_trip, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(pg_test_missing_records, setup, teardown),
-      cmocka_unit_test_setup_teardown(pg_test_injected_commit_failure, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_pg_two_writers, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_pg_reconnect, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_pg_element_ids, setup, teardown),
+      T(test_pg_open_errors),
+      T(pg_test_rank_upserts),
+      T(pg_test_conflicting_nprocs),
+      T(pg_test_trace_idempotent),
+      T(pg_test_trace_before_rank_start),
+      T(pg_test_load_set),
+      T(pg_test_set_closed),
+      T(pg_test_open_sets_restart),
+      T(pg_test_queries),
+      T(pg_test_agent_seq),
+      T(pg_test_robust_round_trip),
+      T(pg_test_missing_records),
+      T(pg_test_injected_commit_failure),
+      T(test_pg_two_writers),
+      T(test_pg_reconnect),
+      T(test_pg_element_ids),
+#undef T
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   la_test_pg_stop(pg_server);

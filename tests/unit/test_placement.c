@@ -19,16 +19,10 @@
 
 #include "la.h"
 #include "la_test_daemon.h"
+#include "la_test_stack.h"
 
 #define WAIT_MS 20000
-#define CHECK(c, ...)                                                        \
-  do {                                                                       \
-    if (!(c)) {                                                              \
-      print_error(__VA_ARGS__);                                              \
-      print_error("\n");                                                     \
-      fail_msg("%s", #c);                                                    \
-    }                                                                        \
-  } while (0)
+#define CHECK(c, ...) LA_TD_CHECK((void)0, c, __VA_ARGS__)
 
 static la_test_daemon_t *start_agent(const char *cpus, const char *nice) {
   la_test_daemon_t *d = la_td_new("la-localagent");
@@ -36,17 +30,15 @@ static la_test_daemon_t *start_agent(const char *cpus, const char *nice) {
     print_message("skip: la-localagent not built\n");
     skip();
   }
-  static char a[4][700];
   char pf[600], spool[600];
+  la_td_argv_t a;
   la_td_path(d, "port", pf, sizeof pf);
   la_td_path(d, "spool", spool, sizeof spool);
-  snprintf(a[0], sizeof a[0], "--agent.port_file=%s", pf);
-  snprintf(a[1], sizeof a[1], "--global.spool_dir=%s", spool);
-  snprintf(a[2], sizeof a[2], "--agent.cpus=%s", cpus);
-  snprintf(a[3], sizeof a[3], "--agent.worker_nice=%s", nice);
-  const char *args[] = {"--agent.listen=127.0.0.1:0", a[0], a[1], a[2], a[3],
-                        "--global.address=", NULL};
-  CHECK(la_td_start(d, args, pf, WAIT_MS) > 0, "la-localagent did not start");
+  la_td_argv_init(&a);
+  la_ts_la_args(&a, pf, spool, "", NULL); /* no GlobalAgent */
+  la_td_argv_add(&a, "--agent.cpus=%s", cpus);
+  la_td_argv_add(&a, "--agent.worker_nice=%s", nice);
+  CHECK(la_td_start(d, a.v, pf, WAIT_MS) > 0, "la-localagent did not start");
   return d;
 }
 

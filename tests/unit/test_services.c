@@ -17,7 +17,8 @@
  *    listens on the notify socket: READY=1 with a STATUS= naming the ports,
  *    which answer; WATCHDOG=1 pings; RELOADING=1 then READY=1 on SIGHUP;
  *    STOPPING=1 and exit 0 on SIGTERM. Every system call the daemon made
- *    (strace) is one the unit's SystemCallFilter= allows.
+ *    (strace) is one the unit's SystemCallFilter= allows; again with the
+ *    metrics endpoint on and scraped once (libmicrohttpd's thread).
  *  - --check-config names each problem it finds in the files and
  *    directories a configuration names.
  *
@@ -166,16 +167,25 @@ static void need_analyze(void) {
   }
 }
 
+static const char *const services[] = {"la-globalagent.service",
+                                       "la-localagent.service"};
+
+/* `systemd-analyze VERB --root=ROOT UNIT` (verb with its options) on
+ * installed unit `unit`, stdout and stderr into out; its exit status. */
+static int analyze(const char *verb, const char *unit, char *out, size_t len) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "systemd-analyze %s --root='%s' '%s/%s' 2>&1", verb,
+           T.root, T.units, unit);
+  return run(cmd, out, len);
+}
+
 static void test_verify(void **state) {
   (void)state;
   need_analyze();
-  const char *units[] = {"la-globalagent.service", "la-localagent.service"};
   for (int i = 0; i < 2; i++) {
-    char cmd[1200], out[8192];
-    snprintf(cmd, sizeof cmd, "systemd-analyze verify --root='%s' '%s/%s' 2>&1",
-             T.root, T.units, units[i]);
-    int rc = run(cmd, out, sizeof out);
-    if (rc != 0 || out[0]) fprintf(stderr, "%s:\n%s\n", units[i], out);
+    char out[8192];
+    int rc = analyze("verify", services[i], out, sizeof out);
+    if (rc != 0 || out[0]) fprintf(stderr, "%s:\n%s\n", services[i], out);
     assert_int_equal(rc, 0);
     assert_string_equal(out, ""); /* not even a warning */
   }
@@ -184,21 +194,16 @@ static void test_verify(void **state) {
 static void test_exposure(void **state) {
   (void)state;
   need_analyze();
-  const char *units[] = {"la-globalagent.service", "la-localagent.service"};
   for (int i = 0; i < 2; i++) {
-    char cmd[1200], out[32768];
-    snprintf(cmd, sizeof cmd,
-             "systemd-analyze security --offline=true --root='%s' '%s/%s' "
-             "2>&1",
-             T.root, T.units, units[i]);
-    run(cmd, out, sizeof out);
+    char out[32768];
+    analyze("security --offline=true", services[i], out, sizeof out);
     char *line = strstr(out, "Overall exposure level for ");
-    if (!line) fprintf(stderr, "%s:\n%s\n", units[i], out);
+    if (!line) fprintf(stderr, "%s:\n%s\n", services[i], out);
     assert_non_null(line);
     char *colon = strchr(line, ':');
     assert_non_null(colon);
     double level = strtod(colon + 1, NULL);
-    print_message("%s: exposure %.1f\n", units[i], level);
+    print_message("%s: exposure %.1f\n", services[i], level);
     if (level > MAX_EXPOSURE) fprintf(stderr, "%s\n", out);
     assert_true(level <= MAX_EXPOSURE);
   }
@@ -315,6 +320,39 @@ static int port_answers(const char *addr) {
   return rc;
 }
 
+/* GET /metrics from 127.0.0.1:port; 0 when the answer is a 200 whose body
+ * has the counter `want`, else -1 (the reply's start in got). */
+static int http_metrics(int port, const char *want, char *got, size_t len) {
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons((uint16_t)port)};
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  got[0] = '\0';
+  if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a) != 0) {
+    if (s >= 0) close(s);
+    snprintf(got, len, "connect: %s", strerror(errno));
+    return -1;
+  }
+  const char req[] = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
+  if (write(s, req, sizeof req - 1) != (ssize_t)(sizeof req - 1)) {
+    close(s);
+    return -1;
+  }
+  static char body[1 << 18];
+  size_t n = 0;
+  ssize_t k;
+  while (n + 1 < sizeof body &&
+         (k = read(s, body + n, sizeof body - 1 - n)) > 0)
+    n += (size_t)k;
+  close(s);
+  body[n] = '\0';
+  snprintf(got, len, "%.200s", body);
+  return strncmp(body, "HTTP/1.", 7) == 0 && strstr(body, " 200 ") &&
+                 strstr(body, want)
+             ? 0
+             : -1;
+}
+
 /* Adds " name " for every system call of group (recursively) to set. */
 static void filter_group(const char *group, char *set, size_t len) {
   char cmd[256], out[16384];
@@ -419,7 +457,8 @@ static void mkdir_for(const char *path, mode_t mode, uid_t uid) {
 }
 
 /* Starts unit name as systemd would (see the file's comment). */
-static void start_unit(const char *name, service_t *sv, uid_t uid, int traced) {
+static void start_unit(const char *name, service_t *sv, uid_t uid, int traced,
+                       int metrics) {
   unit_t u;
   read_unit(name, &u);
   memset(sv, 0, sizeof *sv);
@@ -455,6 +494,7 @@ static void start_unit(const char *name, service_t *sv, uid_t uid, int traced) {
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
   assert_true(strlen(sv->base) < 90);
   snprintf(sa.sun_path, sizeof sa.sun_path, "%.90s/notify", sv->base);
+  unlink(sa.sun_path); /* an earlier start of the same unit's */
   assert_int_equal(bind(sv->notify, (struct sockaddr *)&sa, sizeof sa), 0);
   chmod(sa.sun_path, 0777);
   snprintf(sv->trace, sizeof sv->trace, "%s/trace", sv->base);
@@ -516,6 +556,15 @@ static void start_unit(const char *name, service_t *sv, uid_t uid, int traced) {
       n += (size_t)snprintf(o + n, 1024 - n, "%s", rep ? rep : one);
     }
     argv[argc++] = words[nw++];
+  }
+  static char o_mport[600];
+  if (metrics) { /* the metrics endpoint on: its thread's calls traced too */
+    char mdir[300];
+    snprintf(mdir, sizeof mdir, "%s/metrics", sv->base);
+    mkdir_for(mdir, 0755, uid);
+    snprintf(o_mport, sizeof o_mport, "--metrics.port_file=%s/port", mdir);
+    argv[argc++] = "--metrics.listen=127.0.0.1:0";
+    argv[argc++] = o_mport;
   }
   argv[argc] = NULL;
   (void)ids;
@@ -606,7 +655,7 @@ static pid_t daemon_pid(const service_t *sv, const char *bin) {
  * its system calls. ports: the STATUS= words that are addresses follow
  * these prefixes. */
 static void service_lifecycle(const char *unit, const char *bin,
-                              const char *const *addr_prefixes) {
+                              const char *const *addr_prefixes, int metrics) {
   if (geteuid() != 0) {
     print_message("skip: starting a unit's daemon as its user needs root\n");
     skip();
@@ -633,7 +682,7 @@ static void service_lifecycle(const char *unit, const char *bin,
            "ldd '%s' | grep -q -e libasan -e libtsan -e libubsan", bin_path);
   int traced = run(cmd, NULL, 0) != 0;
   service_t sv;
-  start_unit(unit, &sv, throwaway_uid(), traced);
+  start_unit(unit, &sv, throwaway_uid(), traced, metrics);
   SV_CHECK(
       &sv,
       wait_notify(sv.notify, "READY=1", sv.msgs, sizeof sv.msgs, WAIT_MS) == 0,
@@ -649,6 +698,19 @@ static void service_lifecycle(const char *unit, const char *bin,
     sscanf(a + strlen(addr_prefixes[i]), "%63[0-9.:]", addr);
     SV_CHECK(&sv, port_answers(addr) == 0, "%s: %s does not answer", unit,
              addr);
+  }
+  if (metrics) { /* a scrape, so the HTTP thread accepts, reads, writes */
+    char pf[800], got[256] = "";
+    snprintf(pf, sizeof pf, "cat '%s/metrics/port'", sv.base);
+    char portbuf[32] = "";
+    SV_CHECK(&sv, run(pf, portbuf, sizeof portbuf) == 0 && atoi(portbuf) > 0,
+             "%s: no metrics port file", unit);
+    int ok = -1;
+    for (int i = 0; i < 50 && ok != 0; i++) { /* first publish: interval */
+      ok = http_metrics(atoi(portbuf), "_info{", got, sizeof got);
+      if (ok != 0) usleep(100000);
+    }
+    SV_CHECK(&sv, ok == 0, "%s: GET /metrics failed: %s", unit, got);
   }
   SV_CHECK(
       &sv,
@@ -700,13 +762,27 @@ static void service_lifecycle(const char *unit, const char *bin,
 static void test_globalagent_unit(void **state) {
   (void)state;
   const char *addrs[] = {"agents on ", "feed on ", NULL};
-  service_lifecycle("la-globalagent.service", "la-globalagent", addrs);
+  service_lifecycle("la-globalagent.service", "la-globalagent", addrs, 0);
+}
+
+/* The same with the metrics endpoint on: libmicrohttpd's thread stays
+ * within the unit's SystemCallFilter= too. */
+static void test_globalagent_unit_metrics(void **state) {
+  (void)state;
+  const char *addrs[] = {"agents on ", "feed on ", NULL};
+  service_lifecycle("la-globalagent.service", "la-globalagent", addrs, 1);
 }
 
 static void test_localagent_unit(void **state) {
   (void)state;
   const char *addrs[] = {"listening on ", NULL};
-  service_lifecycle("la-localagent.service", "la-localagent", addrs);
+  service_lifecycle("la-localagent.service", "la-localagent", addrs, 0);
+}
+
+static void test_localagent_unit_metrics(void **state) {
+  (void)state;
+  const char *addrs[] = {"listening on ", NULL};
+  service_lifecycle("la-localagent.service", "la-localagent", addrs, 1);
 }
 
 /* ------------------------------------------------------ --check-config -- */
@@ -820,6 +896,8 @@ int main(void) {
       cmocka_unit_test(test_check_config),
       cmocka_unit_test(test_globalagent_unit),
       cmocka_unit_test(test_localagent_unit),
+      cmocka_unit_test(test_globalagent_unit_metrics),
+      cmocka_unit_test(test_localagent_unit_metrics),
   };
   return cmocka_run_group_tests_name("services", tests, setup, teardown);
 }

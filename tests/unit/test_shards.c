@@ -65,10 +65,6 @@ static void dump_logs(void) {
 
 #define CHECK(cond, ...) LA_TD_CHECK(dump_logs(), cond, __VA_ARGS__)
 
-static int group_setup(void **state) {
-  return la_td_prepare();
-}
-
 static int teardown(void **state) {
   la_client_close(T.sub);
   for (int i = 0; i < NAPP; i++)
@@ -162,32 +158,18 @@ static char mpiexec[600], wavetoy[1100];
 /* Starts app's MPMD wavetoy run in the background in its own process
  * group: ranks 0-1 on nodeA's LocalAgent, 2-3 on nodeB's. */
 static void spawn_app(int k, const char *outf) {
-  char st[32], nn[32], ag[NLA][100], id[200], per[40];
-  snprintf(st, sizeof st, "%d", STEPS);
-  snprintf(nn, sizeof nn, "%d", WT_N);
+  char ag[NLA][100], id[200], per[40];
   snprintf(id, sizeof id, "LA_APP_ID=%s", T.app[k]);
   snprintf(per, sizeof per, "LA_PERIOD=%d", PERIOD);
-  const char *v[40];
-  int n = 0;
-  v[n++] = mpiexec;
+  la_td_argv_t v;
+  la_td_argv_init(&v);
+  la_td_argv_add(&v, "%s", mpiexec);
   for (int i = 0; i < NLA; i++) {
-    if (i) v[n++] = ":";
     snprintf(ag[i], sizeof ag[i], "LA_AGENT=%s", T.la_addr[i]);
-    v[n++] = "-n";
-    v[n++] = "2";
-    v[n++] = "env";
-    v[n++] = ag[i];
-    v[n++] = id;
-    v[n++] = per;
-    v[n++] = "LA_BUFFERS=16";
-    v[n++] = wavetoy;
-    v[n++] = "--n";
-    v[n++] = nn;
-    v[n++] = "--steps";
-    v[n++] = st;
+    const char *env[] = {ag[i], id, per, "LA_BUFFERS=16", NULL};
+    la_test_wavetoy_ranks(&v, i > 0, 2, env, wavetoy, WT_N, STEPS);
   }
-  v[n] = NULL;
-  pid_t pid = la_test_spawn_group(v, NULL, outf);
+  pid_t pid = la_test_spawn_group(v.v, NULL, outf);
   assert_true(pid > 0);
   T.bg[k] = pid;
 }
@@ -295,14 +277,10 @@ static void test_shards_kill_one(void **state) {
     CHECK(st == 0, "wavetoy of %s exited %d", T.app[k], st);
   }
   /* everything ends, is acknowledged (by the surviving shard) and closed */
-  for (int i = 0; i < NLA; i++) {
-    long long e2 = la_td_now_ms() + WAIT_MS;
-    while (la_td_status_ll(T.la[i], "queue_items") != 0) {
-      CHECK(la_td_now_ms() < e2, "LocalAgent %d still holds %lld messages", i,
-            la_td_status_ll(T.la[i], "queue_items"));
-      la_td_nap_ms(50);
-    }
-  }
+  for (int i = 0; i < NLA; i++)
+    CHECK(la_td_wait_status_at_most(T.la[i], "queue_items", 0, WAIT_MS) == 0,
+          "LocalAgent %d still holds %lld messages", i,
+          la_td_status_ll(T.la[i], "queue_items"));
   db_wait(2 * NAPP * 2, "SELECT count(*) FROM ranks WHERE ended = 1");
   db_wait(1,
           "SELECT CASE WHEN count(*) = 0 THEN 1 ELSE 0 END FROM "
@@ -386,5 +364,5 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_shards_kill_one, teardown),
   };
-  return cmocka_run_group_tests(tests, group_setup, NULL);
+  return cmocka_run_group_tests(tests, la_td_group_setup, NULL);
 }

@@ -21,33 +21,28 @@
 #include <cmocka.h>
 
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ipc.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "la.h"
 #include "la_internal.h"
 #include "la_shm_layout.h"
+#include "la_test_child.h"
 
 #define HLEN ((uint64_t)sizeof(la_shm_header_t))
 #define NONCE 0x5eed5eed12345678ULL
 
 /* ------------------------------------------------------------- helpers */
 
-/* A segment-sized, 64-byte aligned heap buffer with its header filled the
- * way la__ipc_create fills it. */
-static la_shm_header_t *make_segment(uint64_t n, uint32_t k,
-                                     uint64_t *bytes) {
-  uint64_t size = la_shm_segment_size(n, k);
-  la_shm_header_t *h = aligned_alloc(LA_SHM_ALIGN, size);
-  assert_non_null(h);
-  memset(h, 0, size);
+/* Fills every header field but magic the way la__ipc_create does, for a
+ * segment of `size` bytes with k buffers of n elements. */
+static void fill_header(la_shm_header_t *h, uint64_t n, uint32_t k,
+                        uint64_t size) {
   h->version = LA_SHM_VERSION;
   h->header_len = sizeof *h;
   h->n_elements = n;
@@ -57,6 +52,16 @@ static la_shm_header_t *make_segment(uint64_t n, uint32_t k,
   h->buffer_stride = la_shm_buffer_stride(n);
   h->segment_size = size;
   h->n_channels = 1;
+}
+
+/* A segment-sized, 64-byte aligned heap buffer with its header filled the
+ * way la__ipc_create fills it. */
+static la_shm_header_t *make_segment(uint64_t n, uint32_t k, uint64_t *bytes) {
+  uint64_t size = la_shm_segment_size(n, k);
+  la_shm_header_t *h = aligned_alloc(LA_SHM_ALIGN, size);
+  assert_non_null(h);
+  memset(h, 0, size);
+  fill_header(h, n, k, size);
   h->magic = LA_SHM_MAGIC;
   *bytes = size;
   return h;
@@ -519,35 +524,21 @@ static void test_sysv_segment_two_processes(void **state) {
   assert_int_equal(ds.shm_segsz, size);
   la_shm_header_t *h = shmat(g_shm, NULL, 0);
   assert_true(h != (void *)-1);
-  h->version = LA_SHM_VERSION;
-  h->header_len = sizeof *h;
-  h->n_elements = n;
-  h->n_buffers = k;
-  h->creator_pid = (int32_t)getpid();
-  h->nonce = NONCE;
-  h->buffer_stride = la_shm_buffer_stride(n);
-  h->segment_size = size;
-  h->n_channels = 1;
+  fill_header(h, n, k, size);
   __atomic_store_n(&h->magic, LA_SHM_MAGIC, __ATOMIC_RELEASE);
 
-  fflush(NULL);
-  pid_t pid = fork();
+  pid_t pid = la_test_fork();
   assert_true(pid >= 0);
   if (pid == 0) {
-    /* cmocka's handlers would resume the test run in the child */
-    signal(SIGSEGV, SIG_DFL);
-    signal(SIGBUS, SIG_DFL);
-    signal(SIGABRT, SIG_DFL);
     shmdt(h); /* attach afresh, as an unrelated process would */
     _exit(child_main(g_shm, n, k, NONCE));
   }
-  int st = 0;
-  assert_int_equal(waitpid(pid, &st, 0), pid);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    fail_msg("child failed: %s %d (10 shmat, 11 stat, 12 check refused, "
-             "13/14 wrong nonce/count accepted, 15 pid, 16 alignment)",
-             WIFEXITED(st) ? "exit" : "signal",
-             WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+  int st = la_test_wait(pid);
+  if (st != 0)
+    fail_msg(
+        "child failed: %s %d (10 shmat, 11 stat, 12 check refused, "
+        "13/14 wrong nonce/count accepted, 15 pid, 16 alignment)",
+        st >= 1000 ? "signal" : "exit", st >= 1000 ? st - 1000 : st);
   /* the parent sees what the child wrote */
   for (uint32_t i = 0; i < k; i++) {
     double *v = la_shm_values(h, i);

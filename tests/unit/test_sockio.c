@@ -283,6 +283,29 @@ static void test_connect_timeout(void **state) {
 
 /* ------------------------------------------------------- send / receive */
 
+/* The packed frame of build_register()'s message (caller frees). */
+static uint8_t *register_frame(size_t *flen) {
+  La__RegisterRequest r;
+  uint8_t *f = NULL;
+  build_register(&r);
+  assert_int_equal(la_frame_pack(T_REG, &r.base, &f, flen), 0);
+  return f;
+}
+
+/* la_recv_msg on fd (frames up to max bytes, timeout_ms) that must give a
+ * message of type `type`; returns it (caller frees). */
+static ProtobufCMessage *recv_ok(int fd, uint32_t max, int timeout_ms,
+                                 uint16_t type) {
+  uint16_t t = 0;
+  ProtobufCMessage *m = NULL;
+  char why[256] = "";
+  int rc = la_recv_msg(fd, max, timeout_ms, &t, &m, why, sizeof why);
+  if (rc) fail_msg("recv: %d %s", rc, why);
+  assert_int_equal(t, type);
+  assert_non_null(m);
+  return m;
+}
+
 static void test_send_recv_roundtrip(void **state) {
   int c, s;
   tcp_pair(&c, &s);
@@ -301,12 +324,7 @@ static void test_send_recv_roundtrip(void **state) {
   assert_int_equal(la_send_msg(s, T_REPLY, &rep.base, 5000), 0);
   assert_int_equal(la_send_msg(s, T_ACK, &ack.base, 5000), 0);
 
-  uint16_t t = 0;
-  ProtobufCMessage *m = NULL;
-  char why[256] = "";
-  int rc = la_recv_msg(s, 1 << 16, 5000, &t, &m, why, sizeof why);
-  if (rc) fail_msg("recv: %d %s", rc, why);
-  assert_int_equal(t, T_REG);
+  ProtobufCMessage *m = recv_ok(s, 1 << 16, 5000, T_REG);
   La__RegisterRequest *g = (void *)m;
   assert_string_equal(g->app_id, "job-5");
   assert_string_equal(g->app_name, "heat");
@@ -318,16 +336,12 @@ static void test_send_recv_roundtrip(void **state) {
   la_msg_free(m);
 
   /* two frames queued back to back come out one at a time */
-  m = NULL;
-  assert_int_equal(la_recv_msg(c, 1 << 16, 5000, &t, &m, why, sizeof why), 0);
-  assert_int_equal(t, T_REPLY);
+  m = recv_ok(c, 1 << 16, 5000, T_REPLY);
   assert_int_equal(((La__RegisterReply *)m)->status, LA_EREFUSED);
   assert_string_equal(((La__RegisterReply *)m)->message,
                       "nonce does not match");
   la_msg_free(m);
-  m = NULL;
-  assert_int_equal(la_recv_msg(c, 1 << 16, 5000, &t, &m, why, sizeof why), 0);
-  assert_int_equal(t, T_ACK);
+  m = recv_ok(c, 1 << 16, 5000, T_ACK);
   assert_int_equal(((La__Ack *)m)->seq, 77);
   la_msg_free(m);
   close(c);
@@ -339,13 +353,7 @@ static void test_recv_empty_payload(void **state) {
   tcp_pair(&c, &s);
   La__Finalize f = LA__FINALIZE__INIT;
   assert_int_equal(la_send_msg(c, T_FIN, &f.base, 5000), 0);
-  uint16_t t;
-  ProtobufCMessage *m = NULL;
-  char why[128];
-  assert_int_equal(la_recv_msg(s, 1024, 5000, &t, &m, why, sizeof why), 0);
-  assert_int_equal(t, T_FIN);
-  assert_non_null(m);
-  la_msg_free(m);
+  la_msg_free(recv_ok(s, 1024, 5000, T_FIN));
   close(c);
   close(s);
 }
@@ -431,21 +439,13 @@ static void *dribble_thread(void *arg) {
 static void test_recv_dribbled_frame(void **state) {
   int c, s;
   tcp_pair(&c, &s);
-  La__RegisterRequest r;
-  build_register(&r);
-  uint8_t *f;
   size_t flen;
-  assert_int_equal(la_frame_pack(T_REG, &r.base, &f, &flen), 0);
+  uint8_t *f = register_frame(&flen);
   dribble_t d = {.fd = c, .p = f, .n = flen, .gap_us = 500};
   pthread_t th;
   assert_int_equal(pthread_create(&th, NULL, dribble_thread, &d), 0);
-  uint16_t t;
-  ProtobufCMessage *m = NULL;
-  char why[256] = "";
-  int rc = la_recv_msg(s, 4096, 10000, &t, &m, why, sizeof why);
+  ProtobufCMessage *m = recv_ok(s, 4096, 10000, T_REG);
   pthread_join(th, NULL);
-  if (rc) fail_msg("recv of a dribbled frame: %d %s", rc, why);
-  assert_int_equal(t, T_REG);
   assert_int_equal(((La__RegisterRequest *)m)->n_elements, 1000);
   la_msg_free(m);
   free(f);
@@ -467,13 +467,19 @@ static int recv_fails(int s, uint32_t max, int timeout_ms, uint64_t *ms) {
   return rc;
 }
 
+/* la_recv_msg on s times out after timeout_ms: not before min_ms, and
+ * within SLACK_MS after the limit. */
+static void expect_recv_timeout(int s, int timeout_ms, uint64_t min_ms) {
+  uint64_t ms;
+  assert_int_equal(recv_fails(s, 4096, timeout_ms, &ms), LA_ETIMEDOUT);
+  assert_true(ms >= min_ms);
+  assert_true(ms < (uint64_t)timeout_ms + SLACK_MS);
+}
+
 static void test_recv_timeout_silent_peer(void **state) {
   int c, s;
   tcp_pair(&c, &s);
-  uint64_t ms;
-  assert_int_equal(recv_fails(s, 4096, 300, &ms), LA_ETIMEDOUT);
-  assert_true(ms >= 250);
-  assert_true(ms < 300 + SLACK_MS);
+  expect_recv_timeout(s, 300, 250);
   close(c);
   close(s);
 }
@@ -483,27 +489,18 @@ static void test_recv_timeout_mid_frame(void **state) {
    * deadline, so it ends after about the time limit, not twice it */
   int c, s;
   tcp_pair(&c, &s);
-  La__RegisterRequest r;
-  build_register(&r);
-  uint8_t *f;
   size_t flen;
-  assert_int_equal(la_frame_pack(T_REG, &r.base, &f, &flen), 0);
+  uint8_t *f = register_frame(&flen);
   send_raw(c, f, LA_FRAME_HEADER_LEN + (flen - LA_FRAME_HEADER_LEN) / 2);
-  uint64_t ms;
-  assert_int_equal(recv_fails(s, 4096, 400, &ms), LA_ETIMEDOUT);
-  assert_true(ms >= 300);
-  assert_true(ms < 400 + SLACK_MS);
+  expect_recv_timeout(s, 400, 300);
   free(f);
   close(c);
   close(s);
 }
 
 static void test_recv_peer_closes(void **state) {
-  La__RegisterRequest r;
-  build_register(&r);
-  uint8_t *f;
   size_t flen;
-  assert_int_equal(la_frame_pack(T_REG, &r.base, &f, &flen), 0);
+  uint8_t *f = register_frame(&flen);
   /* cut after 0 bytes, inside the header, after the header, mid-payload,
    * one byte short */
   const size_t cuts[] = {0, 3, LA_FRAME_HEADER_LEN, LA_FRAME_HEADER_LEN + 10,
@@ -582,8 +579,7 @@ static void test_recv_garbage_and_invalid(void **state) {
   /* the framing stayed in step: the next good frame is read */
   build_register(&r);
   assert_int_equal(la_send_msg(c, T_REG, &r.base, 5000), 0);
-  assert_int_equal(la_recv_msg(s, 4096, 5000, &t, &m, why, sizeof why), 0);
-  la_msg_free(m);
+  la_msg_free(recv_ok(s, 4096, 5000, T_REG));
   close(c);
   close(s);
 }

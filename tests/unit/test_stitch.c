@@ -62,6 +62,13 @@ static int teardown(void **state) {
   return 0;
 }
 
+/* The stitcher's counters now. */
+static la_stitch_stats_t stats(la_stitch_t *st) {
+  la_stitch_stats_t s;
+  la_stitch_get_stats(st, &s);
+  return s;
+}
+
 static void test_complete_when_all_ranks_arrive(void **state) {
   la_stitch_t *st = *state;
   assert_int_equal(la_stitch_add(st, "a", 4, 2, 7, 0), LA_STITCH_NEW);
@@ -76,8 +83,7 @@ static void test_complete_when_all_ranks_arrive(void **state) {
   assert_int_equal(log_[0].n_missing, 0);
   /* a resend after completion: late, and no new set is opened */
   assert_int_equal(la_stitch_add(st, "a", 4, 1, 7, 5), LA_STITCH_LATE);
-  la_stitch_stats_t s;
-  la_stitch_get_stats(st, &s);
+  la_stitch_stats_t s = stats(st);
   assert_int_equal(s.open, 0);
   assert_int_equal(s.complete, 1);
   assert_int_equal(s.duplicates, 1);
@@ -92,9 +98,7 @@ static void test_sets_are_per_app_and_cycle(void **state) {
   la_stitch_add(st, "b", 2, 1, 1, 0);
   assert_int_equal(nlog, 1);
   assert_string_equal(log_[0].app, "b");
-  la_stitch_stats_t s;
-  la_stitch_get_stats(st, &s);
-  assert_int_equal(s.open, 2);
+  assert_int_equal(stats(st).open, 2);
 }
 
 static void test_timeout_closes_partial_with_missing_ranks(void **state) {
@@ -122,9 +126,7 @@ static void test_app_end_closes_its_sets(void **state) {
   assert_int_equal(nlog, 2);
   assert_string_equal(log_[0].app, "a");
   assert_string_equal(log_[1].app, "a");
-  la_stitch_stats_t s;
-  la_stitch_get_stats(st, &s);
-  assert_int_equal(s.open, 1);
+  assert_int_equal(stats(st).open, 1);
 }
 
 static void test_limit_evicts_oldest(void **state) {
@@ -135,8 +137,7 @@ static void test_limit_evicts_oldest(void **state) {
   assert_int_equal(log_[0].tag, 0);
   assert_int_equal(log_[1].tag, 1);
   assert_false(log_[0].complete);
-  la_stitch_stats_t s;
-  la_stitch_get_stats(st, &s);
+  la_stitch_stats_t s = stats(st);
   assert_int_equal(s.evicted, 2);
   assert_int_equal(s.open, 3);
 }
@@ -148,8 +149,7 @@ static void test_memory_cap_evicts_oldest(void **state) {
   const uint32_t np = 1000000; /* 125,000 bitmap bytes per set */
   la_stitch_set_max_memory(st, 400000);
   for (uint64_t c = 0; c < 10; c++) la_stitch_add(st, "big", np, 7, c, c);
-  la_stitch_stats_t s;
-  la_stitch_get_stats(st, &s);
+  la_stitch_stats_t s = stats(st);
   assert_int_equal(s.open, 3);
   assert_true(s.open_bytes <= 400000);
   assert_int_equal(s.evicted, 7);
@@ -160,7 +160,7 @@ static void test_memory_cap_evicts_oldest(void **state) {
   /* one set larger than the cap alone is still kept */
   la_stitch_set_max_memory(st, 1000);
   assert_int_equal(la_stitch_add(st, "big", np, 1, 10, 10), LA_STITCH_NEW);
-  la_stitch_get_stats(st, &s);
+  s = stats(st);
   assert_int_equal(s.open, 1);
   assert_int_equal(la_stitch_is_open(st, "big", 10), 1);
   assert_int_equal(la_stitch_is_open(st, "big", 9), 0);
@@ -195,8 +195,7 @@ static void test_many_ranks_and_sets(void **state) {
       assert_int_equal(
           la_stitch_add(st, "big", 130, (r * 7 + (uint32_t)c) % 130, c, c),
           LA_STITCH_NEW);
-  la_stitch_stats_t s;
-  la_stitch_get_stats(st, &s);
+  la_stitch_stats_t s = stats(st);
   assert_int_equal(s.complete, 2000);
   assert_int_equal(s.open, 0);
 }
@@ -214,8 +213,7 @@ static void test_late_after_cache_forgot(void **state) {
     assert_int_equal(la_stitch_expire(st, c + 10, 10), 1);
   }
   assert_int_equal(nlog, 100);
-  la_stitch_stats_t s;
-  la_stitch_get_stats(st, &s);
+  la_stitch_stats_t s = stats(st);
   assert_int_equal(s.closed_cached, 4);
   assert_int_equal(s.closed_evicted, 96);
   uint64_t opened = s.opened;
@@ -223,7 +221,7 @@ static void test_late_after_cache_forgot(void **state) {
   assert_int_equal(la_stitch_add(st, "a", 3, 2, 0, 1000), LA_STITCH_LATE);
   assert_int_equal(la_stitch_expire(st, 1000000, 10), 0);
   assert_int_equal(nlog, 100);
-  la_stitch_get_stats(st, &s);
+  s = stats(st);
   assert_int_equal(s.open, 0);
   assert_int_equal(s.opened, opened);
   assert_int_equal(s.late, 2);
@@ -241,8 +239,7 @@ static void test_lookup_error_opens_nothing(void **state) {
   la_stitch_set_lookup(st, fake_lookup, NULL);
   lookups_fail = 1;
   assert_int_equal(la_stitch_add(st, "a", 2, 0, 1, 0), LA_EIO);
-  la_stitch_stats_t s;
-  la_stitch_get_stats(st, &s);
+  la_stitch_stats_t s = stats(st);
   assert_int_equal(s.open, 0);
   lookups_fail = 0;
   assert_int_equal(la_stitch_add(st, "a", 2, 0, 1, 0), LA_STITCH_NEW);

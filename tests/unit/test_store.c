@@ -50,6 +50,14 @@ typedef struct fx {
 
 /* ------------------------------------------------------------- helpers -- */
 
+/* Closes the store and opens it again (a file or a PostgreSQL URL). */
+static void reopen(fx_t *f) {
+  char why[600];
+  la_store_close(f->s);
+  f->s = NULL;
+  assert_int_equal(la_store_open(f->path, 0, &f->s, why, sizeof why), 0);
+}
+
 /* test_pg_store.c runs cases of this file against PostgreSQL: it brings
  * its own fixture and raw_* helpers (TEST_STORE_PG). */
 #ifndef TEST_STORE_PG
@@ -76,13 +84,6 @@ static int teardown(void **state) {
   nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
   free(f);
   return 0;
-}
-
-static void reopen(fx_t *f) {
-  char why[256];
-  la_store_close(f->s);
-  f->s = NULL;
-  assert_int_equal(la_store_open(f->path, 0, &f->s, why, sizeof why), 0);
 }
 
 /* Runs SQL on the file directly (as a user or a fault would). */
@@ -1557,6 +1558,17 @@ static void missing_reason(fx_t *f, const char *app, uint64_t tag,
  * LocalAgent's record is idempotent and beats the GlobalAgent's inferred
  * one, a trace beats both (also when it comes later), a rank that ended
  * gets "rank ended before this cycle", and sets load with the reasons. */
+/* Records rank's cycle 5 of app "m" as missing (from_agent and seq as
+ * la_store_missing takes them) and checks it succeeded and whether it
+ * wrote or replaced a record. */
+static void missing_5(la_store_t *s, uint32_t rank, const char *reason,
+                      int from_agent, uint64_t seq, int written) {
+  int nw = -1;
+  assert_int_equal(
+      la_store_missing(s, "m", 5, rank, reason, from_agent, seq, &nw), 0);
+  assert_int_equal(nw, written);
+}
+
 static void test_missing_records(void **state) {
   fx_t *f = *state;
   la_store_t *s = f->s;
@@ -1566,25 +1578,19 @@ static void test_missing_records(void **state) {
     assert_int_equal(put_rank_start(s, "m", r, 3, 100), 0);
   assert_int_equal(put_trace(s, "m", 0, 5, NULL), 0);
   /* the LocalAgent's record, then its resend */
-  assert_int_equal(la_store_missing(s, "m", 5, 1, "skipped", 1, 7, &nw), 0);
-  assert_int_equal(nw, 1);
-  assert_int_equal(la_store_missing(s, "m", 5, 1, "skipped", 1, 7, &nw), 0);
-  assert_int_equal(nw, 0);
+  missing_5(s, 1, "skipped", 1, 7, 1);
+  missing_5(s, 1, "skipped", 1, 7, 0);
   /* the GlobalAgent's inference does not replace it... */
-  assert_int_equal(la_store_missing(s, "m", 5, 1, "timeout", 0, 0, &nw), 0);
-  assert_int_equal(nw, 0);
+  missing_5(s, 1, "timeout", 0, 0, 0);
   missing_reason(f, "m", 5, 1, why, sizeof why);
   assert_string_equal(why, "skipped");
   /* ...but a LocalAgent's record replaces an inferred one */
-  assert_int_equal(la_store_missing(s, "m", 5, 2, "timeout", 0, 0, &nw), 0);
-  assert_int_equal(nw, 1);
-  assert_int_equal(la_store_missing(s, "m", 5, 2, "buffer lost", 1, 9, &nw), 0);
-  assert_int_equal(nw, 1);
+  missing_5(s, 2, "timeout", 0, 0, 1);
+  missing_5(s, 2, "buffer lost", 1, 9, 1);
   missing_reason(f, "m", 5, 2, why, sizeof why);
   assert_string_equal(why, "buffer lost");
   /* a stored trace: no record for it */
-  assert_int_equal(la_store_missing(s, "m", 5, 0, "timeout", 1, 3, &nw), 0);
-  assert_int_equal(nw, 0);
+  missing_5(s, 0, "timeout", 1, 3, 0);
   assert_int_equal(raw_int(f->path,
                            "SELECT count(*) FROM missing WHERE "
                            "rank = 0"),
@@ -1702,35 +1708,30 @@ static void test_injected_commit_failure(void **state) {
 #ifndef TEST_STORE_PG
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_open_reopen, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_schema_version_refused, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_rank_upserts, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_conflicting_nprocs, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_trace_idempotent, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_trace_before_rank_start, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_group_commit_rollback, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_batch_poisoned, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_load_set, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_set_closed, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_open_sets_restart, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_queries, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_agent_seq, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_corrupt_rows, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_robust_round_trip, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_store_without_numbering_tables,
-                                      setup, teardown),
-      cmocka_unit_test_setup_teardown(test_store_without_robust_tables, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_missing_records, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_injected_commit_failure, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_wal_checkpointed_bounded, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_damaged_file, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_doc_examples, setup, teardown),
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+      T(test_open_reopen),
+      T(test_schema_version_refused),
+      T(test_rank_upserts),
+      T(test_conflicting_nprocs),
+      T(test_trace_idempotent),
+      T(test_trace_before_rank_start),
+      T(test_group_commit_rollback),
+      T(test_batch_poisoned),
+      T(test_load_set),
+      T(test_set_closed),
+      T(test_open_sets_restart),
+      T(test_queries),
+      T(test_agent_seq),
+      T(test_corrupt_rows),
+      T(test_robust_round_trip),
+      T(test_store_without_numbering_tables),
+      T(test_store_without_robust_tables),
+      T(test_missing_records),
+      T(test_injected_commit_failure),
+      T(test_wal_checkpointed_bounded),
+      T(test_damaged_file),
+      T(test_doc_examples),
+#undef T
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

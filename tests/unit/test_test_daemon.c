@@ -43,8 +43,8 @@ static void write_fake(const char *name, const char *line, int code) {
 static int setup(void **state) {
   (void)state;
   const char *tmp = getenv("TMPDIR");
-  snprintf(bindir, sizeof bindir, "%s/la-ttd-XXXXXX", tmp && *tmp ? tmp
-                                                                   : "/tmp");
+  snprintf(bindir, sizeof bindir, "%s/la-ttd-XXXXXX",
+           tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(bindir)) return -1;
   setenv("LA_TEST_BIN_DIR", bindir, 1);
   return 0;
@@ -88,39 +88,49 @@ static int run_child(const char *name, int want) {
   return WEXITSTATUS(st);
 }
 
+/* A fake daemon printing line to its log and exiting with code: run to
+ * its end in a child, which must exit want (1: the report fails the test
+ * program) and whose la_td_sanitizer_report must say want. */
+static void fake_verdict(const char *name, const char *line, int code,
+                         int want) {
+  write_fake(name, line, code);
+  assert_int_equal(run_child(name, want), want);
+}
+
 static void test_asan_report_fails_program(void **state) {
   (void)state;
-  write_fake("fake-asan", "==4242==ERROR: AddressSanitizer: "
-             "heap-use-after-free on address 0x602000000010", 1);
-  assert_int_equal(run_child("fake-asan", 1), 1);
+  fake_verdict("fake-asan",
+               "==4242==ERROR: AddressSanitizer: "
+               "heap-use-after-free on address 0x602000000010",
+               1, 1);
 }
 
 static void test_leak_report_fails_program(void **state) {
   (void)state;
   /* exit 0 too: only the log tells */
-  write_fake("fake-lsan", "==4243==ERROR: LeakSanitizer: detected memory "
-             "leaks", 0);
-  assert_int_equal(run_child("fake-lsan", 1), 1);
+  fake_verdict("fake-lsan",
+               "==4243==ERROR: LeakSanitizer: detected memory "
+               "leaks",
+               0, 1);
 }
 
 static void test_ubsan_report_fails_program(void **state) {
   (void)state;
-  write_fake("fake-ubsan", "common/x.c:10:5: runtime error: signed integer "
-             "overflow", 0);
-  assert_int_equal(run_child("fake-ubsan", 1), 1);
+  fake_verdict("fake-ubsan",
+               "common/x.c:10:5: runtime error: signed integer "
+               "overflow",
+               0, 1);
 }
 
 static void test_tsan_report_fails_program(void **state) {
   (void)state;
-  write_fake("fake-tsan", "WARNING: ThreadSanitizer: data race (pid=4244)",
-             66);
-  assert_int_equal(run_child("fake-tsan", 1), 1);
+  fake_verdict("fake-tsan", "WARNING: ThreadSanitizer: data race (pid=4244)",
+               66, 1);
 }
 
 static void test_clean_daemon_passes(void **state) {
   (void)state;
-  write_fake("fake-clean", "listening on 127.0.0.1:0 (no errors)", 0);
-  assert_int_equal(run_child("fake-clean", 0), 0);
+  fake_verdict("fake-clean", "listening on 127.0.0.1:0 (no errors)", 0, 0);
 }
 
 int main(void) {

@@ -37,6 +37,7 @@
 #include "la_codec.h"
 #include "la_sockio.h"
 #include "la_test_global.h"
+#include "la_test_msg.h"
 
 #define T_HELLO LA__MSG_TYPE__MSG_HELLO
 #define T_CHAL LA__MSG_TYPE__MSG_CHALLENGE
@@ -179,17 +180,11 @@ static int login(fx_t *f, const char *host, uint64_t *next_seq) {
 
 static void send_start(int fd, uint64_t seq, const char *app, uint32_t rank,
                        uint32_t nprocs) {
-  La__RankStart s = LA__RANK_START__INIT;
+  La__RankStart s = la_test_rank_start_min(app, rank, nprocs, 1000);
   La__CompactParams cp = LA__COMPACT_PARAMS__INIT;
   cp.has_mode = 1;
   cp.mode = LA__COMPACT_MODE__COMPACT_POLYLINE;
   s.seq = seq;
-  s.app_id = (char *)app;
-  s.rank = rank;
-  s.nprocs = nprocs;
-  s.n_elements = 1000;
-  s.metric = "time";
-  s.unit = "ns";
   s.app_name = "wavetoy";
   s.has_pid = 1;
   s.pid = 4242;
@@ -246,6 +241,15 @@ static uint64_t recv_ack(int fd) {
   uint64_t s = a->seq;
   la_msg_free(&a->base);
   return s;
+}
+
+/* A fresh connection of node01 sends the trace of rank of "app" at cycle
+ * 0 as its first message (seq 1); it must be acknowledged. */
+static void fresh_trace_acked(fx_t *f, uint32_t rank) {
+  int fd = login(f, "node01", NULL);
+  send_trace(fd, 1, "app", rank, 0);
+  assert_int_equal(recv_ack(fd), 1);
+  close(fd);
 }
 
 /* Asserts nothing arrives on fd within ms. */
@@ -382,10 +386,7 @@ static void wrong_secret_refused(void **state) {
   assert_int_equal(la_test_global_auth_failures(f->g), 2);
 
   /* Still serving the right secret; nothing was stored meanwhile. */
-  fd = login(f, "node01", NULL);
-  send_trace(fd, 1, "app", 0, 0);
-  assert_int_equal(recv_ack(fd), 1);
-  close(fd);
+  fresh_trace_acked(f, 0);
   assert_int_equal(la_test_global_ntraces(f->g), 1);
 
   /* The stand-in can be switched to the other secret. */
@@ -495,13 +496,7 @@ static void protocol_violations(void **state) {
 
   /* A well-framed payload that fails validation (rank >= nprocs). */
   fd = login(f, "node01", NULL);
-  La__RankStart s = LA__RANK_START__INIT;
-  s.seq = 1;
-  s.app_id = "app";
-  s.rank = 4;
-  s.nprocs = 4;
-  s.n_elements = 10;
-  s.metric = "time";
+  La__RankStart s = la_test_rank_start_min("app", 4, 4, 10);
   uint8_t buf[256];
   long n = la_frame_pack_into(T_START, &s.base, buf, sizeof buf);
   assert_true(n > 0);
@@ -517,10 +512,7 @@ static void protocol_violations(void **state) {
   assert_int_equal(la_test_global_rank_starts(g), 0);
 
   /* Through all of that it kept serving. */
-  fd = login(f, "node01", NULL);
-  send_trace(fd, 1, "app", 0, 0);
-  assert_int_equal(recv_ack(fd), 1);
-  close(fd);
+  fresh_trace_acked(f, 0);
   assert_int_equal(la_test_global_ntraces(g), 1);
 }
 
@@ -598,10 +590,7 @@ static void sequence_errors_and_orphans(void **state) {
   assert_int_equal(la_test_global_rank_ends(g), 1);
   assert_int_equal(la_test_global_max_seq(g), 7);
   /* A new connection starts its own order: a resend from 1 is fine. */
-  fd = login(f, "node01", NULL);
-  send_trace(fd, 1, "app", 1, 0);
-  assert_int_equal(recv_ack(fd), 1);
-  close(fd);
+  fresh_trace_acked(f, 1);
   assert_int_equal(la_test_global_count(g, LA_TG_SEQ_ERRORS), 2);
   assert_int_equal(la_test_global_duplicates(g), 1);
 }
@@ -698,16 +687,16 @@ static void kill_and_revive(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(full_session, setup, teardown),
-      cmocka_unit_test_setup_teardown(wrong_secret_refused, setup, teardown),
-      cmocka_unit_test_setup_teardown(forced_refusal_and_accept_any, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(protocol_violations, setup, teardown),
-      cmocka_unit_test_setup_teardown(ack_policies, setup, teardown),
-      cmocka_unit_test_setup_teardown(sequence_errors_and_orphans, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(many_traces_resent, setup, teardown),
-      cmocka_unit_test_setup_teardown(kill_and_revive, setup, teardown),
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+      T(full_session),
+      T(wrong_secret_refused),
+      T(forced_refusal_and_accept_any),
+      T(protocol_violations),
+      T(ack_policies),
+      T(sequence_errors_and_orphans),
+      T(many_traces_resent),
+      T(kill_and_revive),
+#undef T
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,374 @@
+/* test_bigset.c: Trace-Sets larger than the feed's frame and queue limits
+ * reach libla_client whole, and a set a subscriber will not get is
+ * announced to it, never dropped silently.
+ *
+ * The real la-globalagent runs as a child process (la_test_daemon.h) with
+ * small limits (feed.queue_bytes, feed.part_bytes, the client's frame
+ * limit) so that a set of about 1.5 MB is "large" at little cost; the
+ * ranks' traces come from a LocalAgent played by hand (la_test_link.h)
+ * because it sends many ranks without running them. Assertions are on what
+ * a subscriber sees (every rank's trace byte for byte, la_client_next's
+ * code and la_client_notice) and on the GlobalAgent's status counters. An
+ * old subscriber (a Subscribe without sets_version, read frame by frame)
+ * still gets whole TraceSet frames. The applications stitched at once are
+ * bounded (stitch.max_apps).
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "la.h"
+#include "la_auth.h"
+#include "la_client.h"
+#include "la_client_internal.h"
+#include "la_codec.h"
+#include "la_compact.h"
+#include "la_secure_io.h"
+#include "la_sockio.h"
+#include "la_test_daemon.h"
+#include "la_test_link.h"
+#include "la_test_uplink.h"
+
+#define WAIT_MS 30000
+#define RANKS 48
+#define N 4000 /* elements per rank: about 32 KB per lossless trace */
+
+static struct {
+  la_tu_ga_t g; /* the GlobalAgent (la_test_uplink.h) */
+  la_compact_result_t r[RANKS];
+  la_test_link_t link;
+} T;
+
+/* Each test: no SIGPIPE, libsodium ready (idempotent), no link yet. */
+static int setup(void **state) {
+  memset(&T, 0, sizeof T);
+  T.link.fd = -1;
+  signal(SIGPIPE, SIG_IGN);
+  return la_auth_init() == 0 ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  if (T.link.fd >= 0) la_test_link_close(&T.link);
+  for (int i = 0; i < RANKS; i++) la_compact_result_free(&T.r[i]);
+  la_td_free(T.g.d);
+  memset(&T, 0, sizeof T);
+  return 0;
+}
+
+#define CHECK(cond, ...) \
+  LA_TD_CHECK(la_td_print_log_tail(T.g.d, 3000), cond, __VA_ARGS__)
+
+/* Starts the GlobalAgent (a secret, no fsync) with small feed limits and
+ * extra (NULL-ended, may be NULL), and links the hand-played LocalAgent. */
+static void start_ga(const char *const *extra) {
+  char p[512];
+  if (la_td_find_bin("la-globalagent", p, sizeof p) != 0) {
+    print_message("skip: la-globalagent not built\n");
+    skip();
+  }
+  const char *args[16] = {"--log.level=info", "--feed.queue_bytes=256k",
+                          "--feed.part_bytes=16k"};
+  int n = 3;
+  for (int i = 0; extra && extra[i] && n < 15; i++) args[n++] = extra[i];
+  args[n] = NULL;
+  CHECK(la_tu_ga_start(&T.g, 0, 1, args, WAIT_MS) == 0,
+        "la-globalagent did not start");
+  int32_t status = -1;
+  char why[300] = "";
+  int rc = la_test_link_open(&T.link, T.g.agents_port, T.g.key, "bignode",
+                             WAIT_MS, &status, why, sizeof why);
+  CHECK(rc == 0 && status == 0, "handshake: %s", why);
+}
+
+/* Rank r's values: rough (lossless keeps about 8 bytes per element). */
+static void rank_values(uint32_t r, uint64_t tag, double *x) {
+  uint64_t s = 0x9e3779b97f4a7c15ull * (r + 1) + tag;
+  for (size_t i = 0; i < N; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x[i] = 1.0 + (double)(s >> 11) * 0x1.0p-53 * (r + 1);
+  }
+}
+
+/* Compacts every rank's trace of cycle tag (lossless) into T.r. */
+static void make_traces(uint64_t tag) {
+  static double x[N];
+  la_compact_params_t p;
+  assert_int_equal(la_compact_spec_parse("lossless", &p, NULL, 0), 0);
+  for (uint32_t r = 0; r < RANKS; r++) {
+    la_compact_result_free(&T.r[r]);
+    rank_values(r, tag, x);
+    assert_int_equal(la_compact(x, N, &p, &T.r[r]), 0);
+  }
+}
+
+/* Sends app's set of cycle tag: nprocs ranks of T.r (RankStarts once). */
+static void send_set(const char *app, uint32_t nprocs, uint64_t tag,
+                     int rank_starts) {
+  make_traces(tag);
+  for (uint32_t r = 0; rank_starts && r < nprocs; r++)
+    assert_int_equal(
+        la_test_link_rank_start(&T.link, "bignode", app, r, nprocs, N), 0);
+  for (uint32_t r = 0; r < nprocs; r++)
+    assert_int_equal(la_test_link_trace(&T.link, app, r, tag, &T.r[r], NULL, 0),
+                     0);
+  char why[300] = "";
+  CHECK(la_test_link_wait_acked(&T.link, WAIT_MS, why, sizeof why) == 0, "%s",
+        why);
+}
+
+/* A libla_client subscriber of every application with a frame limit of
+ * 64 KiB (far below a large set), its Subscribe known to the GlobalAgent
+ * when this returns; max_set: its bound before subscribing (0: default). */
+static la_client_t *subscriber(uint64_t max_set) {
+  la_client_t *c = NULL;
+  CHECK(la_client_connect(T.g.feed_addr, 5000, &c) == 0, "connect");
+  assert_int_equal(la_client_set_max_frame(c, 65536), 0);
+  if (max_set) assert_int_equal(la_client_set_max_set(c, max_set), 0);
+  assert_int_equal(la_client_subscribe(c, NULL, 0), 0);
+  la_client_rows_t *rows = NULL; /* a round trip: the Subscribe is in */
+  assert_int_equal(la_client_list(c, "apps", NULL, &rows), 0);
+  la_client_rows_free(rows);
+  return c;
+}
+
+/* The next set of c, which must arrive. */
+static la_traceset_t *next_set(la_client_t *c) {
+  la_traceset_t *t = NULL;
+  int rc = la_client_next(c, WAIT_MS, &t);
+  CHECK(rc == 0, "la_client_next: %s (%s)", la_client_strerror(rc),
+        la_client_error(c));
+  return t;
+}
+
+/* Every rank of t carries exactly the trace sent (T.r), and decodes to the
+ * values it was made from. */
+static void check_whole(const la_traceset_t *t, uint32_t nprocs, uint64_t tag) {
+  assert_int_equal(la_traceset_nprocs(t), nprocs);
+  assert_int_equal(la_traceset_cycle(t), tag);
+  assert_true(la_traceset_complete(t));
+  static double w[N], x[N];
+  for (uint32_t r = 0; r < nprocs; r++) {
+    const La__CompactTrace *ct = la__traceset_compact(t, r);
+    CHECK(ct && ct->segments.len == T.r[r].len &&
+              !memcmp(ct->segments.data, T.r[r].bytes, T.r[r].len),
+          "rank %u: the trace received differs from the one sent", r);
+    assert_int_equal(la_traceset_rank_weights(t, r, w), 0);
+    rank_values(r, tag, x);
+    assert_memory_equal(w, x, sizeof w);
+  }
+}
+
+/* Bytes of the set's encoding as the GlobalAgent sends it in parts. */
+static size_t set_bytes(const la_traceset_t *t) {
+  La__TraceSet m = *la__traceset_message(t);
+  m.has_dropped = 0;
+  return protobuf_c_message_get_packed_size(&m.base);
+}
+
+/* A set of 1.5 MB, about six times feed.queue_bytes and 24 times the client's
+ * frame limit, reaches the subscriber whole, twice in a row, in parts of
+ * at most feed.part_bytes; nothing is announced as lost; the set was held
+ * in memory for publishing (sets_held, held_peak_bytes), none spilled. */
+static void test_large_set_arrives_whole(void **state) {
+  start_ga(NULL);
+  la_client_t *c = subscriber(0);
+  for (uint64_t tag = 5; tag <= 6; tag++) {
+    send_set("big", RANKS, tag, tag == 5);
+    la_traceset_t *t = next_set(c);
+    check_whole(t, RANKS, tag);
+    size_t n = set_bytes(t);
+    print_message("cycle %llu: a set of %zu bytes arrived whole\n",
+                  (unsigned long long)tag, n);
+    CHECK(n > 5 * 262144, "the set is only %zu bytes: not large", n);
+    assert_int_equal(la_traceset_dropped(t), 0);
+    la_traceset_free(t);
+  }
+  assert_int_equal(la_td_status_ll(T.g.d, "set_notices"), 0);
+  assert_int_equal(la_td_status_ll(T.g.d, "sets_dropped_for_slow_subscribers"),
+                   0);
+  assert_int_equal(la_td_status_ll(T.g.d, "sets_spilled"), 0);
+  CHECK(la_td_status_ll(T.g.d, "held_peak_bytes") > 5 * 262144,
+        "held_peak_bytes %lld: the set's traces were not held",
+        la_td_status_ll(T.g.d, "held_peak_bytes"));
+  assert_int_equal(la_td_status_ll(T.g.d, "sets_held"), 0);
+  la_client_close(c);
+}
+
+/* A set above a subscriber's la_client_set_max_set: told to the
+ * GlobalAgent by the Subscribe, it sends a SetNotice instead (counted);
+ * set after subscribing, the client notices by itself from the set's
+ * head and skips its parts. Either way la_client_next returns LA_ELIMIT
+ * naming the app, cycle, size and limit, and the next set arrives with
+ * the loss counted. With a small stitch.publish_memory the set is spilled
+ * (published from the store), counted. */
+static void test_set_over_subscriber_bound(void **state) {
+  const char *extra[] = {"--stitch.publish_memory=64k", NULL};
+  start_ga(extra);
+  la_client_t *told = subscriber(200 * 1024);
+  la_client_t *self = subscriber(0);
+  assert_int_equal(la_client_set_max_set(self, 200 * 1024), 0);
+  assert_int_equal(la_client_set_max_set(self, 100), LA_EINVAL);
+  send_set("big", RANKS, 5, 1);
+  la_client_t *cs[2] = {told, self};
+  for (int i = 0; i < 2; i++) {
+    la_traceset_t *t = NULL;
+    int rc = la_client_next(cs[i], WAIT_MS, &t);
+    CHECK(rc == LA_ELIMIT, "subscriber %d: %s (%s), expected LA_ELIMIT", i,
+          la_client_strerror(rc), la_client_error(cs[i]));
+    assert_null(t);
+    const char *app = NULL, *limit_name = NULL;
+    uint64_t tag = 0, bytes = 0, limit = 0;
+    assert_int_equal(
+        la_client_notice(cs[i], &app, &tag, &bytes, &limit_name, &limit), 0);
+    assert_string_equal(app, "big");
+    assert_int_equal(tag, 5);
+    CHECK(bytes > 5 * 262144, "set_bytes %llu", (unsigned long long)bytes);
+    assert_string_equal(limit_name, "max_set_bytes");
+    assert_int_equal(limit, 200 * 1024);
+    CHECK(strstr(la_client_error(cs[i]), "big cycle 5") &&
+              strstr(la_client_error(cs[i]), "max_set_bytes = 204800"),
+          "error text: %s", la_client_error(cs[i]));
+    print_message("subscriber %d: %s\n", i, la_client_error(cs[i]));
+  }
+  CHECK(la_td_wait_status(T.g.d, "set_notices", 1, WAIT_MS) == 0,
+        "set_notices did not reach 1");
+  assert_int_equal(la_td_status_ll(T.g.d, "set_notices"), 1);
+  assert_int_equal(la_td_status_ll(T.g.d, "sets_over_subscriber_max"), 1);
+  assert_int_equal(la_td_status_ll(T.g.d, "sets_spilled"), 1);
+  /* the stream goes on: a small set arrives, the loss counted */
+  send_set("small", 2, 1, 1);
+  for (int i = 0; i < 2; i++) {
+    la_traceset_t *t = next_set(cs[i]);
+    assert_int_equal(la_client_notice(cs[i], NULL, NULL, NULL, NULL, NULL),
+                     LA_ENOTFOUND);
+    check_whole(t, 2, 1);
+    assert_int_equal(la_traceset_dropped(t), 1);
+    la_traceset_free(t);
+  }
+  la_client_close(told);
+  la_client_close(self);
+}
+
+/* An old subscriber (Subscribe without sets_version) gets whole TraceSet
+ * frames for sets that fit, as before; a set over feed.queue_bytes is not
+ * sent to it (it cannot take parts) but counted, and reported in its next
+ * set; a new subscriber alongside gets that set whole. */
+static void test_old_subscriber(void **state) {
+  start_ga(NULL);
+  int fd = la_tcp_connect("127.0.0.1", (uint16_t)la_td_port(T.g.d), 5000);
+  assert_true(fd >= 0);
+  La__Subscribe s = LA__SUBSCRIBE__INIT;
+  s.app_id = "";
+  assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_SUBSCRIBE, &s.base, 5000),
+                   0);
+  La__Query q = LA__QUERY__INIT; /* a round trip: the Subscribe is in */
+  q.what = "apps";
+  q.has_feed_protocol = 1;
+  q.feed_protocol = LA_FEED_PROTOCOL_VERSION;
+  assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_QUERY, &q.base, 5000), 0);
+  uint16_t type = 0;
+  ProtobufCMessage *m = NULL;
+  char why[300] = "";
+  assert_int_equal(
+      la_recv_msg(fd, 1u << 20, WAIT_MS, &type, &m, why, sizeof why), 0);
+  assert_int_equal(type, LA__MSG_TYPE__MSG_QUERY_REPLY);
+  la_msg_free(m);
+  la_client_t *c = subscriber(0);
+
+  for (int step = 0; step < 3; step++) {
+    /* a small set, a large one, a small one */
+    const char *app = step == 1 ? "big" : "small";
+    uint32_t nprocs = step == 1 ? RANKS : 2;
+    uint64_t tag = (uint64_t)step + 1;
+    send_set(app, nprocs, tag, step < 2);
+    la_traceset_t *t = next_set(c);
+    check_whole(t, nprocs, tag);
+    la_traceset_free(t);
+    if (step == 1) continue; /* nothing for the old one */
+    int rc = la_recv_msg(fd, 1u << 20, WAIT_MS, &type, &m, why, sizeof why);
+    CHECK(rc == 0, "old subscriber: %s", why);
+    CHECK(type == LA__MSG_TYPE__MSG_TRACE_SET, "old subscriber got a %s",
+          la_msg_name(type));
+    rc = la_traceset_from_message((const La__TraceSet *)m, &t, why, sizeof why);
+    la_msg_free(m);
+    CHECK(rc == 0, "old subscriber's set: %s", why);
+    check_whole(t, nprocs, tag);
+    assert_int_equal(la_traceset_dropped(t), step == 2 ? 1 : 0);
+    la_traceset_free(t);
+  }
+  assert_int_equal(la_td_status_ll(T.g.d, "sets_dropped_for_slow_subscribers"),
+                   1);
+  assert_int_equal(la_td_status_ll(T.g.d, "set_notices"), 0);
+  close(fd);
+  la_client_close(c);
+}
+
+/* Sends RankEnd of app's rank on the hand-played link and waits for its
+ * Ack. */
+static void send_rank_end(const char *app, uint32_t rank) {
+  La__RankEnd e = LA__RANK_END__INIT;
+  e.seq = ++T.link.seq;
+  e.app_id = (char *)app;
+  e.rank = rank;
+  e.reason = "finalize";
+  assert_int_equal(
+      la_secure_send_msg(T.link.fd, &T.link.sec, LA__MSG_TYPE__MSG_RANK_END,
+                         &e.base, 5000),
+      0);
+  char why[300] = "";
+  CHECK(la_test_link_wait_acked(&T.link, WAIT_MS, why, sizeof why) == 0, "%s",
+        why);
+}
+
+/* With stitch.max_apps = 2, a third running application is not stitched:
+ * its messages are stored and acknowledged, the refusal is logged naming
+ * the application and the setting, and counted (apps_refused); once one
+ * of the two ended, the third is stitched and its sets published. */
+static void test_app_list_bounded(void **state) {
+  const char *extra[] = {"--stitch.max_apps=2", NULL};
+  start_ga(extra);
+  la_client_t *c = subscriber(0);
+  send_set("app1", 1, 1, 1);
+  send_set("app2", 1, 1, 1);
+  for (int i = 0; i < 2; i++) la_traceset_free(next_set(c));
+  assert_int_equal(la_td_status_ll(T.g.d, "apps_running"), 2);
+  send_set("app3", 1, 1, 1);
+  CHECK(la_td_wait_status(T.g.d, "apps_refused", 1, WAIT_MS) == 0,
+        "apps_refused did not grow");
+  CHECK(la_td_log_has(T.g.d,
+                      "application app3 not stitched: 2 applications "
+                      "running (stitch.max_apps = 2)"),
+        "no log line for the refusal");
+  la_traceset_t *t = NULL;
+  assert_int_equal(la_client_next(c, 300, &t), LA_ETIMEDOUT);
+  assert_int_equal(la_td_status_ll(T.g.d, "apps_running"), 2);
+  send_rank_end("app1", 0); /* app1 ended: a slot is free */
+  assert_int_equal(la_td_status_ll(T.g.d, "apps_running"), 1);
+  send_set("app3", 1, 2, 0);
+  t = next_set(c);
+  assert_string_equal(la_traceset_app_id(t), "app3");
+  check_whole(t, 1, 2);
+  la_traceset_free(t);
+  assert_int_equal(la_td_status_ll(T.g.d, "apps_running"), 2);
+  la_client_close(c);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_large_set_arrives_whole, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_set_over_subscriber_bound, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_old_subscriber, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_app_list_bounded, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

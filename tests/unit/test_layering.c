@@ -1,0 +1,76 @@
+/* test_layering.c: the files of each component call each other one way.
+ *
+ * Runs scripts/depgraph.py over the build's object files (build/, or
+ * $LA_TEST_BUILD_DIR): a cycle between the files of common, libla, client,
+ * tools, localagent or globalagent fails the test, naming the files. A
+ * control first builds two objects that call each other in a scratch tree
+ * and requires the script to report exactly that cycle, so a script that
+ * stopped seeing cycles fails here too.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "la_test_daemon.h"
+
+static const char *build_dir(void) {
+  const char *b = getenv("LA_TEST_BUILD_DIR");
+  return b && *b ? b : "build";
+}
+
+/* Runs depgraph.py over dir; its exit status, its output in out. */
+static int depgraph(const char *dir, char *out, size_t len) {
+  const char *argv[] = {"/usr/bin/python3", "scripts/depgraph.py", dir, NULL};
+  return la_td_run(argv, NULL, 60000, out, len);
+}
+
+static void test_cycle_is_reported(void **state) {
+  (void)state;
+  char tmp[] = "/tmp/la-layering-XXXXXX", cmd[1024];
+  assert_non_null(mkdtemp(tmp));
+  snprintf(cmd, sizeof cmd,
+           "cd %s && mkdir -p obj/common obj/client obj/tools "
+           "obj/localagent obj/globalagent obj/libla && "
+           "printf 'int b(void);\\nint a(void){return b();}\\n' > a.c && "
+           "printf 'int a(void);\\nint b(void){return 1;}\\n"
+           "int c(void){return a();}\\n' > b.c && "
+           "cc -c a.c -o obj/libla/a.o && cc -c b.c -o obj/libla/b.o",
+           tmp);
+  assert_int_equal(system(cmd), 0);
+  static char out[16384];
+  int rc = depgraph(tmp, out, sizeof out);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+  assert_int_equal(system(cmd), 0);
+  if (rc != 1 || !strstr(out, "CYCLE: a.c <-> b.c"))
+    fail_msg("depgraph.py missed a two-file cycle (exit %d):\n%s", rc, out);
+}
+
+static void test_components_are_one_way(void **state) {
+  (void)state;
+  char probe[600];
+  snprintf(probe, sizeof probe, "%s/obj/libla", build_dir());
+  if (access(probe, R_OK) != 0)
+    fail_msg("%s: no objects (build first: make -j2 all)", probe);
+  static char out[65536];
+  int rc = depgraph(build_dir(), out, sizeof out);
+  if (rc != 0) fail_msg("depgraph.py exited %d:\n%s", rc, out);
+  assert_null(strstr(out, "CYCLE"));
+}
+
+int main(void) {
+  if (access("/usr/bin/python3", X_OK) != 0 || system("command -v nm "
+                                                      ">/dev/null") != 0) {
+    printf("skip: /usr/bin/python3 or nm missing\n");
+    return 0;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cycle_is_reported),
+      cmocka_unit_test(test_components_are_one_way),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
