@@ -191,8 +191,8 @@ static void ingest_run(int fsync, int secure, ingest_t *out) {
   for (int i = 0; i < N_CONNS; i++) {
     char host[32];
     snprintf(host, sizeof host, "sim-%02d", i);
-    if (la_tu_open(&c[i].l, g.agents_port, &key, host, frame_cap(),
-                   WAIT_MS) != 0) {
+    if (la_tu_open(&c[i].l, g.agents_port, &key, host, frame_cap(), WAIT_MS) !=
+        0) {
       snprintf(out->why, sizeof out->why, "connection %d refused", i);
       goto done;
     }
@@ -205,13 +205,9 @@ static void ingest_run(int fsync, int secure, ingest_t *out) {
   struct pollfd pf[N_CONNS];
   /* the RankStarts acknowledged first */
   for (int i = 0; i < N_CONNS; i++)
-    while (c[i].l.acked < c[i].l.seq) {
-      pf[0].fd = c[i].l.fd;
-      pf[0].events = POLLIN;
-      if (poll(pf, 1, WAIT_MS) <= 0 || la_tu_read_acks(&c[i].l)) {
-        snprintf(out->why, sizeof out->why, "no Ack for RankStart %d", i);
-        goto done;
-      }
+    if (la_tu_wait_acked(&c[i].l, WAIT_MS)) {
+      snprintf(out->why, sizeof out->why, "no Ack for RankStart %d", i);
+      goto done;
     }
   uint64_t t0 = mono_ns(), deadline = la_now_ms() + 90000;
   double cpu0 = la_td_cpu_seconds(la_td_pid(g.d));

@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -152,6 +153,14 @@ static void *sub_main(void *arg) {
   return NULL;
 }
 
+/* CPU seconds (user + system) this process has used so far. */
+static double self_cpu_seconds(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)u.ru_utime.tv_sec + (double)u.ru_utime.tv_usec / 1e6 +
+         (double)u.ru_stime.tv_sec + (double)u.ru_stime.tv_usec / 1e6;
+}
+
 /* ------------------------------------------------------------------ run -- */
 
 typedef struct result {
@@ -163,6 +172,8 @@ typedef struct result {
   double paced_median_ms, paced_pub_median_ms; /* the same, paced cycles */
   double rss_peak_mib, rss_base_mib;
   double cpu_per_set_ms, cpu_per_trace_us;
+  double loop_cpu_per_trace_us; /* the GlobalAgent's loop thread alone */
+  double gen_cpu_per_trace_us;  /* this process: senders and subscriber */
   double set_bytes;       /* the complete set's size on the wire (approx.) */
   double store_per_trace; /* store file bytes per trace, after its stop */
   long long sets_complete, traces, commits;
@@ -244,7 +255,6 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   const char *app = "bench-scale";
   uint32_t C = cfg->nodes, R = cfg->ranks;
   node_t *nd = calloc(C, sizeof *nd);
-  struct pollfd *pf = calloc(C, sizeof *pf);
   uint32_t all = cfg->cycles + PACED;
   uint64_t *last_ns = calloc(all, sizeof *last_ns);
   sub_t sub = {.cycles = all, .nprocs = R};
@@ -255,7 +265,7 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   memset(out, 0, sizeof *out);
   memset(&key, 0, sizeof key);
   out->cfg = *cfg;
-  if (!nd || !pf || !last_ns || !sub.recv_ns || !sub.pub_ns) {
+  if (!nd || !last_ns || !sub.recv_ns || !sub.pub_ns) {
     snprintf(out->why, sizeof out->why, "no memory");
     goto done;
   }
@@ -300,13 +310,9 @@ static void run(const size_cfg_t *cfg, result_t *out) {
     }
   }
   for (uint32_t i = 0; i < C; i++) /* every RankStart acknowledged */
-    while (nd[i].l.acked < nd[i].l.seq) {
-      pf[0].fd = nd[i].l.fd;
-      pf[0].events = POLLIN;
-      if (poll(pf, 1, WAIT_MS) <= 0 || la_tu_read_acks(&nd[i].l)) {
-        snprintf(out->why, sizeof out->why, "no Ack for RankStarts on %u", i);
-        goto done;
-      }
+    if (la_tu_wait_acked(&nd[i].l, WAIT_MS)) {
+      snprintf(out->why, sizeof out->why, "no Ack for RankStarts on %u", i);
+      goto done;
     }
   pid_t pid = la_td_pid(g.d);
   out->rss_base_mib = (double)la_tu_proc_kib(pid, "VmRSS") / 1024.0;
@@ -316,11 +322,14 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   }
   th_started = 1;
   double cpu0 = la_td_cpu_seconds(pid);
+  double loop0 = la_td_main_thread_cpu_seconds(pid), gen0 = self_cpu_seconds();
   uint64_t t0 = la_mono_ns();
   if (send_cycles(nd, C, app, cfg->cycles, last_ns, out->why, sizeof out->why))
     goto done;
   out->secs = (double)(la_mono_ns() - t0) / 1e9;
   double cpu = la_td_cpu_seconds(pid) - cpu0;
+  double loop = la_td_main_thread_cpu_seconds(pid) - loop0;
+  double gen = self_cpu_seconds() - gen0;
   out->commits = la_td_status_ll(g.d, "commits"); /* the pipelined ones */
   /* paced: one cycle at a time, the next once its set arrived */
   for (uint32_t p = 0; p < PACED; p++) {
@@ -351,6 +360,8 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   out->store_per_trace = fb / ((double)R * (cfg->cycles + PACED));
   out->cpu_per_set_ms = cpu * 1e3 / cfg->cycles;
   out->cpu_per_trace_us = cpu * 1e6 / ((double)R * cfg->cycles);
+  out->loop_cpu_per_trace_us = loop * 1e6 / ((double)R * cfg->cycles);
+  out->gen_cpu_per_trace_us = gen * 1e6 / ((double)R * cfg->cycles);
   size_t total = 0;
   for (int i = 0; i < N_SERIES; i++) total += series_len[i];
   out->set_bytes = (double)R * ((double)total / N_SERIES + 120);
@@ -389,7 +400,6 @@ done:
   la_auth_key_wipe(&key);
   la_td_free(g.d);
   free(nd);
-  free(pf);
   free(last_ns);
   free(sub.recv_ns);
   free(sub.pub_ns);
@@ -402,7 +412,24 @@ static double median_at(const result_t *rr, size_t off) {
     memcpy(&v[k], (const char *)&rr[k] + off, sizeof v[k]);
   return median(v, REPEATS);
 }
-#define MEDIAN_OF(rr, f) median_at(rr, offsetof(result_t, f))
+
+/* The measurements a run's result reports as the median over the runs. */
+static const size_t median_fields[] = {
+    offsetof(result_t, secs),
+    offsetof(result_t, traces_per_s),
+    offsetof(result_t, lat_median_ms),
+    offsetof(result_t, lat_max_ms),
+    offsetof(result_t, pub_median_ms),
+    offsetof(result_t, paced_median_ms),
+    offsetof(result_t, paced_pub_median_ms),
+    offsetof(result_t, rss_peak_mib),
+    offsetof(result_t, rss_base_mib),
+    offsetof(result_t, cpu_per_set_ms),
+    offsetof(result_t, cpu_per_trace_us),
+    offsetof(result_t, loop_cpu_per_trace_us),
+    offsetof(result_t, gen_cpu_per_trace_us),
+    offsetof(result_t, store_per_trace),
+};
 
 /* *m = the runs rr with every measurement their median (a failed run is
  * reported instead). */
@@ -413,18 +440,10 @@ static void median_result(const result_t *rr, result_t *m) {
       return;
     }
   *m = rr[0];
-  m->secs = MEDIAN_OF(rr, secs);
-  m->traces_per_s = MEDIAN_OF(rr, traces_per_s);
-  m->lat_median_ms = MEDIAN_OF(rr, lat_median_ms);
-  m->lat_max_ms = MEDIAN_OF(rr, lat_max_ms);
-  m->pub_median_ms = MEDIAN_OF(rr, pub_median_ms);
-  m->paced_median_ms = MEDIAN_OF(rr, paced_median_ms);
-  m->paced_pub_median_ms = MEDIAN_OF(rr, paced_pub_median_ms);
-  m->rss_peak_mib = MEDIAN_OF(rr, rss_peak_mib);
-  m->rss_base_mib = MEDIAN_OF(rr, rss_base_mib);
-  m->cpu_per_set_ms = MEDIAN_OF(rr, cpu_per_set_ms);
-  m->cpu_per_trace_us = MEDIAN_OF(rr, cpu_per_trace_us);
-  m->store_per_trace = MEDIAN_OF(rr, store_per_trace);
+  for (size_t i = 0; i < sizeof median_fields / sizeof median_fields[0]; i++) {
+    double v = median_at(rr, median_fields[i]);
+    memcpy((char *)m + median_fields[i], &v, sizeof v);
+  }
   for (int k = 0; k < REPEATS; k++) m->runs_per_s[k] = rr[k].traces_per_s;
 }
 
@@ -486,9 +505,14 @@ int main(int argc, char **argv) {
       "GlobalAgent (pub) / received and checked by the subscriber (recv); "
       "pipelined cycles, then %d paced ones\n",
       PACED);
-  printf("  %7s %5s %6s %9s %9s %8s %8s %8s %8s %8s %8s %10s %9s\n", "ranks",
-         "nodes", "cycles", "traces/s", "tr/commit", "pub", "recv", "pacedpub",
-         "pacedrcv", "RSS MiB", "base MiB", "CPU/set ms", "CPU/tr us");
+  printf(
+      "  CPU/tr us: the GlobalAgent's CPU per trace (all threads), loop: its "
+      "event loop's thread alone, gen: this load generator's (senders and "
+      "subscriber)\n");
+  printf("  %7s %5s %6s %9s %9s %8s %8s %8s %8s %8s %8s %10s %9s %7s %7s\n",
+         "ranks", "nodes", "cycles", "traces/s", "tr/commit", "pub", "recv",
+         "pacedpub", "pacedrcv", "RSS MiB", "base MiB", "CPU/set ms",
+         "CPU/tr us", "loop", "gen");
   fprintf(f,
           "{\n  \"bench\": \"scale\",\n  \"elements\": %d,\n  \"window\": %d,\n"
           "  \"fsync\": %s,\n  \"steady_only\": %s,\n  \"repeats\": %d,\n"
@@ -505,14 +529,15 @@ int main(int argc, char **argv) {
     if (x->ok)
       printf(
           "  %7u %5u %6u %9.0f %9.0f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f "
-          "%10.1f %9.2f\n",
+          "%10.1f %9.2f %7.2f %7.2f\n",
           x->cfg.ranks, x->cfg.nodes, x->cfg.cycles, x->traces_per_s,
           x->commits > 0
               ? (double)x->cfg.ranks * x->cfg.cycles / (double)x->commits
               : 0,
           x->pub_median_ms, x->lat_median_ms, x->paced_pub_median_ms,
           x->paced_median_ms, x->rss_peak_mib, x->rss_base_mib,
-          x->cpu_per_set_ms, x->cpu_per_trace_us);
+          x->cpu_per_set_ms, x->cpu_per_trace_us, x->loop_cpu_per_trace_us,
+          x->gen_cpu_per_trace_us);
     else
       printf("  %7u %5u %6u  FAILED: %s\n", x->cfg.ranks, x->cfg.nodes,
              x->cfg.cycles, x->why);
@@ -525,6 +550,7 @@ int main(int argc, char **argv) {
             "\"latency_max_ms\": %.2f, "
             "\"rss_peak_mib\": %.1f, \"rss_after_rank_starts_mib\": %.1f, "
             "\"cpu_per_set_ms\": %.2f, \"cpu_per_trace_us\": %.3f, "
+            "\"loop_cpu_per_trace_us\": %.3f, \"gen_cpu_per_trace_us\": %.3f, "
             "\"set_bytes_approx\": %.0f, \"store_bytes_per_trace\": %.0f, "
             "\"runs_traces_per_s\": [%.0f, %.0f, "
             "%.0f], "
@@ -534,8 +560,9 @@ int main(int argc, char **argv) {
             x->pub_median_ms, x->lat_median_ms, x->paced_pub_median_ms,
             x->paced_median_ms, PACED, x->lat_max_ms, x->rss_peak_mib,
             x->rss_base_mib, x->cpu_per_set_ms, x->cpu_per_trace_us,
-            x->set_bytes, x->store_per_trace, x->runs_per_s[0],
-            x->runs_per_s[1], x->runs_per_s[2], x->ok ? "" : x->why);
+            x->loop_cpu_per_trace_us, x->gen_cpu_per_trace_us, x->set_bytes,
+            x->store_per_trace, x->runs_per_s[0], x->runs_per_s[1],
+            x->runs_per_s[2], x->ok ? "" : x->why);
     first = 0;
   }
   fprintf(f, "\n  ]\n}\n");

@@ -181,6 +181,17 @@ int la_trace_open(const uint8_t *bytes, size_t len, la_trace_t **out, char *why,
 int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
                       la_trace_t **out, char *why, size_t why_len);
 
+/* Checks an encoding as la_trace_open_max() does, with the same parser: the
+ * same checks in the same order, so the same return code and why for every
+ * input, but it builds no index and allocates nothing (O(1) memory, one
+ * pass over bytes). On success *n_points and *mode are the trace's point
+ * count and mode, as la_trace_count() and la_trace_mode() would say. For
+ * callers that only decide whether to accept a trace (the GlobalAgent's
+ * ingest); tests check the two agree on valid, cut and corrupted inputs. */
+int la_trace_check_max(const uint8_t *bytes, size_t len, uint64_t max_points,
+                       uint64_t *n_points, int *mode, char *why,
+                       size_t why_len);
+
 /* Number of points of the trace. */
 uint64_t la_trace_count(const la_trace_t *t);
 /* Mode of the encoding (LA_COMPACT_POLYLINE..LOSSLESS). */

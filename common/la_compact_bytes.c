@@ -89,7 +89,7 @@ int la_creader_u8(la_creader_t *r, uint8_t *v) {
   return 0;
 }
 
-int la_creader_varint(la_creader_t *r, uint64_t *v) {
+int la__creader_varint_long(la_creader_t *r, uint64_t *v) {
   uint64_t x = 0;
   unsigned shift = 0;
   uint8_t c;

@@ -58,6 +58,7 @@ struct la_trace {
   uint64_t *nfpos; /* non-finite values in order, with their values */
   double *nfval;
   size_t nnf, nfcap;
+  int check_only; /* la_trace_check_max: parse and check, keep nothing */
 };
 
 /* Makes room for need elements in the arrays p[0..np) of the given element
@@ -97,7 +98,7 @@ static int add_nonfinite(la_trace_t *t, uint64_t pos, double v) {
   void **p[] = {(void **)&t->nfpos, (void **)&t->nfval};
   const size_t sz[] = {sizeof(uint64_t), sizeof(double)};
 
-  if (isfinite(v)) return 0;
+  if (t->check_only || isfinite(v)) return 0;
   if (grow(p, sz, 2, &t->nfcap, t->nnf + 1)) return LA_ENOMEM;
   t->nfpos[t->nnf] = pos;
   t->nfval[t->nnf++] = v;
@@ -108,6 +109,7 @@ static int add_value(la_trace_t *t, uint64_t pos, double v) {
   void **p[] = {(void **)&t->vals, (void **)&t->vprefix};
   const size_t sz[] = {sizeof(double), sizeof(dd_t)};
 
+  if (t->check_only) return 0;
   if (grow(p, sz, 2, &t->vcap, t->nv + 1)) return LA_ENOMEM;
   if (t->nv == 0) t->vprefix[0] = (dd_t){0, 0};
   t->vals[t->nv] = v;
@@ -174,9 +176,11 @@ static int read_rvalue(la_creader_t *r, double *prev) {
   return rc ? rc : isfinite(*prev) ? 0 : LA_EPROTO;
 }
 
-/* Parses the records of a lossy body. */
+/* Parses the records of a lossy body, indexing them unless t->check_only
+ * (then every check is made and nothing is kept). */
 static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
                          size_t why_len) {
+  rec_t scratch; /* the record being read when nothing is kept */
   uint64_t pos = 0, tag, count, j, c, gap, xp;
   int64_t qk = 0; /* integer of the last value of a quantized run */
   double prev = 0, a, b, v;
@@ -201,8 +205,12 @@ static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
         (kind == LA_REC_RLINE && (tag & LA_REC_NEWEXP)))
       return la_errorf(why, why_len, LA_EPROTO, "bad record tag at byte %zu",
                        at);
-    if (grow(r_arrays, r_sizes, 2, &t->rcap, t->nrec + 1)) return LA_ENOMEM;
-    q = &t->recs[t->nrec];
+    if (t->check_only)
+      q = &scratch;
+    else if (grow(r_arrays, r_sizes, 2, &t->rcap, t->nrec + 1))
+      return LA_ENOMEM;
+    else
+      q = &t->recs[t->nrec];
     memset(q, 0, sizeof(*q));
     q->first = pos;
     q->count = count;
@@ -284,6 +292,7 @@ static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
           return la_errorf(why, why_len, LA_EPROTO,
                            "exception outside its segment at byte %zu", at);
         if ((rc = la_creader_verbatim(r, &v)) != 0) goto bad;
+        if (t->check_only) continue;
         if (grow(xp_arrays, xp_sizes, 3, &t->xcap, t->nx + 1)) return LA_ENOMEM;
         if (t->nx == 0) t->xprefix[0] = (dd_t){0, 0};
         line = la_line_value(q->base, q->d, q->off, xp, count, q->last);
@@ -298,12 +307,13 @@ static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
     }
     vertex_ok = 1;
   next:
+    pos += count;
+    if (t->check_only) continue;
     if (t->nrec == 0) t->rprefix[0] = (dd_t){0, 0};
     rs = rec_partial(t, q, 0, count, (dd_t){0, 0});
     sum = dd_add(dd_add(sum, rs.hi), rs.lo);
     t->rprefix[t->nrec + 1] = sum;
     t->nrec++;
-    pos += count;
   }
   return 0;
 bad:
@@ -319,18 +329,18 @@ int la_trace_open(const uint8_t *bytes, size_t len, la_trace_t **out, char *why,
   return la_trace_open_max(bytes, len, LA_TRACE_MAX_POINTS, out, why, why_len);
 }
 
-int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
-                      la_trace_t **out, char *why, size_t why_len) {
+/* The one parser of an encoding, for la_trace_open_max (t allocated and
+ * zeroed: builds its index) and la_trace_check_max (t->check_only: makes
+ * the same checks in the same order, so the same result and why, keeping
+ * nothing). On failure what t holds is for the caller to free. */
+static int parse_trace(const uint8_t *bytes, size_t len, uint64_t max_points,
+                       la_trace_t *t, char *why, size_t why_len) {
   la_creader_t r;
-  la_trace_t *t;
   uint8_t h[6];
   uint32_t crc, want;
   uint64_t n;
   int rc, i;
 
-  if (out == NULL || (bytes == NULL && len > 0))
-    return la_errorf(why, why_len, LA_EINVAL, "no buffer");
-  *out = NULL;
   if (len < 4 + 6 + 8 + 1)
     return la_errorf(
         why, why_len,
@@ -356,7 +366,6 @@ int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
       (h[4] != LA_COMPACT_MAXERR && (h[5] & LA_CENC_F_RELATIVE)))
     return la_errorf(why, why_len, LA_EPROTO, "bad flags 0x%02x for mode %u",
                      h[5], h[4]);
-  if ((t = calloc(1, sizeof(*t))) == NULL) return LA_ENOMEM;
   t->mode = h[4];
   t->flags = h[5];
   la_creader_f64(&r, &t->bound);
@@ -396,6 +405,14 @@ int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
                      (unsigned long long)n, r.len - r.off);
       goto out;
     }
+    if (t->check_only) {
+      if ((rc = la_compact_lossless_decode(&r, t->flags, n, NULL)) != 0) {
+        rc = la_errorf(why, why_len, rc, "lossless body %s at byte %zu",
+                       rc == LA_ETRUNC ? "truncated" : "malformed", r.off);
+        goto out;
+      }
+      goto body_done;
+    }
     t->vcap = n ? n : 1;
     t->vals = malloc(t->vcap * sizeof(double));
     t->vprefix = malloc((t->vcap + 1) * sizeof(dd_t));
@@ -423,6 +440,7 @@ int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
   } else if ((rc = parse_records(t, &r, why, why_len)) != 0) {
     goto out;
   }
+body_done:
   if (r.off != r.len) {
     rc = la_errorf(why, why_len, LA_EPROTO, "%zu bytes after the last record",
                    r.len - r.off);
@@ -435,15 +453,45 @@ int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
     rc = la_errorf(why, why_len, LA_EPROTO, "checksum mismatch");
     goto out;
   }
-  if (t->rprefix == NULL && (t->rprefix = calloc(1, sizeof(dd_t))) == NULL) {
+  if (!t->check_only && t->rprefix == NULL &&
+      (t->rprefix = calloc(1, sizeof(dd_t))) == NULL)
     rc = LA_ENOMEM;
-    goto out;
+out:
+  return rc;
+}
+
+int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
+                      la_trace_t **out, char *why, size_t why_len) {
+  la_trace_t *t;
+  int rc;
+
+  if (out == NULL || (bytes == NULL && len > 0))
+    return la_errorf(why, why_len, LA_EINVAL, "no buffer");
+  *out = NULL;
+  if ((t = calloc(1, sizeof(*t))) == NULL) return LA_ENOMEM;
+  if ((rc = parse_trace(bytes, len, max_points, t, why, why_len)) != 0) {
+    la_trace_close(t);
+    return rc;
   }
   *out = t;
   return 0;
-out:
-  la_trace_close(t);
-  return rc;
+}
+
+int la_trace_check_max(const uint8_t *bytes, size_t len, uint64_t max_points,
+                       uint64_t *n_points, int *mode, char *why,
+                       size_t why_len) {
+  la_trace_t t;
+  int rc;
+
+  if (n_points == NULL || mode == NULL || (bytes == NULL && len > 0))
+    return la_errorf(why, why_len, LA_EINVAL, "no buffer");
+  memset(&t, 0, sizeof t);
+  t.check_only = 1;
+  if ((rc = parse_trace(bytes, len, max_points, &t, why, why_len)) != 0)
+    return rc;
+  *n_points = t.n;
+  *mode = t.mode;
+  return 0;
 }
 
 uint64_t la_trace_count(const la_trace_t *t) {

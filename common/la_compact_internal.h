@@ -107,7 +107,16 @@ typedef struct la_creader {
 } la_creader_t;
 
 int la_creader_u8(la_creader_t *r, uint8_t *v);
-int la_creader_varint(la_creader_t *r, uint64_t *v);
+/* la_creader_varint's general case (any length). */
+int la__creader_varint_long(la_creader_t *r, uint64_t *v);
+/* One varint; a one-byte one (most of an encoding's) inline. */
+static inline int la_creader_varint(la_creader_t *r, uint64_t *v) {
+  if (r->off < r->len && r->p[r->off] < 0x80) {
+    *v = r->p[r->off++];
+    return 0;
+  }
+  return la__creader_varint_long(r, v);
+}
 int la_creader_f64(la_creader_t *r, double *v);
 int la_creader_u32(la_creader_t *r, uint32_t *v);
 int la_creader_verbatim(la_creader_t *r, double *v);
@@ -277,7 +286,8 @@ void la_cenc_free(la_cenc_t *e);
  * LA_ENOMEM. */
 int la_compact_lossless_encode(const double *x, size_t n, la_cbuf_t *out);
 /* Decodes the n values of a lossless body (flags from the header) from r
- * into out. Returns 0, LA_ETRUNC or LA_EPROTO. */
+ * into out (NULL: only checks the body, writing nothing). Returns 0,
+ * LA_ETRUNC or LA_EPROTO. */
 int la_compact_lossless_decode(la_creader_t *r, int flags, uint64_t n,
                                double *out);
 

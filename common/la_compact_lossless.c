@@ -109,7 +109,8 @@ int la_compact_lossless_decode(la_creader_t *r, int flags, uint64_t n,
       if (__builtin_add_overflow(iv, d, &iv) || iv > (INT64_C(1) << 53) ||
           iv < -(INT64_C(1) << 53))
         return LA_EPROTO;
-      out[i] = (double)iv;
+      if (out)
+        out[i] = (double)iv;
     }
     return 0;
   }
@@ -129,7 +130,8 @@ int la_compact_lossless_decode(la_creader_t *r, int flags, uint64_t n,
       v |= (uint64_t)b << (8 * (k + tz));
     }
     prev ^= v;
-    memcpy(&out[i], &prev, 8);
+    if (out)
+      memcpy(&out[i], &prev, 8);
   }
   return 0;
 }

@@ -13,11 +13,13 @@
 
 #include "la.h"
 #include "store.h" /* LA_STORE_APPLICATION_ID */
+#include "store_ckpt.h"
 #include "store_db.h"
 
 typedef struct {
   la_db_t base;
   sqlite3 *h;
+  la_ckpt_t *ckpt; /* a writable file's checkpoints (store_ckpt.c) */
   char err[512];
 } la__sq_t;
 
@@ -30,6 +32,7 @@ typedef struct {
 #define SH(st) (((la__sq_stmt_t *)(st))->h)
 
 static void la__sq_close(la_db_t *db) {
+  la__ckpt_stop(SQ(db)->ckpt);
   sqlite3_close(SQ(db)->h);
   free(db);
 }
@@ -223,6 +226,10 @@ int la__db_sqlite_open(const char *url, int flags, la_db_t **out, char *why,
       snprintf(why, n, "%s: %s: %s", url, what[i], db->err);
       goto fail;
     }
+  if (!la__sq_readonly(&db->base) && la__ckpt_start(db->h, &db->ckpt)) {
+    snprintf(why, n, "%s: cannot start the checkpoint thread", url);
+    goto fail;
+  }
   *out = &db->base;
   return 0;
 fail:

@@ -161,6 +161,22 @@ static int la__robust_has(const La__CompactTrace *t) {
          t->has_flagged_time;
 }
 
+/* Binds a series' statistics (count, sum, min, max) to parameters at ..
+ * at + 3 of st, and its fit error (max_abs, rmse, cv), when e is not NULL,
+ * to at + 4 .. at + 6. */
+static void la__bind_stats(la_db_stmt_t *st, int at, const La__SeriesStats *s,
+                           const La__FitError *e) {
+  la_db_bind_int64(st, at, la__i64(s->count));
+  la_db_bind_double(st, at + 1, s->sum);
+  la_db_bind_double(st, at + 2, s->min);
+  la_db_bind_double(st, at + 3, s->max);
+  if (e) {
+    la_db_bind_double(st, at + 4, e->max_abs);
+    la_db_bind_double(st, at + 5, e->rmse);
+    la_db_bind_double(st, at + 6, e->cv);
+  }
+}
+
 /* Binds the robust row's columns segments .. flagged_time of t to
  * parameters at .. at + 7 of st. */
 static void la__robust_bind(la_db_stmt_t *st, int at,
@@ -168,10 +184,7 @@ static void la__robust_bind(la_db_stmt_t *st, int at,
   if (t->robust_stats && t->robust_segments.data) {
     la_db_bind_blob(st, at, t->robust_segments.data,
                     (int)t->robust_segments.len);
-    la_db_bind_int64(st, at + 1, la__i64(t->robust_stats->count));
-    la_db_bind_double(st, at + 2, t->robust_stats->sum);
-    la_db_bind_double(st, at + 3, t->robust_stats->min);
-    la_db_bind_double(st, at + 4, t->robust_stats->max);
+    la__bind_stats(st, at + 1, t->robust_stats, NULL);
   }
   if (t->has_interference) la_db_bind_double(st, at + 5, t->interference);
   la__bind_opt_u64(st, at + 6, t->has_flagged, t->flagged);
@@ -202,22 +215,11 @@ static int la__channels_put(la_store_t *s, const La__CompactTrace *t) {
     la_db_bind_int64(st, 3, t->rank);
     la_db_bind_int64(st, 4, c->channel);
     la_db_bind_blob(st, 5, c->segments.data, (int)c->segments.len);
-    la_db_bind_int64(st, 6, la__i64(c->stats->count));
-    la_db_bind_double(st, 7, c->stats->sum);
-    la_db_bind_double(st, 8, c->stats->min);
-    la_db_bind_double(st, 9, c->stats->max);
-    if (c->error) {
-      la_db_bind_double(st, 10, c->error->max_abs);
-      la_db_bind_double(st, 11, c->error->rmse);
-      la_db_bind_double(st, 12, c->error->cv);
-    }
+    la__bind_stats(st, 6, c->stats, c->error);
     if (c->robust_stats) {
       la_db_bind_blob(st, 13, c->robust_segments.data,
                       (int)c->robust_segments.len);
-      la_db_bind_int64(st, 14, la__i64(c->robust_stats->count));
-      la_db_bind_double(st, 15, c->robust_stats->sum);
-      la_db_bind_double(st, 16, c->robust_stats->min);
-      la_db_bind_double(st, 17, c->robust_stats->max);
+      la__bind_stats(st, 14, c->robust_stats, NULL);
     }
     r = la__store_run(s, st, "storing the trace's channels");
   }
@@ -260,15 +262,7 @@ int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new) {
   la_db_bind_int64(st, 4, la__i64(t->n_elements));
   la_db_bind_int64(st, 5, (int)t->mode);
   la_db_bind_blob(st, 6, t->segments.data, (int)t->segments.len);
-  la_db_bind_int64(st, 7, la__i64(t->stats->count));
-  la_db_bind_double(st, 8, t->stats->sum);
-  la_db_bind_double(st, 9, t->stats->min);
-  la_db_bind_double(st, 10, t->stats->max);
-  if (t->error) {
-    la_db_bind_double(st, 11, t->error->max_abs);
-    la_db_bind_double(st, 12, t->error->rmse);
-    la_db_bind_double(st, 13, t->error->cv);
-  }
+  la__bind_stats(st, 7, t->stats, t->error);
   la__bind_opt_u64(st, 14, t->has_t_xfer_ns, t->t_xfer_ns);
   la__bind_opt_u64(st, 15, t->has_rank_seq, t->rank_seq);
   la_db_bind_int64(st, 16, la__i64(t->seq));

@@ -26,8 +26,10 @@ struct la_ga;
 /* Checks t (already validated by la_msg_validate) against rank_elements,
  * the element count its rank registered (0: unknown, then only the
  * encoding's own consistency is checked). Returns 0 when t may be stored,
- * LA_EPROTO with the reason in why ("invalid trace: ..."), or LA_ENOMEM.
- * Pure: no I/O, no state; memory used is freed before returning. */
+ * or LA_EPROTO with the reason in why ("invalid trace: ..."). Pure: no I/O,
+ * no state, no allocation; each encoding is read once and not decoded
+ * (la_trace_check_max), so the cost is the encodings' bytes, not the
+ * trace's point count. */
 int la_ga_validate_trace(const La__CompactTrace *t, uint64_t rank_elements,
                          char *why, size_t why_len);
 

@@ -6,7 +6,10 @@
  * input's first bytes. Properties: out-of-range requests are refused with
  * LA_ERANGE (never read or written), the segments tile [0, count), and a
  * range sum agrees with the sum of the decoded values to the documented
- * tolerance. Encoding is not fuzzed here (test_compact_* cover it).
+ * tolerance; la_trace_check_max (the GlobalAgent's check without decoding)
+ * agrees with la_trace_open on every input: the same code and reason, and
+ * on success the same point count and mode. Encoding is not fuzzed here
+ * (test_compact_* cover it).
  */
 #include <math.h>
 #include <stdint.h>
@@ -37,11 +40,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   la_trace_t *t = NULL;
   char why[256];
   int rc = la_trace_open(data, size, &t, why, sizeof why);
+  char why2[256];
+  uint64_t n2 = 0;
+  int mode2 = -1;
+  int rc2 = la_trace_check_max(data, size, LA_TRACE_MAX_POINTS, &n2, &mode2,
+                               why2, sizeof why2);
+  la__check(rc2 == rc);
   if (rc != 0) {
-    la__check(t == NULL && rc < 0 && why[0] != '\0');
+    la__check(t == NULL && rc < 0 && why[0] != '\0' && !strcmp(why, why2));
     return 0;
   }
   uint64_t n = la_trace_count(t);
+  la__check(n2 == n && mode2 == la_trace_mode(t));
   la_compact_params_t p;
   la_trace_params(t, &p);
   la__check(p.mode == la_trace_mode(t));

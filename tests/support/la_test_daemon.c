@@ -711,9 +711,9 @@ int la_td_find_on_path(const char *name, char *path, size_t len) {
   return -1;
 }
 
-double la_td_cpu_seconds(pid_t pid) {
-  char path[64], buf[2048];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+/* CPU seconds (utime + stime) of the /proc stat file path, or -1. */
+static double la__stat_cpu_seconds(const char *path) {
+  char buf[2048];
   FILE *f = fopen(path, "r");
   if (!f) return -1;
   size_t n = fread(buf, 1, sizeof buf - 1, f);
@@ -728,4 +728,16 @@ double la_td_cpu_seconds(pid_t pid) {
              &ut, &st) != 2)
     return -1;
   return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+double la_td_cpu_seconds(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  return la__stat_cpu_seconds(path);
+}
+
+double la_td_main_thread_cpu_seconds(pid_t pid) {
+  char path[80];
+  snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)pid);
+  return la__stat_cpu_seconds(path);
 }

@@ -196,5 +196,7 @@ int la_td_find_on_path(const char *name, char *path, size_t len);
 /* CPU seconds (user + system, /proc/PID/stat) process pid has used so far,
  * or -1. For benchmarks measuring a daemon. */
 double la_td_cpu_seconds(pid_t pid);
+/* The same of process pid's main thread alone (a daemon's event loop). */
+double la_td_main_thread_cpu_seconds(pid_t pid);
 
 #endif /* LA_TEST_DAEMON_H */

@@ -4,7 +4,10 @@
  * segments equal sums of the reconstruction (|diff| <= 1e-12 * sum |y|);
  * statistics equal the raw ones exactly; truncated, bit-flipped and random
  * encodings are refused, and mutated encodings with a valid checksum either
- * are refused or decode safely (ASan watches every read).
+ * are refused or decode safely (ASan watches every read). On every input
+ * here, the check without decoding (la_trace_check_max, what the
+ * GlobalAgent runs on each trace) says what the decoder says: the same
+ * return code and reason, the same point count and mode.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -19,11 +22,33 @@
 #include "la_compact_internal.h"
 #include "la_test_series.h"
 
+/* la_trace_open_max of b[0..len) into *t, after checking that
+ * la_trace_check_max agrees with it: same code, same why, and on success
+ * the same point count and mode. Returns la_trace_open_max's code. */
+static int open_both(const uint8_t *b, size_t len, uint64_t max, la_trace_t **t,
+                     char *why, size_t why_len) {
+  char why2[200] = "";
+  uint64_t n = 0;
+  int mode = -1;
+  int rc = la_trace_open_max(b, len, max, t, why, why_len);
+  int rc2 = la_trace_check_max(b, len, max, &n, &mode, why2, sizeof why2);
+  assert_int_equal(rc2, rc);
+  if (rc != 0) {
+    assert_string_equal(why2, why);
+    return rc;
+  }
+  assert_true(n == la_trace_count(*t));
+  assert_int_equal(mode, la_trace_mode(*t));
+  return rc;
+}
+
 static la_trace_t *open_ok(const la_compact_result_t *r) {
   la_trace_t *t = NULL;
   char why[200];
 
-  assert_int_equal(la_trace_open(r->bytes, r->len, &t, why, sizeof(why)), 0);
+  assert_int_equal(
+      open_both(r->bytes, r->len, LA_TRACE_MAX_POINTS, &t, why, sizeof(why)),
+      0);
   return t;
 }
 
@@ -175,7 +200,8 @@ static void check_refused(const la_compact_result_t *r) {
   for (len = 0; len < r->len; len++) {
     b = malloc(len ? len : 1); /* exact size: ASan sees any over-read */
     memcpy(b, r->bytes, len);
-    assert_true(la_trace_open(b, len, &t, why, sizeof(why)) < 0);
+    assert_true(open_both(b, len, LA_TRACE_MAX_POINTS, &t, why, sizeof(why)) <
+                0);
     assert_null(t);
     free(b);
   }
@@ -183,7 +209,8 @@ static void check_refused(const la_compact_result_t *r) {
   for (bit = 0; bit < r->len * 8; bit++) {
     memcpy(b, r->bytes, r->len);
     b[bit / 8] ^= (uint8_t)(1u << (bit % 8));
-    assert_true(la_trace_open(b, r->len, &t, why, sizeof(why)) < 0);
+    assert_true(
+        open_both(b, r->len, LA_TRACE_MAX_POINTS, &t, why, sizeof(why)) < 0);
   }
   free(b);
 }
@@ -235,7 +262,7 @@ static void test_fuzz_valid_crc(void **state) {
     }
     crc = la_compact_crc32(0, b, r.len - 4);
     memcpy(b + r.len - 4, &crc, 4); /* little-endian host */
-    if (la_trace_open(b, r.len, &t, why, sizeof(why)) == 0) {
+    if (open_both(b, r.len, LA_TRACE_MAX_POINTS, &t, why, sizeof(why)) == 0) {
       uint64_t n = la_trace_count(t);
       double sum;
       opened++;
@@ -268,7 +295,8 @@ static void test_garbage(void **state) {
       b[i] = (uint8_t)la_compact_rand(&s);
     if (it % 2) /* a valid magic and version, then garbage */
       memcpy(b, "LAC\001", len < 4 ? len : 4);
-    assert_true(la_trace_open(b, len, &t, why, sizeof(why)) < 0);
+    assert_true(open_both(b, len, LA_TRACE_MAX_POINTS, &t, why, sizeof(why)) <
+                0);
   }
   assert_int_equal(la_trace_open(NULL, 0, &t, why, sizeof(why)), LA_ETRUNC);
   memcpy(b, "LAC\002", 4);
@@ -318,21 +346,19 @@ static void test_point_count_cap(void **state) {
   assert_int_equal(la_trace_count(t), n); /* uncapped: what a peer says */
   la_trace_close(t);
   t = NULL;
-  assert_int_equal(la_trace_open_max(big, len, 1000, &t, why, sizeof why),
-                   LA_ELIMIT);
+  assert_int_equal(open_both(big, len, 1000, &t, why, sizeof why), LA_ELIMIT);
   assert_null(t);
   assert_non_null(strstr(why, "4294967296"));
-  assert_int_equal(la_trace_open_max(big, len, n, &t, why, sizeof why), 0);
+  assert_int_equal(open_both(big, len, n, &t, why, sizeof why), 0);
   la_trace_close(t);
-  assert_int_equal(la_trace_open_max(big, len, n - 1, &t, why, sizeof why),
-                   LA_ELIMIT);
+  assert_int_equal(open_both(big, len, n - 1, &t, why, sizeof why), LA_ELIMIT);
   /* the original, capped at its own count, opens */
   assert_int_equal(
       la_trace_open_max(res.bytes, res.len, 50, &t, why, sizeof why), 0);
   la_trace_close(t);
   for (size_t k = 0; k < len; k++) {
     t = NULL;
-    int rc = la_trace_open_max(big, k, 1000, &t, NULL, 0);
+    int rc = open_both(big, k, 1000, &t, why, sizeof why);
     assert_true(rc < 0 && t == NULL);
   }
   for (size_t bit = 0; bit < len * 8; bit++) {
@@ -340,7 +366,7 @@ static void test_point_count_cap(void **state) {
     memcpy(m, big, len);
     m[bit / 8] ^= (uint8_t)(1u << (bit % 8));
     t = NULL;
-    int rc = la_trace_open_max(m, len, 1000, &t, NULL, 0);
+    int rc = open_both(m, len, 1000, &t, why, sizeof why);
     if (rc == 0) {
       assert_true(la_trace_count(t) <= 1000);
       la_trace_close(t);

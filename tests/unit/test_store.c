@@ -12,9 +12,10 @@
  * validation, unknown nprocs, late ranks); set_closed idempotent; open sets
  * after a restart; the app, cycle and latest queries including cycle tags
  * >= 2^63; agent sequence bookkeeping; corrupt rows and a damaged file giving
- * clean errors; every sqlite3 and Python example of docs/storage.md run
- * against a database written here, output compared with the document. The
- * store's write throughput is measured by bench/bench_store.c.
+ * clean errors; the WAL checkpointed while open and bounded; every sqlite3 and
+ * Python example of docs/storage.md run against a database written here, output
+ * compared with the document. The store's write throughput is measured by
+ * bench/bench_store.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1200,6 +1201,41 @@ static void test_corrupt_rows(void **state) {
   assert_non_null(strstr(la_store_errmsg(f->s), "corrupt"));
 }
 
+static long long file_size(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0 ? (long long)sb.st_size : 0;
+}
+
+/* The WAL is checkpointed while the store is open (by its checkpoint
+ * thread, store_ckpt.c) and stays bounded: 20 MB of traces written in
+ * batches of 100 reach the database file before it is closed, and the WAL
+ * never holds more than the 16000 frames at which the writer checkpoints
+ * inline (plus a batch). */
+static void test_wal_checkpointed_bounded(void **state) {
+  fx_t *f = *state;
+  char wal[160];
+  snprintf(wal, sizeof wal, "%s-wal", f->path);
+  long long wal_max = 0;
+  for (uint32_t b = 0; b < 100; b++) {
+    assert_int_equal(la_store_begin(f->s), 0);
+    for (uint32_t i = 0; i < 100; i++) {
+      tr_t x;
+      int was_new = 0;
+      mk_trace(&x, "wal-app", b * 100 + i, 1, 100, 2048, (uint8_t)i);
+      assert_int_equal(la_store_trace(f->s, &x.t, &was_new), 0);
+      assert_true(was_new);
+    }
+    assert_int_equal(la_store_commit(f->s), 0);
+    long long w = file_size(wal);
+    if (w > wal_max) wal_max = w;
+  }
+  assert_true(wal_max <= (16000LL + 300) * (4096 + 24) + 32);
+  /* the last commit's checkpoint runs on the thread: wait for it */
+  for (int i = 0; i < 200 && file_size(f->path) < 16LL * 1000 * 1000; i++)
+    usleep(50 * 1000);
+  assert_true(file_size(f->path) >= 16LL * 1000 * 1000);
+}
+
 static void test_damaged_file(void **state) {
   fx_t *f = *state;
   for (uint32_t r = 0; r < 4; r++)
@@ -1692,6 +1728,7 @@ int main(void) {
       T(test_store_without_robust_tables),
       T(test_missing_records),
       T(test_injected_commit_failure),
+      T(test_wal_checkpointed_bounded),
       T(test_damaged_file),
       T(test_doc_examples),
 #undef T
