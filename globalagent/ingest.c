@@ -70,6 +70,7 @@ static void la__restore_counts(la_ga_t *ga) {
   c->sets_partial = b->sets_partial;
   c->sets_evicted = b->sets_evicted;
   c->missing_reported = b->missing_reported;
+  c->invalid = b->invalid; /* validate.c's, counted per trace received */
 }
 
 /* The application's cached nprocs and ended ranks (from the store on a
