@@ -375,10 +375,11 @@ me_cmp4(me_m4 *c, const me_v4 *l, const me_v4 *r, int le, int simd) {
  * direction (SX, SY), (P - RY) SX < (T - RX) SY (below = 1), or above it
  * (below = 0)? The four slope tests of hull_fits() and hull_add(), for four
  * points at once. */
-static inline __attribute__((always_inline)) void
-me_side4(me_m4 *c, me_v4 P, me_v4 T, me_v4 RX, me_v4 RY, me_v4 SX, me_v4 SY,
-         int below, int simd) {
-  me_v4 L = (P - RY) * SX, R = (T - RX) * SY;
+static inline __attribute__((always_inline)) void me_side4(
+    me_m4 *c, const me_v4 *P, const me_v4 *T, const me_v4 *RX, const me_v4 *RY,
+    const me_v4 *SX, const me_v4 *SY, int below,
+    int simd) { /* vectors by address: no AVX argument-passing ABI */
+  me_v4 L = (*P - *RY) * *SX, R = (*T - *RX) * *SY;
   if (below)
     me_lt4(c, &L, &R, simd);
   else
@@ -481,8 +482,8 @@ me_free_scan(me_seg_t *g, const double *x, size_t i, size_t n, double eps,
       TOL = kind == ME_ABS ? EPS : EPS + REL * AY;
       HI = Y + TOL;
       LO = Y - TOL;
-      me_side4(&MISS, HI, T, R2X, R2Y, S1X, S1Y, 1, simd);
-      me_side4(&C, LO, T, R3X, R3Y, S2X, S2Y, 0, simd);
+      me_side4(&MISS, &HI, &T, &R2X, &R2Y, &S1X, &S1Y, 1, simd);
+      me_side4(&C, &LO, &T, &R3X, &R3Y, &S2X, &S2Y, 0, simd);
       MISS |= C;
       if (kind == ME_ABS) { /* not |y| <= lim */
         me_le4(&C, &AY, &LIM, simd);
@@ -495,8 +496,8 @@ me_free_scan(me_seg_t *g, const double *x, size_t i, size_t n, double eps,
         me_le4(&F3, &SM, &TOL, simd);   /* tol >= 2^-36 |y| */
         MISS |= ~(F1 & F2 & F3);
       }
-      me_side4(&A, HI, T, R1X, R1Y, S2X, S2Y, 1, simd);
-      me_side4(&B, LO, T, R0X, R0Y, S1X, S1Y, 0, simd);
+      me_side4(&A, &HI, &T, &R1X, &R1Y, &S2X, &S2Y, 1, simd);
+      me_side4(&B, &LO, &T, &R0X, &R0Y, &S1X, &S1Y, 0, simd);
       EV = MISS | A | B;
       bits = me_bits4(&EV);
       if (bits == 0) { /* four quiet points */
