@@ -69,7 +69,7 @@ BENCH_SRC  := $(wildcard bench/bench_*.c)
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 COMMON_OBJ := $(call obj,$(COMMON_SRC)) $(BUILD)/obj/gen/la.pb-c.o
 # What libla needs of common/ (it must not pull in libuv, libsodium, sqlite).
-LIBLA_COMMON_OBJ := $(call obj,common/la_codec.c common/la_sockio.c common/la_errors.c common/la_crc32.c \
+LIBLA_COMMON_OBJ := $(call obj,common/la_codec.c common/la_msg_validate.c common/la_sockio.c common/la_errors.c common/la_crc32.c \
                      common/la_sysv.c \
                      $(wildcard common/la_compact*.c)) $(BUILD)/obj/gen/la.pb-c.o
 LIBLA_OBJ  := $(call obj,$(LIBLA_SRC))
