@@ -131,10 +131,11 @@ static void test_match_noisy_not_moved(void **state) {
  * to LA_HISTORY_MAX_GAP); a match starts over. */
 static void test_learning_backs_off(void **state) {
   (void)state;
-  la_history_budget_t b = {64u << 20, 0};
+  la_history_budget_t b = {1u << 20, 0};
   la_compact_params_t cp;
   la_compact_params_default(&cp);
-  la_history_t *h = la_history_new(&b, N, 2, &cp, NULL);
+  /* the back-off is the history's state, whatever it holds */
+  la_history_t *h = la_history_new(&b, 64, 1, &cp, &cp);
   assert_non_null(h);
   char got[128] = "";
   for (int miss = 1; miss <= 64; miss++)
