@@ -275,9 +275,12 @@ static void run(const size_cfg_t *cfg, result_t *out) {
     goto done;
   }
   for (uint32_t i = 0; i < C; i++) la_tu_init(&nd[i].l, 1);
-  /* the feed's and the client's defaults: sets of R traces arrive in parts
-   * (or the subscriber is told why not) */
-  const char *extra[] = {"--agents.max_connections=4096", NULL};
+  /* the client's defaults: sets of R traces arrive in parts; the feed's
+   * queue holds two sets of 10^4 ranks (43 MB each: sets closed back to
+   * back queue behind the one being sent; beyond feed.queue_bytes the
+   * subscriber gets a SetNotice instead, counted here) */
+  const char *extra[] = {"--agents.max_connections=4096",
+                         "--feed.queue_bytes=1G", NULL};
   if (la_tu_ga_start(&g, fsync_on(), 1, extra, WAIT_MS) != 0) {
     snprintf(out->why, sizeof out->why, "la-globalagent did not start");
     goto done;
