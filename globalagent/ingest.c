@@ -326,6 +326,22 @@ static void la__stitch(la_ga_t *ga, la_ga_app_t *a, const char *app_id,
   la__stitched(ga, s, app_id, rank, tag);
 }
 
+/* A trace or missing record (what: " missing" or "") of a rank whose
+ * application is not stitched (no RankStart known, or refused by
+ * stitch.max_apps): stored, counted in orphans, and logged at most once a
+ * second (a refused application of 10^4 ranks sends that many a cycle). */
+static void la__orphan(la_ga_t *ga, const char *app_id, uint32_t rank,
+                       uint64_t tag, const char *what) {
+  static la_ratelimit_t rl; /* this file's: orphans' log lines */
+  uint64_t missed = 0;
+  ga->st.orphans++;
+  if (!la_ratelimit_ok(&rl, 1000, &missed)) return;
+  la_log_warnx(
+      "%s rank %u cycle %llu%s: no RankStart known; stored, not "
+      "stitched (%llu more such since the last line)",
+      app_id, rank, (unsigned long long)tag, what, (unsigned long long)missed);
+}
+
 /* Records (app, rank, cycle) as missing for reason (from a TraceMissing, or
  * a trace validate.c refused) and stitches the rank as arrived. Returns 0,
  * or a store error for the batch. */
@@ -352,11 +368,7 @@ static int la__ingest_missing(la_ga_t *ga, const char *host, const char *app_id,
                (unsigned long long)tag, host, reason);
   la_ga_app_t *a = la__app(ga, app_id);
   if (!a) {
-    ga->st.orphans++;
-    la_log_warnx(
-        "%s rank %u cycle %llu missing: no RankStart known; stored, "
-        "not stitched",
-        app_id, rank, (unsigned long long)tag);
+    la__orphan(ga, app_id, rank, tag, " missing");
     return 0;
   }
   la__stitch(ga, a, app_id, rank, tag, NULL);
@@ -407,11 +419,7 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
       ga->st.traces++;
       la_ga_app_t *a = la__app(ga, t->app_id);
       if (!a) {
-        ga->st.orphans++;
-        la_log_warnx(
-            "%s rank %u cycle %llu: no RankStart known; stored, "
-            "not stitched",
-            t->app_id, t->rank, (unsigned long long)t->cycle_tag);
+        la__orphan(ga, t->app_id, t->rank, t->cycle_tag, "");
       } else {
         la__stitch(ga, a, t->app_id, t->rank, t->cycle_tag, t);
       }

@@ -330,8 +330,9 @@ static void send_rank_end(const char *app, uint32_t rank) {
 
 /* With stitch.max_apps = 2, a third running application is not stitched:
  * its messages are stored and acknowledged, the refusal is logged naming
- * the application and the setting, and counted (apps_refused); once one
- * of the two ended, the third is stitched and its sets published. */
+ * the application and the setting, and counted (apps_refused), and the
+ * warnings about its traces are rate-limited; once one of the two ended,
+ * the third is stitched and its sets published. */
 static void test_app_list_bounded(void **state) {
   const char *extra[] = {"--stitch.max_apps=2", NULL};
   start_ga(extra);
@@ -347,6 +348,16 @@ static void test_app_list_bounded(void **state) {
                       "application app3 not stitched: 2 applications "
                       "running (stitch.max_apps = 2)"),
         "no log line for the refusal");
+  /* a refused application of many ranks: each of its traces counted, the
+   * warning about them logged at most once a second, not once a trace */
+  long long orphans = la_td_status_ll(T.g.d, "traces_orphan");
+  la_td_log_mark(T.g.d);
+  send_set("app4", 40, 1, 1);
+  CHECK(la_td_wait_status(T.g.d, "traces_orphan", orphans + 40, WAIT_MS) == 0,
+        "app4's 40 traces not counted as not stitched");
+  int lines = la_td_log_count(T.g.d, "no RankStart known");
+  CHECK(lines <= 2, "%d log lines for 40 traces of a refused application",
+        lines);
   la_traceset_t *t = NULL;
   assert_int_equal(la_client_next(c, 300, &t), LA_ETIMEDOUT);
   assert_int_equal(la_td_status_ll(T.g.d, "apps_running"), 2);
