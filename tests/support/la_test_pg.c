@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -108,8 +109,23 @@ static pid_t la__pg_spawn(la_test_pg_t *pg, const char *const *argv,
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* The SysV segment the server of pg registered in its postmaster.pid (line
+ * 7: key and id), or -1. */
+static int la__pg_shmid(const la_test_pg_t *pg) {
+  char path[200], line[128];
+  snprintf(path, sizeof path, "%s/data/postmaster.pid", pg->dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  long key = 0, id = -1;
+  for (int i = 1; fgets(line, sizeof line, f); i++)
+    if (i == 7 && sscanf(line, "%ld %ld", &key, &id) != 2) id = -1;
+  fclose(f);
+  return id >= 0 && id <= 0x7fffffff ? (int)id : -1;
+}
+
 static void la__pg_reap(la_test_pg_t *pg, int sig, int timeout_ms) {
   if (pg->pid <= 0) return;
+  int shmid = la__pg_shmid(pg);
   kill(pg->pid, sig);
   for (int t = 0; t < timeout_ms; t += 20) {
     if (waitpid(pg->pid, NULL, WNOHANG) == pg->pid) {
@@ -122,11 +138,16 @@ static void la__pg_reap(la_test_pg_t *pg, int sig, int timeout_ms) {
   kill(pg->pid, SIGKILL);
   waitpid(pg->pid, NULL, 0);
   pg->pid = 0;
+  /* killed, the server could not remove its SysV segment: this test's own
+   * (named by its pid file), removed once nothing is attached */
+  struct shmid_ds ds;
+  if (shmid >= 0 && shmctl(shmid, IPC_STAT, &ds) == 0 && ds.shm_nattch == 0)
+    shmctl(shmid, IPC_RMID, NULL);
 }
 
 void la_test_pg_stop(la_test_pg_t *pg) {
   if (!pg) return;
-  la__pg_reap(pg, SIGINT, 10000); /* fast shutdown */
+  la__pg_reap(pg, SIGINT, 30000); /* fast shutdown */
   la__walk(pg->dir, la__rm_one, NULL);
   for (int i = 0; i < LA__PG_MAX; i++)
     if (la__pg_live[i] == pg) la__pg_live[i] = NULL;
