@@ -40,10 +40,23 @@
  * writes, 2g when done), so a reader copies the newest finished slot while
  * the other one is rewritten and never sees a torn vector.
  *
+ * Rows (version 5): when the header's features carry LA_SHM_FEAT_ROWS, the
+ * registration was a grid of nx x ny x nz cells and each buffer ends with
+ * one double per row of cells (row r = j + ny * k holds cells r * nx ..
+ * r * nx + nx - 1), after its flags, 8-byte aligned. A row probe
+ * (LA_startRow/LA_stopRow) adds its interval there instead of spreading it
+ * over the row's cells: one store instead of nx. The agent spreads each
+ * row's value evenly over the row's cells of channel 0 when it reads the
+ * buffer (cell value + row value / nx), and zeroes the rows with the
+ * values. The row count is not in the header: both sides derive it from
+ * the registered grid (ny * nz), which the agent checks against n_elements.
+ *
  * Versions: a version-3 header (libla before the weights area) is still
  * accepted by the LocalAgent, which then writes no weights; a version-4
  * header may leave LA_SHM_FEAT_WEIGHTS clear (no area, the version-3
- * segment). The header's segment_size counts the area when present.
+ * segment); a version-5 header may carry LA_SHM_FEAT_ROWS (only version 5
+ * may). The header's segment_size counts the area and the rows when
+ * present.
  *
  * Both sides include this header; nothing else describes the layout. Any
  * change to it bumps LA_SHM_VERSION.
@@ -55,7 +68,7 @@
 #include <stdint.h>
 
 #define LA_SHM_MAGIC 0x4c415f53484d3031ULL /* "LA_SHM01" */
-#define LA_SHM_VERSION 4u
+#define LA_SHM_VERSION 5u
 #define LA_SHM_VERSION_MIN 3u /* the oldest layout the agent still reads */
 #define LA_SHM_MIN_BUFFERS 2u
 #define LA_SHM_MAX_BUFFERS 16u
@@ -87,7 +100,7 @@ typedef struct la_shm_header {
   uint64_t buffer_stride;/* bytes from one buffer to the next */
   uint64_t segment_size; /* total bytes */
   uint32_t n_channels;   /* 1..LA_SHM_MAX_CHANNELS value sets per buffer */
-  uint32_t features;     /* version 4: LA_SHM_FEAT_*; version 3: 0 */
+  uint32_t features;     /* version >= 4: LA_SHM_FEAT_*; version 3: 0 */
   la_shm_bufmeta_t buf[LA_SHM_MAX_BUFFERS];
 } la_shm_header_t;
 
@@ -99,7 +112,9 @@ _Static_assert(sizeof(la_shm_header_t) % LA_SHM_ALIGN == 0, "header aligned");
 
 /* features: a weights area follows the buffers. */
 #define LA_SHM_FEAT_WEIGHTS 1u
-#define LA_SHM_FEATURES_KNOWN LA_SHM_FEAT_WEIGHTS
+/* features (version 5): each buffer ends with one double per grid row. */
+#define LA_SHM_FEAT_ROWS 2u
+#define LA_SHM_FEATURES_KNOWN (LA_SHM_FEAT_WEIGHTS | LA_SHM_FEAT_ROWS)
 
 #define LA_SHM_WEIGHTS_MAGIC 0x4c415f5747543031ULL /* "LA_WGT01" */
 #define LA_SHM_WEIGHTS_VERSION 1u
@@ -151,12 +166,29 @@ static inline uint64_t la_shm_weights_bytes(uint64_t n_elements) {
  * with (the thread was switched out); other bits are reserved (0). */
 #define LA_SHM_FLAG_INTERFERED 1u
 
-/* Bytes of one buffer of k channels of n doubles and n flag bytes, rounded
- * up to LA_SHM_ALIGN. */
+/* Bytes from a buffer's start to its row values (after k channels of n
+ * doubles and n flag bytes, 8-byte aligned). */
+static inline uint64_t la_shm_rows_offset(uint64_t n_elements,
+                                          uint32_t n_channels) {
+  uint64_t b = n_elements * (sizeof(double) * n_channels + 1);
+  return (b + sizeof(double) - 1) / sizeof(double) * sizeof(double);
+}
+
+/* Bytes of one buffer of k channels of n doubles, n flag bytes and, with
+ * rows (n_rows > 0), n_rows row values, rounded up to LA_SHM_ALIGN. */
+static inline uint64_t la_shm_buffer_stride_r(uint64_t n_elements,
+                                              uint32_t n_channels,
+                                              uint64_t n_rows) {
+  uint64_t b = n_elements * (sizeof(double) * n_channels + 1);
+  if (n_rows) b = la_shm_rows_offset(n_elements, n_channels) +
+                  n_rows * sizeof(double);
+  return (b + LA_SHM_ALIGN - 1) / LA_SHM_ALIGN * LA_SHM_ALIGN;
+}
+
+/* The same without rows. */
 static inline uint64_t la_shm_buffer_stride_ch(uint64_t n_elements,
                                                uint32_t n_channels) {
-  uint64_t b = n_elements * (sizeof(double) * n_channels + 1);
-  return (b + LA_SHM_ALIGN - 1) / LA_SHM_ALIGN * LA_SHM_ALIGN;
+  return la_shm_buffer_stride_r(n_elements, n_channels, 0);
 }
 
 /* The same for one channel. */
@@ -164,12 +196,23 @@ static inline uint64_t la_shm_buffer_stride(uint64_t n_elements) {
   return la_shm_buffer_stride_ch(n_elements, 1);
 }
 
-/* Total segment size for n elements, k buffers and c channels. */
+/* Segment size up to the weights area for n elements, k buffers, c
+ * channels and r rows per buffer (0: no rows). */
+static inline uint64_t la_shm_segment_size_r(uint64_t n_elements,
+                                             uint32_t n_buffers,
+                                             uint32_t n_channels,
+                                             uint64_t n_rows) {
+  return sizeof(la_shm_header_t) +
+         (uint64_t)n_buffers *
+             la_shm_buffer_stride_r(n_elements, n_channels, n_rows);
+}
+
+/* Total segment size for n elements, k buffers and c channels (no rows, no
+ * weights area). */
 static inline uint64_t la_shm_segment_size_ch(uint64_t n_elements,
                                               uint32_t n_buffers,
                                               uint32_t n_channels) {
-  return sizeof(la_shm_header_t) +
-         (uint64_t)n_buffers * la_shm_buffer_stride_ch(n_elements, n_channels);
+  return la_shm_segment_size_r(n_elements, n_buffers, n_channels, 0);
 }
 
 /* The same for one channel. */
@@ -178,15 +221,22 @@ static inline uint64_t la_shm_segment_size(uint64_t n_elements,
   return la_shm_segment_size_ch(n_elements, n_buffers, 1);
 }
 
-/* The weights area of a segment with the feature, from geometry the
- * caller trusts (like la_shm_buffer_ch). */
+/* The weights area of a segment with the feature and r rows per buffer
+ * (0: none), from geometry the caller trusts (like la_shm_buffer_ch). */
+static inline la_shm_weights_hdr_t *la_shm_weights_area_r(
+    void *segment, uint64_t n_elements, uint32_t n_buffers,
+    uint32_t n_channels, uint64_t n_rows) {
+  return (la_shm_weights_hdr_t *)((char *)segment +
+                                  la_shm_segment_size_r(n_elements, n_buffers,
+                                                        n_channels, n_rows));
+}
+
+/* The same without rows. */
 static inline la_shm_weights_hdr_t *la_shm_weights_area(void *segment,
                                                         uint64_t n_elements,
                                                         uint32_t n_buffers,
                                                         uint32_t n_channels) {
-  return (la_shm_weights_hdr_t *)((char *)segment +
-                                  la_shm_segment_size_ch(
-                                      n_elements, n_buffers, n_channels));
+  return la_shm_weights_area_r(segment, n_elements, n_buffers, n_channels, 0);
 }
 
 /* Slot k's header of a weights area (its doubles follow it). */
@@ -201,11 +251,28 @@ static inline la_shm_weights_slot_t *la_shm_weights_slot(
  * geometry the caller trusts (its own copies of the counts, validated
  * once): never reads the header, which the other process may rewrite at
  * any time. The LocalAgent and libla use this. */
+static inline double *la_shm_buffer_r(void *segment, uint64_t n_elements,
+                                      uint32_t n_channels, uint64_t n_rows,
+                                      uint32_t i) {
+  return (double *)((char *)segment + sizeof(la_shm_header_t) +
+                    (uint64_t)i * la_shm_buffer_stride_r(n_elements,
+                                                         n_channels, n_rows));
+}
+
+/* The same in a segment without rows. */
 static inline double *la_shm_buffer_ch(void *segment, uint64_t n_elements,
                                        uint32_t n_channels, uint32_t i) {
-  return (double *)((char *)segment + sizeof(la_shm_header_t) +
-                    (uint64_t)i *
-                        la_shm_buffer_stride_ch(n_elements, n_channels));
+  return la_shm_buffer_r(segment, n_elements, n_channels, 0, i);
+}
+
+/* Row values of buffer i (n_rows doubles) in a segment with rows, from
+ * geometry the caller trusts. */
+static inline double *la_shm_buffer_rows(void *segment, uint64_t n_elements,
+                                         uint32_t n_channels, uint64_t n_rows,
+                                         uint32_t i) {
+  return (double *)((char *)la_shm_buffer_r(segment, n_elements, n_channels,
+                                            n_rows, i) +
+                    la_shm_rows_offset(n_elements, n_channels));
 }
 
 /* The same for a segment of one channel. */
@@ -222,13 +289,23 @@ static inline double *la_shm_values(la_shm_header_t *h, uint32_t i) {
 }
 
 /* Flags of buffer i: n_elements bytes right after its values, from
- * geometry the caller trusts (like la_shm_buffer_ch). */
+ * geometry the caller trusts (like la_shm_buffer_ch), in a segment of
+ * n_rows rows per buffer (0: none). */
+static inline uint8_t *la_shm_buffer_flags_r(void *segment,
+                                             uint64_t n_elements,
+                                             uint32_t n_channels,
+                                             uint64_t n_rows, uint32_t i) {
+  return (uint8_t *)(la_shm_buffer_r(segment, n_elements, n_channels, n_rows,
+                                     i) +
+                     (uint64_t)n_channels * n_elements);
+}
+
+/* The same in a segment without rows. */
 static inline uint8_t *la_shm_buffer_flags_ch(void *segment,
                                               uint64_t n_elements,
                                               uint32_t n_channels,
                                               uint32_t i) {
-  return (uint8_t *)(la_shm_buffer_ch(segment, n_elements, n_channels, i) +
-                     (uint64_t)n_channels * n_elements);
+  return la_shm_buffer_flags_r(segment, n_elements, n_channels, 0, i);
 }
 
 /* The same for a segment of one channel. */
@@ -245,15 +322,17 @@ static inline uint8_t *la_shm_flags(la_shm_header_t *h, uint32_t i) {
 }
 
 /* Checks a header against the size of the attached segment and the values
- * the registration announced (n_channels: 1 when it named no channel).
- * Returns NULL when consistent, else a short reason (static string). Used
- * by the LocalAgent and the tests. */
-static inline const char *la_shm_header_check_ch(const la_shm_header_t *h,
-                                                 uint64_t segment_bytes,
-                                                 uint64_t n_elements,
-                                                 uint32_t n_buffers,
-                                                 uint32_t n_channels,
-                                                 uint64_t nonce) {
+ * the registration announced (n_channels: 1 when it named no channel;
+ * grid_rows: ny * nz of a grid registration, 0 for none). Returns NULL when
+ * consistent, else a short reason (static string). Used by the LocalAgent
+ * and the tests. */
+static inline const char *la_shm_header_check_r(const la_shm_header_t *h,
+                                                uint64_t segment_bytes,
+                                                uint64_t n_elements,
+                                                uint32_t n_buffers,
+                                                uint32_t n_channels,
+                                                uint64_t grid_rows,
+                                                uint64_t nonce) {
   if (segment_bytes < sizeof(*h)) return "segment smaller than its header";
   if (h->magic != LA_SHM_MAGIC) return "bad magic number";
   if (h->version < LA_SHM_VERSION_MIN || h->version > LA_SHM_VERSION)
@@ -261,6 +340,12 @@ static inline const char *la_shm_header_check_ch(const la_shm_header_t *h,
   if (h->version == 3 && h->features != 0)
     return "version 3 header with its reserved field set";
   if (h->features & ~LA_SHM_FEATURES_KNOWN) return "unknown feature bits";
+  uint64_t n_rows = (h->features & LA_SHM_FEAT_ROWS) ? grid_rows : 0;
+  if ((h->features & LA_SHM_FEAT_ROWS) && h->version < 5)
+    return "row values in a header older than version 5";
+  if ((h->features & LA_SHM_FEAT_ROWS) &&
+      (grid_rows == 0 || n_elements % grid_rows != 0))
+    return "row values without a grid registration";
   if (h->header_len != sizeof(*h)) return "unexpected header length";
   if (h->nonce != nonce) return "nonce does not match";
   if (h->n_elements != n_elements) return "element count does not match";
@@ -272,13 +357,26 @@ static inline const char *la_shm_header_check_ch(const la_shm_header_t *h,
     return "channel count out of range";
   if (n_elements == 0 || n_elements > LA_SHM_MAX_ELEMENTS)
     return "element count out of range";
-  if (h->buffer_stride != la_shm_buffer_stride_ch(n_elements, n_channels))
+  if (h->buffer_stride !=
+      la_shm_buffer_stride_r(n_elements, n_channels, n_rows))
     return "unexpected buffer stride";
-  uint64_t size = la_shm_segment_size_ch(n_elements, n_buffers, n_channels);
+  uint64_t size =
+      la_shm_segment_size_r(n_elements, n_buffers, n_channels, n_rows);
   if (h->features & LA_SHM_FEAT_WEIGHTS) size += la_shm_weights_bytes(n_elements);
   if (h->segment_size != size || segment_bytes < h->segment_size)
     return "segment size does not match";
   return 0;
+}
+
+/* The same for a registration that is not a grid. */
+static inline const char *la_shm_header_check_ch(const la_shm_header_t *h,
+                                                 uint64_t segment_bytes,
+                                                 uint64_t n_elements,
+                                                 uint32_t n_buffers,
+                                                 uint32_t n_channels,
+                                                 uint64_t nonce) {
+  return la_shm_header_check_r(h, segment_bytes, n_elements, n_buffers,
+                               n_channels, 0, nonce);
 }
 
 /* The same for a registration of one channel. */

@@ -9,7 +9,8 @@
  * application file writes per profiled cycle: for validation runs, not
  * production. With channels the values are the per-element sum over the
  * channels (what the LocalAgent ships as the trace), added in channel
- * order as the LocalAgent adds them.
+ * order as the LocalAgent adds them; row values (layout 5) are spread over
+ * their cells as the LocalAgent spreads them.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -35,10 +36,13 @@ static int la__dump_close(FILE *f, const char *path, int rc) {
 }
 
 int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
-                 la_shm_header_t *hdr, uint32_t buf, uint64_t n,
-                 uint32_t n_channels, double scale) {
+                 const la__ipc_t *ipc, uint32_t buf, double scale) {
   char path[512];
-  const double *values = la_shm_buffer_ch(hdr, n, n_channels, buf);
+  uint64_t n = ipc->n_elements;
+  uint32_t n_channels = ipc->n_channels;
+  const double *values = la__ipc_values(ipc, buf);
+  const double *rows = la__ipc_rows(ipc, buf);
+  uint64_t nx = rows ? n / ipc->n_rows : 0;
   FILE *f = la__dump_open(path, sizeof path, dir, app_id, rank, tag, "f64");
   if (!f) return LA_EIO;
   double chunk[4096];
@@ -47,7 +51,9 @@ int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
   while (done < n && rc == 0) {
     size_t k = n - done < 4096 ? (size_t)(n - done) : 4096;
     for (size_t i = 0; i < k; i++) {
-      double v = values[done + i] * scale;
+      double v0 = values[done + i];
+      if (rows) v0 += rows[(done + i) / nx] / (double)nx;
+      double v = v0 * scale;
       for (uint32_t c = 1; c < n_channels; c++)
         v += values[c * n + done + i] * scale;
       chunk[i] = v;
@@ -61,13 +67,12 @@ int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
 
   f = la__dump_open(path, sizeof path, dir, app_id, rank, tag, "flags");
   if (!f) return LA_EIO;
-  if (fwrite(la_shm_buffer_flags_ch(hdr, n, n_channels, buf), 1, (size_t)n,
-             f) != (size_t)n)
+  if (fwrite(la__ipc_flags(ipc, buf), 1, (size_t)n, f) != (size_t)n)
     rc =
         la__error(LA_EIO, "LA_DUMP_RAW: writing %s: %s", path, strerror(errno));
   if ((rc = la__dump_close(f, path, rc))) return rc;
 
-  const la_shm_bufmeta_t *m = &hdr->buf[buf];
+  const la_shm_bufmeta_t *m = &ipc->hdr->buf[buf];
   f = la__dump_open(path, sizeof path, dir, app_id, rank, tag, "fid");
   if (!f) return LA_EIO;
   if (fprintf(f, "flagged=%llu interference_ns=%.0f scale=%.17g\n",

@@ -53,6 +53,9 @@ static struct {
   uint8_t *flags;                       /* of the current cycle's buffer */
   la_shm_bufmeta_t *meta;               /* of the current cycle's buffer */
   uint64_t flagged, interference_ticks; /* totals since LA_register */
+  uint32_t buf;                         /* the current cycle's buffer */
+  uint32_t dirty; /* bit i: buffer i's flags may hold a set byte (its last
+                     cycle flagged an element); a new segment is clean */
 } la__if = {.status = "off (not registered)", .ns_per_tick = 1.0};
 
 static pthread_once_t la__once = PTHREAD_ONCE_INIT;
@@ -136,6 +139,7 @@ int la__interf_init(int fast, double ns_per_tick, double timer_res_ns) {
   la__if.ns_per_tick = ns_per_tick > 0 ? ns_per_tick : 1.0;
   la__if.timer_res_ns = timer_res_ns;
   la__if.flagged = la__if.interference_ticks = 0;
+  la__if.dirty = 0;
   la__if.flags = NULL;
   la__if.meta = NULL;
   la__hot.detect = 0;
@@ -183,9 +187,15 @@ int la__interf_init(int fast, double ns_per_tick, double timer_res_ns) {
   return 0;
 }
 
-void la__interf_begin(uint8_t *flags, la_shm_bufmeta_t *meta, uint64_t n) {
+void la__interf_begin(uint8_t *flags, la_shm_bufmeta_t *meta, uint64_t n,
+                      uint32_t buf) {
   if (!la__hot.detect) return;
-  memset(flags, 0, (size_t)n);
+  /* flags are set only here, by this process: a buffer whose last cycle
+   * flagged nothing still has them all clear (a row-probed or quiet cycle
+   * then skips a pass over n bytes) */
+  if (la__if.dirty & (1u << buf)) memset(flags, 0, (size_t)n);
+  la__if.dirty &= ~(1u << buf);
+  la__if.buf = buf;
   meta->interference_ticks = 0;
   meta->n_flagged = 0;
   la__if.flags = flags;
@@ -194,6 +204,7 @@ void la__interf_begin(uint8_t *flags, la_shm_bufmeta_t *meta, uint64_t n) {
 
 void la__interf_end(void) {
   if (la__if.meta) {
+    if (la__if.meta->n_flagged) la__if.dirty |= 1u << la__if.buf;
     la__if.flagged += la__if.meta->n_flagged;
     la__if.interference_ticks += la__if.meta->interference_ticks;
   }

@@ -20,8 +20,10 @@
  * hole; it is unmapped only when the next registration ends (one scratch
  * mapping at most, untouched pages cost no memory).
  * Layout 4 adds the weights area after the buffers (header only here; the
- * agent fills the slots, weights.c reads them); LA_SHM_LAYOUT=3 makes the
- * layout of libla before it, for a LocalAgent that predates it.
+ * agent fills the slots, weights.c reads them); layout 5 adds, for a grid
+ * registration, one row value per grid row at the end of each buffer (row
+ * probes add there, the agent spreads them). LA_SHM_LAYOUT=3 or 4 makes the
+ * layout of libla before them, for a LocalAgent that predates them.
  * Not here: when to take or hand over buffers (lifecycle.c).
  */
 #include <errno.h>
@@ -61,25 +63,35 @@ int la__ipc_create(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers) {
   return la__ipc_create_ch(ipc, n_elements, n_buffers, 1);
 }
 
+int la__ipc_layout(uint32_t *layout) {
+  *layout = LA_SHM_VERSION;
+  const char *env = getenv("LA_SHM_LAYOUT");
+  if (!env || !*env) return 0;
+  int v = strlen(env) == 1 ? env[0] - '0' : -1;
+  if (v < (int)LA_SHM_VERSION_MIN || v > (int)LA_SHM_VERSION)
+    return la__error(LA_ECONFIG, "LA_SHM_LAYOUT='%s': %u to %u", env,
+                     LA_SHM_VERSION_MIN, LA_SHM_VERSION);
+  *layout = (uint32_t)v;
+  return 0;
+}
+
 int la__ipc_create_ch(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers,
                       uint32_t n_channels) {
-  uint32_t layout = LA_SHM_VERSION;
-  const char *env = getenv("LA_SHM_LAYOUT");
-  if (env && *env) {
-    if (strcmp(env, "3") && strcmp(env, "4")) {
-      memset(ipc, 0, sizeof *ipc);
-      ipc->shm_id = ipc->sem_id = -1;
-      return la__error(LA_ECONFIG, "LA_SHM_LAYOUT='%s': 3 or 4", env);
-    }
-    layout = (uint32_t)atoi(env);
+  uint32_t layout;
+  int rc = la__ipc_layout(&layout);
+  if (rc) {
+    memset(ipc, 0, sizeof *ipc);
+    ipc->shm_id = ipc->sem_id = -1;
+    return rc;
   }
-  return la__ipc_create_v(ipc, n_elements, n_buffers, n_channels, layout);
+  return la__ipc_create_v(ipc, n_elements, n_buffers, n_channels, layout, 0);
 }
 
 /* Fills the weights area's header (the slots stay zero: no generation). */
 static void la__ipc_weights_init(la__ipc_t *ipc) {
-  la_shm_weights_hdr_t *a = la_shm_weights_area(
-      ipc->hdr, ipc->n_elements, ipc->n_buffers, ipc->n_channels);
+  la_shm_weights_hdr_t *a =
+      la_shm_weights_area_r(ipc->hdr, ipc->n_elements, ipc->n_buffers,
+                            ipc->n_channels, ipc->n_rows);
   a->version = LA_SHM_WEIGHTS_VERSION;
   a->header_len = sizeof *a;
   a->n_elements = ipc->n_elements;
@@ -89,7 +101,7 @@ static void la__ipc_weights_init(la__ipc_t *ipc) {
 }
 
 int la__ipc_create_v(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers,
-                     uint32_t n_channels, uint32_t layout) {
+                     uint32_t n_channels, uint32_t layout, uint64_t grid_rows) {
   memset(ipc, 0, sizeof *ipc);
   ipc->shm_id = ipc->sem_id = -1;
   if (n_elements == 0 || n_elements > LA_SHM_MAX_ELEMENTS)
@@ -101,7 +113,13 @@ int la__ipc_create_v(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers,
   if (layout < LA_SHM_VERSION_MIN || layout > LA_SHM_VERSION)
     return la__error(LA_EINVAL, "shared-memory layout %u outside %u..%u",
                      layout, LA_SHM_VERSION_MIN, LA_SHM_VERSION);
-  uint64_t size = la_shm_segment_size_ch(n_elements, n_buffers, n_channels);
+  if (grid_rows && n_elements % grid_rows)
+    return la__error(LA_EINVAL, "%llu rows do not divide %llu elements",
+                     (unsigned long long)grid_rows,
+                     (unsigned long long)n_elements);
+  uint64_t n_rows = layout >= 5 ? grid_rows : 0;
+  uint64_t size =
+      la_shm_segment_size_r(n_elements, n_buffers, n_channels, n_rows);
   int weights = layout >= 4;
   if (weights) size += la_shm_weights_bytes(n_elements);
   ipc->shm_id = shmget(IPC_PRIVATE, size, IPC_CREAT | IPC_EXCL | 0600);
@@ -140,15 +158,17 @@ int la__ipc_create_v(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers,
   ipc->n_channels = n_channels;
   ipc->layout = layout;
   ipc->weights = weights;
+  ipc->n_rows = n_rows;
   if (weights) la__ipc_weights_init(ipc);
   h->version = layout;
-  h->features = weights ? LA_SHM_FEAT_WEIGHTS : 0;
+  h->features = (weights ? LA_SHM_FEAT_WEIGHTS : 0) |
+                (n_rows ? LA_SHM_FEAT_ROWS : 0);
   h->header_len = sizeof *h;
   h->n_elements = n_elements;
   h->n_buffers = n_buffers;
   h->creator_pid = (int32_t)getpid();
   h->nonce = la__nonce();
-  h->buffer_stride = la_shm_buffer_stride_ch(n_elements, n_channels);
+  h->buffer_stride = la_shm_buffer_stride_r(n_elements, n_channels, n_rows);
   h->segment_size = size;
   h->n_channels = n_channels;
   __atomic_store_n(&h->magic, LA_SHM_MAGIC, __ATOMIC_RELEASE);
@@ -162,7 +182,19 @@ void la__ipc_mark(la__ipc_t *ipc) {
 }
 
 double *la__ipc_values(const la__ipc_t *ipc, uint32_t i) {
-  return la_shm_buffer_ch(ipc->hdr, ipc->n_elements, ipc->n_channels, i);
+  return la_shm_buffer_r(ipc->hdr, ipc->n_elements, ipc->n_channels,
+                         ipc->n_rows, i);
+}
+
+double *la__ipc_rows(const la__ipc_t *ipc, uint32_t i) {
+  if (!ipc->n_rows) return NULL;
+  return la_shm_buffer_rows(ipc->hdr, ipc->n_elements, ipc->n_channels,
+                            ipc->n_rows, i);
+}
+
+uint8_t *la__ipc_flags(const la__ipc_t *ipc, uint32_t i) {
+  return la_shm_buffer_flags_r(ipc->hdr, ipc->n_elements, ipc->n_channels,
+                               ipc->n_rows, i);
 }
 
 int la__ipc_handover(la__ipc_t *ipc) {

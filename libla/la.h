@@ -464,14 +464,19 @@ LA_EXPORT int LA_startBox(long i0, long j0, long k0, long ni, long nj, long nk);
 LA_EXPORT int LA_stopBox(long i0, long j0, long k0, long ni, long nj, long nk);
 
 /* Row (j,k) of a grid: its nx cells (i = 0..nx-1), one box. Around the
- * innermost loop, which stays free of calls and vectorises. */
+ * innermost loop, which stays free of calls and vectorises. The row's time
+ * is one value in shared memory, which the LocalAgent spreads over the
+ * row's cells: a row probe pair costs two timer readings and one store,
+ * whatever nx (with a LocalAgent older than that, libla spreads it). */
+LA_EXPORT int la__row_start(long j, long k);
+LA_EXPORT int la__row_stop(long j, long k);
 static inline int LA_startRow(long j, long k) {
   if (LA__UNLIKELY(la__hot.limit == 0)) return 0;
-  return LA_startBox(0, j, k, (long)la__hot.nx, 1, 1);
+  return la__row_start(j, k);
 }
 static inline int LA_stopRow(long j, long k) {
   if (LA__UNLIKELY(la__hot.limit == 0)) return 0;
-  return LA_stopBox(0, j, k, (long)la__hot.nx, 1, 1);
+  return la__row_stop(j, k);
 }
 /* =================================== end of unprofiled cycles at full speed */
 

@@ -17,10 +17,11 @@
  * LA_INTERFERENCE value. */
 LA__HIDDEN int la__interf_init(int fast, double ns_per_tick,
                                double timer_res_ns);
-/* Start of a profiled cycle into a buffer: clears its n flag bytes and the
- * meta data's interference counters (when detection is on). */
+/* Start of a profiled cycle into buffer buf: clears its n flag bytes
+ * (unless its last cycle flagged none) and the meta data's interference
+ * counters (when detection is on). */
 LA__HIDDEN void la__interf_begin(uint8_t *flags, la_shm_bufmeta_t *meta,
-                                 uint64_t n);
+                                 uint64_t n, uint32_t buf);
 /* End of the cycle: adds its counters to the run's totals. */
 LA__HIDDEN void la__interf_end(void);
 /* Finalize: detection off, the calling thread's event closed (other

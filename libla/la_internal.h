@@ -101,8 +101,9 @@ typedef struct la__ipc {
   uint32_t n_channels;
   uint64_t size;   /* bytes mapped */
   int shm_marked;  /* IPC_RMID done on the segment */
-  uint32_t layout; /* the header's version (LA_SHM_VERSION, or 3) */
+  uint32_t layout; /* the header's version (LA_SHM_VERSION_MIN..VERSION) */
   int weights;     /* the segment has the weights area */
+  uint64_t n_rows; /* row values per buffer (layout 5 grid), 0 without */
 } la__ipc_t;
 
 /* Creates segment and semaphore set (mode 0600) for buffers of n_channels
@@ -111,12 +112,16 @@ typedef struct la__ipc {
  * Returns 0, LA_EINVAL or LA_EIPC; on error nothing is left. */
 LA__HIDDEN int la__ipc_create_ch(la__ipc_t *ipc, uint64_t n_elements,
                                  uint32_t n_buffers, uint32_t n_channels);
+/* The layout to create: LA_SHM_LAYOUT's choice (LA_SHM_VERSION_MIN to
+ * LA_SHM_VERSION), else LA_SHM_VERSION. 0 or LA_ECONFIG naming it. */
+LA__HIDDEN int la__ipc_layout(uint32_t *layout);
 /* The same in shared-memory layout `layout` (3: no weights area, for a
- * LocalAgent older than it; 4: with it). la__ipc_create_ch takes
- * LA_SHM_LAYOUT's choice (3 or 4; LA_ECONFIG otherwise), else 4. */
+ * LocalAgent older than it; 4: with it; 5: with it and, when grid_rows is
+ * not 0 (ny * nz of a grid registration), grid_rows row values per
+ * buffer). la__ipc_create_ch takes la__ipc_layout's choice, no rows. */
 LA__HIDDEN int la__ipc_create_v(la__ipc_t *ipc, uint64_t n_elements,
                                 uint32_t n_buffers, uint32_t n_channels,
-                                uint32_t layout);
+                                uint32_t layout, uint64_t grid_rows);
 /* The same with one channel. */
 LA__HIDDEN int la__ipc_create(la__ipc_t *ipc, uint64_t n_elements,
                               uint32_t n_buffers);
@@ -124,6 +129,10 @@ LA__HIDDEN int la__ipc_create(la__ipc_t *ipc, uint64_t n_elements,
 LA__HIDDEN void la__ipc_mark(la__ipc_t *ipc);
 /* Values of buffer i, from our own geometry (never the shared header). */
 LA__HIDDEN double *la__ipc_values(const la__ipc_t *ipc, uint32_t i);
+/* Row values of buffer i (n_rows of them), NULL without rows. */
+LA__HIDDEN double *la__ipc_rows(const la__ipc_t *ipc, uint32_t i);
+/* Flag bytes of buffer i (n_elements of them). */
+LA__HIDDEN uint8_t *la__ipc_flags(const la__ipc_t *ipc, uint32_t i);
 /* After a successful registration: gives the semaphore set to the uid of
  * the process that attached the segment (the agent), so that an agent
  * without CAP_SYS_ADMIN can remove it when we die. Returns 0 or LA_EIPC
@@ -202,9 +211,8 @@ LA__HIDDEN void la__probe_setup(int fast, int tsc, LA_ProbeFunc start,
                                 void *stop_arg);
 LA__HIDDEN void la__probe_grid(uint64_t nx, uint64_t ny, uint64_t nz);
 /* Starts a profiled cycle writing into buffer i of the segment (its
- * n_channels x n values, n flags and meta data). */
-LA__HIDDEN void la__probe_begin(la_shm_header_t *hdr, uint32_t i, uint64_t n,
-                                uint32_t n_channels);
+ * n_channels x n values, n flags, row values and meta data). */
+LA__HIDDEN void la__probe_begin(const la__ipc_t *ipc, uint32_t i);
 /* Ends the cycle: probes become no-ops. Returns range errors counted. */
 LA__HIDDEN uint64_t la__probe_end(void);
 LA__HIDDEN void la__probe_reset(void);
@@ -227,11 +235,12 @@ LA__HIDDEN const la__ipc_t *la__lifecycle_ipc(void);
 
 /* ------------------------------------------------------------------ dump */
 /* Writes buffer i's values*scale (with channels: the per-element sum over
- * the n_channels channels) to dir/<app_id>.r<rank>.c<tag>.f64, its
- * flag bytes to ....flags and its interference counters to ....fid (text).
- * 0 or LA_EIO. */
+ * the n_channels channels; with rows, each row's value spread over its
+ * cells of channel 0 as the LocalAgent spreads it) to
+ * dir/<app_id>.r<rank>.c<tag>.f64, its flag bytes to ....flags and its
+ * interference counters to ....fid (text). 0 or LA_EIO. */
 LA__HIDDEN int la__dump_raw(const char *dir, const char *app_id, int rank,
-                            uint64_t tag, la_shm_header_t *hdr, uint32_t i,
-                            uint64_t n, uint32_t n_channels, double scale);
+                            uint64_t tag, const la__ipc_t *ipc, uint32_t i,
+                            double scale);
 
 #endif /* LA_INTERNAL_H */

@@ -155,7 +155,7 @@ static int la__begin_cycle(void) {
     la__info("the LocalAgent answers again: profiling resumed");
   }
   la__ctx.holding = 1;
-  la__probe_begin(la__ctx.ipc.hdr, la__ctx.cur, la__ctx.n, la__ctx.n_channels);
+  la__probe_begin(&la__ctx.ipc, la__ctx.cur);
   return 0;
 }
 
@@ -167,18 +167,20 @@ static int la__lost(int rc) {
 }
 
 /* Whether a registration refused with rc was refused by a LocalAgent that
- * predates the weights area (layout 4) of a header in layout `layout`:
- * then it is retried in layout 3 (said when verbose). */
+ * predates the header's layout `layout`: then it is retried one layout
+ * older (said when verbose), down to LA_SHM_VERSION_MIN. */
 static int la__old_agent(int rc, uint32_t layout) {
-  /* la_shm_header_check's words, said by an agent that predates layout 4
-   * of a header this libla wrote in it */
+  /* la_shm_header_check's words, said by an agent that predates the
+   * layout of a header this libla wrote in it */
   if (rc != LA_EREFUSED || layout <= LA_SHM_VERSION_MIN ||
       !strstr(LA_lastError(), "unsupported header version"))
     return 0;
   la__info(
       "the LocalAgent does not read shared-memory layout %u: "
-      "registering in layout %u, without in-job weights (LA_weights)",
-      layout, LA_SHM_VERSION_MIN);
+      "registering in layout %u%s",
+      layout, layout - 1,
+      layout - 1 < 4 ? ", without in-job weights (LA_weights)"
+                     : ", row probes spread in the application");
   return 1;
 }
 
@@ -239,8 +241,11 @@ static int la__register(const char *app_name, int rank, int nprocs,
   const char *const *ch_names = NULL;
   uint32_t n_ch = la__channels(&ch_names);
   la__ctx.n_channels = n_ch ? n_ch : 1;
-  if ((rc = la__ipc_create_ch(&la__ctx.ipc, la__ctx.n, (uint32_t)s->n_buffers,
-                              la__ctx.n_channels)))
+  uint32_t layout;
+  if ((rc = la__ipc_layout(&layout))) return la__lost(rc);
+  uint64_t grid_rows = grid ? grid[1] * grid[2] : 0;
+  if ((rc = la__ipc_create_v(&la__ctx.ipc, la__ctx.n, (uint32_t)s->n_buffers,
+                             la__ctx.n_channels, layout, grid_rows)))
     return la__lost(rc);
 
   char host[LA_MAX_ID_LEN + 1] = "";
@@ -275,21 +280,19 @@ static int la__register(const char *app_name, int rank, int nprocs,
   uint64_t origin[3], global[3];
   if ((rc = la__numbering_fill(&req, la__ctx.n, origin, global)))
     return la__lost(rc);
-  if ((rc = la__link_register(&la__ctx.link, s->agent, s->connect_timeout_ms,
-                              &req))) {
+  while ((rc = la__link_register(&la__ctx.link, s->agent,
+                                 s->connect_timeout_ms, &req))) {
     if (!la__old_agent(rc, la__ctx.ipc.layout)) return la__lost(rc);
-    /* a LocalAgent older than the weights area: its layout, no weights */
+    /* a LocalAgent older than this layout: the one before it */
+    layout = la__ctx.ipc.layout - 1;
     la__link_close(&la__ctx.link);
     la__ipc_destroy(&la__ctx.ipc);
     if ((rc = la__ipc_create_v(&la__ctx.ipc, la__ctx.n, (uint32_t)s->n_buffers,
-                               la__ctx.n_channels, LA_SHM_VERSION_MIN)))
+                               la__ctx.n_channels, layout, grid_rows)))
       return la__lost(rc);
     req.shm_id = la__ctx.ipc.shm_id;
     req.sem_id = la__ctx.ipc.sem_id;
     req.nonce = la__ctx.ipc.hdr->nonce;
-    if ((rc = la__link_register(&la__ctx.link, s->agent, s->connect_timeout_ms,
-                                &req)))
-      return la__lost(rc);
   }
   if ((rc =
            la__numbering_send(&la__ctx.link, la__ctx.n, s->connect_timeout_ms)))
@@ -352,8 +355,7 @@ static int la__xfer(uint64_t tag) {
     meta->range_errors = range_errors;
     if (la__ctx.set.dump_raw[0])
       la__dump_raw(la__ctx.set.dump_raw, la__ctx.app_id, la__ctx.rank, tag,
-                   la__ctx.ipc.hdr, la__ctx.cur, la__ctx.n, la__ctx.n_channels,
-                   scale);
+                   &la__ctx.ipc, la__ctx.cur, scale);
     uint64_t tags[LA__SKIPPED_TAGS_MAX];
     for (uint32_t k = 0; k < la__ctx.tags_n; k++)
       tags[k] =

@@ -14,6 +14,11 @@
  * only: not ranges or boxes, not user or PAPI probes. Channels (LA_channel):
  * channel ch of element e is value slot ch * limit + e of the buffer; the
  * flags stay per element. Boxes and rows probe channel 0.
+ *
+ * Rows: in a segment with row values (layout 5, a grid registration), a
+ * row probe (LA_startRow/LA_stopRow, or a box that is one whole row) adds
+ * its interval to the row's value, one store, and the LocalAgent spreads
+ * it over the row's cells; without them it spreads here, cell by cell.
  */
 #include "la_interference.h"
 
@@ -22,6 +27,9 @@ static void *la__start_arg, *la__stop_arg;
 static uint64_t la__range_errors; /* this cycle, atomic */
 static __thread double la__range_t0;
 static __thread int la__range_open;
+/* The cycle's row values (la__ipc_rows), NULL without them. Like
+ * la__hot.values it keeps pointing into mapped memory after the end. */
+static double *la__rows;
 
 void la__probe_setup(int fast, int tsc, LA_ProbeFunc start, void *start_arg,
                      LA_ProbeFunc stop, void *stop_arg) {
@@ -39,16 +47,16 @@ void la__probe_grid(uint64_t nx, uint64_t ny, uint64_t nz) {
   la__hot.nz = nz;
 }
 
-void la__probe_begin(la_shm_header_t *hdr, uint32_t i, uint64_t n,
-                     uint32_t n_channels) {
+void la__probe_begin(const la__ipc_t *ipc, uint32_t i) {
   __atomic_store_n(&la__range_errors, 0, __ATOMIC_RELAXED);
-  /* libla's own geometry (n, n_channels), never the header's fields */
-  la__interf_begin(la_shm_buffer_flags_ch(hdr, n, n_channels, i), &hdr->buf[i],
-                   n);
-  la__hot.values = la_shm_buffer_ch(hdr, n, n_channels, i);
-  la__hot.n_channels = n_channels;
+  /* libla's own geometry (la__ipc_t), never the header's fields */
+  la__interf_begin(la__ipc_flags(ipc, i), &ipc->hdr->buf[i], ipc->n_elements,
+                   i);
+  la__hot.values = la__ipc_values(ipc, i);
+  la__rows = la__ipc_rows(ipc, i);
+  la__hot.n_channels = ipc->n_channels;
   la__hot.base = la__now();
-  la__hot.limit = n;
+  la__hot.limit = ipc->n_elements;
 }
 
 /* values stays where it points (never NULL once set): a thread that read
@@ -161,9 +169,10 @@ static int la__spread_start(long first) {
 
 /* The stop of a range or box (checked): the interval since the start,
  * spread evenly over nk planes of nj rows of ni elements from first of
- * channel ch, rows sx elements apart and planes sxy. */
+ * channel ch, rows sx elements apart and planes sxy; or, for a whole grid
+ * row (row >= 0) in a segment with row values, added to row's value. */
 static int la__spread_stop(int ch, long first, uint64_t ni, uint64_t nj,
-                           uint64_t nk, uint64_t sx, uint64_t sxy,
+                           uint64_t nk, uint64_t sx, uint64_t sxy, long row,
                            const char *what) {
   if (!la__range_open)
     return la__error(LA_ESTATE, "LA_stop%s without LA_start%s", what, what);
@@ -172,6 +181,11 @@ static int la__spread_stop(int ch, long first, uint64_t ni, uint64_t nj,
   if (!la__hot.fast && !fn) return 0; /* ended meanwhile */
   double t1 = la__hot.fast ? (double)(int64_t)(la__now() - la__hot.base)
                            : fn(first, la__stop_arg);
+  double *rows = la__rows;
+  if (row >= 0 && rows) {
+    rows[row] += t1 - la__range_t0;
+    return 0;
+  }
   double share = (t1 - la__range_t0) / (double)(ni * nj * nk);
   for (uint64_t k = 0; k < nk; k++)
     for (uint64_t j = 0; j < nj; j++) {
@@ -210,7 +224,8 @@ LA_EXPORT int LA_stopRangeC(int ch, long first, long count) {
   if (la__hot.limit == 0) return 0;
   int rc = la__range_check(ch, first, count);
   return rc ? rc
-            : la__spread_stop(ch, first, (uint64_t)count, 1, 1, 0, 0, "Range");
+            : la__spread_stop(ch, first, (uint64_t)count, 1, 1, 0, 0, -1,
+                              "Range");
 }
 
 LA_EXPORT int LA_startBox(long i0, long j0, long k0, long ni, long nj,
@@ -226,6 +241,37 @@ LA_EXPORT int LA_stopBox(long i0, long j0, long k0, long ni, long nj, long nk) {
   long first;
   int rc = la__box_check(i0, j0, k0, ni, nj, nk, &first);
   if (rc) return rc;
+  /* a whole row (LA_stopRow of an older la.h): the row's value */
+  long row = i0 == 0 && (uint64_t)ni == la__hot.nx && nj == 1 && nk == 1
+                 ? (long)((uint64_t)j0 + la__hot.ny * (uint64_t)k0)
+                 : -1;
   return la__spread_stop(0, first, (uint64_t)ni, (uint64_t)nj, (uint64_t)nk,
-                         la__hot.nx, la__hot.nx * la__hot.ny, "Box");
+                         la__hot.nx, la__hot.nx * la__hot.ny, row, "Box");
+}
+
+/* Row (j,k) inside the grid: its first cell in *first, its row number in
+ * *row; else the error LA_startBox gives for it. */
+static int la__row_check(long j, long k, long *first, long *row) {
+  *row = -1;
+  uint64_t nx = la__hot.nx, ny = la__hot.ny, nz = la__hot.nz;
+  if (nx == 0 || j < 0 || k < 0 || (uint64_t)j >= ny || (uint64_t)k >= nz)
+    return la__box_check(0, j, k, (long)nx, 1, 1, first);
+  *row = (long)((uint64_t)j + ny * (uint64_t)k);
+  *first = (long)(nx * (uint64_t)*row);
+  return 0;
+}
+
+LA_EXPORT int la__row_start(long j, long k) {
+  if (la__hot.limit == 0) return 0;
+  long first, row;
+  int rc = la__row_check(j, k, &first, &row);
+  return rc ? rc : la__spread_start(first);
+}
+
+LA_EXPORT int la__row_stop(long j, long k) {
+  if (la__hot.limit == 0) return 0;
+  long first, row;
+  int rc = la__row_check(j, k, &first, &row);
+  if (rc) return rc;
+  return la__spread_stop(0, first, la__hot.nx, 1, 1, 0, 0, row, "Row");
 }

@@ -58,7 +58,8 @@ static int la__read(const la__ipc_t *ipc, double *w, uint64_t min_gen,
                     uint64_t *tag, uint64_t *gen) {
   uint64_t n = ipc->n_elements;
   la_shm_weights_hdr_t *a =
-      la_shm_weights_area(ipc->hdr, n, ipc->n_buffers, ipc->n_channels);
+      la_shm_weights_area_r(ipc->hdr, n, ipc->n_buffers, ipc->n_channels,
+                            ipc->n_rows);
   int rc = la__area_check(ipc, a);
   if (rc) return rc;
   la_shm_weights_slot_t *sl[LA_SHM_WEIGHTS_SLOTS];

@@ -66,7 +66,8 @@ static void la__remove_leftovers(int shm_id, int sem_id, int pid,
 
 int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
                       uint64_t nonce, uint64_t n_elements, uint32_t n_buffers,
-                      uint32_t n_channels, int peer_uid, char *why, size_t n) {
+                      uint32_t n_channels, uint64_t grid_rows, int peer_uid,
+                      char *why, size_t n) {
   memset(ipc, 0, sizeof *ipc);
   ipc->shm_id = ipc->sem_id = -1;
   if (pid <= 0) return la__refuse(why, n, "bad pid %d", pid);
@@ -120,14 +121,16 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
    * derived from the registration and the kernel's size count. */
   la_shm_header_t copy;
   if (ds.shm_segsz >= sizeof copy) memcpy(&copy, h, sizeof copy);
-  const char *bad = la_shm_header_check_ch(&copy, ds.shm_segsz, n_elements,
-                                           n_buffers, n_channels, nonce);
+  const char *bad = la_shm_header_check_r(&copy, ds.shm_segsz, n_elements,
+                                          n_buffers, n_channels, grid_rows,
+                                          nonce);
   if (bad) {
     shmdt(h);
     return la__refuse(why, n, "segment %d: %s", shm_id, bad);
   }
   ipc->layout = copy.version;
   ipc->weights = (copy.features & LA_SHM_FEAT_WEIGHTS) != 0;
+  ipc->n_rows = (copy.features & LA_SHM_FEAT_ROWS) ? grid_rows : 0;
   pthread_mutex_init(&ipc->w_mu, NULL);
   if (!ipc->weights)
     la_log_info(
@@ -148,7 +151,43 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
 /* Buffer i from the attach-time geometry (i < n_buffers checked by the
  * caller; attach proved n_buffers buffers fit in the segment). */
 static double *la__values(const la_app_ipc_t *ipc, uint32_t i) {
-  return la_shm_buffer_ch(ipc->hdr, ipc->n_elements, ipc->n_channels, i);
+  return la_shm_buffer_r(ipc->hdr, ipc->n_elements, ipc->n_channels,
+                         ipc->n_rows, i);
+}
+
+/* Row values of buffer i (n_rows of them; only with rows). */
+static double *la__rows(const la_app_ipc_t *ipc, uint32_t i) {
+  return la_shm_buffer_rows(ipc->hdr, ipc->n_elements, ipc->n_channels,
+                            ipc->n_rows, i);
+}
+
+/* Zeroes buffer i's values and row values. */
+static void la__zero(la_app_ipc_t *ipc, uint32_t i) {
+  memset(la__values(ipc, i), 0,
+         (uint64_t)ipc->n_channels * ipc->n_elements * sizeof(double));
+  if (ipc->n_rows) memset(la__rows(ipc, i), 0, ipc->n_rows * sizeof(double));
+}
+
+/* Channel 0 of buffer i with each row's value spread over its cells:
+ * out[c] = (v[c] + rows[r] / nx) * scale for cell c of row r, the
+ * arithmetic of a row probe that spreads in the application (libla
+ * before rows) followed by the scaling. One pass, shared memory read
+ * once. */
+static void la__take_rows(const la_app_ipc_t *ipc, uint32_t i, double *out,
+                          double scale) {
+  const double *v = la__values(ipc, i), *rows = la__rows(ipc, i);
+  uint64_t nx = ipc->n_elements / ipc->n_rows;
+  for (uint64_t r = 0; r < ipc->n_rows; r++) {
+    const double *vr = v + r * nx;
+    double *o = out + r * nx;
+    double share = rows[r] / (double)nx;
+    if (share == 0 && scale == 1.0)
+      memcpy(o, vr, nx * sizeof(double));
+    else if (scale == 1.0)
+      for (uint64_t c = 0; c < nx; c++) o[c] = vr[c] + share;
+    else
+      for (uint64_t c = 0; c < nx; c++) o[c] = (vr[c] + share) * scale;
+  }
 }
 
 void la_app_ipc_give_back(la_app_ipc_t *ipc, uint32_t i) {
@@ -159,8 +198,7 @@ void la_app_ipc_give_back(la_app_ipc_t *ipc, uint32_t i) {
 
 void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i) {
   if (!ipc->hdr || i >= ipc->n_buffers) return;
-  memset(la__values(ipc, i), 0,
-         (uint64_t)ipc->n_channels * ipc->n_elements * sizeof(double));
+  la__zero(ipc, i);
 }
 
 int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
@@ -172,25 +210,31 @@ int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
   uint64_t n = (uint64_t)ipc->n_channels * ipc->n_elements;
   double scale = meta->scale;
   if (!(isfinite(scale) && scale > 0)) {
-    memset(v, 0, n * sizeof(double));
+    la__zero(ipc, i);
     la_log_warnx(
         "application pid %d, buffer %u: scale %g is not a positive "
         "finite number: cycle %llu rejected",
         ipc->pid, i, scale, (unsigned long long)meta->cycle_tag);
     return LA_EPROTO;
   }
+  uint64_t k0 = 0; /* values copied so far */
+  if (ipc->n_rows) {
+    la__take_rows(ipc, i, out, scale);
+    k0 = ipc->n_elements;
+  }
   if (scale == 1.0)
-    memcpy(out, v, n * sizeof(double));
+    memcpy(out + k0, v + k0, (n - k0) * sizeof(double));
   else
-    for (uint64_t k = 0; k < n; k++) out[k] = v[k] * scale;
-  memset(v, 0, n * sizeof(double));
+    for (uint64_t k = k0; k < n; k++) out[k] = v[k] * scale;
+  la__zero(ipc, i);
   return 0;
 }
 
 int la_app_ipc_flags(const la_app_ipc_t *ipc, uint32_t i, uint8_t *out) {
   if (!ipc->hdr || i >= ipc->n_buffers) return LA_EINVAL;
   memcpy(out,
-         la_shm_buffer_flags_ch(ipc->hdr, ipc->n_elements, ipc->n_channels, i),
+         la_shm_buffer_flags_r(ipc->hdr, ipc->n_elements, ipc->n_channels,
+                               ipc->n_rows, i),
          ipc->n_elements);
   return 0;
 }
@@ -203,7 +247,8 @@ static int la__put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
   uint64_t n = ipc->n_elements;
   int rc = 0;
   la_shm_weights_hdr_t *a =
-      la_shm_weights_area(ipc->hdr, n, ipc->n_buffers, ipc->n_channels);
+      la_shm_weights_area_r(ipc->hdr, n, ipc->n_buffers, ipc->n_channels,
+                            ipc->n_rows);
   pthread_mutex_lock(&ipc->w_mu);
   if (ipc->w_gen > 0 && rank_seq <= ipc->w_seq) {
     pthread_mutex_unlock(&ipc->w_mu);

@@ -35,8 +35,10 @@ typedef struct la_app_ipc {
                           against the header at attach, never re-read */
   int owner_uid;
   int pid;              /* the registered (creator) process */
-  uint32_t layout;      /* the header's version at attach (3 or 4) */
+  uint32_t layout;      /* the header's version at attach (3 to 5) */
   int weights;          /* the segment has the weights area (at attach) */
+  uint64_t n_rows;      /* row values per buffer (LA_SHM_FEAT_ROWS: the
+                           grid's ny * nz), 0 without; at attach */
   uint64_t w_gen;       /* generations written into it (ours, not read) */
   uint64_t w_seq;       /* the rank's cycle number of generation w_gen */
   pthread_mutex_t w_mu; /* serializes la_app_ipc_put_weights */
@@ -44,7 +46,9 @@ typedef struct la_app_ipc {
 
 /* Verifies and attaches. n_channels is the registration's channel count
  * (1 when it named none): the header must say the same, and buffers hold
- * n_channels x n_elements values. peer_uid is the uid owning the connecting
+ * n_channels x n_elements values. grid_rows is ny * nz of a grid
+ * registration (validated by the codec), else 0: a header with row values
+ * (LA_SHM_FEAT_ROWS) is accepted only with it. peer_uid is the uid owning the connecting
  * socket, or -1 when unknown (then only the process's uid is compared). Returns
  * 0, or LA_EREFUSED with the reason in why (nothing stays attached). When the
  * registering process is gone and the objects are provably its leftovers
@@ -52,11 +56,12 @@ typedef struct la_app_ipc {
  * an application killed during its registration leaves nothing. */
 int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
                       uint64_t nonce, uint64_t n_elements, uint32_t n_buffers,
-                      uint32_t n_channels, int peer_uid, char *why,
-                      size_t why_len);
+                      uint32_t n_channels, uint64_t grid_rows, int peer_uid,
+                      char *why, size_t why_len);
 
 /* Copies buffer i, multiplied by its meta scale, into out[0..n_channels x
- * n_elements) (channel-major) and zeroes
+ * n_elements) (channel-major; with rows, each row's value spread evenly
+ * over its cells of channel 0 first) and zeroes
  * the buffer (which stays the agent's until la_app_ipc_give_back). *meta
  * receives the buffer's meta data as the application wrote it (untrusted
  * data). Returns 0; LA_EINVAL for a bad index; LA_EPROTO (logged, the

@@ -242,10 +242,21 @@ static void test_layout3(void **state) {
                                   "app_id = 'iw-layout3'",
                                   1, WAIT),
                    0);
-  setenv("LA_SHM_LAYOUT", "5", 1);
+  setenv("LA_SHM_LAYOUT", "6", 1);
   assert_int_equal(LA_register("iwtest", 0, 1, N), LA_ECONFIG);
   unsetenv("LA_SHM_LAYOUT");
   LA_finalize();
+}
+
+/* The weights area of this process's registered segment, attached a
+ * second time (the test plays a hostile agent). */
+static la_shm_weights_hdr_t *own_area(void **seg) {
+  int id = la_test_shm_of(getpid());
+  assert_true(id >= 0);
+  void *p = shmat(id, NULL, 0);
+  assert_true(p != (void *)-1);
+  *seg = p;
+  return la_shm_weights_area(p, N, 3, 1);
 }
 
 /* A LocalAgent that reads only layout 3 (a stand-in: the real one reads
@@ -271,23 +282,30 @@ static void test_older_agent_fallback(void **state) {
   assert_int_equal(LA_weights(w, N, NULL, NULL), LA_EVERSION);
   assert_non_null(strstr(LA_lastError(), "layout 3"));
   assert_int_equal(LA_finalize(), 0);
+  /* an agent of layout 4 (before row values): a grid registers in layout
+   * 4, weights and all, its row probes spread by libla */
+  la_test_peer_set_max_layout(p, 4);
+  rc = LA_registerGrid("iwtest", 0, 1, N / 4, 2, 2);
+  if (rc) fail_msg("LA_registerGrid: %s", LA_lastError());
+  for (long k = 0; k < 2; k++)
+    for (long j = 0; j < 2; j++) {
+      assert_int_equal(LA_startRow(j, k), 0);
+      assert_int_equal(LA_stopRow(j, k), 0);
+    }
+  assert_int_equal(LA_dataXfer(), 0);
+  assert_int_equal(la_test_peer_wait_cycles(p, 2, WAIT), 0);
+  void *seg;
+  (void)own_area(&seg);
+  assert_int_equal(((la_shm_header_t *)seg)->version, 4);
+  assert_int_equal(((la_shm_header_t *)seg)->features, LA_SHM_FEAT_WEIGHTS);
+  shmdt(seg);
+  assert_int_equal(LA_finalize(), 0);
   /* with no fallback wanted the refusal stands: nothing else refused */
   la_test_peer_set_max_layout(p, 2);
   assert_int_equal(LA_register("iwtest", 0, 1, N), LA_EREFUSED);
   assert_non_null(strstr(LA_lastError(), "unsupported header version"));
   LA_finalize();
   la_test_peer_stop(p);
-}
-
-/* The weights area of this process's registered segment, attached a
- * second time (the test plays a hostile agent). */
-static la_shm_weights_hdr_t *own_area(void **seg) {
-  int id = la_test_shm_of(getpid());
-  assert_true(id >= 0);
-  void *p = shmat(id, NULL, 0);
-  assert_true(p != (void *)-1);
-  *seg = p;
-  return la_shm_weights_area(p, N, 3, 1);
 }
 
 static void expect_proto(const char *word) {

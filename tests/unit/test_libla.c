@@ -43,6 +43,7 @@
 
 #include "la.h"
 #include "la_codec.h"
+#include "la_shm_layout.h"
 #include "la_sockio.h"
 #include "la_test_agent.h"
 #include "la_test_busy.h"
@@ -531,11 +532,39 @@ static void test_profiled_copy_in_skipped_cycles(void **state) {
   assert_int_equal(LA_getStat(LA_STAT_SKIPPED), 2);
 }
 
-static void test_rows_and_boxes_spread_evenly(void **state) {
+/* Rows and boxes in shared-memory layout `layout` (5: a row's time is one
+ * value the LocalAgent spreads; 4: libla spreads it, as for a LocalAgent
+ * older than rows): the agent gets the same values either way. Row (0,1)
+ * is probed twice, once the way an older la.h's LA_startRow does it (a
+ * box of one whole row). */
+static void rows_and_boxes(const char *layout) {
+  setenv("LA_SHM_LAYOUT", layout, 1);
   use_counting_probe(); /* a stop reads first + 1: the box's first cell */
-  assert_int_equal(LA_registerGrid("unit", 0, 1, 4, 3, 2), 0);
+  int rc = LA_registerGrid("unit", 0, 1, 4, 3, 2);
+  unsetenv("LA_SHM_LAYOUT");
+  assert_int_equal(rc, 0);
   assert_int_equal(LA_startRow(2, 1), 0); /* cells 20..23 */
   assert_int_equal(LA_stopRow(2, 1), 0);
+  assert_int_equal(LA_startRow(0, 1), 0); /* cells 12..15 */
+  assert_int_equal(LA_stopRow(0, 1), 0);
+  assert_int_equal(LA_startBox(0, 0, 1, 4, 1, 1), 0); /* the same row */
+  assert_int_equal(LA_stopBox(0, 0, 1, 4, 1, 1), 0);
+  /* in the segment (buffer 0): the rows' time as libla left it */
+  int id = la_test_shm_of(getpid());
+  assert_true(id >= 0);
+  la_shm_header_t *h = shmat(id, NULL, SHM_RDONLY);
+  assert_true(h != (void *)-1);
+  int rows = (h->features & LA_SHM_FEAT_ROWS) != 0;
+  assert_int_equal(rows, !strcmp(layout, "5"));
+  const double *v = la_shm_buffer_r(h, 24, 1, rows ? 6 : 0, 0);
+  if (rows) {
+    const double *r = la_shm_buffer_rows(h, 24, 1, 6, 0);
+    assert_true(r[5] == 21.0 && r[3] == 26.0); /* rows (2,1) and (0,1) */
+    assert_true(v[20] == 0.0 && v[12] == 0.0); /* not spread here */
+  } else {
+    assert_true(v[20] == 21.0 / 4 && v[12] == 26.0 / 4);
+  }
+  shmdt(h);
   assert_int_equal(LA_startBox(1, 1, 0, 2, 2, 1), 0); /* cells 5, 6, 9, 10 */
   assert_int_equal(LA_stopBox(1, 1, 0, 2, 2, 1), 0);
   assert_int_equal(LA_startRow(3, 0), LA_ERANGE); /* j = ny */
@@ -549,9 +578,20 @@ static void test_rows_and_boxes_spread_evenly(void **state) {
   const cycle_t *cy = cycle(0);
   for (int e = 0; e < 24; e++) {
     double want = e >= 20 ? 21.0 / 4 : 0.0;
+    if (e >= 12 && e < 16) want = 2 * 13.0 / 4;
     if (e == 5 || e == 6 || e == 9 || e == 10) want = 6.0 / 4;
-    assert_true(cy->values[e] == want);
+    if (cy->values[e] != want)
+      fail_msg("layout %s, cell %d: %.17g, expected %.17g", layout, e,
+               cy->values[e], want);
   }
+}
+
+static void test_rows_and_boxes_spread_evenly(void **state) {
+  rows_and_boxes("5");
+}
+
+static void test_rows_and_boxes_spread_by_libla(void **state) {
+  rows_and_boxes("4");
 }
 
 static void test_rows_need_a_grid(void **state) {
@@ -1182,6 +1222,7 @@ int main(void) {
       T(test_profiled_copy_after_agent_lost),
       P(test_profiled_copy_in_skipped_cycles),
       T(test_rows_and_boxes_spread_evenly),
+      T(test_rows_and_boxes_spread_by_libla),
       T(test_rows_need_a_grid),
       T(test_rows_in_profiled_sweeps),
       T(test_wall_time_metric_in_ns),

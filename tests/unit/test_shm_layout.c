@@ -397,7 +397,7 @@ static void test_weights_area_layout(void **state) {
   h->segment_size = big;
   assert_null(la_shm_header_check(h, big, n, k, NONCE));
   expect_refused(h, big - 64, n, k, NONCE, "segment size");
-  h->features = 2;
+  h->features = 4;
   expect_refused(h, big, n, k, NONCE, "feature");
   free(h);
   /* the area starts after the last buffer, its slots inside the segment */
@@ -413,6 +413,82 @@ static void test_weights_area_layout(void **state) {
     assert_true(sl + 64 + n * sizeof(double) <= seg + total);
   }
   free(seg);
+}
+
+/* Layout 5's row values: where they lie in a buffer, the strides and
+ * sizes with them, and what the check takes: only in version 5, only for a
+ * grid registration whose rows divide the elements, with the sizes that
+ * count them. */
+static void test_rows_layout(void **state) {
+  const uint64_t n = 1001, rows = 7; /* 143 cells a row */
+  const uint32_t k = 3, ch = 2;
+  /* after 2 x 1001 doubles and 1001 flag bytes, 8-aligned */
+  assert_int_equal(la_shm_rows_offset(n, ch), 16016 + 1008);
+  assert_int_equal(la_shm_buffer_stride_r(n, ch, rows),
+                   (16016 + 1008 + 56 + 63) / 64 * 64);
+  assert_int_equal(la_shm_buffer_stride_r(n, ch, 0),
+                   la_shm_buffer_stride_ch(n, ch));
+  uint64_t segsz = la_shm_segment_size_r(n, k, ch, rows);
+  char *seg = aligned_alloc(LA_SHM_ALIGN, segsz);
+  assert_non_null(seg);
+  for (uint32_t i = 0; i < k; i++) {
+    char *v = (char *)la_shm_buffer_r(seg, n, ch, rows, i);
+    char *f = (char *)la_shm_buffer_flags_r(seg, n, ch, rows, i);
+    char *r = (char *)la_shm_buffer_rows(seg, n, ch, rows, i);
+    assert_int_equal((v - seg) % LA_SHM_ALIGN, 0);
+    assert_true(f == v + 16016);
+    assert_true(r >= f + n && (r - seg) % 8 == 0);
+    assert_true(r + rows * 8 <= seg + segsz);
+    if (i + 1 < k)
+      assert_true(r + rows * 8 <=
+                  (char *)la_shm_buffer_r(seg, n, ch, rows, i + 1));
+  }
+  free(seg);
+
+  /* a header of layout 5 with rows and the weights area */
+  la_shm_header_t *h = calloc(1, sizeof *h);
+  assert_non_null(h);
+  uint64_t size = segsz + la_shm_weights_bytes(n);
+  fill_header(h, n, k, size);
+  h->version = 5;
+  h->n_channels = ch;
+  h->features = LA_SHM_FEAT_WEIGHTS | LA_SHM_FEAT_ROWS;
+  h->buffer_stride = la_shm_buffer_stride_r(n, ch, rows);
+  h->magic = LA_SHM_MAGIC;
+  assert_null(la_shm_header_check_r(h, size, n, k, ch, rows, NONCE));
+  const char *why;
+  /* the registration was not a grid, or a grid whose rows do not divide */
+  why = la_shm_header_check_r(h, size, n, k, ch, 0, NONCE);
+  assert_non_null(why);
+  assert_non_null(strstr(why, "without a grid"));
+  why = la_shm_header_check_r(h, size, n, k, ch, 11 * 13 * 2, NONCE);
+  assert_non_null(why);
+  assert_non_null(strstr(why, "without a grid"));
+  why = la_shm_header_check_r(h, size, n, k, ch, 143, NONCE);
+  assert_non_null(why); /* rows of another grid: another stride */
+  assert_non_null(strstr(why, "stride"));
+  /* rows in a version 4 header */
+  h->version = 4;
+  why = la_shm_header_check_r(h, size, n, k, ch, rows, NONCE);
+  assert_non_null(why);
+  assert_non_null(strstr(why, "older than version 5"));
+  /* version 5 without rows: the layout-4 geometry */
+  h->version = 5;
+  h->features = LA_SHM_FEAT_WEIGHTS;
+  why = la_shm_header_check_r(h, size, n, k, ch, rows, NONCE);
+  assert_non_null(why);
+  assert_non_null(strstr(why, "stride"));
+  h->buffer_stride = la_shm_buffer_stride_ch(n, ch);
+  h->segment_size = la_shm_segment_size_ch(n, k, ch) + la_shm_weights_bytes(n);
+  assert_null(la_shm_header_check_r(h, h->segment_size, n, k, ch, rows, NONCE));
+  /* a segment smaller than the rows it claims */
+  h->features = LA_SHM_FEAT_WEIGHTS | LA_SHM_FEAT_ROWS;
+  h->buffer_stride = la_shm_buffer_stride_r(n, ch, rows);
+  h->segment_size = size;
+  why = la_shm_header_check_r(h, size - 64, n, k, ch, rows, NONCE);
+  assert_non_null(why);
+  assert_non_null(strstr(why, "segment size"));
+  free(h);
 }
 
 static int ipc_setup(void **state) {
@@ -573,6 +649,7 @@ int main(void) {
     cmocka_unit_test(test_check_element_count_range),
     cmocka_unit_test(test_check_segment_smaller_than_header),
     cmocka_unit_test(test_weights_area_layout),
+    cmocka_unit_test(test_rows_layout),
     cmocka_unit_test_setup_teardown(test_libla_segment_passes_check,
                                     ipc_setup, ipc_teardown),
     cmocka_unit_test_setup_teardown(test_libla_rejects_bad_sizes, ipc_setup,
