@@ -329,9 +329,10 @@ long long la_test_pg_vvalue(const char *url, const char *fmt, va_list ap) {
 }
 
 long long la_test_pg_valuef(const char *url, const char *fmt, ...) {
+  char sql[4096];
   va_list ap;
   va_start(ap, fmt);
-  long long v = la_test_pg_vvalue(url, fmt, ap);
+  vsnprintf(sql, sizeof sql, fmt, ap);
   va_end(ap);
-  return v;
+  return la_test_pg_value(url, sql);
 }
