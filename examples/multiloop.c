@@ -127,44 +127,46 @@ static void ml_exchange(ml_grid_t *g, double *a, int dir, int rank, int size) {
                  MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
 
-/* Loop 1: H from the curl of E_z (needs the E_z ghost row above). */
 /* LA: the loops' channels (LA_channel gives 0, 1, 2 in this order). */
 static int ml_ch_h = 0, ml_ch_e = 1, ml_ch_src = 2;
 
-static inline __attribute__((always_inline)) void ml_loop_h(ml_grid_t *g,
-                                                            const int probe) {
+/* The two field loops, which differ only in their update of a cell. */
+enum { ML_LOOP_H = 1, ML_LOOP_E = 2 };
+
+/* Loop 1's work on cell c: H from the curl of E_z (needs the E_z ghost row
+ * above). */
+static inline void ml_cell_h(ml_grid_t *g, size_t c) {
   const double ch = 0.5;
   const double *ez = g->ez;
-  double *hx = g->hx, *hy = g->hy;
-  const long sx = g->sx;
-  for (long j = 1; j <= g->ny; j++) {
-    size_t row = ml_at(g, 0, j);
-    for (long i = 1; i <= g->nx; i++) {
-      size_t c = row + (size_t)i;
-      const long e = ml_elem(g, i, j);
-      if (probe) LA_startProbeC(ml_ch_h, e); /* LA: loop 1 */
-      hx[c] -= ch * (ez[c + sx] - ez[c]);
-      hy[c] += ch * (ez[c + 1] - ez[c]);
-      if (probe) LA_stopProbeC(ml_ch_h, e); /* LA: loop 1 */
-    }
-  }
+  g->hx[c] -= ch * (ez[c + (size_t)g->sx] - ez[c]);
+  g->hy[c] += ch * (ez[c + 1] - ez[c]);
 }
 
-/* Loop 2: E_z from the curl of H (needs the H_x ghost row below). */
-static inline __attribute__((always_inline)) void ml_loop_e(ml_grid_t *g,
-                                                            const int probe) {
-  const double *hx = g->hx, *hy = g->hy, *ca = g->ca, *cb = g->cb;
-  double *ez = g->ez;
-  const long sx = g->sx;
+/* Loop 2's work on cell c: E_z from the curl of H (needs the H_x ghost row
+ * below). */
+static inline void ml_cell_e(ml_grid_t *g, size_t c) {
+  const double *hx = g->hx, *hy = g->hy;
+  g->ez[c] = g->ca[c] * g->ez[c] +
+             g->cb[c] * ((hy[c] - hy[c - 1]) - (hx[c] - hx[c - (size_t)g->sx]));
+}
+
+/* Loop 1 (ML_LOOP_H) or 2 (ML_LOOP_E) over the local cells, each cell's
+ * work probed on the loop's channel. Inlined with a constant loop, so the
+ * choice of update is made once, not per cell. */
+static inline __attribute__((always_inline)) void ml_loop_field(
+    ml_grid_t *g, const int loop, const int probe) {
+  const int ch = loop == ML_LOOP_H ? ml_ch_h : ml_ch_e;
   for (long j = 1; j <= g->ny; j++) {
     size_t row = ml_at(g, 0, j);
     for (long i = 1; i <= g->nx; i++) {
       size_t c = row + (size_t)i;
       const long e = ml_elem(g, i, j);
-      if (probe) LA_startProbeC(ml_ch_e, e); /* LA: loop 2 */
-      ez[c] =
-          ca[c] * ez[c] + cb[c] * ((hy[c] - hy[c - 1]) - (hx[c] - hx[c - sx]));
-      if (probe) LA_stopProbeC(ml_ch_e, e); /* LA: loop 2 */
+      if (probe) LA_startProbeC(ch, e); /* LA: loop 1 or 2 */
+      if (loop == ML_LOOP_H)
+        ml_cell_h(g, c);
+      else
+        ml_cell_e(g, c);
+      if (probe) LA_stopProbeC(ch, e); /* LA: loop 1 or 2 */
     }
   }
 }
@@ -211,9 +213,9 @@ static inline __attribute__((always_inline)) void ml_step(ml_grid_t *g,
                                                           int size,
                                                           const int probe) {
   ml_exchange(g, g->ez, -1, rank, size); /* E_z row above */
-  ml_loop_h(g, probe);
+  ml_loop_field(g, ML_LOOP_H, probe);
   ml_exchange(g, g->hx, +1, rank, size); /* H_x row below */
-  ml_loop_e(g, probe);
+  ml_loop_field(g, ML_LOOP_E, probe);
   ml_loop_src(g, (double)(step + 1), probe);
 }
 

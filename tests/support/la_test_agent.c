@@ -35,6 +35,13 @@ int la_ta_wait_traces(la_test_agent_t *a, long long n, int timeout_ms) {
   return la_td_wait_status(a->st.ga, "traces_stored", n, timeout_ms);
 }
 
+int la_ta_wait_ended(la_test_agent_t *a, long long traces, long long ranks,
+                     int timeout_ms) {
+  if (la_ta_wait_traces(a, traces, timeout_ms)) return -1;
+  return la_ta_wait_sql(a, "SELECT count(*) FROM ranks WHERE ended = 1", ranks,
+                        timeout_ms);
+}
+
 long long la_ta_local_stat(la_test_agent_t *a, const char *key) {
   return la_td_status_ll(a->st.la, key);
 }

@@ -32,6 +32,10 @@ void la_ta_free(la_test_agent_t *a);
 
 /* Waits until the GlobalAgent stored at least n traces. 0, or -1. */
 int la_ta_wait_traces(la_test_agent_t *a, long long n, int timeout_ms);
+/* Waits until a finished run is stored: at least traces traces, and at
+ * least ranks ranks ended (each wait up to timeout_ms). 0, or -1. */
+int la_ta_wait_ended(la_test_agent_t *a, long long traces, long long ranks,
+                     int timeout_ms);
 /* A `lactl status` row of the LocalAgent as an integer (-1: unreadable). */
 long long la_ta_local_stat(la_test_agent_t *a, const char *key);
 

@@ -501,50 +501,49 @@ static int on_message(la_test_global_t *g, conn_t *c, uint16_t type,
   return -1;
 }
 
+/* A connection of the stand-in, as la_test_serve_frames hands it around. */
+typedef struct {
+  la_test_global_t *g;
+  conn_t *c;
+} global_conn_t;
+
+/* la_test_serve_frames: one frame, opened first on an encrypted link.
+ * Returns 0, or 1 to close the connection. */
+static int on_frame(void *arg, uint16_t type, const uint8_t *pl, uint32_t len) {
+  la_test_global_t *g = ((global_conn_t *)arg)->g;
+  conn_t *c = ((global_conn_t *)arg)->c;
+  ProtobufCMessage *m;
+  char why[160];
+  uint8_t *plain = NULL; /* after a mutual handshake: records only */
+  if (c->mutual && c->state == ST_READY &&
+      (type != LA__MSG_TYPE__MSG_SEALED ||
+       la_secure_open(&c->sec, pl, len, LA_FRAME_DEFAULT_MAX, &plain, &type,
+                      &pl, &len, why, sizeof why) != 0)) {
+    if (type != LA__MSG_TYPE__MSG_SEALED)
+      snprintf(why, sizeof why, "clear frame on an encrypted link");
+    protocol_error(g, c, LA_EPROTO, why);
+    return 1;
+  }
+  int drc = la_msg_decode(type, pl, len, &m, why, sizeof why);
+  free(plain);
+  if (drc) {
+    protocol_error(g, c, LA_EPROTO, why);
+    return 1;
+  }
+  int rc = on_message(g, c, type, m);
+  la_msg_free(m);
+  return rc != 0;
+}
+
 /* Reads what is there and handles every complete frame. Returns 0, or -1 to
  * close the connection. */
 static int on_readable(la_test_global_t *g, conn_t *c) {
-  uint8_t buf[65536];
-  ssize_t n = recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
-  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
-  if (n <= 0) return -1;
-  if (la_frame_reader_feed(&c->rd, buf, (size_t)n)) {
-    protocol_error(g, c, LA_EPROTO, "bad frame");
-    return -1;
-  }
-  uint16_t type;
-  const uint8_t *pl;
-  uint32_t len;
-  int r;
-  while ((r = la_frame_reader_next(&c->rd, &type, &pl, &len)) == 1) {
-    ProtobufCMessage *m;
-    char why[160];
-    uint8_t *plain = NULL; /* after a mutual handshake: records only */
-    if (c->mutual && c->state == ST_READY &&
-        (type != LA__MSG_TYPE__MSG_SEALED ||
-         la_secure_open(&c->sec, pl, len, LA_FRAME_DEFAULT_MAX, &plain, &type,
-                        &pl, &len, why, sizeof why) != 0)) {
-      if (type != LA__MSG_TYPE__MSG_SEALED)
-        snprintf(why, sizeof why, "clear frame on an encrypted link");
-      protocol_error(g, c, LA_EPROTO, why);
-      return -1;
-    }
-    int drc = la_msg_decode(type, pl, len, &m, why, sizeof why);
-    free(plain);
-    if (drc) {
-      protocol_error(g, c, LA_EPROTO, why);
-      return -1;
-    }
-    int rc = on_message(g, c, type, m);
-    la_msg_free(m);
-    if (rc) return -1;
-  }
-  if (r < 0) {
-    protocol_error(g, c, r,
-                   r == LA_EMSGSIZE ? "frame too large" : "bad frame header");
-    return -1;
-  }
-  return 0;
+  global_conn_t x = {g, c};
+  int r = la_test_serve_frames(c->fd, &c->rd, on_frame, &x);
+  if (r < 0)
+    protocol_error(g, c, r == LA_EMSGSIZE ? LA_EMSGSIZE : LA_EPROTO,
+                   r == LA_EMSGSIZE ? "frame too large" : "bad frame");
+  return r ? -1 : 0;
 }
 
 /* la_test_serve_poll: the listener is readable. */

@@ -115,26 +115,30 @@ static void on_data(la_test_peer_t *p, conn_t *c, const La__DataReady *d) {
     c->held_since[d->buffer] = la_now_ms();
 }
 
+/* A connection of the peer, as la_test_serve_frames hands it around. */
+typedef struct {
+  la_test_peer_t *p;
+  conn_t *c;
+} peer_conn_t;
+
+/* la_test_serve_frames: one frame. Returns 0, or 1 to close the
+ * connection. */
+static int on_frame(void *arg, uint16_t type, const uint8_t *pl, uint32_t len) {
+  peer_conn_t *x = arg;
+  ProtobufCMessage *m;
+  if (la_msg_decode(type, pl, len, &m, NULL, 0)) return 1;
+  int rc = 0;
+  if (type == LA__MSG_TYPE__MSG_REGISTER_REQUEST)
+    rc = on_register(x->p, x->c, (La__RegisterRequest *)m);
+  else if (type == LA__MSG_TYPE__MSG_DATA_READY && x->c->ipc.hdr)
+    on_data(x->p, x->c, (La__DataReady *)m);
+  la_msg_free(m);
+  return rc != 0;
+}
+
 static int on_readable(la_test_peer_t *p, conn_t *c) {
-  uint8_t buf[65536];
-  ssize_t n = recv(c->fd, buf, sizeof buf, 0);
-  if (n <= 0 || la_frame_reader_feed(&c->rd, buf, (size_t)n)) return -1;
-  uint16_t type;
-  const uint8_t *pl;
-  uint32_t len;
-  int r;
-  while ((r = la_frame_reader_next(&c->rd, &type, &pl, &len)) == 1) {
-    ProtobufCMessage *m;
-    if (la_msg_decode(type, pl, len, &m, NULL, 0)) return -1;
-    int rc = 0;
-    if (type == LA__MSG_TYPE__MSG_REGISTER_REQUEST)
-      rc = on_register(p, c, (La__RegisterRequest *)m);
-    else if (type == LA__MSG_TYPE__MSG_DATA_READY && c->ipc.hdr)
-      on_data(p, c, (La__DataReady *)m);
-    la_msg_free(m);
-    if (rc) return -1;
-  }
-  return r < 0 ? -1 : 0;
+  peer_conn_t x = {p, c};
+  return la_test_serve_frames(c->fd, &c->rd, on_frame, &x) ? -1 : 0;
 }
 
 /* Gives back the buffers whose time is up, or all of them (release). */

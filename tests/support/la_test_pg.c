@@ -321,3 +321,18 @@ long long la_test_pg_value(const char *url, const char *sql) {
   PQfinish(c);
   return v;
 }
+
+long long la_test_pg_vvalue(const char *url, const char *fmt, va_list ap) {
+  char sql[4096];
+  vsnprintf(sql, sizeof sql, fmt, ap);
+  return la_test_pg_value(url, sql);
+}
+
+long long la_test_pg_valuef(const char *url, const char *fmt, ...) {
+  char sql[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(sql, sizeof sql, fmt, ap);
+  va_end(ap);
+  return la_test_pg_value(url, sql);
+}

@@ -14,6 +14,7 @@
 #ifndef LA_TEST_PG_H
 #define LA_TEST_PG_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 typedef struct la_test_pg la_test_pg_t;
@@ -37,6 +38,13 @@ const char *la_test_pg_dir(const la_test_pg_t *pg);
 /* Runs one SQL statement on database url and returns the first column of
  * its first row as a long long (-1 on error or without a row). */
 long long la_test_pg_value(const char *url, const char *sql);
+/* la_test_pg_value of a printf-formatted statement (at most 4 KiB). */
+long long la_test_pg_valuef(const char *url, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* la_test_pg_valuef with the arguments in ap, for a test's own
+ * printf-style query helper. */
+long long la_test_pg_vvalue(const char *url, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 
 /* Stops the server, removes its directory and frees pg (NULL: nothing). */
 void la_test_pg_stop(la_test_pg_t *pg);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/types.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -111,4 +112,19 @@ int la_test_cond_wait(pthread_mutex_t *mu, pthread_cond_t *cv,
     }
   pthread_mutex_unlock(mu);
   return rc;
+}
+
+int la_test_serve_frames(int fd, la_frame_reader_t *rd,
+                         la_test_frame_fn on_frame, void *arg) {
+  uint8_t buf[65536];
+  ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
+  if (n <= 0) return 1;
+  int r = la_frame_reader_feed(rd, buf, (size_t)n);
+  uint16_t type;
+  const uint8_t *pl;
+  uint32_t len;
+  while (r == 0 && (r = la_frame_reader_next(rd, &type, &pl, &len)) == 1)
+    r = on_frame(arg, type, pl, len);
+  return r;
 }

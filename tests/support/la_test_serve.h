@@ -1,13 +1,16 @@
 /* la_test_serve.h: what the in-process stand-ins (la_test_peer.h,
  * la_test_global.h) share: a loopback listener, the guard that keeps their
- * server threads out of the way of fork(), and a bounded wait on a
- * condition variable. Test use only.
+ * server threads out of the way of fork(), a connection's frames read and
+ * handed out one by one, and a bounded wait on a condition variable. Test
+ * use only.
  */
 #ifndef LA_TEST_SERVE_H
 #define LA_TEST_SERVE_H
 
 #include <pthread.h>
 #include <stdint.h>
+
+#include "la_codec.h"
 
 /* A listening TCP socket on 127.0.0.1:port (0: ephemeral; SO_REUSEADDR, so
  * a port can be listened on again after a kill), close-on-exec. Sets
@@ -50,5 +53,19 @@ void la_test_wake_drain(int fd);
 void la_test_serve_poll(int lfd, int wake_rd, int (*fd_of)(void *arg, int i),
                         int n, void (*on_accept)(void *arg),
                         void (*on_conn)(void *arg, int i), void *arg);
+
+/* A frame handler of la_test_serve_frames: payload (len bytes) is valid
+ * only during the call. Returns 0 to go on, anything else to stop. */
+typedef int (*la_test_frame_fn)(void *arg, uint16_t type,
+                                const uint8_t *payload, uint32_t len);
+
+/* Reads what connection fd has now (recv without waiting) into rd and
+ * hands every complete frame to on_frame(arg, ...), in order. Returns 0
+ * when all was handled (nothing waiting included), 1 when the peer closed
+ * or recv failed, on_frame's result when not 0 (the frames after it stay
+ * in rd), or rd's error (LA_EPROTO, LA_EMSGSIZE, LA_ENOMEM: a bad stream,
+ * to be closed). */
+int la_test_serve_frames(int fd, la_frame_reader_t *rd,
+                         la_test_frame_fn on_frame, void *arg);
 
 #endif /* LA_TEST_SERVE_H */

@@ -9,42 +9,54 @@
 #include <string.h>
 #include <time.h>
 
-/* Prepares the formatted query on a fresh read-only connection; *db and
- * *st are set (possibly NULL) for the caller to finalize and close. */
-static void la__tsql_prepare(const char *path, sqlite3 **db, sqlite3_stmt **st,
-                             const char *fmt, va_list ap) {
+/* The formatted query prepared on a fresh read-only connection, or NULL
+ * (the connection is then closed). Release it with la__tsql_done. */
+static sqlite3_stmt *la__tsql_prepare(const char *path, const char *fmt,
+                                      va_list ap) {
   char sql[2048];
   vsnprintf(sql, sizeof sql, fmt, ap);
-  *db = NULL;
-  *st = NULL;
-  if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-    return;
-  sqlite3_busy_timeout(*db, 5000);
-  sqlite3_prepare_v2(*db, sql, -1, st, NULL);
+  sqlite3 *db = NULL;
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+  }
+  if (!st) sqlite3_close(db);
+  return st;
 }
 
 /* la__tsql_prepare with the query's arguments inline. */
-__attribute__((format(printf, 4, 5))) static void la__tsql_prepare_f(
-    const char *path, sqlite3 **db, sqlite3_stmt **st, const char *fmt, ...) {
+__attribute__((format(printf, 2, 3))) static sqlite3_stmt *la__tsql_prepare_f(
+    const char *path, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  la__tsql_prepare(path, db, st, fmt, ap);
+  sqlite3_stmt *st = la__tsql_prepare(path, fmt, ap);
   va_end(ap);
+  return st;
 }
 
-long long la_test_sql_ll(const char *path, const char *fmt, ...) {
-  sqlite3 *db;
-  sqlite3_stmt *st;
-  va_list ap;
-  va_start(ap, fmt);
-  la__tsql_prepare(path, &db, &st, fmt, ap);
-  va_end(ap);
+/* Finalizes st (NULL: nothing) and closes its connection. */
+static void la__tsql_done(sqlite3_stmt *st) {
+  sqlite3 *db = st ? sqlite3_db_handle(st) : NULL;
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+long long la_test_sql_vll(const char *path, const char *fmt, va_list ap) {
+  sqlite3_stmt *st = la__tsql_prepare(path, fmt, ap);
   long long v = -1;
   if (st && sqlite3_step(st) == SQLITE_ROW &&
       sqlite3_column_type(st, 0) != SQLITE_NULL)
     v = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(db);
+  la__tsql_done(st);
+  return v;
+}
+
+long long la_test_sql_ll(const char *path, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  long long v = la_test_sql_vll(path, fmt, ap);
+  va_end(ap);
   return v;
 }
 
@@ -72,32 +84,28 @@ int la_test_sql_wait(const char *path, long long min, int timeout_ms,
 
 int la_test_sql_texts(const char *path, char out[][64], int max,
                       const char *fmt, ...) {
-  sqlite3 *db;
-  sqlite3_stmt *st;
   va_list ap;
   va_start(ap, fmt);
-  la__tsql_prepare(path, &db, &st, fmt, ap);
+  sqlite3_stmt *st = la__tsql_prepare(path, fmt, ap);
   va_end(ap);
   int n = 0;
   while (st && n < max && sqlite3_step(st) == SQLITE_ROW) {
     const unsigned char *t = sqlite3_column_text(st, 0);
     snprintf(out[n++], 64, "%s", t ? (const char *)t : "");
   }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
+  la__tsql_done(st);
   return n;
 }
 
 int la_test_sql_trace(const char *path, const char *app_id, uint32_t rank,
                       uint64_t cycle_tag, la_tsql_trace_t *out) {
   memset(out, 0, sizeof *out);
-  sqlite3 *db;
-  sqlite3_stmt *st;
-  la__tsql_prepare_f(path, &db, &st,
-                     "SELECT n_elements, stat_count, seq, id, mode, stat_sum, "
-                     "segments FROM traces WHERE app_id = '%s' AND rank = %u "
-                     "AND cycle_tag = %llu",
-                     app_id, rank, (unsigned long long)cycle_tag);
+  sqlite3_stmt *st = la__tsql_prepare_f(
+      path,
+      "SELECT n_elements, stat_count, seq, id, mode, stat_sum, "
+      "segments FROM traces WHERE app_id = '%s' AND rank = %u "
+      "AND cycle_tag = %llu",
+      app_id, rank, (unsigned long long)cycle_tag);
   int rc = -1;
   if (st && sqlite3_step(st) == SQLITE_ROW) {
     out->n_elements = (uint64_t)sqlite3_column_int64(st, 0);
@@ -117,8 +125,7 @@ int la_test_sql_trace(const char *path, const char *app_id, uint32_t rank,
       rc = 0;
     }
   }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
+  la__tsql_done(st);
   return rc;
 }
 

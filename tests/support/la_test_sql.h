@@ -6,6 +6,7 @@
 #ifndef LA_TEST_SQL_H
 #define LA_TEST_SQL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,10 @@ typedef struct la_tsql_trace {
  * integer; -1 on any error, no row or NULL. */
 long long la_test_sql_ll(const char *db, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* la_test_sql_ll with the query's arguments in ap, for a test's own
+ * printf-style query helper. */
+long long la_test_sql_vll(const char *db, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 
 /* Waits up to timeout_ms until la_test_sql_ll of the query is at least
  * min. Returns 0, or -1 on timeout. */

@@ -318,11 +318,7 @@ static void test_wavetoy_profiled_same_results(void **state) {
   checksum_of(&off, "--no-la", c_off, sizeof c_off);
   assert_string_equal(c_on, c_off);
 
-  assert_int_equal(la_ta_wait_traces(&a, 40, 20000), 0);
-  assert_int_equal(
-      la_ta_wait_sql(&a, "SELECT count(*) FROM ranks WHERE ended = 1", 4,
-                     20000),
-      0);
+  assert_int_equal(la_ta_wait_ended(&a, 40, 4, 20000), 0);
   assert_int_equal(la_ta_local_stat(&a, "registrations"), 4);
   assert_int_equal(la_ta_sql_int(&a, "SELECT count(*) FROM apps"), 1);
   assert_int_equal(
@@ -514,11 +510,7 @@ static void test_probe_modes_same_results(void **state) {
   probe_mode_run(&a, "wavetoy", wt_always, "wt-always.1", 3);
   probe_mode_run(&a, "fwave", fw_row, "fw-row.1", 2);
   /* steps 0, 2, ..., 8 (period 2) and 0, 3, 6, 9 (period 3), two ranks */
-  assert_int_equal(la_ta_wait_traces(&a, 10 + 8 + 10, 20000), 0);
-  assert_int_equal(
-      la_ta_wait_sql(&a, "SELECT count(*) FROM ranks WHERE ended = 1", 6,
-                     20000),
-      0);
+  assert_int_equal(la_ta_wait_ended(&a, 10 + 8 + 10, 6, 20000), 0);
   assert_int_equal(probe_mode_traces(&a, "wt-row.1", 24 * 24 * 12, 24, 1), 10);
   assert_int_equal(probe_mode_traces(&a, "wt-always.1", 24 * 24 * 12, 24, 0),
                    8);

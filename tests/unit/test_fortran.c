@@ -290,11 +290,7 @@ static void test_values_arrive(void **state) {
   size_t nb = (size_t)la_test_sem_ids(before, 4096);
   start_daemons(&a);
   run_fmod_ok(&r, "agent", la_td_addr(a.st.la), "fmod: OK (profiled T)");
-  assert_int_equal(la_ta_wait_traces(&a, 5, 20000), 0);
-  assert_int_equal(
-      la_ta_wait_sql(&a, "SELECT count(*) FROM ranks WHERE ended = 1", 2,
-                     20000),
-      0);
+  assert_int_equal(la_ta_wait_ended(&a, 5, 2, 20000), 0);
   assert_int_equal(la_ta_local_stat(&a, "registrations"), 2);
   assert_int_equal(la_ta_sql_int(&a,
                                  "SELECT count(*) FROM ranks WHERE "

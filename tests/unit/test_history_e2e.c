@@ -72,13 +72,12 @@ static backend_t *cur; /* the backend of the running test */
  * integer (-1: error, no row or NULL). */
 static long long sq(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static long long sq(const char *fmt, ...) {
-  char sql[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(sql, sizeof sql, fmt, ap);
+  long long v = cur->pg ? la_test_pg_vvalue(cur->url, fmt, ap)
+                        : la_test_sql_vll(cur->db, fmt, ap);
   va_end(ap);
-  if (cur->pg) return la_test_pg_value(cur->url, sql);
-  return la_test_sql_ll(cur->db, "%s", sql);
+  return v;
 }
 
 /* Runs a statement that changes the store (the negative control). */

@@ -22,7 +22,6 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -131,22 +130,11 @@ static void wait_linked(int i) {
 
 /* ------------------------------------------------------------- store --- */
 
-static long long db_ll(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
-static long long db_ll(const char *fmt, ...) {
-  char sql[600];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(sql, sizeof sql, fmt, ap);
-  va_end(ap);
-  return la_test_pg_value(T.url, sql);
-}
-
 static void db_wait(long long min, const char *sql) {
   long long end = la_td_now_ms() + WAIT_MS;
-  while (db_ll("%s", sql) < min) {
+  while (la_test_pg_value(T.url, sql) < min) {
     CHECK(la_td_now_ms() < end, "store: %s stayed below %lld (is %lld)", sql,
-          min, db_ll("%s", sql));
+          min, la_test_pg_value(T.url, sql));
     la_td_nap_ms(20);
   }
 }
@@ -253,12 +241,12 @@ static void test_shards_kill_one(void **state) {
            T.app[0]);
   db_wait(1, sql);
   la_td_signal(T.la[1], SIGSTOP);
-  long long prev = -1, now_n = db_ll("%s", sql);
+  long long prev = -1, now_n = la_test_pg_value(T.url, sql);
   for (long long e = la_td_now_ms() + WAIT_MS;
        now_n != prev && la_td_now_ms() < e;) {
     prev = now_n;
     la_td_nap_ms(300);
-    now_n = db_ll("%s", sql);
+    now_n = la_test_pg_value(T.url, sql);
   }
   snprintf(sql, sizeof sql,
            "SELECT count(*) FROM trace_sets WHERE app_id = '%s' AND "
@@ -287,8 +275,10 @@ static void test_shards_kill_one(void **state) {
           "trace_sets WHERE closed = 0");
   for (int k = 0; k < NAPP; k++) {
     const char *a = T.app[k];
-    long long n = db_ll("SELECT count(*) FROM traces WHERE app_id = '%s'", a);
-    long long d = db_ll(
+    long long n = la_test_pg_valuef(
+        T.url, "SELECT count(*) FROM traces WHERE app_id = '%s'", a);
+    long long d = la_test_pg_valuef(
+        T.url,
         "SELECT count(*) FROM (SELECT DISTINCT cycle_tag, rank"
         " FROM traces WHERE app_id = '%s') x",
         a);
@@ -296,17 +286,20 @@ static void test_shards_kill_one(void **state) {
           "%s: %lld traces (%lld distinct), %d "
           "expected",
           a, n, d, 4 * CYCLES);
-    long long sets =
-        db_ll("SELECT count(*) FROM trace_sets WHERE app_id = '%s'", a);
-    long long complete = db_ll(
-        "SELECT count(*) FROM trace_sets WHERE app_id"
-        " = '%s' AND closed = 1 AND complete = 1",
-        a);
+    long long sets = la_test_pg_valuef(
+        T.url, "SELECT count(*) FROM trace_sets WHERE app_id = '%s'", a);
+    long long complete =
+        la_test_pg_valuef(T.url,
+                          "SELECT count(*) FROM trace_sets WHERE app_id"
+                          " = '%s' AND closed = 1 AND complete = 1",
+                          a);
     CHECK(sets == CYCLES && complete == CYCLES,
           "%s: %lld sets, %lld complete, %d expected", a, sets, complete,
           CYCLES);
-    CHECK(db_ll("SELECT count(*) FROM missing WHERE app_id = '%s'", a) == 0,
-          "%s: missing records", a);
+    CHECK(
+        la_test_pg_valuef(
+            T.url, "SELECT count(*) FROM missing WHERE app_id = '%s'", a) == 0,
+        "%s: missing records", a);
   }
   /* the surviving shard took the first application over */
   CHECK(la_td_log_has(T.la[0], "moving to"),
