@@ -19,6 +19,9 @@
  * row probe (LA_startRow/LA_stopRow, or a box that is one whole row) adds
  * its interval to the row's value, one store, and the LocalAgent spreads
  * it over the row's cells; without them it spreads here, cell by cell.
+ * With the built-in timer la__hot.rows lets LA_startRow/LA_stopRow do it
+ * inline (la.h, their own per-thread start); the calls here serve the
+ * rest: user and PAPI probes, boxes, errors, segments without rows.
  */
 #include "la_interference.h"
 
@@ -54,6 +57,7 @@ void la__probe_begin(const la__ipc_t *ipc, uint32_t i) {
                    i);
   la__hot.values = la__ipc_values(ipc, i);
   la__rows = la__ipc_rows(ipc, i);
+  la__hot.rows = la__hot.fast ? la__rows : NULL; /* the inline row probes */
   la__hot.n_channels = ipc->n_channels;
   la__hot.base = la__now();
   la__hot.limit = ipc->n_elements;

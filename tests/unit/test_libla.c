@@ -622,6 +622,14 @@ static void test_rows_in_profiled_sweeps(void **state) {
     LA_PROFILED(row_sweep(16, 4, 2, LA_PROBING));
     assert_int_equal(LA_dataXfer(), 0);
   }
+  /* the inline row probes' errors: the calls' */
+  assert_int_equal(LA_isProfiling(), 1);
+  assert_int_equal(LA_startRow(4, 0), LA_ERANGE); /* j = ny */
+  assert_int_equal(LA_stopRow(0, 2), LA_ERANGE);  /* k = nz */
+  assert_int_equal(LA_stopRow(1, 1), LA_ESTATE);  /* no start */
+  assert_int_equal(LA_startRow(1, 1), 0);
+  assert_int_equal(LA_stopRow(1, 1), 0);
+  assert_int_equal(LA_stopRow(1, 1), LA_ESTATE); /* stopped already */
   assert_int_equal(la_ta_wait_traces(&agent, 2, WAIT_MS), 0);
   for (size_t t = 0; t < 2; t++) {
     const cycle_t *cy = cycle(t);
