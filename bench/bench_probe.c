@@ -12,7 +12,17 @@
  *   unprofiled  the same calls in a cycle that is not profiled;
  *   la_channel  LA_startProbeC/LA_stopProbeC into channel 1 of 2 (the
  *               bench declares two channels, LA_channel), detection as
- *               registered: the plain pair above probes channel 0.
+ *               registered: the plain pair above probes channel 0;
+ *   row         LA_startRow/LA_stopRow around each row of RX cells (the
+ *               elements are a grid of RX x N/RX x 1 cells): inline, one
+ *               value per row in shared memory (layout 5);
+ *   row_call    the same row as LA_startBox/LA_stopBox of one whole row,
+ *               what an older la.h compiled LA_startRow into: a call,
+ *               the same one value per row;
+ *   box_spread  a box of the same RX cells that is not a row (RX/2 x 2):
+ *               a call and the interval spread over its cells by libla,
+ *               what every row probe cost before row values.
+ * Row figures are per row (of RX cells), not per element.
  * To interleave on and off in one run the bench flips la__hot.detect, the
  * internal switch LA_register set from LA_INTERFERENCE (the thread's event
  * stays open); an application cannot do that.
@@ -24,7 +34,8 @@
  * Writes argv[1] (build/bench/probe.json): pair_ns (detection as
  * registered: on where possible), floor_ns, ratio, pair_off_ns, ratio_off,
  * interference ("on" or "off (reason)"), unprofiled_pair_ns,
- * clock_floor_ns, empty_loop_ns, channel_pair_ns, reps, elements.
+ * clock_floor_ns, empty_loop_ns, channel_pair_ns, row_pair_ns,
+ * row_call_ns, box_spread_ns, row_cells, reps, elements.
  */
 #include "bench_args.h"
 #include <stdio.h>
@@ -37,6 +48,7 @@
 
 #define N 100000
 #define REPS 31
+#define RX 100 /* cells per grid row */
 
 static inline uint64_t rdtsc(void) {
   uint32_t lo, hi;
@@ -96,6 +108,30 @@ static double run_la_channel(void) {
   return (now_ns() - t) / N;
 }
 
+/* ns per row of RX cells: 0 inline rows, 1 whole-row boxes, 2 boxes of
+ * RX/2 x 2 cells (spread). */
+static double run_rows(int how) {
+  const long ny = N / RX;
+  double t = now_ns();
+  for (long j = 0; j < ny; j++) {
+    if (how == 0) {
+      LA_startRow(j, 0);
+      BARRIER();
+      LA_stopRow(j, 0);
+    } else if (how == 1) {
+      LA_startBox(0, j, 0, RX, 1, 1);
+      BARRIER();
+      LA_stopBox(0, j, 0, RX, 1, 1);
+    } else {
+      long j2 = j & ~1L; /* RX/2 x 2 cells */
+      LA_startBox((j & 1) * (RX / 2), j2, 0, RX / 2, 2, 1);
+      BARRIER();
+      LA_stopBox((j & 1) * (RX / 2), j2, 0, RX / 2, 2, 1);
+    }
+  }
+  return (now_ns() - t) / (double)ny;
+}
+
 static double run_empty(void) {
   double t = now_ns();
   for (long e = 0; e < N; e++) BARRIER();
@@ -123,13 +159,14 @@ int main(int argc, char **argv) {
   LA_setMetric("time");
   LA_channel("plain");   /* channel 0: LA_startProbe */
   LA_channel("channel"); /* channel 1: LA_startProbeC(1, e) */
-  int rc = LA_register("bench_probe", 0, 1, N);
+  int rc = LA_registerGrid("bench_probe", 0, 1, RX, N / RX, 1);
   if (rc) {
     fprintf(stderr, "bench_probe: LA_register: %s\n", LA_lastError());
     return 1;
   }
   double *local = calloc(N, sizeof(double));
   double fl[REPS], cf[REPS], la[REPS], lo[REPS], un[REPS], em[REPS], ch[REPS];
+  double rw[REPS], rc_[REPS], bs[REPS];
   int detect = la__hot.detect;
   char interference[200];
   snprintf(interference, sizeof interference, "%s", LA_interference());
@@ -137,6 +174,7 @@ int main(int argc, char **argv) {
     double a = run_floor(local);
     double b = run_la();
     double h = run_la_channel();
+    double w0 = run_rows(0), w1 = run_rows(1), w2 = run_rows(2);
     la__hot.detect = 0;
     double o = run_la();
     la__hot.detect = detect;
@@ -155,6 +193,9 @@ int main(int argc, char **argv) {
       lo[r] = o;
       un[r] = c;
       cf[r] = d;
+      rw[r] = w0;
+      rc_[r] = w1;
+      bs[r] = w2;
     }
   }
   LA_finalize();
@@ -165,6 +206,8 @@ int main(int argc, char **argv) {
   double empty_ns = median(em, REPS);
   double ch_ns = median(ch, REPS);
   double ratio = pair_ns / floor_ns, ratio_off = off_ns / floor_ns;
+  double row_ns = median(rw, REPS), row_call_ns = median(rc_, REPS);
+  double box_ns = median(bs, REPS);
   printf("probe pair cost, %d elements, median of %d interleaved runs\n", N,
          REPS);
   printf("  %-44s %8.2f ns\n", "floor: 2x rdtsc + store", floor_ns);
@@ -181,6 +224,15 @@ int main(int argc, char **argv) {
          "LA_startProbe+LA_stopProbe (not profiled)", un_ns);
   printf("  %-44s %8.2f ns   (loop overhead, included above)\n", "empty loop",
          empty_ns);
+  printf("  per row of %d cells (floor: 2x rdtsc + store, as above):\n", RX);
+  printf("  %-44s %8.2f ns   ratio %.3f to the floor\n",
+         "LA_startRow+LA_stopRow (inline, row value)", row_ns,
+         row_ns / floor_ns);
+  printf("  %-44s %8.2f ns   ratio %.3f to the floor\n",
+         "whole-row box (a call, row value)", row_call_ns,
+         row_call_ns / floor_ns);
+  printf("  %-44s %8.2f ns   ratio %.3f to the floor\n",
+         "box of the same cells (a call, spread)", box_ns, box_ns / floor_ns);
   FILE *f = la_bench_open_out(out);
   if (!f) return 1;
   fprintf(f,
@@ -189,9 +241,11 @@ int main(int argc, char **argv) {
           "\"interference\": \"%s\", "
           "\"unprofiled_pair_ns\": %.3f, \"clock_floor_ns\": %.3f, "
           "\"empty_loop_ns\": %.3f, \"channel_pair_ns\": %.3f, "
+          "\"row_pair_ns\": %.3f, \"row_call_ns\": %.3f, "
+          "\"box_spread_ns\": %.3f, \"row_cells\": %d, "
           "\"reps\": %d, \"elements\": %d}\n",
           pair_ns, floor_ns, ratio, off_ns, ratio_off, interference, un_ns,
-          cf_ns, empty_ns, ch_ns, REPS, N);
+          cf_ns, empty_ns, ch_ns, row_ns, row_call_ns, box_ns, RX, REPS, N);
   fclose(f);
   free(local);
   return 0;
