@@ -549,6 +549,10 @@ static void rows_and_boxes(const char *layout) {
   assert_int_equal(LA_stopRow(0, 1), 0);
   assert_int_equal(LA_startBox(0, 0, 1, 4, 1, 1), 0); /* the same row */
   assert_int_equal(LA_stopBox(0, 0, 1, 4, 1, 1), 0);
+  assert_int_equal(LA_startBox(1, 1, 0, 2, 2, 1), 0); /* cells 5, 6, 9, 10 */
+  assert_int_equal(LA_stopBox(1, 1, 0, 2, 2, 1), 0);
+  assert_int_equal(LA_startRow(1, 0), 0); /* cells 4..7: 5, 6 have a box's */
+  assert_int_equal(LA_stopRow(1, 0), 0);
   /* in the segment (buffer 0): the rows' time as libla left it */
   int id = la_test_shm_of(getpid());
   assert_true(id >= 0);
@@ -561,12 +565,11 @@ static void rows_and_boxes(const char *layout) {
     const double *r = la_shm_buffer_rows(h, 24, 1, 6, 0);
     assert_true(r[5] == 21.0 && r[3] == 26.0); /* rows (2,1) and (0,1) */
     assert_true(v[20] == 0.0 && v[12] == 0.0); /* not spread here */
+    assert_true(r[1] == 5.0 && v[5] == 6.0 / 4); /* a row and a box */
   } else {
     assert_true(v[20] == 21.0 / 4 && v[12] == 26.0 / 4);
   }
   shmdt(h);
-  assert_int_equal(LA_startBox(1, 1, 0, 2, 2, 1), 0); /* cells 5, 6, 9, 10 */
-  assert_int_equal(LA_stopBox(1, 1, 0, 2, 2, 1), 0);
   assert_int_equal(LA_startRow(3, 0), LA_ERANGE); /* j = ny */
   assert_non_null(strstr(LA_lastError(), "outside the 4x3x2 grid"));
   assert_int_equal(LA_startBox(3, 0, 0, 2, 1, 1), LA_ERANGE); /* past nx */
@@ -580,6 +583,7 @@ static void rows_and_boxes(const char *layout) {
     double want = e >= 20 ? 21.0 / 4 : 0.0;
     if (e >= 12 && e < 16) want = 2 * 13.0 / 4;
     if (e == 5 || e == 6 || e == 9 || e == 10) want = 6.0 / 4;
+    if (e >= 4 && e < 8) want += 5.0 / 4; /* row (1,0) */
     if (cy->values[e] != want)
       fail_msg("layout %s, cell %d: %.17g, expected %.17g", layout, e,
                cy->values[e], want);
@@ -850,8 +854,17 @@ static void test_refused_registration(void **state) {
     LA_finalize();
     _exit(0);
   }
+  /* the child's ends closed here: a child that fails gives end-of-file,
+   * not a wait for ever */
+  close(go[1]);
+  close(done[0]);
   char b;
-  assert_int_equal(read(go[0], &b, 1), 1);
+  if (read(go[0], &b, 1) != 1) {
+    int st = 0;
+    waitpid(pid, &st, 0);
+    fail_msg("the first application did not register (exit %d)",
+             WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+  }
   assert_int_equal(LA_register("unit", 0, 1, 8), LA_EREFUSED);
   assert_non_null(strstr(LA_lastError(), "too many applications"));
   assert_int_equal(LA_startProbe(0), 0);
@@ -862,8 +875,6 @@ static void test_refused_registration(void **state) {
   assert_int_equal(waitpid(pid, &status, 0), pid);
   assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   close(go[0]);
-  close(go[1]);
-  close(done[0]);
   close(done[1]);
 }
 
