@@ -73,6 +73,7 @@ typedef struct la_ga_sub {
   uint64_t max_set;             /* Subscribe.max_set_bytes (0: none) */
   la_ga_out_t *out, **out_tail; /* sets queued in parts, oldest first */
   size_t out_pending;           /* their bytes not yet handed over */
+  size_t query_pending;         /* of which the sets answering queries */
 } la_ga_sub_t;
 
 static void la__enc_unref(la_ga_enc_t *e) {
@@ -180,6 +181,7 @@ static void la__pump(la_ga_sub_t *s) {
     o->off += k;
     o->part++;
     s->out_pending -= k;
+    if (o->query) s->query_pending -= k;
     if (o->off == o->enc->len) {
       s->out = o->next;
       if (!s->out) s->out_tail = &s->out;
@@ -222,18 +224,17 @@ static void la__notice(la_ga_sub_t *s, const la_ga_enc_t *e,
   la_conn_send(&s->conn, LA__MSG_TYPE__MSG_SET_NOTICE, &n.base, 0);
 }
 
-/* The limit that keeps the encoded set e from s, by name ("max_set_bytes":
- * over max, the bound s asked for, 0: none; "feed.queue_bytes": s's queue
- * already holds something and would pass it), with its value in *limit;
- * NULL when e may be queued. */
-static const char *la__over(const la_ga_sub_t *s, const la_ga_enc_t *e,
-                            uint64_t max, uint64_t *limit) {
-  size_t queued = s->conn.out_bytes + s->out_pending;
-  if (max && e->len > max) {
+/* The limit that keeps a set of len bytes from s, by name ("max_set_bytes":
+ * over max, the bound s asked for, 0: none; "feed.queue_bytes": queued,
+ * the bytes already waiting that count, is not 0 and would pass it), with
+ * its value in *limit; NULL when e may be queued. */
+static const char *la__over(const la_ga_sub_t *s, size_t len, uint64_t max,
+                            size_t queued, uint64_t *limit) {
+  if (max && len > max) {
     *limit = max;
     return "max_set_bytes";
   }
-  if (queued > 0 && queued + e->len > s->ga->set.sub_queue_bytes) {
+  if (queued > 0 && queued + len > s->ga->set.sub_queue_bytes) {
     *limit = s->ga->set.sub_queue_bytes;
     return "feed.queue_bytes";
   }
@@ -248,6 +249,7 @@ static int la__enqueue(la_ga_sub_t *s, la_ga_enc_t *e, int query) {
   o->enc = e;
   o->query = query;
   e->refs++;
+  if (query) s->query_pending += e->len;
   if (!s->out) s->out_tail = &s->out;
   *s->out_tail = o;
   s->out_tail = &o->next;
@@ -261,7 +263,8 @@ static int la__enqueue(la_ga_sub_t *s, la_ga_enc_t *e, int query) {
 static void la__offer(la_ga_sub_t *s, la_ga_enc_t *e) {
   la_ga_t *ga = s->ga;
   uint64_t limit = 0;
-  const char *over = la__over(s, e, s->max_set, &limit);
+  const char *over = la__over(s, e->len, s->max_set,
+                              s->conn.out_bytes + s->out_pending, &limit);
   if (over) {
     if (!strcmp(over, "max_set_bytes"))
       ga->st.sets_over_subscriber_max++;
@@ -277,12 +280,19 @@ static void la__offer(la_ga_sub_t *s, la_ga_enc_t *e) {
   la__pump(s);
 }
 
+/* Bytes of set's encoding in parts: without its dropped field. */
+static size_t la__set_bytes(const La__TraceSet *set) {
+  La__TraceSet copy = *set;
+  copy.has_dropped = 0;
+  return protobuf_c_message_get_packed_size(&copy.base);
+}
+
 /* set encoded once for subscribers that take parts (dropped left out: it
  * travels in each subscriber's TraceSetHead); NULL when out of memory. */
 static la_ga_enc_t *la__encode(const La__TraceSet *set) {
   La__TraceSet copy = *set;
   copy.has_dropped = 0;
-  size_t n = protobuf_c_message_get_packed_size(&copy.base);
+  size_t n = la__set_bytes(set);
   la_ga_enc_t *e = malloc(sizeof *e + (n ? n : 1));
   if (!e) {
     la_log_warnx(
@@ -345,43 +355,44 @@ static void la__send_stored(la_ga_sub_t *s, const char *app, uint64_t tag) {
 /* The set of answer a, for a client that takes it in parts: encoded once
  * (the loaded set is freed at once) and queued, the reply then carrying
  * its size instead of the set; one over the client's max_set_bytes or
- * s's queue (la__over) turns the reply into LA_ELIMIT naming the limit.
+ * the sets already asked on s (la__over) turns the reply, before any
+ * encoding, into LA_ELIMIT naming the limit.
  * Returns 1 when a set was queued (to pump once the reply is sent). */
 static int la__query_parts(la_ga_sub_t *s, const La__Query *q,
                            la_ga_answer_t *a) {
-  la_ga_enc_t *e = la__encode(a->set);
   char app[LA_MAX_ID_LEN + 1];
   snprintf(app, sizeof app, "%s", a->set->app_id);
   uint64_t tag = a->set->cycle_tag, limit = 0;
+  size_t len = la__set_bytes(a->set);
+  /* what counts: the sets this connection asked for, its own memory (a
+   * live set in its queue is shared, and bounded by la__offer) */
+  const char *over =
+      la__over(s, len, q->has_max_set_bytes ? q->max_set_bytes : 0,
+               s->query_pending, &limit);
+  la_ga_enc_t *e = over ? NULL : la__encode(a->set);
   la_store_free_set(a->set);
   a->set = NULL;
   a->reply.n_sets = 0;
   a->reply.sets = NULL;
-  if (!e) {
-    la_ga_answer_fail(a, LA_ENOMEM, "out of memory encoding %s cycle %llu", app,
-                      (unsigned long long)tag);
-    return 0;
-  }
-  const char *over =
-      la__over(s, e, q->has_max_set_bytes ? q->max_set_bytes : 0, &limit);
   int queued = 0;
   if (over) {
     la_log_info(
         "feed connection %s: Trace-Set %s cycle %llu (%zu bytes) not "
         "sent: over %s = %llu",
-        s->conn.peer, app, (unsigned long long)tag, e->len, over,
+        s->conn.peer, app, (unsigned long long)tag, len, over,
         (unsigned long long)limit);
     la_ga_answer_fail(
         a, LA_ELIMIT,
         "Trace-Set of %s cycle %llu is %zu bytes, over %s = %llu%s", app,
-        (unsigned long long)tag, e->len, over, (unsigned long long)limit,
+        (unsigned long long)tag, len, over, (unsigned long long)limit,
         strcmp(over, "max_set_bytes")
-            ? " (the GlobalAgent's queue for this connection holds other "
-              "sets: read them first)"
+            ? " (other Trace-Sets asked on this connection are still being "
+              "sent: read them first)"
             : " (la_client_set_max_set)");
-  } else if (la__enqueue(s, e, 1)) {
-    la_ga_answer_fail(a, LA_ENOMEM, "out of memory queueing %s cycle %llu", app,
-                      (unsigned long long)tag);
+  } else if (!e || la__enqueue(s, e, 1)) {
+    la_ga_answer_fail(a, LA_ENOMEM,
+                      "out of memory for %s cycle %llu (%zu bytes)", app,
+                      (unsigned long long)tag, len);
   } else {
     a->reply.has_set_bytes = 1;
     a->reply.set_bytes = e->len;
