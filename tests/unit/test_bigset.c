@@ -516,8 +516,9 @@ static void check_lactl_export(const la_traceset_t *t, const char *app,
  * one frame to a client) and 270 times feed.queue_bytes, asked by
  * la_client_get and by la_client_latest, arrives whole, every rank's
  * trace byte for byte; a client whose la_client_set_max_set is below it
- * gets LA_ELIMIT naming that limit and its connection goes on; lactl
- * export of it from the GlobalAgent writes every element's weight; an
+ * gets LA_ELIMIT naming that limit and its connection goes on; a second
+ * query before the first set is read is refused naming feed.queue_bytes;
+ * lactl export of it from the GlobalAgent writes every element's weight; an
  * old client gets one QueryReply frame, above its frame limit
  * (LA_EMSGSIZE), as before. */
 static void test_query_set_over_frame_limit(void **state) {
@@ -556,10 +557,56 @@ static void test_query_set_over_frame_limit(void **state) {
   la_client_rows_free(rows);
   la_client_close(c);
 
+  /* a client of sets_version 2 asks twice before reading: the second set
+   * would pass feed.queue_bytes on top of the first, which the socket
+   * cannot have taken yet: refused, naming that limit; the first comes
+   * whole */
+  int fd = la_tcp_connect("127.0.0.1", (uint16_t)la_td_port(T.g.d), 5000);
+  assert_true(fd >= 0);
+  La__Query aq = LA__QUERY__INIT;
+  aq.what = "traceset";
+  aq.app_id = "huge";
+  aq.has_feed_protocol = aq.has_sets_version = 1;
+  aq.feed_protocol = LA_FEED_PROTOCOL_VERSION;
+  aq.sets_version = LA_FEED_SETS_VERSION;
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_QUERY, &aq.base, 5000),
+                     0);
+  int replies = 0, refused = 0;
+  uint64_t got = 0, announced = 0;
+  while (replies < 2 || got < announced) {
+    uint16_t type = 0;
+    ProtobufCMessage *m = NULL;
+    char why[300] = "";
+    int rc = la_recv_msg(fd, 1u << 20, WAIT_MS, &type, &m, why, sizeof why);
+    CHECK(rc == 0, "two queries: %s", why);
+    if (type == LA__MSG_TYPE__MSG_QUERY_REPLY) {
+      La__QueryReply *r = (La__QueryReply *)m;
+      replies++;
+      if (r->has_set_bytes) announced += r->set_bytes;
+      if (r->status == LA_ELIMIT) {
+        refused++;
+        CHECK(strstr(r->message, "feed.queue_bytes = 262144"), "reply: %s",
+              r->message);
+        print_message("second query: %s\n", r->message);
+      }
+    } else if (type == LA__MSG_TYPE__MSG_TRACE_SET_PART) {
+      got += ((La__TraceSetPart *)m)->data.len;
+    } else {
+      CHECK(type == LA__MSG_TYPE__MSG_TRACE_SET_HEAD, "got a %s",
+            la_msg_name(type));
+      CHECK(((La__TraceSetHead *)m)->query, "a head not marked query");
+    }
+    la_msg_free(m);
+  }
+  assert_int_equal(refused, 1);
+  assert_int_equal(got, announced);
+  close(fd);
+
   check_lactl_export(t, "huge", 1);
   la_traceset_free(t);
 
-  int fd = la_tcp_connect("127.0.0.1", (uint16_t)la_td_port(T.g.d), 5000);
+  fd = la_tcp_connect("127.0.0.1", (uint16_t)la_td_port(T.g.d), 5000);
   assert_true(fd >= 0);
   La__QueryReply *r = NULL;
   assert_int_equal(old_query(fd, "huge", 1, LA_CLIENT_DEFAULT_MAX_FRAME, &r),
