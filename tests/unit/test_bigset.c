@@ -271,6 +271,32 @@ static void test_set_over_subscriber_bound(void **state) {
   la_client_close(self);
 }
 
+/* Sends Query{what, app_id (NULL: none), cycle_tag (0: none, the latest),
+ * sets_version (0: none, as an old client)} on fd. */
+static void send_query(int fd, const char *what, const char *app, uint64_t tag,
+                       uint32_t sets_version) {
+  La__Query q = LA__QUERY__INIT;
+  q.what = (char *)what;
+  q.app_id = (char *)app;
+  q.has_cycle_tag = tag != 0;
+  q.cycle_tag = tag;
+  q.has_feed_protocol = 1;
+  q.feed_protocol = LA_FEED_PROTOCOL_VERSION;
+  q.has_sets_version = sets_version != 0;
+  q.sets_version = sets_version;
+  assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_QUERY, &q.base, 5000), 0);
+}
+
+/* Receives one message on fd within max frame bytes: la_recv_msg's code
+ * (the reason printed when it fails), *type and *m. */
+static int recv_one(int fd, uint32_t max, uint16_t *type,
+                    ProtobufCMessage **m) {
+  char why[300] = "";
+  int rc = la_recv_msg(fd, max, WAIT_MS, type, m, why, sizeof why);
+  if (rc) print_message("receiving: %s\n", why);
+  return rc;
+}
+
 /* An old subscriber (Subscribe without sets_version) gets whole TraceSet
  * frames for sets that fit, as before; a set over feed.queue_bytes is not
  * sent to it (it cannot take parts) but counted, and reported in its next
@@ -283,11 +309,7 @@ static void test_old_subscriber(void **state) {
   s.app_id = "";
   assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_SUBSCRIBE, &s.base, 5000),
                    0);
-  La__Query q = LA__QUERY__INIT; /* a round trip: the Subscribe is in */
-  q.what = "apps";
-  q.has_feed_protocol = 1;
-  q.feed_protocol = LA_FEED_PROTOCOL_VERSION;
-  assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_QUERY, &q.base, 5000), 0);
+  send_query(fd, "apps", NULL, 0, 0); /* a round trip: the Subscribe is in */
   uint16_t type = 0;
   ProtobufCMessage *m = NULL;
   char why[300] = "";
@@ -391,23 +413,12 @@ static void test_app_list_bounded(void **state) {
  * returns la_recv_msg's code, with *reply (NULL on failure). */
 static int old_query(int fd, const char *app, uint64_t tag, uint32_t max,
                      La__QueryReply **reply) {
-  La__Query q = LA__QUERY__INIT;
-  q.what = "traceset";
-  q.app_id = (char *)app;
-  q.has_cycle_tag = 1;
-  q.cycle_tag = tag;
-  q.has_feed_protocol = 1;
-  q.feed_protocol = LA_FEED_PROTOCOL_VERSION;
-  assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_QUERY, &q.base, 5000), 0);
+  send_query(fd, "traceset", app, tag, 0);
   uint16_t type = 0;
   ProtobufCMessage *m = NULL;
-  char why[300] = "";
   *reply = NULL;
-  int rc = la_recv_msg(fd, max, WAIT_MS, &type, &m, why, sizeof why);
-  if (rc) {
-    print_message("old client: %s\n", why);
-    return rc;
-  }
+  int rc = recv_one(fd, max, &type, &m);
+  if (rc) return rc;
   CHECK(type == LA__MSG_TYPE__MSG_QUERY_REPLY, "old client got a %s",
         la_msg_name(type));
   *reply = (La__QueryReply *)m;
@@ -563,23 +574,14 @@ static void test_query_set_over_frame_limit(void **state) {
    * whole */
   int fd = la_tcp_connect("127.0.0.1", (uint16_t)la_td_port(T.g.d), 5000);
   assert_true(fd >= 0);
-  La__Query aq = LA__QUERY__INIT;
-  aq.what = "traceset";
-  aq.app_id = "huge";
-  aq.has_feed_protocol = aq.has_sets_version = 1;
-  aq.feed_protocol = LA_FEED_PROTOCOL_VERSION;
-  aq.sets_version = LA_FEED_SETS_VERSION;
   for (int i = 0; i < 2; i++)
-    assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_QUERY, &aq.base, 5000),
-                     0);
+    send_query(fd, "traceset", "huge", 1, LA_FEED_SETS_VERSION);
   int replies = 0, refused = 0;
   uint64_t got = 0, announced = 0;
   while (replies < 2 || got < announced) {
     uint16_t type = 0;
     ProtobufCMessage *m = NULL;
-    char why[300] = "";
-    int rc = la_recv_msg(fd, 1u << 20, WAIT_MS, &type, &m, why, sizeof why);
-    CHECK(rc == 0, "two queries: %s", why);
+    assert_int_equal(recv_one(fd, 1u << 20, &type, &m), 0);
     if (type == LA__MSG_TYPE__MSG_QUERY_REPLY) {
       La__QueryReply *r = (La__QueryReply *)m;
       replies++;
