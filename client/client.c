@@ -9,9 +9,11 @@
  * LA_FEED_SETS_VERSION: the GlobalAgent then sends a set as a TraceSetHead
  * and parts, reassembled here within max_set bytes, and a set that will
  * not come as a SetNotice (la_client_next: LA_ELIMIT); whole TraceSet
- * frames (an older GlobalAgent) are taken as before. Requests and their
- * replies are in
- * query.c; Trace-Set contents in traceset.c and weights.c.
+ * frames (an older GlobalAgent) are taken as before. A set answering a
+ * Query comes the same way, its head marked query, and goes through the
+ * same reassembly to the request that waits for it. Requests and their
+ * replies are in query.c; Trace-Set contents in traceset.c and
+ * weights.c.
  */
 #include <errno.h>
 #include <poll.h>
@@ -312,6 +314,7 @@ static int la__client_take(la_client_t *c, uint16_t t, ProtobufCMessage *m,
                            la__client_item_t *it) {
   it->set = NULL;
   it->notice = NULL;
+  it->query = 0;
   if (t == LA__MSG_TYPE__MSG_SET_NOTICE) {
     it->notice = (La__SetNotice *)m;
     return 0;
@@ -319,21 +322,33 @@ static int la__client_take(la_client_t *c, uint16_t t, ProtobufCMessage *m,
   int rc = 1;
   if (t == LA__MSG_TYPE__MSG_TRACE_SET_HEAD) {
     const La__TraceSetHead *h = (const La__TraceSetHead *)m;
-    if (c->in.active) c->local_dropped++; /* the last set's parts never ended */
+    if (c->in.active && !c->in.query)
+      c->local_dropped++; /* the last set's parts never ended */
     free(c->in.buf);
     memset(&c->in, 0, sizeof c->in);
     c->in.active = 1;
     c->in.bytes = h->set_bytes;
     c->in.parts = h->parts;
     c->in.dropped = h->dropped;
-    if (h->set_bytes > c->max_set) {
+    c->in.query = h->has_query && h->query;
+    if (h->set_bytes > c->max_set && c->in.query) {
+      c->in.skip = 1; /* its parts are read and dropped */
+      it->query = 1;
+      rc = la__client_fail(
+          c, LA_ELIMIT,
+          "Trace-Set of %s cycle %llu (%llu bytes) not delivered: over "
+          "max_set_bytes = %llu (la_client_set_max_set)",
+          h->app_id, (unsigned long long)h->cycle_tag,
+          (unsigned long long)h->set_bytes, (unsigned long long)c->max_set);
+    } else if (h->set_bytes > c->max_set) {
       c->in.skip = 1; /* told now; its parts are read and dropped */
       c->local_dropped++;
       it->notice = la__client_own_notice(c, h);
       rc = it->notice ? 0 : LA_ENOMEM;
     } else if (!(c->in.buf = malloc(h->set_bytes))) {
       c->in.skip = 1;
-      c->local_dropped++;
+      it->query = c->in.query;
+      c->local_dropped += !c->in.query;
       rc = la__client_fail(c, LA_ENOMEM,
                            "out of memory for a Trace-Set of %llu bytes",
                            (unsigned long long)h->set_bytes);
@@ -343,6 +358,7 @@ static int la__client_take(la_client_t *c, uint16_t t, ProtobufCMessage *m,
   }
   /* TraceSetPart */
   const La__TraceSetPart *p = (const La__TraceSetPart *)m;
+  const int query = c->in.query;
   if (!c->in.active || p->part != c->in.next ||
       p->data.len > c->in.bytes - c->in.have) {
     rc = la__client_fail(c, LA_EPROTO,
@@ -352,7 +368,8 @@ static int la__client_take(la_client_t *c, uint16_t t, ProtobufCMessage *m,
     la_msg_free(m);
     free(c->in.buf);
     memset(&c->in, 0, sizeof c->in);
-    c->local_dropped++;
+    it->query = query;
+    c->local_dropped += !query;
     return rc;
   }
   if (c->in.buf) memcpy(c->in.buf + c->in.have, p->data.data, p->data.len);
@@ -364,6 +381,7 @@ static int la__client_take(la_client_t *c, uint16_t t, ProtobufCMessage *m,
   uint64_t bytes = c->in.bytes, have = c->in.have, dropped = c->in.dropped;
   memset(&c->in, 0, sizeof c->in);
   if (!buf) return 1; /* skipped: its notice went out with the head */
+  it->query = query;
   ProtobufCMessage *set = NULL;
   char why[200] = "";
   rc = have != bytes
@@ -374,7 +392,7 @@ static int la__client_take(la_client_t *c, uint16_t t, ProtobufCMessage *m,
                            &set, why, sizeof why);
   free(buf);
   if (rc) {
-    c->local_dropped++;
+    c->local_dropped += !query;
     return la__client_fail(c, rc == LA_ENOMEM ? rc : LA_EPROTO,
                            "Trace-Set in parts: %s", why);
   }
@@ -382,7 +400,7 @@ static int la__client_take(la_client_t *c, uint16_t t, ProtobufCMessage *m,
   ts->has_dropped = 1;
   ts->dropped = dropped;
   rc = la__client_set(c, set, &it->set);
-  if (rc) c->local_dropped++;
+  if (rc) c->local_dropped += !query;
   return rc;
 }
 
@@ -436,25 +454,26 @@ static int la__client_parted(uint16_t t) {
          t == LA__MSG_TYPE__MSG_SET_NOTICE;
 }
 
-int la__client_request(la_client_t *c, uint16_t type,
-                       const ProtobufCMessage *msg, uint16_t *reply_type,
-                       ProtobufCMessage **reply) {
-  *reply = NULL;
-  la__client_begin(c);
-  int rc = la__client_send(c, type, msg);
-  if (rc) return rc;
+/* Reads, within the handle's timeout, until what a request waits for
+ * arrives: with set NULL the first message that is not a subscription's
+ * (*reply_type, *reply), else the set in parts marked query (*set, or
+ * that set's error), the time limit renewed by each of its frames. What a
+ * subscription delivers meanwhile is kept for la_client_next; a query's
+ * set no request waits for any more (its request timed out) is dropped. */
+static int la__client_wait(la_client_t *c, uint16_t *reply_type,
+                           ProtobufCMessage **reply, la_traceset_t **set) {
   uint64_t deadline = la_now_ms() + (uint64_t)c->timeout_ms;
   for (;;) {
     uint16_t t = 0;
     ProtobufCMessage *m;
-    rc = la__client_read(c, deadline, &t, &m);
+    int rc = la__client_read(c, deadline, &t, &m);
     if (rc == LA_EPROTO && !c->dead && t == LA__MSG_TYPE__MSG_TRACE_SET) {
       c->local_dropped++; /* a malformed set for the subscription */
       continue;
     }
     if (rc) return rc;
     if (t == LA__MSG_TYPE__MSG_TRACE_SET) {
-      la__client_item_t it = {NULL, NULL};
+      la__client_item_t it = {NULL, NULL, 0};
       if (la__client_set(c, m, &it.set) == 0)
         la__client_keep(c, it);
       else
@@ -463,7 +482,17 @@ int la__client_request(la_client_t *c, uint16_t type,
     }
     if (la__client_parted(t)) {
       la__client_item_t it;
-      if (la__client_take(c, t, m, &it) == 0) la__client_keep(c, it);
+      rc = la__client_take(c, t, m, &it);
+      if (it.query && set) {
+        *set = it.set;
+        return rc;
+      }
+      if (it.query)
+        la_traceset_free(it.set);
+      else if (rc == 0)
+        la__client_keep(c, it);
+      if (set && c->in.active && c->in.query) /* the set is coming */
+        deadline = la_now_ms() + (uint64_t)c->timeout_ms;
       la__client_begin(c); /* a set's trouble is not the request's */
       continue;
     }
@@ -472,10 +501,38 @@ int la__client_request(la_client_t *c, uint16_t type,
       la_msg_free(m);
       return rc;
     }
+    if (set) {
+      rc = la__client_fail(c, LA_EPROTO,
+                           "expected the Trace-Set in parts, got %s",
+                           la_msg_name(t));
+      la_msg_free(m);
+      return rc;
+    }
     *reply_type = t;
     *reply = m;
     return 0;
   }
+}
+
+int la__client_request(la_client_t *c, uint16_t type,
+                       const ProtobufCMessage *msg, uint16_t *reply_type,
+                       ProtobufCMessage **reply) {
+  *reply = NULL;
+  la__client_begin(c);
+  int rc = la__client_send(c, type, msg);
+  if (rc) return rc;
+  return la__client_wait(c, reply_type, reply, NULL);
+}
+
+int la__client_query_set(la_client_t *c, la_traceset_t **out) {
+  *out = NULL;
+  int rc = la__client_wait(c, NULL, NULL, out);
+  if (rc && c->in.active && c->in.query && c->in.buf) {
+    free(c->in.buf); /* given up: the rest is read and dropped */
+    c->in.buf = NULL;
+    c->in.skip = 1;
+  }
+  return rc;
 }
 
 static int la__client_sub(la_client_t *c, const char *app_id, int flags,
@@ -559,6 +616,11 @@ int la_client_next(la_client_t *c, int timeout_ms, la_traceset_t **out) {
       case LA__MSG_TYPE__MSG_SET_NOTICE: {
         la__client_item_t it;
         rc = la__client_take(c, t, m, &it);
+        if (it.query) { /* a query's set no request waits for any more */
+          la_traceset_free(it.set);
+          la__client_begin(c);
+          continue;
+        }
         if (rc == 1) continue;
         if (rc) return rc;
         if (it.notice) return la__client_noticed(c, it.notice);

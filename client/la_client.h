@@ -112,14 +112,16 @@ LA_CLIENT_EXPORT int la_client_set_max_elements(la_client_t *c,
 LA_CLIENT_EXPORT int la_client_set_max_frame(la_client_t *c,
                                              uint32_t max_payload);
 
-/* Changes the largest Trace-Set a subscription takes (bytes of the set's
- * encoding, >= 1024; default LA_CLIENT_DEFAULT_MAX_SET). The GlobalAgent
- * sends a set in frames of at most its feed.part_bytes, which the client
- * reassembles: a set in reassembly holds about this many bytes, and about
- * as many again while it is decoded. A larger set is not received:
- * la_client_next returns LA_ELIMIT for it (la_client_notice). Takes effect
- * at once in the client and, for the GlobalAgent (which then does not send
- * such a set at all), with the next la_client_subscribe. Errors:
+/* Changes the largest Trace-Set a subscription, la_client_get or
+ * la_client_latest takes (bytes of the set's encoding, >= 1024; default
+ * LA_CLIENT_DEFAULT_MAX_SET). The GlobalAgent sends a set in frames of at
+ * most its feed.part_bytes, which the client reassembles: a set in
+ * reassembly holds about this many bytes, and about as many again while it
+ * is decoded. A larger set is not received: la_client_next returns
+ * LA_ELIMIT for it (la_client_notice), and so do la_client_get and
+ * la_client_latest. Takes effect at once in the client and for queries,
+ * and for the subscription's sets at the GlobalAgent (which then does not
+ * send such a set at all) with the next la_client_subscribe. Errors:
  * LA_EINVAL. */
 LA_CLIENT_EXPORT int la_client_set_max_set(la_client_t *c, uint64_t max_bytes);
 
@@ -197,10 +199,17 @@ LA_CLIENT_EXPORT int la_client_notice(const la_client_t *c,
                                       uint64_t *limit);
 
 /* Asks for the stored set of app_id at cycle_tag (request/reply within the
- * handle's timeout; sets that arrive for a subscription meanwhile are kept
- * for la_client_next). On success *out is a new set to free. Errors:
- * LA_ENOTFOUND (no such set), LA_EINVAL, LA_ETIMEDOUT, LA_EIO, LA_EPROTO, or
- * the status the GlobalAgent answered. */
+ * handle's timeout, renewed by each part of a set sent in parts; sets that
+ * arrive for a subscription meanwhile are kept for la_client_next). The
+ * set comes in parts of the GlobalAgent's feed.part_bytes, so its size is
+ * bounded by la_client_set_max_set, not by the frame limit (a GlobalAgent
+ * without parts for queries sends it in one frame). On success *out is a
+ * new set to free. Errors: LA_ENOTFOUND (no such set), LA_ELIMIT (the set
+ * is over la_client_set_max_set, or more sets asked at once than the
+ * GlobalAgent's feed.queue_bytes lets wait: la_client_error() names the
+ * limit and its value; the connection stays usable), LA_EINVAL,
+ * LA_ETIMEDOUT, LA_EIO, LA_EPROTO, or the status the GlobalAgent
+ * answered. */
 LA_CLIENT_EXPORT int la_client_get(la_client_t *c, const char *app_id,
                                    uint64_t cycle_tag, la_traceset_t **out);
 

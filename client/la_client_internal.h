@@ -39,10 +39,12 @@ struct la_client_rows {
 };
 
 /* What a subscription delivers in order: a set, or the notice of one that
- * will not arrive (exactly one of them is set). */
+ * will not arrive (exactly one of them is set); or the set answering a
+ * Query in parts (query set; set NULL when it failed). */
 typedef struct la__client_item {
   la_traceset_t *set;
   La__SetNotice *notice; /* freed with la_msg_free */
+  int query;
 } la__client_item_t;
 
 struct la_client {
@@ -68,9 +70,10 @@ struct la_client {
   uint64_t max_set;           /* la_client_set_max_set */
   /* a set arriving in parts (TraceSetHead, then TraceSetPart) */
   struct {
-    int active;       /* a head came, not every part yet */
-    int skip;         /* over max_set: its parts are read and dropped */
-    uint8_t *buf;     /* set_bytes (NULL when skipping) */
+    int active;   /* a head came, not every part yet */
+    int skip;     /* over max_set: its parts are read and dropped */
+    int query;    /* it answers a Query (TraceSetHead.query) */
+    uint8_t *buf; /* set_bytes (NULL when skipping) */
     uint64_t bytes, have, dropped;
     uint32_t parts, next;
   } in;
@@ -138,6 +141,16 @@ int la__client_request(la_client_t *c, uint16_t type,
  * protocol), or the reply's negative status, each with its detail in
  * la_client_error(). */
 int la__client_query(la_client_t *c, const La__Query *q, La__QueryReply **out);
+
+/* After a QueryReply announced a set in parts (set_bytes): waits for that
+ * set (TraceSetHead.query and its parts), within the handle's timeout
+ * renewed by each of its parts; subscription sets and notices that come
+ * meanwhile are kept for la_client_next. On success *out is the set (its
+ * weights chosen as for la_client_next's). Errors: as la__client_request,
+ * LA_ELIMIT (the set is over la_client_set_max_set: its parts are read
+ * and dropped by later calls, the connection stays usable), LA_EPROTO (a
+ * bad set or parts), LA_ENOMEM; the detail in la_client_error(). */
+int la__client_query_set(la_client_t *c, la_traceset_t **out);
 
 /* Formats the handle's error detail; returns rc. */
 int la__client_fail(la_client_t *c, int rc, const char *fmt, ...)

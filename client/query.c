@@ -8,10 +8,13 @@
  * decoded and validated by the codec; nothing here parses text.
  *
  * Query{what="traceset", app_id, cycle_tag} asks for one cycle; without a
- * cycle_tag it asks for the latest. A QueryReply with a negative status
- * (LA_ENOTFOUND, ...) is returned as that status with the reply's message.
- * The waiting itself (and keeping subscription sets that arrive meanwhile)
- * is la__client_request in client.c.
+ * cycle_tag it asks for the latest. It announces sets_version 2 and the
+ * client's max_set: a GlobalAgent that knows them answers with the set's
+ * size, and the set follows in parts (la__client_query_set), so its size
+ * is bounded by la_client_set_max_set, not by a frame. A QueryReply with a
+ * negative status (LA_ENOTFOUND, ...) is returned as that status with the
+ * reply's message. The waiting itself (and keeping subscription sets that
+ * arrive meanwhile) is la__client_request in client.c.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -56,6 +59,10 @@ int la__client_query(la_client_t *c, const La__Query *q, La__QueryReply **out) {
   La__Query v = *q;
   v.has_feed_protocol = 1;
   v.feed_protocol = LA_FEED_PROTOCOL_VERSION;
+  v.has_sets_version = 1; /* a Trace-Set may come in parts */
+  v.sets_version = LA_FEED_SETS_VERSION;
+  v.has_max_set_bytes = 1;
+  v.max_set_bytes = c->max_set;
   uint16_t type = 0;
   ProtobufCMessage *m = NULL;
   int rc = la__client_request(c, LA__MSG_TYPE__MSG_QUERY, &v.base, &type, &m);
@@ -81,6 +88,10 @@ static int la__get(la_client_t *c, const char *app_id, int has_cycle,
   La__QueryReply *r = NULL;
   int rc = la__client_query(c, &q, &r);
   if (rc) return rc;
+  if (r->has_set_bytes) { /* the set follows in parts */
+    la_msg_free(&r->base);
+    return la__client_query_set(c, out);
+  }
   if (r->n_sets == 0) {
     la_msg_free(&r->base);
     if (has_cycle)

@@ -375,7 +375,7 @@ static int la__query_reply_ok(const La__QueryReply *q, char *why, size_t n) {
   if (!la__text_ok(q->message, 1024))
     return la_errorf(why, n, LA_EPROTO, "reply message too long");
   if ((q->n_sets > 0) + (q->apps != NULL) + (q->cycles != NULL) +
-          (q->element_ids != NULL) >
+          (q->element_ids != NULL) + q->has_set_bytes >
       1)
     return la_errorf(why, n, LA_EPROTO, "more than one kind of answer");
   if (q->element_ids && la__element_ids_ok(q->element_ids, why, n))

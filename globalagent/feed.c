@@ -18,6 +18,12 @@
  * would pass feed.queue_bytes) is announced by a SetNotice naming the
  * set, its size and the limit, and counted. Older subscribers get whole
  * TraceSet frames as before.
+ * A Query "traceset" of sets_version 2 gets its set the same way: the
+ * QueryReply carries the set's size, then the set follows as a
+ * TraceSetHead marked query and its parts, in the same queue (after the
+ * sets already queued) and under the same bounds, a refusal being the
+ * reply's LA_ELIMIT naming the limit. Older clients get the set inside
+ * the QueryReply.
  *
  * Limits (the port is unauthenticated): until its first request a
  * connection's frames are limited to feed.handshake_max_frame; one address
@@ -52,6 +58,7 @@ typedef struct la_ga_out {
   size_t off;    /* bytes of enc handed to the connection */
   uint32_t part; /* next part's index */
   int head_sent;
+  int query; /* answers a Query: its head says so; not counted in sent */
 } la_ga_out_t;
 
 typedef struct la_ga_sub {
@@ -66,6 +73,7 @@ typedef struct la_ga_sub {
   uint64_t max_set;             /* Subscribe.max_set_bytes (0: none) */
   la_ga_out_t *out, **out_tail; /* sets queued in parts, oldest first */
   size_t out_pending;           /* their bytes not yet handed over */
+  size_t query_pending;         /* of which the sets answering queries */
 } la_ga_sub_t;
 
 static void la__enc_unref(la_ga_enc_t *e) {
@@ -155,8 +163,9 @@ static void la__pump(la_ga_sub_t *s) {
       h.cycle_tag = o->enc->tag;
       h.set_bytes = o->enc->len;
       h.parts = (uint32_t)((o->enc->len + chunk - 1) / chunk);
-      h.has_dropped = 1;
-      h.dropped = s->dropped;
+      h.has_dropped = !o->query;
+      h.dropped = o->query ? 0 : s->dropped;
+      h.has_query = h.query = o->query;
       if (la_conn_send(&s->conn, LA__MSG_TYPE__MSG_TRACE_SET_HEAD, &h.base, 0))
         return; /* closing */
       o->head_sent = 1;
@@ -172,18 +181,24 @@ static void la__pump(la_ga_sub_t *s) {
     o->off += k;
     o->part++;
     s->out_pending -= k;
+    if (o->query) s->query_pending -= k;
     if (o->off == o->enc->len) {
       s->out = o->next;
       if (!s->out) s->out_tail = &s->out;
+      if (!o->query) s->sent++;
       la__enc_unref(o->enc);
       free(o);
-      s->sent++;
     }
   }
 }
 
+/* A connection receiving a set in parts is not idle: a query connection's
+ * idle deadline starts again with each write. */
 static void la__sub_written(la_conn_t *c) {
-  la__pump((la_ga_sub_t *)c);
+  la_ga_sub_t *s = (la_ga_sub_t *)c;
+  if (s->out && !(s->subscribed && s->live))
+    la_conn_set_deadline(c, (uint64_t)s->ga->set.feed_idle_ms);
+  la__pump(s);
 }
 
 /* Tells s that the set of e will not reach it: limit_name = limit is what
@@ -209,34 +224,67 @@ static void la__notice(la_ga_sub_t *s, const la_ga_enc_t *e,
   la_conn_send(&s->conn, LA__MSG_TYPE__MSG_SET_NOTICE, &n.base, 0);
 }
 
+/* The limit that keeps a set of len bytes from s, by name ("max_set_bytes":
+ * over max, the bound s asked for, 0: none; "feed.queue_bytes": queued,
+ * the bytes already waiting that count, is not 0 and would pass it), with
+ * its value in *limit; NULL when e may be queued. */
+static const char *la__over(const la_ga_sub_t *s, size_t len, uint64_t max,
+                            size_t queued, uint64_t *limit) {
+  if (max && len > max) {
+    *limit = max;
+    return "max_set_bytes";
+  }
+  if (queued > 0 && queued + len > s->ga->set.sub_queue_bytes) {
+    *limit = s->ga->set.sub_queue_bytes;
+    return "feed.queue_bytes";
+  }
+  return NULL;
+}
+
+/* Appends e to s's sets in parts (query: it answers a Query), without
+ * sending anything yet. 0 or LA_ENOMEM. */
+static int la__enqueue(la_ga_sub_t *s, la_ga_enc_t *e, int query) {
+  la_ga_out_t *o = calloc(1, sizeof *o);
+  if (!o) return LA_ENOMEM;
+  o->enc = e;
+  o->query = query;
+  e->refs++;
+  if (query) s->query_pending += e->len;
+  if (!s->out) s->out_tail = &s->out;
+  *s->out_tail = o;
+  s->out_tail = &o->next;
+  s->out_pending += e->len;
+  return 0;
+}
+
 /* Offers the encoded set e to a subscriber of sets_version 2: queued in
  * parts, or announced by a SetNotice when it is over the subscriber's
  * bound or would overfill a queue that already holds something. */
 static void la__offer(la_ga_sub_t *s, la_ga_enc_t *e) {
   la_ga_t *ga = s->ga;
-  size_t queued = s->conn.out_bytes + s->out_pending;
-  if (s->max_set && e->len > s->max_set) {
-    ga->st.sets_over_subscriber_max++;
-    la__notice(s, e, "max_set_bytes", s->max_set);
+  uint64_t limit = 0;
+  const char *over = la__over(s, e->len, s->max_set,
+                              s->conn.out_bytes + s->out_pending, &limit);
+  if (over) {
+    if (!strcmp(over, "max_set_bytes"))
+      ga->st.sets_over_subscriber_max++;
+    else
+      ga->st.sets_dropped++;
+    la__notice(s, e, over, limit);
     return;
   }
-  if (queued > 0 && queued + e->len > ga->set.sub_queue_bytes) {
-    ga->st.sets_dropped++;
-    la__notice(s, e, "feed.queue_bytes", ga->set.sub_queue_bytes);
-    return;
-  }
-  la_ga_out_t *o = calloc(1, sizeof *o);
-  if (!o) {
+  if (la__enqueue(s, e, 0)) {
     la__notice(s, e, "memory", 0);
     return;
   }
-  o->enc = e;
-  e->refs++;
-  if (!s->out) s->out_tail = &s->out;
-  *s->out_tail = o;
-  s->out_tail = &o->next;
-  s->out_pending += e->len;
   la__pump(s);
+}
+
+/* Bytes of set's encoding in parts: without its dropped field. */
+static size_t la__set_bytes(const La__TraceSet *set) {
+  La__TraceSet copy = *set;
+  copy.has_dropped = 0;
+  return protobuf_c_message_get_packed_size(&copy.base);
 }
 
 /* set encoded once for subscribers that take parts (dropped left out: it
@@ -244,7 +292,7 @@ static void la__offer(la_ga_sub_t *s, la_ga_enc_t *e) {
 static la_ga_enc_t *la__encode(const La__TraceSet *set) {
   La__TraceSet copy = *set;
   copy.has_dropped = 0;
-  size_t n = protobuf_c_message_get_packed_size(&copy.base);
+  size_t n = la__set_bytes(set);
   la_ga_enc_t *e = malloc(sizeof *e + (n ? n : 1));
   if (!e) {
     la_log_warnx(
@@ -304,13 +352,67 @@ static void la__send_stored(la_ga_sub_t *s, const char *app, uint64_t tag) {
   }
 }
 
-/* Answers a Query (feed_query.c) with one QueryReply. */
+/* The set of answer a, for a client that takes it in parts: encoded once
+ * (the loaded set is freed at once) and queued, the reply then carrying
+ * its size instead of the set; one over the client's max_set_bytes or
+ * the sets already asked on s (la__over) turns the reply, before any
+ * encoding, into LA_ELIMIT naming the limit.
+ * Returns 1 when a set was queued (to pump once the reply is sent). */
+static int la__query_parts(la_ga_sub_t *s, const La__Query *q,
+                           la_ga_answer_t *a) {
+  char app[LA_MAX_ID_LEN + 1];
+  snprintf(app, sizeof app, "%s", a->set->app_id);
+  uint64_t tag = a->set->cycle_tag, limit = 0;
+  size_t len = la__set_bytes(a->set);
+  /* what counts: the sets this connection asked for, its own memory (a
+   * live set in its queue is shared, and bounded by la__offer) */
+  const char *over =
+      la__over(s, len, q->has_max_set_bytes ? q->max_set_bytes : 0,
+               s->query_pending, &limit);
+  la_ga_enc_t *e = over ? NULL : la__encode(a->set);
+  la_store_free_set(a->set);
+  a->set = NULL;
+  a->reply.n_sets = 0;
+  a->reply.sets = NULL;
+  int queued = 0;
+  if (over) {
+    la_log_info(
+        "feed connection %s: Trace-Set %s cycle %llu (%zu bytes) not "
+        "sent: over %s = %llu",
+        s->conn.peer, app, (unsigned long long)tag, len, over,
+        (unsigned long long)limit);
+    la_ga_answer_fail(
+        a, LA_ELIMIT,
+        "Trace-Set of %s cycle %llu is %zu bytes, over %s = %llu%s", app,
+        (unsigned long long)tag, len, over, (unsigned long long)limit,
+        strcmp(over, "max_set_bytes")
+            ? " (other Trace-Sets asked on this connection are still being "
+              "sent: read them first)"
+            : " (la_client_set_max_set)");
+  } else if (!e || la__enqueue(s, e, 1)) {
+    la_ga_answer_fail(a, LA_ENOMEM,
+                      "out of memory for %s cycle %llu (%zu bytes)", app,
+                      (unsigned long long)tag, len);
+  } else {
+    a->reply.has_set_bytes = 1;
+    a->reply.set_bytes = e->len;
+    queued = 1;
+  }
+  la__enc_unref(e);
+  return queued;
+}
+
+/* Answers a Query (feed_query.c) with one QueryReply; a Trace-Set asked
+ * with sets_version 2 follows it in parts (la__query_parts). */
 static void la__query(la_ga_sub_t *s, const La__Query *q) {
   s->ga->st.queries++;
   la_ga_answer_t a;
-  la_ga_answer(s->ga->store, q, &a);
+  int parts = la_ga_answer(s->ga->store, q, &a) == 0 && a.set &&
+              q->has_sets_version && q->sets_version >= LA_FEED_SETS_VERSION &&
+              la__query_parts(s, q, &a);
   la_conn_send(&s->conn, LA__MSG_TYPE__MSG_QUERY_REPLY, &a.reply.base, 0);
   la_ga_answer_free(&a);
+  if (parts) la__pump(s);
 }
 
 static void la__subscribe(la_ga_sub_t *s, const La__Subscribe *m) {

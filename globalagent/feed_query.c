@@ -1,8 +1,9 @@
 /* feed_query.c: the feed's Query answers as typed QueryReply messages (see
  * feed_query.h): the store's listings become AppList and CycleList, a
- * stored cycle a TraceSet, a page of a rank's global ids an ElementIds. Which store call answers what, and the words of
- * each refusal, are decided here once, for the daemon and for lactl --db.
- * It deliberately sends nothing: feed.c does.
+ * stored cycle a TraceSet, a page of a rank's global ids an ElementIds. Which
+ * store call answers what, and the words of each refusal, are decided here
+ * once, for the daemon and for lactl --db. It deliberately sends nothing:
+ * feed.c does.
  */
 #include "feed_query.h"
 
@@ -14,15 +15,36 @@
 #include "la_errcodes.h"
 #include "la_errors.h"
 
+/* Sets the reply's status and message from fmt's arguments ap. */
+static int la__vstatus(la_ga_answer_t *a, int status, const char *fmt,
+                       va_list ap) {
+  a->reply.status = la_verrorf(a->message, sizeof a->message, status, fmt, ap);
+  a->reply.message = a->message;
+  return status;
+}
+
 /* Sets the reply's status and message; returns status. */
 static int la__status(la_ga_answer_t *a, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int la__status(la_ga_answer_t *a, int status, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  a->reply.status = la_verrorf(a->message, sizeof a->message, status, fmt, ap);
+  la__vstatus(a, status, fmt, ap);
   va_end(ap);
-  a->reply.message = a->message;
+  return status;
+}
+
+int la_ga_answer_fail(la_ga_answer_t *a, int status, const char *fmt, ...) {
+  a->reply.n_sets = 0;
+  a->reply.sets = NULL;
+  a->reply.apps = NULL;
+  a->reply.cycles = NULL;
+  a->reply.element_ids = NULL;
+  a->reply.has_set_bytes = 0;
+  va_list ap;
+  va_start(ap, fmt);
+  la__vstatus(a, status, fmt, ap);
+  va_end(ap);
   return status;
 }
 

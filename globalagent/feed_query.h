@@ -41,6 +41,12 @@ typedef struct la_ga_answer {
  * status. Free with la_ga_answer_free, also after a failure. */
 int la_ga_answer(la_store_t *st, const La__Query *q, la_ga_answer_t *a);
 
+/* Turns a's reply into a refusal: no answer in it any more, status (a
+ * negative LA_E* code) and the printf-style message (shortened to fit).
+ * What a holds is still freed by la_ga_answer_free. Returns status. */
+int la_ga_answer_fail(la_ga_answer_t *a, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Frees what la_ga_answer allocated; a stays usable for another call. */
 void la_ga_answer_free(la_ga_answer_t *a);
 

@@ -11,7 +11,10 @@
  * code and la_client_notice) and on the GlobalAgent's status counters. An
  * old subscriber (a Subscribe without sets_version, read frame by frame)
  * still gets whole TraceSet frames. The applications stitched at once are
- * bounded (stitch.max_apps).
+ * bounded (stitch.max_apps). A set asked by query (la_client_get,
+ * la_client_latest, lactl export) comes in parts too: one of more than
+ * 64 MiB, the largest frame a client takes, arrives whole, while an old
+ * client still gets it as one QueryReply frame, which it refuses.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -45,7 +48,13 @@ static struct {
   la_tu_ga_t g; /* the GlobalAgent (la_test_uplink.h) */
   la_compact_result_t r[RANKS];
   la_test_link_t link;
+  size_t n; /* elements per rank of the next set (0: N) */
 } T;
+
+/* Elements per rank of the sets being made. */
+static size_t nel(void) {
+  return T.n ? T.n : N;
+}
 
 /* Each test: no SIGPIPE, libsodium ready (idempotent), no link yet. */
 static int setup(void **state) {
@@ -91,7 +100,7 @@ static void start_ga(const char *const *extra) {
 /* Rank r's values: rough (lossless keeps about 8 bytes per element). */
 static void rank_values(uint32_t r, uint64_t tag, double *x) {
   uint64_t s = 0x9e3779b97f4a7c15ull * (r + 1) + tag;
-  for (size_t i = 0; i < N; i++) {
+  for (size_t i = 0; i < nel(); i++) {
     s = s * 6364136223846793005ull + 1442695040888963407ull;
     x[i] = 1.0 + (double)(s >> 11) * 0x1.0p-53 * (r + 1);
   }
@@ -99,14 +108,16 @@ static void rank_values(uint32_t r, uint64_t tag, double *x) {
 
 /* Compacts every rank's trace of cycle tag (lossless) into T.r. */
 static void make_traces(uint64_t tag) {
-  static double x[N];
+  double *x = malloc(nel() * sizeof *x);
+  assert_non_null(x);
   la_compact_params_t p;
   assert_int_equal(la_compact_spec_parse("lossless", &p, NULL, 0), 0);
   for (uint32_t r = 0; r < RANKS; r++) {
     la_compact_result_free(&T.r[r]);
     rank_values(r, tag, x);
-    assert_int_equal(la_compact(x, N, &p, &T.r[r]), 0);
+    assert_int_equal(la_compact(x, nel(), &p, &T.r[r]), 0);
   }
+  free(x);
 }
 
 /* Sends app's set of cycle tag: nprocs ranks of T.r (RankStarts once). */
@@ -115,7 +126,7 @@ static void send_set(const char *app, uint32_t nprocs, uint64_t tag,
   make_traces(tag);
   for (uint32_t r = 0; rank_starts && r < nprocs; r++)
     assert_int_equal(
-        la_test_link_rank_start(&T.link, "bignode", app, r, nprocs, N), 0);
+        la_test_link_rank_start(&T.link, "bignode", app, r, nprocs, nel()), 0);
   for (uint32_t r = 0; r < nprocs; r++)
     assert_int_equal(la_test_link_trace(&T.link, app, r, tag, &T.r[r], NULL, 0),
                      0);
@@ -154,7 +165,8 @@ static void check_whole(const la_traceset_t *t, uint32_t nprocs, uint64_t tag) {
   assert_int_equal(la_traceset_nprocs(t), nprocs);
   assert_int_equal(la_traceset_cycle(t), tag);
   assert_true(la_traceset_complete(t));
-  static double w[N], x[N];
+  double *w = malloc(nel() * sizeof *w), *x = malloc(nel() * sizeof *x);
+  assert_true(w && x);
   for (uint32_t r = 0; r < nprocs; r++) {
     const La__CompactTrace *ct = la__traceset_compact(t, r);
     CHECK(ct && ct->segments.len == T.r[r].len &&
@@ -162,8 +174,10 @@ static void check_whole(const la_traceset_t *t, uint32_t nprocs, uint64_t tag) {
           "rank %u: the trace received differs from the one sent", r);
     assert_int_equal(la_traceset_rank_weights(t, r, w), 0);
     rank_values(r, tag, x);
-    assert_memory_equal(w, x, sizeof w);
+    assert_memory_equal(w, x, nel() * sizeof *w);
   }
+  free(w);
+  free(x);
 }
 
 /* Bytes of the set's encoding as the GlobalAgent sends it in parts. */
@@ -257,6 +271,32 @@ static void test_set_over_subscriber_bound(void **state) {
   la_client_close(self);
 }
 
+/* Sends Query{what, app_id (NULL: none), cycle_tag (0: none, the latest),
+ * sets_version (0: none, as an old client)} on fd. */
+static void send_query(int fd, const char *what, const char *app, uint64_t tag,
+                       uint32_t sets_version) {
+  La__Query q = LA__QUERY__INIT;
+  q.what = (char *)what;
+  q.app_id = (char *)app;
+  q.has_cycle_tag = tag != 0;
+  q.cycle_tag = tag;
+  q.has_feed_protocol = 1;
+  q.feed_protocol = LA_FEED_PROTOCOL_VERSION;
+  q.has_sets_version = sets_version != 0;
+  q.sets_version = sets_version;
+  assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_QUERY, &q.base, 5000), 0);
+}
+
+/* Receives one message on fd within max frame bytes: la_recv_msg's code
+ * (the reason printed when it fails), *type and *m. */
+static int recv_one(int fd, uint32_t max, uint16_t *type,
+                    ProtobufCMessage **m) {
+  char why[300] = "";
+  int rc = la_recv_msg(fd, max, WAIT_MS, type, m, why, sizeof why);
+  if (rc) print_message("receiving: %s\n", why);
+  return rc;
+}
+
 /* An old subscriber (Subscribe without sets_version) gets whole TraceSet
  * frames for sets that fit, as before; a set over feed.queue_bytes is not
  * sent to it (it cannot take parts) but counted, and reported in its next
@@ -269,11 +309,7 @@ static void test_old_subscriber(void **state) {
   s.app_id = "";
   assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_SUBSCRIBE, &s.base, 5000),
                    0);
-  La__Query q = LA__QUERY__INIT; /* a round trip: the Subscribe is in */
-  q.what = "apps";
-  q.has_feed_protocol = 1;
-  q.feed_protocol = LA_FEED_PROTOCOL_VERSION;
-  assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_QUERY, &q.base, 5000), 0);
+  send_query(fd, "apps", NULL, 0, 0); /* a round trip: the Subscribe is in */
   uint16_t type = 0;
   ProtobufCMessage *m = NULL;
   char why[300] = "";
@@ -372,6 +408,214 @@ static void test_app_list_bounded(void **state) {
   la_client_close(c);
 }
 
+/* Sends Query "traceset" of app's cycle tag on fd as an old client does
+ * (no sets_version) and receives the reply within max frame bytes:
+ * returns la_recv_msg's code, with *reply (NULL on failure). */
+static int old_query(int fd, const char *app, uint64_t tag, uint32_t max,
+                     La__QueryReply **reply) {
+  send_query(fd, "traceset", app, tag, 0);
+  uint16_t type = 0;
+  ProtobufCMessage *m = NULL;
+  *reply = NULL;
+  int rc = recv_one(fd, max, &type, &m);
+  if (rc) return rc;
+  CHECK(type == LA__MSG_TYPE__MSG_QUERY_REPLY, "old client got a %s",
+        la_msg_name(type));
+  *reply = (La__QueryReply *)m;
+  return 0;
+}
+
+/* A subscriber that asks for a set by query while a live set streams to
+ * it in parts gets both whole: the queried one from la_client_get and
+ * la_client_latest, the live one from la_client_next. A bound below the
+ * set makes the query fail with LA_ELIMIT naming la_client_set_max_set's
+ * value, not announced as a lost set, and the connection goes on. An old
+ * client gets the same set inside one QueryReply. */
+static void test_query_in_parts_beside_live_sets(void **state) {
+  start_ga(NULL);
+  la_client_t *c = subscriber(0);
+  send_set("big", RANKS, 5, 1);
+  la_traceset_t *q = NULL;
+  int rc = la_client_get(c, "big", 5, &q);
+  CHECK(rc == 0, "la_client_get: %s (%s)", la_client_strerror(rc),
+        la_client_error(c));
+  check_whole(q, RANKS, 5);
+  assert_int_equal(la_traceset_dropped(q), 0);
+  la_traceset_free(q);
+  la_traceset_t *t = next_set(c); /* the live set, kept meanwhile */
+  check_whole(t, RANKS, 5);
+  assert_int_equal(la_traceset_dropped(t), 0);
+  CHECK(set_bytes(t) > 5 * 262144, "the set is only %zu bytes", set_bytes(t));
+  la_traceset_free(t);
+
+  assert_int_equal(la_client_set_max_set(c, 200 * 1024), 0);
+  rc = la_client_latest(c, "big", &q);
+  CHECK(rc == LA_ELIMIT, "la_client_latest: %s (%s), expected LA_ELIMIT",
+        la_client_strerror(rc), la_client_error(c));
+  assert_null(q);
+  CHECK(strstr(la_client_error(c), "big cycle 5") &&
+            strstr(la_client_error(c), "max_set_bytes = 204800"),
+        "error text: %s", la_client_error(c));
+  print_message("%s\n", la_client_error(c));
+  assert_int_equal(la_client_set_max_set(c, LA_CLIENT_DEFAULT_MAX_SET), 0);
+  send_set("big", RANKS, 6, 0);
+  rc = la_client_latest(c, "big", &q);
+  CHECK(rc == 0, "la_client_latest: %s (%s)", la_client_strerror(rc),
+        la_client_error(c));
+  check_whole(q, RANKS, 6);
+  la_traceset_free(q);
+  t = next_set(c);
+  check_whole(t, RANKS, 6);
+  assert_int_equal(la_traceset_dropped(t), 0);
+  la_traceset_free(t);
+  assert_int_equal(la_td_status_ll(T.g.d, "set_notices"), 0);
+  la_client_close(c);
+
+  int fd = la_tcp_connect("127.0.0.1", (uint16_t)la_td_port(T.g.d), 5000);
+  assert_true(fd >= 0);
+  La__QueryReply *r = NULL;
+  assert_int_equal(old_query(fd, "big", 6, 4u << 20, &r), 0);
+  CHECK(r->status == 0 && r->n_sets == 1 && !r->has_set_bytes,
+        "old client: status %d, %zu sets", r->status, r->n_sets);
+  rc = la_traceset_from_message(r->sets[0], &t, NULL, 0);
+  la_msg_free(&r->base);
+  assert_int_equal(rc, 0);
+  check_whole(t, RANKS, 6);
+  la_traceset_free(t);
+  close(fd);
+}
+
+/* Runs lactl export of app's cycle tag from the GlobalAgent as METIS
+ * weights into a file and checks each line against
+ * la_traceset_metis_weights of t (the same set fetched by the client). */
+static void check_lactl_export(const la_traceset_t *t, const char *app,
+                               uint64_t tag) {
+  char lactl[512], path[600], cyc[24], out[4096] = "";
+  CHECK(la_td_find_bin("lactl", lactl, sizeof lactl) == 0, "no lactl");
+  const char *dir = getenv("TMPDIR");
+  snprintf(path, sizeof path, "%s/bigset-%d.metis", dir && *dir ? dir : "/tmp",
+           (int)getpid());
+  snprintf(cyc, sizeof cyc, "%llu", (unsigned long long)tag);
+  const char *argv[] = {lactl,      "export",      app,  cyc,
+                        "--format", "metis",       "-o", path,
+                        "--global", T.g.feed_addr, NULL};
+  int st = la_td_run(argv, NULL, 300000, out, sizeof out);
+  CHECK(st == 0, "lactl export exited %d: %s", st, out);
+  uint64_t n = la_traceset_elements(t);
+  int64_t *w = malloc(n * sizeof *w);
+  assert_non_null(w);
+  assert_int_equal(la_traceset_metis_weights(t, w, 1000, NULL), 0);
+  FILE *f = fopen(path, "r");
+  CHECK(f != NULL, "lactl export wrote no %s", path);
+  char line[64];
+  uint64_t i = 0;
+  while (fgets(line, sizeof line, f)) {
+    CHECK(i < n && strtoll(line, NULL, 10) == w[i],
+          "line %llu of the export: %s (expected %lld of %llu)",
+          (unsigned long long)i + 1, line, i < n ? (long long)w[i] : -1LL,
+          (unsigned long long)n);
+    i++;
+  }
+  fclose(f);
+  unlink(path);
+  free(w);
+  CHECK(i == n, "lactl export wrote %llu lines for %llu elements",
+        (unsigned long long)i, (unsigned long long)n);
+}
+
+/* A set of more than 64 MiB (LA_CLIENT_DEFAULT_MAX_FRAME: it can never be
+ * one frame to a client) and 270 times feed.queue_bytes, asked by
+ * la_client_get and by la_client_latest, arrives whole, every rank's
+ * trace byte for byte; a client whose la_client_set_max_set is below it
+ * gets LA_ELIMIT naming that limit and its connection goes on; a second
+ * query before the first set is read is refused naming feed.queue_bytes;
+ * lactl export of it from the GlobalAgent writes every element's weight; an
+ * old client gets one QueryReply frame, above its frame limit
+ * (LA_EMSGSIZE), as before. */
+static void test_query_set_over_frame_limit(void **state) {
+  start_ga(NULL);
+  T.n = 180000; /* 48 ranks of about 1.4 MB: 69 MB */
+  send_set("huge", RANKS, 1, 1);
+  la_client_t *c = NULL;
+  CHECK(la_client_connect(T.g.feed_addr, 120000, &c) == 0, "connect");
+  la_traceset_t *t = NULL;
+  int rc = la_client_get(c, "huge", 1, &t);
+  CHECK(rc == 0, "la_client_get: %s (%s)", la_client_strerror(rc),
+        la_client_error(c));
+  check_whole(t, RANKS, 1);
+  size_t n = set_bytes(t);
+  print_message("la_client_get: a set of %zu bytes arrived whole\n", n);
+  CHECK(n > LA_CLIENT_DEFAULT_MAX_FRAME, "the set is only %zu bytes", n);
+  la_traceset_free(t);
+  rc = la_client_latest(c, "huge", &t);
+  CHECK(rc == 0, "la_client_latest: %s (%s)", la_client_strerror(rc),
+        la_client_error(c));
+  check_whole(t, RANKS, 1);
+  assert_int_equal(set_bytes(t), n);
+
+  la_traceset_t *u = NULL;
+  assert_int_equal(la_client_set_max_set(c, 1 << 20), 0);
+  rc = la_client_get(c, "huge", 1, &u);
+  CHECK(rc == LA_ELIMIT, "la_client_get: %s (%s), expected LA_ELIMIT",
+        la_client_strerror(rc), la_client_error(c));
+  assert_null(u);
+  CHECK(strstr(la_client_error(c), "max_set_bytes = 1048576"), "error text: %s",
+        la_client_error(c));
+  print_message("%s\n", la_client_error(c));
+  la_client_rows_t *rows = NULL; /* the connection goes on */
+  assert_int_equal(la_client_list(c, "cycles", "huge", &rows), 0);
+  assert_int_equal(la_client_rows_count(rows), 1);
+  la_client_rows_free(rows);
+  la_client_close(c);
+
+  /* a client of sets_version 2 asks twice before reading: the second set
+   * would pass feed.queue_bytes on top of the first, which the socket
+   * cannot have taken yet: refused, naming that limit; the first comes
+   * whole */
+  int fd = la_tcp_connect("127.0.0.1", (uint16_t)la_td_port(T.g.d), 5000);
+  assert_true(fd >= 0);
+  for (int i = 0; i < 2; i++)
+    send_query(fd, "traceset", "huge", 1, LA_FEED_SETS_VERSION);
+  int replies = 0, refused = 0;
+  uint64_t got = 0, announced = 0;
+  while (replies < 2 || got < announced) {
+    uint16_t type = 0;
+    ProtobufCMessage *m = NULL;
+    assert_int_equal(recv_one(fd, 1u << 20, &type, &m), 0);
+    if (type == LA__MSG_TYPE__MSG_QUERY_REPLY) {
+      La__QueryReply *r = (La__QueryReply *)m;
+      replies++;
+      if (r->has_set_bytes) announced += r->set_bytes;
+      if (r->status == LA_ELIMIT) {
+        refused++;
+        CHECK(strstr(r->message, "feed.queue_bytes = 262144"), "reply: %s",
+              r->message);
+        print_message("second query: %s\n", r->message);
+      }
+    } else if (type == LA__MSG_TYPE__MSG_TRACE_SET_PART) {
+      got += ((La__TraceSetPart *)m)->data.len;
+    } else {
+      CHECK(type == LA__MSG_TYPE__MSG_TRACE_SET_HEAD, "got a %s",
+            la_msg_name(type));
+      CHECK(((La__TraceSetHead *)m)->query, "a head not marked query");
+    }
+    la_msg_free(m);
+  }
+  assert_int_equal(refused, 1);
+  assert_int_equal(got, announced);
+  close(fd);
+
+  check_lactl_export(t, "huge", 1);
+  la_traceset_free(t);
+
+  fd = la_tcp_connect("127.0.0.1", (uint16_t)la_td_port(T.g.d), 5000);
+  assert_true(fd >= 0);
+  La__QueryReply *r = NULL;
+  assert_int_equal(old_query(fd, "huge", 1, LA_CLIENT_DEFAULT_MAX_FRAME, &r),
+                   LA_EMSGSIZE);
+  close(fd);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_large_set_arrives_whole, setup,
@@ -380,6 +624,10 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_old_subscriber, setup, teardown),
       cmocka_unit_test_setup_teardown(test_app_list_bounded, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_query_in_parts_beside_live_sets,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_query_set_over_frame_limit, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
