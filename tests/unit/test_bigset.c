@@ -202,6 +202,28 @@ static void test_large_set_arrives_whole(void **state) {
   la_client_close(c);
 }
 
+/* Frames wait for the thread pool within agents.ingest_memory: at its
+ * minimum (64k; one LocalAgent's share, 16k, is less than one of these
+ * 32 KB traces) the connection is not read after each frame until the
+ * job holding it returns. Two sets sent back to back, RankStarts first,
+ * still arrive whole: nothing lost, refused or reordered (a trace handled
+ * before its rank's RankStart would be stored as an orphan). */
+static void test_ingest_memory_bound(void **state) {
+  const char *extra[] = {"--agents.ingest_memory=64k", NULL};
+  start_ga(extra);
+  la_client_t *c = subscriber(0);
+  for (uint64_t tag = 1; tag <= 2; tag++) {
+    send_set("bounded", RANKS, tag, tag == 1);
+    la_traceset_t *t = next_set(c);
+    check_whole(t, RANKS, tag);
+    la_traceset_free(t);
+  }
+  assert_int_equal(la_td_status_ll(T.g.d, "traces_stored"), 2 * RANKS);
+  assert_int_equal(la_td_status_ll(T.g.d, "traces_orphan"), 0);
+  assert_int_equal(la_td_status_ll(T.g.d, "traces_invalid"), 0);
+  la_client_close(c);
+}
+
 /* A set above a subscriber's la_client_set_max_set: told to the
  * GlobalAgent by the Subscribe, it sends a SetNotice instead (counted);
  * set after subscribing, the client notices by itself from the set's
@@ -375,6 +397,8 @@ static void test_app_list_bounded(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_large_set_arrives_whole, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_ingest_memory_bound, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_set_over_subscriber_bound, setup,
                                       teardown),
