@@ -19,16 +19,17 @@
  * Off the loop thread: once a connection is authenticated, its frames are
  * copied as read (la_conn_ops_t.on_raw) and opened (decrypted), decoded
  * and their encodings checked (la_ga_check_encodings) on the libuv thread
- * pool, in batches: one job per connection at a time, taking every frame
- * read while the previous job ran, so the receiving stream's state is used
- * by one thread at a time and the frames are handed to ingest.c on the
- * loop thread in the order they were read. Only the loop touches the
- * store, so acks still follow the commit alone. A job's frames are dropped
- * when their connection closed meanwhile (as frames read after a close
- * always were: nothing is stored or acknowledged after it). Memory: a
- * connection is not read while its frames not yet handled reach a quarter
- * of agents.ingest_memory, nor any while all connections' reach it; each
- * may overshoot by the one frame that crossed the line.
+ * pool, in batches: a connection is in one job at a time, with every
+ * frame read while its previous job ran, so the receiving stream's state
+ * is used by one thread at a time and the frames are handed to ingest.c on
+ * the loop thread in the order they were read; the connections with frames
+ * waiting after a loop iteration share at most LA__JOBS_PER_ROUND jobs. Only
+ * the loop touches the store, so acks still follow the commit alone. A job's
+ * frames are dropped when their connection closed meanwhile (as frames read
+ * after a close always were: nothing is stored or acknowledged after it).
+ * Memory: a connection is not read while its frames not yet handled reach a
+ * quarter of agents.ingest_memory, nor any while all connections' reach it;
+ * each may overshoot by the one frame that crossed the line.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,13 +62,17 @@ typedef struct la__frame {
   uint8_t data[];
 } la__frame_t;
 
+/* A pool job: the frames of one or more connections (each connection in
+ * at most one job at a time). */
 typedef struct la__job {
   uv_work_t req;
-  struct la_ga_agent *a;
-  la__frame_t *head;
-  size_t bytes;
-  uint32_t max_payload;
+  struct la_ga_agent *agents; /* linked through job_next */
 } la__job_t;
+
+/* Jobs started per loop iteration at most (the connections with frames
+ * are spread over them): a job per connection would cost a wake-up of a
+ * pool thread and of the loop per few frames. */
+#define LA__JOBS_PER_ROUND 2
 
 typedef struct la_ga_agent {
   la_conn_t conn; /* first */
@@ -82,9 +87,13 @@ typedef struct la_ga_agent {
   uint64_t stored_seq;   /* highest seq handled in the open transaction */
   uint64_t acked_seq;    /* highest seq acknowledged */
   uint64_t messages;
-  /* frames read, not yet in a job (pend_bytes), and in the job (busy) */
+  /* frames read, not yet in a job (pend_bytes), and in the job (busy:
+   * job_frames, job_bytes, opened with frames up to job_max_payload) */
   la__frame_t *pend, **pend_tail;
   size_t pend_bytes, job_bytes;
+  la__frame_t *job_frames;
+  uint32_t job_max_payload;
+  struct la_ga_agent *job_next;
   int busy;
   int paused; /* counted in ga->agents_paused */
   int queued; /* in ga->agents_ready (holding the connection) */
@@ -317,13 +326,11 @@ static int la__agent_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
   return la__agent_msg(a, type, m, refused);
 }
 
-/* The thread pool's part of a job: opens, decodes and checks its frames
- * in order with the connection's receiving stream (used by this job
- * alone). After a bad frame the rest are left (the connection closes). */
-static void la__work(uv_work_t *req) {
-  la__job_t *j = req->data;
-  la_ga_agent_t *a = j->a;
-  for (la__frame_t *f = j->head; f; f = f->next) {
+/* Opens, decodes and checks a's frames of the job in order with the
+ * connection's receiving stream (used by this job alone). After a bad
+ * frame the rest are left (the connection closes). Pool thread. */
+static void la__work_agent(la_ga_agent_t *a) {
+  for (la__frame_t *f = a->job_frames; f; f = f->next) {
     char why[300];
     const uint8_t *p = f->data;
     uint32_t len = f->len;
@@ -335,8 +342,8 @@ static void la__work(uv_work_t *req) {
         rc = la_errorf(why, sizeof why, LA_EPROTO,
                        "%s in clear on an encrypted link", la_msg_name(type));
       else
-        rc = la_secure_open(&a->sec, p, len, j->max_payload, &plain, &type, &p,
-                            &len, why, sizeof why);
+        rc = la_secure_open(&a->sec, p, len, a->job_max_payload, &plain, &type,
+                            &p, &len, why, sizeof why);
     }
     if (rc == 0) rc = la_msg_decode(type, p, len, &f->m, why, sizeof why);
     free(plain);
@@ -355,13 +362,27 @@ static void la__work(uv_work_t *req) {
   }
 }
 
+/* The thread pool's part of a job. */
+static void la__work(uv_work_t *req) {
+  la__job_t *j = req->data;
+  for (la_ga_agent_t *a = j->agents; a; a = a->job_next) la__work_agent(a);
+}
+
 /* Whether a is over its share of agents.ingest_memory, or all are. */
 static int la__over(const la_ga_agent_t *a) {
   size_t all = (size_t)a->ga->set.ingest_memory;
   return a->pend_bytes + a->job_bytes >= all / 4 || a->ga->agent_pending >= all;
 }
 
-static void la__start_job(la_ga_agent_t *a);
+/* Puts a (frames waiting, no job) on the list agent_check starts jobs
+ * from, holding it until then. */
+static void la__ready(la_ga_agent_t *a) {
+  if (a->queued) return;
+  a->queued = 1;
+  la_conn_hold(&a->conn);
+  a->ready_next = a->ga->agents_ready;
+  a->ga->agents_ready = a;
+}
 
 /* Reads again the paused connections that are under their share, while
  * the total is under agents.ingest_memory. */
@@ -374,13 +395,10 @@ static void la__resume_some(la_ga_t *ga) {
   }
 }
 
-/* The loop's part of a job: hands its frames to ingest.c in order, until
- * one is bad or the connection closes; starts the next job. */
-static void la__after(uv_work_t *req, int status) {
-  la__job_t *j = req->data;
-  la_ga_agent_t *a = j->a;
-  la_ga_t *ga = a->ga;
-  for (la__frame_t *f = j->head, *n; f; f = n) {
+/* The loop's part of a job, for a: hands its frames to ingest.c in order,
+ * until one is bad or the connection closes. */
+static void la__after_agent(la_ga_agent_t *a, int status) {
+  for (la__frame_t *f = a->job_frames, *n; f; f = n) {
     n = f->next;
     if (status == 0 && !a->conn.closing) {
       if (f->verdict == LA__F_BAD)
@@ -393,51 +411,71 @@ static void la__after(uv_work_t *req, int status) {
     }
     la__frame_free(f);
   }
-  ga->agent_pending -= j->bytes;
+  a->ga->agent_pending -= a->job_bytes;
+  a->job_frames = NULL;
   a->job_bytes = 0;
   a->busy = 0;
-  free(j);
-  if (a->pend && !a->conn.closing) la__start_job(a);
-  la__resume_some(ga);
-  la_conn_release(&a->conn);
+  if (a->pend && !a->conn.closing) la__ready(a); /* read meanwhile */
 }
 
-/* Hands a's frames not yet in a job to the thread pool as one job. */
-static void la__start_job(la_ga_agent_t *a) {
-  la__job_t *j = calloc(1, sizeof *j);
-  if (!j) {
-    la_log_error("LocalAgent %s: out of memory: closing", a->host);
-    la_conn_close(&a->conn, "out of memory");
-    return;
+static void la__after(uv_work_t *req, int status) {
+  la__job_t *j = req->data;
+  la_ga_t *ga = j->agents->ga;
+  for (la_ga_agent_t *a = j->agents, *n; a; a = n) {
+    n = a->job_next;
+    la__after_agent(a, status);
+    la_conn_release(&a->conn);
   }
-  j->a = a;
-  j->head = a->pend;
-  j->bytes = a->pend_bytes;
-  j->max_payload = a->conn.rd.max_payload;
-  j->req.data = j;
+  free(j);
+  la__resume_some(ga);
+}
+
+/* Moves a's frames waiting into job j. */
+static void la__join(la__job_t *j, la_ga_agent_t *a) {
+  a->job_frames = a->pend;
   a->job_bytes = a->pend_bytes;
+  a->job_max_payload = a->conn.rd.max_payload;
   a->pend = NULL;
   a->pend_tail = &a->pend;
   a->pend_bytes = 0;
   a->busy = 1;
+  a->job_next = j->agents;
+  j->agents = a;
   la_conn_hold(&a->conn); /* until la__after */
-  if (uv_queue_work(a->ga->loop, &j->req, la__work, la__after) != 0) {
-    la__work(&j->req); /* no pool: on the loop thread, as before */
+}
+
+static void la__queue(la_ga_t *ga, la__job_t *j) {
+  j->req.data = j;
+  if (uv_queue_work(ga->loop, &j->req, la__work, la__after) != 0) {
+    la__work(&j->req); /* no pool: on the loop thread */
     la__after(&j->req, 0);
   }
 }
 
-/* agent_check: after the iteration's reads, a job for each connection
- * whose first frames arrived (later ones start as the previous returns). */
+/* agent_check: after the iteration's reads (and the jobs that returned),
+ * the connections with frames waiting and no job, spread over at most
+ * LA__JOBS_PER_ROUND jobs. */
 static void la__on_check(uv_check_t *h) {
   la_ga_t *ga = h->data;
+  la__job_t *jobs[LA__JOBS_PER_ROUND] = {NULL};
+  int k = 0;
   while (ga->agents_ready) {
     la_ga_agent_t *a = ga->agents_ready;
     ga->agents_ready = a->ready_next;
     a->queued = 0;
-    if (!a->busy && a->pend && !a->conn.closing) la__start_job(a);
+    if (!a->busy && a->pend && !a->conn.closing) {
+      if (!jobs[k] && !(jobs[k] = calloc(1, sizeof *jobs[k]))) {
+        la_log_error("LocalAgent %s: out of memory: closing", a->host);
+        la_conn_close(&a->conn, "out of memory");
+      } else {
+        la__join(jobs[k], a);
+        k = (k + 1) % LA__JOBS_PER_ROUND;
+      }
+    }
     la_conn_release(&a->conn);
   }
+  for (int i = 0; i < LA__JOBS_PER_ROUND; i++)
+    if (jobs[i]) la__queue(ga, jobs[i]);
 }
 
 /* la_conn_ops_t.on_raw: an authenticated connection's frame, copied to
@@ -460,12 +498,7 @@ static int la__agent_raw(la_conn_t *c, uint16_t type, const uint8_t *p,
   a->pend_tail = &f->next;
   a->pend_bytes += len;
   ga->agent_pending += len;
-  if (!a->busy && !a->queued) {
-    a->queued = 1;
-    la_conn_hold(c); /* until agent_check took it */
-    a->ready_next = ga->agents_ready;
-    ga->agents_ready = a;
-  }
+  if (!a->busy) la__ready(a);
   if (!la__over(a)) return LA_CONN_RAW_TAKEN;
   a->paused = 1;
   ga->agents_paused++;

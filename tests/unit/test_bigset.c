@@ -173,6 +173,16 @@ static size_t set_bytes(const la_traceset_t *t) {
   return protobuf_c_message_get_packed_size(&m.base);
 }
 
+/* Sends app's set of cycle tag (all RANKS ranks; RankStarts first when
+ * rank_starts) and returns it as subscriber c received it, checked whole. */
+static la_traceset_t *send_whole(la_client_t *c, const char *app, uint64_t tag,
+                                 int rank_starts) {
+  send_set(app, RANKS, tag, rank_starts);
+  la_traceset_t *t = next_set(c);
+  check_whole(t, RANKS, tag);
+  return t;
+}
+
 /* A set of 1.5 MB, about six times feed.queue_bytes and 24 times the client's
  * frame limit, reaches the subscriber whole, twice in a row, in parts of
  * at most feed.part_bytes; nothing is announced as lost; the set was held
@@ -181,9 +191,7 @@ static void test_large_set_arrives_whole(void **state) {
   start_ga(NULL);
   la_client_t *c = subscriber(0);
   for (uint64_t tag = 5; tag <= 6; tag++) {
-    send_set("big", RANKS, tag, tag == 5);
-    la_traceset_t *t = next_set(c);
-    check_whole(t, RANKS, tag);
+    la_traceset_t *t = send_whole(c, "big", tag, tag == 5);
     size_t n = set_bytes(t);
     print_message("cycle %llu: a set of %zu bytes arrived whole\n",
                   (unsigned long long)tag, n);
@@ -213,10 +221,7 @@ static void test_ingest_memory_bound(void **state) {
   start_ga(extra);
   la_client_t *c = subscriber(0);
   for (uint64_t tag = 1; tag <= 2; tag++) {
-    send_set("bounded", RANKS, tag, tag == 1);
-    la_traceset_t *t = next_set(c);
-    check_whole(t, RANKS, tag);
-    la_traceset_free(t);
+    la_traceset_free(send_whole(c, "bounded", tag, tag == 1));
   }
   assert_int_equal(la_td_status_ll(T.g.d, "traces_stored"), 2 * RANKS);
   assert_int_equal(la_td_status_ll(T.g.d, "traces_orphan"), 0);
