@@ -2,9 +2,10 @@
  *
  * Owns the socket and a deadline timer, reads frames (size checked before
  * allocation by la_frame_reader), decodes and validates each message and
- * hands it to the owner's on_frame; writes frames, counting the bytes not
- * yet written and closing a peer that lets more than its output limit pile
- * up (every port gets the same bound on reply amplification); closes on
+ * hands it to the owner's on_frame (or, when the owner takes frames as
+ * read, on_raw, pausing reading while it asks); writes frames, counting the
+ * bytes not yet written and closing a peer that lets more than its output limit
+ * pile up (every port gets the same bound on reply amplification); closes on
  * request or on any bad input, and calls on_free only once both handles
  * are closed and no hold remains — a connection is never freed inside its
  * own callback.
