@@ -34,6 +34,9 @@ typedef struct {
   uint8_t data[];
 } la__cwr_t;
 
+static void la__alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void la__on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
+
 static void la__maybe_free(la_conn_t *c) {
   if (c->handles_open == 0 && c->holds == 0 && c->ops->on_free) {
     la_frame_reader_free(&c->rd);
@@ -99,6 +102,10 @@ static int la__linger(la_conn_t *c) {
   if (uv_shutdown(&c->shut, st, la__on_shutdown) != 0) return -1;
   la_conn_hold(c); /* until the shutdown callback */
   c->lingering = 1;
+  if (c->paused) { /* reading stopped: discard what still comes */
+    c->paused = 0;
+    uv_read_start(st, la__alloc, la__on_read);
+  }
   uv_timer_start(&c->timer, la__on_linger_timeout, LA_CONN_LINGER_MS, 0);
   return 0;
 }
@@ -264,34 +271,30 @@ static void la__alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   buf->len = buf->base ? n : 0;
 }
 
-static void la__on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
-  la_conn_t *c = st->data;
-  if (c->lingering) { /* discard; the peer's end of stream ends it */
-    free(buf->base);
-    if (nread < 0)
-      la__finish(c, 0);
-    else if ((c->linger_bytes += (size_t)nread) > LA_CONN_LINGER_MAX)
-      la__finish(c, 1);
-    return;
-  }
-  if (nread < 0 || c->closing) {
-    free(buf->base);
-    if (nread < 0)
-      la_conn_close(c, nread == UV_EOF ? "disconnected" : "connection error");
-    return;
-  }
-  int rc =
-      nread > 0 ? la_frame_reader_feed(&c->rd, buf->base, (size_t)nread) : 0;
-  free(buf->base);
+/* Hands the complete frames buffered in c's reader to on_raw / on_frame
+ * until none is left, c closes or on_raw pauses; rc: the feed's result. */
+static void la__drain(la_conn_t *c, int rc) {
   la_conn_hold(c); /* on_frame may close c */
   uint16_t type;
   const uint8_t *p;
   uint32_t len;
-  while (rc == 0 && !c->closing &&
+  while (rc == 0 && !c->closing && !c->paused &&
          (rc = la_frame_reader_next(&c->rd, &type, &p, &len)) == 1) {
     ProtobufCMessage *m = NULL;
     char why[240];
     uint8_t *plain = NULL;
+    int raw = c->ops->on_raw ? c->ops->on_raw(c, type, p, len) : 0;
+    if (raw == LA_CONN_RAW_PAUSE) {
+      c->paused = 1;
+      uv_read_stop((uv_stream_t *)&c->tcp);
+    }
+    if (raw < 0) {
+      la__close_how(c, "protocol error", 0, 1);
+      rc = 0;
+      break;
+    }
+    rc = 0;
+    if (raw != LA_CONN_RAW_PASS) continue;
     if (c->sec && la__open(c, &type, &p, &len, &plain) != 0) break;
     int drc = la_msg_decode(type, p, len, &m, why, sizeof why);
     free(plain);
@@ -311,6 +314,44 @@ static void la__on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     la__bad(c, rc == LA_EMSGSIZE ? "frame larger than the maximum"
                                  : "malformed frame header");
   la_conn_release(c);
+}
+
+static void la__on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
+  la_conn_t *c = st->data;
+  if (c->lingering) { /* discard; the peer's end of stream ends it */
+    free(buf->base);
+    if (nread < 0)
+      la__finish(c, 0);
+    else if ((c->linger_bytes += (size_t)nread) > LA_CONN_LINGER_MAX)
+      la__finish(c, 1);
+    return;
+  }
+  if (nread < 0 || c->closing) {
+    free(buf->base);
+    if (nread < 0)
+      la_conn_close(c, nread == UV_EOF ? "disconnected" : "connection error");
+    return;
+  }
+  int rc =
+      nread > 0 ? la_frame_reader_feed(&c->rd, buf->base, (size_t)nread) : 0;
+  free(buf->base);
+  la__drain(c, rc);
+}
+
+void la_conn_resume(la_conn_t *c) {
+  if (!c->paused || c->closing) return;
+  c->paused = 0;
+  la__drain(c, 0);
+  if (!c->paused && !c->closing)
+    uv_read_start((uv_stream_t *)&c->tcp, la__alloc, la__on_read);
+}
+
+void la_conn_bad(la_conn_t *c, const char *why) {
+  la__bad(c, why);
+}
+
+void la_conn_end(la_conn_t *c, const char *reason) {
+  la__close_how(c, reason, 0, 1);
 }
 
 int la_conn_accept(la_conn_t *c, uv_stream_t *server) {

@@ -2,9 +2,10 @@
  *
  * Owns the socket and a deadline timer, reads frames (size checked before
  * allocation by la_frame_reader), decodes and validates each message and
- * hands it to the owner's on_frame; writes frames, counting the bytes not
- * yet written and closing a peer that lets more than its output limit pile
- * up (every port gets the same bound on reply amplification); closes on
+ * hands it to the owner's on_frame (or, when the owner takes frames as
+ * read, on_raw, pausing reading while it asks); writes frames, counting the
+ * bytes not yet written and closing a peer that lets more than its output limit
+ * pile up (every port gets the same bound on reply amplification); closes on
  * request or on any bad input, and calls on_free only once both handles
  * are closed and no hold remains — a connection is never freed inside its
  * own callback.
@@ -42,7 +43,16 @@ typedef struct la_conn_ops {
   /* A queued frame was written (out_bytes went down) and the connection
    * is not closing: the owner may queue more. May be NULL. */
   void (*on_written)(la_conn_t *c);
+  /* A frame as read (type, payload valid during the call only; a record
+   * still sealed), before la_conn opens or decodes it. Returns
+   * LA_CONN_RAW_PASS to let la_conn open and decode it for on_frame,
+   * LA_CONN_RAW_TAKEN when the owner took it (a copy), LA_CONN_RAW_PAUSE
+   * when it took it and no more frames may come until la_conn_resume, or
+   * -1 to close the connection. May be NULL (every frame to on_frame). */
+  int (*on_raw)(la_conn_t *c, uint16_t type, const uint8_t *p, uint32_t len);
 } la_conn_ops_t;
+
+enum { LA_CONN_RAW_PASS = 0, LA_CONN_RAW_TAKEN = 1, LA_CONN_RAW_PAUSE = 2 };
 
 struct la_conn {
   uv_tcp_t tcp;
@@ -62,6 +72,7 @@ struct la_conn {
   const la_conn_ops_t *ops;
   void *data;       /* the owner's */
   la_secure_t *sec; /* the owner's; set: frames travel as records */
+  int paused;       /* on_raw asked for no more frames (la_conn_resume) */
 };
 
 /* Prepares c (embedded in the owner's struct) on loop. */
@@ -95,6 +106,17 @@ int la_conn_send(la_conn_t *c, uint16_t type, const ProtobufCMessage *m,
 void la_conn_set_secure(la_conn_t *c, la_secure_t *sec);
 /* Starts closing (idempotent). */
 void la_conn_close(la_conn_t *c, const char *reason);
+/* Bad input found by the owner outside on_frame (e.g. a record its worker
+ * could not open): on_bad, then a graceful close, as for bad input la_conn
+ * finds itself. */
+void la_conn_bad(la_conn_t *c, const char *why);
+/* Closes gracefully (as when on_frame returns -1: a reply queued before
+ * still reaches the peer). */
+void la_conn_end(la_conn_t *c, const char *reason);
+/* After on_raw returned LA_CONN_RAW_PAUSE: hands the frames already read
+ * to on_raw (or on_frame), then reads the socket again, unless on_raw
+ * pauses again. Loop thread, outside the connection's own callbacks. */
+void la_conn_resume(la_conn_t *c);
 /* Holds keep the connection's memory alive (e.g. while a worker job uses
  * it) after the handles closed. */
 void la_conn_hold(la_conn_t *c);

@@ -15,6 +15,21 @@
  * CompactTrace / RankEnd go to ingest.c; Acks go back only after the group
  * commit that stored them (la_ga_agent_ops.ack, called by ingest.c). Knows the
  * handshake; storage and stitching are ingest.c's.
+ *
+ * Off the loop thread: once a connection is authenticated, its frames are
+ * copied as read (la_conn_ops_t.on_raw) and opened (decrypted), decoded
+ * and their encodings checked (la_ga_check_encodings) on the libuv thread
+ * pool, in batches: a connection is in one job at a time, with every
+ * frame read while its previous job ran, so the receiving stream's state
+ * is used by one thread at a time and the frames are handed to ingest.c on
+ * the loop thread in the order they were read; the connections with frames
+ * waiting after a loop iteration share at most LA__JOBS_PER_ROUND jobs. Only
+ * the loop touches the store, so acks still follow the commit alone. A job's
+ * frames are dropped when their connection closed meanwhile (as frames read
+ * after a close always were: nothing is stored or acknowledged after it).
+ * Memory: a connection is not read while its frames not yet handled reach a
+ * quarter of agents.ingest_memory, nor any while all connections' reach it;
+ * each may overshoot by the one frame that crossed the line.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,11 +38,41 @@
 #include <unistd.h>
 
 #include "ga.h"
+#include "la_errcodes.h"
+#include "la_errors.h"
 #include "la_log.h"
 #include "la_secure.h"
 #include "la_status.h"
+#include "validate.h"
 
 enum { LA__AG_HELLO = 0, LA__AG_AUTH = 1, LA__AG_READY = 2 };
+
+/* What a job made of a frame. */
+enum { LA__F_OK = 0, LA__F_BAD = 1, LA__F_REFUSED = 2 };
+
+/* A frame of an authenticated LocalAgent on its way through the pool: as
+ * read in, decoded out (m), with the verdict and its reason. */
+typedef struct la__frame {
+  struct la__frame *next;
+  ProtobufCMessage *m; /* the decoded message (LA__F_OK, LA__F_REFUSED) */
+  char *why;           /* the reason (bad frame, refused trace); may be NULL */
+  int verdict;
+  uint16_t type; /* as read; after the job the inner frame's */
+  uint32_t len;
+  uint8_t data[];
+} la__frame_t;
+
+/* A pool job: the frames of one or more connections (each connection in
+ * at most one job at a time). */
+typedef struct la__job {
+  uv_work_t req;
+  struct la_ga_agent *agents; /* linked through job_next */
+} la__job_t;
+
+/* Jobs started per loop iteration at most (the connections with frames
+ * are spread over them): a job per connection would cost a wake-up of a
+ * pool thread and of the loop per few frames. */
+#define LA__JOBS_PER_ROUND 2
 
 typedef struct la_ga_agent {
   la_conn_t conn; /* first */
@@ -39,10 +84,39 @@ typedef struct la_ga_agent {
   int mutual;            /* the LocalAgent offered a nonce; secret set */
   la_auth_session_t ses; /* proofs and stream keys (mutual) */
   la_secure_t sec;       /* the records (mutual) */
-  uint64_t stored_seq; /* highest seq handled in the open transaction */
-  uint64_t acked_seq;  /* highest seq acknowledged */
+  uint64_t stored_seq;   /* highest seq handled in the open transaction */
+  uint64_t acked_seq;    /* highest seq acknowledged */
   uint64_t messages;
+  /* frames read, not yet in a job (pend_bytes), and in the job (busy:
+   * job_frames, job_bytes, opened with frames up to job_max_payload) */
+  la__frame_t *pend, **pend_tail;
+  size_t pend_bytes, job_bytes;
+  la__frame_t *job_frames;
+  uint32_t job_max_payload;
+  struct la_ga_agent *job_next;
+  int busy;
+  int paused; /* counted in ga->agents_paused */
+  int queued; /* in ga->agents_ready (holding the connection) */
+  struct la_ga_agent *ready_next;
 } la_ga_agent_t;
+
+static void la__frame_free(la__frame_t *f) {
+  la_msg_free(f->m);
+  free(f->why);
+  free(f);
+}
+
+/* Drops the frames not yet in a job. */
+static void la__drop_pending(la_ga_agent_t *a) {
+  for (la__frame_t *f = a->pend, *n; f; f = n) {
+    n = f->next;
+    la__frame_free(f);
+  }
+  a->ga->agent_pending -= a->pend_bytes;
+  a->pend = NULL;
+  a->pend_tail = &a->pend;
+  a->pend_bytes = 0;
+}
 
 static void la__agent_free(la_conn_t *c) {
   la_ga_agent_t *a = (la_ga_agent_t *)c;
@@ -58,9 +132,14 @@ static void la__agent_close(la_conn_t *c, const char *reason) {
   /* a closing connection no longer holds a slot: it is gone by the end of
    * this loop iteration (admission counts open connections only) */
   a->ga->n_agents--;
+  la__drop_pending(a); /* a job in flight drops its own when it returns */
+  if (a->paused) {
+    a->paused = 0;
+    a->ga->agents_paused--;
+  }
   if (a->state == LA__AG_READY)
-    la_log_info("LocalAgent %s (%s) disconnected: %s; %llu messages",
-                a->host, c->peer, reason, (unsigned long long)a->messages);
+    la_log_info("LocalAgent %s (%s) disconnected: %s; %llu messages", a->host,
+                c->peer, reason, (unsigned long long)a->messages);
 }
 
 static void la__refuse(la_ga_agent_t *a, int code, const char *why) {
@@ -174,6 +253,41 @@ static int la__handshake_auth(la_ga_agent_t *a, const La__Auth *au) {
   return 0;
 }
 
+/* A message of an authenticated LocalAgent, in the order received;
+ * refused: for a CompactTrace, its encodings' verdict (NULL: fine). Returns
+ * 0, or -1 to close the connection. */
+static int la__agent_msg(la_ga_agent_t *a, uint16_t type, ProtobufCMessage *m,
+                         const char *refused) {
+  la_ga_t *ga = a->ga;
+  uint64_t seq;
+  switch (type) {
+    case LA__MSG_TYPE__MSG_RANK_START:
+      seq = ((La__RankStart *)m)->seq;
+      break;
+    case LA__MSG_TYPE__MSG_RANK_END:
+      seq = ((La__RankEnd *)m)->seq;
+      break;
+    case LA__MSG_TYPE__MSG_COMPACT_TRACE:
+      seq = ((La__CompactTrace *)m)->seq;
+      break;
+    case LA__MSG_TYPE__MSG_TRACE_MISSING:
+      seq = ((La__TraceMissing *)m)->seq;
+      break;
+    case LA__MSG_TYPE__MSG_ELEMENT_IDS:
+      seq = ((La__ElementIds *)m)->seq;
+      break;
+    default:
+      ga->st.bad_frames++;
+      la_log_warnx("LocalAgent %s: unexpected %s: closing", a->host,
+                   la_msg_name(type));
+      return -1;
+  }
+  if (la_ga_ingest(ga, a->host, type, m, refused) != 0) return -1;
+  a->messages++;
+  if (seq > a->stored_seq) a->stored_seq = seq;
+  return 0;
+}
+
 static int la__agent_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
   la_ga_agent_t *a = (la_ga_agent_t *)c;
   la_ga_t *ga = a->ga;
@@ -202,29 +316,193 @@ static int la__agent_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
     }
     return la__handshake_auth(a, (La__Auth *)m);
   }
-  uint64_t seq;
-  switch (type) {
-  case LA__MSG_TYPE__MSG_RANK_START: seq = ((La__RankStart *)m)->seq; break;
-  case LA__MSG_TYPE__MSG_RANK_END: seq = ((La__RankEnd *)m)->seq; break;
-  case LA__MSG_TYPE__MSG_COMPACT_TRACE:
-    seq = ((La__CompactTrace *)m)->seq;
-    break;
-  case LA__MSG_TYPE__MSG_TRACE_MISSING:
-    seq = ((La__TraceMissing *)m)->seq;
-    break;
-  case LA__MSG_TYPE__MSG_ELEMENT_IDS:
-    seq = ((La__ElementIds *)m)->seq;
-    break;
-  default:
-    ga->st.bad_frames++;
-    la_log_warnx("LocalAgent %s: unexpected %s: closing", a->host,
-                 la_msg_name(type));
+  /* not reached: authenticated connections' frames go through the pool
+   * (la__agent_raw); checked here alike should that ever change */
+  char w[300];
+  const char *refused = NULL;
+  if (type == LA__MSG_TYPE__MSG_COMPACT_TRACE &&
+      la_ga_check_encodings((const La__CompactTrace *)m, w, sizeof w) != 0)
+    refused = w;
+  return la__agent_msg(a, type, m, refused);
+}
+
+/* Opens, decodes and checks a's frames of the job in order with the
+ * connection's receiving stream (used by this job alone). After a bad
+ * frame the rest are left (the connection closes). Pool thread. */
+static void la__work_agent(la_ga_agent_t *a) {
+  for (la__frame_t *f = a->job_frames; f; f = f->next) {
+    char why[300];
+    const uint8_t *p = f->data;
+    uint32_t len = f->len;
+    uint16_t type = f->type;
+    uint8_t *plain = NULL;
+    int rc = 0;
+    if (a->mutual) {
+      if (type != LA__MSG_TYPE__MSG_SEALED)
+        rc = la_errorf(why, sizeof why, LA_EPROTO,
+                       "%s in clear on an encrypted link", la_msg_name(type));
+      else
+        rc = la_secure_open(&a->sec, p, len, a->job_max_payload, &plain, &type,
+                            &p, &len, why, sizeof why);
+    }
+    if (rc == 0) rc = la_msg_decode(type, p, len, &f->m, why, sizeof why);
+    free(plain);
+    if (rc != 0) {
+      f->verdict = LA__F_BAD;
+      f->why = strdup(why);
+      return;
+    }
+    f->type = type;
+    if (type == LA__MSG_TYPE__MSG_COMPACT_TRACE &&
+        la_ga_check_encodings((const La__CompactTrace *)f->m, why,
+                              sizeof why) != 0) {
+      f->verdict = LA__F_REFUSED;
+      f->why = strdup(why);
+    }
+  }
+}
+
+/* The thread pool's part of a job. */
+static void la__work(uv_work_t *req) {
+  la__job_t *j = req->data;
+  for (la_ga_agent_t *a = j->agents; a; a = a->job_next) la__work_agent(a);
+}
+
+/* Whether a is over its share of agents.ingest_memory, or all are. */
+static int la__over(const la_ga_agent_t *a) {
+  size_t all = (size_t)a->ga->set.ingest_memory;
+  return a->pend_bytes + a->job_bytes >= all / 4 || a->ga->agent_pending >= all;
+}
+
+/* Puts a (frames waiting, no job) on the list agent_check starts jobs
+ * from, holding it until then. */
+static void la__ready(la_ga_agent_t *a) {
+  if (a->queued) return;
+  a->queued = 1;
+  la_conn_hold(&a->conn);
+  a->ready_next = a->ga->agents_ready;
+  a->ga->agents_ready = a;
+}
+
+/* Reads again the paused connections that are under their share, while
+ * the total is under agents.ingest_memory. */
+static void la__resume_some(la_ga_t *ga) {
+  for (la_ga_agent_t *a = ga->agents; a && ga->agents_paused; a = a->next) {
+    if (!a->paused || la__over(a)) continue;
+    a->paused = 0;
+    ga->agents_paused--;
+    la_conn_resume(&a->conn); /* may pause it again */
+  }
+}
+
+/* The loop's part of a job, for a: hands its frames to ingest.c in order,
+ * until one is bad or the connection closes. */
+static void la__after_agent(la_ga_agent_t *a, int status) {
+  for (la__frame_t *f = a->job_frames, *n; f; f = n) {
+    n = f->next;
+    if (status == 0 && !a->conn.closing) {
+      if (f->verdict == LA__F_BAD)
+        la_conn_bad(&a->conn, f->why ? f->why : "a frame does not decode");
+      else if (la__agent_msg(a, f->type, f->m,
+                             f->verdict == LA__F_OK
+                                 ? NULL
+                                 : (f->why ? f->why : "invalid trace")) != 0)
+        la_conn_end(&a->conn, "protocol error");
+    }
+    la__frame_free(f);
+  }
+  a->ga->agent_pending -= a->job_bytes;
+  a->job_frames = NULL;
+  a->job_bytes = 0;
+  a->busy = 0;
+  if (a->pend && !a->conn.closing) la__ready(a); /* read meanwhile */
+}
+
+static void la__after(uv_work_t *req, int status) {
+  la__job_t *j = req->data;
+  la_ga_t *ga = j->agents->ga;
+  for (la_ga_agent_t *a = j->agents, *n; a; a = n) {
+    n = a->job_next;
+    la__after_agent(a, status);
+    la_conn_release(&a->conn);
+  }
+  free(j);
+  la__resume_some(ga);
+}
+
+/* Moves a's frames waiting into job j. */
+static void la__join(la__job_t *j, la_ga_agent_t *a) {
+  a->job_frames = a->pend;
+  a->job_bytes = a->pend_bytes;
+  a->job_max_payload = a->conn.rd.max_payload;
+  a->pend = NULL;
+  a->pend_tail = &a->pend;
+  a->pend_bytes = 0;
+  a->busy = 1;
+  a->job_next = j->agents;
+  j->agents = a;
+  la_conn_hold(&a->conn); /* until la__after */
+}
+
+static void la__queue(la_ga_t *ga, la__job_t *j) {
+  j->req.data = j;
+  if (uv_queue_work(ga->loop, &j->req, la__work, la__after) != 0) {
+    la__work(&j->req); /* no pool: on the loop thread */
+    la__after(&j->req, 0);
+  }
+}
+
+/* agent_check: after the iteration's reads (and the jobs that returned),
+ * the connections with frames waiting and no job, spread over at most
+ * LA__JOBS_PER_ROUND jobs. */
+static void la__on_check(uv_check_t *h) {
+  la_ga_t *ga = h->data;
+  la__job_t *jobs[LA__JOBS_PER_ROUND] = {NULL};
+  int k = 0;
+  while (ga->agents_ready) {
+    la_ga_agent_t *a = ga->agents_ready;
+    ga->agents_ready = a->ready_next;
+    a->queued = 0;
+    if (!a->busy && a->pend && !a->conn.closing) {
+      if (!jobs[k] && !(jobs[k] = calloc(1, sizeof *jobs[k]))) {
+        la_log_error("LocalAgent %s: out of memory: closing", a->host);
+        la_conn_close(&a->conn, "out of memory");
+      } else {
+        la__join(jobs[k], a);
+        k = (k + 1) % LA__JOBS_PER_ROUND;
+      }
+    }
+    la_conn_release(&a->conn);
+  }
+  for (int i = 0; i < LA__JOBS_PER_ROUND; i++)
+    if (jobs[i]) la__queue(ga, jobs[i]);
+}
+
+/* la_conn_ops_t.on_raw: an authenticated connection's frame, copied to
+ * wait for its job; before that, la_conn decodes it for la__agent_frame. */
+static int la__agent_raw(la_conn_t *c, uint16_t type, const uint8_t *p,
+                         uint32_t len) {
+  la_ga_agent_t *a = (la_ga_agent_t *)c;
+  la_ga_t *ga = a->ga;
+  if (a->state != LA__AG_READY) return LA_CONN_RAW_PASS;
+  la__frame_t *f = malloc(sizeof *f + len);
+  if (!f) {
+    la_log_error("LocalAgent %s: out of memory: closing", a->host);
     return -1;
   }
-  if (la_ga_ingest(ga, a->host, type, m) != 0) return -1;
-  a->messages++;
-  if (seq > a->stored_seq) a->stored_seq = seq;
-  return 0;
+  memset(f, 0, sizeof *f);
+  f->type = type;
+  f->len = len;
+  memcpy(f->data, p, len);
+  *a->pend_tail = f;
+  a->pend_tail = &f->next;
+  a->pend_bytes += len;
+  ga->agent_pending += len;
+  if (!a->busy) la__ready(a);
+  if (!la__over(a)) return LA_CONN_RAW_TAKEN;
+  a->paused = 1;
+  ga->agents_paused++;
+  return LA_CONN_RAW_PAUSE;
 }
 
 static void la__agent_bad(la_conn_t *c, const char *why) {
@@ -248,6 +526,7 @@ static const la_conn_ops_t la__ops = {
     .on_deadline = la__agent_deadline,
     .on_close = la__agent_close,
     .on_free = la__agent_free,
+    .on_raw = la__agent_raw,
 };
 
 /* la_conn_admission_t.refuse: whether the peer's address already holds
@@ -275,11 +554,18 @@ static const char *la__handshakes_over_cap(la_conn_t *c) {
 static void la__agent_new(la_conn_t *c, void *owner) {
   la_ga_agent_t *a = (la_ga_agent_t *)c;
   a->ga = owner;
+  a->pend_tail = &a->pend;
   LA_CONN_LIST_PUSH(a->ga->agents, a);
   a->ga->n_agents++;
 }
 
 void la_ga_agent_accept(la_ga_t *ga, uv_stream_t *server) {
+  if (!ga->agent_check_on) { /* the first connection starts it */
+    uv_check_init(ga->loop, &ga->agent_check);
+    ga->agent_check.data = ga;
+    uv_check_start(&ga->agent_check, la__on_check);
+    ga->agent_check_on = 1;
+  }
   /* unauthenticated: small frames only, until the handshake succeeds */
   const la_conn_admission_t adm = {
       .size = sizeof(la_ga_agent_t),

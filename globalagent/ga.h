@@ -20,7 +20,9 @@
  *   store*.c, stitch.c, held.c, settings.c: no libuv (unit-tested alone)
  * The one way back up is la_ga_agent_ops_t: ingest.c acknowledges and
  * closes the LocalAgents' connections through it, never by name.
- * Everything runs on the loop thread.
+ * Everything runs on the loop thread, but agents.c's opening, decoding and
+ * encoding check of LocalAgents' frames (on the thread pool: a job per
+ * connection at a time, its result applied in order on the loop).
  */
 #ifndef LA_GLOBALAGENT_GA_H
 #define LA_GLOBALAGENT_GA_H
@@ -48,7 +50,7 @@ typedef struct la_ga_stats {
    * partial because the open-set limit forced them out. */
   uint64_t sets_complete, sets_partial, sets_evicted;
   uint64_t missing_reported; /* TraceMissing records stored (new) */
-  uint64_t invalid; /* compact traces refused by validate.c */
+  uint64_t invalid;          /* compact traces refused by validate.c */
   /* feed.c: SetNotice sent (a set a subscriber will not get), of them
    * for being over the subscriber's own max_set_bytes */
   uint64_t set_notices, sets_over_subscriber_max;
@@ -102,7 +104,7 @@ struct la_ga {
   uv_signal_t sigs[3]; /* SIGTERM, SIGINT, SIGHUP */
   uv_timer_t tick;
   uv_check_t commit_check;
-  uv_poll_t shard_poll;   /* shards.c: other shards' closed sets */
+  uv_poll_t shard_poll; /* shards.c: other shards' closed sets */
   uv_check_t shard_check;
   uv_timer_t shard_tick;
   int shard_fd;
@@ -113,6 +115,16 @@ struct la_ga {
   int have_key;
   const la_ga_agent_ops_t *agent_ops; /* set by la_ga_ingest_start */
   struct la_ga_agent *agents;
+  /* agents.c: bytes of frames read from LocalAgents and not yet handled
+   * (on the thread pool or waiting for it; at most set.ingest_memory
+   * plus one frame per connection); connections not read meanwhile; the
+   * connections whose first frames wait for a job (started in
+   * agent_check, after the loop iteration's reads) */
+  size_t agent_pending;
+  int agents_paused;
+  struct la_ga_agent *agents_ready;
+  uv_check_t agent_check;
+  int agent_check_on;
   struct la_ga_sub *subs;
   int n_agents, n_subs;
   struct la_ga_app *apps;
@@ -150,9 +162,11 @@ extern const la_ga_agent_ops_t la_ga_agent_ops;
  * connections. Returns 0, or -1 with the reason in why. */
 int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
                        size_t why_len);
-/* Handles one message of an authenticated agent (host); 0 or -1 (close). */
+/* Handles one message of an authenticated agent (host); 0 or -1 (close).
+ * enc_why: for a CompactTrace, la_ga_check_encodings' verdict (NULL: its
+ * encodings are fine; else the reason it is refused). */
 int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
-                 const ProtobufCMessage *m);
+                 const ProtobufCMessage *m, const char *enc_why);
 /* Commits the open transaction, then acks and publishes. */
 void la_ga_commit(la_ga_t *ga);
 void la_ga_ingest_stop(la_ga_t *ga);

@@ -265,8 +265,7 @@ static void la__seed(la_ga_t *ga, int s, const char *app_id, uint32_t nprocs,
                      uint64_t tag) {
   if (!ga->seed) return;
   ga->seed = 0;
-  if (s != LA_STITCH_NEW || tag != ga->seed_tag ||
-      strcmp(app_id, ga->seed_app))
+  if (s != LA_STITCH_NEW || tag != ga->seed_tag || strcmp(app_id, ga->seed_app))
     return;
   uint32_t *ranks = NULL;
   size_t n = 0;
@@ -376,7 +375,7 @@ static int la__ingest_missing(la_ga_t *ga, const char *host, const char *app_id,
 }
 
 int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
-                 const ProtobufCMessage *m) {
+                 const ProtobufCMessage *m, const char *enc_why) {
   if (la__txn(ga) != 0) return -1;
   int rc = 0;
   char why[300];
@@ -396,8 +395,8 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
       if (a) a->nprocs = r->nprocs;
     }
   } else if (type == LA__MSG_TYPE__MSG_COMPACT_TRACE &&
-             la_ga_trace_refused(ga, host, (const La__CompactTrace *)m, why,
-                                 sizeof why)) {
+             la_ga_trace_refused(ga, host, (const La__CompactTrace *)m, enc_why,
+                                 why, sizeof why)) {
     /* refused (validate.c logged and counted it): recorded missing with the
      * reason, acked with the batch */
     const La__CompactTrace *t = (const La__CompactTrace *)m;

@@ -114,6 +114,7 @@ static void la__reload(void *daemon) {
   ga->set.agent_max_handshakes_per_addr = n.agent_max_handshakes_per_addr;
   ga->set.agent_handshake_max_frame = n.agent_handshake_max_frame;
   ga->set.agent_max_output = n.agent_max_output;
+  ga->set.ingest_memory = n.ingest_memory;
   ga->set.feed_max_per_addr = n.feed_max_per_addr;
   ga->set.feed_handshake_max_frame = n.feed_handshake_max_frame;
   ga->set.feed_max_output = n.feed_max_output;

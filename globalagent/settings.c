@@ -32,6 +32,11 @@ const la_cfg_key_t la_ga_keys[] = {
   N("agents", "max_output", LA_CFG_SIZE, agent_max_output, "1M", 4096,
     1073741824.0, "bytes queued to one LocalAgent that does not read; "
     "beyond, it is disconnected"),
+  N("agents", "ingest_memory", LA_CFG_SIZE, ingest_memory, "64M", 65536,
+    1099511627776.0, "bytes of frames read from LocalAgents and not yet "
+    "handled (decrypted and checked on the thread pool); beyond, or beyond "
+    "a quarter of it for one LocalAgent, connections are not read until "
+    "it drains"),
   S("feed", "listen", feed_listen, "127.0.0.1:7463",
     "address for subscribers, queries and status (port 0: any)"),
   S("feed", "port_file", feed_port_file, "", "file to write the port into"),

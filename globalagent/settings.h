@@ -19,6 +19,7 @@ typedef struct la_ga_settings {
   int64_t agent_max_handshakes_per_addr; /* unauthenticated, one address */
   uint64_t agent_handshake_max_frame;    /* frames before authentication */
   uint64_t agent_max_output;             /* bytes queued to one agent */
+  uint64_t ingest_memory; /* frames read, not yet handled (all agents) */
   /* [feed]: subscribers, queries, status */
   char feed_listen[256];
   char feed_port_file[512];

@@ -36,14 +36,21 @@ static int la__enc_ok(const La__CompactTrace *t, const ProtobufCBinaryData *b,
   return 0;
 }
 
-int la_ga_validate_trace(const La__CompactTrace *t, uint64_t rank_elements,
-                         char *why, size_t why_len) {
+/* The element count of t against its rank's (0: unknown). Returns 0 or
+ * LA_EPROTO with the reason in why. */
+static int la__elements_ok(const La__CompactTrace *t, uint64_t rank_elements,
+                           char *why, size_t why_len) {
   if (rank_elements && t->n_elements != rank_elements) {
     snprintf(
         why, why_len, "invalid trace: %llu elements, the rank registered %llu",
         (unsigned long long)t->n_elements, (unsigned long long)rank_elements);
     return LA_EPROTO;
   }
+  return 0;
+}
+
+int la_ga_check_encodings(const La__CompactTrace *t, char *why,
+                          size_t why_len) {
   int rc = la__enc_ok(t, &t->segments, "", why, why_len);
   /* The robust weights: compacted with the same parameters, so the same
    * point count and mode (docs/fidelity.md). */
@@ -60,6 +67,12 @@ int la_ga_validate_trace(const La__CompactTrace *t, uint64_t rank_elements,
     }
   }
   return rc;
+}
+
+int la_ga_validate_trace(const La__CompactTrace *t, uint64_t rank_elements,
+                         char *why, size_t why_len) {
+  int rc = la__elements_ok(t, rank_elements, why, why_len);
+  return rc ? rc : la_ga_check_encodings(t, why, why_len);
 }
 
 /* The element count rank registered (its RankStart), 0 when unknown: from
@@ -84,9 +97,13 @@ static uint64_t la__rank_elements(la_ga_t *ga, const char *app_id,
 }
 
 int la_ga_trace_refused(la_ga_t *ga, const char *host,
-                        const La__CompactTrace *t, char *why, size_t why_len) {
+                        const La__CompactTrace *t, const char *enc_why,
+                        char *why, size_t why_len) {
   uint64_t ne = la__rank_elements(ga, t->app_id, t->rank);
-  if (la_ga_validate_trace(t, ne, why, why_len) == 0) return 0;
+  if (la__elements_ok(t, ne, why, why_len) == 0) {
+    if (!enc_why) return 0;
+    snprintf(why, why_len, "%s", enc_why);
+  }
   ga->st.invalid++;
   la_log_warnx("%s rank %u cycle %llu from LocalAgent %s refused: %s",
                t->app_id, t->rank, (unsigned long long)t->cycle_tag, host, why);

@@ -33,11 +33,21 @@ struct la_ga;
 int la_ga_validate_trace(const La__CompactTrace *t, uint64_t rank_elements,
                          char *why, size_t why_len);
 
-/* The ingest step: looks up the rank's element count in the store and runs
- * la_ga_validate_trace. Returns 1 when t was refused (it has been logged
- * with host and counted; the caller stores nothing and carries on, so the
- * message is acknowledged with its batch), 0 when t may be stored. */
+/* The part of la_ga_validate_trace that needs nothing but t: every
+ * encoding of t parses and holds n_elements points in t's mode. Returns 0
+ * or LA_EPROTO with the reason in why. Pure and thread-safe: agents.c runs
+ * it on the thread pool, beside the record's decryption. */
+int la_ga_check_encodings(const La__CompactTrace *t, char *why, size_t why_len);
+
+/* The ingest step, on the loop thread: looks up the rank's element count
+ * in the store and checks t's against it; enc_why is the verdict of
+ * la_ga_check_encodings, run before (NULL: the encodings are fine, else
+ * its reason). Returns 1 when t was refused (it has been logged with host
+ * and counted; the caller stores nothing and carries on, so the message
+ * is acknowledged with its batch; why says the reason, the element count's
+ * first, as la_ga_validate_trace gives them), 0 when t may be stored. */
 int la_ga_trace_refused(struct la_ga *ga, const char *host,
-                        const La__CompactTrace *t, char *why, size_t why_len);
+                        const La__CompactTrace *t, const char *enc_why,
+                        char *why, size_t why_len);
 
 #endif

@@ -187,6 +187,16 @@ static size_t set_bytes(const la_traceset_t *t) {
   return protobuf_c_message_get_packed_size(&m.base);
 }
 
+/* Sends app's set of cycle tag (all RANKS ranks; RankStarts first when
+ * rank_starts) and returns it as subscriber c received it, checked whole. */
+static la_traceset_t *send_whole(la_client_t *c, const char *app, uint64_t tag,
+                                 int rank_starts) {
+  send_set(app, RANKS, tag, rank_starts);
+  la_traceset_t *t = next_set(c);
+  check_whole(t, RANKS, tag);
+  return t;
+}
+
 /* A set of 1.5 MB, about six times feed.queue_bytes and 24 times the client's
  * frame limit, reaches the subscriber whole, twice in a row, in parts of
  * at most feed.part_bytes; nothing is announced as lost; the set was held
@@ -195,9 +205,7 @@ static void test_large_set_arrives_whole(void **state) {
   start_ga(NULL);
   la_client_t *c = subscriber(0);
   for (uint64_t tag = 5; tag <= 6; tag++) {
-    send_set("big", RANKS, tag, tag == 5);
-    la_traceset_t *t = next_set(c);
-    check_whole(t, RANKS, tag);
+    la_traceset_t *t = send_whole(c, "big", tag, tag == 5);
     size_t n = set_bytes(t);
     print_message("cycle %llu: a set of %zu bytes arrived whole\n",
                   (unsigned long long)tag, n);
@@ -213,6 +221,25 @@ static void test_large_set_arrives_whole(void **state) {
         "held_peak_bytes %lld: the set's traces were not held",
         la_td_status_ll(T.g.d, "held_peak_bytes"));
   assert_int_equal(la_td_status_ll(T.g.d, "sets_held"), 0);
+  la_client_close(c);
+}
+
+/* Frames wait for the thread pool within agents.ingest_memory: at its
+ * minimum (64k; one LocalAgent's share, 16k, is less than one of these
+ * 32 KB traces) the connection is not read after each frame until the
+ * job holding it returns. Two sets sent back to back, RankStarts first,
+ * still arrive whole: nothing lost, refused or reordered (a trace handled
+ * before its rank's RankStart would be stored as an orphan). */
+static void test_ingest_memory_bound(void **state) {
+  const char *extra[] = {"--agents.ingest_memory=64k", NULL};
+  start_ga(extra);
+  la_client_t *c = subscriber(0);
+  for (uint64_t tag = 1; tag <= 2; tag++) {
+    la_traceset_free(send_whole(c, "bounded", tag, tag == 1));
+  }
+  assert_int_equal(la_td_status_ll(T.g.d, "traces_stored"), 2 * RANKS);
+  assert_int_equal(la_td_status_ll(T.g.d, "traces_orphan"), 0);
+  assert_int_equal(la_td_status_ll(T.g.d, "traces_invalid"), 0);
   la_client_close(c);
 }
 
@@ -619,6 +646,8 @@ static void test_query_set_over_frame_limit(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_large_set_arrives_whole, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_ingest_memory_bound, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_set_over_subscriber_bound, setup,
                                       teardown),
