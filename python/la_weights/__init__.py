@@ -8,19 +8,19 @@ as numpy arrays (docs/python.md).
 Store.cycle() gives the stitched cycle with its vtxdist, exact totals and
 missing ranks, Store.table() the rows of `lactl export`, Store.dataframe()
 the same as a pandas DataFrame; Store.channels(app) and channel="name"
-read one channel (LA_channel) instead of the sum. Traces are decoded by
-libla_client.
+read one channel (LA_channel) instead of the sum. What a cycle serves
+(measured or robust, the sum or a channel, missing ranks) and the decoded
+values are libla_client's, through ctypes: the package restates no rule.
 """
 
 from ._lib import DecodeError, LibraryNotFound
 from .store import (MEASURED, NO_CHANNEL_REASON, ROBUST, ROW_DTYPE,
                     SCHEMA_VERSION, SERIES, Cycle, NoRobustWeights,
-                    NoSuchChannel, NotFound, Series, Store, channel_series,
-                    open)
+                    NoSuchChannel, NotFound, Series, Store, open)
 
 __version__ = "1.0.0"
 
 __all__ = ["open", "Store", "Cycle", "Series", "SERIES", "MEASURED",
            "ROBUST", "ROW_DTYPE", "SCHEMA_VERSION", "NotFound",
            "NoRobustWeights", "NoSuchChannel", "NO_CHANNEL_REASON",
-           "channel_series", "DecodeError", "LibraryNotFound"]
+           "DecodeError", "LibraryNotFound"]

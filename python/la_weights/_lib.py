@@ -1,9 +1,14 @@
-"""_lib.py: finds libla_client and calls its decoder through ctypes.
+"""_lib.py: finds libla_client and calls it through ctypes.
 
-Compact traces are decoded by exactly one decoder, libla_client's
-la_client_decode_trace() (client/decode.c), the code lactl and the load
-balancers use, so Python sees the same doubles bit for bit. Nothing here
-parses an encoding.
+A stored Trace-Set becomes a la_traceset_t (la_traceset_from_bytes, the
+TraceSet message _wire.py builds), and everything a Cycle holds comes from
+libla_client's functions on it: which series is served (measured or
+robust, the sum or one channel, la_traceset_set_weights and
+la_traceset_channel), the missing ranks and their reasons, vtxdist, the
+exact totals and the decoded values. That is the code lactl and the load
+balancers use, so Python sees the same choices and the same doubles bit
+for bit; nothing here restates a rule or parses an encoding.
+la_client_decode_trace() decodes one encoded trace on its own.
 
 Where the library is looked for, first match wins:
   1. the path given to la_weights.open(..., lib=PATH) (a file or directory);
@@ -31,7 +36,13 @@ LA_ENOMEM = -2
 LA_ERANGE = -9
 LA_EPROTO = -12
 LA_ETRUNC = -14
+LA_ENOTFOUND = -18
 LA_EVERSION = -21
+
+# Which weights a set serves (LA_WEIGHTS_* in la_client.h).
+LA_WEIGHTS_DEFAULT = 0
+LA_WEIGHTS_MEASURED = 1
+LA_WEIGHTS_ROBUST = 2
 
 
 class LibraryNotFound(OSError):
@@ -75,9 +86,44 @@ def candidates(lib=None):
 _loaded = {}
 
 
+_P, _U32, _U64, _D = (ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64,
+                      ctypes.POINTER(ctypes.c_double))
+_INT = ctypes.c_int
+# The functions used here: name -> (restype, argtypes).
+_PROTOS = {
+    "la_client_decode_trace": (_INT, [ctypes.c_char_p, ctypes.c_size_t, _D,
+                                      _U64, ctypes.c_char_p,
+                                      ctypes.c_size_t]),
+    "la_client_strerror": (ctypes.c_char_p, [_INT]),
+    "la_traceset_from_bytes": (_INT, [ctypes.c_char_p, ctypes.c_size_t,
+                                      ctypes.POINTER(_P), ctypes.c_char_p,
+                                      ctypes.c_size_t]),
+    "la_traceset_free": (None, [_P]),
+    "la_traceset_nprocs": (_U32, [_P]),
+    "la_traceset_complete": (_INT, [_P]),
+    "la_traceset_time_ns": (_U64, [_P]),
+    "la_traceset_elements": (_U64, [_P]),
+    "la_traceset_missing": (ctypes.c_size_t,
+                            [_P, ctypes.POINTER(ctypes.POINTER(_U32))]),
+    "la_traceset_missing_reason": (ctypes.c_char_p, [_P, _U32]),
+    "la_traceset_vtxdist": (_INT, [_P, ctypes.POINTER(_U64)]),
+    "la_traceset_rank_totals": (_INT, [_P, _D]),
+    "la_traceset_robust_totals": (_INT, [_P, _D]),
+    "la_traceset_rank_robust_stats": (_INT, [_P, _U32, _D, _D, _D]),
+    "la_traceset_weights": (_INT, [_P, _D]),
+    "la_traceset_set_weights": (_INT, [_P, _INT]),
+    "la_traceset_weights_kind": (_INT, [_P]),
+    "la_traceset_channels": (ctypes.c_size_t, [_P]),
+    "la_traceset_channel_name": (ctypes.c_char_p, [_P, ctypes.c_size_t]),
+    "la_traceset_channel_find": (_INT, [_P, ctypes.c_char_p]),
+    "la_traceset_channel": (_INT, [_P, ctypes.c_size_t, ctypes.POINTER(_P)]),
+}
+
+
 def load(lib=None):
-    """The loaded libla_client (ctypes.CDLL), with la_client_decode_trace's
-    prototype set. Raises LibraryNotFound naming every path tried."""
+    """The loaded libla_client (ctypes.CDLL), with the prototypes of the
+    functions used here set. Raises LibraryNotFound naming every path
+    tried."""
     key = lib or os.environ.get("LA_CLIENT_LIB") or ""
     if key in _loaded:
         return _loaded[key]
@@ -88,17 +134,12 @@ def load(lib=None):
             continue
         try:
             so = ctypes.CDLL(path)
-            so.la_client_decode_trace  # AttributeError: an older library
+            for name, (res, args) in _PROTOS.items():
+                f = getattr(so, name)  # AttributeError: an older library
+                f.restype, f.argtypes = res, args
         except (OSError, AttributeError) as e:
             tried.append("%s (%s)" % (path, e))
             continue
-        so.la_client_decode_trace.argtypes = [
-            ctypes.c_char_p, ctypes.c_size_t,
-            ctypes.POINTER(ctypes.c_double), ctypes.c_uint64,
-            ctypes.c_char_p, ctypes.c_size_t]
-        so.la_client_decode_trace.restype = ctypes.c_int
-        so.la_client_strerror.argtypes = [ctypes.c_int]
-        so.la_client_strerror.restype = ctypes.c_char_p
         _loaded[key] = so
         return so
     raise LibraryNotFound(
@@ -127,3 +168,118 @@ def decode_into(so, blob, out, where=""):
     if rc:
         raise DecodeError(rc, why.value.decode("utf-8", "replace"), where)
     return out
+
+
+def _arr(a, ctype):
+    return a.ctypes.data_as(ctypes.POINTER(ctype))
+
+
+class TraceSet:
+    """A la_traceset_t: libla_client's view of one Trace-Set. Made from the
+    bytes of a TraceSet message (from_bytes) or as a channel's view of
+    another (channel); freed with close() or when collected."""
+
+    def __init__(self, so, handle):
+        self._so, self._t = so, handle
+
+    @classmethod
+    def from_bytes(cls, so, payload, where=""):
+        """la_traceset_from_bytes: validates the message and every
+        encoding in it. Raises DecodeError (the code and libla_client's
+        reason)."""
+        t, why = _P(), ctypes.create_string_buffer(256)
+        rc = so.la_traceset_from_bytes(payload, len(payload),
+                                       ctypes.byref(t), why, len(why))
+        if rc:
+            raise DecodeError(rc, why.value.decode("utf-8", "replace"), where)
+        return cls(so, t)
+
+    def close(self):
+        if self._t:
+            self._so.la_traceset_free(self._t)
+            self._t = None
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def nprocs(self):
+        return self._so.la_traceset_nprocs(self._t)
+
+    def complete(self):
+        return self._so.la_traceset_complete(self._t) == 1
+
+    def time_ns(self):
+        return self._so.la_traceset_time_ns(self._t)
+
+    def missing(self):
+        """Missing ranks, increasing (a list)."""
+        p = ctypes.POINTER(_U32)()
+        n = self._so.la_traceset_missing(self._t, ctypes.byref(p))
+        return [int(p[i]) for i in range(n)]
+
+    def missing_reason(self, rank):
+        """Why rank is missing, or None."""
+        r = self._so.la_traceset_missing_reason(self._t, rank)
+        return None if r is None else r.decode("utf-8", "replace")
+
+    def vtxdist(self):
+        v = np.zeros(self.nprocs() + 1, dtype=np.uint64)
+        self._so.la_traceset_vtxdist(self._t, _arr(v, _U64))
+        return v
+
+    def totals(self, robust=False):
+        """Exact per-rank sums, measured or robust (NaN where none)."""
+        v = np.empty(self.nprocs(), dtype=np.float64)
+        f = (self._so.la_traceset_robust_totals if robust else
+             self._so.la_traceset_rank_totals)
+        f(self._t, _arr(v, ctypes.c_double))
+        return v
+
+    def has_robust(self, rank):
+        """Whether present rank carries robust weights."""
+        return self._so.la_traceset_rank_robust_stats(
+            self._t, rank, None, None, None) == 0
+
+    def set_weights(self, kind):
+        """la_traceset_set_weights: 0, or LA_ENOTFOUND when robust weights
+        were asked for and a present rank lacks them (measured served)."""
+        return self._so.la_traceset_set_weights(self._t, kind)
+
+    def robust(self):
+        """Whether the set serves robust weights."""
+        return self._so.la_traceset_weights_kind(self._t) == LA_WEIGHTS_ROBUST
+
+    def weights(self, where=""):
+        """The served values over the global elements (float64), NaN for
+        missing ranks' elements. Raises DecodeError."""
+        v = np.empty(self._so.la_traceset_elements(self._t), np.float64)
+        rc = self._so.la_traceset_weights(self._t, _arr(v, ctypes.c_double))
+        if rc:
+            raise DecodeError(rc, "", where)
+        return v
+
+    def channel_names(self):
+        return [self._so.la_traceset_channel_name(self._t, i).decode(
+            "utf-8", "replace")
+            for i in range(self._so.la_traceset_channels(self._t))]
+
+    def channel(self, name, where=""):
+        """The set serving channel name (la_traceset_channel), or None when
+        the set has no such channel. Raises DecodeError."""
+        ch = self._so.la_traceset_channel_find(self._t, name.encode("utf-8"))
+        if ch == LA_ENOTFOUND:
+            return None
+        v = _P()
+        rc = ch if ch < 0 else self._so.la_traceset_channel(
+            self._t, ch, ctypes.byref(v))
+        if rc == LA_ENOTFOUND:
+            return None
+        if rc:
+            raise DecodeError(rc, "channel '%s'" % name, where)
+        return TraceSet(self._so, v)

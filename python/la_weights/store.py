@@ -1,26 +1,23 @@
 """store.py: an LA GlobalAgent store (its SQLite file, docs/storage.md)
 opened read-only, and per-element weights out of it as numpy arrays.
 
-A Cycle is one application's Trace-Set stitched the way lactl and
-libla_client stitch it: ranks 0..nprocs-1 in order, global element offsets
-as ParMETIS's vtxdist, NaN for the elements of missing ranks, the
-measured or the robust weights chosen by the same rule. Values are decoded
-by libla_client (_lib.py), so they equal `lactl export`'s bit for bit.
+The rules of what a cycle serves have one home, libla_client: here a
+stored Trace-Set is read back into the TraceSet message the GlobalAgent
+would serve for it (every series stored, nothing chosen: _wire.py), and
+libla_client makes a la_traceset_t of it (_lib.py). Which ranks are
+missing and why, vtxdist, the exact totals, measured or robust weights
+(weights=, $LA_WEIGHTS) and one channel's series in place of the sum
+(channel=, la_traceset_channel) are then libla_client's answers, the same
+as lactl's and the load balancers', and so are the decoded values.
 
-Which per-element series a weight comes from is a Series: "measured"
-(traces.segments) and "robust" (robust.segments) for the sum. Every
-function that takes weights= resolves it through the registry below.
+What stays here is the store's format (docs/storage.md): which rows make a
+stored set, and a demoted cycle's empty segments standing for its
+representative's (docs/history.md), as the GlobalAgent's store_load.c
+reads them.
 
-Channels (LA_channel: one series per kernel, the sum being their
-per-element total) are a second axis, channel=, because their names belong
-to an application: Store.channels(app) lists them, and channel="name" reads
-that channel's series (channel_traces) in place of the sum, measured or
-robust by the same weights= rule, as `lactl --channel` and
-libla_client's la_traceset_channel read them: the same ranks and vtxdist
-as the sum, a rank whose trace lacks the channel missing with that reason.
-
-Deliberately not here: decoding (libla_client), writing to the store,
-talking to a running GlobalAgent (libla_client's feed or lactl do that).
+Deliberately not here: deciding which series is served, decoding (both
+libla_client), writing to the store, talking to a running GlobalAgent
+(libla_client's feed or lactl do that).
 """
 
 import os
@@ -29,7 +26,7 @@ import urllib.parse
 
 import numpy as np
 
-from . import _lib
+from . import _lib, _wire
 
 # The store schema version this package reads (docs/storage.md).
 SCHEMA_VERSION = 1
@@ -57,63 +54,29 @@ class NoSuchChannel(NotFound):
         self.channel, self.channels = channel, channels
 
 
-# A rank whose trace lacks the channel asked for (libla_client's words).
+# The reason libla_client gives (client/channels.c) for a rank whose trace
+# lacks the channel asked for; Cycle.missing_reasons holds it as it comes.
 NO_CHANNEL_REASON = "no series of this channel in the rank's trace"
 
 
 class Series:
-    """One per-element series stored for each (application, cycle, rank).
+    """A weights= name: kind is the LA_WEIGHTS_* libla_client serves for
+    it (la_traceset_set_weights)."""
 
-    name: what weights= calls it. sql: a query with parameters
-    (app_id, cycle_tag) returning (rank, n_elements, segments BLOB or NULL)
-    for every trace of the cycle, by rank. A rank whose BLOB is NULL lacks
-    this series."""
-
-    def __init__(self, name, sql, doc, params=()):
-        self.name, self.sql, self.doc = name, sql, doc
-        self.params = tuple(params)  # bound after (app_id, cycle_tag)
+    def __init__(self, name, kind, doc):
+        self.name, self.kind, self.doc = name, kind, doc
 
     def __repr__(self):
         return "Series(%r)" % self.name
 
 
-MEASURED = Series(
-    "measured",
-    "SELECT rank, n_elements, segments FROM traces"
-    " WHERE app_id = ? AND cycle_tag = ? ORDER BY rank",
-    "the decoded measured values (within the compaction bound)")
-ROBUST = Series(
-    "robust",
-    "SELECT t.rank, t.n_elements, r.segments FROM traces t"
-    " LEFT JOIN robust r ON r.app_id = t.app_id"
-    " AND r.cycle_tag = t.cycle_tag AND r.rank = t.rank"
-    " WHERE t.app_id = ? AND t.cycle_tag = ? ORDER BY t.rank",
-    "robust weights: interference removed (docs/fidelity.md)")
+MEASURED = Series("measured", _lib.LA_WEIGHTS_MEASURED,
+                  "the decoded measured values (within the compaction bound)")
+ROBUST = Series("robust", _lib.LA_WEIGHTS_ROBUST,
+                "robust weights: interference removed (docs/fidelity.md)")
 
 # weights= names the store knows for every application.
 SERIES = {s.name: s for s in (MEASURED, ROBUST)}
-
-
-def channel_series(index, robust, single):
-    """The Series of channel number index (its position in
-    Store.channels()), measured or robust. single: the application declared
-    one channel only, so a trace without a channel row is that channel
-    (the store keeps channel rows for two channels or more)."""
-    seg = "c.robust_segments" if robust else "c.segments"
-    if single:
-        own = "r.segments" if robust else "t.segments"
-        seg = "CASE WHEN c.rank IS NULL THEN %s ELSE %s END" % (own, seg)
-    return Series(
-        "robust" if robust else "measured",
-        "SELECT t.rank, t.n_elements, %s FROM traces t"
-        " LEFT JOIN robust r ON r.app_id = t.app_id"
-        " AND r.cycle_tag = t.cycle_tag AND r.rank = t.rank"
-        " LEFT JOIN channel_traces c ON c.app_id = t.app_id"
-        " AND c.cycle_tag = t.cycle_tag AND c.rank = t.rank"
-        " AND c.channel = ?3"
-        " WHERE t.app_id = ?1 AND t.cycle_tag = ?2 ORDER BY t.rank" % seg,
-        "channel %d's %s values" % (index, "robust" if robust else
-                                    "measured"), (index,))
 
 
 def _tag(c):
@@ -276,167 +239,153 @@ class Store:
             return int(tags[-1])
         return int(cycle)
 
-    def _blobs(self, series, app, cycle):
-        rows = self._db.execute(series.sql, (app, _tag(cycle)) +
-                                series.params).fetchall()
-        if not self._has_history:
-            return rows
-        # A cycle stored as a history reference beyond the retention window
-        # has an empty BLOB: its values are its representative's (the
-        # referenced cycle of the same rank, never itself a reference), as
-        # the GlobalAgent serves them (docs/history.md).
-        out, refs = [], {}
-        for rank, n, blob in rows:
-            if blob is not None and len(blob) == 0:
-                ref = self._db.execute(
-                    "SELECT ref_cycle FROM history WHERE app_id = ?"
-                    " AND cycle_tag = ? AND rank = ?",
-                    (app, _tag(cycle), rank)).fetchone()
-                if ref is not None:
-                    if ref[0] not in refs:
-                        refs[ref[0]] = {
-                            r: b for r, _, b in self._db.execute(
-                                series.sql, (app, ref[0]) + series.params)}
-                    blob = refs[ref[0]].get(rank, blob)
-            out.append((rank, n, blob))
-        return out
+    def _rows(self, table, sql, args):
+        """sql's rows, none when the store predates table (added in place,
+        docs/storage.md)."""
+        if table and not self._table(table):
+            return []
+        return self._db.execute(sql, args).fetchall()
 
-    def cycle(self, app, cycle="latest", weights=None, channel=None):
-        """The Cycle app's cycle (a tag or "latest"). weights: None (robust
-        when every present rank has robust weights, else measured; the
-        environment's LA_WEIGHTS=measured|robust changes the default as
-        for libla_client and lactl), "measured", "robust" (raises
-        NoRobustWeights unless every present rank has them), or another
-        name of Store.series(). channel: None (the sum over the channels,
-        the element's weight) or a name of Store.channels(app): that
-        channel's series, measured or robust by the same rule, a rank whose
-        trace lacks it missing. Raises NotFound (NoSuchChannel for an
-        unknown channel), NoRobustWeights, _lib.DecodeError."""
-        nprocs, _, _ = self._app(app)
-        cycle = self._resolve(app, cycle)
+    def _representative(self, app, tag, rank):
+        """(segments, robust segments) of the cycle a demoted trace refers
+        to (docs/history.md), or None."""
+        if not self._has_history:
+            return None
+        return self._db.execute(
+            "SELECT t.segments, r.segments FROM history h JOIN traces t"
+            " ON t.app_id = h.app_id AND t.cycle_tag = h.ref_cycle"
+            " AND t.rank = h.rank LEFT JOIN robust r ON r.app_id = h.app_id"
+            " AND r.cycle_tag = h.ref_cycle AND r.rank = h.rank"
+            " WHERE h.app_id = ? AND h.cycle_tag = ? AND h.rank = ?",
+            (app, tag, rank)).fetchone()
+
+    def _stored_set(self, app, cycle):
+        """The TraceSet message (bytes) of app's stored cycle, as the
+        GlobalAgent loads it (store_load.c): every series stored, the
+        missing ranks below nprocs (when known; else the highest rank
+        seen + 1) with their reasons, element counts from the ranks'
+        starts. Raises NotFound."""
+        nprocs, metric, unit = self._app(app)
         tag = _tag(cycle)
+        rob = self._has_robust
         traces = self._db.execute(
-            "SELECT rank, n_elements, stat_sum FROM traces"
-            " WHERE app_id = ? AND cycle_tag = ? ORDER BY rank",
-            (app, tag)).fetchall()
-        reasons = dict(self._db.execute(
-            "SELECT rank, reason FROM missing WHERE app_id = ?"
-            " AND cycle_tag = ?", (app, tag)).fetchall()) \
-            if self._table("missing") else {}
+            "SELECT t.rank, t.n_elements, t.mode, t.segments, t.stat_count,"
+            " t.stat_sum, t.stat_min, t.stat_max, t.seq, %s FROM traces t%s"
+            " WHERE t.app_id = ? AND t.cycle_tag = ? ORDER BY t.rank" %
+            (("r.segments, r.stat_count, r.stat_sum, r.stat_min, r.stat_max",
+              " LEFT JOIN robust r ON r.app_id = t.app_id AND r.cycle_tag ="
+              " t.cycle_tag AND r.rank = t.rank") if rob else
+             ("NULL, NULL, NULL, NULL, NULL", "")), (app, tag)).fetchall()
+        if nprocs:
+            traces = [t for t in traces if t[0] < nprocs]
+        chans = {}
+        for row in self._rows(
+                "channel_traces",
+                "SELECT rank, channel, segments, stat_count, stat_sum,"
+                " stat_min, stat_max, robust_segments, robust_count,"
+                " robust_sum, robust_min, robust_max FROM channel_traces"
+                " WHERE app_id = ? AND cycle_tag = ? ORDER BY rank, channel",
+                (app, tag)):
+            r, ch, seg, cnt, su, lo, hi, rseg, rcnt, rsu, rlo, rhi = row
+            chans.setdefault(r, []).append(_wire.channel_trace(
+                ch, seg, _wire.stats(cnt, su, lo, hi), rseg,
+                None if rseg is None else _wire.stats(rcnt, rsu, rlo, rhi)))
+        reasons = [(r, why) for r, why in self._rows(
+            "missing", "SELECT rank, reason FROM missing WHERE app_id = ?"
+            " AND cycle_tag = ? ORDER BY rank", (app, tag))
+            if not nprocs or r < nprocs]
         if not traces and not reasons:
             raise NotFound("no trace of %s cycle %d" % (app, cycle))
-        if channel is not None:
-            ch, nch = self._channel(app, channel, "%s cycle %d" %
-                                    (app, cycle))
         known = nprocs > 0
         if not known:
-            nprocs = max([r for r, _, _ in traces] + list(reasons)) + 1
-        traces = [t for t in traces if t[0] < nprocs]
-        c = Cycle()
-        c.app, c.cycle, c.nprocs = app, cycle, nprocs
-        present = {r: (n, s) for r, n, s in traces}
-        c.missing = [r for r in range(nprocs) if r not in present]
-        c.missing_reasons = {r: reasons[r] for r in c.missing
-                             if r in reasons}
+            nprocs = max([t[0] for t in traces] + [r for r, _ in reasons]) + 1
+        present = {t[0] for t in traces}
+        missing = [r for r in range(nprocs) if r not in present]
+        reasons = [(r, why) for r, why in reasons if r not in present]
+        counts = [0] * nprocs
+        for r, n in self._db.execute(
+                "SELECT rank, n_elements FROM ranks WHERE app_id = ?"
+                " AND started = 1", (app,)):
+            if r < nprocs:
+                counts[r] = n
         closed = self._db.execute(
             "SELECT closed, t_closed_ns FROM trace_sets WHERE app_id = ?"
             " AND cycle_tag = ?", (app, tag)).fetchone()
-        if known and not c.missing:
-            c.state = "complete"
-        elif closed and closed[0] and closed[1]:
-            c.state = "partial"
-        else:
-            c.state = "open"
-        started = dict(self._db.execute(
-            "SELECT rank, n_elements FROM ranks WHERE app_id = ?"
-            " AND started = 1", (app,)).fetchall())
-        counts = [present[r][0] if r in present else started.get(r, 0)
-                  for r in range(nprocs)]
-        c.vtxdist = np.zeros(nprocs + 1, dtype=np.uint64)
-        np.cumsum(counts, out=c.vtxdist[1:])
-        c.totals = np.array([present[r][1] if r in present and
-                             present[r][1] is not None else np.nan
-                             for r in range(nprocs)], dtype=np.float64)
-        c.robust_totals = np.full(nprocs, np.nan)
-        rob = set()  # present ranks with robust weights
-        if self._has_robust:
-            for r, s in self._db.execute(
-                    "SELECT rank, stat_sum FROM robust WHERE app_id = ?"
-                    " AND cycle_tag = ? AND segments IS NOT NULL",
-                    (app, tag)):
-                if r in present:
-                    rob.add(r)
-                    c.robust_totals[r] = np.nan if s is None else s
-        c.channel = channel
-        if channel is None:
-            series = self._choose(weights, c, rob)
-        else:
-            series = self._channel_view(c, tag, ch, nch, weights, rob)
-        rows = self._blobs(series, app, cycle)
-        c.weights = series.name
-        c.values = np.full(int(c.vtxdist[-1]), np.nan)
-        for r, n, blob in rows:
-            if r >= nprocs or r in c.missing:
-                continue
-            if blob is None:
-                raise NoRobustWeights("%s cycle %d rank %d has no %s "
-                                      "weights" % (app, cycle, r,
-                                                   series.name))
-            _lib.decode_into(self._so, blob, c.rank(r),
-                             "%s cycle %d rank %d" % (app, cycle, r))
-        return c
+        msg = []
+        for (r, n, mode, seg, cnt, su, lo, hi, seq,
+             rseg, rcnt, rsu, rlo, rhi) in traces:
+            # a demoted cycle: its representative's segments
+            ref = (self._representative(app, tag, r)
+                   if seg == b"" or rseg == b"" else None)
+            if ref is not None:
+                seg = ref[0] if seg == b"" else seg
+                rseg = ref[1] if rseg == b"" and ref[1] else rseg
+            msg.append(_wire.compact_trace(
+                seq or 0, app, r, cycle, n, mode, seg,
+                _wire.stats(cnt, su, lo, hi), rseg,
+                None if rseg is None else _wire.stats(rcnt, rsu, rlo, rhi),
+                chans.get(r, ())))
+        return _wire.trace_set(
+            app, cycle, nprocs, known and not missing, missing, msg, counts,
+            metric, unit,
+            closed[1] if closed and closed[0] and
+            isinstance(closed[1], int) else None,
+            reasons, self.channels(app))
 
-    def _channel_view(self, c, tag, ch, nch, weights, rob):
-        """Turns c (the sum's ranks, totals and robust ranks rob) into
-        channel ch's view as la_traceset_channel does; returns its
-        Series."""
-        summed = self._choose(None, c, rob) is ROBUST
-        crob = set()
-        for r, has, s, rs, rsum in self._db.execute(
-                "SELECT t.rank, c.rank IS NOT NULL, c.stat_sum,"
-                " c.robust_segments IS NOT NULL, c.robust_sum FROM traces t"
-                " LEFT JOIN channel_traces c ON c.app_id = t.app_id"
-                " AND c.cycle_tag = t.cycle_tag AND c.rank = t.rank"
-                " AND c.channel = ? WHERE t.app_id = ? AND t.cycle_tag = ?",
-                (ch, c.app, tag)):
-            if r >= c.nprocs or r in c.missing:
-                continue
-            if not has and nch > 1:
-                c.missing.append(r)
-                c.missing_reasons[r] = NO_CHANNEL_REASON
-                c.totals[r] = c.robust_totals[r] = np.nan
-            elif has:
-                c.totals[r] = np.nan if s is None else s
-                c.robust_totals[r] = (np.nan if rsum is None else rsum) \
-                    if rs else np.nan
-                if rs:
-                    crob.add(r)
-            elif r in rob:  # one channel: the trace is that channel
-                crob.add(r)
-        c.missing.sort()
-        if c.state == "complete" and c.missing:
-            c.state = "partial"
-        if weights is None and not summed:
-            weights = "measured"
-        return channel_series(ch, self._choose(weights, c, crob) is ROBUST,
-                              nch == 1)
-
-    def _choose(self, weights, c, rob):
-        every = len(rob) > 0 and len(rob) == c.nprocs - len(c.missing)
-        if weights is None:
-            env = os.environ.get("LA_WEIGHTS", "")
-            return ROBUST if every and env != "measured" else MEASURED
-        if weights not in SERIES:
+    def cycle(self, app, cycle="latest", weights=None, channel=None):
+        """The Cycle app's cycle (a tag or "latest"). weights: None
+        (libla_client's default: robust when every present rank has robust
+        weights, else measured; the environment's LA_WEIGHTS=measured|robust
+        changes it as for lactl), "measured", "robust" (raises
+        NoRobustWeights unless every present rank has them), or another
+        name of Store.series(). channel: None (the sum over the channels,
+        the element's weight) or a name of Store.channels(app): that
+        channel's series as la_traceset_channel serves it, a rank whose
+        trace lacks it missing. Raises NotFound (NoSuchChannel for an
+        unknown channel), NoRobustWeights, _lib.DecodeError."""
+        if weights is not None and weights not in SERIES:
             raise ValueError("weights=%r: one of %s" %
                              (weights, ", ".join(sorted(SERIES))))
-        if weights == "robust" and not every:
-            lack = [r for r in range(c.nprocs)
-                    if r not in c.missing and r not in rob]
-            raise NoRobustWeights(
-                "%s cycle %d: rank%s %s without robust weights" %
-                (c.app, c.cycle, "s" if len(lack) != 1 else "",
-                 ",".join(map(str, lack)) or "(none present)"))
-        return SERIES[weights]
+        self._app(app)
+        cycle = self._resolve(app, cycle)
+        where = "%s cycle %d" % (app, cycle)
+        t = _lib.TraceSet.from_bytes(self._so, self._stored_set(app, cycle),
+                                     where)
+        if channel is not None:
+            with t:
+                v = t.channel(channel, where)
+                if v is None:
+                    names = t.channel_names()
+                    raise NoSuchChannel(
+                        "%s has no channel '%s' (%s)" %
+                        (where, channel, "channels: " + ", ".join(names)
+                         if names else "the application declared no "
+                         "channels"), channel, names)
+            t = v
+        with t:
+            if weights is not None and \
+                    t.set_weights(SERIES[weights].kind) == _lib.LA_ENOTFOUND:
+                lack = [r for r in range(t.nprocs())
+                        if r not in t.missing() and not t.has_robust(r)]
+                raise NoRobustWeights(
+                    "%s: rank%s %s without robust weights" %
+                    (where, "s" if len(lack) != 1 else "",
+                     ",".join(map(str, lack)) or "(none present)"))
+            c = Cycle()
+            c.app, c.cycle, c.channel = app, cycle, channel
+            c.nprocs = t.nprocs()
+            c.missing = t.missing()
+            c.missing_reasons = {r: t.missing_reason(r) for r in c.missing
+                                 if t.missing_reason(r) is not None}
+            # as lactl names a set's state (lactl_set_state)
+            c.state = ("complete" if t.complete() else
+                       "partial" if t.time_ns() else "open")
+            c.weights = ROBUST.name if t.robust() else MEASURED.name
+            c.vtxdist = t.vtxdist()
+            c.totals = t.totals()
+            c.robust_totals = t.totals(robust=True)
+            c.values = t.weights(where)
+        return c
 
     def weights(self, app, cycle="latest", weights=None, channel=None):
         """The cycle's values: float64, global element order, NaN for the

@@ -10,8 +10,11 @@ export`'s CSV, JSON and npy values bit for bit, the npy array equals the
 CSV, every export carries its format version, and every JSON output of
 lactl validates against TREE/docs/schema. For the --channel-apps (of
 examples/multiloop: channels h_update, e_update, source) the same per
-channel against `lactl export --channel NAME`, and an unknown channel's
-error against lactl's. Prints what it checked; exits 1
+channel against `lactl export --channel NAME`, an unknown channel's
+error against lactl's, and an application of one channel. Copies of the
+store read as lactl reads them: a partial cycle, a cycle demoted to a
+history reference (its representative's values), a corrupted trace.
+Prints what it checked; exits 1
 on the first failure, with the reason. The last line on success is
 "check_pydata: all checks passed".
 """
@@ -282,6 +285,62 @@ def check_partial(lw, app):
     print("  partial cycle: rank 2 missing, as lactl exports it")
 
 
+def check_history(lw, app):
+    """A copy of the store where cycle 2 was demoted to a reference to
+    cycle 1 (docs/history.md: empty segments and a history row): its values
+    are cycle 1's, its totals its own, measured and robust, and the package
+    reads the copy as lactl does."""
+    path, db = copy_db("history.db")
+    ranks = [r for r, in db.execute(
+        "SELECT rank FROM traces WHERE app_id = ? AND cycle_tag = 2", (app,))]
+    for r in ranks:
+        key = (app, 2, r)
+        db.execute("UPDATE traces SET segments = x'' WHERE app_id = ? AND"
+                   " cycle_tag = ? AND rank = ?", key)
+        db.execute("UPDATE robust SET segments = x'' WHERE app_id = ? AND"
+                   " cycle_tag = ? AND rank = ? AND segments IS NOT NULL",
+                   key)
+        db.execute("INSERT INTO history(app_id, cycle_tag, rank, ref_cycle,"
+                   " rank_seq, in_full) VALUES (?, ?, ?, 1, 2, 0)", key)
+    db.commit()
+    db.close()
+    check(len(ranks) > 1, "history: %d ranks in cycle 2" % len(ranks))
+    with lw.open(path, lib=A.lib) as s, lw.open(A.db, lib=A.lib) as orig:
+        for weights in ("measured", "robust"):
+            same_values(s.weights(app, 2, weights=weights),
+                        orig.weights(app, 1, weights=weights),
+                        "demoted cycle 2 (%s) vs cycle 1" % weights)
+            c = s.cycle(app, 2, weights=weights)
+            same_values(c.totals, orig.cycle(app, 2).totals,
+                        "demoted cycle 2's own totals")
+        for weights in (None, "measured", "robust"):
+            check_app(lw, s, app, weights, db=path)
+    print("  demoted cycle: its representative's values, as lactl reads "
+          "them")
+
+
+def check_one_channel(lw, app):
+    """A copy of the store where the application declared one channel:
+    no channel rows, the trace itself is that channel's series (as
+    la_traceset_channel serves it), read as lactl reads it."""
+    path, db = copy_db("onechannel.db")
+    db.execute("DELETE FROM channel_traces WHERE app_id = ?", (app,))
+    db.execute("DELETE FROM rank_channels WHERE app_id = ? AND channel > 0",
+               (app,))
+    db.commit()
+    db.close()
+    with lw.open(path, lib=A.lib) as s:
+        check(s.channels(app) == CHANNELS[:1], "one channel: %r" %
+              s.channels(app))
+        for weights in (None, "measured", "robust"):
+            c = s.cycle(app, "latest", weights=weights, channel=CHANNELS[0])
+            same_values(c.values, s.weights(app, "latest", weights=weights),
+                        "the one channel vs the sum")
+            check(c.missing == [], "one channel: missing %r" % c.missing)
+            check_app(lw, s, app, weights, db=path, channel=CHANNELS[0])
+    print("  one channel: the trace is its series, as lactl reads it")
+
+
 def check_errors(lw, app):
     # an explicit library path that is wrong fails, naming it
     try:
@@ -428,9 +487,11 @@ def main():
                 check_app(lw, store, app, weights)
         for app in chapps:
             check_channels(lw, store, app, apps[0])
+            check_one_channel(lw, app)
     check_json_outputs(apps)
     check_readme(lw, apps[0], 1)
     check_partial(lw, apps[0])
+    check_history(lw, apps[0])
     check_errors(lw, apps[0])
     print("check_pydata: all checks passed")
 

@@ -8,10 +8,11 @@
  * maxerr and lossless compaction; tests/python/check_pydata.py (Debian's
  * /usr/bin/python3 with numpy) pip-installs python/ into a temporary
  * directory, loads the weights and compares them exactly with `lactl
- * export` (CSV, JSON and npy, which must equal the CSV), the same per channel
-of multiloop (three channels) against `lactl export --channel` and an
-unknown channel's error against lactl's, checks the format
- * versions, and validates every JSON output of lactl against
+ * export` (CSV, JSON and npy, which must equal the CSV), the same per
+ * channel of multiloop (three channels) against `lactl export --channel`, an
+ * unknown channel's error against lactl's, one channel only, a cycle demoted
+ * to a history reference and a partial cycle (copies of the store), checks
+ * the format versions, and validates every JSON output of lactl against
  * the schemas in docs/schema. Skips only when mpiexec, the daemons, the example
  * or /usr/bin/python3 do not exist.
  */
