@@ -125,6 +125,26 @@ void la_td_nap_ms(int ms) {
   }
 }
 
+int la_td_loaded_ms(int ms) {
+  double load[1];
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (getloadavg(load, 1) != 1 || cpus < 1) return ms;
+  double f = load[0] / (double)cpus;
+  if (f <= 1.0) return ms;
+  if (f > LA_TD_LOAD_SCALE_MAX) f = LA_TD_LOAD_SCALE_MAX;
+  return (int)(ms * f);
+}
+
+int la_td_wait_until(int (*done)(void *arg), void *arg, int timeout_ms) {
+  long long end = la_td_now_ms() + timeout_ms;
+  for (;;) {
+    int last = la_td_now_ms() >= end;
+    if (done(arg)) return 0;
+    if (last) return -1;
+    la_td_nap_ms(20);
+  }
+}
+
 int la_td_read_port(const char *path, int timeout_ms) {
   long long end = la_td_now_ms() + timeout_ms;
   for (;;) {
