@@ -170,6 +170,16 @@ int la_td_loaded_ms(int ms);
  * timeout_ms (done is called once more at the deadline). Returns 0, or -1
  * when it never became true. */
 int la_td_wait_until(int (*done)(void *arg), void *arg, int timeout_ms);
+/* la_td_wait_until for work whose wall time a busy machine stretches far
+ * more than its CPU time (a sanitized daemon compacting, storing, sending):
+ * the wait goes on while any of the n daemons ds (not running ones are
+ * skipped) keeps using CPU, and gives up when none used any for idle_ms,
+ * or after max_ms in all. Returns 0, or -1 when done never became true.
+ * *cpu (may be NULL) gets the CPU seconds they used while waiting, *idle
+ * (may be NULL) the longest stretch in ms in which they used none. */
+int la_td_wait_working(int (*done)(void *arg), void *arg,
+                       la_test_daemon_t *const *ds, int n, int idle_ms,
+                       int max_ms, double *cpu, long long *idle);
 /* Waits up to timeout_ms until path holds a port number (1..65535), as a
  * daemon's port_file option writes it. Returns the port, or -1. */
 int la_td_read_port(const char *path, int timeout_ms);

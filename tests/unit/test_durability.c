@@ -167,34 +167,22 @@ static void la_wait_status(const char *key, long long min) {
         la_status("cycles_skipped_by_apps"), T.sent, T.unsent);
 }
 
-/* Waits for the LocalAgent to exit after a signal. Compactions in flight
- * finish first, which takes seconds of CPU in a ThreadSanitizer build and
- * many times that in wall time on a busy machine: the wait goes on while
- * the agent keeps using CPU, and fails when it used none for wait_ms()
- * (stuck) or after LA_TD_LOAD_SCALE_MAX * WAIT_MS in all. Returns its exit
- * status as la_td_wait_exit (-1: still running); *cpu gets the CPU seconds
- * it used meanwhile, *idle_ms the longest time it used none. */
-static int la_wait_exit_working(double *cpu, long long *idle_ms) {
-  pid_t pid = la_td_pid(T.la);
-  double first = la_td_cpu_seconds(pid), last = first;
-  long long t0 = la_td_now_ms(), moved = t0, idle = 0;
-  int st = -1;
-  *cpu = 0;
-  while ((st = la_td_wait_exit(T.la, 100)) == -1 && la_td_pid(T.la) > 0) {
-    long long now = la_td_now_ms();
-    double c = la_td_cpu_seconds(pid);
-    if (c > last + 0.01) {
-      last = c;
-      moved = now;
-    }
-    if (now - moved > idle) idle = now - moved;
-    if (c >= first) *cpu = c - first;
-    if (now - moved > wait_ms() ||
-        now - t0 > (long long)LA_TD_LOAD_SCALE_MAX * WAIT_MS)
-      break;
-  }
-  *idle_ms = idle;
-  return st;
+/* Waits while the daemons work (la_td_wait_working): until done(arg), as
+ * long as the LocalAgent or the GlobalAgent keeps using CPU, failing when
+ * neither used any for wait_ms() or after LA_TD_LOAD_SCALE_MAX * WAIT_MS.
+ * Their work in a ThreadSanitizer build takes seconds of CPU and many
+ * times that in wall time on a busy machine. */
+static int wait_working(int (*done)(void *), double *cpu, long long *idle) {
+  la_test_daemon_t *const ds[] = {T.la, T.ga};
+  return la_td_wait_working(done, NULL, ds, 2, wait_ms(),
+                            LA_TD_LOAD_SCALE_MAX * WAIT_MS, cpu, idle);
+}
+
+static int la_exit_st;
+/* Whether the LocalAgent exited (its status into la_exit_st). */
+static int la_exited(void *arg) {
+  la_exit_st = la_td_wait_exit(T.la, 0);
+  return la_exit_st != -1 || la_td_pid(T.la) <= 0;
 }
 
 /* ------------------------------------------------------- application -- */
@@ -397,12 +385,13 @@ static void run_scenario(const scen_t *sc) {
     long long in_flight = la_status("jobs_in_flight"), idle;
     double cpu;
     CHECK(la_td_signal(T.la, SIGTERM) == 0, "signal");
-    st = la_wait_exit_working(&cpu, &idle);
+    wait_working(la_exited, &cpu, &idle);
+    st = la_exit_st;
     CHECK(st == 0,
           "after SIGTERM with %lld compactions in flight the LocalAgent did "
           "not exit with status 0: status %d (-1: still running) after "
-          "%lld ms, having used %.1f s of CPU meanwhile, none for %lld ms "
-          "at most",
+          "%lld ms, the daemons having used %.1f s of CPU meanwhile, none "
+          "for %lld ms at most",
           in_flight, st, la_td_now_ms() - t0, cpu, idle);
     print_message("%s: %.1f s of CPU after SIGTERM\n", sc->app, cpu);
   } else {
@@ -420,19 +409,24 @@ static void run_scenario(const scen_t *sc) {
   la_td_log_mark(T.la);
   start_la(NULL);
   if (!sc->ga_up) start_ga(port);
-  ms = wait_ms();
   t0 = la_td_now_ms();
-  int drained = la_td_wait_until(la_drained, NULL, ms);
+  double cpu;
+  long long idle;
+  int drained = wait_working(la_drained, &cpu, &idle);
   char link[64] = "";
   la_td_status(T.la, "global_link", link, sizeof link);
   CHECK(drained == 0,
-        "the restarted agent did not send everything within %d ms: "
+        "the restarted agent did not send everything in %lld ms (the "
+        "daemons used %.1f s of CPU, none for %lld ms at most): "
         "global_link '%s', queue_items %lld, cycles_pending %lld, "
         "log_replayed %lld, messages_acked %lld",
-        ms, link, la_status("queue_items"), la_status("cycles_pending"),
-        la_status("log_replayed"), la_status("messages_acked"));
-  print_message("%s: the restarted agent sent its log in %lld ms\n", sc->app,
-                la_td_now_ms() - t0);
+        la_td_now_ms() - t0, cpu, idle, link, la_status("queue_items"),
+        la_status("cycles_pending"), la_status("log_replayed"),
+        la_status("messages_acked"));
+  print_message(
+      "%s: the restarted agent sent its log in %lld ms (%.1f s of "
+      "CPU)\n",
+      sc->app, la_td_now_ms() - t0, cpu);
 
   int stored = 0, missing = 0, lost = 0, handed_n = 0;
   char why[300];
