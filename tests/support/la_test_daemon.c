@@ -171,7 +171,7 @@ int la_td_wait_working(int (*done)(void *arg), void *arg,
       break;
     }
     /* a daemon that exited takes its CPU time with it: count only rises */
-    if (c > last + 0.01) {
+    if (c > last) { /* a tick (10 ms) at least */
       used += c - last;
       moved = now;
     }
