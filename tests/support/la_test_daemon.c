@@ -125,6 +125,66 @@ void la_td_nap_ms(int ms) {
   }
 }
 
+int la_td_loaded_ms(int ms) {
+  double load[1];
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (getloadavg(load, 1) != 1 || cpus < 1) return ms;
+  double f = load[0] / (double)cpus;
+  if (f <= 1.0) return ms;
+  if (f > LA_TD_LOAD_SCALE_MAX) f = LA_TD_LOAD_SCALE_MAX;
+  return (int)(ms * f);
+}
+
+int la_td_wait_until(int (*done)(void *arg), void *arg, int timeout_ms) {
+  long long end = la_td_now_ms() + timeout_ms;
+  for (;;) {
+    int last = la_td_now_ms() >= end;
+    if (done(arg)) return 0;
+    if (last) return -1;
+    la_td_nap_ms(20);
+  }
+}
+
+/* CPU seconds the running daemons of ds used so far (those that are not
+ * running count 0). */
+static double la__cpu_of(la_test_daemon_t *const *ds, int n) {
+  double sum = 0;
+  for (int i = 0; i < n; i++) {
+    pid_t p = ds[i] ? la_td_pid(ds[i]) : 0;
+    double c = p > 0 ? la_td_cpu_seconds(p) : -1;
+    if (c > 0) sum += c;
+  }
+  return sum;
+}
+
+int la_td_wait_working(int (*done)(void *arg), void *arg,
+                       la_test_daemon_t *const *ds, int n, int idle_ms,
+                       int max_ms, double *cpu, long long *idle) {
+  long long t0 = la_td_now_ms(), moved = t0, longest = 0;
+  double first = la__cpu_of(ds, n), last = first, used = 0;
+  int rc = -1;
+  for (;;) {
+    long long now = la_td_now_ms();
+    double c = la__cpu_of(ds, n); /* before done(), which may reap */
+    if (done(arg)) {
+      rc = 0;
+      break;
+    }
+    /* a daemon that exited takes its CPU time with it: count only rises */
+    if (c > last) { /* a tick (10 ms) at least */
+      used += c - last;
+      moved = now;
+    }
+    last = c;
+    if (now - moved > longest) longest = now - moved;
+    if (now - moved > idle_ms || now - t0 > max_ms) break;
+    la_td_nap_ms(20);
+  }
+  if (cpu) *cpu = used;
+  if (idle) *idle = longest;
+  return rc;
+}
+
 int la_td_read_port(const char *path, int timeout_ms) {
   long long end = la_td_now_ms() + timeout_ms;
   for (;;) {

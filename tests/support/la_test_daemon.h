@@ -159,6 +159,27 @@ int la_td_group_setup(void **state);
 /* Sleeps ms milliseconds (restarted after a signal). For polls with a
  * deadline only: tests wait on events, not on time. */
 void la_td_nap_ms(int ms);
+/* A wait's ceiling on a loaded machine: ms times the load per CPU (the
+ * 1-minute load average over the online CPUs) when that exceeds 1, at most
+ * LA_TD_LOAD_SCALE_MAX times ms. A daemon slowed by other work (or by a
+ * sanitizer on a busy machine) is then not taken for a broken one, while a
+ * hang on a quiet machine still fails after ms. */
+#define LA_TD_LOAD_SCALE_MAX 10
+int la_td_loaded_ms(int ms);
+/* Polls done(arg) every 20 ms until it returns non-zero, for at most
+ * timeout_ms (done is called once more at the deadline). Returns 0, or -1
+ * when it never became true. */
+int la_td_wait_until(int (*done)(void *arg), void *arg, int timeout_ms);
+/* la_td_wait_until for work whose wall time a busy machine stretches far
+ * more than its CPU time (a sanitized daemon compacting, storing, sending):
+ * the wait goes on while any of the n daemons ds (not running ones are
+ * skipped) keeps using CPU, and gives up when none used any for idle_ms,
+ * or after max_ms in all. Returns 0, or -1 when done never became true.
+ * *cpu (may be NULL) gets the CPU seconds they used while waiting, *idle
+ * (may be NULL) the longest stretch in ms in which they used none. */
+int la_td_wait_working(int (*done)(void *arg), void *arg,
+                       la_test_daemon_t *const *ds, int n, int idle_ms,
+                       int max_ms, double *cpu, long long *idle);
 /* Waits up to timeout_ms until path holds a port number (1..65535), as a
  * daemon's port_file option writes it. Returns the port, or -1. */
 int la_td_read_port(const char *path, int timeout_ms);

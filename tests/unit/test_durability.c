@@ -22,10 +22,16 @@
  * SIGTERM with large compactions in flight (they finish into the log).
  * Each prints how many taken cycles were stored, recorded missing and lost.
  *
- * Every wait is bounded; teardown kills the child and both daemons and
- * removes their directories. Tests skip when the daemons are not built.
+ * Every wait is on a condition, bounded by a ceiling that grows with the
+ * machine's load (la_td_loaded_ms: the daemons may be ThreadSanitizer
+ * builds on a busy machine), and says on failure what it waited for and
+ * what it saw. The application waits for a free buffer as long (libla's
+ * LA_WAIT_TIMEOUT_MS), so that a slow agent does not make it skip cycles
+ * before the kill. Teardown kills the child and both daemons and removes
+ * their directories. Tests skip when the daemons are not built.
  */
 #include <errno.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -48,7 +54,7 @@
 #include "la_test_stack.h"
 #include "la_test_sql.h"
 
-#define WAIT_MS 20000
+#define WAIT_MS 20000 /* a wait's ceiling on a quiet machine */
 #define MAXC 64
 
 static struct {
@@ -57,8 +63,14 @@ static struct {
   uint16_t agents_port;
   char ga_addr[64];
   pid_t kid;
-  int go, res; /* pipes to and from the application */
+  int go, res;      /* pipes to and from the application */
+  int sent, unsent; /* cycles whose values went to the agent, and not */
 } T;
+
+/* The ceiling of every wait of this program, for the machine's load now. */
+static int wait_ms(void) {
+  return la_td_loaded_ms(WAIT_MS);
+}
 
 static int setup(void **state) {
   memset(&T, 0, sizeof T);
@@ -113,8 +125,8 @@ static void start_ga(uint16_t port) {
   la_td_argv_add(&a, "--stitch.timeout=2s");
   la_td_argv_add(&a, "--log.level=debug");
   unlink(T.agents_pf);
-  int p = la_td_start(T.ga, a.v, T.feed_pf, WAIT_MS);
-  CHECK(p > 0, "la-globalagent did not start");
+  int p = la_td_start(T.ga, a.v, T.feed_pf, wait_ms());
+  CHECK(p > 0, "la-globalagent did not start within %d ms", wait_ms());
   FILE *f = fopen(T.agents_pf, "r");
   unsigned v = 0;
   CHECK(f && fscanf(f, "%u", &v) == 1 && v > 0 && v < 65536,
@@ -133,37 +145,69 @@ static void start_la(const char *const *extra) {
   la_ts_la_args(&a, pf, T.log_dir, T.ga_addr, T.key);
   la_ts_la_test_opts(&a);
   la_td_argv_extend(&a, extra);
-  int p = la_td_start(T.la, a.v, pf, WAIT_MS);
-  CHECK(p > 0, "la-localagent did not start");
+  int p = la_td_start(T.la, a.v, pf, wait_ms());
+  CHECK(p > 0, "la-localagent did not start within %d ms", wait_ms());
 }
 
 static long long la_status(const char *key) {
   return la_td_status_ll(T.la, key);
 }
 
+/* Waits until the LocalAgent's status row key is at least min; a failure
+ * says what the agent and the application had done by then. */
 static void la_wait_status(const char *key, long long min) {
-  CHECK(la_td_wait_status(T.la, key, min, WAIT_MS) == 0,
-        "LocalAgent status %s did not reach %lld (is %lld)", key, min,
-        la_status(key));
+  int ms = wait_ms();
+  CHECK(la_td_wait_status(T.la, key, min, ms) == 0,
+        "LocalAgent status %s did not reach %lld within %d ms: is %lld "
+        "(cycles_received %lld, cycles_compacted %lld, jobs_in_flight %lld, "
+        "cycles_skipped_by_apps %lld; the application handed over %d "
+        "cycles and skipped %d)",
+        key, min, ms, la_status(key), la_status("cycles_received"),
+        la_status("cycles_compacted"), la_status("jobs_in_flight"),
+        la_status("cycles_skipped_by_apps"), T.sent, T.unsent);
+}
+
+/* Waits while the daemons work (la_td_wait_working): until done(arg), as
+ * long as the LocalAgent or the GlobalAgent keeps using CPU, failing when
+ * neither used any for wait_ms() or after LA_TD_LOAD_SCALE_MAX * WAIT_MS.
+ * Their work in a ThreadSanitizer build takes seconds of CPU and many
+ * times that in wall time on a busy machine. */
+static int wait_working(int (*done)(void *), double *cpu, long long *idle) {
+  la_test_daemon_t *const ds[] = {T.la, T.ga};
+  return la_td_wait_working(done, NULL, ds, 2, wait_ms(),
+                            LA_TD_LOAD_SCALE_MAX * WAIT_MS, cpu, idle);
+}
+
+static int la_exit_st;
+/* Whether the LocalAgent exited (its status into la_exit_st). */
+static int la_exited(void *arg) {
+  la_exit_st = la_td_wait_exit(T.la, 0);
+  return la_exit_st != -1 || la_td_pid(T.la) <= 0;
 }
 
 /* ------------------------------------------------------- application -- */
 
 typedef struct rec {
   int64_t tag;
-  int32_t rc, pad;
+  int32_t rc;
+  int32_t sent; /* 1 when the cycle's values went to the agent */
 } rec_t;
 
 /* The application: registers n elements, then one cycle per byte on go
  * (the byte's value is ignored; EOF ends the run), reporting each
- * LA_dataXferTagged's result; finalizes. */
-static void app_main(int go, int res, long n, int buffers, const char *app) {
+ * LA_dataXferTagged's result and whether it handed the cycle to the agent;
+ * finalizes. It waits up to wait_ms for a free buffer (a dead agent ends
+ * the wait at once). */
+static void app_main(int go, int res, long n, int buffers, const char *app,
+                     int wait_ms) {
+  char wt[32];
+  snprintf(wt, sizeof wt, "%d", wait_ms);
   LA_setAgent(la_td_addr(T.la));
   LA_setAppId(app);
   LA_setPeriod(1);
   LA_setBuffers(buffers);
   LA_setPolicy(LA_POLICY_WAIT);
-  setenv("LA_WAIT_TIMEOUT_MS", "3000", 1);
+  setenv("LA_WAIT_TIMEOUT_MS", wt, 1);
   rec_t r = {-1, LA_register("durable", 0, 1, n), 0};
   if (write(res, &r, sizeof r) != sizeof r) _exit(2);
   if (r.rc != 0) _exit(1);
@@ -177,24 +221,29 @@ static void app_main(int go, int res, long n, int buffers, const char *app) {
       LA_startProbe(e);
       LA_stopProbe(e);
     }
+    long profiled = LA_getStat(LA_STAT_PROFILED);
     r.tag = tag;
     r.rc = LA_dataXferTagged((uint64_t)tag);
+    r.sent = LA_getStat(LA_STAT_PROFILED) > profiled;
     if (write(res, &r, sizeof r) != sizeof r) _exit(2);
   }
   LA_finalize();
   _exit(0);
 }
 
+static void app_read(rec_t *r);
+
 static void spawn_app(long n, int buffers, const char *app) {
   int go[2], res[2];
   assert_int_equal(pipe(go), 0);
   assert_int_equal(pipe(res), 0);
+  int ms = wait_ms();
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
     close(go[1]);
     close(res[0]);
-    app_main(go[0], res[1], n, buffers, app);
+    app_main(go[0], res[1], n, buffers, app, ms);
   }
   close(go[0]);
   close(res[1]);
@@ -202,35 +251,52 @@ static void spawn_app(long n, int buffers, const char *app) {
   T.go = go[1];
   T.res = res[0];
   rec_t r;
-  CHECK(read(T.res, &r, sizeof r) == sizeof r && r.rc == 0,
-        "the application did not register");
+  app_read(&r);
+  CHECK(r.rc == 0, "the application did not register: %d", r.rc);
 }
 
-/* Runs k more cycles; returns how many LA_dataXferTagged calls returned 0. */
-static int app_cycles(int k, int *handed) {
-  int ok = 0;
+/* The application's next record; it may wait wait_ms for a buffer, so
+ * this waits a little longer. */
+static void app_read(rec_t *r) {
+  int ms = wait_ms() + WAIT_MS;
+  struct pollfd p = {T.res, POLLIN, 0};
+  int n;
+  while ((n = poll(&p, 1, ms)) < 0 && errno == EINTR) {
+  }
+  CHECK(n == 1, "no answer from the application within %d ms", ms);
+  CHECK(read(T.res, r, sizeof *r) == sizeof *r, "the application is gone");
+}
+
+/* Runs k more cycles; marks in handed the tags whose LA_dataXferTagged
+ * returned 0 and counts in T.sent and T.unsent whether the application
+ * handed each one to the agent. */
+static void app_cycles(int k, int *handed) {
   for (int i = 0; i < k; i++) {
     rec_t r;
     CHECK(write(T.go, "c", 1) == 1, "the application is gone");
-    CHECK(read(T.res, &r, sizeof r) == sizeof r, "no answer from the app");
-    if (r.rc == 0) {
-      ok++;
-      if (r.tag >= 0 && r.tag < MAXC) handed[r.tag] = 1;
-    }
+    app_read(&r);
+    if (r.rc == 0 && r.tag >= 0 && r.tag < MAXC) handed[r.tag] = 1;
+    if (r.sent)
+      T.sent++;
+    else
+      T.unsent++;
   }
-  return ok;
+}
+
+static int kid_st;
+static int kid_exited(void *arg) {
+  return waitpid(T.kid, &kid_st, WNOHANG) == T.kid;
 }
 
 static void app_finish(void) {
   close(T.go);
   T.go = -1;
-  int st = 0;
-  long long end = la_td_now_ms() + WAIT_MS;
-  pid_t w;
-  while ((w = waitpid(T.kid, &st, WNOHANG)) == 0 && la_td_now_ms() < end)
-    la_td_nap_ms(10);
-  CHECK(w == T.kid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
-        "the application did not finish cleanly (status %d)", st);
+  int ms = wait_ms();
+  kid_st = 0;
+  CHECK(la_td_wait_until(kid_exited, NULL, ms) == 0,
+        "the application did not exit within %d ms of its last cycle", ms);
+  CHECK(WIFEXITED(kid_st) && WEXITSTATUS(kid_st) == 0,
+        "the application did not finish cleanly (status %d)", kid_st);
   T.kid = 0;
 }
 
@@ -254,6 +320,15 @@ static int missing_logged(const char *app, int tag, char *why, size_t len) {
 
 /* ----------------------------------------------------------- scenario -- */
 
+/* Whether the LocalAgent is linked to the GlobalAgent with nothing
+ * unacknowledged and no taken cycle still to log. */
+static int la_drained(void *arg) {
+  char link[64];
+  return la_td_status(T.la, "global_link", link, sizeof link) == 0 &&
+         strcmp(link, "connected") == 0 && la_status("queue_items") == 0 &&
+         la_status("cycles_pending") == 0;
+}
+
 enum { KILL_AFTER_COMPACTED, KILL_AFTER_RECEIVED, KILL_WHILE_PENDING };
 
 typedef struct scen {
@@ -271,7 +346,7 @@ static void run_scenario(const scen_t *sc) {
   int handed[MAXC] = {0};
   start_ga(0); /* learn a port for the GlobalAgent */
   uint16_t port = T.agents_port;
-  if (!sc->ga_up) CHECK(la_td_stop(T.ga, WAIT_MS) == 0, "GA stop");
+  if (!sc->ga_up) CHECK(la_td_stop(T.ga, wait_ms()) == 0, "GA stop");
   const char *no_drain[] = {"--agent.drain_timeout=0", NULL};
   start_la(sc->term ? no_drain : NULL);
   spawn_app(sc->n, 3, sc->app);
@@ -297,14 +372,35 @@ static void run_scenario(const scen_t *sc) {
     taken = la_status("cycles_received");
   }
   CHECK(taken > 0, "no cycle reached the agent");
+  /* the cycles the agent took are tags 0..taken-1 only if none was
+   * skipped (the application waits for a buffer as long as we do) */
+  CHECK(T.unsent == 0,
+        "the application skipped %d of its first %d cycles (no buffer "
+        "within %d ms)",
+        T.unsent, T.sent + T.unsent, wait_ms());
+  int ms = wait_ms(), st;
+  long long t0 = la_td_now_ms();
   if (sc->term) {
     /* drain_timeout 0: exit without waiting for acknowledgements */
+    long long in_flight = la_status("jobs_in_flight"), idle;
+    double cpu;
     CHECK(la_td_signal(T.la, SIGTERM) == 0, "signal");
-    CHECK(la_td_wait_exit(T.la, WAIT_MS) == 0, "no clean exit");
+    wait_working(la_exited, &cpu, &idle);
+    st = la_exit_st;
+    CHECK(st == 0,
+          "after SIGTERM with %lld compactions in flight the LocalAgent did "
+          "not exit with status 0: status %d (-1: still running) after "
+          "%lld ms, the daemons having used %.1f s of CPU meanwhile, none "
+          "for %lld ms at most",
+          in_flight, st, la_td_now_ms() - t0, cpu, idle);
+    print_message("%s: %.1f s of CPU after SIGTERM\n", sc->app, cpu);
   } else {
     CHECK(la_td_signal(T.la, SIGKILL) == 0, "kill");
-    CHECK(la_td_wait_exit(T.la, WAIT_MS) == 128 + SIGKILL, "not killed");
+    st = la_td_wait_exit(T.la, ms);
+    CHECK(st == 128 + SIGKILL, "SIGKILL: status %d after %d ms", st, ms);
   }
+  print_message("%s: the LocalAgent exited %lld ms after the signal\n", sc->app,
+                la_td_now_ms() - t0);
 
   /* the application goes on without its agent */
   app_cycles(sc->after, handed);
@@ -313,17 +409,24 @@ static void run_scenario(const scen_t *sc) {
   la_td_log_mark(T.la);
   start_la(NULL);
   if (!sc->ga_up) start_ga(port);
-  long long end = la_td_now_ms() + WAIT_MS;
+  t0 = la_td_now_ms();
+  double cpu;
+  long long idle;
+  int drained = wait_working(la_drained, &cpu, &idle);
   char link[64] = "";
-  while ((la_td_status(T.la, "global_link", link, sizeof link) != 0 ||
-          strcmp(link, "connected") != 0 || la_status("queue_items") != 0 ||
-          la_status("cycles_pending") > 0) &&
-         la_td_now_ms() < end)
-    la_td_nap_ms(20);
-  CHECK(la_status("queue_items") == 0,
-        "the restarted agent still has %lld "
-        "unacknowledged messages",
-        la_status("queue_items"));
+  la_td_status(T.la, "global_link", link, sizeof link);
+  CHECK(drained == 0,
+        "the restarted agent did not send everything in %lld ms (the "
+        "daemons used %.1f s of CPU, none for %lld ms at most): "
+        "global_link '%s', queue_items %lld, cycles_pending %lld, "
+        "log_replayed %lld, messages_acked %lld",
+        la_td_now_ms() - t0, cpu, idle, link, la_status("queue_items"),
+        la_status("cycles_pending"), la_status("log_replayed"),
+        la_status("messages_acked"));
+  print_message(
+      "%s: the restarted agent sent its log in %lld ms (%.1f s of "
+      "CPU)\n",
+      sc->app, la_td_now_ms() - t0, cpu);
 
   int stored = 0, missing = 0, lost = 0, handed_n = 0;
   char why[300];
@@ -397,6 +500,10 @@ static void test_stop_with_compactions_in_flight(void **state) {
   run_scenario(&sc);
 }
 
+static int torn_stored(void *arg) {
+  return db_ll("SELECT count(*) FROM traces WHERE app_id='durable-t'") >= 5;
+}
+
 /* A torn last record (the agent killed inside write(2)) is cut off at the
  * next start, which says so, and everything before it is sent. */
 static void test_torn_log_tail(void **state) {
@@ -410,7 +517,7 @@ static void test_torn_log_tail(void **state) {
   app_cycles(5, handed);
   la_wait_status("cycles_compacted", 5);
   CHECK(la_td_signal(T.la, SIGKILL) == 0, "kill");
-  la_td_wait_exit(T.la, WAIT_MS);
+  la_td_wait_exit(T.la, wait_ms());
   app_finish();
   /* half a record at the end of the newest segment */
   char seg[700];
@@ -421,17 +528,15 @@ static void test_torn_log_tail(void **state) {
   fclose(f);
   la_td_log_mark(T.la);
   start_la(NULL);
-  CHECK(la_td_wait_log(T.la, "cut short or corrupt", WAIT_MS) == 0,
-        "no log line about the torn tail");
+  CHECK(la_td_wait_log(T.la, "cut short or corrupt", wait_ms()) == 0,
+        "no log line about the torn tail within %d ms", wait_ms());
   CHECK(la_status("log_torn_bytes") == 11, "log_torn_bytes %lld",
         la_status("log_torn_bytes"));
   start_ga(port);
-  long long end = la_td_now_ms() + WAIT_MS;
-  while (db_ll("SELECT count(*) FROM traces WHERE app_id='durable-t'") < 5 &&
-         la_td_now_ms() < end)
-    la_td_nap_ms(20);
+  int ms = wait_ms();
+  la_td_wait_until(torn_stored, NULL, ms);
   CHECK(db_ll("SELECT count(*) FROM traces WHERE app_id='durable-t'") == 5,
-        "traces stored: %lld",
+        "traces of durable-t stored within %d ms: %lld, expected 5", ms,
         db_ll("SELECT count(*) FROM traces WHERE app_id='durable-t'"));
 }
 
@@ -444,8 +549,8 @@ static void test_unsafe_log_dir_refused(void **state) {
   snprintf(a1, sizeof a1, "--global.spool_dir=%s", T.log_dir);
   const char *args[] = {"--agent.listen=127.0.0.1:0", a1,
                         "--global.address=", NULL};
-  la_td_start(T.la, args, NULL, WAIT_MS);
-  CHECK(la_td_wait_exit(T.la, WAIT_MS) == 1, "the agent did not refuse");
+  la_td_start(T.la, args, NULL, wait_ms());
+  CHECK(la_td_wait_exit(T.la, wait_ms()) == 1, "the agent did not refuse");
   CHECK(la_td_log_has(T.la, "writable by group or others"), "no clear error");
 }
 
