@@ -91,11 +91,14 @@ static void la__on_signal(uv_signal_t *h, int signum) {
 }
 
 void la_daemon_signals(const la_daemon_def_t *d, void *daemon, uv_loop_t *loop,
-                       uv_signal_t sigs[3], const char *pid_file) {
-  if (pid_file[0] && la_daemon_write_number(pid_file, (long)getpid()) != 0)
-    la_log_warn("cannot write pid_file %s", pid_file);
+                       uv_signal_t sigs[3]) {
   la__daemon = daemon;
   la_uv_signals(loop, sigs, la__on_signal, daemon);
+}
+
+void la_daemon_write_pid(const char *pid_file) {
+  if (pid_file[0] && la_daemon_write_number(pid_file, (long)getpid()) != 0)
+    la_log_warn("cannot write pid_file %s", pid_file);
 }
 
 void la_daemon_run(uv_loop_t *loop, const char *status) {

@@ -48,11 +48,16 @@ typedef struct la_daemon_def {
 int la_daemon_begin(const la_daemon_def_t *d, int argc, char **argv, void *set,
                     char *config_path, size_t cp_len);
 
-/* Writes the pid file (when pid_file is not ""; a failure is logged) and
- * installs the signal handlers in sigs, which call d->reload or d->stop
- * with daemon. */
+/* Installs the signal handlers in sigs, which call d->reload or d->stop
+ * with daemon once the loop runs. Before the daemon opens its ports and
+ * writes its port files, so that a SIGTERM sent as soon as a port file
+ * appears is a clean stop, not the default action. */
 void la_daemon_signals(const la_daemon_def_t *d, void *daemon, uv_loop_t *loop,
-                       uv_signal_t sigs[3], const char *pid_file);
+                       uv_signal_t sigs[3]);
+
+/* Writes the pid file (when pid_file is not ""; a failure is logged): once
+ * the daemon serves. */
+void la_daemon_write_pid(const char *pid_file);
 
 /* Tells the service manager the daemon is ready (with status) and runs
  * loop until it ends. */

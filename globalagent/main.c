@@ -243,6 +243,7 @@ int main(int argc, char **argv) {
     la_ga_ingest_stop(ga);
     return 1;
   }
+  la_daemon_signals(&la__def, ga, ga->loop, ga->sigs);
   if (la__listen(ga, &ga->agent_listener, "agents", ga->set.agent_listen,
                  la__on_agent, ga->agent_bound, sizeof ga->agent_bound,
                  &ga->agent_port, ga->set.agent_port_file) != 0 ||
@@ -257,7 +258,7 @@ int main(int argc, char **argv) {
     la_ga_ingest_stop(ga);
     return 1;
   }
-  la_daemon_signals(&la__def, ga, ga->loop, ga->sigs, ga->set.pid_file);
+  la_daemon_write_pid(ga->set.pid_file);
   la_log_info("%s ready (pid %d, store %s, stitch timeout %lld ms)",
               LA_GA_VERSION, (int)getpid(),
               ga->set.db_url[0] ? "PostgreSQL (store.url)" : ga->set.db,

@@ -305,12 +305,13 @@ int main(int argc, char **argv) {
         (unsigned long long)q.torn_bytes);
   la_outq_recovered(ag->q, la__on_recovered, ag);
   la_app_ipc_reap_orphans(); /* sets an earlier run left (app_ipc.h) */
+  la_daemon_signals(&la__def, ag, ag->loop, ag->sigs);
   if (la_listener_start(ag, why, sizeof why) != 0) {
     la_log_error("%s", why);
     la_outq_close(ag->q);
     return 1;
   }
-  la_daemon_signals(&la__def, ag, ag->loop, ag->sigs, ag->set.pid_file);
+  la_daemon_write_pid(ag->set.pid_file);
   uv_timer_init(ag->loop, &ag->drain_timer);
   ag->drain_timer.data = ag;
   uv_timer_init(ag->loop, &ag->fsync_timer);

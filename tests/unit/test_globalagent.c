@@ -1851,6 +1851,33 @@ static void test_restart_keeps_age_and_closed_sets(void **state) {
   la_compact_result_free(&r);
 }
 
+/* A SIGTERM sent the moment the GlobalAgent's first port file appears (a
+ * supervisor that starts and at once stops it) is a clean stop, exit 0: the
+ * handlers are in place before any port is announced. Five times, the
+ * file watched without pause. */
+static void test_sigterm_at_first_port_file(void **state) {
+  need_daemons();
+  for (int i = 0; i < 5; i++) {
+    la_td_argv_t a;
+    la_td_argv_init(&a);
+    la_td_argv_add(&a, "--agents.listen=127.0.0.1:0");
+    la_td_argv_add(&a, "--feed.listen=127.0.0.1:0");
+    la_ts_ga_args(&a, T.agents_pf, T.feed_pf, T.db, T.key);
+    unlink(T.agents_pf);
+    CHECK(la_td_start(T.ga, a.v, NULL, WAIT_MS) == 0,
+          "la-globalagent did not start");
+    long long end = la_td_now_ms() + WAIT_MS;
+    struct stat st;
+    while ((stat(T.agents_pf, &st) != 0 || st.st_size == 0) &&
+           la_td_alive(T.ga) && la_td_now_ms() < end) {
+    }
+    CHECK(la_td_signal(T.ga, SIGTERM) == 0, "no daemon to signal");
+    int rc = la_td_wait_exit(T.ga, WAIT_MS);
+    CHECK(rc == 0, "run %d: exit status %d after SIGTERM at its port file "
+          "(143: killed by the signal's default action)", i, rc);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -1867,6 +1894,7 @@ int main(void) {
       T(test_late_trace_never_reopens_a_closed_set),
       T(test_restart_keeps_age_and_closed_sets),
       T(test_commit_failure_counts_exact),
+      T(test_sigterm_at_first_port_file),
 #undef T
   };
   /* LA_TEST_FILTER=pattern runs only the matching tests (cmocka's glob) */
