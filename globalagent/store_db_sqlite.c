@@ -1,7 +1,7 @@
 /* store_db_sqlite.c: the database layer's SQLite backend (store_db.h), the
  * embedded default: a file (or ":memory:", or a "file:" URI such as lactl's
  * read-only one) opened in WAL mode with foreign keys on; each call maps
- * onto the sqlite3 call of the same name. A new file gets 16 KiB pages (a
+ * onto the sqlite3 call of the same name. A new file gets 32 KiB pages (a
  * trace's row then fits in one page, and the WAL takes fewer, larger frames per
  * trace); a file made with other pages (4 KiB before) keeps them and works the
  * same.
@@ -31,12 +31,14 @@ typedef struct {
   sqlite3_stmt *h;
 } la__sq_stmt_t;
 
-/* The page size of a new database file: a 4-8 KB trace row fits in one
- * page without overflow pages, and a commit of a batch of traces writes a
- * quarter of the WAL frames (each frame is two writes) it did with SQLite's
- * 4 KiB default. Fixed when the file is created (WAL mode cannot change
- * it). */
-static const char la__sq_page_size[] = "PRAGMA page_size = 16384";
+/* The page size of a new database file: a trace row of a few KB fits in
+ * a page without overflow pages, and a commit of a batch of traces writes
+ * an eighth of the WAL frames (each frame is two writes and a checksum
+ * over the page) it did with SQLite's 4 KiB default (docs/scaling.md has
+ * 16, 32 and 64 KiB measured). The price: a commit of one trace still
+ * writes a whole page per table touched. Fixed when the file is created
+ * (WAL mode cannot change it). */
+static const char la__sq_page_size[] = "PRAGMA page_size = 32768";
 
 #define SQ(db) ((la__sq_t *)(db))
 #define SH(st) (((la__sq_stmt_t *)(st))->h)
