@@ -154,42 +154,38 @@ static int la__movable(int take, const ProtobufCMessage *sub) {
   return take && sub && sub->n_unknown_fields == 0;
 }
 
-/* The statistics as stored: *s moved out of its message when take allows
- * (normalised in place), else copied. */
-static La__SeriesStats *la__stats(La__SeriesStats **sp, int take) {
-  La__SeriesStats *s = *sp;
-  if (la__movable(take, &s->base)) {
-    *sp = NULL;
-    s->sum = la__d(s->sum);
-    s->min = la__d(s->min);
-    s->max = la__d(s->max);
-    return s;
-  }
-  La__SeriesStats *c = malloc(sizeof *c);
+/* A flat submessage (scalar fields only) as a copy may hold it: s itself
+ * when it may move (the caller then empties its field), else a copy of
+ * its fields without unknown ones. NULL when out of memory. */
+static void *la__sub(ProtobufCMessage *s, int take) {
+  if (la__movable(take, s)) return s;
+  ProtobufCMessage *c = malloc(s->descriptor->sizeof_message);
   if (!c) return NULL;
-  la__series_stats__init(c);
-  c->count = s->count;
-  c->sum = la__d(s->sum);
-  c->min = la__d(s->min);
-  c->max = la__d(s->max);
+  memcpy(c, s, s->descriptor->sizeof_message);
+  c->n_unknown_fields = 0;
+  c->unknown_fields = NULL;
   return c;
 }
 
-static La__FitError *la__error(La__FitError **ep, int take) {
-  La__FitError *e = *ep;
-  if (la__movable(take, &e->base)) {
-    *ep = NULL;
-    e->max_abs = la__d(e->max_abs);
-    e->rmse = la__d(e->rmse);
-    e->cv = la__d(e->cv);
-    return e;
-  }
-  La__FitError *c = malloc(sizeof *c);
+/* The statistics as stored, moved out of *sp or copied (la__sub). */
+static La__SeriesStats *la__stats(La__SeriesStats **sp, int take) {
+  La__SeriesStats *c = la__sub(&(*sp)->base, take);
+  if (c == *sp) *sp = NULL;
   if (!c) return NULL;
-  la__fit_error__init(c);
-  c->max_abs = la__d(e->max_abs);
-  c->rmse = la__d(e->rmse);
-  c->cv = la__d(e->cv);
+  c->sum = la__d(c->sum);
+  c->min = la__d(c->min);
+  c->max = la__d(c->max);
+  return c;
+}
+
+/* The fit error as stored, moved out of *ep or copied (la__sub). */
+static La__FitError *la__error(La__FitError **ep, int take) {
+  La__FitError *c = la__sub(&(*ep)->base, take);
+  if (c == *ep) *ep = NULL;
+  if (!c) return NULL;
+  c->max_abs = la__d(c->max_abs);
+  c->rmse = la__d(c->rmse);
+  c->cv = la__d(c->cv);
   return c;
 }
 
