@@ -164,9 +164,12 @@ int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
                        size_t why_len);
 /* Handles one message of an authenticated agent (host); 0 or -1 (close).
  * enc_why: for a CompactTrace, la_ga_check_encodings' verdict (NULL: its
- * encodings are fine; else the reason it is refused). */
+ * encodings are fine; else the reason it is refused). m is la_msg_decode's
+ * and stays the caller's to free, but a stored trace's encodings and
+ * statistics may have moved out of it (held for publishing, their fields
+ * left empty): the caller does not read those after the call. */
 int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
-                 const ProtobufCMessage *m, const char *enc_why);
+                 ProtobufCMessage *m, const char *enc_why);
 /* Commits the open transaction, then acks and publishes. */
 void la_ga_commit(la_ga_t *ga);
 void la_ga_ingest_stop(la_ga_t *ga);

@@ -1,6 +1,9 @@
 /* held.c: copies of open Trace-Sets' traces for publishing without a
  * read-back (held.h). A hash of held sets by (application, cycle); each
- * holds one slot per rank, so adding and taking are linear in ranks. */
+ * holds one slot per rank, so adding and taking are linear in ranks. A
+ * decoded message's encodings and statistics move into its copy instead of
+ * being copied (la_held_add_decoded): the loop thread then allocates and
+ * copies only the copy's small top-level parts per trace. */
 #include "held.h"
 
 #include <math.h>
@@ -145,48 +148,78 @@ static double la__d(double x) {
   return x == 0 ? 0.0 : x;
 }
 
-static La__SeriesStats *la__stats(const La__SeriesStats *s) {
-  La__SeriesStats *c = malloc(sizeof *c);
+/* Whether *sub (a decoded submessage) may move into a copy: taking, and
+ * it carries nothing the store would not return (no unknown fields). */
+static int la__movable(int take, const ProtobufCMessage *sub) {
+  return take && sub && sub->n_unknown_fields == 0;
+}
+
+/* A flat submessage (scalar fields only) as a copy may hold it: s itself
+ * when it may move (the caller then empties its field), else a copy of
+ * its fields without unknown ones. NULL when out of memory. */
+static void *la__sub(ProtobufCMessage *s, int take) {
+  if (la__movable(take, s)) return s;
+  ProtobufCMessage *c = malloc(s->descriptor->sizeof_message);
   if (!c) return NULL;
-  la__series_stats__init(c);
-  c->count = s->count;
-  c->sum = la__d(s->sum);
-  c->min = la__d(s->min);
-  c->max = la__d(s->max);
+  memcpy(c, s, s->descriptor->sizeof_message);
+  c->n_unknown_fields = 0;
+  c->unknown_fields = NULL;
   return c;
 }
 
-static La__FitError *la__error(const La__FitError *e) {
-  La__FitError *c = malloc(sizeof *c);
+/* The statistics as stored, moved out of *sp or copied (la__sub). */
+static La__SeriesStats *la__stats(La__SeriesStats **sp, int take) {
+  La__SeriesStats *c = la__sub(&(*sp)->base, take);
+  if (c == *sp) *sp = NULL;
   if (!c) return NULL;
-  la__fit_error__init(c);
-  c->max_abs = la__d(e->max_abs);
-  c->rmse = la__d(e->rmse);
-  c->cv = la__d(e->cv);
+  c->sum = la__d(c->sum);
+  c->min = la__d(c->min);
+  c->max = la__d(c->max);
   return c;
 }
 
-static int la__bytes(ProtobufCBinaryData *d, const ProtobufCBinaryData *s) {
-  if (!s->len || !(d->data = malloc(s->len))) return -1;
+/* The fit error as stored, moved out of *ep or copied (la__sub). */
+static La__FitError *la__error(La__FitError **ep, int take) {
+  La__FitError *c = la__sub(&(*ep)->base, take);
+  if (c == *ep) *ep = NULL;
+  if (!c) return NULL;
+  c->max_abs = la__d(c->max_abs);
+  c->rmse = la__d(c->rmse);
+  c->cv = la__d(c->cv);
+  return c;
+}
+
+/* The bytes of *s into *d: moved (s left empty) when take, else copied.
+ * -1 when empty or out of memory. */
+static int la__bytes(ProtobufCBinaryData *d, ProtobufCBinaryData *s, int take) {
+  if (!s->len) return -1;
+  if (take) {
+    *d = *s;
+    s->data = NULL;
+    s->len = 0;
+    return 0;
+  }
+  if (!(d->data = malloc(s->len))) return -1;
   memcpy(d->data, s->data, s->len);
   d->len = s->len;
   return 0;
 }
 
-/* Channel series i of t as store_load.c returns it (its columns). */
-static La__ChannelTrace *la__channel(const La__ChannelTrace *s) {
+/* Channel series s as store_load.c returns it (its columns); with take,
+ * its parts move out of s where they can. */
+static La__ChannelTrace *la__channel(La__ChannelTrace *s, int take) {
   La__ChannelTrace *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   la__channel_trace__init(c);
   c->channel = s->channel;
-  int bad = la__bytes(&c->segments, &s->segments) ||
-            !(c->stats = la__stats(s->stats));
+  int bad = la__bytes(&c->segments, &s->segments, take) ||
+            !(c->stats = la__stats(&s->stats, take));
   if (!bad && s->error && !isnan(s->error->max_abs))
-    bad = !(c->error = la__error(s->error));
+    bad = !(c->error = la__error(&s->error, take));
   if (!bad && s->robust_stats && s->robust_segments.len) {
     c->has_robust_segments = 1;
-    bad = la__bytes(&c->robust_segments, &s->robust_segments) ||
-          !(c->robust_stats = la__stats(s->robust_stats));
+    bad = la__bytes(&c->robust_segments, &s->robust_segments, take) ||
+          !(c->robust_stats = la__stats(&s->robust_stats, take));
   }
   if (bad) {
     la__channel_trace__free_unpacked(c, NULL);
@@ -196,9 +229,11 @@ static La__ChannelTrace *la__channel(const La__ChannelTrace *s) {
 }
 
 /* t as store_load.c returns it after la_store_trace stored it: the fields
- * the store keeps, nothing else. NULL when out of memory or when t has
+ * the store keeps, nothing else; with take, t's encodings and statistics
+ * move into it (la_held_add_decoded). NULL when out of memory or when t has
  * something the store would return differently (channels out of order). */
-static La__CompactTrace *la__copy(const La__CompactTrace *t, size_t *bytes) {
+static La__CompactTrace *la__copy(La__CompactTrace *t, int take,
+                                  size_t *bytes) {
   for (size_t i = 1; i < t->n_channels; i++)
     if (t->channels[i]->channel <= t->channels[i - 1]->channel) return NULL;
   La__CompactTrace *c = calloc(1, sizeof *c);
@@ -207,8 +242,8 @@ static La__CompactTrace *la__copy(const La__CompactTrace *t, size_t *bytes) {
   size_t n =
       sizeof *c + sizeof *c->stats + 64 + strlen(t->app_id) + t->segments.len;
   int bad = !(c->app_id = strdup(t->app_id)) ||
-            la__bytes(&c->segments, &t->segments) ||
-            !(c->stats = la__stats(t->stats));
+            la__bytes(&c->segments, &t->segments, take) ||
+            !(c->stats = la__stats(&t->stats, take));
   c->seq = t->seq;
   c->rank = t->rank;
   c->cycle_tag = t->cycle_tag;
@@ -217,7 +252,7 @@ static La__CompactTrace *la__copy(const La__CompactTrace *t, size_t *bytes) {
   if (!bad && t->error &&
       !(isnan(t->error->max_abs) && isnan(t->error->rmse) &&
         isnan(t->error->cv)))
-    bad = !(c->error = la__error(t->error));
+    bad = !(c->error = la__error(&t->error, take));
   c->has_t_xfer_ns = t->has_t_xfer_ns;
   c->t_xfer_ns = t->t_xfer_ns;
   c->has_rank_seq = t->has_rank_seq;
@@ -225,8 +260,8 @@ static La__CompactTrace *la__copy(const La__CompactTrace *t, size_t *bytes) {
   if (!bad && t->robust_stats && t->robust_segments.len) {
     c->has_robust_segments = 1;
     n += t->robust_segments.len + sizeof *c->robust_stats;
-    bad = la__bytes(&c->robust_segments, &t->robust_segments) ||
-          !(c->robust_stats = la__stats(t->robust_stats));
+    bad = la__bytes(&c->robust_segments, &t->robust_segments, take) ||
+          !(c->robust_stats = la__stats(&t->robust_stats, take));
   }
   if (t->has_interference && !isnan(t->interference)) {
     c->has_interference = 1;
@@ -242,11 +277,11 @@ static La__CompactTrace *la__copy(const La__CompactTrace *t, size_t *bytes) {
     c->channels = calloc(t->n_channels, sizeof *c->channels);
     bad = !c->channels;
     for (size_t i = 0; !bad && i < t->n_channels; i++) {
-      const La__ChannelTrace *s = t->channels[i];
-      bad = !(c->channels[i] = la__channel(s));
-      if (!bad) c->n_channels++;
+      La__ChannelTrace *s = t->channels[i];
       n += sizeof(La__ChannelTrace) + 64 + s->segments.len +
            s->robust_segments.len;
+      bad = !(c->channels[i] = la__channel(s, take));
+      if (!bad) c->n_channels++;
     }
   }
   if (bad) {
@@ -264,12 +299,13 @@ static void la__spill(la_held_t *h, la__hset_t *s) {
   h->st.spilled++;
 }
 
-void la_held_add(la_held_t *h, const La__CompactTrace *t) {
+/* la_held_add (take 0) and la_held_add_decoded (take 1). */
+static void la__add(la_held_t *h, La__CompactTrace *t, int take) {
   if (!h || !h->count) return;
   la__hset_t *s = la__find(h, t->app_id, t->cycle_tag);
   if (!s || t->rank >= s->nprocs) return;
   size_t bytes = 0;
-  La__CompactTrace *c = s->by_rank[t->rank] ? NULL : la__copy(t, &bytes);
+  La__CompactTrace *c = s->by_rank[t->rank] ? NULL : la__copy(t, take, &bytes);
   if (!c || h->bytes + bytes > h->cap) {
     if (c) la__compact_trace__free_unpacked(c, NULL);
     la__spill(h, s);
@@ -280,6 +316,14 @@ void la_held_add(la_held_t *h, const La__CompactTrace *t) {
   s->bytes += bytes;
   h->bytes += bytes;
   if (h->bytes > h->st.peak_bytes) h->st.peak_bytes = h->bytes;
+}
+
+void la_held_add(la_held_t *h, const La__CompactTrace *t) {
+  la__add(h, (La__CompactTrace *)t, 0); /* take 0: t is only read */
+}
+
+void la_held_add_decoded(la_held_t *h, La__CompactTrace *t) {
+  la__add(h, t, 1);
 }
 
 void la_held_drop(la_held_t *h, const char *app, uint64_t tag) {

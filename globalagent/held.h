@@ -53,6 +53,13 @@ int la_held_open(la_held_t *h, const char *app, uint64_t tag, uint32_t nprocs);
  * copies freed, counted as spilled). A rank >= nprocs is not part of the
  * set and is ignored. */
 void la_held_add(la_held_t *h, const La__CompactTrace *t);
+/* As la_held_add, for a t that la_msg_decode made (each part its own
+ * allocation, freed by la_msg_free): instead of being copied, its
+ * encodings (segments, robust segments, channels' segments) and, when they
+ * carry no unknown fields, its statistics and fit errors move into the
+ * held copy, leaving those fields of t empty (NULL, length 0). Its owner
+ * still frees t, and must not read those fields after the call. */
+void la_held_add_decoded(la_held_t *h, La__CompactTrace *t);
 /* Stops holding (app, tag) without using it. */
 void la_held_drop(la_held_t *h, const char *app, uint64_t tag);
 /* Takes the copies of (app, tag) out of h: 1 with *out filled, 0 when the

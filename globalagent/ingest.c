@@ -312,11 +312,12 @@ static int la__hold(la_ga_t *ga, const char *app_id, uint64_t tag,
 }
 
 /* Stitches an arrival of rank (its trace t, or NULL for a missing record),
- * holding the trace for publishing. */
+ * holding the trace for publishing: its encodings move into the held copy
+ * (t is stored already and not read for them after). */
 static void la__stitch(la_ga_t *ga, la_ga_app_t *a, const char *app_id,
-                       uint32_t rank, uint64_t tag, const La__CompactTrace *t) {
+                       uint32_t rank, uint64_t tag, La__CompactTrace *t) {
   int opening = la__hold(ga, app_id, tag, a->nprocs);
-  if (t) la_held_add(ga->held, t);
+  if (t) la_held_add_decoded(ga->held, t);
   int s =
       la_stitch_add(ga->stitch, app_id, a->nprocs, rank, tag, uv_now(ga->loop));
   la__seed(ga, s, app_id, a->nprocs, tag);
@@ -375,7 +376,7 @@ static int la__ingest_missing(la_ga_t *ga, const char *host, const char *app_id,
 }
 
 int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
-                 const ProtobufCMessage *m, const char *enc_why) {
+                 ProtobufCMessage *m, const char *enc_why) {
   if (la__txn(ga) != 0) return -1;
   int rc = 0;
   char why[300];
@@ -403,7 +404,7 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
     rc = la__ingest_missing(ga, host, t->app_id, t->rank, t->cycle_tag, why,
                             t->seq);
   } else if (type == LA__MSG_TYPE__MSG_COMPACT_TRACE) {
-    const La__CompactTrace *t = (const La__CompactTrace *)m;
+    La__CompactTrace *t = (La__CompactTrace *)m;
     int was_new = 0;
     rc = la_store_trace(ga->store, t, &was_new);
     if (rc == LA_EPROTO) { /* refused for good: resending cannot help */

@@ -27,10 +27,14 @@
 
 #include "la.h"
 
-/* SQLite's own default threshold (wal_autocheckpoint = 1000 pages). */
+/* SQLite's own default threshold (wal_autocheckpoint = 1000 pages), and
+ * that many 4 KiB pages in bytes: a store with larger pages checkpoints
+ * after as many bytes of WAL, not as many frames. */
 #define LA__CKPT_SOFT 1000
-/* The writer checkpoints inline from this many frames on. */
-#define LA__CKPT_HARD (16 * LA__CKPT_SOFT)
+#define LA__CKPT_SOFT_BYTES (LA__CKPT_SOFT * 4096)
+/* The writer checkpoints inline from this many times the soft threshold
+ * on. */
+#define LA__CKPT_HARD 16
 
 struct la_ckpt {
   sqlite3 *writer; /* not owned */
@@ -38,6 +42,7 @@ struct la_ckpt {
   pthread_t thread;
   pthread_mutex_t mu;
   pthread_cond_t cv;
+  int soft, hard;    /* the thresholds in frames of this store's pages */
   int pending, stop; /* under mu */
 };
 
@@ -62,9 +67,9 @@ static void *la__ckpt_main(void *arg) {
 /* The writer's WAL hook: after each commit, with the WAL's size in frames. */
 static int la__ckpt_hook(void *arg, sqlite3 *db, const char *name, int frames) {
   la_ckpt_t *c = arg;
-  if (frames >= LA__CKPT_HARD) {
+  if (frames >= c->hard) {
     sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-  } else if (frames >= LA__CKPT_SOFT) {
+  } else if (frames >= c->soft) {
     pthread_mutex_lock(&c->mu);
     c->pending = 1;
     pthread_cond_signal(&c->cv);
@@ -80,6 +85,15 @@ int la__ckpt_start(sqlite3 *writer, la_ckpt_t **out) {
   la_ckpt_t *c = calloc(1, sizeof *c);
   if (!c) return LA_ENOMEM;
   c->writer = writer;
+  int page = 4096;
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(writer, "PRAGMA page_size", -1, &st, NULL) ==
+          SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) > 0)
+    page = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  c->soft = LA__CKPT_SOFT_BYTES / page;
+  c->hard = LA__CKPT_HARD * c->soft;
   int of = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
   /* synchronous = NORMAL: a checkpoint fsyncs the database file with it
    * (this connection never commits anything) */

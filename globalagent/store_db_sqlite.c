@@ -1,7 +1,10 @@
 /* store_db_sqlite.c: the database layer's SQLite backend (store_db.h), the
  * embedded default: a file (or ":memory:", or a "file:" URI such as lactl's
  * read-only one) opened in WAL mode with foreign keys on; each call maps
- * onto the sqlite3 call of the same name.
+ * onto the sqlite3 call of the same name. A new file gets 32 KiB pages (a
+ * trace's row then fits in one page, and the WAL takes fewer, larger frames per
+ * trace); a file made with other pages (4 KiB before) keeps them and works the
+ * same.
  *
  * Deliberately not here: the schema (store_schema.c) and any statement's
  * text (store_sql.c).
@@ -27,6 +30,15 @@ typedef struct {
   la_db_stmt_t base;
   sqlite3_stmt *h;
 } la__sq_stmt_t;
+
+/* The page size of a new database file: a trace row of a few KB fits in
+ * a page without overflow pages, and a commit of a batch of traces writes
+ * an eighth of the WAL frames (each frame is two writes and a checksum
+ * over the page) it did with SQLite's 4 KiB default (docs/scaling.md has
+ * 16, 32 and 64 KiB measured). The price: a commit of one trace still
+ * writes a whole page per table touched. Fixed when the file is created
+ * (WAL mode cannot change it). */
+static const char la__sq_page_size[] = "PRAGMA page_size = 32768";
 
 #define SQ(db) ((la__sq_t *)(db))
 #define SH(st) (((la__sq_stmt_t *)(st))->h)
@@ -199,12 +211,21 @@ int la__db_sqlite_open(const char *url, int flags, la_db_t **out, char *why,
              url, (unsigned long long)appid);
     goto fail;
   }
+  /* A new file (no page yet): its page size, before WAL mode writes its
+   * first page. An existing file keeps its own. */
+  int64_t pages = 0;
+  int rw = sqlite3_db_readonly(db->h, "main") != 1;
+  if (rw && (la__sq_pragma(db->h, "PRAGMA page_count", &pages, NULL, 0) < 0 ||
+             (pages == 0 &&
+              la__sq_pragma(db->h, la__sq_page_size, NULL, NULL, 0) < 0))) {
+    snprintf(why, n, "%s: %s", url, sqlite3_errmsg(db->h));
+    goto fail;
+  }
   /* Read-only (lactl --db): the file's journal mode as it is (a copy in
    * rollback mode cannot be switched, nor needs to be). */
   char mode[32] = "wal";
-  if (sqlite3_db_readonly(db->h, "main") != 1 &&
-      la__sq_pragma(db->h, "PRAGMA journal_mode = WAL", NULL, mode,
-                    sizeof mode) < 0) {
+  if (rw && la__sq_pragma(db->h, "PRAGMA journal_mode = WAL", NULL, mode,
+                          sizeof mode) < 0) {
     snprintf(why, n, "%s: %s", url, sqlite3_errmsg(db->h));
     goto fail;
   }

@@ -72,6 +72,11 @@ static int teardown(void **state) {
   return 0;
 }
 
+/* put() hands h the message as the GlobalAgent decoded it from the wire
+ * (la_held_add_decoded: its parts move into the held copy), else the
+ * caller's own (la_held_add: copied). */
+static int g_decoded;
+
 /* Stores the trace of rank at cycle tag (store first, as ingest.c does)
  * and hands it to h. Rank 1 carries robust weights and interference
  * figures, rank 3 two channel series, rank 4 a zero sum and no error. */
@@ -112,7 +117,22 @@ static void put(fx_t *f, la_held_t *h, const char *app, uint32_t rank,
   int was_new = 0;
   assert_int_equal(la_store_trace(f->s, &t, &was_new), 0);
   assert_int_equal(was_new, 1);
-  la_held_add(h, &t);
+  if (!g_decoded) {
+    la_held_add(h, &t);
+    return;
+  }
+  size_t len = protobuf_c_message_get_packed_size(&t.base);
+  uint8_t *b = malloc(len);
+  assert_non_null(b);
+  assert_int_equal(protobuf_c_message_pack(&t.base, b), len);
+  ProtobufCMessage *m = NULL;
+  char why[200];
+  assert_int_equal(la_msg_decode(LA__MSG_TYPE__MSG_COMPACT_TRACE, b, len, &m,
+                                 why, sizeof why),
+                   0);
+  free(b);
+  la_held_add_decoded(h, (La__CompactTrace *)m);
+  la_msg_free(m);
 }
 
 /* The packed bytes of a set (its dropped field unset). */
@@ -182,6 +202,14 @@ static void test_held_set_equals_stored(void **state) {
   assert_int_equal(hs.bytes, 0);
   assert_int_equal(la_held_take(h, "held-app", 7, &hset), 0);
   la_held_free(h);
+}
+
+/* The same with the messages decoded from the wire, whose parts move into
+ * the held copies instead of being copied: the same bytes again. */
+static void test_held_decoded_set_equals_stored(void **state) {
+  g_decoded = 1;
+  test_held_set_equals_stored(state);
+  g_decoded = 0;
 }
 
 /* Over the budget a set is not held (published from the store); taking
@@ -266,6 +294,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_held_set_equals_stored, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_held_decoded_set_equals_stored,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(test_budget, setup, teardown),
       cmocka_unit_test(test_many_ranks_by_rank),
   };

@@ -1209,8 +1209,8 @@ static long long file_size(const char *path) {
 /* The WAL is checkpointed while the store is open (by its checkpoint
  * thread, store_ckpt.c) and stays bounded: 20 MB of traces written in
  * batches of 100 reach the database file before it is closed, and the WAL
- * never holds more than the 16000 frames at which the writer checkpoints
- * inline (plus a batch). */
+ * never holds more than the 64 MiB of pages (16000 frames of 4 KiB, 2000
+ * of 32 KiB) at which the writer checkpoints inline (plus a batch). */
 static void test_wal_checkpointed_bounded(void **state) {
   fx_t *f = *state;
   char wal[160];
@@ -1229,7 +1229,9 @@ static void test_wal_checkpointed_bounded(void **state) {
     long long w = file_size(wal);
     if (w > wal_max) wal_max = w;
   }
-  assert_true(wal_max <= (16000LL + 300) * (4096 + 24) + 32);
+  /* 64 MiB of pages, their frames' headers (24 bytes per 4 KiB page at
+   * most) and a batch with its pages' slack */
+  assert_true(wal_max <= 16LL * 4096000 * (4096 + 24) / 4096 + (2 << 20));
   /* the last commit's checkpoint runs on the thread: wait for it */
   for (int i = 0; i < 200 && file_size(f->path) < 16LL * 1000 * 1000; i++)
     usleep(50 * 1000);
@@ -1706,6 +1708,48 @@ static void test_injected_commit_failure(void **state) {
 }
 
 #ifndef TEST_STORE_PG
+/* A new store gets 32 KiB pages; a store made with SQLite's default 4 KiB
+ * pages (every store before) keeps them, and stores and returns traces,
+ * across checkpoints and a reopen, as before. */
+static void test_page_size(void **state) {
+  fx_t *f = *state;
+  assert_int_equal(put_rank_start(f->s, "p", 0, 1, 100), 0);
+  assert_int_equal(raw_int(f->path, "PRAGMA page_size"), 32768);
+  char old[160], why[256];
+  snprintf(old, sizeof old, "%s/old.db", f->dir);
+  raw_exec(old,
+           "PRAGMA page_size = 4096; PRAGMA journal_mode = WAL;"
+           " CREATE TABLE x (a); DROP TABLE x;");
+  la_store_t *s = NULL;
+  assert_int_equal(la_store_open(old, 0, &s, why, sizeof why), 0);
+  const uint32_t R = 600;
+  static tr_t x[600];
+  for (uint32_t r = 0; r < R; r++)
+    assert_int_equal(put_rank_start(s, "old", r, R, 100), 0);
+  for (uint64_t tag = 1; tag <= 2; tag++) {
+    assert_int_equal(la_store_begin(s), 0);
+    for (uint32_t r = 0; r < R; r++) {
+      mk_trace(&x[r], "old", r, tag, 100, 2048, (uint8_t)(r + tag));
+      assert_int_equal(la_store_trace(s, &x[r].t, NULL), 0);
+    }
+    assert_int_equal(la_store_commit(s), 0);
+  }
+  la_store_close(s);
+  assert_int_equal(la_store_open(old, 0, &s, why, sizeof why), 0);
+  La__TraceSet *set = NULL;
+  assert_int_equal(la_store_load_set(s, "old", 2, &set), 0);
+  assert_int_equal(set->n_traces, R);
+  for (uint32_t r = 0; r < R; r++) {
+    assert_int_equal(set->traces[r]->rank, r);
+    assert_int_equal(set->traces[r]->segments.len, 2048);
+    assert_memory_equal(set->traces[r]->segments.data, x[r].seg, 2048);
+  }
+  la_store_free_set(set);
+  la_store_close(s);
+  assert_int_equal(raw_int(old, "PRAGMA page_size"), 4096);
+  assert_int_equal(raw_int(old, "SELECT count(*) FROM traces"), 2 * R);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -1729,6 +1773,7 @@ int main(void) {
       T(test_missing_records),
       T(test_injected_commit_failure),
       T(test_wal_checkpointed_bounded),
+      T(test_page_size),
       T(test_damaged_file),
       T(test_doc_examples),
 #undef T
