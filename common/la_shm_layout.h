@@ -300,6 +300,15 @@ static inline uint8_t *la_shm_buffer_flags_r(void *segment,
                      (uint64_t)n_channels * n_elements);
 }
 
+/* What each cell of a row gets of its row value (layout 5): the row's
+ * value divided evenly over its nx cells. The LocalAgent adds it to the
+ * cells when it takes a buffer and LA_DUMP_RAW when it writes the ground
+ * truth, so both give the same values (libla's own spread of a box
+ * without rows divides the same way: interval / cells). */
+static inline double la_shm_row_share(double row_value, uint64_t nx) {
+  return row_value / (double)nx;
+}
+
 /* The same in a segment without rows. */
 static inline uint8_t *la_shm_buffer_flags_ch(void *segment,
                                               uint64_t n_elements,

@@ -52,7 +52,7 @@ int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
     size_t k = n - done < 4096 ? (size_t)(n - done) : 4096;
     for (size_t i = 0; i < k; i++) {
       double v0 = values[done + i];
-      if (rows) v0 += rows[(done + i) / nx] / (double)nx;
+      if (rows) v0 += la_shm_row_share(rows[(done + i) / nx], nx);
       double v = v0 * scale;
       for (uint32_t c = 1; c < n_channels; c++)
         v += values[c * n + done + i] * scale;

@@ -161,10 +161,11 @@ static double *la__rows(const la_app_ipc_t *ipc, uint32_t i) {
                             ipc->n_rows, i);
 }
 
-/* Zeroes buffer i's values and row values. */
-static void la__zero(la_app_ipc_t *ipc, uint32_t i) {
-  memset(la__values(ipc, i), 0,
-         (uint64_t)ipc->n_channels * ipc->n_elements * sizeof(double));
+/* Zeroes buffer i's values from value k0 on (channel-major) and its row
+ * values. */
+static void la__zero_from(la_app_ipc_t *ipc, uint32_t i, uint64_t k0) {
+  uint64_t n = (uint64_t)ipc->n_channels * ipc->n_elements;
+  memset(la__values(ipc, i) + k0, 0, (n - k0) * sizeof(double));
   if (ipc->n_rows) memset(la__rows(ipc, i), 0, ipc->n_rows * sizeof(double));
 }
 
@@ -182,7 +183,7 @@ static int la__take_rows(const la_app_ipc_t *ipc, uint32_t i, double *out,
   for (uint64_t r = 0; r < ipc->n_rows; r++) {
     const uint64_t *ur = (const uint64_t *)(const void *)(v + r * nx);
     double *o = out + r * nx;
-    double share = rows[r] / (double)nx;
+    double share = la_shm_row_share(rows[r], nx);
     uint64_t c = 0;
     /* four at a time: -O2 turns these into vector operations (it does
      * not vectorise a loop of unknown length); the same results */
@@ -213,7 +214,7 @@ void la_app_ipc_give_back(la_app_ipc_t *ipc, uint32_t i) {
 
 void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i) {
   if (!ipc->hdr || i >= ipc->n_buffers) return;
-  la__zero(ipc, i);
+  la__zero_from(ipc, i, 0);
 }
 
 int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
@@ -225,7 +226,7 @@ int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
   uint64_t n = (uint64_t)ipc->n_channels * ipc->n_elements;
   double scale = meta->scale;
   if (!(isfinite(scale) && scale > 0)) {
-    la__zero(ipc, i);
+    la__zero_from(ipc, i, 0);
     la_log_warnx(
         "application pid %d, buffer %u: scale %g is not a positive "
         "finite number: cycle %llu rejected",
@@ -242,12 +243,8 @@ int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
     memcpy(out + k0, v + k0, (n - k0) * sizeof(double));
   else
     for (uint64_t k = k0; k < n; k++) out[k] = v[k] * scale;
-  if (cells) {
-    la__zero(ipc, i);
-  } else { /* the rows and the other channels only */
-    memset(v + k0, 0, (n - k0) * sizeof(double));
-    memset(la__rows(ipc, i), 0, ipc->n_rows * sizeof(double));
-  }
+  /* cells left zero need no zeroing: the rows and other channels do */
+  la__zero_from(ipc, i, cells ? 0 : k0);
   return 0;
 }
 
