@@ -78,17 +78,27 @@ int la_ta_run_rank(const char *agent, const char *app_id, const char *app_name,
   LA_setProbeStartFunc(la__ta_zero, NULL);
   LA_setProbeStopFunc(la__ta_value, NULL);
   LA_setMetric("custom");
-  int bad = LA_register(app_name, rank, nprocs, n) != 0;
-  for (int c = 0; c < cycles && !bad; c++) {
+  /* a rank that fails says where and why: its exit code alone is 1 */
+  const char *failed = NULL;
+  int c = 0;
+  if (LA_register(app_name, rank, nprocs, n) != 0) failed = "LA_register";
+  for (; c < cycles && !failed; c++) {
     la__ta_rank.cycle = (uint64_t)c;
     for (long e = 0; e < n; e++) {
       LA_startProbe(e);
       LA_stopProbe(e);
     }
-    bad = LA_dataXfer() != 0;
+    if (LA_dataXfer() != 0) failed = "LA_dataXfer";
   }
-  bad |= LA_finalize() != 0;
-  return bad;
+  if (failed)
+    fprintf(stderr, "rank %d of %s: %s (cycle %d) failed: %s\n", rank,
+            app_id, failed, c, LA_lastError());
+  if (LA_finalize() != 0 && !failed) {
+    failed = "LA_finalize";
+    fprintf(stderr, "rank %d of %s: LA_finalize failed: %s\n", rank, app_id,
+            LA_lastError());
+  }
+  return failed != NULL;
 }
 
 static int la_ta_query(la_test_agent_t *a, const char *sql,
