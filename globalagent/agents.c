@@ -132,6 +132,7 @@ static void la__agent_close(la_conn_t *c, const char *reason) {
   /* a closing connection no longer holds a slot: it is gone by the end of
    * this loop iteration (admission counts open connections only) */
   a->ga->n_agents--;
+  if (a->state == LA__AG_READY) a->ga->n_linked--;
   la__drop_pending(a); /* a job in flight drops its own when it returns */
   if (a->paused) {
     a->paused = 0;
@@ -242,6 +243,7 @@ static int la__handshake_auth(la_ga_agent_t *a, const La__Auth *au) {
     la_conn_set_secure(c, &a->sec);
   }
   a->state = LA__AG_READY;
+  ga->n_linked++;
   la_conn_set_deadline(c, 0);
   /* authenticated: frames up to the configured maximum from now on */
   la_conn_set_max_frame(c, (uint32_t)ga->set.agent_max_frame);

@@ -67,6 +67,10 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
   la_status_info(r, "authentication", "how LocalAgents are authenticated",
                  ga->have_key ? "shared secret" : "none (any agent accepted)");
   la_status_gauge(r, "agents", "LocalAgent connections open", ga->n_agents);
+  la_status_gauge(r, "agents_linked",
+                  "LocalAgents authenticated (connections open minus those "
+                  "in their handshake)",
+                  ga->n_linked);
   la_status_counter(r, "agents_accepted", "LocalAgent connections accepted",
                     st->agents_accepted);
   la_status_counter(r, "agents_refused", "LocalAgent connections refused",

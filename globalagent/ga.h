@@ -127,6 +127,7 @@ struct la_ga {
   int agent_check_on;
   struct la_ga_sub *subs;
   int n_agents, n_subs;
+  int n_linked; /* of n_agents, those authenticated (LA__AG_READY) */
   struct la_ga_app *apps;
   int n_apps; /* entries of apps, at most set.max_apps */
   int in_txn;
