@@ -682,6 +682,7 @@ static void test_two_agents_one_mpi_run(void **state) {
   assert_int_equal(ga_status("traces_orphan"), 0);
   assert_int_equal(ga_status("conflicts"), 0);
   assert_int_equal(ga_status("agents"), 2);
+  assert_int_equal(ga_status("agents_linked"), 2);
 }
 
 /* Queries of what a run stored (apps, cycles, get, latest), and per-rank
