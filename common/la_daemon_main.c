@@ -4,6 +4,7 @@
  * daemon's settings: their layout stays behind la_daemon_def_t. */
 #include "la_daemon_main.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -90,9 +91,30 @@ static void la__on_signal(uv_signal_t *h, int signum) {
     la__def->stop(la__daemon);
 }
 
+/* The thread pool's start: a job that does nothing, queued once. */
+static uv_work_t la__pool_start;
+static void la__noop_work(uv_work_t *w) {
+  (void)w;
+}
+static void la__noop_after(uv_work_t *w, int status) {
+  (void)w, (void)status;
+}
+
 void la_daemon_signals(const la_daemon_def_t *d, void *daemon, uv_loop_t *loop,
                        uv_signal_t sigs[3]) {
   la__daemon = daemon;
+  /* libuv makes every pool thread at the first job: made now, with all
+   * signals blocked, they inherit that mask, and the kernel hands SIGTERM
+   * and SIGHUP to the loop thread. A signal taken by a pool thread blocked
+   * in its condition wait was seen to stall a sanitized daemon's stop. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = uv_queue_work(loop, &la__pool_start, la__noop_work, la__noop_after);
+  if (rc)
+    la_log_warnx("thread pool not started (%s): a signal may reach it",
+                 uv_strerror(rc));
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   la_uv_signals(loop, sigs, la__on_signal, daemon);
 }
 

@@ -51,7 +51,10 @@ int la_daemon_begin(const la_daemon_def_t *d, int argc, char **argv, void *set,
 /* Installs the signal handlers in sigs, which call d->reload or d->stop
  * with daemon once the loop runs. Before the daemon opens its ports and
  * writes its port files, so that a SIGTERM sent as soon as a port file
- * appears is a clean stop, not the default action. */
+ * appears is a clean stop, not the default action. Starts libuv's thread
+ * pool first, with every signal blocked in its threads: the daemon's
+ * signals reach the loop thread only (threads the daemon makes itself
+ * block them too). */
 void la_daemon_signals(const la_daemon_def_t *d, void *daemon, uv_loop_t *loop,
                        uv_signal_t sigs[3]);
 

@@ -23,6 +23,7 @@
 #include "store_ckpt.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include "la.h"
@@ -108,7 +109,14 @@ int la__ckpt_start(sqlite3 *writer, la_ckpt_t **out) {
   }
   pthread_mutex_init(&c->mu, NULL);
   pthread_cond_init(&c->cv, NULL);
-  if (pthread_create(&c->thread, NULL, la__ckpt_main, c) != 0) {
+  /* the thread never takes the process's signals: they are the loop
+   * thread's to handle (a daemon's stop and reload) */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int prc = pthread_create(&c->thread, NULL, la__ckpt_main, c);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (prc != 0) {
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     sqlite3_close(c->db);
