@@ -129,14 +129,14 @@ static void la__start(la_ga_fjobs_t *p, la_ga_fjob_t *j) {
 }
 
 int la_ga_fjob_submit(la_ga_t *ga, la_ga_fjob_t *j) {
-  la_ga_fjobs_t *p = la__pool(ga);
-  const char *db = ga->set.db_url[0] ? ga->set.db_url : ga->set.db;
-  if (!ga->set.db_url[0] && !strcmp(db, ":memory:")) {
-    j->why[0] = 0; /* a private database: no reader beside the loop's */
+  j->why[0] = 0;
+  if (!ga->set.db_url[0] && !strcmp(ga->set.db, ":memory:")) {
+    /* a private database: no reader beside the loop's own connection */
     j->work(j, ga->store, j->why);
     j->done(j, 1);
     return 1;
   }
+  la_ga_fjobs_t *p = ga->draining ? NULL : la__pool(ga);
   if (!p || p->stopping) {
     j->done(j, 0);
     return 1;
