@@ -557,6 +557,17 @@ static void check_lactl_export(const la_traceset_t *t, const char *app,
         (unsigned long long)i, (unsigned long long)n);
 }
 
+/* Connects a libla_client (*c) and returns "huge" cycle 1 as
+ * la_client_get gives it, which must succeed. */
+static la_traceset_t *get_huge(la_client_t **c) {
+  CHECK(la_client_connect(T.g.feed_addr, 120000, c) == 0, "connect");
+  la_traceset_t *t = NULL;
+  int rc = la_client_get(*c, "huge", 1, &t);
+  CHECK(rc == 0, "la_client_get: %s (%s)", la_client_strerror(rc),
+        la_client_error(*c));
+  return t;
+}
+
 /* A set of more than 64 MiB (LA_CLIENT_DEFAULT_MAX_FRAME: it can never be
  * one frame to a client) and 270 times feed.queue_bytes, asked by
  * la_client_get and by la_client_latest, arrives whole, every rank's
@@ -571,17 +582,13 @@ static void test_query_set_over_frame_limit(void **state) {
   T.n = 180000; /* 48 ranks of about 1.4 MB: 69 MB */
   send_set("huge", RANKS, 1, 1);
   la_client_t *c = NULL;
-  CHECK(la_client_connect(T.g.feed_addr, 120000, &c) == 0, "connect");
-  la_traceset_t *t = NULL;
-  int rc = la_client_get(c, "huge", 1, &t);
-  CHECK(rc == 0, "la_client_get: %s (%s)", la_client_strerror(rc),
-        la_client_error(c));
+  la_traceset_t *t = get_huge(&c);
   check_whole(t, RANKS, 1);
   size_t n = set_bytes(t);
   print_message("la_client_get: a set of %zu bytes arrived whole\n", n);
   CHECK(n > LA_CLIENT_DEFAULT_MAX_FRAME, "the set is only %zu bytes", n);
   la_traceset_free(t);
-  rc = la_client_latest(c, "huge", &t);
+  int rc = la_client_latest(c, "huge", &t);
   CHECK(rc == 0, "la_client_latest: %s (%s)", la_client_strerror(rc),
         la_client_error(c));
   check_whole(t, RANKS, 1);
@@ -704,6 +711,15 @@ static int ask_large_set(int a, int b) {
   return n;
 }
 
+/* A frame of a set in parts: a part's bytes added to *got; 1 when it was
+ * a part or a head, else 0. */
+static int set_frame(uint16_t type, const ProtobufCMessage *m, uint64_t *got) {
+  if (type == LA__MSG_TYPE__MSG_TRACE_SET_PART)
+    *got += ((const La__TraceSetPart *)m)->data.len;
+  return type == LA__MSG_TYPE__MSG_TRACE_SET_PART ||
+         type == LA__MSG_TYPE__MSG_TRACE_SET_HEAD;
+}
+
 /* Reads fd's answer to a query of a set in parts to its end: the
  * QueryReply, the head and every part; returns the set's bytes. */
 static uint64_t read_set_answer(int fd) {
@@ -713,17 +729,14 @@ static uint64_t read_set_answer(int fd) {
     uint16_t type = 0;
     ProtobufCMessage *m = NULL;
     assert_int_equal(recv_one(fd, 1u << 20, &type, &m), 0);
-    if (type == LA__MSG_TYPE__MSG_QUERY_REPLY) {
+    if (!set_frame(type, m, &got)) {
+      CHECK(type == LA__MSG_TYPE__MSG_QUERY_REPLY, "got a %s",
+            la_msg_name(type));
       La__QueryReply *r = (La__QueryReply *)m;
       CHECK(r->status == 0 && r->has_set_bytes, "reply: %d %s", r->status,
             r->message ? r->message : "");
       announced = r->set_bytes;
       replied = 1;
-    } else if (type == LA__MSG_TYPE__MSG_TRACE_SET_PART) {
-      got += ((La__TraceSetPart *)m)->data.len;
-    } else {
-      CHECK(type == LA__MSG_TYPE__MSG_TRACE_SET_HEAD, "got a %s",
-            la_msg_name(type));
     }
     la_msg_free(m);
   }
@@ -780,7 +793,9 @@ static void test_pipelined_in_order(void **state) {
     uint16_t type = 0;
     ProtobufCMessage *m = NULL;
     assert_int_equal(recv_one(a, 4u << 20, &type, &m), 0);
-    if (type == LA__MSG_TYPE__MSG_QUERY_REPLY) {
+    if (set_frame(type, m, &got)) {
+      /* parts may come between the replies */
+    } else if (type == LA__MSG_TYPE__MSG_QUERY_REPLY) {
       La__QueryReply *r = (La__QueryReply *)m;
       CHECK(step < 2, "a QueryReply after the StatusReply");
       if (step == 0) {
@@ -797,11 +812,8 @@ static void test_pipelined_in_order(void **state) {
       CHECK(step == 2, "the StatusReply came before %s",
             step == 0 ? "both QueryReplies" : "the list's QueryReply");
       step++;
-    } else if (type == LA__MSG_TYPE__MSG_TRACE_SET_PART) {
-      got += ((La__TraceSetPart *)m)->data.len;
     } else {
-      CHECK(type == LA__MSG_TYPE__MSG_TRACE_SET_HEAD, "got a %s",
-            la_msg_name(type));
+      CHECK(0, "got a %s", la_msg_name(type));
     }
     la_msg_free(m);
   }
@@ -821,11 +833,7 @@ static void test_leave_while_served(void **state) {
   close(a);
   assert_true(raw_status(b, "queries") >= 1);
   la_client_t *c = NULL;
-  CHECK(la_client_connect(T.g.feed_addr, 120000, &c) == 0, "connect");
-  la_traceset_t *t = NULL;
-  int rc = la_client_get(c, "huge", 1, &t);
-  CHECK(rc == 0, "la_client_get: %s (%s)", la_client_strerror(rc),
-        la_client_error(c));
+  la_traceset_t *t = get_huge(&c);
   assert_int_equal(la_traceset_nprocs(t), RANKS);
   assert_true(la_traceset_complete(t));
   la_traceset_free(t);
