@@ -25,6 +25,25 @@
  * reply's LA_ELIMIT naming the limit. Older clients get the set inside
  * the QueryReply.
  *
+ * Off the loop thread (feed_jobs.c): what reads a stored Trace-Set, a
+ * Query "traceset" and a Subscribe's cycle or latest sets (of subscribers
+ * that take parts), because a set of 10^4 ranks is tens of MB and loading
+ * and encoding it takes the loop hundreds of ms, during which no trace
+ * would be read, committed or acknowledged and no other connection
+ * served. The job loads the set with its own read connection, measures it
+ * against the bounds (la__over, with the connection's query bytes as they
+ * were when the job started: a set refused is never encoded), encodes it
+ * and frees the loaded copy; the loop then sends the reply and queues the
+ * parts, exactly as before. Listings, element ids and the status are small
+ * and stay on the loop. A connection has one job at a time: a frame read
+ * while its job runs is kept and reading stops until the job returns, so
+ * replies keep the order of requests and a client that floods queries
+ * fills its socket, not our memory. A connection closed meanwhile is held
+ * until its job returns, which then frees the result. A subscription's
+ * live sets published while its stored sets are read wait behind them.
+ * Old clients' sets (one frame) are loaded on the pool too but encoded by
+ * la_conn_send on the loop.
+ *
  * Limits (the port is unauthenticated): until its first request a
  * connection's frames are limited to feed.handshake_max_frame; one address
  * holds at most feed.max_connections_per_address connections; a connection
@@ -37,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "feed_jobs.h"
 #include "feed_query.h"
 #include "ga.h"
 #include "la_log.h"
@@ -65,7 +85,7 @@ typedef struct la_ga_sub {
   la_conn_t conn; /* first */
   la_ga_t *ga;
   struct la_ga_sub *prev, *next;
-  int spoke;      /* sent a valid request: no deadline any more */
+  int spoke; /* sent a valid request: no deadline any more */
   int subscribed, live;
   char app[LA_MAX_ID_LEN + 1]; /* "" = every application */
   uint64_t sent, dropped;
@@ -74,6 +94,17 @@ typedef struct la_ga_sub {
   la_ga_out_t *out, **out_tail; /* sets queued in parts, oldest first */
   size_t out_pending;           /* their bytes not yet handed over */
   size_t query_pending;         /* of which the sets answering queries */
+  struct la__fq *job; /* its request on the pool (feed_jobs.c), or NULL */
+  int in_submit;      /* submitting it: a job done at once goes on here */
+  uint8_t *stash;     /* the frame read while job ran (reading stopped) */
+  uint32_t stash_len;
+  uint16_t stash_type;
+  /* a Subscribe's stored sets are being read: nothing is sent from out,
+   * where live sets queued meanwhile (held_bytes of them, after *hold_at)
+   * wait for the stored ones to go before them */
+  int hold_out;
+  size_t held_bytes;
+  struct la_ga_out **hold_at;
 } la_ga_sub_t;
 
 static void la__enc_unref(la_ga_enc_t *e) {
@@ -90,6 +121,7 @@ static void la__sub_free(la_conn_t *c) {
     la__enc_unref(o->enc);
     free(o);
   }
+  free(s->stash);
   free(s);
 }
 
@@ -117,8 +149,7 @@ static size_t la__varint_len(uint64_t v) {
 /* Queues one set to s unless its queue is full (then counts a drop).
  * base: the set's frame size without its dropped field (0: computed
  * here), so a set published to many subscribers is measured once. */
-static void la__send_set_sized(la_ga_sub_t *s, La__TraceSet *set,
-                               size_t base) {
+static void la__send_set_sized(la_ga_sub_t *s, La__TraceSet *set, size_t base) {
   la_ga_t *ga = s->ga;
   if (!base) {
     set->has_dropped = 0;
@@ -128,9 +159,10 @@ static void la__send_set_sized(la_ga_sub_t *s, La__TraceSet *set,
   size_t n = base + 1 + la__varint_len(s->dropped);
   if (s->conn.out_bytes + n > ga->set.sub_queue_bytes) {
     if (s->dropped++ == 0 || s->dropped % 1000 == 0)
-      la_log_warnx("subscriber %s is not reading: %llu Trace-Sets dropped "
-                   "for it so far", s->conn.peer,
-                   (unsigned long long)s->dropped);
+      la_log_warnx(
+          "subscriber %s is not reading: %llu Trace-Sets dropped "
+          "for it so far",
+          s->conn.peer, (unsigned long long)s->dropped);
     ga->st.sets_dropped++;
     return;
   }
@@ -153,7 +185,8 @@ static size_t la__part_data(const la_ga_t *ga) {
 static void la__pump(la_ga_sub_t *s) {
   size_t chunk = la__part_data(s->ga);
   size_t part = (size_t)s->ga->set.feed_part_bytes;
-  while (s->out && !s->conn.closing && s->conn.out_bytes < 2 * part &&
+  while (s->out && !s->conn.closing && !s->hold_out &&
+         s->conn.out_bytes < 2 * part &&
          !(s->conn.out_bytes > 0 && s->conn.max_out &&
            s->conn.out_bytes + part > s->conn.max_out)) {
     la_ga_out_t *o = s->out;
@@ -209,10 +242,10 @@ static void la__notice(la_ga_sub_t *s, const la_ga_enc_t *e,
   s->ga->st.set_notices++;
   if (s->dropped == 1 || s->dropped % 1000 == 0)
     la_log_warnx(
-      "subscriber %s: Trace-Set %s cycle %llu (%zu bytes) not sent: "
-      "over %s = %llu (%llu not delivered to it so far)",
-      s->conn.peer, e->app, (unsigned long long)e->tag, e->len, limit_name,
-      (unsigned long long)limit, (unsigned long long)s->dropped);
+        "subscriber %s: Trace-Set %s cycle %llu (%zu bytes) not sent: "
+        "over %s = %llu (%llu not delivered to it so far)",
+        s->conn.peer, e->app, (unsigned long long)e->tag, e->len, limit_name,
+        (unsigned long long)limit, (unsigned long long)s->dropped);
   La__SetNotice n = LA__SET_NOTICE__INIT;
   n.app_id = (char *)e->app;
   n.cycle_tag = e->tag;
@@ -224,26 +257,29 @@ static void la__notice(la_ga_sub_t *s, const la_ga_enc_t *e,
   la_conn_send(&s->conn, LA__MSG_TYPE__MSG_SET_NOTICE, &n.base, 0);
 }
 
-/* The limit that keeps a set of len bytes from s, by name ("max_set_bytes":
- * over max, the bound s asked for, 0: none; "feed.queue_bytes": queued,
- * the bytes already waiting that count, is not 0 and would pass it), with
- * its value in *limit; NULL when e may be queued. */
-static const char *la__over(const la_ga_sub_t *s, size_t len, uint64_t max,
+/* The limit that keeps a set of len bytes from a connection, by name
+ * ("max_set_bytes": over max, the bound it asked for, 0: none;
+ * "feed.queue_bytes" = queue_bytes: queued, the bytes already waiting that
+ * count, is not 0 and would pass it), with its value in *limit; NULL when
+ * the set may be queued. Any thread (it reads only its arguments). */
+static const char *la__over(uint64_t queue_bytes, size_t len, uint64_t max,
                             size_t queued, uint64_t *limit) {
   if (max && len > max) {
     *limit = max;
     return "max_set_bytes";
   }
-  if (queued > 0 && queued + len > s->ga->set.sub_queue_bytes) {
-    *limit = s->ga->set.sub_queue_bytes;
+  if (queued > 0 && queued + len > queue_bytes) {
+    *limit = queue_bytes;
     return "feed.queue_bytes";
   }
   return NULL;
 }
 
-/* Appends e to s's sets in parts (query: it answers a Query), without
- * sending anything yet. 0 or LA_ENOMEM. */
-static int la__enqueue(la_ga_sub_t *s, la_ga_enc_t *e, int query) {
+/* Puts e among s's sets in parts (query: it answers a Query), without
+ * sending anything yet: at *at (NULL: last), at then moving past it. 0 or
+ * LA_ENOMEM. */
+static int la__enqueue_at(la_ga_sub_t *s, la_ga_enc_t *e, int query,
+                          la_ga_out_t ***at) {
   la_ga_out_t *o = calloc(1, sizeof *o);
   if (!o) return LA_ENOMEM;
   o->enc = e;
@@ -251,10 +287,18 @@ static int la__enqueue(la_ga_sub_t *s, la_ga_enc_t *e, int query) {
   e->refs++;
   if (query) s->query_pending += e->len;
   if (!s->out) s->out_tail = &s->out;
-  *s->out_tail = o;
-  s->out_tail = &o->next;
+  la_ga_out_t **where = at ? *at : s->out_tail;
+  o->next = *where;
+  *where = o;
+  if (s->out_tail == where) s->out_tail = &o->next;
+  if (at) *at = &o->next;
   s->out_pending += e->len;
   return 0;
+}
+
+/* Appends e to s's sets in parts (la__enqueue_at). */
+static int la__enqueue(la_ga_sub_t *s, la_ga_enc_t *e, int query) {
+  return la__enqueue_at(s, e, query, NULL);
 }
 
 /* Offers the encoded set e to a subscriber of sets_version 2: queued in
@@ -263,8 +307,13 @@ static int la__enqueue(la_ga_sub_t *s, la_ga_enc_t *e, int query) {
 static void la__offer(la_ga_sub_t *s, la_ga_enc_t *e) {
   la_ga_t *ga = s->ga;
   uint64_t limit = 0;
-  const char *over = la__over(s, e->len, s->max_set,
-                              s->conn.out_bytes + s->out_pending, &limit);
+  /* a stored set going before the live ones held (hold_at) counts only
+   * what was queued before them, as when it was sent at once */
+  int stored = s->hold_at != NULL && !s->hold_out;
+  size_t queued = s->conn.out_bytes + s->out_pending;
+  if (stored) queued -= s->held_bytes;
+  const char *over =
+      la__over(ga->set.sub_queue_bytes, e->len, s->max_set, queued, &limit);
   if (over) {
     if (!strcmp(over, "max_set_bytes"))
       ga->st.sets_over_subscriber_max++;
@@ -273,11 +322,12 @@ static void la__offer(la_ga_sub_t *s, la_ga_enc_t *e) {
     la__notice(s, e, over, limit);
     return;
   }
-  if (la__enqueue(s, e, 0)) {
+  if (la__enqueue_at(s, e, 0, stored ? &s->hold_at : NULL)) {
     la__notice(s, e, "memory", 0);
     return;
   }
-  la__pump(s);
+  if (s->hold_out) s->held_bytes += e->len;
+  if (!stored) la__pump(s); /* stored ones: once all are in */
 }
 
 /* Bytes of set's encoding in parts: without its dropped field. */
@@ -288,23 +338,33 @@ static size_t la__set_bytes(const La__TraceSet *set) {
 }
 
 /* set encoded once for subscribers that take parts (dropped left out: it
- * travels in each subscriber's TraceSetHead); NULL when out of memory. */
-static la_ga_enc_t *la__encode(const La__TraceSet *set) {
+ * travels in each subscriber's TraceSetHead); NULL when out of memory.
+ * Any thread: it logs nothing. */
+static la_ga_enc_t *la__encode_quiet(const La__TraceSet *set) {
   La__TraceSet copy = *set;
   copy.has_dropped = 0;
   size_t n = la__set_bytes(set);
   la_ga_enc_t *e = malloc(sizeof *e + (n ? n : 1));
-  if (!e) {
-    la_log_warnx(
-        "Trace-Set %s cycle %llu: out of memory encoding %zu bytes "
-        "for subscribers",
-        set->app_id, (unsigned long long)set->cycle_tag, n);
-    return NULL;
-  }
+  if (!e) return NULL;
   e->refs = 1;
   snprintf(e->app, sizeof e->app, "%s", set->app_id);
   e->tag = set->cycle_tag;
   e->len = protobuf_c_message_pack(&copy.base, e->data);
+  return e;
+}
+
+/* Logs that app's set of cycle tag (n bytes) could not be encoded. */
+static void la__encode_failed(const char *app, uint64_t tag, size_t n) {
+  la_log_warnx(
+      "Trace-Set %s cycle %llu: out of memory encoding %zu bytes "
+      "for subscribers",
+      app, (unsigned long long)tag, n);
+}
+
+/* la__encode_quiet on the loop, logging a failure. */
+static la_ga_enc_t *la__encode(const La__TraceSet *set) {
+  la_ga_enc_t *e = la__encode_quiet(set);
+  if (!e) la__encode_failed(set->app_id, set->cycle_tag, la__set_bytes(set));
   return e;
 }
 
@@ -352,80 +412,297 @@ static void la__send_stored(la_ga_sub_t *s, const char *app, uint64_t tag) {
   }
 }
 
-/* The set of answer a, for a client that takes it in parts: encoded once
- * (the loaded set is freed at once) and queued, the reply then carrying
- * its size instead of the set; one over the client's max_set_bytes or
- * the sets already asked on s (la__over) turns the reply, before any
- * encoding, into LA_ELIMIT naming the limit.
- * Returns 1 when a set was queued (to pump once the reply is sent). */
-static int la__query_parts(la_ga_sub_t *s, const La__Query *q,
-                           la_ga_answer_t *a) {
+/* After a request: a live subscriber has no deadline (its queue bounds
+ * it); any other connection is closed after idle_timeout without one. */
+static void la__requested(la_ga_sub_t *s) {
+  if (!s->spoke) { /* a valid request: the port's own frame limit */
+    s->spoke = 1;
+    la_conn_set_max_frame(&s->conn, (uint32_t)s->ga->set.feed_max_frame);
+  }
+  la_conn_set_deadline(&s->conn, s->subscribed && s->live
+                                     ? 0
+                                     : (uint64_t)s->ga->set.feed_idle_ms);
+}
+
+/* A stored set of a Subscribe, read by its job. */
+typedef struct la__stored {
   char app[LA_MAX_ID_LEN + 1];
-  snprintf(app, sizeof app, "%s", a->set->app_id);
-  uint64_t tag = a->set->cycle_tag, limit = 0;
-  size_t len = la__set_bytes(a->set);
+  uint64_t tag;
+  size_t len;       /* its bytes in parts */
+  la_ga_enc_t *enc; /* encoded; NULL: out of memory (len says how much) */
+} la__stored_t;
+
+/* A request of one connection on the thread pool (feed_jobs.c): a Query
+ * "traceset", or a Subscribe's stored sets. What the pool thread reads
+ * was copied in before it started; it writes only the result fields. */
+typedef struct la__fq {
+  la_ga_fjob_t job; /* first */
+  la_ga_sub_t *s;   /* held until done */
+  int subscribe;
+  /* Query: the request and the connection's bounds as they were */
+  La__Query q;
+  char what[16], app[LA_MAX_ID_LEN + 1];
+  int parts;            /* sets_version 2: the set follows in parts */
+  uint64_t queue_bytes; /* feed.queue_bytes */
+  size_t queued;        /* the connection's query_pending */
+  la_ga_answer_t a;     /* the answer (its set already freed: parts) */
+  int had_set;          /* the answer had a set (parts) */
+  size_t len;           /* its bytes in parts */
+  const char *over;     /* la__over's verdict (NULL: fits) */
+  uint64_t limit;
+  la_ga_enc_t *enc; /* the set encoded (parts; NULL: refused, ENOMEM) */
+  /* Subscribe: cycle of app (has_cycle), the latest of each app (latest) */
+  int has_cycle, latest;
+  uint64_t cycle;
+  la__stored_t *sets;
+  size_t n_sets;
+} la__fq_t;
+
+/* Measures the set of answer a (sets_version 2) against the bounds f
+ * copied (la__over, before any encoding), encodes it when it fits and
+ * frees the loaded copy; the reply then carries no set. Any thread. */
+static void la__query_measure(la__fq_t *f) {
+  la_ga_answer_t *a = &f->a;
+  f->had_set = 1;
+  f->len = la__set_bytes(a->set);
   /* what counts: the sets this connection asked for, its own memory (a
    * live set in its queue is shared, and bounded by la__offer) */
-  const char *over =
-      la__over(s, len, q->has_max_set_bytes ? q->max_set_bytes : 0,
-               s->query_pending, &limit);
-  la_ga_enc_t *e = over ? NULL : la__encode(a->set);
+  f->over = la__over(f->queue_bytes, f->len,
+                     f->q.has_max_set_bytes ? f->q.max_set_bytes : 0, f->queued,
+                     &f->limit);
+  f->enc = f->over ? NULL : la__encode_quiet(a->set);
+  snprintf(f->app, sizeof f->app, "%s", a->set->app_id);
+  f->cycle = a->set->cycle_tag;
   la_store_free_set(a->set);
   a->set = NULL;
   a->reply.n_sets = 0;
   a->reply.sets = NULL;
+}
+
+/* The loop's end of la__query_measure: the set queued to s and its size
+ * in the reply, or the reply turned into LA_ELIMIT naming the limit, or
+ * LA_ENOMEM. Returns 1 when a set was queued (to pump once the reply is
+ * sent). */
+static int la__query_queue(la_ga_sub_t *s, la__fq_t *f) {
+  la_ga_answer_t *a = &f->a;
   int queued = 0;
-  if (over) {
+  if (f->over) {
     la_log_info(
         "feed connection %s: Trace-Set %s cycle %llu (%zu bytes) not "
         "sent: over %s = %llu",
-        s->conn.peer, app, (unsigned long long)tag, len, over,
-        (unsigned long long)limit);
+        s->conn.peer, f->app, (unsigned long long)f->cycle, f->len, f->over,
+        (unsigned long long)f->limit);
     la_ga_answer_fail(
         a, LA_ELIMIT,
-        "Trace-Set of %s cycle %llu is %zu bytes, over %s = %llu%s", app,
-        (unsigned long long)tag, len, over, (unsigned long long)limit,
-        strcmp(over, "max_set_bytes")
+        "Trace-Set of %s cycle %llu is %zu bytes, over %s = %llu%s", f->app,
+        (unsigned long long)f->cycle, f->len, f->over,
+        (unsigned long long)f->limit,
+        strcmp(f->over, "max_set_bytes")
             ? " (other Trace-Sets asked on this connection are still being "
               "sent: read them first)"
             : " (la_client_set_max_set)");
-  } else if (!e || la__enqueue(s, e, 1)) {
+  } else if (!f->enc || la__enqueue(s, f->enc, 1)) {
+    if (!f->enc) la__encode_failed(f->app, f->cycle, f->len);
     la_ga_answer_fail(a, LA_ENOMEM,
-                      "out of memory for %s cycle %llu (%zu bytes)", app,
-                      (unsigned long long)tag, len);
+                      "out of memory for %s cycle %llu (%zu bytes)", f->app,
+                      (unsigned long long)f->cycle, f->len);
   } else {
     a->reply.has_set_bytes = 1;
-    a->reply.set_bytes = e->len;
+    a->reply.set_bytes = f->enc->len;
     queued = 1;
   }
-  la__enc_unref(e);
+  la__enc_unref(f->enc);
+  f->enc = NULL;
   return queued;
 }
 
+/* A job's work (feed_jobs.h), on the pool: the answer to the Query, its
+ * set measured and encoded for a client that takes parts. */
+static void la__query_work(la_ga_fjob_t *j, la_store_t *st, const char *why) {
+  la__fq_t *f = (la__fq_t *)j;
+  if (!st) {
+    la_ga_answer_init(&f->a);
+    la_ga_answer_fail(&f->a, LA_EIO, "cannot read the store: %s", why);
+    return;
+  }
+  if (la_ga_answer(st, &f->q, &f->a) == 0 && f->a.set && f->parts)
+    la__query_measure(f);
+}
+
+/* Appends app's set of cycle tag, read from st and encoded, to f's. */
+static void la__stored_add(la__fq_t *f, la_store_t *st, const char *app,
+                           uint64_t tag) {
+  La__TraceSet *set = NULL;
+  if (la_store_load_set(st, app, tag, &set) != 0) return;
+  la__stored_t *v = realloc(f->sets, (f->n_sets + 1) * sizeof *v);
+  if (v) {
+    f->sets = v;
+    la__stored_t *x = &v[f->n_sets++];
+    snprintf(x->app, sizeof x->app, "%s", set->app_id);
+    x->tag = set->cycle_tag;
+    x->len = la__set_bytes(set);
+    x->enc = la__encode_quiet(set);
+  }
+  la_store_free_set(set);
+}
+
+/* A job's work, on the pool: a Subscribe's stored sets (its cycle, the
+ * latest closed set of each application it takes), encoded. */
+static void la__subscribe_work(la_ga_fjob_t *j, la_store_t *st,
+                               const char *why) {
+  la__fq_t *f = (la__fq_t *)j;
+  (void)why; /* logged by feed_jobs.c; the subscriber gets no stored set */
+  if (!st) return;
+  if (f->has_cycle) la__stored_add(f, st, f->app, f->cycle);
+  if (!f->latest) return;
+  la_store_app_t *a = NULL;
+  size_t n = 0;
+  if (la_store_apps(st, &a, &n) != 0) return;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t tag;
+    if ((f->app[0] && strcmp(f->app, a[i].app_id)) ||
+        la_store_latest_cycle(st, a[i].app_id, LA_STORE_LATEST_CLOSED, &tag) !=
+            0)
+      continue;
+    la__stored_add(f, st, a[i].app_id, tag);
+  }
+  free(a);
+}
+
+static int la__sub_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m);
+
+/* Handles the frame kept while s's job ran, and the next ones, until one
+ * starts a job again; then reads s again. Loop thread, outside s's
+ * callbacks. */
+static void la__sub_next(la_ga_sub_t *s) {
+  while (s->stash && !s->job && !s->conn.closing) {
+    uint8_t *p = s->stash;
+    s->stash = NULL;
+    ProtobufCMessage *m = NULL;
+    char why[240];
+    int rc = la_msg_decode(s->stash_type, p, s->stash_len, &m, why, sizeof why);
+    free(p);
+    if (rc != 0) {
+      la_conn_bad(&s->conn, why);
+      return;
+    }
+    la__sub_frame(&s->conn, s->stash_type, m);
+    la_msg_free(m);
+  }
+  if (!s->job) la_conn_resume(&s->conn);
+}
+
+/* After the job of f (feed_jobs.h): its result sent to its connection,
+ * unless that closed meanwhile, then freed; the connection's next
+ * request goes on. Loop thread. */
+static void la__job_done(la_ga_fjob_t *j, int ran) {
+  la__fq_t *f = (la__fq_t *)j;
+  la_ga_sub_t *s = f->s;
+  int live = ran && !s->conn.closing;
+  if (f->subscribe) {
+    s->hold_out = 0;
+    for (size_t i = 0; i < f->n_sets; i++) {
+      la__stored_t *x = &f->sets[i];
+      if (live && x->enc)
+        la__offer(s, x->enc);
+      else if (live)
+        la__encode_failed(x->app, x->tag, x->len);
+      la__enc_unref(x->enc);
+    }
+    free(f->sets);
+    s->hold_at = NULL;
+    s->held_bytes = 0;
+    if (live) la__pump(s);
+  } else {
+    int parts = live && f->had_set && la__query_queue(s, f);
+    if (live)
+      la_conn_send(&s->conn, LA__MSG_TYPE__MSG_QUERY_REPLY, &f->a.reply.base,
+                   0);
+    la__enc_unref(f->enc);
+    la_ga_answer_free(&f->a);
+    if (parts) la__pump(s);
+  }
+  free(f);
+  s->job = NULL;
+  if (live && !s->in_submit) {
+    la__requested(s);
+    la__sub_next(s);
+  }
+  la_conn_release(&s->conn);
+}
+
+/* Runs f, filled by the caller, on the pool for s, holding s until it is
+ * done; s's later frames wait (la__sub_raw). */
+static void la__submit(la_ga_sub_t *s, la__fq_t *f) {
+  f->s = s;
+  f->job.done = la__job_done;
+  la_conn_hold(&s->conn);
+  s->job = f;
+  s->in_submit = 1;
+  la_ga_fjob_submit(s->ga, &f->job);
+  s->in_submit = 0;
+}
+
 /* Answers a Query (feed_query.c) with one QueryReply; a Trace-Set asked
- * with sets_version 2 follows it in parts (la__query_parts). */
+ * with sets_version 2 follows it in parts (la__query_queue). A "traceset"
+ * is answered by a job on the pool (la__query_work), the rest here. */
 static void la__query(la_ga_sub_t *s, const La__Query *q) {
   s->ga->st.queries++;
   la_ga_answer_t a;
-  int parts = la_ga_answer(s->ga->store, q, &a) == 0 && a.set &&
-              q->has_sets_version && q->sets_version >= LA_FEED_SETS_VERSION &&
-              la__query_parts(s, q, &a);
+  if (!strcmp(q->what, "traceset") && q->app_id && q->app_id[0]) {
+    la__fq_t *f = calloc(1, sizeof *f);
+    if (!f) {
+      la_ga_answer_init(&a);
+      la_ga_answer_fail(&a, LA_ENOMEM, "out of memory");
+    } else {
+      la__query__init(&f->q);
+      snprintf(f->what, sizeof f->what, "%s", q->what);
+      snprintf(f->app, sizeof f->app, "%s", q->app_id);
+      f->q.what = f->what;
+      f->q.app_id = f->app;
+      f->q.has_cycle_tag = q->has_cycle_tag;
+      f->q.cycle_tag = q->cycle_tag;
+      f->q.has_feed_protocol = q->has_feed_protocol;
+      f->q.feed_protocol = q->feed_protocol;
+      f->q.has_max_set_bytes = q->has_max_set_bytes;
+      f->q.max_set_bytes = q->max_set_bytes;
+      f->parts = q->has_sets_version && q->sets_version >= LA_FEED_SETS_VERSION;
+      f->queue_bytes = s->ga->set.sub_queue_bytes;
+      f->queued = s->query_pending;
+      f->job.work = la__query_work;
+      la__submit(s, f);
+      return;
+    }
+  } else {
+    la_ga_answer(s->ga->store, q, &a);
+  }
   la_conn_send(&s->conn, LA__MSG_TYPE__MSG_QUERY_REPLY, &a.reply.base, 0);
   la_ga_answer_free(&a);
-  if (parts) la__pump(s);
 }
 
-static void la__subscribe(la_ga_sub_t *s, const La__Subscribe *m) {
+/* The stored sets a Subscribe asks (its cycle, the latest): read on the
+ * pool for a subscriber that takes parts, live sets meanwhile held behind
+ * them; read here for an old one. */
+static void la__subscribe_stored(la_ga_sub_t *s, const La__Subscribe *m) {
+  int has_cycle = m->has_cycle && s->app[0];
+  if (!has_cycle && !m->latest) return;
+  la__fq_t *f = s->sets_version >= 2 ? calloc(1, sizeof *f) : NULL;
+  if (f) {
+    f->subscribe = 1;
+    snprintf(f->app, sizeof f->app, "%s", s->app);
+    f->has_cycle = has_cycle;
+    f->cycle = m->cycle_tag;
+    f->latest = m->latest;
+    f->job.work = la__subscribe_work;
+    s->hold_out = 1;
+    s->held_bytes = 0;
+    if (!s->out) s->out_tail = &s->out;
+    s->hold_at = s->out_tail;
+    la__submit(s, f);
+    return;
+  }
   la_ga_t *ga = s->ga;
-  s->subscribed = 1;
-  s->live = !m->has_live || m->live;
-  s->sets_version = m->has_sets_version ? m->sets_version : 1;
-  s->max_set = m->has_max_set_bytes ? m->max_set_bytes : 0;
-  snprintf(s->app, sizeof s->app, "%s", m->app_id ? m->app_id : "");
-  la_log_info("subscriber %s: %s%s", s->conn.peer,
-              s->app[0] ? s->app : "every application",
-              s->live ? ", live" : "");
-  if (m->has_cycle && s->app[0]) la__send_stored(s, s->app, m->cycle_tag);
+  if (has_cycle) la__send_stored(s, s->app, m->cycle_tag);
   if (m->latest) {
     la_store_app_t *a = NULL;
     size_t n = 0;
@@ -442,47 +719,64 @@ static void la__subscribe(la_ga_sub_t *s, const La__Subscribe *m) {
   }
 }
 
-/* After a request: a live subscriber has no deadline (its queue bounds
- * it); any other connection is closed after idle_timeout without one. */
-static void la__requested(la_ga_sub_t *s) {
-  if (!s->spoke) { /* a valid request: the port's own frame limit */
-    s->spoke = 1;
-    la_conn_set_max_frame(&s->conn, (uint32_t)s->ga->set.feed_max_frame);
-  }
-  la_conn_set_deadline(&s->conn, s->subscribed && s->live
-                                     ? 0
-                                     : (uint64_t)s->ga->set.feed_idle_ms);
+static void la__subscribe(la_ga_sub_t *s, const La__Subscribe *m) {
+  s->subscribed = 1;
+  s->live = !m->has_live || m->live;
+  s->sets_version = m->has_sets_version ? m->sets_version : 1;
+  s->max_set = m->has_max_set_bytes ? m->max_set_bytes : 0;
+  snprintf(s->app, sizeof s->app, "%s", m->app_id ? m->app_id : "");
+  la_log_info("subscriber %s: %s%s", s->conn.peer,
+              s->app[0] ? s->app : "every application",
+              s->live ? ", live" : "");
+  la__subscribe_stored(s, m);
 }
 
 static int la__sub_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   switch (type) {
-  case LA__MSG_TYPE__MSG_SUBSCRIBE:
-    la__subscribe(s, (La__Subscribe *)m);
-    la__requested(s);
-    return 0;
-  case LA__MSG_TYPE__MSG_QUERY:
-    la__query(s, (La__Query *)m);
-    la__requested(s);
-    return 0;
-  case LA__MSG_TYPE__MSG_STATUS_REQUEST: {
-    La__StatusReply *r = la_ga_status_reply(s->ga, 1);
-    if (r) la_conn_send(c, LA__MSG_TYPE__MSG_STATUS_REPLY, &r->base, 0);
-    la_ga_status_reply_free(r);
-    la__requested(s);
-    return 0;
+    case LA__MSG_TYPE__MSG_SUBSCRIBE:
+      la__subscribe(s, (La__Subscribe *)m);
+      la__requested(s);
+      if (s->job) la_conn_set_deadline(c, 0); /* until it is done */
+      return 0;
+    case LA__MSG_TYPE__MSG_QUERY:
+      la__query(s, (La__Query *)m);
+      la__requested(s);
+      if (s->job) la_conn_set_deadline(c, 0);
+      return 0;
+    case LA__MSG_TYPE__MSG_STATUS_REQUEST: {
+      La__StatusReply *r = la_ga_status_reply(s->ga, 1);
+      if (r) la_conn_send(c, LA__MSG_TYPE__MSG_STATUS_REPLY, &r->base, 0);
+      la_ga_status_reply_free(r);
+      la__requested(s);
+      return 0;
+    }
+    default: {
+      s->ga->st.bad_frames++;
+      la_log_warnx("subscriber %s: unexpected %s: closing", c->peer,
+                   la_msg_name(type));
+      La__Error e = LA__ERROR__INIT;
+      e.code = LA_EPROTO;
+      e.message = "this port takes Subscribe, Query and StatusRequest";
+      la_conn_send(c, LA__MSG_TYPE__MSG_ERROR, &e.base, 1);
+      return 0;
+    }
   }
-  default: {
-    s->ga->st.bad_frames++;
-    la_log_warnx("subscriber %s: unexpected %s: closing", c->peer,
-                 la_msg_name(type));
-    La__Error e = LA__ERROR__INIT;
-    e.code = LA_EPROTO;
-    e.message = "this port takes Subscribe, Query and StatusRequest";
-    la_conn_send(c, LA__MSG_TYPE__MSG_ERROR, &e.base, 1);
-    return 0;
-  }
-  }
+}
+
+/* la_conn_ops_t.on_raw: a frame read while the connection's job runs is
+ * kept (one, at most feed.max_frame) and reading stops until the job is
+ * done (la__sub_next); else la_conn decodes it for la__sub_frame. */
+static int la__sub_raw(la_conn_t *c, uint16_t type, const uint8_t *p,
+                       uint32_t len) {
+  la_ga_sub_t *s = (la_ga_sub_t *)c;
+  if (!s->job) return LA_CONN_RAW_PASS;
+  s->stash = malloc(len ? len : 1);
+  if (!s->stash) return -1;
+  memcpy(s->stash, p, len);
+  s->stash_len = len;
+  s->stash_type = type;
+  return LA_CONN_RAW_PAUSE;
 }
 
 static void la__sub_bad(la_conn_t *c, const char *why) {
@@ -509,6 +803,7 @@ static const la_conn_ops_t la__ops = {
     .on_close = la__sub_close,
     .on_free = la__sub_free,
     .on_written = la__sub_written,
+    .on_raw = la__sub_raw,
 };
 
 /* la_conn_admission_t.refuse: whether the peer's address already holds
@@ -557,4 +852,5 @@ void la_ga_feed_close_all(la_ga_t *ga, const char *reason) {
     n = s->next;
     la_conn_close(&s->conn, reason);
   }
+  la_ga_fjobs_stop(ga); /* jobs running end with the loop */
 }

@@ -126,12 +126,11 @@ static int la__traceset(la_store_t *st, const La__Query *q, la_ga_answer_t *a) {
 /* One page (at most LA_ELEMENT_IDS_PAGE) of a rank's global ids. */
 static int la__element_ids(la_store_t *st, const La__Query *q,
                            la_ga_answer_t *a) {
-  if (!q->has_rank)
-    return la__status(a, LA_EINVAL, "elementids needs a rank");
+  if (!q->has_rank) return la__status(a, LA_EINVAL, "elementids needs a rank");
   uint64_t first = q->has_first ? q->first : 0, nel = 0;
   size_t n = 0;
-  int rc = la_store_rank_ids(st, q->app_id, q->rank, first,
-                             LA_ELEMENT_IDS_PAGE, &a->ids, &n, &nel);
+  int rc = la_store_rank_ids(st, q->app_id, q->rank, first, LA_ELEMENT_IDS_PAGE,
+                             &a->ids, &n, &nel);
   if (rc) return la__status(a, rc, "%s", la_store_errmsg(st));
   if (n == 0)
     return la__status(a, LA_ERANGE, "element %llu is past the rank's %llu",
@@ -148,13 +147,17 @@ static int la__element_ids(la_store_t *st, const La__Query *q,
   return 0;
 }
 
-int la_ga_answer(la_store_t *st, const La__Query *q, la_ga_answer_t *a) {
+void la_ga_answer_init(la_ga_answer_t *a) {
   memset(a, 0, sizeof *a);
   la__query_reply__init(&a->reply);
   la__app_list__init(&a->apps);
   la__cycle_list__init(&a->cycles);
   a->reply.has_feed_protocol = 1;
   a->reply.feed_protocol = LA_FEED_PROTOCOL_VERSION;
+}
+
+int la_ga_answer(la_store_t *st, const La__Query *q, la_ga_answer_t *a) {
+  la_ga_answer_init(a);
   if (!q->has_feed_protocol || q->feed_protocol != LA_FEED_PROTOCOL_VERSION)
     return la__status(a, LA_EVERSION,
                       "feed protocol %u, this GlobalAgent speaks %u: use an "

@@ -41,6 +41,11 @@ typedef struct la_ga_answer {
  * status. Free with la_ga_answer_free, also after a failure. */
 int la_ga_answer(la_store_t *st, const La__Query *q, la_ga_answer_t *a);
 
+/* Makes *a an empty answer (status 0, LA_FEED_PROTOCOL_VERSION), for a
+ * caller that answers without the store (la_ga_answer_fail); freed with
+ * la_ga_answer_free. */
+void la_ga_answer_init(la_ga_answer_t *a);
+
 /* Turns a's reply into a refusal: no answer in it any more, status (a
  * negative LA_E* code) and the printf-style message (shortened to fit).
  * What a holds is still freed by la_ga_answer_free. Returns status. */

@@ -8,6 +8,8 @@
  *              handed to ingest.c
  *   feed.c     subscriber connections: Subscribe, Query, Status; bounded
  *              per-subscriber queues; publishing
+ *   feed_jobs.c stored sets read and encoded on the thread pool for
+ *              feed.c, each job with a read connection of its own
  *   ingest.c   group commit into the store, stitching, missing ranks'
  *              reasons, acks after commit (through la_ga_agent_ops_t),
  *              closed Trace-Sets handed to feed.c; expiry timer
@@ -22,7 +24,9 @@
  * closes the LocalAgents' connections through it, never by name.
  * Everything runs on the loop thread, but agents.c's opening, decoding and
  * encoding check of LocalAgents' frames (on the thread pool: a job per
- * connection at a time, its result applied in order on the loop).
+ * connection at a time, its result applied in order on the loop) and
+ * feed_jobs.c's reading and encoding of stored sets (the same way, with
+ * read connections of their own to the store).
  */
 #ifndef LA_GLOBALAGENT_GA_H
 #define LA_GLOBALAGENT_GA_H
@@ -126,6 +130,7 @@ struct la_ga {
   uv_check_t agent_check;
   int agent_check_on;
   struct la_ga_sub *subs;
+  struct la_ga_fjobs *fjobs; /* feed_jobs.c's (NULL until the first job) */
   int n_agents, n_subs;
   int n_linked; /* of n_agents, those authenticated (LA__AG_READY) */
   struct la_ga_app *apps;

@@ -61,6 +61,11 @@ const la_cfg_key_t la_ga_keys[] = {
   N("feed", "idle_timeout", LA_CFG_MS, feed_idle_ms, "60s", 10, 86400000,
     "a query or status connection that sends nothing for this long is "
     "closed (live subscribers have no idle timeout)"),
+  N("feed", "query_jobs", LA_CFG_INT, feed_query_jobs, "2", 1, 64,
+    "stored Trace-Sets (queries, a subscription's stored sets) loaded and "
+    "encoded on the thread pool at once, each with its own read connection "
+    "to the store; more wait their turn; at most one less than the pool's "
+    "threads (UV_THREADPOOL_SIZE, 4 by default); read at start"),
   N("stitch", "timeout", LA_CFG_MS, set_timeout_ms, "30s", 1, 86400000,
     "a Trace-Set still missing ranks after this closes as partial"),
   N("stitch", "max_open_sets", LA_CFG_INT, max_open_sets, "100000", 1,

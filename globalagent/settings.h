@@ -31,6 +31,7 @@ typedef struct la_ga_settings {
   uint64_t feed_handshake_max_frame;  /* frames before a valid request */
   uint64_t feed_max_output;           /* bytes queued to one connection */
   int64_t feed_idle_ms;               /* non-subscribers: idle timeout */
+  int64_t feed_query_jobs; /* stored sets loaded on the pool at once */
   /* [stitch] */
   int64_t set_timeout_ms;
   int64_t max_open_sets;

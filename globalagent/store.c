@@ -67,8 +67,9 @@ int la__store_reserve(la_store_t *s, void *vp, size_t n, size_t *cap,
 
 /* ------------------------------------------------------------ open, close */
 
-int la_store_open(const char *path, int synchronous_full, la_store_t **out,
-                  char *why, size_t why_len) {
+/* la_store_open and la_store_open_read: db_flags for la_db_open. */
+static int la__store_open(const char *path, int db_flags, la_store_t **out,
+                          char *why, size_t why_len) {
   if (why && why_len) why[0] = 0;
   if (!path || !path[0] || !out) {
     la__store_fmt(why, why_len, "no database path");
@@ -81,8 +82,7 @@ int la_store_open(const char *path, int synchronous_full, la_store_t **out,
     la__store_fmt(why, why_len, "out of memory");
     return LA_ENOMEM;
   }
-  int r = la_db_open(path, synchronous_full ? LA_DB_SYNC_FULL : 0, &s->db, why,
-                     why_len);
+  int r = la_db_open(path, db_flags, &s->db, why, why_len);
   if (r) goto fail;
   r = la__store_schema(s->db, path, why, why_len);
   if (r) goto fail;
@@ -110,6 +110,21 @@ int la_store_open(const char *path, int synchronous_full, la_store_t **out,
 fail:
   la_store_close(s);
   return r;
+}
+
+int la_store_open(const char *path, int synchronous_full, la_store_t **out,
+                  char *why, size_t why_len) {
+  return la__store_open(path, synchronous_full ? LA_DB_SYNC_FULL : 0, out, why,
+                        why_len);
+}
+
+int la_store_open_read(const char *path, la_store_t **out, char *why,
+                       size_t why_len) {
+  if (path && !strcmp(path, ":memory:")) {
+    la__store_fmt(why, why_len, "a private in-memory database has no reader");
+    return LA_EINVAL;
+  }
+  return la__store_open(path, LA_DB_READ, out, why, why_len);
 }
 
 void la_store_close(la_store_t *s) {

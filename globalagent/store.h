@@ -64,6 +64,18 @@ typedef struct la_store la_store_t;
 int la_store_open(const char *path, int synchronous_full, la_store_t **out,
                   char *why, size_t why_len);
 
+/* Opens a second, read-only handle on the store another la_store_t of
+ * this process opened at path (la_store_open made the schema): an SQLite
+ * file read-only (it must exist; in WAL mode it reads the last commit
+ * while the writer goes on), a PostgreSQL database with every transaction
+ * read-only. It never creates nor changes the schema; its write calls fail.
+ * For another thread than the writer's (one la_store_t, one thread at a
+ * time). Returns 0, LA_EINVAL (":memory:", private to its connection, has
+ * no second handle), LA_EIO, LA_ENOMEM, LA_EVERSION, with the reason in
+ * why. Close with la_store_close(). */
+int la_store_open_read(const char *path, la_store_t **out, char *why,
+                       size_t why_len);
+
 /* Rolls back an open batch, finalizes the statements and closes the
  * database. NULL is fine. */
 void la_store_close(la_store_t *s);

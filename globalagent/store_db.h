@@ -40,6 +40,10 @@ enum {
 
 /* la_db_open flags. */
 #define LA_DB_SYNC_FULL 1 /* SQLite: synchronous = FULL */
+/* A reader beside the daemon's own connection: SQLite opened read-only
+ * (never created; WAL lets it read while the writer commits); PostgreSQL
+ * with every transaction read-only. */
+#define LA_DB_READ 2
 
 /* la_db_prepare flags. */
 #define LA_DB_PERSISTENT 1 /* kept for the connection's life */

@@ -612,7 +612,12 @@ int la__db_pg_open(const char *url, int flags, la_db_t **out, char *why,
     la__pg_close(&db->base);
     return LA_EIO;
   }
-  (void)flags;
+  if ((flags & LA_DB_READ) &&
+      la__pg_exec(&db->base, "SET default_transaction_read_only = on")) {
+    snprintf(why, n, "PostgreSQL: %s", db->err);
+    la__pg_close(&db->base);
+    return LA_EIO;
+  }
   PGresult *r = PQexec(db->c, "SHOW default_transaction_read_only");
   db->ro = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
            !strcmp(PQgetvalue(r, 0, 0), "on");

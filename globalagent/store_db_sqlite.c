@@ -193,7 +193,9 @@ int la__db_sqlite_open(const char *url, int flags, la_db_t **out, char *why,
   db->base.ops = &la__sq_ops;
   db->base.kind = LA_DB_SQLITE;
   int memory = strcmp(url, ":memory:") == 0;
-  int of = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  int of = (flags & LA_DB_READ ? SQLITE_OPEN_READONLY
+                               : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+           SQLITE_OPEN_NOMUTEX;
   if (sqlite3_open_v2(url, &db->h, of, NULL) != SQLITE_OK) {
     snprintf(why, n, "%s: %s", url,
              db->h ? sqlite3_errmsg(db->h) : "cannot open");

@@ -15,7 +15,14 @@
  * la_client_latest, lactl export) comes in parts too: one of more than
  * 64 MiB, the largest frame a client takes, arrives whole, while an old
  * client still gets it as one QueryReply frame, which it refuses.
+ * A stored set is read and encoded off the GlobalAgent's loop thread: while
+ * a query of a set of tens of MB is served, other connections' requests
+ * are answered and a LocalAgent's messages acknowledged before its reply
+ * (asserted on which arrives first, never on time); a connection's own
+ * requests are answered in order; a client that leaves, or a SIGTERM,
+ * while its set is read leaves the daemon healthy or exiting cleanly.
  */
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -550,6 +557,17 @@ static void check_lactl_export(const la_traceset_t *t, const char *app,
         (unsigned long long)i, (unsigned long long)n);
 }
 
+/* Connects a libla_client (*c) and returns "huge" cycle 1 as
+ * la_client_get gives it, which must succeed. */
+static la_traceset_t *get_huge(la_client_t **c) {
+  CHECK(la_client_connect(T.g.feed_addr, 120000, c) == 0, "connect");
+  la_traceset_t *t = NULL;
+  int rc = la_client_get(*c, "huge", 1, &t);
+  CHECK(rc == 0, "la_client_get: %s (%s)", la_client_strerror(rc),
+        la_client_error(*c));
+  return t;
+}
+
 /* A set of more than 64 MiB (LA_CLIENT_DEFAULT_MAX_FRAME: it can never be
  * one frame to a client) and 270 times feed.queue_bytes, asked by
  * la_client_get and by la_client_latest, arrives whole, every rank's
@@ -564,17 +582,13 @@ static void test_query_set_over_frame_limit(void **state) {
   T.n = 180000; /* 48 ranks of about 1.4 MB: 69 MB */
   send_set("huge", RANKS, 1, 1);
   la_client_t *c = NULL;
-  CHECK(la_client_connect(T.g.feed_addr, 120000, &c) == 0, "connect");
-  la_traceset_t *t = NULL;
-  int rc = la_client_get(c, "huge", 1, &t);
-  CHECK(rc == 0, "la_client_get: %s (%s)", la_client_strerror(rc),
-        la_client_error(c));
+  la_traceset_t *t = get_huge(&c);
   check_whole(t, RANKS, 1);
   size_t n = set_bytes(t);
   print_message("la_client_get: a set of %zu bytes arrived whole\n", n);
   CHECK(n > LA_CLIENT_DEFAULT_MAX_FRAME, "the set is only %zu bytes", n);
   la_traceset_free(t);
-  rc = la_client_latest(c, "huge", &t);
+  int rc = la_client_latest(c, "huge", &t);
   CHECK(rc == 0, "la_client_latest: %s (%s)", la_client_strerror(rc),
         la_client_error(c));
   check_whole(t, RANKS, 1);
@@ -643,6 +657,196 @@ static void test_query_set_over_frame_limit(void **state) {
   close(fd);
 }
 
+/* Sends a StatusRequest on fd and returns the value of counter key in
+ * the reply (-1: no such row, or no reply). */
+static long long raw_status(int fd, const char *key) {
+  La__StatusRequest rq = LA__STATUS_REQUEST__INIT;
+  assert_int_equal(
+      la_send_msg(fd, LA__MSG_TYPE__MSG_STATUS_REQUEST, &rq.base, 5000), 0);
+  uint16_t type = 0;
+  ProtobufCMessage *m = NULL;
+  if (recv_one(fd, 4u << 20, &type, &m) != 0) return -1;
+  long long v = -1;
+  if (type == LA__MSG_TYPE__MSG_STATUS_REPLY) {
+    const La__StatusReply *r = (const La__StatusReply *)m;
+    for (size_t i = 0; i < r->n_entries; i++)
+      if (!strcmp(r->entries[i]->key, key))
+        v = strtoll(r->entries[i]->value, NULL, 10);
+  }
+  la_msg_free(m);
+  return v;
+}
+
+/* Whether fd has something to read now. */
+static int readable(int fd) {
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  return poll(&p, 1, 0) == 1;
+}
+
+/* A client of its own on the feed port. */
+static int feed_fd(void) {
+  int fd = la_tcp_connect("127.0.0.1", (uint16_t)la_td_port(T.g.d), 5000);
+  assert_true(fd >= 0);
+  return fd;
+}
+
+/* Stores "huge" cycle 1: 48 ranks of 100,000 elements, about 38 MB. */
+static void store_large_set(void) {
+  T.n = 100000;
+  send_set("huge", RANKS, 1, 1);
+  T.n = 0;
+}
+
+/* Asks "huge" cycle 1 on a (sets_version 2), then asks for the status on
+ * b until the GlobalAgent counted that query: each status reply came while
+ * the query was being served. Returns how many status replies that took. */
+static int ask_large_set(int a, int b) {
+  long long q0 = raw_status(b, "queries");
+  assert_true(q0 >= 0);
+  send_query(a, "traceset", "huge", 1, LA_FEED_SETS_VERSION);
+  int n = 0;
+  long long q;
+  while ((q = raw_status(b, "queries")) >= 0 && q < q0 + 1) n++;
+  CHECK(q == q0 + 1, "status: queries %lld, expected %lld", q, q0 + 1);
+  return n;
+}
+
+/* A frame of a set in parts: a part's bytes added to *got; 1 when it was
+ * a part or a head, else 0. */
+static int set_frame(uint16_t type, const ProtobufCMessage *m, uint64_t *got) {
+  if (type == LA__MSG_TYPE__MSG_TRACE_SET_PART)
+    *got += ((const La__TraceSetPart *)m)->data.len;
+  return type == LA__MSG_TYPE__MSG_TRACE_SET_PART ||
+         type == LA__MSG_TYPE__MSG_TRACE_SET_HEAD;
+}
+
+/* Reads fd's answer to a query of a set in parts to its end: the
+ * QueryReply, the head and every part; returns the set's bytes. */
+static uint64_t read_set_answer(int fd) {
+  int replied = 0;
+  uint64_t got = 0, announced = 0;
+  while (!replied || got < announced) {
+    uint16_t type = 0;
+    ProtobufCMessage *m = NULL;
+    assert_int_equal(recv_one(fd, 1u << 20, &type, &m), 0);
+    if (!set_frame(type, m, &got)) {
+      CHECK(type == LA__MSG_TYPE__MSG_QUERY_REPLY, "got a %s",
+            la_msg_name(type));
+      La__QueryReply *r = (La__QueryReply *)m;
+      CHECK(r->status == 0 && r->has_set_bytes, "reply: %d %s", r->status,
+            r->message ? r->message : "");
+      announced = r->set_bytes;
+      replied = 1;
+    }
+    la_msg_free(m);
+  }
+  assert_int_equal(got, announced);
+  return announced;
+}
+
+/* While a query of a 38 MB stored set is being served to one client, the
+ * GlobalAgent answers another client's status requests and stores and
+ * acknowledges a LocalAgent's message: both happen before the set's
+ * QueryReply arrives (on the loop thread, reading and encoding the set
+ * would have answered it first). The set then arrives whole. */
+static void test_query_does_not_stall(void **state) {
+  start_ga(NULL);
+  store_large_set();
+  int a = feed_fd(), b = feed_fd();
+  int n = ask_large_set(a, b);
+  CHECK(!readable(a),
+        "the set's reply arrived before a status request sent after it was "
+        "answered");
+  /* a LocalAgent's message is stored and acknowledged meanwhile */
+  assert_int_equal(
+      la_test_link_rank_start(&T.link, "bignode", "other", 0, 1, 10), 0);
+  char why[300] = "";
+  CHECK(la_test_link_wait_acked(&T.link, WAIT_MS, why, sizeof why) == 0, "%s",
+        why);
+  CHECK(!readable(a),
+        "the set's reply arrived before a RankStart sent after it was "
+        "acknowledged");
+  print_message("%d status replies and an Ack before the set's reply\n", n + 1);
+  uint64_t bytes = read_set_answer(a);
+  CHECK(bytes > 30u << 20, "the set is only %llu bytes",
+        (unsigned long long)bytes);
+  close(a);
+  close(b);
+}
+
+/* Requests pipelined on one connection are answered in order: a set
+ * asked in parts, then the application list, then the status: the set's
+ * QueryReply first, then the list's, then the StatusReply (the set's
+ * parts may come between), and the set whole. */
+static void test_pipelined_in_order(void **state) {
+  start_ga(NULL);
+  store_large_set();
+  int a = feed_fd();
+  send_query(a, "traceset", "huge", 1, LA_FEED_SETS_VERSION);
+  send_query(a, "apps", NULL, 0, 0);
+  La__StatusRequest rq = LA__STATUS_REQUEST__INIT;
+  assert_int_equal(
+      la_send_msg(a, LA__MSG_TYPE__MSG_STATUS_REQUEST, &rq.base, 5000), 0);
+  int step = 0; /* 0: set's reply, 1: list's, 2: status, 3: done */
+  uint64_t got = 0, announced = 0;
+  while (step < 3 || got < announced) {
+    uint16_t type = 0;
+    ProtobufCMessage *m = NULL;
+    assert_int_equal(recv_one(a, 4u << 20, &type, &m), 0);
+    if (set_frame(type, m, &got)) {
+      /* parts may come between the replies */
+    } else if (type == LA__MSG_TYPE__MSG_QUERY_REPLY) {
+      La__QueryReply *r = (La__QueryReply *)m;
+      CHECK(step < 2, "a QueryReply after the StatusReply");
+      if (step == 0) {
+        CHECK(r->status == 0 && r->has_set_bytes && !r->apps,
+              "first reply: status %d, set_bytes %d, apps %p", r->status,
+              r->has_set_bytes, (void *)r->apps);
+        announced = r->set_bytes;
+      } else {
+        CHECK(r->status == 0 && r->apps && !r->has_set_bytes,
+              "second reply: not the application list");
+      }
+      step++;
+    } else if (type == LA__MSG_TYPE__MSG_STATUS_REPLY) {
+      CHECK(step == 2, "the StatusReply came before %s",
+            step == 0 ? "both QueryReplies" : "the list's QueryReply");
+      step++;
+    } else {
+      CHECK(0, "got a %s", la_msg_name(type));
+    }
+    la_msg_free(m);
+  }
+  assert_int_equal(got, announced);
+  close(a);
+}
+
+/* A client that disconnects while its set is being read leaves the
+ * GlobalAgent healthy: the status answers, and another client then gets
+ * the set whole (its sanitized build: no leak, no race, la_td_free). A
+ * SIGTERM while a set is being read: the daemon exits 0. */
+static void test_leave_while_served(void **state) {
+  start_ga(NULL);
+  store_large_set();
+  int a = feed_fd(), b = feed_fd();
+  ask_large_set(a, b);
+  close(a);
+  assert_true(raw_status(b, "queries") >= 1);
+  la_client_t *c = NULL;
+  la_traceset_t *t = get_huge(&c);
+  assert_int_equal(la_traceset_nprocs(t), RANKS);
+  assert_true(la_traceset_complete(t));
+  la_traceset_free(t);
+  la_client_close(c);
+
+  a = feed_fd();
+  ask_large_set(a, b);
+  int st = la_td_stop(T.g.d, 60000);
+  CHECK(st == 0, "la-globalagent exited %d on SIGTERM while reading a set", st);
+  close(a);
+  close(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_large_set_arrives_whole, setup,
@@ -657,6 +861,10 @@ int main(void) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(test_query_set_over_frame_limit, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_query_does_not_stall, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_pipelined_in_order, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_leave_while_served, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
