@@ -30,7 +30,7 @@
 set -u
 cd "$(dirname "$0")/.."
 TIMEOUT=${LA_TEST_TIMEOUT:-300}
-TSAN_TESTS=${TSAN_TESTS:-"test_localagent test_globalagent test_ground_truth test_metrics test_durability"}
+TSAN_TESTS=${TSAN_TESTS:-"test_localagent test_globalagent test_ground_truth test_metrics test_durability test_bigset"}
 FUZZ_CHECK_RUNS=${FUZZ_CHECK_RUNS:-20000}
 FUZZ_CHECK_SECONDS=${FUZZ_CHECK_SECONDS:-8}
 SAN_MARKERS='ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|ERROR: ThreadSanitizer|FATAL: ThreadSanitizer|runtime error:|SUMMARY: UndefinedBehaviorSanitizer'
