@@ -10,13 +10,10 @@
  * exceed feed.queue_bytes, sets are dropped for it, counted, and the count
  * travels in the next set it gets (TraceSet.dropped).
  * A subscriber of sets_version 2 (libla_client) gets each set as a
- * TraceSetHead and TraceSetPart frames of at most feed.part_bytes: the set
- * is encoded once, shared by every subscriber that streams it, and its
- * parts are queued as the subscriber's socket drains (on_written), so a
- * set of any size reaches a subscriber that reads. One it will not get
- * (over its max_set_bytes, or its queue already holds sets and this one
- * would pass feed.queue_bytes) is announced by a SetNotice naming the
- * set, its size and the limit, and counted. Older subscribers get whole
+ * TraceSetHead and TraceSetPart frames of at most feed.part_bytes, from
+ * its queue of sets in parts (feed_parts.c: each set encoded once and
+ * shared, its parts queued as the subscriber's socket drains, a set it
+ * will not get announced by a SetNotice). Older subscribers get whole
  * TraceSet frames as before.
  * A Query "traceset" of sets_version 2 gets its set the same way: the
  * QueryReply carries the set's size, then the set follows as a
@@ -31,7 +28,7 @@
  * and encoding it takes the loop hundreds of ms, during which no trace
  * would be read, committed or acknowledged and no other connection
  * served. The job loads the set with its own read connection, measures it
- * against the bounds (la__over, with the connection's query bytes as they
+ * against the bounds (la_ga_over, with the connection's query bytes as they
  * were when the job started: a set refused is never encoded), encodes it
  * and frees the loaded copy; the loop then sends the reply and queues the
  * parts, exactly as before. Listings, element ids and the status are small
@@ -57,29 +54,10 @@
 #include <string.h>
 
 #include "feed_jobs.h"
+#include "feed_parts.h"
 #include "feed_query.h"
 #include "ga.h"
 #include "la_log.h"
-
-/* A Trace-Set encoded once (without its dropped field), shared by the
- * subscribers streaming it in parts; freed with its last reference. */
-typedef struct la_ga_enc {
-  int refs;
-  char app[LA_MAX_ID_LEN + 1];
-  uint64_t tag;
-  size_t len;
-  uint8_t data[];
-} la_ga_enc_t;
-
-/* A set queued for one subscriber in parts: what of it is sent. */
-typedef struct la_ga_out {
-  struct la_ga_out *next;
-  la_ga_enc_t *enc;
-  size_t off;    /* bytes of enc handed to the connection */
-  uint32_t part; /* next part's index */
-  int head_sent;
-  int query; /* answers a Query: its head says so; not counted in sent */
-} la_ga_out_t;
 
 typedef struct la_ga_sub {
   la_conn_t conn; /* first */
@@ -88,39 +66,20 @@ typedef struct la_ga_sub {
   int spoke; /* sent a valid request: no deadline any more */
   int subscribed, live;
   char app[LA_MAX_ID_LEN + 1]; /* "" = every application */
-  uint64_t sent, dropped;
-  uint32_t sets_version;        /* Subscribe.sets_version (1: whole frames) */
-  uint64_t max_set;             /* Subscribe.max_set_bytes (0: none) */
-  la_ga_out_t *out, **out_tail; /* sets queued in parts, oldest first */
-  size_t out_pending;           /* their bytes not yet handed over */
-  size_t query_pending;         /* of which the sets answering queries */
+  uint32_t sets_version;       /* Subscribe.sets_version (1: whole frames) */
+  la_ga_partq_t q;    /* its sets in parts (feed_parts.h), its counts */
   struct la__fq *job; /* its request on the pool (feed_jobs.c), or NULL */
   int in_submit;      /* submitting it: a job done at once goes on here */
   uint8_t *stash;     /* the frame read while job ran (reading stopped) */
   uint32_t stash_len;
   uint16_t stash_type;
-  /* a Subscribe's stored sets are being read: nothing is sent from out,
-   * where live sets queued meanwhile (held_bytes of them, after *hold_at)
-   * wait for the stored ones to go before them */
-  int hold_out;
-  size_t held_bytes;
-  struct la_ga_out **hold_at;
 } la_ga_sub_t;
-
-static void la__enc_unref(la_ga_enc_t *e) {
-  if (e && --e->refs == 0) free(e);
-}
 
 static void la__sub_free(la_conn_t *c) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   la_ga_t *ga = s->ga;
   LA_CONN_LIST_UNLINK(ga->subs, s);
-  while (s->out) {
-    la_ga_out_t *o = s->out;
-    s->out = o->next;
-    la__enc_unref(o->enc);
-    free(o);
-  }
+  la_ga_partq_free(&s->q);
   free(s->stash);
   free(s);
 }
@@ -132,8 +91,8 @@ static void la__sub_close(la_conn_t *c, const char *reason) {
   s->ga->n_subs--;
   if (s->subscribed)
     la_log_info("subscriber %s left (%s): %llu sets sent, %llu dropped",
-                c->peer, reason, (unsigned long long)s->sent,
-                (unsigned long long)s->dropped);
+                c->peer, reason, (unsigned long long)s->q.sent,
+                (unsigned long long)s->q.dropped);
 }
 
 /* Bytes of a varint of v. */
@@ -156,216 +115,29 @@ static void la__send_set_sized(la_ga_sub_t *s, La__TraceSet *set, size_t base) {
     base = la_frame_size(&set->base);
   }
   /* the dropped field: one tag byte (field 10) and its varint */
-  size_t n = base + 1 + la__varint_len(s->dropped);
+  size_t n = base + 1 + la__varint_len(s->q.dropped);
   if (s->conn.out_bytes + n > ga->set.sub_queue_bytes) {
-    if (s->dropped++ == 0 || s->dropped % 1000 == 0)
+    if (s->q.dropped++ == 0 || s->q.dropped % 1000 == 0)
       la_log_warnx(
           "subscriber %s is not reading: %llu Trace-Sets dropped "
           "for it so far",
-          s->conn.peer, (unsigned long long)s->dropped);
+          s->conn.peer, (unsigned long long)s->q.dropped);
     ga->st.sets_dropped++;
     return;
   }
   set->has_dropped = 1;
-  set->dropped = s->dropped;
+  set->dropped = s->q.dropped;
   if (la_conn_send(&s->conn, LA__MSG_TYPE__MSG_TRACE_SET, &set->base, 0) == 0)
-    s->sent++;
-}
-
-/* Payload bytes of a set per TraceSetPart: the part limit less the frame
- * header and the part's own fields. */
-static size_t la__part_data(const la_ga_t *ga) {
-  return (size_t)ga->set.feed_part_bytes - 64;
-}
-
-/* Queues the next frames of s's sets in parts while less than two parts'
- * worth waits in its socket and one more part stays within the
- * connection's output limit (else the next on_written goes on); a set's
- * last part ends it (sent). */
-static void la__pump(la_ga_sub_t *s) {
-  size_t chunk = la__part_data(s->ga);
-  size_t part = (size_t)s->ga->set.feed_part_bytes;
-  while (s->out && !s->conn.closing && !s->hold_out &&
-         s->conn.out_bytes < 2 * part &&
-         !(s->conn.out_bytes > 0 && s->conn.max_out &&
-           s->conn.out_bytes + part > s->conn.max_out)) {
-    la_ga_out_t *o = s->out;
-    if (!o->head_sent) {
-      La__TraceSetHead h = LA__TRACE_SET_HEAD__INIT;
-      h.app_id = o->enc->app;
-      h.cycle_tag = o->enc->tag;
-      h.set_bytes = o->enc->len;
-      h.parts = (uint32_t)((o->enc->len + chunk - 1) / chunk);
-      h.has_dropped = !o->query;
-      h.dropped = o->query ? 0 : s->dropped;
-      h.has_query = h.query = o->query;
-      if (la_conn_send(&s->conn, LA__MSG_TYPE__MSG_TRACE_SET_HEAD, &h.base, 0))
-        return; /* closing */
-      o->head_sent = 1;
-      continue;
-    }
-    size_t k = o->enc->len - o->off < chunk ? o->enc->len - o->off : chunk;
-    La__TraceSetPart p = LA__TRACE_SET_PART__INIT;
-    p.part = o->part;
-    p.data.data = o->enc->data + o->off;
-    p.data.len = k;
-    if (la_conn_send(&s->conn, LA__MSG_TYPE__MSG_TRACE_SET_PART, &p.base, 0))
-      return;
-    o->off += k;
-    o->part++;
-    s->out_pending -= k;
-    if (o->query) s->query_pending -= k;
-    if (o->off == o->enc->len) {
-      s->out = o->next;
-      if (!s->out) s->out_tail = &s->out;
-      if (!o->query) s->sent++;
-      la__enc_unref(o->enc);
-      free(o);
-    }
-  }
+    s->q.sent++;
 }
 
 /* A connection receiving a set in parts is not idle: a query connection's
  * idle deadline starts again with each write. */
 static void la__sub_written(la_conn_t *c) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
-  if (s->out && !(s->subscribed && s->live))
+  if (s->q.out && !(s->subscribed && s->live))
     la_conn_set_deadline(c, (uint64_t)s->ga->set.feed_idle_ms);
-  la__pump(s);
-}
-
-/* Tells s that the set of e will not reach it: limit_name = limit is what
- * it is over. Counted (set_notices) and in s->dropped. */
-static void la__notice(la_ga_sub_t *s, const la_ga_enc_t *e,
-                       const char *limit_name, uint64_t limit) {
-  s->dropped++;
-  s->ga->st.set_notices++;
-  if (s->dropped == 1 || s->dropped % 1000 == 0)
-    la_log_warnx(
-        "subscriber %s: Trace-Set %s cycle %llu (%zu bytes) not sent: "
-        "over %s = %llu (%llu not delivered to it so far)",
-        s->conn.peer, e->app, (unsigned long long)e->tag, e->len, limit_name,
-        (unsigned long long)limit, (unsigned long long)s->dropped);
-  La__SetNotice n = LA__SET_NOTICE__INIT;
-  n.app_id = (char *)e->app;
-  n.cycle_tag = e->tag;
-  n.set_bytes = e->len;
-  n.limit_name = (char *)limit_name;
-  n.limit = limit;
-  n.has_dropped = 1;
-  n.dropped = s->dropped;
-  la_conn_send(&s->conn, LA__MSG_TYPE__MSG_SET_NOTICE, &n.base, 0);
-}
-
-/* The limit that keeps a set of len bytes from a connection, by name
- * ("max_set_bytes": over max, the bound it asked for, 0: none;
- * "feed.queue_bytes" = queue_bytes: queued, the bytes already waiting that
- * count, is not 0 and would pass it), with its value in *limit; NULL when
- * the set may be queued. Any thread (it reads only its arguments). */
-static const char *la__over(uint64_t queue_bytes, size_t len, uint64_t max,
-                            size_t queued, uint64_t *limit) {
-  if (max && len > max) {
-    *limit = max;
-    return "max_set_bytes";
-  }
-  if (queued > 0 && queued + len > queue_bytes) {
-    *limit = queue_bytes;
-    return "feed.queue_bytes";
-  }
-  return NULL;
-}
-
-/* Puts e among s's sets in parts (query: it answers a Query), without
- * sending anything yet: at *at (NULL: last), at then moving past it. 0 or
- * LA_ENOMEM. */
-static int la__enqueue_at(la_ga_sub_t *s, la_ga_enc_t *e, int query,
-                          la_ga_out_t ***at) {
-  la_ga_out_t *o = calloc(1, sizeof *o);
-  if (!o) return LA_ENOMEM;
-  o->enc = e;
-  o->query = query;
-  e->refs++;
-  if (query) s->query_pending += e->len;
-  if (!s->out) s->out_tail = &s->out;
-  la_ga_out_t **where = at ? *at : s->out_tail;
-  o->next = *where;
-  *where = o;
-  if (s->out_tail == where) s->out_tail = &o->next;
-  if (at) *at = &o->next;
-  s->out_pending += e->len;
-  return 0;
-}
-
-/* Appends e to s's sets in parts (la__enqueue_at). */
-static int la__enqueue(la_ga_sub_t *s, la_ga_enc_t *e, int query) {
-  return la__enqueue_at(s, e, query, NULL);
-}
-
-/* Offers the encoded set e to a subscriber of sets_version 2: queued in
- * parts, or announced by a SetNotice when it is over the subscriber's
- * bound or would overfill a queue that already holds something. */
-static void la__offer(la_ga_sub_t *s, la_ga_enc_t *e) {
-  la_ga_t *ga = s->ga;
-  uint64_t limit = 0;
-  /* a stored set going before the live ones held (hold_at) counts only
-   * what was queued before them, as when it was sent at once */
-  int stored = s->hold_at != NULL && !s->hold_out;
-  size_t queued = s->conn.out_bytes + s->out_pending;
-  if (stored) queued -= s->held_bytes;
-  const char *over =
-      la__over(ga->set.sub_queue_bytes, e->len, s->max_set, queued, &limit);
-  if (over) {
-    if (!strcmp(over, "max_set_bytes"))
-      ga->st.sets_over_subscriber_max++;
-    else
-      ga->st.sets_dropped++;
-    la__notice(s, e, over, limit);
-    return;
-  }
-  if (la__enqueue_at(s, e, 0, stored ? &s->hold_at : NULL)) {
-    la__notice(s, e, "memory", 0);
-    return;
-  }
-  if (s->hold_out) s->held_bytes += e->len;
-  if (!stored) la__pump(s); /* stored ones: once all are in */
-}
-
-/* Bytes of set's encoding in parts: without its dropped field. */
-static size_t la__set_bytes(const La__TraceSet *set) {
-  La__TraceSet copy = *set;
-  copy.has_dropped = 0;
-  return protobuf_c_message_get_packed_size(&copy.base);
-}
-
-/* set encoded once for subscribers that take parts (dropped left out: it
- * travels in each subscriber's TraceSetHead); NULL when out of memory.
- * Any thread: it logs nothing. */
-static la_ga_enc_t *la__encode_quiet(const La__TraceSet *set) {
-  La__TraceSet copy = *set;
-  copy.has_dropped = 0;
-  size_t n = la__set_bytes(set);
-  la_ga_enc_t *e = malloc(sizeof *e + (n ? n : 1));
-  if (!e) return NULL;
-  e->refs = 1;
-  snprintf(e->app, sizeof e->app, "%s", set->app_id);
-  e->tag = set->cycle_tag;
-  e->len = protobuf_c_message_pack(&copy.base, e->data);
-  return e;
-}
-
-/* Logs that app's set of cycle tag (n bytes) could not be encoded. */
-static void la__encode_failed(const char *app, uint64_t tag, size_t n) {
-  la_log_warnx(
-      "Trace-Set %s cycle %llu: out of memory encoding %zu bytes "
-      "for subscribers",
-      app, (unsigned long long)tag, n);
-}
-
-/* la__encode_quiet on the loop, logging a failure. */
-static la_ga_enc_t *la__encode(const La__TraceSet *set) {
-  la_ga_enc_t *e = la__encode_quiet(set);
-  if (!e) la__encode_failed(set->app_id, set->cycle_tag, la__set_bytes(set));
-  return e;
+  la_ga_partq_pump(&s->q);
 }
 
 static void la__send_set(la_ga_sub_t *s, La__TraceSet *set) {
@@ -373,9 +145,9 @@ static void la__send_set(la_ga_sub_t *s, La__TraceSet *set) {
     la__send_set_sized(s, set, 0);
     return;
   }
-  la_ga_enc_t *e = la__encode(set);
-  if (e) la__offer(s, e);
-  la__enc_unref(e);
+  la_ga_enc_t *e = la_ga_encode(set);
+  if (e) la_ga_partq_offer(&s->q, e);
+  la_ga_enc_unref(e);
 }
 
 void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set) {
@@ -390,9 +162,9 @@ void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set) {
     if (s->sets_version >= 2) {
       if (!enc_tried) {
         enc_tried = 1;
-        enc = la__encode(set);
+        enc = la_ga_encode(set);
       }
-      if (enc) la__offer(s, enc);
+      if (enc) la_ga_partq_offer(&s->q, enc);
       continue;
     }
     if (!base) {
@@ -401,7 +173,7 @@ void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set) {
     }
     la__send_set_sized(s, set, base);
   }
-  la__enc_unref(enc);
+  la_ga_enc_unref(enc);
 }
 
 static void la__send_stored(la_ga_sub_t *s, const char *app, uint64_t tag) {
@@ -448,7 +220,7 @@ typedef struct la__fq {
   la_ga_answer_t a;     /* the answer (its set already freed: parts) */
   int had_set;          /* the answer had a set (parts) */
   size_t len;           /* its bytes in parts */
-  const char *over;     /* la__over's verdict (NULL: fits) */
+  const char *over;     /* la_ga_over's verdict (NULL: fits) */
   uint64_t limit;
   la_ga_enc_t *enc; /* the set encoded (parts; NULL: refused, ENOMEM) */
   /* Subscribe: cycle of app (has_cycle), the latest of each app (latest) */
@@ -459,18 +231,18 @@ typedef struct la__fq {
 } la__fq_t;
 
 /* Measures the set of answer a (sets_version 2) against the bounds f
- * copied (la__over, before any encoding), encodes it when it fits and
+ * copied (la_ga_over, before any encoding), encodes it when it fits and
  * frees the loaded copy; the reply then carries no set. Any thread. */
 static void la__query_measure(la__fq_t *f) {
   la_ga_answer_t *a = &f->a;
   f->had_set = 1;
-  f->len = la__set_bytes(a->set);
+  f->len = la_ga_set_bytes(a->set);
   /* what counts: the sets this connection asked for, its own memory (a
-   * live set in its queue is shared, and bounded by la__offer) */
-  f->over = la__over(f->queue_bytes, f->len,
-                     f->q.has_max_set_bytes ? f->q.max_set_bytes : 0, f->queued,
-                     &f->limit);
-  f->enc = f->over ? NULL : la__encode_quiet(a->set);
+   * live set in its queue is shared, and bounded by la_ga_partq_offer) */
+  f->over = la_ga_over(f->queue_bytes, f->len,
+                       f->q.has_max_set_bytes ? f->q.max_set_bytes : 0,
+                       f->queued, &f->limit);
+  f->enc = f->over ? NULL : la_ga_encode_quiet(a->set);
   snprintf(f->app, sizeof f->app, "%s", a->set->app_id);
   f->cycle = a->set->cycle_tag;
   la_store_free_set(a->set);
@@ -501,8 +273,8 @@ static int la__query_queue(la_ga_sub_t *s, la__fq_t *f) {
             ? " (other Trace-Sets asked on this connection are still being "
               "sent: read them first)"
             : " (la_client_set_max_set)");
-  } else if (!f->enc || la__enqueue(s, f->enc, 1)) {
-    if (!f->enc) la__encode_failed(f->app, f->cycle, f->len);
+  } else if (!f->enc || la_ga_partq_query(&s->q, f->enc)) {
+    if (!f->enc) la_ga_encode_failed(f->app, f->cycle, f->len);
     la_ga_answer_fail(a, LA_ENOMEM,
                       "out of memory for %s cycle %llu (%zu bytes)", f->app,
                       (unsigned long long)f->cycle, f->len);
@@ -511,7 +283,7 @@ static int la__query_queue(la_ga_sub_t *s, la__fq_t *f) {
     a->reply.set_bytes = f->enc->len;
     queued = 1;
   }
-  la__enc_unref(f->enc);
+  la_ga_enc_unref(f->enc);
   f->enc = NULL;
   return queued;
 }
@@ -540,8 +312,8 @@ static void la__stored_add(la__fq_t *f, la_store_t *st, const char *app,
     la__stored_t *x = &v[f->n_sets++];
     snprintf(x->app, sizeof x->app, "%s", set->app_id);
     x->tag = set->cycle_tag;
-    x->len = la__set_bytes(set);
-    x->enc = la__encode_quiet(set);
+    x->len = la_ga_set_bytes(set);
+    x->enc = la_ga_encode_quiet(set);
   }
   la_store_free_set(set);
 }
@@ -600,27 +372,25 @@ static void la__job_done(la_ga_fjob_t *j, int ran) {
   la_ga_sub_t *s = f->s;
   int live = ran && !s->conn.closing;
   if (f->subscribe) {
-    s->hold_out = 0;
     for (size_t i = 0; i < f->n_sets; i++) {
       la__stored_t *x = &f->sets[i];
       if (live && x->enc)
-        la__offer(s, x->enc);
+        la_ga_partq_offer_stored(&s->q, x->enc);
       else if (live)
-        la__encode_failed(x->app, x->tag, x->len);
-      la__enc_unref(x->enc);
+        la_ga_encode_failed(x->app, x->tag, x->len);
+      la_ga_enc_unref(x->enc);
     }
     free(f->sets);
-    s->hold_at = NULL;
-    s->held_bytes = 0;
-    if (live) la__pump(s);
+    la_ga_partq_release(&s->q);
+    if (live) la_ga_partq_pump(&s->q);
   } else {
     int parts = live && f->had_set && la__query_queue(s, f);
     if (live)
       la_conn_send(&s->conn, LA__MSG_TYPE__MSG_QUERY_REPLY, &f->a.reply.base,
                    0);
-    la__enc_unref(f->enc);
+    la_ga_enc_unref(f->enc);
     la_ga_answer_free(&f->a);
-    if (parts) la__pump(s);
+    if (parts) la_ga_partq_pump(&s->q);
   }
   free(f);
   s->job = NULL;
@@ -668,7 +438,7 @@ static void la__query(la_ga_sub_t *s, const La__Query *q) {
       f->q.max_set_bytes = q->max_set_bytes;
       f->parts = q->has_sets_version && q->sets_version >= LA_FEED_SETS_VERSION;
       f->queue_bytes = s->ga->set.sub_queue_bytes;
-      f->queued = s->query_pending;
+      f->queued = s->q.query_pending;
       f->job.work = la__query_work;
       la__submit(s, f);
       return;
@@ -694,10 +464,7 @@ static void la__subscribe_stored(la_ga_sub_t *s, const La__Subscribe *m) {
     f->cycle = m->cycle_tag;
     f->latest = m->latest;
     f->job.work = la__subscribe_work;
-    s->hold_out = 1;
-    s->held_bytes = 0;
-    if (!s->out) s->out_tail = &s->out;
-    s->hold_at = s->out_tail;
+    la_ga_partq_hold(&s->q);
     la__submit(s, f);
     return;
   }
@@ -723,7 +490,7 @@ static void la__subscribe(la_ga_sub_t *s, const La__Subscribe *m) {
   s->subscribed = 1;
   s->live = !m->has_live || m->live;
   s->sets_version = m->has_sets_version ? m->sets_version : 1;
-  s->max_set = m->has_max_set_bytes ? m->max_set_bytes : 0;
+  s->q.max_set = m->has_max_set_bytes ? m->max_set_bytes : 0;
   snprintf(s->app, sizeof s->app, "%s", m->app_id ? m->app_id : "");
   la_log_info("subscriber %s: %s%s", s->conn.peer,
               s->app[0] ? s->app : "every application",
@@ -828,6 +595,7 @@ static const char *la__addr_over_cap(la_conn_t *c) {
 static void la__sub_new(la_conn_t *c, void *owner) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   s->ga = owner;
+  la_ga_partq_init(&s->q, s->ga, c);
   LA_CONN_LIST_PUSH(s->ga->subs, s);
   s->ga->n_subs++;
 }

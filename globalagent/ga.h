@@ -7,9 +7,12 @@
  *              then RankStart / CompactTrace / TraceMissing / RankEnd
  *              handed to ingest.c
  *   feed.c     subscriber connections: Subscribe, Query, Status; bounded
- *              per-subscriber queues; publishing
+ *              per-subscriber queues; publishing; stored-set requests
+ *              handed to feed_jobs.c, their sets to feed_parts.c
  *   feed_jobs.c stored sets read and encoded on the thread pool for
  *              feed.c, each job with a read connection of its own
+ *   feed_parts.c a feed connection's queue of sets sent in parts (each
+ *              set encoded once, shared), its bounds and SetNotices
  *   ingest.c   group commit into the store, stitching, missing ranks'
  *              reasons, acks after commit (through la_ga_agent_ops_t),
  *              closed Trace-Sets handed to feed.c; expiry timer

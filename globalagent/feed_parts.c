@@ -1,0 +1,239 @@
+/* feed_parts.c: a feed connection's queue of Trace-Sets sent in parts
+ * (feed_parts.h), and the encoding those sets share.
+ *
+ * A subscriber of sets_version 2 (libla_client) gets each set as a
+ * TraceSetHead and TraceSetPart frames of at most feed.part_bytes: the set
+ * is encoded once, shared by every subscriber that streams it, and its
+ * parts are queued as the subscriber's socket drains (feed.c's on_written
+ * pumps), so a set of any size reaches a subscriber that reads. One it
+ * will not get (over its max_set_bytes, or its queue already holds sets
+ * and this one would pass feed.queue_bytes) is announced by a SetNotice
+ * naming the set, its size and the limit, and counted. A set answering a
+ * Query takes the same queue (after the sets already queued), its head
+ * marked query; feed.c measures it against the same bounds (la_ga_over)
+ * before it is encoded.
+ *
+ * Knows the frames of a set in parts and the bounds of a queue; which
+ * sets a connection gets, and when, is feed.c's.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "feed_parts.h"
+#include "la_log.h"
+
+/* A set queued for one subscriber in parts: what of it is sent. */
+typedef struct la_ga_out {
+  struct la_ga_out *next;
+  la_ga_enc_t *enc;
+  size_t off;    /* bytes of enc handed to the connection */
+  uint32_t part; /* next part's index */
+  int head_sent;
+  int query; /* answers a Query: its head says so; not counted in sent */
+} la_ga_out_t;
+
+void la_ga_enc_unref(la_ga_enc_t *e) {
+  if (e && --e->refs == 0) free(e);
+}
+
+void la_ga_partq_init(la_ga_partq_t *q, la_ga_t *ga, la_conn_t *conn) {
+  q->ga = ga;
+  q->conn = conn;
+  q->out_tail = &q->out;
+}
+
+void la_ga_partq_free(la_ga_partq_t *q) {
+  while (q->out) {
+    la_ga_out_t *o = q->out;
+    q->out = o->next;
+    la_ga_enc_unref(o->enc);
+    free(o);
+  }
+}
+
+/* Payload bytes of a set per TraceSetPart: the part limit less the frame
+ * header and the part's own fields. */
+static size_t la__part_data(const la_ga_t *ga) {
+  return (size_t)ga->set.feed_part_bytes - 64;
+}
+
+void la_ga_partq_pump(la_ga_partq_t *q) {
+  la_conn_t *c = q->conn;
+  size_t chunk = la__part_data(q->ga);
+  size_t part = (size_t)q->ga->set.feed_part_bytes;
+  while (
+      q->out && !c->closing && !q->hold_out && c->out_bytes < 2 * part &&
+      !(c->out_bytes > 0 && c->max_out && c->out_bytes + part > c->max_out)) {
+    la_ga_out_t *o = q->out;
+    if (!o->head_sent) {
+      La__TraceSetHead h = LA__TRACE_SET_HEAD__INIT;
+      h.app_id = o->enc->app;
+      h.cycle_tag = o->enc->tag;
+      h.set_bytes = o->enc->len;
+      h.parts = (uint32_t)((o->enc->len + chunk - 1) / chunk);
+      h.has_dropped = !o->query;
+      h.dropped = o->query ? 0 : q->dropped;
+      h.has_query = h.query = o->query;
+      if (la_conn_send(c, LA__MSG_TYPE__MSG_TRACE_SET_HEAD, &h.base, 0))
+        return; /* closing */
+      o->head_sent = 1;
+      continue;
+    }
+    size_t k = o->enc->len - o->off < chunk ? o->enc->len - o->off : chunk;
+    La__TraceSetPart p = LA__TRACE_SET_PART__INIT;
+    p.part = o->part;
+    p.data.data = o->enc->data + o->off;
+    p.data.len = k;
+    if (la_conn_send(c, LA__MSG_TYPE__MSG_TRACE_SET_PART, &p.base, 0)) return;
+    o->off += k;
+    o->part++;
+    q->out_pending -= k;
+    if (o->query) q->query_pending -= k;
+    if (o->off == o->enc->len) {
+      q->out = o->next;
+      if (!q->out) q->out_tail = &q->out;
+      if (!o->query) q->sent++;
+      la_ga_enc_unref(o->enc);
+      free(o);
+    }
+  }
+}
+
+/* Tells q's subscriber that the set of e will not reach it: limit_name =
+ * limit is what it is over. Counted (set_notices) and in q->dropped. */
+static void la__notice(la_ga_partq_t *q, const la_ga_enc_t *e,
+                       const char *limit_name, uint64_t limit) {
+  q->dropped++;
+  q->ga->st.set_notices++;
+  if (q->dropped == 1 || q->dropped % 1000 == 0)
+    la_log_warnx(
+        "subscriber %s: Trace-Set %s cycle %llu (%zu bytes) not sent: "
+        "over %s = %llu (%llu not delivered to it so far)",
+        q->conn->peer, e->app, (unsigned long long)e->tag, e->len, limit_name,
+        (unsigned long long)limit, (unsigned long long)q->dropped);
+  La__SetNotice n = LA__SET_NOTICE__INIT;
+  n.app_id = (char *)e->app;
+  n.cycle_tag = e->tag;
+  n.set_bytes = e->len;
+  n.limit_name = (char *)limit_name;
+  n.limit = limit;
+  n.has_dropped = 1;
+  n.dropped = q->dropped;
+  la_conn_send(q->conn, LA__MSG_TYPE__MSG_SET_NOTICE, &n.base, 0);
+}
+
+const char *la_ga_over(uint64_t queue_bytes, size_t len, uint64_t max,
+                       size_t queued, uint64_t *limit) {
+  if (max && len > max) {
+    *limit = max;
+    return "max_set_bytes";
+  }
+  if (queued > 0 && queued + len > queue_bytes) {
+    *limit = queue_bytes;
+    return "feed.queue_bytes";
+  }
+  return NULL;
+}
+
+/* Puts e among q's sets in parts (query: it answers a Query), without
+ * sending anything yet: at *at (NULL: last), at then moving past it. 0 or
+ * LA_ENOMEM. */
+static int la__enqueue_at(la_ga_partq_t *q, la_ga_enc_t *e, int query,
+                          la_ga_out_t ***at) {
+  la_ga_out_t *o = calloc(1, sizeof *o);
+  if (!o) return LA_ENOMEM;
+  o->enc = e;
+  o->query = query;
+  e->refs++;
+  if (query) q->query_pending += e->len;
+  if (!q->out) q->out_tail = &q->out;
+  la_ga_out_t **where = at ? *at : q->out_tail;
+  o->next = *where;
+  *where = o;
+  if (q->out_tail == where) q->out_tail = &o->next;
+  if (at) *at = &o->next;
+  q->out_pending += e->len;
+  return 0;
+}
+
+int la_ga_partq_query(la_ga_partq_t *q, la_ga_enc_t *e) {
+  return la__enqueue_at(q, e, 1, NULL);
+}
+
+void la_ga_partq_offer(la_ga_partq_t *q, la_ga_enc_t *e) {
+  la_ga_t *ga = q->ga;
+  uint64_t limit = 0;
+  /* a stored set going before the live ones held (hold_at) counts only
+   * what was queued before them, as when it was sent at once */
+  int stored = q->hold_at != NULL && !q->hold_out;
+  size_t queued = q->conn->out_bytes + q->out_pending;
+  if (stored) queued -= q->held_bytes;
+  const char *over =
+      la_ga_over(ga->set.sub_queue_bytes, e->len, q->max_set, queued, &limit);
+  if (over) {
+    if (!strcmp(over, "max_set_bytes"))
+      ga->st.sets_over_subscriber_max++;
+    else
+      ga->st.sets_dropped++;
+    la__notice(q, e, over, limit);
+    return;
+  }
+  if (la__enqueue_at(q, e, 0, stored ? &q->hold_at : NULL)) {
+    la__notice(q, e, "memory", 0);
+    return;
+  }
+  if (q->hold_out) q->held_bytes += e->len;
+  if (!stored) la_ga_partq_pump(q); /* stored ones: once all are in */
+}
+
+void la_ga_partq_hold(la_ga_partq_t *q) {
+  q->hold_out = 1;
+  q->held_bytes = 0;
+  if (!q->out) q->out_tail = &q->out;
+  q->hold_at = q->out_tail;
+}
+
+void la_ga_partq_offer_stored(la_ga_partq_t *q, la_ga_enc_t *e) {
+  q->hold_out = 0;
+  la_ga_partq_offer(q, e);
+}
+
+void la_ga_partq_release(la_ga_partq_t *q) {
+  q->hold_out = 0;
+  q->hold_at = NULL;
+  q->held_bytes = 0;
+}
+
+size_t la_ga_set_bytes(const La__TraceSet *set) {
+  La__TraceSet copy = *set;
+  copy.has_dropped = 0;
+  return protobuf_c_message_get_packed_size(&copy.base);
+}
+
+la_ga_enc_t *la_ga_encode_quiet(const La__TraceSet *set) {
+  La__TraceSet copy = *set;
+  copy.has_dropped = 0;
+  size_t n = la_ga_set_bytes(set);
+  la_ga_enc_t *e = malloc(sizeof *e + (n ? n : 1));
+  if (!e) return NULL;
+  e->refs = 1;
+  snprintf(e->app, sizeof e->app, "%s", set->app_id);
+  e->tag = set->cycle_tag;
+  e->len = protobuf_c_message_pack(&copy.base, e->data);
+  return e;
+}
+
+void la_ga_encode_failed(const char *app, uint64_t tag, size_t n) {
+  la_log_warnx(
+      "Trace-Set %s cycle %llu: out of memory encoding %zu bytes "
+      "for subscribers",
+      app, (unsigned long long)tag, n);
+}
+
+la_ga_enc_t *la_ga_encode(const La__TraceSet *set) {
+  la_ga_enc_t *e = la_ga_encode_quiet(set);
+  if (!e)
+    la_ga_encode_failed(set->app_id, set->cycle_tag, la_ga_set_bytes(set));
+  return e;
+}

@@ -1,0 +1,121 @@
+/* feed_parts.h: a feed connection's queue of Trace-Sets sent in parts
+ * (feed_parts.c), and the encoding those sets share.
+ *
+ * A set is encoded once (la_ga_enc_t, its TraceSet without the dropped
+ * field), shared by every queue that holds it, and sent as a TraceSetHead
+ * and TraceSetPart frames of at most feed.part_bytes, queued to the
+ * connection only as its socket drains (la_ga_partq_pump from on_written).
+ * A set a queue will not take (la_ga_over) is announced by a SetNotice.
+ *
+ * feed.c owns the connections and embeds one queue in each: it decides
+ * which sets are offered and when; this file how they are bounded, cut
+ * and sent. Loop thread, except where a function says any thread.
+ */
+#ifndef LA_GLOBALAGENT_FEED_PARTS_H
+#define LA_GLOBALAGENT_FEED_PARTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ga.h"
+
+/* A Trace-Set encoded once (without its dropped field), shared by the
+ * queues holding it; freed with its last reference (la_ga_enc_unref).
+ * Read-only outside feed_parts.c. */
+typedef struct la_ga_enc {
+  int refs;
+  char app[LA_MAX_ID_LEN + 1];
+  uint64_t tag;
+  size_t len;
+  uint8_t data[];
+} la_ga_enc_t;
+
+/* One connection's sets in parts, oldest first. */
+typedef struct la_ga_partq {
+  /* set by la_ga_partq_init */
+  la_ga_t *ga;
+  la_conn_t *conn; /* where the frames go */
+  /* set by the owner: Subscribe.max_set_bytes (0: none) */
+  uint64_t max_set;
+  /* the subscriber's sets sent whole and not delivered to it (dropped or
+   * announced); the owner counts its whole-frame sets here too */
+  uint64_t sent, dropped;
+  /* read-only outside feed_parts.c: the sets queued (NULL: none), and the
+   * bytes not yet handed over of those answering queries */
+  struct la_ga_out *out;
+  size_t query_pending;
+  /* feed_parts.c's */
+  struct la_ga_out **out_tail;
+  size_t out_pending; /* bytes of the sets queued not yet handed over */
+  /* a Subscribe's stored sets are being read (la_ga_partq_hold): nothing
+   * is sent, and live sets queued meanwhile (held_bytes of them, after
+   * *hold_at) wait for the stored ones to go before them */
+  int hold_out;
+  size_t held_bytes;
+  struct la_ga_out **hold_at;
+} la_ga_partq_t;
+
+/* Makes *q an empty queue of ga's sending to conn (q zeroed before). */
+void la_ga_partq_init(la_ga_partq_t *q, la_ga_t *ga, la_conn_t *conn);
+
+/* Frees what q holds (its connection is being freed). */
+void la_ga_partq_free(la_ga_partq_t *q);
+
+/* Offers e to a subscriber of sets_version 2: queued in parts (a
+ * reference taken) and pumped, or announced by a SetNotice and counted
+ * when it is over q->max_set or would overfill a queue that already holds
+ * something (la_ga_over with feed.queue_bytes), or out of memory. */
+void la_ga_partq_offer(la_ga_partq_t *q, la_ga_enc_t *e);
+
+/* Queues e, the set answering a Query (its head marked query, not counted
+ * in sent), after the sets queued, a reference taken. No bound is applied
+ * (the caller measured it, la_ga_over) and nothing is sent: pump once the
+ * QueryReply is. 0 or LA_ENOMEM. */
+int la_ga_partq_query(la_ga_partq_t *q, la_ga_enc_t *e);
+
+/* Queues q's next frames while less than two parts' worth waits in the
+ * connection's socket and one more part stays within its output limit;
+ * a set's last part ends it (counted in sent unless it answers a query).
+ * Nothing while q is held. */
+void la_ga_partq_pump(la_ga_partq_t *q);
+
+/* A Subscribe's stored sets are being read: nothing is sent from q, and
+ * live sets offered meanwhile wait behind the stored ones. */
+void la_ga_partq_hold(la_ga_partq_t *q);
+
+/* Offers a stored set read while q was held: it goes before the live sets
+ * held, bounded by what was queued before them (la_ga_partq_offer);
+ * nothing is sent until la_ga_partq_release. */
+void la_ga_partq_offer_stored(la_ga_partq_t *q, la_ga_enc_t *e);
+
+/* Ends q's hold: sets are offered at its end again. Does not pump. */
+void la_ga_partq_release(la_ga_partq_t *q);
+
+/* Drops a reference to e (NULL: nothing). Loop thread, or the one thread
+ * that holds e alone. */
+void la_ga_enc_unref(la_ga_enc_t *e);
+
+/* Bytes of set's encoding in parts: without its dropped field. Any
+ * thread. */
+size_t la_ga_set_bytes(const La__TraceSet *set);
+
+/* set encoded once for subscribers that take parts (dropped left out: it
+ * travels in each subscriber's TraceSetHead), one reference; NULL when out
+ * of memory. Any thread: it logs nothing. */
+la_ga_enc_t *la_ga_encode_quiet(const La__TraceSet *set);
+
+/* la_ga_encode_quiet, logging a failure (la_ga_encode_failed). */
+la_ga_enc_t *la_ga_encode(const La__TraceSet *set);
+
+/* Logs that app's set of cycle tag (n bytes) could not be encoded. */
+void la_ga_encode_failed(const char *app, uint64_t tag, size_t n);
+
+/* The limit that keeps a set of len bytes from a connection, by name
+ * ("max_set_bytes": over max, the bound it asked for, 0: none;
+ * "feed.queue_bytes" = queue_bytes: queued, the bytes already waiting that
+ * count, is not 0 and would pass it), with its value in *limit; NULL when
+ * the set may be queued. Any thread (it reads only its arguments). */
+const char *la_ga_over(uint64_t queue_bytes, size_t len, uint64_t max,
+                       size_t queued, uint64_t *limit);
+
+#endif /* LA_GLOBALAGENT_FEED_PARTS_H */
