@@ -6,6 +6,8 @@
 #ifndef LA_DAEMON_H
 #define LA_DAEMON_H
 
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -67,5 +69,20 @@ int la_daemon_check_file_dir(const char *name, const char *key,
  * is created: umask 077, so every file it creates (store, its -wal and -shm
  * files, spool) is private unless it says otherwise. */
 void la_daemon_process_setup(void);
+
+/* A daemon's signals are its loop thread's (libuv's handlers): a thread
+ * started between la_daemon_mask_signals(&old) and
+ * la_daemon_unmask_signals(&old), on the calling thread, inherits a mask
+ * that blocks every signal, so the kernel never hands it one. Inline:
+ * the store's checkpointer, in a library linked before this one, uses
+ * them too. */
+static inline void la_daemon_mask_signals(sigset_t *old) {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, old);
+}
+static inline void la_daemon_unmask_signals(const sigset_t *old) {
+  pthread_sigmask(SIG_SETMASK, old, NULL);
+}
 
 #endif

@@ -4,7 +4,6 @@
  * daemon's settings: their layout stays behind la_daemon_def_t. */
 #include "la_daemon_main.h"
 
-#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -107,14 +106,13 @@ void la_daemon_signals(const la_daemon_def_t *d, void *daemon, uv_loop_t *loop,
    * signals blocked, they inherit that mask, and the kernel hands SIGTERM
    * and SIGHUP to the loop thread. A signal taken by a pool thread blocked
    * in its condition wait was seen to stall a sanitized daemon's stop. */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
+  sigset_t old;
+  la_daemon_mask_signals(&old);
   int rc = uv_queue_work(loop, &la__pool_start, la__noop_work, la__noop_after);
   if (rc)
     la_log_warnx("thread pool not started (%s): a signal may reach it",
                  uv_strerror(rc));
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  la_daemon_unmask_signals(&old);
   la_uv_signals(loop, sigs, la__on_signal, daemon);
 }
 

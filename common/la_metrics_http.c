@@ -167,16 +167,15 @@ int la_metrics_http_start(const char *listen_addr, unsigned max_conns,
     return fd;
   }
   /* the HTTP thread inherits this mask: signals stay with the loop */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
+  sigset_t old;
+  la_daemon_mask_signals(&old);
   m->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0,
                           NULL, NULL, la__handle, m, MHD_OPTION_LISTEN_SOCKET,
                           (MHD_socket)fd, MHD_OPTION_CONNECTION_LIMIT,
                           max_conns, MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
                           MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
                           MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1, MHD_OPTION_END);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  la_daemon_unmask_signals(&old);
   if (!m->d) {
     snprintf(why, why_len, "cannot start the HTTP server on %s", bound);
     close(fd);

@@ -176,12 +176,40 @@ void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set) {
   la_ga_enc_unref(enc);
 }
 
-static void la__send_stored(la_ga_sub_t *s, const char *app, uint64_t tag) {
+/* The stored sets a Subscribe asks, read from st: app's set of cycle (when
+ * has_cycle), then with latest the latest closed set of each application
+ * (of app's alone when app is not ""); each one loaded is handed to fn,
+ * which may change it but not keep it. Any thread, with a connection of its
+ * own. */
+static void la__stored_each(la_store_t *st, const char *app, int has_cycle,
+                            uint64_t cycle, int latest,
+                            void (*fn)(La__TraceSet *set, void *arg),
+                            void *arg) {
   La__TraceSet *set = NULL;
-  if (la_store_load_set(s->ga->store, app, tag, &set) == 0) {
-    la__send_set(s, set);
+  if (has_cycle && la_store_load_set(st, app, cycle, &set) == 0) {
+    fn(set, arg);
     la_store_free_set(set);
   }
+  if (!latest) return;
+  la_store_app_t *a = NULL;
+  size_t n = 0;
+  if (la_store_apps(st, &a, &n) != 0) return;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t tag;
+    if ((app[0] && strcmp(app, a[i].app_id)) ||
+        la_store_latest_cycle(st, a[i].app_id, LA_STORE_LATEST_CLOSED, &tag) !=
+            0 ||
+        la_store_load_set(st, a[i].app_id, tag, &set) != 0)
+      continue;
+    fn(set, arg);
+    la_store_free_set(set);
+  }
+  free(a);
+}
+
+/* la__stored_each's fn for an old subscriber, on the loop: sent at once. */
+static void la__send_stored(La__TraceSet *set, void *arg) {
+  la__send_set(arg, set);
 }
 
 /* After a request: a live subscriber has no deadline (its queue bounds
@@ -301,44 +329,28 @@ static void la__query_work(la_ga_fjob_t *j, la_store_t *st, const char *why) {
     la__query_measure(f);
 }
 
-/* Appends app's set of cycle tag, read from st and encoded, to f's. */
-static void la__stored_add(la__fq_t *f, la_store_t *st, const char *app,
-                           uint64_t tag) {
-  La__TraceSet *set = NULL;
-  if (la_store_load_set(st, app, tag, &set) != 0) return;
+/* la__stored_each's fn in a job: set encoded and appended to the job's
+ * (arg). Any thread. */
+static void la__stored_add(La__TraceSet *set, void *arg) {
+  la__fq_t *f = arg;
   la__stored_t *v = realloc(f->sets, (f->n_sets + 1) * sizeof *v);
-  if (v) {
-    f->sets = v;
-    la__stored_t *x = &v[f->n_sets++];
-    snprintf(x->app, sizeof x->app, "%s", set->app_id);
-    x->tag = set->cycle_tag;
-    x->len = la_ga_set_bytes(set);
-    x->enc = la_ga_encode_quiet(set);
-  }
-  la_store_free_set(set);
+  if (!v) return;
+  f->sets = v;
+  la__stored_t *x = &v[f->n_sets++];
+  snprintf(x->app, sizeof x->app, "%s", set->app_id);
+  x->tag = set->cycle_tag;
+  x->len = la_ga_set_bytes(set);
+  x->enc = la_ga_encode_quiet(set);
 }
 
-/* A job's work, on the pool: a Subscribe's stored sets (its cycle, the
- * latest closed set of each application it takes), encoded. */
+/* A job's work, on the pool: a Subscribe's stored sets, encoded. */
 static void la__subscribe_work(la_ga_fjob_t *j, la_store_t *st,
                                const char *why) {
   la__fq_t *f = (la__fq_t *)j;
   (void)why; /* logged by feed_jobs.c; the subscriber gets no stored set */
-  if (!st) return;
-  if (f->has_cycle) la__stored_add(f, st, f->app, f->cycle);
-  if (!f->latest) return;
-  la_store_app_t *a = NULL;
-  size_t n = 0;
-  if (la_store_apps(st, &a, &n) != 0) return;
-  for (size_t i = 0; i < n; i++) {
-    uint64_t tag;
-    if ((f->app[0] && strcmp(f->app, a[i].app_id)) ||
-        la_store_latest_cycle(st, a[i].app_id, LA_STORE_LATEST_CLOSED, &tag) !=
-            0)
-      continue;
-    la__stored_add(f, st, a[i].app_id, tag);
-  }
-  free(a);
+  if (st)
+    la__stored_each(st, f->app, f->has_cycle, f->cycle, f->latest,
+                    la__stored_add, f);
 }
 
 static int la__sub_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m);
@@ -468,22 +480,8 @@ static void la__subscribe_stored(la_ga_sub_t *s, const La__Subscribe *m) {
     la__submit(s, f);
     return;
   }
-  la_ga_t *ga = s->ga;
-  if (has_cycle) la__send_stored(s, s->app, m->cycle_tag);
-  if (m->latest) {
-    la_store_app_t *a = NULL;
-    size_t n = 0;
-    if (la_store_apps(ga->store, &a, &n) != 0) return;
-    for (size_t i = 0; i < n; i++) {
-      uint64_t tag;
-      if ((s->app[0] && strcmp(s->app, a[i].app_id)) ||
-          la_store_latest_cycle(ga->store, a[i].app_id, LA_STORE_LATEST_CLOSED,
-                                &tag) != 0)
-        continue;
-      la__send_stored(s, a[i].app_id, tag);
-    }
-    free(a);
-  }
+  la__stored_each(s->ga->store, s->app, has_cycle, m->cycle_tag, m->latest,
+                  la__send_stored, s);
 }
 
 static void la__subscribe(la_ga_sub_t *s, const La__Subscribe *m) {

@@ -23,10 +23,10 @@
 #include "store_ckpt.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 
 #include "la.h"
+#include "la_daemon.h"
 
 /* SQLite's own default threshold (wal_autocheckpoint = 1000 pages), and
  * that many 4 KiB pages in bytes: a store with larger pages checkpoints
@@ -111,11 +111,10 @@ int la__ckpt_start(sqlite3 *writer, la_ckpt_t **out) {
   pthread_cond_init(&c->cv, NULL);
   /* the thread never takes the process's signals: they are the loop
    * thread's to handle (a daemon's stop and reload) */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
+  sigset_t old;
+  la_daemon_mask_signals(&old);
   int prc = pthread_create(&c->thread, NULL, la__ckpt_main, c);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  la_daemon_unmask_signals(&old);
   if (prc != 0) {
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
