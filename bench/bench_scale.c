@@ -48,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -166,6 +167,14 @@ static double self_cpu_seconds(void) {
          (double)u.ru_stime.tv_sec + (double)u.ru_stime.tv_usec / 1e6;
 }
 
+/* CPU seconds thread th has used so far (0 when unknown). */
+static double thread_cpu_seconds(pthread_t th) {
+  clockid_t id;
+  struct timespec ts;
+  if (pthread_getcpuclockid(th, &id) || clock_gettime(id, &ts)) return 0;
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* ------------------------------------------------------------------ run -- */
 
 typedef struct result {
@@ -179,6 +188,7 @@ typedef struct result {
   double cpu_per_set_ms, cpu_per_trace_us;
   double loop_cpu_per_trace_us; /* the GlobalAgent's loop thread alone */
   double gen_cpu_per_trace_us;  /* this process: senders and subscriber */
+  double sub_cpu_per_trace_us;  /* the subscriber's thread alone */
   double set_bytes;       /* the complete set's size on the wire (approx.) */
   double store_per_trace; /* store file bytes per trace, after its stop */
   long long sets_complete, traces, commits;
@@ -186,18 +196,71 @@ typedef struct result {
   char why[400];
 } result_t;
 
-/* One node: its connection, block of ranks and where it is. */
+/* One node: its connection, block of ranks and the frames it sends next. */
 typedef struct node {
   la_tu_conn_t l;
-  uint32_t first, n;    /* ranks first..first+n */
-  uint32_t cycle, next; /* next trace: cycle, rank index in the block */
+  uint32_t first, n; /* ranks first..first+n */
+  uint32_t cycle;    /* the first cycle of b */
+  la_tu_batch_t b;   /* its ranks' traces of cycles cycle..limit, in order */
+  uint64_t seq0;     /* the sequence number before b's first frame */
+  uint32_t sent;     /* b's frames written */
+  size_t off;        /* b's bytes written */
 } node_t;
 
-/* Every node sends its ranks' traces up to cycle limit (exclusive), with
- * up to WINDOW unacknowledged, until all are acknowledged; last_ns[c]
- * gets the time the last trace of cycle c was written. 0, or -1 with the
- * reason in why. */
-static int send_cycles(node_t *nd, uint32_t C, const char *app, uint32_t limit,
+/* Builds and seals every node's traces of cycles nd->cycle..limit ahead of
+ * their sending (what a LocalAgent does before it writes is not what the
+ * GlobalAgent is measured on). 0, or -1 with the reason in why. */
+static int prepare_cycles(node_t *nd, uint32_t C, const char *app,
+                          uint32_t limit, char *why, size_t why_len) {
+  for (uint32_t i = 0; i < C; i++) {
+    node_t *k = &nd[i];
+    la_tu_batch_reset(&k->b);
+    k->seq0 = k->l.seq;
+    k->sent = 0;
+    k->off = 0;
+    for (uint32_t c = k->cycle; c < limit; c++)
+      for (uint32_t j = 0; j < k->n; j++) {
+        uint32_t rank = k->first + j;
+        if (la_tu_batch_trace(&k->l, &k->b, app, rank, c, N_ELEMENTS,
+                              &series[(rank + c) % N_SERIES])) {
+          snprintf(why, why_len, "no memory for the frames of %u", i);
+          return -1;
+        }
+      }
+  }
+  return 0;
+}
+
+/* Writes what node k may send now: its frames up to WINDOW unacknowledged,
+ * as many bytes as the socket takes; a frame that completes a cycle of the
+ * node sets last_ns[its cycle] to now when later. 1 when more is allowed
+ * than the socket took (wait for POLLOUT), 0 when not, -1 on an error. */
+static int write_some(node_t *k, uint64_t *last_ns) {
+  uint64_t acked = k->l.acked > k->seq0 ? k->l.acked - k->seq0 : 0;
+  uint64_t allowed = acked + WINDOW < k->b.n ? acked + WINDOW : k->b.n;
+  if (k->sent >= allowed) return 0;
+  size_t to = k->b.end[allowed - 1];
+  ssize_t w =
+      send(k->l.fd, k->b.p + k->off, to - k->off, MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (w < 0) return errno == EAGAIN || errno == EINTR ? 1 : -1;
+  k->off += (size_t)w;
+  uint64_t now = 0;
+  while (k->sent < k->b.n && k->b.end[k->sent] <= k->off) {
+    if (k->sent % k->n == k->n - 1) { /* the node's last rank of a cycle */
+      uint32_t c = k->cycle + k->sent / k->n;
+      if (!now) now = la_realtime_ns();
+      if (now > last_ns[c]) last_ns[c] = now;
+    }
+    k->sent++;
+  }
+  k->l.seq = k->seq0 + k->sent;
+  return k->off < to;
+}
+
+/* Every node sends its prepared frames (prepare_cycles), with up to WINDOW
+ * unacknowledged, until all are acknowledged; last_ns[c] gets the time the
+ * last trace of cycle c was written. 0, or -1 with the reason in why. */
+static int send_cycles(node_t *nd, uint32_t C, uint32_t limit,
                        uint64_t *last_ns, char *why, size_t why_len) {
   struct pollfd *pf = calloc(C, sizeof *pf);
   uint64_t deadline = la_now_ms() + 20u * 60u * 1000u;
@@ -207,25 +270,16 @@ static int send_cycles(node_t *nd, uint32_t C, const char *app, uint32_t limit,
     snprintf(why, why_len, "no memory");
     return -1;
   }
+  for (uint32_t i = 0; i < C; i++) nd[i].l.seq = nd[i].seq0;
   while (done_nodes < C) {
     for (uint32_t i = 0; i < C; i++) {
-      node_t *k = &nd[i];
-      while (k->cycle < limit && k->l.seq - k->l.acked < WINDOW) {
-        uint32_t rank = k->first + k->next;
-        if (la_tu_send_trace(&k->l, app, rank, k->cycle, N_ELEMENTS,
-                             &series[(rank + k->cycle) % N_SERIES], WAIT_MS)) {
-          snprintf(why, why_len, "send on %u failed", i);
-          goto out;
-        }
-        if (++k->next == k->n) { /* the node's last rank of this cycle */
-          uint64_t now = la_realtime_ns();
-          if (now > last_ns[k->cycle]) last_ns[k->cycle] = now;
-          k->next = 0;
-          k->cycle++;
-        }
+      int more = write_some(&nd[i], last_ns);
+      if (more < 0) {
+        snprintf(why, why_len, "send on %u failed: %s", i, strerror(errno));
+        goto out;
       }
-      pf[i].fd = k->l.fd;
-      pf[i].events = POLLIN;
+      pf[i].fd = nd[i].l.fd;
+      pf[i].events = POLLIN | (more ? POLLOUT : 0);
       pf[i].revents = 0;
     }
     int n = poll(pf, C, 1000);
@@ -240,13 +294,14 @@ static int send_cycles(node_t *nd, uint32_t C, const char *app, uint32_t limit,
         snprintf(why, why_len, "connection %u closed", i);
         goto out;
       }
-      done_nodes += nd[i].cycle == limit && nd[i].l.acked == nd[i].l.seq;
+      done_nodes += nd[i].sent == nd[i].b.n && nd[i].l.acked == nd[i].l.seq;
     }
     if (la_now_ms() > deadline) {
       snprintf(why, why_len, "not done in 20 minutes");
       goto out;
     }
   }
+  for (uint32_t i = 0; i < C; i++) nd[i].cycle = limit;
   rc = 0;
 out:
   free(pf);
@@ -323,6 +378,8 @@ static void run(const size_cfg_t *cfg, result_t *out) {
     }
   pid_t pid = la_td_pid(g.d);
   out->rss_base_mib = (double)la_tu_proc_kib(pid, "VmRSS") / 1024.0;
+  if (prepare_cycles(nd, C, app, cfg->cycles, out->why, sizeof out->why))
+    goto done;
   if (pthread_create(&th, NULL, sub_main, &sub) != 0) {
     snprintf(out->why, sizeof out->why, "no thread");
     goto done;
@@ -330,18 +387,21 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   th_started = 1;
   double cpu0 = la_td_cpu_seconds(pid);
   double loop0 = la_td_main_thread_cpu_seconds(pid), gen0 = self_cpu_seconds();
+  double sub0 = thread_cpu_seconds(th);
   uint64_t t0 = la_mono_ns();
-  if (send_cycles(nd, C, app, cfg->cycles, last_ns, out->why, sizeof out->why))
+  if (send_cycles(nd, C, cfg->cycles, last_ns, out->why, sizeof out->why))
     goto done;
   out->secs = (double)(la_mono_ns() - t0) / 1e9;
   double cpu = la_td_cpu_seconds(pid) - cpu0;
   double loop = la_td_main_thread_cpu_seconds(pid) - loop0;
   double gen = self_cpu_seconds() - gen0;
+  double subcpu = thread_cpu_seconds(th) - sub0;
   out->commits = la_td_status_ll(g.d, "commits"); /* the pipelined ones */
   /* paced: one cycle at a time, the next once its set arrived */
   for (uint32_t p = 0; p < PACED; p++) {
     uint32_t c = cfg->cycles + p;
-    if (send_cycles(nd, C, app, c + 1, last_ns, out->why, sizeof out->why))
+    if (prepare_cycles(nd, C, app, c + 1, out->why, sizeof out->why) ||
+        send_cycles(nd, C, c + 1, last_ns, out->why, sizeof out->why))
       goto done;
     uint64_t end = la_now_ms() + WAIT_MS * 2;
     while (!__atomic_load_n(&sub.recv_ns[c], __ATOMIC_ACQUIRE) &&
@@ -369,6 +429,7 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   out->cpu_per_trace_us = cpu * 1e6 / ((double)R * cfg->cycles);
   out->loop_cpu_per_trace_us = loop * 1e6 / ((double)R * cfg->cycles);
   out->gen_cpu_per_trace_us = gen * 1e6 / ((double)R * cfg->cycles);
+  out->sub_cpu_per_trace_us = subcpu * 1e6 / ((double)R * cfg->cycles);
   size_t total = 0;
   for (int i = 0; i < N_SERIES; i++) total += series_len[i];
   out->set_bytes = (double)R * ((double)total / N_SERIES + 120);
@@ -398,7 +459,10 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   else
     out->ok = 1;
 done:
-  for (uint32_t i = 0; nd && i < C; i++) la_tu_close(&nd[i].l);
+  for (uint32_t i = 0; nd && i < C; i++) {
+    la_tu_close(&nd[i].l);
+    la_tu_batch_free(&nd[i].b);
+  }
   if (th_started) { /* a failure: the subscriber's connection ends it */
     la_td_free(g.d);
     g.d = NULL;
@@ -436,6 +500,7 @@ static const size_t median_fields[] = {
     offsetof(result_t, cpu_per_trace_us),
     offsetof(result_t, loop_cpu_per_trace_us),
     offsetof(result_t, gen_cpu_per_trace_us),
+    offsetof(result_t, sub_cpu_per_trace_us),
     offsetof(result_t, store_per_trace),
 };
 
@@ -515,12 +580,15 @@ int main(int argc, char **argv) {
       PACED);
   printf(
       "  CPU/tr us: the GlobalAgent's CPU per trace (all threads), loop: its "
-      "event loop's thread alone, gen: this load generator's (senders and "
-      "subscriber)\n");
-  printf("  %7s %5s %6s %9s %9s %8s %8s %8s %8s %8s %8s %10s %9s %7s %7s\n",
-         "ranks", "nodes", "cycles", "traces/s", "tr/commit", "pub", "recv",
-         "pacedpub", "pacedrcv", "RSS MiB", "base MiB", "CPU/set ms",
-         "CPU/tr us", "loop", "gen");
+      "event loop's thread alone, gen: this load generator's (senders, whose "
+      "frames are built and sealed before the timing, and subscriber), sub: "
+      "its subscriber alone (it decodes and checks every set)\n");
+  printf(
+      "  %7s %5s %6s %9s %9s %8s %8s %8s %8s %8s %8s %10s %9s %7s %7s "
+      "%7s\n",
+      "ranks", "nodes", "cycles", "traces/s", "tr/commit", "pub", "recv",
+      "pacedpub", "pacedrcv", "RSS MiB", "base MiB", "CPU/set ms", "CPU/tr us",
+      "loop", "gen", "sub");
   fprintf(f,
           "{\n  \"bench\": \"scale\",\n  \"elements\": %d,\n  \"window\": %d,\n"
           "  \"fsync\": %s,\n  \"steady_only\": %s,\n  \"repeats\": %d,\n"
@@ -537,7 +605,7 @@ int main(int argc, char **argv) {
     if (x->ok)
       printf(
           "  %7u %5u %6u %9.0f %9.0f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f "
-          "%10.1f %9.2f %7.2f %7.2f\n",
+          "%10.1f %9.2f %7.2f %7.2f %7.2f\n",
           x->cfg.ranks, x->cfg.nodes, x->cfg.cycles, x->traces_per_s,
           x->commits > 0
               ? (double)x->cfg.ranks * x->cfg.cycles / (double)x->commits
@@ -545,7 +613,7 @@ int main(int argc, char **argv) {
           x->pub_median_ms, x->lat_median_ms, x->paced_pub_median_ms,
           x->paced_median_ms, x->rss_peak_mib, x->rss_base_mib,
           x->cpu_per_set_ms, x->cpu_per_trace_us, x->loop_cpu_per_trace_us,
-          x->gen_cpu_per_trace_us);
+          x->gen_cpu_per_trace_us, x->sub_cpu_per_trace_us);
     else
       printf("  %7u %5u %6u  FAILED: %s\n", x->cfg.ranks, x->cfg.nodes,
              x->cfg.cycles, x->why);
@@ -559,6 +627,7 @@ int main(int argc, char **argv) {
             "\"rss_peak_mib\": %.1f, \"rss_after_rank_starts_mib\": %.1f, "
             "\"cpu_per_set_ms\": %.2f, \"cpu_per_trace_us\": %.3f, "
             "\"loop_cpu_per_trace_us\": %.3f, \"gen_cpu_per_trace_us\": %.3f, "
+            "\"subscriber_cpu_per_trace_us\": %.3f, "
             "\"set_bytes_approx\": %.0f, \"store_bytes_per_trace\": %.0f, "
             "\"runs_traces_per_s\": [%.0f, %.0f, "
             "%.0f], "
@@ -568,9 +637,10 @@ int main(int argc, char **argv) {
             x->pub_median_ms, x->lat_median_ms, x->paced_pub_median_ms,
             x->paced_median_ms, PACED, x->lat_max_ms, x->rss_peak_mib,
             x->rss_base_mib, x->cpu_per_set_ms, x->cpu_per_trace_us,
-            x->loop_cpu_per_trace_us, x->gen_cpu_per_trace_us, x->set_bytes,
-            x->store_per_trace, x->runs_per_s[0], x->runs_per_s[1],
-            x->runs_per_s[2], x->ok ? "" : x->why);
+            x->loop_cpu_per_trace_us, x->gen_cpu_per_trace_us,
+            x->sub_cpu_per_trace_us, x->set_bytes, x->store_per_trace,
+            x->runs_per_s[0], x->runs_per_s[1], x->runs_per_s[2],
+            x->ok ? "" : x->why);
     first = 0;
   }
   fprintf(f, "\n  ]\n}\n");

@@ -112,16 +112,25 @@ void la_tu_close(la_tu_conn_t *c) {
   la_tu_init(c, c->secure);
 }
 
-int la_tu_send(la_tu_conn_t *c, uint16_t type, const ProtobufCMessage *m,
-               int timeout_ms) {
+/* Frames m into c->buf and, when c->secure, seals it into c->rec: *out
+ * points at what goes on the wire. Its length, or -1. */
+static long la__frame(la_tu_conn_t *c, uint16_t type, const ProtobufCMessage *m,
+                      const uint8_t **out) {
   long n = la_frame_pack_into(type, m, c->buf, c->cap);
   if (n < 0) return -1;
-  if (!c->secure)
-    return la_write_all(c->fd, c->buf, (size_t)n, timeout_ms) ? -1 : 0;
-  long r = la_secure_seal(&c->sec, c->buf, (size_t)n, c->rec,
-                          la_secure_record_size(c->cap));
-  if (r < 0) return -1;
-  return la_write_all(c->fd, c->rec, (size_t)r, timeout_ms) ? -1 : 0;
+  *out = c->buf;
+  if (!c->secure) return n;
+  *out = c->rec;
+  return la_secure_seal(&c->sec, c->buf, (size_t)n, c->rec,
+                        la_secure_record_size(c->cap));
+}
+
+int la_tu_send(la_tu_conn_t *c, uint16_t type, const ProtobufCMessage *m,
+               int timeout_ms) {
+  const uint8_t *w;
+  long n = la__frame(c, type, m, &w);
+  if (n < 0) return -1;
+  return la_write_all(c->fd, w, (size_t)n, timeout_ms) ? -1 : 0;
 }
 
 int la_tu_send_rank_start(la_tu_conn_t *c, const char *app, uint32_t rank,
@@ -133,23 +142,77 @@ int la_tu_send_rank_start(la_tu_conn_t *c, const char *app, uint32_t rank,
   return la_tu_send(c, LA__MSG_TYPE__MSG_RANK_START, &s.base, timeout_ms);
 }
 
+/* The CompactTrace of la_tu_send_trace in *t (st and fe its parts), with
+ * the next sequence number of c. */
+static void la__trace(la_tu_conn_t *c, La__CompactTrace *t, La__SeriesStats *st,
+                      La__FitError *fe, const char *app, uint32_t rank,
+                      uint64_t cycle, uint64_t n,
+                      const la_compact_result_t *r) {
+  la__series_stats__init(st);
+  la__fit_error__init(fe);
+  la__compact_trace__init(t);
+  la_trace_msg_fill(t, st, fe, r);
+  t->seq = ++c->seq;
+  t->app_id = (char *)app;
+  t->rank = rank;
+  t->cycle_tag = cycle;
+  t->n_elements = n;
+  t->has_t_xfer_ns = 1;
+  t->t_xfer_ns = la_realtime_ns();
+  t->has_rank_seq = 1;
+  t->rank_seq = cycle;
+}
+
 int la_tu_send_trace(la_tu_conn_t *c, const char *app, uint32_t rank,
                      uint64_t cycle, uint64_t n, const la_compact_result_t *r,
                      int timeout_ms) {
-  La__SeriesStats st = LA__SERIES_STATS__INIT;
-  La__FitError fe = LA__FIT_ERROR__INIT;
-  La__CompactTrace t = LA__COMPACT_TRACE__INIT;
-  la_trace_msg_fill(&t, &st, &fe, r);
-  t.seq = ++c->seq;
-  t.app_id = (char *)app;
-  t.rank = rank;
-  t.cycle_tag = cycle;
-  t.n_elements = n;
-  t.has_t_xfer_ns = 1;
-  t.t_xfer_ns = la_realtime_ns();
-  t.has_rank_seq = 1;
-  t.rank_seq = cycle;
+  La__SeriesStats st;
+  La__FitError fe;
+  La__CompactTrace t;
+  la__trace(c, &t, &st, &fe, app, rank, cycle, n, r);
   return la_tu_send(c, LA__MSG_TYPE__MSG_COMPACT_TRACE, &t.base, timeout_ms);
+}
+
+int la_tu_batch_trace(la_tu_conn_t *c, la_tu_batch_t *b, const char *app,
+                      uint32_t rank, uint64_t cycle, uint64_t n,
+                      const la_compact_result_t *r) {
+  La__SeriesStats st;
+  La__FitError fe;
+  La__CompactTrace t;
+  const uint8_t *w;
+  la__trace(c, &t, &st, &fe, app, rank, cycle, n, r);
+  long len = la__frame(c, LA__MSG_TYPE__MSG_COMPACT_TRACE, &t.base, &w);
+  if (len < 0) return -1;
+  if (b->len + (size_t)len > b->cap) {
+    size_t cap = b->cap ? b->cap : 1 << 16;
+    while (cap < b->len + (size_t)len) cap *= 2;
+    uint8_t *p = realloc(b->p, cap);
+    if (!p) return -1;
+    b->p = p;
+    b->cap = cap;
+  }
+  if (b->n == b->ncap) {
+    uint32_t nc = b->ncap ? 2 * b->ncap : 64;
+    size_t *e = realloc(b->end, nc * sizeof *e);
+    if (!e) return -1;
+    b->end = e;
+    b->ncap = nc;
+  }
+  memcpy(b->p + b->len, w, (size_t)len);
+  b->len += (size_t)len;
+  b->end[b->n++] = b->len;
+  return 0;
+}
+
+void la_tu_batch_reset(la_tu_batch_t *b) {
+  b->len = 0;
+  b->n = 0;
+}
+
+void la_tu_batch_free(la_tu_batch_t *b) {
+  free(b->p);
+  free(b->end);
+  memset(b, 0, sizeof *b);
 }
 
 int la_tu_read_acks(la_tu_conn_t *c) {

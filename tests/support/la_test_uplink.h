@@ -85,6 +85,30 @@ int la_tu_send_trace(la_tu_conn_t *c, const char *app, uint32_t rank,
                      uint64_t cycle, uint64_t n, const la_compact_result_t *r,
                      int timeout_ms);
 
+/* Frames built ahead of their sending, back to back: frame k is
+ * p[end[k-1]..end[k]) (end[-1] = 0). A load generator builds and seals
+ * its traces before it is timed, so that its own cost while timed is the
+ * writes. Zero it before the first use. */
+typedef struct la_tu_batch {
+  uint8_t *p;
+  size_t len, cap;
+  size_t *end;
+  uint32_t n, ncap;
+} la_tu_batch_t;
+
+/* Appends to b the frame la_tu_send_trace would write now (the next
+ * sequence number of c, sealed in c's order: b's frames must be written
+ * in order, before anything else is sent on c). t_xfer_ns is now. */
+int la_tu_batch_trace(la_tu_conn_t *c, la_tu_batch_t *b, const char *app,
+                      uint32_t rank, uint64_t cycle, uint64_t n,
+                      const la_compact_result_t *r);
+
+/* Empties b, keeping its memory. */
+void la_tu_batch_reset(la_tu_batch_t *b);
+
+/* Frees b (zeroed again). */
+void la_tu_batch_free(la_tu_batch_t *b);
+
 /* Reads what arrived on c without blocking and updates c->acked. -1 on a
  * closed connection or anything but an Ack. */
 int la_tu_read_acks(la_tu_conn_t *c);
