@@ -287,6 +287,7 @@ static int la__agent_msg(la_ga_agent_t *a, uint16_t type, ProtobufCMessage *m,
   if (la_ga_ingest(ga, a->host, type, m, refused) != 0) return -1;
   a->messages++;
   if (seq > a->stored_seq) a->stored_seq = seq;
+  la_ga_ingest_end(ga); /* a full batch commits with this seq acked */
   return 0;
 }
 

@@ -171,7 +171,8 @@ extern const la_ga_agent_ops_t la_ga_agent_ops;
  * connections. Returns 0, or -1 with the reason in why. */
 int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
                        size_t why_len);
-/* Handles one message of an authenticated agent (host); 0 or -1 (close).
+/* Handles one message of an authenticated agent (host), in the open group
+ * commit (la_ga_ingest_end follows); 0 or -1 (close).
  * enc_why: for a CompactTrace, la_ga_check_encodings' verdict (NULL: its
  * encodings are fine; else the reason it is refused). m is la_msg_decode's
  * and stays the caller's to free, but a stored trace's encodings and
@@ -179,6 +180,10 @@ int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
  * left empty): the caller does not read those after the call. */
 int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
                  ProtobufCMessage *m, const char *enc_why);
+/* After la_ga_ingest returned 0 and the message's sequence number was
+ * recorded for its Ack: commits when the batch is full (store.batch_max),
+ * so that the commit acknowledges that message too. */
+void la_ga_ingest_end(la_ga_t *ga);
 /* Commits the open transaction, then acks and publishes. */
 void la_ga_commit(la_ga_t *ga);
 void la_ga_ingest_stop(la_ga_t *ga);

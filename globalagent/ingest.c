@@ -475,8 +475,12 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
     la_log_error("store: %s", la_store_errmsg(ga->store));
     ga->txn_failed = 1;
   }
-  if (++ga->batch_n >= (size_t)ga->set.batch_max) la_ga_commit(ga);
+  ga->batch_n++;
   return 0;
+}
+
+void la_ga_ingest_end(la_ga_t *ga) {
+  if (ga->batch_n >= (size_t)ga->set.batch_max) la_ga_commit(ga);
 }
 
 static int la__cmp_first(const void *a, const void *b) {

@@ -1876,9 +1876,39 @@ static void test_sigterm_at_first_port_file(void **state) {
     }
     CHECK(la_td_signal(T.ga, SIGTERM) == 0, "no daemon to signal");
     int rc = la_td_wait_exit(T.ga, WAIT_MS);
-    CHECK(rc == 0, "run %d: exit status %d after SIGTERM at its port file "
-          "(143: killed by the signal's default action)", i, rc);
+    CHECK(rc == 0,
+          "run %d: exit status %d after SIGTERM at its port file "
+          "(143: killed by the signal's default action)",
+          i, rc);
   }
+}
+
+/* The message that fills a group commit (store.batch_max) is acknowledged
+ * by that commit: a LocalAgent whose last message filled a batch gets its
+ * Ack without sending anything more. Formerly the full batch committed
+ * before that message's sequence number was recorded, so its Ack waited
+ * for the next message; with nothing more to send, for ever. batch_max 1:
+ * every message fills its batch. */
+static void test_message_filling_a_batch_is_acked(void **state) {
+  need_daemons();
+  const char *ex[] = {"--store.batch_max=1", NULL};
+  start_ga(ex, 0);
+  la_compact_result_t r;
+  big_trace(1000, &r);
+  fake_t f;
+  CHECK(fake_connect(&f, "nodeB", T.key) == 0, "refused");
+  char why[300] = "";
+  fake_rank_start(&f, "batch-1", 0, 1, 1000);
+  int rc1 = la_test_link_wait_acked(&f, 5000, why, sizeof why);
+  fake_trace(&f, "batch-1", 0, 0, &r);
+  int rc2 = rc1 ? rc1 : la_test_link_wait_acked(&f, 5000, why, sizeof why);
+  long long stored = ga_status("traces_stored");
+  close(f.fd);
+  la_compact_result_free(&r);
+  CHECK(rc1 == 0 && rc2 == 0,
+        "the %s that filled its batch was stored (traces_stored %lld) but "
+        "not acknowledged: %s",
+        rc1 ? "RankStart" : "CompactTrace", stored, why);
 }
 
 int main(void) {
@@ -1898,6 +1928,7 @@ int main(void) {
       T(test_restart_keeps_age_and_closed_sets),
       T(test_commit_failure_counts_exact),
       T(test_sigterm_at_first_port_file),
+      T(test_message_filling_a_batch_is_acked),
 #undef T
   };
   /* LA_TEST_FILTER=pattern runs only the matching tests (cmocka's glob) */
