@@ -138,7 +138,8 @@ static int bench_mode(FILE *js, const char *series, const double *x, size_t n,
   la_compact_result_t r = {0};
   la_trace_t *t;
   char spec[96], why[200];
-  double tc[REPS], td[REPS], ts[REPS], *y = malloc(n * sizeof(double)), s;
+  double tc[REPS], td[REPS], ts[REPS], tk[REPS];
+  double *y = malloc(n * sizeof(double)), s;
   int i;
 
   if (m->spec) {
@@ -178,12 +179,22 @@ static int bench_mode(FILE *js, const char *series, const double *x, size_t n,
     for (size_t q = 0; q < 1000; q++)
       la_trace_range_sum(t, q * (n / 1000), n / 2, &s);
     ts[i] = (cpu_ns() - t0) / 1000;
+    /* the check a GlobalAgent and a client make of every trace received */
+    uint64_t pts;
+    int mode;
+    t0 = cpu_ns();
+    for (int k = 0; k < 20; k++)
+      if (la_trace_check_max(r.bytes, r.len, n, &pts, &mode, why,
+                             sizeof(why)) != 0)
+        return -1;
+    tk[i] = (cpu_ns() - t0) / 20 / (double)r.len;
   }
   double ns = median(tc, REPS), dns = median(td, REPS), sns = median(ts, REPS);
+  double kns = median(tk, REPS);
   double bits = 8.0 * (double)r.len / (double)n;
-  printf("%-18s %-22s %7.2f %8.2f %9.4f %9.1f %8zu %7zu %11.4g %8.4f\n", series,
-         m->name, ns, dns, bits, 64 / bits, r.segments, r.exceptions,
-         r.error.max_abs, r.error.cv);
+  printf("%-18s %-22s %7.2f %8.2f %9.4f %9.1f %8zu %7zu %11.4g %8.4f %8.3f\n",
+         series, m->name, ns, dns, bits, 64 / bits, r.segments, r.exceptions,
+         r.error.max_abs, r.error.cv, kns);
   if (r.quantized)
     printf(
         "%-18s %-22s (%.1f%% of points stored exactly in quantized "
@@ -194,10 +205,11 @@ static int bench_mode(FILE *js, const char *series, const double *x, size_t n,
           "\"bits_per_value\": %.5f, \"ratio_to_raw\": %.2f, \"bytes\": %zu, "
           "\"segments\": %zu, \"exceptions\": %zu, \"max_abs_error\": %.6g, "
           "\"rmse\": %.6g, \"cv\": %.6g, \"decode_ns_per_point\": %.3f, "
-          "\"range_sum_ns\": %.1f, \"quantized\": %llu}",
+          "\"range_sum_ns\": %.1f, \"check_ns_per_byte\": %.3f, "
+          "\"quantized\": %llu}",
           first ? "" : ",", m->name, spec, ns, bits, 64 / bits, r.len,
           r.segments, r.exceptions, r.error.max_abs, r.error.rmse, r.error.cv,
-          dns, sns, (unsigned long long)r.quantized);
+          dns, sns, kns, (unsigned long long)r.quantized);
   la_trace_close(t);
   la_compact_result_free(&r);
   free(y);
@@ -261,8 +273,8 @@ static int bench_series(FILE *js, const char *name, const char *desc,
           "\"max_abs_error\": 0, \"cv\": 0}",
           first ? "" : ",", name, desc, n, st.sum / (double)n, median(ts, REPS),
           f1, f8, 8 * n);
-  printf("%-18s %-22s %7s %8s %9.4f %9.1f %8s %7s %11s %8s\n", name, "raw", "-",
-         "-", 64.0, 1.0, "-", "-", "0", "0");
+  printf("%-18s %-22s %7s %8s %9.4f %9.1f %8s %7s %11s %8s %8s\n", name, "raw",
+         "-", "-", 64.0, 1.0, "-", "-", "0", "0", "-");
   for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
     if (bench_mode(js, name, x, n, quantum, &modes[m], 0) != 0) return -1;
   fprintf(js, "}}");
@@ -528,9 +540,12 @@ int main(int argc, char **argv) {
   measure_examples(xm, nm, qm);
   stencil_costs(c);
   printf("compaction engine: CPU ns per point, median of %d runs\n", REPS);
-  printf("%-18s %-22s %7s %8s %9s %9s %8s %7s %11s %8s\n", "series", "mode",
+  printf(
+      "  chk ns/B: la_trace_check_max (what the GlobalAgent and clients "
+      "check of each trace received), CPU ns per encoded byte\n");
+  printf("%-18s %-22s %7s %8s %9s %9s %8s %7s %11s %8s %8s\n", "series", "mode",
          "ns/pt", "dec ns", "bits/val", "ratio", "segments", "except",
-         "max|err|", "CV");
+         "max|err|", "CV", "chk ns/B");
   fprintf(js,
           "{\n  \"benchmark\": \"compact\",\n  \"timer\": "
           "\"CLOCK_THREAD_CPUTIME_ID\",\n  \"reps\": %d,\n  \"series\": {",

@@ -15,10 +15,8 @@ int la_cbuf_reserve(la_cbuf_t *b, size_t more) {
   size_t cap;
   uint8_t *p;
 
-  if (b->err)
-    return b->err;
-  if (b->cap - b->len >= more)
-    return 0;
+  if (b->err) return b->err;
+  if (b->cap - b->len >= more) return 0;
   cap = b->cap ? b->cap : 256;
   while (cap - b->len < more) {
     if (cap > SIZE_MAX / 2) {
@@ -43,33 +41,27 @@ void la_cbuf_free(la_cbuf_t *b) {
 }
 
 void la_cbuf_put_u8(la_cbuf_t *b, uint8_t v) {
-  if (la_cbuf_reserve(b, 1) == 0)
-    b->p[b->len++] = v;
+  if (la_cbuf_reserve(b, 1) == 0) b->p[b->len++] = v;
 }
 
 void la_cbuf_put_varint(la_cbuf_t *b, uint64_t v) {
-  if (la_cbuf_reserve(b, 10) == 0)
-    b->len += la_varint_write(b->p + b->len, v);
+  if (la_cbuf_reserve(b, 10) == 0) b->len += la_varint_write(b->p + b->len, v);
 }
 
 void la_cbuf_put_u32(la_cbuf_t *b, uint32_t v) {
   int i;
 
-  if (la_cbuf_reserve(b, 4) != 0)
-    return;
-  for (i = 0; i < 4; i++)
-    b->p[b->len++] = (uint8_t)(v >> (8 * i));
+  if (la_cbuf_reserve(b, 4) != 0) return;
+  for (i = 0; i < 4; i++) b->p[b->len++] = (uint8_t)(v >> (8 * i));
 }
 
 void la_cbuf_put_f64(la_cbuf_t *b, double v) {
   uint64_t u;
   int i;
 
-  if (la_cbuf_reserve(b, 8) != 0)
-    return;
+  if (la_cbuf_reserve(b, 8) != 0) return;
   memcpy(&u, &v, 8);
-  for (i = 0; i < 8; i++)
-    b->p[b->len++] = (uint8_t)(u >> (8 * i));
+  for (i = 0; i < 8; i++) b->p[b->len++] = (uint8_t)(u >> (8 * i));
 }
 
 void la_cbuf_put_verbatim(la_cbuf_t *b, double v) {
@@ -83,8 +75,7 @@ void la_cbuf_put_verbatim(la_cbuf_t *b, double v) {
 }
 
 int la_creader_u8(la_creader_t *r, uint8_t *v) {
-  if (r->off >= r->len)
-    return LA_ETRUNC;
+  if (r->off >= r->len) return LA_ETRUNC;
   *v = r->p[r->off++];
   return 0;
 }
@@ -95,14 +86,12 @@ int la__creader_varint_long(la_creader_t *r, uint64_t *v) {
   uint8_t c;
 
   for (;;) {
-    if (r->off >= r->len)
-      return LA_ETRUNC;
+    if (r->off >= r->len) return LA_ETRUNC;
     c = r->p[r->off++];
     if (shift == 63 && c > 1)
       return LA_EPROTO; /* above 2^64 - 1, or longer than 10 bytes */
     x |= (uint64_t)(c & 0x7f) << shift;
-    if (!(c & 0x80))
-      break;
+    if (!(c & 0x80)) break;
     shift += 7;
   }
   *v = x;
@@ -114,10 +103,8 @@ static int creader_le(la_creader_t *r, int n, uint64_t *v) {
   uint64_t x = 0;
   int i;
 
-  if (r->len - r->off < (size_t)n)
-    return LA_ETRUNC;
-  for (i = 0; i < n; i++)
-    x |= (uint64_t)r->p[r->off++] << (8 * i);
+  if (r->len - r->off < (size_t)n) return LA_ETRUNC;
+  for (i = 0; i < n; i++) x |= (uint64_t)r->p[r->off++] << (8 * i);
   *v = x;
   return 0;
 }
@@ -126,46 +113,6 @@ int la_creader_u32(la_creader_t *r, uint32_t *v) {
   uint64_t x;
   int rc = creader_le(r, 4, &x);
 
-  if (rc == 0)
-    *v = (uint32_t)x;
+  if (rc == 0) *v = (uint32_t)x;
   return rc;
 }
-
-int la_creader_f64(la_creader_t *r, double *v) {
-  uint64_t u;
-  int rc = creader_le(r, 8, &u);
-
-  if (rc == 0)
-    memcpy(v, &u, 8);
-  return rc;
-}
-
-int la_creader_verbatim(la_creader_t *r, double *v) {
-  uint64_t w;
-  int64_t k;
-  int rc;
-
-  if ((rc = la_creader_varint(r, &w)) != 0)
-    return rc;
-  if (w == 1)
-    return la_creader_f64(r, v);
-  if (w & 1)
-    return LA_EPROTO;
-  k = la_unzigzag(w >> 1);
-  if (k > (INT64_C(1) << 53) || k < -(INT64_C(1) << 53))
-    return LA_EPROTO;
-  *v = (double)k;
-  return 0;
-}
-
-int64_t la_qpredict(double prev, int e) {
-  /* ldexp(prev, -e) == prev * 2^-e when 2^-e is a normal double */
-  double r = la_floor((e >= -1022 && e <= 1022 ? prev * la_pow2(-e)
-                                               : ldexp(prev, -e)) +
-                      0.5);
-
-  if (!(fabs(r) < LA_QPRED_MAX))
-    return 0;
-  return (int64_t)r;
-}
-

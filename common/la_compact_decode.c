@@ -167,7 +167,10 @@ static int read_qvalue(la_creader_t *r, int e, double *prev) {
   if (__builtin_add_overflow(la_qpredict(*prev, e), la_unzigzag(w), &k) ||
       !(fabs((double)k) < LA_QK_MAX))
     return LA_EPROTO;
-  *prev = ldexp((double)k, e);
+  /* ldexp((double)k, e), exactly: |k| >= 1 and e >= LA_QEXP_MIN keep the
+   * product normal, and it is 0 or infinite where ldexp's is */
+  *prev =
+      e >= -1022 && e <= 1022 ? (double)k * la_pow2(e) : ldexp((double)k, e);
   return 0;
 }
 

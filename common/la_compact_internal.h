@@ -11,6 +11,8 @@
 #ifndef LA_COMPACT_INTERNAL_H
 #define LA_COMPACT_INTERNAL_H
 
+#include <string.h>
+
 #include "la_compact.h"
 
 #ifdef __cplusplus
@@ -109,24 +111,57 @@ typedef struct la_creader {
 int la_creader_u8(la_creader_t *r, uint8_t *v);
 /* la_creader_varint's general case (any length). */
 int la__creader_varint_long(la_creader_t *r, uint64_t *v);
-/* One varint; a one-byte one (most of an encoding's) inline. */
-static inline int la_creader_varint(la_creader_t *r, uint64_t *v) {
-  if (r->off < r->len && r->p[r->off] < 0x80) {
-    *v = r->p[r->off++];
-    return 0;
-  }
-  return la__creader_varint_long(r, v);
-}
-int la_creader_f64(la_creader_t *r, double *v);
-int la_creader_u32(la_creader_t *r, uint32_t *v);
-int la_creader_verbatim(la_creader_t *r, double *v);
-
 static inline uint64_t la_zigzag(int64_t v) {
   return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
 }
 static inline int64_t la_unzigzag(uint64_t u) {
   return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
 }
+/* One varint; one of one or two bytes (most of an encoding's) inline. */
+static inline int la_creader_varint(la_creader_t *r, uint64_t *v) {
+  if (r->len - r->off >= 2) {
+    uint8_t b0 = r->p[r->off], b1 = r->p[r->off + 1];
+    if (b0 < 0x80) {
+      *v = b0;
+      r->off++;
+      return 0;
+    }
+    if (b1 < 0x80) {
+      *v = (uint64_t)(b0 & 0x7f) | (uint64_t)b1 << 7;
+      r->off += 2;
+      return 0;
+    }
+  }
+  return la__creader_varint_long(r, v);
+}
+/* 8 bytes, little-endian, as a double. */
+static inline int la_creader_f64(la_creader_t *r, double *v) {
+  uint64_t u = 0;
+  if (r->len - r->off < 8) return LA_ETRUNC;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  memcpy(&u, r->p + r->off, 8);
+#else
+  for (int i = 0; i < 8; i++) u |= (uint64_t)r->p[r->off + i] << (8 * i);
+#endif
+  r->off += 8;
+  memcpy(v, &u, 8);
+  return 0;
+}
+int la_creader_u32(la_creader_t *r, uint32_t *v);
+/* A verbatim value (la_cbuf_put_verbatim). */
+static inline int la_creader_verbatim(la_creader_t *r, double *v) {
+  uint64_t w;
+  int64_t k;
+  int rc;
+  if ((rc = la_creader_varint(r, &w)) != 0) return rc;
+  if (w == 1) return la_creader_f64(r, v);
+  if (w & 1) return LA_EPROTO;
+  k = la_unzigzag(w >> 1);
+  if (k > (INT64_C(1) << 53) || k < -(INT64_C(1) << 53)) return LA_EPROTO;
+  *v = (double)k;
+  return 0;
+}
+
 /* Writes v as a LEB128 varint at p (10 bytes of room); returns its length. */
 static inline size_t la_varint_write(uint8_t *p, uint64_t v) {
   size_t i = 0;
@@ -200,7 +235,14 @@ static inline double la_floor(double u) {
 /* Prediction of the integer of a quantized value from the previous stored
  * line value prev, at exponent e: floor(prev * 2^-e + 0.5), or 0 when that is
  * not below 2^62 in magnitude (or not a number). */
-int64_t la_qpredict(double prev, int e);
+static inline int64_t la_qpredict(double prev, int e) {
+  /* ldexp(prev, -e) == prev * 2^-e when 2^-e is a normal double */
+  double r = la_floor((e >= -1022 && e <= 1022 ? prev * la_pow2(-e)
+                                               : __builtin_ldexp(prev, -e)) +
+                      0.5);
+  if (!(__builtin_fabs(r) < LA_QPRED_MAX)) return 0;
+  return (int64_t)r;
+}
 
 /* The encoder the segmenters feed (la_compact_encode.c). Records are written
  * in order; exceptions are given before the line that contains them. Every
