@@ -2,7 +2,8 @@
  * GlobalAgent's ingest (make bench-query).
  *
  * Starts la-globalagent (store.fsync = no), stores one Trace-Set of 10^4
- * ranks with traces of about 4.3 KB (about 43 MB, sent by a simulated
+ * ranks (LA_QUERY_RANKS: another count) with traces of about 4.3 KB (about
+ * 43 MB, sent by a simulated
  * LocalAgent), then a second simulated LocalAgent (the probe) sends one
  * small trace at a time and waits for its Ack, back to back: the Ack
  * latency is how long the loop thread takes to read, commit and
@@ -40,7 +41,8 @@
 #include "la_test_daemon.h"
 #include "la_test_uplink.h"
 
-#define RANKS 10000
+/* ranks of the large set: 10^4, or LA_QUERY_RANKS (e.g. 100000) */
+static uint32_t RANKS = 10000;
 #define TRACE_ELEMS 540 /* lossless, rough values: about 4.3 KB a trace */
 #define PROBE_ELEMS 100
 #define QUERIES 3
@@ -271,12 +273,22 @@ static void row(const char *name, const run_t *r) {
 int main(int argc, char **argv) {
   const char *out = la_bench_out_path(argc, argv, 1, "build/bench/query.json");
   const char *other = getenv("LA_BENCH_OTHER_BIN");
+  const char *nr = getenv("LA_QUERY_RANKS");
+  if (nr && *nr) {
+    char *e;
+    unsigned long v = strtoul(nr, &e, 10);
+    if (*e || v < 1 || v > 1000000) {
+      fprintf(stderr, "bench_query: LA_QUERY_RANKS: 1 to 10^6, not %s\n", nr);
+      return 2;
+    }
+    RANKS = (uint32_t)v;
+  }
   if (la_auth_init() || make_trace(TRACE_ELEMS, 7, &big_trace) ||
       make_trace(PROBE_ELEMS, 9, &probe_trace)) {
     fprintf(stderr, "bench_query: cannot make the traces\n");
     return 1;
   }
-  printf("set: %d ranks of %zu-byte traces (about %.0f MB)\n", RANKS,
+  printf("set: %u ranks of %zu-byte traces (about %.0f MB)\n", RANKS,
          big_trace.len, RANKS * (double)big_trace.len / 1e6);
   char la0[32], la1[32];
   loadavg(la0, sizeof la0);
@@ -302,7 +314,7 @@ int main(int argc, char **argv) {
   row("this", mine);
   FILE *f = la_bench_open_out(out);
   if (!f) return 1;
-  fprintf(f, "{\n  \"ranks\": %d, \"trace_bytes\": %zu, \"queries\": %d,\n",
+  fprintf(f, "{\n  \"ranks\": %u, \"trace_bytes\": %zu, \"queries\": %d,\n",
           RANKS, big_trace.len, QUERIES);
   fprintf(f, "  \"loadavg_before\": \"%s\", \"loadavg_after\": \"%s\",\n", la0,
           la1);

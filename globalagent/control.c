@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "feed_jobs.h"
 #include "ga.h"
 #include "held.h"
 #include "la_sockio.h"
@@ -107,8 +108,7 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
   if (with_store) la__missing_rows(ga, r);
   la_status_gauge(r, "max_open_sets", "open Trace-Sets kept at most",
                   ga->set.max_open_sets);
-  la_status_gauge(r, "apps_running", "applications being stitched",
-                  ga->n_apps);
+  la_status_gauge(r, "apps_running", "applications being stitched", ga->n_apps);
   la_status_counter(r, "apps_refused",
                     "messages of applications not stitched for "
                     "stitch.max_apps",
@@ -144,6 +144,15 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
                     "the store",
                     hs.spilled);
   la_status_counter(r, "queries", "queries answered", st->queries);
+  int jobs_running, jobs_waiting;
+  la_ga_fjobs_counts(ga, &jobs_running, &jobs_waiting);
+  la_status_gauge(r, "feed_jobs_running",
+                  "stored sets being read and encoded for queries and "
+                  "subscriptions (at most feed.query_jobs)",
+                  jobs_running);
+  la_status_gauge(r, "feed_jobs_waiting",
+                  "stored-set requests waiting for one of those jobs",
+                  jobs_waiting);
   for (const la_ga_app_t *a = ga->apps; a; a = a->next) {
     La__StatusApp *sa = la_status_app(r, a->app_id);
     if (!sa) break;

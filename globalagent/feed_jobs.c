@@ -152,6 +152,13 @@ int la_ga_fjob_submit(la_ga_t *ga, la_ga_fjob_t *j) {
   return 0;
 }
 
+void la_ga_fjobs_counts(const la_ga_t *ga, int *running, int *waiting) {
+  const la_ga_fjobs_t *p = ga->fjobs;
+  *running = p ? p->running : 0;
+  *waiting = 0;
+  for (const la_ga_fjob_t *j = p ? p->wait : NULL; j; j = j->next) (*waiting)++;
+}
+
 void la_ga_fjobs_stop(la_ga_t *ga) {
   la_ga_fjobs_t *p = ga->fjobs;
   if (!p || p->stopping) return;

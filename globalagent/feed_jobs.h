@@ -42,6 +42,10 @@ struct la_ga_fjob {
  * daemon's own store). Loop thread. */
 int la_ga_fjob_submit(la_ga_t *ga, la_ga_fjob_t *j);
 
+/* The stored-set jobs running now and waiting for a slot (status gauges).
+ * Loop thread. */
+void la_ga_fjobs_counts(const la_ga_t *ga, int *running, int *waiting);
+
 /* The daemon stops: jobs still waiting are dropped (done, ran 0), idle
  * read connections closed, and those of running jobs as each returns,
  * the last one freeing the rest. Loop thread; idempotent. */

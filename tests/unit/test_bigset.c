@@ -757,6 +757,10 @@ static void test_query_does_not_stall(void **state) {
   CHECK(!readable(a),
         "the set's reply arrived before a status request sent after it was "
         "answered");
+  /* the job shows in the status while it runs (its reply follows its end) */
+  long long running = raw_status(b, "feed_jobs_running");
+  CHECK(running == 1 || readable(a),
+        "feed_jobs_running %lld while the set was being read", running);
   /* a LocalAgent's message is stored and acknowledged meanwhile */
   assert_int_equal(
       la_test_link_rank_start(&T.link, "bignode", "other", 0, 1, 10), 0);
@@ -772,6 +776,35 @@ static void test_query_does_not_stall(void **state) {
         (unsigned long long)bytes);
   close(a);
   close(b);
+}
+
+/* With feed.query_jobs = 1, a second client's query of a stored set waits
+ * for the first one's job: the status shows one job running and one
+ * waiting while neither reply came, both sets then arrive whole, and the
+ * gauges go back to 0. */
+static void test_query_waits_for_a_job(void **state) {
+  const char *ex[] = {"--feed.query_jobs=1", NULL};
+  start_ga(ex);
+  store_large_set();
+  int a = feed_fd(), c = feed_fd(), b = feed_fd();
+  ask_large_set(a, b);
+  ask_large_set(c, b);
+  long long running = raw_status(b, "feed_jobs_running");
+  long long waiting = raw_status(b, "feed_jobs_waiting");
+  CHECK((running == 1 && waiting == 1) || readable(a),
+        "feed_jobs_running %lld, feed_jobs_waiting %lld with two queries in "
+        "flight and one job allowed",
+        running, waiting);
+  read_set_answer(a);
+  read_set_answer(c);
+  running = raw_status(b, "feed_jobs_running");
+  waiting = raw_status(b, "feed_jobs_waiting");
+  CHECK(running == 0 && waiting == 0,
+        "feed_jobs_running %lld, feed_jobs_waiting %lld after both answers",
+        running, waiting);
+  close(a);
+  close(b);
+  close(c);
 }
 
 /* Requests pipelined on one connection are answered in order: a set
@@ -864,6 +897,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_query_does_not_stall, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_pipelined_in_order, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_query_waits_for_a_job, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_leave_while_served, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
