@@ -24,6 +24,9 @@ int lactl_common_opt(lactl_common_t *o, int c, const char *arg) {
     case LACTL_OPT_CHANNEL:
       o->channel = arg;
       return 1;
+    case LACTL_OPT_TIMEOUT:
+      o->timeout = arg;
+      return 1;
     default:
       return 0;
   }

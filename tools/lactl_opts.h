@@ -15,27 +15,35 @@ enum { LACTL_OK = 0, LACTL_FAIL = 1, LACTL_USAGE = 2 };
 
 /* Options every data-reading subcommand takes. */
 typedef struct lactl_common {
-  const char *global; /* --global HOST:PORT (NULL: $LA_GLOBAL or default) */
-  const char *db;     /* --db FILE (NULL: read the GlobalAgent) */
-  int json;           /* --json */
+  const char *global;  /* --global HOST:PORT (NULL: $LA_GLOBAL or default) */
+  const char *db;      /* --db FILE (NULL: read the GlobalAgent) */
+  int json;            /* --json */
   const char *channel; /* --channel NAME (show, export, plot; NULL: sum) */
+  const char *timeout; /* --timeout SECONDS (NULL: the client's default) */
 } lactl_common_t;
 
 /* getopt_long values of the common options, and the rows to put into a
  * subcommand's option table (LACTL_COMMON_OPTIONS,). */
-enum { LACTL_OPT_GLOBAL = 1000, LACTL_OPT_DB, LACTL_OPT_JSON };
+enum {
+  LACTL_OPT_GLOBAL = 1000,
+  LACTL_OPT_DB,
+  LACTL_OPT_JSON,
+  LACTL_OPT_TIMEOUT
+};
 /* --channel NAME, for the subcommands that read Trace-Sets (its row for
  * their option table, handled by lactl_common_opt, and its help). */
 enum { LACTL_OPT_CHANNEL = 1100 };
-#define LACTL_CHANNEL_OPTION {"channel", 1, 0, LACTL_OPT_CHANNEL}
-#define LACTL_CHANNEL_HELP                                                  \
-  "  --channel NAME      the application's channel NAME (LA_channel), "    \
-  "not the\n"                                                              \
+#define LACTL_CHANNEL_OPTION \
+  { "channel", 1, 0, LACTL_OPT_CHANNEL }
+#define LACTL_CHANNEL_HELP                                              \
+  "  --channel NAME      the application's channel NAME (LA_channel), " \
+  "not the\n"                                                           \
   "                      sum over its channels\n"
 /* clang-format off */
 #define LACTL_COMMON_OPTIONS                                      \
   {"global", 1, 0, LACTL_OPT_GLOBAL}, {"db", 1, 0, LACTL_OPT_DB}, \
-  {"json", 0, 0, LACTL_OPT_JSON}, {"help", 0, 0, 'h'}
+  {"json", 0, 0, LACTL_OPT_JSON}, {"timeout", 1, 0, LACTL_OPT_TIMEOUT}, \
+  {"help", 0, 0, 'h'}
 /* clang-format on */
 
 /* Handles getopt value c (with optarg) when it is a common option: returns
@@ -48,7 +56,11 @@ int lactl_common_opt(lactl_common_t *o, int c, const char *optarg);
   "or\n"                                                                    \
   "                      127.0.0.1:7463)\n"                                 \
   "  --db FILE           read a GlobalAgent's SQLite store instead "        \
-  "(read-only)\n"
+  "(read-only)\n"                                                           \
+  "  --timeout SECONDS   wait up to SECONDS for each answer of the "        \
+  "GlobalAgent\n"                                                           \
+  "                      (default 5; a stored set of 10^5 ranks takes "     \
+  "seconds)\n"
 
 /* Prints "lactl CMD: MESSAGE (try 'lactl CMD --help')" to stderr and
  * returns LACTL_USAGE. */

@@ -422,6 +422,10 @@ static void test_cli_errors(void **state) {
   lactl_fails(2, "option --db needs a value", "cycles", "heat-42", "--db",
               NULL);
   lactl_fails(2, "unknown option '--app'", "show", "--app", "heat-42", NULL);
+  lactl_fails(2, "--timeout '0' is not a number of seconds", "apps",
+              "--timeout", "0", NULL);
+  lactl_fails(2, "--timeout '5s' is not a number of seconds", "show",
+              "heat-42", "--timeout", "5s", NULL);
   /* both sources named */
   assert_int_equal(
       lactl(&o, &e, "apps", "--db", g->db, "--global", "127.0.0.1:1", NULL), 2);
@@ -847,6 +851,7 @@ static void test_global_same_output(void **state) {
       {"show", "heat-42", "10", NULL},
       {"show", "heat-42", "20", "--json", NULL},
       {"show", "heat-42", NULL},
+      {"show", "heat-42", "--timeout", "30", NULL},
       {"show", "wave-7", NULL},
       {"export", "heat-42", "10:20", NULL},
       {"export", "heat-42", "20", "--format", "metis", NULL},
