@@ -144,6 +144,19 @@ int lactl_src_open(const char *cmd, const lactl_common_t *o,
             cmd, cmd);
     return LACTL_USAGE;
   }
+  int timeout_ms = LA_CLIENT_DEFAULT_TIMEOUT_MS;
+  if (o->timeout) {
+    char *end;
+    errno = 0;
+    double sec = strtod(o->timeout, &end);
+    if (errno || end == o->timeout || *end || !(sec > 0) || sec > 86400) {
+      return lactl_usage_err(cmd,
+                             "--timeout '%s' is not a number of seconds "
+                             "above 0 and at most 86400",
+                             o->timeout);
+    }
+    timeout_ms = sec * 1000 < 1 ? 1 : (int)(sec * 1000);
+  }
   lactl_src_t *s = calloc(1, sizeof *s);
   if (!s) {
     fprintf(stderr, "lactl %s: out of memory\n", cmd);
@@ -157,20 +170,6 @@ int lactl_src_open(const char *cmd, const lactl_common_t *o,
     }
     *out = s;
     return LACTL_OK;
-  }
-  int timeout_ms = LA_CLIENT_DEFAULT_TIMEOUT_MS;
-  if (o->timeout) {
-    char *end;
-    errno = 0;
-    double sec = strtod(o->timeout, &end);
-    if (errno || end == o->timeout || *end || !(sec > 0) || sec > 86400) {
-      free(s);
-      return lactl_usage_err(cmd,
-                             "--timeout '%s' is not a number of seconds "
-                             "above 0 and at most 86400",
-                             o->timeout);
-    }
-    timeout_ms = sec * 1000 < 1 ? 1 : (int)(sec * 1000);
   }
   const char *addr = lactl_global_addr(o->global);
   int rc = la_client_connect(addr, timeout_ms, &s->c);
