@@ -33,8 +33,12 @@
  * Sizes too large for a 2-core machine in a few minutes run fewer cycles
  * (CYCLES per size below, printed and in the JSON). LA_SCALE_RANKS (a comma
  * list, e.g. "10000") runs only those sizes; for the scaling model,
- * LA_SCALE_STEADY=1 sends only the steady series (small traces) and
- * LA_SCALE_FSYNC=0 runs the store without fsync (both named in the JSON).
+ * LA_SCALE_STEADY=1 sends only the steady series (small traces),
+ * LA_SCALE_FSYNC=0 runs the store without fsync and LA_SCALE_ROBUST=0 sends
+ * traces without robust weights (all three named in the JSON). By default
+ * every trace carries robust weights, as a LocalAgent's do with the
+ * wall-time metric: the steady mesh costs of its series' seed (the
+ * interference-free baseline), compacted the same way.
  * Writes argv[1] (build/bench/scale.json) and prints a table.
  */
 #include "bench_args.h"
@@ -79,6 +83,7 @@ static const size_cfg_t sizes[] = {
 #define N_SIZES (sizeof sizes / sizeof sizes[0])
 
 static la_compact_result_t series[N_SERIES];
+static la_compact_result_t robust[N_SERIES]; /* series[i]'s robust weights */
 static size_t series_len[N_SERIES];
 
 static int cmp_double(const void *a, const void *b) {
@@ -101,19 +106,27 @@ static int fsync_on(void) {
   const char *e = getenv("LA_SCALE_FSYNC");
   return !(e && !strcmp(e, "0"));
 }
+/* LA_SCALE_ROBUST=0: traces without robust weights. */
+static int robust_on(void) {
+  const char *e = getenv("LA_SCALE_ROBUST");
+  return !(e && !strcmp(e, "0"));
+}
 
-/* The four series, compacted once: 0 and 2 steady, 1 and 3 noisy. */
+/* The four series, compacted once: 0 and 2 steady, 1 and 3 noisy; each
+ * one's robust weights are the steady mesh costs of its seed. */
 static int make_series(void) {
   double *x = malloc(N_ELEMENTS * sizeof *x);
   if (!x) return -1;
   for (int i = 0; i < N_SERIES; i++) {
     int kind = i % 2 && !steady_only() ? LA_SYNTH_SPIKES : LA_SYNTH_MESH;
     if (la_compact_synth(kind, N_ELEMENTS, 7000 + (uint64_t)i, x) ||
-        la_compact(x, N_ELEMENTS, NULL, &series[i])) {
+        la_compact(x, N_ELEMENTS, NULL, &series[i]) ||
+        la_compact_synth(LA_SYNTH_MESH, N_ELEMENTS, 7000 + (uint64_t)i, x) ||
+        la_compact(x, N_ELEMENTS, NULL, &robust[i])) {
       free(x);
       return -1;
     }
-    series_len[i] = series[i].len;
+    series_len[i] = series[i].len + (robust_on() ? robust[i].len : 0);
   }
   free(x);
   return 0;
@@ -167,6 +180,23 @@ static double self_cpu_seconds(void) {
          (double)u.ru_stime.tv_sec + (double)u.ru_stime.tv_usec / 1e6;
 }
 
+/* Bytes process pid has written so far (write, pwrite: into the page cache
+ * or the sockets; /proc/PID/io's wchar), -1 when unknown. */
+static double proc_written(pid_t pid) {
+  char path[64], line[128];
+  double v = -1;
+  snprintf(path, sizeof path, "/proc/%d/io", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, "wchar:", 6)) {
+      v = strtod(line + 6, NULL);
+      break;
+    }
+  fclose(f);
+  return v;
+}
+
 /* CPU seconds thread th has used so far (0 when unknown). */
 static double thread_cpu_seconds(pthread_t th) {
   clockid_t id;
@@ -189,6 +219,7 @@ typedef struct result {
   double loop_cpu_per_trace_us; /* the GlobalAgent's loop thread alone */
   double gen_cpu_per_trace_us;  /* this process: senders and subscriber */
   double sub_cpu_per_trace_us;  /* the subscriber's thread alone */
+  double written_per_trace; /* the GlobalAgent's bytes written (wchar) */
   double set_bytes;       /* the complete set's size on the wire (approx.) */
   double store_per_trace; /* store file bytes per trace, after its stop */
   long long sets_complete, traces, commits;
@@ -222,7 +253,9 @@ static int prepare_cycles(node_t *nd, uint32_t C, const char *app,
       for (uint32_t j = 0; j < k->n; j++) {
         uint32_t rank = k->first + j;
         if (la_tu_batch_trace(&k->l, &k->b, app, rank, c, N_ELEMENTS,
-                              &series[(rank + c) % N_SERIES])) {
+                              &series[(rank + c) % N_SERIES],
+                              robust_on() ? &robust[(rank + c) % N_SERIES]
+                                          : NULL)) {
           snprintf(why, why_len, "no memory for the frames of %u", i);
           return -1;
         }
@@ -387,7 +420,7 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   th_started = 1;
   double cpu0 = la_td_cpu_seconds(pid);
   double loop0 = la_td_main_thread_cpu_seconds(pid), gen0 = self_cpu_seconds();
-  double sub0 = thread_cpu_seconds(th);
+  double sub0 = thread_cpu_seconds(th), wr0 = proc_written(pid);
   uint64_t t0 = la_mono_ns();
   if (send_cycles(nd, C, cfg->cycles, last_ns, out->why, sizeof out->why))
     goto done;
@@ -396,6 +429,7 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   double loop = la_td_main_thread_cpu_seconds(pid) - loop0;
   double gen = self_cpu_seconds() - gen0;
   double subcpu = thread_cpu_seconds(th) - sub0;
+  double wr = proc_written(pid) - wr0;
   out->commits = la_td_status_ll(g.d, "commits"); /* the pipelined ones */
   /* paced: one cycle at a time, the next once its set arrived */
   for (uint32_t p = 0; p < PACED; p++) {
@@ -430,6 +464,7 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   out->loop_cpu_per_trace_us = loop * 1e6 / ((double)R * cfg->cycles);
   out->gen_cpu_per_trace_us = gen * 1e6 / ((double)R * cfg->cycles);
   out->sub_cpu_per_trace_us = subcpu * 1e6 / ((double)R * cfg->cycles);
+  out->written_per_trace = wr0 < 0 ? 0 : wr / ((double)R * cfg->cycles);
   size_t total = 0;
   for (int i = 0; i < N_SERIES; i++) total += series_len[i];
   out->set_bytes = (double)R * ((double)total / N_SERIES + 120);
@@ -502,6 +537,7 @@ static const size_t median_fields[] = {
     offsetof(result_t, gen_cpu_per_trace_us),
     offsetof(result_t, sub_cpu_per_trace_us),
     offsetof(result_t, store_per_trace),
+    offsetof(result_t, written_per_trace),
 };
 
 /* *m = the runs rr with every measurement their median (a failed run is
@@ -569,9 +605,10 @@ int main(int argc, char **argv) {
   printf(
       "GlobalAgent at scale: one application, store.fsync = %s, "
       "encrypted links, %d-element traces (%zu, %zu, %zu, %zu bytes: "
-      "steady, %s), window %d per node; %ld cores; median of %d runs\n",
+      "steady, %s; %s), window %d per node; %ld cores; median of %d runs\n",
       fsync_on() ? "yes" : "no", N_ELEMENTS, series_len[0], series_len[1],
-      series_len[2], series_len[3], steady_only() ? "steady" : "noisy", WINDOW,
+      series_len[2], series_len[3], steady_only() ? "steady" : "noisy",
+      robust_on() ? "with robust weights" : "no robust weights", WINDOW,
       sysconf(_SC_NPROCESSORS_ONLN), REPEATS);
   printf(
       "  latency ms = last trace of a cycle -> the set published by the "
@@ -582,20 +619,24 @@ int main(int argc, char **argv) {
       "  CPU/tr us: the GlobalAgent's CPU per trace (all threads), loop: its "
       "event loop's thread alone, gen: this load generator's (senders, whose "
       "frames are built and sealed before the timing, and subscriber), sub: "
-      "its subscriber alone (it decodes and checks every set)\n");
+      "its subscriber alone (it decodes and checks every set); wr KB/tr: "
+      "the GlobalAgent's bytes written per trace (its store, WAL and "
+      "checkpoints, and the sets sent to the subscriber)\n");
   printf(
       "  %7s %5s %6s %9s %9s %8s %8s %8s %8s %8s %8s %10s %9s %7s %7s "
-      "%7s\n",
+      "%7s %9s\n",
       "ranks", "nodes", "cycles", "traces/s", "tr/commit", "pub", "recv",
       "pacedpub", "pacedrcv", "RSS MiB", "base MiB", "CPU/set ms", "CPU/tr us",
-      "loop", "gen", "sub");
+      "loop", "gen", "sub", "wr KB/tr");
   fprintf(f,
           "{\n  \"bench\": \"scale\",\n  \"elements\": %d,\n  \"window\": %d,\n"
-          "  \"fsync\": %s,\n  \"steady_only\": %s,\n  \"repeats\": %d,\n"
+          "  \"fsync\": %s,\n  \"steady_only\": %s,\n  \"robust\": %s,\n"
+          "  \"repeats\": %d,\n"
           "  \"cores\": %ld,\n"
           "  \"series_bytes\": [%zu, %zu, %zu, %zu],\n  \"sizes\": [\n",
           N_ELEMENTS, WINDOW, fsync_on() ? "true" : "false",
-          steady_only() ? "true" : "false", REPEATS,
+          steady_only() ? "true" : "false", robust_on() ? "true" : "false",
+          REPEATS,
           sysconf(_SC_NPROCESSORS_ONLN), series_len[0], series_len[1],
           series_len[2], series_len[3]);
   int first = 1;
@@ -605,7 +646,7 @@ int main(int argc, char **argv) {
     if (x->ok)
       printf(
           "  %7u %5u %6u %9.0f %9.0f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f "
-          "%10.1f %9.2f %7.2f %7.2f %7.2f\n",
+          "%10.1f %9.2f %7.2f %7.2f %7.2f %9.1f\n",
           x->cfg.ranks, x->cfg.nodes, x->cfg.cycles, x->traces_per_s,
           x->commits > 0
               ? (double)x->cfg.ranks * x->cfg.cycles / (double)x->commits
@@ -613,7 +654,8 @@ int main(int argc, char **argv) {
           x->pub_median_ms, x->lat_median_ms, x->paced_pub_median_ms,
           x->paced_median_ms, x->rss_peak_mib, x->rss_base_mib,
           x->cpu_per_set_ms, x->cpu_per_trace_us, x->loop_cpu_per_trace_us,
-          x->gen_cpu_per_trace_us, x->sub_cpu_per_trace_us);
+          x->gen_cpu_per_trace_us, x->sub_cpu_per_trace_us,
+          x->written_per_trace / 1e3);
     else
       printf("  %7u %5u %6u  FAILED: %s\n", x->cfg.ranks, x->cfg.nodes,
              x->cfg.cycles, x->why);
@@ -629,6 +671,7 @@ int main(int argc, char **argv) {
             "\"loop_cpu_per_trace_us\": %.3f, \"gen_cpu_per_trace_us\": %.3f, "
             "\"subscriber_cpu_per_trace_us\": %.3f, "
             "\"set_bytes_approx\": %.0f, \"store_bytes_per_trace\": %.0f, "
+            "\"written_bytes_per_trace\": %.0f, "
             "\"runs_traces_per_s\": [%.0f, %.0f, "
             "%.0f], "
             "\"error\": \"%s\"}",
@@ -639,12 +682,16 @@ int main(int argc, char **argv) {
             x->rss_base_mib, x->cpu_per_set_ms, x->cpu_per_trace_us,
             x->loop_cpu_per_trace_us, x->gen_cpu_per_trace_us,
             x->sub_cpu_per_trace_us, x->set_bytes, x->store_per_trace,
+            x->written_per_trace,
             x->runs_per_s[0], x->runs_per_s[1], x->runs_per_s[2],
             x->ok ? "" : x->why);
     first = 0;
   }
   fprintf(f, "\n  ]\n}\n");
   fclose(f);
-  for (int i = 0; i < N_SERIES; i++) la_compact_result_free(&series[i]);
+  for (int i = 0; i < N_SERIES; i++) {
+    la_compact_result_free(&series[i]);
+    la_compact_result_free(&robust[i]);
+  }
   return ok ? 0 : 1;
 }

@@ -109,6 +109,14 @@ static const char la__missing_sql[] =
     "  t_recorded_ns INTEGER NOT NULL,"
     "  PRIMARY KEY (app_id, cycle_tag, rank)) WITHOUT ROWID;";
 
+/* Tables with a row per trace and a blob (traces, robust, channel_traces)
+ * are rowid tables, so that rows are appended in the order they arrive, with
+ * their key in a unique index: the ranks of a cycle arrive interleaved, and
+ * a table clustered on (app_id, cycle_tag, rank) takes each commit's rows at
+ * as many places, rewriting every page it touches into the WAL
+ * (docs/storage.md). Stores made before keep the clustered robust and
+ * channel_traces tables they have: the statements are the same for both. */
+
 /* Added later still, created in place (IF NOT EXISTS) like `missing`.
  * robust: per stored trace that carried them, the robust weights (their
  * encoding and exact statistics) and the interference figures
@@ -128,7 +136,7 @@ static const char la__robust_sql[] =
     "  interference REAL,"
     "  flagged INTEGER,"
     "  flagged_time REAL,"
-    "  PRIMARY KEY (app_id, cycle_tag, rank)) WITHOUT ROWID;"
+    "  UNIQUE (app_id, cycle_tag, rank));"
     "CREATE TABLE IF NOT EXISTS rank_fidelity ("
     "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
     "  rank INTEGER NOT NULL,"
@@ -160,7 +168,7 @@ static const char la__channels_sql[] =
     "  robust_sum REAL,"
     "  robust_min REAL,"
     "  robust_max REAL,"
-    "  PRIMARY KEY (app_id, cycle_tag, rank, channel)) WITHOUT ROWID;";
+    "  UNIQUE (app_id, cycle_tag, rank, channel));";
 
 /* Added later still, created in place (IF NOT EXISTS) like `missing`.
  * element_ids: the application's global ids of a rank's elements, one row

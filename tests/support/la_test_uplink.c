@@ -175,12 +175,17 @@ int la_tu_send_trace(la_tu_conn_t *c, const char *app, uint32_t rank,
 
 int la_tu_batch_trace(la_tu_conn_t *c, la_tu_batch_t *b, const char *app,
                       uint32_t rank, uint64_t cycle, uint64_t n,
-                      const la_compact_result_t *r) {
-  La__SeriesStats st;
+                      const la_compact_result_t *r,
+                      const la_compact_result_t *rr) {
+  La__SeriesStats st, rst;
   La__FitError fe;
   La__CompactTrace t;
   const uint8_t *w;
   la__trace(c, &t, &st, &fe, app, rank, cycle, n, r);
+  if (rr) {
+    la__series_stats__init(&rst);
+    la_trace_msg_robust(&t, &rst, rr);
+  }
   long len = la__frame(c, LA__MSG_TYPE__MSG_COMPACT_TRACE, &t.base, &w);
   if (len < 0) return -1;
   if (b->len + (size_t)len > b->cap) {

@@ -98,10 +98,13 @@ typedef struct la_tu_batch {
 
 /* Appends to b the frame la_tu_send_trace would write now (the next
  * sequence number of c, sealed in c's order: b's frames must be written
- * in order, before anything else is sent on c). t_xfer_ns is now. */
+ * in order, before anything else is sent on c). t_xfer_ns is now. rr, when
+ * not NULL, is the trace's robust weights (what a LocalAgent sends with
+ * the wall-time metric: compacted in r's mode over n points). */
 int la_tu_batch_trace(la_tu_conn_t *c, la_tu_batch_t *b, const char *app,
                       uint32_t rank, uint64_t cycle, uint64_t n,
-                      const la_compact_result_t *r);
+                      const la_compact_result_t *r,
+                      const la_compact_result_t *rr);
 
 /* Empties b, keeping its memory. */
 void la_tu_batch_reset(la_tu_batch_t *b);

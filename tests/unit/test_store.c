@@ -1063,6 +1063,61 @@ static void test_store_without_robust_tables(void **state) {
   la_store_free_set(set);
 }
 
+/* The tables with a row and a blob per trace are rowid tables in a new
+ * store (rows appended as they arrive, the key in a unique index); a store
+ * made when robust and channel_traces were clustered on their key (WITHOUT
+ * ROWID) keeps them, and stores, reads and deduplicates robust weights the
+ * same way. */
+static void test_per_trace_tables_layout(void **state) {
+  fx_t *f = *state;
+  assert_int_equal(raw_int(f->path,
+                           "SELECT count(*) FROM sqlite_master WHERE name IN"
+                           " ('traces', 'robust', 'channel_traces')"
+                           " AND sql NOT LIKE '%WITHOUT ROWID%'"),
+                   3);
+  old_store(f,
+            "DROP TABLE robust;"
+            "CREATE TABLE robust (app_id TEXT NOT NULL REFERENCES apps(app_id),"
+            " cycle_tag INTEGER NOT NULL, rank INTEGER NOT NULL,"
+            " segments BLOB, stat_count INTEGER, stat_sum REAL,"
+            " stat_min REAL, stat_max REAL, interference REAL,"
+            " flagged INTEGER, flagged_time REAL,"
+            " PRIMARY KEY (app_id, cycle_tag, rank)) WITHOUT ROWID;");
+  reopen(f);
+  assert_int_equal(raw_int(f->path,
+                           "SELECT count(*) FROM sqlite_master WHERE"
+                           " name = 'robust' AND sql LIKE '%WITHOUT ROWID%'"),
+                   1);
+  tr_t x;
+  La__SeriesStats rst = LA__SERIES_STATS__INIT;
+  for (uint32_t r = 0; r < 2; r++) {
+    mk_trace(&x, "old", r, 4, 100, 40, (uint8_t)(9 + r));
+    x.t.has_robust_segments = 1;
+    x.t.robust_segments = x.t.segments;
+    rst.count = 100;
+    rst.sum = 5 + r;
+    x.t.robust_stats = &rst;
+    x.t.has_interference = 1;
+    x.t.interference = 2;
+    int was_new = 0;
+    assert_int_equal(la_store_trace(f->s, &x.t, &was_new), 0);
+    assert_int_equal(was_new, 1);
+    rst.sum = 99; /* a resend changes nothing */
+    assert_int_equal(la_store_trace(f->s, &x.t, &was_new), 0);
+    assert_int_equal(was_new, 0);
+  }
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM robust"), 2);
+  La__TraceSet *set = NULL;
+  assert_int_equal(la_store_load_set(f->s, "old", 4, &set), 0);
+  assert_int_equal(set->n_traces, 2);
+  for (uint32_t r = 0; r < 2; r++) {
+    assert_non_null(set->traces[r]->robust_stats);
+    assert_true(set->traces[r]->robust_stats->sum == 5 + r);
+    assert_true(set->traces[r]->interference == 2);
+  }
+  la_store_free_set(set);
+}
+
 /* A store written before the element_ids and rank_grid tables existed
  * opens, reads as before (no grids, no ids), gains the tables and then
  * stores a rank's ids and grid; ids read back in pages, resends change
@@ -1770,6 +1825,7 @@ int main(void) {
       T(test_robust_round_trip),
       T(test_store_without_numbering_tables),
       T(test_store_without_robust_tables),
+      T(test_per_trace_tables_layout),
       T(test_missing_records),
       T(test_injected_commit_failure),
       T(test_wal_checkpointed_bounded),
