@@ -720,7 +720,7 @@ static double probe_value(long e, uint64_t cycle, int rank) {
 }
 
 /* Forks one rank of app_id running cycles cycles of n elements through the
- * LocalAgent. */
+ * LocalAgent. Only while the test runs no thread of its own (relay_run). */
 static void fork_rank(const char *app_id, int rank, int nprocs, long n,
                       int cycles) {
   fflush(NULL);
@@ -873,7 +873,9 @@ static int listen_any(uint16_t *port) {
   return fd;
 }
 
-static void relay_start(relay_t *r, int mode) {
+/* The relay's listening socket: a LocalAgent may connect (the kernel
+ * queues it) before relay_run starts the thread that accepts. */
+static void relay_listen(relay_t *r, int mode) {
   memset(r, 0, sizeof *r);
   r->mode = mode;
   r->seen = malloc(4u << 20);
@@ -882,6 +884,12 @@ static void relay_start(relay_t *r, int mode) {
   sscanf(D.ga_addr, "127.0.0.1:%hu", &gp);
   r->target = gp;
   r->lfd = listen_any(&r->port);
+}
+
+/* Starts the relay's thread; after fork_rank, never before: a child forked
+ * while another thread holds a lock (the allocator's, stdio's) may block
+ * on it for ever. */
+static void relay_run(relay_t *r) {
   assert_int_equal(pthread_create(&r->th, NULL, relay_main, r), 0);
 }
 
@@ -902,12 +910,13 @@ static void run_tampered(int mode, const char *app) {
   enum { CYCLES = 6 };
   start_ga(D.key);
   relay_t r;
-  relay_start(&r, mode);
+  relay_listen(&r, mode);
   char via[64];
   snprintf(via, sizeof via, "127.0.0.1:%u", r.port);
   start_la(via, D.key, "relayed");
   fork_rank(app, 0, 2, 500, CYCLES);
   fork_rank(app, 1, 2, 500, CYCLES);
+  relay_run(&r);
   reap();
   wait_status(D.ga, "traces_stored", 2 * CYCLES);
   wait_status(D.la, "global_connects", 2);
@@ -1080,11 +1089,12 @@ static void link_fake_global_refused(void **state) {
   fake_ga_t f;
   memset(&f, 0, sizeof f);
   f.lfd = listen_any(&f.port);
-  assert_int_equal(pthread_create(&f.th, NULL, fake_ga_main, &f), 0);
   char addr[64];
   snprintf(addr, sizeof addr, "127.0.0.1:%u", f.port);
   start_la(addr, D.key, "victim");
   fork_rank("fake-ga-app", 0, 1, 300, CYCLES);
+  /* the thread after the fork (relay_run says why) */
+  assert_int_equal(pthread_create(&f.th, NULL, fake_ga_main, &f), 0);
   reap();
   wait_status(D.la, "cycles_compacted", CYCLES);
   /* both kinds of fake acceptance refused, each logged */
