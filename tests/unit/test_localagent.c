@@ -1043,6 +1043,10 @@ static void test_global_restart_mid_run(void **state) {
              .phases = 3};
   start_stand_in(); /* the real GlobalAgent always acknowledges */
   start_agent(la_test_global_addr(T.g), NULL);
+  /* the stand-in's thread idle (the handshake done) before the fork: a
+   * child forked while it held a lock (the ASan allocator's) could block */
+  CHECK(la_test_global_wait(T.g, LA_TG_AUTH_OK, 1, WAIT_MS) == 0,
+        "the LocalAgent never authenticated to the stand-in");
   rec_t r;
   kid_t *k = spawn_registered(&a, &r);
   /* phase 1: stored, never acknowledged */
