@@ -39,7 +39,9 @@
  * until its job returns, which then frees the result. A subscription's
  * live sets published while its stored sets are read wait behind them.
  * Old clients' sets (one frame) are loaded on the pool too but encoded by
- * la_conn_send on the loop.
+ * la_conn_send on the loop. A live set that closes is encoded for the
+ * subscribers that take parts on the pool as well (la_ga_pub_t below):
+ * offered to their queues at once, sent once the job wrote it.
  *
  * Limits (the port is unauthenticated): until its first request a
  * connection's frames are limited to feed.handshake_max_frame; one address
@@ -150,7 +152,62 @@ static void la__send_set(la_ga_sub_t *s, La__TraceSet *set) {
   la_ga_enc_unref(e);
 }
 
-void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set) {
+/* A published set whose encoding for the subscribers that take parts is
+ * written on the thread pool: the loop measures it and queues it to them
+ * at once (their bounds, their order), a pool job writes it, and the loop
+ * then marks it ready and pumps the queues. One job at a time, in the
+ * order of publishing; the set (and what done releases: its traces held
+ * against stitch.publish_memory) lives until its job returned. */
+typedef struct la_ga_pub {
+  uv_work_t req;
+  struct la_ga_pub *next;
+  la_ga_t *ga;
+  La__TraceSet *set;
+  la_ga_enc_t *enc;
+  void (*done)(la_ga_t *, La__TraceSet *, void *);
+  void *arg;
+} la_ga_pub_t;
+
+static void la__pub_work(uv_work_t *req) {
+  la_ga_pub_t *p = req->data;
+  la_ga_enc_fill(p->enc, p->set);
+}
+
+static void la__pub_start(la_ga_t *ga);
+
+static void la__pub_after(uv_work_t *req, int status) {
+  la_ga_pub_t *p = req->data;
+  la_ga_t *ga = p->ga;
+  (void)status; /* never cancelled: uv_cancel is not called on these */
+  ga->pub_running = NULL;
+  p->enc->ready = 1;
+  for (la_ga_sub_t *s = ga->subs; s; s = s->next)
+    if (s->q.out && !s->conn.closing) la_ga_partq_pump(&s->q);
+  la_ga_enc_unref(p->enc);
+  p->done(ga, p->set, p->arg);
+  free(p);
+  la__pub_start(ga);
+}
+
+/* Starts the oldest waiting job when none runs (written on the loop when
+ * the pool refuses it). */
+static void la__pub_start(la_ga_t *ga) {
+  la_ga_pub_t *p = ga->pub_wait;
+  if (ga->pub_running || !p) return;
+  ga->pub_wait = p->next;
+  if (!ga->pub_wait) ga->pub_tail = &ga->pub_wait;
+  ga->pub_waiting--;
+  ga->pub_running = p;
+  p->req.data = p;
+  if (uv_queue_work(ga->loop, &p->req, la__pub_work, la__pub_after) != 0) {
+    la__pub_work(&p->req);
+    la__pub_after(&p->req, 0);
+  }
+}
+
+void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set,
+                        void (*done)(la_ga_t *, La__TraceSet *, void *),
+                        void *arg) {
   ga->st.sets_published++;
   size_t base = 0;
   la_ga_enc_t *enc = NULL;
@@ -162,7 +219,16 @@ void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set) {
     if (s->sets_version >= 2) {
       if (!enc_tried) {
         enc_tried = 1;
-        enc = la_ga_encode(set);
+        /* encoded on the pool, but on the loop when the daemon drains (it
+         * closes the connections next, after what is queued to them) or
+         * when one set is encoding and another waits: sets read back from
+         * the store are not counted in stitch.publish_memory, so at most
+         * two wait for the pool */
+        int later = !ga->draining && !(ga->pub_running && ga->pub_waiting);
+        enc = later ? la_ga_enc_alloc(set) : la_ga_encode(set);
+        if (!enc && later)
+          la_ga_encode_failed(set->app_id, set->cycle_tag,
+                              la_ga_set_bytes(set));
       }
       if (enc) la_ga_partq_offer(&s->q, enc);
       continue;
@@ -173,7 +239,30 @@ void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set) {
     }
     la__send_set_sized(s, set, base);
   }
-  la_ga_enc_unref(enc);
+  /* a queue took an encoding still to be written: a job writes it */
+  int later = enc && !enc->ready && enc->refs > 1;
+  la_ga_pub_t *p = later ? calloc(1, sizeof *p) : NULL;
+  if (later && !p) { /* on the loop, then */
+    la_ga_enc_fill(enc, set);
+    enc->ready = 1;
+    for (la_ga_sub_t *s = ga->subs; s; s = s->next)
+      if (s->q.out && !s->conn.closing) la_ga_partq_pump(&s->q);
+  }
+  if (!p) {
+    la_ga_enc_unref(enc);
+    done(ga, set, arg);
+    return;
+  }
+  p->ga = ga;
+  p->set = set;
+  p->enc = enc;
+  p->done = done;
+  p->arg = arg;
+  if (!ga->pub_tail) ga->pub_tail = &ga->pub_wait;
+  *ga->pub_tail = p;
+  ga->pub_tail = &p->next;
+  ga->pub_waiting++;
+  la__pub_start(ga);
 }
 
 /* The stored sets a Subscribe asks, read from st: app's set of cycle (when

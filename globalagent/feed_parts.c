@@ -16,6 +16,7 @@
  * Knows the frames of a set in parts and the bounds of a queue; which
  * sets a connection gets, and when, is feed.c's.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,7 @@ void la_ga_partq_pump(la_ga_partq_t *q) {
       q->out && !c->closing && !q->hold_out && c->out_bytes < 2 * part &&
       !(c->out_bytes > 0 && c->max_out && c->out_bytes + part > c->max_out)) {
     la_ga_out_t *o = q->out;
+    if (!o->enc->ready) return; /* pumped again once it is */
     if (!o->head_sent) {
       La__TraceSetHead h = LA__TRACE_SET_HEAD__INIT;
       h.app_id = o->enc->app;
@@ -211,16 +213,31 @@ size_t la_ga_set_bytes(const La__TraceSet *set) {
   return protobuf_c_message_get_packed_size(&copy.base);
 }
 
-la_ga_enc_t *la_ga_encode_quiet(const La__TraceSet *set) {
-  La__TraceSet copy = *set;
-  copy.has_dropped = 0;
+la_ga_enc_t *la_ga_enc_alloc(const La__TraceSet *set) {
   size_t n = la_ga_set_bytes(set);
   la_ga_enc_t *e = malloc(sizeof *e + (n ? n : 1));
   if (!e) return NULL;
   e->refs = 1;
+  e->ready = 0;
   snprintf(e->app, sizeof e->app, "%s", set->app_id);
   e->tag = set->cycle_tag;
-  e->len = protobuf_c_message_pack(&copy.base, e->data);
+  e->len = n;
+  return e;
+}
+
+void la_ga_enc_fill(la_ga_enc_t *e, const La__TraceSet *set) {
+  La__TraceSet copy = *set;
+  copy.has_dropped = 0;
+  size_t n = protobuf_c_message_pack(&copy.base, e->data);
+  (void)n;
+  assert(n == e->len); /* the set did not change since la_ga_enc_alloc */
+}
+
+la_ga_enc_t *la_ga_encode_quiet(const La__TraceSet *set) {
+  la_ga_enc_t *e = la_ga_enc_alloc(set);
+  if (!e) return NULL;
+  la_ga_enc_fill(e, set);
+  e->ready = 1;
   return e;
 }
 

@@ -21,9 +21,14 @@
 
 /* A Trace-Set encoded once (without its dropped field), shared by the
  * queues holding it; freed with its last reference (la_ga_enc_unref).
- * Read-only outside feed_parts.c. */
+ * Read-only outside feed_parts.c, but for ready. An encoding made by
+ * la_ga_enc_alloc is measured (len) but not written until la_ga_enc_fill
+ * has run (on the thread pool) and its owner set ready: queues take it
+ * and bound it meanwhile, and send nothing of it, nor of what follows it,
+ * before it is ready. */
 typedef struct la_ga_enc {
   int refs;
+  int ready; /* data written (loop thread only) */
   char app[LA_MAX_ID_LEN + 1];
   uint64_t tag;
   size_t len;
@@ -76,7 +81,8 @@ int la_ga_partq_query(la_ga_partq_t *q, la_ga_enc_t *e);
 /* Queues q's next frames while less than two parts' worth waits in the
  * connection's socket and one more part stays within its output limit;
  * a set's last part ends it (counted in sent unless it answers a query).
- * Nothing while q is held. */
+ * Nothing while q is held, nor while its next set's encoding is not
+ * ready (its owner pumps the queues once it is). */
 void la_ga_partq_pump(la_ga_partq_t *q);
 
 /* A Subscribe's stored sets are being read: nothing is sent from q, and
@@ -103,6 +109,16 @@ size_t la_ga_set_bytes(const La__TraceSet *set);
  * travels in each subscriber's TraceSetHead), one reference; NULL when out
  * of memory. Any thread: it logs nothing. */
 la_ga_enc_t *la_ga_encode_quiet(const La__TraceSet *set);
+
+/* set measured for an encoding written later (la_ga_enc_fill), one
+ * reference, not ready; NULL when out of memory. Any thread: it logs
+ * nothing. */
+la_ga_enc_t *la_ga_enc_alloc(const La__TraceSet *set);
+
+/* Writes set's encoding into e, which la_ga_enc_alloc made for set (set
+ * unchanged since). Any thread holding set; it touches neither e->refs nor
+ * e->ready. */
+void la_ga_enc_fill(la_ga_enc_t *e, const La__TraceSet *set);
 
 /* la_ga_encode_quiet, logging a failure (la_ga_encode_failed). */
 la_ga_enc_t *la_ga_encode(const La__TraceSet *set);

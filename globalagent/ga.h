@@ -134,6 +134,10 @@ struct la_ga {
   int agent_check_on;
   struct la_ga_sub *subs;
   struct la_ga_fjobs *fjobs; /* feed_jobs.c's (NULL until the first job) */
+  /* feed.c's: published sets being encoded on the pool (one at a time),
+   * then those waiting for it, oldest first */
+  struct la_ga_pub *pub_running, *pub_wait, **pub_tail;
+  uint64_t pub_waiting;
   int n_agents, n_subs;
   int n_linked; /* of n_agents, those authenticated (LA__AG_READY) */
   struct la_ga_app *apps;
@@ -195,8 +199,13 @@ int la_ga_shards_start(la_ga_t *ga);
 
 /* feed.c */
 void la_ga_feed_accept(la_ga_t *ga, uv_stream_t *server);
-/* Sends a closed Trace-Set to every live subscriber whose filter matches. */
-void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set);
+/* Sends a closed Trace-Set to every live subscriber whose filter matches.
+ * Takes set: done(ga, set, arg) is called once the feed no longer needs it
+ * (at once, or after a job on the thread pool encoded it for the
+ * subscribers that take parts), on the loop thread. */
+void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set,
+                        void (*done)(la_ga_t *ga, La__TraceSet *set, void *arg),
+                        void *arg);
 void la_ga_feed_close_all(la_ga_t *ga, const char *reason);
 
 /* metrics.c */

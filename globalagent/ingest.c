@@ -540,6 +540,16 @@ static void la__drop_closed(la_ga_t *ga) {
   ga->closed_tail = &ga->closed;
 }
 
+/* la_ga_feed_publish's done for a set closed by this GlobalAgent (c): the
+ * set freed, its traces' budget released (only now: they lived until
+ * the feed was done with them). */
+static void la__published(la_ga_t *ga, La__TraceSet *set, void *arg) {
+  la_ga_closed_t *c = arg;
+  la_store_free_set(set);
+  if (c->has_held) la_held_release(ga->held, &c->held);
+  free(c);
+}
+
 void la_ga_commit(la_ga_t *ga) {
   if (!ga->in_txn) return;
   int rc = ga->txn_failed ? -1 : ga->agent_ops->record_seqs(ga);
@@ -573,18 +583,17 @@ void la_ga_commit(la_ga_t *ga) {
                   ? la_store_load_set_with(ga->store, c->app_id, c->tag,
                                            c->held.traces, c->held.n, &set)
                   : la_store_load_set(ga->store, c->app_id, c->tag, &set);
+    if (c->has_held) { /* the traces went with the set */
+      c->held.traces = NULL;
+      c->held.n = 0;
+    }
     if (rc2 == 0) {
       set->has_t_complete_ns = 1;
       set->t_complete_ns = la_realtime_ns();
-      la_ga_feed_publish(ga, set);
-      la_store_free_set(set);
+      la_ga_feed_publish(ga, set, la__published, c);
+    } else {
+      la__published(ga, NULL, c);
     }
-    if (c->has_held) { /* the traces went with the set: only the budget */
-      c->held.traces = NULL;
-      c->held.n = 0;
-      la_held_release(ga->held, &c->held);
-    }
-    free(c);
   }
   ga->closed_tail = &ga->closed;
 }

@@ -20,6 +20,12 @@
 
 #define LA__SHARDS_TICK_MS 200
 
+/* la_ga_feed_publish's done: the set read back is freed. */
+static void la__published(la_ga_t *ga, La__TraceSet *set, void *arg) {
+  (void)ga, (void)arg;
+  la_store_free_set(set);
+}
+
 static void la__on_elsewhere(void *arg, const char *app_id, uint64_t tag) {
   la_ga_t *ga = arg;
   La__TraceSet *set = NULL;
@@ -30,8 +36,7 @@ static void la__on_elsewhere(void *arg, const char *app_id, uint64_t tag) {
   }
   set->has_t_complete_ns = 1;
   set->t_complete_ns = la_realtime_ns();
-  la_ga_feed_publish(ga, set);
-  la_store_free_set(set);
+  la_ga_feed_publish(ga, set, la__published, NULL);
 }
 
 static void la__drain(la_ga_t *ga, int consume) {

@@ -127,13 +127,18 @@ static void make_traces(uint64_t tag) {
   free(x);
 }
 
+/* Sends the RankStarts of app's ranks 0..nprocs-1 (nel() elements). */
+static void send_rank_starts(const char *app, uint32_t nprocs) {
+  for (uint32_t r = 0; r < nprocs; r++)
+    assert_int_equal(
+        la_test_link_rank_start(&T.link, "bignode", app, r, nprocs, nel()), 0);
+}
+
 /* Sends app's set of cycle tag: nprocs ranks of T.r (RankStarts once). */
 static void send_set(const char *app, uint32_t nprocs, uint64_t tag,
                      int rank_starts) {
   make_traces(tag);
-  for (uint32_t r = 0; rank_starts && r < nprocs; r++)
-    assert_int_equal(
-        la_test_link_rank_start(&T.link, "bignode", app, r, nprocs, nel()), 0);
+  if (rank_starts) send_rank_starts(app, nprocs);
   for (uint32_t r = 0; r < nprocs; r++)
     assert_int_equal(la_test_link_trace(&T.link, app, r, tag, &T.r[r], NULL, 0),
                      0);
@@ -778,6 +783,99 @@ static void test_query_does_not_stall(void **state) {
   close(b);
 }
 
+/* Subscribes fd (sets in parts, every application, live) and returns once
+ * the GlobalAgent took it (a status round trip on fd). */
+static void raw_subscribe(int fd) {
+  La__Subscribe m = LA__SUBSCRIBE__INIT;
+  m.has_sets_version = 1;
+  m.sets_version = LA_FEED_SETS_VERSION;
+  assert_int_equal(la_send_msg(fd, LA__MSG_TYPE__MSG_SUBSCRIBE, &m.base, 5000),
+                   0);
+  assert_true(raw_status(fd, "commits") >= 0);
+}
+
+/* Reads one live set in parts on fd (its head, then every part); returns
+ * its cycle tag and puts its bytes in *bytes. */
+static uint64_t read_live_set(int fd, uint64_t *bytes) {
+  uint64_t got = 0, announced = 0, tag = 0;
+  int head = 0;
+  while (!head || got < announced) {
+    uint16_t type = 0;
+    ProtobufCMessage *m = NULL;
+    assert_int_equal(recv_one(fd, 1u << 20, &type, &m), 0);
+    CHECK(set_frame(type, m, &got), "got a %s", la_msg_name(type));
+    if (type == LA__MSG_TYPE__MSG_TRACE_SET_HEAD) {
+      const La__TraceSetHead *h = (const La__TraceSetHead *)m;
+      CHECK(!head, "a second head before the set's last part");
+      head = 1;
+      announced = h->set_bytes;
+      tag = h->cycle_tag;
+    }
+    la_msg_free(m);
+  }
+  *bytes = got;
+  return tag;
+}
+
+/* A 38 MB set that closes is encoded for its subscribers on the thread
+ * pool: a LocalAgent's message sent once the set's last trace was
+ * acknowledged is stored and acknowledged before the set's first frame
+ * reaches the subscriber (on the loop thread, encoding the set would have
+ * sent it first). Sets closed back to back then arrive whole and in
+ * order. */
+static void test_publish_does_not_stall(void **state) {
+  const char *ex[] = {"--feed.queue_bytes=512M", NULL}; /* keeps every set */
+  start_ga(ex);
+  int a = feed_fd();
+  raw_subscribe(a);
+  T.n = 100000;
+  make_traces(1);
+  send_rank_starts("huge", RANKS);
+  for (uint32_t r = 0; r + 1 < RANKS; r++)
+    assert_int_equal(
+        la_test_link_trace(&T.link, "huge", r, 1, &T.r[r], NULL, 0), 0);
+  char why[300] = "";
+  CHECK(la_test_link_wait_acked(&T.link, WAIT_MS, why, sizeof why) == 0, "%s",
+        why);
+  CHECK(!readable(a), "a set arrived before its last trace");
+  assert_int_equal(la_test_link_trace(&T.link, "huge", RANKS - 1, 1,
+                                      &T.r[RANKS - 1], NULL, 0),
+                   0);
+  CHECK(la_test_link_wait_acked(&T.link, WAIT_MS, why, sizeof why) == 0, "%s",
+        why); /* the set is committed and being published */
+  assert_int_equal(
+      la_test_link_rank_start(&T.link, "bignode", "other", 0, 1, 10), 0);
+  CHECK(la_test_link_wait_acked(&T.link, WAIT_MS, why, sizeof why) == 0, "%s",
+        why);
+  CHECK(!readable(a),
+        "the set reached its subscriber before a RankStart sent after its "
+        "last trace was acknowledged");
+  uint64_t bytes = 0;
+  assert_int_equal(read_live_set(a, &bytes), 1);
+  CHECK(bytes > 30u << 20, "the set is only %llu bytes",
+        (unsigned long long)bytes);
+  /* sets closed back to back (several in one commit): in order, whole */
+  T.n = 0;
+  make_traces(2);
+  send_rank_starts("small", RANKS);
+  for (uint64_t tag = 2; tag <= 5; tag++) {
+    for (uint32_t r = 0; r < RANKS; r++)
+      assert_int_equal(
+          la_test_link_trace(&T.link, "small", r, tag, &T.r[r], NULL, 0), 0);
+    if (tag >= 4)
+      CHECK(la_test_link_wait_acked(&T.link, WAIT_MS, why, sizeof why) == 0,
+            "%s", why);
+  }
+  for (uint64_t tag = 2; tag <= 5; tag++) {
+    uint64_t got = read_live_set(a, &bytes);
+    CHECK(got == tag, "set of cycle %llu arrived where %llu was due",
+          (unsigned long long)got, (unsigned long long)tag);
+    CHECK(bytes > 1u << 20, "set %llu is only %llu bytes",
+          (unsigned long long)tag, (unsigned long long)bytes);
+  }
+  close(a);
+}
+
 /* With feed.query_jobs = 1, a second client's query of a stored set waits
  * for the first one's job: the status shows one job running and one
  * waiting while neither reply came, both sets then arrive whole, and the
@@ -897,6 +995,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_query_does_not_stall, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_pipelined_in_order, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_publish_does_not_stall, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_query_waits_for_a_job, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_leave_while_served, setup, teardown),
