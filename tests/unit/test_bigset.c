@@ -850,6 +850,11 @@ static void test_publish_does_not_stall(void **state) {
   CHECK(!readable(a),
         "the set reached its subscriber before a RankStart sent after its "
         "last trace was acknowledged");
+  int b = feed_fd(); /* the encoding shows in the status while it runs */
+  long long encoding = raw_status(b, "sets_encoding");
+  CHECK(encoding == 1 || readable(a), "sets_encoding %lld while encoding",
+        encoding);
+  print_message("sets_encoding %lld after the RankStart's Ack\n", encoding);
   uint64_t bytes = 0;
   assert_int_equal(read_live_set(a, &bytes), 1);
   CHECK(bytes > 30u << 20, "the set is only %llu bytes",
@@ -873,7 +878,9 @@ static void test_publish_does_not_stall(void **state) {
     CHECK(bytes > 1u << 20, "set %llu is only %llu bytes",
           (unsigned long long)tag, (unsigned long long)bytes);
   }
+  assert_int_equal(raw_status(b, "sets_encoding"), 0);
   close(a);
+  close(b);
 }
 
 /* With feed.query_jobs = 1, a second client's query of a stored set waits
