@@ -180,23 +180,6 @@ static double self_cpu_seconds(void) {
          (double)u.ru_stime.tv_sec + (double)u.ru_stime.tv_usec / 1e6;
 }
 
-/* Bytes process pid has written so far (write, pwrite: into the page cache
- * or the sockets; /proc/PID/io's wchar), -1 when unknown. */
-static double proc_written(pid_t pid) {
-  char path[64], line[128];
-  double v = -1;
-  snprintf(path, sizeof path, "/proc/%d/io", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  while (fgets(line, sizeof line, f))
-    if (!strncmp(line, "wchar:", 6)) {
-      v = strtod(line + 6, NULL);
-      break;
-    }
-  fclose(f);
-  return v;
-}
-
 /* CPU seconds thread th has used so far (0 when unknown). */
 static double thread_cpu_seconds(pthread_t th) {
   clockid_t id;
@@ -219,7 +202,7 @@ typedef struct result {
   double loop_cpu_per_trace_us; /* the GlobalAgent's loop thread alone */
   double gen_cpu_per_trace_us;  /* this process: senders and subscriber */
   double sub_cpu_per_trace_us;  /* the subscriber's thread alone */
-  double written_per_trace; /* the GlobalAgent's bytes written (wchar) */
+  double written_per_trace;     /* the GlobalAgent's bytes written (wchar) */
   double set_bytes;       /* the complete set's size on the wire (approx.) */
   double store_per_trace; /* store file bytes per trace, after its stop */
   long long sets_complete, traces, commits;
@@ -243,6 +226,7 @@ typedef struct node {
  * GlobalAgent is measured on). 0, or -1 with the reason in why. */
 static int prepare_cycles(node_t *nd, uint32_t C, const char *app,
                           uint32_t limit, char *why, size_t why_len) {
+  const la_compact_result_t *rob = robust_on() ? robust : NULL;
   for (uint32_t i = 0; i < C; i++) {
     node_t *k = &nd[i];
     la_tu_batch_reset(&k->b);
@@ -254,8 +238,7 @@ static int prepare_cycles(node_t *nd, uint32_t C, const char *app,
         uint32_t rank = k->first + j;
         if (la_tu_batch_trace(&k->l, &k->b, app, rank, c, N_ELEMENTS,
                               &series[(rank + c) % N_SERIES],
-                              robust_on() ? &robust[(rank + c) % N_SERIES]
-                                          : NULL)) {
+                              rob ? &rob[(rank + c) % N_SERIES] : NULL)) {
           snprintf(why, why_len, "no memory for the frames of %u", i);
           return -1;
         }
@@ -420,7 +403,9 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   th_started = 1;
   double cpu0 = la_td_cpu_seconds(pid);
   double loop0 = la_td_main_thread_cpu_seconds(pid), gen0 = self_cpu_seconds();
-  double sub0 = thread_cpu_seconds(th), wr0 = proc_written(pid);
+  double sub0 = thread_cpu_seconds(th);
+  /* bytes written (write, pwrite: page cache and sockets) */
+  long long wr0 = la_tu_proc_field(pid, "io", "wchar");
   uint64_t t0 = la_mono_ns();
   if (send_cycles(nd, C, cfg->cycles, last_ns, out->why, sizeof out->why))
     goto done;
@@ -429,7 +414,7 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   double loop = la_td_main_thread_cpu_seconds(pid) - loop0;
   double gen = self_cpu_seconds() - gen0;
   double subcpu = thread_cpu_seconds(th) - sub0;
-  double wr = proc_written(pid) - wr0;
+  double wr = (double)(la_tu_proc_field(pid, "io", "wchar") - wr0);
   out->commits = la_td_status_ll(g.d, "commits"); /* the pipelined ones */
   /* paced: one cycle at a time, the next once its set arrived */
   for (uint32_t p = 0; p < PACED; p++) {
@@ -636,8 +621,7 @@ int main(int argc, char **argv) {
           "  \"series_bytes\": [%zu, %zu, %zu, %zu],\n  \"sizes\": [\n",
           N_ELEMENTS, WINDOW, fsync_on() ? "true" : "false",
           steady_only() ? "true" : "false", robust_on() ? "true" : "false",
-          REPEATS,
-          sysconf(_SC_NPROCESSORS_ONLN), series_len[0], series_len[1],
+          REPEATS, sysconf(_SC_NPROCESSORS_ONLN), series_len[0], series_len[1],
           series_len[2], series_len[3]);
   int first = 1;
   for (size_t i = 0; i < N_SIZES; i++) {
@@ -682,9 +666,8 @@ int main(int argc, char **argv) {
             x->rss_base_mib, x->cpu_per_set_ms, x->cpu_per_trace_us,
             x->loop_cpu_per_trace_us, x->gen_cpu_per_trace_us,
             x->sub_cpu_per_trace_us, x->set_bytes, x->store_per_trace,
-            x->written_per_trace,
-            x->runs_per_s[0], x->runs_per_s[1], x->runs_per_s[2],
-            x->ok ? "" : x->why);
+            x->written_per_trace, x->runs_per_s[0], x->runs_per_s[1],
+            x->runs_per_s[2], x->ok ? "" : x->why);
     first = 0;
   }
   fprintf(f, "\n  ]\n}\n");

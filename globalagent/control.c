@@ -156,7 +156,7 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
   la_status_gauge(r, "sets_encoding",
                   "closed Trace-Sets being encoded for subscribers on the "
                   "thread pool, or waiting for it (at most 2)",
-                  (ga->pub_running != NULL) + (long long)ga->pub_waiting);
+                  (ga->pub_running != NULL) + (ga->pub_next != NULL));
   for (const la_ga_app_t *a = ga->apps; a; a = a->next) {
     La__StatusApp *sa = la_status_app(r, a->app_id);
     if (!sa) break;

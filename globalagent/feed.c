@@ -51,6 +51,7 @@
  * a peer that does not read closes it (la_uvconn.h). Knows the feed
  * protocol; what is stored is the store's.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,11 +157,11 @@ static void la__send_set(la_ga_sub_t *s, La__TraceSet *set) {
  * written on the thread pool: the loop measures it and queues it to them
  * at once (their bounds, their order), a pool job writes it, and the loop
  * then marks it ready and pumps the queues. One job at a time, in the
- * order of publishing; the set (and what done releases: its traces held
- * against stitch.publish_memory) lives until its job returned. */
+ * order of publishing, and at most one set waiting for it; the set (and
+ * what done releases: its traces held against stitch.publish_memory)
+ * lives until its job returned. */
 typedef struct la_ga_pub {
   uv_work_t req;
-  struct la_ga_pub *next;
   la_ga_t *ga;
   La__TraceSet *set;
   la_ga_enc_t *enc;
@@ -168,35 +169,43 @@ typedef struct la_ga_pub {
   void *arg;
 } la_ga_pub_t;
 
+/* e is written: the queues holding it may send it (and what follows). */
+static void la__enc_written(la_ga_t *ga, la_ga_enc_t *e) {
+  e->ready = 1;
+  for (la_ga_sub_t *s = ga->subs; s; s = s->next)
+    if (s->q.out && !s->conn.closing) la_ga_partq_pump(&s->q);
+}
+
 static void la__pub_work(uv_work_t *req) {
   la_ga_pub_t *p = req->data;
   la_ga_enc_fill(p->enc, p->set);
 }
 
-static void la__pub_start(la_ga_t *ga);
+static void la__pub_submit(la_ga_t *ga, la_ga_pub_t *p);
 
 static void la__pub_after(uv_work_t *req, int status) {
   la_ga_pub_t *p = req->data;
   la_ga_t *ga = p->ga;
   (void)status; /* never cancelled: uv_cancel is not called on these */
   ga->pub_running = NULL;
-  p->enc->ready = 1;
-  for (la_ga_sub_t *s = ga->subs; s; s = s->next)
-    if (s->q.out && !s->conn.closing) la_ga_partq_pump(&s->q);
+  la__enc_written(ga, p->enc);
   la_ga_enc_unref(p->enc);
   p->done(ga, p->set, p->arg);
   free(p);
-  la__pub_start(ga);
+  la_ga_pub_t *n = ga->pub_next;
+  ga->pub_next = NULL;
+  if (n) la__pub_submit(ga, n);
 }
 
-/* Starts the oldest waiting job when none runs (written on the loop when
- * the pool refuses it). */
-static void la__pub_start(la_ga_t *ga) {
-  la_ga_pub_t *p = ga->pub_wait;
-  if (ga->pub_running || !p) return;
-  ga->pub_wait = p->next;
-  if (!ga->pub_wait) ga->pub_tail = &ga->pub_wait;
-  ga->pub_waiting--;
+/* Starts p's job, or keeps p for when the running one returns (the only
+ * set waiting: la_ga_feed_publish encodes on the loop while one waits).
+ * A job the pool refuses is done on the loop. */
+static void la__pub_submit(la_ga_t *ga, la_ga_pub_t *p) {
+  if (ga->pub_running) {
+    assert(!ga->pub_next);
+    ga->pub_next = p;
+    return;
+  }
   ga->pub_running = p;
   p->req.data = p;
   if (uv_queue_work(ga->loop, &p->req, la__pub_work, la__pub_after) != 0) {
@@ -221,10 +230,10 @@ void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set,
         enc_tried = 1;
         /* encoded on the pool, but on the loop when the daemon drains (it
          * closes the connections next, after what is queued to them) or
-         * when one set is encoding and another waits: sets read back from
-         * the store are not counted in stitch.publish_memory, so at most
-         * two wait for the pool */
-        int later = !ga->draining && !(ga->pub_running && ga->pub_waiting);
+         * when a set already waits for the pool: sets read back from the
+         * store are not counted in stitch.publish_memory, so at most two
+         * are held for it */
+        int later = !ga->draining && !ga->pub_next;
         enc = later ? la_ga_enc_alloc(set) : la_ga_encode(set);
         if (!enc && later)
           la_ga_encode_failed(set->app_id, set->cycle_tag,
@@ -244,9 +253,7 @@ void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set,
   la_ga_pub_t *p = later ? calloc(1, sizeof *p) : NULL;
   if (later && !p) { /* on the loop, then */
     la_ga_enc_fill(enc, set);
-    enc->ready = 1;
-    for (la_ga_sub_t *s = ga->subs; s; s = s->next)
-      if (s->q.out && !s->conn.closing) la_ga_partq_pump(&s->q);
+    la__enc_written(ga, enc);
   }
   if (!p) {
     la_ga_enc_unref(enc);
@@ -258,11 +265,7 @@ void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set,
   p->enc = enc;
   p->done = done;
   p->arg = arg;
-  if (!ga->pub_tail) ga->pub_tail = &ga->pub_wait;
-  *ga->pub_tail = p;
-  ga->pub_tail = &p->next;
-  ga->pub_waiting++;
-  la__pub_start(ga);
+  la__pub_submit(ga, p);
 }
 
 /* The stored sets a Subscribe asks, read from st: app's set of cycle (when

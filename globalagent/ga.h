@@ -134,10 +134,9 @@ struct la_ga {
   int agent_check_on;
   struct la_ga_sub *subs;
   struct la_ga_fjobs *fjobs; /* feed_jobs.c's (NULL until the first job) */
-  /* feed.c's: published sets being encoded on the pool (one at a time),
-   * then those waiting for it, oldest first */
-  struct la_ga_pub *pub_running, *pub_wait, **pub_tail;
-  uint64_t pub_waiting;
+  /* feed.c's: the published set being encoded on the pool (one at a
+   * time), and the one waiting for it (at most one waits) */
+  struct la_ga_pub *pub_running, *pub_next;
   int n_agents, n_subs;
   int n_linked; /* of n_agents, those authenticated (LA__AG_READY) */
   struct la_ga_app *apps;

@@ -256,18 +256,22 @@ int la_tu_wait_acked(la_tu_conn_t *c, int timeout_ms) {
   return 0;
 }
 
-long la_tu_proc_kib(pid_t pid, const char *field) {
+long long la_tu_proc_field(pid_t pid, const char *file, const char *field) {
   char path[64], line[256];
   size_t fl = strlen(field);
-  long v = -1;
-  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  long long v = -1;
+  snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
   FILE *f = fopen(path, "r");
   if (!f) return -1;
   while (fgets(line, sizeof line, f))
     if (!strncmp(line, field, fl) && line[fl] == ':') {
-      v = strtol(line + fl + 1, NULL, 10);
+      v = strtoll(line + fl + 1, NULL, 10);
       break;
     }
   fclose(f);
   return v;
+}
+
+long la_tu_proc_kib(pid_t pid, const char *field) {
+  return (long)la_tu_proc_field(pid, "status", field);
 }

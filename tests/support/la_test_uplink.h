@@ -120,6 +120,10 @@ int la_tu_read_acks(la_tu_conn_t *c);
  * -1 when none comes or anything else does (la_tu_read_acks). */
 int la_tu_wait_acked(la_tu_conn_t *c, int timeout_ms);
 
+/* The number after "field:" in /proc/PID/file (file "status": VmHWM,
+ * VmRSS in KiB; "io": wchar, bytes written), or -1. */
+long long la_tu_proc_field(pid_t pid, const char *file, const char *field);
+
 /* pid's peak resident set (VmHWM) and current one (VmRSS) in KiB, or -1. */
 long la_tu_proc_kib(pid_t pid, const char *field);
 
