@@ -159,8 +159,10 @@ static void pl_qsel_seen(pl_qsel_t *q, const la_cenc_t *enc, uint64_t first,
 }
 
 /* Writes the segment's least-squares line. A line end below 0 is clamped at
- * 0 when the segment's points (and, connected, the anchor) are all >= 0.
- * With a quantum, the segment is counted in q's costs. */
+ * 0 when the segment's points (and, connected, the anchor) are all >= 0; a
+ * free segment's other end then moves so that the line keeps the segment's
+ * sum (the encoder's check still holds the bound, or stores the points
+ * verbatim). With a quantum, the segment is counted in q's costs. */
 static int pl_close(pl_seg_t *g, la_cenc_t *enc, double cv, pl_qsel_t *q) {
   const pl_sums_t *s = &g->s;
   double t_last = g->t - 1, slope, a, b, mean, vertex;
@@ -181,8 +183,19 @@ static int pl_close(pl_seg_t *g, la_cenc_t *enc, double cv, pl_qsel_t *q) {
   }
   if ((a < 0 || b < 0) && (!g->anchored || g->y0 >= 0) &&
       pl_nonneg(enc->x, g->first, g->first + count - 1)) {
-    a = a < 0 ? 0 : a;
-    b = b < 0 ? 0 : b;
+    /* a free line passes through the fitted points' mean (>= 0), so one
+     * end only is below 0: pinned at 0, the other end moves so that the
+     * line keeps the fitted points' sum, m * mean (exceptions, at their
+     * own t, are not on the line) */
+    double lo = a < 0 ? s->st / t_last : s->m - s->st / t_last;
+    if (!g->anchored && s->m >= 2 && t_last > 0 && lo > 0) {
+      double far = s->m * mean / lo;
+      a = a < 0 ? 0 : far;
+      b = b < 0 ? 0 : far;
+    } else {
+      a = a < 0 ? 0 : a;
+      b = b < 0 ? 0 : b;
+    }
   }
   rc = la_cenc_line(enc, count, g->anchored, a, b,
                     LA_COMPACT_PL_QSTEP * cv * fabs(mean), -1, 0, &vertex);
