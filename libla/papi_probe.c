@@ -231,16 +231,28 @@ static int la__sde_registered(const char *name) {
   return 0;
 }
 
+/* What the user asked for, for every refusal: "metric 'cycles' (PAPI event
+ * 'PAPI_TOT_CYC')", or "PAPI event 'EV'" for the metric "papi:EV". */
+static const char *la__papi_subject(const char *metric, const char *event,
+                                    char *buf, size_t len) {
+  if (!strncmp(metric, "papi:", 5) && !strcmp(metric + 5, event))
+    snprintf(buf, len, "PAPI event '%s'", event);
+  else
+    snprintf(buf, len, "metric '%s' (PAPI event '%s')", metric, event);
+  return buf;
+}
+
 int la__papi_init(const char *metric, const char *event) {
-  char buf[32], off[256];
+  char buf[32], off[256], who[2 * PAPI_MAX_STR_LEN];
   int lrc = la__papi_load(metric, 0);
   if (lrc) return lrc;
   snprintf(la__event, sizeof la__event, "%s", event);
+  la__papi_subject(metric, event, who, sizeof who);
   if (!la__pf.PAPI_is_initialized()) {
     int rc = la__pf.PAPI_library_init(PAPI_VER_CURRENT);
     if (rc != PAPI_VER_CURRENT)
       return la__error(
-          LA_EPAPI, "PAPI_library_init: %s",
+          LA_EPAPI, "%s: PAPI_library_init: %s", who,
           rc < 0 ? la__papi_strerror(rc, buf, sizeof buf) : "version mismatch");
     la__pf.PAPI_thread_init(la__thread_id);
   }
@@ -251,34 +263,39 @@ int la__papi_init(const char *metric, const char *event) {
   if (!strncmp(event, "sde:::", 6) && !la__sde_registered(event)) {
     la__papi_shutdown();
     return la__error(LA_ENOEVENT,
-                     "PAPI event '%s' unknown here: no library in this "
+                     "%s unknown here: no library in this "
                      "program registered that software-defined counter "
                      "(papi_sde_register_counter before LA_register)%s",
-                     event, off);
+                     who, off);
   }
+  /* Every refusal below names the metric and the event: which path a
+   * machine without hardware counters takes depends on its PAPI (perf_event
+   * disabled: the preset is not available; perf_event with software events
+   * only: the preset may resolve and then fail to start). */
   int rc = la__pf.PAPI_event_name_to_code(la__event, &la__code);
   if (rc != PAPI_OK) {
     la__papi_shutdown();
     return la__error(LA_ENOEVENT,
-                     "PAPI event '%s' unknown here (%s); papi_native_avail "
-                     "lists the events this machine has%s",
-                     event, la__papi_strerror(rc, buf, sizeof buf), off);
+                     "%s unknown here (%s); papi_native_avail lists the "
+                     "events this machine has%s; use LA_METRIC=time",
+                     who, la__papi_strerror(rc, buf, sizeof buf), off);
   }
   if (la__pf.PAPI_query_event(la__code) != PAPI_OK) {
     la__papi_shutdown();
     return la__error(LA_ENOEVENT,
-                     "metric '%s' needs PAPI event '%s', which this machine "
-                     "cannot count (no such hardware counter; VMs often have "
-                     "none%s); use LA_METRIC=time",
-                     metric, event, off);
+                     "%s cannot be counted on this machine (no such "
+                     "hardware counter; VMs often have none%s); use "
+                     "LA_METRIC=time",
+                     who, off);
   }
   char why[160];
   if (la__thread_setup(&la__main_es, why, sizeof why) != PAPI_OK) {
     la__papi_shutdown();
     return la__error(LA_ENOEVENT,
-                     "PAPI event '%s' cannot be counted here: %s (check "
-                     "/proc/sys/kernel/perf_event_paranoid)",
-                     event, why);
+                     "%s cannot be counted on this machine: %s (no such "
+                     "hardware counter, or /proc/sys/kernel/"
+                     "perf_event_paranoid forbids it%s); use LA_METRIC=time",
+                     who, why, off);
   }
   la__generation++;
   la__tls_es = la__main_es;
