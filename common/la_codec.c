@@ -161,7 +161,7 @@ static int la__no_field_zero(const ProtobufCMessage *m) {
   return 1;
 }
 
-int la_msg_decode(uint16_t type, const uint8_t *payload, size_t len,
+int la_msg_unpack(uint16_t type, const uint8_t *payload, size_t len,
                   ProtobufCMessage **out, char *why, size_t why_len) {
   const la__msg_entry_t *e = la__msg_find(type);
   if (!e)
@@ -172,15 +172,24 @@ int la_msg_decode(uint16_t type, const uint8_t *payload, size_t len,
                      "%s: not a valid protobuf message (truncated, garbage or "
                      "a required field missing)",
                      e->name);
-  char sub[200];
   if (!la__no_field_zero(m)) {
     la_errorf(why, why_len, LA_EPROTO, "%s: field number 0 (invalid protobuf)",
               e->name);
     protobuf_c_message_free_unpacked(m, NULL);
     return LA_EPROTO;
   }
+  *out = m;
+  return 0;
+}
+
+int la_msg_decode(uint16_t type, const uint8_t *payload, size_t len,
+                  ProtobufCMessage **out, char *why, size_t why_len) {
+  ProtobufCMessage *m;
+  int rc = la_msg_unpack(type, payload, len, &m, why, why_len);
+  if (rc != 0) return rc;
+  char sub[200];
   if (la_msg_validate(type, m, sub, sizeof sub) != 0) {
-    la_errorf(why, why_len, LA_EPROTO, "%s: %s", e->name, sub);
+    la_errorf(why, why_len, LA_EPROTO, "%s: %s", la_msg_name(type), sub);
     protobuf_c_message_free_unpacked(m, NULL);
     return LA_EPROTO;
   }

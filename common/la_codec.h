@@ -82,10 +82,23 @@ int la_frame_pack(uint16_t type, const ProtobufCMessage *msg, uint8_t **out,
 int la_msg_decode(uint16_t type, const uint8_t *payload, size_t len,
                   ProtobufCMessage **out, char *why, size_t why_len);
 
+/* The first half of la_msg_decode: the payload as a message of its type
+ * (protobuf's own checks: required fields present, no field number 0),
+ * without checking its ranges. For a receiver that answers a well-formed
+ * message with bad values otherwise than a broken frame (a CompactTrace with
+ * a usable key is refused and recorded, the link kept). Returns 0 or
+ * LA_EPROTO with the reason. */
+int la_msg_unpack(uint16_t type, const uint8_t *payload, size_t len,
+                  ProtobufCMessage **out, char *why, size_t why_len);
+
 /* Checks the ranges of a decoded message (done by la_msg_decode too; exposed
  * for messages built in memory). Returns 0 or LA_EPROTO with a reason. */
 int la_msg_validate(uint16_t type, const ProtobufCMessage *msg, char *why,
                     size_t why_len);
+
+/* 1 when a CompactTrace (unpacked, perhaps invalid) names its (app id,
+ * rank, cycle tag) well enough to be recorded missing under that key. */
+int la_msg_trace_key_ok(const La__CompactTrace *t);
 
 void la_msg_free(ProtobufCMessage *msg);
 

@@ -190,6 +190,10 @@ static int la__trace_channels_ok(const La__CompactTrace *t, char *why,
   return 0;
 }
 
+int la_msg_trace_key_ok(const La__CompactTrace *t) {
+  return t && la__id_ok(t->app_id);
+}
+
 static int la__trace_ok(const La__CompactTrace *t, char *why, size_t n) {
   if (!t) return la_errorf(why, n, LA_EPROTO, "trace missing");
   if (!t->stats) return la_errorf(why, n, LA_EPROTO, "trace without stats");

@@ -348,8 +348,27 @@ static void la__work_agent(la_ga_agent_t *a) {
         rc = la_secure_open(&a->sec, p, len, a->job_max_payload, &plain, &type,
                             &p, &len, why, sizeof why);
     }
-    if (rc == 0) rc = la_msg_decode(type, p, len, &f->m, why, sizeof why);
+    if (rc == 0) rc = la_msg_unpack(type, p, len, &f->m, why, sizeof why);
     free(plain);
+    char sub[200];
+    if (rc == 0 && la_msg_validate(type, f->m, sub, sizeof sub) != 0) {
+      snprintf(why, sizeof why, "%s: %s", la_msg_name(type), sub);
+      /* A trace whose key is usable is refused like one with a bad
+       * encoding: acknowledged and recorded missing, the link kept (what a
+       * LocalAgent sends may carry values an application wrote; closing
+       * would make it resend the same trace for ever). */
+      if (type == LA__MSG_TYPE__MSG_COMPACT_TRACE &&
+          la_msg_trace_key_ok((const La__CompactTrace *)f->m)) {
+        f->type = type;
+        f->verdict = LA__F_REFUSED;
+        snprintf(why, sizeof why, "invalid trace: %s", sub);
+        f->why = strdup(why);
+        continue;
+      }
+      la_msg_free(f->m);
+      f->m = NULL;
+      rc = LA_EPROTO;
+    }
     if (rc != 0) {
       f->verdict = LA__F_BAD;
       f->why = strdup(why);

@@ -23,6 +23,7 @@
  * trace's ChannelTrace list. k x n_elements is within max_elements
  * (session.c), so the bound above holds with twice the bytes.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,7 @@ typedef struct la_job {
   int log_rc;      /* appending the trace (or the missing record) */
   int missing;     /* a TraceMissing was appended instead of the trace */
   const char *why; /* reason of the missing record */
+  char why_buf[280]; /* its text, when composed for this job */
   la_shm_bufmeta_t meta;
   uint64_t ns, points, bytes;
   /* robust weights (weights.h), when the session has them */
@@ -64,7 +66,15 @@ typedef struct la_job {
   la_fit_error_t hist_err;
 } la_job_t;
 
-/* Appends the compact trace of the job; returns the la_uplink_log code. */
+/* Whether the robust figures of a cycle can travel (finite, >= 0). */
+static int la__robust_finite(const la_robust_stats_t *st) {
+  return isfinite(st->interference) && st->interference >= 0;
+}
+
+/* Appends the compact trace of the job; returns the la_uplink_log code,
+ * or LA_EPROTO with the reason in j->why_buf when the message would not be
+ * valid on the wire (what the application wrote can make its own trace
+ * invalid, never the link: the GlobalAgent would refuse the frame). */
 static int la__log_trace(la_job_t *j, const la_compact_result_t *res) {
   la_session_t *s = j->s;
   La__SeriesStats st = LA__SERIES_STATS__INIT;
@@ -116,6 +126,15 @@ static int la__log_trace(la_job_t *j, const la_compact_result_t *res) {
     t.history_ref = j->hist_ref;
     la_trace_msg_error(&he, &j->hist_err);
     t.history_error = &he;
+  }
+  char why[200];
+  if (la_msg_validate(LA__MSG_TYPE__MSG_COMPACT_TRACE, &t.base, why,
+                      sizeof why) != 0) {
+    snprintf(j->why_buf, sizeof j->why_buf,
+             "invalid trace (values the application wrote): %s", why);
+    la_log_warnx("%s rank %u cycle %llu: %s: recorded missing", s->app_id,
+                 s->rank, (unsigned long long)j->cycle_tag, j->why_buf);
+    return LA_EPROTO;
   }
   return la_uplink_log(s->ag, LA__MSG_TYPE__MSG_COMPACT_TRACE, &t.base, &t.seq);
 }
@@ -193,6 +212,15 @@ static void la__work(uv_work_t *req) {
     if (j->rc == 0 && s->weights && flags)
       j->robust = la_weights_cycle_recon(s->weights, x, flags, &j->cp, &j->rres,
                                          &j->rst, rw) == 0;
+    if (j->robust && !la__robust_finite(&j->rst)) {
+      /* values no timer gives (1e308 in every element): their interference
+       * overflows; the measured values still go, as data */
+      la_log_warnx("%s rank %u cycle %llu: interference %g from the "
+                   "application's values: robust weights left out",
+                   s->app_id, s->rank, (unsigned long long)j->cycle_tag,
+                   j->rst.interference);
+      j->robust = 0;
+    }
     if (j->rc == 0 && k > 1) {
       la_robust_stats_t keep = j->rst; /* the sum's, for the trace */
       j->rc = la__channels(j, x + n, flags);
@@ -229,7 +257,9 @@ static void la__work(uv_work_t *req) {
       if (j->log_rc == 0 && learn) /* logged in full: a representative */
         la_history_learn(s->hist, j->cycle_tag, &res,
                          j->robust ? &j->rres : NULL);
-      if (j->log_rc == LA_ELIMIT)
+      if (j->log_rc == LA_EPROTO)
+        j->why = j->why_buf;
+      else if (j->log_rc == LA_ELIMIT)
         j->why = "dropped: the LocalAgent's log was full (spool_bytes)";
       else if (j->log_rc != 0)
         j->why = "dropped: the LocalAgent could not write its log";

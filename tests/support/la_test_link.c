@@ -60,13 +60,17 @@ int la_test_link_trace(la_test_link_t *l, const char *app_id, uint32_t rank,
     t.segments.data = (uint8_t *)bytes;
     t.segments.len = len;
   }
-  t.seq = ++l->seq;
   t.app_id = (char *)app_id;
   t.rank = rank;
   t.cycle_tag = tag;
   t.n_elements = r->stats.count;
+  return la_test_link_send_trace(l, &t);
+}
+
+int la_test_link_send_trace(la_test_link_t *l, La__CompactTrace *t) {
+  t->seq = ++l->seq;
   return la_secure_send_msg(l->fd, &l->sec, LA__MSG_TYPE__MSG_COMPACT_TRACE,
-                            &t.base, 5000);
+                            &t->base, 5000);
 }
 
 int la_test_link_wait_acked(la_test_link_t *l, int timeout_ms, char *why,

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "la.pb-c.h"
 #include "la_compact.h"
 #include "la_secure.h"
 
@@ -45,6 +46,10 @@ int la_test_link_rank_start(la_test_link_t *l, const char *host,
 int la_test_link_trace(la_test_link_t *l, const char *app_id, uint32_t rank,
                        uint64_t tag, const la_compact_result_t *r,
                        const uint8_t *bytes, size_t len);
+
+/* Sends t as it is (any field, valid or not), with the next link sequence
+ * number. */
+int la_test_link_send_trace(la_test_link_t *l, La__CompactTrace *t);
 
 /* Reads Acks until every sequence number sent is acknowledged (a refused
  * trace is acknowledged too). LA_EPROTO when anything else arrives,

@@ -10,6 +10,7 @@
  * the Acks the agent receives. Every wait is bounded and waits on an event.
  */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -217,6 +218,58 @@ static void test_invalid_traces_refused(void **state) {
   la_compact_result_free(&half);
 }
 
+/* A well-formed trace with values the wire refuses (interference and
+ * flagged_time infinite, NaN, negative) is refused like a bad encoding:
+ * acknowledged, recorded missing with the field named, the link kept open
+ * (closing it made the LocalAgent resend that trace for ever, stalling
+ * every other application of its node); a good trace on the same link is
+ * stored after it. */
+static void test_invalid_values_refused_link_kept(void **state) {
+  start_ga();
+  enum { N = 100 };
+  double x[N];
+  series(x, N, 3);
+  la_compact_result_t r;
+  assert_int_equal(la_compact(x, N, NULL, &r), 0);
+  fake_t f;
+  memset(&f, 0, sizeof f);
+  f.fd = -1;
+  fake_connect(&f, "nodeV");
+  fake_rank_start(&f, "valapp", 0, 1, N);
+  const double bad[3] = {INFINITY, NAN, -1.0};
+  for (int i = 0; i < 3; i++) {
+    La__SeriesStats st = LA__SERIES_STATS__INIT;
+    La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+    la_trace_msg_fill(&t, &st, NULL, &r);
+    t.app_id = "valapp";
+    t.rank = 0;
+    t.cycle_tag = (uint64_t)i;
+    t.n_elements = N;
+    t.has_interference = 1;
+    t.interference = bad[i];
+    assert_int_equal(la_test_link_send_trace(&f, &t), 0);
+  }
+  fake_trace(&f, "valapp", 0, 3, &r);
+  fake_wait_acked(&f);
+  CHECK(la_td_wait_status(T.ga, "traces_invalid", 3, WAIT_MS) == 0,
+        "traces_invalid did not reach 3 (is %lld)",
+        la_td_status_ll(T.ga, "traces_invalid"));
+  assert_int_equal(la_td_status_ll(T.ga, "bad_frames"), 0);
+  CHECK(la_td_log_has(T.ga,
+                      "valapp rank 0 cycle 0 from LocalAgent nodeV "
+                      "refused: invalid trace: interference inf not a "
+                      "finite value >= 0"),
+        "no log line naming the field");
+  la_traceset_t *t = get_set("valapp", 3);
+  assert_int_equal(la_traceset_missing(t, NULL), 0);
+  la_traceset_free(t);
+  t = get_set("valapp", 0);
+  assert_int_equal(la_traceset_missing(t, NULL), 1);
+  la_traceset_free(t);
+  close(f.fd);
+  la_compact_result_free(&r);
+}
+
 /* A trace claiming far more elements (2^32) than its rank registered (64),
  * with a short encoding, is refused before anything is expanded. */
 static void test_declared_count_above_rank_refused(void **state) {
@@ -311,6 +364,7 @@ int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
       T(test_invalid_traces_refused),
       T(test_declared_count_above_rank_refused),
+      T(test_invalid_values_refused_link_kept),
       T(test_robust_encoding_checked),
 #undef T
   };

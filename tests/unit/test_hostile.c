@@ -21,6 +21,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <grp.h>
 #include <math.h>
 #include <poll.h>
@@ -245,7 +246,7 @@ typedef struct app {
   int cycles;   /* before the first go (0: wait for go at once) */
   int buffers;  /* 0: 4 */
   int uid;      /* > 0: run as this uid */
-  int hostile;  /* see hostile_main */
+  int hostile;  /* 1: see hostile_main; 2: see huge_main */
   int after_go; /* steps after each go; phases = how many gos */
   int phases;
   int die;        /* at the end: REC_READY, then wait to be killed */
@@ -339,6 +340,46 @@ static void hostile_main(const app_t *a, int res, int go) {
   _exit(0);
 }
 
+/* Values of the time metric no timer gives, written into every buffer
+ * through a normal registration (robust weights on): cycle 0 as measured,
+ * cycle 1 1e308 in every element and every flag byte 0xff; cycle 2 NaN,
+ * infinities and DBL_MAX mixed, flags 0xff; cycle 3 DBL_MAX everywhere,
+ * flags 0. Each LA_dataXfer's
+ * rc in a REC_CYCLE, then REC_DONE after LA_finalize. */
+static void huge_main(const app_t *a, int res) {
+  int shm = la_test_shm_of((int)getpid());
+  la_shm_header_t *h = shm >= 0 ? shmat(shm, NULL, 0) : (void *)-1;
+  if (h == (void *)-1) _exit(5);
+  uint64_t n = (uint64_t)a->n;
+  rec_t r;
+  for (int c = 0; c < 4; c++) {
+    for (long e = 0; e < a->n; e++) {
+      LA_startProbe(e);
+      LA_stopProbe(e);
+    }
+    /* the buffer of this cycle (policy wait: they go round in order); the
+     * others may still be the agent's, with earlier cycles */
+    uint32_t b = (uint32_t)c % h->n_buffers;
+    double *v = la_shm_values(h, b);
+    uint8_t *f = la_shm_flags(h, b);
+    const double mix[4] = {NAN, INFINITY, -INFINITY, DBL_MAX};
+    for (uint64_t e = 0; c > 0 && e < n; e++) {
+      v[e] = c == 1 ? 1e308 : c == 2 ? mix[e % 4] : DBL_MAX;
+      f[e] = c == 3 ? 0 : 0xff;
+    }
+    memset(&r, 0, sizeof r);
+    r.kind = REC_CYCLE;
+    r.rc = LA_dataXfer();
+    send_rec(res, &r);
+  }
+  shmdt(h);
+  LA_finalize();
+  memset(&r, 0, sizeof r);
+  r.kind = REC_DONE;
+  send_rec(res, &r);
+  _exit(0);
+}
+
 static void app_main(const app_t *a, int res, int go) {
   if (a->uid > 0) {
     if (setgroups(0, NULL) != 0 || setgid((gid_t)a->uid) != 0 ||
@@ -360,7 +401,7 @@ static void app_main(const app_t *a, int res, int go) {
   LA_setPolicy(LA_POLICY_WAIT);
   LA_setProbeStartFunc(probe_zero, NULL);
   LA_setProbeStopFunc(probe_value, NULL);
-  LA_setMetric("custom");
+  LA_setMetric(a->hostile == 2 ? "time" : "custom");
   rec_t r;
   memset(&r, 0, sizeof r);
   r.kind = REC_REGISTERED;
@@ -370,7 +411,8 @@ static void app_main(const app_t *a, int res, int go) {
   snprintf(r.msg, sizeof r.msg, "%s", LA_lastError());
   send_rec(res, &r);
   if (r.rc != 0) _exit(1);
-  if (a->hostile) hostile_main(a, res, go);
+  if (a->hostile == 2) huge_main(a, res);
+  if (a->hostile == 1) hostile_main(a, res, go);
   for (int c = 0; c < a->cycles; c++) {
     memset(&r, 0, sizeof r);
     r.kind = REC_CYCLE;
@@ -518,6 +560,52 @@ static void test_hostile_values_real_globalagent(void **state) {
   CHECK(la_td_alive(T.st.ga) && la_td_alive(T.d), "a daemon died");
   assert_int_equal(la_td_status_ll(T.st.ga, "bad_frames"), 0);
   assert_int_equal(la_td_status_ll(T.st.ga, "traces_stored"), 5);
+}
+
+/* One user's values cannot stop the node's uplink: an application whose
+ * buffers hold 1e308, NaN, infinities and DBL_MAX with every flag set has
+ * each of its cycles stored or recorded missing with a reason, the
+ * GlobalAgent never sees a frame it must refuse (the link stays up), and
+ * another application's traces are stored right after. */
+static void test_huge_values_keep_the_link(void **state) {
+  start_with_global();
+  app_t a = {.app_id = "huge", .n = 1000, .hostile = 2};
+  rec_t r;
+  kid_t *k = spawn_registered(&a, &r);
+  for (int c = 0; c < 4; c++) {
+    expect_rec(k, REC_CYCLE, &r);
+    CHECK(r.rc == 0, "huge LA_dataXfer: %s", LA_strerror(r.rc));
+  }
+  expect_rec(k, REC_DONE, &r);
+  assert_int_equal(reap_kid(k), 0);
+  CHECK(la_test_sql_wait(T.st.db, 4, WAIT_MS,
+                         "SELECT (SELECT count(*) FROM traces WHERE app_id = "
+                         "'huge') + (SELECT count(*) FROM missing WHERE "
+                         "app_id = 'huge')") == 0,
+        "the huge application's 4 cycles are neither stored nor missing "
+        "(bad frames at the GlobalAgent: %lld)",
+        la_td_status_ll(T.st.ga, "bad_frames"));
+  char reasons[4][64];
+  int nr = la_test_sql_texts(T.st.db, reasons, 4,
+                             "SELECT reason FROM missing WHERE app_id = "
+                             "'huge' ORDER BY cycle_tag");
+  for (int i = 0; i < nr; i++) {
+    print_message("missing: %s\n", reasons[i]);
+    CHECK(strstr(reasons[i], "invalid") != NULL,
+          "reason \"%s\" does not say the trace was invalid", reasons[i]);
+  }
+  /* the measured values are data (like NaN and infinite ones): stored;
+   * the robust weights their interference overflows are left out */
+  la_tsql_trace_t t;
+  CHECK(la_test_sql_trace(T.st.db, "huge", 0, 1, &t) == 0,
+        "cycle 1 (1e308 everywhere) not stored");
+  la_test_sql_trace_free(&t);
+  CHECK(isinf(t.sum), "cycle 1: sum %g, expected infinite", t.sum);
+  CHECK(la_td_log_has(T.d, "robust weights left out"),
+        "the LocalAgent did not say why cycle 1 has no robust weights");
+  good_app_is_served("good-after-huge");
+  CHECK(la_td_alive(T.st.ga) && la_td_alive(T.d), "a daemon died");
+  assert_int_equal(la_td_status_ll(T.st.ga, "bad_frames"), 0);
 }
 
 /* An application rewrites every geometry field of its header after
@@ -861,6 +949,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
       T(test_hostile_header_and_values),
+      T(test_huge_values_keep_the_link),
       T(test_hostile_values_real_globalagent),
       T(test_second_registration_refused),
       T(test_least_privilege_agent),
