@@ -5,8 +5,10 @@
  * LA_APP_ID (or LA_setAppId); Slurm's job and step ids; PMIx's namespace
  * (Open MPI); then, under MPICH's Hydra (PMI_RANK set, no job id exported),
  * the pid and start time of the launcher proxy that started the ranks on
- * this node: shared by the node's ranks, unique on the node. Jobs spanning
- * several nodes under Hydra should set LA_APP_ID (README).
+ * this node: shared by the node's ranks, unique on the node. Alone it does
+ * not tell one node's ranks from another's: where MPI is initialised,
+ * mpi_appid.c has rank 0 derive the id (la__app_id_job: with rank 0's host
+ * name) and every rank take it.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -80,13 +82,15 @@ static void la__sanitize(char *s) {
     if (!isalnum((unsigned char)*s) && !strchr("._-:+", *s)) *s = '_';
 }
 
-int la__app_id(const char *app_name, const char *forced, char *out,
-               size_t len) {
+/* The id derived from the launcher's environment into out; *local set
+ * when it names this process or its launcher proxy (pid and start time,
+ * unique on this node only), cleared for a job id. 0, or LA_EINVAL. */
+static int la__derive(const char *app_name, char *out, size_t len,
+                      int *local) {
   const char *v;
   int n;
-  if (forced && *forced) {
-    n = snprintf(out, len, "%s", forced);
-  } else if ((v = getenv("SLURM_JOB_ID")) && *v) {
+  *local = 0;
+  if ((v = getenv("SLURM_JOB_ID")) && *v) {
     const char *step = getenv("SLURM_STEP_ID");
     n = snprintf(out, len, "%s.slurm%s.%s", app_name, v,
                  step && *step ? step : "0");
@@ -94,15 +98,47 @@ int la__app_id(const char *app_name, const char *forced, char *out,
     n = snprintf(out, len, "%s.%s", app_name, v);
   } else if (getenv("PMI_RANK") || getenv("PMI_FD") || getenv("PMI_PORT")) {
     pid_t pp = getppid();
+    *local = 1;
     n = snprintf(out, len, "%s.h%d-%llu", app_name, (int)pp,
                  la__start_time(pp));
   } else {
     pid_t p = getpid();
+    *local = 1;
     n = snprintf(out, len, "%s.p%d-%llu", app_name, (int)p, la__start_time(p));
   }
   if (n <= 0 || (size_t)n >= len)
     return la__error(LA_EINVAL, "application id longer than %zu bytes",
                      len - 1);
   la__sanitize(out);
+  return 0;
+}
+
+int la__app_id(const char *app_name, const char *forced, char *out,
+               size_t len) {
+  int local;
+  if (forced && *forced) {
+    int n = snprintf(out, len, "%s", forced);
+    if (n <= 0 || (size_t)n >= len)
+      return la__error(LA_EINVAL, "application id longer than %zu bytes",
+                       len - 1);
+    la__sanitize(out);
+    return 0;
+  }
+  return la__derive(app_name, out, len, &local);
+}
+
+int la__app_id_job(const char *app_name, char *out, size_t len) {
+  int local;
+  int rc = la__derive(app_name, out, len, &local);
+  if (rc || !local) return rc;
+  /* pid and start time are unique on this node: the host name (its first
+   * label, as much as fits) makes them unique in the cluster */
+  char host[256] = "";
+  if (gethostname(host, sizeof host - 1) != 0 || !host[0]) return 0;
+  host[strcspn(host, ".")] = '\0';
+  size_t used = strlen(out);
+  if (used + 2 >= len) return 0;
+  snprintf(out + used, len - used, ".%s", host);
+  la__sanitize(out + used + 1);
   return 0;
 }

@@ -67,8 +67,14 @@ enum {
 typedef double (*LA_ProbeFunc)(long element, void *arg);
 
 /* ------------------------------------------------------------ lifecycle --
- * LA_register: call once after MPI_Init. app_name names the program (the
- * application id adds the launcher's job id, or LA_APP_ID); rank and nprocs
+ * LA_register: call once after MPI_Init, on every rank. app_name names the
+ * program (the application id adds the launcher's job id, or is LA_APP_ID /
+ * LA_setAppId); under MPI every rank takes rank 0's id, broadcast over
+ * MPI_COMM_WORLD, so it is a collective: every rank of MPI_COMM_WORLD calls
+ * it, or the program gives the id with LA_setAppId on each rank it
+ * registers (no broadcast then). LA_APP_ID wins on the rank where it is
+ * set without skipping the broadcast (README, "Application ids under
+ * MPI"). Without MPI initialised, nothing is broadcast. rank and nprocs
  * are this process's MPI rank and size (pass -1 to read them from the
  * launcher's environment); n_elements is the number of elements this rank
  * probes, indexed 0..n_elements-1. Creates the shared memory, registers with

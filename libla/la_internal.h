@@ -5,6 +5,7 @@
  *   settings.c   defaults, LA_set* calls and LA_* environment overrides
  *   timer.c      TSC detection and tick-to-ns calibration
  *   appid.c      application id, rank and size from the launcher
+ *   mpi_appid.c  one application id per MPI job: rank 0's, broadcast
  *   ipc.c        SysV segment and semaphore set: create, hand-off, remove
  *   agent_link.c the TCP conversation with the LocalAgent
  *   papi_probe.c PAPI metrics (only initialised when one is chosen)
@@ -65,6 +66,8 @@ LA__HIDDEN int la__settings_has_custom_probe(void);
 LA__HIDDEN void la__settings_probe_funcs(LA_ProbeFunc *start, void **start_arg,
                                          LA_ProbeFunc *stop, void **stop_arg);
 LA__HIDDEN int la__settings_enabled(void); /* LA_enable/LA_disable */
+/* Whether the program gave an application id (LA_setAppId). */
+LA__HIDDEN int la__settings_app_id_set(void);
 
 /* ----------------------------------------------------------------- timer */
 typedef struct la__timer {
@@ -91,6 +94,22 @@ LA__HIDDEN int la__launcher_rank(int *rank, int *nprocs);
  * job id, else the launcher process's pid and start time. */
 LA__HIDDEN int la__app_id(const char *app_name, const char *forced, char *out,
                           size_t len);
+/* The id rank 0 of an MPI job derives for the whole job: la__app_id's
+ * derivation; one that is unique on this node only (a pid and start time)
+ * gains ".<host>", this node's host name up to its first dot. */
+LA__HIDDEN int la__app_id_job(const char *app_name, char *out, size_t len);
+
+/* ------------------------------------------------------------- mpi_appid */
+/* Where MPI is initialised (and not finalised) and its library recognised
+ * (MPICH and its derivatives, Open MPI), agrees on the id over
+ * MPI_COMM_WORLD: rank 0 derives it (la__app_id_job, or own_id when not
+ * NULL and not empty) and broadcasts it; every rank gets it in out. A
+ * collective: every rank of MPI_COMM_WORLD must call it, or none. Returns 1
+ * when the broadcast ran (out then holds rank 0's id, "" when rank 0 had
+ * none), 0 when MPI is not there to ask (out ""); *why (may be NULL) gets
+ * a static phrase saying which. */
+LA__HIDDEN int la__mpi_app_id(const char *app_name, const char *own_id,
+                              char *out, size_t len, const char **why);
 
 /* ------------------------------------------------------------------- ipc */
 typedef struct la__ipc {

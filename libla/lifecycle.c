@@ -21,6 +21,7 @@
  * newest LA__SKIPPED_TAGS_MAX; all are counted in `skipped`).
  */
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -188,6 +189,16 @@ static int la__register(const char *app_name, int rank, int nprocs,
                         long n_elements, const uint64_t *grid) {
   if (la__ctx.state == LA__ACTIVE)
     return la__error(LA_ESTATE, "LA_register called twice");
+  /* One id per MPI job (mpi_appid.c): a collective, so it runs before
+   * anything that could fail on one rank and not another, and is skipped
+   * only for the program's own LA_setAppId, which is the same on every
+   * rank. LA_APP_ID, which a launcher may give some ranks only, does not
+   * skip it: it wins on the rank that has it. */
+  char agreed[LA_MAX_APP_ID + 1] = "";
+  const char *agreed_why = "the id was set by LA_setAppId";
+  if (!la__settings_app_id_set())
+    la__mpi_app_id(app_name, getenv("LA_APP_ID"), agreed, sizeof agreed,
+                   &agreed_why);
   la__channels_freeze();
   memset(&la__ctx, 0, sizeof la__ctx);
   la__ctx.ipc.shm_id = la__ctx.ipc.sem_id = -1;
@@ -208,9 +219,21 @@ static int la__register(const char *app_name, int rank, int nprocs,
   la__set_verbose(s->verbose, rank);
   la__ctx.rank = rank;
   la__ctx.nprocs = nprocs;
-  if ((rc = la__app_id(app_name, s->app_id, la__ctx.app_id,
-                       sizeof la__ctx.app_id)))
+  if ((rc = la__app_id(app_name, s->app_id[0] ? s->app_id : agreed,
+                       la__ctx.app_id, sizeof la__ctx.app_id)))
     return rc;
+  if (s->app_id[0] && agreed[0] && strcmp(agreed, la__ctx.app_id))
+    la__info(
+        "application id %s from LA_APP_ID, not rank 0's %s: this rank "
+        "registers apart from rank 0",
+        la__ctx.app_id, agreed);
+  else
+    la__info("application id %s (%s)", la__ctx.app_id,
+             s->app_id[0] ? "LA_APP_ID or LA_setAppId"
+             : agreed[0] ? agreed_why
+                         : "from the launcher's environment");
+  if (!agreed[0] && !s->app_id[0])
+    la__info("not agreed over MPI: %s", agreed_why);
 
   La__CompactParams cp = LA__COMPACT_PARAMS__INIT;
   if (s->compact[0]) {

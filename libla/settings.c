@@ -109,6 +109,10 @@ LA_EXPORT int LA_disable(void) {
   return 0;
 }
 
+int la__settings_app_id_set(void) {
+  return la__prog.app_id[0] != '\0';
+}
+
 int la__settings_enabled(void) {
   return !la__prog.disabled;
 }
