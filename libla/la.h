@@ -91,19 +91,50 @@ LA_EXPORT int LA_dataXfer(void);
 /* Same, with an explicit cycle tag for the cycle that ends (must be the same
  * on all ranks for the same cycle). */
 LA_EXPORT int LA_dataXferTagged(uint64_t cycle_tag);
-/* Flush, detach and remove the shared memory and semaphores. */
+/* Ends the registration: sends the counters, detaches and removes the
+ * shared memory and semaphores. A profiled cycle still open (probes after
+ * the last LA_dataXfer) that holds a measurement (a value or row value not
+ * 0, or an element flagged) is handed over first as the last cycle, tagged
+ * as LA_dataXfer would tag it (the cycle count; end it with
+ * LA_dataXferTagged for a tag of your own) and counted in LA_STAT_CYCLES
+ * and LA_STAT_PROFILED; LA_VERBOSE=1 says so. An open cycle no probe
+ * reached (the usual end: LA_dataXfer after the last step) holds nothing
+ * and is not sent; nor is one with only out-of-range probes (counted in
+ * LA_STAT_RANGE_ERRORS). Returns 0, or LA_EAGENTLOST when the last cycle
+ * could not be handed over (the agent was gone); it cleans up either way.
+ * LA_getStat keeps answering for the ended registration until the next
+ * LA_register. */
 LA_EXPORT int LA_finalize(void);
 
 /* ------------------------------------------------------------- settings --
- * Call before LA_register unless said otherwise. The matching environment
- * variable, when set, overrides what the program chose. */
+ * The matching environment variable, when set, overrides what the program
+ * chose (the call still returns 0). Settings made before LA_register apply
+ * to it; while a registration is in force (LA_register succeeded, until
+ * LA_finalize or the agent is lost):
+ *   - LA_setPeriod, LA_setPolicy, LA_enable, LA_disable take effect from
+ *     the next cycle;
+ *   - LA_setProbeStartFunc / LA_setProbeStopFunc take effect at the next
+ *     cycle boundary (the cycle in progress is measured by the functions it
+ *     started with) when the registration's metric is custom; with another
+ *     metric they return LA_ESTATE and change nothing (with no function
+ *     left, the probes measure nothing from the next cycle: zeros);
+ *   - LA_setMetric, LA_setBuffers, LA_setAgent, LA_setCompaction and
+ *     LA_setAppId return LA_ESTATE (LA_lastError names the call) and change
+ *     nothing: LA_register fixed them. Call them before LA_register, or
+ *     after LA_finalize for the next registration.
+ * Outside a registration (before it, after LA_finalize, after a failed
+ * LA_register or a lost agent) every setter records its value for the
+ * next LA_register. */
 LA_EXPORT int LA_setPeriod(int period);          /* LA_PERIOD; any time */
 LA_EXPORT int LA_setMetric(const char *metric);  /* LA_METRIC */
-LA_EXPORT int LA_setPolicy(int policy);          /* LA_POLICY */
+LA_EXPORT int LA_setPolicy(int policy);          /* LA_POLICY; any time */
 LA_EXPORT int LA_setBuffers(int n_buffers);      /* LA_BUFFERS */
 LA_EXPORT int LA_setAgent(const char *host_port);/* LA_AGENT */
 LA_EXPORT int LA_setCompaction(const char *spec);/* LA_COMPACT */
 LA_EXPORT int LA_setAppId(const char *app_id);   /* LA_APP_ID */
+/* A probe of your own: fn(element, arg) returns a reading; one function
+ * alone serves as both start and stop; setting one makes "custom" the
+ * default metric. At run time with the metric custom (above). */
 LA_EXPORT int LA_setProbeStartFunc(LA_ProbeFunc fn, void *arg);
 LA_EXPORT int LA_setProbeStopFunc(LA_ProbeFunc fn, void *arg);
 /* Profiling on/off at run time; takes effect at the next cycle. */

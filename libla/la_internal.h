@@ -62,6 +62,10 @@ typedef struct la__settings {
 LA__HIDDEN int la__settings_resolve(la__settings_t *out);
 /* The period as set now (LA_setPeriod may change it at run time). */
 LA__HIDDEN int la__settings_period(void);
+/* The buffer policy as set now (LA_setPolicy may change it at run time). */
+LA__HIDDEN int la__settings_policy(void);
+/* A number that changes whenever a probe function is set. */
+LA__HIDDEN unsigned la__settings_probe_gen(void);
 LA__HIDDEN int la__settings_has_custom_probe(void);
 LA__HIDDEN void la__settings_probe_funcs(LA_ProbeFunc *start, void **start_arg,
                                          LA_ProbeFunc *stop, void **stop_arg);
@@ -251,6 +255,9 @@ LA__HIDDEN void la__channels_reset(void);
 /* The segment of the registration in force, or NULL when there is none
  * (never registered, LA_finalize, registration failed, agent lost). */
 LA__HIDDEN const la__ipc_t *la__lifecycle_ipc(void);
+/* The metric of the registration in force, NULL when there is none (see
+ * la__lifecycle_ipc). */
+LA__HIDDEN const char *la__lifecycle_metric(void);
 
 /* ------------------------------------------------------------------ dump */
 /* Writes buffer i's values*scale (with channels: the per-element sum over

@@ -49,6 +49,8 @@ static struct {
   uint32_t cur;    /* buffer in use, or next to take */
   int cur_skipped; /* the current cycle was to be profiled but skipped */
   int stalled;     /* a wait timed out: try without waiting until one works */
+  int custom;      /* metric custom: the program's probe functions */
+  unsigned probe_gen; /* la__settings_probe_gen of the functions in use */
   uint64_t skipped_tags[LA__SKIPPED_TAGS_MAX]; /* ring, oldest at head */
   uint32_t tags_head, tags_n;
 } la__ctx;
@@ -89,6 +91,8 @@ static int la__metric_setup(const la__settings_t *s, const char **unit) {
       return la__error(LA_ECONFIG,
                        "metric 'custom' but no probe function "
                        "(LA_setProbeStartFunc) was set");
+    la__ctx.custom = 1;
+    la__ctx.probe_gen = la__settings_probe_gen();
     la__settings_probe_funcs(&a, &aa, &b, &ba);
     la__probe_setup(0, 0, a, aa, b, ba);
     *unit = "user";
@@ -126,13 +130,24 @@ static int la__agent_alive(void *arg) {
   return la__link_alive(&la__ctx.link);
 }
 
-/* Starts cycle la__ctx.cycles: takes a buffer if it is to be profiled. */
+/* Starts cycle la__ctx.cycles: takes a buffer if it is to be profiled.
+ * Probe functions set since the last cycle (metric custom) take over here,
+ * where no probe runs: one cycle is measured by one pair of them. */
 static int la__begin_cycle(void) {
+  if (la__ctx.custom && la__ctx.probe_gen != la__settings_probe_gen()) {
+    LA_ProbeFunc a, b;
+    void *aa, *ba;
+    la__ctx.probe_gen = la__settings_probe_gen();
+    la__settings_probe_funcs(&a, &aa, &b, &ba);
+    la__probe_setup(0, 0, a, aa, b, ba);
+    la__info("probe functions replaced from cycle %llu on",
+             (unsigned long long)la__ctx.cycles);
+  }
   if (!la__settings_enabled() || la__ctx.set.disabled) return 0;
   uint64_t period = (uint64_t)la__settings_period();
   if (la__ctx.cycles % period != 0) return 0;
   int waited = 0;
-  int timeout = la__ctx.set.policy == LA_POLICY_SKIP || la__ctx.stalled
+  int timeout = la__settings_policy() == LA_POLICY_SKIP || la__ctx.stalled
                     ? 0
                     : la__ctx.set.wait_timeout_ms;
   int rc = la__ipc_acquire(&la__ctx.ipc, la__ctx.cur, timeout, la__agent_alive,
@@ -353,11 +368,9 @@ LA_EXPORT int LA_registerGrid(const char *app_name, int rank, int nprocs,
   return rc;
 }
 
-static int la__xfer(uint64_t tag) {
-  if (la__ctx.state != LA__ACTIVE) {
-    la__ctx.cycles++;
-    return 0;
-  }
+/* Ends the current cycle with tag: hands its buffer to the agent when it
+ * was profiled. 0, or (state OFF then) the error that lost the agent. */
+static int la__end_cycle(uint64_t tag) {
   la__ctx.cycles++; /* this cycle ends here, whatever happens next */
   if (la__ctx.cur_skipped) {
     la__skipped_tag(tag);
@@ -403,8 +416,37 @@ static int la__xfer(uint64_t tag) {
   } else if (la__link_alive(&la__ctx.link) != 0) {
     return la__lost(LA_EAGENTLOST);
   }
-  int rc = la__begin_cycle();
+  return 0;
+}
+
+static int la__xfer(uint64_t tag) {
+  if (la__ctx.state != LA__ACTIVE) {
+    la__ctx.cycles++;
+    return 0;
+  }
+  int rc = la__end_cycle(tag);
+  if (rc) return rc;
+  rc = la__begin_cycle();
   return rc ? la__lost(rc) : 0;
+}
+
+/* Whether the profiled cycle open in buffer cur holds a measurement: a
+ * value or row value not 0, or an element flagged. The agent hands every
+ * buffer back zeroed, so an open cycle no probe reached reads all 0. One
+ * pass over the buffer, at LA_finalize only. */
+static int la__open_cycle_measured(void) {
+  const la__ipc_t *ipc = &la__ctx.ipc;
+  const double *v = la__ipc_values(ipc, la__ctx.cur);
+  uint64_t n = ipc->n_elements * ipc->n_channels;
+  for (uint64_t i = 0; i < n; i++)
+    if (v[i] != 0.0) return 1;
+  const double *rows = la__ipc_rows(ipc, la__ctx.cur);
+  for (uint64_t i = 0; rows && i < ipc->n_rows; i++)
+    if (rows[i] != 0.0) return 1;
+  const uint8_t *f = la__ipc_flags(ipc, la__ctx.cur);
+  for (uint64_t i = 0; f && i < ipc->n_elements; i++)
+    if (f[i]) return 1;
+  return 0;
 }
 
 LA_EXPORT int LA_dataXfer(void) {
@@ -416,8 +458,23 @@ LA_EXPORT int LA_dataXferTagged(uint64_t cycle_tag) {
 }
 
 LA_EXPORT int LA_finalize(void) {
+  int rc = 0;
+  if (la__ctx.state == LA__ACTIVE && la__ctx.holding &&
+      la__open_cycle_measured()) {
+    /* probes after the last LA_dataXfer: their cycle is the last one */
+    uint64_t tag = la__ctx.cycles;
+    rc = la__end_cycle(tag);
+    if (rc == 0)
+      la__info(
+          "finalize: the open cycle (tag %llu) held measurements: handed "
+          "over as the last cycle",
+          (unsigned long long)tag);
+  }
   if (la__ctx.state == LA__ACTIVE) {
-    la__ctx.range_errors += la__probe_end();
+    /* the counter is the last profiled cycle's: count it only for a cycle
+     * still open (an ended one was counted by its LA_dataXfer) */
+    uint64_t range_errors = la__probe_end();
+    if (la__ctx.holding) la__ctx.range_errors += range_errors;
     La__Finalize f = LA__FINALIZE__INIT;
     f.has_cycles = f.has_profiled = f.has_skipped = f.has_waits = 1;
     f.cycles = la__ctx.cycles;
@@ -434,7 +491,11 @@ LA_EXPORT int LA_finalize(void) {
   la__teardown();
   la__ctx.state = LA__IDLE;
   la__channels_reset();
-  return 0;
+  return rc;
+}
+
+const char *la__lifecycle_metric(void) {
+  return la__ctx.state == LA__ACTIVE ? la__ctx.set.metric : NULL;
 }
 
 const la__ipc_t *la__lifecycle_ipc(void) {

@@ -1,6 +1,11 @@
 /* settings.c: what the program chose with LA_set*, overridden by LA_*
  * environment variables, resolved once by LA_register.
  *
+ * LA_setPeriod, LA_setPolicy, LA_enable/LA_disable and (metric custom)
+ * the probe functions also change a registration in force, from the next
+ * cycle on; the other settings are fixed by LA_register, and their setters
+ * return LA_ESTATE while it is in force.
+ *
  * Defaults: period 1, metric "time", policy wait, 3 buffers, agent
  * 127.0.0.1:7461, compaction as the agent is configured, wait timeout 10 s,
  * connect timeout 2 s. The environment wins over the program so that a user
@@ -17,19 +22,23 @@
 #include "la_internal.h"
 
 static struct {
-  int period;
+  int period; /* in force: the program's, or LA_PERIOD's once resolved */
   char metric[LA__METRIC_LEN];
-  int policy;
+  int policy; /* in force: the program's, or LA_POLICY's once resolved */
+  int prog_period, prog_policy; /* what the program chose */
   int n_buffers;
   char agent[256];
   char compact[256];
   char app_id[LA_MAX_APP_ID + 1];
   int disabled;        /* LA_disable() */
-  int period_from_env; /* LA_PERIOD set: LA_setPeriod has no effect */
+  int period_from_env; /* LA_PERIOD set: LA_setPeriod sets prog_period only */
+  int policy_from_env; /* LA_POLICY set: LA_setPolicy sets prog_policy only */
   LA_ProbeFunc start, stop;
   void *start_arg, *stop_arg;
+  unsigned probe_gen; /* changes whenever start, stop or their args do */
 } la__prog = {
-    .period = 1, .metric = "", .policy = LA_POLICY_WAIT, .n_buffers = 3};
+    .period = 1, .metric = "", .policy = LA_POLICY_WAIT, .prog_period = 1,
+    .prog_policy = LA_POLICY_WAIT, .n_buffers = 3};
 
 static int la__copy(char *dst, size_t cap, const char *src) {
   if (!src || strlen(src) >= cap) return LA_EINVAL;
@@ -40,11 +49,28 @@ static int la__copy(char *dst, size_t cap, const char *src) {
 LA_EXPORT int LA_setPeriod(int period) {
   if (period < 1)
     return la__error(LA_EINVAL, "period %d (must be >= 1)", period);
+  la__prog.prog_period = period;
   if (!la__prog.period_from_env) la__prog.period = period;
   return 0;
 }
 
+/* LA_ESTATE for a setting the registration in force has fixed (call names
+ * the call), 0 when there is none (before LA_register, after LA_finalize,
+ * after a failed registration or a lost agent: the value is then for the
+ * next LA_register). */
+static int la__fixed(const char *call, const char *what) {
+  const char *metric = la__lifecycle_metric();
+  if (!metric) return 0;
+  return la__error(LA_ESTATE,
+                   "%s while registered: %s is fixed at LA_register "
+                   "(metric '%s'); call it before LA_register or after "
+                   "LA_finalize",
+                   call, what, metric);
+}
+
 LA_EXPORT int LA_setMetric(const char *metric) {
+  int rc = la__fixed("LA_setMetric", "the metric");
+  if (rc) return rc;
   if (!metric || !*metric ||
       la__copy(la__prog.metric, sizeof la__prog.metric, metric))
     return la__error(LA_EINVAL, "metric name empty or too long");
@@ -55,11 +81,14 @@ LA_EXPORT int LA_setPolicy(int policy) {
   if (policy != LA_POLICY_WAIT && policy != LA_POLICY_SKIP)
     return la__error(LA_EINVAL, "policy %d (LA_POLICY_WAIT or LA_POLICY_SKIP)",
                      policy);
-  la__prog.policy = policy;
+  la__prog.prog_policy = policy;
+  if (!la__prog.policy_from_env) la__prog.policy = policy;
   return 0;
 }
 
 LA_EXPORT int LA_setBuffers(int n) {
+  int rc = la__fixed("LA_setBuffers", "the number of buffers");
+  if (rc) return rc;
   if (n < (int)LA_SHM_MIN_BUFFERS || n > (int)LA_SHM_MAX_BUFFERS)
     return la__error(LA_EINVAL, "buffers %d outside %u..%u", n,
                      LA_SHM_MIN_BUFFERS, LA_SHM_MAX_BUFFERS);
@@ -68,18 +97,24 @@ LA_EXPORT int LA_setBuffers(int n) {
 }
 
 LA_EXPORT int LA_setAgent(const char *host_port) {
+  int rc = la__fixed("LA_setAgent", "the agent");
+  if (rc) return rc;
   if (!host_port || la__copy(la__prog.agent, sizeof la__prog.agent, host_port))
     return la__error(LA_EINVAL, "agent address empty or too long");
   return 0;
 }
 
 LA_EXPORT int LA_setCompaction(const char *spec) {
+  int rc = la__fixed("LA_setCompaction", "the compaction");
+  if (rc) return rc;
   if (!spec || la__copy(la__prog.compact, sizeof la__prog.compact, spec))
     return la__error(LA_EINVAL, "compaction spec empty or too long");
   return 0;
 }
 
 LA_EXPORT int LA_setAppId(const char *app_id) {
+  int rc = la__fixed("LA_setAppId", "the application id");
+  if (rc) return rc;
   if (!app_id || !*app_id ||
       la__copy(la__prog.app_id, sizeof la__prog.app_id, app_id))
     return la__error(LA_EINVAL, "application id empty or longer than %d",
@@ -87,16 +122,35 @@ LA_EXPORT int LA_setAppId(const char *app_id) {
   return 0;
 }
 
-LA_EXPORT int LA_setProbeStartFunc(LA_ProbeFunc fn, void *arg) {
-  la__prog.start = fn;
-  la__prog.start_arg = arg;
+/* Sets one of the probe functions (stop: which). While registered they
+ * may change only with the metric custom; the lifecycle installs them at
+ * the next cycle boundary (none left: the probes measure nothing). */
+static int la__set_probe(int stop, LA_ProbeFunc fn, void *arg) {
+  const char *call = stop ? "LA_setProbeStopFunc" : "LA_setProbeStartFunc";
+  const char *metric = la__lifecycle_metric();
+  if (metric && strcmp(metric, "custom"))
+    return la__error(LA_ESTATE,
+                     "%s while registered with metric '%s': probe functions "
+                     "take over at run time only from probe functions "
+                     "(metric custom); set them before LA_register",
+                     call, metric);
+  if (stop) {
+    la__prog.stop = fn;
+    la__prog.stop_arg = arg;
+  } else {
+    la__prog.start = fn;
+    la__prog.start_arg = arg;
+  }
+  la__prog.probe_gen++;
   return 0;
 }
 
+LA_EXPORT int LA_setProbeStartFunc(LA_ProbeFunc fn, void *arg) {
+  return la__set_probe(0, fn, arg);
+}
+
 LA_EXPORT int LA_setProbeStopFunc(LA_ProbeFunc fn, void *arg) {
-  la__prog.stop = fn;
-  la__prog.stop_arg = arg;
-  return 0;
+  return la__set_probe(1, fn, arg);
 }
 
 LA_EXPORT int LA_enable(void) {
@@ -118,6 +172,12 @@ int la__settings_enabled(void) {
 }
 int la__settings_period(void) {
   return la__prog.period;
+}
+int la__settings_policy(void) {
+  return la__prog.policy;
+}
+unsigned la__settings_probe_gen(void) {
+  return la__prog.probe_gen;
 }
 int la__settings_has_custom_probe(void) {
   return la__prog.start != NULL || la__prog.stop != NULL;
@@ -174,8 +234,8 @@ static int la__env_str(const char *name, char *dst, size_t cap) {
 
 int la__settings_resolve(la__settings_t *s) {
   memset(s, 0, sizeof *s);
-  s->period = la__prog.period;
-  s->policy = la__prog.policy;
+  s->period = la__prog.prog_period;
+  s->policy = la__prog.prog_policy;
   s->n_buffers = la__prog.n_buffers;
   s->disabled = la__prog.disabled;
   s->wait_timeout_ms = 10000;
@@ -229,8 +289,11 @@ int la__settings_resolve(la__settings_t *s) {
       return la__error(LA_ECONFIG, "LA_TIMER=%s: expected auto, tsc or clock",
                        t);
   }
-  /* LA_PERIOD also fixes the run-time period LA_setPeriod controls. */
+  /* LA_PERIOD and LA_POLICY also fix the run-time period and policy that
+   * LA_setPeriod and LA_setPolicy control. */
   la__prog.period = s->period;
   la__prog.period_from_env = getenv("LA_PERIOD") && *getenv("LA_PERIOD");
+  la__prog.policy = s->policy;
+  la__prog.policy_from_env = p && *p;
   return 0;
 }

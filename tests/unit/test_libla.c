@@ -470,12 +470,13 @@ static void test_profiled_copy_follows_the_cycle(void **state) {
     if (c == 10) LA_enable();
     if (c < 12) assert_int_equal(LA_dataXfer(), 0);
   }
-  assert_int_equal(LA_finalize(), 0); /* cycle 12 ends unsent */
+  /* cycle 12, profiled and probed, is handed over by LA_finalize */
+  assert_int_equal(LA_finalize(), 0);
   profiled_sweep(6, 0);
-  static const uint64_t tags[4] = {0, 3, 6, 8};
-  assert_int_equal(la_ta_wait_traces(&agent, 4, WAIT_MS), 0);
-  assert_int_equal(la_ta_ntraces(&agent, LA_appId()), 4);
-  for (size_t i = 0; i < 4; i++) {
+  static const uint64_t tags[5] = {0, 3, 6, 8, 12};
+  assert_int_equal(la_ta_wait_traces(&agent, 5, WAIT_MS), 0);
+  assert_int_equal(la_ta_ntraces(&agent, LA_appId()), 5);
+  for (size_t i = 0; i < 5; i++) {
     const cycle_t *cy = cycle(i);
     assert_int_equal(cy->tag, tags[i]);
     for (long e = 0; e < 6; e++) assert_true(cy->values[e] == (double)(e + 1));
@@ -1222,6 +1223,206 @@ static void test_skipped_tags_in_data_ready(void **state) {
   close(fake.lfd);
 }
 
+/* ------------------------------------------ LA_finalize's open cycle -- */
+
+/* Probes after the last LA_dataXfer: LA_finalize hands their cycle over as
+ * the last one, tagged as LA_dataXfer would have (the cycle count). */
+static void test_finalize_hands_over_open_cycle(void **state) {
+  register_counting(10);
+  LA_startProbe(1);
+  LA_stopProbe(1);
+  assert_int_equal(LA_dataXfer(), 0);
+  LA_startProbe(3); /* cycle 1, never ended by LA_dataXfer */
+  LA_stopProbe(3);
+  LA_startProbe(3);
+  LA_stopProbe(3);
+  assert_int_equal(LA_finalize(), 0);
+  assert_int_equal(LA_getStat(LA_STAT_CYCLES), 2);
+  assert_int_equal(LA_getStat(LA_STAT_PROFILED), 2);
+  assert_int_equal(la_ta_wait_ended(&agent, 2, 1, WAIT_MS), 0);
+  assert_int_equal(la_ta_ntraces(&agent, LA_appId()), 2);
+  const cycle_t *c = cycle(1);
+  assert_int_equal(c->tag, 1);
+  for (long e = 0; e < 10; e++)
+    assert_true(c->values[e] == (e == 3 ? 8.0 : 0.0));
+  /* the rank's end reports both cycles */
+  assert_int_equal(la_ta_app_int(&agent, LA_appId(),
+                                 "SELECT cycles FROM ranks WHERE app_id = "
+                                 "'%s'"),
+                   2);
+}
+
+/* The usual end (LA_dataXfer after the last step, then LA_finalize): the
+ * open cycle holds nothing and nothing more is sent. Range errors of the
+ * open cycle alone are no measurement. The range-error counter does not
+ * count the last profiled cycle's errors twice when the open cycle is not
+ * profiled. Each phase is an application of its own (LA_APP_ID). */
+static void test_finalize_drops_empty_open_cycle(void **state) {
+  setenv("LA_APP_ID", "fin-usual", 1);
+  register_counting(10);
+  LA_startProbe(2);
+  LA_stopProbe(2);
+  assert_int_equal(LA_dataXfer(), 0);
+  assert_int_equal(LA_finalize(), 0); /* cycle 1: nothing probed */
+  assert_int_equal(LA_getStat(LA_STAT_CYCLES), 1);
+  assert_int_equal(LA_getStat(LA_STAT_PROFILED), 1);
+  assert_int_equal(la_ta_wait_ended(&agent, 1, 1, WAIT_MS), 0);
+  assert_int_equal(la_ta_ntraces(&agent, "fin-usual"), 1);
+
+  setenv("LA_APP_ID", "fin-period", 1);
+  LA_setPeriod(2);
+  register_counting(10);
+  LA_startProbe(2);
+  LA_stopProbe(2);
+  LA_startProbe(-1); /* two range errors in cycle 0 */
+  LA_stopProbe(10);
+  assert_int_equal(LA_dataXfer(), 0);
+  assert_int_equal(LA_getStat(LA_STAT_RANGE_ERRORS), 2);
+  assert_false(LA_isProfiling()); /* cycle 1 is not profiled */
+  assert_int_equal(LA_finalize(), 0);
+  assert_int_equal(LA_getStat(LA_STAT_RANGE_ERRORS), 2);
+  assert_int_equal(LA_getStat(LA_STAT_CYCLES), 1);
+  assert_int_equal(la_ta_wait_ended(&agent, 2, 2, WAIT_MS), 0);
+  assert_int_equal(la_ta_ntraces(&agent, "fin-period"), 1);
+
+  /* an open profiled cycle with only an out-of-range probe: not sent */
+  setenv("LA_APP_ID", "fin-range", 1);
+  LA_setPeriod(1);
+  register_counting(10);
+  LA_startProbe(12);
+  assert_int_equal(LA_finalize(), 0);
+  assert_int_equal(LA_getStat(LA_STAT_RANGE_ERRORS), 1);
+  assert_int_equal(LA_getStat(LA_STAT_PROFILED), 0);
+  assert_int_equal(la_ta_wait_ended(&agent, 2, 3, WAIT_MS), 0);
+  assert_int_equal(la_ta_ntraces(&agent, "fin-range"), 0);
+  unsetenv("LA_APP_ID");
+}
+
+/* --------------------------------------- settings while registered -- */
+
+/* The settings LA_register fixed are refused while it is in force, with
+ * LA_ESTATE naming the call, and nothing changes; after LA_finalize they
+ * are taken again, for the next registration. */
+static void test_fixed_settings_refused_while_registered(void **state) {
+  register_counting(4);
+  char id[LA_MAX_APP_ID + 1];
+  snprintf(id, sizeof id, "%s", LA_appId());
+  struct {
+    int rc;
+    const char *call;
+  } r[] = {
+      {LA_setMetric("time"), "LA_setMetric"},
+      {LA_setBuffers(4), "LA_setBuffers"},
+      {LA_setAgent("127.0.0.1:1"), "LA_setAgent"},
+      {LA_setCompaction("lossless"), "LA_setCompaction"},
+      {LA_setAppId("another-app"), "LA_setAppId"},
+  };
+  for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) {
+    if (r[i].rc != LA_ESTATE)
+      fail_msg("%s returned %d, not LA_ESTATE", r[i].call, r[i].rc);
+    /* each call's message names it: check the last one's */
+  }
+  assert_non_null(strstr(LA_lastError(), "LA_setAppId while registered"));
+  assert_string_equal(LA_appId(), id);
+  LA_startProbe(1);
+  LA_stopProbe(1);
+  assert_int_equal(LA_dataXfer(), 0); /* still custom, still 2 */
+  const cycle_t *c = xfer_one();
+  assert_true(c->values[1] == 2.0);
+  reg_t g = last_reg();
+  assert_string_equal(g.metric, "custom");
+  LA_finalize();
+  /* unregistered: the next registration's settings */
+  assert_int_equal(LA_setMetric("custom"), 0);
+  assert_int_equal(LA_setBuffers(3), 0);
+}
+
+/* Probe functions set while registered with the time metric would change
+ * what is measured under the registered unit: refused. */
+static void test_probe_functions_refused_with_time_metric(void **state) {
+  LA_setMetric("time");
+  assert_int_equal(LA_register("unit", 0, 1, 4), 0);
+  assert_int_equal(LA_setProbeStartFunc(probe_zero, NULL), LA_ESTATE);
+  assert_non_null(strstr(LA_lastError(), "metric 'time'"));
+  assert_int_equal(LA_setProbeStopFunc(probe_e1, NULL), LA_ESTATE);
+  LA_finalize();
+  /* nothing was kept: the next registration measures time */
+  assert_int_equal(LA_register("unit", 0, 1, 4), 0);
+  reg_t g = last_reg();
+  assert_string_equal(g.metric, "time");
+}
+
+static double probe_e10(long e, void *arg) {
+  return 10.0 * (double)(e + 1) + (arg ? *(double *)arg : 0.0);
+}
+
+/* With the metric custom, probe functions set while registered take over
+ * at the next cycle boundary: the cycle in progress is measured by the
+ * old ones to its end. */
+static void test_probe_functions_switch_at_next_cycle(void **state) {
+  register_counting(4); /* start 0, stop e+1 */
+  LA_startProbe(0);
+  LA_stopProbe(0); /* +1 */
+  assert_int_equal(LA_setProbeStopFunc(probe_e10, NULL), 0);
+  LA_startProbe(0);
+  LA_stopProbe(0); /* still the old function: +1 */
+  assert_int_equal(LA_dataXfer(), 0);
+  LA_startProbe(0);
+  LA_stopProbe(0); /* the new one: +10 */
+  assert_int_equal(LA_dataXfer(), 0);
+  double extra = 0.5; /* its argument changes too */
+  assert_int_equal(LA_setProbeStopFunc(probe_e10, &extra), 0);
+  LA_startProbe(1);
+  LA_stopProbe(1); /* in cycle 2, still without the argument: +20 */
+  assert_int_equal(LA_dataXfer(), 0);
+  LA_startProbe(1);
+  LA_stopProbe(1); /* +20.5 */
+  assert_int_equal(LA_dataXfer(), 0);
+  assert_int_equal(LA_setProbeStartFunc(NULL, NULL), 0); /* stop serves */
+  LA_startProbe(2);
+  LA_stopProbe(2); /* cycle 4 keeps its start function: +30.5 */
+  assert_int_equal(LA_dataXfer(), 0);
+  LA_startProbe(2);
+  LA_stopProbe(2); /* cycle 5: the stop function serves both: 0 */
+  LA_startProbe(3);
+  LA_stopProbe(3);
+  assert_int_equal(LA_setProbeStopFunc(NULL, NULL), 0); /* none from 6 */
+  assert_int_equal(LA_dataXfer(), 0);
+  LA_startProbe(1);
+  LA_stopProbe(1); /* cycle 6: no function, nothing measured */
+  LA_startRange(0, 4);
+  LA_stopRange(0, 4);
+  assert_int_equal(LA_dataXfer(), 0);
+  assert_int_equal(la_ta_wait_traces(&agent, 7, WAIT_MS), 0);
+  double want[7][4] = {{2, 0, 0, 0},   {10, 0, 0, 0},    {0, 20, 0, 0},
+                       {0, 20.5, 0, 0}, {0, 0, 30.5, 0}, {0, 0, 0, 0},
+                       {0, 0, 0, 0}};
+  for (size_t i = 0; i < 7; i++) {
+    const cycle_t *c = cycle(i);
+    assert_int_equal(c->tag, i);
+    for (int e = 0; e < 4; e++)
+      if (c->values[e] != want[i][e])
+        fail_msg("cycle %zu element %d: %g, expected %g", i, e, c->values[e],
+                 want[i][e]);
+  }
+}
+
+/* LA_setPolicy at run time: from the next cycle that needs a buffer. */
+static void test_policy_changed_at_run_time(void **state) {
+  use_counting_probe();
+  la_test_peer_set_hold_ms(peer, -1); /* the agent keeps every buffer */
+  LA_setBuffers(2);
+  assert_int_equal(LA_register("unit", 0, 1, 8), 0); /* wait policy */
+  assert_int_equal(LA_setPolicy(LA_POLICY_SKIP), 0);
+  assert_int_equal(LA_dataXfer(), 0); /* cycle 1: the second buffer */
+  long long t0 = la_td_now_ms();
+  assert_int_equal(LA_dataXfer(), 0); /* cycle 2: none, skipped at once */
+  assert_int_equal(LA_getStat(LA_STAT_SKIPPED), 1);
+  assert_int_equal(LA_getStat(LA_STAT_WAITS), 0);
+  assert_true(la_td_now_ms() - t0 < 5000); /* not the 10 s wait */
+  assert_int_equal(la_test_peer_release_all_wait(peer, 5000), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -1270,6 +1471,12 @@ int main(void) {
       T(test_dump_raw),
       T(test_grid_overflow_refused),
       P(test_skipped_tags_in_data_ready),
+      T(test_finalize_hands_over_open_cycle),
+      T(test_finalize_drops_empty_open_cycle),
+      T(test_fixed_settings_refused_while_registered),
+      T(test_probe_functions_refused_with_time_metric),
+      T(test_probe_functions_switch_at_next_cycle),
+      P(test_policy_changed_at_run_time),
 #undef T
 #undef P
   };
