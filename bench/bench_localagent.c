@@ -24,7 +24,10 @@
  * stand-in), the daemon's CPU time per cycle (/proc/PID/stat utime+stime,
  * clock ticks, over the same span plus the registration), how many times
  * the application waited for a buffer (LA_STAT_WAITS) and skipped cycles,
- * and the daemon's compaction_ns_per_point from `lactl status`. Medians of
+ * the daemon's compaction_ns_per_point from `lactl status`, the agent's CPU
+ * per cell (its CPU per cycle over the 10^6 cells) and the bits per value of
+ * every encoding the traces carried (measured, robust, channels: what goes
+ * on the wire and into the store). Medians of
  * the repetitions go to argv[1] (build/bench/localagent.json) and a table
  * to stdout. A run in which the daemon closed the application's connection
  * (it then runs unprofiled) is reported as incomplete, with the log line.
@@ -70,6 +73,7 @@ typedef struct {
 typedef struct {
   int ok; /* every cycle arrived */
   double cycles_per_s, cpu_ms_per_cycle, ns_per_point, app_ms_per_cycle;
+  double bits_per_value; /* every encoding of the traces, per element */
   long waits, skipped, traces;
   char why[400];
 } run_t;
@@ -200,6 +204,12 @@ static void run_once(int mode, const char *key, run_t *out) {
   uint64_t t_end = mono_ns();
   double cpu1 = la_td_cpu_seconds(la_td_pid(d));
   out->traces = (long)la_test_global_ntraces(g);
+  uint64_t wire = 0;
+  for (long i = 0; i < out->traces; i++)
+    wire += la_test_global_trace(g, (size_t)i)->wire_bytes;
+  out->bits_per_value =
+      out->traces > 0 ? 8.0 * (double)wire / ((double)N_ELEMENTS * out->traces)
+                      : 0;
   char v[256] = "";
   if (la_td_status(d, "compaction_ns_per_point", v, sizeof v) == 0)
     out->ns_per_point = atof(v);
@@ -244,12 +254,13 @@ static double median(double *v, int n) {
 
 typedef struct {
   int complete; /* every repetition complete */
-  double cps, cpu, waits, skipped, nspp, app_ms;
+  double cps, cpu, waits, skipped, nspp, app_ms, bits;
   char why[400];
 } summary_t;
 
 static void summarize(const run_t *runs, int n, summary_t *s) {
-  double a[REPEATS], b[REPEATS], c[REPEATS], d[REPEATS], e[REPEATS], f[REPEATS];
+  double a[REPEATS], b[REPEATS], c[REPEATS], d[REPEATS], e[REPEATS], f[REPEATS],
+      g[REPEATS];
   int k = 0;
   memset(s, 0, sizeof *s);
   s->complete = 1;
@@ -265,6 +276,7 @@ static void summarize(const run_t *runs, int n, summary_t *s) {
     d[k] = (double)runs[i].skipped;
     e[k] = runs[i].ns_per_point;
     f[k] = runs[i].app_ms_per_cycle;
+    g[k] = runs[i].bits_per_value;
     k++;
   }
   if (k == 0) return;
@@ -274,6 +286,7 @@ static void summarize(const run_t *runs, int n, summary_t *s) {
   s->skipped = median(d, k);
   s->nspp = median(e, k);
   s->app_ms = median(f, k);
+  s->bits = median(g, k);
 }
 
 static void json_str(FILE *f, const char *s) {
@@ -296,8 +309,10 @@ static void json_fields(FILE *f, const summary_t *s, int ok_runs) {
     fprintf(f,
             "\"cycles_per_s\": %.2f, \"agent_cpu_ms_per_cycle\": %.3f, "
             "\"app_waits\": %.0f, \"skipped\": %.0f, \"ns_per_point\": %.3f, "
-            "\"app_ms_per_cycle\": %.3f",
-            s->cps, s->cpu, s->waits, s->skipped, s->nspp, s->app_ms);
+            "\"app_ms_per_cycle\": %.3f, \"agent_cpu_ns_per_cell\": %.2f, "
+            "\"bits_per_value\": %.3f",
+            s->cps, s->cpu, s->waits, s->skipped, s->nspp, s->app_ms,
+            s->cpu * 1e6 / (double)N_ELEMENTS, s->bits);
   else
     fprintf(f,
             "\"cycles_per_s\": null, \"agent_cpu_ms_per_cycle\": null, "
@@ -338,11 +353,12 @@ int main(int argc, char **argv) {
       ok_runs[m] += runs[m][i].ok;
       printf(
           "  %-7s run %d: %s %7.2f cycles/s, agent %6.2f ms CPU/cycle, "
-          "app %6.2f ms/cycle, %ld waits, %ld skipped, %.2f ns/point%s%s\n",
+          "app %6.2f ms/cycle, %ld waits, %ld skipped, %.2f ns/point, "
+          "%.2f bits/value%s%s\n",
           mode_name[m], i + 1, runs[m][i].ok ? "  " : "!!",
           runs[m][i].cycles_per_s, runs[m][i].cpu_ms_per_cycle,
           runs[m][i].app_ms_per_cycle, runs[m][i].waits, runs[m][i].skipped,
-          runs[m][i].ns_per_point,
+          runs[m][i].ns_per_point, runs[m][i].bits_per_value,
           runs[m][i].ok ? "" : "\n          incomplete: ",
           runs[m][i].ok ? "" : runs[m][i].why);
       fflush(stdout);
@@ -363,12 +379,19 @@ int main(int argc, char **argv) {
   const char *labels[] = {
       "cycles/s through the agent", "agent CPU ms per cycle",
       "application waits",          "skipped cycles",
-      "compaction ns/point",        "application ms per cycle"};
-  for (int l = 0; l < 6; l++) {
+      "compaction ns/point",        "application ms per cycle",
+      "agent CPU ns per cell",      "bits per value (all encodings)"};
+  for (int l = 0; l < 8; l++) {
     printf("  %-34s", labels[l]);
     for (int m = 0; m < 2; m++) {
-      double v[] = {sum[m].cps,     sum[m].cpu,  sum[m].waits,
-                    sum[m].skipped, sum[m].nspp, sum[m].app_ms};
+      double v[] = {sum[m].cps,
+                    sum[m].cpu,
+                    sum[m].waits,
+                    sum[m].skipped,
+                    sum[m].nspp,
+                    sum[m].app_ms,
+                    sum[m].cpu * 1e6 / (double)N_ELEMENTS,
+                    sum[m].bits};
       if (ok_runs[m] == 0)
         printf(" %12s", "n/a");
       else

@@ -51,6 +51,21 @@ int la_weights_new(uint64_t n, double timer_res_ns, double tol,
   return 0;
 }
 
+/* Rounds the weights to whole timer ticks (q: ns per tick): they are
+ * estimates of counts the timer gives in whole ticks, so they stay within
+ * half a tick of the estimate, and the compaction stores them as integers
+ * (the exact quantized path) instead of fitting lines to them. */
+static void la__ticks(double *y, uint64_t n, double q) {
+  double inv = 1.0 / q;
+  for (uint64_t i = 0; i < n; i++) {
+    double t = y[i] * inv;
+    /* a value too large for a tick count (one the application wrote) is
+     * left as it is: the compaction stores it as it finds it */
+    if (t > -0x1p52 && t < 0x1p52)
+      y[i] = (double)(int64_t)(t + (t >= 0 ? 0.5 : -0.5)) * q;
+  }
+}
+
 int la_weights_cycle(la_weights_t *w, const double *x, const uint8_t *flags,
                      const la_compact_params_t *cp, la_compact_result_t *res,
                      la_robust_stats_t *st) {
@@ -67,6 +82,7 @@ int la_weights_cycle_recon(la_weights_t *w, const double *x,
   pthread_mutex_lock(&w->mu);
   int rc = la_robust_update(w->r, x, flags, y, st);
   pthread_mutex_unlock(&w->mu);
+  if (rc == 0 && cp->quantum > 0) la__ticks(y, w->n, cp->quantum);
   la_compact_params_t p = *cp;
   if (la_compact_effective_mode(&p) == LA_COMPACT_POLYLINE && w->cv > 0 &&
       w->cv < p.cv)

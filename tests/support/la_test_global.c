@@ -373,6 +373,14 @@ static int store(la_test_global_t *g, conn_t *c, uint16_t type,
     }
     memcpy(r->segments, t->segments.data, t->segments.len);
     r->segments_len = t->segments.len;
+    r->wire_bytes = t->segments.len +
+                    (t->has_robust_segments ? t->robust_segments.len : 0);
+    for (size_t i = 0; i < t->n_channels; i++)
+      r->wire_bytes += t->channels[i]->segments.len +
+                       (t->channels[i]->has_robust_segments
+                            ? t->channels[i]->robust_segments.len
+                            : 0);
+    r->has_robust = t->has_robust_segments;
     r->conn = c->id;
     snprintf(r->host, sizeof r->host, "%s", c->host);
     snprintf(r->app_id, sizeof r->app_id, "%s", t->app_id);

@@ -52,6 +52,9 @@ typedef struct la_tg_trace {
   int mode;          /* La__CompactMode */
   uint8_t *segments; /* segments_len bytes, copied */
   size_t segments_len;
+  size_t wire_bytes; /* every encoding it carried: measured, robust and
+                        each channel's (their lengths only) */
+  int has_robust;    /* it carried robust weights */
   uint64_t count; /* exact statistics */
   double sum, min, max;
   int has_error; /* FitError present */
