@@ -31,7 +31,7 @@
 module la_mod
   use, intrinsic :: iso_c_binding, only: c_int, c_long, c_size_t, c_char, &
        c_ptr, c_bool, c_int32_t, c_int64_t, c_associated, &
-       c_f_pointer, c_double
+       c_f_pointer, c_double, c_funptr, c_funloc, c_null_funptr, c_null_ptr
   implicit none
   private
 
@@ -84,6 +84,35 @@ module la_mod
   public :: la_get_stat, la_strerror, la_last_error, la_app_id
   ! rows and boxes of grid cells (one measurement spread over them)
   public :: la_start_row, la_stop_row, la_start_box, la_stop_box
+
+  ! ----------------------------------------------------- custom probes --
+  ! la_set_probe_start_func(fn [, arg, ierr]) / la_set_probe_stop_func:
+  ! LA_setProbeStartFunc / LA_setProbeStopFunc. fn is a function of the
+  ! program with the interface la_probe_func (bind(C)): it gets the 1-based
+  ! element and arg (type(c_ptr), c_null_ptr when absent) and returns a
+  ! reading; the element accumulates stop - start. One function alone serves
+  ! as both. Without fn: none. Setting one makes 'custom' the default
+  ! metric; with the metric custom they may change while registered and
+  ! take over at the next cycle boundary.
+  public :: la_probe_func, la_set_probe_start_func, la_set_probe_stop_func
+  abstract interface
+    function la_probe_func(element, arg) bind(C) result(reading)
+      import :: c_long, c_ptr, c_double
+      integer(c_long), value :: element
+      type(c_ptr), value :: arg
+      real(c_double) :: reading
+    end function
+  end interface
+  interface
+    function c_la_set_probe_func(stop, fn, arg) &
+         bind(C, name="la_f_set_probe_func") result(rc)
+      import :: c_int, c_funptr, c_ptr
+      integer(c_int), value :: stop
+      type(c_funptr), value :: fn
+      type(c_ptr), value :: arg
+      integer(c_int) :: rc
+    end function
+  end interface
 
   ! ---------------------------------------------------------- channels --
   ! la_channel(name) declares a channel before la_register and returns its
@@ -859,6 +888,40 @@ contains
   subroutine la_set_tile_offset_i8(di, dj, dk)
     integer(c_int64_t), intent(in) :: di, dj, dk
     call c_la_set_tile_offset(di, dj, dk)
+  end subroutine
+
+  ! ----------------------------------------------------- custom probes --
+
+  ! la_set_probe_start_func: see the public list above.
+  subroutine la_set_probe_start_func(fn, arg, ierr)
+    procedure(la_probe_func), optional :: fn
+    type(c_ptr), intent(in), optional :: arg
+    integer, intent(out), optional :: ierr
+    call la__f_set_probe(0_c_int, fn, arg, ierr)
+  end subroutine
+
+  ! la_set_probe_stop_func: see the public list above.
+  subroutine la_set_probe_stop_func(fn, arg, ierr)
+    procedure(la_probe_func), optional :: fn
+    type(c_ptr), intent(in), optional :: arg
+    integer, intent(out), optional :: ierr
+    call la__f_set_probe(1_c_int, fn, arg, ierr)
+  end subroutine
+
+  subroutine la__f_set_probe(stop, fn, arg, ierr)
+    integer(c_int), intent(in) :: stop
+    procedure(la_probe_func), optional :: fn
+    type(c_ptr), intent(in), optional :: arg
+    integer, intent(out), optional :: ierr
+    type(c_funptr) :: f
+    type(c_ptr) :: a
+    integer(c_int) :: rc
+    f = c_null_funptr
+    a = c_null_ptr
+    if (present(fn)) f = c_funloc(fn)
+    if (present(arg)) a = arg
+    rc = c_la_set_probe_func(stop, f, a)
+    if (present(ierr)) ierr = int(rc)
   end subroutine
 
   ! ---------------------------------------------------- in-job weights --

@@ -25,6 +25,9 @@
  *     offset (la_f_set_tile_offset) is added first, so tiled kernels probe
  *     with tile-local indices; 32-bit global ids are widened for
  *     LA_setGlobalIds; a 1-based grid origin becomes LA_setGridOrigin's.
+ *   - custom probes: la_f_set_probe_func gives libla a trampoline that
+ *     calls the program's bind(C) function with the 1-based element (C's
+ *     e + 1), so Fortran probe functions count from 1 like the probes.
  * Everything else in la.h has a plain C signature (no varargs, no structs by
  * value) and la_mod binds to it directly. Deliberately no logic beyond the
  * index shift and the string copy: validation stays in the C API, so C and
@@ -241,4 +244,49 @@ LA_EXPORT int la_f_set_grid_origin(const int64_t *first, const int64_t *glob) {
   return LA_setGridOrigin((long)(first[0] - 1), (long)(first[1] - 1),
                           (long)(first[2] - 1), (long)glob[0], (long)glob[1],
                           (long)glob[2]);
+}
+
+/* --------------------------------------------------------- custom probes
+ * The Fortran function and its argument travel to libla as the argument
+ * of one trampoline, in a slot of a small pool per kind (start, stop).
+ * libla keeps using the functions in force until the next cycle boundary,
+ * so a new setting never overwrites a slot libla may still call through:
+ * the slots in force (la__probe_args) and the ones set but not yet in
+ * force (la__settings_probe_funcs) are skipped. At most four are in use at
+ * once; five per kind always leave one free. */
+typedef double (*la__f_probe_fn)(long element, void *arg);
+typedef struct la__f_probe {
+  la__f_probe_fn fn;
+  void *arg;
+} la__f_probe_t;
+#define LA__F_PROBE_SLOTS 5
+static la__f_probe_t la__f_probes[2][LA__F_PROBE_SLOTS];
+
+static double la__f_probe_tramp(long e, void *slot) {
+  const la__f_probe_t *p = slot;
+  return p->fn((long)((unsigned long)e + 1ul), p->arg);
+}
+
+/* LA_setProbeStopFunc (stop) or LA_setProbeStartFunc of the Fortran
+ * function fn (NULL: none) with arg, through the trampoline. */
+LA_EXPORT int la_f_set_probe_func(int stop, la__f_probe_fn fn, void *arg) {
+  int (*set)(LA_ProbeFunc, void *) =
+      stop ? LA_setProbeStopFunc : LA_setProbeStartFunc;
+  if (!fn) return set(NULL, NULL);
+  void *used[4];
+  LA_ProbeFunc f0, f1;
+  la__probe_args(&used[0], &used[1]);
+  la__settings_probe_funcs(&f0, &used[2], &f1, &used[3]);
+  la__f_probe_t *slot = NULL;
+  for (int k = 0; k < LA__F_PROBE_SLOTS && !slot; k++) {
+    la__f_probe_t *c = &la__f_probes[stop != 0][k];
+    int busy = 0;
+    for (int u = 0; u < 4; u++) busy |= used[u] == (void *)c;
+    if (!busy) slot = c;
+  }
+  if (!slot) /* cannot happen: see above */
+    return la__error(LA_ELIMIT, "no free slot for a Fortran probe function");
+  slot->fn = fn;
+  slot->arg = arg;
+  return set(la__f_probe_tramp, slot);
 }

@@ -232,6 +232,8 @@ LA__HIDDEN void la__papi_shutdown(void);
 LA__HIDDEN void la__probe_setup(int fast, int tsc, LA_ProbeFunc start,
                                 void *start_arg, LA_ProbeFunc stop,
                                 void *stop_arg);
+/* The arguments of the user probe functions in force (NULL for none). */
+LA__HIDDEN void la__probe_args(void **start_arg, void **stop_arg);
 LA__HIDDEN void la__probe_grid(uint64_t nx, uint64_t ny, uint64_t nz);
 /* Starts a profiled cycle writing into buffer i of the segment (its
  * n_channels x n values, n flags, row values and meta data). */

@@ -44,6 +44,11 @@ void la__probe_setup(int fast, int tsc, LA_ProbeFunc start, void *start_arg,
   la__stop_arg = stop_arg;
 }
 
+void la__probe_args(void **start_arg, void **stop_arg) {
+  *start_arg = la__start_fn ? la__start_arg : NULL;
+  *stop_arg = la__stop_fn ? la__stop_arg : NULL;
+}
+
 void la__probe_grid(uint64_t nx, uint64_t ny, uint64_t nz) {
   la__hot.nx = nx;
   la__hot.ny = ny;

@@ -25,14 +25,54 @@
 !     indices, then, with tile offset (2,1,0), tile-local cell (0,0,2)
 !     (program (2,1,2), C 9).
 !
-! Usage: test_fmod [agent|noagent|codes|numbering]
+! Mode probes runs custom probe functions (subroutine probes below).
+!
+! Usage: test_fmod [agent|noagent|codes|numbering|probes]
 !   agent    fail unless the registrations succeed
 !   noagent  fail unless la_register returns LA_ENOAGENT
 !   codes    print every la_mod constant as "NAME VALUE" and exit
 ! Exit status 0 on success; error stop (non-zero) on a wrong result.
+! Probe functions for mode probes: bind(C) with la_mod's la_probe_func
+! interface (a module, since internal procedures cannot be bind(C)).
+module fmod_probes
+  use, intrinsic :: iso_c_binding, only: c_long, c_ptr, c_double, &
+       c_associated, c_f_pointer
+  implicit none
+contains
+  ! start reading: 0
+  function zero_probe(element, arg) bind(C) result(reading)
+    integer(c_long), value :: element
+    type(c_ptr), value :: arg
+    real(c_double) :: reading
+    reading = 0
+    if (element < 1 .or. c_associated(arg)) reading = -1  ! not expected
+  end function
+  ! stop reading: element * scale, scale the real(c_double) arg points to
+  function scaled_probe(element, arg) bind(C) result(reading)
+    integer(c_long), value :: element
+    type(c_ptr), value :: arg
+    real(c_double) :: reading
+    real(c_double), pointer :: scale
+    reading = -1
+    if (.not. c_associated(arg)) return
+    call c_f_pointer(arg, scale)
+    reading = real(element, c_double) * scale
+  end function
+  ! stop reading: element * 1000, no argument
+  function kilo_probe(element, arg) bind(C) result(reading)
+    integer(c_long), value :: element
+    type(c_ptr), value :: arg
+    real(c_double) :: reading
+    reading = real(element, c_double) * 1000
+    if (c_associated(arg)) reading = -1
+  end function
+end module fmod_probes
+
 program test_fmod
   use, intrinsic :: iso_fortran_env, only: int64
+  use, intrinsic :: iso_c_binding, only: c_double, c_loc
   use la_mod
+  use fmod_probes
   implicit none
   character(len=16) :: mode
   character(len=256) :: agent
@@ -52,6 +92,10 @@ program test_fmod
   end if
   if (mode == 'numbering') then
     call numbering()
+    stop
+  end if
+  if (mode == 'probes') then
+    call probes()
     stop
   end if
 
@@ -300,6 +344,58 @@ contains
     call check(la_get_stat(LA_STAT_RANGE_ERRORS) == 2, 'one cell out of range')
     call la_finalize()
     print '(a)', 'fmod: OK (numbering)'
+  end subroutine
+
+  ! Mode probes: custom probe functions from Fortran.
+  !   fmod-probes.1, 4 elements, metric custom: start reads 0, stop reads
+  !     element * scale (scale = 10, through arg). Cycle 1 probes element 2
+  !     (20 at C index 1), then sets the stop function kilo_probe (element *
+  !     1000) and probes element 3, still with the old one (30 at C 2);
+  !     cycle 2 probes element 4 with the new one (4000 at C 3); cycle 3
+  !     probes element 1 (1000 at C 0) and ends with la_finalize, which
+  !     hands it over (tag 2).
+  !   fmod-probes.2, metric time: probe functions while registered are
+  !     refused with LA_ESTATE, as is la_set_metric.
+  subroutine probes()
+    real(c_double), target :: scale
+    scale = 10
+    call la_set_app_id('fmod-probes.1', ierr)
+    call la_set_probe_start_func(zero_probe, ierr=ierr)
+    call check(ierr == LA_OK, 'la_set_probe_start_func')
+    call la_set_probe_stop_func(scaled_probe, c_loc(scale), ierr)
+    call check(ierr == LA_OK, 'la_set_probe_stop_func')
+    call la_register(name, 0, 1, 4, ierr)
+    call check(ierr == LA_OK, 'la_register with probe functions')
+    call la_start_probe(2)
+    call la_stop_probe(2)
+    call la_set_probe_stop_func(kilo_probe, ierr=ierr)
+    call check(ierr == LA_OK, 'la_set_probe_stop_func while registered')
+    call la_start_probe(3)
+    call la_stop_probe(3)
+    call la_data_xfer(ierr)
+    call check(ierr == LA_OK, 'la_data_xfer (probes, cycle 1)')
+    call la_start_probe(4)
+    call la_stop_probe(4)
+    call la_data_xfer(ierr)
+    call la_start_probe(1)
+    call la_stop_probe(1)
+    call la_finalize(ierr)
+    call check(ierr == LA_OK, 'la_finalize (probes)')
+    call check(la_get_stat(LA_STAT_PROFILED) == 3, 'three cycles profiled')
+
+    call la_set_probe_start_func(ierr=ierr)  ! none: back to time
+    call check(ierr == LA_OK, 'la_set_probe_start_func()')
+    call la_set_probe_stop_func()
+    call la_set_metric('time', ierr)
+    call la_set_app_id('fmod-probes.2', ierr)
+    call la_register(name, 0, 1, 4, ierr)
+    call check(ierr == LA_OK, 'la_register (time)')
+    call la_set_probe_start_func(zero_probe, ierr=ierr)
+    call check(ierr == LA_ESTATE, 'probe function with metric time: ESTATE')
+    call la_set_metric('custom', ierr)
+    call check(ierr == LA_ESTATE, 'la_set_metric while registered: ESTATE')
+    call la_finalize()
+    print '(a)', 'fmod: OK (probes)'
   end subroutine
 
   subroutine check(ok, what)

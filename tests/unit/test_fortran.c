@@ -440,12 +440,46 @@ static void test_numbering(void **state) {
   la_ta_free(&a);
 }
 
+/* Custom probe functions from Fortran (test_fmod probes): the function
+ * gets the 1-based element and its argument, one set while registered
+ * measures from the next cycle, LA_finalize hands the open cycle over,
+ * and under the time metric they are refused (checked in Fortran). */
+static void test_custom_probes(void **state) {
+  skip_if_missing();
+  la_test_agent_t a;
+  run_t r;
+  start_daemons(&a);
+  run_fmod_ok(&r, "probes", la_td_addr(a.st.la), "fmod: OK (probes)");
+  assert_int_equal(la_ta_wait_ended(&a, 3, 2, 20000), 0);
+  const char *id = "fmod-probes.1";
+  char metric[64];
+  la_ta_sql_text(&a, "SELECT metric FROM apps WHERE app_id = 'fmod-probes.1'",
+                 metric, sizeof metric);
+  assert_string_equal(metric, "custom");
+  la_ta_sql_text(&a, "SELECT metric FROM apps WHERE app_id = 'fmod-probes.2'",
+                 metric, sizeof metric);
+  assert_string_equal(metric, "time");
+  assert_int_equal(la_ta_ntraces(&a, id), 3);
+  static const double want[3][4] = {
+      {0, 20, 30, 0}, {0, 0, 0, 4000}, {1000, 0, 0, 0}};
+  for (size_t i = 0; i < 3; i++) {
+    double v[4];
+    assert_int_equal(trace_by_seq(&a, id, i, v, 4), i);
+    for (int e = 0; e < 4; e++)
+      if (v[e] != want[i][e])
+        fail_msg("cycle %zu element %d: %g, expected %g", i, e, v[e],
+                 want[i][e]);
+  }
+  la_ta_free(&a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_constants_match_c),
       cmocka_unit_test(test_no_agent),
       cmocka_unit_test(test_values_arrive),
       cmocka_unit_test(test_numbering),
+      cmocka_unit_test(test_custom_probes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
