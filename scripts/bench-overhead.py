@@ -41,6 +41,18 @@ loop lasts about 0.02 s, so fixed costs weigh on it; with
 LA_BENCH_STEPS=3000 (about 0.5 s) the loop is the steady state. The
 LocalAgent's CPU per profiled cycle (its CPU seconds over the cycles the
 program reports as profiled) is the figure least moved by other load.
+LA_BENCH_BUSY=1 is the node as deployed: as many ranks as cores
+(LA_BENCH_NP defaults to the core count), the agents on the same cores,
+wavetoy (128^3 cells, 300 steps), heavy and multiloop (1024^2 cells, three
+loops per step: channels), the wall-time metric at periods 1 and 15 with
+cell and row probes (LA_BENCH_PERIODS etc. still choose); it reports
+besides the overhead the application's waits for a buffer (all ranks) and
+the LocalAgent's CPU per cell of a profiled cycle (its CPU over profiled
+cycles x cells of the job).
+LA_BENCH_AGENT_B=PATH starts a second LocalAgent from PATH (another build,
+to compare side by side) beside the first, on the same GlobalAgent, and
+runs every LA variant against each, interleaved; B's variants carry "/B"
+in their key (their probe column reads e.g. "cell/B").
 LA_BENCH_PIN=1 runs the daemons on CPU 1 and the program on CPU 0
 (taskset), so that the agent's work on a profiled cycle does not take the
 program's core: on a 2-core machine shared with other work the scheduler
@@ -76,6 +88,19 @@ METRICS = ["time", "papi:perf::TASK-CLOCK"]
 PERIODS = [1, 5, 15, 50]
 CVS = [0.05, 0.1, 0.2]
 PROBE_MODES = ["cell-always", "row"]  # besides the default, cell
+# cells of the whole job per program, for the agent's CPU per cell
+CELLS = {"wavetoy": lambda n: n ** 3, "heavy": lambda n: n ** 3,
+         "multiloop": lambda n: n ** 2}
+BUSY = os.environ.get("LA_BENCH_BUSY", "") == "1"
+if BUSY:
+    NP = int(os.environ.get("LA_BENCH_NP", str(os.cpu_count() or 1)))
+    PROGRAMS = {"wavetoy": ["--n", "128", "--steps", "300"],
+                "heavy": ["--n", "32", "--steps", "30"],
+                "multiloop": ["--n", "1024", "--steps", "150"]}
+    METRICS = ["time"]
+    PERIODS = [1, 15]
+    CVS = [0.1]
+    PROBE_MODES = ["row"]
 STEPS = os.environ.get("LA_BENCH_STEPS", "")
 if STEPS:
     PROGRAMS = {k: v[:2] + ["--steps", str(int(STEPS))] + v[4:]
@@ -96,6 +121,7 @@ PROBES = env_list("LA_BENCH_PROBES", ["floor", "cell"] + PROBE_MODES, str)
 PROBE_MODES = [m for m in PROBE_MODES if m in PROBES]
 WALL = re.compile(r"wall time ([0-9.]+) s")
 PROFILED = re.compile(r"profiled ([0-9]+)")
+WAITS = re.compile(r"waits ([0-9]+) \(all ranks\)")
 REGISTER = re.compile(r"LA_registerGrid ([0-9.]+) ms")
 PIN = os.environ.get("LA_BENCH_PIN", "") == "1" and shutil.which("taskset")
 
@@ -114,8 +140,9 @@ def start(cmd, port_file, name, work):
         if p.poll() is not None:
             break
         time.sleep(0.01)
-    raise SystemExit("bench-overhead: %s did not start (see %s)" %
-                     (name, log.name))
+    log.close()
+    raise SystemExit("bench-overhead: %s did not start: %s" %
+                     (name, open(log.name).read()[-600:]))
 
 
 def supports(prog, option):
@@ -155,7 +182,7 @@ def settle(pids, quiet=0.05, limit=2.0):
 
 def run(prog, args, env_add, daemons):
     """One run: (wall s from the program, app CPU s, [daemon CPU s],
-    whole-run s, profiled cycles, registration ms)."""
+    whole-run s, profiled cycles, registration ms, waits)."""
     env = dict(os.environ)
     env.update(env_add)
     d0 = [cpu_seconds(p) for p in daemons]
@@ -174,9 +201,11 @@ def run(prog, args, env_add, daemons):
                          (prog, " ".join(args), out.stdout, out.stderr))
     app = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     prof, reg = PROFILED.search(out.stdout), REGISTER.search(out.stdout)
+    waits = WAITS.search(out.stdout)
     return (float(m.group(1)), app, [b - a for a, b in zip(d0, d1)], whole,
             int(prof.group(1)) if prof else 0,
-            float(reg.group(1)) if reg else 0.0)
+            float(reg.group(1)) if reg else 0.0,
+            int(waits.group(1)) if waits else 0)
 
 
 def main():
@@ -203,6 +232,16 @@ def main():
                           work)
         procs.append(la)
         agent = "127.0.0.1:%d" % lport
+        agents = [("", agent, la)]
+        if os.environ.get("LA_BENCH_AGENT_B"):
+            lb_cmd = [os.environ["LA_BENCH_AGENT_B"]] + la_cmd[1:]
+            lb_cmd = [a + "B" if a.startswith(("--agent.port_file=",
+                                                 "--global.spool_dir="))
+                      else a for a in lb_cmd]
+            lb, lbport = start(lb_cmd, os.path.join(work, "lportB"),
+                               "localagentB", work)
+            procs.append(lb)
+            agents.append(("/B", "127.0.0.1:%d" % lbport, lb))
 
         variants = []  # (program, key, args, env)
         for name, args in PROGRAMS.items():
@@ -224,14 +263,15 @@ def main():
                             if "cell" in PROBES]
                     if metric == "time":
                         runs += [(0.1, m) for m in modes]
-                    for cv, mode in runs:
+                    for (cv, mode), (tag, addr, _) in [
+                            (r, a) for r in runs for a in agents]:
                         key = "%s/p%d/cv%g" % (metric, period, cv)
                         extra = []
+                        key += "/" + (mode or "cell") + tag
                         if mode:
-                            key += "/" + mode
                             extra = ["--probe", mode]
                         variants.append((name, key, prog, args + extra, {
-                            "LA_AGENT": agent, "LA_METRIC": metric,
+                            "LA_AGENT": addr, "LA_METRIC": metric,
                             "LA_PERIOD": str(period),
                             "LA_COMPACT": "polyline:cv=%g" % cv,
                             "LA_APP_ID": "ovh-%s-%d" % (name, len(variants)),
@@ -248,19 +288,23 @@ def main():
         times = {(v[0], v[1]): [] for v in variants}
         cpu = {(v[0], v[1]): [] for v in variants}  # (app, la, ga) per run
         wholes = {(v[0], v[1]): [] for v in variants}
-        extra = {(v[0], v[1]): [] for v in variants}  # (profiled, reg ms)
-        daemons = [la.pid, ga.pid]
+        extra = {(v[0], v[1]): [] for v in variants}  # (profiled, reg ms,
+        #                                                  waits)
+        daemons = [la.pid, ga.pid] + [a[2].pid for a in agents[1:]]
         load0 = os.getloadavg()
         t_start = time.time()
         for rep in range(REPS):
             order = list(variants)
             random.Random(rep).shuffle(order)
             for name, key, prog, args, env in order:
-                wall, app, dcpu, whole, prof, reg = run(prog, args, env,
-                                                        daemons)
+                wall, app, dcpu, whole, prof, reg, waits = run(
+                    prog, args, env, daemons)
+                if len(dcpu) > 2:  # the LocalAgent this variant used
+                    dcpu = [dcpu[2] if key.endswith("/B") else dcpu[0],
+                            dcpu[1]]
                 times[(name, key)].append(wall)
                 wholes[(name, key)].append(whole)
-                extra[(name, key)].append((prof, reg))
+                extra[(name, key)].append((prof, reg, waits))
                 cpu[(name, key)].append([app] + dcpu)
         load1 = os.getloadavg()
 
@@ -271,6 +315,7 @@ def main():
                                               "globalagent"))}
 
         result = {"ranks": NP, "reps": REPS, "pinned": bool(PIN),
+                  "busy_node": BUSY, "cores": os.cpu_count(),
                   "seconds": round(time.time() - t_start, 1),
                   "loadavg_1min": [load0[0], load1[0]], "programs": {}}
         md = ["| program | metric | probe | period | CV | median s | "
@@ -303,7 +348,9 @@ def main():
             for (pname, key), ts in sorted(times.items()):
                 if pname != name or key in ("none", "floor"):
                     continue
-                metric, p, cv, mode = (key.split("/") + ["cell"])[:4]
+                parts = key.split("/")
+                metric, p, cv = parts[:3]
+                mode = "/".join(parts[3:]) or "cell"
                 med = statistics.median(ts)
                 cc = cpu_medians((pname, key))
                 wmed = statistics.median(wholes[(pname, key)])
@@ -322,7 +369,14 @@ def main():
                            e[1] for e in extra[(pname, key)]),
                        "localagent_ms_per_cycle": 1e3 * statistics.median(
                            per) if per else None,
+                       "waits": statistics.median(
+                           e[2] for e in extra[(pname, key)]),
                        "cpu_runs_s": cpu[(pname, key)]}
+                n_arg = PROGRAMS[pname][PROGRAMS[pname].index("--n") + 1]
+                if per and pname in CELLS:
+                    # per profiled cycle of one rank: its cells
+                    cfg["localagent_ns_per_cell"] = 1e9 * statistics.median(
+                        per) * NP / CELLS[pname](int(n_arg))
                 if "floor_overhead_pct" in entry and entry[
                         "floor_overhead_pct"] > 0:
                     cfg["ratio_to_floor"] = cfg["overhead_pct"] / entry[
@@ -366,7 +420,10 @@ def main():
                               c["cpu_s"]["app"],
                               c["cpu_s"]["localagent"],
                               c["cpu_s"]["globalagent"],
-                              "%.3f" % c["localagent_ms_per_cycle"]
+                              "%.3f ms (%.2f ns/cell), %d waits" % (
+                                  c["localagent_ms_per_cycle"],
+                                  c.get("localagent_ns_per_cell", 0),
+                                  c["waits"])
                               if c["localagent_ms_per_cycle"] else "-",
                               c["register_ms"],
                               "  (%.2fx floor)" % c["ratio_to_floor"]
