@@ -20,11 +20,13 @@ void la_compact_result_free(la_compact_result_t *r) {
   memset(r, 0, sizeof(*r));
 }
 
+/* sse and sum in units of 2^(2k) and 2^k. */
 static void fill_error(la_fit_error_t *e, double max, double sse, double sum,
-                       uint64_t m) {
+                       uint64_t m, int k) {
+  double r = m ? sqrt(sse / (double)m) : 0;
   e->max_abs = max;
-  e->rmse = m ? sqrt(sse / (double)m) : 0;
-  e->cv = e->rmse == 0 ? 0 : e->rmse / fabs(sum / (double)m);
+  e->rmse = k ? ldexp(r, k) : r;
+  e->cv = r == 0 ? 0 : r / fabs(sum / (double)m);
 }
 
 /* Hands the buffer to the result, trimmed to its length. */
@@ -88,10 +90,12 @@ static int compact(const double *x, size_t n, const la_compact_params_t *p,
   }
   /* the encoder fed every point to the statistics, in order */
   la_stats_finish(&enc.stats, n, &out->stats);
+  la_stats_overflow(x, n, &out->stats);
   out->segments = enc.segments;
   out->exceptions = enc.exceptions;
   out->quantized = enc.quantized;
-  fill_error(&out->error, enc.err_max, enc.err_sse, enc.err_sum, enc.err_count);
+  fill_error(&out->error, enc.err_max, enc.err_sse, enc.err_sum, enc.err_count,
+             enc.err_k);
   take(&enc.out, out);
   la_cenc_free(&enc);
   return 0;

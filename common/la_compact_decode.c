@@ -28,6 +28,14 @@ static dd_t dd_add(dd_t a, double b) {
   double e = (a.hi - (s - bb)) + (b - bb);
   return (dd_t){s, a.lo + e};
 }
+/* a + x * y, the product exact (Dekker's two-product; |x|, |y| < 2^990, so
+ * the splits do not overflow). */
+static dd_t dd_add_prod(dd_t a, double x, double y) {
+  double p = x * y, cx = 0x1p27 + 1, ax = cx * x, ay = cx * y;
+  double xh = ax - (ax - x), xl = x - xh, yh = ay - (ay - y), yl = y - yh;
+  double e = ((xh * yh - p) + xh * yl + xl * yh) + xl * yl;
+  return dd_add(dd_add(a, p), e);
+}
 static double dd_diff(dd_t a, dd_t b) { /* a - b */
   dd_t r = dd_add(a, -b.hi);
   return r.hi + (r.lo - b.lo);
@@ -59,6 +67,9 @@ struct la_trace {
   double *nfval;
   size_t nnf, nfcap;
   int check_only; /* la_trace_check_max: parse and check, keep nothing */
+  /* the prefix sums hold values times psc: 1, or 2^-64 when they would
+   * leave the double range at 1 (values near DBL_MAX; rescale()) */
+  double psc;
 };
 
 /* Makes room for need elements in the arrays p[0..np) of the given element
@@ -113,7 +124,8 @@ static int add_value(la_trace_t *t, uint64_t pos, double v) {
   if (grow(p, sz, 2, &t->vcap, t->nv + 1)) return LA_ENOMEM;
   if (t->nv == 0) t->vprefix[0] = (dd_t){0, 0};
   t->vals[t->nv] = v;
-  t->vprefix[t->nv + 1] = dd_add(t->vprefix[t->nv], isfinite(v) ? v : 0);
+  t->vprefix[t->nv + 1] =
+      dd_add(t->vprefix[t->nv], isfinite(v) ? v * t->psc : 0);
   t->nv++;
   return add_nonfinite(t, pos, v);
 }
@@ -142,12 +154,17 @@ static dd_t rec_partial(const la_trace_t *t, const rec_t *q, uint64_t j0,
     return dd_add(s, t->vprefix[q->x0 + j1].lo - t->vprefix[q->x0 + j0].lo);
   }
   if (lin_end > j0) {
-    cnt = lin_end - j0;
-    s = dd_add(s, (double)cnt * q->base);
-    s = dd_add(s, q->d * ((double)cnt *
-                          ((double)(j0 + lin_end - 1 + 2 * q->off) / 2)));
+    double c = (double)(cnt = lin_end - j0);
+    double h = c * ((double)(j0 + lin_end - 1 + 2 * q->off) / 2);
+    if (t->psc == 1) {
+      s = dd_add(s, c * q->base);
+      s = dd_add(s, q->d * h);
+    } else { /* values near DBL_MAX: their products exactly (rescale()) */
+      s = dd_add_prod(s, c, q->base * t->psc);
+      s = dd_add_prod(s, q->d * t->psc, h);
+    }
   }
-  if (j1 == q->count) s = dd_add(s, q->last);
+  if (j1 == q->count) s = dd_add(s, q->last * t->psc);
   x0 = lower_bound(t->xpos, q->x0, q->x0 + q->nx, q->first + j0);
   x1 = lower_bound(t->xpos, x0, q->x0 + q->nx, q->first + j1);
   if (x1 > x0) {
@@ -327,6 +344,43 @@ bad:
                    r->off);
 }
 
+/* The prefix sums were built at psc = 1 (the values as they are). When one
+ * left the double range (a running sum of values near DBL_MAX: Inf, or NaN
+ * from Inf - Inf), they are built again with every value times 2^-64: a
+ * sum of at most 2^40 doubles then stays below 2^1000, and range sums
+ * scale back (Inf only where the range's own sum overflows). Values below
+ * 2^-958 lose bits there, next to values near 2^1024. */
+static void rescale(la_trace_t *t) {
+  dd_t sum = {0, 0};
+  size_t k, e;
+
+  if ((t->nrec == 0 || isfinite(t->rprefix[t->nrec].hi)) &&
+      (t->nv == 0 || isfinite(t->vprefix[t->nv].hi)) &&
+      (t->nx == 0 || isfinite(t->xprefix[t->nx].hi)))
+    return;
+  t->psc = 0x1p-64;
+  for (k = 0; k < t->nv; k++) {
+    double v = t->vals[k];
+    t->vprefix[k + 1] = dd_add(t->vprefix[k], isfinite(v) ? v * t->psc : 0);
+  }
+  for (k = 0; k < t->nrec; k++) {
+    const rec_t *q = &t->recs[k];
+    if (q->kind == LA_REC_VERBATIM) continue;
+    for (e = q->x0; e < q->x0 + q->nx; e++) {
+      double v = t->xval[e];
+      double line = la_line_value(q->base, q->d, q->off, t->xpos[e] - q->first,
+                                  q->count, q->last);
+      t->xprefix[e + 1] = dd_add(dd_add(t->xprefix[e], -line * t->psc),
+                                 isfinite(v) ? v * t->psc : 0);
+    }
+  }
+  for (k = 0; k < t->nrec; k++) {
+    dd_t rs = rec_partial(t, &t->recs[k], 0, t->recs[k].count, (dd_t){0, 0});
+    sum = dd_add(dd_add(sum, rs.hi), rs.lo);
+    t->rprefix[k + 1] = sum;
+  }
+}
+
 int la_trace_open(const uint8_t *bytes, size_t len, la_trace_t **out, char *why,
                   size_t why_len) {
   return la_trace_open_max(bytes, len, LA_TRACE_MAX_POINTS, out, why, why_len);
@@ -459,6 +513,7 @@ body_done:
   if (!t->check_only && t->rprefix == NULL &&
       (t->rprefix = calloc(1, sizeof(dd_t))) == NULL)
     rc = LA_ENOMEM;
+  if (rc == 0 && !t->check_only) rescale(t);
 out:
   return rc;
 }
@@ -472,6 +527,7 @@ int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
     return la_errorf(why, why_len, LA_EINVAL, "no buffer");
   *out = NULL;
   if ((t = calloc(1, sizeof(*t))) == NULL) return LA_ENOMEM;
+  t->psc = 1;
   if ((rc = parse_trace(bytes, len, max_points, t, why, why_len)) != 0) {
     la_trace_close(t);
     return rc;
@@ -490,6 +546,7 @@ int la_trace_check_max(const uint8_t *bytes, size_t len, uint64_t max_points,
     return la_errorf(why, why_len, LA_EINVAL, "no buffer");
   memset(&t, 0, sizeof t);
   t.check_only = 1;
+  t.psc = 1;
   if ((rc = parse_trace(bytes, len, max_points, &t, why, why_len)) != 0)
     return rc;
   *n_points = t.n;
@@ -583,7 +640,7 @@ int la_trace_range_sum(const la_trace_t *t, uint64_t first, uint64_t count,
     s = dd_add(s, dd_diff(t->rprefix[k1], t->rprefix[k0 + 1]));
     s = rec_partial(t, q1, 0, last + 1 - q1->first, s);
   }
-  r = s.hi + s.lo;
+  r = (s.hi + s.lo) / t->psc; /* exact, or +-Inf past the double range */
   f = lower_bound(t->nfpos, 0, t->nnf, first);
   for (; f < t->nnf && t->nfpos[f] <= last; f++) r += t->nfval[f];
   *sum = r;

@@ -116,8 +116,9 @@ static int quantize(double v, int ex, int64_t *k, double *vq) {
 }
 
 typedef struct {
-  double max, sse, sum;
+  double max, sse, sum; /* sse in units of 2^(2k), sum in units of 2^k */
   uint64_t count;
+  int k;
 } chk_t;
 
 /* Accumulators of the check: SSE and the sum of x in four lanes (point j of
@@ -218,7 +219,7 @@ __attribute__((target("avx2"))) static void chk_run_avx2(
  * which is exact), and measures the error on the way. The self-check and
  * the error measurement are this one pass. */
 static int check_line(const la_cenc_t *e, uint64_t first, uint64_t count,
-                      double base, double d, uint64_t off, double last,
+                      double base, double d_line, uint64_t off, double last,
                       double tol_abs, double tol_rel, chk_t *c) {
   const double *x = e->x + first;
   uint64_t j0 = 0;
@@ -231,10 +232,10 @@ static int check_line(const la_cenc_t *e, uint64_t first, uint64_t count,
     uint64_t j1 = k < e->nexc ? e->exc_off[k] : count - 1;
 #if LA_COMPACT_X86
     if (e->simd && j1 - j0 >= 8)
-      chk_run_avx2(x, j0, j1, base, d, off, tol_abs, tol_rel, &L);
+      chk_run_avx2(x, j0, j1, base, d_line, off, tol_abs, tol_rel, &L);
     else
 #endif
-      chk_run_scalar(x, j0, j1, base, d, off, tol_abs, tol_rel, &L);
+      chk_run_scalar(x, j0, j1, base, d_line, off, tol_abs, tol_rel, &L);
     j0 = j1 + 1;
   }
   sse = (L.sse[0] + L.sse[2]) + (L.sse[1] + L.sse[3]);
@@ -245,8 +246,33 @@ static int check_line(const la_cenc_t *e, uint64_t first, uint64_t count,
   sse += err * err;
   sum += x[count - 1];
   c->count = count - e->nexc;
-  if (!L.ok || !(L.max < INFINITY) ||
-      (!maxerr && !(sse * (double)c->count <= e->bound * e->bound * sum * sum)))
+  c->k = 0;
+  if (!L.ok || !(L.max < INFINITY)) return 0;
+  if (!((L.max == 0 || (L.max >= 0x1p-400 && L.max <= 0x1p400)) &&
+        (sum == 0 || (fabs(sum) >= 0x1p-400 && fabs(sum) <= 0x1p400)))) {
+    /* errors whose squares underflow, tiny values, or sums that overflow:
+     * the same points again, everything times 2^-k (exact), k from the
+     * line's values and its largest error (the reported error adds these
+     * in their own unit) */
+    double big = fmax(L.max, fmax(fabs(base), fabs(last))), sc;
+    uint64_t j;
+    k = 0;
+    c->k = big > 0 && big < INFINITY ? ilogb(big) : 0;
+    c->k = c->k > 1000 ? 1000 : c->k < -1000 ? -1000 : c->k;
+    sc = ldexp(1, -c->k);
+    sse = sum = 0;
+    for (j = 0; j < count; j++) {
+      double v = x[j], d;
+      if (k < e->nexc && e->exc_off[k] == j) {
+        k++;
+        continue;
+      }
+      d = fabs(la_line_value(base, d_line, off, j, count, last) - v) * sc;
+      sse += d * d;
+      sum += v * sc;
+    }
+  }
+  if (!maxerr && !(sse * (double)c->count <= e->bound * e->bound * sum * sum))
     return 0;
   c->max = L.max;
   c->sse = sse;
@@ -364,8 +390,23 @@ int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a, double b,
       o[e->exc_off[k]] = e->x[first + e->exc_off[k]];
   }
   if (c.max > e->err_max) e->err_max = c.max;
-  e->err_sse += c.sse;
-  e->err_sum += c.sum;
+  if (e->err_sse == 0 && e->err_sum == 0) /* nothing to rescale yet */
+    e->err_k = c.k;
+  if (c.k == e->err_k) {
+    e->err_sse += c.sse;
+    e->err_sum += c.sum;
+  } else { /* in the totals' unit, unless that overflows: then in c's */
+    double s2 = ldexp(c.sse, 2 * (c.k - e->err_k));
+    double s1 = ldexp(c.sum, c.k - e->err_k);
+    if (isfinite(s2) && isfinite(s1)) {
+      e->err_sse += s2;
+      e->err_sum += s1;
+    } else {
+      e->err_sse = ldexp(e->err_sse, 2 * (e->err_k - c.k)) + c.sse;
+      e->err_sum = ldexp(e->err_sum, e->err_k - c.k) + c.sum;
+      e->err_k = c.k;
+    }
+  }
   e->err_count += c.count;
   e->pos += count;
   e->segments++;

@@ -81,6 +81,12 @@ int la_runs_probe(const double *x, size_t n);
 /* The statistics of the count points fed so far. */
 void la_stats_finish(const la_stats_acc_t *a, uint64_t count,
                      la_series_stats_t *st);
+/* After la_stats_finish() over all of x[0..n): when the running sum of
+ * finite values left the double range (+-Inf, every value finite), sets
+ * st->sum to Neumaier's sum of the values scaled by 2^-64, scaled back:
+ * finite when the exact sum is, +-Inf only when it is beyond the double
+ * range. Otherwise changes nothing (one test). */
+void la_stats_overflow(const double *x, size_t n, la_series_stats_t *st);
 
 /* Growable byte buffer: capacity doubles; the first allocation failure is
  * sticky in err (LA_ENOMEM) and later puts are ignored. */
@@ -265,8 +271,11 @@ struct la_cenc {
   double vertex; /* its last value */
   /* outputs */
   size_t segments, exceptions, fallbacks;
-  double err_max, err_sse, err_sum; /* over points checked */
+  /* over the points checked: max |error|, and SSE and sum in units of
+   * 2^(2 err_k) and 2^err_k (err_k != 0 when values were tiny or huge) */
+  double err_max, err_sse, err_sum;
   uint64_t err_count;
+  int err_k;
   int err;
   int simd;             /* la_compact_simd() */
   la_stats_acc_t stats; /* statistics of x[0..stats_pos) */

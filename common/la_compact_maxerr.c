@@ -17,9 +17,11 @@
  * verbatim run are free (hull) segments.
  *
  * Tolerance of point y: tol = eps * LA_COMPACT_ME_FIT (absolute) or that
- * times |y| (relative). A point is fittable when finite, tol > 0 and
- * tol >= 2^-36 |y| (so rounding cannot matter); others are exceptions or
- * verbatim. It does not encode: la_cenc_line() quantizes and checks.
+ * times |y| (relative). A point is fittable when finite, tol >= DBL_MIN
+ * and tol >= 2^-36 |y| (so rounding cannot matter); others are exceptions
+ * or verbatim. The interval of a point y >= 0 does not go below 0, so
+ * non-negative series never decode below 0. It does not encode:
+ * la_cenc_line() quantizes and checks.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -195,14 +197,29 @@ typedef struct {
   double eps, rel; /* fit tolerance: eps + rel * |y| (one of them is 0) */
   double bound_abs, bound_rel; /* the configured bound, the same way */
   int connected, outliers;
+  /* me_lo() may clip: not with a relative tolerance below 1 alone, where
+   * y - tol > 0 for every fittable y > 0 (the scan skips the test) */
+  int clip;
 } me_cfg_t;
 
 static double tol_of(const me_cfg_t *c, double y) {
   return c->eps + c->rel * fabs(y);
 }
 
+/* A subnormal tolerance is below the decoder's rounding (its lines move
+ * by up to 2^-1075 absolute, and a subnormal eps * |y| is itself rounded by
+ * as much): only tolerances of at least DBL_MIN are fitted. */
 static int fittable(double y, double tol) {
-  return isfinite(y) && tol > 0 && tol >= 0x1p-36 * fabs(y);
+  return isfinite(y) && tol >= 0x1p-1022 && tol >= 0x1p-36 * fabs(y);
+}
+
+/* Lower end of the interval of a point y with tolerance tol: y - tol, but
+ * not below 0 when y >= 0, so that a line through the intervals is >= 0 at
+ * every point >= 0 (non-negative series never decode below 0). The
+ * interval only narrows: the bound still holds. */
+static inline double me_lo(double y, double tol) {
+  double lo = y - tol;
+  return lo < 0 && y >= 0 ? 0 : lo;
 }
 
 /* The open segment: a free hull segment, or an anchored slope interval. */
@@ -221,8 +238,8 @@ static int seg_fits(const me_seg_t *g, double t, double y, double tol) {
   double lo, hi;
 
   if (!g->anchored)
-    return hull_fits(&g->hull, t, y - tol, y + tol);
-  lo = (y - tol - g->v0) / t;
+    return hull_fits(&g->hull, t, me_lo(y, tol), y + tol);
+  lo = (me_lo(y, tol) - g->v0) / t;
   hi = (y + tol - g->v0) / t;
   return (lo > g->smin ? lo : g->smin) <= (hi < g->smax ? hi : g->smax);
 }
@@ -231,8 +248,8 @@ static int seg_add(me_seg_t *g, double t, double y, double tol) {
   if (tol < g->tol_min)
     g->tol_min = tol;
   if (!g->anchored)
-    return hull_add(&g->hull, t, y - tol, y + tol);
-  double lo = (y - tol - g->v0) / t, hi = (y + tol - g->v0) / t;
+    return hull_add(&g->hull, t, me_lo(y, tol), y + tol);
+  double lo = (me_lo(y, tol) - g->v0) / t, hi = (y + tol - g->v0) / t;
   if (lo > g->smin)
     g->smin = lo;
   if (hi < g->smax)
@@ -272,7 +289,11 @@ static int seg_close(me_seg_t *g, la_cenc_t *enc, const me_cfg_t *c) {
     b = g->v0 + (g->smin + g->smax) / 2 * t_last;
   } else {
     hull_line(&g->hull, g->y_first, t_last, &a, &b);
+    /* the intervals of points >= 0 are >= 0 (me_lo()): an end below 0 at
+     * such a point is rounding */
+    a = a < 0 && g->y_first >= 0 ? 0 : a;
   }
+  b = b < 0 && enc->x[g->first + count - 1] >= 0 ? 0 : b;
   /* tol_min is eps_min * FIT; the step must stay below eps_min * QSTEP */
   qmax = g->tol_min / LA_COMPACT_ME_FIT * LA_COMPACT_ME_QSTEP;
   rc = la_cenc_line(enc, count, g->anchored, a, b, qmax, c->bound_abs,
@@ -387,6 +408,8 @@ static inline __attribute__((always_inline)) void me_side4(
 }
 
 #define ME_TOL(kind, y) ((kind) == ME_ABS ? eps : eps + rel * fabs(y))
+#define ME_LO(kind, y, tol)                                                    \
+  ((kind) == ME_RAW || !clip ? (y) - (tol) : me_lo(y, tol))
 #define ME_FITTABLE(kind, y, tol)                                              \
   ((kind) == ME_ABS   ? fabs(y) <= lim                                         \
    : (kind) == ME_GEN ? fittable(y, tol)                                       \
@@ -397,7 +420,7 @@ static inline __attribute__((always_inline)) void me_side4(
 static inline __attribute__((always_inline)) size_t
 me_free_scan(me_seg_t *g, const double *x, size_t i, size_t n, double eps,
              double rel, double lim, int kind, int outliers, la_cenc_t *enc,
-             int simd) {
+             int simd, int clip) {
   me_hull_t *h = &g->hull;
   me_pt_t *up = h->upper, *lw = h->lower;
   size_t nu = h->nu, nl = h->nl, us = h->us, ls = h->ls, cap = h->cap;
@@ -411,6 +434,7 @@ me_free_scan(me_seg_t *g, const double *x, size_t i, size_t n, double eps,
   const me_v4 LIM = {lim, lim, lim, lim}, INF = {INFINITY, INFINITY, INFINITY,
                                                  INFINITY};
   const me_v4 ZERO = {0, 0, 0, 0}, SMALL = {0x1p-36, 0x1p-36, 0x1p-36, 0x1p-36};
+  const me_v4 TMIN = {0x1p-1022, 0x1p-1022, 0x1p-1022, 0x1p-1022};
   int miss, ab, dense = 0;
   uint64_t nev = 0;
 
@@ -433,7 +457,7 @@ me_free_scan(me_seg_t *g, const double *x, size_t i, size_t n, double eps,
     if (kind != ME_ABS)
       tol_min = tol < tol_min ? tol : tol_min;
     up[nu++] = (me_pt_t){t, y + tol}; /* cap >= 64 > 2 */
-    lw[nl++] = (me_pt_t){t, y - tol};
+    lw[nl++] = (me_pt_t){t, ME_LO(kind, y, tol)};
     h->npts = 2;
     i++;
     t += 1;
@@ -463,7 +487,7 @@ me_free_scan(me_seg_t *g, const double *x, size_t i, size_t n, double eps,
 #define ME_TEST1(t)                                                            \
   do {                                                                         \
     hi = y + tol;                                                              \
-    lo = y - tol;                                                              \
+    lo = ME_LO(kind, y, tol);                                                  \
     miss = !ME_FITTABLE(kind, y, tol) || (hi - r2.y) * s1x < (t - r2.x) * s1y || \
            (lo - r3.y) * s2x > (t - r3.x) * s2y;                               \
     ab = ((hi - r1.y) * s2x < (t - r1.x) * s2y) |                              \
@@ -482,6 +506,12 @@ me_free_scan(me_seg_t *g, const double *x, size_t i, size_t n, double eps,
       TOL = kind == ME_ABS ? EPS : EPS + REL * AY;
       HI = Y + TOL;
       LO = Y - TOL;
+      if (kind != ME_RAW && clip) { /* me_lo(): 0 where LO < 0 <= Y */
+        me_m4 N1, N2;
+        me_lt4(&N1, &LO, &ZERO, simd);
+        me_le4(&N2, &ZERO, &Y, simd);
+        LO = (me_v4)((me_m4)LO & ~(N1 & N2));
+      }
       me_side4(&MISS, &HI, &T, &R2X, &R2Y, &S1X, &S1Y, 1, simd);
       me_side4(&C, &LO, &T, &R3X, &R3Y, &S2X, &S2Y, 0, simd);
       MISS |= C;
@@ -492,7 +522,7 @@ me_free_scan(me_seg_t *g, const double *x, size_t i, size_t n, double eps,
         me_v4 SM = SMALL * AY;
         me_m4 F1, F2, F3;
         me_lt4(&F1, &AY, &INF, simd);  /* isfinite(y) */
-        me_lt4(&F2, &ZERO, &TOL, simd); /* tol > 0 */
+        me_le4(&F2, &TMIN, &TOL, simd); /* tol >= DBL_MIN */
         me_le4(&F3, &SM, &TOL, simd);   /* tol >= 2^-36 |y| */
         MISS |= ~(F1 & F2 & F3);
       }
@@ -527,7 +557,7 @@ me_free_scan(me_seg_t *g, const double *x, size_t i, size_t n, double eps,
       y = x[i];
       tol = ME_TOL(kind, y);
       hi = y + tol;
-      lo = y - tol;
+      lo = ME_LO(kind, y, tol);
       miss = me_bits4(&MISS) >> j & 1;
       ab = (me_bits4(&A) >> j & 1) | (me_bits4(&B) >> j & 1) << 1;
     } else {
@@ -538,7 +568,7 @@ me_free_scan(me_seg_t *g, const double *x, size_t i, size_t n, double eps,
       y = x[i];
       tol = ME_TOL(kind, y);
       hi = y + tol;
-      lo = y - tol;
+      lo = ME_LO(kind, y, tol);
       miss = !ME_FITTABLE(kind, y, tol) || (hi - r2.y) * s1x < (t - r2.x) * s1y ||
              (lo - r3.y) * s2x > (t - r3.x) * s2y;
       if (!miss) {
@@ -620,9 +650,10 @@ me_free_scan(me_seg_t *g, const double *x, size_t i, size_t n, double eps,
 
 /* Opens a free segment at x[i] (fittable, tolerance tol): hull_add() with
  * no point. The hull has room for 64 points. */
-static void me_free_start(me_seg_t *g, size_t i, double y, double tol) {
+static void me_free_start(me_seg_t *g, size_t i, double y, double tol,
+                          int raw) {
   me_hull_t *h = &g->hull;
-  me_pt_t p1 = {0, y + tol}, p2 = {0, y - tol};
+  me_pt_t p1 = {0, y + tol}, p2 = {0, raw ? y - tol : me_lo(y, tol)};
 
   g->open = 1;
   g->anchored = 0;
@@ -637,14 +668,14 @@ __attribute__((noinline)) static size_t
 me_scan_abs(me_seg_t *g, const double *x, size_t i, size_t n,
             const me_cfg_t *c, double lim, la_cenc_t *enc) {
   return me_free_scan(g, x, i, n, c->eps, 0, lim, ME_ABS, c->outliers, enc,
-                      0);
+                      0, 1);
 }
 
 __attribute__((noinline)) static size_t
 me_scan_gen(me_seg_t *g, const double *x, size_t i, size_t n,
             const me_cfg_t *c, la_cenc_t *enc) {
   return me_free_scan(g, x, i, n, c->eps, c->rel, 0, ME_GEN, c->outliers, enc,
-                      0);
+                      0, c->clip);
 }
 
 #if LA_COMPACT_X86
@@ -652,7 +683,7 @@ __attribute__((noinline, target("avx2"))) static size_t
 me_scan_gen_avx2(me_seg_t *g, const double *x, size_t i, size_t n,
                  const me_cfg_t *c, la_cenc_t *enc) {
   return me_free_scan(g, x, i, n, c->eps, c->rel, 0, ME_GEN, c->outliers, enc,
-                      1);
+                      1, c->clip);
 }
 #endif
 
@@ -685,6 +716,7 @@ int la_compact_maxerr_run(const double *x, size_t n,
   c.bound_rel = p->relative ? p->epsilon : 0;
   c.connected = p->connected != 0;
   c.outliers = p->outliers != 0;
+  c.clip = !(c.eps == 0 && c.rel < 1);
   /* fittable(y, eps) == (|y| <= eps * 2^36) when eps is normal and the
    * product finite (see me_free_scan()) */
   abs_fast = c.rel == 0 && c.eps >= 0x1p-1022 && c.eps < 0x1p900;
@@ -708,7 +740,7 @@ int la_compact_maxerr_run(const double *x, size_t n,
         i++;
         continue;
       }
-      me_free_start(&g, i, y, tol);
+      me_free_start(&g, i, y, tol, 0);
       i++;
     }
     if (!g.anchored) {
@@ -764,9 +796,9 @@ long la_compact_maxerr_lengths(const double *x, size_t n, double tol_abs,
     return LA_ENOMEM;
   while (i < n) {
     first = i;
-    me_free_start(&g, i, x[i], tol_abs + tol_rel * fabs(x[i]));
+    me_free_start(&g, i, x[i], tol_abs + tol_rel * fabs(x[i]), 1);
     i = me_free_scan(&g, x, i + 1, n, tol_abs, tol_rel, 0, ME_RAW, 0, NULL,
-                     0);
+                     0, 0);
     if (g.hull.err) {
       nseg = LA_ENOMEM;
       break;

@@ -26,8 +26,12 @@
  * end) close the segment: an exception for them costs more bytes than it saves.
  *
  * Non-negative series (all finite points >= 0, as time is) never decode to a
- * negative value: a line's end values are clamped at 0 (the encoder's
- * self-check still guarantees the bound, or stores the points verbatim).
+ * negative value: a line's end below 0 is pinned at 0 (pl_line(),
+ * pl_pin_fit()); where no pinned line meets the bound the segment closes
+ * earlier (pl_regrow()). Values far from 1 (below 2^-200, above 2^200) are
+ * summed times a power of two (pl_scale()), so their squares neither
+ * underflow nor overflow. The encoder's self-check still guarantees the
+ * bound, or stores the points verbatim.
  *
  * It does not quantize, encode or check: la_cenc_line() does, and may turn a
  * segment into a verbatim run when the check fails.
@@ -80,7 +84,23 @@ typedef struct {
   double t;       /* offset of the next point from the line's origin */
   int anchored;   /* the line goes through (0, y0) */
   uint64_t first; /* index of the first point */
+  /* scale: the sums are of (y - y0) * sc, sc a power of two, 1 unless the
+   * segment's values are below 2^-200 or above 2^200 in magnitude (their
+   * squares would underflow or overflow: pl_scale()); y0s = y0 * sc */
+  double sc, y0s;
+  uint64_t regrow; /* points pl_regrow() may still scan in this series */
 } pl_seg_t;
+
+/* The scale of a segment whose values are about v: 1 for |v| in
+ * [2^-200, 2^200] (every product of the test stays in range) or v = 0,
+ * else the power of two that brings |v| to [1, 2) (within 2^+-1000). */
+static double pl_scale(double v) {
+  double a = fabs(v);
+  int k;
+  if (a == 0 || !(a < INFINITY) || (a >= 0x1p-200 && a <= 0x1p200)) return 1;
+  k = -ilogb(a);
+  return ldexp(1, k > 1000 ? 1000 : k < -1000 ? -1000 : k);
+}
 
 /* Adds (t, yp) to s into *o and tells whether the fit still meets the bound.
  * NaN and overflow give "no". */
@@ -88,8 +108,11 @@ static inline int pl_try(const pl_seg_t *g, double t, double yp, double cv2,
                          pl_sums_t *o) {
   const pl_sums_t *s = &g->s;
   double m = s->m + 1, st = s->st + t, stt = s->stt + t * t;
-  double sy = s->sy + yp, syy = s->syy + yp * yp, sty = s->sty + t * yp;
-  double mean_m = m * g->y0 + sy, rhs, lhs;
+  double sy, syy, sty, mean_m, rhs, lhs;
+
+  yp *= g->sc; /* exact: a power of two (1 almost always) */
+  sy = s->sy + yp, syy = s->syy + yp * yp, sty = s->sty + t * yp;
+  mean_m = m * g->y0s + sy;
 
   o->m = m;
   o->st = st;
@@ -112,6 +135,7 @@ static inline int pl_try(const pl_seg_t *g, double t, double yp, double cv2,
 
 static void pl_start(pl_seg_t *g, const la_cenc_t *enc, int connected,
                      uint64_t i, double y) {
+  double v;
   g->s = (pl_sums_t){0, 0, 0, 0, 0, 0};
   g->first = i;
   g->anchored = connected && enc->vertex_ok;
@@ -122,6 +146,13 @@ static void pl_start(pl_seg_t *g, const la_cenc_t *enc, int connected,
     g->y0 = y;
     g->t = 0;
   }
+  /* the scale from the first value, else the next one, else the last
+   * segment's (a zero between tiny values) */
+  v = y != 0                                      ? y
+      : i + 1 < enc->n && isfinite(enc->x[i + 1]) ? enc->x[i + 1]
+                                                  : 0;
+  if (v != 0 || !(g->sc > 0)) g->sc = pl_scale(v);
+  g->y0s = g->y0 * g->sc;
   pl_try(g, g->t, y - g->y0, 0, &g->s);
   g->t += 1;
 }
@@ -158,51 +189,191 @@ static void pl_qsel_seen(pl_qsel_t *q, const la_cenc_t *enc, uint64_t first,
   }
 }
 
-/* Writes the segment's least-squares line. A line end below 0 is clamped at
- * 0 when the segment's points (and, connected, the anchor) are all >= 0; a
- * free segment's other end then moves so that the line keeps the segment's
- * sum (the encoder's check still holds the bound, or stores the points
- * verbatim). With a quantum, the segment is counted in q's costs. */
-static int pl_close(pl_seg_t *g, la_cenc_t *enc, double cv, pl_qsel_t *q) {
-  const pl_sums_t *s = &g->s;
-  double t_last = g->t - 1, slope, a, b, mean, vertex;
-  uint64_t count = (uint64_t)(g->anchored ? t_last : t_last + 1);
-  int rc;
+/* The line of a segment with sums s (scaled by g->sc) whose last point is
+ * at t_last: least squares, then, when nonneg (its points, and connected
+ * the anchor, are >= 0) and an end is below 0, pinned: that end at 0 and
+ * a free segment's other end moved so that the line keeps the fitted
+ * points' sum, m * mean (exceptions, at their own t, are not on the line).
+ * Ends into *a, *b; returns 1 when pinned. nonneg < 0: not known yet,
+ * x[first..first + count) are read when an end is below 0. */
+static int pl_line(const pl_seg_t *g, const pl_sums_t *s, double t_last,
+                   int nonneg, const double *x, uint64_t count, double *a,
+                   double *b) {
+  double slope, mean = g->y0 + s->sy / s->m / g->sc;
 
-  mean = g->y0 + s->sy / s->m;
   if (g->anchored) {
     slope = s->sty / s->stt;
-    a = g->y0;
-    b = g->y0 + slope * t_last;
+    *a = g->y0;
+    *b = g->y0 + slope * t_last / g->sc;
   } else if (s->m < 2) {
-    a = b = g->y0;
+    *a = *b = g->y0;
   } else {
     slope = (s->m * s->sty - s->st * s->sy) / (s->m * s->stt - s->st * s->st);
-    a = g->y0 + (s->sy - slope * s->st) / s->m;
-    b = a + slope * t_last;
+    *a = g->y0 + (s->sy - slope * s->st) / s->m / g->sc;
+    *b = *a + slope * t_last / g->sc;
   }
-  if ((a < 0 || b < 0) && (!g->anchored || g->y0 >= 0) &&
-      pl_nonneg(enc->x, g->first, g->first + count - 1)) {
-    /* a free line passes through the fitted points' mean (>= 0), so one
-     * end only is below 0: pinned at 0, the other end moves so that the
-     * line keeps the fitted points' sum, m * mean (exceptions, at their
-     * own t, are not on the line) */
-    double lo = a < 0 ? s->st / t_last : s->m - s->st / t_last;
-    if (!g->anchored && s->m >= 2 && t_last > 0 && lo > 0) {
-      double far = s->m * mean / lo;
-      a = a < 0 ? 0 : far;
-      b = b < 0 ? 0 : far;
-    } else {
-      a = a < 0 ? 0 : a;
-      b = b < 0 ? 0 : b;
+  if (!(*a < 0 || *b < 0) || (g->anchored && !(g->y0 >= 0)) || nonneg == 0 ||
+      (nonneg < 0 && !pl_nonneg(x, g->first, g->first + count - 1)))
+    return 0;
+  /* a free line passes through the fitted points' mean (>= 0), so one end
+   * only is below 0 */
+  double lo = *a < 0 ? s->st / t_last : s->m - s->st / t_last;
+  if (!g->anchored && s->m >= 2 && t_last > 0 && lo > 0) {
+    double far = s->m * mean / lo;
+    *a = *a < 0 ? 0 : far;
+    *b = *b < 0 ? 0 : far;
+  } else {
+    *a = *a < 0 ? 0 : *a;
+    *b = *b < 0 ? 0 : *b;
+  }
+  return 1;
+}
+
+/* Whether the line with ends a, b meets the fit bound over the points of
+ * the sums s: SSE * m <= cv2 * (sum)^2, SSE in closed form from the
+ * (scaled) sums. Used for pinned lines, whose SSE the segmenter's test
+ * does not bound; the encoder still checks every line on the points. */
+static int pl_line_fits(const pl_seg_t *g, const pl_sums_t *s, double t_last,
+                        double a, double b, double cv2) {
+  /* the line minus y0, scaled: p + q * t */
+  double p = (a - g->y0) * g->sc, q = (b - a) * g->sc / t_last;
+  double sse = s->syy - 2 * (p * s->sy + q * s->sty) + s->m * p * p +
+               2 * p * q * s->st + q * q * s->stt;
+  double mm = s->m * g->y0s + s->sy;
+  return t_last > 0 ? sse * s->m <= cv2 * mm * mm : 1;
+}
+
+/* A pinned line (pl_line() returned 1, ends *a, *b) that meets the bound:
+ * the sum-keeping one when it does, else, for a free segment, the
+ * least-squares line through the pinned end (the other end moves up; it
+ * stays >= 0 on points >= 0). Returns 0 when neither does. */
+static int pl_pin_fit(const pl_seg_t *g, const pl_sums_t *s, double t_last,
+                      double cv2, double *a, double *b) {
+  double T = t_last, y0s = g->y0s, u2, zu, sl, na, nb;
+
+  if (pl_line_fits(g, s, t_last, *a, *b, cv2)) return 1;
+  if (g->anchored || s->m < 3 || !(T > 0)) return 0;
+  if (*b == 0) { /* through (T, 0): z = y' + y0s against u = t - T */
+    u2 = s->stt - 2 * T * s->st + s->m * T * T;
+    zu = (s->sty + y0s * s->st) - T * (s->sy + s->m * y0s);
+    sl = zu / u2;
+    na = -sl * T / g->sc;
+    nb = 0;
+  } else { /* through (0, 0): against u = t */
+    sl = (s->sty + y0s * s->st) / s->stt;
+    na = 0;
+    nb = sl * T / g->sc;
+  }
+  if (!(na >= 0 && nb >= 0 && na < INFINITY && nb < INFINITY) ||
+      !pl_line_fits(g, s, t_last, na, nb, cv2))
+    return 0;
+  *a = na;
+  *b = nb;
+  return 1;
+}
+
+/* Whether the (scaled) sums of the segment may have lost its points to
+ * underflow: a mean and squares far below 1 while not every point equals
+ * y0 (a zero followed by tiny values, scale 1). */
+static int pl_tiny(const pl_seg_t *g) {
+  const pl_sums_t *s = &g->s;
+  double mm = s->m * g->y0s + s->sy;
+  return fabs(mm) < 0x1p-300 * s->m && s->syy < 0x1p-600 * s->m &&
+         (s->sy != 0 || s->sty != 0 || mm != 0);
+}
+
+/* Grows the segment again from its first point over at most count points
+ * (its exceptions kept where the segment still covers the point after
+ * them), point by point with scale sc: it closes just before the first
+ * point at which the least-squares test fails or, on points >= 0, the line
+ * pl_line() would write misses the bound. Segments of up to two points
+ * (one after an anchor) always fit. Sets g's sums and t and drops the
+ * exceptions past the end; returns the points kept (>= 1). */
+static uint64_t pl_regrow(pl_seg_t *g, la_cenc_t *enc, uint64_t count,
+                          double cv2, double sc) {
+  const double *x = enc->x + g->first;
+  pl_seg_t h = *g;
+  pl_sums_t o, keep_s = {0, 0, 0, 0, 0, 0};
+  uint64_t j, keep = 0;
+  size_t e = 0, keep_e = 0;
+  double keep_t = h.t;
+  int nonneg = !g->anchored || g->y0 >= 0;
+
+  h.sc = sc;
+  h.y0s = h.y0 * sc;
+  h.s = (pl_sums_t){0, 0, 0, 0, 0, 0};
+  h.t = g->anchored ? 1 : 0;
+  for (j = 0; j < count; j++) {
+    double a, b;
+    nonneg &= !(x[j] < 0);
+    if (e < enc->nexc && enc->exc_off[e] == j) {
+      e++;
+      h.t += 1;
+      continue;
     }
+    int ok = pl_try(&h, h.t, x[j] - h.y0, cv2, &o);
+    if (o.m <= (h.anchored ? 1 : 2))
+      ok = 1;
+    else if (ok && pl_line(&h, &o, h.t, nonneg, NULL, 0, &a, &b))
+      ok = pl_pin_fit(&h, &o, h.t, cv2, &a, &b);
+    if (!ok) break;
+    h.s = o;
+    h.t += 1;
+    keep = j + 1;
+    keep_s = o;
+    keep_t = h.t;
+    keep_e = e;
   }
+  g->s = keep_s;
+  g->t = keep_t;
+  g->sc = sc;
+  g->y0s = h.y0s;
+  enc->nexc = keep_e;
+  return keep;
+}
+
+/* Writes the segment's line (pl_line(); pinned when its points are >= 0
+ * and an end would be below 0). The segment closes earlier (pl_regrow())
+ * when the pinned line misses the bound, or when its sums may have
+ * underflowed: the points after it are the caller's to segment again.
+ * With a quantum, the segment is counted in q's costs. Returns the points
+ * written (as a line, or verbatim when the encoder's check fails), or a
+ * negative error. */
+static int64_t pl_close(pl_seg_t *g, la_cenc_t *enc, double cv, double cv2,
+                        pl_qsel_t *q) {
+  double t_last = g->t - 1, a, b, mean, vertex;
+  uint64_t count = (uint64_t)(g->anchored ? t_last : t_last + 1);
+  int rc, tiny = pl_tiny(g);
+  int pinned = pl_line(g, &g->s, t_last, -1, enc->x, count, &a, &b);
+  if ((tiny || (pinned && !pl_pin_fit(g, &g->s, t_last, cv2, &a, &b))) &&
+      g->regrow >= count) {
+    double sc = g->sc;
+    g->regrow -= count;
+    if (tiny) { /* the scale of the segment's largest value */
+      double big = 0;
+      size_t e = 0;
+      for (uint64_t j = 0; j < count; j++) {
+        double v = fabs(enc->x[g->first + j]);
+        if (e < enc->nexc && enc->exc_off[e] == j) {
+          e++;
+          continue;
+        }
+        big = v > big && v < INFINITY ? v : big;
+      }
+      sc = pl_scale(big);
+    }
+    count = pl_regrow(g, enc, count, cv2, sc);
+    t_last = g->t - 1;
+    if (pl_line(g, &g->s, t_last, -1, enc->x, count, &a, &b))
+      (void)pl_pin_fit(g, &g->s, t_last, cv2, &a, &b);
+  }
+  mean = g->y0 + g->s.sy / g->s.m / g->sc;
   rc = la_cenc_line(enc, count, g->anchored, a, b,
                     LA_COMPACT_PL_QSTEP * cv * fabs(mean), -1, 0, &vertex);
   g->s.m = 0;
   if (rc >= 0 && q->on)
     pl_qsel_seen(q, enc, g->first, count, rc ? enc->rec_bytes : 9 * count);
-  return rc < 0 ? rc : 0;
+  return rc < 0 ? rc : (int64_t)count;
 }
 
 /* The hot loop: extends a free (anchored == 0) or anchored segment over
@@ -211,13 +382,15 @@ static int pl_close(pl_seg_t *g, la_cenc_t *enc, double cv, pl_qsel_t *q) {
  * (y0 is exact): the caller passes m * y0, or the running sum of a vector
  * scan that stopped early, so that both paths do the same arithmetic. */
 static inline size_t pl_scan(pl_seg_t *g, const double *x, size_t i, size_t n,
-                             double cv2, const int anchored, double my0) {
+                             double cv2, const int anchored, double my0,
+                             const int scaled) {
   double m = g->s.m, st = g->s.st, stt = g->s.stt, sy = g->s.sy;
   double syy = g->s.syy, sty = g->s.sty, t = g->t, y0 = g->y0;
+  double y0s = g->y0s, sc = g->sc;
 
   for (; i < n; i++) {
-    double yp = x[i] - y0;
-    double m1 = m + 1, st1 = st + t, stt1 = stt + t * t, my1 = my0 + y0;
+    double yp = scaled ? (x[i] - y0) * sc : x[i] - y0;
+    double m1 = m + 1, st1 = st + t, stt1 = stt + t * t, my1 = my0 + y0s;
     double sy1 = sy + yp, syy1 = syy + yp * yp, sty1 = sty + t * yp;
     double mm = my1 + sy1, lhs, rhs;
     if (anchored) {
@@ -331,20 +504,23 @@ __attribute__((target("avx2"))) static size_t pl_scan_avx2(pl_seg_t *g,
   g->s.st = _mm256_cvtsd_f64(STb);
   g->s.stt = _mm256_cvtsd_f64(STTb);
   g->t = _mm256_cvtsd_f64(Tb);
-  return pl_scan(g, x, i, n, cv2, anchored, v[3]);
+  return pl_scan(g, x, i, n, cv2, anchored, v[3], 0);
 }
 #endif
 
 static size_t pl_scan_any(pl_seg_t *g, const double *x, size_t i, size_t n,
                           double cv2, int simd) {
+  if (g->sc != 1) /* tiny or huge values: the scaled scalar loop */
+    return g->anchored ? pl_scan(g, x, i, n, cv2, 1, g->s.m * g->y0s, 1)
+                       : pl_scan(g, x, i, n, cv2, 0, g->s.m * g->y0s, 1);
 #if LA_COMPACT_X86
   if (simd && n - i >= 8)
     return g->anchored ? pl_scan_avx2(g, x, i, n, cv2, 1)
                        : pl_scan_avx2(g, x, i, n, cv2, 0);
 #endif
   (void)simd;
-  return g->anchored ? pl_scan(g, x, i, n, cv2, 1, g->s.m * g->y0)
-                     : pl_scan(g, x, i, n, cv2, 0, g->s.m * g->y0);
+  return g->anchored ? pl_scan(g, x, i, n, cv2, 1, g->s.m * g->y0, 0)
+                     : pl_scan(g, x, i, n, cv2, 0, g->s.m * g->y0, 0);
 }
 
 /* Whether x[i] is an isolated spike: finite, and more than LA_COMPACT_SPIKE
@@ -396,14 +572,14 @@ static size_t pl_scan_runs(pl_seg_t *g, const double *x, size_t i, size_t n,
     }
     if (e - i >= LA_RUNS_MIN) {
       /* points t0 .. t0 + L - 1, each y' = v - y0 */
-      double L = (double)(e - i), t0 = g->t, yp = v - g->y0;
+      double L = (double)(e - i), t0 = g->t, yp = (v - g->y0) * g->sc;
       double dst = L * t0 + L * (L - 1) / 2;
       double dstt =
           L * t0 * t0 + t0 * L * (L - 1) + (L - 1) * L * (2 * L - 1) / 6;
       pl_sums_t o = {
           g->s.m + L,       g->s.st + dst,          g->s.stt + dstt,
           g->s.sy + L * yp, g->s.syy + L * yp * yp, g->s.sty + yp * dst};
-      double mean_m = o.m * g->y0 + o.sy, lhs, rhs;
+      double mean_m = o.m * g->y0s + o.sy, lhs, rhs;
       if (g->anchored) {
         lhs = o.m * (o.syy * o.stt - o.sty * o.sty);
         rhs = cv2 * mean_m * mean_m * o.stt;
@@ -421,8 +597,10 @@ static size_t pl_scan_runs(pl_seg_t *g, const double *x, size_t i, size_t n,
         continue;
       }
     }
-    size_t stop = g->anchored ? pl_scan(g, x, i, e, cv2, 1, g->s.m * g->y0)
-                              : pl_scan(g, x, i, e, cv2, 0, g->s.m * g->y0);
+    size_t stop = g->sc != 1 ? pl_scan_any(g, x, i, e, cv2, 0)
+                  : g->anchored
+                      ? pl_scan(g, x, i, e, cv2, 1, g->s.m * g->y0, 0)
+                      : pl_scan(g, x, i, e, cv2, 0, g->s.m * g->y0, 0);
     if (stop < e) return stop;
     i = e;
   }
@@ -490,6 +668,7 @@ static int64_t pl_rough(pl_qsel_t *q, la_cenc_t *enc, size_t i, double cv2) {
     size_t len;
     double k = enc->qk;
     uint64_t c;
+    t.sc = 0;
     pl_start(&t, enc, 0, i, x[i]);
     len = pl_scan_any(&t, x, i + 1, end, cv2, enc->simd) - i;
     c = la_cenc_qcost(enc, i, len, &k);
@@ -513,7 +692,7 @@ fit:
 int la_compact_polyline_run(const double *x, size_t n,
                             const la_compact_params_t *p, la_cenc_t *enc) {
   double cv = p->cv, cv2 = (cv * LA_COMPACT_PL_FIT) * (cv * LA_COMPACT_PL_FIT);
-  int connected = p->connected != 0, outliers = p->outliers != 0, rc;
+  int connected = p->connected != 0, outliers = p->outliers != 0;
   pl_seg_t g;
   pl_sums_t o;
   /* [i, lim) holds no spike; lim is a spike when is_spike; [.., rlim) is
@@ -521,8 +700,12 @@ int la_compact_polyline_run(const double *x, size_t n,
   size_t i = 0, lim = 0, rlim = 0, stop;
   int is_spike = 0, runs = 0;
   pl_qsel_t q = {.on = enc->quantum > 0, .lbytes = 6};
+  int64_t kept;
 
   g.s.m = 0;
+  g.sc = 1;
+  g.regrow = 4 * (uint64_t)n + 4096; /* bounds the work of pl_regrow() */
+again:
   while (i < n) {
     double y;
 
@@ -590,9 +773,22 @@ int la_compact_polyline_run(const double *x, size_t n,
       i += 2;
       continue;
     }
-    if ((rc = pl_close(&g, enc, cv, &q)) != 0) return rc;
+    if ((kept = pl_close(&g, enc, cv, cv2, &q)) < 0) return (int)kept;
+    if (g.first + (uint64_t)kept != i) { /* closed earlier: look again */
+      i = (size_t)(g.first + (uint64_t)kept);
+      lim = rlim = 0;
+      is_spike = 0;
+    }
     /* the next iteration starts a segment (or a run) at i */
   }
-  if (g.s.m > 0 && (rc = pl_close(&g, enc, cv, &q)) != 0) return rc;
+  if (g.s.m > 0) {
+    if ((kept = pl_close(&g, enc, cv, cv2, &q)) < 0) return (int)kept;
+    if (g.first + (uint64_t)kept != n) {
+      i = (size_t)(g.first + (uint64_t)kept);
+      lim = rlim = 0;
+      is_spike = 0;
+      goto again;
+    }
+  }
   return enc->err;
 }

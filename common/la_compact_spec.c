@@ -65,7 +65,11 @@ const char *la_compact_mode_name(int mode) {
   return "?";
 }
 
-/* Parses a finite double >= 0 from the whole of s[0..len). */
+/* Parses a finite double >= 0 from the whole of s[0..len). Returns 0, -1
+ * (not such a number) or -2 (a nonzero number below the smallest double,
+ * which strtod() would round to 0). A subnormal result is a value like any
+ * other (strtod() sets ERANGE for it too): fmt_num() writes such values, so
+ * they must read back. */
 static int parse_num(const char *s, size_t len, double *v) {
   char buf[64], *end;
 
@@ -74,7 +78,9 @@ static int parse_num(const char *s, size_t len, double *v) {
   buf[len] = 0;
   errno = 0;
   *v = strtod(buf, &end);
-  if (*end != 0 || errno != 0 || !(*v >= 0 && *v < INFINITY)) return -1;
+  if (end == buf || *end != 0 || !(*v >= 0 && *v < INFINITY)) return -1;
+  if (errno == ERANGE && *v == 0) return -2; /* underflow to zero */
+  if (errno != 0 && errno != ERANGE) return -1;
   return 0;
 }
 
@@ -91,7 +97,12 @@ static int num_option(const char *s, size_t len, size_t klen, const char *name,
   if (mode != only)
     return la_errorf(why, why_len, LA_EINVAL, "'%.*s': %s is for %s", (int)len,
                      s, name, la_compact_mode_name(only));
-  if (parse_num(s + klen + 1, len - klen - 1, v))
+  int rc = parse_num(s + klen + 1, len - klen - 1, v);
+  if (rc == -2)
+    return la_errorf(why, why_len, LA_EINVAL,
+                     "'%.*s': %s is below the smallest double (%g) but not 0",
+                     (int)len, s, name, 0x1p-1074);
+  if (rc != 0)
     return la_errorf(why, why_len, LA_EINVAL,
                      "'%.*s': %s must be a number >= 0", (int)len, s, name);
   return 0;

@@ -243,6 +243,21 @@ void la_stats_finish(const la_stats_acc_t *a, uint64_t count,
   st->max = a->lo > a->hi ? NAN : a->hi;
 }
 
+void la_stats_overflow(const double *x, size_t n, la_series_stats_t *st) {
+  double s = 0, c = 0;
+  size_t i;
+
+  /* NaN anywhere makes the running sum NaN; an infinite value shows in min
+   * or max: +-Inf here with finite bounds is an overflow of finite values */
+  if (!isinf(st->sum) || !isfinite(st->min) || !isfinite(st->max)) return;
+  for (i = 0; i < n; i++) { /* Neumaier's sum of the values times 2^-64 */
+    double v = x[i] * 0x1p-64, t = s + v;
+    c += fabs(s) >= fabs(v) ? (s - t) + v : (v - t) + s;
+    s = t;
+  }
+  st->sum = (s + c) * 0x1p64; /* +-Inf only past the double range */
+}
+
 double la_compact_sum(const double *x, size_t n) {
   la_series_stats_t st;
 
@@ -256,6 +271,7 @@ void la_series_stats(const double *x, size_t n, la_series_stats_t *st) {
   la_stats_init(&a);
   la_stats_run(&a, x, n, la_compact_simd());
   la_stats_finish(&a, n, st);
+  la_stats_overflow(x, n, st);
 }
 
 void la_fit_error_measure(const double *x, const double *y, size_t n,

@@ -9,6 +9,7 @@
  * GlobalAgent runs on each trace) says what the decoder says: the same
  * return code and reason, the same point count and mode.
  */
+#include <float.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -188,6 +189,63 @@ static void test_stats_exact(void **state) {
   assert_int_equal(la_test_compact(x, 0, "polyline", &r), 0);
   assert_true(r.stats.count == 0 && r.stats.sum == 0 && isnan(r.stats.min));
   la_compact_result_free(&r);
+}
+
+/* Values near DBL_MAX: the exact statistics' sum is finite where the exact
+ * sum of the values is (500 of DBL_MAX and 500 of -DBL_MAX: 0), and +-Inf
+ * only where that exact sum is beyond the double range (a constant DBL_MAX
+ * series); range sums are never NaN: finite and right where the range's
+ * exact sum is finite, +-Inf where it overflows. */
+static void test_huge_values_sums(void **state) {
+  enum { N = 1000 };
+  static double x[N], y[N];
+  static const char *const specs[] = {"polyline", "polyline:connected",
+                                      "maxerr:eps=1e300",
+                                      "maxerr:eps=0.1,relative", "lossless"};
+  const double M = DBL_MAX;
+
+  (void)state;
+  for (int kind = 0; kind < 3; kind++) {
+    /* 0: constant M; 1: 500 x M then 500 x -M; 2: M, -M alternating */
+    for (size_t i = 0; i < N; i++)
+      x[i] = kind == 0 ? M : kind == 1 ? (i < N / 2 ? M : -M)
+                                       : (i % 2 ? -M : M);
+    for (size_t q = 0; q < sizeof(specs) / sizeof(specs[0]); q++) {
+      la_compact_result_t r;
+      la_series_stats_t st;
+      la_trace_t *t;
+      uint64_t seed = 5;
+      assert_int_equal(la_test_compact(x, N, specs[q], &r), 0);
+      la_series_stats(x, N, &st);
+      assert_memory_equal(&st, &r.stats, sizeof(st));
+      if (kind == 0 ? !(r.stats.sum == INFINITY) : !(r.stats.sum == 0))
+        fail_msg("%s kind %d: sum %g", specs[q], kind, r.stats.sum);
+      t = open_ok(&r);
+      assert_int_equal(la_trace_decode(t, 0, N, y), 0);
+      for (int k = 0; k < 400; k++) {
+        uint64_t first = la_compact_rand(&seed) % N, count, pos = 0, neg = 0;
+        double sum, want;
+        count = 1 + la_compact_rand(&seed) % (N - first);
+        if (k == 0) first = 0, count = N;
+        for (uint64_t i = first; i < first + count; i++) {
+          assert_true(y[i] == x[i]); /* +-M: every mode keeps them */
+          pos += y[i] > 0;
+          neg += y[i] < 0;
+        }
+        assert_int_equal(la_trace_range_sum(t, first, count, &sum), 0);
+        /* exact: (pos - neg) * M, finite when |pos - neg| <= 1 */
+        want = pos > neg + 1   ? INFINITY
+               : neg > pos + 1 ? -INFINITY
+                               : ((double)pos - (double)neg) * M;
+        if (!(sum == want))
+          fail_msg("%s kind %d: range [%llu, +%llu) sum %g, want %g", specs[q],
+                   kind, (unsigned long long)first, (unsigned long long)count,
+                   sum, want);
+      }
+      la_trace_close(t);
+      la_compact_result_free(&r);
+    }
+  }
 }
 
 /* Every truncation and every single-bit flip is refused. */
@@ -407,6 +465,7 @@ int main(void) {
       cmocka_unit_test(test_lossless_exact),
       cmocka_unit_test(test_ranges_and_sums),
       cmocka_unit_test(test_stats_exact),
+      cmocka_unit_test(test_huge_values_sums),
       cmocka_unit_test(test_truncated_and_flipped),
       cmocka_unit_test(test_fuzz_valid_crc),
       cmocka_unit_test(test_garbage),

@@ -128,6 +128,106 @@ static void test_outliers_keep_segments(void **state) {
   assert_true(without > 10);
 }
 
+/* |err| <= eps * |v| in exact arithmetic (err and v are doubles): both
+ * scaled by the same power of two, then fma() rounds eps * v - err once, so
+ * its sign is exact. */
+static int within_rel_exact(double err, double eps, double v) {
+  int k = 600 - ilogb(fabs(v) > 0 ? fabs(v) : 1);
+  return fma(eps, ldexp(fabs(v), k), -ldexp(err, k)) >= 0;
+}
+
+/* Relative bounds on subnormal values: every point that is not stored
+ * verbatim is within eps * |x| exactly (the rounding of a subnormal
+ * tolerance let points past it: 24 of 5,000 here). */
+static void test_relative_subnormals_exact_bound(void **state) {
+  enum { N = 5000 };
+  static double x[N], y[N];
+  const char *const specs[] = {"maxerr:eps=0.1,relative",
+                               "maxerr:eps=0.3,relative,connected",
+                               "maxerr:eps=0.05,relative,no-outliers"};
+  la_compact_result_t r;
+  la_trace_t *t;
+  char why[200];
+  uint64_t seed = 4242;
+  size_t i, k, bad;
+
+  (void)state;
+  for (i = 0; i < N; i++) /* 1 to 250 units of the smallest subnormal */
+    x[i] = ldexp(
+        floor(120 + 100 * sin((double)i / 40) + 30 * la_compact_rand01(&seed)),
+        -1074);
+  for (k = 0; k < sizeof(specs) / sizeof(specs[0]); k++) {
+    la_compact_params_t p;
+    assert_int_equal(la_test_compact(x, N, specs[k], &r), 0);
+    assert_int_equal(la_trace_open(r.bytes, r.len, &t, why, sizeof(why)), 0);
+    la_trace_params(t, &p);
+    assert_int_equal(la_trace_decode(t, 0, N, y), 0);
+    for (i = 0, bad = 0; i < N; i++)
+      if (!la_trace_is_verbatim(t, i))
+        bad += !within_rel_exact(fabs(y[i] - x[i]), p.epsilon, x[i]);
+    if (bad)
+      fail_msg("%s: %zu of %d points beyond eps * |x|", specs[k], bad, N);
+    la_trace_close(t);
+    la_compact_result_free(&r);
+  }
+  /* and an absolute eps that is itself subnormal (p.epsilon above) */
+  {
+    la_compact_params_t p;
+    la_compact_params_default(&p);
+    p.mode = LA_COMPACT_MAXERR;
+    p.epsilon = 5e-323;
+    assert_int_equal(la_compact(x, N, &p, &r), 0);
+    assert_int_equal(la_trace_open(r.bytes, r.len, &t, why, sizeof(why)), 0);
+    assert_int_equal(la_trace_decode(t, 0, N, y), 0);
+    for (i = 0; i < N; i++) assert_true(fabs(y[i] - x[i]) <= 5e-323);
+    la_trace_close(t);
+    la_compact_result_free(&r);
+  }
+}
+
+/* Non-negative input never decodes below 0 (docs/compaction.md): timer
+ * series with 0-tick cells, noise around a level near 0, steep drops to 0,
+ * with an absolute eps above the values there. */
+static void test_nonnegative_never_below_zero(void **state) {
+  enum { N = 6000 };
+  static double x[N], y[N];
+  const char *const specs[] = {
+      "maxerr:eps=5",  "maxerr:eps=20,connected", "maxerr:eps=2,no-outliers",
+      "maxerr:eps=40", "maxerr:eps=1.5,relative", "maxerr:eps=3,relative"};
+  la_compact_result_t r;
+  la_trace_t *t;
+  char why[200];
+
+  (void)state;
+  for (uint64_t seed = 1; seed <= 6; seed++) {
+    uint64_t st = seed * 31337;
+    for (size_t i = 0; i < N; i++) {
+      double u = la_compact_rand01(&st);
+      size_t ph = i % 150;
+      if (ph < 40) /* ticks of a cheap loop: 0, 1 or 2 of 9.6 ns */
+        x[i] = 9.6 * floor(3 * u);
+      else if (ph < 80) /* a drop to 0 */
+        x[i] = fmax(0, 50 - 1.41 * (double)(ph - 40));
+      else if (ph < 120) /* noise around 3 */
+        x[i] = fmax(0, 3 + 6 * (u - 0.5));
+      else
+        x[i] = u < 0.05 ? 400 * u : 0;
+    }
+    for (size_t k = 0; k < sizeof(specs) / sizeof(specs[0]); k++) {
+      assert_int_equal(la_test_compact(x, N, specs[k], &r), 0);
+      assert_int_equal(la_trace_open(r.bytes, r.len, &t, why, sizeof(why)), 0);
+      assert_int_equal(la_trace_decode(t, 0, N, y), 0);
+      for (size_t i = 0; i < N; i++)
+        if (!(y[i] >= 0))
+          fail_msg("%s seed %llu: point %zu (%.17g) decoded %.17g", specs[k],
+                   (unsigned long long)seed, i, x[i], y[i]);
+      la_trace_close(t);
+      la_compact_result_free(&r);
+      check_bound(x, N, specs[k]);
+    }
+  }
+}
+
 static void test_eps_zero_is_lossless(void **state) {
   double x[100];
   la_compact_params_t p;
@@ -158,6 +258,8 @@ int main(void) {
       cmocka_unit_test(test_optimal_segment_count),
       cmocka_unit_test(test_outliers_keep_segments),
       cmocka_unit_test(test_eps_zero_is_lossless),
+      cmocka_unit_test(test_relative_subnormals_exact_bound),
+      cmocka_unit_test(test_nonnegative_never_below_zero),
       cmocka_unit_test(test_million),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -72,6 +72,57 @@ static long double cv2_of(const double *x, const size_t *idx, size_t m,
   return my == 0 ? (sse == 0 ? 0 : INFINITY) : sse / (m * my * my);
 }
 
+/* cv2_of() of the line the encoder writes for the points idx[0..m) of a
+ * free segment starting at first: where the least-squares line ends below
+ * 0 and x[first..idx[m-1]] are all >= 0, the smaller squared CV of the two
+ * lines pinned at 0 there (the one that keeps the points' sum, the
+ * least-squares one through the pinned end, docs/compaction.md); else the
+ * least-squares line's. */
+static long double pinned_cv2_of(const double *x, const size_t *idx, size_t m,
+                                 size_t first) {
+  long double st = 0, sy = 0, stt = 0, sty = 0, T, b, a, e0, e1, best;
+  size_t k, last = idx[m - 1];
+  int nonneg = 1;
+
+  if (m <= 2) return 0;
+  for (k = first; k <= last; k++) nonneg &= !(x[k] < 0);
+  for (k = 0; k < m; k++) {
+    long double t = (long double)(idx[k] - first), y = x[idx[k]];
+    st += t, sy += y, stt += t * t, sty += t * y;
+  }
+  T = (long double)(last - first);
+  b = (m * sty - st * sy) / (m * stt - st * st);
+  a = (sy - b * st) / m;
+  e0 = a, e1 = a + b * T;
+  if (!nonneg || (e0 >= 0 && e1 >= 0)) return cv2_of(x, idx, m, first);
+  best = INFINITY;
+  for (int w = 0; w < 2; w++) {
+    long double pa, pb, sse = 0;
+    if (w == 0) { /* keeps the sum */
+      long double lo = e0 < 0 ? st / T : m - st / T, far = sy / lo;
+      pa = e0 < 0 ? 0 : far;
+      pb = e1 < 0 ? 0 : far;
+    } else if (e1 < 0) { /* least squares through (T, 0) */
+      long double zu = 0, u2 = 0;
+      for (k = 0; k < m; k++) {
+        long double u = (long double)(idx[k] - first) - T;
+        zu += u * x[idx[k]], u2 += u * u;
+      }
+      pa = -zu / u2 * T, pb = 0;
+    } else { /* through (0, 0) */
+      pa = 0, pb = sty / stt * T;
+    }
+    for (k = 0; k < m; k++) {
+      long double t = (long double)(idx[k] - first);
+      long double r = pa + (pb - pa) * t / T - x[idx[k]];
+      sse += r * r;
+    }
+    sse = sse * m / (sy * sy);
+    best = sse < best ? sse : best;
+  }
+  return best;
+}
+
 /* Checks partition, exactness of verbatim points and each segment's bound
  * (and, for disjoint segments, maximality). */
 static void check_polyline(const double *x, size_t n, const char *spec) {
@@ -114,12 +165,12 @@ static void check_polyline(const double *x, size_t n, const char *spec) {
     if (p.connected || s + 1 == nseg)
       continue;
     /* maximality: the next point (when it is a number and starts a line)
-     * would push the least-squares CV above the fit bound */
+     * would push the CV of the line written above the fit bound */
     assert_int_equal(la_trace_segment(o.t, s + 1, &h), 0);
     if (h.kind != LA_SEG_LINE || !isfinite(x[h.first]))
       continue;
     idx[m] = h.first;
-    assert_true(cv2_of(x, idx, m + 1, g.first) >
+    assert_true(pinned_cv2_of(x, idx, m + 1, g.first) >
                 (long double)lim * lim * (1 - 1e-9L));
   }
   assert_true(covered == n);
@@ -375,6 +426,127 @@ static void test_pinned_line_keeps_sum(void **state) {
   free(x);
 }
 
+/* Each line segment's bound on the decoded values, the whole series scaled
+ * by 2^k first (exact): sums of squares of tiny or huge values neither
+ * underflow nor overflow here. Returns the decoded sum, scaled. */
+static long double check_bound_scaled(const run_t *o, const double *x, size_t n,
+                                      int k) {
+  la_compact_params_t p;
+  long double dec = 0;
+  size_t nseg = la_trace_segment_count(o->t);
+
+  la_trace_params(o->t, &p);
+  for (size_t s = 0; s < nseg; s++) {
+    la_trace_segment_t g;
+    long double sse = 0, sum = 0;
+    size_t m = 0;
+    assert_int_equal(la_trace_segment(o->t, s, &g), 0);
+    for (size_t j = g.first; j < g.first + g.count; j++) {
+      long double a = ldexp(x[j], k), b = ldexp(o->y[j], k);
+      dec += b;
+      if (g.kind == LA_SEG_VERBATIM || la_trace_is_verbatim(o->t, j)) {
+        assert_memory_equal(&x[j], &o->y[j], sizeof(double));
+        continue;
+      }
+      sse += (b - a) * (b - a);
+      sum += a;
+      m++;
+    }
+    if (g.kind == LA_SEG_LINE &&
+        !(sse * m <= (long double)p.cv * p.cv * sum * sum * (1 + 1e-9L)))
+      fail_msg("segment %zu (%llu points at %llu): CV %.3Lg > %g", s,
+               (unsigned long long)g.count, (unsigned long long)g.first,
+               sqrtl(sse / m) / fabsl(sum / m), p.cv);
+  }
+  (void)n;
+  return dec;
+}
+
+/* Values whose squares underflow: 1e-200 * U(1, 1000) (one segment of CV
+ * 0.57 before, reported as 0) and subnormals (their decoded sum was 16
+ * times outside its tolerance). Every segment meets the bound, the
+ * reported CV is the decoded one, the decoded sum is the raw one within the
+ * quantization (2^-11 cv) and the rounding of subnormal lines. */
+static void test_tiny_values_keep_the_bound(void **state) {
+  enum { N = 5000 };
+  static double x[N];
+  const char *const sp[] = {"polyline", "polyline:connected",
+                            "polyline:cv=0.3,no-outliers"};
+  run_t o;
+
+  (void)state;
+  for (int kind = 0; kind < 2; kind++) {
+    uint64_t st = 77 + (uint64_t)kind;
+    int k = kind == 0 ? 664 : 1074; /* scales the values to about 1..1000 */
+    for (size_t i = 0; i < N; i++) {
+      double u = 1 + 999 * la_compact_rand01(&st);
+      x[i] = kind == 0 ? 1e-200 * u : ldexp(floor(u * 1e6), -1074);
+      if (i % 1000 >= 500) /* and smoother stretches */
+        x[i] = ldexp(kind == 0 ? 300 + (double)(i % 1000) : 3e8 + (double)i,
+                     kind == 0 ? -664 : -1074);
+    }
+    for (size_t q = 0; q < sizeof(sp) / sizeof(sp[0]); q++) {
+      long double raw = 0, dec, sse = 0, sum = 0;
+      size_t m = 0;
+      run(x, N, sp[q], &o);
+      dec = check_bound_scaled(&o, x, N, k);
+      for (size_t i = 0; i < N; i++) {
+        long double a = ldexp(x[i], k), b = ldexp(o.y[i], k);
+        raw += a;
+        if (!la_trace_is_verbatim(o.t, i)) {
+          sse += (b - a) * (b - a);
+          sum += a;
+          m++;
+        }
+      }
+      if (m > 0 && sse > 0) { /* the reported CV is the achieved one */
+        long double cv = sqrtl(sse / m) / fabsl(sum / m);
+        if (!(fabsl(o.r.error.cv - cv) <= 1e-6L * cv))
+          fail_msg("%s kind %d: reported CV %g, decoded %.6Lg", sp[q], kind,
+                   o.r.error.cv, cv);
+      }
+      if (strstr(sp[q], "connected") == NULL &&
+          !(fabsl(dec - raw) <= (ldexp(0.3, -11) + 1e-9) * raw))
+        fail_msg("%s kind %d: decoded sum %.17Lg, raw %.17Lg", sp[q], kind, dec,
+                 raw);
+      run_free(&o);
+    }
+  }
+}
+
+/* A non-negative saw that reaches 0 (a timer series with 0-tick cells):
+ * the least-squares line of a ramp and the zeros after it ends below 0 and
+ * its end pinned at 0 misses the bound. The segment closes where the
+ * pinned line still meets it (it went verbatim whole: 8,047 bytes for
+ * 8,000 raw); every segment meets the bound, nothing decodes below 0, and
+ * it compacts better than maxerr at 5% of the range. */
+static void test_saw_to_zero_compacts(void **state) {
+  enum { N = 1000 };
+  double x[N];
+  run_t o, m;
+  const char *const sp[] = {"polyline", "polyline:connected",
+                            "polyline:cv=0.05", "polyline:no-outliers"};
+
+  (void)state;
+  for (size_t i = 0; i < N; i++)
+    x[i] = fmax(0, 50 + (-5.0 - 50) * (double)(i % 40) / 39);
+  run(x, N, "maxerr:eps=2.5", &m);
+  for (size_t q = 0; q < sizeof(sp) / sizeof(sp[0]); q++) {
+    run(x, N, sp[q], &o);
+    for (size_t i = 0; i < N; i++)
+      if (!(o.y[i] >= 0))
+        fail_msg("%s: point %zu decoded %g", sp[q], i, o.y[i]);
+    check_bound_scaled(&o, x, N, 0);
+    if (q == 0 && o.r.len > m.r.len)
+      fail_msg("%s: %zu bytes, maxerr eps=2.5: %zu", sp[q], o.r.len, m.r.len);
+    if (o.r.len > 800)
+      fail_msg("%s: %zu bytes for %d points", sp[q], o.r.len, N);
+    run_free(&o);
+    check_polyline(x, N, sp[q]);
+  }
+  run_free(&m);
+}
+
 /* Exceptions are taken only where they pay: on uniform noise (where the
  * old rule cost 10% more than no-outliers) the default costs at most 3%
  * more, and on plateaus with spikes it is smaller. */
@@ -448,6 +620,8 @@ int main(void) {
       cmocka_unit_test(test_spikes_not_smeared),
       cmocka_unit_test(test_nonnegative_decode),
       cmocka_unit_test(test_pinned_line_keeps_sum),
+      cmocka_unit_test(test_tiny_values_keep_the_bound),
+      cmocka_unit_test(test_saw_to_zero_compacts),
       cmocka_unit_test(test_noise_no_costlier),
       cmocka_unit_test(test_rows_of_equal_values),
       cmocka_unit_test(test_million),

@@ -92,6 +92,48 @@ static void test_refuses_naming_token(void **state) {
                    LA_EINVAL);
 }
 
+/* Every value the parser accepts, the formatter writes so that it parses
+ * back to the same parameters: subnormal ones too (strtod() reports ERANGE
+ * for them, and they used to be refused once formatted); a nonzero number
+ * below the smallest double is refused at parse time, naming its token. */
+static void test_subnormal_values_round_trip(void **state) {
+  static const char *const ok[] = {
+      "maxerr:eps=5e-323", "maxerr:eps=4.9406564584124654e-324",
+      "maxerr:eps=1e-310,relative", "polyline:cv=3e-320",
+      "maxerr:eps=2.2250738585072014e-308"};
+  static const double vals[] = {0x1p-1074, 0x1.8p-1060, 0x1.fffffffffffffp-1023,
+                                0x1p-1022, 5e-323};
+  la_compact_params_t p, q;
+  char buf[96], why[200];
+  size_t i;
+
+  (void)state;
+  for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+    if (la_compact_spec_parse(ok[i], &p, why, sizeof(why)) != 0)
+      fail_msg("'%s' refused: %s", ok[i], why);
+    assert_true(p.cv > 0 && (p.mode == LA_COMPACT_POLYLINE || p.epsilon > 0));
+    assert_true(la_compact_spec_format(&p, buf, sizeof(buf)) > 0);
+    if (la_compact_spec_parse(buf, &q, why, sizeof(why)) != 0)
+      fail_msg("'%s' formatted as '%s', refused: %s", ok[i], buf, why);
+    assert_true(p.mode == q.mode && p.cv == q.cv && p.epsilon == q.epsilon &&
+                p.relative == q.relative);
+  }
+  for (i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+    la_compact_params_default(&p);
+    p.mode = LA_COMPACT_MAXERR;
+    p.epsilon = vals[i];
+    assert_true(la_compact_spec_format(&p, buf, sizeof(buf)) > 0);
+    if (la_compact_spec_parse(buf, &q, why, sizeof(why)) != 0)
+      fail_msg("eps %a formatted as '%s', refused: %s", vals[i], buf, why);
+    assert_true(q.epsilon == vals[i]);
+  }
+  assert_int_equal(
+      la_compact_spec_parse("maxerr:eps=1e-400", &p, why, sizeof(why)),
+      LA_EINVAL);
+  assert_non_null(strstr(why, "eps=1e-400"));
+  assert_non_null(strstr(why, "smallest"));
+}
+
 /* Runs lactl with args; returns its exit status, output in out. */
 static int lactl(char *const args[], char *out, size_t cap) {
   int fd[2], st;
@@ -274,6 +316,7 @@ int main(void) {
       cmocka_unit_test(test_defaults),
       cmocka_unit_test(test_accepts),
       cmocka_unit_test(test_refuses_naming_token),
+      cmocka_unit_test(test_subnormal_values_round_trip),
       cmocka_unit_test(test_lactl),
       cmocka_unit_test(test_lactl_input_rules),
   };
