@@ -91,8 +91,19 @@ La__StatusReply *la_status_reply(la_agent_t *ag) {
                   (int64_t)q.log_segments);
   la_status_counter(rep, "log_replayed", "messages replayed at start",
                     q.replayed);
-  la_status_counter(rep, "log_torn_bytes", "torn bytes cut off the log",
+  la_status_counter(rep, "log_torn_bytes",
+                    "bytes of records cut short (a crash while writing) "
+                    "cut off the log at start",
                     q.torn_bytes);
+  la_status_counter(rep, "log_damaged_bytes",
+                    "damaged log bytes skipped at start", q.damaged_bytes);
+  la_status_counter(rep, "log_damaged_spans",
+                    "damaged spans of the log skipped at start",
+                    q.damaged_spans);
+  la_status_counter(rep, "log_damaged_cycles",
+                    "taken cycles recorded missing: their record may have "
+                    "been in damaged log",
+                    q.damaged_taken);
   la_status_counter(rep, "log_fsyncs", "fsyncs of the log", q.fsyncs);
   la_status_counter(rep, "log_unreadable", "unreadable log records",
                     q.bad_reads);

@@ -37,6 +37,7 @@ typedef struct la__oq_key {
   struct la__oq_key *next;
   uint32_t rank;
   uint64_t cycle;
+  int damaged; /* replay: a damaged span followed its taken record */
   uint16_t app_len;
   char app[LA__SL_MAX_APP + 1];
 } la__oq_key_t;
@@ -46,6 +47,7 @@ struct la_outq {
   la__oq_item_t *head, *tail, *sent;
   la__oq_key_t *ranks, *takens; /* recorded state */
   la__oq_key_t *rec_ranks, *rec_takens; /* found at open, to report */
+  la__oq_key_t *rec_damaged; /* ... taken, their record maybe damaged */
   uint64_t mem_limit, log_limit;
   uint64_t next_seq, last_ack_logged;
   int has_log, fsync_each, dirty, rolling;
@@ -213,6 +215,12 @@ static void la__free_item(la_outq_t *q, la__oq_item_t *prev,
 static int la__on_record(void *arg, uint64_t seg, uint64_t off,
                          const la__sl_rec_t *r) {
   la_outq_t *q = arg;
+  if (r->kind == LA__SL_DAMAGED) {
+    /* the span may have held the trace of any cycle taken and not yet
+     * resolved; one it does not resolve later is reported as damaged */
+    for (la__oq_key_t *k = q->takens; k; k = k->next) k->damaged = 1;
+    return 0;
+  }
   if (r->kind == LA__SL_START) {
     if (r->seq > q->next_seq) q->next_seq = r->seq;
     return 0;
@@ -237,10 +245,13 @@ static int la__on_record(void *arg, uint64_t seg, uint64_t off,
   return la__apply(q, r);
 }
 
-static la__oq_key_t *la__key_copy(const la__oq_key_t *k) {
+/* A copy of the keys whose damaged flag is damaged. */
+static la__oq_key_t *la__key_copy(const la__oq_key_t *k, int damaged) {
   la__oq_key_t *out = NULL;
   for (; k; k = k->next)
-    if (la__key_add(&out, k->app, k->app_len, k->rank, k->cycle) != 0) break;
+    if (!k->damaged == !damaged &&
+        la__key_add(&out, k->app, k->app_len, k->rank, k->cycle) != 0)
+      break;
   return out;
 }
 
@@ -279,9 +290,13 @@ int la_outq_open(const char *log_dir, uint64_t mem_limit, uint64_t log_limit,
         la__free_item(q, NULL, q->head);
       q->st.replayed = q->st.items;
       q->st.torn_bytes = q->sl.torn_bytes;
+      q->st.damaged_bytes = q->sl.damaged_bytes;
+      q->st.damaged_spans = q->sl.damaged_spans;
       q->last_ack_logged = q->st.last_acked;
-      q->rec_takens = la__key_copy(q->takens);
-      q->rec_ranks = la__key_copy(q->ranks);
+      q->rec_takens = la__key_copy(q->takens, 0);
+      q->rec_damaged = la__key_copy(q->takens, 1);
+      q->st.damaged_taken = la__key_count(q->rec_damaged);
+      q->rec_ranks = la__key_copy(q->ranks, 0);
       q->rolling = 1; /* a fresh segment, starting with a checkpoint */
       rc = la__roll(q);
       q->rolling = 0;
@@ -320,6 +335,24 @@ size_t la_outq_recovered(la_outq_t *q,
   }
   la__key_free(t);
   la__key_free(r);
+  return n;
+}
+
+size_t la_outq_damaged(la_outq_t *q,
+                       void (*cb)(void *arg, const la_outq_key_t *key),
+                       void *arg) {
+  size_t n = 0;
+  if (q == NULL) return 0;
+  pthread_mutex_lock(&q->mu);
+  la__oq_key_t *d = q->rec_damaged;
+  q->rec_damaged = NULL;
+  pthread_mutex_unlock(&q->mu);
+  for (la__oq_key_t *k = d; k; k = k->next) {
+    la_outq_key_t key = {k->app, k->rank, k->cycle};
+    if (cb) cb(arg, &key);
+    n++;
+  }
+  la__key_free(d);
   return n;
 }
 
@@ -544,6 +577,7 @@ void la_outq_close(la_outq_t *q) {
   la__key_free(q->takens);
   la__key_free(q->rec_ranks);
   la__key_free(q->rec_takens);
+  la__key_free(q->rec_damaged);
   free(q->rbuf);
   pthread_mutex_destroy(&q->mu);
   free(q);

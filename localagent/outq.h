@@ -21,11 +21,16 @@
  * soon as their messages are acknowledged. At open the log is replayed:
  * unacknowledged messages are queued again in seq order (sent first), and
  * la_outq_recovered lists the taken cycles without a trace and the ranks
- * without an end, for the caller to record as missing / ended.
+ * without an end, for the caller to record as missing / ended. Damage in
+ * the log (seglog.h: skipped, the records after it kept) may have held a
+ * cycle's trace: a taken cycle that a damaged span follows and nothing
+ * resolves is listed by la_outq_damaged instead, for a TraceMissing that
+ * says so.
  *
  * Use:
  *   la_outq_open(...)                       replays the log
  *   la_outq_recovered(q, cb, arg)           once, at start-up
+ *   la_outq_damaged(q, cb, arg)             once, at start-up
  *   la_outq_taken(q, &key)                  worker: before reading a buffer
  *   la_outq_append(q, flags, &key, enc, arg, &seq)   any thread
  *   while (la_outq_next(q, &s, &b, &n) > 0) { write b; }   loop thread
@@ -98,12 +103,16 @@ typedef struct la_outq_stats {
   uint64_t pending_taken; /* taken cycles without trace or missing record */
   uint64_t open_ranks;    /* ranks with a RankStart and no RankEnd */
   uint64_t torn_bytes;    /* bytes cut from torn log tails at open */
+  uint64_t damaged_bytes; /* damaged log bytes skipped at open */
+  uint64_t damaged_spans; /* damaged spans skipped at open */
+  uint64_t damaged_taken; /* taken cycles la_outq_damaged reports */
   uint64_t bad_reads;     /* messages that could not be read back (lost) */
   uint64_t fsyncs;        /* la_outq_sync calls that synced something */
 } la_outq_stats_t;
 
-/* Receives one line per event worth logging (a torn tail truncated, a write
- * or fsync that failed). May be called from any appending thread. */
+/* Receives one line per event worth logging (a torn tail truncated, damage
+ * skipped, a write or fsync that failed). May be called from any appending
+ * thread. */
 typedef void (*la_outq_note_fn)(void *arg, const char *msg);
 
 /* Packs the message with seq into a malloc'ed frame (*frame, *len); called
@@ -132,6 +141,17 @@ size_t la_outq_recovered(la_outq_t *q,
                          void (*cb)(void *arg, int what,
                                     const la_outq_key_t *key),
                          void *arg);
+
+/* Calls cb for every cycle taken by an earlier run that the log does not
+ * resolve and that a damaged span of the log follows: its trace or missing
+ * record may have been in the damage (la_outq_recovered leaves these out).
+ * The caller appends a TraceMissing (LA_OUTQ_MISSING | LA_OUTQ_RESOLVES)
+ * with that reason. Call once, before appends other than
+ * la_outq_recovered's. The key is valid during the call only. Returns the
+ * number reported (stats: damaged_taken). */
+size_t la_outq_damaged(la_outq_t *q,
+                       void (*cb)(void *arg, const la_outq_key_t *key),
+                       void *arg);
 
 /* Logs that the cycle key was taken (before the buffer is read). Any
  * thread. Returns 0, or LA_EIO / LA_ELIMIT (not recorded: counted in

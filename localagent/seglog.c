@@ -236,28 +236,97 @@ fail:
 
 /* --------------------------------------------------------------- scan -- */
 
+/* The longest body a record may have. */
+static uint64_t la__max_body(const la__seglog_t *sl) {
+  return LA__SL_REC_HDR - 8 + LA__SL_MAX_APP + (uint64_t)sl->max_item;
+}
+
 /* Parses one record at p (avail bytes). Returns its size, 0 when it is cut
- * short or corrupt. */
+ * short or corrupt. strict (resynchronising) also wants a known kind and
+ * known flags, so that fewer offsets get as far as the checksum. */
 static uint64_t la__parse(const la__seglog_t *sl, const uint8_t *p,
-                          uint64_t avail, la__sl_rec_t *r) {
+                          uint64_t avail, int strict, la__sl_rec_t *r) {
   if (avail < LA__SL_REC_HDR) return 0;
   uint32_t body = la__get32(p);
-  if (body < LA__SL_REC_HDR - 8 ||
-      body > LA__SL_REC_HDR - 8 + LA__SL_MAX_APP + (uint64_t)sl->max_item ||
-      (uint64_t)body + 8 > avail)
+  uint16_t app_len = (uint16_t)(p[18] | (p[19] << 8));
+  if (body < LA__SL_REC_HDR - 8 || body > la__max_body(sl) ||
+      (uint64_t)body + 8 > avail || app_len > LA__SL_MAX_APP ||
+      app_len > body - 24 || p[16] == LA__SL_DAMAGED)
     return 0;
+  if (strict && (p[16] > LA__SL_START || (p[17] & ~0x0fu) != 0)) return 0;
   if (la_crc32(0, p + 8, body) != la__get32(p + 4)) return 0;
   r->seq = la__get64(p + 8);
   r->kind = p[16];
   r->flags = p[17];
-  r->app_len = (uint16_t)(p[18] | (p[19] << 8));
+  r->app_len = app_len;
   r->rank = la__get32(p + 20);
   r->cycle = la__get64(p + 24);
-  if (r->app_len > LA__SL_MAX_APP || r->app_len > body - 24) return 0;
   r->app = (const char *)p + LA__SL_REC_HDR;
   r->payload = p + LA__SL_REC_HDR + r->app_len;
   r->len = body - 24 - r->app_len;
   return (uint64_t)body + 8;
+}
+
+/* Whether the record at p (avail bytes, up to the end of the file) is cut
+ * short: a partial header, or a plausible length reaching past the end. */
+static int la__cut_short(const la__seglog_t *sl, const uint8_t *p,
+                         uint64_t avail) {
+  if (avail < LA__SL_REC_HDR) return 1;
+  uint32_t body = la__get32(p);
+  return body >= LA__SL_REC_HDR - 8 && body <= la__max_body(sl) &&
+         (uint64_t)body + 8 > avail;
+}
+
+/* The record at pos of buf (size bytes) does not parse: returns where the
+ * next valid record starts, size when none does. The damaged record's own
+ * length is tried first (a flipped payload byte leaves it right, and then
+ * nothing inside the damaged payload is ever taken for a record); else
+ * every later offset, the first whose bytes form a record with a valid
+ * checksum winning. *work bounds the checksum bytes spent (shared by the
+ * segment's resynchronisations): when it runs out, size. When no valid
+ * record follows but the damaged length points at a record cut short by
+ * the end of the file, that record's offset (a torn tail after damage). */
+static uint64_t la__resync(const la__seglog_t *sl, const uint8_t *buf,
+                           uint64_t size, uint64_t pos, uint64_t *work) {
+  la__sl_rec_t r;
+  uint64_t by_len = 0;
+  if (size - pos >= 4) {
+    uint64_t body = la__get32(buf + pos);
+    if (body >= LA__SL_REC_HDR - 8 && body <= la__max_body(sl) &&
+        pos + 8 + body < size) {
+      by_len = pos + 8 + body;
+      if (la__parse(sl, buf + by_len, size - by_len, 1, &r)) return by_len;
+    }
+  }
+  for (uint64_t c = pos + 1; c + LA__SL_REC_HDR <= size; c++) {
+    const uint8_t *p = buf + c;
+    uint32_t body = la__get32(p);
+    if (body < LA__SL_REC_HDR - 8 || body > la__max_body(sl) ||
+        (uint64_t)body + 8 > size - c || p[16] == LA__SL_DAMAGED ||
+        p[16] > LA__SL_START || p[19] != 0)
+      continue;
+    if (*work < body) {
+      *work = 0;
+      return size;
+    }
+    *work -= body;
+    if (la__parse(sl, p, size - c, 1, &r)) return c;
+  }
+  if (by_len && la__cut_short(sl, buf + by_len, size - by_len)) return by_len;
+  return size;
+}
+
+/* Notes and counts a damaged span of segment sg. */
+static void la__damaged(la__seglog_t *sl, const la__sl_seg_t *sg, uint64_t off,
+                        uint64_t len, const char *what) {
+  la__seglog_notef(sl->note, sl->note_arg,
+                   "log segment %s/%020llu" LA__SL_SUFFIX
+                   ": %llu damaged bytes at offset %llu skipped (%s); the "
+                   "records after them are kept",
+                   sl->path, (unsigned long long)sg->id,
+                   (unsigned long long)len, (unsigned long long)off, what);
+  sl->damaged_bytes += len;
+  sl->damaged_spans++;
 }
 
 int la__seglog_scan(la__seglog_t *sl,
@@ -280,32 +349,61 @@ int la__seglog_scan(la__seglog_t *sl,
       free(buf);
       return LA_EIO;
     }
-    if (size < LA__SL_FILE_HDR || memcmp(buf, LA__SL_MAGIC, 8) != 0 ||
-        la__get64(buf + 8) != sg->id) {
-      pos = 0; /* nothing valid: truncated to an empty file below */
-    } else {
-      for (;;) {
-        la__sl_rec_t r;
-        uint64_t n = la__parse(sl, buf + pos, size - pos, &r);
-        if (n == 0) break;
-        if (r.kind == LA__SL_MSG && r.seq > sg->max_msg) sg->max_msg = r.seq;
-        int rc = cb(arg, sg->id, pos + LA__SL_REC_HDR + r.app_len, &r);
+    /* checksum bytes resynchronisation may spend on this segment */
+    uint64_t work = 16 * size + ((uint64_t)1 << 20);
+    if (size < LA__SL_FILE_HDR) {
+      pos = 0; /* created, header not written: a torn tail */
+    } else if (memcmp(buf, LA__SL_MAGIC, 8) != 0 ||
+               la__get64(buf + 8) != sg->id) {
+      /* the records are read anyway: the header holds nothing they need */
+      la__damaged(sl, sg, 0, LA__SL_FILE_HDR,
+                  "the segment's file header, not \"" LA__SL_MAGIC
+                  "\" and its number");
+      sl->damaged_headers++;
+    }
+    while (pos >= LA__SL_FILE_HDR && pos < size) {
+      la__sl_rec_t r;
+      uint64_t n = la__parse(sl, buf + pos, size - pos, 0, &r);
+      if (n == 0) {
+        uint64_t next = la__resync(sl, buf, size, pos, &work);
+        /* torn only when the whole rest was searched: never truncate
+         * what the work bound left unread */
+        if (next == size && work > 0 &&
+            la__cut_short(sl, buf + pos, size - pos))
+          break;
+        la__damaged(sl, sg, pos, next - pos,
+                    next == size && work == 0
+                        ? "too much damage to look for more records"
+                        : "a record failing its length or checksum check");
+        la__sl_rec_t d = {.kind = LA__SL_DAMAGED, .len = 0};
+        d.len = (uint32_t)(next - pos > UINT32_MAX ? UINT32_MAX : next - pos);
+        int rc = cb(arg, sg->id, pos, &d);
         if (rc < 0) {
           free(buf);
-          la_errorf(why, why_len, 0, "log segment %020llu: record refused",
+          la_errorf(why, why_len, 0, "log segment %020llu: damage refused",
                     (unsigned long long)sg->id);
           return rc;
         }
-        pos += n;
+        pos = next;
+        continue;
       }
+      if (r.kind == LA__SL_MSG && r.seq > sg->max_msg) sg->max_msg = r.seq;
+      int rc = cb(arg, sg->id, pos + LA__SL_REC_HDR + r.app_len, &r);
+      if (rc < 0) {
+        free(buf);
+        la_errorf(why, why_len, 0, "log segment %020llu: record refused",
+                  (unsigned long long)sg->id);
+        return rc;
+      }
+      pos += n;
     }
     free(buf);
-    good = pos;
+    good = pos < size ? pos : size;
     if (good < size) {
       la__seglog_notef(
           sl->note, sl->note_arg,
           "log segment %s/%020llu" LA__SL_SUFFIX
-          ": %llu bytes after offset %llu are cut short or corrupt "
+          ": the last %llu bytes, after offset %llu, are a record cut short "
           "(a crash while writing): truncated",
           sl->path, (unsigned long long)sg->id,
           (unsigned long long)(size - good), (unsigned long long)good);
@@ -378,6 +476,7 @@ int la__seglog_append(la__seglog_t *sl, const la__sl_rec_t *r, uint64_t *seg_id,
                       uint64_t *off) {
   uint8_t h[LA__SL_REC_HDR];
   if (r->app_len > LA__SL_MAX_APP || r->len > sl->max_item) return LA_EMSGSIZE;
+  if (r->kind == LA__SL_DAMAGED) return LA_EINVAL;
   if (sl->n_segs == 0) return LA_EIO;
   la__sl_seg_t *a = &sl->segs[sl->n_segs - 1];
   uint32_t body = 24u + r->app_len + r->len;

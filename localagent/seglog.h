@@ -25,10 +25,23 @@
  * Appends are single write(2) calls at the end of the active segment: after
  * the call returns the record survives the death of the process (page
  * cache); la__seglog_sync makes it survive the node's (fsync). On open, the
- * records of every segment are checked in order; the first record that is
- * cut short or fails its checksum ends its segment: the file is truncated
- * there (a torn tail of a crash) and what followed it is counted in
- * torn_bytes. Segments are deleted whole, oldest first, by the caller.
+ * records of every segment are checked in order (length bounds, CRC):
+ *  - a last record cut short by the end of the file (a partial header, or
+ *    a length reaching past the end, and no valid record after it) is a
+ *    torn tail, the trace of a crash inside a write: the file is truncated
+ *    there, noted "(a crash while writing)", counted in torn_bytes;
+ *  - any other record that fails is damage: the scan resynchronises on the
+ *    next valid record (the one the damaged length points at when that one
+ *    is valid, else the first later offset whose bytes form a record with
+ *    a valid CRC), notes and counts the skipped span (damaged_bytes,
+ *    damaged_spans), reports it to the scan's callback as a LA__SL_DAMAGED
+ *    pseudo-record and keeps the records after it; the file is left as it
+ *    is (a later open finds the same damage);
+ *  - a file header that is not the magic and the file's own number is
+ *    damage too (16 bytes, damaged_headers): its records are read anyway.
+ * The checksum work spent looking for a record is bounded per segment (16
+ * times its size, plus 1 MiB); beyond it the rest of the segment counts as
+ * damaged. Segments are deleted whole, oldest first, by the caller.
  *
  * The directory must be a real directory (not a symlink) owned by the
  * effective uid and not writable by group or others; it is created with
@@ -49,6 +62,8 @@
 #define LA__SL_MAX_APP 255u
 
 enum {
+  LA__SL_DAMAGED = 0, /* never on disk: a damaged span la__seglog_scan
+                         skipped (its offset, r->len bytes) */
   LA__SL_MSG = 1,   /* a message for the GlobalAgent (seq > 0) */
   LA__SL_TAKEN = 2, /* a buffer was taken: (app, rank, cycle) is pending */
   LA__SL_ACK = 3,   /* every seq <= seq is acknowledged */
@@ -67,7 +82,7 @@ typedef void (*la__seglog_note_fn)(void *arg, const char *msg);
 
 /* Formats a note (at most 511 bytes) and hands it to note with arg; nothing
  * when note is NULL. How the log and the queue (outq.c) report what they
- * cannot return: torn tails, write and fsync failures. */
+ * cannot return: torn tails, damage, write and fsync failures. */
 void la__seglog_notef(la__seglog_note_fn note, void *arg, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -99,7 +114,10 @@ typedef struct la__seglog {
   la__sl_seg_t *segs; /* oldest first; the last one is the active one */
   size_t n_segs, cap_segs;
   uint64_t total_bytes;
-  uint64_t torn_bytes; /* bytes cut off torn or corrupt tails at open */
+  uint64_t torn_bytes;      /* bytes cut off torn tails at open */
+  uint64_t damaged_bytes;   /* damaged bytes skipped at open */
+  uint64_t damaged_spans;   /* damaged spans skipped (headers included) */
+  uint64_t damaged_headers; /* segments whose file header was damaged */
   la__seglog_note_fn note;
   void *note_arg;
 } la__seglog_t;
@@ -114,10 +132,13 @@ int la__seglog_open(la__seglog_t *sl, const char *dir, uint64_t seg_bytes,
                     void *note_arg, char *why, size_t why_len);
 
 /* Reads every record of every segment in order and calls cb for each valid
- * one (segment index into sl->segs, payload offset in its file, record);
- * truncates torn tails (noted, counted in torn_bytes); sets each segment's
- * max_msg. Afterwards appends go to a fresh segment. Returns 0, or the first
- * negative value cb returned, or LA_EIO / LA_ENOMEM with a reason. */
+ * one (segment id, payload offset in its file, record) and for each damaged
+ * span of records (kind LA__SL_DAMAGED, offset of the span, r->len its
+ * bytes, nothing else set), in file order; truncates torn tails (noted,
+ * counted in torn_bytes); skips damage (noted, counted); sets each
+ * segment's max_msg. Afterwards appends go to a fresh segment. Returns 0,
+ * or the first negative value cb returned, or LA_EIO / LA_ENOMEM with a
+ * reason. */
 int la__seglog_scan(la__seglog_t *sl,
                     int (*cb)(void *arg, uint64_t seg_id, uint64_t off,
                               const la__sl_rec_t *r),
@@ -136,7 +157,8 @@ int la__seglog_roll(la__seglog_t *sl, int sync);
 /* Appends r to the active segment with one write (the caller rolls first
  * when needed). On success *seg_id and *off (offset of the payload in the
  * file) locate the payload. Returns 0, or LA_EIO (noted; the segment is cut
- * back to where it was) / LA_EMSGSIZE (app_len or len too large). */
+ * back to where it was) / LA_EMSGSIZE (app_len or len too large) /
+ * LA_EINVAL (kind LA__SL_DAMAGED). */
 int la__seglog_append(la__seglog_t *sl, const la__sl_rec_t *r,
                       uint64_t *seg_id, uint64_t *off);
 

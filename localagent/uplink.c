@@ -13,7 +13,8 @@
  * without a GlobalAgent is normal: messages wait in the log (outq.h). Knows
  * nothing of applications; session.c, worker.c and main.c hand it messages,
  * which are written to the log (la_uplink_log, any thread) before they are
- * queued.
+ * queued. At start it records missing the cycles whose trace the log's
+ * damage may have held (la_outq_damaged).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -267,11 +268,29 @@ static void la__on_link_failed(la_uplink_link_t *up, int was_ready) {
 static const la_uplink_link_events_t la__link_events = {
     la__on_link_ready, la__on_link_acked, la__on_link_failed};
 
+#define LA__DAMAGED_REASON \
+  "its record in the LocalAgent's log was damaged (failed its checksum)"
+
+/* A cycle an earlier run took whose trace may have been in a damaged span
+ * of the log (outq.h, la_outq_damaged): recorded missing, saying so. */
+static void la__on_damaged(void *arg, const la_outq_key_t *k) {
+  la_agent_t *ag = arg;
+  int rc = la_uplink_log_missing(ag, k->app_id, k->rank, k->cycle_tag,
+                                 LA__DAMAGED_REASON);
+  la_log_warnx(
+      "%s rank %u cycle %llu: its record in the log was damaged: "
+      "%s",
+      k->app_id, k->rank, (unsigned long long)k->cycle_tag,
+      rc == 0 ? "recorded missing" : "NOT recorded missing");
+}
+
 int la_uplink_start(la_agent_t *ag, char *why, size_t why_len) {
   la_uplink_t *u = calloc(1, sizeof *u);
   if (!u) return LA_ENOMEM;
   u->ag = ag;
   ag->up = u;
+  /* before anything is sent: the log's damage found at open */
+  la_outq_damaged(ag->q, la__on_damaged, ag);
   if (!ag->set.global[0]) return 0;
   if (la_auth_init() != 0) {
     snprintf(why, why_len, "libsodium failed to initialise");

@@ -20,6 +20,10 @@
  * unacknowledged cycles used to be lost); large buffers, kill while a
  * compaction is in flight (then "LocalAgent crashed while compacting");
  * SIGTERM with large compactions in flight (they finish into the log).
+ * A torn last record is cut off (a crash while writing); a flipped byte in
+ * a record's payload or length, or in a segment's file header, is damage:
+ * the records after it still come back and the damaged cycle is recorded
+ * missing with a reason that says so.
  * Each prints how many taken cycles were stored, recorded missing and lost.
  *
  * Every wait is on a condition, bounded by a ceiling that grows with the
@@ -528,16 +532,156 @@ static void test_torn_log_tail(void **state) {
   fclose(f);
   la_td_log_mark(T.la);
   start_la(NULL);
-  CHECK(la_td_wait_log(T.la, "cut short or corrupt", wait_ms()) == 0,
+  CHECK(la_td_wait_log(T.la, "a crash while writing", wait_ms()) == 0,
         "no log line about the torn tail within %d ms", wait_ms());
   CHECK(la_status("log_torn_bytes") == 11, "log_torn_bytes %lld",
         la_status("log_torn_bytes"));
+  CHECK(la_status("log_damaged_bytes") == 0, "log_damaged_bytes %lld",
+        la_status("log_damaged_bytes"));
   start_ga(port);
   int ms = wait_ms();
   la_td_wait_until(torn_stored, NULL, ms);
   CHECK(db_ll("SELECT count(*) FROM traces WHERE app_id='durable-t'") == 5,
         "traces of durable-t stored within %d ms: %lld, expected 5", ms,
         db_ll("SELECT count(*) FROM traces WHERE app_id='durable-t'"));
+}
+
+/* ------------------------------------------------------- damaged log -- */
+
+/* Offsets of the records of a segment file (walked by their lengths, before
+ * any damage); the record of tag's CompactTrace (a MSG record that resolves
+ * a cycle of app) goes to *at and its size to *size. Returns the number of
+ * records. */
+static int seg_records(const char *seg, const char *app, int tag, long *at,
+                       long *size) {
+  FILE *f = fopen(seg, "rb");
+  CHECK(f != NULL, "no segment %s", seg);
+  uint8_t h[32];
+  long pos = 16;
+  int n = 0;
+  *at = -1;
+  while (fseek(f, pos, SEEK_SET) == 0 && fread(h, 1, 32, f) == 32) {
+    uint32_t body = h[0] | h[1] << 8 | h[2] << 16 | (uint32_t)h[3] << 24;
+    uint64_t cycle = 0;
+    for (int i = 7; i >= 0; i--) cycle = cycle << 8 | h[24 + i];
+    char id[256] = "";
+    size_t alen = (size_t)(h[18] | h[19] << 8);
+    CHECK(alen < sizeof id && fread(id, 1, alen, f) == alen, "record");
+    /* kind 1 (message) with the "resolves a taken cycle" flag (4) */
+    if (h[16] == 1 && (h[17] & 4) && (int)cycle == tag && !strcmp(id, app)) {
+      *at = pos;
+      *size = 8 + (long)body;
+    }
+    pos += 8 + (long)body;
+    n++;
+  }
+  fclose(f);
+  CHECK(*at >= 0, "no record of %s cycle %d in %s", app, tag, seg);
+  return n;
+}
+
+static void flip_byte(const char *path, long at) {
+  FILE *f = fopen(path, "r+b");
+  CHECK(f != NULL, "open %s", path);
+  CHECK(fseek(f, at, SEEK_SET) == 0, "seek");
+  int c = fgetc(f);
+  CHECK(c != EOF, "%s has no byte %ld", path, at);
+  CHECK(fseek(f, at, SEEK_SET) == 0 && fputc(c ^ 0x40, f) != EOF, "write");
+  fclose(f);
+}
+
+enum { DAMAGE_PAYLOAD, DAMAGE_LENGTH, DAMAGE_HEADER };
+
+/* 30 cycles compacted into the log with no GlobalAgent, the agent killed,
+ * one byte of its log segment flipped (how), the agent restarted with the
+ * GlobalAgent up: every cycle but the damaged one is stored, and the
+ * damaged one is recorded missing with a reason that says so. */
+static void run_damage(const char *app, int how) {
+  need_daemons();
+  int handed[MAXC] = {0};
+  start_ga(0);
+  uint16_t port = T.agents_port;
+  CHECK(la_td_stop(T.ga, wait_ms()) == 0, "GA stop");
+  start_la(NULL);
+  spawn_app(2000, 3, app);
+  app_cycles(30, handed);
+  la_wait_status("cycles_compacted", 30);
+  CHECK(la_td_signal(T.la, SIGKILL) == 0, "kill");
+  la_td_wait_exit(T.la, wait_ms());
+  app_finish();
+  char seg[700];
+  long at = -1, size = 0;
+  snprintf(seg, sizeof seg, "%s/%020d.laseg", T.log_dir, 1);
+  int n = seg_records(seg, app, 15, &at, &size);
+  CHECK(n >= 60,
+        "segment 1 holds %d records, expected 30 taken and 30 "
+        "traces at least",
+        n);
+  if (how == DAMAGE_PAYLOAD) flip_byte(seg, at + size / 2);
+  if (how == DAMAGE_LENGTH) flip_byte(seg, at + 2); /* length: +4 MiB */
+  if (how == DAMAGE_HEADER) flip_byte(seg, 3);      /* "LASEG001" */
+  la_td_log_mark(T.la);
+  start_la(NULL);
+  start_ga(port);
+  double cpu;
+  long long idle;
+  CHECK(wait_working(la_drained, &cpu, &idle) == 0,
+        "the restarted agent did not send its log: queue_items %lld",
+        la_status("queue_items"));
+  int stored = 0, missing = 0, lost = 0;
+  char why[300] = "";
+  for (int c = 0; c < 30; c++) {
+    if (db_ll("SELECT count(*) FROM traces WHERE app_id='%s' AND "
+              "cycle_tag=%d AND rank=0",
+              app, c) == 1)
+      stored++;
+    else if (missing_logged(app, c, why, sizeof why))
+      missing++;
+    else
+      lost++;
+  }
+  print_message(
+      "%s: 30 cycles logged, one byte flipped: %d stored, %d "
+      "recorded missing ('%s'), %d lost; log_damaged_bytes %lld, "
+      "log_torn_bytes %lld\n",
+      app, stored, missing, why, lost, la_status("log_damaged_bytes"),
+      la_status("log_torn_bytes"));
+  CHECK(la_td_log_has(T.la, "damaged"), "no log line about the damage");
+  CHECK(!la_td_log_has(T.la, "a crash while writing"),
+        "damage blamed on a crash");
+  CHECK(la_status("log_torn_bytes") == 0, "log_torn_bytes %lld",
+        la_status("log_torn_bytes"));
+  long long dmg = la_status("log_damaged_bytes");
+  CHECK(how == DAMAGE_HEADER ? dmg == 16 : dmg == size,
+        "log_damaged_bytes %lld (the record is %ld bytes)", dmg, size);
+  CHECK(lost == 0, "%d cycles lost", lost);
+  if (how == DAMAGE_HEADER) {
+    CHECK(stored == 30, "%d of 30 stored", stored);
+    return;
+  }
+  CHECK(stored == 29 && missing == 1, "%d stored, %d missing", stored, missing);
+  CHECK(missing_logged(app, 15, why, sizeof why), "cycle 15 not missing");
+  CHECK(strstr(why, "damaged") != NULL, "cycle 15 missing for '%s'", why);
+  CHECK(la_status("log_damaged_cycles") == 1, "log_damaged_cycles %lld",
+        la_status("log_damaged_cycles"));
+}
+
+/* A flipped byte in the payload of one record in the middle of a segment:
+ * the records after it are kept (they used to be cut off with it). */
+static void test_damaged_record_skipped(void **state) {
+  run_damage("durable-x", DAMAGE_PAYLOAD);
+}
+
+/* A flipped byte in the length of one record: the next record is found
+ * by its checksum, not by the damaged length. */
+static void test_damaged_length_resync(void **state) {
+  run_damage("durable-y", DAMAGE_LENGTH);
+}
+
+/* A flipped byte in a segment's file header: its records still come back
+ * (the segment used to be emptied). */
+static void test_damaged_segment_header(void **state) {
+  run_damage("durable-z", DAMAGE_HEADER);
 }
 
 /* A log directory writable by others is refused with a clear error. */
@@ -563,6 +707,9 @@ int main(void) {
       T(test_kill_while_compacting),
       T(test_stop_with_compactions_in_flight),
       T(test_torn_log_tail),
+      T(test_damaged_record_skipped),
+      T(test_damaged_length_resync),
+      T(test_damaged_segment_header),
       T(test_unsafe_log_dir_refused),
 #undef T
   };

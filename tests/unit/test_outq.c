@@ -8,13 +8,14 @@
  * is what a kill -9 leaves (torn writes are made by hand).
  * Covers: append/next/ack in seq order; rewind; reopen replaying exactly the
  * unacknowledged messages in order with seqs continuing; segments deleted
- * once acknowledged; a torn tail and a corrupt record truncated, the records
- * before them kept; taken cycles and registered ranks reported after a
- * crash (also when their segment was deleted: checkpoints), resolved ones
- * not; the log limit (refusals counted once, TraceMissing still recorded in
- * the reserve); memory limit 0 (read back from the log); the directory
- * checks (symlink, group-writable, locked); concurrent appends from four
- * threads replayed in strictly increasing seq order, none lost.
+ * once acknowledged; a torn tail truncated and a corrupt last record
+ * skipped, the records before them kept; taken cycles and registered ranks
+ * reported after a crash (also when their segment was deleted:
+ * checkpoints), resolved ones not; the log limit (refusals counted once,
+ * TraceMissing still recorded in the reserve); memory limit 0 (read back
+ * from the log); the directory checks (symlink, group-writable, locked);
+ * concurrent appends from four threads replayed in strictly increasing seq
+ * order, none lost.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -259,7 +260,7 @@ static void test_torn_tail_truncated(void **state) {
   la_outq_close(q);
 }
 
-static void test_corrupt_record_truncated(void **state) {
+static void test_corrupt_last_record_skipped(void **state) {
   fx_t *f = *state;
   char seg[256];
   off_t size = ten_records(f, seg, sizeof seg);
@@ -492,7 +493,7 @@ int main(void) {
     T(test_replay_after_crash),
     T(test_segments_deleted_when_acked),
     T(test_torn_tail_truncated),
-    T(test_corrupt_record_truncated),
+    T(test_corrupt_last_record_skipped),
     T(test_taken_and_ranks_recovered),
     T(test_log_limit),
     T(test_memory_limit_zero_reads_log),
