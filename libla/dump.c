@@ -8,9 +8,10 @@
  * count the values were multiplied by: lactl compact --quantum S). It costs the
  * application file writes per profiled cycle: for validation runs, not
  * production. With channels the values are the per-element sum over the
- * channels (what the LocalAgent ships as the trace), added in channel
- * order as the LocalAgent adds them; row values (layout 5) are spread over
- * their cells as the LocalAgent spreads them.
+ * channels (what the LocalAgent ships as the trace), added in counts in
+ * channel order and scaled once, as the LocalAgent adds them (a sum of
+ * whole timer ticks stays whole ticks); row values (layout 5) are spread
+ * over their cells as the LocalAgent spreads them.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -51,12 +52,10 @@ int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
   while (done < n && rc == 0) {
     size_t k = n - done < 4096 ? (size_t)(n - done) : 4096;
     for (size_t i = 0; i < k; i++) {
-      double v0 = values[done + i];
-      if (rows) v0 += la_shm_row_share(rows[(done + i) / nx], nx);
-      double v = v0 * scale;
-      for (uint32_t c = 1; c < n_channels; c++)
-        v += values[c * n + done + i] * scale;
-      chunk[i] = v;
+      double v = values[done + i];
+      if (rows) v += la_shm_row_share(rows[(done + i) / nx], nx);
+      for (uint32_t c = 1; c < n_channels; c++) v += values[c * n + done + i];
+      chunk[i] = v * scale;
     }
     if (fwrite(chunk, sizeof(double), k, f) != k)
       rc = la__error(LA_EIO, "LA_DUMP_RAW: writing %s: %s", path,

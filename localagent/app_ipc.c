@@ -217,7 +217,21 @@ void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i) {
   la__zero_from(ipc, i, 0);
 }
 
-int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
+/* The channels' sum of buffer i in counts, scaled once (la_app_ipc_take). */
+static void la__take_sum(const la_app_ipc_t *ipc, uint32_t i, double *sum,
+                         double scale) {
+  const double *v = la__values(ipc, i);
+  const double *rows = ipc->n_rows ? la__rows(ipc, i) : NULL;
+  uint64_t n = ipc->n_elements, nx = rows ? n / ipc->n_rows : 1;
+  for (uint64_t e = 0; e < n; e++) {
+    double s = v[e];
+    if (rows) s += la_shm_row_share(rows[e / nx], nx);
+    for (uint32_t c = 1; c < ipc->n_channels; c++) s += v[c * n + e];
+    sum[e] = s * scale;
+  }
+}
+
+int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out, double *sum,
                     la_shm_bufmeta_t *meta) {
   if (!ipc->hdr || i >= ipc->n_buffers) return LA_EINVAL;
   /* One copy of the meta data: the application may rewrite it meanwhile. */
@@ -233,6 +247,7 @@ int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
         ipc->pid, i, scale, (unsigned long long)meta->cycle_tag);
     return LA_EPROTO;
   }
+  if (sum && ipc->n_channels > 1) la__take_sum(ipc, i, sum, scale);
   uint64_t k0 = 0; /* values copied so far */
   int cells = 1;    /* channel 0's cells need zeroing */
   if (ipc->n_rows) {

@@ -62,12 +62,16 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
 /* Copies buffer i, multiplied by its meta scale, into out[0..n_channels x
  * n_elements) (channel-major; with rows, each row's value spread evenly
  * over its cells of channel 0 first) and zeroes
- * the buffer (which stays the agent's until la_app_ipc_give_back). *meta
+ * the buffer (which stays the agent's until la_app_ipc_give_back). With
+ * channels, sum (not NULL) receives each element's total over them, added
+ * in counts and scaled once: (v0 [+ row share] + v1 + ... + vk-1) * scale,
+ * so that a sum of whole timer ticks is whole ticks too (a sum of scaled
+ * values is not, in general), the same arithmetic as LA_DUMP_RAW's. *meta
  * receives the buffer's meta data as the application wrote it (untrusted
  * data). Returns 0; LA_EINVAL for a bad index; LA_EPROTO (logged, the
  * buffer is zeroed all the same) when the scale is not a positive finite
  * number. */
-int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out,
+int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out, double *sum,
                     la_shm_bufmeta_t *meta);
 
 /* Copies the n_elements flag bytes of buffer i into out (data: any byte

@@ -184,12 +184,9 @@ static void la__work(uv_work_t *req) {
     la_app_ipc_discard(&s->ipc, j->buffer);
   } else {
     double *ch = k > 1 ? x + n : x;
-    j->rc = la_app_ipc_take(&s->ipc, j->buffer, ch, &j->meta);
+    j->rc = la_app_ipc_take(&s->ipc, j->buffer, ch, k > 1 ? x : NULL,
+                            &j->meta);
     if (j->rc != 0) j->why = "dropped: the buffer could not be read";
-    for (uint32_t c = 1; j->rc == 0 && c < k; c++) {
-      const double *xc = ch + (uint64_t)c * n;
-      for (uint64_t e = 0; e < n; e++) x[e] = (c == 1 ? ch[e] : x[e]) + xc[e];
-    }
   }
   if (j->rc == 0) {
     la_compact_result_t res;

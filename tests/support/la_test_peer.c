@@ -97,7 +97,7 @@ static int on_register(la_test_peer_t *p, conn_t *c,
 
 static void on_data(la_test_peer_t *p, conn_t *c, const La__DataReady *d) {
   la_shm_bufmeta_t meta;
-  if (la_app_ipc_take(&c->ipc, d->buffer, c->values, &meta) == LA_EINVAL)
+  if (la_app_ipc_take(&c->ipc, d->buffer, c->values, NULL, &meta) == LA_EINVAL)
     return;
   pthread_mutex_lock(&p->mu);
   if (p->ncycles == p->cap) {
