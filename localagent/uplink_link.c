@@ -96,6 +96,11 @@ void la_uplink_link_fail(la_uplink_link_t *up, const char *fmt, ...) {
   /* only a connected link was sent messages: with several shards, the
    * retries of one that is down must not make the others resend */
   int was_ready = up->state == LA_UP_READY;
+  /* a link that stayed up a while without an Ack (nothing to send) was
+   * healthy: a GlobalAgent restart is retried quickly */
+  if (was_ready && uv_now(up->ag->loop) - up->ready_ms >=
+                       (uint64_t)up->ag->set.reconnect_max_ms)
+    up->backoff_ms = up->ag->set.reconnect_min_ms;
   up->state = LA_UP_BACKOFF;
   up->epoch++;
   up->inflight = 0;
@@ -301,7 +306,11 @@ static void la__handshake_result(la_uplink_link_t *up, const La__AuthResult *r,
   up->state = LA_UP_READY;
   up->failing = 0;
   uv_timer_stop(&up->timer);
-  up->backoff_ms = ag->set.reconnect_min_ms;
+  /* the backoff is reset by progress (an Ack), not by a handshake: a
+   * GlobalAgent that accepts the link and then closes it at the first
+   * message (one it refuses) is retried ever more slowly, up to
+   * reconnect_max, not at reconnect_min for ever */
+  up->ready_ms = uv_now(ag->loop);
   up->last_error[0] = '\0';
   la_outq_stats_t q;
   la_outq_get_stats(ag->q, &q);
@@ -329,6 +338,7 @@ static void la__on_frame(la_uplink_link_t *up, uint16_t type, const uint8_t *p,
              type == LA__MSG_TYPE__MSG_AUTH_RESULT) {
     la__handshake_result(up, (La__AuthResult *)m, sealed);
   } else if (up->state == LA_UP_READY && type == LA__MSG_TYPE__MSG_ACK) {
+    up->backoff_ms = up->ag->set.reconnect_min_ms; /* progress */
     up->ev->acked(up, ((La__Ack *)m)->seq);
   } else {
     la_uplink_link_fail(up, "unexpected %s", la_msg_name(type));

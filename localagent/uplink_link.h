@@ -63,6 +63,7 @@ struct la_uplink_link {
   la_auth_session_t ses;
   la_secure_t sec;
   int64_t backoff_ms;
+  uint64_t ready_ms; /* loop time the link became ready (last time) */
   uint64_t connects, epoch;
   size_t inflight;
   char last_error[256];

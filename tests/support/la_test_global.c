@@ -75,7 +75,7 @@ struct la_test_global {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int killed, drop_now;
-  int ack_every, ack_delay_ms, refuse_auth, accept_any;
+  int ack_every, ack_delay_ms, refuse_auth, accept_any, refuse_traces;
   la_auth_key_t key;
   uint64_t ctr[LA_TG_NCOUNTERS];
   char last_refusal[256];
@@ -487,6 +487,13 @@ static int on_message(la_test_global_t *g, conn_t *c, uint16_t type,
              type == LA__MSG_TYPE__MSG_RANK_END) {
     uint64_t seq = msg_seq(type, m);
     pthread_mutex_lock(&g->mu);
+    int refuse = g->refuse_traces && type == LA__MSG_TYPE__MSG_COMPACT_TRACE;
+    pthread_mutex_unlock(&g->mu);
+    if (refuse) { /* as a GlobalAgent does with a frame it cannot take */
+      protocol_error(g, c, LA_EPROTO, "CompactTrace refused (test)");
+      return -1;
+    }
+    pthread_mutex_lock(&g->mu);
     bump(g, LA_TG_MESSAGES);
     if (c->has_seq && seq <= c->last_seq) bump(g, LA_TG_SEQ_ERRORS);
     int rc = store(g, c, type, m);
@@ -692,6 +699,12 @@ void la_test_global_set_ack_delay(la_test_global_t *g, int delay_ms) {
   g->ack_delay_ms = delay_ms < 0 ? 0 : delay_ms;
   pthread_mutex_unlock(&g->mu);
   la_test_wake(g->wake[1]);
+}
+
+void la_test_global_set_refuse_traces(la_test_global_t *g, int on) {
+  pthread_mutex_lock(&g->mu);
+  g->refuse_traces = on;
+  pthread_mutex_unlock(&g->mu);
 }
 
 void la_test_global_set_refuse_auth(la_test_global_t *g, int on) {

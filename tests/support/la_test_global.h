@@ -130,6 +130,9 @@ void la_test_global_set_ack_delay(la_test_global_t *g, int delay_ms);
 void la_test_global_set_refuse_auth(la_test_global_t *g, int on);
 /* Replaces the secret (NULL: accept any MAC) for later handshakes. Returns 0
  * or the la_auth_load_key error (the old key stays). */
+/* on: every CompactTrace is answered with an Error and the connection
+ * closed, as a GlobalAgent does with a frame it cannot take. */
+void la_test_global_set_refuse_traces(la_test_global_t *g, int on);
 int la_test_global_set_key(la_test_global_t *g, const char *key_path);
 
 /* Value of a counter. */

@@ -1146,6 +1146,36 @@ static void test_wrong_secret(void **state) {
   print_message("%s\n", line);
 }
 
+/* A GlobalAgent that accepts the link and closes it at the first trace (a
+ * frame it refuses) is retried ever more slowly, up to reconnect_max
+ * (docs/security.md), not at reconnect_min for ever: the handshake alone
+ * does not reset the backoff, an Ack does. With reconnect_min 20 ms and
+ * reconnect_max 400 ms the LocalAgent connected about 60 times in 2 s
+ * before; now at most a dozen. */
+static void test_refused_link_backs_off(void **state) {
+  need_daemon();
+  start_stand_in();
+  la_test_global_set_refuse_traces(T.g, 1);
+  const char *extra[] = {"--global.reconnect_min=20ms",
+                         "--global.reconnect_max=400ms", NULL};
+  start_agent(la_test_global_addr(T.g), extra);
+  app_t a = {.name = "backoff", .app_id = "backoff", .nprocs = 1, .n = 50,
+             .cycles = 1};
+  run_app(&a, NULL);
+  CHECK(la_test_global_wait(T.g, LA_TG_PROTOCOL_ERRORS, 1, WAIT_MS) == 0,
+        "the stand-in never refused a trace");
+  uint64_t c0 = la_test_global_count(T.g, LA_TG_CONNECTIONS);
+  usleep(2000 * 1000);
+  uint64_t c1 = la_test_global_count(T.g, LA_TG_CONNECTIONS);
+  print_message("%llu connections in 2 s after the first refusal\n",
+                (unsigned long long)(c1 - c0));
+  CHECK(c1 - c0 <= 12,
+        "%llu connections in 2 s: the refused link is retried at "
+        "reconnect_min",
+        (unsigned long long)(c1 - c0));
+  CHECK(c1 - c0 >= 2, "the link was not retried at all");
+}
+
 /* test_fast_application_keeps_its_connection: DAEMON BUG (a buffer given back
  * before its busy bit was cleared).
  *
@@ -1281,6 +1311,7 @@ int main(void) {
       T(test_global_restart_mid_run),
       T(test_spool_survives_restart),
       T(test_wrong_secret),
+      T(test_refused_link_backs_off),
       T(test_sighup_and_check_config),
       T(test_fast_application_keeps_its_connection),
 #undef T
