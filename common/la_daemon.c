@@ -87,16 +87,26 @@ int la_daemon_write_number(const char *path, long value) {
    * planted beside path is never followed; rename replaces path itself,
    * never what a link there points to. */
   char tmp[1024];
-  if ((size_t)snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= sizeof tmp)
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= sizeof tmp) {
+    errno = ENAMETOOLONG;
     return -1;
+  }
   int fd = mkstemp(tmp);
   if (fd < 0) return -1;
   char buf[32];
   int n = snprintf(buf, sizeof buf, "%ld\n", value);
-  int ok = fchmod(fd, 0644) == 0 && write(fd, buf, (size_t)n) == n;
-  if (close(fd) != 0) ok = 0;
-  if (!ok || rename(tmp, path) != 0) {
+  int ok = 0;
+  if (fchmod(fd, 0644) == 0) {
+    ssize_t w = write(fd, buf, (size_t)n);
+    ok = w == n;
+    if (w >= 0 && !ok) errno = ENOSPC; /* a short write sets no errno */
+  }
+  int saved = errno;
+  if (close(fd) != 0 && ok) ok = 0, saved = errno;
+  if (ok && rename(tmp, path) != 0) ok = 0, saved = errno;
+  if (!ok) {
     unlink(tmp);
+    errno = saved; /* the caller's message names the first failure */
     return -1;
   }
   return 0;

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -188,7 +189,8 @@ static int la__listen(la_ga_t *ga, uv_tcp_t *tcp, const char *what,
   printf("la-globalagent: %s listening on %s\n", what, bound);
   fflush(stdout);
   if (port_file[0] && la_daemon_write_number(port_file, *port) != 0) {
-    la_log_error("cannot write %s.port_file %s", what, port_file);
+    la_log_error("cannot write %s.port_file %s: %s", what, port_file,
+                 strerror(errno));
     return -1;
   }
   la_log_info("%s: listening on %s", what, bound);

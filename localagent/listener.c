@@ -8,7 +8,9 @@
  * limits. Reports the bound port (port 0 = any) on stdout
  * and in port_file, so tests and scripts need no fixed port.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "agent.h"
 #include "la_daemon.h"
@@ -58,7 +60,8 @@ int la_listener_start(la_agent_t *ag, char *why, size_t why_len) {
   fflush(stdout);
   if (ag->set.port_file[0] &&
       la_daemon_write_number(ag->set.port_file, ag->port) != 0) {
-    snprintf(why, why_len, "cannot write port_file %s", ag->set.port_file);
+    snprintf(why, why_len, "cannot write port_file %s: %s", ag->set.port_file,
+             strerror(errno));
     return LA_EIO;
   }
   la_log_info("listening on %s", ag->bound);

@@ -1176,6 +1176,33 @@ static void test_refused_link_backs_off(void **state) {
   CHECK(c1 - c0 >= 2, "the link was not retried at all");
 }
 
+/* A port file that cannot be written stops both daemons with a message
+ * that says why (the system's reason), not only which file. */
+static void test_port_file_error_says_why(void **state) {
+  need_daemon();
+  const char *names[2] = {"la-localagent", "la-globalagent"};
+  for (int i = 0; i < 2; i++) {
+    char bin[1024], spool[700], db[700], out[4096];
+    if (la_td_find_bin(names[i], bin, sizeof bin) != 0) continue;
+    la_td_path(T.d, "pf-spool", spool, sizeof spool);
+    la_td_path(T.d, "pf.db", db, sizeof db);
+    char a1[800], a2[800];
+    const char *argv_la[] = {bin, "--agent.listen=127.0.0.1:0",
+                             "--agent.port_file=/nonexistent-la-dir/port", a1,
+                             NULL};
+    const char *argv_ga[] = {bin, "--agents.listen=127.0.0.1:0",
+                             "--agents.port_file=/nonexistent-la-dir/port",
+                             "--feed.listen=127.0.0.1:0", a2, NULL};
+    snprintf(a1, sizeof a1, "--global.spool_dir=%s", spool);
+    snprintf(a2, sizeof a2, "--store.path=%s", db);
+    int rc = la_td_run(i == 0 ? argv_la : argv_ga, NULL, 10000, out, sizeof out);
+    print_message("%s exited %d: %s", names[i], rc, out);
+    CHECK(rc != 0, "%s started without its port file", names[i]);
+    CHECK(strstr(out, "/nonexistent-la-dir/port: No such file or directory"),
+          "%s: the message does not say why: %s", names[i], out);
+  }
+}
+
 /* test_fast_application_keeps_its_connection: DAEMON BUG (a buffer given back
  * before its busy bit was cleared).
  *
@@ -1312,6 +1339,7 @@ int main(void) {
       T(test_spool_survives_restart),
       T(test_wrong_secret),
       T(test_refused_link_backs_off),
+      T(test_port_file_error_says_why),
       T(test_sighup_and_check_config),
       T(test_fast_application_keeps_its_connection),
 #undef T
