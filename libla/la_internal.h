@@ -64,6 +64,10 @@ LA__HIDDEN int la__settings_resolve(la__settings_t *out);
 LA__HIDDEN int la__settings_period(void);
 /* The buffer policy as set now (LA_setPolicy may change it at run time). */
 LA__HIDDEN int la__settings_policy(void);
+/* lifecycle.c tells settings.c the metric of the registration in force
+ * (NULL: none), so that setters a registration fixes refuse (LA_ESTATE)
+ * without settings.c calling into lifecycle.c. */
+LA__HIDDEN void la__settings_registered(const char *metric);
 /* A number that changes whenever a probe function is set. */
 LA__HIDDEN unsigned la__settings_probe_gen(void);
 LA__HIDDEN int la__settings_has_custom_probe(void);
@@ -257,9 +261,7 @@ LA__HIDDEN void la__channels_reset(void);
 /* The segment of the registration in force, or NULL when there is none
  * (never registered, LA_finalize, registration failed, agent lost). */
 LA__HIDDEN const la__ipc_t *la__lifecycle_ipc(void);
-/* The metric of the registration in force, NULL when there is none (see
- * la__lifecycle_ipc). */
-LA__HIDDEN const char *la__lifecycle_metric(void);
+
 
 /* ------------------------------------------------------------------ dump */
 /* Writes buffer i's values*scale (with channels: the per-element sum over

@@ -118,6 +118,7 @@ static int la__metric_setup(const la__settings_t *s, const char **unit) {
 }
 
 static void la__teardown(void) {
+  la__settings_registered(NULL);
   la__probe_reset();
   la__link_close(&la__ctx.link);
   la__ipc_destroy(&la__ctx.ipc);
@@ -339,6 +340,7 @@ static int la__register(const char *app_name, int rank, int nprocs,
   if (la__ipc_handover(&la__ctx.ipc) != 0)
     la__info("semaphore set stays ours: %s", LA_lastError());
   la__ctx.state = LA__ACTIVE;
+  la__settings_registered(la__ctx.set.metric);
   if ((rc = la__begin_cycle())) return la__lost(rc);
   la__info(
       "registered %s rank %d/%d, %llu elements, %u channel(s), metric "
@@ -492,10 +494,6 @@ LA_EXPORT int LA_finalize(void) {
   la__ctx.state = LA__IDLE;
   la__channels_reset();
   return rc;
-}
-
-const char *la__lifecycle_metric(void) {
-  return la__ctx.state == LA__ACTIVE ? la__ctx.set.metric : NULL;
 }
 
 const la__ipc_t *la__lifecycle_ipc(void) {

@@ -36,6 +36,8 @@ static struct {
   LA_ProbeFunc start, stop;
   void *start_arg, *stop_arg;
   unsigned probe_gen; /* changes whenever start, stop or their args do */
+  char in_force[LA__METRIC_LEN]; /* the registration's metric, "" when
+                                    none is in force (lifecycle.c says) */
 } la__prog = {
     .period = 1, .metric = "", .policy = LA_POLICY_WAIT, .prog_period = 1,
     .prog_policy = LA_POLICY_WAIT, .n_buffers = 3};
@@ -54,12 +56,22 @@ LA_EXPORT int LA_setPeriod(int period) {
   return 0;
 }
 
+void la__settings_registered(const char *metric) {
+  snprintf(la__prog.in_force, sizeof la__prog.in_force, "%s",
+           metric ? metric : "");
+}
+
+/* The metric of the registration in force, NULL when there is none. */
+static const char *la__in_force(void) {
+  return la__prog.in_force[0] ? la__prog.in_force : NULL;
+}
+
 /* LA_ESTATE for a setting the registration in force has fixed (call names
  * the call), 0 when there is none (before LA_register, after LA_finalize,
  * after a failed registration or a lost agent: the value is then for the
  * next LA_register). */
 static int la__fixed(const char *call, const char *what) {
-  const char *metric = la__lifecycle_metric();
+  const char *metric = la__in_force();
   if (!metric) return 0;
   return la__error(LA_ESTATE,
                    "%s while registered: %s is fixed at LA_register "
@@ -127,7 +139,7 @@ LA_EXPORT int LA_setAppId(const char *app_id) {
  * the next cycle boundary (none left: the probes measure nothing). */
 static int la__set_probe(int stop, LA_ProbeFunc fn, void *arg) {
   const char *call = stop ? "LA_setProbeStopFunc" : "LA_setProbeStartFunc";
-  const char *metric = la__lifecycle_metric();
+  const char *metric = la__in_force();
   if (metric && strcmp(metric, "custom"))
     return la__error(LA_ESTATE,
                      "%s while registered with metric '%s': probe functions "
