@@ -198,8 +198,8 @@ static void la__forward(la_robust_t *r, const double *x, const uint8_t *flags,
                         uint64_t *flagged, uint64_t *suspect,
                         uint64_t *rises) {
   const la_robust_params_t *p = &r->p;
-  double up = 1 + p->tol, at = p->abs_tol, fo = p->follow;
-  for (uint64_t i = 0; i < r->n; i++) r->mark[i] = LA__M_NONE;
+  double up = 1 + p->tol, down = 1 / up, at = p->abs_tol, fo = p->follow;
+  memset(r->mark, LA__M_NONE, r->n * sizeof *r->mark);
   for (uint64_t i = 0; i < r->n; i++) {
     double v = x[i], e, old = (double)r->est[i];
     if (r->run[i] == LA__NO_EST) {
@@ -211,8 +211,8 @@ static void la__forward(la_robust_t *r, const double *x, const uint8_t *flags,
       (*flagged)++;
     } else if (v <= old * up + at) {
       r->run[i] = 0;
-      e = v < old / up - at ? v /* the cost went down */
-                            : old + fo * (v - old);
+      e = v < old * down - at ? v /* the cost went down */
+                              : old + fo * (v - old);
     } else if (p->neighbour && la__front(r, i, v, 0)) {
       /* a neighbour costs this much already: a front moving over the
        * elements, believed at once */
@@ -359,23 +359,22 @@ int la_robust_update(la_robust_t *r, const double *x, const uint8_t *flags,
     if (r->rows && la__update_rows(r, x, flags, w, st) == 0) return 0;
   }
   if (r->rows) la__to_cells(r);
-  double isum = 0, rs = 0, rc = 0;
   uint64_t flagged = 0, suspect = 0, rises = 0;
   la__forward(r, x, flags, &flagged, &suspect, &rises);
   if (r->p.neighbour) la__backward(r, x, &suspect, &rises);
+  /* four partial sums each, so the additions do not wait on each other
+   * (the exact totals of the weights are the compaction's statistics) */
+  double is[4] = {0, 0, 0, 0}, ws[4] = {0, 0, 0, 0};
   for (uint64_t i = 0; i < r->n; i++) {
     double v = x[i], wi = (double)r->est[i];
     w[i] = wi;
-    if (isfinite(v) && v > wi) isum += v - wi;
-    /* Neumaier's sum of the weights */
-    double t = rs + wi;
-    rc += fabs(rs) >= fabs(wi) ? (rs - t) + wi : (wi - t) + rs;
-    rs = t;
+    if (isfinite(v) && v > wi) is[i & 3] += v - wi;
+    ws[i & 3] += wi;
   }
   r->cycles++;
   if (st) {
-    st->interference = isum;
-    st->robust_sum = rs + rc;
+    st->interference = (is[0] + is[1]) + (is[2] + is[3]);
+    st->robust_sum = (ws[0] + ws[1]) + (ws[2] + ws[3]);
     st->flagged = flagged;
     st->suspect = suspect;
     st->rises = rises;

@@ -73,7 +73,8 @@ typedef struct la_robust_params {
 
 typedef struct la_robust_stats {
   double interference; /* sum over elements of max(0, x - w) */
-  double robust_sum;   /* sum of the weights (Neumaier) */
+  double robust_sum;   /* sum of the weights (plain: the exact one is the
+                          compaction's statistics of them) */
   uint64_t flagged;    /* values not used: flagged or not finite */
   uint64_t suspect;    /* values above the band, held back this cycle */
   uint64_t rises;      /* estimates that jumped up (confirmed changes) */
