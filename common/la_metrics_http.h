@@ -4,9 +4,11 @@
  * Threading: the daemon's loop thread renders its counters into text and
  * hands them over with la_metrics_http_publish (copied under a mutex); the
  * HTTP thread only ever serves the last text published. It never reads
- * the daemon's state. Bounded: a connection limit, a per-connection
- * timeout and memory limit; any path but /metrics gets 404, any method but
- * GET or HEAD 405. Deliberately no TLS and no authentication: the endpoint
+ * the daemon's state. Bounded: a connection limit (a newcomer evicts the
+ * connection waiting longest for its request, so idle and half-sent
+ * requests cannot keep a scraper out), a per-connection deadline and
+ * memory limit; any path but /metrics gets 404, any method but GET or
+ * HEAD 405. Deliberately no TLS and no authentication: the endpoint
  * belongs on loopback or behind the node's firewall (docs/security.md).
  * Link the daemons with -lmicrohttpd.
  */
@@ -31,7 +33,9 @@ typedef struct la_metrics_http la_metrics_http_t;
       N("metrics", "interval", LA_CFG_MS, metrics_interval_ms, "1s", 100,    \
         3600000, "how often the served counters are refreshed"),             \
       N("metrics", "max_connections", LA_CFG_INT, metrics_max_conns, "8", 1, \
-        1024, "HTTP connections open at once (beyond: refused)")
+        1024,                                                                \
+        "HTTP connections open at once (beyond: a newcomer closes "          \
+        "the one waiting longest without a request answered)")
 
 /* Whether s is a valid metrics.listen value: "" (off) or "host:port"
  * (port 0: any). Prints "NAME: metrics.listen 'S' is not host:port ..." to
@@ -40,8 +44,12 @@ int la_metrics_listen_ok(const char *name, const char *s);
 
 /* Binds listen ("host:port", the host a name or address; port 0: any),
  * then starts the HTTP thread serving an empty page until the first
- * publish. max_conns bounds open connections (beyond: refused),
- * timeout_s idle connections. Writes the bound address and port. Returns
+ * publish. max_conns bounds open connections: one more arriving shuts
+ * down the connection that waited longest without a request being
+ * answered (never the newcomer); timeout_s is both the idle timeout and
+ * the deadline for a complete request after the accept or the last
+ * answer (however slowly it trickles in), enforced as connections
+ * arrive. Writes the bound address and port. Returns
  * 0 and *out (stop with la_metrics_http_stop), or a negative LA_E* code
  * with the reason in why. Call from the loop thread, with the daemon's
  * signal handlers installed or not: the HTTP thread blocks every signal. */

@@ -47,14 +47,27 @@
  * connection's frames are limited to feed.handshake_max_frame; one address
  * holds at most feed.max_connections_per_address connections; a connection
  * that is not a live subscriber is closed after feed.idle_timeout without a
- * request; more than max(feed.max_output, feed.queue_bytes) bytes queued to
- * a peer that does not read closes it (la_uvconn.h). Knows the feed
- * protocol; what is stored is the store's.
+ * request. Output follows what the connection asked for: a query or status
+ * connection may have feed.max_output bytes queued, a subscriber
+ * feed.queue_bytes (a single message or set is always taken when nothing
+ * else waits); one that would pass its limit gets an Error naming it and is
+ * closed gracefully (la_ga_partq_end). All feed connections together hold
+ * at most feed.memory bytes (frames queued to them, and the encodings of
+ * their sets in parts, each counted once however many share it), and the
+ * connections of one address at most feed.memory_per_address of it (their
+ * frames and the sets queued for them alone): a set that does not fit is
+ * refused (a query's LA_ELIMIT reply, a SetNotice, a dropped whole set), a
+ * reply that does not fit ends the connection as above. Memory freed by
+ * closed connections is handed back to the system (malloc_trim) at most
+ * once a second after a burst of closes. Knows the feed protocol; what is
+ * stored is the store's.
  */
 #include <assert.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "feed_jobs.h"
 #include "feed_parts.h"
@@ -78,6 +91,46 @@ typedef struct la_ga_sub {
   uint16_t stash_type;
 } la_ga_sub_t;
 
+/* Handing memory back after closes: glibc keeps what connections freed
+ * (their frames, their sets) in its heaps, so after a flood of clients the
+ * daemon would stay at its peak. A close that freed memory starts a timer
+ * (if none runs) that calls malloc_trim(0) at most once a second; a burst
+ * of closes costs one trim. One GlobalAgent per process. */
+enum { LA__TRIM_MS = 1000 };
+static uv_timer_t *la__trim_timer;
+static uint64_t la__trim_last_ms;
+
+static void la__trim_now(uv_timer_t *t) {
+  (void)t;
+  malloc_trim(0);
+  la__trim_last_ms = uv_now(t->loop);
+}
+
+static void la__trim_closed(uv_handle_t *h) {
+  free(h);
+}
+
+/* Asks for a trim soon (rate-limited). Loop thread. */
+static void la__trim_later(la_ga_t *ga) {
+  if (ga->draining) return;
+  if (!la__trim_timer) {
+    la__trim_timer = malloc(sizeof *la__trim_timer);
+    if (!la__trim_timer) return;
+    uv_timer_init(ga->loop, la__trim_timer);
+    uv_unref((uv_handle_t *)la__trim_timer); /* never keeps the loop up */
+  }
+  if (uv_is_active((uv_handle_t *)la__trim_timer)) return;
+  uint64_t now = uv_now(ga->loop), next = la__trim_last_ms + LA__TRIM_MS;
+  uv_timer_start(la__trim_timer, la__trim_now, next > now ? next - now : 0, 0);
+}
+
+/* Memory was freed: the queues stopped for it are pumped again. */
+static void la__unstall(la_ga_t *ga) {
+  if (!la_ga_partq_unstall()) return;
+  for (la_ga_sub_t *s = ga->subs; s; s = s->next)
+    if (s->q.out && !s->conn.closing) la_ga_partq_pump(&s->q);
+}
+
 static void la__sub_free(la_conn_t *c) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   la_ga_t *ga = s->ga;
@@ -85,6 +138,60 @@ static void la__sub_free(la_conn_t *c) {
   la_ga_partq_free(&s->q);
   free(s->stash);
   free(s);
+  la__unstall(ga);
+  la__trim_later(ga);
+}
+
+/* The output limit of s as it asked: a subscriber's queue, or a query
+ * connection's; its name into *name. */
+static uint64_t la__limit(const la_ga_sub_t *s, const char **name) {
+  const la_ga_settings_t *set = &s->ga->set;
+  if (s->subscribed) {
+    *name = "feed.queue_bytes";
+    return set->sub_queue_bytes ? set->sub_queue_bytes : set->feed_part_bytes;
+  }
+  *name = "feed.max_output";
+  return set->feed_max_output;
+}
+
+/* Bytes held for the feed connections: frames queued to their sockets,
+ * and the encodings of sets queued in parts (each once); with addr, only
+ * what the connections of addr hold alone (frames, own sets). */
+static size_t la__held(const la_ga_t *ga, const char *addr) {
+  size_t n = addr ? 0 : la_ga_enc_held();
+  for (const la_ga_sub_t *o = ga->subs; o; o = o->next)
+    if (!addr || !strcmp(o->conn.addr, addr))
+      n += o->conn.out_bytes + (addr ? o->q.own_bytes : 0);
+  return n;
+}
+
+const char *la_ga_feed_room(const la_ga_partq_t *q, size_t n, int own,
+                            uint64_t *limit) {
+  const la_ga_t *ga = q->ga;
+  if (la__held(ga, NULL) + n > ga->set.feed_memory) {
+    *limit = ga->set.feed_memory;
+    return "feed.memory";
+  }
+  if (own && la__held(ga, q->conn->addr) + n > ga->set.feed_memory_per_addr) {
+    *limit = ga->set.feed_memory_per_addr;
+    return "feed.memory_per_address";
+  }
+  return NULL;
+}
+
+/* Sends a reply or notice to s: within its output limit and the feed's
+ * memory (the frame is s's alone), else s ends with an Error naming the
+ * limit (la_ga_partq_end). Returns 0 or a negative LA_E* code. */
+static int la__send(la_ga_sub_t *s, uint16_t type, const ProtobufCMessage *m) {
+  if (s->q.ended || s->conn.closing) return LA_EIO;
+  size_t n = la_frame_size(m);
+  uint64_t limit;
+  const char *over = la_ga_feed_room(&s->q, n, 1, &limit);
+  if (over) {
+    la_ga_partq_end(&s->q, over, limit, n);
+    return LA_ELIMIT;
+  }
+  return la_ga_partq_send(&s->q, type, m);
 }
 
 static void la__sub_close(la_conn_t *c, const char *reason) {
@@ -119,7 +226,10 @@ static void la__send_set_sized(la_ga_sub_t *s, La__TraceSet *set, size_t base) {
   }
   /* the dropped field: one tag byte (field 10) and its varint */
   size_t n = base + 1 + la__varint_len(s->q.dropped);
-  if (s->conn.out_bytes + n > ga->set.sub_queue_bytes) {
+  uint64_t limit;
+  if (s->q.ended) return;
+  if (s->conn.out_bytes + n > ga->set.sub_queue_bytes ||
+      la_ga_feed_room(&s->q, n, 1, &limit)) {
     if (s->q.dropped++ == 0 || s->q.dropped % 1000 == 0)
       la_log_warnx(
           "subscriber %s is not reading: %llu Trace-Sets dropped "
@@ -130,7 +240,7 @@ static void la__send_set_sized(la_ga_sub_t *s, La__TraceSet *set, size_t base) {
   }
   set->has_dropped = 1;
   set->dropped = s->q.dropped;
-  if (la_conn_send(&s->conn, LA__MSG_TYPE__MSG_TRACE_SET, &set->base, 0) == 0)
+  if (la_ga_partq_send(&s->q, LA__MSG_TYPE__MSG_TRACE_SET, &set->base) == 0)
     s->q.sent++;
 }
 
@@ -141,6 +251,7 @@ static void la__sub_written(la_conn_t *c) {
   if (s->q.out && !(s->subscribed && s->live))
     la_conn_set_deadline(c, (uint64_t)s->ga->set.feed_idle_ms);
   la_ga_partq_pump(&s->q);
+  la__unstall(s->ga);
 }
 
 static void la__send_set(la_ga_sub_t *s, La__TraceSet *set) {
@@ -222,7 +333,7 @@ void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set,
   la_ga_enc_t *enc = NULL;
   int enc_tried = 0;
   for (la_ga_sub_t *s = ga->subs; s; s = s->next) {
-    if (!s->subscribed || !s->live || s->conn.closing ||
+    if (!s->subscribed || !s->live || s->conn.closing || s->q.ended ||
         (s->app[0] && strcmp(s->app, set->app_id)))
       continue;
     if (s->sets_version >= 2) {
@@ -307,7 +418,8 @@ static void la__send_stored(La__TraceSet *set, void *arg) {
 /* After a request: a live subscriber has no deadline (its queue bounds
  * it); any other connection is closed after idle_timeout without one. */
 static void la__requested(la_ga_sub_t *s) {
-  if (!s->spoke) { /* a valid request: the port's own frame limit */
+  if (s->q.ended) return; /* its deadline is la_ga_partq_end's */
+  if (!s->spoke) {        /* a valid request: the port's own frame limit */
     s->spoke = 1;
     la_conn_set_max_frame(&s->conn, (uint32_t)s->ga->set.feed_max_frame);
   }
@@ -334,13 +446,14 @@ typedef struct la__fq {
   /* Query: the request and the connection's bounds as they were */
   La__Query q;
   char what[16], app[LA_MAX_ID_LEN + 1];
-  int parts;            /* sets_version 2: the set follows in parts */
-  uint64_t queue_bytes; /* feed.queue_bytes */
-  size_t queued;        /* the connection's query_pending */
-  la_ga_answer_t a;     /* the answer (its set already freed: parts) */
-  int had_set;          /* the answer had a set (parts) */
-  size_t len;           /* its bytes in parts */
-  const char *over;     /* la_ga_over's verdict (NULL: fits) */
+  int parts;              /* sets_version 2: the set follows in parts */
+  uint64_t limit_bytes;   /* the bound of its queue of sets in parts */
+  const char *limit_name; /* its name */
+  size_t queued;          /* the connection's query_pending */
+  la_ga_answer_t a;       /* the answer (its set already freed: parts) */
+  int had_set;            /* the answer had a set (parts) */
+  size_t len;             /* its bytes in parts */
+  const char *over;       /* la_ga_over's verdict (NULL: fits) */
   uint64_t limit;
   la_ga_enc_t *enc; /* the set encoded (parts; NULL: refused, ENOMEM) */
   /* Subscribe: cycle of app (has_cycle), the latest of each app (latest) */
@@ -359,7 +472,7 @@ static void la__query_measure(la__fq_t *f) {
   f->len = la_ga_set_bytes(a->set);
   /* what counts: the sets this connection asked for, its own memory (a
    * live set in its queue is shared, and bounded by la_ga_partq_offer) */
-  f->over = la_ga_over(f->queue_bytes, f->len,
+  f->over = la_ga_over(f->limit_name, f->limit_bytes, f->len,
                        f->q.has_max_set_bytes ? f->q.max_set_bytes : 0,
                        f->queued, &f->limit);
   f->enc = f->over ? NULL : la_ga_encode_quiet(a->set);
@@ -378,6 +491,8 @@ static void la__query_measure(la__fq_t *f) {
 static int la__query_queue(la_ga_sub_t *s, la__fq_t *f) {
   la_ga_answer_t *a = &f->a;
   int queued = 0;
+  if (!f->over && f->enc)
+    f->over = la_ga_feed_room(&s->q, f->enc->len, 1, &f->limit);
   if (f->over) {
     la_log_info(
         "feed connection %s: Trace-Set %s cycle %llu (%zu bytes) not "
@@ -389,10 +504,11 @@ static int la__query_queue(la_ga_sub_t *s, la__fq_t *f) {
         "Trace-Set of %s cycle %llu is %zu bytes, over %s = %llu%s", f->app,
         (unsigned long long)f->cycle, f->len, f->over,
         (unsigned long long)f->limit,
-        strcmp(f->over, "max_set_bytes")
-            ? " (other Trace-Sets asked on this connection are still being "
-              "sent: read them first)"
-            : " (la_client_set_max_set)");
+        !strcmp(f->over, "max_set_bytes") ? " (la_client_set_max_set)"
+        : !strncmp(f->over, "feed.memory", 11)
+            ? " (the feed holds too much for its clients now: try later)"
+            : " (other Trace-Sets asked on this connection are still being "
+              "sent: read them first)");
   } else if (!f->enc || la_ga_partq_query(&s->q, f->enc)) {
     if (!f->enc) la_ga_encode_failed(f->app, f->cycle, f->len);
     la_ga_answer_fail(a, LA_ENOMEM,
@@ -451,7 +567,7 @@ static int la__sub_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m);
  * starts a job again; then reads s again. Loop thread, outside s's
  * callbacks. */
 static void la__sub_next(la_ga_sub_t *s) {
-  while (s->stash && !s->job && !s->conn.closing) {
+  while (s->stash && !s->job && !s->conn.closing && !s->q.ended) {
     uint8_t *p = s->stash;
     s->stash = NULL;
     ProtobufCMessage *m = NULL;
@@ -468,13 +584,32 @@ static void la__sub_next(la_ga_sub_t *s) {
   if (!s->job) la_conn_resume(&s->conn);
 }
 
+/* A reply carrying a set whole (an old client's): refused with LA_ELIMIT
+ * when it does not fit in the feed's memory. */
+static void la__reply_room(la_ga_sub_t *s, la_ga_answer_t *a) {
+  uint64_t limit;
+  size_t n = la_frame_size(&a->reply.base);
+  const char *over = la_ga_feed_room(&s->q, n, 1, &limit);
+  if (!over) return;
+  la_log_info(
+      "feed connection %s: Trace-Set %s cycle %llu (%zu bytes) not sent: "
+      "over %s = %llu",
+      s->conn.peer, a->set->app_id, (unsigned long long)a->set->cycle_tag, n,
+      over, (unsigned long long)limit);
+  la_ga_answer_fail(a, LA_ELIMIT,
+                    "Trace-Set of %s cycle %llu is %zu bytes, over %s = %llu "
+                    "(the feed holds too much for its clients now: try later)",
+                    a->set->app_id, (unsigned long long)a->set->cycle_tag, n,
+                    over, (unsigned long long)limit);
+}
+
 /* After the job of f (feed_jobs.h): its result sent to its connection,
  * unless that closed meanwhile, then freed; the connection's next
  * request goes on. Loop thread. */
 static void la__job_done(la_ga_fjob_t *j, int ran) {
   la__fq_t *f = (la__fq_t *)j;
   la_ga_sub_t *s = f->s;
-  int live = ran && !s->conn.closing;
+  int live = ran && !s->conn.closing && !s->q.ended;
   if (f->subscribe) {
     for (size_t i = 0; i < f->n_sets; i++) {
       la__stored_t *x = &f->sets[i];
@@ -489,9 +624,9 @@ static void la__job_done(la_ga_fjob_t *j, int ran) {
     if (live) la_ga_partq_pump(&s->q);
   } else {
     int parts = live && f->had_set && la__query_queue(s, f);
-    if (live)
-      la_conn_send(&s->conn, LA__MSG_TYPE__MSG_QUERY_REPLY, &f->a.reply.base,
-                   0);
+    if (live && f->a.set) /* a set inside the reply (an old client) */
+      la__reply_room(s, &f->a);
+    if (live) la__send(s, LA__MSG_TYPE__MSG_QUERY_REPLY, &f->a.reply.base);
     la_ga_enc_unref(f->enc);
     la_ga_answer_free(&f->a);
     if (parts) la_ga_partq_pump(&s->q);
@@ -541,7 +676,9 @@ static void la__query(la_ga_sub_t *s, const La__Query *q) {
       f->q.has_max_set_bytes = q->has_max_set_bytes;
       f->q.max_set_bytes = q->max_set_bytes;
       f->parts = q->has_sets_version && q->sets_version >= LA_FEED_SETS_VERSION;
-      f->queue_bytes = s->ga->set.sub_queue_bytes;
+      /* sets in parts queued to any connection: feed.queue_bytes */
+      f->limit_bytes = s->ga->set.sub_queue_bytes;
+      f->limit_name = "feed.queue_bytes";
       f->queued = s->q.query_pending;
       f->job.work = la__query_work;
       la__submit(s, f);
@@ -550,7 +687,7 @@ static void la__query(la_ga_sub_t *s, const La__Query *q) {
   } else {
     la_ga_answer(s->ga->store, q, &a);
   }
-  la_conn_send(&s->conn, LA__MSG_TYPE__MSG_QUERY_REPLY, &a.reply.base, 0);
+  la__send(s, LA__MSG_TYPE__MSG_QUERY_REPLY, &a.reply.base);
   la_ga_answer_free(&a);
 }
 
@@ -581,6 +718,7 @@ static void la__subscribe(la_ga_sub_t *s, const La__Subscribe *m) {
   s->live = !m->has_live || m->live;
   s->sets_version = m->has_sets_version ? m->sets_version : 1;
   s->q.max_set = m->has_max_set_bytes ? m->max_set_bytes : 0;
+  la_conn_set_max_output(&s->conn, (size_t)la__limit(s, &s->q.limit_name));
   snprintf(s->app, sizeof s->app, "%s", m->app_id ? m->app_id : "");
   la_log_info("subscriber %s: %s%s", s->conn.peer,
               s->app[0] ? s->app : "every application",
@@ -603,7 +741,7 @@ static int la__sub_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
       return 0;
     case LA__MSG_TYPE__MSG_STATUS_REQUEST: {
       La__StatusReply *r = la_ga_status_reply(s->ga, 1);
-      if (r) la_conn_send(c, LA__MSG_TYPE__MSG_STATUS_REPLY, &r->base, 0);
+      if (r) la__send(s, LA__MSG_TYPE__MSG_STATUS_REPLY, &r->base);
       la_ga_status_reply_free(r);
       la__requested(s);
       return 0;
@@ -627,6 +765,7 @@ static int la__sub_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
 static int la__sub_raw(la_conn_t *c, uint16_t type, const uint8_t *p,
                        uint32_t len) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
+  if (s->q.ended) return LA_CONN_RAW_TAKEN; /* ending: requests ignored */
   if (!s->job) return LA_CONN_RAW_PASS;
   s->stash = malloc(len ? len : 1);
   if (!s->stash) return -1;
@@ -644,6 +783,19 @@ static void la__sub_bad(la_conn_t *c, const char *why) {
 
 static void la__sub_deadline(la_conn_t *c) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
+  if (s->q.ended) {
+    la_log_info(
+        "feed connection %s did not read its Error within %lld ms: "
+        "resetting it",
+        c->peer, (long long)s->ga->set.handshake_ms);
+    /* what waits for it in the kernel would keep the close (our FIN
+     * behind it) from ever reaching a peer that does not read: reset */
+    int fd = la_conn_fd(c);
+    struct linger lg = {1, 0};
+    if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    la_conn_close(c, "limit passed");
+    return;
+  }
   if (s->spoke)
     la_log_info("feed connection %s idle for %lld ms: closing", c->peer,
                 (long long)s->ga->set.feed_idle_ms);
@@ -686,6 +838,7 @@ static void la__sub_new(la_conn_t *c, void *owner) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   s->ga = owner;
   la_ga_partq_init(&s->q, s->ga, c);
+  s->q.limit_name = "feed.max_output";
   LA_CONN_LIST_PUSH(s->ga->subs, s);
   s->ga->n_subs++;
 }
@@ -694,9 +847,7 @@ void la_ga_feed_accept(la_ga_t *ga, uv_stream_t *server) {
   const la_conn_admission_t adm = {
       .size = sizeof(la_ga_sub_t),
       .max_frame = (uint32_t)ga->set.feed_handshake_max_frame,
-      .max_output = (size_t)(ga->set.feed_max_output > ga->set.sub_queue_bytes
-                                 ? ga->set.feed_max_output
-                                 : ga->set.sub_queue_bytes),
+      .max_output = (size_t)ga->set.feed_max_output, /* until it subscribes */
       .deadline_ms = (uint64_t)ga->set.handshake_ms,
       .on_new = la__sub_new,
       .refuse = la__addr_over_cap,
@@ -711,4 +862,8 @@ void la_ga_feed_close_all(la_ga_t *ga, const char *reason) {
     la_conn_close(&s->conn, reason);
   }
   la_ga_fjobs_stop(ga); /* jobs running end with the loop */
+  if (la__trim_timer) {
+    uv_close((uv_handle_t *)la__trim_timer, la__trim_closed);
+    la__trim_timer = NULL;
+  }
 }

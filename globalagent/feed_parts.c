@@ -32,10 +32,29 @@ typedef struct la_ga_out {
   uint32_t part; /* next part's index */
   int head_sent;
   int query; /* answers a Query: its head says so; not counted in sent */
+  int own;   /* queued for this connection alone (query, stored set) */
 } la_ga_out_t;
 
+/* Bytes of the encodings queues hold (la_ga_enc_held): one GlobalAgent
+ * per process, its loop thread. */
+static size_t la__enc_held;
+static int la__stalled; /* a queue stopped for memory (la_ga_partq_unstall) */
+
+int la_ga_partq_unstall(void) {
+  int was = la__stalled;
+  la__stalled = 0;
+  return was;
+}
+
+size_t la_ga_enc_held(void) {
+  return la__enc_held;
+}
+
 void la_ga_enc_unref(la_ga_enc_t *e) {
-  if (e && --e->refs == 0) free(e);
+  if (e && --e->refs == 0) {
+    if (e->counted) la__enc_held -= e->len;
+    free(e);
+  }
 }
 
 void la_ga_partq_init(la_ga_partq_t *q, la_ga_t *ga, la_conn_t *conn) {
@@ -51,6 +70,46 @@ void la_ga_partq_free(la_ga_partq_t *q) {
     la_ga_enc_unref(o->enc);
     free(o);
   }
+  q->out_tail = &q->out;
+  q->out_pending = q->query_pending = q->own_bytes = 0;
+  q->hold_at = NULL;
+  q->held_bytes = 0;
+}
+
+void la_ga_partq_end(la_ga_partq_t *q, const char *name, uint64_t limit,
+                     size_t n) {
+  la_conn_t *c = q->conn;
+  if (q->ended || c->closing) return;
+  q->ended = 1;
+  la_log_warnx(
+      "feed connection %s: %zu bytes queued and %zu more would pass %s = "
+      "%llu: the peer is not reading: closing after an Error",
+      c->peer, c->out_bytes, n, name, (unsigned long long)limit);
+  la_ga_partq_free(q); /* its sets in parts: what is not written yet */
+  char msg[300];
+  snprintf(msg, sizeof msg,
+           "%zu bytes wait for you to read them and %zu more would pass %s "
+           "= %llu: closing",
+           c->out_bytes, n, name, (unsigned long long)limit);
+  La__Error e = LA__ERROR__INIT;
+  e.code = LA_ELIMIT;
+  e.message = msg;
+  la_conn_set_max_output(c, 0); /* the Error goes after what waits */
+  if (la_conn_send(c, LA__MSG_TYPE__MSG_ERROR, &e.base, 1) == 0)
+    la_conn_set_deadline(c, (uint64_t)q->ga->set.handshake_ms);
+}
+
+int la_ga_partq_send(la_ga_partq_t *q, uint16_t type,
+                     const ProtobufCMessage *m) {
+  la_conn_t *c = q->conn;
+  if (q->ended || c->closing) return LA_EIO;
+  size_t n = la_frame_size(m);
+  if (c->max_out && c->out_bytes > 0 && c->out_bytes + n > c->max_out) {
+    la_ga_partq_end(q, q->limit_name ? q->limit_name : "feed.max_output",
+                    c->max_out, n);
+    return LA_ELIMIT;
+  }
+  return la_conn_send(c, type, m, 0);
 }
 
 /* Payload bytes of a set per TraceSetPart: the part limit less the frame
@@ -64,10 +123,16 @@ void la_ga_partq_pump(la_ga_partq_t *q) {
   size_t chunk = la__part_data(q->ga);
   size_t part = (size_t)q->ga->set.feed_part_bytes;
   while (
-      q->out && !c->closing && !q->hold_out && c->out_bytes < 2 * part &&
+      q->out && !c->closing && !q->ended && !q->hold_out &&
+      c->out_bytes < 2 * part &&
       !(c->out_bytes > 0 && c->max_out && c->out_bytes + part > c->max_out)) {
     la_ga_out_t *o = q->out;
     if (!o->enc->ready) return; /* pumped again once it is */
+    uint64_t limit;
+    if (la_ga_feed_room(q, part, 1, &limit)) {
+      la__stalled = 1; /* pumped again once memory is freed */
+      return;
+    }
     if (!o->head_sent) {
       La__TraceSetHead h = LA__TRACE_SET_HEAD__INIT;
       h.app_id = o->enc->app;
@@ -92,10 +157,12 @@ void la_ga_partq_pump(la_ga_partq_t *q) {
     o->part++;
     q->out_pending -= k;
     if (o->query) q->query_pending -= k;
+
     if (o->off == o->enc->len) {
       q->out = o->next;
       if (!q->out) q->out_tail = &q->out;
       if (!o->query) q->sent++;
+      if (o->own) q->own_bytes -= o->enc->len;
       la_ga_enc_unref(o->enc);
       free(o);
     }
@@ -122,18 +189,18 @@ static void la__notice(la_ga_partq_t *q, const la_ga_enc_t *e,
   n.limit = limit;
   n.has_dropped = 1;
   n.dropped = q->dropped;
-  la_conn_send(q->conn, LA__MSG_TYPE__MSG_SET_NOTICE, &n.base, 0);
+  la_ga_partq_send(q, LA__MSG_TYPE__MSG_SET_NOTICE, &n.base);
 }
 
-const char *la_ga_over(uint64_t queue_bytes, size_t len, uint64_t max,
-                       size_t queued, uint64_t *limit) {
+const char *la_ga_over(const char *queue_name, uint64_t queue_bytes, size_t len,
+                       uint64_t max, size_t queued, uint64_t *limit) {
   if (max && len > max) {
     *limit = max;
     return "max_set_bytes";
   }
   if (queued > 0 && queued + len > queue_bytes) {
     *limit = queue_bytes;
-    return "feed.queue_bytes";
+    return queue_name;
   }
   return NULL;
 }
@@ -147,8 +214,14 @@ static int la__enqueue_at(la_ga_partq_t *q, la_ga_enc_t *e, int query,
   if (!o) return LA_ENOMEM;
   o->enc = e;
   o->query = query;
+  o->own = query || at != NULL;
   e->refs++;
+  if (!e->counted) {
+    e->counted = 1;
+    la__enc_held += e->len;
+  }
   if (query) q->query_pending += e->len;
+  if (o->own) q->own_bytes += e->len;
   if (!q->out) q->out_tail = &q->out;
   la_ga_out_t **where = at ? *at : q->out_tail;
   o->next = *where;
@@ -169,10 +242,15 @@ void la_ga_partq_offer(la_ga_partq_t *q, la_ga_enc_t *e) {
   /* a stored set going before the live ones held (hold_at) counts only
    * what was queued before them, as when it was sent at once */
   int stored = q->hold_at != NULL && !q->hold_out;
+  if (q->ended) return;
   size_t queued = q->conn->out_bytes + q->out_pending;
   if (stored) queued -= q->held_bytes;
-  const char *over =
-      la_ga_over(ga->set.sub_queue_bytes, e->len, q->max_set, queued, &limit);
+  const char *over = la_ga_over("feed.queue_bytes", ga->set.sub_queue_bytes,
+                                e->len, q->max_set, queued, &limit);
+  /* memory: a stored set is this connection's alone; a live one already
+   * queued elsewhere costs nothing more */
+  if (!over && (stored || !e->counted))
+    over = la_ga_feed_room(q, e->len, stored, &limit);
   if (over) {
     if (!strcmp(over, "max_set_bytes"))
       ga->st.sets_over_subscriber_max++;
@@ -219,6 +297,7 @@ la_ga_enc_t *la_ga_enc_alloc(const La__TraceSet *set) {
   if (!e) return NULL;
   e->refs = 1;
   e->ready = 0;
+  e->counted = 0;
   snprintf(e->app, sizeof e->app, "%s", set->app_id);
   e->tag = set->cycle_tag;
   e->len = n;

@@ -28,7 +28,8 @@
  * before it is ready. */
 typedef struct la_ga_enc {
   int refs;
-  int ready; /* data written (loop thread only) */
+  int ready;   /* data written (loop thread only) */
+  int counted; /* in la_ga_enc_held (queued once, loop thread) */
   char app[LA_MAX_ID_LEN + 1];
   uint64_t tag;
   size_t len;
@@ -45,10 +46,19 @@ typedef struct la_ga_partq {
   /* the subscriber's sets sent whole and not delivered to it (dropped or
    * announced); the owner counts its whole-frame sets here too */
   uint64_t sent, dropped;
-  /* read-only outside feed_parts.c: the sets queued (NULL: none), and the
-   * bytes not yet handed over of those answering queries */
+  /* read-only outside feed_parts.c: the sets queued (NULL: none), the
+   * bytes not yet handed over of those answering queries, and the bytes of
+   * the sets queued for this connection alone (query answers and a
+   * Subscribe's stored sets, whole until their last part is handed over:
+   * counted in its address's share of feed.memory) */
   struct la_ga_out *out;
   size_t query_pending;
+  size_t own_bytes;
+  /* set by the owner: the connection's output limit by name (its value is
+   * the connection's max_out): "feed.max_output" or "feed.queue_bytes" */
+  const char *limit_name;
+  /* la_ga_partq_end ran: nothing more is queued or sent but its Error */
+  int ended;
   /* feed_parts.c's */
   struct la_ga_out **out_tail;
   size_t out_pending; /* bytes of the sets queued not yet handed over */
@@ -79,11 +89,17 @@ void la_ga_partq_offer(la_ga_partq_t *q, la_ga_enc_t *e);
 int la_ga_partq_query(la_ga_partq_t *q, la_ga_enc_t *e);
 
 /* Queues q's next frames while less than two parts' worth waits in the
- * connection's socket and one more part stays within its output limit;
+ * connection's socket and one more part stays within its output limit and
+ * the feed's memory (la_ga_feed_room; a queue stopped by that is pumped
+ * again by la_ga_partq_unstall once memory is freed);
  * a set's last part ends it (counted in sent unless it answers a query).
  * Nothing while q is held, nor while its next set's encoding is not
  * ready (its owner pumps the queues once it is). */
 void la_ga_partq_pump(la_ga_partq_t *q);
+
+/* Whether a queue stopped for the feed's memory since the last call (then
+ * the caller pumps every queue). Clears the flag. Loop thread. */
+int la_ga_partq_unstall(void);
 
 /* A Subscribe's stored sets are being read: nothing is sent from q, and
  * live sets offered meanwhile wait behind the stored ones. */
@@ -96,6 +112,34 @@ void la_ga_partq_offer_stored(la_ga_partq_t *q, la_ga_enc_t *e);
 
 /* Ends q's hold: sets are offered at its end again. Does not pump. */
 void la_ga_partq_release(la_ga_partq_t *q);
+
+/* Sends m on q's connection unless q ended, within the connection's
+ * output limit: a message that would pass it (something else already
+ * waiting) ends q instead (la_ga_partq_end). Returns 0, or a negative LA_E*
+ * code (LA_ELIMIT: ended). */
+int la_ga_partq_send(la_ga_partq_t *q, uint16_t type,
+                     const ProtobufCMessage *m);
+
+/* Ends q's connection over a limit (name = limit, n the bytes that did not
+ * fit): logged, its queued sets dropped, an Error naming the limit queued
+ * after what is already queued, and the connection closed gracefully once
+ * that is written (the peer reads the Error, then end of stream); a peer
+ * that has not read it within agents.handshake_timeout is disconnected.
+ * Idempotent. */
+void la_ga_partq_end(la_ga_partq_t *q, const char *name, uint64_t limit,
+                     size_t n);
+
+/* The bound of feed memory n more bytes would pass, by name
+ * ("feed.memory" for every feed connection together;
+ * "feed.memory_per_address" with own, for q's address: n is held for q
+ * alone), its value in *limit; NULL when they fit. feed.c defines it: it
+ * knows every connection. Loop thread. */
+const char *la_ga_feed_room(const la_ga_partq_t *q, size_t n, int own,
+                            uint64_t *limit);
+
+/* Bytes of the encodings feed queues hold now (each counted once,
+ * however many queues share it). Loop thread. */
+size_t la_ga_enc_held(void);
 
 /* Drops a reference to e (NULL: nothing). Loop thread, or the one thread
  * that holds e alone. */
@@ -128,10 +172,10 @@ void la_ga_encode_failed(const char *app, uint64_t tag, size_t n);
 
 /* The limit that keeps a set of len bytes from a connection, by name
  * ("max_set_bytes": over max, the bound it asked for, 0: none;
- * "feed.queue_bytes" = queue_bytes: queued, the bytes already waiting that
- * count, is not 0 and would pass it), with its value in *limit; NULL when
- * the set may be queued. Any thread (it reads only its arguments). */
-const char *la_ga_over(uint64_t queue_bytes, size_t len, uint64_t max,
-                       size_t queued, uint64_t *limit);
+ * queue_name = queue_bytes: queued, the bytes already waiting that count,
+ * is not 0 and would pass it), with its value in *limit; NULL when the set
+ * may be queued. Any thread (it reads only its arguments). */
+const char *la_ga_over(const char *queue_name, uint64_t queue_bytes, size_t len,
+                       uint64_t max, size_t queued, uint64_t *limit);
 
 #endif /* LA_GLOBALAGENT_FEED_PARTS_H */

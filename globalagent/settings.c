@@ -56,11 +56,22 @@ const la_cfg_key_t la_ga_keys[] = {
   N("feed", "handshake_max_frame", LA_CFG_SIZE, feed_handshake_max_frame,
     "4k", 256, 16777216.0, "largest frame before a valid request"),
   N("feed", "max_output", LA_CFG_SIZE, feed_max_output, "16M", 4096,
-    1099511627776.0, "bytes queued to one feed connection that does not "
-    "read (a subscriber: at least queue_bytes); beyond, it is closed"),
+    1099511627776.0, "bytes queued to a query or status connection that "
+    "does not read (a subscriber's limit is queue_bytes); beyond, it gets "
+    "an Error naming the limit and is closed"),
   N("feed", "idle_timeout", LA_CFG_MS, feed_idle_ms, "60s", 10, 86400000,
     "a query or status connection that sends nothing for this long is "
     "closed (live subscribers have no idle timeout)"),
+  N("feed", "memory", LA_CFG_SIZE, feed_memory, "512M", 1048576,
+    1099511627776.0, "bytes held for all feed connections together: frames "
+    "queued to them and Trace-Sets queued in parts (a set shared by "
+    "subscribers counted once); beyond, a set is refused (a query's "
+    "LA_ELIMIT, a SetNotice) and a reply closes its connection with an "
+    "Error; read at start"),
+  N("feed", "memory_per_address", LA_CFG_SIZE, feed_memory_per_addr, "128M",
+    65536, 1099511627776.0, "of feed.memory, what the connections of one "
+    "address may hold for themselves alone (frames queued to them, query "
+    "answers, a subscription's stored sets); read at start"),
   N("feed", "query_jobs", LA_CFG_INT, feed_query_jobs, "2", 1, 64,
     "stored Trace-Sets (queries, a subscription's stored sets) loaded and "
     "encoded on the thread pool at once, each with its own read connection "

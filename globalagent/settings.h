@@ -32,6 +32,8 @@ typedef struct la_ga_settings {
   uint64_t feed_max_output;           /* bytes queued to one connection */
   int64_t feed_idle_ms;               /* non-subscribers: idle timeout */
   int64_t feed_query_jobs; /* stored sets loaded on the pool at once */
+  uint64_t feed_memory;          /* held for all feed connections */
+  uint64_t feed_memory_per_addr; /* of it, one address's */
   /* [stitch] */
   int64_t set_timeout_ms;
   int64_t max_open_sets;

@@ -7,13 +7,18 @@
  * paths, off by default (no listening socket), bad metrics.listen values
  * refused at start; and `lactl status --json` / `--global --json` checked
  * against docs/schema/status.schema.json by tests/status_schema.py (run
- * with /usr/bin/python3). Also run against ThreadSanitizer daemons
- * (TSAN_TESTS): the HTTP thread must only ever touch the published text.
+ * with /usr/bin/python3); peers that open connections and send half a
+ * request or nothing cannot keep a scrape waiting. Also run against
+ * ThreadSanitizer daemons (TSAN_TESTS): the HTTP thread must only ever touch
+ * the published text.
  */
 #include <dirent.h>
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -664,6 +669,105 @@ static void test_exposition_escapes_and_bounds(void **state) {
   la_status_free(r);
 }
 
+/* A non-blocking connection to 127.0.0.1:port, its connect maybe still in
+ * progress. Returns the fd or -1. */
+static int open_nb(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 &&
+      errno != EINPROGRESS) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* GET /metrics on a new connection, everything within ms. Returns the
+ * milliseconds it took to get the whole answer (HTTP 200), or -1. */
+static long long timed_scrape(int port, int ms) {
+  long long t0 = la_td_now_ms(), end = t0 + ms;
+  int fd = open_nb(port);
+  if (fd < 0) return -1;
+  static const char req[] =
+      "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  size_t sent = 0, got = 0;
+  static char buf[1 << 20];
+  long long rc = -1;
+  while (la_td_now_ms() < end) {
+    struct pollfd p = {.fd = fd,
+                       .events = sent < sizeof req - 1 ? POLLOUT : POLLIN};
+    int left = (int)(end - la_td_now_ms());
+    if (poll(&p, 1, left > 0 ? left : 0) != 1) continue;
+    if (sent < sizeof req - 1) {
+      ssize_t w = send(fd, req + sent, sizeof req - 1 - sent, MSG_NOSIGNAL);
+      if (w < 0 && errno != EAGAIN) break;
+      if (w > 0) sent += (size_t)w;
+      continue;
+    }
+    ssize_t r = read(fd, buf + got, sizeof buf - 1 - got);
+    if (r < 0 && errno == EAGAIN) continue;
+    if (r <= 0 || got + (size_t)r >= sizeof buf - 1) {
+      buf[got] = '\0';
+      int code = 0;
+      if (sscanf(buf, "HTTP/1.%*d %d", &code) == 1 && code == 200 &&
+          strstr(buf, "\r\n\r\n"))
+        rc = la_td_now_ms() - t0;
+      break;
+    }
+    got += (size_t)r;
+  }
+  close(fd);
+  return rc;
+}
+
+/* 8 connections that send half a request and then a header line every
+ * half second (never the blank line that ends it), and 40 more that send
+ * nothing, on each daemon's metrics endpoint (default
+ * metrics.max_connections, 8): 6 scrapes in their midst are each answered
+ * within 3 s. Before, the 8 held every slot, the rest waited in the
+ * backlog, and the trickle kept them from ever timing out: no scrape was
+ * answered. */
+static void test_slow_clients_cannot_hold_scrapes(void **state) {
+  need_stack();
+  enum { PARTIAL = 8, IDLE = 40, SCRAPES = 6, WITHIN_MS = 3000 };
+  int ports[] = {ga_port, la_port};
+  const char *names[] = {"GlobalAgent", "LocalAgent"};
+  for (int d = 0; d < 2; d++) {
+    int part[PARTIAL], idle[IDLE];
+    static const char half[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n";
+    for (int i = 0; i < PARTIAL; i++) {
+      part[i] = la_tcp_connect("127.0.0.1", (uint16_t)ports[d], 5000);
+      CHECK(part[i] >= 0, "connect to the metrics port %d", ports[d]);
+      CHECK(send(part[i], half, sizeof half - 1, MSG_NOSIGNAL) > 0, "send");
+    }
+    for (int i = 0; i < IDLE; i++) {
+      idle[i] = open_nb(ports[d]);
+      CHECK(idle[i] >= 0, "connect: %s", strerror(errno));
+    }
+    long long worst = 0;
+    int answered = 0;
+    for (int k = 0; k < SCRAPES; k++) {
+      for (int i = 0; i < PARTIAL; i++) /* a trickle: never idle */
+        send(part[i], "X-Slow: 1\r\n", 11, MSG_NOSIGNAL);
+      long long t = timed_scrape(ports[d], WITHIN_MS);
+      if (t >= 0) answered++;
+      worst = t < 0 ? WITHIN_MS : (t > worst ? t : worst);
+      la_td_nap_ms(500);
+    }
+    print_message(
+        "%s metrics, %d half-sent requests trickling and %d idle "
+        "connections: %d of %d scrapes answered within %d ms, slowest "
+        "%lld ms\n",
+        names[d], PARTIAL, IDLE, answered, SCRAPES, WITHIN_MS, worst);
+    for (int i = 0; i < PARTIAL; i++) close(part[i]);
+    for (int i = 0; i < IDLE; i++) close(idle[i]);
+    CHECK(answered == SCRAPES, "%s: %d of %d scrapes answered within %d ms",
+          names[d], answered, SCRAPES, WITHIN_MS);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_scrape_after_traffic, setup_metrics,
@@ -672,6 +776,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_status_json_schema, setup_metrics,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_slow_clients_cannot_hold_scrapes,
+                                      setup_metrics, teardown),
       cmocka_unit_test_teardown(test_metrics_off_by_default, teardown),
       cmocka_unit_test_teardown(test_bad_listen_refused, teardown),
       cmocka_unit_test(test_exposition_escapes_and_bounds),
