@@ -165,8 +165,8 @@ static size_t la__held(const la_ga_t *ga, const char *addr) {
   return n;
 }
 
-const char *la_ga_feed_room(const la_ga_partq_t *q, size_t n, int own,
-                            uint64_t *limit) {
+static const char *la__room(const la_ga_partq_t *q, size_t n, int own,
+                           uint64_t *limit) {
   const la_ga_t *ga = q->ga;
   if (la__held(ga, NULL) + n > ga->set.feed_memory) {
     *limit = ga->set.feed_memory;
@@ -186,7 +186,7 @@ static int la__send(la_ga_sub_t *s, uint16_t type, const ProtobufCMessage *m) {
   if (s->q.ended || s->conn.closing) return LA_EIO;
   size_t n = la_frame_size(m);
   uint64_t limit;
-  const char *over = la_ga_feed_room(&s->q, n, 1, &limit);
+  const char *over = la__room(&s->q, n, 1, &limit);
   if (over) {
     la_ga_partq_end(&s->q, over, limit, n);
     return LA_ELIMIT;
@@ -229,7 +229,7 @@ static void la__send_set_sized(la_ga_sub_t *s, La__TraceSet *set, size_t base) {
   uint64_t limit;
   if (s->q.ended) return;
   if (s->conn.out_bytes + n > ga->set.sub_queue_bytes ||
-      la_ga_feed_room(&s->q, n, 1, &limit)) {
+      la__room(&s->q, n, 1, &limit)) {
     if (s->q.dropped++ == 0 || s->q.dropped % 1000 == 0)
       la_log_warnx(
           "subscriber %s is not reading: %llu Trace-Sets dropped "
@@ -492,7 +492,7 @@ static int la__query_queue(la_ga_sub_t *s, la__fq_t *f) {
   la_ga_answer_t *a = &f->a;
   int queued = 0;
   if (!f->over && f->enc)
-    f->over = la_ga_feed_room(&s->q, f->enc->len, 1, &f->limit);
+    f->over = la__room(&s->q, f->enc->len, 1, &f->limit);
   if (f->over) {
     la_log_info(
         "feed connection %s: Trace-Set %s cycle %llu (%zu bytes) not "
@@ -589,7 +589,7 @@ static void la__sub_next(la_ga_sub_t *s) {
 static void la__reply_room(la_ga_sub_t *s, la_ga_answer_t *a) {
   uint64_t limit;
   size_t n = la_frame_size(&a->reply.base);
-  const char *over = la_ga_feed_room(&s->q, n, 1, &limit);
+  const char *over = la__room(&s->q, n, 1, &limit);
   if (!over) return;
   la_log_info(
       "feed connection %s: Trace-Set %s cycle %llu (%zu bytes) not sent: "
@@ -837,7 +837,7 @@ static const char *la__addr_over_cap(la_conn_t *c) {
 static void la__sub_new(la_conn_t *c, void *owner) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   s->ga = owner;
-  la_ga_partq_init(&s->q, s->ga, c);
+  la_ga_partq_init(&s->q, s->ga, c, la__room);
   s->q.limit_name = "feed.max_output";
   LA_CONN_LIST_PUSH(s->ga->subs, s);
   s->ga->n_subs++;

@@ -57,9 +57,11 @@ void la_ga_enc_unref(la_ga_enc_t *e) {
   }
 }
 
-void la_ga_partq_init(la_ga_partq_t *q, la_ga_t *ga, la_conn_t *conn) {
+void la_ga_partq_init(la_ga_partq_t *q, la_ga_t *ga, la_conn_t *conn,
+                      la_ga_room_fn *room) {
   q->ga = ga;
   q->conn = conn;
+  q->room = room;
   q->out_tail = &q->out;
 }
 
@@ -129,7 +131,7 @@ void la_ga_partq_pump(la_ga_partq_t *q) {
     la_ga_out_t *o = q->out;
     if (!o->enc->ready) return; /* pumped again once it is */
     uint64_t limit;
-    if (la_ga_feed_room(q, part, 1, &limit)) {
+    if (q->room(q, part, 1, &limit)) {
       la__stalled = 1; /* pumped again once memory is freed */
       return;
     }
@@ -250,7 +252,7 @@ void la_ga_partq_offer(la_ga_partq_t *q, la_ga_enc_t *e) {
   /* memory: a stored set is this connection's alone; a live one already
    * queued elsewhere costs nothing more */
   if (!over && (stored || !e->counted))
-    over = la_ga_feed_room(q, e->len, stored, &limit);
+    over = q->room(q, e->len, stored, &limit);
   if (over) {
     if (!strcmp(over, "max_set_bytes"))
       ga->st.sets_over_subscriber_max++;

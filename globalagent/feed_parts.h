@@ -37,10 +37,22 @@ typedef struct la_ga_enc {
 } la_ga_enc_t;
 
 /* One connection's sets in parts, oldest first. */
-typedef struct la_ga_partq {
+typedef struct la_ga_partq la_ga_partq_t;
+
+/* The bound of feed memory n more bytes would pass, by name
+ * ("feed.memory" for every feed connection together;
+ * "feed.memory_per_address" with own, for q's address: n is held for q
+ * alone), its value in *limit; NULL when they fit. feed.c defines it (it
+ * knows every connection) and hands it to la_ga_partq_init, so that this
+ * layer does not call up into feed.c. Loop thread. */
+typedef const char *la_ga_room_fn(const la_ga_partq_t *q, size_t n, int own,
+                                  uint64_t *limit);
+
+struct la_ga_partq {
   /* set by la_ga_partq_init */
   la_ga_t *ga;
   la_conn_t *conn; /* where the frames go */
+  la_ga_room_fn *room; /* the feed's memory bounds (la_ga_room_fn) */
   /* set by the owner: Subscribe.max_set_bytes (0: none) */
   uint64_t max_set;
   /* the subscriber's sets sent whole and not delivered to it (dropped or
@@ -68,10 +80,11 @@ typedef struct la_ga_partq {
   int hold_out;
   size_t held_bytes;
   struct la_ga_out **hold_at;
-} la_ga_partq_t;
+};
 
 /* Makes *q an empty queue of ga's sending to conn (q zeroed before). */
-void la_ga_partq_init(la_ga_partq_t *q, la_ga_t *ga, la_conn_t *conn);
+void la_ga_partq_init(la_ga_partq_t *q, la_ga_t *ga, la_conn_t *conn,
+                      la_ga_room_fn *room);
 
 /* Frees what q holds (its connection is being freed). */
 void la_ga_partq_free(la_ga_partq_t *q);
@@ -129,13 +142,6 @@ int la_ga_partq_send(la_ga_partq_t *q, uint16_t type,
 void la_ga_partq_end(la_ga_partq_t *q, const char *name, uint64_t limit,
                      size_t n);
 
-/* The bound of feed memory n more bytes would pass, by name
- * ("feed.memory" for every feed connection together;
- * "feed.memory_per_address" with own, for q's address: n is held for q
- * alone), its value in *limit; NULL when they fit. feed.c defines it: it
- * knows every connection. Loop thread. */
-const char *la_ga_feed_room(const la_ga_partq_t *q, size_t n, int own,
-                            uint64_t *limit);
 
 /* Bytes of the encodings feed queues hold now (each counted once,
  * however many queues share it). Loop thread. */
