@@ -23,7 +23,9 @@
  * Modes: every mode, and polyline_quantum: the default polyline with the
  * series' quantum (the scale of the dump's .fid; 1 for whole ns and cycles),
  * which is what the LocalAgent runs (quantized runs on rough stretches).
- * Beside raw doubles (64 bits/value), the lossless mode and two floors: a
+ * Beside raw doubles (64 bits/value) and `zstd -19` of them (when zstd is
+ * on PATH: the size a general-purpose compressor reaches), the lossless
+ * mode and two floors: a
  * plain sum over the same array with one accumulator (latency-bound) and
  * with eight (memory-bound), in ns per point. Times are
  * thread CPU time (these VMs steal wall time), median of REPS runs.
@@ -240,6 +242,31 @@ __attribute__((noinline)) static double sum_wide(const double *x, size_t n) {
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
+static int on_path(const char *name);
+
+/* Bytes of `zstd -19` of the raw doubles x[0..n) (the state of the art a
+ * compact trace is compared with), or 0 when zstd is not on PATH or fails. */
+static size_t zstd19_bytes(const double *x, size_t n) {
+  if (!on_path("zstd")) return 0;
+  char path[] = "/tmp/la-bench-zstd-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) return 0;
+  FILE *f = fdopen(fd, "wb");
+  size_t ok = f ? fwrite(x, sizeof *x, n, f) : 0;
+  if (f) fclose(f);
+  size_t bytes = 0;
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "zstd -19 -q -c %s | wc -c", path);
+  FILE *p = ok == n ? popen(cmd, "r") : NULL;
+  if (p) {
+    unsigned long long b = 0;
+    if (fscanf(p, "%llu", &b) == 1) bytes = (size_t)b;
+    if (pclose(p) != 0) bytes = 0;
+  }
+  unlink(path);
+  return bytes;
+}
+
 static int bench_series(FILE *js, const char *name, const char *desc,
                         const double *x, size_t n, double quantum, int first) {
   double ts[REPS], tf1[REPS], tf8[REPS];
@@ -275,6 +302,17 @@ static int bench_series(FILE *js, const char *name, const char *desc,
           f1, f8, 8 * n);
   printf("%-18s %-22s %7s %8s %9.4f %9.1f %8s %7s %11s %8s %8s\n", name, "raw",
          "-", "-", 64.0, 1.0, "-", "-", "0", "0", "-");
+  size_t zb = zstd19_bytes(x, n);
+  if (zb) {
+    double zbits = 8.0 * (double)zb / (double)n;
+    printf("%-18s %-22s %7s %8s %9.4f %9.1f %8s %7s %11s %8s %8s\n", name,
+           "zstd -19 (raw doubles)", "-", "-", zbits, 64 / zbits, "-", "-",
+           "0", "0", "-");
+    fprintf(js,
+            ",\n      \"zstd19\": {\"bits_per_value\": %.5f, \"bytes\": %zu, "
+            "\"ratio_to_raw\": %.2f}",
+            zbits, zb, 64 / zbits);
+  }
   for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
     if (bench_mode(js, name, x, n, quantum, &modes[m], 0) != 0) return -1;
   fprintf(js, "}}");

@@ -27,6 +27,9 @@ PKGS=(
   clang libclang-rt-14-dev llvm procps util-linux
   # test_services: the daemons' system calls against the units' filters
   strace
+  # bench-compact: zstd -19 of the raw series, the size compact traces are
+  # compared with
+  zstd
   # in-job balancing example: Zoltan (Debian builds it with Open MPI, so the
   # example is built with mpicc.openmpi); the PostgreSQL store backend and
   # its tests (libpq; a throw-away server started from postgresql's binaries)
