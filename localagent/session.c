@@ -28,6 +28,7 @@
 
 #include "agent.h"
 #include "la_log.h"
+#include "la_sysv.h"
 #include "la_time.h"
 #include "peer_uid.h"
 
@@ -210,18 +211,62 @@ static void la__refuse(la_session_t *s, const char *why) {
  * second connection closes. Sessions still closing count until freed.
  * Returns 0, or -1 with the reason in why. */
 static int la__already_registered(const la_session_t *s,
-                                  const La__RegisterRequest *r, char *why,
-                                  size_t len) {
+                                  const La__RegisterRequest *r, int peer_uid,
+                                  char *why, size_t len) {
   for (const la_session_t *o = s->ag->sessions; o; o = o->next) {
     if (o == s || !o->ipc.hdr) continue;
     if (o->ipc.shm_id == r->shm_id || o->ipc.sem_id == r->sem_id) {
-      snprintf(why, len, "segment %d / semaphore set %d already registered "
-               "by pid %d (%s rank %u)", r->shm_id, r->sem_id, o->pid,
-               o->app_id, o->rank);
+      /* whose it is only to its own user (another learns nothing) */
+      if (peer_uid >= 0 && peer_uid == o->ipc.owner_uid)
+        snprintf(why, len, "segment %d / semaphore set %d already registered "
+                 "by pid %d (%s rank %u)", r->shm_id, r->sem_id, o->pid,
+                 o->app_id, o->rank);
+      else
+        snprintf(why, len, "segment %d / semaphore set %d already registered",
+                 r->shm_id, r->sem_id);
       return -1;
     }
   }
   return 0;
+}
+
+/* An application id belongs to the uid whose process registered it first
+ * on this agent, as long as any of its ranks is registered here: until the
+ * last of its sessions is freed, which is when the RankEnd of its last
+ * local rank goes upstream (la__sess_free). A registration of another uid
+ * under that id is refused, told only that the id is in use. One of the
+ * same uid is refused when a live process (not this one: a process that
+ * registers again after its connection closed) holds its rank: two
+ * processes would send one rank's cycles, and one's values would be lost;
+ * it is told by which pid. peer_uid is the connection's uid as the kernel
+ * reports it (-1: unknown; then the process's uid is compared, which
+ * la_app_ipc_attach proves next, and nothing of the other registration is
+ * told). Returns 0, or -1 with the reason in why. */
+static int la__app_id_taken(const la_session_t *s,
+                            const La__RegisterRequest *r, int peer_uid,
+                            char *why, size_t len) {
+  int uid = peer_uid >= 0 ? peer_uid : la_pid_uid(r->pid);
+  const la_session_t *same_rank = NULL;
+  for (const la_session_t *o = s->ag->sessions; o; o = o->next) {
+    if (o == s || !o->ipc.hdr || strcmp(o->app_id, r->app_id)) continue;
+    if (uid < 0 || o->ipc.owner_uid != uid) {
+      snprintf(why, len, "app id %s is in use by another user: choose "
+               "another id (LA_APP_ID)", r->app_id);
+      return -1;
+    }
+    if (o->rank == r->rank && o->state == LA_SESS_APP && o->pid != r->pid &&
+        !same_rank)
+      same_rank = o;
+  }
+  if (!same_rank) return 0;
+  if (peer_uid >= 0)
+    snprintf(why, len, "app id %s rank %u is already registered by pid %d: "
+             "give each run its own id (LA_APP_ID) or each process its own "
+             "rank", r->app_id, r->rank, same_rank->pid);
+  else
+    snprintf(why, len, "app id %s rank %u is already registered",
+             r->app_id, r->rank);
+  return -1;
 }
 
 static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
@@ -258,12 +303,13 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
       return la__refuse(s, why);
     s->cp = p;
   }
-  if (la__already_registered(s, r, why, sizeof why) != 0)
-    return la__refuse(s, why);
   int fd = la_conn_fd(&s->conn);
   /* found at accept (sock_diag, one exact lookup); again if unknown then */
   int peer_uid = s->conn.key >= 0 ? s->conn.key
                                   : fd >= 0 ? la_peer_uid_fast(fd) : -1;
+  if (la__already_registered(s, r, peer_uid, why, sizeof why) != 0 ||
+      la__app_id_taken(s, r, peer_uid, why, sizeof why) != 0)
+    return la__refuse(s, why);
   char reason[200];
   if (la__ids_register(s, r, reason, sizeof reason) != 0)
     return la__refuse(s, reason);
