@@ -342,6 +342,48 @@ static void la__orphan(la_ga_t *ga, const char *app_id, uint32_t rank,
       app_id, rank, (unsigned long long)tag, what, (unsigned long long)missed);
 }
 
+/* Whether the stored copy old of t's key is t itself (a resend): the same
+ * transfer time and the same exact statistics. */
+static int la__same_trace(const la_store_stamp_t *old,
+                          const La__CompactTrace *t) {
+  if (old->has_t_xfer_ns != (int)t->has_t_xfer_ns ||
+      (t->has_t_xfer_ns && old->t_xfer_ns != t->t_xfer_ns))
+    return 0;
+  return old->count == t->stats->count &&
+         (old->sum == t->stats->sum ||
+          (old->sum != old->sum && t->stats->sum != t->stats->sum));
+}
+
+/* A trace whose (app, rank, cycle) is stored already. A resend changes
+ * nothing (counted in duplicates). Another copy, of an application whose
+ * every rank had ended, is a second run under the same id: it is dropped
+ * too (the first copy stays), but counted in conflicts and said by name,
+ * at most once a second. Store errors only make it count as a resend. */
+static void la__stored_already(la_ga_t *ga, const char *host,
+                               const La__CompactTrace *t) {
+  static la_ratelimit_t rl; /* this file's: second runs' log lines */
+  la_store_stamp_t old;
+  uint32_t nprocs = 0, ended = 0;
+  if (la_store_trace_stamp(ga->store, t->app_id, t->cycle_tag, t->rank,
+                           &old) != 0 ||
+      la__same_trace(&old, t) ||
+      la_store_app_ranks_ended(ga->store, t->app_id, &nprocs, &ended) != 0 ||
+      nprocs == 0 || ended < nprocs) {
+    ga->st.duplicates++;
+    return;
+  }
+  ga->st.conflicts++;
+  uint64_t missed = 0;
+  if (!la_ratelimit_ok(&rl, 1000, &missed)) return;
+  la_log_warnx(
+      "application %s already ended; traces of a second run under the same "
+      "id are dropped: give each run its own id (LA_APP_ID) or let libla "
+      "derive one (rank %u cycle %llu from %s; %llu more such since the "
+      "last line)",
+      t->app_id, t->rank, (unsigned long long)t->cycle_tag, host,
+      (unsigned long long)missed);
+}
+
 /* Records (app, rank, cycle) as missing for reason (from a TraceMissing, or
  * a trace validate.c refused) and stitches the rank as arrived. Returns 0,
  * or a store error for the batch. */
@@ -414,7 +456,7 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
                    la_store_errmsg(ga->store));
       rc = 0;
     } else if (rc == 0 && !was_new) {
-      ga->st.duplicates++;
+      la__stored_already(ga, host, t);
     } else if (rc == 0) {
       ga->st.traces++;
       la_ga_app_t *a = la__app(ga, t->app_id);

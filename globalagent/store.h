@@ -128,6 +128,19 @@ int la_store_rank_end(la_store_t *s, const La__RankEnd *m, int *was_new);
  * robust_segments), LA_EIO. */
 int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new);
 
+/* What tells two copies of a trace apart: a resend carries the stored
+ * one's transfer time and exact statistics; another run's differs. */
+typedef struct la_store_stamp {
+  uint64_t seq, t_xfer_ns, count;
+  int has_t_xfer_ns;
+  double sum;
+} la_store_stamp_t;
+
+/* The stamp of the stored trace of (app_id, cycle_tag, rank) into *out.
+ * Returns 0, LA_ENOTFOUND (none stored), LA_EINVAL, LA_EIO. */
+int la_store_trace_stamp(la_store_t *s, const char *app_id, uint64_t cycle_tag,
+                         uint32_t rank, la_store_stamp_t *out);
+
 /* Bounded history (docs/history.md): a trace that names a history_ref
  * keeps its own segments while it is among its rank's full_cycles most
  * recent cycles (by rank_seq), then is kept as a reference to its

@@ -338,6 +338,42 @@ int la_store_set_is_closed(la_store_t *s, const char *app_id,
   return r;
 }
 
+/* ------------------------------------------------ a stored trace's stamp */
+
+int la_store_trace_stamp(la_store_t *s, const char *app_id, uint64_t cycle_tag,
+                         uint32_t rank, la_store_stamp_t *out) {
+  if (!s || !app_id || !out) return LA_EINVAL;
+  memset(out, 0, sizeof *out);
+  la_db_stmt_t *st = NULL;
+  if (la_db_prepare(s->db,
+                    "SELECT seq, t_xfer_ns, stat_count, stat_sum FROM traces"
+                    " WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3",
+                    0, &st) != 0) {
+    la__store_fmt(s->err, sizeof s->err, "reading a trace's stamp: %s",
+                  la_db_errmsg(s->db));
+    return LA_EIO;
+  }
+  la_db_bind_text(st, 1, app_id, -1);
+  la_db_bind_int64(st, 2, la__i64(cycle_tag));
+  la_db_bind_int64(st, 3, (int64_t)rank);
+  int rc = la_db_step(st), r = 0;
+  if (rc == LA_DB_ROW) {
+    out->seq = (uint64_t)la_db_column_int64(st, 0);
+    out->has_t_xfer_ns = la_db_column_type(st, 1) != LA_DB_NULL;
+    out->t_xfer_ns = (uint64_t)la_db_column_int64(st, 1);
+    out->count = (uint64_t)la_db_column_int64(st, 2);
+    out->sum = la_db_column_double(st, 3);
+  } else if (rc == LA_DB_DONE) {
+    r = LA_ENOTFOUND;
+  } else {
+    la__store_fmt(s->err, sizeof s->err, "reading a trace's stamp: %s",
+                  la_db_errmsg(s->db));
+    r = LA_EIO;
+  }
+  la_db_finalize(st);
+  return r;
+}
+
 /* ------------------------------------------------------ a rank's elements */
 
 int la_store_rank_elements(la_store_t *s, const char *app_id, uint32_t rank,
