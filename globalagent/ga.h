@@ -79,6 +79,11 @@ typedef struct la_ga_app {
    * (n_rank_elements entries, 0: not looked up yet); freed with the app */
   uint64_t *rank_elements;
   uint32_t n_rank_elements;
+  /* ingest.c's: each rank's highest cycle tag + 1 of a trace stored while
+   * the application was stitched here (nprocs entries, 0: none yet, NULL
+   * until the first trace or out of memory); freed with the app */
+  uint64_t *rank_last;
+  char app_name[129]; /* from a RankStart this GlobalAgent read ("": none) */
 } la_ga_app_t;
 typedef struct la_ga la_ga_t;
 

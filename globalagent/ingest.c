@@ -4,8 +4,11 @@
  * with a reason: a LocalAgent's TraceMissing is stored (idempotent; a real
  * trace for the key later wins) and counts the rank as present for
  * stitching, so the set closes without waiting; a set closed partial records
- * its other missing ranks with the GlobalAgent's reason (timeout, the rank
- * ended before this cycle, the application ended, the open-set limit).
+ * its other missing ranks with the GlobalAgent's reason (later cycles of the
+ * rank arrived, timeout, the rank ended before this cycle, the application
+ * ended, the open-set limit, or one job's ranks under two ids). A trace
+ * stored already is a resend, or, when its application ended, a second
+ * run under the same id: dropped either way, the latter said by name.
  *
  * Group commit: the messages of one loop iteration (at most store.batch_max)
  * go into one SQLite transaction, committed in a uv_check callback after the
@@ -108,6 +111,7 @@ static void la__app_forget(la_ga_t *ga, const char *app_id) {
       *p = a->next;
       ga->n_apps--;
       free(a->rank_elements);
+      free(a->rank_last);
       free(a);
       return;
     }
@@ -137,6 +141,101 @@ static void la__queue_publish(la_ga_t *ga, const char *app_id, uint64_t tag) {
   "(stitch.max_open_sets, stitch.max_open_memory)"
 
 static const char LA__WHY_TIMEOUT[] = "timeout: no trace within stitch.timeout";
+static const char LA__WHY_LATER[] =
+    "missing: no trace for this cycle while later cycles of the rank arrived";
+
+/* The stitched application app_id, or NULL (nothing is loaded). */
+static la_ga_app_t *la__app_cached(la_ga_t *ga, const char *app_id) {
+  for (la_ga_app_t *a = ga->apps; a; a = a->next)
+    if (!strcmp(a->app_id, app_id)) return a;
+  return NULL;
+}
+
+/* Whether a later cycle of rank than tag arrived (a trace stored while its
+ * application was stitched here; the link is ordered, so this cycle's
+ * trace will not come). a may be NULL. */
+static int la__later_arrived(const la_ga_app_t *a, uint32_t rank,
+                             uint64_t tag) {
+  return a && a->rank_last && rank < a->nprocs && a->rank_last[rank] > tag + 1;
+}
+
+/* Whether rank of a sent a trace while a was stitched here. */
+static int la__heard(const la_ga_app_t *a, uint32_t rank) {
+  return a->rank_last && rank < a->nprocs && a->rank_last[rank] != 0;
+}
+
+/* Appends ranks lo..hi to the list in buf ("0-3,7"), "..." when full. */
+static void la__range_add(char *buf, size_t len, uint32_t lo, uint32_t hi) {
+  size_t used = strlen(buf);
+  if (used + 24 >= len) {
+    if (used + 4 < len && strcmp(buf + (used > 3 ? used - 3 : 0), "..."))
+      snprintf(buf + used, len - used, "...");
+    return;
+  }
+  const char *sep = used ? "," : "";
+  if (lo == hi)
+    snprintf(buf + used, len - used, "%s%u", sep, lo);
+  else
+    snprintf(buf + used, len - used, "%s%u-%u", sep, lo, hi);
+}
+
+/* Ranks 0..nprocs-1 in or out of the increasing list v (n) as ranges. */
+static void la__ranges(const uint32_t *v, size_t n, uint32_t nprocs, int in,
+                       char *buf, size_t len) {
+  buf[0] = '\0';
+  size_t k = 0;
+  int run = 0;
+  uint32_t lo = 0;
+  for (uint32_t r = 0; r < nprocs; r++) {
+    while (k < n && v[k] < r) k++;
+    int member = (k < n && v[k] == r) == in;
+    if (member && !run) lo = r, run = 1;
+    if (!member && run) la__range_add(buf, len, lo, r - 1), run = 0;
+  }
+  if (run) la__range_add(buf, len, lo, nprocs - 1);
+}
+
+/* A set of a timed out whose missing ranks (missing, n, increasing) are
+ * exactly the ranks another stitched application of the same name and
+ * nprocs heard from, none of which a heard from: one job registered
+ * under two ids (LA_APP_ID set apart on some nodes). Writes the reason
+ * naming both ids and their hosts into why and returns 1; else 0. */
+static int la__split_job(la_ga_t *ga, const la_ga_app_t *a,
+                         const uint32_t *missing, size_t n, char *why,
+                         size_t len) {
+  if (!a || !a->app_name[0] || !a->rank_last || n == 0 || n >= a->nprocs)
+    return 0;
+  for (const la_ga_app_t *b = ga->apps; b; b = b->next) {
+    if (b == a || b->nprocs != a->nprocs || !b->rank_last ||
+        strcmp(b->app_name, a->app_name))
+      continue;
+    size_t k = 0;
+    int fits = 1;
+    for (uint32_t r = 0; r < a->nprocs && fits; r++) {
+      int is_missing = k < n && missing[k] == r;
+      if (is_missing) k++;
+      fits = is_missing ? la__heard(b, r) && !la__heard(a, r)
+                        : !la__heard(b, r);
+    }
+    if (!fits) continue;
+    char mine[64], theirs[64], h1[LA_MAX_ID_LEN + 1] = "?",
+                               h2[LA_MAX_ID_LEN + 1] = "?";
+    la__ranges(missing, n, a->nprocs, 0, mine, sizeof mine);
+    la__ranges(missing, n, a->nprocs, 1, theirs, sizeof theirs);
+    uint32_t first_mine = 0;
+    while (first_mine < a->nprocs && !la__heard(a, first_mine)) first_mine++;
+    la_store_rank_host(ga->store, a->app_id, first_mine, h1, sizeof h1);
+    la_store_rank_host(ga->store, b->app_id, missing[0], h2, sizeof h2);
+    if (snprintf(why, len, "ranks %s arrived under app id %s from host %s "
+                 "and ranks %s under app id %s from host %s: one job under "
+                 "two ids? (LA_APP_ID)", mine, a->app_id, h1, theirs,
+                 b->app_id, h2) >= (int)len) {
+      /* truncated: the store keeps LA_STORE_REASON_MAX bytes anyway */
+    }
+    return 1;
+  }
+  return 0;
+}
 
 /* The stitcher closed a set. Its missing ranks (those without a trace nor a
  * missing record) are recorded missing with the reason of this close; the
@@ -148,6 +247,18 @@ static void la__on_set_closed(void *arg, const char *app_id, uint64_t tag,
                               uint64_t t_first_ms) {
   la_ga_t *ga = arg;
   const char *why = ga->close_reason ? ga->close_reason : LA__WHY_EVICTED;
+  la_ga_app_t *app = la__app_cached(ga, app_id);
+  char split[1024]; /* the store keeps LA_STORE_REASON_MAX bytes */
+  if (why == LA__WHY_TIMEOUT &&
+      la__split_job(ga, app, missing, n_missing, split, sizeof split)) {
+    static la_ratelimit_t rl; /* this file's: split jobs' log lines */
+    uint64_t missed = 0;
+    why = split;
+    if (la_ratelimit_ok(&rl, 1000, &missed))
+      la_log_warnx("Trace-Set %s cycle %llu: %s (%llu more such since the "
+                   "last line)", app_id, (unsigned long long)tag, split,
+                   (unsigned long long)missed);
+  }
   uint32_t *all = NULL;
   size_t n_all = 0;
   if (la__txn(ga) != 0) {
@@ -162,7 +273,9 @@ static void la__on_set_closed(void *arg, const char *app_id, uint64_t tag,
   for (size_t i = 0; i < n_missing; i++) {
     const char *w = why;
     char host[LA_MAX_ID_LEN + 1], gone[LA_MAX_ID_LEN + 64];
-    if (why == LA__WHY_TIMEOUT &&
+    if (why != split && la__later_arrived(app, missing[i], tag)) {
+      w = LA__WHY_LATER;
+    } else if (why == LA__WHY_TIMEOUT &&
         la_store_rank_host(ga->store, app_id, missing[i], host, sizeof host) ==
             0) {
       if (strcmp(host, last)) {
@@ -316,6 +429,11 @@ static int la__hold(la_ga_t *ga, const char *app_id, uint64_t tag,
  * (t is stored already and not read for them after). */
 static void la__stitch(la_ga_t *ga, la_ga_app_t *a, const char *app_id,
                        uint32_t rank, uint64_t tag, La__CompactTrace *t) {
+  if (t && rank < a->nprocs && tag < UINT64_MAX) {
+    if (!a->rank_last) a->rank_last = calloc(a->nprocs, sizeof *a->rank_last);
+    if (a->rank_last && a->rank_last[rank] < tag + 1)
+      a->rank_last[rank] = tag + 1;
+  }
   int opening = la__hold(ga, app_id, tag, a->nprocs);
   if (t) la_held_add_decoded(ga->held, t);
   int s =
@@ -436,6 +554,8 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
       ga->st.rank_starts++;
       la_ga_app_t *a = la__app(ga, r->app_id);
       if (a) a->nprocs = r->nprocs;
+      if (a && r->app_name && !a->app_name[0])
+        snprintf(a->app_name, sizeof a->app_name, "%s", r->app_name);
     }
   } else if (type == LA__MSG_TYPE__MSG_COMPACT_TRACE &&
              la_ga_trace_refused(ga, host, (const La__CompactTrace *)m, enc_why,

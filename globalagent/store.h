@@ -173,7 +173,8 @@ int la_store_set_closed(la_store_t *s, const char *app_id, uint64_t cycle_tag,
  * wins), and an existing record is kept, except that a LocalAgent's record
  * (from_agent 1, with its link seq) replaces one the GlobalAgent inferred
  * (from_agent 0: "timeout" and the like, which becomes "rank ended before
- * this cycle" when the rank's RankEnd is stored). A trace stored later
+ * this cycle" when the rank's RankEnd is stored, unless it starts with
+ * "missing:"). A trace stored later
  * deletes the record (la_store_trace). Creates the application row (nprocs
  * unknown) and the cycle's trace_sets row (open) if needed. *was_new (may be
  * NULL) is 1 when a record was written or replaced. Returns 0, LA_EPROTO

@@ -146,12 +146,15 @@ const char *const la__store_sql[S__COUNT] = {
      * LocalAgent's reason (source 'agent') replaces one the GlobalAgent
      * inferred; nothing else changes an existing record. The GlobalAgent's
      * reason becomes "rank ended before this cycle" when the rank's RankEnd
-     * is stored (the ordered link delivered all its traces before it). */
+     * is stored (the ordered link delivered all its traces before it),
+     * unless it says the rank's later cycles arrived ("missing: ..."): then
+     * the rank ended after this cycle. */
     [S_MISS_PUT] =
         "INSERT INTO missing(app_id, cycle_tag, rank, reason, source, seq,"
         " t_recorded_ns)"
         " SELECT CAST(?1 AS TEXT), CAST(?2 AS INTEGER), CAST(?3 AS INTEGER),"
-        " CASE WHEN CAST(?5 AS TEXT) <> 'agent' AND EXISTS (SELECT 1"
+        " CASE WHEN CAST(?5 AS TEXT) <> 'agent'"
+        "   AND CAST(?4 AS TEXT) NOT LIKE 'missing:%' AND EXISTS (SELECT 1"
         "   FROM ranks WHERE app_id = ?1 AND rank = ?3 AND ended = 1)"
         "   THEN 'rank ended before this cycle' ELSE CAST(?4 AS TEXT) END,"
         " CAST(?5 AS TEXT), CAST(?6 AS INTEGER), CAST(?7 AS INTEGER)"
