@@ -278,6 +278,19 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
              (long long)ag->set.max_apps);
     return la__refuse(s, why);
   }
+  /* one user's share: the rest of max_apps stays for the others */
+  long long mine = 0;
+  for (const la_session_t *o = ag->sessions; o; o = o->next)
+    if (o != s && o->state == LA_SESS_APP && !o->conn.closing &&
+        o->conn.key == s->conn.key)
+      mine++;
+  if (mine >= ag->set.max_apps_per_uid) {
+    snprintf(why, sizeof why,
+             "this user has %lld applications registered here "
+             "(max_apps_per_uid = %lld)",
+             mine, (long long)ag->set.max_apps_per_uid);
+    return la__refuse(s, why);
+  }
   if (r->n_elements > ag->set.max_elements) {
     snprintf(why, sizeof why, "%llu elements exceed max_elements = %llu",
              (unsigned long long)r->n_elements,

@@ -33,6 +33,10 @@ const la_cfg_key_t la_la_keys[] = {
     "a tool connection that sends nothing for this long is closed"),
   N("agent", "max_apps", LA_CFG_INT, max_apps, "256", 1, 65536,
     "registered application processes"),
+  N("agent", "max_apps_per_uid", LA_CFG_INT, max_apps_per_uid, "224", 1,
+    65536,
+    "registered application processes of one user: the rest of max_apps "
+    "stays for others (at least one rank per core of one job)"),
   /* at least 40k: libla sends its ids in ElementIds chunks of up to
    * LA_ELEMENT_IDS_CHUNK ids of 9 bytes each (la_codec.h) */
   N("agent", "max_frame", LA_CFG_SIZE, max_frame, "64k", 40960, 1 << 30,

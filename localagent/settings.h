@@ -20,6 +20,7 @@ typedef struct la_la_settings {
   uint64_t handshake_max_frame; /* frames before registration */
   int64_t idle_ms;         /* tool connections: closed after this idle */
   int64_t max_apps;        /* registered application processes */
+  int64_t max_apps_per_uid; /* of them, one peer uid's */
   uint64_t max_frame;      /* bytes of one frame from an application */
   uint64_t max_elements;   /* elements of one registration */
   uint64_t max_ids_memory; /* element ids held for registrations, bytes */

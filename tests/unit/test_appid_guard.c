@@ -7,7 +7,8 @@
  * that is registered already is refused at LA_register, told by which pid
  * (the first keeps its rank); a process of another uid is refused any rank
  * of an id in use, told only that the id is in use (nothing of the other
- * user's processes); once the id's last local rank ended, the id is free.
+ * user's processes); once the id's last local rank ended, the id is free;
+ * one user's processes cannot take every application slot.
  * Every wait is bounded; every child is reaped.
  */
 #include <grp.h>
@@ -202,10 +203,40 @@ static void test_other_user(void **state) {
   assert_int_equal(finish(&k4), 0);
 }
 
+/* One user cannot fill max_apps for everyone: with max_apps 4 and
+ * max_apps_per_uid 3, a fourth process of one user is refused with the
+ * share named, and another user's process still registers. */
+static void test_one_user_cannot_fill_max_apps(void **state) {
+  (void)state;
+  if (geteuid() != 0) skip();
+  la_ta_free(&agent);
+  const char *extra[] = {"--agent.max_apps=4", "--agent.max_apps_per_uid=3",
+                         NULL};
+  if (la_ta_start(&agent, extra) != 0) fail_msg("the daemons did not start");
+  kid_t k[5];
+  char id[32];
+  for (int i = 0; i < 3; i++) {
+    snprintf(id, sizeof id, "share-%d", i);
+    assert_int_equal(spawn(&k[i], id, 0, 1, 0, 1).rc, 0);
+  }
+  answer_t a = spawn(&k[3], "share-3", 0, 1, 0, 1);
+  fprintf(stderr, "fourth of one user: rc %d: %s\n", a.rc, a.msg);
+  assert_int_equal(a.rc, LA_EREFUSED);
+  assert_non_null(strstr(a.msg, "max_apps_per_uid = 3"));
+  a = spawn(&k[4], "share-other", 0, 1, NOBODY, 1);
+  fprintf(stderr, "another user: rc %d: %s\n", a.rc, a.msg);
+  assert_int_equal(a.rc, 0);
+  assert_int_equal(finish(&k[3]), 1);
+  for (int i = 0; i < 3; i++) assert_int_equal(finish(&k[i]), 0);
+  assert_int_equal(finish(&k[4]), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_same_rank_twice, setup, teardown),
       cmocka_unit_test_setup_teardown(test_other_user, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_one_user_cannot_fill_max_apps,
+                                      setup, teardown),
   };
   return cmocka_run_group_tests(tests, la_td_group_setup, NULL);
 }
