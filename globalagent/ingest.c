@@ -76,11 +76,18 @@ static void la__restore_counts(la_ga_t *ga) {
   c->invalid = b->invalid; /* validate.c's, counted per trace received */
 }
 
+/* The stitched application app_id, or NULL (nothing is loaded). */
+static la_ga_app_t *la__app_cached(la_ga_t *ga, const char *app_id) {
+  for (la_ga_app_t *a = ga->apps; a; a = a->next)
+    if (!strcmp(a->app_id, app_id)) return a;
+  return NULL;
+}
+
 /* The application's cached nprocs and ended ranks (from the store on a
  * miss, e.g. after a restart). NULL when the store knows no nprocs. */
 static la_ga_app_t *la__app(la_ga_t *ga, const char *app_id) {
-  for (la_ga_app_t *a = ga->apps; a; a = a->next)
-    if (!strcmp(a->app_id, app_id)) return a;
+  la_ga_app_t *found = la__app_cached(ga, app_id);
+  if (found) return found;
   uint32_t nprocs = 0, ended = 0;
   if (la_store_app_ranks_ended(ga->store, app_id, &nprocs, &ended) != 0 ||
       nprocs == 0)
@@ -143,13 +150,6 @@ static void la__queue_publish(la_ga_t *ga, const char *app_id, uint64_t tag) {
 static const char LA__WHY_TIMEOUT[] = "timeout: no trace within stitch.timeout";
 static const char LA__WHY_LATER[] =
     "missing: no trace for this cycle while later cycles of the rank arrived";
-
-/* The stitched application app_id, or NULL (nothing is loaded). */
-static la_ga_app_t *la__app_cached(la_ga_t *ga, const char *app_id) {
-  for (la_ga_app_t *a = ga->apps; a; a = a->next)
-    if (!strcmp(a->app_id, app_id)) return a;
-  return NULL;
-}
 
 /* Whether a later cycle of rank than tag arrived (a trace stored while its
  * application was stitched here; the link is ordered, so this cycle's

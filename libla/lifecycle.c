@@ -74,6 +74,16 @@ static int la__name_ok(const char *s) {
   return 1;
 }
 
+/* Installs the program's probe functions (metric custom) as they are set
+ * now, and remembers their generation. */
+static void la__install_probe_funcs(void) {
+  LA_ProbeFunc a, b;
+  void *aa, *ba;
+  la__ctx.probe_gen = la__settings_probe_gen();
+  la__settings_probe_funcs(&a, &aa, &b, &ba);
+  la__probe_setup(0, 0, a, aa, b, ba);
+}
+
 /* Chooses and initialises the probe for the metric. Sets unit. */
 static int la__metric_setup(const la__settings_t *s, const char **unit) {
   const char *m = s->metric;
@@ -85,16 +95,12 @@ static int la__metric_setup(const la__settings_t *s, const char **unit) {
     return 0;
   }
   if (!strcmp(m, "custom")) {
-    LA_ProbeFunc a, b;
-    void *aa, *ba;
     if (!la__settings_has_custom_probe())
       return la__error(LA_ECONFIG,
                        "metric 'custom' but no probe function "
                        "(LA_setProbeStartFunc) was set");
     la__ctx.custom = 1;
-    la__ctx.probe_gen = la__settings_probe_gen();
-    la__settings_probe_funcs(&a, &aa, &b, &ba);
-    la__probe_setup(0, 0, a, aa, b, ba);
+    la__install_probe_funcs();
     *unit = "user";
     return 0;
   }
@@ -136,11 +142,7 @@ static int la__agent_alive(void *arg) {
  * where no probe runs: one cycle is measured by one pair of them. */
 static int la__begin_cycle(void) {
   if (la__ctx.custom && la__ctx.probe_gen != la__settings_probe_gen()) {
-    LA_ProbeFunc a, b;
-    void *aa, *ba;
-    la__ctx.probe_gen = la__settings_probe_gen();
-    la__settings_probe_funcs(&a, &aa, &b, &ba);
-    la__probe_setup(0, 0, a, aa, b, ba);
+    la__install_probe_funcs();
     la__info("probe functions replaced from cycle %llu on",
              (unsigned long long)la__ctx.cycles);
   }

@@ -269,6 +269,17 @@ static int la__app_id_taken(const la_session_t *s,
   return -1;
 }
 
+/* Open sessions other than s of s's peer uid (conn.key): registered
+ * applications (apps 1) or the others (apps 0: tools, handshakes). */
+static int la__uid_sessions(const la_session_t *s, int apps) {
+  int n = 0;
+  for (const la_session_t *o = s->ag->sessions; o; o = o->next)
+    if (o != s && !o->conn.closing && (o->state == LA_SESS_APP) == apps &&
+        o->conn.key == s->conn.key)
+      n++;
+  return n;
+}
+
 static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
   la_agent_t *ag = s->ag;
   char why[256];
@@ -279,14 +290,10 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
     return la__refuse(s, why);
   }
   /* one user's share: the rest of max_apps stays for the others */
-  long long mine = 0;
-  for (const la_session_t *o = ag->sessions; o; o = o->next)
-    if (o != s && o->state == LA_SESS_APP && !o->conn.closing &&
-        o->conn.key == s->conn.key)
-      mine++;
+  int mine = la__uid_sessions(s, 1);
   if (mine >= ag->set.max_apps_per_uid) {
     snprintf(why, sizeof why,
-             "this user has %lld applications registered here "
+             "this user has %d applications registered here "
              "(max_apps_per_uid = %lld)",
              mine, (long long)ag->set.max_apps_per_uid);
     return la__refuse(s, why);
@@ -554,11 +561,7 @@ static const char *la__uid_over_cap(la_conn_t *c) {
   la_agent_t *ag = s->ag;
   int fd = la_conn_fd(c);
   c->key = fd >= 0 ? la_peer_uid_fast(fd) : -1;
-  int n = 0;
-  for (la_session_t *o = ag->sessions; o; o = o->next)
-    if (o != s && !o->conn.closing && o->state != LA_SESS_APP &&
-        o->conn.key == c->key)
-      n++;
+  int n = la__uid_sessions(s, 0);
   if (!la_conn_share_full(n, ag->set.max_per_uid, &ag->st.conns_refused, &rl,
                           "connection %s of uid %ld refused: the user has %d "
                           "open (max_connections_per_uid = %lld)",
