@@ -801,3 +801,26 @@ double la_td_main_thread_cpu_seconds(pid_t pid) {
   snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)pid);
   return la__stat_cpu_seconds(path);
 }
+
+long la_td_vm_kb(pid_t pid, const char *field) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  long v = -1;
+  size_t fl = strlen(field);
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, field, fl) && line[fl] == ':') v = atol(line + fl + 1);
+  if (f) fclose(f);
+  return v;
+}
+
+int la_td_sanitized(pid_t pid) {
+  char path[64], line[512];
+  snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+  FILE *f = fopen(path, "r");
+  int yes = 0;
+  while (f && !yes && fgets(line, sizeof line, f))
+    yes = strstr(line, "libasan") || strstr(line, "libtsan");
+  if (f) fclose(f);
+  return yes;
+}

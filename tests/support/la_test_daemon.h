@@ -217,6 +217,15 @@ int la_td_find_on_path(const char *name, char *path, size_t len);
 /* CPU seconds (user + system, /proc/PID/stat) process pid has used so far,
  * or -1. For benchmarks measuring a daemon. */
 double la_td_cpu_seconds(pid_t pid);
+
+/* VmRSS or VmHWM ("VmRSS", "VmHWM": a field of /proc/PID/status) of pid
+ * in kB, -1 if unreadable. */
+long la_td_vm_kb(pid_t pid, const char *field);
+
+/* Whether pid runs under a sanitizer (libasan or libtsan mapped): its
+ * allocator keeps freed memory in quarantine and adds shadow memory, so
+ * memory bounds in kB do not apply to it. */
+int la_td_sanitized(pid_t pid);
 /* The same of process pid's main thread alone (a daemon's event loop). */
 double la_td_main_thread_cpu_seconds(pid_t pid);
 

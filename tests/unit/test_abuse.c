@@ -85,38 +85,10 @@ static int teardown(void **state) {
   return 0;
 }
 
-/* VmRSS or VmHWM ("VmRSS", "VmHWM") of pid in kB, -1 if unreadable. */
-static long vm_kb(pid_t pid, const char *field) {
-  char path[64], line[256];
-  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-  FILE *f = fopen(path, "r");
-  long v = -1;
-  size_t fl = strlen(field);
-  while (f && fgets(line, sizeof line, f))
-    if (!strncmp(line, field, fl) && line[fl] == ':') v = atol(line + fl + 1);
-  if (f) fclose(f);
-  return v;
-}
-
-/* Whether the daemon pid runs under a sanitizer (build/asan/bin): its
- * allocator keeps freed memory in quarantine and adds shadow memory, so
- * memory bounds in kB do not apply; the behaviour (disconnects, refusals)
- * is still checked, and a sanitizer report fails the test anyway. */
-static int sanitized(pid_t pid) {
-  char path[64], line[512];
-  snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
-  FILE *f = fopen(path, "r");
-  int yes = 0;
-  while (f && !yes && fgets(line, sizeof line, f))
-    yes = strstr(line, "libasan") || strstr(line, "libtsan");
-  if (f) fclose(f);
-  return yes;
-}
-
 /* Checks a memory bound unless the daemon is sanitized (then says so). */
 #define CHECK_MEM(pid, cond, ...)                                    \
   do {                                                               \
-    if (sanitized(pid))                                              \
+    if (la_td_sanitized(pid))                                        \
       print_message("memory bound not checked: sanitized daemon\n"); \
     else                                                             \
       CHECK(cond, __VA_ARGS__);                                      \
@@ -264,19 +236,19 @@ static int amplify_round(la_test_daemon_t *d, uint16_t port,
                          const char *conn_row, long *rss0, long *hwm,
                          long *rss1) {
   pid_t pid = la_td_pid(d);
-  *rss0 = vm_kb(pid, "VmRSS");
+  *rss0 = la_td_vm_kb(pid, "VmRSS");
   int fds[NCONN];
   for (int i = 0; i < NCONN; i++) {
     fds[i] = open_from(NULL, port);
     CHECK(fds[i] >= 0, "connect: %s", strerror(errno));
   }
   int closed = amplify(fds, NCONN, frame, len, count);
-  *hwm = vm_kb(pid, "VmHWM");
+  *hwm = la_td_vm_kb(pid, "VmHWM");
   for (int i = 0; i < NCONN; i++) close(fds[i]);
   long long end = la_td_now_ms() + WAIT_MS;
   while (la_td_status_ll(d, conn_row) > 1 && la_td_now_ms() < end)
     poll(NULL, 0, 20);
-  *rss1 = vm_kb(pid, "VmRSS");
+  *rss1 = la_td_vm_kb(pid, "VmRSS");
   return closed;
 }
 
@@ -414,7 +386,7 @@ static void test_ga_feed_amplification(void **state) {
   long long until = la_td_now_ms() + 5000;
   while (rss1 - rss0 >= 64 * 1024 && la_td_now_ms() < until) {
     poll(NULL, 0, 100);
-    rss1 = vm_kb(pid, "VmRSS");
+    rss1 = la_td_vm_kb(pid, "VmRSS");
   }
   print_message(
       "GlobalAgent feed, %d connections x %d Trace-Set queries "
@@ -480,10 +452,10 @@ static void test_ga_preauth_frames(void **state) {
   const char *gx[] = {"--agents.handshake_timeout=60s", NULL};
   start_ga(gx);
   pid_t pid = la_td_pid(T.ga);
-  long rss0 = vm_kb(pid, "VmRSS");
+  long rss0 = la_td_vm_kb(pid, "VmRSS");
   int closed = big_frames(T.agents_port, 8, LA__MSG_TYPE__MSG_HELLO, 64u << 20,
                           16u << 20);
-  long hwm = vm_kb(pid, "VmHWM");
+  long hwm = la_td_vm_kb(pid, "VmHWM");
   print_message(
       "GlobalAgent agents port, 8 x 64 MiB frames before "
       "authentication: VmRSS %ld kB before, VmHWM %ld kB; %d/8 "
@@ -606,7 +578,7 @@ static void test_la_uid_flood(void **state) {
       "refused, %d refusal log lines, VmRSS %ld kB; the root "
       "application registered and 3 cycles were compacted\n",
       la_td_status_ll(T.la, "connections_refused"),
-      la_td_log_count(T.la, "refused"), vm_kb(pid, "VmRSS"));
+      la_td_log_count(T.la, "refused"), la_td_vm_kb(pid, "VmRSS"));
   CHECK(la_td_log_count(T.la, "refused") <= 20, "%d refusal log lines",
         la_td_log_count(T.la, "refused"));
 }

@@ -68,34 +68,10 @@ static int teardown(void **state) {
   return 0;
 }
 
-/* VmRSS or VmHWM of pid in kB, -1 if unreadable. */
-static long vm_kb(pid_t pid, const char *field) {
-  char path[64], line[256];
-  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-  FILE *f = fopen(path, "r");
-  long v = -1;
-  size_t fl = strlen(field);
-  while (f && fgets(line, sizeof line, f))
-    if (!strncmp(line, field, fl) && line[fl] == ':') v = atol(line + fl + 1);
-  if (f) fclose(f);
-  return v;
-}
-
-/* Whether pid runs under a sanitizer (memory bounds in kB do not apply). */
-static int sanitized(pid_t pid) {
-  char path[64], line[512];
-  snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
-  FILE *f = fopen(path, "r");
-  int yes = 0;
-  while (f && !yes && fgets(line, sizeof line, f))
-    yes = strstr(line, "libasan") || strstr(line, "libtsan");
-  if (f) fclose(f);
-  return yes;
-}
-
+/* Checks a memory bound unless the daemon is sanitized (then says so). */
 #define CHECK_MEM(pid, cond, ...)                                    \
   do {                                                               \
-    if (sanitized(pid))                                              \
+    if (la_td_sanitized(pid))                                        \
       print_message("memory bound not checked: sanitized daemon\n"); \
     else                                                             \
       CHECK(cond, __VA_ARGS__);                                      \
@@ -256,7 +232,7 @@ static void test_set_flood_bounded(void **state) {
     la_td_nap_ms(100);
   }
   pid_t pid = la_td_pid(T.ga);
-  long rss0 = vm_kb(pid, "VmRSS");
+  long rss0 = la_td_vm_kb(pid, "VmRSS");
   long long q0 = la_td_status_ll(T.ga, "queries");
   int fds[CONNS];
   for (int i = 0; i < CONNS; i++) {
@@ -281,7 +257,7 @@ static void test_set_flood_bounded(void **state) {
   size_t again = 0;
   long long ms2 = 0;
   int st2 = ask_set("big-1", &again, &ms2);
-  long hwm = vm_kb(pid, "VmHWM"), rss1 = vm_kb(pid, "VmRSS");
+  long hwm = la_td_vm_kb(pid, "VmHWM"), rss1 = la_td_vm_kb(pid, "VmRSS");
   long bound = 64 * 1024 + 4 * (long)(set / 1024) + 32 * 1024;
   print_message(
       "GlobalAgent feed, %d connections x %d asks for a %zu-byte Trace-Set, "
@@ -393,7 +369,7 @@ static void test_memory_returned_after_flood(void **state) {
                       "--feed.memory=1G", "--feed.memory_per_address=1G", NULL};
   start(gx, 0);
   pid_t pid = la_td_pid(T.ga);
-  long rss0 = vm_kb(pid, "VmRSS");
+  long rss0 = la_td_vm_kb(pid, "VmRSS");
   La__StatusRequest rq = LA__STATUS_REQUEST__INIT;
   La__Query qa = LA__QUERY__INIT;
   qa.has_feed_protocol = 1;
@@ -435,16 +411,16 @@ static void test_memory_returned_after_flood(void **state) {
     /* a connection ended (its Error unread) is reset after its deadline
      * (agents.handshake_timeout): count that too */
   }
-  long hwm = vm_kb(pid, "VmHWM");
+  long hwm = la_td_vm_kb(pid, "VmHWM");
   for (int i = 0; i < CONNS; i++) close(fds[i]);
   CHECK(la_td_wait_status_at_most(T.ga, "subscribers", 1, WAIT_MS) == 0,
         "the connections did not go");
   /* the trim runs within a second of the last close */
-  long rss1 = vm_kb(pid, "VmRSS");
+  long rss1 = la_td_vm_kb(pid, "VmRSS");
   end = la_td_now_ms() + 5000;
   while (rss1 - rss0 >= 24 * 1024 && la_td_now_ms() < end) {
     la_td_nap_ms(100);
-    rss1 = vm_kb(pid, "VmRSS");
+    rss1 = la_td_vm_kb(pid, "VmRSS");
   }
   print_message(
       "GlobalAgent feed, %d connections x status/apps requests unread "
