@@ -157,6 +157,16 @@ double la_compact_sum(const double *x, size_t n);
 void la_fit_error_measure(const double *x, const double *y, size_t n,
                           const uint8_t *skip, la_fit_error_t *e);
 
+/* The compaction `in` of per-row totals (one point per row of k cells)
+ * as the encoding of the per-cell series it stands for (header flag
+ * "spread", docs/compaction.md): a decoder gives k points per stored
+ * value, each the value / k. *out gets its own bytes and the per-cell
+ * statistics and error (free with la_compact_result_free). Returns 0,
+ * LA_EINVAL (k < 2 or > 2^32, in not an unspread encoding), LA_ELIMIT
+ * (more than LA_TRACE_MAX_POINTS cells) or LA_ENOMEM. */
+int la_compact_spread(const la_compact_result_t *in, uint64_t k,
+                      la_compact_result_t *out);
+
 /* -------------------------------------------------------------- decoding */
 
 typedef struct la_trace la_trace_t; /* opaque: a parsed, validated encoding */
@@ -194,6 +204,9 @@ int la_trace_check_max(const uint8_t *bytes, size_t len, uint64_t max_points,
 
 /* Number of points of the trace. */
 uint64_t la_trace_count(const la_trace_t *t);
+/* Cells per stored value: k of a spread encoding (each stored value is
+ * the total of k consecutive points, a row's), else 1. */
+uint64_t la_trace_spread(const la_trace_t *t);
 /* Mode of the encoding (LA_COMPACT_POLYLINE..LOSSLESS). */
 int la_trace_mode(const la_trace_t *t);
 /* The parameters recorded in the encoding (mode, cv or epsilon, flags). */

@@ -50,7 +50,8 @@ typedef struct {
 } rec_t;
 
 struct la_trace {
-  uint64_t n;
+  uint64_t n;      /* stored values */
+  uint64_t spread; /* points per stored value (1, or k of a spread trace) */
   int mode, flags;
   double bound, quantum; /* quantum: 0 without LA_CENC_F_QUANTUM */
   rec_t *recs;
@@ -417,8 +418,9 @@ static int parse_trace(const uint8_t *bytes, size_t len, uint64_t max_points,
                      LA_CENC_VERSION);
   if (h[4] < LA_COMPACT_POLYLINE || h[4] > LA_COMPACT_LOSSLESS)
     return la_errorf(why, why_len, LA_EPROTO, "unknown mode %u", h[4]);
-  if ((h[5] & ~0x1f) ||
-      (h[4] == LA_COMPACT_LOSSLESS ? (h[5] & ~LA_CENC_F_XOR) != 0
+  if ((h[5] & ~LA_CENC_F_KNOWN) ||
+      (h[4] == LA_COMPACT_LOSSLESS
+           ? (h[5] & ~(LA_CENC_F_XOR | LA_CENC_F_SPREAD)) != 0
                                    : (h[5] & LA_CENC_F_XOR) != 0) ||
       (h[4] != LA_COMPACT_MAXERR && (h[5] & LA_CENC_F_RELATIVE)))
     return la_errorf(why, why_len, LA_EPROTO, "bad flags 0x%02x for mode %u",
@@ -446,11 +448,30 @@ static int parse_trace(const uint8_t *bytes, size_t len, uint64_t max_points,
       goto out;
     }
   }
+  t->spread = 1;
+  if (t->flags & LA_CENC_F_SPREAD) {
+    if ((rc = la_creader_varint(&r, &t->spread)) != 0) {
+      rc = la_errorf(why, why_len, rc, "no spread");
+      goto out;
+    }
+    if (t->spread < 2 || t->spread > LA_CENC_SPREAD_MAX) {
+      rc = la_errorf(why, why_len, LA_EPROTO, "bad spread %llu",
+                     (unsigned long long)t->spread);
+      goto out;
+    }
+  }
   if (max_points > LA_TRACE_MAX_POINTS) max_points = LA_TRACE_MAX_POINTS;
-  if (n > max_points) { /* before anything is allocated for the points */
-    rc = la_errorf(why, why_len, LA_ELIMIT,
-                   "declares %llu points, more than the %llu allowed",
-                   (unsigned long long)n, (unsigned long long)max_points);
+  if (n > max_points / t->spread) { /* before anything is allocated */
+    if (t->spread > 1)
+      rc = la_errorf(why, why_len, LA_ELIMIT,
+                     "declares %llu points of %llu cells, more than the %llu "
+                     "cells allowed",
+                     (unsigned long long)n, (unsigned long long)t->spread,
+                     (unsigned long long)max_points);
+    else
+      rc = la_errorf(why, why_len, LA_ELIMIT,
+                     "declares %llu points, more than the %llu allowed",
+                     (unsigned long long)n, (unsigned long long)max_points);
     goto out;
   }
   t->n = n;
@@ -549,13 +570,16 @@ int la_trace_check_max(const uint8_t *bytes, size_t len, uint64_t max_points,
   t.psc = 1;
   if ((rc = parse_trace(bytes, len, max_points, &t, why, why_len)) != 0)
     return rc;
-  *n_points = t.n;
+  *n_points = t.n * t.spread;
   *mode = t.mode;
   return 0;
 }
 
 uint64_t la_trace_count(const la_trace_t *t) {
-  return t->n;
+  return t->n * t->spread;
+}
+uint64_t la_trace_spread(const la_trace_t *t) {
+  return t->spread;
 }
 int la_trace_mode(const la_trace_t *t) {
   return t->mode;
@@ -587,17 +611,16 @@ static size_t find_rec(const la_trace_t *t, uint64_t i) {
 }
 
 static int bad_range(const la_trace_t *t, uint64_t first, uint64_t count) {
-  return t == NULL || first > t->n || count > t->n - first;
+  return t == NULL || first > la_trace_count(t) ||
+         count > la_trace_count(t) - first;
 }
 
-int la_trace_decode(const la_trace_t *t, uint64_t first, uint64_t count,
-                    double *out) {
+/* Stored values [first, first + count) (count > 0, inside the trace). */
+static void decode_stored(const la_trace_t *t, uint64_t first, uint64_t count,
+                          double *out) {
   uint64_t end = first + count, i = first;
   size_t k;
 
-  if (bad_range(t, first, count) || (out == NULL && count > 0))
-    return LA_ERANGE;
-  if (count == 0) return 0;
   for (k = find_rec(t, first); i < end; k++) {
     const rec_t *q = &t->recs[k];
     uint64_t j0 = i - q->first, j1 = end - q->first, j;
@@ -615,19 +638,41 @@ int la_trace_decode(const la_trace_t *t, uint64_t first, uint64_t count,
     }
     i = q->first + j1;
   }
+}
+
+int la_trace_decode(const la_trace_t *t, uint64_t first, uint64_t count,
+                    double *out) {
+  if (bad_range(t, first, count) || (out == NULL && count > 0))
+    return LA_ERANGE;
+  if (count == 0) return 0;
+  if (t->spread == 1) {
+    decode_stored(t, first, count, out);
+    return 0;
+  }
+  /* a spread trace: the stored values of the cells' rows, a block at a
+   * time, each divided over its cells */
+  uint64_t k = t->spread, end = first + count, i = first;
+  double dk = (double)k, v[256];
+  while (i < end) {
+    uint64_t r0 = i / k, r1 = (end - 1) / k + 1;
+    if (r1 - r0 > 256) r1 = r0 + 256;
+    decode_stored(t, r0, r1 - r0, v);
+    for (uint64_t r = r0; r < r1; r++) {
+      double c = v[r - r0] / dk;
+      uint64_t e = (r + 1) * k < end ? (r + 1) * k : end;
+      for (; i < e; i++) out[i - first] = c;
+    }
+  }
   return 0;
 }
 
-int la_trace_range_sum(const la_trace_t *t, uint64_t first, uint64_t count,
-                       double *sum) {
+/* Sum of stored values [first, first + count) (count > 0, inside). */
+static double sum_stored(const la_trace_t *t, uint64_t first, uint64_t count) {
   uint64_t last;
   size_t k0, k1, f;
   dd_t s = {0, 0};
   double r;
 
-  if (bad_range(t, first, count) || sum == NULL) return LA_ERANGE;
-  *sum = 0;
-  if (count == 0) return 0;
   last = first + count - 1;
   k0 = find_rec(t, first);
   k1 = find_rec(t, last);
@@ -643,7 +688,43 @@ int la_trace_range_sum(const la_trace_t *t, uint64_t first, uint64_t count,
   r = (s.hi + s.lo) / t->psc; /* exact, or +-Inf past the double range */
   f = lower_bound(t->nfpos, 0, t->nnf, first);
   for (; f < t->nnf && t->nfpos[f] <= last; f++) r += t->nfval[f];
-  *sum = r;
+  return r;
+}
+
+int la_trace_range_sum(const la_trace_t *t, uint64_t first, uint64_t count,
+                       double *sum) {
+  if (bad_range(t, first, count) || sum == NULL) return LA_ERANGE;
+  *sum = 0;
+  if (count == 0) return 0;
+  uint64_t k = t->spread;
+  if (k == 1) {
+    *sum = sum_stored(t, first, count);
+    return 0;
+  }
+  /* a spread trace: whole rows from the stored sums, the cells of a
+   * partial row at either end as that many cells of its value / k */
+  uint64_t r0 = first / k, r1 = (first + count - 1) / k;
+  double v;
+  if (r0 == r1) {
+    decode_stored(t, r0, 1, &v);
+    *sum = (double)count * (v / (double)k);
+    return 0;
+  }
+  double s = 0;
+  uint64_t head = (r0 + 1) * k - first, tail = first + count - r1 * k;
+  if (head < k) { /* a partial first row */
+    decode_stored(t, r0, 1, &v);
+    s += (double)head * (v / (double)k);
+    r0++;
+  }
+  if (tail < k) { /* a partial last row */
+    decode_stored(t, r1, 1, &v);
+    s += (double)tail * (v / (double)k);
+  } else {
+    r1++;
+  }
+  if (r1 > r0) s += sum_stored(t, r0, r1 - r0);
+  *sum = s;
   return 0;
 }
 
@@ -657,19 +738,23 @@ int la_trace_segment(const la_trace_t *t, size_t i, la_trace_segment_t *s) {
   if (i >= la_trace_segment_count(t)) return LA_ERANGE;
   q = &t->recs[i];
   memset(s, 0, sizeof(*s));
-  s->first = q->first;
-  s->count = q->count;
+  s->first = q->first * t->spread;
+  s->count = q->count * t->spread;
   if (q->kind == LA_REC_VERBATIM) {
     s->kind = LA_SEG_VERBATIM;
     s->v0 = t->vals[q->x0];
     s->v1 = t->vals[q->x0 + q->count - 1];
-    return 0;
+  } else {
+    s->kind = LA_SEG_LINE;
+    s->v0 = la_line_value(q->base, q->d, q->off, 0, q->count, q->last);
+    s->v1 = q->last;
+    s->exceptions = q->nx;
+    s->quantized = q->quant;
   }
-  s->kind = LA_SEG_LINE;
-  s->v0 = la_line_value(q->base, q->d, q->off, 0, q->count, q->last);
-  s->v1 = q->last;
-  s->exceptions = q->nx;
-  s->quantized = q->quant;
+  if (t->spread > 1) { /* the cells' values */
+    s->v0 /= (double)t->spread;
+    s->v1 /= (double)t->spread;
+  }
   return 0;
 }
 
@@ -677,7 +762,8 @@ int la_trace_is_verbatim(const la_trace_t *t, uint64_t i) {
   const rec_t *q;
   size_t x;
 
-  if (i >= t->n) return 0;
+  if (i >= la_trace_count(t)) return 0;
+  i /= t->spread; /* the stored value of the cell */
   q = &t->recs[find_rec(t, i)];
   if (q->kind == LA_REC_VERBATIM) return 1;
   x = lower_bound(t->xpos, q->x0, q->x0 + q->nx, i);

@@ -193,7 +193,10 @@ static inline size_t la_varint_write(uint8_t *p, uint64_t v) {
 #define LA_CENC_F_OUTLIERS 0x04
 #define LA_CENC_F_XOR 0x08     /* lossless: XOR body (else integer deltas) */
 #define LA_CENC_F_QUANTUM 0x10 /* lossy: a quantum follows n; QRUN records */
-#define LA_CENC_HEADER_MAX 32
+#define LA_CENC_F_SPREAD 0x20 /* a varint k follows: each point is k cells */
+#define LA_CENC_F_KNOWN 0x3f
+#define LA_CENC_SPREAD_MAX (UINT64_C(1) << 32)
+#define LA_CENC_HEADER_MAX 42
 enum {
   LA_REC_QLINE = 0,
   LA_REC_RLINE = 1,

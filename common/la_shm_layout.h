@@ -38,7 +38,11 @@
  * The area is an area header and two slots; the agent writes generation g
  * (1, 2, ...) into slot g % 2 under a per-slot sequence word (odd while it
  * writes, 2g when done), so a reader copies the newest finished slot while
- * the other one is rewritten and never sees a torn vector.
+ * the other one is rewritten and never sees a torn vector. The area's
+ * version is the reader's (libla writes it): from version 2 the agent may
+ * write a row-probed cycle's weights as one value per row (the slot's
+ * spread field), which the reader divides over the row's cells as it
+ * copies them; a version-1 reader always gets one value per element.
  *
  * Rows (version 5): when the header's features carry LA_SHM_FEAT_ROWS, the
  * registration was a grid of nx x ny x nz cells and each buffer ends with
@@ -117,7 +121,8 @@ _Static_assert(sizeof(la_shm_header_t) % LA_SHM_ALIGN == 0, "header aligned");
 #define LA_SHM_FEATURES_KNOWN (LA_SHM_FEAT_WEIGHTS | LA_SHM_FEAT_ROWS)
 
 #define LA_SHM_WEIGHTS_MAGIC 0x4c415f5747543031ULL /* "LA_WGT01" */
-#define LA_SHM_WEIGHTS_VERSION 1u
+#define LA_SHM_WEIGHTS_VERSION 2u
+#define LA_SHM_WEIGHTS_VERSION_SPREAD 2u /* readers of spread slots */
 #define LA_SHM_WEIGHTS_SLOTS 2u
 #define LA_SHM_WEIGHTS_SUM 0xffffffffu /* channel: the sum over channels */
 enum { LA_SHM_WEIGHTS_ROBUST = 1, LA_SHM_WEIGHTS_MEASURED = 2 };
@@ -144,7 +149,11 @@ typedef struct la_shm_weights_slot {
   uint32_t channel;    /* LA_SHM_WEIGHTS_SUM */
   uint32_t kind;       /* LA_SHM_WEIGHTS_ROBUST or _MEASURED */
   uint64_t t_ns;       /* CLOCK_REALTIME when the agent wrote them */
-  uint64_t pad[2];
+  uint64_t spread;     /* area version >= 2: 0 or 1, n_elements doubles
+                          follow; k >= 2 (dividing n_elements), one double
+                          per k consecutive elements (a row-probed cycle's
+                          rows): each element's weight is its value / k */
+  uint64_t pad;
 } la_shm_weights_slot_t;
 
 _Static_assert(sizeof(la_shm_weights_hdr_t) == 64, "weights header");
@@ -257,6 +266,30 @@ static inline double *la_shm_buffer_r(void *segment, uint64_t n_elements,
   return (double *)((char *)segment + sizeof(la_shm_header_t) +
                     (uint64_t)i * la_shm_buffer_stride_r(n_elements,
                                                          n_channels, n_rows));
+}
+
+/* Whether the n values at v are all +0.0, bit for bit (read until the
+ * first that is not, a block at a time). A buffer of one channel whose
+ * cells are all zero while rows hold values is a row-probed cycle: the
+ * LocalAgent then takes its rows as they are, one value per row, and a
+ * cell's value is la_shm_row_cell() (what a decoder of the stored trace
+ * gives: the row's value in the metric's unit over nx); LA_DUMP_RAW
+ * writes the same. */
+static inline int la_shm_all_zero(const double *v, uint64_t n) {
+  const uint64_t *u = (const uint64_t *)(const void *)v;
+  uint64_t e = 0;
+  for (; e + 64 <= n; e += 64) {
+    uint64_t b = 0;
+    for (int c = 0; c < 64; c++) b |= u[e + c];
+    if (b) return 0;
+  }
+  for (; e < n; e++)
+    if (u[e]) return 0;
+  return 1;
+}
+static inline double la_shm_row_cell(double row_value, double scale,
+                                     uint64_t nx) {
+  return row_value * scale / (double)nx;
 }
 
 /* The same in a segment without rows. */

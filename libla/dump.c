@@ -11,7 +11,8 @@
  * channels (what the LocalAgent ships as the trace), added in counts in
  * channel order and scaled once, as the LocalAgent adds them (a sum of
  * whole timer ticks stays whole ticks); row values (layout 5) are spread
- * over their cells as the LocalAgent spreads them.
+ * over their cells as the LocalAgent spreads them (a row-probed cycle, no
+ * cell values: la_shm_row_cell(), as its stored trace decodes).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -44,6 +45,9 @@ int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
   const double *values = la__ipc_values(ipc, buf);
   const double *rows = la__ipc_rows(ipc, buf);
   uint64_t nx = rows ? n / ipc->n_rows : 0;
+  /* a row-probed cycle: the cells as the LocalAgent stores them */
+  int row_only = rows && n_channels == 1 && nx >= 2 && n % ipc->n_rows == 0 &&
+                 la_shm_all_zero(values, n);
   FILE *f = la__dump_open(path, sizeof path, dir, app_id, rank, tag, "f64");
   if (!f) return LA_EIO;
   double chunk[4096];
@@ -51,7 +55,9 @@ int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
   int rc = 0;
   while (done < n && rc == 0) {
     size_t k = n - done < 4096 ? (size_t)(n - done) : 4096;
-    for (size_t i = 0; i < k; i++) {
+    for (size_t i = 0; i < k && row_only; i++)
+      chunk[i] = la_shm_row_cell(rows[(done + i) / nx], scale, nx);
+    for (size_t i = 0; i < k && !row_only; i++) {
       double v = values[done + i];
       if (rows) v += la_shm_row_share(rows[(done + i) / nx], nx);
       for (uint32_t c = 1; c < n_channels; c++) v += values[c * n + done + i];

@@ -91,7 +91,9 @@ static int la__read(const la__ipc_t *ipc, double *w, uint64_t min_gen,
       if (g <= min_gen) return LA_ENOTFOUND; /* the newest finished one */
       la_shm_weights_slot_t h;
       memcpy(&h, sl[k], sizeof h);
-      memcpy(w, (const char *)sl[k] + sizeof h, n * sizeof(double));
+      /* a row-probed cycle's weights: one value per row of h.spread */
+      uint64_t sp = h.spread > 1 && n % h.spread == 0 ? h.spread : 1;
+      memcpy(w, (const char *)sl[k] + sizeof h, n / sp * sizeof(double));
       __atomic_thread_fence(__ATOMIC_ACQUIRE);
       if (__atomic_load_n(&sl[k]->seq, __ATOMIC_RELAXED) != s) {
         torn = 1; /* rewritten while we copied: read again */
@@ -100,6 +102,8 @@ static int la__read(const la__ipc_t *ipc, double *w, uint64_t min_gen,
       const char *bad = NULL;
       if (h.n_elements != n)
         bad = "element count is not this rank's";
+      else if (h.spread > 1 && sp == 1)
+        bad = "spread does not divide the element count";
       else if (h.channel != LA_SHM_WEIGHTS_SUM)
         bad = "unknown channel";
       else if (h.kind != LA_SHM_WEIGHTS_ROBUST &&
@@ -108,6 +112,10 @@ static int la__read(const la__ipc_t *ipc, double *w, uint64_t min_gen,
       if (bad)
         return la__error(LA_EPROTO, "weights slot %u (generation %llu): %s", k,
                          (unsigned long long)g, bad);
+      for (uint64_t r = n / sp; sp > 1 && r-- > 0;) { /* from the end: */
+        double c = w[r] / (double)sp; /* w[r] is read before r*sp.. is */
+        for (uint64_t e = sp; e-- > 0;) w[r * sp + e] = c; /* written */
+      }
       if (tag) *tag = h.cycle_tag;
       if (gen) *gen = g;
       return 0;

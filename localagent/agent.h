@@ -109,6 +109,13 @@ typedef struct la_session {
    * like weights (NULL where there are none) */
   la_weights_t *ch_weights[LA_SHM_MAX_CHANNELS];
   la_history_t *hist; /* representatives (history.h), or NULL */
+  /* row-probed cycles (rows of row_len cells, one value each: worker.c):
+   * the rows' compaction parameters, robust weights and history, or
+   * NULL; row_len 0 when the registration has no rows */
+  uint64_t row_len;
+  la_compact_params_t row_cp;
+  la_weights_t *row_weights;
+  la_history_t *row_hist;
   uint32_t busy;      /* bit i: buffer i is being read */
   /* worker.c: the job running (at most one per session, so the
    * estimator and the history see the cycles in order) and the jobs

@@ -131,6 +131,13 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
   ipc->layout = copy.version;
   ipc->weights = (copy.features & LA_SHM_FEAT_WEIGHTS) != 0;
   ipc->n_rows = (copy.features & LA_SHM_FEAT_ROWS) ? grid_rows : 0;
+  if (ipc->weights) { /* what the application's libla reads (data) */
+    const la_shm_weights_hdr_t *a = la_shm_weights_area_r(
+        h, n_elements, n_buffers, n_channels, ipc->n_rows);
+    ipc->weights_spread =
+        __atomic_load_n(&a->version, __ATOMIC_RELAXED) ==
+        LA_SHM_WEIGHTS_VERSION_SPREAD;
+  }
   pthread_mutex_init(&ipc->w_mu, NULL);
   if (!ipc->weights)
     la_log_info(
@@ -263,6 +270,28 @@ int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out, double *sum,
   return 0;
 }
 
+int la_app_ipc_take_rows(la_app_ipc_t *ipc, uint32_t i, double *rows,
+                         la_shm_bufmeta_t *meta) {
+  if (!ipc->hdr || i >= ipc->n_buffers) return LA_EINVAL;
+  if (ipc->n_rows == 0 || ipc->n_channels != 1 ||
+      ipc->n_elements % ipc->n_rows != 0 || ipc->n_elements / ipc->n_rows < 2 ||
+      !la_shm_all_zero(la__values(ipc, i), ipc->n_elements))
+    return 0;
+  memcpy(meta, (const void *)&ipc->hdr->buf[i], sizeof *meta);
+  double scale = meta->scale, *r = la__rows(ipc, i);
+  if (!(isfinite(scale) && scale > 0)) {
+    la__zero_from(ipc, i, ipc->n_elements);
+    la_log_warnx(
+        "application pid %d, buffer %u: scale %g is not a positive "
+        "finite number: cycle %llu rejected",
+        ipc->pid, i, scale, (unsigned long long)meta->cycle_tag);
+    return LA_EPROTO;
+  }
+  for (uint64_t k = 0; k < ipc->n_rows; k++) rows[k] = r[k] * scale;
+  memset(r, 0, ipc->n_rows * sizeof *r);
+  return 1;
+}
+
 int la_app_ipc_flags(const la_app_ipc_t *ipc, uint32_t i, uint8_t *out) {
   if (!ipc->hdr || i >= ipc->n_buffers) return LA_EINVAL;
   memcpy(out,
@@ -276,7 +305,7 @@ int la_app_ipc_flags(const la_app_ipc_t *ipc, uint32_t i, uint8_t *out) {
  * decoded from t, or copied from v (n of them) when t is NULL. */
 static int la__put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
                            uint64_t rank_seq, int kind, const la_trace_t *t,
-                           const double *v) {
+                           const double *v, uint64_t spread) {
   uint64_t n = ipc->n_elements;
   int rc = 0;
   la_shm_weights_hdr_t *a =
@@ -293,10 +322,22 @@ static int la__put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
   /* odd before any value changes: the exchange's acquire keeps the writes
    * below after it (no fence: ThreadSanitizer does not model fences) */
   (void)__atomic_exchange_n(&sl->seq, 2 * g - 1, __ATOMIC_ACQ_REL);
-  if (t)
-    rc = la_trace_decode(t, 0, n, (double *)(sl + 1));
-  else
-    memcpy(sl + 1, v, n * sizeof *v);
+  double *o = (double *)(sl + 1);
+  sl->spread = 1;
+  if (t) {
+    rc = la_trace_decode(t, 0, n, o);
+  } else if (spread == 1) {
+    memcpy(o, v, n * sizeof *v);
+  } else if (ipc->weights_spread) { /* one value per row: libla divides */
+    memcpy(o, v, n / spread * sizeof *v);
+    sl->spread = spread;
+  } else { /* each value over its cells, as a decoder gives them */
+    double dk = (double)spread;
+    for (uint64_t r = 0; r < n / spread; r++) {
+      double c = v[r] / dk;
+      for (uint64_t e = 0; e < spread; e++) o[r * spread + e] = c;
+    }
+  }
   if (rc == 0) {
     sl->cycle_tag = cycle_tag;
     sl->rank_seq = rank_seq;
@@ -323,17 +364,18 @@ int la_app_ipc_put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
   char why[160];
   int rc = la_trace_open_max(res->bytes, res->len, n, &t, why, sizeof why);
   if (rc == 0 && la_trace_count(t) != n) rc = LA_ERANGE;
-  if (rc == 0) rc = la__put_weights(ipc, cycle_tag, rank_seq, kind, t, NULL);
+  if (rc == 0)
+    rc = la__put_weights(ipc, cycle_tag, rank_seq, kind, t, NULL, 1);
   la_trace_close(t);
   return rc;
 }
 
 int la_app_ipc_put_weights_values(la_app_ipc_t *ipc, uint64_t cycle_tag,
                                   uint64_t rank_seq, int kind,
-                                  const double *v) {
+                                  const double *v, uint64_t spread) {
   if (!ipc->hdr || !ipc->weights) return LA_EVERSION;
-  if (!v) return LA_EINVAL;
-  return la__put_weights(ipc, cycle_tag, rank_seq, kind, NULL, v);
+  if (!v || spread == 0 || ipc->n_elements % spread != 0) return LA_EINVAL;
+  return la__put_weights(ipc, cycle_tag, rank_seq, kind, NULL, v, spread);
 }
 
 void la_app_ipc_release(la_app_ipc_t *ipc) {

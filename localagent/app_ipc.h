@@ -37,6 +37,7 @@ typedef struct la_app_ipc {
   int pid;              /* the registered (creator) process */
   uint32_t layout;      /* the header's version at attach (3 to 5) */
   int weights;          /* the segment has the weights area (at attach) */
+  int weights_spread;   /* its reader takes spread slots (area version 2) */
   uint64_t n_rows;      /* row values per buffer (LA_SHM_FEAT_ROWS: the
                            grid's ny * nz), 0 without; at attach */
   uint64_t w_gen;       /* generations written into it (ours, not read) */
@@ -74,6 +75,16 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
 int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out, double *sum,
                     la_shm_bufmeta_t *meta);
 
+/* A row-probed cycle as what it measured: when the registration has rows
+ * (one channel, rows of nx >= 2 cells) and every cell value of buffer i
+ * is zero (only row probes ran), copies the n_rows row values times the
+ * scale into rows, zeroes them and returns 1 (*meta as for
+ * la_app_ipc_take); a cycle of cell values returns 0 and leaves the
+ * buffer as it is (take it with la_app_ipc_take). The cells are read
+ * until the first one that is not zero. Errors as la_app_ipc_take. */
+int la_app_ipc_take_rows(la_app_ipc_t *ipc, uint32_t i, double *rows,
+                         la_shm_bufmeta_t *meta);
+
 /* Copies the n_elements flag bytes of buffer i into out (data: any byte
  * value is possible; bit 0 is LA_SHM_FLAG_INTERFERED). Call before giving
  * the buffer back. Returns 0 or LA_EINVAL. */
@@ -96,11 +107,15 @@ int la_app_ipc_put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
                            uint64_t rank_seq, int kind,
                            const struct la_compact_result *res);
 
-/* The same with the trace already decoded: v holds its n_elements values
- * (the worker decodes the robust weights once, for the history check and
- * for this). Returns 0, LA_EVERSION or LA_EINVAL (v NULL). */
+/* The same with the trace already decoded: v holds its n_elements /
+ * spread values, each spread over `spread` consecutive elements as value /
+ * spread (1: one value per element; a row-probed cycle: nx, one per row),
+ * as a decoder of the spread trace gives them (the worker decodes the
+ * robust weights once, for the history check and for this). Returns 0,
+ * LA_EVERSION or LA_EINVAL (v NULL, spread 0 or not dividing n). */
 int la_app_ipc_put_weights_values(la_app_ipc_t *ipc, uint64_t cycle_tag,
-                                  uint64_t rank_seq, int kind, const double *v);
+                                  uint64_t rank_seq, int kind, const double *v,
+                                  uint64_t spread);
 
 /* Zeroes buffer i without reading it (out of memory). */
 void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i);

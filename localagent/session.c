@@ -173,6 +173,8 @@ static void la__sess_free(la_conn_t *c) {
   ag->n_conns--;
   la_weights_free(s->weights);
   la_history_free(s->hist);
+  la_weights_free(s->row_weights);
+  la_history_free(s->row_hist);
   for (uint32_t c = 0; c < LA_SHM_MAX_CHANNELS; c++)
     la_weights_free(s->ch_weights[c]);
   free(s);
@@ -280,6 +282,36 @@ static int la__uid_sessions(const la_session_t *s, int apps) {
   return n;
 }
 
+/* A grid registration of one channel with row values: the state of its
+ * row-probed cycles, which are profiled as one value per row (worker.c).
+ * The rows' parameters are the cells' with an absolute maxerr bound times
+ * the row length (per cell it is the same bound); robust weights (over the
+ * grid of rows, j fastest) and history as the cells have them. Without
+ * memory a row-probed cycle goes without them, as a cell-probed one. */
+static void la__rows_state(la_session_t *s, const La__RegisterRequest *r) {
+  la_agent_t *ag = s->ag;
+  uint64_t nr = s->ipc.n_rows;
+  if (nr == 0 || s->ipc.n_channels != 1 || r->n_elements % nr != 0 ||
+      r->n_elements / nr < 2)
+    return;
+  s->row_len = r->n_elements / nr;
+  s->row_cp = s->cp;
+  if (s->cp.mode == LA_COMPACT_MAXERR && !s->cp.relative)
+    s->row_cp.epsilon *= (double)s->row_len;
+  uint64_t rg[2] = {r->grid[1], r->grid[2]};
+  if (s->weights &&
+      la_weights_new(nr, r->has_timer_res_ns ? r->timer_res_ns : 0,
+                     ag->set.robust_tol, (uint32_t)ag->set.robust_confirm,
+                     ag->set.robust_cv, rg, 2, &s->row_weights) != 0)
+    la_log_warnx("%s rank %u: no memory for the rows' robust weights",
+                 s->app_id, s->rank);
+  la_compact_params_t rcp;
+  la_history_robust_params(&s->row_cp, ag->set.robust_cv, &rcp);
+  s->row_hist = la_history_new(&ag->hist_budget, nr,
+                               (uint32_t)ag->set.history_reps, &s->row_cp,
+                               s->row_weights ? &rcp : NULL);
+}
+
 static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
   la_agent_t *ag = s->ag;
   char why[256];
@@ -375,6 +407,7 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
     s->hist = la_history_new(&ag->hist_budget, r->n_elements,
                              (uint32_t)ag->set.history_reps, &s->cp,
                              s->weights ? &rcp : NULL);
+  la__rows_state(s, r);
 
   La__RegisterReply ok = LA__REGISTER_REPLY__INIT;
   ok.status = 0;

@@ -60,6 +60,9 @@ typedef struct la_job {
   la_compact_result_t chres[LA_SHM_MAX_CHANNELS];
   la_compact_result_t chrob[LA_SHM_MAX_CHANNELS];
   int chrob_ok[LA_SHM_MAX_CHANNELS];
+  /* a row-probed cycle (la_app_ipc_take_rows): each value is a row of
+   * spread cells; 1 for a cycle of cell values */
+  uint64_t spread;
   /* history (history.h): the representative this cycle is within bound of */
   int hist;
   uint64_t hist_ref;
@@ -75,7 +78,8 @@ static int la__robust_finite(const la_robust_stats_t *st) {
  * or LA_EPROTO with the reason in j->why_buf when the message would not be
  * valid on the wire (what the application wrote can make its own trace
  * invalid, never the link: the GlobalAgent would refuse the frame). */
-static int la__log_trace(la_job_t *j, const la_compact_result_t *res) {
+static int la__log_trace(la_job_t *j, const la_compact_result_t *res,
+                         const la_compact_result_t *rres) {
   la_session_t *s = j->s;
   La__SeriesStats st = LA__SERIES_STATS__INIT;
   La__FitError fe = LA__FIT_ERROR__INIT;
@@ -91,7 +95,7 @@ static int la__log_trace(la_job_t *j, const la_compact_result_t *res) {
   t.rank_seq = j->seq;
   La__SeriesStats rs = LA__SERIES_STATS__INIT;
   if (j->robust) {
-    la_trace_msg_robust(&t, &rs, &j->rres);
+    la_trace_msg_robust(&t, &rs, rres);
     t.has_interference = 1;
     t.interference = j->rst.interference;
     t.has_flagged = 1;
@@ -124,7 +128,10 @@ static int la__log_trace(la_job_t *j, const la_compact_result_t *res) {
   if (j->hist) {
     t.has_history_ref = 1;
     t.history_ref = j->hist_ref;
-    la_trace_msg_error(&he, &j->hist_err);
+    la_fit_error_t e = j->hist_err; /* the rows' error, per cell */
+    e.max_abs /= (double)j->spread;
+    e.rmse /= (double)j->spread;
+    la_trace_msg_error(&he, &e);
     t.history_error = &he;
   }
   char why[200];
@@ -169,45 +176,81 @@ static int la__channels(la_job_t *j, const double *x, const uint8_t *flags) {
   return 0;
 }
 
+/* Takes the job's buffer into a new array *x of *nv values: a row-probed
+ * cycle as its row values (j->spread = the row length, the rows' state,
+ * nothing expanded to cells), else every value (with channels: their sum,
+ * then each channel). Returns 0, or an error with j->why set (the buffer
+ * is zeroed all the same). */
+static int la__take(la_job_t *j, double **x, uint64_t *nv) {
+  la_session_t *s = j->s;
+  uint64_t n = s->ipc.n_elements;
+  uint32_t k = s->ipc.n_channels;
+  j->spread = 1;
+  *nv = n;
+  *x = NULL;
+  if (s->row_len && (*x = malloc(n / s->row_len * sizeof **x)) != NULL) {
+    int rc = la_app_ipc_take_rows(&s->ipc, j->buffer, *x, &j->meta);
+    if (rc == 1) {
+      j->spread = s->row_len;
+      *nv = n / s->row_len;
+      j->cp = s->row_cp;
+      return 0;
+    }
+    free(*x);
+    *x = NULL;
+    if (rc < 0) {
+      j->why = "dropped: the buffer could not be read";
+      return rc;
+    }
+  }
+  /* one channel: the values; k: their sum, then the k channels */
+  *x = malloc((k > 1 ? k + 1 : 1) * n * sizeof(double));
+  if (!*x) {
+    j->why = "dropped: the LocalAgent was out of memory";
+    la_app_ipc_discard(&s->ipc, j->buffer);
+    return LA_ENOMEM;
+  }
+  double *ch = k > 1 ? *x + n : *x;
+  int rc = la_app_ipc_take(&s->ipc, j->buffer, ch, k > 1 ? *x : NULL, &j->meta);
+  if (rc != 0) j->why = "dropped: the buffer could not be read";
+  return rc;
+}
+
 static void la__work(uv_work_t *req) {
   la_job_t *j = req->data;
   la_session_t *s = j->s;
   la_placement_worker((int)s->ag->set.worker_nice, s->ag->set.worker_idle);
-  uint64_t n = s->ipc.n_elements;
   uint32_t k = s->ipc.n_channels;
   j->n_channels = k;
-  /* one channel: the values; k: their sum, then the k channels */
-  double *x = malloc((k > 1 ? k + 1 : 1) * n * sizeof(double));
-  if (!x) {
-    j->rc = LA_ENOMEM;
-    j->why = "dropped: the LocalAgent was out of memory";
-    la_app_ipc_discard(&s->ipc, j->buffer);
-  } else {
-    double *ch = k > 1 ? x + n : x;
-    j->rc = la_app_ipc_take(&s->ipc, j->buffer, ch, k > 1 ? x : NULL,
-                            &j->meta);
-    if (j->rc != 0) j->why = "dropped: the buffer could not be read";
-  }
+  double *x;
+  uint64_t n; /* values in x's series: elements, or rows */
+  j->rc = la__take(j, &x, &n);
+  /* the state of the series: the rows' for a row-probed cycle */
+  int rows = j->spread > 1;
+  la_weights_t *w = rows ? s->row_weights : s->weights;
+  la_history_t *h = rows ? s->row_hist : s->hist;
   if (j->rc == 0) {
-    la_compact_result_t res;
+    la_compact_result_t res, sres, srres;
     memset(&res, 0, sizeof res);
+    memset(&sres, 0, sizeof sres);
+    memset(&srres, 0, sizeof srres);
     uint64_t t0 = la_mono_ns();
     /* the values are the application's counts times its scale: where they
      * are whole counts, rough stretches are stored exactly */
     j->cp.quantum = j->meta.scale;
     j->rc = la_compact(x, n, &j->cp, &res);
-    uint8_t *flags = NULL;
-    if (j->rc == 0 && (s->weights || k > 1)) flags = la__flags(j);
+    uint8_t *flags = NULL; /* row probes flag nothing */
+    if (j->rc == 0 && !rows && (w || k > 1)) flags = la__flags(j);
     /* the robust weights as a decoder of their trace gives them, written
      * by the encoder (la_compact_recon()): the history compares them and
      * the application reads them, and neither decodes */
     double *rw = NULL;
-    if (j->rc == 0 && s->weights && flags && (s->hist || s->ipc.weights))
-      rw = malloc(n * sizeof *rw);
+    int robust_in = j->rc == 0 && w && (flags || rows);
+    if (robust_in && (h || s->ipc.weights)) rw = malloc(n * sizeof *rw);
     /* robust weights are extra, the measured values are the record: without
      * memory for the flags, the trace goes without them */
-    if (j->rc == 0 && s->weights && flags)
-      j->robust = la_weights_cycle_recon(s->weights, x, flags, &j->cp, &j->rres,
+    if (robust_in)
+      j->robust = la_weights_cycle_recon(w, x, flags, &j->cp, &j->rres,
                                          &j->rst, rw) == 0;
     if (j->robust && !la__robust_finite(&j->rst)) {
       /* values no timer gives (1e308 in every element): their interference
@@ -230,39 +273,53 @@ static void la__work(uv_work_t *req) {
     } else {
       if (j->robust && !rw) /* no memory for them: it decodes them */
         j->hist =
-            la_history_check(s->hist, x, &j->rres, &j->hist_ref, &j->hist_err);
+            la_history_check(h, x, &j->rres, &j->hist_ref, &j->hist_err);
       else
-        j->hist = la_history_match(s->hist, x, j->robust ? rw : NULL,
+        j->hist = la_history_match(h, x, j->robust ? rw : NULL,
                                    &j->hist_ref, &j->hist_err);
-      int learn = la_history_take(s->hist, j->hist);
+      int learn = la_history_take(h, j->hist);
       if (learn) /* a representative to be: compacted with room */
-        la_history_refit(s->hist, x, &j->cp, &res);
+        la_history_refit(h, x, &j->cp, &res);
+      /* what travels: a row-probed cycle's series as the cells' */
+      const la_compact_result_t *out = &res, *rout = &j->rres;
+      if (rows) {
+        if (la_compact_spread(&res, j->spread, &sres) != 0 ||
+            (j->robust && la_compact_spread(&j->rres, j->spread, &srres) != 0))
+          j->rc = LA_ENOMEM;
+        out = &sres;
+        rout = &srres;
+      }
       j->points = n * (k > 1 ? k + 1 : 1);
-      j->bytes = res.len;
+      j->bytes = out->len;
       for (uint32_t c = 0; k > 1 && c < k; c++) j->bytes += j->chres[c].len;
-      /* the weights back to the application (LA_weights); extra: a
-       * failure costs only them */
-      if (j->robust && rw)
-        la_app_ipc_put_weights_values(&s->ipc, j->cycle_tag, j->seq,
-                                      LA_SHM_WEIGHTS_ROBUST, rw);
-      else
-        la_app_ipc_put_weights(
-            &s->ipc, j->cycle_tag, j->seq,
-            j->robust ? LA_SHM_WEIGHTS_ROBUST : LA_SHM_WEIGHTS_MEASURED,
-            j->robust ? &j->rres : &res);
-      j->log_rc = la__log_trace(j, &res);
-      if (j->log_rc == 0 && learn) /* logged in full: a representative */
-        la_history_learn(s->hist, j->cycle_tag, &res,
-                         j->robust ? &j->rres : NULL);
-      if (j->log_rc == LA_EPROTO)
-        j->why = j->why_buf;
-      else if (j->log_rc == LA_ELIMIT)
-        j->why = "dropped: the LocalAgent's log was full (spool_bytes)";
-      else if (j->log_rc != 0)
-        j->why = "dropped: the LocalAgent could not write its log";
+      if (j->rc != 0) {
+        j->why = "dropped: the LocalAgent was out of memory";
+      } else {
+        /* the weights back to the application (LA_weights); extra: a
+         * failure costs only them */
+        if (j->robust && rw)
+          la_app_ipc_put_weights_values(&s->ipc, j->cycle_tag, j->seq,
+                                        LA_SHM_WEIGHTS_ROBUST, rw, j->spread);
+        else
+          la_app_ipc_put_weights(
+              &s->ipc, j->cycle_tag, j->seq,
+              j->robust ? LA_SHM_WEIGHTS_ROBUST : LA_SHM_WEIGHTS_MEASURED,
+              j->robust ? rout : out);
+        j->log_rc = la__log_trace(j, out, rout);
+        if (j->log_rc == 0 && learn) /* logged in full: a representative */
+          la_history_learn(h, j->cycle_tag, &res, j->robust ? &j->rres : NULL);
+        if (j->log_rc == LA_EPROTO)
+          j->why = j->why_buf;
+        else if (j->log_rc == LA_ELIMIT)
+          j->why = "dropped: the LocalAgent's log was full (spool_bytes)";
+        else if (j->log_rc != 0)
+          j->why = "dropped: the LocalAgent could not write its log";
+      }
     }
     free(rw);
     la_compact_result_free(&res);
+    la_compact_result_free(&sres);
+    la_compact_result_free(&srres);
     la_compact_result_free(&j->rres);
     for (uint32_t c = 0; k > 1 && c < k; c++) {
       la_compact_result_free(&j->chres[c]);

@@ -309,9 +309,24 @@ static void test_row_probes_weights(void **s) {
       char path[800];
       snprintf(path, sizeof path, "%s/%s.r%u.c%llu.f64", dump, app_id, r,
                (unsigned long long)cycle);
-      uint64_t n = la_trace_count(la__traceset_trace(ts, r));
+      const la_trace_t *tr = la__traceset_trace(ts, r);
+      uint64_t n = la_trace_count(tr);
       double *x = read_raw(path, n), *w = malloc(n * sizeof *w);
       assert_true(x && w && n % NX == 0);
+      /* one value per row, from the buffer to the store: the trace holds
+       * the rows' values, each spread over its NX cells by the decoder,
+       * which gives the cells LA_DUMP_RAW wrote, bit for bit */
+      if (la_trace_spread(tr) != NX)
+        fail_msg("cycle %llu rank %u: stored with %llu cells per value, not "
+                 "one value per row of %d",
+                 (unsigned long long)cycle, r,
+                 (unsigned long long)la_trace_spread(tr), NX);
+      assert_int_equal(la_trace_decode(tr, 0, n, w), 0);
+      for (uint64_t i = 0; i < n; i++)
+        if (w[i] != x[i])
+          fail_msg("cycle %llu rank %u cell %llu: stored %.17g, raw %.17g",
+                   (unsigned long long)cycle, r, (unsigned long long)i, w[i],
+                   x[i]);
       assert_int_equal(la_traceset_rank_weights(ts, r, w), 0);
       if (!lo[r]) {
         lo[r] = malloc(n / NX * sizeof(double));

@@ -308,6 +308,48 @@ static void test_older_agent_fallback(void **state) {
   la_test_peer_stop(p);
 }
 
+/* Row probes only (a grid of 12 rows of 8 cells): the agent writes the
+ * cycle's weights as one value per row (the slot says spread 8) and
+ * LA_weights gives every cell its row's share, bit for bit what
+ * libla_client serves from the GlobalAgent, for robust and measured
+ * weights. */
+static void test_row_cycles_per_cell(void **state) {
+  if (!have_stack) skip();
+  app_env();
+  LA_setAppId("iw-rows");
+  LA_setMetric("time");
+  assert_int_equal(LA_registerGrid("iwtest", 0, 1, 8, 4, 3), 0);
+  double w[N];
+  uint64_t gen = 0, last = 0;
+  for (uint64_t c = 0; c < CYCLES; c++) {
+    for (long k = 0; k < 3; k++)
+      for (long j = 0; j < 4; j++) {
+        assert_int_equal(LA_startRow(j, k), 0);
+        spin(1 + (j + k) % 3);
+        assert_int_equal(LA_stopRow(j, k), 0);
+      }
+    assert_int_equal(LA_dataXfer(), 0);
+    int rc = LA_weightsWait(w, N, last, WAIT, NULL, &gen);
+    if (rc) fail_msg("cycle %llu: %s", (unsigned long long)c, LA_lastError());
+    void *seg;
+    (void)own_area(&seg); /* the segment; its area is after the rows */
+    const la_shm_header_t *h = seg;
+    assert_int_equal(h->features & LA_SHM_FEAT_ROWS, LA_SHM_FEAT_ROWS);
+    la_shm_weights_hdr_t *a =
+        la_shm_weights_area_r(seg, N, h->n_buffers, 1, 12);
+    la_shm_weights_slot_t *sl = la_shm_weights_slot(a, N, gen % 2);
+    assert_int_equal(sl->spread, 8); /* one value per row in the slot */
+    shmdt(seg);
+    for (int e = 0; e < N; e++) {
+      assert_true(w[e] > 0);
+      assert_true(w[e] == w[e - e % 8]); /* a row's cells alike */
+    }
+    assert_as_client("iw-rows", c, LA_WEIGHTS_ROBUST, w);
+    last = gen;
+  }
+  assert_int_equal(LA_finalize(), 0);
+}
+
 static void expect_proto(const char *word) {
   double w[N];
   int rc = LA_weights(w, N, NULL, NULL);
@@ -386,6 +428,9 @@ static void test_hostile_area(void **state) {
   *s1 = ks;
   s1->kind = 77;
   expect_proto("unknown kind");
+  *s1 = ks;
+  s1->spread = 7; /* 96 elements are not rows of 7 */
+  expect_proto("spread does not divide the element count");
   *s1 = ks;
   s1->seq = 2 * 2; /* generation 2 belongs in slot 0 */
   expect_proto("which belongs in slot 0");
@@ -486,6 +531,7 @@ int main(void) {
       cmocka_unit_test(test_errors_before),
       cmocka_unit_test(test_measured_equal_client),
       cmocka_unit_test(test_robust_equal_client),
+      cmocka_unit_test(test_row_cycles_per_cell),
       cmocka_unit_test(test_layout3),
       cmocka_unit_test(test_older_agent_fallback),
       cmocka_unit_test(test_hostile_area),
