@@ -221,7 +221,10 @@ static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
     kind = (int)(tag & 3);
     count = (tag >> LA_REC_SHIFT) + 1;
     if (count > t->n - pos ||
-        (kind >= LA_REC_VERBATIM && (tag & (LA_REC_EXC | LA_REC_NEWEXP))) ||
+        (kind == LA_REC_VERBATIM && (tag & (LA_REC_EXC | LA_REC_NEWEXP))) ||
+        (kind == LA_REC_QRUN && (tag & LA_REC_NEWEXP)) ||
+        (kind == LA_REC_QRUN && (tag & LA_REC_EXC) &&
+         count > LA_CENC_QRUN_MAX) ||
         (kind == LA_REC_QRUN && t->quantum == 0) ||
         (kind == LA_REC_RLINE && (tag & LA_REC_NEWEXP)))
       return la_errorf(why, why_len, LA_EPROTO, "bad record tag at byte %zu",
@@ -237,12 +240,26 @@ static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
     q->count = count;
     q->kind = (uint8_t)(kind == LA_REC_QRUN ? LA_REC_VERBATIM : kind);
     if (kind == LA_REC_QRUN) { /* exact values, indexed as verbatim ones */
+      int64_t coded[LA_CENC_QRUN_MAX], kref = qk;
+      int is_coded = (tag & LA_REC_EXC) != 0;
+      if (is_coded && (rc = la_huff_qrun_decode(r, count, coded)) != 0) {
+        if (rc == LA_ETRUNC) goto bad;
+        return la_errorf(why, why_len, LA_EPROTO,
+                         "malformed coded quantized run at byte %zu", at);
+      }
       q->x0 = t->nv;
       for (j = 0; j < count; j++) {
         uint64_t w;
         int64_t dk;
-        if ((rc = la_creader_varint(r, &w)) != 0) goto bad;
-        dk = la_unzigzag(w);
+        if (is_coded) { /* the values relative to kref: as deltas */
+          if (coded[j] >= (INT64_C(1) << 54) || coded[j] <= -(INT64_C(1) << 54))
+            return la_errorf(why, why_len, LA_EPROTO,
+                             "quantized value out of range at byte %zu", at);
+          dk = kref + coded[j] - qk;
+        } else {
+          if ((rc = la_creader_varint(r, &w)) != 0) goto bad;
+          dk = la_unzigzag(w);
+        }
         if (dk >= (INT64_C(1) << 54) || dk <= -(INT64_C(1) << 54) ||
             qk + dk >= (INT64_C(1) << 53) || qk + dk <= -(INT64_C(1) << 53))
           return la_errorf(why, why_len, LA_EPROTO,

@@ -502,10 +502,20 @@ int64_t la_cenc_qrun(la_cenc_t *e, uint64_t max) {
   flush_run(e);
   if (la_cbuf_reserve(&e->out, 10 + 9 * m) != 0) return e->err = e->out.err;
   p = e->out.p + e->out.len;
-  p += la_varint_write(p, LA_REC_QRUN | ((m - 1) << LA_REC_SHIFT));
-  for (uint64_t j = 0; j < m; j++) { /* |difference| < 2^54: exact */
-    p += la_varint_write(p, la_zigzag((int64_t)(ks[j] - kp)));
-    kp = ks[j];
+  /* coded where that takes less than a byte a point (the plain run takes
+   * at least one), else plain */
+  uint64_t tag = LA_REC_QRUN | ((m - 1) << LA_REC_SHIFT);
+  size_t tl = la_varint_write(p, tag | LA_REC_EXC);
+  size_t coded = la_huff_qrun_encode(ks, m, e->qk, p + tl, m);
+  if (coded) {
+    p += tl + coded;
+    kp = ks[m - 1];
+  } else {
+    p += la_varint_write(p, tag);
+    for (uint64_t j = 0; j < m; j++) { /* |difference| < 2^54: exact */
+      p += la_varint_write(p, la_zigzag((int64_t)(ks[j] - kp)));
+      kp = ks[j];
+    }
   }
   e->out.len = (size_t)(p - e->out.p);
   if (e->recon) /* k * quantum is x exactly (qint) */

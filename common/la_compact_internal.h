@@ -204,6 +204,7 @@ enum {
   LA_REC_QRUN = 3 /* exact values k * quantum, k as zigzag varint deltas */
 };
 #define LA_CENC_QRUN_MAX 1024 /* points of one quantized run record */
+#define LA_HUFF_MAX_LEN 15     /* bits of a coded quantized run's codes */
 #define LA_REC_EXC 0x04       /* tag bit: exceptions follow */
 #define LA_REC_NEWEXP 0x08    /* tag bit: exponent delta follows */
 #define LA_REC_SHIFT 4        /* tag >> 4 is the record's point count - 1 */
@@ -358,6 +359,16 @@ int la_compact_maxerr_run(const double *x, size_t n,
  * brute-force optimum. */
 long la_compact_maxerr_lengths(const double *x, size_t n, double tol_abs,
                                double tol_rel, size_t *lens);
+
+/* The entropy stage of quantized runs (la_compact_huff.c): the body of a
+ * coded run of the m (1..LA_CENC_QRUN_MAX) integers ks (exact doubles),
+ * relative to the quantized state kref, into out when it takes fewer than
+ * limit bytes (out has limit bytes of room): returns its length, else 0
+ * (write the plain run). The decoder reads such a body of m points into
+ * d[0..m) (the integers minus kref): 0, LA_ETRUNC or LA_EPROTO. */
+size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
+                           uint8_t *out, size_t limit);
+int la_huff_qrun_decode(la_creader_t *r, uint64_t m, int64_t *d);
 
 #ifdef __cplusplus
 }

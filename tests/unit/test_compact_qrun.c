@@ -148,6 +148,9 @@ static void test_rough_series_stored_exactly_and_smaller(void **state) {
   /* nearly every point goes to runs; they are smaller than the lines */
   assert_true(rq.quantized >= n * 95 / 100);
   assert_true(rq.len < r0.len);
+  /* coded: four values and rare spikes (entropy about 1.4 bits) take
+   * under 2 bits a point, where a plain run takes at least 8 */
+  assert_true(rq.len * 8.0 / (double)n < 2.0);
   free(check_decoding(x, n, &rq, 0.1));
   free(check_decoding(x, n, &r0, 0.1));
   la_compact_result_free(&r0);
@@ -250,7 +253,7 @@ static void test_scalar_and_simd_write_the_same_bytes(void **state) {
 /* ------------------------------------------------- malformed encodings */
 
 typedef struct {
-  uint8_t b[256];
+  uint8_t b[4096];
   size_t len;
 } enc_t;
 
@@ -364,6 +367,188 @@ static void test_decoder_reads_and_refuses_runs(void **state) {
   assert_int_equal(open_enc(&e, NULL, 3), LA_ETRUNC);
 }
 
+/* ------------------------------------------------- coded quantized runs */
+
+/* A coded run of m integers ks relative to kref, as the encoder writes it,
+ * in a one-record encoding: 0 when the coder declined. */
+static int coded_enc(enc_t *e, const double *ks, uint64_t m, double q) {
+  head(e, LA_CENC_F_QUANTUM, m, q);
+  put_var(e, LA_REC_QRUN | LA_REC_EXC | ((m - 1) << LA_REC_SHIFT));
+  size_t n = la_huff_qrun_encode(ks, m, 0, e->b + e->len, m);
+  e->len += n;
+  return n > 0;
+}
+
+static void test_coded_runs_round_trip(void **state) {
+  (void)state;
+  enc_t e;
+  double ks[LA_CENC_QRUN_MAX], v[LA_CENC_QRUN_MAX];
+  uint64_t seed = 3;
+  /* skewed, with far values; one value alone; the most values allowed */
+  for (int c = 0; c < 3; c++) {
+    uint64_t m = c == 2 ? LA_CENC_QRUN_MAX : 700;
+    for (uint64_t j = 0; j < m; j++) {
+      double u = la_compact_rand01(&seed);
+      ks[j] = c == 1 ? 26
+              : u < 0.8 ? 26
+              : u < 0.9 ? 25
+              : u < 0.99 ? 1
+                         : 5000 + floor(1000 * la_compact_rand01(&seed));
+    }
+    assert_true(coded_enc(&e, ks, m, 0.25));
+    if (c == 1) assert_true(e.len < 40); /* a lone value costs no bits */
+    assert_int_equal(open_enc(&e, v, m), 0);
+    for (uint64_t j = 0; j < m; j++) assert_true(v[j] == ks[j] * 0.25);
+  }
+  /* uniform noise over 2^16 values: no shorter than a byte a point, so
+   * the coder declines and the plain run stays */
+  for (uint64_t j = 0; j < 1000; j++)
+    ks[j] = floor(65536 * la_compact_rand01(&seed));
+  assert_int_equal(la_huff_qrun_encode(ks, 1000, 0, e.b, 1000), 0);
+}
+
+/* Hand-made coded bodies: each field out of bounds is refused, never read
+ * past, never a crash. Symbols 0 and 1 (k = 0, 1), n points. */
+static void coded_head(enc_t *e, uint64_t n, uint64_t nsym) {
+  head(e, LA_CENC_F_QUANTUM, n, 1);
+  put_var(e, LA_REC_QRUN | LA_REC_EXC | ((n - 1) << LA_REC_SHIFT));
+  put_var(e, nsym);
+  put_var(e, la_zigzag(0));
+  for (uint64_t s = 1; s < nsym; s++) put_var(e, 0);
+}
+
+static void test_coded_runs_refused(void **state) {
+  (void)state;
+  enc_t e;
+  double v[8];
+  /* good: codes 0 -> "0", 1 -> "1"; points 0,1,1,0 = bits 0110 */
+  coded_head(&e, 4, 2);
+  put_u8(&e, 1 | 1 << 4);
+  put_var(&e, 1);
+  put_u8(&e, 0x60);
+  assert_int_equal(open_enc(&e, v, 4), 0);
+  assert_true(v[0] == 0 && v[1] == 1 && v[2] == 1 && v[3] == 0);
+  /* no symbols; more symbols than points */
+  coded_head(&e, 4, 0);
+  assert_int_equal(open_enc(&e, NULL, 4), LA_EPROTO);
+  coded_head(&e, 2, 3);
+  put_u8(&e, 1 | 2 << 4);
+  put_u8(&e, 2);
+  put_var(&e, 1);
+  put_u8(&e, 0);
+  assert_int_equal(open_enc(&e, NULL, 2), LA_EPROTO);
+  /* lengths: over-full (three codes of one bit), a zero length beside
+   * others, a lone symbol with a length, a stray high nibble */
+  coded_head(&e, 4, 3);
+  put_u8(&e, 1 | 1 << 4);
+  put_u8(&e, 1);
+  put_var(&e, 1);
+  put_u8(&e, 0);
+  assert_int_equal(open_enc(&e, NULL, 4), LA_EPROTO);
+  coded_head(&e, 4, 2);
+  put_u8(&e, 0 | 1 << 4);
+  put_var(&e, 1);
+  put_u8(&e, 0);
+  assert_int_equal(open_enc(&e, NULL, 4), LA_EPROTO);
+  coded_head(&e, 4, 1);
+  put_u8(&e, 1);
+  put_var(&e, 0);
+  assert_int_equal(open_enc(&e, NULL, 4), LA_EPROTO);
+  coded_head(&e, 4, 1);
+  put_u8(&e, 0 | 3 << 4);
+  put_var(&e, 0);
+  assert_int_equal(open_enc(&e, NULL, 4), LA_EPROTO);
+  /* a lone symbol with code bytes */
+  coded_head(&e, 4, 1);
+  put_u8(&e, 0);
+  put_var(&e, 1);
+  put_u8(&e, 0);
+  assert_int_equal(open_enc(&e, NULL, 4), LA_EPROTO);
+  /* codes that are not in the table (an incomplete code: "00", "01") */
+  coded_head(&e, 4, 2);
+  put_u8(&e, 2 | 2 << 4);
+  put_var(&e, 1);
+  put_u8(&e, 0xff);
+  assert_int_equal(open_enc(&e, NULL, 4), LA_EPROTO);
+  /* the stream ends early; a whole byte too many; padding not zero */
+  coded_head(&e, 8, 2);
+  put_u8(&e, 1 | 1 << 4);
+  put_var(&e, 1);
+  put_u8(&e, 0x60);
+  put_var(&e, 0); /* as if a record followed */
+  assert_int_not_equal(open_enc(&e, NULL, 8), 0);
+  coded_head(&e, 4, 2);
+  put_u8(&e, 1 | 1 << 4);
+  put_var(&e, 2);
+  put_u8(&e, 0x60);
+  put_u8(&e, 0x00);
+  assert_int_equal(open_enc(&e, NULL, 4), LA_EPROTO);
+  coded_head(&e, 4, 2);
+  put_u8(&e, 1 | 1 << 4);
+  put_var(&e, 1);
+  put_u8(&e, 0x61);
+  assert_int_equal(open_enc(&e, NULL, 4), LA_EPROTO);
+  /* the byte count beyond the encoding */
+  coded_head(&e, 4, 2);
+  put_u8(&e, 1 | 1 << 4);
+  put_var(&e, 1000);
+  put_u8(&e, 0x60);
+  assert_int_not_equal(open_enc(&e, NULL, 4), 0);
+  /* a coded run longer than a record may be */
+  head(&e, LA_CENC_F_QUANTUM, LA_CENC_QRUN_MAX + 1, 1);
+  put_var(&e, LA_REC_QRUN | LA_REC_EXC |
+                  ((uint64_t)LA_CENC_QRUN_MAX << LA_REC_SHIFT));
+  put_var(&e, 1);
+  put_var(&e, 0);
+  put_u8(&e, 0);
+  put_var(&e, 0);
+  assert_int_equal(open_enc(&e, NULL, LA_CENC_QRUN_MAX + 1), LA_EPROTO);
+  /* values beyond 2^53 through the symbol table */
+  head(&e, LA_CENC_F_QUANTUM, 2, 1);
+  put_var(&e, LA_REC_QRUN | LA_REC_EXC | (1 << LA_REC_SHIFT));
+  put_var(&e, 2);
+  put_var(&e, la_zigzag(0));
+  put_var(&e, (UINT64_C(1) << 53));
+  put_u8(&e, 1 | 1 << 4);
+  put_var(&e, 1);
+  put_u8(&e, 0x40);
+  assert_int_equal(open_enc(&e, NULL, 2), LA_EPROTO);
+}
+
+/* Every single-byte change of a good coded encoding (its CRC redone) is
+ * refused or decodes to some values: never read out of bounds (the
+ * sanitized build checks), the checker agreeing with the parser. */
+static void test_coded_runs_mutated(void **state) {
+  (void)state;
+  enc_t e, m;
+  double ks[300], v[300];
+  uint64_t seed = 11;
+  for (int j = 0; j < 300; j++) {
+    double u = la_compact_rand01(&seed);
+    ks[j] = u < 0.7 ? 26 : u < 0.85 ? 25 : u < 0.97 ? 1 : 700;
+  }
+  assert_true(coded_enc(&e, ks, 300, 1));
+  for (size_t at = 6; at < e.len; at++)
+    for (int flip = 1; flip < 256; flip <<= 1) {
+      m = e;
+      m.b[at] ^= (uint8_t)flip;
+      la_trace_t *t = NULL;
+      char why[128];
+      uint32_t crc = la_compact_crc32(0, m.b, m.len);
+      for (int i = 0; i < 4; i++) m.b[m.len + i] = (uint8_t)(crc >> (8 * i));
+      int rc = la_trace_open(m.b, m.len + 4, &t, why, sizeof why);
+      uint64_t np;
+      int mode;
+      assert_int_equal(
+          la_trace_check_max(m.b, m.len + 4, 1u << 20, &np, &mode, why,
+                             sizeof why),
+          rc);
+      if (rc == 0 && la_trace_count(t) <= 300)
+        assert_int_equal(la_trace_decode(t, 0, la_trace_count(t), v), 0);
+      la_trace_close(t);
+    }
+}
+
 static void test_params_check_quantum(void **state) {
   la_compact_params_t p;
   (void)state;
@@ -386,6 +571,9 @@ int main(void) {
       cmocka_unit_test(test_awkward_values_inside_runs),
       cmocka_unit_test(test_scalar_and_simd_write_the_same_bytes),
       cmocka_unit_test(test_decoder_reads_and_refuses_runs),
+      cmocka_unit_test(test_coded_runs_round_trip),
+      cmocka_unit_test(test_coded_runs_refused),
+      cmocka_unit_test(test_coded_runs_mutated),
       cmocka_unit_test(test_params_check_quantum),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
