@@ -119,7 +119,10 @@ deps:
 	@bash scripts/install-deps.sh
 
 # ---------------------------------------------------------------- codegen --
-$(GEN_C) $(GEN_H): proto/la.proto
+# One run of protoc-c writes both files: a grouped target (&:), so a
+# parallel build runs it once (two runs would rewrite la.pb-c.h after
+# objects were compiled against it, and the next make rebuild them).
+$(GEN_C) $(GEN_H) &: proto/la.proto
 	@mkdir -p $(BUILD)/gen
 	protoc-c --proto_path=proto --c_out=$(BUILD)/gen proto/la.proto
 
@@ -273,6 +276,14 @@ check:
 	else echo "check: fuzz targets not built ($(FUZZ_CC) missing: make deps)"; fi
 	@FUZZ_CHECK_RUNS=$(FUZZ_CHECK_RUNS) bash scripts/run-tests.sh
 
+# make check-rebuild: a fresh clone of the committed HEAD builds with
+# make -j2 all running protoc-c once, a second make all has nothing to do,
+# and make demo builds only what the demo runs (tests/sh/rebuild.sh). A
+# whole build, so not in make check; CI runs it (.ci/run).
+.PHONY: check-rebuild
+check-rebuild:
+	@bash tests/sh/rebuild.sh
+
 # The ASan+UBSan tree: tests, daemons and lactl.
 # The examples (MPI programs) stay unsanitized: the trees link to
 # build/examples so tests that find them next to the daemons run them.
@@ -323,10 +334,13 @@ bench-%: all
 	@bash scripts/run-bench.sh $*
 
 # ------------------------------------------------------------------- demo --
+# Builds only what scripts/demo.sh runs: the daemons, lactl, and the
+# wavetoy and rebalance examples.
+DEMO_PROGS = $(BINS) $(BUILD)/examples/wavetoy $(BUILD)/examples/rebalance
 demo:
 	@command -v protoc-c >/dev/null && command -v mpicc >/dev/null \
 	  || bash scripts/install-deps.sh
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(DEMO_PROGS)
 	@bash scripts/demo.sh
 
 # ---------------------------------------------------------------- install --
