@@ -9,6 +9,7 @@
 #   tools/*.c           -> build/bin/lactl
 #   tests/support/*.c   -> linked into every test program
 #   tests/unit/test_X.c -> build/tests/test_X        (run by make check)
+#   tests/sh/test_X.sh  -> run by make check as test_X (after the build)
 #   bench/bench_X.c     -> build/bench/bench_X       (make bench-X)
 #   tests/fuzz/fuzz_X.c -> build/fuzz/bin/fuzz_X     (make fuzz; clang)
 #   examples/X.c, examples/X/*.c -> build/examples/X (see examples/Makefile.inc)
@@ -118,7 +119,10 @@ deps:
 	@bash scripts/install-deps.sh
 
 # ---------------------------------------------------------------- codegen --
-$(GEN_C) $(GEN_H): proto/la.proto
+# One run of protoc-c writes both files: a grouped target (&:), so a
+# parallel build runs it once (two runs would rewrite la.pb-c.h after
+# objects were compiled against it, and the next make rebuild them).
+$(GEN_C) $(GEN_H) &: proto/la.proto
 	@mkdir -p $(BUILD)/gen
 	protoc-c --proto_path=proto --c_out=$(BUILD)/gen proto/la.proto
 
@@ -272,6 +276,14 @@ check:
 	else echo "check: fuzz targets not built ($(FUZZ_CC) missing: make deps)"; fi
 	@FUZZ_CHECK_RUNS=$(FUZZ_CHECK_RUNS) bash scripts/run-tests.sh
 
+# make check-rebuild: a fresh clone of the committed HEAD builds with
+# make -j2 all running protoc-c once, a second make all has nothing to do,
+# and make demo builds only what the demo runs (tests/sh/rebuild.sh). A
+# whole build, so not in make check; CI runs it (.ci/run).
+.PHONY: check-rebuild
+check-rebuild:
+	@bash tests/sh/rebuild.sh
+
 # The ASan+UBSan tree: tests, daemons and lactl.
 # The examples (MPI programs) stay unsanitized: the trees link to
 # build/examples so tests that find them next to the daemons run them.
@@ -322,10 +334,13 @@ bench-%: all
 	@bash scripts/run-bench.sh $*
 
 # ------------------------------------------------------------------- demo --
+# Builds only what scripts/demo.sh runs: the daemons, lactl, and the
+# wavetoy and rebalance examples.
+DEMO_PROGS = $(BINS) $(BUILD)/examples/wavetoy $(BUILD)/examples/rebalance
 demo:
 	@command -v protoc-c >/dev/null && command -v mpicc >/dev/null \
 	  || bash scripts/install-deps.sh
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(DEMO_PROGS)
 	@bash scripts/demo.sh
 
 # ---------------------------------------------------------------- install --
@@ -359,6 +374,18 @@ INSTALL_SUBST = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
   -e 's|@FC_ID@|$(FC_ID)|g'
 HAVE_CLIENT := $(if $(CLIENT_SRC),1)
 HAVE_FMOD   := $(if $(FMOD_OBJ),1)
+# The la_weights Python package (python/, docs/python.md) goes to PYTHONDIR
+# with a _installed.py naming LIBDIR, so it loads the libla_client
+# installed with it. PYTHONDIR is where Debian's python3 looks for PREFIX's
+# packages (PREFIX/lib/python3.X/dist-packages: found as is for PREFIX=/usr
+# and /usr/local; install prints the PYTHONPATH to export for another
+# prefix). PYTHON= installs no Python package.
+PYTHON     ?= /usr/bin/python3
+PY_VERSION  = $(if $(PYTHON),$(shell $(PYTHON) -c \
+  'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null))
+PYTHONDIR  ?= $(PREFIX)/lib/python$(PY_VERSION)/dist-packages
+PY_FILES   := $(notdir $(wildcard python/la_weights/*.py))
+HAVE_PY     = $(if $(PY_FILES),$(PY_VERSION))
 # What install puts, relative to DESTDIR (uninstall removes these).
 INSTALLED = $(addprefix $(LIBDIR)/,libla.a libla.so.0 libla.so \
               $(if $(HAVE_CLIENT),libla_client.a libla_client.so.0 libla_client.so)) \
@@ -368,10 +395,12 @@ INSTALLED = $(addprefix $(LIBDIR)/,libla.a libla.so.0 libla.so \
   $(PCDIR)/la.pc $(if $(HAVE_CLIENT),$(PCDIR)/la_client.pc) \
   $(CMAKEDIR)/LAConfig.cmake $(CMAKEDIR)/LAConfigVersion.cmake \
   $(addprefix $(DATADIR)/doc/la/,README.md $(notdir $(wildcard docs/*.md))) \
-  $(addprefix $(DATADIR)/la/,$(notdir $(wildcard packaging/*.service packaging/*.conf)))
+  $(addprefix $(DATADIR)/la/,$(notdir $(wildcard packaging/*.service packaging/*.conf))) \
+  $(if $(HAVE_PY),$(addprefix $(PYTHONDIR)/la_weights/,$(PY_FILES)))
 # The directories only LA uses, removed by uninstall once empty.
 INSTALLED_DIRS = $(if $(HAVE_FMOD),$(FMODDIR) $(LIBDIR)/fortran) $(CMAKEDIR) \
-  $(LIBDIR)/cmake $(DATADIR)/doc/la $(DATADIR)/la
+  $(LIBDIR)/cmake $(DATADIR)/doc/la $(DATADIR)/la \
+  $(if $(HAVE_PY),$(PYTHONDIR)/la_weights)
 
 .PHONY: uninstall install-files
 install: install-files install-services
@@ -382,6 +411,10 @@ install: install-files install-services
 	@echo '  cc $$(pkg-config --cflags la) -c prog.c && cc -o prog prog.o $$(pkg-config --libs la)'
 	@echo '  CMake: find_package(LA) with CMAKE_PREFIX_PATH=$(PREFIX) (LA::la, LA::la_client, LA::la_fortran)'
 	@$(if $(PC_RPATH),echo '  la.pc links with a run path to $(LIBDIR): the programs need no LD_LIBRARY_PATH',true)
+	@$(if $(HAVE_PY),$(PYTHON) -c 'import site; import sys; sys.exit("$(PYTHONDIR)" \
+	  not in sys.path + site.getsitepackages())' 2>/dev/null \
+	  && echo '  Python ($(PYTHON)): import la_weights' \
+	  || echo '  export PYTHONPATH=$(PYTHONDIR)   # then $(PYTHON): import la_weights',true)
 
 install-files: libs bins $(FMOD_OBJ)
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(BINDIR) \
@@ -408,9 +441,15 @@ install-files: libs bins $(FMOD_OBJ)
 	  > $(DESTDIR)$(CMAKEDIR)/LAConfigVersion.cmake
 	install -m 644 README.md docs/*.md $(DESTDIR)$(DATADIR)/doc/la/
 	install -m 644 packaging/*.service packaging/*.conf $(DESTDIR)$(DATADIR)/la/
+	$(if $(HAVE_PY),install -d $(DESTDIR)$(PYTHONDIR)/la_weights && \
+	  install -m 644 $(addprefix python/la_weights/,$(filter-out \
+	    _installed.py,$(PY_FILES))) $(DESTDIR)$(PYTHONDIR)/la_weights/ && \
+	  printf '"""_installed.py: written by make install: where it put libla_client."""\n\nLIBDIR = "%s"\n' \
+	    '$(LIBDIR)' > $(DESTDIR)$(PYTHONDIR)/la_weights/_installed.py)
 
 uninstall: uninstall-services
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	$(if $(HAVE_PY),rm -rf $(DESTDIR)$(PYTHONDIR)/la_weights/__pycache__)
 	rmdir $(addprefix $(DESTDIR),$(INSTALLED_DIRS)) 2>/dev/null || true
 
 # ---------------------------------------------------------- services --

@@ -2,6 +2,8 @@
 # run-tests.sh: runs every test program of `make check` and prints a summary.
 #
 #   build/tests/test_*        unit and integration tests (cmocka), normal build
+#   tests/sh/test_*.sh        shell tests of the built tree (label test_X),
+#                             reporting as cmocka does (tests/sh/report.sh)
 #   build/asan/tests/test_*   the same under ASan+UBSan; their daemons and
 #                             lactl come from build/asan/bin (sanitized too)
 #   tsan/test_*               the daemons' integration tests (TSAN_TESTS)
@@ -171,6 +173,9 @@ fuzz_one() { # $1 = target binary
 
 echo "== unit and integration tests (IPC accounting: $ipc_mode)"
 for t in build/tests/test_*; do [ -x "$t" ] && run_one "$(basename "$t")" "$t"; done
+for t in tests/sh/test_*.sh; do
+  [ -f "$t" ] && run_one "$(basename "$t" .sh)" bash "$t"
+done
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

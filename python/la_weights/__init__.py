@@ -18,7 +18,9 @@ from .store import (MEASURED, NO_CHANNEL_REASON, ROBUST, ROW_DTYPE,
                     SCHEMA_VERSION, SERIES, Cycle, NoRobustWeights,
                     NoSuchChannel, NotFound, Series, Store, open)
 
-__version__ = "1.0.0"
+# LA's version (LA_VERSION_STRING in libla/la.h; pyproject.toml reads it
+# from here, test_python_user checks they agree).
+__version__ = "0.1.0"
 
 __all__ = ["open", "Store", "Cycle", "Series", "SERIES", "MEASURED",
            "ROBUST", "ROW_DTYPE", "SCHEMA_VERSION", "NotFound",

@@ -13,8 +13,10 @@ la_client_decode_trace() decodes one encoded trace on its own.
 Where the library is looked for, first match wins:
   1. the path given to la_weights.open(..., lib=PATH) (a file or directory);
   2. $LA_CLIENT_LIB (a file or a directory);
-  3. the source tree this package came from (../build/lib, for
-     `pip install python/` from a built tree and for running in place);
+  3. where the package came from (_origin.py): the LIBDIR `make install`
+     recorded; the build/lib of the source tree pip installed it from
+     (`pip install python/` after `make`); ../build/lib when run in place
+     from a checkout;
   4. the installed prefix: lib/ in each directory above the package (a
      `pip install --prefix=PREFIX` next to `make install PREFIX=PREFIX`);
   5. the dynamic loader's search (LD_LIBRARY_PATH, ld.so.cache), then
@@ -26,6 +28,8 @@ import ctypes.util
 import os
 
 import numpy as np
+
+from . import _origin
 
 _NAMES = ("libla_client.so.0", "libla_client.so")
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -73,7 +77,7 @@ def candidates(lib=None):
     given = lib or os.environ.get("LA_CLIENT_LIB")
     if given:
         return _in_dir(given) if os.path.isdir(given) else [given]
-    out = _in_dir(os.path.join(_HERE, "..", "..", "build", "lib"))
+    out = [p for d in _origin.libdirs() for p in _in_dir(d)]
     d = _HERE
     for _ in range(5):
         d = os.path.dirname(d)
