@@ -90,8 +90,20 @@ typedef struct la_shm_bufmeta {
   uint64_t range_errors; /* probes out of range during the cycle */
   uint64_t interference_ticks; /* time of the flagged intervals, ticks */
   uint64_t n_flagged;   /* elements flagged in this cycle */
-  uint64_t reserved;
+  uint64_t cells;       /* LA_SHM_CELLS_*: whether a cell value was written
+                           (0 from a libla that does not say) */
 } la_shm_bufmeta_t;
+
+/* bufmeta.cells: what libla knows of the cycle's cell values. A grid
+ * registered through an la.h whose probes mark the cycle when they write a
+ * cell (LA_registerGrid of this la.h) says NONE or WRITTEN; otherwise 0,
+ * and the agent reads the cells to find out (la_shm_all_zero). Written by
+ * the application: a wrong NONE costs only its own values. */
+enum {
+  LA_SHM_CELLS_UNKNOWN = 0,
+  LA_SHM_CELLS_NONE = 1,   /* only row values: every cell value is 0 */
+  LA_SHM_CELLS_WRITTEN = 2 /* cell values were written (maybe rows too) */
+};
 
 typedef struct la_shm_header {
   uint64_t magic;        /* LA_SHM_MAGIC */

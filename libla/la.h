@@ -85,6 +85,14 @@ LA_EXPORT int LA_register(const char *app_name, int rank, int nprocs,
 /* Same, for a structured grid of nx*ny*nz cells probed by (i,j,k). */
 LA_EXPORT int LA_registerGrid(const char *app_name, int rank, int nprocs,
                               long nx, long ny, long nz);
+/* LA_registerGrid from a program whose probes mark cell writes (this
+ * la.h's): libla then tells the agent which cycles hold row values only.
+ * A program compiled against an older la.h calls LA_registerGrid itself,
+ * and the agent looks at the cells. */
+LA_EXPORT int la__registerGridMarked(const char *app_name, int rank,
+                                     int nprocs, long nx, long ny, long nz);
+#define LA_registerGrid(app_name, rank, nprocs, nx, ny, nz) \
+  la__registerGridMarked(app_name, rank, nprocs, nx, ny, nz)
 /* End of a profiling cycle: hands this cycle's values to the agent (when the
  * cycle was profiled) and starts the next one. */
 LA_EXPORT int LA_dataXfer(void);
@@ -256,6 +264,11 @@ typedef struct la__tls_s {
 } la__tls_t;
 
 LA_EXPORT extern la__hot_t la__hot;
+/* Non-zero once a probe wrote a cell value in the current profiled cycle
+ * (owned by libla/probe.c; reset when a cycle starts): with it libla tells
+ * the LocalAgent that a grid's cycle holds row values only, so that the
+ * agent need not read the cells (la_shm_layout.h, bufmeta.cells). */
+LA_EXPORT extern int la__cell_mark;
 LA_EXPORT extern __thread la__tls_t la__tls
     __attribute__((tls_model("initial-exec")));
 /* Opens the calling thread's event; returns its sequence word (a constant
@@ -299,10 +312,18 @@ static inline uint64_t la__now(void) {
   return la__clock_ns();
 }
 
+/* A cell value is written in this cycle: one load and a branch once the
+ * mark is set (no store, so threads probing at once share its line). */
+static inline void la__mark_cell(void) {
+  if (LA__UNLIKELY(!__atomic_load_n(&la__cell_mark, __ATOMIC_RELAXED)))
+    __atomic_store_n(&la__cell_mark, 1, __ATOMIC_RELAXED);
+}
+
 /* The probes' common body, once the cycle is profiled and e (< limit) and
  * the value slot `at` (e, or ch * limit + e for a channel) are checked:
  * inlined, so LA_startProbe costs what it cost before channels. */
 static inline int la__start_at(long e, uint64_t at) {
+  la__mark_cell(); /* before the reading: outside the interval */
   if (LA__LIKELY(la__hot.fast)) {
     if (la__hot.detect) {
       const volatile uint32_t *s = la__tls.seq;
@@ -323,6 +344,7 @@ static inline int la__stop_at(long e, uint64_t at) {
   if (LA__LIKELY(la__hot.fast)) {
     uint64_t t = la__now();
     la__hot.values[at] += (double)(int64_t)(t - la__hot.base);
+    la__mark_cell(); /* a stop without its start writes a value too */
     if (la__hot.detect) {
       const volatile uint32_t *s = la__tls.seq; /* after the reading */
       if (LA__UNLIKELY(s != 0 && *s != la__tls.seq0))

@@ -244,6 +244,8 @@ LA__HIDDEN void la__probe_grid(uint64_t nx, uint64_t ny, uint64_t nz);
 LA__HIDDEN void la__probe_begin(const la__ipc_t *ipc, uint32_t i);
 /* Ends the cycle: probes become no-ops. Returns range errors counted. */
 LA__HIDDEN uint64_t la__probe_end(void);
+/* Whether a probe wrote a cell value since the cycle began (la.h's mark). */
+LA__HIDDEN int la__probe_cell_mark(void);
 LA__HIDDEN void la__probe_reset(void);
 
 /* -------------------------------------------------------------- channels */

@@ -53,6 +53,7 @@ static struct {
   unsigned probe_gen; /* la__settings_probe_gen of the functions in use */
   uint64_t skipped_tags[LA__SKIPPED_TAGS_MAX]; /* ring, oldest at head */
   uint32_t tags_head, tags_n;
+  int cell_marks; /* registered through la__registerGridMarked */
 } la__ctx;
 
 /* Remembers the tag of a skipped profiled cycle; keeps the newest. */
@@ -357,8 +358,11 @@ LA_EXPORT int LA_register(const char *app_name, int rank, int nprocs,
   return la__register(app_name, rank, nprocs, n_elements, NULL);
 }
 
-LA_EXPORT int LA_registerGrid(const char *app_name, int rank, int nprocs,
-                              long nx, long ny, long nz) {
+/* The grid registration; marks: the program's probes mark cell writes
+ * (la.h's la__mark_cell), so each cycle's meta data can say whether it
+ * holds row values only. */
+static int la__register_grid(const char *app_name, int rank, int nprocs,
+                             long nx, long ny, long nz, int marks) {
   uint64_t xy, xyz;
   if (nx < 1 || ny < 1 || nz < 1 ||
       __builtin_mul_overflow((uint64_t)nx, (uint64_t)ny, &xy) ||
@@ -369,7 +373,20 @@ LA_EXPORT int LA_registerGrid(const char *app_name, int rank, int nprocs,
   uint64_t g[3] = {(uint64_t)nx, (uint64_t)ny, (uint64_t)nz};
   int rc = la__register(app_name, rank, nprocs, (long)xyz, g);
   if (rc == 0) la__probe_grid(g[0], g[1], g[2]);
+  la__ctx.cell_marks = rc == 0 && marks;
   return rc;
+}
+
+#undef LA_registerGrid /* la.h maps it to the marked entry */
+/* A program compiled against an la.h before cell marks. */
+LA_EXPORT int LA_registerGrid(const char *app_name, int rank, int nprocs,
+                              long nx, long ny, long nz) {
+  return la__register_grid(app_name, rank, nprocs, nx, ny, nz, 0);
+}
+
+LA_EXPORT int la__registerGridMarked(const char *app_name, int rank,
+                                     int nprocs, long nx, long ny, long nz) {
+  return la__register_grid(app_name, rank, nprocs, nx, ny, nz, 1);
 }
 
 /* Ends the current cycle with tag: hands its buffer to the agent when it
@@ -393,6 +410,9 @@ static int la__end_cycle(uint64_t tag) {
     meta->scale = scale;
     meta->t_xfer_ns = now;
     meta->range_errors = range_errors;
+    meta->cells = !la__ctx.cell_marks    ? LA_SHM_CELLS_UNKNOWN
+                  : la__probe_cell_mark() ? LA_SHM_CELLS_WRITTEN
+                                          : LA_SHM_CELLS_NONE;
     if (la__ctx.set.dump_raw[0])
       la__dump_raw(la__ctx.set.dump_raw, la__ctx.app_id, la__ctx.rank, tag,
                    &la__ctx.ipc, la__ctx.cur, scale);

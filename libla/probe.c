@@ -25,6 +25,9 @@
  */
 #include "la_interference.h"
 
+/* la.h's cell mark: set by a probe that writes a cell value */
+LA_EXPORT int la__cell_mark;
+
 static LA_ProbeFunc la__start_fn, la__stop_fn;
 static void *la__start_arg, *la__stop_arg;
 static uint64_t la__range_errors; /* this cycle, atomic */
@@ -65,7 +68,12 @@ void la__probe_begin(const la__ipc_t *ipc, uint32_t i) {
   la__hot.rows = la__hot.fast ? la__rows : NULL; /* the inline row probes */
   la__hot.n_channels = ipc->n_channels;
   la__hot.base = la__now();
+  __atomic_store_n(&la__cell_mark, 0, __ATOMIC_RELAXED);
   la__hot.limit = ipc->n_elements;
+}
+
+int la__probe_cell_mark(void) {
+  return __atomic_load_n(&la__cell_mark, __ATOMIC_RELAXED) != 0;
 }
 
 /* values stays where it points (never NULL once set): a thread that read
@@ -95,6 +103,7 @@ LA_EXPORT int la__probe_start_slow_at(long e, uint64_t at) {
 
 LA_EXPORT int la__probe_stop_slow_at(long e, uint64_t at) {
   LA_ProbeFunc fn = la__stop_fn;
+  la__mark_cell();
   if (fn) la__hot.values[at] += fn(e, la__stop_arg);
   return 0;
 }
@@ -195,6 +204,7 @@ static int la__spread_stop(int ch, long first, uint64_t ni, uint64_t nj,
     rows[row] += t1 - la__range_t0;
     return 0;
   }
+  la__mark_cell();
   double share = (t1 - la__range_t0) / (double)(ni * nj * nk);
   for (uint64_t k = 0; k < nk; k++)
     for (uint64_t j = 0; j < nj; j++) {

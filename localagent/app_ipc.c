@@ -274,10 +274,15 @@ int la_app_ipc_take_rows(la_app_ipc_t *ipc, uint32_t i, double *rows,
                          la_shm_bufmeta_t *meta) {
   if (!ipc->hdr || i >= ipc->n_buffers) return LA_EINVAL;
   if (ipc->n_rows == 0 || ipc->n_channels != 1 ||
-      ipc->n_elements % ipc->n_rows != 0 || ipc->n_elements / ipc->n_rows < 2 ||
-      !la_shm_all_zero(la__values(ipc, i), ipc->n_elements))
+      ipc->n_elements % ipc->n_rows != 0 || ipc->n_elements / ipc->n_rows < 2)
     return 0;
   memcpy(meta, (const void *)&ipc->hdr->buf[i], sizeof *meta);
+  /* libla says whether a cell was written; when it does not, the cells
+   * are read until the first that is not zero */
+  if (meta->cells == LA_SHM_CELLS_WRITTEN ||
+      (meta->cells != LA_SHM_CELLS_NONE &&
+       !la_shm_all_zero(la__values(ipc, i), ipc->n_elements)))
+    return 0;
   double scale = meta->scale, *r = la__rows(ipc, i);
   if (!(isfinite(scale) && scale > 0)) {
     la__zero_from(ipc, i, ipc->n_elements);

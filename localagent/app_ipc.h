@@ -77,7 +77,8 @@ int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out, double *sum,
 
 /* A row-probed cycle as what it measured: when the registration has rows
  * (one channel, rows of nx >= 2 cells) and every cell value of buffer i
- * is zero (only row probes ran), copies the n_rows row values times the
+ * is zero (only row probes ran: the buffer's meta data says so, from a
+ * libla that marks cell writes, else the cells are read), copies the n_rows row values times the
  * scale into rows, zeroes them and returns 1 (*meta as for
  * la_app_ipc_take); a cycle of cell values returns 0 and leaves the
  * buffer as it is (take it with la_app_ipc_take). The cells are read

@@ -647,6 +647,63 @@ static void test_rows_in_profiled_sweeps(void **state) {
   }
 }
 
+/* The meta data of the buffer that profiled cycle c went into. */
+static uint64_t cells_said(uint64_t c) {
+  int id = la_test_shm_of(getpid());
+  assert_true(id >= 0);
+  la_shm_header_t *h = shmat(id, NULL, SHM_RDONLY);
+  assert_true(h != (void *)-1);
+  uint64_t v = h->buf[c % h->n_buffers].cells;
+  shmdt(h);
+  return v;
+}
+
+/* A grid's cycles tell the agent whether a probe wrote a cell value: row
+ * probes only, NONE (the agent then takes the rows without reading the
+ * cells); with a cell probe or a box, WRITTEN; a program compiled against
+ * an la.h before the marks (the LA_registerGrid symbol itself), UNKNOWN
+ * (the agent reads the cells). The stored values are the same each way. */
+static void test_cycles_say_whether_cells_were_written(void **state) {
+  for (int old = 0; old < 2; old++) {
+    setenv("LA_APP_ID", old ? "unit-cells-old" : "unit-cells", 1);
+    int rc = old ? (LA_registerGrid)("unit", 0, 1, 4, 3, 2)
+                 : LA_registerGrid("unit", 0, 1, 4, 3, 2);
+    unsetenv("LA_APP_ID");
+    assert_int_equal(rc, 0);
+    assert_int_equal(LA_startRow(1, 0), 0); /* rows only */
+    assert_int_equal(LA_stopRow(1, 0), 0);
+    assert_int_equal(LA_dataXfer(), 0);
+    assert_int_equal(LA_startRow(1, 0), 0); /* a row and a cell */
+    assert_int_equal(LA_stopRow(1, 0), 0);
+    assert_int_equal(LA_startCell(2, 2, 1), 0);
+    assert_int_equal(LA_stopCell(2, 2, 1), 0);
+    assert_int_equal(LA_dataXfer(), 0);
+    assert_int_equal(LA_startBox(0, 0, 0, 2, 2, 1), 0); /* a box */
+    assert_int_equal(LA_stopBox(0, 0, 0, 2, 2, 1), 0);
+    assert_int_equal(LA_dataXfer(), 0);
+    assert_int_equal(la_ta_wait_traces(&agent, 3 * (old + 1), WAIT_MS), 0);
+    if (old) {
+      for (int c = 0; c < 3; c++)
+        assert_int_equal(cells_said(c), LA_SHM_CELLS_UNKNOWN);
+    } else {
+      assert_int_equal(cells_said(0), LA_SHM_CELLS_NONE);
+      assert_int_equal(cells_said(1), LA_SHM_CELLS_WRITTEN);
+      assert_int_equal(cells_said(2), LA_SHM_CELLS_WRITTEN);
+    }
+    /* what was stored: row (1,0) over its cells 4..7, the cell, the box */
+    const char *id = old ? "unit-cells-old" : "unit-cells";
+    const cycle_t *r = cycle_of(id, 0), *rc2 = cycle_of(id, 1),
+                  *b = cycle_of(id, 2);
+    for (int e = 0; e < 24; e++) {
+      assert_true((r->values[e] > 0) == (e >= 4 && e < 8));
+      assert_true(r->values[e] == r->values[e - e % 4]);
+      assert_true((rc2->values[e] > 0) == ((e >= 4 && e < 8) || e == 22));
+      assert_true((b->values[e] > 0) == (e == 0 || e == 1 || e == 4 || e == 5));
+    }
+    assert_int_equal(LA_finalize(), 0);
+  }
+}
+
 static void test_wall_time_metric_in_ns(void **state) {
   assert_int_equal(LA_register("unit", 0, 1, 4), 0);
   assert_string_equal(last_reg().unit, "ns");
@@ -1445,6 +1502,7 @@ int main(void) {
       T(test_rows_and_boxes_spread_by_libla),
       T(test_rows_need_a_grid),
       T(test_rows_in_profiled_sweeps),
+      T(test_cycles_say_whether_cells_were_written),
       T(test_wall_time_metric_in_ns),
       T(test_threads_probe_disjoint_elements),
       T(test_papi_software_event),
