@@ -119,7 +119,11 @@ struct la_ga {
   uv_poll_t shard_poll; /* shards.c: other shards' closed sets */
   uv_check_t shard_check;
   uv_timer_t shard_tick;
-  int shard_fd;
+  int shard_on;      /* shards.c's handles are initialised (PostgreSQL) */
+  int shard_polling; /* shard_poll initialised and its close not done */
+  int shard_fd;      /* what shard_poll watches: a duplicate of the store
+                        session's socket, owned by shards.c; -1: none */
+  unsigned shard_session; /* the store session shard_fd belongs to */
   la_store_t *store;
   la_stitch_t *stitch;
   struct la_held *held; /* open sets' traces for publishing (held.h) */
@@ -200,6 +204,8 @@ void la_ga_ingest_stop(la_ga_t *ga);
  * shards close to this one's subscribers too. Nothing on SQLite. Returns 0
  * or LA_EIO (logged). */
 int la_ga_shards_start(la_ga_t *ga);
+/* Closes shards.c's handles (the daemon stops); nothing on SQLite. */
+void la_ga_shards_stop(la_ga_t *ga);
 
 /* feed.c */
 void la_ga_feed_accept(la_ga_t *ga, uv_stream_t *server);
