@@ -44,8 +44,7 @@ static void la__on_elsewhere(void *arg, const char *app_id, uint64_t tag) {
   la_ga_t *ga = arg;
   La__TraceSet *set = NULL;
   if (la_store_load_set(ga->store, app_id, tag, &set) != 0) {
-    la_log_warnx("set %s cycle %llu closed by another shard: %s", app_id,
-                 (unsigned long long)tag, la_store_errmsg(ga->store));
+    la_ga_feed_unpublished(ga, app_id, tag, la_store_errmsg(ga->store));
     return;
   }
   set->has_t_complete_ns = 1;

@@ -11,6 +11,12 @@
  * subscriber connected throughout receives the set of every round), and
  * stop cleanly.
  *
+ * Unpublishable sets: the GlobalAgent's role may write every table but not
+ * read rank_grid, so each set it closes is stored but cannot be read back
+ * for publishing. Every set must still reach the subscriber as a
+ * SetNotice (libla_client: LA_ELIMIT, limit "store"), be counted in
+ * sets_unpublished and be logged with the reason.
+ *
  * Skips when PostgreSQL's server binaries or the daemon are missing.
  */
 #include <errno.h>
@@ -40,6 +46,7 @@
 #define N 8
 #define ROUNDS 3
 #define CONNS 40 /* connections opened to each port during an outage */
+#define SETS 20
 
 static struct {
   la_test_pg_t *pg;
@@ -228,9 +235,75 @@ static void test_database_restart(void **state) {
   CHECK(st == 0, "la-globalagent exited with %d", st);
 }
 
+/* ------------------------------------------------------- unpublishable - */
+
+static void test_unreadable_set_is_announced(void **state) {
+  (void)state;
+  if (start_pg() == 1) skip();
+  char why[2000] = "";
+  CHECK(la_test_pg_exec(T.admin, "CREATE ROLE lawriter LOGIN", why,
+                        sizeof why) == 0 &&
+            la_test_pg_exec(T.admin, "GRANT CREATE ON SCHEMA public TO lawriter",
+                            why, sizeof why) == 0,
+        "%s", why);
+  char url[500];
+  snprintf(url, sizeof url, "%s", T.url);
+  char *u = strstr(url, "user=postgres");
+  assert_non_null(u);
+  snprintf(u, sizeof url - (size_t)(u - url), "user=lawriter");
+  /* the schema, made (and owned) by the role; then it may no longer read
+   * one table it writes */
+  start_ga(url);
+  CHECK(la_td_stop(T.g.d, WAIT_MS) == 0, "first start did not stop");
+  la_td_free(T.g.d);
+  T.g.d = NULL;
+  CHECK(la_test_pg_exec(T.admin, "REVOKE SELECT ON rank_grid FROM lawriter",
+                        why, sizeof why) == 0,
+        "%s", why);
+  start_ga(url);
+  subscribe();
+  for (int i = 0; i < SETS; i++) store_cycle("pgnoread", (uint64_t)i);
+  CHECK(pg_count("SELECT count(*) FROM trace_sets WHERE app_id ="
+                 " 'pgnoread' AND closed = 1 AND complete = 1") == SETS,
+        "the sets were not stored complete");
+  /* the subscriber is told about every set */
+  int told[SETS] = {0};
+  for (int i = 0; i < SETS; i++) {
+    la_traceset_t *t = NULL;
+    int rc = la_client_next(T.sub, la_td_loaded_ms(WAIT_MS), &t);
+    if (rc == 0) {
+      CHECK(0, "cycle %llu was published, yet it cannot be read",
+            (unsigned long long)la_traceset_cycle(t));
+    }
+    CHECK(rc == LA_ELIMIT, "subscriber, set %d of %d: %s", i + 1, SETS,
+          la_client_error(T.sub));
+    const char *app = NULL, *limit = NULL;
+    uint64_t tag = 0;
+    assert_int_equal(la_client_notice(T.sub, &app, &tag, NULL, &limit, NULL),
+                     0);
+    CHECK(!strcmp(app, "pgnoread") && tag < SETS && !strcmp(limit, "store"),
+          "notice of %s cycle %llu over %s", app, (unsigned long long)tag,
+          limit);
+    CHECK(strstr(la_client_error(T.sub), "store"),
+          "the notice's text does not say why: %s", la_client_error(T.sub));
+    told[tag]++;
+  }
+  for (int i = 0; i < SETS; i++)
+    CHECK(told[i] == 1, "cycle %d announced %d times", i, told[i]);
+  CHECK(la_td_wait_status(T.g.d, "sets_unpublished", SETS, WAIT_MS) == 0,
+        "sets_unpublished is %lld", la_td_status_ll(T.g.d, "sets_unpublished"));
+  CHECK(la_td_status_ll(T.g.d, "sets_published") == 0,
+        "sets_published is %lld", la_td_status_ll(T.g.d, "sets_published"));
+  CHECK(la_td_log_has(T.g.d, "pgnoread cycle 0") &&
+            la_td_log_has(T.g.d, "permission denied"),
+        "the log does not name the set and the reason");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_database_restart, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_unreadable_set_is_announced, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, la_td_group_setup, NULL);
 }
