@@ -409,6 +409,13 @@ static int la__client_take(la_client_t *c, uint16_t t, ProtobufCMessage *m,
 static int la__client_noticed(la_client_t *c, La__SetNotice *n) {
   if (c->notice) la_msg_free(&c->notice->base);
   c->notice = n;
+  if (!strcmp(n->limit_name, "store"))
+    return la__client_fail(
+        c, LA_ELIMIT,
+        "Trace-Set of %s cycle %llu not delivered: the GlobalAgent stored it "
+        "but could not read it back from its store to publish it (its log "
+        "says why)",
+        n->app_id, (unsigned long long)n->cycle_tag);
   return la__client_fail(
       c, LA_ELIMIT,
       "Trace-Set of %s cycle %llu (%llu bytes) not delivered: over %s = "

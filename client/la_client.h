@@ -188,10 +188,11 @@ LA_CLIENT_EXPORT int la_client_next(la_client_t *c, int timeout_ms,
  * Sets (each pointer may be NULL) *app_id (owned by c, valid until the
  * next la_client_next or la_client_close), *cycle_tag, *set_bytes (its
  * encoded size), *limit_name ("max_set_bytes": this client's bound;
- * "feed.queue_bytes": the GlobalAgent's per-subscriber queue; owned by c
- * likewise) and *limit (that limit's value, bytes). Errors: LA_EINVAL (c
- * NULL), LA_ENOTFOUND (the last la_client_next did not return
- * LA_ELIMIT). */
+ * "feed.queue_bytes": the GlobalAgent's per-subscriber queue; "store":
+ * the GlobalAgent stored the set but could not read it back to publish
+ * it, set_bytes and limit 0; owned by c likewise) and *limit (that
+ * limit's value, bytes). Errors: LA_EINVAL (c NULL), LA_ENOTFOUND (the
+ * last la_client_next did not return LA_ELIMIT). */
 LA_CLIENT_EXPORT int la_client_notice(const la_client_t *c,
                                       const char **app_id, uint64_t *cycle_tag,
                                       uint64_t *set_bytes,

@@ -131,6 +131,10 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
   la_status_counter(r, "sets_over_subscriber_max",
                     "Trace-Sets over a subscriber's own max_set_bytes",
                     st->sets_over_subscriber_max);
+  la_status_counter(r, "sets_unpublished",
+                    "closed Trace-Sets the store could not give back to "
+                    "publish (subscribers got a SetNotice)",
+                    st->sets_unpublished);
   la_held_stats_t hs;
   la_held_get_stats(ga->held, &hs);
   la_status_gauge(r, "sets_held", "open Trace-Sets held in memory to publish",

@@ -350,7 +350,11 @@ void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set,
           la_ga_encode_failed(set->app_id, set->cycle_tag,
                               la_ga_set_bytes(set));
       }
-      if (enc) la_ga_partq_offer(&s->q, enc);
+      if (enc)
+        la_ga_partq_offer(&s->q, enc);
+      else /* out of memory encoding it (logged): the subscriber is told */
+        la_ga_partq_notice(&s->q, set->app_id, set->cycle_tag,
+                           la_ga_set_bytes(set), "memory", 0);
       continue;
     }
     if (!base) {
@@ -377,6 +381,33 @@ void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set,
   p->done = done;
   p->arg = arg;
   la__pub_submit(ga, p);
+}
+
+void la_ga_feed_unpublished(la_ga_t *ga, const char *app_id, uint64_t tag,
+                            const char *why) {
+  assert(app_id && why);
+  ga->st.sets_unpublished++;
+  uint64_t missed = 0;
+  if (la_ratelimit_ok(&ga->unpublished_rl, 1000, &missed)) {
+    char more[80] = "";
+    if (missed)
+      snprintf(more, sizeof more, " (%llu more such sets not logged)",
+               (unsigned long long)missed);
+    la_log_error(
+        "Trace-Set %s cycle %llu is stored but cannot be published: reading "
+        "it back from the store failed: %s; subscribers are sent a "
+        "SetNotice (limit \"store\") instead%s",
+        app_id, (unsigned long long)tag, why, more);
+  }
+  for (la_ga_sub_t *s = ga->subs; s; s = s->next) {
+    if (!s->subscribed || !s->live || s->conn.closing || s->q.ended ||
+        (s->app[0] && strcmp(s->app, app_id)))
+      continue;
+    if (s->sets_version >= 2)
+      la_ga_partq_notice(&s->q, app_id, tag, 0, "store", 0);
+    else
+      s->q.dropped++; /* told in the next set's dropped count */
+  }
 }
 
 /* The stored sets a Subscribe asks, read from st: app's set of cycle (when

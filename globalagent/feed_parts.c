@@ -175,18 +175,24 @@ void la_ga_partq_pump(la_ga_partq_t *q) {
  * limit is what it is over. Counted (set_notices) and in q->dropped. */
 static void la__notice(la_ga_partq_t *q, const la_ga_enc_t *e,
                        const char *limit_name, uint64_t limit) {
-  q->dropped++;
-  q->ga->st.set_notices++;
-  if (q->dropped == 1 || q->dropped % 1000 == 0)
+  if (q->dropped == 0 || (q->dropped + 1) % 1000 == 0)
     la_log_warnx(
         "subscriber %s: Trace-Set %s cycle %llu (%zu bytes) not sent: "
         "over %s = %llu (%llu not delivered to it so far)",
         q->conn->peer, e->app, (unsigned long long)e->tag, e->len, limit_name,
-        (unsigned long long)limit, (unsigned long long)q->dropped);
+        (unsigned long long)limit, (unsigned long long)q->dropped + 1);
+  la_ga_partq_notice(q, e->app, e->tag, e->len, limit_name, limit);
+}
+
+void la_ga_partq_notice(la_ga_partq_t *q, const char *app_id, uint64_t tag,
+                        size_t set_bytes, const char *limit_name,
+                        uint64_t limit) {
+  q->dropped++;
+  q->ga->st.set_notices++;
   La__SetNotice n = LA__SET_NOTICE__INIT;
-  n.app_id = (char *)e->app;
-  n.cycle_tag = e->tag;
-  n.set_bytes = e->len;
+  n.app_id = (char *)app_id;
+  n.cycle_tag = tag;
+  n.set_bytes = set_bytes;
   n.limit_name = (char *)limit_name;
   n.limit = limit;
   n.has_dropped = 1;

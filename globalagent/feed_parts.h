@@ -95,6 +95,14 @@ void la_ga_partq_free(la_ga_partq_t *q);
  * something (la_ga_over with feed.queue_bytes), or out of memory. */
 void la_ga_partq_offer(la_ga_partq_t *q, la_ga_enc_t *e);
 
+/* Sends q's subscriber a SetNotice: the set app_id/tag (set_bytes of
+ * encoding, 0 when unknown) will not reach it, limit_name = limit saying
+ * why ("store", 0: it could not be read back to publish). Counted in
+ * set_notices and q->dropped; not logged. */
+void la_ga_partq_notice(la_ga_partq_t *q, const char *app_id, uint64_t tag,
+                        size_t set_bytes, const char *limit_name,
+                        uint64_t limit);
+
 /* Queues e, the set answering a Query (its head marked query, not counted
  * in sent), after the sets queued, a reference taken. No bound is applied
  * (the caller measured it, la_ga_over) and nothing is sent: pump once the

@@ -61,6 +61,9 @@ typedef struct la_ga_stats {
   /* feed.c: SetNotice sent (a set a subscriber will not get), of them
    * for being over the subscriber's own max_set_bytes */
   uint64_t set_notices, sets_over_subscriber_max;
+  /* feed.c: closed sets that could not be read back from the store to be
+   * published (their subscribers were sent a SetNotice instead) */
+  uint64_t sets_unpublished;
   /* ingest.c: messages of an application not stitched for stitch.max_apps */
   uint64_t apps_refused;
 } la_ga_stats_t;
@@ -119,7 +122,11 @@ struct la_ga {
   uv_poll_t shard_poll; /* shards.c: other shards' closed sets */
   uv_check_t shard_check;
   uv_timer_t shard_tick;
-  int shard_fd;
+  int shard_on;      /* shards.c's handles are initialised (PostgreSQL) */
+  int shard_polling; /* shard_poll initialised and its close not done */
+  int shard_fd;      /* what shard_poll watches: a duplicate of the store
+                        session's socket, owned by shards.c; -1: none */
+  unsigned shard_session; /* the store session shard_fd belongs to */
   la_store_t *store;
   la_stitch_t *stitch;
   struct la_held *held; /* open sets' traces for publishing (held.h) */
@@ -142,6 +149,7 @@ struct la_ga {
   /* feed.c's: the published set being encoded on the pool (one at a
    * time), and the one waiting for it (at most one waits) */
   struct la_ga_pub *pub_running, *pub_next;
+  la_ratelimit_t unpublished_rl; /* feed.c's: la_ga_feed_unpublished's log */
   int n_agents, n_subs;
   int n_linked; /* of n_agents, those authenticated (LA__AG_READY) */
   struct la_ga_app *apps;
@@ -200,6 +208,8 @@ void la_ga_ingest_stop(la_ga_t *ga);
  * shards close to this one's subscribers too. Nothing on SQLite. Returns 0
  * or LA_EIO (logged). */
 int la_ga_shards_start(la_ga_t *ga);
+/* Closes shards.c's handles (the daemon stops); nothing on SQLite. */
+void la_ga_shards_stop(la_ga_t *ga);
 
 /* feed.c */
 void la_ga_feed_accept(la_ga_t *ga, uv_stream_t *server);
@@ -210,6 +220,13 @@ void la_ga_feed_accept(la_ga_t *ga, uv_stream_t *server);
 void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set,
                         void (*done)(la_ga_t *ga, La__TraceSet *set, void *arg),
                         void *arg);
+/* A closed (committed) Trace-Set that cannot be published, why saying
+ * why (the store's error reading it back): every live subscriber whose
+ * filter matches is told, a SetNotice with limit "store" (sets in parts)
+ * or one more in the next set's dropped count (whole sets). Counted in
+ * sets_unpublished and logged (at most once a second). */
+void la_ga_feed_unpublished(la_ga_t *ga, const char *app_id, uint64_t tag,
+                            const char *why);
 void la_ga_feed_close_all(la_ga_t *ga, const char *reason);
 
 /* metrics.c */

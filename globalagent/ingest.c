@@ -15,8 +15,10 @@
  * iteration's I/O; only after the commit succeeds are the LocalAgents
  * acknowledged (so nothing acknowledged can be lost) and the Trace-Sets the
  * batch closed published to subscribers (so a subscriber never sees a set the
- * store does not have). Traces are deduplicated by the store (app, rank,
- * cycle), so resends after a reconnect change nothing. A failed commit rolls
+ * store does not have); a closed set that cannot be read back to be
+ * published is announced to them instead (la_ga_feed_unpublished). Traces
+ * are deduplicated by the store (app, rank, cycle), so resends after a
+ * reconnect change nothing. A failed commit rolls
  * back, closes every LocalAgent connection (they resend what was not acked)
  * rebuilds the stitcher from the store, forgets the cached per-application
  * rank counts (reloaded from the store) and puts the message counters back
@@ -754,6 +756,7 @@ void la_ga_commit(la_ga_t *ga) {
       set->t_complete_ns = la_realtime_ns();
       la_ga_feed_publish(ga, set, la__published, c);
     } else {
+      la_ga_feed_unpublished(ga, c->app_id, c->tag, la_store_errmsg(ga->store));
       la__published(ga, NULL, c);
     }
   }

@@ -91,6 +91,7 @@ static void la__stop(void *daemon) {
   la_ga_commit(ga); /* acks go out before the connections close */
   la_ga_agent_ops.close_all(ga, "GlobalAgent shutdown");
   la_ga_feed_close_all(ga, "GlobalAgent shutdown");
+  la_ga_shards_stop(ga); /* before the walk: its poll's descriptor is ours */
   la_daemon_close_all(ga->loop);
 }
 

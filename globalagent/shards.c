@@ -8,12 +8,26 @@
  * is committed. The connection's socket is watched with a uv_poll; a
  * uv_check also takes the notifications libpq read while running the
  * store's statements (they never make the socket readable again); a
- * timer reads the socket now and then and, when the store reconnected
- * (a new socket), watches the new one.
+ * timer reads the socket now and then and watches the session the store
+ * holds now.
+ *
+ * The poll never watches libpq's own descriptor: libpq closes it by itself
+ * (a session lost inside any statement, PQreset, PQfinish), and a number
+ * closed under an active poll is soon handed to an accepted connection,
+ * which libuv then aborts on. The poll watches a duplicate owned here,
+ * closed only in the poll's close callback, after libuv forgot it; a new
+ * poll (on the next session's socket) is made only after that. So the
+ * order is always: uv_close, its callback, close(duplicate), uv_poll_init.
  *
  * Deliberately not here: routing (the LocalAgents choose shards), stitching
  * the sets another shard had open (ingest.c), anything on SQLite.
  */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "ga.h"
 #include "la_log.h"
 #include "la_time.h"
@@ -30,8 +44,7 @@ static void la__on_elsewhere(void *arg, const char *app_id, uint64_t tag) {
   la_ga_t *ga = arg;
   La__TraceSet *set = NULL;
   if (la_store_load_set(ga->store, app_id, tag, &set) != 0) {
-    la_log_warnx("set %s cycle %llu closed by another shard: %s", app_id,
-                 (unsigned long long)tag, la_store_errmsg(ga->store));
+    la_ga_feed_unpublished(ga, app_id, tag, la_store_errmsg(ga->store));
     return;
   }
   set->has_t_complete_ns = 1;
@@ -44,48 +57,93 @@ static void la__drain(la_ga_t *ga, int consume) {
     la_log_debug("store: %s", la_store_errmsg(ga->store));
 }
 
+static void la__watch(la_ga_t *ga);
+
+/* The poll is closed: its descriptor is ours to close now; the store's
+ * current session, if any, is watched next. */
+static void la__on_poll_closed(uv_handle_t *h) {
+  la_ga_t *ga = h->data;
+  assert(ga->shard_polling && ga->shard_fd >= 0);
+  close(ga->shard_fd);
+  ga->shard_fd = -1;
+  ga->shard_polling = 0;
+  la__watch(ga);
+}
+
+/* Stops watching (the session was lost or replaced, or the daemon stops). */
+static void la__unwatch(la_ga_t *ga) {
+  if (ga->shard_polling && !uv_is_closing((uv_handle_t *)&ga->shard_poll))
+    uv_close((uv_handle_t *)&ga->shard_poll, la__on_poll_closed);
+}
+
 static void la__on_poll(uv_poll_t *h, int status, int events) {
-  la__drain(h->data, 1);
+  la_ga_t *ga = h->data;
+  (void)events;
+  /* a lost session reads as end of file on our duplicate until closed */
+  if (status < 0 ||
+      la_store_closed_elsewhere(ga->store, 1, la__on_elsewhere, ga) < 0) {
+    la_log_debug("store: %s", status < 0 ? uv_strerror(status)
+                                        : la_store_errmsg(ga->store));
+    la__unwatch(ga);
+  }
 }
 
 static void la__on_check(uv_check_t *h) {
   la__drain(h->data, 0);
 }
 
-static void la__poll_start(la_ga_t *ga) {
-  ga->shard_fd = la_store_fd(ga->store);
-  if (ga->shard_fd < 0) return;
-  uv_poll_init(ga->loop, &ga->shard_poll, ga->shard_fd);
+/* Watches the store's current session (nothing while it has none, or
+ * while the previous poll is still closing). */
+static void la__watch(la_ga_t *ga) {
+  if (ga->draining || ga->shard_polling) return;
+  assert(ga->shard_fd < 0);
+  int fd = la_store_fd(ga->store);
+  if (fd < 0) return;
+  int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (own < 0) {
+    la_log_warnx("store: cannot watch the session for other shards' sets: %s",
+                 strerror(errno));
+    return;
+  }
+  int rc = uv_poll_init(ga->loop, &ga->shard_poll, own);
+  if (rc != 0) {
+    la_log_warnx("store: cannot watch the session for other shards' sets: %s",
+                 uv_strerror(rc));
+    close(own);
+    return;
+  }
+  ga->shard_fd = own;
+  ga->shard_polling = 1;
+  ga->shard_session = la_store_session(ga->store);
   ga->shard_poll.data = ga;
   uv_poll_start(&ga->shard_poll, UV_READABLE, la__on_poll);
-}
-
-static void la__on_poll_closed(uv_handle_t *h) {
-  la_ga_t *ga = h->data;
-  if (!ga->draining) la__poll_start(ga);
 }
 
 static void la__on_tick(uv_timer_t *t) {
   la_ga_t *ga = t->data;
   la__drain(ga, 1);
-  int fd = la_store_fd(ga->store);
-  if (fd == ga->shard_fd || ga->draining) return;
-  if (ga->shard_fd < 0) { /* no session when it started watching */
-    la__poll_start(ga);
-  } else if (!uv_is_closing((uv_handle_t *)&ga->shard_poll)) {
-    la_log_info("store: reconnected; watching the new session");
-    uv_close((uv_handle_t *)&ga->shard_poll, la__on_poll_closed);
+  if (ga->draining) return;
+  if (!ga->shard_polling) {
+    la__watch(ga);
+  } else if (!uv_is_closing((uv_handle_t *)&ga->shard_poll) &&
+             (la_store_fd(ga->store) < 0 ||
+              la_store_session(ga->store) != ga->shard_session)) {
+    if (la_store_fd(ga->store) >= 0)
+      la_log_info("store: reconnected; watching the new session");
+    la__unwatch(ga);
   }
 }
 
 int la_ga_shards_start(la_ga_t *ga) {
+  ga->shard_fd = -1;
   int fd = la_store_watch(ga->store);
   if (fd == -1) return 0; /* SQLite: a GlobalAgent alone */
   if (fd < 0) {
     la_log_error("store: %s", la_store_errmsg(ga->store));
     return fd;
   }
-  la__poll_start(ga);
+  ga->shard_on = 1;
+  la__watch(ga);
   uv_check_init(ga->loop, &ga->shard_check);
   ga->shard_check.data = ga;
   uv_check_start(&ga->shard_check, la__on_check);
@@ -95,4 +153,13 @@ int la_ga_shards_start(la_ga_t *ga) {
                  LA__SHARDS_TICK_MS);
   la_log_info("shared store: publishing the sets other shards close too");
   return 0;
+}
+
+void la_ga_shards_stop(la_ga_t *ga) {
+  if (!ga->shard_on) return;
+  ga->shard_on = 0;
+  uv_close((uv_handle_t *)&ga->shard_check, NULL);
+  uv_close((uv_handle_t *)&ga->shard_tick, NULL);
+  la__unwatch(ga); /* its callback closes our descriptor (draining: no
+                      new poll) */
 }

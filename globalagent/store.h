@@ -314,8 +314,15 @@ int la_store_shared(const la_store_t *s);
 int la_store_watch(la_store_t *s);
 
 /* The socket to watch (it changes when the store reconnects to the
- * server), or -1 on SQLite. */
+ * server), or -1 on SQLite and while the session is lost. libpq closes it
+ * when the session is lost or opened again: an event loop watches a
+ * duplicate of its own (shards.c). */
 int la_store_fd(la_store_t *s);
+
+/* Which session of the server the store holds: a number that changes each
+ * time the store opens its session again (the socket may keep its number
+ * across that). 0 on SQLite. */
+unsigned la_store_session(la_store_t *s);
 
 /* Calls fn(arg, app_id, cycle_tag) for every set another shard closed and
  * committed since the last call, reading the socket first when consume is

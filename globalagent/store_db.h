@@ -122,8 +122,13 @@ const void *la_db_column_blob(la_db_stmt_t *st, int i);
 int la_db_column_bytes(la_db_stmt_t *st, int i);
 
 /* PostgreSQL only: the connection's socket (for an event loop to watch),
- * or -1 (SQLite). */
+ * or -1 (SQLite, or the session is lost). libpq closes it itself when the
+ * session is lost, reset or finished: watch a duplicate. */
 int la_db_pg_fd(la_db_t *db);
+
+/* PostgreSQL only: the number of the current session (it grows each time
+ * a lost session is opened again), 0 on SQLite. */
+unsigned la_db_pg_session(la_db_t *db);
 
 /* PostgreSQL only: calls fn(arg, channel, payload) for every notification
  * (LISTEN) another session sent, reading what the socket holds first when

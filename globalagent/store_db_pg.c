@@ -562,6 +562,10 @@ int la_db_pg_fd(la_db_t *db) {
   return db && db->kind == LA_DB_PG ? PQsocket(PG(db)->c) : -1;
 }
 
+unsigned la_db_pg_session(la_db_t *db) {
+  return db && db->kind == LA_DB_PG ? PG(db)->gen : 0;
+}
+
 int la_db_pg_notices(la_db_t *db, int consume,
                      void (*fn)(void *arg, const char *channel,
                                 const char *payload),

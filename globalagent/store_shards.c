@@ -74,6 +74,10 @@ int la_store_fd(la_store_t *s) {
   return s ? la_db_pg_fd(s->db) : -1;
 }
 
+unsigned la_store_session(la_store_t *s) {
+  return s ? la_db_pg_session(s->db) : 0;
+}
+
 typedef struct {
   void (*fn)(void *arg, const char *app_id, uint64_t cycle_tag);
   void *arg;

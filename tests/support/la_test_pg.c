@@ -28,6 +28,7 @@ struct la_test_pg {
   char dir[128];
   char bin[256];
   pid_t pid;
+  int flags; /* la_test_pg_start's, for la_test_pg_resume */
   uid_t uid;
   gid_t gid;
 };
@@ -173,6 +174,52 @@ static void la__tail(const char *path, char *buf, size_t n) {
   fclose(f);
 }
 
+/* Starts the server of pg on its data directory and waits until it
+ * accepts connections: 0, or -1 with the reason (the log's tail) in why. */
+static int la__pg_serve(la_test_pg_t *pg, char *why, size_t n) {
+  char exe[300], data[200], log[200], tail[1500];
+  snprintf(data, sizeof data, "%s/data", pg->dir);
+  snprintf(log, sizeof log, "%s/log", pg->dir);
+  snprintf(exe, sizeof exe, "%s/postgres", pg->bin);
+  const char *fsync = pg->flags & LA_TEST_PG_FSYNC ? "fsync=on" : "fsync=off";
+  char sock[200];
+  snprintf(sock, sizeof sock, "unix_socket_directories=%s", pg->dir);
+  const char *srv[] = {exe,
+                       "-D",
+                       data,
+                       "-c",
+                       "listen_addresses=",
+                       "-c",
+                       sock,
+                       "-c",
+                       fsync,
+                       "-c",
+                       "max_connections=60",
+                       "-c",
+                       "shared_buffers=64MB",
+                       NULL};
+  pg->pid = la__pg_spawn(pg, srv, log, 0);
+  if (pg->pid < 0) {
+    pg->pid = 0;
+    snprintf(why, n, "fork: %s", strerror(errno));
+    return -1;
+  }
+  char url[300];
+  snprintf(url, sizeof url, "host=%s dbname=postgres user=postgres", pg->dir);
+  for (int t = 0; t < 30000; t += 50) {
+    if (PQping(url) == PQPING_OK) return 0;
+    if (waitpid(pg->pid, NULL, WNOHANG) == pg->pid) {
+      pg->pid = 0;
+      break;
+    }
+    struct timespec ts = {0, 50 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  la__tail(log, tail, sizeof tail);
+  snprintf(why, n, "the PostgreSQL server did not start: %s", tail);
+  return -1;
+}
+
 const char *la_test_pg_dir(const la_test_pg_t *pg) {
   return pg->dir;
 }
@@ -187,6 +234,7 @@ int la_test_pg_start(int flags, la_test_pg_t **out, char *why, size_t n) {
   la_test_pg_t *pg = calloc(1, sizeof *pg);
   if (!pg) return -1;
   snprintf(pg->bin, sizeof pg->bin, "%s", bindir);
+  pg->flags = flags;
   snprintf(pg->dir, sizeof pg->dir, "/tmp/la-pg-XXXXXX");
   if (!mkdtemp(pg->dir)) {
     snprintf(why, n, "mkdtemp: %s", strerror(errno));
@@ -228,55 +276,31 @@ int la_test_pg_start(int flags, la_test_pg_t **out, char *why, size_t n) {
     la_test_pg_stop(pg);
     return -1;
   }
-  snprintf(exe, sizeof exe, "%s/postgres", pg->bin);
-  const char *fsync = flags & LA_TEST_PG_FSYNC ? "fsync=on" : "fsync=off";
-  char sock[200];
-  snprintf(sock, sizeof sock, "unix_socket_directories=%s", pg->dir);
-  const char *srv[] = {exe,
-                       "-D",
-                       data,
-                       "-c",
-                       "listen_addresses=",
-                       "-c",
-                       sock,
-                       "-c",
-                       fsync,
-                       "-c",
-                       "max_connections=60",
-                       "-c",
-                       "shared_buffers=64MB",
-                       NULL};
-  pg->pid = la__pg_spawn(pg, srv, log, 0);
-  if (pg->pid < 0) {
-    pg->pid = 0;
-    snprintf(why, n, "fork: %s", strerror(errno));
+  if (la__pg_serve(pg, why, n) != 0) {
     la_test_pg_stop(pg);
     return -1;
   }
-  char url[300];
-  snprintf(url, sizeof url, "host=%s dbname=postgres user=postgres", pg->dir);
-  for (int t = 0; t < 30000; t += 50) {
-    if (PQping(url) == PQPING_OK) {
-      *out = pg;
-      return 0;
-    }
-    if (waitpid(pg->pid, NULL, WNOHANG) == pg->pid) {
-      pg->pid = 0;
-      break;
-    }
-    struct timespec ts = {0, 50 * 1000000L};
-    nanosleep(&ts, NULL);
-  }
-  la__tail(log, tail, sizeof tail);
-  snprintf(why, n, "the PostgreSQL server did not start: %s", tail);
-  la_test_pg_stop(pg);
-  return -1;
+  *out = pg;
+  return 0;
 }
 
-/* Runs sql on conninfo url: 0 or -1 with the server's message in why. */
+int la_test_pg_halt(la_test_pg_t *pg) {
+  if (!pg || pg->pid <= 0) return -1;
+  la__pg_reap(pg, SIGINT, 30000); /* fast shutdown */
+  return 0;
+}
+
+int la_test_pg_resume(la_test_pg_t *pg, char *why, size_t n) {
+  if (!pg || pg->pid > 0) {
+    snprintf(why, n, "the server is running");
+    return -1;
+  }
+  return la__pg_serve(pg, why, n);
+}
+
 static void la__pg_quiet(void *arg, const char *msg) {}
 
-static int la__pg_run(const char *url, const char *sql, char *why, size_t n) {
+int la_test_pg_exec(const char *url, const char *sql, char *why, size_t n) {
   PGconn *c = PQconnectdb(url);
   int r = -1;
   if (PQstatus(c) == CONNECTION_OK) {
@@ -301,9 +325,9 @@ int la_test_pg_createdb(la_test_pg_t *pg, const char *name, char *url,
   snprintf(admin, sizeof admin, "host=%s dbname=postgres user=postgres",
            pg->dir);
   snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s", name);
-  if (la__pg_run(admin, sql, why, n)) return -1;
+  if (la_test_pg_exec(admin, sql, why, n)) return -1;
   snprintf(sql, sizeof sql, "CREATE DATABASE %s", name);
-  if (la__pg_run(admin, sql, why, n)) return -1;
+  if (la_test_pg_exec(admin, sql, why, n)) return -1;
   snprintf(url, url_len, "host=%s dbname=%s user=postgres", pg->dir, name);
   return 0;
 }

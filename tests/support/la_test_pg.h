@@ -5,7 +5,9 @@
  * the postgres server from /usr/lib/postgresql/<version>/bin (or
  * LA_TEST_PG_BIN) as the unprivileged "postgres" user when the test runs as
  * root, listening only on a Unix socket in that directory; it waits until
- * the server accepts connections. la_test_pg_stop stops the server (fast
+ * the server accepts connections. la_test_pg_halt and la_test_pg_resume
+ * stop it (fast shutdown) and start it again on the same data, for tests
+ * of a database restart. la_test_pg_stop stops the server (fast
  * shutdown, then SIGKILL) and removes the directory; an atexit handler
  * does the same for every server still running when the test exits, and
  * the server dies with the test process (parent-death signal). Test use
@@ -31,6 +33,19 @@ int la_test_pg_start(int flags, la_test_pg_t **out, char *why, size_t n);
  * its libpq connection string into url. Returns 0 or -1 (why). */
 int la_test_pg_createdb(la_test_pg_t *pg, const char *name, char *url,
                         size_t url_len, char *why, size_t n);
+
+/* Stops the server as `pg_ctl stop -m fast` does (its sessions end), keeping
+ * its data and socket directory: la_test_pg_resume starts it again. Returns
+ * 0, or -1 when it was not running. */
+int la_test_pg_halt(la_test_pg_t *pg);
+
+/* Starts a server la_test_pg_halt stopped, on the same data and socket, and
+ * waits until it accepts connections. Returns 0 or -1 (why). */
+int la_test_pg_resume(la_test_pg_t *pg, char *why, size_t n);
+
+/* Runs one SQL statement (a GRANT, CREATE ROLE, ...) on database url.
+ * Returns 0, or -1 with the server's message in why. */
+int la_test_pg_exec(const char *url, const char *sql, char *why, size_t n);
 
 /* The directory of the server's Unix socket (and its data). */
 const char *la_test_pg_dir(const la_test_pg_t *pg);
