@@ -117,18 +117,25 @@ static int add_nonfinite(la_trace_t *t, uint64_t pos, double v) {
   return 0;
 }
 
-static int add_value(la_trace_t *t, uint64_t pos, double v) {
+/* Room for `more` values more (one grow per record, not per value). */
+static int reserve_values(la_trace_t *t, uint64_t more) {
   void **p[] = {(void **)&t->vals, (void **)&t->vprefix};
   const size_t sz[] = {sizeof(double), sizeof(dd_t)};
 
   if (t->check_only) return 0;
-  if (grow(p, sz, 2, &t->vcap, t->nv + 1)) return LA_ENOMEM;
+  if (grow(p, sz, 2, &t->vcap, t->nv + more)) return LA_ENOMEM;
   if (t->nv == 0) t->vprefix[0] = (dd_t){0, 0};
+  return 0;
+}
+
+/* A value (room reserved by reserve_values). */
+static inline int add_value(la_trace_t *t, uint64_t pos, double v) {
+  if (t->check_only) return 0;
   t->vals[t->nv] = v;
   t->vprefix[t->nv + 1] =
       dd_add(t->vprefix[t->nv], isfinite(v) ? v * t->psc : 0);
   t->nv++;
-  return add_nonfinite(t, pos, v);
+  return isfinite(v) ? 0 : add_nonfinite(t, pos, v);
 }
 
 /* First index k in sorted pos[lo..hi) with pos[k] >= v. */
@@ -248,6 +255,12 @@ static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
                          "malformed coded quantized run at byte %zu", at);
       }
       q->x0 = t->nv;
+      /* a plain value takes a byte at least: room for no more */
+      if (!is_coded && count > r->len - r->off) {
+        rc = LA_ETRUNC;
+        goto bad;
+      }
+      if ((rc = reserve_values(t, count)) != 0) return rc;
       for (j = 0; j < count; j++) {
         uint64_t w;
         int64_t dk;
@@ -276,6 +289,11 @@ static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
     }
     if (kind == LA_REC_VERBATIM) {
       q->x0 = t->nv;
+      if (count > r->len - r->off) { /* a byte a value at least */
+        rc = LA_ETRUNC;
+        goto bad;
+      }
+      if ((rc = reserve_values(t, count)) != 0) return rc;
       for (j = 0; j < count; j++) {
         if ((rc = la_creader_verbatim(r, &v)) != 0) goto bad;
         if ((rc = add_value(t, pos + j, v)) != 0) return rc;

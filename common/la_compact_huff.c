@@ -31,6 +31,8 @@
 #define LA_HUFF_DIRECT 256 /* values in [-256, 256) are found by index */
 #define LA_HUFF_FAR 32     /* other values: more than this, no coding */
 #define LA_HUFF_MAX_SYMS 256
+#define LA_HUFF_LUT_BITS 10 /* the decoder's table: codes up to 10 bits */
+#define LA_HUFF_MIN_POINTS 32 /* shorter runs stay plain */
 
 typedef struct {
   int64_t v;      /* k - kref */
@@ -97,12 +99,12 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
   uint16_t direct[2 * LA_HUFF_DIRECT]; /* 1 + index, 0: not seen */
   uint8_t idx[LA_CENC_QRUN_MAX];
   size_t nsym = 0, nfar = 0;
-  if (m == 0 || m > LA_CENC_QRUN_MAX) return 0;
+  /* a short run gains a few bytes at most: not worth a table */
+  if (m < LA_HUFF_MIN_POINTS || m > LA_CENC_QRUN_MAX) return 0;
   /* four counters per symbol, point j in cnt[j % 4]: a run of one value
    * does not wait on one counter */
-  uint32_t cnt[4][LA_HUFF_MAX_SYMS];
+  uint32_t cnt[4][LA_HUFF_MAX_SYMS]; /* zeroed as symbols appear */
   memset(direct, 0, sizeof direct);
-  memset(cnt, 0, sizeof cnt);
   for (uint64_t j = 0; j < m; j++) {
     double dd = ks[j] - kref; /* |difference| < 2^54: exact */
     size_t s;
@@ -111,6 +113,7 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
       if (__builtin_expect(*slot == 0, 0)) {
         if (nsym == LA_HUFF_MAX_SYMS) return 0;
         sym[nsym] = (la_hsym_t){.v = (int64_t)dd};
+        cnt[0][nsym] = cnt[1][nsym] = cnt[2][nsym] = cnt[3][nsym] = 0;
         *slot = (uint16_t)++nsym;
       }
       s = *slot - 1u;
@@ -120,6 +123,7 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
         ;
       if (s == nsym) {
         if (nsym == LA_HUFF_MAX_SYMS || ++nfar > LA_HUFF_FAR) return 0;
+        cnt[0][nsym] = cnt[1][nsym] = cnt[2][nsym] = cnt[3][nsym] = 0;
         sym[nsym++] = (la_hsym_t){.v = d};
       }
     }
@@ -251,19 +255,54 @@ int la_huff_qrun_decode(la_creader_t *r, uint64_t m, int64_t *d) {
   uint32_t fill[LA_HUFF_MAX_LEN + 1];
   memcpy(fill, first_idx, sizeof fill);
   for (uint64_t s = 0; s < nsym; s++) order[fill[len[s]]++] = (uint16_t)s;
-  const uint8_t *p = r->p + r->off;
-  uint64_t bit = 0, nbits = 8 * nbytes;
-  for (uint64_t j = 0; j < m; j++) {
-    uint32_t c = 0;
-    int l = 0;
-    for (;;) {
-      if (bit == nbits || l == LA_HUFF_MAX_LEN) return LA_EPROTO;
-      c = c << 1 | ((p[bit >> 3] >> (7 - (bit & 7))) & 1u);
-      bit++;
-      l++;
-      if (c - first_code[l] < per_len[l]) break;
+  /* a table of the next lb bits: the symbol's place in order and its
+   * length for every code of at most lb bits (0: a longer code, or none,
+   * read bit by bit); lb no more than the longest code, so a record of
+   * few short codes fills a small table */
+  int maxlen = 0;
+  for (int l = 1; l <= LA_HUFF_MAX_LEN; l++)
+    if (per_len[l]) maxlen = l;
+  int lb = maxlen < LA_HUFF_LUT_BITS ? maxlen : LA_HUFF_LUT_BITS;
+  while (lb > 1 && (UINT64_C(1) << lb) > 4 * m) lb--; /* table <= 4m */
+  uint16_t lut[1u << LA_HUFF_LUT_BITS];
+  memset(lut, 0, sizeof(uint16_t) << lb);
+  for (int l = 1; l <= lb; l++)
+    for (uint32_t i = 0; i < per_len[l]; i++) {
+      uint32_t c = first_code[l] + i, k = first_idx[l] + i;
+      uint16_t e = (uint16_t)(k << 4 | (uint32_t)l);
+      for (uint32_t f = c << (lb - l); f < (c + 1) << (lb - l); f++) lut[f] = e;
     }
-    d[j] = val[order[first_idx[l] + c - first_code[l]]];
+  const uint8_t *p = r->p + r->off;
+  uint64_t bit = 0, nbits = 8 * nbytes, win = 0; /* win: bits from bit on,
+                                                    most significant first */
+  uint64_t next = 0; /* bytes of p loaded into win */
+  int nw = 0;        /* bits in win (zeros beyond the stream) */
+  for (uint64_t j = 0; j < m; j++) {
+    while (nw <= 56) { /* refill: whole bytes, zeros past the end */
+      if (next < nbytes) win |= (uint64_t)p[next] << (56 - nw);
+      next++;
+      nw += 8;
+    }
+    uint32_t e = lut[win >> (64 - lb)], k;
+    int l;
+    if (e) {
+      l = (int)(e & 15);
+      k = e >> 4;
+    } else { /* longer than lb bits, or not a code */
+      uint32_t c = (uint32_t)(win >> (64 - lb));
+      for (l = lb;;) {
+        if (l == LA_HUFF_MAX_LEN) return LA_EPROTO;
+        l++;
+        c = c << 1 | (uint32_t)((win >> (64 - l)) & 1u);
+        if (c - first_code[l] < per_len[l]) break;
+      }
+      k = first_idx[l] + c - first_code[l];
+    }
+    if (bit + (uint64_t)l > nbits) return LA_EPROTO; /* past the stream */
+    bit += (uint64_t)l;
+    win <<= l;
+    nw -= l;
+    d[j] = val[order[k]];
   }
   /* the stream ends in the last byte, padded with zero bits */
   if ((nbits - bit) >= 8) return LA_EPROTO;
