@@ -219,14 +219,14 @@ int la_trace_decode(const la_trace_t *t, uint64_t first, uint64_t count,
 
 /* Sum of the reconstruction over [first, first+count), computed from the
  * segments in closed form (O(log segments + exceptions in the range); for
- * lossless traces from checkpoints every LA_TRACE_CHECKPOINT points). It
+ * verbatim values, lossless traces included, from checkpoints of their
+ * running sum every 32 values, at most 62 values added). It
  * equals the sum of la_trace_decode()'s values up to rounding: the tests
  * require |difference| <= 1e-12 * sum of |values| + 1e-300. Returns 0 or
  * LA_ERANGE. */
 int la_trace_range_sum(const la_trace_t *t, uint64_t first, uint64_t count,
                        double *sum);
 
-#define LA_TRACE_CHECKPOINT 4096
 
 /* One record of the encoding, for listings. */
 enum { LA_SEG_LINE = 0, LA_SEG_VERBATIM = 1 };

@@ -23,6 +23,8 @@ typedef struct {
   double hi, lo;
 } dd_t;
 
+#define LA_VBLK 32 /* values per checkpoint of their running sum */
+
 static dd_t dd_add(dd_t a, double b) {
   double s = a.hi + b, bb = s - a.hi;
   double e = (a.hi - (s - bb)) + (b - bb);
@@ -62,7 +64,8 @@ struct la_trace {
   dd_t *xprefix;
   size_t nx, xcap;
   double *vals; /* verbatim values (all values of a lossless trace) */
-  dd_t *vprefix;
+  dd_t *vblk;   /* finite sum of vals[0 .. k * LA_VBLK) (times psc) */
+  dd_t vrun;    /* finite sum of vals[0 .. nv) (times psc) */
   size_t nv, vcap;
   uint64_t *nfpos; /* non-finite values in order, with their values */
   double *nfval;
@@ -100,7 +103,7 @@ void la_trace_close(la_trace_t *t) {
   free(t->xval);
   free(t->xprefix);
   free(t->vals);
-  free(t->vprefix);
+  free(t->vblk);
   free(t->nfpos);
   free(t->nfval);
   free(t);
@@ -117,25 +120,58 @@ static int add_nonfinite(la_trace_t *t, uint64_t pos, double v) {
   return 0;
 }
 
-/* Room for `more` values more (one grow per record, not per value). */
+/* Room for `more` values more (one grow per record, not per value): the
+ * values, and a checkpoint of their running sum every LA_VBLK of them
+ * (range sums add the values between checkpoints: a sixteenth of the
+ * memory a sum per value took, written once per block). */
 static int reserve_values(la_trace_t *t, uint64_t more) {
-  void **p[] = {(void **)&t->vals, (void **)&t->vprefix};
-  const size_t sz[] = {sizeof(double), sizeof(dd_t)};
+  size_t c = t->vcap ? t->vcap : 16;
 
-  if (t->check_only) return 0;
-  if (grow(p, sz, 2, &t->vcap, t->nv + more)) return LA_ENOMEM;
-  if (t->nv == 0) t->vprefix[0] = (dd_t){0, 0};
+  if (t->check_only || t->nv + more <= t->vcap) return 0;
+  while (c < t->nv + more) c *= 2;
+  double *v = realloc(t->vals, c * sizeof *v);
+  if (!v) return LA_ENOMEM;
+  t->vals = v;
+  dd_t *b = realloc(t->vblk, (c / LA_VBLK + 2) * sizeof *b);
+  if (!b) return LA_ENOMEM;
+  t->vblk = b;
+  if (t->vcap == 0) t->vblk[0] = t->vrun = (dd_t){0, 0};
+  t->vcap = c;
   return 0;
+}
+
+/* The running sum over one more value (vals[nv - 1] just stored). */
+static inline void sum_value(la_trace_t *t, double v) {
+  t->vrun = dd_add(t->vrun, isfinite(v) ? v * t->psc : 0);
+  if (t->nv % LA_VBLK == 0) t->vblk[t->nv / LA_VBLK] = t->vrun;
 }
 
 /* A value (room reserved by reserve_values). */
 static inline int add_value(la_trace_t *t, uint64_t pos, double v) {
   if (t->check_only) return 0;
-  t->vals[t->nv] = v;
-  t->vprefix[t->nv + 1] =
-      dd_add(t->vprefix[t->nv], isfinite(v) ? v * t->psc : 0);
-  t->nv++;
+  t->vals[t->nv++] = v;
+  sum_value(t, v);
   return isfinite(v) ? 0 : add_nonfinite(t, pos, v);
+}
+
+/* Finite sum of vals[a .. b) (times psc): the checkpoints between, the
+ * values before the first and after the last. */
+static dd_t vsum(const la_trace_t *t, size_t a, size_t b) {
+  dd_t s = {0, 0};
+  size_t ba = (a + LA_VBLK - 1) / LA_VBLK, bb = b / LA_VBLK, k;
+
+  if (ba >= bb) {
+    for (k = a; k < b; k++)
+      s = dd_add(s, isfinite(t->vals[k]) ? t->vals[k] * t->psc : 0);
+    return s;
+  }
+  for (k = a; k < ba * LA_VBLK; k++)
+    s = dd_add(s, isfinite(t->vals[k]) ? t->vals[k] * t->psc : 0);
+  s = dd_add(s, t->vblk[bb].hi - t->vblk[ba].hi);
+  s = dd_add(s, t->vblk[bb].lo - t->vblk[ba].lo);
+  for (k = bb * LA_VBLK; k < b; k++)
+    s = dd_add(s, isfinite(t->vals[k]) ? t->vals[k] * t->psc : 0);
+  return s;
 }
 
 /* First index k in sorted pos[lo..hi) with pos[k] >= v. */
@@ -158,8 +194,8 @@ static dd_t rec_partial(const la_trace_t *t, const rec_t *q, uint64_t j0,
   size_t x0, x1;
 
   if (q->kind == LA_REC_VERBATIM) {
-    s = dd_add(s, t->vprefix[q->x0 + j1].hi - t->vprefix[q->x0 + j0].hi);
-    return dd_add(s, t->vprefix[q->x0 + j1].lo - t->vprefix[q->x0 + j0].lo);
+    dd_t v = vsum(t, q->x0 + j0, q->x0 + j1);
+    return dd_add(dd_add(s, v.hi), v.lo);
   }
   if (lin_end > j0) {
     double c = (double)(cnt = lin_end - j0);
@@ -391,14 +427,13 @@ static void rescale(la_trace_t *t) {
   size_t k, e;
 
   if ((t->nrec == 0 || isfinite(t->rprefix[t->nrec].hi)) &&
-      (t->nv == 0 || isfinite(t->vprefix[t->nv].hi)) &&
+      (t->nv == 0 || isfinite(t->vrun.hi)) &&
       (t->nx == 0 || isfinite(t->xprefix[t->nx].hi)))
     return;
   t->psc = 0x1p-64;
-  for (k = 0; k < t->nv; k++) {
-    double v = t->vals[k];
-    t->vprefix[k + 1] = dd_add(t->vprefix[k], isfinite(v) ? v * t->psc : 0);
-  }
+  size_t nv = t->nv;
+  t->vrun = (dd_t){0, 0};
+  for (t->nv = 0; t->nv < nv;) sum_value(t, t->vals[t->nv++]);
   for (k = 0; k < t->nrec; k++) {
     const rec_t *q = &t->recs[k];
     if (q->kind == LA_REC_VERBATIM) continue;
@@ -526,12 +561,9 @@ static int parse_trace(const uint8_t *bytes, size_t len, uint64_t max_points,
       }
       goto body_done;
     }
-    t->vcap = n ? n : 1;
-    t->vals = malloc(t->vcap * sizeof(double));
-    t->vprefix = malloc((t->vcap + 1) * sizeof(dd_t));
     t->recs = calloc(1, sizeof(rec_t));
     t->rprefix = calloc(2, sizeof(dd_t));
-    if (!t->vals || !t->vprefix || !t->recs || !t->rprefix) {
+    if (!t->recs || !t->rprefix || reserve_values(t, n ? n : 1) != 0) {
       rc = LA_ENOMEM;
       goto out;
     }
@@ -540,15 +572,13 @@ static int parse_trace(const uint8_t *bytes, size_t len, uint64_t max_points,
                      rc == LA_ETRUNC ? "truncated" : "malformed", r.off);
       goto out;
     }
-    t->vprefix[0] = (dd_t){0, 0};
     for (j = 0; j < n; j++) {
-      double v = t->vals[j];
-      t->vprefix[j + 1] = dd_add(t->vprefix[j], isfinite(v) ? v : 0);
+      double v = t->vals[t->nv++];
+      sum_value(t, v);
       if ((rc = add_nonfinite(t, j, v)) != 0) goto out;
     }
-    t->nv = n;
     t->recs[0] = (rec_t){.first = 0, .count = n, .kind = LA_REC_VERBATIM};
-    t->rprefix[1] = t->vprefix[n];
+    t->rprefix[1] = t->vrun;
     t->nrec = n > 0;
   } else if ((rc = parse_records(t, &r, why, why_len)) != 0) {
     goto out;
