@@ -282,17 +282,36 @@ static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
     q->first = pos;
     q->count = count;
     q->kind = (uint8_t)(kind == LA_REC_QRUN ? LA_REC_VERBATIM : kind);
-    if (kind == LA_REC_QRUN) { /* exact values, indexed as verbatim ones */
-      int64_t coded[LA_CENC_QRUN_MAX], kref = qk;
-      int is_coded = (tag & LA_REC_EXC) != 0;
-      if (is_coded && (rc = la_huff_qrun_decode(r, count, coded)) != 0) {
+    if (kind == LA_REC_QRUN && (tag & LA_REC_EXC)) {
+      /* coded: every value is kref + one of the table's, so the table's
+       * least and greatest bound them all (checked once, the same way
+       * when only checking) */
+      int64_t coded[LA_CENC_QRUN_MAX], kref = qk, smin, smax;
+      if ((rc = la_huff_qrun_decode(r, count, coded, &smin, &smax)) != 0) {
         if (rc == LA_ETRUNC) goto bad;
         return la_errorf(why, why_len, LA_EPROTO,
                          "malformed coded quantized run at byte %zu", at);
       }
+      if (kref + smin <= -(INT64_C(1) << 53) ||
+          kref + smax >= (INT64_C(1) << 53))
+        return la_errorf(why, why_len, LA_EPROTO,
+                         "quantized value out of range at byte %zu", at);
+      if (!isfinite(fmax(fabs((double)(kref + smin)),
+                         fabs((double)(kref + smax))) * t->quantum))
+        return la_errorf(why, why_len, LA_EPROTO,
+                         "quantized value overflows at byte %zu", at);
+      q->x0 = t->nv;
+      if ((rc = reserve_values(t, count)) != 0) return rc;
+      for (j = 0; j < count && !t->check_only; j++)
+        add_value(t, pos + j, (double)(kref + coded[j]) * t->quantum);
+      qk = kref + coded[count - 1];
+      vertex_ok = 0;
+      goto next;
+    }
+    if (kind == LA_REC_QRUN) { /* exact values, indexed as verbatim ones */
       q->x0 = t->nv;
       /* a plain value takes a byte at least: room for no more */
-      if (!is_coded && count > r->len - r->off) {
+      if (count > r->len - r->off) {
         rc = LA_ETRUNC;
         goto bad;
       }
@@ -300,15 +319,8 @@ static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
       for (j = 0; j < count; j++) {
         uint64_t w;
         int64_t dk;
-        if (is_coded) { /* the values relative to kref: as deltas */
-          if (coded[j] >= (INT64_C(1) << 54) || coded[j] <= -(INT64_C(1) << 54))
-            return la_errorf(why, why_len, LA_EPROTO,
-                             "quantized value out of range at byte %zu", at);
-          dk = kref + coded[j] - qk;
-        } else {
-          if ((rc = la_creader_varint(r, &w)) != 0) goto bad;
-          dk = la_unzigzag(w);
-        }
+        if ((rc = la_creader_varint(r, &w)) != 0) goto bad;
+        dk = la_unzigzag(w);
         if (dk >= (INT64_C(1) << 54) || dk <= -(INT64_C(1) << 54) ||
             qk + dk >= (INT64_C(1) << 53) || qk + dk <= -(INT64_C(1) << 53))
           return la_errorf(why, why_len, LA_EPROTO,

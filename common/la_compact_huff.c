@@ -201,7 +201,8 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
   return (size_t)(p - out);
 }
 
-int la_huff_qrun_decode(la_creader_t *r, uint64_t m, int64_t *d) {
+int la_huff_qrun_decode(la_creader_t *r, uint64_t m, int64_t *d,
+                        int64_t *smin, int64_t *smax) {
   uint64_t nsym, w, nbytes;
   int64_t val[LA_CENC_QRUN_MAX];
   uint8_t len[LA_CENC_QRUN_MAX];
@@ -236,6 +237,8 @@ int la_huff_qrun_decode(la_creader_t *r, uint64_t m, int64_t *d) {
   if (kraft > (UINT64_C(1) << LA_HUFF_MAX_LEN)) return LA_EPROTO;
   if ((rc = la_creader_varint(r, &nbytes)) != 0) return rc;
   if (nbytes > r->len - r->off) return LA_ETRUNC;
+  *smin = val[0]; /* the table is in ascending order */
+  *smax = val[nsym - 1];
   if (nsym == 1) {
     if (nbytes != 0) return LA_EPROTO;
     for (uint64_t j = 0; j < m; j++) d[j] = val[0];
@@ -255,6 +258,8 @@ int la_huff_qrun_decode(la_creader_t *r, uint64_t m, int64_t *d) {
   uint32_t fill[LA_HUFF_MAX_LEN + 1];
   memcpy(fill, first_idx, sizeof fill);
   for (uint64_t s = 0; s < nsym; s++) order[fill[len[s]]++] = (uint16_t)s;
+  int64_t byk[LA_CENC_QRUN_MAX]; /* the values in canonical order */
+  for (uint64_t k = 0; k < nsym; k++) byk[k] = val[order[k]];
   /* a table of the next lb bits: the symbol's place in order and its
    * length for every code of at most lb bits (0: a longer code, or none,
    * read bit by bit); lb no more than the longest code, so a record of
@@ -302,7 +307,7 @@ int la_huff_qrun_decode(la_creader_t *r, uint64_t m, int64_t *d) {
     bit += (uint64_t)l;
     win <<= l;
     nw -= l;
-    d[j] = val[order[k]];
+    d[j] = byk[k];
   }
   /* the stream ends in the last byte, padded with zero bits */
   if ((nbits - bit) >= 8) return LA_EPROTO;

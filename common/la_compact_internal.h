@@ -365,10 +365,12 @@ long la_compact_maxerr_lengths(const double *x, size_t n, double tol_abs,
  * relative to the quantized state kref, into out when it takes fewer than
  * limit bytes (out has limit bytes of room): returns its length, else 0
  * (write the plain run). The decoder reads such a body of m points into
- * d[0..m) (the integers minus kref): 0, LA_ETRUNC or LA_EPROTO. */
+ * d[0..m) (the integers minus kref), with the least and greatest value of
+ * its table (every d[j] is within them): 0, LA_ETRUNC or LA_EPROTO. */
 size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
                            uint8_t *out, size_t limit);
-int la_huff_qrun_decode(la_creader_t *r, uint64_t m, int64_t *d);
+int la_huff_qrun_decode(la_creader_t *r, uint64_t m, int64_t *d,
+                        int64_t *smin, int64_t *smax);
 
 #ifdef __cplusplus
 }

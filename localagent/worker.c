@@ -2,13 +2,15 @@
  *
  * Submitting a job logs that the agent took the cycle (a "taken" record,
  * outq.h). The job copies the buffer out of the application's shared
- * memory (scaled to the metric's unit) and zeroes it, compacts the copy,
- * and appends the CompactTrace to the log — or, when the cycle cannot be
- * compacted or stored, a TraceMissing with the reason. Only then does the
- * buffer go back to the application: whatever the moment the agent dies,
- * the cycle is in the log as a trace, or as a taken record that the next
- * start turns into a TraceMissing. The application keeps profiling into its
- * other buffers meanwhile. Back on the loop thread the job is counted and
+ * memory (scaled to the metric's unit; its flags too) and zeroes it, and
+ * gives the buffer back to the application at once; then it compacts the
+ * copy and appends the CompactTrace to the log — or, when the cycle cannot
+ * be compacted or stored, a TraceMissing with the reason. Whatever the
+ * moment the agent dies, the cycle is in the log as a trace, or as a taken
+ * record that the next start turns into a TraceMissing. The application
+ * profiles into the buffer again while its last cycle is compacted: it
+ * waits for the agent only while its buffers are queued, not while they
+ * are compacted. Back on the loop thread the job is counted and
  * the uplink woken, and the session's next job started: a session's jobs
  * run one at a time, in the order the application handed the cycles over,
  * because its robust weights, history and weights area are sequential
@@ -216,6 +218,14 @@ static int la__take(la_job_t *j, double **x, uint64_t *nv) {
   return rc;
 }
 
+/* The job's buffer back to the application: no longer busy first, so the
+ * application's next notification of it is a new cycle (queued behind
+ * this job), never a second notification of this one. */
+static void la__give_back(la_job_t *j) {
+  __atomic_fetch_and(&j->s->busy, ~(1u << j->buffer), __ATOMIC_SEQ_CST);
+  la_app_ipc_give_back(&j->s->ipc, j->buffer);
+}
+
 static void la__work(uv_work_t *req) {
   la_job_t *j = req->data;
   la_session_t *s = j->s;
@@ -229,6 +239,13 @@ static void la__work(uv_work_t *req) {
   int rows = j->spread > 1;
   la_weights_t *w = rows ? s->row_weights : s->weights;
   la_history_t *h = rows ? s->row_hist : s->hist;
+  uint8_t *flags = NULL; /* row probes flag nothing */
+  if (j->rc == 0 && !rows && (w || k > 1)) flags = la__flags(j);
+  /* Values, flags and meta data are the job's own now: the buffer goes
+   * back at once, and the application profiles into it while the cycle is
+   * compacted. The cycle's taken record is in the log already, so an agent
+   * that dies before the trace is logged leaves it recorded as missing. */
+  la__give_back(j);
   if (j->rc == 0) {
     la_compact_result_t res, sres, srres;
     memset(&res, 0, sizeof res);
@@ -239,8 +256,6 @@ static void la__work(uv_work_t *req) {
      * are whole counts, rough stretches are stored exactly */
     j->cp.quantum = j->meta.scale;
     j->rc = la_compact(x, n, &j->cp, &res);
-    uint8_t *flags = NULL; /* row probes flag nothing */
-    if (j->rc == 0 && !rows && (w || k > 1)) flags = la__flags(j);
     /* the robust weights as a decoder of their trace gives them, written
      * by the encoder (la_compact_recon()): the history compares them and
      * the application reads them, and neither decodes */
@@ -266,7 +281,6 @@ static void la__work(uv_work_t *req) {
       j->rc = la__channels(j, x + n, flags);
       j->rst = keep;
     }
-    free(flags);
     j->ns = la_mono_ns() - t0;
     if (j->rc != 0) {
       j->why = "dropped: compaction failed";
@@ -327,16 +341,12 @@ static void la__work(uv_work_t *req) {
     }
   }
   free(x);
+  free(flags);
   if (j->rc != 0 || j->log_rc != 0) {
     int rc =
         la_uplink_log_missing(s->ag, s->app_id, s->rank, j->cycle_tag, j->why);
     j->missing = rc == 0;
   }
-  /* The cycle is in the log: the buffer is no longer busy, and only then
-   * does it go back, so the application's next notification of it is never
-   * seen as a second notification of this one. */
-  __atomic_fetch_and(&s->busy, ~(1u << j->buffer), __ATOMIC_SEQ_CST);
-  la_app_ipc_give_back(&s->ipc, j->buffer);
 }
 
 static void la__after(uv_work_t *req, int status);
