@@ -78,10 +78,20 @@ static int by_value(const void *a, const void *b) {
   return x->v < y->v ? -1 : x->v > y->v;
 }
 
-static int by_len(const void *a, const void *b) {
-  const la_hsym_t *x = *(la_hsym_t *const *)a, *y = *(la_hsym_t *const *)b;
-  if (x->len != y->len) return x->len < y->len ? -1 : 1;
-  return x->v < y->v ? -1 : x->v > y->v;
+/* srt[0..n) in the order of cmp: insertion for the few symbols of a
+ * typical run (qsort's calls cost more than the sort there), qsort else. */
+static void sort_syms(la_hsym_t **srt, size_t n,
+                      int (*cmp)(const void *, const void *)) {
+  if (n > 8) {
+    qsort(srt, n, sizeof *srt, cmp);
+    return;
+  }
+  for (size_t a = 1; a < n; a++)
+    for (size_t b = a; b > 0 && cmp(&srt[b - 1], &srt[b]) > 0; b--) {
+      la_hsym_t *t = srt[b];
+      srt[b] = srt[b - 1];
+      srt[b - 1] = t;
+    }
 }
 
 static size_t varint_len(uint64_t v) {
@@ -132,18 +142,25 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
   }
   for (size_t s = 0; s < nsym; s++)
     sym[s].n = cnt[0][s] + cnt[1][s] + cnt[2][s] + cnt[3][s];
-  la_hsym_t *srt[LA_HUFF_MAX_SYMS];
-  for (size_t s = 0; s < nsym; s++) srt[s] = &sym[s];
+  /* the table's order (by value), then Huffman's (by count) */
+  la_hsym_t *vs[LA_HUFF_MAX_SYMS], *srt[LA_HUFF_MAX_SYMS];
+  for (size_t s = 0; s < nsym; s++) vs[s] = &sym[s];
+  sort_syms(vs, nsym, by_value);
   uint64_t bits = 0;
   if (nsym > 1) {
-    qsort(srt, nsym, sizeof *srt, by_count);
+    memcpy(srt, vs, nsym * sizeof *srt);
+    sort_syms(srt, nsym, by_count);
     lengths(srt, nsym);
+    size_t per_len[LA_HUFF_MAX_LEN + 2] = {0};
     for (size_t s = 0; s < nsym; s++) {
       if (srt[s]->len > LA_HUFF_MAX_LEN) return 0;
       bits += (uint64_t)srt[s]->n * srt[s]->len;
+      per_len[srt[s]->len + 1]++;
     }
-    /* canonical codes: by length, then value */
-    qsort(srt, nsym, sizeof *srt, by_len);
+    /* canonical codes: by length, then value (a stable bucket sort of the
+     * value order by length) */
+    for (int l = 1; l <= LA_HUFF_MAX_LEN; l++) per_len[l + 1] += per_len[l];
+    for (size_t s = 0; s < nsym; s++) srt[per_len[vs[s]->len]++] = vs[s];
     uint32_t code = 0;
     uint8_t len = srt[0]->len;
     for (size_t s = 0; s < nsym; s++) {
@@ -154,22 +171,19 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
   } else {
     sym[0].len = 0;
   }
-  /* the table in value order */
-  for (size_t s = 0; s < nsym; s++) srt[s] = &sym[s];
-  qsort(srt, nsym, sizeof *srt, by_value);
   size_t nbytes = (size_t)((bits + 7) / 8);
-  size_t size = varint_len(nsym) + varint_len(la_zigzag(srt[0]->v)) +
+  size_t size = varint_len(nsym) + varint_len(la_zigzag(vs[0]->v)) +
                 (nsym + 1) / 2 + varint_len(nbytes) + nbytes;
   for (size_t s = 1; s < nsym; s++)
-    size += varint_len((uint64_t)(srt[s]->v - srt[s - 1]->v - 1));
+    size += varint_len((uint64_t)(vs[s]->v - vs[s - 1]->v - 1));
   if (size >= limit) return 0; /* the plain record is as small */
   uint8_t *p = out;
   p += la_varint_write(p, nsym);
-  p += la_varint_write(p, la_zigzag(srt[0]->v));
+  p += la_varint_write(p, la_zigzag(vs[0]->v));
   for (size_t s = 1; s < nsym; s++)
-    p += la_varint_write(p, (uint64_t)(srt[s]->v - srt[s - 1]->v - 1));
+    p += la_varint_write(p, (uint64_t)(vs[s]->v - vs[s - 1]->v - 1));
   for (size_t s = 0; s < nsym; s += 2)
-    *p++ = (uint8_t)(srt[s]->len | (s + 1 < nsym ? srt[s + 1]->len << 4 : 0));
+    *p++ = (uint8_t)(vs[s]->len | (s + 1 < nsym ? vs[s + 1]->len << 4 : 0));
   p += la_varint_write(p, nbytes);
   /* codes into a 64-bit accumulator, four bytes out at a time */
   uint32_t code[LA_HUFF_MAX_SYMS];
