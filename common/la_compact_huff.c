@@ -94,12 +94,6 @@ static void sort_syms(la_hsym_t **srt, size_t n,
     }
 }
 
-static size_t varint_len(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    n++;
-  }
   return n;
 }
 
@@ -172,10 +166,10 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
     sym[0].len = 0;
   }
   size_t nbytes = (size_t)((bits + 7) / 8);
-  size_t size = varint_len(nsym) + varint_len(la_zigzag(vs[0]->v)) +
-                (nsym + 1) / 2 + varint_len(nbytes) + nbytes;
+  size_t size = la_varint_len(nsym) + la_varint_len(la_zigzag(vs[0]->v)) +
+                (nsym + 1) / 2 + la_varint_len(nbytes) + nbytes;
   for (size_t s = 1; s < nsym; s++)
-    size += varint_len((uint64_t)(vs[s]->v - vs[s - 1]->v - 1));
+    size += la_varint_len((uint64_t)(vs[s]->v - vs[s - 1]->v - 1));
   if (size >= limit) return 0; /* the plain record is as small */
   uint8_t *p = out;
   p += la_varint_write(p, nsym);

@@ -168,6 +168,16 @@ static inline int la_creader_verbatim(la_creader_t *r, double *v) {
   return 0;
 }
 
+/* Bytes of v as a LEB128 varint. */
+static inline size_t la_varint_len(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    n++;
+  }
+  return n;
+}
+
 /* Writes v as a LEB128 varint at p (10 bytes of room); returns its length. */
 static inline size_t la_varint_write(uint8_t *p, uint64_t v) {
   size_t i = 0;
