@@ -94,9 +94,6 @@ static void sort_syms(la_hsym_t **srt, size_t n,
     }
 }
 
-  return n;
-}
-
 size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
                            uint8_t *out, size_t limit) {
   la_hsym_t sym[LA_HUFF_MAX_SYMS];
