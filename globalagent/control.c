@@ -7,10 +7,12 @@
  * la_status.h). Reports only; it changes nothing. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "feed_jobs.h"
 #include "ga.h"
+#include "store_db.h"
 #include "held.h"
 #include "la_sockio.h"
 #include "la_status.h"
@@ -41,12 +43,6 @@ static void la__missing_rows(la_ga_t *ga, La__StatusReply *r) {
   }
 }
 
-/* The store file's size in bytes (the main file; -1 when unknown). */
-static int64_t la__store_bytes(const char *path) {
-  struct stat sb;
-  return stat(path, &sb) == 0 ? (int64_t)sb.st_size : -1;
-}
-
 La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
   La__StatusReply *r = la_status_new("la-globalagent");
   if (!r) return NULL;
@@ -58,9 +54,16 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
                  ga->agent_bound);
   la_status_info(r, "feed_listen", "address for subscribers and tools",
                  ga->feed_bound);
-  la_status_info(r, "store", "SQLite store file", ga->set.db);
-  la_status_gauge(r, "store_bytes", "size of the store's main file",
-                  la__store_bytes(ga->set.db));
+  char url[sizeof ga->set.db_url + 8]; /* "***" may be longer */
+  if (ga->set.db_url[0]) la_db_url_public(ga->set.db_url, url, sizeof url);
+  la_status_info(r, "store",
+                 ga->set.db_url[0] ? "PostgreSQL store (no password)"
+                                   : "SQLite store file",
+                 ga->set.db_url[0] ? url : ga->set.db);
+  la_status_gauge(r, "store_bytes",
+                  ga->set.db_url[0] ? "size of the PostgreSQL database"
+                                    : "size of the store's main file",
+                  la_store_bytes(ga->store, ga->set.db));
   la_status_real(r, "uptime_s", "seconds since start", "%.1f",
                  (la_now_ms() - ga->start_ms) / 1000.0);
   la_status_info(r, "state", "running or draining",

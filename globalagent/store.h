@@ -324,6 +324,10 @@ int la_store_fd(la_store_t *s);
  * across that). 0 on SQLite. */
 unsigned la_store_session(la_store_t *s);
 
+/* The store's size in bytes: SQLite's main file at path, PostgreSQL's
+ * database (pg_database_size); -1 when unknown. */
+int64_t la_store_bytes(la_store_t *s, const char *path);
+
 /* Calls fn(arg, app_id, cycle_tag) for every set another shard closed and
  * committed since the last call, reading the socket first when consume is
  * set (never blocks). Returns how many, LA_EINVAL, or LA_EIO (the

@@ -6,6 +6,7 @@
  */
 #include "store_db.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "la.h"
@@ -16,6 +17,27 @@ int la_db_is_pg_url(const char *url) {
     return 1;
   return strstr(url, "dbname=") || strstr(url, "host=") ||
          strstr(url, "service=");
+}
+
+/* The PostgreSQL connection string u without its password: a URI's
+ * user:password@ loses ":password", a keyword's password=value its value. */
+void la_db_url_public(const char *u, char *out, size_t len) {
+  snprintf(out, len, "%s", u);
+  char *scheme = strstr(out, "://");
+  char *auth_end = scheme ? scheme + 3 + strcspn(scheme + 3, "/?") : NULL;
+  char *at = scheme ? memchr(scheme + 3, '@', (size_t)(auth_end - scheme - 3))
+                    : NULL; /* user:password@ is before the path */
+  if (at) {
+    char *colon = memchr(scheme + 3, ':', (size_t)(at - scheme - 3));
+    if (colon) memmove(colon, at, strlen(at) + 1);
+  }
+  char *pw = strstr(out, "password=");
+  if (pw) {
+    char *v = pw + strlen("password="), *end = v;
+    while (*end && *end != ' ' && *end != '&') end++;
+    memmove(v + 3, end, strlen(end) + 1);
+    memcpy(v, "***", 3);
+  }
 }
 
 int la_db_open(const char *url, int flags, la_db_t **out, char *why, size_t n) {

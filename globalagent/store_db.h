@@ -53,6 +53,11 @@ enum {
  * "host=" or "service="). Anything else is an SQLite path or URI. */
 int la_db_is_pg_url(const char *url);
 
+/* url as it may be shown (status, logs): without its password (a URI's
+ * ":password" before '@' removed, a keyword password's value "***"). out
+ * needs strlen(url) + 4 bytes. */
+void la_db_url_public(const char *url, char *out, size_t len);
+
 /* Opens the database url names (la_db_is_pg_url: PostgreSQL, else an
  * SQLite file, ":memory:" or "file:" URI; created when absent, except an
  * SQLite URI with mode=ro). *out gets the connection; on failure NULL and

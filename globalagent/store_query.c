@@ -12,6 +12,7 @@
  * writes (store_write.c).
  */
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -407,4 +408,20 @@ int la_store_rank_elements(la_store_t *s, const char *app_id, uint32_t rank,
   }
   la_db_finalize(st);
   return r;
+}
+
+int64_t la_store_bytes(la_store_t *s, const char *path) {
+  if (!s) return -1;
+  if (la_db_kind(s->db) != LA_DB_PG) {
+    struct stat sb;
+    return path && stat(path, &sb) == 0 ? (int64_t)sb.st_size : -1;
+  }
+  la_db_stmt_t *st;
+  int64_t v = -1;
+  if (la_db_prepare(s->db, "SELECT pg_database_size(current_database())", 0,
+                    &st) != 0)
+    return -1;
+  if (la_db_step(st) == LA_DB_ROW) v = la_db_column_int64(st, 0);
+  la_db_finalize(st);
+  return v;
 }

@@ -178,6 +178,8 @@ int la_uplink_idle(la_agent_t *ag);
 void la_uplink_stop(la_agent_t *ag);
 /* Status entries of the link ("connected", "backoff", ...). */
 const char *la_uplink_state(la_agent_t *ag);
+/* Every shard's link as "address state", separated by "; " ("none"). */
+void la_uplink_states(la_agent_t *ag, char *buf, size_t len);
 uint64_t la_uplink_connects(la_agent_t *ag);
 const char *la_uplink_last_error(la_agent_t *ag);
 

@@ -73,8 +73,14 @@ La__StatusReply *la_status_reply(la_agent_t *ag) {
                     st->bytes_out);
   la_status_info(rep, "global_address", "the GlobalAgent's address",
                  ag->set.global[0] ? ag->set.global : "(none)");
-  la_status_info(rep, "global_link", "state of the GlobalAgent link",
+  la_status_info(rep, "global_link",
+                 "state of the GlobalAgent link (with shards: the first "
+                 "not connected)",
                  la_uplink_state(ag));
+  char links[1024];
+  la_uplink_states(ag, links, sizeof links);
+  la_status_info(rep, "global_links", "each shard's link: address and state",
+                 links);
   la_status_counter(rep, "global_connects", "GlobalAgent links established",
                     la_uplink_connects(ag));
   la_status_info(rep, "global_last_error", "last error of the link",

@@ -469,6 +469,19 @@ const char *la_uplink_state(la_agent_t *ag) {
   return up ? la_uplink_link_state_name(up) : "none";
 }
 
+void la_uplink_states(la_agent_t *ag, char *buf, size_t len) {
+  la_uplink_t *u = ag->up;
+  size_t at = 0;
+  buf[0] = 0;
+  for (int i = 0; u && i < u->n && at < len; i++) {
+    la_uplink_link_t *up = u->links[i];
+    int w = snprintf(buf + at, len - at, "%s%s %s", i ? "; " : "", up->addr_s,
+                     la_uplink_link_state_name(up));
+    if (w > 0) at += (size_t)w;
+  }
+  if (!buf[0]) snprintf(buf, len, "none");
+}
+
 uint64_t la_uplink_connects(la_agent_t *ag) {
   la_uplink_t *u = ag->up;
   uint64_t n = 0;

@@ -146,6 +146,26 @@ static void test_pg_sql_rewrite(void **state) {
   free(t);
 }
 
+/* A connection string as the status shows it: no password, either form. */
+static void test_pg_url_public(void **state) {
+  char out[200];
+  la_db_url_public("postgresql://la:s3cret@db.example:5432/la", out,
+                   sizeof out);
+  assert_string_equal(out, "postgresql://la@db.example:5432/la");
+  la_db_url_public("host=db dbname=la user=la password=s3cret sslmode=require",
+                   out, sizeof out);
+  assert_string_equal(out,
+                      "host=db dbname=la user=la password=*** sslmode=require");
+  la_db_url_public("postgresql://db.example/la?password=x&sslmode=require", out,
+                   sizeof out);
+  assert_string_equal(out,
+                      "postgresql://db.example/la?password=***&sslmode=require");
+  la_db_url_public("postgresql://db:5432/la?user=a@b", out, sizeof out);
+  assert_string_equal(out, "postgresql://db:5432/la?user=a@b");
+  la_db_url_public("postgresql:///la?host=/run/pg", out, sizeof out);
+  assert_string_equal(out, "postgresql:///la?host=/run/pg");
+}
+
 /* Two stores on one database (two shards) store the same traces at once:
  * every key once, each counted new by exactly one of them. */
 static void test_pg_two_writers(void **state) {
@@ -257,6 +277,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
       cmocka_unit_test(test_pg_sql_rewrite),
+      cmocka_unit_test(test_pg_url_public),
       T(test_pg_open_errors),
       T(pg_test_rank_upserts),
       T(pg_test_conflicting_nprocs),

@@ -264,6 +264,24 @@ static void test_shards_kill_one(void **state) {
     int st = bg_wait(k, 120000);
     CHECK(st == 0, "wavetoy of %s exited %d", T.app[k], st);
   }
+  /* the live shard's status names its PostgreSQL store and its size */
+  char store[1100];
+  la_td_status(T.ga[1], "store", store, sizeof store);
+  CHECK(strstr(store, "la_shards") != NULL && !strstr(store, "password"),
+        "store %s", store);
+  CHECK(la_td_status_ll(T.ga[1], "store_bytes") > 0, "store_bytes %lld",
+        la_td_status_ll(T.ga[1], "store_bytes"));
+  /* each LocalAgent's status names every shard's link: the dead shard's
+   * is not connected, the live one's is */
+  for (int i = 0; i < NLA; i++) {
+    char links[1024], want[128];
+    la_td_status(T.la[i], "global_links", links, sizeof links);
+    snprintf(want, sizeof want, "%s connected", T.agents_addr[1]);
+    CHECK(strstr(links, want) != NULL, "global_links of %d: %s", i, links);
+    snprintf(want, sizeof want, "%s connected", T.agents_addr[0]);
+    CHECK(strstr(links, T.agents_addr[0]) && !strstr(links, want),
+          "global_links of %d: %s", i, links);
+  }
   /* everything ends, is acknowledged (by the surviving shard) and closed */
   for (int i = 0; i < NLA; i++)
     CHECK(la_td_wait_status_at_most(T.la[i], "queue_items", 0, WAIT_MS) == 0,
