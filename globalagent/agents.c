@@ -232,7 +232,16 @@ static int la__handshake_auth(la_ga_agent_t *a, const La__Auth *au) {
   }
   La__AuthResult r = LA__AUTH_RESULT__INIT;
   uint64_t next = 1;
-  la_store_agent_next_seq(ga->store, a->host, &next);
+  if (la_store_agent_next_seq(ga->store, a->host, &next) == LA_EIO) {
+    /* nothing can be stored now: the LocalAgent waits for this one */
+    la_ga_store_down(ga, "reading a LocalAgent's sequence number");
+    char msg[300];
+    snprintf(msg, sizeof msg, "the GlobalAgent's store is unavailable (%s): "
+             "retry later", ga->store_error);
+    la__refuse(a, LA_EIO, msg);
+    return 0;
+  }
+  la_ga_store_up(ga);
   r.status = 0;
   r.has_next_seq = 1;
   r.next_seq = next;
@@ -284,11 +293,26 @@ static int la__agent_msg(la_ga_agent_t *a, uint16_t type, ProtobufCMessage *m,
                    la_msg_name(type));
       return -1;
   }
-  if (la_ga_ingest(ga, a->host, type, m, refused) != 0) return -1;
+  int rc = la_ga_ingest(ga, a->host, type, m, refused);
+  if (rc != 0) return rc == LA_EIO ? LA_EIO : -1;
   a->messages++;
   if (seq > a->stored_seq) a->stored_seq = seq;
   la_ga_ingest_end(ga); /* a full batch commits with this seq acked */
   return 0;
+}
+
+/* The store is unavailable: a's LocalAgent is told so (Error, code
+ * LA_EIO: it keeps this GlobalAgent for its applications and resends what
+ * was not acknowledged once it connects again) and the link closes. */
+static void la__store_unavailable(la_ga_agent_t *a, const char *how) {
+  La__Error e = LA__ERROR__INIT;
+  char msg[300];
+  snprintf(msg, sizeof msg, "the GlobalAgent's store is unavailable (%s): "
+           "resend later", a->ga->store_error);
+  e.code = LA_EIO;
+  e.message = msg;
+  la_conn_send(&a->conn, LA__MSG_TYPE__MSG_ERROR, &e.base, 1);
+  la_conn_end(&a->conn, how);
 }
 
 static int la__agent_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
@@ -425,11 +449,16 @@ static void la__after_agent(la_ga_agent_t *a, int status) {
     if (status == 0 && !a->conn.closing) {
       if (f->verdict == LA__F_BAD)
         la_conn_bad(&a->conn, f->why ? f->why : "a frame does not decode");
-      else if (la__agent_msg(a, f->type, f->m,
-                             f->verdict == LA__F_OK
-                                 ? NULL
-                                 : (f->why ? f->why : "invalid trace")) != 0)
-        la_conn_end(&a->conn, "protocol error");
+      else {
+        int rc = la__agent_msg(a, f->type, f->m,
+                               f->verdict == LA__F_OK
+                                   ? NULL
+                                   : (f->why ? f->why : "invalid trace"));
+        if (rc == LA_EIO)
+          la__store_unavailable(a, "store unavailable");
+        else if (rc != 0)
+          la_conn_end(&a->conn, "protocol error");
+      }
     }
     la__frame_free(f);
   }
@@ -631,7 +660,10 @@ static void la__close_all(la_ga_t *ga, const char *reason) {
   for (la_ga_agent_t *a = ga->agents, *n; a; a = n) {
     n = a->next;
     a->stored_seq = a->acked_seq; /* nothing of the failed batch is acked */
-    la_conn_close(&a->conn, reason);
+    if (a->state == LA__AG_READY && !a->conn.closing)
+      la__store_unavailable(a, reason); /* they resend, to this one */
+    else
+      la_conn_close(&a->conn, reason);
   }
 }
 

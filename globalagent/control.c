@@ -64,6 +64,17 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
                   ga->set.db_url[0] ? "size of the PostgreSQL database"
                                     : "size of the store's main file",
                   la_store_bytes(ga->store, ga->set.db));
+  char sstate[300];
+  if (ga->store_down)
+    snprintf(sstate, sizeof sstate, "unavailable for %.0f s: %s",
+             (double)(la_now_ms() - ga->store_down_ms) / 1000.0,
+             ga->store_error);
+  la_status_info(r, "store_state",
+                 "available, or unavailable since when and why (LocalAgents "
+                 "wait and resend)",
+                 ga->store_down ? sstate : "available");
+  la_status_counter(r, "store_outages", "times the store became unavailable",
+                    ga->st.store_outages);
   la_status_real(r, "uptime_s", "seconds since start", "%.1f",
                  (la_now_ms() - ga->start_ms) / 1000.0);
   la_status_info(r, "state", "running or draining",

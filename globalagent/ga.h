@@ -52,6 +52,7 @@ typedef struct la_ga_stats {
   uint64_t subs_accepted, subs_refused;
   uint64_t rank_starts, rank_ends, traces, duplicates, late, commits;
   uint64_t commit_failures, sets_published, sets_dropped, queries;
+  uint64_t store_outages; /* times the store became unavailable */
   uint64_t conflicts, orphans;
   /* Trace-Sets closed (committed), by how: every rank present; partial;
    * partial because the open-set limit forced them out. */
@@ -156,6 +157,12 @@ struct la_ga {
   int n_apps; /* entries of apps, at most set.max_apps */
   int in_txn;
   int txn_failed; /* a statement of the open transaction failed */
+  /* the store could not begin or commit a transaction (ingest.c): since
+   * store_down_ms, with its error; LocalAgents are told (code LA_EIO) and
+   * retry this GlobalAgent instead of moving to another shard */
+  int store_down;
+  uint64_t store_down_ms;
+  char store_error[200];
   /* Shards (docs/sharding.md): the set the stitcher just asked about, not
    * closed, to complete from what other shards stored (ingest.c). */
   char seed_app[LA_MAX_ID_LEN + 1];
@@ -188,7 +195,9 @@ extern const la_ga_agent_ops_t la_ga_agent_ops;
 int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
                        size_t why_len);
 /* Handles one message of an authenticated agent (host), in the open group
- * commit (la_ga_ingest_end follows); 0 or -1 (close).
+ * commit (la_ga_ingest_end follows); 0, -1 (close), or LA_EIO: the store
+ * is unavailable (la_ga_store_down: the LocalAgent is told to resend later,
+ * to this GlobalAgent).
  * enc_why: for a CompactTrace, la_ga_check_encodings' verdict (NULL: its
  * encodings are fine; else the reason it is refused). m is la_msg_decode's
  * and stays the caller's to free, but a stored trace's encodings and
@@ -200,6 +209,10 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
  * recorded for its Ack: commits when the batch is full (store.batch_max),
  * so that the commit acknowledges that message too. */
 void la_ga_ingest_end(la_ga_t *ga);
+/* The store is unavailable (what: the operation that failed) / available
+ * again: logged once each way, said in the status (store_state). */
+void la_ga_store_down(la_ga_t *ga, const char *what);
+void la_ga_store_up(la_ga_t *ga);
 /* Commits the open transaction, then acks and publishes. */
 void la_ga_commit(la_ga_t *ga);
 void la_ga_ingest_stop(la_ga_t *ga);

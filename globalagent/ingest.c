@@ -47,13 +47,33 @@ typedef struct la_ga_closed {
   la_held_set_t held;
 } la_ga_closed_t;
 
+void la_ga_store_down(la_ga_t *ga, const char *what) {
+  snprintf(ga->store_error, sizeof ga->store_error, "%s: %s", what,
+           la_store_errmsg(ga->store));
+  if (ga->store_down) return;
+  ga->store_down = 1;
+  ga->store_down_ms = la_now_ms();
+  ga->st.store_outages++;
+  la_log_error("store unavailable (%s): LocalAgents are told to wait and "
+               "resend; nothing is acknowledged until it is back",
+               ga->store_error);
+}
+
+void la_ga_store_up(la_ga_t *ga) {
+  if (!ga->store_down) return;
+  la_log_info("store available again after %.1f s",
+              (double)(la_now_ms() - ga->store_down_ms) / 1000.0);
+  ga->store_down = 0;
+}
+
 static int la__txn(la_ga_t *ga) {
   if (ga->in_txn) return 0;
   if (la_store_begin(ga->store) != 0) {
-    la_log_error("store: cannot begin a transaction: %s",
-                 la_store_errmsg(ga->store));
+    ga->st.commit_failures++;
+    la_ga_store_down(ga, "cannot begin a transaction");
     return -1;
   }
+  la_ga_store_up(ga);
   ga->in_txn = 1;
   ga->st_begin = ga->st;
   return 0;
@@ -539,7 +559,7 @@ static int la__ingest_missing(la_ga_t *ga, const char *host, const char *app_id,
 
 int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
                  ProtobufCMessage *m, const char *enc_why) {
-  if (la__txn(ga) != 0) return -1;
+  if (la__txn(ga) != 0) return LA_EIO; /* the store is unavailable */
   int rc = 0;
   char why[300];
   if (type == LA__MSG_TYPE__MSG_RANK_START) {
@@ -726,6 +746,7 @@ void la_ga_commit(la_ga_t *ga) {
         "store: commit failed (%s): closing LocalAgent links so "
         "they resend",
         la_store_errmsg(ga->store));
+    la_ga_store_down(ga, "commit failed");
     la_store_rollback(ga->store);
     ga->txn_failed = 0;
     la__restore_counts(ga);

@@ -104,7 +104,12 @@ void la_uplink_link_fail(la_uplink_link_t *up, const char *fmt, ...) {
   up->state = LA_UP_BACKOFF;
   up->epoch++;
   up->inflight = 0;
-  up->failing = 1;
+  /* a GlobalAgent whose database is down is not a failed shard: moving
+   * the applications to another one that shares the database would only
+   * split their jobs (docs/sharding.md) */
+  up->failing = !up->store_fail;
+  if (!up->store_fail) up->store_wait = 0; /* failed otherwise since */
+  up->store_fail = 0;
   up->ev->failed(up, was_ready);
   uv_timer_stop(&up->timer);
   la_frame_reader_free(&up->rd);
@@ -279,9 +284,27 @@ static void la__handshake_challenge(la_uplink_link_t *up,
 /* AuthResult: a refusal (clear or sealed) is logged; an acceptance must be
  * sealed and carry the GlobalAgent's proof, else the GlobalAgent is refused.
  */
+/* The GlobalAgent's store is unavailable (it said so, code LA_EIO): the
+ * link closes and is retried after the backoff, and its applications stay
+ * routed to it; what it did not acknowledge goes again once it is back. */
+static void la__store_wait(la_uplink_link_t *up, const char *msg) {
+  if (!up->store_wait)
+    la_log_warnx("GlobalAgent %s: its store is unavailable (%s): waiting for "
+                 "it, not moving applications", up->addr_s,
+                 msg ? msg : "no reason given");
+  up->store_wait = up->store_fail = 1;
+  up->quiet_fail = 1; /* just logged */
+  la_uplink_link_fail(up, "store unavailable: %s", msg ? msg : "-");
+  up->quiet_fail = 0;
+}
+
 static void la__handshake_result(la_uplink_link_t *up, const La__AuthResult *r,
                                  int sealed) {
   la_agent_t *ag = up->ag;
+  if (r->status == LA_EIO) { /* its store is unavailable: wait for it */
+    la__store_wait(up, r->message);
+    return;
+  }
   if (r->status != 0) {
     la_log_error(
         "GlobalAgent %s refused this agent: %s (check "
@@ -305,6 +328,10 @@ static void la__handshake_result(la_uplink_link_t *up, const La__AuthResult *r,
   la_auth_session_wipe(&up->ses); /* the streams keep what they need */
   up->state = LA_UP_READY;
   up->failing = 0;
+  if (up->store_wait)
+    la_log_info("GlobalAgent %s: connected again after its store came back",
+                up->addr_s);
+  up->store_wait = 0;
   uv_timer_stop(&up->timer);
   /* the backoff is reset by progress (an Ack), not by a handshake: a
    * GlobalAgent that accepts the link and then closes it at the first
@@ -329,7 +356,9 @@ static void la__on_frame(la_uplink_link_t *up, uint16_t type, const uint8_t *p,
     la_uplink_link_fail(up, "bad message: %s", why);
     return;
   }
-  if (type == LA__MSG_TYPE__MSG_ERROR) {
+  if (type == LA__MSG_TYPE__MSG_ERROR && ((La__Error *)m)->code == LA_EIO) {
+    la__store_wait(up, ((La__Error *)m)->message);
+  } else if (type == LA__MSG_TYPE__MSG_ERROR) {
     la_uplink_link_fail(up, "GlobalAgent error: %s", ((La__Error *)m)->message);
   } else if (up->state == LA_UP_HELLO && type == LA__MSG_TYPE__MSG_CHALLENGE) {
     la__handshake_challenge(up, (La__Challenge *)m);

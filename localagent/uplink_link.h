@@ -50,6 +50,9 @@ struct la_uplink_link {
   int idx;     /* its place in global.address */
   char addr_s[64];
   int failing; /* failed since it was last connected: routed around */
+  int store_wait; /* the GlobalAgent said its store is unavailable: the
+                     link backs off and is retried, not routed around */
+  int store_fail; /* the failure in progress is such a one */
   int state;
   uv_tcp_t tcp;
   int tcp_open;

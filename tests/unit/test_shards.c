@@ -177,27 +177,29 @@ static int bg_wait(int k, int timeout_ms) {
 
 /* ---------------------------------------------------------------- test -- */
 
-static void test_shards_kill_one(void **state) {
+/* PostgreSQL, two shards on it, two LocalAgents linked to both, and one
+ * application id homed on each shard. 1: something is missing (skip). */
+static int shards_up(void) {
   char why[2000], p[1024];
   int r = la_test_pg_start(0, &T.pg, why, sizeof why);
   if (r == 1) {
     print_message("skip: %s\n", why);
-    skip();
+    return 1;
   }
   CHECK(r == 0, "%s", why);
   if (la_td_find_bin("la-globalagent", p, sizeof p) ||
       la_td_find_bin("la-localagent", p, sizeof p) ||
       la_td_find_bin("lactl", p, sizeof p)) {
     print_message("skip: the daemons or lactl are not built\n");
-    skip();
+    return 1;
   }
   if (la_td_find_on_path("mpiexec", mpiexec, sizeof mpiexec) != 0) {
     print_message("skip: mpiexec not found on PATH (install mpich)\n");
-    skip();
+    return 1;
   }
   if (la_td_find_bin("../examples/wavetoy", wavetoy, sizeof wavetoy) != 0) {
     print_message("skip: wavetoy not built\n");
-    skip();
+    return 1;
   }
   CHECK(la_test_pg_createdb(T.pg, "la_shards", T.url, sizeof T.url, why,
                             sizeof why) == 0,
@@ -221,6 +223,11 @@ static void test_shards_kill_one(void **state) {
   start_la(1, "nodeB");
   wait_linked(0);
   wait_linked(1);
+  return 0;
+}
+
+static void test_shards_kill_one(void **state) {
+  if (shards_up()) skip();
   /* a subscriber to every application at the shard that survives: it gets
    * the sets the other shard closes too */
   assert_int_equal(la_client_connect(T.feed_addr[1], 5000, &T.sub), 0);
@@ -371,8 +378,82 @@ static void test_shards_kill_one(void **state) {
             T.app[k], y * PERIOD);
 }
 
+/* Each application's stored traces and sets: every (rank, cycle) once,
+ * every set closed complete, nothing recorded missing. */
+static void all_stored_complete(void) {
+  for (int k = 0; k < NAPP; k++) {
+    const char *a = T.app[k];
+    long long n = la_test_pg_valuef(
+        T.url, "SELECT count(*) FROM traces WHERE app_id = '%s'", a);
+    long long complete =
+        la_test_pg_valuef(T.url,
+                          "SELECT count(*) FROM trace_sets WHERE app_id"
+                          " = '%s' AND closed = 1 AND complete = 1",
+                          a);
+    long long missing = la_test_pg_valuef(
+        T.url, "SELECT count(*) FROM missing WHERE app_id = '%s'", a);
+    CHECK(n == 4 * CYCLES && complete == CYCLES && missing == 0,
+          "%s: %lld traces (%d expected), %lld sets complete (%d), %lld "
+          "missing records",
+          a, n, 4 * CYCLES, complete, CYCLES, missing);
+  }
+}
+
+/* The database stops for a few seconds under two shards while two jobs
+ * run: the shards say their store is unavailable, the LocalAgents wait
+ * for their shard instead of moving (no job split over two shards), and
+ * once the database is back every trace is stored once and every set
+ * closes complete. */
+static void test_shards_database_outage(void **state) {
+  if (shards_up()) skip();
+  char outf[NAPP][700];
+  for (int k = 0; k < NAPP; k++) {
+    char name[64];
+    snprintf(name, sizeof name, "wavetoy-%d.out", k);
+    la_td_path(T.ga[1], name, outf[k], sizeof outf[k]);
+    spawn_app(k, outf[k]);
+  }
+  char sql[300];
+  snprintf(sql, sizeof sql,
+           "SELECT count(*) FROM traces WHERE app_id = '%s'", T.app[0]);
+  db_wait(1, sql);
+  assert_int_equal(la_test_pg_halt(T.pg), 0);
+  /* a shard finds out at its next transaction, and says so */
+  char st[400] = "";
+  for (long long end = la_td_now_ms() + WAIT_MS;
+       strncmp(st, "unavailable", 11) != 0 && la_td_now_ms() < end;) {
+    la_td_nap_ms(100);
+    for (int i = 0; i < NGA && strncmp(st, "unavailable", 11) != 0; i++)
+      la_td_status(T.ga[i], "store_state", st, sizeof st);
+  }
+  CHECK(!strncmp(st, "unavailable", 11), "store_state %s", st);
+  la_td_nap_ms(3000); /* the jobs go on; their cycles wait in the logs */
+  char why[2000] = "";
+  CHECK(la_test_pg_resume(T.pg, why, sizeof why) == 0, "%s", why);
+  for (int k = 0; k < NAPP; k++) {
+    int code = bg_wait(k, 120000);
+    CHECK(code == 0, "wavetoy of %s exited %d", T.app[k], code);
+  }
+  for (int i = 0; i < NLA; i++)
+    CHECK(la_td_wait_status_at_most(T.la[i], "queue_items", 0, WAIT_MS) == 0,
+          "LocalAgent %d still holds %lld messages", i,
+          la_td_status_ll(T.la[i], "queue_items"));
+  db_wait(1,
+          "SELECT CASE WHEN count(*) = 0 THEN 1 ELSE 0 END FROM "
+          "trace_sets WHERE closed = 0");
+  all_stored_complete();
+  for (int i = 0; i < NLA; i++)
+    CHECK(!la_td_log_has(T.la[i], "moving to"),
+          "LocalAgent %d moved an application during the outage", i);
+  for (int i = 0; i < NGA; i++) {
+    la_td_status(T.ga[i], "store_state", st, sizeof st);
+    CHECK(!strcmp(st, "available"), "shard %d store_state %s", i, st);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_teardown(test_shards_database_outage, teardown),
       cmocka_unit_test_teardown(test_shards_kill_one, teardown),
   };
   return cmocka_run_group_tests(tests, la_td_group_setup, NULL);
