@@ -73,19 +73,69 @@ int la_client_connect(const char *host_port, int timeout_ms,
   if (!host_port || !*host_port) host_port = LA_CLIENT_DEFAULT_ADDR;
   if (timeout_ms <= 0) timeout_ms = LA_CLIENT_DEFAULT_TIMEOUT_MS;
   /* several GlobalAgent shards, comma-separated: the first that answers */
-  int fd = LA_EINVAL;
-  while (*host_port && fd < 0) {
+  int fd = LA_EINVAL, n = 0, cur = 0;
+  for (const char *a = host_port; *a; n++) {
     char one[300];
-    size_t k = strcspn(host_port, ",");
+    size_t k = strcspn(a, ",");
     if (k >= sizeof one ||
-        (snprintf(one, sizeof one, "%.*s", (int)k, host_port),
+        (snprintf(one, sizeof one, "%.*s", (int)k, a),
          la_hostport_parse(one, host, sizeof host, &port)))
       return LA_EINVAL;
-    fd = la_tcp_connect(host, port, timeout_ms);
-    host_port += k + (host_port[k] == ',');
+    if (fd < 0) {
+      fd = la_tcp_connect(host, port, timeout_ms);
+      cur = n;
+    }
+    a += k + (a[k] == ',');
   }
   if (fd < 0) return fd;
-  return la_client_from_fd(fd, timeout_ms, out);
+  char *addrs = strdup(host_port);
+  int rc = addrs ? la_client_from_fd(fd, timeout_ms, out) : LA_ENOMEM;
+  if (rc != 0) {
+    if (!addrs) close(fd);
+    free(addrs);
+    return rc;
+  }
+  (*out)->addrs = addrs;
+  (*out)->n_addrs = n;
+  (*out)->cur = cur;
+  return 0;
+}
+
+/* Connects again after the stream broke, when connected through a list of
+ * shards: the addresses after the current one, in list order and round
+ * (the current one last), the first that answers; the subscription, if
+ * any, is sent again. 0, or the stream stays dead (c->err says why). */
+static int la__client_sub(la_client_t *c, const char *app_id, int flags,
+                          int has_cycle, uint64_t cycle_tag);
+static int la__client_reconnect(la_client_t *c) {
+  if (!c->addrs || c->n_addrs < 2) return c->dead; /* one: for good */
+  for (int i = 1; i <= c->n_addrs; i++) {
+    int idx = (c->cur + i) % c->n_addrs;
+    const char *a = c->addrs;
+    for (int j = 0; j < idx; j++) a += strcspn(a, ",") + 1;
+    char one[300], host[256];
+    uint16_t port;
+    size_t k = strcspn(a, ",");
+    snprintf(one, sizeof one, "%.*s", (int)k, a);
+    if (la_hostport_parse(one, host, sizeof host, &port) != 0) continue;
+    int fd = la_tcp_connect(host, port, c->timeout_ms);
+    if (fd < 0) continue;
+    close(c->fd);
+    c->fd = fd;
+    c->cur = idx;
+    c->reconnects++;
+    uint32_t max = c->rd.max_payload;
+    la_frame_reader_free(&c->rd);
+    la_frame_reader_init(&c->rd, max);
+    free(c->in.buf);
+    memset(&c->in, 0, sizeof c->in);
+    c->dead = 0;
+    c->err[0] = '\0';
+    if (c->sub && la__client_sub(c, c->sub_app, c->sub_flags, 0, 0) != 0)
+      return c->dead ? c->dead : LA_EIO;
+    return 0;
+  }
+  return c->dead;
 }
 
 int la_client_set_timeout(la_client_t *c, int timeout_ms) {
@@ -163,6 +213,7 @@ void la_client_close(la_client_t *c) {
   free(c->in.buf);
   la_frame_reader_free(&c->rd);
   if (c->fd >= 0) close(c->fd);
+  free(c->addrs);
   free(c);
 }
 
@@ -527,8 +578,14 @@ int la__client_request(la_client_t *c, uint16_t type,
   *reply = NULL;
   la__client_begin(c);
   int rc = la__client_send(c, type, msg);
-  if (rc) return rc;
-  return la__client_wait(c, reply_type, reply, NULL);
+  if (rc == 0) rc = la__client_wait(c, reply_type, reply, NULL);
+  /* a lost connection: once more through the next shard that answers
+   * (requests only read) */
+  if (rc == LA_EIO && c->dead && la__client_reconnect(c) == 0) {
+    rc = la__client_send(c, type, msg);
+    if (rc == 0) rc = la__client_wait(c, reply_type, reply, NULL);
+  }
+  return rc;
 }
 
 int la__client_query_set(la_client_t *c, la_traceset_t **out) {
@@ -568,7 +625,13 @@ static int la__client_sub(la_client_t *c, const char *app_id, int flags,
   char why[200];
   if (la_msg_validate(LA__MSG_TYPE__MSG_SUBSCRIBE, &s.base, why, sizeof why))
     return la__client_fail(c, LA_EINVAL, "subscribe: %s", why);
-  return la__client_send(c, LA__MSG_TYPE__MSG_SUBSCRIBE, &s.base);
+  int rc = la__client_send(c, LA__MSG_TYPE__MSG_SUBSCRIBE, &s.base);
+  if (rc == 0) { /* sent again after a reconnect (from now on) */
+    c->sub = 1;
+    snprintf(c->sub_app, sizeof c->sub_app, "%s", s.app_id);
+    c->sub_flags = flags & ~LA_CLIENT_LATEST;
+  }
+  return rc;
 }
 
 int la_client_subscribe(la_client_t *c, const char *app_id, int flags) {
@@ -604,10 +667,14 @@ int la_client_next(la_client_t *c, int timeout_ms, la_traceset_t **out) {
   }
   uint64_t deadline =
       timeout_ms < 0 ? UINT64_MAX : la_now_ms() + (uint64_t)timeout_ms;
+  int reconnects = 0; /* each address once per call at most */
   for (;;) {
     uint16_t t = 0;
     ProtobufCMessage *m;
     int rc = la__client_read(c, deadline, &t, &m);
+    if (rc == LA_EIO && c->dead && reconnects++ < c->n_addrs &&
+        la__client_reconnect(c) == 0)
+      continue; /* the subscription goes on at the next shard */
     if (rc) return rc;
     switch (t) {
       case LA__MSG_TYPE__MSG_TRACE_SET:

@@ -79,7 +79,12 @@ LA_CLIENT_EXPORT const char *la_client_strerror(int code);
 /* Connects to the GlobalAgent's feed at host_port ("host:port", "port" or
  * "[v6]:port"; NULL or "" means $LA_GLOBAL, or LA_CLIENT_DEFAULT_ADDR) within
  * timeout_ms; several GlobalAgent shards separated by commas: the first of
- * them that accepts (any shard serves every application, docs/sharding.md) (<= 0: LA_CLIENT_DEFAULT_TIMEOUT_MS), which also becomes the
+ * them that accepts (any shard serves every application, docs/sharding.md);
+ * when that connection is lost later, the next call connects to the next
+ * shard of the list that accepts (in list order, round) and sends the
+ * subscription again, so a request or la_client_next goes on there (sets
+ * closed while no shard was connected are not sent again: la_client_get
+ * asks for them). timeout_ms (<= 0: LA_CLIENT_DEFAULT_TIMEOUT_MS) also becomes the
  * handle's request timeout (la_client_set_timeout). On success *out is a new
  * handle and 0 is returned. Errors: LA_EINVAL (out NULL, bad address; *out is
  * set to NULL), LA_ENOAGENT (nothing listens), LA_ETIMEDOUT, LA_ENOMEM. On
@@ -164,7 +169,8 @@ LA_CLIENT_EXPORT int la_client_subscribe_at(la_client_t *c, const char *app_id,
  *   LA_ETIMEDOUT  nothing complete arrived in time (a partly received set is
  *                 kept for the next call);
  *   LA_EIO        the connection closed or failed (for good: every later call
- *                 returns LA_EIO);
+ *                 returns LA_EIO), and, connected through a list of
+ *                 shards, no other shard of it accepted;
  *   LA_EPROTO     a malformed or inconsistent set (skipped: the next call goes
  *                 on with the following one), or a broken stream (for good);
  *   LA_EMSGSIZE   a frame above the maximum (for good);

@@ -78,6 +78,15 @@ struct la_client {
     uint32_t parts, next;
   } in;
   La__SetNotice *notice; /* what the last LA_ELIMIT was about */
+  /* la_client_connect's addresses (GlobalAgent shards), NULL for an
+   * adopted descriptor: a lost connection is made again to the next one
+   * that answers, and a subscription sent again */
+  char *addrs;
+  int n_addrs, cur;
+  int sub; /* subscribed (la_client_subscribe): sub_app, sub_flags */
+  char sub_app[LA_MAX_ID_LEN + 1];
+  int sub_flags;
+  uint64_t reconnects;
   char err[LA__CLIENT_ERR_LEN];
 };
 

@@ -55,6 +55,7 @@ static struct {
   char app[NAPP][64];
   pid_t bg[NAPP];
   la_client_t *sub; /* subscribed at the surviving shard */
+  la_client_t *sub2; /* subscribed through both, at the first */
 } T;
 
 static void dump_logs(void) {
@@ -66,6 +67,7 @@ static void dump_logs(void) {
 
 static int teardown(void **state) {
   la_client_close(T.sub);
+  la_client_close(T.sub2);
   for (int i = 0; i < NAPP; i++)
     if (T.bg[i] > 0) {
       kill(-T.bg[i], SIGKILL);
@@ -232,6 +234,12 @@ static void test_shards_kill_one(void **state) {
    * the sets the other shard closes too */
   assert_int_equal(la_client_connect(T.feed_addr[1], 5000, &T.sub), 0);
   assert_int_equal(la_client_subscribe(T.sub, NULL, 0), 0);
+  /* and one given the shard list: it is connected to the first shard,
+   * which dies; it goes on at the other by itself */
+  char list[200];
+  snprintf(list, sizeof list, "%s,%s", T.feed_addr[0], T.feed_addr[1]);
+  assert_int_equal(la_client_connect(list, 5000, &T.sub2), 0);
+  assert_int_equal(la_client_subscribe(T.sub2, NULL, 0), 0);
   char outf[NAPP][700];
   for (int k = 0; k < NAPP; k++) {
     char name[64];
@@ -266,6 +274,16 @@ static void test_shards_kill_one(void **state) {
   /* the first shard dies with those sets open; nodeB goes on */
   la_td_signal(T.ga[0], SIGKILL);
   assert_int_equal(la_td_wait_exit(T.ga[0], WAIT_MS), 128 + SIGKILL);
+  /* the list subscriber notices at its next call: the sets of before the
+   * kill it had not read are gone with the connection; it reconnects */
+  for (;;) {
+    la_traceset_t *t = NULL;
+    int rc2 = la_client_next(T.sub2, 300, &t);
+    la_traceset_free(t);
+    if (rc2 == LA_ETIMEDOUT) break;
+    CHECK(rc2 == 0, "list subscriber after the kill: %s",
+          la_client_error(T.sub2));
+  }
   la_td_signal(T.la[1], SIGCONT);
   for (int k = 0; k < NAPP; k++) {
     int st = bg_wait(k, 120000);
@@ -376,6 +394,24 @@ static void test_shards_kill_one(void **state) {
     for (int y = 0; y < CYCLES; y++)
       CHECK(got[k][y], "the subscriber never got %s cycle %d complete",
             T.app[k], y * PERIOD);
+  /* the list subscriber got the sets closed after the kill (the last
+   * cycle of each application closes at its end) from the other shard */
+  int last[NAPP] = {0};
+  for (;;) {
+    la_traceset_t *t = NULL;
+    rc = la_client_next(T.sub2, 2000, &t);
+    if (rc == LA_ETIMEDOUT) break;
+    CHECK(rc == 0, "list subscriber: %s", la_client_error(T.sub2));
+    for (int k = 0; k < NAPP; k++)
+      if (!strcmp(la_traceset_app_id(t), T.app[k]) &&
+          la_traceset_cycle(t) == (uint64_t)(CYCLES - 1) * PERIOD &&
+          la_traceset_complete(t))
+        last[k] = 1;
+    la_traceset_free(t);
+  }
+  for (int k = 0; k < NAPP; k++)
+    CHECK(last[k], "the list subscriber never got %s's last cycle",
+          T.app[k]);
 }
 
 /* Each application's stored traces and sets: every (rank, cycle) once,
