@@ -223,20 +223,29 @@ int la__ipc_handover(la__ipc_t *ipc) {
   return 0;
 }
 
-int la__ipc_acquire(la__ipc_t *ipc, uint32_t i, int timeout_ms,
+int la__ipc_acquire(la__ipc_t *ipc, uint32_t *buf, int timeout_ms,
                     int (*alive)(void *), void *arg, int *waited,
                     uint64_t *wait_ns) {
-  struct sembuf op = {
-      .sem_num = (unsigned short)i, .sem_op = -1, .sem_flg = IPC_NOWAIT};
+  uint32_t i = *buf;
+  struct sembuf op = {.sem_op = -1, .sem_flg = IPC_NOWAIT};
   *waited = 0;
-  for (;;) {
-    if (semop(ipc->sem_id, &op, 1) == 0) return 0;
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN) break;
-    if (errno == EIDRM || errno == EINVAL)
-      return la__error(LA_EAGENTLOST, "semaphore set removed under us");
-    return la__error(LA_EIPC, "semop: %s", strerror(errno));
+  /* the next buffer in turn, else any free one after it: the agent takes
+   * cycles in the order they are handed over, whatever their buffers */
+  for (uint32_t k = 0; k < ipc->n_buffers; k++) {
+    op.sem_num = (unsigned short)((i + k) % ipc->n_buffers);
+    for (;;) {
+      if (semop(ipc->sem_id, &op, 1) == 0) {
+        *buf = op.sem_num;
+        return 0;
+      }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) break;
+      if (errno == EIDRM || errno == EINVAL)
+        return la__error(LA_EAGENTLOST, "semaphore set removed under us");
+      return la__error(LA_EIPC, "semop: %s", strerror(errno));
+    }
   }
+  op.sem_num = (unsigned short)i;
   if (timeout_ms == 0) return LA_ESKIPPED;
   *waited = 1;
   uint64_t t0 = la_mono_ns();

@@ -165,10 +165,12 @@ LA__HIDDEN uint8_t *la__ipc_flags(const la__ipc_t *ipc, uint32_t i);
  * without CAP_SYS_ADMIN can remove it when we die. Returns 0 or LA_EIPC
  * (reason recorded; nothing changed; not fatal for profiling). */
 LA__HIDDEN int la__ipc_handover(la__ipc_t *ipc);
-/* Takes buffer i. timeout_ms 0 = do not wait. Between waits calls alive(),
+/* Takes buffer *buf, or when it is not free the first free one after it
+ * (*buf then says which); with none free waits for *buf. timeout_ms 0 =
+ * do not wait. Between waits calls alive(),
  * which returns 0 while the agent lives. Returns 0, LA_ESKIPPED (not free in
  * time), LA_EAGENTLOST or LA_EIPC. *waited is set when it had to wait. */
-LA__HIDDEN int la__ipc_acquire(la__ipc_t *ipc, uint32_t i, int timeout_ms,
+LA__HIDDEN int la__ipc_acquire(la__ipc_t *ipc, uint32_t *buf, int timeout_ms,
                                int (*alive)(void *), void *arg, int *waited,
                                uint64_t *wait_ns);
 /* Removes the semaphore set and detaches the segment, leaving scratch memory

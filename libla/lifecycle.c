@@ -154,8 +154,8 @@ static int la__begin_cycle(void) {
   int timeout = la__settings_policy() == LA_POLICY_SKIP || la__ctx.stalled
                     ? 0
                     : la__ctx.set.wait_timeout_ms;
-  int rc = la__ipc_acquire(&la__ctx.ipc, la__ctx.cur, timeout, la__agent_alive,
-                           NULL, &waited, &la__ctx.wait_ns);
+  int rc = la__ipc_acquire(&la__ctx.ipc, &la__ctx.cur, timeout,
+                           la__agent_alive, NULL, &waited, &la__ctx.wait_ns);
   if (waited) la__ctx.waits++;
   if (rc == LA_ESKIPPED) {
     la__ctx.skipped++;

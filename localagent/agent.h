@@ -54,6 +54,7 @@ typedef struct la_agent_stats {
   uint64_t conns_accepted, conns_refused, conns_timed_out;
   uint64_t regs, regs_refused, apps_ended, bad_frames;
   uint64_t cycles_received, cycles_compacted, cycles_dropped;
+  uint64_t cycles_behind; /* of cycles_dropped: beyond agent.max_backlog */
   uint64_t points, compact_ns, bytes_out;
   uint64_t app_skipped, app_waits; /* reported by applications */
   uint64_t missing_at_restart;     /* taken cycles of a crashed run */

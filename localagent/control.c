@@ -58,6 +58,10 @@ La__StatusReply *la_status_reply(la_agent_t *ag) {
                     st->cycles_compacted);
   la_status_counter(rep, "cycles_dropped", "cycles not compacted",
                     st->cycles_dropped);
+  la_status_counter(rep, "cycles_behind",
+                    "cycles dropped beyond agent.max_backlog (the agent "
+                    "was behind; recorded missing)",
+                    st->cycles_behind);
   la_status_counter(rep, "cycles_skipped_by_apps",
                     "cycles applications skipped (no buffer free)",
                     st->app_skipped);

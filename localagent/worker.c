@@ -399,8 +399,30 @@ static void la__after(uv_work_t *req, int status) {
   la_agent_progress(ag);
 }
 
+/* A cycle beyond agent.max_backlog: its buffer goes back at once, zeroed
+ * and unread, and the cycle is recorded missing with the reason (the
+ * application is told through the store, and its time is not taken). */
+static void la__drop_behind(la_session_t *s, uint32_t i, uint64_t cycle_tag) {
+  char why[160];
+  snprintf(why, sizeof why,
+           "dropped: the LocalAgent was behind (agent.max_backlog = %lld "
+           "cycles of this rank waiting)",
+           (long long)s->ag->set.max_backlog);
+  la_app_ipc_discard(&s->ipc, i);
+  la_app_ipc_give_back(&s->ipc, i);
+  s->ag->st.cycles_dropped++;
+  s->ag->st.cycles_behind++;
+  la_uplink_log_missing(s->ag, s->app_id, s->rank, cycle_tag, why);
+  la_uplink_kick(s->ag);
+}
+
 int la_worker_submit(la_session_t *s, uint32_t i, uint64_t cycle_tag,
                      uint64_t seq, uint64_t t_xfer_ns) {
+  /* one job running and max_backlog queued: the agent is behind */
+  if (s->ag->set.max_backlog > 0 && s->jobs > s->ag->set.max_backlog) {
+    la__drop_behind(s, i, cycle_tag);
+    return 0;
+  }
   la_job_t *j = calloc(1, sizeof *j);
   if (!j) return LA_ENOMEM;
   j->req.data = j;

@@ -83,6 +83,16 @@ static int teardown(void **state) {
   return 0;
 }
 
+/* The real daemons, the LocalAgent with one compaction thread and a
+ * backlog of one cycle per rank (agent.max_backlog). */
+static int setup_backlog(void **state) {
+  reset_program();
+  static const char *const extra[] = {"--agent.max_backlog=1",
+                                      "--agent.threads=1", NULL};
+  if (la_ta_start(&agent, extra) != 0) fail_msg("the daemons did not start");
+  return 0;
+}
+
 /* The LocalAgent stand-in, for the faults the real agent cannot show. */
 static int setup_peer(void **state) {
   reset_program();
@@ -702,6 +712,49 @@ static void test_cycles_say_whether_cells_were_written(void **state) {
     }
     assert_int_equal(LA_finalize(), 0);
   }
+}
+
+/* agent.max_backlog: a rank whose cycles come faster than the agent
+ * compacts them (10^6 elements filled through 1,000 ranges, about a
+ * few milliseconds a cycle, lossless) never waits for a buffer: the cycles
+ * beyond the backlog are recorded missing with the reason, every other
+ * one is stored, and the agent counts them. */
+static void test_backlog_drops_not_waits(void **state) {
+  enum { NE = 1000000, CYC = 30 };
+  /* the app's, one queued, one being copied, notifications on their way */
+  LA_setBuffers(6);
+  setenv("LA_APP_ID", "unit-backlog", 1);
+  int rc = LA_register("unit", 0, 1, NE);
+  unsetenv("LA_APP_ID");
+  assert_int_equal(rc, 0);
+  volatile double sink = 0;
+  for (int c = 0; c < CYC; c++) {
+    for (long r = 0; r < 1000; r++) {
+      assert_int_equal(LA_startRange(r * 1000, 1000), 0);
+      for (long w = 0; w < 2000 + (r + c) % 7 * 100; w++) sink += (double)w;
+      assert_int_equal(LA_stopRange(r * 1000, 1000), 0);
+    }
+    assert_int_equal(LA_dataXfer(), 0);
+  }
+  long long waits = LA_getStat(LA_STAT_WAITS);
+  assert_int_equal(LA_getStat(LA_STAT_SKIPPED), 0);
+  assert_int_equal(LA_finalize(), 0);
+  const char *app = "unit-backlog";
+  long long stored = 0, behind = 0;
+  for (long long end = la_td_now_ms() + 60000;
+       stored + behind < CYC && la_td_now_ms() < end; la_td_nap_ms(50)) {
+    stored = la_ta_app_int(&agent, app,
+                           "SELECT count(*) FROM traces WHERE app_id = '%s'");
+    behind = la_ta_app_int(
+        &agent, app,
+        "SELECT count(*) FROM missing WHERE app_id = '%s' AND reason LIKE "
+        "'dropped: the LocalAgent was behind%%'");
+  }
+  if (stored + behind != CYC || behind == 0 || waits != 0)
+    fail_msg("%lld cycles stored, %lld recorded missing as behind, of %d; "
+             "%lld waits",
+             stored, behind, CYC, waits);
+  assert_int_equal(la_ta_local_stat(&agent, "cycles_behind"), behind);
 }
 
 static void test_wall_time_metric_in_ns(void **state) {
@@ -1503,6 +1556,8 @@ int main(void) {
       T(test_rows_need_a_grid),
       T(test_rows_in_profiled_sweeps),
       T(test_cycles_say_whether_cells_were_written),
+      cmocka_unit_test_setup_teardown(test_backlog_drops_not_waits,
+                                      setup_backlog, teardown),
       T(test_wall_time_metric_in_ns),
       T(test_threads_probe_disjoint_elements),
       T(test_papi_software_event),
