@@ -433,10 +433,10 @@ static int la__end_cycle(uint64_t tag) {
     d.skipped_tags = tags;
     la__ctx.tags_n = la__ctx.tags_head = 0;
     la__ctx.holding = 0;
-    la__ctx.profiled++;
     la__ctx.cur = (la__ctx.cur + 1) % la__ctx.ipc.n_buffers;
     int rc = la__link_send(&la__ctx.link, LA__MSG_TYPE__MSG_DATA_READY, &d);
     if (rc) return la__lost(rc);
+    la__ctx.profiled++; /* its values went to the agent */
   } else if (la__link_alive(&la__ctx.link) != 0) {
     return la__lost(LA_EAGENTLOST);
   }

@@ -930,6 +930,9 @@ static void test_cycles_counted_when_agent_lost(void **state) {
     calls++;
   }
   assert_int_equal(rc, LA_EAGENTLOST);
+  /* profiled: the cycles whose values went to the agent, not the one
+   * whose hand-over found it gone */
+  assert_int_equal(LA_getStat(LA_STAT_PROFILED), calls - 1);
   for (int i = 0; i < 3; i++, calls++) LA_dataXfer();
   /* the call that found the agent gone ended a cycle too */
   assert_int_equal(LA_getStat(LA_STAT_CYCLES), calls);
