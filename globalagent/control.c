@@ -134,6 +134,10 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
   la_status_gauge(r, "subscribers", "feed connections open", ga->n_subs);
   la_status_counter(r, "subscribers_refused", "feed connections refused",
                     st->subs_refused);
+  la_status_counter(r, "subscribers_evicted",
+                    "idle feed connections closed to admit a new one from "
+                    "their address",
+                    st->subs_evicted);
   la_status_counter(r, "sets_published", "Trace-Sets sent to subscribers",
                     st->sets_published);
   la_status_counter(r, "sets_dropped_for_slow_subscribers",

@@ -89,6 +89,7 @@ typedef struct la_ga_sub {
   uint8_t *stash;     /* the frame read while job ran (reading stopped) */
   uint32_t stash_len;
   uint16_t stash_type;
+  uint64_t last_ms; /* accepted, or its last request: idle since */
 } la_ga_sub_t;
 
 /* Handing memory back after closes: glibc keeps what connections freed
@@ -449,6 +450,7 @@ static void la__send_stored(La__TraceSet *set, void *arg) {
 /* After a request: a live subscriber has no deadline (its queue bounds
  * it); any other connection is closed after idle_timeout without one. */
 static void la__requested(la_ga_sub_t *s) {
+  s->last_ms = uv_now(s->ga->loop);
   if (s->q.ended) return; /* its deadline is la_ga_partq_end's */
   if (!s->spoke) {        /* a valid request: the port's own frame limit */
     s->spoke = 1;
@@ -846,15 +848,52 @@ static const la_conn_ops_t la__ops = {
     .on_raw = la__sub_raw,
 };
 
+/* A connection idle this long may be closed for a new one from its
+ * address (a burst of new connections does not push each other out). */
+enum { LA__EVICT_IDLE_MS = 1000 };
+
+/* Whether o holds nothing for its peer and waits for nothing since at
+ * least LA__EVICT_IDLE_MS: not a live subscriber, no request on the pool,
+ * nothing queued to write. */
+static int la__idle(const la_ga_sub_t *o, uint64_t now) {
+  return !(o->subscribed && o->live) && !o->job && !o->q.out &&
+         !o->q.ended && o->conn.out_bytes == 0 &&
+         now - o->last_ms >= LA__EVICT_IDLE_MS;
+}
+
 /* la_conn_admission_t.refuse: whether the peer's address already holds
- * its share of the feed port. */
+ * its share of the feed port. A full share makes room by closing the
+ * address's connection idle the longest (one that is not a live
+ * subscriber and has nothing in flight), so connections left idle by one
+ * client cannot keep that address's next client (a `lactl status`) out;
+ * only when every one of them is busy is the new one refused. */
 static const char *la__addr_over_cap(la_conn_t *c) {
   static la_ratelimit_t rl; /* this file's: refusal log lines */
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   la_ga_t *ga = s->ga;
   int n = 0;
+  la_ga_sub_t *oldest = NULL;
+  uint64_t now = uv_now(ga->loop);
   for (la_ga_sub_t *o = ga->subs; o; o = o->next)
-    if (o != s && !o->conn.closing && !strcmp(o->conn.addr, c->addr)) n++;
+    if (o != s && !o->conn.closing && !strcmp(o->conn.addr, c->addr)) {
+      n++;
+      if (la__idle(o, now) && (!oldest || o->last_ms < oldest->last_ms))
+        oldest = o;
+    }
+  if (n >= ga->set.feed_max_per_addr && oldest) {
+    static la_ratelimit_t erl; /* this file's: eviction log lines */
+    uint64_t missed = 0;
+    if (la_ratelimit_ok(&erl, 1000, &missed))
+      la_log_info("feed connection %s idle for %llu ms closed: a new one "
+                  "from its address (feed.max_connections_per_address = "
+                  "%lld; %llu more since the last line)",
+                  oldest->conn.peer, (unsigned long long)(now - oldest->last_ms),
+                  (long long)ga->set.feed_max_per_addr,
+                  (unsigned long long)missed);
+    ga->st.subs_evicted++;
+    la_conn_close(&oldest->conn, "idle, closed for a new connection");
+    return NULL;
+  }
   if (!la_conn_share_full(n, ga->set.feed_max_per_addr, &ga->st.subs_refused,
                           &rl,
                           "feed connection %s refused: %d open from that "
@@ -868,6 +907,7 @@ static const char *la__addr_over_cap(la_conn_t *c) {
 static void la__sub_new(la_conn_t *c, void *owner) {
   la_ga_sub_t *s = (la_ga_sub_t *)c;
   s->ga = owner;
+  s->last_ms = uv_now(s->ga->loop);
   la_ga_partq_init(&s->q, s->ga, c, la__room);
   s->q.limit_name = "feed.max_output";
   LA_CONN_LIST_PUSH(s->ga->subs, s);

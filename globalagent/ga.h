@@ -50,6 +50,7 @@
 typedef struct la_ga_stats {
   uint64_t agents_accepted, agents_refused, auth_failures, bad_frames;
   uint64_t subs_accepted, subs_refused;
+  uint64_t subs_evicted; /* idle feed connections closed for a new one */
   uint64_t rank_starts, rank_ends, traces, duplicates, late, commits;
   uint64_t commit_failures, sets_published, sets_dropped, queries;
   uint64_t store_outages; /* times the store became unavailable */

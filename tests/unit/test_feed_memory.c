@@ -32,6 +32,8 @@
 
 #include <cmocka.h>
 
+#include "la_client.h"
+
 #include "la.h"
 #include "la_codec.h"
 #include "la_sockio.h"
@@ -436,11 +438,70 @@ static void test_memory_returned_after_flood(void **state) {
             rss1 - rss0);
 }
 
+/* One client fills its address's share of the feed port with connections
+ * that made a request and then stay idle (feed.max_connections_per_address
+ * = 8); `lactl status` from the same address
+ * still answers: the connection idle the longest makes room for it. A
+ * ninth live subscriber is refused: subscribers are not idle. Before,
+ * every later connection from the address was refused until the idle
+ * ones timed out (feed.idle_timeout, 60 s). */
+static void test_idle_connections_make_room(void **state) {
+  enum { CAP = 8 };
+  const char *gx[] = {"--feed.max_connections_per_address=8",
+                      "--feed.idle_timeout=10min", NULL};
+  start(gx, 0);
+  La__StatusRequest rq = LA__STATUS_REQUEST__INIT;
+  uint8_t f[64];
+  long l = la_frame_pack_into(LA__MSG_TYPE__MSG_STATUS_REQUEST, &rq.base, f,
+                              sizeof f);
+  assert_true(l > 0);
+  int fds[CAP];
+  for (int i = 0; i < CAP; i++) {
+    fds[i] = open_from("127.0.0.1", T.feed_port);
+    CHECK(fds[i] >= 0, "connect: %s", strerror(errno));
+    /* each asks once, then stays idle */
+    CHECK(send(fds[i], f, (size_t)l, MSG_NOSIGNAL) == (ssize_t)l, "send");
+  }
+  CHECK(la_td_wait_status_at_most(T.ga, "subscribers", CAP, WAIT_MS) == 0,
+        "connections");
+  la_td_nap_ms(1300); /* idle a while: a burst does not push out a burst */
+  char lactl[1024], out[8192], addr[64];
+  assert_int_equal(la_td_find_bin("lactl", lactl, sizeof lactl), 0);
+  snprintf(addr, sizeof addr, "127.0.0.1:%u", T.feed_port);
+  for (int k = 0; k < 3; k++) {
+    const char *argv[] = {lactl, "status", "--global", addr, NULL};
+    int rc = la_td_run(argv, NULL, WAIT_MS, out, sizeof out);
+    CHECK(rc == 0 && strstr(out, "la-globalagent"),
+          "lactl status %d exited %d:\n%s", k, rc, out);
+  }
+  CHECK(la_td_status_ll(T.ga, "subscribers_evicted") >= 1,
+        "subscribers_evicted %lld",
+        la_td_status_ll(T.ga, "subscribers_evicted"));
+  for (int i = 0; i < CAP; i++) close(fds[i]);
+  /* live subscribers are not idle: the share holds against them */
+  la_client_t *sub[CAP + 1] = {0};
+  for (int i = 0; i < CAP; i++) {
+    assert_int_equal(la_client_connect(addr, 5000, &sub[i]), 0);
+    assert_int_equal(la_client_subscribe(sub[i], NULL, 0), 0);
+  }
+  la_td_nap_ms(500); /* the earlier connections' closes are seen */
+  la_traceset_t *t = NULL;
+  int rc = la_client_connect(addr, 5000, &sub[CAP]);
+  if (rc == 0) {
+    la_client_subscribe(sub[CAP], NULL, 0);
+    rc = la_client_next(sub[CAP], 5000, &t);
+  }
+  CHECK(rc != 0 && rc != LA_ETIMEDOUT, "a ninth subscriber was served (%d)",
+        rc);
+  for (int i = 0; i <= CAP; i++) la_client_close(sub[i]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_set_flood_bounded, teardown),
       cmocka_unit_test_teardown(test_error_reaches_slow_reader, teardown),
       cmocka_unit_test_teardown(test_memory_returned_after_flood, teardown),
+      cmocka_unit_test_teardown(test_idle_connections_make_room, teardown),
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);
 }
