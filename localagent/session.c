@@ -141,6 +141,8 @@ static int la__on_ids(la_session_t *s, const La__ElementIds *m) {
     memcpy(s->ids + m->first, m->ids, m->n_ids * sizeof *m->ids);
     s->ids_got += m->n_ids;
     if (s->ids_got == n) la__ids_complete(s);
+    la_conn_set_deadline(&s->conn,
+                         s->ids ? (uint64_t)s->ag->set.handshake_ms : 0);
   }
   return 0;
 }
@@ -376,7 +378,10 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
     return la__refuse(s, reason);
   }
   s->state = LA_SESS_APP;
-  la_conn_set_deadline(&s->conn, 0);
+  /* ids announced: each chunk within the handshake timeout of the last,
+   * so a registration cannot hold max_ids_memory and stall */
+  la_conn_set_deadline(&s->conn,
+                       s->ids ? (uint64_t)s->ag->set.handshake_ms : 0);
   snprintf(s->app_id, sizeof s->app_id, "%s", r->app_id);
   s->rank = r->rank;
   s->nprocs = r->nprocs;
@@ -568,6 +573,15 @@ static void la__sess_deadline(la_conn_t *c) {
     la_log_info("tool connection %s idle for %lld ms: closing", c->peer,
                 (long long)s->ag->set.idle_ms);
     la_conn_close(c, "idle timeout");
+    return;
+  }
+  if (s->state == LA_SESS_APP && s->ids) { /* its ids stopped coming */
+    s->ag->st.conns_timed_out++;
+    la__app_error(s, "element ids: %llu of %llu received, none for %lld ms "
+                  "(agent.handshake_timeout): registration dropped",
+                  (unsigned long long)s->ids_got,
+                  (unsigned long long)s->ipc.n_elements,
+                  (long long)s->ag->set.handshake_ms);
     return;
   }
   if (s->state != LA_SESS_NEW) return;

@@ -350,7 +350,7 @@ static int agent_fd(void) {
 }
 
 /* What the hostile id function sends before the first id is asked. */
-enum { H_PAST, H_BIG, H_ORDER, H_DATA_FIRST };
+enum { H_PAST, H_BIG, H_ORDER, H_DATA_FIRST, H_STALL };
 static int hostile_kind, hostile_sent, hostile_fd = -1;
 
 static void send_ids(int fd, uint64_t first, size_t n) {
@@ -378,6 +378,7 @@ static int64_t hostile_fn(long e, void *arg) {
       send_ids(fd, 4000, (size_t)n - 4000 + 1);
     }
     if (hostile_kind == H_BIG) send_ids(fd, 0, LA_ELEMENT_IDS_CHUNK + 1);
+    if (hostile_kind == H_STALL) la_td_nap_ms(1500); /* then nothing */
     if (hostile_kind == H_ORDER) send_ids(fd, 3, 2);
     if (hostile_kind == H_DATA_FIRST) {
       La__DataReady d = LA__DATA_READY__INIT;
@@ -462,6 +463,39 @@ static void test_hostile_ids(void **state) {
                    0);
 }
 
+/* The daemons, the LocalAgent with a short handshake timeout and element
+ * ids of one 6000-element registration at most (max_ids_memory). */
+static int setup_ids_deadline(void **state) {
+  la_td_unset_la_env();
+  LA_setGlobalIds(NULL, 0);
+  LA_setGlobalIdFunc(NULL, NULL);
+  LA_setGridOrigin(0, 0, 0, 0, 0, 0);
+  static const char *const extra[] = {"--agent.handshake_timeout=400ms",
+                                      "--agent.max_ids_memory=60k", NULL};
+  if (la_ta_start(&agent, extra) != 0) fail_msg("the daemons did not start");
+  return 0;
+}
+
+/* A registration that announces its ids and stops sending them is
+ * dropped after agent.handshake_timeout, naming how far it got, and gives
+ * back its share of max_ids_memory: the next registration's ids fit. */
+static void test_stalled_ids_dropped(void **state) {
+  long n = 6000;
+  hostile_kind = H_STALL;
+  hostile_sent = 0;
+  setenv("LA_APP_ID", "stall-1", 1);
+  assert_int_equal(LA_setGlobalIdFunc(hostile_fn, &n), 0);
+  LA_register("stall", 0, 1, n); /* may notice the refusal or not */
+  assert_int_equal(hostile_sent, 1);
+  /* the agent said why (libla, writing its ids meanwhile, may read the
+   * Error first: its log is the witness) */
+  assert_int_equal(la_td_wait_log(agent.st.la,
+                                  "element ids: 0 of 6000 received", WAIT_MS),
+                   0);
+  LA_finalize();
+  expect_agent_serves("after-stall");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -469,6 +503,8 @@ int main(void) {
       T(test_grid_origin),           T(test_old_store_reads),
       T(test_hostile_ids),
 #undef T
+      cmocka_unit_test_setup_teardown(test_stalled_ids_dropped,
+                                      setup_ids_deadline, teardown),
   };
   return cmocka_run_group_tests(tests, la_td_group_setup, NULL);
 }
