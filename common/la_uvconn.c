@@ -14,6 +14,7 @@
  */
 #include "la_uvconn.h"
 
+#include <assert.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -134,6 +135,7 @@ void la_conn_hold(la_conn_t *c) {
 }
 
 void la_conn_release(la_conn_t *c) {
+  assert(c->holds > 0); /* every release has its hold */
   c->holds--;
   la__maybe_free(c);
 }

@@ -25,6 +25,7 @@
  * trace's ChannelTrace list. k x n_elements is within max_elements
  * (session.c), so the bound above holds with twice the bytes.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -357,6 +358,9 @@ static void la__after(uv_work_t *req, int status);
 static void la__next(la_session_t *s) {
   la_job_t *j = s->job_queue;
   if (s->job_running || !j) return;
+  /* a session's jobs run one at a time, in order: its buffer is busy
+   * from the notification until the job has copied it */
+  assert(__atomic_load_n(&s->busy, __ATOMIC_SEQ_CST) & (1u << j->buffer));
   s->job_queue = j->next;
   if (!s->job_queue) s->job_queue_tail = NULL;
   s->job_running = 1;
@@ -437,7 +441,9 @@ int la_worker_submit(la_session_t *s, uint32_t i, uint64_t cycle_tag,
    * reports as missing unless the cycle's trace follows it in the log. */
   la_outq_key_t key = {s->app_id, s->rank, cycle_tag};
   la_outq_taken(s->ag->q, &key);
-  /* busy before the job can run: the worker clears it */
+  /* busy before the job can run: the worker clears it (the session
+   * refused a second notification of a busy buffer) */
+  assert(!(__atomic_load_n(&s->busy, __ATOMIC_SEQ_CST) & (1u << i)));
   __atomic_fetch_or(&s->busy, 1u << i, __ATOMIC_SEQ_CST);
   s->jobs++;
   la_conn_hold(&s->conn);
