@@ -164,6 +164,16 @@ static void spawn_app(int k, const char *outf) {
   T.bg[k] = pid;
 }
 
+/* Every application's run, its output beside the second shard's files. */
+static void spawn_apps(void) {
+  for (int k = 0; k < NAPP; k++) {
+    char name[64], outf[700];
+    snprintf(name, sizeof name, "wavetoy-%d.out", k);
+    la_td_path(T.ga[1], name, outf, sizeof outf);
+    spawn_app(k, outf);
+  }
+}
+
 static int bg_wait(int k, int timeout_ms) {
   long long end = la_td_now_ms() + timeout_ms;
   int st = 0;
@@ -240,13 +250,7 @@ static void test_shards_kill_one(void **state) {
   snprintf(list, sizeof list, "%s,%s", T.feed_addr[0], T.feed_addr[1]);
   assert_int_equal(la_client_connect(list, 5000, &T.sub2), 0);
   assert_int_equal(la_client_subscribe(T.sub2, NULL, 0), 0);
-  char outf[NAPP][700];
-  for (int k = 0; k < NAPP; k++) {
-    char name[64];
-    snprintf(name, sizeof name, "wavetoy-%d.out", k);
-    la_td_path(T.ga[1], name, outf[k], sizeof outf[k]);
-    spawn_app(k, outf[k]);
-  }
+  spawn_apps();
   /* nodeB is held once it delivered something of the first shard's
    * application: that application's next sets stay open in the store with
    * ranks 0-1 (nodeA's) only, the second shard's too */
@@ -442,13 +446,7 @@ static void all_stored_complete(void) {
  * closes complete. */
 static void test_shards_database_outage(void **state) {
   if (shards_up()) skip();
-  char outf[NAPP][700];
-  for (int k = 0; k < NAPP; k++) {
-    char name[64];
-    snprintf(name, sizeof name, "wavetoy-%d.out", k);
-    la_td_path(T.ga[1], name, outf[k], sizeof outf[k]);
-    spawn_app(k, outf[k]);
-  }
+  spawn_apps();
   char sql[300];
   snprintf(sql, sizeof sql,
            "SELECT count(*) FROM traces WHERE app_id = '%s'", T.app[0]);
