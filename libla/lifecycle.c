@@ -336,12 +336,16 @@ static int la__register(const char *app_name, int rank, int nprocs,
     req.sem_id = la__ctx.ipc.sem_id;
     req.nonce = la__ctx.ipc.hdr->nonce;
   }
+  /* The agent accepted and is attached: let it own the semaphore set at
+   * once, before anything long (the element ids), so that from here a kill
+   * of this process leaves nothing the agent cannot remove. A local act,
+   * not a message: the agent still gets the ids before the first
+   * DataReady, as the protocol wants. */
+  if (la__ipc_handover(&la__ctx.ipc) != 0)
+    la__info("semaphore set stays ours: %s", LA_lastError());
   if ((rc =
            la__numbering_send(&la__ctx.link, la__ctx.n, s->connect_timeout_ms)))
     return la__lost(rc);
-  /* The agent is attached now: let it own the semaphore set. */
-  if (la__ipc_handover(&la__ctx.ipc) != 0)
-    la__info("semaphore set stays ours: %s", LA_lastError());
   la__ctx.state = LA__ACTIVE;
   la__settings_registered(la__ctx.set.metric);
   if ((rc = la__begin_cycle())) return la__lost(rc);

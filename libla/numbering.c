@@ -4,9 +4,10 @@
  *
  * LA_register puts the count of ids and the grid placement into the
  * RegisterRequest (la__numbering_fill) and, once the LocalAgent accepted
- * the registration and before the first DataReady, sends the ids as
- * ElementIds chunks of at most LA_ELEMENT_IDS_CHUNK over the same socket
- * (la__numbering_send). The ids never go into the shared-memory segment.
+ * the registration, after the semaphore set's hand-over (a kill while the
+ * ids go leaves nothing behind) and before the first DataReady, sends the
+ * ids as ElementIds chunks of at most LA_ELEMENT_IDS_CHUNK over the same
+ * socket (la__numbering_send). The ids never go into the shared-memory segment.
  * Deliberately no checks of uniqueness: a rank sees only its own ids.
  */
 #include <stdlib.h>

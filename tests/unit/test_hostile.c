@@ -12,7 +12,7 @@
  * segment (refused; the first application unharmed); the agent as an
  * unprivileged uid with only CAP_IPC_OWNER (setpriv) serving an application
  * of another uid, and what is left after kill -9 in either order; kill -9
- * during a slow registration; a stopped agent (the application pays one
+ * during a slow registration and while the element ids are being sent; a stopped agent (the application pays one
  * wait timeout, not one per step; every cycle counted); and a thread that
  * keeps probing while the agent is lost and libla finalizes.
  *
@@ -757,6 +757,73 @@ static void test_least_privilege_agent(void **state) {
   CHECK(!sem_exists(sem2), "the restarted agent left semaphore set %d", sem2);
 }
 
+/* The id function of ids_main: the first id of the second chunk finds the
+ * registration accepted and the first chunk sent; it reports the process's
+ * IPC ids and stops there, for ever (killed by the test). */
+static int ids_res = -1;
+static int64_t stuck_id(long e, void *arg) {
+  if (e == (long)LA_ELEMENT_IDS_CHUNK) {
+    rec_t r;
+    memset(&r, 0, sizeof r);
+    r.kind = REC_READY;
+    r.shm_id = la_test_shm_of((int)getpid());
+    r.sem_id = la_test_sem_of((int)getpid());
+    send_rec(ids_res, &r);
+    for (;;) pause();
+  }
+  return e;
+}
+
+/* An application of uid APPUID with 3 chunks of global ids, which stops
+ * in the middle of sending them (stuck_id). */
+static void ids_main(int res) {
+  if (setgroups(0, NULL) != 0 || setgid((gid_t)APPUID) != 0 ||
+      setuid((uid_t)APPUID) != 0)
+    _exit(8);
+  ids_res = res;
+  LA_setAgent(T.agent);
+  LA_setAppId("ids-killed");
+  LA_setMetric("custom");
+  LA_setProbeStartFunc(probe_zero, NULL);
+  LA_setProbeStopFunc(probe_value, NULL);
+  LA_setGlobalIdFunc(stuck_id, NULL);
+  LA_register("hostile-test", 0, 1, 3 * (long)LA_ELEMENT_IDS_CHUNK);
+  _exit(9); /* never: stuck_id does not return */
+}
+
+static void ids_trampoline(const void *arg, int res, int go) {
+  ids_main(res);
+}
+
+/* kill -9 of an application (another uid) while it sends its element ids,
+ * the agent unprivileged (NOBODY, CAP_IPC_OWNER only): the agent accepted
+ * the registration, so it must be able to remove the semaphore set when
+ * the connection closes. Before the set was handed over only after the
+ * last id was sent, and this one was left on the node for ever. */
+static void test_killed_while_sending_ids(void **state) {
+  new_daemon(1);
+  start_agent("");
+  kid_t *k = la_tk_spawn(&T.kids, ids_trampoline, NULL, 0);
+  assert_non_null(k);
+  rec_t r;
+  expect_rec(k, REC_READY, &r);
+  int pid = k->pid, sem = r.sem_id;
+  CHECK(sem >= 0 && r.shm_id >= 0, "no semaphore set (%d) or segment (%d)",
+        sem, r.shm_id);
+  wait_status("apps", 1);
+  kill_kid(k);
+  wait_status("ranks_ended", 1);
+  int left = sem_exists(sem);
+  if (left) semctl(sem, 0, IPC_RMID); /* the test's own leftover */
+  CHECK(!left,
+        "semaphore set %d of the application killed while sending its "
+        "element ids left after the agent ended its rank",
+        sem);
+  CHECK(la_test_ipc_wait_count(pid, 0, WAIT_MS) == 0,
+        "segment of the killed application left");
+  CHECK(la_td_alive(T.d), "the agent died");
+}
+
 /* Bytes waiting unread on the agent's side of connections to port (the
  * stopped agent's accepted-but-unread registrations), from /proc/net/tcp. */
 static long unread_at(uint16_t port) {
@@ -954,6 +1021,7 @@ int main(void) {
       T(test_second_registration_refused),
       T(test_least_privilege_agent),
       T(test_killed_during_registration),
+      T(test_killed_while_sending_ids),
       T(test_app_then_agent_and_finalize),
       T(test_stopped_agent),
       T(test_probing_thread_survives_the_end),
