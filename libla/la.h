@@ -53,7 +53,8 @@ enum { LA_POLICY_WAIT = 0, LA_POLICY_SKIP = 1 };
 enum {
   LA_STAT_CYCLES = 0,    /* LA_dataXfer calls since LA_register */
   LA_STAT_PROFILED = 1,  /* cycles whose values went to the agent */
-  LA_STAT_SKIPPED = 2,   /* cycles not profiled for lack of a free buffer */
+  LA_STAT_SKIPPED = 2,   /* cycles to profile that did not: no free buffer,
+                            or the agent gone when the cycle ended */
   LA_STAT_WAITS = 3,     /* times LA_dataXfer waited for a free buffer */
   LA_STAT_RANGE_ERRORS = 4, /* probes with an element index out of range */
   LA_STAT_WAIT_NS = 5,   /* total time spent waiting for buffers */
@@ -105,7 +106,8 @@ LA_EXPORT int LA_dataXferTagged(uint64_t cycle_tag);
  * 0, or an element flagged) is handed over first as the last cycle, tagged
  * as LA_dataXfer would tag it (the cycle count; end it with
  * LA_dataXferTagged for a tag of your own) and counted in LA_STAT_CYCLES
- * and LA_STAT_PROFILED; LA_VERBOSE=1 says so. An open cycle no probe
+ * and LA_STAT_PROFILED (LA_STAT_SKIPPED when the agent is gone);
+ * LA_VERBOSE=1 says so. An open cycle no probe
  * reached (the usual end: LA_dataXfer after the last step) holds nothing
  * and is not sent; nor is one with only out-of-range probes (counted in
  * LA_STAT_RANGE_ERRORS). Returns 0, or LA_EAGENTLOST when the last cycle

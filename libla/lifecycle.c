@@ -20,6 +20,7 @@
  * The tags of skipped profiled cycles travel in the next DataReady (the
  * newest LA__SKIPPED_TAGS_MAX; all are counted in `skipped`).
  */
+#include <assert.h>
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -393,8 +394,20 @@ LA_EXPORT int la__registerGridMarked(const char *app_name, int rank,
   return la__register_grid(app_name, rank, nprocs, nx, ny, nz, 1);
 }
 
+/* The cycle in buffer cur could not be handed over (rc: the agent is
+ * gone): it was not profiled but skipped, and profiling stops. */
+static int la__not_handed(int rc) {
+  assert(la__ctx.holding);
+  la__ctx.holding = 0;
+  la__ctx.skipped++;
+  return la__lost(rc);
+}
+
 /* Ends the current cycle with tag: hands its buffer to the agent when it
- * was profiled. 0, or (state OFF then) the error that lost the agent. */
+ * was profiled. 0, or (state OFF then) the error that lost the agent. A
+ * cycle counts as profiled only once its DataReady went out; one whose
+ * agent is gone (the connection closed, or the send failed) counts as
+ * skipped. */
 static int la__end_cycle(uint64_t tag) {
   la__ctx.cycles++; /* this cycle ends here, whatever happens next */
   if (la__ctx.cur_skipped) {
@@ -404,6 +417,9 @@ static int la__end_cycle(uint64_t tag) {
   if (la__ctx.holding) {
     uint64_t range_errors = la__probe_end();
     la__ctx.range_errors += range_errors;
+    /* a closed connection still takes a first write: ask before sending */
+    int alive = la__link_alive(&la__ctx.link);
+    if (alive) return la__not_handed(alive);
     la_shm_bufmeta_t *meta = &la__ctx.ipc.hdr->buf[la__ctx.cur];
     double scale = la__ctx.timer.tsc && la__hot.fast
                        ? la__timer_refine(&la__ctx.timer)
@@ -436,11 +452,11 @@ static int la__end_cycle(uint64_t tag) {
     d.n_skipped_tags = la__ctx.tags_n;
     d.skipped_tags = tags;
     la__ctx.tags_n = la__ctx.tags_head = 0;
-    la__ctx.holding = 0;
-    la__ctx.cur = (la__ctx.cur + 1) % la__ctx.ipc.n_buffers;
     int rc = la__link_send(&la__ctx.link, LA__MSG_TYPE__MSG_DATA_READY, &d);
-    if (rc) return la__lost(rc);
+    if (rc) return la__not_handed(rc);
+    la__ctx.holding = 0;
     la__ctx.profiled++; /* its values went to the agent */
+    la__ctx.cur = (la__ctx.cur + 1) % la__ctx.ipc.n_buffers;
   } else if (la__link_alive(&la__ctx.link) != 0) {
     return la__lost(LA_EAGENTLOST);
   }

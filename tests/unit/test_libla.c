@@ -951,6 +951,52 @@ static void test_wait_notices_dead_agent(void **state) {
   assert_int_equal(la_test_ipc_count(getpid()), 0);
 }
 
+/* The agent closes the connection while the application runs: the cycle
+ * that ends next cannot be handed over, so it is not profiled but skipped,
+ * and LA_dataXfer says the agent is lost. Before, LA_STAT_PROFILED counted
+ * it (2 profiled cycles, one of which never reached an agent). */
+static void test_failed_data_ready_not_profiled(void **state) {
+  use_counting_probe();
+  la_test_peer_set_cleanup(peer, 0);
+  assert_int_equal(LA_register("unit", 0, 1, 8), 0);
+  LA_startProbe(1);
+  LA_stopProbe(1);
+  assert_int_equal(LA_dataXfer(), 0);
+  assert_int_equal(la_test_peer_wait_cycles(peer, 1, WAIT_MS), 0);
+  assert_int_equal(LA_getStat(LA_STAT_PROFILED), 1);
+  la_test_peer_kill(peer); /* closes the connection */
+  LA_startProbe(2);
+  LA_stopProbe(2);
+  assert_int_equal(LA_dataXfer(), LA_EAGENTLOST);
+  assert_non_null(strstr(LA_lastError(), "closed the connection"));
+  assert_int_equal(LA_getStat(LA_STAT_CYCLES), 2);
+  assert_int_equal(LA_getStat(LA_STAT_PROFILED), 1);
+  assert_int_equal(LA_getStat(LA_STAT_SKIPPED), 1);
+  assert_int_equal(LA_getStat(LA_STAT_REGISTERED), 0);
+  assert_int_equal(la_test_ipc_count(getpid()), 0);
+  assert_int_equal(LA_finalize(), 0);
+  assert_int_equal(LA_getStat(LA_STAT_PROFILED), 1);
+  assert_int_equal(LA_getStat(LA_STAT_SKIPPED), 1);
+}
+
+/* The same at LA_finalize: an open cycle holding measurements that cannot
+ * be handed over counts as skipped, and LA_finalize says why. */
+static void test_failed_last_cycle_not_profiled(void **state) {
+  use_counting_probe();
+  la_test_peer_set_cleanup(peer, 0);
+  assert_int_equal(LA_register("unit", 0, 1, 8), 0);
+  assert_int_equal(LA_dataXfer(), 0);
+  assert_int_equal(la_test_peer_wait_cycles(peer, 1, WAIT_MS), 0);
+  la_test_peer_kill(peer);
+  LA_startProbe(3);
+  LA_stopProbe(3);
+  assert_int_equal(LA_finalize(), LA_EAGENTLOST);
+  assert_int_equal(LA_getStat(LA_STAT_CYCLES), 2);
+  assert_int_equal(LA_getStat(LA_STAT_PROFILED), 1);
+  assert_int_equal(LA_getStat(LA_STAT_SKIPPED), 1);
+  assert_int_equal(la_test_ipc_count(getpid()), 0);
+}
+
 static void test_refused_registration(void **state) {
   /* a real refusal: the LocalAgent takes one application at a time */
   const char *one[] = {"--agent.max_apps=1", NULL};
@@ -1573,6 +1619,8 @@ int main(void) {
       T(test_agent_dies_mid_run),
       T(test_cycles_counted_when_agent_lost),
       P(test_wait_notices_dead_agent),
+      P(test_failed_data_ready_not_profiled),
+      P(test_failed_last_cycle_not_profiled),
       T(test_refused_registration),
       T(test_no_agent),
       T(test_disable_env),
