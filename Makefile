@@ -187,9 +187,10 @@ $(BUILD)/bin/la-globalagent: $(GLOBAL_OBJ) $(COMMON_A)
 # libmicrohttpd; nothing else links it.
 $(BUILD)/bin/la-localagent $(BUILD)/bin/la-globalagent: LDLIBS_DAEMON += -lmicrohttpd
 
+# lactl whatif partitions with METIS (libmetis-dev).
 $(BUILD)/bin/lactl: $(TOOLS_OBJ) $(CLIENT_A) $(GLOBAL_NOUV_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lmetis $(LDLIBS_DAEMON)
 
 # Tests link the static libraries so internal (hidden) functions are reachable.
 # Per-test extra libraries: TEST_LIBS_NAME (linked before libla's own).

@@ -24,14 +24,14 @@ int lactl_cycles_main(int argc, char **argv);
 int lactl_show_main(int argc, char **argv);
 int lactl_export_main(int argc, char **argv);
 int lactl_plot_main(int argc, char **argv);
+int lactl_whatif_main(int argc, char **argv);
 
 static const lactl_cmd_t cmds[] = {
     {"compact", lactl_compact_main,
      "compact a series from a file; print size, error and speed"},
     {"status", lactl_status_main,
      "show the status of a LocalAgent or GlobalAgent"},
-    {"secret", lactl_secret_main,
-     "create a shared secret file for the agents"},
+    {"secret", lactl_secret_main, "create a shared secret file for the agents"},
     {"apps", lactl_apps_main, "list the applications a GlobalAgent knows"},
     {"cycles", lactl_cycles_main,
      "list an application's cycles and their state"},
@@ -41,6 +41,8 @@ static const lactl_cmd_t cmds[] = {
      "write per-element weights as CSV, JSON or METIS weights"},
     {"plot", lactl_plot_main,
      "draw a rank's trace or a ranks x cycles heat map (SVG)"},
+    {"whatif", lactl_whatif_main,
+     "predict what repartitioning would gain (METIS, RCB) before moving"},
 };
 
 static void usage(FILE *f) {

@@ -1,0 +1,362 @@
+/* test_whatif.c: `lactl whatif` on what real examples stored through the
+ * real daemons (la-globalagent and la-localagent on ephemeral ports,
+ * tests/support/la_test_stack.h).
+ *
+ * The group setup runs, under mpiexec -n 4:
+ *   rebalance --no-rebalance (32 x 32 cells, 12 steps): the hot spot
+ *     makes the static row blocks imbalanced; every rank registers all
+ *     cells and gives their ids (no grid);
+ *   wavetoy --n 6 (12 steps): a 6^3 grid in k-slabs of 2, 2, 1, 1
+ *     planes, placed in the global grid (LA_setGridOrigin): the first two
+ *     ranks have twice the cells of the others.
+ * Then, reading the GlobalAgent's store:
+ *   - the current decomposition's imbalance equals max/mean of the stored
+ *     per-rank robust totals, computed here from libla_client (la_client_get,
+ *     la_traceset_robust_totals);
+ *   - METIS (both), RCB (wavetoy) and greedy (rebalance) predict a lower
+ *     imbalance than the current one, and their gain is current max / their
+ *     max;
+ *   - moved bytes are the moved elements times --bytes-per-element;
+ *   - --horizon K gives K scores per partition, on the K cycles that
+ *     follow; fewer are said on stderr when the store has fewer;
+ *   - the JSON validates against docs/schema/lactl-whatif.json
+ *     (tests/status_schema.py), and --csv has one line per partition;
+ *   - bad input gets the documented errors: unknown application, a cycle
+ *     not stored, rcb without a grid, an unknown method, --parts 0,
+ *     --csv with --json.
+ * Skips without mpiexec, the daemons, lactl or the examples. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "la_client.h"
+#include "la_test_daemon.h"
+#include "la_test_stack.h"
+
+#define OUT_LEN 65536
+#define STEPS 12
+
+typedef struct {
+  la_test_stack_t s;
+  int up;
+  char lactl[PATH_MAX], examples[PATH_MAX], dir[PATH_MAX];
+  char rb[160], wt[160]; /* the two applications' ids */
+  char out[OUT_LEN];
+} fx_t;
+
+static fx_t *g;
+
+/* The id after " as " in an example's "LA registered ... as ID" line. */
+static int app_id_of(const char *out, char *id, size_t len) {
+  const char *p = strstr(out, "LA registered on ");
+  if (!p || !(p = strstr(p, " as "))) return -1;
+  p += 4;
+  size_t n = strcspn(p, " ;\n");
+  if (!n || n >= len) return -1;
+  memcpy(id, p, n);
+  id[n] = 0;
+  return 0;
+}
+
+/* Runs example name under mpiexec -n 4 against the stack; its id into id. */
+static int run_example(const char *name, const char *const *args, char *id,
+                       size_t len) {
+  const char *argv[24] = {"mpiexec", "-n", "4"};
+  char path[PATH_MAX + 64], agent[96], global[96];
+  int n = 3;
+  snprintf(path, sizeof path, "%s/%s", g->examples, name);
+  argv[n++] = path;
+  for (int i = 0; args[i] && n < 23; i++) argv[n++] = args[i];
+  argv[n] = NULL;
+  snprintf(agent, sizeof agent, "LA_AGENT=%s", la_td_addr(g->s.la));
+  snprintf(global, sizeof global, "LA_GLOBAL=%s", g->s.feed_addr);
+  const char *const env[] = {agent, global, NULL};
+  int rc = la_td_run(argv, env, 120000, g->out, sizeof g->out);
+  if (rc != 0 || app_id_of(g->out, id, len) != 0) {
+    fprintf(stderr, "%s exited %d:\n%s\n", name, rc, g->out);
+    return -1;
+  }
+  return 0;
+}
+
+/* Waits until app's last cycle is stored complete. 0 or -1. */
+static int wait_complete(const char *app) {
+  la_client_t *c;
+  if (la_client_connect(g->s.feed_addr, 5000, &c) != 0) return -1;
+  int ok = 0;
+  for (int i = 0; i < 200 && !ok; i++) {
+    la_traceset_t *t;
+    if (la_client_get(c, app, STEPS - 1, &t) == 0) {
+      ok = la_traceset_complete(t);
+      la_traceset_free(t);
+    }
+    if (!ok) usleep(100000);
+  }
+  la_client_close(c);
+  return ok ? 0 : -1;
+}
+
+static int setup_group(void **state) {
+  g = calloc(1, sizeof *g);
+  if (!g) return -1;
+  char self[PATH_MAX];
+  ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (k <= 0) return -1;
+  self[k] = 0;
+  const char *ex = getenv("LA_EXAMPLES_DIR");
+  if (ex && *ex)
+    snprintf(g->examples, sizeof g->examples, "%s", ex);
+  else /* build/tests/../examples; a sanitized tree links the normal one */
+    snprintf(g->examples, sizeof g->examples, "%.*s/../examples",
+             (int)(strrchr(self, '/') - self), self);
+  char rbp[PATH_MAX + 16], wtp[PATH_MAX + 16];
+  snprintf(rbp, sizeof rbp, "%s/rebalance", g->examples);
+  snprintf(wtp, sizeof wtp, "%s/wavetoy", g->examples);
+  if (system("command -v mpiexec >/dev/null 2>&1") != 0 ||
+      access(rbp, X_OK) != 0 || access(wtp, X_OK) != 0 ||
+      la_td_find_bin("lactl", g->lactl, sizeof g->lactl) != 0 ||
+      la_ts_init(&g->s) != 0)
+    return 0; /* the tests skip */
+  static const char *const la_extra[] = {"--global.spool_fsync=no", NULL};
+  if (la_ts_start_global(&g->s, NULL) != 0 ||
+      la_ts_start_local(&g->s, la_extra) != 0)
+    return -1;
+  snprintf(g->dir, sizeof g->dir, "%s", la_td_dir(g->s.ga));
+  static const char *const rb_args[] = {"--n",    "32", "--steps",        "12",
+                                        "--work", "50", "--no-rebalance", NULL};
+  static const char *const wt_args[] = {"--n", "6", "--steps", "12", NULL};
+  if (run_example("rebalance", rb_args, g->rb, sizeof g->rb) != 0 ||
+      run_example("wavetoy", wt_args, g->wt, sizeof g->wt) != 0 ||
+      wait_complete(g->rb) != 0 || wait_complete(g->wt) != 0)
+    return -1;
+  g->up = 1;
+  *state = g;
+  return 0;
+}
+
+static int teardown_group(void **state) {
+  if (!g) return 0;
+  la_ts_free(&g->s);
+  free(g);
+  g = NULL;
+  return 0;
+}
+
+static void need_up(void) {
+  if (!g->up) {
+    printf("skip: mpiexec, lactl, the daemons or the examples missing\n");
+    skip();
+  }
+}
+
+/* Runs lactl whatif with the NULL-terminated args and --db; stdout and
+ * stderr into g->out. Returns the exit status. */
+static int whatif(const char *first, ...) {
+  const char *argv[40] = {g->lactl, "whatif", first};
+  int n = 3;
+  va_list ap;
+  va_start(ap, first);
+  const char *a;
+  while ((a = va_arg(ap, const char *)) && n < 36) argv[n++] = a;
+  va_end(ap);
+  argv[n++] = "--db";
+  argv[n++] = g->s.db;
+  argv[n] = NULL;
+  return la_td_run(argv, NULL, 60000, g->out, sizeof g->out);
+}
+
+/* A path in the fixture's directory (static buffer, two in turn). */
+static const char *file(const char *name) {
+  static char buf[2][PATH_MAX + 64];
+  static int next;
+  char *b = buf[next++ % 2];
+  snprintf(b, sizeof buf[0], "%s/%s", g->dir, name);
+  return b;
+}
+
+/* Runs python3 on the JSON file: `d` is the document; expr must hold. */
+static void py(const char *json, const char *expr) {
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd,
+           "/usr/bin/python3 -c 'import json, sys\n"
+           "d = json.load(open(sys.argv[1]))\n"
+           "P = lambda c, m: [p for p in c[\"partitions\"] if p[\"method\"] "
+           "== m][0]\n"
+           "sys.exit(0 if (%s) else 3)' '%s'",
+           expr, json);
+  int rc = system(cmd);
+  if (rc != 0) fail_msg("check failed (%d): %s on %s", rc, expr, json);
+}
+
+/* Validates a whatif JSON file against the schema. */
+static void valid(const char *json) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd,
+           "/usr/bin/python3 tests/status_schema.py "
+           "docs/schema/lactl-whatif.json '%s'",
+           json);
+  if (system(cmd) != 0) fail_msg("%s does not match the schema", json);
+}
+
+/* max / mean of app's stored robust per-rank totals at cycle, computed
+ * from libla_client alone. */
+static double stored_imbalance(const char *app, uint64_t cycle) {
+  la_client_t *c;
+  la_traceset_t *t;
+  assert_int_equal(la_client_connect(g->s.feed_addr, 5000, &c), 0);
+  assert_int_equal(la_client_get(c, app, cycle, &t), 0);
+  la_client_close(c);
+  assert_true(la_traceset_has_robust(t));
+  uint32_t np = la_traceset_nprocs(t);
+  double tot[16], max = 0, sum = 0;
+  assert_true(np == 4);
+  assert_int_equal(la_traceset_robust_totals(t, tot), 0);
+  for (uint32_t r = 0; r < np; r++) {
+    sum += tot[r];
+    if (tot[r] > max) max = tot[r];
+  }
+  la_traceset_free(t);
+  return max / (sum / np);
+}
+
+/* The checks every partition of cycle `c` (JSON expression) passes. */
+static void check_partitions(const char *json, const char *meth, double cur,
+                             double bpe, int horizon) {
+  char e[1024];
+  snprintf(e, sizeof e,
+           "abs(P(d[\"cycles\"][0], \"current\")[\"imbalance\"] - %.17g) "
+           "<= 1e-12 * %.17g",
+           cur, cur);
+  py(json, e);
+  snprintf(e, sizeof e,
+           "all(P(c, \"%s\")[\"imbalance\"] < P(c, \"current\")[\"imbalance\"]"
+           " and abs(P(c, \"%s\")[\"gain\"] - P(c, \"current\")[\"max\"] / "
+           "P(c, \"%s\")[\"max\"]) <= 1e-12 * P(c, \"%s\")[\"gain\"]"
+           " and P(c, \"%s\")[\"moved_elements\"] > 0"
+           " and P(c, \"%s\")[\"moved_bytes\"] == %g * P(c, \"%s\")"
+           "[\"moved_elements\"] for c in d[\"cycles\"])",
+           meth, meth, meth, meth, meth, meth, bpe, meth);
+  py(json, e);
+  snprintf(e, sizeof e,
+           "all(len(c[\"horizon_cycles\"]) == %d and all(len(p[\"horizon\"]"
+           "[\"scores\"]) == %d for p in c[\"partitions\"]) for c in "
+           "d[\"cycles\"])",
+           horizon, horizon);
+  py(json, e);
+}
+
+static void test_rebalance(void **state) {
+  need_up();
+  const char *j = file("rb.json");
+  assert_int_equal(whatif(g->rb, "4", "--horizon", "3", "--method",
+                          "metis,greedy", "--json", "-o", j, NULL),
+                   0);
+  valid(j);
+  double cur = stored_imbalance(g->rb, 4);
+  print_message("rebalance cycle 4: current imbalance %.3f\n", cur);
+  assert_true(cur > 1.2); /* the hot spot in the row blocks */
+  check_partitions(j, "metis", cur, 8, 3);
+  check_partitions(j, "greedy", cur, 8, 3);
+  py(j,
+     "d[\"cycles\"][0][\"grid\"] is None and d[\"cycles\"][0]"
+     "[\"elements\"] == 1024 and d[\"cycles\"][0][\"horizon_cycles\"] "
+     "== [5, 6, 7] and d[\"cycles\"][0][\"weights\"] == \"robust\"");
+  /* the table, for people */
+  assert_int_equal(whatif(g->rb, "4", NULL), 0);
+  print_message("%s", g->out);
+  assert_non_null(strstr(g->out, "current"));
+  assert_non_null(strstr(g->out, "metis"));
+  assert_non_null(strstr(g->out, "no grid"));
+}
+
+static void test_grid(void **state) {
+  need_up();
+  const char *j = file("wt.json");
+  assert_int_equal(whatif(g->wt, "3:5", "--horizon", "2", "--bytes-per-element",
+                          "100", "--json", "-o", j, NULL),
+                   0);
+  valid(j);
+  char e[256];
+  for (uint64_t c = 3; c <= 5; c++) {
+    double cur = stored_imbalance(g->wt, c);
+    print_message("wavetoy cycle %llu: current imbalance %.3f\n",
+                  (unsigned long long)c, cur);
+    snprintf(e, sizeof e,
+             "abs(P(d[\"cycles\"][%llu], \"current\")[\"imbalance\"] - "
+             "%.17g) <= 1e-12 * %.17g",
+             (unsigned long long)c - 3, cur, cur);
+    py(j, e);
+  }
+  check_partitions(j, "metis", stored_imbalance(g->wt, 3), 100, 2);
+  check_partitions(j, "rcb", stored_imbalance(g->wt, 3), 100, 2);
+  py(j,
+     "[c[\"cycle\"] for c in d[\"cycles\"]] == [3, 4, 5] and "
+     "all(c[\"grid\"] == [6, 6, 6] and c[\"elements\"] == 216 for c in "
+     "d[\"cycles\"])");
+  /* --parts, --weights measured, CSV: a header and one line each */
+  assert_int_equal(whatif(g->wt, "5", "--parts", "3", "--weights", "measured",
+                          "--csv", "-o", file("wt.csv"), NULL),
+                   0);
+  FILE *f = fopen(file("wt.csv"), "r");
+  assert_non_null(f);
+  char line[1024];
+  int n = 0, parts3 = 0;
+  while (fgets(line, sizeof line, f)) {
+    n++;
+    if (n > 2 && strstr(line, ",3,")) parts3++;
+  }
+  fclose(f);
+  assert_int_equal(n, 2 + 3); /* comment, header, current, metis, rcb */
+  assert_int_equal(parts3, 2);
+}
+
+static void test_horizon_short(void **state) {
+  need_up();
+  /* two cycles follow 9 */
+  assert_int_equal(whatif(g->wt, "9", "--horizon", "5", "--json", "-o",
+                          file("short.json"), NULL),
+                   0);
+  assert_non_null(strstr(g->out, "only 2 complete cycles follow"));
+  py(file("short.json"), "d[\"cycles\"][0][\"horizon_cycles\"] == [10, 11]");
+  valid(file("short.json"));
+}
+
+/* Exit status code and text on stderr. */
+static void fails(int code, const char *text, int rc) {
+  if (rc != code || !strstr(g->out, text))
+    fail_msg("exit %d (expected %d), expected '%s' in: %s", rc, code, text,
+             g->out);
+}
+
+static void test_errors(void **state) {
+  need_up();
+  fails(1, "no application 'nope'", whatif("nope", NULL));
+  fails(1, "has no cycle 99", whatif(g->wt, "99", NULL));
+  fails(1, "rcb needs a grid", whatif(g->rb, "4", "--method", "rcb", NULL));
+  fails(2, "--method 'scotch'", whatif(g->wt, "--method", "scotch", NULL));
+  fails(2, "--parts '0'", whatif(g->wt, "--parts", "0", NULL));
+  fails(2, "--csv or --json", whatif(g->wt, "--csv", "--json", NULL));
+  fails(2, "--bytes-per-element '-1'",
+        whatif(g->wt, "--bytes-per-element", "-1", NULL));
+  fails(1, "has no cycle in 50..60", whatif(g->wt, "50:60", NULL));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_rebalance),
+      cmocka_unit_test(test_grid),
+      cmocka_unit_test(test_horizon_short),
+      cmocka_unit_test(test_errors),
+  };
+  return cmocka_run_group_tests(tests, setup_group, teardown_group);
+}

@@ -1,0 +1,258 @@
+/* lactl_part.c: the partitioners of `lactl whatif` (METIS k-way, RCB,
+ * greedy) and the costs of a partition: loads, imbalance, the elements that
+ * stay (see lactl_part.h). */
+#include "lactl_part.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <metis.h>
+
+#include "la.h"
+
+/* ------------------------------------------------------------- METIS */
+
+int lactl_part_metis(uint64_t n, const double *w, const uint64_t *xadj,
+                     const uint64_t *adj, uint32_t k, uint32_t *part, char *why,
+                     size_t why_len) {
+  const uint64_t imax = (uint64_t)IDX_MAX;
+  if (k <= 1 || n == 0) {
+    for (uint64_t i = 0; i < n; i++) part[i] = 0;
+    return 0;
+  }
+  if (n > imax / 2 || xadj[n] > imax || k > imax) {
+    snprintf(why, why_len,
+             "METIS: %llu elements and %llu edge ends exceed its %d-bit "
+             "indices",
+             (unsigned long long)n, (unsigned long long)xadj[n], IDXTYPEWIDTH);
+    return LA_ERANGE;
+  }
+  /* the heaviest element weighs max_w; the sum stays below IDX_MAX */
+  double wmax = 0;
+  for (uint64_t i = 0; i < n; i++)
+    if (isfinite(w[i]) && w[i] > wmax) wmax = w[i];
+  double max_w = floor((double)imax / (2.0 * (double)n));
+  if (max_w > 1e6) max_w = 1e6;
+  double scale = wmax > 0 ? max_w / wmax : 0;
+  idx_t nv = (idx_t)n, ncon = 1, np = (idx_t)k, obj = 0;
+  idx_t *xa = malloc((n + 1) * sizeof *xa);
+  idx_t *aj = malloc((xadj[n] ? xadj[n] : 1) * sizeof *aj);
+  idx_t *vw = malloc(n * sizeof *vw), *pt = malloc(n * sizeof *pt);
+  int rc = 0;
+  if (!xa || !aj || !vw || !pt) {
+    snprintf(why, why_len, "METIS: out of memory");
+    rc = LA_ENOMEM;
+    goto out;
+  }
+  for (uint64_t i = 0; i <= n; i++) xa[i] = (idx_t)xadj[i];
+  for (uint64_t e = 0; e < xadj[n]; e++) aj[e] = (idx_t)adj[e];
+  for (uint64_t i = 0; i < n; i++) {
+    double v = isfinite(w[i]) && w[i] > 0 ? round(w[i] * scale) : 1;
+    vw[i] = v < 1 ? 1 : (idx_t)v;
+  }
+  idx_t opt[METIS_NOPTIONS];
+  METIS_SetDefaultOptions(opt);
+  opt[METIS_OPTION_SEED] = 1; /* the same partition every run */
+  opt[METIS_OPTION_NUMBERING] = 0;
+  int m = METIS_PartGraphKway(&nv, &ncon, xa, aj, vw, NULL, NULL, &np, NULL,
+                              NULL, opt, &obj, pt);
+  if (m != METIS_OK) {
+    snprintf(why, why_len, "METIS_PartGraphKway failed (%s)",
+             m == METIS_ERROR_MEMORY  ? "out of memory"
+             : m == METIS_ERROR_INPUT ? "input error"
+                                      : "error");
+    rc = m == METIS_ERROR_MEMORY ? LA_ENOMEM : LA_EINVAL;
+    goto out;
+  }
+  for (uint64_t i = 0; i < n; i++) part[i] = (uint32_t)pt[i];
+out:
+  free(xa), free(aj), free(vw), free(pt);
+  return rc;
+}
+
+/* --------------------------------------------------------------- RCB */
+
+typedef struct {
+  uint64_t c; /* coordinate on the axis being cut */
+  uint64_t i; /* element */
+} la__key_t;
+
+static int la__cmp_key(const void *x, const void *y) {
+  const la__key_t *a = x, *b = y;
+  if (a->c != b->c) return a->c < b->c ? -1 : 1;
+  return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* Cuts el[0..m) into k parts numbered from first. */
+static void la__rcb(la__key_t *el, uint64_t m, const double *w,
+                    const uint64_t (*xyz)[3], uint32_t k, uint32_t first,
+                    uint32_t *part) {
+  if (k <= 1 || m == 0) {
+    for (uint64_t a = 0; a < m; a++) part[el[a].i] = first;
+    return;
+  }
+  uint64_t lo[3], hi[3];
+  for (int d = 0; d < 3; d++) lo[d] = UINT64_MAX, hi[d] = 0;
+  double total = 0;
+  for (uint64_t a = 0; a < m; a++) {
+    for (int d = 0; d < 3; d++) {
+      uint64_t c = xyz[el[a].i][d];
+      if (c < lo[d]) lo[d] = c;
+      if (c > hi[d]) hi[d] = c;
+    }
+    total += w[el[a].i];
+  }
+  int ax = 0;
+  for (int d = 1; d < 3; d++)
+    if (hi[d] - lo[d] > hi[ax] - lo[ax]) ax = d;
+  for (uint64_t a = 0; a < m; a++) el[a].c = xyz[el[a].i][ax];
+  qsort(el, m, sizeof *el, la__cmp_key);
+  uint32_t k1 = k / 2, k2 = k - k1;
+  double target = total * (double)k1 / (double)k, sum = 0;
+  uint64_t cut = 0; /* el[0..cut) go left: the prefix closest to target */
+  while (cut < m && fabs(sum + w[el[cut].i] - target) <= fabs(sum - target))
+    sum += w[el[cut++].i];
+  if (m >= k) { /* no part left empty where there are enough elements */
+    if (cut < k1) cut = k1;
+    if (m - cut < k2) cut = m - k2;
+  }
+  la__rcb(el, cut, w, xyz, k1, first, part);
+  la__rcb(el + cut, m - cut, w, xyz, k2, first + k1, part);
+}
+
+int lactl_part_rcb(uint64_t n, const double *w, const uint64_t (*xyz)[3],
+                   uint32_t k, uint32_t *part) {
+  la__key_t *el = malloc((n ? n : 1) * sizeof *el);
+  if (!el) return LA_ENOMEM;
+  for (uint64_t i = 0; i < n; i++) el[i].i = i, el[i].c = 0;
+  la__rcb(el, n, w, xyz, k ? k : 1, 0, part);
+  free(el);
+  return 0;
+}
+
+/* ------------------------------------------------------------ greedy */
+
+typedef struct {
+  double w;
+  uint64_t i;
+} la__wi_t;
+
+static int la__cmp_heavy(const void *x, const void *y) {
+  const la__wi_t *a = x, *b = y;
+  if (a->w != b->w) return a->w > b->w ? -1 : 1;
+  return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* A min-heap of parts by load (ties: the lower part). */
+static int la__lighter(const double *load, uint32_t a, uint32_t b) {
+  return load[a] < load[b] || (load[a] == load[b] && a < b);
+}
+
+static void la__sift(uint32_t *h, uint32_t k, const double *load, uint32_t at) {
+  for (;;) {
+    uint32_t l = 2 * at + 1, r = l + 1, m = at;
+    if (l < k && la__lighter(load, h[l], h[m])) m = l;
+    if (r < k && la__lighter(load, h[r], h[m])) m = r;
+    if (m == at) return;
+    uint32_t t = h[m];
+    h[m] = h[at];
+    h[at] = t;
+    at = m;
+  }
+}
+
+int lactl_part_greedy(uint64_t n, const double *w, uint32_t k, uint32_t *part) {
+  if (!k) k = 1;
+  la__wi_t *el = malloc((n ? n : 1) * sizeof *el);
+  uint32_t *h = malloc(k * sizeof *h);
+  double *load = calloc(k, sizeof *load);
+  if (!el || !h || !load) {
+    free(el), free(h), free(load);
+    return LA_ENOMEM;
+  }
+  for (uint64_t i = 0; i < n; i++)
+    el[i].w = isfinite(w[i]) && w[i] > 0 ? w[i] : 0, el[i].i = i;
+  qsort(el, n, sizeof *el, la__cmp_heavy);
+  for (uint32_t p = 0; p < k; p++) h[p] = p; /* all 0: already a heap */
+  for (uint64_t a = 0; a < n; a++) {
+    uint32_t p = h[0];
+    part[el[a].i] = p;
+    load[p] += el[a].w;
+    la__sift(h, k, load, 0);
+  }
+  free(el), free(h), free(load);
+  return 0;
+}
+
+/* ------------------------------------------------------------- costs */
+
+void lactl_part_loads(uint64_t n, const double *w, const uint32_t *part,
+                      uint32_t k, double *loads) {
+  memset(loads, 0, k * sizeof *loads);
+  for (uint64_t i = 0; i < n; i++)
+    if (part[i] < k) loads[part[i]] += w[i];
+}
+
+void lactl_part_imbalance(const double *loads, uint32_t k, double *max,
+                          double *imb) {
+  double mx = 0, sum = 0;
+  for (uint32_t p = 0; p < k; p++) {
+    sum += loads[p];
+    if (p == 0 || loads[p] > mx) mx = loads[p];
+  }
+  double mean = k ? sum / k : 0;
+  if (max) *max = mx;
+  if (imb) *imb = mean > 0 ? mx / mean : 1.0;
+}
+
+typedef struct {
+  uint64_t key; /* rank << 32 | part, then the count of its elements */
+  uint64_t count;
+} la__pair_t;
+
+static int la__cmp_u64(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+static int la__cmp_count(const void *x, const void *y) {
+  const la__pair_t *a = x, *b = y;
+  if (a->count != b->count) return a->count > b->count ? -1 : 1;
+  return a->key < b->key ? -1 : a->key > b->key;
+}
+
+int64_t lactl_part_match(uint64_t n, const uint32_t *owner, uint32_t nranks,
+                         const uint32_t *part, uint32_t k,
+                         uint32_t *rank_part) {
+  uint64_t *key = malloc((n ? n : 1) * sizeof *key);
+  la__pair_t *pr = malloc((n ? n : 1) * sizeof *pr);
+  unsigned char *taken = calloc(k ? k : 1, 1);
+  if (!key || !pr || !taken) {
+    free(key), free(pr), free(taken);
+    return -1;
+  }
+  for (uint64_t i = 0; i < n; i++) key[i] = (uint64_t)owner[i] << 32 | part[i];
+  qsort(key, n, sizeof *key, la__cmp_u64);
+  uint64_t np = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    if (np && pr[np - 1].key == key[i])
+      pr[np - 1].count++;
+    else
+      pr[np].key = key[i], pr[np++].count = 1;
+  }
+  qsort(pr, np, sizeof *pr, la__cmp_count);
+  for (uint32_t r = 0; r < nranks; r++) rank_part[r] = UINT32_MAX;
+  int64_t stay = 0;
+  for (uint64_t a = 0; a < np; a++) {
+    uint32_t r = (uint32_t)(pr[a].key >> 32), p = (uint32_t)pr[a].key;
+    if (r >= nranks || p >= k || rank_part[r] != UINT32_MAX || taken[p])
+      continue;
+    rank_part[r] = p;
+    taken[p] = 1;
+    stay += (int64_t)pr[a].count;
+  }
+  free(key), free(pr), free(taken);
+  return stay;
+}
