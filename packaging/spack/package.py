@@ -40,6 +40,8 @@ class La(MakefilePackage):
     depends_on("libuv")
     depends_on("libsodium")
     depends_on("sqlite")
+    # lactl whatif partitions with METIS
+    depends_on("metis")
     depends_on("papi", when="+papi")
     # MPI only for the examples and tests: libla does not link MPI
     depends_on("mpi", type="test")
