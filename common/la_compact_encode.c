@@ -31,6 +31,7 @@ void la_cenc_init(la_cenc_t *e, const double *x, uint64_t n, int mode,
   e->flags = flags;
   e->bound = bound;
   e->simd = la_compact_simd();
+  e->qbpp = 1;
   la_stats_init(&e->stats);
   la_cbuf_put_u8(&e->out, LA_CENC_MAGIC0);
   la_cbuf_put_u8(&e->out, LA_CENC_MAGIC1);
@@ -517,6 +518,8 @@ int64_t la_cenc_qrun(la_cenc_t *e, uint64_t max) {
       kp = ks[j];
     }
   }
+  e->qbpp = 0.75 * e->qbpp +
+            0.25 * (double)(size_t)(p - (e->out.p + e->out.len)) / (double)m;
   e->out.len = (size_t)(p - e->out.p);
   if (e->recon) /* k * quantum is x exactly (qint) */
     memcpy(e->recon + first, e->x + first, m * sizeof *e->recon);

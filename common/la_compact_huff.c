@@ -5,21 +5,35 @@
  * time (a light stencil on a 10 ns timer: 26 ticks in 81% of the cells, 25
  * or 1 in most of the rest). A quantized run stores each as a varint of at
  * least one byte; coded, the record stores the integers' distinct values
- * relative to the run's reference once and each point as a canonical
- * Huffman code of its value: about 1.3 bits a point there. The encoder
- * writes the coded form only when it is smaller than the plain one, so a
- * record never grows. Codes are at most LA_HUFF_MAX_LEN bits: a record of
- * at most LA_CENC_QRUN_MAX (1024) points cannot need more (a Huffman code
- * of depth L needs a total weight of at least Fibonacci(L + 2), and
- * Fibonacci(17) = 1597 > 1024), and the encoder checks it anyway.
+ * relative to the run's reference once and then either
+ *   - each point as a canonical Huffman code of its value (the point form:
+ *     about 1.3 bits a point there), or
+ *   - tokens (r, s): r points of the record's most common value (its mode),
+ *     then one point of value s, each token a canonical Huffman code (the
+ *     run form: a timer whose ticks alias with the cells' cost repeats
+ *     "4 modes, then 1 tick" with few variations, about 0.5 bits a point).
+ * The encoder writes the smaller form, and only when it is smaller than the
+ * plain run, so a record never grows. Codes are at most LA_HUFF_MAX_LEN
+ * bits: a record of at most LA_CENC_QRUN_MAX (1024) points or tokens cannot
+ * need more (a Huffman code of depth L needs a total weight of at least
+ * Fibonacci(L + 2), and Fibonacci(17) = 1597 > 1024), and the encoder
+ * checks it anyway.
  *
  * Record body (after the tag, kind 3 with bit 2 set):
- *   varint nsym (1..count), varint zigzag(s0), nsym - 1 varints s_i -
- *   s_(i-1) - 1 (the values k - kref, ascending; kref is the quantized
- *   state qk before the record), ceil(nsym / 2) bytes of 4-bit code
- *   lengths (low nibble first; 0 for a lone symbol, else 1..15, Kraft sum
- *   <= 1), varint nbytes, then nbytes of codes, most significant bit
- *   first, canonical (by length, then value), padded with zero bits.
+ *   point form: varint nsym (1..count), the table: varint zigzag(s0),
+ *   nsym - 1 varints s_i - s_(i-1) - 1 (the values k - kref, ascending;
+ *   kref is the quantized state qk before the record), ceil(nsym / 2)
+ *   bytes of 4-bit code lengths (low nibble first; 0 for a lone symbol,
+ *   else 1..15, Kraft sum <= 1), varint nbytes, then nbytes of codes, most
+ *   significant bit first, canonical (by length, then value), padded with
+ *   zero bits.
+ *   run form: varint 0, varint nsym (2..count), the table as above, varint
+ *   the mode's place in the table, varint ntok (1..count), the tokens
+ *   t = r * nsym + (s's place in the table), 0 <= r < LA_HUFF_RUN, as
+ *   varint t_0 and ntok - 1 varints t_i - t_(i-1) - 1 (ascending), their
+ *   4-bit code lengths, varint nbytes and the codes as above. Token (r, s)
+ *   stands for r points of the mode, then a point of s; the tokens cover
+ *   the count points exactly.
  * Pure C; no allocation (everything on the stack, bounded by the record).
  */
 #include <stdlib.h>
@@ -33,18 +47,47 @@
 #define LA_HUFF_MAX_SYMS 256
 #define LA_HUFF_LUT_BITS 10 /* the decoder's table: codes up to 10 bits */
 #define LA_HUFF_MIN_POINTS 32 /* shorter runs stay plain */
+#define LA_HUFF_RUN 32        /* a token's mode points: 0..31 */
 
 typedef struct {
-  int64_t v;      /* k - kref */
-  uint32_t n;     /* points */
+  int64_t v;      /* k - kref (a token: its number t) */
+  uint32_t n;     /* points (tokens) */
   uint32_t code;  /* canonical code */
   uint8_t len;    /* code length */
 } la_hsym_t;
 
-static int by_count(const void *a, const void *b) {
+/* a before b by count, then value (Huffman's order) */
+static inline int by_count(const la_hsym_t *a, const la_hsym_t *b) {
+  return a->n != b->n ? a->n < b->n : a->v < b->v;
+}
+static inline int by_value(const la_hsym_t *a, const la_hsym_t *b) {
+  return a->v < b->v;
+}
+static int by_count_q(const void *a, const void *b) {
   const la_hsym_t *x = *(la_hsym_t *const *)a, *y = *(la_hsym_t *const *)b;
-  if (x->n != y->n) return x->n < y->n ? -1 : 1;
-  return x->v < y->v ? -1 : x->v > y->v;
+  return by_count(x, y) ? -1 : by_count(y, x);
+}
+static int by_value_q(const void *a, const void *b) {
+  const la_hsym_t *x = *(la_hsym_t *const *)a, *y = *(la_hsym_t *const *)b;
+  return by_value(x, y) ? -1 : by_value(y, x);
+}
+
+/* srt[0..n) in the order of before (its qsort twin q for many symbols):
+ * insertion for the few symbols of a typical run, where qsort's calls
+ * cost more than the sort. */
+static void sort_syms(la_hsym_t **srt, size_t n,
+                      int (*before)(const la_hsym_t *, const la_hsym_t *),
+                      int (*q)(const void *, const void *)) {
+  if (n > 48) {
+    qsort(srt, n, sizeof *srt, q);
+    return;
+  }
+  for (size_t a = 1; a < n; a++) {
+    la_hsym_t *t = srt[a];
+    size_t b = a;
+    for (; b > 0 && before(t, srt[b - 1]); b--) srt[b] = srt[b - 1];
+    srt[b] = t;
+  }
 }
 
 /* Code lengths of the nsym (>= 2) symbols, sorted by count ascending in
@@ -73,25 +116,129 @@ static void lengths(la_hsym_t **srt, size_t nsym) {
   for (size_t i = 0; i < nsym; i++) srt[i]->len = depth[i];
 }
 
-static int by_value(const void *a, const void *b) {
-  const la_hsym_t *x = *(la_hsym_t *const *)a, *y = *(la_hsym_t *const *)b;
-  return x->v < y->v ? -1 : x->v > y->v;
+/* The canonical code of the n symbols vs[0..n) (ascending by value, each
+ * with its count): every symbol's length and code. Returns the bits of
+ * the coded points, or UINT64_MAX when a code would be longer than
+ * LA_HUFF_MAX_LEN. A lone symbol takes length 0 and no bits. */
+static uint64_t build_code(la_hsym_t **vs, size_t n) {
+  la_hsym_t *srt[LA_HUFF_MAX_SYMS];
+  uint64_t bits = 0;
+  if (n == 1) {
+    vs[0]->len = 0;
+    return 0;
+  }
+  memcpy(srt, vs, n * sizeof *srt);
+  sort_syms(srt, n, by_count, by_count_q);
+  lengths(srt, n);
+  size_t per_len[LA_HUFF_MAX_LEN + 2] = {0};
+  for (size_t s = 0; s < n; s++) {
+    if (srt[s]->len > LA_HUFF_MAX_LEN) return UINT64_MAX;
+    bits += (uint64_t)srt[s]->n * srt[s]->len;
+    per_len[srt[s]->len + 1]++;
+  }
+  /* canonical codes: by length, then value (a stable bucket sort of the
+   * value order by length) */
+  for (int l = 1; l <= LA_HUFF_MAX_LEN; l++) per_len[l + 1] += per_len[l];
+  for (size_t s = 0; s < n; s++) srt[per_len[vs[s]->len]++] = vs[s];
+  uint32_t code = 0;
+  uint8_t len = srt[0]->len;
+  for (size_t s = 0; s < n; s++) {
+    code <<= srt[s]->len - len;
+    len = srt[s]->len;
+    srt[s]->code = code++;
+  }
+  return bits;
 }
 
-/* srt[0..n) in the order of cmp: insertion for the few symbols of a
- * typical run (qsort's calls cost more than the sort there), qsort else. */
-static void sort_syms(la_hsym_t **srt, size_t n,
-                      int (*cmp)(const void *, const void *)) {
-  if (n > 8) {
-    qsort(srt, n, sizeof *srt, cmp);
-    return;
+/* Bytes of a table of the n ascending values vs (the first zigzag when
+ * zig), and of the n code lengths after it. */
+static size_t table_len(la_hsym_t *const *vs, size_t n, int zig, int lens) {
+  size_t size = la_varint_len(zig ? la_zigzag(vs[0]->v) : (uint64_t)vs[0]->v);
+  for (size_t s = 1; s < n; s++)
+    size += la_varint_len((uint64_t)(vs[s]->v - vs[s - 1]->v - 1));
+  return size + (lens ? (n + 1) / 2 : 0);
+}
+
+static uint8_t *table_put(uint8_t *p, la_hsym_t *const *vs, size_t n, int zig,
+                          int lens) {
+  p += la_varint_write(p, zig ? la_zigzag(vs[0]->v) : (uint64_t)vs[0]->v);
+  for (size_t s = 1; s < n; s++)
+    p += la_varint_write(p, (uint64_t)(vs[s]->v - vs[s - 1]->v - 1));
+  for (size_t s = 0; lens && s < n; s += 2)
+    *p++ = (uint8_t)(vs[s]->len | (s + 1 < n ? vs[s + 1]->len << 4 : 0));
+  return p;
+}
+
+/* varint nbytes and the codes of seq[0..cnt) (indices into sym), most
+ * significant bit first, into a 64-bit accumulator four bytes at a time. */
+static uint8_t *codes_put(uint8_t *p, uint64_t bits, const uint8_t *seq,
+                          uint64_t cnt, const la_hsym_t *sym, size_t nsym) {
+  uint32_t code[LA_HUFF_MAX_SYMS];
+  uint8_t clen[LA_HUFF_MAX_SYMS];
+  p += la_varint_write(p, (bits + 7) / 8);
+  if (nsym < 2) return p;
+  for (size_t s = 0; s < nsym; s++) {
+    code[s] = sym[s].code;
+    clen[s] = sym[s].len;
   }
-  for (size_t a = 1; a < n; a++)
-    for (size_t b = a; b > 0 && cmp(&srt[b - 1], &srt[b]) > 0; b--) {
-      la_hsym_t *t = srt[b];
-      srt[b] = srt[b - 1];
-      srt[b - 1] = t;
+  uint64_t acc = 0;
+  int nacc = 0;
+  for (uint64_t j = 0; j < cnt; j++) {
+    acc = acc << clen[seq[j]] | code[seq[j]];
+    nacc += clen[seq[j]];
+    if (nacc >= 32) {
+      nacc -= 32;
+      uint32_t w = (uint32_t)(acc >> nacc);
+      p[0] = (uint8_t)(w >> 24);
+      p[1] = (uint8_t)(w >> 16);
+      p[2] = (uint8_t)(w >> 8);
+      p[3] = (uint8_t)w;
+      p += 4;
     }
+  }
+  while (nacc >= 8) {
+    nacc -= 8;
+    *p++ = (uint8_t)(acc >> nacc);
+  }
+  if (nacc > 0) *p++ = (uint8_t)(acc << (8 - nacc));
+  return p;
+}
+
+/* The run form's tokens: tok[0..*ntok) distinct (r, s), seq[0..*nseq)
+ * each token's index in tok. Returns the coded bits, or UINT64_MAX when
+ * the form does not apply (more than LA_HUFF_MAX_SYMS distinct tokens or
+ * a code too long). vrank[s]: symbol s's place in the table; mode: the
+ * mode's symbol. */
+static uint64_t run_tokens(const uint8_t *idx, uint64_t m, size_t nsym,
+                           const uint8_t *vrank, size_t mode, la_hsym_t *tok,
+                           size_t *ntok, uint8_t *seq, uint64_t *nseq,
+                           la_hsym_t **vt) {
+  uint16_t slot[LA_HUFF_RUN * LA_HUFF_MAX_SYMS]; /* 1 + index, 0: none */
+  memset(slot, 0, LA_HUFF_RUN * nsym * sizeof *slot);
+  size_t nt = 0;
+  uint64_t ns = 0;
+  uint32_t r = 0;
+  for (uint64_t j = 0; j < m; j++) {
+    size_t s = idx[j];
+    if (s == mode && r < LA_HUFF_RUN - 1 && j + 1 < m) {
+      r++;
+      continue;
+    }
+    size_t t = (size_t)r * nsym + vrank[s];
+    if (__builtin_expect(slot[t] == 0, 0)) {
+      if (nt == LA_HUFF_MAX_SYMS) return UINT64_MAX;
+      tok[nt] = (la_hsym_t){.v = (int64_t)t};
+      slot[t] = (uint16_t)++nt;
+    }
+    tok[slot[t] - 1].n++;
+    seq[ns++] = (uint8_t)(slot[t] - 1);
+    r = 0;
+  }
+  for (size_t k = 0; k < nt; k++) vt[k] = &tok[k];
+  sort_syms(vt, nt, by_value, by_value_q);
+  *ntok = nt;
+  *nseq = ns;
+  return build_code(vt, nt);
 }
 
 size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
@@ -131,193 +278,246 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
     cnt[j & 3][s]++;
     idx[j] = (uint8_t)s;
   }
-  for (size_t s = 0; s < nsym; s++)
-    sym[s].n = cnt[0][s] + cnt[1][s] + cnt[2][s] + cnt[3][s];
-  /* the table's order (by value), then Huffman's (by count) */
-  la_hsym_t *vs[LA_HUFF_MAX_SYMS], *srt[LA_HUFF_MAX_SYMS];
-  for (size_t s = 0; s < nsym; s++) vs[s] = &sym[s];
-  sort_syms(vs, nsym, by_value);
-  uint64_t bits = 0;
-  if (nsym > 1) {
-    memcpy(srt, vs, nsym * sizeof *srt);
-    sort_syms(srt, nsym, by_count);
-    lengths(srt, nsym);
-    size_t per_len[LA_HUFF_MAX_LEN + 2] = {0};
-    for (size_t s = 0; s < nsym; s++) {
-      if (srt[s]->len > LA_HUFF_MAX_LEN) return 0;
-      bits += (uint64_t)srt[s]->n * srt[s]->len;
-      per_len[srt[s]->len + 1]++;
-    }
-    /* canonical codes: by length, then value (a stable bucket sort of the
-     * value order by length) */
-    for (int l = 1; l <= LA_HUFF_MAX_LEN; l++) per_len[l + 1] += per_len[l];
-    for (size_t s = 0; s < nsym; s++) srt[per_len[vs[s]->len]++] = vs[s];
-    uint32_t code = 0;
-    uint8_t len = srt[0]->len;
-    for (size_t s = 0; s < nsym; s++) {
-      code <<= srt[s]->len - len;
-      len = srt[s]->len;
-      srt[s]->code = code++;
-    }
-  } else {
-    sym[0].len = 0;
-  }
-  size_t nbytes = (size_t)((bits + 7) / 8);
-  size_t size = la_varint_len(nsym) + la_varint_len(la_zigzag(vs[0]->v)) +
-                (nsym + 1) / 2 + la_varint_len(nbytes) + nbytes;
-  for (size_t s = 1; s < nsym; s++)
-    size += la_varint_len((uint64_t)(vs[s]->v - vs[s - 1]->v - 1));
-  if (size >= limit) return 0; /* the plain record is as small */
-  uint8_t *p = out;
-  p += la_varint_write(p, nsym);
-  p += la_varint_write(p, la_zigzag(vs[0]->v));
-  for (size_t s = 1; s < nsym; s++)
-    p += la_varint_write(p, (uint64_t)(vs[s]->v - vs[s - 1]->v - 1));
-  for (size_t s = 0; s < nsym; s += 2)
-    *p++ = (uint8_t)(vs[s]->len | (s + 1 < nsym ? vs[s + 1]->len << 4 : 0));
-  p += la_varint_write(p, nbytes);
-  /* codes into a 64-bit accumulator, four bytes out at a time */
-  uint32_t code[LA_HUFF_MAX_SYMS];
-  uint8_t clen[LA_HUFF_MAX_SYMS];
+  size_t mode = 0;
   for (size_t s = 0; s < nsym; s++) {
-    code[s] = sym[s].code;
-    clen[s] = sym[s].len;
+    sym[s].n = cnt[0][s] + cnt[1][s] + cnt[2][s] + cnt[3][s];
+    if (sym[s].n > sym[mode].n) mode = s;
   }
-  uint64_t acc = 0;
-  int nacc = 0;
-  for (uint64_t j = 0; j < m && nsym > 1; j++) {
-    acc = acc << clen[idx[j]] | code[idx[j]];
-    nacc += clen[idx[j]];
-    if (nacc >= 32) {
-      nacc -= 32;
-      uint32_t w = (uint32_t)(acc >> nacc);
-      p[0] = (uint8_t)(w >> 24);
-      p[1] = (uint8_t)(w >> 16);
-      p[2] = (uint8_t)(w >> 8);
-      p[3] = (uint8_t)w;
-      p += 4;
-    }
+  la_hsym_t *vs[LA_HUFF_MAX_SYMS];
+  for (size_t s = 0; s < nsym; s++) vs[s] = &sym[s];
+  sort_syms(vs, nsym, by_value, by_value_q);
+  /* the point form */
+  uint64_t bits = build_code(vs, nsym);
+  size_t size = SIZE_MAX;
+  if (bits != UINT64_MAX)
+    size = la_varint_len(nsym) + table_len(vs, nsym, 1, 1) +
+           la_varint_len((bits + 7) / 8) + (size_t)((bits + 7) / 8);
+  /* the run form, where the mode is at least half the points (else runs
+   * are short and the point form is as good) */
+  la_hsym_t tok[LA_HUFF_MAX_SYMS], *vt[LA_HUFF_MAX_SYMS];
+  uint8_t seq[LA_CENC_QRUN_MAX], vrank[LA_HUFF_MAX_SYMS];
+  size_t ntok = 0, rsize = SIZE_MAX;
+  uint64_t nseq = 0, rbits = UINT64_MAX;
+  if (nsym >= 2 && 2 * (uint64_t)sym[mode].n >= m) {
+    for (size_t s = 0; s < nsym; s++) vrank[vs[s] - sym] = (uint8_t)s;
+    rbits = run_tokens(idx, m, nsym, vrank, mode, tok, &ntok, seq, &nseq, vt);
+    if (rbits != UINT64_MAX)
+      rsize = 1 + la_varint_len(nsym) + table_len(vs, nsym, 1, 0) +
+              la_varint_len(vrank[mode]) + la_varint_len(ntok) +
+              table_len(vt, ntok, 0, 1) + la_varint_len((rbits + 7) / 8) +
+              (size_t)((rbits + 7) / 8);
   }
-  while (nacc >= 8) {
-    nacc -= 8;
-    *p++ = (uint8_t)(acc >> nacc);
+  uint8_t *p = out;
+  if (rsize < size && rsize < limit) {
+    p += la_varint_write(p, 0);
+    p += la_varint_write(p, nsym);
+    p = table_put(p, vs, nsym, 1, 0);
+    p += la_varint_write(p, vrank[mode]);
+    p += la_varint_write(p, ntok);
+    p = table_put(p, vt, ntok, 0, 1);
+    p = codes_put(p, rbits, seq, nseq, tok, ntok);
+  } else if (size < limit) {
+    p += la_varint_write(p, nsym);
+    p = table_put(p, vs, nsym, 1, 1);
+    p = codes_put(p, bits, idx, m, sym, nsym);
+  } else {
+    return 0; /* the plain record is as small */
   }
-  if (nacc > 0) *p++ = (uint8_t)(acc << (8 - nacc));
   return (size_t)(p - out);
 }
 
-int la_huff_qrun_decode(la_creader_t *r, uint64_t m, int64_t *d,
-                        int64_t *smin, int64_t *smax) {
-  uint64_t nsym, w, nbytes;
-  int64_t val[LA_CENC_QRUN_MAX];
-  uint8_t len[LA_CENC_QRUN_MAX];
+/* A canonical decoder: the tables of n symbols' code lengths, then the
+ * stream read from a 64-bit window. */
+typedef struct {
+  uint32_t per_len[LA_HUFF_MAX_LEN + 1];
+  uint32_t first_code[LA_HUFF_MAX_LEN + 2], first_idx[LA_HUFF_MAX_LEN + 2];
+  uint16_t order[LA_CENC_QRUN_MAX]; /* canonical place -> symbol */
+  uint16_t lut[1u << LA_HUFF_LUT_BITS];
+  int lb;
+  const uint8_t *p;
+  uint64_t nbytes, bit, nbits, next, win;
+  int nw;
+} la_hdec_t;
+
+/* n varints of ascending values into val (the first zigzag when zig; the
+ * others < bound when bound is not 0). */
+static int table_get(la_creader_t *r, uint64_t n, int zig, uint64_t bound,
+                     int64_t *val) {
+  uint64_t w;
   int rc;
-  if (m == 0 || m > LA_CENC_QRUN_MAX) return LA_EPROTO;
-  if ((rc = la_creader_varint(r, &nsym)) != 0) return rc;
-  if (nsym == 0 || nsym > m) return LA_EPROTO;
   if ((rc = la_creader_varint(r, &w)) != 0) return rc;
-  val[0] = la_unzigzag(w);
-  for (uint64_t s = 1; s < nsym; s++) {
+  if (!zig && w >= (UINT64_C(1) << 55)) return LA_EPROTO;
+  val[0] = zig ? la_unzigzag(w) : (int64_t)w;
+  for (uint64_t s = 1; s < n; s++) {
     if ((rc = la_creader_varint(r, &w)) != 0) return rc;
     if (w >= (UINT64_C(1) << 55) || val[s - 1] >= (INT64_C(1) << 55))
       return LA_EPROTO; /* the caller bounds every value anyway */
     val[s] = val[s - 1] + 1 + (int64_t)w;
   }
-  uint32_t per_len[LA_HUFF_MAX_LEN + 1] = {0};
-  for (uint64_t s = 0; s < nsym; s += 2) {
+  if (bound && (uint64_t)val[n - 1] >= bound) return LA_EPROTO;
+  return 0;
+}
+
+/* The n code lengths (4-bit, Kraft), the byte count and the decoding
+ * tables; at most m codes follow (the lookup table's size). */
+static int hdec_init(la_hdec_t *h, la_creader_t *r, uint64_t n, uint64_t m) {
+  uint8_t len[LA_CENC_QRUN_MAX];
+  uint64_t nbytes;
+  int rc;
+  memset(h->per_len, 0, sizeof h->per_len);
+  for (uint64_t s = 0; s < n; s += 2) {
     uint8_t b;
     if ((rc = la_creader_u8(r, &b)) != 0) return rc;
     len[s] = b & 15;
-    if (s + 1 < nsym)
+    if (s + 1 < n)
       len[s + 1] = b >> 4;
     else if (b >> 4)
       return LA_EPROTO;
   }
   uint64_t kraft = 0; /* in units of 2^-15 */
-  for (uint64_t s = 0; s < nsym; s++) {
-    if ((nsym == 1) != (len[s] == 0)) return LA_EPROTO;
-    per_len[len[s]]++;
+  for (uint64_t s = 0; s < n; s++) {
+    if ((n == 1) != (len[s] == 0)) return LA_EPROTO;
+    h->per_len[len[s]]++;
     if (len[s]) kraft += UINT64_C(1) << (LA_HUFF_MAX_LEN - len[s]);
   }
   if (kraft > (UINT64_C(1) << LA_HUFF_MAX_LEN)) return LA_EPROTO;
   if ((rc = la_creader_varint(r, &nbytes)) != 0) return rc;
   if (nbytes > r->len - r->off) return LA_ETRUNC;
-  *smin = val[0]; /* the table is in ascending order */
-  *smax = val[nsym - 1];
-  if (nsym == 1) {
-    if (nbytes != 0) return LA_EPROTO;
-    for (uint64_t j = 0; j < m; j++) d[j] = val[0];
+  if (n == 1 && nbytes != 0) return LA_EPROTO;
+  h->p = r->p + r->off;
+  h->nbytes = nbytes;
+  h->nbits = 8 * nbytes;
+  h->bit = h->next = h->win = 0;
+  h->nw = 0;
+  r->off += nbytes;
+  if (n == 1) {
+    h->order[0] = 0;
+    h->lb = 0;
     return 0;
   }
   /* canonical decoding: the symbols by (length, value), the first code
    * and the first index of each length */
-  uint16_t order[LA_CENC_QRUN_MAX];
-  uint32_t first_code[LA_HUFF_MAX_LEN + 2], first_idx[LA_HUFF_MAX_LEN + 2];
   uint32_t code = 0, at = 0;
   for (int l = 1; l <= LA_HUFF_MAX_LEN; l++) {
-    first_code[l] = code;
-    first_idx[l] = at;
-    at += per_len[l];
-    code = (code + per_len[l]) << 1;
+    h->first_code[l] = code;
+    h->first_idx[l] = at;
+    at += h->per_len[l];
+    code = (code + h->per_len[l]) << 1;
   }
   uint32_t fill[LA_HUFF_MAX_LEN + 1];
-  memcpy(fill, first_idx, sizeof fill);
-  for (uint64_t s = 0; s < nsym; s++) order[fill[len[s]]++] = (uint16_t)s;
-  int64_t byk[LA_CENC_QRUN_MAX]; /* the values in canonical order */
-  for (uint64_t k = 0; k < nsym; k++) byk[k] = val[order[k]];
+  memcpy(fill, h->first_idx, sizeof fill);
+  for (uint64_t s = 0; s < n; s++) h->order[fill[len[s]]++] = (uint16_t)s;
   /* a table of the next lb bits: the symbol's place in order and its
    * length for every code of at most lb bits (0: a longer code, or none,
    * read bit by bit); lb no more than the longest code, so a record of
    * few short codes fills a small table */
   int maxlen = 0;
   for (int l = 1; l <= LA_HUFF_MAX_LEN; l++)
-    if (per_len[l]) maxlen = l;
+    if (h->per_len[l]) maxlen = l;
   int lb = maxlen < LA_HUFF_LUT_BITS ? maxlen : LA_HUFF_LUT_BITS;
   while (lb > 1 && (UINT64_C(1) << lb) > 4 * m) lb--; /* table <= 4m */
-  uint16_t lut[1u << LA_HUFF_LUT_BITS];
-  memset(lut, 0, sizeof(uint16_t) << lb);
+  h->lb = lb;
+  memset(h->lut, 0, sizeof(uint16_t) << lb);
   for (int l = 1; l <= lb; l++)
-    for (uint32_t i = 0; i < per_len[l]; i++) {
-      uint32_t c = first_code[l] + i, k = first_idx[l] + i;
+    for (uint32_t i = 0; i < h->per_len[l]; i++) {
+      uint32_t c = h->first_code[l] + i, k = h->first_idx[l] + i;
       uint16_t e = (uint16_t)(k << 4 | (uint32_t)l);
-      for (uint32_t f = c << (lb - l); f < (c + 1) << (lb - l); f++) lut[f] = e;
+      for (uint32_t f = c << (lb - l); f < (c + 1) << (lb - l); f++)
+        h->lut[f] = e;
     }
-  const uint8_t *p = r->p + r->off;
-  uint64_t bit = 0, nbits = 8 * nbytes, win = 0; /* win: bits from bit on,
-                                                    most significant first */
-  uint64_t next = 0; /* bytes of p loaded into win */
-  int nw = 0;        /* bits in win (zeros beyond the stream) */
-  for (uint64_t j = 0; j < m; j++) {
-    while (nw <= 56) { /* refill: whole bytes, zeros past the end */
-      if (next < nbytes) win |= (uint64_t)p[next] << (56 - nw);
-      next++;
-      nw += 8;
-    }
-    uint32_t e = lut[win >> (64 - lb)], k;
-    int l;
-    if (e) {
-      l = (int)(e & 15);
-      k = e >> 4;
-    } else { /* longer than lb bits, or not a code */
-      uint32_t c = (uint32_t)(win >> (64 - lb));
-      for (l = lb;;) {
-        if (l == LA_HUFF_MAX_LEN) return LA_EPROTO;
-        l++;
-        c = c << 1 | (uint32_t)((win >> (64 - l)) & 1u);
-        if (c - first_code[l] < per_len[l]) break;
-      }
-      k = first_idx[l] + c - first_code[l];
-    }
-    if (bit + (uint64_t)l > nbits) return LA_EPROTO; /* past the stream */
-    bit += (uint64_t)l;
-    win <<= l;
-    nw -= l;
-    d[j] = byk[k];
-  }
-  /* the stream ends in the last byte, padded with zero bits */
-  if ((nbits - bit) >= 8) return LA_EPROTO;
-  if (bit < nbits && (p[nbytes - 1] & ((1u << (nbits - bit)) - 1u)) != 0)
-    return LA_EPROTO;
-  r->off += nbytes;
   return 0;
+}
+
+/* The next code's symbol (its place in the table), or -1: not a code, or
+ * past the stream. A lone symbol takes no bits. */
+static inline int hdec_next(la_hdec_t *h) {
+  const int lb = h->lb;
+  if (lb == 0) return 0;
+  while (h->nw <= 56) { /* refill: whole bytes, zeros past the end */
+    if (h->next < h->nbytes) h->win |= (uint64_t)h->p[h->next] << (56 - h->nw);
+    h->next++;
+    h->nw += 8;
+  }
+  uint32_t e = h->lut[h->win >> (64 - lb)], k;
+  int l;
+  if (e) {
+    l = (int)(e & 15);
+    k = e >> 4;
+  } else { /* longer than lb bits, or not a code */
+    uint32_t c = (uint32_t)(h->win >> (64 - lb));
+    for (l = lb;;) {
+      if (l == LA_HUFF_MAX_LEN) return -1;
+      l++;
+      c = c << 1 | (uint32_t)((h->win >> (64 - l)) & 1u);
+      if (c - h->first_code[l] < h->per_len[l]) break;
+    }
+    k = h->first_idx[l] + c - h->first_code[l];
+  }
+  if (h->bit + (uint64_t)l > h->nbits) return -1; /* past the stream */
+  h->bit += (uint64_t)l;
+  h->win <<= l;
+  h->nw -= l;
+  return h->order[k];
+}
+
+/* The stream ends in its last byte, padded with zero bits. */
+static int hdec_end(const la_hdec_t *h) {
+  if ((h->nbits - h->bit) >= 8) return LA_EPROTO;
+  if (h->bit < h->nbits &&
+      (h->p[h->nbytes - 1] & ((1u << (h->nbits - h->bit)) - 1u)) != 0)
+    return LA_EPROTO;
+  return 0;
+}
+
+/* The run form's body after its leading 0. */
+static int decode_runs(la_creader_t *r, uint64_t m, int64_t *d,
+                       int64_t *smin, int64_t *smax) {
+  uint64_t nsym, mode, ntok;
+  int64_t val[LA_HUFF_MAX_SYMS], tok[LA_CENC_QRUN_MAX];
+  la_hdec_t h;
+  int rc;
+  if ((rc = la_creader_varint(r, &nsym)) != 0) return rc;
+  if (nsym < 2 || nsym > m || nsym > LA_HUFF_MAX_SYMS) return LA_EPROTO;
+  if ((rc = table_get(r, nsym, 1, 0, val)) != 0) return rc;
+  if ((rc = la_creader_varint(r, &mode)) != 0) return rc;
+  if (mode >= nsym) return LA_EPROTO;
+  if ((rc = la_creader_varint(r, &ntok)) != 0) return rc;
+  if (ntok == 0 || ntok > m) return LA_EPROTO;
+  if ((rc = table_get(r, ntok, 0, LA_HUFF_RUN * nsym, tok)) != 0) return rc;
+  if ((rc = hdec_init(&h, r, ntok, m)) != 0) return rc;
+  *smin = val[0];
+  *smax = val[nsym - 1];
+  const int64_t vm = val[mode];
+  uint64_t j = 0;
+  while (j < m) {
+    int k = hdec_next(&h);
+    if (k < 0) return LA_EPROTO;
+    uint64_t t = (uint64_t)tok[k], run = t / nsym;
+    if (run >= m - j) return LA_EPROTO; /* past the record */
+    for (uint64_t i = 0; i < run; i++) d[j++] = vm;
+    d[j++] = val[t % nsym];
+  }
+  return hdec_end(&h);
+}
+
+int la_huff_qrun_decode(la_creader_t *r, uint64_t m, int64_t *d,
+                        int64_t *smin, int64_t *smax) {
+  uint64_t nsym;
+  int64_t val[LA_CENC_QRUN_MAX];
+  la_hdec_t h;
+  int rc;
+  if (m == 0 || m > LA_CENC_QRUN_MAX) return LA_EPROTO;
+  if ((rc = la_creader_varint(r, &nsym)) != 0) return rc;
+  if (nsym == 0) return decode_runs(r, m, d, smin, smax);
+  if (nsym > m) return LA_EPROTO;
+  if ((rc = table_get(r, nsym, 1, 0, val)) != 0) return rc;
+  if ((rc = hdec_init(&h, r, nsym, m)) != 0) return rc;
+  *smin = val[0]; /* the table is in ascending order */
+  *smax = val[nsym - 1];
+  for (uint64_t j = 0; j < m; j++) {
+    int k = hdec_next(&h);
+    if (k < 0) return LA_EPROTO;
+    d[j] = val[k];
+  }
+  return hdec_end(&h);
 }

@@ -299,6 +299,9 @@ struct la_cenc {
    * value of a run (the decoder's delta chain), points so stored */
   double quantum, inv_quantum, qk;
   uint64_t quantized;
+  /* bytes a point of the recent quantized run records took (decayed; 1,
+   * a plain run's least, before the first): coded runs take far less */
+  double qbpp;
   double *recon; /* NULL, or receives each written record's decoded values */
 };
 typedef struct la_cenc la_cenc_t;
@@ -334,6 +337,14 @@ static inline int la_compact_quantum_ok(double q) {
  * is not a whole multiple of the quantum (or no quantum). */
 uint64_t la_cenc_qcost(const la_cenc_t *e, uint64_t first, uint64_t count,
                        double *k);
+/* What count points that take plain bytes as a plain run (la_cenc_qcost)
+ * are expected to take as the encoder writes runs: coded where the recent
+ * runs were (e->qbpp). */
+static inline double la_cenc_qcost_est(const la_cenc_t *e, uint64_t plain,
+                                       uint64_t count) {
+  double coded = (double)count * e->qbpp + 2;
+  return coded < (double)plain ? coded : (double)plain;
+}
 /* Writes the next points (from pos + run, after the open verbatim run), as
  * many as are whole multiples of the quantum, at most max and at most
  * LA_CENC_QRUN_MAX, as one quantized run record: exact values. Returns the

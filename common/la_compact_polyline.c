@@ -176,9 +176,10 @@ static void pl_qsel_seen(pl_qsel_t *q, const la_cenc_t *enc, uint64_t first,
     k = NAN; /* from the segment's first point */
     c = la_cenc_qcost(enc, first, count, &k);
     if (c == UINT64_MAX && ++q->misses > PL_Q_MISSES) q->on = 0;
-    rb = c == UINT64_MAX ? 9.0 * (double)count : (double)c;
+    rb = c == UINT64_MAX ? 9.0 * (double)count
+                         : la_cenc_qcost_est(enc, c, count);
   } else {
-    rb = (double)count; /* a lower bound */
+    rb = la_cenc_qcost_est(enc, count, count); /* a lower bound */
   }
   q->line = q->line * PL_Q_DECAY + (double)lb;
   q->run = q->run * PL_Q_DECAY + rb;
@@ -672,7 +673,8 @@ static int64_t pl_rough(pl_qsel_t *q, la_cenc_t *enc, size_t i, double cv2) {
     pl_start(&t, enc, 0, i, x[i]);
     len = pl_scan_any(&t, x, i + 1, end, cv2, enc->simd) - i;
     c = la_cenc_qcost(enc, i, len, &k);
-    if (len >= 3 && (c == UINT64_MAX || q->lbytes < PL_Q_LEAVE * (double)c))
+    if (len >= 3 && (c == UINT64_MAX ||
+                     q->lbytes < PL_Q_LEAVE * la_cenc_qcost_est(enc, c, len)))
       goto fit;
   }
   if ((w = la_cenc_qrun(enc, q->chunk)) < 0) return w;

@@ -515,6 +515,180 @@ static void test_coded_runs_refused(void **state) {
   assert_int_equal(open_enc(&e, NULL, 2), LA_EPROTO);
 }
 
+/* ------------------------------------------- coded runs: the run form */
+
+/* A timer that aliases with the cells' cost: 26 ticks, and after every 3
+ * or 4 such cells one of 1 or 25; rarely a far value. */
+static void aliased(double *ks, size_t m, uint64_t *seed) {
+  size_t gap = 0, want = 3;
+  for (size_t j = 0; j < m; j++) {
+    if (gap == want) {
+      ks[j] = la_compact_rand01(seed) < 0.5 ? 1 : 25;
+      gap = 0;
+      want = la_compact_rand01(seed) < 0.5 ? 3 : 4;
+    } else {
+      ks[j] = la_compact_rand01(seed) > 0.997 ? 52 : 26;
+      gap++;
+    }
+  }
+}
+
+static void test_run_form_round_trip(void **state) {
+  (void)state;
+  enc_t e;
+  double ks[LA_CENC_QRUN_MAX], v[LA_CENC_QRUN_MAX];
+  uint64_t seed = 5;
+  for (int c = 0; c < 4; c++) {
+    uint64_t m = c == 0 ? LA_CENC_QRUN_MAX : 100 + 300 * (uint64_t)c;
+    aliased(ks, m, &seed);
+    if (c == 1) /* the mode up to the end, in a run longer than a token */
+      for (uint64_t j = m - 70; j < m; j++) ks[j] = 26;
+    if (c == 2) ks[m - 1] = 1; /* ends on another value */
+    if (c == 3) /* long runs of the mode */
+      for (uint64_t j = 0; j < m; j++) ks[j] = j % 97 == 96 ? 25 : 26;
+    assert_true(coded_enc(&e, ks, m, 0.5));
+    /* the run form (a leading 0), well under a bit a point */
+    size_t body = e.len - 22 - la_varint_len(m) -
+                  la_varint_len(LA_REC_QRUN | LA_REC_EXC |
+                                ((m - 1) << LA_REC_SHIFT));
+    assert_int_equal(e.b[e.len - body], 0);
+    assert_true(8 * body < (c == 0 ? 8 * m / 10 : c == 3 ? 3 * m / 10 : m));
+    assert_int_equal(open_enc(&e, v, m), 0);
+    for (uint64_t j = 0; j < m; j++) assert_true(v[j] == ks[j] * 0.5);
+  }
+  /* the mode under half the points: the point form */
+  for (uint64_t j = 0; j < 600; j++) ks[j] = (double)(j % 3);
+  assert_true(coded_enc(&e, ks, 600, 1));
+  assert_int_not_equal(e.b[e.len - (e.len - 22 - la_varint_len(600) -
+                                    la_varint_len(LA_REC_QRUN | LA_REC_EXC |
+                                                  (599u << LA_REC_SHIFT)))],
+                       0);
+}
+
+/* A whole aliased timing series through la_compact: the segmenter keeps
+ * it in quantized runs (it did not when it priced runs at a byte a point),
+ * exact, with the exact sum, well under a bit a point. */
+static void test_run_form_whole_series(void **state) {
+  (void)state;
+  size_t n = 1 << 18;
+  double *ks = malloc(n * sizeof *ks), *x = malloc(n * sizeof *x);
+  double *y = malloc(n * sizeof *y);
+  assert_true(ks && x && y);
+  uint64_t seed = 9;
+  aliased(ks, n, &seed);
+  for (size_t j = 0; j < n; j++) x[j] = ks[j] * 0.38519008621557316;
+  la_compact_params_t p = params(0.38519008621557316);
+  la_compact_result_t r = {0};
+  assert_int_equal(la_compact(x, n, &p, &r), 0);
+  assert_true(r.quantized >= n - n / 100);
+  assert_true(8.0 * (double)r.len / (double)n < 0.8);
+  la_trace_t *t = NULL;
+  char why[128];
+  assert_int_equal(la_trace_open(r.bytes, r.len, &t, why, sizeof why), 0);
+  assert_int_equal(la_trace_decode(t, 0, n, y), 0);
+  for (size_t j = 0; j < n; j++)
+    if (la_trace_is_verbatim(t, j)) assert_true(y[j] == x[j]);
+  la_series_stats_t st;
+  la_series_stats(x, n, &st);
+  assert_memory_equal(&st.sum, &r.stats.sum, sizeof(double));
+  la_trace_close(t);
+  la_compact_result_free(&r);
+  free(ks);
+  free(x);
+  free(y);
+}
+
+/* Hand-made run-form bodies over symbols 0 and 1 (mode 0), n points. */
+static void run_head(enc_t *e, uint64_t n, uint64_t nsym, uint64_t mode) {
+  coded_head(e, n, 0);
+  e->len--; /* coded_head wrote zigzag(0) for nsym 0: take it back */
+  put_var(e, nsym);
+  put_var(e, la_zigzag(0));
+  for (uint64_t s = 1; s < nsym; s++) put_var(e, 0);
+  put_var(e, mode);
+}
+
+static void test_run_form_refused(void **state) {
+  (void)state;
+  enc_t e;
+  double v[16];
+  /* good: tokens 1 = (0, s1) -> "0", 2 = (1, s0) -> "1"; n = 5:
+   * "1","0","1" = 1, 0 0, 1 ... (1,s0)=0,0 (0,s1)=1 (1,s0)=0,0: 0 0 1 0 0 */
+  run_head(&e, 5, 2, 0);
+  put_var(&e, 2);
+  put_var(&e, 1);
+  put_var(&e, 0);
+  put_u8(&e, 1 | 1 << 4);
+  put_var(&e, 1);
+  put_u8(&e, 0xa0); /* 1 0 1 */
+  assert_int_equal(open_enc(&e, v, 5), 0);
+  assert_true(v[0] == 0 && v[1] == 0 && v[2] == 1 && v[3] == 0 && v[4] == 0);
+  /* one symbol; the mode not in the table */
+  run_head(&e, 5, 1, 0);
+  assert_int_equal(open_enc(&e, NULL, 5), LA_EPROTO);
+  run_head(&e, 5, 2, 2);
+  put_var(&e, 1);
+  put_var(&e, 0);
+  put_u8(&e, 0);
+  put_var(&e, 0);
+  assert_int_equal(open_enc(&e, NULL, 5), LA_EPROTO);
+  /* no tokens; a token beyond the run limit */
+  run_head(&e, 5, 2, 0);
+  put_var(&e, 0);
+  assert_int_equal(open_enc(&e, NULL, 5), LA_EPROTO);
+  run_head(&e, 5, 2, 0);
+  put_var(&e, 1);
+  put_var(&e, 32 * 2);
+  put_u8(&e, 0);
+  put_var(&e, 0);
+  assert_int_equal(open_enc(&e, NULL, 5), LA_EPROTO);
+  /* a token past the record: (1, s0) covers 2 points, n = 5 is odd */
+  run_head(&e, 5, 2, 0);
+  put_var(&e, 1);
+  put_var(&e, 2);
+  put_u8(&e, 0);
+  put_var(&e, 0);
+  assert_int_equal(open_enc(&e, NULL, 5), LA_EPROTO);
+  /* a lone token that covers the record: (4, s1) for n = 10 */
+  run_head(&e, 10, 2, 0);
+  put_var(&e, 1);
+  put_var(&e, 4 * 2 + 1);
+  put_u8(&e, 0);
+  put_var(&e, 0);
+  assert_int_equal(open_enc(&e, v, 10), 0);
+  assert_true(v[3] == 0 && v[4] == 1 && v[8] == 0 && v[9] == 1);
+  /* the stream too long (a byte after the codes) or padding not zero */
+  run_head(&e, 5, 2, 0);
+  put_var(&e, 2);
+  put_var(&e, 1);
+  put_var(&e, 0);
+  put_u8(&e, 1 | 1 << 4);
+  put_var(&e, 2);
+  put_u8(&e, 0xa0);
+  put_u8(&e, 0);
+  assert_int_equal(open_enc(&e, NULL, 5), LA_EPROTO);
+  run_head(&e, 5, 2, 0);
+  put_var(&e, 2);
+  put_var(&e, 1);
+  put_var(&e, 0);
+  put_u8(&e, 1 | 1 << 4);
+  put_var(&e, 1);
+  put_u8(&e, 0xa1);
+  assert_int_equal(open_enc(&e, NULL, 5), LA_EPROTO);
+  /* tokens not ascending cannot be written: a gap varint is unsigned; the
+   * third token would pass the limit */
+  run_head(&e, 5, 2, 0);
+  put_var(&e, 3);
+  put_var(&e, 1);
+  put_var(&e, 0);
+  put_var(&e, 62);
+  put_u8(&e, 1 | 2 << 4);
+  put_u8(&e, 2);
+  put_var(&e, 1);
+  put_u8(&e, 0);
+  assert_int_equal(open_enc(&e, NULL, 5), LA_EPROTO);
+}
+
 /* Every single-byte change of a good coded encoding (its CRC redone) is
  * refused or decodes to some values: never read out of bounds (the
  * sanitized build checks), the checker agreeing with the parser. */
@@ -523,10 +697,12 @@ static void test_coded_runs_mutated(void **state) {
   enc_t e, m;
   double ks[300], v[300];
   uint64_t seed = 11;
+  for (int form = 0; form < 2; form++) { /* the point form, the run form */
   for (int j = 0; j < 300; j++) {
     double u = la_compact_rand01(&seed);
     ks[j] = u < 0.7 ? 26 : u < 0.85 ? 25 : u < 0.97 ? 1 : 700;
   }
+  if (form == 1) aliased(ks, 300, &seed);
   assert_true(coded_enc(&e, ks, 300, 1));
   for (size_t at = 6; at < e.len; at++)
     for (int flip = 1; flip < 256; flip <<= 1) {
@@ -547,6 +723,7 @@ static void test_coded_runs_mutated(void **state) {
         assert_int_equal(la_trace_decode(t, 0, la_trace_count(t), v), 0);
       la_trace_close(t);
     }
+  }
 }
 
 static void test_params_check_quantum(void **state) {
@@ -573,6 +750,9 @@ int main(void) {
       cmocka_unit_test(test_decoder_reads_and_refuses_runs),
       cmocka_unit_test(test_coded_runs_round_trip),
       cmocka_unit_test(test_coded_runs_refused),
+      cmocka_unit_test(test_run_form_round_trip),
+      cmocka_unit_test(test_run_form_whole_series),
+      cmocka_unit_test(test_run_form_refused),
       cmocka_unit_test(test_coded_runs_mutated),
       cmocka_unit_test(test_params_check_quantum),
   };
