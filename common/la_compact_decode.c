@@ -241,9 +241,10 @@ static int read_rvalue(la_creader_t *r, double *prev) {
 }
 
 /* Parses the records of a lossy body, indexing them unless t->check_only
- * (then every check is made and nothing is kept). */
-static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
-                         size_t why_len) {
+ * (then every check is made and nothing is kept); *hst: the coded runs'
+ * tables from record to record, allocated at the first coded run. */
+static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
+                            size_t why_len, la_huff_dec_t **hst) {
   rec_t scratch; /* the record being read when nothing is kept */
   uint64_t pos = 0, tag, count, j, c, gap, xp;
   int64_t qk = 0; /* integer of the last value of a quantized run */
@@ -287,7 +288,9 @@ static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
        * least and greatest bound them all (checked once, the same way
        * when only checking) */
       int64_t coded[LA_CENC_QRUN_MAX], kref = qk, smin, smax;
-      if ((rc = la_huff_qrun_decode(r, count, coded, &smin, &smax)) != 0) {
+      if (!*hst && !(*hst = calloc(1, sizeof **hst))) return LA_ENOMEM;
+      if ((rc = la_huff_qrun_decode(r, count, kref, coded, &smin, &smax,
+                                    *hst)) != 0) {
         if (rc == LA_ETRUNC) goto bad;
         return la_errorf(why, why_len, LA_EPROTO,
                          "malformed coded quantized run at byte %zu", at);
@@ -426,6 +429,14 @@ bad:
                        ? "truncated in the record at byte %zu"
                        : "malformed value in the record at byte %zu",
                    r->off);
+}
+
+static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
+                         size_t why_len) {
+  la_huff_dec_t *hst = NULL;
+  int rc = parse_records_st(t, r, why, why_len, &hst);
+  free(hst);
+  return rc;
 }
 
 /* The prefix sums were built at psc = 1 (the values as they are). When one

@@ -47,6 +47,8 @@ void la_cenc_init(la_cenc_t *e, const double *x, uint64_t n, int mode,
 
 void la_cenc_free(la_cenc_t *e) {
   la_cbuf_free(&e->out);
+  la_huff_tables_free(e->huff);
+  e->huff = NULL;
   free(e->exc_off);
   e->exc_off = NULL;
   e->nexc = e->exc_cap = 0;
@@ -507,7 +509,7 @@ int64_t la_cenc_qrun(la_cenc_t *e, uint64_t max) {
    * at least one), else plain */
   uint64_t tag = LA_REC_QRUN | ((m - 1) << LA_REC_SHIFT);
   size_t tl = la_varint_write(p, tag | LA_REC_EXC);
-  size_t coded = la_huff_qrun_encode(ks, m, e->qk, p + tl, m);
+  size_t coded = la_huff_qrun_encode(ks, m, e->qk, p + tl, m, &e->huff);
   if (coded) {
     p += tl + coded;
     kp = ks[m - 1];

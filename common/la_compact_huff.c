@@ -13,11 +13,12 @@
  *     run form: a timer whose ticks alias with the cells' cost repeats
  *     "4 modes, then 1 tick" with few variations, about 0.5 bits a point).
  * The encoder writes the smaller form, and only when it is smaller than the
- * plain run, so a record never grows. Codes are at most LA_HUFF_MAX_LEN
- * bits: a record of at most LA_CENC_QRUN_MAX (1024) points or tokens cannot
- * need more (a Huffman code of depth L needs a total weight of at least
- * Fibonacci(L + 2), and Fibonacci(17) = 1597 > 1024), and the encoder
- * checks it anyway.
+ * plain run, so a record never grows. A table holds at most
+ * LA_HUFF_MAX_SYMS (256) values or tokens, and codes are at most
+ * LA_HUFF_MAX_LEN (15) bits: a record of at most LA_CENC_QRUN_MAX (4096)
+ * points could need more only for counts like Fibonacci numbers (a code of
+ * depth L needs a total weight of at least Fibonacci(L + 2) = 2584 for
+ * L = 16); the encoder then writes the other form or the plain run.
  *
  * Record body (after the tag, kind 3 with bit 2 set):
  *   point form: varint nsym (1..count), the table: varint zigzag(s0),
@@ -34,7 +35,13 @@
  *   4-bit code lengths, varint nbytes and the codes as above. Token (r, s)
  *   stands for r points of the mode, then a point of s; the tokens cover
  *   the count points exactly.
- * Pure C; no allocation (everything on the stack, bounded by the record).
+ *   run form with the previous tables: varint 0, varint 0, varint nbytes
+ *   and the codes: the values (as integers, not relative to kref), the
+ *   mode, the tokens and their codes of the last run-form record of the
+ *   encoding that wrote them. A series whose records keep the same few
+ *   values and tokens pays for its tables once.
+ * No allocation but the encoder's tables (la_huff_tables_t, one per
+ * encoding); the rest is on the stack, bounded by the record.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +51,6 @@
 
 #define LA_HUFF_DIRECT 256 /* values in [-256, 256) are found by index */
 #define LA_HUFF_FAR 32     /* other values: more than this, no coding */
-#define LA_HUFF_MAX_SYMS 256
-#define LA_HUFF_LUT_BITS 10 /* the decoder's table: codes up to 10 bits */
 #define LA_HUFF_MIN_POINTS 32 /* shorter runs stay plain */
 #define LA_HUFF_RUN 32        /* a token's mode points: 0..31 */
 
@@ -55,6 +60,19 @@ typedef struct {
   uint32_t code;  /* canonical code */
   uint8_t len;    /* code length */
 } la_hsym_t;
+
+/* The encoder's copy of the run-form tables the last such record wrote. */
+struct la_huff_tables {
+  size_t nsym, ntok;
+  int64_t abs[LA_HUFF_MAX_SYMS]; /* the values as integers, ascending */
+  int64_t mode;                  /* the mode's integer */
+  uint16_t tid[LA_HUFF_MAX_SYMS]; /* the tokens' numbers */
+  uint32_t code[LA_HUFF_MAX_SYMS];
+  uint8_t len[LA_HUFF_MAX_SYMS];
+  uint16_t slot[LA_HUFF_RUN * LA_HUFF_MAX_SYMS]; /* number -> 1 + index */
+};
+
+void la_huff_tables_free(la_huff_tables_t *t) { free(t); }
 
 /* a before b by count, then value (Huffman's order) */
 static inline int by_count(const la_hsym_t *a, const la_hsym_t *b) {
@@ -176,7 +194,7 @@ static uint8_t *codes_put(uint8_t *p, uint64_t bits, const uint8_t *seq,
   uint32_t code[LA_HUFF_MAX_SYMS];
   uint8_t clen[LA_HUFF_MAX_SYMS];
   p += la_varint_write(p, (bits + 7) / 8);
-  if (nsym < 2) return p;
+  if (bits == 0) return p; /* a lone symbol: no codes */
   for (size_t s = 0; s < nsym; s++) {
     code[s] = sym[s].code;
     clen[s] = sym[s].len;
@@ -241,8 +259,52 @@ static uint64_t run_tokens(const uint8_t *idx, uint64_t m, size_t nsym,
   return build_code(vt, nt);
 }
 
+/* The bits of the tokens tok[0..ntok) (numbers over the nsym values vs,
+ * relative to kref) coded with the previous tables pt, each token's code
+ * into rc[]; UINT64_MAX when a token or the mode is not in them. */
+static uint64_t reuse_bits(const la_huff_tables_t *pt, la_hsym_t *const *vs,
+                           size_t nsym, int64_t kref, int64_t mode,
+                           const la_hsym_t *tok, size_t ntok, la_hsym_t *rc) {
+  size_t map[LA_HUFF_MAX_SYMS], i = 0;
+  uint64_t bits = 0;
+  if (pt->mode != mode) return UINT64_MAX;
+  for (size_t s = 0; s < nsym; s++) { /* both ascending: a merge */
+    int64_t a = kref + vs[s]->v;
+    while (i < pt->nsym && pt->abs[i] < a) i++;
+    if (i == pt->nsym || pt->abs[i] != a) return UINT64_MAX;
+    map[s] = i;
+  }
+  for (size_t k = 0; k < ntok; k++) {
+    size_t t = (size_t)tok[k].v, r = t / nsym;
+    size_t q = r * pt->nsym + map[t % nsym], at = pt->slot[q];
+    if (at == 0) return UINT64_MAX;
+    rc[k].code = pt->code[at - 1];
+    rc[k].len = pt->len[at - 1];
+    bits += (uint64_t)tok[k].n * rc[k].len;
+  }
+  return bits;
+}
+
+/* Keeps the run form's tables just written (tokens vt over values vs). */
+static void tables_keep(la_huff_tables_t *pt, la_hsym_t *const *vs,
+                        size_t nsym, int64_t kref, int64_t mode,
+                        la_hsym_t *const *vt, size_t ntok) {
+  for (size_t k = 0; k < pt->ntok; k++) pt->slot[pt->tid[k]] = 0;
+  pt->nsym = nsym;
+  pt->ntok = ntok;
+  pt->mode = mode;
+  for (size_t s = 0; s < nsym; s++) pt->abs[s] = kref + vs[s]->v;
+  for (size_t k = 0; k < ntok; k++) {
+    pt->tid[k] = (uint16_t)vt[k]->v;
+    pt->code[k] = vt[k]->code;
+    pt->len[k] = vt[k]->len;
+    pt->slot[vt[k]->v] = (uint16_t)(k + 1);
+  }
+}
+
 size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
-                           uint8_t *out, size_t limit) {
+                           uint8_t *out, size_t limit,
+                           la_huff_tables_t **tables) {
   la_hsym_t sym[LA_HUFF_MAX_SYMS];
   uint16_t direct[2 * LA_HUFF_DIRECT]; /* 1 + index, 0: not seen */
   uint8_t idx[LA_CENC_QRUN_MAX];
@@ -307,8 +369,22 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
               table_len(vt, ntok, 0, 1) + la_varint_len((rbits + 7) / 8) +
               (size_t)((rbits + 7) / 8);
   }
+  /* the run form with the previous record's tables */
+  la_hsym_t reused[LA_HUFF_MAX_SYMS];
+  size_t usize = SIZE_MAX;
+  uint64_t ubits = UINT64_MAX;
+  int64_t kr = (int64_t)kref;
+  if (rbits != UINT64_MAX && tables && *tables)
+    ubits = reuse_bits(*tables, vs, nsym, kr, kr + sym[mode].v, tok, ntok,
+                       reused);
+  if (ubits != UINT64_MAX)
+    usize = 2 + la_varint_len((ubits + 7) / 8) + (size_t)((ubits + 7) / 8);
   uint8_t *p = out;
-  if (rsize < size && rsize < limit) {
+  if (usize <= rsize && usize < size && usize < limit) {
+    p += la_varint_write(p, 0);
+    p += la_varint_write(p, 0);
+    p = codes_put(p, ubits, seq, nseq, reused, ntok);
+  } else if (rsize < size && rsize < limit) {
     p += la_varint_write(p, 0);
     p += la_varint_write(p, nsym);
     p = table_put(p, vs, nsym, 1, 0);
@@ -316,6 +392,9 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
     p += la_varint_write(p, ntok);
     p = table_put(p, vt, ntok, 0, 1);
     p = codes_put(p, rbits, seq, nseq, tok, ntok);
+    if (tables && !*tables) *tables = calloc(1, sizeof **tables);
+    if (tables && *tables) /* without memory: no reuse, as before */
+      tables_keep(*tables, vs, nsym, kr, kr + sym[mode].v, vt, ntok);
   } else if (size < limit) {
     p += la_varint_write(p, nsym);
     p = table_put(p, vs, nsym, 1, 1);
@@ -326,18 +405,6 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
   return (size_t)(p - out);
 }
 
-/* A canonical decoder: the tables of n symbols' code lengths, then the
- * stream read from a 64-bit window. */
-typedef struct {
-  uint32_t per_len[LA_HUFF_MAX_LEN + 1];
-  uint32_t first_code[LA_HUFF_MAX_LEN + 2], first_idx[LA_HUFF_MAX_LEN + 2];
-  uint16_t order[LA_CENC_QRUN_MAX]; /* canonical place -> symbol */
-  uint16_t lut[1u << LA_HUFF_LUT_BITS];
-  int lb;
-  const uint8_t *p;
-  uint64_t nbytes, bit, nbits, next, win;
-  int nw;
-} la_hdec_t;
 
 /* n varints of ascending values into val (the first zigzag when zig; the
  * others < bound when bound is not 0). */
@@ -358,10 +425,24 @@ static int table_get(la_creader_t *r, uint64_t n, int zig, uint64_t bound,
   return 0;
 }
 
+/* The stream of nbytes codes of a table of n symbols, at r. */
+static int hdec_stream(la_hdec_t *h, la_creader_t *r, uint64_t n,
+                       uint64_t nbytes) {
+  if (nbytes > r->len - r->off) return LA_ETRUNC;
+  if (n == 1 && nbytes != 0) return LA_EPROTO;
+  h->p = r->p + r->off;
+  h->nbytes = nbytes;
+  h->nbits = 8 * nbytes;
+  h->bit = h->next = h->win = 0;
+  h->nw = 0;
+  r->off += nbytes;
+  return 0;
+}
+
 /* The n code lengths (4-bit, Kraft), the byte count and the decoding
  * tables; at most m codes follow (the lookup table's size). */
 static int hdec_init(la_hdec_t *h, la_creader_t *r, uint64_t n, uint64_t m) {
-  uint8_t len[LA_CENC_QRUN_MAX];
+  uint8_t len[LA_HUFF_MAX_SYMS];
   uint64_t nbytes;
   int rc;
   memset(h->per_len, 0, sizeof h->per_len);
@@ -382,14 +463,7 @@ static int hdec_init(la_hdec_t *h, la_creader_t *r, uint64_t n, uint64_t m) {
   }
   if (kraft > (UINT64_C(1) << LA_HUFF_MAX_LEN)) return LA_EPROTO;
   if ((rc = la_creader_varint(r, &nbytes)) != 0) return rc;
-  if (nbytes > r->len - r->off) return LA_ETRUNC;
-  if (n == 1 && nbytes != 0) return LA_EPROTO;
-  h->p = r->p + r->off;
-  h->nbytes = nbytes;
-  h->nbits = 8 * nbytes;
-  h->bit = h->next = h->win = 0;
-  h->nw = 0;
-  r->off += nbytes;
+  if ((rc = hdec_stream(h, r, n, nbytes)) != 0) return rc;
   if (n == 1) {
     h->order[0] = 0;
     h->lb = 0;
@@ -469,47 +543,65 @@ static int hdec_end(const la_hdec_t *h) {
   return 0;
 }
 
-/* The run form's body after its leading 0. */
-static int decode_runs(la_creader_t *r, uint64_t m, int64_t *d,
-                       int64_t *smin, int64_t *smax) {
+/* The run form's body after its leading 0, its tables kept in st (or
+ * taken from st: a record that reuses them). */
+static int decode_runs(la_creader_t *r, uint64_t m, int64_t kref, int64_t *d,
+                       int64_t *smin, int64_t *smax, la_huff_dec_t *st) {
   uint64_t nsym, mode, ntok;
-  int64_t val[LA_HUFF_MAX_SYMS], tok[LA_CENC_QRUN_MAX];
-  la_hdec_t h;
   int rc;
   if ((rc = la_creader_varint(r, &nsym)) != 0) return rc;
-  if (nsym < 2 || nsym > m || nsym > LA_HUFF_MAX_SYMS) return LA_EPROTO;
-  if ((rc = table_get(r, nsym, 1, 0, val)) != 0) return rc;
-  if ((rc = la_creader_varint(r, &mode)) != 0) return rc;
-  if (mode >= nsym) return LA_EPROTO;
-  if ((rc = la_creader_varint(r, &ntok)) != 0) return rc;
-  if (ntok == 0 || ntok > m) return LA_EPROTO;
-  if ((rc = table_get(r, ntok, 0, LA_HUFF_RUN * nsym, tok)) != 0) return rc;
-  if ((rc = hdec_init(&h, r, ntok, m)) != 0) return rc;
-  *smin = val[0];
-  *smax = val[nsym - 1];
-  const int64_t vm = val[mode];
+  if (nsym == 0) { /* the previous tables */
+    if (!st->have) return LA_EPROTO;
+    uint64_t nbytes;
+    if ((rc = la_creader_varint(r, &nbytes)) != 0) return rc;
+    if ((rc = hdec_stream(&st->h, r, st->ntok, nbytes)) != 0) return rc;
+  } else {
+    st->have = 0;
+    if (nsym < 2 || nsym > m || nsym > LA_HUFF_MAX_SYMS) return LA_EPROTO;
+    if ((rc = table_get(r, nsym, 1, 0, st->val)) != 0) return rc;
+    if ((rc = la_creader_varint(r, &mode)) != 0) return rc;
+    if (mode >= nsym) return LA_EPROTO;
+    if ((rc = la_creader_varint(r, &ntok)) != 0) return rc;
+    if (ntok == 0 || ntok > m || ntok > LA_HUFF_MAX_SYMS) return LA_EPROTO;
+    if ((rc = table_get(r, ntok, 0, LA_HUFF_RUN * nsym, st->tok)) != 0)
+      return rc;
+    if ((rc = hdec_init(&st->h, r, ntok, m)) != 0) return rc;
+    for (uint64_t s = 0; s < nsym; s++) st->val[s] += kref; /* integers */
+    st->nsym = nsym;
+    st->ntok = ntok;
+    st->mode = mode;
+    st->have = 1;
+  }
+  /* the values relative to kref: |integer| and |kref| < 2^53 (the
+   * callers check every run's values), so no overflow */
+  nsym = st->nsym;
+  int64_t rel[LA_HUFF_MAX_SYMS];
+  for (uint64_t s = 0; s < nsym; s++) rel[s] = st->val[s] - kref;
+  *smin = rel[0];
+  *smax = rel[nsym - 1];
+  const int64_t vm = rel[st->mode];
   uint64_t j = 0;
   while (j < m) {
-    int k = hdec_next(&h);
+    int k = hdec_next(&st->h);
     if (k < 0) return LA_EPROTO;
-    uint64_t t = (uint64_t)tok[k], run = t / nsym;
+    uint64_t t = (uint64_t)st->tok[k], run = t / nsym;
     if (run >= m - j) return LA_EPROTO; /* past the record */
     for (uint64_t i = 0; i < run; i++) d[j++] = vm;
-    d[j++] = val[t % nsym];
+    d[j++] = rel[t % nsym];
   }
-  return hdec_end(&h);
+  return hdec_end(&st->h);
 }
 
-int la_huff_qrun_decode(la_creader_t *r, uint64_t m, int64_t *d,
-                        int64_t *smin, int64_t *smax) {
+int la_huff_qrun_decode(la_creader_t *r, uint64_t m, int64_t kref, int64_t *d,
+                        int64_t *smin, int64_t *smax, la_huff_dec_t *st) {
   uint64_t nsym;
-  int64_t val[LA_CENC_QRUN_MAX];
+  int64_t val[LA_HUFF_MAX_SYMS];
   la_hdec_t h;
   int rc;
   if (m == 0 || m > LA_CENC_QRUN_MAX) return LA_EPROTO;
   if ((rc = la_creader_varint(r, &nsym)) != 0) return rc;
-  if (nsym == 0) return decode_runs(r, m, d, smin, smax);
-  if (nsym > m) return LA_EPROTO;
+  if (nsym == 0) return decode_runs(r, m, kref, d, smin, smax, st);
+  if (nsym > m || nsym > LA_HUFF_MAX_SYMS) return LA_EPROTO;
   if ((rc = table_get(r, nsym, 1, 0, val)) != 0) return rc;
   if ((rc = hdec_init(&h, r, nsym, m)) != 0) return rc;
   *smin = val[0]; /* the table is in ascending order */

@@ -213,7 +213,7 @@ enum {
   LA_REC_VERBATIM = 2,
   LA_REC_QRUN = 3 /* exact values k * quantum, k as zigzag varint deltas */
 };
-#define LA_CENC_QRUN_MAX 1024 /* points of one quantized run record */
+#define LA_CENC_QRUN_MAX 4096 /* points of one quantized run record */
 #define LA_HUFF_MAX_LEN 15     /* bits of a coded quantized run's codes */
 #define LA_REC_EXC 0x04       /* tag bit: exceptions follow */
 #define LA_REC_NEWEXP 0x08    /* tag bit: exponent delta follows */
@@ -302,6 +302,7 @@ struct la_cenc {
   /* bytes a point of the recent quantized run records took (decayed; 1,
    * a plain run's least, before the first): coded runs take far less */
   double qbpp;
+  struct la_huff_tables *huff; /* the run form's last tables (or NULL) */
   double *recon; /* NULL, or receives each written record's decoded values */
 };
 typedef struct la_cenc la_cenc_t;
@@ -385,13 +386,43 @@ long la_compact_maxerr_lengths(const double *x, size_t n, double tol_abs,
  * coded run of the m (1..LA_CENC_QRUN_MAX) integers ks (exact doubles),
  * relative to the quantized state kref, into out when it takes fewer than
  * limit bytes (out has limit bytes of room): returns its length, else 0
- * (write the plain run). The decoder reads such a body of m points into
- * d[0..m) (the integers minus kref), with the least and greatest value of
- * its table (every d[j] is within them): 0, LA_ETRUNC or LA_EPROTO. */
+ * (write the plain run). *tables (NULL at the start of an encoding, freed
+ * with la_huff_tables_free) keeps the run form's last tables so that later
+ * records reuse them; tables NULL: no reuse. The decoder reads such a body
+ * of m points into d[0..m) (the integers minus kref), with the least and
+ * greatest value of its table (every d[j] is within them): 0, LA_ETRUNC or
+ * LA_EPROTO; st (zeroed at the start of a trace) carries the tables from
+ * record to record. */
+#define LA_HUFF_LUT_BITS 10 /* the decoder's table: codes up to 10 bits */
+#define LA_HUFF_MAX_SYMS 256 /* distinct values (tokens) the encoder codes */
+typedef struct la_huff_tables la_huff_tables_t;
+void la_huff_tables_free(la_huff_tables_t *t);
 size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
-                           uint8_t *out, size_t limit);
-int la_huff_qrun_decode(la_creader_t *r, uint64_t m, int64_t *d,
-                        int64_t *smin, int64_t *smax);
+                           uint8_t *out, size_t limit,
+                           la_huff_tables_t **tables);
+
+/* A canonical decoder: the tables of n symbols' code lengths, then the
+ * stream read from a 64-bit window. */
+typedef struct {
+  uint32_t per_len[LA_HUFF_MAX_LEN + 1];
+  uint32_t first_code[LA_HUFF_MAX_LEN + 2], first_idx[LA_HUFF_MAX_LEN + 2];
+  uint16_t order[LA_HUFF_MAX_SYMS]; /* canonical place -> symbol */
+  uint16_t lut[1u << LA_HUFF_LUT_BITS];
+  int lb;
+  const uint8_t *p;
+  uint64_t nbytes, bit, nbits, next, win;
+  int nw;
+} la_hdec_t;
+
+typedef struct {
+  int have;                        /* a run-form record wrote tables */
+  uint64_t nsym, ntok, mode;
+  int64_t val[LA_HUFF_MAX_SYMS];   /* its values, as integers */
+  int64_t tok[LA_HUFF_MAX_SYMS];   /* its tokens */
+  la_hdec_t h;                     /* its codes */
+} la_huff_dec_t;
+int la_huff_qrun_decode(la_creader_t *r, uint64_t m, int64_t kref, int64_t *d,
+                        int64_t *smin, int64_t *smax, la_huff_dec_t *st);
 
 #ifdef __cplusplus
 }

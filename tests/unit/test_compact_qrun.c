@@ -253,7 +253,7 @@ static void test_scalar_and_simd_write_the_same_bytes(void **state) {
 /* ------------------------------------------------- malformed encodings */
 
 typedef struct {
-  uint8_t b[4096];
+  uint8_t b[8192];
   size_t len;
 } enc_t;
 
@@ -374,7 +374,7 @@ static void test_decoder_reads_and_refuses_runs(void **state) {
 static int coded_enc(enc_t *e, const double *ks, uint64_t m, double q) {
   head(e, LA_CENC_F_QUANTUM, m, q);
   put_var(e, LA_REC_QRUN | LA_REC_EXC | ((m - 1) << LA_REC_SHIFT));
-  size_t n = la_huff_qrun_encode(ks, m, 0, e->b + e->len, m);
+  size_t n = la_huff_qrun_encode(ks, m, 0, e->b + e->len, m, NULL);
   e->len += n;
   return n > 0;
 }
@@ -404,7 +404,7 @@ static void test_coded_runs_round_trip(void **state) {
    * the coder declines and the plain run stays */
   for (uint64_t j = 0; j < 1000; j++)
     ks[j] = floor(65536 * la_compact_rand01(&seed));
-  assert_int_equal(la_huff_qrun_encode(ks, 1000, 0, e.b, 1000), 0);
+  assert_int_equal(la_huff_qrun_encode(ks, 1000, 0, e.b, 1000, NULL), 0);
 }
 
 /* Hand-made coded bodies: each field out of bounds is refused, never read
@@ -675,6 +675,37 @@ static void test_run_form_refused(void **state) {
   put_var(&e, 1);
   put_u8(&e, 0xa1);
   assert_int_equal(open_enc(&e, NULL, 5), LA_EPROTO);
+  /* the previous tables: without a record that wrote them, refused; after
+   * one, read with its values as integers (the second record's kref is 1,
+   * its values still 0 and 1). Tokens 1 = (0, s1) -> "0", 2 = (1, s0) ->
+   * "1": record one 1 1 0 = 0 0 0 0 1, record two 0 1 1 = 1 0 0 0 0 */
+  head(&e, LA_CENC_F_QUANTUM, 5, 1);
+  put_var(&e, LA_REC_QRUN | LA_REC_EXC | (4 << LA_REC_SHIFT));
+  put_var(&e, 0);
+  put_var(&e, 0);
+  put_var(&e, 1);
+  put_u8(&e, 0x60);
+  assert_int_equal(open_enc(&e, NULL, 5), LA_EPROTO);
+  head(&e, LA_CENC_F_QUANTUM, 10, 1);
+  put_var(&e, LA_REC_QRUN | LA_REC_EXC | (4 << LA_REC_SHIFT));
+  put_var(&e, 0);
+  put_var(&e, 2);
+  put_var(&e, la_zigzag(0));
+  put_var(&e, 0);
+  put_var(&e, 0);
+  put_var(&e, 2);
+  put_var(&e, 1);
+  put_var(&e, 0);
+  put_u8(&e, 1 | 1 << 4);
+  put_var(&e, 1);
+  put_u8(&e, 0xc0);
+  put_var(&e, LA_REC_QRUN | LA_REC_EXC | (4 << LA_REC_SHIFT));
+  put_var(&e, 0);
+  put_var(&e, 0);
+  put_var(&e, 1);
+  put_u8(&e, 0x60);
+  assert_int_equal(open_enc(&e, v, 10), 0);
+  for (int j = 0; j < 10; j++) assert_true(v[j] == (j == 4 || j == 5));
   /* tokens not ascending cannot be written: a gap varint is unsigned; the
    * third token would pass the limit */
   run_head(&e, 5, 2, 0);
@@ -695,34 +726,49 @@ static void test_run_form_refused(void **state) {
 static void test_coded_runs_mutated(void **state) {
   (void)state;
   enc_t e, m;
-  double ks[300], v[300];
+  double ks[3 * LA_CENC_QRUN_MAX];
+  static double v[3 * LA_CENC_QRUN_MAX];
   uint64_t seed = 11;
-  for (int form = 0; form < 2; form++) { /* the point form, the run form */
-  for (int j = 0; j < 300; j++) {
-    double u = la_compact_rand01(&seed);
-    ks[j] = u < 0.7 ? 26 : u < 0.85 ? 25 : u < 0.97 ? 1 : 700;
-  }
-  if (form == 1) aliased(ks, 300, &seed);
-  assert_true(coded_enc(&e, ks, 300, 1));
-  for (size_t at = 6; at < e.len; at++)
-    for (int flip = 1; flip < 256; flip <<= 1) {
-      m = e;
-      m.b[at] ^= (uint8_t)flip;
-      la_trace_t *t = NULL;
-      char why[128];
-      uint32_t crc = la_compact_crc32(0, m.b, m.len);
-      for (int i = 0; i < 4; i++) m.b[m.len + i] = (uint8_t)(crc >> (8 * i));
-      int rc = la_trace_open(m.b, m.len + 4, &t, why, sizeof why);
-      uint64_t np;
-      int mode;
-      assert_int_equal(
-          la_trace_check_max(m.b, m.len + 4, 1u << 20, &np, &mode, why,
-                             sizeof why),
-          rc);
-      if (rc == 0 && la_trace_count(t) <= 300)
-        assert_int_equal(la_trace_decode(t, 0, la_trace_count(t), v), 0);
-      la_trace_close(t);
+  /* the point form, the run form, and a whole series whose later records
+   * reuse the first one's tables */
+  for (int form = 0; form < 3; form++) {
+    for (int j = 0; j < 300; j++) {
+      double u = la_compact_rand01(&seed);
+      ks[j] = u < 0.7 ? 26 : u < 0.85 ? 25 : u < 0.97 ? 1 : 700;
     }
+    if (form == 1) aliased(ks, 300, &seed);
+    if (form < 2) {
+      assert_true(coded_enc(&e, ks, 300, 1));
+    } else {
+      size_t n = 3 * LA_CENC_QRUN_MAX;
+      for (size_t j = 0; j < n; j++) ks[j] = j % 9 == 4 ? 1 : j % 9 == 8 ? 25 : 26;
+      la_compact_params_t p = params(1);
+      la_compact_result_t r = {0};
+      assert_int_equal(la_compact(ks, n, &p, &r), 0);
+      assert_true(r.len - 4 <= sizeof e.b - 4);
+      memcpy(e.b, r.bytes, r.len - 4);
+      e.len = r.len - 4;
+      la_compact_result_free(&r);
+    }
+    for (size_t at = 6; at < e.len; at++)
+      for (int flip = 1; flip < 256; flip <<= 1) {
+        m = e;
+        m.b[at] ^= (uint8_t)flip;
+        la_trace_t *t = NULL;
+        char why[128];
+        uint32_t crc = la_compact_crc32(0, m.b, m.len);
+        for (int i = 0; i < 4; i++) m.b[m.len + i] = (uint8_t)(crc >> (8 * i));
+        int rc = la_trace_open(m.b, m.len + 4, &t, why, sizeof why);
+        uint64_t np;
+        int mode;
+        assert_int_equal(
+            la_trace_check_max(m.b, m.len + 4, 1u << 20, &np, &mode, why,
+                               sizeof why),
+            rc);
+        if (rc == 0 && la_trace_count(t) <= 3 * LA_CENC_QRUN_MAX)
+          assert_int_equal(la_trace_decode(t, 0, la_trace_count(t), v), 0);
+        la_trace_close(t);
+      }
   }
 }
 
