@@ -140,18 +140,38 @@ static int reserve_values(la_trace_t *t, uint64_t more) {
   return 0;
 }
 
-/* The running sum over one more value (vals[nv - 1] just stored). */
-static inline void sum_value(la_trace_t *t, double v) {
-  t->vrun = dd_add(t->vrun, isfinite(v) ? v * t->psc : 0);
-  if (t->nv % LA_VBLK == 0) t->vblk[t->nv / LA_VBLK] = t->vrun;
+/* The running sum over vals[from .. nv), just stored, with a checkpoint
+ * at every LA_VBLK values; kept in registers (through t it would be
+ * stored and loaded at every value: vals may alias it for the compiler). */
+static void sum_from(la_trace_t *t, size_t from) {
+  const double *vals = t->vals, psc = t->psc;
+  dd_t *blk = t->vblk, run = t->vrun;
+  const size_t end = t->nv;
+  for (size_t k = from; k < end; k++) {
+    double v = vals[k];
+    run = dd_add(run, isfinite(v) ? v * psc : 0);
+    if ((k + 1) % LA_VBLK == 0) blk[(k + 1) / LA_VBLK] = run;
+  }
+  t->vrun = run;
 }
 
-/* A value (room reserved by reserve_values). */
+/* A value (room reserved by reserve_values), summed by sum_from() once
+ * its record is read. */
 static inline int add_value(la_trace_t *t, uint64_t pos, double v) {
   if (t->check_only) return 0;
   t->vals[t->nv++] = v;
-  sum_value(t, v);
   return isfinite(v) ? 0 : add_nonfinite(t, pos, v);
+}
+
+/* count values (kref + d[j]) * q of a coded quantized run, all finite (the
+ * caller checked the table's extremes), stored and summed. */
+static void add_qvalues(la_trace_t *t, int64_t kref, const int64_t *d,
+                        uint64_t count, double q) {
+  double *vals = t->vals;
+  size_t nv = t->nv;
+  for (uint64_t j = 0; j < count; j++) vals[nv + j] = (double)(kref + d[j]) * q;
+  t->nv = nv + count;
+  sum_from(t, nv);
 }
 
 /* Finite sum of vals[a .. b) (times psc): the checkpoints between, the
@@ -305,8 +325,7 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
                          "quantized value overflows at byte %zu", at);
       q->x0 = t->nv;
       if ((rc = reserve_values(t, count)) != 0) return rc;
-      for (j = 0; j < count && !t->check_only; j++)
-        add_value(t, pos + j, (double)(kref + coded[j]) * t->quantum);
+      if (!t->check_only) add_qvalues(t, kref, coded, count, t->quantum);
       qk = kref + coded[count - 1];
       vertex_ok = 0;
       goto next;
@@ -335,6 +354,7 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
                            "quantized value overflows at byte %zu", at);
         if ((rc = add_value(t, pos + j, v)) != 0) return rc;
       }
+      if (!t->check_only) sum_from(t, q->x0);
       vertex_ok = 0;
       goto next;
     }
@@ -349,6 +369,7 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
         if ((rc = la_creader_verbatim(r, &v)) != 0) goto bad;
         if ((rc = add_value(t, pos + j, v)) != 0) return rc;
       }
+      if (!t->check_only) sum_from(t, q->x0);
       vertex_ok = 0;
       goto next;
     }
@@ -456,7 +477,8 @@ static void rescale(la_trace_t *t) {
   t->psc = 0x1p-64;
   size_t nv = t->nv;
   t->vrun = (dd_t){0, 0};
-  for (t->nv = 0; t->nv < nv;) sum_value(t, t->vals[t->nv++]);
+  t->nv = nv;
+  sum_from(t, 0);
   for (k = 0; k < t->nrec; k++) {
     const rec_t *q = &t->recs[k];
     if (q->kind == LA_REC_VERBATIM) continue;
@@ -597,9 +619,9 @@ static int parse_trace(const uint8_t *bytes, size_t len, uint64_t max_points,
     }
     for (j = 0; j < n; j++) {
       double v = t->vals[t->nv++];
-      sum_value(t, v);
       if ((rc = add_nonfinite(t, j, v)) != 0) goto out;
     }
+    sum_from(t, 0);
     t->recs[0] = (rec_t){.first = 0, .count = n, .kind = LA_REC_VERBATIM};
     t->rprefix[1] = t->vrun;
     t->nrec = n > 0;
