@@ -30,8 +30,8 @@ PKGS=(
   # test_services: the daemons' system calls against the units' filters
   strace
   # bench-compact: zstd -19 of the raw series, the size compact traces are
-  # compared with
-  zstd
+  # compared with; bench-idiom: instructions executed (valgrind)
+  zstd valgrind
   # in-job balancing example: Zoltan (Debian builds it with Open MPI, so the
   # example is built with mpicc.openmpi); the PostgreSQL store backend and
   # its tests (libpq; a throw-away server started from postgresql's binaries)
