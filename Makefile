@@ -277,6 +277,20 @@ check:
 	else echo "check: fuzz targets not built ($(FUZZ_CC) missing: make deps)"; fi
 	@FUZZ_CHECK_RUNS=$(FUZZ_CHECK_RUNS) bash scripts/run-tests.sh
 
+# make check-quick: the edit loop's tier, about a minute: the module tests
+# that start nothing, and the main integration tests against the real
+# daemons, normal build only (no sanitizers, no fuzzing).
+QUICK_TESTS = test_auth test_codec test_compact_codec test_compact_fastpath \
+  test_compact_maxerr test_compact_maxerr_ref test_compact_polyline \
+  test_compact_qrun test_compact_recon test_compact_runs test_compact_spread \
+  test_crc32 test_docs test_ga_held test_history test_layering test_outq \
+  test_robust test_seglog_damage test_shm_layout test_sockio test_stitch \
+  test_store test_channels test_client test_ga_validate test_globalagent \
+  test_ground_truth test_lactl test_libla test_localagent test_numbering
+.PHONY: check-quick
+check-quick: all
+	@bash scripts/run-tests.sh $(QUICK_TESTS)
+
 # make check-rebuild: a fresh clone of the committed HEAD builds with
 # make -j2 all running protoc-c once, a second make all has nothing to do,
 # and make demo builds only what the demo runs (tests/sh/rebuild.sh). A

@@ -130,10 +130,12 @@ account_run() { # $1 = dir for this program's files, then the command
 run_one() { # $1 = label, then the command
   local label=$1; shift
   wanted "$label" || return 0
-  local out=$work/out p f s d
+  local out=$work/out p f s d t0 secs
   d=$work/run
+  t0=$(date +%s.%N)
   account_run "$d" env CMOCKA_MESSAGE_OUTPUT=stdout \
     timeout -k 10 "$TIMEOUT" "$@" >"$out" 2>&1
+  secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   p=$(grep -cE '^\[       OK \]' "$out")
   s=$(grep -E '^\[  SKIPPED \] [A-Za-z_]' "$out" | sort -u | wc -l)
   f=$(grep -E '^\[  FAILED  \] [A-Za-z_]' "$out" | sort -u | wc -l)
@@ -141,9 +143,9 @@ run_one() { # $1 = label, then the command
   if { [ $rc -ne 0 ] || [ -n "$acct" ]; } && [ "$f" -eq 0 ]; then f=1; fi
   pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
   if [ $rc -ne 0 ] || [ "$f" -ne 0 ]; then
-    failed_names+=("$label"); echo "---- $label FAILED (exit $rc) ----"; cat "$out"
+    failed_names+=("$label"); echo "---- $label FAILED (exit $rc, ${secs} s) ----"; cat "$out"
   else
-    printf '  %-40s %3d passed %3d skipped\n' "$label" "$p" "$s"
+    printf '  %-40s %3d passed %3d skipped %7s s\n' "$label" "$p" "$s" "$secs"
     grep -E '^skip:' "$out" | sort -u | sed 's/^/      /' || true
   fi
 }
@@ -179,7 +181,8 @@ done
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-if [ -d build/asan/tests ]; then
+if [ -d build/asan/tests ] && { [ ${#filters[@]} -eq 0 ] ||
+    printf '%s\n' "${filters[@]}" | grep -q '^asan/\|^\*'; }; then
   echo "== the same under ASan+UBSan (daemons and lactl from build/asan/bin)"
   for t in build/asan/tests/test_*; do
     [ -x "$t" ] && run_one "asan/$(basename "$t")" "$t"
