@@ -194,7 +194,8 @@ static int la__listen(la_ga_t *ga, uv_tcp_t *tcp, const char *what,
                  strerror(errno));
     return -1;
   }
-  la_log_info("%s: listening on %s", what, bound);
+  if (!la_log_stdout_reaches_log())
+    la_log_info("%s: listening on %s", what, bound);
   return 0;
 }
 
