@@ -67,7 +67,7 @@ static void usage(FILE *f) {
           "                      when every rank of the cycle has them)\n"
           "  --max-weight N      metis: weight of the heaviest element "
           "(default 1000)\n"
-          "  -o FILE             write to FILE (default: "
+          "  -o, --output FILE   write to FILE (default: "
           "stdout)\n" LACTL_CHANNEL_HELP LACTL_COMMON_HELP
           "\nExit status: 0 done, 1 unreachable or not found, 2 usage.\n");
 }

@@ -71,7 +71,7 @@ static void usage(FILE *f) {
           "their origins)\n"
           "  --slice k=N         the slice (i=, j= or k=; default: the middle "
           "k)\n"
-          "  -o FILE             write to FILE\n" LACTL_CHANNEL_HELP
+          "  -o, --output FILE   write to FILE\n" LACTL_CHANNEL_HELP
               LACTL_COMMON_HELP
           "\nExit status: 0 done, 1 unreachable, not found or unreadable "
           "--raw, 2 usage.\n");
