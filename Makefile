@@ -362,8 +362,8 @@ demo:
 # make install [PREFIX=/usr/local] [DESTDIR=] [LIBDIR=] [INCLUDEDIR=] ...
 # builds only what it installs (libs, bins and the Fortran module, with the
 # given CC, CFLAGS, LDFLAGS), never the tests, examples or benchmarks, then
-# copies them; make uninstall removes exactly those files (and the
-# directories only LA uses). The Fortran module goes to FMODDIR, a
+# copies them; make uninstall removes exactly those files, then the
+# directories install made while they are empty (never PREFIX). The Fortran module goes to FMODDIR, a
 # directory of its compiler (module files are compiler-specific), which
 # la.pc's Cflags and LA::la_fortran name. la.pc links with a run path to
 # LIBDIR unless LIBDIR is a directory the loader searches anyway (PC_RPATH=
@@ -416,6 +416,11 @@ INSTALLED = $(addprefix $(LIBDIR)/,libla.a libla.so.0 libla.so \
 INSTALLED_DIRS = $(if $(HAVE_FMOD),$(FMODDIR) $(LIBDIR)/fortran) $(CMAKEDIR) \
   $(LIBDIR)/cmake $(DATADIR)/doc/la $(DATADIR)/la \
   $(if $(HAVE_PY),$(PYTHONDIR)/la_weights)
+# Every directory install writes into; uninstall removes each, and its
+# parents up to PREFIX, while empty. Not for PREFIX=/usr or /usr/local,
+# whose directories belong to the system.
+INSTALL_MADE_DIRS = $(if $(LA_SYSTEM_PREFIX),,$(patsubst %/,%,$(dir \
+  $(INSTALLED) $(MAN_INSTALLED))) $(SYSTEMDUNITDIR) $(SYSCONFDIR)/la)
 
 .PHONY: uninstall install-files
 install: install-files install-services
@@ -455,17 +460,27 @@ install-files: libs bins $(FMOD_OBJ)
 	$(INSTALL_SUBST) packaging/LAConfigVersion.cmake.in \
 	  > $(DESTDIR)$(CMAKEDIR)/LAConfigVersion.cmake
 	install -m 644 README.md docs/*.md $(DESTDIR)$(DATADIR)/doc/la/
-	install -m 644 packaging/*.service packaging/*.conf $(DESTDIR)$(DATADIR)/la/
+	install -m 644 packaging/*.conf $(DESTDIR)$(DATADIR)/la/
+	for u in $(LA_UNITS); do \
+	  sed $(LA_UNIT_SED) packaging/$$u > $(DESTDIR)$(DATADIR)/la/$$u \
+	  && chmod 644 $(DESTDIR)$(DATADIR)/la/$$u || exit 1; done
 	$(if $(HAVE_PY),install -d $(DESTDIR)$(PYTHONDIR)/la_weights && \
 	  install -m 644 $(addprefix python/la_weights/,$(filter-out \
 	    _installed.py,$(PY_FILES))) $(DESTDIR)$(PYTHONDIR)/la_weights/ && \
 	  printf '"""_installed.py: written by make install: where it put libla_client."""\n\nLIBDIR = "%s"\n' \
 	    '$(LIBDIR)' > $(DESTDIR)$(PYTHONDIR)/la_weights/_installed.py)
 
-uninstall: uninstall-services
+uninstall: uninstall-services uninstall-man
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
 	$(if $(HAVE_PY),rm -rf $(DESTDIR)$(PYTHONDIR)/la_weights/__pycache__)
 	rmdir $(addprefix $(DESTDIR),$(INSTALLED_DIRS)) 2>/dev/null || true
+	@# then the directories install made and their parents below PREFIX,
+	@# children first (reverse order), each only while empty
+	@for d in $(INSTALL_MADE_DIRS); do \
+	  while case "$$d" in "$(PREFIX)"/?*) true;; *) false;; esac; do \
+	    echo "$$d"; d=$${d%/*}; done; \
+	done | sort -ru | while read -r d; do rmdir "$(DESTDIR)$$d" 2>/dev/null; \
+	done; true
 
 # ---------------------------------------------------------- services --
 # make install-services: the systemd units, with this installation's paths

@@ -262,11 +262,51 @@ void la_cfg_print(const la_cfg_key_t *keys, const void *obj, FILE *f) {
   }
 }
 
+/* Writes text as words on lines of at most LA__HELP_WIDTH columns, the
+ * first continuing a line already col columns wide, the others indented by
+ * indent; a word longer than a line stands alone; '\1' is a space that
+ * does not break. */
+#define LA__HELP_WIDTH 79
+static void la__wrap(FILE *f, const char *text, int col, int indent) {
+  const char *p = text;
+  int first = 1;
+  while (*p) {
+    while (*p == ' ') p++;
+    if (!*p) break;
+    int n = (int)strcspn(p, " ");
+    if (!first && col + 1 + n > LA__HELP_WIDTH) {
+      fprintf(f, "\n%*s", indent, "");
+      col = indent;
+      first = 1;
+    }
+    if (!first) {
+      fputc(' ', f);
+      col++;
+    }
+    for (int i = 0; i < n; i++) fputc(p[i] == '\1' ? ' ' : p[i], f);
+    col += n;
+    p += n;
+    first = 0;
+  }
+  fputc('\n', f);
+}
+
 void la_cfg_help(const la_cfg_key_t *keys, FILE *f) {
+  enum { OPT_COL = 2, TEXT_COL = 39 };
   for (const la_cfg_key_t *k = keys; k->name; k++) {
-    char opt[96];
+    char opt[96], text[1024];
     snprintf(opt, sizeof opt, "--%s.%s=VALUE", k->section, k->name);
-    fprintf(f, "  %-36s %s (default: %s)\n", opt, k->help,
-            k->def && *k->def ? k->def : "none");
+    if (strstr(k->help, "(default:"))
+      snprintf(text, sizeof text, "%s", k->help);
+    else
+      snprintf(text, sizeof text, "%s (default:\1%s)", k->help,
+               k->def && *k->def ? k->def : "none");
+    int w = fprintf(f, "%*s%s", OPT_COL, "", opt);
+    if (w + 1 > TEXT_COL) {
+      fprintf(f, "\n%*s", TEXT_COL, "");
+    } else {
+      fprintf(f, "%*s", TEXT_COL - w, "");
+    }
+    la__wrap(f, text, TEXT_COL, TEXT_COL);
   }
 }

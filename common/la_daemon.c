@@ -251,3 +251,17 @@ int la_daemon_check_file_dir(const char *name, const char *key,
   la__dirname(file, dir, sizeof dir);
   return la_daemon_check_dir(name, key, dir, 0, 0);
 }
+
+int la_daemon_check_file_dir_made(const char *name, const char *key,
+                                  const char *file) {
+  char dir[1024];
+  la__dirname(file, dir, sizeof dir);
+  return la_daemon_check_dir(name, key, dir, 0, 1);
+}
+
+int la_daemon_make_file_dir(const char *file) {
+  char dir[1024];
+  la__dirname(file, dir, sizeof dir);
+  if (mkdir(dir, 0700) == 0 || errno == EEXIST) return 0;
+  return -1;
+}

@@ -45,6 +45,16 @@ int la_daemon_addr_ok(const char *s, int allow_zero);
  * or -1 (errno set). */
 int la_daemon_write_number(const char *path, long value);
 
+/* Creates the directory file goes into (mode 0700, its parent must exist)
+ * unless it exists. Returns 0 or -1 (errno set). */
+int la_daemon_make_file_dir(const char *file);
+
+/* la_daemon_check_file_dir for a file whose directory the daemon makes
+ * (la_daemon_make_file_dir): a missing directory passes when its parent
+ * exists and is writable. */
+int la_daemon_check_file_dir_made(const char *name, const char *key,
+                                  const char *file);
+
 /* --check-config's checks of the files a configuration names, made as the
  * user who runs it (run it as the daemon's user). Each prints every problem
  * to stderr as "NAME: KEY: ..." naming the file and what to do, and returns

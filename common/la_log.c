@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "la_errcodes.h"
 
@@ -95,4 +97,19 @@ void la_fatal(const char *fmt, ...) {
   la__vlog(LA_LOG_ERROR, 0, fmt, ap);
   va_end(ap);
   abort();
+}
+
+int la_log_stdout_reaches_log(void) {
+  struct stat out;
+  if (fstat(STDOUT_FILENO, &out) != 0) return 0;
+  if (!la__syslog) {
+    struct stat err;
+    return fstat(STDERR_FILENO, &err) == 0 && err.st_dev == out.st_dev &&
+           err.st_ino == out.st_ino;
+  }
+  const char *js = getenv("JOURNAL_STREAM");
+  unsigned long long dev, ino;
+  return js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 &&
+         dev == (unsigned long long)out.st_dev &&
+         ino == (unsigned long long)out.st_ino;
 }

@@ -18,6 +18,13 @@ int la_log_get_level(void);
 int la_log_level_parse(const char *s, int *level);
 const char *la_log_level_name(int level);
 
+/* 1 when a line written to stdout already reaches where log lines go
+ * (target stderr and stdout the same file as stderr, or target syslog and
+ * stdout systemd's journal stream, $JOURNAL_STREAM): a daemon that prints
+ * a line on stdout for scripts then logs nothing more, so the line is
+ * not there twice. 0 otherwise. */
+int la_log_stdout_reaches_log(void);
+
 void la_log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void la_log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void la_log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

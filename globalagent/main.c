@@ -63,7 +63,7 @@ static int la__check(const void *sp) {
       la_daemon_check_secret(la__me, "agents.secret_file", s->secret_file))
     bad = 1;
   if (!s->db_url[0] && strcmp(s->db, ":memory:") &&
-      la_daemon_check_file_dir(la__me, "store.path", s->db))
+      la_daemon_check_file_dir_made(la__me, "store.path", s->db))
     bad = 1;
   if (s->pid_file[0] &&
       la_daemon_check_file_dir(la__me, "daemon.pid_file", s->pid_file))
@@ -194,7 +194,8 @@ static int la__listen(la_ga_t *ga, uv_tcp_t *tcp, const char *what,
                  strerror(errno));
     return -1;
   }
-  la_log_info("%s: listening on %s", what, bound);
+  if (!la_log_stdout_reaches_log())
+    la_log_info("%s: listening on %s", what, bound);
   return 0;
 }
 
@@ -236,6 +237,14 @@ int main(int argc, char **argv) {
     la_log_warnx(
         "agents.secret_file is not set: any LocalAgent that "
         "connects is accepted and the link is NOT encrypted");
+  }
+  /* the store's directory is made at the first start (as the unit's
+   * StateDirectory= would), so --check-config passes before it */
+  if (!ga->set.db_url[0] && strcmp(ga->set.db, ":memory:") &&
+      la_daemon_make_file_dir(ga->set.db) != 0) {
+    la_log_error("store.path %s: cannot create its directory: %s",
+                 ga->set.db, strerror(errno));
+    return 1;
   }
   char why[600];
   if (la_ga_ingest_start(ga, &la_ga_agent_ops, why, sizeof why) != 0) {

@@ -64,7 +64,7 @@ int la_listener_start(la_agent_t *ag, char *why, size_t why_len) {
              strerror(errno));
     return LA_EIO;
   }
-  la_log_info("listening on %s", ag->bound);
+  if (!la_log_stdout_reaches_log()) la_log_info("listening on %s", ag->bound);
   return 0;
 }
 

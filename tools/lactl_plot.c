@@ -29,9 +29,8 @@
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: lactl plot APP [CYCLE|latest] --rank R [--raw FILE|DIR] "
-          "[--full-range] [--weights KIND] "
-          "[-o FILE.svg]\n"
+          "usage: lactl plot APP [CYCLE|latest] --rank R [--raw FILE|DIR]\n"
+          "                  [--full-range] [--weights KIND] [-o FILE.svg]\n"
           "       lactl plot APP --heatmap [--first N] [--last M] [-o "
           "FILE.svg]\n"
           "                  [--global HOST:PORT | --db FILE] [--channel "
@@ -48,7 +47,8 @@ static void usage(FILE *f) {
           "  --full-range        show every value; by default the axis stops "
           "at 1.5x the\n"
           "                      99.5th percentile and outliers above are "
-          "marked and counted\n"
+          "marked and\n"
+          "                      counted\n"
           "  --raw FILE|DIR      with it, the measured values as dots: a "
           "LA_DUMP_RAW file\n"
           "                      (little-endian doubles) or the LA_DUMP_RAW "
@@ -66,12 +66,12 @@ static void usage(FILE *f) {
           "grey: missing)\n"
           "  --first N, --last M heat map: only cycles N..M\n"
           "  --grid              a grid application's global grid, one slice, "
-          "cells coloured\n"
-          "                      by weight / mean (ranks placed by their "
-          "origins)\n"
+          "cells\n"
+          "                      coloured by weight / mean (ranks placed by "
+          "their origins)\n"
           "  --slice k=N         the slice (i=, j= or k=; default: the middle "
           "k)\n"
-          "  -o FILE             write to FILE\n" LACTL_CHANNEL_HELP
+          "  -o, --output FILE   write to FILE\n" LACTL_CHANNEL_HELP
               LACTL_COMMON_HELP
           "\nExit status: 0 done, 1 unreachable, not found or unreadable "
           "--raw, 2 usage.\n");

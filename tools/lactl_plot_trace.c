@@ -28,7 +28,11 @@
 #define TH 540
 #define ML 96 /* left margin: y tick labels and axis label */
 #define MR 28
-#define MT 78 /* title, subtitle, legend */
+#define MT 104 /* title, subtitle (2 lines), legend, note on clipped values */
+#define SUB_Y 42 /* the subtitle's first baseline */
+#define LEGEND_Y 78 /* the legend's baseline */
+#define NOTE_Y 96   /* the note's baseline: a row of its own below the legend */
+#define TEXT_W (TW - 24) /* the widest a title or subtitle line may be */
 #define MB 64
 
 /* One trace figure being drawn. */
@@ -242,10 +246,10 @@ static void trace_title(const trace_fig_t *p) {
              100 * p->int_share);
   }
   lactl_svg_begin(p->f, TW, TH, title);
-  lactl_svg_label(p->f, TW / 2.0, 24, "middle",
-                  "font-size=\"16\" font-weight=\"bold\"", title);
-  lactl_svg_label(p->f, TW / 2.0, 44, "middle",
-                  "fill=\"#444\" font-size=\"11\"", sub);
+  lactl_svg_fit(p->f, TW / 2.0, 24, TEXT_W, 16, 1, 14, "font-weight=\"bold\"",
+                title);
+  lactl_svg_fit(p->f, TW / 2.0, SUB_Y, TEXT_W, 11, 2, 14,
+                "fill=\"#444\" class=\"subtitle\"", sub);
   if (p->n_clipped) {
     char note[200], b4[32], b5[32];
     snprintf(note, sizeof note,
@@ -254,8 +258,8 @@ static void trace_title(const trace_fig_t *p) {
              (unsigned long long)p->n_clipped, p->n_clipped == 1 ? "" : "s",
              lactl_fmt_num(p->hi, 3, b4, sizeof b4), la_traceset_unit(t),
              lactl_fmt_num(p->full_hi, 3, b5, sizeof b5));
-    lactl_svg_label(p->f, ML, MT - 10, "start",
-                    "fill=\"#b2182b\" font-size=\"11\"", note);
+    lactl_svg_label(p->f, ML, NOTE_Y, "start",
+                    "fill=\"#b2182b\" font-size=\"11\" class=\"note\"", note);
   }
 }
 
@@ -447,10 +451,12 @@ static void trace_marks(const trace_fig_t *p) {
   }
 }
 
-/* The legend, top right inside the margin. */
+/* The legend, top right inside the margin, on its own row between the
+ * subtitle and the note on clipped values. */
 static void trace_legend(const trace_fig_t *p) {
   FILE *f = p->f;
-  double lx = ML + p->pw - 250, ly = MT - 14;
+  double lx = ML + p->pw - 250, ly = LEGEND_Y;
+  fprintf(f, "<g class=\"legend\">\n");
   fprintf(f,
           "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
           "stroke=\"#08519c\" stroke-width=\"2\"/>\n",
@@ -477,6 +483,7 @@ static void trace_legend(const trace_fig_t *p) {
     lactl_svg_label(f, lx - (p->m ? 412 : 142), ly, "start", NULL,
                     "measured (raw)");
   }
+  fprintf(f, "</g>\n");
 }
 
 int lactl_plot_trace(FILE *f, la_traceset_t *t, const lactl_trace_opts_t *o,

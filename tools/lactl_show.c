@@ -35,11 +35,11 @@ static void usage(FILE *f) {
           "                  [--channel NAME]\n"
           "\n"
           "Shows one Trace-Set of application APP (default: the latest "
-          "cycle): complete,\npartial or open, the missing ranks and why, "
-          "per-rank totals (exact) with a bar,\nthe imbalance (max/mean), "
-          "elements, the compaction ratio (8 bytes per element\nagainst the "
-          "encoded bytes) and the error achieved per rank; where the agents "
-          "report\nthem, robust totals, interference, timer resolution and "
+          "cycle):\ncomplete, partial or open, the missing ranks and why, "
+          "per-rank totals\n(exact) with a bar, the imbalance (max/mean), "
+          "elements, the compaction\nratio (8 bytes per element against the "
+          "encoded bytes) and the error\nachieved per rank; where the agents "
+          "report them, robust totals,\ninterference, timer resolution and "
           "detection per rank.\n\n" LACTL_COMMON_HELP LACTL_CHANNEL_HELP
           "  --json              one JSON object\n"
           "\nExit status: 0 done, 1 unreachable or not found, 2 usage.\n");

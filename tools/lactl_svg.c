@@ -5,6 +5,7 @@
 #include "lactl_svg.h"
 
 #include <math.h>
+#include <string.h>
 
 void lactl_svg_text(FILE *f, const char *s) {
   for (; *s; s++) {
@@ -43,6 +44,82 @@ void lactl_svg_label(FILE *f, double x, double y, const char *anchor,
           anchor, attrs && *attrs ? " " : "", attrs ? attrs : "");
   lactl_svg_text(f, s);
   fputs("</text>\n", f);
+}
+
+double lactl_svg_text_width(const char *s, double font) {
+  size_t n = 0;
+  for (; *s; s++) n += ((unsigned char)*s & 0xc0) != 0x80;
+  return 0.6 * font * (double)n;
+}
+
+/* Splits s at spaces into lines of at most w estimated width at font;
+ * stores each line's start and length (at most max) and returns the line
+ * count (more than max when they do not fit). */
+static int la__svg_lines(const char *s, double w, double font,
+                         const char **start, size_t *len, int max) {
+  int n = 0;
+  const char *p = s;
+  while (*p == ' ') p++;
+  while (*p) {
+    const char *end = p, *fit = NULL;
+    for (;;) {
+      const char *q = end;
+      while (*q && *q != ' ') q++;
+      char buf[1024];
+      size_t l = (size_t)(q - p) < sizeof buf - 1 ? (size_t)(q - p)
+                                                   : sizeof buf - 1;
+      memcpy(buf, p, l);
+      buf[l] = '\0';
+      if (fit && lactl_svg_text_width(buf, font) > w) break;
+      fit = q;
+      end = q;
+      if (!*q) break;
+      end = q + 1;
+    }
+    if (n < max) start[n] = p, len[n] = (size_t)(fit - p);
+    n++;
+    p = fit;
+    while (*p == ' ') p++;
+  }
+  return n;
+}
+
+int lactl_svg_fit(FILE *f, double x, double y, double width, double font,
+                  int max_lines, double line_h, const char *attrs,
+                  const char *s) {
+  enum { MAXL = 8 };
+  const char *start[MAXL];
+  size_t len[MAXL];
+  if (max_lines > MAXL) max_lines = MAXL;
+  if (max_lines < 1) max_lines = 1;
+  int n;
+  for (;;) {
+    n = la__svg_lines(s, width, font, start, len, max_lines);
+    int wide = 0;
+    for (int i = 0; i < n && i < max_lines; i++) {
+      char buf[1024];
+      size_t l = len[i] < sizeof buf - 1 ? len[i] : sizeof buf - 1;
+      memcpy(buf, start[i], l);
+      buf[l] = '\0';
+      wide |= lactl_svg_text_width(buf, font) > width;
+    }
+    if ((n <= max_lines && !wide) || font <= 4) break;
+    font *= 0.95;
+  }
+  if (n > max_lines) n = max_lines;
+  for (int i = 0; i < n; i++) {
+    char buf[1024];
+    size_t l = len[i] < sizeof buf - 1 ? len[i] : sizeof buf - 1;
+    memcpy(buf, start[i], l);
+    buf[l] = '\0';
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
+               "font-size=\"%.1f\"%s%s>",
+            x, y + i * line_h * font / 11, font, attrs && *attrs ? " " : "",
+            attrs ? attrs : "");
+    lactl_svg_text(f, buf);
+    fputs("</text>\n", f);
+  }
+  return n;
 }
 
 int lactl_svg_ticks(double lo, double hi, int want, double *first,

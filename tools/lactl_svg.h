@@ -29,6 +29,19 @@ void lactl_svg_label(FILE *f, double x, double y, const char *anchor,
 /* Ticks at "nice" values (1, 2, 5 x 10^k) covering [lo, hi], about want of
  * them: sets *step and *first (the first tick). Returns the tick count
  * (0..50). */
+/* The width text s is estimated to take at font size font: 0.6 em per
+ * character (UTF-8 code point), a little more than DejaVu Sans' average. */
+double lactl_svg_text_width(const char *s, double font);
+
+/* Writes s as <text> lines centred on x from baseline y, words wrapped so
+ * that each line's estimated width is at most width; when that needs more
+ * than max_lines lines, the font shrinks until max_lines suffice. Lines
+ * are line_h * font / 11 apart. attrs must not set font-size. Returns the
+ * number of lines written. */
+int lactl_svg_fit(FILE *f, double x, double y, double width, double font,
+                  int max_lines, double line_h, const char *attrs,
+                  const char *s);
+
 int lactl_svg_ticks(double lo, double hi, int want, double *first,
                     double *step);
 

@@ -58,7 +58,7 @@ static void usage(FILE *f) {
           "                      when every rank of the cycle has them)\n"
           "  --csv               one CSV line per partition\n"
           "  --json              JSON (docs/schema/lactl-whatif.json)\n"
-          "  -o FILE             write to FILE (default: "
+          "  -o, --output FILE   write to FILE (default: "
           "stdout)\n" LACTL_CHANNEL_HELP LACTL_COMMON_HELP
           "\nExit status: 0 done, 1 unreachable, not found or not "
           "partitionable, 2 usage.\n");

@@ -40,6 +40,10 @@ class La(MakefilePackage):
     depends_on("libuv")
     depends_on("libsodium")
     depends_on("sqlite")
+    # the daemons' HTTP metrics endpoint
+    depends_on("libmicrohttpd")
+    # the GlobalAgent's PostgreSQL store (libpq; Spack's postgresql provides it)
+    depends_on("postgresql")
     # lactl whatif partitions with METIS
     depends_on("metis")
     depends_on("papi", when="+papi")

@@ -242,8 +242,10 @@ PINNED = {"la-globalagent": {"store.path": "la.db",
 
 def help_defaults(daemon):
     p = subprocess.run([daemon, "--help"], stdout=subprocess.PIPE)
+    # a setting's help may wrap onto lines indented past the option column
+    text = re.sub(r"\n {20,}", " ", p.stdout.decode())
     return dict(re.findall(r"--([a-z_]+\.[a-z_]+)=VALUE\s.*\(default: ([^)]*)\)$",
-                           p.stdout.decode(), re.M))
+                           text, re.M))
 
 
 def cmd_configs(src, build):

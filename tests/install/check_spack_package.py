@@ -1,11 +1,13 @@
 """check_spack_package.py: checks packaging/spack/package.py without Spack.
 
 Run by test_install with Debian's /usr/bin/python3:
-    check_spack_package.py PATH/TO/package.py
+    check_spack_package.py PATH/TO/package.py [PATH/TO/Makefile]
 Compiles the recipe, then loads it against a stand-in `spack.package`
 module that records Spack's directives, and checks what a user of the
 recipe relies on: a MakefilePackage named La with the papi and fortran
-variants, the libraries LA links as dependencies (papi only with +papi),
+variants, the libraries LA links as dependencies (papi only with +papi;
+with the Makefile, every -lNAME it links, through a table of which Spack
+package provides each),
 and make variables that follow the variants (PAPI=0, FORTRAN=0 when off,
 PAPI_LIB the papi dependency's library when on). Prints "spack package: OK"
 or fails with an assertion naming what is wrong.
@@ -61,6 +63,30 @@ assert {"papi", "fortran"} <= variants, "variants: %s" % variants
 deps = {a[0]: k for a, k in recorded["depends_on"]}
 for d in ("protobuf-c", "libuv", "libsodium", "sqlite", "papi", "mpi"):
     assert d in deps, "no depends_on(%r)" % d
+
+# Every library the Makefile links (-lNAME) is a dependency of the recipe:
+# the Spack package that provides it, or None for the C library's own and
+# for what LA uses only where the system has it.
+LIB_PACKAGE = {
+    "m": None, "dl": None, "pthread": None,  # the C library
+    "systemd": None,  # sd_notify only when libsystemd is installed
+    "protobuf-c": "protobuf-c", "uv": "libuv", "sodium": "libsodium",
+    "sqlite3": "sqlite", "microhttpd": "libmicrohttpd", "pq": "postgresql",
+    "metis": "metis", "cmocka": "cmocka", "sde": "papi",
+}
+if len(sys.argv) > 2:
+    import re
+    text = open(sys.argv[2]).read()
+    libs = set(re.findall(r"(?<![\w-])-l([A-Za-z0-9_+.-]+)", text))
+    assert libs, "no -l in %s" % sys.argv[2]
+    for lib in sorted(libs):
+        assert lib in LIB_PACKAGE, (
+            "the Makefile links -l%s: map it to its Spack package in "
+            "check_spack_package.py and add depends_on" % lib)
+        pkg = LIB_PACKAGE[lib]
+        assert pkg is None or pkg in deps, (
+            "the Makefile links -l%s but the recipe has no depends_on(%r)"
+            % (lib, pkg))
 assert deps["papi"].get("when") == "+papi", "papi is not tied to +papi"
 assert recorded["version"], "no version"
 

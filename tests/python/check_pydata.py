@@ -152,6 +152,16 @@ def check_app(lw, store, app, weights, db=None, channel=None):
     same_table(rows, table, "%s %s: CSV vs la_weights" % (app, tag))
     print("  %s (%s weights): %d rows of %d cycles, CSV == la_weights" %
           (app, tag, rows.size, cycles.size))
+    # pandas as docs/lactl.md says to read it (its default parser is not
+    # correctly rounded: it differed by one ulp on some values)
+    try:
+        import pandas
+    except ImportError:
+        pandas = None
+    if pandas is not None:
+        df = pandas.read_csv(csv, comment="#", float_precision="round_trip")
+        same_values(df["value"].to_numpy(), rows["value"],
+                    "%s %s: pandas.read_csv vs CSV" % (app, tag))
     # npy and its sidecar
     npy = os.path.join(A.work, "%s-%s.npy" % (app, tag))
     lactl("export", app, ":", "--db", db, "--format", "npy", "-o", npy,

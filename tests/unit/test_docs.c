@@ -12,7 +12,9 @@
  *   - man:     every command and option of lactl's --help appears in its
  *              man page and bash completion, every daemon setting in the
  *              daemon's page, every LA_ function of la.h in libla(3).
- * And every man page converts with scdoc (skipped without scdoc). A
+ * The Markdown of README.md and the docs/ pages renders as written
+ * (tests/docs/check_markdown.py: fences closed and alone on their closing
+ * line, tables without blank lines). And every man page converts with scdoc (skipped without scdoc). A
  * failure prints the script's report, which names file and line. See
  * docs/testing.md, "Documentation that runs". */
 #include <limits.h>
@@ -75,6 +77,20 @@ static void test_man_options(void **state) {
   assert_int_equal(run_mode("man"), 0);
 }
 
+/* The Markdown renders as written: fences closed, nothing after a closing
+ * fence, no blank line inside a table (tests/docs/check_markdown.py). */
+static void test_markdown(void **state) {
+  if (access(PY, X_OK) != 0) {
+    printf("skip: %s not found\n", PY);
+    skip();
+  }
+  if (access("tests/docs/check_markdown.py", R_OK) != 0)
+    fail_msg("run from the source tree: tests/docs/check_markdown.py missing");
+  fflush(stdout);
+  int st = system(PY " tests/docs/check_markdown.py README.md docs/*.md 2>&1");
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 static void test_scdoc(void **state) {
   static const char *const pages[] = {"la-localagent.8", "la-globalagent.8",
                                       "lactl.1", "libla.3"};
@@ -94,6 +110,7 @@ int main(void) {
       cmocka_unit_test(test_blocks),
       cmocka_unit_test(test_configs),
       cmocka_unit_test(test_man_options),
+      cmocka_unit_test(test_markdown),
       cmocka_unit_test(test_scdoc),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

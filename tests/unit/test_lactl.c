@@ -349,6 +349,18 @@ static int py_check(const char *file, const char *kind, const char *expr) {
   return 0;
 }
 
+/* Checks that the SVG's text fits its picture and the legend stays clear
+ * of the note on clipped values (tests/python/check_svg_layout.py). */
+static void svg_layout(const char *file) {
+  if (!g->have_python) return;
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "python3 tests/python/check_svg_layout.py '%s' --need-note",
+           file);
+  int rc = system(cmd);
+  if (rc != 0) fail_msg("%s: the SVG's layout does not fit (%d)", file, rc);
+}
+
 /* Runs lactl with the NULL-terminated words c plus o1 o2. */
 static int run_with(char **out, char **err, const char *const *c,
                     const char *o1, const char *o2) {
@@ -714,6 +726,42 @@ static void test_export_metis(void **state) {
   free(o), free(e);
 }
 
+/* A store of its own (PATH) with xclip-1: one rank of 1000 elements whose
+ * robust weights are 100 but 100000 on element 500 (clipped from the
+ * trace's axis), measured 1100 on every tenth element (interfered): the
+ * trace plot then has all of its legend and the note on clipped values. */
+static void make_clip_store(const char *path) {
+  la_store_t *s;
+  char why[256];
+  assert_int_equal(la_store_open(path, 0, &s, why, sizeof why), 0);
+  assert_int_equal(la_store_begin(s), 0);
+  La__RankStart m = la_test_rank_start("xclip-1", NULL, 0, 1, 1000);
+  m.seq = 1;
+  m.has_timer_res_ns = 1;
+  m.timer_res_ns = 1;
+  m.interference = "on";
+  assert_int_equal(la_store_rank_start(s, &m), 0);
+  double mv[1000], rb[1000];
+  for (int i = 0; i < 1000; i++) {
+    rb[i] = i == 500 ? 100000 : 100;
+    mv[i] = i % 10 == 3 ? 1100 : rb[i];
+  }
+  la_test_robust_t rt;
+  assert_int_equal(la_test_robust_make(&rt, "xclip-1", 0, 2, 1, mv, rb, 1000),
+                   0);
+  rt.t.has_flagged = 1;
+  rt.t.flagged = 100;
+  rt.t.has_flagged_time = 1;
+  rt.t.flagged_time = 100000;
+  assert_int_equal(la_store_trace(s, &rt.t, NULL), 0);
+  la_test_robust_free(&rt);
+  assert_int_equal(la_store_set_closed(s, "xclip-1", 1, 1, NULL, 0,
+                                       1700000000400000000ull),
+                   0);
+  assert_int_equal(la_store_commit(s), 0);
+  la_store_close(s);
+}
+
 static void test_plot_trace(void **state) {
   char *o, *e, out[200];
   snprintf(out, sizeof out, "%s/trace.svg", g->dir);
@@ -731,6 +779,18 @@ static void test_plot_trace(void **state) {
            "len(d.getElementsByTagName(\"polyline\")) == 1 and "
            "len(d.getElementsByTagName(\"circle\")) >= 250 and "
            "len(d.getElementsByTagName(\"text\")) > 10");
+  /* robust weights, interfered elements and a clipped value: the subtitle
+   * at its longest, the whole legend and the note, all inside the picture
+   * and clear of each other */
+  char clipdb[200];
+  snprintf(clipdb, sizeof clipdb, "%s/clip.db", g->dir);
+  make_clip_store(clipdb);
+  snprintf(out, sizeof out, "%s/clip.svg", g->dir);
+  assert_int_equal(lactl(&o, &e, "plot", "xclip-1", "--rank", "0", "-o", out,
+                         "--db", clipdb, NULL),
+                   0);
+  free(o), free(e);
+  svg_layout(out);
   /* without --raw: the line only; a raw file of the wrong size refused */
   assert_int_equal(
       lactl(&o, &e, "plot", "heat-42", "--rank", "3", "--db", g->db, NULL), 0);

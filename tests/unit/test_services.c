@@ -859,9 +859,12 @@ static void test_check_config(void **state) {
   }
 
   /* directories */
+  /* the store's directory the GlobalAgent makes; not its parent */
   snprintf(a, sizeof a, "%s --store.path='%s/missing/la.db'", good_ga, d);
+  check_config(ga, 0, 0, "configuration OK", a);
+  snprintf(a, sizeof a, "%s --store.path='%s/no/missing/la.db'", good_ga, d);
   check_config(ga, 0, 2, "store.path: directory", a);
-  check_config(ga, 0, 2, "/missing: No such file or directory", a);
+  check_config(ga, 0, 2, "/no/missing does not exist and cannot be created", a);
   snprintf(a, sizeof a, "%s --daemon.pid_file='%s/nodir/ga.pid'", good_ga, d);
   check_config(ga, 0, 2, "daemon.pid_file: directory", a);
   snprintf(a, sizeof a, "%s --global.spool_dir='%s/no/spool'", good_la, d);

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# test_check_config.sh: README.md's service steps before the first start.
+# The sample packaging/la-globalagent.conf, with /etc/la and /var/lib moved
+# into a temporary root (the README runs it as root on the real paths),
+# and a secret from `lactl secret` (the README's step before): the
+# README's `la-globalagent -c ... --check-config` line passes although the
+# store's directory (/var/lib/la-globalagent, the unit's StateDirectory=)
+# does not exist yet; the GlobalAgent started on that configuration (on
+# ephemeral ports) then makes it, mode 0700, and opens its store there.
+#
+# Run by run-tests.sh after make all; skips when the programs are not built.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/sh/report.sh
+NAME=test_check_config
+bin=$PWD/build/bin
+for f in la-globalagent lactl; do
+  [ -x "$bin/$f" ] || { la_sh_skip $NAME "build/bin/$f is missing (make all first)"; la_sh_done; }
+done
+grep -q -- '^la-globalagent -c /etc/la/la-globalagent.conf --check-config' README.md ||
+  { la_sh_fail "$NAME/readme" "README.md no longer has the --check-config line"; la_sh_done; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/la-checkconf.XXXXXX") || exit 1
+pid=
+trap '[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/etc/la" "$tmp/var/lib"
+sed -e "s|/etc/la|$tmp/etc/la|g" -e "s|/var/lib|$tmp/var/lib|g" \
+  packaging/la-globalagent.conf > "$tmp/etc/la/la-globalagent.conf"
+"$bin/lactl" secret "$tmp/etc/la/secret" >/dev/null
+conf=$tmp/etc/la/la-globalagent.conf
+state=$tmp/var/lib/la-globalagent
+
+if out=$("$bin/la-globalagent" -c "$conf" --check-config 2>&1) && [ ! -e "$state" ]
+then la_sh_ok "$NAME/before_first_start"
+else la_sh_fail "$NAME/before_first_start" "$out"; fi
+
+"$bin/la-globalagent" -c "$conf" --agents.listen=127.0.0.1:0 \
+  --feed.listen=127.0.0.1:0 >/dev/null 2>"$tmp/log" &
+pid=$!
+for _ in $(seq 200); do grep -q " ready" "$tmp/log" 2>/dev/null && break; sleep 0.05; done
+kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
+if [ "$(stat -c %a "$state" 2>/dev/null)" = 700 ] && [ -e "$state/la.db" ]
+then la_sh_ok "$NAME/first_start_makes_it"
+else la_sh_fail "$NAME/first_start_makes_it" "$(ls -la "$state" 2>&1; cat "$tmp/log")"; fi
+la_sh_done
