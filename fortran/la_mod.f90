@@ -22,8 +22,8 @@
 ! by la_strerror(ierr) and la_last_error(). It is optional because LA must
 ! never change what the application does (invariant 1 of docs/architecture.md): most codes
 ! ignore the result, and `call la_data_xfer()` should be all they write.
-! The probes (la_start_probe, la_stop_probe, la_start_cell, la_stop_cell)
-! take no ierr at all: they run once per element in the hot loop, their only
+! The probes (la_start_probe, la_stop_probe, la_start_cell, la_stop_cell,
+! la_start_cell_off, their channel forms and stops) take no ierr at all: they run once per element in the hot loop, their only
 ! failure is an index out of range, which libla counts (la_get_stat(
 ! LA_STAT_RANGE_ERRORS)) and describes (la_last_error()), and without ierr the
 ! generic name resolves straight to the C shim: one call, no Fortran wrapper,

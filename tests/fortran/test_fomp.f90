@@ -17,7 +17,8 @@
 !     loop, then la_start_cell in the region: the other thread never set
 !     an offset, so its probes are refused (range errors, la_last_error
 !     names la_set_tile_offset) instead of landing on tile-local indices;
-!     the store holds each cell's own work or 0, never another's.
+!     the store holds each cell's own work or 0, never another's; a row
+!     probed by that thread is refused too (LA_ERANGE).
 ! Mode channels: fomp-ch.1, channels a and b, a 4x3x2 grid (la_register_
 !   grid, 1-based), one cycle: la_start_cell_c(2, 1,1,1) reads 5 (b: cell
 !   0), la_start_row_c(2, 2,1) 8 (b: cells 4..7, 2 each), la_start_row_c(
@@ -53,6 +54,7 @@ program test_fomp
   use, intrinsic :: iso_fortran_env, only: int64
   use la_mod
   use fomp_probes
+  use omp_lib, only: omp_get_thread_num
   implicit none
   character(len=16) :: mode
   character(len=256) :: agent
@@ -116,6 +118,7 @@ contains
 
   subroutine tiles()
     integer(int64) :: errs
+    integer :: rowrc
     character(len=:), allocatable :: msg
     call la_set_app_id('fomp-tiles.1', ierr)
     call la_register_grid_lb('fomp', 0, 1, [0, 1, 1], [7, 4, 2], ierr)
@@ -125,6 +128,14 @@ contains
     call check(ierr == LA_OK, 'la_data_xfer (off)')
     call check(la_get_stat(LA_STAT_RANGE_ERRORS) == 0, 'no range error (off)')
     call sweep(.false.)
+    ! a row from the thread that never set an offset: refused, LA_ERANGE
+    rowrc = 1
+    call la_set_tile_offset(1, 0, 0)
+    !$omp parallel num_threads(2)
+    if (omp_get_thread_num() == 1) call la_start_row(1, 1, rowrc)
+    !$omp end parallel
+    call la_set_tile_offset(0, 0, 0)
+    call check(rowrc == LA_ERANGE, 'a row from a thread without the offset')
     call la_data_xfer(ierr)
     call check(ierr == LA_OK, 'la_data_xfer (tile offset)')
     errs = la_get_stat(LA_STAT_RANGE_ERRORS)
