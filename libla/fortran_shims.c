@@ -90,6 +90,16 @@ static __thread int la__f_tile_set __attribute__((tls_model("initial-exec")));
 #define LA__F_TRAPPED()                                                \
   LA__UNLIKELY(__atomic_load_n(&la__f_tiles_nz, __ATOMIC_RELAXED) != 0 && \
                !la__f_tile_set)
+/* The cell probes' first check: an unprofiled cycle returns at once, as
+ * before the trap; then the trap. */
+#define LA__F_CELL_GUARD(i, j, k)                 \
+  do {                                            \
+    if (LA__UNLIKELY(la__hot.limit == 0)) return; \
+    if (LA__F_TRAPPED()) {                        \
+      (void)la__f_trap("cell", (long)(i), (long)(j), (long)(k)); \
+      return;                                     \
+    }                                             \
+  } while (0)
 
 /* Refuses the probe of `what` at the program's indices (i,j,k) (see the
  * trap above): counted as a range error in a profiled cycle, described
@@ -171,31 +181,19 @@ LA_EXPORT void la_f_stop_probe_i8(int64_t e) {
 }
 
 LA_EXPORT void la_f_start_cell_i4(int32_t i, int32_t j, int32_t k) {
-  if (LA__F_TRAPPED()) {
-    (void)la__f_trap("cell", i, j, k);
-    return;
-  }
+  LA__F_CELL_GUARD(i, j, k);
   (void)LA_startCell(LA__CI(i, 0), LA__CI(j, 1), LA__CI(k, 2));
 }
 LA_EXPORT void la_f_stop_cell_i4(int32_t i, int32_t j, int32_t k) {
-  if (LA__F_TRAPPED()) {
-    (void)la__f_trap("cell", i, j, k);
-    return;
-  }
+  LA__F_CELL_GUARD(i, j, k);
   (void)LA_stopCell(LA__CI(i, 0), LA__CI(j, 1), LA__CI(k, 2));
 }
 LA_EXPORT void la_f_start_cell_i8(int64_t i, int64_t j, int64_t k) {
-  if (LA__F_TRAPPED()) {
-    (void)la__f_trap("cell", (long)i, (long)j, (long)k);
-    return;
-  }
+  LA__F_CELL_GUARD(i, j, k);
   (void)LA_startCell(LA__CI(i, 0), LA__CI(j, 1), LA__CI(k, 2));
 }
 LA_EXPORT void la_f_stop_cell_i8(int64_t i, int64_t j, int64_t k) {
-  if (LA__F_TRAPPED()) {
-    (void)la__f_trap("cell", (long)i, (long)j, (long)k);
-    return;
-  }
+  LA__F_CELL_GUARD(i, j, k);
   (void)LA_stopCell(LA__CI(i, 0), LA__CI(j, 1), LA__CI(k, 2));
 }
 
@@ -252,37 +250,25 @@ LA_EXPORT void la_f_stop_probe_c_i8(int32_t ch, int64_t e) {
 
 LA_EXPORT void la_f_start_cell_c_i4(int32_t ch, int32_t i, int32_t j,
                                     int32_t k) {
-  if (LA__F_TRAPPED()) {
-    (void)la__f_trap("cell", i, j, k);
-    return;
-  }
+  LA__F_CELL_GUARD(i, j, k);
   (void)LA_startCellC((int)LA__ZB(ch), LA__CI(i, 0), LA__CI(j, 1),
                       LA__CI(k, 2));
 }
 LA_EXPORT void la_f_stop_cell_c_i4(int32_t ch, int32_t i, int32_t j,
                                    int32_t k) {
-  if (LA__F_TRAPPED()) {
-    (void)la__f_trap("cell", i, j, k);
-    return;
-  }
+  LA__F_CELL_GUARD(i, j, k);
   (void)LA_stopCellC((int)LA__ZB(ch), LA__CI(i, 0), LA__CI(j, 1),
                      LA__CI(k, 2));
 }
 LA_EXPORT void la_f_start_cell_c_i8(int32_t ch, int64_t i, int64_t j,
                                     int64_t k) {
-  if (LA__F_TRAPPED()) {
-    (void)la__f_trap("cell", (long)i, (long)j, (long)k);
-    return;
-  }
+  LA__F_CELL_GUARD(i, j, k);
   (void)LA_startCellC((int)LA__ZB(ch), LA__CI(i, 0), LA__CI(j, 1),
                       LA__CI(k, 2));
 }
 LA_EXPORT void la_f_stop_cell_c_i8(int32_t ch, int64_t i, int64_t j,
                                    int64_t k) {
-  if (LA__F_TRAPPED()) {
-    (void)la__f_trap("cell", (long)i, (long)j, (long)k);
-    return;
-  }
+  LA__F_CELL_GUARD(i, j, k);
   (void)LA_stopCellC((int)LA__ZB(ch), LA__CI(i, 0), LA__CI(j, 1),
                      LA__CI(k, 2));
 }
