@@ -77,7 +77,7 @@ static __thread long la__f_tile[3] __attribute__((tls_model("initial-exec")));
   ((long)((unsigned long)(long)(v) + (unsigned long)la__f_tile[d] - \
           (unsigned long)la__f_lb[d]))
 /* Cell index v with the explicit offset o (the _off probes). */
-#define LA__CO(v, o, d)                                                  \
+#define LA__CO(v, o, d)                                         \
   ((long)((unsigned long)(long)(v) + (unsigned long)(long)(o) - \
           (unsigned long)la__f_lb[d]))
 
@@ -87,18 +87,18 @@ static int la__f_tiles_nz;
 static __thread int la__f_tile_set __attribute__((tls_model("initial-exec")));
 /* The calling thread would probe without the offset another thread set:
  * one load and a branch while no thread has one. */
-#define LA__F_TRAPPED()                                                \
+#define LA__F_TRAPPED()                                                   \
   LA__UNLIKELY(__atomic_load_n(&la__f_tiles_nz, __ATOMIC_RELAXED) != 0 && \
                !la__f_tile_set)
 /* The cell probes' first check: an unprofiled cycle returns at once, as
  * before the trap; then the trap. */
-#define LA__F_CELL_GUARD(i, j, k)                 \
-  do {                                            \
-    if (LA__UNLIKELY(la__hot.limit == 0)) return; \
-    if (LA__F_TRAPPED()) {                        \
+#define LA__F_CELL_GUARD(i, j, k)                                \
+  do {                                                           \
+    if (LA__UNLIKELY(la__hot.limit == 0)) return;                \
+    if (LA__F_TRAPPED()) {                                       \
       (void)la__f_trap("cell", (long)(i), (long)(j), (long)(k)); \
-      return;                                     \
-    }                                             \
+      return;                                                    \
+    }                                                            \
   } while (0)
 
 /* Refuses the probe of `what` at the program's indices (i,j,k) (see the
@@ -106,7 +106,7 @@ static __thread int la__f_tile_set __attribute__((tls_model("initial-exec")));
  * once per cycle. Returns LA_ERANGE, or 0 when the cycle is not
  * profiled (the probe would be a no-op anyway). */
 static __attribute__((noinline, cold)) int la__f_trap(const char *what, long i,
-                                                       long j, long k) {
+                                                      long j, long k) {
   if (la__hot.limit == 0) return 0;
   if (la__probe_refuse() == 0)
     la__error(LA_ERANGE,
@@ -257,8 +257,7 @@ LA_EXPORT void la_f_start_cell_c_i4(int32_t ch, int32_t i, int32_t j,
 LA_EXPORT void la_f_stop_cell_c_i4(int32_t ch, int32_t i, int32_t j,
                                    int32_t k) {
   LA__F_CELL_GUARD(i, j, k);
-  (void)LA_stopCellC((int)LA__ZB(ch), LA__CI(i, 0), LA__CI(j, 1),
-                     LA__CI(k, 2));
+  (void)LA_stopCellC((int)LA__ZB(ch), LA__CI(i, 0), LA__CI(j, 1), LA__CI(k, 2));
 }
 LA_EXPORT void la_f_start_cell_c_i8(int32_t ch, int64_t i, int64_t j,
                                     int64_t k) {
@@ -269,8 +268,7 @@ LA_EXPORT void la_f_start_cell_c_i8(int32_t ch, int64_t i, int64_t j,
 LA_EXPORT void la_f_stop_cell_c_i8(int32_t ch, int64_t i, int64_t j,
                                    int64_t k) {
   LA__F_CELL_GUARD(i, j, k);
-  (void)LA_stopCellC((int)LA__ZB(ch), LA__CI(i, 0), LA__CI(j, 1),
-                     LA__CI(k, 2));
+  (void)LA_stopCellC((int)LA__ZB(ch), LA__CI(i, 0), LA__CI(j, 1), LA__CI(k, 2));
 }
 
 /* ------------------------------------------------------ rows and boxes

@@ -402,12 +402,14 @@ static inline long la__off(long a, long d) {
 static inline int LA_startCellOff(long i, long j, long k, long di, long dj,
                                   long dk) {
   if (LA__UNLIKELY(la__hot.limit == 0)) return 0;
-  return LA_startProbe(la__cell(la__off(i, di), la__off(j, dj), la__off(k, dk)));
+  return LA_startProbe(
+      la__cell(la__off(i, di), la__off(j, dj), la__off(k, dk)));
 }
 static inline int LA_stopCellOff(long i, long j, long k, long di, long dj,
                                  long dk) {
   if (LA__UNLIKELY(la__hot.limit == 0)) return 0;
-  return LA_stopProbe(la__cell(la__off(i, di), la__off(j, dj), la__off(k, dk)));
+  return LA_stopProbe(
+      la__cell(la__off(i, di), la__off(j, dj), la__off(k, dk)));
 }
 
 /* The names used by the WaveToy instrumentation of the design study. */

@@ -332,8 +332,8 @@ LA_EXPORT int LA_stopBoxC(int ch, long i0, long j0, long k0, long ni, long nj,
   rc = la__box_check(i0, j0, k0, ni, nj, nk, &first);
   return rc ? rc
             : la__spread_stop(ch, first, (uint64_t)ni, (uint64_t)nj,
-                              (uint64_t)nk, la__hot.nx,
-                              la__hot.nx * la__hot.ny, -1, "BoxC");
+                              (uint64_t)nk, la__hot.nx, la__hot.nx * la__hot.ny,
+                              -1, "BoxC");
 }
 
 LA_EXPORT int LA_startRowC(int ch, long j, long k) {

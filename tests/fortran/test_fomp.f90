@@ -18,7 +18,8 @@
 !     an offset, so its probes are refused (range errors, la_last_error
 !     names la_set_tile_offset) instead of landing on tile-local indices;
 !     the store holds each cell's own work or 0, never another's; a row
-!     probed by that thread is refused too (LA_ERANGE).
+!     probed by that thread is refused too (LA_ERANGE); once every offset
+!     is back at (0,0,0) it probes cell (0,2,1) (C 8, refused before).
 ! Mode channels: fomp-ch.1, channels a and b, a 4x3x2 grid (la_register_
 !   grid, 1-based), one cycle: la_start_cell_c(2, 1,1,1) reads 5 (b: cell
 !   0), la_start_row_c(2, 2,1) 8 (b: cells 4..7, 2 each), la_start_row_c(
@@ -136,6 +137,15 @@ contains
     !$omp end parallel
     call la_set_tile_offset(0, 0, 0)
     call check(rowrc == LA_ERANGE, 'a row from a thread without the offset')
+    ! every offset back at 0,0,0: that thread probes again (cell (0,2,1),
+    ! C 8, refused in the sweep above)
+    !$omp parallel num_threads(2)
+    if (omp_get_thread_num() == 1) then
+      cur = 9
+      call la_start_cell(0, 2, 1)
+      call la_stop_cell(0, 2, 1)
+    end if
+    !$omp end parallel
     call la_data_xfer(ierr)
     call check(ierr == LA_OK, 'la_data_xfer (tile offset)')
     errs = la_get_stat(LA_STAT_RANGE_ERRORS)

@@ -326,18 +326,18 @@ static pid_t fork_grid_rank(const char *app_id, int nch) {
   int bad = 0;
   if (nch) bad |= LA_channel("a") != 0 || LA_channel("b") != 1;
   bad |= LA_registerGrid("rbtest", 0, 1, 4, 3, 2) != 0;
-#define RB(start, stop, v, ...)        \
-  do {                                 \
-    rb_cur = (v);                      \
-    bad |= start(__VA_ARGS__) != 0;    \
-    bad |= stop(__VA_ARGS__) != 0;     \
+#define RB(start, stop, v, ...)     \
+  do {                              \
+    rb_cur = (v);                   \
+    bad |= start(__VA_ARGS__) != 0; \
+    bad |= stop(__VA_ARGS__) != 0;  \
   } while (0)
   if (nch) {
-    RB(LA_startRowC, LA_stopRowC, 8, 1, 1, 0);   /* ch 1: cells 4..7 */
-    RB(LA_startRowC, LA_stopRowC, 4, 0, 2, 1);   /* ch 0: cells 20..23 */
+    RB(LA_startRowC, LA_stopRowC, 8, 1, 1, 0); /* ch 1: cells 4..7 */
+    RB(LA_startRowC, LA_stopRowC, 4, 0, 2, 1); /* ch 0: cells 20..23 */
     RB(LA_startBoxC, LA_stopBoxC, 16, 1, 0, 0, 1, 2, 2, 1); /* ch 1 */
     RB(LA_startBoxC, LA_stopBoxC, 6, 0, 2, 2, 0, 2, 1, 1);  /* ch 0 */
-    RB(LA_startProbeC, LA_stopProbeC, 5, 1, 0);  /* ch 1: cell 0 */
+    RB(LA_startProbeC, LA_stopProbeC, 5, 1, 0);             /* ch 1: cell 0 */
     /* errors: channels not declared, a box past the grid, a stop
      * without its start; nothing written */
     bad |= LA_startRowC(2, 0, 0) != LA_ERANGE;
@@ -387,8 +387,8 @@ static void test_row_box_channels(void **state) {
     if (apps[a].nch) {
       assert_int_equal(la_traceset_channels(ts), 2);
       for (int ch = 0; ch < 2; ch++) {
-        assert_int_equal(
-            la_traceset_channel_rank_weights(ts, (size_t)ch, 0, w), 0);
+        assert_int_equal(la_traceset_channel_rank_weights(ts, (size_t)ch, 0, w),
+                         0);
         for (int e = 0; e < 24; e++)
           if (w[e] != want[ch][e])
             fail_msg("channel %d cell %d: %g, expected %g", ch, e, w[e],

@@ -516,7 +516,8 @@ static void run_fomp_ok(run_t *r, la_test_agent_t *a, const char *mode) {
  * la_start_cell_off every cell holds its own work; with the per-thread
  * la_set_tile_offset the thread that never set one is refused (the
  * program saw range errors naming la_set_tile_offset): every stored value
- * is its own cell's work or 0, never another cell's. */
+ * is its own cell's work or 0, never another cell's; once every offset is
+ * back at 0,0,0 that thread probes again. */
 static void test_omp_tiles(void **state) {
   skip_if_missing();
   la_test_agent_t a;
@@ -545,6 +546,8 @@ static void test_omp_tiles(void **state) {
   }
   print_message("tile offset: %d cells measured, %d refused\n", own, refused);
   assert_true(own > 0 && refused > 0);
+  /* refused in the sweep, probed once every offset was back at 0,0,0 */
+  assert_true(v[8] == 9);
   assert_non_null(strstr(r.out, "la_set_tile_offset"));
   la_ta_free(&a);
 }
@@ -559,10 +562,10 @@ static void test_channel_rows_boxes(void **state) {
   run_fomp_ok(&r, &a, "channels");
   assert_int_equal(la_ta_wait_ended(&a, 1, 1, 20000), 0);
   double want[2][24] = {{0}};
-  for (int c = 20; c <= 23; c++) want[0][c] = 1; /* row (3,2), 4 */
-  want[0][10] = want[0][11] = 3;                 /* box, 6 */
-  want[1][0] = 5;                                /* cell (1,1,1) */
-  for (int c = 4; c <= 7; c++) want[1][c] = 2;   /* row (2,1), 8 */
+  for (int c = 20; c <= 23; c++) want[0][c] = 1;             /* row (3,2), 4 */
+  want[0][10] = want[0][11] = 3;                             /* box, 6 */
+  want[1][0] = 5;                                            /* cell (1,1,1) */
+  for (int c = 4; c <= 7; c++) want[1][c] = 2;               /* row (2,1), 8 */
   want[1][12] = want[1][13] = want[1][16] = want[1][17] = 4; /* box, 16 */
   la_client_t *c = NULL;
   assert_int_equal(la_client_connect(a.st.feed_addr, 5000, &c), 0);
@@ -572,8 +575,7 @@ static void test_channel_rows_boxes(void **state) {
   assert_int_equal(la_traceset_channels(ts), 2);
   double w[24];
   for (int ch = 0; ch < 2; ch++) {
-    assert_int_equal(la_traceset_channel_rank_weights(ts, (size_t)ch, 0, w),
-                     0);
+    assert_int_equal(la_traceset_channel_rank_weights(ts, (size_t)ch, 0, w), 0);
     for (int e = 0; e < 24; e++)
       if (w[e] != want[ch][e])
         fail_msg("channel %d cell %d: %g, expected %g", ch, e, w[e],

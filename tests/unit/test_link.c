@@ -347,8 +347,8 @@ static void write_work(const char *name, const char *text) {
 
 /* The program app_name ran against ta: its first stored trace holds n
  * values; returns them in v (caller's, n of them). */
-static void stored_values(la_test_agent_t *ta, const char *app_name,
-                          double *v, uint64_t n) {
+static void stored_values(la_test_agent_t *ta, const char *app_name, double *v,
+                          uint64_t n) {
   char app[128], q[256];
   snprintf(q, sizeof q, "SELECT count(*) FROM apps WHERE app_name = '%s'",
            app_name);
@@ -358,8 +358,7 @@ static void stored_values(la_test_agent_t *ta, const char *app_name,
            "t_created_ns DESC, rowid DESC LIMIT 1",
            app_name);
   assert_int_equal(la_ta_sql_text(ta, q, app, sizeof app), 0);
-  snprintf(q, sizeof q, "SELECT count(*) FROM traces WHERE app_id = '%s'",
-           app);
+  snprintf(q, sizeof q, "SELECT count(*) FROM traces WHERE app_id = '%s'", app);
   assert_int_equal(la_ta_wait_sql(ta, q, 1, 20000), 0);
   long long tag = la_ta_tag(ta, app, 0, 0);
   assert_true(tag >= 0);
