@@ -22,8 +22,8 @@
 ! by la_strerror(ierr) and la_last_error(). It is optional because LA must
 ! never change what the application does (invariant 1 of docs/architecture.md): most codes
 ! ignore the result, and `call la_data_xfer()` should be all they write.
-! The probes (la_start_probe, la_stop_probe, la_start_cell, la_stop_cell)
-! take no ierr at all: they run once per element in the hot loop, their only
+! The probes (la_start_probe, la_stop_probe, la_start_cell, la_stop_cell,
+! la_start_cell_off, their channel forms and stops) take no ierr at all: they run once per element in the hot loop, their only
 ! failure is an index out of range, which libla counts (la_get_stat(
 ! LA_STAT_RANGE_ERRORS)) and describes (la_last_error()), and without ierr the
 ! generic name resolves straight to the C shim: one call, no Fortran wrapper,
@@ -119,9 +119,82 @@ module la_mod
   ! id, 1 for the first (a negative LA_E* code on error);
   ! la_start_probe_c(ch, e) / la_stop_probe_c(ch, e) probe element e in
   ! channel ch (ch a default integer, e of kind 4 or 8). la_start_probe
-  ! probes channel 1.
+  ! probes channel 1. la_start_cell_c(ch, i, j, k) / la_stop_cell_c: cell
+  ! (i,j,k) in channel ch (the grid's numbering, as la_start_cell);
+  ! la_start_row_c(ch, j, k [, ierr]), la_start_box_c(ch, i0, j0, k0, ni,
+  ! nj, nk [, ierr]) and their stops: rows and boxes in channel ch.
   integer, parameter, public :: LA_MAX_CHANNELS = 16
   public :: la_channel, la_start_probe_c, la_stop_probe_c
+  public :: la_start_cell_c, la_stop_cell_c, la_start_row_c, la_stop_row_c
+  public :: la_start_box_c, la_stop_box_c
+  interface la_start_cell_c
+    subroutine la_f_start_cell_c_i4(ch, i, j, k) &
+        bind(C, name="la_f_start_cell_c_i4")
+      import :: c_int32_t
+      integer(c_int32_t), value :: ch, i, j, k
+    end subroutine
+    subroutine la_f_start_cell_c_i8(ch, i, j, k) &
+        bind(C, name="la_f_start_cell_c_i8")
+      import :: c_int32_t, c_int64_t
+      integer(c_int32_t), value :: ch
+      integer(c_int64_t), value :: i, j, k
+    end subroutine
+  end interface
+  interface la_stop_cell_c
+    subroutine la_f_stop_cell_c_i4(ch, i, j, k) &
+        bind(C, name="la_f_stop_cell_c_i4")
+      import :: c_int32_t
+      integer(c_int32_t), value :: ch, i, j, k
+    end subroutine
+    subroutine la_f_stop_cell_c_i8(ch, i, j, k) &
+        bind(C, name="la_f_stop_cell_c_i8")
+      import :: c_int32_t, c_int64_t
+      integer(c_int32_t), value :: ch
+      integer(c_int64_t), value :: i, j, k
+    end subroutine
+  end interface
+  interface la_start_row_c
+    module procedure la_start_row_c_i4, la_start_row_c_i8
+  end interface
+  interface la_stop_row_c
+    module procedure la_stop_row_c_i4, la_stop_row_c_i8
+  end interface
+  interface la_start_box_c
+    module procedure la_start_box_c_i4, la_start_box_c_i8
+  end interface
+  interface la_stop_box_c
+    module procedure la_stop_box_c_i4, la_stop_box_c_i8
+  end interface
+  interface
+    function c_la_start_row_c(ch, j, k) bind(C, name="la_f_start_row_c") &
+         result(rc)
+      import :: c_int, c_long
+      integer(c_int), value :: ch
+      integer(c_long), value :: j, k
+      integer(c_int) :: rc
+    end function
+    function c_la_stop_row_c(ch, j, k) bind(C, name="la_f_stop_row_c") &
+         result(rc)
+      import :: c_int, c_long
+      integer(c_int), value :: ch
+      integer(c_long), value :: j, k
+      integer(c_int) :: rc
+    end function
+    function c_la_start_box_c(ch, i0, j0, k0, ni, nj, nk) &
+         bind(C, name="la_f_start_box_c") result(rc)
+      import :: c_int, c_long
+      integer(c_int), value :: ch
+      integer(c_long), value :: i0, j0, k0, ni, nj, nk
+      integer(c_int) :: rc
+    end function
+    function c_la_stop_box_c(ch, i0, j0, k0, ni, nj, nk) &
+         bind(C, name="la_f_stop_box_c") result(rc)
+      import :: c_int, c_long
+      integer(c_int), value :: ch
+      integer(c_long), value :: i0, j0, k0, ni, nj, nk
+      integer(c_int) :: rc
+    end function
+  end interface
 
   ! --------------------------------------------------- in-job weights --
   ! la_weights(w, tag, generation, ierr): LA_weights, the agent's newest
@@ -184,7 +257,36 @@ module la_mod
   ! the program's own array bounds and a tile offset for tiled kernels
   ! (docs/fortran.md, "The application's numbering").
   public :: la_set_global_ids, la_set_grid_origin, la_register_grid_lb
-  public :: la_set_tile_offset
+  public :: la_set_tile_offset, la_start_cell_off, la_stop_cell_off
+  ! la_start_cell_off(i, j, k, di, dj, dk) / la_stop_cell_off: cell
+  ! (i+di, j+dj, k+dk) in the grid's numbering, the offset passed with
+  ! each call (no thread state: safe in a parallel region opened inside a
+  ! tiled kernel, where la_set_tile_offset holds only for the thread
+  ! that called it). No ierr (hot path). All six of kind 4, or all of 8.
+  interface la_start_cell_off
+    subroutine la_f_start_cell_off_i4(i, j, k, di, dj, dk) &
+        bind(C, name="la_f_start_cell_off_i4")
+      import :: c_int32_t
+      integer(c_int32_t), value :: i, j, k, di, dj, dk
+    end subroutine
+    subroutine la_f_start_cell_off_i8(i, j, k, di, dj, dk) &
+        bind(C, name="la_f_start_cell_off_i8")
+      import :: c_int64_t
+      integer(c_int64_t), value :: i, j, k, di, dj, dk
+    end subroutine
+  end interface
+  interface la_stop_cell_off
+    subroutine la_f_stop_cell_off_i4(i, j, k, di, dj, dk) &
+        bind(C, name="la_f_stop_cell_off_i4")
+      import :: c_int32_t
+      integer(c_int32_t), value :: i, j, k, di, dj, dk
+    end subroutine
+    subroutine la_f_stop_cell_off_i8(i, j, k, di, dj, dk) &
+        bind(C, name="la_f_stop_cell_off_i8")
+      import :: c_int64_t
+      integer(c_int64_t), value :: i, j, k, di, dj, dk
+    end subroutine
+  end interface
   interface la_set_global_ids
     module procedure la_set_global_ids_i4, la_set_global_ids_i8
   end interface
@@ -609,10 +711,11 @@ contains
 
   ! ----------------------------------------------------- rows and boxes --
   ! la_start_row(j, k)/la_stop_row(j, k): LA_startRow/LA_stopRow, one
-  ! measurement spread over the nx cells (i = 1..nx) of row (j, k) of a grid
+  ! measurement spread over the nx cells of row (j, k) of a grid
   ! (la_register_grid). la_start_box(i0, j0, k0, ni, nj, nk)/la_stop_box:
   ! LA_startBox/LA_stopBox over cells i0..i0+ni-1, j0..j0+nj-1,
-  ! k0..k0+nk-1. Once per row or box, so they keep the optional ierr
+  ! k0..k0+nk-1. Indices as la_start_cell's: the array's bounds
+  ! (la_register_grid_lb) and the thread's tile offset apply. Once per row or box, so they keep the optional ierr
   ! (LA_ERANGE outside the grid, LA_ESTATE without a grid or for a stop
   ! without a start); they do not nest with each other or with ranges.
 
@@ -648,6 +751,77 @@ contains
     rc = c_la_stop_box(int(i0, c_long), int(j0, c_long), int(k0, c_long), &
          int(ni, c_long), int(nj, c_long), int(nk, c_long))
     if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  ! Rows and boxes in channel ch (1-based, a default integer).
+  subroutine la_start_row_c_i8(ch, j, k, ierr)
+    integer, intent(in) :: ch
+    integer(c_int64_t), intent(in) :: j, k
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_start_row_c(int(ch, c_int), int(j, c_long), int(k, c_long))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_stop_row_c_i8(ch, j, k, ierr)
+    integer, intent(in) :: ch
+    integer(c_int64_t), intent(in) :: j, k
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_stop_row_c(int(ch, c_int), int(j, c_long), int(k, c_long))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_start_box_c_i8(ch, i0, j0, k0, ni, nj, nk, ierr)
+    integer, intent(in) :: ch
+    integer(c_int64_t), intent(in) :: i0, j0, k0, ni, nj, nk
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_start_box_c(int(ch, c_int), int(i0, c_long), int(j0, c_long), &
+         int(k0, c_long), int(ni, c_long), int(nj, c_long), int(nk, c_long))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_stop_box_c_i8(ch, i0, j0, k0, ni, nj, nk, ierr)
+    integer, intent(in) :: ch
+    integer(c_int64_t), intent(in) :: i0, j0, k0, ni, nj, nk
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: rc
+    rc = c_la_stop_box_c(int(ch, c_int), int(i0, c_long), int(j0, c_long), &
+         int(k0, c_long), int(ni, c_long), int(nj, c_long), int(nk, c_long))
+    if (present(ierr)) ierr = int(rc)
+  end subroutine
+
+  subroutine la_start_row_c_i4(ch, j, k, ierr)
+    integer, intent(in) :: ch
+    integer(c_int32_t), intent(in) :: j, k
+    integer, intent(out), optional :: ierr
+    call la_start_row_c_i8(ch, int(j, c_int64_t), int(k, c_int64_t), ierr)
+  end subroutine
+
+  subroutine la_stop_row_c_i4(ch, j, k, ierr)
+    integer, intent(in) :: ch
+    integer(c_int32_t), intent(in) :: j, k
+    integer, intent(out), optional :: ierr
+    call la_stop_row_c_i8(ch, int(j, c_int64_t), int(k, c_int64_t), ierr)
+  end subroutine
+
+  subroutine la_start_box_c_i4(ch, i0, j0, k0, ni, nj, nk, ierr)
+    integer, intent(in) :: ch
+    integer(c_int32_t), intent(in) :: i0, j0, k0, ni, nj, nk
+    integer, intent(out), optional :: ierr
+    call la_start_box_c_i8(ch, int(i0, c_int64_t), int(j0, c_int64_t), &
+         int(k0, c_int64_t), int(ni, c_int64_t), int(nj, c_int64_t), &
+         int(nk, c_int64_t), ierr)
+  end subroutine
+
+  subroutine la_stop_box_c_i4(ch, i0, j0, k0, ni, nj, nk, ierr)
+    integer, intent(in) :: ch
+    integer(c_int32_t), intent(in) :: i0, j0, k0, ni, nj, nk
+    integer, intent(out), optional :: ierr
+    call la_stop_box_c_i8(ch, int(i0, c_int64_t), int(j0, c_int64_t), &
+         int(k0, c_int64_t), int(ni, c_int64_t), int(nj, c_int64_t), &
+         int(nk, c_int64_t), ierr)
   end subroutine
 
   ! The default-integer forms widen and call the 64-bit ones (an absent
@@ -877,8 +1051,12 @@ contains
   end subroutine
 
   ! la_set_tile_offset: the calling thread's later la_start_cell(i, j, k)
-  ! probe cell (i+di, j+dj, k+dk): a tiled kernel whose loops run over
-  ! tile-local indices sets its tile's offset once per tile. 0,0,0: none.
+  ! probe cell (i+di, j+dj, k+dk) (rows and boxes likewise): a tiled
+  ! kernel whose loops run over tile-local indices sets its tile's offset
+  ! once per tile. 0,0,0: none. Per thread: a thread that never called it
+  ! while another thread has a non-zero offset has its probes refused
+  ! (a range error naming la_set_tile_offset); la_start_cell_off needs
+  ! no thread state.
   subroutine la_set_tile_offset_i4(di, dj, dk)
     integer(c_int32_t), intent(in) :: di, dj, dk
     call c_la_set_tile_offset(int(di, c_int64_t), int(dj, c_int64_t), &

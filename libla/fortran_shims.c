@@ -9,8 +9,8 @@
  *     nothing: a probe only fails on an index out of range, which libla
  *     already counts (LA_STAT_RANGE_ERRORS) and describes (LA_lastError).
  *   - la_f_{start,stop}_range: 1-based first element -> LA_startRange;
- *     la_f_{start,stop}_{row,box}: 1-based row or first cell -> LA_startRow,
- *     LA_startBox.
+ *     la_f_{start,stop}_{row,box}[_c]: row or first cell in the grid's
+ *     numbering (below) -> LA_startRow[C], LA_startBox[C].
  *   - la_f_register*, la_f_set_{metric,agent,compaction,app_id}: take a
  *     Fortran string as (pointer, length), blank padded and not terminated,
  *     copy it without trailing blanks into a NUL-terminated buffer on the
@@ -18,12 +18,19 @@
  *   - la_f_is_profiling: LA_isProfiling as a C _Bool (Fortran logical(c_bool)).
  *   - channels: la_f_channel returns LA_channel's id + 1 (1-based, like the
  *     elements; errors stay negative); la_f_{start,stop}_probe_c_{i4,i8}
- *     take a 1-based channel (a 32-bit integer) and a 1-based element.
+ *     take a 1-based channel (a 32-bit integer) and a 1-based element;
+ *     la_f_{start,stop}_cell_c_{i4,i8} a channel and a cell.
  *   - the application's numbering (its own block below): a grid registered
  *     with the program's array bounds (la_f_register_grid_lb) shifts cell
  *     indices by its lower bounds instead of 1, and a per-thread tile
  *     offset (la_f_set_tile_offset) is added first, so tiled kernels probe
- *     with tile-local indices; 32-bit global ids are widened for
+ *     with tile-local indices (cells, rows and boxes alike);
+ *     la_f_{start,stop}_cell_off_{i4,i8} take the offset as arguments
+ *     instead, no thread state. The tile offset's trap: a thread that
+ *     never set one probes while another thread has a non-zero one (an
+ *     OpenMP region opened inside a tiled kernel): the probe is refused,
+ *     counted as a range error and described (it would land at the wrong
+ *     index); 32-bit global ids are widened for
  *     LA_setGlobalIds; a 1-based grid origin becomes LA_setGridOrigin's.
  *   - custom probes: la_f_set_probe_func gives libla a trampoline that
  *     calls the program's bind(C) function with the 1-based element (C's
@@ -69,6 +76,47 @@ static __thread long la__f_tile[3] __attribute__((tls_model("initial-exec")));
 #define LA__CI(v, d)                                                \
   ((long)((unsigned long)(long)(v) + (unsigned long)la__f_tile[d] - \
           (unsigned long)la__f_lb[d]))
+/* Cell index v with the explicit offset o (the _off probes). */
+#define LA__CO(v, o, d)                                         \
+  ((long)((unsigned long)(long)(v) + (unsigned long)(long)(o) - \
+          (unsigned long)la__f_lb[d]))
+
+/* The trap: threads whose tile offset is not (0,0,0) now (atomic), and
+ * whether the calling thread ever set one. */
+static int la__f_tiles_nz;
+static __thread int la__f_tile_set __attribute__((tls_model("initial-exec")));
+/* The calling thread would probe without the offset another thread set:
+ * one load and a branch while no thread has one. */
+#define LA__F_TRAPPED()                                                   \
+  LA__UNLIKELY(__atomic_load_n(&la__f_tiles_nz, __ATOMIC_RELAXED) != 0 && \
+               !la__f_tile_set)
+/* The cell probes' first check: an unprofiled cycle returns at once, as
+ * before the trap; then the trap. */
+#define LA__F_CELL_GUARD(i, j, k)                                \
+  do {                                                           \
+    if (LA__UNLIKELY(la__hot.limit == 0)) return;                \
+    if (LA__F_TRAPPED()) {                                       \
+      (void)la__f_trap("cell", (long)(i), (long)(j), (long)(k)); \
+      return;                                                    \
+    }                                                            \
+  } while (0)
+
+/* Refuses the probe of `what` at the program's indices (i,j,k) (see the
+ * trap above): counted as a range error in a profiled cycle, described
+ * once per cycle. Returns LA_ERANGE, or 0 when the cycle is not
+ * profiled (the probe would be a no-op anyway). */
+static __attribute__((noinline, cold)) int la__f_trap(const char *what, long i,
+                                                      long j, long k) {
+  if (la__hot.limit == 0) return 0;
+  if (la__probe_refuse() == 0)
+    la__error(LA_ERANGE,
+              "%s (%ld,%ld,%ld) probed by a thread that never called "
+              "la_set_tile_offset while another thread has a tile offset "
+              "set: not stored (the offset is per thread; set it in every "
+              "thread of the parallel region, or use la_start_cell_off)",
+              what, i, j, k);
+  return LA_ERANGE;
+}
 
 /* ------------------------------------------------------------ lifecycle */
 
@@ -133,16 +181,38 @@ LA_EXPORT void la_f_stop_probe_i8(int64_t e) {
 }
 
 LA_EXPORT void la_f_start_cell_i4(int32_t i, int32_t j, int32_t k) {
+  LA__F_CELL_GUARD(i, j, k);
   (void)LA_startCell(LA__CI(i, 0), LA__CI(j, 1), LA__CI(k, 2));
 }
 LA_EXPORT void la_f_stop_cell_i4(int32_t i, int32_t j, int32_t k) {
+  LA__F_CELL_GUARD(i, j, k);
   (void)LA_stopCell(LA__CI(i, 0), LA__CI(j, 1), LA__CI(k, 2));
 }
 LA_EXPORT void la_f_start_cell_i8(int64_t i, int64_t j, int64_t k) {
+  LA__F_CELL_GUARD(i, j, k);
   (void)LA_startCell(LA__CI(i, 0), LA__CI(j, 1), LA__CI(k, 2));
 }
 LA_EXPORT void la_f_stop_cell_i8(int64_t i, int64_t j, int64_t k) {
+  LA__F_CELL_GUARD(i, j, k);
   (void)LA_stopCell(LA__CI(i, 0), LA__CI(j, 1), LA__CI(k, 2));
+}
+
+/* Cell (i+di, j+dj, k+dk) in the grid's numbering: no thread state. */
+LA_EXPORT void la_f_start_cell_off_i4(int32_t i, int32_t j, int32_t k,
+                                      int32_t di, int32_t dj, int32_t dk) {
+  (void)LA_startCell(LA__CO(i, di, 0), LA__CO(j, dj, 1), LA__CO(k, dk, 2));
+}
+LA_EXPORT void la_f_stop_cell_off_i4(int32_t i, int32_t j, int32_t k,
+                                     int32_t di, int32_t dj, int32_t dk) {
+  (void)LA_stopCell(LA__CO(i, di, 0), LA__CO(j, dj, 1), LA__CO(k, dk, 2));
+}
+LA_EXPORT void la_f_start_cell_off_i8(int64_t i, int64_t j, int64_t k,
+                                      int64_t di, int64_t dj, int64_t dk) {
+  (void)LA_startCell(LA__CO(i, di, 0), LA__CO(j, dj, 1), LA__CO(k, dk, 2));
+}
+LA_EXPORT void la_f_stop_cell_off_i8(int64_t i, int64_t j, int64_t k,
+                                     int64_t di, int64_t dj, int64_t dk) {
+  (void)LA_stopCell(LA__CO(i, di, 0), LA__CO(j, dj, 1), LA__CO(k, dk, 2));
 }
 
 LA_EXPORT int la_f_start_range(long first, long count) {
@@ -178,23 +248,72 @@ LA_EXPORT void la_f_stop_probe_c_i8(int32_t ch, int64_t e) {
   (void)LA_stopProbeC((int)LA__ZB(ch), LA__ZB(e));
 }
 
+LA_EXPORT void la_f_start_cell_c_i4(int32_t ch, int32_t i, int32_t j,
+                                    int32_t k) {
+  LA__F_CELL_GUARD(i, j, k);
+  (void)LA_startCellC((int)LA__ZB(ch), LA__CI(i, 0), LA__CI(j, 1),
+                      LA__CI(k, 2));
+}
+LA_EXPORT void la_f_stop_cell_c_i4(int32_t ch, int32_t i, int32_t j,
+                                   int32_t k) {
+  LA__F_CELL_GUARD(i, j, k);
+  (void)LA_stopCellC((int)LA__ZB(ch), LA__CI(i, 0), LA__CI(j, 1), LA__CI(k, 2));
+}
+LA_EXPORT void la_f_start_cell_c_i8(int32_t ch, int64_t i, int64_t j,
+                                    int64_t k) {
+  LA__F_CELL_GUARD(i, j, k);
+  (void)LA_startCellC((int)LA__ZB(ch), LA__CI(i, 0), LA__CI(j, 1),
+                      LA__CI(k, 2));
+}
+LA_EXPORT void la_f_stop_cell_c_i8(int32_t ch, int64_t i, int64_t j,
+                                   int64_t k) {
+  LA__F_CELL_GUARD(i, j, k);
+  (void)LA_stopCellC((int)LA__ZB(ch), LA__CI(i, 0), LA__CI(j, 1), LA__CI(k, 2));
+}
+
 /* ------------------------------------------------------ rows and boxes
- * la_f_{start,stop}_row: 1-based row (j,k) -> LA_startRow/LA_stopRow.
- * la_f_{start,stop}_box: 1-based first cell, extents unchanged. */
+ * la_f_{start,stop}_row[_c]: row (j,k) -> LA_startRow[C]/LA_stopRow[C];
+ * la_f_{start,stop}_box[_c]: first cell, extents unchanged. Indices in
+ * the grid's numbering, like the cells': the array's lower bounds (1 by
+ * default) and the thread's tile offset; the same trap. */
 
 LA_EXPORT int la_f_start_row(long j, long k) {
-  return LA_startRow(LA__ZB(j), LA__ZB(k));
+  if (LA__F_TRAPPED()) return la__f_trap("row", 0, j, k);
+  return LA_startRow(LA__CI(j, 1), LA__CI(k, 2));
 }
 LA_EXPORT int la_f_stop_row(long j, long k) {
-  return LA_stopRow(LA__ZB(j), LA__ZB(k));
+  if (LA__F_TRAPPED()) return la__f_trap("row", 0, j, k);
+  return LA_stopRow(LA__CI(j, 1), LA__CI(k, 2));
 }
 LA_EXPORT int la_f_start_box(long i0, long j0, long k0, long ni, long nj,
                              long nk) {
-  return LA_startBox(LA__ZB(i0), LA__ZB(j0), LA__ZB(k0), ni, nj, nk);
+  if (LA__F_TRAPPED()) return la__f_trap("box", i0, j0, k0);
+  return LA_startBox(LA__CI(i0, 0), LA__CI(j0, 1), LA__CI(k0, 2), ni, nj, nk);
 }
 LA_EXPORT int la_f_stop_box(long i0, long j0, long k0, long ni, long nj,
                             long nk) {
-  return LA_stopBox(LA__ZB(i0), LA__ZB(j0), LA__ZB(k0), ni, nj, nk);
+  if (LA__F_TRAPPED()) return la__f_trap("box", i0, j0, k0);
+  return LA_stopBox(LA__CI(i0, 0), LA__CI(j0, 1), LA__CI(k0, 2), ni, nj, nk);
+}
+LA_EXPORT int la_f_start_row_c(int ch, long j, long k) {
+  if (LA__F_TRAPPED()) return la__f_trap("row", 0, j, k);
+  return LA_startRowC((int)LA__ZB(ch), LA__CI(j, 1), LA__CI(k, 2));
+}
+LA_EXPORT int la_f_stop_row_c(int ch, long j, long k) {
+  if (LA__F_TRAPPED()) return la__f_trap("row", 0, j, k);
+  return LA_stopRowC((int)LA__ZB(ch), LA__CI(j, 1), LA__CI(k, 2));
+}
+LA_EXPORT int la_f_start_box_c(int ch, long i0, long j0, long k0, long ni,
+                               long nj, long nk) {
+  if (LA__F_TRAPPED()) return la__f_trap("box", i0, j0, k0);
+  return LA_startBoxC((int)LA__ZB(ch), LA__CI(i0, 0), LA__CI(j0, 1),
+                      LA__CI(k0, 2), ni, nj, nk);
+}
+LA_EXPORT int la_f_stop_box_c(int ch, long i0, long j0, long k0, long ni,
+                              long nj, long nk) {
+  if (LA__F_TRAPPED()) return la__f_trap("box", i0, j0, k0);
+  return LA_stopBoxC((int)LA__ZB(ch), LA__CI(i0, 0), LA__CI(j0, 1),
+                     LA__CI(k0, 2), ni, nj, nk);
 }
 
 /* ------------------------------------------ the application's numbering */
@@ -219,12 +338,18 @@ LA_EXPORT int la_f_register_grid_lb(const char *name, size_t len, int rank,
   return rc;
 }
 
-/* The calling thread's tile offset, added to the (i,j,k) of its later cell
- * probes (0,0,0: none). */
+/* The calling thread's tile offset, added to the (i,j,k) of its later
+ * cell, row and box probes (0,0,0: none). Counts the threads with an
+ * offset that is not (0,0,0), for the trap. */
 LA_EXPORT void la_f_set_tile_offset(int64_t di, int64_t dj, int64_t dk) {
+  int was = la__f_tile[0] || la__f_tile[1] || la__f_tile[2];
+  int now = di || dj || dk;
   la__f_tile[0] = (long)di;
   la__f_tile[1] = (long)dj;
   la__f_tile[2] = (long)dk;
+  la__f_tile_set = 1;
+  if (now != was)
+    __atomic_fetch_add(&la__f_tiles_nz, now ? 1 : -1, __ATOMIC_RELAXED);
 }
 
 /* LA_setGlobalIds of 32-bit ids, widened (n of them). */

@@ -390,6 +390,28 @@ static inline int LA_stopCell(long i, long j, long k) {
   return LA_stopProbe(la__cell(i, j, k));
 }
 
+/* Tiled kernels: cell (i+di, j+dj, k+dk), the cell of tile-local index
+ * (i,j,k) in a tile whose first cell is (di,dj,dk). The offset travels
+ * with each call: no per-thread state, so every thread of a parallel
+ * region opened inside the kernel probes the same cell for the same
+ * arguments. The sum is taken in unsigned arithmetic: a wrap is an index
+ * out of range, as for LA_startCell. */
+static inline long la__off(long a, long d) {
+  return (long)((unsigned long)a + (unsigned long)d);
+}
+static inline int LA_startCellOff(long i, long j, long k, long di, long dj,
+                                  long dk) {
+  if (LA__UNLIKELY(la__hot.limit == 0)) return 0;
+  return LA_startProbe(
+      la__cell(la__off(i, di), la__off(j, dj), la__off(k, dk)));
+}
+static inline int LA_stopCellOff(long i, long j, long k, long di, long dj,
+                                 long dk) {
+  if (LA__UNLIKELY(la__hot.limit == 0)) return 0;
+  return LA_stopProbe(
+      la__cell(la__off(i, di), la__off(j, dj), la__off(k, dk)));
+}
+
 /* The names used by the WaveToy instrumentation of the design study. */
 static inline int LA_start_counter(long cell_id) { return LA_startProbe(cell_id); }
 static inline int LA_stop_counter(long cell_id) { return LA_stopProbe(cell_id); }
@@ -531,6 +553,14 @@ static inline int LA_stop_counter_c(int ch, long cell_id) {
  * readings per box plus one addition per cell at the stop. */
 LA_EXPORT int LA_startBox(long i0, long j0, long k0, long ni, long nj, long nk);
 LA_EXPORT int LA_stopBox(long i0, long j0, long k0, long ni, long nj, long nk);
+/* The same in channel ch (an id LA_channel returned; LA_startBox probes
+ * channel 0): the box's time spread over the box's cells of channel ch.
+ * A channel not declared is LA_ERANGE, counted as a range error, nothing
+ * written. */
+LA_EXPORT int LA_startBoxC(int ch, long i0, long j0, long k0, long ni, long nj,
+                           long nk);
+LA_EXPORT int LA_stopBoxC(int ch, long i0, long j0, long k0, long ni, long nj,
+                          long nk);
 
 /* Row (j,k) of a grid: its nx cells (i = 0..nx-1), one box. Around the
  * innermost loop, which stays free of calls and vectorises. The row's time
@@ -564,6 +594,12 @@ static inline int LA_stopRow(long j, long k) {
   }
   return la__row_stop(j, k);
 }
+/* Row (j,k) in channel ch: one call each (not inline). Channel 0 is
+ * LA_startRow/LA_stopRow (one row value); another channel spreads the
+ * row's time over its nx cells of that channel at the stop, as a box
+ * does. A channel not declared is LA_ERANGE, counted, nothing written. */
+LA_EXPORT int LA_startRowC(int ch, long j, long k);
+LA_EXPORT int LA_stopRowC(int ch, long j, long k);
 /* =================================== end of unprofiled cycles at full speed */
 
 #ifdef __cplusplus

@@ -249,6 +249,10 @@ LA__HIDDEN uint64_t la__probe_end(void);
 /* Whether a probe wrote a cell value since the cycle began (la.h's mark). */
 LA__HIDDEN int la__probe_cell_mark(void);
 LA__HIDDEN void la__probe_reset(void);
+/* A probe the caller refused (the Fortran shims' tile-offset trap):
+ * counted as a range error of the cycle. Returns how many were refused
+ * in this cycle before it (0: the first, worth describing). */
+LA__HIDDEN uint64_t la__probe_refuse(void);
 
 /* -------------------------------------------------------------- channels */
 /* The channels declared so far (LA_channel): their count (0: none) and

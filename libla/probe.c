@@ -13,7 +13,10 @@
  * Interference detection (interference.c) covers the inline wall-time probes
  * only: not ranges or boxes, not user or PAPI probes. Channels (LA_channel):
  * channel ch of element e is value slot ch * limit + e of the buffer; the
- * flags stay per element. Boxes and rows probe channel 0.
+ * flags stay per element. Boxes and rows probe channel 0, their C
+ * variants (LA_startBoxC, LA_startRowC) channel ch: a row in a channel
+ * other than 0 is spread over its cells like a box (row values are
+ * channel 0's).
  *
  * Rows: in a segment with row values (layout 5, a grid registration), a
  * row probe (LA_startRow/LA_stopRow, or a box that is one whole row) adds
@@ -31,6 +34,7 @@ LA_EXPORT int la__cell_mark;
 static LA_ProbeFunc la__start_fn, la__stop_fn;
 static void *la__start_arg, *la__stop_arg;
 static uint64_t la__range_errors; /* this cycle, atomic */
+static uint64_t la__refused;      /* of them, la__probe_refuse's */
 static __thread double la__range_t0;
 static __thread int la__range_open;
 /* The cycle's row values (la__ipc_rows), NULL without them. Like
@@ -60,6 +64,7 @@ void la__probe_grid(uint64_t nx, uint64_t ny, uint64_t nz) {
 
 void la__probe_begin(const la__ipc_t *ipc, uint32_t i) {
   __atomic_store_n(&la__range_errors, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&la__refused, 0, __ATOMIC_RELAXED);
   /* libla's own geometry (la__ipc_t), never the header's fields */
   la__interf_begin(la__ipc_flags(ipc, i), &ipc->hdr->buf[i], ipc->n_elements,
                    i);
@@ -134,12 +139,23 @@ LA_EXPORT int la__probe_channel_error(int ch, long e) {
   return LA_ERANGE;
 }
 
+uint64_t la__probe_refuse(void) {
+  __atomic_fetch_add(&la__range_errors, 1, __ATOMIC_RELAXED);
+  return __atomic_fetch_add(&la__refused, 1, __ATOMIC_RELAXED);
+}
+
+/* Channel ch declared, else LA_ERANGE counted as a range error; what
+ * names the probe in the message. */
+static int la__channel_check(int ch, const char *what) {
+  if ((uint32_t)ch < la__hot.n_channels) return 0;
+  __atomic_fetch_add(&la__range_errors, 1, __ATOMIC_RELAXED);
+  return la__error(LA_ERANGE, "%s in channel %d, which is not declared", what,
+                   ch);
+}
+
 static int la__range_check(int ch, long first, long count) {
-  if ((uint32_t)ch >= la__hot.n_channels) {
-    __atomic_fetch_add(&la__range_errors, 1, __ATOMIC_RELAXED);
-    return la__error(LA_ERANGE, "range in channel %d, which is not declared",
-                     ch);
-  }
+  int rc = la__channel_check(ch, "range");
+  if (rc) return rc;
   if (first < 0 || count < 1 || (uint64_t)first >= la__hot.limit ||
       (uint64_t)count > la__hot.limit - (uint64_t)first) {
     __atomic_fetch_add(&la__range_errors, 1, __ATOMIC_RELAXED);
@@ -293,4 +309,48 @@ LA_EXPORT int la__row_stop(long j, long k) {
   int rc = la__row_check(j, k, &first, &row);
   if (rc) return rc;
   return la__spread_stop(0, first, la__hot.nx, 1, 1, 0, 0, row, "Row");
+}
+
+/* ------------------------------------------ rows and boxes in a channel */
+
+LA_EXPORT int LA_startBoxC(int ch, long i0, long j0, long k0, long ni, long nj,
+                           long nk) {
+  if (la__hot.limit == 0) return 0;
+  int rc = la__channel_check(ch, "box");
+  if (rc || ch == 0) return rc ? rc : LA_startBox(i0, j0, k0, ni, nj, nk);
+  long first;
+  rc = la__box_check(i0, j0, k0, ni, nj, nk, &first);
+  return rc ? rc : la__spread_start(first);
+}
+
+LA_EXPORT int LA_stopBoxC(int ch, long i0, long j0, long k0, long ni, long nj,
+                          long nk) {
+  if (la__hot.limit == 0) return 0;
+  int rc = la__channel_check(ch, "box");
+  if (rc || ch == 0) return rc ? rc : LA_stopBox(i0, j0, k0, ni, nj, nk);
+  long first;
+  rc = la__box_check(i0, j0, k0, ni, nj, nk, &first);
+  return rc ? rc
+            : la__spread_stop(ch, first, (uint64_t)ni, (uint64_t)nj,
+                              (uint64_t)nk, la__hot.nx, la__hot.nx * la__hot.ny,
+                              -1, "BoxC");
+}
+
+LA_EXPORT int LA_startRowC(int ch, long j, long k) {
+  if (la__hot.limit == 0) return 0;
+  int rc = la__channel_check(ch, "row");
+  if (rc || ch == 0) return rc ? rc : LA_startRow(j, k);
+  long first, row;
+  rc = la__row_check(j, k, &first, &row);
+  return rc ? rc : la__spread_start(first);
+}
+
+LA_EXPORT int LA_stopRowC(int ch, long j, long k) {
+  if (la__hot.limit == 0) return 0;
+  int rc = la__channel_check(ch, "row");
+  if (rc || ch == 0) return rc ? rc : LA_stopRow(j, k);
+  long first, row;
+  rc = la__row_check(j, k, &first, &row);
+  return rc ? rc
+            : la__spread_stop(ch, first, la__hot.nx, 1, 1, 0, 0, -1, "RowC");
 }

@@ -23,7 +23,9 @@
 !     bounds, first cell (11,1,1) of a 20x4x2 global grid; one cycle
 !     probing cells (-1,0,2) and (4,3,3) (C 0 and 47) in the program's
 !     indices, then, with tile offset (2,1,0), tile-local cell (0,0,2)
-!     (program (2,1,2), C 9).
+!     (program (2,1,2), C 9); row (2,3) (C row (2,1), cells 36..41) and,
+!     with tile offset (1,0,0), the box (-1..0, 0, 2) (program (0..1,0,2),
+!     C 1 and 2): rows and boxes in the program's indices too.
 !
 ! Mode probes runs custom probe functions (subroutine probes below).
 !
@@ -336,6 +338,19 @@ contains
     call la_start_cell(0, 0, 2)
     call work(100)
     call la_stop_cell(0, 0, 2)
+    call la_set_tile_offset(0, 0, 0)
+    ! rows and boxes take the program's indices and the tile offset too
+    call la_start_row(2, 3, ierr)          ! C row (2,1): cells 36..41
+    call check(ierr == LA_OK, 'la_start_row (bounds)')
+    call work(100)
+    call la_stop_row(2, 3, ierr)
+    call check(ierr == LA_OK, 'la_stop_row (bounds)')
+    call la_set_tile_offset(1, 0, 0)
+    call la_start_box(-1, 0, 2, 2, 1, 1, ierr)   ! program (0..1,0,2): C 1, 2
+    call check(ierr == LA_OK, 'la_start_box (bounds, tile)')
+    call work(100)
+    call la_stop_box(-1, 0, 2, 2, 1, 1, ierr)
+    call check(ierr == LA_OK, 'la_stop_box (bounds, tile)')
     call la_set_tile_offset(0, 0, 0)
     call la_start_cell(5, 0, 2)  ! i > 4: out of range
     call la_stop_cell(5, 0, 2)

@@ -9,6 +9,9 @@
  *   - per channel, the decoded weights equal what was probed (lossless),
  *     the set's weights are their per-element sum, the exact totals add
  *     up; a probe into an undeclared channel is counted, not written;
+ *   - rows and boxes in a channel (LA_startRowC, LA_startBoxC): each
+ *     channel's series is what was probed into it; with one channel, row
+ *     probes alone arrive spread over their cells;
  *   - an application without channels has no channel data anywhere (no
  *     channel names or series in its sets, no row in the store's channel
  *     tables) and its trace's encoding is that of its values;
@@ -298,6 +301,111 @@ static void test_no_channels_unchanged(void **state) {
   sqlite3_close(db);
 }
 
+/* ------------------------------------------------ rows and boxes (C) */
+
+/* The stop reading of the row and box probes below (start reads 0). */
+static double rb_cur;
+static double rb_stop(long e, void *arg) {
+  return rb_cur;
+}
+
+/* One rank of a 4x3x2 grid (nch channels declared, 0: none), one cycle
+ * of row and box probes in channels (LA_startRowC, LA_startBoxC) whose
+ * readings are known exactly; exits 0 when every call returned what it
+ * should. */
+static pid_t fork_grid_rank(const char *app_id, int nch) {
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid) return pid;
+  LA_setAgent(la_td_addr(S.la));
+  LA_setAppId(app_id);
+  LA_setCompaction("lossless");
+  LA_setProbeStartFunc(probe_start, NULL);
+  LA_setProbeStopFunc(rb_stop, NULL);
+  int bad = 0;
+  if (nch) bad |= LA_channel("a") != 0 || LA_channel("b") != 1;
+  bad |= LA_registerGrid("rbtest", 0, 1, 4, 3, 2) != 0;
+#define RB(start, stop, v, ...)     \
+  do {                              \
+    rb_cur = (v);                   \
+    bad |= start(__VA_ARGS__) != 0; \
+    bad |= stop(__VA_ARGS__) != 0;  \
+  } while (0)
+  if (nch) {
+    RB(LA_startRowC, LA_stopRowC, 8, 1, 1, 0); /* ch 1: cells 4..7 */
+    RB(LA_startRowC, LA_stopRowC, 4, 0, 2, 1); /* ch 0: cells 20..23 */
+    RB(LA_startBoxC, LA_stopBoxC, 16, 1, 0, 0, 1, 2, 2, 1); /* ch 1 */
+    RB(LA_startBoxC, LA_stopBoxC, 6, 0, 2, 2, 0, 2, 1, 1);  /* ch 0 */
+    RB(LA_startProbeC, LA_stopProbeC, 5, 1, 0);             /* ch 1: cell 0 */
+    /* errors: channels not declared, a box past the grid, a stop
+     * without its start; nothing written */
+    bad |= LA_startRowC(2, 0, 0) != LA_ERANGE;
+    bad |= LA_startBoxC(-1, 0, 0, 0, 1, 1, 1) != LA_ERANGE;
+    bad |= LA_startBoxC(1, 3, 0, 0, 2, 1, 1) != LA_ERANGE;
+    bad |= LA_stopRowC(1, 0, 0) != LA_ESTATE;
+  } else {
+    /* one channel: rows only, one value per row all the way */
+    for (long r = 0; r < 6; r++)
+      RB(LA_startRowC, LA_stopRowC, 4.0 * (double)(r + 1), 0, r % 3, r / 3);
+    bad |= LA_startRowC(1, 0, 0) != LA_ERANGE;
+  }
+#undef RB
+  bad |= LA_dataXfer() != 0;
+  bad |= LA_getStat(LA_STAT_RANGE_ERRORS) != (nch ? 3 : 1);
+  bad |= LA_finalize() != 0;
+  _exit(bad);
+}
+
+/* LA_startRowC / LA_startBoxC: each channel's stored series is what was
+ * probed into it (a row of channel 0 as a row value, of another channel
+ * spread over its cells); with one channel, rows alone stay one value per
+ * row to the agent and arrive spread over their cells. */
+static void test_row_box_channels(void **state) {
+  if (!have_stack) skip();
+  static const struct {
+    const char *id;
+    int nch;
+  } apps[] = {{"rb-2ch", 2}, {"rb-1ch", 0}};
+  double want[2][24] = {{0}};
+  for (int c = 20; c <= 23; c++) want[0][c] = 1;
+  want[0][10] = want[0][11] = 3;
+  want[1][0] = 5;
+  for (int c = 4; c <= 7; c++) want[1][c] = 2;
+  want[1][12] = want[1][13] = want[1][16] = want[1][17] = 4;
+  la_client_t *c = NULL;
+  assert_int_equal(la_client_connect(S.feed_addr, 5000, &c), 0);
+  la_client_set_weights(c, LA_WEIGHTS_MEASURED);
+  for (size_t a = 0; a < 2; a++) {
+    pid_t kid = fork_grid_rank(apps[a].id, apps[a].nch);
+    int st = 0;
+    assert_int_equal(waitpid(kid, &st, 0), kid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+      fail_msg("%s failed (status %d)", apps[a].id, st);
+    la_traceset_t *ts = get_set(c, apps[a].id, 0);
+    double w[24];
+    if (apps[a].nch) {
+      assert_int_equal(la_traceset_channels(ts), 2);
+      for (int ch = 0; ch < 2; ch++) {
+        assert_int_equal(la_traceset_channel_rank_weights(ts, (size_t)ch, 0, w),
+                         0);
+        for (int e = 0; e < 24; e++)
+          if (w[e] != want[ch][e])
+            fail_msg("channel %d cell %d: %g, expected %g", ch, e, w[e],
+                     want[ch][e]);
+      }
+    }
+    assert_int_equal(la_traceset_weights(ts, w), 0);
+    for (int e = 0; e < 24; e++) {
+      double x = apps[a].nch ? want[0][e] + want[1][e] : (double)(e / 4 + 1);
+      if (w[e] != x)
+        fail_msg("%s cell %d: %g, expected %g", apps[a].id, e, w[e], x);
+    }
+    la_traceset_free(ts);
+  }
+  la_client_close(c);
+}
+
 /* ------------------------------------------------------------ hostile */
 
 /* Registers a segment of seg_ch channels whose header claims hdr_ch, with
@@ -454,6 +562,7 @@ int main(void) {
       cmocka_unit_test(test_channel_errors),
       cmocka_unit_test(test_channels_end_to_end),
       cmocka_unit_test(test_no_channels_unchanged),
+      cmocka_unit_test(test_row_box_channels),
       cmocka_unit_test(test_hostile_channel_count),
       cmocka_unit_test(test_store_without_channel_tables),
       cmocka_unit_test(test_lactl_channel),

@@ -13,7 +13,12 @@
  *     values that arrive carry the right 0-based indices for the program's
  *     1-based elements, cells, ranges, rows and boxes, with the right cycle
  *     tags (la_is_profiling follows a period set at run time), and no
- *     IPC object outlives the program.
+ *     IPC object outlives the program;
+ *   - the OpenMP program build/tests/fortran/test_fomp (LA_TEST_FOMP;
+ *     tests/fortran/test_fomp.f90): tile offsets in a parallel region
+ *     opened inside a tiled kernel (la_start_cell_off, and the trap of
+ *     the per-thread la_set_tile_offset), and the channel variants of
+ *     cells, rows and boxes.
  * Skips, with a message, when the Fortran program was not built. The program
  * path can be overridden with LA_TEST_FMOD.
  */
@@ -75,7 +80,21 @@ static uint64_t ms_now(void) {
  * variable removed, LA_VERBOSE=1, LA_COMPACT=lossless), stdout and stderr
  * into r->out. The environment is built before fork: the child only dup2s
  * and execs. */
+static void run_path(run_t *r, const char *path, const char *arg,
+                     const char *agent);
 static void run_fmod(run_t *r, const char *arg, const char *agent) {
+  run_path(r, fmod_path(), arg, agent);
+}
+
+/* The OpenMP program build/tests/fortran/test_fomp (LA_TEST_FOMP). */
+static const char *fomp_path(void) {
+  const char *p = getenv("LA_TEST_FOMP");
+  return p && *p ? p : "build/tests/fortran/test_fomp";
+}
+
+/* run_fmod() of program path. */
+static void run_path(run_t *r, const char *path, const char *arg,
+                     const char *agent) {
   static char agent_var[300];
   size_t n = 0;
   for (char **e = environ; *e; e++) n++;
@@ -89,7 +108,6 @@ static void run_fmod(run_t *r, const char *arg, const char *agent) {
   envp[k++] = "LA_VERBOSE=1";
   envp[k++] = "LA_COMPACT=lossless"; /* exact values in the store */
   envp[k] = NULL;
-  const char *path = fmod_path();
   char *const argv[] = {(char *)path, (char *)arg, NULL};
 
   int fds[2];
@@ -397,8 +415,8 @@ static void test_values_arrive(void **state) {
 
 /* The application's numbering from Fortran (test_fmod numbering): 32-bit
  * global ids reach the store; a grid registered with its array's bounds
- * takes the program's indices (and a tile offset), and its origin in the
- * global grid is stored with the rank. */
+ * takes the program's indices (and a tile offset) for cells, rows and
+ * boxes, and its origin in the global grid is stored with the rank. */
 static void test_numbering(void **state) {
   la_test_agent_t a;
   run_t r;
@@ -435,8 +453,12 @@ static void test_numbering(void **state) {
       2042);
   double v[48];
   assert_int_equal(trace_by_seq(&a, lb, 0, v, 48), 0);
-  static const long cells[] = {0, 9, 47};
-  assert_nonzero_exactly(0, v, 48, cells, 3);
+  /* cells 0, 47 and (tile) 9; row (2,3) -> 36..41 and the tiled box ->
+   * 1, 2, each spread evenly */
+  static const long cells[] = {0, 9, 47, 36, 37, 38, 39, 40, 41, 1, 2};
+  assert_nonzero_exactly(0, v, 48, cells, 11);
+  for (int c = 37; c <= 41; c++) assert_true(v[c] == v[36]);
+  assert_true(v[1] == v[2]);
   la_ta_free(&a);
 }
 
@@ -473,6 +495,99 @@ static void test_custom_probes(void **state) {
   la_ta_free(&a);
 }
 
+/* test_fomp MODE against the real daemons (a), which must exit 0 having
+ * printed "fomp: OK (MODE)". Fails, not skips, when test_fomp was not
+ * built while test_fmod was (the build makes both). */
+static void run_fomp_ok(run_t *r, la_test_agent_t *a, const char *mode) {
+  if (access(fomp_path(), X_OK) != 0)
+    fail_msg("%s not built (tests/fortran/test_fomp.f90)", fomp_path());
+  run_path(r, fomp_path(), mode, la_td_addr(a->st.la));
+  if (r->status == -1) fail_msg("test_fomp timed out");
+  if (!WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0)
+    fail_msg("test_fomp %s failed (status %d)", mode, r->status);
+  char ok[64];
+  snprintf(ok, sizeof ok, "fomp: OK (%s)", mode);
+  assert_non_null(strstr(r->out, ok));
+}
+
+/* A tiled kernel that opens its OpenMP region inside the tile loop (test_
+ * fomp tiles, 2 threads, metric custom: each cell's stop reads the work
+ * of the cell the program meant, c + 1 for C index c). With
+ * la_start_cell_off every cell holds its own work; with the per-thread
+ * la_set_tile_offset the thread that never set one is refused (the
+ * program saw range errors naming la_set_tile_offset): every stored value
+ * is its own cell's work or 0, never another cell's; once every offset is
+ * back at 0,0,0 that thread probes again. */
+static void test_omp_tiles(void **state) {
+  skip_if_missing();
+  la_test_agent_t a;
+  static run_t r;
+  start_daemons(&a);
+  run_fomp_ok(&r, &a, "tiles");
+  assert_int_equal(la_ta_wait_ended(&a, 2, 1, 20000), 0);
+  const char *id = "fomp-tiles.1";
+  assert_int_equal(la_ta_ntraces(&a, id), 2);
+  double v[64];
+  assert_int_equal(la_ta_values(&a, id, 0, 0, v, 64), 0);
+  for (int c = 0; c < 64; c++)
+    if (v[c] != c + 1)
+      fail_msg("cell_off: cell %d holds %g, expected its work %d", c, v[c],
+               c + 1);
+  assert_int_equal(la_ta_values(&a, id, 0, 1, v, 64), 0);
+  int own = 0, refused = 0;
+  for (int c = 0; c < 64; c++) {
+    if (v[c] == c + 1)
+      own++;
+    else if (v[c] == 0)
+      refused++;
+    else
+      fail_msg("tile offset: cell %d holds %g: not its work %d nor 0", c, v[c],
+               c + 1);
+  }
+  print_message("tile offset: %d cells measured, %d refused\n", own, refused);
+  assert_true(own > 0 && refused > 0);
+  /* refused in the sweep, probed once every offset was back at 0,0,0 */
+  assert_true(v[8] == 9);
+  assert_non_null(strstr(r.out, "la_set_tile_offset"));
+  la_ta_free(&a);
+}
+
+/* Channel variants of cells, rows and boxes from Fortran (test_fomp
+ * channels): each channel's stored series is what was probed into it. */
+static void test_channel_rows_boxes(void **state) {
+  skip_if_missing();
+  la_test_agent_t a;
+  static run_t r;
+  start_daemons(&a);
+  run_fomp_ok(&r, &a, "channels");
+  assert_int_equal(la_ta_wait_ended(&a, 1, 1, 20000), 0);
+  double want[2][24] = {{0}};
+  for (int c = 20; c <= 23; c++) want[0][c] = 1;             /* row (3,2), 4 */
+  want[0][10] = want[0][11] = 3;                             /* box, 6 */
+  want[1][0] = 5;                                            /* cell (1,1,1) */
+  for (int c = 4; c <= 7; c++) want[1][c] = 2;               /* row (2,1), 8 */
+  want[1][12] = want[1][13] = want[1][16] = want[1][17] = 4; /* box, 16 */
+  la_client_t *c = NULL;
+  assert_int_equal(la_client_connect(a.st.feed_addr, 5000, &c), 0);
+  la_client_set_weights(c, LA_WEIGHTS_MEASURED);
+  la_traceset_t *ts = la_ta_complete_set(c, "fomp-ch.1", 0, 20000);
+  if (!ts) fail_msg("no Trace-Set: %s", la_client_error(c));
+  assert_int_equal(la_traceset_channels(ts), 2);
+  double w[24];
+  for (int ch = 0; ch < 2; ch++) {
+    assert_int_equal(la_traceset_channel_rank_weights(ts, (size_t)ch, 0, w), 0);
+    for (int e = 0; e < 24; e++)
+      if (w[e] != want[ch][e])
+        fail_msg("channel %d cell %d: %g, expected %g", ch, e, w[e],
+                 want[ch][e]);
+  }
+  assert_int_equal(la_traceset_weights(ts, w), 0);
+  for (int e = 0; e < 24; e++) assert_true(w[e] == want[0][e] + want[1][e]);
+  la_traceset_free(ts);
+  la_client_close(c);
+  la_ta_free(&a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_constants_match_c),
@@ -480,6 +595,8 @@ int main(void) {
       cmocka_unit_test(test_values_arrive),
       cmocka_unit_test(test_numbering),
       cmocka_unit_test(test_custom_probes),
+      cmocka_unit_test(test_omp_tiles),
+      cmocka_unit_test(test_channel_rows_boxes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -426,6 +426,11 @@ static void test_grid_cells(void **state) {
   LA_stopCell(1, 2, 1);
   assert_int_equal(LA_startCell(4, 0, 0), LA_ERANGE);
   assert_int_equal(LA_startCell(0, 0, 2), LA_ERANGE);
+  /* tile-local (1,0,0) of the tile at (2,1,1): cell (3,1,1) = 19 */
+  assert_int_equal(LA_startCellOff(1, 0, 0, 2, 1, 1), 0);
+  assert_int_equal(LA_stopCellOff(1, 0, 0, 2, 1, 1), 0);
+  assert_int_equal(LA_startCellOff(3, 0, 0, 1, 0, 0), LA_ERANGE);
+  assert_int_equal(LA_startCellOff(0, 0, 0, -1, 0, 0), LA_ERANGE);
   LA_start_counter(3); /* the design study's names */
   LA_stop_counter(3);
   LA_data_xfer();
@@ -433,6 +438,7 @@ static void test_grid_cells(void **state) {
   const cycle_t *cy = cycle(0);
   assert_true(cy->values[21] == 22.0);
   assert_true(cy->values[3] == 4.0);
+  assert_true(cy->values[19] == 20.0);
   assert_true(cy->values[0] == 0.0);
 }
 

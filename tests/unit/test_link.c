@@ -15,7 +15,9 @@
  *
  * Also the trap the documentation warns of: -lla before the objects fails
  * to link (Debian's gcc uses --as-needed; a static archive named first is
- * never searched), naming an la_ symbol.
+ * never searched), naming an la_ symbol. And docs/fortran.md's Makefile
+ * (```make block) run by make, the same with the libraries in LDFLAGS
+ * failing, and its Example's program built by its mpif90 lines and run.
  *
  * Runs from the source tree (as run-tests.sh does); skips, with a message,
  * when the build tree, cc, gfortran or pkg-config is missing. */
@@ -306,11 +308,149 @@ static void test_lla_first_fails(void **state) {
   remove_work();
 }
 
+/* The text of the first block fenced with `fence` (e.g. "```make") after
+ * the line starting with heading in doc, lines as written, into buf. */
+static void doc_text(const char *doc, const char *heading, const char *fence,
+                     char *buf, size_t cap) {
+  FILE *f = fopen(doc, "r");
+  if (!f) fail_msg("cannot read %s", doc);
+  char line[1024];
+  size_t n = 0;
+  int state = 0; /* 0 before the heading, 1 before the fence, 2 inside */
+  buf[0] = '\0';
+  while (fgets(line, sizeof line, f)) {
+    if (state == 0 && !strncmp(line, heading, strlen(heading)))
+      state = 1;
+    else if (state == 1 && !strncmp(line, fence, strlen(fence)) &&
+             line[strlen(fence)] == '\n')
+      state = 2;
+    else if (state == 2 && !strncmp(line, "```", 3))
+      break;
+    else if (state == 2 && n + strlen(line) < cap) {
+      memcpy(buf + n, line, strlen(line) + 1);
+      n += strlen(line);
+    }
+  }
+  fclose(f);
+  if (n == 0) fail_msg("%s: no %s block after '%s'", doc, fence, heading);
+}
+
+/* Writes text into work/name. */
+static void write_work(const char *name, const char *text) {
+  char p[PATH_MAX + 64];
+  snprintf(p, sizeof p, "%s/%s", work, name);
+  FILE *f = fopen(p, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+/* The program app_name ran against ta: its first stored trace holds n
+ * values; returns them in v (caller's, n of them). */
+static void stored_values(la_test_agent_t *ta, const char *app_name, double *v,
+                          uint64_t n) {
+  char app[128], q[256];
+  snprintf(q, sizeof q, "SELECT count(*) FROM apps WHERE app_name = '%s'",
+           app_name);
+  assert_int_equal(la_ta_wait_sql(ta, q, 1, 10000), 0);
+  snprintf(q, sizeof q,
+           "SELECT app_id FROM apps WHERE app_name = '%s' ORDER BY "
+           "t_created_ns DESC, rowid DESC LIMIT 1",
+           app_name);
+  assert_int_equal(la_ta_sql_text(ta, q, app, sizeof app), 0);
+  snprintf(q, sizeof q, "SELECT count(*) FROM traces WHERE app_id = '%s'", app);
+  assert_int_equal(la_ta_wait_sql(ta, q, 1, 20000), 0);
+  long long tag = la_ta_tag(ta, app, 0, 0);
+  assert_true(tag >= 0);
+  assert_int_equal(la_ta_values(ta, app, 0, (uint64_t)tag, v, n), 0);
+}
+
+/* The Makefile of docs/fortran.md ("## Building a program"), as written:
+ * make builds a program that runs; the same Makefile with the libraries in
+ * LDFLAGS (before the objects) fails to link under --as-needed. */
+static void test_fortran_makefile(void **state) {
+  (void)state;
+  need("gfortran");
+  need("make");
+  static char mk[8192];
+  doc_text("docs/fortran.md", "## Building a program", "```make", mk,
+           sizeof mk);
+  make_work("solver.f90", f_solver);
+  write_work("Makefile", mk);
+  la_test_agent_t ta;
+  if (la_ta_start(&ta, NULL) != 0) fail_msg("the daemons did not start");
+  char agent[128], pc_path[PATH_MAX + 64];
+  snprintf(agent, sizeof agent, "LA_AGENT=%s", getenv("LA_AGENT"));
+  snprintf(pc_path, sizeof pc_path, "PKG_CONFIG_PATH=%s/lib/pkgconfig", prefix);
+  const char *env[] = {pc_path, NULL}, *renv[] = {agent, NULL};
+  if (sh("unset MAKEFLAGS MFLAGS MAKELEVEL; make", env) != 0)
+    fail_msg("docs/fortran.md's Makefile failed:\n%s", out);
+  if (sh("./solver", renv) != 0 || !strstr(out, "solver: OK"))
+    fail_msg("the program the Makefile built did not run:\n%s", out);
+  double v[4];
+  stored_values(&ta, "solver", v, 4);
+  assert_true(v[2] > 0.0 && v[0] == 0.0);
+  /* the libraries before the objects */
+  char *ld = strstr(mk, "LDLIBS +=");
+  assert_non_null(ld);
+  memcpy(ld, "LDFLAGS+=", 9);
+  write_work("Makefile", mk);
+  if (sh("rm -f solver solver.o; unset MAKEFLAGS MFLAGS MAKELEVEL; make",
+         env) == 0) {
+    print_message(
+        "note: this toolchain does not link with --as-needed: LDFLAGS "
+        "still linked the shared library\n");
+  } else {
+    assert_non_null(strstr(out, "undefined reference"));
+    assert_non_null(strstr(out, "la_"));
+  }
+  la_ta_free(&ta);
+  remove_work();
+}
+
+/* The Example of docs/fortran.md: its program, built by its mpif90 lines
+ * as written, runs against the real daemons and every element's value
+ * arrives. */
+static void test_fortran_example(void **state) {
+  (void)state;
+  need("mpif90");
+  static char prog[16384];
+  char lines[16][512], line[1024], pc_path[PATH_MAX + 64], agent[128];
+  doc_text("docs/fortran.md", "## Example", "```fortran", prog, sizeof prog);
+  int n = doc_block("docs/fortran.md", "## Example", lines, 16);
+  make_work("heat.f90", prog);
+  la_test_agent_t ta;
+  if (la_ta_start(&ta, NULL) != 0) fail_msg("the daemons did not start");
+  snprintf(agent, sizeof agent, "LA_AGENT=%s", getenv("LA_AGENT"));
+  snprintf(pc_path, sizeof pc_path, "PKG_CONFIG_PATH=%s/lib/pkgconfig", prefix);
+  const char *env[] = {pc_path, NULL}, *renv[] = {agent, NULL};
+  int built = 0;
+  for (int i = 0; i < n; i++) {
+    if (strncmp(lines[i], "mpif90 ", 7)) continue;
+    subst_prefix(line, sizeof line, lines[i]);
+    print_message("docs/fortran.md: %s\n", lines[i]);
+    if (sh(line, env) != 0)
+      fail_msg("documented line failed:\n  %s\n%s", line, out);
+    built += strstr(line, "-o heat") != NULL;
+  }
+  assert_int_equal(built, 1);
+  if (sh("./heat", renv) != 0)
+    fail_msg("the Example's program did not run:\n%s", out);
+  static double v[100000];
+  stored_values(&ta, "heat", v, 100000);
+  for (int e = 0; e < 100000; e++)
+    if (!(v[e] > 0.0)) fail_msg("heat element %d: %g, expected > 0", e, v[e]);
+  la_ta_free(&ta);
+  remove_work();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_c_lines_in_readme),
       cmocka_unit_test(test_fortran_lines_in_fortran_md),
       cmocka_unit_test(test_lla_first_fails),
+      cmocka_unit_test(test_fortran_makefile),
+      cmocka_unit_test(test_fortran_example),
   };
   if (!realpath(".", src_dir)) return 1;
   return cmocka_run_group_tests_name("link", tests, NULL, NULL);
