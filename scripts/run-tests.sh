@@ -136,7 +136,8 @@ run_one() { # $1 = label, then the command
   account_run "$d" env CMOCKA_MESSAGE_OUTPUT=stdout \
     timeout -k 10 "$TIMEOUT" "$@" >"$out" 2>&1
   secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-  p=$(grep -cE '^\[       OK \]' "$out")
+  # an OK line may follow a child program's output without a newline
+  p=$(grep -oE '\[       OK \] [A-Za-z_]' "$out" | wc -l)
   s=$(grep -E '^\[  SKIPPED \] [A-Za-z_]' "$out" | sort -u | wc -l)
   f=$(grep -E '^\[  FAILED  \] [A-Za-z_]' "$out" | sort -u | wc -l)
   if [ -n "$acct" ]; then printf '%s' "$acct" >>"$out"; fi
