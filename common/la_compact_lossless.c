@@ -96,7 +96,7 @@ int la_compact_lossless_encode(const double *x, size_t n, la_cbuf_t *out) {
 }
 
 int la_compact_lossless_decode(la_creader_t *r, int flags, uint64_t n,
-                               double *out) {
+                               double *out, la_cacc_t *acc) {
   uint64_t i, w, prev = 0, v;
   int64_t iv = 0, d;
   int rc;
@@ -111,6 +111,8 @@ int la_compact_lossless_decode(la_creader_t *r, int flags, uint64_t n,
         return LA_EPROTO;
       if (out)
         out[i] = (double)iv;
+      if (acc)
+        la_cacc_add(acc, (double)iv, 1);
     }
     return 0;
   }
@@ -132,6 +134,11 @@ int la_compact_lossless_decode(la_creader_t *r, int flags, uint64_t n,
     prev ^= v;
     if (out)
       memcpy(&out[i], &prev, 8);
+    if (acc) {
+      double x;
+      memcpy(&x, &prev, 8);
+      la_cacc_add(acc, x, 1);
+    }
   }
   return 0;
 }
