@@ -368,6 +368,12 @@ static inline void la_cacc_sum(la_cacc_t *a, double v) {
   a->hi = s;
 }
 
+/* A value stored exactly (a raw value): the extremes. */
+static inline void la_cacc_exact(la_cacc_t *a, double v) {
+  if (!(a->emin <= v)) a->emin = v;
+  if (!(a->emax >= v)) a->emax = v;
+}
+
 /* One value v (exact: stored exactly, so it is a raw value). */
 static inline void la_cacc_add(la_cacc_t *a, double v, int exact) {
   if (v - v != 0) { /* NaN or +-Inf: always stored bit-exactly */
@@ -379,16 +385,12 @@ static inline void la_cacc_add(la_cacc_t *a, double v, int exact) {
       a->pinf = 1;
     else
       a->ninf = 1;
-    if (!(a->emin <= v)) a->emin = v;
-    if (!(a->emax >= v)) a->emax = v;
+    la_cacc_exact(a, v);
     return;
   }
   la_cacc_sum(a, v);
   a->abs += v < 0 ? -v : v;
-  if (exact) {
-    if (!(a->emin <= v)) a->emin = v;
-    if (!(a->emax >= v)) a->emax = v;
-  }
+  if (exact) la_cacc_exact(a, v);
 }
 
 /* Decodes the n values of a lossless body (flags from the header) from r

@@ -102,6 +102,9 @@ int la_compact_lossless_decode(la_creader_t *r, int flags, uint64_t n,
   int rc;
 
   if (!(flags & LA_CENC_F_XOR)) {
+    /* integers: their totals exactly (|sum| <= 2^40 * 2^53), rounded once */
+    __extension__ __int128 sum = 0, abs = 0;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (i = 0; i < n; i++) {
       if ((rc = la_creader_varint(r, &w)) != 0)
         return rc;
@@ -111,8 +114,19 @@ int la_compact_lossless_decode(la_creader_t *r, int flags, uint64_t n,
         return LA_EPROTO;
       if (out)
         out[i] = (double)iv;
-      if (acc)
-        la_cacc_add(acc, (double)iv, 1);
+      if (acc) {
+        sum += iv;
+        abs += iv < 0 ? -iv : iv;
+        lo = iv < lo ? iv : lo;
+        hi = iv > hi ? iv : hi;
+      }
+    }
+    if (acc && n > 0) {
+      la_cacc_sum(acc, (double)sum);
+      la_cacc_sum(acc, (double)(sum - (__int128)(double)sum));
+      acc->abs += (double)abs;
+      la_cacc_exact(acc, (double)lo);
+      la_cacc_exact(acc, (double)hi);
     }
     return 0;
   }
