@@ -202,6 +202,43 @@ int la_trace_check_max(const uint8_t *bytes, size_t len, uint64_t max_points,
                        uint64_t *n_points, int *mode, char *why,
                        size_t why_len);
 
+/* What la_trace_check_totals() learns of an encoding's values while
+ * checking it (the same one pass as la_trace_check_max(), nothing
+ * decoded into memory). Sums are over the stored values (a spread trace's
+ * row totals) that are finite. */
+typedef struct la_trace_totals {
+  uint64_t n_points;   /* as la_trace_count() */
+  uint64_t stored;     /* stored values: n_points / spread */
+  uint64_t spread;     /* cells per stored value (1: not spread) */
+  int mode;            /* LA_COMPACT_* */
+  int relative;        /* maxerr relative */
+  double bound;        /* cv (polyline), epsilon (maxerr), 0 (lossless) */
+  double sum;          /* the decoded finite values' sum, rounded once */
+  double abs_sum;      /* an upper bound of the sum of their magnitudes */
+  double exact_min;    /* least and greatest number stored exactly */
+  double exact_max;    /* (verbatim, quantized, exception): NaN if none */
+  int has_nan, has_pinf, has_ninf; /* such values decode */
+} la_trace_totals_t;
+
+/* As la_trace_check_max(), and on success fills *tot. Returns 0 or the
+ * code la_trace_check_max() would return, with why. */
+int la_trace_check_totals(const uint8_t *bytes, size_t len,
+                          uint64_t max_points, la_trace_totals_t *tot,
+                          char *why, size_t why_len);
+
+/* Whether the statistics st claimed for a series (la_series_stats_t, as
+ * they travel with a trace) can be those of the raw series an encoding
+ * with totals tot came from (docs/compaction.md, "Checking claimed
+ * statistics"): count equals the points; sum within the tolerance the
+ * mode's bound allows of the decoded sum (the same non-finite class); min
+ * and max ordered, bracketing sum / count and every value stored exactly
+ * (equal to the least and greatest of a lossless trace). field names st
+ * in why ("stats", "robust_stats"). Returns 0 or LA_EPROTO with why
+ * naming the field, e.g. "stats.sum 2 disagrees with ...". */
+int la_trace_claim_check(const la_trace_totals_t *tot,
+                         const la_series_stats_t *st, const char *field,
+                         char *why, size_t why_len);
+
 /* Number of points of the trace. */
 uint64_t la_trace_count(const la_trace_t *t);
 /* Cells per stored value: k of a spread encoding (each stored value is

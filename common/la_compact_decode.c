@@ -71,6 +71,7 @@ struct la_trace {
   double *nfval;
   size_t nnf, nfcap;
   int check_only; /* la_trace_check_max: parse and check, keep nothing */
+  la_cacc_t *acc; /* la_trace_check_totals: the values' totals (check_only) */
   /* the prefix sums hold values times psc: 1, or 2^-64 when they would
    * leave the double range at 1 (values near DBL_MAX; rescale()) */
   double psc;
@@ -158,7 +159,10 @@ static void sum_from(la_trace_t *t, size_t from) {
 /* A value (room reserved by reserve_values), summed by sum_from() once
  * its record is read. */
 static inline int add_value(la_trace_t *t, uint64_t pos, double v) {
-  if (t->check_only) return 0;
+  if (t->check_only) {
+    if (t->acc) la_cacc_add(t->acc, v, 1);
+    return 0;
+  }
   t->vals[t->nv++] = v;
   return isfinite(v) ? 0 : add_nonfinite(t, pos, v);
 }
@@ -172,6 +176,28 @@ static void add_qvalues(la_trace_t *t, int64_t kref, const int64_t *d,
   for (uint64_t j = 0; j < count; j++) vals[nv + j] = (double)(kref + d[j]) * q;
   t->nv = nv + count;
   sum_from(t, nv);
+}
+
+/* The totals (la_cacc_add) of a coded quantized run's count values
+ * (kref + d[j]) * q, all finite and stored exactly, accumulated in
+ * registers (through acc they would be stored and loaded at every value). */
+static void acc_qvalues(la_cacc_t *acc, int64_t kref, const int64_t *d,
+                        uint64_t count, double q) {
+  double hi = acc->hi, lo = acc->lo, ab = acc->abs;
+  int64_t dmin = d[0], dmax = d[0];
+  for (uint64_t j = 0; j < count; j++) {
+    double v = (double)(kref + d[j]) * q, sum = hi + v, bb = sum - hi;
+    lo += (hi - (sum - bb)) + (v - bb);
+    hi = sum;
+    ab += v < 0 ? -v : v;
+    dmin = d[j] < dmin ? d[j] : dmin;
+    dmax = d[j] > dmax ? d[j] : dmax;
+  }
+  acc->hi = hi;
+  acc->lo = lo;
+  acc->abs = ab;
+  la_cacc_exact(acc, (double)(kref + dmin) * q);
+  la_cacc_exact(acc, (double)(kref + dmax) * q);
 }
 
 /* Finite sum of vals[a .. b) (times psc): the checkpoints between, the
@@ -260,6 +286,27 @@ static int read_rvalue(la_creader_t *r, double *prev) {
   return rc ? rc : isfinite(*prev) ? 0 : LA_EPROTO;
 }
 
+/* Adds line q's points (before its exceptions) to acc: their sum as
+ * rec_partial() makes it, and its absolute sum (the line is monotone from
+ * its first point to its last: |sum| when they share a sign, else at most
+ * count times the larger end). */
+static void line_totals(la_cacc_t *acc, const rec_t *q) {
+  double first = la_line_value(q->base, q->d, q->off, 0, q->count, q->last);
+  double s = q->last;
+  if (q->count > 1) {
+    double c = (double)(q->count - 1);
+    double h = c * ((double)(q->count - 2 + 2 * q->off) / 2);
+    la_cacc_sum(acc, c * q->base);
+    la_cacc_sum(acc, q->d * h);
+    s += c * q->base + q->d * h;
+  }
+  la_cacc_sum(acc, q->last);
+  if ((first >= 0 && q->last >= 0) || (first <= 0 && q->last <= 0))
+    acc->abs += fabs(s);
+  else
+    acc->abs += (double)q->count * fmax(fabs(first), fabs(q->last));
+}
+
 /* Parses the records of a lossy body, indexing them unless t->check_only
  * (then every check is made and nothing is kept); *hst: the coded runs'
  * tables from record to record, allocated at the first coded run. */
@@ -325,7 +372,10 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
                          "quantized value overflows at byte %zu", at);
       q->x0 = t->nv;
       if ((rc = reserve_values(t, count)) != 0) return rc;
-      if (!t->check_only) add_qvalues(t, kref, coded, count, t->quantum);
+      if (!t->check_only)
+        add_qvalues(t, kref, coded, count, t->quantum);
+      else if (t->acc)
+        acc_qvalues(t->acc, kref, coded, count, t->quantum);
       qk = kref + coded[count - 1];
       vertex_ok = 0;
       goto next;
@@ -406,6 +456,7 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
     if (!isfinite(q->d))
       return la_errorf(why, why_len, LA_EPROTO, "line overflows at byte %zu",
                        at);
+    if (t->acc) line_totals(t->acc, q);
     q->x0 = t->nx;
     if (tag & LA_REC_EXC) {
       if ((rc = la_creader_varint(r, &c)) != 0) goto bad;
@@ -420,7 +471,14 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
           return la_errorf(why, why_len, LA_EPROTO,
                            "exception outside its segment at byte %zu", at);
         if ((rc = la_creader_verbatim(r, &v)) != 0) goto bad;
-        if (t->check_only) continue;
+        if (t->check_only) {
+          if (t->acc) { /* the point is v, not the line's value */
+            la_cacc_sum(t->acc, -la_line_value(q->base, q->d, q->off, xp,
+                                               count, q->last));
+            la_cacc_add(t->acc, v, 1);
+          }
+          continue;
+        }
         if (grow(xp_arrays, xp_sizes, 3, &t->xcap, t->nx + 1)) return LA_ENOMEM;
         if (t->nx == 0) t->xprefix[0] = (dd_t){0, 0};
         line = la_line_value(q->base, q->d, q->off, xp, count, q->last);
@@ -599,7 +657,8 @@ static int parse_trace(const uint8_t *bytes, size_t len, uint64_t max_points,
       goto out;
     }
     if (t->check_only) {
-      if ((rc = la_compact_lossless_decode(&r, t->flags, n, NULL)) != 0) {
+      if ((rc = la_compact_lossless_decode(&r, t->flags, n, NULL, t->acc)) !=
+          0) {
         rc = la_errorf(why, why_len, rc, "lossless body %s at byte %zu",
                        rc == LA_ETRUNC ? "truncated" : "malformed", r.off);
         goto out;
@@ -612,7 +671,8 @@ static int parse_trace(const uint8_t *bytes, size_t len, uint64_t max_points,
       rc = LA_ENOMEM;
       goto out;
     }
-    if ((rc = la_compact_lossless_decode(&r, t->flags, n, t->vals)) != 0) {
+    if ((rc = la_compact_lossless_decode(&r, t->flags, n, t->vals, NULL)) !=
+        0) {
       rc = la_errorf(why, why_len, rc, "lossless body %s at byte %zu",
                      rc == LA_ETRUNC ? "truncated" : "malformed", r.off);
       goto out;
@@ -667,21 +727,59 @@ int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
   return 0;
 }
 
+/* The check-only parse, with the values' totals in *acc when not NULL. */
+static int check_trace(const uint8_t *bytes, size_t len, uint64_t max_points,
+                       la_trace_t *t, la_cacc_t *acc, char *why,
+                       size_t why_len) {
+  if (bytes == NULL && len > 0)
+    return la_errorf(why, why_len, LA_EINVAL, "no buffer");
+  memset(t, 0, sizeof *t);
+  t->check_only = 1;
+  t->psc = 1;
+  t->acc = acc;
+  if (acc) *acc = (la_cacc_t){.emin = NAN, .emax = NAN};
+  return parse_trace(bytes, len, max_points, t, why, why_len);
+}
+
 int la_trace_check_max(const uint8_t *bytes, size_t len, uint64_t max_points,
                        uint64_t *n_points, int *mode, char *why,
                        size_t why_len) {
   la_trace_t t;
   int rc;
 
-  if (n_points == NULL || mode == NULL || (bytes == NULL && len > 0))
+  if (n_points == NULL || mode == NULL)
     return la_errorf(why, why_len, LA_EINVAL, "no buffer");
-  memset(&t, 0, sizeof t);
-  t.check_only = 1;
-  t.psc = 1;
-  if ((rc = parse_trace(bytes, len, max_points, &t, why, why_len)) != 0)
+  if ((rc = check_trace(bytes, len, max_points, &t, NULL, why, why_len)) != 0)
     return rc;
   *n_points = t.n * t.spread;
   *mode = t.mode;
+  return 0;
+}
+
+int la_trace_check_totals(const uint8_t *bytes, size_t len,
+                          uint64_t max_points, la_trace_totals_t *tot,
+                          char *why, size_t why_len) {
+  la_trace_t t;
+  la_cacc_t a;
+  int rc;
+
+  if (tot == NULL) return la_errorf(why, why_len, LA_EINVAL, "no totals");
+  if ((rc = check_trace(bytes, len, max_points, &t, &a, why, why_len)) != 0)
+    return rc;
+  memset(tot, 0, sizeof *tot);
+  tot->n_points = t.n * t.spread;
+  tot->stored = t.n;
+  tot->spread = t.spread;
+  tot->mode = t.mode;
+  tot->bound = t.bound;
+  tot->relative = (t.flags & LA_CENC_F_RELATIVE) != 0;
+  tot->sum = a.hi + a.lo;
+  tot->abs_sum = a.abs;
+  tot->exact_min = a.emin;
+  tot->exact_max = a.emax;
+  tot->has_nan = a.nan;
+  tot->has_pinf = a.pinf;
+  tot->has_ninf = a.ninf;
   return 0;
 }
 

@@ -362,11 +362,54 @@ void la_cenc_free(la_cenc_t *e);
  * varint deltas, others XOR with the previous value. Returns 0 or
  * LA_ENOMEM. */
 int la_compact_lossless_encode(const double *x, size_t n, la_cbuf_t *out);
+/* The totals of values met while only checking an encoding
+ * (la_trace_check_totals): the finite values' sum as a double-double, an
+ * upper bound of their absolute sum, the least and greatest value stored
+ * exactly, and which non-finite values occur. */
+typedef struct {
+  double hi, lo; /* finite sum, hi + lo */
+  double abs;    /* >= the sum of |v| over the finite values */
+  double emin, emax; /* over exactly stored numbers, +-Inf included (NaN:
+                        none yet) */
+  int nan, pinf, ninf;
+} la_cacc_t;
+
+static inline void la_cacc_sum(la_cacc_t *a, double v) {
+  double s = a->hi + v, bb = s - a->hi;
+  a->lo += (a->hi - (s - bb)) + (v - bb);
+  a->hi = s;
+}
+
+/* A value stored exactly (a raw value): the extremes. */
+static inline void la_cacc_exact(la_cacc_t *a, double v) {
+  if (!(a->emin <= v)) a->emin = v;
+  if (!(a->emax >= v)) a->emax = v;
+}
+
+/* One value v (exact: stored exactly, so it is a raw value). */
+static inline void la_cacc_add(la_cacc_t *a, double v, int exact) {
+  if (v - v != 0) { /* NaN or +-Inf: always stored bit-exactly */
+    if (v != v) {
+      a->nan = 1;
+      return;
+    }
+    if (v > 0)
+      a->pinf = 1;
+    else
+      a->ninf = 1;
+    la_cacc_exact(a, v);
+    return;
+  }
+  la_cacc_sum(a, v);
+  a->abs += v < 0 ? -v : v;
+  if (exact) la_cacc_exact(a, v);
+}
+
 /* Decodes the n values of a lossless body (flags from the header) from r
- * into out (NULL: only checks the body, writing nothing). Returns 0,
- * LA_ETRUNC or LA_EPROTO. */
+ * into out (NULL: only checks the body, writing nothing), adding each to
+ * acc when acc is not NULL. Returns 0, LA_ETRUNC or LA_EPROTO. */
 int la_compact_lossless_decode(la_creader_t *r, int flags, uint64_t n,
-                               double *out);
+                               double *out, la_cacc_t *acc);
 
 /* Segmenters: one pass over x, feeding enc. Return 0 or LA_ENOMEM. */
 int la_compact_polyline_run(const double *x, size_t n,

@@ -96,12 +96,15 @@ int la_compact_lossless_encode(const double *x, size_t n, la_cbuf_t *out) {
 }
 
 int la_compact_lossless_decode(la_creader_t *r, int flags, uint64_t n,
-                               double *out) {
+                               double *out, la_cacc_t *acc) {
   uint64_t i, w, prev = 0, v;
   int64_t iv = 0, d;
   int rc;
 
   if (!(flags & LA_CENC_F_XOR)) {
+    /* integers: their totals exactly (|sum| <= 2^40 * 2^53), rounded once */
+    __extension__ __int128 sum = 0, abs = 0;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (i = 0; i < n; i++) {
       if ((rc = la_creader_varint(r, &w)) != 0)
         return rc;
@@ -111,6 +114,19 @@ int la_compact_lossless_decode(la_creader_t *r, int flags, uint64_t n,
         return LA_EPROTO;
       if (out)
         out[i] = (double)iv;
+      if (acc) {
+        sum += iv;
+        abs += iv < 0 ? -iv : iv;
+        lo = iv < lo ? iv : lo;
+        hi = iv > hi ? iv : hi;
+      }
+    }
+    if (acc && n > 0) {
+      la_cacc_sum(acc, (double)sum);
+      la_cacc_sum(acc, (double)(sum - (__int128)(double)sum));
+      acc->abs += (double)abs;
+      la_cacc_exact(acc, (double)lo);
+      la_cacc_exact(acc, (double)hi);
     }
     return 0;
   }
@@ -132,6 +148,11 @@ int la_compact_lossless_decode(la_creader_t *r, int flags, uint64_t n,
     prev ^= v;
     if (out)
       memcpy(&out[i], &prev, 8);
+    if (acc) {
+      double x;
+      memcpy(&x, &prev, 8);
+      la_cacc_add(acc, x, 1);
+    }
   }
   return 0;
 }

@@ -98,6 +98,7 @@ typedef struct la_ga_agent {
   int paused; /* counted in ga->agents_paused */
   int queued; /* in ga->agents_ready (holding the connection) */
   struct la_ga_agent *ready_next;
+  uint64_t since_ms; /* accepted (loop time) */
 } la_ga_agent_t;
 
 static void la__frame_free(la__frame_t *f) {
@@ -580,9 +581,56 @@ static const la_conn_ops_t la__ops = {
     .on_raw = la__agent_raw,
 };
 
+/* A connection not authenticated this long may be closed to admit a new
+ * one: a LocalAgent in its handshake (a few round trips) and a burst of new
+ * connections do not push each other out. */
+enum { LA__EVICT_WAIT_MS = 1000 };
+
+/* The connection other than self not authenticated (from addr; any when
+ * addr is NULL) that has waited longest, LA__EVICT_WAIT_MS at least;
+ * NULL when none has. */
+static la_ga_agent_t *la__longest_waiting(la_ga_t *ga, const la_ga_agent_t *self,
+                                          const char *addr) {
+  uint64_t now = uv_now(ga->loop);
+  la_ga_agent_t *old = NULL;
+  for (la_ga_agent_t *o = ga->agents; o; o = o->next)
+    if (o != self && o->state != LA__AG_READY && !o->conn.closing &&
+        (!addr || !strcmp(o->conn.addr, addr)) &&
+        now - o->since_ms >= LA__EVICT_WAIT_MS &&
+        (!old || o->since_ms < old->since_ms))
+      old = o;
+  return old;
+}
+
+/* Closes o (unauthenticated) to admit a new connection; what: the share
+ * that was full. Counted in agents_evicted, logged at most once a second. */
+static void la__evict(la_ga_t *ga, la_ga_agent_t *o, const char *what) {
+  static la_ratelimit_t rl; /* this file's: eviction log lines */
+  uint64_t missed = 0;
+  if (la_ratelimit_ok(&rl, 1000, &missed))
+    la_log_info("LocalAgent connection %s not authenticated after %llu ms "
+                "closed to admit a new one (%s full; %llu more since the "
+                "last line)",
+                o->conn.peer,
+                (unsigned long long)(uv_now(ga->loop) - o->since_ms), what,
+                (unsigned long long)missed);
+  ga->st.agents_evicted++;
+  la_conn_close(&o->conn, "not authenticated, closed for a new connection");
+}
+
+int la_ga_agent_make_room(la_ga_t *ga) {
+  la_ga_agent_t *o = la__longest_waiting(ga, NULL, NULL);
+  if (!o) return 0;
+  la__evict(ga, o, "agents.max_connections");
+  return 1;
+}
+
 /* la_conn_admission_t.refuse: whether the peer's address already holds
  * its share of unauthenticated connections (authenticated LocalAgents are
- * not limited per address). */
+ * not limited per address). A full share makes room by closing the
+ * address's unauthenticated connection that has waited longest (a second
+ * at least), so idle connections cannot keep that address's LocalAgent
+ * out; only when all of them are younger is the new one refused. */
 static const char *la__handshakes_over_cap(la_conn_t *c) {
   static la_ratelimit_t rl; /* this file's: refusal log lines */
   la_ga_agent_t *a = (la_ga_agent_t *)c;
@@ -592,6 +640,12 @@ static const char *la__handshakes_over_cap(la_conn_t *c) {
     if (o != a && o->state != LA__AG_READY && !o->conn.closing &&
         !strcmp(o->conn.addr, c->addr))
       n++;
+  la_ga_agent_t *old;
+  if (n >= ga->set.agent_max_handshakes_per_addr &&
+      (old = la__longest_waiting(ga, a, c->addr))) {
+    la__evict(ga, old, "agents.max_handshakes_per_address");
+    return NULL;
+  }
   if (!la_conn_share_full(
           n, ga->set.agent_max_handshakes_per_addr, &ga->st.agents_refused, &rl,
           "LocalAgent connection %s refused: %d handshakes open from "
@@ -605,6 +659,7 @@ static const char *la__handshakes_over_cap(la_conn_t *c) {
 static void la__agent_new(la_conn_t *c, void *owner) {
   la_ga_agent_t *a = (la_ga_agent_t *)c;
   a->ga = owner;
+  a->since_ms = uv_now(a->ga->loop);
   a->pend_tail = &a->pend;
   LA_CONN_LIST_PUSH(a->ga->agents, a);
   a->ga->n_agents++;

@@ -90,6 +90,10 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
                     st->agents_accepted);
   la_status_counter(r, "agents_refused", "LocalAgent connections refused",
                     st->agents_refused);
+  la_status_counter(r, "agents_evicted",
+                    "unauthenticated LocalAgent connections closed to admit "
+                    "a new one",
+                    st->agents_evicted);
   la_status_counter(r, "auth_failures", "failed authentications",
                     st->auth_failures);
   la_status_counter(r, "bad_frames", "connections closed for a bad frame",
@@ -135,8 +139,8 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
   la_status_counter(r, "subscribers_refused", "feed connections refused",
                     st->subs_refused);
   la_status_counter(r, "subscribers_evicted",
-                    "idle feed connections closed to admit a new one from "
-                    "their address",
+                    "idle feed connections closed to admit a new one (from "
+                    "their address, or to the port)",
                     st->subs_evicted);
   la_status_counter(r, "sets_published", "Trace-Sets sent to subscribers",
                     st->sets_published);

@@ -861,6 +861,36 @@ static int la__idle(const la_ga_sub_t *o, uint64_t now) {
          now - o->last_ms >= LA__EVICT_IDLE_MS;
 }
 
+/* Closes o (la__idle) to admit a new connection; what: the limit reached.
+ * Counted in subscribers_evicted, logged at most once a second. */
+static void la__evict(la_ga_t *ga, la_ga_sub_t *o, uint64_t now,
+                      const char *what) {
+  static la_ratelimit_t erl; /* this file's: eviction log lines */
+  uint64_t missed = 0;
+  if (la_ratelimit_ok(&erl, 1000, &missed))
+    la_log_info("feed connection %s idle for %llu ms closed: a new one "
+                "(%s = %lld; %llu more since the last line)",
+                o->conn.peer, (unsigned long long)(now - o->last_ms), what,
+                (long long)(strcmp(what, "feed.max_connections")
+                                ? ga->set.feed_max_per_addr
+                                : ga->set.max_subscribers),
+                (unsigned long long)missed);
+  ga->st.subs_evicted++;
+  la_conn_close(&o->conn, "idle, closed for a new connection");
+}
+
+int la_ga_feed_make_room(la_ga_t *ga) {
+  uint64_t now = uv_now(ga->loop);
+  la_ga_sub_t *oldest = NULL;
+  for (la_ga_sub_t *o = ga->subs; o; o = o->next)
+    if (!o->conn.closing && la__idle(o, now) &&
+        (!oldest || o->last_ms < oldest->last_ms))
+      oldest = o;
+  if (!oldest) return 0;
+  la__evict(ga, oldest, now, "feed.max_connections");
+  return 1;
+}
+
 /* la_conn_admission_t.refuse: whether the peer's address already holds
  * its share of the feed port. A full share makes room by closing the
  * address's connection idle the longest (one that is not a live
@@ -881,17 +911,7 @@ static const char *la__addr_over_cap(la_conn_t *c) {
         oldest = o;
     }
   if (n >= ga->set.feed_max_per_addr && oldest) {
-    static la_ratelimit_t erl; /* this file's: eviction log lines */
-    uint64_t missed = 0;
-    if (la_ratelimit_ok(&erl, 1000, &missed))
-      la_log_info("feed connection %s idle for %llu ms closed: a new one "
-                  "from its address (feed.max_connections_per_address = "
-                  "%lld; %llu more since the last line)",
-                  oldest->conn.peer, (unsigned long long)(now - oldest->last_ms),
-                  (long long)ga->set.feed_max_per_addr,
-                  (unsigned long long)missed);
-    ga->st.subs_evicted++;
-    la_conn_close(&oldest->conn, "idle, closed for a new connection");
+    la__evict(ga, oldest, now, "feed.max_connections_per_address");
     return NULL;
   }
   if (!la_conn_share_full(n, ga->set.feed_max_per_addr, &ga->st.subs_refused,

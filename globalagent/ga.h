@@ -51,6 +51,8 @@ typedef struct la_ga_stats {
   uint64_t agents_accepted, agents_refused, auth_failures, bad_frames;
   uint64_t subs_accepted, subs_refused;
   uint64_t subs_evicted; /* idle feed connections closed for a new one */
+  /* unauthenticated LocalAgent connections closed for a new one */
+  uint64_t agents_evicted;
   uint64_t rank_starts, rank_ends, traces, duplicates, late, commits;
   uint64_t commit_failures, sets_published, sets_dropped, queries;
   uint64_t store_outages; /* times the store became unavailable */
@@ -186,6 +188,10 @@ struct la_ga {
 /* agents.c */
 /* Accepts a LocalAgent's connection from the listener (main.c). */
 void la_ga_agent_accept(la_ga_t *ga, uv_stream_t *server);
+/* agents.max_connections is reached: closes the unauthenticated connection
+ * that has waited longest (a second at least; agents_evicted). Returns 1
+ * when it closed one (the count is lower at once), else 0. */
+int la_ga_agent_make_room(la_ga_t *ga);
 /* The connections as ingest.c drives them (la_ga_agent_ops_t). */
 extern const la_ga_agent_ops_t la_ga_agent_ops;
 
@@ -227,6 +233,10 @@ void la_ga_shards_stop(la_ga_t *ga);
 
 /* feed.c */
 void la_ga_feed_accept(la_ga_t *ga, uv_stream_t *server);
+/* feed.max_connections is reached: closes the connection idle longest (a
+ * second at least, not a live subscriber, nothing in flight;
+ * subscribers_evicted). Returns 1 when it closed one, else 0. */
+int la_ga_feed_make_room(la_ga_t *ga);
 /* Sends a closed Trace-Set to every live subscriber whose filter matches.
  * Takes set: done(ga, set, arg) is called once the feed no longer needs it
  * (at once, or after a job on the thread pool encoded it for the

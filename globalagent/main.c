@@ -129,7 +129,8 @@ static void la__reload(void *daemon) {
 }
 
 /* One listening port's admission: its connections open and their cap, the
- * refusals' counter and log rate limit, and how a connection is taken in. */
+ * refusals' counter and log rate limit, how a connection is taken in, and
+ * how a full port makes room (1: a connection closed). */
 typedef struct {
   const char *who, *section; /* "LocalAgent", "agents" (the log line) */
   int *open;
@@ -137,14 +138,20 @@ typedef struct {
   uint64_t *refused;
   la_ratelimit_t rl;
   void (*accept)(la_ga_t *ga, uv_stream_t *server);
+  int (*make_room)(la_ga_t *ga);
 } la__port_t;
 
-/* Admission: beyond a port's max_connections a connection is accepted and
- * closed at once, counted, and logged at most once a second; the share of
- * one address is checked by agents.c and feed.c once the peer is known. */
+/* Admission: at a port's max_connections the port makes room when a
+ * connection waited long enough for nothing (make_room); else a new one
+ * is accepted and closed at once, counted, and logged at most once a
+ * second; the share of one address is checked by agents.c and feed.c once
+ * the peer is known. */
 static void la__admit(la_ga_t *ga, la__port_t *p, uv_stream_t *server,
                       int status) {
   if (status < 0) return;
+  /* a full port first makes room by closing a connection that waited
+   * long enough for nothing (agents.c, feed.c) */
+  if (*p->open >= *p->cap && p->make_room) p->make_room(ga);
   if (la_conn_share_full(*p->open, *p->cap, p->refused, &p->rl,
                          "%s connection refused: %d open "
                          "(%s.max_connections = %lld)",
@@ -160,14 +167,16 @@ static la__port_t la__agents_port = {"LocalAgent",
                                      &la__ga.set.max_agents,
                                      &la__ga.st.agents_refused,
                                      {0, 0},
-                                     la_ga_agent_accept};
+                                     la_ga_agent_accept,
+                                     la_ga_agent_make_room};
 static la__port_t la__feed_port = {"feed",
                                    "feed",
                                    &la__ga.n_subs,
                                    &la__ga.set.max_subscribers,
                                    &la__ga.st.subs_refused,
                                    {0, 0},
-                                   la_ga_feed_accept};
+                                   la_ga_feed_accept,
+                                   la_ga_feed_make_room};
 
 static void la__on_agent(uv_stream_t *server, int status) {
   la__admit(server->data, &la__agents_port, server, status);

@@ -11,29 +11,35 @@
 #include "la_log.h"
 
 /* One encoding of the trace (what: "", "robust ", "channel 2 ",
- * "channel 2 robust "): it parses (la_trace_check_max: every check the
- * decoder makes, without decoding) and holds the trace's n_elements points
- * in its mode. Returns 0 or LA_EPROTO with the reason in why. */
+ * "channel 2 robust "): it parses (la_trace_check_totals: every check the
+ * decoder makes, without decoding), holds the trace's n_elements points in
+ * its mode, and the statistics claimed for it (st, field: "stats",
+ * "robust_stats", "channel 2 stats", ...) agree with its values
+ * (la_trace_claim_check). Returns 0 or LA_EPROTO with the reason in why. */
 static int la__enc_ok(const La__CompactTrace *t, const ProtobufCBinaryData *b,
-                      const char *what, char *why, size_t why_len) {
+                      const La__SeriesStats *st, const char *what,
+                      const char *field, char *why, size_t why_len) {
   char w[200] = "";
-  uint64_t n = 0;
-  int mode = 0;
-  if (la_trace_check_max(b->data, b->len, t->n_elements, &n, &mode, w,
-                         sizeof w) != 0) {
+  la_trace_totals_t tot;
+  if (la_trace_check_totals(b->data, b->len, t->n_elements, &tot, w,
+                            sizeof w) != 0) {
     snprintf(why, why_len, "invalid trace: bad %sencoding: %s", what, w);
     return LA_EPROTO;
   }
-  if (n != t->n_elements || mode != (int)t->mode) {
+  if (tot.n_points != t->n_elements || tot.mode != (int)t->mode) {
     snprintf(why, why_len,
              "invalid trace: %sencoding holds %llu points in mode %s, the "
              "trace %llu in mode %s",
-             what, (unsigned long long)n, la_compact_mode_name(mode),
+             what, (unsigned long long)tot.n_points,
+             la_compact_mode_name(tot.mode),
              (unsigned long long)t->n_elements,
              la_compact_mode_name((int)t->mode));
     return LA_EPROTO;
   }
-  return 0;
+  if (!st) return 0;
+  const la_series_stats_t claim = {st->count, st->sum, st->min, st->max};
+  return la_trace_claim_check(&tot, &claim, field, why, why_len) ? LA_EPROTO
+                                                                 : 0;
 }
 
 /* The element count of t against its rank's (0: unknown). Returns 0 or
@@ -51,19 +57,23 @@ static int la__elements_ok(const La__CompactTrace *t, uint64_t rank_elements,
 
 int la_ga_check_encodings(const La__CompactTrace *t, char *why,
                           size_t why_len) {
-  int rc = la__enc_ok(t, &t->segments, "", why, why_len);
+  int rc = la__enc_ok(t, &t->segments, t->stats, "", "stats", why, why_len);
   /* The robust weights: compacted with the same parameters, so the same
    * point count and mode (docs/fidelity.md). */
   if (rc == 0 && t->robust_stats)
-    rc = la__enc_ok(t, &t->robust_segments, "robust ", why, why_len);
+    rc = la__enc_ok(t, &t->robust_segments, t->robust_stats, "robust ",
+                    "robust_stats", why, why_len);
   for (size_t i = 0; rc == 0 && i < t->n_channels; i++) {
     const La__ChannelTrace *c = t->channels[i];
-    char what[48];
+    char what[48], field[64];
     snprintf(what, sizeof what, "channel %u ", c->channel);
-    rc = la__enc_ok(t, &c->segments, what, why, why_len);
+    snprintf(field, sizeof field, "channel %u stats", c->channel);
+    rc = la__enc_ok(t, &c->segments, c->stats, what, field, why, why_len);
     if (rc == 0 && c->robust_stats) {
       snprintf(what, sizeof what, "channel %u robust ", c->channel);
-      rc = la__enc_ok(t, &c->robust_segments, what, why, why_len);
+      snprintf(field, sizeof field, "channel %u robust_stats", c->channel);
+      rc = la__enc_ok(t, &c->robust_segments, c->robust_stats, what, field,
+                      why, why_len);
     }
   }
   return rc;

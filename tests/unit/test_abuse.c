@@ -740,6 +740,107 @@ static void test_files_not_followed(void **state) {
   CHECK(seen >= 2, "the store files were not found (%d)", seen);
 }
 
+/* Sends frame (len bytes) and, in the same write, `junk` bytes of a frame
+ * the daemon refuses at its header, on a fresh connection to port; then
+ * reads the first message back. Returns 1 when it is want_type with a
+ * message containing want (the refusal's text), else 0 (what came instead
+ * in got). */
+static int refusal_read(uint16_t port, const uint8_t *frame, size_t len,
+                        size_t junk, uint16_t want_type, const char *want,
+                        char *got, size_t got_len) {
+  static uint8_t buf[1 << 17];
+  int fd = open_from("127.0.0.1", port);
+  if (fd < 0) {
+    snprintf(got, got_len, "connect: %s", strerror(errno));
+    return 0;
+  }
+  memcpy(buf, frame, len);
+  memset(buf + len, 0xff, junk); /* a header announcing 4 GiB */
+  int ok = 0;
+  if (send(fd, buf, len + junk, MSG_NOSIGNAL) != (ssize_t)(len + junk)) {
+    snprintf(got, got_len, "send: %s", strerror(errno));
+  } else {
+    uint16_t type = 0;
+    ProtobufCMessage *m = NULL;
+    char why[200] = "";
+    int rc = la_recv_msg(fd, 1u << 20, WAIT_MS, &type, &m, why, sizeof why);
+    const char *text = NULL;
+    if (rc == 0 && type == LA__MSG_TYPE__MSG_AUTH_RESULT)
+      text = ((La__AuthResult *)m)->message;
+    if (rc == 0 && type == LA__MSG_TYPE__MSG_REGISTER_REPLY)
+      text = ((La__RegisterReply *)m)->message;
+    if (rc == 0 && type == LA__MSG_TYPE__MSG_ERROR)
+      text = ((La__Error *)m)->message;
+    ok = rc == 0 && type == want_type && text && strstr(text, want);
+    if (!ok)
+      snprintf(got, got_len, "rc %d (%s), %s '%s'", rc, why,
+               rc == 0 ? la_msg_name(type) : "-", text ? text : "");
+    la_msg_free(m);
+  }
+  close(fd);
+  return ok;
+}
+
+/* A peer refused at the GlobalAgent's agents port (a frame before Hello)
+ * or at the LocalAgent's RegService (a registration of a segment that is
+ * not there) that sends 64 KiB more right behind its first frame reads the
+ * refusal's text, 50 times of 50: the daemons shut their sending side down
+ * once the refusal is written, read and drop what still comes, and close
+ * when the peer does (la_uvconn.c, lingering close). A plain close would
+ * answer the unread bytes with a reset that can discard the refusal before
+ * the peer reads it. */
+static void test_refusals_read(void **state) {
+  enum { TRIES = 50, JUNK = 64 * 1024 };
+  start_ga(NULL);
+  start_la(NULL);
+  uint16_t la_port = 0;
+  {
+    const char *a = la_td_addr(T.la), *c = strrchr(a, ':');
+    la_port = (uint16_t)atoi(c + 1);
+  }
+  La__RankEnd re = LA__RANK_END__INIT;
+  re.app_id = "x";
+  uint8_t f1[256], f2[512];
+  long l1 = la_frame_pack_into(LA__MSG_TYPE__MSG_RANK_END, &re.base, f1,
+                               sizeof f1);
+  La__RegisterRequest rr = LA__REGISTER_REQUEST__INIT;
+  rr.protocol = LA_PROTOCOL_VERSION;
+  rr.app_id = "refusal-read";
+  rr.app_name = "refusal-read";
+  rr.nprocs = 1;
+  rr.pid = (int32_t)getpid();
+  rr.shm_id = 0x7ffffff0; /* no such segment */
+  rr.sem_id = 0x7ffffff0;
+  rr.n_elements = 10;
+  rr.n_buffers = 2;
+  rr.metric = "time";
+  rr.unit = "ns";
+  long l2 = la_frame_pack_into(LA__MSG_TYPE__MSG_REGISTER_REQUEST, &rr.base, f2,
+                               sizeof f2);
+  assert_true(l1 > 0 && l2 > 0);
+  int ga_ok = 0, la_ok = 0;
+  char got[400] = "", ga_got[400] = "", la_got[400] = "";
+  for (int i = 0; i < TRIES; i++) {
+    if (refusal_read(T.agents_port, f1, (size_t)l1, JUNK,
+                     LA__MSG_TYPE__MSG_AUTH_RESULT, "expected Hello", got,
+                     sizeof got))
+      ga_ok++;
+    else
+      snprintf(ga_got, sizeof ga_got, "%s", got);
+    if (refusal_read(la_port, f2, (size_t)l2, JUNK,
+                     LA__MSG_TYPE__MSG_REGISTER_REPLY, "", got, sizeof got))
+      la_ok++;
+    else
+      snprintf(la_got, sizeof la_got, "%s", got);
+  }
+  print_message("refusal read: GlobalAgent %d of %d, LocalAgent %d of %d\n",
+                ga_ok, TRIES, la_ok, TRIES);
+  CHECK(ga_ok == TRIES, "GlobalAgent: %d of %d; last failure: %s", ga_ok,
+        TRIES, ga_got);
+  CHECK(la_ok == TRIES, "LocalAgent: %d of %d; last failure: %s", la_ok,
+        TRIES, la_got);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -751,6 +852,7 @@ int main(void) {
       T(test_la_tool_idle_timeout),
       T(test_feed_address_flood),
       T(test_ga_handshakes_per_address),
+      T(test_refusals_read),
       T(test_feed_idle_timeout),
       T(test_files_not_followed),
 #undef T

@@ -81,6 +81,7 @@ static int teardown(void **state) {
 
 /* Starts la-globalagent with extra options (NULL-terminated), and, with
  * with_la, a LocalAgent linked to it. */
+static void start_local(void);
 static void start(const char *const *extra, int with_la) {
   char apf[600], fpf[600];
   la_td_argv_t a;
@@ -101,7 +102,12 @@ static void start(const char *const *extra, int with_la) {
   int ap = la_td_read_port(apf, WAIT_MS);
   CHECK(ap > 0, "no agents port");
   T.agents_port = (uint16_t)ap;
-  if (!with_la) return;
+  if (with_la) start_local();
+}
+
+/* Starts the LocalAgent linked to the GlobalAgent started. */
+static void start_local(void) {
+  la_td_argv_t a;
   T.la = la_td_new("la-localagent");
   if (!T.la) skip();
   char pf[600], spool[600];
@@ -496,12 +502,122 @@ static void test_idle_connections_make_room(void **state) {
   for (int i = 0; i <= CAP; i++) la_client_close(sub[i]);
 }
 
+
+/* Opens n connections from 127.0.0.1 to port that ask once (a
+ * StatusRequest, or nothing when ask is 0) and then stay idle. */
+static void open_idle(int *fds, int n, uint16_t port, int ask) {
+  La__StatusRequest rq = LA__STATUS_REQUEST__INIT;
+  uint8_t f[64];
+  long l = la_frame_pack_into(LA__MSG_TYPE__MSG_STATUS_REQUEST, &rq.base, f,
+                              sizeof f);
+  assert_true(l > 0);
+  for (int i = 0; i < n; i++) {
+    fds[i] = open_from("127.0.0.1", port);
+    CHECK(fds[i] >= 0, "connect: %s", strerror(errno));
+    if (ask)
+      CHECK(send(fds[i], f, (size_t)l, MSG_NOSIGNAL) == (ssize_t)l, "send");
+  }
+}
+
+/* The feed port's max_connections (8, below the address's share) is full
+ * of idle connections from 127.0.0.1: `lactl status` still answers and a
+ * live subscriber still gets its Trace-Set, each admitted by closing the
+ * connection idle the longest (subscribers_evicted). Before, both were
+ * refused until the idle ones timed out (feed.idle_timeout). */
+static void test_idle_connections_make_room_port(void **state) {
+  enum { CAP = 8 };
+  const char *gx[] = {"--feed.max_connections=8",
+                      "--feed.max_connections_per_address=64",
+                      "--feed.idle_timeout=10min", NULL};
+  start(gx, 1);
+  int fds[CAP + 1];
+  open_idle(fds, CAP, T.feed_port, 1);
+  CHECK(la_td_wait_status_at_most(T.ga, "subscribers", CAP, WAIT_MS) == 0,
+        "connections");
+  la_td_nap_ms(1300); /* idle a while: a burst does not push out a burst */
+  char lactl[1024], out[8192], addr[64];
+  assert_int_equal(la_td_find_bin("lactl", lactl, sizeof lactl), 0);
+  snprintf(addr, sizeof addr, "127.0.0.1:%u", T.feed_port);
+  for (int k = 0; k < 3; k++) {
+    const char *argv[] = {lactl, "status", "--global", addr, NULL};
+    int rc = la_td_run(argv, NULL, WAIT_MS, out, sizeof out);
+    CHECK(rc == 0 && strstr(out, "la-globalagent"),
+          "lactl status %d exited %d:\n%s", k, rc, out);
+  }
+  /* the port full again, then a subscriber */
+  open_idle(fds + CAP, 1, T.feed_port, 1);
+  la_td_nap_ms(1300);
+  la_client_t *sub = NULL;
+  assert_int_equal(la_client_connect(addr, 5000, &sub), 0);
+  assert_int_equal(la_client_subscribe(sub, "portfull", 0), 0);
+  run_app("portfull", 1000);
+  la_traceset_t *t = NULL;
+  int rc = la_client_next(sub, WAIT_MS, &t);
+  CHECK(rc == 0, "the subscriber got no set: %d", rc);
+  la_traceset_free(t);
+  la_client_close(sub);
+  CHECK(la_td_status_ll(T.ga, "subscribers_evicted") >= 2,
+        "subscribers_evicted %lld",
+        la_td_status_ll(T.ga, "subscribers_evicted"));
+  CHECK(la_td_log_has(T.ga, "(feed.max_connections = 8;"), "no log line");
+  for (int i = 0; i <= CAP; i++) close(fds[i]);
+}
+
+/* The agents port's per-address share of unauthenticated connections
+ * (agents.max_handshakes_per_address, 8) is full of idle connections from
+ * 127.0.0.1 when the node's LocalAgent starts: it still authenticates at
+ * once (the connection that waited longest is closed for it,
+ * agents_evicted) and its traces are stored promptly. A burst of new
+ * connections then cannot pass the share: those that find only young
+ * ones are refused. Before, the LocalAgent was refused and backed off
+ * until the idle ones timed out (agents.handshake_timeout). */
+static void test_idle_handshakes_make_room(void **state) {
+  enum { CAP = 8, BURST = 20 };
+  const char *gx[] = {"--agents.handshake_timeout=10min", NULL};
+  start(gx, 0);
+  int fds[CAP + BURST];
+  open_idle(fds, CAP, T.agents_port, 0);
+  CHECK(la_td_wait_status(T.ga, "agents", CAP, WAIT_MS) == 0, "connections");
+  la_td_nap_ms(1300);
+  long long t0 = la_td_now_ms();
+  start_local();
+  CHECK(la_td_wait_status(T.ga, "agents_linked", 1, 5000) == 0,
+        "the LocalAgent did not link (agents_refused %lld)",
+        la_td_status_ll(T.ga, "agents_refused"));
+  run_app("preauth", 1000);
+  CHECK(la_td_wait_status(T.ga, "traces_stored", 1, 5000) == 0,
+        "the trace was not stored");
+  long long ms = la_td_now_ms() - t0;
+  assert_true(la_td_status_ll(T.ga, "agents_evicted") >= 1);
+  CHECK(la_td_log_has(T.ga, "closed to admit a new one "
+                            "(agents.max_handshakes_per_address full"),
+        "no log line");
+  /* a burst: 7 idle ones left old enough to make room, the rest refused */
+  long long refused0 = la_td_status_ll(T.ga, "agents_refused");
+  open_idle(fds + CAP, BURST, T.agents_port, 0);
+  CHECK(la_td_wait_status(T.ga, "agents_refused", refused0 + BURST - CAP,
+                          WAIT_MS) == 0,
+        "agents_refused %lld, %lld before",
+        la_td_status_ll(T.ga, "agents_refused"), refused0);
+  long long open = la_td_status_ll(T.ga, "agents");
+  print_message("LocalAgent linked and its trace stored %lld ms after it "
+                "started; after a burst of %d: %lld connections open, "
+                "%lld evicted, %lld refused\n",
+                ms, BURST, open, la_td_status_ll(T.ga, "agents_evicted"),
+                la_td_status_ll(T.ga, "agents_refused"));
+  CHECK(open <= CAP + 1, "%lld connections open", open);
+  for (int i = 0; i < CAP + BURST; i++) close(fds[i]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_set_flood_bounded, teardown),
       cmocka_unit_test_teardown(test_error_reaches_slow_reader, teardown),
       cmocka_unit_test_teardown(test_memory_returned_after_flood, teardown),
       cmocka_unit_test_teardown(test_idle_connections_make_room, teardown),
+      cmocka_unit_test_teardown(test_idle_connections_make_room_port,
+                                teardown),
+      cmocka_unit_test_teardown(test_idle_handshakes_make_room, teardown),
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);
 }

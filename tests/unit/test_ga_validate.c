@@ -359,6 +359,76 @@ static void test_robust_encoding_checked(void **state) {
   la_compact_result_free(&rshort);
 }
 
+/* The statistics a trace claims are checked against its encoding's
+ * values (docs/compaction.md, "Checking claimed statistics"): a trace
+ * whose stats.sum is twice its values' sum, one whose min is above its
+ * max, one whose robust_stats.sum is off and a lossless one whose
+ * stats.max is above every value are refused like other invalid traces
+ * (acknowledged, recorded missing with a reason naming the field, the
+ * link kept); the honest trace after them is stored. */
+static void test_claimed_stats_checked(void **state) {
+  start_ga();
+  enum { N = 1000 };
+  static double x[N];
+  series(x, N, 3);
+  la_compact_result_t m, ll;
+  la_compact_params_t p;
+  la_compact_params_default(&p);
+  p.mode = LA_COMPACT_LOSSLESS;
+  assert_int_equal(la_compact(x, N, NULL, &m), 0);
+  assert_int_equal(la_compact(x, N, &p, &ll), 0);
+  fake_t f;
+  memset(&f, 0, sizeof f);
+  f.fd = -1;
+  fake_connect(&f, "nodeS");
+  fake_rank_start(&f, "sumapp", 0, 1, N);
+  for (uint64_t tag = 0; tag < 5; tag++) {
+    La__SeriesStats st = LA__SERIES_STATS__INIT, rst = LA__SERIES_STATS__INIT;
+    La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+    la_trace_msg_fill(&t, &st, NULL, tag == 3 ? &ll : &m);
+    la_trace_msg_robust(&t, &rst, tag == 3 ? &ll : &m);
+    if (tag == 0) st.sum *= 2;
+    if (tag == 1) st.min = st.max + 1;
+    if (tag == 2) rst.sum += 0.5 * rst.sum;
+    if (tag == 3) st.max += 1;
+    t.app_id = "sumapp";
+    t.rank = 0;
+    t.cycle_tag = tag;
+    t.n_elements = N;
+    assert_int_equal(la_test_link_send_trace(&f, &t), 0);
+  }
+  fake_wait_acked(&f);
+  CHECK(la_td_wait_status(T.ga, "traces_invalid", 4, WAIT_MS) == 0,
+        "traces_invalid did not reach 4 (is %lld)",
+        la_td_status_ll(T.ga, "traces_invalid"));
+  assert_int_equal(la_td_status_ll(T.ga, "bad_frames"), 0);
+  static const char *const why[4] = {
+      "sumapp rank 0 cycle 0 from LocalAgent nodeS refused: invalid trace: "
+      "stats.sum ",
+      "sumapp rank 0 cycle 1 from LocalAgent nodeS refused: invalid trace: "
+      "stats.min ",
+      "sumapp rank 0 cycle 2 from LocalAgent nodeS refused: invalid trace: "
+      "robust_stats.sum ",
+      "sumapp rank 0 cycle 3 from LocalAgent nodeS refused: invalid trace: "
+      "stats.min "};
+  for (int i = 0; i < 4; i++) {
+    CHECK(la_td_log_has(T.ga, why[i]), "no log line '%s'", why[i]);
+    la_traceset_t *t = get_set("sumapp", (uint64_t)i);
+    assert_int_equal(la_traceset_missing(t, NULL), 1);
+    const char *r = la_traceset_missing_reason(t, 0);
+    CHECK(r && strstr(r, i == 2 ? "robust_stats.sum" : i ? "stats.m"
+                                                          : "stats.sum"),
+          "cycle %d: missing reason '%s'", i, r ? r : "(none)");
+    la_traceset_free(t);
+  }
+  la_traceset_t *t = get_set("sumapp", 4);
+  assert_int_equal(la_traceset_missing(t, NULL), 0);
+  la_traceset_free(t);
+  close(f.fd);
+  la_compact_result_free(&m);
+  la_compact_result_free(&ll);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -366,6 +436,7 @@ int main(void) {
       T(test_declared_count_above_rank_refused),
       T(test_invalid_values_refused_link_kept),
       T(test_robust_encoding_checked),
+      T(test_claimed_stats_checked),
 #undef T
   };
   return cmocka_run_group_tests(tests, la_td_group_setup, NULL);
