@@ -87,6 +87,13 @@ static void test_honest_claims_pass(void **state) {
     modes(x, N, 0, la_compact_synth_name(k));
     if (k == LA_SYNTH_MESH) modes(x, N, 1.0, "mesh quantized");
   }
+  /* a timer aliasing with the cells' cost: coded runs in the run form,
+   * later records reusing the first one's tables; and the point form */
+  for (size_t i = 0; i < N; i++)
+    x[i] = 0.385 * (double)(i % 9 == 4 ? 1 : i % 9 == 8 ? 25 : 26);
+  modes(x, N, 0.385, "aliased ticks");
+  for (size_t i = 0; i < N; i++) x[i] = 0.385 * (double)(20 + (i * 7) % 5);
+  modes(x, N, 0.385, "few ticks");
   for (size_t i = 0; i < N; i++) x[i] = 100 + (double)(i % 13);
   x[10] = NAN;
   x[20] = INFINITY;
