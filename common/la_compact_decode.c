@@ -179,25 +179,40 @@ static void add_qvalues(la_trace_t *t, int64_t kref, const int64_t *d,
 }
 
 /* The totals (la_cacc_add) of a coded quantized run's count values
- * (kref + d[j]) * q, all finite and stored exactly, accumulated in
- * registers (through acc they would be stored and loaded at every value). */
+ * (kref + d[j]) * q, all finite and stored exactly, every d[j] within the
+ * table's [smin, smax]: the integers summed exactly (as doubles in four
+ * lanes while count * max|d| < 2^53, else in 128 bits), then the sum times
+ * q added as exact parts. It differs from adding the rounded values one by
+ * one by their roundings (half an ulp each), far inside what the claim
+ * check allows for the lossy modes runs occur in. The table's extremes are
+ * values the trace stores (an encoder writes no value it does not use). */
 static void acc_qvalues(la_cacc_t *acc, int64_t kref, const int64_t *d,
-                        uint64_t count, double q) {
-  double hi = acc->hi, lo = acc->lo, ab = acc->abs;
-  int64_t dmin = d[0], dmax = d[0];
-  for (uint64_t j = 0; j < count; j++) {
-    double v = (double)(kref + d[j]) * q, sum = hi + v, bb = sum - hi;
-    lo += (hi - (sum - bb)) + (v - bb);
-    hi = sum;
-    ab += v < 0 ? -v : v;
-    dmin = d[j] < dmin ? d[j] : dmin;
-    dmax = d[j] > dmax ? d[j] : dmax;
+                        uint64_t count, double q, int64_t smin, int64_t smax) {
+  int64_t dm = smin < 0 ? -smin : smin;
+  if (smax > dm) dm = smax;
+  __int128 ks = (__int128)kref * (__int128)count;
+  if ((double)dm * (double)count < 0x1p53) {
+    double l0 = 0, l1 = 0, l2 = 0, l3 = 0;
+    uint64_t j = 0;
+    for (; j + 4 <= count; j += 4) {
+      l0 += (double)d[j];
+      l1 += (double)d[j + 1];
+      l2 += (double)d[j + 2];
+      l3 += (double)d[j + 3];
+    }
+    for (; j < count; j++) l0 += (double)d[j];
+    ks += (int64_t)((l0 + l1) + (l2 + l3)); /* exact integers */
+  } else {
+    for (uint64_t j = 0; j < count; j++) ks += d[j];
   }
-  acc->hi = hi;
-  acc->lo = lo;
-  acc->abs = ab;
-  la_cacc_exact(acc, (double)(kref + dmin) * q);
-  la_cacc_exact(acc, (double)(kref + dmax) * q);
+  double kh = (double)ks, kl = (double)(ks - (__int128)kh), p = kh * q;
+  la_cacc_sum(acc, p);
+  la_cacc_sum(acc, fma(kh, q, -p)); /* the product's rounding, exactly */
+  la_cacc_sum(acc, kl * q);
+  double lo = (double)(kref + smin) * q, hi = (double)(kref + smax) * q;
+  acc->abs += (double)count * fmax(fabs(lo), fabs(hi)) * (1 + 0x1p-50);
+  la_cacc_exact(acc, lo);
+  la_cacc_exact(acc, hi);
 }
 
 /* Finite sum of vals[a .. b) (times psc): the checkpoints between, the
@@ -375,7 +390,7 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
       if (!t->check_only)
         add_qvalues(t, kref, coded, count, t->quantum);
       else if (t->acc)
-        acc_qvalues(t->acc, kref, coded, count, t->quantum);
+        acc_qvalues(t->acc, kref, coded, count, t->quantum, smin, smax);
       qk = kref + coded[count - 1];
       vertex_ok = 0;
       goto next;
