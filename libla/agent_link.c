@@ -136,8 +136,8 @@ int la__link_alive(la__link_t *l) {
       la_msg_free(m);
     }
     return la__error(LA_EAGENTLOST,
-                     "LocalAgent closed the connection; profiling stopped, "
-                     "the program goes on");
+                     "LocalAgent closed the connection; profiling paused "
+                     "until it is back, the program goes on");
   }
   return 0;
 }
