@@ -1025,6 +1025,14 @@ static void test_registers_again_after_agent_restart(void **state) {
            "cycle_tag = %lld AND complete = 1",
            app, newest);
   assert_int_equal(la_ta_wait_sql(&agent, sql, 1, WAIT_MS), 0);
+  /* the rank's row keeps the end the restarted agent gave it: the
+   * RankStart of the registration again changes nothing there */
+  snprintf(sql, sizeof sql,
+           "SELECT end_reason FROM ranks WHERE app_id = '%s' AND rank = 0",
+           app);
+  char reason[64];
+  assert_int_equal(la_ta_sql_text(&agent, sql, reason, sizeof reason), 0);
+  assert_string_equal(reason, "LocalAgent restarted");
 }
 
 /* A LocalAgent that never comes back costs the application nothing it
