@@ -127,7 +127,7 @@ LA_EXPORT int LA_finalize(void);
  * The matching environment variable, when set, overrides what the program
  * chose (the call still returns 0). Settings made before LA_register apply
  * to it; while a registration is in force (LA_register succeeded, until
- * LA_finalize or the agent is lost):
+ * LA_finalize, also while the agent is lost and libla registers again):
  *   - LA_setPeriod, LA_setPolicy, LA_enable, LA_disable take effect from
  *     the next cycle;
  *   - LA_setProbeStartFunc / LA_setProbeStopFunc take effect at the next
@@ -140,8 +140,7 @@ LA_EXPORT int LA_finalize(void);
  *     nothing: LA_register fixed them. Call them before LA_register, or
  *     after LA_finalize for the next registration.
  * Outside a registration (before it, after LA_finalize, after a failed
- * LA_register or a lost agent) every setter records its value for the
- * next LA_register. */
+ * LA_register) every setter records its value for the next LA_register. */
 LA_EXPORT int LA_setPeriod(int period);          /* LA_PERIOD; any time */
 LA_EXPORT int LA_setMetric(const char *metric);  /* LA_METRIC */
 LA_EXPORT int LA_setPolicy(int policy);          /* LA_POLICY; any time */

@@ -971,6 +971,8 @@ static void test_registers_again_after_agent_restart(void **state) {
   assert_int_equal(la_test_ipc_count(getpid()), 0);
   assert_false(sem_exists(old_sem));
   for (int c = 0; c < 5; c++) assert_int_equal(counted_cycle(8), 0);
+  /* the registration is still in force: what it fixed stays fixed */
+  assert_int_equal(LA_setBuffers(4), LA_ESTATE);
   long skipped_away = LA_getStat(LA_STAT_SKIPPED);
   assert_int_equal(skipped_away, 6); /* the cycle that found it gone, 5 */
   char listen[64];
