@@ -271,13 +271,17 @@ static int la__attach(uint32_t layout, int timeout_ms) {
     cp.has_outliers = 1;
     cp.outliers = p.outliers != 0;
   }
+  /* connected first: with no agent there, no segment is made for nothing */
+  if ((rc = la__link_connect(&la__ctx.link, s->agent, timeout_ms))) return rc;
   const char *const *ch_names = NULL;
   uint32_t n_ch = la__channels(&ch_names);
   uint64_t *grid = la__ctx.has_grid ? la__ctx.grid : NULL;
   uint64_t grid_rows = grid ? grid[1] * grid[2] : 0;
   if ((rc = la__ipc_create_v(&la__ctx.ipc, la__ctx.n, (uint32_t)s->n_buffers,
-                             la__ctx.n_channels, layout, grid_rows)))
+                             la__ctx.n_channels, layout, grid_rows))) {
+    la__link_close(&la__ctx.link);
     return rc;
+  }
 
   char host[LA_MAX_ID_LEN + 1] = "";
   gethostname(host, sizeof host - 1);
@@ -310,6 +314,7 @@ static int la__attach(uint32_t layout, int timeout_ms) {
   la__interf_fill_register(&req);
   uint64_t origin[3], global[3];
   if ((rc = la__numbering_fill(&req, la__ctx.n, origin, global))) {
+    la__link_close(&la__ctx.link);
     la__ipc_destroy(&la__ctx.ipc);
     return rc;
   }
