@@ -22,8 +22,7 @@
 
 #define LA__OUTBOX_MAX (64u << 10)
 
-int la__link_register(la__link_t *l, const char *agent, int timeout_ms,
-                      const La__RegisterRequest *req) {
+int la__link_connect(la__link_t *l, const char *agent, int timeout_ms) {
   char host[200];
   uint16_t port;
   memset(l, 0, sizeof *l);
@@ -36,8 +35,18 @@ int la__link_register(la__link_t *l, const char *agent, int timeout_ms,
                      "no LocalAgent at %s (start la-localagent, or set "
                      "LA_AGENT=host:port); the program runs unprofiled",
                      agent);
-  int rc = la_send_msg(fd, LA__MSG_TYPE__MSG_REGISTER_REQUEST, &req->base,
-                       timeout_ms);
+  l->fd = fd;
+  return 0;
+}
+
+int la__link_register(la__link_t *l, const char *agent, int timeout_ms,
+                      const La__RegisterRequest *req) {
+  int rc;
+  if (l->fd < 0 && (rc = la__link_connect(l, agent, timeout_ms))) return rc;
+  int fd = l->fd;
+  l->fd = -1; /* set again once registered */
+  rc = la_send_msg(fd, LA__MSG_TYPE__MSG_REGISTER_REQUEST, &req->base,
+                   timeout_ms);
   if (rc) {
     close(fd);
     return la__error(LA_ENOAGENT, "sending the registration to %s failed",
@@ -136,8 +145,8 @@ int la__link_alive(la__link_t *l) {
       la_msg_free(m);
     }
     return la__error(LA_EAGENTLOST,
-                     "LocalAgent closed the connection; profiling stopped, "
-                     "the program goes on");
+                     "LocalAgent closed the connection; profiling paused "
+                     "until it is back, the program goes on");
   }
   return 0;
 }

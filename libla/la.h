@@ -54,14 +54,15 @@ enum {
   LA_STAT_CYCLES = 0,    /* LA_dataXfer calls since LA_register */
   LA_STAT_PROFILED = 1,  /* cycles whose values went to the agent */
   LA_STAT_SKIPPED = 2,   /* cycles to profile that did not: no free buffer,
-                            or the agent gone when the cycle ended */
+                            or the agent gone (also while it is away) */
   LA_STAT_WAITS = 3,     /* times LA_dataXfer waited for a free buffer */
   LA_STAT_RANGE_ERRORS = 4, /* probes with an element index out of range */
   LA_STAT_WAIT_NS = 5,   /* total time spent waiting for buffers */
   LA_STAT_REGISTERED = 6, /* 1 while registered with an agent, else 0 */
   LA_STAT_TIMER_RES_NS = 7, /* the timer's resolution, ns (rounded up) */
   LA_STAT_FLAGGED = 8,   /* element-cycles flagged as interfered with */
-  LA_STAT_INTERFERENCE_NS = 9 /* time of the flagged probe intervals, ns */
+  LA_STAT_INTERFERENCE_NS = 9, /* time of the flagged probe intervals, ns */
+  LA_STAT_REREGISTERED = 10 /* registrations again after the agent was lost */
 };
 
 /* A user probe: returns a reading; the element accumulates stop - start. */
@@ -95,7 +96,13 @@ LA_EXPORT int la__registerGridMarked(const char *app_name, int rank,
 #define LA_registerGrid(app_name, rank, nprocs, nx, ny, nz) \
   la__registerGridMarked(app_name, rank, nprocs, nx, ny, nz)
 /* End of a profiling cycle: hands this cycle's values to the agent (when the
- * cycle was profiled) and starts the next one. */
+ * cycle was profiled) and starts the next one. Returns 0, or LA_EAGENTLOST
+ * once when it finds the agent gone; from then on, cycles to profile count
+ * in LA_STAT_SKIPPED and later calls register again (a new shared-memory
+ * segment, the same id, rank and elements; the first try 1 s after the
+ * loss, then 2, 4, 8, 16 s apart; each step of a try waits 250 ms at
+ * most), counted in LA_STAT_REREGISTERED; profiling resumes with the cycle
+ * after it. */
 LA_EXPORT int LA_dataXfer(void);
 /* Same, with an explicit cycle tag for the cycle that ends (must be the same
  * on all ranks for the same cycle). */
@@ -120,7 +127,7 @@ LA_EXPORT int LA_finalize(void);
  * The matching environment variable, when set, overrides what the program
  * chose (the call still returns 0). Settings made before LA_register apply
  * to it; while a registration is in force (LA_register succeeded, until
- * LA_finalize or the agent is lost):
+ * LA_finalize, also while the agent is lost and libla registers again):
  *   - LA_setPeriod, LA_setPolicy, LA_enable, LA_disable take effect from
  *     the next cycle;
  *   - LA_setProbeStartFunc / LA_setProbeStopFunc take effect at the next
@@ -133,8 +140,7 @@ LA_EXPORT int LA_finalize(void);
  *     nothing: LA_register fixed them. Call them before LA_register, or
  *     after LA_finalize for the next registration.
  * Outside a registration (before it, after LA_finalize, after a failed
- * LA_register or a lost agent) every setter records its value for the
- * next LA_register. */
+ * LA_register) every setter records its value for the next LA_register. */
 LA_EXPORT int LA_setPeriod(int period);          /* LA_PERIOD; any time */
 LA_EXPORT int LA_setMetric(const char *metric);  /* LA_METRIC */
 LA_EXPORT int LA_setPolicy(int policy);          /* LA_POLICY; any time */

@@ -185,8 +185,14 @@ typedef struct la__link {
 } la__link_t;
 
 struct La__RegisterRequest;
-/* Connects and registers. Returns 0, LA_ENOAGENT, LA_ETIMEDOUT, LA_EREFUSED
- * (with the agent's reason as last error), LA_EPROTO. */
+/* Connects l (fd -1 before) to agent within timeout_ms. Returns 0,
+ * LA_ECONFIG or LA_ENOAGENT (reason recorded; l->fd stays -1). */
+LA__HIDDEN int la__link_connect(la__link_t *l, const char *agent,
+                                int timeout_ms);
+/* Registers over l, connecting it first when l->fd is -1 (a link whose
+ * fd is -1 must be zeroed: la__link_close or la__link_connect). Returns
+ * 0, LA_ENOAGENT, LA_ETIMEDOUT, LA_EREFUSED (with the agent's reason as
+ * last error), LA_EPROTO; on error the connection is closed. */
 LA__HIDDEN int la__link_register(la__link_t *l, const char *agent,
                                  int timeout_ms,
                                  const struct La__RegisterRequest *req);

@@ -1,8 +1,11 @@
 /* lifecycle.c: LA_register, LA_dataXfer, LA_finalize and the counters.
  *
  * States: IDLE (before LA_register or after LA_finalize), ACTIVE (registered
- * with an agent), OFF (registration failed, disabled, or the agent was lost:
- * every call is a no-op and the program runs unprofiled).
+ * with an agent), LOST (was ACTIVE, the agent went away: the segment and
+ * semaphore set are removed at once, cycles to profile count as skipped, and
+ * LA_dataXfer registers again, rate-limited: see la__retry), OFF
+ * (registration failed or disabled: every call is a no-op and the program
+ * runs unprofiled).
  *
  * Cycle c (the number of LA_dataXfer calls so far) is profiled when profiling
  * is enabled and c % period == 0. At the start of a profiled cycle libla takes
@@ -22,6 +25,7 @@
  */
 #include <assert.h>
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -31,8 +35,15 @@
 #include "la_interference.h"
 #include "la_time.h"
 
-enum { LA__IDLE = 0, LA__ACTIVE = 1, LA__OFF = 2 };
+enum { LA__IDLE = 0, LA__ACTIVE = 1, LA__OFF = 2, LA__LOST = 3 };
 #define LA__SKIPPED_TAGS_MAX 64 /* DataReady.skipped_tags */
+/* Registering again after the agent was lost (la__retry): the first try
+ * 1 s after the loss, then 2, 4, 8, 16 s apart at most; each step of a try
+ * (connect, the registration's reply, each write of it and of the element
+ * ids) waits LA__RETRY_DEADLINE_MS at most. */
+#define LA__RETRY_FIRST_NS 1000000000ull
+#define LA__RETRY_MAX_NS 16000000000ull
+#define LA__RETRY_DEADLINE_MS 250
 
 static struct {
   int state;
@@ -55,6 +66,14 @@ static struct {
   uint64_t skipped_tags[LA__SKIPPED_TAGS_MAX]; /* ring, oldest at head */
   uint32_t tags_head, tags_n;
   int cell_marks; /* registered through la__registerGridMarked */
+  /* what a registration again needs (state LOST) */
+  char app_name[65];
+  int has_grid;
+  uint64_t grid[3];
+  const char *unit;
+  uint64_t retry_at, retry_ns; /* la_mono_ns of the next try, its backoff */
+  uint64_t reregistered;       /* registrations again that worked */
+  uint32_t layout;             /* the lost registration's segment layout */
 } la__ctx;
 
 /* Remembers the tag of a skipped profiled cycle; keeps the newest. */
@@ -187,6 +206,25 @@ static int la__lost(int rc) {
   return rc;
 }
 
+/* The registered agent went away (rc LA_EAGENTLOST; any other error ends
+ * profiling: la__lost). Its segment and semaphore set are removed now, the
+ * probes stop, and what registering again needs stays: state LOST, first
+ * try LA__RETRY_FIRST_NS from now. Returns rc. */
+static int la__agent_gone(int rc) {
+  if (rc != LA_EAGENTLOST || la__ctx.state != LA__ACTIVE) return la__lost(rc);
+  la__info("profiling paused: %s", LA_lastError());
+  la__probe_end();
+  la__ctx.layout = la__ctx.ipc.layout;
+  la__link_close(&la__ctx.link);
+  la__ipc_destroy(&la__ctx.ipc);
+  la__ctx.holding = 0;
+  la__ctx.cur_skipped = 0;
+  la__ctx.state = LA__LOST;
+  la__ctx.retry_ns = LA__RETRY_FIRST_NS;
+  la__ctx.retry_at = la_mono_ns() + la__ctx.retry_ns;
+  return rc;
+}
+
 /* Whether a registration refused with rc was refused by a LocalAgent that
  * predates the header's layout `layout`: then it is retried one layout
  * older (said when verbose), down to LA_SHM_VERSION_MIN. */
@@ -205,9 +243,118 @@ static int la__old_agent(int rc, uint32_t layout) {
   return 1;
 }
 
+/* Creates a segment and semaphore set in shared-memory layout `layout` (or
+ * older, for an older LocalAgent) for the registration in la__ctx (app id,
+ * rank, size, elements, grid, channels, metric, period, compaction,
+ * numbering) and registers them with the agent, each step within
+ * timeout_ms: LA_register's first registration and la__retry's again.
+ * Returns 0 (link and ipc set), or the error with nothing left behind. */
+static int la__attach(uint32_t layout, int timeout_ms) {
+  la__settings_t *s = &la__ctx.set;
+  int rc;
+  La__CompactParams cp = LA__COMPACT_PARAMS__INIT;
+  if (s->compact[0]) {
+    la_compact_params_t p;
+    char why[160];
+    if (la_compact_spec_parse(s->compact, &p, why, sizeof why) != 0)
+      return la__error(LA_ECONFIG, "compaction '%s': %s", s->compact, why);
+    cp.has_mode = 1;
+    cp.mode = (La__CompactMode)p.mode;
+    cp.has_cv = 1;
+    cp.cv = p.cv;
+    cp.has_epsilon = 1;
+    cp.epsilon = p.epsilon;
+    cp.has_relative = 1;
+    cp.relative = p.relative != 0;
+    cp.has_connected = 1;
+    cp.connected = p.connected != 0;
+    cp.has_outliers = 1;
+    cp.outliers = p.outliers != 0;
+  }
+  /* connected first: with no agent there, no segment is made for nothing */
+  if ((rc = la__link_connect(&la__ctx.link, s->agent, timeout_ms))) return rc;
+  const char *const *ch_names = NULL;
+  uint32_t n_ch = la__channels(&ch_names);
+  uint64_t *grid = la__ctx.has_grid ? la__ctx.grid : NULL;
+  uint64_t grid_rows = grid ? grid[1] * grid[2] : 0;
+  if ((rc = la__ipc_create_v(&la__ctx.ipc, la__ctx.n, (uint32_t)s->n_buffers,
+                             la__ctx.n_channels, layout, grid_rows))) {
+    la__link_close(&la__ctx.link);
+    return rc;
+  }
+
+  char host[LA_MAX_ID_LEN + 1] = "";
+  gethostname(host, sizeof host - 1);
+  La__RegisterRequest req = LA__REGISTER_REQUEST__INIT;
+  req.protocol = LA_PROTOCOL_VERSION;
+  req.app_id = la__ctx.app_id;
+  req.app_name = la__ctx.app_name;
+  req.rank = (uint32_t)la__ctx.rank;
+  req.nprocs = (uint32_t)la__ctx.nprocs;
+  req.pid = (int32_t)getpid();
+  req.shm_id = la__ctx.ipc.shm_id;
+  req.sem_id = la__ctx.ipc.sem_id;
+  req.nonce = la__ctx.ipc.hdr->nonce;
+  req.n_elements = la__ctx.n;
+  req.n_buffers = (uint32_t)s->n_buffers;
+  req.metric = s->metric;
+  req.unit = (char *)la__ctx.unit;
+  req.has_period = 1;
+  req.period = (uint32_t)s->period;
+  if (s->compact[0]) req.compact = &cp;
+  uint64_t g[3];
+  if (grid) {
+    memcpy(g, grid, sizeof g);
+    req.n_grid = 3;
+    req.grid = g;
+  }
+  req.host = host[0] ? host : NULL;
+  req.n_channels = n_ch; /* none declared: nothing on the wire */
+  req.channels = (char **)ch_names;
+  la__interf_fill_register(&req);
+  uint64_t origin[3], global[3];
+  if ((rc = la__numbering_fill(&req, la__ctx.n, origin, global))) {
+    la__link_close(&la__ctx.link);
+    la__ipc_destroy(&la__ctx.ipc);
+    return rc;
+  }
+  while ((rc = la__link_register(&la__ctx.link, s->agent, timeout_ms, &req))) {
+    if (!la__old_agent(rc, la__ctx.ipc.layout)) {
+      la__link_close(&la__ctx.link);
+      la__ipc_destroy(&la__ctx.ipc);
+      return rc;
+    }
+    /* a LocalAgent older than this layout: the one before it */
+    layout = la__ctx.ipc.layout - 1;
+    la__link_close(&la__ctx.link);
+    la__ipc_destroy(&la__ctx.ipc);
+    if ((rc = la__ipc_create_v(&la__ctx.ipc, la__ctx.n, (uint32_t)s->n_buffers,
+                               la__ctx.n_channels, layout, grid_rows)))
+      return rc;
+    req.shm_id = la__ctx.ipc.shm_id;
+    req.sem_id = la__ctx.ipc.sem_id;
+    req.nonce = la__ctx.ipc.hdr->nonce;
+  }
+  /* The agent accepted and is attached: let it own the semaphore set at
+   * once, before anything long (the element ids), so that from here a kill
+   * of this process leaves nothing the agent cannot remove. A local act,
+   * not a message: the agent still gets the ids before the first
+   * DataReady, as the protocol wants. */
+  if (la__ipc_handover(&la__ctx.ipc) != 0)
+    la__info("semaphore set stays ours: %s", LA_lastError());
+  if ((rc = la__numbering_send(&la__ctx.link, la__ctx.n, timeout_ms))) {
+    la__link_close(&la__ctx.link);
+    la__ipc_destroy(&la__ctx.ipc);
+    return rc;
+  }
+  la__ctx.cur = 0;
+  la__ctx.stalled = 0;
+  return 0;
+}
+
 static int la__register(const char *app_name, int rank, int nprocs,
                         long n_elements, const uint64_t *grid) {
-  if (la__ctx.state == LA__ACTIVE)
+  if (la__ctx.state == LA__ACTIVE || la__ctx.state == LA__LOST)
     return la__error(LA_ESTATE, "LA_register called twice");
   /* One id per MPI job (mpi_appid.c): a collective, so it runs before
    * anything that could fail on one rank and not another, and is skipped
@@ -255,24 +402,11 @@ static int la__register(const char *app_name, int rank, int nprocs,
   if (!agreed[0] && !s->app_id[0])
     la__info("not agreed over MPI: %s", agreed_why);
 
-  La__CompactParams cp = LA__COMPACT_PARAMS__INIT;
   if (s->compact[0]) {
     la_compact_params_t p;
     char why[160];
     if (la_compact_spec_parse(s->compact, &p, why, sizeof why) != 0)
       return la__error(LA_ECONFIG, "compaction '%s': %s", s->compact, why);
-    cp.has_mode = 1;
-    cp.mode = (La__CompactMode)p.mode;
-    cp.has_cv = 1;
-    cp.cv = p.cv;
-    cp.has_epsilon = 1;
-    cp.epsilon = p.epsilon;
-    cp.has_relative = 1;
-    cp.relative = p.relative != 0;
-    cp.has_connected = 1;
-    cp.connected = p.connected != 0;
-    cp.has_outliers = 1;
-    cp.outliers = p.outliers != 0;
   }
 
   const char *unit = "ns";
@@ -281,72 +415,15 @@ static int la__register(const char *app_name, int rank, int nprocs,
                             la__timer_resolution_ns(&la__ctx.timer))))
     return la__lost(rc);
   la__ctx.n = (uint64_t)n_elements;
-  const char *const *ch_names = NULL;
-  uint32_t n_ch = la__channels(&ch_names);
+  la__ctx.unit = unit;
+  snprintf(la__ctx.app_name, sizeof la__ctx.app_name, "%s", app_name);
+  if ((la__ctx.has_grid = grid != NULL))
+    memcpy(la__ctx.grid, grid, sizeof la__ctx.grid);
+  uint32_t n_ch = la__channels(NULL);
   la__ctx.n_channels = n_ch ? n_ch : 1;
   uint32_t layout;
   if ((rc = la__ipc_layout(&layout))) return la__lost(rc);
-  uint64_t grid_rows = grid ? grid[1] * grid[2] : 0;
-  if ((rc = la__ipc_create_v(&la__ctx.ipc, la__ctx.n, (uint32_t)s->n_buffers,
-                             la__ctx.n_channels, layout, grid_rows)))
-    return la__lost(rc);
-
-  char host[LA_MAX_ID_LEN + 1] = "";
-  gethostname(host, sizeof host - 1);
-  La__RegisterRequest req = LA__REGISTER_REQUEST__INIT;
-  req.protocol = LA_PROTOCOL_VERSION;
-  req.app_id = la__ctx.app_id;
-  req.app_name = (char *)app_name;
-  req.rank = (uint32_t)rank;
-  req.nprocs = (uint32_t)nprocs;
-  req.pid = (int32_t)getpid();
-  req.shm_id = la__ctx.ipc.shm_id;
-  req.sem_id = la__ctx.ipc.sem_id;
-  req.nonce = la__ctx.ipc.hdr->nonce;
-  req.n_elements = la__ctx.n;
-  req.n_buffers = (uint32_t)s->n_buffers;
-  req.metric = s->metric;
-  req.unit = (char *)unit;
-  req.has_period = 1;
-  req.period = (uint32_t)s->period;
-  if (s->compact[0]) req.compact = &cp;
-  uint64_t g[3];
-  if (grid) {
-    memcpy(g, grid, sizeof g);
-    req.n_grid = 3;
-    req.grid = g;
-  }
-  req.host = host[0] ? host : NULL;
-  req.n_channels = n_ch; /* none declared: nothing on the wire */
-  req.channels = (char **)ch_names;
-  la__interf_fill_register(&req);
-  uint64_t origin[3], global[3];
-  if ((rc = la__numbering_fill(&req, la__ctx.n, origin, global)))
-    return la__lost(rc);
-  while ((rc = la__link_register(&la__ctx.link, s->agent,
-                                 s->connect_timeout_ms, &req))) {
-    if (!la__old_agent(rc, la__ctx.ipc.layout)) return la__lost(rc);
-    /* a LocalAgent older than this layout: the one before it */
-    layout = la__ctx.ipc.layout - 1;
-    la__link_close(&la__ctx.link);
-    la__ipc_destroy(&la__ctx.ipc);
-    if ((rc = la__ipc_create_v(&la__ctx.ipc, la__ctx.n, (uint32_t)s->n_buffers,
-                               la__ctx.n_channels, layout, grid_rows)))
-      return la__lost(rc);
-    req.shm_id = la__ctx.ipc.shm_id;
-    req.sem_id = la__ctx.ipc.sem_id;
-    req.nonce = la__ctx.ipc.hdr->nonce;
-  }
-  /* The agent accepted and is attached: let it own the semaphore set at
-   * once, before anything long (the element ids), so that from here a kill
-   * of this process leaves nothing the agent cannot remove. A local act,
-   * not a message: the agent still gets the ids before the first
-   * DataReady, as the protocol wants. */
-  if (la__ipc_handover(&la__ctx.ipc) != 0)
-    la__info("semaphore set stays ours: %s", LA_lastError());
-  if ((rc =
-           la__numbering_send(&la__ctx.link, la__ctx.n, s->connect_timeout_ms)))
-    return la__lost(rc);
+  if ((rc = la__attach(layout, s->connect_timeout_ms))) return la__lost(rc);
   la__ctx.state = LA__ACTIVE;
   la__settings_registered(la__ctx.set.metric);
   if ((rc = la__begin_cycle())) return la__lost(rc);
@@ -394,13 +471,15 @@ LA_EXPORT int la__registerGridMarked(const char *app_name, int rank,
   return la__register_grid(app_name, rank, nprocs, nx, ny, nz, 1);
 }
 
-/* The cycle in buffer cur could not be handed over (rc: the agent is
- * gone): it was not profiled but skipped, and profiling stops. */
-static int la__not_handed(int rc) {
+/* The cycle in buffer cur, tag, could not be handed over (rc: the agent is
+ * gone): it was not profiled but skipped (its tag goes in the next
+ * DataReady, should there be one), and profiling pauses. */
+static int la__not_handed(int rc, uint64_t tag) {
   assert(la__ctx.holding);
   la__ctx.holding = 0;
   la__ctx.skipped++;
-  return la__lost(rc);
+  la__skipped_tag(tag);
+  return la__agent_gone(rc);
 }
 
 /* Ends the current cycle with tag: hands its buffer to the agent when it
@@ -419,7 +498,7 @@ static int la__end_cycle(uint64_t tag) {
     la__ctx.range_errors += range_errors;
     /* a closed connection still takes a first write: ask before sending */
     int alive = la__link_alive(&la__ctx.link);
-    if (alive) return la__not_handed(alive);
+    if (alive) return la__not_handed(alive, tag);
     la_shm_bufmeta_t *meta = &la__ctx.ipc.hdr->buf[la__ctx.cur];
     double scale = la__ctx.timer.tsc && la__hot.fast
                        ? la__timer_refine(&la__ctx.timer)
@@ -453,17 +532,63 @@ static int la__end_cycle(uint64_t tag) {
     d.skipped_tags = tags;
     la__ctx.tags_n = la__ctx.tags_head = 0;
     int rc = la__link_send(&la__ctx.link, LA__MSG_TYPE__MSG_DATA_READY, &d);
-    if (rc) return la__not_handed(rc);
+    if (rc) return la__not_handed(rc, tag);
     la__ctx.holding = 0;
     la__ctx.profiled++; /* its values went to the agent */
     la__ctx.cur = (la__ctx.cur + 1) % la__ctx.ipc.n_buffers;
   } else if (la__link_alive(&la__ctx.link) != 0) {
-    return la__lost(LA_EAGENTLOST);
+    return la__agent_gone(LA_EAGENTLOST);
   }
   return 0;
 }
 
+/* State LOST, at the end of a cycle: registers again when the time for a
+ * try has come (one clock read otherwise), in a new segment and semaphore
+ * set, with the same id, rank, size, elements, channels, numbering and
+ * period; the cycle tags go on. A failed try waits twice as long for the
+ * next, up to LA__RETRY_MAX_NS. A refused connect on loopback fails at
+ * once; an agent that does not answer costs LA__RETRY_DEADLINE_MS per
+ * step of the try. */
+static void la__retry(void) {
+  uint64_t now = la_mono_ns();
+  if (now < la__ctx.retry_at) return;
+  int rc = la__attach(la__ctx.layout, LA__RETRY_DEADLINE_MS);
+  if (rc) {
+    la__ctx.retry_ns = la__ctx.retry_ns * 2 < LA__RETRY_MAX_NS
+                           ? la__ctx.retry_ns * 2
+                           : LA__RETRY_MAX_NS;
+    la__ctx.retry_at = la_mono_ns() + la__ctx.retry_ns;
+    la__info("registering again: %s; next try in %llu s", LA_lastError(),
+             (unsigned long long)(la__ctx.retry_ns / 1000000000ull));
+    return;
+  }
+  la__ctx.state = LA__ACTIVE;
+  la__ctx.reregistered++;
+  la__info(
+      "registered again: %s rank %d/%d with the LocalAgent at %s from cycle "
+      "%llu on (%llu cycles skipped in all); profiling resumed",
+      la__ctx.app_id, la__ctx.rank, la__ctx.nprocs, la__ctx.set.agent,
+      (unsigned long long)la__ctx.cycles,
+      (unsigned long long)la__ctx.skipped);
+}
+
+/* State LOST: the cycle that ends was not profiled; one that was to be
+ * counts as skipped, its tag kept for the next DataReady. */
+static int la__xfer_lost(uint64_t tag) {
+  uint64_t period = (uint64_t)la__settings_period();
+  if (la__settings_enabled() && la__ctx.cycles % period == 0) {
+    la__ctx.skipped++;
+    la__skipped_tag(tag);
+  }
+  la__ctx.cycles++;
+  la__retry();
+  if (la__ctx.state != LA__ACTIVE) return 0;
+  int rc = la__begin_cycle();
+  return rc ? la__agent_gone(rc) : 0;
+}
+
 static int la__xfer(uint64_t tag) {
+  if (la__ctx.state == LA__LOST) return la__xfer_lost(tag);
   if (la__ctx.state != LA__ACTIVE) {
     la__ctx.cycles++;
     return 0;
@@ -471,7 +596,7 @@ static int la__xfer(uint64_t tag) {
   int rc = la__end_cycle(tag);
   if (rc) return rc;
   rc = la__begin_cycle();
-  return rc ? la__lost(rc) : 0;
+  return rc ? la__agent_gone(rc) : 0;
 }
 
 /* Whether the profiled cycle open in buffer cur holds a measurement: a
@@ -558,6 +683,8 @@ LA_EXPORT long LA_getStat(int which) {
       return (long)la__ctx.wait_ns;
     case LA_STAT_REGISTERED:
       return la__ctx.state == LA__ACTIVE;
+    case LA_STAT_REREGISTERED:
+      return (long)la__ctx.reregistered;
     default:
       return la__interf_stat(which);
   }

@@ -12,7 +12,8 @@
  *               only the rendered text (common/la_metrics.h)
  *   control.c   the status report
  *   uplink.c    the GlobalAgent link: handshake, send queue, acks, backoff
- *   app_ipc.c, outq.c, seglog.c, settings.c: no libuv (unit-tested alone)
+ *   app_ipc.c, outq.c, seglog.c, settings.c, memshare.c: no libuv
+ *               (unit-tested alone)
  * The one way back up is la_agent_events_t: session.c, worker.c and
  * uplink.c report progress through it (la_agent_progress) to main.c.
  * Everything runs on the loop thread except worker.c's work callback, which
@@ -53,6 +54,7 @@ typedef struct la_agent_events {
 typedef struct la_agent_stats {
   uint64_t conns_accepted, conns_refused, conns_timed_out;
   uint64_t regs, regs_refused, apps_ended, bad_frames;
+  uint64_t regs_refused_memory; /* of regs_refused: agent.max_memory* */
   uint64_t cycles_received, cycles_compacted, cycles_dropped;
   uint64_t cycles_behind; /* of cycles_dropped: beyond agent.max_backlog */
   uint64_t points, compact_ns, bytes_out;
@@ -78,6 +80,7 @@ struct la_agent {
   struct la_session *sessions; /* doubly linked */
   int n_conns, n_apps, jobs_in_flight;
   uint64_t ids_bytes; /* element ids held for sessions (max_ids_memory) */
+  uint64_t mem_bytes; /* sessions' memory estimates (max_memory) */
   la_history_budget_t hist_budget; /* history.memory (history.h) */
   int draining;
   la_outq_t *q;
@@ -127,6 +130,7 @@ typedef struct la_session {
   /* element ids announced at registration, held until all arrived */
   int64_t *ids;
   uint64_t ids_got, ids_bytes;
+  uint64_t mem_bytes; /* its memory estimate (memshare.h), until freed */
   int data_seen; /* a DataReady came: no ids any more */
   int refused;   /* an Error was sent: the connection is closing */
   int finalized;

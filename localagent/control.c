@@ -50,6 +50,14 @@ La__StatusReply *la_status_reply(la_agent_t *ag) {
   la_status_counter(rep, "registrations", "registrations accepted", st->regs);
   la_status_counter(rep, "registrations_refused", "registrations refused",
                     st->regs_refused);
+  la_status_counter(rep, "registrations_refused_memory",
+                    "registrations refused: over agent.max_memory_per_uid "
+                    "or agent.max_memory",
+                    st->regs_refused_memory);
+  la_status_gauge(rep, "app_memory_bytes",
+                  "memory estimate of the registrations held "
+                  "(agent.max_memory)",
+                  (int64_t)ag->mem_bytes);
   la_status_counter(rep, "ranks_ended", "registered ranks that ended",
                     st->apps_ended);
   la_status_counter(rep, "cycles_received", "data-ready notifications",

@@ -20,6 +20,7 @@
  * connection's own read callback. This file knows the protocol; admission is
  * listener.c's, reading buffers worker.c's.
  */
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include "la_log.h"
 #include "la_sysv.h"
 #include "la_time.h"
+#include "memshare.h"
 #include "peer_uid.h"
 
 /* Frees the element ids s still holds (and their share of max_ids_memory). */
@@ -87,6 +89,44 @@ static int la__ids_register(la_session_t *s, const La__RegisterRequest *r,
   s->ids_bytes = need;
   s->ids_got = 0;
   return 0;
+}
+
+/* Whether a registration whose memory estimate (memshare.h) is need fits
+ * in its user's share, agent.max_memory_per_uid, and in agent.max_memory,
+ * beside what the sessions not yet freed hold (closing ones too: their
+ * memory is not back yet). The user is the peer uid (conn.key). Returns 0,
+ * or -1 with the reason in why (counted in regs_refused_memory). */
+static int la__mem_fits(la_session_t *s, const La__RegisterRequest *r,
+                        uint32_t n_ch, uint64_t need, char *why,
+                        size_t len) {
+  la_agent_t *ag = s->ag;
+  uint64_t mine = 0;
+  for (const la_session_t *o = ag->sessions; o; o = o->next)
+    if (o != s && o->conn.key == s->conn.key) mine += o->mem_bytes;
+  const char *key, *whose;
+  uint64_t limit, used;
+  if (need > ag->set.max_memory_per_uid ||
+      mine > ag->set.max_memory_per_uid - need) {
+    key = "agent.max_memory_per_uid";
+    whose = "this user's";
+    limit = ag->set.max_memory_per_uid;
+    used = mine;
+  } else if (need > ag->set.max_memory ||
+             ag->mem_bytes > ag->set.max_memory - need) {
+    key = "agent.max_memory";
+    whose = "all users'";
+    limit = ag->set.max_memory;
+    used = ag->mem_bytes;
+  } else {
+    return 0;
+  }
+  ag->st.regs_refused_memory++;
+  snprintf(why, len,
+           "%llu elements x %u channel(s) need %llu bytes of LocalAgent "
+           "memory; %s registrations hold %llu of %s = %llu",
+           (unsigned long long)r->n_elements, n_ch, (unsigned long long)need,
+           whose, (unsigned long long)used, key, (unsigned long long)limit);
+  return -1;
 }
 
 /* Once every id arrived: the rank's ids go upstream in chunks, in order,
@@ -171,6 +211,9 @@ static void la__sess_free(la_conn_t *c) {
                 (unsigned long long)s->skipped);
   }
   la__ids_free(s);
+  assert(ag->mem_bytes >= s->mem_bytes);
+  ag->mem_bytes -= s->mem_bytes;
+  s->mem_bytes = 0;
   LA_CONN_LIST_UNLINK(ag->sessions, s);
   ag->n_conns--;
   la_weights_free(s->weights);
@@ -357,6 +400,15 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
       return la__refuse(s, why);
     s->cp = p;
   }
+  /* what it costs here, within the user's share of agent.max_memory */
+  uint32_t n_ch = r->n_channels ? (uint32_t)r->n_channels : 1;
+  int robust = ag->set.robust && !strcmp(r->metric, "time");
+  uint64_t need = la_memshare_bytes(
+      r->n_elements, n_ch, robust,
+      n_ch == 1 && ag->set.history_memory ? (uint32_t)ag->set.history_reps
+                                          : 0);
+  if (la__mem_fits(s, r, n_ch, need, why, sizeof why) != 0)
+    return la__refuse(s, why);
   int fd = la_conn_fd(&s->conn);
   /* found at accept (sock_diag, one exact lookup); again if unknown then */
   int peer_uid = s->conn.key >= 0 ? s->conn.key
@@ -369,7 +421,6 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
     return la__refuse(s, reason);
   /* the names were checked by the codec (count, printable, bounded,
    * unique); the header must agree with their count */
-  uint32_t n_ch = r->n_channels ? (uint32_t)r->n_channels : 1;
   uint64_t grid_rows = r->n_grid == 3 ? r->grid[1] * r->grid[2] : 0;
   if (la_app_ipc_attach(&s->ipc, r->shm_id, r->sem_id, r->pid, r->nonce,
                         r->n_elements, r->n_buffers, n_ch, grid_rows, peer_uid,
@@ -378,6 +429,8 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
     return la__refuse(s, reason);
   }
   s->state = LA_SESS_APP;
+  s->mem_bytes = need;
+  ag->mem_bytes += need;
   /* ids announced: each chunk within the handshake timeout of the last,
    * so a registration cannot hold max_ids_memory and stall */
   la_conn_set_deadline(&s->conn,

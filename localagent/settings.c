@@ -47,6 +47,13 @@ const la_cfg_key_t la_la_keys[] = {
   N("agent", "max_ids_memory", LA_CFG_SIZE, max_ids_memory, "256M", 0,
     1099511627776.0, "bytes of applications' element ids held while they "
     "arrive (8 per element); a registration beyond is refused"),
+  N("agent", "max_memory", LA_CFG_SIZE, max_memory, "16G", 0,
+    1099511627776.0, "memory registrations may take at the agent, all "
+    "users (an estimate per registration from its elements and channels); "
+    "a registration beyond is refused"),
+  N("agent", "max_memory_per_uid", LA_CFG_SIZE, max_memory_per_uid, "14G",
+    0, 1099511627776.0, "of it, one user's (peer uid) registrations: the "
+    "rest of max_memory stays for others"),
   N("agent", "handshake_timeout", LA_CFG_MS, handshake_ms, "5s", 10, 3600000,
     "a new connection must register or query within this"),
   N("agent", "threads", LA_CFG_INT, threads, "2", 1, 128,

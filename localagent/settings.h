@@ -24,6 +24,8 @@ typedef struct la_la_settings {
   uint64_t max_frame;      /* bytes of one frame from an application */
   uint64_t max_elements;   /* elements of one registration */
   uint64_t max_ids_memory; /* element ids held for registrations, bytes */
+  uint64_t max_memory;     /* registrations' memory estimate, all users */
+  uint64_t max_memory_per_uid; /* of it, one peer uid's */
   int64_t handshake_ms;    /* a connection must register or ask within this */
   int64_t threads;         /* compaction threads (libuv thread pool) */
   int64_t worker_nice;     /* nice of the compaction threads */

@@ -944,6 +944,143 @@ static void test_cycles_counted_when_agent_lost(void **state) {
   assert_int_equal(LA_getStat(LA_STAT_CYCLES), calls);
 }
 
+/* One profiled cycle of the counting probe over elements 0..n-1, ended. */
+static int counted_cycle(long n) {
+  for (long e = 0; e < n; e++) {
+    LA_startProbe(e);
+    LA_stopProbe(e);
+  }
+  return LA_dataXfer();
+}
+
+/* The LocalAgent is killed (SIGKILL) and started again on the same port
+ * while the application keeps calling LA_dataXfer: libla removes the lost
+ * registration's segment and semaphore set at once, counts the cycles
+ * while the agent is away as skipped, registers again (same id and rank,
+ * a new segment and semaphore set) and profiling resumes: the later cycles
+ * are stored at the GlobalAgent under the tags that kept counting, and the
+ * gap is recorded missing there. Before, the rank ran unprofiled for the
+ * rest of the run. */
+static void test_registers_again_after_agent_restart(void **state) {
+  register_counting(8);
+  char app[LA_MAX_APP_ID + 1];
+  snprintf(app, sizeof app, "%s", LA_appId());
+  for (int c = 0; c < 3; c++) assert_int_equal(counted_cycle(8), 0);
+  assert_int_equal(la_ta_wait_traces(&agent, 3, WAIT_MS), 0);
+  int old_shm = la_test_shm_of(getpid()), old_sem = la_test_sem_of(getpid());
+  assert_true(old_shm >= 0 && old_sem >= 0);
+  uint16_t port = la_td_port(agent.st.la);
+  kill_agent();
+  /* the next call finds it gone; the old objects go with it */
+  assert_int_equal(counted_cycle(8), LA_EAGENTLOST);
+  assert_int_equal(LA_getStat(LA_STAT_REGISTERED), 0);
+  assert_int_equal(la_test_ipc_count(getpid()), 0);
+  assert_false(sem_exists(old_sem));
+  for (int c = 0; c < 5; c++) assert_int_equal(counted_cycle(8), 0);
+  /* the registration is still in force: what it fixed stays fixed */
+  assert_int_equal(LA_setBuffers(4), LA_ESTATE);
+  long skipped_away = LA_getStat(LA_STAT_SKIPPED);
+  assert_int_equal(skipped_away, 6); /* the cycle that found it gone, 5 */
+  char listen[64];
+  snprintf(listen, sizeof listen, "--agent.listen=127.0.0.1:%u", port);
+  const char *const again[] = {listen, NULL};
+  assert_int_equal(la_ts_start_local(&agent.st, again), 0);
+  assert_int_equal(la_td_port(agent.st.la), port);
+  /* within the backoff (1, 2, 4 s after the loss) it registers again */
+  long long t0 = la_td_now_ms();
+  while (LA_getStat(LA_STAT_REGISTERED) == 0 &&
+         la_td_now_ms() - t0 < WAIT_MS) {
+    assert_int_equal(counted_cycle(8), 0);
+    la_td_nap_ms(20);
+  }
+  assert_int_equal(LA_getStat(LA_STAT_REGISTERED), 1);
+  assert_int_equal(LA_getStat(LA_STAT_REREGISTERED), 1);
+  long gap = LA_getStat(LA_STAT_SKIPPED);
+  assert_true(gap > skipped_away);
+  long profiled = LA_getStat(LA_STAT_PROFILED);
+  /* a new segment and semaphore set; the old ones stay gone */
+  assert_int_equal(la_test_ipc_count(getpid()), 1);
+  assert_true(la_test_sem_of(getpid()) >= 0);
+  assert_false(sem_exists(old_sem));
+  for (int c = 0; c < 3; c++) assert_int_equal(counted_cycle(8), 0);
+  long cycles = LA_getStat(LA_STAT_CYCLES);
+  assert_int_equal(LA_getStat(LA_STAT_PROFILED), profiled + 3);
+  assert_int_equal(LA_getStat(LA_STAT_PROFILED) + gap, cycles);
+  assert_int_equal(LA_finalize(), 0);
+  assert_int_equal(la_test_ipc_wait_count(getpid(), 0, WAIT_MS), 0);
+  /* stored: 3 before, the cycles after; each of the gap's cycles (the
+   * newest 64 of them) recorded missing */
+  long long after = LA_getStat(LA_STAT_PROFILED) - 3;
+  char sql[300];
+  snprintf(sql, sizeof sql,
+           "SELECT COUNT(*) FROM traces WHERE app_id = '%s' AND rank = 0",
+           app);
+  assert_int_equal(la_ta_wait_sql(&agent, sql, 3 + after, WAIT_MS), 0);
+  long long newest = la_ta_tag(&agent, app, 0, (size_t)(2 + after));
+  assert_int_equal(newest, cycles - 1);
+  double v[8];
+  assert_int_equal(la_ta_values(&agent, app, 0, (uint64_t)newest, v, 8), 0);
+  for (int e = 0; e < 8; e++) assert_true(v[e] == (double)(e + 1));
+  long long gap_recorded = gap < 64 ? gap : 64;
+  snprintf(sql, sizeof sql,
+           "SELECT COUNT(*) FROM missing WHERE app_id = '%s' AND rank = 0 "
+           "AND cycle_tag >= 3 AND reason LIKE 'skipped by the application%%'",
+           app);
+  assert_int_equal(la_ta_wait_sql(&agent, sql, gap_recorded, WAIT_MS), 0);
+  /* the GlobalAgent completes the later cycles' Trace-Sets */
+  snprintf(sql, sizeof sql,
+           "SELECT COUNT(*) FROM trace_sets WHERE app_id = '%s' AND "
+           "cycle_tag = %lld AND complete = 1",
+           app, newest);
+  assert_int_equal(la_ta_wait_sql(&agent, sql, 1, WAIT_MS), 0);
+  /* the rank's row keeps the end the restarted agent gave it: the
+   * RankStart of the registration again changes nothing there */
+  snprintf(sql, sizeof sql,
+           "SELECT end_reason FROM ranks WHERE app_id = '%s' AND rank = 0",
+           app);
+  char reason[64];
+  assert_int_equal(la_ta_sql_text(&agent, sql, reason, sizeof reason), 0);
+  assert_string_equal(reason, "LocalAgent restarted");
+}
+
+/* A LocalAgent that never comes back costs the application nothing it
+ * could measure: LA_dataXfer in the lost state reads the clock, and a try
+ * to register again (at most one a second, backing off) meets a refused
+ * connect at once. */
+static void test_agent_away_costs_nothing(void **state) {
+  register_counting(8);
+  assert_int_equal(counted_cycle(8), 0);
+  kill_agent();
+  assert_int_equal(counted_cycle(8), LA_EAGENTLOST);
+  long long t0 = la_td_now_ms();
+  long calls = 0, slow = 0;
+  uint64_t worst = 0;
+  while (la_td_now_ms() - t0 < 3500) { /* tries 1 s and 3 s after */
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    assert_int_equal(LA_dataXfer(), 0);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    uint64_t ns = (uint64_t)(b.tv_sec - a.tv_sec) * 1000000000u +
+                  (uint64_t)b.tv_nsec - (uint64_t)a.tv_nsec;
+    if (ns > worst) worst = ns;
+    if (ns > 100000) slow++;
+    calls++;
+  }
+  long long elapsed_ns = (la_td_now_ms() - t0) * 1000000;
+  print_message("agent away: %ld LA_dataXfer calls, %.1f ns each, worst "
+                "%.1f us, %ld over 100 us\n", calls,
+                (double)elapsed_ns / (double)calls, worst / 1e3, slow);
+  assert_int_equal(LA_getStat(LA_STAT_REGISTERED), 0);
+  assert_int_equal(LA_getStat(LA_STAT_REREGISTERED), 0);
+  assert_int_equal(LA_getStat(LA_STAT_SKIPPED), calls + 1);
+  /* one time check: per cycle, a clock read (tens of ns; 2 us leaves
+   * room for a busy node); no call waits anywhere near a deadline
+   * (slow calls are preemption on a busy node, and the tries) */
+  assert_true(elapsed_ns / calls < 2000);
+  assert_true(worst < 1000000000);
+  assert_int_equal(la_test_ipc_count(getpid()), 0);
+}
+
 static void test_wait_notices_dead_agent(void **state) {
   use_counting_probe();
   la_test_peer_set_hold_ms(peer, -1);
@@ -1624,6 +1761,8 @@ int main(void) {
       P(test_wait_policy_times_out),
       T(test_agent_dies_mid_run),
       T(test_cycles_counted_when_agent_lost),
+      T(test_registers_again_after_agent_restart),
+      T(test_agent_away_costs_nothing),
       P(test_wait_notices_dead_agent),
       P(test_failed_data_ready_not_profiled),
       P(test_failed_last_cycle_not_profiled),
