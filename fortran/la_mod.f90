@@ -72,6 +72,10 @@ module la_mod
   integer, parameter, public :: LA_STAT_RANGE_ERRORS = 4
   integer, parameter, public :: LA_STAT_WAIT_NS = 5
   integer, parameter, public :: LA_STAT_REGISTERED = 6
+  integer, parameter, public :: LA_STAT_TIMER_RES_NS = 7
+  integer, parameter, public :: LA_STAT_FLAGGED = 8
+  integer, parameter, public :: LA_STAT_INTERFERENCE_NS = 9
+  integer, parameter, public :: LA_STAT_REREGISTERED = 10
 
   ! ------------------------------------------------------ public names --
   public :: la_register, la_register_grid, la_data_xfer, la_data_xfer_tagged

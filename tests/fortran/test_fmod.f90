@@ -480,6 +480,10 @@ contains
     print '(a,1x,i0)', 'LA_STAT_RANGE_ERRORS', LA_STAT_RANGE_ERRORS
     print '(a,1x,i0)', 'LA_STAT_WAIT_NS', LA_STAT_WAIT_NS
     print '(a,1x,i0)', 'LA_STAT_REGISTERED', LA_STAT_REGISTERED
+    print '(a,1x,i0)', 'LA_STAT_TIMER_RES_NS', LA_STAT_TIMER_RES_NS
+    print '(a,1x,i0)', 'LA_STAT_FLAGGED', LA_STAT_FLAGGED
+    print '(a,1x,i0)', 'LA_STAT_INTERFERENCE_NS', LA_STAT_INTERFERENCE_NS
+    print '(a,1x,i0)', 'LA_STAT_REREGISTERED', LA_STAT_REREGISTERED
   end subroutine
 
 end program test_fmod

@@ -231,6 +231,10 @@ static void test_constants_match_c(void **state) {
     {"LA_STAT_RANGE_ERRORS", LA_STAT_RANGE_ERRORS},
     {"LA_STAT_WAIT_NS", LA_STAT_WAIT_NS},
     {"LA_STAT_REGISTERED", LA_STAT_REGISTERED},
+    {"LA_STAT_TIMER_RES_NS", LA_STAT_TIMER_RES_NS},
+    {"LA_STAT_FLAGGED", LA_STAT_FLAGGED},
+    {"LA_STAT_INTERFERENCE_NS", LA_STAT_INTERFERENCE_NS},
+    {"LA_STAT_REREGISTERED", LA_STAT_REREGISTERED},
   };
   /* clang-format on */
   static run_t r;
