@@ -171,13 +171,14 @@ else
 fi
 steps_med=$(awk -v m="${med:-0}" -v r="${res:-0}" 'BEGIN { printf "%.0f", (r > 0 ? m / r : 0) }')
 
-echo "   heavy: $(grep -oE 'cycles [0-9]+, profiled [0-9]+, skipped [0-9]+, waits [0-9]+' "$work/heavy.out")"
-echo "     (summed over the ranks; waits: cycles the application waited for a free buffer)"
+echo "   heavy: $(grep -oE 'cycles [0-9]+, profiled [0-9]+, skipped [0-9]+, waits [0-9]+' "$work/heavy.out") (summed over the"
+echo "     ranks; waits: cycles the application waited for a free buffer)"
 printf '   timer: resolution %.1f ns; the median cell costs %.0f ns = %s timer steps\n' \
   "${res:-0}" "${med:-0}" "$steps_med"
 echo "     (lactl show warns below 20); the plotted series (rank 1, cycle ${last:-?}):"
 echo "     ${n_raw:-0} cells, ${n_dist:-0} distinct values, $p5..$p95 timer steps (5th..95th percentile)"
-echo "   rebalance: load imbalance, max/mean over $NP ranks (1.00 = balanced), averaged over 40 steps:"
+echo "   rebalance: load imbalance, max/mean over $NP ranks (1.00 = balanced),"
+echo "     averaged over 40 steps:"
 printf '     %-26s %12s   %s\n' "" "cost model" "measured"
 printf '     %-26s %12s   %s\n' "" "(work units)" "(compute time per rank)"
 printf '     %-26s %12s   %s\n' "static row blocks" "${s_model:-?}" "${s_meas:-?}"
@@ -185,10 +186,12 @@ printf '     %-26s %12s   %s\n' "rebalanced every 5 steps" "${r_model:-?}" "${r_
 echo "   at the ${n_reb:-?} rebalances (averages): measured before ${before:-?}; predicted ${pred:-?}"
 echo "     (METIS's partition, by the weights LA measured); the step after: ${model_after:-?} by"
 echo "     work units, ${after:-?} measured"
-echo "   why they differ: the cost model counts each cell's work exactly; a measured"
-echo "     time also holds what the machine adds: $share, and LA"
-printf '     flagged %.1f%% of the rebalanced run'"'"'s last cycle as interference.\n' \
+echo "   why they differ: the cost model counts each cell's work units exactly; a"
+echo "     measured time also holds what the model leaves out (the loop and probe"
+echo "     around each cell, LA_dataXfer) and what the machine adds:"
+printf '     %s, and LA flagged %.1f%% of the\n     rebalanced run'"'"'s last cycle as interference.\n' "$share" \
   "$(awk -v x="${interf:-0}" 'BEGIN { print x * 100 }')"
+echo "     So the measured figure can sit above or below the model's."
 echo "     METIS balances the weights LA measured (noise included) in the step"
 echo "     before the new partition runs; by work units that partition is at ${model_after:-?}"
 echo "     one step later, and the hot spot drifts on until the next rebalance"
