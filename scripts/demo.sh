@@ -50,8 +50,7 @@ command -v mpiexec >/dev/null || die "mpiexec is missing: run make deps"
 mkdir -p "$OUT"
 t_start=$(date +%s.%N)
 
-# Prints field N (1-based) of the last "WORD a, b, c" style match: the
-# number after LABEL in FILE's first line matching PATTERN.
+# The number after LABEL (a regex) in FILE's first line matching PATTERN.
 num_after() { # file pattern label
   grep -E "$2" "$1" | head -1 | grep -oE "$3 [0-9.]+" | head -1 |
     grep -oE '[0-9.]+$'
@@ -192,10 +191,10 @@ echo "     around each cell, LA_dataXfer) and what the machine adds:"
 printf '     %s, and LA flagged %.1f%% of the\n     rebalanced run'"'"'s last cycle as interference.\n' "$share" \
   "$(awk -v x="${interf:-0}" 'BEGIN { print x * 100 }')"
 echo "     So the measured figure can sit above or below the model's."
-echo "     METIS balances the weights LA measured (noise included) in the step"
-echo "     before the new partition runs; by work units that partition is at ${model_after:-?}"
-echo "     one step later, and the hot spot drifts on until the next rebalance"
-echo "     (${r_model:-?} on average)."
+echo "     METIS balances the weights LA measured in the step before the new"
+echo "     partition runs, not the work units: by work units that partition is at"
+echo "     ${model_after:-?} one step later, and the hot spot drifts on until the next"
+echo "     rebalance (${r_model:-?} on average)."
 echo "   demo took $(awk -v a="$t_start" -v b="$t_end" 'BEGIN{printf "%.0f", b-a}') s; agents stopped; plots in $OUT/"
 if [ -n "${LA_DEMO_KEEP:-}" ]; then
   mkdir -p "$LA_DEMO_KEEP" &&
