@@ -357,8 +357,8 @@ bench-%: all
 
 # ------------------------------------------------------------------- demo --
 # Builds only what scripts/demo.sh runs: the daemons, lactl, and the
-# wavetoy and rebalance examples.
-DEMO_PROGS = $(BINS) $(BUILD)/examples/wavetoy $(BUILD)/examples/rebalance
+# heavy and rebalance examples.
+DEMO_PROGS = $(BINS) $(BUILD)/examples/heavy $(BUILD)/examples/rebalance
 demo:
 	@command -v protoc-c >/dev/null && command -v mpicc >/dev/null \
 	  || bash scripts/install-deps.sh
