@@ -34,6 +34,10 @@ void la_status_gauge(La__StatusReply *r, const char *key, const char *help,
                      int64_t v);
 void la_status_real(La__StatusReply *r, const char *key, const char *help,
                     const char *fmt, double v);
+/* A counter whose value is real (e.g. seconds spent): rendered
+ * PREFIX<key>_total. */
+void la_status_real_counter(La__StatusReply *r, const char *key,
+                            const char *help, const char *fmt, double v);
 void la_status_info(La__StatusReply *r, const char *key, const char *help,
                     const char *v);
 
@@ -62,5 +66,9 @@ void la_status_free(La__StatusReply *r);
  * and TYPE lines. Returns 0, or LA_EIO when f failed. */
 int la_status_exposition(const La__StatusReply *r, const char *prefix,
                          size_t max_apps, FILE *f);
+
+/* Writes v to f in the shortest of %.15g, %.16g and %.17g that reads
+ * back as v (1184.137, not 1184.1369999999999). */
+void la_status_number(FILE *f, double v);
 
 #endif
