@@ -1,15 +1,22 @@
 /* metrics.c: the LocalAgent's metrics endpoint (metrics.listen): the
  * status report (control.c) rendered as la_localagent_* metrics every
  * metrics.interval and served over HTTP by common/la_metrics.h. Off when
- * metrics.listen is empty; a reload applies [metrics] changes. Loop
- * thread. */
+ * metrics.listen is empty; a reload applies [metrics] changes. The
+ * per-application counters keep the counts of ranks that ended
+ * (common/la_metrics_carry.h). Loop thread. */
 #include "agent.h"
 #include "la_metrics.h"
+#include "la_metrics_carry.h"
 
-static la_metrics_t *la__metrics; /* the daemon's one endpoint, or NULL */
+static la_metrics_t *la__metrics;     /* the daemon's one endpoint, or NULL */
+static la_metrics_carry_t *la__carry; /* ended ranks' per-app counts */
 
+/* The status report, each application's counters with those of its ranks
+ * that ended (they never go down while it runs). */
 static La__StatusReply *la__snapshot(void *arg) {
-  return la_status_reply(arg);
+  La__StatusReply *r = la_status_reply(arg);
+  if (r) la_metrics_carry_apply(&la__carry, r);
+  return r;
 }
 
 static la_metrics_conf_t la__conf(la_agent_t *ag) {
@@ -40,4 +47,6 @@ void la_agent_metrics_stop(la_agent_t *ag) {
   (void)ag;
   la_metrics_stop(la__metrics);
   la__metrics = NULL;
+  la_metrics_carry_free(la__carry);
+  la__carry = NULL;
 }

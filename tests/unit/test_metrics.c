@@ -36,6 +36,7 @@
 
 #include "la.h"
 #include "la_codec.h"
+#include "la_metrics_carry.h"
 #include "la_sockio.h"
 #include "la_status.h"
 #include "la_test_stack.h"
@@ -959,6 +960,60 @@ static void test_sighup_applies_metrics(void **state) {
   }
 }
 
+/* A reply with application "a" and ranks 0..n-1, each with cycles c. */
+static La__StatusReply *app_reply(int n, uint64_t c) {
+  La__StatusReply *r = la_status_new("la-localagent");
+  La__StatusApp *a = la_status_app(r, "a");
+  for (int i = 0; i < n; i++) {
+    La__StatusRank *k = la_status_rank(a, (uint32_t)i);
+    k->pid = 100 + i;
+    k->cycles = c;
+    k->waits = 1;
+  }
+  return r;
+}
+
+/* The rendering of r's series app_cycles_received_total{app="a"}. */
+static double app_cycles_of(La__StatusReply *r) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  assert_int_equal(la_status_exposition(r, "t_", 10, f), 0);
+  fclose(f);
+  scrape_t sc;
+  CHECK(parse(text, "t_", &sc) == 0, "%s\n%s", sc.err, text);
+  double v = value(&sc, "t_app_cycles_received_total{app=\"a\"}");
+  free(sc.s);
+  free(text);
+  la_status_free(r);
+  return v;
+}
+
+/* A LocalAgent's per-application counters sum its registered ranks: when
+ * one of two ranks ends, the application's counter keeps that rank's
+ * count (la_metrics_carry) instead of dropping, which rate() would read as
+ * a reset; an application gone is forgotten. */
+static void test_app_counters_survive_rank_end(void **state) {
+  la_metrics_carry_t *c = NULL;
+  La__StatusReply *r = app_reply(2, 10);
+  la_metrics_carry_apply(&c, r);
+  CHECK(app_cycles_of(r) == 20, "two ranks of 10");
+  r = app_reply(1, 15); /* rank 1 ended at 10; rank 0 went on */
+  la_metrics_carry_apply(&c, r);
+  double v = app_cycles_of(r);
+  CHECK(v == 25, "one rank ended: %g, not 25 (15 + the ended 10)", v);
+  r = app_reply(1, 16);
+  la_metrics_carry_apply(&c, r);
+  CHECK(app_cycles_of(r) == 26, "the carry stays");
+  r = la_status_new("la-localagent"); /* the application ended */
+  la_metrics_carry_apply(&c, r);
+  la_status_free(r);
+  r = app_reply(1, 3); /* a new run with the same id: from its own */
+  la_metrics_carry_apply(&c, r);
+  CHECK(app_cycles_of(r) == 3, "a gone application not forgotten");
+  la_metrics_carry_free(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_scrape_after_traffic, setup_metrics,
@@ -977,6 +1032,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_metrics_off_by_default, teardown),
       cmocka_unit_test_teardown(test_bad_listen_refused, teardown),
       cmocka_unit_test(test_exposition_escapes_and_bounds),
+      cmocka_unit_test(test_app_counters_survive_rank_end),
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);
 }
