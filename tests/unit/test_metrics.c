@@ -895,7 +895,8 @@ static int serves(int port) {
 
 /* SIGHUP applies [metrics] of the configuration file on both daemons:
  * turned on (the endpoint answers), moved to another address (the new
- * port answers, the old one no longer), turned off (logged). Before, the
+ * port answers, the old one no longer), not moved to an address in use
+ * (logged; it stays), turned off (logged). Before, the
  * reload said "configuration reloaded" and the endpoint stayed off. */
 static void test_sighup_applies_metrics(void **state) {
   if (la_ts_init(&S) != 0) skip();
@@ -946,6 +947,26 @@ static void test_sighup_applies_metrics(void **state) {
     CHECK(p2 > 0 && p2 != p1 && serves(p2),
           "%s: metrics not moved (port %d, then %d)", name, p1, p2);
     CHECK(!serves(p1), "%s: the old port %d still answers", name, p1);
+    /* to an address in use: refused, logged, the endpoint stays */
+    int busy = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof sa;
+    assert_true(busy >= 0 &&
+                bind(busy, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+                listen(busy, 1) == 0 &&
+                getsockname(busy, (struct sockaddr *)&sa, &sl) == 0);
+    snprintf(text, sizeof text, "[metrics]\nlisten = 127.0.0.1:%u\n",
+             ntohs(sa.sin_port));
+    write_text(conf[d], text);
+    la_td_log_mark(td);
+    assert_int_equal(la_td_signal(td, SIGHUP), 0);
+    CHECK(la_td_wait_log(td, "SIGHUP: configuration reloaded", WAIT_MS) == 0,
+          "%s: no reload", name);
+    CHECK(la_td_log_has(td, "metrics stay on http://"),
+          "%s: a failed move not logged", name);
+    CHECK(serves(p2), "%s: the endpoint left port %d", name, p2);
+    close(busy);
     /* off */
     write_text(conf[d], "[metrics]\nlisten =\n");
     la_td_log_mark(td);
