@@ -37,6 +37,17 @@ typedef struct la_metrics_conf {
 int la_metrics_start(uv_loop_t *loop, const la_metrics_conf_t *c,
                      la_metrics_t **out, char *why, size_t why_len);
 
+/* Applies a reloaded configuration c (SIGHUP) to the endpoint *m (NULL:
+ * never started): starts it when it was off and c->listen is set; stops
+ * serving when c->listen is empty; when metrics.listen changed, binds the
+ * new address before closing the old one, so that when the new one cannot
+ * be bound the endpoint stays where it was; a new max_connections rebinds
+ * the same address; interval, prefix and max_apps apply from now. Logs
+ * what it changed and why anything failed. Returns 0 or the negative LA_E*
+ * code of what failed. Loop thread, while uv_run runs. */
+int la_metrics_reload(uv_loop_t *loop, const la_metrics_conf_t *c,
+                      la_metrics_t **m);
+
 /* Stops the HTTP thread and frees m. Call after uv_run returned, when the
  * daemon's shutdown has closed every handle of the loop (the timer too).
  * NULL is ignored. */

@@ -111,6 +111,16 @@ void la_status_real(La__StatusReply *r, const char *key, const char *help,
     m->real = v;
   }
 }
+void la_status_real_counter(La__StatusReply *r, const char *key,
+                            const char *help, const char *fmt, double v) {
+  la_status_row(r, key, fmt, v);
+  La__StatusMetric *m =
+      la__metric(r, key, help, LA__STATUS_KIND__STATUS_COUNTER);
+  if (m) {
+    m->has_real = 1;
+    m->real = v;
+  }
+}
 #pragma GCC diagnostic pop
 
 void la_status_info(La__StatusReply *r, const char *key, const char *help,
@@ -209,7 +219,17 @@ static void la__head(FILE *f, const char *prefix, const char *name,
   fprintf(f, "\n# TYPE %s%s%s %s\n", prefix, name, suffix, type);
 }
 
-/* The info metric: version and state as labels. */
+void la_status_number(FILE *f, double v) {
+  char b[40];
+  for (int p = 15; p <= 17; p++) {
+    snprintf(b, sizeof b, "%.*g", p, v);
+    if (p == 17 || strtod(b, NULL) == v) break;
+  }
+  fputs(b, f);
+}
+
+/* The info metric (constant labels only: the version) and the state as
+ * PREFIX state{state="..."} 1. */
 static void la__info(const La__StatusReply *r, const char *prefix, FILE *f) {
   const char *version = NULL, *state = NULL;
   for (size_t i = 0; i < r->n_metrics; i++) {
@@ -220,19 +240,25 @@ static void la__info(const La__StatusReply *r, const char *prefix, FILE *f) {
     else if (!strcmp(m->name, "state"))
       state = m->text;
   }
-  if (!version && !state) return;
-  la__head(f, prefix, "info", "", "the daemon's version and state (value 1)",
-           "gauge");
-  fprintf(f, "%sinfo{version=", prefix);
-  la__label(f, version ? version : "");
-  fputs(",state=", f);
-  la__label(f, state ? state : "");
-  fputs("} 1\n", f);
+  if (version) {
+    la__head(f, prefix, "info", "", "the daemon's version (value 1)", "gauge");
+    fprintf(f, "%sinfo{version=", prefix);
+    la__label(f, version);
+    fputs("} 1\n", f);
+  }
+  if (state) {
+    la__head(f, prefix, "state", "",
+             "the daemon's state now, as its label (value 1)", "gauge");
+    fprintf(f, "%sstate{state=", prefix);
+    la__label(f, state);
+    fputs("} 1\n", f);
+  }
 }
 
 /* One per-application gauge: name, help, and the value of app a. */
 typedef struct la__app_gauge {
-  int local; /* a LocalAgent's (1) or the GlobalAgent's (0) */
+  int local;   /* a LocalAgent's (1) or the GlobalAgent's (0) */
+  int counter; /* cumulative: PREFIX name_total, a counter */
   const char *name, *help;
   uint64_t (*value)(const La__StatusApp *a);
 } la__app_gauge_t;
@@ -258,18 +284,18 @@ static uint64_t la__app_ended(const La__StatusApp *a) {
 }
 
 static const la__app_gauge_t la__app_gauges[] = {
-    {1, "app_ranks", "ranks of the application registered now",
+    {1, 0, "app_ranks", "ranks of the application registered now",
      la__app_n_ranks},
-    {1, "app_cycles", "cycles received from the application's registered ranks",
-     la__app_cycles},
-    {1, "app_skipped", "cycles the application's registered ranks skipped",
-     la__app_skipped},
-    {1, "app_waits", "waits for a buffer of the application's registered ranks",
-     la__app_waits},
-    {1, "app_jobs_in_flight", "compaction jobs of the application running",
+    {1, 1, "app_cycles_received",
+     "cycles received from the application's registered ranks", la__app_cycles},
+    {1, 1, "app_cycles_skipped",
+     "cycles the application's registered ranks skipped", la__app_skipped},
+    {1, 1, "app_buffer_waits",
+     "waits for a buffer of the application's registered ranks", la__app_waits},
+    {1, 0, "app_jobs_in_flight", "compaction jobs of the application running",
      la__app_in_flight},
-    {0, "app_nprocs", "ranks of the application (its size)", la__app_nprocs},
-    {0, "app_ranks_ended", "ranks of the application that ended",
+    {0, 0, "app_nprocs", "ranks of the application (its size)", la__app_nprocs},
+    {0, 1, "app_ranks_ended", "ranks of the application that ended",
      la__app_ended},
 };
 
@@ -287,9 +313,11 @@ static void la__apps(const La__StatusReply *r, const char *prefix,
   for (size_t g = 0; g < sizeof la__app_gauges / sizeof *la__app_gauges; g++) {
     const la__app_gauge_t *ag = &la__app_gauges[g];
     if (ag->local != local) continue;
-    la__head(f, prefix, ag->name, "", ag->help, "gauge");
+    const char *suffix = ag->counter ? "_total" : "";
+    la__head(f, prefix, ag->name, suffix, ag->help,
+             ag->counter ? "counter" : "gauge");
     for (size_t i = 0; i < n; i++) {
-      fprintf(f, "%s%s{app=", prefix, ag->name);
+      fprintf(f, "%s%s%s{app=", prefix, ag->name, suffix);
       la__label(f, r->apps[i]->app_id);
       fprintf(f, "} %" PRIu64 "\n", ag->value(r->apps[i]));
     }
@@ -330,9 +358,11 @@ int la_status_exposition(const La__StatusReply *r, const char *prefix,
     const char *suffix = counter ? "_total" : "";
     la__head(f, prefix, m->name, suffix, m->help,
              counter ? "counter" : "gauge");
-    if (m->has_real)
-      fprintf(f, "%s%s%s %.17g\n", prefix, m->name, suffix, m->real);
-    else
+    if (m->has_real) {
+      fprintf(f, "%s%s%s ", prefix, m->name, suffix);
+      la_status_number(f, m->real);
+      fputc('\n', f);
+    } else
       fprintf(f, "%s%s%s %" PRId64 "\n", prefix, m->name, suffix, m->integer);
   }
   la__apps(r, prefix, max_apps, f);

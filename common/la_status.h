@@ -34,6 +34,10 @@ void la_status_gauge(La__StatusReply *r, const char *key, const char *help,
                      int64_t v);
 void la_status_real(La__StatusReply *r, const char *key, const char *help,
                     const char *fmt, double v);
+/* A counter whose value is real (e.g. seconds spent): rendered
+ * PREFIX<key>_total. */
+void la_status_real_counter(La__StatusReply *r, const char *key,
+                            const char *help, const char *fmt, double v);
 void la_status_info(La__StatusReply *r, const char *key, const char *help,
                     const char *v);
 
@@ -54,13 +58,19 @@ void la_status_free(La__StatusReply *r);
 
 /* Writes r's typed values to f in the Prometheus text exposition format
  * (version 0.0.4), every name prefixed with prefix ("la_localagent_"):
- * counters as PREFIX<key>_total, gauges as PREFIX<key>, the info values
- * "version" and "state" as labels of PREFIX<info> 1, the first max_apps
- * applications' rows as PREFIX app_* gauges labelled {app="ID"} (the
- * others counted in PREFIX app_series_dropped) and the agents' as
- * PREFIX agent_messages_total{host="H"}; each name once, after its HELP
- * and TYPE lines. Returns 0, or LA_EIO when f failed. */
+ * counters as PREFIX<key>_total, gauges as PREFIX<key> (reals in the
+ * shortest form that reads back exactly), the info value "version" as the
+ * label of PREFIX info 1 and "state" as PREFIX state{state="..."} 1, the
+ * first max_apps applications' rows labelled {app="ID"} (cycles, skipped
+ * and waits as PREFIX app_*_total counters, the rest gauges; the others
+ * counted in PREFIX app_series_dropped) and the agents' rows summed per
+ * host as PREFIX agent_messages_total{host="H"}; each name once, after its
+ * HELP and TYPE lines. Returns 0, or LA_EIO when f failed. */
 int la_status_exposition(const La__StatusReply *r, const char *prefix,
                          size_t max_apps, FILE *f);
+
+/* Writes v to f in the shortest of %.15g, %.16g and %.17g that reads
+ * back as v (1184.137, not 1184.1369999999999). */
+void la_status_number(FILE *f, double v);
 
 #endif

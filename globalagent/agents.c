@@ -139,9 +139,11 @@ static void la__agent_close(la_conn_t *c, const char *reason) {
     a->paused = 0;
     a->ga->agents_paused--;
   }
-  if (a->state == LA__AG_READY)
+  if (a->state == LA__AG_READY) {
     la_log_info("LocalAgent %s (%s) disconnected: %s; %llu messages", a->host,
                 c->peer, reason, (unsigned long long)a->messages);
+    la_ga_metrics_link_closed(a->host, a->messages);
+  }
 }
 
 static void la__refuse(la_ga_agent_t *a, int code, const char *why) {

@@ -75,7 +75,7 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
                  ga->store_down ? sstate : "available");
   la_status_counter(r, "store_outages", "times the store became unavailable",
                     ga->st.store_outages);
-  la_status_real(r, "uptime_s", "seconds since start", "%.1f",
+  la_status_real(r, "uptime_seconds", "seconds since start", "%.1f",
                  (la_now_ms() - ga->start_ms) / 1000.0);
   la_status_info(r, "state", "running or draining",
                  ga->draining ? "draining" : "running");

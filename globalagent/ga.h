@@ -259,6 +259,11 @@ void la_ga_feed_close_all(la_ga_t *ga, const char *reason);
 int la_ga_metrics_start(la_ga_t *ga, char *why, size_t why_len);
 /* Stops it; after uv_run returned. */
 void la_ga_metrics_stop(la_ga_t *ga);
+/* Applies ga->set's [metrics] keys after a reload (la_metrics_reload). */
+void la_ga_metrics_reload(la_ga_t *ga);
+/* An authenticated LocalAgent link of host closed after messages: its
+ * count stays in la_globalagent_agent_messages_total{host} (agents.c). */
+void la_ga_metrics_link_closed(const char *host, uint64_t messages);
 
 /* control.c */
 /* The status reply; with_store: also the missing records by reason (a

@@ -125,6 +125,13 @@ static void la__reload(void *daemon) {
   ga->set.max_open_sets = n.max_open_sets;
   ga->set.batch_max = n.batch_max;
   la_stitch_set_max_open(ga->stitch, (size_t)n.max_open_sets);
+  memcpy(ga->set.metrics_listen, n.metrics_listen, sizeof n.metrics_listen);
+  memcpy(ga->set.metrics_port_file, n.metrics_port_file,
+         sizeof n.metrics_port_file);
+  ga->set.metrics_interval_ms = n.metrics_interval_ms;
+  ga->set.metrics_max_conns = n.metrics_max_conns;
+  ga->set.metrics_max_apps = n.metrics_max_apps;
+  la_ga_metrics_reload(ga);
   la_daemon_reload_done(path);
 }
 

@@ -194,6 +194,8 @@ const char *la_uplink_last_error(la_agent_t *ag);
 int la_agent_metrics_start(la_agent_t *ag, char *why, size_t why_len);
 /* Stops it; after uv_run returned. */
 void la_agent_metrics_stop(la_agent_t *ag);
+/* Applies ag->set's [metrics] keys after a reload (la_metrics_reload). */
+void la_agent_metrics_reload(la_agent_t *ag);
 
 /* control.c */
 /* Builds the status reply; free with la_status_reply_free. */

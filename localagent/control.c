@@ -33,7 +33,7 @@ La__StatusReply *la_status_reply(la_agent_t *ag) {
   la_status_info(rep, "version", "daemon version", LA_AGENT_VERSION);
   la_status_info(rep, "host", "node name reported upstream", ag->host);
   la_status_info(rep, "listen", "address applications connect to", ag->bound);
-  la_status_real(rep, "uptime_s", "seconds since start", "%.1f",
+  la_status_real(rep, "uptime_seconds", "seconds since start", "%.1f",
                  (la_now_ms() - ag->start_ms) / 1000.0);
   la_status_info(rep, "state", "running or draining",
                  ag->draining ? "draining" : "running");
@@ -78,9 +78,12 @@ La__StatusReply *la_status_reply(la_agent_t *ag) {
   la_status_gauge(rep, "jobs_in_flight", "compaction jobs running",
                   ag->jobs_in_flight);
   la_status_counter(rep, "compaction_points", "values compacted", st->points);
-  la_status_real(
-      rep, "compaction_ns_per_point", "mean compaction time per value (ns)",
-      "%.3f", st->points ? (double)st->compact_ns / (double)st->points : 0.0);
+  la_status_real_counter(rep, "compaction_seconds",
+                         "seconds spent compacting (divided by "
+                         "compaction_points: time per value)",
+                         "%.6f", (double)st->compact_ns / 1e9);
+  la_status_row(rep, "compaction_ns_per_point", "%.3f",
+                st->points ? (double)st->compact_ns / (double)st->points : 0.0);
   la_status_counter(rep, "compacted_bytes", "bytes of compact traces",
                     st->bytes_out);
   la_status_info(rep, "global_address", "the GlobalAgent's address",

@@ -241,6 +241,7 @@ static void la__reload(void *daemon) {
   memcpy(ag->set.pid_file, old.pid_file, sizeof old.pid_file);
   ag->set.threads = old.threads;
   la_outq_set_limits(ag->q, n.queue_bytes, n.spool_bytes);
+  la_agent_metrics_reload(ag);
   la_daemon_reload_done(path);
 }
 

@@ -1,17 +1,25 @@
 /* metrics.c: the LocalAgent's metrics endpoint (metrics.listen): the
  * status report (control.c) rendered as la_localagent_* metrics every
  * metrics.interval and served over HTTP by common/la_metrics.h. Off when
- * metrics.listen is empty. Loop thread. */
+ * metrics.listen is empty; a reload applies [metrics] changes. The
+ * per-application counters keep the counts of ranks that ended
+ * (common/la_metrics_carry.h). Loop thread. */
 #include "agent.h"
 #include "la_metrics.h"
+#include "la_metrics_carry.h"
 
-static la_metrics_t *la__metrics; /* the daemon's one endpoint, or NULL */
+static la_metrics_t *la__metrics;     /* the daemon's one endpoint, or NULL */
+static la_metrics_carry_t *la__carry; /* ended ranks' per-app counts */
 
+/* The status report, each application's counters with those of its ranks
+ * that ended (they never go down while it runs). */
 static La__StatusReply *la__snapshot(void *arg) {
-  return la_status_reply(arg);
+  La__StatusReply *r = la_status_reply(arg);
+  if (r) la_metrics_carry_apply(&la__carry, r);
+  return r;
 }
 
-int la_agent_metrics_start(la_agent_t *ag, char *why, size_t why_len) {
+static la_metrics_conf_t la__conf(la_agent_t *ag) {
   la_metrics_conf_t c = {
       .listen = ag->set.metrics_listen,
       .port_file = ag->set.metrics_port_file,
@@ -22,11 +30,23 @@ int la_agent_metrics_start(la_agent_t *ag, char *why, size_t why_len) {
       .snapshot = la__snapshot,
       .arg = ag,
   };
+  return c;
+}
+
+int la_agent_metrics_start(la_agent_t *ag, char *why, size_t why_len) {
+  la_metrics_conf_t c = la__conf(ag);
   return la_metrics_start(ag->loop, &c, &la__metrics, why, why_len);
+}
+
+void la_agent_metrics_reload(la_agent_t *ag) {
+  la_metrics_conf_t c = la__conf(ag);
+  la_metrics_reload(ag->loop, &c, &la__metrics);
 }
 
 void la_agent_metrics_stop(la_agent_t *ag) {
   (void)ag;
   la_metrics_stop(la__metrics);
   la__metrics = NULL;
+  la_metrics_carry_free(la__carry);
+  la__carry = NULL;
 }

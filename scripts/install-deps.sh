@@ -68,6 +68,26 @@ no_main_cluster() {
   fi
 }
 
+# promtool (`promtool check metrics`, test_metrics) is in Debian's prometheus
+# package, whose installation would start a Prometheus server: fetch the
+# package instead and take only usr/bin/promtool out of it, into
+# /usr/local/bin, whenever no promtool is on PATH.
+install_promtool() {
+  command -v promtool >/dev/null 2>&1 && return 0
+  local SUDO="" tmp
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  tmp=$(mktemp -d)
+  chmod 755 "$tmp" # apt's _apt user writes the download there
+  if (cd "$tmp" && apt-get download -qq prometheus >/dev/null 2>&1) &&
+     dpkg-deb -x "$tmp"/prometheus_*.deb "$tmp/x" &&
+     $SUDO install -m 755 "$tmp/x/usr/bin/promtool" /usr/local/bin/promtool; then
+    echo "install-deps: promtool installed in /usr/local/bin (from the prometheus package, not installed)"
+  else
+    echo "install-deps: could not fetch promtool (apt-get download prometheus)" >&2
+  fi
+  rm -rf "$tmp"
+}
+
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
@@ -77,6 +97,7 @@ done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PKGS[@]} packages present"
   pin_mpich
+  install_promtool
   exit 0
 fi
 
@@ -89,4 +110,5 @@ no_main_cluster
 $SUDO apt-get install -y -qq --no-install-recommends \
   -o Dpkg::Options::=--force-confold "${missing[@]}" >/dev/null
 pin_mpich
+install_promtool
 echo "install-deps: done"

@@ -20,6 +20,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,12 +29,14 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "la.h"
 #include "la_codec.h"
+#include "la_metrics_carry.h"
 #include "la_sockio.h"
 #include "la_status.h"
 #include "la_test_stack.h"
@@ -119,9 +122,9 @@ static int name_ok(const char *s, size_t n) {
 
 /* Parses Prometheus text (format 0.0.4) strictly: HELP then TYPE once per
  * name before its samples, types counter or gauge, every sample's name
- * declared, starting with prefix, counters ending _total, label syntax
- * name="escaped value", values numbers, no series twice. 0 or -1 (sc->err
- * says why). */
+ * declared, starting with prefix (or process_), counters ending _total, label
+ * syntax name="escaped value", values numbers, no series twice. 0 or -1
+ * (sc->err says why). */
 static int parse(const char *text, const char *prefix, scrape_t *sc) {
   memset(sc, 0, sizeof *sc);
   char types[256][256];
@@ -148,7 +151,7 @@ static int parse(const char *text, const char *prefix, scrape_t *sc) {
           return bad(sc, "line %d: %s declared twice", line, nm);
       if (strcmp(ty, "counter") && strcmp(ty, "gauge"))
         return bad(sc, "line %d: type %s", line, ty);
-      if (strncmp(nm, prefix, strlen(prefix)))
+      if (strncmp(nm, prefix, strlen(prefix)) && strncmp(nm, "process_", 8))
         return bad(sc, "line %d: %s lacks the prefix %s", line, nm, prefix);
       size_t k = strlen(nm);
       int counter = !strcmp(ty, "counter");
@@ -388,14 +391,34 @@ static void test_scrape_after_traffic(void **state) {
   snprintf(series, sizeof series, "la_localagent_app_ranks{app=\"%s\"}",
            app_id);
   CHECK(value(&l1, series) == 1.0, "%s = %g", series, value(&l1, series));
-  snprintf(series, sizeof series, "la_localagent_app_cycles{app=\"%s\"}",
-           app_id);
+  snprintf(series, sizeof series,
+           "la_localagent_app_cycles_received_total{app=\"%s\"}", app_id);
   CHECK(value(&l1, series) == NCYCLES, "%s = %g", series, value(&l1, series));
   CHECK(value(&l1, "la_localagent_registrations_total") == 1.0,
         "registrations_total = %g",
         value(&l1, "la_localagent_registrations_total"));
   CHECK(value(&g1, "la_globalagent_agents") == 1.0, "agents = %g",
         value(&g1, "la_globalagent_agents"));
+  /* the process_* metrics Prometheus' client libraries export */
+  scrape_t *both[] = {&l1, &g1};
+  for (int d = 0; d < 2; d++) {
+    const scrape_t *sc = both[d];
+    CHECK(value(sc, "process_cpu_seconds_total") >= 0 &&
+              value(sc, "process_resident_memory_bytes") > 1e5 &&
+              value(sc, "process_virtual_memory_bytes") >=
+                  value(sc, "process_resident_memory_bytes") &&
+              value(sc, "process_open_fds") >= 3 &&
+              value(sc, "process_max_fds") >= value(sc, "process_open_fds"),
+          "process_* metrics missing or implausible");
+    double start = value(sc, "process_start_time_seconds");
+    double now = (double)time(NULL);
+    CHECK(start > now - 600 && start < now + 5,
+          "process_start_time_seconds %.3f, now %.0f", start, now);
+  }
+  CHECK(value(&l1, "la_localagent_compaction_seconds_total") > 0 &&
+            value(&l1, "la_localagent_compaction_points_total") > 0,
+        "compaction_seconds_total %g",
+        value(&l1, "la_localagent_compaction_seconds_total"));
   CHECK(value(&g1, "la_globalagent_rank_starts_total") == 1.0,
         "rank_starts_total = %g",
         value(&g1, "la_globalagent_rank_starts_total"));
@@ -630,6 +653,8 @@ static void test_exposition_escapes_and_bounds(void **state) {
   la_status_counter(r, "cycles", "help with \\ and\nnewline", 7);
   la_status_gauge(r, "depth", NULL, -3);
   la_status_real(r, "ratio", "r", "%.2f", 0.25);
+  la_status_real(r, "odd", "o", "%.3f", 1184.137);
+  la_status_real_counter(r, "busy_seconds", "b", "%.3f", 0.1 + 0.2);
   const char *ids[] = {"we\"ird\\id", "plain"};
   for (int i = 0; i < 2; i++) {
     La__StatusRank *k = la_status_rank(la_status_app(r, ids[i]), 3);
@@ -646,15 +671,21 @@ static void test_exposition_escapes_and_bounds(void **state) {
   CHECK(value(&sc, "t_cycles_total") == 7 && value(&sc, "t_depth") == -3 &&
             value(&sc, "t_ratio") == 0.25,
         "values:\n%s", text);
-  CHECK(value(&sc, "t_app_cycles{app=\"we\\\"ird\\\\id\"}") == 11,
-        "escaped app label:\n%s", text);
+  CHECK(
+      value(&sc, "t_app_cycles_received_total{app=\"we\\\"ird\\\\id\"}") == 11,
+      "escaped app label:\n%s", text);
   CHECK(value(&sc, "t_app_series_dropped") == 1 &&
-            isnan(value(&sc, "t_app_cycles{app=\"plain\"}")),
+            isnan(value(&sc, "t_app_cycles_received_total{app=\"plain\"}")),
         "max_apps 1 not kept:\n%s", text);
-  CHECK(strstr(text,
-               "\nt_info{version=\"la-localagent 1\",state=\"running\"} "
-               "1\n") != NULL,
-        "info:\n%s", text);
+  /* the info metric carries constant labels only; the state its own */
+  CHECK(strstr(text, "\nt_info{version=\"la-localagent 1\"} 1\n") != NULL &&
+            strstr(text, "\nt_state{state=\"running\"} 1\n") != NULL,
+        "info and state:\n%s", text);
+  /* reals in the shortest form that reads back exactly */
+  CHECK(strstr(text, "\nt_odd 1184.137\n") != NULL &&
+            strstr(text, "\nt_busy_seconds_total 0.30000000000000004\n") &&
+            strstr(text, "# TYPE t_busy_seconds_total counter\n"),
+        "numbers:\n%s", text);
   free(sc.s);
   free(text);
   char why[200];
@@ -768,10 +799,251 @@ static void test_slow_clients_cannot_hold_scrapes(void **state) {
   }
 }
 
+/* `promtool check metrics` (Prometheus' own linter: names, units, types,
+ * suffixes) on both daemons' pages after real traffic; any finding fails.
+ * Skips, saying so, only when promtool is not installed (install-deps.sh
+ * puts it in /usr/local/bin). */
+static void test_promtool_check(void **state) {
+  need_stack();
+  char promtool[1024];
+  if (la_td_find_on_path("promtool", promtool, sizeof promtool) != 0) {
+    print_message(
+        "skip: promtool is not installed (bash scripts/install-deps.sh)\n");
+    skip();
+  }
+  assert_int_equal(LA_register("metrics", 0, 1, NELEM), 0);
+  traffic(NCYCLES);
+  int ports[] = {la_port, ga_port};
+  la_test_daemon_t *ds[] = {S.la, S.ga};
+  static char body[1 << 20], out[65536];
+  for (int d = 0; d < 2; d++) {
+    int code = 0;
+    CHECK(http(ports[d], "GET", "/metrics", &code, body, sizeof body) == 0 &&
+              code == 200,
+          "GET /metrics: HTTP %d", code);
+    char file[700];
+    la_td_path(ds[d], "scrape.prom", file, sizeof file);
+    FILE *f = fopen(file, "w");
+    CHECK(f && fputs(body, f) >= 0 && fclose(f) == 0, "cannot write %s", file);
+    const char *argv[] = {"/bin/sh", "-c", "exec \"$0\" check metrics < \"$1\"",
+                          promtool,  file, NULL};
+    int rc = la_td_run(argv, NULL, WAIT_MS, out, sizeof out);
+    print_message("promtool check metrics, %s: exit %d%s%s", la_td_name(ds[d]),
+                  rc, out[0] ? "\n" : "\n", out);
+    CHECK(rc == 0 && !out[0], "promtool check metrics on %s: exit %d\n%s",
+          la_td_name(ds[d]), rc, out);
+  }
+}
+
+/* The first series of a metric name (its text into series), or NAN. */
+static double first_of(const scrape_t *sc, const char *name, char *series,
+                       size_t len) {
+  for (size_t i = 0; i < sc->n; i++)
+    if (!strcmp(sc->s[i].name, name)) {
+      snprintf(series, len, "%s", sc->s[i].series);
+      return sc->s[i].value;
+    }
+  return NAN;
+}
+
+/* agent_messages_total{host} of the GlobalAgent keeps its value when the
+ * LocalAgent's link closes (no false reset for rate()). Before, the series
+ * counted the connections open now: it vanished, and came back from 0. */
+static void test_agent_messages_survive_link_close(void **state) {
+  need_stack();
+  assert_int_equal(LA_register("metrics", 0, 1, NELEM), 0);
+  traffic(NCYCLES);
+  LA_finalize();
+  scrape_t g;
+  char series[512];
+  scrape(ga_port, "la_globalagent_", &g);
+  double before = first_of(&g, "la_globalagent_agent_messages_total", series,
+                           sizeof series);
+  free(g.s);
+  CHECK(before > 0, "no agent_messages_total series");
+  CHECK(la_ts_stop_local(&S) == 0, "the LocalAgent did not stop");
+  long long end = la_td_now_ms() + WAIT_MS;
+  double agents = 1, after = NAN;
+  while (la_td_now_ms() < end) {
+    scrape(ga_port, "la_globalagent_", &g);
+    agents = value(&g, "la_globalagent_agents");
+    after = value(&g, series);
+    free(g.s);
+    if (agents == 0) break;
+    la_td_nap_ms(50);
+  }
+  CHECK(agents == 0, "the link did not close");
+  print_message("%s: %g while linked, %g after the link closed\n", series,
+                before, after);
+  CHECK(after >= before, "%s went from %g to %g when the link closed", series,
+        before, after);
+}
+
+/* Writes text to path. */
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0, "cannot write %s", path);
+}
+
+/* Answers GET /metrics on port (HTTP 200), 1 or 0. */
+static int serves(int port) {
+  static char body[1 << 20];
+  int code = 0;
+  return http(port, "GET", "/metrics", &code, body, sizeof body) == 0 &&
+         code == 200;
+}
+
+/* SIGHUP applies [metrics] of the configuration file on both daemons:
+ * turned on (the endpoint answers), moved to another address (the new
+ * port answers, the old one no longer), not moved to an address in use
+ * (logged; it stays), turned off (logged). Before, the
+ * reload said "configuration reloaded" and the endpoint stayed off. */
+static void test_sighup_applies_metrics(void **state) {
+  if (la_ts_init(&S) != 0) skip();
+  la_test_daemon_t *ds[2];
+  char conf[2][600], pf[2][600];
+  for (int d = 0; d < 2; d++) {
+    la_test_daemon_t *td = d ? S.ga : S.la;
+    la_td_path(td, "metrics.conf", conf[d], sizeof conf[d]);
+    la_td_path(td, "metrics.port", pf[d], sizeof pf[d]);
+    write_text(conf[d], "# no [metrics]\n");
+  }
+  char ga_arg[700], la_arg[700];
+  snprintf(ga_arg, sizeof ga_arg, "--config=%s", conf[1]);
+  snprintf(la_arg, sizeof la_arg, "--config=%s", conf[0]);
+  const char *gx[] = {ga_arg, NULL}, *lx[] = {la_arg, NULL};
+  CHECK(la_ts_start_global(&S, gx) == 0 && la_ts_start_local(&S, lx) == 0,
+        "the daemons did not start");
+  ds[0] = S.la;
+  ds[1] = S.ga;
+  for (int d = 0; d < 2; d++) {
+    la_test_daemon_t *td = ds[d];
+    const char *name = la_td_name(td);
+    char text[1200];
+    /* on */
+    snprintf(text, sizeof text,
+             "[metrics]\nlisten = 127.0.0.1:0\nport_file = %s\n"
+             "interval = 100ms\n",
+             pf[d]);
+    write_text(conf[d], text);
+    la_td_log_mark(td);
+    assert_int_equal(la_td_signal(td, SIGHUP), 0);
+    CHECK(la_td_wait_log(td, "SIGHUP: configuration reloaded", WAIT_MS) == 0,
+          "%s: no reload", name);
+    int p1 = la_td_read_port(pf[d], WAIT_MS);
+    CHECK(p1 > 0 && serves(p1), "%s: SIGHUP did not turn metrics on", name);
+    CHECK(la_td_log_has(td, "metrics: serving http://127.0.0.1:"),
+          "%s: no log line for the endpoint", name);
+    /* moved: another address */
+    unlink(pf[d]);
+    snprintf(text, sizeof text,
+             "[metrics]\nlisten = localhost:0\nport_file = %s\n", pf[d]);
+    write_text(conf[d], text);
+    la_td_log_mark(td);
+    assert_int_equal(la_td_signal(td, SIGHUP), 0);
+    CHECK(la_td_wait_log(td, "SIGHUP: configuration reloaded", WAIT_MS) == 0,
+          "%s: no reload", name);
+    int p2 = la_td_read_port(pf[d], WAIT_MS);
+    CHECK(p2 > 0 && p2 != p1 && serves(p2),
+          "%s: metrics not moved (port %d, then %d)", name, p1, p2);
+    CHECK(!serves(p1), "%s: the old port %d still answers", name, p1);
+    /* to an address in use: refused, logged, the endpoint stays */
+    int busy = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof sa;
+    assert_true(busy >= 0 &&
+                bind(busy, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+                listen(busy, 1) == 0 &&
+                getsockname(busy, (struct sockaddr *)&sa, &sl) == 0);
+    snprintf(text, sizeof text, "[metrics]\nlisten = 127.0.0.1:%u\n",
+             ntohs(sa.sin_port));
+    write_text(conf[d], text);
+    la_td_log_mark(td);
+    assert_int_equal(la_td_signal(td, SIGHUP), 0);
+    CHECK(la_td_wait_log(td, "SIGHUP: configuration reloaded", WAIT_MS) == 0,
+          "%s: no reload", name);
+    CHECK(la_td_log_has(td, "metrics stay on http://"),
+          "%s: a failed move not logged", name);
+    CHECK(serves(p2), "%s: the endpoint left port %d", name, p2);
+    close(busy);
+    /* off */
+    write_text(conf[d], "[metrics]\nlisten =\n");
+    la_td_log_mark(td);
+    assert_int_equal(la_td_signal(td, SIGHUP), 0);
+    CHECK(la_td_wait_log(td, "SIGHUP: configuration reloaded", WAIT_MS) == 0,
+          "%s: no reload", name);
+    CHECK(la_td_log_has(td, "metrics: stopped serving"),
+          "%s: turning metrics off not logged", name);
+    CHECK(!serves(p2), "%s: metrics still served after listen was emptied",
+          name);
+    CHECK(la_td_alive(td), "%s died", name);
+  }
+}
+
+/* A reply with application "a" and ranks 0..n-1, each with cycles c. */
+static La__StatusReply *app_reply(int n, uint64_t c) {
+  La__StatusReply *r = la_status_new("la-localagent");
+  La__StatusApp *a = la_status_app(r, "a");
+  for (int i = 0; i < n; i++) {
+    La__StatusRank *k = la_status_rank(a, (uint32_t)i);
+    k->pid = 100 + i;
+    k->cycles = c;
+    k->waits = 1;
+  }
+  return r;
+}
+
+/* The rendering of r's series app_cycles_received_total{app="a"}. */
+static double app_cycles_of(La__StatusReply *r) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  assert_int_equal(la_status_exposition(r, "t_", 10, f), 0);
+  fclose(f);
+  scrape_t sc;
+  CHECK(parse(text, "t_", &sc) == 0, "%s\n%s", sc.err, text);
+  double v = value(&sc, "t_app_cycles_received_total{app=\"a\"}");
+  free(sc.s);
+  free(text);
+  la_status_free(r);
+  return v;
+}
+
+/* A LocalAgent's per-application counters sum its registered ranks: when
+ * one of two ranks ends, the application's counter keeps that rank's
+ * count (la_metrics_carry) instead of dropping, which rate() would read as
+ * a reset; an application gone is forgotten. */
+static void test_app_counters_survive_rank_end(void **state) {
+  la_metrics_carry_t *c = NULL;
+  La__StatusReply *r = app_reply(2, 10);
+  la_metrics_carry_apply(&c, r);
+  CHECK(app_cycles_of(r) == 20, "two ranks of 10");
+  r = app_reply(1, 15); /* rank 1 ended at 10; rank 0 went on */
+  la_metrics_carry_apply(&c, r);
+  double v = app_cycles_of(r);
+  CHECK(v == 25, "one rank ended: %g, not 25 (15 + the ended 10)", v);
+  r = app_reply(1, 16);
+  la_metrics_carry_apply(&c, r);
+  CHECK(app_cycles_of(r) == 26, "the carry stays");
+  r = la_status_new("la-localagent"); /* the application ended */
+  la_metrics_carry_apply(&c, r);
+  la_status_free(r);
+  r = app_reply(1, 3); /* a new run with the same id: from its own */
+  la_metrics_carry_apply(&c, r);
+  CHECK(app_cycles_of(r) == 3, "a gone application not forgotten");
+  la_metrics_carry_free(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_scrape_after_traffic, setup_metrics,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_promtool_check, setup_metrics,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_agent_messages_survive_link_close,
+                                      setup_metrics, teardown),
+      cmocka_unit_test_teardown(test_sighup_applies_metrics, teardown),
       cmocka_unit_test_setup_teardown(test_other_paths_refused, setup_metrics,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_status_json_schema, setup_metrics,
@@ -781,6 +1053,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_metrics_off_by_default, teardown),
       cmocka_unit_test_teardown(test_bad_listen_refused, teardown),
       cmocka_unit_test(test_exposition_escapes_and_bounds),
+      cmocka_unit_test(test_app_counters_survive_rank_end),
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);
 }
