@@ -39,21 +39,23 @@ static int la__stat(double *cpu_ticks, double *start_ticks, double *vsize,
   return 0;
 }
 
-/* Seconds since the epoch at boot (btime of /proc/stat), or -1. */
-static double la__btime(void) {
-  FILE *f = fopen("/proc/stat", "r");
+/* The number after the first line of path that starts with prefix, or -1
+ * (no such line, or not a number: "unlimited"). */
+static double la__proc_number(const char *path, const char *prefix) {
+  FILE *f = fopen(path, "r");
   if (!f) return -1;
   char line[256];
-  double bt = -1;
+  size_t len = strlen(prefix);
+  double v = -1;
   while (fgets(line, sizeof line, f)) {
-    unsigned long long v;
-    if (sscanf(line, "btime %llu", &v) == 1) {
-      bt = (double)v;
+    unsigned long long u;
+    if (!strncmp(line, prefix, len)) {
+      if (sscanf(line + len, "%llu", &u) == 1) v = (double)u;
       break;
     }
   }
   fclose(f);
-  return bt;
+  return v;
 }
 
 /* Open descriptors (entries of /proc/self/fd, less the one reading it),
@@ -67,25 +69,6 @@ static double la__open_fds(void) {
     if (e->d_name[0] != '.') n++;
   closedir(d);
   return n - 1;
-}
-
-/* The soft limit of "Max open files" in /proc/self/limits, or -1
- * ("unlimited" too). */
-static double la__max_fds(void) {
-  FILE *f = fopen("/proc/self/limits", "r");
-  if (!f) return -1;
-  char line[256];
-  double v = -1;
-  while (fgets(line, sizeof line, f)) {
-    unsigned long long soft;
-    if (!strncmp(line, "Max open files", 14) &&
-        sscanf(line + 14, "%llu", &soft) == 1) {
-      v = (double)soft;
-      break;
-    }
-  }
-  fclose(f);
-  return v;
 }
 
 static void la__one(FILE *f, const char *name, const char *type,
@@ -107,7 +90,7 @@ int la_metrics_process(FILE *f) {
             "Resident memory size in bytes.", rss * page);
     la__one(f, "process_virtual_memory_bytes", "gauge",
             "Virtual memory size in bytes.", vsize);
-    double bt = la__btime();
+    double bt = la__proc_number("/proc/stat", "btime "); /* boot, epoch s */
     if (bt >= 0)
       la__one(f, "process_start_time_seconds", "gauge",
               "Start time of the process since unix epoch in seconds.",
@@ -116,6 +99,7 @@ int la_metrics_process(FILE *f) {
   la__one(f, "process_open_fds", "gauge", "Number of open file descriptors.",
           la__open_fds());
   la__one(f, "process_max_fds", "gauge",
-          "Maximum number of open file descriptors.", la__max_fds());
+          "Maximum number of open file descriptors.",
+          la__proc_number("/proc/self/limits", "Max open files"));
   return ferror(f) ? LA_EIO : 0;
 }
