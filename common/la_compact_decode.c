@@ -548,9 +548,7 @@ static void rescale(la_trace_t *t) {
       (t->nx == 0 || isfinite(t->xprefix[t->nx].hi)))
     return;
   t->psc = 0x1p-64;
-  size_t nv = t->nv;
   t->vrun = (dd_t){0, 0};
-  t->nv = nv;
   sum_from(t, 0);
   for (k = 0; k < t->nrec; k++) {
     const rec_t *q = &t->recs[k];
