@@ -416,7 +416,7 @@ INSTALLED = $(addprefix $(LIBDIR)/,libla.a libla.so.0 libla.so \
   $(addprefix $(BINDIR)/,$(notdir $(BINS))) \
   $(PCDIR)/la.pc $(if $(HAVE_CLIENT),$(PCDIR)/la_client.pc) \
   $(CMAKEDIR)/LAConfig.cmake $(CMAKEDIR)/LAConfigVersion.cmake \
-  $(addprefix $(DATADIR)/doc/la/,README.md $(notdir $(wildcard docs/*.md))) \
+  $(addprefix $(DATADIR)/doc/la/,README.md LICENSE $(notdir $(wildcard docs/*.md))) \
   $(addprefix $(DATADIR)/la/,$(notdir $(wildcard packaging/*.service packaging/*.conf))) \
   $(if $(HAVE_PY),$(addprefix $(PYTHONDIR)/la_weights/,$(PY_FILES)))
 # The directories only LA uses, removed by uninstall once empty.
@@ -466,7 +466,7 @@ install-files: libs bins $(FMOD_OBJ)
 	  packaging/LAConfig.cmake.in > $(DESTDIR)$(CMAKEDIR)/LAConfig.cmake
 	$(INSTALL_SUBST) packaging/LAConfigVersion.cmake.in \
 	  > $(DESTDIR)$(CMAKEDIR)/LAConfigVersion.cmake
-	install -m 644 README.md docs/*.md $(DESTDIR)$(DATADIR)/doc/la/
+	install -m 644 README.md LICENSE docs/*.md $(DESTDIR)$(DATADIR)/doc/la/
 	install -m 644 packaging/*.conf $(DESTDIR)$(DATADIR)/la/
 	for u in $(LA_UNITS); do \
 	  sed $(LA_UNIT_SED) packaging/$$u > $(DESTDIR)$(DATADIR)/la/$$u \

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_args.h: the one command line every bench program takes.
  *
  *   bench_X [OUT.json]

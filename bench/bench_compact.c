@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_compact.c: `make bench-compact`: speed, size and achieved error of
  * every compaction mode, in one run, on these series:
  *   (a) synthetic_mesh: la_compact_synth(LA_SYNTH_MESH), 10^6 points, seed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_fidelity.c: do LA's weights follow the true cost of the elements on
  * a noisy node? (`make bench-fidelity`)
  *

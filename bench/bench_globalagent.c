@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_globalagent.c: measures the real la-globalagent.
  *
  * (a) Ingest. Starts build/bin/la-globalagent (found next to this program,

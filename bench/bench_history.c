@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_history.c: stored bytes per element-cycle with and without bounded
  * history (`make bench-history`, docs/history.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_localagent.c: measures the real la-localagent daemon.
  *
  * Starts build/bin/la-localagent (found next to this program, see

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_probe.c: the cost of an LA_startProbe+LA_stopProbe pair.
  *
  * Over a loop of 10^5 elements, side by side in one run and interleaved so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_query.c: how long a query of a large stored Trace-Set holds up the
  * GlobalAgent's ingest (make bench-query).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_scale.c: one GlobalAgent under applications of 10^3, 10^4 and 10^5
  * ranks.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_seglog.c: throughput of the LocalAgent's write-ahead queue and its
  * segment log (localagent/outq.c, localagent/seglog.c).
  *

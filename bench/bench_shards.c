@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_shards.c: throughput of 1, 2 and 4 GlobalAgent shards writing into
  * one PostgreSQL database (docs/sharding.md), on this machine.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_store.c: write throughput of the GlobalAgent's SQLite store
  * (globalagent/store.{h,c}).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fidelity_app.c: the MPI program of the fidelity benchmark
  * (bench_fidelity.c runs it under mpiexec).
  *

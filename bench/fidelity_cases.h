@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fidelity_cases.h: the ground truth of the fidelity benchmark.
  *
  * Shared by bench/fidelity_app.c (the MPI program that does the work) and

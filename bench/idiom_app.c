@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* idiom_app.c: a light kernel with the unprofiled-steps idiom of la.h
  * (LA_PROFILED), for `make bench-idiom`, which builds it three ways and
  * counts the instructions each executes with LA off (LA_DISABLE=1):

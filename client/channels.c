@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* channels.c: a Trace-Set's channels (LA_channel in la.h): their names, and
  * a set that serves one channel (la_traceset_channel).
  *

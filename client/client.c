@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* client.c: the connection to a GlobalAgent's feed: connect, subscribe, and
  * receive Trace-Sets with a time limit.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* decode.c: la_client_decode_trace(), one encoded compact trace (the bytes
  * of a CompactTrace's segments, or of the store's traces.segments and
  * robust.segments columns) decoded into the caller's array of doubles.

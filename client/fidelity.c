@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fidelity.c: which weights a Trace-Set serves (measured, or robust with
  * interference removed: docs/fidelity.md), and the per-rank fidelity
  * figures the LocalAgents and RankStarts reported: robust totals,

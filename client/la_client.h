@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_client.h: libla_client, the library load balancers and tools use to
  * receive Trace-Sets from an LA GlobalAgent and turn them into weights.
  *

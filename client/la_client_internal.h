@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_client_internal.h: libla_client's private interface, for the
  * GlobalAgent, lactl and the client's own files. Not installed: it exposes
  * protobuf-c types (La__TraceSet) and the handles' layout. Nothing here is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* numbering.c: the application's own element numbering in libla_client:
  * a rank's global ids fetched from the GlobalAgent (Query "elementids",
  * page by page), a grid rank's place in the global grid (from the set's

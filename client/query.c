@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* query.c: request/reply calls on a feed connection: a stored Trace-Set by
  * cycle or the latest one (Query "traceset"), listings (Query "apps",
  * "cycles": typed AppList and CycleList replies, rendered as key/value rows

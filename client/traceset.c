@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* traceset.c: making a la_traceset_t from a TraceSet message, and its plain
  * accessors (identity, ranks, element counts, exact per-rank statistics).
  *

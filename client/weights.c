@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* weights.c: what partitioners take, computed from a la_traceset_t: dense
  * decoded weights, range sums over the global numbering (from the segments,
  * without expanding), METIS integer and Zoltan float weights.

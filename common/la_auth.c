@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_auth.c: the shared-secret challenge-response of la_auth.h, on
  * libsodium (BLAKE2b to derive the key from the secret file, HMAC-SHA-256 for
  * the one-way answer, keyed BLAKE2b and crypto_kdf for the mutual proofs and

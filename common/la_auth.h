@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_auth.h: the shared-secret challenge-response between a LocalAgent and
  * the GlobalAgent (docs/protocol.md, "LocalAgent <-> GlobalAgent").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_codec.c: frames, the message table, protobuf-c encode/decode and the
  * frame reader.
  *

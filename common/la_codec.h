@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_codec.h: framing, encoding, decoding and validation of LA messages.
  *
  * A frame is an 8-byte header followed by a protobuf payload:

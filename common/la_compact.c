@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_compact.c: la_compact(), the entry point: checks the parameters,
  * computes the exact statistics, runs the segmenter of the mode (or the
  * lossless coder) and packages the result with the achieved error.

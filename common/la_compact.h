@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_compact.h: the compaction engine (internal API of LA's daemons, client
  * library and tools).
  *

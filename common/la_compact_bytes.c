@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_compact_bytes.c: the byte-level primitives of the compact encoding:
  * a growable output buffer, LEB128 varints, little-endian doubles, verbatim
  * values, CRC-32, and a reader that never reads past its end.

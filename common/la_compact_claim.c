@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_compact_claim.c: whether the statistics claimed for a series can be
  * those of the raw series an encoding came from (la_trace_claim_check in
  * la_compact.h; the tolerances are in docs/compaction.md, "Checking claimed

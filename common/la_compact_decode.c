@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_compact_decode.c: parses a compact encoding once into an index of its
  * records (la_trace_t) and answers queries: the count, the reconstruction of
  * any range, the sum over any range in closed form, the list of segments.

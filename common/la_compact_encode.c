@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_compact_encode.c: writes the records of a lossy (polyline or maxerr)
  * encoding: header, line records with quantized or exact end values and
  * their exceptions, verbatim runs, and the closing CRC-32.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_compact_huff.c: the entropy stage of quantized runs (docs/compaction.md,
  * "Coded quantized run").
  *

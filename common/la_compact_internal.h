@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_compact_internal.h: the compaction engine's internals, shared by its
  * own files (common/la_compact_*.c), its tests and its benchmarks.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_compact_lossless.c: the lossless body: exact values, for audits and
  * replay, and what a cv or epsilon of 0 selects.
  *

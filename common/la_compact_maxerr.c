@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_compact_maxerr.c: the max-error segmenter: fewest line segments such
  * that every point's reconstruction lies within its tolerance interval.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_compact_polyline.c: the default segmenter: least-squares line segments
  * with a bounded coefficient of variation of the fitting error.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_compact_spec.c: compaction parameters: defaults, range checks, and the
  * text form used in configuration files, registration and lactl:
  *   MODE[:OPT[,OPT...]]   e.g. "polyline:cv=0.05,connected", "maxerr:eps=2"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_compact_spread.c: turns the compaction of per-row totals into the
  * encoding of the per-cell series they stand for.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_compact_stats.c: exact statistics of a raw series (count, compensated
  * sum, min, max) and the error of a reconstruction against it.
  *

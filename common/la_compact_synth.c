@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_compact_synth.c: deterministic synthetic series for the compaction
  * engine's tests, its benchmark and `lactl compact --synthetic`: mesh-cost
  * traces (plateaus, a periodic component, noise, spikes) and the structured

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_config.c: the INI parser and key table handling of la_config.h. */
 #include "la_config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_config.h: table-driven INI configuration for the daemons.
  *
  * A daemon describes its settings once, as a table of keys (section, name,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_crc32.c: CRC-32 (IEEE 802.3, the same as zlib's crc32). Two paths
  * giving the same results: slicing-by-8 tables (eight bytes per step, a
  * byte-wise tail), everywhere; and, on x86-64 CPUs with the carry-less

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_crc32.h: CRC-32 (IEEE 802.3, zlib's crc32) for the compact trace
  * encoding and the LocalAgent's spool files; carry-less multiplication
  * where the CPU has it, tables elsewhere (la_crc32.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_daemon.c: shared command-line and file chores of the daemons (see
  * la_daemon.h). */
 #include "la_daemon.h"

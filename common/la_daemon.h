@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_daemon.h: what both daemons do the same way before their loop starts:
  * command-line handling (-c FILE, --check-config, --SECTION.KEY=VALUE
  * overrides, reported all at once), the [log] settings, the pid and port

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_daemon_main.c: the steps of main() both daemons share (see
  * la_daemon_main.h): start-up up to the loop, the pid file and signals, the
  * loop, SIGHUP's re-read of the configuration, the end. It knows no

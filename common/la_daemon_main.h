@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_daemon_main.h: the steps of main() both daemons take the same way, in
  * their fixed order: options and configuration (--help, --version,
  * --check-config), logging and the process settings; the pid file and the

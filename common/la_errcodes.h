@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_errcodes.h: LA's error codes, the one list every component answers
  * from. Every LA function returns 0 or one of these negative codes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_errors.c: la_strerror, generated from LA_ERRNO_MAP (la_errcodes.h),
  * and la_errorf. */
 #include "la_errors.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_errors.h: the text of LA's error codes (the LA_ERRNO_MAP list of
  * la_errcodes.h), for every component: libla's LA_strerror, the daemons, lactl
  * and the client library all answer from this one list; and la_errorf, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_log.c: leveled logging to stderr (with time stamps) or syslog.
  * Owns the logging target and level; thread-safe (one line per write). */
 #include "la_log.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_log.h: the daemons' and tools' logging, to stderr or syslog, by level.
  *
  * la_log_warn() appends the text of errno; la_log_warnx() does not.

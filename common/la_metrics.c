@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_metrics.c: the loop side of the metrics endpoint (see la_metrics.h):
  * timer, rendering (the daemon's status, then the process_* metrics),
  * publication, and a reload's changes; the HTTP side is la_metrics_http.c.

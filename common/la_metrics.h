@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_metrics.h: the loop side of a daemon's metrics endpoint. A uv timer
  * on the daemon's loop asks the daemon for a status snapshot (its typed
  * StatusReply, la_status.h), renders it in the Prometheus text format and

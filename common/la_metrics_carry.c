@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_metrics_carry.c: per-application counters that never drop when a
  * rank ends (see la_metrics_carry.h). Two small arrays, searched linearly:
  * at most one entry per registered rank, one per application with a rank

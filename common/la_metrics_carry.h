@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_metrics_carry.h: keeps a LocalAgent's per-application counters
  * (cycles, skipped, waits: sums over the application's registered ranks)
  * from going down when one of its ranks ends, which rate() would read as

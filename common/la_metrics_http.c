@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_metrics_http.c: the metrics endpoint (see la_metrics_http.h). The
  * socket is bound here (clear errors, any port with port 0); libmicrohttpd
  * accepts on it and speaks HTTP in its internal polling thread. What that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_metrics_http.h: a daemon's metrics endpoint: GET /metrics over HTTP,
  * served by libmicrohttpd on its own thread.
  *

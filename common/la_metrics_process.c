@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_metrics_process.c: process_* metrics from /proc/self (see
  * la_metrics_process.h): stat (CPU time, start time, virtual and resident
  * size), fd/ (open descriptors), limits (their maximum), and the boot time

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_metrics_process.h: the process_* metrics Prometheus' client libraries
  * export (process_cpu_seconds_total, process_resident_memory_bytes,
  * process_virtual_memory_bytes, process_start_time_seconds,

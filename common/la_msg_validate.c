@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_msg_validate.c: what a message must satisfy on its own (la_codec.h's
  * la_msg_validate checks the message's type, then calls
  * la_msg_check_fields; la_msg_decode runs it on every message it decodes).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_msg_validate.h: the field checks behind la_msg_validate (la_codec.h),
  * in la_msg_validate.c; only la_codec.c calls them.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_notify.c: systemd service notification through libsystemd's
  * sd_notify (see la_notify.h); compiled to no-ops without HAVE_SYSTEMD. */
 #include "la_notify.h"

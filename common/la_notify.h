@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_notify.h: the daemons' side of systemd's service notification
  * (Type=notify): READY=1 once listening, STATUS= lines, RELOADING=1 around a
  * SIGHUP reload, STOPPING=1 when a shutdown starts, and WATCHDOG=1 from a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_secure.c: records of la_secure.h on libsodium's secretstream. One
  * record = an 8-byte frame header (payload length, type MSG_SEALED, zero)
  * and one stream message with TAG_MESSAGE whose plaintext is one whole frame.

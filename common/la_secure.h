@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_secure.h: the encrypted, authenticated records of the link between a
  * LocalAgent and the GlobalAgent, after the handshake (docs/protocol.md,
  * "Records").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_secure_io.c: the blocking handshake and record I/O of la_secure_io.h,
  * on la_sockio (time limits), la_auth (proofs, keys) and la_secure (records).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_secure_io.h: blocking helpers for the LocalAgent side of the encrypted
  * link, for tools, tests and benchmarks that talk to a GlobalAgent without
  * an event loop (the LocalAgent itself uses libuv: localagent/uplink.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_shm_layout.h: the one definition of LA's shared-memory segment layout.
  *
  * An application process (libla) creates one SysV segment (mode 0600) and one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_sockio.c: blocking TCP helpers with deadlines (see la_sockio.h).
  * Uses poll() for every wait so no call blocks longer than its limit. Never
  * raises SIGPIPE (MSG_NOSIGNAL), so a vanished peer is an error code. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_sockio.h: blocking TCP helpers with time limits, for libla, lactl and
  * tests (the daemons use libuv instead). Parses "host:port", connects with a
  * deadline, writes whole frames and reads one frame with a deadline. Frames

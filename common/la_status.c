@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_status.c: StatusReply builder and its Prometheus text rendering (see
  * la_status.h). */
 #include "la_status.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_status.h: builds a StatusReply for `lactl status` and the daemons'
  * /metrics endpoint; both daemons' control.c fill one with their counters.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_sysv.c: SysV IPC helpers shared by libla and the LocalAgent
  * (la_sysv.h). */
 #include "la_sysv.h"

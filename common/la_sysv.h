@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_sysv.h: SysV IPC helpers that both sides of the shared-memory hand-off
  * need: libla, which creates the segment and the semaphore set and hands
  * the set to the agent's uid, and the LocalAgent, which verifies, reads and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_time.h: the clocks LA reads outside the probes, as plain integers: one
  * home for the clock_gettime wrappers that libla, the daemons, the client
  * library and lactl share. Header-only (static inline), so it links into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_trace_msg.c: a compaction result as a CompactTrace (see la_trace_msg.h).
  */
 #include "la_trace_msg.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_trace_msg.h: the wire form of a compaction result.
  *
  * A LocalAgent turns each cycle's la_compact() result into a CompactTrace

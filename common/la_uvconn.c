@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_uvconn.c: framed libuv connections (see la_uvconn.h).
  *
  * Lingering close. A connection that ends with a last message to the peer

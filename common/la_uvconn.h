@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_uvconn.h: one framed TCP connection on a libuv loop, for the daemons.
  *
  * Owns the socket and a deadline timer, reads frames (size checked before

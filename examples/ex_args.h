@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ex_args.h: the examples' command-line parsing, one table per program,
  * and the options the solver examples share (ex_run_parse, ex_run_usage).
  *

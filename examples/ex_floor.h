@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ex_floor.h: the "hand-written minimal instrumentation" the overhead study
  * compares LA with (docs/performance.md): two raw timer reads around an element's
  * work and a store into a local array; no library, no agent. The examples'

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ex_hotspot.h: the cost model rebalance and zoltan_balance share, so
  * that their two ways of balancing can be compared on the same load.
  *

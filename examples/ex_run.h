@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ex_run.h: what every C example does around its solver, written once: the
  * start-up checks, the block decomposition of planes (or rows) over ranks,
  * the exact checksum reduction, and LA's bookkeeping for the closing lines

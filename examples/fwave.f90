@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! fwave.f90: the Fortran LA example, a 2-D scalar wave equation profiled per
 ! cell through the la_mod module.
 !

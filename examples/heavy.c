@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* heavy.c: an LA example whose per-cell work is large next to the probe, in
  * the spirit of Cactus BenchADM.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* multiloop.c: an LA example with several loops per time step over the same
  * cells, every loop probing the same elements, so that each element's value
  * in a profiling cycle is the sum of its three measurements (as in the MRTD

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rebalance.c: an LA example that closes the loop: the measured per-cell
  * costs, stitched by the GlobalAgent into Trace-Sets, drive METIS to
  * repartition a mesh whose costs change over time.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* wavetoy.c: the first LA example, a 3-D scalar wave equation profiled per
  * cell.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zoltan_balance.c: balancing inside the job. Every rank reads its own
  * elements' weights back from its LocalAgent (LA_weights, shared memory,
  * no network) and Zoltan repartitions in parallel from them, so no rank

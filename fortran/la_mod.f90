@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! la_mod.f90: the Fortran 2003 binding of the LA application API (libla/la.h).
 !
 ! Built into libla (build/obj/fortran/la_mod.o, in libla.a and libla.so); the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* agents.c: the GlobalAgent's LocalAgent connections.
  *
  * With a secret configured (agents.secret_file) the handshake is mutual

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* control.c: the GlobalAgent's status report (lactl status --agent
  * HOST:FEEDPORT): connections, authentication failures, messages stored,
  * duplicates, commits, Trace-Sets open/complete/partial/evicted, missing

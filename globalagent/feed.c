@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* feed.c: the GlobalAgent's subscriber port: load balancers, lactl, live
  * views.
  *

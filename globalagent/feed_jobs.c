@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* feed_jobs.c: the feed's jobs on the libuv thread pool (feed_jobs.h).
  *
  * A stored Trace-Set asked by a query or a subscription is read from the

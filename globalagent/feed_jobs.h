@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* feed_jobs.h: the feed's work on the libuv thread pool (feed_jobs.c):
  * reading stored Trace-Sets from the store and encoding them, away from
  * the loop thread, at most feed.query_jobs at once, each job with a read

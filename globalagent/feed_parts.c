@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* feed_parts.c: a feed connection's queue of Trace-Sets sent in parts
  * (feed_parts.h), and the encoding those sets share.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* feed_parts.h: a feed connection's queue of Trace-Sets sent in parts
  * (feed_parts.c), and the encoding those sets share.
  *

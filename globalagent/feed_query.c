@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* feed_query.c: the feed's Query answers as typed QueryReply messages (see
  * feed_query.h): the store's listings become AppList and CycleList, a
  * stored cycle a TraceSet, a page of a rank's global ids an ElementIds. Which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* feed_query.h: the GlobalAgent's answers to the feed's Query messages
  * ("apps", "cycles", "traceset", "elementids"), built from the store as
  * typed QueryReply messages (AppList, CycleList, TraceSet, ElementIds).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* held.c: copies of open Trace-Sets' traces for publishing without a
  * read-back (held.h). A hash of held sets by (application, cycle); each
  * holds one slot per rank, so adding and taking are linear in ranks. A

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* held.h: the traces of open Trace-Sets, kept in memory for publishing.
  *
  * When a set closes, the GlobalAgent publishes it from these copies

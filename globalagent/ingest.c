@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ingest.c: what the GlobalAgent does with LocalAgents' messages.
  *
  * Every (application, rank, cycle) ends either stored or recorded missing

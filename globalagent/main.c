@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* main.c: la-globalagent, the front-end LA daemon: options, configuration,
  * logging, the fixed start-up order, signals. The steps both daemons take
  * alike are common/la_daemon_main.c's; this file says what happens between

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* metrics.c: the GlobalAgent's metrics endpoint (metrics.listen): the
  * status report (control.c, without the store query) rendered as
  * la_globalagent_* metrics every metrics.interval and served over HTTP by

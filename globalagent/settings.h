@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* settings.h: the GlobalAgent's configuration: one struct, one key table.
  * Every key has a default, an INI name and a --section.key=value option;
  * docs/globalagent.md lists them. */

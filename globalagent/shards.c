@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* shards.c: what a GlobalAgent does as one of several shards over one
  * PostgreSQL store (docs/sharding.md) besides ingesting: it publishes to
  * its own subscribers the Trace-Sets the other shards close, so that a

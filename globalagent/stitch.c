@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stitch.c: the stitcher's hash table of open sets, their list ordered by
  * first arrival, and the bounded FIFO cache of closed keys (stitch.h). */
 #include "stitch.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stitch.h: which ranks of which (application, cycle) have arrived.
  *
  * A Trace-Set is every rank's trace of one application for one cycle tag. The

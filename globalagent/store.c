@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store.c: the GlobalAgent's store (see store.h and docs/storage.md for the
  * schema and its rules), an embedded SQLite file or a PostgreSQL database
  * (store_db.h, docs/sharding.md): opening and closing it,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store.h: the GlobalAgent's embedded store (SQLite, one database file in
  * WAL mode). Applications, ranks, compact traces, missing (application,
  * rank, cycle) records with their reason, Trace-Sets and the per-LocalAgent

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store_ckpt.c: SQLite WAL checkpoints in a thread of their own, so that
  * the writer (the GlobalAgent's loop thread) only appends to the WAL.
  *

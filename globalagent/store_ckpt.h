@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store_ckpt.h: WAL checkpoints of an SQLite store in a thread of their own
  * (store_ckpt.c), for the SQLite backend (store_db_sqlite.c). */
 #ifndef LA_GLOBALAGENT_STORE_CKPT_H

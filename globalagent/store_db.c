@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store_db.c: the database layer's front (store_db.h): choosing the backend
  * from the URL and passing each call to it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store_db.h: the thin database layer under the GlobalAgent's store: one
  * interface, two backends (SQLite, the embedded default, in
  * store_db_sqlite.c; PostgreSQL through libpq in store_db_pg.c), chosen by

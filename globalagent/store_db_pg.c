@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store_db_pg.c: the database layer's PostgreSQL backend (store_db.h),
  * through libpq, so that several GlobalAgents (shards, docs/sharding.md)
  * can share one database and analysts can query it with psql.

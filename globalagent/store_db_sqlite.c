@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store_db_sqlite.c: the database layer's SQLite backend (store_db.h), the
  * embedded default: a file (or ":memory:", or a "file:" URI such as lactl's
  * read-only one) opened in WAL mode with foreign keys on; each call maps

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store_errors.c: how the store's files report a failure: the reason
  * written into the store's error text (la_store_errmsg), the code returned
  * (contracts in store_internal.h). Below every other store file, calling

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store_history.c: bounded history in the store (docs/history.md).
  *
  * A LocalAgent that found a cycle within bound of an earlier full trace of

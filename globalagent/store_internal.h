@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store_internal.h: what the store's source files share and nothing else
  * includes: the store object, the prepared statements' ids, and the small
  * helpers for errors, transactions, binding and reading columns.

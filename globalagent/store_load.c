@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store_load.c: a stored Trace-Set back into a message (la_store_load_set):
  * the application's metric and unit, the close record, the traces with their
  * robust weights, the missing records with their reasons, the ranks' element

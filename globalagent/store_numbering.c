@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store_numbering.c: the application's own element numbering in the store
  * (tables element_ids and rank_grid, store_schema.c): a rank's global ids
  * as the LocalAgent sent them in chunks, pages of them read back for the

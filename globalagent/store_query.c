@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store_query.c: the store's read-only queries: applications, cycles and the
  * latest cycle, missing records (ranks, hosts, counts by reason), the open
  * Trace-Sets left after a restart, a set's close state and per-rank facts

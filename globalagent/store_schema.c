@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store_schema.c: the store's schema (docs/storage.md documents it for
  * users of the sqlite3 shell, psql and Python): creating it in a new
  * database (SQLite's types; the PostgreSQL backend maps them, store_db.h),

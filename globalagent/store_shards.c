@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store_shards.c: what several GlobalAgents (shards, docs/sharding.md)
  * sharing one PostgreSQL store ask of it beyond the rest of the store: is
  * the store shared at all, and which ranks of a Trace-Set are in it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store_sql.c: the SQL of the statements the store prepares once at open
  * (by the ids of store_internal.h). The schema they run against is in
  * store_schema.c; docs/storage.md documents it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* store_write.c: the store's write calls: applications and ranks (RankStart,
  * RankEnd), compact traces with their robust weights, missing records,
  * closed Trace-Sets and the LocalAgents' sequence numbers (see store.h for

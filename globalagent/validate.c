@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* validate.c: refusing compact traces that clients could not read
  * (validate.h). */
 #include "validate.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* validate.h: the GlobalAgent's check of a compact trace before it is stored.
  *
  * The codec has already checked what a CompactTrace says on its own (ranges,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* agent_link.c: libla's TCP conversation with the LocalAgent.
  *
  * One persistent connection per application process: registration (request

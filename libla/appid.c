@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* appid.c: who this process is in its job, from the launcher's environment.
  *
  * The application id must be the same on every rank of a job, without any

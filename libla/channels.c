@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* channels.c: LA_channel, the application's declared channel names.
  *
  * Channels are declared before LA_register; the registration sends their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dump.c: LA_DUMP_RAW=dir writes the raw per-element values of every
  * profiled cycle, in the metric's unit, as little-endian doubles to
  * dir/<app_id>.r<rank>.c<cycle_tag>.f64 — the ground truth against which the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* errors.c: error strings, the last-error detail, and verbose reporting.
  *
  * libla prints nothing unless LA_VERBOSE is set; then each distinct message

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fortran_shims.c: the C symbols the Fortran module la_mod (fortran/la_mod.f90)
  * binds to with bind(C).
  *

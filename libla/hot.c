@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hot.c: the probes' hot state (la__hot_t, la.h), the one structure the
  * inline probes of la.h read on every call. It lives in a file of its own
  * because two files write it and neither should own the other: probe.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* interference.c: detects, at the probe, that a timed element's thread was
  * switched out (preempted or blocked) between LA_startProbe and LA_stopProbe.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ipc.c: the application side of the shared-memory hand-off.
  *
  * One SysV segment (layout: common/la_shm_layout.h) and one SysV semaphore

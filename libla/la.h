@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la.h: the LA application API (libla).
  *
  * An MPI mesh code wraps the computation of each element in

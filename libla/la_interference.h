@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_interference.h: libla-internal interface of interference.c (context
  * switch detection at the probe, timer resolution, fidelity counters); see
  * that file and docs/fidelity.md. Not installed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_internal.h: declarations shared by libla's source files, not installed.
  *
  * libla is split by concern:

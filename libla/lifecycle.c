@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lifecycle.c: LA_register, LA_dataXfer, LA_finalize and the counters.
  *
  * States: IDLE (before LA_register or after LA_finalize), ACTIVE (registered

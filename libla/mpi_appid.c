@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* mpi_appid.c: one application id for every rank of an MPI job, agreed by
  * MPI itself.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* numbering.c: the application's own element numbering: global ids
  * (LA_setGlobalIds, LA_setGlobalIdFunc) and a grid's place in the global
  * grid (LA_setGridOrigin), kept until the next registration uses them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* papi_probe.c: PAPI metrics for the probes ("cycles", "instructions",
  * "papi:EVENT").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* probe.c: the cycle's part of the state the inline probes of la.h read
  * (la__hot, defined in hot.c), and the probe paths that are not inline:
  * user and PAPI probes (through a function pointer), out-of-range indices,

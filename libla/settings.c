@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* settings.c: what the program chose with LA_set*, overridden by LA_*
  * environment variables, resolved once by LA_register.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* timer.c: the wall-time metric's clock.
  *
  * On x86 with an invariant TSC (constant_tsc and nonstop_tsc in

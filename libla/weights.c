@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* weights.c: LA_weights and LA_weightsWait, the LocalAgent's per-element
  * weights read back from this process's own segment (docs/balancing.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* agent.h: the LocalAgent's state and the functions its files share.
  *
  * Files, each calling only those below it (scripts/depgraph.py checks):

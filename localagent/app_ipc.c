@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* app_ipc.c: verification, reading and removal of an application's SysV
  * objects (see app_ipc.h). After attach nothing here reads geometry from the
  * segment: buffer addresses come from the copies in la_app_ipc_t. */

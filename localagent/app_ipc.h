@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* app_ipc.h: the LocalAgent's side of an application's shared memory.
  *
  * Attaches a registering process's segment and semaphore set after proving

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* control.c: the LocalAgent's status report, answered to any connection that
  * sends StatusRequest (lactl status). Key/value rows: daemon, counters of
  * connections, registrations, cycles received / compacted / dropped / skipped

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* history.c: a rank's representatives and the bound check of a cycle
  * against them (history.h; the design is in docs/history.md).
  *

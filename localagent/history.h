@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* history.h: the LocalAgent's side of bounded history (docs/history.md).
  *
  * Per registered rank the agent keeps a few representatives: earlier

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* listener.c: the LocalAgent's listening socket (RegService and DXService
  * share it: a registration and its notifications use one connection).
  *

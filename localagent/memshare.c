@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* memshare.c: the memory estimate of one registration (memshare.h). */
 #include "memshare.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* memshare.h: what one registration costs the LocalAgent in memory, for
  * agent.max_memory and its per-user share agent.max_memory_per_uid.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* metrics.c: the LocalAgent's metrics endpoint (metrics.listen): the
  * status report (control.c) rendered as la_localagent_* metrics every
  * metrics.interval and served over HTTP by common/la_metrics.h. Off when

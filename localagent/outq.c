@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* outq.c: the LocalAgent's write-ahead send queue (contract in outq.h).
  *
  * One singly linked list of descriptors in seq order (head = oldest

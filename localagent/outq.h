@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* outq.h: the LocalAgent's ordered queue of messages for the GlobalAgent,
  * written ahead to a segment log (seglog.h) so that nothing it accepted is
  * lost when the agent is killed.

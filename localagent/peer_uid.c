@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* peer_uid.c: the peer's uid by sock_diag, or from /proc/net/tcp where
  * sock_diag is unavailable (see peer_uid.h). */
 #include "peer_uid.h"

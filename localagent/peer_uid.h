@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* peer_uid.h: who is on the other end of a loopback TCP connection, fast.
  *
  * Asks the kernel for the one socket of the peer (sock_diag netlink, exact

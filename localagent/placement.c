@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* placement.c: CPU set and worker priority of the LocalAgent
  * (placement.h). */
 #include "placement.h"

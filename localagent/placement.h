@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* placement.h: where and how eagerly the LocalAgent runs, so that its work
  * stays out of the ranks' measurements.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* robust.c: robust per-element weights (see robust.h for the model).
  *
  * State is three arrays (struct of arrays, so one cycle's update streams

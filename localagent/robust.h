@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* robust.h: robust per-element weights of one application rank.
  *
  * A measured per-element value is the element's cost plus interference: time

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* seglog.c: segment files of the LocalAgent's log (format and contract in
  * seglog.h). File I/O only: no list of messages, no locking, no framing.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* seglog.h: the LocalAgent's append-only segment log, the on-disk half of
  * the queue of messages for the GlobalAgent (outq.h keeps the list, the
  * memory copies and the bookkeeping; this file only reads and writes files).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* session.c: one connection to the LocalAgent.
  *
  * A connection starts NEW and must, within handshake_timeout, either register

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* settings.c: the LocalAgent's key table (defaults, ranges, help). */
 #include "settings.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* settings.h: the LocalAgent's configuration: one struct, one key table.
  * Every key has a default, an INI name ([section] key) and a command-line
  * option (--section.key=value); docs/localagent.md lists them. */

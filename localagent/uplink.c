@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* uplink.c: the LocalAgent's link to the GlobalAgent, one or several
  * (shards): what is sent where, and what an acknowledgement means for the
  * queue. The connections themselves (connect, handshake, encryption,

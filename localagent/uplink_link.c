@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* uplink_link.c: one connection of the LocalAgent to one GlobalAgent (a
  * shard; uplink_link.h). Connects (numeric address), says Hello, and
  * authenticates (la__handshake_*): with a secret configured the handshake is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* uplink_link.h: one connection of the LocalAgent to one GlobalAgent (a
  * shard): connect, Hello and the handshake (mutual with a secret, then every
  * frame a record), frames written and read, failure and reconnection with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* weights.c: a rank's robust weights for its worker jobs (weights.h). */
 #include "weights.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* weights.h: the robust weights of one registered rank, as its worker jobs
  * produce them (the estimator itself is robust.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* worker.c: compaction jobs on the libuv thread pool (never on the loop).
  *
  * Submitting a job logs that the agent took the cycle (a "taken" record,

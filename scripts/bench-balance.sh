@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # bench-balance.sh: balancing inside the job against the central path.
 #
 # Starts a GlobalAgent and a LocalAgent on loopback (fresh secret, store in

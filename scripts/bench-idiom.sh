@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # bench-idiom.sh: `make bench-idiom`: what the unprofiled-steps idiom
 # (LA_PROFILED, la.h) costs when LA is off, in instructions executed
 # (valgrind's cachegrind: deterministic, unlike timings on a shared VM).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """bench-overhead.py: the overhead study (the design study's
 figures 4-6), run by `make bench-overhead` and `make bench`.
 

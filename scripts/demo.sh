@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # demo.sh: the README's first command (`make demo`), run after `make all`.
 #
 # The main job end to end, on loopback: a GlobalAgent with a fresh SQLite

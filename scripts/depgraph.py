@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """depgraph.py: the file-level call graph of each component, and its cycles.
 
 Reads the object files of each component (build/obj/COMPONENT/*.o for

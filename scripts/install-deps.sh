@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # install-deps.sh: installs every Debian package LA builds, tests or runs with.
 # Idempotent: when everything is present it prints one line and exits at once.
 # Run by `make deps`, and by `make check` / `make demo` when a tool is missing.

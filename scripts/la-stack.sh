@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # la-stack.sh: sourced by the scripts that run the whole chain on loopback
 # (demo.sh, bench-balance.sh): starts a GlobalAgent (fresh SQLite store,
 # stitch.timeout 5s) and a LocalAgent uplinked to it, with a new shared

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # run-bench.sh NAME|all: runs scripts/bench-NAME.sh when it exists, else
 # build/bench/bench_NAME (each writes build/bench/NAME.json and prints a
 # table), or every benchmark in turn.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # run-tests.sh: runs every test program of `make check` and prints a summary.
 #
 #   build/tests/test_*        unit and integration tests (cmocka), normal build

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """status_schema.py: validates JSON documents against a JSON Schema (the
 subset tests/python/jsonschema_mini.py checks; a keyword outside it is an
 error, so a schema cannot silently ask for more than is checked).

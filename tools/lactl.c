@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl.c: the `lactl` command: a table of subcommands and the dispatch to
  * them. Each subcommand lives in its own tools/lactl_NAME.c and is one row
  * of the table below (its prototype sits right above the table).

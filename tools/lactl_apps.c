@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_apps.c: `lactl apps [--global HOST:PORT | --db FILE] [--json]`:
  * the applications a GlobalAgent (or its store) knows: id, program name,
  * ranks, elements, metric and unit, cycles, complete and partial

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_compact.c: `lactl compact`: reads a series (raw little-endian
  * doubles or one number per line, from a file or stdin, or a synthetic
  * series), compacts it with the chosen mode and parameters, and prints the

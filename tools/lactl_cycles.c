@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_cycles.c: `lactl cycles APP [--first N] [--last M] [--global
  * HOST:PORT | --db FILE] [--json]`: the cycles of one application that
  * have at least one trace, in tag order, each with its state (complete,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_export.c: `lactl export APP [CYCLE|latest|FIRST:LAST] --format
  * csv|json|metis [-o FILE] [--max-weight N]`: per-element weights of one
  * cycle or a range of cycles, decoded from the compact traces:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_format.c: JSON, time and number formatting, output files and text
  * tables for lactl (see lactl_format.h). */
 #include "lactl_format.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_format.h: how lactl writes: JSON strings and numbers, times,
  * numbers and ratios for tables, rank lists, output files and aligned text
  * tables. No data source, no option parsing; every subcommand prints the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_npy.c: `lactl export --format npy`: a NumPy .npy file (format
  * version 1.0) holding one structured array, and a JSON sidecar naming the
  * export format version and what the array is; also the CSV export's

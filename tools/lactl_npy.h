@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_npy.h: what `lactl export` writes besides its text formats: the
  * format version every export carries, and the .npy writer (NumPy's
  * format version 1.0, written here in C) with its JSON sidecar.

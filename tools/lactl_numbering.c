@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_numbering.c: the application's element numbering for lactl (see
  * lactl_numbering.h): a per-rank cache of the ids fetched from the source
  * (the store or the feed, Query "elementids"), turned into one id and one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_numbering.h: the application's own element numbering for lactl's
  * exports and plots: per rank of a Trace-Set, each element's global id
  * (the application's ids, else a grid's global cell index, else the

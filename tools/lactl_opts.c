@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_opts.c: lactl's common options, usage errors and argument parsing
  * (see lactl_opts.h). */
 #include "lactl_opts.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_opts.h: lactl's command-line conventions: exit statuses, the
  * options every data-reading subcommand takes (--global, --db, --json),
  * usage errors, and parsing of numbers, weights kinds and cycle

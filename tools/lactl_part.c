@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_part.c: the partitioners of `lactl whatif` (METIS k-way, RCB,
  * greedy) and the costs of a partition: loads, imbalance, the elements that
  * stay (see lactl_part.h). */

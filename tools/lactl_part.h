@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_part.h: the partitioners of `lactl whatif`: n weighted elements
  * into k parts (part[i] in 0..k-1), and what a partition costs and moves.
  *

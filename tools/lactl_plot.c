@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_plot.c: `lactl plot`: hand-written SVG pictures of Trace-Sets; the
  * command line, the data source and the output file. The figures are drawn
  * by lactl_plot_trace.c and lactl_plot_heat.c (see lactl_plot.h).

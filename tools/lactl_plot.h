@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_plot.h: what the files of `lactl plot` share: the trace figure's
  * options and the two figures' entry points. lactl_plot.c parses the
  * command line and opens the source and the output; lactl_plot_trace.c

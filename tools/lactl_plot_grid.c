@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_plot_grid.c: `lactl plot APP [CYCLE] --grid [--slice k=N]`: the
  * cost on the mesh: a 2-D map of one slice of a grid application's global
  * grid, every rank's cells placed by its origin (LA_setGridOrigin), each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_plot_heat.c: `lactl plot APP --heatmap`: the ranks x cycles heat
  * map of the load as SVG. Each cell is the rank's total divided by the mean
  * total of its cycle, on a diverging color scale around 1.0 (log scale: 1/2

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_plot_trace.c: `lactl plot APP [CYCLE] --rank R`: one rank's
  * per-element trace as SVG: the decoded (reconstructed) values as a line
  * and, with --raw, the measured values as dots beneath it; with robust

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_secret.c: `lactl secret FILE` creates a shared secret for the
  * LocalAgents and the GlobalAgent: 32 random bytes, hex, mode 0600; it never
  * overwrites an existing file. Copy the same file to every node. */

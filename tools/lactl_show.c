@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_show.c: `lactl show APP [CYCLE|latest] [--global HOST:PORT | --db
  * FILE] [--json]`: one Trace-Set: complete, partial or open, which ranks
  * are missing and why (the reason recorded for each), metric and unit,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_source.c: lactl's two data sources behind one interface (see
  * lactl_source.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_source.h: lactl's data source: the GlobalAgent's feed (through
  * libla_client) or a GlobalAgent's SQLite store read directly (--db).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_status.c: `lactl status [--agent HOST:PORT | --global [HOST:PORT]]
  * [--json]`: asks a LocalAgent (default: $LA_AGENT or 127.0.0.1:7461) or
  * the GlobalAgent (--global: $LA_GLOBAL or 127.0.0.1:7463) for its status.

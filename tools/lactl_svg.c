@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_svg.c: the SVG primitives of `lactl plot` (see lactl_svg.h): text
  * escaping, the document's head, labels, axis ticks and the diverging
  * color scale.

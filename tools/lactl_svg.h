@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_svg.h: the SVG primitives `lactl plot` draws with: the document's
  * head, escaped text and labels, "nice" axis ticks and their labels, and a
  * diverging color scale. The SVG is written by hand (valid XML, text

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_util.h: what lactl's subcommands share, in three parts:
  * lactl_opts.h (exit statuses, common options, argument parsing),
  * lactl_source.h (the data source: the GlobalAgent's feed or a store file)

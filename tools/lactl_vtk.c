@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_vtk.c: `lactl export --format vtk`: one cycle's weights as a
  * legacy VTK file (version 3.0, BINARY: big-endian numbers, so that NaN
  * survives, which VTK's ASCII reader refuses) that ParaView and VisIt

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_vtk.h: `lactl export --format vtk` (lactl_vtk.c): one cycle's
  * weights as a legacy VTK file for ParaView and VisIt. */
 #ifndef LACTL_VTK_H

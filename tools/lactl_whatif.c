@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_whatif.c: `lactl whatif APP [CYCLE|latest|FIRST:LAST]`: would a
  * repartition pay? For each cycle selected, partitions of the stored
  * weights into P parts (the application's rank count, or --parts) by METIS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_whatif.h: what the parts of `lactl whatif` share: one cycle's
  * elements as a partitioner sees them (lactl_whatif_mesh.c), the figures
  * of each partition (lactl_whatif.c) and their output as a table, JSON or

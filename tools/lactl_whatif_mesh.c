@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_whatif_mesh.c: one cycle's elements for `lactl whatif` (see
  * lactl_whatif.h): every present rank's decoded weights, keyed by the
  * application's element ids, merged per id; the current owner of each;

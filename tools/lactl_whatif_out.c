@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_whatif_out.c: `lactl whatif`'s output: a table for people, JSON
  * (docs/schema/lactl-whatif.json) or CSV (one line per partition and
  * cycle), all from the same figures (lactl_whatif.h). */

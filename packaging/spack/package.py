@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # package.py: Spack recipe for LA (libla, libla_client, the Fortran module,
 # la-localagent, la-globalagent, lactl). Copy it into a Spack repository as
 # packages/la/package.py. Set `git` to where the LA sources live, or build
@@ -20,6 +21,8 @@ class La(MakefilePackage):
 
     homepage = "https://example.invalid/la"
     git = "https://example.invalid/la.git"  # replace with LA's repository
+
+    license("BSD-3-Clause")
 
     version("main", branch="main")
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """la_weights: per-element weights from an LA GlobalAgent store, offline,
 as numpy arrays (docs/python.md).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """_installed.py: the directory `make install` put libla_client in.
 
 None in the source tree; `make install` writes this file beside the

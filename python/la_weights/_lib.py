@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """_lib.py: finds libla_client and calls it through ctypes.
 
 A stored Trace-Set becomes a la_traceset_t (la_traceset_from_bytes, the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """_origin.py: the directories this package's libla_client may be in,
 judged from where the package itself came from.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """_wire.py: a stored Trace-Set as the protobuf bytes of a TraceSet message
 (proto/la.proto), the form libla_client takes (la_traceset_from_bytes).
 

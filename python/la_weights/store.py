@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """store.py: an LA GlobalAgent store (its SQLite file, docs/storage.md)
 opened read-only, and per-element weights out of it as numpy arrays.
 

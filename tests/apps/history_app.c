@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* history_app.c: the MPI program of test_history_e2e (bounded history,
  * docs/history.md, checked end to end).
  *

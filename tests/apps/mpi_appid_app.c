@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* mpi_appid_app.c: the smallest MPI program that registers with libla:
  * MPI_Init, LA_register on every rank, prints "rank R id ID", LA_finalize,
  * MPI_Finalize. test_mpi_appid compiles it at run time with each MPI

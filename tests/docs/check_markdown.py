@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """check_markdown.py: the Markdown of README.md and docs/*.md renders as
 written. Run by test_docs with Debian's /usr/bin/python3:
     check_markdown.py FILE...

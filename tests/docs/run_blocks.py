@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """run_blocks.py: the documentation's commands and code, run as written.
 
 Run by tests/unit/test_docs.c (from the source tree) as

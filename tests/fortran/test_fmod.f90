@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! test_fmod.f90: a Fortran program that uses la_mod the way a mesh code does,
 ! and checks what it can see from Fortran. Run by tests/unit/test_fortran.c,
 ! which checks the rest (the values that reached the real daemons' store).

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! test_fomp.f90: la_mod in an OpenMP program, and the channel variants of
 ! cells, rows and boxes. Run by tests/unit/test_fortran.c, which reads
 ! what reached the real daemons' store; built with -fopenmp.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_compact.c: libFuzzer target for the compact-trace decoder, which the
  * GlobalAgent, libla_client and lactl run on segments a LocalAgent (or a
  * stored file) produced: la_trace_open (full validation) and, on a trace it

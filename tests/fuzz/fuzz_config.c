@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_config.c: libFuzzer target for the daemons' INI parser
  * (common/la_config.c), which reads files an operator (or anyone who can
  * write the configuration directory) wrote. The input up to the first NUL

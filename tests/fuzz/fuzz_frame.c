@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_frame.c: libFuzzer target for the wire codec's receiving side, the
  * code every daemon runs on bytes a peer sent: la_frame_reader_* (the input
  * is cut into feeds of sizes taken from its first bytes, so frames straddle

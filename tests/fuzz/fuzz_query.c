@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_query.c: libFuzzer target for the GlobalAgent's store and feed query
  * path, from bytes a LocalAgent or a subscriber sent to what the daemon
  * would answer. The input is a stream of frames (la_frame_reader, max 1 MiB

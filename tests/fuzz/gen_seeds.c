@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gen_seeds.c: writes the seed corpora of the fuzz targets into
  * DIR/<target>/ (DIR is argv[1]), built from the real encoders so seeds stay
  * valid when the protocol or the compact encoding changes: frames of every

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/fuzz/run.sh: the long fuzzing run of `make fuzz FUZZ_SECONDS=N`.
 # Runs every target in build/fuzz/bin for N seconds (default 600) each, one
 # after the other, on a corpus that persists in build/fuzz/corpus/<target>

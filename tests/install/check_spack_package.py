@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """check_spack_package.py: checks packaging/spack/package.py without Spack.
 
 Run by test_install with Debian's /usr/bin/python3:
@@ -18,7 +19,7 @@ import types
 path = sys.argv[1]
 code = compile(open(path).read(), path, "exec")
 
-recorded = {"variant": [], "depends_on": [], "version": []}
+recorded = {"variant": [], "depends_on": [], "version": [], "license": []}
 
 
 def directive(name):
@@ -58,6 +59,7 @@ ns = {"__name__": "la_package"}
 exec(code, ns)
 La = ns["La"]
 assert issubclass(La, MakefilePackage), "La is not a MakefilePackage"
+assert recorded["license"] == [(("BSD-3-Clause",), {})], recorded["license"]
 variants = {a[0] for a, _ in recorded["variant"]}
 assert {"papi", "fortran"} <= variants, "variants: %s" % variants
 deps = {a[0]: k for a, k in recorded["depends_on"]}

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lb.c: a libla_client program built against an installed LA by
  * test_install (pkg-config and CMake). Connects to a GlobalAgent feed that
  * is not there: it must start and report LA_ENOAGENT (or a time-out), then

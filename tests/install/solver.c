@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* solver.c: a C program built against an installed LA by test_install
  * (pkg-config and CMake). It must start (libla.so.0 found without
  * LD_LIBRARY_PATH) and run on without an agent. Prints "solver: started",

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! solver.f90: a Fortran program built against an installed LA (la_mod) by
 ! test_install (pkg-config and CMake). It must start and run on without an
 ! agent. Prints "fsolver: started", the outcome of la_register, then

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """check_pydata.py: the Python package and lactl's exports against a real
 store, run by tests/unit/test_pydata.c with Debian's /usr/bin/python3.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """check_svg_layout.py: the text of a `lactl plot` SVG fits in its picture.
 Run by test_lactl with /usr/bin/python3:
     check_svg_layout.py FILE.svg [--need-note]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """jsonschema_mini.py: a JSON Schema validator for the subset of draft
 2020-12 that docs/schema/*.json use, for tests on machines without the
 jsonschema package (Debian's python3-jsonschema is not a dependency).

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """vtk_check.py: reads a VTK file written by `lactl export --format vtk`
 with VTK's own reader (Debian's python3-vtk9) and checks it against what a
 test expects; run by tests/unit/test_vtk.c.

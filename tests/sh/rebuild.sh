@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # rebuild.sh: `make check-rebuild` (CI runs it, .ci/run): the build of a
 # fresh clone does its work once.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # report.sh: sourced by the shell tests (tests/sh/test_*.sh) to report each
 # check the way run-tests.sh counts cmocka's results: one "[       OK ]",
 # "[  FAILED  ]" or "[  SKIPPED ]" line per check; la_sh_done exits 1 when

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_check_config.sh: README.md's service steps before the first start.
 # The sample packaging/la-globalagent.conf, with /etc/la and /var/lib moved
 # into a temporary root (the README runs it as root on the real paths),

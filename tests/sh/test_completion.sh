@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_completion.sh: the bash completion of lactl
 # (packaging/bash-completion/lactl) offers what lactl accepts. The
 # completion function runs in this bash, as bash would call it, for each

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_daemon_log.sh: what each daemon says at start, as its operator sees
 # it. Each real daemon starts on ephemeral loopback ports, once with stdout
 # and stderr into one file (a terminal, or systemd's journal) and once with

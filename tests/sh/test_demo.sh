@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_demo.sh: `make demo`'s script (scripts/demo.sh) runs end to end and
 # its summary tells the whole story: the imbalance by the cost model and as
 # measured, for the static and the rebalanced run, each equal to what the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_help_width.sh: every --help fits an 80-column terminal. No line of
 # `la-localagent --help`, `la-globalagent --help`, `lactl --help` or
 # `lactl CMD --help` (each command lactl --help lists) is longer than 79

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_python_user.sh: the la_weights package installed and used exactly as
 # README.md and docs/python.md say, by a user of stock Debian 12.
 #

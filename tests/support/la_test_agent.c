@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_agent.c: the real LocalAgent for libla's tests, read back through
  * the real GlobalAgent's store (see la_test_agent.h). */
 #include "la_test_agent.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_agent.h: the real LocalAgent for libla's tests, and what reached
  * the real GlobalAgent behind it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_busy.c: busy waits and probed spans for timing tests (see
  * la_test_busy.h).
  */

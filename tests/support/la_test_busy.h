@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_busy.h: known amounts of work for the tests that time elements
  * through libla: a busy wait of so many nanoseconds of wall time, and a
  * thread body that probes a span of elements around such a wait (several

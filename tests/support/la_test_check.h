@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_check.h: the bounded waits of la_test_daemon.h and
  * la_test_kids.h as cmocka checks, for the daemons' test programs.
  *

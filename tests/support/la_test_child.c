@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_child.c: fork a test's child with default crash handling, and
  * wait for it (see la_test_child.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_child.h: a child process for a test that must survive a crash
  * or a call that does not return (a check that may segfault, a process
  * that attaches shared memory afresh).

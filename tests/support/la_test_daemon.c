@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_daemon.c: a real daemon as a test's child process (see
  * la_test_daemon.h). fork/exec with only async-signal-safe calls in the
  * child (the test process may run threads such as la_test_global's);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_daemon.h: run a real LA daemon (la-localagent, la-globalagent)
  * as a child process of a test, the way an operator would, and look at what
  * a user would see: its log, its exit status, `lactl status`.

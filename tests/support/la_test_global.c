@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_global.c: the GlobalAgent stand-in of la_test_global.h.
  *
  * Who may use it: only a test whose fault the real la-globalagent cannot

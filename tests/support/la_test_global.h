@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_global.h: a small GlobalAgent stand-in for the LocalAgent's tests.
  *
  * It exists for what the real la-globalagent cannot be made to do or to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_ipc.c: SysV IPC objects seen from /proc/sysvipc (see
  * la_test_ipc.h). */
 #include "la_test_ipc.h"

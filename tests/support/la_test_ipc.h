@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_ipc.h: what a test can see of SysV IPC objects, from
  * /proc/sysvipc, to assert that nothing outlived a process or a test.
  *

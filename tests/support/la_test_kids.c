@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_kids.c: a test's application children (see la_test_kids.h). */
 #include "la_test_kids.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_kids.h: child processes of a test that play applications.
  *
  * A test forks children that call libla (each is a separate process, as

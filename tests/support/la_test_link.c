@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_link.c: a hand-played LocalAgent link (see la_test_link.h). */
 #include "la_test_link.h"
 

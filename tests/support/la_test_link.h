@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_link.h: a LocalAgent played by hand against the real GlobalAgent.
  *
  * Tests that must send the GlobalAgent what a real LocalAgent never sends

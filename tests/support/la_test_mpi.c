@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_mpi.c: MPI jobs and linked LocalAgents for tests (see
  * la_test_mpi.h). */
 #include "la_test_mpi.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_mpi.h: what tests that run MPI jobs against real daemons share:
  * starting a job in the background in its own process
  * group (so a teardown kills every rank with one kill(-pid)), and waiting

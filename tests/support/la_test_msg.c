@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_msg.c: filled protocol messages (see la_test_msg.h). */
 #include "la_test_msg.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_msg.h: protocol messages with every field filled as a LocalAgent
  * would fill them, for tests and benchmarks that feed the GlobalAgent's
  * store (globalagent/store.h) directly. Test use only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_oracle.c: brute-force oracles for the compaction tests (see
  * la_test_oracle.h). No use of the engine's code: only the definitions.
  */

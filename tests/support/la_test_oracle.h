@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_oracle.h: brute-force oracles for the compaction tests, and the
  * plain statistics tests and benchmarks share.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_peer.c: the LocalAgent stand-in of la_test_peer.h. One thread, a
  * poll() loop over the listener and its connections; frames by la_codec,
  * the application's shared memory by the LocalAgent's app_ipc. */

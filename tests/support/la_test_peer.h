@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_peer.h: a LocalAgent stand-in, for the faults the real
  * la-localagent cannot be made to show. It exists for:
  *   - an agent that holds the application's buffers, for a while or until

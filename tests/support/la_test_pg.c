@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_pg.c: a throw-away PostgreSQL server for tests (see
  * la_test_pg.h): initdb and postgres run as the "postgres" user when the
  * test is root, in a private mkdtemp directory, on a Unix socket only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_pg.h: a throw-away PostgreSQL server for tests of the store's
  * PostgreSQL backend and of several GlobalAgents (shards).
  *

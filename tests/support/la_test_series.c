@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_series.c: compaction by spec string, the synthetic-series grid
  * the compaction tests run their checks over, and trace messages with
  * robust weights (see la_test_series.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_series.h: what the compaction tests share to drive the encoder.
  *
  * la_test_compact() compacts a series by its spec string, asserting that

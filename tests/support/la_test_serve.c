@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_serve.c: the stand-ins' shared plumbing (see la_test_serve.h). */
 #include "la_test_serve.h"
 

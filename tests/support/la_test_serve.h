@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_serve.h: what the in-process stand-ins (la_test_peer.h,
  * la_test_global.h) share: a loopback listener, the guard that keeps their
  * server threads out of the way of fork(), a connection's frames read and

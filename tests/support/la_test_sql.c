@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_sql.c: read-only queries on a store (see la_test_sql.h). */
 #include "la_test_sql.h"
 

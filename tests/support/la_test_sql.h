@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_sql.h: reading a GlobalAgent's SQLite store from a test, as a
  * user with the sqlite3 shell would: each call opens the file read-only (a
  * fresh snapshot, waiting up to 5 s for a writer) and closes it again.

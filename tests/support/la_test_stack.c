@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_stack.c: the real GlobalAgent + LocalAgent pair for tests and
  * benchmarks (see la_test_stack.h). */
 #include "la_test_stack.h"

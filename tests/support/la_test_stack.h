@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_stack.h: the real GlobalAgent and LocalAgent, started for a test
  * or benchmark on loopback with ephemeral ports, each in its own temporary
  * directory (la_test_daemon.h), with a fresh shared secret.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_uplink.c: simulated LocalAgent uplinks and a GlobalAgent for the
  * benchmarks (la_test_uplink.h). */
 #include "la_test_uplink.h"

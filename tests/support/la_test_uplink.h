@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_uplink.h: many simulated LocalAgents driving a real GlobalAgent
  * at full speed, for the benchmarks (bench_globalagent, bench_scale).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_abuse.c: peers that misbehave against the REAL daemons.
  *
  * Each test starts la-localagent and/or la-globalagent as children

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_appid_guard.c: who may register under an application id at one
  * LocalAgent, end to end.
  *

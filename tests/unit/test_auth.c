@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_auth.c: unit tests of the shared-secret challenge-response
  * (common/la_auth.{h,c}).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_bigset.c: Trace-Sets larger than the feed's frame and queue limits
  * reach libla_client whole, and a set a subscriber will not get is
  * announced to it, never dropped silently.

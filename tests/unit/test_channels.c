@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_channels.c: per-kernel channels (LA_channel), end to end.
  *
  * Real daemons on loopback (la_test_stack.h): forked application ranks

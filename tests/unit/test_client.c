@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_client.c: unit tests of libla_client (client/la_client.h).
  *
  * Trace-Sets are built in memory from real compactions (la_compact) of known

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_codec.c: unit tests of the wire codec (common/la_codec.{h,c}).
  *
  * Covers: the frame header byte layout; a pack -> header parse -> decode

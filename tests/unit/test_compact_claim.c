@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_compact_claim.c: checking a trace's claimed statistics against its
  * encoding (la_trace_check_totals, la_trace_claim_check; docs/compaction.md,
  * "Checking claimed statistics").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_compact_codec.c: the encoding and the decoder, whatever the mode:
  * lossless is exact for every bit pattern; cv 0 means lossless; any decoded
  * range equals the same slice of the full decoding; range sums from the

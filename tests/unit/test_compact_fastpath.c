@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_compact_fastpath.c: the fast paths of the compaction engine compute
  * exactly what the definitions say:
  *  - la_series_stats() (AVX2 integer blocks, fused into the encoder) equals,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_compact_maxerr.c: property tests of the max-error mode: |error| <=
  * epsilon (absolute or relative) at every point outside the stored
  * exceptions, after encoding and decoding; the segment count of the online

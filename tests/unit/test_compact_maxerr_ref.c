@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_compact_maxerr_ref.c: the max-error mode of la_compact() checked
  * against brute-force oracles and its contract (common/la_compact.h), on
  * many series, never against stored output bytes.

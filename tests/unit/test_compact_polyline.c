@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_compact_polyline.c: property tests of the default (polyline
  * least-squares) mode on random and structured series with fixed seeds:
  * segments partition the series; every segment meets its CV bound when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_compact_qrun.c: quantized runs of the polyline mode
  * (docs/compaction.md, "Rough series: quantized runs").
  *

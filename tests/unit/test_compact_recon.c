@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_compact_recon.c: la_compact_recon(), the encoder's reconstruction
  * of what it writes (the LocalAgent hands the robust weights so obtained
  * to the application and to the history instead of decoding them).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_compact_runs.c: series made of runs of equal values (a row or range
  * probe spreads one measurement evenly over its elements), which the
  * compaction engine handles run by run:

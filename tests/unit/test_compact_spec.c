@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_compact_spec.c: parameter specs (accepted, refused with the bad token
  * named, canonical form round trip, defaults) and `lactl compact` run as a
  * user would: on a text file, a raw f64 file, stdin-less bad input, --json,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_compact_spread.c: spread encodings, one stored value per row of k
  * cells (docs/compaction.md, flag 0x20).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_crc32.c: the CRC-32 of compact traces and the segment log
  * (common/la_crc32.c): its slicing tables (filled once at load) against their
  * definition, the standard check value, zlib's results for split inputs,

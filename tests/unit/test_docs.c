@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_docs.c: the documentation tells the truth.
  *
  * Runs tests/docs/run_blocks.py (with Debian's /usr/bin/python3) from the

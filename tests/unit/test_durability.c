@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_durability.c: a LocalAgent killed with SIGKILL loses nothing it took.
  *
  * Real daemons (build/bin/la-localagent, build/bin/la-globalagent, started

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_examples.c: runs the example programs under mpiexec as a user would
  * and checks what they print.
  *

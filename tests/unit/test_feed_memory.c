@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_feed_memory.c: the GlobalAgent's memory under feed clients that ask
  * and never read, against the REAL daemon.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_fidelity.c: end to end, weights a load balancer can trust on a
  * noisy node.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_fortran.c: the Fortran module la_mod, end to end.
  *
  * Runs the Fortran program build/tests/fortran/test_fmod (source

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_ga_held.c: a Trace-Set published from the traces the GlobalAgent
  * holds in memory (globalagent/held.c) is byte for byte the set read back
  * from the store, and the memory held stays within stitch.publish_memory.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_ga_validate.c: the real la-globalagent refuses compact traces that
  * would make a Trace-Set unreadable, and the rest of the set stays readable.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_globalagent.c: the real la-globalagent, fed by real la-localagent
  * daemons and real applications, end to end on loopback.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_ground_truth.c: the whole pipeline against the raw truth.
  *
  * Real daemons on loopback (a GlobalAgent with a fresh SQLite file, a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_history.c: bounded history (docs/history.md).
  *
  *   - the LocalAgent's check (localagent/history.c): a noisy repeat of a

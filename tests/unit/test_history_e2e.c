@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_history_e2e.c: bounded history (docs/history.md) checked end to end
  * against the true values, on SQLite and on PostgreSQL.
  *

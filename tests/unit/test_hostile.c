@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_hostile.c: the real la-localagent against applications that do what
  * they should not, and against every order in which agent and application
  * can die.

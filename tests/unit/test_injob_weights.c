@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_injob_weights.c: balancing inside the job, end to end.
  *
  * The real GlobalAgent and LocalAgent (la_test_agent.h); this process is

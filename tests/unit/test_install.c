@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_install.c: make install, and building against the installed LA the
  * documented ways.
  *

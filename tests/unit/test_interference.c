@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_interference.c: context switches seen at the probe (libla/
  * interference.c, docs/fidelity.md), against the real LocalAgent and real
  * shared memory.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_lactl.c: tests of lactl's Trace-Set subcommands (apps, cycles, show,
  * export, plot) as a user runs them: build/bin/lactl is run with fork/exec
  * and its stdout, stderr and exit status checked.

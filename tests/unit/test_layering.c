@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_layering.c: the files of each component call each other one way.
  *
  * Runs scripts/depgraph.py over the build's object files (build/, or

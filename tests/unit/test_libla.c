@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_libla.c: libla against the real LocalAgent.
  *
  * Every test registers a real process with real SysV shared memory and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_link.c: the documented build lines build programs that run.
  *
  * Installs the build tree into a temporary prefix (make install PREFIX=...,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_localagent.c: the real la-localagent daemon, end to end.
  *
  * Every test starts build/bin/la-localagent as a child process on an

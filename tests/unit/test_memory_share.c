@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_memory_share.c: one user cannot take the LocalAgent's memory,
  * end to end.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_metrics.c: the daemons' observability as a user sees it: the
  * metrics endpoint of the real LocalAgent and GlobalAgent (metrics.listen)
  * scraped over HTTP after a real application (libla in this process) sent

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_missing_reasons.c: the reasons a partial Trace-Set gives for its
  * missing ranks, against the real GlobalAgent.
  *

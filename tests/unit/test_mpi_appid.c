@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_mpi_appid.c: one application id per MPI job, with no variable set
  * (libla/mpi_appid.c), end to end with the real daemons.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_numbering.c: the application's own element numbering, end to end
  * through the real LocalAgent and GlobalAgent (la_test_agent.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_outq.c: unit tests of the LocalAgent's write-ahead send queue and
  * its segment log (localagent/outq.{h,c}, localagent/seglog.{h,c}).
  *

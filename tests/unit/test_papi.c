@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_papi.c: the PAPI probe path (metric "papi:EVENT") on any machine.
  *
  * Hardware counters are often missing (VMs have no PMU, so PAPI's

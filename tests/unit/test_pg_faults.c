@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_pg_faults.c: a GlobalAgent on PostgreSQL (store.url) when the
  * database fails under it, with the real daemon, a real PostgreSQL server
  * (tests/support/la_test_pg.h) and LocalAgents played by hand over the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_placement.c: the LocalAgent stays out of the ranks' way — its
  * compaction threads run at the configured lower priority, the daemon is
  * confined to the configured CPU set, and a bad CPU list is refused with a

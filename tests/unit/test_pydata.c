@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_pydata.c: data access for analysts, end to end.
  *
  * la_client_decode_trace (the decoder the Python package calls) against

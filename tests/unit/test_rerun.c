@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_rerun.c: a second run under an application id that already ended,
  * end to end.
  *

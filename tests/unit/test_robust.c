@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_robust.c: the LocalAgent's robust per-element weights (robust.h):
  * interference removed, real changes followed, flags honoured, a row of
  * one value one element, bounded

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_seglog_damage.c: damage in the LocalAgent's log (localagent/seglog.c,
  * localagent/outq.c) is skipped, counted and reported; only a record cut
  * short at the end is taken for a crash while writing.

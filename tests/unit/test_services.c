@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_services.c: the systemd units start the daemons as shipped.
  *
  * `make install-services` installs the units and sample configurations into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_shards.c: several GlobalAgents (shards) over one PostgreSQL store
  * (docs/sharding.md), with real daemons, a real PostgreSQL server
  * (tests/support/la_test_pg.h) and real MPI jobs.

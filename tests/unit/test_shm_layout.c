@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_shm_layout.c: unit tests of the shared-memory segment layout
  * (common/la_shm_layout.h) and of the segment libla really creates.
  *

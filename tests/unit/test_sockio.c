@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_sockio.c: unit tests of the blocking socket helpers
  * (common/la_sockio.{h,c}) over real loopback TCP sockets.
  *

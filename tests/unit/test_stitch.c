@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_stitch.c: the GlobalAgent's stitcher: sets complete when every rank
  * arrived, close partial (naming the missing ranks) on timeout, application
  * end or eviction at the open-set limit; duplicates and late traces are

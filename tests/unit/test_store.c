@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_store.c: unit tests of the GlobalAgent's SQLite store
  * (globalagent/store.{h,c}) and of the example queries of docs/storage.md.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_test_daemon.c: tests of the harness's sanitizer accounting
  * (tests/support/la_test_daemon.{h,c}): a daemon whose log holds a
  * sanitizer report must fail the test program that ran it, even when every

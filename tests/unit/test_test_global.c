@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_test_global.c: tests of the GlobalAgent stand-in
  * (tests/support/la_test_global.{h,c}), driven by a plain blocking client
  * built from la_sockio. It doubles as the executable specification of the

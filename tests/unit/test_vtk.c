@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_vtk.c: the cost on the mesh: `lactl export --format vtk` read back
  * by VTK itself, and `lactl plot --grid`'s map of a grid slice.
  *

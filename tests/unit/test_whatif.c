@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_whatif.c: `lactl whatif` on what real examples stored through the
  * real daemons (la-globalagent and la-localagent on ephemeral ports,
  * tests/support/la_test_stack.h).
