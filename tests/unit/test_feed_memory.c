@@ -445,6 +445,19 @@ static void test_memory_returned_after_flood(void **state) {
             rss1 - rss0);
 }
 
+/* lactl status answers, times times in a row, at the feed port. */
+static void lactl_status_served(int times) {
+  char lactl[1024], out[8192], addr[64];
+  assert_int_equal(la_td_find_bin("lactl", lactl, sizeof lactl), 0);
+  snprintf(addr, sizeof addr, "127.0.0.1:%u", T.feed_port);
+  for (int k = 0; k < times; k++) {
+    const char *argv[] = {lactl, "status", "--global", addr, NULL};
+    int rc = la_td_run(argv, NULL, WAIT_MS, out, sizeof out);
+    CHECK(rc == 0 && strstr(out, "la-globalagent"),
+          "lactl status %d exited %d:\n%s", k, rc, out);
+  }
+}
+
 /* One client fills its address's share of the feed port with connections
  * that made a request and then stay idle (feed.max_connections_per_address
  * = 8); `lactl status` from the same address
@@ -472,15 +485,9 @@ static void test_idle_connections_make_room(void **state) {
   CHECK(la_td_wait_status_at_most(T.ga, "subscribers", CAP, WAIT_MS) == 0,
         "connections");
   la_td_nap_ms(1300); /* idle a while: a burst does not push out a burst */
-  char lactl[1024], out[8192], addr[64];
-  assert_int_equal(la_td_find_bin("lactl", lactl, sizeof lactl), 0);
+  lactl_status_served(3);
+  char addr[64];
   snprintf(addr, sizeof addr, "127.0.0.1:%u", T.feed_port);
-  for (int k = 0; k < 3; k++) {
-    const char *argv[] = {lactl, "status", "--global", addr, NULL};
-    int rc = la_td_run(argv, NULL, WAIT_MS, out, sizeof out);
-    CHECK(rc == 0 && strstr(out, "la-globalagent"),
-          "lactl status %d exited %d:\n%s", k, rc, out);
-  }
   CHECK(la_td_status_ll(T.ga, "subscribers_evicted") >= 1,
         "subscribers_evicted %lld",
         la_td_status_ll(T.ga, "subscribers_evicted"));
@@ -502,7 +509,6 @@ static void test_idle_connections_make_room(void **state) {
         rc);
   for (int i = 0; i <= CAP; i++) la_client_close(sub[i]);
 }
-
 
 /* Opens n connections from 127.0.0.1 to port that ask once (a
  * StatusRequest, or nothing when ask is 0) and then stay idle. */
@@ -536,15 +542,9 @@ static void test_idle_connections_make_room_port(void **state) {
   CHECK(la_td_wait_status_at_most(T.ga, "subscribers", CAP, WAIT_MS) == 0,
         "connections");
   la_td_nap_ms(1300); /* idle a while: a burst does not push out a burst */
-  char lactl[1024], out[8192], addr[64];
-  assert_int_equal(la_td_find_bin("lactl", lactl, sizeof lactl), 0);
+  lactl_status_served(3);
+  char addr[64];
   snprintf(addr, sizeof addr, "127.0.0.1:%u", T.feed_port);
-  for (int k = 0; k < 3; k++) {
-    const char *argv[] = {lactl, "status", "--global", addr, NULL};
-    int rc = la_td_run(argv, NULL, WAIT_MS, out, sizeof out);
-    CHECK(rc == 0 && strstr(out, "la-globalagent"),
-          "lactl status %d exited %d:\n%s", k, rc, out);
-  }
   /* the port full again, then a subscriber */
   open_idle(fds + CAP, 1, T.feed_port, 1);
   la_td_nap_ms(1300);
@@ -590,8 +590,9 @@ static void test_idle_handshakes_make_room(void **state) {
         "the trace was not stored");
   long long ms = la_td_now_ms() - t0;
   assert_true(la_td_status_ll(T.ga, "agents_evicted") >= 1);
-  CHECK(la_td_log_has(T.ga, "closed to admit a new one "
-                            "(agents.max_handshakes_per_address full"),
+  CHECK(la_td_log_has(T.ga,
+                      "closed to admit a new one "
+                      "(agents.max_handshakes_per_address full"),
         "no log line");
   /* a burst: 7 idle ones left old enough to make room, the rest refused */
   long long refused0 = la_td_status_ll(T.ga, "agents_refused");
@@ -601,11 +602,12 @@ static void test_idle_handshakes_make_room(void **state) {
         "agents_refused %lld, %lld before",
         la_td_status_ll(T.ga, "agents_refused"), refused0);
   long long open = la_td_status_ll(T.ga, "agents");
-  print_message("LocalAgent linked and its trace stored %lld ms after it "
-                "started; after a burst of %d: %lld connections open, "
-                "%lld evicted, %lld refused\n",
-                ms, BURST, open, la_td_status_ll(T.ga, "agents_evicted"),
-                la_td_status_ll(T.ga, "agents_refused"));
+  print_message(
+      "LocalAgent linked and its trace stored %lld ms after it "
+      "started; after a burst of %d: %lld connections open, "
+      "%lld evicted, %lld refused\n",
+      ms, BURST, open, la_td_status_ll(T.ga, "agents_evicted"),
+      la_td_status_ll(T.ga, "agents_refused"));
   CHECK(open <= CAP + 1, "%lld connections open", open);
   for (int i = 0; i < CAP + BURST; i++) close(fds[i]);
 }
@@ -616,8 +618,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_error_reaches_slow_reader, teardown),
       cmocka_unit_test_teardown(test_memory_returned_after_flood, teardown),
       cmocka_unit_test_teardown(test_idle_connections_make_room, teardown),
-      cmocka_unit_test_teardown(test_idle_connections_make_room_port,
-                                teardown),
+      cmocka_unit_test_teardown(test_idle_connections_make_room_port, teardown),
       cmocka_unit_test_teardown(test_idle_handshakes_make_room, teardown),
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);
