@@ -461,11 +461,13 @@ static void test_hostile_area(void **state) {
  * mpiexec when it was built with Zoltan, else the default MPI's with its
  * own slices partitioner), imbalance measured by the exact cost model at
  * the step of the decision: the rebalances lower it on the whole (the
- * mean after below the mean before), at least two of the three lower it,
- * and none raises it by more than 5%. Not "every one lowers it": the
- * weights are measured times of 4 ranks oversubscribed on a shared
- * machine, and a rebalance of a mild imbalance (1.35) was seen to move
- * cells without changing the most loaded rank's (after == before). */
+ * mean after at least 10% below the mean before) and at least two of the
+ * three lower it. Not "every one lowers it": the weights are measured
+ * times of 4 ranks oversubscribed on a shared machine; a rebalance of a
+ * mild imbalance (1.35) was seen to move cells without changing the most
+ * loaded rank's (after == before), and once, with sanitized daemons
+ * beside the four ranks on two cores, to raise it (1.35 -> 1.55) while the
+ * other two lowered it (mean 1.69 -> 1.30). */
 static void test_zoltan_example(void **state) {
   if (!have_stack) skip();
   const char *dir = getenv("LA_EXAMPLES_DIR");
@@ -499,7 +501,7 @@ static void test_zoltan_example(void **state) {
   FILE *f = fopen(out, "r");
   assert_non_null(f);
   char line[512];
-  int rebalances = 0, better = 0, worse = 0;
+  int rebalances = 0, better = 0;
   double sum_before = 0, sum_after = 0;
   while (fgets(line, sizeof line, f)) {
     double before, after;
@@ -507,21 +509,20 @@ static void test_zoltan_example(void **state) {
                &before, &after) == 2) {
       rebalances++;
       better += after < before;
-      worse += after > 1.05 * before;
       sum_before += before;
       sum_after += after;
     }
   }
   fclose(f);
-  if (st != 0 || rebalances != 3 || better < 2 || worse > 0 ||
-      !(sum_after < sum_before)) {
+  if (st != 0 || rebalances != 3 || better < 2 ||
+      !(sum_after < 0.9 * sum_before)) {
     char show[700];
     snprintf(show, sizeof show, "cat %s >&2", out);
     if (system(show) != 0) print_error("cannot show %s\n", out);
     fail_msg(
         "zoltan_balance: status %d, %d rebalances, %d lowered the "
-        "imbalance, %d raised it by more than 5%%, mean %.3f -> %.3f",
-        st, rebalances, better, worse,
+        "imbalance, mean %.3f -> %.3f (want 3, >= 2, 10%% lower)",
+        st, rebalances, better,
         rebalances ? sum_before / rebalances : 0.0,
         rebalances ? sum_after / rebalances : 0.0);
   }
