@@ -149,7 +149,7 @@ $(COMMON_A): $(COMMON_OBJ)
 
 $(LIBLA_A): $(LIBLA_OBJ) $(LIBLA_COMMON_OBJ) $(FMOD_OBJ)
 	@mkdir -p $(dir $@) $(BUILD)/include
-	cp libla/la.h common/la_errcodes.h $(BUILD)/include/
+	cp libla/la.h common/la_errcodes.h common/la_limits.h $(BUILD)/include/
 	rm -f $@ && ar rcs $@ $^
 
 $(LIBLA_SO): $(LIBLA_OBJ) $(LIBLA_COMMON_OBJ) $(FMOD_OBJ)
@@ -384,7 +384,7 @@ FC_ID      ?= $(notdir $(FC))-$(firstword $(subst ., ,$(shell $(FC) -dumpversion
 FMODDIR    ?= $(LIBDIR)/fortran/$(FC_ID)
 CMAKEDIR   ?= $(LIBDIR)/cmake/LA
 PCDIR      ?= $(LIBDIR)/pkgconfig
-LA_VERSION  = $(shell sed -n 's/^\#define LA_VERSION_STRING "\(.*\)"/\1/p' libla/la.h)
+LA_VERSION  = $(shell sed -n 's/^\#define LA_VERSION_STRING "\(.*\)"/\1/p' common/la_limits.h)
 LA_COMMA   := ,
 SYSTEM_LIBDIRS = /lib /lib64 /usr/lib /usr/lib64 \
   $(addsuffix /$(shell $(CC) -print-multiarch 2>/dev/null),/lib /usr/lib)
@@ -411,7 +411,7 @@ HAVE_PY     = $(if $(PY_FILES),$(PY_VERSION))
 # What install puts, relative to DESTDIR (uninstall removes these).
 INSTALLED = $(addprefix $(LIBDIR)/,libla.a libla.so.0 libla.so \
               $(if $(HAVE_CLIENT),libla_client.a libla_client.so.0 libla_client.so)) \
-  $(addprefix $(INCLUDEDIR)/,la.h la_errcodes.h $(if $(HAVE_CLIENT),la_client.h)) \
+  $(addprefix $(INCLUDEDIR)/,la.h la_errcodes.h la_limits.h $(if $(HAVE_CLIENT),la_client.h)) \
   $(if $(HAVE_FMOD),$(FMODDIR)/la_mod.mod) \
   $(addprefix $(BINDIR)/,$(notdir $(BINS))) \
   $(PCDIR)/la.pc $(if $(HAVE_CLIENT),$(PCDIR)/la_client.pc) \
@@ -450,7 +450,7 @@ install-files: libs bins $(FMOD_OBJ)
 	install -m 644 $(LIBLA_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIBLA_SO) $(DESTDIR)$(LIBDIR)/libla.so.0
 	ln -sf libla.so.0 $(DESTDIR)$(LIBDIR)/libla.so
-	install -m 644 libla/la.h common/la_errcodes.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 libla/la.h common/la_errcodes.h common/la_limits.h $(DESTDIR)$(INCLUDEDIR)/
 	$(if $(HAVE_FMOD),install -d $(DESTDIR)$(FMODDIR) && \
 	  install -m 644 $(BUILD)/include/la_mod.mod $(DESTDIR)$(FMODDIR)/)
 	$(if $(HAVE_CLIENT),install -m 644 $(CLIENT_A) $(DESTDIR)$(LIBDIR)/ && \

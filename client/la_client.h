@@ -41,7 +41,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "la.h" /* LA_E* error codes */
+#include "la_errcodes.h" /* LA_E* error codes */
+#include "la_limits.h"
 
 #ifdef __cplusplus
 extern "C" {

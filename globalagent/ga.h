@@ -38,7 +38,8 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "la.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
 #include "la_auth.h"
 #include "la_codec.h"
 #include "la_uvconn.h"

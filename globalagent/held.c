@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
 #include "stitch.h"
 
 typedef struct la__hset {

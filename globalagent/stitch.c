@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
 
 typedef struct la__set {
   struct la__set *hnext;       /* hash chain */

@@ -26,7 +26,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "la.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
 #include "la_daemon.h"
 
 /* SQLite's own default threshold (wal_autocheckpoint = 1000 pages), and

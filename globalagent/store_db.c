@@ -10,7 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "la.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
 
 int la_db_is_pg_url(const char *url) {
   if (!url) return 0;

@@ -21,7 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
 #include "store_db.h"
 
 #define LA__PG_MAXP 32 /* parameters per statement */

@@ -15,7 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
 #include "store.h" /* LA_STORE_APPLICATION_ID */
 #include "store_ckpt.h"
 #include "store_db.h"

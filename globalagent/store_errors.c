@@ -9,7 +9,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "la.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
 #include "store_internal.h"
 
 int la__store_sqlerr(la_store_t *s, const char *what) {

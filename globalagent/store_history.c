@@ -23,7 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
 #include "store_internal.h"
 
 /* The history statement id, prepared on first use; NULL on failure

@@ -15,7 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
 #include "store_internal.h"
 
 /* Prepares sql; LA_EIO (la__store_sqlerr with what) when it fails, or

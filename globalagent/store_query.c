@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
 #include "store_internal.h"
 
 /* Ends a listing of cnt elements in the array v: on an error r frees v and

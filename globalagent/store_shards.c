@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
 #include "store_internal.h"
 
 int la_store_shared(const la_store_t *s) {

@@ -38,10 +38,10 @@ extern "C" {
 #define LA_EXPORT __attribute__((visibility("default")))
 #endif
 
-#define LA_VERSION_MAJOR 0
-#define LA_VERSION_MINOR 1
-#define LA_VERSION_STRING "0.1.0"
-#define LA_MAX_APP_ID 128 /* bytes of an application id */
+/* LA_VERSION_*, LA_MAX_APP_ID (bytes of an application id),
+ * LA_MAX_CHANNELS and LA_MAX_CHANNEL_NAME (below): installed next to this
+ * header. */
+#include "la_limits.h"
 
 /* Error codes (LA_EINVAL, ...): one list, from which LA_strerror() is
  * generated; installed next to this header. */
@@ -442,8 +442,8 @@ static inline int LA_isProfiling(void) { return la__hot.limit != 0; }
  * as before channels existed (no extra bytes in memory, on the wire or in
  * the store). A channel probe costs one index computation more than the
  * plain probe (docs/performance.md). */
-#define LA_MAX_CHANNELS 16   /* channels per application process */
-#define LA_MAX_CHANNEL_NAME 32 /* bytes of a channel name */
+/* LA_MAX_CHANNELS: channels per application process; LA_MAX_CHANNEL_NAME:
+ * bytes of a channel name (la_limits.h). */
 
 /* Declares channel `name` (1..LA_MAX_CHANNEL_NAME printable characters,
  * no spaces) and returns its id, 0 for the first, 1 for the next...

@@ -29,7 +29,7 @@
 
 #include "app_ipc.h"
 #include "history.h"
-#include "la.h" /* LA_VERSION_STRING */
+#include "la_limits.h" /* LA_VERSION_STRING */
 #include "la_codec.h"
 #include "la_compact.h"
 #include "la_uvconn.h"

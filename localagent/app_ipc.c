@@ -19,7 +19,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "la.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
 #include "la_compact.h"
 #include "la_log.h"
 #include "la_sysv.h"

@@ -21,7 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
 #include "seglog.h"
 
 #define RBUF_KEEP (1u << 20) /* read buffer kept between reads */

@@ -12,7 +12,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "la.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
 
 /* Fills *set from list. Returns the number of CPUs named, or -1 (why). */
 static int la__parse(const char *list, cpu_set_t *set, char *why,

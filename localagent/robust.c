@@ -26,7 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
 
 #define LA__NO_EST 255u
 

@@ -16,7 +16,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "la.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
 #include "la_crc32.h"
 #include "la_errors.h"
 

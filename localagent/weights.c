@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "la.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
 #include "la_compact_internal.h"
 
 #if LA_COMPACT_X86

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""depgraph.py: the file-level call graph of each component, and its cycles.
+"""depgraph.py: the file-level call graph of each component, its cycles,
+and the edges between components that point the wrong way.
 
 Reads the object files of each component (build/obj/COMPONENT/*.o for
 common, libla, client, tools, localagent and globalagent) with nm: a file
@@ -11,10 +12,18 @@ pointer (a callback the owner registered) is not a link-time reference, so
 it does not appear: such a reverse edge is explicit in the interface struct
 that carries it, not hidden in the graph.
 
+Between components, the layers (LAYERS below) say who may use whom:
+common uses no other component; libla, client, localagent and globalagent
+use common only; tools (lactl) use common, client and the store and query
+code of globalagent. An edge the layers do not allow fails, whether it is a
+symbol one component's object takes from another's (nm) or a header it
+includes (the compiler's dependency file, COMPONENT/*.d): printed as
+"UPWARD: FILE uses COMPONENT/FILE (SYMBOL or header)".
+
 Usage: scripts/depgraph.py [--symbols] [BUILD_DIR]   (default: build)
   --symbols  name the symbols behind each edge
-Exits 0 when no component has a cycle, 1 when one has, 2 on errors
-(objects missing: run `make -j2 all` first).
+Exits 0 when no component has a cycle and no edge points the wrong way, 1
+otherwise, 2 on errors (objects missing: run `make -j2 all` first).
 """
 import os
 import subprocess
@@ -22,6 +31,15 @@ import sys
 
 COMPONENTS = ("common", "libla", "client", "tools", "localagent",
               "globalagent")
+# The components each component may use (besides itself).
+LAYERS = {
+    "common": set(),
+    "libla": {"common"},
+    "client": {"common"},
+    "localagent": {"common"},
+    "globalagent": {"common"},
+    "tools": {"common", "client", "globalagent"},
+}
 
 
 def symbols(obj):
@@ -53,6 +71,55 @@ def graph(objdir):
             if to and to != name:
                 edges[name].setdefault(to, []).append(s)
     return edges
+
+
+def owners(build):
+    """Returns {symbol: (component, file)} over every component's objects."""
+    own = {}
+    for comp in COMPONENTS:
+        objdir = os.path.join(build, "obj", comp)
+        for f in sorted(os.listdir(objdir)):
+            if f.endswith(".o"):
+                defined, _ = symbols(os.path.join(objdir, f))
+                for s in defined:
+                    own.setdefault(s, (comp, f[:-2] + ".c"))
+    return own
+
+
+def headers(depfile):
+    """The files a compiler dependency file (.d) names as prerequisites of
+    its object, as normalized paths."""
+    text = open(depfile, encoding="utf-8").read().replace("\\\n", " ")
+    first = text.split("\n", 1)[0]
+    if ":" not in first:
+        return []
+    return [os.path.normpath(p) for p in first.split(":", 1)[1].split()]
+
+
+def upward(build):
+    """Lines naming every edge between components that LAYERS forbids."""
+    own = owners(build)
+    out = []
+    for comp in COMPONENTS:
+        objdir = os.path.join(build, "obj", comp)
+        allowed = LAYERS[comp] | {comp}
+        for f in sorted(os.listdir(objdir)):
+            src = f"{comp}/{f[:-2]}.c"
+            if f.endswith(".o"):
+                _, undefined = symbols(os.path.join(objdir, f))
+                for s in sorted(undefined):
+                    to = own.get(s)
+                    if to and to[0] not in allowed:
+                        out.append(f"UPWARD: {src} uses {to[0]}/{to[1]} "
+                                   f"({s}); {comp} may use "
+                                   f"{', '.join(sorted(LAYERS[comp])) or 'nothing'}")
+            elif f.endswith(".d"):
+                for h in headers(os.path.join(objdir, f)):
+                    top = h.split(os.sep)[0]
+                    if top in COMPONENTS and top not in allowed:
+                        out.append(f"UPWARD: {src} includes {h}; {comp} may "
+                                   f"use {', '.join(sorted(LAYERS[comp])) or 'nothing'}")
+    return out
 
 
 def cycles(edges):
@@ -116,7 +183,15 @@ def main(argv):
         if not cyc:
             print("  no cycles")
         bad |= bool(cyc)
-    return 1 if bad else 0
+    up = upward(build)
+    print("between components (layers: "
+          + "; ".join(f"{c} -> {', '.join(sorted(LAYERS[c])) or '-'}"
+                      for c in COMPONENTS) + ")")
+    for line in up:
+        print(f"  {line}")
+    if not up:
+        print("  no edge points the wrong way")
+    return 1 if bad or up else 0
 
 
 if __name__ == "__main__":

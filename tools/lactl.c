@@ -9,7 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "la.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
 
 typedef struct {
   const char *name;

@@ -11,7 +11,8 @@
 
 #include <metis.h>
 
-#include "la.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
 
 /* ------------------------------------------------------------- METIS */
 

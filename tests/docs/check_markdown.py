@@ -7,11 +7,76 @@ Checks, per file, what breaks rendering silently:
   - a closing fence's line holds nothing but the fence (text after it
     turns the rest of the page into code);
   - a table (a header row and a |---| row) is not broken by a blank line
-    between rows (the rows after it render as a paragraph of pipes).
+    between rows (the rows after it render as a paragraph of pipes);
+  - every relative link ([text](path#anchor), outside code) names a file
+    that exists and, in a Markdown file, a heading that exists (GitHub's
+    anchors: lower case, punctuation dropped, spaces as hyphens, -1, -2 for
+    repeats);
+  - docs/overview.md, the entry point, links every page of docs/.
 Prints each problem as FILE:LINE: message, then "markdown: OK" or exits 1.
 """
+import glob
+import os
 import re
 import sys
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
+
+
+def slug(heading):
+    """The anchor GitHub gives a heading."""
+    s = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return s.replace(" ", "-")
+
+
+def prose(path, code=False):
+    """(line number, line) of a file outside its code fences, inline code
+    removed unless code."""
+    fence = None
+    for n, line in enumerate(open(path, encoding="utf-8").read().split("\n"), 1):
+        m = FENCE.match(line)
+        if m and (fence is None or m.group(1)[0] == fence):
+            fence = m.group(1)[0] if fence is None else None
+            continue
+        if fence is None:
+            yield n, line if code else re.sub(r"`[^`]*`", "", line)
+
+
+_anchors = {}
+
+
+def anchors(path):
+    if path not in _anchors:
+        seen, out = {}, set()
+        for _, line in prose(path, code=True):
+            m = HEADING.match(line)
+            if m:
+                s = slug(m.group(1))
+                k = seen.get(s, 0)
+                seen[s] = k + 1
+                out.add(s if k == 0 else "%s-%d" % (s, k))
+        _anchors[path] = out
+    return _anchors[path]
+
+
+def check_links(path):
+    problems, targets = [], set()
+    for n, line in prose(path):
+        for m in LINK.finditer(line):
+            target = m.group(1)
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+                continue  # a URL
+            file, _, anchor = target.partition("#")
+            dest = os.path.normpath(os.path.join(os.path.dirname(path), file)) \
+                if file else path
+            targets.add(dest)
+            if not os.path.exists(dest):
+                problems.append("%s:%d: link to %s: no such file" % (path, n, target))
+            elif anchor and dest.endswith(".md") and anchor not in anchors(dest):
+                problems.append("%s:%d: link to %s: no such heading in %s"
+                                % (path, n, target, dest))
+    return problems, targets
 
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 DELIM = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
@@ -60,7 +125,17 @@ def check(path):
     return problems
 
 
-problems = [p for f in sys.argv[1:] for p in check(f)]
+problems = []
+for f in sys.argv[1:]:
+    problems += check(f)
+    link_problems, targets = check_links(f)
+    problems += link_problems
+    if os.path.normpath(f) == os.path.join("docs", "overview.md"):
+        for page in sorted(glob.glob(os.path.join(os.path.dirname(f), "*.md"))):
+            page = os.path.normpath(page)
+            if page != os.path.normpath(f) and page not in targets:
+                problems.append("%s: the entry point does not link %s"
+                                % (f, page))
 for p in problems:
     print(p)
 if problems:

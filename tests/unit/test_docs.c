@@ -13,9 +13,12 @@
  *   - man:     every command and option of lactl's --help appears in its
  *              man page and bash completion, every daemon setting in the
  *              daemon's page, every LA_ function of la.h in libla(3).
- * The Markdown of README.md and the docs/ pages renders as written
- * (tests/docs/check_markdown.py: fences closed and alone on their closing
- * line, tables without blank lines). And every man page converts with scdoc (skipped without scdoc). A
+ * The Markdown of README.md, CONTRIBUTING.md and the docs/ pages renders
+ * as written and its links lead somewhere (tests/docs/check_markdown.py:
+ * fences closed and alone on their closing line, tables without blank
+ * lines, relative links to files and headings that exist, the entry point
+ * docs/overview.md linking every page). And every man page converts with
+ * scdoc (skipped without scdoc). A
  * failure prints the script's report, which names file and line. See
  * docs/testing.md, "Documentation that runs". */
 #include <limits.h>
@@ -79,7 +82,9 @@ static void test_man_options(void **state) {
 }
 
 /* The Markdown renders as written: fences closed, nothing after a closing
- * fence, no blank line inside a table (tests/docs/check_markdown.py). */
+ * fence, no blank line inside a table, every relative link to a file and
+ * heading that exist, and docs/overview.md linking every page of docs/
+ * (tests/docs/check_markdown.py). */
 static void test_markdown(void **state) {
   if (access(PY, X_OK) != 0) {
     printf("skip: %s not found\n", PY);
@@ -88,7 +93,8 @@ static void test_markdown(void **state) {
   if (access("tests/docs/check_markdown.py", R_OK) != 0)
     fail_msg("run from the source tree: tests/docs/check_markdown.py missing");
   fflush(stdout);
-  int st = system(PY " tests/docs/check_markdown.py README.md docs/*.md 2>&1");
+  int st = system(PY " tests/docs/check_markdown.py README.md CONTRIBUTING.md "
+                     "examples/README.md docs/*.md 2>&1");
   assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 

@@ -156,6 +156,7 @@ static void test_layout(void **state) {
                          "lib/libla_client.a",
                          "include/la.h",
                          "include/la_errcodes.h",
+                         "include/la_limits.h",
                          "include/la_client.h",
                          "bin/lactl",
                          "lib/pkgconfig/la.pc",

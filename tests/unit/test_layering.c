@@ -3,10 +3,14 @@
  *
  * Runs scripts/depgraph.py over the build's object files (build/, or
  * $LA_TEST_BUILD_DIR): a cycle between the files of common, libla, client,
- * tools, localagent or globalagent fails the test, naming the files. A
- * control first builds two objects that call each other in a scratch tree
- * and requires the script to report exactly that cycle, so a script that
- * stopped seeing cycles fails here too.
+ * tools, localagent or globalagent fails the test, naming the files, and
+ * so does an edge between components that the layers do not allow (common
+ * below everything; libla, client and the daemons on common only; lactl on
+ * common, client and the store): a symbol taken or a header included the
+ * wrong way. Controls first build, in scratch trees, two objects that call
+ * each other, then a common object that calls libla and a daemon object
+ * whose dependency file names libla's header, and require the script to
+ * report exactly those, so a script that stopped seeing them fails here too.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -51,6 +55,35 @@ static void test_cycle_is_reported(void **state) {
     fail_msg("depgraph.py missed a two-file cycle (exit %d):\n%s", rc, out);
 }
 
+static void test_upward_edge_is_reported(void **state) {
+  (void)state;
+  char tmp[] = "/tmp/la-layering-XXXXXX", cmd[1400];
+  assert_non_null(mkdtemp(tmp));
+  snprintf(cmd, sizeof cmd,
+           "cd %s && mkdir -p obj/common obj/client obj/tools "
+           "obj/localagent obj/globalagent obj/libla && "
+           "printf 'int la_probe_x(void);\nint la_low(void){return "
+           "la_probe_x();}\n' > low.c && "
+           "printf 'int la_probe_x(void){return 1;}\n' > probe.c && "
+           "printf 'int la_agent_y(void){return 2;}\n' > agent.c && "
+           "cc -c low.c -o obj/common/low.o && "
+           "cc -c probe.c -o obj/libla/probe.o && "
+           "cc -c agent.c -o obj/localagent/agent.o && "
+           "printf 'obj/localagent/agent.o: localagent/agent.c libla/la.h "
+           "\\\n common/la_errcodes.h\n' > obj/localagent/agent.d",
+           tmp);
+  assert_int_equal(system(cmd), 0);
+  static char out[16384];
+  int rc = depgraph(tmp, out, sizeof out);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+  assert_int_equal(system(cmd), 0);
+  if (rc != 1 ||
+      !strstr(out, "UPWARD: common/low.c uses libla/probe.c (la_probe_x)") ||
+      !strstr(out, "UPWARD: localagent/agent.c includes libla/la.h") ||
+      strstr(out, "la_errcodes.h;"))
+    fail_msg("depgraph.py missed an upward edge (exit %d):\n%s", rc, out);
+}
+
 static void test_components_are_one_way(void **state) {
   (void)state;
   char probe[600];
@@ -61,6 +94,7 @@ static void test_components_are_one_way(void **state) {
   int rc = depgraph(build_dir(), out, sizeof out);
   if (rc != 0) fail_msg("depgraph.py exited %d:\n%s", rc, out);
   assert_null(strstr(out, "CYCLE"));
+  assert_null(strstr(out, "UPWARD"));
 }
 
 int main(void) {
@@ -71,6 +105,7 @@ int main(void) {
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cycle_is_reported),
+      cmocka_unit_test(test_upward_edge_is_reported),
       cmocka_unit_test(test_components_are_one_way),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
