@@ -98,6 +98,30 @@ static void test_markdown(void **state) {
   assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* The daemons' "Source layout" tables are the code's: each file's purpose
+ * comment and the calls its object makes (scripts/layout_table.py over
+ * build/obj, or $LA_TEST_BUILD_DIR/obj). */
+static void test_layout_tables(void **state) {
+  static const char *const comps[] = {"localagent", "globalagent"};
+  const char *b = getenv("LA_TEST_BUILD_DIR");
+  if (access(PY, X_OK) != 0 || system("command -v nm >/dev/null") != 0) {
+    printf("skip: %s or nm not found\n", PY);
+    skip();
+  }
+  for (size_t i = 0; i < sizeof comps / sizeof *comps; i++) {
+    char cmd[700];
+    snprintf(cmd, sizeof cmd,
+             PY " scripts/layout_table.py --check docs/%s.md %s %s 2>&1",
+             comps[i], comps[i], b && *b ? b : "build");
+    fflush(stdout);
+    int st = system(cmd);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+      fail_msg("docs/%s.md: the source layout table is not the code's "
+               "(scripts/layout_table.py --write docs/%s.md %s)",
+               comps[i], comps[i], comps[i]);
+  }
+}
+
 static void test_scdoc(void **state) {
   static const char *const pages[] = {"la-localagent.8", "la-globalagent.8",
                                       "lactl.1", "libla.3"};
@@ -118,6 +142,7 @@ int main(void) {
       cmocka_unit_test(test_configs),
       cmocka_unit_test(test_man_options),
       cmocka_unit_test(test_markdown),
+      cmocka_unit_test(test_layout_tables),
       cmocka_unit_test(test_scdoc),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
