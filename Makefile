@@ -1,8 +1,13 @@
 # Top-level Makefile for LA. Everything builds into build/ (see docs/architecture.md).
 #
 # Conventions, so that adding a file needs no edit here:
-#   common/*.c          -> build/lib/libla_common.a (PIC; linked into all)
-#   libla/*.c           -> build/lib/libla.{a,so} (with common, hidden symbols)
+#   wire/*.c            -> the wire: codec, validation, sockets, errors, the
+#                          shared-memory layout (linked into all)
+#   compact/*.c         -> the compaction engine (build/lib/libla_compact.a)
+#   daemon/*.c          -> the daemon framework (connections, config, log,
+#                          auth, metrics); the three are build/lib/libla_common.a
+#   libla/*.c           -> build/lib/libla.{a,so} (with the wire and what it
+#                          calls of compact/, hidden symbols)
 #   client/*.c          -> build/lib/libla_client.{a,so}
 #   localagent/*.c      -> build/bin/la-localagent
 #   globalagent/*.c     -> build/bin/la-globalagent
@@ -24,7 +29,7 @@ MPICC    ?= mpicc
 MPIF90   ?= mpif90
 OPT      ?= -O2 -g
 WARN     := -Wall -Wextra -Werror -Wno-unused-parameter
-CPPFLAGS += -D_GNU_SOURCE -Ilibla -Icommon -Iclient -I$(BUILD)/gen
+CPPFLAGS += -D_GNU_SOURCE -Ilibla -Iwire -Icompact -Idaemon -Iclient -I$(BUILD)/gen
 CFLAGS   ?=
 # override: CFLAGS or FFLAGS given on the command line add to these
 override CFLAGS += -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread
@@ -45,7 +50,7 @@ FORTRAN ?= 1
 LDLIBS_DAEMON := -luv -lsodium -lsqlite3 -lprotobuf-c -lpthread -lm
 LDLIBS_TEST := -lcmocka
 
-# systemd service notification (common/la_notify.c: READY, STATUS,
+# systemd service notification (daemon/la_notify.c: READY, STATUS,
 # WATCHDOG) through libsystemd when it is installed; without it the daemons
 # still build and run, but not under the units' Type=notify.
 HAVE_SYSTEMD ?= $(shell pkg-config --exists libsystemd 2>/dev/null && echo 1)
@@ -57,7 +62,9 @@ endif
 GEN_C    := $(BUILD)/gen/la.pb-c.c
 GEN_H    := $(BUILD)/gen/la.pb-c.h
 
-COMMON_SRC := $(wildcard common/*.c)
+WIRE_SRC    := $(wildcard wire/*.c)
+COMPACT_SRC := $(wildcard compact/*.c)
+DAEMON_SRC  := $(wildcard daemon/*.c)
 LIBLA_SRC  := $(wildcard libla/*.c)
 CLIENT_SRC := $(wildcard client/*.c)
 LOCAL_SRC  := $(wildcard localagent/*.c)
@@ -68,11 +75,10 @@ UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 BENCH_SRC  := $(wildcard bench/bench_*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
-COMMON_OBJ := $(call obj,$(COMMON_SRC)) $(BUILD)/obj/gen/la.pb-c.o
-# What libla needs of common/ (it must not pull in libuv, libsodium, sqlite).
-LIBLA_COMMON_OBJ := $(call obj,common/la_codec.c common/la_msg_validate.c common/la_sockio.c common/la_errors.c common/la_crc32.c \
-                     common/la_sysv.c \
-                     $(wildcard common/la_compact*.c)) $(BUILD)/obj/gen/la.pb-c.o
+WIRE_OBJ    := $(call obj,$(WIRE_SRC)) $(BUILD)/obj/gen/la.pb-c.o
+COMPACT_OBJ := $(call obj,$(COMPACT_SRC))
+DAEMON_OBJ  := $(call obj,$(DAEMON_SRC))
+COMMON_OBJ  := $(WIRE_OBJ) $(COMPACT_OBJ) $(DAEMON_OBJ)
 LIBLA_OBJ  := $(call obj,$(LIBLA_SRC))
 CLIENT_OBJ := $(call obj,$(CLIENT_SRC))
 # The LocalAgent's modules that do not use libuv, for unit tests.
@@ -96,6 +102,7 @@ FMOD_SRC := fortran/la_mod.f90
 FMOD_OBJ := $(if $(filter-out 0,$(FORTRAN)),$(if $(wildcard $(FMOD_SRC)),$(BUILD)/obj/fortran/la_mod.o))
 
 COMMON_A := $(BUILD)/lib/libla_common.a
+COMPACT_A := $(BUILD)/lib/libla_compact.a
 LIBLA_A  := $(BUILD)/lib/libla.a
 LIBLA_SO := $(BUILD)/lib/libla.so
 CLIENT_A := $(if $(CLIENT_SRC),$(BUILD)/lib/libla_client.a)
@@ -110,7 +117,7 @@ BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
         libs bins tests benches examples format
 all: libs bins tests benches examples
 
-libs: $(COMMON_A) $(LIBLA_A) $(LIBLA_SO) $(CLIENT_A) $(CLIENT_SO)
+libs: $(COMMON_A) $(COMPACT_A) $(LIBLA_A) $(LIBLA_SO) $(CLIENT_A) $(CLIENT_SO)
 bins: $(BINS)
 tests: $(UNIT_BINS)
 benches: $(BENCH_BINS) $(BUILD)/bench/fidelity_app
@@ -147,22 +154,28 @@ $(COMMON_A): $(COMMON_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(LIBLA_A): $(LIBLA_OBJ) $(LIBLA_COMMON_OBJ) $(FMOD_OBJ)
-	@mkdir -p $(dir $@) $(BUILD)/include
-	cp libla/la.h common/la_errcodes.h common/la_limits.h $(BUILD)/include/
+# The compaction engine as an archive: the shared libraries take from it
+# only the members they call (libla: the spec parser; never the codecs).
+$(COMPACT_A): $(COMPACT_OBJ)
+	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(LIBLA_SO): $(LIBLA_OBJ) $(LIBLA_COMMON_OBJ) $(FMOD_OBJ)
+$(LIBLA_A): $(LIBLA_OBJ) $(WIRE_OBJ) $(COMPACT_OBJ) $(FMOD_OBJ)
+	@mkdir -p $(dir $@) $(BUILD)/include
+	cp libla/la.h wire/la_errcodes.h wire/la_limits.h $(BUILD)/include/
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBLA_SO): $(LIBLA_OBJ) $(WIRE_OBJ) $(FMOD_OBJ) $(COMPACT_A)
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,--no-undefined -Wl,-soname,libla.so.0 -o $@ $^ $(LDLIBS_LA)
 	ln -sf libla.so $(BUILD)/lib/libla.so.0
 
-$(BUILD)/lib/libla_client.a: $(CLIENT_OBJ) $(LIBLA_COMMON_OBJ)
+$(BUILD)/lib/libla_client.a: $(CLIENT_OBJ) $(WIRE_OBJ) $(COMPACT_OBJ)
 	@mkdir -p $(dir $@) $(BUILD)/include
 	cp client/la_client.h $(BUILD)/include/ 2>/dev/null || true
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/lib/libla_client.so: $(CLIENT_OBJ) $(LIBLA_COMMON_OBJ)
+$(BUILD)/lib/libla_client.so: $(CLIENT_OBJ) $(WIRE_OBJ) $(COMPACT_A)
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS) -Wl,--no-undefined -Wl,-soname,libla_client.so.0 -o $@ $^ -lprotobuf-c -lm
 	ln -sf libla_client.so $(BUILD)/lib/libla_client.so.0
@@ -183,7 +196,7 @@ $(BUILD)/bin/la-globalagent: $(GLOBAL_OBJ) $(COMMON_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
 
-# The daemons' metrics endpoint (common/la_metrics_http.c) serves HTTP with
+# The daemons' metrics endpoint (daemon/la_metrics_http.c) serves HTTP with
 # libmicrohttpd; nothing else links it.
 $(BUILD)/bin/la-localagent $(BUILD)/bin/la-globalagent: LDLIBS_DAEMON += -lmicrohttpd
 
@@ -384,7 +397,7 @@ FC_ID      ?= $(notdir $(FC))-$(firstword $(subst ., ,$(shell $(FC) -dumpversion
 FMODDIR    ?= $(LIBDIR)/fortran/$(FC_ID)
 CMAKEDIR   ?= $(LIBDIR)/cmake/LA
 PCDIR      ?= $(LIBDIR)/pkgconfig
-LA_VERSION  = $(shell sed -n 's/^\#define LA_VERSION_STRING "\(.*\)"/\1/p' common/la_limits.h)
+LA_VERSION  = $(shell sed -n 's/^\#define LA_VERSION_STRING "\(.*\)"/\1/p' wire/la_limits.h)
 LA_COMMA   := ,
 SYSTEM_LIBDIRS = /lib /lib64 /usr/lib /usr/lib64 \
   $(addsuffix /$(shell $(CC) -print-multiarch 2>/dev/null),/lib /usr/lib)
@@ -450,7 +463,7 @@ install-files: libs bins $(FMOD_OBJ)
 	install -m 644 $(LIBLA_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIBLA_SO) $(DESTDIR)$(LIBDIR)/libla.so.0
 	ln -sf libla.so.0 $(DESTDIR)$(LIBDIR)/libla.so
-	install -m 644 libla/la.h common/la_errcodes.h common/la_limits.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 libla/la.h wire/la_errcodes.h wire/la_limits.h $(DESTDIR)$(INCLUDEDIR)/
 	$(if $(HAVE_FMOD),install -d $(DESTDIR)$(FMODDIR) && \
 	  install -m 644 $(BUILD)/include/la_mod.mod $(DESTDIR)$(FMODDIR)/)
 	$(if $(HAVE_CLIENT),install -m 644 $(CLIENT_A) $(DESTDIR)$(LIBDIR)/ && \

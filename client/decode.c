@@ -6,7 +6,7 @@
  * This is the decoder readers outside C use (the Python package under
  * python/ calls it through ctypes), so every reader of a store gets the
  * values lactl and the load balancers get: the same parser and checks
- * (common/la_compact_decode.c), nothing reimplemented. Deliberately not
+ * (compact/la_compact_decode.c), nothing reimplemented. Deliberately not
  * here: reading the store, stitching ranks, choosing measured or robust
  * weights; the caller does that.
  */

@@ -5,10 +5,10 @@
  * (docs/protocol.md, "Handshake"): the LocalAgent's Hello carries its nonce;
  * the GlobalAgent answers a Challenge with its own nonce, its name and the
  * header of its sending stream; the LocalAgent proves the secret over the
- * transcript (common/la_auth.h) in Auth, with its stream header; the
+ * transcript (daemon/la_auth.h) in Auth, with its stream header; the
  * GlobalAgent checks the proof and answers AuthResult — next_seq from the
  * store and its own proof — as the first encrypted record. From then on
- * every frame both ways is a record (common/la_secure.h); a record that does
+ * every frame both ways is a record (daemon/la_secure.h); a record that does
  * not open closes the connection with the reason logged. A refused agent
  * gets a clear AuthResult{LA_EAUTH, reason} and the connection closes; the
  * refusal is logged with the peer's address. Without a secret every agent is

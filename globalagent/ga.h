@@ -19,7 +19,7 @@
  *              closed Trace-Sets handed to feed.c; expiry timer
  *   metrics.c  the metrics endpoint (metrics.listen): control.c's report
  *              rendered on a timer, served by an HTTP thread that sees
- *              only the rendered text (common/la_metrics.h)
+ *              only the rendered text (daemon/la_metrics.h)
  *   control.c  the status report
  *   validate.c checks a compact trace before it is stored
  *   held.c     copies of open sets' traces, to publish without a read-back

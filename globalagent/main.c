@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* main.c: la-globalagent, the front-end LA daemon: options, configuration,
  * logging, the fixed start-up order, signals. The steps both daemons take
- * alike are common/la_daemon_main.c's; this file says what happens between
+ * alike are daemon/la_daemon_main.c's; this file says what happens between
  * them and what a reload or a stop does.
  *
  * Start-up: defaults, the INI file (-c), --section.key=value options;

@@ -2,7 +2,7 @@
 /* metrics.c: the GlobalAgent's metrics endpoint (metrics.listen): the
  * status report (control.c, without the store query) rendered as
  * la_globalagent_* metrics every metrics.interval and served over HTTP by
- * common/la_metrics.h. Off when metrics.listen is empty; a reload applies
+ * daemon/la_metrics.h. Off when metrics.listen is empty; a reload applies
  * [metrics] changes. Loop thread.
  *
  * agent_messages_total{host} must never go down while the daemon runs, or

@@ -51,7 +51,7 @@ typedef struct la_ga_settings {
   int64_t history_full_cycles; /* recent cycles per rank kept in full */
   /* [daemon] */
   char pid_file[512];
-  /* [metrics]: the HTTP endpoint (common/la_metrics_http.h) */
+  /* [metrics]: the HTTP endpoint (daemon/la_metrics_http.h) */
   char metrics_listen[256];     /* host:port ("" = off) */
   char metrics_port_file[512];  /* write the bound port here ("" = don't) */
   int64_t metrics_interval_ms;  /* snapshot period */

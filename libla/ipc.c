@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* ipc.c: the application side of the shared-memory hand-off.
  *
- * One SysV segment (layout: common/la_shm_layout.h) and one SysV semaphore
+ * One SysV segment (layout: wire/la_shm_layout.h) and one SysV semaphore
  * set per process, both IPC_PRIVATE and mode 0600. Semaphore i is 1 while
  * buffer i is free for the application. The application takes a buffer
  * without SEM_UNDO (the agent, not the kernel, gives it back).

@@ -4,7 +4,7 @@
  *
  * After each profiled cycle the LocalAgent writes the rank's weights (the
  * robust ones, else the measured values, exactly as the GlobalAgent will
- * serve them) into the weights area of the segment (common/la_shm_layout.h,
+ * serve them) into the weights area of the segment (wire/la_shm_layout.h,
  * layout 4): two slots, generation g in slot g % 2 under a sequence word
  * that is odd while the agent writes and 2g when it is done. A reader picks
  * the newest finished slot, copies it and checks that the word did not

@@ -10,7 +10,7 @@
  *   worker.c    thread-pool jobs: read a buffer, give it back, compact it
  *   metrics.c   the metrics endpoint (metrics.listen): control.c's report
  *               rendered on a timer, served by an HTTP thread that sees
- *               only the rendered text (common/la_metrics.h)
+ *               only the rendered text (daemon/la_metrics.h)
  *   control.c   the status report
  *   uplink.c    the GlobalAgent link: handshake, send queue, acks, backoff
  *   app_ipc.c, outq.c, seglog.c, settings.c, memshare.c: no libuv

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* main.c: la-localagent, the per-node LA daemon: options, configuration,
  * logging and the fixed start-up order, signals. The steps both daemons
- * take alike are common/la_daemon_main.c's; this file says what happens
+ * take alike are daemon/la_daemon_main.c's; this file says what happens
  * between them and what a reload or a drain does.
  *
  * Start-up: defaults, then the INI file (-c), then --section.key=value

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* metrics.c: the LocalAgent's metrics endpoint (metrics.listen): the
  * status report (control.c) rendered as la_localagent_* metrics every
- * metrics.interval and served over HTTP by common/la_metrics.h. Off when
+ * metrics.interval and served over HTTP by daemon/la_metrics.h. Off when
  * metrics.listen is empty; a reload applies [metrics] changes. The
  * per-application counters keep the counts of ranks that ended
- * (common/la_metrics_carry.h). Loop thread. */
+ * (daemon/la_metrics_carry.h). Loop thread. */
 #include "agent.h"
 #include "la_metrics.h"
 #include "la_metrics_carry.h"

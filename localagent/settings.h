@@ -53,7 +53,7 @@ typedef struct la_la_settings {
   uint64_t spool_bytes;
   int spool_fsync;
   int64_t spool_fsync_ms;  /* fsync interval of the log; 0 = every append */
-  /* [metrics]: the HTTP endpoint (common/la_metrics_http.h) */
+  /* [metrics]: the HTTP endpoint (daemon/la_metrics_http.h) */
   char metrics_listen[256];     /* host:port ("" = off) */
   char metrics_port_file[512];  /* write the bound port here ("" = don't) */
   int64_t metrics_interval_ms;  /* snapshot period */

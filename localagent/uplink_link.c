@@ -4,7 +4,7 @@
  * authenticates (la__handshake_*): with a secret configured the handshake is
  * mutual (docs/protocol.md, "Handshake") and the GlobalAgent must prove the
  * secret too, in its AuthResult, which is the first encrypted record; after
- * it every frame both ways is a record (common/la_secure.h: la__link_seal /
+ * it every frame both ways is a record (daemon/la_secure.h: la__link_seal /
  * la__link_open), and a GlobalAgent that fails its proof is refused before
  * anything is sent or acknowledged. Without a secret it answers the
  * Challenge in clear (logged at start). When the link fails — refused,

@@ -4,7 +4,8 @@
 and the edges between components that point the wrong way.
 
 Reads the object files of each component (build/obj/COMPONENT/*.o for
-common, libla, client, tools, localagent and globalagent) with nm: a file
+wire, compact, daemon, libla, client, tools, localagent and globalagent)
+with nm: a file
 that leaves a symbol undefined which another file of the same component
 defines calls (or reads) that file. Prints one line per file with the files it uses, then
 every cycle (strongly connected set of files). A call through a function
@@ -13,9 +14,12 @@ it does not appear: such a reverse edge is explicit in the interface struct
 that carries it, not hidden in the graph.
 
 Between components, the layers (LAYERS below) say who may use whom:
-common uses no other component; libla, client, localagent and globalagent
-use common only; tools (lactl) use common, client and the store and query
-code of globalagent. An edge the layers do not allow fails, whether it is a
+wire (codec, validation, sockets, errors, the shared-memory layout) uses
+no other component; compact (the compaction engine) and daemon (the daemon
+framework) use wire; libla and client use wire and compact; localagent and
+globalagent use wire, compact and daemon; tools (lactl) use wire, compact,
+daemon (the shared secret), client and the store and query code of
+globalagent. An edge the layers do not allow fails, whether it is a
 symbol one component's object takes from another's (nm) or a header it
 includes (the compiler's dependency file, COMPONENT/*.d): printed as
 "UPWARD: FILE uses COMPONENT/FILE (SYMBOL or header)".
@@ -29,16 +33,18 @@ import os
 import subprocess
 import sys
 
-COMPONENTS = ("common", "libla", "client", "tools", "localagent",
-              "globalagent")
+COMPONENTS = ("wire", "compact", "daemon", "libla", "client", "tools",
+              "localagent", "globalagent")
 # The components each component may use (besides itself).
 LAYERS = {
-    "common": set(),
-    "libla": {"common"},
-    "client": {"common"},
-    "localagent": {"common"},
-    "globalagent": {"common"},
-    "tools": {"common", "client", "globalagent"},
+    "wire": set(),
+    "compact": {"wire"},
+    "daemon": {"wire"},
+    "libla": {"wire", "compact"},
+    "client": {"wire", "compact"},
+    "localagent": {"wire", "compact", "daemon"},
+    "globalagent": {"wire", "compact", "daemon"},
+    "tools": {"wire", "compact", "daemon", "client", "globalagent"},
 }
 
 

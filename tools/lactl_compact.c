@@ -15,7 +15,7 @@
  * number that overflows a double (1e999) is an error naming its line.
  *
  * It does not talk to any agent; everything it does goes through
- * common/la_compact.h, the same engine the LocalAgent runs.
+ * compact/la_compact.h, the same engine the LocalAgent runs.
  */
 #include <errno.h>
 #include <getopt.h>

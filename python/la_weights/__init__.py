@@ -19,7 +19,7 @@ from .store import (MEASURED, NO_CHANNEL_REASON, ROBUST, ROW_DTYPE,
                     SCHEMA_VERSION, SERIES, Cycle, NoRobustWeights,
                     NoSuchChannel, NotFound, Series, Store, open)
 
-# LA's version (LA_VERSION_STRING in common/la_limits.h; pyproject.toml reads it
+# LA's version (LA_VERSION_STRING in wire/la_limits.h; pyproject.toml reads it
 # from here, test_python_user checks they agree).
 __version__ = "0.1.0"
 

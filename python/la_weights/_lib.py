@@ -35,7 +35,7 @@ from . import _origin
 _NAMES = ("libla_client.so.0", "libla_client.so")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
-# LA_E* codes the decoder returns (common/la_errcodes.h).
+# LA_E* codes the decoder returns (wire/la_errcodes.h).
 LA_EINVAL = -1
 LA_ENOMEM = -2
 LA_ERANGE = -9

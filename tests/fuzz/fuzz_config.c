@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* fuzz_config.c: libFuzzer target for the daemons' INI parser
- * (common/la_config.c), which reads files an operator (or anyone who can
+ * (daemon/la_config.c), which reads files an operator (or anyone who can
  * write the configuration directory) wrote. The input up to the first NUL
  * byte is the INI file (read through a memfd, as la_cfg_load reads a path);
  * each later NUL-separated piece is a "key=value" command-line override for

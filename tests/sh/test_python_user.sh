@@ -12,7 +12,7 @@
 # prefix; in the same shell the README's three Python lines then run with
 # python3 in the store's directory. Each must load libla_client from where
 # the block put LA (the prefix's lib/ after make install, else the tree's
-# build/lib) and report LA's version (LA_VERSION_STRING of common/la_limits.h).
+# build/lib) and report LA's version (LA_VERSION_STRING of wire/la_limits.h).
 #
 # Run by run-tests.sh (make check) after make all; skips, saying why, when
 # the build, /usr/bin/python3, its venv module, mpiexec or sqlite3 is
@@ -44,7 +44,7 @@ stop_stack() {
 }
 trap 'stop_stack; rm -rf "$tmp"' EXIT
 
-version=$(sed -n 's/^#define LA_VERSION_STRING "\(.*\)"/\1/p' common/la_limits.h)
+version=$(sed -n 's/^#define LA_VERSION_STRING "\(.*\)"/\1/p' wire/la_limits.h)
 
 # The README's application and cycle in a store of its own.
 store=$tmp/store

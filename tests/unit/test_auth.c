@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_auth.c: unit tests of the shared-secret challenge-response
- * (common/la_auth.{h,c}).
+ * (daemon/la_auth.{h,c}).
  *
  * Covers: the MAC round trip; refusals for a wrong key, nonce, host, a
  * truncated, extended or flipped MAC and bad arguments; a known-answer check
@@ -14,7 +14,7 @@
  * dangling link). Files live in a private temporary directory removed at the
  * end.
  *
- * The link between the agents (la_auth_session_derive, common/la_secure.c):
+ * The link between the agents (la_auth_session_derive, daemon/la_secure.c):
  * both sides derive the same proofs and keys, the two proofs differ (no
  * reflection), every transcript input and the key change everything;
  * records round-trip, and a flipped byte, a replayed, reordered, dropped or

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* test_codec.c: unit tests of the wire codec (common/la_codec.{h,c}).
+/* test_codec.c: unit tests of the wire codec (wire/la_codec.{h,c}).
  *
  * Covers: the frame header byte layout; a pack -> header parse -> decode
  * round trip of every message type with every field compared, nested ones

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_compact_maxerr_ref.c: the max-error mode of la_compact() checked
- * against brute-force oracles and its contract (common/la_compact.h), on
+ * against brute-force oracles and its contract (compact/la_compact.h), on
  * many series, never against stored output bytes.
  *
  *  - every series: every synthetic kind and size, noise at tolerances from

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_crc32.c: the CRC-32 of compact traces and the segment log
- * (common/la_crc32.c): its slicing tables (filled once at load) against their
+ * (wire/la_crc32.c): its slicing tables (filled once at load) against their
  * definition, the standard check value, zlib's results for split inputs,
  * every length and alignment against a bit-by-bit reference, and the
  * carry-less multiplication path (where the CPU has it) against the

@@ -2,13 +2,14 @@
 /* test_layering.c: the files of each component call each other one way.
  *
  * Runs scripts/depgraph.py over the build's object files (build/, or
- * $LA_TEST_BUILD_DIR): a cycle between the files of common, libla, client,
- * tools, localagent or globalagent fails the test, naming the files, and
- * so does an edge between components that the layers do not allow (common
- * below everything; libla, client and the daemons on common only; lactl on
- * common, client and the store): a symbol taken or a header included the
- * wrong way. Controls first build, in scratch trees, two objects that call
- * each other, then a common object that calls libla and a daemon object
+ * $LA_TEST_BUILD_DIR): a cycle between the files of one component (wire,
+ * compact, daemon, libla, client, tools, localagent, globalagent) fails the
+ * test, naming the files, and so does an edge between components that the
+ * layers do not allow (scripts/depgraph.py's LAYERS: wire below
+ * everything, then compact and daemon, then libla, client and the daemons,
+ * lactl on top): a symbol taken or a header included the wrong way.
+ * Controls first build, in scratch trees, two objects that call each
+ * other, then a wire object that calls libla and a daemon object
  * whose dependency file names libla's header, and require the script to
  * report exactly those, so a script that stopped seeing them fails here too.
  */
@@ -39,8 +40,8 @@ static void test_cycle_is_reported(void **state) {
   char tmp[] = "/tmp/la-layering-XXXXXX", cmd[1024];
   assert_non_null(mkdtemp(tmp));
   snprintf(cmd, sizeof cmd,
-           "cd %s && mkdir -p obj/common obj/client obj/tools "
-           "obj/localagent obj/globalagent obj/libla && "
+           "cd %s && mkdir -p obj/wire obj/compact obj/daemon obj/client "
+           "obj/tools obj/localagent obj/globalagent obj/libla && "
            "printf 'int b(void);\\nint a(void){return b();}\\n' > a.c && "
            "printf 'int a(void);\\nint b(void){return 1;}\\n"
            "int c(void){return a();}\\n' > b.c && "
@@ -60,17 +61,17 @@ static void test_upward_edge_is_reported(void **state) {
   char tmp[] = "/tmp/la-layering-XXXXXX", cmd[1400];
   assert_non_null(mkdtemp(tmp));
   snprintf(cmd, sizeof cmd,
-           "cd %s && mkdir -p obj/common obj/client obj/tools "
-           "obj/localagent obj/globalagent obj/libla && "
+           "cd %s && mkdir -p obj/wire obj/compact obj/daemon obj/client "
+           "obj/tools obj/localagent obj/globalagent obj/libla && "
            "printf 'int la_probe_x(void);\nint la_low(void){return "
            "la_probe_x();}\n' > low.c && "
            "printf 'int la_probe_x(void){return 1;}\n' > probe.c && "
            "printf 'int la_agent_y(void){return 2;}\n' > agent.c && "
-           "cc -c low.c -o obj/common/low.o && "
+           "cc -c low.c -o obj/wire/low.o && "
            "cc -c probe.c -o obj/libla/probe.o && "
            "cc -c agent.c -o obj/localagent/agent.o && "
            "printf 'obj/localagent/agent.o: localagent/agent.c libla/la.h "
-           "\\\n common/la_errcodes.h\n' > obj/localagent/agent.d",
+           "\\\n wire/la_errcodes.h\n' > obj/localagent/agent.d",
            tmp);
   assert_int_equal(system(cmd), 0);
   static char out[16384];
@@ -78,7 +79,7 @@ static void test_upward_edge_is_reported(void **state) {
   snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
   assert_int_equal(system(cmd), 0);
   if (rc != 1 ||
-      !strstr(out, "UPWARD: common/low.c uses libla/probe.c (la_probe_x)") ||
+      !strstr(out, "UPWARD: wire/low.c uses libla/probe.c (la_probe_x)") ||
       !strstr(out, "UPWARD: localagent/agent.c includes libla/la.h") ||
       strstr(out, "la_errcodes.h;"))
     fail_msg("depgraph.py missed an upward edge (exit %d):\n%s", rc, out);

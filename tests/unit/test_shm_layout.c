@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_shm_layout.c: unit tests of the shared-memory segment layout
- * (common/la_shm_layout.h) and of the segment libla really creates.
+ * (wire/la_shm_layout.h) and of the segment libla really creates.
  *
  * Covers: the header's binary layout (field offsets and sizes are ABI
  * between libla and the LocalAgent); la_shm_buffer_stride,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_sockio.c: unit tests of the blocking socket helpers
- * (common/la_sockio.{h,c}) over real loopback TCP sockets.
+ * (wire/la_sockio.{h,c}) over real loopback TCP sockets.
  *
  * Covers: la_hostport_parse on good and bad inputs; la_tcp_connect to a
  * closed port (LA_ENOAGENT, quickly), to a listener (socket flags), and to a

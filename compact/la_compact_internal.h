@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* la_compact_internal.h: the compaction engine's internals, shared by its
- * own files (common/la_compact_*.c), its tests and its benchmarks.
+ * own files (compact/la_compact_*.c), its tests and its benchmarks.
  *
  * la_compact.h is the engine's API (parameters, la_compact(), decoding,
  * synthetic series); this header adds what its files share among themselves:
@@ -190,7 +190,7 @@ static inline size_t la_varint_write(uint8_t *p, uint64_t v) {
   return i;
 }
 
-/* CRC-32 of the encoding: la_crc32() of common/la_crc32.h. */
+/* CRC-32 of the encoding: la_crc32() of wire/la_crc32.h. */
 #include "la_crc32.h"
 #define la_compact_crc32 la_crc32
 

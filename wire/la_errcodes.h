@@ -3,8 +3,8 @@
  * from. Every LA function returns 0 or one of these negative codes.
  *
  * It sits below everything: libla's public la.h includes it (so it is
- * installed next to la.h), and common/ code uses it without depending on
- * libla. la_strerror (common/la_errors.c), LA_strerror and
+ * installed next to la.h), and the lower layers (wire/, compact/, daemon/)
+ * and the daemons use it without depending on libla. la_strerror (wire/la_errors.c), LA_strerror and
  * la_client_strerror are generated from LA_ERRNO_MAP, as is the Fortran
  * module's mirror check (tests/unit/test_fortran.c). Values are part of
  * the API and of the wire format (statuses and Error codes): never
