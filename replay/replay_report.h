@@ -8,7 +8,7 @@
 typedef struct rp_report_head {
   const char *app, *replay_app;
   const char *partition; /* NULL: the recorded one */
-  double rate;           /* rank 0's spin iterations per second */
+  double rate_min, rate_max; /* the ranks' spin iterations per second */
 } rp_report_head_t;
 
 /* One cycle's line; wall and cpu: nranks * nc seconds each, rank-major

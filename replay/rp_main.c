@@ -318,7 +318,9 @@ int main(int argc, char **argv) {
   }
 
   MPI_Barrier(MPI_COMM_WORLD);
-  double rate = rp_spin_calibrate(o.calib);
+  double rate = rp_spin_calibrate(o.calib), rmin = rate, rmax = rate;
+  MPI_Reduce(&rate, &rmin, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&rate, &rmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 
   int la_on = 0;
   if (o.use_la) {
@@ -361,7 +363,8 @@ int main(int argc, char **argv) {
     rp_report_head_t h = {.app = o.src.app,
                           .replay_app = la_on ? o.app_id : "-",
                           .partition = o.src.partition,
-                          .rate = rate};
+                          .rate_min = rmin,
+                          .rate_max = rmax};
     rp_report_end(&pl, &h, all, all + (size_t)size * nc);
     fflush(stdout);
   }

@@ -56,11 +56,11 @@ void rp_report_end(const rp_plan_t *pl, const rp_report_head_t *h,
     }
   }
   printf("la-replay: %s cycles %" PRIu64 "..%" PRIu64 " (%zu replayed), %u "
-         "rank%s, %s partition, %s weights (%s); spin %.3g iterations/s on "
-         "rank 0\n",
+         "rank%s, %s partition, %s weights (%s); spin %.3g..%.3g "
+         "iterations/s\n",
          h->app, pl->tags[0], pl->tags[pl->nc - 1], pl->nc, P, P == 1 ? "" : "s",
          h->partition ? h->partition : "recorded", pl->weights, pl->unit,
-         h->rate);
+         h->rate_min, h->rate_max);
   if (pl->skipped_incomplete)
     printf("la-replay: %" PRIu64 " incomplete cycle%s skipped\n",
            pl->skipped_incomplete, pl->skipped_incomplete == 1 ? "" : "s");
