@@ -65,7 +65,8 @@ static void usage(FILE *f) {
           "unless --method\n"
           "                      says otherwise) of the one cycle to FILE: "
           "\"ID RANK\" per\n"
-          "                      element, for la-replay --partition\n" LACTL_CHANNEL_HELP LACTL_COMMON_HELP
+          "                      element, for la-replay\n" LACTL_CHANNEL_HELP
+          LACTL_COMMON_HELP
           "\nExit status: 0 done, 1 unreachable, not found or not "
           "partitionable, 2 usage.\n");
 }

@@ -158,6 +158,7 @@ static void test_layout(void **state) {
                          "include/la_errcodes.h",
                          "include/la_client.h",
                          "bin/lactl",
+                         "bin/la-replay",
                          "lib/pkgconfig/la.pc",
                          "lib/pkgconfig/la_client.pc",
                          "lib/cmake/LA/LAConfig.cmake",
