@@ -46,7 +46,7 @@ static const lactl_cmd_t cmds[] = {
     {"whatif", lactl_whatif_main,
      "predict what repartitioning would gain (METIS, RCB) before moving"},
     {"replay", lactl_replay_main,
-     "replay a recorded run's costs with la-replay (MPI) to measure a partition"},
+     "replay recorded costs with la-replay (MPI) to measure a partition"},
 };
 
 static void usage(FILE *f) {
