@@ -21,8 +21,8 @@
  *     targets exactly whatif's predicted imbalance and replays near it;
  *   - refusals, each with its message and exit status: an unknown
  *     application (1), a metric other than time (1), a partition file of
- *     the wrong length (2), the wrong number of ranks (2), lactl replay
- *     with --db (2).
+ *     the wrong length or with ids that are not the application's (2), the
+ *     wrong number of ranks (2), lactl replay with --db (2).
  *
  * Margins. The spin is calibrated against the wall clock, and each rank's
  * compute is timed both by MPI_Wtime and by its thread's CPU clock. On
@@ -112,7 +112,9 @@ static int setup_group(void **state) {
     snprintf(g->heavy, sizeof g->heavy, "%s/heavy", ex);
   else /* build/tests/../examples; a sanitized tree links the normal one */
     snprintf(g->heavy, sizeof g->heavy, "%.*s/../examples/heavy", d, self);
-  /* history_app is built in the normal tree only (beside its tests) */
+  /* history_app is built in the normal tree only, beside its tests: a
+   * sanitized tree reaches it through its examples link (build/asan/examples
+   * -> build/examples, whose ../tests is build/tests) */
   snprintf(g->hist, sizeof g->hist, "%.*s/../examples/../tests/history_app", d,
            self);
   if (system("command -v mpiexec >/dev/null 2>&1") != 0 ||
@@ -324,6 +326,18 @@ static void test_replay_refusals(void **state) {
                           "3:4",     "--partition", p, NULL};
   refused(shortp, 2,
           "the partition file has 100 elements, heavy-rec cycle 3 has 2197");
+  /* the right length, but ids 1..2197 where heavy's are 0..2196 */
+  char q[PATH_MAX + 64];
+  snprintf(q, sizeof q, "%s", file("shifted.part"));
+  snprintf(cmd, sizeof cmd,
+           "printf '# shifted; parts 3\\n' > '%s' && seq 1 2197 | "
+           "sed 's/$/ 0/' >> '%s'",
+           q, q);
+  assert_int_equal(system(cmd), 0);
+  const char *shifted[] = {"mpiexec", "-n", "3",  g->replay, HEAVY,
+                           "3:4",     "--partition", q, NULL};
+  refused(shifted, 2,
+          "element id 0 of heavy-rec is not in the partition file");
   /* ... and its rank count decides the launch lactl replay prints */
   const char *lr[] = {g->lactl, "replay", HEAVY, "3:4", "--partition", p,
                       NULL};
