@@ -36,7 +36,7 @@ typedef struct rp_plan {
 typedef struct rp_src {
   const char *app, *global, *partition;
   uint64_t first, last; /* last UINT64_MAX: the latest stored */
-  int weights;          /* LA_WEIGHTS_* */
+  int weights;          /* LA_WEIGHTS_*; 0: the client's default */
   int timeout_ms;
 } rp_src_t;
 

@@ -223,7 +223,8 @@ static int load(ld_t *l, int *usage) {
   if (rc)
     return ld_fail(l, "cannot reach the GlobalAgent's feed at %s: %s", addr,
                    la_client_strerror(rc));
-  la_client_set_weights(l->c, src->weights);
+  if (src->weights) /* else $LA_WEIGHTS, or robust where every rank has them */
+    la_client_set_weights(l->c, src->weights);
   if (src->partition) {
     if (rp_part_read(src->partition, &l->part, l->why, l->why_len)) {
       *usage = 1;

@@ -208,7 +208,15 @@ static void test_replay_recorded(void **state) {
   (void)state;
   need_up();
   const char *argv[] = {g->lactl, "replay", HEAVY, "--exec", NULL};
-  int rc = run(argv, NULL);
+  /* lactl replay runs the la-replay beside it, else the one on PATH: a
+   * sanitized tree's lactl has none beside it (la-replay is built in the
+   * normal tree only) */
+  static char path[PATH_MAX * 2 + 16];
+  const char *old = getenv("PATH");
+  snprintf(path, sizeof path, "PATH=%.*s:%s",
+           (int)(strrchr(g->replay, '/') - g->replay), g->replay,
+           old ? old : "/usr/bin:/bin");
+  int rc = run(argv, path);
   if (rc != 0) fail_msg("lactl replay --exec exited %d:\n%s", rc, g->out);
   assert_int_equal((int)summary(g->out, "ranks"), 3);
   assert_int_equal((int)summary(g->out, "cycles"), STEPS);
