@@ -18,6 +18,7 @@
 #   bench/bench_X.c     -> build/bench/bench_X       (make bench-X)
 #   tests/fuzz/fuzz_X.c -> build/fuzz/bin/fuzz_X     (make fuzz; clang)
 #   examples/X.c, examples/X/*.c -> build/examples/X (see examples/Makefile.inc)
+#   replay/*.c          -> build/bin/la-replay (MPI; see replay/Makefile.inc)
 
 PREFIX   ?= /usr/local
 BUILD    ?= build
@@ -591,3 +592,4 @@ PQ_CFLAGS := $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/includ
 PQ_LIBS := $(shell pkg-config --libs libpq 2>/dev/null || echo -lpq)
 CPPFLAGS += $(PQ_CFLAGS)
 LDLIBS_DAEMON += $(PQ_LIBS)
+-include replay/Makefile.inc

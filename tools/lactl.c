@@ -27,6 +27,7 @@ int lactl_show_main(int argc, char **argv);
 int lactl_export_main(int argc, char **argv);
 int lactl_plot_main(int argc, char **argv);
 int lactl_whatif_main(int argc, char **argv);
+int lactl_replay_main(int argc, char **argv);
 
 static const lactl_cmd_t cmds[] = {
     {"compact", lactl_compact_main,
@@ -45,6 +46,8 @@ static const lactl_cmd_t cmds[] = {
      "draw a rank's trace or a ranks x cycles heat map (SVG)"},
     {"whatif", lactl_whatif_main,
      "predict what repartitioning would gain (METIS, RCB) before moving"},
+    {"replay", lactl_replay_main,
+     "replay recorded costs with la-replay (MPI) to measure a partition"},
 };
 
 static void usage(FILE *f) {

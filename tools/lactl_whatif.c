@@ -35,7 +35,7 @@ static void usage(FILE *f) {
           "[--weights KIND]\n"
           "                    [--json | --csv] [-o FILE] [--global "
           "HOST:PORT | --db FILE]\n"
-          "                    [--channel NAME]\n"
+          "                    [--channel NAME] [--write-partition FILE]\n"
           "\n"
           "Predicts what repartitioning application APP would gain at a "
           "cycle (default:\nthe latest complete one) or at each complete "
@@ -60,7 +60,13 @@ static void usage(FILE *f) {
           "  --csv               one CSV line per partition\n"
           "  --json              JSON (docs/schema/lactl-whatif.json)\n"
           "  -o, --output FILE   write to FILE (default: "
-          "stdout)\n" LACTL_CHANNEL_HELP LACTL_COMMON_HELP
+          "stdout)\n"
+          "  --write-partition FILE  write the first new partition (metis "
+          "unless --method\n"
+          "                      says otherwise) of the one cycle to FILE: "
+          "\"ID RANK\" per\n"
+          "                      element, for la-replay\n" LACTL_CHANNEL_HELP
+          LACTL_COMMON_HELP
           "\nExit status: 0 done, 1 unreachable, not found or not "
           "partitionable, 2 usage.\n");
 }
@@ -123,6 +129,8 @@ typedef struct {
   double bpe;
   lactl_src_t *s;
   lactl_num_t *num;
+  const char *part_file; /* --write-partition FILE, or NULL */
+  int part_written;
 } wi_t;
 
 /* Fetches app's cycle tag as a mesh (the weights kind applied). Returns 0,
@@ -316,6 +324,11 @@ static int one_cycle(wi_t *w, uint64_t tag, FILE *f,
     if (!e)
       e = fill_row(row, order[i].name, &m, part, k, hm, nh, cur_max, w->bpe);
     row->ms = ms;
+    if (!e && w->part_file && !w->part_written) {
+      e = lactl_wi_write_partition(w->part_file, w->app, tag, order[i].name,
+                                   &m, part, k, why, sizeof why);
+      w->part_written = !e;
+    }
     if (e) {
       fprintf(stderr, "lactl whatif: %s cycle %llu: %s: %s\n", w->app,
               (unsigned long long)tag, order[i].name,
@@ -383,7 +396,8 @@ int lactl_whatif_main(int argc, char **argv) {
       {"parts", 1, 0, 'P'},   {"horizon", 1, 0, 'H'},
       {"method", 1, 0, 'm'},  {"bytes-per-element", 1, 0, 'B'},
       {"weights", 1, 0, 'W'}, {"csv", 0, 0, 'C'},
-      {"output", 1, 0, 'o'},  LACTL_CHANNEL_OPTION,
+      {"output", 1, 0, 'o'},  {"write-partition", 1, 0, 'X'},
+      LACTL_CHANNEL_OPTION,
       LACTL_COMMON_OPTIONS,   {0, 0, 0, 0}};
   lactl_common_t o = {0};
   wi_t w = {.kind = -1, .methods = 0, .bpe = 8};
@@ -436,6 +450,9 @@ int lactl_whatif_main(int argc, char **argv) {
       case 'o':
         out = optarg;
         break;
+      case 'X':
+        w.part_file = optarg;
+        break;
       default:
         return lactl_opt_err("whatif", argv, lo, "ho:");
     }
@@ -463,6 +480,14 @@ int lactl_whatif_main(int argc, char **argv) {
     rc = rc < 0 ? lactl_src_fail("whatif", w.s, rc) : rc;
     lactl_src_close(w.s);
     return rc;
+  }
+  if (w.part_file && nt != 1) {
+    free(tags);
+    lactl_src_close(w.s);
+    return lactl_usage_err("whatif",
+                           "--write-partition writes the partition of one "
+                           "cycle: '%s' selects %zu",
+                           argv[optind + 1], nt);
   }
   la_traceset_t *t0 = NULL;
   rc = lactl_src_set(w.s, w.app, 0, tags[0], &t0);

@@ -94,4 +94,13 @@ void lactl_wi_put(FILE *f, int fmt, const lactl_wi_head_t *h,
                   const lactl_wi_cycle_t *c, int first);
 void lactl_wi_end(FILE *f, int fmt);
 
+/* Writes partition part (k parts) of mesh m, app's cycle by method, to
+ * path (lactl_whatif_part.c): a header comment, then "ID RANK" per element
+ * in m's order (ascending id). Written to path.tmp, then renamed. 0, or
+ * LA_EIO with why filled. */
+int lactl_wi_write_partition(const char *path, const char *app,
+                             uint64_t cycle, const char *method,
+                             const lactl_mesh_t *m, const uint32_t *part,
+                             uint32_t k, char *why, size_t why_len);
+
 #endif /* LACTL_WHATIF_H */

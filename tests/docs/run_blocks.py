@@ -371,6 +371,23 @@ def cmd_man(src, build):
                 print("man/%s.%d.scd: setting %s (in %s --help) is missing"
                       % (d, sec, k, d))
                 bad += 1
+    # la-replay's options in its page (an MPI program: --help runs as a
+    # singleton without mpiexec)
+    replay = os.path.join(build, "bin", "la-replay")
+    if os.access(replay, os.X_OK):
+        text = open(os.path.join(src, "man", "la-replay.1.scd")).read()
+        p = subprocess.run([replay, "--help"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT)
+        opts = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)",
+                              p.stdout.decode()))
+        if not opts:
+            print("la-replay --help names no option")
+            bad += 1
+        for o in sorted(opts):
+            if "*%s*" % o not in text:
+                print("man/la-replay.1.scd: %s (in la-replay --help) is "
+                      "missing" % o)
+                bad += 1
     # the bash completion offers every option of each command
     comp = os.path.join(src, "packaging", "bash-completion", "lactl")
     for c in cmds:
@@ -393,7 +410,8 @@ def cmd_man(src, build):
             print("man/libla.3.scd: %s (libla/la.h) is not described" % fn)
             bad += 1
     print("man: lactl's %d commands, their completion, both daemons' "
-          "settings and libla's functions checked, %d missing" %
+          "settings, la-replay's options and libla's functions checked, "
+          "%d missing" %
           (len(cmds), bad))
     return 1 if bad else 0
 

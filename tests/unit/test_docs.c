@@ -124,7 +124,7 @@ static void test_layout_tables(void **state) {
 
 static void test_scdoc(void **state) {
   static const char *const pages[] = {"la-localagent.8", "la-globalagent.8",
-                                      "lactl.1", "libla.3"};
+                                      "lactl.1", "libla.3", "la-replay.1"};
   if (system("command -v scdoc >/dev/null 2>&1") != 0) {
     printf("skip: scdoc not installed\n");
     skip();

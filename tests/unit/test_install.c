@@ -159,6 +159,7 @@ static void test_layout(void **state) {
                          "include/la_limits.h",
                          "include/la_client.h",
                          "bin/lactl",
+                         "bin/la-replay",
                          "lib/pkgconfig/la.pc",
                          "lib/pkgconfig/la_client.pc",
                          "lib/cmake/LA/LAConfig.cmake",
