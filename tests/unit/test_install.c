@@ -346,7 +346,7 @@ static void test_build_without_papi(void **state) {
   assert_null(strstr(out, "papi"));
   assert_null(strstr(out, "__la_mod_MOD")); /* no Fortran module */
   SH_OK(
-      "cc -I\"$S/libla\" -I\"$S/common\" -c \"$S/tests/install/solver.c\" "
+      "cc -I\"$S/libla\" -I\"$S/wire\" -c \"$S/tests/install/solver.c\" "
       "-o np.o && cc -o np np.o -L\"$PWD/nopapi/lib\" "
       "-Wl,-rpath,\"$PWD/nopapi/lib\" -lla");
   SH_OK("LA_METRIC=cycles ./np");
