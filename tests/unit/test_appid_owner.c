@@ -30,7 +30,9 @@
 
 #include "la.h"
 #include "la_test_agent.h"
+#include "la_compact.h"
 #include "la_test_child.h"
+#include "la_test_link.h"
 #include "la_test_mpi.h"
 
 #define WAIT_MS 60000
@@ -352,10 +354,120 @@ static void test_same_user_two_nodes(void **state) {
   assert_int_equal(la_td_status_ll(T.lb, "ranks_refused_upstream"), up_b);
 }
 
+/* LocalAgents played by hand (la_test_link.h) against the real
+ * GlobalAgent: what a refused rank sends before its LocalAgent heard of the
+ * refusal (traces of another element count, in the same batch as its
+ * RankStart) and what it resends to a restarted GlobalAgent is
+ * acknowledged and dropped, never stored; the RankRefused names the
+ * RankStart's seq; the owner's rank of the same number from its own node
+ * is stored and its set completes. */
+static void link_open(la_test_link_t *l, const char *host) {
+  int32_t status = -1;
+  char why[300] = "";
+  if (la_test_link_open(l, T.agents_port, T.ta.st.secret, host, WAIT_MS,
+                        &status, why, sizeof why) != 0 || status != 0)
+    fail_msg("handshake of %s: %s", host, why);
+}
+
+static void link_acked(la_test_link_t *l) {
+  char why[300] = "";
+  if (la_test_link_wait_acked(l, WAIT_MS, why, sizeof why) != 0)
+    fail_msg("acks: %s", why);
+}
+
+static void test_refused_rank_messages_dropped(void **state) {
+  (void)state;
+  if (!T.up) skip();
+  la_test_daemon_t *ga = T.ta.st.ga;
+  const char *id = "hand.1";
+  double x[16];
+  for (int i = 0; i < 16; i++) x[i] = 1.0 + i;
+  la_compact_result_t r8, r16;
+  assert_int_equal(la_compact(x, 8, NULL, &r8), 0);
+  assert_int_equal(la_compact(x, 16, NULL, &r16), 0);
+  long long stored0 = la_td_status_ll(ga, "traces_stored");
+  long long dropped0 = la_td_status_ll(ga, "appid_refused_messages");
+  la_test_link_t a, b;
+  link_open(&a, "hand-a");
+  assert_int_equal(la_test_link_rank_start_uid(&a, "hand-a", id, 0, 2, 8,
+                                               OWNER),
+                   0);
+  assert_int_equal(la_test_link_trace(&a, id, 0, 0, &r8, NULL, 0), 0);
+  link_acked(&a);
+  /* another uid's rank 1, of 16 elements, and its traces right behind */
+  link_open(&b, "hand-b");
+  assert_int_equal(la_test_link_rank_start_uid(&b, "hand-b", id, 1, 2, 16,
+                                               OTHER),
+                   0);
+  uint64_t start_seq = b.seq;
+  for (uint64_t t = 0; t < 3; t++)
+    assert_int_equal(la_test_link_trace(&b, id, 1, t, &r16, NULL, 0), 0);
+  link_acked(&b);
+  assert_int_equal(b.refusals, 1);
+  assert_int_equal(b.refused_seq, start_seq);
+  assert_int_equal(b.refused_rank, 1);
+  assert_non_null(strstr(b.refused_reason,
+                         "app id hand.1 belongs to another user on the front "
+                         "end: choose another id (LA_APP_ID)"));
+  assert_int_equal(la_td_wait_status(ga, "appid_refused_messages",
+                                     dropped0 + 3, WAIT_MS),
+                   0);
+  assert_int_equal(la_td_status_ll(ga, "traces_stored"), stored0 + 1);
+  la_test_link_close(&b);
+  /* a restarted GlobalAgent reads the refusal back: a resend is dropped */
+  la_test_link_close(&a);
+  assert_int_equal(la_td_stop(ga, WAIT_MS), 0);
+  long long n_refused =
+      la_ta_sql_int(&T.ta, "SELECT count(*) FROM refused_ranks");
+  assert_true(n_refused >= 1);
+  la_td_log_mark(ga);
+  start_ga(T.agents_port);
+  char want[120];
+  snprintf(want, sizeof want, "%lld ranks refused for their app id's owner",
+           n_refused);
+  assert_int_equal(la_td_wait_log(ga, want, WAIT_MS), 0);
+  link_open(&b, "hand-b");
+  assert_int_equal(la_test_link_trace(&b, id, 1, 2, &r16, NULL, 0), 0);
+  link_acked(&b);
+  assert_int_equal(la_td_wait_status(ga, "appid_refused_messages", 1, WAIT_MS),
+                   0);
+  assert_int_equal(la_td_status_ll(ga, "traces_stored"), 0);
+  /* the owner's own rank 1, from its node: stored, the set complete */
+  link_open(&a, "hand-a");
+  assert_int_equal(la_test_link_rank_start_uid(&a, "hand-a", id, 1, 2, 8,
+                                               OWNER),
+                   0);
+  assert_int_equal(la_test_link_trace(&a, id, 1, 0, &r8, NULL, 0), 0);
+  link_acked(&a);
+  assert_int_equal(a.refusals, 0);
+  char q[200];
+  snprintf(q, sizeof q,
+           "SELECT count(*) FROM trace_sets WHERE app_id = '%s' AND "
+           "cycle_tag = 0 AND closed = 1 AND complete = 1",
+           id);
+  assert_int_equal(la_ta_wait_sql(&T.ta, q, 1, WAIT_MS), 0);
+  assert_int_equal(sql("SELECT count(*) FROM traces WHERE app_id = '%s'", id),
+                   2);
+  assert_int_equal(sql("SELECT count(*) FROM traces WHERE app_id = '%s' AND "
+                       "n_elements <> 8",
+                       id),
+                   0);
+  assert_int_equal(sql("SELECT count(*) FROM ranks WHERE app_id = '%s' AND "
+                       "host = 'hand-b'",
+                       id),
+                   0);
+  la_test_link_close(&a);
+  la_compact_result_free(&r8);
+  la_compact_result_free(&r16);
+  wait_linked(T.ta.st.la); /* the real LocalAgents found the new one */
+  wait_linked(T.lb);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_other_user_other_node),
       cmocka_unit_test(test_same_user_two_nodes),
+      cmocka_unit_test(test_refused_rank_messages_dropped),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
