@@ -47,6 +47,7 @@ static struct {
   char lb_addr[64];
   uint16_t agents_port;
   int up;
+  char verbose[8192]; /* the other process's LA_VERBOSE lines */
 } T;
 
 /* What the job measures: exact in binary, different per element, cycle and
@@ -100,12 +101,16 @@ static double probe_other(long e, void *arg) {
 }
 
 /* The other user's process: registers rank of nprocs under app_id at
- * agent as uid, runs cycles until LA_dataXfer returns an error (bounded by
- * WAIT_MS), finalizes, and writes what it saw to fd. */
+ * agent as uid with LA_VERBOSE=1 (its stderr into err), runs cycles until
+ * LA_dataXfer returns an error (bounded by WAIT_MS), finalizes, and writes
+ * what it saw to fd. */
 static void other_main(const char *agent, const char *app_id, int rank,
-                       int nprocs, int uid, int fd) {
+                       int nprocs, int uid, int fd, const char *err) {
   verdict_t v;
   memset(&v, 0, sizeof v);
+  if (!freopen(err, "w", stderr)) _exit(7);
+  setvbuf(stderr, NULL, _IONBF, 0); /* the child ends with _exit */
+  setenv("LA_VERBOSE", "1", 1);
   if (become(uid) != 0) _exit(8);
   LA_setAgent(agent);
   LA_setAppId(app_id);
@@ -132,15 +137,19 @@ static void other_main(const char *agent, const char *app_id, int rank,
   _exit(0);
 }
 
+/* Runs other_main in a child; what it printed with LA_VERBOSE=1 goes to
+ * T.verbose. */
 static verdict_t run_other(const char *agent, const char *app_id, int rank,
                            int nprocs, int uid) {
   int p[2];
+  char err[700];
+  la_td_path(T.lb, "other.err", err, sizeof err);
   assert_int_equal(pipe(p), 0);
   pid_t pid = la_test_fork();
   assert_true(pid >= 0);
   if (pid == 0) {
     close(p[0]);
-    other_main(agent, app_id, rank, nprocs, uid, p[1]);
+    other_main(agent, app_id, rank, nprocs, uid, p[1], err);
   }
   close(p[1]);
   verdict_t v;
@@ -154,6 +163,12 @@ static verdict_t run_other(const char *agent, const char *app_id, int rank,
   close(p[0]);
   assert_int_equal(la_test_wait(pid), 0);
   assert_int_equal(got, sizeof v);
+  FILE *f = fopen(err, "r");
+  assert_non_null(f);
+  size_t n = fread(T.verbose, 1, sizeof T.verbose - 1, f);
+  T.verbose[n] = 0;
+  fclose(f);
+  unlink(err);
   fprintf(stderr, "uid %d on node-b: register %d, dataXfer %d after %ld "
           "cycles, finalize %d, LA_STAT_REFUSED %ld: %s\n", uid, v.reg_rc,
           v.xfer_rc, v.cycles, v.fin_rc, v.refused_stat, v.why);
@@ -273,6 +288,9 @@ static void test_other_user_other_node(void **state) {
                          "front end: choose another id (LA_APP_ID)"));
   assert_int_equal(v.refused_stat, 1);
   assert_int_equal(v.fin_rc, LA_EREFUSED);
+  assert_non_null(strstr(T.verbose,
+                         "app id job42.0 belongs to another user on the "
+                         "front end: choose another id (LA_APP_ID)"));
   /* the job's second rank, after it */
   assert_int_equal(run_job_rank(la_a, id, 1, 2, OWNER), 0);
   assert_job_exact(id, 2);
