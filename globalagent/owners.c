@@ -166,16 +166,26 @@ static int la__load_one(void *arg, const char *app_id, const char *host,
 }
 
 int la_ga_owners_load(la_ga_t *ga) {
-  la__clear(ga->owners);
-  int rc = la_store_refused_each(ga->store, la__load_one, ga->owners);
-  if (rc != 0)
+  /* read into a table of its own: on failure the one in use stays */
+  la_ga_owners_t fresh = {0};
+  int rc = la_store_refused_each(ga->store, la__load_one, &fresh);
+  if (rc != 0) {
+    la__clear(&fresh);
     la_log_error("store: cannot list the ranks refused for their app id's "
-                 "owner: %s", rc == LA_ENOMEM ? "out of memory"
-                                             : la_store_errmsg(ga->store));
-  else if (ga->owners->n)
+                 "owner: %s; keeping the %zu known", rc == LA_ENOMEM
+                                                    ? "out of memory"
+                                                    : la_store_errmsg(ga->store),
+                 ga->owners->n);
+    return rc;
+  }
+  la__clear(ga->owners);
+  ga->owners->b = fresh.b;
+  ga->owners->nb = fresh.nb;
+  ga->owners->n = fresh.n;
+  if (ga->owners->n)
     la_log_info("%zu ranks refused for their app id's owner: their messages "
                 "are dropped", ga->owners->n);
-  return rc;
+  return 0;
 }
 
 /* The refusal of r: recorded, logged, counted, told. 1, or LA_EIO. */

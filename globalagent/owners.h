@@ -35,7 +35,7 @@ la_ga_owners_t *la_ga_owners_new(void);
 void la_ga_owners_free(la_ga_owners_t *o);
 
 /* (Re)fills ga's table from the store (at start, after a rollback).
- * Returns 0, or a negative LA_E* code (logged). */
+ * Returns 0, or a negative LA_E* code (logged; the table in use stays). */
 int la_ga_owners_load(la_ga_t *ga);
 
 /* A RankStart r of host: 0 when it may be stored (the caller stores it,
