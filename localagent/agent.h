@@ -52,7 +52,7 @@ typedef struct la_agent_events {
   void (*on_progress)(la_agent_t *ag);
   /* The GlobalAgent refused a RankStart of this agent (RankRefused: the
    * application id belongs to another user): the session it started is
-   * told and closed (la_session_refused). NULL: nobody listens. */
+   * told (la_session_refused). NULL: nobody listens. */
   void (*on_rank_refused)(la_agent_t *ag, const La__RankRefused *m);
 } la_agent_events_t;
 
@@ -138,7 +138,8 @@ typedef struct la_session {
   uint64_t ids_got, ids_bytes;
   uint64_t mem_bytes; /* its memory estimate (memshare.h), until freed */
   int data_seen; /* a DataReady came: no ids any more */
-  int refused;   /* an Error was sent: the connection is closing */
+  int refused;   /* an Error was sent: its frames are ignored (the
+                    connection closes after it, or libla closes it) */
   int finalized;
   const char *end_reason;
   uint64_t start_seq; /* its RankStart's sequence number (0: not logged) */
