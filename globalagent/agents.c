@@ -731,10 +731,18 @@ static void la__status_rows(la_ga_t *ga, La__StatusReply *r) {
       la_status_agent(r, a->host, a->conn.peer, a->messages, a->acked_seq);
 }
 
+static void la__refuse_rank(la_ga_t *ga, const char *host,
+                            const La__RankRefused *m) {
+  for (la_ga_agent_t *a = ga->agents; a; a = a->next)
+    if (a->state == LA__AG_READY && !a->conn.closing && !strcmp(a->host, host))
+      la_conn_send(&a->conn, LA__MSG_TYPE__MSG_RANK_REFUSED, &m->base, 0);
+}
+
 const la_ga_agent_ops_t la_ga_agent_ops = {
     .record_seqs = la__record_seqs,
     .ack = la__ack,
     .close_all = la__close_all,
     .connected = la__connected,
     .status_rows = la__status_rows,
+    .refuse_rank = la__refuse_rank,
 };

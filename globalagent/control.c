@@ -132,6 +132,13 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
                     "messages of applications not stitched for "
                     "stitch.max_apps",
                     st->apps_refused);
+  la_status_counter(r, "appid_refused_starts",
+                    "rank starts refused: their app id belongs to another "
+                    "uid",
+                    st->appid_refused_starts);
+  la_status_counter(r, "appid_refused_messages",
+                    "messages of those refused ranks dropped",
+                    st->appid_refused_messages);
   la_status_gauge(r, "closed_cache", "closed Trace-Set keys in memory",
                   (int64_t)ss.closed_cached);
   la_status_counter(r, "closed_cache_evicted",

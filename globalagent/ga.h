@@ -21,6 +21,7 @@
  *              rendered on a timer, served by an HTTP thread that sees
  *              only the rendered text (daemon/la_metrics.h)
  *   control.c  the status report
+ *   owners.c   application ids bound to a uid; refused ranks' messages
  *   validate.c checks a compact trace before it is stored
  *   held.c     copies of open sets' traces, to publish without a read-back
  *   store*.c, stitch.c, held.c, settings.c: no libuv (unit-tested alone)
@@ -72,6 +73,9 @@ typedef struct la_ga_stats {
   uint64_t sets_unpublished;
   /* ingest.c: messages of an application not stitched for stitch.max_apps */
   uint64_t apps_refused;
+  /* owners.c: RankStarts refused because their application id belongs to
+   * another uid, and the refused ranks' later messages dropped */
+  uint64_t appid_refused_starts, appid_refused_messages;
 } la_ga_stats_t;
 
 struct la_ga_agent;
@@ -113,6 +117,9 @@ typedef struct la_ga_agent_ops {
   /* Appends a row per authenticated LocalAgent to a status reply
    * (control.c, through ga->agent_ops). */
   void (*status_rows)(la_ga_t *ga, La__StatusReply *r);
+  /* Tells the LocalAgent authenticated as host (when connected) that a
+   * RankStart of its was refused (owners.c). */
+  void (*refuse_rank)(la_ga_t *ga, const char *host, const La__RankRefused *m);
 } la_ga_agent_ops_t;
 
 struct la_ga {
@@ -136,6 +143,7 @@ struct la_ga {
   la_store_t *store;
   la_stitch_t *stitch;
   struct la_held *held; /* open sets' traces for publishing (held.h) */
+  struct la_ga_owners *owners; /* refused ranks (owners.h) */
   la_auth_key_t key;
   int have_key;
   const la_ga_agent_ops_t *agent_ops; /* set by la_ga_ingest_start */

@@ -38,6 +38,7 @@
 #include "la_log.h"
 #include "la_time.h"
 #include "held.h"
+#include "owners.h"
 #include "validate.h"
 
 typedef struct la_ga_closed {
@@ -97,6 +98,8 @@ static void la__restore_counts(la_ga_t *ga) {
   c->sets_evicted = b->sets_evicted;
   c->missing_reported = b->missing_reported;
   c->invalid = b->invalid; /* validate.c's, counted per trace received */
+  c->appid_refused_starts = b->appid_refused_starts; /* owners.c's */
+  c->appid_refused_messages = b->appid_refused_messages;
 }
 
 /* The stitched application app_id, or NULL (nothing is loaded). */
@@ -558,14 +561,49 @@ static int la__ingest_missing(la_ga_t *ga, const char *host, const char *app_id,
   return 0;
 }
 
+/* Whether m (not a RankStart) is a message of a rank refused for its
+ * application id's owner (owners.h): then it is dropped. */
+static int la__foreign(la_ga_t *ga, const char *host, uint16_t type,
+                       const ProtobufCMessage *m) {
+  switch (type) {
+    case LA__MSG_TYPE__MSG_COMPACT_TRACE: {
+      const La__CompactTrace *t = (const void *)m;
+      return la_ga_owners_drop(ga, host, t->app_id, t->rank);
+    }
+    case LA__MSG_TYPE__MSG_TRACE_MISSING: {
+      const La__TraceMissing *t = (const void *)m;
+      return la_ga_owners_drop(ga, host, t->app_id, t->rank);
+    }
+    case LA__MSG_TYPE__MSG_RANK_END: {
+      const La__RankEnd *e = (const void *)m;
+      return la_ga_owners_drop(ga, host, e->app_id, e->rank);
+    }
+    case LA__MSG_TYPE__MSG_ELEMENT_IDS: {
+      const La__ElementIds *e = (const void *)m;
+      return e->has_rank && la_ga_owners_drop(ga, host, e->app_id, e->rank);
+    }
+    default:
+      return 0;
+  }
+}
+
 int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
                  ProtobufCMessage *m, const char *enc_why) {
   if (la__txn(ga) != 0) return LA_EIO; /* the store is unavailable */
   int rc = 0;
   char why[300];
-  if (type == LA__MSG_TYPE__MSG_RANK_START) {
+  if (type == LA__MSG_TYPE__MSG_RANK_START &&
+      (rc = la_ga_owners_rank_start(ga, host, (const La__RankStart *)m)) !=
+          0) {
+    /* refused (1: owners.c told and counted it), or the store failed */
+    if (rc == 1) rc = 0;
+  } else if (type != LA__MSG_TYPE__MSG_RANK_START &&
+             la__foreign(ga, host, type, m)) {
+    /* a refused rank's message: acked with the batch, nothing stored */
+  } else if (type == LA__MSG_TYPE__MSG_RANK_START) {
     const La__RankStart *r = (const La__RankStart *)m;
     rc = la_store_rank_start(ga->store, r);
+    if (rc == 0) rc = la_ga_owners_started(ga, host, r);
     if (rc == LA_EPROTO) {
       ga->st.conflicts++;
       la_log_warnx(
@@ -752,6 +790,7 @@ void la_ga_commit(la_ga_t *ga) {
     ga->txn_failed = 0;
     la__restore_counts(ga);
     while (ga->apps) la__app_forget(ga, ga->apps->app_id);
+    la_ga_owners_load(ga); /* the refusals the store kept */
     ga->agent_ops->close_all(ga, "store failure");
     la__drop_closed(ga);
     la_held_clear(ga->held);
@@ -812,8 +851,14 @@ int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
   la_store_set_history(ga->store, (uint64_t)ga->set.history_full_cycles);
   ga->closed_tail = &ga->closed;
   ga->held = la_held_new(ga->set.publish_memory);
+  ga->owners = la_ga_owners_new();
+  if (ga->owners && la_ga_owners_load(ga) != 0) {
+    snprintf(why, why_len, "store: cannot read the refused ranks: %s",
+             la_store_errmsg(ga->store));
+    return LA_EIO;
+  }
   la__rebuild_stitch(ga);
-  if (!ga->stitch || !ga->held) {
+  if (!ga->stitch || !ga->held || !ga->owners) {
     snprintf(why, why_len, "out of memory");
     return LA_ENOMEM;
   }
@@ -837,6 +882,8 @@ void la_ga_ingest_stop(la_ga_t *ga) {
   ga->stitch = NULL;
   la_held_free(ga->held);
   ga->held = NULL;
+  la_ga_owners_free(ga->owners);
+  ga->owners = NULL;
   la_store_close(ga->store);
   ga->store = NULL;
 }

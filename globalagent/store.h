@@ -108,6 +108,34 @@ const char *la_store_errmsg(la_store_t *s);
  * (nothing written; la_store_errmsg says why), LA_EINVAL, LA_EIO. */
 int la_store_rank_start(la_store_t *s, const La__RankStart *m);
 
+/* Application id owners (store_owners.c; docs/security.md). The uid
+ * app_id is bound to into *uid: 0, LA_ENOTFOUND (not bound), LA_EINVAL,
+ * LA_EIO. */
+int la_store_app_owner(la_store_t *s, const char *app_id, uint32_t *uid);
+/* Binds app_id (whose application row exists: after its RankStart) to uid,
+ * unless it is bound already (the first binding stays); host: the
+ * LocalAgent of that RankStart. 0, LA_EINVAL, LA_EIO. */
+int la_store_app_bind(la_store_t *s, const char *app_id, uint32_t uid,
+                      const char *host);
+/* Records that the RankStart (seq) of app_id's rank from the LocalAgent
+ * host, registered by uid, was refused for owner (the bound uid); a row of
+ * that key is replaced. 0, LA_EINVAL, LA_EIO. */
+int la_store_rank_refuse(la_store_t *s, const char *app_id, const char *host,
+                         uint32_t rank, uint32_t uid, uint32_t owner,
+                         uint64_t seq);
+/* Deletes the refusal of (app_id, host, rank), if any (the owner's uid
+ * started that rank from that host). 0, LA_EINVAL, LA_EIO. */
+int la_store_rank_unrefuse(la_store_t *s, const char *app_id,
+                           const char *host, uint32_t rank);
+/* Calls fn for every refused (app_id, host, rank) with the refused uid, in
+ * key order, until fn returns non-zero (returned). 0, LA_EINVAL, LA_EIO
+ * (a row out of range: corrupt). */
+int la_store_refused_each(la_store_t *s,
+                          int (*fn)(void *arg, const char *app_id,
+                                    const char *host, uint32_t rank,
+                                    uint32_t uid),
+                          void *arg);
+
 /* Records a RankEnd once per (app_id, rank) (reason, cycles, skipped,
  * t_end_ns, seq); creates the application and rank rows if no RankStart came
  * (nprocs and n_elements unknown = 0). *was_new (may be NULL) is 1 when this

@@ -219,6 +219,30 @@ static const char la__history_sql[] =
     "CREATE INDEX IF NOT EXISTS history_full ON history(app_id, rank,"
     "  rank_seq) WHERE in_full = 1;";
 
+/* Added later still, created in place (IF NOT EXISTS) like `missing`.
+ * app_owners: the uid an application id is bound to, from its first
+ * RankStart that carried one (RankStart.owner_uid), with that rank's
+ * host. refused_ranks: per (application, LocalAgent host, rank), a
+ * RankStart of another uid the GlobalAgent refused; that rank's later
+ * messages from that host are dropped, and a RankStart of the owner's uid
+ * for the same key deletes the row. Neither has a row for applications
+ * whose ranks came from LocalAgents that send no uid. */
+static const char la__owners_sql[] =
+    "CREATE TABLE IF NOT EXISTS app_owners ("
+    "  app_id TEXT PRIMARY KEY NOT NULL REFERENCES apps(app_id),"
+    "  uid INTEGER NOT NULL,"
+    "  host TEXT NOT NULL,"
+    "  t_bound_ns INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS refused_ranks ("
+    "  app_id TEXT NOT NULL,"
+    "  host TEXT NOT NULL,"
+    "  rank INTEGER NOT NULL,"
+    "  uid INTEGER NOT NULL,"
+    "  owner_uid INTEGER NOT NULL,"
+    "  seq INTEGER,"
+    "  t_refused_ns INTEGER NOT NULL,"
+    "  PRIMARY KEY (app_id, host, rank)) WITHOUT ROWID;";
+
 /* ------------------------------------------------- creating and checking */
 
 /* Contracts of the functions below: store_internal.h. */
@@ -277,6 +301,7 @@ static const struct {
     {la__channels_sql, "adding the rank_channels and channel_traces tables"},
     {la__numbering_sql, "adding the element_ids and rank_grid tables"},
     {la__history_sql, "adding the history table"},
+    {la__owners_sql, "adding the app_owners and refused_ranks tables"},
 };
 
 #define LA__CREATE "CREATE TABLE IF NOT EXISTS "
@@ -388,6 +413,8 @@ int la__store_schema(la_db_t *db, const char *path, char *why, size_t n) {
           la__store_exec(db, la__numbering_sql, why, n, path,
                          "creating the schema") ||
           la__store_exec(db, la__history_sql, why, n, path,
+                         "creating the schema") ||
+          la__store_exec(db, la__owners_sql, why, n, path,
                          "creating the schema") ||
           la__store_exec(db, sql, why, n, path, "creating the schema") ||
           la__store_exec(db, "COMMIT", why, n, path, "creating the schema")) {

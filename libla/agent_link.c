@@ -6,8 +6,10 @@
  * Finalize). Notifications never block the application: what the socket does
  * not take at once waits in a small outbox and goes with the next one. The
  * agent never writes after the reply, so a readable socket means it closed
- * the connection (or sent an Error before doing so). Closing this connection
- * is the agent's death notice of the application.
+ * the connection (or sent an Error before doing so: code LA_EREFUSED when
+ * the GlobalAgent refused the registration, since the application id
+ * belongs to another user). Closing this connection is the agent's death
+ * notice of the application.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -141,6 +143,14 @@ int la__link_alive(la__link_t *l) {
     char why[128];
     if (p.revents & POLLIN &&
         la_recv_msg(l->fd, 1u << 16, 100, &type, &m, why, sizeof why) == 0) {
+      if (type == LA__MSG_TYPE__MSG_ERROR &&
+          ((La__Error *)m)->code == LA_EREFUSED) {
+        /* refused for good (the GlobalAgent: the app id is another
+         * user's): no registration again */
+        int rc = la__error(LA_EREFUSED, "%s", ((La__Error *)m)->message);
+        la_msg_free(m);
+        return rc;
+      }
       if (type == LA__MSG_TYPE__MSG_ERROR)
         la__error(LA_EAGENTLOST, "LocalAgent: %s", ((La__Error *)m)->message);
       la_msg_free(m);

@@ -267,9 +267,10 @@ int la__ipc_acquire(la__ipc_t *ipc, uint32_t *buf, int timeout_ms,
       *wait_ns += la_mono_ns() - t0;
       return la__error(LA_EIPC, "semtimedop: %s", strerror(e));
     }
-    if (alive && alive(arg) != 0) {
+    int gone = alive ? alive(arg) : 0;
+    if (gone) { /* LA_EAGENTLOST, or LA_EREFUSED (for good) */
       *wait_ns += la_mono_ns() - t0;
-      return LA_EAGENTLOST;
+      return gone == LA_EREFUSED ? LA_EREFUSED : LA_EAGENTLOST;
     }
     if (la_mono_ns() - t0 >= limit) {
       *wait_ns += la_mono_ns() - t0;

@@ -63,7 +63,9 @@ enum {
   LA_STAT_TIMER_RES_NS = 7, /* the timer's resolution, ns (rounded up) */
   LA_STAT_FLAGGED = 8,   /* element-cycles flagged as interfered with */
   LA_STAT_INTERFERENCE_NS = 9, /* time of the flagged probe intervals, ns */
-  LA_STAT_REREGISTERED = 10 /* registrations again after the agent was lost */
+  LA_STAT_REREGISTERED = 10, /* registrations again after the agent was lost */
+  LA_STAT_REFUSED = 11   /* 1: the GlobalAgent refused the registration (its
+                            app id belongs to another user), else 0 */
 };
 
 /* A user probe: returns a reading; the element accumulates stop - start. */
@@ -103,7 +105,12 @@ LA_EXPORT int la__registerGridMarked(const char *app_name, int rank,
  * segment, the same id, rank and elements; the first try 1 s after the
  * loss, then 2, 4, 8, 16 s apart; each step of a try waits 250 ms at
  * most), counted in LA_STAT_REREGISTERED; profiling resumes with the cycle
- * after it. */
+ * after it. Returns LA_EREFUSED once when the GlobalAgent refused the
+ * registration because its application id belongs to another user (on
+ * any node; docs/security.md): LA_lastError (and LA_VERBOSE=1) says "app id
+ * ID belongs to another user on the front end: choose another id
+ * (LA_APP_ID)", LA_getStat(LA_STAT_REFUSED) is 1, and the program runs
+ * unprofiled from then on (no registration again). */
 LA_EXPORT int LA_dataXfer(void);
 /* Same, with an explicit cycle tag for the cycle that ends (must be the same
  * on all ranks for the same cycle). */
@@ -119,7 +126,9 @@ LA_EXPORT int LA_dataXferTagged(uint64_t cycle_tag);
  * reached (the usual end: LA_dataXfer after the last step) holds nothing
  * and is not sent; nor is one with only out-of-range probes (counted in
  * LA_STAT_RANGE_ERRORS). Returns 0, or LA_EAGENTLOST when the last cycle
- * could not be handed over (the agent was gone); it cleans up either way.
+ * could not be handed over (the agent was gone), or LA_EREFUSED when the
+ * GlobalAgent refused the registration (LA_dataXfer above; also when
+ * LA_dataXfer returned it already); it cleans up either way.
  * LA_getStat keeps answering for the ended registration until the next
  * LA_register. */
 LA_EXPORT int LA_finalize(void);

@@ -75,6 +75,7 @@ static struct {
   uint64_t retry_at, retry_ns; /* la_mono_ns of the next try, its backoff */
   uint64_t reregistered;       /* registrations again that worked */
   uint32_t layout;             /* the lost registration's segment layout */
+  int refused; /* the GlobalAgent refused the registration (LA_EREFUSED) */
 } la__ctx;
 
 /* Remembers the tag of a skipped profiled cycle; keeps the newest. */
@@ -212,6 +213,7 @@ static int la__lost(int rc) {
  * probes stop, and what registering again needs stays: state LOST, first
  * try LA__RETRY_FIRST_NS from now. Returns rc. */
 static int la__agent_gone(int rc) {
+  if (rc == LA_EREFUSED) la__ctx.refused = 1; /* for good: no retry */
   if (rc != LA_EAGENTLOST || la__ctx.state != LA__ACTIVE) return la__lost(rc);
   la__info("profiling paused: %s", LA_lastError());
   la__probe_end();
@@ -537,8 +539,9 @@ static int la__end_cycle(uint64_t tag) {
     la__ctx.holding = 0;
     la__ctx.profiled++; /* its values went to the agent */
     la__ctx.cur = (la__ctx.cur + 1) % la__ctx.ipc.n_buffers;
-  } else if (la__link_alive(&la__ctx.link) != 0) {
-    return la__agent_gone(LA_EAGENTLOST);
+  } else {
+    int alive = la__link_alive(&la__ctx.link);
+    if (alive) return la__agent_gone(alive);
   }
   return 0;
 }
@@ -661,7 +664,7 @@ LA_EXPORT int LA_finalize(void) {
   la__teardown();
   la__ctx.state = LA__IDLE;
   la__channels_reset();
-  return rc;
+  return la__ctx.refused ? LA_EREFUSED : rc;
 }
 
 const la__ipc_t *la__lifecycle_ipc(void) {
@@ -686,6 +689,8 @@ LA_EXPORT long LA_getStat(int which) {
       return la__ctx.state == LA__ACTIVE;
     case LA_STAT_REREGISTERED:
       return (long)la__ctx.reregistered;
+    case LA_STAT_REFUSED:
+      return la__ctx.refused;
     default:
       return la__interf_stat(which);
   }

@@ -50,6 +50,10 @@ typedef struct la_agent_events {
    * worker job finished, the GlobalAgent acknowledged messages. NULL:
    * nobody listens. */
   void (*on_progress)(la_agent_t *ag);
+  /* The GlobalAgent refused a RankStart of this agent (RankRefused: the
+   * application id belongs to another user): the session it started is
+   * told (la_session_refused). NULL: nobody listens. */
+  void (*on_rank_refused)(la_agent_t *ag, const La__RankRefused *m);
 } la_agent_events_t;
 
 typedef struct la_agent_stats {
@@ -63,6 +67,7 @@ typedef struct la_agent_stats {
   uint64_t missing_at_restart;     /* taken cycles of a crashed run */
   uint64_t ranks_ended_at_restart; /* RankEnd "LocalAgent restarted" */
   uint64_t status_queries;
+  uint64_t ranks_refused_upstream; /* RankRefused: app id of another user */
 } la_agent_stats_t;
 
 struct la_agent {
@@ -133,9 +138,14 @@ typedef struct la_session {
   uint64_t ids_got, ids_bytes;
   uint64_t mem_bytes; /* its memory estimate (memshare.h), until freed */
   int data_seen; /* a DataReady came: no ids any more */
-  int refused;   /* an Error was sent: the connection is closing */
+  int refused;   /* an Error was sent: its frames are ignored (the
+                    connection closes after it, or libla closes it) */
   int finalized;
   const char *end_reason;
+  uint64_t start_seq; /* its RankStart's sequence number (0: not logged) */
+  /* the GlobalAgent refused its RankStart (RankRefused): nothing more of
+   * it is shipped; read by worker jobs (atomically) */
+  int refused_upstream;
 } la_session_t;
 
 /* listener.c */
@@ -148,6 +158,13 @@ void la_session_accept(la_agent_t *ag, uv_stream_t *server);
 /* Closes the connection; the application's IPC objects are removed and
  * RankEnd sent once no job of the session is in flight. */
 void la_session_close(la_session_t *s, const char *reason);
+/* The GlobalAgent refused the RankStart m names (its seq, app id and
+ * rank): the session that sent it, if still open, is marked refused (its
+ * cycles no longer shipped), its application told (an Error with m's code
+ * and reason; libla closes the connection), its frames ignored; counted in
+ * ranks_refused_upstream and logged. One that already ended is only
+ * logged. Loop thread. */
+void la_session_refused(la_agent_t *ag, const La__RankRefused *m);
 
 /* worker.c */
 /* Queues the compaction of buffer i of s. A session's jobs run one at a
@@ -202,6 +219,12 @@ void la_agent_metrics_reload(la_agent_t *ag);
 /* Builds the status reply; free with la_status_reply_free. */
 La__StatusReply *la_status_reply(la_agent_t *ag);
 void la_status_reply_free(La__StatusReply *r);
+
+/* Reports a refused RankStart to the agent core (on_rank_refused). */
+static inline void la_agent_rank_refused(la_agent_t *ag,
+                                         const La__RankRefused *m) {
+  if (ag->ev.on_rank_refused) ag->ev.on_rank_refused(ag, m);
+}
 
 /* Reports progress to the agent core (la_agent_events_t.on_progress). */
 static inline void la_agent_progress(la_agent_t *ag) {

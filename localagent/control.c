@@ -55,6 +55,10 @@ La__StatusReply *la_status_reply(la_agent_t *ag) {
                     "registrations refused: over agent.max_memory_per_uid "
                     "or agent.max_memory",
                     st->regs_refused_memory);
+  la_status_counter(rep, "ranks_refused_upstream",
+                    "ranks the GlobalAgent refused: their app id belongs "
+                    "to another user",
+                    st->ranks_refused_upstream);
   la_status_gauge(rep, "app_memory_bytes",
                   "memory estimate of the registrations held "
                   "(agent.max_memory)",

@@ -289,6 +289,7 @@ int main(int argc, char **argv) {
   ag->loop = uv_default_loop();
   ag->start_ms = la_now_ms();
   ag->ev.on_progress = la__check_drained;
+  ag->ev.on_rank_refused = la_session_refused;
 
   int fsync_each = ag->set.spool_fsync && ag->set.spool_fsync_ms == 0;
   if (la_outq_open(ag->set.spool_dir, ag->set.queue_bytes, ag->set.spool_bytes,

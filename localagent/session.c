@@ -511,7 +511,15 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
   st.grid_origin = r->grid_origin;
   st.n_grid_global = r->n_grid_global;
   st.grid_global = r->grid_global;
-  la_uplink_send(ag, LA__MSG_TYPE__MSG_RANK_START, &st.base, &st.seq);
+  /* whose rank it is, for the GlobalAgent's binding of the id to a user
+   * (docs/security.md): the uid la_app_ipc_attach proved */
+  if (s->ipc.owner_uid >= 0) {
+    st.has_owner_uid = 1;
+    st.owner_uid = (uint32_t)s->ipc.owner_uid;
+  }
+  if (la_uplink_send(ag, LA__MSG_TYPE__MSG_RANK_START, &st.base, &st.seq) ==
+      0)
+    s->start_seq = st.seq;
   char spec[80] = "";
   la_compact_spec_format(&s->cp, spec, sizeof spec);
   la_log_info("registered %s rank %u/%u (pid %d, %llu elements, %u buffers, "
@@ -612,6 +620,35 @@ static int la__sess_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
                  la_msg_name(type));
     return -1;
   }
+}
+
+void la_session_refused(la_agent_t *ag, const La__RankRefused *m) {
+  la_session_t *s = ag->sessions;
+  for (; s; s = s->next)
+    if (s->ipc.hdr && s->start_seq == m->seq && s->rank == m->rank &&
+        !strcmp(s->app_id, m->app_id))
+      break;
+  if (!s) {
+    la_log_info("%s rank %u (RankStart %llu) refused by the GlobalAgent "
+                "after it ended: %s", m->app_id, m->rank,
+                (unsigned long long)m->seq, m->reason);
+    return;
+  }
+  if (s->refused_upstream) return; /* told already (a resent RankStart) */
+  __atomic_store_n(&s->refused_upstream, 1, __ATOMIC_RELEASE);
+  ag->st.ranks_refused_upstream++;
+  la_log_warnx("%s rank %u (pid %d) refused by the GlobalAgent: %s; its "
+               "cycles are no longer shipped, the application is told",
+               s->app_id, s->rank, s->pid, m->reason);
+  if (s->conn.closing || s->refused) return; /* it is gone or going */
+  /* told, and the connection left for libla to close once it read why
+   * (closing it here could reset it under the Error while the
+   * application's notifications are unread); its frames are ignored */
+  s->refused = 1;
+  La__Error e = LA__ERROR__INIT;
+  e.code = m->code;
+  e.message = m->reason;
+  la_conn_send(&s->conn, LA__MSG_TYPE__MSG_ERROR, &e.base, 0);
 }
 
 static void la__sess_bad(la_conn_t *c, const char *why) {

@@ -367,6 +367,9 @@ static void la__on_frame(la_uplink_link_t *up, uint16_t type, const uint8_t *p,
               (up->state == LA_UP_HELLO && ((La__AuthResult *)m)->status)) &&
              type == LA__MSG_TYPE__MSG_AUTH_RESULT) {
     la__handshake_result(up, (La__AuthResult *)m, sealed);
+  } else if (up->state == LA_UP_READY &&
+             type == LA__MSG_TYPE__MSG_RANK_REFUSED) {
+    la_agent_rank_refused(up->ag, (La__RankRefused *)m);
   } else if (up->state == LA_UP_READY && type == LA__MSG_TYPE__MSG_ACK) {
     up->backoff_ms = up->ag->set.reconnect_min_ms; /* progress */
     up->ev->acked(up, ((La__Ack *)m)->seq);

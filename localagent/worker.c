@@ -321,7 +321,10 @@ static void la__work(uv_work_t *req) {
               &s->ipc, j->cycle_tag, j->seq,
               j->robust ? LA_SHM_WEIGHTS_ROBUST : LA_SHM_WEIGHTS_MEASURED,
               j->robust ? rout : out);
-        j->log_rc = la__log_trace(j, out, rout);
+        /* a rank the GlobalAgent refused (la_session_refused): nothing
+         * more of it is shipped */
+        if (!__atomic_load_n(&s->refused_upstream, __ATOMIC_ACQUIRE))
+          j->log_rc = la__log_trace(j, out, rout);
         if (j->log_rc == 0 && learn) /* logged in full: a representative */
           la_history_learn(h, j->cycle_tag, &res, j->robust ? &j->rres : NULL);
         if (j->log_rc == LA_EPROTO)

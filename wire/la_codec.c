@@ -53,6 +53,7 @@ static const la__msg_entry_t la__msgs[] = {
     LA__MSG(TRACE_SET_HEAD, TraceSetHead, trace_set_head),
     LA__MSG(TRACE_SET_PART, TraceSetPart, trace_set_part),
     LA__MSG(SET_NOTICE, SetNotice, set_notice),
+    LA__MSG(RANK_REFUSED, RankRefused, rank_refused),
 };
 
 static const la__msg_entry_t *la__msg_find(uint16_t type) {

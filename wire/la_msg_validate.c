@@ -536,10 +536,26 @@ int la_msg_check_fields(uint16_t type, const ProtobufCMessage *m, char *why,
                          (unsigned long long)r->n_element_ids,
                          (unsigned long long)r->n_elements);
       if (la__channels_ok(r->n_channels, r->channels, why, n)) return LA_EPROTO;
+      if (r->has_owner_uid && r->owner_uid == UINT32_MAX)
+        return la_errorf(why, n, LA_EPROTO, "owner_uid %u is no uid",
+                         r->owner_uid);
       return la__compact_ok(r->compact, why, n);
     }
     case LA__MSG_TYPE__MSG_ELEMENT_IDS:
       return la__element_ids_ok((const void *)m, why, n);
+    case LA__MSG_TYPE__MSG_RANK_REFUSED: {
+      const La__RankRefused *r = (const void *)m;
+      if (!la__id_ok(r->app_id))
+        return la_errorf(why, n, LA_EPROTO, "app_id invalid");
+      if (r->rank >= LA_MAX_RANKS)
+        return la_errorf(why, n, LA_EPROTO, "rank %u out of range", r->rank);
+      if (r->code >= 0 || r->code <= LA__ERR_LAST)
+        return la_errorf(why, n, LA_EPROTO, "code %d is no LA error code",
+                         r->code);
+      if (!r->reason || !r->reason[0] || !la__text_ok(r->reason, 256))
+        return la_errorf(why, n, LA_EPROTO, "reason empty or too long");
+      return 0;
+    }
     case LA__MSG_TYPE__MSG_RANK_END: {
       const La__RankEnd *r = (const void *)m;
       if (!la__id_ok(r->app_id))

@@ -20,6 +20,7 @@ int la_test_link_open(la_test_link_t *l, uint16_t port, const char *key_path,
                       char *why, size_t n) {
   l->fd = -1;
   l->seq = 0;
+  l->refusals = 0;
   la_auth_key_t k;
   int rc = la_auth_load_key(key_path, &k, why, n);
   if (rc) return rc;
@@ -42,8 +43,18 @@ int la_test_link_open(la_test_link_t *l, uint16_t port, const char *key_path,
 int la_test_link_rank_start(la_test_link_t *l, const char *host,
                             const char *app_id, uint32_t rank, uint32_t nprocs,
                             uint64_t n) {
+  return la_test_link_rank_start_uid(l, host, app_id, rank, nprocs, n, -1);
+}
+
+int la_test_link_rank_start_uid(la_test_link_t *l, const char *host,
+                                const char *app_id, uint32_t rank,
+                                uint32_t nprocs, uint64_t n, long uid) {
   La__RankStart s = la_test_rank_start(app_id, NULL, rank, nprocs, n);
   s.seq = ++l->seq;
+  if (uid >= 0) {
+    s.has_owner_uid = 1;
+    s.owner_uid = (uint32_t)uid;
+  }
   s.metric = "custom";
   s.unit = "user";
   s.host = (char *)host;
@@ -91,6 +102,15 @@ int la_test_link_wait_acked(la_test_link_t *l, int timeout_ms, char *why,
     int rc = la_secure_recv_msg(l->fd, &l->sec, 1 << 16, (int)left, &type, &m,
                                 &sealed, why, n);
     if (rc) return rc;
+    if (type == LA__MSG_TYPE__MSG_RANK_REFUSED) {
+      const La__RankRefused *x = (const La__RankRefused *)m;
+      l->refusals++;
+      l->refused_seq = x->seq;
+      l->refused_rank = x->rank;
+      snprintf(l->refused_reason, sizeof l->refused_reason, "%s", x->reason);
+      la_msg_free(m);
+      continue;
+    }
     if (type != LA__MSG_TYPE__MSG_ACK) {
       snprintf(why, n, "expected an Ack, got %s", la_msg_name(type));
       la_msg_free(m);

@@ -24,6 +24,12 @@ typedef struct la_test_link {
   int fd;
   uint64_t seq;    /* last link sequence number sent */
   la_secure_t sec; /* the link's records, after the handshake */
+  /* RankRefused messages read by la_test_link_wait_acked: how many, and
+   * the last one's RankStart seq, rank and reason */
+  int refusals;
+  uint64_t refused_seq;
+  uint32_t refused_rank;
+  char refused_reason[300];
 } la_test_link_t;
 
 /* Connects to the GlobalAgent's agents port on loopback as LocalAgent host
@@ -41,6 +47,12 @@ int la_test_link_rank_start(la_test_link_t *l, const char *host,
                             const char *app_id, uint32_t rank, uint32_t nprocs,
                             uint64_t n);
 
+/* The same, saying the rank's owner uid (RankStart.owner_uid) unless uid
+ * is negative. */
+int la_test_link_rank_start_uid(la_test_link_t *l, const char *host,
+                                const char *app_id, uint32_t rank,
+                                uint32_t nprocs, uint64_t n, long uid);
+
 /* Sends the CompactTrace of cycle tag of app_id rank: the payload fields
  * from r (la_trace_msg.h), the encoding replaced by bytes[0..len) when
  * bytes is not NULL. */
@@ -53,7 +65,8 @@ int la_test_link_trace(la_test_link_t *l, const char *app_id, uint32_t rank,
 int la_test_link_send_trace(la_test_link_t *l, La__CompactTrace *t);
 
 /* Reads Acks until every sequence number sent is acknowledged (a refused
- * trace is acknowledged too). LA_EPROTO when anything else arrives,
+ * trace is acknowledged too); a RankRefused meanwhile is counted and kept
+ * in l (refusals, refused_*). LA_EPROTO when anything else arrives,
  * LA_ETIMEDOUT after timeout_ms. */
 int la_test_link_wait_acked(la_test_link_t *l, int timeout_ms, char *why,
                             size_t n);

@@ -8,7 +8,9 @@
  * that is registered already is refused at LA_register, told by which pid
  * (the first keeps its rank); a process of another uid is refused any rank
  * of an id in use, told only that the id is in use (nothing of the other
- * user's processes); once the id's last local rank ended, the id is free;
+ * user's processes); once the id's last local rank ended, the id is free
+ * at the LocalAgent (the GlobalAgent still refuses another uid's ranks
+ * under it: test_appid_owner);
  * one user's processes cannot take every application slot.
  * Every wait is bounded; every child is reaped.
  */
@@ -199,9 +201,24 @@ static void test_other_user(void **state) {
   assert_int_equal(finish(&k1), 0);
   assert_int_equal(la_td_wait_log(agent.st.la, "own-1 rank 0 ended", WAIT_MS),
                    0);
+  /* free at this LocalAgent; the GlobalAgent keeps the id its first
+   * uid's (test_appid_owner): it refuses the rank, and the program is told
+   * (at its one LA_dataXfer, exit 2, when the refusal came by then) */
+  long long refused0 = la_ta_local_stat(&agent, "ranks_refused_upstream");
   a = spawn(&k4, "own-1", 1, 2, NOBODY, 1);
   assert_int_equal(a.rc, 0);
-  assert_int_equal(finish(&k4), 0);
+  assert_int_equal(la_td_wait_status(agent.st.ga, "appid_refused_starts", 1,
+                                     WAIT_MS),
+                   0);
+  assert_int_equal(la_td_wait_status(agent.st.la, "ranks_refused_upstream",
+                                     refused0 + 1, WAIT_MS),
+                   0);
+  int st = finish(&k4);
+  assert_true(st == 0 || st == 2);
+  assert_int_equal(la_ta_app_int(&agent, "own-1",
+                                 "SELECT count(*) FROM ranks WHERE "
+                                 "app_id = '%s' AND rank = 1"),
+                   0);
 }
 
 /* One user cannot fill max_apps for everyone: with max_apps 4 and

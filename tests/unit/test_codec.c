@@ -59,7 +59,8 @@
 #define T_HEAD LA__MSG_TYPE__MSG_TRACE_SET_HEAD
 #define T_PART LA__MSG_TYPE__MSG_TRACE_SET_PART
 #define T_NOTE LA__MSG_TYPE__MSG_SET_NOTICE
-#define N_TYPES 24
+#define T_RREF LA__MSG_TYPE__MSG_RANK_REFUSED
+#define N_TYPES 25
 
 #define assert_dbl_equal(a, b) assert_true((a) == (b))
 #define M(x) ((ProtobufCMessage *)(x))
@@ -108,6 +109,7 @@ static La__TraceSetHead s_head;
 static uint8_t s_part_data[5] = {1, 2, 3, 4, 5};
 static La__TraceSetPart s_part;
 static La__SetNotice s_note;
+static La__RankRefused s_rref;
 
 static void fill_trace(La__CompactTrace *t, La__SeriesStats *st,
                        La__FitError *fe, uint8_t *seg, uint32_t rank,
@@ -370,6 +372,13 @@ static void reset_samples(void) {
   s_note.set_bytes = 3000000;
   s_note.limit_name = "feed.queue_bytes";
   s_note.limit = 67108864;
+  la__rank_refused__init(&s_rref);
+  s_rref.seq = 11;
+  s_rref.app_id = "slurm-123456.0";
+  s_rref.rank = 1;
+  s_rref.code = LA_EREFUSED;
+  s_rref.reason = "app id slurm-123456.0 belongs to another user on the "
+                  "front end: choose another id (LA_APP_ID)";
 }
 
 typedef struct {
@@ -390,6 +399,7 @@ static void build_samples(void) {
     {T_QR, M(&s_qr)},     {T_SREQ, M(&s_sreq)},   {T_SREP, M(&s_srep)},
     {T_ERR, M(&s_err)},   {T_TM, M(&s_tm)},       {T_EID, M(&s_eid)},
     {T_HEAD, M(&s_head)}, {T_PART, M(&s_part)},   {T_NOTE, M(&s_note)},
+    {T_RREF, M(&s_rref)},
   };
   memcpy(samples, s, sizeof s);
 }
@@ -1771,6 +1781,32 @@ static void test_other_validation(void **state) {
   expect_invalid(T_NOTE, M(&s_note), "app_id");
   s_note.app_id = "x";
   expect_valid(T_NOTE, M(&s_note));
+  /* RankRefused: an LA error code, a reason for the program */
+  s_rref.code = 0;
+  expect_invalid(T_RREF, M(&s_rref), "code");
+  s_rref.code = LA__ERR_LAST;
+  expect_invalid(T_RREF, M(&s_rref), "code");
+  s_rref.code = LA_EREFUSED;
+  s_rref.reason = "";
+  expect_invalid(T_RREF, M(&s_rref), "reason");
+  s_rref.reason = "no";
+  s_rref.rank = LA_MAX_RANKS;
+  expect_invalid(T_RREF, M(&s_rref), "rank");
+  s_rref.rank = 0;
+  s_rref.app_id = "";
+  expect_invalid(T_RREF, M(&s_rref), "app_id");
+  s_rref.app_id = "x";
+  expect_valid(T_RREF, M(&s_rref));
+  /* RankStart: an owner uid, any but 2^32-1 */
+  reset_samples();
+  s_rs.has_owner_uid = 1;
+  s_rs.owner_uid = UINT32_MAX;
+  expect_invalid(T_RS, M(&s_rs), "owner_uid");
+  s_rs.owner_uid = 0;
+  expect_valid(T_RS, M(&s_rs));
+  s_rs.owner_uid = 40101;
+  expect_valid(T_RS, M(&s_rs));
+  s_rs.has_owner_uid = 0;
 
   s_q.what = "";
   expect_invalid(T_Q, M(&s_q), "query");

@@ -120,6 +120,7 @@ PG_CASE(test_set_closed)
 PG_CASE(test_open_sets_restart)
 PG_CASE(test_queries)
 PG_CASE(test_agent_seq)
+PG_CASE(test_app_owners)
 PG_CASE(test_robust_round_trip)
 PG_CASE(test_missing_records)
 PG_CASE(test_injected_commit_failure)
@@ -291,6 +292,7 @@ int main(void) {
       T(pg_test_agent_seq),
       T(pg_test_robust_round_trip),
       T(pg_test_missing_records),
+      T(pg_test_app_owners),
       T(pg_test_injected_commit_failure),
       T(test_pg_two_writers),
       T(test_pg_reconnect),

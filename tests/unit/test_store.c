@@ -1016,6 +1016,52 @@ static void test_robust_round_trip(void **state) {
   assert_non_null(strstr(la_store_errmsg(f->s), "timer_res_ns"));
 }
 
+/* la_store_refused_each's callback: appends "app/host/rank/uid;". */
+static int refused_row(void *arg, const char *app_id, const char *host,
+                       uint32_t rank, uint32_t uid) {
+  char *buf = arg;
+  size_t n = strlen(buf);
+  snprintf(buf + n, 256 - n, "%s/%s/%u/%u;", app_id, host, rank, uid);
+  return 0;
+}
+
+/* Application id owners: the first binding stays, across a reopen; refused
+ * ranks are recorded once per (app, host, rank), listed in key order,
+ * updated and deleted. */
+static void test_app_owners(void **state) {
+  fx_t *f = *state;
+  uint32_t uid = 7;
+  assert_int_equal(la_store_app_owner(f->s, "own", &uid), LA_ENOTFOUND);
+  assert_int_equal(uid, 7);
+  assert_int_equal(put_rank_start(f->s, "own", 0, 2, 10), 0);
+  assert_int_equal(la_store_app_bind(f->s, "own", 40101, "node-a"), 0);
+  assert_int_equal(la_store_app_bind(f->s, "own", 40102, "node-b"), 0);
+  assert_int_equal(la_store_app_bind(f->s, "own", UINT32_MAX, "x"), LA_EINVAL);
+  assert_int_equal(la_store_app_owner(f->s, "own", &uid), 0);
+  assert_int_equal(uid, 40101);
+  assert_int_equal(la_store_begin(f->s), 0);
+  assert_int_equal(
+      la_store_rank_refuse(f->s, "own", "node-b", 1, 40102, 40101, 5), 0);
+  assert_int_equal(
+      la_store_rank_refuse(f->s, "own", "node-b", 1, 40103, 40101, 9), 0);
+  assert_int_equal(
+      la_store_rank_refuse(f->s, "own", "node-a", 3, 40104, 40101, 6), 0);
+  assert_int_equal(la_store_commit(f->s), 0);
+  reopen(f);
+  assert_int_equal(la_store_app_owner(f->s, "own", &uid), 0);
+  assert_int_equal(uid, 40101);
+  char rows[256] = "";
+  assert_int_equal(la_store_refused_each(f->s, refused_row, rows), 0);
+  assert_string_equal(rows, "own/node-a/3/40104;own/node-b/1/40103;");
+  assert_int_equal(la_store_rank_unrefuse(f->s, "own", "node-b", 1), 0);
+  assert_int_equal(la_store_rank_unrefuse(f->s, "own", "node-b", 2), 0);
+  rows[0] = 0;
+  assert_int_equal(la_store_refused_each(f->s, refused_row, rows), 0);
+  assert_string_equal(rows, "own/node-a/3/40104;");
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM app_owners"), 1);
+}
+
+
 /* An older store: application "old", 2 ranks of 100 elements with a trace
  * of cycle 3 each, written, closed, then without the tables drop drops. */
 static void old_store(fx_t *f, const char *drop) {
@@ -1061,6 +1107,27 @@ static void test_store_without_robust_tables(void **state) {
   assert_int_equal(la_store_load_set(f->s, "old", 4, &set), 0);
   assert_non_null(set->traces[0]->robust_stats);
   assert_true(set->traces[0]->robust_stats->sum == 5);
+  la_store_free_set(set);
+}
+
+/* A store written before the owners' tables existed opens, gains them
+ * (empty: nothing bound), and then binds. */
+static void test_store_without_owner_tables(void **state) {
+  fx_t *f = *state;
+  old_store(f, "DROP TABLE app_owners; DROP TABLE refused_ranks;");
+  reopen(f);
+  assert_int_equal(raw_int(f->path,
+                           "SELECT count(*) FROM sqlite_master WHERE name IN"
+                           " ('app_owners', 'refused_ranks')"),
+                   2);
+  uint32_t uid = 0;
+  assert_int_equal(la_store_app_owner(f->s, "old", &uid), LA_ENOTFOUND);
+  assert_int_equal(la_store_app_bind(f->s, "old", 40101, "node-a"), 0);
+  assert_int_equal(la_store_app_owner(f->s, "old", &uid), 0);
+  assert_int_equal(uid, 40101);
+  La__TraceSet *set = NULL;
+  assert_int_equal(la_store_load_set(f->s, "old", 3, &set), 0);
+  assert_int_equal(set->n_traces, 2);
   la_store_free_set(set);
 }
 
@@ -1833,6 +1900,8 @@ int main(void) {
       T(test_page_size),
       T(test_damaged_file),
       T(test_doc_examples),
+      T(test_app_owners),
+      T(test_store_without_owner_tables),
 #undef T
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
