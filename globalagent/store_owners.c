@@ -14,7 +14,8 @@
  */
 #include <string.h>
 
-#include "la.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
 #include "la_time.h"
 #include "store_internal.h"
 
