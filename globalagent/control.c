@@ -44,6 +44,10 @@ static void la__missing_rows(la_ga_t *ga, La__StatusReply *r) {
   }
 }
 
+/* One row of the counter table (ga.h, LA_GA_COUNTERS). */
+#define LA__COUNTER(field, key, help, txn) \
+  la_status_counter(r, key, help, st->field);
+
 La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
   La__StatusReply *r = la_status_new("la-globalagent");
   if (!r) return NULL;
@@ -74,8 +78,7 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
                  "available, or unavailable since when and why (LocalAgents "
                  "wait and resend)",
                  ga->store_down ? sstate : "available");
-  la_status_counter(r, "store_outages", "times the store became unavailable",
-                    ga->st.store_outages);
+  LA_GA_COUNTERS_STORE(LA__COUNTER)
   la_status_real(r, "uptime_seconds", "seconds since start", "%.1f",
                  (la_now_ms() - ga->start_ms) / 1000.0);
   la_status_info(r, "state", "running or draining",
@@ -87,84 +90,20 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
                   "LocalAgents authenticated (connections open minus those "
                   "in their handshake)",
                   ga->n_linked);
-  la_status_counter(r, "agents_accepted", "LocalAgent connections accepted",
-                    st->agents_accepted);
-  la_status_counter(r, "agents_refused", "LocalAgent connections refused",
-                    st->agents_refused);
-  la_status_counter(r, "agents_evicted",
-                    "unauthenticated LocalAgent connections closed to admit "
-                    "a new one",
-                    st->agents_evicted);
-  la_status_counter(r, "auth_failures", "failed authentications",
-                    st->auth_failures);
-  la_status_counter(r, "bad_frames", "connections closed for a bad frame",
-                    st->bad_frames);
-  la_status_counter(r, "rank_starts", "ranks started", st->rank_starts);
-  la_status_counter(r, "rank_ends", "ranks ended", st->rank_ends);
-  la_status_counter(r, "traces_stored", "compact traces stored", st->traces);
-  la_status_counter(r, "traces_duplicate", "traces received again",
-                    st->duplicates);
-  la_status_counter(r, "traces_late", "traces of closed Trace-Sets", st->late);
-  la_status_counter(r, "traces_orphan", "traces of unknown ranks", st->orphans);
-  la_status_counter(r, "conflicts", "traces conflicting with stored ones",
-                    st->conflicts);
-  la_status_counter(r, "traces_invalid", "traces refused by validation",
-                    st->invalid);
-  la_status_counter(r, "commits", "group commits", st->commits);
-  la_status_counter(r, "commit_failures", "failed group commits",
-                    st->commit_failures);
+  LA_GA_COUNTERS_AGENTS(LA__COUNTER)
   la_status_gauge(r, "sets_open", "Trace-Sets open", (int64_t)ss.open);
-  la_status_counter(r, "sets_complete", "Trace-Sets closed complete",
-                    st->sets_complete);
-  la_status_counter(r, "sets_partial", "Trace-Sets closed partial",
-                    st->sets_partial);
-  la_status_counter(r, "sets_evicted",
-                    "Trace-Sets closed by the open-set limit",
-                    st->sets_evicted);
-  la_status_counter(r, "missing_reported",
-                    "missing records received from LocalAgents",
-                    st->missing_reported);
+  LA_GA_COUNTERS_SETS(LA__COUNTER)
   if (with_store) la__missing_rows(ga, r);
   la_status_gauge(r, "max_open_sets", "open Trace-Sets kept at most",
                   ga->set.max_open_sets);
   la_status_gauge(r, "apps_running", "applications being stitched", ga->n_apps);
-  la_status_counter(r, "apps_refused",
-                    "messages of applications not stitched for "
-                    "stitch.max_apps",
-                    st->apps_refused);
-  la_status_counter(r, "appid_refused_starts",
-                    "rank starts refused: their app id belongs to another "
-                    "uid",
-                    st->appid_refused_starts);
-  la_status_counter(r, "appid_refused_messages",
-                    "messages of those refused ranks dropped",
-                    st->appid_refused_messages);
+  LA_GA_COUNTERS_APPS(LA__COUNTER)
   la_status_gauge(r, "closed_cache", "closed Trace-Set keys in memory",
                   (int64_t)ss.closed_cached);
   la_status_counter(r, "closed_cache_evicted",
                     "closed keys the full cache forgot", ss.closed_evicted);
   la_status_gauge(r, "subscribers", "feed connections open", ga->n_subs);
-  la_status_counter(r, "subscribers_refused", "feed connections refused",
-                    st->subs_refused);
-  la_status_counter(r, "subscribers_evicted",
-                    "idle feed connections closed to admit a new one (from "
-                    "their address, or to the port)",
-                    st->subs_evicted);
-  la_status_counter(r, "sets_published", "Trace-Sets sent to subscribers",
-                    st->sets_published);
-  la_status_counter(r, "sets_dropped_for_slow_subscribers",
-                    "Trace-Sets dropped for slow subscribers",
-                    st->sets_dropped);
-  la_status_counter(r, "set_notices",
-                    "Trace-Sets a subscriber was told it will not get",
-                    st->set_notices);
-  la_status_counter(r, "sets_over_subscriber_max",
-                    "Trace-Sets over a subscriber's own max_set_bytes",
-                    st->sets_over_subscriber_max);
-  la_status_counter(r, "sets_unpublished",
-                    "closed Trace-Sets the store could not give back to "
-                    "publish (subscribers got a SetNotice)",
-                    st->sets_unpublished);
+  LA_GA_COUNTERS_FEED(LA__COUNTER)
   la_held_stats_t hs;
   la_held_get_stats(ga->held, &hs);
   la_status_gauge(r, "sets_held", "open Trace-Sets held in memory to publish",
@@ -177,7 +116,7 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
                     "Trace-Sets over stitch.publish_memory, published from "
                     "the store",
                     hs.spilled);
-  la_status_counter(r, "queries", "queries answered", st->queries);
+  LA_GA_COUNTERS_QUERIES(LA__COUNTER)
   int jobs_running, jobs_waiting;
   la_ga_fjobs_counts(ga, &jobs_running, &jobs_waiting);
   la_status_gauge(r, "feed_jobs_running",

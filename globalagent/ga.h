@@ -50,32 +50,72 @@
 
 #define LA_GA_VERSION "la-globalagent " LA_VERSION_STRING
 
+/* Every counter of the GlobalAgent, once:
+ *   X(field of la_ga_stats_t, key in the status and the metrics, help, txn)
+ * txn 1: counted by ingest.c inside a group commit, so a rolled-back commit
+ * puts it back to its value at BEGIN (la__restore_counts); 0: counts what
+ * happened whatever the store did. The status reply (control.c) renders
+ * each group where it belongs among the gauges, in this order. */
+#define LA_GA_COUNTERS_STORE(X) \
+  X(store_outages, "store_outages", "times the store became unavailable", 0)
+#define LA_GA_COUNTERS_AGENTS(X)                                              \
+  X(agents_accepted, "agents_accepted", "LocalAgent connections accepted", 0) \
+  X(agents_refused, "agents_refused", "LocalAgent connections refused", 0)    \
+  X(agents_evicted, "agents_evicted",                                         \
+    "unauthenticated LocalAgent connections closed to admit a new one", 0)    \
+  X(auth_failures, "auth_failures", "failed authentications", 0)              \
+  X(bad_frames, "bad_frames", "connections closed for a bad frame", 0)        \
+  X(rank_starts, "rank_starts", "ranks started", 1)                           \
+  X(rank_ends, "rank_ends", "ranks ended", 1)                                 \
+  X(traces, "traces_stored", "compact traces stored", 1)                      \
+  X(duplicates, "traces_duplicate", "traces received again", 1)               \
+  X(late, "traces_late", "traces of closed Trace-Sets", 1)                    \
+  X(orphans, "traces_orphan", "traces of unknown ranks", 1)                   \
+  X(conflicts, "conflicts", "traces conflicting with stored ones", 1)         \
+  X(invalid, "traces_invalid", "traces refused by validation", 1)             \
+  X(commits, "commits", "group commits", 0)                                   \
+  X(commit_failures, "commit_failures", "failed group commits", 0)
+#define LA_GA_COUNTERS_SETS(X)                                                \
+  X(sets_complete, "sets_complete", "Trace-Sets closed complete", 1)          \
+  X(sets_partial, "sets_partial", "Trace-Sets closed partial", 1)             \
+  X(sets_evicted, "sets_evicted", "Trace-Sets closed by the open-set limit",  \
+    1)                                                                        \
+  X(missing_reported, "missing_reported",                                     \
+    "missing records received from LocalAgents", 1)
+#define LA_GA_COUNTERS_APPS(X)                                                \
+  X(apps_refused, "apps_refused",                                             \
+    "messages of applications not stitched for stitch.max_apps", 0)           \
+  X(appid_refused_starts, "appid_refused_starts",                             \
+    "rank starts refused: their app id belongs to another uid", 1)            \
+  X(appid_refused_messages, "appid_refused_messages",                         \
+    "messages of those refused ranks dropped", 1)
+#define LA_GA_COUNTERS_FEED(X)                                                \
+  X(subs_accepted, "subscribers_accepted", "feed connections accepted", 0)    \
+  X(subs_refused, "subscribers_refused", "feed connections refused", 0)       \
+  X(subs_evicted, "subscribers_evicted",                                      \
+    "idle feed connections closed to admit a new one (from their address, "   \
+    "or to the port)", 0)                                                     \
+  X(sets_published, "sets_published", "Trace-Sets sent to subscribers", 0)    \
+  X(sets_dropped, "sets_dropped_for_slow_subscribers",                        \
+    "Trace-Sets dropped for slow subscribers", 0)                             \
+  X(set_notices, "set_notices",                                               \
+    "Trace-Sets a subscriber was told it will not get", 0)                    \
+  X(sets_over_subscriber_max, "sets_over_subscriber_max",                     \
+    "Trace-Sets over a subscriber's own max_set_bytes", 0)                    \
+  X(sets_unpublished, "sets_unpublished",                                     \
+    "closed Trace-Sets the store could not give back to publish "             \
+    "(subscribers got a SetNotice)", 0)
+#define LA_GA_COUNTERS_QUERIES(X) \
+  X(queries, "queries", "queries answered", 0)
+#define LA_GA_COUNTERS(X)                                                  \
+  LA_GA_COUNTERS_STORE(X) LA_GA_COUNTERS_AGENTS(X) LA_GA_COUNTERS_SETS(X) \
+  LA_GA_COUNTERS_APPS(X) LA_GA_COUNTERS_FEED(X) LA_GA_COUNTERS_QUERIES(X)
+
+/* The counters (LA_GA_COUNTERS): what each counts is its help text. */
 typedef struct la_ga_stats {
-  uint64_t agents_accepted, agents_refused, auth_failures, bad_frames;
-  uint64_t subs_accepted, subs_refused;
-  uint64_t subs_evicted; /* idle feed connections closed for a new one */
-  /* unauthenticated LocalAgent connections closed for a new one */
-  uint64_t agents_evicted;
-  uint64_t rank_starts, rank_ends, traces, duplicates, late, commits;
-  uint64_t commit_failures, sets_published, sets_dropped, queries;
-  uint64_t store_outages; /* times the store became unavailable */
-  uint64_t conflicts, orphans;
-  /* Trace-Sets closed (committed), by how: every rank present; partial;
-   * partial because the open-set limit forced them out. */
-  uint64_t sets_complete, sets_partial, sets_evicted;
-  uint64_t missing_reported; /* TraceMissing records stored (new) */
-  uint64_t invalid;          /* compact traces refused by validate.c */
-  /* feed.c: SetNotice sent (a set a subscriber will not get), of them
-   * for being over the subscriber's own max_set_bytes */
-  uint64_t set_notices, sets_over_subscriber_max;
-  /* feed.c: closed sets that could not be read back from the store to be
-   * published (their subscribers were sent a SetNotice instead) */
-  uint64_t sets_unpublished;
-  /* ingest.c: messages of an application not stitched for stitch.max_apps */
-  uint64_t apps_refused;
-  /* owners.c: RankStarts refused because their application id belongs to
-   * another uid, and the refused ranks' later messages dropped */
-  uint64_t appid_refused_starts, appid_refused_messages;
+#define LA__GA_FIELD(field, key, help, txn) uint64_t field;
+  LA_GA_COUNTERS(LA__GA_FIELD)
+#undef LA__GA_FIELD
 } la_ga_stats_t;
 
 struct la_ga_agent;

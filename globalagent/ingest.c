@@ -81,25 +81,16 @@ static int la__txn(la_ga_t *ga) {
   return 0;
 }
 
-/* After a rollback: the counters this file keeps go back to what they were
- * when the transaction began (the others are not transactional). */
+/* After a rollback: the counters counted inside the transaction (txn 1 in
+ * ga.h's LA_GA_COUNTERS) go back to what they were
+ * when it began (the others are not transactional). */
 static void la__restore_counts(la_ga_t *ga) {
   la_ga_stats_t *c = &ga->st;
   const la_ga_stats_t *b = &ga->st_begin;
-  c->rank_starts = b->rank_starts;
-  c->rank_ends = b->rank_ends;
-  c->traces = b->traces;
-  c->duplicates = b->duplicates;
-  c->late = b->late;
-  c->conflicts = b->conflicts;
-  c->orphans = b->orphans;
-  c->sets_complete = b->sets_complete;
-  c->sets_partial = b->sets_partial;
-  c->sets_evicted = b->sets_evicted;
-  c->missing_reported = b->missing_reported;
-  c->invalid = b->invalid; /* validate.c's, counted per trace received */
-  c->appid_refused_starts = b->appid_refused_starts; /* owners.c's */
-  c->appid_refused_messages = b->appid_refused_messages;
+#define LA__RESTORE(field, key, help, txn) \
+  if (txn) c->field = b->field;
+  LA_GA_COUNTERS(LA__RESTORE)
+#undef LA__RESTORE
 }
 
 /* The stitched application app_id, or NULL (nothing is loaded). */
