@@ -10,7 +10,9 @@
 #                          calls of compact/, hidden symbols)
 #   client/*.c          -> build/lib/libla_client.{a,so}
 #   localagent/*.c      -> build/bin/la-localagent
-#   globalagent/*.c     -> build/bin/la-globalagent
+#   store/*.c           -> build/lib/libla_store.a (the GlobalAgent's store
+#                          and its query answers; lactl reads stores with it)
+#   globalagent/*.c     -> build/bin/la-globalagent (with the store)
 #   tools/*.c           -> build/bin/lactl
 #   tests/support/*.c   -> linked into every test program
 #   tests/unit/test_X.c -> build/tests/test_X        (run by make check)
@@ -30,7 +32,7 @@ MPICC    ?= mpicc
 MPIF90   ?= mpif90
 OPT      ?= -O2 -g
 WARN     := -Wall -Wextra -Werror -Wno-unused-parameter
-CPPFLAGS += -D_GNU_SOURCE -Ilibla -Iwire -Icompact -Idaemon -Iclient -I$(BUILD)/gen
+CPPFLAGS += -D_GNU_SOURCE -Ilibla -Iwire -Icompact -Idaemon -Istore -Iclient -I$(BUILD)/gen
 CFLAGS   ?=
 # override: CFLAGS or FFLAGS given on the command line add to these
 override CFLAGS += -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread
@@ -69,6 +71,7 @@ DAEMON_SRC  := $(wildcard daemon/*.c)
 LIBLA_SRC  := $(wildcard libla/*.c)
 CLIENT_SRC := $(wildcard client/*.c)
 LOCAL_SRC  := $(wildcard localagent/*.c)
+STORE_SRC  := $(wildcard store/*.c)
 GLOBAL_SRC := $(wildcard globalagent/*.c)
 TOOLS_SRC  := $(wildcard tools/*.c)
 SUPPORT_SRC := $(wildcard tests/support/*.c)
@@ -90,9 +93,10 @@ LOCAL_NOUV_A := $(if $(LOCAL_NOUV_OBJ),$(BUILD)/lib/libla_localagent.a)
 # The GlobalAgent's modules that do not use libuv (the store's files, stitch,
 # settings, feed_query), for unit tests and for lactl's offline reading of a
 # store.
-GLOBAL_NOUV_OBJ := $(call obj,$(filter globalagent/store%.c globalagent/stitch.c \
-  globalagent/settings.c globalagent/feed_query.c,$(GLOBAL_SRC))) \
-  $(call obj,globalagent/held.c)
+STORE_OBJ  := $(call obj,$(STORE_SRC))
+STORE_A    := $(if $(STORE_SRC),$(BUILD)/lib/libla_store.a)
+GLOBAL_NOUV_OBJ := $(STORE_OBJ) $(call obj,$(filter globalagent/stitch.c \
+  globalagent/settings.c globalagent/held.c,$(GLOBAL_SRC)))
 GLOBAL_NOUV_A := $(if $(GLOBAL_NOUV_OBJ),$(BUILD)/lib/libla_globalagent.a)
 LOCAL_OBJ  := $(call obj,$(LOCAL_SRC))
 GLOBAL_OBJ := $(call obj,$(GLOBAL_SRC))
@@ -118,7 +122,7 @@ BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
         libs bins tests benches examples format
 all: libs bins tests benches examples
 
-libs: $(COMMON_A) $(COMPACT_A) $(LIBLA_A) $(LIBLA_SO) $(CLIENT_A) $(CLIENT_SO)
+libs: $(COMMON_A) $(COMPACT_A) $(STORE_A) $(LIBLA_A) $(LIBLA_SO) $(CLIENT_A) $(CLIENT_SO)
 bins: $(BINS)
 tests: $(UNIT_BINS)
 benches: $(BENCH_BINS) $(BUILD)/bench/fidelity_app
@@ -185,6 +189,10 @@ $(BUILD)/lib/libla_localagent.a: $(LOCAL_NOUV_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+$(STORE_A): $(STORE_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
 $(BUILD)/lib/libla_globalagent.a: $(GLOBAL_NOUV_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -193,7 +201,7 @@ $(BUILD)/bin/la-localagent: $(LOCAL_OBJ) $(COMMON_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
 
-$(BUILD)/bin/la-globalagent: $(GLOBAL_OBJ) $(COMMON_A)
+$(BUILD)/bin/la-globalagent: $(GLOBAL_OBJ) $(STORE_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_DAEMON)
 
@@ -202,7 +210,7 @@ $(BUILD)/bin/la-globalagent: $(GLOBAL_OBJ) $(COMMON_A)
 $(BUILD)/bin/la-localagent $(BUILD)/bin/la-globalagent: LDLIBS_DAEMON += -lmicrohttpd
 
 # lactl whatif partitions with METIS (libmetis-dev).
-$(BUILD)/bin/lactl: $(TOOLS_OBJ) $(CLIENT_A) $(GLOBAL_NOUV_A) $(COMMON_A)
+$(BUILD)/bin/lactl: $(TOOLS_OBJ) $(CLIENT_A) $(STORE_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lmetis $(LDLIBS_DAEMON)
 
@@ -586,7 +594,7 @@ clean:
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
-# PostgreSQL (libpq) for the store's second backend (globalagent/store_db_pg.c,
+# PostgreSQL (libpq) for the store's second backend (store/store_db_pg.c,
 # docs/sharding.md): everything that links the store links libpq.
 PQ_CFLAGS := $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)
 PQ_LIBS := $(shell pkg-config --libs libpq 2>/dev/null || echo -lpq)

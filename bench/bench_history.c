@@ -5,7 +5,7 @@
  * For each case, 1,000 cycles of 4 ranks of 8,192 elements go through what
  * the LocalAgent does (la_compact with the default polyline cv 0.1 and a
  * timer quantum of 1 ns; localagent/history.c's check, refit and learn)
- * into the GlobalAgent's store (globalagent/store.h, a SQLite file, the
+ * into the GlobalAgent's store (store/store.h, a SQLite file, the
  * default history.full_cycles = 16), once with history off (every cycle in
  * full, as before) and once on. The cases (whole-ns costs, like a timer's):
  *   steady   a fixed cost field (smooth, with 8x8 classes) and 2% jitter;

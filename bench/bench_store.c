@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_store.c: write throughput of the GlobalAgent's SQLite store
- * (globalagent/store.{h,c}).
+ * (store/store.{h,c}).
  *
  * In a fresh directory under $TMPDIR (or /tmp), stores traces as the
  * GlobalAgent does: 64 ranks per cycle, group commits of 500 traces, every

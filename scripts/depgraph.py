@@ -4,7 +4,8 @@
 and the edges between components that point the wrong way.
 
 Reads the object files of each component (build/obj/COMPONENT/*.o for
-wire, compact, daemon, libla, client, tools, localagent and globalagent)
+wire, compact, daemon, store, libla, client, tools, localagent and
+globalagent)
 with nm: a file
 that leaves a symbol undefined which another file of the same component
 defines calls (or reads) that file. Prints one line per file with the files it uses, then
@@ -16,10 +17,11 @@ that carries it, not hidden in the graph.
 Between components, the layers (LAYERS below) say who may use whom:
 wire (codec, validation, sockets, errors, the shared-memory layout) uses
 no other component; compact (the compaction engine) and daemon (the daemon
-framework) use wire; libla and client use wire and compact; localagent and
-globalagent use wire, compact and daemon; tools (lactl) use wire, compact,
-daemon (the shared secret), client and the store and query code of
-globalagent. An edge the layers do not allow fails, whether it is a
+framework) use wire; store (the GlobalAgent's store and its query
+answers) uses those three; libla and client use wire and compact;
+localagent uses wire, compact and daemon, globalagent those and store;
+tools (lactl) use wire, compact, daemon (the shared secret), client and
+store. An edge the layers do not allow fails, whether it is a
 symbol one component's object takes from another's (nm) or a header it
 includes (the compiler's dependency file, COMPONENT/*.d): printed as
 "UPWARD: FILE uses COMPONENT/FILE (SYMBOL or header)".
@@ -33,8 +35,8 @@ import os
 import subprocess
 import sys
 
-COMPONENTS = ("wire", "compact", "daemon", "libla", "client", "tools",
-              "localagent", "globalagent")
+COMPONENTS = ("wire", "compact", "daemon", "store", "libla", "client",
+              "tools", "localagent", "globalagent")
 # The components each component may use (besides itself).
 LAYERS = {
     "wire": set(),
@@ -42,9 +44,10 @@ LAYERS = {
     "daemon": {"wire"},
     "libla": {"wire", "compact"},
     "client": {"wire", "compact"},
+    "store": {"wire", "compact", "daemon"},
     "localagent": {"wire", "compact", "daemon"},
-    "globalagent": {"wire", "compact", "daemon"},
-    "tools": {"wire", "compact", "daemon", "client", "globalagent"},
+    "globalagent": {"wire", "compact", "daemon", "store"},
+    "tools": {"wire", "compact", "daemon", "client", "store"},
 }
 
 

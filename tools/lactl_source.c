@@ -5,7 +5,7 @@
  * Every question is one Query. The feed source sends it to the GlobalAgent
  * (libla_client: the reply is decoded and validated by the codec, its feed
  * protocol checked); the store source opens the SQLite file read-only (an
- * SQLite URI with mode=ro) and has globalagent/feed_query.c answer it, the
+ * SQLite URI with mode=ro) and has store/feed_query.c answer it, the
  * code the GlobalAgent answers with. Either way the answer is the same
  * typed QueryReply, turned into lactl's structures by one function per
  * kind; nothing is parsed from text. --db also takes a PostgreSQL URL or
@@ -25,8 +25,8 @@
 
 #include <sqlite3.h>
 
-#include "../globalagent/feed_query.h"
-#include "../globalagent/store_db.h"
+#include "feed_query.h"
+#include "store_db.h"
 #include "la_client_internal.h"
 #include "la_errors.h"
 #include "la_sockio.h"

@@ -4,10 +4,10 @@
  * would answer. The input is a stream of frames (la_frame_reader, max 1 MiB
  * payload); each is decoded and validated (la_msg_decode) as the daemon does,
  * then RankStart, CompactTrace and RankEnd are stored in a fresh in-memory
- * store (globalagent/store.c, one batch per message, as the ingest path
+ * store (store/store.c, one batch per message, as the ingest path
  * does), and a Query first closes the open Trace-Sets (complete when every
  * rank is present, as the stitcher's timeout would) and is then answered
- * by the GlobalAgent's own answering code (globalagent/feed_query.c: apps,
+ * by the GlobalAgent's own answering code (store/feed_query.c: apps,
  * cycles, traceset, or a refusal such as another feed protocol version),
  * the typed reply packed and decoded again. Properties: no crash, leak or
  * UB; every reply the store yields carries the feed protocol version,

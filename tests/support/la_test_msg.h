@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* la_test_msg.h: protocol messages with every field filled as a LocalAgent
  * would fill them, for tests and benchmarks that feed the GlobalAgent's
- * store (globalagent/store.h) directly. Test use only.
+ * store (store/store.h) directly. Test use only.
  */
 #ifndef LA_TEST_MSG_H
 #define LA_TEST_MSG_H

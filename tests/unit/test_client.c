@@ -25,7 +25,7 @@
  * by la_client_set_weights, and falls back to measured when a trace lacks
  * them; exact measured totals stay; robust totals, interference, timer
  * resolution and detection per rank. The last test serves such sets from a
- * real la-globalagent over a store written with globalagent/store.h.
+ * real la-globalagent over a store written with store/store.h.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -98,11 +98,13 @@ static void test_markdown(void **state) {
   assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
-/* The daemons' "Source layout" tables are the code's: each file's purpose
+/* The "Source layout" tables of the daemons and the store are the code's: each file's purpose
  * comment and the calls its object makes (scripts/layout_table.py over
  * build/obj, or $LA_TEST_BUILD_DIR/obj). */
 static void test_layout_tables(void **state) {
-  static const char *const comps[] = {"localagent", "globalagent"};
+  static const char *const comps[][2] = {{"localagent", "localagent"},
+                                         {"globalagent", "globalagent"},
+                                         {"storage", "store"}};
   const char *b = getenv("LA_TEST_BUILD_DIR");
   if (access(PY, X_OK) != 0 || system("command -v nm >/dev/null") != 0) {
     printf("skip: %s or nm not found\n", PY);
@@ -112,13 +114,13 @@ static void test_layout_tables(void **state) {
     char cmd[700];
     snprintf(cmd, sizeof cmd,
              PY " scripts/layout_table.py --check docs/%s.md %s %s 2>&1",
-             comps[i], comps[i], b && *b ? b : "build");
+             comps[i][0], comps[i][1], b && *b ? b : "build");
     fflush(stdout);
     int st = system(cmd);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
       fail_msg("docs/%s.md: the source layout table is not the code's "
                "(scripts/layout_table.py --write docs/%s.md %s)",
-               comps[i], comps[i], comps[i]);
+               comps[i][0], comps[i][0], comps[i][1]);
   }
 }
 

@@ -3,7 +3,7 @@
  * holds in memory (globalagent/held.c) is byte for byte the set read back
  * from the store, and the memory held stays within stitch.publish_memory.
  *
- * A real store in a temporary directory (globalagent/store.h) takes
+ * A real store in a temporary directory (store/store.h) takes
  * RankStarts and real compact traces (la_compact of synthetic series, with
  * robust weights, interference figures, channel series and a missing rank)
  * as ingest.c gives them; the same traces go to a la_held_t as ingest.c

@@ -1347,7 +1347,7 @@ static void fake_rank_end(fake_t *f, const char *app_id, uint32_t rank,
  *
  * globalagent/ingest.c:176-185 counts every RankEnd that
  * la_store_rank_end() accepts as a new end (++a->ended), but
- * la_store_rank_end (globalagent/store.c:702) returns 0 for a duplicate
+ * la_store_rank_end (store/store.c:702) returns 0 for a duplicate
  * too (the row is already ended; nothing tells the caller). A RankEnd the
  * LocalAgent resends after a reconnect (stored, but its Ack lost with the
  * connection, or the GlobalAgent restarted after the commit and rebuilt

@@ -4,7 +4,7 @@
  *   - the LocalAgent's check (localagent/history.c): a noisy repeat of a
  *     cycle is within bound of its representative, a moved hot spot is not;
  *     maxerr and lossless bounds; the memory budget;
- *   - the store (globalagent/store_history.c) on a real SQLite file: cycles
+ *   - the store (store/store_history.c) on a real SQLite file: cycles
  *     within bound lose their own segments once they leave the
  *     history.full_cycles window (the bytes drop), every reader gets the
  *     representative's segments and the cycle's own exact totals, a changed

@@ -3,7 +3,7 @@
  * export, plot) as a user runs them: build/bin/lactl is run with fork/exec
  * and its stdout, stderr and exit status checked.
  *
- * The group setup writes a store with globalagent/store.h directly:
+ * The group setup writes a store with store/store.h directly:
  *   heat-42  4 ranks of 200, 250, 300, 350 elements, all ended; cycle 10
  *            complete, cycle 20 closed partial (rank 2 missing). Ranks 0-2
  *            compacted with polyline cv=0.05, rank 3 lossless.

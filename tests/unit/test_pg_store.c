@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_pg_store.c: the GlobalAgent's store through its PostgreSQL backend
- * (globalagent/store_db_pg.c), against a real, throw-away PostgreSQL server
+ * (store/store_db_pg.c), against a real, throw-away PostgreSQL server
  * (tests/support/la_test_pg.h): a representative subset of test_store.c's
  * cases, the same code and assertions, with a fresh database per case
  * instead of a fresh SQLite file; plus what only PostgreSQL has: two

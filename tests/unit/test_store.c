@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_store.c: unit tests of the GlobalAgent's SQLite store
- * (globalagent/store.{h,c}) and of the example queries of docs/storage.md.
+ * (store/store.{h,c}) and of the example queries of docs/storage.md.
  *
  * Every test gets a fresh directory from mkdtemp under /tmp with a real
  * database file in it, and removes it afterwards. Covers: create and reopen;
