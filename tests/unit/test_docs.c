@@ -98,8 +98,8 @@ static void test_markdown(void **state) {
   assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
-/* The "Source layout" tables of the daemons and the store are the code's: each file's purpose
- * comment and the calls its object makes (scripts/layout_table.py over
+/* The "Source layout" tables of the daemons and the store are the code's:
+ * each file's purpose comment and the calls its object makes (scripts/layout_table.py over
  * build/obj, or $LA_TEST_BUILD_DIR/obj). */
 static void test_layout_tables(void **state) {
   static const char *const comps[][2] = {{"localagent", "localagent"},
