@@ -49,6 +49,9 @@
 
 #include "la_compact_internal.h"
 #include "la_errors.h"
+#if LA_COMPACT_X86
+#include <immintrin.h>
+#endif
 
 #define LA_HUFF_DIRECT 256 /* values in [-256, 256) are found by index */
 #define LA_HUFF_FAR 32     /* other values: more than this, no coding */
@@ -260,6 +263,73 @@ static uint64_t run_tokens(const uint8_t *idx, uint64_t m, size_t nsym,
   return build_code(vt, nt);
 }
 
+#if LA_COMPACT_X86
+/* Bit k of the result: idx[k] != mode, for k < n (n <= 64). */
+__attribute__((target("avx2"))) static uint64_t other_mask_avx2(
+    const uint8_t *idx, size_t n, uint8_t mode) {
+  uint8_t b[64];
+  memcpy(b, idx, n);
+  memset(b + n, mode, 64 - n);
+  const __m256i vm = _mm256_set1_epi8((char)mode);
+  uint32_t lo = (uint32_t)_mm256_movemask_epi8(
+      _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)b), vm));
+  uint32_t hi = (uint32_t)_mm256_movemask_epi8(
+      _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(b + 32)), vm));
+  return ~((uint64_t)hi << 32 | lo);
+}
+#endif
+
+/* run_tokens() from the places of the points that are not the mode, 64
+ * points at a time (a bit mask, AVX2 comparisons): a gap of g modes
+ * before such a point is g / 32 tokens (31, mode), then (g % 32, s); the
+ * modes at the end are tokens (31, mode) and a last (g' - 1, mode). The
+ * same tokens in the same order as run_tokens(), one step per token
+ * instead of one branch per point (modes and others alternate at random:
+ * the branch mispredicts). */
+static uint64_t run_tokens_gaps(const uint8_t *idx, uint64_t m, size_t nsym,
+                                const uint8_t *vrank, size_t mode,
+                                la_hsym_t *tok, size_t *ntok, uint8_t *seq,
+                                uint64_t *nseq, la_hsym_t **vt) {
+  uint16_t slot[LA_HUFF_RUN * LA_HUFF_MAX_SYMS]; /* 1 + index, 0: none */
+  memset(slot, 0, LA_HUFF_RUN * nsym * sizeof *slot);
+  size_t nt = 0;
+  uint64_t ns = 0, next = 0; /* next: the first point not yet in a token */
+  const size_t tmode = (size_t)(LA_HUFF_RUN - 1) * nsym + vrank[mode];
+#define LA__TOKEN(T)                                          \
+  do {                                                        \
+    size_t t_ = (T);                                          \
+    if (__builtin_expect(slot[t_] == 0, 0)) {                 \
+      if (nt == LA_HUFF_MAX_SYMS) return UINT64_MAX;          \
+      tok[nt] = (la_hsym_t){.v = (int64_t)t_};                \
+      slot[t_] = (uint16_t)++nt;                              \
+    }                                                         \
+    tok[slot[t_] - 1].n++;                                    \
+    seq[ns++] = (uint8_t)(slot[t_] - 1);                      \
+  } while (0)
+  for (uint64_t b = 0; b < m; b += 64) {
+    size_t w = m - b < 64 ? (size_t)(m - b) : 64;
+    uint64_t mask = other_mask_avx2(idx + b, w, (uint8_t)mode);
+    while (mask) {
+      uint64_t p = b + (uint64_t)__builtin_ctzll(mask), g = p - next;
+      mask &= mask - 1;
+      for (; g >= LA_HUFF_RUN; g -= LA_HUFF_RUN) LA__TOKEN(tmode);
+      LA__TOKEN((size_t)g * nsym + vrank[idx[p]]);
+      next = p + 1;
+    }
+  }
+  if (next < m) {
+    uint64_t g = m - next;
+    for (; g > LA_HUFF_RUN; g -= LA_HUFF_RUN) LA__TOKEN(tmode);
+    LA__TOKEN((size_t)(g - 1) * nsym + vrank[mode]);
+  }
+#undef LA__TOKEN
+  for (size_t k = 0; k < nt; k++) vt[k] = &tok[k];
+  sort_syms(vt, nt, by_value, by_value_q);
+  *ntok = nt;
+  *nseq = ns;
+  return build_code(vt, nt);
+}
+
 /* The bits of the tokens tok[0..ntok) (numbers over the nsym values vs,
  * relative to kref) coded with the previous tables pt, each token's code
  * into rc[]; UINT64_MAX when a token or the mode is not in them. */
@@ -305,7 +375,7 @@ static void tables_keep(la_huff_tables_t *pt, la_hsym_t *const *vs,
 
 size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
                            uint8_t *out, size_t limit,
-                           la_huff_tables_t **tables) {
+                           la_huff_tables_t **tables, int simd) {
   la_hsym_t sym[LA_HUFF_MAX_SYMS];
   uint16_t direct[2 * LA_HUFF_DIRECT]; /* 1 + index, 0: not seen */
   uint8_t idx[LA_CENC_QRUN_MAX];
@@ -363,7 +433,14 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
   uint64_t nseq = 0, rbits = UINT64_MAX;
   if (nsym >= 2 && 2 * (uint64_t)sym[mode].n >= m) {
     for (size_t s = 0; s < nsym; s++) vrank[vs[s] - sym] = (uint8_t)s;
-    rbits = run_tokens(idx, m, nsym, vrank, mode, tok, &ntok, seq, &nseq, vt);
+#if LA_COMPACT_X86
+    if (simd)
+      rbits = run_tokens_gaps(idx, m, nsym, vrank, mode, tok, &ntok, seq,
+                              &nseq, vt);
+    else
+#endif
+      rbits =
+          run_tokens(idx, m, nsym, vrank, mode, tok, &ntok, seq, &nseq, vt);
     if (rbits != UINT64_MAX)
       rsize = 1 + la_varint_len(nsym) + table_len(vs, nsym, 1, 0) +
               la_varint_len(vrank[mode]) + la_varint_len(ntok) +

@@ -27,6 +27,10 @@
 #include <string.h>
 
 #include "la.h"
+#include "la_compact_internal.h" /* LA_COMPACT_X86, la_compact_simd() */
+#if LA_COMPACT_X86
+#include <immintrin.h>
+#endif
 
 #define LA__NO_EST 255u
 
@@ -41,6 +45,7 @@ struct la_robust {
   uint64_t nx;           /* cells of a row (stride[0]; 0: no rows) */
   int rows;              /* the state is per row (row r at index r) */
   la_robust_params_t rp; /* the parameters in rows: strides of row space */
+  int simd;              /* AVX2 kernels (the same results) */
 };
 
 void la_robust_params_default(la_robust_params_t *p) {
@@ -73,6 +78,7 @@ int la_robust_new(uint64_t n, const la_robust_params_t *p, la_robust_t **out) {
   if (!r) return LA_ENOMEM;
   r->n = n;
   r->p = *p;
+  r->simd = la_compact_simd();
   r->est = malloc(n * sizeof(float));
   r->pend = malloc(n * sizeof(float));
   r->run = malloc(n);
@@ -194,6 +200,47 @@ static int la__front(const la_robust_t *r, uint64_t i, double v, int marked) {
   return 0;
 }
 
+#if LA_COMPACT_X86
+/* The forward pass's common case four elements at a time from i: each has
+ * an estimate, a usable value and a value within the band above it (no
+ * run, no front, no count): the estimate follows the value, as the scalar
+ * rule computes it (the same operations in double, no fused ones), and
+ * the run ends. Returns the first index not done: the first group of four
+ * with another case (the scalar pass takes it), or the last whole group's
+ * end. */
+__attribute__((target("avx2"))) static uint64_t la__forward_avx2(
+    la_robust_t *r, const double *x, const uint8_t *flags, uint64_t i,
+    uint64_t end) {
+  const la_robust_params_t *p = &r->p;
+  double up = 1 + p->tol;
+  const __m256d vup = _mm256_set1_pd(up), vdown = _mm256_set1_pd(1 / up);
+  const __m256d vat = _mm256_set1_pd(p->abs_tol),
+                vfo = _mm256_set1_pd(p->follow);
+  const __m256d sign = _mm256_set1_pd(-0.0), inf = _mm256_set1_pd(INFINITY);
+  for (; i + 4 <= end; i += 4) {
+    uint32_t run, fl = 0;
+    memcpy(&run, r->run + i, 4);
+    if (flags) memcpy(&fl, flags + i, 4);
+    /* a byte of 255 (no estimate yet) or a flag: the scalar rules */
+    if (fl != 0 || ((~run - 0x01010101u) & run & 0x80808080u) != 0)
+      return i; /* (a zero byte of ~run: exact) */
+    __m256d v = _mm256_loadu_pd(x + i);
+    __m256d old = _mm256_cvtps_pd(_mm_loadu_ps(r->est + i));
+    __m256d ok = _mm256_and_pd(
+        _mm256_cmp_pd(_mm256_andnot_pd(sign, v), inf, _CMP_LT_OQ),
+        _mm256_cmp_pd(v, _mm256_add_pd(_mm256_mul_pd(old, vup), vat),
+                      _CMP_LE_OQ));
+    if (_mm256_movemask_pd(ok) != 0xf) return i;
+    __m256d fol = _mm256_add_pd(old, _mm256_mul_pd(vfo, _mm256_sub_pd(v, old)));
+    __m256d down = _mm256_cmp_pd(
+        v, _mm256_sub_pd(_mm256_mul_pd(old, vdown), vat), _CMP_LT_OQ);
+    _mm_storeu_ps(r->est + i, _mm256_cvtpd_ps(_mm256_blendv_pd(fol, v, down)));
+    memset(r->run + i, 0, 4);
+  }
+  return i;
+}
+#endif
+
 /* The forward pass: every element's new estimate. */
 static void la__forward(la_robust_t *r, const double *x, const uint8_t *flags,
                         uint64_t *flagged, uint64_t *suspect,
@@ -202,6 +249,13 @@ static void la__forward(la_robust_t *r, const double *x, const uint8_t *flags,
   double up = 1 + p->tol, down = 1 / up, at = p->abs_tol, fo = p->follow;
   memset(r->mark, LA__M_NONE, r->n * sizeof *r->mark);
   for (uint64_t i = 0; i < r->n; i++) {
+#if LA_COMPACT_X86
+    /* at a group of four: as many groups of the common case as follow */
+    if (r->simd && (i & 3) == 0) {
+      i = la__forward_avx2(r, x, flags, i, r->n);
+      if (i == r->n) break;
+    }
+#endif
     double v = x[i], e, old = (double)r->est[i];
     if (r->run[i] == LA__NO_EST) {
       e = la__first(r, x, flags, i);
@@ -352,6 +406,33 @@ static int la__update_rows(la_robust_t *r, const double *x,
   return 0;
 }
 
+#if LA_COMPACT_X86
+/* The weights and their sums over the whole groups of four: lane k holds
+ * the elements i with i % 4 == k, added in index order, as the scalar
+ * loop does (adding +0 where it adds nothing changes no sum: they start at
+ * +0 and grow). Returns the first index not done. */
+__attribute__((target("avx2"))) static uint64_t la__weights_avx2(
+    const la_robust_t *r, const double *x, double *w, double *is,
+    double *ws) {
+  const __m256d sign = _mm256_set1_pd(-0.0), inf = _mm256_set1_pd(INFINITY);
+  __m256d vis = _mm256_setzero_pd(), vws = _mm256_setzero_pd();
+  uint64_t i = 0;
+  for (; i + 4 <= r->n; i += 4) {
+    __m256d v = _mm256_loadu_pd(x + i);
+    __m256d wi = _mm256_cvtps_pd(_mm_loadu_ps(r->est + i));
+    _mm256_storeu_pd(w + i, wi);
+    __m256d more = _mm256_and_pd(
+        _mm256_cmp_pd(_mm256_andnot_pd(sign, v), inf, _CMP_LT_OQ),
+        _mm256_cmp_pd(v, wi, _CMP_GT_OQ));
+    vis = _mm256_add_pd(vis, _mm256_and_pd(more, _mm256_sub_pd(v, wi)));
+    vws = _mm256_add_pd(vws, wi);
+  }
+  _mm256_storeu_pd(is, vis);
+  _mm256_storeu_pd(ws, vws);
+  return i;
+}
+#endif
+
 int la_robust_update(la_robust_t *r, const double *x, const uint8_t *flags,
                      double *w, la_robust_stats_t *st) {
   if (!r || !x || !w || w == x) return LA_EINVAL;
@@ -366,7 +447,11 @@ int la_robust_update(la_robust_t *r, const double *x, const uint8_t *flags,
   /* four partial sums each, so the additions do not wait on each other
    * (the exact totals of the weights are the compaction's statistics) */
   double is[4] = {0, 0, 0, 0}, ws[4] = {0, 0, 0, 0};
-  for (uint64_t i = 0; i < r->n; i++) {
+  uint64_t i0 = 0;
+#if LA_COMPACT_X86
+  if (r->simd) i0 = la__weights_avx2(r, x, w, is, ws);
+#endif
+  for (uint64_t i = i0; i < r->n; i++) {
     double v = x[i], wi = (double)r->est[i];
     w[i] = wi;
     if (isfinite(v) && v > wi) is[i & 3] += v - wi;
