@@ -85,23 +85,38 @@ static inline int by_count(const la_hsym_t *a, const la_hsym_t *b) {
 static inline int by_value(const la_hsym_t *a, const la_hsym_t *b) {
   return a->v < b->v;
 }
-static int by_count_q(const void *a, const void *b) {
-  const la_hsym_t *x = *(la_hsym_t *const *)a, *y = *(la_hsym_t *const *)b;
-  return by_count(x, y) ? -1 : by_count(y, x);
-}
-static int by_value_q(const void *a, const void *b) {
-  const la_hsym_t *x = *(la_hsym_t *const *)a, *y = *(la_hsym_t *const *)b;
-  return by_value(x, y) ? -1 : by_value(y, x);
-}
 
-/* srt[0..n) in the order of before (its qsort twin q for many symbols):
- * insertion for the few symbols of a typical run, where qsort's calls
- * cost more than the sort. */
+/* srt[0..n) in the order of before, a total order (values are distinct):
+ * insertion for the few symbols of a typical run; a merge of sorted runs
+ * of 16 for many (a series with interference has a symbol per burst),
+ * where qsort's call per comparison cost more than the rest of the
+ * record's coding. Any sort gives the same order. */
 static void sort_syms(la_hsym_t **srt, size_t n,
-                      int (*before)(const la_hsym_t *, const la_hsym_t *),
-                      int (*q)(const void *, const void *)) {
+                      int (*before)(const la_hsym_t *, const la_hsym_t *)) {
   if (n > 48) {
-    qsort(srt, n, sizeof *srt, q);
+    la_hsym_t *tmp[LA_HUFF_MAX_SYMS], **a = srt, **b = tmp;
+    for (size_t lo = 0; lo < n; lo += 16) { /* insertion within runs */
+      size_t hi = lo + 16 < n ? lo + 16 : n;
+      for (size_t i = lo + 1; i < hi; i++) {
+        la_hsym_t *t = srt[i];
+        size_t k = i;
+        for (; k > lo && before(t, srt[k - 1]); k--) srt[k] = srt[k - 1];
+        srt[k] = t;
+      }
+    }
+    for (size_t w = 16; w < n; w *= 2) { /* merges, a <-> b */
+      for (size_t lo = 0; lo < n; lo += 2 * w) {
+        size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+        size_t i = lo, j = mid, o = lo;
+        while (i < mid && j < hi) b[o++] = before(a[j], a[i]) ? a[j++] : a[i++];
+        while (i < mid) b[o++] = a[i++];
+        while (j < hi) b[o++] = a[j++];
+      }
+      la_hsym_t **t = a;
+      a = b;
+      b = t;
+    }
+    if (a != srt) memcpy(srt, a, n * sizeof *srt);
     return;
   }
   for (size_t a = 1; a < n; a++) {
@@ -119,6 +134,7 @@ static void lengths(la_hsym_t **srt, size_t nsym) {
   uint32_t w[2 * LA_HUFF_MAX_SYMS];
   uint16_t parent[2 * LA_HUFF_MAX_SYMS];
   size_t leaf = 0, node = nsym, made = nsym;
+  if (nsym < 2 || nsym > LA_HUFF_MAX_SYMS) return; /* never: build_code */
   for (size_t i = 0; i < nsym; i++) w[i] = srt[i]->n;
   for (size_t k = 0; k + 1 < nsym; k++) {
     size_t pick[2];
@@ -150,7 +166,7 @@ static uint64_t build_code(la_hsym_t **vs, size_t n) {
     return 0;
   }
   memcpy(srt, vs, n * sizeof *srt);
-  sort_syms(srt, n, by_count, by_count_q);
+  sort_syms(srt, n, by_count);
   lengths(srt, n);
   size_t per_len[LA_HUFF_MAX_LEN + 2] = {0};
   for (size_t s = 0; s < n; s++) {
@@ -257,7 +273,7 @@ static uint64_t run_tokens(const uint8_t *idx, uint64_t m, size_t nsym,
     r = 0;
   }
   for (size_t k = 0; k < nt; k++) vt[k] = &tok[k];
-  sort_syms(vt, nt, by_value, by_value_q);
+  sort_syms(vt, nt, by_value);
   *ntok = nt;
   *nseq = ns;
   return build_code(vt, nt);
@@ -324,7 +340,7 @@ static uint64_t run_tokens_gaps(const uint8_t *idx, uint64_t m, size_t nsym,
   }
 #undef LA__TOKEN
   for (size_t k = 0; k < nt; k++) vt[k] = &tok[k];
-  sort_syms(vt, nt, by_value, by_value_q);
+  sort_syms(vt, nt, by_value);
   *ntok = nt;
   *nseq = ns;
   return build_code(vt, nt);
@@ -418,7 +434,7 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
   }
   la_hsym_t *vs[LA_HUFF_MAX_SYMS];
   for (size_t s = 0; s < nsym; s++) vs[s] = &sym[s];
-  sort_syms(vs, nsym, by_value, by_value_q);
+  sort_syms(vs, nsym, by_value);
   /* the point form */
   uint64_t bits = build_code(vs, nsym);
   size_t size = SIZE_MAX;
