@@ -286,10 +286,13 @@ static void test_rows_are_elements(void **state) {
 }
 
 /* The AVX2 kernels (the forward pass's common case four elements at a
- * time, the weights and their sums) and the scalar rules (LA_COMPACT_SCALAR
- * when the estimator is made) give the same weights and figures, bit for
- * bit: a grid, flags, NaN and Inf, interference, fronts, lengths that are
- * not multiples of four, elements without an estimate after the first. */
+ * time, the weights and their sums, rounded to whole ticks in the same
+ * pass) and the scalar rules (LA_COMPACT_SCALAR when the estimator is
+ * made) give the same weights and figures, bit for bit: a grid, flags, NaN
+ * and Inf, interference, fronts, lengths that are not multiples of four,
+ * elements without an estimate after the first; and the weights rounded
+ * in the pass are the weights rounded after it (to nearest, ties to even,
+ * where the value is whole ticks). */
 static void test_simd_same_as_scalar(void **state) {
   (void)state;
   static const uint64_t sizes[] = {3, 4, 5, 7, 64, 1001, 4096 + 3};
@@ -298,8 +301,9 @@ static void test_simd_same_as_scalar(void **state) {
     uint64_t n = sizes[k];
     double *x = malloc(n * sizeof *x), *cost = malloc(n * sizeof *cost);
     double *wa = malloc(n * sizeof *wa), *wb = malloc(n * sizeof *wb);
+    double *wr = malloc(n * sizeof *wr);
     uint8_t *fl = malloc(n);
-    assert_true(x && cost && wa && wb && fl);
+    assert_true(x && cost && wa && wb && wr && fl);
     la_robust_params_t p;
     la_robust_params_default(&p);
     p.abs_tol = 2 * 0.385;
@@ -307,9 +311,10 @@ static void test_simd_same_as_scalar(void **state) {
       p.stride[0] = 8;
       p.stride[1] = n >= 64 ? 64 : 0;
     }
-    la_robust_t *a, *b;
+    la_robust_t *a, *b, *ref;
     setenv("LA_COMPACT_SCALAR", "1", 1);
     assert_int_equal(la_robust_new(n, &p, &a), 0);
+    assert_int_equal(la_robust_new(n, &p, &ref), 0);
     unsetenv("LA_COMPACT_SCALAR");
     assert_int_equal(la_robust_new(n, &p, &b), 0);
     for (uint64_t i = 0; i < n; i++) cost[i] = 10 * (1 + (double)(i % 5));
@@ -324,19 +329,37 @@ static void test_simd_same_as_scalar(void **state) {
         else if (u > 0.993) x[i] = INFINITY;
         else if (u > 0.98) x[i] = cost[i] / 3; /* down */
       }
-      la_robust_stats_t sa, sb;
+      /* every other cycle in whole ticks, the weights rounded to them */
+      double q = c % 2 ? 0.385 : 0;
+      for (uint64_t i = 0; q > 0 && i < n; i++)
+        if (isfinite(x[i]) && i % 7 != 3) x[i] = round(x[i] / q) * q;
+      la_robust_stats_t sa, sb, sr;
       const uint8_t *f = c % 3 == 0 ? NULL : fl;
-      assert_int_equal(la_robust_update(a, x, f, wa, &sa), 0);
-      assert_int_equal(la_robust_update(b, x, f, wb, &sb), 0);
+      assert_int_equal(la_robust_update_ticks(a, x, f, wa, &sa, q), 0);
+      assert_int_equal(la_robust_update_ticks(b, x, f, wb, &sb, q), 0);
       assert_memory_equal(wa, wb, n * sizeof *wa);
       assert_memory_equal(&sa, &sb, sizeof sa);
+      /* the rounding in the pass is the rounding after it */
+      assert_int_equal(la_robust_update(ref, x, f, wr, &sr), 0);
+      assert_memory_equal(&sa, &sr, sizeof sa);
+      for (uint64_t i = 0; i < n; i++) {
+        double t = x[i] / q, u = wr[i] / q;
+        if (q > 0 && fabs(t) < 0x1p51 && fabs(u) < 0x1p51 &&
+            nearbyint(t) * q == x[i])
+          wr[i] = nearbyint(u) * q;
+      }
+      assert_memory_equal(wa, wr, n * sizeof *wa);
     }
+    assert_int_equal(la_robust_update_ticks(a, x, NULL, wa, NULL, -1),
+                     LA_EINVAL);
     la_robust_free(a);
     la_robust_free(b);
+    la_robust_free(ref);
     free(x);
     free(cost);
     free(wa);
     free(wb);
+    free(wr);
     free(fl);
   }
 }
