@@ -403,19 +403,19 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
   uint32_t cnt[4][LA_HUFF_MAX_SYMS]; /* zeroed as symbols appear */
   memset(direct, 0, sizeof direct);
   for (uint64_t j = 0; j < m; j++) {
-    double dd = ks[j] - kref; /* |difference| < 2^54: exact */
+    /* |difference| < 2^54, an integer: exact, and exact as an int64 */
+    int64_t d = (int64_t)(ks[j] - kref);
     size_t s;
-    if (dd >= -LA_HUFF_DIRECT && dd < LA_HUFF_DIRECT) {
-      uint16_t *slot = &direct[(int)dd + LA_HUFF_DIRECT];
+    if ((uint64_t)(d + LA_HUFF_DIRECT) < 2 * LA_HUFF_DIRECT) {
+      uint16_t *slot = &direct[d + LA_HUFF_DIRECT];
       if (__builtin_expect(*slot == 0, 0)) {
         if (nsym == LA_HUFF_MAX_SYMS) return 0;
-        sym[nsym] = (la_hsym_t){.v = (int64_t)dd};
+        sym[nsym] = (la_hsym_t){.v = d};
         cnt[0][nsym] = cnt[1][nsym] = cnt[2][nsym] = cnt[3][nsym] = 0;
         *slot = (uint16_t)++nsym;
       }
       s = *slot - 1u;
     } else {
-      int64_t d = (int64_t)dd;
       for (s = 0; s < nsym && sym[s].v != d; s++)
         ;
       if (s == nsym) {
