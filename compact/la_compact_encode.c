@@ -510,7 +510,8 @@ int64_t la_cenc_qrun(la_cenc_t *e, uint64_t max) {
    * at least one), else plain */
   uint64_t tag = LA_REC_QRUN | ((m - 1) << LA_REC_SHIFT);
   size_t tl = la_varint_write(p, tag | LA_REC_EXC);
-  size_t coded = la_huff_qrun_encode(ks, m, e->qk, p + tl, m, &e->huff);
+  size_t coded = la_huff_qrun_encode(ks, m, e->qk, p + tl, m, &e->huff,
+                                      e->simd);
   if (coded) {
     p += tl + coded;
     kp = ks[m - 1];

@@ -49,6 +49,9 @@
 
 #include "la_compact_internal.h"
 #include "la_errors.h"
+#if LA_COMPACT_X86
+#include <immintrin.h>
+#endif
 
 #define LA_HUFF_DIRECT 256 /* values in [-256, 256) are found by index */
 #define LA_HUFF_FAR 32     /* other values: more than this, no coding */
@@ -82,23 +85,38 @@ static inline int by_count(const la_hsym_t *a, const la_hsym_t *b) {
 static inline int by_value(const la_hsym_t *a, const la_hsym_t *b) {
   return a->v < b->v;
 }
-static int by_count_q(const void *a, const void *b) {
-  const la_hsym_t *x = *(la_hsym_t *const *)a, *y = *(la_hsym_t *const *)b;
-  return by_count(x, y) ? -1 : by_count(y, x);
-}
-static int by_value_q(const void *a, const void *b) {
-  const la_hsym_t *x = *(la_hsym_t *const *)a, *y = *(la_hsym_t *const *)b;
-  return by_value(x, y) ? -1 : by_value(y, x);
-}
 
-/* srt[0..n) in the order of before (its qsort twin q for many symbols):
- * insertion for the few symbols of a typical run, where qsort's calls
- * cost more than the sort. */
+/* srt[0..n) in the order of before, a total order (values are distinct):
+ * insertion for the few symbols of a typical run; a merge of sorted runs
+ * of 16 for many (a series with interference has a symbol per burst),
+ * where qsort's call per comparison cost more than the rest of the
+ * record's coding. Any sort gives the same order. */
 static void sort_syms(la_hsym_t **srt, size_t n,
-                      int (*before)(const la_hsym_t *, const la_hsym_t *),
-                      int (*q)(const void *, const void *)) {
+                      int (*before)(const la_hsym_t *, const la_hsym_t *)) {
   if (n > 48) {
-    qsort(srt, n, sizeof *srt, q);
+    la_hsym_t *tmp[LA_HUFF_MAX_SYMS], **a = srt, **b = tmp;
+    for (size_t lo = 0; lo < n; lo += 16) { /* insertion within runs */
+      size_t hi = lo + 16 < n ? lo + 16 : n;
+      for (size_t i = lo + 1; i < hi; i++) {
+        la_hsym_t *t = srt[i];
+        size_t k = i;
+        for (; k > lo && before(t, srt[k - 1]); k--) srt[k] = srt[k - 1];
+        srt[k] = t;
+      }
+    }
+    for (size_t w = 16; w < n; w *= 2) { /* merges, a <-> b */
+      for (size_t lo = 0; lo < n; lo += 2 * w) {
+        size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+        size_t i = lo, j = mid, o = lo;
+        while (i < mid && j < hi) b[o++] = before(a[j], a[i]) ? a[j++] : a[i++];
+        while (i < mid) b[o++] = a[i++];
+        while (j < hi) b[o++] = a[j++];
+      }
+      la_hsym_t **t = a;
+      a = b;
+      b = t;
+    }
+    if (a != srt) memcpy(srt, a, n * sizeof *srt);
     return;
   }
   for (size_t a = 1; a < n; a++) {
@@ -116,6 +134,7 @@ static void lengths(la_hsym_t **srt, size_t nsym) {
   uint32_t w[2 * LA_HUFF_MAX_SYMS];
   uint16_t parent[2 * LA_HUFF_MAX_SYMS];
   size_t leaf = 0, node = nsym, made = nsym;
+  if (nsym < 2 || nsym > LA_HUFF_MAX_SYMS) return; /* never: build_code */
   for (size_t i = 0; i < nsym; i++) w[i] = srt[i]->n;
   for (size_t k = 0; k + 1 < nsym; k++) {
     size_t pick[2];
@@ -147,7 +166,7 @@ static uint64_t build_code(la_hsym_t **vs, size_t n) {
     return 0;
   }
   memcpy(srt, vs, n * sizeof *srt);
-  sort_syms(srt, n, by_count, by_count_q);
+  sort_syms(srt, n, by_count);
   lengths(srt, n);
   size_t per_len[LA_HUFF_MAX_LEN + 2] = {0};
   for (size_t s = 0; s < n; s++) {
@@ -254,7 +273,74 @@ static uint64_t run_tokens(const uint8_t *idx, uint64_t m, size_t nsym,
     r = 0;
   }
   for (size_t k = 0; k < nt; k++) vt[k] = &tok[k];
-  sort_syms(vt, nt, by_value, by_value_q);
+  sort_syms(vt, nt, by_value);
+  *ntok = nt;
+  *nseq = ns;
+  return build_code(vt, nt);
+}
+
+#if LA_COMPACT_X86
+/* Bit k of the result: idx[k] != mode, for k < n (n <= 64). */
+__attribute__((target("avx2"))) static uint64_t other_mask_avx2(
+    const uint8_t *idx, size_t n, uint8_t mode) {
+  uint8_t b[64];
+  memcpy(b, idx, n);
+  memset(b + n, mode, 64 - n);
+  const __m256i vm = _mm256_set1_epi8((char)mode);
+  uint32_t lo = (uint32_t)_mm256_movemask_epi8(
+      _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)b), vm));
+  uint32_t hi = (uint32_t)_mm256_movemask_epi8(
+      _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(b + 32)), vm));
+  return ~((uint64_t)hi << 32 | lo);
+}
+#endif
+
+/* run_tokens() from the places of the points that are not the mode, 64
+ * points at a time (a bit mask, AVX2 comparisons): a gap of g modes
+ * before such a point is g / 32 tokens (31, mode), then (g % 32, s); the
+ * modes at the end are tokens (31, mode) and a last (g' - 1, mode). The
+ * same tokens in the same order as run_tokens(), one step per token
+ * instead of one branch per point (modes and others alternate at random:
+ * the branch mispredicts). */
+static uint64_t run_tokens_gaps(const uint8_t *idx, uint64_t m, size_t nsym,
+                                const uint8_t *vrank, size_t mode,
+                                la_hsym_t *tok, size_t *ntok, uint8_t *seq,
+                                uint64_t *nseq, la_hsym_t **vt) {
+  uint16_t slot[LA_HUFF_RUN * LA_HUFF_MAX_SYMS]; /* 1 + index, 0: none */
+  memset(slot, 0, LA_HUFF_RUN * nsym * sizeof *slot);
+  size_t nt = 0;
+  uint64_t ns = 0, next = 0; /* next: the first point not yet in a token */
+  const size_t tmode = (size_t)(LA_HUFF_RUN - 1) * nsym + vrank[mode];
+#define LA__TOKEN(T)                                          \
+  do {                                                        \
+    size_t t_ = (T);                                          \
+    if (__builtin_expect(slot[t_] == 0, 0)) {                 \
+      if (nt == LA_HUFF_MAX_SYMS) return UINT64_MAX;          \
+      tok[nt] = (la_hsym_t){.v = (int64_t)t_};                \
+      slot[t_] = (uint16_t)++nt;                              \
+    }                                                         \
+    tok[slot[t_] - 1].n++;                                    \
+    seq[ns++] = (uint8_t)(slot[t_] - 1);                      \
+  } while (0)
+  for (uint64_t b = 0; b < m; b += 64) {
+    size_t w = m - b < 64 ? (size_t)(m - b) : 64;
+    uint64_t mask = other_mask_avx2(idx + b, w, (uint8_t)mode);
+    while (mask) {
+      uint64_t p = b + (uint64_t)__builtin_ctzll(mask), g = p - next;
+      mask &= mask - 1;
+      for (; g >= LA_HUFF_RUN; g -= LA_HUFF_RUN) LA__TOKEN(tmode);
+      LA__TOKEN((size_t)g * nsym + vrank[idx[p]]);
+      next = p + 1;
+    }
+  }
+  if (next < m) {
+    uint64_t g = m - next;
+    for (; g > LA_HUFF_RUN; g -= LA_HUFF_RUN) LA__TOKEN(tmode);
+    LA__TOKEN((size_t)(g - 1) * nsym + vrank[mode]);
+  }
+#undef LA__TOKEN
+  for (size_t k = 0; k < nt; k++) vt[k] = &tok[k];
+  sort_syms(vt, nt, by_value);
   *ntok = nt;
   *nseq = ns;
   return build_code(vt, nt);
@@ -305,7 +391,7 @@ static void tables_keep(la_huff_tables_t *pt, la_hsym_t *const *vs,
 
 size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
                            uint8_t *out, size_t limit,
-                           la_huff_tables_t **tables) {
+                           la_huff_tables_t **tables, int simd) {
   la_hsym_t sym[LA_HUFF_MAX_SYMS];
   uint16_t direct[2 * LA_HUFF_DIRECT]; /* 1 + index, 0: not seen */
   uint8_t idx[LA_CENC_QRUN_MAX];
@@ -317,19 +403,19 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
   uint32_t cnt[4][LA_HUFF_MAX_SYMS]; /* zeroed as symbols appear */
   memset(direct, 0, sizeof direct);
   for (uint64_t j = 0; j < m; j++) {
-    double dd = ks[j] - kref; /* |difference| < 2^54: exact */
+    /* |difference| < 2^54, an integer: exact, and exact as an int64 */
+    int64_t d = (int64_t)(ks[j] - kref);
     size_t s;
-    if (dd >= -LA_HUFF_DIRECT && dd < LA_HUFF_DIRECT) {
-      uint16_t *slot = &direct[(int)dd + LA_HUFF_DIRECT];
+    if ((uint64_t)(d + LA_HUFF_DIRECT) < 2 * LA_HUFF_DIRECT) {
+      uint16_t *slot = &direct[d + LA_HUFF_DIRECT];
       if (__builtin_expect(*slot == 0, 0)) {
         if (nsym == LA_HUFF_MAX_SYMS) return 0;
-        sym[nsym] = (la_hsym_t){.v = (int64_t)dd};
+        sym[nsym] = (la_hsym_t){.v = d};
         cnt[0][nsym] = cnt[1][nsym] = cnt[2][nsym] = cnt[3][nsym] = 0;
         *slot = (uint16_t)++nsym;
       }
       s = *slot - 1u;
     } else {
-      int64_t d = (int64_t)dd;
       for (s = 0; s < nsym && sym[s].v != d; s++)
         ;
       if (s == nsym) {
@@ -348,7 +434,7 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
   }
   la_hsym_t *vs[LA_HUFF_MAX_SYMS];
   for (size_t s = 0; s < nsym; s++) vs[s] = &sym[s];
-  sort_syms(vs, nsym, by_value, by_value_q);
+  sort_syms(vs, nsym, by_value);
   /* the point form */
   uint64_t bits = build_code(vs, nsym);
   size_t size = SIZE_MAX;
@@ -363,7 +449,14 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
   uint64_t nseq = 0, rbits = UINT64_MAX;
   if (nsym >= 2 && 2 * (uint64_t)sym[mode].n >= m) {
     for (size_t s = 0; s < nsym; s++) vrank[vs[s] - sym] = (uint8_t)s;
-    rbits = run_tokens(idx, m, nsym, vrank, mode, tok, &ntok, seq, &nseq, vt);
+#if LA_COMPACT_X86
+    if (simd)
+      rbits = run_tokens_gaps(idx, m, nsym, vrank, mode, tok, &ntok, seq,
+                              &nseq, vt);
+    else
+#endif
+      rbits =
+          run_tokens(idx, m, nsym, vrank, mode, tok, &ntok, seq, &nseq, vt);
     if (rbits != UINT64_MAX)
       rsize = 1 + la_varint_len(nsym) + table_len(vs, nsym, 1, 0) +
               la_varint_len(vrank[mode]) + la_varint_len(ntok) +

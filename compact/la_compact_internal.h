@@ -432,7 +432,8 @@ long la_compact_maxerr_lengths(const double *x, size_t n, double tol_abs,
  * limit bytes (out has limit bytes of room): returns its length, else 0
  * (write the plain run). *tables (NULL at the start of an encoding, freed
  * with la_huff_tables_free) keeps the run form's last tables so that later
- * records reuse them; tables NULL: no reuse. The decoder reads such a body
+ * records reuse them; tables NULL: no reuse. simd: AVX2 may find the run
+ * form's tokens (the same bytes). The decoder reads such a body
  * of m points into d[0..m) (the integers minus kref), with the least and
  * greatest value of its table (every d[j] is within them): 0, LA_ETRUNC or
  * LA_EPROTO; st (zeroed at the start of a trace) carries the tables from
@@ -443,7 +444,7 @@ typedef struct la_huff_tables la_huff_tables_t;
 void la_huff_tables_free(la_huff_tables_t *t);
 size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
                            uint8_t *out, size_t limit,
-                           la_huff_tables_t **tables);
+                           la_huff_tables_t **tables, int simd);
 
 /* A canonical decoder: the tables of n symbols' code lengths, then the
  * stream read from a 64-bit window. */

@@ -93,6 +93,117 @@ stats_run_avx2(la_stats_acc_t *a, const double *x, size_t n) {
 #endif
 
 #if LA_COMPACT_X86
+/* Fractional values (timings in whole ticks times a timer's period in ns)
+ * in blocks of LA_STATS_BLOCK. With s in the binade [2^e, 2^(e+1)) (its
+ * spacing u = 2^(e-52)) and every value v of the block in [0, 2^(e-2)],
+ * not -0.0 and not halfway between two multiples of u, each step of the
+ * definition adds r = v rounded to a multiple of u (the same r whatever s
+ * is, as s is a multiple of u), as long as the sums stay below 2^(e+1):
+ * then s + r0 + r1 + ... is exact in any order. Neumaier's correction of
+ * each step is (s - t) + v = v - r, exact, at most u / 2. The corrections
+ * and c are multiples of g (the lesser of the spacing of the block's least
+ * nonzero value, a multiple of which every v - r is, and c's lowest bit):
+ * when |c| plus their magnitudes stays below 2^53 g, c's additions are
+ * exact too, in any order.
+ * min and max of values >= 0 without -0.0 do not depend on the order.
+ * The block is computed in four lanes, checked, and kept only when every
+ * condition held: returns 1, else 0 with *a unchanged. Bit-identical to
+ * the definition. */
+#define LA_STATS_BLOCK 64
+__attribute__((target("avx2"))) static int
+stats_block_binade_avx2(la_stats_acc_t *a, const double *x) {
+  double s = a->s, c = a->c;
+  if (!(s >= 0x1p-900 && s <= 0x1p1000)) return 0;
+  uint64_t sb;
+  memcpy(&sb, &s, 8);
+  int e = (int)(sb >> 52) - 1023;
+  const double u = la_pow2(e - 52), top = la_pow2(e + 1);
+  const __m256d magic = _mm256_set1_pd(1.5 * la_pow2(e));
+  const __m256d vmax = _mm256_set1_pd(la_pow2(e - 2));
+  const __m256d half = _mm256_set1_pd(0.5 * u), zero = _mm256_setzero_pd();
+  const __m256d sign = _mm256_set1_pd(-0.0), inf = _mm256_set1_pd(INFINITY);
+  const __m256i negz = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+  __m256d sr = zero, sd = zero, sa = zero, pmin = inf;
+  __m256d ok = _mm256_cmp_pd(zero, zero, _CMP_EQ_OQ);
+  __m256d lo = _mm256_set1_pd(a->lo), hi = _mm256_set1_pd(a->hi);
+  __m256i nz = _mm256_setzero_si256();
+  for (size_t i = 0; i < LA_STATS_BLOCK; i += 4) {
+    __m256d v = _mm256_loadu_pd(x + i);
+    __m256d r = _mm256_sub_pd(_mm256_add_pd(v, magic), magic);
+    __m256d d = _mm256_sub_pd(v, r), ad = _mm256_andnot_pd(sign, d);
+    ok = _mm256_and_pd(ok, _mm256_and_pd(
+        _mm256_and_pd(_mm256_cmp_pd(v, zero, _CMP_GE_OQ),
+                      _mm256_cmp_pd(v, vmax, _CMP_LE_OQ)),
+        _mm256_cmp_pd(ad, half, _CMP_NEQ_OQ)));
+    nz = _mm256_or_si256(nz, _mm256_cmpeq_epi64(_mm256_castpd_si256(v), negz));
+    sr = _mm256_add_pd(sr, r);
+    sd = _mm256_add_pd(sd, d);
+    sa = _mm256_add_pd(sa, ad);
+    pmin = _mm256_min_pd(
+        _mm256_blendv_pd(v, inf, _mm256_cmp_pd(v, zero, _CMP_EQ_OQ)), pmin);
+    lo = _mm256_min_pd(v, lo); /* v < lo ? v : lo, as the definition */
+    hi = _mm256_max_pd(v, hi);
+  }
+  if (_mm256_movemask_pd(ok) != 0xf || !_mm256_testz_si256(nz, nz)) return 0;
+  double r4[4], d4[4], a4[4], p4[4], l4[4], h4[4];
+  _mm256_storeu_pd(r4, sr);
+  _mm256_storeu_pd(d4, sd);
+  _mm256_storeu_pd(a4, sa);
+  _mm256_storeu_pd(p4, pmin);
+  _mm256_storeu_pd(l4, lo);
+  _mm256_storeu_pd(h4, hi);
+  double t = s + ((r4[0] + r4[1]) + (r4[2] + r4[3])); /* exact */
+  if (!(t < top)) return 0; /* the sums reach the next binade */
+  double m = p4[0] < p4[1] ? p4[0] : p4[1];
+  m = p4[2] < m ? p4[2] : m;
+  m = p4[3] < m ? p4[3] : m;
+  double dsum = (d4[0] + d4[1]) + (d4[2] + d4[3]);
+  if (m < INFINITY) { /* else every value is +0: every correction +0 */
+    /* g: the lesser of m's spacing and c's lowest bit; the sums of multiples of g below 2^53 g are exact, and so
+     * is the decision below (rounding is monotone, 2^53 g a double) */
+    uint64_t mb, cb;
+    double ac = __builtin_fabs(c);
+    if (!(m >= 0x1p-1000) || !(ac == 0 || (ac >= 0x1p-1000 && ac <= 0x1p900)))
+      return 0;
+    memcpy(&mb, &m, 8);
+    memcpy(&cb, &ac, 8);
+    int ge = (int)(mb >> 52) - 1023 - 52, gc;
+    /* c's lowest bit: its spacing times the trailing zeros of its
+     * significand (with the leading 1) */
+    gc = (int)(cb >> 52) - 1023 - 52 +
+         __builtin_ctzll((cb & 0xfffffffffffffull) | (1ull << 52));
+    if (ac != 0 && gc < ge) ge = gc;
+    if (ge < -1000) return 0;
+    double lim = la_pow2(ge + 53), sabs = (a4[0] + a4[1]) + (a4[2] + a4[3]);
+    if (!(sabs < lim) || !(ac + sabs < lim)) return 0;
+  }
+  a->s = t;
+  a->c = c + dsum; /* exact */
+  for (int k = 0; k < 4; k++) {
+    a->lo = l4[k] < a->lo ? l4[k] : a->lo;
+    a->hi = h4[k] > a->hi ? h4[k] : a->hi;
+  }
+  return 1;
+}
+
+/* x[0..n) block by block where the blocks allow it; a block that does not
+ * and the three after it by the definition. */
+static void stats_run_binade(la_stats_acc_t *a, const double *x, size_t n) {
+  size_t i = 0;
+  while (i + LA_STATS_BLOCK <= n) {
+    if (stats_block_binade_avx2(a, x + i)) {
+      i += LA_STATS_BLOCK;
+      continue;
+    }
+    size_t k = n - i < 4 * LA_STATS_BLOCK ? n - i : 4 * LA_STATS_BLOCK;
+    stats_run_scalar(a, x + i, k);
+    i += k;
+  }
+  stats_run_scalar(a, x + i, n - i);
+}
+#endif
+
+#if LA_COMPACT_X86
 __attribute__((target("avx2"))) static size_t run_end_avx2(const double *x,
                                                            size_t i, size_t n) {
   const __m256d v = _mm256_set1_pd(x[i]);
@@ -215,6 +326,10 @@ static void stats_run_chunk(la_stats_acc_t *a, const double *x, size_t n,
                             int simd) {
   if (la_runs_probe(x, n))
     stats_run_runs(a, x, n, simd);
+#if LA_COMPACT_X86
+  else if (simd)
+    stats_run_binade(a, x, n);
+#endif
   else
     stats_run_scalar(a, x, n);
 }

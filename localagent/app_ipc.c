@@ -22,9 +22,13 @@
 #include "la_errcodes.h"
 #include "la_limits.h"
 #include "la_compact.h"
+#include "la_compact_internal.h" /* LA_COMPACT_X86, la_compact_simd() */
 #include "la_log.h"
 #include "la_sysv.h"
 #include "la_time.h"
+#if LA_COMPACT_X86
+#include <immintrin.h>
+#endif
 
 static int la__refuse(char *why, size_t n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -240,6 +244,20 @@ static void la__take_sum(const la_app_ipc_t *ipc, uint32_t i, double *sum,
   }
 }
 
+#define LA__TAKE_BLOCK 2048 /* values: 16 KB, within L1 */
+
+#if LA_COMPACT_X86
+/* out[k] = v[k] * scale for k in [k, end) four at a time (the same
+ * products); returns the first k not done. */
+__attribute__((target("avx2"))) static uint64_t la__scale_avx2(
+    double *out, const double *v, uint64_t k, uint64_t end, double scale) {
+  const __m256d s = _mm256_set1_pd(scale);
+  for (; k + 4 <= end; k += 4)
+    _mm256_storeu_pd(out + k, _mm256_mul_pd(_mm256_loadu_pd(v + k), s));
+  return k;
+}
+#endif
+
 int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out, double *sum,
                     la_shm_bufmeta_t *meta) {
   if (!ipc->hdr || i >= ipc->n_buffers) return LA_EINVAL;
@@ -262,6 +280,26 @@ int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out, double *sum,
   if (ipc->n_rows) {
     cells = la__take_rows(ipc, i, out, scale);
     k0 = ipc->n_elements;
+  }
+  if (k0 == 0) {
+    /* read and zeroed in one pass, each line of shared memory while it
+     * is in cache (a second pass would fetch the buffer again) */
+    int simd = la_compact_simd();
+    for (uint64_t b = 0; b < n; b += LA__TAKE_BLOCK) {
+      uint64_t m = n - b < LA__TAKE_BLOCK ? n - b : LA__TAKE_BLOCK, k = b;
+      if (scale == 1.0) {
+        memcpy(out + b, v + b, m * sizeof(double));
+        k = b + m;
+      }
+#if LA_COMPACT_X86
+      if (simd) k = la__scale_avx2(out, v, k, b + m, scale);
+#else
+      (void)simd;
+#endif
+      for (; k < b + m; k++) out[k] = v[k] * scale;
+      memset(v + b, 0, m * sizeof(double));
+    }
+    return 0;
   }
   if (scale == 1.0)
     memcpy(out + k0, v + k0, (n - k0) * sizeof(double));

@@ -28,6 +28,10 @@
 
 #include "la_errcodes.h"
 #include "la_limits.h"
+#include "la_compact_internal.h" /* LA_COMPACT_X86, la_compact_simd() */
+#if LA_COMPACT_X86
+#include <immintrin.h>
+#endif
 
 #define LA__NO_EST 255u
 
@@ -42,6 +46,7 @@ struct la_robust {
   uint64_t nx;           /* cells of a row (stride[0]; 0: no rows) */
   int rows;              /* the state is per row (row r at index r) */
   la_robust_params_t rp; /* the parameters in rows: strides of row space */
+  int simd;              /* AVX2 kernels (the same results) */
 };
 
 void la_robust_params_default(la_robust_params_t *p) {
@@ -74,6 +79,7 @@ int la_robust_new(uint64_t n, const la_robust_params_t *p, la_robust_t **out) {
   if (!r) return LA_ENOMEM;
   r->n = n;
   r->p = *p;
+  r->simd = la_compact_simd();
   r->est = malloc(n * sizeof(float));
   r->pend = malloc(n * sizeof(float));
   r->run = malloc(n);
@@ -195,6 +201,47 @@ static int la__front(const la_robust_t *r, uint64_t i, double v, int marked) {
   return 0;
 }
 
+#if LA_COMPACT_X86
+/* The forward pass's common case four elements at a time from i: each has
+ * an estimate, a usable value and a value within the band above it (no
+ * run, no front, no count): the estimate follows the value, as the scalar
+ * rule computes it (the same operations in double, no fused ones), and
+ * the run ends. Returns the first index not done: the first group of four
+ * with another case (the scalar pass takes it), or the last whole group's
+ * end. */
+__attribute__((target("avx2"))) static uint64_t la__forward_avx2(
+    la_robust_t *r, const double *x, const uint8_t *flags, uint64_t i,
+    uint64_t end) {
+  const la_robust_params_t *p = &r->p;
+  double up = 1 + p->tol;
+  const __m256d vup = _mm256_set1_pd(up), vdown = _mm256_set1_pd(1 / up);
+  const __m256d vat = _mm256_set1_pd(p->abs_tol),
+                vfo = _mm256_set1_pd(p->follow);
+  const __m256d sign = _mm256_set1_pd(-0.0), inf = _mm256_set1_pd(INFINITY);
+  for (; i + 4 <= end; i += 4) {
+    uint32_t run, fl = 0;
+    memcpy(&run, r->run + i, 4);
+    if (flags) memcpy(&fl, flags + i, 4);
+    /* a byte of 255 (no estimate yet) or a flag: the scalar rules */
+    if (fl != 0 || ((~run - 0x01010101u) & run & 0x80808080u) != 0)
+      return i; /* (a zero byte of ~run: exact) */
+    __m256d v = _mm256_loadu_pd(x + i);
+    __m256d old = _mm256_cvtps_pd(_mm_loadu_ps(r->est + i));
+    __m256d ok = _mm256_and_pd(
+        _mm256_cmp_pd(_mm256_andnot_pd(sign, v), inf, _CMP_LT_OQ),
+        _mm256_cmp_pd(v, _mm256_add_pd(_mm256_mul_pd(old, vup), vat),
+                      _CMP_LE_OQ));
+    if (_mm256_movemask_pd(ok) != 0xf) return i;
+    __m256d fol = _mm256_add_pd(old, _mm256_mul_pd(vfo, _mm256_sub_pd(v, old)));
+    __m256d down = _mm256_cmp_pd(
+        v, _mm256_sub_pd(_mm256_mul_pd(old, vdown), vat), _CMP_LT_OQ);
+    _mm_storeu_ps(r->est + i, _mm256_cvtpd_ps(_mm256_blendv_pd(fol, v, down)));
+    memset(r->run + i, 0, 4);
+  }
+  return i;
+}
+#endif
+
 /* The forward pass: every element's new estimate. */
 static void la__forward(la_robust_t *r, const double *x, const uint8_t *flags,
                         uint64_t *flagged, uint64_t *suspect,
@@ -203,6 +250,13 @@ static void la__forward(la_robust_t *r, const double *x, const uint8_t *flags,
   double up = 1 + p->tol, down = 1 / up, at = p->abs_tol, fo = p->follow;
   memset(r->mark, LA__M_NONE, r->n * sizeof *r->mark);
   for (uint64_t i = 0; i < r->n; i++) {
+#if LA_COMPACT_X86
+    /* at a group of four: as many groups of the common case as follow */
+    if (r->simd && (i & 3) == 0) {
+      i = la__forward_avx2(r, x, flags, i, r->n);
+      if (i == r->n) break;
+    }
+#endif
     double v = x[i], e, old = (double)r->est[i];
     if (r->run[i] == LA__NO_EST) {
       e = la__first(r, x, flags, i);
@@ -234,7 +288,17 @@ static void la__forward(la_robust_t *r, const double *x, const uint8_t *flags,
  * Undoes the suspect's run. */
 static void la__backward(la_robust_t *r, const double *x, uint64_t *suspect,
                          uint64_t *rises) {
+  if (*suspect == 0) return; /* nothing held */
   for (uint64_t i = r->n; i-- > 0;) {
+    if (i >= 8) { /* eight not held (no byte equal to 1) at once */
+      uint64_t m8;
+      memcpy(&m8, r->mark + i - 7, 8);
+      m8 ^= 0x0101010101010101ull * LA__M_HELD;
+      if (((m8 - 0x0101010101010101ull) & ~m8 & 0x8080808080808080ull) == 0) {
+        i -= 7; /* the loop's step takes the eighth */
+        continue;
+      }
+    }
     if (r->mark[i] != LA__M_HELD || !la__front(r, i, x[i], 1)) continue;
     r->est[i] = (float)x[i];
     r->run[i] = 0;
@@ -353,12 +417,126 @@ static int la__update_rows(la_robust_t *r, const double *x,
   return 0;
 }
 
+/* Rounds each weight whose measured value x[i] is a whole number of timer
+ * ticks (q: ns per tick) to whole ticks: it estimates a count the timer
+ * gives in whole ticks, so it stays within half a tick of the estimate,
+ * and the compaction stores such weights as integers (the exact quantized
+ * path) instead of fitting lines to every rough stretch. A weight whose
+ * value is a share of a row or range (row / nx: not whole ticks, and a
+ * few ticks per cell at most) keeps its estimate: rounding it could move
+ * it by a large part of itself. Values too large for a tick count (ones
+ * the application wrote) are left as they are. Rounding is to nearest,
+ * ties to even, by adding and subtracting 1.5 * 2^52 (exact for |t| <
+ * 2^51): the AVX2 kernel and the scalar loop give the same bits. */
+#define LA__TICK_MAGIC 0x1.8p52
+#define LA__TICK_LIMIT 0x1p51
+
+static void la__ticks_scalar(double *y, const double *x, uint64_t n, double q,
+                             double inv) {
+  for (uint64_t i = 0; i < n; i++) {
+    double t = x[i] * inv, u = y[i] * inv;
+    double rt = (t + LA__TICK_MAGIC) - LA__TICK_MAGIC;
+    double ru = (u + LA__TICK_MAGIC) - LA__TICK_MAGIC;
+    if (fabs(t) < LA__TICK_LIMIT && fabs(u) < LA__TICK_LIMIT && rt * q == x[i])
+      y[i] = ru * q;
+  }
+}
+
+#if LA_COMPACT_X86
+__attribute__((target("avx2"))) static uint64_t la__ticks_avx2(
+    double *y, const double *x, uint64_t n, double q, double inv) {
+  const __m256d vinv = _mm256_set1_pd(inv), vq = _mm256_set1_pd(q);
+  const __m256d magic = _mm256_set1_pd(LA__TICK_MAGIC);
+  const __m256d lim = _mm256_set1_pd(LA__TICK_LIMIT);
+  const __m256d sign = _mm256_set1_pd(-0.0);
+  uint64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m256d vx = _mm256_loadu_pd(x + i), vy = _mm256_loadu_pd(y + i);
+    __m256d t = _mm256_mul_pd(vx, vinv), u = _mm256_mul_pd(vy, vinv);
+    __m256d rt = _mm256_sub_pd(_mm256_add_pd(t, magic), magic);
+    __m256d ru = _mm256_sub_pd(_mm256_add_pd(u, magic), magic);
+    __m256d ok = _mm256_and_pd(
+        _mm256_and_pd(
+            _mm256_cmp_pd(_mm256_andnot_pd(sign, t), lim, _CMP_LT_OQ),
+            _mm256_cmp_pd(_mm256_andnot_pd(sign, u), lim, _CMP_LT_OQ)),
+        _mm256_cmp_pd(_mm256_mul_pd(rt, vq), vx, _CMP_EQ_OQ));
+    _mm256_storeu_pd(y + i,
+                     _mm256_blendv_pd(vy, _mm256_mul_pd(ru, vq), ok));
+  }
+  return i;
+}
+#endif
+
+static void la__ticks(double *y, const double *x, uint64_t n, double q,
+                      int simd) {
+  double inv = 1.0 / q;
+  uint64_t i = 0;
+#if LA_COMPACT_X86
+  if (simd) i = la__ticks_avx2(y, x, n, q, inv);
+#else
+  (void)simd;
+#endif
+  la__ticks_scalar(y + i, x + i, n - i, q, inv);
+}
+
+#if LA_COMPACT_X86
+/* The weights and their sums over the whole groups of four: lane k holds
+ * the elements i with i % 4 == k, added in index order, as the scalar
+ * loop does (adding +0 where it adds nothing changes no sum: they start at
+ * +0 and grow). Returns the first index not done. */
+__attribute__((target("avx2"))) static uint64_t la__weights_avx2(
+    const la_robust_t *r, const double *x, double *w, double *is,
+    double *ws, double q) {
+  const __m256d sign = _mm256_set1_pd(-0.0), inf = _mm256_set1_pd(INFINITY);
+  const __m256d vinv = _mm256_set1_pd(q > 0 ? 1.0 / q : 0), vq = _mm256_set1_pd(q);
+  const __m256d magic = _mm256_set1_pd(LA__TICK_MAGIC);
+  const __m256d lim = _mm256_set1_pd(LA__TICK_LIMIT);
+  __m256d vis = _mm256_setzero_pd(), vws = _mm256_setzero_pd();
+  uint64_t i = 0;
+  for (; i + 4 <= r->n; i += 4) {
+    __m256d v = _mm256_loadu_pd(x + i);
+    __m256d wi = _mm256_cvtps_pd(_mm_loadu_ps(r->est + i));
+    if (q > 0) { /* la__ticks_avx2() on the weight before it is stored */
+      __m256d t = _mm256_mul_pd(v, vinv), u = _mm256_mul_pd(wi, vinv);
+      __m256d rt = _mm256_sub_pd(_mm256_add_pd(t, magic), magic);
+      __m256d ru = _mm256_sub_pd(_mm256_add_pd(u, magic), magic);
+      __m256d ok = _mm256_and_pd(
+          _mm256_and_pd(
+              _mm256_cmp_pd(_mm256_andnot_pd(sign, t), lim, _CMP_LT_OQ),
+              _mm256_cmp_pd(_mm256_andnot_pd(sign, u), lim, _CMP_LT_OQ)),
+          _mm256_cmp_pd(_mm256_mul_pd(rt, vq), v, _CMP_EQ_OQ));
+      _mm256_storeu_pd(w + i,
+                       _mm256_blendv_pd(wi, _mm256_mul_pd(ru, vq), ok));
+    } else {
+      _mm256_storeu_pd(w + i, wi);
+    }
+    __m256d more = _mm256_and_pd(
+        _mm256_cmp_pd(_mm256_andnot_pd(sign, v), inf, _CMP_LT_OQ),
+        _mm256_cmp_pd(v, wi, _CMP_GT_OQ));
+    vis = _mm256_add_pd(vis, _mm256_and_pd(more, _mm256_sub_pd(v, wi)));
+    vws = _mm256_add_pd(vws, wi);
+  }
+  _mm256_storeu_pd(is, vis);
+  _mm256_storeu_pd(ws, vws);
+  return i;
+}
+#endif
+
 int la_robust_update(la_robust_t *r, const double *x, const uint8_t *flags,
                      double *w, la_robust_stats_t *st) {
-  if (!r || !x || !w || w == x) return LA_EINVAL;
+  return la_robust_update_ticks(r, x, flags, w, st, 0);
+}
+
+int la_robust_update_ticks(la_robust_t *r, const double *x,
+                           const uint8_t *flags, double *w,
+                           la_robust_stats_t *st, double q) {
+  if (!r || !x || !w || w == x || !(q >= 0)) return LA_EINVAL;
   if (r->nx && la__x_rows_uniform(r, x, flags)) {
     if (!r->rows && la__state_rows_uniform(r)) la__to_rows(r);
-    if (r->rows && la__update_rows(r, x, flags, w, st) == 0) return 0;
+    if (r->rows && la__update_rows(r, x, flags, w, st) == 0) {
+      if (q > 0) la__ticks(w, x, r->n, q, r->simd);
+      return 0;
+    }
   }
   if (r->rows) la__to_cells(r);
   uint64_t flagged = 0, suspect = 0, rises = 0;
@@ -367,12 +545,17 @@ int la_robust_update(la_robust_t *r, const double *x, const uint8_t *flags,
   /* four partial sums each, so the additions do not wait on each other
    * (the exact totals of the weights are the compaction's statistics) */
   double is[4] = {0, 0, 0, 0}, ws[4] = {0, 0, 0, 0};
-  for (uint64_t i = 0; i < r->n; i++) {
+  uint64_t i0 = 0;
+#if LA_COMPACT_X86
+  if (r->simd) i0 = la__weights_avx2(r, x, w, is, ws, q); /* rounded */
+#endif
+  for (uint64_t i = i0; i < r->n; i++) {
     double v = x[i], wi = (double)r->est[i];
     w[i] = wi;
     if (isfinite(v) && v > wi) is[i & 3] += v - wi;
     ws[i & 3] += wi;
   }
+  if (q > 0) la__ticks_scalar(w + i0, x + i0, r->n - i0, q, 1.0 / q);
   r->cycles++;
   if (st) {
     st->interference = (is[0] + is[1]) + (is[2] + is[3]);

@@ -101,6 +101,15 @@ int la_robust_new(uint64_t n, const la_robust_params_t *p, la_robust_t **out);
 int la_robust_update(la_robust_t *r, const double *x, const uint8_t *flags,
                      double *w, la_robust_stats_t *st);
 
+/* la_robust_update(), then each weight whose measured value x[i] is a
+ * whole number of ticks of q (ns per tick; 0: none) rounded to whole ticks
+ * (robust.c says why), in the same pass over the weights where it can:
+ * the same weights as rounding them after. st's sums are the estimates'
+ * before the rounding. Returns 0 or LA_EINVAL (q < 0 among the others). */
+int la_robust_update_ticks(la_robust_t *r, const double *x,
+                           const uint8_t *flags, double *w,
+                           la_robust_stats_t *st, double q);
+
 /* Frees r. NULL is fine. */
 void la_robust_free(la_robust_t *r);
 

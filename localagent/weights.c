@@ -11,10 +11,6 @@
 #include "la_limits.h"
 #include "la_compact_internal.h"
 
-#if LA_COMPACT_X86
-#include <immintrin.h>
-#endif
-
 struct la_weights {
   pthread_mutex_t mu; /* serializes la_robust_update */
   uint64_t n;
@@ -59,65 +55,6 @@ int la_weights_new(uint64_t n, double timer_res_ns, double tol,
   return 0;
 }
 
-/* Rounds each weight whose measured value x[i] is a whole number of timer
- * ticks (q: ns per tick) to whole ticks: it estimates a count the timer
- * gives in whole ticks, so it stays within half a tick of the estimate,
- * and the compaction stores such weights as integers (the exact quantized
- * path) instead of fitting lines to every rough stretch. A weight whose
- * value is a share of a row or range (row / nx: not whole ticks, and a
- * few ticks per cell at most) keeps its estimate: rounding it could move
- * it by a large part of itself. Values too large for a tick count (ones
- * the application wrote) are left as they are. Rounding is to nearest,
- * ties to even, by adding and subtracting 1.5 * 2^52 (exact for |t| <
- * 2^51): the AVX2 kernel and the scalar loop give the same bits. */
-#define LA__TICK_MAGIC 0x1.8p52
-#define LA__TICK_LIMIT 0x1p51
-
-static void la__ticks_scalar(double *y, const double *x, uint64_t n, double q,
-                             double inv) {
-  for (uint64_t i = 0; i < n; i++) {
-    double t = x[i] * inv, u = y[i] * inv;
-    double rt = (t + LA__TICK_MAGIC) - LA__TICK_MAGIC;
-    double ru = (u + LA__TICK_MAGIC) - LA__TICK_MAGIC;
-    if (fabs(t) < LA__TICK_LIMIT && fabs(u) < LA__TICK_LIMIT && rt * q == x[i])
-      y[i] = ru * q;
-  }
-}
-
-#if LA_COMPACT_X86
-__attribute__((target("avx2"))) static uint64_t la__ticks_avx2(
-    double *y, const double *x, uint64_t n, double q, double inv) {
-  const __m256d vinv = _mm256_set1_pd(inv), vq = _mm256_set1_pd(q);
-  const __m256d magic = _mm256_set1_pd(LA__TICK_MAGIC);
-  const __m256d lim = _mm256_set1_pd(LA__TICK_LIMIT);
-  const __m256d sign = _mm256_set1_pd(-0.0);
-  uint64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    __m256d vx = _mm256_loadu_pd(x + i), vy = _mm256_loadu_pd(y + i);
-    __m256d t = _mm256_mul_pd(vx, vinv), u = _mm256_mul_pd(vy, vinv);
-    __m256d rt = _mm256_sub_pd(_mm256_add_pd(t, magic), magic);
-    __m256d ru = _mm256_sub_pd(_mm256_add_pd(u, magic), magic);
-    __m256d ok = _mm256_and_pd(
-        _mm256_and_pd(
-            _mm256_cmp_pd(_mm256_andnot_pd(sign, t), lim, _CMP_LT_OQ),
-            _mm256_cmp_pd(_mm256_andnot_pd(sign, u), lim, _CMP_LT_OQ)),
-        _mm256_cmp_pd(_mm256_mul_pd(rt, vq), vx, _CMP_EQ_OQ));
-    _mm256_storeu_pd(y + i,
-                     _mm256_blendv_pd(vy, _mm256_mul_pd(ru, vq), ok));
-  }
-  return i;
-}
-#endif
-
-static void la__ticks(double *y, const double *x, uint64_t n, double q) {
-  double inv = 1.0 / q;
-  uint64_t i = 0;
-#if LA_COMPACT_X86
-  if (la_compact_simd()) i = la__ticks_avx2(y, x, n, q, inv);
-#endif
-  la__ticks_scalar(y + i, x + i, n - i, q, inv);
-}
-
 int la_weights_cycle(la_weights_t *w, const double *x, const uint8_t *flags,
                      const la_compact_params_t *cp, la_compact_result_t *res,
                      la_robust_stats_t *st) {
@@ -132,9 +69,10 @@ int la_weights_cycle_recon(la_weights_t *w, const double *x,
   double *y = malloc(w->n * sizeof *y);
   if (!y) return LA_ENOMEM;
   pthread_mutex_lock(&w->mu);
-  int rc = la_robust_update(w->r, x, flags, y, st);
+  /* the weights in whole ticks where the values are (robust.h) */
+  int rc = la_robust_update_ticks(w->r, x, flags, y, st,
+                                  cp->quantum > 0 ? cp->quantum : 0);
   pthread_mutex_unlock(&w->mu);
-  if (rc == 0 && cp->quantum > 0) la__ticks(y, x, w->n, cp->quantum);
   la_compact_params_t p = *cp;
   if (la_compact_effective_mode(&p) == LA_COMPACT_POLYLINE && w->cv > 0 &&
       w->cv < p.cv)

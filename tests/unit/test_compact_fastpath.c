@@ -111,6 +111,69 @@ static void test_stats_equal_definition(void **state) {
   }
 }
 
+/* Timings in whole ticks of a fractional period (the agent's series, whose
+ * sums take the fractional blocks of la_stats_run()), kind:
+ *   0: mostly 26 ticks, some 25 and 27, rare spikes of thousands, +0.0;
+ *   1: the same with rare -0.0, NaN and negative values;
+ *   2: a huge first value, then halves and quarters: steps halfway between
+ *      two multiples of the sum's spacing (ties), and corrections large
+ *      against c's room;
+ *   3: ticks of a period near 2^-30 ns (tiny values, fine corrections);
+ *   4: large and growing values (sums crossing many binades). */
+static double tick_value(int kind, size_t i, uint64_t *s) {
+  uint64_t r = la_compact_rand(s);
+  double q = 1 / 2.6;
+  switch (kind) {
+  case 0:
+  case 1: {
+    double k = r % 10 < 8 ? 26 : r % 10 == 8 ? 25 : 27;
+    if (r % 1000 == 7) k = (double)(r % 5000);
+    if (r % 1013 == 5) return 0.0;
+    if (kind == 1 && r % 3001 == 11) return -0.0;
+    if (kind == 1 && r % 7919 == 13) return NAN;
+    if (kind == 1 && r % 6007 == 17) return -k * q;
+    return k * q;
+  }
+  case 2:
+    if (i == 0) return 0x1.1p52;
+    return (double)(r % 1000) + (r & 1 ? 0.5 : 0.25);
+  case 3:
+    return (double)(r % 64 + 1) * 0x1.3p-30;
+  default:
+    return (double)(r % 100000 + i) * q * 1e6;
+  }
+}
+
+/* la_stats_run() (fractional blocks) leaves the accumulator, s and c and
+ * min and max, bit for bit where the definition one value at a time does,
+ * whatever the split of the series between calls. */
+static void test_stats_ticks_equal_definition(void **state) {
+  static const size_t sizes[] = {63, 64, 65, 200, 4096, 5000, 70001, 400000};
+  uint64_t s = 777;
+  for (int kind = 0; kind <= 4; kind++)
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+      size_t n = sizes[k];
+      double *x = malloc(n * sizeof(double));
+      assert_non_null(x);
+      for (size_t i = 0; i < n; i++) x[i] = tick_value(kind, i, &s);
+      for (int split = 0; split < 3; split++) {
+        la_stats_acc_t a, b;
+        la_stats_init(&a);
+        la_stats_init(&b);
+        size_t step = split == 0 ? n : split == 1 ? 4096 : 1000;
+        for (size_t i = 0; i < n; i += step)
+          la_stats_run(&a, x + i, n - i < step ? n - i : step, 1);
+        for (size_t i = 0; i < n; i++) la_stats_add(&b, x[i]);
+        assert_memory_equal(&a, &b, sizeof(a));
+      }
+      la_series_stats_t p, o;
+      la_series_stats(x, n, &p);
+      la_oracle_stats(x, n, &o);
+      assert_memory_equal(&p, &o, sizeof(p));
+      free(x);
+    }
+}
+
 /* Spikes with NaN, -Inf and -0.0; walks scaled to huge non-integers. */
 static void add_specials(int kind, double *x, size_t n) {
   size_t i;
@@ -200,6 +263,7 @@ static void test_floor_pow2(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_stats_equal_definition),
+      cmocka_unit_test(test_stats_ticks_equal_definition),
       cmocka_unit_test(test_simd_equals_scalar),
       cmocka_unit_test(test_floor_pow2),
   };

@@ -375,7 +375,8 @@ static void test_decoder_reads_and_refuses_runs(void **state) {
 static int coded_enc(enc_t *e, const double *ks, uint64_t m, double q) {
   head(e, LA_CENC_F_QUANTUM, m, q);
   put_var(e, LA_REC_QRUN | LA_REC_EXC | ((m - 1) << LA_REC_SHIFT));
-  size_t n = la_huff_qrun_encode(ks, m, 0, e->b + e->len, m, NULL);
+  size_t n = la_huff_qrun_encode(ks, m, 0, e->b + e->len, m, NULL,
+                                 la_compact_simd());
   e->len += n;
   return n > 0;
 }
@@ -405,7 +406,52 @@ static void test_coded_runs_round_trip(void **state) {
    * the coder declines and the plain run stays */
   for (uint64_t j = 0; j < 1000; j++)
     ks[j] = floor(65536 * la_compact_rand01(&seed));
-  assert_int_equal(la_huff_qrun_encode(ks, 1000, 0, e.b, 1000, NULL), 0);
+  assert_int_equal(la_huff_qrun_encode(ks, 1000, 0, e.b, 1000, NULL, 1), 0);
+}
+
+/* The run form's tokens found from the gaps between the points that are
+ * not the mode (AVX2 masks) and point by point give the same bytes: modes
+ * in gaps of 0..100 points (31, 32, 33 and 64 among them), at the start
+ * and at the end of the record, records of 32..4096 points (not multiples
+ * of 64), too many distinct tokens, and the previous tables reused over a
+ * sequence of records. */
+static void test_run_tokens_gaps_same_bytes(void **state) {
+  (void)state;
+  static double ks[LA_CENC_QRUN_MAX];
+  static uint8_t a[LA_CENC_QRUN_MAX * 10], b[LA_CENC_QRUN_MAX * 10];
+  static const uint64_t sizes[] = {32, 33, 63, 64, 65, 100, 127, 1000, 4095,
+                                   4096};
+  static const uint32_t gaps[] = {0, 1, 2, 5, 30, 31, 32, 33, 63, 64, 65, 100};
+  uint64_t seed = 11;
+  la_huff_tables_t *ta = NULL, *tb = NULL;
+  int coded = 0;
+  for (int round = 0; round < 400; round++) {
+    uint64_t m = sizes[round % 10];
+    uint32_t g = gaps[(round / 10) % 12];
+    int kind = round % 4;
+    uint64_t j = 0;
+    /* modes first or not; then gaps of about g modes between others */
+    while (j < m) {
+      double u = la_compact_rand01(&seed);
+      uint64_t run = kind == 0 ? g : (uint64_t)(u * 2 * g);
+      for (uint64_t r = 0; r < run && j < m; r++) ks[j++] = 26;
+      if (j < m)
+        ks[j++] = kind == 3 ? 27 + (double)(la_compact_rand(&seed) % 300)
+                : u < 0.5   ? 25
+                            : 1 + (double)(la_compact_rand(&seed) % 3);
+    }
+    if (round % 3 == 0) /* modes at the end */
+      for (uint64_t r = m > 40 ? m - (g % 40) : m; r < m; r++) ks[r] = 26;
+    double kref = (double)(round % 7);
+    size_t na = la_huff_qrun_encode(ks, m, kref, a, m * 9, &ta, 0);
+    size_t nb = la_huff_qrun_encode(ks, m, kref, b, m * 9, &tb, 1);
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, na);
+    coded += na > 0;
+  }
+  assert_true(coded > 200); /* the comparisons saw coded records */
+  la_huff_tables_free(ta);
+  la_huff_tables_free(tb);
 }
 
 /* Hand-made coded bodies: each field out of bounds is refused, never read
@@ -796,6 +842,7 @@ int main(void) {
       cmocka_unit_test(test_scalar_and_simd_write_the_same_bytes),
       cmocka_unit_test(test_decoder_reads_and_refuses_runs),
       cmocka_unit_test(test_coded_runs_round_trip),
+      cmocka_unit_test(test_run_tokens_gaps_same_bytes),
       cmocka_unit_test(test_coded_runs_refused),
       cmocka_unit_test(test_run_form_round_trip),
       cmocka_unit_test(test_run_form_whole_series),

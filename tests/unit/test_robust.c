@@ -285,6 +285,85 @@ static void test_rows_are_elements(void **state) {
   la_robust_free(rows);
 }
 
+/* The AVX2 kernels (the forward pass's common case four elements at a
+ * time, the weights and their sums, rounded to whole ticks in the same
+ * pass) and the scalar rules (LA_COMPACT_SCALAR when the estimator is
+ * made) give the same weights and figures, bit for bit: a grid, flags, NaN
+ * and Inf, interference, fronts, lengths that are not multiples of four,
+ * elements without an estimate after the first; and the weights rounded
+ * in the pass are the weights rounded after it (to nearest, ties to even,
+ * where the value is whole ticks). */
+static void test_simd_same_as_scalar(void **state) {
+  (void)state;
+  static const uint64_t sizes[] = {3, 4, 5, 7, 64, 1001, 4096 + 3};
+  uint64_t rng = 5;
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    uint64_t n = sizes[k];
+    double *x = malloc(n * sizeof *x), *cost = malloc(n * sizeof *cost);
+    double *wa = malloc(n * sizeof *wa), *wb = malloc(n * sizeof *wb);
+    double *wr = malloc(n * sizeof *wr);
+    uint8_t *fl = malloc(n);
+    assert_true(x && cost && wa && wb && wr && fl);
+    la_robust_params_t p;
+    la_robust_params_default(&p);
+    p.abs_tol = 2 * 0.385;
+    if (n % 8 == 0) {
+      p.stride[0] = 8;
+      p.stride[1] = n >= 64 ? 64 : 0;
+    }
+    la_robust_t *a, *b, *ref;
+    setenv("LA_COMPACT_SCALAR", "1", 1);
+    assert_int_equal(la_robust_new(n, &p, &a), 0);
+    assert_int_equal(la_robust_new(n, &p, &ref), 0);
+    unsetenv("LA_COMPACT_SCALAR");
+    assert_int_equal(la_robust_new(n, &p, &b), 0);
+    for (uint64_t i = 0; i < n; i++) cost[i] = 10 * (1 + (double)(i % 5));
+    for (int c = 0; c < 40; c++) {
+      if (c == 20) /* a real change over a third of the elements */
+        for (uint64_t i = 0; i < n / 3; i++) cost[i] *= 4;
+      measure(cost, x, n, 0.05, &rng);
+      for (uint64_t i = 0; i < n; i++) {
+        double u = la_compact_rand01(&rng);
+        fl[i] = u < 0.01;
+        if (u > 0.995) x[i] = NAN;
+        else if (u > 0.993) x[i] = INFINITY;
+        else if (u > 0.98) x[i] = cost[i] / 3; /* down */
+      }
+      /* every other cycle in whole ticks, the weights rounded to them */
+      double q = c % 2 ? 0.385 : 0;
+      for (uint64_t i = 0; q > 0 && i < n; i++)
+        if (isfinite(x[i]) && i % 7 != 3) x[i] = round(x[i] / q) * q;
+      la_robust_stats_t sa, sb, sr;
+      const uint8_t *f = c % 3 == 0 ? NULL : fl;
+      assert_int_equal(la_robust_update_ticks(a, x, f, wa, &sa, q), 0);
+      assert_int_equal(la_robust_update_ticks(b, x, f, wb, &sb, q), 0);
+      assert_memory_equal(wa, wb, n * sizeof *wa);
+      assert_memory_equal(&sa, &sb, sizeof sa);
+      /* the rounding in the pass is the rounding after it */
+      assert_int_equal(la_robust_update(ref, x, f, wr, &sr), 0);
+      assert_memory_equal(&sa, &sr, sizeof sa);
+      for (uint64_t i = 0; i < n; i++) {
+        double t = x[i] / q, u = wr[i] / q;
+        if (q > 0 && fabs(t) < 0x1p51 && fabs(u) < 0x1p51 &&
+            nearbyint(t) * q == x[i])
+          wr[i] = nearbyint(u) * q;
+      }
+      assert_memory_equal(wa, wr, n * sizeof *wa);
+    }
+    assert_int_equal(la_robust_update_ticks(a, x, NULL, wa, NULL, -1),
+                     LA_EINVAL);
+    la_robust_free(a);
+    la_robust_free(b);
+    la_robust_free(ref);
+    free(x);
+    free(cost);
+    free(wa);
+    free(wb);
+    free(wr);
+    free(fl);
+  }
+}
+
 /* Flagged values (timed across a context switch) never move a weight, and
  * count as not used; non-finite values neither. */
 static void test_flags_honoured(void **state) {
@@ -366,6 +445,7 @@ int main(void) {
       cmocka_unit_test(test_follows_disc_on_grid),
       cmocka_unit_test(test_rows_are_elements),
       cmocka_unit_test(test_flags_honoured),
+      cmocka_unit_test(test_simd_same_as_scalar),
       cmocka_unit_test(test_first_cycle),
       cmocka_unit_test(test_bad_input),
   };
