@@ -51,6 +51,7 @@ void la_robust_params_default(la_robust_params_t *p) {
   p->confirm = 3;
   p->neighbour = 1;
   p->stride[0] = p->stride[1] = 0;
+  p->detect = 0;
 }
 
 uint64_t la_robust_bytes(uint64_t n) {
@@ -194,12 +195,14 @@ static int la__front(const la_robust_t *r, uint64_t i, double v, int marked) {
   return 0;
 }
 
-/* The forward pass: every element's new estimate. */
+/* The forward pass: every element's new estimate. With detection and
+ * this cycle's flags, a usable value above the band is measured work. */
 static void la__forward(la_robust_t *r, const double *x, const uint8_t *flags,
                         uint64_t *flagged, uint64_t *suspect,
                         uint64_t *rises) {
   const la_robust_params_t *p = &r->p;
   double up = 1 + p->tol, down = 1 / up, at = p->abs_tol, fo = p->follow;
+  int seen = p->detect && flags; /* the probe watched every value */
   memset(r->mark, LA__M_NONE, r->n * sizeof *r->mark);
   for (uint64_t i = 0; i < r->n; i++) {
     double v = x[i], e, old = (double)r->est[i];
@@ -214,6 +217,13 @@ static void la__forward(la_robust_t *r, const double *x, const uint8_t *flags,
       r->run[i] = 0;
       e = v < old * down - at ? v /* the cost went down */
                               : old + fo * (v - old);
+    } else if (seen) {
+      /* not flagged: no switch while it was timed, so it is the element's
+       * work, believed at once (a front reaching it; no neighbour needed) */
+      r->run[i] = 0;
+      r->mark[i] = LA__M_FRONT;
+      e = v;
+      (*rises)++;
     } else if (p->neighbour && la__front(r, i, v, 0)) {
       /* a neighbour costs this much already: a front moving over the
        * elements, believed at once */
@@ -348,6 +358,7 @@ static int la__update_rows(la_robust_t *r, const double *x,
     st->suspect = suspect * nx;
     st->rises = rises * nx;
     st->cycles = r->cycles;
+    st->positive = st->coarse = 0;
   }
   return 0;
 }
@@ -380,6 +391,7 @@ int la_robust_update(la_robust_t *r, const double *x, const uint8_t *flags,
     st->suspect = suspect;
     st->rises = rises;
     st->cycles = r->cycles;
+    st->positive = st->coarse = 0;
   }
   return 0;
 }
