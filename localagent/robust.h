@@ -90,9 +90,10 @@ typedef struct la_robust_stats {
   uint64_t suspect;    /* values above the band, held back this cycle */
   uint64_t rises;      /* estimates that jumped up (confirmed changes) */
   uint64_t cycles;     /* cycles seen, this one included */
-  uint64_t positive;   /* weights above 0 and, of those, weights of */
-  uint64_t coarse;     /* elements the timer does not resolve: filled by
-                          la_weights_cycle (weights.h), 0 here */
+  uint64_t positive;   /* weights above 0 (la_weights_cycle fills it,
+                          weights.h; 0 here) */
+  uint64_t coarse;     /* of those, weights of elements the timer does not
+                          resolve (likewise) */
 } la_robust_stats_t;
 
 /* The defaults above. */
