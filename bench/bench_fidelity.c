@@ -28,6 +28,12 @@
  *       from the true costs, the robust and the measured weights (median
  *       over every 4th cycle);
  *   flagged                              element-cycles the probes flagged;
+ *   robust_over_true_{lt3,3to6,ge6}_steps  sum of the robust weights over
+ *       the sum of the true costs of the elements whose true cost is below
+ *       3, 3 to 6, and 6 or more timer steps (printed on a second line
+ *       where elements below 6 steps exist), and off_20pct_*_steps: the
+ *       share of those elements whose robust weight is more than 20% off
+ *       their true cost;
  *   agent_cpu_s, landed_s                the LocalAgent's CPU time during
  *       the run, and the measured time above the truth (what landed in
  *       the ranks' weights), for the placement comparison.
@@ -90,8 +96,15 @@ typedef struct result_s {
   double share_m, share_r, share_m_worst, share_r_worst;
   double imb_true, imb_robust, imb_measured;
   double flagged, timer_res, agent_cpu_s, landed_s, wall_s;
+  /* elements by true cost in timer steps (FID_BANDS): their count over
+   * the evaluated sets, and the sums of true cost and robust weights */
+  double band_n[3], band_t[3], band_r[3], band_off[3]; /* off: > 20% */
   char error[200];
 } result_t;
+
+/* The bands of true cost, in steps of the timer's resolution: below 3,
+ * 3 to 6, 6 and more (docs/fidelity.md, "Light elements"). */
+static const double fid_band_steps[2] = {3, 6};
 
 static double now_s(void) {
   struct timespec ts;
@@ -387,6 +400,13 @@ static int eval_set(eval_t *v, la_traceset_t *t, int kase, int ranks,
   la_traceset_weights(t, v->meas);
   la_traceset_set_weights(t, LA_WEIGHTS_ROBUST);
   la_traceset_weights(t, v->rob);
+  for (int r = 0; r < ranks; r++) {
+    uint64_t fl = 0;
+    la_traceset_rank_interference(t, (uint32_t)r, NULL, &fl, NULL);
+    res->flagged += (double)fl;
+    double tr = la_traceset_rank_timer_res(t, (uint32_t)r);
+    if (tr > res->timer_res) res->timer_res = tr;
+  }
   for (long g = 0; g < v->n; g++) {
     int r = (int)(g / per_rank);
     double tr = true_ns(&cal[r], (double)fc_units(kase, g, nx, ny, (long)tag));
@@ -394,13 +414,14 @@ static int eval_set(eval_t *v, la_traceset_t *t, int kase, int ranks,
     v->tot_m[r] += v->meas[g];
     v->tot_r[r] += v->rob[g];
     v->tot_t[r] += tr;
-  }
-  for (int r = 0; r < ranks; r++) {
-    uint64_t fl = 0;
-    la_traceset_rank_interference(t, (uint32_t)r, NULL, &fl, NULL);
-    res->flagged += (double)fl;
-    double tr = la_traceset_rank_timer_res(t, (uint32_t)r);
-    if (tr > res->timer_res) res->timer_res = tr;
+    if (res->timer_res > 0) {
+      double steps = tr / res->timer_res;
+      int b = steps < fid_band_steps[0] ? 0 : steps < fid_band_steps[1] ? 1 : 2;
+      res->band_n[b]++;
+      res->band_t[b] += tr;
+      res->band_r[b] += v->rob[g];
+      res->band_off[b] += tr > 0 && fabs(v->rob[g] / tr - 1) > 0.2;
+    }
   }
   const char *dump = getenv("LA_FID_DUMP");
   if (dump && *dump) { /* the last evaluated set of each run, for a look */
@@ -512,6 +533,19 @@ static void print_row(const result_t *r) {
       100 * r->share_m, 100 * r->share_r, 100 * r->share_m_worst,
       100 * r->share_r_worst, r->imb_true, r->imb_robust, r->imb_measured,
       r->flagged, r->agent_cpu_s, r->landed_s);
+  if (r->band_n[0] + r->band_n[1] > 0) { /* light elements: by band */
+    printf("%38s robust / true by true cost:", "");
+    static const char *const name[3] = {"< 3 steps", "3-6 steps",
+                                        ">= 6 steps"};
+    for (int b = 0; b < 3; b++)
+      if (r->band_n[b] > 0)
+        printf(" %s %.3f (%.0f%% of elements, %.0f%% of them off by > 20%%)%s",
+               name[b], r->band_r[b] / r->band_t[b],
+               100 * r->band_n[b] /
+                   (r->band_n[0] + r->band_n[1] + r->band_n[2]),
+               100 * r->band_off[b] / r->band_n[b], b < 2 ? ";" : "");
+    printf("\n");
+  }
 }
 
 static void json_num(FILE *f, const char *k, double v, int last) {
@@ -554,6 +588,17 @@ static int write_json(const char *path, const result_t *rs, int n,
     json_num(f, "imbalance_measured_partition", r->imb_measured, 0);
     json_num(f, "flagged", r->flagged, 0);
     json_num(f, "timer_res_ns", r->timer_res, 0);
+    static const char *const band[3] = {"lt3", "3to6", "ge6"};
+    for (int b = 0; b < 3; b++) {
+      char k[64];
+      snprintf(k, sizeof k, "robust_over_true_%s_steps", band[b]);
+      json_num(f, k, r->band_n[b] > 0 ? r->band_r[b] / r->band_t[b] : NAN, 0);
+      snprintf(k, sizeof k, "elements_%s_steps", band[b]);
+      json_num(f, k, r->band_n[b], 0);
+      snprintf(k, sizeof k, "off_20pct_%s_steps", band[b]);
+      json_num(f, k, r->band_n[b] > 0 ? r->band_off[b] / r->band_n[b] : NAN,
+               0);
+    }
     json_num(f, "agent_cpu_s", r->agent_cpu_s, 0);
     json_num(f, "landed_s", r->landed_s, 0);
     json_num(f, "wall_s", r->wall_s, 1);

@@ -47,6 +47,11 @@
  * rebalance it prints the imbalance before, the one METIS predicts from the
  * measured weights, and how many cells moved. The summary gives the
  * averages; run again with --no-rebalance for the measured comparison.
+ * Where a Trace-Set carries robust weights beside the measured ones, rank
+ * 0 also partitions it by the kind it did not use (LA_WEIGHTS chooses the
+ * one used, robust by default) and the summary gives both partitions'
+ * imbalance by work units over the steps each would serve: the two kinds
+ * of weights compared on the same profiled cycles.
  *
  * Waiting ranks do not spin: collectives are non-blocking and tested with
  * short sleeps (rb_wait), so that on an oversubscribed node (4 ranks on 2
@@ -520,6 +525,37 @@ static double rb_checksum(const rb_cells_t *c, long n, int rank, int size) {
   return sum;
 }
 
+/* Rank 0, after a rebalance from set t (its weights of one kind) gave
+ * newowner: the partition from t's other kind of weights (robust or
+ * measured, when t has both), and both partitions' imbalance by work units
+ * over the steps the new one serves (step + 1 .. step + every, not past
+ * the last), added to by_kind[LA_WEIGHTS_MEASURED / _ROBUST] with the
+ * number of steps in *n_cmp. So robust and measured weights are compared
+ * on the same profiled cycle, free of the run-to-run noise of timing.
+ * t's weights are its own kind again afterwards. */
+static void rb_compare_weights(rb_lb_t *lb, la_traceset_t *t, const rb_opts_t *o,
+                               long step, int size, const int *owner,
+                               const int *newowner, int *alt, double *load,
+                               double by_kind[3], long *n_cmp) {
+  int kind = la_traceset_weights_kind(t);
+  int other = kind == LA_WEIGHTS_ROBUST ? LA_WEIGHTS_MEASURED
+                                        : LA_WEIGHTS_ROBUST;
+  double pred = 0.0, cx, cy;
+  long cut = 0, clipped = 0;
+  char why[256];
+  if (!la_traceset_has_robust(t) || la_traceset_set_weights(t, other) != 0)
+    return;
+  if (rb_partition(lb, t, o->n, size, owner, alt, &pred, &cut, &clipped, why,
+                   sizeof why) == 0)
+    for (long s = step + 1; s <= step + o->every && s < o->steps; s++) {
+      ex_hot_centre(o->n, s, &cx, &cy);
+      by_kind[kind] += rb_model_imbalance(o->n, newowner, size, cx, cy, load);
+      by_kind[other] += rb_model_imbalance(o->n, alt, size, cx, cy, load);
+      (*n_cmp)++;
+    }
+  la_traceset_set_weights(t, kind);
+}
+
 /* ------------------------------------------------------------------ main */
 
 int main(int argc, char **argv) {
@@ -537,6 +573,9 @@ int main(int argc, char **argv) {
   double sum_meas = 0.0, sum_model = 0.0, sum_static = 0.0;
   double sum_before = 0.0, sum_after = 0.0, sum_pred = 0.0;
   long n_rebal = 0, n_skipped = 0, n_after = 0, moved_total = 0;
+  double by_kind[3] = {0.0, 0.0, 0.0}; /* rb_compare_weights */
+  long n_cmp = 0;
+  int *alt = NULL;
   int after_next = 0;
   long last_profiled = -1;
   double wall, t_start;
@@ -545,8 +584,10 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
 
-  rc = ex_exit_status("rebalance", rb_parse_args(argc, argv, rank, &o), o.n,
-                      rank, size);
+  /* parsed first: the order in which a call's arguments are evaluated is
+   * unspecified, and o.n is only set by the parse */
+  rc = rb_parse_args(argc, argv, rank, &o);
+  rc = ex_exit_status("rebalance", rc, o.n, rank, size);
   if (rc >= 0) return ex_finalize(rc);
   nv = o.n * o.n;
   memset(&lb, 0, sizeof lb);
@@ -624,6 +665,7 @@ int main(int argc, char **argv) {
       lb.part = rb_alloc((size_t)nv, sizeof(idx_t));
       lb.w = rb_alloc((size_t)nv * (size_t)size, sizeof(double));
       lb.cellw = rb_alloc((size_t)nv, sizeof(double));
+      alt = rb_alloc((size_t)nv, sizeof *alt);
     }
   }
 
@@ -690,6 +732,8 @@ int main(int argc, char **argv) {
           sum_before += tr[0];
           sum_pred += pred;
           after_next = 1;
+          rb_compare_weights(&lb, ts, &o, step, size, owner, newowner, alt,
+                             load, by_kind, &n_cmp);
           if (!o.quiet)
             printf(
                 "rebalance after step %ld: Trace-Set of cycle %llu%s "
@@ -737,6 +781,13 @@ int main(int argc, char **argv) {
             n_rebal ? sum_before / n_rebal : 0.0,
             n_rebal ? sum_pred / n_rebal : 0.0,
             n_after ? sum_after / n_after : 0.0);
+      if (n_cmp)
+        printf(
+            "rebalance: partitions from the same Trace-Sets' robust and "
+            "measured weights: imbalance %.4f robust, %.4f measured by "
+            "work units (averages over the %ld steps each would serve)\n",
+            by_kind[LA_WEIGHTS_ROBUST] / (double)n_cmp,
+            by_kind[LA_WEIGHTS_MEASURED] / (double)n_cmp, n_cmp);
       printf(
           "rebalance: average imbalance (max/mean of rank compute "
           "time) %.2f measured, %.2f by work units, %s; the static row "
@@ -751,7 +802,7 @@ int main(int argc, char **argv) {
   free(lb.xadj), free(lb.adjncy), free(lb.vwgt), free(lb.part);
   free(lb.w), free(lb.cellw), free(lb.ids);
   free(cells.gid), free(cells.x);
-  free(owner), free(newowner), free(rows), free(load);
+  free(owner), free(newowner), free(rows), free(load), free(alt);
   MPI_Finalize();
   return 0;
 }

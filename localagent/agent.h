@@ -62,6 +62,8 @@ typedef struct la_agent_stats {
   uint64_t regs_refused_memory; /* of regs_refused: agent.max_memory* */
   uint64_t cycles_received, cycles_compacted, cycles_dropped;
   uint64_t cycles_behind; /* of cycles_dropped: beyond agent.max_backlog */
+  uint64_t robust_coarse; /* cycles with robust weights most of which the
+                             timer did not resolve (weights.h) */
   uint64_t points, compact_ns, bytes_out;
   uint64_t app_skipped, app_waits; /* reported by applications */
   uint64_t missing_at_restart;     /* taken cycles of a crashed run */
@@ -141,6 +143,7 @@ typedef struct la_session {
   int refused;   /* an Error was sent: its frames are ignored (the
                     connection closes after it, or libla closes it) */
   int finalized;
+  int coarse_told; /* the log said its weights are below resolution */
   const char *end_reason;
   uint64_t start_seq; /* its RankStart's sequence number (0: not logged) */
   /* the GlobalAgent refused its RankStart (RankRefused): nothing more of

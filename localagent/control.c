@@ -75,6 +75,10 @@ La__StatusReply *la_status_reply(la_agent_t *ag) {
                     "cycles dropped beyond agent.max_backlog (the agent "
                     "was behind; recorded missing)",
                     st->cycles_behind);
+  la_status_counter(rep, "robust_coarse_cycles",
+                    "cycles whose robust weights were mostly below "
+                    "the timer's resolution (light elements)",
+                    st->robust_coarse);
   la_status_counter(rep, "cycles_skipped_by_apps",
                     "cycles applications skipped (no buffer free)",
                     st->app_skipped);

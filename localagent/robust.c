@@ -57,6 +57,7 @@ void la_robust_params_default(la_robust_params_t *p) {
   p->confirm = 3;
   p->neighbour = 1;
   p->stride[0] = p->stride[1] = 0;
+  p->detect = 0;
 }
 
 uint64_t la_robust_bytes(uint64_t n) {
@@ -242,12 +243,14 @@ __attribute__((target("avx2"))) static uint64_t la__forward_avx2(
 }
 #endif
 
-/* The forward pass: every element's new estimate. */
+/* The forward pass: every element's new estimate. With detection and
+ * this cycle's flags, a usable value above the band is measured work. */
 static void la__forward(la_robust_t *r, const double *x, const uint8_t *flags,
                         uint64_t *flagged, uint64_t *suspect,
                         uint64_t *rises) {
   const la_robust_params_t *p = &r->p;
   double up = 1 + p->tol, down = 1 / up, at = p->abs_tol, fo = p->follow;
+  int seen = p->detect && flags; /* the probe watched every value */
   memset(r->mark, LA__M_NONE, r->n * sizeof *r->mark);
   for (uint64_t i = 0; i < r->n; i++) {
 #if LA_COMPACT_X86
@@ -269,6 +272,13 @@ static void la__forward(la_robust_t *r, const double *x, const uint8_t *flags,
       r->run[i] = 0;
       e = v < old * down - at ? v /* the cost went down */
                               : old + fo * (v - old);
+    } else if (seen) {
+      /* not flagged: no switch while it was timed, so it is the element's
+       * work, believed at once (a front reaching it; no neighbour needed) */
+      r->run[i] = 0;
+      r->mark[i] = LA__M_FRONT;
+      e = v;
+      (*rises)++;
     } else if (p->neighbour && la__front(r, i, v, 0)) {
       /* a neighbour costs this much already: a front moving over the
        * elements, believed at once */
@@ -413,6 +423,7 @@ static int la__update_rows(la_robust_t *r, const double *x,
     st->suspect = suspect * nx;
     st->rises = rises * nx;
     st->cycles = r->cycles;
+    st->positive = st->coarse = 0;
   }
   return 0;
 }
@@ -564,6 +575,7 @@ int la_robust_update_ticks(la_robust_t *r, const double *x,
     st->suspect = suspect;
     st->rises = rises;
     st->cycles = r->cycles;
+    st->positive = st->coarse = 0;
   }
   return 0;
 }

@@ -19,7 +19,15 @@
  *    believed: below est / (1 + tol) - abs_tol it replaces the estimate at
  *    once (interference never lowers a reading: the cost went down); inside
  *    the band the estimate follows it by an exponential average (drift);
- *  - a value above the band is suspect: the estimate stays, and the value
+ *  - with interference detection (the `detect` parameter: the flags are the
+ *    probe's, set when the thread was switched out while it timed the
+ *    element) a usable value above the band is believed at once: nothing
+ *    the probe can see disturbed it, so it is the element's work (a hot
+ *    spot arriving, a cell migrated in); interference the probe cannot see
+ *    (interrupts, a hypervisor's steal) then passes for one cycle, until
+ *    the next lower reading replaces it;
+ *  - otherwise (no detection, or a cycle without flags: row probes) a value
+ *    above the band is suspect: the estimate stays, and the value
  *    joins the current run of suspects when it agrees with the run's level
  *    (within the band of its minimum; a value far above is interference on
  *    top of it and does not count; one far below starts a new run); after
@@ -70,6 +78,8 @@ typedef struct la_robust_params {
   int neighbour;    /* 1: a rise to a neighbour's level is believed (1) */
   uint64_t stride[2]; /* a grid's row and plane strides (0: none): more
                          neighbours, i-s and i+s */
+  int detect;    /* 1: flags come from interference detection, so an
+                    unflagged rise is believed at once (0) */
 } la_robust_params_t;
 
 typedef struct la_robust_stats {
@@ -80,6 +90,10 @@ typedef struct la_robust_stats {
   uint64_t suspect;    /* values above the band, held back this cycle */
   uint64_t rises;      /* estimates that jumped up (confirmed changes) */
   uint64_t cycles;     /* cycles seen, this one included */
+  uint64_t positive;   /* weights above 0 (la_weights_cycle fills it,
+                          weights.h; 0 here) */
+  uint64_t coarse;     /* of those, weights of elements the timer does not
+                          resolve (likewise) */
 } la_robust_stats_t;
 
 /* The defaults above. */

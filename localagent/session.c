@@ -328,6 +328,15 @@ static int la__uid_sessions(const la_session_t *s, int apps) {
   return n;
 }
 
+/* Whether the registration's interference detection is on (and
+ * robust.trust_unflagged): then a cycle's flags are the probe's, and an
+ * element it did not flag was not switched out while it was timed
+ * (robust.h, `detect`). */
+static int la__detects(const la_agent_t *ag, const La__RegisterRequest *r) {
+  return ag->set.robust_trust && r->interference &&
+         strcmp(r->interference, "on") == 0;
+}
+
 /* A grid registration of one channel with row values: the state of its
  * row-probed cycles, which are profiled as one value per row (worker.c).
  * The rows' parameters are the cells' with an absolute maxerr bound times
@@ -347,7 +356,8 @@ static void la__rows_state(la_session_t *s, const La__RegisterRequest *r) {
   uint64_t rg[2] = {r->grid[1], r->grid[2]};
   if (s->weights &&
       la_weights_new(nr, r->has_timer_res_ns ? r->timer_res_ns : 0,
-                     ag->set.robust_tol, (uint32_t)ag->set.robust_confirm,
+                     la__detects(ag, r), ag->set.robust_tol,
+                     (uint32_t)ag->set.robust_confirm,
                      ag->set.robust_cv, rg, 2, &s->row_weights) != 0)
     la_log_warnx("%s rank %u: no memory for the rows' robust weights",
                  s->app_id, s->rank);
@@ -450,6 +460,7 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
     if (ag->set.robust && !strcmp(r->metric, "time") &&
         la_weights_new(r->n_elements,
                        r->has_timer_res_ns ? r->timer_res_ns : 0,
+                       la__detects(ag, r),
                        ag->set.robust_tol, (uint32_t)ag->set.robust_confirm,
                        ag->set.robust_cv, r->grid, r->n_grid, w) != 0)
       la_log_warnx("%s rank %u: no memory for robust weights (%llu "

@@ -79,7 +79,12 @@ const la_cfg_key_t la_la_keys[] = {
     "relative band around an element's estimate; above it a value is "
     "suspect"),
   N("robust", "confirm", LA_CFG_INT, robust_confirm, "3", 1, 254,
-    "consecutive agreeing suspect cycles that make a real rise of cost"),
+    "consecutive agreeing suspect cycles that make a real rise of cost "
+    "where interference detection is off (on: an unflagged rise is "
+    "believed at once)"),
+  N("robust", "trust_unflagged", LA_CFG_BOOL, robust_trust, "yes", 0, 1,
+    "with interference detection on, a rise the probe did not flag is "
+    "believed at once; no: it waits robust.confirm cycles too"),
   N("robust", "cv", LA_CFG_DOUBLE, robust_cv, "0.02", 0, 10,
     "polyline bound of the robust weights' compaction, when tighter than "
     "the measured values' (balancers rank elements by them); 0: the same"),

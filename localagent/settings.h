@@ -40,6 +40,7 @@ typedef struct la_la_settings {
   int robust;              /* robust weights for the time metric */
   double robust_tol;       /* relative band (robust.h tol) */
   int64_t robust_confirm;  /* suspect cycles that make a real rise */
+  int robust_trust;        /* detection on: an unflagged rise at once */
   double robust_cv;        /* polyline cv of the robust weights, if tighter */
   /* [history] (docs/history.md) */
   uint64_t history_memory; /* decoded representatives, all ranks, bytes */

@@ -15,10 +15,11 @@ struct la_weights {
   pthread_mutex_t mu; /* serializes la_robust_update */
   uint64_t n;
   double cv; /* polyline bound of the weights, when tighter (0: none) */
+  double floor; /* an interval below this is not resolved (ns; 0: none) */
   la_robust_t *r;
 };
 
-int la_weights_new(uint64_t n, double timer_res_ns, double tol,
+int la_weights_new(uint64_t n, double timer_res_ns, int detect, double tol,
                    uint32_t confirm, double cv, const uint64_t *grid,
                    size_t n_grid, la_weights_t **out) {
   if (!out) return LA_EINVAL;
@@ -27,6 +28,7 @@ int la_weights_new(uint64_t n, double timer_res_ns, double tol,
   la_robust_params_default(&p);
   p.tol = tol;
   p.confirm = confirm;
+  p.detect = detect != 0;
   /* a grid's neighbours, when its dimensions are those of the n elements
    * (the application said so: checked, not trusted) */
   if (grid && n_grid >= 2 && n_grid <= 3) {
@@ -51,8 +53,34 @@ int la_weights_new(uint64_t n, double timer_res_ns, double tol,
   pthread_mutex_init(&w->mu, NULL);
   w->n = n;
   w->cv = cv > 0 ? cv : 0;
+  w->floor = timer_res_ns > 0 ? LA_WEIGHTS_RESOLVED_STEPS * timer_res_ns : 0;
   *out = w;
   return 0;
+}
+
+/* Whole ticks as la_robust_update_ticks tells them (robust.h): t = x / q
+ * rounded to nearest by adding and subtracting 1.5 * 2^52 (exact for
+ * |t| < 2^51). */
+#define LA__TICK_MAGIC 0x1.8p52
+#define LA__TICK_LIMIT 0x1p51
+
+/* st->positive and st->coarse of weights y[0..n) for values x[0..n) (q:
+ * ns per tick). */
+static void la__resolution(const la_weights_t *w, const double *x,
+                           const double *y, double q, la_robust_stats_t *st) {
+  uint64_t pos = 0, coarse = 0;
+  double fl = q > 0 ? w->floor : 0, inv = q > 0 ? 1.0 / q : 0;
+  for (uint64_t i = 0; i < w->n; i++) {
+    if (!(y[i] > 0)) continue;
+    pos++;
+    if (y[i] < fl) {
+      double t = x[i] * inv;
+      coarse += fabs(t) < LA__TICK_LIMIT &&
+                ((t + LA__TICK_MAGIC) - LA__TICK_MAGIC) * q == x[i];
+    }
+  }
+  st->positive = pos;
+  st->coarse = coarse;
 }
 
 int la_weights_cycle(la_weights_t *w, const double *x, const uint8_t *flags,
@@ -73,6 +101,7 @@ int la_weights_cycle_recon(la_weights_t *w, const double *x,
   int rc = la_robust_update_ticks(w->r, x, flags, y, st,
                                   cp->quantum > 0 ? cp->quantum : 0);
   pthread_mutex_unlock(&w->mu);
+  if (rc == 0 && st) la__resolution(w, x, y, cp->quantum, st);
   la_compact_params_t p = *cp;
   if (la_compact_effective_mode(&p) == LA_COMPACT_POLYLINE && w->cv > 0 &&
       w->cv < p.cv)

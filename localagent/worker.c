@@ -397,6 +397,23 @@ static void la__after(uv_work_t *req, int status) {
       la_log_warnx("%s rank %u cycle %llu: %llu probes out of range", s->app_id,
                    s->rank, (unsigned long long)j->cycle_tag,
                    (unsigned long long)j->meta.range_errors);
+    if (j->robust && j->rst.coarse > j->rst.positive / 2) {
+      /* most elements below the timer's resolution: counted every cycle,
+       * said once per rank */
+      ag->st.robust_coarse++;
+      if (!s->coarse_told)
+        la_log_warnx(
+            "%s rank %u cycle %llu: %llu of %llu weights are below %d timer "
+            "steps: the timer does not resolve these elements, so neither "
+            "their measured values nor their robust weights are their cost "
+            "(off by tens of percent); time them in rows or boxes "
+            "(LA_startRow, LA_startBox) or ranges (LA_startRange) (said once "
+            "per rank; counted in robust_coarse_cycles)",
+            s->app_id, s->rank, (unsigned long long)j->cycle_tag,
+            (unsigned long long)j->rst.coarse,
+            (unsigned long long)j->rst.positive, LA_WEIGHTS_RESOLVED_STEPS);
+      s->coarse_told = 1;
+    }
   }
   free(j);
   la_uplink_kick(ag);

@@ -20,7 +20,10 @@
  * LocalAgent but no GlobalAgent; its checksum must not change. Against the
  * real daemons (la-globalagent and la-localagent on ephemeral ports, see
  * tests/support/la_test_stack.h) it must rebalance at least once, with the
- * same checksum as the run without LA (the cells migrate intact).
+ * same checksum as the run without LA (the cells migrate intact); and the
+ * partitions it makes from the same Trace-Sets' robust weights must be as
+ * balanced, by the cost model's work units, as those from the measured
+ * ones (within 2%: the noise of METIS on noisy weights).
  *
  * Each run is a fork/exec of mpiexec in its own process group, with the
  * parent's LA_* variables removed, stdout and stderr captured, and a time
@@ -643,6 +646,87 @@ static void test_rebalance_with_agents(void **state) {
                 line ? (int)strcspn(line, "\n") : 0, line ? line : "");
 }
 
+/* Robust weights balance at least as well as measured ones: rebalance
+ * (4 ranks on this machine's cores, so preemption lands in the measured
+ * values; interference detection on: the test skips where the kernel
+ * refuses it) partitions each fetched Trace-Set by its robust and by its
+ * measured weights, and prints both partitions' imbalance by work units
+ * (the cost model's truth) over the steps each would serve, so the two
+ * kinds are compared on the same profiled cycles. The hot spot moves, so
+ * some cells rose in the cycle a rebalance uses: an unflagged rise is
+ * believed at once (docs/fidelity.md); while it waited robust.confirm
+ * cycles, robust weights balanced 3-6% worse than measured ones here.
+ * Runs RB_RUNS times against the same daemons and compares the averages
+ * over all their steps. */
+#define RB_RUNS 8
+static void test_rebalance_robust_not_worse(void **state) {
+  static run_t run;
+  static la_test_stack_t s;
+  char agent[96], global[96];
+  (void)state;
+  need_example("rebalance");
+  if (la_ts_init(&s) != 0) {
+    la_ts_free(&s);
+    print_message("skip: la-globalagent or la-localagent not built\n");
+    skip();
+  }
+  if (la_ts_start_global(&s, NULL) != 0 || la_ts_start_local(&s, NULL) != 0) {
+    la_ts_free(&s);
+    fail_msg("the daemons did not start");
+  }
+  snprintf(agent, sizeof agent, "LA_AGENT=%s", la_td_addr(s.la));
+  snprintf(global, sizeof global, "LA_GLOBAL=%s", s.feed_addr);
+  const char *const env[] = {agent, global, "LA_INTERFERENCE=on", NULL};
+  const char *const args[] = {"--n",     "64", "--steps", "40",
+                              "--every", "5",  "--quiet", NULL};
+  double sum_r = 0, sum_m = 0;
+  long steps = 0;
+  for (int k = 0; k < RB_RUNS; k++) {
+    run_prog(&run, example_path("rebalance"), 4, args, env);
+    expect_ok(&run, "rebalance with agents");
+    const char *p = strstr(run.out, "measured weights: imbalance ");
+    double i_r = NAN, i_m = NAN;
+    long k_steps = 0;
+    if (!p || sscanf(p,
+                     "measured weights: imbalance %lf robust, %lf measured by "
+                     "work units (averages over the %ld steps",
+                     &i_r, &i_m, &k_steps) != 3 || k_steps < 20) {
+      print_message("no comparison of robust and measured weights over 20 "
+                    "steps or more in:\n%s\n", run.out);
+      la_ts_free(&s);
+      fail();
+    }
+    print_message("run %d: imbalance by work units, %ld steps: robust %.4f, "
+                  "measured %.4f\n", k, k_steps, i_r, i_m);
+    sum_r += i_r * (double)k_steps;
+    sum_m += i_m * (double)k_steps;
+    steps += k_steps;
+  }
+  la_test_agent_t view = {.st = s, .up = 1};
+  int detected = la_ta_wait_sql(
+      &view, "SELECT count(*) FROM rank_fidelity WHERE detection = 'on'", 4,
+      20000);
+  la_ts_free(&s);
+  if (detected != 0) {
+    print_message("skip: the kernel refuses interference detection\n");
+    skip();
+  }
+  double i_r = sum_r / (double)steps, i_m = sum_m / (double)steps;
+  print_message("%d runs: robust %.4f, measured %.4f (ratio %.4f)\n",
+                RB_RUNS, i_r, i_m, i_r / i_m);
+  /* The margin: the partitions METIS makes from two nearly equal weight
+   * vectors differ by chance, mostly through the measured weights' noise
+   * (4 ranks on 2 cores). Fifteen runs of this test (3 to 8 rebalance
+   * runs each) on the 2-core machine at a load average of 5-9 gave ratios
+   * 0.986-1.016 (mean 0.999); with rises waiting robust.confirm cycles
+   * (six runs) they were 1.026-1.059. */
+  if (!(i_r <= i_m * 1.02)) {
+    print_message("robust weights balance worse than measured ones: %.4f > "
+                  "%.4f x 1.02\n", i_r, i_m);
+    fail();
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_wavetoy_la_never_changes_results),
@@ -655,7 +739,11 @@ int main(void) {
       cmocka_unit_test(test_rebalance_without_agents),
       cmocka_unit_test(test_rebalance_without_globalagent),
       cmocka_unit_test(test_rebalance_with_agents),
+      cmocka_unit_test(test_rebalance_robust_not_worse),
   };
   signal(SIGPIPE, SIG_IGN);
+  /* LA_TEST_FILTER=pattern runs only the matching tests (cmocka's glob) */
+  const char *only = getenv("LA_TEST_FILTER");
+  if (only && only[0]) cmocka_set_test_filter(only);
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

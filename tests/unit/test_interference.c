@@ -15,8 +15,8 @@
  * mostly flagged; without it, few flags; two threads on one CPU each flag
  * their own elements; LA_INTERFERENCE=off and a kernel refusal (seccomp)
  * turn detection off with the reason shown; the timer's resolution is
- * reported. Skips when the LocalAgent is not built or this kernel refuses
- * perf_event_open.
+ * reported, and the LocalAgent reports elements below it. Skips when the
+ * LocalAgent is not built or this kernel refuses perf_event_open.
  */
 #include <errno.h>
 #include <linux/filter.h>
@@ -441,6 +441,46 @@ static void test_metric_not_time(void **state) {
 
 /* ------------------------------------------------------------ the timer */
 
+/* Elements of a few timer steps (empty probes) are not resolved: the
+ * LocalAgent counts such cycles (robust_coarse_cycles) and says once per
+ * rank that their weights are not their cost and what to do (row, box or
+ * range probes); elements of 2 us are not counted. */
+static void test_light_elements_reported(void **state) {
+  for (int light = 0; light <= 1; light++) {
+    long long before = la_td_status_ll(agent, "robust_coarse_cycles");
+    long long done = la_td_status_ll(agent, "cycles_compacted");
+    assert_true(before >= 0 && done >= 0);
+    assert_int_equal(LA_register("light", 0, 1, N_ELEM), 0);
+    if (LA_getStat(LA_STAT_TIMER_RES_NS) <= 0) {
+      print_message("skip: the timer's resolution is unknown\n");
+      skip();
+    }
+    for (int c = 0; c < CYCLES; c++) {
+      for (long e = 0; e < N_ELEM; e++) {
+        LA_startProbe(e);
+        if (!light) la_test_busy_ns(2000);
+        LA_stopProbe(e);
+      }
+      assert_int_equal(LA_dataXfer(), 0);
+    }
+    assert_int_equal(LA_finalize(), 0);
+    assert_int_equal(
+        la_td_wait_status(agent, "cycles_compacted", done + CYCLES, 20000), 0);
+    long long coarse = la_td_status_ll(agent, "robust_coarse_cycles") - before;
+    print_message("%s elements: %lld of %d cycles below resolution\n",
+                  light ? "empty" : "2 us", coarse, CYCLES);
+    if (light) {
+      /* a cycle whose elements all happened to read 0 counts no weight */
+      assert_true(coarse >= CYCLES / 2);
+      assert_int_equal(la_td_wait_log(agent, "below 6 timer steps", 10000),
+                       0);
+      assert_true(la_td_log_has(agent, "LA_startRow"));
+    } else {
+      assert_int_equal(coarse, 0);
+    }
+  }
+}
+
 static void test_timer_resolution_reported(void **state) {
   assert_int_equal(LA_register("interf", 0, 1, 10), 0);
   long res = LA_getStat(LA_STAT_TIMER_RES_NS);
@@ -461,6 +501,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_setting_bad_value, setup, teardown),
       cmocka_unit_test_setup_teardown(test_refused_by_kernel, setup, teardown),
       cmocka_unit_test_setup_teardown(test_metric_not_time, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_light_elements_reported, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_timer_resolution_reported, setup,
                                       teardown),
   };
