@@ -236,17 +236,30 @@ static int try_bin(const char *dir, const char *name, char *path, size_t len) {
 
 int la_td_find_bin(const char *name, char *path, size_t len) {
   const char *env = getenv("LA_TEST_BIN_DIR");
-  if (env && *env && try_bin(env, name, path, len) == 0) return 0;
+  if (env && *env) {
+    if (try_bin(env, name, path, len) == 0) return 0;
+    fprintf(stderr,
+            "la_td_find_bin: %s not found in LA_TEST_BIN_DIR=%s (build "
+            "that tree, e.g. make check-build-tsan)\n",
+            name, env);
+    return -1;
+  }
   char exe[1024];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return -1;
+  if (n <= 0) {
+    fprintf(stderr, "la_td_find_bin: /proc/self/exe: %s\n", strerror(errno));
+    return -1;
+  }
   exe[n] = '\0';
   char *dir = dirname(exe); /* .../build/tests */
   char cand[1200];
   snprintf(cand, sizeof cand, "%s/../bin", dir);
   if (try_bin(cand, name, path, len) == 0) return 0;
-  snprintf(cand, sizeof cand, "%s/../../bin", dir);
-  if (try_bin(cand, name, path, len) == 0) return 0;
+  /* never another tree's: build/asan/tests must not run build/bin's */
+  fprintf(stderr,
+          "la_td_find_bin: %s not found in %s, the test program's own tree "
+          "(make all; for build/asan: make check-build-asan)\n",
+          name, cand);
   return -1;
 }
 
