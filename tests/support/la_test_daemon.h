@@ -31,7 +31,10 @@ typedef struct la_test_daemon la_test_daemon_t;
 
 /* Finds the executable name (e.g. "la-localagent", "lactl") as described
  * above; writes its path into path. Returns 0, or -1 when it is not found,
- * having printed to stderr where it looked and how to build it. */
+ * having printed to stderr where it looked and how to build it. A daemon or
+ * lactl missing in a sanitized run (LA_TEST_BIN_DIR set, or a test program
+ * built with ASan or TSan) ends the program with status 1 instead: the run
+ * is broken, not a test to skip. */
 int la_td_find_bin(const char *name, char *path, size_t len);
 
 /* Creates a daemon object for the program name (found with la_td_find_bin)
