@@ -291,18 +291,26 @@ FUZZ_CHECK_RUNS ?= 20000
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/bin/%,$(FUZZ_SRC))
 TSAN_BINS := $(if $(wildcard localagent/main.c),build/tsan/bin/la-localagent) \
-             $(if $(wildcard globalagent/main.c),build/tsan/bin/la-globalagent)
+             $(if $(wildcard globalagent/main.c),build/tsan/bin/la-globalagent) \
+             build/tsan/bin/lactl
+
+# The four trees are built one after the other, each with one job per CPU
+# when make check itself was started without -j (with -jN they share its
+# jobs); the tests then run LA_TEST_JOBS at a time (scripts/run-tests.sh).
+CHECK_MAKE = j=; case " $$MAKEFLAGS" in *jobserver*|*" -j"*) ;; \
+  *) j=-j$$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1) ;; esac; \
+  $(MAKE) $$j --no-print-directory
 
 .PHONY: check-build-asan check-build-tsan fuzz-build fuzz fuzz-check
 check:
 	@command -v protoc-c >/dev/null && command -v mpicc >/dev/null \
 	  && [ -f /usr/include/cmocka.h ] && [ -f /usr/include/uv.h ] \
 	  || bash scripts/install-deps.sh
-	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory check-build-asan
-	@$(MAKE) --no-print-directory check-build-tsan
+	@$(CHECK_MAKE) all
+	@$(CHECK_MAKE) check-build-asan
+	@$(CHECK_MAKE) check-build-tsan
 	@if command -v $(FUZZ_CC) >/dev/null; then \
-	  $(MAKE) --no-print-directory fuzz-build; \
+	  $(CHECK_MAKE) fuzz-build; \
 	else echo "check: fuzz targets not built ($(FUZZ_CC) missing: make deps)"; fi
 	@FUZZ_CHECK_RUNS=$(FUZZ_CHECK_RUNS) bash scripts/run-tests.sh
 
@@ -336,8 +344,10 @@ check-build-asan:
 	  LDFLAGS="-fsanitize=address,undefined" tests bins
 	@[ -e build/asan/examples ] || ln -s ../examples build/asan/examples
 
-# ThreadSanitizer daemons only (the tests that drive them are not threaded
-# in ways TSan needs to see; they run from build/tests).
+# ThreadSanitizer daemons, and lactl, which the tests that drive them run
+# from the same directory (LA_TEST_BIN_DIR=build/tsan/bin; la_td_find_bin
+# never falls back to another tree). The tests are not threaded in ways
+# TSan needs to see; they run from build/tests.
 check-build-tsan:
 	@$(MAKE) --no-print-directory BUILD=build/tsan OPT="$(TSAN_OPT)" \
 	  LDFLAGS="-fsanitize=thread" $(TSAN_BINS)

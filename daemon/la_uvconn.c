@@ -40,6 +40,7 @@ static void la__alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void la__on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
 
 static void la__maybe_free(la_conn_t *c) {
+  assert(c->handles_open >= 0 && c->holds >= 0);
   if (c->handles_open == 0 && c->holds == 0 && c->ops->on_free) {
     la_frame_reader_free(&c->rd);
     c->ops->on_free(c);
@@ -48,6 +49,7 @@ static void la__maybe_free(la_conn_t *c) {
 
 static void la__on_closed(uv_handle_t *h) {
   la_conn_t *c = h->data;
+  assert(c->handles_open > 0); /* each handle closes once */
   c->handles_open--;
   la__maybe_free(c);
 }
@@ -132,6 +134,8 @@ void la_conn_close(la_conn_t *c, const char *reason) {
 }
 
 void la_conn_hold(la_conn_t *c) {
+  /* a freed connection is never held again: holds or handles keep it */
+  assert(c->holds > 0 || c->handles_open > 0);
   c->holds++;
 }
 

@@ -32,6 +32,7 @@
  * quarter of agents.ingest_memory, nor any while all connections' reach it;
  * each may overshoot by the one frame that crossed the line.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -448,6 +449,8 @@ static void la__resume_some(la_ga_t *ga) {
 /* The loop's part of a job, for a: hands its frames to ingest.c in order,
  * until one is bad or the connection closes. */
 static void la__after_agent(la_ga_agent_t *a, int status) {
+  /* the connection's one job is this one */
+  assert(a->busy);
   for (la__frame_t *f = a->job_frames, *n; f; f = n) {
     n = f->next;
     if (status == 0 && !a->conn.closing) {
@@ -466,6 +469,7 @@ static void la__after_agent(la_ga_agent_t *a, int status) {
     }
     la__frame_free(f);
   }
+  assert(a->ga->agent_pending >= a->job_bytes); /* counted when read */
   a->ga->agent_pending -= a->job_bytes;
   a->job_frames = NULL;
   a->job_bytes = 0;
@@ -487,6 +491,9 @@ static void la__after(uv_work_t *req, int status) {
 
 /* Moves a's frames waiting into job j. */
 static void la__join(la__job_t *j, la_ga_agent_t *a) {
+  /* one job per connection at a time: its receiving stream's state is
+   * used by one thread, and its frames reach ingest.c in the order read */
+  assert(!a->busy && !a->job_frames && a->pend);
   a->job_frames = a->pend;
   a->job_bytes = a->pend_bytes;
   a->job_max_payload = a->conn.rd.max_payload;

@@ -300,6 +300,8 @@ static void la__pub_after(uv_work_t *req, int status) {
   la_ga_pub_t *p = req->data;
   la_ga_t *ga = p->ga;
   (void)status; /* never cancelled: uv_cancel is not called on these */
+  /* publish order: one encoding job at a time, the next one waits */
+  assert(ga->pub_running == p);
   ga->pub_running = NULL;
   la__enc_written(ga, p->enc);
   la_ga_enc_unref(p->enc);
@@ -643,6 +645,7 @@ static void la__reply_room(la_ga_sub_t *s, la_ga_answer_t *a) {
 static void la__job_done(la_ga_fjob_t *j, int ran) {
   la__fq_t *f = (la__fq_t *)j;
   la_ga_sub_t *s = f->s;
+  assert(s->job == f); /* the connection's one job */
   int live = ran && !s->conn.closing && !s->q.ended;
   if (f->subscribe) {
     for (size_t i = 0; i < f->n_sets; i++) {
@@ -677,6 +680,8 @@ static void la__job_done(la_ga_fjob_t *j, int ran) {
 /* Runs f, filled by the caller, on the pool for s, holding s until it is
  * done; s's later frames wait (la__sub_raw). */
 static void la__submit(la_ga_sub_t *s, la__fq_t *f) {
+  /* one job per feed connection: its replies keep its requests' order */
+  assert(!s->job);
   f->s = s;
   f->job.done = la__job_done;
   la_conn_hold(&s->conn);

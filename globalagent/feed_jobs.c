@@ -19,6 +19,8 @@
  */
 #include "feed_jobs.h"
 
+#include <assert.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +102,7 @@ static void la__start(la_ga_fjobs_t *p, la_ga_fjob_t *j);
 static void la__after(uv_work_t *req, int status) {
   la_ga_fjob_t *j = req->data;
   la_ga_fjobs_t *p = j->pool;
+  assert(p->busy[j->slot] && p->running > 0); /* its slot, taken at start */
   if (j->why[0] && !p->rd[j->slot])
     la_log_warnx("feed: cannot open a read connection to the store: %s",
                  j->why);
@@ -117,8 +120,11 @@ static void la__after(uv_work_t *req, int status) {
 
 /* Starts j in a free slot (there is one). */
 static void la__start(la_ga_fjobs_t *p, la_ga_fjob_t *j) {
+  /* at most slots jobs at once: each one's read connection is its own */
+  assert(p->running < p->slots);
   int i = 0;
   while (p->busy[i]) i++;
+  assert(i < p->slots);
   p->busy[i] = 1;
   p->running++;
   j->slot = i;

@@ -224,7 +224,11 @@ static int la__take(la_job_t *j, double **x, uint64_t *nv) {
  * application's next notification of it is a new cycle (queued behind
  * this job), never a second notification of this one. */
 static void la__give_back(la_job_t *j) {
-  __atomic_fetch_and(&j->s->busy, ~(1u << j->buffer), __ATOMIC_SEQ_CST);
+  unsigned was =
+      __atomic_fetch_and(&j->s->busy, ~(1u << j->buffer), __ATOMIC_SEQ_CST);
+  /* the agent owned the buffer until now: it is given back once */
+  assert(was & (1u << j->buffer));
+  (void)was;
   la_app_ipc_give_back(&j->s->ipc, j->buffer);
 }
 

@@ -19,10 +19,11 @@ PKGS=(
   # systemd); metrics over HTTP (libmicrohttpd); man pages (scdoc); the
   # CMake package test (cmake); the Python package and VTK read-back tests
   # (Debian's /usr/bin/python3 with numpy, vtk, pip, setuptools, and venv
-  # for the documented install of the Python package)
+  # for the documented install of the Python package); the JSON schemas of
+  # lactl's and the status' output checked by python3-jsonschema
   libsystemd-dev systemd libmicrohttpd-dev scdoc cmake
   python3 python3-numpy python3-vtk9 python3-pip python3-setuptools
-  python3-venv
+  python3-venv python3-jsonschema
   # make check: ThreadSanitizer and ASan runtimes of gcc (libtsan2, libasan8
   # come with gcc), libFuzzer and its runtimes (clang, libclang-rt-14-dev),
   # symbolized sanitizer reports (llvm), per-test accounting (procps: ps;

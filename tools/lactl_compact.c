@@ -439,8 +439,8 @@ static int parse_text(const char *path, char *b, double **x, size_t *n) {
 }
 
 static int load(const opts_t *o, double **x, size_t *n, const char **kind) {
-  char *b;
-  size_t len, i;
+  char *b = NULL; /* set by read_all (gcc -O1 -fsanitize=thread cannot tell) */
+  size_t len = 0, i;
   int rc, fmt = o->format;
 
   if ((rc = read_all(o->path, &b, &len)) != 0) return rc;

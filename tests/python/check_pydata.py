@@ -34,7 +34,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, HERE)
-import jsonschema_mini  # noqa: E402
+import la_schema  # noqa: E402
 
 A = None
 
@@ -64,7 +64,7 @@ def schema(name):
 
 
 def validate(doc, name, what):
-    errs = jsonschema_mini.errors(doc, schema(name))
+    errs = la_schema.errors(doc, schema(name))
     check(not errs, "%s does not match %s: %s" % (what, name, errs[:5]))
     print("  %s: valid against docs/schema/%s" % (what, name))
 
@@ -228,11 +228,11 @@ def check_json_outputs(apps):
     # the validator is not vacuous: a broken document fails
     doc = json.loads(lactl("apps", "--db", A.db, "--json").stdout)
     doc["apps"][0]["ranks"] = "4"
-    check(jsonschema_mini.errors(doc, schema("lactl-apps.json")),
+    check(la_schema.errors(doc, schema("lactl-apps.json")),
           "the validator accepted a string rank count")
     del doc["apps"][0]["state"]
     doc["apps"][0]["ranks"] = 4
-    check(jsonschema_mini.errors(doc, schema("lactl-apps.json")),
+    check(la_schema.errors(doc, schema("lactl-apps.json")),
           "the validator accepted an app without state")
 
 

@@ -234,20 +234,51 @@ static int try_bin(const char *dir, const char *name, char *path, size_t len) {
   return 0;
 }
 
+/* A daemon or lactl (a name without '/') missing where a sanitized run
+ * looks for it (LA_TEST_BIN_DIR, or a sanitized test program's own tree) is
+ * a broken build, not a test to skip: the program fails at once, saying
+ * so. Elsewhere (the normal tree, before its daemons are built) the caller
+ * decides; the message is printed either way. */
+static int la__not_found(const char *name, const char *where, int strict) {
+  fprintf(stderr, "la_td_find_bin: %s not found in %s (%s)\n", name, where,
+          strict ? "a sanitized run uses no other tree's binaries: make "
+                   "check-build-asan or check-build-tsan"
+                 : "make all");
+  if (strict && !strchr(name, '/')) {
+    fflush(NULL);
+    _exit(1);
+  }
+  return -1;
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define LA__SANITIZED 1
+#else
+#define LA__SANITIZED 0
+#endif
+
 int la_td_find_bin(const char *name, char *path, size_t len) {
   const char *env = getenv("LA_TEST_BIN_DIR");
-  if (env && *env && try_bin(env, name, path, len) == 0) return 0;
+  char where[1300];
+  if (env && *env) {
+    if (try_bin(env, name, path, len) == 0) return 0;
+    snprintf(where, sizeof where, "LA_TEST_BIN_DIR=%s", env);
+    return la__not_found(name, where, 1);
+  }
   char exe[1024];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return -1;
+  if (n <= 0) {
+    fprintf(stderr, "la_td_find_bin: /proc/self/exe: %s\n", strerror(errno));
+    return -1;
+  }
   exe[n] = '\0';
   char *dir = dirname(exe); /* .../build/tests */
   char cand[1200];
   snprintf(cand, sizeof cand, "%s/../bin", dir);
   if (try_bin(cand, name, path, len) == 0) return 0;
-  snprintf(cand, sizeof cand, "%s/../../bin", dir);
-  if (try_bin(cand, name, path, len) == 0) return 0;
-  return -1;
+  /* never another tree's: build/asan/tests must not run build/bin's */
+  snprintf(where, sizeof where, "%s, the test program's own tree", cand);
+  return la__not_found(name, where, LA__SANITIZED);
 }
 
 la_test_daemon_t *la_td_new(const char *name) {

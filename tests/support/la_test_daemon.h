@@ -14,8 +14,10 @@
  *
  * Binaries are found (la_td_find_bin) in $LA_TEST_BIN_DIR, else next to the
  * test program: dirname(/proc/self/exe)/../bin (build/tests -> build/bin,
- * build/asan/tests -> the sanitized build/asan/bin), then dirname/../../bin
- * (a tree without its own daemons -> build/bin). Not thread-safe;
+ * build/asan/tests -> the sanitized build/asan/bin), and nowhere else: a
+ * sanitized tree without its own daemons never falls back to the normal
+ * ones (the run would silently test unsanitized daemons), nor an
+ * LA_TEST_BIN_DIR without the binary to the tree's. Not thread-safe;
  * test use only. Nothing here knows a daemon's options: callers pass them.
  */
 #ifndef LA_TEST_DAEMON_H
@@ -28,7 +30,11 @@
 typedef struct la_test_daemon la_test_daemon_t;
 
 /* Finds the executable name (e.g. "la-localagent", "lactl") as described
- * above; writes its path into path. Returns 0, or -1 when it is not found. */
+ * above; writes its path into path. Returns 0, or -1 when it is not found,
+ * having printed to stderr where it looked and how to build it. A daemon or
+ * lactl missing in a sanitized run (LA_TEST_BIN_DIR set, or a test program
+ * built with ASan or TSan) ends the program with status 1 instead: the run
+ * is broken, not a test to skip. */
 int la_td_find_bin(const char *name, char *path, size_t len);
 
 /* Creates a daemon object for the program name (found with la_td_find_bin)

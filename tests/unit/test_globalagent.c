@@ -72,6 +72,7 @@
 #include "la_test_sql.h"
 #include "la_test_ipc.h"
 #include "la_test_link.h"
+#include "la_test_tcp.h"
 
 #define WAIT_MS 15000 /* longest wait for anything; a broken daemon fails */
 #define WT_N 24       /* wavetoy grid: 24^3 cells, 3456 per rank */
@@ -945,19 +946,31 @@ static void test_globalagent_restart_mid_run(void **state) {
   CHECK(bg_running(&st), "the run ended before the kill (exit %d)", st);
   la_td_signal(T.la[1], SIGSTOP);
   /* What nodeB had already written to its socket still arrives: wait until
-   * its traces stop coming, so the sets that follow cannot complete before
-   * the kill (they wait for nodeB, and the stitch timeout is long). */
-  long long prev = -1, now_n = db_ll(
-                           "SELECT count(*) FROM traces WHERE "
-                           "app_id='wt-restart' AND rank >= 2");
+   * the GlobalAgent has read all of it (nothing in flight on the
+   * connection, per the kernel), then until its traces are stored: two
+   * group commits (nodeA's traces keep coming) that stored none of them,
+   * so the sets that follow cannot complete before the kill (they wait for
+   * nodeB, and the stitch timeout is long). */
+  int nconn = 0;
+  CHECK(la_tt_wait_drained(la_td_pid(T.la[1]), T.agents_port, WAIT_MS,
+                           &nconn) == 0 &&
+            nconn > 0,
+        "nodeB's %d connection(s) to the GlobalAgent still hold bytes in "
+        "flight after %d ms",
+        nconn, WAIT_MS);
+  const char *b_sql =
+      "SELECT count(*) FROM traces WHERE app_id='wt-restart' AND rank >= 2";
+  long long prev = -1, now_n = db_ll(b_sql), c = ga_status("commits");
   for (long long e3 = la_td_now_ms() + WAIT_MS;
        now_n != prev && la_td_now_ms() < e3;) {
     prev = now_n;
-    la_td_nap_ms(300);
-    now_n = db_ll(
-        "SELECT count(*) FROM traces WHERE app_id='wt-restart' "
-        "AND rank >= 2");
+    while (ga_status("commits") < c + 2 && la_td_now_ms() < e3)
+      la_td_nap_ms(10);
+    c = ga_status("commits");
+    now_n = db_ll(b_sql);
   }
+  CHECK(now_n == prev, "nodeB's traces still being stored after %d ms",
+        WAIT_MS);
   db_wait(1,
           "SELECT count(*) FROM trace_sets WHERE app_id='wt-restart' "
           "AND closed=0 AND n_ranks_present=2");

@@ -40,6 +40,7 @@
 #include "la_test_daemon.h"
 #include "la_test_mpi.h"
 #include "la_test_pg.h"
+#include "la_test_tcp.h"
 
 #define WAIT_MS 30000
 #define WT_N 24
@@ -52,6 +53,7 @@ static struct {
   la_test_daemon_t *ga[NGA], *la[NLA];
   char key[600];
   char agents_addr[NGA][64], feed_addr[NGA][64];
+  uint16_t agents_port[NGA];
   char la_addr[NLA][64];
   char app[NAPP][64];
   pid_t bg[NAPP];
@@ -113,6 +115,7 @@ static void start_ga(int i) {
   CHECK(ap > 0, "no agents port from shard %d", i);
   snprintf(T.feed_addr[i], sizeof T.feed_addr[i], "127.0.0.1:%d", fp);
   snprintf(T.agents_addr[i], sizeof T.agents_addr[i], "127.0.0.1:%d", ap);
+  T.agents_port[i] = (uint16_t)ap;
 }
 
 static void start_la(int i, const char *host) {
@@ -261,13 +264,30 @@ static void test_shards_kill_one(void **state) {
            T.app[0]);
   db_wait(1, sql);
   la_td_signal(T.la[1], SIGSTOP);
-  long long prev = -1, now_n = la_test_pg_value(T.url, sql);
+  /* what nodeB had written still arrives: wait until the first shard has
+   * read all of it (nothing in flight, per the kernel), then until it is
+   * stored: two group commits of that shard (nodeA's traces keep coming)
+   * that stored none of it */
+  int nconn = 0;
+  CHECK(la_tt_wait_drained(la_td_pid(T.la[1]), T.agents_port[0], WAIT_MS,
+                           &nconn) == 0 &&
+            nconn > 0,
+        "nodeB's %d connection(s) to the first shard still hold bytes in "
+        "flight after %d ms",
+        nconn, WAIT_MS);
+  long long prev = -1, now_n = la_test_pg_value(T.url, sql),
+            commits = la_td_status_ll(T.ga[0], "commits");
   for (long long e = la_td_now_ms() + WAIT_MS;
        now_n != prev && la_td_now_ms() < e;) {
     prev = now_n;
-    la_td_nap_ms(300);
+    while (la_td_status_ll(T.ga[0], "commits") < commits + 2 &&
+           la_td_now_ms() < e)
+      la_td_nap_ms(10);
+    commits = la_td_status_ll(T.ga[0], "commits");
     now_n = la_test_pg_value(T.url, sql);
   }
+  CHECK(now_n == prev, "nodeB's traces still being stored after %d ms",
+        WAIT_MS);
   snprintf(sql, sizeof sql,
            "SELECT count(*) FROM trace_sets WHERE app_id = '%s' AND "
            "closed = 0 AND n_ranks_present = 2",
@@ -462,7 +482,24 @@ static void test_shards_database_outage(void **state) {
       la_td_status(T.ga[i], "store_state", st, sizeof st);
   }
   CHECK(!strncmp(st, "unavailable", 11), "store_state %s", st);
-  la_td_nap_ms(3000); /* the jobs go on; their cycles wait in the logs */
+  /* the jobs go on; their cycles wait in the logs: the outage lasts until
+   * the LocalAgents hold 4 more messages than when it was seen (or the
+   * jobs ended) */
+  long long q0 = 0, q = 0;
+  for (int i = 0; i < NLA; i++) q0 += la_td_status_ll(T.la[i], "queue_items");
+  for (long long end = la_td_now_ms() + WAIT_MS; la_td_now_ms() < end;) {
+    q = 0;
+    for (int i = 0; i < NLA; i++) q += la_td_status_ll(T.la[i], "queue_items");
+    int running = 0;
+    for (int k = 0; k < NAPP; k++) { /* not reaped: bg_wait does that */
+      siginfo_t si = {0};
+      running += waitid(P_PID, (id_t)T.bg[k], &si,
+                        WEXITED | WNOHANG | WNOWAIT) == 0 &&
+                 si.si_pid == 0;
+    }
+    if (q >= q0 + 4 || !running) break;
+    la_td_nap_ms(20);
+  }
   char why[2000] = "";
   CHECK(la_test_pg_resume(T.pg, why, sizeof why) == 0, "%s", why);
   for (int k = 0; k < NAPP; k++) {
