@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "la_client.h"
+#include "la_test_agent.h"
 #include "la_test_daemon.h"
 #include "la_test_stack.h"
 
@@ -86,16 +87,10 @@ static int run(const char *const *argv, const char *extra) {
 static int wait_complete(const char *app, uint64_t cycle) {
   la_client_t *c;
   if (la_client_connect(g->s.feed_addr, 5000, &c) != 0) return -1;
-  int ok = 0;
-  for (int i = 0; i < 300 && !ok; i++) {
-    la_traceset_t *t;
-    if (la_client_get(c, app, cycle, &t) == 0) {
-      ok = la_traceset_complete(t);
-      la_traceset_free(t);
-    }
-    if (!ok) usleep(100000);
-  }
+  la_traceset_t *t = la_ta_complete_set(c, app, cycle, 30000);
   la_client_close(c);
+  int ok = t != NULL;
+  la_traceset_free(t);
   return ok ? 0 : -1;
 }
 

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "la_client.h"
+#include "la_test_agent.h"
 #include "la_test_daemon.h"
 #include "la_test_stack.h"
 
@@ -94,16 +95,10 @@ static int run_example(const char *name, const char *const *args, char *id,
 static int wait_complete(const char *app) {
   la_client_t *c;
   if (la_client_connect(g->s.feed_addr, 5000, &c) != 0) return -1;
-  int ok = 0;
-  for (int i = 0; i < 200 && !ok; i++) {
-    la_traceset_t *t;
-    if (la_client_get(c, app, STEPS - 1, &t) == 0) {
-      ok = la_traceset_complete(t);
-      la_traceset_free(t);
-    }
-    if (!ok) usleep(100000);
-  }
+  la_traceset_t *t = la_ta_complete_set(c, app, STEPS - 1, 30000);
   la_client_close(c);
+  int ok = t != NULL;
+  la_traceset_free(t);
   return ok ? 0 : -1;
 }
 
