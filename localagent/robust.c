@@ -454,26 +454,31 @@ static void la__ticks_scalar(double *y, const double *x, uint64_t n, double q,
 }
 
 #if LA_COMPACT_X86
-__attribute__((target("avx2"))) static uint64_t la__ticks_avx2(
-    double *y, const double *x, uint64_t n, double q, double inv) {
-  const __m256d vinv = _mm256_set1_pd(inv), vq = _mm256_set1_pd(q);
+/* la__ticks_scalar's rule on four weights vy of values vx (vinv = 1/q,
+ * vq = q): the weights rounded to whole ticks where the values are. */
+__attribute__((target("avx2"))) static inline __m256d la__tick4(
+    __m256d vx, __m256d vy, __m256d vinv, __m256d vq) {
   const __m256d magic = _mm256_set1_pd(LA__TICK_MAGIC);
   const __m256d lim = _mm256_set1_pd(LA__TICK_LIMIT);
   const __m256d sign = _mm256_set1_pd(-0.0);
+  __m256d t = _mm256_mul_pd(vx, vinv), u = _mm256_mul_pd(vy, vinv);
+  __m256d rt = _mm256_sub_pd(_mm256_add_pd(t, magic), magic);
+  __m256d ru = _mm256_sub_pd(_mm256_add_pd(u, magic), magic);
+  __m256d ok = _mm256_and_pd(
+      _mm256_and_pd(
+          _mm256_cmp_pd(_mm256_andnot_pd(sign, t), lim, _CMP_LT_OQ),
+          _mm256_cmp_pd(_mm256_andnot_pd(sign, u), lim, _CMP_LT_OQ)),
+      _mm256_cmp_pd(_mm256_mul_pd(rt, vq), vx, _CMP_EQ_OQ));
+  return _mm256_blendv_pd(vy, _mm256_mul_pd(ru, vq), ok);
+}
+
+__attribute__((target("avx2"))) static uint64_t la__ticks_avx2(
+    double *y, const double *x, uint64_t n, double q, double inv) {
+  const __m256d vinv = _mm256_set1_pd(inv), vq = _mm256_set1_pd(q);
   uint64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    __m256d vx = _mm256_loadu_pd(x + i), vy = _mm256_loadu_pd(y + i);
-    __m256d t = _mm256_mul_pd(vx, vinv), u = _mm256_mul_pd(vy, vinv);
-    __m256d rt = _mm256_sub_pd(_mm256_add_pd(t, magic), magic);
-    __m256d ru = _mm256_sub_pd(_mm256_add_pd(u, magic), magic);
-    __m256d ok = _mm256_and_pd(
-        _mm256_and_pd(
-            _mm256_cmp_pd(_mm256_andnot_pd(sign, t), lim, _CMP_LT_OQ),
-            _mm256_cmp_pd(_mm256_andnot_pd(sign, u), lim, _CMP_LT_OQ)),
-        _mm256_cmp_pd(_mm256_mul_pd(rt, vq), vx, _CMP_EQ_OQ));
-    _mm256_storeu_pd(y + i,
-                     _mm256_blendv_pd(vy, _mm256_mul_pd(ru, vq), ok));
-  }
+  for (; i + 4 <= n; i += 4)
+    _mm256_storeu_pd(y + i, la__tick4(_mm256_loadu_pd(x + i),
+                                      _mm256_loadu_pd(y + i), vinv, vq));
   return i;
 }
 #endif
@@ -499,28 +504,15 @@ __attribute__((target("avx2"))) static uint64_t la__weights_avx2(
     const la_robust_t *r, const double *x, double *w, double *is,
     double *ws, double q) {
   const __m256d sign = _mm256_set1_pd(-0.0), inf = _mm256_set1_pd(INFINITY);
-  const __m256d vinv = _mm256_set1_pd(q > 0 ? 1.0 / q : 0), vq = _mm256_set1_pd(q);
-  const __m256d magic = _mm256_set1_pd(LA__TICK_MAGIC);
-  const __m256d lim = _mm256_set1_pd(LA__TICK_LIMIT);
+  const __m256d vinv = _mm256_set1_pd(q > 0 ? 1.0 / q : 0);
+  const __m256d vq = _mm256_set1_pd(q);
   __m256d vis = _mm256_setzero_pd(), vws = _mm256_setzero_pd();
   uint64_t i = 0;
   for (; i + 4 <= r->n; i += 4) {
     __m256d v = _mm256_loadu_pd(x + i);
     __m256d wi = _mm256_cvtps_pd(_mm_loadu_ps(r->est + i));
-    if (q > 0) { /* la__ticks_avx2() on the weight before it is stored */
-      __m256d t = _mm256_mul_pd(v, vinv), u = _mm256_mul_pd(wi, vinv);
-      __m256d rt = _mm256_sub_pd(_mm256_add_pd(t, magic), magic);
-      __m256d ru = _mm256_sub_pd(_mm256_add_pd(u, magic), magic);
-      __m256d ok = _mm256_and_pd(
-          _mm256_and_pd(
-              _mm256_cmp_pd(_mm256_andnot_pd(sign, t), lim, _CMP_LT_OQ),
-              _mm256_cmp_pd(_mm256_andnot_pd(sign, u), lim, _CMP_LT_OQ)),
-          _mm256_cmp_pd(_mm256_mul_pd(rt, vq), v, _CMP_EQ_OQ));
-      _mm256_storeu_pd(w + i,
-                       _mm256_blendv_pd(wi, _mm256_mul_pd(ru, vq), ok));
-    } else {
-      _mm256_storeu_pd(w + i, wi);
-    }
+    /* la__ticks_avx2()'s rounding on the weight before it is stored */
+    _mm256_storeu_pd(w + i, q > 0 ? la__tick4(v, wi, vinv, vq) : wi);
     __m256d more = _mm256_and_pd(
         _mm256_cmp_pd(_mm256_andnot_pd(sign, v), inf, _CMP_LT_OQ),
         _mm256_cmp_pd(v, wi, _CMP_GT_OQ));
