@@ -79,6 +79,15 @@ UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 BENCH_SRC  := $(wildcard bench/bench_*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+# The sources of directory $(1) that run on a libuv loop: those including
+# <uv.h>, or a header of $(1) that does, directly or through another such
+# header (agent.h, ga.h, uplink_link.h, owners.h...). The others make the
+# archives unit tests link without an event loop.
+la_inc_any = $(shell grep -l -e '<uv.h>' $(foreach h,$(2),-e '"$(h)"') \
+  $(1) 2>/dev/null)
+la_uv_h1 = $(notdir $(call la_inc_any,$(1)/*.h,))
+la_uv_h2 = $(notdir $(call la_inc_any,$(1)/*.h,$(call la_uv_h1,$(1))))
+la_uv_src = $(call la_inc_any,$(1)/*.c,$(call la_uv_h2,$(1)))
 WIRE_OBJ    := $(call obj,$(WIRE_SRC)) $(BUILD)/obj/gen/la.pb-c.o
 COMPACT_OBJ := $(call obj,$(COMPACT_SRC))
 DAEMON_OBJ  := $(call obj,$(DAEMON_SRC))
@@ -86,17 +95,15 @@ COMMON_OBJ  := $(WIRE_OBJ) $(COMPACT_OBJ) $(DAEMON_OBJ)
 LIBLA_OBJ  := $(call obj,$(LIBLA_SRC))
 CLIENT_OBJ := $(call obj,$(CLIENT_SRC))
 # The LocalAgent's modules that do not use libuv, for unit tests.
-LOCAL_NOUV_OBJ := $(call obj,$(filter-out localagent/main.c localagent/session.c \
-  localagent/listener.c localagent/worker.c localagent/uplink.c localagent/uplink_link.c \
-  localagent/control.c,$(LOCAL_SRC)))
+LOCAL_NOUV_OBJ := $(call obj,$(filter-out $(call la_uv_src,localagent),$(LOCAL_SRC)))
 LOCAL_NOUV_A := $(if $(LOCAL_NOUV_OBJ),$(BUILD)/lib/libla_localagent.a)
 # The GlobalAgent's modules that do not use libuv (the store's files, stitch,
 # settings, feed_query), for unit tests and for lactl's offline reading of a
 # store.
 STORE_OBJ  := $(call obj,$(STORE_SRC))
 STORE_A    := $(if $(STORE_SRC),$(BUILD)/lib/libla_store.a)
-GLOBAL_NOUV_OBJ := $(STORE_OBJ) $(call obj,$(filter globalagent/stitch.c \
-  globalagent/settings.c globalagent/held.c,$(GLOBAL_SRC)))
+GLOBAL_NOUV_OBJ := $(STORE_OBJ) \
+  $(call obj,$(filter-out $(call la_uv_src,globalagent),$(GLOBAL_SRC)))
 GLOBAL_NOUV_A := $(if $(GLOBAL_NOUV_OBJ),$(BUILD)/lib/libla_globalagent.a)
 LOCAL_OBJ  := $(call obj,$(LOCAL_SRC))
 GLOBAL_OBJ := $(call obj,$(GLOBAL_SRC))
