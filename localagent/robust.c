@@ -436,20 +436,17 @@ static int la__update_rows(la_robust_t *r, const double *x,
  * value is a share of a row or range (row / nx: not whole ticks, and a
  * few ticks per cell at most) keeps its estimate: rounding it could move
  * it by a large part of itself. Values too large for a tick count (ones
- * the application wrote) are left as they are. Rounding is to nearest,
- * ties to even, by adding and subtracting 1.5 * 2^52 (exact for |t| <
- * 2^51): the AVX2 kernel and the scalar loop give the same bits. */
-#define LA__TICK_MAGIC 0x1.8p52
-#define LA__TICK_LIMIT 0x1p51
+ * the application wrote) are left as they are (la_robust_round, robust.h:
+ * the AVX2 kernel and the scalar loop give the same bits). */
+#define LA__TICK_MAGIC LA_ROBUST_TICK_MAGIC
+#define LA__TICK_LIMIT LA_ROBUST_TICK_LIMIT
 
 static void la__ticks_scalar(double *y, const double *x, uint64_t n, double q,
                              double inv) {
   for (uint64_t i = 0; i < n; i++) {
-    double t = x[i] * inv, u = y[i] * inv;
-    double rt = (t + LA__TICK_MAGIC) - LA__TICK_MAGIC;
-    double ru = (u + LA__TICK_MAGIC) - LA__TICK_MAGIC;
-    if (fabs(t) < LA__TICK_LIMIT && fabs(u) < LA__TICK_LIMIT && rt * q == x[i])
-      y[i] = ru * q;
+    double u = y[i] * inv;
+    if (fabs(u) < LA__TICK_LIMIT && la_robust_whole_ticks(x[i], q, inv))
+      y[i] = la_robust_round(u) * q;
   }
 }
 

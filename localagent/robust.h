@@ -64,6 +64,7 @@
 #ifndef LA_ROBUST_H
 #define LA_ROBUST_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -126,5 +127,20 @@ int la_robust_update_ticks(la_robust_t *r, const double *x,
 
 /* Frees r. NULL is fine. */
 void la_robust_free(la_robust_t *r);
+
+/* Whole timer ticks: t rounded to the nearest integer, ties to even, by
+ * adding and subtracting 1.5 * 2^52 (exact for |t| < LA_ROBUST_TICK_LIMIT;
+ * the AVX2 kernels use the same operations, so they give the same bits). */
+#define LA_ROBUST_TICK_MAGIC 0x1.8p52
+#define LA_ROBUST_TICK_LIMIT 0x1p51
+static inline double la_robust_round(double t) {
+  return (t + LA_ROBUST_TICK_MAGIC) - LA_ROBUST_TICK_MAGIC;
+}
+
+/* Whether x is a whole number of ticks of q ns (inv = 1 / q). */
+static inline int la_robust_whole_ticks(double x, double q, double inv) {
+  double t = x * inv;
+  return fabs(t) < LA_ROBUST_TICK_LIMIT && la_robust_round(t) * q == x;
+}
 
 #endif

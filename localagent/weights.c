@@ -58,14 +58,8 @@ int la_weights_new(uint64_t n, double timer_res_ns, int detect, double tol,
   return 0;
 }
 
-/* Whole ticks as la_robust_update_ticks tells them (robust.h): t = x / q
- * rounded to nearest by adding and subtracting 1.5 * 2^52 (exact for
- * |t| < 2^51). */
-#define LA__TICK_MAGIC 0x1.8p52
-#define LA__TICK_LIMIT 0x1p51
-
 /* st->positive and st->coarse of weights y[0..n) for values x[0..n) (q:
- * ns per tick). */
+ * ns per tick; whole ticks as la_robust_update_ticks tells them). */
 static void la__resolution(const la_weights_t *w, const double *x,
                            const double *y, double q, la_robust_stats_t *st) {
   uint64_t pos = 0, coarse = 0;
@@ -73,11 +67,7 @@ static void la__resolution(const la_weights_t *w, const double *x,
   for (uint64_t i = 0; i < w->n; i++) {
     if (!(y[i] > 0)) continue;
     pos++;
-    if (y[i] < fl) {
-      double t = x[i] * inv;
-      coarse += fabs(t) < LA__TICK_LIMIT &&
-                ((t + LA__TICK_MAGIC) - LA__TICK_MAGIC) * q == x[i];
-    }
+    if (y[i] < fl) coarse += la_robust_whole_ticks(x[i], q, inv);
   }
   st->positive = pos;
   st->coarse = coarse;

@@ -4,6 +4,7 @@
  */
 #include "la_test_child.h"
 
+#include <grp.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -27,4 +28,11 @@ int la_test_wait(pid_t pid) {
   if (waitpid(pid, &st, 0) != pid) return -1;
   if (WIFSIGNALED(st)) return 1000 + WTERMSIG(st);
   return WEXITSTATUS(st);
+}
+
+int la_test_become(int uid) {
+  return setgroups(0, NULL) == 0 && setgid((gid_t)uid) == 0 &&
+                 setuid((uid_t)uid) == 0
+             ? 0
+             : -1;
 }

@@ -22,4 +22,9 @@ pid_t la_test_fork(void);
  * signal that killed it, or -1 if waitpid failed. */
 int la_test_wait(pid_t pid);
 
+/* Drops the calling process (run as root) to uid, its group the same
+ * number and no supplementary groups: a process of another user. 0, or -1
+ * if a step failed. */
+int la_test_become(int uid);
+
 #endif /* LA_TEST_CHILD_H */

@@ -14,7 +14,6 @@
  * one user's processes cannot take every application slot.
  * Every wait is bounded; every child is reaped.
  */
-#include <grp.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -62,9 +61,7 @@ static double probe_one(long e, void *arg) {
  * runs cycles cycles and finalizes. */
 static void kid_main(const char *app_id, int rank, int nprocs, int uid,
                      int cycles, int res, int go) {
-  if (uid > 0 && (setgroups(0, NULL) != 0 || setgid((gid_t)uid) != 0 ||
-                  setuid((uid_t)uid) != 0))
-    _exit(8);
+  if (uid > 0 && la_test_become(uid) != 0) _exit(8);
   LA_setAppId(app_id);
   LA_setPeriod(1);
   LA_setBuffers(4);

@@ -15,7 +15,6 @@
  * the binding kept across a restart of the GlobalAgent; one uid's job on
  * both nodes still stitches. Every wait is bounded; every child reaped.
  */
-#include <grp.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -56,13 +55,6 @@ static double job_value(long e, uint64_t cycle, int rank) {
   return 1000.0 * rank + 10.0 * (double)e + (double)cycle + 0.25;
 }
 
-/* Drops to uid (group too). 0 or -1. */
-static int become(int uid) {
-  return setgroups(0, NULL) == 0 && setgid((gid_t)uid) == 0 &&
-                 setuid((uid_t)uid) == 0
-             ? 0
-             : -1;
-}
 
 /* Starts rank of nprocs of app_id as uid at agent in a child; its exit
  * status is 0 when every libla call succeeded. */
@@ -71,7 +63,7 @@ static pid_t spawn_job_rank(const char *agent, const char *app_id, int rank,
   pid_t p = la_test_fork();
   assert_true(p >= 0);
   if (p == 0) {
-    if (become(uid) != 0) _exit(8);
+    if (la_test_become(uid) != 0) _exit(8);
     _exit(la_ta_run_rank(agent, app_id, "owned", rank, nprocs, N, CYCLES,
                          job_value));
   }
@@ -111,7 +103,7 @@ static void other_main(const char *agent, const char *app_id, int rank,
   if (!freopen(err, "w", stderr)) _exit(7);
   setvbuf(stderr, NULL, _IONBF, 0); /* the child ends with _exit */
   setenv("LA_VERBOSE", "1", 1);
-  if (become(uid) != 0) _exit(8);
+  if (la_test_become(uid) != 0) _exit(8);
   LA_setAgent(agent);
   LA_setAppId(app_id);
   LA_setPeriod(1);

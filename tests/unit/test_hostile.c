@@ -23,7 +23,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <float.h>
-#include <grp.h>
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
@@ -53,6 +52,7 @@
 #include "la_shm_layout.h"
 #include "la_sockio.h"
 #include "la_test_agent.h"
+#include "la_test_child.h"
 #include "la_test_daemon.h"
 #include "la_test_kids.h"
 #include "la_test_check.h"
@@ -382,11 +382,7 @@ static void huge_main(const app_t *a, int res) {
 }
 
 static void app_main(const app_t *a, int res, int go) {
-  if (a->uid > 0) {
-    if (setgroups(0, NULL) != 0 || setgid((gid_t)a->uid) != 0 ||
-        setuid((uid_t)a->uid) != 0)
-      _exit(8);
-  }
+  if (a->uid > 0 && la_test_become(a->uid) != 0) _exit(8);
   char buf[32];
   if (a->timeout_ms) {
     snprintf(buf, sizeof buf, "%d", a->timeout_ms);
@@ -778,9 +774,7 @@ static int64_t stuck_id(long e, void *arg) {
 /* An application of uid APPUID with 3 chunks of global ids, which stops
  * in the middle of sending them (stuck_id). */
 static void ids_main(int res) {
-  if (setgroups(0, NULL) != 0 || setgid((gid_t)APPUID) != 0 ||
-      setuid((uid_t)APPUID) != 0)
-    _exit(8);
+  if (la_test_become(APPUID) != 0) _exit(8);
   ids_res = res;
   LA_setAgent(T.agent);
   LA_setAppId("ids-killed");

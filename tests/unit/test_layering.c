@@ -35,13 +35,17 @@ static int depgraph(const char *dir, char *out, size_t len) {
   return la_td_run(argv, NULL, 60000, out, len);
 }
 
+/* The object directories of every component, in a scratch tree. */
+#define SCRATCH_DIRS                                                      \
+  "mkdir -p obj/wire obj/compact obj/daemon obj/store obj/client "        \
+  "obj/tools obj/localagent obj/globalagent obj/libla && "
+
 static void test_cycle_is_reported(void **state) {
   (void)state;
   char tmp[] = "/tmp/la-layering-XXXXXX", cmd[1024];
   assert_non_null(mkdtemp(tmp));
   snprintf(cmd, sizeof cmd,
-           "cd %s && mkdir -p obj/wire obj/compact obj/daemon obj/store "
-           "obj/client obj/tools obj/localagent obj/globalagent obj/libla && "
+           "cd %s && " SCRATCH_DIRS
            "printf 'int b(void);\\nint a(void){return b();}\\n' > a.c && "
            "printf 'int a(void);\\nint b(void){return 1;}\\n"
            "int c(void){return a();}\\n' > b.c && "
@@ -61,8 +65,7 @@ static void test_upward_edge_is_reported(void **state) {
   char tmp[] = "/tmp/la-layering-XXXXXX", cmd[1400];
   assert_non_null(mkdtemp(tmp));
   snprintf(cmd, sizeof cmd,
-           "cd %s && mkdir -p obj/wire obj/compact obj/daemon obj/store "
-           "obj/client obj/tools obj/localagent obj/globalagent obj/libla && "
+           "cd %s && " SCRATCH_DIRS
            "printf 'int la_probe_x(void);\nint la_low(void){return "
            "la_probe_x();}\n' > low.c && "
            "printf 'int la_probe_x(void){return 1;}\n' > probe.c && "

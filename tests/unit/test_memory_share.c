@@ -15,7 +15,6 @@
  * once every application ended. Every wait is bounded; every child is
  * reaped.
  */
-#include <grp.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -62,9 +61,7 @@ static double probe_one(long e, void *arg) {
  * go-ahead, runs one cycle and finalizes. */
 static void kid_main(const char *app_id, int channels, int uid, int res,
                      int go) {
-  if (uid > 0 && (setgroups(0, NULL) != 0 || setgid((gid_t)uid) != 0 ||
-                  setuid((uid_t)uid) != 0))
-    _exit(8);
+  if (uid > 0 && la_test_become(uid) != 0) _exit(8);
   LA_setAppId(app_id);
   LA_setBuffers(2);
   LA_setProbeStartFunc(probe_zero, NULL);
