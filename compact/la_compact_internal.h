@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "la_compact.h"
+#include "la_simd.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,19 +33,7 @@ extern "C" {
  * (positive) neighbours is an isolated spike, stored verbatim, never fitted. */
 #define LA_COMPACT_SPIKE 4.0
 
-/* x86-64 builds with GCC or Clang carry AVX2 kernels (target attributes,
- * chosen at run time by la_compact_simd()); elsewhere only the portable
- * scalar code exists. Both compute bit-identical results. */
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-#define LA_COMPACT_X86 1
-#else
-#define LA_COMPACT_X86 0
-#endif
-
-/* 1 when the AVX2 kernels may run here (the CPU and the OS support AVX2 and
- * the environment variable LA_COMPACT_SCALAR is not set to a non-empty value
- * other than "0"), else 0. Read on every la_compact() call; no state. */
-int la_compact_simd(void);
+/* LA_COMPACT_X86 and la_compact_simd(): la_simd.h */
 
 /* Running exact statistics in index order: la_series_stats() is
  * la_stats_init(), la_stats_run() over x[0..n), la_stats_finish(). s and c are

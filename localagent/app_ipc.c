@@ -22,7 +22,7 @@
 #include "la_errcodes.h"
 #include "la_limits.h"
 #include "la_compact.h"
-#include "la_compact_internal.h" /* LA_COMPACT_X86, la_compact_simd() */
+#include "la_simd.h"
 #include "la_log.h"
 #include "la_sysv.h"
 #include "la_time.h"

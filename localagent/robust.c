@@ -28,7 +28,7 @@
 
 #include "la_errcodes.h"
 #include "la_limits.h"
-#include "la_compact_internal.h" /* LA_COMPACT_X86, la_compact_simd() */
+#include "la_simd.h"
 #if LA_COMPACT_X86
 #include <immintrin.h>
 #endif

@@ -9,7 +9,7 @@
 
 #include "la_errcodes.h"
 #include "la_limits.h"
-#include "la_compact_internal.h"
+#include "la_compact.h"
 
 struct la_weights {
   pthread_mutex_t mu; /* serializes la_robust_update */
