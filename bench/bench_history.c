@@ -12,6 +12,12 @@
  *   hotspot  the same field and a 10x hot disc that moves 64 elements a
  *            cycle;
  *   noisy    the fixed field with 8% jitter.
+ * With LA_HISTORY_RAW=DIR:APP a fourth case, "recorded", replays a real run
+ * instead: the cycles LA_DUMP_RAW wrote as DIR/APP.r<rank>.c<tag>.f64, in
+ * cycle order, every rank present in every cycle, with the timer quantum of
+ * their .fid files (the measured series only: in the LocalAgent a
+ * reference needs the robust weights within bound too, so this is the most
+ * a recorded run can reference).
  * Reported: bytes of the store in use (pages minus free pages) per
  * element-cycle, the ratio, the share of cycles stored as references. The
  * bound is checked on every cycle read back from the store (what lactl
@@ -28,6 +34,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,28 +49,136 @@
 #define NEL 8192
 #define RANKS 4
 #define CYCLES 1000
+#define MAX_RAW_CYCLES 100000
 
-enum { C_STEADY, C_HOTSPOT, C_NOISY, NCASES };
-static const char *const names[NCASES] = {"steady", "hotspot", "noisy"};
+enum { C_STEADY, C_HOTSPOT, C_NOISY, C_RECORDED, NCASES };
+static const char *const names[NCASES] = {"steady", "hotspot", "noisy",
+                                          "recorded"};
 
-static void values(int kase, uint32_t rank, uint64_t c, double *x) {
+/* One case's shape: the synthetic ones are NEL x RANKS x CYCLES; a
+ * recorded run has its own. */
+typedef struct case_s {
+  int kind;
+  uint64_t n;
+  uint32_t ranks;
+  uint64_t cycles;
+  double quantum;
+  char dir[512], app[128];
+  uint64_t *tags; /* recorded: the dump's cycle tags in order */
+} case_t;
+
+static int raw_path(const case_t *k, uint32_t rank, uint64_t tag,
+                    const char *ext, char *out, size_t len) {
+  int w = snprintf(out, len, "%s/%s.r%u.c%llu.%s", k->dir, k->app, rank,
+                   (unsigned long long)tag, ext);
+  return w > 0 && (size_t)w < len ? 0 : -1;
+}
+
+/* Cycle c (1-based) of rank rank into x. 0, or -1 with a message. */
+static int values(const case_t *k, uint32_t rank, uint64_t c, double *x) {
+  if (k->kind == C_RECORDED) {
+    char path[800];
+    FILE *f = NULL;
+    int ok = raw_path(k, rank, k->tags[c - 1], "f64", path, sizeof path) == 0 &&
+             (f = fopen(path, "rb")) && fread(x, sizeof *x, k->n, f) == k->n;
+    if (f) fclose(f);
+    if (!ok) fprintf(stderr, "bench_history: cannot read %s\n", path);
+    return ok ? 0 : -1;
+  }
   uint64_t st = (c * 7919 + rank) * 2654435761u + 1;
-  double jit = kase == C_NOISY ? 0.08 : 0.02;
+  double jit = k->kind == C_NOISY ? 0.08 : 0.02;
   for (long i = 0; i < NEL; i++) {
     long g = (long)rank * NEL + i, gx = g % 128, gy = g / 128;
     double base = (((gx / 8) + (gy / 8)) % 3 == 0 ? 900 : 300) *
                   (1 + 0.3 * sin(gx * 0.05) * cos(gy * 0.03));
-    if (kase == C_HOTSPOT) {
+    if (k->kind == C_HOTSPOT) {
       long h = (long)((c * 64) % (RANKS * NEL));
       if (labs(g - h) < 96) base *= 10;
     }
     x[i] = round(base * (1 + jit * (2 * la_compact_rand01(&st) - 1)));
   }
+  return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* LA_HISTORY_RAW=DIR:APP: the recorded case's shape from rank 0's files
+ * (every other rank must have the same cycles and element count). 0, or -1
+ * with a message. */
+static int recorded(const char *spec, case_t *k) {
+  memset(k, 0, sizeof *k);
+  k->kind = C_RECORDED;
+  const char *colon = strrchr(spec, ':');
+  if (!colon || colon == spec || !colon[1] ||
+      (size_t)(colon - spec) >= sizeof k->dir ||
+      strlen(colon + 1) >= sizeof k->app) {
+    fprintf(stderr, "bench_history: LA_HISTORY_RAW must be DIR:APP (the "
+                    "LA_DUMP_RAW directory and the application id)\n");
+    return -1;
+  }
+  memcpy(k->dir, spec, (size_t)(colon - spec));
+  snprintf(k->app, sizeof k->app, "%s", colon + 1);
+  DIR *d = opendir(k->dir);
+  if (!d) {
+    fprintf(stderr, "bench_history: %s: %s\n", k->dir, strerror(errno));
+    return -1;
+  }
+  k->tags = malloc(MAX_RAW_CYCLES * sizeof *k->tags);
+  size_t alen = strlen(k->app);
+  struct dirent *e;
+  uint32_t max_rank = 0;
+  while (k->tags && (e = readdir(d))) {
+    unsigned r;
+    unsigned long long tag;
+    char tail[8];
+    if (strncmp(e->d_name, k->app, alen) || e->d_name[alen] != '.' ||
+        sscanf(e->d_name + alen, ".r%u.c%llu.%7s", &r, &tag, tail) != 3 ||
+        strcmp(tail, "f64"))
+      continue;
+    if (r > max_rank) max_rank = r;
+    if (r == 0 && k->cycles < MAX_RAW_CYCLES) k->tags[k->cycles++] = tag;
+  }
+  closedir(d);
+  if (!k->tags || k->cycles < 2) {
+    fprintf(stderr, "bench_history: fewer than 2 cycles of %s rank 0 in %s\n",
+            k->app, k->dir);
+    return -1;
+  }
+  qsort(k->tags, k->cycles, sizeof *k->tags, cmp_u64);
+  k->ranks = max_rank + 1;
+  char path[800];
+  struct stat sb;
+  FILE *f = NULL;
+  char line[256] = "";
+  const char *sc;
+  if (raw_path(k, 0, k->tags[0], "f64", path, sizeof path) ||
+      stat(path, &sb) || sb.st_size < 8 || sb.st_size % 8 ||
+      raw_path(k, 0, k->tags[0], "fid", path, sizeof path) ||
+      !(f = fopen(path, "r")) || !fgets(line, sizeof line, f) ||
+      !(sc = strstr(line, "scale=")) || sscanf(sc, "scale=%lf", &k->quantum) != 1 ||
+      !(k->quantum > 0)) {
+    if (f) fclose(f);
+    fprintf(stderr, "bench_history: %s: not an LA_DUMP_RAW cycle with its "
+                    ".fid line\n", path);
+    return -1;
+  }
+  fclose(f);
+  k->n = (uint64_t)sb.st_size / 8;
+  return 0;
 }
 
 /* Whether d is within cv of x on every record of the encoding b. */
-static int within(const double *x, const double *d, const uint8_t *b,
-                  size_t len, const la_compact_params_t *cp) {
+static int within(const double *x, const double *d, uint64_t n,
+                  const uint8_t *b, size_t len,
+                  const la_compact_params_t *cp) {
   la_trace_t *t = NULL;
   if (la_trace_open(b, len, &t, NULL, 0)) return 0;
   size_t k = la_trace_segment_count(t);
@@ -72,7 +189,7 @@ static int within(const double *x, const double *d, const uint8_t *b,
     st[i] = sg.first;
   }
   la_trace_close(t);
-  int ok = la_history_within(x, d, NEL, cp, st, k);
+  int ok = la_history_within(x, d, n, cp, st, k);
   free(st);
   return ok;
 }
@@ -82,9 +199,11 @@ typedef struct res_s {
   long bound_fail, sum_fail;
 } res_t;
 
-static int run(const char *dir, int kase, int hist, res_t *out) {
+static int run(const char *dir, const case_t *k, int hist, res_t *out) {
   char db[600], why[300];
-  snprintf(db, sizeof db, "%s/%s-%d.db", dir, names[kase], hist);
+  const uint64_t n = k->n, cycles = k->cycles;
+  const uint32_t ranks = k->ranks;
+  snprintf(db, sizeof db, "%s/%s-%d.db", dir, names[k->kind], hist);
   la_store_t *s = NULL;
   if (la_store_open(db, 0, &s, why, sizeof why)) {
     fprintf(stderr, "bench_history: %s\n", why);
@@ -92,25 +211,32 @@ static int run(const char *dir, int kase, int hist, res_t *out) {
   }
   la_compact_params_t cp;
   la_compact_params_default(&cp);
-  cp.quantum = 1;
+  cp.quantum = k->quantum;
   la_history_budget_t budget = {hist ? 1u << 30 : 0, 0};
-  la_history_t *h[RANKS];
-  for (uint32_t r = 0; r < RANKS; r++) {
-    La__RankStart rs = la_test_rank_start("bench", "bench", r, RANKS, NEL);
+  la_history_t **h = calloc(ranks, sizeof *h);
+  for (uint32_t r = 0; h && r < ranks; r++) {
+    La__RankStart rs = la_test_rank_start("bench", "bench", r, ranks, n);
     la_store_rank_start(s, &rs);
-    h[r] = la_history_new(&budget, NEL, 4, &cp, NULL);
+    h[r] = la_history_new(&budget, n, 4, &cp, NULL);
   }
-  double *x = malloc(NEL * sizeof *x), *d = malloc(NEL * sizeof *d);
-  long refs = 0;
+  double *x = malloc(n * sizeof *x), *d = malloc(n * sizeof *d);
+  if (!h || !x || !d) {
+    fprintf(stderr, "bench_history: out of memory\n");
+    return -1;
+  }
+  long refs = 0, unreadable = 0;
   uint64_t seq = 0;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  for (uint64_t c = 1; c <= CYCLES; c++) {
+  for (uint64_t c = 1; c <= cycles; c++) {
     la_store_begin(s);
-    for (uint32_t r = 0; r < RANKS; r++) {
-      values(kase, r, c, x);
+    for (uint32_t r = 0; r < ranks; r++) {
+      if (values(k, r, c, x)) {
+        unreadable++;
+        continue;
+      }
       la_compact_result_t res;
-      la_compact(x, NEL, &cp, &res);
+      la_compact(x, n, &cp, &res);
       uint64_t ref = 0;
       la_fit_error_t he;
       int m = la_history_check(h[r], x, NULL, &ref, &he);
@@ -119,7 +245,7 @@ static int run(const char *dir, int kase, int hist, res_t *out) {
       La__SeriesStats st = LA__SERIES_STATS__INIT;
       La__FitError fe = LA__FIT_ERROR__INIT, hfe = LA__FIT_ERROR__INIT;
       La__CompactTrace t = LA__COMPACT_TRACE__INIT;
-      la_test_history_trace(&t, &st, &fe, &res, "bench", r, c, NEL, ++seq,
+      la_test_history_trace(&t, &st, &fe, &res, "bench", r, c, n, ++seq,
                             m ? ref : 0);
       if (m) {
         la_trace_msg_error(&hfe, &he);
@@ -136,7 +262,13 @@ static int run(const char *dir, int kase, int hist, res_t *out) {
   }
   clock_gettime(CLOCK_MONOTONIC, &t1);
   la_store_close(s);
-  for (uint32_t r = 0; r < RANKS; r++) la_history_free(h[r]);
+  for (uint32_t r = 0; r < ranks; r++) la_history_free(h[r]);
+  free(h);
+  if (unreadable) {
+    free(x);
+    free(d);
+    return -1;
+  }
   /* bytes in use */
   sqlite3 *q = NULL;
   sqlite3_stmt *st = NULL;
@@ -155,33 +287,86 @@ static int run(const char *dir, int kase, int hist, res_t *out) {
   /* every cycle read back against the truth */
   out->bound_fail = out->sum_fail = 0;
   la_store_open(db, 0, &s, why, sizeof why);
-  for (uint64_t c = 1; c <= CYCLES; c++) {
+  for (uint64_t c = 1; c <= cycles; c++) {
     La__TraceSet *set = NULL;
     if (la_store_load_set(s, "bench", c, &set)) {
-      out->bound_fail += RANKS;
+      out->bound_fail += ranks;
       continue;
     }
     for (size_t i = 0; i < set->n_traces; i++) {
       const La__CompactTrace *t = set->traces[i];
-      values(kase, t->rank, c, x);
       la_trace_t *tr = NULL;
-      if (la_trace_open(t->segments.data, t->segments.len, &tr, NULL, 0) ||
-          la_trace_decode(tr, 0, NEL, d) ||
-          !within(x, d, t->segments.data, t->segments.len, &cp))
+      if (values(k, t->rank, c, x) ||
+          la_trace_open(t->segments.data, t->segments.len, &tr, NULL, 0) ||
+          la_trace_decode(tr, 0, n, d) ||
+          !within(x, d, n, t->segments.data, t->segments.len, &cp))
         out->bound_fail++;
       la_trace_close(tr);
-      if (t->stats->sum != la_compact_sum(x, NEL)) out->sum_fail++;
+      if (t->stats->sum != la_compact_sum(x, n)) out->sum_fail++;
     }
     la_store_free_set(set);
   }
   la_store_close(s);
   free(x);
   free(d);
-  out->bytes_per_ec = bytes / ((double)CYCLES * RANKS * NEL);
-  out->refs = (double)refs / ((double)CYCLES * RANKS);
+  out->bytes_per_ec = bytes / ((double)cycles * ranks * n);
+  out->refs = (double)refs / ((double)cycles * ranks);
   out->secs =
       (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
   return 0;
+}
+
+/* How far a recorded run's cycles are from their predecessors: the share
+ * of LA_HISTORY_BLOCK-element blocks of cycle c within the polyline bound
+ * of cycle c - 1 (RMSE of the difference <= cv |mean|, la_history_within
+ * on one block), the median of every block's RMSE / |mean| and the median
+ * over cycles of the largest block's. What keeps references away, or not. 0, or -1. */
+static int drift(const case_t *k, double *blocks_within, double *median_block,
+                 double *median_worst) {
+  la_compact_params_t cp;
+  la_compact_params_default(&cp);
+  uint64_t n = k->n, nb = (n + LA_HISTORY_BLOCK - 1) / LA_HISTORY_BLOCK;
+  double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+  double *worst = malloc(k->cycles * k->ranks * sizeof *worst);
+  double *each = malloc(k->cycles * k->ranks * nb * sizeof *each);
+  uint64_t in = 0, all = 0, nw = 0;
+  int rc = x && y && worst && each ? 0 : -1;
+  for (uint32_t r = 0; rc == 0 && r < k->ranks; r++)
+    for (uint64_t c = 2; rc == 0 && c <= k->cycles; c++) {
+      if (values(k, r, c - 1, y) || values(k, r, c, x)) {
+        rc = -1;
+        break;
+      }
+      double w = 0;
+      for (uint64_t b = 0; b < nb; b++) {
+        uint64_t lo = b * LA_HISTORY_BLOCK,
+                 len = n - lo < LA_HISTORY_BLOCK ? n - lo : LA_HISTORY_BLOCK;
+        double se = 0, sx = 0;
+        for (uint64_t i = lo; i < lo + len; i++) {
+          se += (x[i] - y[i]) * (x[i] - y[i]);
+          sx += x[i];
+        }
+        double m = fabs(sx / (double)len), e = sqrt(se / (double)len);
+        double q = m > 0 ? e / m : (e > 0 ? INFINITY : 0);
+        if (q > w) w = q;
+        each[all] = q;
+        in += la_history_within(x + lo, y + lo, len, &cp, NULL, 0);
+        all++;
+      }
+      worst[nw++] = w;
+    }
+  if (rc == 0 && nw > 0) {
+    qsort(worst, nw, sizeof *worst, cmp_double);
+    *median_worst = worst[nw / 2];
+    qsort(each, all, sizeof *each, cmp_double);
+    *median_block = each[all / 2];
+    *blocks_within = (double)in / (double)all;
+  }
+  free(x);
+  free(y);
+  free(worst);
+  free(each);
+  return nw > 0 ? rc : -1;
 }
 
 int main(int argc, char **argv) {
@@ -191,36 +376,67 @@ int main(int argc, char **argv) {
   if (la_bench_tmpdir("bench_history", dir, sizeof dir)) return 1;
   FILE *f = la_bench_open_out(outp);
   if (!f) return 1;
+  case_t cases[NCASES] = {{0}};
+  int ncases = C_RECORDED;
+  for (int k = 0; k < C_RECORDED; k++)
+    cases[k] = (case_t){.kind = k, .n = NEL, .ranks = RANKS, .cycles = CYCLES,
+                        .quantum = 1};
+  const char *raw = getenv("LA_HISTORY_RAW");
+  if (raw && *raw) {
+    if (recorded(raw, &cases[C_RECORDED])) return 1;
+    ncases++;
+  }
   fprintf(f,
-          "{\n  \"elements\": %d, \"ranks\": %d, \"cycles\": %d,\n"
-          "  \"compaction\": \"polyline:cv=0.1\", \"full_cycles\": %d,\n"
+          "{\n  \"compaction\": \"polyline:cv=0.1\", \"full_cycles\": %d,\n"
           "  \"cases\": [\n",
-          NEL, RANKS, CYCLES, LA_STORE_HISTORY_FULL_CYCLES);
-  printf("%-8s %14s %14s %7s %6s %6s %6s\n", "case", "B/el-cycle off",
-         "B/el-cycle on", "ratio", "refs", "bound", "sums");
+          LA_STORE_HISTORY_FULL_CYCLES);
+  printf("%-8s %22s %14s %14s %7s %6s %6s %6s\n", "case",
+         "ranks x elements x cyc", "B/el-cycle off", "B/el-cycle on", "ratio",
+         "refs", "bound", "sums");
   int rc = 0;
-  for (int k = 0; k < NCASES; k++) {
+  for (int i = 0; i < ncases; i++) {
+    const case_t *k = &cases[i];
     res_t off, on;
     if (run(dir, k, 0, &off) || run(dir, k, 1, &on)) return 1;
     long fails = off.bound_fail + on.bound_fail + off.sum_fail + on.sum_fail;
     if (fails) rc = 1;
-    printf("%-8s %14.4f %14.4f %6.1fx %5.1f%% %6s %6s\n", names[k],
-           off.bytes_per_ec, on.bytes_per_ec,
+    char shape[64];
+    snprintf(shape, sizeof shape, "%u x %llu x %llu", k->ranks,
+             (unsigned long long)k->n, (unsigned long long)k->cycles);
+    printf("%-8s %22s %14.4f %14.4f %6.2fx %5.1f%% %6s %6s\n", names[k->kind],
+           shape, off.bytes_per_ec, on.bytes_per_ec,
            off.bytes_per_ec / on.bytes_per_ec, 100 * on.refs,
            on.bound_fail + off.bound_fail ? "FAIL" : "ok",
            on.sum_fail + off.sum_fail ? "FAIL" : "exact");
     fprintf(f,
-            "    {\"case\": \"%s\", \"bytes_per_element_cycle_off\": %.5f, "
-            "\"bytes_per_element_cycle_on\": %.5f, \"ratio\": %.2f, "
+            "    {\"case\": \"%s\", \"ranks\": %u, \"elements\": %llu, "
+            "\"cycles\": %llu, \"quantum_ns\": %.17g, "
+            "\"bytes_per_element_cycle_off\": %.5f, "
+            "\"bytes_per_element_cycle_on\": %.5f, \"ratio\": %.3f, "
             "\"reference_share\": %.4f, \"bound_failures\": %ld, "
             "\"sum_failures\": %ld, \"seconds_off\": %.2f, "
             "\"seconds_on\": %.2f}%s\n",
-            names[k], off.bytes_per_ec, on.bytes_per_ec,
-            off.bytes_per_ec / on.bytes_per_ec, on.refs,
+            names[k->kind], k->ranks, (unsigned long long)k->n,
+            (unsigned long long)k->cycles, k->quantum, off.bytes_per_ec,
+            on.bytes_per_ec, off.bytes_per_ec / on.bytes_per_ec, on.refs,
             on.bound_fail + off.bound_fail, on.sum_fail + off.sum_fail,
-            off.secs, on.secs, k + 1 < NCASES ? "," : "");
+            off.secs, on.secs, i + 1 < ncases ? "," : "");
   }
-  fprintf(f, "  ]\n}\n");
+  if (ncases > C_RECORDED) {
+    double within_share = 0, block = 0, worst = 0;
+    if (drift(&cases[C_RECORDED], &within_share, &block, &worst)) return 1;
+    printf("recorded: %.1f%% of %d-element blocks within the bound (cv %.2g) "
+           "of the cycle before; RMSE / |mean| of a block, median %.3f, of "
+           "a cycle's largest block, median %.3f\n",
+           100 * within_share, LA_HISTORY_BLOCK, 0.1, block, worst);
+    fprintf(f, "  ],\n  \"recorded_blocks_within\": %.4f, "
+               "\"recorded_block_cv_median\": %.4f, "
+               "\"recorded_worst_block_cv_median\": %.4f\n}\n",
+            within_share, block, worst);
+  } else {
+    fprintf(f, "  ]\n}\n");
+  }
+  free(cases[C_RECORDED].tags);
   fclose(f);
   char cmd[700];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
