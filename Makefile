@@ -264,14 +264,14 @@ FTEST := $(if $(wildcard tests/fortran/test_fmod.f90),$(BUILD)/tests/fortran/tes
 tests: $(FTEST)
 $(BUILD)/tests/fortran/test_fmod: tests/fortran/test_fmod.f90 $(LIBLA_A)
 	@mkdir -p $(dir $@)
-	$(FC) $(FFLAGS) -I$(BUILD)/include -o $@ $< $(LIBLA_A) $(LDFLAGS) $(LDLIBS_LA)
+	$(FC) $(FFLAGS) -I$(BUILD)/include -J$(dir $@) -o $@ $< $(LIBLA_A) $(LDFLAGS) $(LDLIBS_LA)
 
 # The OpenMP Fortran test program (also run by tests/unit/test_fortran.c).
 FTEST_OMP := $(if $(wildcard tests/fortran/test_fomp.f90),$(BUILD)/tests/fortran/test_fomp)
 tests: $(FTEST_OMP)
 $(BUILD)/tests/fortran/test_fomp: tests/fortran/test_fomp.f90 $(LIBLA_A)
 	@mkdir -p $(dir $@)
-	$(FC) $(FFLAGS) -fopenmp -I$(BUILD)/include -o $@ $< $(LIBLA_A) $(LDFLAGS) $(LDLIBS_LA)
+	$(FC) $(FFLAGS) -fopenmp -I$(BUILD)/include -J$(dir $@) -o $@ $< $(LIBLA_A) $(LDFLAGS) $(LDLIBS_LA)
 
 # Objects are never intermediate files to delete.
 .SECONDARY:
