@@ -12,9 +12,10 @@
  * restart) has the store asked once whether another shard refused it,
  * never per message. A refused key's record goes at its RankEnd, past
  * appid.refused_retention, or past appid.refused_max_per_agent of its
- * LocalAgent (the oldest first), counted in appid_refused_pruned. The (application, uid) pairs already logged
- * are a short list, bounded: past LA__LOGGED_MAX pairs a refusal is still
- * counted and told, its line rate-limited instead.
+ * LocalAgent (the oldest first), counted in appid_refused_pruned. The
+ * (application, uid) pairs already logged are a short list, bounded: past
+ * LA__LOGGED_MAX pairs a refusal is still counted and told, its line
+ * rate-limited instead.
  */
 #include "owners.h"
 
@@ -356,8 +357,8 @@ int la_ga_owners_drop(la_ga_t *ga, const char *host, const char *app_id,
     return 0;
   }
   if (rc != 0) return LA_EIO;
-  (void)la__add(&o->refused, app_id, host, rank, uid); /* ENOMEM: asked
-                                                           again */
+  /* out of memory: the store is asked again at the next message */
+  (void)la__add(&o->refused, app_id, host, rank, uid);
   ga->st.appid_refused_learned++;
   ga->st.appid_refused_messages++;
   uint64_t missed = 0;

@@ -483,8 +483,8 @@ static void test_refused_rank_messages_dropped(void **state) {
   wait_linked(T.lb);
 }
 
-/* What a LocalAgent sends (count traces of rank, 16 elements) and the
- * GlobalAgent's traces_stored after: the caller compares. */
+/* Sends count traces (cycles 0..count-1) of rank, 16 elements each, and
+ * waits for their acknowledgement. */
 static void send_traces(la_test_link_t *l, const char *id, uint32_t rank,
                         int count) {
   double x[16];
@@ -492,8 +492,8 @@ static void send_traces(la_test_link_t *l, const char *id, uint32_t rank,
   la_compact_result_t r16;
   assert_int_equal(la_compact(x, 16, NULL, &r16), 0);
   for (int t = 0; t < count; t++)
-    assert_int_equal(la_test_link_trace(l, id, rank, (uint64_t)t, &r16, NULL, 0),
-                     0);
+    assert_int_equal(
+        la_test_link_trace(l, id, rank, (uint64_t)t, &r16, NULL, 0), 0);
   la_compact_result_free(&r16);
   link_acked(l);
 }
