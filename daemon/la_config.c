@@ -41,6 +41,8 @@ static int la__parse_num(const char *v, int type, double *out) {
     if (!strcmp(end, "ms") || !*end) mult = 1;
     else if (!strcmp(end, "s")) mult = 1000;
     else if (!strcmp(end, "m") || !strcmp(end, "min")) mult = 60000;
+    else if (!strcmp(end, "h")) mult = 3600000;
+    else if (!strcmp(end, "d")) mult = 86400000;
     else return -1;
   } else if (*end) {
     return -1;
@@ -82,7 +84,7 @@ static int la__store(const la_cfg_key_t *k, void *obj, const char *v,
     if (la__parse_num(v, k->type, &x) != 0) {
       snprintf(why, n, "'%s' is not a valid %s", v,
                k->type == LA_CFG_SIZE ? "size (e.g. 512k, 64M, 1G)"
-               : k->type == LA_CFG_MS ? "duration (e.g. 500ms, 5s, 2m)"
+               : k->type == LA_CFG_MS ? "duration (e.g. 500ms, 5s, 2m, 1h, 7d)"
                : k->type == LA_CFG_INT ? "integer"
                                        : "number");
       return -1;

@@ -88,7 +88,13 @@
   X(appid_refused_starts, "appid_refused_starts",                             \
     "rank starts refused: their app id belongs to another uid", 1)            \
   X(appid_refused_messages, "appid_refused_messages",                         \
-    "messages of those refused ranks dropped", 1)
+    "messages of those refused ranks dropped", 1)                             \
+  X(appid_refused_learned, "appid_refused_learned",                           \
+    "refused ranks learned from the store at their first message (no "       \
+    "RankStart of theirs in this run: another shard refused them)", 1)        \
+  X(appid_refused_pruned, "appid_refused_pruned",                             \
+    "refused ranks' records forgotten: their RankEnd, "                       \
+    "appid.refused_retention, appid.refused_max_per_agent", 1)
 #define LA_GA_COUNTERS_FEED(X)                                                \
   X(subs_accepted, "subscribers_accepted", "feed connections accepted", 0)    \
   X(subs_refused, "subscribers_refused", "feed connections refused", 0)       \

@@ -553,25 +553,26 @@ static int la__ingest_missing(la_ga_t *ga, const char *host, const char *app_id,
 }
 
 /* Whether m (not a RankStart) is a message of a rank refused for its
- * application id's owner (owners.h): then it is dropped. */
+ * application id's owner (owners.h): 1, then it is dropped; 0; LA_EIO. */
 static int la__foreign(la_ga_t *ga, const char *host, uint16_t type,
                        const ProtobufCMessage *m) {
   switch (type) {
     case LA__MSG_TYPE__MSG_COMPACT_TRACE: {
       const La__CompactTrace *t = (const void *)m;
-      return la_ga_owners_drop(ga, host, t->app_id, t->rank);
+      return la_ga_owners_drop(ga, host, t->app_id, t->rank, 0);
     }
     case LA__MSG_TYPE__MSG_TRACE_MISSING: {
       const La__TraceMissing *t = (const void *)m;
-      return la_ga_owners_drop(ga, host, t->app_id, t->rank);
+      return la_ga_owners_drop(ga, host, t->app_id, t->rank, 0);
     }
     case LA__MSG_TYPE__MSG_RANK_END: {
       const La__RankEnd *e = (const void *)m;
-      return la_ga_owners_drop(ga, host, e->app_id, e->rank);
+      return la_ga_owners_drop(ga, host, e->app_id, e->rank, 1);
     }
     case LA__MSG_TYPE__MSG_ELEMENT_IDS: {
       const La__ElementIds *e = (const void *)m;
-      return e->has_rank && la_ga_owners_drop(ga, host, e->app_id, e->rank);
+      return e->has_rank ? la_ga_owners_drop(ga, host, e->app_id, e->rank, 0)
+                         : 0;
     }
     default:
       return 0;
@@ -581,7 +582,7 @@ static int la__foreign(la_ga_t *ga, const char *host, uint16_t type,
 int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
                  ProtobufCMessage *m, const char *enc_why) {
   if (la__txn(ga) != 0) return LA_EIO; /* the store is unavailable */
-  int rc = 0;
+  int rc = 0, foreign = 0;
   char why[300];
   if (type == LA__MSG_TYPE__MSG_RANK_START &&
       (rc = la_ga_owners_rank_start(ga, host, (const La__RankStart *)m)) !=
@@ -589,8 +590,10 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
     /* refused (1: owners.c told and counted it), or the store failed */
     if (rc == 1) rc = 0;
   } else if (type != LA__MSG_TYPE__MSG_RANK_START &&
-             la__foreign(ga, host, type, m)) {
-    /* a refused rank's message: acked with the batch, nothing stored */
+             (foreign = la__foreign(ga, host, type, m)) != 0) {
+    /* a refused rank's message: acked with the batch, nothing stored (or
+     * the store failed asking) */
+    if (foreign < 0) rc = foreign;
   } else if (type == LA__MSG_TYPE__MSG_RANK_START) {
     const La__RankStart *r = (const La__RankStart *)m;
     rc = la_store_rank_start(ga->store, r);
@@ -825,6 +828,12 @@ static void la__on_tick(uv_timer_t *t) {
   la_stitch_expire(ga->stitch, uv_now(ga->loop),
                    (uint64_t)ga->set.set_timeout_ms);
   ga->close_reason = NULL;
+  /* refusals past appid.refused_retention, in the iteration's batch */
+  if (!ga->store_down && la_ga_owners_expire_due(ga, uv_now(ga->loop)) &&
+      la__txn(ga) == 0 && la_ga_owners_expire(ga) != 0) {
+    la_log_error("store: %s", la_store_errmsg(ga->store));
+    ga->txn_failed = 1;
+  }
 }
 
 int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,

@@ -5,10 +5,17 @@
  * does; docs/security.md why).
  *
  * The refused keys live in a chained hash table (the store keeps them
- * durably; this is their copy, so that a trace costs one lookup, and none
- * while the table is empty). The (application, uid) pairs already logged
- * are a short list, bounded: past LA__LOGGED_MAX pairs a refusal is still
- * counted and told, its line rate-limited instead.
+ * durably; this is their copy, so that a trace costs one lookup). Keys
+ * known not refused in this run (a RankStart of theirs stored, or the store
+ * asked once at their first message) live in another, so that a rank this
+ * GlobalAgent had no RankStart of (a shard taking over an application, a
+ * restart) has the store asked once whether another shard refused it,
+ * never per message. A refused key's record goes at its RankEnd, past
+ * appid.refused_retention, or past appid.refused_max_per_agent of its
+ * LocalAgent (the oldest first), counted in appid_refused_pruned. The
+ * (application, uid) pairs already logged are a short list, bounded: past
+ * LA__LOGGED_MAX pairs a refusal is still counted and told, its line
+ * rate-limited instead.
  */
 #include "owners.h"
 
@@ -18,8 +25,12 @@
 
 #include "la_errors.h"
 #include "la_log.h"
+#include "la_time.h"
 
 #define LA__LOGGED_MAX 4096
+#define LA__KNOWN_MAX (1u << 20) /* keys known not refused, at most */
+#define LA__NO_UID UINT32_MAX    /* a RankStart that said no owner uid */
+#define LA__EXPIRE_EVERY_MS 60000 /* retention passes at most this apart */
 
 /* What the program that lost is told (libla prints it with LA_VERBOSE). */
 #define LA__WHY_FMT \
@@ -34,6 +45,12 @@ typedef struct la__key {
   char app_id[]; /* then host */
 } la__key_t;
 
+/* A chained hash table of (application, host, rank) keys. */
+typedef struct la__tab {
+  la__key_t **b;
+  size_t nb, n;
+} la__tab_t;
+
 typedef struct la__logged {
   struct la__logged *next;
   uint32_t uid;
@@ -41,10 +58,13 @@ typedef struct la__logged {
 } la__logged_t;
 
 struct la_ga_owners {
-  la__key_t **b;
-  size_t nb, n;
+  la__tab_t refused; /* refused keys: their messages are dropped */
+  /* keys known not refused in this run: a RankStart of theirs was stored,
+   * or the store was asked at their first message and had no refusal */
+  la__tab_t known;
   la__logged_t *logged;
   size_t n_logged;
+  uint64_t next_expire_ms; /* loop time of the next retention pass */
 };
 
 static uint64_t la__hash(const char *app, const char *host, uint32_t rank) {
@@ -61,20 +81,21 @@ la_ga_owners_t *la_ga_owners_new(void) {
   return calloc(1, sizeof(la_ga_owners_t));
 }
 
-static void la__clear(la_ga_owners_t *o) {
-  for (size_t i = 0; i < o->nb; i++)
-    for (la__key_t *k = o->b[i], *n; k; k = n) {
+static void la__clear(la__tab_t *t) {
+  for (size_t i = 0; i < t->nb; i++)
+    for (la__key_t *k = t->b[i], *n; k; k = n) {
       n = k->next;
       free(k);
     }
-  free(o->b);
-  o->b = NULL;
-  o->nb = o->n = 0;
+  free(t->b);
+  t->b = NULL;
+  t->nb = t->n = 0;
 }
 
 void la_ga_owners_free(la_ga_owners_t *o) {
   if (!o) return;
-  la__clear(o);
+  la__clear(&o->refused);
+  la__clear(&o->known);
   for (la__logged_t *l = o->logged, *n; l; l = n) {
     n = l->next;
     free(l);
@@ -82,9 +103,12 @@ void la_ga_owners_free(la_ga_owners_t *o) {
   free(o);
 }
 
-static la__key_t **la__slot(la_ga_owners_t *o, const char *app,
-                            const char *host, uint32_t rank, uint64_t h) {
-  la__key_t **p = &o->b[h % o->nb];
+/* Where key (app, host, rank) of hash h is, or would go; NULL while the
+ * table has no buckets. */
+static la__key_t **la__slot(la__tab_t *t, const char *app, const char *host,
+                            uint32_t rank, uint64_t h) {
+  if (!t->nb) return NULL;
+  la__key_t **p = &t->b[h % t->nb];
   for (; *p; p = &(*p)->next)
     if ((*p)->hash == h && (*p)->rank == rank && !strcmp((*p)->app_id, app) &&
         !strcmp((*p)->host, host))
@@ -92,29 +116,35 @@ static la__key_t **la__slot(la_ga_owners_t *o, const char *app,
   return p;
 }
 
+static int la__has(la__tab_t *t, const char *app, const char *host,
+                   uint32_t rank, uint64_t h) {
+  la__key_t **p = t->n ? la__slot(t, app, host, rank, h) : NULL;
+  return p && *p;
+}
+
 /* Doubles the buckets (a first 64). 0 or LA_ENOMEM (the table stays). */
-static int la__grow(la_ga_owners_t *o) {
-  size_t nb = o->nb ? o->nb * 2 : 64;
+static int la__grow(la__tab_t *t) {
+  size_t nb = t->nb ? t->nb * 2 : 64;
   la__key_t **b = calloc(nb, sizeof *b);
   if (!b) return LA_ENOMEM;
-  for (size_t i = 0; i < o->nb; i++)
-    for (la__key_t *k = o->b[i], *n; k; k = n) {
+  for (size_t i = 0; i < t->nb; i++)
+    for (la__key_t *k = t->b[i], *n; k; k = n) {
       n = k->next;
       k->next = b[k->hash % nb];
       b[k->hash % nb] = k;
     }
-  free(o->b);
-  o->b = b;
-  o->nb = nb;
+  free(t->b);
+  t->b = b;
+  t->nb = nb;
   return 0;
 }
 
-/* Adds (or updates) a refused key. 0 or LA_ENOMEM. */
-static int la__add(la_ga_owners_t *o, const char *app, const char *host,
+/* Adds (or updates) a key. 0 or LA_ENOMEM. */
+static int la__add(la__tab_t *t, const char *app, const char *host,
                    uint32_t rank, uint32_t uid) {
-  if (o->n >= o->nb && la__grow(o) != 0 && !o->nb) return LA_ENOMEM;
+  if (t->n >= t->nb && la__grow(t) != 0 && !t->nb) return LA_ENOMEM;
   uint64_t h = la__hash(app, host, rank);
-  la__key_t **p = la__slot(o, app, host, rank, h);
+  la__key_t **p = la__slot(t, app, host, rank, h);
   if (*p) {
     (*p)->uid = uid;
     return 0;
@@ -130,19 +160,27 @@ static int la__add(la_ga_owners_t *o, const char *app, const char *host,
   k->host = k->app_id + la;
   memcpy(k->host, host, lh);
   *p = k;
-  o->n++;
+  t->n++;
   return 0;
 }
 
-static void la__del(la_ga_owners_t *o, const char *app, const char *host,
+static void la__del(la__tab_t *t, const char *app, const char *host,
                     uint32_t rank) {
-  if (!o->n) return;
-  la__key_t **p = la__slot(o, app, host, rank, la__hash(app, host, rank));
-  if (!*p) return;
+  if (!t->n) return;
+  la__key_t **p = la__slot(t, app, host, rank, la__hash(app, host, rank));
+  if (!p || !*p) return;
   la__key_t *k = *p;
   *p = k->next;
   free(k);
-  o->n--;
+  t->n--;
+}
+
+/* Notes a key known not refused; the table starts over past
+ * LA__KNOWN_MAX keys (their first messages ask the store again). */
+static void la__known(la_ga_owners_t *o, const char *app, const char *host,
+                      uint32_t rank) {
+  if (o->known.n >= LA__KNOWN_MAX) la__clear(&o->known);
+  (void)la__add(&o->known, app, host, rank, 0); /* ENOMEM: asked again */
 }
 
 /* 1 the first time (app, uid) is asked about (while the list has room). */
@@ -165,9 +203,17 @@ static int la__load_one(void *arg, const char *app_id, const char *host,
   return la__add(arg, app_id, host, rank, uid);
 }
 
+/* la_store_refused_trim / _expire's fn: the key is forgotten here too. */
+static void la__forget(void *arg, const char *app_id, const char *host,
+                       uint32_t rank) {
+  la_ga_t *ga = arg;
+  la__del(&ga->owners->refused, app_id, host, rank);
+  ga->st.appid_refused_pruned++;
+}
+
 int la_ga_owners_load(la_ga_t *ga) {
   /* read into a table of its own: on failure the one in use stays */
-  la_ga_owners_t fresh = {0};
+  la__tab_t fresh = {0};
   int rc = la_store_refused_each(ga->store, la__load_one, &fresh);
   if (rc != 0) {
     la__clear(&fresh);
@@ -175,85 +221,179 @@ int la_ga_owners_load(la_ga_t *ga) {
                  "owner: %s; keeping the %zu known", rc == LA_ENOMEM
                                                     ? "out of memory"
                                                     : la_store_errmsg(ga->store),
-                 ga->owners->n);
+                 ga->owners->refused.n);
     return rc;
   }
-  la__clear(ga->owners);
-  ga->owners->b = fresh.b;
-  ga->owners->nb = fresh.nb;
-  ga->owners->n = fresh.n;
-  if (ga->owners->n)
+  la__clear(&ga->owners->refused);
+  ga->owners->refused = fresh;
+  la__clear(&ga->owners->known); /* what a rollback undid is asked again */
+  if (ga->owners->refused.n)
     la_log_info("%zu ranks refused for their app id's owner: their messages "
-                "are dropped", ga->owners->n);
+                "are dropped", ga->owners->refused.n);
   return 0;
 }
 
-/* The refusal of r: recorded, logged, counted, told. 1, or LA_EIO. */
+/* The refusal of r (registered by uid: LA__NO_UID when it said none) for
+ * owner: recorded, logged, counted, told (a LocalAgent that said a uid:
+ * one that says none predates RankRefused and would drop the link on it),
+ * host's oldest refusals past appid.refused_max_per_agent forgotten. 1, or
+ * LA_EIO. */
 static int la__refuse(la_ga_t *ga, const char *host, const La__RankStart *r,
-                      uint32_t owner) {
+                      uint32_t uid, uint32_t owner) {
   static la_ratelimit_t rl; /* this file's: refusals past the logged list */
-  if (la_store_rank_refuse(ga->store, r->app_id, host, r->rank, r->owner_uid,
-                           owner, r->seq) != 0)
+  static la_ratelimit_t rl_cap; /* this file's: refusals forgotten */
+  la_ga_owners_t *o = ga->owners;
+  if (la_store_rank_refuse(ga->store, r->app_id, host, r->rank, uid, owner,
+                           r->seq) != 0)
     return LA_EIO;
-  if (la__add(ga->owners, r->app_id, host, r->rank, r->owner_uid) != 0) {
+  la__del(&o->known, r->app_id, host, r->rank);
+  if (la__add(&o->refused, r->app_id, host, r->rank, uid) != 0) {
     /* the store has it: a rollback, or the next start, loads it again */
     la_log_error("%s rank %u from %s: out of memory noting its refusal",
                  r->app_id, r->rank, host);
   }
   ga->st.appid_refused_starts++;
   uint64_t missed = 0;
-  if (la__first_log(ga->owners, r->app_id, r->owner_uid) ||
-      (ga->owners->n_logged >= LA__LOGGED_MAX &&
-       la_ratelimit_ok(&rl, 1000, &missed)))
-    la_log_warnx("app id %s belongs to uid %u: rank %u of uid %u from "
-                 "LocalAgent %s refused, its traces dropped, the program "
-                 "told (logged once per app id and uid)",
-                 r->app_id, owner, r->rank, r->owner_uid, host);
-  char why[300];
-  snprintf(why, sizeof why, LA__WHY_FMT, r->app_id);
-  La__RankRefused m = LA__RANK_REFUSED__INIT;
-  m.seq = r->seq;
-  m.app_id = r->app_id;
-  m.rank = r->rank;
-  m.code = LA_EREFUSED;
-  m.reason = why;
-  if (ga->agent_ops->refuse_rank) ga->agent_ops->refuse_rank(ga, host, &m);
+  if (la__first_log(o, r->app_id, uid) ||
+      (o->n_logged >= LA__LOGGED_MAX && la_ratelimit_ok(&rl, 1000, &missed))) {
+    if (uid != LA__NO_UID)
+      la_log_warnx("app id %s belongs to uid %u: rank %u of uid %u from "
+                   "LocalAgent %s refused, its traces dropped, the program "
+                   "told (logged once per app id and uid)",
+                   r->app_id, owner, r->rank, uid, host);
+    else
+      la_log_warnx("app id %s belongs to uid %u: rank %u of no uid from "
+                   "LocalAgent %s (an older LocalAgent; appid.require_owner) "
+                   "refused, its traces dropped, the program not told "
+                   "(logged once per app id)",
+                   r->app_id, owner, r->rank, host);
+  }
+  if (uid != LA__NO_UID) {
+    char why[300];
+    snprintf(why, sizeof why, LA__WHY_FMT, r->app_id);
+    La__RankRefused m = LA__RANK_REFUSED__INIT;
+    m.seq = r->seq;
+    m.app_id = r->app_id;
+    m.rank = r->rank;
+    m.code = LA_EREFUSED;
+    m.reason = why;
+    if (ga->agent_ops->refuse_rank) ga->agent_ops->refuse_rank(ga, host, &m);
+  }
+  uint64_t gone = 0;
+  if (la_store_refused_trim(ga->store, host,
+                            (uint64_t)ga->set.refused_max_per_agent,
+                            la__forget, ga, &gone) == LA_EIO)
+    return LA_EIO;
+  if (gone && la_ratelimit_ok(&rl_cap, 1000, &missed))
+    la_log_warnx("LocalAgent %s: more than %lld refused ranks recorded "
+                 "(appid.refused_max_per_agent): its %llu oldest forgotten, "
+                 "counted in appid_refused_pruned",
+                 host, (long long)ga->set.refused_max_per_agent,
+                 (unsigned long long)gone);
   return 1;
 }
 
 int la_ga_owners_rank_start(la_ga_t *ga, const char *host,
                             const La__RankStart *r) {
-  if (!r->has_owner_uid) return 0; /* an older LocalAgent: nothing to check */
+  /* an older LocalAgent: nothing to check unless appid.require_owner */
+  if (!r->has_owner_uid && !ga->set.require_owner) return 0;
   uint32_t owner = 0;
   int rc = la_store_app_owner(ga->store, r->app_id, &owner);
   if (rc == LA_ENOTFOUND) return 0; /* unbound: la_ga_owners_started binds */
   if (rc != 0) return LA_EIO;
-  if (owner != r->owner_uid) return la__refuse(ga, host, r, owner);
-  if (ga->owners->n) { /* the owner's start lifts a refusal of its key */
-    uint64_t h = la__hash(r->app_id, host, r->rank);
-    if (ga->owners->nb && *la__slot(ga->owners, r->app_id, host, r->rank, h)) {
-      if (la_store_rank_unrefuse(ga->store, r->app_id, host, r->rank) != 0)
-        return LA_EIO;
-      la__del(ga->owners, r->app_id, host, r->rank);
-    }
+  uint32_t uid = r->has_owner_uid ? r->owner_uid : LA__NO_UID;
+  if (owner != uid) return la__refuse(ga, host, r, uid, owner);
+  /* the owner's start lifts a refusal of its key */
+  la__tab_t *t = &ga->owners->refused;
+  if (la__has(t, r->app_id, host, r->rank,
+              la__hash(r->app_id, host, r->rank))) {
+    if (la_store_rank_unrefuse(ga->store, r->app_id, host, r->rank) != 0)
+      return LA_EIO;
+    la__del(t, r->app_id, host, r->rank);
   }
   return 0;
 }
 
 int la_ga_owners_started(la_ga_t *ga, const char *host,
                          const La__RankStart *r) {
+  la__known(ga->owners, r->app_id, host, r->rank);
   if (!r->has_owner_uid) return 0;
   return la_store_app_bind(ga->store, r->app_id, r->owner_uid, host) == 0
              ? 0
              : LA_EIO;
 }
 
+/* A refused key's RankEnd: nothing of that rank can follow from host (the
+ * link is ordered), so its record goes. 0 or LA_EIO. */
+static int la__ended(la_ga_t *ga, const char *host, const char *app_id,
+                     uint32_t rank) {
+  if (la_store_rank_unrefuse(ga->store, app_id, host, rank) != 0)
+    return LA_EIO;
+  la__del(&ga->owners->refused, app_id, host, rank);
+  ga->st.appid_refused_pruned++;
+  return 0;
+}
+
 int la_ga_owners_drop(la_ga_t *ga, const char *host, const char *app_id,
-                      uint32_t rank) {
+                      uint32_t rank, int end) {
+  static la_ratelimit_t rl; /* this file's: refusals learned */
   la_ga_owners_t *o = ga->owners;
-  if (!o || !o->n || !app_id) return 0;
-  if (!*la__slot(o, app_id, host, rank, la__hash(app_id, host, rank)))
+  if (!o || !app_id) return 0;
+  uint64_t h = la__hash(app_id, host, rank);
+  if (la__has(&o->refused, app_id, host, rank, h)) {
+    ga->st.appid_refused_messages++;
+    return end && la__ended(ga, host, app_id, rank) != 0 ? LA_EIO : 1;
+  }
+  if (la__has(&o->known, app_id, host, rank, h)) {
+    if (end) la__del(&o->known, app_id, host, rank);
     return 0;
+  }
+  /* no RankStart of it in this run: another shard, or this one before a
+   * restart, may have refused it since this one read the store */
+  uint32_t uid = 0;
+  int rc = la_store_rank_refused(ga->store, app_id, host, rank, &uid);
+  if (rc == LA_ENOTFOUND) {
+    if (!end) la__known(o, app_id, host, rank);
+    return 0;
+  }
+  if (rc != 0) return LA_EIO;
+  /* out of memory: the store is asked again at the next message */
+  (void)la__add(&o->refused, app_id, host, rank, uid);
+  ga->st.appid_refused_learned++;
   ga->st.appid_refused_messages++;
+  uint64_t missed = 0;
+  if (la_ratelimit_ok(&rl, 1000, &missed))
+    la_log_info("%s rank %u from %s: refused (found in the store at its "
+                "first message here); its messages are dropped (%llu more "
+                "such since the last line)",
+                app_id, rank, host, (unsigned long long)missed);
+  return end && la__ended(ga, host, app_id, rank) != 0 ? LA_EIO : 1;
+}
+
+int la_ga_owners_expire_due(la_ga_t *ga, uint64_t now_ms) {
+  la_ga_owners_t *o = ga->owners;
+  if (!o || now_ms < o->next_expire_ms) return 0;
+  uint64_t every = (uint64_t)ga->set.refused_retention_ms / 2;
+  if (every > LA__EXPIRE_EVERY_MS) every = LA__EXPIRE_EVERY_MS;
+  o->next_expire_ms = now_ms + every;
   return 1;
+}
+
+int la_ga_owners_expire(la_ga_t *ga) {
+  uint64_t now = la_realtime_ns(),
+           keep = (uint64_t)ga->set.refused_retention_ms * 1000000u;
+  if (now <= keep) return 0;
+  uint64_t total = 0, n = 0;
+  int rc;
+  do {
+    rc = la_store_refused_expire(ga->store, now - keep, la__forget, ga, &n);
+    total += n;
+  } while (rc == 0 && n == 10000 && total < 100000);
+  if (rc == LA_EIO) return LA_EIO;
+  if (total)
+    la_log_info("%llu refused ranks' records older than "
+                "appid.refused_retention (%lld s) forgotten",
+                (unsigned long long)total,
+                (long long)(ga->set.refused_retention_ms / 1000));
+  return 0;
 }

@@ -14,7 +14,11 @@
  * never stored into the owner's Trace-Sets, never counted as the owner's
  * rank, never recorded as the owner's missing cycles. A RankStart of the
  * owner's uid for the same key lifts the refusal (the link is ordered: what
- * follows it is the owner's).
+ * follows it is the owner's). With appid.require_owner, a RankStart that
+ * says no uid (an older LocalAgent) under a bound id is refused too (its
+ * LocalAgent not told). A key this GlobalAgent has no RankStart of asks the
+ * store once (shards learn each other's refusals); refusals are pruned at
+ * the rank's RankEnd, by age and by a cap per LocalAgent.
  *
  * Deliberately not here: storing (store_owners.c), the link (agents.c,
  * reached through la_ga_agent_ops_t.refuse_rank). Loop thread.
@@ -49,9 +53,22 @@ int la_ga_owners_rank_start(la_ga_t *ga, const char *host,
 int la_ga_owners_started(la_ga_t *ga, const char *host, const La__RankStart *r);
 
 /* Whether a message of (app_id, rank) from host belongs to a refused
- * rank: 1 (counted: the caller drops it), else 0. Costs nothing while no
- * rank was ever refused. */
+ * rank: 1 (counted: the caller drops it), else 0; LA_EIO when the store
+ * failed (the batch is poisoned). A key with no RankStart in this run has
+ * the store asked once whether it was refused (by another shard, or before
+ * a restart); then its answer is kept. end: the message is the rank's
+ * RankEnd (a refused key's record then goes, counted in
+ * appid_refused_pruned). */
 int la_ga_owners_drop(la_ga_t *ga, const char *host, const char *app_id,
-                      uint32_t rank);
+                      uint32_t rank, int end);
+
+/* Whether a retention pass is due at loop time now_ms (then the next is
+ * scheduled: at most a minute, at most half of appid.refused_retention
+ * later). */
+int la_ga_owners_expire_due(la_ga_t *ga, uint64_t now_ms);
+/* The retention pass: refusals recorded longer than
+ * appid.refused_retention ago are forgotten (store and table), counted in
+ * appid_refused_pruned. Inside the caller's transaction. 0 or LA_EIO. */
+int la_ga_owners_expire(la_ga_t *ga);
 
 #endif

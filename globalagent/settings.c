@@ -105,6 +105,17 @@ const la_cfg_key_t la_ga_keys[] = {
     "fsync every commit (durable against power loss); no: against crashes"),
   N("store", "batch_max", LA_CFG_INT, batch_max, "1000", 1, 1000000,
     "messages per group commit at most"),
+  N("appid", "require_owner", LA_CFG_BOOL, require_owner, "no", 0, 1,
+    "yes: a RankStart that says no owner uid (an older LocalAgent) under "
+    "an app id bound to a uid is refused like another uid's (its "
+    "LocalAgent is not told: it would not understand); no: such ranks are "
+    "neither bound nor checked"),
+  N("appid", "refused_retention", LA_CFG_MS, refused_retention_ms, "7d",
+    1000, 31622400000.0, "a refused rank's record is forgotten after this "
+    "(its RankEnd forgets it at once)"),
+  N("appid", "refused_max_per_agent", LA_CFG_INT, refused_max_per_agent,
+    "10000", 1, 100000000, "refused ranks' records kept per LocalAgent; "
+    "beyond, the oldest are forgotten (counted in appid_refused_pruned)"),
   N("history", "full_cycles", LA_CFG_INT, history_full_cycles, "16", 0,
     4294967295.0, "a rank's most recent cycles kept in full; an older one "
     "its LocalAgent found within bound of a representative is kept as a "

@@ -47,6 +47,11 @@ typedef struct la_ga_settings {
   char db_url[1024]; /* PostgreSQL, shared by shards ("" = SQLite at db) */
   int fsync;
   int64_t batch_max;
+  /* [appid] (docs/security.md, "Application ids across nodes") */
+  int require_owner;              /* a RankStart without owner_uid under
+                                     a bound id is refused */
+  int64_t refused_retention_ms;   /* refusals older are forgotten */
+  int64_t refused_max_per_agent;  /* refusals kept per LocalAgent */
   /* [history] (docs/history.md) */
   int64_t history_full_cycles; /* recent cycles per rank kept in full */
   /* [daemon] */

@@ -73,8 +73,10 @@ typedef double (*LA_ProbeFunc)(long element, void *arg);
 
 /* ------------------------------------------------------------ lifecycle --
  * LA_register: call once after MPI_Init, on every rank. app_name names the
- * program (the application id adds the launcher's job id, or is LA_APP_ID /
- * LA_setAppId); under MPI every rank takes rank 0's id, broadcast over
+ * program (the application id adds the launcher's job id and, where one
+ * process decides it, a random part no other user can predict (off with
+ * LA_APP_ID_RANDOM=0); or it is LA_APP_ID / LA_setAppId, taken as given;
+ * LA_appId returns it); under MPI every rank takes rank 0's id, broadcast over
  * MPI_COMM_WORLD, so it is a collective: every rank of MPI_COMM_WORLD calls
  * it, or the program gives the id with LA_setAppId on each rank it
  * registers (no broadcast then). LA_APP_ID wins on the rank where it is

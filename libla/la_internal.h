@@ -50,6 +50,7 @@ typedef struct la__settings {
   char agent[256];             /* host:port of the LocalAgent */
   char compact[256];           /* compaction spec, "" = agent's default */
   char app_id[LA_MAX_APP_ID + 1];
+  int app_id_random; /* LA_APP_ID_RANDOM: a derived id's random part */
   int verbose;
   int disabled;
   int wait_timeout_ms;    /* wait policy: longest wait for a buffer */
@@ -99,14 +100,22 @@ LA__HIDDEN double la__timer_resolution_ns(const la__timer_t *t);
 /* ----------------------------------------------------------------- appid */
 /* Fills rank and nprocs from the launcher's environment where they are -1. */
 LA__HIDDEN int la__launcher_rank(int *rank, int *nprocs);
-/* Builds the application id for app_name: LA_APP_ID, else the launcher's
- * job id, else the launcher process's pid and start time. */
-LA__HIDDEN int la__app_id(const char *app_name, const char *forced, char *out,
-                          size_t len);
+/* Builds the application id for app_name: forced (LA_APP_ID, LA_setAppId,
+ * rank 0's broadcast id) as it is, else the launcher's job id, else the
+ * launcher process's pid and start time. A derived id gains a random part
+ * (la__app_id_random) where this process alone decides it: a job of one
+ * process (nprocs 1), or a process under no launcher. */
+LA__HIDDEN int la__app_id(const char *app_name, const char *forced,
+                          int nprocs, char *out, size_t len);
 /* The id rank 0 of an MPI job derives for the whole job: la__app_id's
  * derivation; one that is unique on this node only (a pid and start time)
- * gains ".<host>", this node's host name up to its first dot. */
+ * gains ".<host>", this node's host name up to its first dot; then the
+ * random part (la__app_id_random). */
 LA__HIDDEN int la__app_id_job(const char *app_name, char *out, size_t len);
+/* Whether a derived id gets its random part: LA_APP_ID_RANDOM unset, or
+ * anything but 0/no/false/off (a value that is neither is refused by
+ * la__settings_resolve). */
+LA__HIDDEN int la__app_id_random_on(void);
 
 /* ------------------------------------------------------------- mpi_appid */
 /* Where MPI is initialised (and not finalised) and its library recognised

@@ -389,7 +389,7 @@ static int la__register(const char *app_name, int rank, int nprocs,
   la__set_verbose(s->verbose, rank);
   la__ctx.rank = rank;
   la__ctx.nprocs = nprocs;
-  if ((rc = la__app_id(app_name, s->app_id[0] ? s->app_id : agreed,
+  if ((rc = la__app_id(app_name, s->app_id[0] ? s->app_id : agreed, nprocs,
                        la__ctx.app_id, sizeof la__ctx.app_id)))
     return rc;
   if (s->app_id[0] && agreed[0] && strcmp(agreed, la__ctx.app_id))
@@ -398,10 +398,17 @@ static int la__register(const char *app_name, int rank, int nprocs,
         "registers apart from rank 0",
         la__ctx.app_id, agreed);
   else
-    la__info("application id %s (%s)", la__ctx.app_id,
+    la__info("application id %s (%s%s)", la__ctx.app_id,
              s->app_id[0] ? "LA_APP_ID or LA_setAppId"
              : agreed[0] ? agreed_why
-                         : "from the launcher's environment");
+                         : "from the launcher's environment",
+             s->app_id[0] ? ""
+             : !s->app_id_random
+                 ? "; no random part: LA_APP_ID_RANDOM=0"
+             : agreed[0] || nprocs == 1
+                 ? "; its last part random, so that no other user can "
+                   "claim it first"
+                 : "; no random part: the ranks derive it each on its own");
   if (!agreed[0] && !s->app_id[0])
     la__info("not agreed over MPI: %s", agreed_why);
 

@@ -274,6 +274,8 @@ int la__settings_resolve(la__settings_t *s) {
   rc = rc ? rc : la__env_str("LA_AGENT", s->agent, sizeof s->agent);
   rc = rc ? rc : la__env_str("LA_COMPACT", s->compact, sizeof s->compact);
   rc = rc ? rc : la__env_str("LA_APP_ID", s->app_id, sizeof s->app_id);
+  s->app_id_random = 1;
+  rc = rc ? rc : la__env_bool("LA_APP_ID_RANDOM", &s->app_id_random);
   rc = rc ? rc
           : la__env_int("LA_WAIT_TIMEOUT_MS", 0, 86400000, &s->wait_timeout_ms);
   rc = rc ? rc

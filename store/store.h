@@ -127,6 +127,23 @@ int la_store_rank_refuse(la_store_t *s, const char *app_id, const char *host,
  * started that rank from that host). 0, LA_EINVAL, LA_EIO. */
 int la_store_rank_unrefuse(la_store_t *s, const char *app_id,
                            const char *host, uint32_t rank);
+/* The uid refused for (app_id, host, rank) into *uid (UINT32_MAX: its
+ * RankStart said none). 0, LA_ENOTFOUND, LA_EINVAL, LA_EIO. */
+int la_store_rank_refused(la_store_t *s, const char *app_id, const char *host,
+                          uint32_t rank, uint32_t *uid);
+/* Deletes host's oldest refusals beyond the newest keep, calling fn (may be
+ * NULL) for each after its row went; *n gets how many. 0, LA_EINVAL,
+ * LA_ENOMEM, LA_EIO. */
+int la_store_refused_trim(la_store_t *s, const char *host, uint64_t keep,
+                          void (*fn)(void *arg, const char *app_id,
+                                     const char *host, uint32_t rank),
+                          void *arg, uint64_t *n);
+/* The same for refusals recorded before before_ns (realtime), at most
+ * 10,000 a call (the caller calls again while *n is that). */
+int la_store_refused_expire(la_store_t *s, uint64_t before_ns,
+                            void (*fn)(void *arg, const char *app_id,
+                                       const char *host, uint32_t rank),
+                            void *arg, uint64_t *n);
 /* Calls fn for every refused (app_id, host, rank) with the refused uid, in
  * key order, until fn returns non-zero (returned). 0, LA_EINVAL, LA_EIO
  * (a row out of range: corrupt). */

@@ -6,12 +6,19 @@
  * refusal outlives a restart of the GlobalAgent (a LocalAgent resends what
  * was not acknowledged).
  *
- * Statements are prepared per call: they run once per rank start, or once
- * at start (la_store_refused_each), never per trace.
+ * Refused rows are pruned (la_store_refused_trim, la_store_refused_expire:
+ * the oldest of a LocalAgent beyond a cap, those older than a retention)
+ * and looked up one key at a time (la_store_rank_refused: a shard that
+ * sees a rank it had no RankStart of).
+ *
+ * Statements are prepared per call: they run once per rank start, once per
+ * (application, host, rank) a GlobalAgent has no RankStart of, at a prune,
+ * or once at start (la_store_refused_each), never per trace.
  *
  * Deliberately not here: deciding what a refusal means for the traces and
  * telling the LocalAgent (ingest.c, owners.c).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "la_errcodes.h"
@@ -139,7 +146,7 @@ int la_store_refused_each(la_store_t *s,
     la__col_copy(st, 1, host, sizeof host);
     int64_t rank = la_db_column_int64(st, 2), uid = la_db_column_int64(st, 3);
     if (!app[0] || rank < 0 || rank >= (int64_t)LA_MAX_RANKS || uid < 0 ||
-        uid >= (int64_t)UINT32_MAX)
+        uid > (int64_t)UINT32_MAX) /* UINT32_MAX: no uid said */
       r = la__store_corrupt(s, "refused rank %lld of '%s' (uid %lld)",
                             (long long)rank, app, (long long)uid);
     else
@@ -148,4 +155,121 @@ int la_store_refused_each(la_store_t *s,
   if (r == 0 && rc != LA_DB_DONE) r = la__store_sqlerr(s, "listing refused ranks");
   la_db_finalize(st);
   return r;
+}
+
+int la_store_rank_refused(la_store_t *s, const char *app_id, const char *host,
+                          uint32_t rank, uint32_t *uid) {
+  if (!s || !app_id || !host || !uid) return LA_EINVAL;
+  la_db_stmt_t *st;
+  int r = la__prep(s,
+                   "SELECT uid FROM refused_ranks WHERE app_id = ?1 AND"
+                   " host = ?2 AND rank = ?3",
+                   &st, "reading a refused rank");
+  if (r) return r;
+  la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
+  la__bind_text(st, 2, host, LA_MAX_ID_LEN);
+  la_db_bind_int64(st, 3, rank);
+  int rc = la_db_step(st);
+  if (rc == LA_DB_ROW) {
+    int64_t v = la_db_column_int64(st, 0);
+    if (v < 0 || v > (int64_t)UINT32_MAX)
+      r = la__store_corrupt(s, "refused uid %lld of %s", (long long)v, app_id);
+    else
+      *uid = (uint32_t)v;
+  } else {
+    r = rc == LA_DB_DONE ? LA_ENOTFOUND
+                         : la__store_sqlerr(s, "reading a refused rank");
+  }
+  la_db_finalize(st);
+  return r;
+}
+
+/* One refused key read by a prune. */
+typedef struct la__rkey {
+  char app[LA_MAX_ID_LEN + 1], host[LA_MAX_ID_LEN + 1];
+  uint32_t rank;
+} la__rkey_t;
+
+/* Runs st (bound; columns app_id, host, rank), then deletes each key it
+ * listed, calling fn for it first. *n gets how many. Finalizes st. 0,
+ * LA_ENOMEM, LA_EIO (la_store_refused_* says when). */
+static int la__prune(la_store_t *s, la_db_stmt_t *st,
+                     void (*fn)(void *arg, const char *app_id,
+                                const char *host, uint32_t rank),
+                     void *arg, uint64_t *n) {
+  la__rkey_t *k = NULL;
+  size_t nk = 0, cap = 0;
+  int r = 0, rc;
+  while ((rc = la_db_step(st)) == LA_DB_ROW) {
+    if (nk == cap) {
+      size_t nc = cap ? cap * 2 : 16;
+      la__rkey_t *b = realloc(k, nc * sizeof *k);
+      if (!b) {
+        r = LA_ENOMEM;
+        break;
+      }
+      k = b;
+      cap = nc;
+    }
+    la__col_copy(st, 0, k[nk].app, sizeof k[nk].app);
+    la__col_copy(st, 1, k[nk].host, sizeof k[nk].host);
+    int64_t rank = la_db_column_int64(st, 2);
+    if (rank < 0 || rank >= (int64_t)LA_MAX_RANKS) continue; /* never loaded */
+    k[nk++].rank = (uint32_t)rank;
+  }
+  if (r == 0 && rc != LA_DB_DONE)
+    r = la__store_sqlerr(s, "listing refused ranks to prune");
+  la_db_finalize(st);
+  for (size_t i = 0; r == 0 && i < nk; i++) {
+    r = la_store_rank_unrefuse(s, k[i].app, k[i].host, k[i].rank);
+    if (r == 0 && fn) fn(arg, k[i].app, k[i].host, k[i].rank);
+  }
+  if (r == 0 && n) *n = nk;
+  free(k);
+  return r;
+}
+
+int la_store_refused_trim(la_store_t *s, const char *host, uint64_t keep,
+                          void (*fn)(void *arg, const char *app_id,
+                                     const char *host, uint32_t rank),
+                          void *arg, uint64_t *n) {
+  if (!s || !host) return LA_EINVAL;
+  if (n) *n = 0;
+  la_db_stmt_t *st;
+  int r = la__prep(s, "SELECT count(*) FROM refused_ranks WHERE host = ?1",
+                   &st, "counting a LocalAgent's refused ranks");
+  if (r) return r;
+  la__bind_text(st, 1, host, LA_MAX_ID_LEN);
+  int64_t have = 0;
+  if (la_db_step(st) == LA_DB_ROW)
+    have = la_db_column_int64(st, 0);
+  else
+    r = la__store_sqlerr(s, "counting a LocalAgent's refused ranks");
+  la_db_finalize(st);
+  if (r || have <= 0 || (uint64_t)have <= keep) return r;
+  if ((r = la__prep(s,
+                    "SELECT app_id, host, rank FROM refused_ranks WHERE"
+                    " host = ?1 ORDER BY t_refused_ns, app_id, rank"
+                    " LIMIT ?2",
+                    &st, "listing a LocalAgent's oldest refused ranks")))
+    return r;
+  la__bind_text(st, 1, host, LA_MAX_ID_LEN);
+  la_db_bind_int64(st, 2, have - (int64_t)keep);
+  return la__prune(s, st, fn, arg, n);
+}
+
+int la_store_refused_expire(la_store_t *s, uint64_t before_ns,
+                            void (*fn)(void *arg, const char *app_id,
+                                       const char *host, uint32_t rank),
+                            void *arg, uint64_t *n) {
+  if (!s) return LA_EINVAL;
+  if (n) *n = 0;
+  la_db_stmt_t *st;
+  int r = la__prep(s,
+                   "SELECT app_id, host, rank FROM refused_ranks WHERE"
+                   " t_refused_ns < ?1 ORDER BY t_refused_ns LIMIT 10000",
+                   &st, "listing expired refused ranks");
+  if (r) return r;
+  la_db_bind_int64(st, 1, la__i64(before_ns));
+  return la__prune(s, st, fn, arg, n);
 }

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* lactl_apps.c: `lactl apps [--global HOST:PORT | --db FILE] [--json]`:
- * the applications a GlobalAgent (or its store) knows: id, program name,
- * ranks, elements, metric and unit, cycles, complete and partial
- * Trace-Sets, and whether the run is still going (running) or every rank
- * has ended (ended). A table for the terminal, or one JSON object.
+/* lactl_apps.c: `lactl apps [--job ID] [--global HOST:PORT | --db FILE]
+ * [--json]`: the applications a GlobalAgent (or its store) knows: id,
+ * program name, ranks, elements, metric and unit, cycles, complete and
+ * partial Trace-Sets, and whether the run is still going (running) or
+ * every rank has ended (ended). A table for the terminal, or one JSON
+ * object. --job finds a job's applications by what the user knows of it
+ * (job_match below), the random part libla adds to derived ids left out.
  *
  * It only lists: `lactl cycles` and `lactl show` look inside. */
 #include <getopt.h>
@@ -14,15 +16,24 @@
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: lactl apps [--global HOST:PORT | --db FILE] [--json]\n"
+          "usage: lactl apps [--job ID] [--global HOST:PORT | --db FILE] "
+          "[--json]\n"
           "\n"
           "Lists the applications known to the GlobalAgent: id, name, ranks, "
           "elements,\nmetric and unit, cycles, complete and partial "
           "Trace-Sets, and state\n(running, or ended when every rank "
-          "ended).\n\n" LACTL_COMMON_HELP
+          "ended).\n\n"
+          "  --job ID            only the applications of job ID: the one "
+          "whose id is ID\n"
+          "                      exactly, when there is one; else those "
+          "whose id, its\n"
+          "                      random part left out, is ID or starts "
+          "with ID and a dot,\n"
+          "                      and, ID a number, those of Slurm job ID "
+          "(a part slurmID)\n" LACTL_COMMON_HELP
           "  --json              one JSON object {\"apps\": [...]}\n"
-          "\nExit status: 0 done, 1 source unreachable or unreadable, 2 "
-          "usage.\n");
+          "\nExit status: 0 done, 1 source unreachable or unreadable, or no "
+          "application\nof the job given, 2 usage.\n");
 }
 
 static void print_json(const lactl_app_t *a, size_t n) {
@@ -88,12 +99,76 @@ static int print_text(const lactl_app_t *a, size_t n) {
   return LACTL_OK;
 }
 
+/* Whether the last dot-separated part of id, from last_dot, is a random
+ * part as libla draws it: 8 characters of the base32 alphabet (a-z, 2-7). */
+static int random_part(const char *last_dot) {
+  if (!last_dot || strlen(last_dot + 1) != 8) return 0;
+  for (const char *p = last_dot + 1; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '2' && *p <= '7'))) return 0;
+  return 1;
+}
+
+/* Whether id is of job (no exact match among the applications: the
+ * caller checks that first): id without its random part is job or starts
+ * with "job."; or job is a number and a dot-separated part of id is
+ * "slurm<job>". */
+static int job_match(const char *id, const char *job) {
+  size_t lj = strlen(job), li = strlen(id);
+  const char *dot = strrchr(id, '.');
+  size_t base = random_part(dot) ? (size_t)(dot - id) : li;
+  if (base >= lj && !strncmp(id, job, lj) && (base == lj || id[lj] == '.'))
+    return 1;
+  if (!lj || strspn(job, "0123456789") != lj) return 0;
+  for (const char *p = id; p && *p; p = strchr(p, '.'), p = p ? p + 1 : p) {
+    size_t n = strcspn(p, ".");
+    if (n == 5 + lj && !strncmp(p, "slurm", 5) && !strncmp(p + 5, job, lj))
+      return 1;
+  }
+  return 0;
+}
+
+/* Keeps in a[0..*n) the applications of job (job_match's rule, an exact
+ * id winning). */
+static void filter_job(lactl_app_t *a, size_t *n, const char *job) {
+  size_t k = 0;
+  for (size_t i = 0; i < *n; i++)
+    if (!strcmp(a[i].id, job)) {
+      a[0] = a[i];
+      *n = 1;
+      return;
+    }
+  for (size_t i = 0; i < *n; i++)
+    if (job_match(a[i].id, job)) a[k++] = a[i];
+  *n = k;
+}
+
 int lactl_apps_main(int argc, char **argv) {
+  static const struct option lo[] = {
+      {"job", 1, 0, 'j'}, LACTL_COMMON_OPTIONS, {0, 0, 0, 0}};
   lactl_common_t o = {0};
-  int orc = lactl_common_only("apps", argc, argv, &o, usage);
-  if (orc >= 0) return orc;
+  const char *job = NULL;
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+    if (lactl_common_opt(&o, c, optarg)) continue;
+    switch (c) {
+      case 'h':
+        usage(stdout);
+        return LACTL_OK;
+      case 'j':
+        if (!optarg[0] || strlen(optarg) > 128)
+          return lactl_usage_err("apps", "--job '%s': empty or longer than "
+                                 "128 bytes", optarg);
+        job = optarg;
+        break;
+      default:
+        return lactl_opt_err("apps", argv, lo, "h");
+    }
+  }
   if (optind < argc)
     return lactl_usage_err("apps", "unexpected argument '%s'", argv[optind]);
+  int orc;
   lactl_src_t *s;
   orc = lactl_src_open("apps", &o, &s);
   if (orc) return orc;
@@ -104,6 +179,18 @@ int lactl_apps_main(int argc, char **argv) {
     rc = lactl_src_fail("apps", s, rc);
     lactl_src_close(s);
     return rc;
+  }
+  if (job) {
+    filter_job(a, &n, job);
+    if (n == 0) {
+      fprintf(stderr,
+              "lactl apps: no application of job '%s' ('lactl apps' lists "
+              "them all)\n",
+              job);
+      free(a);
+      lactl_src_close(s);
+      return LACTL_FAIL;
+    }
   }
   if (o.json)
     print_json(a, n);

@@ -130,6 +130,21 @@ long long la_ta_sql_int(la_test_agent_t *a, const char *sql) {
   return la_ta_query(a, sql, la_ta_get_int, &v) == 0 ? v : -1;
 }
 
+int la_ta_sql_exec(la_test_agent_t *a, const char *sql) {
+  sqlite3 *db = NULL;
+  char *err = NULL;
+  int rc = -1;
+  if (sqlite3_open_v2(a->st.db, &db, SQLITE_OPEN_READWRITE, NULL) ==
+          SQLITE_OK &&
+      sqlite3_busy_timeout(db, 30000) == SQLITE_OK) {
+    rc = sqlite3_exec(db, sql, NULL, NULL, &err) == SQLITE_OK ? 0 : -1;
+    if (rc) fprintf(stderr, "%s: %s\n", sql, err ? err : sqlite3_errmsg(db));
+  }
+  sqlite3_free(err);
+  sqlite3_close(db);
+  return rc;
+}
+
 long long la_ta_app_int(la_test_agent_t *a, const char *app_id,
                         const char *fmt) {
   char sql[400];

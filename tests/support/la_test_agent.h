@@ -43,6 +43,9 @@ long long la_ta_local_stat(la_test_agent_t *a, const char *key);
 /* One integer from a query on the GlobalAgent's store (-1 when the query
  * fails or returns no row or NULL). */
 long long la_ta_sql_int(la_test_agent_t *a, const char *sql);
+/* Runs sql (a write) on the store behind the GlobalAgent's back (the SQLite
+ * file, waiting out its locks). 0, or -1 (said on stderr). */
+int la_ta_sql_exec(la_test_agent_t *a, const char *sql);
 /* la_ta_sql_int of fmt, a query with one %s, formatted with app_id. */
 long long la_ta_app_int(la_test_agent_t *a, const char *app_id,
                         const char *fmt);

@@ -79,6 +79,17 @@ int la_test_link_trace(la_test_link_t *l, const char *app_id, uint32_t rank,
   return la_test_link_send_trace(l, &t);
 }
 
+int la_test_link_rank_end(la_test_link_t *l, const char *app_id,
+                          uint32_t rank) {
+  La__RankEnd e = LA__RANK_END__INIT;
+  e.seq = ++l->seq;
+  e.app_id = (char *)app_id;
+  e.rank = rank;
+  e.reason = "finalize";
+  return la_secure_send_msg(l->fd, &l->sec, LA__MSG_TYPE__MSG_RANK_END,
+                            &e.base, 5000);
+}
+
 int la_test_link_send_trace(la_test_link_t *l, La__CompactTrace *t) {
   t->seq = ++l->seq;
   return la_secure_send_msg(l->fd, &l->sec, LA__MSG_TYPE__MSG_COMPACT_TRACE,

@@ -60,6 +60,10 @@ int la_test_link_trace(la_test_link_t *l, const char *app_id, uint32_t rank,
                        uint64_t tag, const la_compact_result_t *r,
                        const uint8_t *bytes, size_t len);
 
+/* Sends the RankEnd of app_id rank (reason "finalize"). */
+int la_test_link_rank_end(la_test_link_t *l, const char *app_id,
+                          uint32_t rank);
+
 /* Sends t as it is (any field, valid or not), with the next link sequence
  * number. */
 int la_test_link_send_trace(la_test_link_t *l, La__CompactTrace *t);

@@ -167,8 +167,9 @@ static verdict_t run_other(const char *agent, const char *app_id, int rank,
   return v;
 }
 
-/* Starts the GlobalAgent on the agents port (0: a new one, remembered). */
-static void start_ga(uint16_t port) {
+/* Starts the GlobalAgent on the agents port (0: a new one, remembered),
+ * with the settings extra (NULL-terminated, may be NULL) added. */
+static void start_ga_with(uint16_t port, const char *const *extra) {
   la_test_stack_t *s = &T.ta.st;
   la_td_argv_t a;
   la_td_argv_init(&a);
@@ -179,6 +180,7 @@ static void start_ga(uint16_t port) {
   /* the job's sets wait for its second rank, started later */
   la_td_argv_add(&a, "--stitch.timeout=300s");
   la_td_argv_add(&a, "--log.level=debug");
+  for (int i = 0; extra && extra[i]; i++) la_td_argv_add(&a, "%s", extra[i]);
   unlink(s->agents_pf);
   int fp = la_td_start(s->ga, a.v, s->feed_pf, WAIT_MS);
   if (fp <= 0) fail_msg("la-globalagent did not start");
@@ -187,6 +189,10 @@ static void start_ga(uint16_t port) {
   T.agents_port = (uint16_t)ap;
   snprintf(s->ga_addr, sizeof s->ga_addr, "127.0.0.1:%d", ap);
   snprintf(s->feed_addr, sizeof s->feed_addr, "127.0.0.1:%d", fp);
+}
+
+static void start_ga(uint16_t port) {
+  start_ga_with(port, NULL);
 }
 
 static void wait_linked(la_test_daemon_t *la) {
@@ -301,10 +307,14 @@ static void test_other_user_other_node(void **state) {
                    0);
   assert_int_equal(sql("SELECT uid FROM app_owners WHERE app_id = '%s'", id),
                    OWNER);
-  assert_int_equal(sql("SELECT uid FROM refused_ranks WHERE app_id = '%s' "
-                       "AND host = 'node-b' AND rank = 1",
+  /* the refusal's record went with the refused rank's RankEnd: nothing of
+   * that rank can follow */
+  assert_int_equal(la_td_wait_status(ga, "appid_refused_pruned", 1, WAIT_MS),
+                   0);
+  assert_int_equal(sql("SELECT count(*) FROM refused_ranks WHERE app_id = "
+                       "'%s'",
                        id),
-                   OTHER);
+                   0);
   /* counted and said once, naming the id and both uids */
   assert_int_equal(la_td_wait_status(ga, "appid_refused_starts", 1, WAIT_MS),
                    0);
@@ -473,11 +483,225 @@ static void test_refused_rank_messages_dropped(void **state) {
   wait_linked(T.lb);
 }
 
+/* Sends count traces (cycles 0..count-1) of rank, 16 elements each, and
+ * waits for their acknowledgement. */
+static void send_traces(la_test_link_t *l, const char *id, uint32_t rank,
+                        int count) {
+  double x[16];
+  for (int i = 0; i < 16; i++) x[i] = -1.0 - i;
+  la_compact_result_t r16;
+  assert_int_equal(la_compact(x, 16, NULL, &r16), 0);
+  for (int t = 0; t < count; t++)
+    assert_int_equal(
+        la_test_link_trace(l, id, rank, (uint64_t)t, &r16, NULL, 0), 0);
+  la_compact_result_free(&r16);
+  link_acked(l);
+}
+
+/* A refusal another shard recorded (written to the store behind this
+ * GlobalAgent's back, after it read the store at start): the rank's
+ * messages, of which this GlobalAgent saw no RankStart, are dropped, the
+ * store asked once; its RankEnd drops the record. Another rank of no
+ * RankStart is still stored as before. */
+static void test_refusal_learned_from_store(void **state) {
+  (void)state;
+  if (!T.up) skip();
+  la_test_daemon_t *ga = T.ta.st.ga;
+  const char *id = "behind.1";
+  long long learned0 = la_td_status_ll(ga, "appid_refused_learned");
+  long long dropped0 = la_td_status_ll(ga, "appid_refused_messages");
+  long long pruned0 = la_td_status_ll(ga, "appid_refused_pruned");
+  la_test_link_t a, b;
+  link_open(&a, "learn-a");
+  assert_int_equal(la_test_link_rank_start_uid(&a, "learn-a", id, 0, 2, 16,
+                                               OWNER),
+                   0);
+  send_traces(&a, id, 0, 1);
+  char q[400];
+  snprintf(q, sizeof q,
+           "INSERT INTO refused_ranks(app_id, host, rank, uid, owner_uid, "
+           "seq, t_refused_ns) VALUES ('%s', 'learn-b', 1, %d, %d, 1, "
+           "CAST((julianday('now') - 2440587.5) * 86400000000000 AS "
+           "INTEGER))",
+           id, OTHER, OWNER);
+  assert_int_equal(la_ta_sql_exec(&T.ta, q), 0);
+  long long stored0 = la_td_status_ll(ga, "traces_stored");
+  link_open(&b, "learn-b");
+  send_traces(&b, id, 1, 3);
+  assert_int_equal(la_td_wait_status(ga, "appid_refused_messages",
+                                     dropped0 + 3, WAIT_MS),
+                   0);
+  assert_int_equal(la_td_status_ll(ga, "appid_refused_learned"), learned0 + 1);
+  assert_int_equal(la_td_status_ll(ga, "traces_stored"), stored0);
+  assert_int_equal(sql("SELECT count(*) FROM traces WHERE app_id = '%s' AND "
+                       "rank = 1",
+                       id),
+                   0);
+  /* a rank nobody refused, of no RankStart either: stored, as before */
+  send_traces(&b, "behind.2", 0, 1);
+  assert_int_equal(la_td_wait_status(ga, "traces_stored", stored0 + 1,
+                                     WAIT_MS),
+                   0);
+  /* the refused rank's end: its record goes, and it is not the owner's */
+  assert_int_equal(la_test_link_rank_end(&b, id, 1), 0);
+  link_acked(&b);
+  assert_int_equal(la_td_wait_status(ga, "appid_refused_pruned", pruned0 + 1,
+                                     WAIT_MS),
+                   0);
+  assert_int_equal(la_td_status_ll(ga, "appid_refused_messages"), dropped0 + 4);
+  assert_int_equal(la_td_status_ll(ga, "appid_refused_learned"), learned0 + 1);
+  assert_int_equal(sql("SELECT count(*) FROM refused_ranks WHERE app_id = "
+                       "'%s'",
+                       id),
+                   0);
+  assert_int_equal(sql("SELECT count(*) FROM ranks WHERE app_id = '%s' AND "
+                       "rank = 1",
+                       id),
+                   0);
+  la_test_link_close(&a);
+  la_test_link_close(&b);
+}
+
+/* Restarts the GlobalAgent with extra settings (NULL: the defaults) and
+ * waits for the real LocalAgents to find it. */
+static void restart_ga(const char *const *extra) {
+  assert_int_equal(la_td_stop(T.ta.st.ga, WAIT_MS), 0);
+  la_td_log_mark(T.ta.st.ga);
+  start_ga_with(T.agents_port, extra);
+  wait_linked(T.ta.st.la);
+  wait_linked(T.lb);
+}
+
+/* One LocalAgent cannot grow refused_ranks past
+ * appid.refused_max_per_agent (the oldest go, counted and said), and
+ * records older than appid.refused_retention go. */
+static void test_refused_pruned(void **state) {
+  (void)state;
+  if (!T.up) skip();
+  const char *cap3[] = {"--appid.refused_max_per_agent=3", NULL};
+  restart_ga(cap3);
+  la_test_daemon_t *ga = T.ta.st.ga;
+  const char *id = "cap.1";
+  la_test_link_t a, b;
+  link_open(&a, "cap-a");
+  assert_int_equal(la_test_link_rank_start_uid(&a, "cap-a", id, 0, 8, 16,
+                                               OWNER),
+                   0);
+  link_acked(&a);
+  link_open(&b, "cap-b");
+  for (uint32_t r = 1; r <= 5; r++) {
+    assert_int_equal(la_test_link_rank_start_uid(&b, "cap-b", id, r, 8, 16,
+                                                 OTHER),
+                     0);
+    link_acked(&b); /* one batch each: their refusal times in rank order */
+  }
+  assert_int_equal(b.refusals, 5);
+  assert_int_equal(la_td_wait_status(ga, "appid_refused_starts", 5, WAIT_MS),
+                   0);
+  assert_int_equal(la_td_status_ll(ga, "appid_refused_pruned"), 2);
+  assert_int_equal(sql("SELECT count(*) FROM refused_ranks WHERE app_id = "
+                       "'%s' AND host = 'cap-b'",
+                       id),
+                   3);
+  assert_int_equal(sql("SELECT min(rank) FROM refused_ranks WHERE app_id = "
+                       "'%s' AND host = 'cap-b'",
+                       id),
+                   3);
+  assert_true(la_td_log_count(ga, "LocalAgent cap-b: more than 3 refused "
+                                  "ranks recorded") >= 1);
+  /* the pruned ranks' messages are no longer known as refused (rank 1);
+   * the kept ones' still are (rank 5) */
+  long long dropped0 = la_td_status_ll(ga, "appid_refused_messages");
+  send_traces(&b, id, 5, 1);
+  assert_int_equal(la_td_wait_status(ga, "appid_refused_messages",
+                                     dropped0 + 1, WAIT_MS),
+                   0);
+  la_test_link_close(&a);
+  la_test_link_close(&b);
+  /* a retention of a second: the three left go */
+  const char *short_retention[] = {"--appid.refused_retention=1s", NULL};
+  restart_ga(short_retention);
+  ga = T.ta.st.ga;
+  assert_int_equal(la_td_wait_status(ga, "appid_refused_pruned", 3, WAIT_MS),
+                   0);
+  assert_int_equal(sql("SELECT count(*) FROM refused_ranks WHERE app_id = "
+                       "'%s'",
+                       id),
+                   0);
+  assert_int_equal(la_td_wait_log(ga, "refused ranks' records older than "
+                                      "appid.refused_retention",
+                                  WAIT_MS),
+                   0);
+  restart_ga(NULL);
+}
+
+/* An older LocalAgent's RankStart (no owner_uid) under a bound id: stored
+ * by default (neither bound nor checked); refused with
+ * appid.require_owner = yes (recorded with no uid, its messages dropped,
+ * its LocalAgent not sent a RankRefused it would not understand). */
+static void test_require_owner(void **state) {
+  (void)state;
+  if (!T.up) skip();
+  la_test_daemon_t *ga = T.ta.st.ga;
+  la_test_link_t a, b;
+  link_open(&a, "req-a");
+  assert_int_equal(la_test_link_rank_start_uid(&a, "req-a", "old.1", 0, 2, 16,
+                                               OWNER),
+                   0);
+  assert_int_equal(la_test_link_rank_start_uid(&a, "req-a", "old.2", 0, 2, 16,
+                                               OWNER),
+                   0);
+  link_acked(&a);
+  /* the default: appid.require_owner = no */
+  long long stored0 = la_td_status_ll(ga, "traces_stored");
+  link_open(&b, "req-b");
+  assert_int_equal(la_test_link_rank_start(&b, "req-b", "old.1", 1, 2, 16), 0);
+  send_traces(&b, "old.1", 1, 2);
+  assert_int_equal(la_td_wait_status(ga, "traces_stored", stored0 + 2,
+                                     WAIT_MS),
+                   0);
+  assert_int_equal(b.refusals, 0);
+  la_test_link_close(&a);
+  la_test_link_close(&b);
+  const char *req[] = {"--appid.require_owner=yes", NULL};
+  restart_ga(req);
+  ga = T.ta.st.ga;
+  link_open(&b, "req-b");
+  assert_int_equal(la_test_link_rank_start(&b, "req-b", "old.2", 1, 2, 16), 0);
+  send_traces(&b, "old.2", 1, 3);
+  assert_int_equal(la_td_wait_status(ga, "appid_refused_messages", 3, WAIT_MS),
+                   0);
+  assert_int_equal(la_td_status_ll(ga, "appid_refused_starts"), 1);
+  assert_int_equal(la_td_status_ll(ga, "traces_stored"), 0);
+  assert_int_equal(b.refusals, 0); /* not told: it would not understand */
+  assert_int_equal(sql("SELECT uid FROM refused_ranks WHERE app_id = '%s' "
+                       "AND host = 'req-b' AND rank = 1",
+                       "old.2"),
+                   4294967295LL);
+  assert_int_equal(sql("SELECT count(*) FROM ranks WHERE app_id = '%s' AND "
+                       "host = 'req-b'",
+                       "old.2"),
+                   0);
+  assert_int_equal(la_td_log_count(ga, "app id old.2 belongs to uid 40101: "
+                                       "rank 1 of no uid from LocalAgent "
+                                       "req-b"),
+                   1);
+  /* an id bound to nobody is still open to it */
+  assert_int_equal(la_test_link_rank_start(&b, "req-b", "old.3", 0, 1, 16), 0);
+  send_traces(&b, "old.3", 0, 1);
+  assert_int_equal(la_td_wait_status(ga, "traces_stored", 1, WAIT_MS), 0);
+  la_test_link_close(&b);
+  restart_ga(NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_other_user_other_node),
       cmocka_unit_test(test_same_user_two_nodes),
       cmocka_unit_test(test_refused_rank_messages_dropped),
+      cmocka_unit_test(test_refusal_learned_from_store),
+      cmocka_unit_test(test_refused_pruned),
+      cmocka_unit_test(test_require_owner),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -492,6 +492,70 @@ static void test_apps(void **state) {
   free(o), free(e);
 }
 
+/* lactl apps --job: a job's applications found by the job's id, libla's
+ * random part left out; an exact id wins; none found is exit 1. A store of
+ * its own (jobs.db) with ids as libla derives them. */
+static void test_apps_job(void **state) {
+  char db[256], why[400];
+  snprintf(db, sizeof db, "%s/jobs.db", g->dir);
+  la_store_t *s;
+  assert_int_equal(la_store_open(db, 0, &s, why, sizeof why), 0);
+  assert_int_equal(la_store_begin(s), 0);
+  static const char *ids[] = {
+      "wavetoy.slurm1234.0.k3x9q2ab", "wavetoy.slurm1234.1.m4p7z2aa",
+      "wavetoy.slurm12345.0.aaaabbbb", "heat.slurm1234.0",
+      "wavetoy.h4711-1333.node01.zz23abcd", "run7"};
+  for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
+    rank_start(s, ids[i], "x", 0, 1, 10);
+  assert_int_equal(la_store_commit(s), 0);
+  la_store_close(s);
+  struct {
+    const char *job, *json_ids;
+  } cases[] = {
+      /* the id without its random part */
+      {"wavetoy.slurm1234.0", "[\"wavetoy.slurm1234.0.k3x9q2ab\"]"},
+      /* a prefix ending at a dot: both steps, not job 12345 */
+      {"wavetoy.slurm1234",
+       "[\"wavetoy.slurm1234.0.k3x9q2ab\", \"wavetoy.slurm1234.1.m4p7z2aa\"]"},
+      /* a Slurm job number: its applications of any program */
+      {"1234",
+       "[\"heat.slurm1234.0\", \"wavetoy.slurm1234.0.k3x9q2ab\", "
+       "\"wavetoy.slurm1234.1.m4p7z2aa\"]"},
+      {"12345", "[\"wavetoy.slurm12345.0.aaaabbbb\"]"},
+      /* an id without a random part, and the exact id: that one only */
+      {"heat.slurm1234.0", "[\"heat.slurm1234.0\"]"},
+      {"wavetoy.slurm1234.0.k3x9q2ab", "[\"wavetoy.slurm1234.0.k3x9q2ab\"]"},
+      {"wavetoy.h4711-1333.node01", "[\"wavetoy.h4711-1333.node01.zz23abcd\"]"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char *o, *e, expr[300];
+    assert_int_equal(lactl(&o, &e, "apps", "--job", cases[i].job, "--db", db,
+                           "--json", NULL),
+                     0);
+    snprintf(expr, sizeof expr, "sorted(a[\"id\"] for a in d[\"apps\"]) == %s",
+             cases[i].json_ids);
+    py_check(save("job.json", o), "json", expr);
+    free(o), free(e);
+  }
+  /* an exact id wins over a Slurm job number: an application named "1234"
+   * is the only one listed */
+  assert_int_equal(la_store_open(db, 0, &s, why, sizeof why), 0);
+  assert_int_equal(la_store_begin(s), 0);
+  rank_start(s, "1234", "x", 0, 1, 10);
+  assert_int_equal(la_store_commit(s), 0);
+  la_store_close(s);
+  char *o, *e;
+  assert_int_equal(lactl(&o, &e, "apps", "--job", "1234", "--db", db, NULL), 0);
+  assert_non_null(strstr(o, "1234"));
+  assert_null(strstr(o, "slurm1234"));
+  free(o), free(e);
+  lactl_fails(1, "no application of job 'wavetoy.slurm123'", "apps", "--job",
+              "wavetoy.slurm123", "--db", db, NULL);
+  lactl_fails(1, "no application of job 'k3x9q2ab'", "apps", "--job",
+              "k3x9q2ab", "--db", db, NULL);
+  lactl_fails(2, "--job", "apps", "--job", NULL);
+}
+
 static void test_cycles(void **state) {
   char *o, *e;
   assert_int_equal(lactl(&o, &e, "cycles", "heat-42", "--db", g->db, NULL), 0);
@@ -959,6 +1023,7 @@ int main(void) {
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_cli_errors),
       cmocka_unit_test(test_apps),
+      cmocka_unit_test(test_apps_job),
       cmocka_unit_test(test_cycles),
       cmocka_unit_test(test_show),
       cmocka_unit_test(test_show_robust),

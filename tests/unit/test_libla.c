@@ -1294,8 +1294,86 @@ static void test_launcher_environment(void **state) {
   char expect[64];
   snprintf(expect, sizeof expect, "unit.h%d-", (int)getppid());
   assert_memory_equal(r.app_id, expect, strlen(expect));
+  /* no random part: each rank derives the id on its own (no MPI here), and
+   * the node's ranks must find the same one */
+  const char *rest = r.app_id + strlen(expect);
+  assert_int_equal(strspn(rest, "0123456789"), strlen(rest));
   unsetenv("PMI_RANK");
   unsetenv("PMI_SIZE");
+}
+
+/* Whether id ends in a random part as libla draws it: ".<8 base32>". */
+static int has_random_part(const char *id) {
+  const char *dot = strrchr(id, '.');
+  return dot && strlen(dot + 1) == 8 &&
+         strspn(dot + 1, "abcdefghijklmnopqrstuvwxyz234567") == 8;
+}
+
+/* Registers "unit" as rank of nprocs and returns its id (static). */
+static const char *registered_id(int rank, int nprocs) {
+  static char id[LA_MAX_APP_ID + 1];
+  int rc = LA_register("unit", rank, nprocs, 5);
+  if (rc != 0) fail_msg("LA_register: %s", LA_lastError());
+  snprintf(id, sizeof id, "%s", LA_appId());
+  assert_int_equal(LA_finalize(), 0);
+  return id;
+}
+
+/* A derived id gains a random part where one process decides it alone (no
+ * launcher; a job of one process), so no other user can claim it first;
+ * the same process keeps it; another process draws its own;
+ * LA_APP_ID_RANDOM=0 leaves it out; a bad value is refused by name;
+ * LA_APP_ID is taken as given; ranks that derive their ids each on their
+ * own (a Slurm job of two tasks without MPI) get none. */
+static void test_app_id_random_part(void **state) {
+  char id[LA_MAX_APP_ID + 1], want[64];
+  snprintf(id, sizeof id, "%s", registered_id(0, 1));
+  snprintf(want, sizeof want, "unit.p%d-", (int)getpid());
+  assert_memory_equal(id, want, strlen(want));
+  assert_true(has_random_part(id));
+  assert_string_equal(registered_id(0, 1), id); /* kept by the process */
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(p[0]);
+    const char *c = registered_id(0, 1);
+    _exit(write(p[1], c, strlen(c) + 1) > 0 ? 0 : 1);
+  }
+  close(p[1]);
+  char child[LA_MAX_APP_ID + 1] = "";
+  assert_true(read(p[0], child, sizeof child - 1) > 0);
+  close(p[0]);
+  int status = -1;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  print_message("parent %s, child %s\n", id, child);
+  assert_true(has_random_part(child));
+  assert_string_not_equal(strrchr(child, '.'), strrchr(id, '.'));
+
+  setenv("LA_APP_ID_RANDOM", "0", 1);
+  const char *plain = registered_id(0, 1);
+  assert_false(has_random_part(plain));
+  assert_memory_equal(plain, id, strlen(plain));
+  assert_int_equal(strlen(plain) + 9, strlen(id));
+  setenv("LA_APP_ID_RANDOM", "maybe", 1);
+  assert_int_equal(LA_register("unit", 0, 1, 5), LA_ECONFIG);
+  assert_non_null(strstr(LA_lastError(), "LA_APP_ID_RANDOM=maybe"));
+  unsetenv("LA_APP_ID_RANDOM");
+
+  setenv("LA_APP_ID", "given-7", 1);
+  assert_string_equal(registered_id(0, 1), "given-7");
+  unsetenv("LA_APP_ID");
+
+  /* Slurm without MPI: one task adds it, two tasks cannot agree on one */
+  setenv("SLURM_JOB_ID", "4242", 1);
+  setenv("SLURM_STEP_ID", "3", 1);
+  const char *one = registered_id(0, 1);
+  assert_memory_equal(one, "unit.slurm4242.3.", 17);
+  assert_true(has_random_part(one));
+  assert_string_equal(registered_id(1, 2), "unit.slurm4242.3");
+  unsetenv("SLURM_JOB_ID");
+  unsetenv("SLURM_STEP_ID");
 }
 
 /* The hand-off between two real processes: the application runs in a child
@@ -1778,6 +1856,7 @@ int main(void) {
       T(test_register_twice),
       T(test_finalize_removes_ipc),
       T(test_launcher_environment),
+      P(test_app_id_random_part),
       T(test_two_processes),
       T(test_application_killed),
       T(test_dump_raw),

@@ -9,7 +9,9 @@
  * as on two nodes (each rank's parent is its own proxy, so the launcher's
  * environment alone gives each rank another id). Without LA_APP_ID the job
  * must be one application of 2 ranks whose every Trace-Set is complete,
- * and a second run right after it another application. Also: wavetoy
+ * its id ending in the random part rank 0 drew, and a second run right
+ * after it another application; with LA_APP_ID_RANDOM=0 a third run's id
+ * has no random part. Also: wavetoy
  * started without mpiexec (an MPI singleton); LA_APP_ID given to one rank
  * only (no rank waits for ever; that rank registers under its own id, the
  * other under rank 0's); and LA_APP_ID given to every rank (-genv). Then,
@@ -192,6 +194,13 @@ static void expect_complete(const char *app_id, int nprocs, int sets) {
         sets);
 }
 
+/* Whether id ends in a random part as libla draws it: ".<8 base32>". */
+static int has_random_part(const char *id) {
+  const char *dot = strrchr(id, '.');
+  return dot && strlen(dot + 1) == 8 &&
+         strspn(dot + 1, "abcdefghijklmnopqrstuvwxyz234567") == 8;
+}
+
 /* The ids of the applications stored, in creation order (at most 4). */
 static int app_ids(char ids[4][64]) {
   return la_test_sql_texts(T.s.db, ids, 4,
@@ -223,6 +232,22 @@ static void test_two_hosts_one_application(void **state) {
   print_message("run 2: %s\n", ids[1]);
   CHECK(strcmp(ids[0], ids[1]) != 0, "both runs are %s", ids[0]);
   expect_complete(ids[1], 2, WT_STEPS);
+  /* each ends in the random part rank 0 drew (no other user can predict
+   * the id), which every rank took with the rest */
+  CHECK(has_random_part(ids[0]) && has_random_part(ids[1]),
+        "no random part: %s, %s", ids[0], ids[1]);
+
+  /* LA_APP_ID_RANDOM=0 on every rank: the id as derived, no random part */
+  const char *plain[] = {"-genv", "LA_APP_ID_RANDOM", "0", NULL};
+  run_two_hosts(plain, NULL, NULL);
+  CHECK(la_test_sql_wait(T.s.db, 3, WAIT_MS, "SELECT count(*) FROM apps") == 0,
+        "third run not stored");
+  CHECK(app_ids(ids) == 3, "%lld applications",
+        db_ll("SELECT count(*) FROM apps"));
+  print_message("run 3 (LA_APP_ID_RANDOM=0): %s\n", ids[2]);
+  CHECK(!strncmp(ids[2], "wavetoy.h", 9) && !has_random_part(ids[2]), "id %s",
+        ids[2]);
+  expect_complete(ids[2], 2, WT_STEPS);
 }
 
 /* wavetoy without mpiexec: MPI_Init makes a singleton, which agrees with
@@ -331,8 +356,10 @@ static void run_app(const char *const *launcher, const char *prog,
   print_message("%s: %s / %s\n", launcher[0], id[0], id[1]);
   if (strcmp(id[0], id[1]) != 0)
     fail_msg("two ids: %s and %s:\n%s", id[0], id[1], out);
-  if (want ? strcmp(id[0], want) != 0 : strncmp(id[0], "appidtest.", 10) != 0)
-    fail_msg("id %s, expected %s", id[0], want ? want : "appidtest.*");
+  if (want ? strcmp(id[0], want) != 0
+           : strncmp(id[0], "appidtest.", 10) != 0 || !has_random_part(id[0]))
+    fail_msg("id %s, expected %s", id[0],
+             want ? want : "appidtest.*.<random part>");
 }
 
 /* Each MPI library found (MPICH: mpicc and mpiexec; Open MPI: mpicc.openmpi

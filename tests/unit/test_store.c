@@ -1025,9 +1025,18 @@ static int refused_row(void *arg, const char *app_id, const char *host,
   return 0;
 }
 
+/* la_store_refused_trim / _expire's callback: appends "app/host/rank;". */
+static void forgot_row(void *arg, const char *app_id, const char *host,
+                       uint32_t rank) {
+  char *buf = arg;
+  size_t n = strlen(buf);
+  snprintf(buf + n, 256 - n, "%s/%s/%u;", app_id, host, rank);
+}
+
 /* Application id owners: the first binding stays, across a reopen; refused
  * ranks are recorded once per (app, host, rank), listed in key order,
- * updated and deleted. */
+ * updated and deleted, read one key at a time, pruned beyond a cap per
+ * LocalAgent (the oldest first) and by age. */
 static void test_app_owners(void **state) {
   fx_t *f = *state;
   uint32_t uid = 7;
@@ -1059,6 +1068,45 @@ static void test_app_owners(void **state) {
   assert_int_equal(la_store_refused_each(f->s, refused_row, rows), 0);
   assert_string_equal(rows, "own/node-a/3/40104;");
   assert_int_equal(raw_int(f->path, "SELECT count(*) FROM app_owners"), 1);
+
+  /* one key read back */
+  assert_int_equal(la_store_rank_refused(f->s, "own", "node-a", 3, &uid), 0);
+  assert_int_equal(uid, 40104);
+  assert_int_equal(la_store_rank_refused(f->s, "own", "node-a", 4, &uid),
+                   LA_ENOTFOUND);
+  /* a LocalAgent's oldest beyond a cap go, then all older than a time; a
+   * RankStart that said no uid (UINT32_MAX) is a row like the others */
+  for (uint32_t r = 1; r <= 5; r++)
+    assert_int_equal(la_store_rank_refuse(f->s, "own", "node-c", r,
+                                          r == 5 ? UINT32_MAX : 40105, 40101,
+                                          r),
+                     0);
+  char gone[256] = "";
+  uint64_t n = 99;
+  assert_int_equal(
+      la_store_refused_trim(f->s, "node-c", 2, forgot_row, gone, &n), 0);
+  assert_int_equal(n, 3);
+  assert_string_equal(gone, "own/node-c/1;own/node-c/2;own/node-c/3;");
+  rows[0] = 0;
+  assert_int_equal(la_store_refused_each(f->s, refused_row, rows), 0);
+  assert_string_equal(rows,
+                      "own/node-a/3/40104;own/node-c/4/40105;"
+                      "own/node-c/5/4294967295;");
+  assert_int_equal(la_store_rank_refused(f->s, "own", "node-c", 5, &uid), 0);
+  assert_int_equal(uid, UINT32_MAX);
+  assert_int_equal(
+      la_store_refused_trim(f->s, "node-c", 2, forgot_row, gone, &n), 0);
+  assert_int_equal(n, 0);
+  assert_int_equal(la_store_refused_expire(f->s, 1, NULL, NULL, &n), 0);
+  assert_int_equal(n, 0); /* nothing recorded before 1970 */
+  gone[0] = 0;
+  assert_int_equal(la_store_refused_expire(f->s, UINT64_MAX / 2, forgot_row,
+                                           gone, &n),
+                   0);
+  assert_int_equal(n, 3);
+  rows[0] = 0;
+  assert_int_equal(la_store_refused_each(f->s, refused_row, rows), 0);
+  assert_string_equal(rows, "");
 }
 
 
