@@ -26,7 +26,7 @@
 #define LACTL_SV_EXACT_RANKS 4096
 /* A rank is marked interfered when interference added more than this
  * share of its measured total. */
-#define LACTL_SV_INTERF_SHARE 0.01
+#define LACTL_SV_INTERF_SHARE 0.05
 
 typedef struct lactl_sv lactl_sv_t;
 
