@@ -307,6 +307,20 @@ static void la__accept(lactl_http_t *h, uint64_t now) {
     if (fd < 0) return;
     unsigned i = 0;
     while (i < h->max_conns && h->c[i]) i++;
+    if (i == h->max_conns) { /* full: the one waiting longest for its
+                                request goes, so idle peers cannot keep
+                                the browser out */
+      unsigned old = h->max_conns;
+      for (unsigned k = 0; k < h->max_conns; k++)
+        if (!h->c[k]->answered &&
+            (old == h->max_conns || h->c[k]->since_ms < h->c[old]->since_ms))
+          old = k;
+      if (old < h->max_conns) {
+        h->st.limited++;
+        la__drop(h, old);
+        i = old;
+      }
+    }
     la__conn_t *c = i < h->max_conns ? calloc(1, sizeof *c) : NULL;
     if (!c) {
       static const char busy[] =

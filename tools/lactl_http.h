@@ -6,7 +6,9 @@
  * constant time): without it, 403. Only GET; a request's head is at most
  * LACTL_HTTP_MAX_REQUEST bytes and must arrive within
  * LACTL_HTTP_REQUEST_S seconds of the accept; at most max_conns
- * connections (one more is answered 503 and closed); an answer is
+ * connections (one more closes the connection that has waited longest
+ * without sending its request, or, when every one is answering or
+ * streaming, is answered 503 and closed); an answer is
  * closed after it is sent. A server-sent event stream (EventSource) stays
  * open: events are queued to it, a stream whose queue exceeds
  * LACTL_HTTP_MAX_QUEUE bytes (a reader that does not keep up) is closed

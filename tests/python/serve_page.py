@@ -17,6 +17,7 @@ import base64
 import json
 import os
 import select
+import socket
 import subprocess
 import sys
 import tempfile
@@ -195,6 +196,25 @@ def main():
         ok("token")
     else:
         fail("token", "HTTP statuses: %r" % codes)
+
+    # the bounds: 40 idle connections (more than --max-connections) do
+    # not keep a request out; a request head over 8 KiB gets 431
+    host, port = base[len("http://"):].rsplit(":", 1)
+    idle = [socket.create_connection((host, int(port)), timeout=30)
+            for _ in range(40)]
+    code = status(url + "&n=1")
+    big = socket.create_connection((host, int(port)), timeout=30)
+    big.sendall(b"GET /?token=" + token.encode() + b" HTTP/1.1\r\nX: " +
+                b"a" * 9000 + b"\r\n\r\n")
+    head = big.recv(200)
+    big.close()
+    for c in idle:
+        c.close()
+    if code == 200 and head.startswith(b"HTTP/1.1 431"):
+        ok("bounds")
+    else:
+        fail("bounds", "with 40 idle connections: %r; a 9 KB head: %r" %
+             (code, head))
 
     with tempfile.TemporaryDirectory(prefix="la-chromium.") as prof:
         b = Browser(chromium, prof)
