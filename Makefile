@@ -239,6 +239,10 @@ BENCH_LIBS_bench_fidelity := -lmetis
 BENCH_LIBS_bench_store := $(GLOBAL_NOUV_A)
 $(BUILD)/bench/bench_store: $(GLOBAL_NOUV_A)
 $(BUILD)/bench/bench_fidelity: bench/fidelity_cases.h
+# bench_serve (docs/lactl.md) runs lactl's reductions and grid picture.
+LACTL_LIB_OBJ = $(filter-out $(BUILD)/obj/tools/lactl.o,$(TOOLS_OBJ))
+BENCH_LIBS_bench_serve := $(LACTL_LIB_OBJ) $(STORE_A) $(CLIENT_A) $(COMMON_A) -lmetis -lz
+$(BUILD)/bench/bench_serve: $(LACTL_LIB_OBJ) $(STORE_A)
 # bench_history (docs/history.md) writes to the GlobalAgent's store.
 BENCH_LIBS_bench_history := $(GLOBAL_NOUV_A)
 $(BUILD)/bench/bench_history: $(GLOBAL_NOUV_A)

@@ -32,29 +32,6 @@ int lactl_bin_init(lactl_bin_t *b, uint64_t w, uint64_t h, uint32_t maxw,
   return 0;
 }
 
-/* |log v| for the extreme mode (a value <= 0 is infinitely far). */
-static double la__dev(double v) { return v > 0 ? fabs(log(v)) : INFINITY; }
-
-void lactl_bin_add_at(lactl_bin_t *b, uint64_t i, double v) {
-  assert(i < (uint64_t)b->bw * b->bh);
-  if (!isfinite(v)) {
-    b->none[i]++;
-    return;
-  }
-  double *a = &b->acc[i];
-  switch (b->mode) {
-    case LACTL_BIN_MEAN:
-      *a += v;
-      break;
-    case LACTL_BIN_MAX:
-      if (b->n[i] == 0 || v > *a) *a = v;
-      break;
-    default:
-      if (b->n[i] == 0 || la__dev(v) > la__dev(*a)) *a = v;
-  }
-  b->n[i]++;
-}
-
 void lactl_bin_add(lactl_bin_t *b, uint64_t x, uint64_t y, double v) {
   assert(x < b->w && y < b->h);
   lactl_bin_add_at(b, lactl_bin_index(b, x, y), v);

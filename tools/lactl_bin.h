@@ -13,6 +13,8 @@
 #ifndef LACTL_BIN_H
 #define LACTL_BIN_H
 
+#include <assert.h>
+#include <math.h>
 #include <stdint.h>
 
 enum {
@@ -49,8 +51,25 @@ static inline uint64_t lactl_bin_index(const lactl_bin_t *b, uint64_t x,
 void lactl_bin_add(lactl_bin_t *b, uint64_t x, uint64_t y, double v);
 
 /* The same for bin index i (lactl_bin_index), for callers that walk
- * cells in bin order. */
-void lactl_bin_add_at(lactl_bin_t *b, uint64_t i, double v);
+ * cells in order (inline: it runs once per element). */
+static inline double lactl_bin__dev(double v) {
+  return v > 0 ? fabs(log(v)) : INFINITY;
+}
+static inline void lactl_bin_add_at(lactl_bin_t *b, uint64_t i, double v) {
+  assert(i < (uint64_t)b->bw * b->bh);
+  if (!isfinite(v)) {
+    b->none[i]++;
+    return;
+  }
+  double *a = &b->acc[i];
+  if (b->mode == LACTL_BIN_MEAN)
+    *a += v;
+  else if (b->mode == LACTL_BIN_MAX)
+    *a = b->n[i] == 0 || v > *a ? v : *a;
+  else if (b->n[i] == 0 || lactl_bin__dev(v) > lactl_bin__dev(*a))
+    *a = v;
+  b->n[i]++;
+}
 
 /* The value of bin (bx, by): NaN when none of its cells had one. */
 double lactl_bin_value(const lactl_bin_t *b, uint32_t bx, uint32_t by);

@@ -320,7 +320,9 @@ static int la__grid(const la_traceset_t *t, uint64_t g[3]) {
 
 /* Bins every element of t (weights as t serves them) into b: a grid's
  * middle k slice (g: the global grid), or elements by global index in
- * rows of b->w. Missing ranks' cells count as no data. 0 or LA_ENOMEM. */
+ * rows of b->w. Missing ranks' cells count as no data. Walks each rank's
+ * cells in order, its column and row bins from tables, not divisions.
+ * 0 or LA_ENOMEM. */
 static int la__fill(la_traceset_t *t, lactl_bin_t *b, int grid,
                     const uint64_t g[3], double *sum, uint64_t *nfin) {
   const uint32_t np = la_traceset_nprocs(t);
@@ -329,10 +331,15 @@ static int la__fill(la_traceset_t *t, lactl_bin_t *b, int grid,
     if (la_traceset_rank_elements(t, r) > maxne)
       maxne = la_traceset_rank_elements(t, r);
   double *w = malloc(maxne * sizeof *w);
-  if (!w) return LA_ENOMEM;
+  uint32_t *xb = malloc(b->w * sizeof *xb);
+  if (!w || !xb) {
+    free(w), free(xb);
+    return LA_ENOMEM;
+  }
+  for (uint64_t x = 0; x < b->w; x++) xb[x] = (uint32_t)lactl_bin_index(b, x, 0);
   const uint64_t at = grid ? g[2] / 2 : 0;
   for (uint32_t r = 0; r < np; r++) {
-    uint64_t ne = la_traceset_rank_elements(t, r), dm[3], o[3];
+    uint64_t ne = la_traceset_rank_elements(t, r), dm[3] = {0}, o[3] = {0};
     uint64_t e0 = 0, e1 = ne;
     if (grid) {
       la_traceset_rank_grid(t, r, dm, o, NULL);
@@ -346,21 +353,27 @@ static int la__fill(la_traceset_t *t, lactl_bin_t *b, int grid,
     }
     int have = la_traceset_has_rank(t, r) &&
                la_traceset_rank_weights(t, r, w) == 0;
+    /* the first cell's place, then one step at a time */
+    uint64_t cx = grid ? e0 % dm[0] : (off + e0) % b->w;
+    uint64_t y = grid ? o[1] + e0 / dm[0] % dm[1] : (off + e0) / b->w;
+    const uint64_t rowlen = grid ? dm[0] : b->w, x0 = grid ? o[0] : 0;
+    uint64_t ybase = y < b->h ? lactl_bin_index(b, 0, y) : 0;
     for (uint64_t e = e0; e < e1; e++) {
       double v = have ? w[e] : NAN;
-      uint64_t x, y;
-      if (grid) {
-        x = o[0] + e % dm[0], y = o[1] + e / dm[0] % dm[1];
-        if (x >= g[0] || y >= g[1]) continue;
-      } else {
-        x = (off + e) % b->w, y = (off + e) / b->w;
+      uint64_t x = x0 + cx;
+      if (x < b->w && y < b->h) {
+        lactl_bin_add_at(b, xb[x] + ybase, v);
+        if (isfinite(v)) *sum += v, (*nfin)++;
       }
-      lactl_bin_add(b, x, y, v);
-      if (isfinite(v)) *sum += v, (*nfin)++;
+      if (++cx == rowlen) {
+        cx = 0;
+        y = grid ? o[1] + (e + 1) / dm[0] % dm[1] : y + 1;
+        ybase = y < b->h ? lactl_bin_index(b, 0, y) : 0;
+      }
     }
     off += ne;
   }
-  free(w);
+  free(w), free(xb);
   return 0;
 }
 
