@@ -140,6 +140,76 @@ static void test_plot_grid(void **state) {
   assert_non_null(strstr(err, "k=2: the grid has 2"));
 }
 
+/* lactl plot --grid of a slice of 1000x8 cells (8000 > the 4096 bins
+ * drawn as rects): the cells binned to the map's 760 pixels across by
+ * the mean, drawn as one embedded PNG of 760x8 pixels that decodes, with
+ * every bin coloured (rank 1 has the whole slice) and the binning said;
+ * a few rects (frame, legend) whatever the cell count. */
+static void test_plot_grid_large(void **state) {
+  setenv("LA_APP_ID", "vbig-1", 1);
+  for (int r = 0; r < 2; r++) {
+    assert_int_equal(LA_setGridOrigin(0, 0, r, 1000, 8, 2), 0);
+    assert_int_equal(LA_registerGrid("vbig", r, 2, 1000, 8, 1), 0);
+    for (long e = 0; e < 8000; e++) {
+      LA_startProbe(e);
+      volatile double x = 0;
+      for (int k = 0; k < 40 * (1 + (int)(e % 1000) / 250); k++) x += k;
+      LA_stopProbe(e);
+    }
+    assert_int_equal(LA_dataXferTagged(3), 0);
+    LA_finalize();
+  }
+  assert_int_equal(la_ta_wait_traces(&agent, 2, WAIT_MS), 0);
+  char lactl[600], svg[700], err[2048];
+  assert_int_equal(la_td_find_bin("lactl", lactl, sizeof lactl), 0);
+  snprintf(svg, sizeof svg, "%s/big.svg", la_td_dir(agent.st.ga));
+  const char *argv[] = {lactl,    "plot",    "vbig-1",    "3",
+                        "--grid", "--slice", "k=1",       "-o",
+                        svg,      "--db",    agent.st.db, NULL};
+  if (la_td_run(argv, NULL, 20000, err, sizeof err) != 0)
+    fail_msg("lactl plot --grid: %s", err);
+  FILE *f = fopen(svg, "r");
+  assert_non_null(f);
+  static char buf[1 << 20];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  assert_true(n < 200000); /* 8000 cells as rects were about 600 KB */
+  assert_non_null(strstr(buf, "1000x8 cells shown as 760x8 bins, each the "
+                              "mean of its cells"));
+  assert_int_equal(count(buf, "<image "), 1);
+  assert_true(count(buf, "<rect ") < 12);
+  char out[2048];
+  const char *py[] = {
+      PY, "-c",
+      "import sys, base64, struct, zlib, xml.dom.minidom as m\n"
+      "d = m.parse(sys.argv[1])\n"
+      "im = d.getElementsByTagName('image')\n"
+      "assert len(im) == 1\n"
+      "h = im[0].getAttribute('href')\n"
+      "assert h.startswith('data:image/png;base64,')\n"
+      "p = base64.b64decode(h.split(',', 1)[1])\n"
+      "assert p[:8] == b'\\x89PNG\\r\\n\\x1a\\n'\n"
+      "w, ht = struct.unpack('>II', p[16:24])\n"
+      "i, idat = 8, b''\n"
+      "while i < len(p):\n"
+      "  n, = struct.unpack('>I', p[i:i+4]); t = p[i+4:i+8]\n"
+      "  assert zlib.crc32(p[i+4:i+8+n]) == struct.unpack('>I', "
+      "p[i+8+n:i+12+n])[0]\n"
+      "  idat += p[i+8:i+8+n] if t == b'IDAT' else b''; i += 12 + n\n"
+      "raw = zlib.decompress(idat)\n"
+      "assert len(raw) == ht * (1 + 3 * w)\n"
+      "px = set(raw[y*(1+3*w)+1+3*x:y*(1+3*w)+4+3*x] for y in range(ht) "
+      "for x in range(w))\n"
+      "assert bytes((0xbd, 0xbd, 0xbd)) not in px, 'grey bins'\n"
+      "assert len(px) >= 2, px\n"
+      "print('png', w, ht, len(px))\n",
+      svg, NULL};
+  if (la_td_run(py, NULL, 60000, out, sizeof out) != 0)
+    fail_msg("the embedded PNG: %s", out);
+  assert_non_null(strstr(out, "png 760 8 "));
+}
+
 static void test_vtk_grid(void **state) {
   need_vtk();
   run_grid_app();
@@ -258,6 +328,7 @@ static int group_setup(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_plot_grid, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_plot_grid_large, setup, teardown),
       cmocka_unit_test_setup_teardown(test_vtk_grid, setup, teardown),
       cmocka_unit_test_setup_teardown(test_vtk_ids, setup, teardown),
       cmocka_unit_test_setup_teardown(test_vtk_channels, setup, teardown),
