@@ -15,6 +15,7 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum {
@@ -69,6 +70,38 @@ static inline void lactl_bin_add_at(lactl_bin_t *b, uint64_t i, double v) {
   else if (b->n[i] == 0 || lactl_bin__dev(v) > lactl_bin__dev(*a))
     *a = v;
   b->n[i]++;
+}
+
+/* Adds n cells' values v[0..n), all of bin i, keeping the running
+ * figures in registers (the live view's inner loop); returns the sum of
+ * the finite ones and adds their count to *nfin. */
+static inline double lactl_bin_add_run(lactl_bin_t *b, uint64_t i,
+                                       const double *v, size_t n,
+                                       uint64_t *nfin) {
+  assert(i < (uint64_t)b->bw * b->bh);
+  double acc = b->acc[i], sum = 0;
+  uint64_t cnt = b->n[i], c0 = cnt;
+  if (b->mode == LACTL_BIN_EXTREME) {
+    for (size_t k = 0; k < n; k++) {
+      lactl_bin_add_at(b, i, v[k]);
+      if (isfinite(v[k])) sum += v[k];
+    }
+    *nfin += b->n[i] - c0;
+    return sum;
+  }
+  for (size_t k = 0; k < n; k++) {
+    double x = v[k];
+    if (!isfinite(x)) continue;
+    sum += x;
+    if (b->mode == LACTL_BIN_MAX) acc = cnt == 0 || x > acc ? x : acc;
+    cnt++;
+  }
+  if (b->mode == LACTL_BIN_MEAN) acc += sum;
+  b->acc[i] = acc;
+  b->none[i] += n - (cnt - c0);
+  b->n[i] = cnt;
+  *nfin += cnt - c0;
+  return sum;
 }
 
 /* The value of bin (bx, by): NaN when none of its cells had one. */

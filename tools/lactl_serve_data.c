@@ -321,8 +321,8 @@ static int la__grid(const la_traceset_t *t, uint64_t g[3]) {
 /* Bins every element of t (weights as t serves them) into b: a grid's
  * middle k slice (g: the global grid), or elements by global index in
  * rows of b->w. Missing ranks' cells count as no data. Walks each rank's
- * cells in order, its column and row bins from tables, not divisions.
- * 0 or LA_ENOMEM. */
+ * rows in runs of cells of one bin (lactl_bin_add_run), the bins from
+ * tables, not divisions. 0 or LA_ENOMEM. */
 static int la__fill(la_traceset_t *t, lactl_bin_t *b, int grid,
                     const uint64_t g[3], double *sum, uint64_t *nfin) {
   const uint32_t np = la_traceset_nprocs(t);
@@ -332,11 +332,15 @@ static int la__fill(la_traceset_t *t, lactl_bin_t *b, int grid,
       maxne = la_traceset_rank_elements(t, r);
   double *w = malloc(maxne * sizeof *w);
   uint32_t *xb = malloc(b->w * sizeof *xb);
-  if (!w || !xb) {
-    free(w), free(xb);
+  uint64_t *xend = malloc(b->bw * sizeof *xend); /* past a column bin */
+  if (!w || !xb || !xend) {
+    free(w), free(xb), free(xend);
     return LA_ENOMEM;
   }
-  for (uint64_t x = 0; x < b->w; x++) xb[x] = (uint32_t)lactl_bin_index(b, x, 0);
+  for (uint64_t x = 0; x < b->w; x++) {
+    xb[x] = (uint32_t)lactl_bin_index(b, x, 0);
+    xend[xb[x]] = x + 1;
+  }
   const uint64_t at = grid ? g[2] / 2 : 0;
   for (uint32_t r = 0; r < np; r++) {
     uint64_t ne = la_traceset_rank_elements(t, r), dm[3] = {0}, o[3] = {0};
@@ -353,27 +357,34 @@ static int la__fill(la_traceset_t *t, lactl_bin_t *b, int grid,
     }
     int have = la_traceset_has_rank(t, r) &&
                la_traceset_rank_weights(t, r, w) == 0;
-    /* the first cell's place, then one step at a time */
+    /* the first cell's place, then one row at a time */
+    const uint64_t rowlen = grid ? dm[0] : b->w, x0 = grid ? o[0] : 0;
     uint64_t cx = grid ? e0 % dm[0] : (off + e0) % b->w;
     uint64_t y = grid ? o[1] + e0 / dm[0] % dm[1] : (off + e0) / b->w;
-    const uint64_t rowlen = grid ? dm[0] : b->w, x0 = grid ? o[0] : 0;
-    uint64_t ybase = y < b->h ? lactl_bin_index(b, 0, y) : 0;
-    for (uint64_t e = e0; e < e1; e++) {
-      double v = have ? w[e] : NAN;
-      uint64_t x = x0 + cx;
-      if (x < b->w && y < b->h) {
-        lactl_bin_add_at(b, xb[x] + ybase, v);
-        if (isfinite(v)) *sum += v, (*nfin)++;
+    for (uint64_t e = e0; e < e1;) {
+      uint64_t len = rowlen - cx < e1 - e ? rowlen - cx : e1 - e;
+      uint64_t xa = x0 + cx, xe = xa + len < b->w ? xa + len : b->w;
+      uint64_t ybase = y < b->h ? lactl_bin_index(b, 0, y) : 0;
+      for (uint64_t k = xa; y < b->h && k < xe;) {
+        uint32_t bx = xb[k];
+        uint64_t kend = xend[bx] < xe ? xend[bx] : xe;
+        if (have)
+          *sum += lactl_bin_add_run(b, bx + ybase, w + e + (k - xa),
+                                    kend - k, nfin);
+        else
+          b->none[bx + ybase] += kend - k;
+        k = kend;
       }
-      if (++cx == rowlen) {
+      e += len;
+      cx += len;
+      if (cx == rowlen) {
         cx = 0;
-        y = grid ? o[1] + (e + 1) / dm[0] % dm[1] : y + 1;
-        ybase = y < b->h ? lactl_bin_index(b, 0, y) : 0;
+        y = grid ? o[1] + e / dm[0] % dm[1] : y + 1;
       }
     }
     off += ne;
   }
-  free(w), free(xb);
+  free(w), free(xb), free(xend);
   return 0;
 }
 

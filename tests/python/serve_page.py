@@ -14,6 +14,10 @@
 # Prints one "[       OK ] name" or "[  FAILED  ] name" line per check
 # (tests/sh/report.sh's format); exits 1 when one failed.
 import base64
+import csv
+import io
+import struct
+import urllib.parse
 import json
 import os
 import select
@@ -171,6 +175,50 @@ def check_latest(b, lactl, app, name):
         fail(name, "%s\npage: %r" % (e, b.eval(LATEST)))
 
 
+def check_map(base, token, lactl, app, name):
+    """The element map's bins, each a cell here (bins >= the slice's
+    sides), equal the decoded values `lactl export` writes for the
+    slice's cells (float32), for measured and robust weights."""
+    try:
+        for weights in ("measured", "robust"):
+            q = urllib.parse.urlencode({"token": token, "app": app,
+                                        "weights": weights, "agg": "mean",
+                                        "bins": 1024})
+            with urllib.request.urlopen(base + "/api/map?" + q,
+                                        timeout=60) as r:
+                j = json.load(r)
+            if j["layout"] != "grid" or (j["bw"], j["bh"]) != (j["w"], j["h"]):
+                raise AssertionError("layout %s, %dx%d cells in %dx%d bins" %
+                                     (j["layout"], j["w"], j["h"], j["bw"],
+                                      j["bh"]))
+            vals = struct.unpack("<%df" % (j["bw"] * j["bh"]),
+                                 base64.b64decode(j["values"]))
+            k = int(j["slice"].split("=")[1])
+            out = subprocess.run([lactl, "export", app, str(j["cycle"]),
+                                  "--weights", weights], check=True,
+                                 capture_output=True, text=True).stdout
+            rows = csv.DictReader(io.StringIO(
+                "".join(l for l in out.splitlines(True)
+                        if not l.startswith("#"))))
+            n = 0
+            for row in rows:
+                if int(row["k"]) != k:
+                    continue
+                want = float(row["value"])
+                got = vals[int(row["i"]) + j["bw"] * int(row["j"])]
+                if abs(got - want) > 1e-6 * abs(want):
+                    raise AssertionError("%s cell (%s, %s): map %r, export %r"
+                                         % (weights, row["i"], row["j"], got,
+                                            want))
+                n += 1
+            if n != j["w"] * j["h"]:
+                raise AssertionError("%d cells of the slice exported, %d in "
+                                     "the map" % (n, j["w"] * j["h"]))
+        ok(name)
+    except Exception as e:
+        fail(name, e)
+
+
 def status(url):
     try:
         with urllib.request.urlopen(url, timeout=30) as r:
@@ -221,6 +269,7 @@ def main():
         try:
             b.open(url)
             check_latest(b, lactl, app_a, "latest_cycle")
+            check_map(base, token, lactl, app_a, "map_values")
             try:
                 b.wait("document.querySelector('li[data-app=\"%s\"]') "
                        "!== null" % app_a, "the application list")
