@@ -12,10 +12,11 @@
  *    10^6 and 10^4 x 10^5 (10^9 elements each), LA_SERVE_RANKS and
  *    LA_SERVE_ELEMENTS for one other.
  * 2. `lactl plot --grid` (lactl_plot_grid) of a 960 x 960 x 2 grid on two
- *    ranks (one k-plane each): the SVG's bytes and how long writing it
- *    took.
+ *    ranks (one k-plane each), smooth (mesh) and noisy values: the SVG's
+ *    bytes and how long writing it took.
  *
- * Writes argv[1] (build/bench/serve.json) and prints a table.
+ * Writes argv[1] (build/bench/serve.json) and prints a table; with
+ * LA_SERVE_SVG_DIR set, also the two grid pictures into that directory.
  */
 #include "bench_args.h"
 #include <math.h>
@@ -170,12 +171,14 @@ static int bench_map(FILE *js, uint32_t nr, uint64_t ne, int first) {
   return 0;
 }
 
-/* Part 2: the grid picture of a 960 x 960 slice. */
-static int bench_grid(FILE *js) {
+/* Part 2: the grid picture of a 960 x 960 slice of a series of kind
+ * (mesh: smooth plateaus; noise: every cell different, the PNG's worst
+ * case). */
+static int bench_grid(FILE *js, int kind, const char *name) {
   const uint64_t gx = 960, gy = 960, ne = gx * gy;
   double *x = malloc(ne * sizeof *x);
   la_compact_result_t res;
-  if (!x || la_compact_synth(LA_SYNTH_MESH, ne, 9, x) != 0 ||
+  if (!x || la_compact_synth(kind, ne, 9, x) != 0 ||
       la_test_compact(x, ne, "polyline:cv=0.05", &res) != 0) {
     free(x);
     return -1;
@@ -190,15 +193,22 @@ static int bench_grid(FILE *js) {
   int rc = f ? lactl_plot_grid(f, t, LA_WEIGHTS_MEASURED, 2, 1, 1) : -1;
   if (f) fclose(f);
   double ms = now_ms() - t0;
+  const char *dir = getenv("LA_SERVE_SVG_DIR"); /* keep the pictures */
+  if (dir && b) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/grid-%s.svg", dir, name);
+    FILE *o = fopen(path, "w");
+    if (o) fwrite(b, 1, n, o), fclose(o);
+  }
   size_t rects = 0;
   for (const char *p = b; p && (p = strstr(p, "<rect")); p++) rects++;
-  printf("  grid 960x960 slice: SVG %zu bytes, %zu <rect>s, written in %.1f "
-         "ms\n",
-         n, rects, ms);
+  printf("  grid 960x960 slice (%s): SVG %zu bytes, %zu <rect>s, written in "
+         "%.1f ms\n",
+         name, n, rects, ms);
   fprintf(js,
-          "],\n \"grid_960\": {\"svg_bytes\": %zu, \"rects\": %zu, "
+          "%s\n \"grid_960_%s\": {\"svg_bytes\": %zu, \"rects\": %zu, "
           "\"ms\": %.1f}",
-          n, rects, ms);
+          kind == LA_SYNTH_MESH ? "]," : ",", name, n, rects, ms);
   free(b);
   la_traceset_free(t);
   la_compact_result_free(&res);
@@ -223,7 +233,8 @@ int main(int argc, char **argv) {
                    strtoull(ee, NULL, 10), 1);
   else
     rc = bench_map(js, 1000, 1000000, 1) || bench_map(js, 10000, 100000, 0);
-  if (!rc) rc = bench_grid(js);
+  if (!rc) rc = bench_grid(js, LA_SYNTH_MESH, "mesh");
+  if (!rc) rc = bench_grid(js, LA_SYNTH_NOISE, "noise");
   fprintf(js, "}\n");
   fclose(js);
   return rc ? 1 : 0;
