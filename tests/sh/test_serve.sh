@@ -9,7 +9,9 @@
 # run while the page is open reaches it without a reload (its sets
 # counted, its latest cycle listed and then shown); requests without the
 # token, or with another, get 403. Screenshots are written to
-# build/test-output/test_serve/ ($LA_TEST_OUTPUT). About 20-40 s.
+# build/test-output/test_serve/ ($LA_TEST_OUTPUT); SIGTERM stops it
+# cleanly. LA_TEST_LACTL names another build's lactl to serve with (e.g.
+# build/asan/bin/lactl: no sanitizer report allowed). About 10-40 s.
 #
 # Run by run-tests.sh after make all; skips when the programs, mpiexec or
 # chromium are missing, except under CI=true, where a missing chromium
@@ -63,9 +65,10 @@ for _ in $(seq 600); do
   sleep 0.1
 done
 
-build/bin/lactl serve --listen 127.0.0.1:0 --url-file "$work/url" \
+"${LA_TEST_LACTL:-build/bin/lactl}" serve --listen 127.0.0.1:0 --url-file "$work/url" \
   >"$work/serve.out" 2>"$work/serve.err" &
-pids+=($!)
+serve_pid=$!
+pids+=($serve_pid)
 for _ in $(seq 300); do [ -s "$work/url" ] && break; sleep 0.1; done
 if [ ! -s "$work/url" ]; then
   la_sh_fail "$NAME/serve" "lactl serve did not start: $(tail -5 "$work/serve.err")"
@@ -81,4 +84,16 @@ fi
 python3 tests/python/serve_page.py "$chromium" "$url" build/bin/lactl "$out" \
   "$app_a" "$app_b" --then env LA_APP_ID=$app_b timeout 120 mpiexec -n 3 \
   build/examples/wavetoy --n 18 --steps 4 || la_sh_failed=1
+
+# SIGTERM: a clean stop that says what it served (and, in a sanitized
+# build, no report)
+kill -TERM $serve_pid
+wait $serve_pid
+rc=$?
+if [ $rc -eq 0 ] && grep -q 'lactl serve: stopped; [0-9]* requests ([1-9][0-9]* refused' "$work/serve.err" &&
+   ! grep -qE 'Sanitizer|runtime error' "$work/serve.err"; then
+  la_sh_ok "$NAME/stop"
+else
+  la_sh_fail "$NAME/stop" "exit $rc: $(tail -20 "$work/serve.err")"
+fi
 la_sh_done

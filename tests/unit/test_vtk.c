@@ -210,6 +210,56 @@ static void test_plot_grid_large(void **state) {
   assert_non_null(strstr(out, "png 760 8 "));
 }
 
+/* lactl plot --heatmap of 220 ranks (more than the 210 rows drawn): the
+ * ranks binned to 210 rows, each bin its most extreme ratio, the binning
+ * said; the one rank that works 20 times as much as the others is the
+ * saturated red bin where it belongs. */
+static void test_plot_heat_binned(void **state) {
+  setenv("LA_APP_ID", "vheat-1", 1);
+  const int np = 220, hot = 100;
+  for (int r = 0; r < np; r++) {
+    assert_int_equal(LA_register("vheat", r, np, 4), 0);
+    for (long e = 0; e < 4; e++) {
+      LA_startProbe(e);
+      volatile double x = 0;
+      for (int k = 0; k < (r == hot ? 40000 : 2000); k++) x += k;
+      LA_stopProbe(e);
+    }
+    assert_int_equal(LA_dataXferTagged(5), 0);
+    LA_finalize();
+  }
+  assert_int_equal(la_ta_wait_traces(&agent, (uint64_t)np, WAIT_MS), 0);
+  char lactl[600], svg[700], err[2048];
+  assert_int_equal(la_td_find_bin("lactl", lactl, sizeof lactl), 0);
+  snprintf(svg, sizeof svg, "%s/heat.svg", la_td_dir(agent.st.ga));
+  const char *argv[] = {lactl, "plot", "vheat-1", "--heatmap", "-o",
+                        svg,   "--db", agent.st.db, NULL};
+  if (la_td_run(argv, NULL, 60000, err, sizeof err) != 0)
+    fail_msg("lactl plot --heatmap: %s", err);
+  char out[2048];
+  const char *py[] = {
+      PY, "-c",
+      "import sys, xml.dom.minidom as m\n"
+      "d = m.parse(sys.argv[1])\n"
+      "g = [x for x in d.getElementsByTagName('g') "
+      "if x.getAttribute('class') == 'heatmap'][0]\n"
+      "r = g.getElementsByTagName('rect')\n"
+      "assert len(r) == 210, len(r)\n"
+      "t = ' '.join(x.firstChild.data for x in d.getElementsByTagName('text') "
+      "if x.firstChild)\n"
+      "assert '220 ranks x 1 cycles in 210 x 1 bins: each the most extreme "
+      "ratio' in t, t\n"
+      "ys = sorted(set(float(x.getAttribute('y')) for x in r))\n"
+      "hot = [ys.index(float(x.getAttribute('y'))) for x in r "
+      "if x.getAttribute('fill') == '#b2182b']\n"
+      "assert 100 * 210 // 220 in hot, hot\n"
+      "print('heat ok', hot)\n",
+      svg, NULL};
+  if (la_td_run(py, NULL, 60000, out, sizeof out) != 0)
+    fail_msg("the binned heat map: %s", out);
+  print_message("%s", out);
+}
+
 static void test_vtk_grid(void **state) {
   need_vtk();
   run_grid_app();
@@ -329,6 +379,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_plot_grid, setup, teardown),
       cmocka_unit_test_setup_teardown(test_plot_grid_large, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_plot_heat_binned, setup, teardown),
       cmocka_unit_test_setup_teardown(test_vtk_grid, setup, teardown),
       cmocka_unit_test_setup_teardown(test_vtk_ids, setup, teardown),
       cmocka_unit_test_setup_teardown(test_vtk_channels, setup, teardown),
