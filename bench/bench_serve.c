@@ -129,9 +129,8 @@ static int bench_map(FILE *js, uint32_t nr, uint64_t ne, int first) {
     la_compact_result_free(&res);
     return -1;
   }
-  lactl_sv_map_opts_t o = {.kind = LA_WEIGHTS_MEASURED,
-                           .agg = LACTL_BIN_MEAN,
-                           .bins = 512};
+  lactl_sv_map_opts_t o = {
+      .kind = LA_WEIGHTS_MEASURED, .agg = LACTL_BIN_MEAN, .bins = 512};
   double ms[3];
   size_t bytes = 0;
   for (int i = 0; i < 3; i++) {
@@ -157,9 +156,10 @@ static int bench_map(FILE *js, uint32_t nr, uint64_t ne, int first) {
   free(w);
   qsort(dec, 3, sizeof *dec, cmp);
   double el = (double)nr * (double)ne;
-  printf("  %6u ranks x %8llu elements  reduce %9.1f ms (%.2f ns/element;"
-         " decoding alone %.1f ms)  answer %8zu bytes\n",
-         nr, (unsigned long long)ne, ms[1], ms[1] * 1e6 / el, dec[1], bytes);
+  printf(
+      "  %6u ranks x %8llu elements  reduce %9.1f ms (%.2f ns/element;"
+      " decoding alone %.1f ms)  answer %8zu bytes\n",
+      nr, (unsigned long long)ne, ms[1], ms[1] * 1e6 / el, dec[1], bytes);
   fprintf(js,
           "%s\n  {\"ranks\": %u, \"elements_per_rank\": %llu, "
           "\"reduce_ms_median\": %.3f, \"ns_per_element\": %.4f, "
@@ -202,9 +202,10 @@ static int bench_grid(FILE *js, int kind, const char *name) {
   }
   size_t rects = 0;
   for (const char *p = b; p && (p = strstr(p, "<rect")); p++) rects++;
-  printf("  grid 960x960 slice (%s): SVG %zu bytes, %zu <rect>s, written in "
-         "%.1f ms\n",
-         name, n, rects, ms);
+  printf(
+      "  grid 960x960 slice (%s): SVG %zu bytes, %zu <rect>s, written in "
+      "%.1f ms\n",
+      name, n, rects, ms);
   fprintf(js,
           "%s\n \"grid_960_%s\": {\"svg_bytes\": %zu, \"rects\": %zu, "
           "\"ms\": %.1f}",
@@ -223,14 +224,13 @@ int main(int argc, char **argv) {
   FILE *la = fopen("/proc/loadavg", "r");
   if (la && fscanf(la, "%lf", &load[0]) != 1) load[0] = -1;
   if (la) fclose(la);
-  printf("lactl serve: element map (512x512 bins, mean), load %.2f\n",
-         load[0]);
+  printf("lactl serve: element map (512x512 bins, mean), load %.2f\n", load[0]);
   fprintf(js, "{\"load_before\": %.2f, \"maps\": [", load[0]);
   const char *er = getenv("LA_SERVE_RANKS"), *ee = getenv("LA_SERVE_ELEMENTS");
   int rc = 0;
   if (er && ee)
-    rc = bench_map(js, (uint32_t)strtoul(er, NULL, 10),
-                   strtoull(ee, NULL, 10), 1);
+    rc = bench_map(js, (uint32_t)strtoul(er, NULL, 10), strtoull(ee, NULL, 10),
+                   1);
   else
     rc = bench_map(js, 1000, 1000000, 1) || bench_map(js, 10000, 100000, 0);
   if (!rc) rc = bench_grid(js, LA_SYNTH_MESH, "mesh");

@@ -29,9 +29,9 @@ typedef struct lactl_bin {
   uint64_t w, h;   /* cells */
   uint32_t bw, bh; /* bins */
   int mode;
-  double *acc;     /* per bin: sum, max or the extreme value */
-  uint64_t *n;     /* per bin: finite values */
-  uint64_t *none;  /* per bin: cells added without a finite value */
+  double *acc;    /* per bin: sum, max or the extreme value */
+  uint64_t *n;    /* per bin: finite values */
+  uint64_t *none; /* per bin: cells added without a finite value */
 } lactl_bin_t;
 
 /* Sets b up for a w x h field (each >= 1) reduced to at most maxw x maxh

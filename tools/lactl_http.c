@@ -24,8 +24,8 @@ typedef struct {
   size_t rlen;
   char *out; /* pending output */
   size_t olen, ooff, ocap;
-  int answered; /* head read and answered: only output remains */
-  int sse;      /* an event stream (stays open) */
+  int answered;         /* head read and answered: only output remains */
+  int sse;              /* an event stream (stays open) */
   uint64_t since_ms;    /* accept (request deadline) */
   uint64_t progress_ms; /* last output progress */
   uint64_t ping_ms;     /* last keep-alive (streams) */
@@ -172,15 +172,24 @@ static int la__queue(la__conn_t *c, const char *p, size_t n) {
 
 static const char *la__reason(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Error";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Error";
   }
 }
 
@@ -229,7 +238,8 @@ int lactl_http_param(const char *query, const char *name, char *buf,
       size_t o = 0;
       for (const char *q = p + nl + 1; q < end; q++) {
         int ch = (unsigned char)*q;
-        if (ch == '+') ch = ' ';
+        if (ch == '+')
+          ch = ' ';
         else if (ch == '%' && q + 2 < end + 0 + 1 && la__hex(q[1]) >= 0 &&
                  la__hex(q[2]) >= 0) {
           ch = la__hex(q[1]) * 16 + la__hex(q[2]);
@@ -341,9 +351,9 @@ static void la__accept(lactl_http_t *h, uint64_t now) {
 /* Reads what c's peer sent; 0 to keep c, -1 to drop it. */
 static int la__read(lactl_http_t *h, la__conn_t *c) {
   char buf[4096];
-  ssize_t n = recv(c->fd, c->answered ? buf : c->req + c->rlen,
-                   c->answered ? sizeof buf : LACTL_HTTP_MAX_REQUEST - c->rlen,
-                   0);
+  ssize_t n =
+      recv(c->fd, c->answered ? buf : c->req + c->rlen,
+           c->answered ? sizeof buf : LACTL_HTTP_MAX_REQUEST - c->rlen, 0);
   if (n == 0) return -1;
   if (n < 0) return errno == EAGAIN || errno == EINTR ? 0 : -1;
   if (c->answered) return 0; /* ignored: one request per connection */
@@ -392,8 +402,8 @@ void lactl_http_service(lactl_http_t *h, const struct pollfd *p, size_t n,
     la__conn_t *c = h->c[i];
     if (!c) continue;
     int late = !c->answered && now - c->since_ms > LACTL_HTTP_REQUEST_S * 1000u;
-    int stalled = c->olen > c->ooff &&
-                  now - c->progress_ms > LACTL_HTTP_STALL_S * 1000u;
+    int stalled =
+        c->olen > c->ooff && now - c->progress_ms > LACTL_HTTP_STALL_S * 1000u;
     if (late || stalled) {
       h->st.limited++;
       la__drop(h, i);

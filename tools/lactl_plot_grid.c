@@ -173,7 +173,8 @@ int lactl_plot_grid(FILE *f, la_traceset_t *t, int kind, int axis, int have_at,
         continue;
       }
       uint32_t y1 = y;
-      while (y1 < bh && owner[x + (size_t)bw * y1] != owner[x + 1 + (size_t)bw * y1])
+      while (y1 < bh &&
+             owner[x + (size_t)bw * y1] != owner[x + 1 + (size_t)bw * y1])
         y1++;
       fprintf(f,
               "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" "
@@ -189,7 +190,8 @@ int lactl_plot_grid(FILE *f, la_traceset_t *t, int kind, int axis, int have_at,
         continue;
       }
       uint32_t x1 = x;
-      while (x1 < bw && owner[x1 + (size_t)bw * y] != owner[x1 + (size_t)bw * (y + 1)])
+      while (x1 < bw &&
+             owner[x1 + (size_t)bw * y] != owner[x1 + (size_t)bw * (y + 1)])
         x1++;
       fprintf(f,
               "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" "

@@ -286,8 +286,8 @@ static void heat_bars(const heat_fig_t *h) {
     if (!isfinite(h->bimb[x])) continue;
     double hgt = (h->bimb[x] - 1) / (bmax - 1) * bh;
     if (hgt < 0.5) hgt = 0.5;
-    size_t c0 = heat_c0(h, x), c1 = x + 1 < h->bc ? heat_c0(h, x + 1) - 1
-                                                  : h->nc - 1;
+    size_t c0 = heat_c0(h, x),
+           c1 = x + 1 < h->bc ? heat_c0(h, x + 1) - 1 : h->nc - 1;
     if (c1 > c0)
       snprintf(when, sizeof when, "cycles %llu..%llu, worst",
                (unsigned long long)h->cy[c0].tag,
@@ -352,8 +352,8 @@ static int heat_cells(const heat_fig_t *h) {
                 lactl_fmt_num(v, 4, b, sizeof b));
     }
   if (image) {
-    int rc = lactl_png_svg_image(f, rgb, bc, br, h->ml, h->mt, h->gw, h->gh,
-                                 NULL);
+    int rc =
+        lactl_png_svg_image(f, rgb, bc, br, h->ml, h->mt, h->gw, h->gh, NULL);
     free(rgb);
     if (rc) {
       fprintf(stderr, "lactl plot: out of memory\n");

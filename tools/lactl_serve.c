@@ -64,7 +64,9 @@ static void usage(FILE *f) {
 }
 
 static volatile sig_atomic_t la__stop;
-static void la__on_signal(int sig) { la__stop = sig; }
+static void la__on_signal(int sig) {
+  la__stop = sig;
+}
 
 /* The server's state the HTTP handler reads. */
 typedef struct {
@@ -236,8 +238,7 @@ static int la__drain(la__srv_t *s, la_client_t *c) {
     } else if (rc == LA_ETIMEDOUT) {
       return 0;
     } else if (rc == LA_ELIMIT || (rc == LA_EPROTO && !la_client_state(c))) {
-      fprintf(stderr, "lactl serve: a set not shown: %s\n",
-              la_client_error(c));
+      fprintf(stderr, "lactl serve: a set not shown: %s\n", la_client_error(c));
     } else {
       return rc;
     }
@@ -251,12 +252,10 @@ typedef struct {
 } la__args_t;
 
 static int la__args(int argc, char **argv, la__args_t *a) {
-  static const struct option lo[] = {{"listen", 1, 0, 'L'},
-                                     {"history", 1, 0, 'H'},
-                                     {"max-connections", 1, 0, 'M'},
-                                     {"url-file", 1, 0, 'U'},
-                                     LACTL_COMMON_OPTIONS,
-                                     {0, 0, 0, 0}};
+  static const struct option lo[] = {
+      {"listen", 1, 0, 'L'},          {"history", 1, 0, 'H'},
+      {"max-connections", 1, 0, 'M'}, {"url-file", 1, 0, 'U'},
+      LACTL_COMMON_OPTIONS,           {0, 0, 0, 0}};
   memset(a, 0, sizeof *a);
   a->listen = "127.0.0.1:0", a->hist = 64, a->max_conns = 16;
   optind = 1;
@@ -290,11 +289,16 @@ static int la__args(int argc, char **argv, la__args_t *a) {
   }
   if (optind < argc)
     return lactl_usage_err("serve", "unexpected argument '%s'", argv[optind]);
+  const char *colon = strrchr(a->listen, ':');
+  if (!colon || colon == a->listen || !colon[1])
+    return lactl_usage_err("serve", "--listen '%s' is not HOST:PORT",
+                           a->listen);
   if (a->common.db)
     return lactl_usage_err("serve", "serve reads the live feed, not --db");
   if (a->common.json || a->common.channel)
-    return lactl_usage_err("serve", "--json and --channel are the page's "
-                                    "choice, not serve's");
+    return lactl_usage_err("serve",
+                           "--json and --channel are the page's "
+                           "choice, not serve's");
   return -1;
 }
 
@@ -386,8 +390,10 @@ int lactl_serve_main(int argc, char **argv) {
         retry_ms = now + 2000;
       }
     }
-    if (pr > 0) lactl_http_service(s.http, p + h0, n - h0, now);
-    else lactl_http_service(s.http, NULL, 0, now);
+    if (pr > 0)
+      lactl_http_service(s.http, p + h0, n - h0, now);
+    else
+      lactl_http_service(s.http, NULL, 0, now);
     if (!c && now >= retry_ms) {
       if (la__subscribe(addr, &c, why, sizeof why) == 0) {
         lactl_sv_set_feed(s.d, "");

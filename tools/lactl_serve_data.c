@@ -34,7 +34,7 @@ typedef struct {
 typedef struct {
   char id[129];
   la_traceset_t *latest;
-  uint64_t sets; /* received */
+  uint64_t sets;   /* received */
   la__col_t *cols; /* increasing tags, at most hist */
   size_t ncols;
 } la__app_t;
@@ -166,9 +166,11 @@ static void la__col_json(FILE *f, const la__col_t *c) {
   fputs("\",\"avg\":\"", f);
   lactl_base64(f, c->vmean, c->rb * sizeof *c->vmean);
   fputs("\",\"miss\":[", f);
-  for (uint32_t b = 0; b < c->rb; b++) fprintf(f, "%s%u", b ? "," : "", c->miss[b]);
+  for (uint32_t b = 0; b < c->rb; b++)
+    fprintf(f, "%s%u", b ? "," : "", c->miss[b]);
   fputs("],\"intf\":[", f);
-  for (uint32_t b = 0; b < c->rb; b++) fprintf(f, "%s%u", b ? "," : "", c->intf[b]);
+  for (uint32_t b = 0; b < c->rb; b++)
+    fprintf(f, "%s%u", b ? "," : "", c->intf[b]);
   fputs("]}", f);
 }
 
@@ -246,8 +248,8 @@ int lactl_sv_take(lactl_sv_t *d, la_traceset_t *t, char **event, size_t *len) {
   if (!f) return LA_ENOMEM;
   fputs("{\"app\":", f);
   lactl_json_str(f, a->id);
-  fprintf(f, ",\"cycle\":%llu,\"latest\":%llu,\"col\":",
-          (unsigned long long)c.tag,
+  fprintf(f,
+          ",\"cycle\":%llu,\"latest\":%llu,\"col\":", (unsigned long long)c.tag,
           (unsigned long long)la_traceset_cycle(a->latest));
   if (at != SIZE_MAX)
     la__col_json(f, &a->cols[at]);
@@ -277,8 +279,7 @@ int lactl_sv_apps_json(lactl_sv_t *d, FILE *f) {
             "\"sets\":%llu,\"metric\":",
             (unsigned long long)la_traceset_cycle(t), la_traceset_nprocs(t),
             (unsigned long long)la_traceset_elements(t),
-            lactl_state_name(lactl_set_state(t)),
-            (unsigned long long)a->sets);
+            lactl_state_name(lactl_set_state(t)), (unsigned long long)a->sets);
     lactl_json_str(f, la_traceset_metric(t));
     fputs(",\"unit\":", f);
     lactl_json_str(f, la_traceset_unit(t));
@@ -355,8 +356,8 @@ static int la__fill(la_traceset_t *t, lactl_bin_t *b, int grid,
       e0 = (at - o[2]) * plane;
       e1 = e0 + plane < ne ? e0 + plane : ne;
     }
-    int have = la_traceset_has_rank(t, r) &&
-               la_traceset_rank_weights(t, r, w) == 0;
+    int have =
+        la_traceset_has_rank(t, r) && la_traceset_rank_weights(t, r, w) == 0;
     /* the first cell's place, then one row at a time */
     const uint64_t rowlen = grid ? dm[0] : b->w, x0 = grid ? o[0] : 0;
     uint64_t cx = grid ? e0 % dm[0] : (off + e0) % b->w;
@@ -369,8 +370,8 @@ static int la__fill(la_traceset_t *t, lactl_bin_t *b, int grid,
         uint32_t bx = xb[k];
         uint64_t kend = xend[bx] < xe ? xend[bx] : xe;
         if (have)
-          *sum += lactl_bin_add_run(b, bx + ybase, w + e + (k - xa),
-                                    kend - k, nfin);
+          *sum += lactl_bin_add_run(b, bx + ybase, w + e + (k - xa), kend - k,
+                                    nfin);
         else
           b->none[bx + ybase] += kend - k;
         k = kend;
@@ -441,14 +442,14 @@ int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o, FILE *f,
   double ms_red = la__ms_since(&t0);
   fputs("{\"app\":", f);
   lactl_json_str(f, la_traceset_app_id(t));
-  fprintf(f,
-          ",\"cycle\":%llu,\"state\":\"%s\",\"nprocs\":%u,\"elements\":%llu,"
-          "\"weights\":\"%s\",\"robust_available\":%s,\"channel\":",
-          (unsigned long long)la_traceset_cycle(t),
-          lactl_state_name(lactl_set_state(t)), np, (unsigned long long)n,
-          la_traceset_weights_kind(v) == LA_WEIGHTS_ROBUST ? "robust"
-                                                           : "measured",
-          la_traceset_has_robust(v) && robust_ok ? "true" : "false");
+  fprintf(
+      f,
+      ",\"cycle\":%llu,\"state\":\"%s\",\"nprocs\":%u,\"elements\":%llu,"
+      "\"weights\":\"%s\",\"robust_available\":%s,\"channel\":",
+      (unsigned long long)la_traceset_cycle(t),
+      lactl_state_name(lactl_set_state(t)), np, (unsigned long long)n,
+      la_traceset_weights_kind(v) == LA_WEIGHTS_ROBUST ? "robust" : "measured",
+      la_traceset_has_robust(v) && robust_ok ? "true" : "false");
   lactl_json_str(f, o->channel ? o->channel : "");
   fputs(",\"channels\":[", f);
   for (size_t c = 0; c < la_traceset_channels(t); c++) {
@@ -458,10 +459,11 @@ int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o, FILE *f,
   fputs("],\"unit\":", f);
   lactl_json_str(f, la_traceset_unit(t));
   if (grid)
-    fprintf(f,
-            ",\"layout\":\"grid\",\"grid\":[%llu,%llu,%llu],\"slice\":\"k=%llu\"",
-            (unsigned long long)g[0], (unsigned long long)g[1],
-            (unsigned long long)g[2], (unsigned long long)(g[2] / 2));
+    fprintf(
+        f,
+        ",\"layout\":\"grid\",\"grid\":[%llu,%llu,%llu],\"slice\":\"k=%llu\"",
+        (unsigned long long)g[0], (unsigned long long)g[1],
+        (unsigned long long)g[2], (unsigned long long)(g[2] / 2));
   else
     fputs(",\"layout\":\"index\"", f);
   fprintf(f,

@@ -9,14 +9,15 @@
 #include "lactl_serve.h"
 
 extern const char lactl_sv_page_start[], lactl_sv_page_end[];
-__asm__(".section .rodata\n"
-        ".balign 16\n"
-        ".type lactl_sv_page_start, @object\n"
-        "lactl_sv_page_start:\n"
-        ".incbin \"tools/lactl_serve_page.html\"\n"
-        "lactl_sv_page_end:\n"
-        ".byte 0\n"
-        ".previous\n");
+__asm__(
+    ".section .rodata\n"
+    ".balign 16\n"
+    ".type lactl_sv_page_start, @object\n"
+    "lactl_sv_page_start:\n"
+    ".incbin \"tools/lactl_serve_page.html\"\n"
+    "lactl_sv_page_end:\n"
+    ".byte 0\n"
+    ".previous\n");
 
 const char *lactl_sv_page(size_t *len) {
   *len = (size_t)(lactl_sv_page_end - lactl_sv_page_start);

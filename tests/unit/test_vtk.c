@@ -163,9 +163,8 @@ static void test_plot_grid_large(void **state) {
   char lactl[600], svg[700], err[2048];
   assert_int_equal(la_td_find_bin("lactl", lactl, sizeof lactl), 0);
   snprintf(svg, sizeof svg, "%s/big.svg", la_td_dir(agent.st.ga));
-  const char *argv[] = {lactl,    "plot",    "vbig-1",    "3",
-                        "--grid", "--slice", "k=1",       "-o",
-                        svg,      "--db",    agent.st.db, NULL};
+  const char *argv[] = {lactl, "plot", "vbig-1", "3",    "--grid",    "--slice",
+                        "k=1", "-o",   svg,      "--db", agent.st.db, NULL};
   if (la_td_run(argv, NULL, 20000, err, sizeof err) != 0)
     fail_msg("lactl plot --grid: %s", err);
   FILE *f = fopen(svg, "r");
@@ -175,8 +174,9 @@ static void test_plot_grid_large(void **state) {
   buf[n] = 0;
   fclose(f);
   assert_true(n < 200000); /* 8000 cells as rects were about 600 KB */
-  assert_non_null(strstr(buf, "1000x8 cells shown as 760x8 bins, each the "
-                              "mean of its cells"));
+  assert_non_null(strstr(buf,
+                         "1000x8 cells shown as 760x8 bins, each the "
+                         "mean of its cells"));
   assert_int_equal(count(buf, "<image "), 1);
   assert_true(count(buf, "<rect ") < 12);
   char out[2048];
@@ -232,7 +232,7 @@ static void test_plot_heat_binned(void **state) {
   char lactl[600], svg[700], err[2048];
   assert_int_equal(la_td_find_bin("lactl", lactl, sizeof lactl), 0);
   snprintf(svg, sizeof svg, "%s/heat.svg", la_td_dir(agent.st.ga));
-  const char *argv[] = {lactl, "plot", "vheat-1", "--heatmap", "-o",
+  const char *argv[] = {lactl, "plot", "vheat-1",   "--heatmap", "-o",
                         svg,   "--db", agent.st.db, NULL};
   if (la_td_run(argv, NULL, 60000, err, sizeof err) != 0)
     fail_msg("lactl plot --heatmap: %s", err);
