@@ -10,7 +10,8 @@
 # and that requests without the token are refused. Screenshots go to
 # OUTDIR. Every wait is on a condition with a generous deadline.
 #
-#   serve_page.py CHROMIUM URL LACTL OUTDIR APP_A APP_B --then CMD...
+#   serve_page.py CHROMIUM URL LACTL OUTDIR APP_A APP_B NCYCLES_B --then CMD...
+# (APP_A is stored and closed before; CMD runs APP_B, NCYCLES_B cycles.)
 # Prints one "[       OK ] name" or "[  FAILED  ] name" line per check
 # (tests/sh/report.sh's format); exits 1 when one failed.
 import base64
@@ -137,6 +138,24 @@ class Browser:
             self.p.wait()
 
 
+def wait_stored(lactl, app, ncycles):
+    """Waits until app's ncycles cycles are stored and closed (the
+    LocalAgent uplinks after the run ends)."""
+    end = time.monotonic() + DEADLINE
+    last = None
+    while time.monotonic() < end:
+        r = subprocess.run([lactl, "cycles", app, "--json"],
+                           capture_output=True, text=True)
+        if r.returncode == 0:
+            last = json.loads(r.stdout)["cycles"]
+            if len(last) == ncycles and all(c["state"] != "open"
+                                            for c in last):
+                return
+        time.sleep(0.2)
+    raise TimeoutError("%s: not %d closed cycles within %.0f s: %r" %
+                       (app, ncycles, DEADLINE, last))
+
+
 def show(lactl, app):
     out = subprocess.run([lactl, "show", app, "latest", "--json"],
                          check=True, capture_output=True, text=True).stdout
@@ -230,7 +249,7 @@ def status(url):
 def main():
     argv = sys.argv[1:]
     k = argv.index("--then")
-    chromium, url, lactl, outdir, app_a, app_b = argv[:k]
+    chromium, url, lactl, outdir, app_a, app_b, ncycles_b = argv[:k]
     then = argv[k + 1:]
     base, token = url.split("/?token=")
     os.makedirs(outdir, exist_ok=True)
@@ -286,11 +305,9 @@ def main():
                 fail("live_update", "%s exited %d: %s" %
                      (then, r.returncode, r.stdout[-800:] + r.stderr[-800:]))
             else:
+                nsets = int(ncycles_b)
+                wait_stored(lactl, app_b, nsets)
                 s = show(lactl, app_b)
-                cycles = subprocess.run(
-                    [lactl, "cycles", app_b, "--json"], check=True,
-                    capture_output=True, text=True).stdout
-                nsets = len(json.loads(cycles)["cycles"])
                 try:
                     b.wait("(() => { const li = document.querySelector("
                            "'li[data-app=\"%s\"]'); return li !== null && "

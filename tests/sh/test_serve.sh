@@ -59,11 +59,18 @@ if ! LA_APP_ID=$app_a timeout 120 mpiexec -n 2 build/examples/wavetoy \
   la_sh_fail "$NAME/app" "wavetoy failed: $(tail -5 "$work/a.out")"
   la_sh_done
 fi
-# every cycle of it stored and closed before the page is loaded
-for _ in $(seq 600); do
-  build/bin/lactl cycles "$app_a" 2>/dev/null | grep -q ' open ' || break
+# its 6 cycles stored and closed before the page is loaded (the
+# LocalAgent uplinks after the run ends)
+stored=
+for _ in $(seq 1200); do
+  c=$(build/bin/lactl cycles "$app_a" 2>/dev/null | head -1)
+  case $c in *": 6 cycles ("*", 0 open)"*) stored=1; break ;; esac
   sleep 0.1
 done
+if [ -z "$stored" ]; then
+  la_sh_fail "$NAME/app" "$app_a: not 6 closed cycles within 120 s: $c"
+  la_sh_done
+fi
 
 "${LA_TEST_LACTL:-build/bin/lactl}" serve --listen 127.0.0.1:0 --url-file "$work/url" \
   >"$work/serve.out" 2>"$work/serve.err" &
@@ -82,7 +89,7 @@ else
 fi
 
 python3 tests/python/serve_page.py "$chromium" "$url" build/bin/lactl "$out" \
-  "$app_a" "$app_b" --then env LA_APP_ID=$app_b timeout 120 mpiexec -n 3 \
+  "$app_a" "$app_b" 4 --then env LA_APP_ID=$app_b timeout 120 mpiexec -n 3 \
   build/examples/wavetoy --n 18 --steps 4 || la_sh_failed=1
 
 # SIGTERM: a clean stop that says what it served (and, in a sanitized
