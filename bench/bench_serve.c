@@ -137,7 +137,7 @@ static int bench_map(FILE *js, uint32_t nr, uint64_t ne, int first) {
     char *b = NULL, why[256];
     size_t n = 0;
     FILE *f = open_memstream(&b, &n);
-    if (!f || lactl_sv_map_of(t, &o, f, &ms[i], why, sizeof why) != 0) {
+    if (!f || lactl_sv_map_of(t, &o, NULL, f, &ms[i], why, sizeof why) != 0) {
       fprintf(stderr, "bench_serve: %s\n", why);
       return -1;
     }

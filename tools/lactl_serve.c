@@ -72,6 +72,7 @@ static void la__on_signal(int sig) {
 typedef struct {
   lactl_sv_t *d;
   lactl_http_t *http;
+  la_client_t *c; /* the feed (NULL while lost): ids are asked through it */
   uint64_t updates, update_bytes; /* events sent, their bytes */
 } la__srv_t;
 
@@ -130,7 +131,7 @@ static void la__handle(void *ctx, const char *path, const char *query,
       o.kind = strcmp(kind, "robust") ? LA_WEIGHTS_MEASURED : LA_WEIGHTS_ROBUST;
       o.agg = strcmp(agg, "max") ? LACTL_BIN_MEAN : LACTL_BIN_MAX;
       o.bins = (uint32_t)nb;
-      rc = lactl_sv_map_json(s->d, app, &o, m.f, why, sizeof why);
+      rc = lactl_sv_map_json(s->d, app, &o, s->c, m.f, why, sizeof why);
     }
   } else {
     snprintf(why, sizeof why, "no such page: %s", path);
@@ -328,8 +329,8 @@ int lactl_serve_main(int argc, char **argv) {
     fprintf(stderr, "lactl serve: out of memory\n");
     return LACTL_FAIL;
   }
-  const char *addr = lactl_global_addr(a.common.global);
   la_client_t *c = NULL;
+  const char *addr = lactl_global_addr(a.common.global);
   char why[400], bound[300];
   /* subscribe first, then load the stored cycles: a set published
    * meanwhile waits in the subscription (a cycle taken twice replaces
@@ -377,7 +378,9 @@ int lactl_serve_main(int argc, char **argv) {
     int pr = poll(p, n, 1000);
     if (pr < 0 && errno != EINTR) break;
     uint64_t now = lactl_http_now_ms();
-    if (c && pr > 0 && p[0].revents) {
+    /* what arrived, and sets kept while an ids request waited (they
+     * do not make the socket readable) */
+    if (c) {
       int e = la__drain(&s, c);
       if (e) {
         snprintf(why, sizeof why, "feed %s lost: %s; reconnecting", addr,
@@ -390,10 +393,12 @@ int lactl_serve_main(int argc, char **argv) {
         retry_ms = now + 2000;
       }
     }
+    s.c = c;
     if (pr > 0)
       lactl_http_service(s.http, p + h0, n - h0, now);
     else
       lactl_http_service(s.http, NULL, 0, now);
+    s.c = NULL;
     if (!c && now >= retry_ms) {
       if (la__subscribe(addr, &c, why, sizeof why) == 0) {
         lactl_sv_set_feed(s.d, "");

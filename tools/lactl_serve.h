@@ -24,6 +24,9 @@
 /* Per-rank totals listed exactly in an element map's answer up to this
  * many ranks (beyond: the history column's bins say them). */
 #define LACTL_SV_EXACT_RANKS 4096
+/* Elements placed by the application's ids (LA_setGlobalIds, fetched
+ * once per application) up to this many; beyond, by global index. */
+#define LACTL_SV_MAX_ID_ELEMENTS (UINT64_C(1) << 24)
 /* A rank is marked interfered when interference added more than this
  * share of its measured total. */
 #define LACTL_SV_INTERF_SHARE 0.05
@@ -55,15 +58,21 @@ typedef struct lactl_sv_map_opts {
   int agg;             /* LACTL_BIN_MEAN or LACTL_BIN_MAX */
   uint32_t bins;       /* per side, 16..LACTL_SV_MAP_BINS */
 } lactl_sv_map_opts_t;
+/* The element map of app's latest set: a grid's middle k slice; else,
+ * when every rank gave ids (asked of the GlobalAgent through c once, up
+ * to LACTL_SV_MAX_ID_ELEMENTS elements), the elements in the order of
+ * their ids; else by global index; in rows. */
 int lactl_sv_map_json(lactl_sv_t *d, const char *app,
-                      const lactl_sv_map_opts_t *o, FILE *f, char *why,
-                      size_t why_len);
+                      const lactl_sv_map_opts_t *o, la_client_t *c, FILE *f,
+                      char *why, size_t why_len);
 
 /* Writes set t's element map as JSON (what lactl_sv_map_json answers for
- * an application's latest set); *ms the time the reduction took. For the
- * benchmark too. */
-int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o, FILE *f,
-                    double *ms, char *why, size_t why_len);
+ * an application's latest set; pos: each global element's place in id
+ * order, or NULL); *ms the time the reduction took. For the benchmark
+ * too. */
+int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o,
+                    const uint32_t *pos, FILE *f, double *ms, char *why,
+                    size_t why_len);
 
 /* Sets the line the page shows about the feed ("" when fine). */
 void lactl_sv_set_feed(lactl_sv_t *d, const char *status);

@@ -37,6 +37,14 @@ typedef struct {
   uint64_t sets;   /* received */
   la__col_t *cols; /* increasing tags, at most hist */
   size_t ncols;
+  /* the application's numbering: pos[global element] = its place in id
+   * order (NULL: not every rank gave ids, or too many elements), for
+   * pos_n elements and pos_np ranks (asked again when those change) */
+  uint32_t *pos;
+  uint64_t pos_n;
+  uint32_t pos_np;
+  uint64_t pos_tag; /* the cycle when asked without success */
+  int pos_asked;
 } la__app_t;
 
 struct lactl_sv {
@@ -64,6 +72,7 @@ void lactl_sv_free(lactl_sv_t *d) {
     for (size_t c = 0; c < d->apps[i].ncols; c++)
       la__col_free(&d->apps[i].cols[c]);
     free(d->apps[i].cols);
+    free(d->apps[i].pos);
   }
   free(d->apps);
   free(d);
@@ -324,8 +333,13 @@ static int la__grid(const la_traceset_t *t, uint64_t g[3]) {
  * rows of b->w. Missing ranks' cells count as no data. Walks each rank's
  * rows in runs of cells of one bin (lactl_bin_add_run), the bins from
  * tables, not divisions. 0 or LA_ENOMEM. */
+static int la__fill_pos(la_traceset_t *t, lactl_bin_t *b,
+                        const uint32_t *pos, double *sum, uint64_t *nfin);
+
 static int la__fill(la_traceset_t *t, lactl_bin_t *b, int grid,
-                    const uint64_t g[3], double *sum, uint64_t *nfin) {
+                    const uint64_t g[3], const uint32_t *pos, double *sum,
+                    uint64_t *nfin) {
+  if (pos) return la__fill_pos(t, b, pos, sum, nfin);
   const uint32_t np = la_traceset_nprocs(t);
   uint64_t maxne = 1, off = 0;
   for (uint32_t r = 0; r < np; r++)
@@ -389,6 +403,76 @@ static int la__fill(la_traceset_t *t, lactl_bin_t *b, int grid,
   return 0;
 }
 
+/* Bins every element of t at its place in the application's id order
+ * (pos, by global element), in rows of b->w. 0 or LA_ENOMEM. */
+static int la__fill_pos(la_traceset_t *t, lactl_bin_t *b,
+                        const uint32_t *pos, double *sum, uint64_t *nfin) {
+  const uint32_t np = la_traceset_nprocs(t);
+  uint64_t maxne = 1, off = 0;
+  for (uint32_t r = 0; r < np; r++)
+    if (la_traceset_rank_elements(t, r) > maxne)
+      maxne = la_traceset_rank_elements(t, r);
+  double *w = malloc(maxne * sizeof *w);
+  if (!w) return LA_ENOMEM;
+  for (uint32_t r = 0; r < np; r++) {
+    uint64_t ne = la_traceset_rank_elements(t, r);
+    int have = la_traceset_has_rank(t, r) &&
+               la_traceset_rank_weights(t, r, w) == 0;
+    for (uint64_t e = 0; e < ne; e++) {
+      double v = have ? w[e] : NAN;
+      uint64_t p = pos[off + e];
+      lactl_bin_add(b, p % b->w, p / b->w, v);
+      if (isfinite(v)) *sum += v, (*nfin)++;
+    }
+    off += ne;
+  }
+  free(w);
+  return 0;
+}
+
+/* Sorting (id, element) pairs. */
+typedef struct {
+  int64_t id;
+  uint64_t e;
+} la__ide_t;
+static int la__ide_cmp(const void *a, const void *b) {
+  const la__ide_t *x = a, *y = b;
+  if (x->id != y->id) return x->id < y->id ? -1 : 1;
+  return x->e < y->e ? -1 : x->e > y->e;
+}
+
+/* a's places in id order for set t, asked of the GlobalAgent through c
+ * once (again when the element or rank count changes, and at the next
+ * cycle after an answer without every rank's ids): NULL when not
+ * every rank gave ids, c is NULL, or the set has more than
+ * LACTL_SV_MAX_ID_ELEMENTS elements. */
+static const uint32_t *la__positions(la__app_t *a, la_client_t *c,
+                                     const la_traceset_t *t) {
+  const uint64_t n = la_traceset_elements(t);
+  const uint32_t np = la_traceset_nprocs(t);
+  const uint64_t tag = la_traceset_cycle(t);
+  if (a->pos_asked && a->pos_n == n && a->pos_np == np &&
+      (a->pos || a->pos_tag == tag))
+    return a->pos;
+  free(a->pos);
+  a->pos = NULL, a->pos_n = n, a->pos_np = np, a->pos_asked = 1;
+  a->pos_tag = tag; /* without ids (yet): asked again for the next cycle */
+  if (!c || n == 0 || n > LACTL_SV_MAX_ID_ELEMENTS) return NULL;
+  int64_t *ids = malloc(n * sizeof *ids);
+  la__ide_t *p = malloc(n * sizeof *p);
+  uint32_t *pos = malloc(n * sizeof *pos);
+  uint32_t napp = 0;
+  if (ids && p && pos && la_client_set_ids(c, t, ids, &napp) == 0 &&
+      napp == np) {
+    for (uint64_t e = 0; e < n; e++) p[e] = (la__ide_t){ids[e], e};
+    qsort(p, n, sizeof *p, la__ide_cmp);
+    for (uint64_t k = 0; k < n; k++) pos[p[k].e] = (uint32_t)k;
+    a->pos = pos, pos = NULL;
+  }
+  free(ids), free(p), free(pos);
+  return a->pos;
+}
+
 static double la__ms_since(const struct timespec *a) {
   struct timespec b;
   clock_gettime(CLOCK_MONOTONIC, &b);
@@ -396,8 +480,9 @@ static double la__ms_since(const struct timespec *a) {
          (double)(b.tv_nsec - a->tv_nsec) / 1e6;
 }
 
-int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o, FILE *f,
-                    double *ms, char *why, size_t why_len) {
+int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o,
+                    const uint32_t *pos, FILE *f, double *ms, char *why,
+                    size_t why_len) {
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   la_traceset_t *v = t, *view = NULL;
@@ -415,6 +500,7 @@ int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o, FILE *f,
   const uint64_t n = la_traceset_elements(v);
   uint64_t g[3], W, H;
   int grid = la__grid(v, g);
+  if (grid) pos = NULL;
   if (grid) {
     W = g[0], H = g[1];
   } else {
@@ -426,7 +512,7 @@ int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o, FILE *f,
   double sum = 0;
   uint64_t nfin = 0;
   int rc = lactl_bin_init(&b, W, H, o->bins, o->bins, o->agg);
-  if (!rc) rc = la__fill(v, &b, grid, g, &sum, &nfin);
+  if (!rc) rc = la__fill(v, &b, grid, g, pos, &sum, &nfin);
   float *vals = rc ? NULL : malloc((size_t)b.bw * b.bh * sizeof *vals);
   double *tot = malloc((np ? np : 1) * sizeof *tot);
   if (!rc && (!vals || !tot)) rc = LA_ENOMEM;
@@ -465,7 +551,7 @@ int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o, FILE *f,
         (unsigned long long)g[0], (unsigned long long)g[1],
         (unsigned long long)g[2], (unsigned long long)(g[2] / 2));
   else
-    fputs(",\"layout\":\"index\"", f);
+    fputs(pos ? ",\"layout\":\"id\"" : ",\"layout\":\"index\"", f);
   fprintf(f,
           ",\"w\":%llu,\"h\":%llu,\"bw\":%u,\"bh\":%u,\"agg\":\"%s\","
           "\"mean\":",
@@ -514,12 +600,13 @@ int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o, FILE *f,
 }
 
 int lactl_sv_map_json(lactl_sv_t *d, const char *app,
-                      const lactl_sv_map_opts_t *o, FILE *f, char *why,
-                      size_t why_len) {
+                      const lactl_sv_map_opts_t *o, la_client_t *c, FILE *f,
+                      char *why, size_t why_len) {
   la__app_t *a = la__find(d, app);
   if (!a) {
     snprintf(why, why_len, "no application '%s'", app);
     return LA_ENOTFOUND;
   }
-  return lactl_sv_map_of(a->latest, o, f, NULL, why, why_len);
+  return lactl_sv_map_of(a->latest, o, la__positions(a, c, a->latest), f,
+                         NULL, why, why_len);
 }

@@ -260,6 +260,36 @@ static void test_plot_heat_binned(void **state) {
   print_message("%s", out);
 }
 
+/* lactl serve's element map of an application that is not a grid:
+ * with every rank's ids (two ranks, ids interleaved and reversed), the
+ * elements in id order; each bin the value `lactl export` gives the
+ * element of that id (tests/python/serve_map.py). */
+static void test_serve_ids(void **state) {
+  setenv("LA_APP_ID", "vsid-1", 1);
+  for (int r = 0; r < 2; r++) {
+    int64_t ids[10];
+    for (int e = 0; e < 10; e++) ids[e] = 2 * (9 - e) + r;
+    assert_int_equal(LA_setGlobalIds(ids, 10), 0);
+    assert_int_equal(LA_register("vsid", r, 2, 10), 0);
+    probe_all(10);
+    assert_int_equal(LA_dataXferTagged(4), 0);
+    LA_finalize();
+  }
+  assert_int_equal(la_ta_wait_traces(&agent, 2, WAIT_MS), 0);
+  assert_int_equal(
+      la_ta_wait_sql(&agent, "SELECT count(*) FROM element_ids", 2, WAIT_MS),
+      0);
+  char lactl[600], out[4096];
+  assert_int_equal(la_td_find_bin("lactl", lactl, sizeof lactl), 0);
+  const char *py[] = {PY,       "tests/python/serve_map.py",
+                      lactl,    agent.st.feed_addr,
+                      "vsid-1", "id",
+                      NULL};
+  if (la_td_run(py, NULL, 120000, out, sizeof out) != 0 ||
+      !strstr(out, "serve_map: OK vsid-1, 20 elements in id order"))
+    fail_msg("serve_map.py: %s", out);
+}
+
 static void test_vtk_grid(void **state) {
   need_vtk();
   run_grid_app();
@@ -380,6 +410,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_plot_grid, setup, teardown),
       cmocka_unit_test_setup_teardown(test_plot_grid_large, setup, teardown),
       cmocka_unit_test_setup_teardown(test_plot_heat_binned, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_serve_ids, setup, teardown),
       cmocka_unit_test_setup_teardown(test_vtk_grid, setup, teardown),
       cmocka_unit_test_setup_teardown(test_vtk_ids, setup, teardown),
       cmocka_unit_test_setup_teardown(test_vtk_channels, setup, teardown),
