@@ -84,12 +84,13 @@ int lactl_png_svg_image(FILE *f, const uint8_t *rgb, uint32_t w, uint32_t h,
   size_t n;
   int rc = lactl_png_rgb(rgb, w, h, &png, &n);
   if (rc) return rc;
-  fprintf(
-      f,
-      "<image x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
-      "preserveAspectRatio=\"none\" image-rendering=\"pixelated\" "
-      "style=\"image-rendering:pixelated\"%s%s href=\"data:image/png;base64,",
-      x, y, dw, dh, attrs && *attrs ? " " : "", attrs ? attrs : "");
+  fprintf(f,
+          "<image x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+          "preserveAspectRatio=\"none\" image-rendering=\"pixelated\" "
+          "style=\"image-rendering:pixelated\"%s%s "
+          "xmlns:xlink=\"http://www.w3.org/1999/xlink\" "
+          "xlink:href=\"data:image/png;base64,",
+          x, y, dw, dh, attrs && *attrs ? " " : "", attrs ? attrs : "");
   lactl_base64(f, png, n);
   fputs("\"/>\n", f);
   free(png);

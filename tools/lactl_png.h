@@ -20,7 +20,9 @@ int lactl_png_rgb(const uint8_t *rgb, uint32_t w, uint32_t h, uint8_t **out,
 void lactl_base64(FILE *f, const void *p, size_t n);
 
 /* Writes an SVG <image> of the w x h pixels at (x, y), dw x dh px,
- * scaled without smoothing, with attrs (may be NULL). 0 or LA_ENOMEM. */
+ * scaled without smoothing, with attrs (may be NULL); the data URI in
+ * xlink:href (SVG 1.1; the element declares the namespace). 0 or
+ * LA_ENOMEM. */
 int lactl_png_svg_image(FILE *f, const uint8_t *rgb, uint32_t w, uint32_t h,
                         double x, double y, double dw, double dh,
                         const char *attrs);

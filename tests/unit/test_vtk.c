@@ -186,7 +186,7 @@ static void test_plot_grid_large(void **state) {
       "d = m.parse(sys.argv[1])\n"
       "im = d.getElementsByTagName('image')\n"
       "assert len(im) == 1\n"
-      "h = im[0].getAttribute('href')\n"
+      "h = im[0].getAttribute('xlink:href')\n"
       "assert h.startswith('data:image/png;base64,')\n"
       "p = base64.b64decode(h.split(',', 1)[1])\n"
       "assert p[:8] == b'\\x89PNG\\r\\n\\x1a\\n'\n"
