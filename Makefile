@@ -216,10 +216,12 @@ $(BUILD)/bin/la-globalagent: $(GLOBAL_OBJ) $(STORE_A) $(COMMON_A)
 # libmicrohttpd; nothing else links it.
 $(BUILD)/bin/la-localagent $(BUILD)/bin/la-globalagent: LDLIBS_DAEMON += -lmicrohttpd
 
-# lactl whatif partitions with METIS (libmetis-dev).
+# lactl whatif partitions with METIS (libmetis-dev); its plots and live view
+# embed PNG images (zlib); lactl serve's page is embedded with .incbin.
+$(BUILD)/obj/tools/lactl_serve_page.o: tools/lactl_serve_page.html
 $(BUILD)/bin/lactl: $(TOOLS_OBJ) $(CLIENT_A) $(STORE_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lmetis $(LDLIBS_DAEMON)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lmetis -lz $(LDLIBS_DAEMON)
 
 # Tests link the static libraries so internal (hidden) functions are reachable.
 # Per-test extra libraries: TEST_LIBS_NAME (linked before libla's own).
@@ -237,6 +239,10 @@ BENCH_LIBS_bench_fidelity := -lmetis
 BENCH_LIBS_bench_store := $(GLOBAL_NOUV_A)
 $(BUILD)/bench/bench_store: $(GLOBAL_NOUV_A)
 $(BUILD)/bench/bench_fidelity: bench/fidelity_cases.h
+# bench_serve (docs/lactl.md) runs lactl's reductions and grid picture.
+LACTL_LIB_OBJ = $(filter-out $(BUILD)/obj/tools/lactl.o,$(TOOLS_OBJ))
+BENCH_LIBS_bench_serve := $(LACTL_LIB_OBJ) $(STORE_A) $(CLIENT_A) $(COMMON_A) -lmetis -lz
+$(BUILD)/bench/bench_serve: $(LACTL_LIB_OBJ) $(STORE_A)
 # bench_history (docs/history.md) writes to the GlobalAgent's store.
 BENCH_LIBS_bench_history := $(GLOBAL_NOUV_A)
 $(BUILD)/bench/bench_history: $(GLOBAL_NOUV_A)

@@ -41,6 +41,9 @@ PKGS=(
   # compile the Zoltan example (libtrilinos-zoltan-dev does not pull it in)
   libtrilinos-zoltan-dev libopenmpi-dev
   libpq-dev postgresql
+  # lactl's pictures embed PNG images (zlib); test_serve loads lactl serve's
+  # page in headless Chromium
+  zlib1g-dev chromium
 )
 
 # LA is built and tested with MPICH. Another package (python3-vtk9) pulls in

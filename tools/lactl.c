@@ -28,6 +28,7 @@ int lactl_export_main(int argc, char **argv);
 int lactl_plot_main(int argc, char **argv);
 int lactl_whatif_main(int argc, char **argv);
 int lactl_replay_main(int argc, char **argv);
+int lactl_serve_main(int argc, char **argv);
 
 static const lactl_cmd_t cmds[] = {
     {"compact", lactl_compact_main,
@@ -48,6 +49,8 @@ static const lactl_cmd_t cmds[] = {
      "predict what repartitioning would gain (METIS, RCB) before moving"},
     {"replay", lactl_replay_main,
      "replay recorded costs with la-replay (MPI) to measure a partition"},
+    {"serve", lactl_serve_main,
+     "serve a live view of the Trace-Sets to a browser (HTTP, token)"},
 };
 
 static void usage(FILE *f) {

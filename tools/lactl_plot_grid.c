@@ -5,7 +5,10 @@
  * cell coloured by its weight relative to the slice's mean on the heat
  * map's diverging scale (blue below, white at, red above; log scale from
  * 1/4 to 4 times the mean), cells no present rank has in grey, rank
- * boundaries drawn, with a legend.
+ * boundaries drawn, with a legend. Bounded whatever the grid: the cells
+ * are binned to at most one bin per pixel by the mean (lactl_bin.h), the
+ * bins drawn as rects while there are at most 4096 of them, else as one
+ * embedded PNG (lactl_png.h).
  *
  * Robust weights unless --weights measured (or the set lacks them), as the
  * other figures. Deliberately only grids: an unstructured mesh has no
@@ -15,10 +18,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lactl_bin.h"
 #include "lactl_plot.h"
+#include "lactl_png.h"
 #include "lactl_svg.h"
 
 #define LA__MAP_PX 760.0 /* the map's larger side, pixels */
+/* Up to this many bins, one <rect> each (small grids stay inspectable);
+ * beyond, the bins are one embedded PNG image. */
+#define LA__MAX_RECTS 4096
 
 int lactl_plot_parse_slice(const char *s, int *axis, uint64_t *at) {
   if (!s || (s[0] != 'i' && s[0] != 'j' && s[0] != 'k') || s[1] != '=')
@@ -68,17 +76,24 @@ int lactl_plot_grid(FILE *f, la_traceset_t *t, int kind, int axis, int have_at,
             (unsigned long long)W, (unsigned long long)H);
     return LACTL_FAIL;
   }
-  double *v = malloc(W * H * sizeof *v);
-  int32_t *owner = malloc(W * H * sizeof *owner);
+  /* the slice's cells, binned to at most one bin per pixel by the mean
+   * (lactl_bin.h); a bin's owner is the last rank seen in it */
+  lactl_bin_t b;
   double *w = malloc((nel ? nel : 1) * sizeof *w);
-  if (!v || !owner || !w) {
-    free(v), free(owner), free(w);
+  int brc = lactl_bin_init(&b, W, H, (uint32_t)LA__MAP_PX, (uint32_t)LA__MAP_PX,
+                           LACTL_BIN_MEAN);
+  const uint32_t bw = b.bw, bh = b.bh;
+  int32_t *owner = brc ? NULL : malloc((size_t)bw * bh * sizeof *owner);
+  if (brc || !owner || !w) {
+    free(owner), free(w), lactl_bin_free(&b);
     fprintf(stderr, "lactl plot: out of memory\n");
     return LACTL_FAIL;
   }
-  for (uint64_t i = 0; i < W * H; i++) v[i] = NAN, owner[i] = -1;
+  for (size_t i = 0; i < (size_t)bw * bh; i++) owner[i] = -1;
   la_traceset_weights(t, w);
   uint64_t off = 0;
+  double sum = 0;
+  uint64_t nfin = 0;
   for (uint32_t r = 0; r < la_traceset_nprocs(t); r++) {
     uint64_t ne = la_traceset_rank_elements(t, r), d[3], o[3];
     la_traceset_rank_grid(t, r, d, o, NULL);
@@ -86,18 +101,18 @@ int lactl_plot_grid(FILE *f, la_traceset_t *t, int kind, int axis, int have_at,
       uint64_t c[3] = {o[0] + e % d[0], o[1] + e / d[0] % d[1],
                        o[2] + e / (d[0] * d[1])};
       if (c[axis] != at || c[ax] >= W || c[ay] >= H) continue;
-      v[c[ax] + W * c[ay]] = w[off + e];
-      owner[c[ax] + W * c[ay]] = (int32_t)r;
+      uint64_t i = lactl_bin_index(&b, c[ax], c[ay]);
+      lactl_bin_add_at(&b, i, w[off + e]);
+      owner[i] = (int32_t)r;
+      if (isfinite(w[off + e])) sum += w[off + e], nfin++;
     }
     off += ne;
   }
-  double sum = 0;
-  uint64_t nfin = 0;
-  for (uint64_t i = 0; i < W * H; i++)
-    if (isfinite(v[i])) sum += v[i], nfin++;
+  free(w);
   double mean = nfin ? sum / (double)nfin : 0;
   double px = LA__MAP_PX / (double)(W > H ? W : H);
   double mw = px * (double)W, mh = px * (double)H;
+  double qx = mw / bw, qy = mh / bh; /* one bin, px */
   int left = 60, top = 50;
   int width = (int)(left + mw + 170), height = (int)(top + mh + 60);
   char title[400], col[16];
@@ -109,36 +124,81 @@ int lactl_plot_grid(FILE *f, la_traceset_t *t, int kind, int axis, int have_at,
            (unsigned long long)at);
   lactl_svg_begin(f, width, height, title);
   lactl_svg_label(f, left, 30, "start", "font-size=\"14\"", title);
-  fprintf(f, "<g shape-rendering=\"crispEdges\">\n");
-  for (uint64_t y = 0; y < H; y++)
-    for (uint64_t x = 0; x < W; x++) {
-      double val = v[x + W * y];
+  if ((uint64_t)bw * bh < W * H) {
+    char note[200];
+    snprintf(note, sizeof note,
+             "%llux%llu cells shown as %ux%u bins, each the mean of its cells",
+             (unsigned long long)W, (unsigned long long)H, bw, bh);
+    lactl_svg_label(f, left, 45, "start", "font-size=\"10\" fill=\"#444\"",
+                    note);
+  }
+  /* a bin per rect while they are few, else one embedded image */
+  int as_image = (uint64_t)bw * bh > LA__MAX_RECTS;
+  uint8_t *rgb = as_image ? malloc((size_t)bw * bh * 3) : NULL;
+  if (as_image && !rgb) {
+    free(owner), lactl_bin_free(&b);
+    fprintf(stderr, "lactl plot: out of memory\n");
+    return LACTL_FAIL;
+  }
+  fprintf(f, "<g class=\"cells\" shape-rendering=\"crispEdges\">\n");
+  for (uint32_t y = 0; y < bh; y++)
+    for (uint32_t x = 0; x < bw; x++) {
+      double val = lactl_bin_value(&b, x, y);
       if (isfinite(val) && mean > 0 && val > 0)
         lactl_svg_diverging(log2(val / mean) / 2, col, sizeof col);
       else
         snprintf(col, sizeof col, isfinite(val) ? "#2166ac" : "#bdbdbd");
       /* j (or k) grows upwards, as in a plot */
-      fprintf(f,
-              "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
-              "fill=\"%s\"/>\n",
-              left + px * (double)x, top + mh - px * (double)(y + 1), px, px,
-              col);
+      if (as_image)
+        lactl_png_hex(col, rgb + 3 * ((size_t)(bh - 1 - y) * bw + x));
+      else
+        fprintf(f,
+                "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+                "fill=\"%s\"/>\n",
+                left + qx * x, top + mh - qy * (y + 1), qx, qy, col);
     }
-  /* rank boundaries: an edge between cells of different owners */
-  for (uint64_t y = 0; y < H; y++)
-    for (uint64_t x = 0; x < W; x++) {
-      int32_t o = owner[x + W * y];
-      double x0 = left + px * (double)x, y0 = top + mh - px * (double)y;
-      if (x + 1 < W && owner[x + 1 + W * y] != o)
-        fprintf(f,
-                "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" "
-                "stroke=\"black\"/>\n",
-                x0 + px, y0, x0 + px, y0 - px);
-      if (y + 1 < H && owner[x + W * (y + 1)] != o)
-        fprintf(f,
-                "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" "
-                "stroke=\"black\"/>\n",
-                x0, y0 - px, x0 + px, y0 - px);
+  if (as_image &&
+      lactl_png_svg_image(f, rgb, bw, bh, left, top, mw, mh, NULL) != 0) {
+    free(rgb), free(owner), lactl_bin_free(&b);
+    fprintf(stderr, "lactl plot: out of memory\n");
+    return LACTL_FAIL;
+  }
+  free(rgb);
+  /* rank boundaries: edges between bins of different owners, each
+   * straight run of them one line */
+  for (uint32_t x = 0; x + 1 < bw; x++) /* vertical edges right of x */
+    for (uint32_t y = 0; y < bh;) {
+      if (owner[x + (size_t)bw * y] == owner[x + 1 + (size_t)bw * y]) {
+        y++;
+        continue;
+      }
+      uint32_t y1 = y;
+      while (y1 < bh &&
+             owner[x + (size_t)bw * y1] != owner[x + 1 + (size_t)bw * y1])
+        y1++;
+      fprintf(f,
+              "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" "
+              "stroke=\"black\"/>\n",
+              left + qx * (x + 1), top + mh - qy * y, left + qx * (x + 1),
+              top + mh - qy * y1);
+      y = y1;
+    }
+  for (uint32_t y = 0; y + 1 < bh; y++) /* horizontal edges above y */
+    for (uint32_t x = 0; x < bw;) {
+      if (owner[x + (size_t)bw * y] == owner[x + (size_t)bw * (y + 1)]) {
+        x++;
+        continue;
+      }
+      uint32_t x1 = x;
+      while (x1 < bw &&
+             owner[x1 + (size_t)bw * y] != owner[x1 + (size_t)bw * (y + 1)])
+        x1++;
+      fprintf(f,
+              "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" "
+              "stroke=\"black\"/>\n",
+              left + qx * x, top + mh - qy * (y + 1), left + qx * x1,
+              top + mh - qy * (y + 1));
+      x = x1;
     }
   fprintf(f,
           "</g>\n<rect x=\"%d\" y=\"%d\" width=\"%.2f\" height=\"%.2f\" "
@@ -174,6 +234,7 @@ int lactl_plot_grid(FILE *f, la_traceset_t *t, int kind, int axis, int have_at,
   snprintf(lab, sizeof lab, "mean %.4g %s", mean, la_traceset_unit(t));
   lactl_svg_label(f, lx, ly + 24 * 6 + 15, "start", NULL, lab);
   fprintf(f, "</svg>\n");
-  free(v), free(owner), free(w);
+  free(owner);
+  lactl_bin_free(&b);
   return LACTL_OK;
 }

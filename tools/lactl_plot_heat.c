@@ -4,7 +4,12 @@
  * total of its cycle, on a diverging color scale around 1.0 (log scale: 1/2
  * and 2 are equally far from white), missing ranks hatched grey, with a
  * legend and the per-cycle imbalance (max/mean) as bars above. Robust
- * totals are used where every set serves robust weights.
+ * totals are used where every set serves robust weights. Bounded whatever
+ * the ranks and cycles: beyond 210 ranks or 360 cycles the cells are
+ * binned (lactl_bin.h), each bin showing its most extreme ratio (furthest
+ * from the mean on the log scale, so a hot or idle rank is never averaged
+ * away) and hatched when a rank of it is missing, each bar the worst
+ * imbalance of its cycles; beyond 20000 bins they are one embedded PNG.
  *
  * Deliberately not here: the command line and the data source
  * (lactl_plot.c), the SVG primitives (lactl_svg.c).
@@ -13,8 +18,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lactl_bin.h"
 #include "lactl_plot.h"
+#include "lactl_png.h"
 #include "lactl_svg.h"
+
+/* Most rank rows and cycle columns drawn (2 px each at least); beyond,
+ * bins. Beyond LA__HEAT_RECTS bins, one image instead of rects. */
+#define LA__HEAT_ROWS 210
+#define LA__HEAT_COLS 360
+#define LA__HEAT_RECTS 20000
 
 /* One heat map being drawn. */
 typedef struct {
@@ -32,7 +45,11 @@ typedef struct {
   size_t imax_c;      /* its cycle */
   double lm;          /* log of the scale's end M: it spans 1/M..M */
   int saturated;      /* some cells lie beyond the scale */
-  int cw, ch;         /* cell size (px) */
+  uint32_t bc, br;    /* cycle and rank bins (nc, np when not binned) */
+  double *bv;         /* [rank bin * bc + cycle bin]: the bin's ratio */
+  uint8_t *bmiss;     /* same index: a rank of the bin is missing */
+  double *bimb;       /* [cycle bin]: the worst imbalance of its cycles */
+  int cw, ch;         /* bin size (px) */
   int ml, mt, gw, gh; /* the map's left, top, width, height (px) */
   int lh;             /* legend height (px) */
 } heat_fig_t;
@@ -149,18 +166,63 @@ static int heat_scale(heat_fig_t *h) {
   return LACTL_OK;
 }
 
+/* The bins the picture draws: at most LA__HEAT_COLS x LA__HEAT_ROWS.
+ * Returns LACTL_OK, or LACTL_FAIL after a message. */
+static int heat_bin(heat_fig_t *h) {
+  lactl_bin_t b;
+  if (lactl_bin_init(&b, h->nc, h->np, LA__HEAT_COLS, LA__HEAT_ROWS,
+                     LACTL_BIN_EXTREME) != 0) {
+    fprintf(stderr, "lactl plot: out of memory\n");
+    return LACTL_FAIL;
+  }
+  h->bc = b.bw, h->br = b.bh;
+  h->bv = malloc((size_t)h->bc * h->br * sizeof *h->bv);
+  h->bmiss = malloc((size_t)h->bc * h->br);
+  h->bimb = malloc(h->bc * sizeof *h->bimb);
+  if (!h->bv || !h->bmiss || !h->bimb) {
+    lactl_bin_free(&b);
+    fprintf(stderr, "lactl plot: out of memory\n");
+    return LACTL_FAIL;
+  }
+  for (size_t c = 0; c < h->nc; c++)
+    for (uint32_t r = 0; r < h->np; r++)
+      lactl_bin_add(&b, c, r, h->tot[c * h->np + r]);
+  for (uint32_t y = 0; y < h->br; y++)
+    for (uint32_t x = 0; x < h->bc; x++) {
+      h->bv[(size_t)y * h->bc + x] = lactl_bin_value(&b, x, y);
+      h->bmiss[(size_t)y * h->bc + x] = lactl_bin_none(&b, x, y) > 0;
+    }
+  for (uint32_t x = 0; x < h->bc; x++) h->bimb[x] = NAN;
+  for (size_t c = 0; c < h->nc; c++) {
+    uint32_t x = (uint32_t)lactl_bin_index(&b, c, 0);
+    if (isfinite(h->imb[c]) && !(h->imb[c] <= h->bimb[x]))
+      h->bimb[x] = h->imb[c];
+  }
+  lactl_bin_free(&b);
+  return LACTL_OK;
+}
+
+/* The first cycle (index) of cycle bin x, and the first rank of rank bin
+ * y (bins as lactl_bin_index places them). */
+static size_t heat_c0(const heat_fig_t *h, uint32_t x) {
+  return (size_t)(((uint64_t)x * h->nc + h->bc - 1) / h->bc);
+}
+static uint32_t heat_r0(const heat_fig_t *h, uint32_t y) {
+  return (uint32_t)(((uint64_t)y * h->np + h->br - 1) / h->br);
+}
+
 /* ---------------------------------------------------------------- frame */
 
 /* Cell size and the map's place; returns the document's width and height
  * in *w and *ht. */
 static void heat_geometry(heat_fig_t *h, int *w, int *ht) {
-  int cw = (int)(720 / h->nc), ch = (int)(420 / h->np);
+  int cw = (int)(720 / h->bc), ch = (int)(420 / h->br);
   h->cw = cw < 2 ? 2 : cw > 60 ? 60 : cw;
   h->ch = ch < 2 ? 2 : ch > 32 ? 32 : ch;
   h->ml = 80;
   h->mt = 170;
-  h->gw = h->cw * (int)h->nc;
-  h->gh = h->ch * (int)h->np;
+  h->gw = h->cw * (int)h->bc;
+  h->gh = h->ch * (int)h->br;
   h->lh = h->gh < 160 ? 160 : h->gh;
   *w = h->ml + h->gw + 230 < 640 ? 640 : h->ml + h->gw + 230;
   *ht = h->mt + (h->gh > h->lh + 30 ? h->gh : h->lh + 30) + 60;
@@ -219,54 +281,99 @@ static void heat_bars(const heat_fig_t *h) {
     lactl_svg_label(f, ml - 6, yv + 4, "end", "font-size=\"10\"", t);
   }
   fprintf(f, "<g fill=\"#636363\" class=\"imbalance\">\n");
-  for (size_t c = 0; c < h->nc; c++) {
-    char b[32];
-    if (!isfinite(h->imb[c])) continue;
-    double hgt = (h->imb[c] - 1) / (bmax - 1) * bh;
+  for (uint32_t x = 0; x < h->bc; x++) {
+    char b[32], when[64];
+    if (!isfinite(h->bimb[x])) continue;
+    double hgt = (h->bimb[x] - 1) / (bmax - 1) * bh;
     if (hgt < 0.5) hgt = 0.5;
+    size_t c0 = heat_c0(h, x),
+           c1 = x + 1 < h->bc ? heat_c0(h, x + 1) - 1 : h->nc - 1;
+    if (c1 > c0)
+      snprintf(when, sizeof when, "cycles %llu..%llu, worst",
+               (unsigned long long)h->cy[c0].tag,
+               (unsigned long long)h->cy[c1].tag);
+    else
+      snprintf(when, sizeof when, "cycle %llu",
+               (unsigned long long)h->cy[c0].tag);
     fprintf(f,
             "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">"
-            "<title>cycle %llu: %s</title></rect>\n",
-            ml + c * (double)cw + (cw > 3 ? 0.5 : 0), bt + bh - hgt,
-            cw > 3 ? cw - 1.0 : (double)cw, hgt,
-            (unsigned long long)h->cy[c].tag,
-            lactl_fmt_num(h->imb[c], 4, b, sizeof b));
+            "<title>%s: %s</title></rect>\n",
+            ml + x * (double)cw + (cw > 3 ? 0.5 : 0), bt + bh - hgt,
+            cw > 3 ? cw - 1.0 : (double)cw, hgt, when,
+            lactl_fmt_num(h->bimb[x], 4, b, sizeof b));
   }
   fprintf(f, "</g>\n");
 }
 
-/* The map: one rect per (cycle, rank), rank 0 on top, with a tooltip while
- * there are at most 20000 cells; then its frame. */
-static void heat_cells(const heat_fig_t *h) {
+/* The map: one rect per bin, rank 0 on top, with a tooltip when bins
+ * are cells and there are at most LA__HEAT_RECTS; beyond that many bins,
+ * one embedded image (missing bins hatched pixel by pixel); then its
+ * frame. */
+static int heat_cells(const heat_fig_t *h) {
   FILE *f = h->f;
-  const uint32_t np = h->np;
-  int tips = h->nc * np <= 20000;
+  const uint32_t bc = h->bc, br = h->br;
+  int binned = bc < h->nc || br < h->np;
+  int tips = !binned && h->nc * h->np <= LA__HEAT_RECTS;
+  int image = (size_t)bc * br > LA__HEAT_RECTS;
+  uint8_t *rgb = image ? malloc((size_t)bc * br * 3) : NULL;
+  if (image && !rgb) {
+    fprintf(stderr, "lactl plot: out of memory\n");
+    return LACTL_FAIL;
+  }
   fprintf(f, "<g class=\"heatmap\" shape-rendering=\"crispEdges\">\n");
-  for (size_t c = 0; c < h->nc; c++)
-    for (uint32_t r = 0; r < np; r++) {
-      double v = h->tot[c * np + r];
+  for (uint32_t x = 0; x < bc; x++)
+    for (uint32_t y = 0; y < br; y++) {
+      size_t i = (size_t)y * bc + x;
+      double v = h->bv[i];
       char col[16] = "url(#missing)", b[32];
-      if (!isnan(v))
+      if (!h->bmiss[i] && !isnan(v))
         lactl_svg_diverging(v > 0 ? log(v) / h->lm : -1, col, sizeof col);
+      if (image) {
+        uint8_t *p = rgb + 3 * i;
+        if (col[0] == '#')
+          lactl_png_hex(col, p);
+        else /* the hatch: dark every third diagonal */
+          lactl_png_hex((x + y) % 3 ? "#d9d9d9" : "#969696", p);
+        continue;
+      }
       fprintf(f,
               "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
               "fill=\"%s\"",
-              h->ml + (int)c * h->cw, h->mt + (int)r * h->ch, h->cw, h->ch,
+              h->ml + (int)x * h->cw, h->mt + (int)y * h->ch, h->cw, h->ch,
               col);
       if (!tips)
         fprintf(f, "/>\n");
       else if (isnan(v))
-        fprintf(f, "><title>rank %u, cycle %llu: missing</title></rect>\n", r,
-                (unsigned long long)h->cy[c].tag);
+        fprintf(f, "><title>rank %u, cycle %llu: missing</title></rect>\n", y,
+                (unsigned long long)h->cy[x].tag);
       else
-        fprintf(f, "><title>rank %u, cycle %llu: %s x mean</title></rect>\n", r,
-                (unsigned long long)h->cy[c].tag,
+        fprintf(f, "><title>rank %u, cycle %llu: %s x mean</title></rect>\n", y,
+                (unsigned long long)h->cy[x].tag,
                 lactl_fmt_num(v, 4, b, sizeof b));
     }
+  if (image) {
+    int rc =
+        lactl_png_svg_image(f, rgb, bc, br, h->ml, h->mt, h->gw, h->gh, NULL);
+    free(rgb);
+    if (rc) {
+      fprintf(stderr, "lactl plot: out of memory\n");
+      return LACTL_FAIL;
+    }
+  }
   fprintf(f,
           "</g>\n<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
           "fill=\"none\" stroke=\"#333\"/>\n",
           h->ml, h->mt, h->gw, h->gh);
+  if (binned) {
+    char note[200];
+    snprintf(note, sizeof note,
+             "%u ranks x %zu cycles in %u x %u bins: each the most extreme "
+             "ratio of its cells, hatched if a rank is missing",
+             h->np, h->nc, br, bc);
+    lactl_svg_label(f, h->ml, h->mt - 6, "start",
+                    "font-size=\"10\" fill=\"#444\"", note);
+  }
+  return LACTL_OK;
 }
 
 /* Axes: cycle tags below (spaced >= 48 px), ranks left (>= 14 px). */
@@ -278,9 +385,9 @@ static void heat_axes(const heat_fig_t *h) {
            (unsigned long long)h->cy[h->nc - 1].tag);
   int lw_px = 8 * (int)strlen(widest) + 12; /* room for one tag label */
   int every = (lw_px + cw - 1) / cw;
-  for (size_t c = 0; c < h->nc; c += (size_t)every) {
+  for (uint32_t c = 0; c < h->bc; c += (uint32_t)every) {
     char t[32];
-    snprintf(t, sizeof t, "%llu", (unsigned long long)h->cy[c].tag);
+    snprintf(t, sizeof t, "%llu", (unsigned long long)h->cy[heat_c0(h, c)].tag);
     fprintf(f,
             "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" "
             "stroke=\"#333\"/>\n",
@@ -289,9 +396,9 @@ static void heat_axes(const heat_fig_t *h) {
   }
   lactl_svg_label(f, ml + h->gw / 2.0, mt + gh + 40, "middle", NULL, "cycle");
   int reach = (14 + ch - 1) / ch;
-  for (uint32_t r = 0; r < h->np; r += (uint32_t)reach) {
+  for (uint32_t r = 0; r < h->br; r += (uint32_t)reach) {
     char t[16];
-    snprintf(t, sizeof t, "%u", r);
+    snprintf(t, sizeof t, "%u", heat_r0(h, r));
     lactl_svg_label(f, ml - 6, mt + (r + 0.5) * ch + 4, "end", NULL, t);
   }
   char rot[96];
@@ -348,16 +455,20 @@ int lactl_plot_heat(FILE *f, lactl_src_t *s, const char *app, uint64_t first,
   heat_fig_t h = {.f = f, .app = app};
   int rc = heat_gather(&h, s, first, last, kind);
   if (rc == LACTL_OK) rc = heat_scale(&h);
+  if (rc == LACTL_OK) rc = heat_bin(&h);
   if (rc == LACTL_OK) {
     int w, ht;
     heat_geometry(&h, &w, &ht);
     heat_title(&h, w, ht);
     heat_bars(&h);
-    heat_cells(&h);
+    rc = heat_cells(&h);
+  }
+  if (rc == LACTL_OK) {
     heat_axes(&h);
     heat_legend(&h);
     fprintf(f, "</svg>\n");
   }
+  free(h.bv), free(h.bmiss), free(h.bimb);
   free(h.tot);
   free(h.imb);
   free(h.cy);

@@ -132,12 +132,162 @@ static void test_plot_grid(void **state) {
   assert_non_null(strstr(buf, "slice k=1"));
   assert_int_equal(count(buf, "<rect x=") - 7, 15); /* frame + legend: 7 */
   assert_int_equal(count(buf, "fill=\"#bdbdbd\""), 3 + 1); /* + legend */
-  assert_int_equal(count(buf, "<line "), 3 + 3); /* slabs, and grey column */
+  assert_int_equal(count(buf, "<line "), 1 + 1); /* slabs, and grey column */
   /* a grid that is not: refused with the way out */
   const char *bad[] = {lactl, "plot", "vgrid-1",   "--grid", "--slice",
                        "k=2", "--db", agent.st.db, NULL};
   assert_int_equal(la_td_run(bad, NULL, 20000, err, sizeof err), 1);
   assert_non_null(strstr(err, "k=2: the grid has 2"));
+}
+
+/* lactl plot --grid of a slice of 1000x8 cells (8000 > the 4096 bins
+ * drawn as rects): the cells binned to the map's 760 pixels across by
+ * the mean, drawn as one embedded PNG of 760x8 pixels that decodes, with
+ * every bin coloured (rank 1 has the whole slice) and the binning said;
+ * a few rects (frame, legend) whatever the cell count. */
+static void test_plot_grid_large(void **state) {
+  setenv("LA_APP_ID", "vbig-1", 1);
+  for (int r = 0; r < 2; r++) {
+    assert_int_equal(LA_setGridOrigin(0, 0, r, 1000, 8, 2), 0);
+    assert_int_equal(LA_registerGrid("vbig", r, 2, 1000, 8, 1), 0);
+    for (long e = 0; e < 8000; e++) {
+      LA_startProbe(e);
+      volatile double x = 0;
+      for (int k = 0; k < 40 * (1 + (int)(e % 1000) / 250); k++) x += k;
+      LA_stopProbe(e);
+    }
+    assert_int_equal(LA_dataXferTagged(3), 0);
+    LA_finalize();
+  }
+  assert_int_equal(la_ta_wait_traces(&agent, 2, WAIT_MS), 0);
+  char lactl[600], svg[700], err[2048];
+  assert_int_equal(la_td_find_bin("lactl", lactl, sizeof lactl), 0);
+  snprintf(svg, sizeof svg, "%s/big.svg", la_td_dir(agent.st.ga));
+  const char *argv[] = {lactl, "plot", "vbig-1", "3",    "--grid",    "--slice",
+                        "k=1", "-o",   svg,      "--db", agent.st.db, NULL};
+  if (la_td_run(argv, NULL, 20000, err, sizeof err) != 0)
+    fail_msg("lactl plot --grid: %s", err);
+  FILE *f = fopen(svg, "r");
+  assert_non_null(f);
+  static char buf[1 << 20];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  assert_true(n < 200000); /* 8000 cells as rects were about 600 KB */
+  assert_non_null(strstr(buf,
+                         "1000x8 cells shown as 760x8 bins, each the "
+                         "mean of its cells"));
+  assert_int_equal(count(buf, "<image "), 1);
+  assert_true(count(buf, "<rect ") < 12);
+  char out[2048];
+  const char *py[] = {
+      PY, "-c",
+      "import sys, base64, struct, zlib, xml.dom.minidom as m\n"
+      "d = m.parse(sys.argv[1])\n"
+      "im = d.getElementsByTagName('image')\n"
+      "assert len(im) == 1\n"
+      "h = im[0].getAttribute('xlink:href')\n"
+      "assert h.startswith('data:image/png;base64,')\n"
+      "p = base64.b64decode(h.split(',', 1)[1])\n"
+      "assert p[:8] == b'\\x89PNG\\r\\n\\x1a\\n'\n"
+      "w, ht = struct.unpack('>II', p[16:24])\n"
+      "i, idat = 8, b''\n"
+      "while i < len(p):\n"
+      "  n, = struct.unpack('>I', p[i:i+4]); t = p[i+4:i+8]\n"
+      "  assert zlib.crc32(p[i+4:i+8+n]) == struct.unpack('>I', "
+      "p[i+8+n:i+12+n])[0]\n"
+      "  idat += p[i+8:i+8+n] if t == b'IDAT' else b''; i += 12 + n\n"
+      "raw = zlib.decompress(idat)\n"
+      "assert len(raw) == ht * (1 + 3 * w)\n"
+      "px = set(raw[y*(1+3*w)+1+3*x:y*(1+3*w)+4+3*x] for y in range(ht) "
+      "for x in range(w))\n"
+      "assert bytes((0xbd, 0xbd, 0xbd)) not in px, 'grey bins'\n"
+      "assert len(px) >= 2, px\n"
+      "print('png', w, ht, len(px))\n",
+      svg, NULL};
+  if (la_td_run(py, NULL, 60000, out, sizeof out) != 0)
+    fail_msg("the embedded PNG: %s", out);
+  assert_non_null(strstr(out, "png 760 8 "));
+}
+
+/* lactl plot --heatmap of 220 ranks (more than the 210 rows drawn): the
+ * ranks binned to 210 rows, each bin its most extreme ratio, the binning
+ * said; the one rank that works 20 times as much as the others is the
+ * saturated red bin where it belongs. */
+static void test_plot_heat_binned(void **state) {
+  setenv("LA_APP_ID", "vheat-1", 1);
+  const int np = 220, hot = 100;
+  for (int r = 0; r < np; r++) {
+    assert_int_equal(LA_register("vheat", r, np, 4), 0);
+    for (long e = 0; e < 4; e++) {
+      LA_startProbe(e);
+      volatile double x = 0;
+      for (int k = 0; k < (r == hot ? 40000 : 2000); k++) x += k;
+      LA_stopProbe(e);
+    }
+    assert_int_equal(LA_dataXferTagged(5), 0);
+    LA_finalize();
+  }
+  assert_int_equal(la_ta_wait_traces(&agent, (uint64_t)np, WAIT_MS), 0);
+  char lactl[600], svg[700], err[2048];
+  assert_int_equal(la_td_find_bin("lactl", lactl, sizeof lactl), 0);
+  snprintf(svg, sizeof svg, "%s/heat.svg", la_td_dir(agent.st.ga));
+  const char *argv[] = {lactl, "plot", "vheat-1",   "--heatmap", "-o",
+                        svg,   "--db", agent.st.db, NULL};
+  if (la_td_run(argv, NULL, 60000, err, sizeof err) != 0)
+    fail_msg("lactl plot --heatmap: %s", err);
+  char out[2048];
+  const char *py[] = {
+      PY, "-c",
+      "import sys, xml.dom.minidom as m\n"
+      "d = m.parse(sys.argv[1])\n"
+      "g = [x for x in d.getElementsByTagName('g') "
+      "if x.getAttribute('class') == 'heatmap'][0]\n"
+      "r = g.getElementsByTagName('rect')\n"
+      "assert len(r) == 210, len(r)\n"
+      "t = ' '.join(x.firstChild.data for x in d.getElementsByTagName('text') "
+      "if x.firstChild)\n"
+      "assert '220 ranks x 1 cycles in 210 x 1 bins: each the most extreme "
+      "ratio' in t, t\n"
+      "ys = sorted(set(float(x.getAttribute('y')) for x in r))\n"
+      "hot = [ys.index(float(x.getAttribute('y'))) for x in r "
+      "if x.getAttribute('fill') == '#b2182b']\n"
+      "assert 100 * 210 // 220 in hot, hot\n"
+      "print('heat ok', hot)\n",
+      svg, NULL};
+  if (la_td_run(py, NULL, 60000, out, sizeof out) != 0)
+    fail_msg("the binned heat map: %s", out);
+  print_message("%s", out);
+}
+
+/* lactl serve's element map of an application that is not a grid:
+ * with every rank's ids (two ranks, ids interleaved and reversed), the
+ * elements in id order; each bin the value `lactl export` gives the
+ * element of that id (tests/python/serve_map.py). */
+static void test_serve_ids(void **state) {
+  setenv("LA_APP_ID", "vsid-1", 1);
+  for (int r = 0; r < 2; r++) {
+    int64_t ids[10];
+    for (int e = 0; e < 10; e++) ids[e] = 2 * (9 - e) + r;
+    assert_int_equal(LA_setGlobalIds(ids, 10), 0);
+    assert_int_equal(LA_register("vsid", r, 2, 10), 0);
+    probe_all(10);
+    assert_int_equal(LA_dataXferTagged(4), 0);
+    LA_finalize();
+  }
+  assert_int_equal(la_ta_wait_traces(&agent, 2, WAIT_MS), 0);
+  assert_int_equal(
+      la_ta_wait_sql(&agent, "SELECT count(*) FROM element_ids", 2, WAIT_MS),
+      0);
+  char lactl[600], out[4096];
+  assert_int_equal(la_td_find_bin("lactl", lactl, sizeof lactl), 0);
+  const char *py[] = {PY,       "tests/python/serve_map.py",
+                      lactl,    agent.st.feed_addr,
+                      "vsid-1", "id",
+                      NULL};
+  if (la_td_run(py, NULL, 120000, out, sizeof out) != 0 ||
+      !strstr(out, "serve_map: OK vsid-1, 20 elements in id order"))
+    fail_msg("serve_map.py: %s", out);
 }
 
 static void test_vtk_grid(void **state) {
@@ -258,6 +408,9 @@ static int group_setup(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_plot_grid, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_plot_grid_large, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_plot_heat_binned, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_serve_ids, setup, teardown),
       cmocka_unit_test_setup_teardown(test_vtk_grid, setup, teardown),
       cmocka_unit_test_setup_teardown(test_vtk_ids, setup, teardown),
       cmocka_unit_test_setup_teardown(test_vtk_channels, setup, teardown),
