@@ -125,6 +125,8 @@ static void la__reload(void *daemon) {
   ga->set.set_timeout_ms = n.set_timeout_ms;
   ga->set.max_open_sets = n.max_open_sets;
   ga->set.batch_max = n.batch_max;
+  ga->set.representatives = n.representatives;
+  ga->set.representatives_tol = n.representatives_tol;
   la_stitch_set_max_open(ga->stitch, (size_t)n.max_open_sets);
   memcpy(ga->set.metrics_listen, n.metrics_listen, sizeof n.metrics_listen);
   memcpy(ga->set.metrics_port_file, n.metrics_port_file,

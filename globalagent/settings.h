@@ -47,6 +47,8 @@ typedef struct la_ga_settings {
   char db_url[1024]; /* PostgreSQL, shared by shards ("" = SQLite at db) */
   int fsync;
   int64_t batch_max;
+  int representatives;       /* store closed sets by representatives */
+  double representatives_tol; /* their signature distance */
   /* [history] (docs/history.md) */
   int64_t history_full_cycles; /* recent cycles per rank kept in full */
   /* [daemon] */

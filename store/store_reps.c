@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* store_reps.c: a closed Trace-Set stored by representatives
+ * (store_reps.h, docs/clusters.md): the members of each behaviour class
+ * but its representative keep their exact statistics and a rep_members
+ * row instead of their segments; readers get the representative scaled.
+ *
+ * Statements are prepared per call (the feature runs once per set close
+ * and once per reconstructed member read, next to a decode and an
+ * encode of the member's elements), so nothing is added to the store's
+ * statement table.
+ *
+ * Deliberately not here: the grouping (compact/la_clusters.c), when to
+ * run (the GlobalAgent, after it closed a set), the rest of a set's
+ * loading (store_load.c).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "la_clusters.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
+#include "store_internal.h"
+#include "store_reps.h"
+
+enum { R_DONE, R_EMPTY, R_INS, R_RESOLVE, R__COUNT };
+
+static const char *const la__reps_sql[R__COUNT] = {
+    [R_DONE] = "SELECT 1 FROM rep_members WHERE app_id = ?1 AND cycle_tag = ?2"
+               " LIMIT 1",
+    /* as store_history.c demotes: the row written again, small */
+    [R_EMPTY] =
+        "REPLACE INTO traces(app_id, cycle_tag, rank, n_elements, mode,"
+        " segments, stat_count, stat_sum, stat_min, stat_max, err_max_abs,"
+        " err_rmse, err_cv, t_xfer_ns, rank_seq, seq, t_stored_ns)"
+        " SELECT app_id, cycle_tag, rank, n_elements, mode, ?4, stat_count,"
+        " stat_sum, stat_min, stat_max, NULL, NULL, NULL, t_xfer_ns,"
+        " rank_seq, seq, t_stored_ns FROM traces"
+        " WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3"
+        " AND length(segments) > 0",
+    [R_INS] = "INSERT INTO rep_members(app_id, cycle_tag, rank, class,"
+              " rep_rank, scale) VALUES (?1, ?2, ?3, ?4, ?5, CAST(?6 AS REAL))",
+    [R_RESOLVE] =
+        "SELECT m.class, m.rep_rank, m.scale, t.segments FROM rep_members m"
+        " JOIN traces t ON t.app_id = m.app_id AND t.cycle_tag = m.cycle_tag"
+        " AND t.rank = m.rep_rank"
+        " WHERE m.app_id = ?1 AND m.cycle_tag = ?2 AND m.rank = ?3",
+};
+static const char *const la__reps_sql_pg[R__COUNT] = {
+    [R_EMPTY] = "UPDATE traces SET segments = CAST(?4 AS BLOB),"
+                " err_max_abs = NULL, err_rmse = NULL, err_cv = NULL"
+                " WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3"
+                " AND length(segments) > 0",
+};
+
+static la_db_stmt_t *la__rst(la_store_t *s, int id) {
+  la_db_stmt_t *st;
+  const char *sql = la_db_kind(s->db) == LA_DB_PG && la__reps_sql_pg[id]
+                        ? la__reps_sql_pg[id]
+                        : la__reps_sql[id];
+  if (la_db_prepare(s->db, sql, 0, &st) != 0) {
+    la__store_sqlerr(s, "preparing the representatives statements");
+    return NULL;
+  }
+  return st;
+}
+
+static void la__bind_key(la_db_stmt_t *st, const char *app_id,
+                         uint64_t cycle_tag, uint32_t rank) {
+  la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
+  la_db_bind_int64(st, 2, la__i64(cycle_tag));
+  la_db_bind_int64(st, 3, rank);
+}
+
+/* 1 when the set already has rep_members rows, 0 when not, LA_EIO. */
+static int la__reps_done(la_store_t *s, const char *app_id,
+                         uint64_t cycle_tag) {
+  la_db_stmt_t *st = la__rst(s, R_DONE);
+  if (!st) return LA_EIO;
+  la__bind_key(st, app_id, cycle_tag, 0);
+  int rc = la_db_step(st), r = rc == LA_DB_ROW ? 1 : 0;
+  if (rc != LA_DB_ROW && rc != LA_DB_DONE)
+    r = la__store_sqlerr(s, "looking up a set's representatives");
+  la_db_finalize(st);
+  return r;
+}
+
+/* Replaces the members of c (class index k) but its representative. */
+static int la__reps_write(la_store_t *s, const La__TraceSet *set,
+                          const la_cluster_class_t *c, size_t k,
+                          const size_t *len, la_db_stmt_t *em,
+                          la_db_stmt_t *ins, la_store_reps_t *o) {
+  for (uint32_t m = 0; m < c->n; m++) {
+    uint32_t r = c->members[m];
+    if (r == c->rep) continue;
+    la__bind_key(em, set->app_id, set->cycle_tag, r);
+    la_db_bind_blob(em, 4, "", 0);
+    if (la_db_step(em) != LA_DB_DONE) {
+      la__store_sqlerr(s, "replacing a member's segments");
+      return LA_EIO;
+    }
+    int64_t changed = la_db_changes(s->db);
+    la_db_reset(em);
+    if (changed != 1) continue; /* a history reference already */
+    la__bind_key(ins, set->app_id, set->cycle_tag, r);
+    la_db_bind_int64(ins, 4, (int64_t)k);
+    la_db_bind_int64(ins, 5, c->rep);
+    la_db_bind_double(ins, 6, c->scale[m]);
+    int rc = la__store_run(s, ins, "recording a class member");
+    if (rc) return rc;
+    o->replaced++;
+    o->bytes_after -= len[r];
+  }
+  return 0;
+}
+
+/* The grouping of set's traces and the rows it leads to. */
+static int la__reps_apply(la_store_t *s, const La__TraceSet *set, double tol,
+                          la_store_reps_t *o) {
+  uint32_t np = set->nprocs;
+  la_trace_t **tr = calloc(np ? np : 1, sizeof *tr);
+  double *tot = malloc((np ? np : 1) * sizeof *tot);
+  size_t *len = calloc(np ? np : 1, sizeof *len);
+  int r = 0;
+  if (!tr || !tot || !len) {
+    r = LA_ENOMEM;
+    goto out;
+  }
+  for (size_t i = 0; i < np; i++) tot[i] = NAN;
+  for (size_t i = 0; i < set->n_traces; i++) {
+    const La__CompactTrace *t = set->traces[i];
+    o->bytes_before += t->segments.len;
+    /* several channels: kept in full, not grouped */
+    if (t->rank >= np || t->n_channels || t->has_history_ref) continue;
+    len[t->rank] = t->segments.len;
+    char why[160];
+    if (la_trace_open_max(t->segments.data, t->segments.len, t->n_elements,
+                          &tr[t->rank], why, sizeof why) != 0) {
+      r = la__store_corrupt(s, "trace of %s cycle %llu rank %u: %s",
+                            set->app_id, (unsigned long long)set->cycle_tag,
+                            t->rank, why);
+      goto out;
+    }
+    tot[t->rank] = t->stats->sum;
+    o->traces++;
+  }
+  la_cluster_params_t p;
+  la_cluster_params_default(&p);
+  p.tol = tol;
+  la_clusters_t c;
+  char why[128];
+  r = la_clusters_find((const la_trace_t *const *)tr, tot, np, &p, &c, why,
+                       sizeof why);
+  if (r) {
+    la__store_fmt(s->err, sizeof s->err, "grouping the ranks: %s", why);
+    goto out;
+  }
+  o->classes = c.n_classes;
+  o->outliers = c.n_outliers;
+  la_db_stmt_t *em = la__rst(s, R_EMPTY), *ins = em ? la__rst(s, R_INS) : NULL;
+  if (!em || !ins) r = LA_EIO;
+  o->bytes_after = o->bytes_before;
+  for (size_t k = 0; r == 0 && k < c.n_classes; k++)
+    r = la__reps_write(s, set, &c.classes[k], k, len, em, ins, o);
+  la_db_finalize(em);
+  la_db_finalize(ins);
+  la_clusters_free(&c);
+out:
+  for (uint32_t i = 0; tr && i < np; i++) la_trace_close(tr[i]);
+  free(tr);
+  free(tot);
+  free(len);
+  return r;
+}
+
+int la_store_representatives(la_store_t *s, const char *app_id,
+                             uint64_t cycle_tag, double tol,
+                             la_store_reps_t *out) {
+  la_store_reps_t o = {0};
+  if (out) *out = o;
+  if (!s || !app_id || !(tol >= 0 && tol <= 2)) return LA_EINVAL;
+  int own, r = la__store_wbegin(s, &own);
+  if (r) return r;
+  La__TraceSet *set = NULL;
+  r = la__reps_done(s, app_id, cycle_tag);
+  if (r == 0) r = la_store_load_set(s, app_id, cycle_tag, &set);
+  if (r == 0) r = la__reps_apply(s, set, tol, &o);
+  if (r == 1) r = 0; /* done before */
+  la_store_free_set(set);
+  r = la__store_wend(s, own, r);
+  if (out) *out = o;
+  return r;
+}
+
+/* t's segments := the representative encoding rep[0..len) decoded, times
+ * scale, compacted with its parameters. */
+static int la__reps_scale(la_store_t *s, La__CompactTrace *t,
+                          const uint8_t *rep, size_t len, double scale) {
+  la_trace_t *tr = NULL;
+  char why[160];
+  if (la_trace_open_max(rep, len, t->n_elements, &tr, why, sizeof why) != 0 ||
+      la_trace_count(tr) != t->n_elements) {
+    if (!tr)
+      return la__store_corrupt(s,
+                               "trace of %s cycle %llu rank %u: its "
+                               "representative's segments: %s",
+                               t->app_id, (unsigned long long)t->cycle_tag,
+                               t->rank, why);
+    la_trace_close(tr);
+    return la__store_corrupt(s,
+                             "trace of %s cycle %llu rank %u: its "
+                             "representative has another element count",
+                             t->app_id, (unsigned long long)t->cycle_tag,
+                             t->rank);
+  }
+  size_t n = (size_t)t->n_elements;
+  double *x = malloc(n * sizeof *x);
+  la_compact_params_t p;
+  la_compact_result_t res = {0};
+  int r = x ? la_trace_decode(tr, 0, n, x) : LA_ENOMEM;
+  la_trace_params(tr, &p);
+  la_trace_close(tr);
+  p.quantum = 0; /* scaled values are no whole ticks */
+  if (r == 0) {
+    for (size_t i = 0; i < n; i++) x[i] *= scale;
+    r = la_compact(x, n, &p, &res);
+  }
+  free(x);
+  if (r) {
+    la__store_fmt(s->err, sizeof s->err,
+                  "reconstructing rank %u of %s cycle %llu: error %d", t->rank,
+                  t->app_id, (unsigned long long)t->cycle_tag, r);
+    return r == LA_ENOMEM ? LA_ENOMEM : LA_EIO;
+  }
+  free(t->segments.data);
+  t->segments.data = res.bytes; /* the message owns it now */
+  t->segments.len = res.len;
+  t->mode = (La__CompactMode)res.mode;
+  return 0;
+}
+
+int la__store_reps_resolve(la_store_t *s, La__CompactTrace *t) {
+  la_db_stmt_t *st = la__rst(s, R_RESOLVE);
+  if (!st) return LA_EIO;
+  la__bind_key(st, t->app_id, t->cycle_tag, t->rank);
+  int rc = la_db_step(st), r;
+  if (rc == LA_DB_DONE) {
+    la_db_finalize(st);
+    return 0;
+  }
+  if (rc != LA_DB_ROW) {
+    r = la__store_sqlerr(s, "loading a member's representative");
+    la_db_finalize(st);
+    return r;
+  }
+  int64_t cls = la_db_column_int64(st, 0), rep = la_db_column_int64(st, 1);
+  double scale = la_db_column_double(st, 2);
+  const void *blob = la_db_column_blob(st, 3);
+  int blen = la_db_column_bytes(st, 3);
+  if (cls < 0 || cls > UINT32_MAX || rep < 0 || rep >= LA_MAX_RANKS ||
+      rep == t->rank || !isfinite(scale) || blen < 0 ||
+      (unsigned)blen > LA_STORE_MAX_BLOB) {
+    la_db_finalize(st);
+    return la__store_corrupt(s,
+                             "trace of %s cycle %llu rank %u: bad "
+                             "rep_members row",
+                             t->app_id, (unsigned long long)t->cycle_tag,
+                             t->rank);
+  }
+  /* the representative may itself be kept as a history reference */
+  La__CompactTrace rt;
+  la__compact_trace__init(&rt);
+  rt.app_id = t->app_id;
+  rt.cycle_tag = t->cycle_tag;
+  rt.rank = (uint32_t)rep;
+  uint8_t *copy = malloc(blen ? (size_t)blen : 1);
+  if (!copy) {
+    la_db_finalize(st);
+    return LA_ENOMEM;
+  }
+  if (blen) memcpy(copy, blob, (size_t)blen);
+  la_db_finalize(st);
+  rt.segments.data = copy;
+  rt.segments.len = (size_t)blen;
+  r = blen ? 0 : la__store_history_resolve(s, &rt, 0);
+  if (r == 0)
+    r = la__reps_scale(s, t, rt.segments.data, rt.segments.len, scale);
+  free(rt.segments.data);
+  if (r) return r;
+  if (t->error) {
+    free(t->error);
+    t->error = NULL; /* the member's own error is not known */
+  }
+  t->has_rep_rank = t->has_rep_scale = t->has_rep_class = 1;
+  t->rep_rank = (uint32_t)rep;
+  t->rep_scale = scale;
+  t->rep_class = (uint32_t)cls;
+  return 1;
+}
