@@ -8,10 +8,12 @@
  * each rank compacted as the LocalAgent does, once with the default polyline
  * cv 0.1 (small traces) and once with maxerr eps 0.01 relative (large
  * traces: the 2% noise is kept). Measured for each:
- *   - grouping: la_clusters_find on the parsed encodings, CPU time per
- *     trace (the median of REPEATS runs), and the parse (la_trace_open)
- *     per trace beside it; whether the known classes and outliers came back
- *     exactly;
+ *   - grouping as the store does it: each trace parsed (la_trace_open),
+ *     its signature taken (la_clusters_signature) and closed, then
+ *     la_clusters_group; CPU time per trace of the signatures (the parse
+ *     subtracted: a loop of parses alone runs beside it) and of the
+ *     grouping, medians of REPEATS runs; whether the known classes and
+ *     outliers came back exactly (and from la_clusters_find too);
  *   - the store: CYCLES cycles of the set into a SQLite file (store.h, no
  *     fsync), once as they are and once stored by representatives after
  *     each close (la_store_representatives, what store.representatives
@@ -204,7 +206,7 @@ static int read_back(const char *db, double *s_per_trace, long *bad_tot,
 /* Everything measured for one compaction spec. */
 typedef struct {
   const char *spec;
-  double enc, pmed, gmed, rd, max_rel;
+  double enc, pmed, smed, gmed, rd, max_rel;
   size_t ncls, nout;
   int ok;
   store_res_t s0, s1;
@@ -225,36 +227,68 @@ static int run_spec(const char *dir, run_t *u) {
   }
   free(x);
   u->enc = (double)enc / RANKS;
-  /* grouping: parse and group, REPEATS times */
-  la_trace_t **tr = calloc(RANKS, sizeof *tr);
-  double parse[REPEATS], group[REPEATS];
+  /* grouping as the store does it, REPEATS times: each trace parsed,
+   * summarised and closed in turn, then the signatures grouped; the parse
+   * alone beside it */
+  la_cluster_params_t gp;
+  la_cluster_params_default(&gp);
+  double *sig = malloc((size_t)RANKS * gp.buckets * sizeof *sig);
+  double *dtot = malloc(RANKS * sizeof *dtot);
+  uint64_t *cnt = malloc(RANKS * sizeof *cnt);
+  if (!sig || !dtot || !cnt) return -1;
+  double parse[REPEATS], sigt[REPEATS], group[REPEATS];
   la_clusters_t c = {0};
   u->ok = 1;
   for (int k = 0; k < REPEATS; k++) {
     double t0 = cpu_now();
     for (uint32_t r = 0; r < RANKS; r++) {
-      la_trace_close(tr[r]);
-      if (la_trace_open(res[r].bytes, res[r].len, &tr[r], NULL, 0)) return -1;
+      la_trace_t *t = NULL;
+      if (la_trace_open(res[r].bytes, res[r].len, &t, NULL, 0)) return -1;
+      la_trace_close(t);
     }
     double t1 = cpu_now();
-    la_clusters_free(&c);
-    if (la_clusters_find((const la_trace_t *const *)tr, raw_sum, RANKS, NULL,
-                         &c, NULL, 0))
-      return -1;
+    for (uint32_t r = 0; r < RANKS; r++) {
+      la_trace_t *t = NULL;
+      if (la_trace_open(res[r].bytes, res[r].len, &t, NULL, 0)) return -1;
+      la_clusters_signature(t, gp.buckets, sig + (size_t)r * gp.buckets,
+                            &dtot[r]);
+      cnt[r] = la_trace_count(t);
+      la_trace_close(t);
+    }
     double t2 = cpu_now();
+    la_clusters_free(&c);
+    if (la_clusters_group(sig, dtot, cnt, raw_sum, RANKS, &gp, &c, NULL, 0))
+      return -1;
+    double t3 = cpu_now();
     parse[k] = (t1 - t0) / RANKS;
-    group[k] = (t2 - t1) / RANKS;
+    sigt[k] = (t2 - t1 - (t1 - t0)) / RANKS;
+    group[k] = (t3 - t2) / RANKS;
     u->ok = u->ok && exact(&c);
   }
+  /* la_clusters_find on traces parsed beforehand gives the same classes */
+  la_trace_t **tr = calloc(RANKS, sizeof *tr);
+  la_clusters_t c2;
+  for (uint32_t r = 0; r < RANKS; r++)
+    if (la_trace_open(res[r].bytes, res[r].len, &tr[r], NULL, 0)) return -1;
+  if (la_clusters_find((const la_trace_t *const *)tr, raw_sum, RANKS, &gp,
+                       &c2, NULL, 0))
+    return -1;
+  u->ok = u->ok && exact(&c2) && c2.n_classes == c.n_classes;
+  la_clusters_free(&c2);
+  for (uint32_t r = 0; r < RANKS; r++) la_trace_close(tr[r]);
+  free(tr);
+  free(sig);
+  free(dtot);
+  free(cnt);
   qsort(parse, REPEATS, sizeof *parse, cmp_d);
+  qsort(sigt, REPEATS, sizeof *sigt, cmp_d);
   qsort(group, REPEATS, sizeof *group, cmp_d);
   u->pmed = parse[REPEATS / 2];
+  u->smed = sigt[REPEATS / 2];
   u->gmed = group[REPEATS / 2];
   u->ncls = c.n_classes;
   u->nout = c.n_outliers;
   la_clusters_free(&c);
-  for (uint32_t r = 0; r < RANKS; r++) la_trace_close(tr[r]);
-  free(tr);
   /* the store, as it is and by representatives */
   snprintf(db0, sizeof db0, "%s/full.db", dir);
   snprintf(db1, sizeof db1, "%s/reps.db", dir);
@@ -299,8 +333,10 @@ int main(int argc, char **argv) {
     printf("\n %s (%.0f encoded bytes per trace)\n", v->spec, v->enc);
     printf("  grouping       %zu classes, %zu outliers: %s\n", v->ncls,
            v->nout, v->ok ? "exactly the known ones" : "NOT the known ones");
-    printf("  cpu per trace  group %.2f us, parse %.2f us (median of %d)\n",
-           v->gmed * 1e6, v->pmed * 1e6, REPEATS);
+    printf("  cpu per trace  signature %.2f us + grouping %.2f us = %.2f us; "
+           "the parse beside it %.2f us (medians of %d)\n",
+           v->smed * 1e6, v->gmed * 1e6, (v->smed + v->gmed) * 1e6,
+           v->pmed * 1e6, REPEATS);
     printf("  store, %d cycles  file %.0f -> %.0f bytes (%.1fx smaller), in "
            "use %.0f -> %.0f (%.1fx)\n",
            CYCLES, v->s0.file, v->s1.file, v->s0.file / v->s1.file,
@@ -318,7 +354,8 @@ int main(int argc, char **argv) {
             "%s\n   {\"compaction\": \"%s\", \"encoded_bytes_per_trace\": "
             "%.1f,\n    \"classes_found\": %zu, \"outliers_found\": %zu,"
             " \"exact\": %s,\n"
-            "    \"group_us_per_trace\": %.3f, \"parse_us_per_trace\": %.3f,\n"
+            "    \"signature_us_per_trace\": %.3f,"
+            " \"group_us_per_trace\": %.3f, \"parse_us_per_trace\": %.3f,\n"
             "    \"file_bytes_full\": %.0f, \"file_bytes_reps\": %.0f,"
             " \"file_ratio\": %.2f,\n"
             "    \"used_bytes_full\": %.0f, \"used_bytes_reps\": %.0f,"
@@ -330,7 +367,8 @@ int main(int argc, char **argv) {
             " \"reconstructed_bad\": %ld, \"sum_rel_max\": %.3g,"
             " \"totals_not_exact\": %ld}",
             i ? "," : "", v->spec, v->enc, v->ncls, v->nout,
-            v->ok ? "true" : "false", v->gmed * 1e6, v->pmed * 1e6,
+            v->ok ? "true" : "false", v->smed * 1e6, v->gmed * 1e6,
+            v->pmed * 1e6,
             v->s0.file, v->s1.file, v->s0.file / v->s1.file, v->s0.used,
             v->s1.used, v->s0.used / v->s1.used, v->s0.vac, v->s1.vac,
             v->s0.vac / v->s1.vac, v->s1.replaced,

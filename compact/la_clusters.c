@@ -73,8 +73,10 @@ static double la__dist(const double *a, const double *b, unsigned nb,
 
 /* Signature of t into sig[0..nb) and its decoded total into *tot. Returns
  * 1 when it has a shape (positive finite total), else 0. */
-static int la__signature(const la_trace_t *t, unsigned nb, double *sig,
-                         double *tot) {
+int la_clusters_signature(const la_trace_t *t, unsigned nb, double *sig,
+                          double *tot) {
+  *tot = NAN;
+  if (!t || nb < 1 || nb > LA_CLUSTERS_MAX_BUCKETS) return 0;
   uint64_t m = la_trace_count(t), lo = 0;
   double s = 0;
   if (m == 0) return 0;
@@ -86,8 +88,8 @@ static int la__signature(const la_trace_t *t, unsigned nb, double *sig,
     s += v;
     lo = hi;
   }
-  *tot = s;
   if (!isfinite(s) || !(s > 0)) return 0;
+  *tot = s;
   for (unsigned j = 0; j < nb; j++) sig[j] /= s;
   return 1;
 }
@@ -118,21 +120,19 @@ static int la__cmp_class(const void *a, const void *b) {
   return x->rep < y->rep ? -1 : x->rep > y->rep;
 }
 
-/* Scratch of one call. */
+/* Scratch of one call; sig, tot and cnt are the caller's. */
 typedef struct {
-  double *sig, *tot, *dist, *mean;
-  uint64_t *cnt;
+  const double *sig, *tot;
+  double *dist, *mean;
+  const uint64_t *cnt;
   int32_t *cls;     /* class index per rank, -1: outlier, -2: absent */
   uint32_t *lead;   /* founders, then representatives */
   uint32_t *size;   /* members per class */
 } la__work_t;
 
 static void la__work_free(la__work_t *w) {
-  free(w->sig);
-  free(w->tot);
   free(w->dist);
   free(w->mean);
-  free(w->cnt);
   free(w->cls);
   free(w->lead);
   free(w->size);
@@ -203,54 +203,85 @@ static size_t la__group(la__work_t *w, uint32_t n, unsigned nb,
   return nf;
 }
 
+/* The parameters p (NULL: the defaults) checked into *q. */
+static int la__params(const la_cluster_params_t *p, la_cluster_params_t *q,
+                      char *why, size_t why_len) {
+  if (p)
+    *q = *p;
+  else
+    la_cluster_params_default(q);
+  if (!(q->tol >= 0 && q->tol <= 2))
+    return la__fail(LA_EINVAL, why, why_len, "tol must be within 0..2");
+  if (q->buckets < 1 || q->buckets > LA_CLUSTERS_MAX_BUCKETS)
+    return la__fail(LA_EINVAL, why, why_len, "buckets must be within 1..64");
+  if (q->min_size < 1 || q->max_classes < 1)
+    return la__fail(LA_EINVAL, why, why_len,
+                    "min_size and max_classes must be at least 1");
+  return 0;
+}
+
 int la_clusters_find(const la_trace_t *const *tr, const double *totals,
                      uint32_t n, const la_cluster_params_t *pp,
                      la_clusters_t *out, char *why, size_t why_len) {
   la_cluster_params_t p;
   if (out) memset(out, 0, sizeof *out);
   if (!tr || !out) return la__fail(LA_EINVAL, why, why_len, "no traces");
-  if (pp)
-    p = *pp;
-  else
-    la_cluster_params_default(&p);
-  if (!(p.tol >= 0 && p.tol <= 2))
-    return la__fail(LA_EINVAL, why, why_len, "tol must be within 0..2");
-  if (p.buckets < 1 || p.buckets > LA_CLUSTERS_MAX_BUCKETS)
-    return la__fail(LA_EINVAL, why, why_len, "buckets must be within 1..64");
-  if (p.min_size < 1 || p.max_classes < 1)
-    return la__fail(LA_EINVAL, why, why_len,
-                    "min_size and max_classes must be at least 1");
+  int r = la__params(pp, &p, why, why_len);
+  if (r) return r;
+  size_t nn = n ? n : 1;
+  double *sig = malloc(nn * p.buckets * sizeof *sig);
+  double *tot = malloc(nn * sizeof *tot);
+  uint64_t *cnt = malloc(nn * sizeof *cnt);
+  if (!sig || !tot || !cnt) {
+    r = la__fail(LA_ENOMEM, why, why_len, "out of memory");
+  } else {
+    for (uint32_t i = 0; i < n; i++) {
+      cnt[i] = tr[i] ? la_trace_count(tr[i]) : 0;
+      la_clusters_signature(tr[i], p.buckets, sig + (size_t)i * p.buckets,
+                            &tot[i]);
+    }
+    r = la_clusters_group(sig, tot, cnt, totals, n, &p, out, why, why_len);
+  }
+  free(sig);
+  free(tot);
+  free(cnt);
+  return r;
+}
+
+int la_clusters_group(const double *sig, const double *dtot,
+                      const uint64_t *count, const double *totals, uint32_t n,
+                      const la_cluster_params_t *pp, la_clusters_t *out,
+                      char *why, size_t why_len) {
+  la_cluster_params_t p;
+  if (out) memset(out, 0, sizeof *out);
+  if (!out || (n && (!sig || !dtot || !count)))
+    return la__fail(LA_EINVAL, why, why_len, "no signatures");
+  int rc = la__params(pp, &p, why, why_len);
+  if (rc) return rc;
   unsigned nb = p.buckets;
   size_t nn = n ? n : 1;
   la__work_t w = {0};
-  w.sig = malloc(nn * nb * sizeof *w.sig);
-  w.tot = malloc(nn * sizeof *w.tot);
+  w.sig = sig;
+  w.tot = dtot;
+  w.cnt = count;
   w.dist = malloc(nn * sizeof *w.dist);
-  w.cnt = malloc(nn * sizeof *w.cnt);
   w.cls = malloc(nn * sizeof *w.cls);
   size_t nc = p.max_classes < nn ? p.max_classes : nn;
   w.mean = malloc(nc * nb * sizeof *w.mean);
   w.lead = malloc(nc * sizeof *w.lead);
   w.size = malloc(nc * sizeof *w.size);
-  if (!w.sig || !w.tot || !w.dist || !w.cnt || !w.cls || !w.mean || !w.lead ||
-      !w.size) {
+  if (!w.dist || !w.cls || !w.mean || !w.lead || !w.size) {
     la__work_free(&w);
     return la__fail(LA_ENOMEM, why, why_len, "out of memory");
   }
   size_t present = 0;
   for (uint32_t i = 0; i < n; i++) {
-    w.tot[i] = NAN;
-    w.cnt[i] = 0;
-    if (!tr[i]) {
+    if (!count[i]) {
       w.cls[i] = -2;
       continue;
     }
     present++;
-    w.cnt[i] = la_trace_count(tr[i]);
-    w.cls[i] = la__signature(tr[i], nb, w.sig + (size_t)i * nb, &w.tot[i])
-                   ? 0
-                   : -1;
-    if (w.cls[i] < 0) w.tot[i] = NAN;
+    w.cls[i] = isfinite(dtot[i]) && dtot[i] > 0 ? 0 : -1;
   }
   size_t nf = la__group(&w, n, nb, &p);
   /* the classes big enough, and the outliers */

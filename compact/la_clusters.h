@@ -79,6 +79,23 @@ int la_clusters_find(const la_trace_t *const *tr, const double *totals,
                      uint32_t n, const la_cluster_params_t *p,
                      la_clusters_t *out, char *why, size_t why_len);
 
+/* The two steps of la_clusters_find(), for callers that parse one trace
+ * at a time (the store: a parsed index is far larger than its encoding,
+ * and is still in the cache right after parsing):
+ * la_clusters_signature() writes trace t's signature into sig[0..buckets)
+ * and its decoded total into *total, and returns 1, or 0 (with *total NaN)
+ * when it has no shape (t NULL, no points, total not a positive finite
+ * number, buckets out of range). la_clusters_group() groups n ranks from
+ * their signatures sig[r * p->buckets ..], decoded totals dtot[r] (NaN: no
+ * shape) and element counts count[r] (0: rank absent), with the exact
+ * totals as la_clusters_find() takes them; same results and errors. */
+int la_clusters_signature(const la_trace_t *t, unsigned buckets, double *sig,
+                          double *total);
+int la_clusters_group(const double *sig, const double *dtot,
+                      const uint64_t *count, const double *totals, uint32_t n,
+                      const la_cluster_params_t *p, la_clusters_t *out,
+                      char *why, size_t why_len);
+
 /* Frees what la_clusters_find() allocated and zeroes *c. NULL is fine. */
 void la_clusters_free(la_clusters_t *c);
 

@@ -114,43 +114,51 @@ static int la__reps_write(la_store_t *s, const La__TraceSet *set,
   return 0;
 }
 
-/* The grouping of set's traces and the rows it leads to. */
+/* The grouping of set's traces and the rows it leads to. Each trace is
+ * parsed, summarised and closed in turn: 10^4 parsed indexes at once
+ * would take far more memory than the set's encodings. */
 static int la__reps_apply(la_store_t *s, const La__TraceSet *set, double tol,
                           la_store_reps_t *o) {
   uint32_t np = set->nprocs;
-  la_trace_t **tr = calloc(np ? np : 1, sizeof *tr);
-  double *tot = malloc((np ? np : 1) * sizeof *tot);
-  size_t *len = calloc(np ? np : 1, sizeof *len);
+  size_t nn = np ? np : 1;
+  la_cluster_params_t p;
+  la_cluster_params_default(&p);
+  p.tol = tol;
+  double *sig = malloc(nn * p.buckets * sizeof *sig);
+  double *dtot = malloc(nn * sizeof *dtot), *tot = malloc(nn * sizeof *tot);
+  uint64_t *cnt = calloc(nn, sizeof *cnt);
+  size_t *len = calloc(nn, sizeof *len);
   int r = 0;
-  if (!tr || !tot || !len) {
+  if (!sig || !dtot || !tot || !cnt || !len) {
     r = LA_ENOMEM;
     goto out;
   }
-  for (size_t i = 0; i < np; i++) tot[i] = NAN;
+  for (size_t i = 0; i < np; i++) tot[i] = dtot[i] = NAN;
   for (size_t i = 0; i < set->n_traces; i++) {
     const La__CompactTrace *t = set->traces[i];
     o->bytes_before += t->segments.len;
     /* several channels: kept in full, not grouped */
     if (t->rank >= np || t->n_channels || t->has_history_ref) continue;
-    len[t->rank] = t->segments.len;
     char why[160];
+    la_trace_t *tr = NULL;
     if (la_trace_open_max(t->segments.data, t->segments.len, t->n_elements,
-                          &tr[t->rank], why, sizeof why) != 0) {
+                          &tr, why, sizeof why) != 0) {
       r = la__store_corrupt(s, "trace of %s cycle %llu rank %u: %s",
                             set->app_id, (unsigned long long)set->cycle_tag,
                             t->rank, why);
       goto out;
     }
+    la_clusters_signature(tr, p.buckets, sig + (size_t)t->rank * p.buckets,
+                          &dtot[t->rank]);
+    la_trace_close(tr);
+    cnt[t->rank] = t->n_elements;
+    len[t->rank] = t->segments.len;
     tot[t->rank] = t->stats->sum;
     o->traces++;
   }
-  la_cluster_params_t p;
-  la_cluster_params_default(&p);
-  p.tol = tol;
   la_clusters_t c;
   char why[128];
-  r = la_clusters_find((const la_trace_t *const *)tr, tot, np, &p, &c, why,
-                       sizeof why);
+  r = la_clusters_group(sig, dtot, cnt, tot, np, &p, &c, why, sizeof why);
   if (r) {
     la__store_fmt(s->err, sizeof s->err, "grouping the ranks: %s", why);
     goto out;
@@ -166,9 +174,10 @@ static int la__reps_apply(la_store_t *s, const La__TraceSet *set, double tol,
   la_db_finalize(ins);
   la_clusters_free(&c);
 out:
-  for (uint32_t i = 0; tr && i < np; i++) la_trace_close(tr[i]);
-  free(tr);
+  free(sig);
+  free(dtot);
   free(tot);
+  free(cnt);
   free(len);
   return r;
 }
