@@ -23,7 +23,9 @@
  *     flagged; `lactl show --clusters` finds the same classes and lists
  *     the reconstructed ranks; `lactl show` prints the exact totals;
  *   - `lactl show --tol` out of range and `--tol` without `--clusters` are
- *     usage errors (exit 2).
+ *     usage errors (exit 2);
+ *   - the same with a PostgreSQL store (a throw-away server,
+ *     la_test_pg.h; skipped when the server binaries are not installed).
  * Skips when the daemons or lactl are not built. */
 #include <math.h>
 #include <setjmp.h>
@@ -44,6 +46,7 @@
 #include "la_test_classes.h"
 #include "la_test_daemon.h"
 #include "la_test_link.h"
+#include "la_test_pg.h"
 #include "la_test_uplink.h"
 
 #define WAIT_MS 30000
@@ -197,7 +200,10 @@ static void test_show_clusters(void **state) {
   CHECK(strstr(T.out, "--tol goes with --clusters"), "%s", T.out);
 }
 
+static char pg_url[600]; /* the PostgreSQL store of the test using one */
+
 static long db_count(const char *sql) {
+  if (*pg_url) return (long)la_test_pg_value(pg_url, sql);
   sqlite3 *q = NULL;
   sqlite3_stmt *st = NULL;
   long n = -1;
@@ -210,9 +216,10 @@ static long db_count(const char *sql) {
   return n;
 }
 
-static void test_representatives(void **state) {
-  (void)state;
-  const char *extra[] = {"--store.representatives=yes", NULL};
+/* The set stored by representatives (extra: the store's options) read
+ * back through the feed, libla_client and lactl (--db: src, NULL for
+ * none). */
+static void check_representatives(const char *const *extra, const char *db) {
   run_set(extra);
   uint32_t reps[LA_TC_CLASSES];
   check_clusters("--global", T.g.feed_addr, reps);
@@ -256,8 +263,8 @@ static void test_representatives(void **state) {
   free(w);
   la_traceset_free(t);
   la_client_close(c);
-  /* lactl show: the exact totals, from the store file */
-  const char *a[] = {"show", APP, "1", "--db", T.db, "--json", NULL};
+  /* lactl show: the exact totals, from the store */
+  const char *a[] = {"show", APP, "1", "--db", db, "--json", NULL};
   CHECK(lactl(a) == 0, "%s", T.out);
   for (uint32_t r = 0; r < NP; r += 7) {
     char want[96];
@@ -269,10 +276,40 @@ static void test_representatives(void **state) {
   }
 }
 
+static void test_representatives(void **state) {
+  (void)state;
+  const char *extra[] = {"--store.representatives=yes", NULL};
+  pg_url[0] = 0;
+  check_representatives(extra, T.db);
+}
+
+/* The same on a PostgreSQL store (a throw-away server). */
+static void test_representatives_pg(void **state) {
+  (void)state;
+  la_test_pg_t *pg = NULL;
+  char why[600], url[700];
+  int r = la_test_pg_start(0, &pg, why, sizeof why);
+  if (r == 1) {
+    print_message("skip: PostgreSQL server binaries not installed\n");
+    skip();
+  }
+  assert_int_equal(r, 0);
+  assert_int_equal(la_test_pg_createdb(pg, "la_reps", pg_url, sizeof pg_url,
+                                       why, sizeof why),
+                   0);
+  snprintf(url, sizeof url, "--store.url=%s", pg_url);
+  const char *extra[] = {"--store.representatives=yes", url, NULL};
+  check_representatives(extra, pg_url);
+  pg_url[0] = 0;
+  la_test_pg_stop(pg);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_show_clusters, setup, teardown),
       cmocka_unit_test_setup_teardown(test_representatives, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_representatives_pg, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, la_td_group_setup, NULL);
 }
