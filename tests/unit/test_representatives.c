@@ -22,6 +22,9 @@
  *     their total within 1e-3, the representatives and outliers not
  *     flagged; `lactl show --clusters` finds the same classes and lists
  *     the reconstructed ranks; `lactl show` prints the exact totals;
+ *   - a next cycle whose traces name the first as their history reference
+ *     (docs/history.md) is stored whole, nothing refused, although the
+ *     members' first-cycle segments are gone;
  *   - `lactl show --tol` out of range and `--tol` without `--clusters` are
  *     usage errors (exit 2);
  *   - the same with a PostgreSQL store (a throw-away server,
@@ -47,6 +50,8 @@
 #include "la_test_daemon.h"
 #include "la_test_link.h"
 #include "la_test_pg.h"
+#include "la_test_series.h"
+#include "la_trace_msg.h"
 #include "la_test_uplink.h"
 
 #define WAIT_MS 30000
@@ -263,6 +268,27 @@ static void check_representatives(const char *const *extra, const char *db) {
   free(w);
   la_traceset_free(t);
   la_client_close(c);
+  /* cycle 2, each rank naming cycle 1 as its history reference (what a
+   * LocalAgent with history on sends): the members' cycle 1 has no
+   * segments left, so they are kept in full, never refused */
+  for (uint32_t r = 0; r < NP; r++) {
+    La__SeriesStats st = LA__SERIES_STATS__INIT;
+    La__FitError fe = LA__FIT_ERROR__INIT;
+    La__CompactTrace ct = LA__COMPACT_TRACE__INIT;
+    la_test_trace_id(&ct, 0, APP, r, 2, NE);
+    la_trace_msg_fill(&ct, &st, &fe, &T.r[r]);
+    ct.has_rank_seq = 1;
+    ct.rank_seq = 2;
+    ct.has_history_ref = 1;
+    ct.history_ref = 1;
+    assert_int_equal(la_test_link_send_trace(&T.link, &ct), 0);
+  }
+  char why[300] = "";
+  CHECK(la_test_link_wait_acked(&T.link, WAIT_MS, why, sizeof why) == 0,
+        "acks: %s", why);
+  assert_int_equal(la_td_status_ll(T.g.d, "conflicts"), 0);
+  CHECK(db_count("SELECT count(*) FROM traces WHERE cycle_tag = 2") == NP,
+        "cycle 2 stored");
   /* lactl show: the exact totals, from the store */
   const char *a[] = {"show", APP, "1", "--db", db, "--json", NULL};
   CHECK(lactl(a) == 0, "%s", T.out);
