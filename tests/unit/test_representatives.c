@@ -25,6 +25,7 @@
  *   - a next cycle whose traces name the first as their history reference
  *     (docs/history.md) is stored whole, nothing refused, although the
  *     members' first-cycle segments are gone;
+ *   - a damaged rep_members row makes `lactl show` fail naming it (exit 1);
  *   - `lactl show --tol` out of range and `--tol` without `--clusters` are
  *     usage errors (exit 2);
  *   - the same with a PostgreSQL store (a throw-away server,
@@ -307,6 +308,19 @@ static void test_representatives(void **state) {
   const char *extra[] = {"--store.representatives=yes", NULL};
   pg_url[0] = 0;
   check_representatives(extra, T.db);
+  /* a damaged membership row: reading the set says so, never crashes */
+  la_td_stop(T.g.d, WAIT_MS);
+  sqlite3 *q = NULL;
+  assert_int_equal(sqlite3_open(T.db, &q), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(q,
+                                "UPDATE rep_members SET rep_rank = rank"
+                                " WHERE rank = 1",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  sqlite3_close(q);
+  const char *a[] = {"show", APP, "1", "--db", T.db, NULL};
+  assert_int_equal(lactl(a), 1);
+  CHECK(strstr(T.out, "rank 1: bad rep_members row"), "%s", T.out);
 }
 
 /* The same on a PostgreSQL store (a throw-away server). */
