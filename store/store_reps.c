@@ -23,7 +23,7 @@
 #include "store_internal.h"
 #include "store_reps.h"
 
-enum { R_DONE, R_EMPTY, R_INS, R__COUNT };
+enum { R_DONE, R_EMPTY, R_INS, R_NPROCS, R_TRACES, R__COUNT };
 
 static const char *const la__reps_sql[R__COUNT] = {
     [R_DONE] = "SELECT 1 FROM rep_members WHERE app_id = ?1 AND cycle_tag = ?2"
@@ -40,6 +40,14 @@ static const char *const la__reps_sql[R__COUNT] = {
         " AND length(segments) > 0",
     [R_INS] = "INSERT INTO rep_members(app_id, cycle_tag, rank, class,"
               " rep_rank, scale) VALUES (?1, ?2, ?3, ?4, ?5, CAST(?6 AS REAL))",
+    [R_NPROCS] = "SELECT nprocs FROM apps WHERE app_id = ?1",
+    /* the traces that have segments of their own and one channel */
+    [R_TRACES] =
+        "SELECT t.rank, t.n_elements, t.segments, t.stat_sum FROM traces t"
+        " WHERE t.app_id = ?1 AND t.cycle_tag = ?2 AND length(t.segments) > 0"
+        " AND NOT EXISTS (SELECT 1 FROM channel_traces c WHERE"
+        " c.app_id = t.app_id AND c.cycle_tag = t.cycle_tag"
+        " AND c.rank = t.rank)",
 };
 static const char *const la__reps_sql_pg[R__COUNT] = {
     [R_EMPTY] = "UPDATE traces SET segments = CAST(?4 AS BLOB),"
@@ -81,14 +89,14 @@ static int la__reps_done(la_store_t *s, const char *app_id,
 }
 
 /* Replaces the members of c (class index k) but its representative. */
-static int la__reps_write(la_store_t *s, const La__TraceSet *set,
+static int la__reps_write(la_store_t *s, const char *app_id, uint64_t tag,
                           const la_cluster_class_t *c, size_t k,
                           const size_t *len, la_db_stmt_t *em,
                           la_db_stmt_t *ins, la_store_reps_t *o) {
   for (uint32_t m = 0; m < c->n; m++) {
     uint32_t r = c->members[m];
     if (r == c->rep) continue;
-    la__bind_key(em, set->app_id, set->cycle_tag, r);
+    la__bind_key(em, app_id, tag, r);
     la_db_bind_blob(em, 4, "", 0);
     if (la_db_step(em) != LA_DB_DONE) {
       la__store_sqlerr(s, "replacing a member's segments");
@@ -97,7 +105,7 @@ static int la__reps_write(la_store_t *s, const La__TraceSet *set,
     int64_t changed = la_db_changes(s->db);
     la_db_reset(em);
     if (changed != 1) continue; /* a history reference already */
-    la__bind_key(ins, set->app_id, set->cycle_tag, r);
+    la__bind_key(ins, app_id, tag, r);
     la_db_bind_int64(ins, 4, (int64_t)k);
     la_db_bind_int64(ins, 5, c->rep);
     la_db_bind_double(ins, 6, c->scale[m]);
@@ -109,12 +117,57 @@ static int la__reps_write(la_store_t *s, const La__TraceSet *set,
   return 0;
 }
 
-/* The grouping of set's traces and the rows it leads to. Each trace is
- * parsed, summarised and closed in turn: 10^4 parsed indexes at once
- * would take far more memory than the set's encodings. */
-static int la__reps_apply(la_store_t *s, const La__TraceSet *set, double tol,
-                          la_store_reps_t *o) {
-  uint32_t np = set->nprocs;
+/* The signatures of the set's traces (those R_TRACES selects) into the
+ * arrays (np ranks), each trace parsed, summarised and closed in turn:
+ * 10^4 parsed indexes at once would take far more memory than the set's
+ * encodings. */
+static int la__reps_read(la_store_t *s, const char *app_id, uint64_t tag,
+                         uint32_t np, unsigned nb, double *sig, double *dtot,
+                         double *tot, uint64_t *cnt, size_t *len,
+                         la_store_reps_t *o) {
+  la_db_stmt_t *st = la__rst(s, R_TRACES);
+  if (!st) return LA_EIO;
+  la__bind_key(st, app_id, tag, 0);
+  int rc, r = 0;
+  while (r == 0 && (rc = la_db_step(st)) == LA_DB_ROW) {
+    int64_t rank = la_db_column_int64(st, 0), n = la_db_column_int64(st, 1);
+    const void *blob = la_db_column_blob(st, 2);
+    int blen = la_db_column_bytes(st, 2);
+    if (rank < 0 || rank >= LA_MAX_RANKS || n < 1 || n > ((int64_t)1 << 32) ||
+        !blob || blen <= 0 || (unsigned)blen > LA_STORE_MAX_BLOB) {
+      r = la__store_corrupt(s, "trace of %s cycle %llu: bad row", app_id,
+                            (unsigned long long)tag);
+      break;
+    }
+    if (rank >= np) continue; /* in no Trace-Set */
+    char why[160];
+    la_trace_t *tr = NULL;
+    if (la_trace_open_max(blob, (size_t)blen, (uint64_t)n, &tr, why,
+                          sizeof why) != 0) {
+      r = la__store_corrupt(s, "trace of %s cycle %llu rank %lld: %s",
+                            app_id, (unsigned long long)tag, (long long)rank,
+                            why);
+      break;
+    }
+    la_clusters_signature(tr, nb, sig + (size_t)rank * nb, &dtot[rank]);
+    la_trace_close(tr);
+    cnt[rank] = (uint64_t)n;
+    len[rank] = (size_t)blen;
+    tot[rank] = la_db_column_type(st, 3) == LA_DB_NULL
+                    ? NAN
+                    : la_db_column_double(st, 3);
+    o->bytes_before += (uint64_t)blen;
+    o->traces++;
+  }
+  if (r == 0 && rc != LA_DB_DONE)
+    r = la__store_sqlerr(s, "reading a set's traces");
+  la_db_finalize(st);
+  return r;
+}
+
+/* The grouping of the set's traces and the rows it leads to. */
+static int la__reps_apply(la_store_t *s, const char *app_id, uint64_t tag,
+                          uint32_t np, double tol, la_store_reps_t *o) {
   size_t nn = np ? np : 1;
   la_cluster_params_t p;
   la_cluster_params_default(&p);
@@ -129,28 +182,9 @@ static int la__reps_apply(la_store_t *s, const La__TraceSet *set, double tol,
     goto out;
   }
   for (size_t i = 0; i < np; i++) tot[i] = dtot[i] = NAN;
-  for (size_t i = 0; i < set->n_traces; i++) {
-    const La__CompactTrace *t = set->traces[i];
-    o->bytes_before += t->segments.len;
-    /* several channels: kept in full, not grouped */
-    if (t->rank >= np || t->n_channels || t->has_history_ref) continue;
-    char why[160];
-    la_trace_t *tr = NULL;
-    if (la_trace_open_max(t->segments.data, t->segments.len, t->n_elements,
-                          &tr, why, sizeof why) != 0) {
-      r = la__store_corrupt(s, "trace of %s cycle %llu rank %u: %s",
-                            set->app_id, (unsigned long long)set->cycle_tag,
-                            t->rank, why);
-      goto out;
-    }
-    la_clusters_signature(tr, p.buckets, sig + (size_t)t->rank * p.buckets,
-                          &dtot[t->rank]);
-    la_trace_close(tr);
-    cnt[t->rank] = t->n_elements;
-    len[t->rank] = t->segments.len;
-    tot[t->rank] = t->stats->sum;
-    o->traces++;
-  }
+  r = la__reps_read(s, app_id, tag, np, p.buckets, sig, dtot, tot, cnt, len,
+                    o);
+  if (r) goto out;
   la_clusters_t c;
   char why[128];
   r = la_clusters_group(sig, dtot, cnt, tot, np, &p, &c, why, sizeof why);
@@ -164,7 +198,7 @@ static int la__reps_apply(la_store_t *s, const La__TraceSet *set, double tol,
   if (!em || !ins) r = LA_EIO;
   o->bytes_after = o->bytes_before;
   for (size_t k = 0; r == 0 && k < c.n_classes; k++)
-    r = la__reps_write(s, set, &c.classes[k], k, len, em, ins, o);
+    r = la__reps_write(s, app_id, tag, &c.classes[k], k, len, em, ins, o);
   la_db_finalize(em);
   la_db_finalize(ins);
   la_clusters_free(&c);
@@ -177,6 +211,26 @@ out:
   return r;
 }
 
+/* The application's nprocs into *np: 0, LA_ENOTFOUND, LA_EIO. */
+static int la__reps_nprocs(la_store_t *s, const char *app_id, uint32_t *np) {
+  la_db_stmt_t *st = la__rst(s, R_NPROCS);
+  if (!st) return LA_EIO;
+  la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
+  int rc = la_db_step(st), r = 0;
+  if (rc == LA_DB_ROW) {
+    int64_t v = la_db_column_int64(st, 0);
+    if (v < 0 || v > LA_MAX_RANKS)
+      r = la__store_corrupt(s, "application %s: nprocs %lld", app_id,
+                            (long long)v);
+    else
+      *np = (uint32_t)v;
+  } else {
+    r = la__store_no_app(s, rc, app_id, "reading an application's nprocs");
+  }
+  la_db_finalize(st);
+  return r;
+}
+
 int la_store_representatives(la_store_t *s, const char *app_id,
                              uint64_t cycle_tag, double tol,
                              la_store_reps_t *out) {
@@ -185,12 +239,12 @@ int la_store_representatives(la_store_t *s, const char *app_id,
   if (!s || !app_id || !(tol >= 0 && tol <= 2)) return LA_EINVAL;
   int own, r = la__store_wbegin(s, &own);
   if (r) return r;
-  La__TraceSet *set = NULL;
+  uint32_t np = 0;
   r = la__reps_done(s, app_id, cycle_tag);
-  if (r == 0) r = la_store_load_set(s, app_id, cycle_tag, &set);
-  if (r == 0) r = la__reps_apply(s, set, tol, &o);
+  if (r == 0) r = la__reps_nprocs(s, app_id, &np);
+  /* nprocs unknown (no RankStart): no Trace-Set to group */
+  if (r == 0 && np) r = la__reps_apply(s, app_id, cycle_tag, np, tol, &o);
   if (r == 1) r = 0; /* done before */
-  la_store_free_set(set);
   r = la__store_wend(s, own, r);
   if (out) *out = o;
   return r;

@@ -24,18 +24,20 @@
 #include "store.h"
 
 typedef struct la_store_reps {
-  size_t traces;    /* traces of the set considered */
+  size_t traces;    /* traces of the set grouped (those of one channel
+                       with segments of their own) */
   size_t classes;   /* behaviour classes found */
   size_t outliers;  /* ranks in no class, kept in full */
   size_t replaced;  /* members whose segments were replaced */
-  uint64_t bytes_before, bytes_after; /* segment bytes of the set */
+  uint64_t bytes_before, bytes_after; /* their segment bytes */
 } la_store_reps_t;
 
 /* Stores the set (app_id, cycle_tag) by representatives, grouping with
  * signature distance tol (la_cluster_params_t.tol). A set already stored
- * so is left alone (*out all 0 but traces). In the open batch, or a
- * transaction of its own. out may be NULL. Returns 0, LA_ENOTFOUND (no
- * such set), LA_EINVAL, LA_ENOMEM, LA_EIO (la_store_errmsg says why). */
+ * so, or of an application whose nprocs is unknown, is left alone (*out
+ * all 0). In the open batch, or a transaction of its own. out may be
+ * NULL. Returns 0, LA_ENOTFOUND (unknown application), LA_EINVAL,
+ * LA_ENOMEM, LA_EIO (la_store_errmsg says why). */
 int la_store_representatives(la_store_t *s, const char *app_id,
                              uint64_t cycle_tag, double tol,
                              la_store_reps_t *out);
