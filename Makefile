@@ -236,7 +236,9 @@ $(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_N
 
 # Per-benchmark extra libraries: BENCH_LIBS_NAME.
 BENCH_LIBS_bench_fidelity := -lmetis
-BENCH_LIBS_bench_store := $(GLOBAL_NOUV_A)
+# (libla_common.a again after the store's archive: the store groups ranks
+# with compact/la_clusters.c)
+BENCH_LIBS_bench_store := $(GLOBAL_NOUV_A) $(COMMON_A)
 $(BUILD)/bench/bench_store: $(GLOBAL_NOUV_A)
 $(BUILD)/bench/bench_fidelity: bench/fidelity_cases.h
 # bench_serve (docs/lactl.md) runs lactl's reductions and grid picture.
@@ -244,8 +246,11 @@ LACTL_LIB_OBJ = $(filter-out $(BUILD)/obj/tools/lactl.o,$(TOOLS_OBJ))
 BENCH_LIBS_bench_serve := $(LACTL_LIB_OBJ) $(STORE_A) $(CLIENT_A) $(COMMON_A) -lmetis -lz
 $(BUILD)/bench/bench_serve: $(LACTL_LIB_OBJ) $(STORE_A)
 # bench_history (docs/history.md) writes to the GlobalAgent's store.
-BENCH_LIBS_bench_history := $(GLOBAL_NOUV_A)
+BENCH_LIBS_bench_history := $(GLOBAL_NOUV_A) $(COMMON_A)
 $(BUILD)/bench/bench_history: $(GLOBAL_NOUV_A)
+# bench_clusters (docs/clusters.md) groups ranks and stores by representatives.
+BENCH_LIBS_bench_clusters := $(GLOBAL_NOUV_A) $(COMMON_A)
+$(BUILD)/bench/bench_clusters: $(GLOBAL_NOUV_A)
 $(BUILD)/bench/%: bench/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(COMMON_A) $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests/support -Ilocalagent -Iglobalagent $(CFLAGS) -O3 -march=native -o $@ $< \

@@ -339,6 +339,15 @@ LA_CLIENT_EXPORT int la_traceset_rank_error(const la_traceset_t *t,
                                             uint32_t rank, double *max_abs,
                                             double *rmse, double *cv,
                                             size_t *bytes);
+/* Whether rank's trace is a reconstruction (a set stored with
+ * representatives, docs/clusters.md): 1 when its values are those of
+ * its class's representative *rep times *scale (its exact statistics are
+ * its own), 0 when they are its own. Errors: LA_ENOTFOUND (missing rank),
+ * LA_EINVAL. Pointers may be NULL. */
+LA_CLIENT_EXPORT int la_traceset_rank_reconstructed(const la_traceset_t *t,
+                                                    uint32_t rank,
+                                                    uint32_t *rep,
+                                                    double *scale);
 /* max / mean of the present ranks' totals (1.0 when they are all 0).
  * Errors: LA_EINVAL (no rank present, or a negative mean). */
 LA_CLIENT_EXPORT int la_traceset_imbalance(const la_traceset_t *t,

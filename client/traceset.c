@@ -351,6 +351,17 @@ int la_traceset_rank_error(const la_traceset_t *t, uint32_t rank,
   return 0;
 }
 
+int la_traceset_rank_reconstructed(const la_traceset_t *t, uint32_t rank,
+                                   uint32_t *rep, double *scale) {
+  if (!t || rank >= t->nprocs) return LA_EINVAL;
+  const La__CompactTrace *ct = t->ct[rank];
+  if (!ct) return LA_ENOTFOUND;
+  if (!ct->has_rep_rank) return 0;
+  if (rep) *rep = ct->rep_rank;
+  if (scale) *scale = ct->rep_scale;
+  return 1;
+}
+
 int la_traceset_imbalance(const la_traceset_t *t, double *imbalance) {
   return la__traceset_imbalance_of(t, 0, imbalance);
 }

@@ -39,6 +39,7 @@
 #include "la_time.h"
 #include "held.h"
 #include "owners.h"
+#include "reps.h"
 #include "validate.h"
 
 typedef struct la_ga_closed {
@@ -319,6 +320,7 @@ static void la__on_set_closed(void *arg, const char *app_id, uint64_t tag,
     return;
   }
   free(all);
+  if (ga->set.representatives) la_ga_representatives(ga, app_id, tag);
   if (n_all == 0) {
     ga->st.sets_complete++;
   } else {

@@ -128,6 +128,8 @@ static void la__reload(void *daemon) {
   ga->set.require_owner = n.require_owner;
   ga->set.refused_retention_ms = n.refused_retention_ms;
   ga->set.refused_max_per_agent = n.refused_max_per_agent;
+  ga->set.representatives = n.representatives;
+  ga->set.representatives_tol = n.representatives_tol;
   la_stitch_set_max_open(ga->stitch, (size_t)n.max_open_sets);
   memcpy(ga->set.metrics_listen, n.metrics_listen, sizeof n.metrics_listen);
   memcpy(ga->set.metrics_port_file, n.metrics_port_file,

@@ -116,6 +116,14 @@ const la_cfg_key_t la_ga_keys[] = {
   N("appid", "refused_max_per_agent", LA_CFG_INT, refused_max_per_agent,
     "10000", 1, 100000000, "refused ranks' records kept per LocalAgent; "
     "beyond, the oldest are forgotten (counted in appid_refused_pruned)"),
+  N("store", "representatives", LA_CFG_BOOL, representatives, "no", 0, 1,
+    "once a Trace-Set closed, keep of each behaviour class of its ranks "
+    "only the representative's segments; the other members become "
+    "their class, representative and scale, totals exact "
+    "(docs/clusters.md)"),
+  N("store", "representatives_tol", LA_CFG_DOUBLE, representatives_tol,
+    "0.05", 0, 2, "signature distance (0..2) below which two ranks "
+    "behave alike"),
   N("history", "full_cycles", LA_CFG_INT, history_full_cycles, "16", 0,
     4294967295.0, "a rank's most recent cycles kept in full; an older one "
     "its LocalAgent found within bound of a representative is kept as a "

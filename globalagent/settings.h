@@ -52,6 +52,8 @@ typedef struct la_ga_settings {
                                      a bound id is refused */
   int64_t refused_retention_ms;   /* refusals older are forgotten */
   int64_t refused_max_per_agent;  /* refusals kept per LocalAgent */
+  int representatives;       /* store closed sets by representatives */
+  double representatives_tol; /* their signature distance */
   /* [history] (docs/history.md) */
   int64_t history_full_cycles; /* recent cycles per rank kept in full */
   /* [daemon] */

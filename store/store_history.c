@@ -57,6 +57,7 @@ void la_store_set_history(la_store_t *s, uint64_t full_cycles) {
 /* Contracts of the functions below: store_internal.h. */
 
 int la__store_history_check(la_store_t *s, const La__CompactTrace *t) {
+  s->hist_ref_gone = 0;
   if (!t->has_history_ref) return 0;
   const char *refused = NULL;
   if (!t->has_rank_seq)
@@ -83,6 +84,10 @@ int la__store_history_check(la_store_t *s, const La__CompactTrace *t) {
     r = la__store_sqlerr(s, "checking the trace's history reference");
   } else if (la_db_column_int64(st, 4)) {
     refused = "that cycle is itself stored as a reference";
+  } else if (la_db_column_int64(st, 2) <= 0 && la_db_column_int64(st, 5)) {
+    /* emptied as a member of a set stored by representatives
+     * (docs/clusters.md): this trace is kept in full instead */
+    s->hist_ref_gone = 1;
   } else if (la_db_column_int64(st, 2) <= 0) {
     refused = "that cycle's trace has no segments";
   } else if ((uint64_t)la_db_column_int64(st, 0) != t->n_elements ||
@@ -148,7 +153,8 @@ int la__store_history_put(la_store_t *s, const La__CompactTrace *t) {
   if (!t->has_rank_seq) return 0;
   la_db_stmt_t *st;
   int r = 0;
-  if (t->has_history_ref && (r = la__history_row(s, t))) return r;
+  if (t->has_history_ref && !s->hist_ref_gone && (r = la__history_row(s, t)))
+    return r;
   /* The rank's references that left the window of its full_cycles most
    * recent cycles (this one's rank_seq is the newest the link delivered). */
   if (t->rank_seq < s->hist_full_cycles) return 0;

@@ -105,6 +105,9 @@ struct la_store {
   int n_fail_at;
   la_db_stmt_t *hist[H__COUNT]; /* store_history.c, prepared on first use */
   uint64_t hist_full_cycles;    /* la_store_set_history */
+  int hist_ref_gone; /* the trace just checked refers to a cycle whose
+                        trace a set stored by representatives emptied:
+                        it is stored in full, without a history row */
   /* an application whose row exists (committed, or written by the open
    * batch: forgotten at a rollback): its traces skip the lookup */
   char app_known[LA_MAX_ID_LEN + 1];
@@ -268,8 +271,11 @@ void la__store_free_grids(La__TraceSet *set);
 /* ------------------------------------------------- store_history.c */
 
 /* Before a trace is inserted: when it names a history_ref, checks that the
- * reference is usable (docs/history.md). Returns 0, or LA_EPROTO with the
- * reason in s->err (the trace is refused), LA_EIO. */
+ * reference is usable (docs/history.md). A reference to a trace a set
+ * stored by representatives emptied (docs/clusters.md) is not refused:
+ * s->hist_ref_gone says the trace is kept in full, without a history row.
+ * Returns 0, or LA_EPROTO with the reason in s->err (the trace is
+ * refused), LA_EIO. */
 int la__store_history_check(la_store_t *s, const La__CompactTrace *t);
 /* After a new trace was inserted: its history row (when it names a
  * reference) and the demotion of the rank's cycles that left the

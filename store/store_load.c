@@ -18,6 +18,7 @@
 #include "la_errcodes.h"
 #include "la_limits.h"
 #include "store_internal.h"
+#include "store_reps.h"
 
 /* ------------------------------------------------------------- load a set */
 
@@ -207,7 +208,10 @@ static int la__load_trace(la_store_t *s, la_db_stmt_t *st, const char *app_id,
     t->rank_seq = (uint64_t)la_db_column_int64(st, 12);
   }
   t->seq = (uint64_t)la_db_column_int64(st, 13);
-  int r = ref ? la__store_history_resolve(s, t, 0) : 0;
+  /* a class member stored by its representative, else a history one */
+  int r = ref ? la__store_reps_resolve(s, t) : 0;
+  if (r == 0 && ref) r = la__store_history_resolve(s, t, 0);
+  if (r == 1) r = 0;
   return r ? r : la__load_robust(s, st, t);
 }
 

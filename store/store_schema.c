@@ -220,6 +220,23 @@ static const char la__history_sql[] =
     "  rank_seq) WHERE in_full = 1;";
 
 /* Added later still, created in place (IF NOT EXISTS) like `missing`.
+ * rep_members (docs/clusters.md): with store.representatives on, once a
+ * Trace-Set closed, one row per rank that is a member but not the
+ * representative of one of its behaviour classes: the class (its index in
+ * that set), the representative rank and the scale. Such a rank's
+ * segments are empty (its stat_* columns stay exact); readers get the
+ * representative's values times the scale. */
+static const char la__reps_sql[] =
+    "CREATE TABLE IF NOT EXISTS rep_members ("
+    "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
+    "  cycle_tag INTEGER NOT NULL,"
+    "  rank INTEGER NOT NULL,"
+    "  class INTEGER NOT NULL,"
+    "  rep_rank INTEGER NOT NULL,"
+    "  scale REAL NOT NULL,"
+    "  PRIMARY KEY (app_id, cycle_tag, rank)) WITHOUT ROWID;";
+
+/* Added later still, created in place (IF NOT EXISTS) like `missing`.
  * app_owners: the uid an application id is bound to, from its first
  * RankStart that carried one (RankStart.owner_uid), with that rank's
  * host. refused_ranks: per (application, LocalAgent host, rank), a
@@ -302,6 +319,7 @@ static const struct {
     {la__numbering_sql, "adding the element_ids and rank_grid tables"},
     {la__history_sql, "adding the history table"},
     {la__owners_sql, "adding the app_owners and refused_ranks tables"},
+    {la__reps_sql, "adding the rep_members table"},
 };
 
 #define LA__CREATE "CREATE TABLE IF NOT EXISTS "
@@ -415,6 +433,8 @@ int la__store_schema(la_db_t *db, const char *path, char *why, size_t n) {
           la__store_exec(db, la__history_sql, why, n, path,
                          "creating the schema") ||
           la__store_exec(db, la__owners_sql, why, n, path,
+                         "creating the schema") ||
+          la__store_exec(db, la__reps_sql, why, n, path,
                          "creating the schema") ||
           la__store_exec(db, sql, why, n, path, "creating the schema") ||
           la__store_exec(db, "COMMIT", why, n, path, "creating the schema")) {

@@ -230,7 +230,10 @@ const char *const la__store_history_sql[H__COUNT] = {
         "   AND length(r.segments) > 0) THEN 1 ELSE 0 END,"
         " CASE WHEN EXISTS (SELECT 1 FROM history h WHERE h.app_id = t.app_id"
         "   AND h.cycle_tag = t.cycle_tag AND h.rank = t.rank) THEN 1 ELSE 0"
-        " END"
+        " END,"
+        " CASE WHEN EXISTS (SELECT 1 FROM rep_members m WHERE"
+        "   m.app_id = t.app_id AND m.cycle_tag = t.cycle_tag"
+        "   AND m.rank = t.rank) THEN 1 ELSE 0 END"
         " FROM traces t WHERE t.app_id = ?1 AND t.cycle_tag = ?2"
         " AND t.rank = ?3",
     [H_INS] =

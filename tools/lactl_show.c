@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "la_client_internal.h"
+#include "lactl_clusters.h"
 #include "lactl_util.h"
 
 #define BAR 20
@@ -33,7 +34,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: lactl show APP [CYCLE|latest] [--global HOST:PORT | --db "
           "FILE] [--json]\n"
-          "                  [--channel NAME]\n"
+          "                  [--channel NAME] [--clusters [--tol X]]\n"
           "\n"
           "Shows one Trace-Set of application APP (default: the latest "
           "cycle):\ncomplete, partial or open, the missing ranks and why, "
@@ -43,6 +44,16 @@ static void usage(FILE *f) {
           "report them, robust totals,\ninterference, timer resolution and "
           "detection per rank.\n\n" LACTL_COMMON_HELP LACTL_CHANNEL_HELP
           "  --json              one JSON object\n"
+          "  --clusters          the behaviour classes of the ranks instead: "
+          "ranks\n"
+          "                      whose per-element profiles have the same "
+          "shape,\n"
+          "                      each class with its representative, the "
+          "members'\n"
+          "                      scales and ranks; then the outliers "
+          "(docs/clusters.md)\n"
+          "  --tol X             signature distance of alike ranks, 0..2 "
+          "(0.05)\n"
           "\nExit status: 0 done, 1 unreachable or not found, 2 usage.\n");
 }
 
@@ -434,9 +445,12 @@ static int print_text(const la_traceset_t *t, const rank_t *r, const fid_t *fd,
 
 int lactl_show_main(int argc, char **argv) {
   lactl_common_t o = {0};
+  enum { OPT_CLUSTERS = 2000, OPT_TOL };
   static const struct option lo[] = {
-      LACTL_CHANNEL_OPTION, LACTL_COMMON_OPTIONS, {0, 0, 0, 0}};
-  int c, orc;
+      LACTL_CHANNEL_OPTION, LACTL_COMMON_OPTIONS,
+      {"clusters", 0, 0, OPT_CLUSTERS}, {"tol", 1, 0, OPT_TOL}, {0, 0, 0, 0}};
+  int c, orc, clusters = 0, has_tol = 0;
+  double tol = 0.05;
   optind = 1;
   opterr = 0;
   while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -445,8 +459,23 @@ int lactl_show_main(int argc, char **argv) {
       usage(stdout);
       return LACTL_OK;
     }
+    if (c == OPT_CLUSTERS) {
+      clusters = 1;
+      continue;
+    }
+    if (c == OPT_TOL) {
+      char *end;
+      tol = strtod(optarg, &end);
+      if (end == optarg || *end || !(tol >= 0 && tol <= 2))
+        return lactl_usage_err("show", "--tol '%s' is not a number in 0..2",
+                               optarg);
+      has_tol = 1;
+      continue;
+    }
     return lactl_opt_err("show", argv, lo, "h");
   }
+  if (has_tol && !clusters)
+    return lactl_usage_err("show", "--tol goes with --clusters");
   if (optind >= argc) return lactl_usage_err("show", "which application?");
   if (argc - optind > 2)
     return lactl_usage_err("show", "unexpected argument '%s'",
@@ -467,6 +496,11 @@ int lactl_show_main(int argc, char **argv) {
     return rc;
   }
   lactl_src_close(s);
+  if (clusters) {
+    rc = lactl_clusters_print(stdout, t, tol, o.json);
+    la_traceset_free(t);
+    return rc ? rc : lactl_out_close("show", NULL, stdout);
+  }
   uint32_t np = la_traceset_nprocs(t);
   rank_t *r = calloc(np ? np : 1, sizeof *r);
   if (!r) {

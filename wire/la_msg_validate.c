@@ -241,6 +241,15 @@ static int la__trace_ok(const La__CompactTrace *t, char *why, size_t n) {
     return la_errorf(why, n, LA_EPROTO,
                      "flagged_time %g not a finite value >= 0",
                      t->flagged_time);
+  /* A reconstructed member (docs/clusters.md): its representative and a
+   * finite scale come together, the class only with them. */
+  if (t->has_rep_rank != t->has_rep_scale ||
+      (t->has_rep_class && !t->has_rep_rank))
+    return la_errorf(why, n, LA_EPROTO,
+                     "rep_rank and rep_scale must come together");
+  if (t->has_rep_scale && !isfinite(t->rep_scale))
+    return la_errorf(why, n, LA_EPROTO, "rep_scale %g not finite",
+                     t->rep_scale);
   return la__trace_channels_ok(t, why, n);
 }
 

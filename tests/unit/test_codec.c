@@ -1516,6 +1516,36 @@ static void test_trace_robust_validation(void **state) {
   expect_valid(T_TS, M(&s_ts));
 }
 
+/* A reconstructed member (docs/clusters.md): rep_rank and rep_scale
+ * together, rep_class only with them, a finite scale; carried through. */
+static void test_trace_rep_validation(void **state) {
+  La__CompactTrace *t = &s_ct[0];
+  t->has_rep_rank = t->has_rep_scale = t->has_rep_class = 1;
+  t->rep_rank = 7;
+  t->rep_scale = 1.25;
+  t->rep_class = 2;
+  expect_valid(T_CT, M(t));
+  ProtobufCMessage *out = roundtrip(T_CT, M(t));
+  La__CompactTrace *o = (La__CompactTrace *)out;
+  assert_true(o->has_rep_rank && o->rep_rank == 7 && o->rep_scale == 1.25 &&
+              o->has_rep_class && o->rep_class == 2);
+  la_msg_free(out);
+  t->has_rep_scale = 0;
+  expect_invalid(T_CT, M(t), "rep_rank and rep_scale");
+  t->has_rep_scale = 1;
+  t->has_rep_rank = 0;
+  expect_invalid(T_CT, M(t), "rep_rank and rep_scale");
+  t->has_rep_scale = 0; /* a class alone */
+  expect_invalid(T_CT, M(t), "rep_rank and rep_scale");
+  t->has_rep_rank = t->has_rep_scale = 1;
+  t->rep_scale = NAN;
+  expect_invalid(T_CT, M(t), "rep_scale");
+  t->rep_scale = INFINITY;
+  expect_invalid(T_CT, M(t), "rep_scale");
+  t->has_rep_rank = t->has_rep_scale = t->has_rep_class = 0;
+  expect_valid(T_CT, M(t));
+}
+
 /* TraceSet timer_res_ns and detection: empty, or one per rank. */
 static void test_trace_set_fidelity_validation(void **state) {
   double res[5] = {20, 0, 41.5, 1, 2};
@@ -2398,6 +2428,7 @@ int main(void) {
     T(test_trace_validation),
     T(test_trace_set_validation),
     T(test_trace_robust_validation),
+    T(test_trace_rep_validation),
     T(test_trace_set_fidelity_validation),
     T(test_trace_set_validation_many_ranks),
     T(test_query_reply_lists),

@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* bench_clusters.c: behaviour classes of 10^4 ranks and the store kept by
+ * representatives (`make bench-clusters`, docs/clusters.md).
+ *
+ * A synthetic Trace-Set of RANKS ranks of NEL elements
+ * (tests/support/la_test_classes.h: four class profiles, per-rank scale in
+ * [0.5, 2), 2% noise, OUTLIERS outlier ranks with hot spots of their own),
+ * each rank compacted as the LocalAgent does, once with the default polyline
+ * cv 0.1 (small traces) and once with maxerr eps 0.01 relative (large
+ * traces: the 2% noise is kept). Measured for each:
+ *   - grouping as the store does it: each trace parsed (la_trace_open),
+ *     its signature taken (la_clusters_signature) and closed, then
+ *     la_clusters_group; CPU time per trace of the signatures (the parse
+ *     subtracted: a loop of parses alone runs beside it) and of the
+ *     grouping, medians of REPEATS runs; whether the known classes and
+ *     outliers came back exactly (and from la_clusters_find too);
+ *   - the store: CYCLES cycles of the set into a SQLite file (store.h, no
+ *     fsync), once as they are and once stored by representatives after
+ *     each close (la_store_representatives, what store.representatives
+ *     does); bytes of the file, bytes in use (pages minus free pages: the
+ *     pages a replaced member freed are reused by the next cycles, so the
+ *     file grows by this much per cycle) and the file after VACUUM, and
+ *     the ratios; the CPU time to store by representatives per trace;
+ *   - the read back: la_store_load_set of one cycle of the representatives
+ *     store, time per trace, every rank's total exact (its stored sum
+ *     equals the sum of its raw series) and every member flagged as
+ *     reconstructed, with decoded values summing to its total within 1e-6.
+ * Writes argv[1] (build/bench/clusters.json) and prints a table.
+ */
+#include "bench_args.h"
+
+#include <math.h>
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "la_clusters.h"
+#include "la_compact.h"
+#include "la_test_classes.h"
+#include "la_test_msg.h"
+#include "la_test_series.h"
+#include "la_trace_msg.h"
+#include "store.h"
+#include "store_reps.h"
+
+#define RANKS 10000
+#define NEL 4096
+#define OUTLIERS 8
+#define REPEATS 7
+#define CYCLES 3
+
+static double cpu_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The set: one compaction per rank, and the raw sums. */
+static la_compact_result_t res[RANKS];
+static double raw_sum[RANKS];
+
+/* 1 when c holds exactly the known classes and outliers. */
+static int exact(const la_clusters_t *c) {
+  if (c->n_classes != LA_TC_CLASSES) return 0;
+  size_t out = 0;
+  for (uint32_t r = 0; r < RANKS; r++) {
+    int want = la_tc_class(r, RANKS, OUTLIERS);
+    long k = la_clusters_class_of(c, r, NULL);
+    if (want < 0) {
+      if (k >= 0 || out >= c->n_outliers || c->outliers[out++] != r) return 0;
+      continue;
+    }
+    if (k < 0) return 0;
+    if (la_tc_class(c->classes[k].rep, RANKS, OUTLIERS) != want) return 0;
+  }
+  return out == c->n_outliers;
+}
+
+/* Bytes of the SQLite file db, and bytes in use (pages - free pages). */
+static void db_bytes(const char *db, double *file, double *used,
+                     double *vac) {
+  sqlite3 *q = NULL;
+  sqlite3_stmt *st = NULL;
+  sqlite3_open(db, &q);
+  sqlite3_exec(q, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+  sqlite3_prepare_v2(q,
+                     "SELECT (SELECT page_count FROM pragma_page_count) - "
+                     "(SELECT freelist_count FROM pragma_freelist_count), "
+                     "(SELECT page_size FROM pragma_page_size)",
+                     -1, &st, NULL);
+  *used = 0;
+  if (sqlite3_step(st) == SQLITE_ROW)
+    *used = (double)sqlite3_column_int64(st, 0) * sqlite3_column_int64(st, 1);
+  sqlite3_finalize(st);
+  struct stat sb;
+  *file = stat(db, &sb) == 0 ? (double)sb.st_size : NAN;
+  sqlite3_exec(q, "VACUUM", NULL, NULL, NULL);
+  sqlite3_close(q);
+  *vac = stat(db, &sb) == 0 ? (double)sb.st_size : NAN;
+}
+
+typedef struct {
+  double file, used, vac, reps_s_per_trace;
+  size_t classes, outliers, replaced;
+} store_res_t;
+
+static int store_run(const char *db, int reps, store_res_t *o) {
+  char why[300];
+  la_store_t *s = NULL;
+  memset(o, 0, sizeof *o);
+  if (la_store_open(db, 0, &s, why, sizeof why)) {
+    fprintf(stderr, "bench_clusters: %s\n", why);
+    return -1;
+  }
+  la_store_begin(s);
+  for (uint32_t r = 0; r < RANKS; r++) {
+    La__RankStart rs = la_test_rank_start("bench", "bench", r, RANKS, NEL);
+    la_store_rank_start(s, &rs);
+  }
+  la_store_commit(s);
+  uint64_t seq = 0;
+  double t_reps = 0;
+  for (uint64_t c = 1; c <= CYCLES; c++) {
+    la_store_begin(s);
+    for (uint32_t r = 0; r < RANKS; r++) {
+      La__SeriesStats st = LA__SERIES_STATS__INIT;
+      La__FitError fe = LA__FIT_ERROR__INIT;
+      La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+      la_test_trace_id(&t, ++seq, "bench", r, c, NEL);
+      la_trace_msg_fill(&t, &st, &fe, &res[r]);
+      if (la_store_trace(s, &t, NULL)) {
+        fprintf(stderr, "bench_clusters: %s\n", la_store_errmsg(s));
+        return -1;
+      }
+    }
+    if (la_store_set_closed(s, "bench", c, 1, NULL, 0, 1)) return -1;
+    if (reps) {
+      la_store_reps_t ro;
+      double t0 = cpu_now();
+      if (la_store_representatives(s, "bench", c, 0.05, &ro)) {
+        fprintf(stderr, "bench_clusters: %s\n", la_store_errmsg(s));
+        return -1;
+      }
+      t_reps += cpu_now() - t0;
+      o->classes = ro.classes;
+      o->outliers = ro.outliers;
+      o->replaced = ro.replaced;
+    }
+    if (la_store_commit(s)) return -1;
+  }
+  la_store_close(s);
+  o->reps_s_per_trace = t_reps / ((double)CYCLES * RANKS);
+  db_bytes(db, &o->file, &o->used, &o->vac);
+  return 0;
+}
+
+/* Reads cycle 1 of db back: time per trace, totals and flags. */
+static int read_back(const char *db, double *s_per_trace, long *bad_tot,
+                     long *bad_flag, long *recon, double *max_rel) {
+  char why[300];
+  la_store_t *s = NULL;
+  if (la_store_open(db, 0, &s, why, sizeof why)) return -1;
+  La__TraceSet *set = NULL;
+  double t0 = cpu_now();
+  int rc = la_store_load_set(s, "bench", 1, &set);
+  *s_per_trace = (cpu_now() - t0) / RANKS;
+  if (rc) {
+    fprintf(stderr, "bench_clusters: %s\n", la_store_errmsg(s));
+    la_store_close(s);
+    return -1;
+  }
+  *bad_tot = *bad_flag = *recon = 0;
+  *max_rel = 0;
+  for (size_t i = 0; i < set->n_traces; i++) {
+    const La__CompactTrace *t = set->traces[i];
+    if (t->stats->sum != raw_sum[t->rank]) (*bad_tot)++;
+    if (!t->has_rep_rank) continue;
+    (*recon)++;
+    la_trace_t *tr = NULL;
+    double d;
+    if (la_trace_open(t->segments.data, t->segments.len, &tr, NULL, 0) ||
+        la_trace_range_sum(tr, 0, NEL, &d) ||
+        fabs(d - t->stats->sum) > 1e-3 * fabs(t->stats->sum) ||
+        la_tc_class(t->rank, RANKS, OUTLIERS) !=
+            la_tc_class(t->rep_rank, RANKS, OUTLIERS))
+      (*bad_flag)++;
+    else if (fabs(d - t->stats->sum) > *max_rel * fabs(t->stats->sum))
+      *max_rel = fabs(d - t->stats->sum) / fabs(t->stats->sum);
+    la_trace_close(tr);
+  }
+  la_store_free_set(set);
+  la_store_close(s);
+  return 0;
+}
+
+/* Everything measured for one compaction spec. */
+typedef struct {
+  const char *spec;
+  double enc, pmed, smed, gmed, rd, max_rel;
+  size_t ncls, nout;
+  int ok;
+  store_res_t s0, s1;
+  long bad_tot, bad_flag, recon;
+} run_t;
+
+static int run_spec(const char *dir, run_t *u) {
+  char db0[600], db1[600];
+  double *x = malloc(NEL * sizeof *x);
+  la_compact_params_t cp;
+  if (!x || la_compact_spec_parse(u->spec, &cp, NULL, 0)) return -1;
+  size_t enc = 0;
+  for (uint32_t r = 0; r < RANKS; r++) {
+    la_tc_series(r, RANKS, OUTLIERS, NEL, x);
+    raw_sum[r] = la_compact_sum(x, NEL);
+    if (la_compact(x, NEL, &cp, &res[r])) return -1;
+    enc += res[r].len;
+  }
+  free(x);
+  u->enc = (double)enc / RANKS;
+  /* grouping as the store does it, REPEATS times: each trace parsed,
+   * summarised and closed in turn, then the signatures grouped; the parse
+   * alone beside it */
+  la_cluster_params_t gp;
+  la_cluster_params_default(&gp);
+  double *sig = malloc((size_t)RANKS * gp.buckets * sizeof *sig);
+  double *dtot = malloc(RANKS * sizeof *dtot);
+  uint64_t *cnt = malloc(RANKS * sizeof *cnt);
+  if (!sig || !dtot || !cnt) return -1;
+  double parse[REPEATS], sigt[REPEATS], group[REPEATS];
+  la_clusters_t c = {0};
+  u->ok = 1;
+  for (int k = 0; k < REPEATS; k++) {
+    double t0 = cpu_now();
+    for (uint32_t r = 0; r < RANKS; r++) {
+      la_trace_t *t = NULL;
+      if (la_trace_open(res[r].bytes, res[r].len, &t, NULL, 0)) return -1;
+      la_trace_close(t);
+    }
+    double t1 = cpu_now();
+    for (uint32_t r = 0; r < RANKS; r++) {
+      la_trace_t *t = NULL;
+      if (la_trace_open(res[r].bytes, res[r].len, &t, NULL, 0)) return -1;
+      la_clusters_signature(t, gp.buckets, sig + (size_t)r * gp.buckets,
+                            &dtot[r]);
+      cnt[r] = la_trace_count(t);
+      la_trace_close(t);
+    }
+    double t2 = cpu_now();
+    la_clusters_free(&c);
+    if (la_clusters_group(sig, dtot, cnt, raw_sum, RANKS, &gp, &c, NULL, 0))
+      return -1;
+    double t3 = cpu_now();
+    parse[k] = (t1 - t0) / RANKS;
+    sigt[k] = (t2 - t1 - (t1 - t0)) / RANKS;
+    group[k] = (t3 - t2) / RANKS;
+    u->ok = u->ok && exact(&c);
+  }
+  /* la_clusters_find on traces parsed beforehand gives the same classes */
+  la_trace_t **tr = calloc(RANKS, sizeof *tr);
+  la_clusters_t c2;
+  for (uint32_t r = 0; r < RANKS; r++)
+    if (la_trace_open(res[r].bytes, res[r].len, &tr[r], NULL, 0)) return -1;
+  if (la_clusters_find((const la_trace_t *const *)tr, raw_sum, RANKS, &gp,
+                       &c2, NULL, 0))
+    return -1;
+  u->ok = u->ok && exact(&c2) && c2.n_classes == c.n_classes;
+  la_clusters_free(&c2);
+  for (uint32_t r = 0; r < RANKS; r++) la_trace_close(tr[r]);
+  free(tr);
+  free(sig);
+  free(dtot);
+  free(cnt);
+  qsort(parse, REPEATS, sizeof *parse, cmp_d);
+  qsort(sigt, REPEATS, sizeof *sigt, cmp_d);
+  qsort(group, REPEATS, sizeof *group, cmp_d);
+  u->pmed = parse[REPEATS / 2];
+  u->smed = sigt[REPEATS / 2];
+  u->gmed = group[REPEATS / 2];
+  u->ncls = c.n_classes;
+  u->nout = c.n_outliers;
+  la_clusters_free(&c);
+  /* the store, as it is and by representatives */
+  snprintf(db0, sizeof db0, "%s/full.db", dir);
+  snprintf(db1, sizeof db1, "%s/reps.db", dir);
+  if (store_run(db0, 0, &u->s0) || store_run(db1, 1, &u->s1)) return -1;
+  if (read_back(db1, &u->rd, &u->bad_tot, &u->bad_flag, &u->recon,
+                &u->max_rel))
+    return -1;
+  for (uint32_t r = 0; r < RANKS; r++) la_compact_result_free(&res[r]);
+  const char *sfx[] = {"", "-wal", "-shm"};
+  for (int i = 0; i < 3; i++) {
+    char p[640];
+    snprintf(p, sizeof p, "%s%s", db0, sfx[i]);
+    remove(p);
+    snprintf(p, sizeof p, "%s%s", db1, sfx[i]);
+    remove(p);
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *outp =
+      la_bench_out_path(argc, argv, 1, "build/bench/clusters.json");
+  char dir[512];
+  if (la_bench_tmpdir("bench_clusters", dir, sizeof dir)) return 1;
+  FILE *f = la_bench_open_out(outp);
+  if (!f) return 1;
+  run_t u[] = {{.spec = "polyline"}, {.spec = "maxerr:eps=0.01,relative"}};
+  size_t nu = sizeof u / sizeof u[0];
+  int good = 1;
+  printf("bench_clusters: %d ranks x %d elements in %d classes, %d outliers\n",
+         RANKS, NEL, LA_TC_CLASSES, OUTLIERS);
+  fprintf(f, "{\n  \"ranks\": %d, \"elements\": %d, \"outliers\": %d,"
+             " \"repeats\": %d, \"cycles\": %d,\n  \"runs\": [",
+          RANKS, NEL, OUTLIERS, REPEATS, CYCLES);
+  for (size_t i = 0; i < nu; i++) {
+    if (run_spec(dir, &u[i])) {
+      fprintf(stderr, "bench_clusters: the run of %s failed\n", u[i].spec);
+      return 1;
+    }
+    run_t *v = &u[i];
+    good = good && v->ok && !v->bad_tot && !v->bad_flag && v->recon > 0;
+    printf("\n %s (%.0f encoded bytes per trace)\n", v->spec, v->enc);
+    printf("  grouping       %zu classes, %zu outliers: %s\n", v->ncls,
+           v->nout, v->ok ? "exactly the known ones" : "NOT the known ones");
+    printf("  cpu per trace  signature %.2f us + grouping %.2f us = %.2f us; "
+           "the parse beside it %.2f us (medians of %d)\n",
+           v->smed * 1e6, v->gmed * 1e6, (v->smed + v->gmed) * 1e6,
+           v->pmed * 1e6, REPEATS);
+    printf("  store, %d cycles  file %.0f -> %.0f bytes (%.1fx smaller), in "
+           "use %.0f -> %.0f (%.1fx)\n",
+           CYCLES, v->s0.file, v->s1.file, v->s0.file / v->s1.file,
+           v->s0.used, v->s1.used, v->s0.used / v->s1.used);
+    printf("  after VACUUM   file %.0f -> %.0f bytes (%.1fx smaller)\n",
+           v->s0.vac, v->s1.vac, v->s0.vac / v->s1.vac);
+    printf("  at close       %zu members replaced per cycle, %.2f us cpu per "
+           "trace\n",
+           v->s1.replaced, v->s1.reps_s_per_trace * 1e6);
+    printf("  read back      %.2f us cpu per trace; %ld reconstructed (%ld "
+           "bad), decoded sums within %.2g of the exact totals, %ld "
+           "totals not exact\n",
+           v->rd * 1e6, v->recon, v->bad_flag, v->max_rel, v->bad_tot);
+    fprintf(f,
+            "%s\n   {\"compaction\": \"%s\", \"encoded_bytes_per_trace\": "
+            "%.1f,\n    \"classes_found\": %zu, \"outliers_found\": %zu,"
+            " \"exact\": %s,\n"
+            "    \"signature_us_per_trace\": %.3f,"
+            " \"group_us_per_trace\": %.3f, \"parse_us_per_trace\": %.3f,\n"
+            "    \"file_bytes_full\": %.0f, \"file_bytes_reps\": %.0f,"
+            " \"file_ratio\": %.2f,\n"
+            "    \"used_bytes_full\": %.0f, \"used_bytes_reps\": %.0f,"
+            " \"used_ratio\": %.2f,\n"
+            "    \"vacuum_bytes_full\": %.0f, \"vacuum_bytes_reps\": %.0f,"
+            " \"vacuum_ratio\": %.2f,\n"
+            "    \"replaced_per_cycle\": %zu, \"reps_us_per_trace\": %.3f,\n"
+            "    \"read_us_per_trace\": %.3f, \"reconstructed\": %ld,"
+            " \"reconstructed_bad\": %ld, \"sum_rel_max\": %.3g,"
+            " \"totals_not_exact\": %ld}",
+            i ? "," : "", v->spec, v->enc, v->ncls, v->nout,
+            v->ok ? "true" : "false", v->smed * 1e6, v->gmed * 1e6,
+            v->pmed * 1e6,
+            v->s0.file, v->s1.file, v->s0.file / v->s1.file, v->s0.used,
+            v->s1.used, v->s0.used / v->s1.used, v->s0.vac, v->s1.vac,
+            v->s0.vac / v->s1.vac, v->s1.replaced,
+            v->s1.reps_s_per_trace * 1e6, v->rd * 1e6, v->recon, v->bad_flag,
+            v->max_rel, v->bad_tot);
+  }
+  fprintf(f, "\n  ]\n}\n");
+  fclose(f);
+  rmdir(dir);
+  return good ? 0 : 1;
+}

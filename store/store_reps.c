@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* store_reps.c: a closed Trace-Set stored by representatives
+ * (store_reps.h, docs/clusters.md): the members of each behaviour class
+ * but its representative keep their exact statistics and a rep_members
+ * row instead of their segments.
+ *
+ * Statements are prepared per call (the feature runs once per set close
+ * and once per reconstructed member read, next to a decode and an
+ * encode of the member's elements), so nothing is added to the store's
+ * statement table.
+ *
+ * Deliberately not here: the grouping (compact/la_clusters.c), when to
+ * run (the GlobalAgent, after it closed a set), rebuilding members when
+ * a set is read (store_reps_load.c).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "la_clusters.h"
+#include "la_errcodes.h"
+#include "la_limits.h"
+#include "store_internal.h"
+#include "store_reps.h"
+
+enum { R_DONE, R_EMPTY, R_INS, R_NPROCS, R_TRACES, R__COUNT };
+
+static const char *const la__reps_sql[R__COUNT] = {
+    [R_DONE] = "SELECT 1 FROM rep_members WHERE app_id = ?1 AND cycle_tag = ?2"
+               " LIMIT 1",
+    /* as store_history.c demotes: the row written again, small */
+    [R_EMPTY] =
+        "REPLACE INTO traces(app_id, cycle_tag, rank, n_elements, mode,"
+        " segments, stat_count, stat_sum, stat_min, stat_max, err_max_abs,"
+        " err_rmse, err_cv, t_xfer_ns, rank_seq, seq, t_stored_ns)"
+        " SELECT app_id, cycle_tag, rank, n_elements, mode, ?4, stat_count,"
+        " stat_sum, stat_min, stat_max, NULL, NULL, NULL, t_xfer_ns,"
+        " rank_seq, seq, t_stored_ns FROM traces"
+        " WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3"
+        " AND length(segments) > 0",
+    [R_INS] = "INSERT INTO rep_members(app_id, cycle_tag, rank, class,"
+              " rep_rank, scale) VALUES (?1, ?2, ?3, ?4, ?5, CAST(?6 AS REAL))",
+    [R_NPROCS] = "SELECT nprocs FROM apps WHERE app_id = ?1",
+    /* the traces that have segments of their own and one channel */
+    [R_TRACES] =
+        "SELECT t.rank, t.n_elements, t.segments, t.stat_sum FROM traces t"
+        " WHERE t.app_id = ?1 AND t.cycle_tag = ?2 AND length(t.segments) > 0"
+        " AND NOT EXISTS (SELECT 1 FROM channel_traces c WHERE"
+        " c.app_id = t.app_id AND c.cycle_tag = t.cycle_tag"
+        " AND c.rank = t.rank)",
+};
+static const char *const la__reps_sql_pg[R__COUNT] = {
+    [R_EMPTY] = "UPDATE traces SET segments = CAST(?4 AS BLOB),"
+                " err_max_abs = NULL, err_rmse = NULL, err_cv = NULL"
+                " WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3"
+                " AND length(segments) > 0",
+};
+
+static la_db_stmt_t *la__rst(la_store_t *s, int id) {
+  la_db_stmt_t *st;
+  const char *sql = la_db_kind(s->db) == LA_DB_PG && la__reps_sql_pg[id]
+                        ? la__reps_sql_pg[id]
+                        : la__reps_sql[id];
+  if (la_db_prepare(s->db, sql, 0, &st) != 0) {
+    la__store_sqlerr(s, "preparing the representatives statements");
+    return NULL;
+  }
+  return st;
+}
+
+static void la__bind_key(la_db_stmt_t *st, const char *app_id,
+                         uint64_t cycle_tag, uint32_t rank) {
+  la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
+  la_db_bind_int64(st, 2, la__i64(cycle_tag));
+  la_db_bind_int64(st, 3, rank);
+}
+
+/* 1 when the set already has rep_members rows, 0 when not, LA_EIO. */
+static int la__reps_done(la_store_t *s, const char *app_id,
+                         uint64_t cycle_tag) {
+  la_db_stmt_t *st = la__rst(s, R_DONE);
+  if (!st) return LA_EIO;
+  la__bind_key(st, app_id, cycle_tag, 0);
+  int rc = la_db_step(st), r = rc == LA_DB_ROW ? 1 : 0;
+  if (rc != LA_DB_ROW && rc != LA_DB_DONE)
+    r = la__store_sqlerr(s, "looking up a set's representatives");
+  la_db_finalize(st);
+  return r;
+}
+
+/* Replaces the members of c (class index k) but its representative. */
+static int la__reps_write(la_store_t *s, const char *app_id, uint64_t tag,
+                          const la_cluster_class_t *c, size_t k,
+                          const size_t *len, la_db_stmt_t *em,
+                          la_db_stmt_t *ins, la_store_reps_t *o) {
+  for (uint32_t m = 0; m < c->n; m++) {
+    uint32_t r = c->members[m];
+    if (r == c->rep) continue;
+    la__bind_key(em, app_id, tag, r);
+    la_db_bind_blob(em, 4, "", 0);
+    if (la_db_step(em) != LA_DB_DONE) {
+      la__store_sqlerr(s, "replacing a member's segments");
+      return LA_EIO;
+    }
+    int64_t changed = la_db_changes(s->db);
+    la_db_reset(em);
+    if (changed != 1) continue; /* a history reference already */
+    la__bind_key(ins, app_id, tag, r);
+    la_db_bind_int64(ins, 4, (int64_t)k);
+    la_db_bind_int64(ins, 5, c->rep);
+    la_db_bind_double(ins, 6, c->scale[m]);
+    int rc = la__store_run(s, ins, "recording a class member");
+    if (rc) return rc;
+    o->replaced++;
+    o->bytes_after -= len[r];
+  }
+  return 0;
+}
+
+/* The signatures of the set's traces (those R_TRACES selects) into the
+ * arrays (np ranks), each trace parsed, summarised and closed in turn:
+ * 10^4 parsed indexes at once would take far more memory than the set's
+ * encodings. */
+static int la__reps_read(la_store_t *s, const char *app_id, uint64_t tag,
+                         uint32_t np, unsigned nb, double *sig, double *dtot,
+                         double *tot, uint64_t *cnt, size_t *len,
+                         la_store_reps_t *o) {
+  la_db_stmt_t *st = la__rst(s, R_TRACES);
+  if (!st) return LA_EIO;
+  la__bind_key(st, app_id, tag, 0);
+  int rc, r = 0;
+  while (r == 0 && (rc = la_db_step(st)) == LA_DB_ROW) {
+    int64_t rank = la_db_column_int64(st, 0), n = la_db_column_int64(st, 1);
+    const void *blob = la_db_column_blob(st, 2);
+    int blen = la_db_column_bytes(st, 2);
+    if (rank < 0 || rank >= LA_MAX_RANKS || n < 1 || n > ((int64_t)1 << 32) ||
+        !blob || blen <= 0 || (unsigned)blen > LA_STORE_MAX_BLOB) {
+      r = la__store_corrupt(s, "trace of %s cycle %llu: bad row", app_id,
+                            (unsigned long long)tag);
+      break;
+    }
+    if (rank >= np) continue; /* in no Trace-Set */
+    char why[160];
+    la_trace_t *tr = NULL;
+    if (la_trace_open_max(blob, (size_t)blen, (uint64_t)n, &tr, why,
+                          sizeof why) != 0) {
+      r = la__store_corrupt(s, "trace of %s cycle %llu rank %lld: %s",
+                            app_id, (unsigned long long)tag, (long long)rank,
+                            why);
+      break;
+    }
+    la_clusters_signature(tr, nb, sig + (size_t)rank * nb, &dtot[rank]);
+    la_trace_close(tr);
+    cnt[rank] = (uint64_t)n;
+    len[rank] = (size_t)blen;
+    tot[rank] = la_db_column_type(st, 3) == LA_DB_NULL
+                    ? NAN
+                    : la_db_column_double(st, 3);
+    o->bytes_before += (uint64_t)blen;
+    o->traces++;
+  }
+  if (r == 0 && rc != LA_DB_DONE)
+    r = la__store_sqlerr(s, "reading a set's traces");
+  la_db_finalize(st);
+  return r;
+}
+
+/* The grouping of the set's traces and the rows it leads to. */
+static int la__reps_apply(la_store_t *s, const char *app_id, uint64_t tag,
+                          uint32_t np, double tol, la_store_reps_t *o) {
+  size_t nn = np ? np : 1;
+  la_cluster_params_t p;
+  la_cluster_params_default(&p);
+  p.tol = tol;
+  double *sig = malloc(nn * p.buckets * sizeof *sig);
+  double *dtot = malloc(nn * sizeof *dtot), *tot = malloc(nn * sizeof *tot);
+  uint64_t *cnt = calloc(nn, sizeof *cnt);
+  size_t *len = calloc(nn, sizeof *len);
+  int r = 0;
+  if (!sig || !dtot || !tot || !cnt || !len) {
+    r = LA_ENOMEM;
+    goto out;
+  }
+  for (size_t i = 0; i < np; i++) tot[i] = dtot[i] = NAN;
+  r = la__reps_read(s, app_id, tag, np, p.buckets, sig, dtot, tot, cnt, len,
+                    o);
+  if (r) goto out;
+  la_clusters_t c;
+  char why[128];
+  r = la_clusters_group(sig, dtot, cnt, tot, np, &p, &c, why, sizeof why);
+  if (r) {
+    la__store_fmt(s->err, sizeof s->err, "grouping the ranks: %s", why);
+    goto out;
+  }
+  o->classes = c.n_classes;
+  o->outliers = c.n_outliers;
+  la_db_stmt_t *em = la__rst(s, R_EMPTY), *ins = em ? la__rst(s, R_INS) : NULL;
+  if (!em || !ins) r = LA_EIO;
+  o->bytes_after = o->bytes_before;
+  for (size_t k = 0; r == 0 && k < c.n_classes; k++)
+    r = la__reps_write(s, app_id, tag, &c.classes[k], k, len, em, ins, o);
+  la_db_finalize(em);
+  la_db_finalize(ins);
+  la_clusters_free(&c);
+out:
+  free(sig);
+  free(dtot);
+  free(tot);
+  free(cnt);
+  free(len);
+  return r;
+}
+
+/* The application's nprocs into *np: 0, LA_ENOTFOUND, LA_EIO. */
+static int la__reps_nprocs(la_store_t *s, const char *app_id, uint32_t *np) {
+  la_db_stmt_t *st = la__rst(s, R_NPROCS);
+  if (!st) return LA_EIO;
+  la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
+  int rc = la_db_step(st), r = 0;
+  if (rc == LA_DB_ROW) {
+    int64_t v = la_db_column_int64(st, 0);
+    if (v < 0 || v > LA_MAX_RANKS)
+      r = la__store_corrupt(s, "application %s: nprocs %lld", app_id,
+                            (long long)v);
+    else
+      *np = (uint32_t)v;
+  } else {
+    r = la__store_no_app(s, rc, app_id, "reading an application's nprocs");
+  }
+  la_db_finalize(st);
+  return r;
+}
+
+int la_store_representatives(la_store_t *s, const char *app_id,
+                             uint64_t cycle_tag, double tol,
+                             la_store_reps_t *out) {
+  la_store_reps_t o = {0};
+  if (out) *out = o;
+  if (!s || !app_id || !(tol >= 0 && tol <= 2)) return LA_EINVAL;
+  int own, r = la__store_wbegin(s, &own);
+  if (r) return r;
+  uint32_t np = 0;
+  r = la__reps_done(s, app_id, cycle_tag);
+  if (r == 0) r = la__reps_nprocs(s, app_id, &np);
+  /* nprocs unknown (no RankStart): no Trace-Set to group */
+  if (r == 0 && np) r = la__reps_apply(s, app_id, cycle_tag, np, tol, &o);
+  if (r == 1) r = 0; /* done before */
+  r = la__store_wend(s, own, r);
+  if (out) *out = o;
+  return r;
+}

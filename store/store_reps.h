@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* store_reps.h: storing a closed Trace-Set by representatives
+ * (store.representatives, docs/clusters.md).
+ *
+ * la_store_representatives() groups the ranks of a stored set into
+ * behaviour classes (la_clusters.h) and keeps, of each class, only the
+ * representative's segments: every other member's segments are emptied
+ * and a rep_members row says its class, representative and scale (its
+ * exact statistics stay in its traces row). Readers (la_store_load_set,
+ * hence the feed, lactl and export) get such a member as the
+ * representative's decoded values times the scale, compacted again with
+ * the representative's parameters, flagged by rep_rank / rep_scale /
+ * rep_class in the CompactTrace (la__store_reps_resolve, called by
+ * store_load.c). Outliers, ranks of several channels and traces already
+ * kept as a history reference stay as they are; robust weights stay each
+ * rank's own.
+ */
+#ifndef LA_STORE_REPS_H
+#define LA_STORE_REPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+typedef struct la_store_reps {
+  size_t traces;    /* traces of the set grouped (those of one channel
+                       with segments of their own) */
+  size_t classes;   /* behaviour classes found */
+  size_t outliers;  /* ranks in no class, kept in full */
+  size_t replaced;  /* members whose segments were replaced */
+  uint64_t bytes_before, bytes_after; /* their segment bytes */
+} la_store_reps_t;
+
+/* Stores the set (app_id, cycle_tag) by representatives, grouping with
+ * signature distance tol (la_cluster_params_t.tol). A set already stored
+ * so, or of an application whose nprocs is unknown, is left alone (*out
+ * all 0). In the open batch, or a transaction of its own. out may be
+ * NULL. Returns 0, LA_ENOTFOUND (unknown application), LA_EINVAL,
+ * LA_ENOMEM, LA_EIO (la_store_errmsg says why). */
+int la_store_representatives(la_store_t *s, const char *app_id,
+                             uint64_t cycle_tag, double tol,
+                             la_store_reps_t *out);
+
+/* For store_load.c: when t (loaded with empty segments) is a member of a
+ * class, fills its segments with its representative's scaled values, its
+ * mode, rep_rank, rep_scale and rep_class, drops its error (unknown), and
+ * returns 1; 0 when it is no member (a history reference, perhaps);
+ * LA_EIO (corrupt or unreadable representative), LA_ENOMEM. */
+int la__store_reps_resolve(la_store_t *s, La__CompactTrace *t);
+
+#endif

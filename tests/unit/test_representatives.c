@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_representatives.c: behaviour classes of a stored Trace-Set (`lactl
+ * show --clusters`) and a set stored by representatives
+ * (store.representatives), through the real GlobalAgent, its store and
+ * lactl (docs/clusters.md).
+ *
+ * The ranks' traces come from a LocalAgent played by hand
+ * (la_test_link.h, the real handshake and link) because their classes
+ * must be known: NP ranks of the synthetic set of tests/support/
+ * la_test_classes.h (four class profiles times a per-rank scale, 2% noise,
+ * two outlier ranks with hot spots of their own), compacted with the
+ * default polyline. Asserted on what a user sees:
+ *   - `lactl show APP 1 --clusters` (from the feed and from the store
+ *     file) names 4 classes and the 2 outliers; its JSON lists, per class,
+ *     exactly the ranks of one known class, the representative among them;
+ *     nothing is reconstructed while the setting is off;
+ *   - with store.representatives = yes the set keeps only the
+ *     representatives' and outliers' segments (rep_members rows for the
+ *     34 other ranks), and every read gives each rank's exact total (the
+ *     raw sum, bit for bit), the members flagged as reconstructed from a
+ *     representative of their own class, their decoded values summing to
+ *     their total within 1e-3, the representatives and outliers not
+ *     flagged; `lactl show --clusters` finds the same classes and lists
+ *     the reconstructed ranks; `lactl show` prints the exact totals;
+ *   - a next cycle whose traces name the first as their history reference
+ *     (docs/history.md) is stored whole, nothing refused, although the
+ *     members' first-cycle segments are gone;
+ *   - a damaged rep_members row makes `lactl show` fail naming it (exit 1);
+ *   - `lactl show --tol` out of range and `--tol` without `--clusters` are
+ *     usage errors (exit 2);
+ *   - the same with a PostgreSQL store (a throw-away server,
+ *     la_test_pg.h; skipped when the server binaries are not installed).
+ * Skips when the daemons or lactl are not built. */
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "la_auth.h"
+#include "la_client.h"
+#include "la_compact.h"
+#include "la_test_classes.h"
+#include "la_test_daemon.h"
+#include "la_test_link.h"
+#include "la_test_pg.h"
+#include "la_test_series.h"
+#include "la_trace_msg.h"
+#include "la_test_uplink.h"
+
+#define WAIT_MS 30000
+#define NP 40
+#define NE 1024
+#define NOUT 2 /* ranks 5 and 25 */
+#define APP "clusapp"
+#define OUT_LEN (1 << 20)
+
+static struct {
+  la_tu_ga_t g;
+  la_test_link_t link;
+  la_compact_result_t r[NP];
+  double raw[NP];
+  char lactl[600], db[600];
+  char *out;
+} T;
+
+static int setup(void **state) {
+  memset(&T, 0, sizeof T);
+  T.link.fd = -1;
+  signal(SIGPIPE, SIG_IGN);
+  T.out = malloc(OUT_LEN);
+  return T.out && la_auth_init() == 0 ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  if (T.link.fd >= 0) la_test_link_close(&T.link);
+  for (int i = 0; i < NP; i++) la_compact_result_free(&T.r[i]);
+  la_td_free(T.g.d);
+  free(T.out);
+  memset(&T, 0, sizeof T);
+  return 0;
+}
+
+#define CHECK(cond, ...) \
+  LA_TD_CHECK(la_td_print_log_tail(T.g.d, 3000), cond, __VA_ARGS__)
+
+/* Runs lactl with args (NULL-ended) into T.out; returns its exit status. */
+static int lactl(const char *const *args) {
+  const char *argv[16] = {T.lactl};
+  int n = 1;
+  for (int i = 0; args[i] && n < 15; i++) argv[n++] = args[i];
+  argv[n] = NULL;
+  return la_td_run(argv, NULL, WAIT_MS, T.out, OUT_LEN);
+}
+
+static int set_complete(void *arg) {
+  (void)arg;
+  const char *a[] = {"show", APP, "1", "--global", T.g.feed_addr, "--json",
+                     NULL};
+  return lactl(a) == 0 && strstr(T.out, "\"complete\": true") != NULL;
+}
+
+/* Starts the GlobalAgent with extra options, sends the set of cycle 1 and
+ * waits until it is stored complete. */
+static void run_set(const char *const *extra) {
+  char p[512];
+  if (la_td_find_bin("la-globalagent", p, sizeof p) != 0 ||
+      la_td_find_bin("lactl", T.lactl, sizeof T.lactl) != 0) {
+    print_message("skip: la-globalagent or lactl not built\n");
+    skip();
+  }
+  const char *args[8] = {"--log.level=info"};
+  int n = 1;
+  for (int i = 0; extra && extra[i] && n < 7; i++) args[n++] = extra[i];
+  args[n] = NULL;
+  CHECK(la_tu_ga_start(&T.g, 0, 1, args, WAIT_MS) == 0,
+        "la-globalagent did not start");
+  la_td_path(T.g.d, "la.db", T.db, sizeof T.db);
+  int32_t status = -1;
+  char why[300] = "";
+  int rc = la_test_link_open(&T.link, T.g.agents_port, T.g.key, "clusnode",
+                             WAIT_MS, &status, why, sizeof why);
+  CHECK(rc == 0 && status == 0, "handshake: %s", why);
+  double *x = malloc(NE * sizeof *x);
+  assert_non_null(x);
+  for (uint32_t r = 0; r < NP; r++) {
+    la_tc_series(r, NP, NOUT, NE, x);
+    T.raw[r] = la_compact_sum(x, NE);
+    assert_int_equal(la_compact(x, NE, NULL, &T.r[r]), 0);
+    assert_int_equal(
+        la_test_link_rank_start(&T.link, "clusnode", APP, r, NP, NE), 0);
+  }
+  free(x);
+  for (uint32_t r = 0; r < NP; r++)
+    assert_int_equal(la_test_link_trace(&T.link, APP, r, 1, &T.r[r], NULL, 0),
+                     0);
+  rc = la_test_link_wait_acked(&T.link, WAIT_MS, why, sizeof why);
+  CHECK(rc == 0, "acks: %s", why);
+  CHECK(la_td_wait_until(set_complete, NULL, WAIT_MS) == 0,
+        "the set did not close complete: %s", T.out);
+}
+
+/* "[a, b, ...]" of the ranks of known class k. */
+static void members_of(int k, char *buf, size_t len) {
+  size_t o = 0;
+  o += (size_t)snprintf(buf + o, len - o, "\"members\": [");
+  int first = 1;
+  for (uint32_t r = 0; r < NP; r++)
+    if (la_tc_class(r, NP, NOUT) == k) {
+      o += (size_t)snprintf(buf + o, len - o, "%s%u", first ? "" : ", ", r);
+      first = 0;
+    }
+  snprintf(buf + o, len - o, "]");
+}
+
+/* lactl show --clusters (text and JSON) from src (--global ADDR or --db
+ * FILE) finds the known classes; returns the representatives. */
+static void check_clusters(const char *opt, const char *src, uint32_t *reps) {
+  const char *a[] = {"show", APP, "1", opt, src, "--clusters", NULL};
+  CHECK(lactl(a) == 0, "lactl show --clusters: %s", T.out);
+  CHECK(strstr(T.out, "4 behaviour classes of 40 ranks present, 2 outliers"),
+        "%s", T.out);
+  CHECK(strstr(T.out, "outliers    5,25"), "%s", T.out);
+  const char *j[] = {"show", APP, "1", opt, src, "--clusters", "--json",
+                     NULL};
+  CHECK(lactl(j) == 0, "lactl show --clusters --json: %s", T.out);
+  CHECK(strstr(T.out, "\"outliers\": [5, 25]"), "%s", T.out);
+  for (int k = 0; k < LA_TC_CLASSES; k++) {
+    char want[512];
+    members_of(k, want, sizeof want);
+    char *m = strstr(T.out, want);
+    CHECK(m != NULL, "no class of %s in %s", want, T.out);
+    /* the representative, before the members on the class's line */
+    char *cl = m;
+    while (cl > T.out && strncmp(cl, "{\"class\"", 8)) cl--;
+    char *rp = strstr(cl, "\"representative\": ");
+    CHECK(rp && rp < m, "%s", T.out);
+    reps[k] = (uint32_t)strtoul(rp + 18, NULL, 10);
+    CHECK(la_tc_class(reps[k], NP, NOUT) == k, "representative %u of class %d",
+          reps[k], k);
+  }
+}
+
+static void test_show_clusters(void **state) {
+  (void)state;
+  run_set(NULL);
+  uint32_t reps[LA_TC_CLASSES], reps2[LA_TC_CLASSES];
+  check_clusters("--global", T.g.feed_addr, reps);
+  CHECK(strstr(T.out, "\"reconstructed\": []"), "%s", T.out);
+  check_clusters("--db", T.db, reps2);
+  assert_memory_equal(reps, reps2, sizeof reps);
+  /* bad --tol */
+  const char *b1[] = {"show", APP, "1", "--db", T.db, "--clusters", "--tol",
+                      "3", NULL};
+  assert_int_equal(lactl(b1), 2);
+  CHECK(strstr(T.out, "--tol '3' is not a number in 0..2"), "%s", T.out);
+  const char *b2[] = {"show", APP, "1", "--db", T.db, "--tol", "0.1", NULL};
+  assert_int_equal(lactl(b2), 2);
+  CHECK(strstr(T.out, "--tol goes with --clusters"), "%s", T.out);
+}
+
+static char pg_url[600]; /* the PostgreSQL store of the test using one */
+
+static long db_count(const char *sql) {
+  if (*pg_url) return (long)la_test_pg_value(pg_url, sql);
+  sqlite3 *q = NULL;
+  sqlite3_stmt *st = NULL;
+  long n = -1;
+  if (sqlite3_open_v2(T.db, &q, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+      sqlite3_prepare_v2(q, sql, -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    n = (long)sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(q);
+  return n;
+}
+
+/* The set stored by representatives (extra: the store's options) read
+ * back through the feed, libla_client and lactl (--db: src, NULL for
+ * none). */
+static void check_representatives(const char *const *extra, const char *db) {
+  run_set(extra);
+  uint32_t reps[LA_TC_CLASSES];
+  check_clusters("--global", T.g.feed_addr, reps);
+  /* 40 ranks - 2 outliers - 4 representatives */
+  CHECK(db_count("SELECT count(*) FROM rep_members") == 34, "rep_members");
+  CHECK(db_count("SELECT count(*) FROM traces WHERE length(segments) = 0") ==
+            34,
+        "emptied traces");
+  /* the reconstructed ranks are named */
+  CHECK(strstr(T.out, "\"reconstructed\": [") != NULL, "%s", T.out);
+  /* libla_client: exact totals, flags, representatives of the same class */
+  la_client_t *c = NULL;
+  la_traceset_t *t = NULL;
+  assert_int_equal(la_client_connect(T.g.feed_addr, WAIT_MS, &c), 0);
+  assert_int_equal(la_client_get(c, APP, 1, &t), 0);
+  int recon = 0;
+  double *w = malloc(NE * sizeof *w);
+  assert_non_null(w);
+  for (uint32_t r = 0; r < NP; r++) {
+    double sum;
+    assert_int_equal(la_traceset_rank_stats(t, r, &sum, NULL, NULL), 0);
+    assert_true(sum == T.raw[r]); /* exact */
+    uint32_t rep = 0;
+    double scale = 0;
+    int f = la_traceset_rank_reconstructed(t, r, &rep, &scale);
+    int k = la_tc_class(r, NP, NOUT);
+    if (k < 0 || reps[k] == r) {
+      assert_int_equal(f, 0);
+      continue;
+    }
+    assert_int_equal(f, 1);
+    recon++;
+    assert_int_equal(rep, reps[k]);
+    assert_true(scale > 0.2 && scale < 5);
+    assert_int_equal(la_traceset_rank_weights(t, r, w), 0);
+    double d = 0;
+    for (int i = 0; i < NE; i++) d += w[i];
+    assert_true(fabs(d - sum) <= 1e-3 * sum);
+  }
+  assert_int_equal(recon, 34);
+  free(w);
+  la_traceset_free(t);
+  la_client_close(c);
+  /* cycle 2, each rank naming cycle 1 as its history reference (what a
+   * LocalAgent with history on sends): the members' cycle 1 has no
+   * segments left, so they are kept in full, never refused */
+  for (uint32_t r = 0; r < NP; r++) {
+    La__SeriesStats st = LA__SERIES_STATS__INIT;
+    La__FitError fe = LA__FIT_ERROR__INIT;
+    La__CompactTrace ct = LA__COMPACT_TRACE__INIT;
+    la_test_trace_id(&ct, 0, APP, r, 2, NE);
+    la_trace_msg_fill(&ct, &st, &fe, &T.r[r]);
+    ct.has_rank_seq = 1;
+    ct.rank_seq = 2;
+    ct.has_history_ref = 1;
+    ct.history_ref = 1;
+    assert_int_equal(la_test_link_send_trace(&T.link, &ct), 0);
+  }
+  char why[300] = "";
+  CHECK(la_test_link_wait_acked(&T.link, WAIT_MS, why, sizeof why) == 0,
+        "acks: %s", why);
+  assert_int_equal(la_td_status_ll(T.g.d, "conflicts"), 0);
+  CHECK(db_count("SELECT count(*) FROM traces WHERE cycle_tag = 2") == NP,
+        "cycle 2 stored");
+  /* lactl show: the exact totals, from the store */
+  const char *a[] = {"show", APP, "1", "--db", db, "--json", NULL};
+  CHECK(lactl(a) == 0, "%s", T.out);
+  for (uint32_t r = 0; r < NP; r += 7) {
+    char want[96];
+    snprintf(want, sizeof want, "\"rank\": %u, \"present\": true", r);
+    char *p = strstr(T.out, want);
+    CHECK(p != NULL, "%s", T.out);
+    p = strstr(p, "\"total\": ");
+    CHECK(p && strtod(p + 9, NULL) == T.raw[r], "rank %u total", r);
+  }
+}
+
+static void test_representatives(void **state) {
+  (void)state;
+  const char *extra[] = {"--store.representatives=yes", NULL};
+  pg_url[0] = 0;
+  check_representatives(extra, T.db);
+  /* a damaged membership row: reading the set says so, never crashes */
+  la_td_stop(T.g.d, WAIT_MS);
+  sqlite3 *q = NULL;
+  assert_int_equal(sqlite3_open(T.db, &q), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(q,
+                                "UPDATE rep_members SET rep_rank = rank"
+                                " WHERE rank = 1",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  sqlite3_close(q);
+  const char *a[] = {"show", APP, "1", "--db", T.db, NULL};
+  assert_int_equal(lactl(a), 1);
+  CHECK(strstr(T.out, "rank 1: bad rep_members row"), "%s", T.out);
+}
+
+/* The same on a PostgreSQL store (a throw-away server). */
+static void test_representatives_pg(void **state) {
+  (void)state;
+  la_test_pg_t *pg = NULL;
+  char why[600], url[700];
+  int r = la_test_pg_start(0, &pg, why, sizeof why);
+  if (r == 1) {
+    print_message("skip: PostgreSQL server binaries not installed\n");
+    skip();
+  }
+  assert_int_equal(r, 0);
+  assert_int_equal(la_test_pg_createdb(pg, "la_reps", pg_url, sizeof pg_url,
+                                       why, sizeof why),
+                   0);
+  snprintf(url, sizeof url, "--store.url=%s", pg_url);
+  const char *extra[] = {"--store.representatives=yes", url, NULL};
+  check_representatives(extra, pg_url);
+  pg_url[0] = 0;
+  la_test_pg_stop(pg);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_show_clusters, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_representatives, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_representatives_pg, setup,
+                                      teardown),
+  };
+  return cmocka_run_group_tests(tests, la_td_group_setup, NULL);
+}
