@@ -135,18 +135,28 @@ LA_CLIENT_EXPORT int la_client_rank_ids(la_client_t *c, const char *app_id,
   return rc;
 }
 
-LA_CLIENT_EXPORT int la_client_set_ids(la_client_t *c, const la_traceset_t *t,
-                                       int64_t *ids, uint32_t *n_app) {
+int la__set_ids_fetch(la__ids_ask_t ask, void *ctx, const la_traceset_t *t,
+                      int64_t *ids, uint32_t *n_app, char *why, size_t len) {
   if (n_app) *n_app = 0;
-  if (!c || !t || !ids) return LA_EINVAL;
   const char *app = la_traceset_app_id(t);
   for (uint32_t r = 0; r < t->nprocs; r++) {
     uint64_t n = la_traceset_rank_elements(t, r);
     int64_t *out = ids + t->vtx[r];
-    int rc = n ? la_client_rank_ids(c, app, r, out, n) : LA_ENOTFOUND;
+    int rc = n ? la__ids_fetch(ask, ctx, app, r, out, n, why, len)
+               : LA_ENOTFOUND;
     if (rc && rc != LA_ENOTFOUND) return rc;
     la__rank_numbering(t, r, rc ? NULL : out, out, NULL);
     if (rc == 0 && n_app) (*n_app)++;
   }
   return 0;
+}
+
+LA_CLIENT_EXPORT int la_client_set_ids(la_client_t *c, const la_traceset_t *t,
+                                       int64_t *ids, uint32_t *n_app) {
+  if (n_app) *n_app = 0;
+  if (!c || !t || !ids) return LA_EINVAL;
+  char why[200] = "";
+  int rc = la__set_ids_fetch(la__client_ask, c, t, ids, n_app, why, sizeof why);
+  if (rc && why[0]) return la__client_fail(c, rc, "%s", why);
+  return rc;
 }

@@ -240,7 +240,7 @@ static int fill_row(lactl_wi_row_t *row, const char *method,
   row->nh = nh;
   summarize(row);
   free(loads), free(rank_part);
-  return 0;
+  return lactl_mesh_halo(m, part, k, row);
 }
 
 /* The current decomposition's row: the stored per-rank totals. */
@@ -259,7 +259,7 @@ static int current_row(lactl_wi_row_t *row, const lactl_mesh_t *m,
     lactl_part_imbalance(hm[i].totals, hm[i].nprocs, NULL, &row->h[i]);
   row->nh = nh;
   summarize(row);
-  return 0;
+  return lactl_mesh_halo(m, m->owner, m->nprocs, row);
 }
 
 /* Analyses cycle tag and writes it. Returns LACTL_OK, LACTL_FAIL, or -1

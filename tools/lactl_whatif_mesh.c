@@ -3,11 +3,13 @@
  * lactl_whatif.h): every present rank's decoded weights, keyed by the
  * application's element ids, merged per id; the current owner of each;
  * global cell coordinates and the 6-neighbour graph where every rank is
- * placed in a global grid (LA_registerGrid with LA_setGridOrigin). */
+ * placed in a global grid (LA_registerGrid with LA_setGridOrigin), and a
+ * partition's halo there (la__halo_build). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "la_client_internal.h"
 #include "lactl_whatif.h"
 
 /* One rank's element before merging. */
@@ -145,5 +147,22 @@ int lactl_mesh_graph(lactl_mesh_t *m) {
       }
     m->xadj[v + 1] = e;
   }
+  return 0;
+}
+
+int lactl_mesh_halo(const lactl_mesh_t *m, const uint32_t *part, uint32_t k,
+                    lactl_wi_row_t *row) {
+  row->halo = 0;
+  if (!m->grid) return 0;
+  /* a grid mesh's ids are its global cell indices, ascending, >= 0 */
+  la__halo_t h;
+  int rc = la__halo_build((const uint64_t *)m->id, part, m->n, m->g, k, &h);
+  if (rc) return rc;
+  row->halo = 1;
+  row->halo_cells = h.boundary;
+  row->halo_sent = h.sent;
+  row->nbr_max = h.nbr_max;
+  row->nbr_mean = h.nbr_mean;
+  la__halo_free(&h);
   return 0;
 }
