@@ -240,6 +240,9 @@ $(BUILD)/bench/bench_fidelity: bench/fidelity_cases.h
 # bench_history (docs/history.md) writes to the GlobalAgent's store.
 BENCH_LIBS_bench_history := $(GLOBAL_NOUV_A)
 $(BUILD)/bench/bench_history: $(GLOBAL_NOUV_A)
+# bench_whatif (docs/performance.md) writes a store file lactl whatif reads.
+BENCH_LIBS_bench_whatif := $(GLOBAL_NOUV_A)
+$(BUILD)/bench/bench_whatif: $(GLOBAL_NOUV_A)
 $(BUILD)/bench/%: bench/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(COMMON_A) $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests/support -Ilocalagent -Iglobalagent $(CFLAGS) -O3 -march=native -o $@ $< \

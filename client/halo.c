@@ -22,8 +22,12 @@ void la__halo_free(la__halo_t *h) {
   memset(h, 0, sizeof *h);
 }
 
-/* The index of cell c in cell[0..n), or -1. */
-static int64_t la__halo_find(const uint64_t *cell, uint64_t n, uint64_t c) {
+/* The index of cell c in cell[0..n), or -1: by position when the cells
+ * are a contiguous range (dense, the common case: a whole grid), else by
+ * bisection. */
+static int64_t la__halo_find(const uint64_t *cell, uint64_t n, int dense,
+                             uint64_t c) {
+  if (dense) return c >= cell[0] && c - cell[0] < n ? (int64_t)(c - cell[0]) : -1;
   uint64_t lo = 0, hi = n;
   while (lo < hi) {
     uint64_t mid = lo + (hi - lo) / 2;
@@ -54,6 +58,7 @@ int la__halo_build(const uint64_t *cell, const uint32_t *part, uint64_t n,
     return LA_ENOMEM;
   }
   const uint64_t step[3] = {1, g[0], g[0] * g[1]};
+  int dense = n > 0 && cell[n - 1] - cell[0] == n - 1;
   for (uint64_t v = 0; v < n; v++) {
     assert(v == 0 || cell[v] > cell[v - 1]);
     assert(part[v] < nparts);
@@ -64,8 +69,8 @@ int la__halo_build(const uint64_t *cell, const uint32_t *part, uint64_t n,
     for (int d = 0; d < 3; d++)
       for (int s = -1; s <= 1; s += 2) {
         if ((s < 0 && c[d] == 0) || (s > 0 && c[d] + 1 >= g[d])) continue;
-        int64_t u = la__halo_find(cell, n, s < 0 ? cell[v] - step[d]
-                                                 : cell[v] + step[d]);
+        int64_t u = la__halo_find(cell, n, dense,
+                                  s < 0 ? cell[v] - step[d] : cell[v] + step[d]);
         if (u < 0 || part[u] == part[v]) continue;
         int dup = 0;
         for (int i = 0; i < ns; i++) dup |= seen[i] == part[u];

@@ -59,6 +59,9 @@ int la__ids_fetch(la__ids_ask_t ask, void *ctx, const char *app_id,
 /* The GridRank of rank in t's message, or NULL. */
 static const La__GridRank *la__grid(const la_traceset_t *t, uint32_t rank) {
   const La__TraceSet *m = t ? t->msg : NULL;
+  /* the grids come by rank, usually one per rank: look there first */
+  if (m && rank < m->n_grids && m->grids[rank]->rank == rank)
+    return m->grids[rank];
   for (size_t i = 0; m && i < m->n_grids; i++)
     if (m->grids[i]->rank == rank) return m->grids[i];
   return NULL;

@@ -87,10 +87,24 @@ static int la__cmp_key(const void *x, const void *y) {
   return a->i < b->i ? -1 : a->i > b->i;
 }
 
-/* Cuts el[0..m) into k parts numbered from first. */
+/* Orders el[0..m) by c, ties in their present order (stable): a counting
+ * sort over the coordinates' range lo..hi (at most the grid's extent),
+ * through tmp (m keys) and cnt (hi - lo + 2 counts). */
+static void la__sort_c(la__key_t *el, uint64_t m, uint64_t lo, uint64_t hi,
+                       la__key_t *tmp, uint64_t *cnt) {
+  uint64_t r = hi - lo + 1;
+  memset(cnt, 0, (r + 1) * sizeof *cnt);
+  for (uint64_t a = 0; a < m; a++) cnt[el[a].c - lo + 1]++;
+  for (uint64_t b = 0; b < r; b++) cnt[b + 1] += cnt[b];
+  for (uint64_t a = 0; a < m; a++) tmp[cnt[el[a].c - lo]++] = el[a];
+  memcpy(el, tmp, m * sizeof *el);
+}
+
+/* Cuts el[0..m) into k parts numbered from first (tmp, cnt: la__sort_c's
+ * room). */
 static void la__rcb(la__key_t *el, uint64_t m, const double *w,
                     const uint64_t (*xyz)[3], uint32_t k, uint32_t first,
-                    uint32_t *part) {
+                    uint32_t *part, la__key_t *tmp, uint64_t *cnt) {
   if (k <= 1 || m == 0) {
     for (uint64_t a = 0; a < m; a++) part[el[a].i] = first;
     return;
@@ -110,7 +124,10 @@ static void la__rcb(la__key_t *el, uint64_t m, const double *w,
   for (int d = 1; d < 3; d++)
     if (hi[d] - lo[d] > hi[ax] - lo[ax]) ax = d;
   for (uint64_t a = 0; a < m; a++) el[a].c = xyz[el[a].i][ax];
-  qsort(el, m, sizeof *el, la__cmp_key);
+  if (cnt && hi[ax] - lo[ax] < m)
+    la__sort_c(el, m, lo[ax], hi[ax], tmp, cnt);
+  else
+    qsort(el, m, sizeof *el, la__cmp_key);
   uint32_t k1 = k / 2, k2 = k - k1;
   double target = total * (double)k1 / (double)k, sum = 0;
   uint64_t cut = 0; /* el[0..cut) go left: the prefix closest to target */
@@ -120,17 +137,22 @@ static void la__rcb(la__key_t *el, uint64_t m, const double *w,
     if (cut < k1) cut = k1;
     if (m - cut < k2) cut = m - k2;
   }
-  la__rcb(el, cut, w, xyz, k1, first, part);
-  la__rcb(el + cut, m - cut, w, xyz, k2, first + k1, part);
+  la__rcb(el, cut, w, xyz, k1, first, part, tmp, cnt);
+  la__rcb(el + cut, m - cut, w, xyz, k2, first + k1, part, tmp, cnt);
 }
 
 int lactl_part_rcb(uint64_t n, const double *w, const uint64_t (*xyz)[3],
                    uint32_t k, uint32_t *part) {
   la__key_t *el = malloc((n ? n : 1) * sizeof *el);
-  if (!el) return LA_ENOMEM;
+  la__key_t *tmp = malloc((n ? n : 1) * sizeof *tmp);
+  uint64_t *cnt = malloc((n + 2) * sizeof *cnt);
+  if (!el || !tmp || !cnt) {
+    free(el), free(tmp), free(cnt);
+    return LA_ENOMEM;
+  }
   for (uint64_t i = 0; i < n; i++) el[i].i = i, el[i].c = 0;
-  la__rcb(el, n, w, xyz, k ? k : 1, 0, part);
-  free(el);
+  la__rcb(el, n, w, xyz, k ? k : 1, 0, part, tmp, cnt);
+  free(el), free(tmp), free(cnt);
   return 0;
 }
 
