@@ -17,6 +17,7 @@
 #include "la_errors.h"
 #include "replay.h"
 #include "store.h"
+#include "store_db.h"
 
 struct rp_source {
   la_client_t *c; /* the feed, or */
@@ -53,10 +54,9 @@ int rp_source_open(const rp_src_t *src, rp_source_t **out, char *why,
       free(s);
       return rc;
     }
+    /* a connection string may hold a password: not repeated */
     snprintf(s->where, sizeof s->where, "%s",
-             strncmp(src->db, "postgres", 8) && !strchr(src->db, '=')
-                 ? src->db
-                 : "the PostgreSQL store");
+             la_db_is_pg_url(src->db) ? "the PostgreSQL store" : src->db);
     *out = s;
     return 0;
   }
