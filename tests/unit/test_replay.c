@@ -479,7 +479,7 @@ static unsigned blocks(unsigned i, unsigned j, unsigned k) {
  * checks the halo figures of its summary. */
 static void mesh_run(const char *np, const char *part, double boundary,
                      double nmax, double nmean, double bytes) {
-  const char *rp[16] = {"mpiexec", "-n", np, g->replay, WAVE, "1:3",
+  const char *rp[18] = {"mpiexec", "-n", np, g->replay, WAVE, "1:3",
                         "--db", store_copy(), "--halo-bytes-per-cell", "8",
                         "--no-la", "--quiet", "--calibrate", "0.05"};
   int n = 14;
