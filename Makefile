@@ -227,6 +227,9 @@ $(BUILD)/bin/lactl: $(TOOLS_OBJ) $(CLIENT_A) $(STORE_A) $(COMMON_A)
 # Per-test extra libraries: TEST_LIBS_NAME (linked before libla's own).
 # test_papi registers PAPI software-defined counters (libsde).
 TEST_LIBS_test_papi := -lsde
+# test_part calls lactl whatif's partitioners (tools/lactl_part.c).
+TEST_LIBS_test_part := $(BUILD)/obj/tools/lactl_part.o -lmetis
+$(BUILD)/tests/test_part: $(BUILD)/obj/tools/lactl_part.o
 $(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(GLOBAL_NOUV_A) $(COMMON_A) $(GEN_H)
 	@mkdir -p $(dir $@)
 	@echo "  LINK  $@"
@@ -251,6 +254,9 @@ $(BUILD)/bench/bench_history: $(GLOBAL_NOUV_A)
 # bench_clusters (docs/clusters.md) groups ranks and stores by representatives.
 BENCH_LIBS_bench_clusters := $(GLOBAL_NOUV_A) $(COMMON_A)
 $(BUILD)/bench/bench_clusters: $(GLOBAL_NOUV_A)
+# bench_whatif (docs/performance.md) writes a store file lactl whatif reads.
+BENCH_LIBS_bench_whatif := $(GLOBAL_NOUV_A)
+$(BUILD)/bench/bench_whatif: $(GLOBAL_NOUV_A)
 $(BUILD)/bench/%: bench/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(COMMON_A) $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests/support -Ilocalagent -Iglobalagent $(CFLAGS) -O3 -march=native -o $@ $< \
@@ -338,7 +344,8 @@ check:
 QUICK_TESTS = test_auth test_codec test_compact_codec test_compact_fastpath \
   test_compact_maxerr test_compact_maxerr_ref test_compact_polyline \
   test_compact_qrun test_compact_recon test_compact_runs test_compact_spread \
-  test_crc32 test_docs test_ga_held test_history test_layering test_outq \
+  test_crc32 test_docs test_ga_held test_halo test_history test_part \
+  test_layering test_outq \
   test_robust test_seglog_damage test_shm_layout test_sockio test_stitch \
   test_store test_channels test_client test_ga_validate test_globalagent \
   test_ground_truth test_lactl test_libla test_localagent test_numbering

@@ -191,6 +191,14 @@ int la__ids_fetch(la__ids_ask_t ask, void *ctx, const char *app_id,
                   uint32_t rank, int64_t *ids, uint64_t n, char *why,
                   size_t len);
 
+/* Every rank's ids of set t through ask into ids (la_client_set_ids'
+ * work, for any source): one per element in set order, the application's
+ * where its rank gave them, else numbered by la__rank_numbering. *n_app
+ * (if not NULL) counts the ranks numbered by the application. Returns 0,
+ * the asker's error, or la__ids_page's (reason in why). */
+int la__set_ids_fetch(la__ids_ask_t ask, void *ctx, const la_traceset_t *t,
+                      int64_t *ids, uint32_t *n_app, char *why, size_t len);
+
 /* Rank's numbering: ids[e] (if ids is not NULL) = app_ids[e] when given,
  * else the global cell index of a grid rank with an origin, else the
  * concatenated index; ijk[e] (if not NULL) = the element's global (i,j,k)
@@ -199,5 +207,26 @@ int la__ids_fetch(la__ids_ask_t ask, void *ctx, const char *app_id,
 int la__rank_numbering(const la_traceset_t *t, uint32_t rank,
                        const int64_t *app_ids, int64_t *ids,
                        uint64_t (*ijk)[3]);
+
+/* The halo of a partition of a structured grid (halo.c): for part p, its
+ * neighbour parts nbr[off[p] .. off[p+1]) (ascending) and, for each, how
+ * many of p's cells share a face with one of that neighbour's cells. */
+typedef struct la__halo {
+  uint32_t nparts;
+  uint64_t *off;     /* nparts + 1 offsets into nbr and cells */
+  uint32_t *nbr;     /* neighbour parts */
+  uint64_t *cells;   /* p's cells facing that neighbour */
+  uint64_t boundary; /* cells facing at least one other part */
+  uint64_t sent;     /* sum of cells: the cell values one exchange sends */
+  uint64_t nbr_max;  /* the most neighbour parts of a part */
+  double nbr_mean;   /* neighbour parts per part */
+} la__halo_t;
+
+/* Builds h for n cells, their global indices cell[] (i + g0*(j + g1*k),
+ * ascending, distinct) of a g0*g1*g2 grid and their parts part[] (each <
+ * nparts). 0 or LA_ENOMEM. Free with la__halo_free. */
+int la__halo_build(const uint64_t *cell, const uint32_t *part, uint64_t n,
+                   const uint64_t g[3], uint32_t nparts, la__halo_t *h);
+void la__halo_free(la__halo_t *h);
 
 #endif /* LA_CLIENT_INTERNAL_H */

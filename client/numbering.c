@@ -59,6 +59,9 @@ int la__ids_fetch(la__ids_ask_t ask, void *ctx, const char *app_id,
 /* The GridRank of rank in t's message, or NULL. */
 static const La__GridRank *la__grid(const la_traceset_t *t, uint32_t rank) {
   const La__TraceSet *m = t ? t->msg : NULL;
+  /* the grids come by rank, usually one per rank: look there first */
+  if (m && rank < m->n_grids && m->grids[rank]->rank == rank)
+    return m->grids[rank];
   for (size_t i = 0; m && i < m->n_grids; i++)
     if (m->grids[i]->rank == rank) return m->grids[i];
   return NULL;
@@ -135,18 +138,28 @@ LA_CLIENT_EXPORT int la_client_rank_ids(la_client_t *c, const char *app_id,
   return rc;
 }
 
-LA_CLIENT_EXPORT int la_client_set_ids(la_client_t *c, const la_traceset_t *t,
-                                       int64_t *ids, uint32_t *n_app) {
+int la__set_ids_fetch(la__ids_ask_t ask, void *ctx, const la_traceset_t *t,
+                      int64_t *ids, uint32_t *n_app, char *why, size_t len) {
   if (n_app) *n_app = 0;
-  if (!c || !t || !ids) return LA_EINVAL;
   const char *app = la_traceset_app_id(t);
   for (uint32_t r = 0; r < t->nprocs; r++) {
     uint64_t n = la_traceset_rank_elements(t, r);
     int64_t *out = ids + t->vtx[r];
-    int rc = n ? la_client_rank_ids(c, app, r, out, n) : LA_ENOTFOUND;
+    int rc = n ? la__ids_fetch(ask, ctx, app, r, out, n, why, len)
+               : LA_ENOTFOUND;
     if (rc && rc != LA_ENOTFOUND) return rc;
     la__rank_numbering(t, r, rc ? NULL : out, out, NULL);
     if (rc == 0 && n_app) (*n_app)++;
   }
   return 0;
+}
+
+LA_CLIENT_EXPORT int la_client_set_ids(la_client_t *c, const la_traceset_t *t,
+                                       int64_t *ids, uint32_t *n_app) {
+  if (n_app) *n_app = 0;
+  if (!c || !t || !ids) return LA_EINVAL;
+  char why[200] = "";
+  int rc = la__set_ids_fetch(la__client_ask, c, t, ids, n_app, why, sizeof why);
+  if (rc && why[0]) return la__client_fail(c, rc, "%s", why);
+  return rc;
 }

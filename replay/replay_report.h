@@ -9,6 +9,9 @@ typedef struct rp_report_head {
   const char *app, *replay_app;
   const char *partition; /* NULL: the recorded one */
   double rate_min, rate_max; /* the ranks' spin iterations per second */
+  const char *halo;          /* "mesh", "ring" or "none" */
+  long ring_bytes;           /* ring: bytes each way per neighbour */
+  long bytes_per_cell;       /* mesh: bytes per cell */
 } rp_report_head_t;
 
 /* One cycle's line; wall and cpu: nranks * nc seconds each, rank-major

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* rp_load.c: la-replay's reading, on rank 0 only: the recorded
- * application's Trace-Sets of the chosen cycles from the GlobalAgent's feed
- * (libla_client: la_client_latest, la_client_get, la_client_set_ids), each
- * turned into every replay rank's element costs in seconds.
+ * application's Trace-Sets of the chosen cycles from its source (the
+ * GlobalAgent's feed or a store file: rp_source.c), each turned into every
+ * replay rank's element costs in seconds.
  *
  * Under the recorded partition, replay rank r spends recorded rank r's
  * weights, element by element. Under a partition file, elements are the
@@ -27,7 +27,7 @@
 typedef struct {
   const rp_src_t *src;
   rp_plan_t *pl;
-  la_client_t *c;
+  rp_source_t *c;
   rp_part_t part;
   int have_part;
   uint64_t elements; /* the recorded set's element count */
@@ -54,6 +54,7 @@ void rp_plan_free(rp_plan_t *pl) {
     for (uint32_t r = 0; r < pl->nranks; r++) free(pl->cost[r]);
   free(pl->cost), free(pl->n), free(pl->tags);
   free(pl->target), free(pl->recorded);
+  free(pl->hoff), free(pl->hnbr), free(pl->hsend), free(pl->hrecv);
   memset(pl, 0, sizeof *pl);
 }
 
@@ -97,12 +98,11 @@ static int shape(ld_t *l, const la_traceset_t *t) {
     free(ids), free(pair);
     return ld_fail(l, "out of memory (%" PRIu64 " elements)", ne);
   }
-  int rc = la_client_set_ids(l->c, t, ids, NULL);
+  int rc = rp_source_set_ids(l->c, t, ids);
   if (rc) {
     free(ids), free(pair);
     return ld_fail(l, "%s's element ids: %s", l->src->app,
-                   *la_client_error(l->c) ? la_client_error(l->c)
-                                          : la_client_strerror(rc));
+                   rp_source_error(l->c));
   }
   for (uint64_t i = 0; i < ne; i++) pair[i][0] = ids[i], pair[i][1] = (int64_t)i;
   qsort(pair, ne, sizeof *pair, cmp_pair);
@@ -133,6 +133,19 @@ static int shape(ld_t *l, const la_traceset_t *t) {
   for (uint64_t k = 0; k < l->part.n; k++)
     l->local[k] = pl->n[l->part.rank[k]]++;
   return 0;
+}
+
+/* The mesh halo under the partition (rp_halo.c), from the first set. */
+static int halo(ld_t *l, const la_traceset_t *t) {
+  uint64_t ne = l->elements, i = 0;
+  uint32_t *owner = malloc((ne ? ne : 1) * sizeof *owner);
+  if (!owner) return ld_fail(l, "out of memory");
+  for (uint32_t r = 0; r < l->pl->rec_nprocs; r++)
+    for (uint64_t e = 0; e < la_traceset_rank_elements(t, r); e++, i++)
+      owner[i] = l->have_part ? l->part.rank[l->merged[i]] : r;
+  int rc = rp_halo_plan(t, owner, l->pl, l->why, l->why_len);
+  free(owner);
+  return rc;
 }
 
 /* Appends set t (complete, shaped like the first) as the next cycle. */
@@ -214,17 +227,9 @@ static int check_metric(ld_t *l, const la_traceset_t *t) {
 static int load(ld_t *l, int *usage) {
   const rp_src_t *src = l->src;
   rp_plan_t *pl = l->pl;
-  char addr[300];
-  snprintf(addr, sizeof addr, "%s",
-           src->global && *src->global ? src->global
-           : getenv("LA_GLOBAL") && *getenv("LA_GLOBAL") ? getenv("LA_GLOBAL")
-                                                         : LA_CLIENT_DEFAULT_ADDR);
-  int rc = la_client_connect(addr, src->timeout_ms, &l->c);
-  if (rc)
-    return ld_fail(l, "cannot reach the GlobalAgent's feed at %s: %s", addr,
-                   la_client_strerror(rc));
-  if (src->weights) /* else $LA_WEIGHTS, or robust where every rank has them */
-    la_client_set_weights(l->c, src->weights);
+  int rc = rp_source_open(src, &l->c, l->why, l->why_len);
+  if (rc) return -1;
+  const char *addr = rp_source_where(l->c);
   if (src->partition) {
     if (rp_part_read(src->partition, &l->part, l->why, l->why_len)) {
       *usage = 1;
@@ -234,16 +239,14 @@ static int load(ld_t *l, int *usage) {
   }
   la_traceset_t *t = NULL;
   uint64_t last = src->last;
-  rc = la_client_latest(l->c, src->app, &t);
+  rc = rp_source_set(l->c, src->app, 1, 0, &t);
   if (rc == LA_ENOTFOUND)
     return ld_fail(l,
                    "no application '%s' is stored at %s (lactl apps lists "
                    "them)",
                    src->app, addr);
   if (rc)
-    return ld_fail(l, "%s at %s: %s", src->app, addr,
-                   *la_client_error(l->c) ? la_client_error(l->c)
-                                          : la_client_strerror(rc));
+    return ld_fail(l, "%s at %s: %s", src->app, addr, rp_source_error(l->c));
   if (check_metric(l, t)) {
     la_traceset_free(t);
     return -1;
@@ -252,15 +255,14 @@ static int load(ld_t *l, int *usage) {
     last = la_traceset_cycle(t);
   la_traceset_free(t);
   for (uint64_t tag = src->first; tag <= last; tag++) {
-    rc = la_client_get(l->c, src->app, tag, &t);
+    rc = rp_source_set(l->c, src->app, 0, tag, &t);
     if (rc == LA_ENOTFOUND) {
       pl->absent++;
       continue;
     }
     if (rc)
       return ld_fail(l, "%s cycle %" PRIu64 ": %s", src->app, tag,
-                     *la_client_error(l->c) ? la_client_error(l->c)
-                                            : la_client_strerror(rc));
+                     rp_source_error(l->c));
     if (!la_traceset_complete(t)) {
       fprintf(stderr,
               "la-replay: %s cycle %" PRIu64 " is not complete (%zu rank%s "
@@ -275,6 +277,7 @@ static int load(ld_t *l, int *usage) {
     if (!rc && !pl->nc) {
       rc = shape(l, t);
       if (rc && l->have_part) *usage = 1;
+      if (!rc && src->mesh_halo) rc = halo(l, t);
       pl->weights = la_traceset_weights_kind(t) == LA_WEIGHTS_ROBUST
                         ? "robust"
                         : "measured";
@@ -299,7 +302,7 @@ int rp_load(const rp_src_t *src, rp_plan_t *pl, char *why, size_t why_len,
   memset(pl, 0, sizeof *pl);
   *usage = 0;
   int rc = load(&l, usage);
-  if (l.c) la_client_close(l.c);
+  rp_source_close(l.c);
   rp_part_free(&l.part);
   free(l.merged), free(l.local), free(l.w);
   if (rc) rp_plan_free(pl);

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "replay_report.h"
 
@@ -78,6 +79,20 @@ void rp_report_end(const rp_plan_t *pl, const rp_report_head_t *h,
            "(x%.3f), cpu %.3f ms (x%.3f)\n",
            r, recs, tg[r] * 1e3, rw[r] * 1e3, wq, rc[r] * 1e3, cq);
   }
+  uint64_t hbytes = 0; /* bytes the whole run sends per cycle */
+  if (!strcmp(h->halo, "mesh")) {
+    hbytes = pl->halo_cells * (uint64_t)h->bytes_per_cell;
+    printf("halo: mesh of the %" PRIu64 "x%" PRIu64 "x%" PRIu64
+           " grid, %ld bytes per cell: %" PRIu64 " boundary cells, %" PRIu64
+           " cell values sent per cycle (%" PRIu64 " bytes), neighbour ranks "
+           "max %" PRIu64 " mean %.2f\n",
+           pl->g[0], pl->g[1], pl->g[2], h->bytes_per_cell, pl->boundary,
+           pl->halo_cells, hbytes, pl->nbr_max, pl->nbr_mean);
+  } else if (!strcmp(h->halo, "ring")) {
+    hbytes = 2 * (uint64_t)(P > 1 ? P - 1 : 0) * (uint64_t)h->ring_bytes;
+    printf("halo: ring (ranks r-1 and r+1), %ld bytes each way\n",
+           h->ring_bytes);
+  }
   double ri = rp_imbalance(rec, R), ti = rp_imbalance(tg, P),
          wi = rp_imbalance(rw, P), ci = rp_imbalance(rc, P);
   printf("imbalance (max/mean of the totals): recorded %.3f, target %.3f, "
@@ -86,9 +101,11 @@ void rp_report_end(const rp_plan_t *pl, const rp_report_head_t *h,
   printf("la-replay summary: app=%s replay_app=%s ranks=%u cycles=%zu "
          "partition=%s weights=%s recorded_imbalance=%.4f "
          "target_imbalance=%.4f replayed_imbalance=%.4f "
-         "cpu_imbalance=%.4f max_rank_error=%.4f max_rank_cpu_error=%.4f\n",
+         "cpu_imbalance=%.4f max_rank_error=%.4f max_rank_cpu_error=%.4f "
+         "halo=%s halo_boundary_cells=%" PRIu64 " halo_neighbours_max=%" PRIu64
+         " halo_neighbours_mean=%.4f halo_bytes_per_cycle=%" PRIu64 "\n",
          h->app, h->replay_app, P, pl->nc,
          h->partition ? h->partition : "recorded", pl->weights, ri, ti, wi, ci,
-         werr, cerr);
+         werr, cerr, h->halo, pl->boundary, pl->nbr_max, pl->nbr_mean, hbytes);
   free(rec), free(tg), free(rw), free(rc);
 }

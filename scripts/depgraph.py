@@ -21,7 +21,12 @@ framework) use wire; store (the GlobalAgent's store and its query
 answers) uses those three; libla and client use wire and compact;
 localagent uses wire, compact and daemon, globalagent those and store;
 tools (lactl) use wire, compact, daemon (the shared secret), client and
-store. An edge the layers do not allow fails, whether it is a
+store; replay (la-replay, an MPI application profiled by libla that reads
+recorded runs as lactl does: from the feed through client, or offline
+from a store file through store) uses wire, compact, libla, client and
+store, and nothing uses it. replay is built only where an MPI compiler
+is (and not in the sanitized trees): its objects are checked when
+BUILD_DIR/obj/replay exists. An edge the layers do not allow fails, whether it is a
 symbol one component's object takes from another's (nm) or a header it
 includes (the compiler's dependency file, COMPONENT/*.d): printed as
 "UPWARD: FILE uses COMPONENT/FILE (SYMBOL or header)".
@@ -36,7 +41,9 @@ import subprocess
 import sys
 
 COMPONENTS = ("wire", "compact", "daemon", "store", "libla", "client",
-              "tools", "localagent", "globalagent")
+              "tools", "localagent", "globalagent", "replay")
+# Components whose objects may be absent (built only with an MPI compiler).
+OPTIONAL = ("replay",)
 # The components each component may use (besides itself).
 LAYERS = {
     "wire": set(),
@@ -48,7 +55,15 @@ LAYERS = {
     "localagent": {"wire", "compact", "daemon"},
     "globalagent": {"wire", "compact", "daemon", "store"},
     "tools": {"wire", "compact", "daemon", "client", "store"},
+    "replay": {"wire", "compact", "libla", "client", "store"},
 }
+
+
+def present(build):
+    """The components whose objects are in build (the optional ones only
+    when built)."""
+    return [c for c in COMPONENTS
+            if c not in OPTIONAL or os.path.isdir(os.path.join(build, "obj", c))]
 
 
 def symbols(obj):
@@ -85,7 +100,7 @@ def graph(objdir):
 def owners(build):
     """Returns {symbol: (component, file)} over every component's objects."""
     own = {}
-    for comp in COMPONENTS:
+    for comp in present(build):
         objdir = os.path.join(build, "obj", comp)
         for f in sorted(os.listdir(objdir)):
             if f.endswith(".o"):
@@ -109,7 +124,7 @@ def upward(build):
     """Lines naming every edge between components that LAYERS forbids."""
     own = owners(build)
     out = []
-    for comp in COMPONENTS:
+    for comp in present(build):
         objdir = os.path.join(build, "obj", comp)
         allowed = LAYERS[comp] | {comp}
         for f in sorted(os.listdir(objdir)):
@@ -172,7 +187,7 @@ def main(argv):
         return 2
     build = args[0] if args else "build"
     bad = 0
-    for d in COMPONENTS:
+    for d in present(build):
         objdir = os.path.join(build, "obj", d)
         if not os.path.isdir(objdir):
             print(f"depgraph: {objdir}: no objects (make -j2 all)",

@@ -77,6 +77,16 @@ int la_store_open(const char *path, int synchronous_full, la_store_t **out,
 int la_store_open_read(const char *path, la_store_t **out, char *why,
                        size_t why_len);
 
+/* Opens a store to read it offline, with no GlobalAgent (lactl --db,
+ * la-replay --db; store_offline.c): path is a PostgreSQL URL or connection
+ * string (every transaction read-only), else an existing SQLite file,
+ * opened read-only (never created, never written). Returns 0, or
+ * LA_ENOTFOUND (no such file), LA_EINVAL (not a regular file, a path too
+ * long), LA_EIO (not an LA store, a database error), LA_EVERSION, with the
+ * reason in why, naming path as given. Close with la_store_close(). */
+int la_store_open_offline(const char *path, la_store_t **out, char *why,
+                          size_t why_len);
+
 /* Rolls back an open batch, finalizes the statements and closes the
  * database. NULL is fine. */
 void la_store_close(la_store_t *s);

@@ -16,9 +16,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* From this many parts on, METIS runs in two levels (sqrt(k) parts, then
+ * each into its share: lactl_part.c), for the time a direct k-way takes
+ * into 10^4 parts. */
+#define LACTL_METIS_TWO_LEVEL 2048
+
 /* METIS_PartGraphKway with vertex weights scaled from w (the heaviest
  * element weighs as much as 32-bit weights allow, every element at least
- * 1), a fixed seed, parts balanced to METIS's default tolerance. Returns 0,
+ * 1), a fixed seed, parts balanced to METIS's default tolerance (in two
+ * levels from LACTL_METIS_TWO_LEVEL parts on). Returns 0,
  * LA_ERANGE (more elements or edges than METIS's 32-bit indices take),
  * LA_ENOMEM, or LA_EINVAL (METIS failed); why gets the reason. */
 int lactl_part_metis(uint64_t n, const double *w, const uint64_t *xadj,

@@ -4,8 +4,9 @@
  * partition"). It checks what it can before a job starts (the application
  * is stored, its metric is time, the rank count: the partition file's, else
  * the recorded one) and prints the mpiexec line that replays it, or with
- * --exec runs that line in its place. la-replay itself reads the
- * GlobalAgent's feed, so does this command (--db is refused). */
+ * --exec runs that line in its place. la-replay reads what this command
+ * read: the GlobalAgent's feed, or with --db a store file (or PostgreSQL
+ * URL) offline, with no GlobalAgent. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -19,9 +20,11 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: lactl replay APP [CYCLE|FIRST:LAST] [--partition FILE] "
           "[--halo BYTES]\n"
-          "                    [--weights KIND] [--app-id ID] [--mpiexec "
-          "CMD] [--exec]\n"
-          "                    [--global HOST:PORT] [--timeout SECONDS]\n"
+          "                    [--halo-bytes-per-cell B] [--weights KIND] "
+          "[--app-id ID]\n"
+          "                    [--mpiexec CMD] [--exec]\n"
+          "                    [--global HOST:PORT | --db FILE] [--timeout "
+          "SECONDS]\n"
           "\n"
           "Prints the command that replays application APP's recorded "
           "per-element times\n"
@@ -30,7 +33,11 @@ static void usage(FILE *f) {
           "  --partition FILE    element -> rank (as lactl whatif writes "
           "it); the\n"
           "                      replay runs on its rank count\n"
-          "  --halo BYTES        exchange BYTES with the neighbour ranks "
+          "  --halo BYTES        exchange BYTES with ranks r-1 and r+1 each "
+          "cycle (ring)\n"
+          "  --halo-bytes-per-cell B  mesh halo where APP has a grid: B bytes "
+          "per cell\n"
+          "                      facing each rank owning a neighbour cell, "
           "each cycle\n"
           "  --weights KIND      measured or robust (default: robust when "
           "every rank has\n"
@@ -42,6 +49,9 @@ static void usage(FILE *f) {
           "  --global HOST:PORT  the GlobalAgent's feed (default: $LA_GLOBAL "
           "or\n"
           "                      127.0.0.1:7463)\n"
+          "  --db FILE           read a store file (or PostgreSQL URL) "
+          "instead, and\n"
+          "                      so does la-replay: no GlobalAgent needed\n"
           "  --timeout SECONDS   wait up to SECONDS for each answer of the "
           "GlobalAgent\n"
           "\nExit status: 0 done (with --exec: la-replay's), 1 unreachable "
@@ -114,10 +124,11 @@ int lactl_replay_main(int argc, char **argv) {
   static const struct option lo[] = {
       {"partition", 1, 0, 'p'}, {"halo", 1, 0, 'H'},   {"weights", 1, 0, 'W'},
       {"app-id", 1, 0, 'a'},    {"mpiexec", 1, 0, 'M'}, {"exec", 0, 0, 'x'},
+      {"halo-bytes-per-cell", 1, 0, 'B'},
       LACTL_COMMON_OPTIONS,     {0, 0, 0, 0}};
   lactl_common_t o = {0};
   const char *part = NULL, *halo = NULL, *weights = NULL, *app_id = NULL,
-             *mpiexec = "mpiexec";
+             *mpiexec = "mpiexec", *per_cell = NULL;
   int c, exec = 0, kind;
   uint64_t v;
   optind = 1;
@@ -136,6 +147,14 @@ int lactl_replay_main(int argc, char **argv) {
           return lactl_usage_err("replay", "--halo '%s': bytes, 0 .. 1073741824",
                                  optarg);
         halo = optarg;
+        break;
+      case 'B':
+        if (lactl_parse_u64(optarg, &v) || v < 1 || v > (1u << 20))
+          return lactl_usage_err("replay",
+                                 "--halo-bytes-per-cell '%s': bytes, 1 .. "
+                                 "1048576",
+                                 optarg);
+        per_cell = optarg;
         break;
       case 'W':
         if (lactl_parse_weights(optarg, &kind))
@@ -156,10 +175,6 @@ int lactl_replay_main(int argc, char **argv) {
         return lactl_opt_err("replay", argv, lo, "h");
     }
   }
-  if (o.db)
-    return lactl_usage_err("replay",
-                           "la-replay reads the GlobalAgent's feed: give "
-                           "--global (or $LA_GLOBAL), not --db");
   if (o.json) return lactl_usage_err("replay", "no --json: it prints a command");
   if (optind >= argc) return lactl_usage_err("replay", "which application?");
   if (argc - optind > 2)
@@ -197,15 +212,19 @@ int lactl_replay_main(int argc, char **argv) {
   char bin[PATH_MAX + 16], nbuf[16];
   replay_path(bin, sizeof bin);
   snprintf(nbuf, sizeof nbuf, "%u", ranks);
-  const char *av[24];
+  const char *av[26];
   int n = 0;
   av[n++] = mpiexec, av[n++] = "-n", av[n++] = nbuf, av[n++] = bin;
   av[n++] = app;
   if (cycles) av[n++] = cycles;
-  av[n++] = "--global", av[n++] = lactl_global_addr(o.global);
+  if (o.db)
+    av[n++] = "--db", av[n++] = o.db;
+  else
+    av[n++] = "--global", av[n++] = lactl_global_addr(o.global);
   if (o.timeout) av[n++] = "--timeout", av[n++] = o.timeout;
   if (part) av[n++] = "--partition", av[n++] = part;
   if (halo) av[n++] = "--halo", av[n++] = halo;
+  if (per_cell) av[n++] = "--halo-bytes-per-cell", av[n++] = per_cell;
   if (weights) av[n++] = "--weights", av[n++] = weights;
   if (app_id) av[n++] = "--app-id", av[n++] = app_id;
   av[n] = NULL;

@@ -21,9 +21,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-
-#include <sqlite3.h>
 
 #include "feed_query.h"
 #include "store_db.h"
@@ -56,82 +53,16 @@ static int la__feed_err(lactl_src_t *s, int rc) {
       *la_client_error(s->c) ? la_client_error(s->c) : la_client_strerror(rc));
 }
 
-/* "file:PATH?mode=ro" with PATH percent-encoded where URIs need it. */
-static int la__ro_uri(const char *path, char *buf, size_t len) {
-  static const char hex[] = "0123456789ABCDEF";
-  size_t o = 0;
-  int n = snprintf(buf, len, "file:");
-  if (n < 0 || (size_t)n >= len) return -1;
-  o = (size_t)n;
-  for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
-    int plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                (*p >= '0' && *p <= '9') || strchr("/-_.~", *p);
-    if (o + 4 >= len) return -1;
-    if (plain) {
-      buf[o++] = (char)*p;
-    } else {
-      buf[o++] = '%';
-      buf[o++] = hex[*p >> 4];
-      buf[o++] = hex[*p & 15];
-    }
-  }
-  n = snprintf(buf + o, len - o, "?mode=ro");
-  return n < 0 || (size_t)n >= len - o ? -1 : 0;
-}
-
-/* --db naming a PostgreSQL database: opened with every transaction
- * read-only (libpq's options), so lactl never writes, nor creates the
- * schema in an empty database. */
-static int la__open_pg(const char *cmd, lactl_src_t *s, const char *url) {
-  static const char ro[] = "-c default_transaction_read_only=on";
-  char conn[4400], why[600] = "";
-  int uri =
-      !strncmp(url, "postgresql://", 13) || !strncmp(url, "postgres://", 11);
-  if (uri)
-    snprintf(conn, sizeof conn,
-             "%s%soptions=-c%%20default_transaction_read_only%%3Don", url,
-             strchr(url, '?') ? "&" : "?");
-  else
-    snprintf(conn, sizeof conn, "%s options='%s'", url, ro);
-  if (la_store_open(conn, 0, &s->st, why, sizeof why) != 0) {
-    fprintf(stderr, "lactl %s: cannot read the store: %s\n", cmd,
-            strstr(why, "read-only") ? "not an LA store (no LA schema)" : why);
-    return LACTL_FAIL;
-  }
-  snprintf(s->where, sizeof s->where, "PostgreSQL store");
-  return LACTL_OK;
-}
-
+/* --db: a store file or a PostgreSQL database, read-only
+ * (la_store_open_offline). */
 static int la__open_db(const char *cmd, lactl_src_t *s, const char *path) {
-  if (la_db_is_pg_url(path)) return la__open_pg(cmd, s, path);
-  struct stat sb;
-  if (stat(path, &sb) != 0) {
-    fprintf(stderr, "lactl %s: %s: %s\n", cmd, path, strerror(errno));
+  char why[800] = "";
+  if (la_store_open_offline(path, &s->st, why, sizeof why) != 0) {
+    fprintf(stderr, "lactl %s: %s\n", cmd, why);
     return LACTL_FAIL;
   }
-  if (!S_ISREG(sb.st_mode)) {
-    fprintf(stderr, "lactl %s: %s: not a regular file\n", cmd, path);
-    return LACTL_FAIL;
-  }
-  /* Read-only through an SQLite URI (mode=ro): lactl never writes to a
-   * store, and never creates one (the file exists). */
-  sqlite3_config(SQLITE_CONFIG_URI, 1);
-  char uri[4200], why[600] = "";
-  if (la__ro_uri(path, uri, sizeof uri) != 0) {
-    fprintf(stderr, "lactl %s: %s: path too long\n", cmd, path);
-    return LACTL_FAIL;
-  }
-  if (la_store_open(uri, 0, &s->st, why, sizeof why) != 0) {
-    /* The store names the URI: name the file instead. */
-    size_t ul = strlen(uri);
-    const char *rest = strncmp(why, uri, ul) ? why : why + ul;
-    if (strstr(rest, "readonly"))
-      rest = ": not an LA store (empty, or without LA's schema)";
-    fprintf(stderr, "lactl %s: cannot read the store %s%s%s\n", cmd, path,
-            rest == why && *why ? ": " : "", rest);
-    return LACTL_FAIL;
-  }
-  snprintf(s->where, sizeof s->where, "%s", path);
+  snprintf(s->where, sizeof s->where, "%s",
+           la_db_is_pg_url(path) ? "PostgreSQL store" : path);
   return LACTL_OK;
 }
 

@@ -65,7 +65,11 @@ static void usage(FILE *f) {
           "unless --method\n"
           "                      says otherwise) of the one cycle to FILE: "
           "\"ID RANK\" per\n"
-          "                      element, for la-replay\n" LACTL_CHANNEL_HELP
+          "                      element, for la-replay\n"
+          "  --timing            the time of each stage on stderr (read, "
+          "mesh, graph,\n"
+          "                      each partitioner, current, scoring, "
+          "output, total)\n" LACTL_CHANNEL_HELP
           LACTL_COMMON_HELP
           "\nExit status: 0 done, 1 unreachable, not found or not "
           "partitionable, 2 usage.\n");
@@ -131,6 +135,13 @@ typedef struct {
   lactl_num_t *num;
   const char *part_file; /* --write-partition FILE, or NULL */
   int part_written;
+  int timing; /* --timing: the stages' times on stderr */
+  /* ms spent: reading sets (the source's query and the message decoded),
+   * building meshes (weights decoded, ids, merged), the graph, each
+   * partitioner, the current row, scoring (loads, moves, horizon, halo),
+   * writing the output */
+  double t_read, t_mesh, t_graph, t_part[3], t_current, t_score, t_out;
+  size_t n_read;
 } wi_t;
 
 /* Fetches app's cycle tag as a mesh (the weights kind applied). Returns 0,
@@ -138,7 +149,10 @@ typedef struct {
  * way. */
 static int load(wi_t *w, uint64_t tag, lactl_mesh_t *m, la_traceset_t **keep) {
   la_traceset_t *t;
+  double t0 = now_ms();
   int rc = lactl_src_set(w->s, w->app, 0, tag, &t);
+  w->t_read += now_ms() - t0;
+  w->n_read++;
   if (rc) return lactl_src_fail("whatif", w->s, rc);
   if (w->kind >= 0 && la_traceset_set_weights(t, w->kind) == LA_ENOTFOUND)
     fprintf(stderr,
@@ -159,7 +173,9 @@ static int load(wi_t *w, uint64_t tag, lactl_mesh_t *m, la_traceset_t **keep) {
     return -1;
   }
   char why[256];
+  t0 = now_ms();
   rc = lactl_mesh_build(m, t, w->num, why, sizeof why);
+  w->t_mesh += now_ms() - t0;
   if (rc) {
     fprintf(stderr, "lactl whatif: %s cycle %llu: %s\n", w->app,
             (unsigned long long)tag, why);
@@ -240,7 +256,7 @@ static int fill_row(lactl_wi_row_t *row, const char *method,
   row->nh = nh;
   summarize(row);
   free(loads), free(rank_part);
-  return 0;
+  return lactl_mesh_halo(m, part, k, row);
 }
 
 /* The current decomposition's row: the stored per-rank totals. */
@@ -259,7 +275,7 @@ static int current_row(lactl_wi_row_t *row, const lactl_mesh_t *m,
     lactl_part_imbalance(hm[i].totals, hm[i].nprocs, NULL, &row->h[i]);
   row->nh = nh;
   summarize(row);
-  return 0;
+  return lactl_mesh_halo(m, m->owner, m->nprocs, row);
 }
 
 /* Analyses cycle tag and writes it. Returns LACTL_OK, LACTL_FAIL, or -1
@@ -299,7 +315,9 @@ static int one_cycle(wi_t *w, uint64_t tag, FILE *f,
   c.nh = nh;
   c.hcycles = ht;
   for (uint32_t r = 0; r < m.nprocs; r++) c.total += m.totals[r];
+  double tc = now_ms();
   if (!rc && current_row(&c.rows[c.nrows++], &m, hm, nh)) rc = LACTL_FAIL;
+  w->t_current += now_ms() - tc;
   double cur_max = c.rows[0].max;
   static const struct {
     int bit;
@@ -308,10 +326,12 @@ static int one_cycle(wi_t *w, uint64_t tag, FILE *f,
   for (size_t i = 0; i < 3 && !rc; i++) {
     if (!(methods & order[i].bit)) continue;
     char why[256] = "";
-    double t0 = now_ms();
+    double t0 = now_ms(), tg = 0;
     int e = 0;
     if (order[i].bit == M_METIS) {
       e = lactl_mesh_graph(&m);
+      tg = now_ms() - t0; /* the row's time_ms holds it, as before */
+      w->t_graph += tg;
       if (!e)
         e = lactl_part_metis(m.n, m.w, m.xadj, m.adj, k, part, why, sizeof why);
     } else if (order[i].bit == M_RCB) {
@@ -320,9 +340,12 @@ static int one_cycle(wi_t *w, uint64_t tag, FILE *f,
       e = lactl_part_greedy(m.n, m.w, k, part);
     }
     double ms = now_ms() - t0;
+    w->t_part[i] += ms - tg;
     lactl_wi_row_t *row = &c.rows[c.nrows++];
+    t0 = now_ms();
     if (!e)
       e = fill_row(row, order[i].name, &m, part, k, hm, nh, cur_max, w->bpe);
+    w->t_score += now_ms() - t0;
     row->ms = ms;
     if (!e && w->part_file && !w->part_written) {
       e = lactl_wi_write_partition(w->part_file, w->app, tag, order[i].name,
@@ -336,7 +359,9 @@ static int one_cycle(wi_t *w, uint64_t tag, FILE *f,
       rc = LACTL_FAIL;
     }
   }
+  double to = now_ms();
   if (!rc) lactl_wi_put(f, w->fmt, head, &c, first);
+  w->t_out += now_ms() - to;
   for (int i = 0; i < c.nrows; i++) free(c.rows[i].h);
   for (size_t i = 0; i < built; i++) lactl_mesh_free(&hm[i]);
   free(hm), free(ht), free(part);
@@ -397,6 +422,7 @@ int lactl_whatif_main(int argc, char **argv) {
       {"method", 1, 0, 'm'},  {"bytes-per-element", 1, 0, 'B'},
       {"weights", 1, 0, 'W'}, {"csv", 0, 0, 'C'},
       {"output", 1, 0, 'o'},  {"write-partition", 1, 0, 'X'},
+      {"timing", 0, 0, 'T'},
       LACTL_CHANNEL_OPTION,
       LACTL_COMMON_OPTIONS,   {0, 0, 0, 0}};
   lactl_common_t o = {0};
@@ -453,6 +479,9 @@ int lactl_whatif_main(int argc, char **argv) {
       case 'X':
         w.part_file = optarg;
         break;
+      case 'T':
+        w.timing = 1;
+        break;
       default:
         return lactl_opt_err("whatif", argv, lo, "ho:");
     }
@@ -470,6 +499,7 @@ int lactl_whatif_main(int argc, char **argv) {
     return lactl_usage_err("whatif", "'%s' is not CYCLE, latest or FIRST:LAST",
                            argv[optind + 1]);
 
+  double t_start = now_ms();
   int orc = lactl_src_open("whatif", &o, &w.s);
   if (orc) return orc;
   uint64_t *tags = NULL;
@@ -533,6 +563,13 @@ int lactl_whatif_main(int argc, char **argv) {
     rc = LACTL_FAIL;
   }
   if (rc == LACTL_OK) lactl_wi_end(f, w.fmt);
+  if (w.timing)
+    fprintf(stderr,
+            "lactl whatif: timing: read %.1f ms (%zu sets) mesh %.1f graph "
+            "%.1f metis %.1f rcb %.1f greedy %.1f current %.1f scoring %.1f "
+            "output %.1f total %.1f ms\n",
+            w.t_read, w.n_read, w.t_mesh, w.t_graph, w.t_part[0], w.t_part[1],
+            w.t_part[2], w.t_current, w.t_score, w.t_out, now_ms() - t_start);
   lactl_num_free(w.num);
   free(tags);
   lactl_src_close(w.s);

@@ -61,6 +61,12 @@ typedef struct lactl_wi_row {
   size_t nh;          /* horizon scores */
   double *h;          /* predicted imbalance on each following cycle */
   double hmin, hmed, hmax;
+  /* The halo (grid only, client/halo.c): cells facing another part, the
+   * cell values one ghost exchange sends (a cell once per neighbour part
+   * it faces), the neighbour parts per part. */
+  int halo;
+  uint64_t halo_cells, halo_sent, nbr_max;
+  double nbr_mean;
 } lactl_wi_row_t;
 
 enum { LACTL_WI_MAX_ROWS = 4 };
@@ -93,6 +99,12 @@ void lactl_wi_begin(FILE *f, int fmt, const lactl_wi_head_t *h);
 void lactl_wi_put(FILE *f, int fmt, const lactl_wi_head_t *h,
                   const lactl_wi_cycle_t *c, int first);
 void lactl_wi_end(FILE *f, int fmt);
+
+/* Fills row's halo figures for partition part (k parts) of grid mesh m
+ * (lactl_whatif_mesh.c; nothing for a mesh without a grid). 0 or
+ * LA_ENOMEM. */
+int lactl_mesh_halo(const lactl_mesh_t *m, const uint32_t *part, uint32_t k,
+                    lactl_wi_row_t *row);
 
 /* Writes partition part (k parts) of mesh m, app's cycle by method, to
  * path (lactl_whatif_part.c): a header comment, then "ID RANK" per element

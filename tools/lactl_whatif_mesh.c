@@ -3,11 +3,14 @@
  * lactl_whatif.h): every present rank's decoded weights, keyed by the
  * application's element ids, merged per id; the current owner of each;
  * global cell coordinates and the 6-neighbour graph where every rank is
- * placed in a global grid (LA_registerGrid with LA_setGridOrigin). */
+ * placed in a global grid (LA_registerGrid with LA_setGridOrigin), and a
+ * partition's halo there (la__halo_build). */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "la_client_internal.h"
 #include "lactl_whatif.h"
 
 /* One rank's element before merging. */
@@ -22,6 +25,36 @@ static int la__cmp_ent(const void *x, const void *y) {
   const la__ent_t *a = x, *b = y;
   if (a->id != b->id) return a->id < b->id ? -1 : 1;
   return a->rank < b->rank ? -1 : a->rank > b->rank;
+}
+
+/* Orders e[0..n) by (id, rank) as la__cmp_ent does, in linear time when
+ * the ids span at most 2n + 1 values (a grid's cell indices, a
+ * concatenated numbering): a stable counting sort by id, the entries
+ * being in rank order already. *e is replaced. 0, or -1 when the ids are
+ * too sparse or memory short (the caller sorts). */
+static int la__sort_dense(la__ent_t **e, uint64_t n) {
+  if (n == 0) return 0;
+  int64_t lo = (*e)[0].id, hi = lo;
+  for (uint64_t i = 1; i < n; i++) {
+    assert(i == 0 || (*e)[i].rank >= (*e)[i - 1].rank);
+    if ((*e)[i].id < lo) lo = (*e)[i].id;
+    if ((*e)[i].id > hi) hi = (*e)[i].id;
+  }
+  uint64_t r = (uint64_t)(hi - lo) + 1;
+  if (r > 2 * n + 1) return -1;
+  uint64_t *cnt = calloc(r + 1, sizeof *cnt);
+  la__ent_t *out = malloc(n * sizeof *out);
+  if (!cnt || !out) {
+    free(cnt), free(out);
+    return -1;
+  }
+  for (uint64_t i = 0; i < n; i++) cnt[(*e)[i].id - lo + 1]++;
+  for (uint64_t b = 0; b < r; b++) cnt[b + 1] += cnt[b];
+  for (uint64_t i = 0; i < n; i++) out[cnt[(*e)[i].id - lo]++] = (*e)[i];
+  free(cnt);
+  free(*e);
+  *e = out;
+  return 0;
 }
 
 void lactl_mesh_free(lactl_mesh_t *m) {
@@ -81,7 +114,7 @@ int lactl_mesh_build(lactl_mesh_t *m, const la_traceset_t *t, lactl_num_t *num,
     }
   }
   free(w);
-  qsort(e, ne, sizeof *e, la__cmp_ent);
+  if (la__sort_dense(&e, ne)) qsort(e, ne, sizeof *e, la__cmp_ent);
   uint64_t nd = 0;
   for (uint64_t i = 0; i < ne; i++)
     if (i == 0 || e[i].id != e[i - 1].id) nd++;
@@ -115,6 +148,13 @@ int lactl_mesh_build(lactl_mesh_t *m, const la_traceset_t *t, lactl_num_t *num,
 }
 
 int64_t lactl_mesh_find(const lactl_mesh_t *m, int64_t id) {
+  if (m->n == 0) return -1;
+  /* ids that are a contiguous range (a whole grid, a concatenated
+   * numbering): by position */
+  if ((uint64_t)(m->id[m->n - 1] - m->id[0]) == m->n - 1)
+    return id >= m->id[0] && (uint64_t)(id - m->id[0]) < m->n
+               ? id - m->id[0]
+               : -1;
   uint64_t lo = 0, hi = m->n;
   while (lo < hi) {
     uint64_t mid = lo + (hi - lo) / 2;
@@ -145,5 +185,22 @@ int lactl_mesh_graph(lactl_mesh_t *m) {
       }
     m->xadj[v + 1] = e;
   }
+  return 0;
+}
+
+int lactl_mesh_halo(const lactl_mesh_t *m, const uint32_t *part, uint32_t k,
+                    lactl_wi_row_t *row) {
+  row->halo = 0;
+  if (!m->grid) return 0;
+  /* a grid mesh's ids are its global cell indices, ascending, >= 0 */
+  la__halo_t h;
+  int rc = la__halo_build((const uint64_t *)m->id, part, m->n, m->g, k, &h);
+  if (rc) return rc;
+  row->halo = 1;
+  row->halo_cells = h.boundary;
+  row->halo_sent = h.sent;
+  row->nbr_max = h.nbr_max;
+  row->nbr_mean = h.nbr_mean;
+  la__halo_free(&h);
   return 0;
 }

@@ -9,7 +9,9 @@
 
 static const char *const csv_head =
     "cycle,method,parts,max,mean,imbalance,gain,moved_elements,moved_bytes,"
-    "time_ms,horizon_n,horizon_min,horizon_median,horizon_max\n";
+    "time_ms,horizon_n,horizon_min,horizon_median,horizon_max,"
+    "halo_boundary_cells,halo_cells_sent,halo_neighbours_max,"
+    "halo_neighbours_mean\n";
 
 void lactl_wi_begin(FILE *f, int fmt, const lactl_wi_head_t *h) {
   if (fmt == LACTL_WI_CSV) {
@@ -49,9 +51,15 @@ static void put_csv(FILE *f, const lactl_wi_cycle_t *c) {
             r->imbalance, r->gain, (unsigned long long)r->moved, r->moved_bytes,
             r->ms, r->nh);
     if (r->nh)
-      fprintf(f, ",%.17g,%.17g,%.17g\n", r->hmin, r->hmed, r->hmax);
+      fprintf(f, ",%.17g,%.17g,%.17g", r->hmin, r->hmed, r->hmax);
     else
-      fputs(",,,\n", f);
+      fputs(",,,", f);
+    if (r->halo)
+      fprintf(f, ",%llu,%llu,%llu,%.17g\n", (unsigned long long)r->halo_cells,
+              (unsigned long long)r->halo_sent,
+              (unsigned long long)r->nbr_max, r->nbr_mean);
+    else
+      fputs(",,,,\n", f);
   }
 }
 
@@ -98,7 +106,19 @@ static void put_json(FILE *f, const lactl_wi_cycle_t *c, int first) {
     lactl_json_num(f, r->hmed);
     fputs(", \"max\": ", f);
     lactl_json_num(f, r->hmax);
-    fputs("}}", f);
+    fputs("},\n     \"halo\": ", f);
+    if (r->halo) {
+      fprintf(f,
+              "{\"boundary_cells\": %llu, \"cells_sent\": %llu, "
+              "\"neighbours_max\": %llu, \"neighbours_mean\": ",
+              (unsigned long long)r->halo_cells,
+              (unsigned long long)r->halo_sent,
+              (unsigned long long)r->nbr_max);
+      lactl_json_num(f, r->nbr_mean);
+      fputs("}}", f);
+    } else {
+      fputs("null}", f);
+    }
   }
   fputs("\n  ]}", f);
 }
@@ -114,7 +134,7 @@ static const char *fmt_bytes(double b, char *buf, size_t len) {
 
 static void put_table(FILE *f, const lactl_wi_head_t *h,
                       const lactl_wi_cycle_t *c, int first) {
-  char b[8][48];
+  char b[9][48];
   if (!first) fputc('\n', f);
   fprintf(f, "%s cycle %llu: %u ranks, %llu elements, %s weights (%s)", h->app,
           (unsigned long long)c->cycle, c->nprocs,
@@ -126,8 +146,9 @@ static void put_table(FILE *f, const lactl_wi_head_t *h,
     fputs(", no grid: metis balances weights only\n", f);
   static const char *const heads[] = {
       "partition", "parts", "max",   "imbalance",
-      "gain",      "moved", "bytes", "horizon min/median/max"};
-  lactl_table_t *t = lactl_table_new(8, heads, "lrrrrrrl");
+      "gain",      "moved", "bytes", "halo cells/nbrs",
+      "horizon min/median/max"};
+  lactl_table_t *t = lactl_table_new(9, heads, "lrrrrrrrl");
   if (!t) return;
   for (int i = 0; i < c->nrows; i++) {
     const lactl_wi_row_t *r = &c->rows[i];
@@ -141,13 +162,20 @@ static void put_table(FILE *f, const lactl_wi_head_t *h,
                lactl_fmt_ratio(r->hmax, b[2], sizeof b[2]));
     else
       snprintf(hz, sizeof hz, "-");
-    const char *cells[8] = {r->method,
+    if (r->halo)
+      snprintf(b[8], sizeof b[8], "%llu/%llu/%.1f",
+               (unsigned long long)r->halo_cells,
+               (unsigned long long)r->nbr_max, r->nbr_mean);
+    else
+      snprintf(b[8], sizeof b[8], "-");
+    const char *cells[9] = {r->method,
                             parts,
                             lactl_fmt_num(r->max, 4, b[3], sizeof b[3]),
                             lactl_fmt_ratio(r->imbalance, b[4], sizeof b[4]),
                             lactl_fmt_ratio(r->gain, b[5], sizeof b[5]),
                             moved,
                             fmt_bytes(r->moved_bytes, b[6], sizeof b[6]),
+                            b[8],
                             hz};
     lactl_table_row(t, cells);
   }
@@ -164,6 +192,10 @@ static void put_table(FILE *f, const lactl_wi_head_t *h,
           "  bytes: moved elements x %g bytes (--bytes-per-element: your "
           "figure)\n",
           h->bytes_per_element);
+  if (c->grid)
+    fputs("  halo: cells facing another part / neighbour parts max/mean "
+          "(6-neighbour stencil)\n",
+          f);
 }
 
 void lactl_wi_put(FILE *f, int fmt, const lactl_wi_head_t *h,

@@ -8,7 +8,9 @@
  *     5, 4 and 4 planes of 169 cells of about a microsecond each, so rank
  *     0 carries 25% more than ranks 1 and 2;
  *   history_app --n 64 on 2 ranks (LA_APP_ID custom-rec): the metric
- *     "custom", which replay must refuse.
+ *     "custom", which replay must refuse;
+ *   wavetoy --n 6 --steps 6 on 2 ranks (LA_APP_ID wave-rec): a 6^3 grid
+ *     in k-slabs of 3 planes, placed in the global grid.
  * Then:
  *   - `lactl replay heavy-rec --exec` runs la-replay on 3 ranks; it exits
  *     0, replays the 20 cycles, its per-rank targets are the recorded
@@ -22,7 +24,19 @@
  *   - refusals, each with its message and exit status: an unknown
  *     application (1), a metric other than time (1), a partition file of
  *     the wrong length or with ids that are not the application's (2), the
- *     wrong number of ranks (2), lactl replay with --db (2).
+ *     wrong number of ranks (2);
+ *   - --db: a copy of the store (VACUUM INTO), replayed with LA_GLOBAL
+ *     pointing at a port nobody listens on: the cycles asked, every rank's
+ *     target its stored total; `lactl replay --db` passes --db on; a
+ *     missing file, a file that is not a store, an unknown application
+ *     and --db with --global refused;
+ *   - the mesh halo (--halo-bytes-per-cell 8) on wave-rec, read from the
+ *     store copy, counted by hand: the recorded slabs (one plane of 36
+ *     cells each way, 1 neighbour, 576 bytes per cycle), 4 strips in i of
+ *     1, 2... planes (180 boundary cells, 216 sent, neighbours max 2 mean
+ *     1.5, 1728 bytes) and 2 x 2 blocks in (i, j) (120 boundary cells, 144
+ *     sent, 2 neighbours each, 1152 bytes); heavy-rec (no grid) keeps the
+ *     ring and says so.
  *
  * Margins. The spin is calibrated against the wall clock, and each rank's
  * compute is timed both by MPI_Wtime and by its thread's CPU clock. On
@@ -55,6 +69,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "la_client.h"
 #include "la_test_agent.h"
 #include "la_test_daemon.h"
@@ -64,12 +80,14 @@
 #define STEPS 20
 #define HEAVY "heavy-rec"
 #define CUSTOM "custom-rec"
+#define WAVE "wave-rec"
 
 typedef struct {
   la_test_stack_t s;
   int up;
   char lactl[PATH_MAX], replay[PATH_MAX], heavy[PATH_MAX + 16],
-      hist[PATH_MAX + 16], dir[PATH_MAX];
+      hist[PATH_MAX + 16], wave[PATH_MAX + 16], dir[PATH_MAX];
+  char copy[PATH_MAX + 64]; /* a copy of the store, made once */
   char agent[96], global[96];
   char out[OUT_LEN];
 } fx_t;
@@ -107,6 +125,8 @@ static int setup_group(void **state) {
     snprintf(g->heavy, sizeof g->heavy, "%s/heavy", ex);
   else /* build/tests/../examples; a sanitized tree links the normal one */
     snprintf(g->heavy, sizeof g->heavy, "%.*s/../examples/heavy", d, self);
+  snprintf(g->wave, sizeof g->wave, "%.*s/wavetoy",
+           (int)(strrchr(g->heavy, '/') - g->heavy), g->heavy);
   /* history_app is built in the normal tree only, beside its tests: a
    * sanitized tree reaches it through its examples link (build/asan/examples
    * -> build/examples, whose ../tests is build/tests) */
@@ -114,6 +134,7 @@ static int setup_group(void **state) {
            self);
   if (system("command -v mpiexec >/dev/null 2>&1") != 0 ||
       access(g->heavy, X_OK) != 0 || access(g->hist, X_OK) != 0 ||
+      access(g->wave, X_OK) != 0 ||
       la_td_find_bin("lactl", g->lactl, sizeof g->lactl) != 0 ||
       la_td_find_bin("la-replay", g->replay, sizeof g->replay) != 0 ||
       la_ts_init(&g->s) != 0)
@@ -136,7 +157,14 @@ static int setup_group(void **state) {
     fprintf(stderr, "history_app:\n%s\n", g->out);
     return -1;
   }
-  if (wait_complete(HEAVY, STEPS - 1) != 0 || wait_complete(CUSTOM, 27) != 0)
+  const char *wv[] = {"mpiexec", "-n", "2", g->wave, "--n", "6",
+                      "--steps", "6", NULL};
+  if (run(wv, "LA_APP_ID=" WAVE) != 0) {
+    fprintf(stderr, "wavetoy:\n%s\n", g->out);
+    return -1;
+  }
+  if (wait_complete(HEAVY, STEPS - 1) != 0 || wait_complete(CUSTOM, 27) != 0 ||
+      wait_complete(WAVE, 5) != 0)
     return -1;
   g->up = 1;
   *state = g;
@@ -347,8 +375,152 @@ static void test_replay_refusals(void **state) {
   refused(lr, 0, " -n 2 ");
   const char *lr3[] = {g->lactl, "replay", HEAVY, NULL};
   refused(lr3, 0, "mpiexec -n 3 ");
-  const char *db[] = {g->lactl, "replay", HEAVY, "--db", g->s.db, NULL};
-  refused(db, 2, "la-replay reads the GlobalAgent's feed");
+}
+
+/* The store copied once (VACUUM INTO: a consistent copy while the
+ * GlobalAgent writes): the path, or NULL (failed). */
+static const char *store_copy(void) {
+  if (g->copy[0]) return g->copy;
+  char path[PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s", file("copy.db"));
+  sqlite3 *db = NULL;
+  char sql[PATH_MAX + 128], *err = NULL;
+  snprintf(sql, sizeof sql, "VACUUM INTO '%s'", path);
+  int rc = sqlite3_open_v2(g->s.db, &db, SQLITE_OPEN_READONLY, NULL);
+  if (rc == SQLITE_OK) {
+    sqlite3_busy_timeout(db, 10000);
+    rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+  }
+  if (rc != SQLITE_OK)
+    fprintf(stderr, "copy of %s: %s\n", g->s.db, err ? err : sqlite3_errmsg(db));
+  sqlite3_free(err);
+  sqlite3_close(db);
+  if (rc != SQLITE_OK) return NULL;
+  snprintf(g->copy, sizeof g->copy, "%s", path);
+  return g->copy;
+}
+
+/* Runs argv with no GlobalAgent reachable (LA_GLOBAL: a port nobody
+ * listens on; port 9, discard, is closed on loopback here): exit status. */
+static int run_offline(const char *const *argv) {
+  const char *const env[] = {"LA_GLOBAL=127.0.0.1:9", NULL};
+  return la_td_run(argv, env, 180000, g->out, sizeof g->out);
+}
+
+static void test_replay_db(void **state) {
+  (void)state;
+  need_up();
+  const char *db = store_copy();
+  assert_non_null(db);
+  const char *rp[] = {"mpiexec", "-n", "3", g->replay, HEAVY, "3:5", "--db",
+                      db, "--no-la", "--quiet", "--calibrate", "0.05", NULL};
+  int rc = run_offline(rp);
+  if (rc != 0) fail_msg("la-replay --db exited %d:\n%s", rc, g->out);
+  assert_int_equal((int)summary(g->out, "ranks"), 3);
+  assert_int_equal((int)summary(g->out, "cycles"), 3);
+  assert_non_null(strstr(g->out, "cycles 3..5 (3 replayed)"));
+  for (unsigned r = 0; r < 3; r++) {
+    double rec, tg, cpu;
+    rank_line(g->out, r, &rec, &tg, &cpu);
+    if (fabs(tg / rec - 1) > 0.05)
+      fail_msg("rank %u: target %.3f ms, stored %.3f ms:\n%s", r, tg, rec,
+               tail(g->out));
+  }
+  /* lactl replay --db: checks the store, hands la-replay --db */
+  const char *lr[] = {g->lactl, "replay", HEAVY, "3:5", "--db", db, NULL};
+  rc = run_offline(lr);
+  if (rc != 0 || !strstr(g->out, " --db ") || strstr(g->out, "--global"))
+    fail_msg("lactl replay --db exited %d:\n%s", rc, g->out);
+  /* refusals */
+  const char *missing[] = {"mpiexec", "-n", "1", g->replay, HEAVY, "--db",
+                           file("no-such.db"), NULL};
+  refused(missing, 1, "no-such.db: No such file or directory");
+  char junk[PATH_MAX + 64], cmd[PATH_MAX + 100];
+  snprintf(junk, sizeof junk, "%s", file("junk.db"));
+  snprintf(cmd, sizeof cmd, "echo 'not a database' > '%s'", junk);
+  assert_int_equal(system(cmd), 0);
+  const char *notstore[] = {"mpiexec", "-n", "1", g->replay, HEAVY, "--db",
+                            junk, NULL};
+  refused(notstore, 1, "cannot read the store");
+  const char *unknown[] = {"mpiexec", "-n", "1", g->replay, "no-such-app",
+                           "--db", db, NULL};
+  refused(unknown, 1, "no application 'no-such-app' is stored at");
+  const char *both[] = {"mpiexec", "-n", "1", g->replay, HEAVY, "--db", db,
+                        "--global", "127.0.0.1:9", NULL};
+  refused(both, 2, "--db and --global both name the source");
+  const char *lmissing[] = {g->lactl, "replay", HEAVY, "--db",
+                            file("no-such.db"), NULL};
+  refused(lmissing, 1, "No such file or directory");
+}
+
+/* Writes a partition file of the 6^3 grid, rank of cell (i, j, k) by f. */
+static const char *grid_part(const char *name,
+                             unsigned (*f)(unsigned, unsigned, unsigned)) {
+  static char path[PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s", file(name));
+  FILE *o = fopen(path, "w");
+  assert_non_null(o);
+  fprintf(o, "# %s of the 6x6x6 grid; parts 4\n", name);
+  for (unsigned c = 0; c < 216; c++)
+    fprintf(o, "%u %u\n", c, f(c % 6, c / 6 % 6, c / 36));
+  assert_int_equal(fclose(o), 0);
+  return path;
+}
+static unsigned strips(unsigned i, unsigned j, unsigned k) {
+  (void)j, (void)k;
+  return i * 4 / 6; /* i 0-1, 2, 3-4, 5 */
+}
+static unsigned blocks(unsigned i, unsigned j, unsigned k) {
+  (void)k;
+  return i / 3 + 2 * (j / 3);
+}
+
+/* Runs la-replay on wave-rec from the store copy with the mesh halo;
+ * checks the halo figures of its summary. */
+static void mesh_run(const char *np, const char *part, double boundary,
+                     double nmax, double nmean, double bytes) {
+  const char *rp[18] = {"mpiexec", "-n", np, g->replay, WAVE, "1:3",
+                        "--db", store_copy(), "--halo-bytes-per-cell", "8",
+                        "--no-la", "--quiet", "--calibrate", "0.05"};
+  int n = 14;
+  if (part) rp[n++] = "--partition", rp[n++] = part;
+  rp[n] = NULL;
+  int rc = run_offline(rp);
+  if (rc != 0) fail_msg("la-replay (mesh halo) exited %d:\n%s", rc, g->out);
+  const char *p = strstr(g->out, "la-replay summary:");
+  if (!p || !strstr(p, " halo=mesh "))
+    fail_msg("no mesh halo:\n%s", g->out);
+  if (summary(g->out, "halo_boundary_cells") != boundary ||
+      summary(g->out, "halo_neighbours_max") != nmax ||
+      fabs(summary(g->out, "halo_neighbours_mean") - nmean) > 1e-9 ||
+      summary(g->out, "halo_bytes_per_cycle") != bytes)
+    fail_msg("%s: want boundary %g, neighbours %g/%g, %g bytes:\n%s",
+             part ? part : "recorded", boundary, nmax, nmean, bytes,
+             tail(g->out));
+  print_message("%s", strstr(g->out, "halo: mesh"));
+}
+
+static void test_replay_mesh_halo(void **state) {
+  (void)state;
+  need_up();
+  assert_non_null(store_copy());
+  /* the recorded k-slabs: 36 cells each way */
+  mesh_run("2", NULL, 72, 1, 1, 72 * 8);
+  /* strips: 36 + 36 + 72 + 36 boundary cells, 216 sent */
+  mesh_run("4", grid_part("strips.part", strips), 180, 2, 1.5, 216 * 8);
+  /* blocks: 30 per block, 36 sent (18 to each side neighbour) */
+  mesh_run("4", grid_part("blocks.part", blocks), 120, 2, 2, 144 * 8);
+  /* no grid: the ring, said */
+  const char *rp[] = {"mpiexec", "-n", "3", g->replay, HEAVY, "3:3",
+                      "--db", store_copy(), "--halo-bytes-per-cell", "8",
+                      "--halo", "64", "--no-la", "--quiet", "--calibrate",
+                      "0.05", NULL};
+  int rc = run_offline(rp);
+  if (rc != 0) fail_msg("la-replay exited %d:\n%s", rc, g->out);
+  assert_non_null(strstr(g->out,
+                         "no mesh halo: rank 0 of the recording is not "
+                         "placed in a global grid"));
+  assert_non_null(strstr(g->out, " halo=ring "));
 }
 
 int main(void) {
@@ -356,6 +528,8 @@ int main(void) {
       cmocka_unit_test(test_replay_recorded),
       cmocka_unit_test(test_replay_partition),
       cmocka_unit_test(test_replay_refusals),
+      cmocka_unit_test(test_replay_db),
+      cmocka_unit_test(test_replay_mesh_halo),
   };
   return cmocka_run_group_tests(tests, setup_group, teardown_group);
 }

@@ -18,6 +18,9 @@
  *     imbalance than the current one, and their gain is current max / their
  *     max;
  *   - moved bytes are the moved elements times --bytes-per-element;
+ *   - the halo of wavetoy's current k-slabs is the one counted by hand
+ *     (JSON and CSV), every partition of the grid has one, and rebalance
+ *     (no grid) none;
  *   - --horizon K gives K scores per partition, on the K cycles that
  *     follow; fewer are said on stderr when the store has fewer;
  *   - the JSON validates against docs/schema/lactl-whatif.json
@@ -267,6 +270,8 @@ static void test_rebalance(void **state) {
      "d[\"cycles\"][0][\"grid\"] is None and d[\"cycles\"][0]"
      "[\"elements\"] == 1024 and d[\"cycles\"][0][\"horizon_cycles\"] "
      "== [5, 6, 7] and d[\"cycles\"][0][\"weights\"] == \"robust\"");
+  /* no grid, no halo */
+  py(j, "all(p[\"halo\"] is None for p in d[\"cycles\"][0][\"partitions\"])");
   /* the table, for people */
   assert_int_equal(whatif(g->rb, "4", NULL), 0);
   print_message("%s", g->out);
@@ -299,6 +304,14 @@ static void test_grid(void **state) {
      "[c[\"cycle\"] for c in d[\"cycles\"]] == [3, 4, 5] and "
      "all(c[\"grid\"] == [6, 6, 6] and c[\"elements\"] == 216 for c in "
      "d[\"cycles\"])");
+  /* the halo of the k-slabs of 2, 2, 1, 1 planes of 36 cells: rank 0 and
+   * 3 one facing plane, ranks 1 and 2 two neighbours (rank 2's one plane
+   * faces both: 36 cells, sent twice) */
+  py(j,
+     "P(d[\"cycles\"][0], \"current\")[\"halo\"] == {\"boundary_cells\": "
+     "180, \"cells_sent\": 216, \"neighbours_max\": 2, "
+     "\"neighbours_mean\": 1.5} and all(p[\"halo\"][\"boundary_cells\"] > 0 "
+     "for p in d[\"cycles\"][0][\"partitions\"])");
   /* --parts, --weights measured, CSV: a header and one line each */
   assert_int_equal(whatif(g->wt, "5", "--parts", "3", "--weights", "measured",
                           "--csv", "-o", file("wt.csv"), NULL),
@@ -313,6 +326,14 @@ static void test_grid(void **state) {
   }
   fclose(f);
   assert_int_equal(n, 2 + 3); /* comment, header, current, metis, rcb */
+  /* the halo columns close the current row */
+  FILE *f2 = fopen(file("wt.csv"), "r");
+  assert_non_null(f2);
+  int cur = 0;
+  while (fgets(line, sizeof line, f2))
+    if (strstr(line, ",current,") && strstr(line, ",180,216,2,1.5\n")) cur++;
+  fclose(f2);
+  assert_int_equal(cur, 1);
   assert_int_equal(parts3, 2);
 }
 
