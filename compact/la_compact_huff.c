@@ -55,6 +55,7 @@
 
 #define LA_HUFF_DIRECT 256 /* values in [-256, 256) are found by index */
 #define LA_HUFF_FAR 32     /* other values: more than this, no coding */
+#define LA__FAR_BITS 6     /* their hash table: 64 slots, at most half full */
 #define LA_HUFF_MIN_POINTS 32 /* shorter runs stay plain */
 #define LA_HUFF_RUN 32        /* a token's mode points: 0..31 */
 
@@ -90,9 +91,11 @@ static inline int by_value(const la_hsym_t *a, const la_hsym_t *b) {
  * insertion for the few symbols of a typical run; a merge of sorted runs
  * of 16 for many (a series with interference has a symbol per burst),
  * where qsort's call per comparison cost more than the rest of the
- * record's coding. Any sort gives the same order. */
-static void sort_syms(la_hsym_t **srt, size_t n,
-                      int (*before)(const la_hsym_t *, const la_hsym_t *)) {
+ * record's coding. Any sort gives the same order. Inlined at each call,
+ * so that the comparison is too. */
+static inline __attribute__((always_inline)) void sort_syms(
+    la_hsym_t **srt, size_t n,
+    int (*before)(const la_hsym_t *, const la_hsym_t *)) {
   if (n > 48) {
     la_hsym_t *tmp[LA_HUFF_MAX_SYMS], **a = srt, **b = tmp;
     for (size_t lo = 0; lo < n; lo += 16) { /* insertion within runs */
@@ -401,7 +404,13 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
   /* four counters per symbol, point j in cnt[j % 4]: a run of one value
    * does not wait on one counter */
   uint32_t cnt[4][LA_HUFF_MAX_SYMS]; /* zeroed as symbols appear */
+  /* the far values seen, by hash (at most LA_HUFF_FAR: never full; a
+   * search through the symbols took a third of the coding of row values,
+   * whose timer steps are tens of ticks) */
+  int64_t far_v[1u << LA__FAR_BITS];
+  uint16_t far_at[1u << LA__FAR_BITS]; /* 1 + index, 0: empty */
   memset(direct, 0, sizeof direct);
+  memset(far_at, 0, sizeof far_at);
   for (uint64_t j = 0; j < m; j++) {
     /* |difference| < 2^54, an integer: exact, and exact as an int64 */
     int64_t d = (int64_t)(ks[j] - kref);
@@ -415,14 +424,19 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
         *slot = (uint16_t)++nsym;
       }
       s = *slot - 1u;
-    } else {
-      for (s = 0; s < nsym && sym[s].v != d; s++)
-        ;
-      if (s == nsym) {
+    } else { /* a far value: by its hash (open addressing, never full) */
+      size_t h = (size_t)(((uint64_t)d * 0x9E3779B97F4A7C15ull) >>
+                          (64 - LA__FAR_BITS));
+      while (far_at[h] != 0 && far_v[h] != d)
+        h = (h + 1) & ((1u << LA__FAR_BITS) - 1);
+      if (far_at[h] == 0) {
         if (nsym == LA_HUFF_MAX_SYMS || ++nfar > LA_HUFF_FAR) return 0;
         cnt[0][nsym] = cnt[1][nsym] = cnt[2][nsym] = cnt[3][nsym] = 0;
         sym[nsym++] = (la_hsym_t){.v = d};
+        far_v[h] = d;
+        far_at[h] = (uint16_t)nsym;
       }
+      s = far_at[h] - 1u;
     }
     cnt[j & 3][s]++;
     idx[j] = (uint8_t)s;

@@ -329,6 +329,18 @@ static void la__pub_submit(la_ga_t *ga, la_ga_pub_t *p) {
   }
 }
 
+/* Whether subscriber s is sent the Trace-Sets of app_id as they close. */
+static int la__takes(const la_ga_sub_t *s, const char *app_id) {
+  return s->subscribed && s->live && !s->conn.closing && !s->q.ended &&
+         (!s->app[0] || strcmp(s->app, app_id) == 0);
+}
+
+int la_ga_feed_has_taker(const la_ga_t *ga, const char *app_id) {
+  for (const la_ga_sub_t *s = ga->subs; s; s = s->next)
+    if (la__takes(s, app_id)) return 1;
+  return 0;
+}
+
 void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set,
                         void (*done)(la_ga_t *, La__TraceSet *, void *),
                         void *arg) {
@@ -337,9 +349,7 @@ void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set,
   la_ga_enc_t *enc = NULL;
   int enc_tried = 0;
   for (la_ga_sub_t *s = ga->subs; s; s = s->next) {
-    if (!s->subscribed || !s->live || s->conn.closing || s->q.ended ||
-        (s->app[0] && strcmp(s->app, set->app_id)))
-      continue;
+    if (!la__takes(s, set->app_id)) continue;
     if (s->sets_version >= 2) {
       if (!enc_tried) {
         enc_tried = 1;

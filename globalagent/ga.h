@@ -293,6 +293,10 @@ void la_ga_feed_accept(la_ga_t *ga, uv_stream_t *server);
  * second at least, not a live subscriber, nothing in flight;
  * subscribers_evicted). Returns 1 when it closed one, else 0. */
 int la_ga_feed_make_room(la_ga_t *ga);
+/* Whether a live subscriber's filter takes app_id's Trace-Sets now: 0 when
+ * la_ga_feed_publish would send a set of it to nobody (the commit then
+ * does not read it back). */
+int la_ga_feed_has_taker(const la_ga_t *ga, const char *app_id);
 /* Sends a closed Trace-Set to every live subscriber whose filter matches.
  * Takes set: done(ga, set, arg) is called once the feed no longer needs it
  * (at once, or after a job on the thread pool encoded it for the

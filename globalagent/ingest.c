@@ -798,6 +798,13 @@ void la_ga_commit(la_ga_t *ga) {
   while (ga->closed) {
     la_ga_closed_t *c = ga->closed;
     ga->closed = c->next;
+    if (!la_ga_feed_has_taker(ga, c->app_id)) {
+      /* no subscriber takes it: published to nobody, so not read back
+       * (nor assembled from the copies held) */
+      ga->st.sets_published++;
+      la__published(ga, NULL, c);
+      continue;
+    }
     La__TraceSet *set = NULL;
     /* from the copies held (handed over to the set), else read back */
     int rc2 = c->has_held

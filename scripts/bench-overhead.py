@@ -54,6 +54,10 @@ LA_BENCH_AGENT_B=PATH starts a second LocalAgent from PATH (another build,
 to compare side by side) beside the first, on the same GlobalAgent, and
 runs every LA variant against each, interleaved; B's variants carry "/B"
 in their key (their probe column reads e.g. "cell/B").
+LA_BENCH_GLOBAL_B=PATH starts a second GlobalAgent from PATH for the B
+variants (their LocalAgent is LA_BENCH_AGENT_B's, or this tree's when only
+LA_BENCH_GLOBAL_B is given), so that GlobalAgents are compared too; a
+variant's GlobalAgent CPU is then its own GlobalAgent's.
 LA_BENCH_PIN=1 runs the daemons on CPU 1 and the program on CPU 0
 (taskset), so that the agent's work on a profiled cycle does not take the
 program's core: on a 2-core machine shared with other work the scheduler
@@ -233,16 +237,29 @@ def main():
                           work)
         procs.append(la)
         agent = "127.0.0.1:%d" % lport
-        agents = [("", agent, la)]
-        if os.environ.get("LA_BENCH_AGENT_B"):
-            lb_cmd = [os.environ["LA_BENCH_AGENT_B"]] + la_cmd[1:]
+        agents = [("", agent, la, ga)]
+        if os.environ.get("LA_BENCH_AGENT_B") or os.environ.get(
+                "LA_BENCH_GLOBAL_B"):
+            gb, gbport = ga, gport
+            if os.environ.get("LA_BENCH_GLOBAL_B"):
+                gb_cmd = [os.environ["LA_BENCH_GLOBAL_B"]] + [
+                    a + "B" if a.startswith(("--agents.port_file=",
+                                             "--store.path=")) else a
+                    for a in ga_cmd[1:]]
+                gb, gbport = start(gb_cmd, os.path.join(work, "gportB"),
+                                   "globalagentB", work)
+                procs.append(gb)
+            lb_cmd = [os.environ.get("LA_BENCH_AGENT_B", la_cmd[0])] + [
+                "--global.address=127.0.0.1:%d" % gbport
+                if a.startswith("--global.address=") else a
+                for a in la_cmd[1:]]
             lb_cmd = [a + "B" if a.startswith(("--agent.port_file=",
                                                  "--global.spool_dir="))
                       else a for a in lb_cmd]
             lb, lbport = start(lb_cmd, os.path.join(work, "lportB"),
                                "localagentB", work)
             procs.append(lb)
-            agents.append(("/B", "127.0.0.1:%d" % lbport, lb))
+            agents.append(("/B", "127.0.0.1:%d" % lbport, lb, gb))
 
         variants = []  # (program, key, args, env)
         for name, args in PROGRAMS.items():
@@ -264,7 +281,7 @@ def main():
                             if "cell" in PROBES]
                     if metric == "time":
                         runs += [(0.1, m) for m in modes]
-                    for (cv, mode), (tag, addr, _) in [
+                    for (cv, mode), (tag, addr, _, _) in [
                             (r, a) for r in runs for a in agents]:
                         key = "%s/p%d/cv%g" % (metric, period, cv)
                         extra = []
@@ -291,7 +308,10 @@ def main():
         wholes = {(v[0], v[1]): [] for v in variants}
         extra = {(v[0], v[1]): [] for v in variants}  # (profiled, reg ms,
         #                                                  waits)
-        daemons = [la.pid, ga.pid] + [a[2].pid for a in agents[1:]]
+        # CPU of every daemon per run; a variant reports its own pair
+        daemons = sorted({p.pid for a in agents for p in a[2:]})
+        pair = {a[0]: (daemons.index(a[2].pid), daemons.index(a[3].pid))
+                for a in agents}
         load0 = os.getloadavg()
         t_start = time.time()
         for rep in range(REPS):
@@ -300,9 +320,8 @@ def main():
             for name, key, prog, args, env in order:
                 wall, app, dcpu, whole, prof, reg, waits = run(
                     prog, args, env, daemons)
-                if len(dcpu) > 2:  # the LocalAgent this variant used
-                    dcpu = [dcpu[2] if key.endswith("/B") else dcpu[0],
-                            dcpu[1]]
+                li, gi = pair["/B" if key.endswith("/B") else ""]
+                dcpu = [dcpu[li], dcpu[gi]]  # the agents this variant used
                 times[(name, key)].append(wall)
                 wholes[(name, key)].append(whole)
                 extra[(name, key)].append((prof, reg, waits))

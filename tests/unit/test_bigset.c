@@ -465,6 +465,56 @@ static int old_query(int fd, const char *app, uint64_t tag, uint32_t max,
   return 0;
 }
 
+/* Sets closed while no subscriber is connected are published to nobody
+ * (counted in sets_published, not read back): their traces held for
+ * publishing are let go (sets_held and held_bytes back to 0), the sets
+ * are stored whole (la_client_get gives every rank's trace as sent), and
+ * a subscriber that connects afterwards gets the next set whole; one that
+ * subscribes to another application only gets nothing of this one. */
+static void test_sets_without_subscriber(void **state) {
+  start_ga(NULL);
+  T.n = 500; /* small sets: this is about who reads them */
+  for (uint64_t tag = 1; tag <= 3; tag++)
+    send_set("nobody", RANKS, tag, tag == 1);
+  CHECK(la_td_wait_status(T.g.d, "sets_published", 3, WAIT_MS) == 0,
+        "sets_published is %lld", la_td_status_ll(T.g.d, "sets_published"));
+  CHECK(la_td_wait_status_at_most(T.g.d, "held_bytes", 0, WAIT_MS) == 0,
+        "held_bytes is %lld", la_td_status_ll(T.g.d, "held_bytes"));
+  assert_int_equal(la_td_status_ll(T.g.d, "sets_held"), 0);
+  assert_int_equal(la_td_status_ll(T.g.d, "sets_unpublished"), 0);
+  la_client_t *c = NULL;
+  CHECK(la_client_connect(T.g.feed_addr, 5000, &c) == 0, "connect");
+  for (uint64_t tag = 1; tag <= 3; tag++) {
+    la_traceset_t *q = NULL;
+    int rc = la_client_get(c, "nobody", tag, &q);
+    CHECK(rc == 0, "la_client_get: %s (%s)", la_client_strerror(rc),
+          la_client_error(c));
+    make_traces(tag); /* T.r: what was sent for this cycle */
+    check_whole(q, RANKS, tag);
+    la_traceset_free(q);
+  }
+  /* a subscriber of another application: not a taker of these */
+  la_client_t *other = NULL;
+  CHECK(la_client_connect(T.g.feed_addr, 5000, &other) == 0, "connect");
+  assert_int_equal(la_client_subscribe(other, "elsewhere", 0), 0);
+  la_client_rows_t *rows = NULL; /* a round trip: the Subscribe is in */
+  assert_int_equal(la_client_list(other, "apps", NULL, &rows), 0);
+  la_client_rows_free(rows);
+  send_set("nobody", RANKS, 4, 0);
+  CHECK(la_td_wait_status(T.g.d, "sets_published", 4, WAIT_MS) == 0,
+        "sets_published is %lld", la_td_status_ll(T.g.d, "sets_published"));
+  la_client_close(c);
+  c = subscriber(0);
+  la_traceset_t *t = send_whole(c, "nobody", 5, 0);
+  la_traceset_free(t);
+  la_traceset_t *none = NULL;
+  assert_int_equal(la_client_next(other, 200, &none), LA_ETIMEDOUT);
+  assert_null(none);
+  assert_int_equal(la_td_status_ll(T.g.d, "sets_published"), 5);
+  la_client_close(other);
+  la_client_close(c);
+}
+
 /* A subscriber that asks for a set by query while a live set streams to
  * it in parts gets both whole: the queried one from la_client_get and
  * la_client_latest, the live one from la_client_next. A bound below the
@@ -996,6 +1046,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_old_subscriber, setup, teardown),
       cmocka_unit_test_setup_teardown(test_app_list_bounded, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_sets_without_subscriber, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_query_in_parts_beside_live_sets,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(test_query_set_over_frame_limit, setup,

@@ -409,6 +409,36 @@ static void test_coded_runs_round_trip(void **state) {
   assert_int_equal(la_huff_qrun_encode(ks, 1000, 0, e.b, 1000, NULL, 1), 0);
 }
 
+/* Values far from the reference (row probes: a timer step of 26 ticks, a
+ * row of hundreds of ticks): up to 32 distinct far values are coded, each
+ * found again wherever it repeats (negative and positive, values that
+ * share their low bits), and decode to what they were; a 33rd declines the
+ * record (the plain run stays). */
+static void test_coded_runs_far_values(void **state) {
+  (void)state;
+  enc_t e;
+  double ks[LA_CENC_QRUN_MAX], v[LA_CENC_QRUN_MAX];
+  uint64_t seed = 17, m = 3000;
+  for (int far = 1; far <= 33; far += 8) {
+    int nfar = far == 33 ? 33 : far == 25 ? 32 : far;
+    for (uint64_t j = 0; j < m; j++) {
+      uint64_t r = la_compact_rand(&seed) % 4;
+      int64_t k = (int64_t)(la_compact_rand(&seed) % (uint64_t)nfar);
+      /* far values: 26 ticks apart above 300, or 1024 apart below -300 */
+      ks[j] = r == 0   ? (double)(k % 2 ? 300 + 26 * k : -300 - 1024 * k)
+              : r == 1 ? 26
+                       : 27;
+    }
+    for (int k = 0; k < nfar; k++) /* every far value at least once */
+      ks[k * 7] = (double)(k % 2 ? 300 + 26 * k : -300 - 1024 * k);
+    int coded = coded_enc(&e, ks, m, 0.5);
+    assert_int_equal(coded, nfar <= 32);
+    if (!coded) continue;
+    assert_int_equal(open_enc(&e, v, m), 0);
+    for (uint64_t j = 0; j < m; j++) assert_true(v[j] == ks[j] * 0.5);
+  }
+}
+
 /* The run form's tokens found from the gaps between the points that are
  * not the mode (AVX2 masks) and point by point give the same bytes: modes
  * in gaps of 0..100 points (31, 32, 33 and 64 among them), at the start
@@ -842,6 +872,7 @@ int main(void) {
       cmocka_unit_test(test_scalar_and_simd_write_the_same_bytes),
       cmocka_unit_test(test_decoder_reads_and_refuses_runs),
       cmocka_unit_test(test_coded_runs_round_trip),
+    cmocka_unit_test(test_coded_runs_far_values),
       cmocka_unit_test(test_run_tokens_gaps_same_bytes),
       cmocka_unit_test(test_coded_runs_refused),
       cmocka_unit_test(test_run_form_round_trip),
