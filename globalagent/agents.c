@@ -45,6 +45,7 @@
 #include "la_log.h"
 #include "la_secure.h"
 #include "la_status.h"
+#include "reclaim.h"
 #include "validate.h"
 
 enum { LA__AG_HELLO = 0, LA__AG_AUTH = 1, LA__AG_READY = 2 };
@@ -107,6 +108,11 @@ static void la__frame_free(la__frame_t *f) {
   la_msg_free(f->m);
   free(f->why);
   free(f);
+}
+
+/* la_reclaim_fn: a handled frame, freed on the pool (reclaim.h). */
+static void la__frame_reclaim(void *p) {
+  la__frame_free(p);
 }
 
 /* Drops the frames not yet in a job. */
@@ -467,7 +473,8 @@ static void la__after_agent(la_ga_agent_t *a, int status) {
           la_conn_end(&a->conn, "protocol error");
       }
     }
-    la__frame_free(f);
+    /* its message was decoded on the pool: freed there too */
+    la_reclaim_add(a->ga->reclaim, la__frame_reclaim, f);
   }
   assert(a->ga->agent_pending >= a->job_bytes); /* counted when read */
   a->ga->agent_pending -= a->job_bytes;
@@ -538,6 +545,7 @@ static void la__on_check(uv_check_t *h) {
   }
   for (int i = 0; i < LA__JOBS_PER_ROUND; i++)
     if (jobs[i]) la__queue(ga, jobs[i]);
+  la_reclaim_flush(ga->reclaim); /* the frames this iteration handled */
 }
 
 /* la_conn_ops_t.on_raw: an authenticated connection's frame, copied to

@@ -184,6 +184,9 @@ struct la_ga {
   la_stitch_t *stitch;
   struct la_held *held; /* open sets' traces for publishing (held.h) */
   struct la_ga_owners *owners; /* refused ranks (owners.h) */
+  /* what the loop is done with, freed on the pool (reclaim.h): handled
+   * frames (agents.c), published sets (ingest.c) */
+  struct la_reclaim *reclaim;
   la_auth_key_t key;
   int have_key;
   const la_ga_agent_ops_t *agent_ops; /* set by la_ga_ingest_start */

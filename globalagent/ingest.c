@@ -39,6 +39,7 @@
 #include "la_time.h"
 #include "held.h"
 #include "owners.h"
+#include "reclaim.h"
 #include "validate.h"
 
 typedef struct la_ga_closed {
@@ -757,9 +758,14 @@ static void la__drop_closed(la_ga_t *ga) {
 /* la_ga_feed_publish's done for a set closed by this GlobalAgent (c): the
  * set freed, its traces' budget released (only now: they lived until
  * the feed was done with them). */
+static void la__free_set(void *set) {
+  la_store_free_set(set);
+}
+
 static void la__published(la_ga_t *ga, La__TraceSet *set, void *arg) {
   la_ga_closed_t *c = arg;
-  la_store_free_set(set);
+  /* its traces' parts were allocated on the pool: freed there too */
+  la_reclaim_add(ga->reclaim, la__free_set, set);
   if (c->has_held) la_held_release(ga->held, &c->held);
   free(c);
 }
@@ -842,6 +848,7 @@ int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
   la_store_set_history(ga->store, (uint64_t)ga->set.history_full_cycles);
   ga->closed_tail = &ga->closed;
   ga->held = la_held_new(ga->set.publish_memory);
+  ga->reclaim = la_reclaim_new(ga->loop);
   ga->owners = la_ga_owners_new();
   if (ga->owners && la_ga_owners_load(ga) != 0) {
     snprintf(why, why_len, "store: cannot read the refused ranks: %s",
@@ -849,7 +856,7 @@ int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
     return LA_EIO;
   }
   la__rebuild_stitch(ga);
-  if (!ga->stitch || !ga->held || !ga->owners) {
+  if (!ga->stitch || !ga->held || !ga->owners || !ga->reclaim) {
     snprintf(why, why_len, "out of memory");
     return LA_ENOMEM;
   }
@@ -877,4 +884,6 @@ void la_ga_ingest_stop(la_ga_t *ga) {
   ga->owners = NULL;
   la_store_close(ga->store);
   ga->store = NULL;
+  la_reclaim_free(ga->reclaim); /* what was published last */
+  ga->reclaim = NULL;
 }
