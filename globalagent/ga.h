@@ -233,6 +233,15 @@ struct la_ga {
   const char *close_reason;
   size_t batch_n;
   struct la_ga_closed *closed, **closed_tail; /* to publish after commit */
+  /* committer.c: the commit thread, and whether it holds the store now
+   * (a batch's commit handed over, its result not yet handled); the
+   * expiry tick that came meanwhile (run after the result) */
+  struct la_ga_committer *committer;
+  int committing;
+  int tick_deferred;
+  /* agents.c: connections whose decoded frames wait for the commit's
+   * result (in the order they were parked) */
+  struct la_ga_agent *agents_parked, **agents_parked_tail;
   int draining;
   uint64_t start_ms;
   la_ga_stats_t st;
@@ -247,6 +256,9 @@ void la_ga_agent_accept(la_ga_t *ga, uv_stream_t *server);
 int la_ga_agent_make_room(la_ga_t *ga);
 /* The connections as ingest.c drives them (la_ga_agent_ops_t). */
 extern const la_ga_agent_ops_t la_ga_agent_ops;
+/* A commit's result was handled: the frames parked meanwhile are handed
+ * to ingest.c, in order, until a full batch's commit parks them again. */
+void la_ga_agents_resume(la_ga_t *ga);
 
 /* ingest.c */
 /* Opens the store, rebuilds the stitcher and starts the commit check and
@@ -273,8 +285,23 @@ void la_ga_ingest_end(la_ga_t *ga);
  * again: logged once each way, said in the status (store_state). */
 void la_ga_store_down(la_ga_t *ga, const char *what);
 void la_ga_store_up(la_ga_t *ga);
-/* Commits the open transaction, then acks and publishes. */
+/* Commits the open transaction, then acks and publishes: on the
+ * committer thread when it runs (committer.h; the acks and publishing
+ * follow its result, la_ga_commit_done), else here. Nothing while a
+ * commit runs or when no batch is open. */
 void la_ga_commit(la_ga_t *ga);
+/* The batch's commit returned rc (0: durable): acks and publishes, or
+ * handles the failure (rollback done: links closed, state rebuilt). */
+void la_ga_commit_done(la_ga_t *ga, int rc);
+/* The commit's result was handled and the loop may ingest again: the
+ * parked frames (agents.c), the expiry tick that waited. */
+void la_ga_after_commit(la_ga_t *ga);
+/* Commits what was received, the messages parked meanwhile too, and
+ * waits for it (the daemon stops; acks go out before the links close). */
+void la_ga_commit_drain(la_ga_t *ga);
+/* The store for loop code outside the batch being built: waits for a
+ * commit that runs first (committer.h). */
+la_store_t *la_ga_store(la_ga_t *ga);
 void la_ga_ingest_stop(la_ga_t *ga);
 
 /* shards.c: with a shared (PostgreSQL) store, publishes the sets the other

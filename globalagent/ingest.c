@@ -28,6 +28,7 @@
  * sets are rebuilt from the store too. A timer closes sets that waited longer
  * than stitch.timeout as partial.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@
 #include "la_log.h"
 #include "la_time.h"
 #include "held.h"
+#include "committer.h"
 #include "owners.h"
 #include "reclaim.h"
 #include "validate.h"
@@ -581,6 +583,7 @@ static int la__foreign(la_ga_t *ga, const char *host, uint16_t type,
 
 int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
                  ProtobufCMessage *m, const char *enc_why) {
+  assert(!ga->committing); /* agents.c parks messages meanwhile */
   if (la__txn(ga) != 0) return LA_EIO; /* the store is unavailable */
   int rc = 0;
   char why[300];
@@ -771,11 +774,19 @@ static void la__published(la_ga_t *ga, La__TraceSet *set, void *arg) {
 }
 
 void la_ga_commit(la_ga_t *ga) {
-  if (!ga->in_txn) return;
+  if (!ga->in_txn || ga->committing) return;
   int rc = ga->txn_failed ? -1 : ga->agent_ops->record_seqs(ga);
-  if (rc == 0) rc = la_store_commit(ga->store);
   ga->in_txn = 0;
   ga->batch_n = 0;
+  if (rc == 0 && la_ga_committer_ready(ga)) {
+    la_ga_committer_submit(ga); /* la_ga_commit_done follows its result */
+    return;
+  }
+  if (rc == 0) rc = la_store_commit(ga->store);
+  la_ga_commit_done(ga, rc);
+}
+
+void la_ga_commit_done(la_ga_t *ga, int rc) {
   if (rc != 0) {
     ga->st.commit_failures++;
     la_log_error(
@@ -825,12 +836,46 @@ static void la__on_check(uv_check_t *h) {
   la_ga_commit(h->data);
 }
 
-static void la__on_tick(uv_timer_t *t) {
-  la_ga_t *ga = t->data;
+/* Closes the sets that waited longer than stitch.timeout; while a commit
+ * runs, after its result (la_ga_after_commit). */
+static void la__expire(la_ga_t *ga) {
+  if (ga->committing) {
+    ga->tick_deferred = 1;
+    return;
+  }
+  ga->tick_deferred = 0;
   ga->close_reason = LA__WHY_TIMEOUT;
   la_stitch_expire(ga->stitch, uv_now(ga->loop),
                    (uint64_t)ga->set.set_timeout_ms);
   ga->close_reason = NULL;
+}
+
+static void la__on_tick(uv_timer_t *t) {
+  la__expire(t->data);
+}
+
+void la_ga_after_commit(la_ga_t *ga) {
+  /* the arrivals first: a set they complete does not time out */
+  la_ga_agents_resume(ga);
+  if (ga->tick_deferred) la__expire(ga);
+}
+
+/* Commits everything received, the frames parked meanwhile too, and
+ * waits for it: the daemon stops. */
+static void la__commit_all(la_ga_t *ga) {
+  for (int guard = 0; guard < 1000000; guard++) {
+    la_ga_commit_wait(ga);
+    if (ga->agents_parked) {
+      la_ga_agents_resume(ga);
+      continue;
+    }
+    la_ga_commit(ga);
+    if (!ga->committing) return;
+  }
+}
+
+void la_ga_commit_drain(la_ga_t *ga) {
+  la__commit_all(ga);
 }
 
 int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
@@ -847,6 +892,7 @@ int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
   }
   la_store_set_history(ga->store, (uint64_t)ga->set.history_full_cycles);
   ga->closed_tail = &ga->closed;
+  ga->agents_parked_tail = &ga->agents_parked;
   ga->held = la_held_new(ga->set.publish_memory);
   ga->reclaim = la_reclaim_new(ga->loop);
   ga->owners = la_ga_owners_new();
@@ -857,6 +903,10 @@ int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
   }
   la__rebuild_stitch(ga);
   if (!ga->stitch || !ga->held || !ga->owners || !ga->reclaim) {
+    snprintf(why, why_len, "out of memory");
+    return LA_ENOMEM;
+  }
+  if (la_ga_committer_start(ga) != 0 && !ga->committer) {
     snprintf(why, why_len, "out of memory");
     return LA_ENOMEM;
   }
@@ -873,7 +923,8 @@ int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
 }
 
 void la_ga_ingest_stop(la_ga_t *ga) {
-  la_ga_commit(ga);
+  la__commit_all(ga);
+  la_ga_committer_stop(ga);
   la__drop_closed(ga);
   while (ga->apps) la__app_forget(ga, ga->apps->app_id);
   la_stitch_free(ga->stitch);
