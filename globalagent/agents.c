@@ -25,7 +25,9 @@
  * is used by one thread at a time and the frames are handed to ingest.c on
  * the loop thread in the order they were read; the connections with frames
  * waiting after a loop iteration share at most LA__JOBS_PER_ROUND jobs. Only
- * the loop touches the store, so acks still follow the commit alone. A job's
+ * the loop touches the store (and the committer thread, during a commit:
+ * a job's frames that come back meanwhile are parked, in order, until its
+ * result, la_ga_agent_ops.resume), so acks still follow the commit alone. A job's
  * frames are dropped when their connection closed meanwhile (as frames read
  * after a close always were: nothing is stored or acknowledged after it).
  * Memory: a connection is not read while its frames not yet handled reach a
@@ -507,7 +509,7 @@ static void la__after(uv_work_t *req, int status) {
   la__resume_some(ga);
 }
 
-void la_ga_agents_resume(la_ga_t *ga) {
+static void la__resume(la_ga_t *ga) {
   while (ga->agents_parked && !ga->committing) {
     la_ga_agent_t *a = ga->agents_parked;
     ga->agents_parked = a->park_next;
@@ -782,4 +784,5 @@ const la_ga_agent_ops_t la_ga_agent_ops = {
     .connected = la__connected,
     .status_rows = la__status_rows,
     .refuse_rank = la__refuse_rank,
+    .resume = la__resume,
 };

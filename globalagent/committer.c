@@ -5,8 +5,10 @@
  * commits (la_store_commit, which rolls back itself when it fails), sets
  * done with the result under the mutex, wakes a waiting loop and sends the
  * uv_async. The loop takes the result once (la__take), from the async's
- * callback or from la_ga_commit_wait, whichever comes first; the async's
- * callback then lets the loop ingest again (la_ga_after_commit). Between
+ * callback or from la_ga_commit_wait, whichever comes first, and hands it
+ * to ingest.c's done function; the async's callback then lets the loop
+ * ingest again (ingest.c's after function). Calls out only through those
+ * two, so that the files using la_ga_store need nothing more. Between
  * req and done only the thread touches the store; the mutex orders
  * everything either side wrote to it.
  */
@@ -35,6 +37,8 @@ struct la_ga_committer {
    * right after its n-th commit here succeeded, before the loop hears of
    * it (nothing of that batch is acknowledged); 0: never */
   unsigned long long commits, kill_after;
+  la_ga_commit_done_fn done_fn; /* ingest.c's, on the loop */
+  la_ga_after_commit_fn after_fn;
 };
 
 static void *la__main(void *arg) {
@@ -77,15 +81,18 @@ static void la__on_async(uv_async_t *h) {
   int rc;
   if (ga->committing && la__take(c, 0, &rc)) {
     ga->committing = 0;
-    la_ga_commit_done(ga, rc);
+    c->done_fn(ga, rc);
   }
-  if (!ga->committing) la_ga_after_commit(ga);
+  if (!ga->committing) c->after_fn(ga);
 }
 
-int la_ga_committer_start(la_ga_t *ga) {
+int la_ga_committer_start(la_ga_t *ga, la_ga_commit_done_fn done,
+                          la_ga_after_commit_fn after) {
   la_ga_committer_t *c = calloc(1, sizeof *c);
   if (!c) return LA_ENOMEM;
   c->ga = ga;
+  c->done_fn = done;
+  c->after_fn = after;
   const char *k = getenv("LA_GA_TEST_KILL_AFTER_COMMIT");
   if (k) c->kill_after = strtoull(k, NULL, 10);
   if (pthread_mutex_init(&c->mu, NULL) != 0) {
@@ -139,7 +146,7 @@ void la_ga_commit_wait(la_ga_t *ga) {
   if (!ga->committing) return;
   if (!la__take(ga->committer, 1, &rc)) return; /* not reached */
   ga->committing = 0;
-  la_ga_commit_done(ga, rc);
+  ga->committer->done_fn(ga, rc);
   /* the parked frames wait for the async's callback (or are dropped when
    * the daemon stops): the caller may be in the middle of anything */
 }

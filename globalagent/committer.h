@@ -22,9 +22,17 @@
 typedef struct la_ga la_ga_t;
 typedef struct la_ga_committer la_ga_committer_t;
 
+/* What the loop does with a commit's result (rc: la_store_commit's), and
+ * once it may ingest again (ingest.c's la_ga_commit_done and
+ * la_ga_after_commit). */
+typedef void (*la_ga_commit_done_fn)(la_ga_t *ga, int rc);
+typedef void (*la_ga_after_commit_fn)(la_ga_t *ga);
+
 /* Starts the thread and its uv_async on ga->loop. Returns 0, or a
- * negative LA_E* code (then commits run on the loop, as before). */
-int la_ga_committer_start(la_ga_t *ga);
+ * negative LA_E* code (then commits run on the loop, as before; when
+ * ga->committer is NULL, out of memory). */
+int la_ga_committer_start(la_ga_t *ga, la_ga_commit_done_fn done,
+                          la_ga_after_commit_fn after);
 
 /* Whether a commit can be handed over now (started, its uv_async not
  * closing: the daemon stops). */
@@ -34,8 +42,8 @@ int la_ga_committer_ready(const la_ga_t *ga);
  * result is handled. la_ga_committer_ready must hold. */
 void la_ga_committer_submit(la_ga_t *ga);
 
-/* When a commit runs: waits for it and handles its result
- * (la_ga_commit_done) before returning. Nothing when none runs. */
+/* When a commit runs: waits for it and handles its result (the done
+ * function) before returning. Nothing when none runs. */
 void la_ga_commit_wait(la_ga_t *ga);
 
 /* Stops the thread (after la_ga_commit_wait) and frees it; the uv_async

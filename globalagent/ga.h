@@ -160,6 +160,9 @@ typedef struct la_ga_agent_ops {
   /* Tells the LocalAgent authenticated as host (when connected) that a
    * RankStart of its was refused (owners.c). */
   void (*refuse_rank)(la_ga_t *ga, const char *host, const La__RankRefused *m);
+  /* A commit's result was handled: the frames parked meanwhile are handed
+   * to ingest.c, in order, until a full batch's commit parks them again. */
+  void (*resume)(la_ga_t *ga);
 } la_ga_agent_ops_t;
 
 struct la_ga {
@@ -256,9 +259,6 @@ void la_ga_agent_accept(la_ga_t *ga, uv_stream_t *server);
 int la_ga_agent_make_room(la_ga_t *ga);
 /* The connections as ingest.c drives them (la_ga_agent_ops_t). */
 extern const la_ga_agent_ops_t la_ga_agent_ops;
-/* A commit's result was handled: the frames parked meanwhile are handed
- * to ingest.c, in order, until a full batch's commit parks them again. */
-void la_ga_agents_resume(la_ga_t *ga);
 
 /* ingest.c */
 /* Opens the store, rebuilds the stitcher and starts the commit check and
@@ -294,7 +294,7 @@ void la_ga_commit(la_ga_t *ga);
  * handles the failure (rollback done: links closed, state rebuilt). */
 void la_ga_commit_done(la_ga_t *ga, int rc);
 /* The commit's result was handled and the loop may ingest again: the
- * parked frames (agents.c), the expiry tick that waited. */
+ * parked frames (agent_ops->resume), the expiry tick that waited. */
 void la_ga_after_commit(la_ga_t *ga);
 /* Commits what was received, the messages parked meanwhile too, and
  * waits for it (the daemon stops; acks go out before the links close). */

@@ -12,8 +12,10 @@
  * run under the same id: dropped either way, the latter said by name.
  *
  * Group commit: the messages of one loop iteration (at most store.batch_max)
- * go into one SQLite transaction, committed in a uv_check callback after the
- * iteration's I/O; only after the commit succeeds are the LocalAgents
+ * go into one transaction, committed in a uv_check callback after the
+ * iteration's I/O, on the committer thread (committer.h: the loop stores
+ * nothing until its result; la_ga_commit_done then goes on here); only
+ * after the commit succeeds are the LocalAgents
  * acknowledged (so nothing acknowledged can be lost) and the Trace-Sets the
  * batch closed published to subscribers (so a subscriber never sees a set the
  * store does not have); a closed set that cannot be read back to be
@@ -856,7 +858,7 @@ static void la__on_tick(uv_timer_t *t) {
 
 void la_ga_after_commit(la_ga_t *ga) {
   /* the arrivals first: a set they complete does not time out */
-  la_ga_agents_resume(ga);
+  ga->agent_ops->resume(ga);
   if (ga->tick_deferred) la__expire(ga);
 }
 
@@ -866,7 +868,7 @@ static void la__commit_all(la_ga_t *ga) {
   for (int guard = 0; guard < 1000000; guard++) {
     la_ga_commit_wait(ga);
     if (ga->agents_parked) {
-      la_ga_agents_resume(ga);
+      ga->agent_ops->resume(ga);
       continue;
     }
     la_ga_commit(ga);
@@ -906,7 +908,8 @@ int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
     snprintf(why, why_len, "out of memory");
     return LA_ENOMEM;
   }
-  if (la_ga_committer_start(ga) != 0 && !ga->committer) {
+  if (la_ga_committer_start(ga, la_ga_commit_done, la_ga_after_commit) != 0 &&
+      !ga->committer) {
     snprintf(why, why_len, "out of memory");
     return LA_ENOMEM;
   }

@@ -163,6 +163,7 @@ int la_store_rollback(la_store_t *s) {
   s->in_batch = 0;
   s->failed = 0;
   s->app_known[0] = 0;
+  la__store_touch_forget(s);
   if (s->db && la_db_in_txn(s->db)) {
     int rc = la_db_step(s->st[S_ROLLBACK]);
     if (rc != LA_DB_DONE) {
@@ -180,7 +181,7 @@ int la_store_commit(la_store_t *s) {
     la__store_fmt(s->err, sizeof s->err, "commit without a batch");
     return LA_EINVAL;
   }
-  if (s->failed) {
+  if (s->failed || la__store_touch_flush(s) != 0) {
     la_store_rollback(s);
     return LA_EIO;
   }

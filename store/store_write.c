@@ -145,7 +145,7 @@ out:
   return la__store_wend(s, own, r);
 }
 
-/* Runs statement id (S_SET_TOUCH, S_MISS_SET) on the trace_sets row of
+/* Runs statement id (S_MISS_SET) on the trace_sets row of
  * (app_id, cycle_tag) with the time now. Returns 0 or LA_EIO. */
 static int la__cycle_touch(la_store_t *s, int id, const char *app_id,
                            uint64_t cycle_tag, uint64_t now, const char *what) {
@@ -289,9 +289,7 @@ extras:
   if (!pg && (r = la__robust_put(s, t))) goto out;
   if ((r = la__channels_put(s, t))) goto out;
   if ((r = la__store_history_put(s, t))) goto out;
-  if (!pg)
-    r = la__cycle_touch(s, S_SET_TOUCH, t->app_id, t->cycle_tag, now,
-                        "recording the trace's cycle");
+  if (!pg) r = la__store_touch(s, t->app_id, t->cycle_tag, now);
 out:
   r = la__store_wend(s, own, r);
   if (r && was_new) *was_new = 0;
@@ -356,6 +354,7 @@ int la_store_missing(la_store_t *s, const char *app_id, uint64_t cycle_tag,
   if ((r = la__store_run(s, st, "storing the missing record"))) goto out;
   if (la_db_changes(s->db) == 0) goto out; /* known already, or a trace */
   if (was_new) *was_new = 1;
+  if ((r = la__store_touch_flush(s))) goto out;
   r = la__cycle_touch(s, S_MISS_SET, app_id, cycle_tag, now,
                       "recording the missing record's cycle");
 out:
@@ -398,6 +397,7 @@ int la_store_set_closed(la_store_t *s, const char *app_id, uint64_t cycle_tag,
   }
   int own, r = la__store_wbegin(s, &own);
   if (r) goto done;
+  if ((r = la__store_touch_flush(s))) goto out;
   if ((r = la__app_lazy(s, app_id, la_realtime_ns()))) goto out;
   la_db_stmt_t *st = s->st[S_SET_CLOSE];
   la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
