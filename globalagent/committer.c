@@ -17,6 +17,7 @@
 #include <assert.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "ga.h"
@@ -32,6 +33,7 @@ struct la_ga_committer {
   int req;  /* a commit handed over, not yet taken by the thread */
   int done; /* a commit finished (rc), its result not yet taken */
   int rc;
+  char why[512]; /* the store's error when rc is not 0 */
   int quit;
   /* tests: LA_GA_TEST_KILL_AFTER_COMMIT=n kills the daemon (SIGKILL)
    * right after its n-th commit here succeeded, before the loop hears of
@@ -53,6 +55,8 @@ static void *la__main(void *arg) {
     if (rc == 0 && ++c->commits == c->kill_after) raise(SIGKILL);
     pthread_mutex_lock(&c->mu);
     c->rc = rc;
+    snprintf(c->why, sizeof c->why, "%s",
+             rc ? la_store_errmsg(c->ga->store) : "");
     c->done = 1;
     pthread_cond_broadcast(&c->cv);
     uv_async_send(&c->async); /* under the mutex: stop waits for it */
@@ -62,13 +66,16 @@ static void *la__main(void *arg) {
 }
 
 /* The result of the commit that ran (waiting for it when block), once:
- * 1 with *rc, or 0 when it is not there (yet, or taken already). */
-static int la__take(la_ga_committer_t *c, int block, int *rc) {
+ * 1 with *rc and the error in why, or 0 when it is not there (yet, or
+ * taken already). */
+static int la__take(la_ga_committer_t *c, int block, int *rc, char *why,
+                    size_t len) {
   pthread_mutex_lock(&c->mu);
   while (block && !c->done) pthread_cond_wait(&c->cv, &c->mu);
   int got = c->done;
   if (got) {
     *rc = c->rc;
+    snprintf(why, len, "%s", c->why);
     c->done = 0;
   }
   pthread_mutex_unlock(&c->mu);
@@ -79,9 +86,10 @@ static void la__on_async(uv_async_t *h) {
   la_ga_committer_t *c = h->data;
   la_ga_t *ga = c->ga;
   int rc;
-  if (ga->committing && la__take(c, 0, &rc)) {
+  char why[512];
+  if (ga->committing && la__take(c, 0, &rc, why, sizeof why)) {
     ga->committing = 0;
-    c->done_fn(ga, rc);
+    c->done_fn(ga, rc, why);
   }
   if (!ga->committing) c->after_fn(ga);
 }
@@ -143,16 +151,25 @@ void la_ga_committer_submit(la_ga_t *ga) {
 
 void la_ga_commit_wait(la_ga_t *ga) {
   int rc;
+  char why[512];
   if (!ga->committing) return;
-  if (!la__take(ga->committer, 1, &rc)) return; /* not reached */
+  if (!la__take(ga->committer, 1, &rc, why, sizeof why))
+    return; /* not reached */
   ga->committing = 0;
-  ga->committer->done_fn(ga, rc);
+  ga->committer->done_fn(ga, rc, why);
   /* the parked frames wait for the async's callback (or are dropped when
    * the daemon stops): the caller may be in the middle of anything */
 }
 
 la_store_t *la_ga_store(la_ga_t *ga) {
-  la_ga_commit_wait(ga);
+  la_ga_committer_t *c = ga->committer;
+  if (!ga->committing) return ga->store;
+  /* waits for the thread to be done with the store; the result stays for
+   * the async's callback (or la_ga_commit_wait), so that no caller finds
+   * the Acks sent or the links closed under its feet */
+  pthread_mutex_lock(&c->mu);
+  while (!c->done) pthread_cond_wait(&c->cv, &c->mu);
+  pthread_mutex_unlock(&c->mu);
   return ga->store;
 }
 

@@ -13,7 +13,10 @@
  * not ingest (agents.c parks the decoded messages, in order, until the
  * result; ingest.c's expiry tick waits too), and any other loop code that
  * uses the store reaches it through la_ga_store(), which first waits for
- * the commit and handles its result. One commit at a time; the batch the
+ * the thread to be done with it (the commit's result is still handled by
+ * the uv_async's callback: acks, publishing, a failure's recovery never
+ * happen inside such a caller). The store is then committed or rolled
+ * back, with no batch open. One commit at a time; the batch the
  * loop builds next starts after the result.
  */
 #ifndef LA_GLOBALAGENT_COMMITTER_H
@@ -22,10 +25,11 @@
 typedef struct la_ga la_ga_t;
 typedef struct la_ga_committer la_ga_committer_t;
 
-/* What the loop does with a commit's result (rc: la_store_commit's), and
+/* What the loop does with a commit's result (rc: la_store_commit's; why:
+ * the store's error when it failed, taken on the thread), and
  * once it may ingest again (ingest.c's la_ga_commit_done and
  * la_ga_after_commit). */
-typedef void (*la_ga_commit_done_fn)(la_ga_t *ga, int rc);
+typedef void (*la_ga_commit_done_fn)(la_ga_t *ga, int rc, const char *why);
 typedef void (*la_ga_after_commit_fn)(la_ga_t *ga);
 
 /* Starts the thread and its uv_async on ga->loop. Returns 0, or a

@@ -291,8 +291,9 @@ void la_ga_store_up(la_ga_t *ga);
  * commit runs or when no batch is open. */
 void la_ga_commit(la_ga_t *ga);
 /* The batch's commit returned rc (0: durable): acks and publishes, or
- * handles the failure (rollback done: links closed, state rebuilt). */
-void la_ga_commit_done(la_ga_t *ga, int rc);
+ * handles the failure (rollback done: links closed, state rebuilt); why:
+ * the store's error then (NULL: read from the store now). */
+void la_ga_commit_done(la_ga_t *ga, int rc, const char *why);
 /* The commit's result was handled and the loop may ingest again: the
  * parked frames (agent_ops->resume), the expiry tick that waited. */
 void la_ga_after_commit(la_ga_t *ga);
@@ -300,7 +301,8 @@ void la_ga_after_commit(la_ga_t *ga);
  * waits for it (the daemon stops; acks go out before the links close). */
 void la_ga_commit_drain(la_ga_t *ga);
 /* The store for loop code outside the batch being built: waits for a
- * commit that runs first (committer.h). */
+ * commit that runs to finish first (its result is handled later, by the
+ * committer's uv_async; committer.h). */
 la_store_t *la_ga_store(la_ga_t *ga);
 void la_ga_ingest_stop(la_ga_t *ga);
 

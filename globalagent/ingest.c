@@ -54,9 +54,9 @@ typedef struct la_ga_closed {
   la_held_set_t held;
 } la_ga_closed_t;
 
-void la_ga_store_down(la_ga_t *ga, const char *what) {
-  snprintf(ga->store_error, sizeof ga->store_error, "%s: %s", what,
-           la_store_errmsg(ga->store));
+/* la_ga_store_down with the store's error why. */
+static void la__store_down(la_ga_t *ga, const char *what, const char *why) {
+  snprintf(ga->store_error, sizeof ga->store_error, "%s: %s", what, why);
   if (ga->store_down) return;
   ga->store_down = 1;
   ga->store_down_ms = la_now_ms();
@@ -64,6 +64,10 @@ void la_ga_store_down(la_ga_t *ga, const char *what) {
   la_log_error("store unavailable (%s): LocalAgents are told to wait and "
                "resend; nothing is acknowledged until it is back",
                ga->store_error);
+}
+
+void la_ga_store_down(la_ga_t *ga, const char *what) {
+  la__store_down(ga, what, la_store_errmsg(ga->store));
 }
 
 void la_ga_store_up(la_ga_t *ga) {
@@ -785,17 +789,18 @@ void la_ga_commit(la_ga_t *ga) {
     return;
   }
   if (rc == 0) rc = la_store_commit(ga->store);
-  la_ga_commit_done(ga, rc);
+  la_ga_commit_done(ga, rc, NULL);
 }
 
-void la_ga_commit_done(la_ga_t *ga, int rc) {
+void la_ga_commit_done(la_ga_t *ga, int rc, const char *why) {
   if (rc != 0) {
+    if (!why) why = la_store_errmsg(ga->store);
     ga->st.commit_failures++;
     la_log_error(
         "store: commit failed (%s): closing LocalAgent links so "
         "they resend",
-        la_store_errmsg(ga->store));
-    la_ga_store_down(ga, "commit failed");
+        why);
+    la__store_down(ga, "commit failed", why);
     la_store_rollback(ga->store);
     ga->txn_failed = 0;
     la__restore_counts(ga);
