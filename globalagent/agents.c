@@ -25,7 +25,9 @@
  * is used by one thread at a time and the frames are handed to ingest.c on
  * the loop thread in the order they were read; the connections with frames
  * waiting after a loop iteration share at most LA__JOBS_PER_ROUND jobs. Only
- * the loop touches the store, so acks still follow the commit alone. A job's
+ * the loop touches the store (and the committer thread, during a commit:
+ * a job's frames that come back meanwhile are parked, in order, until its
+ * result, la_ga_agent_ops.resume), so acks still follow the commit alone. A job's
  * frames are dropped when their connection closed meanwhile (as frames read
  * after a close always were: nothing is stored or acknowledged after it).
  * Memory: a connection is not read while its frames not yet handled reach a
@@ -45,6 +47,7 @@
 #include "la_log.h"
 #include "la_secure.h"
 #include "la_status.h"
+#include "reclaim.h"
 #include "validate.h"
 
 enum { LA__AG_HELLO = 0, LA__AG_AUTH = 1, LA__AG_READY = 2 };
@@ -100,6 +103,7 @@ typedef struct la_ga_agent {
   int paused; /* counted in ga->agents_paused */
   int queued; /* in ga->agents_ready (holding the connection) */
   struct la_ga_agent *ready_next;
+  struct la_ga_agent *park_next; /* in ga->agents_parked */
   uint64_t since_ms; /* accepted (loop time) */
 } la_ga_agent_t;
 
@@ -107,6 +111,11 @@ static void la__frame_free(la__frame_t *f) {
   la_msg_free(f->m);
   free(f->why);
   free(f);
+}
+
+/* la_reclaim_fn: a handled frame, freed on the pool (reclaim.h). */
+static void la__frame_reclaim(void *p) {
+  la__frame_free(p);
 }
 
 /* Drops the frames not yet in a job. */
@@ -237,7 +246,7 @@ static int la__handshake_auth(la_ga_agent_t *a, const La__Auth *au) {
   }
   La__AuthResult r = LA__AUTH_RESULT__INIT;
   uint64_t next = 1;
-  if (la_store_agent_next_seq(ga->store, a->host, &next) == LA_EIO) {
+  if (la_store_agent_next_seq(la_ga_store(ga), a->host, &next) == LA_EIO) {
     /* nothing can be stored now: the LocalAgent waits for this one */
     la_ga_store_down(ga, "reading a LocalAgent's sequence number");
     char msg[300];
@@ -447,12 +456,22 @@ static void la__resume_some(la_ga_t *ga) {
 }
 
 /* The loop's part of a job, for a: hands its frames to ingest.c in order,
- * until one is bad or the connection closes. */
-static void la__after_agent(la_ga_agent_t *a, int status) {
+ * until one is bad or the connection closes. While a commit runs on the
+ * committer thread the rest wait (parked, in order) for its result: returns
+ * 1 when a is parked (it keeps its job and its hold), else 0. */
+static int la__after_agent(la_ga_agent_t *a, int status) {
   /* the connection's one job is this one */
   assert(a->busy);
-  for (la__frame_t *f = a->job_frames, *n; f; f = n) {
-    n = f->next;
+  la_ga_t *ga = a->ga;
+  while (a->job_frames) {
+    la__frame_t *f = a->job_frames;
+    if (status == 0 && !a->conn.closing && ga->committing) {
+      a->park_next = NULL;
+      *ga->agents_parked_tail = a;
+      ga->agents_parked_tail = &a->park_next;
+      return 1;
+    }
+    a->job_frames = f->next;
     if (status == 0 && !a->conn.closing) {
       if (f->verdict == LA__F_BAD)
         la_conn_bad(&a->conn, f->why ? f->why : "a frame does not decode");
@@ -467,14 +486,16 @@ static void la__after_agent(la_ga_agent_t *a, int status) {
           la_conn_end(&a->conn, "protocol error");
       }
     }
-    la__frame_free(f);
+    assert(ga->agent_pending >= f->len && a->job_bytes >= f->len);
+    ga->agent_pending -= f->len; /* counted when read */
+    a->job_bytes -= f->len;
+    /* its message was decoded on the pool: freed there too */
+    la_reclaim_add(ga->reclaim, la__frame_reclaim, f);
   }
-  assert(a->ga->agent_pending >= a->job_bytes); /* counted when read */
-  a->ga->agent_pending -= a->job_bytes;
-  a->job_frames = NULL;
-  a->job_bytes = 0;
+  assert(a->job_bytes == 0);
   a->busy = 0;
   if (a->pend && !a->conn.closing) la__ready(a); /* read meanwhile */
+  return 0;
 }
 
 static void la__after(uv_work_t *req, int status) {
@@ -482,10 +503,20 @@ static void la__after(uv_work_t *req, int status) {
   la_ga_t *ga = j->agents->ga;
   for (la_ga_agent_t *a = j->agents, *n; a; a = n) {
     n = a->job_next;
-    la__after_agent(a, status);
-    la_conn_release(&a->conn);
+    if (!la__after_agent(a, status)) la_conn_release(&a->conn);
   }
   free(j);
+  la__resume_some(ga);
+}
+
+static void la__resume(la_ga_t *ga) {
+  while (ga->agents_parked && !ga->committing) {
+    la_ga_agent_t *a = ga->agents_parked;
+    ga->agents_parked = a->park_next;
+    if (!ga->agents_parked) ga->agents_parked_tail = &ga->agents_parked;
+    if (la__after_agent(a, 0)) break; /* parked again, at the tail */
+    la_conn_release(&a->conn);
+  }
   la__resume_some(ga);
 }
 
@@ -538,6 +569,7 @@ static void la__on_check(uv_check_t *h) {
   }
   for (int i = 0; i < LA__JOBS_PER_ROUND; i++)
     if (jobs[i]) la__queue(ga, jobs[i]);
+  la_reclaim_flush(ga->reclaim); /* the frames this iteration handled */
 }
 
 /* la_conn_ops_t.on_raw: an authenticated connection's frame, copied to
@@ -752,4 +784,5 @@ const la_ga_agent_ops_t la_ga_agent_ops = {
     .connected = la__connected,
     .status_rows = la__status_rows,
     .refuse_rank = la__refuse_rank,
+    .resume = la__resume,
 };

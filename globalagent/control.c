@@ -28,9 +28,9 @@ static void la__missing_rows(la_ga_t *ga, La__StatusReply *r) {
   la_store_reason_count_t top[LA__REASON_ROWS];
   size_t n = 0;
   uint64_t total = 0;
-  if (la_store_missing_counts(ga->store, top, LA__REASON_ROWS, &n, &total) !=
+  if (la_store_missing_counts(la_ga_store(ga), top, LA__REASON_ROWS, &n, &total) !=
       0) {
-    la_status_row(r, "missing_ranks", "? (%s)", la_store_errmsg(ga->store));
+    la_status_row(r, "missing_ranks", "? (%s)", la_store_errmsg(la_ga_store(ga)));
     return;
   }
   la_status_gauge(r, "missing_ranks",
@@ -68,7 +68,7 @@ La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
   la_status_gauge(r, "store_bytes",
                   ga->set.db_url[0] ? "size of the PostgreSQL database"
                                     : "size of the store's main file",
-                  la_store_bytes(ga->store, ga->set.db));
+                  la_store_bytes(la_ga_store(ga), ga->set.db));
   char sstate[300];
   if (ga->store_down)
     snprintf(sstate, sizeof sstate, "unavailable for %.0f s: %s",

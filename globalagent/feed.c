@@ -734,7 +734,7 @@ static void la__query(la_ga_sub_t *s, const La__Query *q) {
       return;
     }
   } else {
-    la_ga_answer(s->ga->store, q, &a);
+    la_ga_answer(la_ga_store(s->ga), q, &a);
   }
   la__send(s, LA__MSG_TYPE__MSG_QUERY_REPLY, &a.reply.base);
   la_ga_answer_free(&a);
@@ -758,7 +758,7 @@ static void la__subscribe_stored(la_ga_sub_t *s, const La__Subscribe *m) {
     la__submit(s, f);
     return;
   }
-  la__stored_each(s->ga->store, s->app, has_cycle, m->cycle_tag, m->latest,
+  la__stored_each(la_ga_store(s->ga), s->app, has_cycle, m->cycle_tag, m->latest,
                   la__send_stored, s);
 }
 

@@ -139,7 +139,7 @@ int la_ga_fjob_submit(la_ga_t *ga, la_ga_fjob_t *j) {
   j->why[0] = 0;
   if (!ga->set.db_url[0] && !strcmp(ga->set.db, ":memory:")) {
     /* a private database: no reader beside the loop's own connection */
-    j->work(j, ga->store, j->why);
+    j->work(j, la_ga_store(ga), j->why);
     j->done(j, 1);
     return 1;
   }

@@ -166,6 +166,9 @@ typedef struct la_ga_agent_ops {
   /* Tells the LocalAgent authenticated as host (when connected) that a
    * RankStart of its was refused (owners.c). */
   void (*refuse_rank)(la_ga_t *ga, const char *host, const La__RankRefused *m);
+  /* A commit's result was handled: the frames parked meanwhile are handed
+   * to ingest.c, in order, until a full batch's commit parks them again. */
+  void (*resume)(la_ga_t *ga);
 } la_ga_agent_ops_t;
 
 struct la_ga {
@@ -190,6 +193,9 @@ struct la_ga {
   la_stitch_t *stitch;
   struct la_held *held; /* open sets' traces for publishing (held.h) */
   struct la_ga_owners *owners; /* refused ranks (owners.h) */
+  /* what the loop is done with, freed on the pool (reclaim.h): handled
+   * frames (agents.c), published sets (ingest.c) */
+  struct la_reclaim *reclaim;
   la_auth_key_t key;
   int have_key;
   const la_ga_agent_ops_t *agent_ops; /* set by la_ga_ingest_start */
@@ -236,6 +242,15 @@ struct la_ga {
   const char *close_reason;
   size_t batch_n;
   struct la_ga_closed *closed, **closed_tail; /* to publish after commit */
+  /* committer.c: the commit thread, and whether it holds the store now
+   * (a batch's commit handed over, its result not yet handled); the
+   * expiry tick that came meanwhile (run after the result) */
+  struct la_ga_committer *committer;
+  int committing;
+  int tick_deferred;
+  /* agents.c: connections whose decoded frames wait for the commit's
+   * result (in the order they were parked) */
+  struct la_ga_agent *agents_parked, **agents_parked_tail;
   int draining;
   uint64_t start_ms;
   la_ga_stats_t st;
@@ -276,8 +291,25 @@ void la_ga_ingest_end(la_ga_t *ga);
  * again: logged once each way, said in the status (store_state). */
 void la_ga_store_down(la_ga_t *ga, const char *what);
 void la_ga_store_up(la_ga_t *ga);
-/* Commits the open transaction, then acks and publishes. */
+/* Commits the open transaction, then acks and publishes: on the
+ * committer thread when it runs (committer.h; the acks and publishing
+ * follow its result, la_ga_commit_done), else here. Nothing while a
+ * commit runs or when no batch is open. */
 void la_ga_commit(la_ga_t *ga);
+/* The batch's commit returned rc (0: durable): acks and publishes, or
+ * handles the failure (rollback done: links closed, state rebuilt); why:
+ * the store's error then (NULL: read from the store now). */
+void la_ga_commit_done(la_ga_t *ga, int rc, const char *why);
+/* The commit's result was handled and the loop may ingest again: the
+ * parked frames (agent_ops->resume), the expiry tick that waited. */
+void la_ga_after_commit(la_ga_t *ga);
+/* Commits what was received, the messages parked meanwhile too, and
+ * waits for it (the daemon stops; acks go out before the links close). */
+void la_ga_commit_drain(la_ga_t *ga);
+/* The store for loop code outside the batch being built: waits for a
+ * commit that runs to finish first (its result is handled later, by the
+ * committer's uv_async; committer.h). */
+la_store_t *la_ga_store(la_ga_t *ga);
 void la_ga_ingest_stop(la_ga_t *ga);
 
 /* shards.c: with a shared (PostgreSQL) store, publishes the sets the other

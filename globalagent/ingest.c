@@ -12,8 +12,10 @@
  * run under the same id: dropped either way, the latter said by name.
  *
  * Group commit: the messages of one loop iteration (at most store.batch_max)
- * go into one SQLite transaction, committed in a uv_check callback after the
- * iteration's I/O; only after the commit succeeds are the LocalAgents
+ * go into one transaction, committed in a uv_check callback after the
+ * iteration's I/O, on the committer thread (committer.h: the loop stores
+ * nothing until its result; la_ga_commit_done then goes on here); only
+ * after the commit succeeds are the LocalAgents
  * acknowledged (so nothing acknowledged can be lost) and the Trace-Sets the
  * batch closed published to subscribers (so a subscriber never sees a set the
  * store does not have); a closed set that cannot be read back to be
@@ -28,6 +30,7 @@
  * sets are rebuilt from the store too. A timer closes sets that waited longer
  * than stitch.timeout as partial.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,8 +41,10 @@
 #include "la_log.h"
 #include "la_time.h"
 #include "held.h"
+#include "committer.h"
 #include "owners.h"
 #include "reps.h"
+#include "reclaim.h"
 #include "validate.h"
 
 typedef struct la_ga_closed {
@@ -50,9 +55,9 @@ typedef struct la_ga_closed {
   la_held_set_t held;
 } la_ga_closed_t;
 
-void la_ga_store_down(la_ga_t *ga, const char *what) {
-  snprintf(ga->store_error, sizeof ga->store_error, "%s: %s", what,
-           la_store_errmsg(ga->store));
+/* la_ga_store_down with the store's error why. */
+static void la__store_down(la_ga_t *ga, const char *what, const char *why) {
+  snprintf(ga->store_error, sizeof ga->store_error, "%s: %s", what, why);
   if (ga->store_down) return;
   ga->store_down = 1;
   ga->store_down_ms = la_now_ms();
@@ -60,6 +65,10 @@ void la_ga_store_down(la_ga_t *ga, const char *what) {
   la_log_error("store unavailable (%s): LocalAgents are told to wait and "
                "resend; nothing is acknowledged until it is back",
                ga->store_error);
+}
+
+void la_ga_store_down(la_ga_t *ga, const char *what) {
+  la__store_down(ga, what, la_store_errmsg(ga->store));
 }
 
 void la_ga_store_up(la_ga_t *ga) {
@@ -583,6 +592,7 @@ static int la__foreign(la_ga_t *ga, const char *host, uint16_t type,
 
 int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
                  ProtobufCMessage *m, const char *enc_why) {
+  assert(!ga->committing); /* agents.c parks messages meanwhile */
   if (la__txn(ga) != 0) return LA_EIO; /* the store is unavailable */
   int rc = 0, foreign = 0;
   char why[300];
@@ -762,26 +772,40 @@ static void la__drop_closed(la_ga_t *ga) {
 /* la_ga_feed_publish's done for a set closed by this GlobalAgent (c): the
  * set freed, its traces' budget released (only now: they lived until
  * the feed was done with them). */
+static void la__free_set(void *set) {
+  la_store_free_set(set);
+}
+
 static void la__published(la_ga_t *ga, La__TraceSet *set, void *arg) {
   la_ga_closed_t *c = arg;
-  la_store_free_set(set);
+  /* its traces' parts were allocated on the pool: freed there too */
+  la_reclaim_add(ga->reclaim, la__free_set, set);
   if (c->has_held) la_held_release(ga->held, &c->held);
   free(c);
 }
 
 void la_ga_commit(la_ga_t *ga) {
-  if (!ga->in_txn) return;
+  if (!ga->in_txn || ga->committing) return;
   int rc = ga->txn_failed ? -1 : ga->agent_ops->record_seqs(ga);
-  if (rc == 0) rc = la_store_commit(ga->store);
   ga->in_txn = 0;
   ga->batch_n = 0;
+  if (rc == 0 && la_ga_committer_ready(ga)) {
+    la_ga_committer_submit(ga); /* la_ga_commit_done follows its result */
+    return;
+  }
+  if (rc == 0) rc = la_store_commit(ga->store);
+  la_ga_commit_done(ga, rc, NULL);
+}
+
+void la_ga_commit_done(la_ga_t *ga, int rc, const char *why) {
   if (rc != 0) {
+    if (!why) why = la_store_errmsg(ga->store);
     ga->st.commit_failures++;
     la_log_error(
         "store: commit failed (%s): closing LocalAgent links so "
         "they resend",
-        la_store_errmsg(ga->store));
-    la_ga_store_down(ga, "commit failed");
+        why);
+    la__store_down(ga, "commit failed", why);
     la_store_rollback(ga->store);
     ga->txn_failed = 0;
     la__restore_counts(ga);
@@ -831,8 +855,14 @@ static void la__on_check(uv_check_t *h) {
   la_ga_commit(h->data);
 }
 
-static void la__on_tick(uv_timer_t *t) {
-  la_ga_t *ga = t->data;
+/* Closes the sets that waited longer than stitch.timeout; while a commit
+ * runs, after its result (la_ga_after_commit). */
+static void la__expire(la_ga_t *ga) {
+  if (ga->committing) {
+    ga->tick_deferred = 1;
+    return;
+  }
+  ga->tick_deferred = 0;
   ga->close_reason = LA__WHY_TIMEOUT;
   la_stitch_expire(ga->stitch, uv_now(ga->loop),
                    (uint64_t)ga->set.set_timeout_ms);
@@ -843,6 +873,34 @@ static void la__on_tick(uv_timer_t *t) {
     la_log_error("store: %s", la_store_errmsg(ga->store));
     ga->txn_failed = 1;
   }
+}
+
+static void la__on_tick(uv_timer_t *t) {
+  la__expire(t->data);
+}
+
+void la_ga_after_commit(la_ga_t *ga) {
+  /* the arrivals first: a set they complete does not time out */
+  ga->agent_ops->resume(ga);
+  if (ga->tick_deferred) la__expire(ga);
+}
+
+/* Commits everything received, the frames parked meanwhile too, and
+ * waits for it: the daemon stops. */
+static void la__commit_all(la_ga_t *ga) {
+  for (int guard = 0; guard < 1000000; guard++) {
+    la_ga_commit_wait(ga);
+    if (ga->agents_parked) {
+      ga->agent_ops->resume(ga);
+      continue;
+    }
+    la_ga_commit(ga);
+    if (!ga->committing) return;
+  }
+}
+
+void la_ga_commit_drain(la_ga_t *ga) {
+  la__commit_all(ga);
 }
 
 int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
@@ -859,7 +917,9 @@ int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
   }
   la_store_set_history(ga->store, (uint64_t)ga->set.history_full_cycles);
   ga->closed_tail = &ga->closed;
+  ga->agents_parked_tail = &ga->agents_parked;
   ga->held = la_held_new(ga->set.publish_memory);
+  ga->reclaim = la_reclaim_new(ga->loop);
   ga->owners = la_ga_owners_new();
   if (ga->owners && la_ga_owners_load(ga) != 0) {
     snprintf(why, why_len, "store: cannot read the refused ranks: %s",
@@ -867,7 +927,12 @@ int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
     return LA_EIO;
   }
   la__rebuild_stitch(ga);
-  if (!ga->stitch || !ga->held || !ga->owners) {
+  if (!ga->stitch || !ga->held || !ga->owners || !ga->reclaim) {
+    snprintf(why, why_len, "out of memory");
+    return LA_ENOMEM;
+  }
+  if (la_ga_committer_start(ga, la_ga_commit_done, la_ga_after_commit) != 0 &&
+      !ga->committer) {
     snprintf(why, why_len, "out of memory");
     return LA_ENOMEM;
   }
@@ -884,7 +949,8 @@ int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
 }
 
 void la_ga_ingest_stop(la_ga_t *ga) {
-  la_ga_commit(ga);
+  la__commit_all(ga);
+  la_ga_committer_stop(ga);
   la__drop_closed(ga);
   while (ga->apps) la__app_forget(ga, ga->apps->app_id);
   la_stitch_free(ga->stitch);
@@ -895,4 +961,6 @@ void la_ga_ingest_stop(la_ga_t *ga) {
   ga->owners = NULL;
   la_store_close(ga->store);
   ga->store = NULL;
+  la_reclaim_free(ga->reclaim); /* what was published last */
+  ga->reclaim = NULL;
 }

@@ -89,7 +89,7 @@ static void la__stop(void *daemon) {
   la_log_info("stopping: committing what was received");
   uv_close((uv_handle_t *)&ga->agent_listener, NULL);
   uv_close((uv_handle_t *)&ga->feed_listener, NULL);
-  la_ga_commit(ga); /* acks go out before the connections close */
+  la_ga_commit_drain(ga); /* acks go out before the connections close */
   la_ga_agent_ops.close_all(ga, "GlobalAgent shutdown");
   la_ga_feed_close_all(ga, "GlobalAgent shutdown");
   la_ga_shards_stop(ga); /* before the walk: its poll's descriptor is ours */

@@ -44,8 +44,8 @@ static void la__published(la_ga_t *ga, La__TraceSet *set, void *arg) {
 static void la__on_elsewhere(void *arg, const char *app_id, uint64_t tag) {
   la_ga_t *ga = arg;
   La__TraceSet *set = NULL;
-  if (la_store_load_set(ga->store, app_id, tag, &set) != 0) {
-    la_ga_feed_unpublished(ga, app_id, tag, la_store_errmsg(ga->store));
+  if (la_store_load_set(la_ga_store(ga), app_id, tag, &set) != 0) {
+    la_ga_feed_unpublished(ga, app_id, tag, la_store_errmsg(la_ga_store(ga)));
     return;
   }
   set->has_t_complete_ns = 1;
@@ -54,8 +54,8 @@ static void la__on_elsewhere(void *arg, const char *app_id, uint64_t tag) {
 }
 
 static void la__drain(la_ga_t *ga, int consume) {
-  if (la_store_closed_elsewhere(ga->store, consume, la__on_elsewhere, ga) < 0)
-    la_log_debug("store: %s", la_store_errmsg(ga->store));
+  if (la_store_closed_elsewhere(la_ga_store(ga), consume, la__on_elsewhere, ga) < 0)
+    la_log_debug("store: %s", la_store_errmsg(la_ga_store(ga)));
 }
 
 static void la__watch(la_ga_t *ga);
@@ -82,9 +82,9 @@ static void la__on_poll(uv_poll_t *h, int status, int events) {
   (void)events;
   /* a lost session reads as end of file on our duplicate until closed */
   if (status < 0 ||
-      la_store_closed_elsewhere(ga->store, 1, la__on_elsewhere, ga) < 0) {
+      la_store_closed_elsewhere(la_ga_store(ga), 1, la__on_elsewhere, ga) < 0) {
     la_log_debug("store: %s", status < 0 ? uv_strerror(status)
-                                        : la_store_errmsg(ga->store));
+                                        : la_store_errmsg(la_ga_store(ga)));
     la__unwatch(ga);
   }
 }
@@ -98,7 +98,7 @@ static void la__on_check(uv_check_t *h) {
 static void la__watch(la_ga_t *ga) {
   if (ga->draining || ga->shard_polling) return;
   assert(ga->shard_fd < 0);
-  int fd = la_store_fd(ga->store);
+  int fd = la_store_fd(la_ga_store(ga));
   if (fd < 0) return;
   int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (own < 0) {
@@ -115,7 +115,7 @@ static void la__watch(la_ga_t *ga) {
   }
   ga->shard_fd = own;
   ga->shard_polling = 1;
-  ga->shard_session = la_store_session(ga->store);
+  ga->shard_session = la_store_session(la_ga_store(ga));
   ga->shard_poll.data = ga;
   uv_poll_start(&ga->shard_poll, UV_READABLE, la__on_poll);
 }
@@ -127,9 +127,9 @@ static void la__on_tick(uv_timer_t *t) {
   if (!ga->shard_polling) {
     la__watch(ga);
   } else if (!uv_is_closing((uv_handle_t *)&ga->shard_poll) &&
-             (la_store_fd(ga->store) < 0 ||
-              la_store_session(ga->store) != ga->shard_session)) {
-    if (la_store_fd(ga->store) >= 0)
+             (la_store_fd(la_ga_store(ga)) < 0 ||
+              la_store_session(la_ga_store(ga)) != ga->shard_session)) {
+    if (la_store_fd(la_ga_store(ga)) >= 0)
       la_log_info("store: reconnected; watching the new session");
     la__unwatch(ga);
   }
@@ -137,10 +137,10 @@ static void la__on_tick(uv_timer_t *t) {
 
 int la_ga_shards_start(la_ga_t *ga) {
   ga->shard_fd = -1;
-  int fd = la_store_watch(ga->store);
+  int fd = la_store_watch(la_ga_store(ga));
   if (fd == -1) return 0; /* SQLite: a GlobalAgent alone */
   if (fd < 0) {
-    la_log_error("store: %s", la_store_errmsg(ga->store));
+    la_log_error("store: %s", la_store_errmsg(la_ga_store(ga)));
     return fd;
   }
   ga->shard_on = 1;

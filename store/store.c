@@ -135,6 +135,7 @@ void la_store_close(la_store_t *s) {
   for (int i = 0; i < S__COUNT; i++) la_db_finalize(s->st[i]);
   la__store_history_close(s);
   la_db_close(s->db);
+  free(s->unmiss);
   free(s);
 }
 
@@ -163,6 +164,7 @@ int la_store_rollback(la_store_t *s) {
   s->in_batch = 0;
   s->failed = 0;
   s->app_known[0] = 0;
+  la__store_defer_forget(s);
   if (s->db && la_db_in_txn(s->db)) {
     int rc = la_db_step(s->st[S_ROLLBACK]);
     if (rc != LA_DB_DONE) {
@@ -180,7 +182,7 @@ int la_store_commit(la_store_t *s) {
     la__store_fmt(s->err, sizeof s->err, "commit without a batch");
     return LA_EINVAL;
   }
-  if (s->failed) {
+  if (s->failed || la__store_defer_flush(s) != 0) {
     la_store_rollback(s);
     return LA_EIO;
   }

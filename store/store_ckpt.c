@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* store_ckpt.c: SQLite WAL checkpoints in a thread of their own, so that
- * the writer (the GlobalAgent's loop thread) only appends to the WAL.
+ * the writer (the GlobalAgent's connection, committed on its committer
+ * thread) only appends to the WAL.
  *
  * SQLite's automatic checkpoint runs inside the commit that crosses its
  * threshold, on the writing thread: it copies the WAL's pages into the
- * database file and fsyncs it, a large share of the loop's time under a
+ * database file and fsyncs it, a large share of the writer's time under a
  * stream of traces. Here the writer's automatic checkpoint is off and a WAL
  * hook (called after each commit with the WAL's size) wakes a thread that
  * runs a PASSIVE checkpoint on its own connection to the same file: it

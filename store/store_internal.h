@@ -95,6 +95,24 @@ extern const char *const la__store_history_sql_pg[H__COUNT];
 #define LA__FAIL_ENV "LA_GA_TEST_FAIL_COMMITS"
 #define LA__FAIL_MAX 16
 
+/* store_defer.c: a set's new traces in the open batch, not yet counted in
+ * its row (n of them, stored at t_first .. t_last); at most LA__TOUCH_MAX
+ * sets kept (a batch's traces are of a few sets) */
+#define LA__TOUCH_MAX 32
+typedef struct la__touch {
+  char app_id[LA_MAX_ID_LEN + 1];
+  uint64_t tag, t_first, t_last;
+  uint32_t n;
+} la__touch_t;
+/* a new trace's key whose missing record is not yet deleted (app: an
+ * index into touch_apps); at most LA__UNMISS_MAX kept */
+#define LA__UNMISS_MAX 8192
+typedef struct la__unmiss {
+  int app;
+  uint32_t rank;
+  uint64_t tag;
+} la__unmiss_t;
+
 struct la_store {
   la_db_t *db;
   la_db_stmt_t *st[S__COUNT];
@@ -111,6 +129,12 @@ struct la_store {
   /* an application whose row exists (committed, or written by the open
    * batch: forgotten at a rollback): its traces skip the lookup */
   char app_known[LA_MAX_ID_LEN + 1];
+  la__touch_t touch[LA__TOUCH_MAX]; /* store_defer.c */
+  size_t n_touch, touch_last;
+  char touch_apps[LA__TOUCH_MAX][LA_MAX_ID_LEN + 1]; /* unmiss's apps */
+  int n_touch_apps;
+  la__unmiss_t *unmiss;
+  size_t n_unmiss, cap_unmiss;
   char err[512];
 };
 
@@ -267,6 +291,24 @@ int la__store_rank_grid(la_store_t *s, const La__RankStart *m);
 int la__store_load_grids(la_store_t *s, const char *app_id, La__TraceSet *set);
 /* Frees set->grids as la__store_load_grids made them. */
 void la__store_free_grids(La__TraceSet *set);
+
+/* --------------------------------------------------- store_defer.c */
+
+/* A new trace of (app_id, tag) stored at now, in the open
+ * batch: counted in the set's row at the next flush. 0 or LA_EIO. */
+int la__store_touch(la_store_t *s, const char *app_id, uint64_t tag,
+                    uint64_t now);
+/* A new trace of (app_id, tag, rank) in the open batch: its key's missing
+ * record, if any, is deleted at the next flush. 0 or LA_EIO. */
+int la__store_unmiss(la_store_t *s, const char *app_id, uint64_t tag,
+                     uint32_t rank);
+/* Writes what la__store_touch and la__store_unmiss kept and forgets it:
+ * before the commit and before any statement that reads or replaces a set
+ * row's n_ranks_present, t_first_ns or t_last_ns, or reads the missing
+ * records. 0 or LA_EIO. */
+int la__store_defer_flush(la_store_t *s);
+/* Forgets it (a rollback). */
+void la__store_defer_forget(la_store_t *s);
 
 /* ------------------------------------------------- store_history.c */
 

@@ -613,6 +613,12 @@ static int la__load_set(la_store_t *s, const char *app_id, uint64_t cycle_tag,
   *out = NULL;
   int r = LA_ENOMEM;
   int64_t nprocs = 0;
+  if (la__store_defer_flush(s) != 0) { /* its missing records */
+    for (size_t i = 0; i < n_held; i++)
+      la__compact_trace__free_unpacked(held[i], NULL);
+    free(held);
+    return LA_EIO;
+  }
   La__TraceSet *set = calloc(1, sizeof *set);
   if (!set) {
     for (size_t i = 0; i < n_held; i++)

@@ -87,6 +87,7 @@ int la_store_missing_ranks(la_store_t *s, const char *app_id,
                            uint64_t cycle_tag, uint32_t nprocs,
                            uint32_t **ranks, size_t *n) {
   if (!s || !app_id || !ranks || !n) return LA_EINVAL;
+  if (la__store_defer_flush(s) != 0) return LA_EIO; /* the records */
   return la__store_rank_rows(s, s->st[S_MISS_RANKS], app_id, cycle_tag, nprocs,
                              "missing record", "listing missing ranks", ranks,
                              n);
@@ -98,6 +99,7 @@ int la_store_missing_counts(la_store_t *s, la_store_reason_count_t *out,
   *n = 0;
   *total = 0;
   int rc, r = 0;
+  if (la__store_defer_flush(s) != 0) return LA_EIO; /* the records */
   la_db_stmt_t *st = s->st[S_MISS_COUNTS];
   while ((rc = la_db_step(st)) == LA_DB_ROW) {
     int64_t c = la_db_column_int64(st, 1);
@@ -120,6 +122,7 @@ int la_store_apps(la_store_t *s, la_store_app_t **out, size_t *n) {
   if (!s || !out || !n) return LA_EINVAL;
   *out = NULL;
   *n = 0;
+  if (la__store_defer_flush(s) != 0) return LA_EIO; /* t_last_ns */
   la_db_stmt_t *st = s->st[S_APPS];
   la_store_app_t *v = NULL;
   size_t cnt = 0, cap = 0;
@@ -181,6 +184,7 @@ int la_store_cycles(la_store_t *s, const char *app_id, uint64_t first,
   int nr = la__ranges(first, last, lo, hi), r = 0;
   la_store_cycle_t *v = NULL;
   size_t cnt = 0, cap = 0;
+  if (la__store_defer_flush(s) != 0) return LA_EIO; /* rows, records */
   la_db_stmt_t *st = s->st[S_CYCLES];
   for (int k = 0; k < nr && r == 0; k++) {
     la_db_bind_text(st, 1, app_id, -1);
@@ -217,6 +221,7 @@ int la_store_latest_cycle(la_store_t *s, const char *app_id, int complete_only,
     return LA_EINVAL;
   /* Tags >= 2^63 (negative in SQLite) are the largest: look there first. */
   const int64_t lo[2] = {INT64_MIN, 0}, hi[2] = {-1, INT64_MAX};
+  if (la__store_defer_flush(s) != 0) return LA_EIO; /* the sets' rows */
   la_db_stmt_t *st = s->st[S_LATEST];
   for (int k = 0; k < 2; k++) {
     la_db_bind_text(st, 1, app_id, -1);
@@ -280,6 +285,7 @@ int la_store_open_sets(la_store_t *s, la_store_open_set_t **out, size_t *n) {
   la_store_open_set_t *v = NULL, *cur = NULL;
   size_t cnt = 0, cap = 0, rcap = 0;
   int rc, r = 0;
+  if (la__store_defer_flush(s) != 0) return LA_EIO; /* the sets' rows */
   la_db_stmt_t *st = s->st[S_OPEN_SETS];
   while ((rc = la_db_step(st)) == LA_DB_ROW) {
     const char *app = (const char *)la_db_column_text(st, 0);

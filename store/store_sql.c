@@ -58,11 +58,11 @@ const char *const la__store_sql[S__COUNT] = {
         " err_max_abs, err_rmse, err_cv, t_xfer_ns, rank_seq, seq,"
         " t_stored_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
         " ?12, ?13, ?14, ?15, ?16, ?17)",
-    [S_SET_TOUCH] =
+    [S_SET_TOUCH] = /* ?4 new traces, stored from ?3 to ?5 */
         "INSERT INTO trace_sets(app_id, cycle_tag, n_ranks_present,"
-        " t_first_ns, t_last_ns) VALUES (?1, ?2, 1, ?3, ?3)"
+        " t_first_ns, t_last_ns) VALUES (?1, ?2, ?4, ?3, ?5)"
         " ON CONFLICT(app_id, cycle_tag) DO UPDATE SET"
-        " n_ranks_present = trace_sets.n_ranks_present + 1,"
+        " n_ranks_present = trace_sets.n_ranks_present + ?4,"
         " t_last_ns = excluded.t_last_ns",
     [S_SET_CLOSE] =
         "INSERT INTO trace_sets(app_id, cycle_tag, closed, complete, nprocs,"

@@ -145,7 +145,7 @@ out:
   return la__store_wend(s, own, r);
 }
 
-/* Runs statement id (S_SET_TOUCH, S_MISS_SET) on the trace_sets row of
+/* Runs statement id (S_MISS_SET) on the trace_sets row of
  * (app_id, cycle_tag) with the time now. Returns 0 or LA_EIO. */
 static int la__cycle_touch(la_store_t *s, int id, const char *app_id,
                            uint64_t cycle_tag, uint64_t now, const char *what) {
@@ -278,20 +278,14 @@ int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new) {
   if (la_db_changes(s->db) == 0) goto out; /* a resend: nothing changes */
   if (was_new) *was_new = 1;
   /* on PostgreSQL, S_TRACE_INS did the next three */
-  st = s->st[S_MISS_DEL]; /* a real trace wins over a missing record */
   if (pg) goto extras;
-  la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
-  la_db_bind_int64(st, 2, la__i64(t->cycle_tag));
-  la_db_bind_int64(st, 3, t->rank);
-  if ((r = la__store_run(s, st, "dropping the trace's missing record")))
-    goto out;
+  /* a real trace wins over a missing record: deleted at the flush */
+  if ((r = la__store_unmiss(s, t->app_id, t->cycle_tag, t->rank))) goto out;
 extras:
   if (!pg && (r = la__robust_put(s, t))) goto out;
   if ((r = la__channels_put(s, t))) goto out;
   if ((r = la__store_history_put(s, t))) goto out;
-  if (!pg)
-    r = la__cycle_touch(s, S_SET_TOUCH, t->app_id, t->cycle_tag, now,
-                        "recording the trace's cycle");
+  if (!pg) r = la__store_touch(s, t->app_id, t->cycle_tag, now);
 out:
   r = la__store_wend(s, own, r);
   if (r && was_new) *was_new = 0;
@@ -340,6 +334,8 @@ int la_store_missing(la_store_t *s, const char *app_id, uint64_t cycle_tag,
   }
   int own, r = la__store_wbegin(s, &own);
   if (r) return r;
+  /* the batch's traces' rows and records as the statements below expect */
+  if ((r = la__store_defer_flush(s))) goto out;
   uint64_t now = la_realtime_ns();
   uint32_t nprocs = 0;
   r = la__app_nprocs(s, app_id, &nprocs);
@@ -398,6 +394,7 @@ int la_store_set_closed(la_store_t *s, const char *app_id, uint64_t cycle_tag,
   }
   int own, r = la__store_wbegin(s, &own);
   if (r) goto done;
+  if ((r = la__store_defer_flush(s))) goto out;
   if ((r = la__app_lazy(s, app_id, la_realtime_ns()))) goto out;
   la_db_stmt_t *st = s->st[S_SET_CLOSE];
   la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);

@@ -1933,6 +1933,82 @@ static void test_message_filling_a_batch_is_acked(void **state) {
         rc1 ? "RankStart" : "CompactTrace", stored, why);
 }
 
+/* test_kill_between_commit_and_ack: the group commit runs on the
+ * committer thread and the loop acknowledges after its result. The
+ * GlobalAgent is killed (LA_GA_TEST_KILL_AFTER_COMMIT, SIGKILL on the
+ * committer thread) right after the commit of rank 0's trace succeeded,
+ * before the loop heard of it: no Ack was sent for it, yet it is stored,
+ * and the restarted GlobalAgent asks the LocalAgent for the next sequence
+ * number (nothing to resend). A LocalAgent resending it all the same
+ * changes nothing (traces_duplicate, one row); rank 1's trace completes the
+ * set, published once with both traces. Every message is its own batch
+ * (store.batch_max=1). */
+static void test_kill_between_commit_and_ack(void **state) {
+  need_daemons();
+  const char *ex[] = {"--store.batch_max=1", "--stitch.timeout=60m", NULL};
+  setenv("LA_GA_TEST_KILL_AFTER_COMMIT", "3", 1);
+  start_ga(ex, 0);
+  unsetenv("LA_GA_TEST_KILL_AFTER_COMMIT");
+  const char *app = "kcommit-1";
+  la_compact_result_t r;
+  big_trace(300, &r);
+  fake_t f;
+  CHECK(fake_connect(&f, "nodeK", T.key) == 0, "refused");
+  fake_rank_start(&f, app, 0, 2, 300); /* commit 1 */
+  fake_rank_start(&f, app, 1, 2, 300); /* commit 2 */
+  fake_wait_acked(&f);
+  fake_trace(&f, app, 0, 0, &r); /* commit 3, then killed */
+  uint64_t trace_seq = f.seq;
+  int acked = 0;
+  for (;;) { /* until the link closes: no Ack for the trace */
+    uint16_t type = 0;
+    ProtobufCMessage *m = NULL;
+    char why[200] = "";
+    int sealed = 0;
+    if (la_secure_recv_msg(f.fd, &f.sec, 1 << 16, WAIT_MS, &type, &m,
+                           &sealed, why, sizeof why) != 0)
+      break;
+    if (type == LA__MSG_TYPE__MSG_ACK &&
+        ((La__Ack *)m)->seq >= trace_seq)
+      acked = 1;
+    la_msg_free(m);
+  }
+  close(f.fd);
+  CHECK(la_td_wait_exit(T.ga, WAIT_MS) == 128 + SIGKILL,
+        "the GlobalAgent was not killed after its third commit");
+  CHECK(!acked, "an Ack for seq %llu came before its commit was handled",
+        (unsigned long long)trace_seq);
+  CHECK(db_ll("SELECT count(*) FROM traces WHERE app_id='kcommit-1'") == 1,
+        "the committed trace is not in the store");
+  start_ga(ex, 1);
+  la_client_t *sub = subscribe(0, app);
+  CHECK(fake_connect(&f, "nodeK", T.key) == 0, "refused");
+  CHECK(f.seq == trace_seq,
+        "after the restart the GlobalAgent wants seq %llu, not %llu (the "
+        "trace's commit recorded it)",
+        (unsigned long long)f.seq + 1, (unsigned long long)trace_seq + 1);
+  f.seq = trace_seq - 1; /* resent all the same, with its seq */
+  fake_trace(&f, app, 0, 0, &r);
+  fake_trace(&f, app, 1, 0, &r);
+  fake_wait_acked(&f);
+  uint64_t tags[1] = {0};
+  got_t *g = collect(sub, tags, 1);
+  int complete = g->set[0] && la_traceset_complete(g->set[0]);
+  uint32_t n = g->set[0] ? la_traceset_nprocs(g->set[0]) : 0;
+  got_free(g);
+  long long dup = ga_status("traces_duplicate"),
+            stored = ga_status("traces_stored"),
+            published = ga_status("sets_published");
+  close(f.fd);
+  la_compact_result_free(&r);
+  CHECK(complete && n == 2 && published == 1 && dup == 1 && stored == 1 &&
+            db_ll("SELECT count(*) FROM traces WHERE app_id='kcommit-1'") ==
+                2,
+        "after the restart: set %s of %u ranks, sets_published %lld (1); "
+        "traces_duplicate %lld (1 expected), traces_stored %lld (1)",
+        complete ? "complete" : "not complete", n, published, dup, stored);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -1951,6 +2027,7 @@ int main(void) {
       T(test_commit_failure_counts_exact),
       T(test_sigterm_at_first_port_file),
       T(test_message_filling_a_batch_is_acked),
+      T(test_kill_between_commit_and_ack),
 #undef T
   };
   /* LA_TEST_FILTER=pattern runs only the matching tests (cmocka's glob) */

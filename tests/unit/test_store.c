@@ -552,6 +552,84 @@ static void test_group_commit_rollback(void **state) {
   assert_int_equal(was_new, 1);
 }
 
+/* A batch's new traces are counted in their sets' rows once per set, and
+ * their keys' missing records deleted, at the commit or before anything
+ * that reads those rows or records: the result is the same as per trace.
+ * 40 sets in one batch (more than the store keeps at once), ranks
+ * interleaved; the cycle listing in the middle of the batch sees every
+ * trace; a set closed in the batch and then given a late trace counts it;
+ * outside a batch a trace counts at once; a trace's missing record is gone
+ * for the missing-rank list and the cycle listing later in the batch, and
+ * stays when the batch is rolled back. */
+static void test_deferred_writes_per_batch(void **state) {
+  fx_t *f = *state;
+  for (uint32_t r = 0; r < 4; r++)
+    assert_int_equal(put_rank_start(f->s, "tc", r, 4, 100), 0);
+  assert_int_equal(la_store_begin(f->s), 0);
+  for (uint32_t r = 0; r < 3; r++)
+    for (uint64_t c = 1; c <= 40; c++)
+      assert_int_equal(put_trace(f->s, "tc", r, c, NULL), 0);
+  la_store_cycle_t *cy;
+  size_t n;
+  assert_int_equal(la_store_cycles(f->s, "tc", 0, UINT64_MAX, &cy, &n), 0);
+  assert_int_equal(n, 40);
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(cy[i].ranks_present, 3);
+    assert_int_equal(cy[i].n_missing, 1);
+  }
+  free(cy);
+  assert_int_equal(put_trace(f->s, "tc", 3, 1, NULL), 0);
+  assert_int_equal(la_store_set_closed(f->s, "tc", 2, 0, (uint32_t[]){3}, 1,
+                                       7),
+                   0);
+  assert_int_equal(put_trace(f->s, "tc", 3, 2, NULL), 0); /* late */
+  assert_int_equal(la_store_commit(f->s), 0);
+  assert_int_equal(
+      raw_int(f->path, "SELECT sum(n_ranks_present) FROM trace_sets"),
+      3 * 40 + 2);
+  assert_int_equal(raw_int(f->path, "SELECT n_ranks_present FROM trace_sets"
+                                    " WHERE cycle_tag = 1"),
+                   4);
+  assert_int_equal(raw_int(f->path, "SELECT n_ranks_present FROM trace_sets"
+                                    " WHERE cycle_tag = 2"),
+                   4);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM trace_sets WHERE"
+                                    " t_first_ns = 0 OR t_last_ns <"
+                                    " t_first_ns"),
+                   0);
+  assert_int_equal(put_trace(f->s, "tc", 3, 3, NULL), 0); /* own commit */
+  assert_int_equal(raw_int(f->path, "SELECT n_ranks_present FROM trace_sets"
+                                    " WHERE cycle_tag = 3"),
+                   4);
+  /* a trace replaces its key's missing record: gone for whatever reads
+   * the records later in the batch, and once committed */
+  assert_int_equal(
+      la_store_missing(f->s, "tc", 4, 3, "late node", 1, 9000, NULL), 0);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM missing"), 1);
+  assert_int_equal(la_store_begin(f->s), 0);
+  assert_int_equal(put_trace(f->s, "tc", 3, 4, NULL), 0);
+  uint32_t *miss = NULL;
+  size_t n_miss = 9;
+  assert_int_equal(la_store_missing_ranks(f->s, "tc", 4, 4, &miss, &n_miss),
+                   0);
+  assert_int_equal(n_miss, 0);
+  free(miss);
+  assert_int_equal(la_store_cycles(f->s, "tc", 4, 4, &cy, &n), 0);
+  assert_int_equal(n, 1);
+  assert_string_equal(cy[0].reasons, "");
+  assert_int_equal(cy[0].ranks_present, 4);
+  free(cy);
+  assert_int_equal(la_store_commit(f->s), 0);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM missing"), 0);
+  /* rolled back: the record stays */
+  assert_int_equal(
+      la_store_missing(f->s, "tc", 41, 3, "late node", 1, 9001, NULL), 0);
+  assert_int_equal(la_store_begin(f->s), 0);
+  assert_int_equal(put_trace(f->s, "tc", 3, 41, NULL), 0);
+  assert_int_equal(la_store_rollback(f->s), 0);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM missing"), 1);
+}
+
 static void test_batch_poisoned(void **state) {
   fx_t *f = *state;
   /* fault injection: a trigger makes SQLite fail on rank 99's traces */
@@ -1931,6 +2009,7 @@ int main(void) {
       T(test_trace_idempotent),
       T(test_trace_before_rank_start),
       T(test_group_commit_rollback),
+      T(test_deferred_writes_per_batch),
       T(test_batch_poisoned),
       T(test_load_set),
       T(test_set_closed),

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* committer.c: the group commit on a thread of its own (committer.h).
+ *
+ * The hand-over: the loop sets req under the mutex and signals; the thread
+ * commits (la_store_commit, which rolls back itself when it fails), sets
+ * done with the result under the mutex, wakes a waiting loop and sends the
+ * uv_async. The loop takes the result once (la__take), from the async's
+ * callback or from la_ga_commit_wait, whichever comes first, and hands it
+ * to ingest.c's done function; the async's callback then lets the loop
+ * ingest again (ingest.c's after function). Calls out only through those
+ * two, so that the files using la_ga_store need nothing more. Between
+ * req and done only the thread touches the store; the mutex orders
+ * everything either side wrote to it.
+ */
+#include "committer.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ga.h"
+#include "la_errcodes.h"
+#include "la_log.h"
+
+struct la_ga_committer {
+  la_ga_t *ga;
+  pthread_t th;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  uv_async_t async;
+  int req;  /* a commit handed over, not yet taken by the thread */
+  int done; /* a commit finished (rc), its result not yet taken */
+  int rc;
+  char why[512]; /* the store's error when rc is not 0 */
+  int quit;
+  /* tests: LA_GA_TEST_KILL_AFTER_COMMIT=n kills the daemon (SIGKILL)
+   * right after its n-th commit here succeeded, before the loop hears of
+   * it (nothing of that batch is acknowledged); 0: never */
+  unsigned long long commits, kill_after;
+  la_ga_commit_done_fn done_fn; /* ingest.c's, on the loop */
+  la_ga_after_commit_fn after_fn;
+};
+
+static void *la__main(void *arg) {
+  la_ga_committer_t *c = arg;
+  pthread_mutex_lock(&c->mu);
+  for (;;) {
+    while (!c->req && !c->quit) pthread_cond_wait(&c->cv, &c->mu);
+    if (!c->req) break; /* quit, nothing asked */
+    c->req = 0;
+    pthread_mutex_unlock(&c->mu);
+    int rc = la_store_commit(c->ga->store); /* the store is ours now */
+    if (rc == 0 && ++c->commits == c->kill_after) raise(SIGKILL);
+    pthread_mutex_lock(&c->mu);
+    c->rc = rc;
+    snprintf(c->why, sizeof c->why, "%s",
+             rc ? la_store_errmsg(c->ga->store) : "");
+    c->done = 1;
+    pthread_cond_broadcast(&c->cv);
+    uv_async_send(&c->async); /* under the mutex: stop waits for it */
+  }
+  pthread_mutex_unlock(&c->mu);
+  return NULL;
+}
+
+/* The result of the commit that ran (waiting for it when block), once:
+ * 1 with *rc and the error in why, or 0 when it is not there (yet, or
+ * taken already). */
+static int la__take(la_ga_committer_t *c, int block, int *rc, char *why,
+                    size_t len) {
+  pthread_mutex_lock(&c->mu);
+  while (block && !c->done) pthread_cond_wait(&c->cv, &c->mu);
+  int got = c->done;
+  if (got) {
+    *rc = c->rc;
+    snprintf(why, len, "%s", c->why);
+    c->done = 0;
+  }
+  pthread_mutex_unlock(&c->mu);
+  return got;
+}
+
+static void la__on_async(uv_async_t *h) {
+  la_ga_committer_t *c = h->data;
+  la_ga_t *ga = c->ga;
+  int rc;
+  char why[512];
+  if (ga->committing && la__take(c, 0, &rc, why, sizeof why)) {
+    ga->committing = 0;
+    c->done_fn(ga, rc, why);
+  }
+  if (!ga->committing) c->after_fn(ga);
+}
+
+int la_ga_committer_start(la_ga_t *ga, la_ga_commit_done_fn done,
+                          la_ga_after_commit_fn after) {
+  la_ga_committer_t *c = calloc(1, sizeof *c);
+  if (!c) return LA_ENOMEM;
+  c->ga = ga;
+  c->done_fn = done;
+  c->after_fn = after;
+  const char *k = getenv("LA_GA_TEST_KILL_AFTER_COMMIT");
+  if (k) c->kill_after = strtoull(k, NULL, 10);
+  if (pthread_mutex_init(&c->mu, NULL) != 0) {
+    free(c);
+    return LA_ENOMEM;
+  }
+  if (pthread_cond_init(&c->cv, NULL) != 0) {
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+    return LA_ENOMEM;
+  }
+  if (uv_async_init(ga->loop, &c->async, la__on_async) != 0) {
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+    return LA_ENOMEM;
+  }
+  c->async.data = c;
+  int e = pthread_create(&c->th, NULL, la__main, c);
+  if (e != 0) {
+    /* the handle is closed by the daemon's walk; c lives until stop */
+    uv_close((uv_handle_t *)&c->async, NULL);
+    c->quit = -1; /* no thread to join */
+    ga->committer = c;
+    la_log_warnx("commit thread not started (%d): commits run on the loop",
+                 e);
+    return LA_ENOMEM;
+  }
+  ga->committer = c;
+  return 0;
+}
+
+int la_ga_committer_ready(const la_ga_t *ga) {
+  const la_ga_committer_t *c = ga->committer;
+  return c && c->quit == 0 &&
+         !uv_is_closing((const uv_handle_t *)&c->async);
+}
+
+void la_ga_committer_submit(la_ga_t *ga) {
+  la_ga_committer_t *c = ga->committer;
+  assert(la_ga_committer_ready(ga) && !ga->committing);
+  ga->committing = 1;
+  pthread_mutex_lock(&c->mu);
+  c->req = 1;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+}
+
+void la_ga_commit_wait(la_ga_t *ga) {
+  int rc;
+  char why[512];
+  if (!ga->committing) return;
+  if (!la__take(ga->committer, 1, &rc, why, sizeof why))
+    return; /* not reached */
+  ga->committing = 0;
+  ga->committer->done_fn(ga, rc, why);
+  /* the parked frames wait for the async's callback (or are dropped when
+   * the daemon stops): the caller may be in the middle of anything */
+}
+
+la_store_t *la_ga_store(la_ga_t *ga) {
+  la_ga_committer_t *c = ga->committer;
+  if (!ga->committing) return ga->store;
+  /* waits for the thread to be done with the store; the result stays for
+   * the async's callback (or la_ga_commit_wait), so that no caller finds
+   * the Acks sent or the links closed under its feet */
+  pthread_mutex_lock(&c->mu);
+  while (!c->done) pthread_cond_wait(&c->cv, &c->mu);
+  pthread_mutex_unlock(&c->mu);
+  return ga->store;
+}
+
+void la_ga_committer_stop(la_ga_t *ga) {
+  la_ga_committer_t *c = ga->committer;
+  if (!c) return;
+  la_ga_commit_wait(ga);
+  if (c->quit == 0) {
+    pthread_mutex_lock(&c->mu);
+    c->quit = 1;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    pthread_join(c->th, NULL);
+  }
+  pthread_cond_destroy(&c->cv);
+  pthread_mutex_destroy(&c->mu);
+  ga->committer = NULL;
+  free(c);
+}

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* store_defer.c: a batch's per-trace writes that nothing in the batch
+ * reads, kept in memory and written just before the commit.
+ *
+ * Two such writes come with every new trace on SQLite: its set's row
+ * counts it (n_ranks_present + 1, t_last_ns; the row made, with
+ * t_first_ns, for the set's first trace) and the missing record of its
+ * key, if there was one, is deleted (a real trace wins). Inside a batch
+ * la__store_touch and la__store_unmiss keep them: the counts per set
+ * (one upsert per set), the keys whose record goes. la__store_defer_flush
+ * writes them; the commit flushes first (on the GlobalAgent, on its
+ * committer thread, off the loop), and so does every statement that reads
+ * or replaces what they change (closing a set, a missing record's row,
+ * listing apps, cycles, missing ranks or reasons, loading a set, the open
+ * sets): what it sees is what the per-trace statements gave. A rollback
+ * forgets what is kept. Outside a batch a trace's call commits at once,
+ * which flushes too.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_internal.h"
+
+/* The kept entry of (app_id, tag), or a new one; NULL when full. */
+static la__touch_t *la__find(la_store_t *s, const char *app_id, uint64_t tag) {
+  if (s->n_touch && s->touch[s->touch_last].tag == tag &&
+      !strcmp(s->touch[s->touch_last].app_id, app_id))
+    return &s->touch[s->touch_last];
+  for (size_t i = 0; i < s->n_touch; i++)
+    if (s->touch[i].tag == tag && !strcmp(s->touch[i].app_id, app_id)) {
+      s->touch_last = i;
+      return &s->touch[i];
+    }
+  if (s->n_touch == LA__TOUCH_MAX) return NULL;
+  la__touch_t *t = &s->touch[s->n_touch];
+  memset(t, 0, sizeof *t);
+  snprintf(t->app_id, sizeof t->app_id, "%s", app_id);
+  t->tag = tag;
+  s->touch_last = s->n_touch++;
+  return t;
+}
+
+int la__store_defer_flush(la_store_t *s) {
+  int r = 0;
+  for (size_t i = 0; r == 0 && i < s->n_unmiss; i++) {
+    const la__unmiss_t *u = &s->unmiss[i];
+    la_db_stmt_t *st = s->st[S_MISS_DEL];
+    la__bind_text(st, 1, s->touch_apps[u->app], LA_MAX_ID_LEN);
+    la_db_bind_int64(st, 2, la__i64(u->tag));
+    la_db_bind_int64(st, 3, u->rank);
+    r = la__store_run(s, st, "dropping the traces' missing records");
+  }
+  for (size_t i = 0; r == 0 && i < s->n_touch; i++) {
+    const la__touch_t *t = &s->touch[i];
+    la_db_stmt_t *st = s->st[S_SET_TOUCH];
+    la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
+    la_db_bind_int64(st, 2, la__i64(t->tag));
+    la_db_bind_int64(st, 3, la__i64(t->t_first));
+    la_db_bind_int64(st, 4, (int64_t)t->n);
+    la_db_bind_int64(st, 5, la__i64(t->t_last));
+    r = la__store_run(s, st, "recording the traces' cycles");
+  }
+  la__store_defer_forget(s);
+  return r;
+}
+
+int la__store_touch(la_store_t *s, const char *app_id, uint64_t tag,
+                    uint64_t now) {
+  la__touch_t *t = la__find(s, app_id, tag);
+  if (!t) { /* as many sets as kept: written now, then kept anew */
+    int r = la__store_defer_flush(s);
+    if (r) return r;
+    t = la__find(s, app_id, tag);
+  }
+  if (t->n++ == 0) t->t_first = now;
+  t->t_last = now;
+  return 0;
+}
+
+/* The index of app_id in s->touch_apps (added when new); -1 when full. */
+static int la__app_index(la_store_t *s, const char *app_id) {
+  for (int i = 0; i < s->n_touch_apps; i++)
+    if (!strcmp(s->touch_apps[i], app_id)) return i;
+  if (s->n_touch_apps == LA__TOUCH_MAX) return -1;
+  snprintf(s->touch_apps[s->n_touch_apps], sizeof s->touch_apps[0], "%s",
+           app_id);
+  return s->n_touch_apps++;
+}
+
+int la__store_unmiss(la_store_t *s, const char *app_id, uint64_t tag,
+                     uint32_t rank) {
+  int app = la__app_index(s, app_id);
+  if (app < 0 || s->n_unmiss == LA__UNMISS_MAX) {
+    int r = la__store_defer_flush(s);
+    if (r) return r;
+    app = la__app_index(s, app_id);
+  }
+  if (s->n_unmiss == s->cap_unmiss) {
+    size_t cap = s->cap_unmiss ? s->cap_unmiss * 2 : 256;
+    la__unmiss_t *v = realloc(s->unmiss, cap * sizeof *v);
+    if (!v) { /* out of memory: deleted now */
+      la_db_stmt_t *st = s->st[S_MISS_DEL];
+      la__bind_text(st, 1, app_id, LA_MAX_ID_LEN);
+      la_db_bind_int64(st, 2, la__i64(tag));
+      la_db_bind_int64(st, 3, rank);
+      return la__store_run(s, st, "dropping the trace's missing record");
+    }
+    s->unmiss = v;
+    s->cap_unmiss = cap;
+  }
+  la__unmiss_t *u = &s->unmiss[s->n_unmiss++];
+  u->app = app;
+  u->tag = tag;
+  u->rank = rank;
+  return 0;
+}
+
+void la__store_defer_forget(la_store_t *s) {
+  s->n_touch = 0;
+  s->touch_last = 0;
+  s->n_unmiss = 0;
+  s->n_touch_apps = 0;
+}
