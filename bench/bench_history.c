@@ -14,8 +14,8 @@
  *   noisy    the fixed field with 8% jitter.
  * With LA_HISTORY_RAW=DIR:APP a fourth case, "recorded", replays a real run
  * instead: the cycles LA_DUMP_RAW wrote as DIR/APP.r<rank>.c<tag>.f64, in
- * cycle order, every rank present in every cycle, with the timer quantum of
- * their .fid files (the measured series only: in the LocalAgent a
+ * cycle order, every rank present in every cycle, each with the timer
+ * quantum of its .fid file (the measured series only: in the LocalAgent a
  * reference needs the robust weights within bound too, so this is the most
  * a recorded run can reference).
  * Reported: bytes of the store in use (pages minus free pages) per
@@ -74,8 +74,30 @@ static int raw_path(const case_t *k, uint32_t rank, uint64_t tag,
   return w > 0 && (size_t)w < len ? 0 : -1;
 }
 
-/* Cycle c (1-based) of rank rank into x. 0, or -1 with a message. */
-static int values(const case_t *k, uint32_t rank, uint64_t c, double *x) {
+/* The timer quantum (ns per count) of a recorded cycle, from the "scale="
+ * of its .fid line: each cycle's values are its counts times the scale
+ * libla measured for it, so every cycle has its own. 0, or -1 with a
+ * message. */
+static int raw_scale(const case_t *k, uint32_t rank, uint64_t tag,
+                     double *q) {
+  char path[800], line[256] = "";
+  FILE *f = NULL;
+  const char *sc;
+  int ok = raw_path(k, rank, tag, "fid", path, sizeof path) == 0 &&
+           (f = fopen(path, "r")) && fgets(line, sizeof line, f) &&
+           (sc = strstr(line, "scale=")) && sscanf(sc, "scale=%lf", q) == 1 &&
+           *q > 0;
+  if (f) fclose(f);
+  if (!ok)
+    fprintf(stderr, "bench_history: %s: not an LA_DUMP_RAW .fid line with "
+                    "its scale\n", path);
+  return ok ? 0 : -1;
+}
+
+/* Cycle c (1-based) of rank rank into x, and its timer quantum into *q
+ * (when q is not NULL). 0, or -1 with a message. */
+static int values(const case_t *k, uint32_t rank, uint64_t c, double *x,
+                  double *q) {
   if (k->kind == C_RECORDED) {
     char path[800];
     FILE *f = NULL;
@@ -83,8 +105,10 @@ static int values(const case_t *k, uint32_t rank, uint64_t c, double *x) {
              (f = fopen(path, "rb")) && fread(x, sizeof *x, k->n, f) == k->n;
     if (f) fclose(f);
     if (!ok) fprintf(stderr, "bench_history: cannot read %s\n", path);
+    if (ok && q && raw_scale(k, rank, k->tags[c - 1], q)) ok = 0;
     return ok ? 0 : -1;
   }
+  if (q) *q = k->quantum;
   uint64_t st = (c * 7919 + rank) * 2654435761u + 1;
   double jit = k->kind == C_NOISY ? 0.08 : 0.02;
   for (long i = 0; i < NEL; i++) {
@@ -156,23 +180,13 @@ static int recorded(const char *spec, case_t *k) {
   k->ranks = max_rank + 1;
   char path[800];
   struct stat sb;
-  FILE *f = NULL;
-  char line[256] = "";
-  const char *sc;
   if (raw_path(k, 0, k->tags[0], "f64", path, sizeof path) ||
-      stat(path, &sb) || sb.st_size < 8 || sb.st_size % 8 ||
-      raw_path(k, 0, k->tags[0], "fid", path, sizeof path) ||
-      !(f = fopen(path, "r")) || !fgets(line, sizeof line, f) ||
-      !(sc = strstr(line, "scale=")) || sscanf(sc, "scale=%lf", &k->quantum) != 1 ||
-      !(k->quantum > 0)) {
-    if (f) fclose(f);
-    fprintf(stderr, "bench_history: %s: not an LA_DUMP_RAW cycle with its "
-                    ".fid line\n", path);
+      stat(path, &sb) || sb.st_size < 8 || sb.st_size % 8) {
+    fprintf(stderr, "bench_history: %s: not an LA_DUMP_RAW cycle\n", path);
     return -1;
   }
-  fclose(f);
   k->n = (uint64_t)sb.st_size / 8;
-  return 0;
+  return raw_scale(k, 0, k->tags[0], &k->quantum);
 }
 
 /* Whether d is within cv of x on every record of the encoding b. */
@@ -231,7 +245,7 @@ static int run(const char *dir, const case_t *k, int hist, res_t *out) {
   for (uint64_t c = 1; c <= cycles; c++) {
     la_store_begin(s);
     for (uint32_t r = 0; r < ranks; r++) {
-      if (values(k, r, c, x)) {
+      if (values(k, r, c, x, &cp.quantum)) {
         unreadable++;
         continue;
       }
@@ -296,7 +310,7 @@ static int run(const char *dir, const case_t *k, int hist, res_t *out) {
     for (size_t i = 0; i < set->n_traces; i++) {
       const La__CompactTrace *t = set->traces[i];
       la_trace_t *tr = NULL;
-      if (values(k, t->rank, c, x) ||
+      if (values(k, t->rank, c, x, NULL) ||
           la_trace_open(t->segments.data, t->segments.len, &tr, NULL, 0) ||
           la_trace_decode(tr, 0, n, d) ||
           !within(x, d, n, t->segments.data, t->segments.len, &cp))
@@ -333,7 +347,7 @@ static int drift(const case_t *k, double *blocks_within, double *median_block,
   int rc = x && y && worst && each ? 0 : -1;
   for (uint32_t r = 0; rc == 0 && r < k->ranks; r++)
     for (uint64_t c = 2; rc == 0 && c <= k->cycles; c++) {
-      if (values(k, r, c - 1, y) || values(k, r, c, x)) {
+      if (values(k, r, c - 1, y, NULL) || values(k, r, c, x, NULL)) {
         rc = -1;
         break;
       }
