@@ -49,6 +49,8 @@ class La(MakefilePackage):
     depends_on("postgresql")
     # lactl whatif partitions with METIS
     depends_on("metis")
+    # lactl's pictures (plot --grid, serve) embed PNG images (zlib's deflate)
+    depends_on("zlib-api")
     depends_on("papi", when="+papi")
     # MPI only for the examples and tests: libla does not link MPI
     depends_on("mpi", type="test")

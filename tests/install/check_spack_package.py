@@ -74,7 +74,7 @@ LIB_PACKAGE = {
     "systemd": None,  # sd_notify only when libsystemd is installed
     "protobuf-c": "protobuf-c", "uv": "libuv", "sodium": "libsodium",
     "sqlite3": "sqlite", "microhttpd": "libmicrohttpd", "pq": "postgresql",
-    "metis": "metis", "cmocka": "cmocka", "sde": "papi",
+    "metis": "metis", "cmocka": "cmocka", "sde": "papi", "z": "zlib-api",
 }
 if len(sys.argv) > 2:
     import re
