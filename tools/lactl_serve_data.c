@@ -466,10 +466,16 @@ int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o,
   if (grid) pos = NULL;
   if (grid) {
     W = g[0], H = g[1];
-  } else {
+  } else if (n <= (uint64_t)o->bins * o->bins) {
+    /* a square of cells, each its own bin */
     W = (uint64_t)ceil(sqrt((double)(n ? n : 1)));
     while (W * W < n) W++;
     H = n ? (n + W - 1) / W : 1;
+  } else {
+    /* at most bins rows of W elements: each bin is one run of about
+     * W / bins consecutive elements, one range sum per rank in it */
+    W = (n + o->bins - 1) / o->bins;
+    H = (n + W - 1) / W;
   }
   lactl_bin_t b;
   lactl_sv_fill_t fl = {.grid = grid, .g = {g[0], g[1], g[2]}, .pos = pos,

@@ -204,6 +204,20 @@ static void test_index_mean(void **state) {
     assert_true(fabs(fa.sum - fb.sum) <= 1e-9 * fabs(fb.sum));
     lactl_bin_free(&a), lactl_bin_free(&b);
   }
+  /* lactl serve's rows when elements outnumber the bins: at most nb rows,
+   * each bin one run of a row (a range sum per rank in it) */
+  for (uint32_t nb = 16; nb <= 64; nb *= 4) {
+    uint64_t ww = (n + nb - 1) / nb, hh = (n + ww - 1) / ww;
+    lactl_bin_t a, b;
+    lactl_sv_fill_t fa, fb;
+    bin(t, ww, hh, nb, LACTL_BIN_MEAN, 0, 0, NULL, &a, &fa);
+    bin(t, ww, hh, nb, LACTL_BIN_MEAN, 1, 0, NULL, &b, &fb);
+    same_bins(&a, &b);
+    assert_int_equal(a.bh, hh);
+    assert_true(fa.ranges <= (uint64_t)nb * hh + 6); /* + rank boundaries */
+    assert_int_equal(fa.decoded, 0);
+    lactl_bin_free(&a), lactl_bin_free(&b);
+  }
   la_traceset_free(t);
   for (int r = 0; r < 6; r++) free_series(res[r]);
 }
