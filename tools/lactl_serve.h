@@ -3,8 +3,10 @@
  * parses the command line and runs the poll loop (the GlobalAgent's feed
  * and lactl_http.c's connections); lactl_serve_data.c keeps, per
  * application, the latest Trace-Set and the ranks x cycles history,
- * reduced as it arrives, and answers the page's JSON;
- * lactl_serve_page.c embeds the page (lactl_serve_page.html).
+ * reduced as it arrives, and answers the page's JSON, the element maps
+ * reduced on lactl_serve_work.c's thread by lactl_serve_bin.c's binning
+ * (range sums for the mean); lactl_serve_page.c embeds the page
+ * (lactl_serve_page.html).
  */
 #ifndef LACTL_SERVE_H
 #define LACTL_SERVE_H
