@@ -237,6 +237,12 @@ $(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_N
 	  $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(GLOBAL_NOUV_A) \
 	  $(COMMON_A) $(LDLIBS_TEST) $(TEST_LIBS_$*) $(LDLIBS_LA) $(LDLIBS_DAEMON)
 
+# lactl's files but its main, for the tests and benchmarks that call them.
+LACTL_LIB_OBJ = $(filter-out $(BUILD)/obj/tools/lactl.o,$(TOOLS_OBJ))
+# test_serve_bin drives lactl serve's store, reduction thread and HTTP.
+TEST_LIBS_test_serve_bin := $(LACTL_LIB_OBJ) $(STORE_A) $(CLIENT_A) $(COMMON_A) -lmetis -lz
+$(BUILD)/tests/test_serve_bin: $(LACTL_LIB_OBJ) $(STORE_A)
+
 # Per-benchmark extra libraries: BENCH_LIBS_NAME.
 BENCH_LIBS_bench_fidelity := -lmetis
 # (libla_common.a again after the store's archive: the store groups ranks
@@ -245,7 +251,6 @@ BENCH_LIBS_bench_store := $(GLOBAL_NOUV_A) $(COMMON_A)
 $(BUILD)/bench/bench_store: $(GLOBAL_NOUV_A)
 $(BUILD)/bench/bench_fidelity: bench/fidelity_cases.h
 # bench_serve (docs/lactl.md) runs lactl's reductions and grid picture.
-LACTL_LIB_OBJ = $(filter-out $(BUILD)/obj/tools/lactl.o,$(TOOLS_OBJ))
 BENCH_LIBS_bench_serve := $(LACTL_LIB_OBJ) $(STORE_A) $(CLIENT_A) $(COMMON_A) -lmetis -lz
 $(BUILD)/bench/bench_serve: $(LACTL_LIB_OBJ) $(STORE_A)
 # bench_history (docs/history.md) writes to the GlobalAgent's store.

@@ -5,12 +5,20 @@
  * 1. `lactl serve`'s element map (lactl_sv_map_of, the reduction the
  *    page's /api/map answers) of synthetic Trace-Sets of R ranks x E
  *    elements, elements by global index, reduced to 512 x 512 bins by the
- *    mean: the time of the reduction (median of 3) and the bytes of the
- *    answer. Every rank carries the same compacted trace (a synthetic mesh
- *    series, polyline cv=0.05) so that the set fits in memory; each rank is
- *    still decoded on its own, which is the reduction's cost. Sizes: 10^3 x
- *    10^6 and 10^4 x 10^5 (10^9 elements each), LA_SERVE_RANKS and
- *    LA_SERVE_ELEMENTS for one other.
+ *    mean: the time of the reduction by range sums (median of 3; of
+ *    LA_SERVE_REPS), the same map decoding every element (what the max
+ *    does, and what the mean did before range sums), decoding alone, and
+ *    the bytes of the answer. Every rank carries the same compacted trace
+ *    (a synthetic mesh series, polyline cv=0.05) so that the set fits in
+ *    memory; each rank is still parsed, summed and decoded on its own.
+ *    Sizes: 10^3 x 10^6 and 10^4 x 10^5 (10^9 elements each),
+ *    LA_SERVE_RANKS and LA_SERVE_ELEMENTS for one other.
+ *    Then the wait of a request while a map is reduced: lactl serve's
+ *    store, reduction thread and HTTP server on loopback, driven by a poll
+ *    loop like lactl serve's; a client asks for the max map (decoding, the
+ *    longest) and, until it comes, for the application list again and
+ *    again: how long each of those took (median and max) and how long the
+ *    map took.
  * 2. `lactl plot --grid` (lactl_plot_grid) of a 960 x 960 x 2 grid on two
  *    ranks (one k-plane each), smooth (mesh) and noisy values: the SVG's
  *    bytes and how long writing it took.
@@ -19,7 +27,14 @@
  * LA_SERVE_SVG_DIR set, also the two grid pictures into that directory.
  */
 #include "bench_args.h"
+#include <arpa/inet.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +46,7 @@
 #include "la_test_series.h"
 #include "la_trace_msg.h"
 #include "../tools/lactl_bin.h"
+#include "../tools/lactl_http.h"
 #include "../tools/lactl_plot.h"
 #include "../tools/lactl_serve.h"
 
@@ -113,6 +129,133 @@ static la_traceset_t *make_set(uint32_t nr, uint64_t ne, const double *x,
   return t;
 }
 
+/* ---- the wait of a request while a map is reduced */
+
+typedef struct {
+  double map_ms, med_ms, max_ms;
+  int n;
+} live_t;
+
+typedef struct {
+  lactl_sv_t *d;
+  lactl_http_t *http;
+  uint16_t port;
+  atomic_int quit;
+  live_t *out;
+} live_srv_t;
+
+static void live_handle(void *ctx, const char *path, const char *query,
+                        lactl_http_resp_t *r) {
+  live_srv_t *s = ctx;
+  char why[300];
+  if (!strcmp(path, "/api/map")) {
+    lactl_sv_map_opts_t o = {
+        .kind = LA_WEIGHTS_MEASURED, .agg = LACTL_BIN_MAX, .bins = 512};
+    if (lactl_sv_map_ask(s->d, "bench-serve", &o, NULL, r->ticket, why,
+                         sizeof why) == 0)
+      r->later = 1;
+    return;
+  }
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (f && lactl_sv_apps_json(s->d, f) == 0 && fclose(f) == 0) {
+    r->status = 200, r->ctype = "application/json";
+    r->body = buf, r->len = len;
+  }
+}
+
+static void live_reply(void *ctx, uint64_t ticket, int status, char *body,
+                       size_t len) {
+  live_srv_t *s = ctx;
+  lactl_http_reply(s->http, ticket, status, "application/json", body, len);
+  free(body);
+}
+
+static int live_get(uint16_t port, const char *path) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  char req[256];
+  int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: b\r\n\r\n",
+                   path);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+      send(fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* Reads fd until its peer closes; the bytes read. */
+static size_t live_drain(int fd) {
+  char buf[65536];
+  size_t n = 0;
+  ssize_t k;
+  while ((k = recv(fd, buf, sizeof buf, 0)) > 0) n += (size_t)k;
+  return n;
+}
+
+static void *live_client(void *arg) {
+  live_srv_t *s = arg;
+  static double lat[100000];
+  int n = 0;
+  double t0 = now_ms();
+  int map = live_get(s->port, "/api/map?token=be&app=bench-serve&agg=max");
+  for (;;) {
+    struct pollfd p = {.fd = map, .events = POLLIN};
+    if (map < 0 || poll(&p, 1, 0) > 0 || n == 100000) break;
+    double a = now_ms();
+    int fd = live_get(s->port, "/api/apps?token=be");
+    if (fd < 0) break;
+    live_drain(fd);
+    close(fd);
+    lat[n++] = now_ms() - a;
+  }
+  if (map >= 0) live_drain(map), close(map);
+  s->out->map_ms = now_ms() - t0;
+  qsort(lat, (size_t)n, sizeof *lat, cmp);
+  s->out->n = n;
+  s->out->med_ms = n ? lat[n / 2] : NAN;
+  s->out->max_ms = n ? lat[n - 1] : NAN;
+  atomic_store(&s->quit, 1);
+  return NULL;
+}
+
+/* Serves set t (taken) and measures. */
+static int bench_live(la_traceset_t *t, live_t *out) {
+  live_srv_t s = {.d = lactl_sv_new(1), .out = out};
+  char *ev = NULL, bound[64], why[256];
+  size_t evn = 0;
+  atomic_init(&s.quit, 0);
+  if (!s.d || !t || lactl_sv_take(s.d, t, &ev, &evn) != 0 ||
+      lactl_http_open("127.0.0.1:0", 16, "be", live_handle, &s, &s.http,
+                      bound, sizeof bound, why, sizeof why) != 0) {
+    fprintf(stderr, "bench_serve: the live server did not start\n");
+    free(ev), lactl_sv_free(s.d);
+    return -1;
+  }
+  free(ev);
+  s.port = (uint16_t)atoi(strrchr(bound, ':') + 1);
+  pthread_t th;
+  if (pthread_create(&th, NULL, live_client, &s) != 0) return -1;
+  struct pollfd p[24];
+  while (!atomic_load(&s.quit)) {
+    size_t n = 0;
+    int mfd = lactl_sv_map_fd(s.d);
+    if (mfd >= 0) p[n++] = (struct pollfd){.fd = mfd, .events = POLLIN};
+    size_t h0 = n;
+    n += lactl_http_pollfds(s.http, p + n, 24 - n);
+    poll(p, n, 100);
+    lactl_http_service(s.http, p + h0, n - h0, lactl_http_now_ms());
+    lactl_sv_map_poll(s.d, NULL, live_reply, &s);
+  }
+  pthread_join(th, NULL);
+  lactl_http_close(s.http);
+  lactl_sv_free(s.d);
+  return 0;
+}
+
 /* One size of part 1; prints its row and appends its JSON. */
 static int bench_map(FILE *js, uint32_t nr, uint64_t ne, int first) {
   double *x = malloc(ne * sizeof *x);
@@ -129,44 +272,62 @@ static int bench_map(FILE *js, uint32_t nr, uint64_t ne, int first) {
     la_compact_result_free(&res);
     return -1;
   }
+  const char *er = getenv("LA_SERVE_REPS");
+  int reps = er && atoi(er) >= 1 && atoi(er) <= 9 ? atoi(er) : 3;
   lactl_sv_map_opts_t o = {
       .kind = LA_WEIGHTS_MEASURED, .agg = LACTL_BIN_MEAN, .bins = 512};
-  double ms[3];
+  double ms[9], msd[9];
   size_t bytes = 0;
-  for (int i = 0; i < 3; i++) {
-    char *b = NULL, why[256];
-    size_t n = 0;
-    FILE *f = open_memstream(&b, &n);
-    if (!f || lactl_sv_map_of(t, &o, NULL, f, &ms[i], why, sizeof why) != 0) {
-      fprintf(stderr, "bench_serve: %s\n", why);
-      return -1;
+  for (int d = 0; d < 2; d++) {
+    o.decode = d;
+    for (int i = 0; i < reps; i++) {
+      char *b = NULL, why[256];
+      size_t n = 0;
+      FILE *f = open_memstream(&b, &n);
+      if (!f || lactl_sv_map_of(t, &o, NULL, f, d ? &msd[i] : &ms[i], why,
+                                sizeof why) != 0) {
+        fprintf(stderr, "bench_serve: %s\n", why);
+        return -1;
+      }
+      fclose(f);
+      bytes = n;
+      free(b);
     }
-    fclose(f);
-    bytes = n;
-    free(b);
   }
-  qsort(ms, 3, sizeof *ms, cmp);
+  qsort(ms, (size_t)reps, sizeof *ms, cmp);
+  qsort(msd, (size_t)reps, sizeof *msd, cmp);
   /* the decoding alone, for comparison: every rank's weights */
-  double *w = malloc(ne * sizeof *w), dec[3];
-  for (int i = 0; w && i < 3; i++) {
+  double *w = malloc(ne * sizeof *w), dec[9];
+  for (int i = 0; w && i < reps; i++) {
     double t0 = now_ms();
     for (uint32_t r = 0; r < nr; r++) la_traceset_rank_weights(t, r, w);
     dec[i] = now_ms() - t0;
   }
   free(w);
-  qsort(dec, 3, sizeof *dec, cmp);
+  qsort(dec, (size_t)reps, sizeof *dec, cmp);
   double el = (double)nr * (double)ne;
   printf(
-      "  %6u ranks x %8llu elements  reduce %9.1f ms (%.2f ns/element;"
-      " decoding alone %.1f ms)  answer %8zu bytes\n",
-      nr, (unsigned long long)ne, ms[1], ms[1] * 1e6 / el, dec[1], bytes);
+      "  %6u ranks x %8llu elements  reduce %9.1f ms by range sums "
+      "(%.3f ns/element), %9.1f ms decoding (decoding alone %.1f ms)"
+      "  answer %8zu bytes\n",
+      nr, (unsigned long long)ne, ms[reps / 2], ms[reps / 2] * 1e6 / el,
+      msd[reps / 2], dec[reps / 2], bytes);
+  la_traceset_free(t);
+  live_t lv;
+  if (bench_live(make_set(nr, ne, NULL, &res, 0, 0, 0), &lv) != 0) return -1;
+  printf("    while the max map is reduced (%.1f ms): %d requests answered, "
+         "median %.2f ms, max %.2f ms\n",
+         lv.map_ms, lv.n, lv.med_ms, lv.max_ms);
   fprintf(js,
           "%s\n  {\"ranks\": %u, \"elements_per_rank\": %llu, "
-          "\"reduce_ms_median\": %.3f, \"ns_per_element\": %.4f, "
-          "\"decode_ms_median\": %.3f, \"answer_bytes\": %zu, \"bins\": 512}",
-          first ? "" : ",", nr, (unsigned long long)ne, ms[1], ms[1] * 1e6 / el,
-          dec[1], bytes);
-  la_traceset_free(t);
+          "\"reps\": %d, \"reduce_ms_median\": %.3f, \"ns_per_element\": "
+          "%.4f, \"reduce_decoding_ms_median\": %.3f, "
+          "\"decode_ms_median\": %.3f, \"answer_bytes\": %zu, \"bins\": 512, "
+          "\"live_max_map_ms\": %.1f, \"live_requests\": %d, "
+          "\"live_request_ms_median\": %.3f, \"live_request_ms_max\": %.3f}",
+          first ? "" : ",", nr, (unsigned long long)ne, reps, ms[reps / 2],
+          ms[reps / 2] * 1e6 / el, msd[reps / 2], dec[reps / 2], bytes,
+          lv.map_ms, lv.n, lv.med_ms, lv.max_ms);
   la_compact_result_free(&res);
   return 0;
 }

@@ -104,6 +104,16 @@ static inline double lactl_bin_add_run(lactl_bin_t *b, uint64_t i,
   return sum;
 }
 
+/* Adds n cells of mean bin i whose values are all finite and sum to s
+ * (a range sum of the compact encoding stands for its cells). */
+static inline void lactl_bin_add_sum(lactl_bin_t *b, uint64_t i, double s,
+                                     uint64_t n) {
+  assert(i < (uint64_t)b->bw * b->bh && b->mode == LACTL_BIN_MEAN &&
+         isfinite(s));
+  b->acc[i] += s;
+  b->n[i] += n;
+}
+
 /* The value of bin (bx, by): NaN when none of its cells had one. */
 double lactl_bin_value(const lactl_bin_t *b, uint32_t bx, uint32_t by);
 

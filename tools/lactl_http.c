@@ -26,6 +26,7 @@ typedef struct {
   size_t olen, ooff, ocap;
   int answered;         /* head read and answered: only output remains */
   int sse;              /* an event stream (stays open) */
+  uint64_t later;       /* the ticket of an answer to come, 0: none */
   uint64_t since_ms;    /* accept (request deadline) */
   uint64_t progress_ms; /* last output progress */
   uint64_t ping_ms;     /* last keep-alive (streams) */
@@ -38,6 +39,7 @@ struct lactl_http {
   lactl_http_fn fn;
   void *ctx;
   la__conn_t **c; /* max_conns slots */
+  uint64_t tickets; /* given so far */
   lactl_http_stats_t st;
 };
 
@@ -279,9 +281,13 @@ static void la__request(lactl_http_t *h, la__conn_t *c) {
     la__plain(c, 405, "method not allowed: GET only\n");
     return;
   }
-  lactl_http_resp_t r = {.status = 404, .ctype = "text/plain; charset=utf-8"};
+  lactl_http_resp_t r = {.status = 404,
+                         .ctype = "text/plain; charset=utf-8",
+                         .ticket = ++h->tickets};
   h->fn(h->ctx, target, q ? q : "", &r);
-  if (r.sse) {
+  if (r.later) {
+    c->later = r.ticket;
+  } else if (r.sse) {
     static const char head[] =
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
         "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
@@ -305,7 +311,7 @@ size_t lactl_http_pollfds(lactl_http_t *h, struct pollfd *p, size_t cap) {
     if (!c) continue;
     short ev = c->answered ? 0 : POLLIN;
     if (c->olen > c->ooff) ev |= POLLOUT;
-    if (c->sse) ev |= POLLIN; /* to see the peer close */
+    if (c->sse || c->later) ev |= POLLIN; /* to see the peer close */
     p[n++] = (struct pollfd){.fd = c->fd, .events = ev};
   }
   return n;
@@ -322,7 +328,7 @@ static void la__accept(lactl_http_t *h, uint64_t now) {
                                 the browser out */
       unsigned old = h->max_conns;
       for (unsigned k = 0; k < h->max_conns; k++)
-        if (!h->c[k]->answered &&
+        if (!h->c[k]->answered && !h->c[k]->later &&
             (old == h->max_conns || h->c[k]->since_ms < h->c[old]->since_ms))
           old = k;
       if (old < h->max_conns) {
@@ -351,12 +357,12 @@ static void la__accept(lactl_http_t *h, uint64_t now) {
 /* Reads what c's peer sent; 0 to keep c, -1 to drop it. */
 static int la__read(lactl_http_t *h, la__conn_t *c) {
   char buf[4096];
-  ssize_t n =
-      recv(c->fd, c->answered ? buf : c->req + c->rlen,
-           c->answered ? sizeof buf : LACTL_HTTP_MAX_REQUEST - c->rlen, 0);
+  const int done = c->answered || c->later;
+  ssize_t n = recv(c->fd, done ? buf : c->req + c->rlen,
+                   done ? sizeof buf : LACTL_HTTP_MAX_REQUEST - c->rlen, 0);
   if (n == 0) return -1;
   if (n < 0) return errno == EAGAIN || errno == EINTR ? 0 : -1;
-  if (c->answered) return 0; /* ignored: one request per connection */
+  if (done) return 0; /* ignored: one request per connection */
   c->rlen += (size_t)n;
   c->req[c->rlen] = 0;
   if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n")) {
@@ -401,7 +407,8 @@ void lactl_http_service(lactl_http_t *h, const struct pollfd *p, size_t n,
   for (unsigned i = 0; i < h->max_conns; i++) {
     la__conn_t *c = h->c[i];
     if (!c) continue;
-    int late = !c->answered && now - c->since_ms > LACTL_HTTP_REQUEST_S * 1000u;
+    int late = !c->answered && !c->later &&
+               now - c->since_ms > LACTL_HTTP_REQUEST_S * 1000u;
     int stalled =
         c->olen > c->ooff && now - c->progress_ms > LACTL_HTTP_STALL_S * 1000u;
     if (late || stalled) {
@@ -433,6 +440,19 @@ void lactl_http_broadcast(lactl_http_t *h, const char *event, const char *data,
       la__drop(h, i);
     }
   }
+}
+
+int lactl_http_reply(lactl_http_t *h, uint64_t ticket, int status,
+                     const char *ctype, const char *body, size_t len) {
+  for (unsigned i = 0; ticket && i < h->max_conns; i++) {
+    la__conn_t *c = h->c[i];
+    if (!c || c->later != ticket) continue;
+    c->later = 0;
+    la__answer(c, status, ctype, body, len);
+    if (la__write(c, lactl_http_now_ms())) la__drop(h, i);
+    return 0;
+  }
+  return LA_ENOTFOUND;
 }
 
 void lactl_http_stats(const lactl_http_t *h, lactl_http_stats_t *s) {

@@ -13,7 +13,9 @@
  * open: events are queued to it, a stream whose queue exceeds
  * LACTL_HTTP_MAX_QUEUE bytes (a reader that does not keep up) is closed
  * (the browser reconnects and reloads), as is any connection whose output
- * makes no progress for LACTL_HTTP_STALL_S seconds. Memory is thus
+ * makes no progress for LACTL_HTTP_STALL_S seconds. A request the handler
+ * answers later (a reduction on another thread) keeps its connection
+ * without a deadline until it is answered or its peer closes. Memory is thus
  * bounded by max_conns x (the largest answer + the queue).
  */
 #ifndef LACTL_HTTP_H
@@ -33,13 +35,17 @@ typedef struct lactl_http lactl_http_t;
 
 /* An answer the handler fills: status (200, 400, 404, ...), content type
  * (static), body (malloc'ed, taken over; may be NULL), or sse = 1 to turn
- * the connection into an event stream. */
+ * the connection into an event stream, or later = 1 to answer it later
+ * with lactl_http_reply and ticket (the connection waits meanwhile, and
+ * is closed when its peer goes). */
 typedef struct lactl_http_resp {
   int status;
   const char *ctype;
   char *body;
   size_t len;
   int sse;
+  int later;
+  uint64_t ticket; /* set before the handler is called: this request's */
 } lactl_http_resp_t;
 
 /* Answers GET path?query (token already checked; query without it). */
@@ -67,6 +73,11 @@ void lactl_http_service(lactl_http_t *h, const struct pollfd *p, size_t n,
  * line). */
 void lactl_http_broadcast(lactl_http_t *h, const char *event, const char *data,
                           size_t len);
+
+/* Answers the request of ticket that the handler left for later (body:
+ * len bytes, copied). 0, or LA_ENOTFOUND when its connection is gone. */
+int lactl_http_reply(lactl_http_t *h, uint64_t ticket, int status,
+                     const char *ctype, const char *body, size_t len);
 
 /* The value of parameter name in query, URL-decoded into buf (cap bytes).
  * 1 when present (and it fit), 0 when not. */

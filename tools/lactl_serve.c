@@ -10,9 +10,10 @@
  * Access: 127.0.0.1 by default, and a random token made at start that
  * every request must carry (the URL printed holds it), so that other
  * users of the machine cannot read the profile (docs/security.md).
- * Blocking: the loop waits on the feed's stored-set queries at start and
- * reduces a set in the loop, so a very large set delays the answers for
- * that long (measured in docs/lactl.md).
+ * Blocking: the loop waits on the feed's stored-set queries at start (and
+ * on an application's ids, once); element maps are reduced on a thread of
+ * their own (lactl_serve_work.c), so the page, its JSON and the event
+ * stream are answered while a large set is reduced (docs/lactl.md).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -131,7 +132,13 @@ static void la__handle(void *ctx, const char *path, const char *query,
       o.kind = strcmp(kind, "robust") ? LA_WEIGHTS_MEASURED : LA_WEIGHTS_ROBUST;
       o.agg = strcmp(agg, "max") ? LACTL_BIN_MEAN : LACTL_BIN_MAX;
       o.bins = (uint32_t)nb;
-      rc = lactl_sv_map_json(s->d, app, &o, s->c, m.f, why, sizeof why);
+      rc = lactl_sv_map_ask(s->d, app, &o, s->c, r->ticket, why, sizeof why);
+      if (rc == 0) { /* reduced on the reduction thread: answered later */
+        fclose(m.f);
+        free(m.buf);
+        r->later = 1;
+        return;
+      }
     }
   } else {
     snprintf(why, sizeof why, "no such page: %s", path);
@@ -146,12 +153,26 @@ static void la__handle(void *ctx, const char *path, const char *query,
     size_t n = strlen(why);
     r->body = malloc(n + 2);
     if (r->body) snprintf(r->body, n + 2, "%s\n", why), r->len = n + 1;
-    r->status = rc == LA_ENOTFOUND ? 404 : 400;
+    r->status = rc == LA_ENOTFOUND ? 404
+                : rc == LA_ELIMIT  ? 503
+                : rc == LA_ENOMEM  ? 500
+                                   : 400;
     return;
   }
   r->status = 200;
   r->ctype = "application/json";
   r->body = m.buf, r->len = m.len;
+}
+
+/* Sends a map the reduction thread made (lactl_sv_map_poll). */
+static void la__reply(void *ctx, uint64_t ticket, int status, char *body,
+                      size_t len) {
+  la__srv_t *s = ctx;
+  lactl_http_reply(s->http, ticket, status,
+                   status == 200 ? "application/json"
+                                 : "text/plain; charset=utf-8",
+                   body, len);
+  free(body);
 }
 
 /* Takes set t into the store and announces it. */
@@ -367,12 +388,14 @@ int lactl_serve_main(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
-  size_t cap = a.max_conns + 2;
+  size_t cap = a.max_conns + 3;
   struct pollfd *p = calloc(cap, sizeof *p);
   uint64_t retry_ms = 0;
   while (p && !la__stop) {
     size_t n = 0;
     if (c) p[n++] = (struct pollfd){.fd = la_client_fd(c), .events = POLLIN};
+    int mfd = lactl_sv_map_fd(s.d);
+    if (mfd >= 0) p[n++] = (struct pollfd){.fd = mfd, .events = POLLIN};
     size_t h0 = n;
     n += lactl_http_pollfds(s.http, p + n, cap - n);
     int pr = poll(p, n, 1000);
@@ -399,6 +422,8 @@ int lactl_serve_main(int argc, char **argv) {
     else
       lactl_http_service(s.http, NULL, 0, now);
     s.c = NULL;
+    /* maps the reduction thread made, kept ones, the next reduction */
+    lactl_sv_map_poll(s.d, c, la__reply, &s);
     if (!c && now >= retry_ms) {
       if (la__subscribe(addr, &c, why, sizeof why) == 0) {
         lactl_sv_set_feed(s.d, "");
@@ -411,13 +436,17 @@ int lactl_serve_main(int argc, char **argv) {
   free(p);
   lactl_http_stats_t st;
   lactl_http_stats(s.http, &st);
+  lactl_sv_map_stats_t ms;
+  lactl_sv_map_stats(s.d, &ms);
   fprintf(stderr,
           "lactl serve: stopped; %llu requests (%llu refused without the "
           "token, %llu connections closed for a limit), %llu updates sent "
-          "(%llu bytes)\n",
+          "(%llu bytes); %llu element maps reduced (%llu stopped for a "
+          "newer set), %llu answered from kept ones\n",
           (unsigned long long)st.requests, (unsigned long long)st.refused,
           (unsigned long long)st.limited, (unsigned long long)s.updates,
-          (unsigned long long)s.update_bytes);
+          (unsigned long long)s.update_bytes, (unsigned long long)ms.started,
+          (unsigned long long)ms.superseded, (unsigned long long)ms.cached);
   lactl_http_close(s.http);
   la_client_close(c);
   lactl_sv_free(s.d);

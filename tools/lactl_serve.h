@@ -3,17 +3,21 @@
  * parses the command line and runs the poll loop (the GlobalAgent's feed
  * and lactl_http.c's connections); lactl_serve_data.c keeps, per
  * application, the latest Trace-Set and the ranks x cycles history,
- * reduced as it arrives, and answers the page's JSON;
- * lactl_serve_page.c embeds the page (lactl_serve_page.html).
+ * reduced as it arrives, and answers the page's JSON, the element maps
+ * reduced on lactl_serve_work.c's thread by lactl_serve_bin.c's binning
+ * (range sums for the mean); lactl_serve_page.c embeds the page
+ * (lactl_serve_page.html).
  */
 #ifndef LACTL_SERVE_H
 #define LACTL_SERVE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "la_client.h"
+#include "lactl_bin.h"
 
 /* Rank bins of a history column, and the largest element map (per
  * side), both at most about the page's canvas pixels. */
@@ -27,6 +31,10 @@
 /* Elements placed by the application's ids (LA_setGlobalIds, fetched
  * once per application) up to this many; beyond, by global index. */
 #define LACTL_SV_MAX_ID_ELEMENTS (UINT64_C(1) << 24)
+/* Element-map requests waiting for the reduction thread at once (beyond:
+ * answered 503), and answers kept for the next same request. */
+#define LACTL_SV_MAX_WAITING 256
+#define LACTL_SV_CACHED_MAPS 4
 /* A rank is marked interfered when interference added more than this
  * share of its measured total. */
 #define LACTL_SV_INTERF_SHARE 0.05
@@ -57,14 +65,41 @@ typedef struct lactl_sv_map_opts {
   const char *channel; /* "" or NULL: the sum */
   int agg;             /* LACTL_BIN_MEAN or LACTL_BIN_MAX */
   uint32_t bins;       /* per side, 16..LACTL_SV_MAP_BINS */
+  int decode;          /* 1: decode every element, also where range sums
+                          serve (the benchmark's and tests' comparison) */
+  const atomic_int *stop; /* non-NULL: the reduction stops (LA_ESTATE)
+                             once it is non-zero */
 } lactl_sv_map_opts_t;
-/* The element map of app's latest set: a grid's middle k slice; else,
- * when every rank gave ids (asked of the GlobalAgent through c once, up
- * to LACTL_SV_MAX_ID_ELEMENTS elements), the elements in the order of
- * their ids; else by global index; in rows. */
-int lactl_sv_map_json(lactl_sv_t *d, const char *app,
-                      const lactl_sv_map_opts_t *o, la_client_t *c, FILE *f,
-                      char *why, size_t why_len);
+/* Asks for the element map of app's latest set: a grid's middle k slice;
+ * else, when every rank gave ids (asked of the GlobalAgent through c once,
+ * up to LACTL_SV_MAX_ID_ELEMENTS elements), the elements in the order of
+ * their ids; else by global index; in rows. The map is reduced on d's
+ * reduction thread (started by the first request) and answered through
+ * lactl_sv_map_poll with ticket. 0 (asked), LA_ENOTFOUND (no such
+ * application), LA_ELIMIT (LACTL_SV_MAX_WAITING waiting) or LA_ENOMEM,
+ * the reason in why. */
+int lactl_sv_map_ask(lactl_sv_t *d, const char *app,
+                     const lactl_sv_map_opts_t *o, la_client_t *c,
+                     uint64_t ticket, char *why, size_t why_len);
+/* An answer: status 200 with the JSON, or an error with its reason; body
+ * (malloc'ed) is the receiver's. */
+typedef void (*lactl_sv_reply_fn)(void *ctx, uint64_t ticket, int status,
+                                  char *body, size_t len);
+/* The descriptor that turns readable when a reduction ends (-1 before the
+ * first request). */
+int lactl_sv_map_fd(const lactl_sv_t *d);
+/* Answers what is ready (a reduction that ended, an answer kept for the
+ * same set and options) and starts the next reduction; c as for
+ * lactl_sv_map_ask. A newer set of an application stops the reduction of
+ * its older one, which is then reduced anew. */
+void lactl_sv_map_poll(lactl_sv_t *d, la_client_t *c, lactl_sv_reply_fn fn,
+                       void *ctx);
+/* Reductions started, stopped for a newer set, answers served from kept
+ * ones. */
+typedef struct lactl_sv_map_stats {
+  uint64_t started, superseded, cached;
+} lactl_sv_map_stats_t;
+void lactl_sv_map_stats(const lactl_sv_t *d, lactl_sv_map_stats_t *s);
 
 /* Writes set t's element map as JSON (what lactl_sv_map_json answers for
  * an application's latest set; pos: each global element's place in id
@@ -73,6 +108,43 @@ int lactl_sv_map_json(lactl_sv_t *d, const char *app,
 int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o,
                     const uint32_t *pos, FILE *f, double *ms, char *why,
                     size_t why_len);
+
+/* How lactl_sv_fill bins a set's elements (lactl_serve_bin.c). */
+typedef struct lactl_sv_fill {
+  int grid;            /* the middle k slice of the global grid g */
+  uint64_t g[3];
+  const uint32_t *pos; /* not a grid: each global element's place in id
+                          order, or NULL: by global index */
+  int decode;          /* 1: decode even where range sums serve */
+  const atomic_int *stop; /* non-NULL: stop once non-zero */
+  double sum;             /* out: the finite values' sum and count */
+  uint64_t nfin;
+  uint64_t ranges, decoded; /* out: range sums taken, elements decoded */
+} lactl_sv_fill_t;
+/* Bins every element of t (weights as t serves them) into b (w x h cells:
+ * the grid's slice, or rows of b->w): a mean by range sums of the runs of
+ * a bin's row (never decoding, but for a run whose sum is not finite),
+ * the max and id places by decoding. Missing ranks' cells count as no
+ * data. 0, LA_ENOMEM, LA_EIO (a trace that does not decode) or LA_ESTATE
+ * (stopped). */
+int lactl_sv_fill(la_traceset_t *t, lactl_bin_t *b, lactl_sv_fill_t *f);
+
+/* The reduction thread (lactl_serve_work.c): one job at a time. */
+typedef struct lactl_sv_work lactl_sv_work_t;
+typedef void (*lactl_sv_job_fn)(void *arg);
+/* Starts the thread. 0, LA_ENOMEM or LA_EIO. */
+int lactl_sv_work_new(lactl_sv_work_t **w);
+/* The eventfd that turns readable when a job ends. */
+int lactl_sv_work_fd(const lactl_sv_work_t *w);
+/* Whether a job was handed over and not yet collected. */
+int lactl_sv_work_busy(const lactl_sv_work_t *w);
+/* Hands fn(arg) to the thread: arg is the thread's until
+ * lactl_sv_work_done says 1. 0, or LA_ESTATE while busy. */
+int lactl_sv_work_run(lactl_sv_work_t *w, lactl_sv_job_fn fn, void *arg);
+/* 1 once the job handed over ended (then not busy), else 0. */
+int lactl_sv_work_done(lactl_sv_work_t *w);
+/* Waits for the job in progress (ask it to stop first), ends the thread. */
+void lactl_sv_work_free(lactl_sv_work_t *w);
 
 /* Sets the line the page shows about the feed ("" when fine). */
 void lactl_sv_set_feed(lactl_sv_t *d, const char *status);

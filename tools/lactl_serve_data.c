@@ -34,6 +34,7 @@ typedef struct {
 typedef struct {
   char id[129];
   la_traceset_t *latest;
+  uint64_t gen; /* the latest set's generation (the store's count) */
   uint64_t sets;   /* received */
   la__col_t *cols; /* increasing tags, at most hist */
   size_t ncols;
@@ -47,8 +48,54 @@ typedef struct {
   int pos_asked;
 } la__app_t;
 
+/* What an element map is asked with (the application and the options). */
+typedef struct {
+  char app[129];
+  int kind, agg;
+  uint32_t bins;
+  char channel[130];
+} la__key_t;
+
+/* A request waiting for its map. */
+typedef struct {
+  uint64_t ticket;
+  la__key_t k;
+} la__wait_t;
+
+/* A map answered, kept for the next same request of the same set. */
+typedef struct {
+  la__key_t k;
+  uint64_t gen;
+  char *body;
+  size_t len;
+} la__kept_t;
+
+/* The reduction handed to the thread: the set is the thread's (and no
+ * longer the application's when a newer one replaced it: retired) until
+ * it ends. */
+typedef struct {
+  la__key_t k;
+  uint64_t gen;
+  la_traceset_t *set;
+  const uint32_t *pos;
+  int retired;
+  atomic_int stop;
+  int rc; /* out: lactl_sv_map_of's */
+  char *body;
+  size_t len;
+  char why[300];
+} la__job_t;
+
 struct lactl_sv {
   size_t hist;
+  uint64_t gen;
+  lactl_sv_work_t *work; /* started by the first map request */
+  la__job_t job;         /* valid while work is busy */
+  la__wait_t *wait;      /* LACTL_SV_MAX_WAITING */
+  size_t nwait;
+  la__kept_t kept[LACTL_SV_CACHED_MAPS];
+  size_t kept_next;
+  lactl_sv_map_stats_t mst;
   la__app_t *apps;
   size_t napps;
   uint64_t refused; /* sets of applications beyond LACTL_SV_MAX_APPS */
@@ -67,6 +114,16 @@ static void la__col_free(la__col_t *c) {
 
 void lactl_sv_free(lactl_sv_t *d) {
   if (!d) return;
+  if (lactl_sv_work_busy(d->work)) {
+    atomic_store(&d->job.stop, 1);
+    lactl_sv_work_free(d->work); /* waits for it */
+    if (d->job.retired) la_traceset_free(d->job.set);
+    free(d->job.body);
+  } else {
+    lactl_sv_work_free(d->work);
+  }
+  for (size_t i = 0; i < LACTL_SV_CACHED_MAPS; i++) free(d->kept[i].body);
+  free(d->wait);
   for (size_t i = 0; i < d->napps; i++) {
     la_traceset_free(d->apps[i].latest);
     for (size_t c = 0; c < d->apps[i].ncols; c++)
@@ -248,8 +305,16 @@ int lactl_sv_take(lactl_sv_t *d, la_traceset_t *t, char **event, size_t *len) {
   }
   a->sets++;
   if (!a->latest || la_traceset_cycle(a->latest) <= la_traceset_cycle(t)) {
-    la_traceset_free(a->latest);
+    if (a->latest && lactl_sv_work_busy(d->work) && d->job.set == a->latest) {
+      /* being reduced: the thread stops, and the set is freed when it
+       * has (the waiting requests get the new set's map) */
+      d->job.retired = 1;
+      atomic_store(&d->job.stop, 1);
+    } else {
+      la_traceset_free(a->latest);
+    }
     a->latest = t;
+    a->gen = ++d->gen;
   } else {
     la_traceset_free(t);
   }
@@ -328,108 +393,6 @@ static int la__grid(const la_traceset_t *t, uint64_t g[3]) {
   return np > 0 && g[0] && g[1] && g[2];
 }
 
-/* Bins every element of t (weights as t serves them) into b: a grid's
- * middle k slice (g: the global grid), or elements by global index in
- * rows of b->w. Missing ranks' cells count as no data. Walks each rank's
- * rows in runs of cells of one bin (lactl_bin_add_run), the bins from
- * tables, not divisions. 0 or LA_ENOMEM. */
-static int la__fill_pos(la_traceset_t *t, lactl_bin_t *b,
-                        const uint32_t *pos, double *sum, uint64_t *nfin);
-
-static int la__fill(la_traceset_t *t, lactl_bin_t *b, int grid,
-                    const uint64_t g[3], const uint32_t *pos, double *sum,
-                    uint64_t *nfin) {
-  if (pos) return la__fill_pos(t, b, pos, sum, nfin);
-  const uint32_t np = la_traceset_nprocs(t);
-  uint64_t maxne = 1, off = 0;
-  for (uint32_t r = 0; r < np; r++)
-    if (la_traceset_rank_elements(t, r) > maxne)
-      maxne = la_traceset_rank_elements(t, r);
-  double *w = malloc(maxne * sizeof *w);
-  uint32_t *xb = malloc(b->w * sizeof *xb);
-  uint64_t *xend = malloc(b->bw * sizeof *xend); /* past a column bin */
-  if (!w || !xb || !xend) {
-    free(w), free(xb), free(xend);
-    return LA_ENOMEM;
-  }
-  for (uint64_t x = 0; x < b->w; x++) {
-    xb[x] = (uint32_t)lactl_bin_index(b, x, 0);
-    xend[xb[x]] = x + 1;
-  }
-  const uint64_t at = grid ? g[2] / 2 : 0;
-  for (uint32_t r = 0; r < np; r++) {
-    uint64_t ne = la_traceset_rank_elements(t, r), dm[3] = {0}, o[3] = {0};
-    uint64_t e0 = 0, e1 = ne;
-    if (grid) {
-      la_traceset_rank_grid(t, r, dm, o, NULL);
-      uint64_t plane = dm[0] * dm[1];
-      if (at < o[2] || at >= o[2] + dm[2] || plane == 0) {
-        off += ne;
-        continue;
-      }
-      e0 = (at - o[2]) * plane;
-      e1 = e0 + plane < ne ? e0 + plane : ne;
-    }
-    int have =
-        la_traceset_has_rank(t, r) && la_traceset_rank_weights(t, r, w) == 0;
-    /* the first cell's place, then one row at a time */
-    const uint64_t rowlen = grid ? dm[0] : b->w, x0 = grid ? o[0] : 0;
-    uint64_t cx = grid ? e0 % dm[0] : (off + e0) % b->w;
-    uint64_t y = grid ? o[1] + e0 / dm[0] % dm[1] : (off + e0) / b->w;
-    for (uint64_t e = e0; e < e1;) {
-      uint64_t len = rowlen - cx < e1 - e ? rowlen - cx : e1 - e;
-      uint64_t xa = x0 + cx, xe = xa + len < b->w ? xa + len : b->w;
-      uint64_t ybase = y < b->h ? lactl_bin_index(b, 0, y) : 0;
-      for (uint64_t k = xa; y < b->h && k < xe;) {
-        uint32_t bx = xb[k];
-        uint64_t kend = xend[bx] < xe ? xend[bx] : xe;
-        if (have)
-          *sum += lactl_bin_add_run(b, bx + ybase, w + e + (k - xa), kend - k,
-                                    nfin);
-        else
-          b->none[bx + ybase] += kend - k;
-        k = kend;
-      }
-      e += len;
-      cx += len;
-      if (cx == rowlen) {
-        cx = 0;
-        y = grid ? o[1] + e / dm[0] % dm[1] : y + 1;
-      }
-    }
-    off += ne;
-  }
-  free(w), free(xb), free(xend);
-  return 0;
-}
-
-/* Bins every element of t at its place in the application's id order
- * (pos, by global element), in rows of b->w. 0 or LA_ENOMEM. */
-static int la__fill_pos(la_traceset_t *t, lactl_bin_t *b,
-                        const uint32_t *pos, double *sum, uint64_t *nfin) {
-  const uint32_t np = la_traceset_nprocs(t);
-  uint64_t maxne = 1, off = 0;
-  for (uint32_t r = 0; r < np; r++)
-    if (la_traceset_rank_elements(t, r) > maxne)
-      maxne = la_traceset_rank_elements(t, r);
-  double *w = malloc(maxne * sizeof *w);
-  if (!w) return LA_ENOMEM;
-  for (uint32_t r = 0; r < np; r++) {
-    uint64_t ne = la_traceset_rank_elements(t, r);
-    int have = la_traceset_has_rank(t, r) &&
-               la_traceset_rank_weights(t, r, w) == 0;
-    for (uint64_t e = 0; e < ne; e++) {
-      double v = have ? w[e] : NAN;
-      uint64_t p = pos[off + e];
-      lactl_bin_add(b, p % b->w, p / b->w, v);
-      if (isfinite(v)) *sum += v, (*nfin)++;
-    }
-    off += ne;
-  }
-  free(w);
-  return 0;
-}
-
 /* Sorting (id, element) pairs. */
 typedef struct {
   int64_t id;
@@ -503,21 +466,29 @@ int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o,
   if (grid) pos = NULL;
   if (grid) {
     W = g[0], H = g[1];
-  } else {
+  } else if (n <= (uint64_t)o->bins * o->bins) {
+    /* a square of cells, each its own bin */
     W = (uint64_t)ceil(sqrt((double)(n ? n : 1)));
     while (W * W < n) W++;
     H = n ? (n + W - 1) / W : 1;
+  } else {
+    /* at most bins rows of W elements: each bin is one run of about
+     * W / bins consecutive elements, one range sum per rank in it */
+    W = (n + o->bins - 1) / o->bins;
+    H = (n + W - 1) / W;
   }
   lactl_bin_t b;
-  double sum = 0;
-  uint64_t nfin = 0;
+  lactl_sv_fill_t fl = {.grid = grid, .g = {g[0], g[1], g[2]}, .pos = pos,
+                        .decode = o->decode, .stop = o->stop};
   int rc = lactl_bin_init(&b, W, H, o->bins, o->bins, o->agg);
-  if (!rc) rc = la__fill(v, &b, grid, g, pos, &sum, &nfin);
+  if (!rc) rc = lactl_sv_fill(v, &b, &fl);
   float *vals = rc ? NULL : malloc((size_t)b.bw * b.bh * sizeof *vals);
   double *tot = malloc((np ? np : 1) * sizeof *tot);
   if (!rc && (!vals || !tot)) rc = LA_ENOMEM;
   if (rc) {
-    snprintf(why, why_len, "out of memory reducing %s", la_traceset_app_id(t));
+    snprintf(why, why_len, "%s reducing %s",
+             rc == LA_ESTATE ? "stopped" : la_client_strerror(rc),
+             la_traceset_app_id(t));
     free(vals), free(tot), lactl_bin_free(&b), la_traceset_free(view);
     return rc;
   }
@@ -557,7 +528,7 @@ int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o,
           "\"mean\":",
           (unsigned long long)W, (unsigned long long)H, b.bw, b.bh,
           lactl_bin_mode_name(o->agg));
-  la__num(f, nfin ? sum / (double)nfin : NAN);
+  la__num(f, fl.nfin ? fl.sum / (double)fl.nfin : NAN);
   fputs(",\"values\":\"", f);
   lactl_base64(f, vals, (size_t)b.bw * b.bh * sizeof *vals);
   fputs("\",\"totals\":", f);
@@ -591,7 +562,14 @@ int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o,
     imb = NAN;
   fputs("],\"imbalance\":", f);
   la__num(f, imb);
-  fprintf(f, ",\"reduce_ms\":%.3f}", ms_red);
+  fprintf(f,
+          ",\"reduce_ms\":%.3f,\"reduced_by\":\"%s\",\"range_sums\":%llu,"
+          "\"decoded\":%llu}",
+          ms_red,
+          fl.decoded && fl.ranges ? "range sums and decoding"
+          : fl.decoded            ? "decoding"
+                                  : "range sums",
+          (unsigned long long)fl.ranges, (unsigned long long)fl.decoded);
   if (ms) *ms = ms_red;
   free(vals), free(tot);
   lactl_bin_free(&b);
@@ -599,14 +577,147 @@ int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o,
   return 0;
 }
 
-int lactl_sv_map_json(lactl_sv_t *d, const char *app,
-                      const lactl_sv_map_opts_t *o, la_client_t *c, FILE *f,
-                      char *why, size_t why_len) {
-  la__app_t *a = la__find(d, app);
-  if (!a) {
+/* The thread's job: the map of the job's set. */
+static void la__job_run(void *arg) {
+  la__job_t *j = arg;
+  lactl_sv_map_opts_t o = {.kind = j->k.kind,
+                           .channel = j->k.channel,
+                           .agg = j->k.agg,
+                           .bins = j->k.bins,
+                           .stop = &j->stop};
+  FILE *f = open_memstream(&j->body, &j->len);
+  j->rc = f ? lactl_sv_map_of(j->set, &o, j->pos, f, NULL, j->why,
+                              sizeof j->why)
+            : LA_ENOMEM;
+  if (!f) snprintf(j->why, sizeof j->why, "out of memory");
+  if (f && fclose(f) != 0 && !j->rc) {
+    j->rc = LA_ENOMEM;
+    snprintf(j->why, sizeof j->why, "out of memory");
+  }
+  if (j->rc) free(j->body), j->body = NULL, j->len = 0;
+}
+
+static int la__key_eq(const la__key_t *a, const la__key_t *b) {
+  return a->kind == b->kind && a->agg == b->agg && a->bins == b->bins &&
+         !strcmp(a->app, b->app) && !strcmp(a->channel, b->channel);
+}
+
+int lactl_sv_map_ask(lactl_sv_t *d, const char *app,
+                     const lactl_sv_map_opts_t *o, la_client_t *c,
+                     uint64_t ticket, char *why, size_t why_len) {
+  (void)c;
+  if (!la__find(d, app)) {
     snprintf(why, why_len, "no application '%s'", app);
     return LA_ENOTFOUND;
   }
-  return lactl_sv_map_of(a->latest, o, la__positions(a, c, a->latest), f,
-                         NULL, why, why_len);
+  if (!d->wait) d->wait = malloc(LACTL_SV_MAX_WAITING * sizeof *d->wait);
+  if (!d->work && lactl_sv_work_new(&d->work) != 0) d->work = NULL;
+  if (!d->wait || !d->work) {
+    snprintf(why, why_len, "out of memory: no reduction thread");
+    return LA_ENOMEM;
+  }
+  if (d->nwait >= LACTL_SV_MAX_WAITING) {
+    snprintf(why, why_len, "%d element maps already asked: try later",
+             LACTL_SV_MAX_WAITING);
+    return LA_ELIMIT;
+  }
+  la__wait_t *w = &d->wait[d->nwait++];
+  memset(w, 0, sizeof *w);
+  w->ticket = ticket;
+  snprintf(w->k.app, sizeof w->k.app, "%s", app);
+  snprintf(w->k.channel, sizeof w->k.channel, "%s",
+           o->channel ? o->channel : "");
+  w->k.kind = o->kind, w->k.agg = o->agg, w->k.bins = o->bins;
+  return 0;
+}
+
+int lactl_sv_map_fd(const lactl_sv_t *d) {
+  return lactl_sv_work_fd(d->work);
+}
+
+void lactl_sv_map_stats(const lactl_sv_t *d, lactl_sv_map_stats_t *s) {
+  *s = d->mst;
+}
+
+/* Answers waiting request i with a copy of body (status) and drops it. */
+static void la__answer(lactl_sv_t *d, size_t i, int status, const char *body,
+                       size_t len, lactl_sv_reply_fn fn, void *ctx) {
+  char *b = malloc(len ? len : 1);
+  uint64_t ticket = d->wait[i].ticket;
+  if (b) memcpy(b, body, len);
+  d->wait[i] = d->wait[--d->nwait];
+  fn(ctx, ticket, b ? status : 500, b, b ? len : 0);
+}
+
+/* The kept answer for key k of the set of generation gen, or NULL. */
+static const la__kept_t *la__kept(const lactl_sv_t *d, const la__key_t *k,
+                                  uint64_t gen) {
+  for (size_t i = 0; i < LACTL_SV_CACHED_MAPS; i++)
+    if (d->kept[i].body && d->kept[i].gen == gen &&
+        la__key_eq(&d->kept[i].k, k))
+      return &d->kept[i];
+  return NULL;
+}
+
+/* Collects the job that ended: answers its requests, keeps its map. */
+static void la__collect(lactl_sv_t *d, lactl_sv_reply_fn fn, void *ctx) {
+  la__job_t *j = &d->job;
+  if (j->retired) la_traceset_free(j->set);
+  j->set = NULL;
+  if (j->rc == LA_ESTATE) { /* stopped for a newer set: asked again */
+    d->mst.superseded++;
+    return;
+  }
+  const la__app_t *a = la__find(d, j->k.app);
+  int current = a && a->gen == j->gen;
+  for (size_t i = d->nwait; i-- > 0;) {
+    if (!la__key_eq(&d->wait[i].k, &j->k)) continue;
+    if (j->rc) {
+      char msg[sizeof j->why + 2];
+      int n = snprintf(msg, sizeof msg, "%s\n", j->why);
+      la__answer(d, i, j->rc == LA_ENOTFOUND ? 404 : 500, msg, (size_t)n, fn,
+                 ctx);
+    } else {
+      la__answer(d, i, 200, j->body, j->len, fn, ctx);
+    }
+  }
+  if (!j->rc && current) { /* kept for the next same request */
+    la__kept_t *k = &d->kept[d->kept_next++ % LACTL_SV_CACHED_MAPS];
+    free(k->body);
+    k->k = j->k, k->gen = j->gen, k->body = j->body, k->len = j->len;
+    j->body = NULL;
+  }
+  free(j->body);
+  j->body = NULL;
+}
+
+void lactl_sv_map_poll(lactl_sv_t *d, la_client_t *c, lactl_sv_reply_fn fn,
+                       void *ctx) {
+  if (lactl_sv_work_done(d->work)) la__collect(d, fn, ctx);
+  /* the same map of the same set again: no reduction */
+  for (size_t i = d->nwait; i-- > 0;) {
+    const la__app_t *a = la__find(d, d->wait[i].k.app);
+    const la__kept_t *k = a ? la__kept(d, &d->wait[i].k, a->gen) : NULL;
+    if (k) {
+      d->mst.cached++;
+      la__answer(d, i, 200, k->body, k->len, fn, ctx);
+    }
+  }
+  if (!d->nwait || lactl_sv_work_busy(d->work)) return;
+  /* the request waiting longest next (the array keeps no order once one
+   * is answered from the middle: the smallest ticket) */
+  size_t first = 0;
+  for (size_t i = 1; i < d->nwait; i++)
+    if (d->wait[i].ticket < d->wait[first].ticket) first = i;
+  la__app_t *a = la__find(d, d->wait[first].k.app);
+  assert(a && a->latest); /* applications are never removed */
+  la__job_t *j = &d->job;
+  free(j->body);
+  memset(j, 0, sizeof *j);
+  j->k = d->wait[first].k;
+  j->gen = a->gen;
+  j->set = a->latest;
+  j->pos = la__positions(a, c, a->latest);
+  atomic_init(&j->stop, 0);
+  if (lactl_sv_work_run(d->work, la__job_run, j) == 0) d->mst.started++;
 }

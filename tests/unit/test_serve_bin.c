@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_serve_bin.c: `lactl serve`'s element map by range sums, and its
+ * reduction off the serving loop.
+ *
+ * Binning (lactl_sv_fill): synthetic Trace-Sets (real compact encodings:
+ * polyline, maxerr, lossless, ranks of different sizes, a missing rank, a
+ * lossless rank holding NaN and infinities, a k-slab grid) binned by the
+ * mean from range sums give, bin by bin, the counts of the decoded
+ * binning and its means to within 1e-9 of the bin's magnitude, without
+ * decoding a rank that holds only finite values; a rank with a value
+ * that is not finite is decoded and its non-finite cells counted as no
+ * data as before; the max decodes and equals the decoded binning
+ * exactly; a stop request stops it.
+ *
+ * Liveness: lactl_sv (the store and the reduction thread) and lactl_http
+ * on loopback, driven by a poll loop like lactl serve's: while the max
+ * map of a set of 10^9 elements is reduced (decoding: about a second), the
+ * application list and the event stream are answered (they arrive before
+ * the map); a newer set of the application, taken meanwhile, stops that
+ * reduction, and the map that comes is the newer set's.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "la_client.h"
+#include "la_compact.h"
+#include "la_test_series.h"
+#include "la_trace_msg.h"
+#include "../../tools/lactl_bin.h"
+#include "../../tools/lactl_http.h"
+#include "../../tools/lactl_serve.h"
+
+/* A set of nr ranks: rank r has ne[r] elements, encoded by res[r] (NULL:
+ * missing); grid: k-slabs of gx x gy x nz[r] cells stacked in order. */
+static la_traceset_t *make_set(const char *app, uint64_t cycle, uint32_t nr,
+                               const uint64_t *ne,
+                               la_compact_result_t *const *res, int grid,
+                               uint64_t gx, uint64_t gy) {
+  La__TraceSet ts;
+  la__trace_set__init(&ts);
+  ts.app_id = (char *)app;
+  ts.cycle_tag = cycle;
+  ts.nprocs = nr;
+  ts.metric = "time";
+  ts.unit = "ns";
+  La__CompactTrace *ct = calloc(nr, sizeof *ct);
+  La__CompactTrace **ctp = calloc(nr, sizeof *ctp);
+  La__SeriesStats *st = calloc(nr, sizeof *st);
+  uint32_t *miss = calloc(nr, sizeof *miss);
+  La__GridRank *gr = calloc(nr, sizeof *gr);
+  La__GridRank **grp = calloc(nr, sizeof *grp);
+  uint64_t *gv = calloc((size_t)nr * 9, sizeof *gv);
+  assert_true(ct && ctp && st && miss && gr && grp && gv);
+  size_t nt = 0, nm = 0;
+  uint64_t z = 0, gz = 0;
+  for (uint32_t r = 0; r < nr; r++) gz += grid ? ne[r] / (gx * gy) : 0;
+  for (uint32_t r = 0; r < nr; r++) {
+    if (grid) {
+      la__grid_rank__init(&gr[r]);
+      uint64_t *v = gv + 9 * (size_t)r, nz = ne[r] / (gx * gy);
+      v[0] = gx, v[1] = gy, v[2] = nz, v[3] = 0, v[4] = 0, v[5] = z;
+      v[6] = gx, v[7] = gy, v[8] = gz;
+      z += nz;
+      gr[r].rank = r;
+      gr[r].dims = v, gr[r].n_dims = 3;
+      gr[r].origin = v + 3, gr[r].n_origin = 3;
+      gr[r].global = v + 6, gr[r].n_global = 3;
+      grp[r] = &gr[r];
+    }
+    if (!res[r]) {
+      miss[nm++] = r;
+      continue;
+    }
+    la__series_stats__init(&st[r]);
+    st[r].count = res[r]->stats.count, st[r].sum = res[r]->stats.sum;
+    st[r].min = res[r]->stats.min, st[r].max = res[r]->stats.max;
+    La__CompactTrace *c = &ct[nt];
+    la__compact_trace__init(c);
+    c->seq = r + 1;
+    c->app_id = (char *)app;
+    c->rank = r;
+    c->cycle_tag = cycle;
+    c->n_elements = ne[r];
+    c->mode = (La__CompactMode)res[r]->mode;
+    c->segments.data = res[r]->bytes;
+    c->segments.len = res[r]->len;
+    c->stats = &st[r];
+    ctp[nt++] = c;
+  }
+  ts.complete = nm == 0;
+  ts.traces = ctp, ts.n_traces = nt;
+  ts.missing_ranks = miss, ts.n_missing_ranks = nm;
+  ts.rank_elements = (uint64_t *)ne, ts.n_rank_elements = nr;
+  if (grid) ts.grids = grp, ts.n_grids = nr;
+  size_t len = la__trace_set__get_packed_size(&ts);
+  uint8_t *buf = malloc(len);
+  assert_non_null(buf);
+  la__trace_set__pack(&ts, buf);
+  la_traceset_t *t = NULL;
+  char why[256];
+  if (la_traceset_from_bytes(buf, len, &t, why, sizeof why) != 0)
+    fail_msg("the synthetic set: %s", why);
+  free(buf), free(ct), free(ctp), free(st), free(miss), free(gr), free(grp);
+  free(gv);
+  return t;
+}
+
+/* Bins t into a w x h field of at most nb x nb bins by mode, by range
+ * sums (decode 0) or decoding (1). */
+static void bin(la_traceset_t *t, uint64_t w, uint64_t h, uint32_t nb,
+                int mode, int decode, int grid, const uint64_t g[3],
+                lactl_bin_t *b, lactl_sv_fill_t *f) {
+  assert_int_equal(lactl_bin_init(b, w, h, nb, nb, mode), 0);
+  memset(f, 0, sizeof *f);
+  f->grid = grid, f->decode = decode;
+  if (g) f->g[0] = g[0], f->g[1] = g[1], f->g[2] = g[2];
+  assert_int_equal(lactl_sv_fill(t, b, f), 0);
+}
+
+/* Bins a (range sums) and b (decoded) hold the same counts and values,
+ * means to within 1e-9 of the bin's magnitude; max exactly. */
+static void same_bins(const lactl_bin_t *a, const lactl_bin_t *b) {
+  assert_int_equal(a->bw, b->bw);
+  assert_int_equal(a->bh, b->bh);
+  for (uint32_t y = 0; y < a->bh; y++)
+    for (uint32_t x = 0; x < a->bw; x++) {
+      size_t i = x + (size_t)a->bw * y;
+      assert_int_equal(a->n[i], b->n[i]);
+      assert_int_equal(a->none[i], b->none[i]);
+      double va = lactl_bin_value(a, x, y), vb = lactl_bin_value(b, x, y);
+      if (isnan(vb)) {
+        assert_true(isnan(va));
+        continue;
+      }
+      if (a->mode == LACTL_BIN_MAX) {
+        assert_true(va == vb);
+      } else if (!(fabs(va - vb) <= 1e-9 * fabs(vb) + 1e-300)) {
+        fail_msg("bin (%u, %u): range sums %.17g, decoded %.17g", x, y, va,
+                 vb);
+      }
+    }
+}
+
+/* Series of n values of synthetic kind, compacted by spec. */
+static la_compact_result_t *series(int kind, size_t n, const char *spec,
+                                   int nonfinite) {
+  double *x = malloc((n + 1) * sizeof *x);
+  la_compact_result_t *r = malloc(sizeof *r);
+  assert_true(x && r);
+  assert_int_equal(la_compact_synth(kind, n, 11 + (uint64_t)kind, x), 0);
+  if (nonfinite) x[n / 3] = NAN, x[n / 2] = INFINITY, x[n - 1] = -INFINITY;
+  assert_int_equal(la_test_compact(x, n, spec, r), 0);
+  free(x);
+  return r;
+}
+
+static void free_series(la_compact_result_t *r) {
+  if (!r) return;
+  la_compact_result_free(r);
+  free(r);
+}
+
+/* Elements by global index: ranks of different sizes and encodings, one
+ * missing, in rows of W cells; bins of several sizes. */
+static void test_index_mean(void **state) {
+  (void)state;
+  const uint64_t ne[6] = {5000, 12345, 777, 30000, 2048, 9001};
+  la_compact_result_t *res[6] = {
+      series(LA_SYNTH_MESH, 5000, "polyline:cv=0.05", 0),
+      series(LA_SYNTH_RAMPS, 12345, "maxerr:eps=0.5", 0),
+      series(LA_SYNTH_NOISE, 777, "lossless", 0),
+      NULL, /* missing */
+      series(LA_SYNTH_SINE, 2048, "polyline:connected", 0),
+      series(LA_SYNTH_STEPS, 9001, "polyline:cv=0.01", 0)};
+  la_traceset_t *t = make_set("idx", 1, 6, ne, res, 0, 0, 0);
+  uint64_t n = la_traceset_elements(t), w = (uint64_t)ceil(sqrt((double)n));
+  uint64_t h = (n + w - 1) / w;
+  const uint32_t sizes[] = {16, 37, 100, 512};
+  for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+    lactl_bin_t a, b;
+    lactl_sv_fill_t fa, fb;
+    bin(t, w, h, sizes[s], LACTL_BIN_MEAN, 0, 0, NULL, &a, &fa);
+    bin(t, w, h, sizes[s], LACTL_BIN_MEAN, 1, 0, NULL, &b, &fb);
+    same_bins(&a, &b);
+    assert_int_equal(fa.decoded, 0); /* every value finite: no decoding */
+    assert_true(fa.ranges > 0);
+    assert_int_equal(fb.ranges, 0);
+    assert_int_equal(fa.nfin, fb.nfin);
+    assert_int_equal(fa.nfin, n - ne[3]);
+    assert_true(fabs(fa.sum - fb.sum) <= 1e-9 * fabs(fb.sum));
+    lactl_bin_free(&a), lactl_bin_free(&b);
+  }
+  /* lactl serve's rows when elements outnumber the bins: at most nb rows,
+   * each bin one run of a row (a range sum per rank in it) */
+  for (uint32_t nb = 16; nb <= 64; nb *= 4) {
+    uint64_t ww = (n + nb - 1) / nb, hh = (n + ww - 1) / ww;
+    lactl_bin_t a, b;
+    lactl_sv_fill_t fa, fb;
+    bin(t, ww, hh, nb, LACTL_BIN_MEAN, 0, 0, NULL, &a, &fa);
+    bin(t, ww, hh, nb, LACTL_BIN_MEAN, 1, 0, NULL, &b, &fb);
+    same_bins(&a, &b);
+    assert_int_equal(a.bh, hh);
+    assert_true(fa.ranges <= (uint64_t)nb * hh + 6); /* + rank boundaries */
+    assert_int_equal(fa.decoded, 0);
+    lactl_bin_free(&a), lactl_bin_free(&b);
+  }
+  la_traceset_free(t);
+  for (int r = 0; r < 6; r++) free_series(res[r]);
+}
+
+/* A lossless rank holding NaN and infinities: its runs with them are
+ * decoded, those cells no data, the rest as decoded. */
+static void test_nonfinite(void **state) {
+  (void)state;
+  const uint64_t ne[3] = {4000, 6000, 3000};
+  la_compact_result_t *res[3] = {
+      series(LA_SYNTH_MESH, 4000, "polyline:cv=0.05", 0),
+      series(LA_SYNTH_NOISE, 6000, "lossless", 1),
+      series(LA_SYNTH_MESH, 3000, "lossless", 0)};
+  la_traceset_t *t = make_set("nonfinite", 1, 3, ne, res, 0, 0, 0);
+  lactl_bin_t a, b;
+  lactl_sv_fill_t fa, fb;
+  bin(t, 115, 114, 64, LACTL_BIN_MEAN, 0, 0, NULL, &a, &fa);
+  bin(t, 115, 114, 64, LACTL_BIN_MEAN, 1, 0, NULL, &b, &fb);
+  same_bins(&a, &b);
+  assert_int_equal(fa.decoded, 6000); /* only the rank with them */
+  assert_int_equal(fa.nfin, 13000 - 3);
+  uint64_t none = 0;
+  for (size_t i = 0; i < (size_t)a.bw * a.bh; i++) none += a.none[i];
+  assert_int_equal(none, 3); /* cells past the last element: never added */
+  lactl_bin_free(&a), lactl_bin_free(&b);
+  la_traceset_free(t);
+  for (int r = 0; r < 3; r++) free_series(res[r]);
+}
+
+/* A k-slab grid: the middle slice's rows are runs of one rank; a
+ * 300 x 200 slice in 64 x 50 bins and in one bin per cell. */
+static void test_grid_mean(void **state) {
+  (void)state;
+  const uint64_t gx = 300, gy = 200, ne[3] = {gx * gy * 2, gx * gy * 3,
+                                              gx * gy * 1};
+  la_compact_result_t *res[3] = {
+      series(LA_SYNTH_MESH, ne[0], "polyline:cv=0.05", 0),
+      series(LA_SYNTH_RAMPS, ne[1], "maxerr:eps=0.01,relative", 0),
+      series(LA_SYNTH_SPIKES, ne[2], "polyline", 0)};
+  la_traceset_t *t = make_set("grid", 1, 3, ne, res, 1, gx, gy);
+  const uint64_t g[3] = {gx, gy, 6};
+  const uint32_t sizes[] = {64, 1024};
+  for (size_t s = 0; s < 2; s++) {
+    lactl_bin_t a, b;
+    lactl_sv_fill_t fa, fb;
+    bin(t, gx, gy, sizes[s], LACTL_BIN_MEAN, 0, 1, g, &a, &fa);
+    bin(t, gx, gy, sizes[s], LACTL_BIN_MEAN, 1, 1, g, &b, &fb);
+    same_bins(&a, &b);
+    assert_int_equal(fa.decoded, 0);
+    assert_int_equal(fa.nfin, gx * gy); /* the slice k = 3: rank 1's */
+    lactl_bin_free(&a), lactl_bin_free(&b);
+  }
+  la_traceset_free(t);
+  for (int r = 0; r < 3; r++) free_series(res[r]);
+}
+
+/* The max decodes (whatever decode says) and equals the decoded binning;
+ * a stop request stops a reduction. */
+static void test_max_and_stop(void **state) {
+  (void)state;
+  const uint64_t ne[2] = {20000, 15000};
+  la_compact_result_t *res[2] = {
+      series(LA_SYNTH_MESH, ne[0], "polyline:cv=0.05", 0),
+      series(LA_SYNTH_NOISE, ne[1], "maxerr:eps=0.5", 0)};
+  la_traceset_t *t = make_set("max", 1, 2, ne, res, 0, 0, 0);
+  lactl_bin_t a, b;
+  lactl_sv_fill_t fa, fb;
+  bin(t, 188, 187, 50, LACTL_BIN_MAX, 0, 0, NULL, &a, &fa);
+  bin(t, 188, 187, 50, LACTL_BIN_MAX, 1, 0, NULL, &b, &fb);
+  same_bins(&a, &b);
+  assert_int_equal(fa.ranges, 0);
+  assert_int_equal(fa.decoded, 35000);
+  lactl_bin_free(&a), lactl_bin_free(&b);
+  atomic_int stop;
+  atomic_init(&stop, 1);
+  assert_int_equal(lactl_bin_init(&a, 188, 187, 50, 50, LACTL_BIN_MEAN), 0);
+  memset(&fa, 0, sizeof fa);
+  fa.stop = &stop;
+  assert_int_equal(lactl_sv_fill(t, &a, &fa), LA_ESTATE);
+  assert_int_equal(fa.nfin, 0);
+  lactl_bin_free(&a);
+  la_traceset_free(t);
+  for (int r = 0; r < 2; r++) free_series(res[r]);
+}
+
+/* ---- liveness: the store, the reduction thread and HTTP on loopback */
+
+typedef struct {
+  lactl_sv_t *d;
+  lactl_http_t *http;
+  atomic_int take_b; /* the client asks for the newer set */
+  atomic_int quit;
+} srv_t;
+
+static void handle(void *ctx, const char *path, const char *query,
+                   lactl_http_resp_t *r) {
+  srv_t *s = ctx;
+  char *buf = NULL, why[300] = "";
+  size_t len = 0;
+  if (!strcmp(path, "/events")) {
+    r->sse = 1;
+    return;
+  }
+  if (!strcmp(path, "/api/map")) {
+    lactl_sv_map_opts_t o = {.kind = LA_WEIGHTS_MEASURED,
+                             .agg = LACTL_BIN_MAX, .bins = 512};
+    if (lactl_sv_map_ask(s->d, "big", &o, NULL, r->ticket, why, sizeof why))
+      fail_msg("map asked: %s", why);
+    r->later = 1;
+    return;
+  }
+  FILE *f = open_memstream(&buf, &len);
+  assert_non_null(f);
+  assert_int_equal(lactl_sv_apps_json(s->d, f), 0);
+  fclose(f);
+  r->status = 200, r->ctype = "application/json", r->body = buf, r->len = len;
+}
+
+static void reply(void *ctx, uint64_t ticket, int status, char *body,
+                  size_t len) {
+  srv_t *s = ctx;
+  lactl_http_reply(s->http, ticket, status, "application/json", body, len);
+  free(body);
+}
+
+/* A client socket to port that sent GET path. */
+static int get(uint16_t port, const char *path) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_true(fd >= 0);
+  assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+  char req[512];
+  int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n",
+                   path);
+  assert_int_equal(send(fd, req, (size_t)n, MSG_NOSIGNAL), n);
+  return fd;
+}
+
+/* Reads from fd until it closes (or, until holds a substring) into buf. */
+static size_t read_until(int fd, char *buf, size_t cap, const char *until) {
+  size_t n = 0;
+  for (;;) {
+    ssize_t k = recv(fd, buf + n, cap - 1 - n, 0);
+    if (k <= 0) break;
+    n += (size_t)k;
+    buf[n] = 0;
+    if ((until && strstr(buf, until)) || n + 1 >= cap) break;
+  }
+  buf[n] = 0;
+  return n;
+}
+
+/* Whether fd has something to read now. */
+static int readable(int fd) {
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  return poll(&p, 1, 0) > 0;
+}
+
+typedef struct {
+  uint16_t port;
+  srv_t *s;
+  int apps_first, event_first, map_cycle2, events_ok;
+} cli_t;
+
+static void *client(void *arg) {
+  cli_t *c = arg;
+  static char buf[1 << 22];
+  char path[128];
+  snprintf(path, sizeof path, "/events?token=ab");
+  int ev = get(c->port, path);
+  read_until(ev, buf, sizeof buf, "retry: 1000\n\n"); /* the stream's head */
+  int map = get(c->port, "/api/map?token=ab&app=big&agg=max");
+  /* while it is reduced: the application list */
+  int apps = get(c->port, "/api/apps?token=ab");
+  read_until(apps, buf, sizeof buf, NULL);
+  close(apps);
+  c->apps_first = strstr(buf, "\"id\":\"big\"") && !readable(map);
+  /* a newer set: its event comes, the reduction of the older one stops */
+  atomic_store(&c->s->take_b, 1);
+  read_until(ev, buf, sizeof buf, "\n\n");
+  c->events_ok = strstr(buf, "event: set") && strstr(buf, "\"cycle\":2");
+  c->event_first = !readable(map);
+  read_until(map, buf, sizeof buf, NULL);
+  char *body = strstr(buf, "\r\n\r\n");
+  c->map_cycle2 = strstr(buf, "HTTP/1.1 200") && body &&
+                  strstr(body, "\"cycle\":2,") && strstr(body, "\"agg\":\"max\"");
+  if (!c->map_cycle2) print_message("the map's answer: %.300s\n", buf);
+  close(map);
+  close(ev);
+  atomic_store(&c->s->quit, 1);
+  return NULL;
+}
+
+static void test_live(void **state) {
+  (void)state;
+  const uint32_t nr = 1000;
+  const uint64_t e = 1000000;
+  la_compact_result_t *one = series(LA_SYNTH_MESH, e, "polyline:cv=0.05", 0);
+  uint64_t *ne = malloc(nr * sizeof *ne);
+  la_compact_result_t **res = malloc(nr * sizeof *res);
+  assert_true(ne && res);
+  for (uint32_t r = 0; r < nr; r++) ne[r] = e, res[r] = one;
+  srv_t s = {.d = lactl_sv_new(4)};
+  atomic_init(&s.take_b, 0);
+  atomic_init(&s.quit, 0);
+  char *ev = NULL, bound[64], why[256];
+  size_t evn = 0;
+  assert_int_equal(
+      lactl_sv_take(s.d, make_set("big", 1, nr, ne, res, 0, 0, 0), &ev, &evn),
+      0);
+  free(ev);
+  la_traceset_t *b = make_set("big", 2, nr, ne, res, 0, 0, 0);
+  assert_int_equal(lactl_http_open("127.0.0.1:0", 8, "ab", handle, &s,
+                                   &s.http, bound, sizeof bound, why,
+                                   sizeof why),
+                   0);
+  cli_t c = {.port = (uint16_t)atoi(strrchr(bound, ':') + 1), .s = &s};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, client, &c), 0);
+  struct pollfd p[16];
+  while (!atomic_load(&s.quit)) {
+    size_t n = 0;
+    int mfd = lactl_sv_map_fd(s.d);
+    if (mfd >= 0) p[n++] = (struct pollfd){.fd = mfd, .events = POLLIN};
+    size_t h0 = n;
+    n += lactl_http_pollfds(s.http, p + n, 16 - n);
+    poll(p, n, 100);
+    lactl_http_service(s.http, p + h0, n - h0, lactl_http_now_ms());
+    lactl_sv_map_poll(s.d, NULL, reply, &s);
+    if (b && atomic_load(&s.take_b)) { /* the feed brings cycle 2 */
+      assert_int_equal(lactl_sv_take(s.d, b, &ev, &evn), 0);
+      lactl_http_broadcast(s.http, "set", ev, evn);
+      free(ev);
+      b = NULL;
+    }
+  }
+  pthread_join(th, NULL);
+  lactl_sv_map_stats_t st;
+  lactl_sv_map_stats(s.d, &st);
+  print_message("maps reduced %llu, stopped %llu\n",
+                (unsigned long long)st.started,
+                (unsigned long long)st.superseded);
+  assert_true(c.apps_first);  /* answered while the map was reduced */
+  assert_true(c.events_ok);   /* the event of the newer set came */
+  assert_true(c.event_first); /* before the map */
+  assert_true(c.map_cycle2);  /* the map of the newer set */
+  assert_int_equal(st.superseded, 1);
+  assert_int_equal(st.started, 2);
+  lactl_http_close(s.http);
+  lactl_sv_free(s.d);
+  la_traceset_free(b);
+  free_series(one);
+  free(ne), free(res);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_index_mean), cmocka_unit_test(test_nonfinite),
+      cmocka_unit_test(test_grid_mean), cmocka_unit_test(test_max_and_stop),
+      cmocka_unit_test(test_live)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
