@@ -51,6 +51,20 @@ static int la__area_check(const la__ipc_t *ipc,
   return 0;
 }
 
+/* A seqlock's sequence number read again after the copy: the acquire
+ * fence keeps the copy's loads before this load. ThreadSanitizer does not
+ * model fences (GCC refuses them under -fsanitize=thread); there a
+ * sequentially consistent load stands in (the writer is another process,
+ * which TSan does not see either way). */
+static inline uint64_t la__seq_after_copy(const uint64_t *seq) {
+#if defined(__SANITIZE_THREAD__)
+  return __atomic_load_n(seq, __ATOMIC_SEQ_CST);
+#else
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  return __atomic_load_n(seq, __ATOMIC_RELAXED);
+#endif
+}
+
 /* Copies the newest finished generation if it is above min_gen into w.
  * Returns 0, LA_ENOTFOUND (nothing newer than min_gen: w untouched),
  * LA_EPROTO (a field out of bounds), LA_ETIMEDOUT (the slot was rewritten
@@ -95,8 +109,7 @@ static int la__read(const la__ipc_t *ipc, double *w, uint64_t min_gen,
       /* a row-probed cycle's weights: one value per row of h.spread */
       uint64_t sp = h.spread > 1 && n % h.spread == 0 ? h.spread : 1;
       memcpy(w, (const char *)sl[k] + sizeof h, n / sp * sizeof(double));
-      __atomic_thread_fence(__ATOMIC_ACQUIRE);
-      if (__atomic_load_n(&sl[k]->seq, __ATOMIC_RELAXED) != s) {
+      if (la__seq_after_copy(&sl[k]->seq) != s) {
         torn = 1; /* rewritten while we copied: read again */
         continue;
       }
