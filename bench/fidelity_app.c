@@ -104,8 +104,12 @@ static int fa_cmp(const void *a, const void *b) {
 }
 
 /* The true cost as a table of at most FA_CAL points (k units, ns): FA_PASSES
- * passes of the real loop (cycles 0..FA_PASSES-1, so a hot spot's units are
- * among them), the samples binned by unit count (one bin per count when the
+ * passes of the real loop with the units of cycles spread over the run
+ * (p * cycles / FA_PASSES), so that every unit count a rank meets in the
+ * run is in its table: a hot spot that reaches a rank only late in the run
+ * (hotspot's disc enters rank 1 after about 27 cycles) is among them. With
+ * cycles 0..9 only, rank 1's table stopped at its light cells and the
+ * driver clamped the truth of its hot cells there, 10x too low. The samples binned by unit count (one bin per count when the
  * range is small, else geometric bins), per bin the mean k and the mean
  * cost per unit of the middle 80% of its samples: interference is rare at
  * the scale of one element and only adds, and a mean (unlike a median or a
@@ -125,7 +129,8 @@ static int fa_calibrate(const fa_opts_t *o, fa_grid_t *gr, long g0, long ny,
   double m0 = fa_mono_ns();
   uint64_t t0 = la__now();
   for (int p = 0; p < FA_PASSES; p++)
-    fa_pass(o->kase, gr, n, g0, ny, p, k + p * n, t + p * n);
+    fa_pass(o->kase, gr, n, g0, ny, (long)p * o->cycles / FA_PASSES, k + p * n,
+            t + p * n);
   while (fa_mono_ns() - m0 < 1e8) /* ns per tick over at least 100 ms */
     fa_pass(o->kase, gr, n < 1024 ? n : 1024, g0, ny, 0, r, r + 1024);
   double ns_per_tick = (fa_mono_ns() - m0) / (double)(la__now() - t0);
