@@ -249,7 +249,9 @@ BENCH_LIBS_bench_fidelity := -lmetis
 # with compact/la_clusters.c)
 BENCH_LIBS_bench_store := $(GLOBAL_NOUV_A) $(COMMON_A)
 $(BUILD)/bench/bench_store: $(GLOBAL_NOUV_A)
-$(BUILD)/bench/bench_fidelity: bench/fidelity_cases.h
+$(BUILD)/bench/bench_fidelity: bench/fidelity_cases.h bench/fidelity_calib.h
+# test_fidelity_calib checks the fidelity benchmark's truth table.
+$(BUILD)/tests/test_fidelity_calib: bench/fidelity_calib.h
 # bench_serve (docs/lactl.md) runs lactl's reductions and grid picture.
 BENCH_LIBS_bench_serve := $(LACTL_LIB_OBJ) $(STORE_A) $(CLIENT_A) $(COMMON_A) -lmetis -lz
 $(BUILD)/bench/bench_serve: $(LACTL_LIB_OBJ) $(STORE_A)
@@ -268,7 +270,7 @@ $(BUILD)/bench/%: bench/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A
 	  $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(COMMON_A) $(BENCH_LIBS_$*) $(LDLIBS_LA) $(LDLIBS_DAEMON)
 
 # The MPI program bench_fidelity runs (built like an example, with mpicc).
-$(BUILD)/bench/fidelity_app: bench/fidelity_app.c bench/fidelity_cases.h libla/la.h $(LIBLA_A)
+$(BUILD)/bench/fidelity_app: bench/fidelity_app.c bench/fidelity_cases.h bench/fidelity_calib.h libla/la.h $(LIBLA_A)
 	@mkdir -p $(dir $@)
 	$(MPICC) -I$(BUILD)/include $(EXAMPLE_CFLAGS) -o $@ $< $(LIBLA_A) $(LDLIBS_LA)
 

@@ -17,11 +17,12 @@
  * of the probed code at several unit counts, read with LA's own timer (the
  * inline la__now() the probes use, so that the truth includes what a probe
  * pair adds to every element) and converted to ns against CLOCK_MONOTONIC.
- * The mean of the middle 80% of 420 timings per unit count, taken in
- * interleaved rounds, is the cost without interference: interference is
- * rare at the scale of one element, and a mean (unlike a median or a
- * minimum) is not biased by a timer that advances in steps comparable with
- * the element's cost. With --calib the table goes to
+ * The mean of the middle 80% of the timings per unit count (bins of at
+ * least 20, fidelity_calib.h), taken in passes spread over the run's
+ * cycles, is the cost without interference: interference is rare at the
+ * scale of one element, and a mean (unlike a median or a minimum) is not
+ * biased by a timer that advances in steps comparable with the element's
+ * cost. With --calib the table goes to
  * DIR/rank<R>.calib: a line with the point count m, then m lines "k ns".
  *
  * --pin pins rank r to CPU r % (CPUs online), so that the driver knows which
@@ -38,6 +39,7 @@
 
 #include <mpi.h>
 
+#include "fidelity_calib.h"
 #include "fidelity_cases.h"
 #include "la.h"
 
@@ -98,63 +100,33 @@ static void fa_pass(int kase, fa_grid_t *gr, long n, long g0, long ny, long c,
   }
 }
 
-static int fa_cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* The true cost as a table of at most FA_CAL points (k units, ns): FA_PASSES
- * passes of the real loop (cycles 0..FA_PASSES-1, so a hot spot's units are
- * among them), the samples binned by unit count (one bin per count when the
- * range is small, else geometric bins), per bin the mean k and the mean
- * cost per unit of the middle 80% of its samples: interference is rare at
- * the scale of one element and only adds, and a mean (unlike a median or a
- * minimum) is not biased by a timer that advances in steps comparable with
- * the element's cost. The driver interpolates linearly between points.
- * Returns the point count, or -1 (no memory). */
-#define FA_CAL 64
+/* The true cost as a table of at most FC_CAL points (k units, ns,
+ * fidelity_calib.h): FA_PASSES passes of the real loop with the units of
+ * cycles spread over the run (p * cycles / FA_PASSES), so that every unit
+ * count a rank meets in the run is in its table: a hot spot that reaches a
+ * rank only late in the run (hotspot's disc enters rank 1 after about 27
+ * cycles) is among them. With cycles 0..9 only, rank 1's table stopped at
+ * its light cells and the driver clamped the truth of its hot cells there,
+ * 10x too low. Ticks become ns against CLOCK_MONOTONIC over the passes and
+ * at least 100 ms. Returns the point count, or -1 (no memory). */
 #define FA_PASSES 10
 static int fa_calibrate(const fa_opts_t *o, fa_grid_t *gr, long g0, long ny,
                         double *ks, double *cs) {
   long n = o->n, ns = n * FA_PASSES;
   double *k = malloc((size_t)ns * sizeof *k),
          *t = malloc((size_t)ns * sizeof *t);
-  double *r = malloc((size_t)ns * sizeof *r);
-  int *bin = malloc((size_t)ns * sizeof *bin);
-  if (!k || !t || !r || !bin) return -1;
+  double *r = malloc(2048 * sizeof *r);
+  if (!k || !t || !r) return -1;
   double m0 = fa_mono_ns();
   uint64_t t0 = la__now();
   for (int p = 0; p < FA_PASSES; p++)
-    fa_pass(o->kase, gr, n, g0, ny, p, k + p * n, t + p * n);
+    fa_pass(o->kase, gr, n, g0, ny, (long)p * o->cycles / FA_PASSES, k + p * n,
+            t + p * n);
   while (fa_mono_ns() - m0 < 1e8) /* ns per tick over at least 100 ms */
     fa_pass(o->kase, gr, n < 1024 ? n : 1024, g0, ny, 0, r, r + 1024);
   double ns_per_tick = (fa_mono_ns() - m0) / (double)(la__now() - t0);
-  double kmin = 1e300, kmax = 0;
-  for (long i = 0; i < ns; i++) {
-    if (k[i] < kmin) kmin = k[i];
-    if (k[i] > kmax) kmax = k[i];
-  }
-  int nb = kmax - kmin < FA_CAL ? (int)(kmax - kmin) + 1 : FA_CAL;
-  for (long i = 0; i < ns; i++)
-    bin[i] = nb == FA_CAL
-                 ? (int)(log(k[i] / kmin) / log(kmax / kmin) * (FA_CAL - 0.001))
-                 : (int)(k[i] - kmin);
-  int m = 0;
-  for (int b = 0; b < nb; b++) {
-    long c = 0;
-    double ksum = 0;
-    for (long i = 0; i < ns; i++)
-      if (bin[i] == b) r[c++] = t[i] / k[i], ksum += k[i];
-    if (c == 0) continue;
-    qsort(r, (size_t)c, sizeof *r, fa_cmp);
-    long lo = c / 10, hi = c - c / 10;
-    double sum = 0;
-    for (long j = lo; j < hi; j++) sum += r[j];
-    ks[m] = ksum / (double)c;
-    cs[m] = sum / (double)(hi - lo) * ks[m] * ns_per_tick;
-    m++;
-  }
-  free(k), free(t), free(r), free(bin);
+  int m = fc_calib_table(k, t, ns, ns_per_tick, ks, cs);
+  free(k), free(t), free(r);
   return m;
 }
 
@@ -220,7 +192,7 @@ int main(int argc, char **argv) {
 
   if (LA_registerGrid("fidelity", rank, size, nx, rows, 1) != 0 && rank == 0)
     fprintf(stderr, "fidelity_app: LA_register failed: running unprofiled\n");
-  double ks[FA_CAL], cs[FA_CAL];
+  double ks[FC_CAL], cs[FC_CAL];
   int m = fa_calibrate(&o, &gr, rank * o.n, ny, ks, cs);
   if (m <= 0) MPI_Abort(MPI_COMM_WORLD, 3);
   if (o.calib) {

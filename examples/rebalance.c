@@ -59,6 +59,12 @@
  * the agents; otherwise MPICH's busy polling would distort the very times
  * being balanced.
  *
+ * --write-partitions PREFIX: rank 0 writes each partition it chooses to
+ * PREFIX.CYCLE (CYCLE: the Trace-Set's), in the format `lactl whatif
+ * --write-partition` writes ("ID RANK" per cell), for `lactl whatif
+ * --partition` to score against the stored cycles
+ * (scripts/bench-whatif-rebalance.sh).
+ *
  * The checksum (the sum of all cells' state in global id order, gathered on
  * rank 0) does not depend on LA, on rebalancing, on the migrations or on
  * the number of ranks: it proves that every cell was computed exactly once
@@ -66,6 +72,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -88,6 +95,7 @@
 typedef struct rb_opts_s {
   long n, steps, every, work, wait_ms;
   int rebalance, use_la, quiet;
+  const char *part_prefix; /* --write-partitions PREFIX, or NULL */
 } rb_opts_t;
 
 /* This rank's cells, sorted by global id, and their state. */
@@ -118,6 +126,10 @@ static void rb_usage(FILE *f) {
           "  --no-la         make no LA call at all (no profile, no "
           "rebalancing)\n"
           "  --quiet         no per-step lines; summary and checksum only\n"
+          "  --write-partitions PREFIX  write each chosen partition to "
+          "PREFIX.CYCLE\n"
+          "                  (\"ID RANK\" per cell, for lactl whatif "
+          "--partition)\n"
           "  --help          this text\n"
           "Needs a LocalAgent (LA_AGENT) and a GlobalAgent feed (LA_GLOBAL) "
           "to rebalance;\n"
@@ -135,6 +147,20 @@ static int rb_parse_args(int argc, char **argv, int rank, rb_opts_t *o) {
   o->rebalance = 1;
   o->use_la = 1;
   o->quiet = 0;
+  o->part_prefix = NULL;
+  /* The one option with a string value: taken out before the others. */
+  for (int a = 1; a < argc; a++) {
+    if (strcmp(argv[a], "--write-partitions")) continue;
+    if (a + 1 >= argc || !*argv[a + 1]) {
+      if (rank == 0)
+        fprintf(stderr, "rebalance: --write-partitions expects a PREFIX\n");
+      return 2;
+    }
+    o->part_prefix = argv[a + 1];
+    for (int b = a; b + 2 <= argc; b++) argv[b] = argv[b + 2];
+    argc -= 2;
+    a--;
+  }
   const ex_long_opt_t longs[] = {{"--n", &o->n, RB_MAX_N},
                                  {"--steps", &o->steps, RB_MAX_STEPS},
                                  {"--every", &o->every, RB_MAX_STEPS},
@@ -498,6 +524,35 @@ static int rb_partition(rb_lb_t *lb, const la_traceset_t *t, long n, int size,
 }
 
 /* Sum of every cell's state in global id order, on rank 0. */
+/* Writes partition owner (size parts), chosen from the Trace-Set of cycle
+ * and in force from step from on, to PREFIX.CYCLE in lactl whatif's
+ * partition format. 0, or -1 with why filled. */
+static int rb_write_partition(const char *prefix, uint64_t cycle,
+                              long from, const int *owner, long nv, int size,
+                              const char *app, char *why, size_t len) {
+  char path[4096], tmp[4100];
+  snprintf(path, sizeof path, "%s.%llu", prefix, (unsigned long long)cycle);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    snprintf(why, len, "--write-partitions: %.300s: %s", tmp, strerror(errno));
+    return -1;
+  }
+  fprintf(f,
+          "# rebalance partition; app %s; cycle %llu; from cycle %ld; "
+          "method metis; parts %d; elements %ld\n# ID RANK, one line per "
+          "element, ids ascending\n",
+          app, (unsigned long long)cycle, from, size, nv);
+  for (long g = 0; g < nv; g++) fprintf(f, "%ld %d\n", g, owner[g]);
+  int bad = ferror(f);
+  if (fclose(f) || bad || rename(tmp, path)) {
+    snprintf(why, len, "--write-partitions: %.300s: write failed", path);
+    remove(tmp);
+    return -1;
+  }
+  return 0;
+}
+
 static double rb_checksum(const rb_cells_t *c, long n, int rank, int size) {
   long nv = n * n;
   int cnt = (int)c->count, *counts = NULL, *displs = NULL, *gids = NULL;
@@ -734,6 +789,11 @@ int main(int argc, char **argv) {
           after_next = 1;
           rb_compare_weights(&lb, ts, &o, step, size, owner, newowner, alt,
                              load, by_kind, &n_cmp);
+          if (o.part_prefix &&
+              rb_write_partition(o.part_prefix, la_traceset_cycle(ts),
+                                 step + 1, newowner, nv, size, lb.app_id, why,
+                                 sizeof why))
+            printf("rebalance: %s\n", why);
           if (!o.quiet)
             printf(
                 "rebalance after step %ld: Trace-Set of cycle %llu%s "

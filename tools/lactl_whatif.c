@@ -11,6 +11,8 @@
  * / its max), the elements and bytes that would move (--bytes-per-element,
  * a user figure), and its predicted imbalance on the --horizon K complete
  * cycles that follow (the partition of cycle c scored with their weights).
+ * --partition FILE scores a partition chosen elsewhere (a balancer's, in
+ * the format --write-partition writes) the same way, as the row "file".
  * Output: a table, --json (docs/schema/lactl-whatif.json) or --csv.
  *
  * Predictions only: nothing is moved, and what the weights do not show
@@ -36,6 +38,7 @@ static void usage(FILE *f) {
           "                    [--json | --csv] [-o FILE] [--global "
           "HOST:PORT | --db FILE]\n"
           "                    [--channel NAME] [--write-partition FILE]\n"
+          "                    [--partition FILE]\n"
           "\n"
           "Predicts what repartitioning application APP would gain at a "
           "cycle (default:\nthe latest complete one) or at each complete "
@@ -66,6 +69,10 @@ static void usage(FILE *f) {
           "                      says otherwise) of the one cycle to FILE: "
           "\"ID RANK\" per\n"
           "                      element, for la-replay\n"
+          "  --partition FILE    score the partition in FILE (that format; "
+          "every element\n"
+          "                      of the cycle once) beside the others: the "
+          "row \"file\"\n"
           "  --timing            the time of each stage on stderr (read, "
           "mesh, graph,\n"
           "                      each partitioner, current, scoring, "
@@ -134,6 +141,7 @@ typedef struct {
   lactl_src_t *s;
   lactl_num_t *num;
   const char *part_file; /* --write-partition FILE, or NULL */
+  const char *given;     /* --partition FILE, or NULL */
   int part_written;
   int timing; /* --timing: the stages' times on stderr */
   /* ms spent: reading sets (the source's query and the message decoded),
@@ -359,6 +367,21 @@ static int one_cycle(wi_t *w, uint64_t tag, FILE *f,
       rc = LACTL_FAIL;
     }
   }
+  if (!rc && w->given) { /* the row of a partition chosen elsewhere */
+    char why[512] = "";
+    uint32_t kf = 0;
+    double t0 = now_ms();
+    int e = lactl_wi_read_partition(w->given, &m, part, &kf, why, sizeof why);
+    if (!e)
+      e = fill_row(&c.rows[c.nrows++], "file", &m, part, kf, hm, nh, cur_max,
+                   w->bpe);
+    w->t_score += now_ms() - t0;
+    if (e) {
+      fprintf(stderr, "lactl whatif: %s cycle %llu: %s\n", w->app,
+              (unsigned long long)tag, *why ? why : la_client_strerror(e));
+      rc = LACTL_FAIL;
+    }
+  }
   double to = now_ms();
   if (!rc) lactl_wi_put(f, w->fmt, head, &c, first);
   w->t_out += now_ms() - to;
@@ -422,7 +445,7 @@ int lactl_whatif_main(int argc, char **argv) {
       {"method", 1, 0, 'm'},  {"bytes-per-element", 1, 0, 'B'},
       {"weights", 1, 0, 'W'}, {"csv", 0, 0, 'C'},
       {"output", 1, 0, 'o'},  {"write-partition", 1, 0, 'X'},
-      {"timing", 0, 0, 'T'},
+      {"timing", 0, 0, 'T'},  {"partition", 1, 0, 'F'},
       LACTL_CHANNEL_OPTION,
       LACTL_COMMON_OPTIONS,   {0, 0, 0, 0}};
   lactl_common_t o = {0};
@@ -482,6 +505,9 @@ int lactl_whatif_main(int argc, char **argv) {
       case 'T':
         w.timing = 1;
         break;
+      case 'F':
+        w.given = optarg;
+        break;
       default:
         return lactl_opt_err("whatif", argv, lo, "ho:");
     }
@@ -517,6 +543,14 @@ int lactl_whatif_main(int argc, char **argv) {
     return lactl_usage_err("whatif",
                            "--write-partition writes the partition of one "
                            "cycle: '%s' selects %zu",
+                           argv[optind + 1], nt);
+  }
+  if (w.given && nt != 1) {
+    free(tags);
+    lactl_src_close(w.s);
+    return lactl_usage_err("whatif",
+                           "--partition scores a partition on one cycle: "
+                           "'%s' selects %zu",
                            argv[optind + 1], nt);
   }
   la_traceset_t *t0 = NULL;

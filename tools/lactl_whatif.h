@@ -52,7 +52,7 @@ void lactl_mesh_free(lactl_mesh_t *m);
 
 /* A partition's figures. */
 typedef struct lactl_wi_row {
-  const char *method; /* "current", "metis", "rcb", "greedy" */
+  const char *method; /* "current", "metis", "rcb", "greedy", "file" */
   uint32_t parts;
   double max, mean, imbalance, gain;
   uint64_t moved;     /* elements whose rank changes */
@@ -69,7 +69,7 @@ typedef struct lactl_wi_row {
   double nbr_mean;
 } lactl_wi_row_t;
 
-enum { LACTL_WI_MAX_ROWS = 4 };
+enum { LACTL_WI_MAX_ROWS = 5 };
 
 /* One analysed cycle. */
 typedef struct lactl_wi_cycle {
@@ -114,5 +114,14 @@ int lactl_wi_write_partition(const char *path, const char *app,
                              uint64_t cycle, const char *method,
                              const lactl_mesh_t *m, const uint32_t *part,
                              uint32_t k, char *why, size_t why_len);
+
+/* Reads partition file path (the format above; ids in any order) against
+ * mesh m: part[i] gets the rank of m's element i, *k the part count (the
+ * header's "; parts K", else the largest rank + 1). Every element of m must
+ * have exactly one line, and every line name an element of m. 0, or
+ * LA_EINVAL / LA_EIO / LA_ENOMEM with why filled (line and problem). */
+int lactl_wi_read_partition(const char *path, const lactl_mesh_t *m,
+                            uint32_t *part, uint32_t *k, char *why,
+                            size_t why_len);
 
 #endif /* LACTL_WHATIF_H */

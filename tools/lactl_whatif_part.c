@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* lactl_whatif_part.c: `lactl whatif --write-partition FILE`: one
- * partition of one cycle as a file la-replay --partition reads
- * (docs/lactl.md): a '#' header naming the application, cycle, method,
- * parts and elements, then "ID RANK" per element, ids ascending (the
- * application's numbering, lactl_numbering.h), rank = the part. */
+/* lactl_whatif_part.c: partition files. `lactl whatif --write-partition
+ * FILE` writes one partition of one cycle as a file la-replay --partition
+ * reads (docs/lactl.md): a '#' header naming the application, cycle,
+ * method, parts and elements, then "ID RANK" per element, ids ascending
+ * (the application's numbering, lactl_numbering.h), rank = the part.
+ * `lactl whatif --partition FILE` reads such a file back against a cycle's
+ * mesh, to score a partition chosen elsewhere (a balancer's). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lactl_util.h"
@@ -42,4 +46,95 @@ int lactl_wi_write_partition(const char *path, const char *app,
     return LA_EIO;
   }
   return 0;
+}
+
+int lactl_wi_read_partition(const char *path, const lactl_mesh_t *m,
+                            uint32_t *part, uint32_t *k, char *why,
+                            size_t why_len) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    snprintf(why, why_len, "--partition %s: %s", path, strerror(errno));
+    return LA_EINVAL;
+  }
+  uint8_t *seen = calloc(m->n ? m->n : 1, 1);
+  if (!seen) {
+    fclose(f);
+    snprintf(why, why_len, "--partition %s: out of memory", path);
+    return LA_ENOMEM;
+  }
+  char line[256];
+  uint64_t ln = 0, got = 0;
+  uint32_t parts = 0, top = 0;
+  int rc = 0;
+  while (!rc && fgets(line, sizeof line, f)) {
+    ln++;
+    if (!strchr(line, '\n') && !feof(f)) {
+      snprintf(why, why_len, "--partition %s:%" PRIu64 ": line too long",
+               path, ln);
+      rc = LA_EINVAL;
+      break;
+    }
+    if (line[0] == '#') { /* the header may give the part count */
+      const char *kp = strstr(line, "; parts ");
+      unsigned long long v;
+      if (kp && sscanf(kp + 8, "%llu", &v) == 1 && v >= 1 && v <= (1u << 24))
+        parts = (uint32_t)v;
+      continue;
+    }
+    if (line[strspn(line, " \t\r\n")] == 0) continue;
+    char *e1, *e2;
+    errno = 0;
+    long long id = strtoll(line, &e1, 10);
+    unsigned long long r = strtoull(e1, &e2, 10);
+    if (errno || e1 == line || e2 == e1 || e2[strspn(e2, " \t\r\n")] ||
+        id < 0 || r >= (1u << 24) || strchr(e1, '-')) {
+      snprintf(why, why_len,
+               "--partition %s:%" PRIu64 ": not \"ID RANK\" (an id >= 0 "
+               "and a rank 0 .. 16777215)",
+               path, ln);
+      rc = LA_EINVAL;
+      break;
+    }
+    int64_t at = lactl_mesh_find(m, (int64_t)id);
+    if (at < 0) {
+      snprintf(why, why_len,
+               "--partition %s:%" PRIu64 ": id %lld is not an element of "
+               "the cycle",
+               path, ln, id);
+      rc = LA_EINVAL;
+      break;
+    }
+    if (seen[at]) {
+      snprintf(why, why_len, "--partition %s:%" PRIu64 ": id %lld again",
+               path, ln, id);
+      rc = LA_EINVAL;
+      break;
+    }
+    seen[at] = 1;
+    got++;
+    part[at] = (uint32_t)r;
+    if (r + 1 > top) top = (uint32_t)r + 1;
+  }
+  if (!rc && ferror(f)) {
+    snprintf(why, why_len, "--partition %s: read error", path);
+    rc = LA_EIO;
+  }
+  fclose(f);
+  if (!rc && parts && top > parts) {
+    snprintf(why, why_len, "--partition %s: rank %u in a partition of %u "
+             "parts", path, top - 1, parts);
+    rc = LA_EINVAL;
+  }
+  if (!rc && got < m->n) {
+    uint64_t i = 0;
+    while (seen[i]) i++;
+    snprintf(why, why_len,
+             "--partition %s: %" PRIu64 " of the cycle's %" PRIu64
+             " elements have no rank (id %lld the first)",
+             path, m->n - got, m->n, (long long)m->id[i]);
+    rc = LA_EINVAL;
+  }
+  free(seen);
+  if (!rc) *k = parts ? parts : top;
+  return rc;
 }

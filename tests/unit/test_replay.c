@@ -30,6 +30,16 @@
  *     target its stored total; `lactl replay --db` passes --db on; a
  *     missing file, a file that is not a store, an unknown application
  *     and --db with --global refused;
+ *   - --db with PostgreSQL: a throw-away server (tests/support/la_test_pg.h),
+ *     a second GlobalAgent storing there (--store.url) and its LocalAgent
+ *     record heavy on 3 ranks; with both daemons stopped, la-replay --db
+ *     postgresql:///DB?host=SOCKETDIR&user=postgres (and the keyword form
+ *     host=... dbname=...) replays cycles 3..5: every rank's recorded total
+ *     in the proportions of the stored robust totals (read from the feed
+ *     before the GlobalAgent stopped; to 1e-3, as the lines print them),
+ *     the recorded imbalance theirs, each target that total; an
+ *     application the database lacks and an empty database (no LA schema)
+ *     refused. Skips where the PostgreSQL server binaries are missing;
  *   - the mesh halo (--halo-bytes-per-cell 8) on wave-rec, read from the
  *     store copy, counted by hand: the recorded slabs (one plane of 36
  *     cells each way, 1 neighbour, 576 bytes per cycle), 4 strips in i of
@@ -74,6 +84,7 @@
 #include "la_client.h"
 #include "la_test_agent.h"
 #include "la_test_daemon.h"
+#include "la_test_pg.h"
 #include "la_test_stack.h"
 
 #define OUT_LEN 65536
@@ -453,6 +464,110 @@ static void test_replay_db(void **state) {
   refused(lmissing, 1, "No such file or directory");
 }
 
+/* la-replay --db URL of heavy-pg cycles 3..5, offline: every rank's
+ * recorded total in the proportions of tot (the stored robust totals of
+ * the three cycles summed), its target that total. */
+static void replay_pg(const char *url, const double *tot) {
+  const char *rp[] = {"mpiexec", "-n",      "3",    g->replay, "heavy-pg",
+                      "3:5",     "--db",    url,    "--no-la", "--quiet",
+                      "--calibrate", "0.05", NULL};
+  int rc = run_offline(rp);
+  if (rc != 0) fail_msg("la-replay --db %s exited %d:\n%s", url, rc, g->out);
+  assert_int_equal((int)summary(g->out, "ranks"), 3);
+  assert_int_equal((int)summary(g->out, "cycles"), 3);
+  assert_non_null(strstr(g->out, "cycles 3..5 (3 replayed)"));
+  double rec[3], tg, cpu, rsum = 0, tsum = 0;
+  for (unsigned r = 0; r < 3; r++) {
+    rank_line(g->out, r, &rec[r], &tg, &cpu);
+    if (fabs(tg / rec[r] - 1) > 0.05)
+      fail_msg("rank %u: target %.3f ms, stored %.3f ms:\n%s", r, tg, rec[r],
+               tail(g->out));
+    rsum += rec[r], tsum += tot[r];
+  }
+  /* the lines print ms to 3 decimals (~1.6 ms each: 3e-4 at most) */
+  double tmax = 0;
+  for (unsigned r = 0; r < 3; r++) {
+    if (fabs(rec[r] / rsum - tot[r] / tsum) > 1e-3)
+      fail_msg("rank %u: recorded share %.6f, stored share %.6f:\n%s", r,
+               rec[r] / rsum, tot[r] / tsum, tail(g->out));
+    if (tot[r] > tmax) tmax = tot[r];
+  }
+  double imb = summary(g->out, "recorded_imbalance");
+  if (fabs(imb - tmax / (tsum / 3)) > 1e-3)
+    fail_msg("recorded imbalance %.4f, stored %.4f", imb, tmax / (tsum / 3));
+}
+
+static void test_replay_db_pg(void **state) {
+  (void)state;
+  need_up();
+  la_test_pg_t *pg = NULL;
+  char why[2048], url[600], empty[600];
+  int r = la_test_pg_start(0, &pg, why, sizeof why);
+  if (r == 1) {
+    printf("skip: no PostgreSQL server binaries\n");
+    skip();
+  }
+  if (r != 0) fail_msg("PostgreSQL: %s", why);
+  if (la_test_pg_createdb(pg, "la_replay", url, sizeof url, why,
+                          sizeof why) != 0 ||
+      la_test_pg_createdb(pg, "la_empty", empty, sizeof empty, why,
+                          sizeof why) != 0)
+    fail_msg("createdb: %s", why);
+  /* a GlobalAgent on PostgreSQL, its LocalAgent, heavy recorded */
+  la_test_stack_t ps;
+  char url_arg[700], agent[96];
+  snprintf(url_arg, sizeof url_arg, "--store.url=%s", url);
+  const char *ga[] = {url_arg, NULL};
+  static const char *const la_extra[] = {"--global.spool_fsync=no", NULL};
+  assert_int_equal(la_ts_init(&ps), 0);
+  if (la_ts_start_global(&ps, ga) != 0 ||
+      la_ts_start_local(&ps, la_extra) != 0)
+    fail_msg("the daemons on PostgreSQL did not start");
+  snprintf(agent, sizeof agent, "LA_AGENT=%s", la_td_addr(ps.la));
+  const char *hv[] = {"mpiexec", "-n", "3", g->heavy, "--n", "13",
+                      "--steps", "20", NULL};
+  const char *const env[] = {agent, "LA_APP_ID=heavy-pg", NULL};
+  if (la_td_run(hv, env, 180000, g->out, sizeof g->out) != 0)
+    fail_msg("heavy on the PostgreSQL stack:\n%s", g->out);
+  /* the stored robust totals of cycles 3..5, from the feed */
+  la_client_t *c;
+  double tot[3] = {0, 0, 0};
+  assert_int_equal(la_client_connect(ps.feed_addr, 5000, &c), 0);
+  la_traceset_t *last = la_ta_complete_set(c, "heavy-pg", STEPS - 1, 30000);
+  assert_non_null(last);
+  la_traceset_free(last);
+  for (uint64_t cy = 3; cy <= 5; cy++) {
+    la_traceset_t *t;
+    double rt[3];
+    assert_int_equal(la_client_get(c, "heavy-pg", cy, &t), 0);
+    assert_int_equal(la_traceset_nprocs(t), 3);
+    assert_true(la_traceset_has_robust(t));
+    assert_int_equal(la_traceset_robust_totals(t, rt), 0);
+    for (int k = 0; k < 3; k++) tot[k] += rt[k];
+    la_traceset_free(t);
+  }
+  la_client_close(c);
+  la_ts_free(&ps); /* no GlobalAgent from here on */
+  /* the URI form, the socket directory as its host */
+  char uri[900];
+  snprintf(uri, sizeof uri, "postgresql:///la_replay?host=%s&user=postgres",
+           la_test_pg_dir(pg));
+  replay_pg(uri, tot);
+  replay_pg(url, tot); /* the keyword form */
+  /* refusals */
+  const char *unknown[] = {"mpiexec", "-n", "1", g->replay, "no-such-app",
+                           "--db", uri, NULL};
+  int rc = run_offline(unknown);
+  if (rc != 1 || !strstr(g->out, "no application 'no-such-app' is stored"))
+    fail_msg("unknown application: exit %d:\n%s", rc, g->out);
+  const char *noschema[] = {"mpiexec", "-n", "1", g->replay, "heavy-pg",
+                            "--db", empty, NULL};
+  rc = run_offline(noschema);
+  if (rc != 1 || !strstr(g->out, "not an LA store"))
+    fail_msg("empty database: exit %d:\n%s", rc, g->out);
+  la_test_pg_stop(pg);
+}
+
 /* Writes a partition file of the 6^3 grid, rank of cell (i, j, k) by f. */
 static const char *grid_part(const char *name,
                              unsigned (*f)(unsigned, unsigned, unsigned)) {
@@ -529,6 +644,7 @@ int main(void) {
       cmocka_unit_test(test_replay_partition),
       cmocka_unit_test(test_replay_refusals),
       cmocka_unit_test(test_replay_db),
+      cmocka_unit_test(test_replay_db_pg),
       cmocka_unit_test(test_replay_mesh_halo),
   };
   return cmocka_run_group_tests(tests, setup_group, teardown_group);

@@ -25,6 +25,14 @@
  *     follow; fewer are said on stderr when the store has fewer;
  *   - the JSON validates against docs/schema/lactl-whatif.json
  *     (tests/status_schema.py), and --csv has one line per partition;
+ *   - --partition FILE scores a given partition: whatif's own
+ *     --write-partition file scores what its metis row predicted (to 1e-3:
+ *     imbalance, max, moved elements, the horizon scores, the halo), the
+ *     static row blocks written by hand score the stored current
+ *     imbalance, and bad files are refused with the line and the problem
+ *     (not "ID RANK", an id not in the cycle, an id twice, elements
+ *     missing, a rank beyond the header's parts, no such file, and
+ *     --partition on a range of cycles);
  *   - bad input gets the documented errors: unknown application, a cycle
  *     not stored, rcb without a grid, an unknown method, --parts 0,
  *     --csv with --json.
@@ -199,7 +207,7 @@ static void py(const char *json, const char *expr) {
 
 /* Validates a whatif JSON file against the schema. */
 static void valid(const char *json) {
-  char cmd[4096];
+  char cmd[8192];
   snprintf(cmd, sizeof cmd,
            "/usr/bin/python3 tests/status_schema.py "
            "docs/schema/lactl-whatif.json '%s'",
@@ -348,6 +356,78 @@ static void test_horizon_short(void **state) {
   valid(file("short.json"));
 }
 
+/* Writes text to the fixture's file name; returns its path. */
+static const char *put(const char *name, const char *text) {
+  const char *path = file(name);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  assert_int_equal(fclose(f), 0);
+  return path;
+}
+
+/* The given partition scored as whatif's own prediction for it. */
+static void same_as_metis(const char *json) {
+  py(json,
+     "all(abs(P(c, \"file\")[k] - P(c, \"metis\")[k]) <= 1e-3 * "
+     "P(c, \"metis\")[k] for c in d[\"cycles\"] for k in (\"imbalance\", "
+     "\"max\", \"mean\", \"gain\"))");
+  py(json,
+     "all(P(c, \"file\")[\"moved_elements\"] == P(c, \"metis\")"
+     "[\"moved_elements\"] and P(c, \"file\")[\"halo\"] == P(c, "
+     "\"metis\")[\"halo\"] and P(c, \"file\")[\"parts\"] == 4 and "
+     "len(P(c, \"file\")[\"horizon\"][\"scores\"]) == 2 and all(abs(a - "
+     "b) <= 1e-3 * b for a, b in zip(P(c, \"file\")[\"horizon\"][\"scores\"],"
+     " P(c, \"metis\")[\"horizon\"][\"scores\"])) for c in d[\"cycles\"])");
+}
+
+static void test_given_partition(void **state) {
+  need_up();
+  /* whatif's own partition, written, then scored (file() has two buffers:
+   * the paths kept are copied) */
+  char pf[PATH_MAX + 64], j[PATH_MAX + 64], wpf[PATH_MAX + 64];
+  snprintf(pf, sizeof pf, "%s", file("rb.part"));
+  snprintf(j, sizeof j, "%s", file("given.json"));
+  snprintf(wpf, sizeof wpf, "%s", file("wt.part"));
+  assert_int_equal(whatif(g->rb, "4", "--method", "metis", "--write-partition",
+                          pf, NULL),
+                   0);
+  assert_int_equal(whatif(g->rb, "4", "--method", "metis", "--partition", pf,
+                          "--horizon", "2", "--json", "-o", j, NULL),
+                   0);
+  valid(j);
+  same_as_metis(j);
+  assert_int_equal(whatif(g->wt, "3", "--method", "metis", "--write-partition",
+                          wpf, NULL),
+                   0);
+  assert_int_equal(whatif(g->wt, "3", "--method", "metis", "--partition", wpf,
+                          "--horizon", "2", "--json", "-o", j, NULL),
+                   0);
+  valid(j);
+  same_as_metis(j); /* with the grid's halo */
+  /* the static row blocks (8 rows of 32 cells per rank), written by hand,
+   * in descending order: the stored current imbalance, nothing moves */
+  static char rows[1024 * 16];
+  size_t at = 0;
+  for (int id = 1023; id >= 0; id--)
+    at += (size_t)snprintf(rows + at, sizeof rows - at, "%d %d\n", id,
+                           id / 256);
+  int rc = whatif(g->rb, "4", "--partition", put("rows.part", rows), "--json",
+                  "-o", j, NULL);
+  if (rc) fail_msg("exit %d: %s", rc, g->out);
+  char e[512];
+  double cur = stored_imbalance(g->rb, 4);
+  snprintf(e, sizeof e,
+           "abs(P(d[\"cycles\"][0], \"file\")[\"imbalance\"] - %.17g) <= "
+           "1e-3 * %.17g and P(d[\"cycles\"][0], \"file\")"
+           "[\"moved_elements\"] == 0",
+           cur, cur);
+  py(j, e);
+  /* the table names the row */
+  assert_int_equal(whatif(g->rb, "4", "--partition", pf, NULL), 0);
+  assert_non_null(strstr(g->out, "file"));
+}
+
 /* Exit status code and text on stderr. */
 static void fails(int code, const char *text, int rc) {
   if (rc != code || !strstr(g->out, text))
@@ -368,12 +448,37 @@ static void test_errors(void **state) {
   fails(1, "has no cycle in 50..60", whatif(g->wt, "50:60", NULL));
 }
 
+static void test_given_partition_errors(void **state) {
+  need_up();
+  fails(1, "nope.part: No such file",
+        whatif(g->rb, "4", "--partition", file("nope.part"), NULL));
+  fails(1, ":2: not \"ID RANK\"",
+        whatif(g->rb, "4", "--partition", put("bad1", "# x\n0 zero\n"), NULL));
+  fails(1, ":1: not \"ID RANK\"",
+        whatif(g->rb, "4", "--partition", put("bad2", "0 -1\n"), NULL));
+  fails(1, ":2: id 5000 is not an element of the cycle",
+        whatif(g->rb, "4", "--partition", put("bad3", "0 0\n5000 1\n"),
+               NULL));
+  fails(1, ":3: id 1 again",
+        whatif(g->rb, "4", "--partition", put("bad4", "0 0\n1 1\n1 2\n"),
+               NULL));
+  fails(1, "1022 of the cycle's 1024 elements have no rank (id 2 the first)",
+        whatif(g->rb, "4", "--partition", put("bad5", "0 0\n1 1\n"), NULL));
+  fails(1, "rank 7 in a partition of 4 parts",
+        whatif(g->rb, "4", "--partition",
+               put("bad6", "# x; parts 4; y\n0 7\n"), NULL));
+  fails(2, "--partition scores a partition on one cycle",
+        whatif(g->rb, "3:5", "--partition", file("rb.part"), NULL));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rebalance),
       cmocka_unit_test(test_grid),
       cmocka_unit_test(test_horizon_short),
       cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_given_partition),
+      cmocka_unit_test(test_given_partition_errors),
   };
   return cmocka_run_group_tests(tests, setup_group, teardown_group);
 }
