@@ -38,7 +38,7 @@ static void usage(FILE *f) {
           "                    [--json | --csv] [-o FILE] [--global "
           "HOST:PORT | --db FILE]\n"
           "                    [--channel NAME] [--write-partition FILE]\n"
-          "                    [--partition FILE]\n"
+          "                    [--partition FILE] [--plot FILE.svg]\n"
           "\n"
           "Predicts what repartitioning application APP would gain at a "
           "cycle (default:\nthe latest complete one) or at each complete "
@@ -73,6 +73,10 @@ static void usage(FILE *f) {
           "every element\n"
           "                      of the cycle once) beside the others: the "
           "row \"file\"\n"
+          "  --plot FILE.svg     also draw each partition's imbalance as "
+          "lines: over the\n"
+          "                      range FIRST:LAST, or over the cycle and "
+          "its --horizon\n"
           "  --timing            the time of each stage on stderr (read, "
           "mesh, graph,\n"
           "                      each partitioner, current, scoring, "
@@ -142,6 +146,7 @@ typedef struct {
   lactl_num_t *num;
   const char *part_file; /* --write-partition FILE, or NULL */
   const char *given;     /* --partition FILE, or NULL */
+  lactl_wi_plot_t *plot; /* --plot FILE: the figures drawn at the end */
   int part_written;
   int timing; /* --timing: the stages' times on stderr */
   /* ms spent: reading sets (the source's query and the message decoded),
@@ -384,6 +389,7 @@ static int one_cycle(wi_t *w, uint64_t tag, FILE *f,
   }
   double to = now_ms();
   if (!rc) lactl_wi_put(f, w->fmt, head, &c, first);
+  if (!rc) lactl_wi_plot_add(w->plot, &c);
   w->t_out += now_ms() - to;
   for (int i = 0; i < c.nrows; i++) free(c.rows[i].h);
   for (size_t i = 0; i < built; i++) lactl_mesh_free(&hm[i]);
@@ -446,11 +452,12 @@ int lactl_whatif_main(int argc, char **argv) {
       {"weights", 1, 0, 'W'}, {"csv", 0, 0, 'C'},
       {"output", 1, 0, 'o'},  {"write-partition", 1, 0, 'X'},
       {"timing", 0, 0, 'T'},  {"partition", 1, 0, 'F'},
+      {"plot", 1, 0, 'G'},
       LACTL_CHANNEL_OPTION,
       LACTL_COMMON_OPTIONS,   {0, 0, 0, 0}};
   lactl_common_t o = {0};
   wi_t w = {.kind = -1, .methods = 0, .bpe = 8};
-  const char *out = NULL;
+  const char *out = NULL, *plot = NULL;
   int c, csv = 0;
   uint64_t v;
   optind = 1;
@@ -508,6 +515,9 @@ int lactl_whatif_main(int argc, char **argv) {
       case 'F':
         w.given = optarg;
         break;
+      case 'G':
+        plot = optarg;
+        break;
       default:
         return lactl_opt_err("whatif", argv, lo, "ho:");
     }
@@ -524,6 +534,11 @@ int lactl_whatif_main(int argc, char **argv) {
   if (lactl_parse_sel(optind + 1 < argc ? argv[optind + 1] : NULL, 1, &sel))
     return lactl_usage_err("whatif", "'%s' is not CYCLE, latest or FIRST:LAST",
                            argv[optind + 1]);
+  if (plot && !sel.range && w.horizon == 0)
+    return lactl_usage_err("whatif",
+                           "--plot draws lines: give a range of cycles "
+                           "(FIRST:LAST) or --horizon K (one cycle reads "
+                           "better as the table)");
 
   double t_start = now_ms();
   int orc = lactl_src_open("whatif", &o, &w.s);
@@ -580,8 +595,13 @@ int lactl_whatif_main(int argc, char **argv) {
     lactl_src_close(w.s);
     return LACTL_FAIL;
   }
+  if (plot && !(w.plot = lactl_wi_plot_new())) {
+    fprintf(stderr, "lactl whatif: out of memory\n");
+    rc = LACTL_FAIL;
+  } else {
+    rc = LACTL_OK;
+  }
   lactl_wi_begin(f, w.fmt, &head);
-  rc = LACTL_OK;
   size_t done = 0;
   for (size_t i = 0; i < nt && rc == LACTL_OK; i++) {
     lactl_progress("whatif", "cycle", i, nt);
@@ -597,6 +617,14 @@ int lactl_whatif_main(int argc, char **argv) {
     rc = LACTL_FAIL;
   }
   if (rc == LACTL_OK) lactl_wi_end(f, w.fmt);
+  if (rc == LACTL_OK && plot) {
+    char why[600];
+    if (lactl_wi_plot_write(w.plot, plot, &head, why, sizeof why)) {
+      fprintf(stderr, "lactl whatif: --plot: %s\n", why);
+      rc = LACTL_FAIL;
+    }
+  }
+  lactl_wi_plot_free(w.plot);
   if (w.timing)
     fprintf(stderr,
             "lactl whatif: timing: read %.1f ms (%zu sets) mesh %.1f graph "

@@ -100,6 +100,18 @@ void lactl_wi_put(FILE *f, int fmt, const lactl_wi_head_t *h,
                   const lactl_wi_cycle_t *c, int first);
 void lactl_wi_end(FILE *f, int fmt);
 
+/* --plot FILE (lactl_whatif_plot.c): the cycles' figures collected as they
+ * are written, then drawn as lines in an SVG: the imbalance of each
+ * partition over a range of cycles, or, for one cycle with --horizon, over
+ * it and the cycles that follow. */
+typedef struct lactl_wi_plot lactl_wi_plot_t;
+lactl_wi_plot_t *lactl_wi_plot_new(void);
+void lactl_wi_plot_add(lactl_wi_plot_t *p, const lactl_wi_cycle_t *c);
+/* 0, or -1 with the reason in why (nothing a line can show; the file). */
+int lactl_wi_plot_write(const lactl_wi_plot_t *p, const char *path,
+                        const lactl_wi_head_t *head, char *why, size_t len);
+void lactl_wi_plot_free(lactl_wi_plot_t *p);
+
 /* Fills row's halo figures for partition part (k parts) of grid mesh m
  * (lactl_whatif_mesh.c; nothing for a mesh without a grid). 0 or
  * LA_ENOMEM. */

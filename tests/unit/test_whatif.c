@@ -428,6 +428,59 @@ static void test_given_partition(void **state) {
   assert_non_null(strstr(g->out, "file"));
 }
 
+/* Runs python3 on the SVG and the JSON whatif wrote for the same run:
+ * `lines` maps each polyline's method to its points [(x, y)], `d` is the
+ * JSON; expr must hold. */
+static void svg_py(const char *svg, const char *json, const char *expr) {
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd,
+           "/usr/bin/python3 -c 'import json, sys, xml.etree.ElementTree as E\n"
+           "ns = \"{http://www.w3.org/2000/svg}\"\n"
+           "lines = {p.get(\"class\"): [tuple(map(float, q.split(\",\"))) "
+           "for q in p.get(\"points\").split()] for p in "
+           "E.parse(sys.argv[1]).iter(ns + \"polyline\")}\n"
+           "d = json.load(open(sys.argv[2]))\n"
+           "P = lambda c, m: [p for p in c[\"partitions\"] if p[\"method\"] "
+           "== m][0]\n"
+           "sys.exit(0 if (%s) else 3)' '%s' '%s'",
+           expr, svg, json);
+  int rc = system(cmd);
+  if (rc != 0) fail_msg("check failed (%d): %s on %s", rc, expr, svg);
+}
+
+static void test_plot(void **state) {
+  need_up();
+  char svg[PATH_MAX + 64], j[PATH_MAX + 64];
+  snprintf(svg, sizeof svg, "%s", file("range.svg"));
+  snprintf(j, sizeof j, "%s", file("range.json"));
+  /* a range: one point per cycle and partition, higher where the
+   * imbalance is higher, the cycles left to right */
+  int rc = whatif(g->wt, "3:6", "--method", "metis", "--json", "-o", j,
+                  "--plot", svg, NULL);
+  if (rc) fail_msg("exit %d: %s", rc, g->out);
+  svg_py(svg, j,
+         "sorted(lines) == [\"current\", \"metis\"] and all(len(v) == "
+         "len(d[\"cycles\"]) == 4 for v in lines.values()) and all("
+         "lines[m][i][0] < lines[m][i + 1][0] for m in lines for i in "
+         "range(3)) and all((lines[m][a][1] < lines[m][b][1]) == "
+         "(P(d[\"cycles\"][a], m)[\"imbalance\"] > P(d[\"cycles\"][b], m)"
+         "[\"imbalance\"]) for m in lines for a in range(4) for b in "
+         "range(4) if P(d[\"cycles\"][a], m)[\"imbalance\"] != "
+         "P(d[\"cycles\"][b], m)[\"imbalance\"])");
+  /* one cycle held over its horizon: the cycle and the 3 that follow */
+  snprintf(svg, sizeof svg, "%s", file("hold.svg"));
+  snprintf(j, sizeof j, "%s", file("hold.json"));
+  rc = whatif(g->rb, "4", "--horizon", "3", "--method", "metis,greedy",
+              "--json", "-o", j, "--plot", svg, NULL);
+  if (rc) fail_msg("exit %d: %s", rc, g->out);
+  svg_py(svg, j,
+         "sorted(lines) == [\"current\", \"greedy\", \"metis\"] and "
+         "all(len(v) == 4 for v in lines.values()) and "
+         "(lines[\"metis\"][0][1] > lines[\"current\"][0][1]) == "
+         "(P(d[\"cycles\"][0], \"metis\")[\"imbalance\"] < "
+         "P(d[\"cycles\"][0], \"current\")[\"imbalance\"])");
+}
+
 /* Exit status code and text on stderr. */
 static void fails(int code, const char *text, int rc) {
   if (rc != code || !strstr(g->out, text))
@@ -446,6 +499,10 @@ static void test_errors(void **state) {
   fails(2, "--bytes-per-element '-1'",
         whatif(g->wt, "--bytes-per-element", "-1", NULL));
   fails(1, "has no cycle in 50..60", whatif(g->wt, "50:60", NULL));
+  fails(2, "--plot draws lines",
+        whatif(g->rb, "4", "--plot", file("one.svg"), NULL));
+  fails(1, "/nonexistent/x.svg: No such file",
+        whatif(g->wt, "3:5", "--plot", "/nonexistent/x.svg", NULL));
 }
 
 static void test_given_partition_errors(void **state) {
@@ -479,6 +536,7 @@ int main(void) {
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_given_partition),
       cmocka_unit_test(test_given_partition_errors),
+      cmocka_unit_test(test_plot),
   };
   return cmocka_run_group_tests(tests, setup_group, teardown_group);
 }
