@@ -95,9 +95,8 @@ static double written_bytes(void) {
 /* Stores total traces from res[0..NV) in batches of batch into a new
  * database at path (ranks ranks per cycle); sets *rate to traces/s and,
  * when cost is not NULL, *cost. Returns 0 or -1. */
-static int run_ranks(const char *path, int full,
-                     const la_compact_result_t *res, size_t total,
-                     size_t batch, uint32_t ranks, double *rate,
+static int run_ranks(const char *path, int full, const la_compact_result_t *res,
+                     size_t total, size_t batch, uint32_t ranks, double *rate,
                      run_cost_t *cost) {
   char why[256];
   la_store_t *s = NULL;
@@ -194,7 +193,8 @@ static int page_study(const char *base, const la_compact_result_t *res,
     const char *name;
     size_t total, batch;
     uint32_t ranks;
-  } kinds[] = {{"1 trace/commit", 600, 1, 2}, {"500 traces/commit", 10000, 500, 64}};
+  } kinds[] = {{"1 trace/commit", 600, 1, 2},
+               {"500 traces/commit", 10000, 500, 64}};
   int rc = 0;
   printf("\npage size study: mix traces, synchronous=FULL, medians of 3\n");
   printf("%-18s %6s %12s %12s %12s\n", "commits", "page", "CPU us/trace",
