@@ -42,7 +42,8 @@
  * Old clients' sets (one frame) are loaded on the pool too but encoded by
  * la_conn_send on the loop. A live set that closes is encoded for the
  * subscribers that take parts on the pool as well (la_ga_pub_t below):
- * offered to their queues at once, sent once the job wrote it.
+ * offered to their queues at once, sent once the job wrote it; a set of
+ * at most LA__LOOP_ENCODE_MAX bytes is written on the loop at once.
  *
  * Limits (the port is unauthenticated): until its first request a
  * connection's frames are limited to feed.handshake_max_frame; one address
@@ -266,6 +267,14 @@ static void la__send_set(la_ga_sub_t *s, La__TraceSet *set) {
   la_ga_enc_unref(e);
 }
 
+/* A set whose encoding is at most this many bytes is written on the loop
+ * as it is published: packing it takes microseconds, while a pool job
+ * costs two thread wake-ups (the pool's, then the loop's uv_async) between
+ * the commit and the first byte sent, milliseconds when the daemons share
+ * busy cores. Larger sets (a set of 10^4 ranks is tens of MB) go to the
+ * pool as below. */
+#define LA__LOOP_ENCODE_MAX (64 * 1024)
+
 /* A published set whose encoding for the subscribers that take parts is
  * written on the thread pool: the loop measures it and queues it to them
  * at once (their bounds, their order), a pool job writes it, and the loop
@@ -363,6 +372,11 @@ void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set,
         if (!enc && later)
           la_ga_encode_failed(set->app_id, set->cycle_tag,
                               la_ga_set_bytes(set));
+        if (enc && later && enc->len <= LA__LOOP_ENCODE_MAX) {
+          /* small: written now, sent as soon as it is queued */
+          la_ga_enc_fill(enc, set);
+          enc->ready = 1;
+        }
       }
       if (enc)
         la_ga_partq_offer(&s->q, enc);
