@@ -22,11 +22,15 @@
  *             minus `robust`, the robust series' compaction;
  *   measured  la_compact of the row values;
  *   spread    la_compact_spread of both encodings.
- * ROUNDS rounds replay every cycle from a fresh state; reported are the
- * medians over the rounds of each step's CPU time per cycle (µs), the
- * share of rows whose robust weight equals the measured value, the
- * estimator's counts, and FNV-1a hashes of all the weights and of all the
- * robust encodings (two builds give the same results when these agree).
+ (The history's check, refit and learn are not replayed.) Seven rounds
+ * (LA_BENCH_ROWS_ROUNDS, up to 101, for a profiler) replay every cycle
+ * from a fresh state; reported are the medians over the rounds of each
+ * step's CPU time per cycle (µs), the share of rows whose robust weight
+ * equals the measured value and how they lie (runs, aligned groups of 8),
+ * the estimator's counts (held, rises), the bytes of both encodings, and
+ * FNV-1a hashes of all the weights and of all the robust encodings (two
+ * builds give the same results when these agree; every round must give
+ * the first round's).
  * Writes argv[1] (build/bench/rowcycle.json).
  */
 #include "bench_args.h"
@@ -151,7 +155,8 @@ static double resolution(const cyc_t *c, uint64_t nr) {
 }
 
 int main(int argc, char **argv) {
-  const char *out = argc > 1 ? argv[1] : "build/bench/rowcycle.json";
+  const char *out =
+      la_bench_out_path(argc, argv, 1, "build/bench/rowcycle.json");
   const char *spec = getenv("LA_BENCH_ROWS_RAW");
   if (!spec || !*spec) {
     fprintf(stderr, "bench_rowcycle: set LA_BENCH_ROWS_RAW=DIR:APP[:RANK] "
@@ -206,6 +211,7 @@ int main(int argc, char **argv) {
   double t_rob[ROUNDS_MAX], t_w[ROUNDS_MAX], t_meas[ROUNDS_MAX],
       t_spr[ROUNDS_MAX];
   uint64_t h_w = 0, h_enc = 0, same = 0, held = 0, rises = 0;
+  uint64_t same_runs = 0, long8 = 0; /* runs of equal rows; aligned 8s */
   size_t rbytes = 0, mbytes = 0;
   double *y = malloc(nr * sizeof *y), *rw = malloc(nr * sizeof *rw);
   for (int round = 0; round < ROUNDS; round++) {
@@ -245,7 +251,13 @@ int main(int argc, char **argv) {
       hw = fnv(hw, rw, nr * sizeof *rw);
       he = fnv(he, res_r.bytes, res_r.len);
       if (round == 0) {
-        for (uint64_t k = 0; k < nr; k++) same += y[k] == cy[i].x[k];
+        for (uint64_t k = 0; k < nr; k++) {
+          int eq = y[k] == cy[i].x[k];
+          same += eq;
+          same_runs += eq && (k == 0 || y[k - 1] != cy[i].x[k - 1]);
+          long8 += eq && k % 8 == 7 && memcmp(y + k - 7, cy[i].x + k - 7,
+                                              8 * sizeof *y) == 0;
+        }
         held += st.suspect; /* rows: counted once each (n / nx is not
                                one row of the rows' estimator) */
         rises += st.rises;
@@ -289,23 +301,32 @@ int main(int argc, char **argv) {
          "cycle; bytes per cycle: measured %.0f, robust %.0f\n",
          fsame, (double)held / nc, (double)rises / nc, (double)mbytes / nc,
          (double)rbytes / nc);
+  printf("  runs of rows with robust == measured: %.1f per cycle, mean "
+         "length %.2f; aligned groups of 8 all equal: %.3f of the groups\n",
+         (double)same_runs / nc, same_runs ? (double)same / same_runs : 0,
+         (double)long8 / ((double)(nr / 8) * nc));
   printf("  hashes: weights %016llx robust encodings %016llx\n",
          (unsigned long long)h_w, (unsigned long long)h_enc);
-  FILE *f = fopen(out, "w");
-  if (f) {
+  FILE *f = la_bench_open_out(out);
+  if (!f) return 1;
+  {
     fprintf(f,
             "{\"cycles\": %d, \"rows\": %llu, \"rounds\": %d, "
             "\"robust_us\": %.2f, \"robust_compact_us\": %.2f, "
             "\"measured_compact_us\": %.2f, \"spread_us\": %.2f, "
-            "\"robust_equals_measured\": %.4f, \"held_per_cycle\": %.1f, "
+            "\"robust_equals_measured\": %.4f, \"equal_run_mean\": %.2f, "
+            "\"held_per_cycle\": %.1f, "
             "\"rises_per_cycle\": %.1f, \"measured_bytes\": %.0f, "
             "\"robust_bytes\": %.0f, \"hash_weights\": \"%016llx\", "
             "\"hash_robust_enc\": \"%016llx\"}\n",
             nc, (unsigned long long)nr, ROUNDS, mr, mw - mr, mm, ms, fsame,
-            (double)held / nc, (double)rises / nc, (double)mbytes / nc,
+            same_runs ? (double)same / same_runs : 0, (double)held / nc, (double)rises / nc, (double)mbytes / nc,
             (double)rbytes / nc, (unsigned long long)h_w,
             (unsigned long long)h_enc);
-    fclose(f);
+    if (fclose(f) != 0) {
+      perror(out);
+      return 1;
+    }
   }
   for (int i = 0; i < nc; i++) free(cy[i].x);
   free(cy);
