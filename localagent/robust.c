@@ -203,94 +203,184 @@ static int la__front(const la_robust_t *r, uint64_t i, double v, int marked) {
 }
 
 #if LA_COMPACT_X86
-/* The forward pass's common case four elements at a time from i: each has
- * an estimate, a usable value and a value within the band above it (no
- * run, no front, no count): the estimate follows the value, as the scalar
- * rule computes it (the same operations in double, no fused ones), and
- * the run ends. Returns the first index not done: the first group of four
- * with another case (the scalar pass takes it), or the last whole group's
- * end. */
-__attribute__((target("avx2"))) static uint64_t la__forward_avx2(
-    la_robust_t *r, const double *x, const uint8_t *flags, uint64_t i,
-    uint64_t end) {
+/* la__front() with AVX2: the four neighbours in a row and a plane (i-1,
+ * i+1, i-s1, i+s1) tested at once, without a branch per neighbour (which
+ * neighbour agrees is as random as the interference): the same
+ * comparisons in double as la__agrees() (the division too: IEEE gives the
+ * same bits), so the same answer; the plane's neighbours (i-s2, i+s2)
+ * after them as la__front() tests them. */
+__attribute__((target("avx2"))) static int la__front_avx2(const la_robust_t *r,
+                                                          uint64_t i, double v,
+                                                          int marked) {
+  uint64_t n = r->n, s1 = r->p.stride[0], s2 = r->p.stride[1];
+  uint64_t col = s1 ? i % s1 : 1;
+  uint64_t in_plane = s2 ? i % s2 : i;
+  /* the neighbours that exist, each index (itself where it does not) */
+  uint64_t j0 = i, j1 = i, j2 = i, j3 = i;
+  unsigned ok = 0;
+  if (i > 0 && (s1 == 0 || col != 0)) j0 = i - 1, ok |= 1;
+  if (i + 1 < n && (s1 == 0 || col != s1 - 1)) j1 = i + 1, ok |= 2;
+  if (s1) {
+    if (in_plane >= s1) j2 = i - s1, ok |= 4;
+    if (i + s1 < n && (s2 == 0 || in_plane + s1 < s2)) j3 = i + s1, ok |= 8;
+  }
+  /* with an estimate (and, marked: rose with a front in this update) */
+  const uint8_t *run = r->run, *mark = r->mark;
+  unsigned have = (unsigned)(run[j0] != LA__NO_EST) |
+                  (unsigned)(run[j1] != LA__NO_EST) << 1 |
+                  (unsigned)(run[j2] != LA__NO_EST) << 2 |
+                  (unsigned)(run[j3] != LA__NO_EST) << 3;
+  if (marked)
+    have &= (unsigned)(mark[j0] == LA__M_FRONT) |
+            (unsigned)(mark[j1] == LA__M_FRONT) << 1 |
+            (unsigned)(mark[j2] == LA__M_FRONT) << 2 |
+            (unsigned)(mark[j3] == LA__M_FRONT) << 3;
+  ok &= have;
+  const float *est = r->est;
+  const __m256d nb =
+      _mm256_cvtps_pd(_mm_set_ps(est[j3], est[j2], est[j1], est[j0]));
+  const __m256d vv = _mm256_set1_pd(v), vup = _mm256_set1_pd(1 + r->p.tol);
+  const __m256d vat = _mm256_set1_pd(r->p.abs_tol);
+  __m256d agree = _mm256_and_pd(
+      _mm256_and_pd(_mm256_cmp_pd(nb, _mm256_setzero_pd(), _CMP_GT_OQ),
+                    _mm256_cmp_pd(vv, _mm256_add_pd(_mm256_mul_pd(nb, vup), vat),
+                                  _CMP_LE_OQ)),
+      _mm256_cmp_pd(vv, _mm256_sub_pd(_mm256_div_pd(nb, vup), vat),
+                    _CMP_GE_OQ));
+  if ((unsigned)_mm256_movemask_pd(agree) & ok) return 1;
+  if (s2) {
+    if (i >= s2 && (!marked || mark[i - s2] == LA__M_FRONT) &&
+        la__nb(r, i - s2, v))
+      return 1;
+    if (i + s2 < n && (!marked || mark[i + s2] == LA__M_FRONT) &&
+        la__nb(r, i + s2, v))
+      return 1;
+  }
+  return 0;
+}
+
+/* The forward pass's common case for the four elements from i: each lane
+ * that has an estimate, a usable value and a value within the band above
+ * it (no run, no front, no count) gets the estimate the scalar rule
+ * computes (the same operations in double, no fused ones) in nv[]; the
+ * other lanes are left to the scalar rules. Returns the lanes done (bit
+ * k: element i + k); stores nothing. */
+__attribute__((target("avx2"))) static unsigned la__group_avx2(
+    const la_robust_t *r, const double *x, const uint8_t *flags, uint64_t i,
+    float nv[4]) {
   const la_robust_params_t *p = &r->p;
   double up = 1 + p->tol;
   const __m256d vup = _mm256_set1_pd(up), vdown = _mm256_set1_pd(1 / up);
   const __m256d vat = _mm256_set1_pd(p->abs_tol),
                 vfo = _mm256_set1_pd(p->follow);
   const __m256d sign = _mm256_set1_pd(-0.0), inf = _mm256_set1_pd(INFINITY);
-  for (; i + 4 <= end; i += 4) {
-    uint32_t run, fl = 0;
-    memcpy(&run, r->run + i, 4);
-    if (flags) memcpy(&fl, flags + i, 4);
-    /* a byte of 255 (no estimate yet) or a flag: the scalar rules */
-    if (fl != 0 || ((~run - 0x01010101u) & run & 0x80808080u) != 0)
-      return i; /* (a zero byte of ~run: exact) */
-    __m256d v = _mm256_loadu_pd(x + i);
-    __m256d old = _mm256_cvtps_pd(_mm_loadu_ps(r->est + i));
-    __m256d ok = _mm256_and_pd(
-        _mm256_cmp_pd(_mm256_andnot_pd(sign, v), inf, _CMP_LT_OQ),
-        _mm256_cmp_pd(v, _mm256_add_pd(_mm256_mul_pd(old, vup), vat),
-                      _CMP_LE_OQ));
-    if (_mm256_movemask_pd(ok) != 0xf) return i;
-    __m256d fol = _mm256_add_pd(old, _mm256_mul_pd(vfo, _mm256_sub_pd(v, old)));
-    __m256d down = _mm256_cmp_pd(
-        v, _mm256_sub_pd(_mm256_mul_pd(old, vdown), vat), _CMP_LT_OQ);
-    _mm_storeu_ps(r->est + i, _mm256_cvtpd_ps(_mm256_blendv_pd(fol, v, down)));
-    memset(r->run + i, 0, 4);
-  }
-  return i;
+  uint32_t run, fl = 0;
+  memcpy(&run, r->run + i, 4);
+  if (flags) memcpy(&fl, flags + i, 4);
+  /* lanes without a byte of 255 in run (no estimate yet) or a flag */
+  unsigned lanes = 0;
+  for (unsigned k = 0; k < 4; k++)
+    lanes |= (unsigned)(((run >> (8 * k)) & 0xffu) != LA__NO_EST &&
+                        ((fl >> (8 * k)) & 0xffu) == 0)
+             << k;
+  __m256d v = _mm256_loadu_pd(x + i);
+  __m256d old = _mm256_cvtps_pd(_mm_loadu_ps(r->est + i));
+  __m256d ok = _mm256_and_pd(
+      _mm256_cmp_pd(_mm256_andnot_pd(sign, v), inf, _CMP_LT_OQ),
+      _mm256_cmp_pd(v, _mm256_add_pd(_mm256_mul_pd(old, vup), vat),
+                    _CMP_LE_OQ));
+  lanes &= (unsigned)_mm256_movemask_pd(ok);
+  __m256d fol = _mm256_add_pd(old, _mm256_mul_pd(vfo, _mm256_sub_pd(v, old)));
+  __m256d down = _mm256_cmp_pd(
+      v, _mm256_sub_pd(_mm256_mul_pd(old, vdown), vat), _CMP_LT_OQ);
+  _mm_storeu_ps(nv, _mm256_cvtpd_ps(_mm256_blendv_pd(fol, v, down)));
+  return lanes;
 }
 #endif
 
-/* The forward pass: every element's new estimate. With detection and
- * this cycle's flags, a usable value above the band is measured work. */
+/* la__front() as the update's build has it (AVX2 where the CPU has it:
+ * the same answer). */
+static inline int la__front_any(const la_robust_t *r, uint64_t i, double v,
+                                int marked) {
+#if LA_COMPACT_X86
+  if (r->simd) return la__front_avx2(r, i, v, marked);
+#endif
+  return la__front(r, i, v, marked);
+}
+
+/* The forward pass's rules for element i (every case). */
+static inline void la__step(la_robust_t *r, const double *x,
+                            const uint8_t *flags, uint64_t i, int seen,
+                            uint64_t *flagged, uint64_t *suspect,
+                            uint64_t *rises) {
+  const la_robust_params_t *p = &r->p;
+  double up = 1 + p->tol, down = 1 / up, at = p->abs_tol, fo = p->follow;
+  double v = x[i], e, old = (double)r->est[i];
+  if (r->run[i] == LA__NO_EST) {
+    e = la__first(r, x, flags, i);
+    r->run[i] = 0;
+    if (!la__usable(x, flags, i)) (*flagged)++;
+  } else if (!la__usable(x, flags, i)) {
+    e = old;
+    (*flagged)++;
+  } else if (v <= old * up + at) {
+    r->run[i] = 0;
+    e = v < old * down - at ? v /* the cost went down */
+                            : old + fo * (v - old);
+  } else if (seen) {
+    /* not flagged: no switch while it was timed, so it is the element's
+     * work, believed at once (a front reaching it; no neighbour needed) */
+    r->run[i] = 0;
+    r->mark[i] = LA__M_FRONT;
+    e = v;
+    (*rises)++;
+  } else if (p->neighbour && la__front_any(r, i, v, 0)) {
+    /* a neighbour costs this much already: a front moving over the
+     * elements, believed at once */
+    r->run[i] = 0;
+    r->mark[i] = LA__M_FRONT;
+    e = v;
+    (*rises)++;
+  } else {
+    e = la__suspect(r, i, v, old, suspect, rises);
+  }
+  r->est[i] = (float)e;
+}
+
+/* The forward pass: every element's new estimate, in element order (a
+ * rule for element i reads the new estimates of the elements before it
+ * and the old ones of those after it). With detection and this cycle's
+ * flags, a usable value above the band is measured work. With AVX2, four
+ * elements at a time: the lanes in the band take the vector's estimate,
+ * the others the scalar rules, lane by lane in order. */
 static void la__forward(la_robust_t *r, const double *x, const uint8_t *flags,
                         uint64_t *flagged, uint64_t *suspect,
                         uint64_t *rises) {
-  const la_robust_params_t *p = &r->p;
-  double up = 1 + p->tol, down = 1 / up, at = p->abs_tol, fo = p->follow;
-  int seen = p->detect && flags; /* the probe watched every value */
-  memset(r->mark, LA__M_NONE, r->n * sizeof *r->mark);
-  for (uint64_t i = 0; i < r->n; i++) {
+  int seen = r->p.detect && flags; /* the probe watched every value */
+  uint64_t i = 0, n = r->n;
+  memset(r->mark, LA__M_NONE, n * sizeof *r->mark);
 #if LA_COMPACT_X86
-    /* at a group of four: as many groups of the common case as follow */
-    if (r->simd && (i & 3) == 0) {
-      i = la__forward_avx2(r, x, flags, i, r->n);
-      if (i == r->n) break;
+  if (r->simd) {
+    for (; i + 4 <= n; i += 4) {
+      float nv[4];
+      unsigned lanes = la__group_avx2(r, x, flags, i, nv);
+      if (lanes == 0xf) {
+        memcpy(r->est + i, nv, sizeof nv);
+        memset(r->run + i, 0, 4);
+        continue;
+      }
+      for (unsigned k = 0; k < 4; k++) {
+        if (lanes >> k & 1) {
+          r->est[i + k] = nv[k];
+          r->run[i + k] = 0;
+        } else {
+          la__step(r, x, flags, i + k, seen, flagged, suspect, rises);
+        }
+      }
     }
-#endif
-    double v = x[i], e, old = (double)r->est[i];
-    if (r->run[i] == LA__NO_EST) {
-      e = la__first(r, x, flags, i);
-      r->run[i] = 0;
-      if (!la__usable(x, flags, i)) (*flagged)++;
-    } else if (!la__usable(x, flags, i)) {
-      e = old;
-      (*flagged)++;
-    } else if (v <= old * up + at) {
-      r->run[i] = 0;
-      e = v < old * down - at ? v /* the cost went down */
-                              : old + fo * (v - old);
-    } else if (seen) {
-      /* not flagged: no switch while it was timed, so it is the element's
-       * work, believed at once (a front reaching it; no neighbour needed) */
-      r->run[i] = 0;
-      r->mark[i] = LA__M_FRONT;
-      e = v;
-      (*rises)++;
-    } else if (p->neighbour && la__front(r, i, v, 0)) {
-      /* a neighbour costs this much already: a front moving over the
-       * elements, believed at once */
-      r->run[i] = 0;
-      r->mark[i] = LA__M_FRONT;
-      e = v;
-      (*rises)++;
-    } else {
-      e = la__suspect(r, i, v, old, suspect, rises);
-    }
-    r->est[i] = (float)e;
   }
+#endif
+  for (; i < n; i++) la__step(r, x, flags, i, seen, flagged, suspect, rises);
 }
 
 /* The backward pass: a held value that agrees with a later neighbour's
@@ -309,7 +399,7 @@ static void la__backward(la_robust_t *r, const double *x, uint64_t *suspect,
         continue;
       }
     }
-    if (r->mark[i] != LA__M_HELD || !la__front(r, i, x[i], 1)) continue;
+    if (r->mark[i] != LA__M_HELD || !la__front_any(r, i, x[i], 1)) continue;
     r->est[i] = (float)x[i];
     r->run[i] = 0;
     r->mark[i] = LA__M_FRONT;
