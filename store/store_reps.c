@@ -118,9 +118,8 @@ static int la__reps_write(la_store_t *s, const char *app_id, uint64_t tag,
 }
 
 /* The signatures of the set's traces (those R_TRACES selects) into the
- * arrays (np ranks), each trace parsed, summarised and closed in turn:
- * 10^4 parsed indexes at once would take far more memory than the set's
- * encodings. */
+ * arrays (np ranks), each from its encoding in one checking pass
+ * (la_clusters_signature_bytes: no index built). */
 static int la__reps_read(la_store_t *s, const char *app_id, uint64_t tag,
                          uint32_t np, unsigned nb, double *sig, double *dtot,
                          double *tot, uint64_t *cnt, size_t *len,
@@ -141,16 +140,16 @@ static int la__reps_read(la_store_t *s, const char *app_id, uint64_t tag,
     }
     if (rank >= np) continue; /* in no Trace-Set */
     char why[160];
-    la_trace_t *tr = NULL;
-    if (la_trace_open_max(blob, (size_t)blen, (uint64_t)n, &tr, why,
-                          sizeof why) != 0) {
+    uint64_t pts = 0;
+    int sh = la_clusters_signature_bytes(blob, (size_t)blen, (uint64_t)n, nb,
+                                         sig + (size_t)rank * nb, &dtot[rank],
+                                         &pts, why, sizeof why);
+    if (sh < 0 || pts != (uint64_t)n) {
       r = la__store_corrupt(s, "trace of %s cycle %llu rank %lld: %s",
                             app_id, (unsigned long long)tag, (long long)rank,
-                            why);
+                            sh < 0 ? why : "another element count");
       break;
     }
-    la_clusters_signature(tr, nb, sig + (size_t)rank * nb, &dtot[rank]);
-    la_trace_close(tr);
     cnt[rank] = (uint64_t)n;
     len[rank] = (size_t)blen;
     tot[rank] = la_db_column_type(st, 3) == LA_DB_NULL

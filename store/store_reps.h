@@ -11,7 +11,8 @@
  * representative's decoded values times the scale, compacted again with
  * the representative's parameters, flagged by rep_rank / rep_scale /
  * rep_class in the CompactTrace (la__store_reps_resolve, called by
- * store_load.c). Outliers, ranks of several channels and traces already
+ * store_load.c, with a cache per set read: each representative decoded
+ * once). Outliers, ranks of several channels and traces already
  * kept as a history reference stay as they are; robust weights stay each
  * rank's own.
  */
@@ -42,11 +43,22 @@ int la_store_representatives(la_store_t *s, const char *app_id,
                              uint64_t cycle_tag, double tol,
                              la_store_reps_t *out);
 
+/* What a set read keeps between its members (store_reps_load.c): the
+ * set's rep_members rows and each representative's decoded values. */
+typedef struct la_store_reps_cache la_store_reps_cache_t;
+la_store_reps_cache_t *la__store_reps_cache_new(void); /* NULL: no memory */
+void la__store_reps_cache_free(la_store_reps_cache_t *c); /* NULL is fine */
+/* Representatives the cache decoded so far (each once). */
+size_t la__store_reps_cache_decoded(const la_store_reps_cache_t *c);
+
 /* For store_load.c: when t (loaded with empty segments) is a member of a
  * class, fills its segments with its representative's scaled values, its
  * mode, rep_rank, rep_scale and rep_class, drops its error (unknown), and
  * returns 1; 0 when it is no member (a history reference, perhaps);
- * LA_EIO (corrupt or unreadable representative), LA_ENOMEM. */
-int la__store_reps_resolve(la_store_t *s, La__CompactTrace *t);
+ * LA_EIO (corrupt or unreadable representative), LA_ENOMEM. cache: the
+ * set read's (it may serve several sets, one after the other), or NULL
+ * for a member read alone. */
+int la__store_reps_resolve(la_store_t *s, La__CompactTrace *t,
+                           la_store_reps_cache_t *cache);
 
 #endif
