@@ -87,7 +87,7 @@ static char *la__strdup_col(la_db_stmt_t *st, int i, size_t max, int *bad) {
  * when the trace has no robust row. Returns 0, LA_EIO (corrupt row),
  * LA_ENOMEM. */
 static int la__load_robust(la_store_t *s, la_db_stmt_t *st,
-                           La__CompactTrace *t) {
+                           La__CompactTrace *t, la_store_reps_cache_t **reps) {
   if (la_db_column_type(st, 14) != LA_DB_NULL) {
     const void *blob = la_db_column_blob(st, 14);
     int blen = la_db_column_bytes(st, 14);
@@ -109,8 +109,12 @@ static int la__load_robust(la_store_t *s, la_db_stmt_t *st,
     if (!t->robust_segments.data || !t->robust_stats) return LA_ENOMEM;
     memcpy(t->robust_segments.data, blob, (size_t)blen);
     t->robust_segments.len = (size_t)blen;
-    int r = ref ? la__store_history_resolve(s, t, 1) : 0;
-    if (r) return r;
+    /* a class member's robust series, else a history one */
+    int r = 0;
+    if (ref && !*reps && !(*reps = la__store_reps_cache_new())) r = LA_ENOMEM;
+    if (r == 0 && ref) r = la__store_reps_resolve_robust(s, t, *reps);
+    if (r == 0 && ref) r = la__store_history_resolve(s, t, 1);
+    if (r < 0) return r;
     t->has_robust_segments = 1;
     la__series_stats__init(t->robust_stats);
     t->robust_stats->count = (uint64_t)count;
@@ -215,7 +219,7 @@ static int la__load_trace(la_store_t *s, la_db_stmt_t *st, const char *app_id,
   if (r == 0 && ref) r = la__store_reps_resolve(s, t, *reps);
   if (r == 0 && ref) r = la__store_history_resolve(s, t, 0);
   if (r == 1) r = 0;
-  return r ? r : la__load_robust(s, st, t);
+  return r ? r : la__load_robust(s, st, t, reps);
 }
 
 /* A BLOB column of at most LA_STORE_MAX_BLOB bytes into a new buffer:

@@ -13,8 +13,10 @@
  * rep_class in the CompactTrace (la__store_reps_resolve, called by
  * store_load.c, with a cache per set read: each representative decoded
  * once). Outliers, ranks of several channels and traces already
- * kept as a history reference stay as they are; robust weights stay each
- * rank's own.
+ * kept as a history reference stay as they are. A member's robust
+ * series is stored by its representative's too (rep_robust: its robust
+ * scale) when both have one and their robust signatures are within tol;
+ * otherwise it stays the rank's own.
  */
 #ifndef LA_STORE_REPS_H
 #define LA_STORE_REPS_H
@@ -31,6 +33,8 @@ typedef struct la_store_reps {
   size_t outliers;  /* ranks in no class, kept in full */
   size_t replaced;  /* members whose segments were replaced */
   uint64_t bytes_before, bytes_after; /* their segment bytes */
+  size_t robust_replaced; /* members whose robust segments were replaced */
+  uint64_t robust_bytes_before, robust_bytes_after;
 } la_store_reps_t;
 
 /* Stores the set (app_id, cycle_tag) by representatives, grouping with
@@ -60,5 +64,11 @@ size_t la__store_reps_cache_decoded(const la_store_reps_cache_t *c);
  * for a member read alone. */
 int la__store_reps_resolve(la_store_t *s, La__CompactTrace *t,
                            la_store_reps_cache_t *cache);
+/* The same for t's robust series (loaded with empty robust segments):
+ * its representative's robust values times its rep_robust scale; 1, or 0
+ * when it has no rep_robust row (a history reference, perhaps), LA_EIO,
+ * LA_ENOMEM. Its robust statistics are its own row's. */
+int la__store_reps_resolve_robust(la_store_t *s, La__CompactTrace *t,
+                                  la_store_reps_cache_t *cache);
 
 #endif

@@ -7,9 +7,11 @@
  *
  * A set read (store_load.c's trace loop) keeps a cache
  * (la_store_reps_cache_t): the set's rep_members rows, read in one query
- * at its first member, and each representative's decoded values, decoded
- * at its first member; every further member is a lookup, n products and
- * a compaction. A single member read without a cache reads its row and
+ * at its first member, and each representative's decoded values (and
+ * robust values), decoded at its first member; every further member is a
+ * lookup, n products and a compaction. A member listed in rep_robust gets
+ * its robust series the same way, from its representative's robust
+ * series times its robust scale. A single member read without a cache reads its row and
  * decodes its representative itself.
  *
  * Deliberately not here: storing by representatives (store_reps.c), the
@@ -32,7 +34,13 @@ typedef struct {
 } la__member_t;
 
 typedef struct {
+  uint32_t rank;
+  double scale;
+} la__rmember_t;
+
+typedef struct {
   uint32_t rep;
+  int robust; /* its robust series */
   uint64_t n;
   double *x; /* decoded values */
   la_compact_params_t p;
@@ -44,6 +52,8 @@ struct la_store_reps_cache {
   int loaded;            /* members read for (app_id, cycle_tag) */
   la__member_t *members; /* increasing rank */
   size_t n_members;
+  la__rmember_t *rmembers; /* rep_robust rows, increasing rank */
+  size_t n_rmembers;
   la__rep_t *reps;
   size_t n_reps, cap_reps;
   double *scaled; /* scratch: a member's values */
@@ -57,8 +67,17 @@ static const char la__members_sql[] =
 static const char la__member_sql[] =
     "SELECT rank, class, rep_rank, scale FROM rep_members"
     " WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3";
+static const char la__rmembers_sql[] =
+    "SELECT rank, scale FROM rep_robust WHERE app_id = ?1 AND cycle_tag = ?2"
+    " ORDER BY rank";
+static const char la__rmember_sql[] =
+    "SELECT rank, scale FROM rep_robust WHERE app_id = ?1 AND cycle_tag = ?2"
+    " AND rank = ?3";
 static const char la__rep_sql[] =
     "SELECT segments FROM traces WHERE app_id = ?1 AND cycle_tag = ?2"
+    " AND rank = ?3";
+static const char la__rep_robust_sql[] =
+    "SELECT segments FROM robust WHERE app_id = ?1 AND cycle_tag = ?2"
     " AND rank = ?3";
 
 la_store_reps_cache_t *la__store_reps_cache_new(void) {
@@ -69,6 +88,7 @@ static void la__cache_clear(la_store_reps_cache_t *c) {
   for (size_t i = 0; i < c->n_reps; i++) free(c->reps[i].x);
   free(c->reps);
   free(c->members);
+  free(c->rmembers);
   free(c->scaled);
   memset(c, 0, sizeof *c);
 }
@@ -125,7 +145,51 @@ static int la__read_members(la_store_t *s, const La__CompactTrace *t,
   if (r == 0 && rc != LA_DB_DONE)
     r = la__store_sqlerr(s, "loading a set's class members");
   la_db_finalize(st);
+  if (r) return r;
+  /* the members whose robust series are their representative's */
+  sql = rank == UINT32_MAX ? la__rmembers_sql : la__rmember_sql;
+  if (la_db_prepare(s->db, sql, 0, &st) != 0)
+    return la__store_sqlerr(s, "preparing the representatives statement");
+  la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
+  la_db_bind_int64(st, 2, la__i64(t->cycle_tag));
+  if (rank != UINT32_MAX) la_db_bind_int64(st, 3, rank);
+  cap = 0;
+  prev = -1;
+  while (r == 0 && (rc = la_db_step(st)) == LA_DB_ROW) {
+    int64_t m = la_db_column_int64(st, 0);
+    double scale = la_db_column_double(st, 1);
+    if (m <= prev || m >= LA_MAX_RANKS || !isfinite(scale)) {
+      r = la__store_corrupt(s,
+                            "robust weights of %s cycle %llu rank %lld: bad "
+                            "rep_robust row",
+                            t->app_id, (unsigned long long)t->cycle_tag,
+                            (long long)m);
+      break;
+    }
+    prev = m;
+    if ((r = la__store_reserve(s, &c->rmembers, c->n_rmembers, &cap,
+                               sizeof *c->rmembers, 64)))
+      break;
+    c->rmembers[c->n_rmembers++] = (la__rmember_t){(uint32_t)m, scale};
+  }
+  if (r == 0 && rc != LA_DB_DONE)
+    r = la__store_sqlerr(s, "loading a set's robust class members");
+  la_db_finalize(st);
   return r;
+}
+
+static const la__rmember_t *la__find_rmember(const la_store_reps_cache_t *c,
+                                             uint32_t rank) {
+  size_t lo = 0, hi = c->n_rmembers;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (c->rmembers[mid].rank < rank)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < c->n_rmembers && c->rmembers[lo].rank == rank ? &c->rmembers[lo]
+                                                            : NULL;
 }
 
 static const la__member_t *la__find_member(const la_store_reps_cache_t *c,
@@ -144,10 +208,12 @@ static const la__member_t *la__find_member(const la_store_reps_cache_t *c,
 
 /* Representative rep of t's set, decoded into a new entry of c. */
 static int la__decode_rep(la_store_t *s, const La__CompactTrace *t,
-                          uint32_t rep, la_store_reps_cache_t *c,
+                          uint32_t rep, int robust, la_store_reps_cache_t *c,
                           la__rep_t **out) {
   la_db_stmt_t *st;
-  if (la_db_prepare(s->db, la__rep_sql, 0, &st) != 0)
+  const char *what = robust ? "robust weights" : "segments";
+  if (la_db_prepare(s->db, robust ? la__rep_robust_sql : la__rep_sql, 0,
+                    &st) != 0)
     return la__store_sqlerr(s, "preparing the representatives statement");
   la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
   la_db_bind_int64(st, 2, la__i64(t->cycle_tag));
@@ -184,15 +250,16 @@ static int la__decode_rep(la_store_t *s, const La__CompactTrace *t,
   }
   if (blen) memcpy(copy, blob, (size_t)blen);
   la_db_finalize(st);
-  rt.segments.data = copy;
-  rt.segments.len = (size_t)blen;
-  int r = blen ? 0 : la__store_history_resolve(s, &rt, 0);
+  ProtobufCBinaryData *d = robust ? &rt.robust_segments : &rt.segments;
+  d->data = copy;
+  d->len = (size_t)blen;
+  int r = blen ? 0 : la__store_history_resolve(s, &rt, robust);
   la_trace_t *tr = NULL;
-  char why[160];
-  if (r == 0 || r == 1)
-    r = la_trace_open_max(rt.segments.data, rt.segments.len, t->n_elements,
-                          &tr, why, sizeof why);
-  free(rt.segments.data);
+  char why[160] = "";
+  if (r == 0)
+    r = la_trace_open_max(d->data, d->len, t->n_elements, &tr, why,
+                          sizeof why);
+  free(d->data);
   if (r == 0 && la_trace_count(tr) != t->n_elements) {
     la_trace_close(tr);
     return la__store_corrupt(s,
@@ -205,11 +272,11 @@ static int la__decode_rep(la_store_t *s, const La__CompactTrace *t,
     if (r == LA_ENOMEM || r == LA_EIO) return r;
     return la__store_corrupt(s,
                              "trace of %s cycle %llu rank %u: its "
-                             "representative's segments: %s",
+                             "representative's %s: %s",
                              t->app_id, (unsigned long long)t->cycle_tag,
-                             t->rank, why);
+                             t->rank, what, why);
   }
-  la__rep_t e = {.rep = rep, .n = t->n_elements};
+  la__rep_t e = {.rep = rep, .robust = robust, .n = t->n_elements};
   e.x = malloc((e.n ? e.n : 1) * sizeof *e.x);
   r = e.x ? la_trace_decode(tr, 0, e.n, e.x) : LA_ENOMEM;
   la_trace_params(tr, &e.p);
@@ -233,6 +300,7 @@ static int la__decode_rep(la_store_t *s, const La__CompactTrace *t,
 static int la__reps_scale(la_store_t *s, La__CompactTrace *t,
                           const la__rep_t *rep, double scale,
                           la_store_reps_cache_t *c) {
+  ProtobufCBinaryData *d = rep->robust ? &t->robust_segments : &t->segments;
   size_t n = (size_t)rep->n;
   if (n > c->scaled_cap) {
     double *x = realloc(c->scaled, n * sizeof *x);
@@ -249,43 +317,55 @@ static int la__reps_scale(la_store_t *s, La__CompactTrace *t,
                   t->app_id, (unsigned long long)t->cycle_tag, r);
     return r == LA_ENOMEM ? LA_ENOMEM : LA_EIO;
   }
-  free(t->segments.data);
-  t->segments.data = res.bytes; /* the message owns it now */
-  t->segments.len = res.len;
-  t->mode = (La__CompactMode)res.mode;
+  free(d->data);
+  d->data = res.bytes; /* the message owns it now */
+  d->len = res.len;
+  if (!rep->robust) t->mode = (La__CompactMode)res.mode;
   return 0;
 }
 
-static int la__resolve(la_store_t *s, La__CompactTrace *t,
-                       la_store_reps_cache_t *c) {
-  if (!c->loaded || c->cycle_tag != t->cycle_tag ||
-      strcmp(c->app_id, t->app_id) != 0) {
-    la__cache_clear(c);
-    snprintf(c->app_id, sizeof c->app_id, "%s", t->app_id);
-    c->cycle_tag = t->cycle_tag;
-    c->loaded = 1;
-    int r = la__read_members(s, t, UINT32_MAX, c);
-    if (r) {
-      la__cache_clear(c);
-      return r;
-    }
-  }
-  const la__member_t *m = la__find_member(c, t->rank);
-  if (!m) return 0; /* no member: a history reference, perhaps */
-  la__rep_t *rep = NULL;
+/* The cached decoding of rep (its robust series when robust), decoded
+ * now when not yet. */
+static int la__rep_of(la_store_t *s, const La__CompactTrace *t, uint32_t rep,
+                      int robust, la_store_reps_cache_t *c, la__rep_t **out) {
   for (size_t i = c->n_reps; i-- > 0;)
-    if (c->reps[i].rep == m->rep) {
-      rep = &c->reps[i];
+    if (c->reps[i].rep == rep && c->reps[i].robust == robust) {
+      *out = &c->reps[i];
       break;
     }
-  int r = 0;
-  if (!rep) r = la__decode_rep(s, t, m->rep, c, &rep);
-  if (r == 0 && rep->n != t->n_elements)
+  int r = *out ? 0 : la__decode_rep(s, t, rep, robust, c, out);
+  if (r == 0 && (*out)->n != t->n_elements)
     r = la__store_corrupt(s,
                           "trace of %s cycle %llu rank %u: its "
                           "representative has another element count",
                           t->app_id, (unsigned long long)t->cycle_tag,
                           t->rank);
+  return r;
+}
+
+/* c holds t's set's rows (read now when it holds another set's). */
+static int la__cache_set(la_store_t *s, const La__CompactTrace *t,
+                         la_store_reps_cache_t *c) {
+  if (c->loaded && c->cycle_tag == t->cycle_tag &&
+      strcmp(c->app_id, t->app_id) == 0)
+    return 0;
+  la__cache_clear(c);
+  snprintf(c->app_id, sizeof c->app_id, "%s", t->app_id);
+  c->cycle_tag = t->cycle_tag;
+  c->loaded = 1;
+  int r = la__read_members(s, t, UINT32_MAX, c);
+  if (r) la__cache_clear(c);
+  return r;
+}
+
+static int la__resolve(la_store_t *s, La__CompactTrace *t,
+                       la_store_reps_cache_t *c) {
+  int r = la__cache_set(s, t, c);
+  if (r) return r;
+  const la__member_t *m = la__find_member(c, t->rank);
+  if (!m) return 0; /* no member: a history reference, perhaps */
+  la__rep_t *rep = NULL;
+  r = la__rep_of(s, t, m->rep, 0, c, &rep);
   if (r == 0) r = la__reps_scale(s, t, rep, m->scale, c);
   if (r) return r;
   if (t->error) {
@@ -297,6 +377,41 @@ static int la__resolve(la_store_t *s, La__CompactTrace *t,
   t->rep_scale = m->scale;
   t->rep_class = m->cls;
   return 1;
+}
+
+/* t's robust series from its representative's, when a rep_robust row
+ * says so: 1, else 0. */
+static int la__resolve_robust(la_store_t *s, La__CompactTrace *t,
+                              la_store_reps_cache_t *c) {
+  int r = la__cache_set(s, t, c);
+  if (r) return r;
+  const la__rmember_t *rm = la__find_rmember(c, t->rank);
+  const la__member_t *m = rm ? la__find_member(c, t->rank) : NULL;
+  if (!rm) return 0;
+  if (!m)
+    return la__store_corrupt(s,
+                             "robust weights of %s cycle %llu rank %u: a "
+                             "rep_robust row without its rep_members row",
+                             t->app_id, (unsigned long long)t->cycle_tag,
+                             t->rank);
+  la__rep_t *rep = NULL;
+  r = la__rep_of(s, t, m->rep, 1, c, &rep);
+  if (r == 0) r = la__reps_scale(s, t, rep, rm->scale, c);
+  return r ? r : 1;
+}
+
+int la__store_reps_resolve_robust(la_store_t *s, La__CompactTrace *t,
+                                  la_store_reps_cache_t *cache) {
+  if (cache) return la__resolve_robust(s, t, cache);
+  la_store_reps_cache_t one;
+  memset(&one, 0, sizeof one);
+  snprintf(one.app_id, sizeof one.app_id, "%s", t->app_id);
+  one.cycle_tag = t->cycle_tag;
+  one.loaded = 1;
+  int r = la__read_members(s, t, t->rank, &one);
+  if (r == 0) r = la__resolve_robust(s, t, &one);
+  la__cache_clear(&one);
+  return r;
 }
 
 int la__store_reps_resolve(la_store_t *s, La__CompactTrace *t,
