@@ -283,6 +283,20 @@ int la_trace_slice_sums(const uint8_t *bytes, size_t len, uint64_t max_points,
                         char *why, size_t why_len);
 
 
+/* The encoding of t's decoded values times scale, record for record: each
+ * line through its ends times scale (its exceptions and verbatim runs the
+ * scaled values), the header's mode, bound and flags t's (no quantum:
+ * scaled values are no whole ticks). dec[0..n) must be t's decoded values
+ * (la_trace_decode); x[0..n) (caller's scratch, not dec) receives them
+ * times scale. A line whose scaled points miss it by more than 2^-30 of
+ * their magnitude (rounding cannot) becomes a verbatim run, so the result
+ * decodes to x within 2^-30 relative, in one pass (no segmentation). A
+ * lossless or spread trace is compacted anew (la_compact()). out->stats
+ * are x's; out->error is left zero. Returns 0, LA_EINVAL (bad arguments,
+ * scale not finite), LA_ENOMEM. */
+int la_trace_scaled(const la_trace_t *t, const double *dec, double scale,
+                    double *x, la_compact_result_t *out);
+
 /* One record of the encoding, for listings. */
 enum { LA_SEG_LINE = 0, LA_SEG_VERBATIM = 1 };
 typedef struct la_trace_segment {

@@ -1107,3 +1107,60 @@ int la_trace_slice_sums(const uint8_t *bytes, size_t len, uint64_t max_points,
   *n_points = t.n;
   return 0;
 }
+
+/* One record of t again, its values x (the scaled ones): a line through
+ * its scaled ends with its exceptions, a run of its points verbatim.
+ * Returns 0 or the encoder's error. */
+static int scaled_rec(const la_trace_t *t, const rec_t *q, double scale,
+                      la_cenc_t *e) {
+  if (q->kind == LA_REC_VERBATIM) { /* verbatim and quantized runs */
+    for (uint64_t j = 0; j < q->count; j++) la_cenc_verbatim(e);
+    return e->err;
+  }
+  int anchored = (e->flags & LA_CENC_F_CONNECTED) && e->vertex_ok;
+  double a = la_line_value(q->base, q->d, q->off, 0, q->count, q->last);
+  double b = q->last * scale, v;
+  a *= scale;
+  for (uint64_t k = q->x0; k < q->x0 + q->nx; k++)
+    la_cenc_exception(e, t->xpos[k]);
+  /* the points are the line's values times scale, up to rounding: the
+   * check allows that and nothing more */
+  double tol = 0x1p-30 * (fabs(a) + fabs(b));
+  int rc = la_cenc_line(e, q->count, anchored, a, b, 0, tol, 0x1p-30, &v);
+  return rc < 0 ? rc : 0;
+}
+
+int la_trace_scaled(const la_trace_t *t, const double *dec, double scale,
+                    double *x, la_compact_result_t *out) {
+  if (!out) return LA_EINVAL;
+  memset(out, 0, sizeof *out);
+  uint64_t n = la_trace_count(t);
+  if (!dec || !x || (n && dec == x) || !isfinite(scale)) return LA_EINVAL;
+  for (uint64_t i = 0; i < n; i++) x[i] = dec[i] * scale;
+  la_compact_params_t p;
+  la_trace_params(t, &p);
+  p.quantum = 0; /* scaled values are no whole ticks */
+  if (t->mode == LA_COMPACT_LOSSLESS || t->spread != 1 || t->psc != 1)
+    return la_compact(x, (size_t)n, &p, out);
+  la_cenc_t e;
+  la_cenc_init(&e, x, n, t->mode, t->flags & ~LA_CENC_F_QUANTUM, t->bound, 0);
+  int rc = 0;
+  for (size_t k = 0; rc == 0 && k < t->nrec; k++)
+    rc = scaled_rec(t, &t->recs[k], scale, &e);
+  if (rc == 0) rc = la_cenc_finish(&e);
+  if (rc) {
+    la_cenc_free(&e);
+    return rc;
+  }
+  la_stats_finish(&e.stats, n, &out->stats);
+  la_stats_overflow(x, (size_t)n, &out->stats);
+  out->mode = t->mode;
+  out->segments = e.segments;
+  out->exceptions = e.exceptions;
+  uint8_t *b = realloc(e.out.p, e.out.len ? e.out.len : 1);
+  out->bytes = b ? b : e.out.p;
+  out->len = e.out.len;
+  memset(&e.out, 0, sizeof e.out);
+  la_cenc_free(&e);
+  return 0;
+}

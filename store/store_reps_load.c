@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* store_reps_load.c: a member of a set stored by representatives, read
  * back (la__store_reps_resolve, store_reps.h, docs/clusters.md): its
- * representative's decoded values times its scale, compacted again with
- * the representative's parameters, flagged by rep_rank, rep_scale and
+ * representative's decoded values times its scale, encoded with the
+ * representative's records and parameters, flagged by rep_rank, rep_scale and
  * rep_class; its exact statistics are its own row's.
  *
  * A set read (store_load.c's trace loop) keeps a cache
  * (la_store_reps_cache_t): the set's rep_members rows, read in one query
  * at its first member, and each representative's decoded values (and
  * robust values), decoded at its first member; every further member is a
- * lookup, n products and a compaction. A member listed in rep_robust gets
+ * lookup, n products and the representative's records written again
+ * through the scaled ends (la_trace_scaled). A member listed in rep_robust gets
  * its robust series the same way, from its representative's robust
  * series times its robust scale. A single member read without a cache reads its row and
  * decodes its representative itself.
@@ -42,8 +43,8 @@ typedef struct {
   uint32_t rep;
   int robust; /* its robust series */
   uint64_t n;
-  double *x; /* decoded values */
-  la_compact_params_t p;
+  la_trace_t *tr; /* parsed */
+  double *x;      /* decoded values */
 } la__rep_t;
 
 struct la_store_reps_cache {
@@ -85,7 +86,10 @@ la_store_reps_cache_t *la__store_reps_cache_new(void) {
 }
 
 static void la__cache_clear(la_store_reps_cache_t *c) {
-  for (size_t i = 0; i < c->n_reps; i++) free(c->reps[i].x);
+  for (size_t i = 0; i < c->n_reps; i++) {
+    free(c->reps[i].x);
+    la_trace_close(c->reps[i].tr);
+  }
   free(c->reps);
   free(c->members);
   free(c->rmembers);
@@ -276,17 +280,15 @@ static int la__decode_rep(la_store_t *s, const La__CompactTrace *t,
                              t->app_id, (unsigned long long)t->cycle_tag,
                              t->rank, what, why);
   }
-  la__rep_t e = {.rep = rep, .robust = robust, .n = t->n_elements};
+  la__rep_t e = {.rep = rep, .robust = robust, .n = t->n_elements, .tr = tr};
   e.x = malloc((e.n ? e.n : 1) * sizeof *e.x);
   r = e.x ? la_trace_decode(tr, 0, e.n, e.x) : LA_ENOMEM;
-  la_trace_params(tr, &e.p);
-  la_trace_close(tr);
-  e.p.quantum = 0; /* scaled values are no whole ticks */
   if (r == 0)
     r = la__store_reserve(s, &c->reps, c->n_reps, &c->cap_reps,
                           sizeof *c->reps, 8);
   if (r) {
     free(e.x);
+    la_trace_close(tr);
     return r == LA_ENOMEM ? LA_ENOMEM : LA_EIO;
   }
   c->reps[c->n_reps] = e;
@@ -295,8 +297,8 @@ static int la__decode_rep(la_store_t *s, const La__CompactTrace *t,
   return 0;
 }
 
-/* t's segments := rep's values times scale, compacted with its
- * parameters. */
+/* t's segments := rep's values times scale, encoded record for record
+ * as rep's (la_trace_scaled: no segmentation). */
 static int la__reps_scale(la_store_t *s, La__CompactTrace *t,
                           const la__rep_t *rep, double scale,
                           la_store_reps_cache_t *c) {
@@ -308,9 +310,8 @@ static int la__reps_scale(la_store_t *s, La__CompactTrace *t,
     c->scaled = x;
     c->scaled_cap = n;
   }
-  for (size_t i = 0; i < n; i++) c->scaled[i] = rep->x[i] * scale;
   la_compact_result_t res = {0};
-  int r = la_compact(c->scaled, n, &rep->p, &res);
+  int r = la_trace_scaled(rep->tr, rep->x, scale, c->scaled, &res);
   if (r) {
     la__store_fmt(s->err, sizeof s->err,
                   "reconstructing rank %u of %s cycle %llu: error %d", t->rank,

@@ -14,7 +14,8 @@
  * ranks of different element counts never share a class. The slice sums
  * a signature is taken from without an index (la_trace_slice_sums) equal
  * the indexed trace's range sums on every mode, and refuse what the
- * check refuses. */
+ * check refuses; a trace scaled record for record (la_trace_scaled, how a
+ * member is read back) decodes to the scaled values. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -288,6 +289,54 @@ static void slices_match(const la_compact_result_t *res, uint64_t spread) {
   la_trace_close(t);
 }
 
+/* la_trace_scaled(): the representative's records through scaled ends
+ * decode to its values times the scale (within 2^-30 of the magnitude),
+ * in its mode, with the scaled values' exact statistics. */
+static void scaled_match(const la_compact_result_t *res) {
+  la_trace_t *t, *u;
+  assert_int_equal(la_trace_open(res->bytes, res->len, &t, NULL, 0), 0);
+  uint64_t m = la_trace_count(t);
+  size_t nn = m ? m : 1;
+  double *dec = malloc(nn * sizeof *dec), *x = malloc(nn * sizeof *x);
+  double *y = malloc(nn * sizeof *y);
+  assert_true(dec && x && y);
+  assert_int_equal(la_trace_decode(t, 0, m, dec), 0);
+  const double scales[] = {1, 0.37, 2.5e3};
+  for (int k = 0; k < 3; k++) {
+    la_compact_result_t o;
+    assert_int_equal(la_trace_scaled(t, dec, scales[k], x, &o), 0);
+    assert_int_equal(la_trace_open(o.bytes, o.len, &u, NULL, 0), 0);
+    assert_int_equal(la_trace_count(u), m);
+    assert_int_equal(la_trace_mode(u), la_trace_mode(t));
+    assert_int_equal(la_trace_decode(u, 0, m, y), 0);
+    double mag = 0;
+    for (uint64_t i = 0; i < m; i++) {
+      assert_true(x[i] == dec[i] * scales[k]);
+      if (fabs(x[i]) > mag) mag = fabs(x[i]);
+    }
+    /* a spread trace is compacted anew (its own bound) */
+    for (uint64_t i = 0; la_trace_spread(t) == 1 && i < m; i++)
+      if (!(fabs(y[i] - x[i]) <= 0x1p-29 * mag)) {
+        print_error("mode %d spread %llu scale %g point %llu: %.17g vs %.17g\n",
+                    la_trace_mode(t), (unsigned long long)la_trace_spread(t),
+                    scales[k], (unsigned long long)i, y[i], x[i]);
+        fail();
+      }
+    assert_int_equal(o.stats.count, m);
+    assert_true(o.stats.sum == la_compact_sum(x, (size_t)m));
+    la_trace_close(u);
+    la_compact_result_free(&o);
+  }
+  la_compact_result_t o;
+  assert_int_equal(la_trace_scaled(t, dec, NAN, x, &o), LA_EINVAL);
+  assert_int_equal(la_trace_scaled(t, dec, 2, dec, &o), m ? LA_EINVAL : 0);
+  la_compact_result_free(&o);
+  free(dec);
+  free(x);
+  free(y);
+  la_trace_close(t);
+}
+
 static void test_slice_sums(void **st) {
   (void)st;
   const char *specs[] = {"polyline", "polyline:cv=0.02,connected",
@@ -306,9 +355,11 @@ static void test_slice_sums(void **st) {
         if (kind == LA_SYNTH_MESH && si == 0) p.quantum = 1; /* ticks */
         assert_int_equal(la_compact(x, ns[ni], &p, &res), 0);
         slices_match(&res, 1);
+        scaled_match(&res);
         if (si == 0 && ns[ni] > 1) {
           assert_int_equal(la_compact_spread(&res, 3, &sp), 0);
           slices_match(&sp, 3);
+          scaled_match(&sp);
           la_compact_result_free(&sp);
         }
         la_compact_result_free(&res);
