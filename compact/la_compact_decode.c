@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* la_compact_decode.c: parses a compact encoding once into an index of its
  * records (la_trace_t) and answers queries: the count, the reconstruction of
- * any range, the sum over any range in closed form, the list of segments.
+ * any range, the sum over any range in closed form, the list of segments;
+ * without an index, the sums of equal slices in the checking pass
+ * (la_trace_slice_sums); the encoding of its values times a scale, record
+ * for record (la_trace_scaled).
  *
  * la_trace_open() validates everything it reads (header, every record's
  * fields and ranges, exact length, CRC-32) through a bounds-checked reader,
@@ -9,7 +12,8 @@
  * read out of bounds. Range sums use double-double prefix sums over records,
  * exceptions and verbatim values, so a query costs O(log records + non-finite
  * values in the range); non-finite values are kept out of the prefixes and
- * added at the end, as IEEE arithmetic would. It does not encode.
+ * added at the end, as IEEE arithmetic would. It does not segment: a scaled
+ * trace goes through the encoder (la_cenc) with the records it has.
  */
 #include <math.h>
 #include <stdarg.h>

@@ -2,7 +2,8 @@
 /* store_reps.c: a closed Trace-Set stored by representatives
  * (store_reps.h, docs/clusters.md): the members of each behaviour class
  * but its representative keep their exact statistics and a rep_members
- * row instead of their segments.
+ * row instead of their segments, and a rep_robust row instead of robust
+ * segments of their representative's robust shape.
  *
  * Statements are prepared per call (the feature runs once per set close
  * and once per reconstructed member read, next to a decode and an
