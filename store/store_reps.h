@@ -52,16 +52,14 @@ int la_store_representatives(la_store_t *s, const char *app_id,
 typedef struct la_store_reps_cache la_store_reps_cache_t;
 la_store_reps_cache_t *la__store_reps_cache_new(void); /* NULL: no memory */
 void la__store_reps_cache_free(la_store_reps_cache_t *c); /* NULL is fine */
-/* Representatives the cache decoded so far (each once). */
-size_t la__store_reps_cache_decoded(const la_store_reps_cache_t *c);
 
 /* For store_load.c: when t (loaded with empty segments) is a member of a
  * class, fills its segments with its representative's scaled values, its
  * mode, rep_rank, rep_scale and rep_class, drops its error (unknown), and
  * returns 1; 0 when it is no member (a history reference, perhaps);
  * LA_EIO (corrupt or unreadable representative), LA_ENOMEM. cache: the
- * set read's (it may serve several sets, one after the other), or NULL
- * for a member read alone. */
+ * set read's (la__store_reps_cache_new; it may serve several sets, one
+ * after the other, reading each set's rows again). */
 int la__store_reps_resolve(la_store_t *s, La__CompactTrace *t,
                            la_store_reps_cache_t *cache);
 /* The same for t's robust series (loaded with empty robust segments):

@@ -12,8 +12,7 @@
  * lookup, n products and the representative's records written again
  * through the scaled ends (la_trace_scaled). A member listed in rep_robust gets
  * its robust series the same way, from its representative's robust
- * series times its robust scale. A single member read without a cache reads its row and
- * decodes its representative itself.
+ * series times its robust scale.
  *
  * Deliberately not here: storing by representatives (store_reps.c), the
  * rest of a trace's loading (store_load.c).
@@ -59,21 +58,14 @@ struct la_store_reps_cache {
   size_t n_reps, cap_reps;
   double *scaled; /* scratch: a member's values */
   uint64_t scaled_cap;
-  size_t decoded; /* representatives decoded (for the tests) */
 };
 
 static const char la__members_sql[] =
     "SELECT rank, class, rep_rank, scale FROM rep_members"
     " WHERE app_id = ?1 AND cycle_tag = ?2 ORDER BY rank";
-static const char la__member_sql[] =
-    "SELECT rank, class, rep_rank, scale FROM rep_members"
-    " WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3";
 static const char la__rmembers_sql[] =
     "SELECT rank, scale FROM rep_robust WHERE app_id = ?1 AND cycle_tag = ?2"
     " ORDER BY rank";
-static const char la__rmember_sql[] =
-    "SELECT rank, scale FROM rep_robust WHERE app_id = ?1 AND cycle_tag = ?2"
-    " AND rank = ?3";
 static const char la__rep_sql[] =
     "SELECT segments FROM traces WHERE app_id = ?1 AND cycle_tag = ?2"
     " AND rank = ?3";
@@ -103,10 +95,6 @@ void la__store_reps_cache_free(la_store_reps_cache_t *c) {
   free(c);
 }
 
-size_t la__store_reps_cache_decoded(const la_store_reps_cache_t *c) {
-  return c ? c->decoded : 0;
-}
-
 static int la__bad_member_row(la_store_t *s, const La__CompactTrace *t,
                               int64_t rank) {
   return la__store_corrupt(s,
@@ -116,17 +104,15 @@ static int la__bad_member_row(la_store_t *s, const La__CompactTrace *t,
                            (long long)rank);
 }
 
-/* The rep_members rows of t's set into c (rank = UINT32_MAX: all of
- * them; else that rank's only). Returns 0, LA_EIO, LA_ENOMEM. */
+/* The rep_members and rep_robust rows of t's set into c. Returns 0, LA_EIO, LA_ENOMEM. */
 static int la__read_members(la_store_t *s, const La__CompactTrace *t,
-                            uint32_t rank, la_store_reps_cache_t *c) {
+                            la_store_reps_cache_t *c) {
   la_db_stmt_t *st;
-  const char *sql = rank == UINT32_MAX ? la__members_sql : la__member_sql;
+  const char *sql = la__members_sql;
   if (la_db_prepare(s->db, sql, 0, &st) != 0)
     return la__store_sqlerr(s, "preparing the representatives statement");
   la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
   la_db_bind_int64(st, 2, la__i64(t->cycle_tag));
-  if (rank != UINT32_MAX) la_db_bind_int64(st, 3, rank);
   size_t cap = 0;
   int rc, r = 0;
   int64_t prev = -1;
@@ -151,12 +137,11 @@ static int la__read_members(la_store_t *s, const La__CompactTrace *t,
   la_db_finalize(st);
   if (r) return r;
   /* the members whose robust series are their representative's */
-  sql = rank == UINT32_MAX ? la__rmembers_sql : la__rmember_sql;
+  sql = la__rmembers_sql;
   if (la_db_prepare(s->db, sql, 0, &st) != 0)
     return la__store_sqlerr(s, "preparing the representatives statement");
   la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
   la_db_bind_int64(st, 2, la__i64(t->cycle_tag));
-  if (rank != UINT32_MAX) la_db_bind_int64(st, 3, rank);
   cap = 0;
   prev = -1;
   while (r == 0 && (rc = la_db_step(st)) == LA_DB_ROW) {
@@ -293,7 +278,6 @@ static int la__decode_rep(la_store_t *s, const La__CompactTrace *t,
   }
   c->reps[c->n_reps] = e;
   *out = &c->reps[c->n_reps++];
-  c->decoded++;
   return 0;
 }
 
@@ -354,7 +338,7 @@ static int la__cache_set(la_store_t *s, const La__CompactTrace *t,
   snprintf(c->app_id, sizeof c->app_id, "%s", t->app_id);
   c->cycle_tag = t->cycle_tag;
   c->loaded = 1;
-  int r = la__read_members(s, t, UINT32_MAX, c);
+  int r = la__read_members(s, t, c);
   if (r) la__cache_clear(c);
   return r;
 }
@@ -403,29 +387,10 @@ static int la__resolve_robust(la_store_t *s, La__CompactTrace *t,
 
 int la__store_reps_resolve_robust(la_store_t *s, La__CompactTrace *t,
                                   la_store_reps_cache_t *cache) {
-  if (cache) return la__resolve_robust(s, t, cache);
-  la_store_reps_cache_t one;
-  memset(&one, 0, sizeof one);
-  snprintf(one.app_id, sizeof one.app_id, "%s", t->app_id);
-  one.cycle_tag = t->cycle_tag;
-  one.loaded = 1;
-  int r = la__read_members(s, t, t->rank, &one);
-  if (r == 0) r = la__resolve_robust(s, t, &one);
-  la__cache_clear(&one);
-  return r;
+  return la__resolve_robust(s, t, cache);
 }
 
 int la__store_reps_resolve(la_store_t *s, La__CompactTrace *t,
                            la_store_reps_cache_t *cache) {
-  if (cache) return la__resolve(s, t, cache);
-  /* one member alone: its row only, its representative decoded for it */
-  la_store_reps_cache_t one;
-  memset(&one, 0, sizeof one);
-  snprintf(one.app_id, sizeof one.app_id, "%s", t->app_id);
-  one.cycle_tag = t->cycle_tag;
-  one.loaded = 1;
-  int r = la__read_members(s, t, t->rank, &one);
-  if (r == 0) r = la__resolve(s, t, &one);
-  la__cache_clear(&one);
-  return r;
+  return la__resolve(s, t, cache);
 }
