@@ -63,8 +63,15 @@ static const char *const la__reps_sql[R__COUNT] = {
     [R_ROBUST] = "SELECT rank, segments, stat_sum FROM robust"
                  " WHERE app_id = ?1 AND cycle_tag = ?2"
                  " AND length(segments) > 0",
-    [R_REMPTY] = "UPDATE robust SET segments = ?4 WHERE app_id = ?1"
-                 " AND cycle_tag = ?2 AND rank = ?3 AND length(segments) > 0",
+    /* the row written again too (rows of 4.6 KB live in their leaf page
+     * whole: emptied in place, they would leave those pages in use) */
+    [R_REMPTY] =
+        "REPLACE INTO robust(app_id, cycle_tag, rank, segments, stat_count,"
+        " stat_sum, stat_min, stat_max, interference, flagged, flagged_time)"
+        " SELECT app_id, cycle_tag, rank, ?4, stat_count, stat_sum, stat_min,"
+        " stat_max, interference, flagged, flagged_time FROM robust"
+        " WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3"
+        " AND length(segments) > 0",
     [R_RINS] = "INSERT INTO rep_robust(app_id, cycle_tag, rank, scale)"
                " VALUES (?1, ?2, ?3, CAST(?4 AS REAL))",
 };
