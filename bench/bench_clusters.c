@@ -111,10 +111,12 @@ static void db_bytes(const char *db, double *file, double *used,
 
 typedef struct {
   double file, used, vac, reps_s_per_trace;
-  size_t classes, outliers, replaced;
+  size_t classes, outliers, replaced, robust_replaced;
 } store_res_t;
 
-static int store_run(const char *db, int reps, store_res_t *o) {
+/* robust: every trace carries robust weights (the same series as its
+ * measured one, hence of its representative's robust shape). */
+static int store_run(const char *db, int reps, int robust, store_res_t *o) {
   char why[300];
   la_store_t *s = NULL;
   memset(o, 0, sizeof *o);
@@ -138,6 +140,12 @@ static int store_run(const char *db, int reps, store_res_t *o) {
       La__CompactTrace t = LA__COMPACT_TRACE__INIT;
       la_test_trace_id(&t, ++seq, "bench", r, c, NEL);
       la_trace_msg_fill(&t, &st, &fe, &res[r]);
+      La__SeriesStats rst = st;
+      if (robust) {
+        t.has_robust_segments = 1;
+        t.robust_segments = t.segments;
+        t.robust_stats = &rst;
+      }
       if (la_store_trace(s, &t, NULL)) {
         fprintf(stderr, "bench_clusters: %s\n", la_store_errmsg(s));
         return -1;
@@ -155,6 +163,7 @@ static int store_run(const char *db, int reps, store_res_t *o) {
       o->classes = ro.classes;
       o->outliers = ro.outliers;
       o->replaced = ro.replaced;
+      o->robust_replaced = ro.robust_replaced;
     }
     if (la_store_commit(s)) return -1;
   }
@@ -206,9 +215,9 @@ static int read_back(const char *db, double *s_per_trace, long *bad_tot,
 /* Everything measured for one compaction spec. */
 typedef struct {
   const char *spec;
-  double enc, pmed, smed, gmed, rd, max_rel;
+  double enc, pmed, smed, gmed, bmed, rd, max_rel;
   size_t ncls, nout;
-  int ok;
+  int ok, robust;
   store_res_t s0, s1;
   long bad_tot, bad_flag, recon;
 } run_t;
@@ -236,7 +245,7 @@ static int run_spec(const char *dir, run_t *u) {
   double *dtot = malloc(RANKS * sizeof *dtot);
   uint64_t *cnt = malloc(RANKS * sizeof *cnt);
   if (!sig || !dtot || !cnt) return -1;
-  double parse[REPEATS], sigt[REPEATS], group[REPEATS];
+  double parse[REPEATS], sigt[REPEATS], group[REPEATS], bsig[REPEATS];
   la_clusters_t c = {0};
   u->ok = 1;
   for (int k = 0; k < REPEATS; k++) {
@@ -260,6 +269,14 @@ static int run_spec(const char *dir, run_t *u) {
     if (la_clusters_group(sig, dtot, cnt, raw_sum, RANKS, &gp, &c, NULL, 0))
       return -1;
     double t3 = cpu_now();
+    /* the store's way: from the encoding, no index */
+    for (uint32_t r = 0; r < RANKS; r++)
+      if (la_clusters_signature_bytes(res[r].bytes, res[r].len, NEL,
+                                      gp.buckets, sig + (size_t)r * gp.buckets,
+                                      &dtot[r], &cnt[r], NULL, 0) < 0)
+        return -1;
+    double t4 = cpu_now();
+    bsig[k] = (t4 - t3) / RANKS;
     parse[k] = (t1 - t0) / RANKS;
     sigt[k] = (t2 - t1 - (t1 - t0)) / RANKS;
     group[k] = (t3 - t2) / RANKS;
@@ -283,6 +300,8 @@ static int run_spec(const char *dir, run_t *u) {
   qsort(parse, REPEATS, sizeof *parse, cmp_d);
   qsort(sigt, REPEATS, sizeof *sigt, cmp_d);
   qsort(group, REPEATS, sizeof *group, cmp_d);
+  qsort(bsig, REPEATS, sizeof *bsig, cmp_d);
+  u->bmed = bsig[REPEATS / 2];
   u->pmed = parse[REPEATS / 2];
   u->smed = sigt[REPEATS / 2];
   u->gmed = group[REPEATS / 2];
@@ -292,7 +311,9 @@ static int run_spec(const char *dir, run_t *u) {
   /* the store, as it is and by representatives */
   snprintf(db0, sizeof db0, "%s/full.db", dir);
   snprintf(db1, sizeof db1, "%s/reps.db", dir);
-  if (store_run(db0, 0, &u->s0) || store_run(db1, 1, &u->s1)) return -1;
+  if (store_run(db0, 0, u->robust, &u->s0) ||
+      store_run(db1, 1, u->robust, &u->s1))
+    return -1;
   if (read_back(db1, &u->rd, &u->bad_tot, &u->bad_flag, &u->recon,
                 &u->max_rel))
     return -1;
@@ -315,7 +336,9 @@ int main(int argc, char **argv) {
   if (la_bench_tmpdir("bench_clusters", dir, sizeof dir)) return 1;
   FILE *f = la_bench_open_out(outp);
   if (!f) return 1;
-  run_t u[] = {{.spec = "polyline"}, {.spec = "maxerr:eps=0.01,relative"}};
+  run_t u[] = {{.spec = "polyline"},
+               {.spec = "maxerr:eps=0.01,relative"},
+               {.spec = "maxerr:eps=0.01,relative", .robust = 1}};
   size_t nu = sizeof u / sizeof u[0];
   int good = 1;
   printf("bench_clusters: %d ranks x %d elements in %d classes, %d outliers\n",
@@ -330,48 +353,56 @@ int main(int argc, char **argv) {
     }
     run_t *v = &u[i];
     good = good && v->ok && !v->bad_tot && !v->bad_flag && v->recon > 0;
-    printf("\n %s (%.0f encoded bytes per trace)\n", v->spec, v->enc);
+    printf("\n %s (%.0f encoded bytes per trace)%s\n", v->spec, v->enc,
+           v->robust ? ", robust weights too" : "");
     printf("  grouping       %zu classes, %zu outliers: %s\n", v->ncls,
            v->nout, v->ok ? "exactly the known ones" : "NOT the known ones");
     printf("  cpu per trace  signature %.2f us + grouping %.2f us = %.2f us; "
            "the parse beside it %.2f us (medians of %d)\n",
            v->smed * 1e6, v->gmed * 1e6, (v->smed + v->gmed) * 1e6,
            v->pmed * 1e6, REPEATS);
+    printf("  signature from the encoding (no index, as the store takes it) "
+           "%.2f us per trace\n",
+           v->bmed * 1e6);
     printf("  store, %d cycles  file %.0f -> %.0f bytes (%.1fx smaller), in "
            "use %.0f -> %.0f (%.1fx)\n",
            CYCLES, v->s0.file, v->s1.file, v->s0.file / v->s1.file,
            v->s0.used, v->s1.used, v->s0.used / v->s1.used);
     printf("  after VACUUM   file %.0f -> %.0f bytes (%.1fx smaller)\n",
            v->s0.vac, v->s1.vac, v->s0.vac / v->s1.vac);
-    printf("  at close       %zu members replaced per cycle, %.2f us cpu per "
-           "trace\n",
-           v->s1.replaced, v->s1.reps_s_per_trace * 1e6);
+    printf("  at close       %zu members replaced per cycle (%zu robust), "
+           "%.2f us cpu per trace\n",
+           v->s1.replaced, v->s1.robust_replaced,
+           v->s1.reps_s_per_trace * 1e6);
     printf("  read back      %.2f us cpu per trace; %ld reconstructed (%ld "
            "bad), decoded sums within %.2g of the exact totals, %ld "
            "totals not exact\n",
            v->rd * 1e6, v->recon, v->bad_flag, v->max_rel, v->bad_tot);
     fprintf(f,
-            "%s\n   {\"compaction\": \"%s\", \"encoded_bytes_per_trace\": "
-            "%.1f,\n    \"classes_found\": %zu, \"outliers_found\": %zu,"
+            "%s\n   {\"compaction\": \"%s\", \"robust\": %s,"
+            " \"encoded_bytes_per_trace\": %.1f,\n    \"classes_found\": %zu, \"outliers_found\": %zu,"
             " \"exact\": %s,\n"
             "    \"signature_us_per_trace\": %.3f,"
             " \"group_us_per_trace\": %.3f, \"parse_us_per_trace\": %.3f,\n"
+            "    \"signature_bytes_us_per_trace\": %.3f,\n"
             "    \"file_bytes_full\": %.0f, \"file_bytes_reps\": %.0f,"
             " \"file_ratio\": %.2f,\n"
             "    \"used_bytes_full\": %.0f, \"used_bytes_reps\": %.0f,"
             " \"used_ratio\": %.2f,\n"
             "    \"vacuum_bytes_full\": %.0f, \"vacuum_bytes_reps\": %.0f,"
             " \"vacuum_ratio\": %.2f,\n"
-            "    \"replaced_per_cycle\": %zu, \"reps_us_per_trace\": %.3f,\n"
+            "    \"replaced_per_cycle\": %zu, \"robust_replaced_per_cycle\": %zu,"
+            " \"reps_us_per_trace\": %.3f,\n"
             "    \"read_us_per_trace\": %.3f, \"reconstructed\": %ld,"
             " \"reconstructed_bad\": %ld, \"sum_rel_max\": %.3g,"
             " \"totals_not_exact\": %ld}",
-            i ? "," : "", v->spec, v->enc, v->ncls, v->nout,
+            i ? "," : "", v->spec, v->robust ? "true" : "false", v->enc,
+            v->ncls, v->nout,
             v->ok ? "true" : "false", v->smed * 1e6, v->gmed * 1e6,
-            v->pmed * 1e6,
+            v->pmed * 1e6, v->bmed * 1e6,
             v->s0.file, v->s1.file, v->s0.file / v->s1.file, v->s0.used,
             v->s1.used, v->s0.used / v->s1.used, v->s0.vac, v->s1.vac,
-            v->s0.vac / v->s1.vac, v->s1.replaced,
+            v->s0.vac / v->s1.vac, v->s1.replaced, v->s1.robust_replaced,
             v->s1.reps_s_per_trace * 1e6, v->rd * 1e6, v->recon, v->bad_flag,
             v->max_rel, v->bad_tot);
   }

@@ -60,6 +60,8 @@ long la_clusters_class_of(const la_clusters_t *c, uint32_t rank,
   return -1;
 }
 
+static int la__fail(int rc, char *why, size_t why_len, const char *msg);
+
 /* L1 distance of two signatures of b values, stopping once above bound. */
 static double la__dist(const double *a, const double *b, unsigned nb,
                        double bound) {
@@ -71,6 +73,17 @@ static double la__dist(const double *a, const double *b, unsigned nb,
   return d;
 }
 
+/* sig[0..nb) holds slice sums: their total into *tot and the shares into
+ * sig when it is a positive finite number (returns 1), else 0. */
+static int la__shares(double *sig, unsigned nb, double *tot) {
+  double s = 0;
+  for (unsigned j = 0; j < nb; j++) s += sig[j];
+  if (!isfinite(s) || !(s > 0)) return 0;
+  *tot = s;
+  for (unsigned j = 0; j < nb; j++) sig[j] /= s;
+  return 1;
+}
+
 /* Signature of t into sig[0..nb) and its decoded total into *tot. Returns
  * 1 when it has a shape (positive finite total), else 0. */
 int la_clusters_signature(const la_trace_t *t, unsigned nb, double *sig,
@@ -78,20 +91,29 @@ int la_clusters_signature(const la_trace_t *t, unsigned nb, double *sig,
   *tot = NAN;
   if (!t || nb < 1 || nb > LA_CLUSTERS_MAX_BUCKETS) return 0;
   uint64_t m = la_trace_count(t), lo = 0;
-  double s = 0;
   if (m == 0) return 0;
   for (unsigned j = 0; j < nb; j++) {
     uint64_t hi = (uint64_t)((unsigned __int128)m * (j + 1) / nb);
     double v = 0;
     if (hi > lo && la_trace_range_sum(t, lo, hi - lo, &v) != 0) return 0;
     sig[j] = v;
-    s += v;
     lo = hi;
   }
-  if (!isfinite(s) || !(s > 0)) return 0;
-  *tot = s;
-  for (unsigned j = 0; j < nb; j++) sig[j] /= s;
-  return 1;
+  return la__shares(sig, nb, tot);
+}
+
+int la_clusters_signature_bytes(const uint8_t *bytes, size_t len,
+                                uint64_t max_points, unsigned nb, double *sig,
+                                double *tot, uint64_t *count, char *why,
+                                size_t why_len) {
+  *tot = NAN;
+  *count = 0;
+  if (nb < 1 || nb > LA_CLUSTERS_MAX_BUCKETS)
+    return la__fail(LA_EINVAL, why, why_len, "buckets must be within 1..64");
+  int rc = la_trace_slice_sums(bytes, len, max_points, nb, sig, count, why,
+                               why_len);
+  if (rc) return rc;
+  return *count ? la__shares(sig, nb, tot) : 0;
 }
 
 /* The nearest of the cands[0..nc) (trace indexes) to trace i of the same

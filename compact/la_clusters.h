@@ -91,6 +91,15 @@ int la_clusters_find(const la_trace_t *const *tr, const double *totals,
  * totals as la_clusters_find() takes them; same results and errors. */
 int la_clusters_signature(const la_trace_t *t, unsigned buckets, double *sig,
                           double *total);
+/* As la_clusters_signature(), from the encoding bytes[0..len) itself,
+ * without building its index (la_trace_slice_sums(): one checking pass
+ * for a lossy trace): *count gets its point count. Returns 1 (a shape),
+ * 0 (none: *total NaN), or the error la_trace_open_max() would return
+ * for a bad encoding, LA_EINVAL for buckets out of range (why says). */
+int la_clusters_signature_bytes(const uint8_t *bytes, size_t len,
+                                uint64_t max_points, unsigned buckets,
+                                double *sig, double *total, uint64_t *count,
+                                char *why, size_t why_len);
 int la_clusters_group(const double *sig, const double *dtot,
                       const uint64_t *count, const double *totals, uint32_t n,
                       const la_cluster_params_t *p, la_clusters_t *out,

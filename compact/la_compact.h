@@ -265,6 +265,37 @@ int la_trace_decode(const la_trace_t *t, uint64_t first, uint64_t count,
 int la_trace_range_sum(const la_trace_t *t, uint64_t first, uint64_t count,
                        double *sum);
 
+/* The sums of nb equal slices of an encoding's points without building its
+ * index: slice j is points [n*j/nb, n*(j+1)/nb) (n the point count, the
+ * quotients rounded down), sums[j] their decoded sum. The encoding is
+ * checked as la_trace_check_max() checks it (same codes, same why); a
+ * lossy trace of one cell per value is summed in that one pass, O(1)
+ * memory, each line record's part of a slice in closed form; a lossless
+ * or spread one, or one whose sums leave the double range there, is
+ * opened and summed with la_trace_range_sum(). The sums equal
+ * la_trace_range_sum()'s over the same slices up to rounding (the tests
+ * require 1e-12 of the sum of |values|). *n_points gets n. Returns 0, the
+ * codes of la_trace_open_max(), or LA_EINVAL (nb outside
+ * 1..LA_SLICES_MAX, NULL arguments). */
+#define LA_SLICES_MAX 64
+int la_trace_slice_sums(const uint8_t *bytes, size_t len, uint64_t max_points,
+                        unsigned nb, double *sums, uint64_t *n_points,
+                        char *why, size_t why_len);
+
+
+/* The encoding of t's decoded values times scale, record for record: each
+ * line through its ends times scale (its exceptions and verbatim runs the
+ * scaled values), the header's mode, bound and flags t's (no quantum:
+ * scaled values are no whole ticks). dec[0..n) must be t's decoded values
+ * (la_trace_decode); x[0..n) (caller's scratch, not dec) receives them
+ * times scale. A line whose scaled points miss it by more than 2^-30 of
+ * their magnitude (rounding cannot) becomes a verbatim run, so the result
+ * decodes to x within 2^-30 relative, in one pass (no segmentation). A
+ * lossless or spread trace is compacted anew (la_compact()). out->stats
+ * are x's; out->error is left zero. Returns 0, LA_EINVAL (bad arguments,
+ * scale not finite), LA_ENOMEM. */
+int la_trace_scaled(const la_trace_t *t, const double *dec, double scale,
+                    double *x, la_compact_result_t *out);
 
 /* One record of the encoding, for listings. */
 enum { LA_SEG_LINE = 0, LA_SEG_VERBATIM = 1 };

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* la_compact_decode.c: parses a compact encoding once into an index of its
  * records (la_trace_t) and answers queries: the count, the reconstruction of
- * any range, the sum over any range in closed form, the list of segments.
+ * any range, the sum over any range in closed form, the list of segments;
+ * without an index, the sums of equal slices in the checking pass
+ * (la_trace_slice_sums); the encoding of its values times a scale, record
+ * for record (la_trace_scaled).
  *
  * la_trace_open() validates everything it reads (header, every record's
  * fields and ranges, exact length, CRC-32) through a bounds-checked reader,
@@ -9,7 +12,8 @@
  * read out of bounds. Range sums use double-double prefix sums over records,
  * exceptions and verbatim values, so a query costs O(log records + non-finite
  * values in the range); non-finite values are kept out of the prefixes and
- * added at the end, as IEEE arithmetic would. It does not encode.
+ * added at the end, as IEEE arithmetic would. It does not segment: a scaled
+ * trace goes through the encoder (la_cenc) with the records it has.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -44,6 +48,29 @@ static double dd_diff(dd_t a, dd_t b) { /* a - b */
   return r.hi + (r.lo - b.lo);
 }
 
+/* la_trace_slice_sums(): sums of nb equal slices of the points, taken in
+ * the check-only pass (a lossy trace of one cell per value; ok stays 0
+ * for the others, which take the indexed path). */
+typedef struct la_slices {
+  unsigned nb, cur; /* slices; the one the last value fell into */
+  int ok;           /* the pass could take the sums */
+  uint64_t bnd[LA_SLICES_MAX + 1]; /* slice j: points [bnd[j], bnd[j+1]) */
+  dd_t s[LA_SLICES_MAX];
+} la_slices_t;
+
+/* The slice of point pos (cur moves to it: points mostly come in order). */
+static unsigned sl_at(la_slices_t *sl, uint64_t pos) {
+  unsigned j = sl->cur;
+  while (pos >= sl->bnd[j + 1]) j++;
+  while (pos < sl->bnd[j]) j--;
+  return sl->cur = j;
+}
+
+static void sl_add(la_slices_t *sl, uint64_t pos, double v) {
+  unsigned j = sl_at(sl, pos);
+  sl->s[j] = dd_add(sl->s[j], v);
+}
+
 typedef struct {
   uint64_t first, count;
   double base, d, last; /* line: la_line_value(base, d, off, j, count, last) */
@@ -73,6 +100,7 @@ struct la_trace {
   size_t nnf, nfcap;
   int check_only; /* la_trace_check_max: parse and check, keep nothing */
   la_cacc_t *acc; /* la_trace_check_totals: the values' totals (check_only) */
+  struct la_slices *sl; /* la_trace_slice_sums: per-slice sums (check_only) */
   /* the prefix sums hold values times psc: 1, or 2^-64 when they would
    * leave the double range at 1 (values near DBL_MAX; rescale()) */
   double psc;
@@ -162,6 +190,7 @@ static void sum_from(la_trace_t *t, size_t from) {
 static inline int add_value(la_trace_t *t, uint64_t pos, double v) {
   if (t->check_only) {
     if (t->acc) la_cacc_add(t->acc, v, 1);
+    if (t->sl) sl_add(t->sl, pos, v);
     return 0;
   }
   t->vals[t->nv++] = v;
@@ -323,6 +352,29 @@ static void line_totals(la_cacc_t *acc, const rec_t *q) {
     acc->abs += (double)q->count * fmax(fabs(first), fabs(q->last));
 }
 
+/* Adds line q's points (before its exceptions) to the slices they fall
+ * into, each slice's part in closed form as rec_partial() takes it. */
+static void sl_line(la_slices_t *sl, const rec_t *q) {
+  uint64_t end = q->first + q->count, p = q->first;
+  unsigned j = sl_at(sl, p);
+  while (p < end) {
+    uint64_t e = sl->bnd[j + 1] < end ? sl->bnd[j + 1] : end;
+    uint64_t j0 = p - q->first, j1 = e - q->first;
+    uint64_t lin_end = j1 < q->count ? j1 : q->count - 1;
+    dd_t s = sl->s[j];
+    if (lin_end > j0) {
+      double c = (double)(lin_end - j0);
+      double h = c * ((double)(j0 + lin_end - 1 + 2 * q->off) / 2);
+      s = dd_add(dd_add(s, c * q->base), q->d * h);
+    }
+    if (j1 == q->count) s = dd_add(s, q->last);
+    sl->s[j] = s;
+    p = e;
+    if (p < end) j++;
+  }
+  sl->cur = j;
+}
+
 /* Parses the records of a lossy body, indexing them unless t->check_only
  * (then every check is made and nothing is kept); *hst: the coded runs'
  * tables from record to record, allocated at the first coded run. */
@@ -341,6 +393,16 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
                         (void **)&t->xprefix};
   const size_t xp_sizes[] = {sizeof(uint64_t), sizeof(double), sizeof(dd_t)};
 
+  if (t->sl && t->spread == 1) { /* a spread trace: the indexed path */
+    la_slices_t *sl = t->sl;
+    for (unsigned k = 0; k <= sl->nb; k++)
+      sl->bnd[k] = (uint64_t)((unsigned __int128)t->n * k / sl->nb);
+    for (unsigned k = 0; k < sl->nb; k++) sl->s[k] = (dd_t){0, 0};
+    sl->cur = 0;
+    sl->ok = 1;
+  } else {
+    t->sl = NULL;
+  }
   while (pos < t->n) {
     size_t at = r->off;
     rec_t *q;
@@ -392,6 +454,9 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
         add_qvalues(t, kref, coded, count, t->quantum);
       else if (t->acc)
         acc_qvalues(t->acc, kref, coded, count, t->quantum, smin, smax);
+      if (t->sl)
+        for (j = 0; j < count; j++)
+          sl_add(t->sl, pos + j, (double)(kref + coded[j]) * t->quantum);
       qk = kref + coded[count - 1];
       vertex_ok = 0;
       goto next;
@@ -473,6 +538,7 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
       return la_errorf(why, why_len, LA_EPROTO, "line overflows at byte %zu",
                        at);
     if (t->acc) line_totals(t->acc, q);
+    if (t->sl) sl_line(t->sl, q);
     q->x0 = t->nx;
     if (tag & LA_REC_EXC) {
       if ((rc = la_creader_varint(r, &c)) != 0) goto bad;
@@ -492,6 +558,11 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
             la_cacc_sum(t->acc, -la_line_value(q->base, q->d, q->off, xp,
                                                count, q->last));
             la_cacc_add(t->acc, v, 1);
+          }
+          if (t->sl) {
+            sl_add(t->sl, pos + xp,
+                   -la_line_value(q->base, q->d, q->off, xp, count, q->last));
+            sl_add(t->sl, pos + xp, v);
           }
           continue;
         }
@@ -990,4 +1061,110 @@ int la_trace_is_verbatim(const la_trace_t *t, uint64_t i) {
   if (q->kind == LA_REC_VERBATIM) return 1;
   x = lower_bound(t->xpos, q->x0, q->x0 + q->nx, i);
   return x < q->x0 + q->nx && t->xpos[x] == i;
+}
+
+/* The indexed path of la_trace_slice_sums(). */
+static int slice_sums_open(const uint8_t *bytes, size_t len,
+                           uint64_t max_points, unsigned nb, double *sums,
+                           uint64_t *n_points, char *why, size_t why_len) {
+  la_trace_t *t;
+  int rc = la_trace_open_max(bytes, len, max_points, &t, why, why_len);
+  if (rc) return rc;
+  uint64_t m = la_trace_count(t), lo = 0;
+  for (unsigned j = 0; j < nb; j++) {
+    uint64_t hi = (uint64_t)((unsigned __int128)m * (j + 1) / nb);
+    sums[j] = 0;
+    if (hi > lo) la_trace_range_sum(t, lo, hi - lo, &sums[j]);
+    lo = hi;
+  }
+  *n_points = m;
+  la_trace_close(t);
+  return 0;
+}
+
+int la_trace_slice_sums(const uint8_t *bytes, size_t len, uint64_t max_points,
+                        unsigned nb, double *sums, uint64_t *n_points,
+                        char *why, size_t why_len) {
+  la_trace_t t;
+  la_slices_t sl;
+  int rc, ok = 1;
+
+  if (nb < 1 || nb > LA_SLICES_MAX || !sums || !n_points)
+    return la_errorf(why, why_len, LA_EINVAL, "bad slice count or buffer");
+  if (bytes == NULL && len > 0)
+    return la_errorf(why, why_len, LA_EINVAL, "no buffer");
+  memset(&t, 0, sizeof t);
+  t.check_only = 1;
+  t.psc = 1;
+  sl.nb = nb;
+  sl.ok = 0;
+  t.sl = &sl;
+  if ((rc = parse_trace(bytes, len, max_points, &t, why, why_len)) != 0)
+    return rc;
+  for (unsigned j = 0; ok && j < nb; j++) {
+    sums[j] = sl.s[j].hi + sl.s[j].lo;
+    ok = sl.ok && isfinite(sums[j]);
+  }
+  if (!ok) /* lossless, spread, or beyond the double range */
+    return slice_sums_open(bytes, len, max_points, nb, sums, n_points, why,
+                           why_len);
+  *n_points = t.n;
+  return 0;
+}
+
+/* One record of t again, its values x (the scaled ones): a line through
+ * its scaled ends with its exceptions, a run of its points verbatim.
+ * Returns 0 or the encoder's error. */
+static int scaled_rec(const la_trace_t *t, const rec_t *q, double scale,
+                      la_cenc_t *e) {
+  if (q->kind == LA_REC_VERBATIM) { /* verbatim and quantized runs */
+    for (uint64_t j = 0; j < q->count; j++) la_cenc_verbatim(e);
+    return e->err;
+  }
+  int anchored = (e->flags & LA_CENC_F_CONNECTED) && e->vertex_ok;
+  double a = la_line_value(q->base, q->d, q->off, 0, q->count, q->last);
+  double b = q->last * scale, v;
+  a *= scale;
+  for (uint64_t k = q->x0; k < q->x0 + q->nx; k++)
+    la_cenc_exception(e, t->xpos[k]);
+  /* the points are the line's values times scale, up to rounding: the
+   * check allows that and nothing more */
+  double tol = 0x1p-30 * (fabs(a) + fabs(b));
+  int rc = la_cenc_line(e, q->count, anchored, a, b, 0, tol, 0x1p-30, &v);
+  return rc < 0 ? rc : 0;
+}
+
+int la_trace_scaled(const la_trace_t *t, const double *dec, double scale,
+                    double *x, la_compact_result_t *out) {
+  if (!out) return LA_EINVAL;
+  memset(out, 0, sizeof *out);
+  uint64_t n = la_trace_count(t);
+  if (!dec || !x || (n && dec == x) || !isfinite(scale)) return LA_EINVAL;
+  for (uint64_t i = 0; i < n; i++) x[i] = dec[i] * scale;
+  la_compact_params_t p;
+  la_trace_params(t, &p);
+  p.quantum = 0; /* scaled values are no whole ticks */
+  if (t->mode == LA_COMPACT_LOSSLESS || t->spread != 1 || t->psc != 1)
+    return la_compact(x, (size_t)n, &p, out);
+  la_cenc_t e;
+  la_cenc_init(&e, x, n, t->mode, t->flags & ~LA_CENC_F_QUANTUM, t->bound, 0);
+  int rc = 0;
+  for (size_t k = 0; rc == 0 && k < t->nrec; k++)
+    rc = scaled_rec(t, &t->recs[k], scale, &e);
+  if (rc == 0) rc = la_cenc_finish(&e);
+  if (rc) {
+    la_cenc_free(&e);
+    return rc;
+  }
+  la_stats_finish(&e.stats, n, &out->stats);
+  la_stats_overflow(x, (size_t)n, &out->stats);
+  out->mode = t->mode;
+  out->segments = e.segments;
+  out->exceptions = e.exceptions;
+  uint8_t *b = realloc(e.out.p, e.out.len ? e.out.len : 1);
+  out->bytes = b ? b : e.out.p;
+  out->len = e.out.len;
+  memset(&e.out, 0, sizeof e.out);
+  la_cenc_free(&e);
+  return 0;
 }

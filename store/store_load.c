@@ -87,7 +87,7 @@ static char *la__strdup_col(la_db_stmt_t *st, int i, size_t max, int *bad) {
  * when the trace has no robust row. Returns 0, LA_EIO (corrupt row),
  * LA_ENOMEM. */
 static int la__load_robust(la_store_t *s, la_db_stmt_t *st,
-                           La__CompactTrace *t) {
+                           La__CompactTrace *t, la_store_reps_cache_t **reps) {
   if (la_db_column_type(st, 14) != LA_DB_NULL) {
     const void *blob = la_db_column_blob(st, 14);
     int blen = la_db_column_bytes(st, 14);
@@ -109,8 +109,12 @@ static int la__load_robust(la_store_t *s, la_db_stmt_t *st,
     if (!t->robust_segments.data || !t->robust_stats) return LA_ENOMEM;
     memcpy(t->robust_segments.data, blob, (size_t)blen);
     t->robust_segments.len = (size_t)blen;
-    int r = ref ? la__store_history_resolve(s, t, 1) : 0;
-    if (r) return r;
+    /* a class member's robust series, else a history one */
+    int r = 0;
+    if (ref && !*reps && !(*reps = la__store_reps_cache_new())) r = LA_ENOMEM;
+    if (r == 0 && ref) r = la__store_reps_resolve_robust(s, t, *reps);
+    if (r == 0 && ref) r = la__store_history_resolve(s, t, 1);
+    if (r < 0) return r;
     t->has_robust_segments = 1;
     la__series_stats__init(t->robust_stats);
     t->robust_stats->count = (uint64_t)count;
@@ -143,7 +147,8 @@ static int la__load_robust(la_store_t *s, la_db_stmt_t *st,
 /* One trace row of S_LOAD_TRACES into a new message. Returns 0, LA_EIO
  * (corrupt row; s->err says why), LA_ENOMEM. */
 static int la__load_trace(la_store_t *s, la_db_stmt_t *st, const char *app_id,
-                          uint64_t cycle_tag, La__CompactTrace **out) {
+                          uint64_t cycle_tag, La__CompactTrace **out,
+                          la_store_reps_cache_t **reps) {
   int64_t rank, nel, mode, count;
   if (!la__col_int(st, 0, 0, (int64_t)LA_MAX_RANKS - 1, &rank))
     return la__store_corrupt(s, "trace of %s cycle %llu: bad rank", app_id,
@@ -209,10 +214,12 @@ static int la__load_trace(la_store_t *s, la_db_stmt_t *st, const char *app_id,
   }
   t->seq = (uint64_t)la_db_column_int64(st, 13);
   /* a class member stored by its representative, else a history one */
-  int r = ref ? la__store_reps_resolve(s, t) : 0;
+  int r = 0;
+  if (ref && !*reps && !(*reps = la__store_reps_cache_new())) r = LA_ENOMEM;
+  if (r == 0 && ref) r = la__store_reps_resolve(s, t, *reps);
   if (r == 0 && ref) r = la__store_history_resolve(s, t, 0);
   if (r == 1) r = 0;
-  return r ? r : la__load_robust(s, st, t);
+  return r ? r : la__load_robust(s, st, t, reps);
 }
 
 /* A BLOB column of at most LA_STORE_MAX_BLOB bytes into a new buffer:
@@ -511,6 +518,7 @@ static int la__load_traces(la_store_t *s, const char *app_id,
   int r = 0, rc;
   size_t cap = 0;
   int64_t prev = -1;
+  la_store_reps_cache_t *reps = NULL; /* members' rows, decoded reps */
   la_db_stmt_t *st = s->st[S_LOAD_TRACES];
   la_db_bind_text(st, 1, app_id, -1);
   la_db_bind_int64(st, 2, la__i64(cycle_tag));
@@ -528,12 +536,14 @@ static int la__load_traces(la_store_t *s, const char *app_id,
                                sizeof *set->traces, 16)))
       break;
     set->traces[set->n_traces] = NULL;
-    r = la__load_trace(s, st, app_id, cycle_tag, &set->traces[set->n_traces]);
+    r = la__load_trace(s, st, app_id, cycle_tag, &set->traces[set->n_traces],
+                       &reps);
     if (set->traces[set->n_traces]) set->n_traces++;
     if (r) break;
   }
   if (r == 0 && rc != LA_DB_DONE) r = la__store_sqlerr(s, "loading the traces");
   la__done(st);
+  la__store_reps_cache_free(reps);
   return r;
 }
 

@@ -2,7 +2,8 @@
 /* store_reps.c: a closed Trace-Set stored by representatives
  * (store_reps.h, docs/clusters.md): the members of each behaviour class
  * but its representative keep their exact statistics and a rep_members
- * row instead of their segments.
+ * row instead of their segments, and a rep_robust row instead of robust
+ * segments of their representative's robust shape.
  *
  * Statements are prepared per call (the feature runs once per set close
  * and once per reconstructed member read, next to a decode and an
@@ -23,7 +24,17 @@
 #include "store_internal.h"
 #include "store_reps.h"
 
-enum { R_DONE, R_EMPTY, R_INS, R_NPROCS, R_TRACES, R__COUNT };
+enum {
+  R_DONE,
+  R_EMPTY,
+  R_INS,
+  R_NPROCS,
+  R_TRACES,
+  R_ROBUST,
+  R_REMPTY,
+  R_RINS,
+  R__COUNT
+};
 
 static const char *const la__reps_sql[R__COUNT] = {
     [R_DONE] = "SELECT 1 FROM rep_members WHERE app_id = ?1 AND cycle_tag = ?2"
@@ -48,12 +59,30 @@ static const char *const la__reps_sql[R__COUNT] = {
         " AND NOT EXISTS (SELECT 1 FROM channel_traces c WHERE"
         " c.app_id = t.app_id AND c.cycle_tag = t.cycle_tag"
         " AND c.rank = t.rank)",
+    /* the robust series with segments of their own */
+    [R_ROBUST] = "SELECT rank, segments, stat_sum FROM robust"
+                 " WHERE app_id = ?1 AND cycle_tag = ?2"
+                 " AND length(segments) > 0",
+    /* the row written again too (rows of 4.6 KB live in their leaf page
+     * whole: emptied in place, they would leave those pages in use) */
+    [R_REMPTY] =
+        "REPLACE INTO robust(app_id, cycle_tag, rank, segments, stat_count,"
+        " stat_sum, stat_min, stat_max, interference, flagged, flagged_time)"
+        " SELECT app_id, cycle_tag, rank, ?4, stat_count, stat_sum, stat_min,"
+        " stat_max, interference, flagged, flagged_time FROM robust"
+        " WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3"
+        " AND length(segments) > 0",
+    [R_RINS] = "INSERT INTO rep_robust(app_id, cycle_tag, rank, scale)"
+               " VALUES (?1, ?2, ?3, CAST(?4 AS REAL))",
 };
 static const char *const la__reps_sql_pg[R__COUNT] = {
     [R_EMPTY] = "UPDATE traces SET segments = CAST(?4 AS BLOB),"
                 " err_max_abs = NULL, err_rmse = NULL, err_cv = NULL"
                 " WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3"
                 " AND length(segments) > 0",
+    [R_REMPTY] = "UPDATE robust SET segments = CAST(?4 AS BLOB)"
+                 " WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3"
+                 " AND length(segments) > 0",
 };
 
 static la_db_stmt_t *la__rst(la_store_t *s, int id) {
@@ -88,11 +117,53 @@ static int la__reps_done(la_store_t *s, const char *app_id,
   return r;
 }
 
+/* The set's robust series: signatures, decoded and exact totals,
+ * segment bytes (np ranks; dtot NaN: none, or no shape). */
+typedef struct {
+  double *sig, *dtot, *tot;
+  size_t *len;
+  la_db_stmt_t *em, *ins;
+} la__robust_t;
+
+/* Member m of class c stored by its representative: its robust series
+ * too when both have one and their robust signatures are within tol. */
+static int la__reps_robust(la_store_t *s, const char *app_id, uint64_t tag,
+                           const la_cluster_class_t *c, uint32_t r,
+                           unsigned nb, double tol, la__robust_t *rb,
+                           la_store_reps_t *o) {
+  uint32_t p = c->rep;
+  if (!(rb->dtot[p] > 0) || !(rb->dtot[r] > 0) || !isfinite(rb->dtot[p]) ||
+      !isfinite(rb->dtot[r]))
+    return 0;
+  double d = 0;
+  for (unsigned j = 0; j < nb; j++)
+    d += fabs(rb->sig[(size_t)r * nb + j] - rb->sig[(size_t)p * nb + j]);
+  if (!(d <= tol)) return 0; /* another shape: kept in full */
+  double t = isfinite(rb->tot[r]) ? rb->tot[r] : rb->dtot[r];
+  la__bind_key(rb->em, app_id, tag, r);
+  la_db_bind_blob(rb->em, 4, "", 0);
+  if (la_db_step(rb->em) != LA_DB_DONE) {
+    la__store_sqlerr(s, "replacing a member's robust segments");
+    return LA_EIO;
+  }
+  int64_t changed = la_db_changes(s->db);
+  la_db_reset(rb->em);
+  if (changed != 1) return 0;
+  la__bind_key(rb->ins, app_id, tag, r);
+  la_db_bind_double(rb->ins, 4, t / rb->dtot[p]);
+  int rc = la__store_run(s, rb->ins, "recording a robust class member");
+  if (rc) return rc;
+  o->robust_replaced++;
+  o->robust_bytes_after -= rb->len[r];
+  return 0;
+}
+
 /* Replaces the members of c (class index k) but its representative. */
 static int la__reps_write(la_store_t *s, const char *app_id, uint64_t tag,
                           const la_cluster_class_t *c, size_t k,
                           const size_t *len, la_db_stmt_t *em,
-                          la_db_stmt_t *ins, la_store_reps_t *o) {
+                          la_db_stmt_t *ins, unsigned nb, double tol,
+                          la__robust_t *rb, la_store_reps_t *o) {
   for (uint32_t m = 0; m < c->n; m++) {
     uint32_t r = c->members[m];
     if (r == c->rep) continue;
@@ -113,14 +184,57 @@ static int la__reps_write(la_store_t *s, const char *app_id, uint64_t tag,
     if (rc) return rc;
     o->replaced++;
     o->bytes_after -= len[r];
+    if ((rc = la__reps_robust(s, app_id, tag, c, r, nb, tol, rb, o)))
+      return rc;
   }
   return 0;
 }
 
+/* The robust series of the set's ranks (cnt[r] > 0) into rb. */
+static int la__reps_read_robust(la_store_t *s, const char *app_id,
+                                uint64_t tag, uint32_t np, unsigned nb,
+                                const uint64_t *cnt, la__robust_t *rb,
+                                la_store_reps_t *o) {
+  la_db_stmt_t *st = la__rst(s, R_ROBUST);
+  if (!st) return LA_EIO;
+  la__bind_key(st, app_id, tag, 0);
+  int rc, r = 0;
+  while (r == 0 && (rc = la_db_step(st)) == LA_DB_ROW) {
+    int64_t rank = la_db_column_int64(st, 0);
+    const void *blob = la_db_column_blob(st, 1);
+    int blen = la_db_column_bytes(st, 1);
+    if (rank < 0 || rank >= np || !cnt[rank]) continue; /* no trace */
+    char why[160];
+    uint64_t pts = 0;
+    int sh = !blob || blen <= 0 || (unsigned)blen > LA_STORE_MAX_BLOB
+                 ? LA_EPROTO
+                 : la_clusters_signature_bytes(
+                       blob, (size_t)blen, cnt[rank], nb,
+                       rb->sig + (size_t)rank * nb, &rb->dtot[rank], &pts,
+                       why, sizeof why);
+    if (sh < 0 || pts != cnt[rank]) {
+      r = la__store_corrupt(s,
+                            "robust weights of %s cycle %llu rank %lld: %s",
+                            app_id, (unsigned long long)tag, (long long)rank,
+                            sh < 0 ? "bad segments" : "another element count");
+      break;
+    }
+    rb->len[rank] = (size_t)blen;
+    rb->tot[rank] = la_db_column_type(st, 2) == LA_DB_NULL
+                        ? NAN
+                        : la_db_column_double(st, 2);
+    o->robust_bytes_before += (uint64_t)blen;
+  }
+  if (r == 0 && rc != LA_DB_DONE)
+    r = la__store_sqlerr(s, "reading a set's robust weights");
+  la_db_finalize(st);
+  o->robust_bytes_after = o->robust_bytes_before;
+  return r;
+}
+
 /* The signatures of the set's traces (those R_TRACES selects) into the
- * arrays (np ranks), each trace parsed, summarised and closed in turn:
- * 10^4 parsed indexes at once would take far more memory than the set's
- * encodings. */
+ * arrays (np ranks), each from its encoding in one checking pass
+ * (la_clusters_signature_bytes: no index built). */
 static int la__reps_read(la_store_t *s, const char *app_id, uint64_t tag,
                          uint32_t np, unsigned nb, double *sig, double *dtot,
                          double *tot, uint64_t *cnt, size_t *len,
@@ -141,16 +255,16 @@ static int la__reps_read(la_store_t *s, const char *app_id, uint64_t tag,
     }
     if (rank >= np) continue; /* in no Trace-Set */
     char why[160];
-    la_trace_t *tr = NULL;
-    if (la_trace_open_max(blob, (size_t)blen, (uint64_t)n, &tr, why,
-                          sizeof why) != 0) {
+    uint64_t pts = 0;
+    int sh = la_clusters_signature_bytes(blob, (size_t)blen, (uint64_t)n, nb,
+                                         sig + (size_t)rank * nb, &dtot[rank],
+                                         &pts, why, sizeof why);
+    if (sh < 0 || pts != (uint64_t)n) {
       r = la__store_corrupt(s, "trace of %s cycle %llu rank %lld: %s",
                             app_id, (unsigned long long)tag, (long long)rank,
-                            why);
+                            sh < 0 ? why : "another element count");
       break;
     }
-    la_clusters_signature(tr, nb, sig + (size_t)rank * nb, &dtot[rank]);
-    la_trace_close(tr);
     cnt[rank] = (uint64_t)n;
     len[rank] = (size_t)blen;
     tot[rank] = la_db_column_type(st, 3) == LA_DB_NULL
@@ -176,14 +290,23 @@ static int la__reps_apply(la_store_t *s, const char *app_id, uint64_t tag,
   double *dtot = malloc(nn * sizeof *dtot), *tot = malloc(nn * sizeof *tot);
   uint64_t *cnt = calloc(nn, sizeof *cnt);
   size_t *len = calloc(nn, sizeof *len);
+  la__robust_t rb = {0};
+  rb.sig = malloc(nn * p.buckets * sizeof *rb.sig);
+  rb.dtot = malloc(nn * sizeof *rb.dtot);
+  rb.tot = malloc(nn * sizeof *rb.tot);
+  rb.len = calloc(nn, sizeof *rb.len);
   int r = 0;
-  if (!sig || !dtot || !tot || !cnt || !len) {
+  if (!sig || !dtot || !tot || !cnt || !len || !rb.sig || !rb.dtot ||
+      !rb.tot || !rb.len) {
     r = LA_ENOMEM;
     goto out;
   }
+  for (size_t i = 0; i < np; i++) rb.tot[i] = rb.dtot[i] = NAN;
   for (size_t i = 0; i < np; i++) tot[i] = dtot[i] = NAN;
   r = la__reps_read(s, app_id, tag, np, p.buckets, sig, dtot, tot, cnt, len,
                     o);
+  if (r == 0)
+    r = la__reps_read_robust(s, app_id, tag, np, p.buckets, cnt, &rb, o);
   if (r) goto out;
   la_clusters_t c;
   char why[128];
@@ -195,12 +318,17 @@ static int la__reps_apply(la_store_t *s, const char *app_id, uint64_t tag,
   o->classes = c.n_classes;
   o->outliers = c.n_outliers;
   la_db_stmt_t *em = la__rst(s, R_EMPTY), *ins = em ? la__rst(s, R_INS) : NULL;
-  if (!em || !ins) r = LA_EIO;
+  rb.em = ins ? la__rst(s, R_REMPTY) : NULL;
+  rb.ins = rb.em ? la__rst(s, R_RINS) : NULL;
+  if (!em || !ins || !rb.em || !rb.ins) r = LA_EIO;
   o->bytes_after = o->bytes_before;
   for (size_t k = 0; r == 0 && k < c.n_classes; k++)
-    r = la__reps_write(s, app_id, tag, &c.classes[k], k, len, em, ins, o);
+    r = la__reps_write(s, app_id, tag, &c.classes[k], k, len, em, ins,
+                       p.buckets, tol, &rb, o);
   la_db_finalize(em);
   la_db_finalize(ins);
+  la_db_finalize(rb.em);
+  la_db_finalize(rb.ins);
   la_clusters_free(&c);
 out:
   free(sig);
@@ -208,6 +336,10 @@ out:
   free(tot);
   free(cnt);
   free(len);
+  free(rb.sig);
+  free(rb.dtot);
+  free(rb.tot);
+  free(rb.len);
   return r;
 }
 

@@ -11,9 +11,12 @@
  * representative's decoded values times the scale, compacted again with
  * the representative's parameters, flagged by rep_rank / rep_scale /
  * rep_class in the CompactTrace (la__store_reps_resolve, called by
- * store_load.c). Outliers, ranks of several channels and traces already
- * kept as a history reference stay as they are; robust weights stay each
- * rank's own.
+ * store_load.c, with a cache per set read: each representative decoded
+ * once). Outliers, ranks of several channels and traces already
+ * kept as a history reference stay as they are. A member's robust
+ * series is stored by its representative's too (rep_robust: its robust
+ * scale) when both have one and their robust signatures are within tol;
+ * otherwise it stays the rank's own.
  */
 #ifndef LA_STORE_REPS_H
 #define LA_STORE_REPS_H
@@ -30,6 +33,8 @@ typedef struct la_store_reps {
   size_t outliers;  /* ranks in no class, kept in full */
   size_t replaced;  /* members whose segments were replaced */
   uint64_t bytes_before, bytes_after; /* their segment bytes */
+  size_t robust_replaced; /* members whose robust segments were replaced */
+  uint64_t robust_bytes_before, robust_bytes_after;
 } la_store_reps_t;
 
 /* Stores the set (app_id, cycle_tag) by representatives, grouping with
@@ -42,11 +47,26 @@ int la_store_representatives(la_store_t *s, const char *app_id,
                              uint64_t cycle_tag, double tol,
                              la_store_reps_t *out);
 
+/* What a set read keeps between its members (store_reps_load.c): the
+ * set's rep_members rows and each representative's decoded values. */
+typedef struct la_store_reps_cache la_store_reps_cache_t;
+la_store_reps_cache_t *la__store_reps_cache_new(void); /* NULL: no memory */
+void la__store_reps_cache_free(la_store_reps_cache_t *c); /* NULL is fine */
+
 /* For store_load.c: when t (loaded with empty segments) is a member of a
  * class, fills its segments with its representative's scaled values, its
  * mode, rep_rank, rep_scale and rep_class, drops its error (unknown), and
  * returns 1; 0 when it is no member (a history reference, perhaps);
- * LA_EIO (corrupt or unreadable representative), LA_ENOMEM. */
-int la__store_reps_resolve(la_store_t *s, La__CompactTrace *t);
+ * LA_EIO (corrupt or unreadable representative), LA_ENOMEM. cache: the
+ * set read's (la__store_reps_cache_new; it may serve several sets, one
+ * after the other, reading each set's rows again). */
+int la__store_reps_resolve(la_store_t *s, La__CompactTrace *t,
+                           la_store_reps_cache_t *cache);
+/* The same for t's robust series (loaded with empty robust segments):
+ * its representative's robust values times its rep_robust scale; 1, or 0
+ * when it has no rep_robust row (a history reference, perhaps), LA_EIO,
+ * LA_ENOMEM. Its robust statistics are its own row's. */
+int la__store_reps_resolve_robust(la_store_t *s, La__CompactTrace *t,
+                                  la_store_reps_cache_t *cache);
 
 #endif

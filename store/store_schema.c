@@ -111,6 +111,20 @@ static const char la__missing_sql[] =
     "  t_recorded_ns INTEGER NOT NULL,"
     "  PRIMARY KEY (app_id, cycle_tag, rank)) WITHOUT ROWID;";
 
+/* rep_robust (docs/clusters.md): a class member whose robust weights have
+ * the shape of its representative's (signature within the set's tol) and
+ * whose robust segments were therefore emptied: the scale of its robust
+ * series, its exact robust total over the representative's decoded robust
+ * total (its robust row's stat_* columns stay exact). A member without
+ * such a row keeps its robust segments. */
+static const char la__rep_robust_sql[] =
+    "CREATE TABLE IF NOT EXISTS rep_robust ("
+    "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
+    "  cycle_tag INTEGER NOT NULL,"
+    "  rank INTEGER NOT NULL,"
+    "  scale REAL NOT NULL,"
+    "  PRIMARY KEY (app_id, cycle_tag, rank)) WITHOUT ROWID;";
+
 /* Tables with a row per trace and a blob (traces, robust, channel_traces)
  * are rowid tables, so that rows are appended in the order they arrive, with
  * their key in a unique index: the ranks of a cycle arrive interleaved, and
@@ -320,6 +334,7 @@ static const struct {
     {la__history_sql, "adding the history table"},
     {la__owners_sql, "adding the app_owners and refused_ranks tables"},
     {la__reps_sql, "adding the rep_members table"},
+    {la__rep_robust_sql, "adding the rep_robust table"},
 };
 
 #define LA__CREATE "CREATE TABLE IF NOT EXISTS "
@@ -435,6 +450,8 @@ int la__store_schema(la_db_t *db, const char *path, char *why, size_t n) {
           la__store_exec(db, la__owners_sql, why, n, path,
                          "creating the schema") ||
           la__store_exec(db, la__reps_sql, why, n, path,
+                         "creating the schema") ||
+          la__store_exec(db, la__rep_robust_sql, why, n, path,
                          "creating the schema") ||
           la__store_exec(db, sql, why, n, path, "creating the schema") ||
           la__store_exec(db, "COMMIT", why, n, path, "creating the schema")) {

@@ -11,7 +11,11 @@
  * member's exact total, the result is the same on a second call and with
  * absent ranks the absent ones are in no class. Bad parameters get
  * LA_EINVAL with a reason; traces without a positive total are outliers;
- * ranks of different element counts never share a class. */
+ * ranks of different element counts never share a class. The slice sums
+ * a signature is taken from without an index (la_trace_slice_sums) equal
+ * the indexed trace's range sums on every mode, and refuse what the
+ * check refuses; a trace scaled record for record (la_trace_scaled, how a
+ * member is read back) decodes to the scaled values. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -221,6 +225,154 @@ static void test_edges(void **st) {
   for (int i = 0; i < 6; i++) la_trace_close(t[i]);
 }
 
+/* la_trace_slice_sums() (the signatures' pass without an index) against
+ * range sums on the indexed trace: every synthetic kind, the modes and
+ * their flags, quantized runs, a spread trace, slice counts above the
+ * point count; a cut encoding gets la_trace_check_max()'s code. */
+static void slices_match(const la_compact_result_t *res, uint64_t spread) {
+  la_trace_t *t;
+  assert_int_equal(la_trace_open(res->bytes, res->len, &t, NULL, 0), 0);
+  uint64_t m = la_trace_count(t);
+  double *v = malloc((m ? m : 1) * sizeof *v), mag = 0;
+  assert_non_null(v);
+  assert_int_equal(la_trace_decode(t, 0, m, v), 0);
+  for (uint64_t i = 0; i < m; i++) mag += fabs(v[i]);
+  const unsigned nbs[] = {1, 3, 16, 64};
+  for (size_t b = 0; b < 4; b++) {
+    unsigned nb = nbs[b];
+    double got[LA_SLICES_MAX];
+    uint64_t pts = 0, lo = 0;
+    char why[128];
+    assert_int_equal(la_trace_slice_sums(res->bytes, res->len, m, nb, got,
+                                         &pts, why, sizeof why),
+                     0);
+    assert_int_equal(pts, m);
+    for (unsigned j = 0; j < nb; j++) {
+      uint64_t hi = (uint64_t)((unsigned __int128)m * (j + 1) / nb);
+      double want = 0;
+      if (hi > lo) assert_int_equal(la_trace_range_sum(t, lo, hi - lo, &want), 0);
+      assert_true(fabs(got[j] - want) <= 1e-12 * mag + 1e-300);
+      lo = hi;
+    }
+    if (m && nb == 16 && spread == 1) { /* the signature from the bytes */
+      double s1[16], s2[16], t1, t2;
+      uint64_t c;
+      int a = la_clusters_signature(t, 16, s1, &t1);
+      assert_int_equal(la_clusters_signature_bytes(res->bytes, res->len, m,
+                                                   16, s2, &t2, &c, NULL, 0),
+                       a);
+      assert_int_equal(c, m);
+      if (a)
+        for (int j = 0; j < 16; j++)
+          assert_true(fabs(s1[j] - s2[j]) <= 1e-12 * mag / t1);
+    }
+  }
+  /* cut and corrupted: the check's code */
+  uint64_t pts, np;
+  int mode;
+  double got[16];
+  size_t cut = res->len / 2;
+  assert_int_equal(la_trace_slice_sums(res->bytes, cut, m, 16, got, &pts, NULL,
+                                       0),
+                   la_trace_check_max(res->bytes, cut, m, &np, &mode, NULL, 0));
+  uint8_t *bad = malloc(res->len);
+  assert_non_null(bad);
+  memcpy(bad, res->bytes, res->len);
+  bad[res->len / 2] ^= 0x5a;
+  assert_int_equal(
+      la_trace_slice_sums(bad, res->len, m, 16, got, &pts, NULL, 0),
+      la_trace_check_max(bad, res->len, m, &np, &mode, NULL, 0));
+  assert_true(la_trace_slice_sums(res->bytes, res->len, m ? m - 1 : 0, 16,
+                                  got, &pts, NULL, 0) != 0 || m == 0);
+  free(bad);
+  free(v);
+  la_trace_close(t);
+}
+
+/* la_trace_scaled(): the representative's records through scaled ends
+ * decode to its values times the scale (within 2^-30 of the magnitude),
+ * in its mode, with the scaled values' exact statistics. */
+static void scaled_match(const la_compact_result_t *res) {
+  la_trace_t *t, *u;
+  assert_int_equal(la_trace_open(res->bytes, res->len, &t, NULL, 0), 0);
+  uint64_t m = la_trace_count(t);
+  size_t nn = m ? m : 1;
+  double *dec = malloc(nn * sizeof *dec), *x = malloc(nn * sizeof *x);
+  double *y = malloc(nn * sizeof *y);
+  assert_true(dec && x && y);
+  assert_int_equal(la_trace_decode(t, 0, m, dec), 0);
+  const double scales[] = {1, 0.37, 2.5e3};
+  for (int k = 0; k < 3; k++) {
+    la_compact_result_t o;
+    assert_int_equal(la_trace_scaled(t, dec, scales[k], x, &o), 0);
+    assert_int_equal(la_trace_open(o.bytes, o.len, &u, NULL, 0), 0);
+    assert_int_equal(la_trace_count(u), m);
+    assert_int_equal(la_trace_mode(u), la_trace_mode(t));
+    assert_int_equal(la_trace_decode(u, 0, m, y), 0);
+    double mag = 0;
+    for (uint64_t i = 0; i < m; i++) {
+      assert_true(x[i] == dec[i] * scales[k]);
+      if (fabs(x[i]) > mag) mag = fabs(x[i]);
+    }
+    /* a spread trace is compacted anew (its own bound) */
+    for (uint64_t i = 0; la_trace_spread(t) == 1 && i < m; i++)
+      if (!(fabs(y[i] - x[i]) <= 0x1p-29 * mag)) {
+        print_error("mode %d spread %llu scale %g point %llu: %.17g vs %.17g\n",
+                    la_trace_mode(t), (unsigned long long)la_trace_spread(t),
+                    scales[k], (unsigned long long)i, y[i], x[i]);
+        fail();
+      }
+    assert_int_equal(o.stats.count, m);
+    assert_true(o.stats.sum == la_compact_sum(x, (size_t)m));
+    la_trace_close(u);
+    la_compact_result_free(&o);
+  }
+  la_compact_result_t o;
+  assert_int_equal(la_trace_scaled(t, dec, NAN, x, &o), LA_EINVAL);
+  assert_int_equal(la_trace_scaled(t, dec, 2, dec, &o), m ? LA_EINVAL : 0);
+  la_compact_result_free(&o);
+  free(dec);
+  free(x);
+  free(y);
+  la_trace_close(t);
+}
+
+static void test_slice_sums(void **st) {
+  (void)st;
+  const char *specs[] = {"polyline", "polyline:cv=0.02,connected",
+                         "maxerr:eps=0.01,relative",
+                         "maxerr:eps=50,connected,no-outliers", "lossless"};
+  const size_t ns[] = {1, 5, 2000};
+  double *x = malloc(2000 * sizeof *x);
+  assert_non_null(x);
+  for (int kind = 0; kind < LA_SYNTH_KINDS; kind++)
+    for (size_t si = 0; si < 5; si++)
+      for (size_t ni = 0; ni < 3; ni++) {
+        la_compact_params_t p;
+        la_compact_result_t res, sp;
+        assert_int_equal(la_compact_spec_parse(specs[si], &p, NULL, 0), 0);
+        assert_int_equal(la_compact_synth(kind, ns[ni], 7 + kind, x), 0);
+        if (kind == LA_SYNTH_MESH && si == 0) p.quantum = 1; /* ticks */
+        assert_int_equal(la_compact(x, ns[ni], &p, &res), 0);
+        slices_match(&res, 1);
+        scaled_match(&res);
+        if (si == 0 && ns[ni] > 1) {
+          assert_int_equal(la_compact_spread(&res, 3, &sp), 0);
+          slices_match(&sp, 3);
+          scaled_match(&sp);
+          la_compact_result_free(&sp);
+        }
+        la_compact_result_free(&res);
+      }
+  free(x);
+  double g[4];
+  uint64_t pts;
+  char why[64];
+  assert_int_equal(la_trace_slice_sums((const uint8_t *)"LAC", 3, 8, 0, g,
+                                       &pts, why, sizeof why),
+                   LA_EINVAL);
+}
+
 static void test_bad_params(void **st) {
   (void)st;
   la_trace_t *none[1] = {NULL};
@@ -258,6 +410,6 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_polyline), cmocka_unit_test(test_lossless),
       cmocka_unit_test(test_maxerr), cmocka_unit_test(test_edges),
-      cmocka_unit_test(test_bad_params)};
+      cmocka_unit_test(test_bad_params), cmocka_unit_test(test_slice_sums)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,9 +19,15 @@
  *     34 other ranks), and every read gives each rank's exact total (the
  *     raw sum, bit for bit), the members flagged as reconstructed from a
  *     representative of their own class, their decoded values summing to
- *     their total within 1e-3, the representatives and outliers not
+ *     their total within 1e-9 (each its own scale of its representative's
+ *     values, decoded once per read), the representatives and outliers not
  *     flagged; `lactl show --clusters` finds the same classes and lists
  *     the reconstructed ranks; `lactl show` prints the exact totals;
+ *   - every rank also sends robust weights (its measured shape times
+ *     0.75; rank 7's reversed): the 33 members whose robust shape is
+ *     their representative's keep a rep_robust row instead of robust
+ *     segments, rank 7 keeps its own; every robust total reads back
+ *     exact, every rebuilt robust series sums to it within 1e-9;
  *   - a next cycle whose traces name the first as their history reference
  *     (docs/history.md) is stored whole, nothing refused, although the
  *     members' first-cycle segments are gone;
@@ -60,13 +66,14 @@
 #define NE 1024
 #define NOUT 2 /* ranks 5 and 25 */
 #define APP "clusapp"
+#define ODD_ROBUST 7 /* a member whose robust weights have another shape */
 #define OUT_LEN (1 << 20)
 
 static struct {
   la_tu_ga_t g;
   la_test_link_t link;
-  la_compact_result_t r[NP];
-  double raw[NP];
+  la_compact_result_t r[NP], rob[NP];
+  double raw[NP], rraw[NP];
   char lactl[600], db[600];
   char *out;
 } T;
@@ -81,7 +88,10 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   if (T.link.fd >= 0) la_test_link_close(&T.link);
-  for (int i = 0; i < NP; i++) la_compact_result_free(&T.r[i]);
+  for (int i = 0; i < NP; i++) {
+    la_compact_result_free(&T.r[i]);
+    la_compact_result_free(&T.rob[i]);
+  }
   la_td_free(T.g.d);
   free(T.out);
   memset(&T, 0, sizeof T);
@@ -134,13 +144,36 @@ static void run_set(const char *const *extra) {
     la_tc_series(r, NP, NOUT, NE, x);
     T.raw[r] = la_compact_sum(x, NE);
     assert_int_equal(la_compact(x, NE, NULL, &T.r[r]), 0);
+    /* robust weights: the measured shape times 0.75 (ODD_ROBUST's
+     * reversed: another shape) */
+    for (int i = 0; i < NE / 2; i++)
+      if (r == ODD_ROBUST) {
+        double v = x[i];
+        x[i] = x[NE - 1 - i];
+        x[NE - 1 - i] = v;
+      }
+    for (int i = 0; i < NE; i++) x[i] *= 0.75;
+    T.rraw[r] = la_compact_sum(x, NE);
+    assert_int_equal(la_compact(x, NE, NULL, &T.rob[r]), 0);
     assert_int_equal(
         la_test_link_rank_start(&T.link, "clusnode", APP, r, NP, NE), 0);
   }
   free(x);
-  for (uint32_t r = 0; r < NP; r++)
-    assert_int_equal(la_test_link_trace(&T.link, APP, r, 1, &T.r[r], NULL, 0),
-                     0);
+  for (uint32_t r = 0; r < NP; r++) {
+    La__SeriesStats st = LA__SERIES_STATS__INIT, rst = LA__SERIES_STATS__INIT;
+    La__CompactTrace ct = LA__COMPACT_TRACE__INIT;
+    la_test_trace_id(&ct, 0, APP, r, 1, NE);
+    la_trace_msg_fill(&ct, &st, NULL, &T.r[r]);
+    ct.has_robust_segments = 1;
+    ct.robust_segments.data = T.rob[r].bytes;
+    ct.robust_segments.len = T.rob[r].len;
+    rst.count = T.rob[r].stats.count;
+    rst.sum = T.rob[r].stats.sum;
+    rst.min = T.rob[r].stats.min;
+    rst.max = T.rob[r].stats.max;
+    ct.robust_stats = &rst;
+    assert_int_equal(la_test_link_send_trace(&T.link, &ct), 0);
+  }
   rc = la_test_link_wait_acked(&T.link, WAIT_MS, why, sizeof why);
   CHECK(rc == 0, "acks: %s", why);
   CHECK(la_td_wait_until(set_complete, NULL, WAIT_MS) == 0,
@@ -234,6 +267,13 @@ static void check_representatives(const char *const *extra, const char *db) {
   CHECK(db_count("SELECT count(*) FROM traces WHERE length(segments) = 0") ==
             34,
         "emptied traces");
+  /* robust weights: the members' but ODD_ROBUST's, whose shape differs */
+  CHECK(db_count("SELECT count(*) FROM rep_robust") == 33, "rep_robust");
+  CHECK(db_count("SELECT count(*) FROM robust WHERE length(segments) = 0") ==
+            33,
+        "emptied robust");
+  CHECK(db_count("SELECT count(*) FROM rep_robust WHERE rank = 7") == 0,
+        "odd robust kept");
   /* the reconstructed ranks are named */
   CHECK(strstr(T.out, "\"reconstructed\": [") != NULL, "%s", T.out);
   /* libla_client: exact totals, flags, representatives of the same class */
@@ -241,6 +281,8 @@ static void check_representatives(const char *const *extra, const char *db) {
   la_traceset_t *t = NULL;
   assert_int_equal(la_client_connect(T.g.feed_addr, WAIT_MS, &c), 0);
   assert_int_equal(la_client_get(c, APP, 1, &t), 0);
+  assert_int_equal(la_traceset_has_robust(t), 1);
+  assert_int_equal(la_traceset_set_weights(t, LA_WEIGHTS_MEASURED), 0);
   int recon = 0;
   double *w = malloc(NE * sizeof *w);
   assert_non_null(w);
@@ -263,9 +305,24 @@ static void check_representatives(const char *const *extra, const char *db) {
     assert_int_equal(la_traceset_rank_weights(t, r, w), 0);
     double d = 0;
     for (int i = 0; i < NE; i++) d += w[i];
-    assert_true(fabs(d - sum) <= 1e-3 * sum);
+    assert_true(fabs(d - sum) <= 1e-9 * sum);
   }
   assert_int_equal(recon, 34);
+  /* every robust total exact, every rebuilt robust series summing to it */
+  assert_int_equal(la_traceset_set_weights(t, LA_WEIGHTS_ROBUST), 0);
+  for (uint32_t r = 0; r < NP; r++) {
+    double sum;
+    assert_int_equal(la_traceset_rank_robust_stats(t, r, &sum, NULL, NULL),
+                     0);
+    assert_true(sum == T.rraw[r]); /* exact */
+    assert_int_equal(la_traceset_rank_weights(t, r, w), 0);
+    double d = 0;
+    for (int i = 0; i < NE; i++) d += w[i];
+    /* rebuilt: within rounding; kept whole: within its own compaction */
+    int rebuilt = la_traceset_rank_reconstructed(t, r, NULL, NULL) == 1 &&
+                  r != ODD_ROBUST;
+    assert_true(fabs(d - sum) <= (rebuilt ? 1e-9 : 1e-3) * sum);
+  }
   free(w);
   la_traceset_free(t);
   la_client_close(c);
