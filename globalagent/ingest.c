@@ -836,6 +836,13 @@ void la_ga_commit_done(la_ga_t *ga, int rc, const char *why) {
     return;
   }
   ga->st.commits++;
+  uint64_t found = la_store_deferred_found(ga->store);
+  if (found != ga->deferred_found) { /* la__known_new was wrong: a bug */
+    la_log_error("store: %llu trace(s) taken for new were stored already "
+                 "(kept once; the traces counter counted them again)",
+                 (unsigned long long)(found - ga->deferred_found));
+    ga->deferred_found = found;
+  }
   ga->agent_ops->ack(ga);
   while (ga->closed) {
     la_ga_closed_t *c = ga->closed;
