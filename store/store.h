@@ -189,8 +189,9 @@ int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new);
  * and its rows are written at the batch's next flush (store_defer.c: at
  * the latest the commit's, which on the GlobalAgent runs on its committer
  * thread), in the order deferred; *was_new is set to 1. A trace the copy
- * does not cover (channels, a history reference) or outside a batch is
- * stored at once by la_store_trace, which sets *was_new. Should the key be
+ * does not cover (channels, a history reference), one past the copies'
+ * bound (64 MiB a batch) or outside a batch is stored at once by
+ * la_store_trace, which sets *was_new. Should the key be
  * stored after all at the flush, nothing changes and it is counted
  * (la_store_deferred_found). Returns as la_store_trace, or LA_ENOMEM. */
 int la_store_trace_defer(la_store_t *s, const La__CompactTrace *t,

@@ -15,6 +15,14 @@
  * sets): what it sees is what the per-trace statements gave. A rollback
  * forgets what is kept. Outside a batch a trace's call commits at once,
  * which flushes too.
+ *
+ * A trace the caller knows is new (la_store_trace_defer: the GlobalAgent's
+ * stitcher has its set open without its rank) is deferred whole: checked
+ * at once, copied (one allocation: the fields the store writes, the id
+ * and the blobs), and written by la__store_trace_write at the flush,
+ * first and in the order deferred, so that the set rows and records it
+ * keeps are flushed after it. Storing a trace at once and reading a
+ * trace's stamp flush too.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,15 +58,19 @@ int la_store_trace_defer(la_store_t *s, const La__CompactTrace *t,
   if (was_new) *was_new = 0;
   int r = la__store_trace_check(s, t);
   if (r) return r;
-  if (!s->in_batch || s->failed || t->n_channels || t->has_history_ref)
-    return la_store_trace(s, t, was_new);
   size_t app = strlen(t->app_id) + 1, seg = t->segments.len;
   size_t rseg = t->robust_stats ? t->robust_segments.len : 0;
+  size_t bytes = sizeof(la__pend_t) + app + seg + rseg;
+  /* the copies are bounded: past LA__PEND_BYTES, stored at once (after
+   * the others, flushed first) */
+  if (!s->in_batch || s->failed || t->n_channels || t->has_history_ref ||
+      s->pend_bytes + bytes > LA__PEND_BYTES)
+    return la_store_trace(s, t, was_new);
   if (s->n_pend == s->cap_pend &&
       la__store_reserve(s, &s->pend, s->n_pend, &s->cap_pend,
                         sizeof *s->pend, 256))
     return LA_ENOMEM;
-  la__pend_t *p = malloc(sizeof *p + app + seg + rseg);
+  la__pend_t *p = malloc(bytes);
   if (!p) {
     la__store_fmt(s->err, sizeof s->err, "out of memory");
     return LA_ENOMEM;
@@ -98,6 +110,7 @@ int la_store_trace_defer(la_store_t *s, const La__CompactTrace *t,
   p->t.flagged_time = t->flagged_time;
   p->now = la_realtime_ns();
   s->pend[s->n_pend++] = p;
+  s->pend_bytes += bytes;
   if (was_new) *was_new = 1;
   return 0;
 }
@@ -114,6 +127,7 @@ static int la__pend_flush(la_store_t *s) {
   size_t n = s->n_pend, cap = s->cap_pend;
   s->pend = NULL;
   s->n_pend = s->cap_pend = 0;
+  s->pend_bytes = 0;
   int r = 0;
   size_t i = 0;
   for (; r == 0 && i < n; i++) {
@@ -210,6 +224,7 @@ int la__store_unmiss(la_store_t *s, const char *app_id, uint64_t tag,
 void la__store_defer_forget(la_store_t *s) {
   for (size_t i = 0; i < s->n_pend; i++) free(s->pend[i]);
   s->n_pend = 0;
+  s->pend_bytes = 0;
   s->n_touch = 0;
   s->touch_last = 0;
   s->n_unmiss = 0;

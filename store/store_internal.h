@@ -115,6 +115,7 @@ typedef struct la__unmiss {
 
 /* a trace written at the batch's next flush (la_store_trace_defer): a
  * copy of what the store reads of it, in one allocation, and its time */
+#define LA__PEND_BYTES (64u << 20) /* the deferred copies' bound */
 typedef struct la__pend {
   La__CompactTrace t;
   La__SeriesStats stats, robust_stats;
@@ -145,7 +146,7 @@ struct la_store {
   la__unmiss_t *unmiss;
   size_t n_unmiss, cap_unmiss;
   la__pend_t **pend; /* store_defer.c: the batch's deferred traces */
-  size_t n_pend, cap_pend;
+  size_t n_pend, cap_pend, pend_bytes;
   uint64_t pend_found; /* deferred traces whose key was stored after all */
   char err[512];
 };
