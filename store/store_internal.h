@@ -145,8 +145,9 @@ struct la_store {
   int n_touch_apps;
   la__unmiss_t *unmiss;
   size_t n_unmiss, cap_unmiss;
-  la__pend_t **pend; /* store_defer.c: the batch's deferred traces */
+  la__pend_t **pend; /* store_pending.c: the batch's deferred traces */
   size_t n_pend, cap_pend, pend_bytes;
+  int (*pend_flush)(la_store_t *s); /* store_pending.c's writer */
   uint64_t pend_found; /* deferred traces whose key was stored after all */
   char err[512];
 };
