@@ -248,6 +248,7 @@ struct la_ga {
   struct la_ga_committer *committer;
   int committing;
   int tick_deferred;
+  uint64_t deferred_found; /* la_store_deferred_found at the last commit */
   /* agents.c: connections whose decoded frames wait for the commit's
    * result (in the order they were parked) */
   struct la_ga_agent *agents_parked, **agents_parked_tail;

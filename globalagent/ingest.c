@@ -530,6 +530,23 @@ static void la__stored_already(la_ga_t *ga, const char *host,
       (unsigned long long)missed);
 }
 
+/* Whether t's key is surely not stored (nor deferred in the batch), so
+ * that its rows can be written at the commit, off the loop thread
+ * (la_store_trace_defer): its set is open in the stitcher, of its
+ * application's nprocs, and its rank has not arrived there. Every stored
+ * trace or missing record of an open set's key marks its rank there (the
+ * set rebuilt from the store after a restart or a rollback), except:
+ * orphans (traces stored before their RankStart: then the store decides,
+ * from the first on) and shards sharing a store (another shard may have
+ * stored it). The first trace of a set, a late one, a resend: the store
+ * decides, as before. */
+static int la__known_new(la_ga_t *ga, const La__CompactTrace *t) {
+  if (ga->st.orphans || la_store_shared(ga->store) || !t->app_id) return 0;
+  const la_ga_app_t *a = la__app_cached(ga, t->app_id);
+  return a && la_stitch_would_add(ga->stitch, t->app_id, a->nprocs, t->rank,
+                                  t->cycle_tag);
+}
+
 /* Records (app, rank, cycle) as missing for reason (from a TraceMissing, or
  * a trace validate.c refused) and stitches the rank as arrived. Returns 0,
  * or a store error for the batch. */
@@ -635,7 +652,8 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
   } else if (type == LA__MSG_TYPE__MSG_COMPACT_TRACE) {
     La__CompactTrace *t = (La__CompactTrace *)m;
     int was_new = 0;
-    rc = la_store_trace(ga->store, t, &was_new);
+    rc = la__known_new(ga, t) ? la_store_trace_defer(ga->store, t, &was_new)
+                              : la_store_trace(ga->store, t, &was_new);
     if (rc == LA_EPROTO) { /* refused for good: resending cannot help */
       ga->st.conflicts++;
       la_log_warnx("%s rank %u cycle %llu from %s refused: %s", t->app_id,
@@ -818,6 +836,13 @@ void la_ga_commit_done(la_ga_t *ga, int rc, const char *why) {
     return;
   }
   ga->st.commits++;
+  uint64_t found = la_store_deferred_found(ga->store);
+  if (found != ga->deferred_found) { /* la__known_new was wrong: a bug */
+    la_log_error("store: %llu trace(s) taken for new were stored already "
+                 "(kept once; the traces counter counted them again)",
+                 (unsigned long long)(found - ga->deferred_found));
+    ga->deferred_found = found;
+  }
   ga->agent_ops->ack(ga);
   while (ga->closed) {
     la_ga_closed_t *c = ga->closed;

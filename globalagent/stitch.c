@@ -339,6 +339,14 @@ size_t la_stitch_app_end(la_stitch_t *st, const char *app_id) {
   return n;
 }
 
+int la_stitch_would_add(la_stitch_t *st, const char *app_id, uint32_t nprocs,
+                        uint32_t rank, uint64_t cycle_tag) {
+  const la__set_t *s =
+      *la__slot(st, app_id, cycle_tag, la_stitch_hash(app_id, cycle_tag));
+  return s && s->nprocs == nprocs && rank < nprocs &&
+         !(s->bits[rank / 64] & (1ULL << (rank % 64)));
+}
+
 int la_stitch_is_open(la_stitch_t *st, const char *app_id, uint64_t cycle_tag) {
   return *la__slot(st, app_id, cycle_tag, la_stitch_hash(app_id, cycle_tag)) != NULL;
 }

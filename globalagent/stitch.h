@@ -99,6 +99,12 @@ size_t la_stitch_app_end(la_stitch_t *st, const char *app_id);
  * bytes): the stitcher's, and held.c's for the same keys. */
 uint32_t la_stitch_hash(const char *app_id, uint64_t cycle_tag);
 
+/* 1 when la_stitch_add(st, app_id, nprocs, rank, cycle_tag, ..) would
+ * return LA_STITCH_NEW without a lookup: the set is open with nprocs
+ * ranks, rank < nprocs has not arrived in it. Else 0. */
+int la_stitch_would_add(la_stitch_t *st, const char *app_id, uint32_t nprocs,
+                        uint32_t rank, uint64_t cycle_tag);
+
 /* 1 when (app_id, cycle_tag) is open in st, else 0. */
 int la_stitch_is_open(la_stitch_t *st, const char *app_id, uint64_t cycle_tag);
 

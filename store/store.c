@@ -136,6 +136,8 @@ void la_store_close(la_store_t *s) {
   la__store_history_close(s);
   la_db_close(s->db);
   free(s->unmiss);
+  la__store_defer_forget(s);
+  free(s->pend);
   free(s);
 }
 

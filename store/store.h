@@ -184,6 +184,23 @@ int la_store_rank_end(la_store_t *s, const La__RankEnd *m, int *was_new);
  * robust_segments), LA_EIO. */
 int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new);
 
+/* la_store_trace for a trace the caller knows is new (no row of its key is
+ * stored, none is deferred), inside a batch: t is checked now and copied,
+ * and its rows are written at the batch's next flush (store_defer.c: at
+ * the latest the commit's, which on the GlobalAgent runs on its committer
+ * thread), in the order deferred; *was_new is set to 1. A trace the copy
+ * does not cover (channels, a history reference), one past the copies'
+ * bound (64 MiB a batch) or outside a batch is stored at once by
+ * la_store_trace, which sets *was_new. Should the key be
+ * stored after all at the flush, nothing changes and it is counted
+ * (la_store_deferred_found). Returns as la_store_trace, or LA_ENOMEM. */
+int la_store_trace_defer(la_store_t *s, const La__CompactTrace *t,
+                         int *was_new);
+
+/* How many deferred traces found their key stored at the flush (the
+ * caller's knowledge was wrong: 0 unless a bug or another writer). */
+uint64_t la_store_deferred_found(const la_store_t *s);
+
 /* What tells two copies of a trace apart: a resend carries the stored
  * one's transfer time and exact statistics; another run's differs. */
 typedef struct la_store_stamp {

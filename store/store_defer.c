@@ -15,6 +15,9 @@
  * sets): what it sees is what the per-trace statements gave. A rollback
  * forgets what is kept. Outside a batch a trace's call commits at once,
  * which flushes too.
+ *
+ * The flush writes the traces store_pending.c deferred first (their
+ * writes keep set rows and records here), and a rollback frees them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +45,9 @@ static la__touch_t *la__find(la_store_t *s, const char *app_id, uint64_t tag) {
 }
 
 int la__store_defer_flush(la_store_t *s) {
-  int r = 0;
+  /* the deferred traces first (store_pending.c's, through the pointer it
+   * set: it calls this file, not the other way round) */
+  int r = s->n_pend && s->pend_flush ? s->pend_flush(s) : 0;
   for (size_t i = 0; r == 0 && i < s->n_unmiss; i++) {
     const la__unmiss_t *u = &s->unmiss[i];
     la_db_stmt_t *st = s->st[S_MISS_DEL];
@@ -117,6 +122,9 @@ int la__store_unmiss(la_store_t *s, const char *app_id, uint64_t tag,
 }
 
 void la__store_defer_forget(la_store_t *s) {
+  for (size_t i = 0; i < s->n_pend; i++) free(s->pend[i]);
+  s->n_pend = 0;
+  s->pend_bytes = 0;
   s->n_touch = 0;
   s->touch_last = 0;
   s->n_unmiss = 0;

@@ -113,6 +113,16 @@ typedef struct la__unmiss {
   uint64_t tag;
 } la__unmiss_t;
 
+/* a trace written at the batch's next flush (la_store_trace_defer): a
+ * copy of what the store reads of it, in one allocation, and its time */
+#define LA__PEND_BYTES (64u << 20) /* the deferred copies' bound */
+typedef struct la__pend {
+  La__CompactTrace t;
+  La__SeriesStats stats, robust_stats;
+  La__FitError error;
+  uint64_t now;
+} la__pend_t;
+
 struct la_store {
   la_db_t *db;
   la_db_stmt_t *st[S__COUNT];
@@ -135,6 +145,10 @@ struct la_store {
   int n_touch_apps;
   la__unmiss_t *unmiss;
   size_t n_unmiss, cap_unmiss;
+  la__pend_t **pend; /* store_pending.c: the batch's deferred traces */
+  size_t n_pend, cap_pend, pend_bytes;
+  int (*pend_flush)(la_store_t *s); /* store_pending.c's writer */
+  uint64_t pend_found; /* deferred traces whose key was stored after all */
   char err[512];
 };
 
@@ -307,8 +321,15 @@ int la__store_unmiss(la_store_t *s, const char *app_id, uint64_t tag,
  * row's n_ranks_present, t_first_ns or t_last_ns, or reads the missing
  * records. 0 or LA_EIO. */
 int la__store_defer_flush(la_store_t *s);
-/* Forgets it (a rollback). */
+/* Forgets it (a rollback), the deferred traces too. */
 void la__store_defer_forget(la_store_t *s);
+/* la_store_trace's checks of t before anything is written: 0, LA_EINVAL,
+ * LA_EPROTO (with the error in s->err). */
+int la__store_trace_check(la_store_t *s, const La__CompactTrace *t);
+/* la_store_trace's writes of a checked t stored at now (store_write.c);
+ * store_defer.c's flush calls it for the deferred traces. */
+int la__store_trace_write(la_store_t *s, const La__CompactTrace *t,
+                          uint64_t now, int *was_new);
 
 /* ------------------------------------------------- store_history.c */
 

@@ -353,6 +353,7 @@ int la_store_trace_stamp(la_store_t *s, const char *app_id, uint64_t cycle_tag,
                          uint32_t rank, la_store_stamp_t *out) {
   if (!s || !app_id || !out) return LA_EINVAL;
   memset(out, 0, sizeof *out);
+  if (la__store_defer_flush(s) != 0) return LA_EIO; /* deferred traces */
   la_db_stmt_t *st = NULL;
   if (la_db_prepare(s->db,
                     "SELECT seq, t_xfer_ns, stat_count, stat_sum FROM traces"

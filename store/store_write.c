@@ -228,8 +228,7 @@ static int la__channels_put(la_store_t *s, const La__CompactTrace *t) {
   return r;
 }
 
-int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new) {
-  if (was_new) *was_new = 0;
+int la__store_trace_check(la_store_t *s, const La__CompactTrace *t) {
   if (!s || !t || !t->app_id || !t->app_id[0] || !t->stats ||
       !t->segments.data || t->segments.len == 0 || t->segments.len > INT32_MAX)
     return LA_EINVAL;
@@ -242,9 +241,23 @@ int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new) {
                   t->app_id, t->rank, LA_MAX_RANKS);
     return LA_EPROTO;
   }
+  return 0;
+}
+
+int la_store_trace(la_store_t *s, const La__CompactTrace *t, int *was_new) {
+  if (was_new) *was_new = 0;
+  int r = la__store_trace_check(s, t);
+  if (r) return r;
+  /* the batch's deferred traces first: one may have this key */
+  if (s->n_pend && (r = la__store_defer_flush(s))) return r;
+  return la__store_trace_write(s, t, la_realtime_ns(), was_new);
+}
+
+int la__store_trace_write(la_store_t *s, const La__CompactTrace *t,
+                          uint64_t now, int *was_new) {
+  if (was_new) *was_new = 0;
   int own, r = la__store_wbegin(s, &own);
   if (r) return r;
-  uint64_t now = la_realtime_ns();
   uint32_t nprocs = 0;
   if (strcmp(s->app_known, t->app_id)) {
     r = la__app_nprocs(s, t->app_id, &nprocs); /* does the app row exist? */

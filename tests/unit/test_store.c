@@ -630,6 +630,122 @@ static void test_deferred_writes_per_batch(void **state) {
   assert_int_equal(raw_int(f->path, "SELECT count(*) FROM missing"), 1);
 }
 
+/* la_store_trace_defer: a new trace's rows written at the batch's next
+ * flush, from a copy (the caller's buffers may be reused at once), in the
+ * order deferred; whatever reads traces in the batch sees them; a rollback
+ * forgets them; a key found stored at the flush changes nothing and is
+ * counted. */
+static void test_deferred_traces(void **state) {
+  fx_t *f = *state;
+  for (uint32_t r = 0; r < 4; r++)
+    assert_int_equal(put_rank_start(f->s, "dt", r, 4, 100), 0);
+  assert_int_equal(la_store_begin(f->s), 0);
+  uint8_t rseg[64];
+  for (uint32_t r = 0; r < 3; r++)
+    for (uint64_t c = 1; c <= 3; c++) {
+      tr_t x;
+      mk_trace(&x, "dt", r, c, 100, 40, (uint8_t)(r * 16 + c));
+      La__SeriesStats rst = LA__SERIES_STATS__INIT;
+      if (r == 1) { /* with robust weights and interference figures */
+        for (size_t i = 0; i < sizeof rseg; i++) rseg[i] = (uint8_t)(c + i);
+        x.t.has_robust_segments = 1;
+        x.t.robust_segments.data = rseg;
+        x.t.robust_segments.len = sizeof rseg;
+        rst.count = 100;
+        rst.sum = 50.5 + (double)c;
+        rst.min = 0.5;
+        rst.max = 4;
+        x.t.robust_stats = &rst;
+        x.t.has_interference = 1;
+        x.t.interference = 12.25;
+      }
+      int was_new = 0;
+      assert_int_equal(la_store_trace_defer(f->s, &x.t, &was_new), 0);
+      assert_int_equal(was_new, 1);
+      /* the caller's buffers are reused at once */
+      memset(&x, 0xA5, sizeof x);
+      memset(rseg, 0x5A, sizeof rseg);
+    }
+  /* a resend of a deferred key in the batch: the store says so */
+  int was_new = 1;
+  assert_int_equal(put_trace(f->s, "dt", 0, 1, &was_new), 0);
+  assert_int_equal(was_new, 0);
+  tr_t bad;
+  mk_trace(&bad, "dt", LA_MAX_RANKS, 2, 100, 40, 1); /* refused now */
+  assert_int_equal(la_store_trace_defer(f->s, &bad.t, &was_new), LA_EPROTO);
+  assert_int_equal(was_new, 0);
+  /* deferred, then a missing record of its key: the trace wins */
+  tr_t y;
+  mk_trace(&y, "dt", 3, 1, 100, 40, 99);
+  assert_int_equal(la_store_trace_defer(f->s, &y.t, &was_new), 0);
+  assert_int_equal(
+      la_store_missing(f->s, "dt", 1, 3, "late node", 1, 77, &was_new), 0);
+  assert_int_equal(was_new, 0);
+  /* the caller was wrong (rank 2 cycle 3 is deferred already): counted,
+   * the first copy stays */
+  mk_trace(&y, "dt", 2, 3, 100, 40, 200);
+  y.st.sum = -1;
+  assert_int_equal(la_store_trace_defer(f->s, &y.t, &was_new), 0);
+  la_store_cycle_t *cy;
+  size_t n;
+  assert_int_equal(la_store_cycles(f->s, "dt", 0, UINT64_MAX, &cy, &n), 0);
+  assert_int_equal(n, 3);
+  assert_int_equal(cy[0].ranks_present, 4);
+  assert_int_equal(cy[1].ranks_present, 3);
+  assert_int_equal(cy[2].ranks_present, 3);
+  free(cy);
+  assert_int_equal(la_store_deferred_found(f->s), 1);
+  mk_trace(&y, "dt", 3, 2, 100, 40, 98);
+  assert_int_equal(la_store_trace_defer(f->s, &y.t, &was_new), 0);
+  assert_int_equal(la_store_commit(f->s), 0); /* flushes the last one */
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces"), 11);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM robust"), 3);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM missing"), 0);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces WHERE"
+                                    " stat_sum < 0"),
+                   0);
+  /* rolled back: forgotten */
+  assert_int_equal(la_store_begin(f->s), 0);
+  mk_trace(&y, "dt", 3, 3, 100, 40, 97);
+  assert_int_equal(la_store_trace_defer(f->s, &y.t, &was_new), 0);
+  assert_int_equal(la_store_rollback(f->s), 0);
+  assert_int_equal(la_store_commit(f->s), LA_EINVAL); /* no batch */
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces"), 11);
+  /* outside a batch: stored at once */
+  assert_int_equal(la_store_trace_defer(f->s, &y.t, &was_new), 0);
+  assert_int_equal(was_new, 1);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces"), 12);
+  /* what was stored is what was deferred, byte for byte */
+  for (uint64_t c = 1; c <= 3; c++) {
+    La__TraceSet *set = NULL;
+    assert_int_equal(la_store_load_set(f->s, "dt", c, &set), 0);
+    assert_int_equal(set->n_traces, 4);
+    for (size_t i = 0; i < set->n_traces; i++) {
+      const La__CompactTrace *t = set->traces[i];
+      if (t->rank == 3) continue;
+      tr_t e;
+      mk_trace(&e, "dt", t->rank, c, 100, 40, (uint8_t)(t->rank * 16 + c));
+      assert_int_equal(t->segments.len, 40);
+      assert_memory_equal(t->segments.data, e.seg, 40);
+      assert_true(t->stats->sum == e.st.sum);
+      assert_true(t->error && t->error->cv == e.er.cv);
+      assert_int_equal(t->t_xfer_ns, e.t.t_xfer_ns);
+      assert_int_equal(t->rank_seq, e.t.rank_seq);
+      if (t->rank == 1) {
+        assert_non_null(t->robust_stats);
+        assert_true(t->robust_stats->sum == 50.5 + (double)c);
+        assert_int_equal(t->robust_segments.len, sizeof rseg);
+        for (size_t k = 0; k < sizeof rseg; k++)
+          assert_int_equal(t->robust_segments.data[k], (uint8_t)(c + k));
+        assert_true(t->has_interference && t->interference == 12.25);
+      } else {
+        assert_null(t->robust_stats);
+      }
+    }
+    la_store_free_set(set);
+  }
+}
+
 static void test_batch_poisoned(void **state) {
   fx_t *f = *state;
   /* fault injection: a trigger makes SQLite fail on rank 99's traces */
@@ -2010,6 +2126,7 @@ int main(void) {
       T(test_trace_before_rank_start),
       T(test_group_commit_rollback),
       T(test_deferred_writes_per_batch),
+      T(test_deferred_traces),
       T(test_batch_poisoned),
       T(test_load_set),
       T(test_set_closed),
