@@ -41,8 +41,14 @@ typedef struct {
   unsigned long tx, rx, ino;
 } la__tt_row_t;
 
-/* The rows of /proc/net/tcp and tcp6 (at most cap); their count or -1. */
-static int read_rows(la__tt_row_t *rows, int cap) {
+/* The rows of /proc/net/tcp and tcp6, all of them (a busy machine has
+ * thousands: a fixed cap would miss ours), into *out (malloc'ed); their
+ * count or -1. */
+static int read_rows(la__tt_row_t **out) {
+  int cap = 1024;
+  la__tt_row_t *rows = malloc((size_t)cap * sizeof *rows);
+  *out = rows;
+  if (!rows) return -1;
   const char *files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
   int n = 0, opened = 0;
   for (int f = 0; f < 2; f++) {
@@ -54,7 +60,16 @@ static int read_rows(la__tt_row_t *rows, int cap) {
       fclose(fp);
       continue;
     }
-    while (n < cap && fgets(line, sizeof line, fp)) {
+    while (fgets(line, sizeof line, fp)) {
+      if (n == cap) {
+        la__tt_row_t *more = realloc(rows, 2 * (size_t)cap * sizeof *rows);
+        if (!more) {
+          fclose(fp);
+          return -1; /* *out still owns the old rows */
+        }
+        *out = rows = more;
+        cap *= 2;
+      }
       char laddr[64], raddr[64];
       unsigned st;
       la__tt_row_t r;
@@ -79,9 +94,8 @@ static int drained(pid_t pid, uint16_t port, int *found) {
   unsigned long ino[LA__TT_MAX];
   int ni = socket_inodes(pid, ino, LA__TT_MAX);
   if (ni < 0) return -1;
-  la__tt_row_t *rows = malloc(4096 * sizeof *rows);
-  if (!rows) return -1;
-  int nr = read_rows(rows, 4096), ok = 1, conns = 0;
+  la__tt_row_t *rows = NULL;
+  int nr = read_rows(&rows), ok = 1, conns = 0;
   if (nr < 0) {
     free(rows);
     return -1;
