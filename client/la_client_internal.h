@@ -208,6 +208,14 @@ int la__rank_numbering(const la_traceset_t *t, uint32_t rank,
                        const int64_t *app_ids, int64_t *ids,
                        uint64_t (*ijk)[3]);
 
+/* One line of a partition file (partition_line.c): 0 for a comment or a
+ * blank line (a comment's "; parts K", 1 <= K <= LA__PARTITION_MAX_RANKS,
+ * sets *parts), 1 for "ID RANK" (an id >= 0 into *id, a rank below
+ * LA__PARTITION_MAX_RANKS into *rank), -1 for anything else. */
+#define LA__PARTITION_MAX_RANKS (1u << 24)
+int la__partition_line(const char *line, int64_t *id, uint32_t *rank,
+                       uint32_t *parts);
+
 /* The halo of a partition of a structured grid (halo.c): for part p, its
  * neighbour parts nbr[off[p] .. off[p+1]) (ascending) and, for each, how
  * many of p's cells share a face with one of that neighbour's cells. */

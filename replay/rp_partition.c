@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "replay.h"
+#include "la_client_internal.h"
 
 void rp_part_free(rp_part_t *p) {
   free(p->id), free(p->rank);
@@ -37,20 +38,11 @@ int rp_part_read(const char *path, rp_part_t *p, char *why, size_t why_len) {
       rc = -1;
       break;
     }
-    if (line[0] == '#') { /* the header may name the rank count */
-      const char *k = strstr(line, "; parts ");
-      unsigned long long v;
-      if (k && sscanf(k + 8, "%llu", &v) == 1 && v >= 1 && v < (1u << 24))
-        parts = (uint32_t)v;
-      continue;
-    }
-    if (line[strspn(line, " \t\r\n")] == 0) continue;
-    char *e1, *e2;
-    errno = 0;
-    long long id = strtoll(line, &e1, 10);
-    unsigned long long r = strtoull(e1, &e2, 10);
-    if (errno || e1 == line || e2 == e1 || e2[strspn(e2, " \t\r\n")] ||
-        id < 0 || r >= (1u << 24) || strchr(e1, '-')) {
+    int64_t id;
+    uint32_t r;
+    int kind = la__partition_line(line, &id, &r, &parts);
+    if (kind == 0) continue; /* a comment (maybe the rank count), a blank */
+    if (kind < 0) {
       snprintf(why, why_len,
                "%s:%" PRIu64 ": not \"ID RANK\" (an id >= 0 and a rank "
                "0 .. 16777215)",
@@ -62,7 +54,7 @@ int rp_part_read(const char *path, rp_part_t *p, char *why, size_t why_len) {
       snprintf(why, why_len,
                "%s:%" PRIu64 ": id %lld after %" PRId64
                ": ids must be strictly ascending",
-               path, ln, id, p->id[p->n - 1]);
+               path, ln, (long long)id, p->id[p->n - 1]);
       rc = -1;
       break;
     }

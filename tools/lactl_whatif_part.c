@@ -14,6 +14,7 @@
 
 #include "lactl_util.h"
 #include "lactl_whatif.h"
+#include "la_client_internal.h"
 
 int lactl_wi_write_partition(const char *path, const char *app,
                              uint64_t cycle, const char *method,
@@ -74,20 +75,11 @@ int lactl_wi_read_partition(const char *path, const lactl_mesh_t *m,
       rc = LA_EINVAL;
       break;
     }
-    if (line[0] == '#') { /* the header may give the part count */
-      const char *kp = strstr(line, "; parts ");
-      unsigned long long v;
-      if (kp && sscanf(kp + 8, "%llu", &v) == 1 && v >= 1 && v <= (1u << 24))
-        parts = (uint32_t)v;
-      continue;
-    }
-    if (line[strspn(line, " \t\r\n")] == 0) continue;
-    char *e1, *e2;
-    errno = 0;
-    long long id = strtoll(line, &e1, 10);
-    unsigned long long r = strtoull(e1, &e2, 10);
-    if (errno || e1 == line || e2 == e1 || e2[strspn(e2, " \t\r\n")] ||
-        id < 0 || r >= (1u << 24) || strchr(e1, '-')) {
+    int64_t id;
+    uint32_t r;
+    int kind = la__partition_line(line, &id, &r, &parts);
+    if (kind == 0) continue; /* a comment (maybe the part count), a blank */
+    if (kind < 0) {
       snprintf(why, why_len,
                "--partition %s:%" PRIu64 ": not \"ID RANK\" (an id >= 0 "
                "and a rank 0 .. 16777215)",
@@ -100,13 +92,13 @@ int lactl_wi_read_partition(const char *path, const lactl_mesh_t *m,
       snprintf(why, why_len,
                "--partition %s:%" PRIu64 ": id %lld is not an element of "
                "the cycle",
-               path, ln, id);
+               path, ln, (long long)id);
       rc = LA_EINVAL;
       break;
     }
     if (seen[at]) {
       snprintf(why, why_len, "--partition %s:%" PRIu64 ": id %lld again",
-               path, ln, id);
+               path, ln, (long long)id);
       rc = LA_EINVAL;
       break;
     }
