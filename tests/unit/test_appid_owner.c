@@ -624,10 +624,17 @@ static void test_refused_pruned(void **state) {
   ga = T.ta.st.ga;
   assert_int_equal(la_td_wait_status(ga, "appid_refused_pruned", 3, WAIT_MS),
                    0);
-  assert_int_equal(sql("SELECT count(*) FROM refused_ranks WHERE app_id = "
-                       "'%s'",
-                       id),
-                   0);
+  /* counted in the batch that deletes them; the rows go at its commit (on
+   * the committer thread, after the count is seen): waited for */
+  char q[256];
+  snprintf(q, sizeof q,
+           "SELECT (SELECT count(*) FROM refused_ranks WHERE app_id = '%s') "
+           "= 0",
+           id);
+  if (la_ta_wait_sql(&T.ta, q, 1, WAIT_MS) != 0)
+    fail_msg("%lld refused ranks left after the retention (%s)",
+             sql("SELECT count(*) FROM refused_ranks WHERE app_id = '%s'", id),
+             la_td_log(ga));
   assert_int_equal(la_td_wait_log(ga, "refused ranks' records older than "
                                       "appid.refused_retention",
                                   WAIT_MS),
