@@ -234,6 +234,22 @@ static long long sql(const char *fmt, const char *app_id) {
   return la_ta_app_int(&T.ta, app_id, fmt);
 }
 
+/* Waits until app_id has no refused_ranks row. A pruning is counted in
+ * the batch that deletes the rows, and the rows go at that batch's commit
+ * on the committer thread: a test that saw the count waits for the store. */
+static void refused_rows_gone(const char *app_id) {
+  char q[256];
+  snprintf(q, sizeof q,
+           "SELECT (SELECT count(*) FROM refused_ranks WHERE app_id = '%s') "
+           "= 0",
+           app_id);
+  if (la_ta_wait_sql(&T.ta, q, 1, WAIT_MS) != 0)
+    fail_msg("%lld refused ranks of %s left (%s)",
+             sql("SELECT count(*) FROM refused_ranks WHERE app_id = '%s'",
+                 app_id),
+             app_id, la_td_log(T.ta.st.ga));
+}
+
 /* Every cycle of app_id complete with nprocs ranks, each rank's values
  * exactly the job's. */
 static void assert_job_exact(const char *app_id, int nprocs) {
@@ -311,10 +327,7 @@ static void test_other_user_other_node(void **state) {
    * that rank can follow */
   assert_int_equal(la_td_wait_status(ga, "appid_refused_pruned", 1, WAIT_MS),
                    0);
-  assert_int_equal(sql("SELECT count(*) FROM refused_ranks WHERE app_id = "
-                       "'%s'",
-                       id),
-                   0);
+  refused_rows_gone(id); /* the count precedes the commit */
   /* counted and said once, naming the id and both uids */
   assert_int_equal(la_td_wait_status(ga, "appid_refused_starts", 1, WAIT_MS),
                    0);
@@ -626,15 +639,7 @@ static void test_refused_pruned(void **state) {
                    0);
   /* counted in the batch that deletes them; the rows go at its commit (on
    * the committer thread, after the count is seen): waited for */
-  char q[256];
-  snprintf(q, sizeof q,
-           "SELECT (SELECT count(*) FROM refused_ranks WHERE app_id = '%s') "
-           "= 0",
-           id);
-  if (la_ta_wait_sql(&T.ta, q, 1, WAIT_MS) != 0)
-    fail_msg("%lld refused ranks left after the retention (%s)",
-             sql("SELECT count(*) FROM refused_ranks WHERE app_id = '%s'", id),
-             la_td_log(ga));
+  refused_rows_gone(id);
   assert_int_equal(la_td_wait_log(ga, "refused ranks' records older than "
                                       "appid.refused_retention",
                                   WAIT_MS),
