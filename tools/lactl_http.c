@@ -49,66 +49,18 @@ uint64_t lactl_http_now_ms(void) {
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* Binds and listens (non-blocking); the fd or a negative code. */
+/* Binds and listens (non-blocking); the fd or a negative code. --listen
+ * names a port always (HOST:PORT), so "localhost" alone is refused. */
 static int la__listen(const char *addr, char *bound, size_t bound_len,
                       char *why, size_t why_len) {
-  char host[200], tmp[300];
-  uint16_t port = 0;
-  size_t n = strlen(addr);
-  int any = n > 2 && !strcmp(addr + n - 2, ":0");
-  if (n + 1 >= sizeof tmp ||
-      (snprintf(tmp, sizeof tmp, "%.*s%s", (int)(any ? n - 2 : n), addr,
-                any ? ":1" : ""),
-       la_hostport_parse(tmp, host, sizeof host, &port) != 0) ||
-      !strchr(addr, ':')) {
+  if (!strchr(addr, ':')) {
     snprintf(why, why_len, "--listen '%s' is not HOST:PORT", addr);
     return LA_EINVAL;
   }
-  if (any) port = 0;
-  char ps[8];
-  snprintf(ps, sizeof ps, "%u", (unsigned)port);
-  struct addrinfo hints = {0}, *res = NULL;
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  int gai = getaddrinfo(host, ps, &hints, &res);
-  if (gai != 0) {
-    snprintf(why, why_len, "--listen '%s': %s", host, gai_strerror(gai));
-    return LA_EINVAL;
-  }
-  int fd = -1, err = 0;
-  for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
-    fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                a->ai_protocol);
-    if (fd < 0) {
-      err = errno;
-      continue;
-    }
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 16) != 0) {
-      err = errno;
-      close(fd);
-      fd = -1;
-    }
-  }
-  freeaddrinfo(res);
-  if (fd < 0) {
-    snprintf(why, why_len, "cannot listen on %s: %s", addr, strerror(err));
-    return LA_EIO;
-  }
-  struct sockaddr_storage ss;
-  socklen_t sl = sizeof ss;
-  char h[NI_MAXHOST], s[NI_MAXSERV];
-  if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0 ||
-      getnameinfo((struct sockaddr *)&ss, sl, h, sizeof h, s, sizeof s,
-                  NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
-    snprintf(why, why_len, "cannot read the bound address: %s",
-             strerror(errno));
-    close(fd);
-    return LA_EIO;
-  }
-  snprintf(bound, bound_len, strchr(h, ':') ? "[%s]:%s" : "%s:%s", h, s);
+  uint16_t port;
+  char w[400];
+  int fd = la_tcp_listen(addr, bound, bound_len, &port, w, sizeof w);
+  if (fd < 0) snprintf(why, why_len, "--listen %s", w);
   return fd;
 }
 

@@ -197,3 +197,66 @@ int la_recv_msg(int fd, uint32_t max_payload, int timeout_ms, uint16_t *type,
   free(payload);
   return rc;
 }
+
+/* la_sockio.h */
+int la_tcp_listen(const char *listen_addr, char *bound, size_t bound_len,
+                  uint16_t *port, char *why, size_t why_len) {
+  char host[200], ps[8], tmp[300];
+  uint16_t p = 0;
+  size_t n = strlen(listen_addr);
+  int any = n > 2 && !strcmp(listen_addr + n - 2, ":0"); /* any port */
+  if (n + 1 >= sizeof tmp ||
+      (snprintf(tmp, sizeof tmp, "%.*s%s", (int)(any ? n - 2 : n), listen_addr,
+                any ? ":1" : ""),
+       la_hostport_parse(tmp, host, sizeof host, &p) != 0)) {
+    snprintf(why, why_len, "'%s' is not host:port", listen_addr);
+    return LA_EINVAL;
+  }
+  if (any) p = 0;
+  snprintf(ps, sizeof ps, "%u", (unsigned)p);
+  struct addrinfo hints = {0}, *res = NULL;
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  int gai = getaddrinfo(host, ps, &hints, &res);
+  if (gai != 0) {
+    snprintf(why, why_len, "'%s': %s", host, gai_strerror(gai));
+    return LA_EINVAL;
+  }
+  int fd = -1, err = 0;
+  for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                a->ai_protocol);
+    if (fd < 0) {
+      err = errno;
+      continue;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 16) != 0) {
+      err = errno;
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(res);
+  if (fd < 0) {
+    snprintf(why, why_len, "cannot listen on %s: %s", listen_addr,
+             strerror(err));
+    return LA_EIO;
+  }
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  char h[NI_MAXHOST], s[NI_MAXSERV];
+  if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0 ||
+      getnameinfo((struct sockaddr *)&ss, sl, h, sizeof h, s, sizeof s,
+                  NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+    snprintf(why, why_len, "cannot read the bound address: %s",
+             strerror(errno));
+    close(fd);
+    return LA_EIO;
+  }
+  *port = (uint16_t)atoi(s);
+  snprintf(bound, bound_len, strchr(h, ':') ? "[%s]:%s" : "%s:%s", h, s);
+  return fd;
+}

@@ -18,6 +18,16 @@
 int la_hostport_parse(const char *s, char *host, size_t host_len,
                       uint16_t *port);
 
+/* A listening TCP socket (non-blocking, close-on-exec, SO_REUSEADDR,
+ * backlog 16) on listen_addr ("host:port"; port 0: any, the kernel's
+ * choice); the bound address ("host:port", "[v6]:port") into bound and its
+ * port into *port. Returns the fd, or LA_EINVAL ("'ADDR' is not host:port",
+ * a host that does not resolve) or LA_EIO ("cannot listen on ADDR: ...")
+ * with the reason in why. For the HTTP endpoints (the daemons' metrics,
+ * lactl serve). */
+int la_tcp_listen(const char *listen_addr, char *bound, size_t bound_len,
+                  uint16_t *port, char *why, size_t why_len);
+
 /* Connects to host:port within timeout_ms. Returns a blocking socket with
  * TCP_NODELAY and close-on-exec, or a negative LA_E* code (LA_ENOAGENT when
  * nothing listens, LA_ETIMEDOUT, LA_EINVAL for a bad address). */
