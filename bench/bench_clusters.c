@@ -127,7 +127,7 @@ static int store_run(const char *db, int reps, int robust, store_res_t *o) {
   la_store_begin(s);
   for (uint32_t r = 0; r < RANKS; r++) {
     La__RankStart rs = la_test_rank_start("bench", "bench", r, RANKS, NEL);
-    la_store_rank_start(s, &rs);
+    la_store_rank_start(s, &rs, NULL);
   }
   la_store_commit(s);
   uint64_t seq = 0;

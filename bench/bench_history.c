@@ -230,7 +230,7 @@ static int run(const char *dir, const case_t *k, int hist, res_t *out) {
   la_history_t **h = calloc(ranks, sizeof *h);
   for (uint32_t r = 0; h && r < ranks; r++) {
     La__RankStart rs = la_test_rank_start("bench", "bench", r, ranks, n);
-    la_store_rank_start(s, &rs);
+    la_store_rank_start(s, &rs, NULL);
     h[r] = la_history_new(&budget, n, 4, &cp, NULL);
   }
   double *x = malloc(n * sizeof *x), *d = malloc(n * sizeof *d);

@@ -107,7 +107,7 @@ static int run_ranks(const char *path, int full, const la_compact_result_t *res,
   }
   for (uint32_t r = 0; r < ranks; r++) {
     La__RankStart m = la_test_rank_start("bench", "bench", r, ranks, NEL);
-    CHECK(la_store_rank_start(s, &m));
+    CHECK(la_store_rank_start(s, &m, NULL));
   }
   double t0 = now_s(), c0 = cpu_s(), w0 = written_bytes();
   size_t done = 0;

@@ -86,7 +86,7 @@ static int make_store(const char *db) {
     rs.n_grid = 3, rs.grid = dims;
     rs.n_grid_origin = 3, rs.grid_origin = org;
     rs.n_grid_global = 3, rs.grid_global = glob;
-    if (la_store_rank_start(s, &rs)) {
+    if (la_store_rank_start(s, &rs, NULL)) {
       fprintf(stderr, "bench_whatif: rank %u: %s\n", r, la_store_errmsg(s));
       la_store_close(s);
       return -1;

@@ -67,6 +67,8 @@
   X(bad_frames, "bad_frames", "connections closed for a bad frame", 0)        \
   X(rank_starts, "rank_starts", "ranks started", 1)                           \
   X(rank_ends, "rank_ends", "ranks ended", 1)                                 \
+  X(ranks_reopened, "ranks_reopened",                                         \
+    "ranks registered again after their end", 1)                             \
   X(traces, "traces_stored", "compact traces stored", 1)                      \
   X(duplicates, "traces_duplicate", "traces received again", 1)               \
   X(late, "traces_late", "traces of closed Trace-Sets", 1)                    \

@@ -625,7 +625,8 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
     if (foreign < 0) rc = foreign;
   } else if (type == LA__MSG_TYPE__MSG_RANK_START) {
     const La__RankStart *r = (const La__RankStart *)m;
-    rc = la_store_rank_start(ga->store, r);
+    int reopened = 0;
+    rc = la_store_rank_start(ga->store, r, &reopened);
     if (rc == 0) rc = la_ga_owners_started(ga, host, r);
     if (rc == LA_EPROTO) {
       ga->st.conflicts++;
@@ -636,7 +637,18 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
       rc = 0;
     } else if (rc == 0) {
       ga->st.rank_starts++;
-      la_ga_app_t *a = la__app(ga, r->app_id);
+      /* a rank registered again after its end: no longer counted ended
+       * (an application forgotten at its end is read again from the
+       * store, which counts it no more) */
+      la_ga_app_t *a = la__app_cached(ga, r->app_id);
+      if (reopened) {
+        ga->st.ranks_reopened++;
+        la_log_info("%s rank %u from %s registered again after its end; "
+                    "its end is undone",
+                    r->app_id, r->rank, host);
+        if (a && a->ended > 0) a->ended--;
+      }
+      a = la__app(ga, r->app_id);
       if (a) a->nprocs = r->nprocs;
       if (a && r->app_name && !a->app_name[0])
         snprintf(a->app_name, sizeof a->app_name, "%s", r->app_name);

@@ -114,9 +114,14 @@ const char *la_store_errmsg(la_store_t *s);
  * interference), when given, go to the rank_fidelity table, also once;
  * its grid (dimensions, origin and global extent when given) to the
  * rank_grid table, also once.
+ * A RankStart of a rank that ended, from the same host with a higher
+ * sequence number than its RankEnd, is a registration again (its
+ * LocalAgent restarted; LA_finalize and LA_register again): the end is
+ * undone and the row takes the new start; *reopened (may be NULL) says so.
  * Returns 0, LA_EPROTO when the application is known with another nprocs
  * (nothing written; la_store_errmsg says why), LA_EINVAL, LA_EIO. */
-int la_store_rank_start(la_store_t *s, const La__RankStart *m);
+int la_store_rank_start(la_store_t *s, const La__RankStart *m,
+                        int *reopened);
 
 /* Application id owners (store_owners.c; docs/security.md). The uid
  * app_id is bound to into *uid: 0, LA_ENOTFOUND (not bound), LA_EINVAL,
@@ -164,7 +169,8 @@ int la_store_refused_each(la_store_t *s,
                           void *arg);
 
 /* Records a RankEnd once per (app_id, rank) (reason, cycles, skipped,
- * t_end_ns, seq); creates the application and rank rows if no RankStart came
+ * t_end_ns, seq), unless its sequence number is below the rank's start's
+ * (an end from before a registration again); creates the application and rank rows if no RankStart came
  * (nprocs and n_elements unknown = 0). *was_new (may be NULL) is 1 when this
  * rank had not ended before, 0 for a resend. Returns 0, LA_EINVAL, LA_EIO. */
 int la_store_rank_end(la_store_t *s, const La__RankEnd *m, int *was_new);

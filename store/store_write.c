@@ -50,7 +50,21 @@ static int la__app_lazy(la_store_t *s, const char *app_id, uint64_t now) {
   return la__store_run(s, st, "creating the application");
 }
 
-int la_store_rank_start(la_store_t *s, const La__RankStart *m) {
+/* Binds a RankStart's rank row (S_RANK_START, S_RANK_REOPEN: the same
+ * parameters). */
+static void la__bind_rank_start(la_db_stmt_t *st, const La__RankStart *m) {
+  la__bind_text(st, 1, m->app_id, LA_MAX_ID_LEN);
+  la_db_bind_int64(st, 2, m->rank);
+  la_db_bind_int64(st, 3, la__i64(m->n_elements));
+  la__bind_text(st, 4, m->host, 128);
+  if (m->has_pid) la_db_bind_int64(st, 5, m->pid);
+  la__bind_opt_u64(st, 6, m->has_t_start_ns, m->t_start_ns);
+  la_db_bind_int64(st, 7, la__i64(m->seq));
+}
+
+int la_store_rank_start(la_store_t *s, const La__RankStart *m,
+                        int *reopened) {
+  if (reopened) *reopened = 0;
   if (!s || !m || !m->app_id || !m->app_id[0]) return LA_EINVAL;
   int own, r = la__store_wbegin(s, &own);
   if (r) return r;
@@ -91,14 +105,12 @@ int la_store_rank_start(la_store_t *s, const La__RankStart *m) {
     la_db_bind_int64(st, 16, la__i64(now));
     if ((r = la__store_run(s, st, "storing the application"))) goto out;
   }
-  la_db_stmt_t *st = s->st[S_RANK_START];
-  la__bind_text(st, 1, m->app_id, LA_MAX_ID_LEN);
-  la_db_bind_int64(st, 2, m->rank);
-  la_db_bind_int64(st, 3, la__i64(m->n_elements));
-  la__bind_text(st, 4, m->host, 128);
-  if (m->has_pid) la_db_bind_int64(st, 5, m->pid);
-  la__bind_opt_u64(st, 6, m->has_t_start_ns, m->t_start_ns);
-  la_db_bind_int64(st, 7, la__i64(m->seq));
+  la_db_stmt_t *st = s->st[S_RANK_REOPEN];
+  la__bind_rank_start(st, m);
+  if ((r = la__store_run(s, st, "reopening the rank"))) goto out;
+  if (reopened) *reopened = la_db_changes(s->db) > 0;
+  st = s->st[S_RANK_START];
+  la__bind_rank_start(st, m);
   r = la__store_run(s, st, "storing the rank start");
   for (size_t c = 0; r == 0 && c < m->n_channels; c++) {
     st = s->st[S_CHAN_NAME_INS]; /* the first RankStart of the rank wins */

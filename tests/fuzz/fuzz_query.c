@@ -78,7 +78,7 @@ static void la__ingest(la_store_t *st, uint16_t type, ProtobufCMessage *m) {
   if (la_store_begin(st) != 0) return;
   int rc = LA_EINVAL;
   if (type == LA__MSG_TYPE__MSG_RANK_START)
-    rc = la_store_rank_start(st, (La__RankStart *)m);
+    rc = la_store_rank_start(st, (La__RankStart *)m, NULL);
   else if (type == LA__MSG_TYPE__MSG_COMPACT_TRACE)
     rc = la_store_trace(st, (La__CompactTrace *)m, NULL);
   else if (type == LA__MSG_TYPE__MSG_RANK_END)

@@ -457,7 +457,7 @@ static void test_store_without_channel_tables(void **state) {
   rs.nprocs = 1;
   rs.n_elements = 4;
   rs.metric = "time";
-  assert_int_equal(la_store_rank_start(s, &rs), 0);
+  assert_int_equal(la_store_rank_start(s, &rs, NULL), 0);
   double x[4] = {1, 2, 3, 4};
   la_compact_params_t p;
   assert_int_equal(la_compact_spec_parse("lossless", &p, NULL, 0), 0);

@@ -1119,7 +1119,7 @@ static void write_robust_store(const char *path, double *meas_sum,
     m.has_timer_res_ns = 1;
     m.timer_res_ns = 30;
     m.interference = "on";
-    assert_int_equal(la_store_rank_start(s, &m), 0);
+    assert_int_equal(la_store_rank_start(s, &m, NULL), 0);
     double x[200], y[200];
     for (int i = 0; i < 200; i++) {
       y[i] = 100 * (r + 1) + i;

@@ -148,7 +148,7 @@ static uint8_t *packed(La__TraceSet *set, size_t *len) {
 static void starts(fx_t *f, const char *app) {
   for (uint32_t r = 0; r < NPROCS; r++) {
     La__RankStart m = la_test_rank_start(app, "heldapp", r, NPROCS, N);
-    assert_int_equal(la_store_rank_start(f->s, &m), 0);
+    assert_int_equal(la_store_rank_start(f->s, &m, NULL), 0);
   }
 }
 

@@ -1342,17 +1342,22 @@ static void test_garbage_closes_only_that_connection(void **state) {
   print_message("bad_frames after 6 bad connections: %lld\n", bad);
 }
 
-static void fake_rank_end(fake_t *f, const char *app_id, uint32_t rank,
-                          uint64_t seq) {
+static void fake_rank_end_why(fake_t *f, const char *app_id, uint32_t rank,
+                              uint64_t seq, const char *reason) {
   La__RankEnd e = LA__RANK_END__INIT;
   e.seq = seq;
   e.app_id = (char *)app_id;
   e.rank = rank;
-  e.reason = "finalize";
+  e.reason = (char *)reason;
   assert_int_equal(
       la_secure_send_msg(f->fd, &f->sec, LA__MSG_TYPE__MSG_RANK_END, &e.base,
                          5000),
       0);
+}
+
+static void fake_rank_end(fake_t *f, const char *app_id, uint32_t rank,
+                          uint64_t seq) {
+  fake_rank_end_why(f, app_id, rank, seq, "finalize");
 }
 
 /* test_resent_rank_end_changes_nothing: DAEMON BUG (protocol.md
@@ -2009,6 +2014,64 @@ static void test_kill_between_commit_and_ack(void **state) {
         complete ? "complete" : "not complete", n, published, dup, stored);
 }
 
+/* A rank whose LocalAgent restarted gets the end "LocalAgent restarted";
+ * when it registers again (a RankStart after that end, from the same
+ * LocalAgent's newer sequence numbers) it runs again: the application does
+ * not end while it runs, its cycles complete their sets, and its row ends
+ * as the program does. */
+static void test_rank_registered_again_runs_on(void **state) {
+  need_daemons();
+  start_ga(NULL, 0);
+  const char *app = "again-1";
+  la_client_t *sub = subscribe(0, app);
+  la_compact_result_t r;
+  big_trace(300, &r);
+  fake_t f;
+  CHECK(fake_connect(&f, "nodeR", T.key) == 0, "refused");
+  fake_rank_start(&f, app, 0, 2, 300);
+  fake_rank_start(&f, app, 1, 2, 300);
+  fake_trace(&f, app, 0, 0, &r);
+  fake_trace(&f, app, 1, 0, &r);
+  /* rank 0's LocalAgent restarted: its end, then its registration again */
+  fake_rank_end_why(&f, app, 0, ++f.seq, "LocalAgent restarted");
+  fake_rank_start(&f, app, 0, 2, 300);
+  fake_trace(&f, app, 0, 1, &r);
+  fake_trace(&f, app, 1, 1, &r);
+  /* rank 1 ends: the application runs on with rank 0 */
+  fake_rank_end(&f, app, 1, ++f.seq);
+  fake_trace(&f, app, 0, 2, &r);
+  fake_wait_acked(&f);
+  expect_set(sub, 0, 1);
+  expect_set(sub, 1, 1);
+  CHECK(!la_td_log_has(T.ga, "application again-1 ended"),
+        "the application ended while its registered-again rank ran");
+  CHECK(ga_status("ranks_reopened") == 1, "ranks_reopened %lld",
+        ga_status("ranks_reopened"));
+  CHECK(db_ll("SELECT count(*) FROM ranks WHERE app_id = '%s' AND rank = 0 "
+              "AND ended = 0",
+              app) == 1,
+        "rank 0 not running again in the store");
+  /* rank 0 finalizes: now the application ends, cycle 2 closes with
+   * rank 1's reason */
+  fake_rank_end(&f, app, 0, ++f.seq);
+  fake_wait_acked(&f);
+  la_traceset_t *t = next_set(sub);
+  CHECK(la_traceset_cycle(t) == 2 && la_traceset_missing(t, NULL) == 1,
+        "cycle 2 should close with rank 1 missing");
+  const char *got = la_traceset_missing_reason(t, 1);
+  CHECK(got && !strcmp(got, "rank ended before this cycle"), "rank 1: %s",
+        got ? got : "no reason");
+  la_traceset_free(t);
+  CHECK(la_td_wait_log(T.ga, "application again-1 ended", WAIT_MS) == 0,
+        "the application did not end");
+  CHECK(db_ll("SELECT count(*) FROM ranks WHERE app_id = '%s' AND rank = 0 "
+              "AND ended = 1 AND end_reason = 'finalize'",
+              app) == 1,
+        "rank 0's row does not end as the program did");
+  close(f.fd);
+  la_compact_result_free(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -2020,6 +2083,7 @@ int main(void) {
       T(test_slow_subscriber),
       T(test_garbage_closes_only_that_connection),
       T(test_resent_rank_end_changes_nothing),
+      T(test_rank_registered_again_runs_on),
       T(test_trace_missing_closes_set_with_reason),
       T(test_timeout_reason_in_status),
       T(test_late_trace_never_reopens_a_closed_set),

@@ -264,7 +264,7 @@ static void test_store_references(void **state) {
   assert_int_equal(la_store_open(db, 0, &s, why, sizeof why), 0);
   la_store_set_history(s, 2);
   La__RankStart rs = la_test_rank_start("hist", "hist", 0, 1, N);
-  assert_int_equal(la_store_rank_start(s, &rs), 0);
+  assert_int_equal(la_store_rank_start(s, &rs, NULL), 0);
   double *x = malloc(N * sizeof *x), *d = malloc(N * sizeof *d);
   double *rep = malloc(N * sizeof *rep);
   la_compact_result_t res;

@@ -116,7 +116,7 @@ static void rank_start(la_store_t *s, const char *app, const char *name,
                        uint32_t r, uint32_t np, uint64_t n) {
   La__RankStart m = la_test_rank_start(app, name, r, np, n);
   m.seq = r + 1;
-  assert_int_equal(la_store_rank_start(s, &m), 0);
+  assert_int_equal(la_store_rank_start(s, &m, NULL), 0);
 }
 
 /* Rank r of xrobust-3 (see the top): a lossless trace of the measured
@@ -195,7 +195,7 @@ static int setup_group(void **state) {
     m.has_timer_res_ns = 1;
     m.timer_res_ns = 50;
     m.interference = r == 0 ? "on" : "off (no perf events)";
-    assert_int_equal(la_store_rank_start(s, &m), 0);
+    assert_int_equal(la_store_rank_start(s, &m, NULL), 0);
     put_robust(s, r);
   }
   assert_int_equal(la_store_set_closed(s, "xrobust-3", 1, 1, NULL, 0,
@@ -805,7 +805,7 @@ static void make_clip_store(const char *path) {
   m.has_timer_res_ns = 1;
   m.timer_res_ns = 1;
   m.interference = "on";
-  assert_int_equal(la_store_rank_start(s, &m), 0);
+  assert_int_equal(la_store_rank_start(s, &m, NULL), 0);
   double mv[1000], rb[1000];
   for (int i = 0; i < 1000; i++) {
     rb[i] = i == 500 ? 100000 : 100;

@@ -112,6 +112,7 @@ static void raw_text(const char *url, const char *sql, char *buf, size_t cap) {
     name(state);                        \
   }
 PG_CASE(test_rank_upserts)
+PG_CASE(test_rank_registered_again)
 PG_CASE(test_conflicting_nprocs)
 PG_CASE(test_trace_idempotent)
 PG_CASE(test_trace_before_rank_start)
@@ -282,6 +283,7 @@ int main(void) {
       cmocka_unit_test(test_pg_url_public),
       T(test_pg_open_errors),
       T(pg_test_rank_upserts),
+      T(pg_test_rank_registered_again),
       T(pg_test_conflicting_nprocs),
       T(pg_test_trace_idempotent),
       T(pg_test_trace_before_rank_start),

@@ -194,7 +194,7 @@ static int put_trace(la_store_t *s, const char *app, uint32_t rank,
 static int put_rank_start(la_store_t *s, const char *app, uint32_t rank,
                           uint32_t nprocs, uint64_t nel) {
   La__RankStart m = rank_start(app, rank, nprocs, nel);
-  return la_store_rank_start(s, &m);
+  return la_store_rank_start(s, &m, NULL);
 }
 
 /* ----------------------------------------------------------- open, schema */
@@ -301,14 +301,14 @@ static void test_rank_upserts(void **state) {
   /* a second copy with other content changes nothing */
   La__RankStart m = rank_start("a", 0, 3, 555);
   m.host = "other";
-  assert_int_equal(la_store_rank_start(f->s, &m), 0);
+  assert_int_equal(la_store_rank_start(f->s, &m, NULL), 0);
   assert_int_equal(
       raw_int(f->path, "SELECT n_elements FROM ranks WHERE rank = 0"), 100);
   assert_int_equal(raw_int(f->path, "SELECT count(*) FROM ranks"), 1);
   /* app defined by the first RankStart */
   m = rank_start("a", 1, 3, 200);
   m.metric = "cycles";
-  assert_int_equal(la_store_rank_start(f->s, &m), 0);
+  assert_int_equal(la_store_rank_start(f->s, &m, NULL), 0);
   char txt[64];
   raw_text(f->path, "SELECT metric FROM apps", txt, sizeof txt);
   assert_string_equal(txt, "time");
@@ -399,6 +399,67 @@ static void test_conflicting_nprocs(void **state) {
   assert_int_equal(put_trace(f->s, "x", LA_MAX_RANKS, 2, NULL), LA_EPROTO);
   assert_non_null(strstr(la_store_errmsg(f->s), "rank"));
   assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces"), 3);
+}
+
+/* A rank that registers again after its end (its LocalAgent restarted:
+ * a RankEnd "LocalAgent restarted", then a RankStart with a higher
+ * sequence number from the same host) is running again; the end of the
+ * registration again is the one kept. Resent or older copies of either
+ * message change nothing, and a RankStart from another host does not
+ * reopen. */
+static void test_rank_registered_again(void **state) {
+  fx_t *f = *state;
+  La__RankStart m = rank_start("r", 0, 2, 10); /* seq 1 */
+  int reopened = -1;
+  assert_int_equal(la_store_rank_start(f->s, &m, &reopened), 0);
+  assert_int_equal(reopened, 0);
+  La__RankEnd e = rank_end("r", 0, "LocalAgent restarted"); /* seq 99 */
+  assert_int_equal(la_store_rank_end(f->s, &e, NULL), 0);
+  uint32_t np, ended;
+  assert_int_equal(la_store_app_ranks_ended(f->s, "r", &np, &ended), 0);
+  assert_int_equal(ended, 1);
+  /* the old RankStart again: still ended */
+  assert_int_equal(la_store_rank_start(f->s, &m, &reopened), 0);
+  assert_int_equal(reopened, 0);
+  /* from another host, even newer: not this rank's registration again */
+  La__RankStart other = m;
+  other.seq = 200;
+  other.host = "node2";
+  assert_int_equal(la_store_rank_start(f->s, &other, &reopened), 0);
+  assert_int_equal(reopened, 0);
+  assert_int_equal(la_store_app_ranks_ended(f->s, "r", &np, &ended), 0);
+  assert_int_equal(ended, 1);
+  /* the registration again */
+  La__RankStart again = m;
+  again.seq = 120;
+  again.has_pid = 1;
+  again.pid = 4242;
+  assert_int_equal(la_store_rank_start(f->s, &again, &reopened), 0);
+  assert_int_equal(reopened, 1);
+  assert_int_equal(la_store_app_ranks_ended(f->s, "r", &np, &ended), 0);
+  assert_int_equal(ended, 0);
+  /* a resend of it changes nothing */
+  assert_int_equal(la_store_rank_start(f->s, &again, &reopened), 0);
+  assert_int_equal(reopened, 0);
+  /* the old end, resent: below the new start, refused */
+  int was_new = -1;
+  assert_int_equal(la_store_rank_end(f->s, &e, &was_new), 0);
+  assert_int_equal(was_new, 0);
+  assert_int_equal(la_store_app_ranks_ended(f->s, "r", &np, &ended), 0);
+  assert_int_equal(ended, 0);
+  /* the program's own end */
+  La__RankEnd fin = rank_end("r", 0, "finalize");
+  fin.seq = 130;
+  assert_int_equal(la_store_rank_end(f->s, &fin, &was_new), 0);
+  assert_int_equal(was_new, 1);
+  assert_int_equal(la_store_app_ranks_ended(f->s, "r", &np, &ended), 0);
+  assert_int_equal(ended, 1);
+  char txt[64];
+  raw_text(f->path, "SELECT end_reason FROM ranks WHERE app_id = 'r'", txt,
+           sizeof txt);
+  assert_string_equal(txt, "finalize");
+  assert_int_equal(
+      raw_int(f->path, "SELECT pid FROM ranks WHERE app_id = 'r'"), 4242);
 }
 
 /* -------------------------------------------------------------- traces */
@@ -1103,7 +1164,7 @@ static void test_robust_round_trip(void **state) {
     } else if (r == 1) {
       m.interference = "off (perf_event_paranoid=3)";
     }
-    assert_int_equal(la_store_rank_start(f->s, &m), 0);
+    assert_int_equal(la_store_rank_start(f->s, &m, NULL), 0);
   }
   tr_t x, y;
   uint8_t rseg[64];
@@ -1489,7 +1550,7 @@ static void test_store_without_numbering_tables(void **state) {
   rs.grid = dims;
   rs.grid_origin = org;
   rs.grid_global = glob;
-  assert_int_equal(la_store_rank_start(f->s, &rs), 0);
+  assert_int_equal(la_store_rank_start(f->s, &rs, NULL), 0);
   tr_t x;
   mk_trace(&x, "g", 0, 1, 6, 40, 1);
   assert_int_equal(la_store_trace(f->s, &x.t, NULL), 0);
@@ -1683,7 +1744,7 @@ static void build_doc_db(la_store_t *s) {
     m.has_timer_res_ns = 1; /* fidelity, for the robust example */
     m.timer_res_ns = r < 2 ? 20 : 41.5;
     m.interference = r < 2 ? "on" : "off (perf_event_paranoid=3)";
-    assert_int_equal(la_store_rank_start(s, &m), 0);
+    assert_int_equal(la_store_rank_start(s, &m, NULL), 0);
   }
   assert_int_equal(la_store_begin(s), 0);
   for (uint64_t c = 10; c <= 40; c += 10)
@@ -2121,6 +2182,7 @@ int main(void) {
       T(test_open_reopen),
       T(test_schema_version_refused),
       T(test_rank_upserts),
+      T(test_rank_registered_again),
       T(test_conflicting_nprocs),
       T(test_trace_idempotent),
       T(test_trace_before_rank_start),
