@@ -4,21 +4,26 @@
  *
  * 1. `lactl serve`'s element map (lactl_sv_map_of, the reduction the
  *    page's /api/map answers) of synthetic Trace-Sets of R ranks x E
- *    elements, elements by global index, reduced to 512 x 512 bins by the
- *    mean: the time of the reduction by range sums (median of 3; of
- *    LA_SERVE_REPS), the same map decoding every element (what the max
- *    does, and what the mean did before range sums), decoding alone, and
- *    the bytes of the answer. Every rank carries the same compacted trace
- *    (a synthetic mesh series, polyline cv=0.05) so that the set fits in
- *    memory; each rank is still parsed, summed and decoded on its own.
- *    Sizes: 10^3 x 10^6 and 10^4 x 10^5 (10^9 elements each),
- *    LA_SERVE_RANKS and LA_SERVE_ELEMENTS for one other.
+ *    elements, elements by global index, reduced to 512 x 512 bins: by
+ *    the mean from range sums and decoding every element, by the max from
+ *    range sums and maxima and decoding every element (what the max did
+ *    before), interleaved (median of 3; of LA_SERVE_REPS), decoding
+ *    alone, and the bytes of the answer. Every rank carries the same
+ *    compacted trace (a synthetic mesh series, polyline cv=0.05) so that
+ *    the set fits in memory; each rank is still parsed, summed and
+ *    decoded on its own. Sizes: 10^3 x 10^6 and 10^4 x 10^5 (10^9
+ *    elements each), LA_SERVE_RANKS and LA_SERVE_ELEMENTS for one other.
  *    Then the wait of a request while a map is reduced: lactl serve's
  *    store, reduction thread and HTTP server on loopback, driven by a poll
- *    loop like lactl serve's; a client asks for the max map (decoding, the
- *    longest) and, until it comes, for the application list again and
- *    again: how long each of those took (median and max) and how long the
- *    map took.
+ *    loop like lactl serve's; a client asks for the max map decoding
+ *    every element (the longest reduction) and, until it comes, for the
+ *    application list again and again: how long each of those took
+ *    (median and max) and how long the map took. And the wait while a set
+ *    arrives: the same set written to a socket as the GlobalAgent's feed
+ *    sends it (a head and parts of 1 MiB), read in the poll loop
+ *    (la_client_next there, as lactl serve did before its feed thread) or
+ *    on lactl serve's feed thread, interleaved; the client asks for the
+ *    application list until the set is taken.
  * 2. `lactl plot --grid` (lactl_plot_grid) of a 960 x 960 x 2 grid on two
  *    ranks (one k-plane each), smooth (mesh) and noisy values: the SVG's
  *    bytes and how long writing it took.
@@ -43,6 +48,7 @@
 
 #include "la_client.h"
 #include "la_compact.h"
+#include "la_test_feedset.h"
 #include "la_test_series.h"
 #include "la_trace_msg.h"
 #include "../tools/lactl_bin.h"
@@ -61,15 +67,16 @@ static int cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* A set of nr ranks of ne elements each, every rank the same trace of x;
- * grid: ranks are k-planes of a gx x gy x nr grid. NULL on failure. */
-static la_traceset_t *make_set(uint32_t nr, uint64_t ne, const double *x,
-                               const la_compact_result_t *res, int grid,
-                               uint64_t gx, uint64_t gy) {
+/* The encoding of a set (cycle cycle) of nr ranks of ne elements each,
+ * every rank the same trace of x; grid: ranks are k-planes of a gx x gy x
+ * nr grid. *len its bytes; NULL on failure. */
+static uint8_t *pack_set(uint32_t nr, uint64_t ne, const double *x,
+                         const la_compact_result_t *res, int grid, uint64_t gx,
+                         uint64_t gy, uint64_t cycle, size_t *len) {
   La__TraceSet ts;
   la__trace_set__init(&ts);
   ts.app_id = "bench-serve";
-  ts.cycle_tag = 1;
+  ts.cycle_tag = cycle;
   ts.nprocs = nr;
   ts.complete = 1;
   ts.metric = "time";
@@ -91,7 +98,7 @@ static la_traceset_t *make_set(uint32_t nr, uint64_t ne, const double *x,
     ct[r].seq = r + 1;
     ct[r].app_id = "bench-serve";
     ct[r].rank = r;
-    ct[r].cycle_tag = 1;
+    ct[r].cycle_tag = cycle;
     ct[r].n_elements = ne;
     ct[r].mode = (La__CompactMode)res->mode;
     ct[r].segments.data = res->bytes;
@@ -114,18 +121,26 @@ static la_traceset_t *make_set(uint32_t nr, uint64_t ne, const double *x,
   ts.traces = ctp, ts.n_traces = nr;
   ts.rank_elements = rel, ts.n_rank_elements = nr;
   if (grid) ts.grids = grp, ts.n_grids = nr;
-  size_t len = la__trace_set__get_packed_size(&ts);
-  uint8_t *buf = malloc(len);
+  *len = la__trace_set__get_packed_size(&ts);
+  uint8_t *buf = malloc(*len);
+  if (buf) la__trace_set__pack(&ts, buf);
+  free(ct), free(ctp), free(rel), free(gr), free(grp), free(gv);
+  return buf;
+}
+
+/* That set (cycle 1), parsed. NULL on failure. */
+static la_traceset_t *make_set(uint32_t nr, uint64_t ne, const double *x,
+                               const la_compact_result_t *res, int grid,
+                               uint64_t gx, uint64_t gy) {
+  size_t len;
+  uint8_t *buf = pack_set(nr, ne, x, res, grid, gx, gy, 1, &len);
   la_traceset_t *t = NULL;
   char why[256];
-  if (buf) {
-    la__trace_set__pack(&ts, buf);
-    if (la_traceset_from_bytes(buf, len, &t, why, sizeof why) != 0) {
-      fprintf(stderr, "bench_serve: the synthetic set: %s\n", why);
-      t = NULL;
-    }
+  if (buf && la_traceset_from_bytes(buf, len, &t, why, sizeof why) != 0) {
+    fprintf(stderr, "bench_serve: the synthetic set: %s\n", why);
+    t = NULL;
   }
-  free(buf), free(ct), free(ctp), free(rel), free(gr), free(grp), free(gv);
+  free(buf);
   return t;
 }
 
@@ -141,6 +156,7 @@ typedef struct {
   lactl_http_t *http;
   uint16_t port;
   atomic_int quit;
+  atomic_int taken; /* the feed bench: the set arrived and was taken */
   live_t *out;
 } live_srv_t;
 
@@ -148,9 +164,11 @@ static void live_handle(void *ctx, const char *path, const char *query,
                         lactl_http_resp_t *r) {
   live_srv_t *s = ctx;
   char why[300];
-  if (!strcmp(path, "/api/map")) {
-    lactl_sv_map_opts_t o = {
-        .kind = LA_WEIGHTS_MEASURED, .agg = LACTL_BIN_MAX, .bins = 512};
+  if (!strcmp(path, "/api/map")) { /* decoding: the longest reduction */
+    lactl_sv_map_opts_t o = {.kind = LA_WEIGHTS_MEASURED,
+                             .agg = LACTL_BIN_MAX,
+                             .bins = 512,
+                             .decode = 1};
     if (lactl_sv_map_ask(s->d, "bench-serve", &o, NULL, r->ticket, why,
                          sizeof why) == 0)
       r->later = 1;
@@ -196,15 +214,12 @@ static size_t live_drain(int fd) {
   return n;
 }
 
-static void *live_client(void *arg) {
-  live_srv_t *s = arg;
+/* Asks for the application list again and again until done(s) (at most
+ * 100,000 times): the waits' median and max into s->out. */
+static void live_ask(live_srv_t *s, int (*done)(live_srv_t *, int), int fd0) {
   static double lat[100000];
   int n = 0;
-  double t0 = now_ms();
-  int map = live_get(s->port, "/api/map?token=be&app=bench-serve&agg=max");
-  for (;;) {
-    struct pollfd p = {.fd = map, .events = POLLIN};
-    if (map < 0 || poll(&p, 1, 0) > 0 || n == 100000) break;
+  while (!done(s, fd0) && n < 100000) {
     double a = now_ms();
     int fd = live_get(s->port, "/api/apps?token=be");
     if (fd < 0) break;
@@ -212,12 +227,25 @@ static void *live_client(void *arg) {
     close(fd);
     lat[n++] = now_ms() - a;
   }
-  if (map >= 0) live_drain(map), close(map);
-  s->out->map_ms = now_ms() - t0;
   qsort(lat, (size_t)n, sizeof *lat, cmp);
   s->out->n = n;
   s->out->med_ms = n ? lat[n / 2] : NAN;
   s->out->max_ms = n ? lat[n - 1] : NAN;
+}
+
+static int map_came(live_srv_t *s, int map) {
+  struct pollfd p = {.fd = map, .events = POLLIN};
+  (void)s;
+  return map < 0 || poll(&p, 1, 0) > 0;
+}
+
+static void *live_client(void *arg) {
+  live_srv_t *s = arg;
+  double t0 = now_ms();
+  int map = live_get(s->port, "/api/map?token=be&app=bench-serve&agg=max");
+  live_ask(s, map_came, map);
+  if (map >= 0) live_drain(map), close(map);
+  s->out->map_ms = now_ms() - t0;
   atomic_store(&s->quit, 1);
   return NULL;
 }
@@ -256,6 +284,98 @@ static int bench_live(la_traceset_t *t, live_t *out) {
   return 0;
 }
 
+/* ---- the wait of a request while a set arrives on the feed */
+
+static int set_taken(live_srv_t *s, int unused) {
+  (void)unused;
+  return atomic_load(&s->taken);
+}
+
+static void *feed_client(void *arg) {
+  live_srv_t *s = arg;
+  live_ask(s, set_taken, -1);
+  atomic_store(&s->quit, 1);
+  return NULL;
+}
+
+typedef struct {
+  int fd;
+  const uint8_t *set;
+  size_t len;
+  int rc;
+} feed_job_t;
+
+/* The GlobalAgent: the set in parts of 1 MiB (feed.part_bytes). */
+static void *feed_writer(void *arg) {
+  feed_job_t *j = arg;
+  j->rc = la_test_feed_set(j->fd, j->set, j->len, "bench-serve", 2, 1 << 20);
+  return NULL;
+}
+
+/* Serves set t (taken, cycle 1) while the encoding set[0..len) (cycle 2)
+ * arrives on a feed, read by the loop itself (thread 0: la_client_next
+ * in the poll loop, as lactl serve did before its feed thread) or by
+ * lactl serve's feed thread (1); a client asks for the application list
+ * until the set is taken. out->map_ms: from the first byte sent to the
+ * set taken. */
+static int bench_feed(la_traceset_t *t, const uint8_t *set, size_t len,
+                      int thread, live_t *out) {
+  live_srv_t s = {.d = lactl_sv_new(2), .out = out};
+  char *ev = NULL, bound[64], why[256];
+  size_t evn = 0;
+  int sv[2] = {-1, -1};
+  la_client_t *c = NULL;
+  lactl_sv_feed_t *feed = NULL;
+  atomic_init(&s.quit, 0);
+  atomic_init(&s.taken, 0);
+  if (!s.d || !t || lactl_sv_take(s.d, t, &ev, &evn) != 0 ||
+      lactl_http_open("127.0.0.1:0", 16, "be", live_handle, &s, &s.http,
+                      bound, sizeof bound, why, sizeof why) != 0 ||
+      socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 ||
+      la_client_from_fd(sv[0], 0, &c) != 0 ||
+      (thread && lactl_sv_feed_new(c, &feed) != 0)) {
+    fprintf(stderr, "bench_serve: the feed bench did not start\n");
+    return -1;
+  }
+  free(ev);
+  s.port = (uint16_t)atoi(strrchr(bound, ':') + 1);
+  feed_job_t j = {.fd = sv[1], .set = set, .len = len};
+  pthread_t cl, wr;
+  if (pthread_create(&cl, NULL, feed_client, &s) != 0) return -1;
+  double t0 = now_ms();
+  if (pthread_create(&wr, NULL, feed_writer, &j) != 0) return -1;
+  struct pollfd p[24];
+  while (!atomic_load(&s.quit)) {
+    size_t n = 0;
+    int ffd = thread ? lactl_sv_feed_fd(feed) : la_client_fd(c);
+    p[n++] = (struct pollfd){.fd = ffd, .events = POLLIN};
+    size_t h0 = n;
+    n += lactl_http_pollfds(s.http, p + n, 24 - n);
+    poll(p, n, 100);
+    la_traceset_t *got = NULL;
+    if (thread)
+      lactl_sv_feed_next(feed, &got, why, sizeof why);
+    else
+      la_client_next(c, 0, &got);
+    if (got && lactl_sv_take(s.d, got, &ev, &evn) == 0) {
+      free(ev);
+      out->map_ms = now_ms() - t0;
+      atomic_store(&s.taken, 1);
+    }
+    lactl_http_service(s.http, p + h0, n - h0, lactl_http_now_ms());
+  }
+  pthread_join(cl, NULL);
+  pthread_join(wr, NULL);
+  if (feed)
+    lactl_sv_feed_free(feed);
+  else
+    la_client_close(c);
+  close(sv[1]);
+  lactl_http_close(s.http);
+  lactl_sv_free(s.d);
+  return j.rc;
+}
+
 /* One size of part 1; prints its row and appends its JSON. */
 static int bench_map(FILE *js, uint32_t nr, uint64_t ne, int first) {
   double *x = malloc(ne * sizeof *x);
@@ -276,26 +396,31 @@ static int bench_map(FILE *js, uint32_t nr, uint64_t ne, int first) {
   int reps = er && atoi(er) >= 1 && atoi(er) <= 9 ? atoi(er) : 3;
   lactl_sv_map_opts_t o = {
       .kind = LA_WEIGHTS_MEASURED, .agg = LACTL_BIN_MEAN, .bins = 512};
-  double ms[9], msd[9];
+  /* interleaved: mean by range sums, mean decoding, max by range sums
+   * and maxima, max decoding (what the max did before) */
+  double ms[4][9];
   size_t bytes = 0;
-  for (int d = 0; d < 2; d++) {
-    o.decode = d;
-    for (int i = 0; i < reps; i++) {
+  for (int i = 0; i < reps; i++)
+    for (int v = 0; v < 4; v++) {
       char *b = NULL, why[256];
       size_t n = 0;
+      o.agg = v < 2 ? LACTL_BIN_MEAN : LACTL_BIN_MAX;
+      o.decode = v % 2;
       FILE *f = open_memstream(&b, &n);
-      if (!f || lactl_sv_map_of(t, &o, NULL, f, d ? &msd[i] : &ms[i], why,
+      if (!f || lactl_sv_map_of(t, &o, NULL, f, &ms[v][i], why,
                                 sizeof why) != 0) {
         fprintf(stderr, "bench_serve: %s\n", why);
         return -1;
       }
       fclose(f);
-      bytes = n;
+      if (v == 0) bytes = n;
       free(b);
     }
+  double med[4];
+  for (int v = 0; v < 4; v++) {
+    qsort(ms[v], (size_t)reps, sizeof *ms[v], cmp);
+    med[v] = ms[v][reps / 2];
   }
-  qsort(ms, (size_t)reps, sizeof *ms, cmp);
-  qsort(msd, (size_t)reps, sizeof *msd, cmp);
   /* the decoding alone, for comparison: every rank's weights */
   double *w = malloc(ne * sizeof *w), dec[9];
   for (int i = 0; w && i < reps; i++) {
@@ -307,27 +432,65 @@ static int bench_map(FILE *js, uint32_t nr, uint64_t ne, int first) {
   qsort(dec, (size_t)reps, sizeof *dec, cmp);
   double el = (double)nr * (double)ne;
   printf(
-      "  %6u ranks x %8llu elements  reduce %9.1f ms by range sums "
-      "(%.3f ns/element), %9.1f ms decoding (decoding alone %.1f ms)"
-      "  answer %8zu bytes\n",
-      nr, (unsigned long long)ne, ms[reps / 2], ms[reps / 2] * 1e6 / el,
-      msd[reps / 2], dec[reps / 2], bytes);
+      "  %6u ranks x %8llu elements  mean: %9.1f ms by range sums "
+      "(%.3f ns/element), %9.1f ms decoding; max: %9.1f ms by range "
+      "maxima, %9.1f ms decoding (decoding alone %.1f ms)  answer %8zu "
+      "bytes\n",
+      nr, (unsigned long long)ne, med[0], med[0] * 1e6 / el, med[1], med[2],
+      med[3], dec[reps / 2], bytes);
   la_traceset_free(t);
   live_t lv;
   if (bench_live(make_set(nr, ne, NULL, &res, 0, 0, 0), &lv) != 0) return -1;
-  printf("    while the max map is reduced (%.1f ms): %d requests answered, "
-         "median %.2f ms, max %.2f ms\n",
+  printf("    while a max map is reduced decoding (%.1f ms): %d requests "
+         "answered, median %.2f ms, max %.2f ms\n",
          lv.map_ms, lv.n, lv.med_ms, lv.max_ms);
+  /* a set arriving on the feed, read in the loop and on the feed
+   * thread, interleaved */
+  size_t slen;
+  uint8_t *set2 = pack_set(nr, ne, NULL, &res, 0, 0, 0, 2, &slen);
+  live_t fv[2][9];
+  for (int i = 0; set2 && i < reps; i++)
+    for (int th = 0; th < 2; th++)
+      if (bench_feed(make_set(nr, ne, NULL, &res, 0, 0, 0), set2, slen, th,
+                     &fv[th][i]) != 0)
+        return -1;
+  free(set2);
+  double fa[2], fn[2], fm[2], fx[2];
+  for (int th = 0; th < 2; th++) {
+    double a[9], b[9], c[9], d[9];
+    for (int i = 0; i < reps; i++)
+      a[i] = fv[th][i].map_ms, b[i] = fv[th][i].n, c[i] = fv[th][i].med_ms,
+      d[i] = fv[th][i].max_ms;
+    qsort(a, (size_t)reps, sizeof *a, cmp);
+    qsort(b, (size_t)reps, sizeof *b, cmp);
+    qsort(c, (size_t)reps, sizeof *c, cmp);
+    qsort(d, (size_t)reps, sizeof *d, cmp);
+    fa[th] = a[reps / 2], fn[th] = b[reps / 2], fm[th] = c[reps / 2];
+    fx[th] = d[reps / 2];
+    printf("    while the set (%zu bytes) arrives, read %s: taken after "
+           "%.1f ms, %.0f requests answered, median %.2f ms, max %.2f ms\n",
+           slen, th ? "on the feed thread" : "in the loop", fa[th], fn[th],
+           fm[th], fx[th]);
+  }
   fprintf(js,
           "%s\n  {\"ranks\": %u, \"elements_per_rank\": %llu, "
           "\"reps\": %d, \"reduce_ms_median\": %.3f, \"ns_per_element\": "
           "%.4f, \"reduce_decoding_ms_median\": %.3f, "
+          "\"max_reduce_ms_median\": %.3f, "
+          "\"max_reduce_decoding_ms_median\": %.3f, "
           "\"decode_ms_median\": %.3f, \"answer_bytes\": %zu, \"bins\": 512, "
           "\"live_max_map_ms\": %.1f, \"live_requests\": %d, "
-          "\"live_request_ms_median\": %.3f, \"live_request_ms_max\": %.3f}",
-          first ? "" : ",", nr, (unsigned long long)ne, reps, ms[reps / 2],
-          ms[reps / 2] * 1e6 / el, msd[reps / 2], dec[reps / 2], bytes,
-          lv.map_ms, lv.n, lv.med_ms, lv.max_ms);
+          "\"live_request_ms_median\": %.3f, \"live_request_ms_max\": %.3f, "
+          "\"set_bytes\": %zu, \"feed_loop_taken_ms\": %.1f, "
+          "\"feed_loop_requests\": %.0f, \"feed_loop_request_ms_median\": "
+          "%.3f, \"feed_loop_request_ms_max\": %.3f, "
+          "\"feed_thread_taken_ms\": %.1f, \"feed_thread_requests\": %.0f, "
+          "\"feed_thread_request_ms_median\": %.3f, "
+          "\"feed_thread_request_ms_max\": %.3f}",
+          first ? "" : ",", nr, (unsigned long long)ne, reps, med[0],
+          med[0] * 1e6 / el, med[1], med[2], med[3], dec[reps / 2], bytes,
+          lv.map_ms, lv.n, lv.med_ms, lv.max_ms, slen, fa[0], fn[0], fm[0],
+          fx[0], fa[1], fn[1], fm[1], fx[1]);
   la_compact_result_free(&res);
   return 0;
 }

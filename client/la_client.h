@@ -367,6 +367,15 @@ LA_CLIENT_EXPORT int la_traceset_rank_weights(const la_traceset_t *t,
 LA_CLIENT_EXPORT int la_traceset_range_sum(const la_traceset_t *t,
                                            uint64_t first, uint64_t count,
                                            double *sum);
+/* Largest finite weight of global elements [first, first+count), which
+ * may span ranks, from the segments without expanding them: exactly the
+ * largest of the decoded values (la_traceset_weights). NaN, infinities and
+ * missing ranks' elements are left out; *max is NaN when no element of the
+ * range has a finite weight. *nfinite (may be NULL) gets how many have.
+ * Errors: LA_ERANGE (past the last element), LA_EINVAL. */
+LA_CLIENT_EXPORT int la_traceset_range_max(const la_traceset_t *t,
+                                           uint64_t first, uint64_t count,
+                                           double *max, uint64_t *nfinite);
 
 /* METIS vertex weights, la_traceset_elements() of them: w = round(value *
  * scale), at least 1, at most max_weight, with scale = max_weight / (the

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* weights.c: what partitioners take, computed from a la_traceset_t: dense
- * decoded weights, range sums over the global numbering (from the segments,
- * without expanding), METIS integer and Zoltan float weights.
+ * decoded weights, range sums and range maxima over the global numbering
+ * (from the segments, without expanding), METIS integer and Zoltan float
+ * weights.
  *
  * Decoding goes through la_trace_decode in chunks, so the integer and float
  * weights need no scratch memory proportional to the set. Missing ranks are
@@ -89,6 +90,32 @@ int la_traceset_range_sum(const la_traceset_t *t, uint64_t first,
     g = stop;
   }
   *sum = count ? la__kval(&k) : 0.0;
+  return 0;
+}
+
+int la_traceset_range_max(const la_traceset_t *t, uint64_t first,
+                          uint64_t count, double *max, uint64_t *nfinite) {
+  if (!t || !max) return LA_EINVAL;
+  uint64_t total = t->vtx[t->nprocs];
+  if (first > total || count > total - first) return LA_ERANGE;
+  double mx = NAN;
+  uint64_t nf = 0, g = first, end = first + count;
+  uint32_t r = count ? la__rank_of(t, g) : t->nprocs;
+  for (; g < end && r < t->nprocs; r++) {
+    uint64_t lo = t->vtx[r], hi = t->vtx[r + 1];
+    if (hi <= g) continue; /* empty rank */
+    uint64_t stop = end < hi ? end : hi, n = 0;
+    double part = NAN;
+    if (t->w[r]) { /* a missing rank's elements have none */
+      int rc = la_trace_range_max(t->w[r], g - lo, stop - g, &part, &n);
+      if (rc) return rc;
+    }
+    if (n && (nf == 0 || part > mx)) mx = part;
+    nf += n;
+    g = stop;
+  }
+  *max = mx;
+  if (nfinite) *nfinite = nf;
   return 0;
 }
 

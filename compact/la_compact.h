@@ -282,6 +282,19 @@ int la_trace_slice_sums(const uint8_t *bytes, size_t len, uint64_t max_points,
                         unsigned nb, double *sums, uint64_t *n_points,
                         char *why, size_t why_len);
 
+/* The largest finite value of the reconstruction over [first,
+ * first+count), equal to the largest of la_trace_decode()'s values
+ * exactly (as numbers: of +0 and -0 either), without decoding: a line's
+ * largest value is at an end of its stretch in the range (its points rise
+ * or fall with the index, rounding included), exceptions and verbatim
+ * values are read from the index (O(records + exceptions + verbatim
+ * values in the range + log records)). NaN and infinities are left out;
+ * *max is NaN when no value of the range is finite (count 0 included).
+ * *nfinite (may be NULL) gets how many values are finite. Returns 0 or
+ * LA_ERANGE (the range not inside the trace, t or max NULL). */
+int la_trace_range_max(const la_trace_t *t, uint64_t first, uint64_t count,
+                       double *max, uint64_t *nfinite);
+
 
 /* The encoding of t's decoded values times scale, record for record: each
  * line through its ends times scale (its exceptions and verbatim runs the

@@ -21,14 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "la_compact_index.h"
 #include "la_compact_internal.h"
 #include "la_errors.h"
-
-typedef struct {
-  double hi, lo;
-} dd_t;
-
-#define LA_VBLK 32 /* values per checkpoint of their running sum */
 
 static dd_t dd_add(dd_t a, double b) {
   double s = a.hi + b, bb = s - a.hi;
@@ -70,41 +65,6 @@ static void sl_add(la_slices_t *sl, uint64_t pos, double v) {
   unsigned j = sl_at(sl, pos);
   sl->s[j] = dd_add(sl->s[j], v);
 }
-
-typedef struct {
-  uint64_t first, count;
-  double base, d, last; /* line: la_line_value(base, d, off, j, count, last) */
-  uint64_t off;         /* 1: continues a connected polyline */
-  uint64_t x0, nx;      /* line: its exceptions; verbatim: its values */
-  uint8_t kind, quant;
-} rec_t;
-
-struct la_trace {
-  uint64_t n;      /* stored values */
-  uint64_t spread; /* points per stored value (1, or k of a spread trace) */
-  int mode, flags;
-  double bound, quantum; /* quantum: 0 without LA_CENC_F_QUANTUM */
-  rec_t *recs;
-  dd_t *rprefix; /* finite sum of the records before k (nrec + 1) */
-  size_t nrec, rcap;
-  uint64_t *xpos; /* exceptions: positions, values, prefix of corrections */
-  double *xval;
-  dd_t *xprefix;
-  size_t nx, xcap;
-  double *vals; /* verbatim values (all values of a lossless trace) */
-  dd_t *vblk;   /* finite sum of vals[0 .. k * LA_VBLK) (times psc) */
-  dd_t vrun;    /* finite sum of vals[0 .. nv) (times psc) */
-  size_t nv, vcap;
-  uint64_t *nfpos; /* non-finite values in order, with their values */
-  double *nfval;
-  size_t nnf, nfcap;
-  int check_only; /* la_trace_check_max: parse and check, keep nothing */
-  la_cacc_t *acc; /* la_trace_check_totals: the values' totals (check_only) */
-  struct la_slices *sl; /* la_trace_slice_sums: per-slice sums (check_only) */
-  /* the prefix sums hold values times psc: 1, or 2^-64 when they would
-   * leave the double range at 1 (values near DBL_MAX; rescale()) */
-  double psc;
-};
 
 /* Makes room for need elements in the arrays p[0..np) of the given element
  * sizes, which share *cap (each array gets cap + 1 slots, for prefixes).
@@ -265,19 +225,6 @@ static dd_t vsum(const la_trace_t *t, size_t a, size_t b) {
   return s;
 }
 
-/* First index k in sorted pos[lo..hi) with pos[k] >= v. */
-static size_t lower_bound(const uint64_t *pos, size_t lo, size_t hi,
-                          uint64_t v) {
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (pos[mid] < v)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
 /* Finite part of the sum of points j0..j1-1 (j0 < j1) of record q. */
 static dd_t rec_partial(const la_trace_t *t, const rec_t *q, uint64_t j0,
                         uint64_t j1, dd_t s) {
@@ -300,8 +247,8 @@ static dd_t rec_partial(const la_trace_t *t, const rec_t *q, uint64_t j0,
     }
   }
   if (j1 == q->count) s = dd_add(s, q->last * t->psc);
-  x0 = lower_bound(t->xpos, q->x0, q->x0 + q->nx, q->first + j0);
-  x1 = lower_bound(t->xpos, x0, q->x0 + q->nx, q->first + j1);
+  x0 = la_lower_bound(t->xpos, q->x0, q->x0 + q->nx, q->first + j0);
+  x1 = la_lower_bound(t->xpos, x0, q->x0 + q->nx, q->first + j1);
   if (x1 > x0) {
     s = dd_add(s, t->xprefix[x1].hi - t->xprefix[x0].hi);
     s = dd_add(s, t->xprefix[x1].lo - t->xprefix[x0].lo);
@@ -889,20 +836,6 @@ void la_trace_params(const la_trace_t *t, la_compact_params_t *p) {
   p->quantum = t->quantum;
 }
 
-/* Index of the record that holds point i (i < n). */
-static size_t find_rec(const la_trace_t *t, uint64_t i) {
-  size_t lo = 0, hi = t->nrec;
-
-  while (hi - lo > 1) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (t->recs[mid].first <= i)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
 static int bad_range(const la_trace_t *t, uint64_t first, uint64_t count) {
   return t == NULL || first > la_trace_count(t) ||
          count > la_trace_count(t) - first;
@@ -914,7 +847,7 @@ static void decode_stored(const la_trace_t *t, uint64_t first, uint64_t count,
   uint64_t end = first + count, i = first;
   size_t k;
 
-  for (k = find_rec(t, first); i < end; k++) {
+  for (k = la_trace_find_rec(t, first); i < end; k++) {
     const rec_t *q = &t->recs[k];
     uint64_t j0 = i - q->first, j1 = end - q->first, j;
     size_t x;
@@ -925,7 +858,7 @@ static void decode_stored(const la_trace_t *t, uint64_t first, uint64_t count,
       double *o = out + (i - first);
       for (j = j0; j < j1; j++)
         o[j - j0] = la_line_value(q->base, q->d, q->off, j, q->count, q->last);
-      x = lower_bound(t->xpos, q->x0, q->x0 + q->nx, i);
+      x = la_lower_bound(t->xpos, q->x0, q->x0 + q->nx, i);
       for (; x < q->x0 + q->nx && t->xpos[x] < q->first + j1; x++)
         out[t->xpos[x] - first] = t->xval[x];
     }
@@ -967,8 +900,8 @@ static double sum_stored(const la_trace_t *t, uint64_t first, uint64_t count) {
   double r;
 
   last = first + count - 1;
-  k0 = find_rec(t, first);
-  k1 = find_rec(t, last);
+  k0 = la_trace_find_rec(t, first);
+  k1 = la_trace_find_rec(t, last);
   if (k0 == k1) {
     const rec_t *q = &t->recs[k0];
     s = rec_partial(t, q, first - q->first, last + 1 - q->first, s);
@@ -979,7 +912,7 @@ static double sum_stored(const la_trace_t *t, uint64_t first, uint64_t count) {
     s = rec_partial(t, q1, 0, last + 1 - q1->first, s);
   }
   r = (s.hi + s.lo) / t->psc; /* exact, or +-Inf past the double range */
-  f = lower_bound(t->nfpos, 0, t->nnf, first);
+  f = la_lower_bound(t->nfpos, 0, t->nnf, first);
   for (; f < t->nnf && t->nfpos[f] <= last; f++) r += t->nfval[f];
   return r;
 }
@@ -1057,9 +990,9 @@ int la_trace_is_verbatim(const la_trace_t *t, uint64_t i) {
 
   if (i >= la_trace_count(t)) return 0;
   i /= t->spread; /* the stored value of the cell */
-  q = &t->recs[find_rec(t, i)];
+  q = &t->recs[la_trace_find_rec(t, i)];
   if (q->kind == LA_REC_VERBATIM) return 1;
-  x = lower_bound(t->xpos, q->x0, q->x0 + q->nx, i);
+  x = la_lower_bound(t->xpos, q->x0, q->x0 + q->nx, i);
   return x < q->x0 + q->nx && t->xpos[x] == i;
 }
 

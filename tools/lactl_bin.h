@@ -114,6 +114,16 @@ static inline void lactl_bin_add_sum(lactl_bin_t *b, uint64_t i, double s,
   b->n[i] += n;
 }
 
+/* Adds n cells of max bin i whose values are all finite, the largest m
+ * (a range max of the compact encoding stands for its cells). */
+static inline void lactl_bin_add_max(lactl_bin_t *b, uint64_t i, double m,
+                                     uint64_t n) {
+  assert(i < (uint64_t)b->bw * b->bh && b->mode == LACTL_BIN_MAX &&
+         isfinite(m) && n > 0);
+  if (b->n[i] == 0 || m > b->acc[i]) b->acc[i] = m;
+  b->n[i] += n;
+}
+
 /* The value of bin (bx, by): NaN when none of its cells had one. */
 double lactl_bin_value(const lactl_bin_t *b, uint32_t bx, uint32_t by);
 

@@ -5,15 +5,17 @@
  * at start, and serves one page (lactl_serve_page.html, embedded) with
  * its JSON and a server-sent event stream (lactl_http.c) from a single
  * poll loop: a set published by the GlobalAgent is reduced and announced
- * to the open pages at once.
+ * to the open pages as soon as it has arrived.
  *
  * Access: 127.0.0.1 by default, and a random token made at start that
  * every request must carry (the URL printed holds it), so that other
  * users of the machine cannot read the profile (docs/security.md).
- * Blocking: the loop waits on the feed's stored-set queries at start (and
- * on an application's ids, once); element maps are reduced on a thread of
- * their own (lactl_serve_work.c), so the page, its JSON and the event
- * stream are answered while a large set is reduced (docs/lactl.md).
+ * Blocking: the loop waits on the stored-set queries at start (and on an
+ * application's ids, once, asked on a connection of their own); the feed
+ * is read on a thread of its own (lactl_serve_feed.c) and element maps are
+ * reduced on another (lactl_serve_work.c), so the page, its JSON and the
+ * event stream are answered while a large set arrives or is reduced
+ * (docs/lactl.md).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -73,7 +75,8 @@ static void la__on_signal(int sig) {
 typedef struct {
   lactl_sv_t *d;
   lactl_http_t *http;
-  la_client_t *c; /* the feed (NULL while lost): ids are asked through it */
+  la_client_t *c; /* requests (an application's ids) on a connection of
+                     their own beside the feed's (NULL while lost) */
   uint64_t updates, update_bytes; /* events sent, their bytes */
 } la__srv_t;
 
@@ -236,35 +239,44 @@ static int la__load(la__srv_t *s, const lactl_common_t *co, size_t hist) {
   return LACTL_OK;
 }
 
-/* Connects and subscribes to every application's live sets. */
-static int la__subscribe(const char *addr, la_client_t **c, char *why,
-                         size_t why_len) {
-  int rc = la_client_connect(addr, 0, c);
-  if (!rc) rc = la_client_subscribe(*c, NULL, 0);
+/* Connects and subscribes to every application's live sets, read by the
+ * feed thread *f, and connects *q for requests. */
+static int la__subscribe(const char *addr, lactl_sv_feed_t **f,
+                         la_client_t **q, char *why, size_t why_len) {
+  la_client_t *c = NULL;
+  *f = NULL, *q = NULL;
+  int rc = la_client_connect(addr, 0, &c);
+  if (!rc) rc = la_client_subscribe(c, NULL, 0);
   if (rc) {
     snprintf(why, why_len, "feed %s: %s", addr,
-             *c ? la_client_error(*c) : la_client_strerror(rc));
-    la_client_close(*c);
-    *c = NULL;
+             c ? la_client_error(c) : la_client_strerror(rc));
+    la_client_close(c);
+    return rc;
+  }
+  rc = la_client_connect(addr, 0, q);
+  if (rc) {
+    snprintf(why, why_len, "requests %s: %s", addr, la_client_strerror(rc));
+    la_client_close(c);
+    return rc;
+  }
+  rc = lactl_sv_feed_new(c, f);
+  if (rc) {
+    snprintf(why, why_len, "feed %s: no thread: %s", addr,
+             la_client_strerror(rc));
+    la_client_close(c), la_client_close(*q);
+    *q = NULL;
   }
   return rc;
 }
 
-/* Takes what arrived on the feed; 0, or the code of a lost stream. */
-static int la__drain(la__srv_t *s, la_client_t *c) {
-  for (;;) {
-    la_traceset_t *t;
-    int rc = la_client_next(c, 0, &t);
-    if (rc == 0) {
-      la__take(s, t);
-    } else if (rc == LA_ETIMEDOUT) {
-      return 0;
-    } else if (rc == LA_ELIMIT || (rc == LA_EPROTO && !la_client_state(c))) {
-      fprintf(stderr, "lactl serve: a set not shown: %s\n", la_client_error(c));
-    } else {
-      return rc;
-    }
-  }
+/* Takes the sets the feed thread read; 0, or the code of a lost stream
+ * (why says what). */
+static int la__drain(la__srv_t *s, lactl_sv_feed_t *f, char *why,
+                     size_t why_len) {
+  la_traceset_t *t;
+  int rc;
+  while ((rc = lactl_sv_feed_next(f, &t, why, why_len)) == 1) la__take(s, t);
+  return rc;
 }
 
 typedef struct {
@@ -351,12 +363,13 @@ int lactl_serve_main(int argc, char **argv) {
     return LACTL_FAIL;
   }
   la_client_t *c = NULL;
+  lactl_sv_feed_t *feed = NULL;
   const char *addr = lactl_global_addr(a.common.global);
   char why[400], bound[300];
   /* subscribe first, then load the stored cycles: a set published
-   * meanwhile waits in the subscription (a cycle taken twice replaces
-   * its column) */
-  if (la__subscribe(addr, &c, why, sizeof why) != 0) {
+   * meanwhile waits for the loop (a cycle taken twice replaces its
+   * column) */
+  if (la__subscribe(addr, &feed, &c, why, sizeof why) != 0) {
     fprintf(stderr, "lactl serve: %s\n", why);
     lactl_sv_free(s.d);
     return LACTL_FAIL;
@@ -377,6 +390,7 @@ int lactl_serve_main(int argc, char **argv) {
   }
   if (rc != LACTL_OK) {
     lactl_http_close(s.http);
+    lactl_sv_feed_free(feed);
     la_client_close(c);
     lactl_sv_free(s.d);
     return rc;
@@ -393,7 +407,8 @@ int lactl_serve_main(int argc, char **argv) {
   uint64_t retry_ms = 0;
   while (p && !la__stop) {
     size_t n = 0;
-    if (c) p[n++] = (struct pollfd){.fd = la_client_fd(c), .events = POLLIN};
+    if (feed)
+      p[n++] = (struct pollfd){.fd = lactl_sv_feed_fd(feed), .events = POLLIN};
     int mfd = lactl_sv_map_fd(s.d);
     if (mfd >= 0) p[n++] = (struct pollfd){.fd = mfd, .events = POLLIN};
     size_t h0 = n;
@@ -401,18 +416,18 @@ int lactl_serve_main(int argc, char **argv) {
     int pr = poll(p, n, 1000);
     if (pr < 0 && errno != EINTR) break;
     uint64_t now = lactl_http_now_ms();
-    /* what arrived, and sets kept while an ids request waited (they
-     * do not make the socket readable) */
-    if (c) {
-      int e = la__drain(&s, c);
-      if (e) {
+    /* the sets the feed thread read */
+    if (feed) {
+      char lost[300];
+      if (la__drain(&s, feed, lost, sizeof lost) != 0) {
         snprintf(why, sizeof why, "feed %s lost: %s; reconnecting", addr,
-                 la_client_error(c));
+                 lost);
         fprintf(stderr, "lactl serve: %s\n", why);
         lactl_sv_set_feed(s.d, why);
         lactl_http_broadcast(s.http, "feed", "{}", 2);
+        lactl_sv_feed_free(feed);
         la_client_close(c);
-        c = NULL;
+        feed = NULL, c = NULL;
         retry_ms = now + 2000;
       }
     }
@@ -424,8 +439,8 @@ int lactl_serve_main(int argc, char **argv) {
     s.c = NULL;
     /* maps the reduction thread made, kept ones, the next reduction */
     lactl_sv_map_poll(s.d, c, la__reply, &s);
-    if (!c && now >= retry_ms) {
-      if (la__subscribe(addr, &c, why, sizeof why) == 0) {
+    if (!feed && now >= retry_ms) {
+      if (la__subscribe(addr, &feed, &c, why, sizeof why) == 0) {
         lactl_sv_set_feed(s.d, "");
         lactl_http_broadcast(s.http, "feed", "{}", 2);
       } else {
@@ -448,6 +463,7 @@ int lactl_serve_main(int argc, char **argv) {
           (unsigned long long)s.update_bytes, (unsigned long long)ms.started,
           (unsigned long long)ms.superseded, (unsigned long long)ms.cached);
   lactl_http_close(s.http);
+  lactl_sv_feed_free(feed);
   la_client_close(c);
   lactl_sv_free(s.d);
   return LACTL_OK;

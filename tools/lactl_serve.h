@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* lactl_serve.h: what the files of `lactl serve` share. lactl_serve.c
- * parses the command line and runs the poll loop (the GlobalAgent's feed
- * and lactl_http.c's connections); lactl_serve_data.c keeps, per
- * application, the latest Trace-Set and the ranks x cycles history,
- * reduced as it arrives, and answers the page's JSON, the element maps
- * reduced on lactl_serve_work.c's thread by lactl_serve_bin.c's binning
- * (range sums for the mean); lactl_serve_page.c embeds the page
- * (lactl_serve_page.html).
+ * parses the command line and runs the poll loop (lactl_http.c's
+ * connections, the sets lactl_serve_feed.c's thread reads from the
+ * GlobalAgent's feed); lactl_serve_data.c keeps, per application, the
+ * latest Trace-Set and the ranks x cycles history, reduced as it arrives,
+ * and answers the page's JSON, the element maps reduced on
+ * lactl_serve_work.c's thread by lactl_serve_bin.c's binning (range sums
+ * for the mean, range sums and maxima for the max); lactl_serve_page.c
+ * embeds the page (lactl_serve_page.html).
  */
 #ifndef LACTL_SERVE_H
 #define LACTL_SERVE_H
@@ -123,8 +124,9 @@ typedef struct lactl_sv_fill {
 } lactl_sv_fill_t;
 /* Bins every element of t (weights as t serves them) into b (w x h cells:
  * the grid's slice, or rows of b->w): a mean by range sums of the runs of
- * a bin's row (never decoding, but for a run whose sum is not finite),
- * the max and id places by decoding. Missing ranks' cells count as no
+ * a bin's row, the max by range sums and range maxima (never decoding,
+ * but for a run whose sum is not finite), id places by decoding. Missing
+ * ranks' cells count as no
  * data. 0, LA_ENOMEM, LA_EIO (a trace that does not decode) or LA_ESTATE
  * (stopped). */
 int lactl_sv_fill(la_traceset_t *t, lactl_bin_t *b, lactl_sv_fill_t *f);
@@ -145,6 +147,22 @@ int lactl_sv_work_run(lactl_sv_work_t *w, lactl_sv_job_fn fn, void *arg);
 int lactl_sv_work_done(lactl_sv_work_t *w);
 /* Waits for the job in progress (ask it to stop first), ends the thread. */
 void lactl_sv_work_free(lactl_sv_work_t *w);
+
+/* The feed thread (lactl_serve_feed.c): reads the sets of a subscribed
+ * client (taken: closed by lactl_sv_feed_free) off the poll loop and hands
+ * them over one at a time. 0, LA_ENOMEM or LA_EIO (c not taken then). */
+typedef struct lactl_sv_feed lactl_sv_feed_t;
+int lactl_sv_feed_new(la_client_t *c, lactl_sv_feed_t **f);
+/* The eventfd that turns readable when a set waits or the stream is lost. */
+int lactl_sv_feed_fd(const lactl_sv_feed_t *f);
+/* 1 with *t the next set (the caller's), 0 when none waits, or the code of
+ * the lost stream (the thread ended; why says what) once no set waits. A
+ * set that does not come (over a limit, malformed) is said on stderr. */
+int lactl_sv_feed_next(lactl_sv_feed_t *f, la_traceset_t **t, char *why,
+                       size_t why_len);
+/* Ends the thread (within 100 ms, or once the set it is receiving has
+ * arrived), frees what waits, closes the client. */
+void lactl_sv_feed_free(lactl_sv_feed_t *f);
 
 /* Sets the line the page shows about the feed ("" when fine). */
 void lactl_sv_set_feed(lactl_sv_t *d, const char *status);

@@ -7,14 +7,15 @@
  * global order; a grid slice's rows are runs of dm[0] elements of a
  * k-slab rank). For the mean, such a run is one range sum of the compact
  * encoding (la_traceset_range_sum: closed form over the segments, O(log
- * segments) and not O(elements)), so nothing is decoded. A range sum
- * that is not finite (the run holds a NaN or an infinity, or its sum
- * overflows) makes the rank decoded and that run added value by value,
- * so that the bin keeps only its finite values as before. The max (and
- * elements placed by their ids) decode every element: the largest value
- * of a run of a line segment is at one of its ends, but quantized lines,
- * exceptions and verbatim runs need their values, so "max" stays exact by
- * decoding (the page says so).
+ * segments) and not O(elements)); for the max, one range sum (the map's
+ * mean of the finite values) and one range max (la_traceset_range_max:
+ * a line's largest value is at an end of its stretch, exceptions and
+ * verbatim values read from the parsed trace; exactly the decoded
+ * values' largest), so nothing is decoded. A range sum that is not
+ * finite (the run holds a NaN or an infinity, or its sum overflows)
+ * makes the rank decoded and that run added value by value, so that the
+ * bin keeps only its finite values as before. Elements placed by their
+ * ids decode every element.
  */
 #include <math.h>
 #include <stdatomic.h>
@@ -77,8 +78,9 @@ int lactl_sv_fill(la_traceset_t *t, lactl_bin_t *b, lactl_sv_fill_t *f) {
     xb[x] = (uint32_t)lactl_bin_index(b, x, 0);
     xend[xb[x]] = x + 1;
   }
-  /* range sums serve the mean; the max needs the values */
-  const int sums = !f->decode && b->mode == LACTL_BIN_MEAN;
+  /* range sums serve the mean, range sums and maxima the max */
+  const int sums = !f->decode && b->mode != LACTL_BIN_EXTREME;
+  const int max = b->mode == LACTL_BIN_MAX;
   const uint64_t at = grid ? g[2] / 2 : 0;
   int rc = 0;
   for (uint32_t r = 0; r < np && !rc; r++) {
@@ -117,13 +119,21 @@ int lactl_sv_fill(la_traceset_t *t, lactl_bin_t *b, lactl_sv_fill_t *f) {
         uint32_t bx = xb[k];
         uint64_t kend = xend[bx] < xe ? xend[bx] : xe, i = bx + ybase;
         uint64_t first = e + (k - xa), cnt = kend - k;
-        double s = NAN;
+        double s = NAN, m = NAN;
+        uint64_t nm = 0;
         if (!have) {
           b->none[i] += cnt;
         } else if (!decoded &&
                    la_traceset_range_sum(t, off + first, cnt, &s) == 0 &&
-                   isfinite(s)) {
-          lactl_bin_add_sum(b, i, s, cnt);
+                   isfinite(s) &&
+                   (!max || (la_traceset_range_max(t, off + first, cnt, &m,
+                                                   &nm) == 0 &&
+                             nm == cnt))) {
+          /* a finite sum: every value of the run is finite */
+          if (max)
+            lactl_bin_add_max(b, i, m, cnt);
+          else
+            lactl_bin_add_sum(b, i, s, cnt);
           f->sum += s, f->nfin += cnt, f->ranges++;
         } else {
           if (!decoded) { /* a value that is not finite: decode the rank */

@@ -51,7 +51,7 @@ typedef struct {
 /* What an element map is asked with (the application and the options). */
 typedef struct {
   char app[129];
-  int kind, agg;
+  int kind, agg, decode;
   uint32_t bins;
   char channel[130];
 } la__key_t;
@@ -568,6 +568,7 @@ int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o,
           ms_red,
           fl.decoded && fl.ranges ? "range sums and decoding"
           : fl.decoded            ? "decoding"
+          : o->agg == LACTL_BIN_MAX ? "range sums and maxima"
                                   : "range sums",
           (unsigned long long)fl.ranges, (unsigned long long)fl.decoded);
   if (ms) *ms = ms_red;
@@ -584,6 +585,7 @@ static void la__job_run(void *arg) {
                            .channel = j->k.channel,
                            .agg = j->k.agg,
                            .bins = j->k.bins,
+                           .decode = j->k.decode,
                            .stop = &j->stop};
   FILE *f = open_memstream(&j->body, &j->len);
   j->rc = f ? lactl_sv_map_of(j->set, &o, j->pos, f, NULL, j->why,
@@ -599,7 +601,8 @@ static void la__job_run(void *arg) {
 
 static int la__key_eq(const la__key_t *a, const la__key_t *b) {
   return a->kind == b->kind && a->agg == b->agg && a->bins == b->bins &&
-         !strcmp(a->app, b->app) && !strcmp(a->channel, b->channel);
+         a->decode == b->decode && !strcmp(a->app, b->app) &&
+         !strcmp(a->channel, b->channel);
 }
 
 int lactl_sv_map_ask(lactl_sv_t *d, const char *app,
@@ -628,6 +631,7 @@ int lactl_sv_map_ask(lactl_sv_t *d, const char *app,
   snprintf(w->k.channel, sizeof w->k.channel, "%s",
            o->channel ? o->channel : "");
   w->k.kind = o->kind, w->k.agg = o->agg, w->k.bins = o->bins;
+  w->k.decode = o->decode;
   return 0;
 }
 

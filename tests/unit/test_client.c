@@ -377,8 +377,20 @@ static void test_range_sums(void **state) {
     assert_int_equal(
         la_traceset_range_sum(t, cases[k].first, cases[k].count, &got), 0);
     assert_true(fabs(got - want) <= 1e-9 * mag + 1e-300);
+    /* the largest, exactly the decoded values' */
+    double mx = NAN, wmx = NAN;
+    uint64_t nf = 7;
+    for (uint64_t i = cases[k].first; i < cases[k].first + cases[k].count;
+         i++)
+      if (isnan(wmx) || w[i] > wmx) wmx = w[i];
+    assert_int_equal(
+        la_traceset_range_max(t, cases[k].first, cases[k].count, &mx, &nf), 0);
+    assert_int_equal(nf, cases[k].count);
+    assert_true(isnan(wmx) ? isnan(mx) : mx == wmx);
   }
   double s;
+  assert_int_equal(la_traceset_range_max(t, total - 1, 2, &s, NULL),
+                   LA_ERANGE);
   assert_int_equal(la_traceset_range_sum(t, total - 1, 2, &s), LA_ERANGE);
   assert_int_equal(la_traceset_range_sum(t, total + 1, 0, &s), LA_ERANGE);
   assert_int_equal(la_traceset_range_sum(t, 1, UINT64_MAX, &s), LA_ERANGE);
@@ -453,6 +465,15 @@ static void test_partial(void **state) {
   double sum;
   assert_int_equal(la_traceset_range_sum(t, vtx[2] - 5, 10, &sum), 0);
   assert_true(isnan(sum));
+  /* the largest leaves the missing rank's elements out */
+  double mx5 = w[vtx[2] - 5], rmx;
+  uint64_t nf;
+  for (uint64_t i = vtx[2] - 4; i < vtx[2]; i++) mx5 = fmax(mx5, w[i]);
+  assert_int_equal(la_traceset_range_max(t, vtx[2] - 5, 10, &rmx, &nf), 0);
+  assert_true(rmx == mx5 && nf == 5);
+  assert_int_equal(la_traceset_range_max(t, vtx[2], vtx[3] - vtx[2], &rmx, &nf),
+                   0);
+  assert_true(isnan(rmx) && nf == 0);
   assert_int_equal(la_traceset_range_sum(t, vtx[1], vtx[2] - vtx[1], &sum), 0);
   assert_true(isfinite(sum));
   /* METIS and Zoltan: missing elements weigh the mean of present values */

@@ -5,18 +5,23 @@
  * Binning (lactl_sv_fill): synthetic Trace-Sets (real compact encodings:
  * polyline, maxerr, lossless, ranks of different sizes, a missing rank, a
  * lossless rank holding NaN and infinities, a k-slab grid) binned by the
- * mean from range sums give, bin by bin, the counts of the decoded
- * binning and its means to within 1e-9 of the bin's magnitude, without
+ * mean from range sums and by the max from range sums and range maxima
+ * give, bin by bin, the counts of the decoded binning, its means to
+ * within 1e-9 of the bin's magnitude and its maxima exactly, without
  * decoding a rank that holds only finite values; a rank with a value
  * that is not finite is decoded and its non-finite cells counted as no
- * data as before; the max decodes and equals the decoded binning
- * exactly; a stop request stops it.
+ * data as before; a stop request stops it.
+ *
+ * The feed thread: sets written to a socket as the GlobalAgent's feed
+ * sends them (a head and parts) are handed over whole, one at a time; a
+ * malformed one is skipped and the next comes; the end of the stream is
+ * told with its reason.
  *
  * Liveness: lactl_sv (the store and the reduction thread) and lactl_http
  * on loopback, driven by a poll loop like lactl serve's: while the max
- * map of a set of 10^9 elements is reduced (decoding: about a second), the
- * application list and the event stream are answered (they arrive before
- * the map); a newer set of the application, taken meanwhile, stops that
+ * map of a set of 10^9 elements is reduced decoding every element (about
+ * a second), the application list and the event stream are answered (they
+ * arrive before the map); a newer set of the application, taken meanwhile, stops that
  * reduction, and the map that comes is the newer set's.
  */
 #include <setjmp.h>
@@ -38,18 +43,19 @@
 
 #include "la_client.h"
 #include "la_compact.h"
+#include "la_test_feedset.h"
 #include "la_test_series.h"
 #include "la_trace_msg.h"
 #include "../../tools/lactl_bin.h"
 #include "../../tools/lactl_http.h"
 #include "../../tools/lactl_serve.h"
 
-/* A set of nr ranks: rank r has ne[r] elements, encoded by res[r] (NULL:
- * missing); grid: k-slabs of gx x gy x nz[r] cells stacked in order. */
-static la_traceset_t *make_set(const char *app, uint64_t cycle, uint32_t nr,
-                               const uint64_t *ne,
-                               la_compact_result_t *const *res, int grid,
-                               uint64_t gx, uint64_t gy) {
+/* The encoding of a set of nr ranks: rank r has ne[r] elements, encoded
+ * by res[r] (NULL: missing); grid: k-slabs of gx x gy x nz[r] cells
+ * stacked in order. *len its bytes; the caller frees it. */
+static uint8_t *pack_set(const char *app, uint64_t cycle, uint32_t nr,
+                         const uint64_t *ne, la_compact_result_t *const *res,
+                         int grid, uint64_t gx, uint64_t gy, size_t *len) {
   La__TraceSet ts;
   la__trace_set__init(&ts);
   ts.app_id = (char *)app;
@@ -106,16 +112,26 @@ static la_traceset_t *make_set(const char *app, uint64_t cycle, uint32_t nr,
   ts.missing_ranks = miss, ts.n_missing_ranks = nm;
   ts.rank_elements = (uint64_t *)ne, ts.n_rank_elements = nr;
   if (grid) ts.grids = grp, ts.n_grids = nr;
-  size_t len = la__trace_set__get_packed_size(&ts);
-  uint8_t *buf = malloc(len);
+  *len = la__trace_set__get_packed_size(&ts);
+  uint8_t *buf = malloc(*len);
   assert_non_null(buf);
   la__trace_set__pack(&ts, buf);
+  free(ct), free(ctp), free(st), free(miss), free(gr), free(grp), free(gv);
+  return buf;
+}
+
+/* That set, parsed. */
+static la_traceset_t *make_set(const char *app, uint64_t cycle, uint32_t nr,
+                               const uint64_t *ne,
+                               la_compact_result_t *const *res, int grid,
+                               uint64_t gx, uint64_t gy) {
+  size_t len;
+  uint8_t *buf = pack_set(app, cycle, nr, ne, res, grid, gx, gy, &len);
   la_traceset_t *t = NULL;
   char why[256];
   if (la_traceset_from_bytes(buf, len, &t, why, sizeof why) != 0)
     fail_msg("the synthetic set: %s", why);
-  free(buf), free(ct), free(ctp), free(st), free(miss), free(gr), free(grp);
-  free(gv);
+  free(buf);
   return t;
 }
 
@@ -190,11 +206,12 @@ static void test_index_mean(void **state) {
   uint64_t n = la_traceset_elements(t), w = (uint64_t)ceil(sqrt((double)n));
   uint64_t h = (n + w - 1) / w;
   const uint32_t sizes[] = {16, 37, 100, 512};
-  for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+  for (size_t s = 0; s < 2 * sizeof sizes / sizeof *sizes; s++) {
+    const int mode = s % 2 ? LACTL_BIN_MAX : LACTL_BIN_MEAN;
     lactl_bin_t a, b;
     lactl_sv_fill_t fa, fb;
-    bin(t, w, h, sizes[s], LACTL_BIN_MEAN, 0, 0, NULL, &a, &fa);
-    bin(t, w, h, sizes[s], LACTL_BIN_MEAN, 1, 0, NULL, &b, &fb);
+    bin(t, w, h, sizes[s / 2], mode, 0, 0, NULL, &a, &fa);
+    bin(t, w, h, sizes[s / 2], mode, 1, 0, NULL, &b, &fb);
     same_bins(&a, &b);
     assert_int_equal(fa.decoded, 0); /* every value finite: no decoding */
     assert_true(fa.ranges > 0);
@@ -206,12 +223,13 @@ static void test_index_mean(void **state) {
   }
   /* lactl serve's rows when elements outnumber the bins: at most nb rows,
    * each bin one run of a row (a range sum per rank in it) */
-  for (uint32_t nb = 16; nb <= 64; nb *= 4) {
+  for (uint32_t nb = 16, mode = LACTL_BIN_MEAN; nb <= 64;
+       mode = !mode, nb *= mode == LACTL_BIN_MEAN ? 4 : 1) {
     uint64_t ww = (n + nb - 1) / nb, hh = (n + ww - 1) / ww;
     lactl_bin_t a, b;
     lactl_sv_fill_t fa, fb;
-    bin(t, ww, hh, nb, LACTL_BIN_MEAN, 0, 0, NULL, &a, &fa);
-    bin(t, ww, hh, nb, LACTL_BIN_MEAN, 1, 0, NULL, &b, &fb);
+    bin(t, ww, hh, nb, (int)mode, 0, 0, NULL, &a, &fa);
+    bin(t, ww, hh, nb, (int)mode, 1, 0, NULL, &b, &fb);
     same_bins(&a, &b);
     assert_int_equal(a.bh, hh);
     assert_true(fa.ranges <= (uint64_t)nb * hh + 6); /* + rank boundaries */
@@ -232,17 +250,19 @@ static void test_nonfinite(void **state) {
       series(LA_SYNTH_NOISE, 6000, "lossless", 1),
       series(LA_SYNTH_MESH, 3000, "lossless", 0)};
   la_traceset_t *t = make_set("nonfinite", 1, 3, ne, res, 0, 0, 0);
-  lactl_bin_t a, b;
-  lactl_sv_fill_t fa, fb;
-  bin(t, 115, 114, 64, LACTL_BIN_MEAN, 0, 0, NULL, &a, &fa);
-  bin(t, 115, 114, 64, LACTL_BIN_MEAN, 1, 0, NULL, &b, &fb);
-  same_bins(&a, &b);
-  assert_int_equal(fa.decoded, 6000); /* only the rank with them */
-  assert_int_equal(fa.nfin, 13000 - 3);
-  uint64_t none = 0;
-  for (size_t i = 0; i < (size_t)a.bw * a.bh; i++) none += a.none[i];
-  assert_int_equal(none, 3); /* cells past the last element: never added */
-  lactl_bin_free(&a), lactl_bin_free(&b);
+  for (int mode = LACTL_BIN_MEAN; mode <= LACTL_BIN_MAX; mode++) {
+    lactl_bin_t a, b;
+    lactl_sv_fill_t fa, fb;
+    bin(t, 115, 114, 64, mode, 0, 0, NULL, &a, &fa);
+    bin(t, 115, 114, 64, mode, 1, 0, NULL, &b, &fb);
+    same_bins(&a, &b);
+    assert_int_equal(fa.decoded, 6000); /* only the rank with them */
+    assert_int_equal(fa.nfin, 13000 - 3);
+    uint64_t none = 0;
+    for (size_t i = 0; i < (size_t)a.bw * a.bh; i++) none += a.none[i];
+    assert_int_equal(none, 3); /* cells past the last element: never added */
+    lactl_bin_free(&a), lactl_bin_free(&b);
+  }
   la_traceset_free(t);
   for (int r = 0; r < 3; r++) free_series(res[r]);
 }
@@ -260,11 +280,12 @@ static void test_grid_mean(void **state) {
   la_traceset_t *t = make_set("grid", 1, 3, ne, res, 1, gx, gy);
   const uint64_t g[3] = {gx, gy, 6};
   const uint32_t sizes[] = {64, 1024};
-  for (size_t s = 0; s < 2; s++) {
+  for (size_t s = 0; s < 4; s++) {
+    const int mode = s % 2 ? LACTL_BIN_MAX : LACTL_BIN_MEAN;
     lactl_bin_t a, b;
     lactl_sv_fill_t fa, fb;
-    bin(t, gx, gy, sizes[s], LACTL_BIN_MEAN, 0, 1, g, &a, &fa);
-    bin(t, gx, gy, sizes[s], LACTL_BIN_MEAN, 1, 1, g, &b, &fb);
+    bin(t, gx, gy, sizes[s / 2], mode, 0, 1, g, &a, &fa);
+    bin(t, gx, gy, sizes[s / 2], mode, 1, 1, g, &b, &fb);
     same_bins(&a, &b);
     assert_int_equal(fa.decoded, 0);
     assert_int_equal(fa.nfin, gx * gy); /* the slice k = 3: rank 1's */
@@ -274,8 +295,9 @@ static void test_grid_mean(void **state) {
   for (int r = 0; r < 3; r++) free_series(res[r]);
 }
 
-/* The max decodes (whatever decode says) and equals the decoded binning;
- * a stop request stops a reduction. */
+/* The max by range sums and maxima equals the decoded binning (values
+ * negative and positive, maxerr's lines through exceptions), decoding
+ * nothing; a stop request stops a reduction. */
 static void test_max_and_stop(void **state) {
   (void)state;
   const uint64_t ne[2] = {20000, 15000};
@@ -288,8 +310,9 @@ static void test_max_and_stop(void **state) {
   bin(t, 188, 187, 50, LACTL_BIN_MAX, 0, 0, NULL, &a, &fa);
   bin(t, 188, 187, 50, LACTL_BIN_MAX, 1, 0, NULL, &b, &fb);
   same_bins(&a, &b);
-  assert_int_equal(fa.ranges, 0);
-  assert_int_equal(fa.decoded, 35000);
+  assert_true(fa.ranges > 0);
+  assert_int_equal(fa.decoded, 0);
+  assert_int_equal(fb.decoded, 35000);
   lactl_bin_free(&a), lactl_bin_free(&b);
   atomic_int stop;
   atomic_init(&stop, 1);
@@ -301,6 +324,71 @@ static void test_max_and_stop(void **state) {
   lactl_bin_free(&a);
   la_traceset_free(t);
   for (int r = 0; r < 2; r++) free_series(res[r]);
+}
+
+/* The next thing the feed thread hands over, waiting up to 20 s: 1 and
+ * *t, or the lost stream's code. */
+static int feed_wait(lactl_sv_feed_t *f, la_traceset_t **t, char *why,
+                     size_t why_len) {
+  for (int i = 0; i < 200; i++) {
+    struct pollfd p = {.fd = lactl_sv_feed_fd(f), .events = POLLIN};
+    poll(&p, 1, 100);
+    int rc = lactl_sv_feed_next(f, t, why, why_len);
+    if (rc) return rc;
+  }
+  fail_msg("the feed thread handed nothing over in 20 s");
+  return 0;
+}
+
+/* The feed thread: sets sent in parts as the GlobalAgent sends them
+ * arrive whole, one at a time; a malformed one is skipped (said on
+ * stderr) and the next arrives; the stream's end is told with its
+ * reason. */
+static void test_feed_thread(void **state) {
+  (void)state;
+  const uint64_t ne[3] = {5000, 7000, 3000};
+  la_compact_result_t *res[3] = {
+      series(LA_SYNTH_MESH, 5000, "polyline:cv=0.05", 0),
+      series(LA_SYNTH_RAMPS, 7000, "maxerr:eps=0.5", 0), NULL};
+  size_t len;
+  uint8_t *set = pack_set("fed", 4, 3, ne, res, 0, 0, 0, &len);
+  la_traceset_t *want = make_set("fed", 4, 3, ne, res, 0, 0, 0);
+  int sv[2];
+  assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  la_client_t *c;
+  lactl_sv_feed_t *f;
+  assert_int_equal(la_client_from_fd(sv[0], 0, &c), 0);
+  assert_int_equal(lactl_sv_feed_new(c, &f), 0);
+  la_traceset_t *t = NULL;
+  char why[300] = "";
+  assert_int_equal(lactl_sv_feed_next(f, &t, why, sizeof why), 0);
+  /* two sets, then a malformed one (its bytes cut), then a third */
+  assert_int_equal(la_test_feed_set(sv[1], set, len, "fed", 4, 1000), 0);
+  assert_int_equal(la_test_feed_set(sv[1], set, len, "fed", 4, 333), 0);
+  assert_int_equal(la_test_feed_set(sv[1], set, len / 2, "fed", 5, 1000), 0);
+  assert_int_equal(la_test_feed_set(sv[1], set, len, "fed", 4, len), 0);
+  for (int k = 0; k < 3; k++) {
+    assert_int_equal(feed_wait(f, &t, why, sizeof why), 1);
+    assert_string_equal(la_traceset_app_id(t), "fed");
+    assert_int_equal(la_traceset_cycle(t), 4);
+    assert_int_equal(la_traceset_elements(t), 15000);
+    assert_false(la_traceset_has_rank(t, 2));
+    double a, b;
+    assert_int_equal(la_traceset_range_sum(t, 100, 9000, &a), 0);
+    assert_int_equal(la_traceset_range_sum(want, 100, 9000, &b), 0);
+    assert_true(a == b);
+    la_traceset_free(t);
+  }
+  /* the GlobalAgent goes away: the loop is told, with the reason */
+  close(sv[1]);
+  int rc = feed_wait(f, &t, why, sizeof why);
+  assert_int_equal(rc, LA_EIO);
+  assert_null(t);
+  assert_true(strstr(why, "closed") != NULL);
+  lactl_sv_feed_free(f);
+  la_traceset_free(want);
+  free(set);
+  for (int r = 0; r < 3; r++) free_series(res[r]);
 }
 
 /* ---- liveness: the store, the reduction thread and HTTP on loopback */
@@ -322,8 +410,9 @@ static void handle(void *ctx, const char *path, const char *query,
     return;
   }
   if (!strcmp(path, "/api/map")) {
+    /* decoding every element: a reduction long enough to watch */
     lactl_sv_map_opts_t o = {.kind = LA_WEIGHTS_MEASURED,
-                             .agg = LACTL_BIN_MAX, .bins = 512};
+                             .agg = LACTL_BIN_MAX, .bins = 512, .decode = 1};
     if (lactl_sv_map_ask(s->d, "big", &o, NULL, r->ticket, why, sizeof why))
       fail_msg("map asked: %s", why);
     r->later = 1;
@@ -478,6 +567,6 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_index_mean), cmocka_unit_test(test_nonfinite),
       cmocka_unit_test(test_grid_mean), cmocka_unit_test(test_max_and_stop),
-      cmocka_unit_test(test_live)};
+      cmocka_unit_test(test_feed_thread), cmocka_unit_test(test_live)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

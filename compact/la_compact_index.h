@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* la_compact_index.h: the index la_trace_open() builds of an encoding
+ * (la_trace_t), shared by the decoder (la_compact_decode.c) and the
+ * queries answered from it in files of their own (la_compact_rangemax.c):
+ * the records in order, the exceptions of the lines, the verbatim values,
+ * and how to find a point's record. Internal to the engine.
+ */
+#ifndef LA_COMPACT_INDEX_H
+#define LA_COMPACT_INDEX_H
+
+#include "la_compact_internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A double-double: hi + lo. */
+typedef struct {
+  double hi, lo;
+} dd_t;
+
+#define LA_VBLK 32 /* values per checkpoint of their running sum */
+
+/* One record: a line (LA_REC_QLINE or LA_REC_RLINE) or a run of values
+ * (LA_REC_VERBATIM, also quantized runs). */
+typedef struct {
+  uint64_t first, count;
+  double base, d, last; /* line: la_line_value(base, d, off, j, count, last) */
+  uint64_t off;         /* 1: continues a connected polyline */
+  uint64_t x0, nx;      /* line: its exceptions; verbatim: its values */
+  uint8_t kind, quant;
+} rec_t;
+
+/* A parsed encoding (la_compact.h's la_trace_t): its records, their
+ * exceptions and verbatim values, with prefix sums for range sums. */
+struct la_trace {
+  uint64_t n;      /* stored values */
+  uint64_t spread; /* points per stored value (1, or k of a spread trace) */
+  int mode, flags;
+  double bound, quantum; /* quantum: 0 without LA_CENC_F_QUANTUM */
+  rec_t *recs;
+  dd_t *rprefix; /* finite sum of the records before k (nrec + 1) */
+  size_t nrec, rcap;
+  uint64_t *xpos; /* exceptions: positions, values, prefix of corrections */
+  double *xval;
+  dd_t *xprefix;
+  size_t nx, xcap;
+  double *vals; /* verbatim values (all values of a lossless trace) */
+  dd_t *vblk;   /* finite sum of vals[0 .. k * LA_VBLK) (times psc) */
+  dd_t vrun;    /* finite sum of vals[0 .. nv) (times psc) */
+  size_t nv, vcap;
+  uint64_t *nfpos; /* non-finite values in order, with their values */
+  double *nfval;
+  size_t nnf, nfcap;
+  int check_only; /* la_trace_check_max: parse and check, keep nothing */
+  la_cacc_t *acc; /* la_trace_check_totals: the values' totals (check_only) */
+  struct la_slices *sl; /* la_trace_slice_sums: per-slice sums (check_only) */
+  /* the prefix sums hold values times psc: 1, or 2^-64 when they would
+   * leave the double range at 1 (values near DBL_MAX; rescale()) */
+  double psc;
+};
+
+/* First index k in sorted pos[lo..hi) with pos[k] >= v. */
+static inline size_t la_lower_bound(const uint64_t *pos, size_t lo, size_t hi,
+                                    uint64_t v) {
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (pos[mid] < v)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* Index of the record of t that holds stored value i (i < t->n). */
+static inline size_t la_trace_find_rec(const la_trace_t *t, uint64_t i) {
+  size_t lo = 0, hi = t->nrec;
+
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (t->recs[mid].first <= i)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LA_COMPACT_INDEX_H */
