@@ -14,13 +14,20 @@
  *     subtracted: a loop of parses alone runs beside it) and of the
  *     grouping, medians of REPEATS runs; whether the known classes and
  *     outliers came back exactly (and from la_clusters_find too);
+ *   - the GlobalAgent's ingest check of each trace
+ *     (la_trace_check_totals) alone and with the signature taken in its
+ *     pass (la_trace_check_totals_slices, la_clusters_shares), CPU time
+ *     per trace, medians of REPEATS runs;
  *   - the store: CYCLES cycles of the set into a SQLite file (store.h, no
  *     fsync), once as they are and once stored by representatives after
- *     each close (la_store_representatives, what store.representatives
- *     does); bytes of the file, bytes in use (pages minus free pages: the
- *     pages a replaced member freed are reused by the next cycles, so the
- *     file grows by this much per cycle) and the file after VACUUM, and
- *     the ratios; the CPU time to store by representatives per trace;
+ *     each close with the signatures taken at ingest
+ *     (la_store_representatives_known, what store.representatives does),
+ *     and once more taking them from the stored bytes (a GlobalAgent
+ *     restarted before the close: the same rows required); bytes of the
+ *     file, bytes in use (pages minus free pages: the pages a replaced
+ *     member freed are reused by the next cycles, so the file grows by
+ *     this much per cycle) and the file after VACUUM, and the ratios; the
+ *     CPU time to store by representatives per trace;
  *   - the read back: la_store_load_set of one cycle of the representatives
  *     store, time per trace, every rank's total exact (its stored sum
  *     equals the sum of its raw series) and every member flagged as
@@ -39,12 +46,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "la_auth.h"
 #include "la_clusters.h"
 #include "la_compact.h"
 #include "la_test_classes.h"
+#include "la_test_daemon.h"
 #include "la_test_msg.h"
 #include "la_test_series.h"
 #include "la_trace_msg.h"
+#include "la_test_uplink.h"
 #include "store.h"
 #include "store_reps.h"
 
@@ -53,6 +63,9 @@
 #define OUTLIERS 8
 #define REPEATS 7
 #define CYCLES 3
+#define GA_NODES 8   /* simulated LocalAgents feeding the GlobalAgent */
+#define GA_CYCLES 4  /* cycles of the set sent to it per run */
+#define GA_REPEATS 3 /* runs with the setting off and on, interleaved */
 
 static double cpu_now(void) {
   struct timespec t;
@@ -111,11 +124,36 @@ static void db_bytes(const char *db, double *file, double *used,
 
 typedef struct {
   double file, used, vac, reps_s_per_trace;
-  size_t classes, outliers, replaced, robust_replaced;
+  size_t classes, outliers, replaced, robust_replaced, known;
 } store_res_t;
 
+/* The signatures as the GlobalAgent's ingest check takes them
+ * (la_trace_check_totals_slices, la_clusters_shares), per rank. */
+static la_store_rep_sig_t known[RANKS];
+
+/* Rank r's check at ingest with its signature into known[r]. */
+static int ingest_sig(uint32_t r) {
+  la_trace_totals_t tot;
+  la_store_rep_sig_t *k = &known[r];
+  int ok = 0;
+  memset(k, 0, sizeof *k);
+  if (la_trace_check_totals_slices(res[r].bytes, res[r].len, NEL, &tot,
+                                   LA_STORE_REP_BUCKETS, k->share, &ok, NULL,
+                                   0))
+    return -1;
+  if (ok) {
+    la_clusters_shares(k->share, LA_STORE_REP_BUCKETS, &k->dtot);
+    k->count = tot.n_points;
+    k->len = res[r].len;
+  }
+  return 0;
+}
+
 /* robust: every trace carries robust weights (the same series as its
- * measured one, hence of its representative's robust shape). */
+ * measured one, hence of its representative's robust shape). reps 1: the
+ * signatures taken at ingest (known), as the GlobalAgent does; 2: none,
+ * each taken from the stored bytes (a GlobalAgent restarted before the
+ * close). */
 static int store_run(const char *db, int reps, int robust, store_res_t *o) {
   char why[300];
   la_store_t *s = NULL;
@@ -155,7 +193,9 @@ static int store_run(const char *db, int reps, int robust, store_res_t *o) {
     if (reps) {
       la_store_reps_t ro;
       double t0 = cpu_now();
-      if (la_store_representatives(s, "bench", c, 0.05, &ro)) {
+      if (la_store_representatives_known(s, "bench", c, 0.05,
+                                         reps == 1 ? known : NULL,
+                                         reps == 1 ? RANKS : 0, &ro)) {
         fprintf(stderr, "bench_clusters: %s\n", la_store_errmsg(s));
         return -1;
       }
@@ -164,6 +204,7 @@ static int store_run(const char *db, int reps, int robust, store_res_t *o) {
       o->outliers = ro.outliers;
       o->replaced = ro.replaced;
       o->robust_replaced = ro.robust_replaced;
+      o->known = ro.signatures_known;
     }
     if (la_store_commit(s)) return -1;
   }
@@ -212,18 +253,87 @@ static int read_back(const char *db, double *s_per_trace, long *bad_tot,
   return 0;
 }
 
+/* The real la-globalagent (no fsync, a secret: sealed links) takes
+ * GA_CYCLES cycles of the set from GA_NODES simulated LocalAgents, with
+ * store.representatives as reps says: its CPU time (user + system, from
+ * /proc) per trace, from the first trace to the last Ack (every set closed
+ * and, on, stored by representatives in the batch of its last trace). */
+static int ga_run(int reps, double *cpu_per_trace) {
+  la_tu_ga_t g;
+  la_auth_key_t key;
+  char why[300];
+  la_tu_conn_t nd[GA_NODES];
+  int rc = -1;
+  size_t cap = 4096;
+  for (uint32_t r = 0; r < RANKS; r++)
+    if (res[r].len + 4096 > cap) cap = res[r].len + 4096;
+  for (int i = 0; i < GA_NODES; i++) la_tu_init(&nd[i], 1);
+  const char *extra[] = {
+      reps ? "--store.representatives=yes" : "--store.representatives=no",
+      NULL};
+  if (la_tu_ga_start(&g, 0, 1, extra, 30000) != 0 ||
+      la_auth_load_key(g.key, &key, why, sizeof why) != 0)
+    goto out;
+  for (int i = 0; i < GA_NODES; i++) {
+    char host[32];
+    snprintf(host, sizeof host, "node-%d", i);
+    if (la_tu_open(&nd[i], g.agents_port, &key, host, cap, 30000)) goto out;
+    for (uint32_t r = (uint32_t)i; r < RANKS; r += GA_NODES)
+      if (la_tu_send_rank_start(&nd[i], "gabench", r, RANKS, NEL, host,
+                                30000))
+        goto out;
+  }
+  for (int i = 0; i < GA_NODES; i++)
+    if (la_tu_wait_acked(&nd[i], 30000)) goto out;
+  pid_t pid = la_td_pid(g.d);
+  double cpu0 = la_td_cpu_seconds(pid);
+  for (uint64_t c = 1; c <= GA_CYCLES; c++)
+    for (uint32_t r = 0; r < RANKS; r++) {
+      la_tu_conn_t *l = &nd[r % GA_NODES];
+      if (la_tu_send_trace(l, "gabench", r, c, NEL, &res[r], 30000) ||
+          la_tu_read_acks(l))
+        goto out;
+    }
+  for (int i = 0; i < GA_NODES; i++)
+    if (la_tu_wait_acked(&nd[i], 60000)) goto out;
+  *cpu_per_trace = (la_td_cpu_seconds(pid) - cpu0) / ((double)RANKS * GA_CYCLES);
+  if (la_td_status_ll(g.d, "traces_stored") != (long long)RANKS * GA_CYCLES ||
+      la_td_status_ll(g.d, "sets_complete") != GA_CYCLES) {
+    fprintf(stderr, "bench_clusters: the GlobalAgent stored %lld traces, "
+                    "%lld sets complete\n",
+            la_td_status_ll(g.d, "traces_stored"),
+            la_td_status_ll(g.d, "sets_complete"));
+    goto out;
+  }
+  rc = 0;
+out:
+  if (rc) fprintf(stderr, "bench_clusters: the GlobalAgent run failed\n");
+  for (int i = 0; i < GA_NODES; i++) la_tu_close(&nd[i]);
+  la_auth_key_wipe(&key);
+  la_td_free(g.d);
+  return rc;
+}
+
+/* LA_CLUSTERS_GA_ONLY=1: only the GlobalAgent runs (with
+ * LA_TEST_BIN_DIR naming another build's la-globalagent: that build's). */
+static int ga_only(void) {
+  const char *e = getenv("LA_CLUSTERS_GA_ONLY");
+  return e && !strcmp(e, "1");
+}
+
 /* Everything measured for one compaction spec. */
 typedef struct {
   const char *spec;
-  double enc, pmed, smed, gmed, bmed, rd, max_rel;
+  double enc, pmed, smed, gmed, bmed, rd, max_rel, cmed, csmed;
+  double ga_off, ga_on; /* the GlobalAgent's CPU per trace, medians */
   size_t ncls, nout;
   int ok, robust;
-  store_res_t s0, s1;
+  store_res_t s0, s1, s2;
   long bad_tot, bad_flag, recon;
 } run_t;
 
 static int run_spec(const char *dir, run_t *u) {
-  char db0[600], db1[600];
+  char db0[600], db1[600], db2[600];
   double *x = malloc(NEL * sizeof *x);
   la_compact_params_t cp;
   if (!x || la_compact_spec_parse(u->spec, &cp, NULL, 0)) return -1;
@@ -236,6 +346,7 @@ static int run_spec(const char *dir, run_t *u) {
   }
   free(x);
   u->enc = (double)enc / RANKS;
+  if (ga_only()) goto ga;
   /* grouping as the store does it, REPEATS times: each trace parsed,
    * summarised and closed in turn, then the signatures grouped; the parse
    * alone beside it */
@@ -246,6 +357,7 @@ static int run_spec(const char *dir, run_t *u) {
   uint64_t *cnt = malloc(RANKS * sizeof *cnt);
   if (!sig || !dtot || !cnt) return -1;
   double parse[REPEATS], sigt[REPEATS], group[REPEATS], bsig[REPEATS];
+  double chk[REPEATS], chks[REPEATS];
   la_clusters_t c = {0};
   u->ok = 1;
   for (int k = 0; k < REPEATS; k++) {
@@ -276,6 +388,18 @@ static int run_spec(const char *dir, run_t *u) {
                                       &dtot[r], &cnt[r], NULL, 0) < 0)
         return -1;
     double t4 = cpu_now();
+    /* the ingest check alone, and with the signature in its pass */
+    for (uint32_t r = 0; r < RANKS; r++) {
+      la_trace_totals_t tot;
+      if (la_trace_check_totals(res[r].bytes, res[r].len, NEL, &tot, NULL, 0))
+        return -1;
+    }
+    double t5 = cpu_now();
+    for (uint32_t r = 0; r < RANKS; r++)
+      if (ingest_sig(r)) return -1;
+    double t6 = cpu_now();
+    chk[k] = (t5 - t4) / RANKS;
+    chks[k] = (t6 - t5) / RANKS;
     bsig[k] = (t4 - t3) / RANKS;
     parse[k] = (t1 - t0) / RANKS;
     sigt[k] = (t2 - t1 - (t1 - t0)) / RANKS;
@@ -301,6 +425,10 @@ static int run_spec(const char *dir, run_t *u) {
   qsort(sigt, REPEATS, sizeof *sigt, cmp_d);
   qsort(group, REPEATS, sizeof *group, cmp_d);
   qsort(bsig, REPEATS, sizeof *bsig, cmp_d);
+  qsort(chk, REPEATS, sizeof *chk, cmp_d);
+  qsort(chks, REPEATS, sizeof *chks, cmp_d);
+  u->cmed = chk[REPEATS / 2];
+  u->csmed = chks[REPEATS / 2];
   u->bmed = bsig[REPEATS / 2];
   u->pmed = parse[REPEATS / 2];
   u->smed = sigt[REPEATS / 2];
@@ -308,11 +436,28 @@ static int run_spec(const char *dir, run_t *u) {
   u->ncls = c.n_classes;
   u->nout = c.n_outliers;
   la_clusters_free(&c);
+  /* the whole GlobalAgent, store.representatives off and on, interleaved */
+ga:
+  if (!u->robust) {
+    double off[GA_REPEATS], on[GA_REPEATS];
+    for (int k = 0; k < GA_REPEATS; k++)
+      if (ga_run(0, &off[k]) || ga_run(1, &on[k])) return -1;
+    qsort(off, GA_REPEATS, sizeof *off, cmp_d);
+    qsort(on, GA_REPEATS, sizeof *on, cmp_d);
+    u->ga_off = off[GA_REPEATS / 2];
+    u->ga_on = on[GA_REPEATS / 2];
+  }
+  if (ga_only()) {
+    for (uint32_t r = 0; r < RANKS; r++) la_compact_result_free(&res[r]);
+    return 0;
+  }
   /* the store, as it is and by representatives */
   snprintf(db0, sizeof db0, "%s/full.db", dir);
   snprintf(db1, sizeof db1, "%s/reps.db", dir);
+  snprintf(db2, sizeof db2, "%s/reps_bytes.db", dir);
   if (store_run(db0, 0, u->robust, &u->s0) ||
-      store_run(db1, 1, u->robust, &u->s1))
+      store_run(db1, 1, u->robust, &u->s1) ||
+      store_run(db2, 2, u->robust, &u->s2))
     return -1;
   if (read_back(db1, &u->rd, &u->bad_tot, &u->bad_flag, &u->recon,
                 &u->max_rel))
@@ -325,6 +470,8 @@ static int run_spec(const char *dir, run_t *u) {
     remove(p);
     snprintf(p, sizeof p, "%s%s", db1, sfx[i]);
     remove(p);
+    snprintf(p, sizeof p, "%s%s", db2, sfx[i]);
+    remove(p);
   }
   return 0;
 }
@@ -334,6 +481,7 @@ int main(int argc, char **argv) {
       la_bench_out_path(argc, argv, 1, "build/bench/clusters.json");
   char dir[512];
   if (la_bench_tmpdir("bench_clusters", dir, sizeof dir)) return 1;
+  if (la_auth_init() != 0) return 1;
   FILE *f = la_bench_open_out(outp);
   if (!f) return 1;
   run_t u[] = {{.spec = "polyline"},
@@ -352,7 +500,21 @@ int main(int argc, char **argv) {
       return 1;
     }
     run_t *v = &u[i];
-    good = good && v->ok && !v->bad_tot && !v->bad_flag && v->recon > 0;
+    if (ga_only()) {
+      if (v->robust) continue;
+      printf("\n %s (%.0f encoded bytes per trace)\n", v->spec, v->enc);
+      printf("  GlobalAgent    %.2f us cpu per trace with store.representatives "
+             "off, %.2f us on (+%.1f%%; medians of %d, %d cycles)\n",
+             v->ga_off * 1e6, v->ga_on * 1e6,
+             100 * (v->ga_on - v->ga_off) / v->ga_off, GA_REPEATS,
+             GA_CYCLES);
+      continue;
+    }
+    /* the same classes stored whichever way the signatures came */
+    good = good && v->ok && !v->bad_tot && !v->bad_flag && v->recon > 0 &&
+           v->s1.known == RANKS && v->s2.known == 0 &&
+           v->s1.replaced == v->s2.replaced &&
+           v->s1.classes == v->s2.classes && v->s1.used == v->s2.used;
     printf("\n %s (%.0f encoded bytes per trace)%s\n", v->spec, v->enc,
            v->robust ? ", robust weights too" : "");
     printf("  grouping       %zu classes, %zu outliers: %s\n", v->ncls,
@@ -361,9 +523,12 @@ int main(int argc, char **argv) {
            "the parse beside it %.2f us (medians of %d)\n",
            v->smed * 1e6, v->gmed * 1e6, (v->smed + v->gmed) * 1e6,
            v->pmed * 1e6, REPEATS);
-    printf("  signature from the encoding (no index, as the store takes it) "
-           "%.2f us per trace\n",
+    printf("  signature from the encoding (no index, as the store takes it "
+           "after a restart) %.2f us per trace\n",
            v->bmed * 1e6);
+    printf("  ingest check   %.2f us per trace alone, %.2f us with the "
+           "signature in its pass (+%.2f us)\n",
+           v->cmed * 1e6, v->csmed * 1e6, (v->csmed - v->cmed) * 1e6);
     printf("  store, %d cycles  file %.0f -> %.0f bytes (%.1fx smaller), in "
            "use %.0f -> %.0f (%.1fx)\n",
            CYCLES, v->s0.file, v->s1.file, v->s0.file / v->s1.file,
@@ -371,9 +536,17 @@ int main(int argc, char **argv) {
     printf("  after VACUUM   file %.0f -> %.0f bytes (%.1fx smaller)\n",
            v->s0.vac, v->s1.vac, v->s0.vac / v->s1.vac);
     printf("  at close       %zu members replaced per cycle (%zu robust), "
-           "%.2f us cpu per trace\n",
+           "%.2f us cpu per trace (%zu signatures taken at ingest); from the "
+           "stored bytes %.2f us\n",
            v->s1.replaced, v->s1.robust_replaced,
-           v->s1.reps_s_per_trace * 1e6);
+           v->s1.reps_s_per_trace * 1e6, v->s1.known,
+           v->s2.reps_s_per_trace * 1e6);
+    if (!v->robust)
+      printf("  GlobalAgent    %.2f us cpu per trace with store.representatives "
+             "off, %.2f us on (+%.1f%%; medians of %d, %d cycles)\n",
+             v->ga_off * 1e6, v->ga_on * 1e6,
+             100 * (v->ga_on - v->ga_off) / v->ga_off, GA_REPEATS,
+             GA_CYCLES);
     printf("  read back      %.2f us cpu per trace; %ld reconstructed (%ld "
            "bad), decoded sums within %.2g of the exact totals, %ld "
            "totals not exact\n",
@@ -384,7 +557,9 @@ int main(int argc, char **argv) {
             " \"exact\": %s,\n"
             "    \"signature_us_per_trace\": %.3f,"
             " \"group_us_per_trace\": %.3f, \"parse_us_per_trace\": %.3f,\n"
-            "    \"signature_bytes_us_per_trace\": %.3f,\n"
+            "    \"signature_bytes_us_per_trace\": %.3f,"
+            " \"check_us_per_trace\": %.3f,"
+            " \"check_signature_us_per_trace\": %.3f,\n"
             "    \"file_bytes_full\": %.0f, \"file_bytes_reps\": %.0f,"
             " \"file_ratio\": %.2f,\n"
             "    \"used_bytes_full\": %.0f, \"used_bytes_reps\": %.0f,"
@@ -392,18 +567,22 @@ int main(int argc, char **argv) {
             "    \"vacuum_bytes_full\": %.0f, \"vacuum_bytes_reps\": %.0f,"
             " \"vacuum_ratio\": %.2f,\n"
             "    \"replaced_per_cycle\": %zu, \"robust_replaced_per_cycle\": %zu,"
-            " \"reps_us_per_trace\": %.3f,\n"
+            " \"reps_us_per_trace\": %.3f,"
+            " \"reps_from_bytes_us_per_trace\": %.3f,\n"
+            "    \"ga_cpu_us_per_trace_off\": %.3f,"
+            " \"ga_cpu_us_per_trace_on\": %.3f,\n"
             "    \"read_us_per_trace\": %.3f, \"reconstructed\": %ld,"
             " \"reconstructed_bad\": %ld, \"sum_rel_max\": %.3g,"
             " \"totals_not_exact\": %ld}",
             i ? "," : "", v->spec, v->robust ? "true" : "false", v->enc,
             v->ncls, v->nout,
             v->ok ? "true" : "false", v->smed * 1e6, v->gmed * 1e6,
-            v->pmed * 1e6, v->bmed * 1e6,
+            v->pmed * 1e6, v->bmed * 1e6, v->cmed * 1e6, v->csmed * 1e6,
             v->s0.file, v->s1.file, v->s0.file / v->s1.file, v->s0.used,
             v->s1.used, v->s0.used / v->s1.used, v->s0.vac, v->s1.vac,
             v->s0.vac / v->s1.vac, v->s1.replaced, v->s1.robust_replaced,
-            v->s1.reps_s_per_trace * 1e6, v->rd * 1e6, v->recon, v->bad_flag,
+            v->s1.reps_s_per_trace * 1e6, v->s2.reps_s_per_trace * 1e6,
+            v->ga_off * 1e6, v->ga_on * 1e6, v->rd * 1e6, v->recon, v->bad_flag,
             v->max_rel, v->bad_tot);
   }
   fprintf(f, "\n  ]\n}\n");

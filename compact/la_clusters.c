@@ -73,9 +73,9 @@ static double la__dist(const double *a, const double *b, unsigned nb,
   return d;
 }
 
-/* sig[0..nb) holds slice sums: their total into *tot and the shares into
- * sig when it is a positive finite number (returns 1), else 0. */
-static int la__shares(double *sig, unsigned nb, double *tot) {
+int la_clusters_shares(double *sig, unsigned nb, double *tot) {
+  *tot = NAN;
+  if (nb < 1 || nb > LA_CLUSTERS_MAX_BUCKETS) return 0;
   double s = 0;
   for (unsigned j = 0; j < nb; j++) s += sig[j];
   if (!isfinite(s) || !(s > 0)) return 0;
@@ -99,7 +99,7 @@ int la_clusters_signature(const la_trace_t *t, unsigned nb, double *sig,
     sig[j] = v;
     lo = hi;
   }
-  return la__shares(sig, nb, tot);
+  return la_clusters_shares(sig, nb, tot);
 }
 
 int la_clusters_signature_bytes(const uint8_t *bytes, size_t len,
@@ -113,7 +113,7 @@ int la_clusters_signature_bytes(const uint8_t *bytes, size_t len,
   int rc = la_trace_slice_sums(bytes, len, max_points, nb, sig, count, why,
                                why_len);
   if (rc) return rc;
-  return *count ? la__shares(sig, nb, tot) : 0;
+  return *count ? la_clusters_shares(sig, nb, tot) : 0;
 }
 
 /* The nearest of the cands[0..nc) (trace indexes) to trace i of the same

@@ -100,6 +100,11 @@ int la_clusters_signature_bytes(const uint8_t *bytes, size_t len,
                                 uint64_t max_points, unsigned buckets,
                                 double *sig, double *total, uint64_t *count,
                                 char *why, size_t why_len);
+/* The signature from B slice sums sig[0..buckets) (la_trace_slice_sums,
+ * la_trace_check_totals_slices), in place: the shares, and the decoded
+ * total into *total; 1, or 0 when it has no shape (*total NaN: the total
+ * is not a positive finite number, buckets out of range). */
+int la_clusters_shares(double *sig, unsigned buckets, double *total);
 int la_clusters_group(const double *sig, const double *dtot,
                       const uint64_t *count, const double *totals, uint32_t n,
                       const la_cluster_params_t *p, la_clusters_t *out,

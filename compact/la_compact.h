@@ -295,6 +295,20 @@ int la_trace_slice_sums(const uint8_t *bytes, size_t len, uint64_t max_points,
 int la_trace_range_max(const la_trace_t *t, uint64_t first, uint64_t count,
                        double *max, uint64_t *nfinite);
 
+/* la_trace_check_totals() and la_trace_slice_sums()'s sums in the same
+ * one pass (the GlobalAgent's ingest check takes a trace's signature
+ * there): on success *tot as la_trace_check_totals() fills it and, when
+ * that pass can take them (a lossy trace of one cell per value whose
+ * sums stay in the double range), sums[0..nb) as la_trace_slice_sums()
+ * gives them and *sums_ok 1; otherwise *sums_ok 0 and sums undefined
+ * (la_trace_slice_sums() on the bytes gives them). Returns 0, the codes
+ * of la_trace_check_totals(), or LA_EINVAL (nb outside 1..LA_SLICES_MAX,
+ * NULL arguments). */
+int la_trace_check_totals_slices(const uint8_t *bytes, size_t len,
+                                 uint64_t max_points, la_trace_totals_t *tot,
+                                 unsigned nb, double *sums, int *sums_ok,
+                                 char *why, size_t why_len);
+
 
 /* The encoding of t's decoded values times scale, record for record: each
  * line through its ends times scale (its exceptions and verbatim runs the

@@ -759,10 +759,12 @@ int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
   return 0;
 }
 
-/* The check-only parse, with the values' totals in *acc when not NULL. */
+/* The check-only parse, with the values' totals in *acc and the sums of
+ * sl->nb slices in *sl (sl->ok says whether the pass took them) when not
+ * NULL. */
 static int check_trace(const uint8_t *bytes, size_t len, uint64_t max_points,
-                       la_trace_t *t, la_cacc_t *acc, char *why,
-                       size_t why_len) {
+                       la_trace_t *t, la_cacc_t *acc, la_slices_t *sl,
+                       char *why, size_t why_len) {
   if (bytes == NULL && len > 0)
     return la_errorf(why, why_len, LA_EINVAL, "no buffer");
   memset(t, 0, sizeof *t);
@@ -770,7 +772,20 @@ static int check_trace(const uint8_t *bytes, size_t len, uint64_t max_points,
   t->psc = 1;
   t->acc = acc;
   if (acc) *acc = (la_cacc_t){.emin = NAN, .emax = NAN};
+  if (sl) sl->ok = 0;
+  t->sl = sl;
   return parse_trace(bytes, len, max_points, t, why, why_len);
+}
+
+/* The slice sums a check-only pass took into sums[0..sl->nb): 1, or 0
+ * when it could not (lossless, spread, beyond the double range). */
+static int slices_out(const la_slices_t *sl, double *sums) {
+  int ok = sl->ok;
+  for (unsigned j = 0; ok && j < sl->nb; j++) {
+    sums[j] = sl->s[j].hi + sl->s[j].lo;
+    ok = isfinite(sums[j]);
+  }
+  return ok;
 }
 
 int la_trace_check_max(const uint8_t *bytes, size_t len, uint64_t max_points,
@@ -781,22 +796,26 @@ int la_trace_check_max(const uint8_t *bytes, size_t len, uint64_t max_points,
 
   if (n_points == NULL || mode == NULL)
     return la_errorf(why, why_len, LA_EINVAL, "no buffer");
-  if ((rc = check_trace(bytes, len, max_points, &t, NULL, why, why_len)) != 0)
+  if ((rc = check_trace(bytes, len, max_points, &t, NULL, NULL, why,
+                        why_len)) != 0)
     return rc;
   *n_points = t.n * t.spread;
   *mode = t.mode;
   return 0;
 }
 
-int la_trace_check_totals(const uint8_t *bytes, size_t len,
-                          uint64_t max_points, la_trace_totals_t *tot,
-                          char *why, size_t why_len) {
+/* la_trace_check_totals() and la_trace_check_totals_slices(): sl NULL
+ * for the former. */
+static int check_totals(const uint8_t *bytes, size_t len, uint64_t max_points,
+                        la_trace_totals_t *tot, la_slices_t *sl, char *why,
+                        size_t why_len) {
   la_trace_t t;
   la_cacc_t a;
   int rc;
 
   if (tot == NULL) return la_errorf(why, why_len, LA_EINVAL, "no totals");
-  if ((rc = check_trace(bytes, len, max_points, &t, &a, why, why_len)) != 0)
+  if ((rc = check_trace(bytes, len, max_points, &t, &a, sl, why, why_len)) !=
+      0)
     return rc;
   memset(tot, 0, sizeof *tot);
   tot->n_points = t.n * t.spread;
@@ -812,6 +831,30 @@ int la_trace_check_totals(const uint8_t *bytes, size_t len,
   tot->has_nan = a.nan;
   tot->has_pinf = a.pinf;
   tot->has_ninf = a.ninf;
+  return 0;
+}
+
+int la_trace_check_totals(const uint8_t *bytes, size_t len,
+                          uint64_t max_points, la_trace_totals_t *tot,
+                          char *why, size_t why_len) {
+  return check_totals(bytes, len, max_points, tot, NULL, why, why_len);
+}
+
+int la_trace_check_totals_slices(const uint8_t *bytes, size_t len,
+                                 uint64_t max_points, la_trace_totals_t *tot,
+                                 unsigned nb, double *sums, int *sums_ok,
+                                 char *why, size_t why_len) {
+  la_slices_t sl;
+  int rc;
+
+  if (nb < 1 || nb > LA_SLICES_MAX || !sums || !sums_ok)
+    return la_errorf(why, why_len, LA_EINVAL, "bad slice count or buffer");
+  *sums_ok = 0;
+  sl.nb = nb;
+  if ((rc = check_totals(bytes, len, max_points, tot, &sl, why, why_len)) !=
+      0)
+    return rc;
+  *sums_ok = slices_out(&sl, sums);
   return 0;
 }
 
@@ -1020,25 +1063,15 @@ int la_trace_slice_sums(const uint8_t *bytes, size_t len, uint64_t max_points,
                         char *why, size_t why_len) {
   la_trace_t t;
   la_slices_t sl;
-  int rc, ok = 1;
+  int rc;
 
   if (nb < 1 || nb > LA_SLICES_MAX || !sums || !n_points)
     return la_errorf(why, why_len, LA_EINVAL, "bad slice count or buffer");
-  if (bytes == NULL && len > 0)
-    return la_errorf(why, why_len, LA_EINVAL, "no buffer");
-  memset(&t, 0, sizeof t);
-  t.check_only = 1;
-  t.psc = 1;
   sl.nb = nb;
-  sl.ok = 0;
-  t.sl = &sl;
-  if ((rc = parse_trace(bytes, len, max_points, &t, why, why_len)) != 0)
+  if ((rc = check_trace(bytes, len, max_points, &t, NULL, &sl, why,
+                        why_len)) != 0)
     return rc;
-  for (unsigned j = 0; ok && j < nb; j++) {
-    sums[j] = sl.s[j].hi + sl.s[j].lo;
-    ok = sl.ok && isfinite(sums[j]);
-  }
-  if (!ok) /* lossless, spread, or beyond the double range */
+  if (!slices_out(&sl, sums)) /* lossless, spread, or beyond the range */
     return slice_sums_open(bytes, len, max_points, nb, sums, n_points, why,
                            why_len);
   *n_points = t.n;

@@ -61,6 +61,7 @@ typedef struct la__frame {
   struct la__frame *next;
   ProtobufCMessage *m; /* the decoded message (LA__F_OK, LA__F_REFUSED) */
   char *why;           /* the reason (bad frame, refused trace); may be NULL */
+  la_store_rep_sig_t *sig; /* a trace's signature (store.representatives) */
   int verdict;
   uint16_t type; /* as read; after the job the inner frame's */
   uint32_t len;
@@ -98,6 +99,7 @@ typedef struct la_ga_agent {
   size_t pend_bytes, job_bytes;
   la__frame_t *job_frames;
   uint32_t job_max_payload;
+  int job_sigs; /* the job takes traces' signatures (store.representatives) */
   struct la_ga_agent *job_next;
   int busy;
   int paused; /* counted in ga->agents_paused */
@@ -110,6 +112,7 @@ typedef struct la_ga_agent {
 static void la__frame_free(la__frame_t *f) {
   la_msg_free(f->m);
   free(f->why);
+  free(f->sig);
   free(f);
 }
 
@@ -279,10 +282,11 @@ static int la__handshake_auth(la_ga_agent_t *a, const La__Auth *au) {
 }
 
 /* A message of an authenticated LocalAgent, in the order received;
- * refused: for a CompactTrace, its encodings' verdict (NULL: fine). Returns
- * 0, or -1 to close the connection. */
+ * refused: for a CompactTrace, its encodings' verdict (NULL: fine); sig:
+ * its signature (NULL: none taken). Returns 0, or -1 to close the
+ * connection. */
 static int la__agent_msg(la_ga_agent_t *a, uint16_t type, ProtobufCMessage *m,
-                         const char *refused) {
+                         const char *refused, const la_store_rep_sig_t *sig) {
   la_ga_t *ga = a->ga;
   uint64_t seq;
   switch (type) {
@@ -307,7 +311,7 @@ static int la__agent_msg(la_ga_agent_t *a, uint16_t type, ProtobufCMessage *m,
                    la_msg_name(type));
       return -1;
   }
-  int rc = la_ga_ingest(ga, a->host, type, m, refused);
+  int rc = la_ga_ingest(ga, a->host, type, m, refused, sig);
   if (rc != 0) return rc == LA_EIO ? LA_EIO : -1;
   a->messages++;
   if (seq > a->stored_seq) a->stored_seq = seq;
@@ -362,9 +366,10 @@ static int la__agent_frame(la_conn_t *c, uint16_t type, ProtobufCMessage *m) {
   char w[300];
   const char *refused = NULL;
   if (type == LA__MSG_TYPE__MSG_COMPACT_TRACE &&
-      la_ga_check_encodings((const La__CompactTrace *)m, w, sizeof w) != 0)
+      la_ga_check_encodings((const La__CompactTrace *)m, NULL, w, sizeof w) !=
+          0)
     refused = w;
-  return la__agent_msg(a, type, m, refused);
+  return la__agent_msg(a, type, m, refused, NULL);
 }
 
 /* Opens, decodes and checks a's frames of the job in order with the
@@ -413,8 +418,12 @@ static void la__work_agent(la_ga_agent_t *a) {
       return;
     }
     f->type = type;
+    /* the signature, in the pass that checks the trace (NULL: no memory,
+     * then taken from the stored bytes at the set's close) */
+    if (type == LA__MSG_TYPE__MSG_COMPACT_TRACE && a->job_sigs)
+      f->sig = malloc(sizeof *f->sig);
     if (type == LA__MSG_TYPE__MSG_COMPACT_TRACE &&
-        la_ga_check_encodings((const La__CompactTrace *)f->m, why,
+        la_ga_check_encodings((const La__CompactTrace *)f->m, f->sig, why,
                               sizeof why) != 0) {
       f->verdict = LA__F_REFUSED;
       f->why = strdup(why);
@@ -479,7 +488,8 @@ static int la__after_agent(la_ga_agent_t *a, int status) {
         int rc = la__agent_msg(a, f->type, f->m,
                                f->verdict == LA__F_OK
                                    ? NULL
-                                   : (f->why ? f->why : "invalid trace"));
+                                   : (f->why ? f->why : "invalid trace"),
+                               f->sig);
         if (rc == LA_EIO)
           la__store_unavailable(a, "store unavailable");
         else if (rc != 0)
@@ -528,6 +538,7 @@ static void la__join(la__job_t *j, la_ga_agent_t *a) {
   a->job_frames = a->pend;
   a->job_bytes = a->pend_bytes;
   a->job_max_payload = a->conn.rd.max_payload;
+  a->job_sigs = a->ga->set.representatives;
   a->pend = NULL;
   a->pend_tail = &a->pend;
   a->pend_bytes = 0;

@@ -24,6 +24,7 @@
  *   owners.c   application ids bound to a uid; refused ranks' messages
  *   validate.c checks a compact trace before it is stored
  *   held.c     copies of open sets' traces, to publish without a read-back
+ *   sigs.c     open sets' traces' signatures, for store.representatives
  *   store*.c, stitch.c, held.c, settings.c: no libuv (unit-tested alone)
  * The one way back up is la_ga_agent_ops_t: ingest.c acknowledges and
  * closes the LocalAgents' connections through it, never by name.
@@ -128,6 +129,7 @@ typedef struct la_ga_stats {
 
 struct la_ga_agent;
 struct la_ga_sub;
+struct la_store_rep_sig;
 struct la_ga_closed;
 
 /* An application whose ranks ingest.c knows (ga->apps): its size and the
@@ -194,6 +196,7 @@ struct la_ga {
   la_store_t *store;
   la_stitch_t *stitch;
   struct la_held *held; /* open sets' traces for publishing (held.h) */
+  struct la_ga_sigs *rep_sigs; /* open sets' signatures (sigs.h) */
   struct la_ga_owners *owners; /* refused ranks (owners.h) */
   /* what the loop is done with, freed on the pool (reclaim.h): handled
    * frames (agents.c), published sets (ingest.c) */
@@ -280,12 +283,15 @@ int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
  * is unavailable (la_ga_store_down: the LocalAgent is told to resend later,
  * to this GlobalAgent).
  * enc_why: for a CompactTrace, la_ga_check_encodings' verdict (NULL: its
- * encodings are fine; else the reason it is refused). m is la_msg_decode's
+ * encodings are fine; else the reason it is refused), and sig the
+ * signature it took (NULL or count 0: none), kept until the set closes
+ * (sigs.h). m is la_msg_decode's
  * and stays the caller's to free, but a stored trace's encodings and
  * statistics may have moved out of it (held for publishing, their fields
  * left empty): the caller does not read those after the call. */
 int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
-                 ProtobufCMessage *m, const char *enc_why);
+                 ProtobufCMessage *m, const char *enc_why,
+                 const struct la_store_rep_sig *sig);
 /* After la_ga_ingest returned 0 and the message's sequence number was
  * recorded for its Ack: commits when the batch is full (store.batch_max),
  * so that the commit acknowledges that message too. */

@@ -45,6 +45,7 @@
 #include "owners.h"
 #include "reps.h"
 #include "reclaim.h"
+#include "sigs.h"
 #include "validate.h"
 
 typedef struct la_ga_closed {
@@ -329,7 +330,7 @@ static void la__on_set_closed(void *arg, const char *app_id, uint64_t tag,
     return;
   }
   free(all);
-  if (ga->set.representatives) la_ga_representatives(ga, app_id, tag);
+  la_ga_representatives(ga, app_id, tag); /* takes its signatures */
   if (n_all == 0) {
     ga->st.sets_complete++;
   } else {
@@ -454,9 +455,11 @@ static int la__hold(la_ga_t *ga, const char *app_id, uint64_t tag,
 
 /* Stitches an arrival of rank (its trace t, or NULL for a missing record),
  * holding the trace for publishing: its encodings move into the held copy
- * (t is stored already and not read for them after). */
+ * (t is stored already and not read for them after); keeping its signature
+ * sig (may be NULL) until the set closes. */
 static void la__stitch(la_ga_t *ga, la_ga_app_t *a, const char *app_id,
-                       uint32_t rank, uint64_t tag, La__CompactTrace *t) {
+                       uint32_t rank, uint64_t tag, La__CompactTrace *t,
+                       const la_store_rep_sig_t *sig) {
   if (t && rank < a->nprocs && tag < UINT64_MAX) {
     if (!a->rank_last) a->rank_last = calloc(a->nprocs, sizeof *a->rank_last);
     if (a->rank_last && a->rank_last[rank] < tag + 1)
@@ -464,8 +467,13 @@ static void la__stitch(la_ga_t *ga, la_ga_app_t *a, const char *app_id,
   }
   int opening = la__hold(ga, app_id, tag, a->nprocs);
   if (t) la_held_add_decoded(ga->held, t);
+  /* before stitching: the arrival may close the set */
+  if (t && sig)
+    la_ga_sigs_add(ga->rep_sigs, app_id, tag, a->nprocs, rank, sig);
   int s =
       la_stitch_add(ga->stitch, app_id, a->nprocs, rank, tag, uv_now(ga->loop));
+  if (t && sig && s != LA_STITCH_NEW && s != LA_STITCH_DUP)
+    la_ga_sigs_drop(ga->rep_sigs, app_id, tag); /* no open set */
   la__seed(ga, s, app_id, a->nprocs, tag);
   if (opening && s != LA_STITCH_NEW && s != LA_STITCH_DUP)
     la_held_drop(ga->held, app_id, tag);
@@ -576,7 +584,7 @@ static int la__ingest_missing(la_ga_t *ga, const char *host, const char *app_id,
     la__orphan(ga, app_id, rank, tag, " missing");
     return 0;
   }
-  la__stitch(ga, a, app_id, rank, tag, NULL);
+  la__stitch(ga, a, app_id, rank, tag, NULL, NULL);
   return 0;
 }
 
@@ -608,7 +616,8 @@ static int la__foreign(la_ga_t *ga, const char *host, uint16_t type,
 }
 
 int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
-                 ProtobufCMessage *m, const char *enc_why) {
+                 ProtobufCMessage *m, const char *enc_why,
+                 const la_store_rep_sig_t *sig) {
   assert(!ga->committing); /* agents.c parks messages meanwhile */
   if (la__txn(ga) != 0) return LA_EIO; /* the store is unavailable */
   int rc = 0, foreign = 0;
@@ -680,7 +689,7 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
       if (!a) {
         la__orphan(ga, t->app_id, t->rank, t->cycle_tag, "");
       } else {
-        la__stitch(ga, a, t->app_id, t->rank, t->cycle_tag, t);
+        la__stitch(ga, a, t->app_id, t->rank, t->cycle_tag, t, sig);
       }
     }
   } else if (type == LA__MSG_TYPE__MSG_TRACE_MISSING) {
@@ -844,6 +853,7 @@ void la_ga_commit_done(la_ga_t *ga, int rc, const char *why) {
     ga->agent_ops->close_all(ga, "store failure");
     la__drop_closed(ga);
     la_held_clear(ga->held);
+    la_ga_sigs_clear(ga->rep_sigs);
     la__rebuild_stitch(ga);
     return;
   }
@@ -956,6 +966,7 @@ int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
   ga->closed_tail = &ga->closed;
   ga->agents_parked_tail = &ga->agents_parked;
   ga->held = la_held_new(ga->set.publish_memory);
+  ga->rep_sigs = la_ga_sigs_new();
   ga->reclaim = la_reclaim_new(ga->loop);
   ga->owners = la_ga_owners_new();
   if (ga->owners && la_ga_owners_load(ga) != 0) {
@@ -964,7 +975,8 @@ int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
     return LA_EIO;
   }
   la__rebuild_stitch(ga);
-  if (!ga->stitch || !ga->held || !ga->owners || !ga->reclaim) {
+  if (!ga->stitch || !ga->held || !ga->rep_sigs || !ga->owners ||
+      !ga->reclaim) {
     snprintf(why, why_len, "out of memory");
     return LA_ENOMEM;
   }
@@ -994,6 +1006,8 @@ void la_ga_ingest_stop(la_ga_t *ga) {
   ga->stitch = NULL;
   la_held_free(ga->held);
   ga->held = NULL;
+  la_ga_sigs_free(ga->rep_sigs);
+  ga->rep_sigs = NULL;
   la_ga_owners_free(ga->owners);
   ga->owners = NULL;
   la_store_close(ga->store);

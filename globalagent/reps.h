@@ -13,10 +13,12 @@
 
 #include "ga.h"
 
-/* Groups the ranks of (app_id, tag) and keeps only each class's
- * representative in full (la_store_representatives with
- * store.representatives_tol). A store failure fails the batch
- * (ga->txn_failed); any other error is logged and leaves the set whole. */
+/* The set (app_id, tag) closed: takes its signatures out of ga->sigs
+ * and, with store.representatives on, groups its ranks and keeps only
+ * each class's representative in full (la_store_representatives_known
+ * with store.representatives_tol and those signatures). A store failure
+ * fails the batch (ga->txn_failed); any other error is logged and leaves
+ * the set whole. */
 void la_ga_representatives(la_ga_t *ga, const char *app_id, uint64_t tag);
 
 #endif

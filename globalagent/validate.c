@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ga.h"
+#include "la_clusters.h"
 #include "la_compact.h"
 #include "la_log.h"
 
@@ -16,14 +17,22 @@
  * decoder makes, without decoding), holds the trace's n_elements points in
  * its mode, and the statistics claimed for it (st, field: "stats",
  * "robust_stats", "channel 2 stats", ...) agree with its values
- * (la_trace_claim_check). Returns 0 or LA_EPROTO with the reason in why. */
+ * (la_trace_claim_check). sig (may be NULL, zeroed by the caller): its
+ * signature, taken in the same pass when that pass can
+ * (la_trace_check_totals_slices; count stays 0 when not). Returns 0 or
+ * LA_EPROTO with the reason in why. */
 static int la__enc_ok(const La__CompactTrace *t, const ProtobufCBinaryData *b,
                       const La__SeriesStats *st, const char *what,
-                      const char *field, char *why, size_t why_len) {
+                      const char *field, la_store_rep_sig_t *sig, char *why,
+                      size_t why_len) {
   char w[200] = "";
   la_trace_totals_t tot;
-  if (la_trace_check_totals(b->data, b->len, t->n_elements, &tot, w,
-                            sizeof w) != 0) {
+  int sums_ok = 0;
+  if ((sig ? la_trace_check_totals_slices(b->data, b->len, t->n_elements,
+                                          &tot, LA_STORE_REP_BUCKETS,
+                                          sig->share, &sums_ok, w, sizeof w)
+           : la_trace_check_totals(b->data, b->len, t->n_elements, &tot, w,
+                                   sizeof w)) != 0) {
     snprintf(why, why_len, "invalid trace: bad %sencoding: %s", what, w);
     return LA_EPROTO;
   }
@@ -36,6 +45,11 @@ static int la__enc_ok(const La__CompactTrace *t, const ProtobufCBinaryData *b,
              (unsigned long long)t->n_elements,
              la_compact_mode_name((int)t->mode));
     return LA_EPROTO;
+  }
+  if (sig && sums_ok) { /* the signature, from the same pass */
+    la_clusters_shares(sig->share, LA_STORE_REP_BUCKETS, &sig->dtot);
+    sig->count = tot.n_points;
+    sig->len = b->len;
   }
   if (!st) return 0;
   const la_series_stats_t claim = {st->count, st->sum, st->min, st->max};
@@ -56,25 +70,29 @@ static int la__elements_ok(const La__CompactTrace *t, uint64_t rank_elements,
   return 0;
 }
 
-int la_ga_check_encodings(const La__CompactTrace *t, char *why,
-                          size_t why_len) {
-  int rc = la__enc_ok(t, &t->segments, t->stats, "", "stats", why, why_len);
+int la_ga_check_encodings(const La__CompactTrace *t, la_store_rep_sig_t *sig,
+                          char *why, size_t why_len) {
+  if (sig) memset(sig, 0, sizeof *sig);
+  /* a trace of several channels is stored whole (store_reps.c) */
+  int rc = la__enc_ok(t, &t->segments, t->stats, "", "stats",
+                      t->n_channels ? NULL : sig, why, why_len);
   /* The robust weights: compacted with the same parameters, so the same
    * point count and mode (docs/fidelity.md). */
   if (rc == 0 && t->robust_stats)
     rc = la__enc_ok(t, &t->robust_segments, t->robust_stats, "robust ",
-                    "robust_stats", why, why_len);
+                    "robust_stats", NULL, why, why_len);
   for (size_t i = 0; rc == 0 && i < t->n_channels; i++) {
     const La__ChannelTrace *c = t->channels[i];
     char what[48], field[64];
     snprintf(what, sizeof what, "channel %u ", c->channel);
     snprintf(field, sizeof field, "channel %u stats", c->channel);
-    rc = la__enc_ok(t, &c->segments, c->stats, what, field, why, why_len);
+    rc = la__enc_ok(t, &c->segments, c->stats, what, field, NULL, why,
+                    why_len);
     if (rc == 0 && c->robust_stats) {
       snprintf(what, sizeof what, "channel %u robust ", c->channel);
       snprintf(field, sizeof field, "channel %u robust_stats", c->channel);
       rc = la__enc_ok(t, &c->robust_segments, c->robust_stats, what, field,
-                      why, why_len);
+                      NULL, why, why_len);
     }
   }
   return rc;
@@ -83,7 +101,7 @@ int la_ga_check_encodings(const La__CompactTrace *t, char *why,
 int la_ga_validate_trace(const La__CompactTrace *t, uint64_t rank_elements,
                          char *why, size_t why_len) {
   int rc = la__elements_ok(t, rank_elements, why, why_len);
-  return rc ? rc : la_ga_check_encodings(t, why, why_len);
+  return rc ? rc : la_ga_check_encodings(t, NULL, why, why_len);
 }
 
 /* The element count rank registered (its RankStart), 0 when unknown: from

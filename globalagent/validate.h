@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "la.pb-c.h"
+#include "store_reps.h"
 
 struct la_ga;
 
@@ -35,10 +36,15 @@ int la_ga_validate_trace(const La__CompactTrace *t, uint64_t rank_elements,
                          char *why, size_t why_len);
 
 /* The part of la_ga_validate_trace that needs nothing but t: every
- * encoding of t parses and holds n_elements points in t's mode. Returns 0
- * or LA_EPROTO with the reason in why. Pure and thread-safe: agents.c runs
- * it on the thread pool, beside the record's decryption. */
-int la_ga_check_encodings(const La__CompactTrace *t, char *why, size_t why_len);
+ * encoding of t parses and holds n_elements points in t's mode. sig (may
+ * be NULL: store.representatives off) gets the signature of t's measured
+ * series, taken in the pass that checks it (docs/clusters.md; count 0
+ * when that pass cannot take it: a lossless or spread trace, one of
+ * several channels; undefined when t is refused). Returns 0 or LA_EPROTO
+ * with the reason in why. Pure and thread-safe: agents.c runs it on the thread pool,
+ * beside the record's decryption. */
+int la_ga_check_encodings(const La__CompactTrace *t, la_store_rep_sig_t *sig,
+                          char *why, size_t why_len);
 
 /* The ingest step, on the loop thread: looks up the rank's element count
  * in the store and checks t's against it; enc_why is the verdict of

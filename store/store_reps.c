@@ -14,6 +14,7 @@
  * run (the GlobalAgent, after it closed a set), rebuilding members when
  * a set is read (store_reps_load.c).
  */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ enum {
   R_EMPTY,
   R_INS,
   R_NPROCS,
+  R_ROWS,
   R_TRACES,
   R_ROBUST,
   R_REMPTY,
@@ -39,26 +41,33 @@ enum {
 static const char *const la__reps_sql[R__COUNT] = {
     [R_DONE] = "SELECT 1 FROM rep_members WHERE app_id = ?1 AND cycle_tag = ?2"
                " LIMIT 1",
-    /* as store_history.c demotes: the row written again, small */
+    /* every member recorded in rep_members, in one statement: as
+     * store_history.c demotes, the row written again, small */
     [R_EMPTY] =
         "REPLACE INTO traces(app_id, cycle_tag, rank, n_elements, mode,"
         " segments, stat_count, stat_sum, stat_min, stat_max, err_max_abs,"
         " err_rmse, err_cv, t_xfer_ns, rank_seq, seq, t_stored_ns)"
-        " SELECT app_id, cycle_tag, rank, n_elements, mode, ?4, stat_count,"
+        " SELECT app_id, cycle_tag, rank, n_elements, mode, ?3, stat_count,"
         " stat_sum, stat_min, stat_max, NULL, NULL, NULL, t_xfer_ns,"
-        " rank_seq, seq, t_stored_ns FROM traces"
-        " WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3"
-        " AND length(segments) > 0",
+        " rank_seq, seq, t_stored_ns FROM traces t"
+        " WHERE app_id = ?1 AND cycle_tag = ?2 AND length(segments) > 0"
+        " AND EXISTS (SELECT 1 FROM rep_members m WHERE m.app_id = ?1"
+        " AND m.cycle_tag = ?2 AND m.rank = t.rank)",
     [R_INS] = "INSERT INTO rep_members(app_id, cycle_tag, rank, class,"
               " rep_rank, scale) VALUES (?1, ?2, ?3, ?4, ?5, CAST(?6 AS REAL))",
     [R_NPROCS] = "SELECT nprocs FROM apps WHERE app_id = ?1",
     /* the traces that have segments of their own and one channel */
-    [R_TRACES] =
-        "SELECT t.rank, t.n_elements, t.segments, t.stat_sum FROM traces t"
+    [R_ROWS] =
+        "SELECT t.rank, t.n_elements, length(t.segments), t.stat_sum"
+        " FROM traces t"
         " WHERE t.app_id = ?1 AND t.cycle_tag = ?2 AND length(t.segments) > 0"
         " AND NOT EXISTS (SELECT 1 FROM channel_traces c WHERE"
         " c.app_id = t.app_id AND c.cycle_tag = t.cycle_tag"
         " AND c.rank = t.rank)",
+    /* their encodings, for the signatures not known beforehand */
+    [R_TRACES] = "SELECT rank, segments FROM traces"
+                 " WHERE app_id = ?1 AND cycle_tag = ?2"
+                 " AND length(segments) > 0",
     /* the robust series with segments of their own */
     [R_ROBUST] = "SELECT rank, segments, stat_sum FROM robust"
                  " WHERE app_id = ?1 AND cycle_tag = ?2"
@@ -76,10 +85,12 @@ static const char *const la__reps_sql[R__COUNT] = {
                " VALUES (?1, ?2, ?3, CAST(?4 AS REAL))",
 };
 static const char *const la__reps_sql_pg[R__COUNT] = {
-    [R_EMPTY] = "UPDATE traces SET segments = CAST(?4 AS BLOB),"
+    [R_EMPTY] = "UPDATE traces t SET segments = CAST(?3 AS BLOB),"
                 " err_max_abs = NULL, err_rmse = NULL, err_cv = NULL"
-                " WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3"
-                " AND length(segments) > 0",
+                " WHERE app_id = ?1 AND cycle_tag = ?2"
+                " AND length(segments) > 0"
+                " AND EXISTS (SELECT 1 FROM rep_members m WHERE"
+                " m.app_id = ?1 AND m.cycle_tag = ?2 AND m.rank = t.rank)",
     [R_REMPTY] = "UPDATE robust SET segments = CAST(?4 AS BLOB)"
                  " WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3"
                  " AND length(segments) > 0",
@@ -158,24 +169,16 @@ static int la__reps_robust(la_store_t *s, const char *app_id, uint64_t tag,
   return 0;
 }
 
-/* Replaces the members of c (class index k) but its representative. */
+/* Records the members of c (class index k) but its representative (each
+ * a trace R_ROWS read: segments of its own, in this transaction). */
 static int la__reps_write(la_store_t *s, const char *app_id, uint64_t tag,
                           const la_cluster_class_t *c, size_t k,
-                          const size_t *len, la_db_stmt_t *em,
-                          la_db_stmt_t *ins, unsigned nb, double tol,
-                          la__robust_t *rb, la_store_reps_t *o) {
+                          const size_t *len, la_db_stmt_t *ins, unsigned nb,
+                          double tol, la__robust_t *rb, la_store_reps_t *o) {
   for (uint32_t m = 0; m < c->n; m++) {
     uint32_t r = c->members[m];
     if (r == c->rep) continue;
-    la__bind_key(em, app_id, tag, r);
-    la_db_bind_blob(em, 4, "", 0);
-    if (la_db_step(em) != LA_DB_DONE) {
-      la__store_sqlerr(s, "replacing a member's segments");
-      return LA_EIO;
-    }
-    int64_t changed = la_db_changes(s->db);
-    la_db_reset(em);
-    if (changed != 1) continue; /* a history reference already */
+    assert(len[r] > 0);
     la__bind_key(ins, app_id, tag, r);
     la_db_bind_int64(ins, 4, (int64_t)k);
     la_db_bind_int64(ins, 5, c->rep);
@@ -232,46 +235,40 @@ static int la__reps_read_robust(la_store_t *s, const char *app_id,
   return r;
 }
 
-/* The signatures of the set's traces (those R_TRACES selects) into the
- * arrays (np ranks), each from its encoding in one checking pass
+/* The arrays la__reps_read fills (np ranks). */
+typedef struct {
+  double *sig, *dtot, *tot;
+  uint64_t *cnt;
+  size_t *len;
+} la__sigs_t;
+
+/* The signatures of the traces R_ROWS listed but known did not give
+ * (need[r]), each from its encoding in one checking pass
  * (la_clusters_signature_bytes: no index built). */
-static int la__reps_read(la_store_t *s, const char *app_id, uint64_t tag,
-                         uint32_t np, unsigned nb, double *sig, double *dtot,
-                         double *tot, uint64_t *cnt, size_t *len,
-                         la_store_reps_t *o) {
+static int la__reps_read_blobs(la_store_t *s, const char *app_id,
+                               uint64_t tag, uint32_t np, unsigned nb,
+                               const uint8_t *need, la__sigs_t *g) {
   la_db_stmt_t *st = la__rst(s, R_TRACES);
   if (!st) return LA_EIO;
   la__bind_key(st, app_id, tag, 0);
   int rc, r = 0;
   while (r == 0 && (rc = la_db_step(st)) == LA_DB_ROW) {
-    int64_t rank = la_db_column_int64(st, 0), n = la_db_column_int64(st, 1);
-    const void *blob = la_db_column_blob(st, 2);
-    int blen = la_db_column_bytes(st, 2);
-    if (rank < 0 || rank >= LA_MAX_RANKS || n < 1 || n > ((int64_t)1 << 32) ||
-        !blob || blen <= 0 || (unsigned)blen > LA_STORE_MAX_BLOB) {
-      r = la__store_corrupt(s, "trace of %s cycle %llu: bad row", app_id,
-                            (unsigned long long)tag);
-      break;
-    }
-    if (rank >= np) continue; /* in no Trace-Set */
-    char why[160];
+    int64_t rank = la_db_column_int64(st, 0);
+    if (rank < 0 || rank >= np || !need[rank]) continue;
+    const void *blob = la_db_column_blob(st, 1);
+    int blen = la_db_column_bytes(st, 1);
+    char why[160] = "another length";
     uint64_t pts = 0;
-    int sh = la_clusters_signature_bytes(blob, (size_t)blen, (uint64_t)n, nb,
-                                         sig + (size_t)rank * nb, &dtot[rank],
-                                         &pts, why, sizeof why);
-    if (sh < 0 || pts != (uint64_t)n) {
+    int sh = !blob || blen <= 0 || (size_t)blen != g->len[rank]
+                 ? LA_EPROTO
+                 : la_clusters_signature_bytes(
+                       blob, (size_t)blen, g->cnt[rank], nb,
+                       g->sig + (size_t)rank * nb, &g->dtot[rank], &pts, why,
+                       sizeof why);
+    if (sh < 0 || pts != g->cnt[rank])
       r = la__store_corrupt(s, "trace of %s cycle %llu rank %lld: %s",
                             app_id, (unsigned long long)tag, (long long)rank,
                             sh < 0 ? why : "another element count");
-      break;
-    }
-    cnt[rank] = (uint64_t)n;
-    len[rank] = (size_t)blen;
-    tot[rank] = la_db_column_type(st, 3) == LA_DB_NULL
-                    ? NAN
-                    : la_db_column_double(st, 3);
-    o->bytes_before += (uint64_t)blen;
-    o->traces++;
   }
   if (r == 0 && rc != LA_DB_DONE)
     r = la__store_sqlerr(s, "reading a set's traces");
@@ -279,63 +276,143 @@ static int la__reps_read(la_store_t *s, const char *app_id, uint64_t tag,
   return r;
 }
 
+/* The set's traces (those R_ROWS selects) into g: element count, segment
+ * bytes, exact total, and the signature, from known[rank] when it is of
+ * the same element count and bytes, else from the encoding. */
+static int la__reps_read(la_store_t *s, const char *app_id, uint64_t tag,
+                         uint32_t np, unsigned nb,
+                         const la_store_rep_sig_t *known, uint32_t n_known,
+                         la__sigs_t *g, la_store_reps_t *o) {
+  uint8_t *need = calloc(np ? np : 1, 1);
+  la_db_stmt_t *st = need ? la__rst(s, R_ROWS) : NULL;
+  if (!st) {
+    free(need);
+    return need ? LA_EIO : LA_ENOMEM;
+  }
+  la__bind_key(st, app_id, tag, 0);
+  int rc, r = 0;
+  size_t n_need = 0;
+  while (r == 0 && (rc = la_db_step(st)) == LA_DB_ROW) {
+    int64_t rank = la_db_column_int64(st, 0), n = la_db_column_int64(st, 1),
+            blen = la_db_column_int64(st, 2);
+    if (rank < 0 || rank >= LA_MAX_RANKS || n < 1 || n > ((int64_t)1 << 32) ||
+        blen <= 0 || blen > LA_STORE_MAX_BLOB) {
+      r = la__store_corrupt(s, "trace of %s cycle %llu: bad row", app_id,
+                            (unsigned long long)tag);
+      break;
+    }
+    if (rank >= np) continue; /* in no Trace-Set */
+    const la_store_rep_sig_t *k =
+        known && rank < n_known ? &known[rank] : NULL;
+    if (k && k->count == (uint64_t)n && k->len == (uint64_t)blen) {
+      memcpy(g->sig + (size_t)rank * nb, k->share, nb * sizeof *g->sig);
+      g->dtot[rank] = k->dtot;
+    } else {
+      need[rank] = 1;
+      n_need++;
+    }
+    g->cnt[rank] = (uint64_t)n;
+    g->len[rank] = (size_t)blen;
+    g->tot[rank] = la_db_column_type(st, 3) == LA_DB_NULL
+                       ? NAN
+                       : la_db_column_double(st, 3);
+    o->bytes_before += (uint64_t)blen;
+    o->traces++;
+  }
+  if (r == 0 && rc != LA_DB_DONE)
+    r = la__store_sqlerr(s, "reading a set's traces");
+  la_db_finalize(st);
+  o->signatures_known = o->traces - n_need;
+  if (r == 0 && n_need)
+    r = la__reps_read_blobs(s, app_id, tag, np, nb, need, g);
+  free(need);
+  return r;
+}
+
+/* Empties the segments of every member the batch recorded in rep_members
+ * (R_EMPTY, one statement): each was a trace R_ROWS read, so as many
+ * rows change as were recorded. */
+static int la__reps_empty(la_store_t *s, const char *app_id, uint64_t tag,
+                          const la_store_reps_t *o) {
+  la_db_stmt_t *em = la__rst(s, R_EMPTY);
+  if (!em) return LA_EIO;
+  la__bind_key(em, app_id, tag, 0);
+  la_db_bind_blob(em, 3, "", 0);
+  int r = 0;
+  if (la_db_step(em) != LA_DB_DONE)
+    r = la__store_sqlerr(s, "replacing the members' segments");
+  else if (la_db_changes(s->db) != (int64_t)o->replaced)
+    r = la__store_corrupt(s,
+                          "%s cycle %llu: %lld members' segments emptied, "
+                          "%zu recorded",
+                          app_id, (unsigned long long)tag,
+                          (long long)la_db_changes(s->db), o->replaced);
+  la_db_finalize(em);
+  return r;
+}
+
 /* The grouping of the set's traces and the rows it leads to. */
 static int la__reps_apply(la_store_t *s, const char *app_id, uint64_t tag,
-                          uint32_t np, double tol, la_store_reps_t *o) {
+                          uint32_t np, double tol,
+                          const la_store_rep_sig_t *known, uint32_t n_known,
+                          la_store_reps_t *o) {
   size_t nn = np ? np : 1;
   la_cluster_params_t p;
   la_cluster_params_default(&p);
   p.tol = tol;
-  double *sig = malloc(nn * p.buckets * sizeof *sig);
-  double *dtot = malloc(nn * sizeof *dtot), *tot = malloc(nn * sizeof *tot);
-  uint64_t *cnt = calloc(nn, sizeof *cnt);
-  size_t *len = calloc(nn, sizeof *len);
+  assert(p.buckets == LA_STORE_REP_BUCKETS);
+  la__sigs_t g = {0};
+  g.sig = malloc(nn * p.buckets * sizeof *g.sig);
+  g.dtot = malloc(nn * sizeof *g.dtot);
+  g.tot = malloc(nn * sizeof *g.tot);
+  g.cnt = calloc(nn, sizeof *g.cnt);
+  g.len = calloc(nn, sizeof *g.len);
   la__robust_t rb = {0};
   rb.sig = malloc(nn * p.buckets * sizeof *rb.sig);
   rb.dtot = malloc(nn * sizeof *rb.dtot);
   rb.tot = malloc(nn * sizeof *rb.tot);
   rb.len = calloc(nn, sizeof *rb.len);
   int r = 0;
-  if (!sig || !dtot || !tot || !cnt || !len || !rb.sig || !rb.dtot ||
-      !rb.tot || !rb.len) {
+  if (!g.sig || !g.dtot || !g.tot || !g.cnt || !g.len || !rb.sig ||
+      !rb.dtot || !rb.tot || !rb.len) {
     r = LA_ENOMEM;
     goto out;
   }
   for (size_t i = 0; i < np; i++) rb.tot[i] = rb.dtot[i] = NAN;
-  for (size_t i = 0; i < np; i++) tot[i] = dtot[i] = NAN;
-  r = la__reps_read(s, app_id, tag, np, p.buckets, sig, dtot, tot, cnt, len,
-                    o);
+  for (size_t i = 0; i < np; i++) g.tot[i] = g.dtot[i] = NAN;
+  r = la__reps_read(s, app_id, tag, np, p.buckets, known, n_known, &g, o);
   if (r == 0)
-    r = la__reps_read_robust(s, app_id, tag, np, p.buckets, cnt, &rb, o);
+    r = la__reps_read_robust(s, app_id, tag, np, p.buckets, g.cnt, &rb, o);
   if (r) goto out;
   la_clusters_t c;
   char why[128];
-  r = la_clusters_group(sig, dtot, cnt, tot, np, &p, &c, why, sizeof why);
+  r = la_clusters_group(g.sig, g.dtot, g.cnt, g.tot, np, &p, &c, why,
+                        sizeof why);
   if (r) {
     la__store_fmt(s->err, sizeof s->err, "grouping the ranks: %s", why);
     goto out;
   }
   o->classes = c.n_classes;
   o->outliers = c.n_outliers;
-  la_db_stmt_t *em = la__rst(s, R_EMPTY), *ins = em ? la__rst(s, R_INS) : NULL;
+  la_db_stmt_t *ins = la__rst(s, R_INS);
   rb.em = ins ? la__rst(s, R_REMPTY) : NULL;
   rb.ins = rb.em ? la__rst(s, R_RINS) : NULL;
-  if (!em || !ins || !rb.em || !rb.ins) r = LA_EIO;
+  if (!ins || !rb.em || !rb.ins) r = LA_EIO;
   o->bytes_after = o->bytes_before;
   for (size_t k = 0; r == 0 && k < c.n_classes; k++)
-    r = la__reps_write(s, app_id, tag, &c.classes[k], k, len, em, ins,
+    r = la__reps_write(s, app_id, tag, &c.classes[k], k, g.len, ins,
                        p.buckets, tol, &rb, o);
-  la_db_finalize(em);
+  if (r == 0 && o->replaced) r = la__reps_empty(s, app_id, tag, o);
   la_db_finalize(ins);
   la_db_finalize(rb.em);
   la_db_finalize(rb.ins);
   la_clusters_free(&c);
 out:
-  free(sig);
-  free(dtot);
-  free(tot);
-  free(cnt);
-  free(len);
+  free(g.sig);
+  free(g.dtot);
+  free(g.tot);
+  free(g.cnt);
+  free(g.len);
   free(rb.sig);
   free(rb.dtot);
   free(rb.tot);
@@ -366,6 +443,14 @@ static int la__reps_nprocs(la_store_t *s, const char *app_id, uint32_t *np) {
 int la_store_representatives(la_store_t *s, const char *app_id,
                              uint64_t cycle_tag, double tol,
                              la_store_reps_t *out) {
+  return la_store_representatives_known(s, app_id, cycle_tag, tol, NULL, 0,
+                                        out);
+}
+
+int la_store_representatives_known(la_store_t *s, const char *app_id,
+                                   uint64_t cycle_tag, double tol,
+                                   const la_store_rep_sig_t *known,
+                                   uint32_t n_known, la_store_reps_t *out) {
   la_store_reps_t o = {0};
   if (out) *out = o;
   if (!s || !app_id || !(tol >= 0 && tol <= 2)) return LA_EINVAL;
@@ -375,7 +460,8 @@ int la_store_representatives(la_store_t *s, const char *app_id,
   r = la__reps_done(s, app_id, cycle_tag);
   if (r == 0) r = la__reps_nprocs(s, app_id, &np);
   /* nprocs unknown (no RankStart): no Trace-Set to group */
-  if (r == 0 && np) r = la__reps_apply(s, app_id, cycle_tag, np, tol, &o);
+  if (r == 0 && np)
+    r = la__reps_apply(s, app_id, cycle_tag, np, tol, known, n_known, &o);
   if (r == 1) r = 0; /* done before */
   r = la__store_wend(s, own, r);
   if (out) *out = o;

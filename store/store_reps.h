@@ -35,7 +35,21 @@ typedef struct la_store_reps {
   uint64_t bytes_before, bytes_after; /* their segment bytes */
   size_t robust_replaced; /* members whose robust segments were replaced */
   uint64_t robust_bytes_before, robust_bytes_after;
+  size_t signatures_known; /* of traces, those whose signature was given
+                              (la_store_representatives_known), not taken
+                              from their stored bytes */
 } la_store_reps_t;
+
+/* A trace's signature taken before it was stored (the GlobalAgent's
+ * ingest check: la_trace_check_totals_slices, la_clusters_shares), kept
+ * until its set closes. */
+#define LA_STORE_REP_BUCKETS 16 /* la_cluster_params_default's buckets */
+typedef struct la_store_rep_sig {
+  double share[LA_STORE_REP_BUCKETS]; /* its signature */
+  double dtot;    /* its decoded total; NaN: no shape */
+  uint64_t count; /* its points; 0: no signature known */
+  uint64_t len;   /* bytes of the encoding it was taken from */
+} la_store_rep_sig_t;
 
 /* Stores the set (app_id, cycle_tag) by representatives, grouping with
  * signature distance tol (la_cluster_params_t.tol). A set already stored
@@ -46,6 +60,14 @@ typedef struct la_store_reps {
 int la_store_representatives(la_store_t *s, const char *app_id,
                              uint64_t cycle_tag, double tol,
                              la_store_reps_t *out);
+/* The same, with the signatures of the set's ranks taken beforehand:
+ * known[r] (r < n_known; count 0: none) stands for rank r's stored
+ * trace when it is of the same element count and encoding bytes; the
+ * others' are taken from their stored bytes. known NULL: none. */
+int la_store_representatives_known(la_store_t *s, const char *app_id,
+                                   uint64_t cycle_tag, double tol,
+                                   const la_store_rep_sig_t *known,
+                                   uint32_t n_known, la_store_reps_t *out);
 
 /* What a set read keeps between its members (store_reps_load.c): the
  * set's rep_members rows and each representative's decoded values. */

@@ -19,18 +19,20 @@
 #include "la_time.h"
 #include "la_trace_msg.h"
 
-int la_tu_ga_start(la_tu_ga_t *g, int fsync, int secret,
-                   const char *const *extra, int timeout_ms) {
-  char db[600], apf[600], fpf[600];
+/* Starts g->d on its files (la_ts_ga_files) with the options
+ * la_tu_ga_start names; fills g's ports. 0 or -1. */
+static int la__ga_run(la_tu_ga_t *g, int fsync, int secret,
+                      const char *const *extra, int timeout_ms) {
+  char db[600], key[600], apf[600], fpf[600];
   la_td_argv_t a;
-  memset(g, 0, sizeof *g);
-  g->d = la_td_new("la-globalagent");
-  if (!g->d) return -1;
-  if (la_ts_ga_files(g->d, sizeof db, g->key, db, apf, fpf) != 0) return -1;
+  la_td_path(g->d, "secret", key, sizeof key);
+  la_td_path(g->d, "la.db", db, sizeof db);
+  la_td_path(g->d, "agents.port", apf, sizeof apf);
+  la_td_path(g->d, "feed.port", fpf, sizeof fpf);
   la_td_argv_init(&a);
   la_td_argv_add(&a, "--agents.listen=127.0.0.1:0");
   la_td_argv_add(&a, "--feed.listen=127.0.0.1:0");
-  la_ts_ga_args(&a, apf, fpf, db, secret ? g->key : NULL);
+  la_ts_ga_args(&a, apf, fpf, db, secret ? key : NULL);
   la_td_argv_add(&a, "--store.fsync=%s", fsync ? "yes" : "no");
   la_td_argv_add(&a, "--log.level=error");
   la_td_argv_add(&a, "--stitch.timeout=60s");
@@ -44,6 +46,22 @@ int la_tu_ga_start(la_tu_ga_t *g, int fsync, int secret,
   snprintf(g->agents_addr, sizeof g->agents_addr, "127.0.0.1:%u",
            g->agents_port);
   return 0;
+}
+
+int la_tu_ga_start(la_tu_ga_t *g, int fsync, int secret,
+                   const char *const *extra, int timeout_ms) {
+  char db[600], apf[600], fpf[600];
+  memset(g, 0, sizeof *g);
+  g->d = la_td_new("la-globalagent");
+  if (!g->d) return -1;
+  if (la_ts_ga_files(g->d, sizeof db, g->key, db, apf, fpf) != 0) return -1;
+  return la__ga_run(g, fsync, secret, extra, timeout_ms);
+}
+
+int la_tu_ga_restart(la_tu_ga_t *g, int fsync, int secret,
+                     const char *const *extra, int timeout_ms) {
+  if (la_td_stop(g->d, timeout_ms) != 0) return -1;
+  return la__ga_run(g, fsync, secret, extra, timeout_ms);
 }
 
 void la_tu_init(la_tu_conn_t *c, int secure) {

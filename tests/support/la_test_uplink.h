@@ -42,6 +42,11 @@ typedef struct la_tu_ga {
  * be set: la_td_free it). */
 int la_tu_ga_start(la_tu_ga_t *g, int fsync, int secret,
                    const char *const *extra, int timeout_ms);
+/* Stops g's GlobalAgent (SIGTERM: it commits what it received) and starts
+ * it again on the same store and secret, with the same arguments as
+ * la_tu_ga_start; g's ports are the new ones. 0 or -1. */
+int la_tu_ga_restart(la_tu_ga_t *g, int fsync, int secret,
+                     const char *const *extra, int timeout_ms);
 
 /* One simulated LocalAgent connection. */
 typedef struct la_tu_conn {

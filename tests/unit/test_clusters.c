@@ -14,7 +14,9 @@
  * ranks of different element counts never share a class. The slice sums
  * a signature is taken from without an index (la_trace_slice_sums) equal
  * the indexed trace's range sums on every mode, and refuse what the
- * check refuses; a trace scaled record for record (la_trace_scaled, how a
+ * check refuses; the ingest check's pass that takes them too
+ * (la_trace_check_totals_slices) gives la_trace_check_totals' totals and
+ * the same sums bit for bit where it takes them; a trace scaled record for record (la_trace_scaled, how a
  * member is read back) decodes to the scaled values. */
 #include <math.h>
 #include <setjmp.h>
@@ -247,6 +249,22 @@ static void slices_match(const la_compact_result_t *res, uint64_t spread) {
                                          &pts, why, sizeof why),
                      0);
     assert_int_equal(pts, m);
+    /* the ingest check's pass (la_trace_check_totals_slices): the same
+     * totals as la_trace_check_totals, and, where it takes them, the same
+     * sums bit for bit (a lossy trace of one cell per value) */
+    la_trace_totals_t tt, tw;
+    double in_pass[LA_SLICES_MAX];
+    int ok = -1;
+    assert_int_equal(la_trace_check_totals_slices(res->bytes, res->len, m,
+                                                  &tt, nb, in_pass, &ok,
+                                                  why, sizeof why),
+                     0);
+    assert_int_equal(
+        la_trace_check_totals(res->bytes, res->len, m, &tw, NULL, 0), 0);
+    assert_memory_equal(&tt, &tw, sizeof tt);
+    assert_int_equal(ok, spread == 1 && la_trace_mode(t) != LA_COMPACT_LOSSLESS);
+    for (unsigned j = 0; ok && j < nb; j++)
+      assert_true(in_pass[j] == got[j]);
     for (unsigned j = 0; j < nb; j++) {
       uint64_t hi = (uint64_t)((unsigned __int128)m * (j + 1) / nb);
       double want = 0;
@@ -274,6 +292,11 @@ static void slices_match(const la_compact_result_t *res, uint64_t spread) {
   size_t cut = res->len / 2;
   assert_int_equal(la_trace_slice_sums(res->bytes, cut, m, 16, got, &pts, NULL,
                                        0),
+                   la_trace_check_max(res->bytes, cut, m, &np, &mode, NULL, 0));
+  la_trace_totals_t tt;
+  int ok;
+  assert_int_equal(la_trace_check_totals_slices(res->bytes, cut, m, &tt, 16,
+                                                got, &ok, NULL, 0),
                    la_trace_check_max(res->bytes, cut, m, &np, &mode, NULL, 0));
   uint8_t *bad = malloc(res->len);
   assert_non_null(bad);
@@ -370,6 +393,12 @@ static void test_slice_sums(void **st) {
   char why[64];
   assert_int_equal(la_trace_slice_sums((const uint8_t *)"LAC", 3, 8, 0, g,
                                        &pts, why, sizeof why),
+                   LA_EINVAL);
+  la_trace_totals_t tt;
+  int ok;
+  assert_int_equal(la_trace_check_totals_slices((const uint8_t *)"LAC", 3, 8,
+                                                &tt, 65, g, &ok, why,
+                                                sizeof why),
                    LA_EINVAL);
 }
 

@@ -31,6 +31,12 @@
  *   - a next cycle whose traces name the first as their history reference
  *     (docs/history.md) is stored whole, nothing refused, although the
  *     members' first-cycle segments are gone;
+ *   - the rep_members rows are exactly those of the grouping of the sent
+ *     encodings (class, representative, scale bit for bit), every
+ *     signature taken where ingest checked the trace (the GlobalAgent's
+ *     log); a GlobalAgent restarted after half the ranks, before the set
+ *     closes, takes the others' at ingest and the first half's from the
+ *     stored bytes, and stores the same rows;
  *   - a damaged rep_members row makes `lactl show` fail naming it (exit 1);
  *   - `lactl show --tol` out of range and `--tol` without `--clusters` are
  *     usage errors (exit 2);
@@ -52,6 +58,7 @@
 
 #include "la_auth.h"
 #include "la_client.h"
+#include "la_clusters.h"
 #include "la_compact.h"
 #include "la_test_classes.h"
 #include "la_test_daemon.h"
@@ -117,27 +124,61 @@ static int set_complete(void *arg) {
   return lactl(a) == 0 && strstr(T.out, "\"complete\": true") != NULL;
 }
 
+/* The GlobalAgent's options: --log.level=debug (reps.c's line), then
+ * extra (NULL-ended, may be NULL). */
+static void ga_args(const char *const *extra, const char **args) {
+  int n = 0;
+  args[n++] = "--log.level=debug";
+  for (int i = 0; extra && extra[i] && n < 7; i++) args[n++] = extra[i];
+  args[n] = NULL;
+}
+
+static void link_open(void) {
+  int32_t status = -1;
+  char why[300] = "";
+  int rc = la_test_link_open(&T.link, T.g.agents_port, T.g.key, "clusnode",
+                             WAIT_MS, &status, why, sizeof why);
+  CHECK(rc == 0 && status == 0, "handshake: %s", why);
+}
+
+/* Sends the traces of cycle 1 of ranks [lo, hi) and waits for their acks. */
+static void send_traces(uint32_t lo, uint32_t hi) {
+  for (uint32_t r = lo; r < hi; r++) {
+    La__SeriesStats st = LA__SERIES_STATS__INIT, rst = LA__SERIES_STATS__INIT;
+    La__CompactTrace ct = LA__COMPACT_TRACE__INIT;
+    la_test_trace_id(&ct, 0, APP, r, 1, NE);
+    la_trace_msg_fill(&ct, &st, NULL, &T.r[r]);
+    ct.has_robust_segments = 1;
+    ct.robust_segments.data = T.rob[r].bytes;
+    ct.robust_segments.len = T.rob[r].len;
+    rst.count = T.rob[r].stats.count;
+    rst.sum = T.rob[r].stats.sum;
+    rst.min = T.rob[r].stats.min;
+    rst.max = T.rob[r].stats.max;
+    ct.robust_stats = &rst;
+    assert_int_equal(la_test_link_send_trace(&T.link, &ct), 0);
+  }
+  char why[300] = "";
+  int rc = la_test_link_wait_acked(&T.link, WAIT_MS, why, sizeof why);
+  CHECK(rc == 0, "acks: %s", why);
+}
+
 /* Starts the GlobalAgent with extra options, sends the set of cycle 1 and
- * waits until it is stored complete. */
-static void run_set(const char *const *extra) {
+ * waits until it is stored complete; restart: stopped and started again
+ * (same store) after the first half of the ranks, before the set closes. */
+static void run_set_restart(const char *const *extra, int restart) {
   char p[512];
   if (la_td_find_bin("la-globalagent", p, sizeof p) != 0 ||
       la_td_find_bin("lactl", T.lactl, sizeof T.lactl) != 0) {
     print_message("skip: la-globalagent or lactl not built\n");
     skip();
   }
-  const char *args[8] = {"--log.level=info"};
-  int n = 1;
-  for (int i = 0; extra && extra[i] && n < 7; i++) args[n++] = extra[i];
-  args[n] = NULL;
+  const char *args[8];
+  ga_args(extra, args);
   CHECK(la_tu_ga_start(&T.g, 0, 1, args, WAIT_MS) == 0,
         "la-globalagent did not start");
   la_td_path(T.g.d, "la.db", T.db, sizeof T.db);
-  int32_t status = -1;
-  char why[300] = "";
-  int rc = la_test_link_open(&T.link, T.g.agents_port, T.g.key, "clusnode",
-                             WAIT_MS, &status, why, sizeof why);
-  CHECK(rc == 0 && status == 0, "handshake: %s", why);
+  link_open();
   double *x = malloc(NE * sizeof *x);
   assert_non_null(x);
   for (uint32_t r = 0; r < NP; r++) {
@@ -159,26 +200,20 @@ static void run_set(const char *const *extra) {
         la_test_link_rank_start(&T.link, "clusnode", APP, r, NP, NE), 0);
   }
   free(x);
-  for (uint32_t r = 0; r < NP; r++) {
-    La__SeriesStats st = LA__SERIES_STATS__INIT, rst = LA__SERIES_STATS__INIT;
-    La__CompactTrace ct = LA__COMPACT_TRACE__INIT;
-    la_test_trace_id(&ct, 0, APP, r, 1, NE);
-    la_trace_msg_fill(&ct, &st, NULL, &T.r[r]);
-    ct.has_robust_segments = 1;
-    ct.robust_segments.data = T.rob[r].bytes;
-    ct.robust_segments.len = T.rob[r].len;
-    rst.count = T.rob[r].stats.count;
-    rst.sum = T.rob[r].stats.sum;
-    rst.min = T.rob[r].stats.min;
-    rst.max = T.rob[r].stats.max;
-    ct.robust_stats = &rst;
-    assert_int_equal(la_test_link_send_trace(&T.link, &ct), 0);
+  uint32_t half = restart ? NP / 2 : NP;
+  send_traces(0, half);
+  if (restart) {
+    la_test_link_close(&T.link);
+    CHECK(la_tu_ga_restart(&T.g, 0, 1, args, WAIT_MS) == 0,
+          "la-globalagent did not start again");
+    link_open();
+    send_traces(half, NP);
   }
-  rc = la_test_link_wait_acked(&T.link, WAIT_MS, why, sizeof why);
-  CHECK(rc == 0, "acks: %s", why);
   CHECK(la_td_wait_until(set_complete, NULL, WAIT_MS) == 0,
         "the set did not close complete: %s", T.out);
 }
+
+static void run_set(const char *const *extra) { run_set_restart(extra, 0); }
 
 /* "[a, b, ...]" of the ranks of known class k. */
 static void members_of(int k, char *buf, size_t len) {
@@ -255,6 +290,47 @@ static long db_count(const char *sql) {
   return n;
 }
 
+/* The store's rep_members rows are exactly those of the grouping of the
+ * traces' encodings as sent (la_clusters_signature_bytes, what the store
+ * takes from its stored bytes): the same classes, representatives and
+ * scales, bit for bit, whether the GlobalAgent took a signature at ingest
+ * or from the stored bytes. */
+static void check_members_exact(void) {
+  la_cluster_params_t p;
+  la_cluster_params_default(&p);
+  static double sig[NP * LA_CLUSTERS_MAX_BUCKETS];
+  double dtot[NP];
+  uint64_t cnt[NP];
+  for (uint32_t r = 0; r < NP; r++)
+    assert_true(la_clusters_signature_bytes(T.r[r].bytes, T.r[r].len, NE,
+                                            p.buckets, sig + r * p.buckets,
+                                            &dtot[r], &cnt[r], NULL,
+                                            0) >= 0);
+  la_clusters_t c;
+  assert_int_equal(
+      la_clusters_group(sig, dtot, cnt, T.raw, NP, &p, &c, NULL, 0), 0);
+  static char q[16384];
+  size_t o = (size_t)snprintf(q, sizeof q,
+                              "SELECT count(*) FROM rep_members m JOIN"
+                              " (VALUES ");
+  int n = 0;
+  for (size_t k = 0; k < c.n_classes; k++)
+    for (uint32_t m = 0; m < c.classes[k].n; m++) {
+      if (c.classes[k].members[m] == c.classes[k].rep) continue;
+      o += (size_t)snprintf(q + o, sizeof q - o, "%s(%u, %zu, %u, %.17g)",
+                            n++ ? ", " : "", c.classes[k].members[m], k,
+                            c.classes[k].rep, c.classes[k].scale[m]);
+    }
+  snprintf(q + o, sizeof q - o,
+           ") AS v ON m.rank = v.column1 AND m.class = v.column2"
+           " AND m.rep_rank = v.column3 AND m.scale = v.column4"
+           " WHERE m.cycle_tag = 1");
+  la_clusters_free(&c);
+  assert_int_equal(n, 34);
+  CHECK(db_count(q) == 34, "rep_members rows differ from the grouping of "
+                           "the stored bytes");
+}
+
 /* The set stored by representatives (extra: the store's options) read
  * back through the feed, libla_client and lactl (--db: src, NULL for
  * none). */
@@ -264,6 +340,10 @@ static void check_representatives(const char *const *extra, const char *db) {
   check_clusters("--global", T.g.feed_addr, reps);
   /* 40 ranks - 2 outliers - 4 representatives */
   CHECK(db_count("SELECT count(*) FROM rep_members") == 34, "rep_members");
+  check_members_exact();
+  /* every signature was taken where ingest checked the trace */
+  CHECK(la_td_log_has(T.g.d, "40 ranks (40 signatures taken at ingest)"),
+        "signatures not taken at ingest");
   CHECK(db_count("SELECT count(*) FROM traces WHERE length(segments) = 0") ==
             34,
         "emptied traces");
@@ -380,6 +460,25 @@ static void test_representatives(void **state) {
   CHECK(strstr(T.out, "rank 1: bad rep_members row"), "%s", T.out);
 }
 
+/* A GlobalAgent restarted before the set closes: the ranks it received
+ * before have no signature in memory, it takes theirs from the stored
+ * bytes, the others' at ingest; the set is grouped and stored exactly as
+ * without the restart. */
+static void test_restart_before_close(void **state) {
+  (void)state;
+  const char *extra[] = {"--store.representatives=yes", NULL};
+  pg_url[0] = 0;
+  run_set_restart(extra, 1);
+  CHECK(la_td_log_has(T.g.d, "40 ranks (20 signatures taken at ingest)"),
+        "not 20 signatures taken at ingest");
+  CHECK(db_count("SELECT count(*) FROM rep_members") == 34, "rep_members");
+  check_members_exact();
+  CHECK(db_count("SELECT count(*) FROM traces WHERE length(segments) = 0") ==
+            34,
+        "emptied traces");
+  CHECK(db_count("SELECT count(*) FROM rep_robust") == 33, "rep_robust");
+}
+
 /* The same on a PostgreSQL store (a throw-away server). */
 static void test_representatives_pg(void **state) {
   (void)state;
@@ -405,6 +504,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_show_clusters, setup, teardown),
       cmocka_unit_test_setup_teardown(test_representatives, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restart_before_close, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_representatives_pg, setup,
                                       teardown),
   };
