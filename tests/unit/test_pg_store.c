@@ -122,6 +122,7 @@ PG_CASE(test_queries)
 PG_CASE(test_agent_seq)
 PG_CASE(test_app_owners)
 PG_CASE(test_robust_round_trip)
+PG_CASE(test_robust_history)
 PG_CASE(test_missing_records)
 PG_CASE(test_injected_commit_failure)
 
@@ -291,6 +292,7 @@ int main(void) {
       T(pg_test_queries),
       T(pg_test_agent_seq),
       T(pg_test_robust_round_trip),
+      T(pg_test_robust_history),
       T(pg_test_missing_records),
       T(pg_test_app_owners),
       T(pg_test_injected_commit_failure),
