@@ -144,15 +144,13 @@ int la_history_within(const double *x, const double *y, uint64_t n,
   return 1;
 }
 
-/* Representative i reproduces x within bound as y: kept in *best (with
- * its error in *be) when it is the closest so far, by RMSE. */
-static void la__consider(uint32_t i, const double *x, const double *y,
-                         uint64_t n, int *best, la_fit_error_t *be) {
-  la_fit_error_t e;
-  la_fit_error_measure(x, y, n, NULL, &e);
-  if (*best < 0 || e.rmse < be->rmse) {
+/* Representative i is within bound with error e: kept in *best (with e in
+ * *be) when it is the closest so far, by RMSE. */
+static void la__consider(uint32_t i, const la_fit_error_t *e, int *best,
+                         la_fit_error_t *be) {
+  if (*best < 0 || e->rmse < be->rmse) {
     *best = (int)i;
-    *be = e;
+    *be = *e;
   }
 }
 
@@ -180,7 +178,9 @@ int la_history_match(la_history_t *h, const double *x, const double *rx,
     if (!la_history_within(x, r->v, h->n, &h->cp, r->st, r->n_st)) continue;
     if (rx && !la_history_within(rx, r->rv, h->n, &h->rcp, r->rst, r->n_rst))
       continue;
-    la__consider(i, x, r->v, h->n, &best, &be);
+    la_fit_error_t e;
+    la_fit_error_measure(x, r->v, h->n, NULL, &e);
+    la__consider(i, &e, &best, &be);
   }
   int m = la__matched(h, best, &be, ref, err);
   pthread_mutex_unlock(&h->mu);
@@ -195,15 +195,27 @@ void la_history_set_robust_floor(la_history_t *h, double floor) {
 }
 
 /* The robust reference's bound on every element: |r - y| <= rel |r| + abs
- * (lossless: bit for bit), every value finite. */
+ * (lossless: bit for bit), every value finite; when it holds, *e is the
+ * error of y against r (la_fit_error_measure's, measured in the same pass:
+ * a match is two passes fewer over the weights). */
 static int la__elements_ok(const double *r, const double *y, uint64_t n,
-                           int lossless, double rel, double abs) {
+                           int lossless, double rel, double abs,
+                           la_fit_error_t *e) {
+  double max = 0, sse = 0, sum = 0;
   for (uint64_t i = 0; i < n; i++) {
     if (!isfinite(r[i]) || !isfinite(y[i])) return 0;
+    double d = fabs(r[i] - y[i]);
     if (lossless ? memcmp(&r[i], &y[i], sizeof *r) != 0
-                 : !(fabs(r[i] - y[i]) <= rel * fabs(r[i]) + abs))
+                 : !(d <= rel * fabs(r[i]) + abs))
       return 0;
+    max = d > max ? d : max;
+    sse += d * d;
+    sum += r[i];
   }
+  double rmse = n ? sqrt(sse / (double)n) : 0;
+  e->max_abs = max;
+  e->rmse = rmse;
+  e->cv = rmse == 0 ? 0 : rmse / fabs(sum / (double)n);
   return 1;
 }
 
@@ -216,11 +228,11 @@ int la_history_match_robust(la_history_t *h, const double *rx, uint64_t *ref,
   la_fit_error_t be = {0, 0, 0};
   for (uint32_t i = 0; i < h->n_reps; i++) {
     la_hist_rep_t *r = &h->rep[i];
-    if (!r->valid || !r->rv ||
-        !la__elements_ok(rx, r->rv, h->n, lossless, h->rrel,
-                         h->rabs + h->rfloor))
-      continue;
-    la__consider(i, rx, r->rv, h->n, &best, &be);
+    la_fit_error_t e;
+    if (r->valid && r->rv &&
+        la__elements_ok(rx, r->rv, h->n, lossless, h->rrel,
+                        h->rabs + h->rfloor, &e))
+      la__consider(i, &e, &best, &be);
   }
   int m = la__matched(h, best, &be, ref, err);
   pthread_mutex_unlock(&h->mu);
