@@ -4,28 +4,40 @@
  *
  * For each case, 1,000 cycles of 4 ranks of 8,192 elements go through what
  * the LocalAgent does (la_compact with the default polyline cv 0.1 and a
- * timer quantum of 1 ns; localagent/history.c's check, refit and learn)
- * into the GlobalAgent's store (store/store.h, a SQLite file, the
- * default history.full_cycles = 16), once with history off (every cycle in
- * full, as before) and once on. The cases (whole-ns costs, like a timer's):
+ * timer quantum of 1 ns; the robust weights of localagent/weights.c with
+ * the default robust.* settings, as stored (decoded); localagent/history.c's
+ * check, refit and learn) into the GlobalAgent's store (store/store.h, a
+ * SQLite file, the default history.full_cycles = 16), three times: history
+ * off (every cycle in full), "whole" (a reference needs the measured values
+ * and the robust weights within bound) and "robust" (besides, the robust
+ * weights referenced on their own within the per-element bound,
+ * la_history_match_robust, as the worker does). The cases (whole-ns
+ * costs, like a timer's):
  *   steady   a fixed cost field (smooth, with 8x8 classes) and 2% jitter;
  *   hotspot  the same field and a 10x hot disc that moves 64 elements a
  *            cycle;
  *   noisy    the fixed field with 8% jitter.
  * With LA_HISTORY_RAW=DIR:APP a fourth case, "recorded", replays a real run
- * instead: the cycles LA_DUMP_RAW wrote as DIR/APP.r<rank>.c<tag>.f64, in
- * cycle order, every rank present in every cycle, each with the timer
- * quantum of its .fid file (the measured series only: in the LocalAgent a
- * reference needs the robust weights within bound too, so this is the most
- * a recorded run can reference).
+ * instead: the cycles LA_DUMP_RAW wrote as DIR/APP.r<rank>.c<tag>.f64 (and
+ * .flags, the probe's flags, replayed to the estimator with interference
+ * detection on), in cycle order, every rank present in every cycle, each
+ * with the timer quantum of its .fid file; the timer's step (the robust
+ * floor, libla measures it at registration and the dump lacks it) is the
+ * smallest gap of more than 4 ticks between the first cycle's values.
+ * LA_HISTORY_RECORDED_ONLY=1 runs that case alone.
  * Reported: bytes of the store in use (pages minus free pages) per
- * element-cycle, the ratio, the share of cycles stored as references. The
- * bound is checked on every cycle read back from the store (what lactl
- * export and libla_client get) against the true values the bench made
- * (the values LA_DUMP_RAW would dump; the end-to-end check against a real
- * dump is test_ground_truth's): per segment of the encoding served the
- * RMSE of the error is at most cv times |mean|, and the stored sum equals
- * the true sum exactly. Writes argv[1] (build/bench/history.json).
+ * element-cycle, the ratio (off / robust), the share of cycles stored as
+ * references and as robust references. The bound is checked on every
+ * cycle read back from the store (what lactl export and libla_client get)
+ * against the true values the bench made (the values LA_DUMP_RAW would
+ * dump; the end-to-end check against a real dump is test_ground_truth's):
+ * per segment of the encoding served the RMSE of the error is at most cv
+ * times |mean|, and the stored sum equals the true sum exactly; the robust
+ * weights (the estimator replayed) within robust.cv per record of the
+ * encoding served or, a robust reference, within cv of their own plus one
+ * timer step on every element. Per case also: how far each cycle's robust
+ * weights are from the cycle before's, element by element. Writes argv[1]
+ * (build/bench/history.json).
  */
 #include "bench_args.h"
 #include <math.h>
@@ -45,11 +57,19 @@
 #include "la_test_msg.h"
 #include "la_trace_msg.h"
 #include "store.h"
+#include "weights.h"
 
 #define NEL 8192
 #define RANKS 4
 #define CYCLES 1000
 #define MAX_RAW_CYCLES 100000
+/* The LocalAgent's robust.* defaults (localagent/settings.c) */
+#define ROBUST_CV 0.02
+#define ROBUST_TOL 0.25
+#define ROBUST_CONFIRM 3
+/* the per-element bound of a robust reference (history.h): the measured
+ * values' polyline cv */
+#define ROBUST_REL 0.1
 
 enum { C_STEADY, C_HOTSPOT, C_NOISY, C_RECORDED, NCASES };
 static const char *const names[NCASES] = {"steady", "hotspot", "noisy",
@@ -63,6 +83,8 @@ typedef struct case_s {
   uint32_t ranks;
   uint64_t cycles;
   double quantum;
+  double timer_res; /* ns of one timer step (the robust floor) */
+  int detect;       /* recorded: the probe's flags are replayed */
   char dir[512], app[128];
   uint64_t *tags; /* recorded: the dump's cycle tags in order */
 } case_t;
@@ -124,9 +146,32 @@ static int values(const case_t *k, uint32_t rank, uint64_t c, double *x,
   return 0;
 }
 
+/* Cycle c's flag bytes of rank rank into fl (recorded: its .flags file;
+ * synthetic: none, NULL returned). fl, NULL, or NULL with *bad set. */
+static const uint8_t *flags_of(const case_t *k, uint32_t rank, uint64_t c,
+                               uint8_t *fl, int *bad) {
+  if (k->kind != C_RECORDED) return NULL;
+  char path[800];
+  FILE *f = NULL;
+  int ok = raw_path(k, rank, k->tags[c - 1], "flags", path, sizeof path) == 0 &&
+           (f = fopen(path, "rb")) && fread(fl, 1, k->n, f) == k->n;
+  if (f) fclose(f);
+  if (!ok) {
+    fprintf(stderr, "bench_history: cannot read %s\n", path);
+    *bad = 1;
+  }
+  return ok ? fl : NULL;
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
+}
+
+/* The median of v[0..n) (n > 0; v is sorted). */
+static double median(double *v, uint64_t n) {
+  qsort(v, n, sizeof *v, cmp_double);
+  return v[n / 2];
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -186,7 +231,25 @@ static int recorded(const char *spec, case_t *k) {
     return -1;
   }
   k->n = (uint64_t)sb.st_size / 8;
-  return raw_scale(k, 0, k->tags[0], &k->quantum);
+  if (raw_scale(k, 0, k->tags[0], &k->quantum)) return -1;
+  /* the timer's step, as libla measures it at registration (not in the
+   * dump): the smallest gap between the first cycle's distinct values of
+   * more than 4 ticks (a step is many ticks of a cycle counter) */
+  double *x = malloc(k->n * sizeof *x);
+  if (!x || values(k, 0, 1, x, NULL)) {
+    free(x);
+    return -1;
+  }
+  qsort(x, k->n, sizeof *x, cmp_double);
+  k->timer_res = 0;
+  for (uint64_t i = 1; i < k->n; i++) {
+    double g = x[i] - x[i - 1];
+    if (g > 4 * k->quantum && (k->timer_res == 0 || g < k->timer_res))
+      k->timer_res = g;
+  }
+  free(x);
+  k->detect = 1;
+  return 0;
 }
 
 /* Whether d is within cv of x on every record of the encoding b. */
@@ -209,9 +272,30 @@ static int within(const double *x, const double *d, uint64_t n,
 }
 
 typedef struct res_s {
-  double bytes_per_ec, refs, secs;
-  long bound_fail, sum_fail;
+  double bytes_per_ec, refs, rrefs, secs;
+  long bound_fail, sum_fail, rbound_fail;
 } res_t;
+
+/* The history variants a case runs: off (every cycle in full), whole (a
+ * reference needs the measured values and the robust weights within
+ * bound) and robust (besides, the robust weights on their own, within the
+ * per-element bound: la_history_match_robust). */
+enum { H_OFF, H_WHOLE, H_ROBUST, NVARIANTS };
+static const char *const variants[NVARIANTS] = {"off", "whole", "robust"};
+
+/* Rank r's robust estimator through cycle c, each cycle as the
+ * LocalAgent's worker runs it: the weights as stored (decoded) into rw,
+ * their compaction into *rres (freed first when rres->bytes). 0, or -1. */
+static int robust_cycle(const case_t *k, la_weights_t *w, uint32_t r,
+                        uint64_t c, const double *x, uint8_t *fl,
+                        const la_compact_params_t *cp,
+                        la_compact_result_t *rres, double *rw) {
+  int bad = 0;
+  const uint8_t *f = flags_of(k, r, c, fl, &bad);
+  la_robust_stats_t rst;
+  if (bad) return -1;
+  return la_weights_cycle_recon(w, x, f, cp, rres, &rst, rw) ? -1 : 0;
+}
 
 static int run(const char *dir, const case_t *k, int hist, res_t *out) {
   char db[600], why[300];
@@ -223,60 +307,93 @@ static int run(const char *dir, const case_t *k, int hist, res_t *out) {
     fprintf(stderr, "bench_history: %s\n", why);
     return -1;
   }
-  la_compact_params_t cp;
+  la_compact_params_t cp, rcp;
   la_compact_params_default(&cp);
   cp.quantum = k->quantum;
-  la_history_budget_t budget = {hist ? 1u << 30 : 0, 0};
+  la_history_robust_params(&cp, ROBUST_CV, &rcp);
+  la_history_budget_t budget = {hist != H_OFF ? 1u << 30 : 0, 0};
   la_history_t **h = calloc(ranks, sizeof *h);
-  for (uint32_t r = 0; h && r < ranks; r++) {
+  la_weights_t **w = calloc(ranks, sizeof *w);
+  for (uint32_t r = 0; h && w && r < ranks; r++) {
     La__RankStart rs = la_test_rank_start("bench", "bench", r, ranks, n);
     la_store_rank_start(s, &rs, NULL);
-    h[r] = la_history_new(&budget, n, 4, &cp, NULL);
+    h[r] = la_history_new(&budget, n, 4, &cp, &rcp);
+    la_history_set_robust_floor(h[r], k->timer_res);
+    if (la_weights_new(n, k->timer_res, k->detect, ROBUST_TOL, ROBUST_CONFIRM,
+                       ROBUST_CV, NULL, 0, &w[r]))
+      w[r] = NULL;
   }
   double *x = malloc(n * sizeof *x), *d = malloc(n * sizeof *d);
-  if (!h || !x || !d) {
+  double *rw = malloc(n * sizeof *rw);
+  uint8_t *fl = malloc(n);
+  for (uint32_t r = 0; w && r < ranks; r++)
+    if (!w[r]) fl = NULL;
+  if (!h || !w || !x || !d || !rw || !fl) {
     fprintf(stderr, "bench_history: out of memory\n");
     return -1;
   }
-  long refs = 0, unreadable = 0;
+  long refs = 0, rrefs = 0, unreadable = 0;
   uint64_t seq = 0;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (uint64_t c = 1; c <= cycles; c++) {
     la_store_begin(s);
     for (uint32_t r = 0; r < ranks; r++) {
-      if (values(k, r, c, x, &cp.quantum)) {
+      la_compact_result_t res, rres = {0};
+      if (values(k, r, c, x, &cp.quantum) ||
+          robust_cycle(k, w[r], r, c, x, fl, &cp, &rres, rw)) {
         unreadable++;
         continue;
       }
-      la_compact_result_t res;
       la_compact(x, n, &cp, &res);
-      uint64_t ref = 0;
-      la_fit_error_t he;
-      int m = la_history_check(h[r], x, NULL, &ref, &he);
-      int learn = la_history_take(h[r], m); /* as the LocalAgent decides */
-      if (learn) la_history_refit(h[r], x, &cp, &res);
-      La__SeriesStats st = LA__SERIES_STATS__INIT;
+      uint64_t ref = 0, rref = 0;
+      la_fit_error_t he, rhe;
+      /* as the LocalAgent's worker decides */
+      int m = la_history_match(h[r], x, rw, &ref, &he);
+      int rm = !m && hist == H_ROBUST &&
+               la_history_match_robust(h[r], rw, &rref, &rhe);
+      int learn = la_history_take(h[r], m);
+      if (learn) {
+        la_history_refit(h[r], x, &cp, &res);
+        rm = 0;
+      }
+      La__SeriesStats st = LA__SERIES_STATS__INIT, rst = LA__SERIES_STATS__INIT;
       La__FitError fe = LA__FIT_ERROR__INIT, hfe = LA__FIT_ERROR__INIT;
+      La__FitError rfe = LA__FIT_ERROR__INIT;
       La__CompactTrace t = LA__COMPACT_TRACE__INIT;
       la_test_history_trace(&t, &st, &fe, &res, "bench", r, c, n, ++seq,
                             m ? ref : 0);
+      la_trace_msg_robust(&t, &rst, &rres);
       if (m) {
         la_trace_msg_error(&hfe, &he);
         t.history_error = &hfe;
         refs++;
       }
+      if (rm) {
+        t.has_robust_ref = 1;
+        t.robust_ref = rref;
+        la_trace_msg_error(&rfe, &rhe);
+        t.robust_ref_error = &rfe;
+        rrefs++;
+      }
       int was_new;
       if (la_store_trace(s, &t, &was_new))
         fprintf(stderr, "bench_history: %s\n", la_store_errmsg(s));
-      if (learn) la_history_learn(h[r], c, &res, NULL);
+      if (learn) la_history_learn(h[r], c, &res, &rres);
       la_compact_result_free(&res);
+      la_compact_result_free(&rres);
     }
     la_store_commit(s);
   }
   clock_gettime(CLOCK_MONOTONIC, &t1);
   la_store_close(s);
-  for (uint32_t r = 0; r < ranks; r++) la_history_free(h[r]);
+  for (uint32_t r = 0; r < ranks; r++) {
+    la_history_free(h[r]);
+    la_weights_free(w[r]);
+    if (la_weights_new(n, k->timer_res, k->detect, ROBUST_TOL, ROBUST_CONFIRM,
+                       ROBUST_CV, NULL, 0, &w[r]))
+      unreadable++;
+  }
   free(h);
   if (unreadable) {
     free(x);
@@ -298,8 +415,12 @@ static int run(const char *dir, const case_t *k, int hist, res_t *out) {
     bytes = (double)sqlite3_column_int64(st, 0) * sqlite3_column_int64(st, 1);
   sqlite3_finalize(st);
   sqlite3_close(q);
-  /* every cycle read back against the truth */
-  out->bound_fail = out->sum_fail = 0;
+  /* every cycle read back against the truth: the measured values within
+   * their bound of the true ones, the sum exact; the robust weights (the
+   * estimator replayed from the start) within the polyline bound of rcp on
+   * the records served or, a robust reference, element by element within
+   * the measured values' cv of their own plus one timer step */
+  out->bound_fail = out->sum_fail = out->rbound_fail = 0;
   la_store_open(db, 0, &s, why, sizeof why);
   for (uint64_t c = 1; c <= cycles; c++) {
     La__TraceSet *set = NULL;
@@ -310,21 +431,43 @@ static int run(const char *dir, const case_t *k, int hist, res_t *out) {
     for (size_t i = 0; i < set->n_traces; i++) {
       const La__CompactTrace *t = set->traces[i];
       la_trace_t *tr = NULL;
+      la_compact_result_t rres = {0};
       if (values(k, t->rank, c, x, NULL) ||
           la_trace_open(t->segments.data, t->segments.len, &tr, NULL, 0) ||
           la_trace_decode(tr, 0, n, d) ||
           !within(x, d, n, t->segments.data, t->segments.len, &cp))
         out->bound_fail++;
       la_trace_close(tr);
+      tr = NULL;
       if (t->stats->sum != la_compact_sum(x, n)) out->sum_fail++;
+      int rok = values(k, t->rank, c, x, &cp.quantum) == 0 &&
+                robust_cycle(k, w[t->rank], t->rank, c, x, fl, &cp, &rres,
+                             rw) == 0 &&
+                t->has_robust_segments &&
+                la_trace_open(t->robust_segments.data, t->robust_segments.len,
+                              &tr, NULL, 0) == 0 &&
+                la_trace_decode(tr, 0, n, d) == 0;
+      la_trace_close(tr);
+      la_compact_result_free(&rres);
+      if (rok && !within(rw, d, n, t->robust_segments.data,
+                         t->robust_segments.len, &rcp)) {
+        for (uint64_t e = 0; rok && e < n; e++)
+          rok = fabs(d[e] - rw[e]) <= cp.cv * fabs(rw[e]) + k->timer_res;
+      }
+      if (!rok) out->rbound_fail++;
     }
     la_store_free_set(set);
   }
   la_store_close(s);
+  for (uint32_t r = 0; r < ranks; r++) la_weights_free(w[r]);
+  free(w);
   free(x);
   free(d);
+  free(rw);
+  free(fl);
   out->bytes_per_ec = bytes / ((double)cycles * ranks * n);
   out->refs = (double)refs / ((double)cycles * ranks);
+  out->rrefs = (double)rrefs / ((double)cycles * ranks);
   out->secs =
       (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
   return 0;
@@ -370,10 +513,8 @@ static int drift(const case_t *k, double *blocks_within, double *median_block,
       worst[nw++] = w;
     }
   if (rc == 0 && nw > 0) {
-    qsort(worst, nw, sizeof *worst, cmp_double);
-    *median_worst = worst[nw / 2];
-    qsort(each, all, sizeof *each, cmp_double);
-    *median_block = each[all / 2];
+    *median_worst = median(worst, nw);
+    *median_block = median(each, all);
     *blocks_within = (double)in / (double)all;
   }
   free(x);
@@ -381,6 +522,79 @@ static int drift(const case_t *k, double *blocks_within, double *median_block,
   free(worst);
   free(each);
   return nw > 0 ? rc : -1;
+}
+
+/* How far a case's robust weights (as stored, the estimator replayed) are
+ * from those of the cycle before, element by element: per cycle the
+ * smallest relative bound rel with |r - y| <= rel |r| + one timer step on
+ * every element, its median over cycles, the share of cycles within
+ * ROBUST_REL, and the median over cycles of the elements beyond it (count,
+ * and their share of the cycle's robust total). 0, or -1. */
+static int robust_drift(const case_t *k, double *median_rel,
+                        double *within_share, double *median_out,
+                        double *median_out_share) {
+  la_compact_params_t cp;
+  la_compact_params_default(&cp);
+  cp.quantum = k->quantum;
+  uint64_t n = k->n;
+  double *x = malloc(n * sizeof *x), *rw = malloc(n * sizeof *rw);
+  double *prev = malloc(n * sizeof *prev);
+  double *need = malloc(k->cycles * k->ranks * sizeof *need);
+  double *outs = malloc(k->cycles * k->ranks * sizeof *outs);
+  double *oshare = malloc(k->cycles * k->ranks * sizeof *oshare);
+  uint8_t *fl = malloc(n);
+  int rc = x && rw && prev && need && outs && oshare && fl ? 0 : -1;
+  uint64_t nn = 0, in = 0;
+  for (uint32_t r = 0; rc == 0 && r < k->ranks; r++) {
+    la_weights_t *w = NULL;
+    if (la_weights_new(n, k->timer_res, k->detect, ROBUST_TOL, ROBUST_CONFIRM,
+                       ROBUST_CV, NULL, 0, &w)) {
+      rc = -1;
+      break;
+    }
+    for (uint64_t c = 1; rc == 0 && c <= k->cycles; c++) {
+      la_compact_result_t rres = {0};
+      if (values(k, r, c, x, &cp.quantum) ||
+          robust_cycle(k, w, r, c, x, fl, &cp, &rres, rw)) {
+        rc = -1;
+        break;
+      }
+      la_compact_result_free(&rres);
+      if (c > 1) {
+        double m = 0, out = 0, ow = 0, all = 0;
+        for (uint64_t i = 0; i < n; i++) {
+          double e = fabs(rw[i] - prev[i]) - k->timer_res;
+          double q = e <= 0 ? 0 : (rw[i] != 0 ? e / fabs(rw[i]) : INFINITY);
+          if (q > m) m = q;
+          all += fabs(rw[i]);
+          if (q > ROBUST_REL) {
+            out++;
+            ow += fabs(rw[i]);
+          }
+        }
+        outs[nn] = out;
+        oshare[nn] = all > 0 ? ow / all : 0;
+        need[nn++] = m;
+        in += m <= ROBUST_REL;
+      }
+      memcpy(prev, rw, n * sizeof *rw);
+    }
+    la_weights_free(w);
+  }
+  if (rc == 0 && nn) {
+    *median_rel = median(need, nn);
+    *median_out = median(outs, nn);
+    *median_out_share = median(oshare, nn);
+    *within_share = (double)in / (double)nn;
+  }
+  free(x);
+  free(rw);
+  free(prev);
+  free(need);
+  free(outs);
+  free(oshare);
+  free(fl);
+  return nn ? rc : -1;
 }
 
 int main(int argc, char **argv) {
@@ -391,7 +605,7 @@ int main(int argc, char **argv) {
   FILE *f = la_bench_open_out(outp);
   if (!f) return 1;
   case_t cases[NCASES] = {{0}};
-  int ncases = C_RECORDED;
+  int ncases = C_RECORDED, first = 0;
   for (int k = 0; k < C_RECORDED; k++)
     cases[k] = (case_t){.kind = k, .n = NEL, .ranks = RANKS, .cycles = CYCLES,
                         .quantum = 1};
@@ -399,42 +613,65 @@ int main(int argc, char **argv) {
   if (raw && *raw) {
     if (recorded(raw, &cases[C_RECORDED])) return 1;
     ncases++;
+    const char *only = getenv("LA_HISTORY_RECORDED_ONLY");
+    if (only && *only && strcmp(only, "0")) first = C_RECORDED;
   }
   fprintf(f,
-          "{\n  \"compaction\": \"polyline:cv=0.1\", \"full_cycles\": %d,\n"
-          "  \"cases\": [\n",
-          LA_STORE_HISTORY_FULL_CYCLES);
-  printf("%-8s %22s %14s %14s %7s %6s %6s %6s\n", "case",
-         "ranks x elements x cyc", "B/el-cycle off", "B/el-cycle on", "ratio",
-         "refs", "bound", "sums");
+          "{\n  \"compaction\": \"polyline:cv=0.1\", \"robust_cv\": %g, "
+          "\"full_cycles\": %d,\n  \"cases\": [\n",
+          ROBUST_CV, LA_STORE_HISTORY_FULL_CYCLES);
+  printf("bytes per element-cycle (measured and robust series): history off,"
+         " whole references only, and robust references too\n");
+  printf("%-8s %22s %8s %8s %8s %7s %6s %6s %6s %6s %6s\n", "case",
+         "ranks x elements x cyc", "off", "whole", "robust", "ratio",
+         "whole", "+rob", "bound", "rbound", "sums");
   int rc = 0;
-  for (int i = 0; i < ncases; i++) {
+  for (int i = first; i < ncases; i++) {
     const case_t *k = &cases[i];
-    res_t off, on;
-    if (run(dir, k, 0, &off) || run(dir, k, 1, &on)) return 1;
-    long fails = off.bound_fail + on.bound_fail + off.sum_fail + on.sum_fail;
+    res_t v[NVARIANTS];
+    long fails = 0;
+    for (int j = 0; j < NVARIANTS; j++) {
+      if (run(dir, k, j, &v[j])) return 1;
+      fails += v[j].bound_fail + v[j].sum_fail + v[j].rbound_fail;
+    }
     if (fails) rc = 1;
+    long bf = 0, rbf = 0, sf = 0;
+    for (int j = 0; j < NVARIANTS; j++) {
+      bf += v[j].bound_fail;
+      rbf += v[j].rbound_fail;
+      sf += v[j].sum_fail;
+    }
+    double need = 0, rin = 0, nout = 0, oshare = 0;
+    if (robust_drift(k, &need, &rin, &nout, &oshare)) return 1;
+    printf("%s: robust weights against the cycle before: the per-element "
+           "bound every element meets, median %.3g; cycles within %.2g: "
+           "%.1f%%; elements beyond, median %.0f (%.2g%% of the weight)\n",
+           names[k->kind], need, ROBUST_REL, 100 * rin, nout, 100 * oshare);
     char shape[64];
     snprintf(shape, sizeof shape, "%u x %llu x %llu", k->ranks,
              (unsigned long long)k->n, (unsigned long long)k->cycles);
-    printf("%-8s %22s %14.4f %14.4f %6.2fx %5.1f%% %6s %6s\n", names[k->kind],
-           shape, off.bytes_per_ec, on.bytes_per_ec,
-           off.bytes_per_ec / on.bytes_per_ec, 100 * on.refs,
-           on.bound_fail + off.bound_fail ? "FAIL" : "ok",
-           on.sum_fail + off.sum_fail ? "FAIL" : "exact");
+    printf("%-8s %22s %8.4f %8.4f %8.4f %6.2fx %5.1f%% %5.1f%% %6s %6s %6s\n",
+           names[k->kind], shape, v[H_OFF].bytes_per_ec,
+           v[H_WHOLE].bytes_per_ec, v[H_ROBUST].bytes_per_ec,
+           v[H_OFF].bytes_per_ec / v[H_ROBUST].bytes_per_ec,
+           100 * v[H_ROBUST].refs, 100 * v[H_ROBUST].rrefs, bf ? "FAIL" : "ok",
+           rbf ? "FAIL" : "ok", sf ? "FAIL" : "exact");
     fprintf(f,
             "    {\"case\": \"%s\", \"ranks\": %u, \"elements\": %llu, "
-            "\"cycles\": %llu, \"quantum_ns\": %.17g, "
-            "\"bytes_per_element_cycle_off\": %.5f, "
-            "\"bytes_per_element_cycle_on\": %.5f, \"ratio\": %.3f, "
-            "\"reference_share\": %.4f, \"bound_failures\": %ld, "
-            "\"sum_failures\": %ld, \"seconds_off\": %.2f, "
-            "\"seconds_on\": %.2f}%s\n",
+            "\"cycles\": %llu, \"quantum_ns\": %.17g, \"timer_res_ns\": %.6g, "
+            "\"bound_failures\": %ld, \"robust_bound_failures\": %ld, "
+            "\"sum_failures\": %ld,\n      \"variants\": [",
             names[k->kind], k->ranks, (unsigned long long)k->n,
-            (unsigned long long)k->cycles, k->quantum, off.bytes_per_ec,
-            on.bytes_per_ec, off.bytes_per_ec / on.bytes_per_ec, on.refs,
-            on.bound_fail + off.bound_fail, on.sum_fail + off.sum_fail,
-            off.secs, on.secs, i + 1 < ncases ? "," : "");
+            (unsigned long long)k->cycles, k->quantum, k->timer_res, bf, rbf,
+            sf);
+    for (int j = 0; j < NVARIANTS; j++)
+      fprintf(f,
+              "{\"history\": \"%s\", \"bytes_per_element_cycle\": %.5f, "
+              "\"reference_share\": %.4f, \"robust_reference_share\": %.4f, "
+              "\"seconds\": %.2f}%s",
+              variants[j], v[j].bytes_per_ec, v[j].refs, v[j].rrefs,
+              v[j].secs, j + 1 < NVARIANTS ? ", " : "");
+    fprintf(f, "]}%s\n", i + 1 < ncases ? "," : "");
   }
   if (ncases > C_RECORDED) {
     double within_share = 0, block = 0, worst = 0;

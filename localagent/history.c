@@ -30,6 +30,9 @@ struct la_history {
   uint32_t gap, since; /* la_history_take: the learning gap, misses since */
   int robust;
   la_compact_params_t cp, rcp;
+  /* la_history_match_robust: per element, |r - y| <= rrel |r| + rabs +
+   * rfloor */
+  double rrel, rabs, rfloor;
   la_hist_rep_t rep[LA_HISTORY_MAX_REPS];
 };
 
@@ -66,6 +69,15 @@ la_history_t *la_history_new(la_history_budget_t *budget, uint64_t n,
   h->cp = *cp;
   h->robust = rcp != NULL;
   if (rcp) h->rcp = *rcp;
+  /* a robust reference is held to the measured values' bound, on every
+   * element instead of on every record */
+  int mode = la_compact_effective_mode(cp);
+  if (mode == LA_COMPACT_POLYLINE)
+    h->rrel = cp->cv;
+  else if (mode == LA_COMPACT_MAXERR && cp->relative)
+    h->rrel = cp->epsilon;
+  else if (mode == LA_COMPACT_MAXERR)
+    h->rabs = cp->epsilon;
   return h;
 }
 
@@ -132,6 +144,27 @@ int la_history_within(const double *x, const double *y, uint64_t n,
   return 1;
 }
 
+/* Representative i is within bound with error e: kept in *best (with e in
+ * *be) when it is the closest so far, by RMSE. */
+static void la__consider(uint32_t i, const la_fit_error_t *e, int *best,
+                         la_fit_error_t *be) {
+  if (*best < 0 || e->rmse < be->rmse) {
+    *best = (int)i;
+    *be = *e;
+  }
+}
+
+/* The match's end, under h->mu: the representative best (< 0: none) is
+ * used now; its tag and error go to *ref and *err. 1 when there is one. */
+static int la__matched(la_history_t *h, int best, const la_fit_error_t *be,
+                       uint64_t *ref, la_fit_error_t *err) {
+  if (best < 0) return 0;
+  h->rep[best].last_use = ++h->clock;
+  *ref = h->rep[best].cycle_tag;
+  *err = *be;
+  return 1;
+}
+
 int la_history_match(la_history_t *h, const double *x, const double *rx,
                      uint64_t *ref, la_fit_error_t *err) {
   if (!h || !x) return 0;
@@ -147,18 +180,63 @@ int la_history_match(la_history_t *h, const double *x, const double *rx,
       continue;
     la_fit_error_t e;
     la_fit_error_measure(x, r->v, h->n, NULL, &e);
-    if (best < 0 || e.rmse < be.rmse) {
-      best = (int)i;
-      be = e;
-    }
+    la__consider(i, &e, &best, &be);
   }
-  if (best >= 0) {
-    h->rep[best].last_use = ++h->clock;
-    *ref = h->rep[best].cycle_tag;
-    *err = be;
-  }
+  int m = la__matched(h, best, &be, ref, err);
   pthread_mutex_unlock(&h->mu);
-  return best >= 0;
+  return m;
+}
+
+void la_history_set_robust_floor(la_history_t *h, double floor) {
+  if (!h || !(floor >= 0) || !isfinite(floor)) return;
+  pthread_mutex_lock(&h->mu);
+  h->rfloor = floor;
+  pthread_mutex_unlock(&h->mu);
+}
+
+/* The robust reference's bound on every element: |r - y| <= rel |r| + abs
+ * (lossless: bit for bit), every value finite; when it holds, *e is the
+ * error of y against r (la_fit_error_measure's, measured in the same pass:
+ * a match is two passes fewer over the weights). */
+static int la__elements_ok(const double *r, const double *y, uint64_t n,
+                           int lossless, double rel, double abs,
+                           la_fit_error_t *e) {
+  double max = 0, sse = 0, sum = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    if (!isfinite(r[i]) || !isfinite(y[i])) return 0;
+    double d = fabs(r[i] - y[i]);
+    if (lossless ? memcmp(&r[i], &y[i], sizeof *r) != 0
+                 : !(d <= rel * fabs(r[i]) + abs))
+      return 0;
+    max = d > max ? d : max;
+    sse += d * d;
+    sum += r[i];
+  }
+  double rmse = n ? sqrt(sse / (double)n) : 0;
+  e->max_abs = max;
+  e->rmse = rmse;
+  e->cv = rmse == 0 ? 0 : rmse / fabs(sum / (double)n);
+  return 1;
+}
+
+int la_history_match_robust(la_history_t *h, const double *rx, uint64_t *ref,
+                            la_fit_error_t *err) {
+  if (!h || !rx || !h->robust) return 0;
+  pthread_mutex_lock(&h->mu);
+  int lossless = la_compact_effective_mode(&h->rcp) == LA_COMPACT_LOSSLESS;
+  int best = -1;
+  la_fit_error_t be = {0, 0, 0};
+  for (uint32_t i = 0; i < h->n_reps; i++) {
+    la_hist_rep_t *r = &h->rep[i];
+    la_fit_error_t e;
+    if (r->valid && r->rv &&
+        la__elements_ok(rx, r->rv, h->n, lossless, h->rrel,
+                        h->rabs + h->rfloor, &e))
+      la__consider(i, &e, &best, &be);
+  }
+  int m = la__matched(h, best, &be, ref, err);
+  pthread_mutex_unlock(&h->mu);
+  return m;
 }
 
 /* Decodes a result's bytes into out (n points) and, when its records are

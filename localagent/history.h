@@ -75,6 +75,26 @@ int la_history_within(const double *x, const double *y, uint64_t n,
 int la_history_match(la_history_t *h, const double *x, const double *rx,
                      uint64_t *ref, la_fit_error_t *err);
 
+/* The per-element bound of a robust reference (la_history_match_robust):
+ * the representative's decoded robust weight y of every element within
+ * rel * |r| + floor of the cycle's own r (its robust weight as it would be
+ * stored). rel is the measured values' bound (cp at la_history_new:
+ * polyline's cv; maxerr's epsilon, relative, or added to floor when
+ * absolute), held on every element instead of on every record; floor is 0
+ * until la_history_set_robust_floor sets it (one step of the timer for a
+ * tick-valued series: below it cycles differ by the clock alone). */
+void la_history_set_robust_floor(la_history_t *h, double floor);
+
+/* Looks for a representative whose robust weights reproduce rx[0..n)
+ * element by element within the bound above (every value finite; lossless:
+ * bit for bit), whatever the measured values do: the robust series can
+ * then be stored as a reference on its own (CompactTrace.robust_ref) while
+ * the measured one is kept in full. Returns 1 with *ref and *err (the error
+ * of the representative's robust weights against rx) for the closest one
+ * by RMSE, 0 when none is, or when h is NULL or has no robust weights. */
+int la_history_match_robust(la_history_t *h, const double *rx, uint64_t *ref,
+                            la_fit_error_t *err);
+
 /* The worker's step before logging a trace: la_history_match of the
  * cycle's true values x and of its robust weights as compacted (rres,
  * decoded here; NULL when the trace carries none): the estimator's own

@@ -366,6 +366,9 @@ static void la__rows_state(la_session_t *s, const La__RegisterRequest *r) {
   s->row_hist = la_history_new(&ag->hist_budget, nr,
                                (uint32_t)ag->set.history_reps, &s->row_cp,
                                s->row_weights ? &rcp : NULL);
+  /* a row is one timed interval: one timer step of slack, as a cell */
+  la_history_set_robust_floor(s->row_hist,
+                              r->has_timer_res_ns ? r->timer_res_ns : 0);
 }
 
 static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
@@ -477,6 +480,9 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
     s->hist = la_history_new(&ag->hist_budget, r->n_elements,
                              (uint32_t)ag->set.history_reps, &s->cp,
                              s->weights ? &rcp : NULL);
+  /* robust references: one step of the timer below which cycles differ */
+  la_history_set_robust_floor(s->hist,
+                              r->has_timer_res_ns ? r->timer_res_ns : 0);
   la__rows_state(s, r);
 
   La__RegisterReply ok = LA__REGISTER_REPLY__INIT;

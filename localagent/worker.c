@@ -71,6 +71,11 @@ typedef struct la_job {
   int hist;
   uint64_t hist_ref;
   la_fit_error_t hist_err;
+  /* or, its measured values matching none, the representative its robust
+   * weights alone are within the per-element bound of */
+  int rhist;
+  uint64_t rhist_ref;
+  la_fit_error_t rhist_err;
 } la_job_t;
 
 /* Whether the robust figures of a cycle can travel (finite, >= 0). */
@@ -137,6 +142,16 @@ static int la__log_trace(la_job_t *j, const la_compact_result_t *res,
     e.rmse /= (double)j->spread;
     la_trace_msg_error(&he, &e);
     t.history_error = &he;
+  }
+  La__FitError rhe = LA__FIT_ERROR__INIT;
+  if (j->rhist && j->robust) {
+    t.has_robust_ref = 1;
+    t.robust_ref = j->rhist_ref;
+    la_fit_error_t e = j->rhist_err; /* per cell, as above */
+    e.max_abs /= (double)j->spread;
+    e.rmse /= (double)j->spread;
+    la_trace_msg_error(&rhe, &e);
+    t.robust_ref_error = &rhe;
   }
   char why[200];
   if (la_msg_validate(LA__MSG_TYPE__MSG_COMPACT_TRACE, &t.base, why,
@@ -297,9 +312,17 @@ static void la__work(uv_work_t *req) {
       else
         j->hist = la_history_match(h, x, j->robust ? rw : NULL,
                                    &j->hist_ref, &j->hist_err);
+      /* the robust weights on their own (docs/history.md): a balancer's
+       * series may repeat where the measured values do not */
+      if (!j->hist && j->robust && rw)
+        j->rhist = la_history_match_robust(h, rw, &j->rhist_ref,
+                                           &j->rhist_err);
       int learn = la_history_take(h, j->hist);
-      if (learn) /* a representative to be: compacted with room */
+      if (learn) { /* a representative to be: compacted with room, and in
+                      full (a representative references nothing) */
         la_history_refit(h, x, &j->cp, &res);
+        j->rhist = 0;
+      }
       /* what travels: a row-probed cycle's series as the cells' */
       const la_compact_result_t *out = &res, *rout = &j->rres;
       if (rows) {

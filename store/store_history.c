@@ -3,11 +3,13 @@
  *
  * A LocalAgent that found a cycle within bound of an earlier full trace of
  * the same rank (its representative) names it in the trace
- * (history_ref). Here: the reference is checked before the trace is
- * stored (same application and rank, stored, a representative itself, the
- * same element count and mode, robust weights where the trace has them),
- * a history row records it, and once the trace leaves its rank's
- * full_cycles most recent cycles its own segments are dropped (demoted):
+ * (history_ref), or one whose robust weights alone are within the
+ * per-element bound of a representative's (robust_ref). Here: the
+ * reference is checked before the trace is stored (same application and
+ * rank, stored, a representative itself, the same element count and mode,
+ * robust weights where the trace has them), a history (history_robust) row
+ * records it, and once the trace leaves its rank's full_cycles most recent
+ * cycles its own segments (robust segments) are dropped (demoted):
  * readers then get the representative's segments (la__store_history_resolve,
  * called by store_load.c), and its err_* columns say the reference's error.
  * A representative has no history row, so a reference is never followed
@@ -56,77 +58,100 @@ void la_store_set_history(la_store_t *s, uint64_t full_cycles) {
 
 /* Contracts of the functions below: store_internal.h. */
 
-int la__store_history_check(la_store_t *s, const La__CompactTrace *t) {
-  s->hist_ref_gone = 0;
-  if (!t->has_history_ref) return 0;
+/* Whether cycle ref of t's rank can be t's reference (robust: its robust
+ * weights only). 0; LA_EPROTO with the reason in s->err; LA_EIO. *gone: the
+ * reference is to a trace a set stored by representatives emptied, so t is
+ * kept in full (no history row). */
+static int la__check_ref(la_store_t *s, const La__CompactTrace *t,
+                         uint64_t ref, int robust, int *gone) {
   const char *refused = NULL;
+  *gone = 0;
   if (!t->has_rank_seq)
     refused = "a reference needs the cycle's rank_seq";
   else if (t->n_channels)
     refused = "a trace of several channels cannot be a reference";
-  else if (t->history_ref == t->cycle_tag)
+  else if (ref == t->cycle_tag)
     refused = "it refers to itself";
-  if (refused) {
-    la__store_fmt(s->err, sizeof s->err,
-                  "trace of %s rank %u cycle %llu: history reference to "
-                  "cycle %llu refused: %s",
-                  t->app_id, t->rank, (unsigned long long)t->cycle_tag,
-                  (unsigned long long)t->history_ref, refused);
-    return LA_EPROTO;
+  else if (robust && t->has_history_ref)
+    refused = "a trace names either a history_ref or a robust_ref";
+  else if (robust && !t->robust_stats)
+    refused = "the trace has no robust weights";
+  la_db_stmt_t *st = refused ? NULL : la__hst(s, H_REF);
+  if (!refused && !st) return LA_EIO;
+  int r = 0;
+  if (st) {
+    la__bind_key(st, t->app_id, ref, t->rank);
+    int rc = la_db_step(st);
+    /* the part referenced: its segments, or its robust segments */
+    int have = rc == LA_DB_ROW && (robust ? la_db_column_int64(st, 3)
+                                          : la_db_column_int64(st, 2) > 0);
+    if (rc == LA_DB_DONE) {
+      refused = "that rank has no stored trace of that cycle";
+    } else if (rc != LA_DB_ROW) {
+      r = la__store_sqlerr(s, "checking the trace's history reference");
+    } else if (la_db_column_int64(st, 4)) {
+      refused = "that cycle is itself stored as a reference";
+    } else if (!have && la_db_column_int64(st, 5)) {
+      /* emptied as a member of a set stored by representatives
+       * (docs/clusters.md): this trace is kept in full instead */
+      *gone = 1;
+    } else if (!have) {
+      refused = robust ? "that cycle has no robust weights"
+                       : "that cycle's trace has no segments";
+    } else if ((uint64_t)la_db_column_int64(st, 0) != t->n_elements ||
+               la_db_column_int64(st, 1) != (int64_t)t->mode) {
+      refused = "that cycle has another element count or compaction mode";
+    } else if (!robust && t->robust_stats && !la_db_column_int64(st, 3)) {
+      refused = "that cycle has no robust weights";
+    }
+    la__done(st);
   }
-  la_db_stmt_t *st = la__hst(s, H_REF);
-  if (!st) return LA_EIO;
-  la__bind_key(st, t->app_id, t->history_ref, t->rank);
-  int rc = la_db_step(st), r = 0;
-  if (rc == LA_DB_DONE) {
-    refused = "that rank has no stored trace of that cycle";
-  } else if (rc != LA_DB_ROW) {
-    r = la__store_sqlerr(s, "checking the trace's history reference");
-  } else if (la_db_column_int64(st, 4)) {
-    refused = "that cycle is itself stored as a reference";
-  } else if (la_db_column_int64(st, 2) <= 0 && la_db_column_int64(st, 5)) {
-    /* emptied as a member of a set stored by representatives
-     * (docs/clusters.md): this trace is kept in full instead */
-    s->hist_ref_gone = 1;
-  } else if (la_db_column_int64(st, 2) <= 0) {
-    refused = "that cycle's trace has no segments";
-  } else if ((uint64_t)la_db_column_int64(st, 0) != t->n_elements ||
-             la_db_column_int64(st, 1) != (int64_t)t->mode) {
-    refused = "that cycle has another element count or compaction mode";
-  } else if (t->robust_stats && !la_db_column_int64(st, 3)) {
-    refused = "that cycle has no robust weights";
-  }
-  la__done(st);
   if (r == 0 && refused) {
     la__store_fmt(s->err, sizeof s->err,
-                  "trace of %s rank %u cycle %llu: history reference to "
-                  "cycle %llu refused: %s",
+                  "trace of %s rank %u cycle %llu: %s reference to cycle "
+                  "%llu refused: %s",
                   t->app_id, t->rank, (unsigned long long)t->cycle_tag,
-                  (unsigned long long)t->history_ref, refused);
+                  robust ? "robust history" : "history",
+                  (unsigned long long)ref, refused);
     r = LA_EPROTO;
   }
   return r;
 }
 
+int la__store_history_check(la_store_t *s, const La__CompactTrace *t) {
+  s->hist_ref_gone = s->hist_rref_gone = 0;
+  int r = 0;
+  if (t->has_history_ref)
+    r = la__check_ref(s, t, t->history_ref, 0, &s->hist_ref_gone);
+  if (r == 0 && t->has_robust_ref)
+    r = la__check_ref(s, t, t->robust_ref, 1, &s->hist_rref_gone);
+  return r;
+}
+
 /* Demotes one trace: its segments (and robust segments) dropped, its
- * error the reference's. Returns 0 or LA_EIO. */
+ * error the reference's; robust (a robust reference, err unused): only its
+ * robust segments. Returns 0 or LA_EIO. */
 static int la__demote(la_store_t *s, const char *app_id, uint32_t rank,
-                      uint64_t cycle_tag, const double err[3],
+                      uint64_t cycle_tag, int robust, const double err[3],
                       const int has_err[3]) {
-  la_db_stmt_t *st = la__hst(s, H_DEMOTE_TRACE);
-  if (!st) return LA_EIO;
-  la__bind_key(st, app_id, cycle_tag, rank);
-  for (int i = 0; i < 3; i++)
-    if (has_err[i]) la_db_bind_double(st, 4 + i, err[i]);
-  la_db_bind_blob(st, 7, "", 0); /* empty, not NULL */
-  int r = la__store_run(s, st, "demoting a trace to its reference");
+  la_db_stmt_t *st = NULL;
+  int r = 0;
+  if (!robust) {
+    if (!(st = la__hst(s, H_DEMOTE_TRACE))) return LA_EIO;
+    la__bind_key(st, app_id, cycle_tag, rank);
+    for (int i = 0; i < 3; i++)
+      if (has_err[i]) la_db_bind_double(st, 4 + i, err[i]);
+    la_db_bind_blob(st, 7, "", 0); /* empty, not NULL */
+    r = la__store_run(s, st, "demoting a trace to its reference");
+  }
   if (r == 0 && (st = la__hst(s, H_DEMOTE_ROBUST)) == NULL) r = LA_EIO;
   if (r == 0) {
     la__bind_key(st, app_id, cycle_tag, rank);
     la_db_bind_blob(st, 4, "", 0);
     r = la__store_run(s, st, "demoting a trace's robust weights");
   }
-  if (r == 0 && (st = la__hst(s, H_DONE)) == NULL) r = LA_EIO;
+  if (r == 0 && (st = la__hst(s, robust ? H_RDONE : H_DONE)) == NULL)
+    r = LA_EIO;
   if (r == 0) {
     la__bind_key(st, app_id, cycle_tag, rank);
     r = la__store_run(s, st, "recording a trace's demotion");
@@ -134,39 +159,40 @@ static int la__demote(la_store_t *s, const char *app_id, uint32_t rank,
   return r;
 }
 
-/* The history row of a new trace that names a reference. 0 or LA_EIO. */
-static int la__history_row(la_store_t *s, const La__CompactTrace *t) {
-  la_db_stmt_t *st = la__hst(s, H_INS);
+/* The history row (robust: history_robust row) of a new trace that names a
+ * reference. 0 or LA_EIO. */
+static int la__history_row(la_store_t *s, const La__CompactTrace *t,
+                           int robust) {
+  la_db_stmt_t *st = la__hst(s, robust ? H_RINS : H_INS);
   if (!st) return LA_EIO;
+  const La__FitError *e = robust ? t->robust_ref_error : t->history_error;
   la__bind_key(st, t->app_id, t->cycle_tag, t->rank);
-  la_db_bind_int64(st, 4, la__i64(t->history_ref));
+  la_db_bind_int64(st, 4, la__i64(robust ? t->robust_ref : t->history_ref));
   la_db_bind_int64(st, 5, la__i64(t->rank_seq));
-  if (t->history_error) {
-    la_db_bind_double(st, 6, t->history_error->max_abs);
-    la_db_bind_double(st, 7, t->history_error->rmse);
-    la_db_bind_double(st, 8, t->history_error->cv);
+  if (e) {
+    la_db_bind_double(st, 6, e->max_abs);
+    la_db_bind_double(st, 7, e->rmse);
+    la_db_bind_double(st, 8, e->cv);
   }
-  return la__store_run(s, st, "storing the trace's history reference");
+  return la__store_run(s, st, robust
+                                  ? "storing the trace's robust reference"
+                                  : "storing the trace's history reference");
 }
 
-int la__store_history_put(la_store_t *s, const La__CompactTrace *t) {
-  if (!t->has_rank_seq) return 0;
-  la_db_stmt_t *st;
-  int r = 0;
-  if (t->has_history_ref && !s->hist_ref_gone && (r = la__history_row(s, t)))
-    return r;
-  /* The rank's references that left the window of its full_cycles most
-   * recent cycles (this one's rank_seq is the newest the link delivered). */
-  if (t->rank_seq < s->hist_full_cycles) return 0;
-  uint64_t upto = t->rank_seq - s->hist_full_cycles;
+/* Demotes the rank's references (robust: robust references) with rank_seq
+ * at most upto. 0 or LA_EIO. */
+static int la__demote_upto(la_store_t *s, const La__CompactTrace *t,
+                           uint64_t upto, int robust) {
   /* few rows (at most the window's): collected first, updated after */
   enum { BATCH = 64 };
   uint64_t tags[BATCH];
   double errs[BATCH][3];
   int has[BATCH][3];
   size_t k;
+  int r = 0;
   do {
-    if (!(st = la__hst(s, H_PENDING))) return LA_EIO;
+    la_db_stmt_t *st = la__hst(s, robust ? H_RPENDING : H_PENDING);
+    if (!st) return LA_EIO;
     la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
     la_db_bind_int64(st, 2, t->rank);
     la_db_bind_int64(st, 3, la__i64(upto));
@@ -175,8 +201,8 @@ int la__store_history_put(la_store_t *s, const La__CompactTrace *t) {
     while (k < BATCH && (rc = la_db_step(st)) == LA_DB_ROW) {
       tags[k] = (uint64_t)la_db_column_int64(st, 0);
       for (int i = 0; i < 3; i++) {
-        has[k][i] = la_db_column_type(st, 1 + i) != LA_DB_NULL;
-        errs[k][i] = la_db_column_double(st, 1 + i);
+        has[k][i] = !robust && la_db_column_type(st, 1 + i) != LA_DB_NULL;
+        errs[k][i] = has[k][i] ? la_db_column_double(st, 1 + i) : 0;
       }
       k++;
     }
@@ -184,17 +210,44 @@ int la__store_history_put(la_store_t *s, const La__CompactTrace *t) {
       r = la__store_sqlerr(s, "finding the references to demote");
     la__done(st);
     for (size_t i = 0; r == 0 && i < k; i++)
-      r = la__demote(s, t->app_id, t->rank, tags[i], errs[i], has[i]);
+      r = la__demote(s, t->app_id, t->rank, tags[i], robust, errs[i], has[i]);
   } while (r == 0 && k == BATCH);
   return r;
 }
 
+int la__store_history_put(la_store_t *s, const La__CompactTrace *t) {
+  if (!t->has_rank_seq) return 0;
+  int r = 0;
+  if (t->has_history_ref && !s->hist_ref_gone && (r = la__history_row(s, t, 0)))
+    return r;
+  if (t->has_robust_ref && !s->hist_rref_gone &&
+      (r = la__history_row(s, t, 1)))
+    return r;
+  /* The rank's references that left the window of its full_cycles most
+   * recent cycles (this one's rank_seq is the newest the link delivered). */
+  if (t->rank_seq < s->hist_full_cycles) return 0;
+  uint64_t upto = t->rank_seq - s->hist_full_cycles;
+  r = la__demote_upto(s, t, upto, 0);
+  return r ? r : la__demote_upto(s, t, upto, 1);
+}
+
 int la__store_history_resolve(la_store_t *s, La__CompactTrace *t, int robust) {
-  la_db_stmt_t *st = la__hst(s, H_RESOLVE);
-  if (!st) return LA_EIO;
-  la__bind_key(st, t->app_id, t->cycle_tag, t->rank);
-  int rc = la_db_step(st), r = 0;
-  int col = robust ? 2 : 1;
+  la_db_stmt_t *st = NULL;
+  int rc = LA_DB_DONE, r = 0, col = robust ? 2 : 1;
+  if (robust) { /* a robust reference first, else a whole one's */
+    if (!(st = la__hst(s, H_RRESOLVE))) return LA_EIO;
+    la__bind_key(st, t->app_id, t->cycle_tag, t->rank);
+    if ((rc = la_db_step(st)) == LA_DB_ROW) col = 1;
+    if (rc == LA_DB_DONE) {
+      la__done(st);
+      st = NULL;
+    }
+  }
+  if (!st) {
+    if (!(st = la__hst(s, H_RESOLVE))) return LA_EIO;
+    la__bind_key(st, t->app_id, t->cycle_tag, t->rank);
+    rc = la_db_step(st);
+  }
   const void *blob = rc == LA_DB_ROW ? la_db_column_blob(st, col) : NULL;
   int blen = rc == LA_DB_ROW ? la_db_column_bytes(st, col) : 0;
   if (rc != LA_DB_ROW && rc != LA_DB_DONE) {

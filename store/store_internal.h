@@ -83,6 +83,10 @@ enum {
   H_DEMOTE_ROBUST,
   H_DONE,
   H_RESOLVE,
+  H_RINS,     /* history_robust: robust references */
+  H_RPENDING,
+  H_RDONE,
+  H_RRESOLVE,
   H__COUNT
 };
 extern const char *const la__store_history_sql[H__COUNT];
@@ -134,6 +138,7 @@ struct la_store {
   int n_fail_at;
   la_db_stmt_t *hist[H__COUNT]; /* store_history.c, prepared on first use */
   uint64_t hist_full_cycles;    /* la_store_set_history */
+  int hist_rref_gone; /* the same for its robust_ref */
   int hist_ref_gone; /* the trace just checked refers to a cycle whose
                         trace a set stored by representatives emptied:
                         it is stored in full, without a history row */
@@ -334,8 +339,8 @@ int la__store_trace_write(la_store_t *s, const La__CompactTrace *t,
 
 /* ------------------------------------------------- store_history.c */
 
-/* Before a trace is inserted: when it names a history_ref, checks that the
- * reference is usable (docs/history.md). A reference to a trace a set
+/* Before a trace is inserted: when it names a history_ref (or a
+ * robust_ref), checks that the reference is usable (docs/history.md). A reference to a trace a set
  * stored by representatives emptied (docs/clusters.md) is not refused:
  * s->hist_ref_gone says the trace is kept in full, without a history row.
  * Returns 0, or LA_EPROTO with the reason in s->err (the trace is

@@ -218,20 +218,33 @@ static const char la__numbering_sql[] =
  * history.full_cycles most recent cycles its segments (and robust
  * segments) become empty and readers get the representative's, and its
  * err_* columns the reference's error (this row's). */
+#define LA__HISTORY_COLUMNS                         \
+  "  app_id TEXT NOT NULL REFERENCES apps(app_id)," \
+  "  cycle_tag INTEGER NOT NULL,"                   \
+  "  rank INTEGER NOT NULL,"                        \
+  "  ref_cycle INTEGER NOT NULL,"                   \
+  "  rank_seq INTEGER NOT NULL,"                    \
+  "  in_full INTEGER NOT NULL,"                     \
+  "  err_max_abs REAL,"                             \
+  "  err_rmse REAL,"                                \
+  "  err_cv REAL,"                                  \
+  "  PRIMARY KEY (app_id, cycle_tag, rank)) WITHOUT ROWID;"
 static const char la__history_sql[] =
-    "CREATE TABLE IF NOT EXISTS history ("
-    "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
-    "  cycle_tag INTEGER NOT NULL,"
-    "  rank INTEGER NOT NULL,"
-    "  ref_cycle INTEGER NOT NULL,"
-    "  rank_seq INTEGER NOT NULL,"
-    "  in_full INTEGER NOT NULL,"
-    "  err_max_abs REAL,"
-    "  err_rmse REAL,"
-    "  err_cv REAL,"
-    "  PRIMARY KEY (app_id, cycle_tag, rank)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS history (" LA__HISTORY_COLUMNS
     "CREATE INDEX IF NOT EXISTS history_full ON history(app_id, rank,"
     "  rank_seq) WHERE in_full = 1;";
+
+/* Added later still, created in place (IF NOT EXISTS) like `missing`.
+ * history_robust (docs/history.md): one row per trace whose robust weights
+ * alone its LocalAgent found within the per-element bound of an earlier
+ * trace's of the same rank (ref_cycle, a representative), its measured
+ * values not: like a history row, but once the trace leaves the window only
+ * its robust segments become empty (readers get the representative's
+ * robust segments); its segments stay its own. */
+static const char la__history_robust_sql[] =
+    "CREATE TABLE IF NOT EXISTS history_robust (" LA__HISTORY_COLUMNS
+    "CREATE INDEX IF NOT EXISTS history_robust_full ON history_robust(app_id,"
+    "  rank, rank_seq) WHERE in_full = 1;";
 
 /* Added later still, created in place (IF NOT EXISTS) like `missing`.
  * rep_members (docs/clusters.md): with store.representatives on, once a
@@ -335,6 +348,7 @@ static const struct {
     {la__owners_sql, "adding the app_owners and refused_ranks tables"},
     {la__reps_sql, "adding the rep_members table"},
     {la__rep_robust_sql, "adding the rep_robust table"},
+    {la__history_robust_sql, "adding the history_robust table"},
 };
 
 #define LA__CREATE "CREATE TABLE IF NOT EXISTS "
@@ -452,6 +466,8 @@ int la__store_schema(la_db_t *db, const char *path, char *why, size_t n) {
           la__store_exec(db, la__reps_sql, why, n, path,
                          "creating the schema") ||
           la__store_exec(db, la__rep_robust_sql, why, n, path,
+                         "creating the schema") ||
+          la__store_exec(db, la__history_robust_sql, why, n, path,
                          "creating the schema") ||
           la__store_exec(db, sql, why, n, path, "creating the schema") ||
           la__store_exec(db, "COMMIT", why, n, path, "creating the schema")) {

@@ -243,6 +243,8 @@ const char *const la__store_history_sql[H__COUNT] = {
         "   AND r.cycle_tag = t.cycle_tag AND r.rank = t.rank"
         "   AND length(r.segments) > 0) THEN 1 ELSE 0 END,"
         " CASE WHEN EXISTS (SELECT 1 FROM history h WHERE h.app_id = t.app_id"
+        "   AND h.cycle_tag = t.cycle_tag AND h.rank = t.rank) OR EXISTS"
+        "   (SELECT 1 FROM history_robust h WHERE h.app_id = t.app_id"
         "   AND h.cycle_tag = t.cycle_tag AND h.rank = t.rank) THEN 1 ELSE 0"
         " END,"
         " CASE WHEN EXISTS (SELECT 1 FROM rep_members m WHERE"
@@ -270,9 +272,14 @@ const char *const la__store_history_sql[H__COUNT] = {
         " stat_sum, stat_min, stat_max, ?4, ?5, ?6, t_xfer_ns, rank_seq, seq,"
         " t_stored_ns FROM traces"
         " WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3",
+    /* the same for the robust row (H_DEMOTE_TRACE's reason) */
     [H_DEMOTE_ROBUST] =
-        "UPDATE robust SET segments = ?4 WHERE app_id = ?1"
-        " AND cycle_tag = ?2 AND rank = ?3 AND segments IS NOT NULL",
+        "REPLACE INTO robust(app_id, cycle_tag, rank, segments, stat_count,"
+        " stat_sum, stat_min, stat_max, interference, flagged, flagged_time)"
+        " SELECT app_id, cycle_tag, rank, ?4, stat_count, stat_sum, stat_min,"
+        " stat_max, interference, flagged, flagged_time FROM robust"
+        " WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3"
+        " AND segments IS NOT NULL",
     [H_DONE] =
         "UPDATE history SET in_full = 0 WHERE app_id = ?1 AND cycle_tag = ?2"
         " AND rank = ?3",
@@ -280,6 +287,23 @@ const char *const la__store_history_sql[H__COUNT] = {
         "SELECT h.ref_cycle, t.segments, r.segments FROM history h"
         " JOIN traces t ON t.app_id = h.app_id AND t.cycle_tag = h.ref_cycle"
         " AND t.rank = h.rank LEFT JOIN robust r ON r.app_id = h.app_id"
+        " AND r.cycle_tag = h.ref_cycle AND r.rank = h.rank"
+        " WHERE h.app_id = ?1 AND h.cycle_tag = ?2 AND h.rank = ?3",
+    /* robust references: the same for history_robust, whose demotion
+     * empties only the robust segments (H_DEMOTE_ROBUST) */
+    [H_RINS] =
+        "INSERT OR IGNORE INTO history_robust(app_id, cycle_tag, rank,"
+        " ref_cycle, rank_seq, in_full, err_max_abs, err_rmse, err_cv)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?8)",
+    [H_RPENDING] =
+        "SELECT cycle_tag FROM history_robust WHERE app_id = ?1 AND rank = ?2"
+        " AND in_full = 1 AND rank_seq <= ?3",
+    [H_RDONE] =
+        "UPDATE history_robust SET in_full = 0 WHERE app_id = ?1"
+        " AND cycle_tag = ?2 AND rank = ?3",
+    [H_RRESOLVE] =
+        "SELECT h.ref_cycle, r.segments FROM history_robust h"
+        " LEFT JOIN robust r ON r.app_id = h.app_id"
         " AND r.cycle_tag = h.ref_cycle AND r.rank = h.rank"
         " WHERE h.app_id = ?1 AND h.cycle_tag = ?2 AND h.rank = ?3",
 };
@@ -293,6 +317,9 @@ const char *const la__store_history_sql_pg[H__COUNT] = {
         " err_max_abs = CAST(?4 AS REAL), err_rmse = CAST(?5 AS REAL),"
         " err_cv = CAST(?6 AS REAL)"
         " WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3",
+    [H_DEMOTE_ROBUST] =
+        "UPDATE robust SET segments = CAST(?4 AS BLOB) WHERE app_id = ?1"
+        " AND cycle_tag = ?2 AND rank = ?3 AND segments IS NOT NULL",
 };
 
 /* PostgreSQL: a new trace also drops its key's missing record, counts in

@@ -150,6 +150,7 @@ class Store:
         self._has_robust = self._table("robust")
         self._has_channels = self._table("channel_traces")
         self._has_history = self._table("history")
+        self._has_history_robust = self._table("history_robust")
 
     def _table(self, name):
         return self._db.execute(
@@ -260,6 +261,20 @@ class Store:
             " WHERE h.app_id = ? AND h.cycle_tag = ? AND h.rank = ?",
             (app, tag, rank)).fetchone()
 
+    def _robust_representative(self, app, tag, rank):
+        """The robust segments of the cycle a trace whose robust weights
+        alone were demoted refers to (history_robust, docs/history.md), or
+        None."""
+        if not self._has_history_robust:
+            return None
+        r = self._db.execute(
+            "SELECT r.segments FROM history_robust h JOIN robust r"
+            " ON r.app_id = h.app_id AND r.cycle_tag = h.ref_cycle"
+            " AND r.rank = h.rank"
+            " WHERE h.app_id = ? AND h.cycle_tag = ? AND h.rank = ?",
+            (app, tag, rank)).fetchone()
+        return r[0] if r else None
+
     def _stored_set(self, app, cycle):
         """The TraceSet message (bytes) of app's stored cycle, as the
         GlobalAgent loads it (store_load.c): every series stored, the
@@ -315,7 +330,12 @@ class Store:
         msg = []
         for (r, n, mode, seg, cnt, su, lo, hi, seq,
              rseg, rcnt, rsu, rlo, rhi) in traces:
-            # a demoted cycle: its representative's segments
+            # a demoted cycle: its representative's segments; robust
+            # weights demoted on their own: theirs
+            rref = (self._robust_representative(app, tag, r)
+                    if rseg == b"" else None)
+            if rref:
+                rseg = rref
             ref = (self._representative(app, tag, r)
                    if seg == b"" or rseg == b"" else None)
             if ref is not None:

@@ -11,6 +11,13 @@
  *     cycle stays in full, a store without the history table opens and
  *     reads; the Python package reads a demoted cycle as the
  *     representative;
+ *   - robust references: a rank whose measured values never repeat within
+ *     their bound but whose robust weights do gets its robust weights
+ *     referenced on their own (la_history_match_robust, the per-element
+ *     bound); in the store only their robust segments are demoted, readers
+ *     (C and Python) get the representative's robust weights, within the
+ *     per-element bound, with the cycle's own exact totals and its measured
+ *     series in full; bad robust references are refused;
  *   - hostile references through the real GlobalAgent's link (a cycle that
  *     does not exist, another rank's, a reference's, itself): refused with
  *     the reason in its log, nothing stored, the GlobalAgent serving on.
@@ -223,8 +230,8 @@ static long long q1(const char *db, const char *sql) {
  * numpy) reads cycle c of db, a demoted reference, as the representative's
  * values rep: the same per-element sum, bit for bit. Skipped (with a
  * message) only on a machine without that Python. */
-static void python_reads_representative(const char *db, uint64_t c,
-                                        const double *rep) {
+static void python_reads(const char *db, const char *app, uint64_t c,
+                         const double *rep) {
   if (access("/usr/bin/python3", X_OK) != 0 || access("python", X_OK) != 0) {
     print_message("no /usr/bin/python3 or python/: Python reader not run\n");
     return;
@@ -235,13 +242,14 @@ static void python_reads_representative(const char *db, uint64_t c,
       "/usr/bin/python3",
       "-c",
       "import sys; sys.path.insert(0, 'python'); import la_weights as lw\n"
-      "w = lw.open(sys.argv[1], lib='build/lib').weights('hist', "
+      "w = lw.open(sys.argv[1], lib='build/lib').weights(sys.argv[3], "
       "int(sys.argv[2]))\n"
       "s = 0.0\n"
       "for v in w: s += float(v)\n"
       "print(len(w), s.hex())",
       db,
       cyc,
+      app,
       NULL};
   int rc = la_td_run(argv, NULL, 60000, out, sizeof out);
   if (rc != 0) fail_msg("la_weights on a demoted cycle (%d): %s", rc, out);
@@ -319,7 +327,7 @@ static void test_store_references(void **state) {
     la_store_free_set(set);
   }
   la_store_close(s);
-  python_reads_representative(db, 5, rep);
+  python_reads(db, "hist", 5, rep);
   /* a store written before the history table: still opens and reads */
   char old[600], cmd[1400];
   snprintf(old, sizeof old, "%s/old.db", g_tmp);
@@ -349,6 +357,204 @@ static void test_store_references(void **state) {
   free(x);
   free(d);
   free(rep);
+}
+
+/* ------------------------------------------------- robust references */
+
+/* Robust weights of a cycle: the smooth field of cycle_values, each
+ * element off by at most wobble (relative) from cycle to cycle. */
+static void robust_values(double *r, uint64_t seed, double wobble) {
+  uint64_t st = seed * 7 + 3;
+  for (long i = 0; i < N; i++)
+    r[i] = round(1000.0 + 300.0 * sin(i * 0.003)) *
+           (1.0 + wobble * (2 * la_compact_rand01(&st) - 1));
+}
+
+/* Stores cycle tag (rank_seq = tag) of rank 0 of app "rob" with measured
+ * values x (compacted into *res) and robust weights rx (compacted with
+ * rcp into *rres), its robust weights a reference to rref when rref > 0,
+ * and, when href > 0, a history_ref too. Returns la_store_trace's code. */
+static int put_robust(la_store_t *s, uint64_t tag, const double *x,
+                      const double *rx, uint64_t rref, uint64_t href,
+                      la_compact_result_t *res, la_compact_result_t *rres) {
+  la_compact_params_t cp, rcp;
+  la_compact_params_default(&cp);
+  la_history_robust_params(&cp, 0.02, &rcp);
+  assert_int_equal(la_compact(x, N, &cp, res), 0);
+  memset(rres, 0, sizeof *rres);
+  if (rx) assert_int_equal(la_compact(rx, N, &rcp, rres), 0);
+  La__SeriesStats st = LA__SERIES_STATS__INIT, rst = LA__SERIES_STATS__INIT;
+  La__FitError fe = LA__FIT_ERROR__INIT, re = LA__FIT_ERROR__INIT;
+  La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+  la_test_history_trace(&t, &st, &fe, res, "rob", 0, tag, N, tag, href);
+  if (rx) la_trace_msg_robust(&t, &rst, rres);
+  if (rref) {
+    t.has_robust_ref = 1;
+    t.robust_ref = rref;
+    re.max_abs = 2;
+    re.rmse = 1;
+    re.cv = 0.001;
+    t.robust_ref_error = &re;
+  }
+  int was_new = 0;
+  return la_store_trace(s, &t, &was_new);
+}
+
+/* put_robust of cycle 11 is refused, with why in the store's message. */
+static void refused(la_store_t *s, const double *x, const double *rx,
+                    uint64_t rref, uint64_t href, const char *why) {
+  la_compact_result_t res, rres;
+  assert_int_equal(put_robust(s, 11, x, rx, rref, href, &res, &rres),
+                   LA_EPROTO);
+  if (!strstr(la_store_errmsg(s), why))
+    fail_msg("refused, but not for \"%s\": %s", why, la_store_errmsg(s));
+  la_compact_result_free(&res);
+  la_compact_result_free(&rres);
+}
+
+static void test_robust_references(void **state) {
+  (void)state;
+  la_compact_params_t cp, rcp;
+  la_compact_params_default(&cp);
+  la_history_robust_params(&cp, 0.02, &rcp);
+  la_history_budget_t b = {1u << 30, 0};
+  la_history_t *h = la_history_new(&b, N, 4, &cp, &rcp);
+  assert_non_null(h);
+  double *x = malloc(N * sizeof *x), *rx = malloc(N * sizeof *rx);
+  double *d = malloc(N * sizeof *d), *rrep = malloc(N * sizeof *rrep);
+  double *rd = malloc(N * sizeof *rd);
+  la_compact_result_t res, rres;
+  /* the LocalAgent's decision: cycle 1 learned; cycle 2's measured values
+   * (40% noise) are not within their bound, its robust weights (0.5%) are
+   * within the measured values' cv (0.1) of the representative's on every
+   * element */
+  cycle_values(x, 1, 0.4, -1);
+  robust_values(rx, 1, 0.005);
+  assert_int_equal(la_compact(x, N, &cp, &res), 0);
+  assert_int_equal(la_compact(rx, N, &rcp, &rres), 0);
+  assert_int_equal(la_history_learn(h, 1, &res, &rres), 0);
+  decode_all(rres.bytes, rres.len, rrep);
+  la_compact_result_free(&res);
+  la_compact_result_free(&rres);
+  cycle_values(x, 2, 0.4, -1);
+  robust_values(rx, 2, 0.005);
+  uint64_t ref = 0;
+  la_fit_error_t e;
+  assert_int_equal(la_history_match(h, x, rx, &ref, &e), 0);
+  assert_int_equal(la_history_match_robust(h, rx, &ref, &e), 1);
+  assert_int_equal(ref, 1);
+  assert_true(e.max_abs > 0 && e.max_abs <= 0.1 * 1300);
+  /* one element 20% off: |r - y| = 0.2 y > 0.1 r: no reference */
+  double keep = rx[777];
+  rx[777] = rrep[777] * 1.2;
+  assert_int_equal(la_history_match_robust(h, rx, &ref, &e), 0);
+  rx[777] = keep;
+  /* the floor: r - y = 0.1 r + 5 fails without it, passes with one timer
+   * step of 10, and r - y = 0.1 r + 11 fails with it */
+  keep = rx[0];
+  rx[0] = (rrep[0] + 5) / 0.9;
+  assert_int_equal(la_history_match_robust(h, rx, &ref, &e), 0);
+  la_history_set_robust_floor(h, 10);
+  la_history_set_robust_floor(h, 10); /* set, not added */
+  assert_int_equal(la_history_match_robust(h, rx, &ref, &e), 1);
+  rx[0] = (rrep[0] + 11) / 0.9;
+  assert_int_equal(la_history_match_robust(h, rx, &ref, &e), 0);
+  rx[0] = NAN; /* a value that is not finite never matches */
+  assert_int_equal(la_history_match_robust(h, rx, &ref, &e), 0);
+  rx[0] = keep;
+  /* a history without robust weights has nothing to refer to */
+  la_history_t *h0 = la_history_new(&b, N, 4, &cp, NULL);
+  assert_int_equal(la_history_match_robust(h0, rx, &ref, &e), 0);
+  la_history_free(h0);
+  la_history_free(h);
+
+  /* the store: cycle 1 in full (the representative), 2..10 with their
+   * measured values in full and their robust weights a reference to it */
+  char db[600], why[300];
+  snprintf(db, sizeof db, "%s/robust.db", g_tmp);
+  la_store_t *s = NULL;
+  assert_int_equal(la_store_open(db, 0, &s, why, sizeof why), 0);
+  la_store_set_history(s, 2);
+  La__RankStart rs = la_test_rank_start("rob", "rob", 0, 1, N);
+  assert_int_equal(la_store_rank_start(s, &rs, NULL), 0);
+  cycle_values(x, 1, 0.4, -1);
+  robust_values(rx, 1, 0.005);
+  assert_int_equal(put_robust(s, 1, x, rx, 0, 0, &res, &rres), 0);
+  la_compact_result_free(&res);
+  la_compact_result_free(&rres);
+  double sums[11], rsums[11];
+  uint8_t *own[11] = {0};
+  size_t own_len[11] = {0};
+  for (uint64_t c = 2; c <= 10; c++) {
+    cycle_values(x, c, 0.4, -1);
+    robust_values(rx, c, 0.005);
+    sums[c] = la_compact_sum(x, N);
+    rsums[c] = la_compact_sum(rx, N);
+    assert_int_equal(put_robust(s, c, x, rx, 1, 0, &res, &rres), 0);
+    own[c] = malloc(res.len);
+    memcpy(own[c], res.bytes, res.len);
+    own_len[c] = res.len;
+    la_compact_result_free(&res);
+    la_compact_result_free(&rres);
+  }
+  /* refused: a robust reference to a robust reference, one on a trace
+   * without robust weights, one beside a history_ref, one to itself */
+  cycle_values(x, 11, 0.4, -1);
+  robust_values(rx, 11, 0.005);
+  refused(s, x, rx, 3, 0, "itself stored as a reference");
+  refused(s, x, NULL, 1, 0, "no robust weights");
+  refused(s, x, rx, 1, 1, "either a history_ref");
+  refused(s, x, rx, 11, 0, "refers to itself");
+  /* nor may a whole reference name a cycle whose robust weights are one */
+  refused(s, x, rx, 0, 3, "itself stored as a reference");
+  la_store_close(s);
+  /* window 2 (rank_seq 10 newest): the robust weights of 2..8 demoted,
+   * every measured series in full */
+  assert_int_equal(q1(db, "SELECT count(*) FROM robust WHERE "
+                          "length(segments) = 0"),
+                   7);
+  assert_int_equal(q1(db, "SELECT count(*) FROM traces WHERE "
+                          "length(segments) = 0"),
+                   0);
+  assert_int_equal(q1(db, "SELECT count(*) FROM history"), 0);
+  assert_int_equal(q1(db, "SELECT count(*) FROM history_robust WHERE "
+                          "in_full = 0"),
+                   7);
+  assert_int_equal(q1(db, "SELECT count(*) FROM traces WHERE app_id = 'rob'"),
+                   10);
+  /* every cycle reads back: the measured values its own (bit for bit the
+   * encoding sent), the robust weights the representative's, within 10%
+   * of the cycle's own on every element, and the cycle's
+   * own exact totals of both */
+  assert_int_equal(la_store_open(db, 0, &s, why, sizeof why), 0);
+  for (uint64_t c = 2; c <= 10; c++) {
+    La__TraceSet *set = NULL;
+    assert_int_equal(la_store_load_set(s, "rob", c, &set), 0);
+    assert_int_equal(set->n_traces, 1);
+    const La__CompactTrace *t = set->traces[0];
+    assert_int_equal(t->segments.len, own_len[c]);
+    assert_memory_equal(t->segments.data, own[c], own_len[c]);
+    assert_true(t->stats->sum == sums[c]);
+    assert_true(t->has_robust_segments && t->robust_stats);
+    assert_true(t->robust_stats->sum == rsums[c]);
+    decode_all(t->robust_segments.data, t->robust_segments.len, rd);
+    if (c <= 8) assert_memory_equal(rd, rrep, N * sizeof *rd);
+    robust_values(rx, c, 0.005);
+    for (long i = 0; i < N; i++)
+      if (!(fabs(rd[i] - rx[i]) <= 0.1 * fabs(rx[i])))
+        fail_msg("cycle %llu element %ld: robust %g served, %g its own",
+                 (unsigned long long)c, i, rd[i], rx[i]);
+    la_store_free_set(set);
+    free(own[c]);
+  }
+  la_store_close(s);
+  /* the Python package resolves them the same way */
+  python_reads(db, "rob", 5, rrep);
+  free(x);
+  free(rx);
+  free(d);
+  free(rd);
+  free(rrep);
 }
 
 /* ------------------------------------ hostile references, real GlobalAgent */
@@ -433,6 +639,7 @@ int main(void) {
       cmocka_unit_test(test_learning_backs_off),
       cmocka_unit_test(test_bounds_and_budget),
       cmocka_unit_test(test_store_references),
+      cmocka_unit_test(test_robust_references),
       cmocka_unit_test_teardown(test_hostile_references, ts_teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

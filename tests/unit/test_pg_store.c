@@ -123,6 +123,7 @@ PG_CASE(test_queries)
 PG_CASE(test_agent_seq)
 PG_CASE(test_app_owners)
 PG_CASE(test_robust_round_trip)
+PG_CASE(test_robust_history)
 PG_CASE(test_missing_records)
 PG_CASE(test_injected_commit_failure)
 
@@ -293,6 +294,7 @@ int main(void) {
       T(pg_test_queries),
       T(pg_test_agent_seq),
       T(pg_test_robust_round_trip),
+      T(pg_test_robust_history),
       T(pg_test_missing_records),
       T(pg_test_app_owners),
       T(pg_test_injected_commit_failure),

@@ -1153,6 +1153,82 @@ static void test_agent_seq(void **state) {
  * reporting their timer resolution and detection status, come back from
  * la_store_load_set exactly as stored; ranks and traces without them come
  * back without them. */
+/* Robust references (docs/history.md): a trace whose robust weights alone
+ * refer to an earlier cycle keeps its own segments; once out of the
+ * history.full_cycles window its robust segments are the representative's
+ * (its statistics its own), before that its own; a robust reference to a
+ * cycle whose robust weights are themselves one is refused. */
+static void test_robust_history(void **state) {
+  fx_t *f = *state;
+  assert_int_equal(put_rank_start(f->s, "rh", 0, 1, 100), 0);
+  la_store_set_history(f->s, 1);
+  tr_t x[5];
+  uint8_t rseg[5][48];
+  La__SeriesStats rst[5];
+  La__FitError rer = LA__FIT_ERROR__INIT;
+  rer.max_abs = 3;
+  rer.rmse = 1.5;
+  rer.cv = 0.04;
+  for (uint64_t c = 1; c <= 4; c++) {
+    mk_trace(&x[c], "rh", 0, c, 100, 40, (uint8_t)(10 * c));
+    x[c].t.rank_seq = c;
+    for (size_t i = 0; i < sizeof rseg[c]; i++)
+      rseg[c][i] = (uint8_t)(100 + 3 * c + i);
+    la__series_stats__init(&rst[c]);
+    rst[c].count = 100;
+    rst[c].sum = 500.0 + (double)c;
+    rst[c].min = 1;
+    rst[c].max = 9;
+    x[c].t.has_robust_segments = 1;
+    x[c].t.robust_segments.data = rseg[c];
+    x[c].t.robust_segments.len = sizeof rseg[c];
+    x[c].t.robust_stats = &rst[c];
+    if (c > 1) {
+      x[c].t.has_robust_ref = 1;
+      x[c].t.robust_ref = 1;
+      x[c].t.robust_ref_error = &rer;
+    }
+    assert_int_equal(la_store_trace(f->s, &x[c].t, NULL), 0);
+  }
+  /* to a cycle whose robust weights are a reference: refused */
+  tr_t bad;
+  mk_trace(&bad, "rh", 0, 5, 100, 40, 77);
+  bad.t.rank_seq = 5;
+  bad.t.has_robust_segments = 1;
+  bad.t.robust_segments.data = rseg[1];
+  bad.t.robust_segments.len = sizeof rseg[1];
+  bad.t.robust_stats = &rst[1];
+  bad.t.has_robust_ref = 1;
+  bad.t.robust_ref = 2;
+  assert_int_equal(la_store_trace(f->s, &bad.t, NULL), LA_EPROTO);
+  assert_non_null(strstr(la_store_errmsg(f->s), "itself stored as a reference"));
+  reopen(f);
+  /* window 1 (rank_seq 4 newest): cycles 2 and 3 demoted, 4 still full */
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM history_robust"
+                                    " WHERE in_full = 0"),
+                   2);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM history"), 0);
+  for (uint64_t c = 1; c <= 4; c++) {
+    La__TraceSet *set = NULL;
+    assert_int_equal(la_store_load_set(f->s, "rh", c, &set), 0);
+    assert_int_equal(set->n_traces, 1);
+    const La__CompactTrace *t = set->traces[0];
+    /* the measured series its own, always */
+    assert_int_equal(t->segments.len, 40);
+    assert_memory_equal(t->segments.data, x[c].seg, 40);
+    assert_true(t->stats->sum == x[c].st.sum);
+    /* the robust series the representative's once demoted; its own
+     * statistics */
+    uint64_t from = c == 2 || c == 3 ? 1 : c;
+    assert_true(t->has_robust_segments);
+    assert_int_equal(t->robust_segments.len, sizeof rseg[from]);
+    assert_memory_equal(t->robust_segments.data, rseg[from],
+                        sizeof rseg[from]);
+    assert_true(t->robust_stats->sum == rst[c].sum);
+    la_store_free_set(set);
+  }
+}
+
 static void test_robust_round_trip(void **state) {
   fx_t *f = *state;
   for (uint32_t r = 0; r < 3; r++) {
@@ -2197,6 +2273,7 @@ int main(void) {
       T(test_agent_seq),
       T(test_corrupt_rows),
       T(test_robust_round_trip),
+      T(test_robust_history),
       T(test_store_without_numbering_tables),
       T(test_store_without_robust_tables),
       T(test_per_trace_tables_layout),
