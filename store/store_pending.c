@@ -30,8 +30,7 @@ static int la__pend_flush(la_store_t *s) {
   s->n_pend = s->cap_pend = 0;
   s->pend_bytes = 0;
   int r = 0;
-  size_t i = 0;
-  for (; r == 0 && i < n; i++) {
+  for (size_t i = 0; r == 0 && i < n; i++) {
     int was_new = 0;
     r = la__store_trace_write(s, &v[i]->t, v[i]->now, &was_new);
     if (r == 0 && !was_new) s->pend_found++;
