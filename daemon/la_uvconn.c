@@ -271,11 +271,27 @@ static void la__bad(la_conn_t *c, const char *why) {
   la__close_how(c, "bad input", 0, 1); /* on_bad may have sent an Error */
 }
 
+/* Reads go straight into the frame reader's buffer (no copy, no buffer
+ * per read); a lingering or closing connection's, whose bytes are
+ * discarded, into one of their own. */
 static void la__alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-  (void)h;
+  la_conn_t *c = h->data;
   size_t n = suggested < 65536 ? suggested : 65536;
+  uint8_t *p;
+  if (!c->lingering && !c->closing && la_frame_reader_room(&c->rd, n, &p)) {
+    buf->base = (char *)p;
+    buf->len = n;
+    return;
+  }
   buf->base = malloc(n);
   buf->len = buf->base ? n : 0;
+}
+
+/* Frees a read buffer that is not the frame reader's own. */
+static void la__free_read(la_conn_t *c, const uv_buf_t *buf) {
+  const uint8_t *p = (const uint8_t *)buf->base;
+  if (!c->rd.buf || p < c->rd.buf || p >= c->rd.buf + c->rd.cap)
+    free(buf->base);
 }
 
 /* Hands the complete frames buffered in c's reader to on_raw / on_frame
@@ -326,7 +342,7 @@ static void la__drain(la_conn_t *c, int rc) {
 static void la__on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   la_conn_t *c = st->data;
   if (c->lingering) { /* discard; the peer's end of stream ends it */
-    free(buf->base);
+    la__free_read(c, buf);
     if (nread < 0)
       la__finish(c, 0);
     else if ((c->linger_bytes += (size_t)nread) > LA_CONN_LINGER_MAX)
@@ -334,14 +350,17 @@ static void la__on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     return;
   }
   if (nread < 0 || c->closing) {
-    free(buf->base);
+    la__free_read(c, buf);
     if (nread < 0)
       la_conn_close(c, nread == UV_EOF ? "disconnected" : "connection error");
     return;
   }
-  int rc =
-      nread > 0 ? la_frame_reader_feed(&c->rd, buf->base, (size_t)nread) : 0;
-  free(buf->base);
+  int rc = 0;
+  if (nread > 0 && (const uint8_t *)buf->base == c->rd.buf + c->rd.len)
+    rc = la_frame_reader_wrote(&c->rd, (size_t)nread); /* read in place */
+  else if (nread > 0)
+    rc = la_frame_reader_feed(&c->rd, buf->base, (size_t)nread);
+  la__free_read(c, buf);
   la__drain(c, rc);
 }
 

@@ -67,14 +67,27 @@ struct la_ga_owners {
   uint64_t next_expire_ms; /* loop time of the next retention pass */
 };
 
+/* Mixes string p into h eight bytes at a time (every message looks up
+ * its key: a byte at a time was 3% of the loop thread at 10^4 ranks). */
+static uint64_t la__mix(uint64_t h, const char *p) {
+  const uint64_t k = 0x9e3779b97f4a7c15ull;
+  size_t n = strlen(p);
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    h = (h ^ w) * k;
+    h ^= h >> 29;
+  }
+  uint64_t w = 0;
+  memcpy(&w, p, n);
+  h = (h ^ w ^ ((uint64_t)n << 56)) * k;
+  return h ^ (h >> 29);
+}
+
 static uint64_t la__hash(const char *app, const char *host, uint32_t rank) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (const char *p = app; *p; p++) h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
-  h = (h ^ 0xff) * 0x100000001b3ull;
-  for (const char *p = host; *p; p++) h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
-  for (int i = 0; i < 4; i++)
-    h = (h ^ ((rank >> (8 * i)) & 0xff)) * 0x100000001b3ull;
-  return h;
+  uint64_t h = la__mix(la__mix(0xcbf29ce484222325ull, app), host);
+  h = (h ^ rank) * 0xff51afd7ed558ccdull;
+  return h ^ (h >> 32);
 }
 
 la_ga_owners_t *la_ga_owners_new(void) {

@@ -137,6 +137,7 @@ void la_store_close(la_store_t *s) {
   la_db_close(s->db);
   free(s->unmiss);
   la__store_defer_forget(s);
+  la__arena_free(&s->pend_arena);
   free(s->pend);
   free(s);
 }

@@ -122,8 +122,8 @@ int la__store_unmiss(la_store_t *s, const char *app_id, uint64_t tag,
 }
 
 void la__store_defer_forget(la_store_t *s) {
-  for (size_t i = 0; i < s->n_pend; i++) free(s->pend[i]);
-  s->n_pend = 0;
+  s->n_pend = 0; /* the copies are the arena's */
+  la__arena_reset(&s->pend_arena);
   s->pend_bytes = 0;
   s->n_touch = 0;
   s->touch_last = 0;

@@ -22,6 +22,7 @@
 
 #include "la_codec.h" /* LA_MAX_RANKS, LA_MAX_ID_LEN */
 #include "store.h"
+#include "store_arena.h"
 #include "store_db.h"
 
 /* Ids of the statements prepared at open (SQL in store_sql.c). */
@@ -65,6 +66,7 @@ enum {
   S_CHAN_TRACE_INS,
   S_LOAD_CHAN_NAMES,
   S_LOAD_CHAN_TRACES,
+  S_RANK_ELEMENTS,
   S__COUNT
 };
 
@@ -119,7 +121,8 @@ typedef struct la__unmiss {
 } la__unmiss_t;
 
 /* a trace written at the batch's next flush (la_store_trace_defer): a
- * copy of what the store reads of it, in one allocation, and its time */
+ * copy of what the store reads of it, in one allocation from the batch's
+ * arena (pend_arena), and its time */
 #define LA__PEND_BYTES (64u << 20) /* the deferred copies' bound */
 typedef struct la__pend {
   La__CompactTrace t;
@@ -153,6 +156,7 @@ struct la_store {
   size_t n_unmiss, cap_unmiss;
   la__pend_t **pend; /* store_pending.c: the batch's deferred traces */
   size_t n_pend, cap_pend, pend_bytes;
+  la__arena_t pend_arena; /* where they are copied, dropped at the flush */
   int (*pend_flush)(la_store_t *s); /* store_pending.c's writer */
   uint64_t pend_found; /* deferred traces whose key was stored after all */
   char err[512];

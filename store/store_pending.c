@@ -4,7 +4,8 @@
  *
  * A trace the caller knows is new (the GlobalAgent's stitcher has its set
  * open without its rank) is checked at once (la_store_trace's refusals),
- * copied (one allocation: the fields the store writes, the id and the
+ * copied (one allocation from the batch's arena, store_arena.h, dropped
+ * all at once after the flush: the fields the store writes, the id and the
  * blobs; at most LA__PEND_BYTES a batch) and written by store_write.c's
  * la__store_trace_write at store_defer.c's flush, first and in the order
  * deferred (la__store_defer_flush calls la__pend_flush through
@@ -29,17 +30,16 @@ static int la__pend_flush(la_store_t *s) {
   s->n_pend = s->cap_pend = 0;
   s->pend_bytes = 0;
   int r = 0;
-  size_t i = 0;
-  for (; r == 0 && i < n; i++) {
+  for (size_t i = 0; r == 0 && i < n; i++) {
     int was_new = 0;
     r = la__store_trace_write(s, &v[i]->t, v[i]->now, &was_new);
     if (r == 0 && !was_new) s->pend_found++;
-    free(v[i]);
   }
-  for (; i < n; i++) free(v[i]); /* after a failed write */
+  /* after a failed write, the rest are dropped too: the batch rolls back */
   if (!s->pend) { /* the array is kept for the next batch */
     s->pend = v;
     s->cap_pend = cap;
+    la__arena_reset(&s->pend_arena); /* no copy is left in it */
   } else {
     free(v);
   }
@@ -63,7 +63,7 @@ int la_store_trace_defer(la_store_t *s, const La__CompactTrace *t,
       la__store_reserve(s, &s->pend, s->n_pend, &s->cap_pend,
                         sizeof *s->pend, 256))
     return LA_ENOMEM;
-  la__pend_t *p = malloc(bytes);
+  la__pend_t *p = la__arena_alloc(&s->pend_arena, bytes);
   if (!p) {
     la__store_fmt(s->err, sizeof s->err, "out of memory");
     return LA_ENOMEM;

@@ -390,15 +390,7 @@ int la_store_rank_elements(la_store_t *s, const char *app_id, uint32_t rank,
                            uint64_t *n_elements) {
   if (!s || !app_id || !n_elements) return LA_EINVAL;
   *n_elements = 0;
-  la_db_stmt_t *st = NULL;
-  if (la_db_prepare(s->db,
-                    "SELECT n_elements FROM ranks WHERE app_id = ?1"
-                    " AND rank = ?2 AND started = 1",
-                    0, &st) != 0) {
-    la__store_fmt(s->err, sizeof s->err, "reading a rank's element count: %s",
-                  la_db_errmsg(s->db));
-    return LA_EIO;
-  }
+  la_db_stmt_t *st = s->st[S_RANK_ELEMENTS]; /* asked per rank: prepared */
   la_db_bind_text(st, 1, app_id, -1);
   la_db_bind_int64(st, 2, (int64_t)rank);
   int rc = la_db_step(st), r = 0;
@@ -415,7 +407,7 @@ int la_store_rank_elements(la_store_t *s, const char *app_id, uint32_t rank,
                   la_db_errmsg(s->db));
     r = LA_EIO;
   }
-  la_db_finalize(st);
+  la__done(st);
   return r;
 }
 

@@ -230,6 +230,8 @@ const char *const la__store_sql[S__COUNT] = {
         " robust_count, robust_sum, robust_min, robust_max"
         " FROM channel_traces WHERE app_id = ?1 AND cycle_tag = ?2"
         " ORDER BY rank, channel",
+    [S_RANK_ELEMENTS] = "SELECT n_elements FROM ranks WHERE app_id = ?1"
+                        " AND rank = ?2 AND started = 1",
 };
 
 /* History (store_history.c, docs/history.md): prepared on first use, since

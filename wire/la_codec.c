@@ -219,9 +219,8 @@ size_t la_frame_reader_pending(const la_frame_reader_t *r) {
   return r->len - r->head;
 }
 
-int la_frame_reader_feed(la_frame_reader_t *r, const void *data, size_t n) {
-  if (r->error) return r->error;
-  if (n == 0) return 0;
+size_t la_frame_reader_room(la_frame_reader_t *r, size_t n, uint8_t **p) {
+  if (r->error || n == 0) return 0;
   if (r->head > 0) { /* drop consumed bytes */
     memmove(r->buf, r->buf + r->head, r->len - r->head);
     r->len -= r->head;
@@ -234,20 +233,38 @@ int la_frame_reader_feed(la_frame_reader_t *r, const void *data, size_t n) {
     while (want < r->len + n) want *= 2;
     if (want > limit + n && r->len + n <= limit + n) want = limit + n;
     uint8_t *nb = realloc(r->buf, want);
-    if (!nb) return r->error = LA_ENOMEM;
+    if (!nb) {
+      r->error = LA_ENOMEM;
+      return 0;
+    }
     r->buf = nb;
     r->cap = want;
   }
-  memcpy(r->buf + r->len, data, n);
+  *p = r->buf + r->len;
+  return r->cap - r->len;
+}
+
+int la_frame_reader_wrote(la_frame_reader_t *r, size_t n) {
+  if (r->error) return r->error;
+  if (n > r->cap - r->len) return r->error = LA_EINVAL; /* not reached */
   r->len += n;
   /* Refuse an oversized frame as soon as its header is visible. */
-  if (r->len >= LA_FRAME_HEADER_LEN) {
+  if (r->len - r->head >= LA_FRAME_HEADER_LEN) {
     uint16_t t;
     uint32_t l;
-    int e = la_frame_header_parse(r->buf, r->max_payload, &t, &l);
+    int e = la_frame_header_parse(r->buf + r->head, r->max_payload, &t, &l);
     if (e) return r->error = e;
   }
   return 0;
+}
+
+int la_frame_reader_feed(la_frame_reader_t *r, const void *data, size_t n) {
+  if (r->error) return r->error;
+  if (n == 0) return 0;
+  uint8_t *p;
+  if (la_frame_reader_room(r, n, &p) == 0) return r->error;
+  memcpy(p, data, n);
+  return la_frame_reader_wrote(r, n);
 }
 
 int la_frame_reader_next(la_frame_reader_t *r, uint16_t *type,

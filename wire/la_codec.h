@@ -120,6 +120,15 @@ void la_frame_reader_init(la_frame_reader_t *r, uint32_t max_payload);
 void la_frame_reader_free(la_frame_reader_t *r);
 /* Appends n bytes. Returns 0, LA_ENOMEM, or the sticky stream error. */
 int la_frame_reader_feed(la_frame_reader_t *r, const void *data, size_t n);
+/* The same as la_frame_reader_feed without the copy, for a reader that
+ * reads into r's buffer: room makes space for at least n more bytes (the
+ * bound above holds with n as the feed) and sets *p to it; returns its size
+ * (n or more), or 0 when r is bad or out of memory (then la_frame_reader_wrote
+ * returns the error). The space is valid until the next call on r; wrote
+ * then appends the n bytes written there (no more than room's size) and
+ * returns as la_frame_reader_feed does. */
+size_t la_frame_reader_room(la_frame_reader_t *r, size_t n, uint8_t **p);
+int la_frame_reader_wrote(la_frame_reader_t *r, size_t n);
 /* Takes the next complete frame. Returns 1 and sets type/payload/len (valid
  * until the next feed or next call), 0 when more bytes are needed, or a
  * negative error (LA_EPROTO, LA_EMSGSIZE) after which the stream is unusable. */

@@ -2140,6 +2140,51 @@ static void test_reader_split_everywhere(void **state) {
   free(s.bytes);
 }
 
+/* Reading in place (la_frame_reader_room, then la_frame_reader_wrote, as
+ * la_conn reads its socket): the same frames as feeding copies, whatever
+ * the pieces, and still one partial frame plus one piece held at most. */
+static void test_reader_in_place(void **state) {
+  stream_t s;
+  make_stream(&s);
+  const uint32_t max = 4096;
+  static const size_t pieces[] = {1, 3, 7, 8, 9, 64, 65536};
+  for (size_t k = 0; k < sizeof pieces / sizeof pieces[0]; k++) {
+    la_frame_reader_t r;
+    la_frame_reader_init(&r, max);
+    int seen = 0;
+    for (int round = 0; round < 2; round++) { /* the stream twice */
+      for (size_t at = 0; at < s.len;) {
+        size_t n = s.len - at < pieces[k] ? s.len - at : pieces[k];
+        uint8_t *p = NULL;
+        size_t room = la_frame_reader_room(&r, pieces[k], &p);
+        assert_true(room >= pieces[k]);
+        assert_non_null(p);
+        memcpy(p, s.bytes + at, n); /* a short read */
+        assert_int_equal(la_frame_reader_wrote(&r, n), 0);
+        at += n;
+        drain(&r, &s, &seen);
+        assert_true(r.cap <= 2 * (max + HDR + pieces[k]));
+      }
+      assert_int_equal(seen, 3 * (round + 1));
+      assert_int_equal(la_frame_reader_pending(&r), 0);
+    }
+    la_frame_reader_free(&r);
+  }
+  /* an oversized header is refused once written in place, and stays so */
+  const uint8_t h[8] = {0x40, 0, 0, 0, 0, T_REG, 0, 0};
+  la_frame_reader_t r;
+  la_frame_reader_init(&r, 64u << 10);
+  uint8_t *p = NULL;
+  assert_true(la_frame_reader_room(&r, sizeof h, &p) >= sizeof h);
+  memcpy(p, h, sizeof h);
+  assert_int_equal(la_frame_reader_wrote(&r, sizeof h), LA_EMSGSIZE);
+  assert_int_equal(la_frame_reader_room(&r, 16, &p), 0);
+  assert_int_equal(la_frame_reader_wrote(&r, 0), LA_EMSGSIZE);
+  assert_int_equal(next_rc(&r), LA_EMSGSIZE);
+  la_frame_reader_free(&r);
+  free(s.bytes);
+}
+
 static void test_reader_pending_and_partial(void **state) {
   size_t flen;
   uint8_t *f = pack_frame(T_TS, M(&s_ts), &flen);
@@ -2441,6 +2486,7 @@ int main(void) {
     T(test_reader_byte_by_byte),
     T(test_reader_several_frames_one_feed),
     T(test_reader_split_everywhere),
+    T(test_reader_in_place),
     T(test_reader_pending_and_partial),
     T(test_reader_oversized_header),
     T(test_reader_oversized_after_good_frame),
