@@ -330,7 +330,8 @@ static void la__work(uv_work_t *req) {
         if (!__atomic_load_n(&s->refused_upstream, __ATOMIC_ACQUIRE))
           j->log_rc = la__log_trace(j, out, rout);
         if (j->log_rc == 0 && learn) /* logged in full: a representative */
-          la_history_learn(h, j->cycle_tag, &res, j->robust ? &j->rres : NULL);
+          la_history_learn_recon(h, j->cycle_tag, &res,
+                                 j->robust ? &j->rres : NULL, rw);
         if (j->log_rc == LA_EPROTO)
           j->why = j->why_buf;
         else if (j->log_rc == LA_ELIMIT)
