@@ -29,7 +29,8 @@
  * Seven rounds (LA_BENCH_CELLS_ROUNDS, up to 101, for a profiler) replay
  * every cycle from a fresh state; reported are the medians over the rounds
  * of each step's CPU time per cycle and per cell (ns), the bytes and bits
- * per value of both encodings, the history's matches, and FNV-1a hashes
+ * per value of both encodings, the history's matches, the weights'
+ * resolution counts (st.positive, st.coarse), and FNV-1a hashes
  * of the robust reconstructions and of both encodings (two builds give the
  * same bytes when these agree; every round must give the first round's).
  * Writes argv[1] (build/bench/cellcycle.json).
@@ -234,7 +235,7 @@ int main(int argc, char **argv) {
   int ROUNDS = rs ? atoi(rs) : 7;
   if (ROUNDS < 1 || ROUNDS > ROUNDS_MAX) ROUNDS = 7;
   static double t_step[N_STEPS][ROUNDS_MAX], t_all[ROUNDS_MAX];
-  uint64_t h_w = 0, h_enc = 0, matches = 0;
+  uint64_t h_w = 0, h_enc = 0, matches = 0, positive = 0, coarse = 0;
   size_t rbytes = 0, mbytes = 0;
   double *buf = malloc(n * sizeof *buf), *x = malloc(n * sizeof *x);
   double *rw = malloc(n * sizeof *rw), *area = malloc(n * sizeof *area);
@@ -286,6 +287,8 @@ int main(int argc, char **argv) {
       he = fnv(he, res_r.bytes, res_r.len);
       if (!learn) he = fnv(he, res_m.bytes, res_m.len);
       if (round == 0) {
+        positive += st.positive;
+        coarse += st.coarse;
         matches += m;
         rbytes += res_r.len;
         if (!learn) mbytes += res_m.len; /* a refit's bytes are the rep's */
@@ -325,6 +328,9 @@ int main(int argc, char **argv) {
          (unsigned long long)matches, nc,
          nm ? 8.0 * (double)mbytes / ((double)n * (double)nm) : 0,
          (unsigned long long)nm, 8.0 * (double)rbytes / ((double)n * nc));
+  printf("  weights above 0: %llu, of them below %d timer steps: %llu\n",
+         (unsigned long long)positive, LA_WEIGHTS_RESOLVED_STEPS,
+         (unsigned long long)coarse);
   printf("  hashes: weights %016llx encodings %016llx\n",
          (unsigned long long)h_w, (unsigned long long)h_enc);
   FILE *f = la_bench_open_out(out);
