@@ -18,8 +18,9 @@
  *             array, the buffer zeroed (the loop of la_app_ipc_take), and
  *             the flag bytes copied;
  *   measured  la_compact of the values (quantum = the scale);
- *   weights   la_weights_cycle_recon (robust estimator and the robust
- *             series' compaction, its reconstruction written);
+ *   weights   la_weights_cycle_recon_starts (robust estimator and the
+ *             robust series' compaction, its reconstruction and records'
+ *             starts written);
  *   match     la_history_match (the values and the robust reconstruction
  *             against each representative) and la_history_take;
  *   learn     for a cycle the history learns: la_history_refit and
@@ -240,6 +241,7 @@ int main(int argc, char **argv) {
   double *buf = malloc(n * sizeof *buf), *x = malloc(n * sizeof *x);
   double *rw = malloc(n * sizeof *rw), *area = malloc(n * sizeof *area);
   uint8_t *flags = malloc(n);
+  uint64_t *rst = malloc((n / 8 ? n / 8 : 1) * sizeof *rst);
   for (int round = 0; round < ROUNDS; round++) {
     la_weights_t *w = NULL;
     la_history_budget_t budget = {.limit = 256u << 20, .used = 0};
@@ -265,7 +267,8 @@ int main(int argc, char **argv) {
       t[1] = cpu_ns();
       int rc = la_compact(x, n, &p, &res_m);
       t[2] = cpu_ns();
-      rc |= la_weights_cycle_recon(w, x, flags, &p, &res_r, &st, rw);
+      rc |= la_weights_cycle_recon_starts(w, x, flags, &p, &res_r, &st, rw,
+                                          rst, n / 8);
       t[3] = cpu_ns();
       uint64_t ref = 0;
       la_fit_error_t err;
@@ -274,7 +277,7 @@ int main(int argc, char **argv) {
       t[4] = cpu_ns();
       if (learn) la_history_refit(h, x, &p, &res_m);
       if (learn)
-        rc |= la_history_learn_recon(h, tags[i], &res_m, &res_r, rw);
+        rc |= la_history_learn_recon(h, tags[i], &res_m, &res_r, rw, rst);
       t[5] = cpu_ns();
       memcpy(area, rw, n * sizeof *rw);
       t[6] = cpu_ns();
@@ -360,5 +363,6 @@ int main(int argc, char **argv) {
   free(rw);
   free(area);
   free(flags);
+  free(rst);
   return 0;
 }

@@ -223,17 +223,25 @@ static int la__decode(const la_compact_result_t *res, uint64_t n, double *out,
 
 /* The values of res (n points) into out, with its starts: copied from
  * known, the values a decoder gives (la_compact_recon), when not NULL,
- * else decoded. The encoder's records are the trace's (res->segments is
+ * with the starts from kst when not NULL (la_compact_recon_starts), else
+ * decoded. The encoder's records are the trace's (res->segments is
  * la_trace_segment_count()), so without starts to keep it is not opened.
  * 0 or a negative code. */
 static int la__values(const la_compact_result_t *res, const double *known,
-                      uint64_t n, double *out, uint64_t **st, size_t *n_st) {
+                      const uint64_t *kst, uint64_t n, double *out,
+                      uint64_t **st, size_t *n_st) {
   if (!known) return la__decode(res, n, out, st, n_st);
-  if (res->segments == 0 || res->segments > n / 8) {
-    /* its records (as many as the encoder wrote) are no tiling to keep:
-     * nothing to open (opening parses every record) */
+  if (res->segments == 0 || res->segments > n / 8 || kst) {
+    /* its records (as many as the encoder wrote) are no tiling to keep,
+     * or their starts are known: nothing to open (opening parses every
+     * record) */
     *st = NULL;
     *n_st = 0;
+    if (kst && res->segments > 0 && res->segments <= n / 8 &&
+        (*st = malloc(res->segments * sizeof **st)) != NULL) {
+      memcpy(*st, kst, res->segments * sizeof **st);
+      *n_st = res->segments;
+    }
     if (out != known) memcpy(out, known, n * sizeof *out);
     return 0;
   }
@@ -322,13 +330,13 @@ int la_history_refit(la_history_t *h, const double *x,
 int la_history_learn(la_history_t *h, uint64_t cycle_tag,
                      const la_compact_result_t *res,
                      const la_compact_result_t *rres) {
-  return la_history_learn_recon(h, cycle_tag, res, rres, NULL);
+  return la_history_learn_recon(h, cycle_tag, res, rres, NULL, NULL);
 }
 
 int la_history_learn_recon(la_history_t *h, uint64_t cycle_tag,
                            const la_compact_result_t *res,
                            const la_compact_result_t *rres,
-                           const double *rrecon) {
+                           const double *rrecon, const uint64_t *rstarts) {
   if (!h) return 0;
   if (!res) return LA_EINVAL;
   uint64_t n = h->n;
@@ -356,7 +364,9 @@ int la_history_learn_recon(la_history_t *h, uint64_t cycle_tag,
   }
   double *rv = rres && h->robust ? malloc(n * sizeof *rv) : NULL;
   if (rc == 0 && rres && h->robust)
-    rc = rv ? la__values(rres, rrecon, n, rv, &rst, &n_rst) : LA_ENOMEM;
+    rc = rv ? la__values(rres, rrecon, rrecon ? rstarts : NULL, n, rv, &rst,
+                         &n_rst)
+            : LA_ENOMEM;
   if (rc != 0) {
     free(v);
     free(rv);

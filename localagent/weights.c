@@ -129,6 +129,16 @@ int la_weights_cycle_recon(la_weights_t *w, const double *x,
                            const uint8_t *flags, const la_compact_params_t *cp,
                            la_compact_result_t *res, la_robust_stats_t *st,
                            double *recon) {
+  return la_weights_cycle_recon_starts(w, x, flags, cp, res, st, recon, NULL,
+                                       0);
+}
+
+int la_weights_cycle_recon_starts(la_weights_t *w, const double *x,
+                                  const uint8_t *flags,
+                                  const la_compact_params_t *cp,
+                                  la_compact_result_t *res,
+                                  la_robust_stats_t *st, double *recon,
+                                  uint64_t *starts, size_t cap) {
   memset(res, 0, sizeof *res);
   double *y = malloc(w->n * sizeof *y);
   if (!y) return LA_ENOMEM;
@@ -143,7 +153,8 @@ int la_weights_cycle_recon(la_weights_t *w, const double *x,
       w->cv < p.cv)
     p.cv = w->cv;
   if (rc == 0)
-    rc = recon ? la_compact_recon(y, w->n, &p, res, recon)
+    rc = recon ? la_compact_recon_starts(y, w->n, &p, res, recon,
+                                         starts, starts ? cap : 0)
                : la_compact(y, w->n, &p, res);
   free(y);
   return rc;

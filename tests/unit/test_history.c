@@ -141,15 +141,20 @@ static void test_learn_recon_as_decoded(void **state) {
   la_history_robust_params(&cp, 0.02, &rcp);
   la_history_t *ha = la_history_new(&b, N, 2, &cp, &rcp);
   la_history_t *hb = la_history_new(&b, N, 2, &cp, &rcp);
+  la_history_t *hc = la_history_new(&b, N, 2, &cp, &rcp);
   assert_non_null(ha);
   assert_non_null(hb);
+  assert_non_null(hc);
   double *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
   double *r = malloc(N * sizeof *r), *rw = malloc(N * sizeof *rw);
   double *ry = malloc(N * sizeof *ry), *rwy = malloc(N * sizeof *rwy);
   cycle_values(x, 11, 0.02, 100);
   cycle_values(r, 12, 0.005, 100); /* robust weights: smoother */
-  la_compact_result_t res, rres, copy, ry_res;
-  assert_int_equal(la_compact_recon(r, N, &rcp, &rres, rw), 0);
+  la_compact_result_t res, rres, copy, ry_res, resc;
+  uint64_t rst[N / 8];
+  assert_int_equal(la_compact_recon_starts(r, N, &rcp, &rres, rw, rst, N / 8),
+                   0);
+  assert_true(rres.segments > 1 && rres.segments <= N / 8); /* kept */
   assert_int_equal(la_compact(x, N, &cp, &res), 0);
   assert_int_equal(la_history_refit(ha, x, &cp, &res), 1);
   /* hb: the same trace in other memory, so decoded */
@@ -157,8 +162,12 @@ static void test_learn_recon_as_decoded(void **state) {
   copy.bytes = malloc(res.len);
   assert_non_null(copy.bytes);
   memcpy(copy.bytes, res.bytes, res.len);
-  assert_int_equal(la_history_learn_recon(ha, 7, &res, &rres, rw), 0);
+  assert_int_equal(la_history_learn_recon(ha, 7, &res, &rres, rw, NULL), 0);
   assert_int_equal(la_history_learn(hb, 7, &copy, &rres), 0);
+  /* hc: the robust weights' starts given too, nothing opened */
+  assert_int_equal(la_compact(x, N, &cp, &resc), 0);
+  assert_int_equal(la_history_refit(hc, x, &cp, &resc), 1);
+  assert_int_equal(la_history_learn_recon(hc, 7, &resc, &rres, rw, rst), 0);
   for (uint64_t seed = 20; seed < 40; seed++) {
     cycle_values(y, seed, seed < 30 ? 0.02 : 0.2, seed % 3 ? 100 : 300);
     cycle_values(ry, seed + 100, 0.005, 100);
@@ -172,6 +181,12 @@ static void test_learn_recon_as_decoded(void **state) {
     assert_int_equal(ma, mb);
     assert_int_equal(ra, rb);
     assert_memory_equal(&ea, &eb, sizeof ea);
+    uint64_t rc = 0;
+    la_fit_error_t ec;
+    memset(&ec, 0, sizeof ec);
+    assert_int_equal(la_history_match(hc, y, rwy, &rc, &ec), ma);
+    assert_int_equal(rc, ra);
+    assert_memory_equal(&ec, &ea, sizeof ea);
     la_compact_result_free(&ry_res);
   }
   /* at least one matched: the check compared something */
@@ -183,8 +198,10 @@ static void test_learn_recon_as_decoded(void **state) {
   la_compact_result_free(&res);
   la_compact_result_free(&rres);
   la_compact_result_free(&copy);
+  la_compact_result_free(&resc);
   la_history_free(ha);
   la_history_free(hb);
+  la_history_free(hc);
   assert_int_equal(b.used, 0);
   free(x);
   free(y);
