@@ -37,6 +37,7 @@
  * Writes argv[1] (build/bench/cellcycle.json).
  */
 #include "bench_args.h"
+#include "bench_replay.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -57,61 +58,11 @@
 static const char *step_name[N_STEPS] = {"take",  "measured", "weights",
                                          "match", "learn",    "app"};
 
-static double cpu_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_d);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static uint64_t fnv(uint64_t h, const void *p, size_t len) {
-  const unsigned char *b = p;
-  for (size_t i = 0; i < len; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-  return h;
-}
-
 typedef struct cyc {
   double *counts; /* the buffer's values: timer counts */
   uint8_t *flags;
   double scale; /* ns per count */
 } cyc_t;
-
-/* The cycle tags of DIR/APP.r<rank>.c<tag>.f64, sorted. */
-static int list_tags(const char *dir, const char *app, int rank,
-                     uint64_t *tags) {
-  char pre[512];
-  snprintf(pre, sizeof pre, "%s.r%d.c", app, rank);
-  DIR *d = opendir(dir);
-  if (!d) return -1;
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL && n < MAX_CYCLES) {
-    size_t lp = strlen(pre), le = strlen(e->d_name);
-    if (le <= lp + 4 || strncmp(e->d_name, pre, lp) != 0 ||
-        strcmp(e->d_name + le - 4, ".f64") != 0)
-      continue;
-    char *end;
-    unsigned long long t = strtoull(e->d_name + lp, &end, 10);
-    if (strcmp(end, ".f64") == 0) tags[n++] = t;
-  }
-  closedir(d);
-  qsort(tags, (size_t)n, sizeof *tags, cmp_u64);
-  return n;
-}
 
 /* Bytes of a file (0 when missing), and its contents in *out. */
 static size_t slurp(const char *path, void **out) {
@@ -136,17 +87,8 @@ static size_t slurp(const char *path, void **out) {
 static int read_cycle(const char *dir, const char *app, int rank, uint64_t tag,
                       uint64_t *n, cyc_t *c) {
   char path[1024];
-  snprintf(path, sizeof path, "%s/%s.r%d.c%llu.fid", dir, app, rank,
-           (unsigned long long)tag);
-  FILE *f = fopen(path, "r");
-  char line[256];
-  const char *s = f && fgets(line, sizeof line, f) ? strstr(line, "scale=")
-                                                   : NULL;
-  if (f) fclose(f);
-  if (!s || !(c->scale = strtod(s + 6, NULL), c->scale > 0)) {
-    fprintf(stderr, "bench_cellcycle: %s: no scale=\n", path);
+  if (la_bench_dump_scale("bench_cellcycle", dir, app, rank, tag, &c->scale) != 0)
     return -1;
-  }
   void *v, *fl;
   snprintf(path, sizeof path, "%s/%s.r%d.c%llu.f64", dir, app, rank,
            (unsigned long long)tag);
@@ -179,7 +121,7 @@ static double resolution(const cyc_t *c, uint64_t n) {
   uint64_t m = 0;
   for (uint64_t i = 0; i < n; i++)
     if (c->counts[i] > 0) v[m++] = c->counts[i];
-  double r = m ? median(v, (int)m) : 1;
+  double r = m ? la_bench_median(v, (int)m) : 1;
   free(v);
   return r * c->scale;
 }
@@ -187,29 +129,17 @@ static double resolution(const cyc_t *c, uint64_t n) {
 int main(int argc, char **argv) {
   const char *out =
       la_bench_out_path(argc, argv, 1, "build/bench/cellcycle.json");
-  const char *spec = getenv("LA_BENCH_CELLS_RAW");
-  if (!spec || !*spec) {
-    fprintf(stderr, "bench_cellcycle: set LA_BENCH_CELLS_RAW=DIR:APP[:RANK] "
-                    "(scripts/bench-cellcycle.sh records a run)\n");
-    return 2;
-  }
   char dir[512], app[256];
-  int rank = 0;
-  const char *c1 = strchr(spec, ':');
-  if (!c1 || (size_t)(c1 - spec) >= sizeof dir) return 2;
-  memcpy(dir, spec, (size_t)(c1 - spec));
-  dir[c1 - spec] = 0;
-  snprintf(app, sizeof app, "%s", c1 + 1);
-  char *c2 = strchr(app, ':');
-  if (c2) {
-    *c2 = 0;
-    rank = atoi(c2 + 1);
-  }
+  int rank;
+  if (la_bench_dump_spec("bench_cellcycle", "LA_BENCH_CELLS_RAW",
+                         "scripts/bench-cellcycle.sh", dir, sizeof dir, app,
+                         sizeof app, &rank) != 0)
+    return 2;
   /* freed arrays stay in the heap, as in the daemon (main.c) */
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 64 << 20);
   static uint64_t tags[MAX_CYCLES];
-  int nc = list_tags(dir, app, rank, tags);
+  int nc = la_bench_dump_tags(dir, app, rank, tags, MAX_CYCLES);
   const char *ms = getenv("LA_BENCH_CELLS_MAX");
   int maxc = ms ? atoi(ms) : 40;
   if (maxc > 0 && nc > maxc) nc = maxc;
@@ -260,35 +190,35 @@ int main(int argc, char **argv) {
       la_robust_stats_t st;
       la_compact_result_t res_m, res_r;
       double t[N_STEPS + 1];
-      t[0] = cpu_ns();
+      t[0] = la_bench_thread_ns();
       for (uint64_t k = 0; k < n; k++) x[k] = buf[k] * cy[i].scale;
       memset(buf, 0, n * sizeof *buf);
       memcpy(flags, cy[i].flags, n);
-      t[1] = cpu_ns();
+      t[1] = la_bench_thread_ns();
       int rc = la_compact(x, n, &p, &res_m);
-      t[2] = cpu_ns();
+      t[2] = la_bench_thread_ns();
       rc |= la_weights_cycle_recon_starts(w, x, flags, &p, &res_r, &st, rw,
                                           rst, n / 8);
-      t[3] = cpu_ns();
+      t[3] = la_bench_thread_ns();
       uint64_t ref = 0;
       la_fit_error_t err;
       int m = la_history_match(h, x, rw, &ref, &err);
       int learn = la_history_take(h, m);
-      t[4] = cpu_ns();
+      t[4] = la_bench_thread_ns();
       if (learn) la_history_refit(h, x, &p, &res_m);
       if (learn)
         rc |= la_history_learn_recon(h, tags[i], &res_m, &res_r, rw, rst);
-      t[5] = cpu_ns();
+      t[5] = la_bench_thread_ns();
       memcpy(area, rw, n * sizeof *rw);
-      t[6] = cpu_ns();
+      t[6] = la_bench_thread_ns();
       if (rc != 0) {
         fprintf(stderr, "bench_cellcycle: compaction failed\n");
         return 1;
       }
       for (int s = 0; s < N_STEPS; s++) sum[s] += t[s + 1] - t[s];
-      hw = fnv(hw, area, n * sizeof *area);
-      he = fnv(he, res_r.bytes, res_r.len);
-      if (!learn) he = fnv(he, res_m.bytes, res_m.len);
+      hw = la_bench_fnv(hw, area, n * sizeof *area);
+      he = la_bench_fnv(he, res_r.bytes, res_r.len);
+      if (!learn) he = la_bench_fnv(he, res_m.bytes, res_m.len);
       if (round == 0) {
         positive += st.positive;
         coarse += st.coarse;
@@ -315,12 +245,12 @@ int main(int argc, char **argv) {
     la_weights_free(w);
     la_history_free(h);
   }
-  double med[N_STEPS], tot = median(t_all, ROUNDS);
+  double med[N_STEPS], tot = la_bench_median(t_all, ROUNDS);
   printf("bench_cellcycle: %d cycles of %llu cells (rank %d), timer "
          "resolution %.2f ns, %d rounds, thread CPU per cycle (medians)\n",
          nc, (unsigned long long)n, rank, res, ROUNDS);
   for (int s = 0; s < N_STEPS; s++) {
-    med[s] = median(t_step[s], ROUNDS);
+    med[s] = la_bench_median(t_step[s], ROUNDS);
     printf("  %-9s %9.1f µs  %6.2f ns/cell\n", step_name[s], med[s] / 1e3,
            med[s] / (double)n);
   }
