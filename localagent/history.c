@@ -318,8 +318,10 @@ int la_history_refit(la_history_t *h, const double *x,
   free(h->refit_st);
   h->refit_v = v;
   h->refit_st = st;
-  /* starts kept when the records tile at most n / 8 (la__open's rule) */
-  h->refit_nst = st && r.segments > 0 && r.segments <= cap ? r.segments : 0;
+  /* starts kept when written (with the reconstruction) and the records
+   * tile at most n / 8 (la__open's rule) */
+  h->refit_nst =
+      v && st && r.segments > 0 && r.segments <= cap ? r.segments : 0;
   h->refit_of = r.bytes;
   h->refit_len = r.len;
   h->refit_crc = crc;
