@@ -34,6 +34,7 @@
  * Writes argv[1] (build/bench/rowcycle.json).
  */
 #include "bench_args.h"
+#include "bench_replay.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,76 +50,18 @@
 #define ROUNDS_MAX 101
 #define MAX_CYCLES 4096
 
-static double cpu_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_d);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static uint64_t fnv(uint64_t h, const void *p, size_t len) {
-  const unsigned char *b = p;
-  for (size_t i = 0; i < len; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-  return h;
-}
-
 typedef struct cyc {
   double *x;    /* row values, ns */
   double scale; /* ns per count */
 } cyc_t;
 
-/* The cycle tags of DIR/APP.r<rank>.c<tag>.f64, sorted. */
-static int list_tags(const char *dir, const char *app, int rank,
-                     uint64_t *tags) {
-  char pre[512];
-  snprintf(pre, sizeof pre, "%s.r%d.c", app, rank);
-  DIR *d = opendir(dir);
-  if (!d) return -1;
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL && n < MAX_CYCLES) {
-    size_t lp = strlen(pre), le = strlen(e->d_name);
-    if (le <= lp + 4 || strncmp(e->d_name, pre, lp) != 0 ||
-        strcmp(e->d_name + le - 4, ".f64") != 0)
-      continue;
-    char *end;
-    unsigned long long t = strtoull(e->d_name + lp, &end, 10);
-    if (strcmp(end, ".f64") == 0) tags[n++] = t;
-  }
-  closedir(d);
-  qsort(tags, (size_t)n, sizeof *tags, cmp_u64);
-  return n;
-}
-
 /* Reads one cycle's rows; 0 or -1 (message printed). */
 static int read_cycle(const char *dir, const char *app, int rank, uint64_t tag,
                       uint64_t ncell, uint64_t nx, cyc_t *c) {
   char path[1024];
-  snprintf(path, sizeof path, "%s/%s.r%d.c%llu.fid", dir, app, rank,
-           (unsigned long long)tag);
-  FILE *f = fopen(path, "r");
-  char line[256];
-  const char *s = f && fgets(line, sizeof line, f) ? strstr(line, "scale=")
-                                                   : NULL;
-  if (f) fclose(f);
-  if (!s || !(c->scale = strtod(s + 6, NULL), c->scale > 0)) {
-    fprintf(stderr, "bench_rowcycle: %s: no scale=\n", path);
+  if (la_bench_dump_scale("bench_rowcycle", dir, app, rank, tag, &c->scale) != 0)
     return -1;
-  }
+  FILE *f;
   snprintf(path, sizeof path, "%s/%s.r%d.c%llu.f64", dir, app, rank,
            (unsigned long long)tag);
   f = fopen(path, "rb");
@@ -144,11 +87,11 @@ static int read_cycle(const char *dir, const char *app, int rank, uint64_t tag,
 static double resolution(const cyc_t *c, uint64_t nr) {
   uint64_t *v = malloc(nr * sizeof *v), m = 0;
   for (uint64_t k = 0; k < nr; k++) v[k] = (uint64_t)llround(c->x[k] / c->scale);
-  qsort(v, nr, sizeof *v, cmp_u64);
+  qsort(v, nr, sizeof *v, la_bench_cmp_u64);
   double *gap = malloc(nr * sizeof *gap);
   for (uint64_t k = 1; k < nr; k++)
     if (v[k] != v[k - 1]) gap[m++] = (double)(v[k] - v[k - 1]);
-  double g = m ? median(gap, (int)m) : 1;
+  double g = m ? la_bench_median(gap, (int)m) : 1;
   free(v);
   free(gap);
   return g * c->scale;
@@ -157,30 +100,18 @@ static double resolution(const cyc_t *c, uint64_t nr) {
 int main(int argc, char **argv) {
   const char *out =
       la_bench_out_path(argc, argv, 1, "build/bench/rowcycle.json");
-  const char *spec = getenv("LA_BENCH_ROWS_RAW");
-  if (!spec || !*spec) {
-    fprintf(stderr, "bench_rowcycle: set LA_BENCH_ROWS_RAW=DIR:APP[:RANK] "
-                    "(scripts/bench-rowcycle.sh records a run)\n");
-    return 2;
-  }
   char dir[512], app[256];
-  int rank = 0;
-  const char *c1 = strchr(spec, ':');
-  if (!c1 || (size_t)(c1 - spec) >= sizeof dir) return 2;
-  memcpy(dir, spec, (size_t)(c1 - spec));
-  dir[c1 - spec] = 0;
-  snprintf(app, sizeof app, "%s", c1 + 1);
-  char *c2 = strchr(app, ':');
-  if (c2) {
-    *c2 = 0;
-    rank = atoi(c2 + 1);
-  }
+  int rank;
+  if (la_bench_dump_spec("bench_rowcycle", "LA_BENCH_ROWS_RAW",
+                         "scripts/bench-rowcycle.sh", dir, sizeof dir, app,
+                         sizeof app, &rank) != 0)
+    return 2;
   uint64_t g[3] = {128, 128, 64};
   const char *gs = getenv("LA_BENCH_ROWS_GRID");
   if (gs && sscanf(gs, "%lu,%lu,%lu", &g[0], &g[1], &g[2]) != 3) return 2;
   uint64_t nx = g[0], nr = g[1] * g[2], ncell = nx * nr;
   static uint64_t tags[MAX_CYCLES];
-  int nc = list_tags(dir, app, rank, tags);
+  int nc = la_bench_dump_tags(dir, app, rank, tags, MAX_CYCLES);
   if (nc <= 0) {
     fprintf(stderr, "bench_rowcycle: no cycles %s/%s.r%d.c*.f64\n", dir, app,
             rank);
@@ -229,16 +160,16 @@ int main(int argc, char **argv) {
       p.quantum = cy[i].scale;
       la_robust_stats_t st, st2;
       la_compact_result_t res_m, res_r, sp_m, sp_r;
-      double t0 = cpu_us();
+      double t0 = la_bench_thread_ns() / 1e3;
       la_robust_update_ticks(r, cy[i].x, NULL, y, &st, p.quantum);
-      double t1 = cpu_us();
+      double t1 = la_bench_thread_ns() / 1e3;
       int rc = la_weights_cycle_recon(w, cy[i].x, NULL, &p, &res_r, &st2, rw);
-      double t2 = cpu_us();
+      double t2 = la_bench_thread_ns() / 1e3;
       rc |= la_compact(cy[i].x, nr, &p, &res_m);
-      double t3 = cpu_us();
+      double t3 = la_bench_thread_ns() / 1e3;
       rc |= la_compact_spread(&res_m, nx, &sp_m);
       rc |= la_compact_spread(&res_r, nx, &sp_r);
-      double t4 = cpu_us();
+      double t4 = la_bench_thread_ns() / 1e3;
       if (rc != 0) {
         fprintf(stderr, "bench_rowcycle: compaction failed\n");
         return 1;
@@ -247,9 +178,9 @@ int main(int argc, char **argv) {
       sw += t2 - t1;
       sm += t3 - t2;
       ss += t4 - t3;
-      hw = fnv(hw, y, nr * sizeof *y);
-      hw = fnv(hw, rw, nr * sizeof *rw);
-      he = fnv(he, res_r.bytes, res_r.len);
+      hw = la_bench_fnv(hw, y, nr * sizeof *y);
+      hw = la_bench_fnv(hw, rw, nr * sizeof *rw);
+      he = la_bench_fnv(he, res_r.bytes, res_r.len);
       if (round == 0) {
         for (uint64_t k = 0; k < nr; k++) {
           int eq = y[k] == cy[i].x[k];
@@ -286,8 +217,8 @@ int main(int argc, char **argv) {
     la_robust_free(r);
     la_weights_free(w);
   }
-  double mr = median(t_rob, ROUNDS), mw = median(t_w, ROUNDS);
-  double mm = median(t_meas, ROUNDS), ms = median(t_spr, ROUNDS);
+  double mr = la_bench_median(t_rob, ROUNDS), mw = la_bench_median(t_w, ROUNDS);
+  double mm = la_bench_median(t_meas, ROUNDS), ms = la_bench_median(t_spr, ROUNDS);
   double fsame = (double)same / ((double)nr * nc);
   printf("bench_rowcycle: %d cycles of %llu rows (rank %d), timer resolution "
          "%.2f ns, %d rounds, thread CPU µs per cycle (medians)\n",

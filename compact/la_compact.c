@@ -39,9 +39,11 @@ static void take(la_cbuf_t *b, la_compact_result_t *out) {
   memset(b, 0, sizeof(*b));
 }
 
-/* la_compact(), and with recon (may be NULL) la_compact_recon(). */
+/* la_compact(), and with recon (may be NULL) la_compact_recon(), with
+ * starts (may be NULL) la_compact_recon_starts(). */
 static int compact(const double *x, size_t n, const la_compact_params_t *p,
-                   la_compact_result_t *out, double *recon) {
+                   la_compact_result_t *out, double *recon, uint64_t *starts,
+                   size_t cap) {
   la_compact_params_t def;
   la_cenc_t enc;
   int mode, flags, rc;
@@ -81,6 +83,8 @@ static int compact(const double *x, size_t n, const la_compact_params_t *p,
                mode == LA_COMPACT_POLYLINE ? p->cv : p->epsilon,
                mode == LA_COMPACT_POLYLINE ? p->quantum : 0);
   enc.recon = recon;
+  enc.starts = starts;
+  enc.starts_cap = cap;
   rc = mode == LA_COMPACT_POLYLINE ? la_compact_polyline_run(x, n, p, &enc)
                                    : la_compact_maxerr_run(x, n, p, &enc);
   if (rc == 0) rc = la_cenc_finish(&enc);
@@ -104,7 +108,7 @@ static int compact(const double *x, size_t n, const la_compact_params_t *p,
 
 int la_compact(const double *x, size_t n, const la_compact_params_t *p,
                la_compact_result_t *out) {
-  return compact(x, n, p, out, NULL);
+  return compact(x, n, p, out, NULL, NULL, 0);
 }
 
 int la_compact_recon(const double *x, size_t n, const la_compact_params_t *p,
@@ -113,5 +117,17 @@ int la_compact_recon(const double *x, size_t n, const la_compact_params_t *p,
     if (out != NULL) memset(out, 0, sizeof(*out));
     return LA_EINVAL;
   }
-  return compact(x, n, p, out, recon);
+  return compact(x, n, p, out, recon, NULL, 0);
+}
+
+int la_compact_recon_starts(const double *x, size_t n,
+                            const la_compact_params_t *p,
+                            la_compact_result_t *out, double *recon,
+                            uint64_t *starts, size_t cap) {
+  if ((recon == NULL && n > 0) || (recon != NULL && recon == x) ||
+      (starts == NULL && cap > 0)) {
+    if (out != NULL) memset(out, 0, sizeof(*out));
+    return LA_EINVAL;
+  }
+  return compact(x, n, p, out, recon, starts, cap);
 }

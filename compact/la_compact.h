@@ -144,6 +144,16 @@ int la_compact(const double *x, size_t n, const la_compact_params_t *p,
 int la_compact_recon(const double *x, size_t n, const la_compact_params_t *p,
                      la_compact_result_t *out, double *recon);
 
+/* la_compact_recon(), and starts[0..min(out->segments, cap)) (caller's
+ * memory) receives the first point of each record, what
+ * la_trace_segment(t, i, &s) gives as s.first, without opening the trace
+ * (out->segments is la_trace_segment_count(); lossless writes none).
+ * LA_EINVAL also when starts is NULL with cap > 0. */
+int la_compact_recon_starts(const double *x, size_t n,
+                            const la_compact_params_t *p,
+                            la_compact_result_t *out, double *recon,
+                            uint64_t *starts, size_t cap);
+
 /* Frees out->bytes and zeroes *r. NULL and zeroed results are fine. */
 void la_compact_result_free(la_compact_result_t *r);
 

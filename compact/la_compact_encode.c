@@ -74,6 +74,13 @@ void la_cenc_verbatim(la_cenc_t *e) {
   e->vertex_ok = 0;
 }
 
+/* One more record, its first point at first (la_cenc_t's starts). */
+static inline void la__record(la_cenc_t *e, uint64_t first) {
+  if (e->starts && e->segments < e->starts_cap)
+    e->starts[e->segments] = first;
+  e->segments++;
+}
+
 static void flush_run(la_cenc_t *e) {
   uint64_t i;
 
@@ -82,8 +89,8 @@ static void flush_run(la_cenc_t *e) {
   for (i = 0; i < e->run; i++) la_cbuf_put_verbatim(&e->out, e->x[e->pos + i]);
   if (e->recon) /* verbatim values decode to themselves, bit for bit */
     memcpy(e->recon + e->pos, e->x + e->pos, e->run * sizeof *e->recon);
+  la__record(e, e->pos);
   e->pos += e->run;
-  e->segments++;
   e->run = 0;
   e->vertex_ok = 0;
 }
@@ -412,8 +419,8 @@ int la_cenc_line(la_cenc_t *e, uint64_t count, int anchored, double a, double b,
     }
   }
   e->err_count += c.count;
+  la__record(e, e->pos);
   e->pos += count;
-  e->segments++;
   e->exceptions += e->nexc;
   e->nexc = 0;
   e->vertex_ok = 1;
@@ -528,8 +535,8 @@ int64_t la_cenc_qrun(la_cenc_t *e, uint64_t max) {
   if (e->recon) /* k * quantum is x exactly (qint) */
     memcpy(e->recon + first, e->x + first, m * sizeof *e->recon);
   e->qk = kp;
+  la__record(e, e->pos);
   e->pos += m;
-  e->segments++;
   e->quantized += m;
   e->vertex_ok = 0;
   if (e->pos - e->stats_pos >= LA_CENC_STATS_CHUNK) stats_upto(e, e->pos);

@@ -392,18 +392,90 @@ static void tables_keep(la_huff_tables_t *pt, la_hsym_t *const *vs,
   }
 }
 
+#if LA_COMPACT_X86
+/* idx[j..) of the points ks[j..m) whose value d = k - kref was seen
+ * already and is within [-LA_HUFF_DIRECT, LA_HUFF_DIRECT): four points a
+ * step (AVX2: the differences truncated to 32 bits, the table gathered).
+ * Returns the first point of the first group of four it did not map (a new
+ * value, a far one, or the last points): the scalar loop takes those. The
+ * differences are integers below 2^54; below 2^31 the truncation is the
+ * scalar loop's conversion, above it the group is out of range. */
+__attribute__((target("avx2"))) static uint64_t map_avx2(
+    const double *ks, uint64_t j, uint64_t m, double kref,
+    const uint32_t *direct, uint8_t *idx) {
+  const __m256d vr = _mm256_set1_pd(kref);
+  const __m128i off = _mm_set1_epi32(LA_HUFF_DIRECT),
+                top = _mm_set1_epi32(2 * LA_HUFF_DIRECT),
+                neg = _mm_set1_epi32(-1), zero = _mm_setzero_si128(),
+                one = _mm_set1_epi32(1),
+                low = _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1,
+                                    -1, -1, -1, -1, -1);
+  for (; j + 4 <= m; j += 4) {
+    __m128i b = _mm_add_epi32(
+        _mm256_cvttpd_epi32(_mm256_sub_pd(_mm256_loadu_pd(ks + j), vr)), off);
+    __m128i in = _mm_and_si128(_mm_cmpgt_epi32(b, neg), _mm_cmplt_epi32(b, top));
+    if (_mm_movemask_ps(_mm_castsi128_ps(in)) != 0xf) break;
+    __m128i sl = _mm_i32gather_epi32((const int *)direct, b, 4);
+    if (_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(sl, zero))) != 0)
+      break;
+    int w = _mm_cvtsi128_si32(_mm_shuffle_epi8(_mm_sub_epi32(sl, one), low));
+    memcpy(idx + j, &w, 4);
+  }
+  return j;
+}
+
+/* cnt[s] = the points of idx[0..m) that are symbol s, for s < nsym (at
+ * most LA__COUNT_SIMD): per symbol, AVX2 byte comparisons 32 points at a
+ * time, counted by the population of the comparison's mask. */
+__attribute__((target("avx2,popcnt"))) static void count_avx2(
+    const uint8_t *idx, uint64_t m, size_t nsym, uint32_t *cnt) {
+  uint64_t j = 0;
+  for (size_t s = 0; s < nsym; s++) cnt[s] = 0;
+  for (; j + 32 <= m; j += 32) {
+    __m256i v = _mm256_loadu_si256((const __m256i *)(idx + j));
+    for (size_t s = 0; s < nsym; s++)
+      cnt[s] += (uint32_t)__builtin_popcount((uint32_t)_mm256_movemask_epi8(
+          _mm256_cmpeq_epi8(v, _mm256_set1_epi8((char)s))));
+  }
+  for (; j < m; j++) cnt[idx[j]]++;
+}
+#endif
+
+/* Symbols counted by comparisons (count_avx2) up to this many; more: one
+ * counter update per point. */
+#define LA__COUNT_SIMD 24
+
+/* sym[s].n = the points of idx[0..m) that are symbol s, s < nsym. */
+static void count_syms(const uint8_t *idx, uint64_t m, la_hsym_t *sym,
+                       size_t nsym, int simd) {
+#if LA_COMPACT_X86
+  if (simd && nsym <= LA__COUNT_SIMD) {
+    uint32_t c[LA__COUNT_SIMD];
+    count_avx2(idx, m, nsym, c);
+    for (size_t s = 0; s < nsym; s++) sym[s].n = c[s];
+    return;
+  }
+#else
+  (void)simd;
+#endif
+  /* four counters per symbol, point j in cnt[j % 4]: a run of one value
+   * does not wait on one counter */
+  uint32_t cnt[4][LA_HUFF_MAX_SYMS];
+  memset(cnt, 0, 4 * sizeof cnt[0]);
+  for (uint64_t j = 0; j < m; j++) cnt[j & 3][idx[j]]++;
+  for (size_t s = 0; s < nsym; s++)
+    sym[s].n = cnt[0][s] + cnt[1][s] + cnt[2][s] + cnt[3][s];
+}
+
 size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
                            uint8_t *out, size_t limit,
                            la_huff_tables_t **tables, int simd) {
   la_hsym_t sym[LA_HUFF_MAX_SYMS];
-  uint16_t direct[2 * LA_HUFF_DIRECT]; /* 1 + index, 0: not seen */
+  uint32_t direct[2 * LA_HUFF_DIRECT]; /* 1 + index, 0: not seen */
   uint8_t idx[LA_CENC_QRUN_MAX];
   size_t nsym = 0, nfar = 0;
   /* a short run gains a few bytes at most: not worth a table */
   if (m < LA_HUFF_MIN_POINTS || m > LA_CENC_QRUN_MAX) return 0;
-  /* four counters per symbol, point j in cnt[j % 4]: a run of one value
-   * does not wait on one counter */
-  uint32_t cnt[4][LA_HUFF_MAX_SYMS]; /* zeroed as symbols appear */
   /* the far values seen, by hash (at most LA_HUFF_FAR: never full; a
    * search through the symbols took a third of the coding of row values,
    * whose timer steps are tens of ticks) */
@@ -411,17 +483,27 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
   uint16_t far_at[1u << LA__FAR_BITS]; /* 1 + index, 0: empty */
   memset(direct, 0, sizeof direct);
   memset(far_at, 0, sizeof far_at);
-  for (uint64_t j = 0; j < m; j++) {
+  /* each point's symbol, in order of first appearance; counted after
+   * (count_syms). With AVX2 the points of values seen already go four at
+   * a time (map_avx2), the others one by one here, in the same order, so
+   * the symbols are numbered the same. */
+  for (uint64_t j = 0, stop = 0; j < m; j++) {
+#if LA_COMPACT_X86
+    if (simd && j >= stop) {
+      j = map_avx2(ks, j, m, kref, direct, idx);
+      if (j >= m) break;
+      stop = j + 4; /* the group it stopped at: one by one */
+    }
+#endif
     /* |difference| < 2^54, an integer: exact, and exact as an int64 */
     int64_t d = (int64_t)(ks[j] - kref);
     size_t s;
     if ((uint64_t)(d + LA_HUFF_DIRECT) < 2 * LA_HUFF_DIRECT) {
-      uint16_t *slot = &direct[d + LA_HUFF_DIRECT];
+      uint32_t *slot = &direct[d + LA_HUFF_DIRECT];
       if (__builtin_expect(*slot == 0, 0)) {
         if (nsym == LA_HUFF_MAX_SYMS) return 0;
         sym[nsym] = (la_hsym_t){.v = d};
-        cnt[0][nsym] = cnt[1][nsym] = cnt[2][nsym] = cnt[3][nsym] = 0;
-        *slot = (uint16_t)++nsym;
+        *slot = (uint32_t)++nsym;
       }
       s = *slot - 1u;
     } else { /* a far value: by its hash (open addressing, never full) */
@@ -431,21 +513,18 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
         h = (h + 1) & ((1u << LA__FAR_BITS) - 1);
       if (far_at[h] == 0) {
         if (nsym == LA_HUFF_MAX_SYMS || ++nfar > LA_HUFF_FAR) return 0;
-        cnt[0][nsym] = cnt[1][nsym] = cnt[2][nsym] = cnt[3][nsym] = 0;
         sym[nsym++] = (la_hsym_t){.v = d};
         far_v[h] = d;
         far_at[h] = (uint16_t)nsym;
       }
       s = far_at[h] - 1u;
     }
-    cnt[j & 3][s]++;
     idx[j] = (uint8_t)s;
   }
+  count_syms(idx, m, sym, nsym, simd);
   size_t mode = 0;
-  for (size_t s = 0; s < nsym; s++) {
-    sym[s].n = cnt[0][s] + cnt[1][s] + cnt[2][s] + cnt[3][s];
+  for (size_t s = 0; s < nsym; s++)
     if (sym[s].n > sym[mode].n) mode = s;
-  }
   la_hsym_t *vs[LA_HUFF_MAX_SYMS];
   for (size_t s = 0; s < nsym; s++) vs[s] = &sym[s];
   sort_syms(vs, nsym, by_value);

@@ -294,6 +294,10 @@ struct la_cenc {
   double qbpp;
   struct la_huff_tables *huff; /* the run form's last tables (or NULL) */
   double *recon; /* NULL, or receives each written record's decoded values */
+  /* NULL, or receives each record's first point, for the first starts_cap
+   * records (segments counts them all) */
+  uint64_t *starts;
+  size_t starts_cap;
 };
 typedef struct la_cenc la_cenc_t;
 

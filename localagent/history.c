@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "history.h"
+#include "la_crc32.h"
 
 typedef struct la_hist_rep {
   int valid;
@@ -34,7 +35,23 @@ struct la_history {
    * rfloor */
   double rrel, rabs, rfloor;
   la_hist_rep_t rep[LA_HISTORY_MAX_REPS];
+  /* the last refit's values as a decoder gives them (la_compact_recon),
+   * for la_history_learn of that trace, or NULL; the trace known by its
+   * bytes' address, length and CRC (la__refit_is) */
+  double *refit_v;
+  uint64_t *refit_st; /* its records' starts (n / 8 at most), or NULL */
+  size_t refit_nst;
+  const uint8_t *refit_of;
+  size_t refit_len;
+  uint32_t refit_crc;
 };
+
+/* Whether res is the trace the last refit wrote (h->mu held). */
+static int la__refit_is(const la_history_t *h, const la_compact_result_t *res) {
+  return h->refit_v && h->refit_of == res->bytes &&
+         h->refit_len == res->len &&
+         h->refit_crc == la_crc32(0, res->bytes, res->len);
+}
 
 /* Takes bytes from the budget: 1 when they fit, 0 when not. */
 static int la__charge(la_history_budget_t *b, uint64_t bytes) {
@@ -89,6 +106,8 @@ void la_history_free(la_history_t *h) {
     free(h->rep[i].st);
     free(h->rep[i].rst);
   }
+  free(h->refit_v);
+  free(h->refit_st);
   __atomic_fetch_sub(&h->budget->used, h->bytes, __ATOMIC_SEQ_CST);
   pthread_mutex_destroy(&h->mu);
   free(h);
@@ -239,27 +258,75 @@ int la_history_match_robust(la_history_t *h, const double *rx, uint64_t *ref,
   return m;
 }
 
-/* Decodes a result's bytes into out (n points) and, when its records are
- * few (at most n / 8), their starts into *st (malloc'ed; else NULL: fixed
- * blocks). 0 or a negative code. */
-static int la__decode(const la_compact_result_t *res, uint64_t n, double *out,
-                      uint64_t **st, size_t *n_st) {
-  la_trace_t *t = NULL;
+/* Opens a result's bytes (n points) and, when its records are few (at
+ * most n / 8), takes their starts into *st (malloc'ed; else NULL: fixed
+ * blocks). 0 and *t (la_trace_close), or a negative code. */
+static int la__open(const la_compact_result_t *res, uint64_t n,
+                    la_trace_t **t, uint64_t **st, size_t *n_st) {
   if (st) {
     *st = NULL;
     *n_st = 0;
   }
-  int rc = la_trace_open_max(res->bytes, res->len, n, &t, NULL, 0);
-  if (rc == 0 && la_trace_count(t) != n) rc = LA_EPROTO;
-  if (rc == 0) rc = la_trace_decode(t, 0, n, out);
-  size_t k = rc == 0 ? la_trace_segment_count(t) : 0;
+  int rc = la_trace_open_max(res->bytes, res->len, n, t, NULL, 0);
+  if (rc == 0 && la_trace_count(*t) != n) rc = LA_EPROTO;
+  size_t k = rc == 0 ? la_trace_segment_count(*t) : 0;
   if (st && k > 0 && k <= n / 8 && (*st = malloc(k * sizeof **st))) {
     la_trace_segment_t sg;
     for (size_t i = 0; i < k; i++)
-      (*st)[i] = la_trace_segment(t, i, &sg) == 0 ? sg.first : 0;
+      (*st)[i] = la_trace_segment(*t, i, &sg) == 0 ? sg.first : 0;
     *n_st = k;
   }
+  if (rc != 0) {
+    la_trace_close(*t);
+    *t = NULL;
+  }
+  return rc;
+}
+
+/* Decodes a result's bytes into out (n points), with its starts as
+ * la__open() takes them (st NULL: not). 0 or a negative code. */
+static int la__decode(const la_compact_result_t *res, uint64_t n, double *out,
+                      uint64_t **st, size_t *n_st) {
+  la_trace_t *t = NULL;
+  int rc = la__open(res, n, &t, st, n_st);
+  if (rc == 0) rc = la_trace_decode(t, 0, n, out);
+  if (rc != 0 && st) {
+    free(*st);
+    *st = NULL;
+    *n_st = 0;
+  }
   la_trace_close(t);
+  return rc;
+}
+
+/* The values of res (n points) into out, with its starts: copied from
+ * known, the values a decoder gives (la_compact_recon), when not NULL,
+ * with the starts from kst when not NULL (la_compact_recon_starts), else
+ * decoded. The encoder's records are the trace's (res->segments is
+ * la_trace_segment_count()), so without starts to keep it is not opened.
+ * 0 or a negative code. */
+static int la__values(const la_compact_result_t *res, const double *known,
+                      const uint64_t *kst, uint64_t n, double *out,
+                      uint64_t **st, size_t *n_st) {
+  if (!known) return la__decode(res, n, out, st, n_st);
+  if (res->segments == 0 || res->segments > n / 8 || kst) {
+    /* its records (as many as the encoder wrote) are no tiling to keep,
+     * or their starts are known: nothing to open (opening parses every
+     * record) */
+    *st = NULL;
+    *n_st = 0;
+    if (kst && res->segments > 0 && res->segments <= n / 8 &&
+        (*st = malloc(res->segments * sizeof **st)) != NULL) {
+      memcpy(*st, kst, res->segments * sizeof **st);
+      *n_st = res->segments;
+    }
+    if (out != known) memcpy(out, known, n * sizeof *out);
+    return 0;
+  }
+  la_trace_t *t = NULL;
+  int rc = la__open(res, n, &t, st, n_st);
+  la_trace_close(t);
+  if (rc == 0 && out != known) memcpy(out, known, n * sizeof *out);
   return rc;
 }
 
@@ -301,26 +368,85 @@ int la_history_refit(la_history_t *h, const double *x,
     p.epsilon *= LA_HISTORY_REP_BOUND;
   else
     p.cv *= LA_HISTORY_REP_BOUND;
+  /* the values a decoder gives and the records' starts, for
+   * la_history_learn (none without memory for them: it decodes) */
+  pthread_mutex_lock(&h->mu);
+  double *v = h->refit_v;
+  uint64_t *st = h->refit_st;
+  h->refit_v = NULL;
+  h->refit_st = NULL;
+  h->refit_of = NULL;
+  pthread_mutex_unlock(&h->mu);
+  size_t cap = (size_t)(h->n / 8);
+  if (!v) v = malloc(h->n * sizeof *v);
+  if (!st && cap) st = malloc(cap * sizeof *st);
+  if (!st) cap = 0;
   la_compact_result_t r;
-  if (la_compact(x, h->n, &p, &r) != 0) return 0;
+  if ((v ? la_compact_recon_starts(x, h->n, &p, &r, v, st, cap)
+         : la_compact(x, h->n, &p, &r)) != 0) {
+    free(v);
+    free(st);
+    return 0;
+  }
   la_compact_result_free(res);
   *res = r;
+  uint32_t crc = v ? la_crc32(0, r.bytes, r.len) : 0;
+  pthread_mutex_lock(&h->mu);
+  free(h->refit_v);
+  free(h->refit_st);
+  h->refit_v = v;
+  h->refit_st = st;
+  /* starts kept when written (with the reconstruction) and the records
+   * tile at most n / 8 (la__open's rule) */
+  h->refit_nst =
+      v && st && r.segments > 0 && r.segments <= cap ? r.segments : 0;
+  h->refit_of = r.bytes;
+  h->refit_len = r.len;
+  h->refit_crc = crc;
+  pthread_mutex_unlock(&h->mu);
   return 1;
 }
 
 int la_history_learn(la_history_t *h, uint64_t cycle_tag,
                      const la_compact_result_t *res,
                      const la_compact_result_t *rres) {
+  return la_history_learn_recon(h, cycle_tag, res, rres, NULL, NULL);
+}
+
+int la_history_learn_recon(la_history_t *h, uint64_t cycle_tag,
+                           const la_compact_result_t *res,
+                           const la_compact_result_t *rres,
+                           const double *rrecon, const uint64_t *rstarts) {
   if (!h) return 0;
   if (!res) return LA_EINVAL;
   uint64_t n = h->n;
-  double *v = malloc(n * sizeof *v);
-  double *rv = rres && h->robust ? malloc(n * sizeof *rv) : NULL;
+  /* the values: the refit's reconstruction when res is that trace (taken,
+   * not copied), else decoded */
+  pthread_mutex_lock(&h->mu);
+  double *v = NULL;
   uint64_t *st = NULL, *rst = NULL;
   size_t n_st = 0, n_rst = 0;
-  int rc = v ? la__decode(res, n, v, &st, &n_st) : LA_ENOMEM;
+  if (la__refit_is(h, res)) {
+    v = h->refit_v;
+    if (h->refit_nst) {
+      st = h->refit_st;
+      n_st = h->refit_nst;
+      h->refit_st = NULL;
+    }
+    h->refit_v = NULL;
+    h->refit_of = NULL;
+  }
+  pthread_mutex_unlock(&h->mu);
+  int rc = 0;
+  if (!v) {
+    v = malloc(n * sizeof *v);
+    rc = v ? la__decode(res, n, v, &st, &n_st) : LA_ENOMEM;
+  }
+  double *rv = rres && h->robust ? malloc(n * sizeof *rv) : NULL;
   if (rc == 0 && rres && h->robust)
-    rc = rv ? la__decode(rres, n, rv, &rst, &n_rst) : LA_ENOMEM;
+    rc = rv ? la__values(rres, rrecon, rrecon ? rstarts : NULL, n, rv, &rst,
+                         &n_rst)
+            : LA_ENOMEM;
   if (rc != 0) {
     free(v);
     free(rv);

@@ -142,6 +142,19 @@ int la_history_learn(la_history_t *h, uint64_t cycle_tag,
                      const la_compact_result_t *res,
                      const la_compact_result_t *rres);
 
+/* la_history_learn(), and rrecon (n doubles, or NULL: decoded) holds the
+ * robust weights as a decoder of rres gives them (la_weights_cycle_recon's
+ * recon), so they are copied rather than decoded; rstarts (or NULL: the
+ * trace is opened when it needs them) the first points of rres's records,
+ * at least min(rres->segments, n / 8) of them
+ * (la_weights_cycle_recon_starts with a capacity of n / 8). The values of
+ * res are not decoded either when res is what la_history_refit() just
+ * wrote: the refit keeps them as it compacts (la_compact_recon_starts). */
+int la_history_learn_recon(la_history_t *h, uint64_t cycle_tag,
+                           const la_compact_result_t *res,
+                           const la_compact_result_t *rres,
+                           const double *rrecon, const uint64_t *rstarts);
+
 /* The robust weights' compaction of a rank compacting with cp: cp with
  * polyline's cv lowered to robust_cv when that is tighter (robust.cv, as
  * weights.c compacts them). */

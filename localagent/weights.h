@@ -69,6 +69,18 @@ int la_weights_cycle_recon(la_weights_t *w, const double *x,
                            la_compact_result_t *res, la_robust_stats_t *st,
                            double *recon);
 
+/* la_weights_cycle_recon(), and starts[0..cap) (or NULL) receives the
+ * first point of each of the first cap records of *res
+ * (la_compact_recon_starts(); res->segments counts them all), which the
+ * history keeps for a representative without opening its trace.
+ * Returns as la_weights_cycle(). */
+int la_weights_cycle_recon_starts(la_weights_t *w, const double *x,
+                                  const uint8_t *flags,
+                                  const la_compact_params_t *cp,
+                                  la_compact_result_t *res,
+                                  la_robust_stats_t *st, double *recon,
+                                  uint64_t *starts, size_t cap);
+
 /* Frees w. NULL is fine. */
 void la_weights_free(la_weights_t *w);
 

@@ -281,13 +281,16 @@ static void la__work(uv_work_t *req) {
      * by the encoder (la_compact_recon()): the history compares them and
      * the application reads them, and neither decodes */
     double *rw = NULL;
+    uint64_t *rst = NULL; /* their records' starts, for the history */
     int robust_in = j->rc == 0 && w && (flags || rows);
     if (robust_in && (h || s->ipc.weights)) rw = malloc(n * sizeof *rw);
+    if (robust_in && h && rw && n / 8) rst = malloc(n / 8 * sizeof *rst);
     /* robust weights are extra, the measured values are the record: without
      * memory for the flags, the trace goes without them */
     if (robust_in)
-      j->robust = la_weights_cycle_recon(w, x, flags, &j->cp, &j->rres,
-                                         &j->rst, rw) == 0;
+      j->robust = la_weights_cycle_recon_starts(w, x, flags, &j->cp, &j->rres,
+                                                &j->rst, rw, rst,
+                                                rst ? n / 8 : 0) == 0;
     if (j->robust && !la__robust_finite(&j->rst)) {
       /* values no timer gives (1e308 in every element): their interference
        * overflows; the measured values still go, as data */
@@ -353,7 +356,8 @@ static void la__work(uv_work_t *req) {
         if (!__atomic_load_n(&s->refused_upstream, __ATOMIC_ACQUIRE))
           j->log_rc = la__log_trace(j, out, rout);
         if (j->log_rc == 0 && learn) /* logged in full: a representative */
-          la_history_learn(h, j->cycle_tag, &res, j->robust ? &j->rres : NULL);
+          la_history_learn_recon(h, j->cycle_tag, &res,
+                                 j->robust ? &j->rres : NULL, rw, rst);
         if (j->log_rc == LA_EPROTO)
           j->why = j->why_buf;
         else if (j->log_rc == LA_ELIMIT)
@@ -363,6 +367,7 @@ static void la__work(uv_work_t *req) {
       }
     }
     free(rw);
+    free(rst);
     la_compact_result_free(&res);
     la_compact_result_free(&sres);
     la_compact_result_free(&srres);

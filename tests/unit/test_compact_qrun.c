@@ -439,6 +439,18 @@ static void test_coded_runs_far_values(void **state) {
   }
 }
 
+/* ks[0..m) coded by the scalar code (tables *ta) and with AVX2 (*tb):
+ * the same bytes; returns their length. */
+static size_t same_coded_bytes(const double *ks, uint64_t m, double kref,
+                               la_huff_tables_t **ta, la_huff_tables_t **tb) {
+  static uint8_t a[LA_CENC_QRUN_MAX * 10], b[LA_CENC_QRUN_MAX * 10];
+  size_t na = la_huff_qrun_encode(ks, m, kref, a, m * 9, ta, 0);
+  size_t nb = la_huff_qrun_encode(ks, m, kref, b, m * 9, tb, 1);
+  assert_int_equal(na, nb);
+  assert_memory_equal(a, b, na);
+  return na;
+}
+
 /* The run form's tokens found from the gaps between the points that are
  * not the mode (AVX2 masks) and point by point give the same bytes: modes
  * in gaps of 0..100 points (31, 32, 33 and 64 among them), at the start
@@ -448,7 +460,6 @@ static void test_coded_runs_far_values(void **state) {
 static void test_run_tokens_gaps_same_bytes(void **state) {
   (void)state;
   static double ks[LA_CENC_QRUN_MAX];
-  static uint8_t a[LA_CENC_QRUN_MAX * 10], b[LA_CENC_QRUN_MAX * 10];
   static const uint64_t sizes[] = {32, 33, 63, 64, 65, 100, 127, 1000, 4095,
                                    4096};
   static const uint32_t gaps[] = {0, 1, 2, 5, 30, 31, 32, 33, 63, 64, 65, 100};
@@ -473,13 +484,49 @@ static void test_run_tokens_gaps_same_bytes(void **state) {
     if (round % 3 == 0) /* modes at the end */
       for (uint64_t r = m > 40 ? m - (g % 40) : m; r < m; r++) ks[r] = 26;
     double kref = (double)(round % 7);
-    size_t na = la_huff_qrun_encode(ks, m, kref, a, m * 9, &ta, 0);
-    size_t nb = la_huff_qrun_encode(ks, m, kref, b, m * 9, &tb, 1);
-    assert_int_equal(na, nb);
-    assert_memory_equal(a, b, na);
-    coded += na > 0;
+    coded += same_coded_bytes(ks, m, kref, &ta, &tb) > 0;
   }
   assert_true(coded > 200); /* the comparisons saw coded records */
+  la_huff_tables_free(ta);
+  la_huff_tables_free(tb);
+}
+
+/* The symbols of coded runs, mapped four at a time and counted by
+ * comparisons (AVX2), give the scalar code's bytes: records of 1 to 60
+ * distinct values, around the direct table's edges (-256, 255), far
+ * values, differences beyond 32 bits, new values in every place of a
+ * group of four, and a large reference. */
+static void test_coded_symbols_same_bytes(void **state) {
+  (void)state;
+  static double ks[LA_CENC_QRUN_MAX];
+  static const uint64_t sizes[] = {32, 35, 64, 257, 1001, 4096};
+  static const int nvals[] = {1, 2, 5, 13, 24, 25, 40, 60};
+  uint64_t seed = 23;
+  la_huff_tables_t *ta = NULL, *tb = NULL;
+  int coded = 0;
+  for (int round = 0; round < 480; round++) {
+    uint64_t m = sizes[round % 6];
+    int nv = nvals[(round / 6) % 8];
+    double kref = round % 5 == 4 ? 0x1p40 : (double)(round % 9) - 4;
+    double val[60];
+    for (int v = 0; v < nv; v++) {
+      uint64_t u = la_compact_rand(&seed) % 16;
+      double d = u < 10   ? (double)(la_compact_rand(&seed) % 64) - 8
+                 : u < 12 ? (u % 2 ? -256.0 : 255.0) - (double)(v % 3)
+                 : u < 14 ? (double)(la_compact_rand(&seed) % 600) - 300
+                 : u < 15 ? 0x1p33 + v
+                          : -(0x1p35) - v;
+      val[v] = kref + d;
+    }
+    for (uint64_t j = 0; j < m; j++) {
+      /* a skewed choice: the first values most of the time */
+      uint64_t r = la_compact_rand(&seed) % 100;
+      int v = r < 60 ? 0 : (int)(r % (uint64_t)nv);
+      ks[j] = val[v];
+    }
+    coded += same_coded_bytes(ks, m, kref, &ta, &tb) > 0;
+  }
+  assert_true(coded > 100); /* the comparisons saw coded records */
   la_huff_tables_free(ta);
   la_huff_tables_free(tb);
 }
@@ -873,6 +920,7 @@ int main(void) {
       cmocka_unit_test(test_decoder_reads_and_refuses_runs),
       cmocka_unit_test(test_coded_runs_round_trip),
     cmocka_unit_test(test_coded_runs_far_values),
+      cmocka_unit_test(test_coded_symbols_same_bytes),
       cmocka_unit_test(test_run_tokens_gaps_same_bytes),
       cmocka_unit_test(test_coded_runs_refused),
       cmocka_unit_test(test_run_form_round_trip),

@@ -44,6 +44,27 @@ static void check(const double *x, size_t n, const la_compact_params_t *p) {
   assert_int_equal(la_trace_open(b.bytes, b.len, &t, NULL, 0), 0);
   assert_int_equal(la_trace_count(t), n);
   assert_int_equal(la_trace_decode(t, 0, n, dec), 0);
+  /* the records' starts as the encoder gives them (a capacity of half
+   * of them: the first half written, the count whole) are the trace's */
+  size_t k = la_trace_segment_count(t), cap = (k + 1) / 2;
+  uint64_t *st = malloc((cap ? cap : 1) * sizeof *st);
+  la_compact_result_t c;
+  assert_non_null(st);
+  assert_int_equal(la_compact_recon_starts(x, n, p, &c, rec,
+                                           st, cap), 0);
+  assert_int_equal(c.len, a.len);
+  assert_memory_equal(c.bytes, a.bytes, a.len);
+  assert_int_equal(c.segments, k);
+  for (size_t i = 0; i < cap; i++) {
+    la_trace_segment_t sg;
+    assert_int_equal(la_trace_segment(t, i, &sg), 0);
+    if (st[i] != sg.first)
+      fail_msg("record %zu of %zu: start %llu, the trace's %llu (mode %d)", i,
+               k, (unsigned long long)st[i], (unsigned long long)sg.first,
+               p->mode);
+  }
+  la_compact_result_free(&c);
+  free(st);
   la_trace_close(t);
   for (size_t i = 0; i < n; i++)
     if (memcmp(&rec[i], &dec[i], sizeof *dec) != 0)
@@ -166,6 +187,15 @@ static void test_recon_args(void **state) {
   assert_int_equal(la_compact_recon(x, 4, NULL, &r, NULL), LA_EINVAL);
   assert_int_equal(la_compact_recon(x, 4, NULL, &r, x), LA_EINVAL);
   assert_int_equal(la_compact_recon(NULL, 0, NULL, &r, NULL), 0);
+  la_compact_result_free(&r);
+  /* starts: a capacity needs memory */
+  double rec[4];
+  assert_int_equal(la_compact_recon_starts(x, 4, NULL, &r, rec, NULL, 1),
+                   LA_EINVAL);
+  uint64_t st[4];
+  assert_int_equal(la_compact_recon_starts(x, 4, NULL, &r, rec, st, 4), 0);
+  assert_true(r.segments >= 1 && r.segments <= 4);
+  assert_int_equal(st[0], 0);
   la_compact_result_free(&r);
 }
 

@@ -135,6 +135,90 @@ static void test_match_noisy_not_moved(void **state) {
   free(d);
 }
 
+/* A representative learned from the refit's reconstruction and the robust
+ * weights' (la_history_learn_recon: nothing decoded) is the one decoding
+ * its traces gives: every later cycle matches it, or not, alike, with the
+ * same error bit for bit; a trace that is not the refit's is decoded. */
+static void test_learn_recon_as_decoded(void **state) {
+  (void)state;
+  la_history_budget_t b = {64u << 20, 0};
+  la_compact_params_t cp, rcp;
+  la_compact_params_default(&cp);
+  cp.quantum = 1; /* whole values: the exact runs' path too */
+  la_history_robust_params(&cp, 0.02, &rcp);
+  la_history_t *ha = la_history_new(&b, N, 2, &cp, &rcp);
+  la_history_t *hb = la_history_new(&b, N, 2, &cp, &rcp);
+  la_history_t *hc = la_history_new(&b, N, 2, &cp, &rcp);
+  assert_non_null(ha);
+  assert_non_null(hb);
+  assert_non_null(hc);
+  double *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+  double *r = malloc(N * sizeof *r), *rw = malloc(N * sizeof *rw);
+  double *ry = malloc(N * sizeof *ry), *rwy = malloc(N * sizeof *rwy);
+  cycle_values(x, 11, 0.02, 100);
+  cycle_values(r, 12, 0.005, 100); /* robust weights: smoother */
+  la_compact_result_t res, rres, copy, ry_res, resc;
+  uint64_t rst[N / 8];
+  assert_int_equal(la_compact_recon_starts(r, N, &rcp, &rres, rw, rst, N / 8),
+                   0);
+  assert_true(rres.segments > 1 && rres.segments <= N / 8); /* kept */
+  assert_int_equal(la_compact(x, N, &cp, &res), 0);
+  assert_int_equal(la_history_refit(ha, x, &cp, &res), 1);
+  /* hb: the same trace in other memory, so decoded */
+  copy = res;
+  copy.bytes = malloc(res.len);
+  assert_non_null(copy.bytes);
+  memcpy(copy.bytes, res.bytes, res.len);
+  assert_int_equal(la_history_learn_recon(ha, 7, &res, &rres, rw, NULL), 0);
+  assert_int_equal(la_history_learn(hb, 7, &copy, &rres), 0);
+  /* hc: the robust weights' starts given too, nothing opened */
+  assert_int_equal(la_compact(x, N, &cp, &resc), 0);
+  assert_int_equal(la_history_refit(hc, x, &cp, &resc), 1);
+  assert_int_equal(la_history_learn_recon(hc, 7, &resc, &rres, rw, rst), 0);
+  for (uint64_t seed = 20; seed < 40; seed++) {
+    cycle_values(y, seed, seed < 30 ? 0.02 : 0.2, seed % 3 ? 100 : 300);
+    cycle_values(ry, seed + 100, 0.005, 100);
+    assert_int_equal(la_compact_recon(ry, N, &rcp, &ry_res, rwy), 0);
+    uint64_t ra = 0, rb = 0;
+    la_fit_error_t ea, eb;
+    memset(&ea, 0, sizeof ea);
+    memset(&eb, 0, sizeof eb);
+    int ma = la_history_match(ha, y, rwy, &ra, &ea);
+    int mb = la_history_match(hb, y, rwy, &rb, &eb);
+    assert_int_equal(ma, mb);
+    assert_int_equal(ra, rb);
+    assert_memory_equal(&ea, &eb, sizeof ea);
+    uint64_t rc = 0;
+    la_fit_error_t ec;
+    memset(&ec, 0, sizeof ec);
+    assert_int_equal(la_history_match(hc, y, rwy, &rc, &ec), ma);
+    assert_int_equal(rc, ra);
+    assert_memory_equal(&ec, &ea, sizeof ea);
+    la_compact_result_free(&ry_res);
+  }
+  /* at least one matched: the check compared something */
+  cycle_values(y, 21, 0.02, 100);
+  uint64_t ref = 0;
+  la_fit_error_t e;
+  assert_int_equal(la_history_match(ha, y, rw, &ref, &e), 1);
+  assert_int_equal(ref, 7);
+  la_compact_result_free(&res);
+  la_compact_result_free(&rres);
+  la_compact_result_free(&copy);
+  la_compact_result_free(&resc);
+  la_history_free(ha);
+  la_history_free(hb);
+  la_history_free(hc);
+  assert_int_equal(b.used, 0);
+  free(x);
+  free(y);
+  free(r);
+  free(rw);
+  free(ry);
+  free(rwy);
+}
+
+
 /* While nothing matches, representatives are learned at doubling gaps (up
  * to LA_HISTORY_MAX_GAP); a match starts over. */
 static void test_learning_backs_off(void **state) {
@@ -637,6 +721,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_match_noisy_not_moved),
       cmocka_unit_test(test_learning_backs_off),
+      cmocka_unit_test(test_learn_recon_as_decoded),
       cmocka_unit_test(test_bounds_and_budget),
       cmocka_unit_test(test_store_references),
       cmocka_unit_test(test_robust_references),

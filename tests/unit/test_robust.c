@@ -18,6 +18,7 @@
 #include "la.h"
 #include "la_compact.h" /* la_compact_rand01 */
 #include "robust.h"
+#include "weights.h"
 
 /* Three cost classes interleaved in space (material regions): 100 ns,
  * 1.1 us, 11 us, in runs of 37 elements, each varying smoothly by +-30%
@@ -294,6 +295,56 @@ static void test_rows_are_elements(void **state) {
  * elements without an estimate after the first; and the weights rounded
  * in the pass are the weights rounded after it (to nearest, ties to even,
  * where the value is whole ticks). */
+/* The weights' resolution counts (st->positive, st->coarse of
+ * la_weights_cycle) are the same with the AVX2 pass and the scalar one,
+ * on sizes around its groups of four, with values that are no whole
+ * ticks, zero, negative, NaN and infinite; light whole-tick cells below
+ * LA_WEIGHTS_RESOLVED_STEPS steps are counted, heavy ones not. */
+static void test_weights_resolution_simd_same(void **state) {
+  (void)state;
+  static const uint64_t sizes[] = {1, 3, 4, 5, 7, 1001, 4096 + 3};
+  const double q = 0.385, res = 25 * q; /* a step of 25 ticks */
+  uint64_t rng = 9;
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    uint64_t n = sizes[k];
+    double *x = malloc(n * sizeof *x);
+    assert_non_null(x);
+    la_weights_t *wa, *wb;
+    setenv("LA_COMPACT_SCALAR", "1", 1);
+    assert_int_equal(la_weights_new(n, res, 1, 0.25, 3, 0.02, NULL, 0, &wa), 0);
+    unsetenv("LA_COMPACT_SCALAR");
+    assert_int_equal(la_weights_new(n, res, 1, 0.25, 3, 0.02, NULL, 0, &wb), 0);
+    la_compact_params_t cp;
+    la_compact_params_default(&cp);
+    cp.quantum = q;
+    uint64_t light = 0;
+    for (int c = 0; c < 6; c++) {
+      for (uint64_t i = 0; i < n; i++) {
+        double u = la_compact_rand01(&rng);
+        x[i] = u < 0.6 ? 26 * q : u < 0.8 ? 1000 * q : u < 0.85 ? 0
+             : u < 0.88 ? -26 * q : u < 0.9 ? NAN : u < 0.91 ? INFINITY
+             : 26.3 * q; /* not a whole tick */
+      }
+      la_robust_stats_t sa, sb;
+      la_compact_result_t ra, rb;
+      setenv("LA_COMPACT_SCALAR", "1", 1);
+      assert_int_equal(la_weights_cycle(wa, x, NULL, &cp, &ra, &sa), 0);
+      unsetenv("LA_COMPACT_SCALAR");
+      assert_int_equal(la_weights_cycle(wb, x, NULL, &cp, &rb, &sb), 0);
+      assert_int_equal(sa.positive, sb.positive);
+      assert_int_equal(sa.coarse, sb.coarse);
+      assert_true(sb.coarse <= sb.positive && sb.positive <= n);
+      light += sb.coarse;
+      la_compact_result_free(&ra);
+      la_compact_result_free(&rb);
+    }
+    if (n >= 1000) assert_true(light > 0); /* the counts count something */
+    la_weights_free(wa);
+    la_weights_free(wb);
+    free(x);
+  }
+}
+
 static void test_simd_same_as_scalar(void **state) {
   (void)state;
   static const uint64_t sizes[] = {3, 4, 5, 7, 64, 1001, 4096 + 3};
@@ -590,6 +641,7 @@ int main(void) {
       cmocka_unit_test(test_rows_are_elements),
       cmocka_unit_test(test_flags_honoured),
       cmocka_unit_test(test_simd_same_as_scalar),
+      cmocka_unit_test(test_weights_resolution_simd_same),
       cmocka_unit_test(test_simd_same_as_scalar_rough),
       cmocka_unit_test(test_detect_believes_unflagged_rise),
       cmocka_unit_test(test_first_cycle),

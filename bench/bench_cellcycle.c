@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* bench_cellcycle.c: the LocalAgent worker's computation on a cell-probed
+ * cycle, replayed outside the daemon (`make bench-cellcycle`,
+ * docs/performance.md "LocalAgent (make bench-localagent)").
+ *
+ * Input: the cycles LA_DUMP_RAW wrote for one rank of a cell-probed run
+ * (LA_BENCH_CELLS_RAW=DIR:APP[:RANK], rank 0 by default; the files
+ * DIR/APP.r<rank>.c<tag>.f64, .flags and .fid, in cycle order, at most
+ * LA_BENCH_CELLS_MAX of them, 40 by default; scripts/bench-cellcycle.sh
+ * records bench_localagent's probe loop: 10^6 elements, every one probed).
+ * The timer's resolution is LA_BENCH_CELLS_RES ns (default: the median
+ * positive interval of the first cycle, resolution() below).
+ *
+ * Per cycle, what worker.c does with a cell-probed cycle of the time
+ * metric (every default feature on: robust weights with interference
+ * detection, history), each step timed in thread CPU time:
+ *   take      the buffer's read: counts times the scale into the job's
+ *             array, the buffer zeroed (the loop of la_app_ipc_take), and
+ *             the flag bytes copied;
+ *   measured  la_compact of the values (quantum = the scale);
+ *   weights   la_weights_cycle_recon_starts (robust estimator and the
+ *             robust series' compaction, its reconstruction and records'
+ *             starts written);
+ *   match     la_history_match (the values and the robust reconstruction
+ *             against each representative) and la_history_take;
+ *   learn     for a cycle the history learns: la_history_refit and
+ *             la_history_learn;
+ *   app       the reconstruction copied out (la_app_ipc_put_weights_values'
+ *             copy into the weights area).
+ * Seven rounds (LA_BENCH_CELLS_ROUNDS, up to 101, for a profiler) replay
+ * every cycle from a fresh state; reported are the medians over the rounds
+ * of each step's CPU time per cycle and per cell (ns), the bytes and bits
+ * per value of both encodings, the history's matches, the weights'
+ * resolution counts (st.positive, st.coarse), and FNV-1a hashes
+ * of the robust reconstructions and of both encodings (two builds give the
+ * same bytes when these agree; every round must give the first round's).
+ * Writes argv[1] (build/bench/cellcycle.json).
+ */
+#include "bench_args.h"
+#include "bench_replay.h"
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <malloc.h>
+#include <time.h>
+
+#include "history.h"
+#include "la_compact.h"
+#include "weights.h"
+
+#define ROUNDS_MAX 101
+#define MAX_CYCLES 4096
+#define N_STEPS 6
+
+static const char *step_name[N_STEPS] = {"take",  "measured", "weights",
+                                         "match", "learn",    "app"};
+
+typedef struct cyc {
+  double *counts; /* the buffer's values: timer counts */
+  uint8_t *flags;
+  double scale; /* ns per count */
+} cyc_t;
+
+/* Bytes of a file (0 when missing), and its contents in *out. */
+static size_t slurp(const char *path, void **out) {
+  FILE *f = fopen(path, "rb");
+  *out = NULL;
+  if (!f) return 0;
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  void *b = len > 0 ? malloc((size_t)len) : NULL;
+  size_t got = b ? fread(b, 1, (size_t)len, f) : 0;
+  fclose(f);
+  if (!b || got != (size_t)len) {
+    free(b);
+    return 0;
+  }
+  *out = b;
+  return got;
+}
+
+/* Reads one cycle (n: its elements, set by the first); 0 or -1. */
+static int read_cycle(const char *dir, const char *app, int rank, uint64_t tag,
+                      uint64_t *n, cyc_t *c) {
+  char path[1024];
+  if (la_bench_dump_scale("bench_cellcycle", dir, app, rank, tag, &c->scale) != 0)
+    return -1;
+  void *v, *fl;
+  snprintf(path, sizeof path, "%s/%s.r%d.c%llu.f64", dir, app, rank,
+           (unsigned long long)tag);
+  size_t len = slurp(path, &v);
+  snprintf(path, sizeof path, "%s/%s.r%d.c%llu.flags", dir, app, rank,
+           (unsigned long long)tag);
+  size_t flen = slurp(path, &fl);
+  if (len == 0 || len % sizeof(double) || (*n && len / sizeof(double) != *n) ||
+      flen != len / sizeof(double)) {
+    fprintf(stderr, "bench_cellcycle: %s: values and flags do not agree\n",
+            path);
+    free(v);
+    free(fl);
+    return -1;
+  }
+  *n = len / sizeof(double);
+  c->counts = v;
+  c->flags = fl;
+  for (uint64_t i = 0; i < *n; i++)
+    c->counts[i] = round(c->counts[i] / c->scale);
+  return 0;
+}
+
+/* The timer's resolution as libla measures it (the median difference of
+ * two consecutive timer reads) shows in a light probe's interval, which is
+ * about two timer reads: the median positive count of the first cycle
+ * times the scale (ns). */
+static double resolution(const cyc_t *c, uint64_t n) {
+  double *v = malloc(n * sizeof *v);
+  uint64_t m = 0;
+  for (uint64_t i = 0; i < n; i++)
+    if (c->counts[i] > 0) v[m++] = c->counts[i];
+  double r = m ? la_bench_median(v, (int)m) : 1;
+  free(v);
+  return r * c->scale;
+}
+
+int main(int argc, char **argv) {
+  const char *out =
+      la_bench_out_path(argc, argv, 1, "build/bench/cellcycle.json");
+  char dir[512], app[256];
+  int rank;
+  if (la_bench_dump_spec("bench_cellcycle", "LA_BENCH_CELLS_RAW",
+                         "scripts/bench-cellcycle.sh", dir, sizeof dir, app,
+                         sizeof app, &rank) != 0)
+    return 2;
+  /* freed arrays stay in the heap, as in the daemon (main.c) */
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  static uint64_t tags[MAX_CYCLES];
+  int nc = la_bench_dump_tags(dir, app, rank, tags, MAX_CYCLES);
+  const char *ms = getenv("LA_BENCH_CELLS_MAX");
+  int maxc = ms ? atoi(ms) : 40;
+  if (maxc > 0 && nc > maxc) nc = maxc;
+  if (nc <= 0) {
+    fprintf(stderr, "bench_cellcycle: no cycles %s/%s.r%d.c*.f64\n", dir, app,
+            rank);
+    return 1;
+  }
+  cyc_t *cy = calloc((size_t)nc, sizeof *cy);
+  uint64_t n = 0;
+  for (int i = 0; i < nc; i++)
+    if (read_cycle(dir, app, rank, tags[i], &n, &cy[i]) != 0) return 1;
+  const char *resv = getenv("LA_BENCH_CELLS_RES");
+  double res = resv ? strtod(resv, NULL) : resolution(&cy[0], n);
+
+  /* the session's parameters with the default settings (session.c) */
+  la_compact_params_t cp, rcp;
+  la_compact_params_default(&cp);
+  double tol = 0.25, rcv = 0.02;
+  uint32_t confirm = 3, reps = 4;
+  la_history_robust_params(&cp, rcv, &rcp);
+
+  const char *rs = getenv("LA_BENCH_CELLS_ROUNDS");
+  int ROUNDS = rs ? atoi(rs) : 7;
+  if (ROUNDS < 1 || ROUNDS > ROUNDS_MAX) ROUNDS = 7;
+  static double t_step[N_STEPS][ROUNDS_MAX], t_all[ROUNDS_MAX];
+  uint64_t h_w = 0, h_enc = 0, matches = 0, positive = 0, coarse = 0;
+  size_t rbytes = 0, mbytes = 0;
+  double *buf = malloc(n * sizeof *buf), *x = malloc(n * sizeof *x);
+  double *rw = malloc(n * sizeof *rw), *area = malloc(n * sizeof *area);
+  uint8_t *flags = malloc(n);
+  uint64_t *rst = malloc((n / 8 ? n / 8 : 1) * sizeof *rst);
+  for (int round = 0; round < ROUNDS; round++) {
+    la_weights_t *w = NULL;
+    la_history_budget_t budget = {.limit = 256u << 20, .used = 0};
+    la_history_t *h = la_history_new(&budget, n, reps, &cp, &rcp);
+    if (la_weights_new(n, res, 1, tol, confirm, rcv, NULL, 0, &w) != 0 || !h) {
+      fprintf(stderr, "bench_cellcycle: no estimator or history\n");
+      return 1;
+    }
+    double sum[N_STEPS] = {0};
+    uint64_t hw = 0xcbf29ce484222325ull, he = hw;
+    for (int i = 0; i < nc; i++) {
+      /* the application's buffer, as it hands it over (not timed) */
+      memcpy(buf, cy[i].counts, n * sizeof *buf);
+      la_compact_params_t p = cp;
+      p.quantum = cy[i].scale;
+      la_robust_stats_t st;
+      la_compact_result_t res_m, res_r;
+      double t[N_STEPS + 1];
+      t[0] = la_bench_thread_ns();
+      for (uint64_t k = 0; k < n; k++) x[k] = buf[k] * cy[i].scale;
+      memset(buf, 0, n * sizeof *buf);
+      memcpy(flags, cy[i].flags, n);
+      t[1] = la_bench_thread_ns();
+      int rc = la_compact(x, n, &p, &res_m);
+      t[2] = la_bench_thread_ns();
+      rc |= la_weights_cycle_recon_starts(w, x, flags, &p, &res_r, &st, rw,
+                                          rst, n / 8);
+      t[3] = la_bench_thread_ns();
+      uint64_t ref = 0;
+      la_fit_error_t err;
+      int m = la_history_match(h, x, rw, &ref, &err);
+      int learn = la_history_take(h, m);
+      t[4] = la_bench_thread_ns();
+      if (learn) la_history_refit(h, x, &p, &res_m);
+      if (learn)
+        rc |= la_history_learn_recon(h, tags[i], &res_m, &res_r, rw, rst);
+      t[5] = la_bench_thread_ns();
+      memcpy(area, rw, n * sizeof *rw);
+      t[6] = la_bench_thread_ns();
+      if (rc != 0) {
+        fprintf(stderr, "bench_cellcycle: compaction failed\n");
+        return 1;
+      }
+      for (int s = 0; s < N_STEPS; s++) sum[s] += t[s + 1] - t[s];
+      hw = la_bench_fnv(hw, area, n * sizeof *area);
+      he = la_bench_fnv(he, res_r.bytes, res_r.len);
+      if (!learn) he = la_bench_fnv(he, res_m.bytes, res_m.len);
+      if (round == 0) {
+        positive += st.positive;
+        coarse += st.coarse;
+        matches += m;
+        rbytes += res_r.len;
+        if (!learn) mbytes += res_m.len; /* a refit's bytes are the rep's */
+      }
+      la_compact_result_free(&res_m);
+      la_compact_result_free(&res_r);
+    }
+    if (round == 0) {
+      h_w = hw;
+      h_enc = he;
+    } else if (hw != h_w || he != h_enc) {
+      fprintf(stderr, "bench_cellcycle: round %d differs from round 0\n",
+              round);
+      return 1;
+    }
+    t_all[round] = 0;
+    for (int s = 0; s < N_STEPS; s++) {
+      t_step[s][round] = sum[s] / nc;
+      t_all[round] += sum[s] / nc;
+    }
+    la_weights_free(w);
+    la_history_free(h);
+  }
+  double med[N_STEPS], tot = la_bench_median(t_all, ROUNDS);
+  printf("bench_cellcycle: %d cycles of %llu cells (rank %d), timer "
+         "resolution %.2f ns, %d rounds, thread CPU per cycle (medians)\n",
+         nc, (unsigned long long)n, rank, res, ROUNDS);
+  for (int s = 0; s < N_STEPS; s++) {
+    med[s] = la_bench_median(t_step[s], ROUNDS);
+    printf("  %-9s %9.1f µs  %6.2f ns/cell\n", step_name[s], med[s] / 1e3,
+           med[s] / (double)n);
+  }
+  printf("  total     %9.1f µs  %6.2f ns/cell\n", tot / 1e3, tot / (double)n);
+  uint64_t nm = (uint64_t)nc - matches; /* cycles whose own bytes counted */
+  printf("  history matches %llu of %d; bits per value: measured %.3f (%llu "
+         "cycles not learned), robust %.3f\n",
+         (unsigned long long)matches, nc,
+         nm ? 8.0 * (double)mbytes / ((double)n * (double)nm) : 0,
+         (unsigned long long)nm, 8.0 * (double)rbytes / ((double)n * nc));
+  printf("  weights above 0: %llu, of them below %d timer steps: %llu\n",
+         (unsigned long long)positive, LA_WEIGHTS_RESOLVED_STEPS,
+         (unsigned long long)coarse);
+  printf("  hashes: weights %016llx encodings %016llx\n",
+         (unsigned long long)h_w, (unsigned long long)h_enc);
+  FILE *f = la_bench_open_out(out);
+  if (!f) return 1;
+  fprintf(f, "{\"cycles\": %d, \"cells\": %llu, \"rounds\": %d, ", nc,
+          (unsigned long long)n, ROUNDS);
+  for (int s = 0; s < N_STEPS; s++)
+    fprintf(f, "\"%s_ns_per_cell\": %.3f, ", step_name[s], med[s] / (double)n);
+  fprintf(f,
+          "\"total_ns_per_cell\": %.3f, \"history_matches\": %llu, "
+          "\"robust_bits_per_value\": %.4f, \"hash_weights\": \"%016llx\", "
+          "\"hash_enc\": \"%016llx\"}\n",
+          tot / (double)n, (unsigned long long)matches,
+          8.0 * (double)rbytes / ((double)n * nc), (unsigned long long)h_w,
+          (unsigned long long)h_enc);
+  if (fclose(f) != 0) {
+    perror(out);
+    return 1;
+  }
+  for (int i = 0; i < nc; i++) {
+    free(cy[i].counts);
+    free(cy[i].flags);
+  }
+  free(cy);
+  free(buf);
+  free(x);
+  free(rw);
+  free(area);
+  free(flags);
+  free(rst);
+  return 0;
+}
