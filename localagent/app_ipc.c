@@ -400,6 +400,14 @@ static int la__put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
   return rc;
 }
 
+void la_app_ipc_count_behind(la_app_ipc_t *ipc) {
+  if (!ipc->hdr || !ipc->weights) return;
+  la_shm_weights_hdr_t *a =
+      la_shm_weights_area_r(ipc->hdr, ipc->n_elements, ipc->n_buffers,
+                            ipc->n_channels, ipc->n_rows);
+  __atomic_fetch_add(&a->behind, 1, __ATOMIC_RELAXED);
+}
+
 int la_app_ipc_put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
                            uint64_t rank_seq, int kind,
                            const la_compact_result_t *res) {

@@ -119,6 +119,11 @@ int la_app_ipc_put_weights_values(la_app_ipc_t *ipc, uint64_t cycle_tag,
                                   uint64_t rank_seq, int kind, const double *v,
                                   uint64_t spread);
 
+/* Counts one more cycle dropped because the agent was behind in the
+ * weights area's header (libla's LA_STAT_BEHIND); nothing without the
+ * area. Any thread. */
+void la_app_ipc_count_behind(la_app_ipc_t *ipc);
+
 /* Zeroes buffer i without reading it (out of memory). */
 void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i);
 
