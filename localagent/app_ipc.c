@@ -227,6 +227,12 @@ void la_app_ipc_give_back(la_app_ipc_t *ipc, uint32_t i) {
 
 void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i) {
   if (!ipc->hdr || i >= ipc->n_buffers) return;
+  /* a cycle of row values only (libla says no cell was written, as
+   * la_app_ipc_take_rows trusts): its rows are all there is to zero */
+  if (ipc->n_rows && ipc->hdr->buf[i].cells == LA_SHM_CELLS_NONE) {
+    memset(la__rows(ipc, i), 0, ipc->n_rows * sizeof(double));
+    return;
+  }
   la__zero_from(ipc, i, 0);
 }
 

@@ -804,6 +804,57 @@ static void test_backlog_drops_not_waits(void **state) {
   expect_flood("unit-backlog", 30);
 }
 
+/* Row-probed cycles handed over faster than the agent takes them
+ * (agent.max_backlog = 1, one compaction thread): a cycle it drops goes
+ * back with its row values zeroed (libla marked it as rows only, so only
+ * the rows are zeroed), and every stored cycle holds exactly its own rows'
+ * values (the counting probe: row (j,k) reads its first cell + 1), none
+ * of a dropped cycle's left in the buffer. */
+static void test_dropped_row_cycles_zeroed(void **state) {
+  enum { NX = 100, NY = 100, NZ = 10, CYC = 20 };
+  use_counting_probe();
+  LA_setBuffers(6);
+  setenv("LA_COMPACT", "lossless", 1);
+  setenv("LA_APP_ID", "unit-rowdrop", 1);
+  int rc = LA_registerGrid("unit", 0, 1, NX, NY, NZ);
+  unsetenv("LA_COMPACT");
+  unsetenv("LA_APP_ID");
+  assert_int_equal(rc, 0);
+  for (int c = 0; c < CYC; c++) {
+    for (long k = 0; k < NZ; k++)
+      for (long j = 0; j < NY; j++) {
+        assert_int_equal(LA_startRow(j, k), 0);
+        assert_int_equal(LA_stopRow(j, k), 0);
+      }
+    assert_int_equal(LA_dataXfer(), 0);
+  }
+  assert_int_equal(LA_finalize(), 0);
+  const char *app = "unit-rowdrop";
+  long long stored = 0, behind = 0;
+  for (long long end = la_td_now_ms() + 60000;
+       stored + behind < CYC && la_td_now_ms() < end; la_td_nap_ms(50)) {
+    stored = la_ta_app_int(&agent, app,
+                           "SELECT count(*) FROM traces WHERE app_id = '%s'");
+    behind = la_ta_app_int(
+        &agent, app,
+        "SELECT count(*) FROM missing WHERE app_id = '%s' AND reason LIKE "
+        "'dropped: the LocalAgent was behind%%'");
+  }
+  print_message("row cycles: %lld stored, %lld behind\n", stored, behind);
+  assert_int_equal(stored + behind, CYC);
+  for (long long i = 0; i < stored; i++) {
+    const cycle_t *cy = cycle_of(app, (size_t)i);
+    assert_int_equal(cy->n, NX * NY * NZ);
+    for (uint64_t e = 0; e < cy->n; e++) {
+      double want = (double)(e - e % NX + 1) / NX;
+      if (cy->values[e] != want)
+        fail_msg("cycle %llu cell %llu: %g, want %g",
+                 (unsigned long long)cy->tag, (unsigned long long)e,
+                 cy->values[e], want);
+    }
+  }
+}
+
 /* The defaults (libla's 4 buffers, agent.max_backlog auto: 1 held, two
  * compaction threads at nice 10): a flood of cycles does not wait for the
  * agent's compaction (0 waits on a machine with a core to spare), and every
@@ -1879,6 +1930,8 @@ int main(void) {
                                       setup_backlog, teardown),
       cmocka_unit_test_setup_teardown(test_defaults_never_wait,
                                       setup_defaults, teardown),
+      cmocka_unit_test_setup_teardown(test_dropped_row_cycles_zeroed,
+                                      setup_backlog, teardown),
       T(test_wall_time_metric_in_ns),
       T(test_threads_probe_disjoint_elements),
       T(test_papi_software_event),
