@@ -740,6 +740,23 @@ static void test_cycles_say_whether_cells_were_written(void **state) {
  * limit the application waits for most cycles of such a flood. */
 #define FLOOD_WAITS_AT_MOST(cyc) ((cyc) / 10)
 
+/* How many of app's cycles the store holds as traces (*stored) and as
+ * missing because the agent was behind (*behind), once they add up to cyc
+ * or after a minute. */
+static void stored_or_behind(const char *app, int cyc, long long *stored,
+                             long long *behind) {
+  *stored = *behind = 0;
+  for (long long end = la_td_now_ms() + 60000;
+       *stored + *behind < cyc && la_td_now_ms() < end; la_td_nap_ms(50)) {
+    *stored = la_ta_app_int(&agent, app,
+                            "SELECT count(*) FROM traces WHERE app_id = '%s'");
+    *behind = la_ta_app_int(
+        &agent, app,
+        "SELECT count(*) FROM missing WHERE app_id = '%s' AND reason LIKE "
+        "'dropped: the LocalAgent was behind (%%agent.max_backlog = %%)'");
+  }
+}
+
 /* A flood: cyc cycles of 10^6 elements filled through 1,000 ranges (a few
  * milliseconds a cycle, faster than the agent compacts them) as app. The
  * store then holds each cycle as a trace or as missing because the agent
@@ -774,16 +791,8 @@ static void expect_flood(const char *app, int cyc) {
   assert_int_equal(told, la_ta_local_stat(&agent, "cycles_behind"));
   assert_int_equal(LA_finalize(), 0);
   assert_int_equal(LA_getStat(LA_STAT_BEHIND), told);
-  long long stored = 0, behind = 0;
-  for (long long end = la_td_now_ms() + 60000;
-       stored + behind < cyc && la_td_now_ms() < end; la_td_nap_ms(50)) {
-    stored = la_ta_app_int(&agent, app,
-                           "SELECT count(*) FROM traces WHERE app_id = '%s'");
-    behind = la_ta_app_int(
-        &agent, app,
-        "SELECT count(*) FROM missing WHERE app_id = '%s' AND reason LIKE "
-        "'dropped: the LocalAgent was behind (%%agent.max_backlog = %%)'");
-  }
+  long long stored, behind;
+  stored_or_behind(app, cyc, &stored, &behind);
   print_message("%s: %lld stored, %lld behind, %lld waits\n", app, stored,
                 behind, waits);
   if (stored + behind != cyc || behind == 0 || stored == 0 ||
@@ -830,16 +839,8 @@ static void test_dropped_row_cycles_zeroed(void **state) {
   }
   assert_int_equal(LA_finalize(), 0);
   const char *app = "unit-rowdrop";
-  long long stored = 0, behind = 0;
-  for (long long end = la_td_now_ms() + 60000;
-       stored + behind < CYC && la_td_now_ms() < end; la_td_nap_ms(50)) {
-    stored = la_ta_app_int(&agent, app,
-                           "SELECT count(*) FROM traces WHERE app_id = '%s'");
-    behind = la_ta_app_int(
-        &agent, app,
-        "SELECT count(*) FROM missing WHERE app_id = '%s' AND reason LIKE "
-        "'dropped: the LocalAgent was behind%%'");
-  }
+  long long stored, behind;
+  stored_or_behind(app, CYC, &stored, &behind);
   print_message("row cycles: %lld stored, %lld behind\n", stored, behind);
   assert_int_equal(stored + behind, CYC);
   for (long long i = 0; i < stored; i++) {
