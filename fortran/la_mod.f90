@@ -78,6 +78,7 @@ module la_mod
   integer, parameter, public :: LA_STAT_INTERFERENCE_NS = 9
   integer, parameter, public :: LA_STAT_REREGISTERED = 10
   integer, parameter, public :: LA_STAT_REFUSED = 11
+  integer, parameter, public :: LA_STAT_BEHIND = 12
 
   ! ------------------------------------------------------ public names --
   public :: la_register, la_register_grid, la_data_xfer, la_data_xfer_tagged

@@ -101,6 +101,18 @@ static void la__ipc_weights_init(la__ipc_t *ipc) {
   a->magic = LA_SHM_WEIGHTS_MAGIC;
 }
 
+uint64_t la__ipc_behind(const la__ipc_t *ipc) {
+  if (!ipc->hdr || !ipc->weights) return 0;
+  const la_shm_weights_hdr_t *a =
+      la_shm_weights_area_r(ipc->hdr, ipc->n_elements, ipc->n_buffers,
+                            ipc->n_channels, ipc->n_rows);
+  /* the agent may be another user's: a header that is not this segment's
+   * (weights.c checks it in full) counts nothing */
+  if (a->magic != LA_SHM_WEIGHTS_MAGIC || a->n_elements != ipc->n_elements)
+    return 0;
+  return __atomic_load_n(&a->behind, __ATOMIC_RELAXED);
+}
+
 int la__ipc_create_v(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers,
                      uint32_t n_channels, uint32_t layout, uint64_t grid_rows) {
   memset(ipc, 0, sizeof *ipc);

@@ -64,8 +64,13 @@ enum {
   LA_STAT_FLAGGED = 8,   /* element-cycles flagged as interfered with */
   LA_STAT_INTERFERENCE_NS = 9, /* time of the flagged probe intervals, ns */
   LA_STAT_REREGISTERED = 10, /* registrations again after the agent was lost */
-  LA_STAT_REFUSED = 11   /* 1: the GlobalAgent refused the registration (its
+  LA_STAT_REFUSED = 11,  /* 1: the GlobalAgent refused the registration (its
                             app id belongs to another user), else 0 */
+  LA_STAT_BEHIND = 12    /* profiled cycles the LocalAgent did not read
+                            because it was behind (agent.max_backlog):
+                            recorded missing in the store, never waited
+                            for; counted since this registration (0 with
+                            a LocalAgent that does not count them) */
 };
 
 /* A user probe: returns a reading; the element accumulates stop - start. */

@@ -186,6 +186,10 @@ LA__HIDDEN int la__ipc_acquire(la__ipc_t *ipc, uint32_t *buf, int timeout_ms,
 /* Removes the semaphore set and detaches the segment, leaving scratch memory
  * at its address (see ipc.c). Idempotent. */
 LA__HIDDEN void la__ipc_destroy(la__ipc_t *ipc);
+/* The cycles the agent counted in the weights area as dropped because it
+ * was behind (la_shm_weights_hdr_t.behind, LA_STAT_BEHIND); 0 without the
+ * area or when its header is not this segment's. */
+LA__HIDDEN uint64_t la__ipc_behind(const la__ipc_t *ipc);
 
 /* ------------------------------------------------------------ agent link */
 typedef struct la__link {

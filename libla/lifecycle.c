@@ -76,6 +76,7 @@ static struct {
   uint64_t reregistered;       /* registrations again that worked */
   uint32_t layout;             /* the lost registration's segment layout */
   int refused; /* the GlobalAgent refused the registration (LA_EREFUSED) */
+  uint64_t behind; /* LA_STAT_BEHIND as last read from the segment */
 } la__ctx;
 
 /* Remembers the tag of a skipped profiled cycle; keeps the newest. */
@@ -637,6 +638,16 @@ LA_EXPORT int LA_dataXferTagged(uint64_t cycle_tag) {
   return la__xfer(cycle_tag);
 }
 
+/* LA_STAT_BEHIND: the agent's count in the segment while it is there,
+ * else the last one read (LA_finalize reads it before the segment goes). */
+static uint64_t la__behind(void) {
+  if (la__ctx.state == LA__ACTIVE) {
+    uint64_t b = la__ipc_behind(&la__ctx.ipc);
+    if (b > la__ctx.behind) la__ctx.behind = b;
+  }
+  return la__ctx.behind;
+}
+
 LA_EXPORT int LA_finalize(void) {
   int rc = 0;
   if (la__ctx.state == LA__ACTIVE && la__ctx.holding &&
@@ -662,6 +673,7 @@ LA_EXPORT int LA_finalize(void) {
     f.skipped = la__ctx.skipped;
     f.waits = la__ctx.waits;
     la__link_send(&la__ctx.link, LA__MSG_TYPE__MSG_FINALIZE, &f);
+    la__behind(); /* kept for LA_getStat after the segment is gone */
     la__info("finalize: %llu cycles, %llu profiled, %llu skipped, %llu waits",
              (unsigned long long)la__ctx.cycles,
              (unsigned long long)la__ctx.profiled,
@@ -698,6 +710,8 @@ LA_EXPORT long LA_getStat(int which) {
       return (long)la__ctx.reregistered;
     case LA_STAT_REFUSED:
       return la__ctx.refused;
+    case LA_STAT_BEHIND:
+      return (long)la__behind();
     default:
       return la__interf_stat(which);
   }

@@ -7,7 +7,7 @@
  * cycle on; the other settings are fixed by LA_register, and their setters
  * return LA_ESTATE while it is in force.
  *
- * Defaults: period 1, metric "time", policy wait, 3 buffers, agent
+ * Defaults: period 1, metric "time", policy wait, 4 buffers, agent
  * 127.0.0.1:7461, compaction as the agent is configured, wait timeout 10 s,
  * connect timeout 2 s. The environment wins over the program so that a user
  * can change a run without rebuilding. A bad environment value makes
@@ -41,7 +41,7 @@ static struct {
                                     none is in force (lifecycle.c says) */
 } la__prog = {
     .period = 1, .metric = "", .policy = LA_POLICY_WAIT, .prog_period = 1,
-    .prog_policy = LA_POLICY_WAIT, .n_buffers = 3};
+    .prog_policy = LA_POLICY_WAIT, .n_buffers = 4};
 
 static int la__copy(char *dst, size_t cap, const char *src) {
   if (!src || strlen(src) >= cap) return LA_EINVAL;

@@ -13,7 +13,8 @@
  *               only the rendered text (daemon/la_metrics.h)
  *   control.c   the status report
  *   uplink.c    the GlobalAgent link: handshake, send queue, acks, backoff
- *   app_ipc.c, outq.c, seglog.c, settings.c, memshare.c: no libuv
+ *   app_ipc.c, outq.c, seglog.c, settings.c, memshare.c, backlog.c: no
+ *               libuv
  *               (unit-tested alone)
  * The one way back up is la_agent_events_t: session.c, worker.c and
  * uplink.c report progress through it (la_agent_progress) to main.c.

@@ -227,6 +227,12 @@ void la_app_ipc_give_back(la_app_ipc_t *ipc, uint32_t i) {
 
 void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i) {
   if (!ipc->hdr || i >= ipc->n_buffers) return;
+  /* a cycle of row values only (libla says no cell was written, as
+   * la_app_ipc_take_rows trusts): its rows are all there is to zero */
+  if (ipc->n_rows && ipc->hdr->buf[i].cells == LA_SHM_CELLS_NONE) {
+    memset(la__rows(ipc, i), 0, ipc->n_rows * sizeof(double));
+    return;
+  }
   la__zero_from(ipc, i, 0);
 }
 
@@ -398,6 +404,14 @@ static int la__put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
   }
   pthread_mutex_unlock(&ipc->w_mu);
   return rc;
+}
+
+void la_app_ipc_count_behind(la_app_ipc_t *ipc) {
+  if (!ipc->hdr || !ipc->weights) return;
+  la_shm_weights_hdr_t *a =
+      la_shm_weights_area_r(ipc->hdr, ipc->n_elements, ipc->n_buffers,
+                            ipc->n_channels, ipc->n_rows);
+  __atomic_fetch_add(&a->behind, 1, __ATOMIC_RELAXED);
 }
 
 int la_app_ipc_put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,

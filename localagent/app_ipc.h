@@ -119,7 +119,14 @@ int la_app_ipc_put_weights_values(la_app_ipc_t *ipc, uint64_t cycle_tag,
                                   uint64_t rank_seq, int kind, const double *v,
                                   uint64_t spread);
 
-/* Zeroes buffer i without reading it (out of memory). */
+/* Counts one more cycle dropped because the agent was behind in the
+ * weights area's header (libla's LA_STAT_BEHIND); nothing without the
+ * area. Any thread. */
+void la_app_ipc_count_behind(la_app_ipc_t *ipc);
+
+/* Zeroes buffer i without reading it (out of memory, or the agent behind):
+ * its values, or only its rows when libla marked the cycle as row values
+ * only (bufmeta.cells NONE). */
 void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i);
 
 /* Gives buffer i back to the application (semaphore +1). A semaphore set

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "backlog.h"
 #include "la_daemon.h"
 #include "la_daemon_main.h"
 #include "la_log.h"
@@ -77,6 +78,11 @@ static int la__validate(const void *setp) {
       bad = 1;
       break;
     }
+  }
+  int backlog;
+  if (la_backlog_parse(set->max_backlog, &backlog, why, sizeof why) != 0) {
+    fprintf(stderr, "%s: %s\n", me, why);
+    bad = 1;
   }
   if (la_placement_cpus_check(set->cpus, why, sizeof why) != 0) {
     fprintf(stderr, "%s: %s\n", me, why);

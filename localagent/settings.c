@@ -63,10 +63,11 @@ const la_cfg_key_t la_la_keys[] = {
     "nice value of the compaction threads (their work preempts ranks)"),
   N("agent", "worker_idle", LA_CFG_BOOL, worker_idle, "no", 0, 1,
     "run the compaction threads in SCHED_IDLE (only on idle CPU time)"),
-  N("agent", "max_backlog", LA_CFG_INT, max_backlog, "0", 0, 15,
-    "cycles of one rank waiting for compaction at most; a cycle beyond is "
+  S("agent", "max_backlog", max_backlog, "auto",
+    "cycles of one rank held for compaction at most; a cycle beyond is "
     "dropped and recorded missing, so the application never waits for "
-    "the agent (0: no limit, the application waits for a buffer)"),
+    "the agent: auto (its buffers LA_BUFFERS - 3, at least 1), off (no "
+    "limit: the application waits for a buffer) or 1..15"),
   S("agent", "cpus", cpus, "",
     "CPU list the daemon is confined to, e.g. 3 or 0,2-3 (empty: all)"),
   N("agent", "drain_timeout", LA_CFG_MS, drain_ms, "5s", 0, 3600000,

@@ -11,14 +11,17 @@
  * record that the next start turns into a TraceMissing. The application
  * profiles into the buffer again while its last cycle is compacted: it
  * waits for the agent only while its buffers are queued, not while they
- * are compacted. Back on the loop thread the job is counted and
- * the uplink woken, and the session's next job started: a session's jobs
- * run one at a time, in the order the application handed the cycles over,
- * because its robust weights, history and weights area are sequential
- * state (a cycle's weights depend on the cycles before it, never on later
- * ones); sessions run in parallel on the pool. Memory: one copy of the
- * values per running job, at most one per session, so the peak is bounded
- * by max_apps x max_elements x 8 bytes, in practice far less.
+ * are compacted, and not for queued ones either where agent.max_backlog
+ * limits them (the default, backlog.h): a cycle beyond is not read but
+ * given back and recorded missing (la__drop_behind). Back on the loop
+ * thread the job is counted and the uplink woken, and the session's next
+ * job started: a session's jobs run one at a time, in the order the
+ * application handed the cycles over, because its robust weights,
+ * history and weights area are sequential state (a cycle's weights
+ * depend on the cycles before it, never on later ones); sessions run in
+ * parallel on the pool. Memory: one copy of the values per running job,
+ * at most one per session, so the peak is bounded by max_apps x
+ * max_elements x 8 bytes, in practice far less.
  *
  * Channels: a buffer of k > 1 channels is copied whole; the trace's series
  * is the per-element sum over the channels (added in channel order), and
@@ -34,6 +37,7 @@
 #include <time.h>
 
 #include "agent.h"
+#include "backlog.h"
 #include "la_errors.h"
 #include "la_log.h"
 #include "la_trace_msg.h"
@@ -458,26 +462,44 @@ static void la__after(uv_work_t *req, int status) {
 
 /* A cycle beyond agent.max_backlog: its buffer goes back at once, zeroed
  * and unread, and the cycle is recorded missing with the reason (the
- * application is told through the store, and its time is not taken). */
-static void la__drop_behind(la_session_t *s, uint32_t i, uint64_t cycle_tag) {
-  char why[160];
+ * application's time is not taken; it can count them, LA_STAT_BEHIND). */
+static void la__drop_behind(la_session_t *s, uint32_t i, uint64_t cycle_tag,
+                            uint32_t held) {
+  char why[200];
   snprintf(why, sizeof why,
-           "dropped: the LocalAgent was behind (agent.max_backlog = %lld "
-           "cycles of this rank waiting)",
-           (long long)s->ag->set.max_backlog);
+           "dropped: the LocalAgent was behind (%u of this rank's cycles "
+           "held for compaction, agent.max_backlog = %s)",
+           held, s->ag->set.max_backlog);
   la_app_ipc_discard(&s->ipc, i);
   la_app_ipc_give_back(&s->ipc, i);
   s->ag->st.cycles_dropped++;
   s->ag->st.cycles_behind++;
+  la_app_ipc_count_behind(&s->ipc); /* the application's LA_STAT_BEHIND */
   la_uplink_log_missing(s->ag, s->app_id, s->rank, cycle_tag, why);
   la_uplink_kick(s->ag);
 }
 
+/* Whether the agent holds as many of s's buffers as agent.max_backlog
+ * allows (backlog.h); *held gets how many it holds. */
+static int la__behind(la_session_t *s, uint32_t *held) {
+  int limit = -1; /* checked at start-up and reload: parses */
+  char why[160];
+  int rc = la_backlog_parse(s->ag->set.max_backlog, &limit, why, sizeof why);
+  assert(rc == 0);
+  (void)rc;
+  uint32_t max = la_backlog_held_max(limit, s->ipc.n_buffers);
+  *held = (uint32_t)__builtin_popcount(
+      __atomic_load_n(&s->busy, __ATOMIC_SEQ_CST));
+  return max > 0 && *held >= max;
+}
+
 int la_worker_submit(la_session_t *s, uint32_t i, uint64_t cycle_tag,
                      uint64_t seq, uint64_t t_xfer_ns) {
-  /* one job running and max_backlog queued: the agent is behind */
-  if (s->ag->set.max_backlog > 0 && s->jobs > s->ag->set.max_backlog) {
-    la__drop_behind(s, i, cycle_tag);
+  /* its buffers held (queued, or being copied) up to the limit: the agent
+   * is behind, and the application must not wait for it */
+  uint32_t held;
+  if (la__behind(s, &held)) {
+    la__drop_behind(s, i, cycle_tag, held);
     return 0;
   }
   la_job_t *j = calloc(1, sizeof *j);

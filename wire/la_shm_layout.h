@@ -150,7 +150,11 @@ typedef struct la_shm_weights_hdr {
   uint32_t n_slots;    /* LA_SHM_WEIGHTS_SLOTS */
   uint32_t reserved;
   uint64_t slot_stride; /* bytes from one slot to the next */
-  uint64_t pad[3];
+  /* written by the agent (atomically, +1 each): this rank's cycles it did
+   * not read because it was behind (agent.max_backlog), each recorded
+   * missing; 0 from an agent that does not count them */
+  uint64_t behind;
+  uint64_t pad[2];
 } la_shm_weights_hdr_t;
 
 /* A slot: this header, then n_elements doubles. Written by the agent. */

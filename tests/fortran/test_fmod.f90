@@ -486,6 +486,7 @@ contains
     print '(a,1x,i0)', 'LA_STAT_INTERFERENCE_NS', LA_STAT_INTERFERENCE_NS
     print '(a,1x,i0)', 'LA_STAT_REREGISTERED', LA_STAT_REREGISTERED
     print '(a,1x,i0)', 'LA_STAT_REFUSED', LA_STAT_REFUSED
+    print '(a,1x,i0)', 'LA_STAT_BEHIND', LA_STAT_BEHIND
   end subroutine
 
 end program test_fmod

@@ -80,10 +80,19 @@ int la_test_sem_ids(int *ids, int max) {
   return s.n;
 }
 
+/* A set one of whose semaphores pid operated on last (a buffer it took:
+ * which one depends on the buffer count and the cycles so far). */
 static int la__tipc_sem_by_pid(int id, int cpid, void *arg) {
   la__tipc_pid_t *p = arg;
   (void)cpid;
-  if (semctl(id, 0, GETPID) == p->pid) p->last = id;
+  for (int k = 0; k < 64; k++) {
+    int last = semctl(id, k, GETPID);
+    if (last < 0) break; /* beyond the set's semaphores */
+    if (last == p->pid) {
+      p->last = id;
+      break;
+    }
+  }
   return 0;
 }
 

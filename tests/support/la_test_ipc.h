@@ -20,8 +20,8 @@ int la_test_ipc_wait_count(int pid, int n, int timeout_ms);
 int la_test_shm_of(int pid);
 /* Ids of the semaphore sets that exist now, at most max; returns how many. */
 int la_test_sem_ids(int *ids, int max);
-/* Id of a semaphore set whose semaphore 0 pid operated last (the last
- * listed), or -1. */
+/* Id of a semaphore set one of whose semaphores pid operated on last (the
+ * last listed), or -1. */
 int la_test_sem_of(int pid);
 
 #endif /* LA_TEST_IPC_H */

@@ -49,6 +49,10 @@ void la_ts_la_args(la_td_argv_t *a, const char *port_file, const char *spool,
   la_td_argv_add(a, "--global.spool_dir=%s", spool);
   la_td_argv_add(a, "--global.address=%s", global);
   if (secret) la_td_argv_add(a, "--global.secret_file=%s", secret);
+  /* tests hand cycles over microseconds apart and expect each one stored:
+   * no backlog limit (a test of the default adds --agent.max_backlog=auto,
+   * the later option winning) */
+  la_td_argv_add(a, "--agent.max_backlog=off");
 }
 
 void la_ts_la_test_opts(la_td_argv_t *a) {

@@ -41,7 +41,8 @@ void la_ts_ga_args(la_td_argv_t *a, const char *agents_pf, const char *feed_pf,
                    const char *db, const char *secret);
 /* Appends a LocalAgent's options for a test: an ephemeral loopback port
  * written to port_file, its spool directory, the GlobalAgent at global and,
- * unless secret is NULL, the secret file. */
+ * unless secret is NULL, the secret file; no backlog limit
+ * (agent.max_backlog off: every cycle of a burst is compacted). */
 void la_ts_la_args(la_td_argv_t *a, const char *port_file, const char *spool,
                    const char *global, const char *secret);
 /* Appends what a test's LocalAgent runs with: debug log, reconnects 20 ms

@@ -112,9 +112,11 @@ static void start_la(const char *const *extra) {
   snprintf(a[0], sizeof a[0], "--agent.port_file=%s", pf);
   la_td_path(T.la, "spool", spool, sizeof spool);
   snprintf(a[1], sizeof a[1], "--global.spool_dir=%s", spool);
+  /* every cycle compacted however fast they come (agent.max_backlog) */
   const char *args[24] = {"--agent.listen=127.0.0.1:0", a[0], a[1],
-                          "--global.address=", "--global.spool_fsync=no"};
-  int n = 5;
+                          "--global.address=", "--global.spool_fsync=no",
+                          "--agent.max_backlog=off"};
+  int n = 6;
   for (int i = 0; extra && extra[i] && n < 23; i++) args[n++] = extra[i];
   args[n] = NULL;
   CHECK(la_td_start(T.la, args, pf, WAIT_MS) > 0,

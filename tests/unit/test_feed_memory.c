@@ -120,6 +120,7 @@ static void start_local(void) {
   la_td_argv_add(&a, "--global.spool_dir=%s", spool);
   la_td_argv_add(&a, "--global.address=127.0.0.1:%u", T.agents_port);
   la_td_argv_add(&a, "--global.spool_fsync=no");
+  la_td_argv_add(&a, "--agent.max_backlog=off"); /* every cycle compacted */
   CHECK(la_td_start(T.la, a.v, pf, WAIT_MS) > 0, "la-localagent did not start");
 }
 

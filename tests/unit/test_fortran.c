@@ -237,6 +237,7 @@ static void test_constants_match_c(void **state) {
     {"LA_STAT_INTERFERENCE_NS", LA_STAT_INTERFERENCE_NS},
     {"LA_STAT_REREGISTERED", LA_STAT_REREGISTERED},
     {"LA_STAT_REFUSED", LA_STAT_REFUSED},
+    {"LA_STAT_BEHIND", LA_STAT_BEHIND},
   };
   /* clang-format on */
   static run_t r;

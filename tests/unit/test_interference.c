@@ -125,8 +125,9 @@ static int group_setup(void **state) {
   la_td_path(agent, "port", port_file, sizeof port_file);
   snprintf(a0, sizeof a0, "--agent.port_file=%s", port_file);
   snprintf(a1, sizeof a1, "--global.spool_dir=%s/spool", la_td_dir(agent));
+  /* every cycle compacted however fast they come (agent.max_backlog) */
   const char *args[] = {"--agent.listen=127.0.0.1:0", a0, a1,
-                        "--global.address=", NULL};
+                        "--global.address=", "--agent.max_backlog=off", NULL};
   int port = la_td_start(agent, args, port_file, 10000);
   if (port <= 0) return -1;
   snprintf(agent_addr, sizeof agent_addr, "127.0.0.1:%d", port);
