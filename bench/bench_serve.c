@@ -23,7 +23,12 @@
  *    sends it (a head and parts of 1 MiB), read in the poll loop
  *    (la_client_next there, as lactl serve did before its feed thread) or
  *    on lactl serve's feed thread, interleaved; the client asks for the
- *    application list until the set is taken.
+ *    application list until the set is taken. And publication -> map
+ *    ready: the set written to the feed, read on the feed thread, taken
+ *    by the loop (the event), and the mean map asked as the page does on
+ *    it: the event's and the map's time from the first byte sent, the
+ *    process's CPU meanwhile; beside it the set decoded and parsed, then
+ *    binned, on one thread (CPU). LA_SERVE_ONLY=publish runs that alone.
  * 2. `lactl plot --grid` (lactl_plot_grid) of a 960 x 960 x 2 grid on two
  *    ranks (one k-plane each), smooth (mesh) and noisy values: the SVG's
  *    bytes and how long writing it took.
@@ -157,6 +162,7 @@ typedef struct {
   uint16_t port;
   atomic_int quit;
   atomic_int taken; /* the feed bench: the set arrived and was taken */
+  int mean;         /* /api/map: the page's default (mean, range sums) */
   live_t *out;
 } live_srv_t;
 
@@ -166,9 +172,9 @@ static void live_handle(void *ctx, const char *path, const char *query,
   char why[300];
   if (!strcmp(path, "/api/map")) { /* decoding: the longest reduction */
     lactl_sv_map_opts_t o = {.kind = LA_WEIGHTS_MEASURED,
-                             .agg = LACTL_BIN_MAX,
+                             .agg = s->mean ? LACTL_BIN_MEAN : LACTL_BIN_MAX,
                              .bins = 512,
-                             .decode = 1};
+                             .decode = !s->mean};
     if (lactl_sv_map_ask(s->d, "bench-serve", &o, NULL, r->ticket, why,
                          sizeof why) == 0)
       r->later = 1;
@@ -312,6 +318,31 @@ static void *feed_writer(void *arg) {
   return NULL;
 }
 
+/* Starts the server of the feed benches: set t (taken, cycle 1) in s's
+ * store, the HTTP server, and a feed on a socket pair sv (the
+ * GlobalAgent writes sv[1]) read by *c, or by the feed thread *feed when
+ * thread. 0 or -1. */
+static int feed_open(live_srv_t *s, la_traceset_t *t, int sv[2],
+                     la_client_t **c, lactl_sv_feed_t **feed, int thread) {
+  char *ev = NULL, bound[64], why[256];
+  size_t evn = 0;
+  *c = NULL, *feed = NULL;
+  atomic_init(&s->quit, 0);
+  atomic_init(&s->taken, 0);
+  if (!s->d || !t || lactl_sv_take(s->d, t, &ev, &evn) != 0 ||
+      lactl_http_open("127.0.0.1:0", 16, "be", live_handle, s, &s->http,
+                      bound, sizeof bound, why, sizeof why) != 0 ||
+      socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 ||
+      la_client_from_fd(sv[0], 0, c) != 0 ||
+      (thread && lactl_sv_feed_new(*c, feed) != 0)) {
+    fprintf(stderr, "bench_serve: the feed bench did not start\n");
+    return -1;
+  }
+  free(ev);
+  s->port = (uint16_t)atoi(strrchr(bound, ':') + 1);
+  return 0;
+}
+
 /* Serves set t (taken, cycle 1) while the encoding set[0..len) (cycle 2)
  * arrives on a feed, read by the loop itself (thread 0: la_client_next
  * in the poll loop, as lactl serve did before its feed thread) or by
@@ -321,24 +352,12 @@ static void *feed_writer(void *arg) {
 static int bench_feed(la_traceset_t *t, const uint8_t *set, size_t len,
                       int thread, live_t *out) {
   live_srv_t s = {.d = lactl_sv_new(2), .out = out};
-  char *ev = NULL, bound[64], why[256];
+  char *ev = NULL, why[256];
   size_t evn = 0;
   int sv[2] = {-1, -1};
-  la_client_t *c = NULL;
-  lactl_sv_feed_t *feed = NULL;
-  atomic_init(&s.quit, 0);
-  atomic_init(&s.taken, 0);
-  if (!s.d || !t || lactl_sv_take(s.d, t, &ev, &evn) != 0 ||
-      lactl_http_open("127.0.0.1:0", 16, "be", live_handle, &s, &s.http,
-                      bound, sizeof bound, why, sizeof why) != 0 ||
-      socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 ||
-      la_client_from_fd(sv[0], 0, &c) != 0 ||
-      (thread && lactl_sv_feed_new(c, &feed) != 0)) {
-    fprintf(stderr, "bench_serve: the feed bench did not start\n");
-    return -1;
-  }
-  free(ev);
-  s.port = (uint16_t)atoi(strrchr(bound, ':') + 1);
+  la_client_t *c;
+  lactl_sv_feed_t *feed;
+  if (feed_open(&s, t, sv, &c, &feed, thread) != 0) return -1;
   feed_job_t j = {.fd = sv[1], .set = set, .len = len};
   pthread_t cl, wr;
   if (pthread_create(&cl, NULL, feed_client, &s) != 0) return -1;
@@ -376,6 +395,142 @@ static int bench_feed(la_traceset_t *t, const uint8_t *set, size_t len,
   return j.rc;
 }
 
+/* ---- publication -> map ready */
+
+typedef struct {
+  double event_ms, map_ms; /* from the first byte sent */
+  double cpu_ms;           /* the process's CPU meanwhile, feed writer too */
+} pub_t;
+
+/* The process's CPU time so far (ms, every thread). */
+static double cpu_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+typedef struct {
+  live_srv_t *s;
+  double t0, c0;
+  int ev[2]; /* a pipe: the set taken */
+  pub_t *out;
+} pub_client_t;
+
+/* The page: on the event, asks for the element map (mean, 512 bins). */
+static void *pub_client(void *arg) {
+  pub_client_t *p = arg;
+  struct pollfd w = {.fd = p->ev[0], .events = POLLIN};
+  while (poll(&w, 1, -1) < 0) { /* the event (the page's event stream) */
+  }
+  int fd = live_get(p->s->port, "/api/map?token=be&app=bench-serve");
+  size_t n = fd >= 0 ? live_drain(fd) : 0;
+  if (fd >= 0) close(fd);
+  p->out->map_ms = n ? now_ms() - p->t0 : NAN;
+  p->out->cpu_ms = cpu_ms() - p->c0;
+  atomic_store(&p->s->quit, 1);
+  return NULL;
+}
+
+/* Serves set t (taken, cycle 1) while the encoding set[0..len) (cycle 2)
+ * arrives on the feed as the GlobalAgent sends it, read on lactl serve's
+ * feed thread; when it is taken (the event the page gets), a client asks
+ * for its element map as the page does. Nothing else asks meanwhile. */
+static int bench_publish(la_traceset_t *t, const uint8_t *set, size_t len,
+                         pub_t *out) {
+  live_srv_t s = {.d = lactl_sv_new(2), .mean = 1};
+  char *ev = NULL, why[256];
+  size_t evn = 0;
+  int sv[2] = {-1, -1};
+  la_client_t *c;
+  lactl_sv_feed_t *feed;
+  if (feed_open(&s, t, sv, &c, &feed, 1) != 0) return -1;
+  feed_job_t j = {.fd = sv[1], .set = set, .len = len};
+  pub_client_t pc = {.s = &s, .out = out};
+  if (pipe(pc.ev) != 0) return -1;
+  pthread_t cl, wr;
+  out->event_ms = out->map_ms = NAN;
+  pc.t0 = now_ms(), pc.c0 = cpu_ms();
+  if (pthread_create(&cl, NULL, pub_client, &pc) != 0 ||
+      pthread_create(&wr, NULL, feed_writer, &j) != 0)
+    return -1;
+  struct pollfd p[24];
+  while (!atomic_load(&s.quit)) {
+    size_t n = 0;
+    p[n++] = (struct pollfd){.fd = lactl_sv_feed_fd(feed), .events = POLLIN};
+    int mfd = lactl_sv_map_fd(s.d);
+    if (mfd >= 0) p[n++] = (struct pollfd){.fd = mfd, .events = POLLIN};
+    size_t h0 = n;
+    n += lactl_http_pollfds(s.http, p + n, 24 - n);
+    poll(p, n, 100);
+    la_traceset_t *got = NULL;
+    lactl_sv_feed_next(feed, &got, why, sizeof why);
+    if (got && lactl_sv_take(s.d, got, &ev, &evn) == 0) {
+      free(ev);
+      out->event_ms = now_ms() - pc.t0;
+      (void)!write(pc.ev[1], "e", 1);
+    }
+    lactl_http_service(s.http, p + h0, n - h0, lactl_http_now_ms());
+    lactl_sv_map_poll(s.d, NULL, live_reply, &s);
+  }
+  pthread_join(cl, NULL);
+  pthread_join(wr, NULL);
+  close(pc.ev[0]), close(pc.ev[1]);
+  lactl_sv_feed_free(feed);
+  close(sv[1]);
+  lactl_http_close(s.http);
+  lactl_sv_free(s.d);
+  return j.rc || isnan(out->map_ms) ? -1 : 0;
+}
+
+/* Publication -> map ready of nr x ne, LA_SERVE_REPS times; prints the
+ * medians and appends their JSON fields to js. */
+static int bench_pub(FILE *js, uint32_t nr, uint64_t ne,
+                     const la_compact_result_t *res, int reps) {
+  size_t slen;
+  uint8_t *set2 = pack_set(nr, ne, NULL, res, 0, 0, 0, 2, &slen);
+  double ev[9], mp[9], cp[9];
+  for (int i = 0; i < reps; i++) {
+    pub_t o;
+    if (!set2 || bench_publish(make_set(nr, ne, NULL, res, 0, 0, 0), set2,
+                               slen, &o) != 0) {
+      free(set2);
+      return -1;
+    }
+    ev[i] = o.event_ms, mp[i] = o.map_ms, cp[i] = o.cpu_ms;
+  }
+  /* where the time goes, one thread each: the set decoded and its ranks
+   * parsed (la_traceset_from_bytes), then its mean map */
+  double dec = NAN, red = NAN, c0 = cpu_ms();
+  la_traceset_t *t = NULL;
+  char why[256];
+  if (la_traceset_from_bytes(set2, slen, &t, why, sizeof why) == 0) {
+    dec = cpu_ms() - c0;
+    lactl_bin_t b;
+    lactl_sv_fill_t fl = {.threads = 1};
+    uint64_t n = la_traceset_elements(t), w = (n + 511) / 512;
+    c0 = cpu_ms();
+    if (lactl_bin_init(&b, w, (n + w - 1) / w, 512, 512, LACTL_BIN_MEAN) == 0 &&
+        lactl_sv_fill(t, &b, &fl) == 0)
+      red = cpu_ms() - c0;
+    lactl_bin_free(&b);
+  }
+  la_traceset_free(t);
+  free(set2);
+  qsort(ev, (size_t)reps, sizeof *ev, cmp);
+  qsort(mp, (size_t)reps, sizeof *mp, cmp);
+  qsort(cp, (size_t)reps, sizeof *cp, cmp);
+  printf("    publication (%zu bytes on the feed) -> event %.1f ms, -> "
+         "mean map answered %.1f ms (CPU %.1f ms); one thread: decoding "
+         "and parsing the set %.1f ms CPU, binning it %.1f ms\n",
+         slen, ev[reps / 2], mp[reps / 2], cp[reps / 2], dec, red);
+  fprintf(js,
+          ", \"publish_event_ms\": %.1f, \"publish_map_ms\": %.1f, "
+          "\"publish_cpu_ms\": %.1f, \"parse_cpu_ms\": %.1f, "
+          "\"bin_cpu_ms\": %.1f",
+          ev[reps / 2], mp[reps / 2], cp[reps / 2], dec, red);
+  return 0;
+}
+
 /* One size of part 1; prints its row and appends its JSON. */
 static int bench_map(FILE *js, uint32_t nr, uint64_t ne, int first) {
   double *x = malloc(ne * sizeof *x);
@@ -394,6 +549,17 @@ static int bench_map(FILE *js, uint32_t nr, uint64_t ne, int first) {
   }
   const char *er = getenv("LA_SERVE_REPS");
   int reps = er && atoi(er) >= 1 && atoi(er) <= 9 ? atoi(er) : 3;
+  const char *only = getenv("LA_SERVE_ONLY");
+  if (only && !strcmp(only, "publish")) { /* that figure alone */
+    la_traceset_free(t);
+    fprintf(js, "%s\n  {\"ranks\": %u, \"elements_per_rank\": %llu, "
+            "\"reps\": %d", first ? "" : ",", nr, (unsigned long long)ne,
+            reps);
+    int rc = bench_pub(js, nr, ne, &res, reps);
+    fprintf(js, "}");
+    la_compact_result_free(&res);
+    return rc;
+  }
   lactl_sv_map_opts_t o = {
       .kind = LA_WEIGHTS_MEASURED, .agg = LACTL_BIN_MEAN, .bins = 512};
   /* interleaved: mean by range sums, mean decoding, max by range sums
@@ -486,13 +652,15 @@ static int bench_map(FILE *js, uint32_t nr, uint64_t ne, int first) {
           "%.3f, \"feed_loop_request_ms_max\": %.3f, "
           "\"feed_thread_taken_ms\": %.1f, \"feed_thread_requests\": %.0f, "
           "\"feed_thread_request_ms_median\": %.3f, "
-          "\"feed_thread_request_ms_max\": %.3f}",
+          "\"feed_thread_request_ms_max\": %.3f",
           first ? "" : ",", nr, (unsigned long long)ne, reps, med[0],
           med[0] * 1e6 / el, med[1], med[2], med[3], dec[reps / 2], bytes,
           lv.map_ms, lv.n, lv.med_ms, lv.max_ms, slen, fa[0], fn[0], fm[0],
           fx[0], fa[1], fn[1], fm[1], fx[1]);
+  int rc = bench_pub(js, nr, ne, &res, reps);
+  fprintf(js, "}");
   la_compact_result_free(&res);
-  return 0;
+  return rc;
 }
 
 /* Part 2: the grid picture of a 960 x 960 slice of a series of kind
@@ -557,6 +725,12 @@ int main(int argc, char **argv) {
                    1);
   else
     rc = bench_map(js, 1000, 1000000, 1) || bench_map(js, 10000, 100000, 0);
+  const char *only = getenv("LA_SERVE_ONLY");
+  if (only && !strcmp(only, "publish")) {
+    fprintf(js, "]}\n");
+    fclose(js);
+    return rc ? 1 : 0;
+  }
   if (!rc) rc = bench_grid(js, LA_SYNTH_MESH, "mesh");
   if (!rc) rc = bench_grid(js, LA_SYNTH_NOISE, "noise");
   fprintf(js, "}\n");

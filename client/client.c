@@ -57,6 +57,7 @@ int la_client_from_fd(int fd, int timeout_ms, la_client_t **out) {
   c->fd = fd;
   c->timeout_ms = timeout_ms > 0 ? timeout_ms : LA_CLIENT_DEFAULT_TIMEOUT_MS;
   c->max_rank_elements = LA_CLIENT_DEFAULT_MAX_RANK_ELEMENTS;
+  c->threads = 1;
   c->max_set = LA_CLIENT_DEFAULT_MAX_SET;
   c->weights = la__weights_env();
   la_frame_reader_init(&c->rd, LA_CLIENT_DEFAULT_MAX_FRAME);
@@ -169,6 +170,12 @@ int la_client_set_max_frame(la_client_t *c, uint32_t max_payload) {
 int la_client_set_max_set(la_client_t *c, uint64_t max_bytes) {
   if (!c || max_bytes < 1024) return LA_EINVAL;
   c->max_set = max_bytes;
+  return 0;
+}
+
+int la_client_set_threads(la_client_t *c, unsigned threads) {
+  if (!c || threads > 1024) return LA_EINVAL;
+  c->threads = threads;
   return 0;
 }
 
@@ -330,8 +337,9 @@ static int la__client_error_msg(la_client_t *c, const La__Error *e) {
 static int la__client_set(la_client_t *c, ProtobufCMessage *msg,
                           la_traceset_t **out) {
   char why[200] = "";
-  int rc = la__traceset_adopt_max((La__TraceSet *)msg, 0, c->max_rank_elements,
-                                  out, why, sizeof why);
+  int rc = la__traceset_adopt_threads((La__TraceSet *)msg, 0,
+                                      c->max_rank_elements, c->threads, out,
+                                      why, sizeof why);
   if (rc) return la__client_fail(c, rc, "bad TraceSet: %s", why);
   la__traceset_choose(*out, c->weights);
   return 0;

@@ -69,6 +69,7 @@ struct la_client {
   uint64_t local_dropped; /* sets this client dropped itself */
   uint64_t max_rank_elements; /* cap on a received set's rank */
   uint64_t max_set;           /* la_client_set_max_set */
+  unsigned threads;           /* la_client_set_threads (0: the CPUs) */
   /* a set arriving in parts (TraceSetHead, then TraceSetPart) */
   struct {
     int active;   /* a head came, not every part yet */
@@ -108,6 +109,14 @@ int la__traceset_adopt(La__TraceSet *m, int validate, la_traceset_t **out,
 int la__traceset_adopt_max(La__TraceSet *m, int validate,
                            uint64_t max_rank_elements, la_traceset_t **out,
                            char *why, size_t why_len);
+
+/* Same, parsing the ranks' traces on up to threads threads (0: the online
+ * CPUs); the set and any error are the same as on one (the error is the
+ * lowest failing rank's). la__traceset_adopt_max parses on one. */
+int la__traceset_adopt_threads(La__TraceSet *m, int validate,
+                               uint64_t max_rank_elements, unsigned threads,
+                               la_traceset_t **out, char *why,
+                               size_t why_len);
 
 /* The weights choice of $LA_WEIGHTS: "measured" gives LA_WEIGHTS_MEASURED,
  * "robust" LA_WEIGHTS_ROBUST, anything else (or unset)

@@ -14,10 +14,13 @@
  * not do I/O and does not compute weights.
  */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "la_client_internal.h"
 #include "la_errors.h"
@@ -38,12 +41,137 @@ void la_traceset_free(la_traceset_t *t) {
   free(t);
 }
 
-/* Fills t's per-rank tables from t->msg (validated by la_msg_validate). */
-static int la__ts_build(la_traceset_t *t, uint64_t cap, char *why,
+/* Parses and checks rank r's trace (and its robust one) into t->trace[r]
+ * and t->rob[r]; *rob set to 1 when it carries robust weights. 0, or
+ * LA_ENOMEM / LA_EPROTO with the reason in why. */
+static int la__ts_parse_rank(la_traceset_t *t, uint32_t r, int *rob,
+                             char *why, size_t why_len) {
+  const La__CompactTrace *ct = t->ct[r];
+  char wbuf[200];
+  *rob = 0;
+  if (!ct) return 0;
+  int rc = la_trace_open_max(ct->segments.data, ct->segments.len,
+                             ct->n_elements, &t->trace[r], wbuf, sizeof wbuf);
+  if (rc == LA_ENOMEM) return rc;
+  if (rc)
+    return la_errorf(why, why_len, LA_EPROTO,
+                     "rank %u: bad trace encoding: %s", r, wbuf);
+  if (la_trace_count(t->trace[r]) != ct->n_elements)
+    return la_errorf(why, why_len, LA_EPROTO,
+                     "rank %u: encoding holds %llu points, n_elements "
+                     "%llu",
+                     r, (unsigned long long)la_trace_count(t->trace[r]),
+                     (unsigned long long)ct->n_elements);
+  if (la_trace_mode(t->trace[r]) != (int)ct->mode)
+    return la_errorf(why, why_len, LA_EPROTO,
+                     "rank %u: encoding mode %s, message says %s", r,
+                     la_compact_mode_name(la_trace_mode(t->trace[r])),
+                     la_compact_mode_name((int)ct->mode));
+  if (!ct->robust_stats) return 0;
+  rc = la_trace_open_max(ct->robust_segments.data, ct->robust_segments.len,
+                         ct->n_elements, &t->rob[r], wbuf, sizeof wbuf);
+  if (rc == LA_ENOMEM) return rc;
+  if (rc)
+    return la_errorf(why, why_len, LA_EPROTO,
+                     "rank %u: bad robust encoding: %s", r, wbuf);
+  if (la_trace_count(t->rob[r]) != ct->n_elements ||
+      la_trace_mode(t->rob[r]) != (int)ct->mode)
+    return la_errorf(why, why_len, LA_EPROTO,
+                     "rank %u: robust encoding holds %llu points in mode "
+                     "%s, the trace %llu in mode %s",
+                     r, (unsigned long long)la_trace_count(t->rob[r]),
+                     la_compact_mode_name(la_trace_mode(t->rob[r])),
+                     (unsigned long long)ct->n_elements,
+                     la_compact_mode_name((int)ct->mode));
+  *rob = 1;
+  return 0;
+}
+
+/* Ranks are parsed in blocks of this many, taken in order by the threads. */
+#define LA__TS_BLOCK 32u
+/* At most this many threads parse one set. */
+#define LA__TS_MAX_THREADS 16u
+
+/* The parse of one set shared by its threads: the next block, and the
+ * lowest rank that failed (np while none) with its code and reason. */
+typedef struct la__ts_job {
+  la_traceset_t *t;
+  atomic_uint next; /* the next block's first rank */
+  atomic_uint bad;  /* the lowest failed rank so far (np: none) */
+  atomic_uint n_rob;
+  pthread_mutex_t mu; /* bad's code and reason */
+  int rc;
+  char why[256];
+} la__ts_job_t;
+
+/* A thread of the parse: takes blocks in rank order until they run out or
+ * start past a failed rank (every rank below the lowest failure is still
+ * parsed, so the error said is the first rank's, as parsing in order). */
+static void *la__ts_worker(void *arg) {
+  la__ts_job_t *j = arg;
+  const uint32_t np = j->t->nprocs;
+  uint32_t rob_here = 0;
+  for (;;) {
+    uint32_t lo = atomic_fetch_add(&j->next, LA__TS_BLOCK);
+    if (lo >= np || lo > atomic_load(&j->bad)) break;
+    uint32_t hi = np - lo < LA__TS_BLOCK ? np : lo + LA__TS_BLOCK;
+    for (uint32_t r = lo; r < hi; r++) {
+      char why[256] = "";
+      int rob, rc = la__ts_parse_rank(j->t, r, &rob, why, sizeof why);
+      rob_here += (uint32_t)rob;
+      if (!rc) continue;
+      pthread_mutex_lock(&j->mu);
+      if (r < atomic_load(&j->bad)) {
+        atomic_store(&j->bad, r);
+        j->rc = rc;
+        snprintf(j->why, sizeof j->why, "%s", why);
+      }
+      pthread_mutex_unlock(&j->mu);
+      break; /* this block's later ranks come after the failure */
+    }
+  }
+  atomic_fetch_add(&j->n_rob, rob_here);
+  return NULL;
+}
+
+/* Parses every present rank's traces, on up to threads threads (0: the
+ * online CPUs; at most LA__TS_MAX_THREADS, one per block): fills t->trace,
+ * t->rob and t->n_rob. The error is the lowest failing rank's, whatever
+ * the threads. 0, LA_ENOMEM or LA_EPROTO (reason in why). */
+static int la__ts_parse(la_traceset_t *t, unsigned threads, char *why,
                         size_t why_len) {
+  if (threads == 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    threads = n > 0 ? (unsigned)n : 1;
+  }
+  uint32_t blocks = (t->nprocs + LA__TS_BLOCK - 1) / LA__TS_BLOCK;
+  if (threads > LA__TS_MAX_THREADS) threads = LA__TS_MAX_THREADS;
+  if (threads > blocks) threads = blocks ? blocks : 1;
+  la__ts_job_t j = {.t = t};
+  atomic_init(&j.next, 0);
+  atomic_init(&j.bad, t->nprocs);
+  atomic_init(&j.n_rob, 0);
+  pthread_mutex_init(&j.mu, NULL);
+  pthread_t th[LA__TS_MAX_THREADS];
+  unsigned started = 0;
+  while (started + 1 < threads &&
+         pthread_create(&th[started], NULL, la__ts_worker, &j) == 0)
+    started++; /* one that will not start leaves its share to the rest */
+  la__ts_worker(&j);
+  for (unsigned i = 0; i < started; i++) pthread_join(th[i], NULL);
+  pthread_mutex_destroy(&j.mu);
+  t->n_rob = atomic_load(&j.n_rob);
+  if (atomic_load(&j.bad) == t->nprocs) return 0;
+  if (j.rc != LA_ENOMEM && why && why_len) snprintf(why, why_len, "%s", j.why);
+  return j.rc;
+}
+
+/* Fills t's per-rank tables from t->msg (validated by la_msg_validate),
+ * parsing its ranks on up to threads threads (la__ts_parse). */
+static int la__ts_build(la_traceset_t *t, uint64_t cap, unsigned threads,
+                        char *why, size_t why_len) {
   const La__TraceSet *m = t->msg;
   uint32_t np = m->nprocs;
-  char wbuf[200];
   /* The cap first, before allocating anything per rank or parsing. */
   for (size_t i = 0; i < m->n_rank_elements; i++)
     if (m->rank_elements[i] > cap)
@@ -114,44 +242,8 @@ static int la__ts_build(la_traceset_t *t, uint64_t cap, char *why,
     total += n; /* < 2^24 * (2^32 + 1): no overflow */
   }
   t->vtx[np] = total;
-  for (uint32_t r = 0; r < np; r++) {
-    const La__CompactTrace *ct = t->ct[r];
-    if (!ct) continue;
-    int rc = la_trace_open_max(ct->segments.data, ct->segments.len,
-                               ct->n_elements, &t->trace[r], wbuf, sizeof wbuf);
-    if (rc == LA_ENOMEM) return rc;
-    if (rc)
-      return la_errorf(why, why_len, LA_EPROTO,
-                       "rank %u: bad trace encoding: %s", r, wbuf);
-    if (la_trace_count(t->trace[r]) != ct->n_elements)
-      return la_errorf(why, why_len, LA_EPROTO,
-                       "rank %u: encoding holds %llu points, n_elements "
-                       "%llu",
-                       r, (unsigned long long)la_trace_count(t->trace[r]),
-                       (unsigned long long)ct->n_elements);
-    if (la_trace_mode(t->trace[r]) != (int)ct->mode)
-      return la_errorf(why, why_len, LA_EPROTO,
-                       "rank %u: encoding mode %s, message says %s", r,
-                       la_compact_mode_name(la_trace_mode(t->trace[r])),
-                       la_compact_mode_name((int)ct->mode));
-    if (!ct->robust_stats) continue;
-    rc = la_trace_open_max(ct->robust_segments.data, ct->robust_segments.len,
-                           ct->n_elements, &t->rob[r], wbuf, sizeof wbuf);
-    if (rc == LA_ENOMEM) return rc;
-    if (rc)
-      return la_errorf(why, why_len, LA_EPROTO,
-                       "rank %u: bad robust encoding: %s", r, wbuf);
-    if (la_trace_count(t->rob[r]) != ct->n_elements ||
-        la_trace_mode(t->rob[r]) != (int)ct->mode)
-      return la_errorf(why, why_len, LA_EPROTO,
-                       "rank %u: robust encoding holds %llu points in mode "
-                       "%s, the trace %llu in mode %s",
-                       r, (unsigned long long)la_trace_count(t->rob[r]),
-                       la_compact_mode_name(la_trace_mode(t->rob[r])),
-                       (unsigned long long)ct->n_elements,
-                       la_compact_mode_name((int)ct->mode));
-    t->n_rob++;
-  }
+  int rc = la__ts_parse(t, threads, why, why_len);
+  if (rc) return rc;
   t->dropped = m->has_dropped ? m->dropped : 0;
   la__traceset_choose(t, la__weights_env());
   return 0;
@@ -181,6 +273,14 @@ int la__traceset_adopt(La__TraceSet *m, int validate, la_traceset_t **out,
 int la__traceset_adopt_max(La__TraceSet *m, int validate,
                            uint64_t max_rank_elements, la_traceset_t **out,
                            char *why, size_t why_len) {
+  return la__traceset_adopt_threads(m, validate, max_rank_elements, 1, out,
+                                    why, why_len);
+}
+
+int la__traceset_adopt_threads(La__TraceSet *m, int validate,
+                               uint64_t max_rank_elements, unsigned threads,
+                               la_traceset_t **out, char *why,
+                               size_t why_len) {
   if (why && why_len) why[0] = '\0';
   if (!out) {
     if (m) la_msg_free(&m->base);
@@ -199,7 +299,7 @@ int la__traceset_adopt_max(La__TraceSet *m, int validate,
     return LA_ENOMEM;
   }
   t->msg = m;
-  int rc = la__ts_build(t, max_rank_elements, why, why_len);
+  int rc = la__ts_build(t, max_rank_elements, threads, why, why_len);
   if (rc) {
     if (rc == LA_ENOMEM && why && why_len)
       snprintf(why, why_len, "out of memory");

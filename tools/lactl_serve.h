@@ -110,6 +110,10 @@ int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o,
                     const uint32_t *pos, FILE *f, double *ms, char *why,
                     size_t why_len);
 
+/* Sets of at least this many elements are binned on every CPU
+ * (lactl_sv_fill_t.threads); smaller ones take milliseconds on one. */
+#define LACTL_SV_FILL_THREADED (UINT64_C(1) << 20)
+
 /* How lactl_sv_fill bins a set's elements (lactl_serve_bin.c). */
 typedef struct lactl_sv_fill {
   int grid;            /* the middle k slice of the global grid g */
@@ -118,6 +122,11 @@ typedef struct lactl_sv_fill {
                           order, or NULL: by global index */
   int decode;          /* 1: decode even where range sums serve */
   const atomic_int *stop; /* non-NULL: stop once non-zero */
+  unsigned threads;       /* > 1: elements by global index binned on up to
+                             this many threads (at most 8), each whole
+                             bins' rows: the same bins as on one (a mean
+                             to rounding where a rank with a value that is
+                             not finite spans two threads' rows) */
   double sum;             /* out: the finite values' sum and count */
   uint64_t nfin;
   uint64_t ranges, decoded; /* out: range sums taken, elements decoded */

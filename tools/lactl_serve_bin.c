@@ -18,6 +18,7 @@
  * ids decode every element.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -52,112 +53,192 @@ static int la__fill_pos(la_traceset_t *t, lactl_bin_t *b, lactl_sv_fill_t *f,
   return 0;
 }
 
+/* Most threads one fill runs on. */
+#define LA__FILL_MAX_THREADS 8u
+
+/* One thread's share of a fill: the global elements [g0, g1) (whole bin
+ * rows: no bin is another share's), its own figures, and its buffer of a
+ * rank's decoded values (allocated at the first decoding). */
+typedef struct la__share {
+  la_traceset_t *t;
+  lactl_bin_t *b;
+  const lactl_sv_fill_t *f;
+  const uint32_t *xb;   /* each cell column's column bin */
+  const uint64_t *xend; /* past each column bin's last cell column */
+  atomic_uchar *counted; /* per rank: its decoding counted (once) */
+  uint64_t maxne;
+  uint64_t g0, g1;
+  double *w;
+  double sum;
+  uint64_t nfin, ranges, decoded;
+  int rc;
+} la__share_t;
+
+/* Rank r's values into s->w; its elements counted decoded once per fill.
+ * 0 or LA_EIO / LA_ENOMEM. */
+static int la__decode(la__share_t *s, uint32_t r, uint64_t ne) {
+  if (!s->w && !(s->w = malloc(s->maxne * sizeof *s->w))) return LA_ENOMEM;
+  if (la_traceset_rank_weights(s->t, r, s->w) != 0) return LA_EIO;
+  if (!atomic_exchange(&s->counted[r], 1)) s->decoded += ne;
+  return 0;
+}
+
+/* Bins rank r's elements [e0, e1) (of ne, global offset off). 0 or an
+ * error of la__decode. */
+static int la__fill_rank(la__share_t *s, uint32_t r, uint64_t off,
+                         uint64_t ne, uint64_t e0, uint64_t e1) {
+  la_traceset_t *t = s->t;
+  lactl_bin_t *b = s->b;
+  const lactl_sv_fill_t *f = s->f;
+  const int grid = f->grid;
+  /* range sums serve the mean, range sums and maxima the max */
+  const int sums = !f->decode && b->mode != LACTL_BIN_EXTREME;
+  const int max = b->mode == LACTL_BIN_MAX;
+  uint64_t dm[3] = {0}, o[3] = {0};
+  if (grid) {
+    const uint64_t at = f->g[2] / 2;
+    la_traceset_rank_grid(t, r, dm, o, NULL);
+    uint64_t plane = dm[0] * dm[1];
+    if (at < o[2] || at >= o[2] + dm[2] || plane == 0) return 0;
+    e0 = (at - o[2]) * plane;
+    e1 = e0 + plane < ne ? e0 + plane : ne;
+  }
+  int have = la_traceset_has_rank(t, r);
+  int decoded = 0; /* s->w holds rank r's values */
+  if (have && !sums) {
+    int rc = la__decode(s, r, ne);
+    if (rc == LA_ENOMEM) return rc;
+    have = decoded = rc == 0;
+  }
+  /* the first cell's place, then one row at a time */
+  const uint64_t rowlen = grid ? dm[0] : b->w, x0 = grid ? o[0] : 0;
+  uint64_t cx = grid ? e0 % dm[0] : (off + e0) % b->w;
+  uint64_t y = grid ? o[1] + e0 / dm[0] % dm[1] : (off + e0) / b->w;
+  for (uint64_t e = e0; e < e1;) {
+    uint64_t len = rowlen - cx < e1 - e ? rowlen - cx : e1 - e;
+    uint64_t xa = x0 + cx, xe = xa + len < b->w ? xa + len : b->w;
+    uint64_t ybase = y < b->h ? lactl_bin_index(b, 0, y) : 0;
+    for (uint64_t k = xa; y < b->h && k < xe;) {
+      uint32_t bx = s->xb[k];
+      uint64_t kend = s->xend[bx] < xe ? s->xend[bx] : xe, i = bx + ybase;
+      uint64_t first = e + (k - xa), cnt = kend - k;
+      double sm = NAN, m = NAN;
+      uint64_t nm = 0;
+      if (!have) {
+        b->none[i] += cnt;
+      } else if (!decoded &&
+                 la_traceset_range_sum(t, off + first, cnt, &sm) == 0 &&
+                 isfinite(sm) &&
+                 (!max || (la_traceset_range_max(t, off + first, cnt, &m,
+                                                 &nm) == 0 &&
+                           nm == cnt))) {
+        /* a finite sum: every value of the run is finite */
+        if (max)
+          lactl_bin_add_max(b, i, m, cnt);
+        else
+          lactl_bin_add_sum(b, i, sm, cnt);
+        s->sum += sm, s->nfin += cnt, s->ranges++;
+      } else {
+        if (!decoded) { /* a value that is not finite: decode the rank */
+          int rc = la__decode(s, r, ne);
+          if (rc) return rc;
+          decoded = 1;
+        }
+        s->sum += lactl_bin_add_run(b, i, s->w + first, cnt, &s->nfin);
+      }
+      k = kend;
+    }
+    e += len;
+    cx += len;
+    if (cx == rowlen) {
+      cx = 0;
+      y = grid ? o[1] + e / dm[0] % dm[1] : y + 1;
+    }
+  }
+  return 0;
+}
+
+/* A share's work: every rank, or (not a grid) the part of each rank in
+ * [g0, g1). */
+static void *la__fill_share(void *arg) {
+  la__share_t *s = arg;
+  const uint32_t np = la_traceset_nprocs(s->t);
+  uint64_t off = 0;
+  for (uint32_t r = 0; r < np && !s->rc && off < s->g1; r++) {
+    uint64_t ne = la_traceset_rank_elements(s->t, r);
+    uint64_t e0 = s->g0 > off ? s->g0 - off : 0;
+    uint64_t e1 = s->g1 - off < ne ? s->g1 - off : ne;
+    if (s->f->grid || e0 < e1) {
+      if (la__stopped(s->f)) {
+        s->rc = LA_ESTATE;
+        break;
+      }
+      s->rc = la__fill_rank(s, r, off, ne, e0, e1);
+    }
+    off += ne;
+  }
+  return NULL;
+}
+
+/* The first cell row of bin row j (of b's bh). */
+static uint64_t la__row_of_bin_row(const lactl_bin_t *b, uint64_t j) {
+  return (uint64_t)(((unsigned __int128)j * b->h + b->bh - 1) / b->bh);
+}
+
 int lactl_sv_fill(la_traceset_t *t, lactl_bin_t *b, lactl_sv_fill_t *f) {
   const uint32_t np = la_traceset_nprocs(t);
-  const int grid = f->grid;
-  const uint64_t *g = f->g;
   f->sum = 0, f->nfin = 0, f->ranges = 0, f->decoded = 0;
-  uint64_t maxne = 1, off = 0;
+  uint64_t maxne = 1, n = la_traceset_elements(t);
   for (uint32_t r = 0; r < np; r++)
     if (la_traceset_rank_elements(t, r) > maxne)
       maxne = la_traceset_rank_elements(t, r);
-  double *w = malloc(maxne * sizeof *w);
-  if (!w) return LA_ENOMEM;
-  if (f->pos && !grid) {
+  if (f->pos && !f->grid) {
+    double *w = malloc(maxne * sizeof *w);
+    if (!w) return LA_ENOMEM;
     int rc = la__fill_pos(t, b, f, w);
     free(w);
     return rc;
   }
+  /* shares of whole bin rows; a grid's slice is binned on one thread */
+  uint32_t nt = f->threads > 1 && !f->grid ? f->threads : 1;
+  if (nt > LA__FILL_MAX_THREADS) nt = LA__FILL_MAX_THREADS;
+  if (nt > b->bh) nt = b->bh;
   uint32_t *xb = malloc(b->w * sizeof *xb);
   uint64_t *xend = malloc(b->bw * sizeof *xend); /* past a column bin */
-  if (!xb || !xend) {
-    free(w), free(xb), free(xend);
+  atomic_uchar *counted = calloc(np ? np : 1, sizeof *counted);
+  la__share_t sh[LA__FILL_MAX_THREADS];
+  if (!xb || !xend || !counted) {
+    free(xb), free(xend), free(counted);
     return LA_ENOMEM;
   }
   for (uint64_t x = 0; x < b->w; x++) {
     xb[x] = (uint32_t)lactl_bin_index(b, x, 0);
     xend[xb[x]] = x + 1;
   }
-  /* range sums serve the mean, range sums and maxima the max */
-  const int sums = !f->decode && b->mode != LACTL_BIN_EXTREME;
-  const int max = b->mode == LACTL_BIN_MAX;
-  const uint64_t at = grid ? g[2] / 2 : 0;
-  int rc = 0;
-  for (uint32_t r = 0; r < np && !rc; r++) {
-    if (la__stopped(f)) {
-      rc = LA_ESTATE;
-      break;
-    }
-    uint64_t ne = la_traceset_rank_elements(t, r), dm[3] = {0}, o[3] = {0};
-    uint64_t e0 = 0, e1 = ne;
-    if (grid) {
-      la_traceset_rank_grid(t, r, dm, o, NULL);
-      uint64_t plane = dm[0] * dm[1];
-      if (at < o[2] || at >= o[2] + dm[2] || plane == 0) {
-        off += ne;
-        continue;
-      }
-      e0 = (at - o[2]) * plane;
-      e1 = e0 + plane < ne ? e0 + plane : ne;
-    }
-    int have = la_traceset_has_rank(t, r);
-    int decoded = 0; /* w holds rank r's values */
-    if (have && !sums) {
-      have = la_traceset_rank_weights(t, r, w) == 0;
-      decoded = have;
-      if (have) f->decoded += ne;
-    }
-    /* the first cell's place, then one row at a time */
-    const uint64_t rowlen = grid ? dm[0] : b->w, x0 = grid ? o[0] : 0;
-    uint64_t cx = grid ? e0 % dm[0] : (off + e0) % b->w;
-    uint64_t y = grid ? o[1] + e0 / dm[0] % dm[1] : (off + e0) / b->w;
-    for (uint64_t e = e0; e < e1;) {
-      uint64_t len = rowlen - cx < e1 - e ? rowlen - cx : e1 - e;
-      uint64_t xa = x0 + cx, xe = xa + len < b->w ? xa + len : b->w;
-      uint64_t ybase = y < b->h ? lactl_bin_index(b, 0, y) : 0;
-      for (uint64_t k = xa; y < b->h && k < xe;) {
-        uint32_t bx = xb[k];
-        uint64_t kend = xend[bx] < xe ? xend[bx] : xe, i = bx + ybase;
-        uint64_t first = e + (k - xa), cnt = kend - k;
-        double s = NAN, m = NAN;
-        uint64_t nm = 0;
-        if (!have) {
-          b->none[i] += cnt;
-        } else if (!decoded &&
-                   la_traceset_range_sum(t, off + first, cnt, &s) == 0 &&
-                   isfinite(s) &&
-                   (!max || (la_traceset_range_max(t, off + first, cnt, &m,
-                                                   &nm) == 0 &&
-                             nm == cnt))) {
-          /* a finite sum: every value of the run is finite */
-          if (max)
-            lactl_bin_add_max(b, i, m, cnt);
-          else
-            lactl_bin_add_sum(b, i, s, cnt);
-          f->sum += s, f->nfin += cnt, f->ranges++;
-        } else {
-          if (!decoded) { /* a value that is not finite: decode the rank */
-            decoded = la_traceset_rank_weights(t, r, w) == 0;
-            if (!decoded) {
-              rc = LA_EIO;
-              break;
-            }
-            f->decoded += ne;
-          }
-          f->sum += lactl_bin_add_run(b, i, w + first, cnt, &f->nfin);
-        }
-        k = kend;
-      }
-      if (rc) break;
-      e += len;
-      cx += len;
-      if (cx == rowlen) {
-        cx = 0;
-        y = grid ? o[1] + e / dm[0] % dm[1] : y + 1;
-      }
-    }
-    off += ne;
+  for (uint32_t k = 0; k < nt; k++) {
+    uint64_t y0 = la__row_of_bin_row(b, (uint64_t)k * b->bh / nt);
+    uint64_t y1 = la__row_of_bin_row(b, (uint64_t)(k + 1) * b->bh / nt);
+    sh[k] = (la__share_t){.t = t, .b = b, .f = f, .xb = xb, .xend = xend,
+                          .counted = counted, .maxne = maxne,
+                          .g0 = k ? y0 * b->w : 0,
+                          .g1 = k + 1 < nt ? y1 * b->w : n};
   }
-  free(w), free(xb), free(xend);
+  pthread_t th[LA__FILL_MAX_THREADS];
+  int started[LA__FILL_MAX_THREADS] = {0};
+  for (uint32_t k = 1; k < nt; k++)
+    started[k] = pthread_create(&th[k], NULL, la__fill_share, &sh[k]) == 0;
+  la__fill_share(&sh[0]);
+  int rc = 0;
+  for (uint32_t k = 0; k < nt; k++) {
+    if (k && started[k])
+      pthread_join(th[k], NULL);
+    else if (k) /* not started: its share here */
+      la__fill_share(&sh[k]);
+    if (!rc) rc = sh[k].rc;
+    f->sum += sh[k].sum, f->nfin += sh[k].nfin;
+    f->ranges += sh[k].ranges, f->decoded += sh[k].decoded;
+    free(sh[k].w);
+  }
+  free(xb), free(xend), free(counted);
   return rc;
 }

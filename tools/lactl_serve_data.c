@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "lactl_bin.h"
@@ -478,8 +479,11 @@ int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o,
     H = (n + W - 1) / W;
   }
   lactl_bin_t b;
+  /* a large set's rows of bins are binned on every CPU */
+  long cpus = n >= LACTL_SV_FILL_THREADED ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
   lactl_sv_fill_t fl = {.grid = grid, .g = {g[0], g[1], g[2]}, .pos = pos,
-                        .decode = o->decode, .stop = o->stop};
+                        .decode = o->decode, .stop = o->stop,
+                        .threads = cpus > 1 ? (unsigned)cpus : 1};
   int rc = lactl_bin_init(&b, W, H, o->bins, o->bins, o->agg);
   if (!rc) rc = lactl_sv_fill(v, &b, &fl);
   float *vals = rc ? NULL : malloc((size_t)b.bw * b.bh * sizeof *vals);

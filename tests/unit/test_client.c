@@ -52,6 +52,7 @@
 #include "la_compact_internal.h"
 #include "la_sockio.h"
 #include "la_test_daemon.h"
+#include "la_test_feedset.h"
 #include "la_test_msg.h"
 #include "la_test_series.h"
 #include "la_test_stack.h"
@@ -1333,6 +1334,125 @@ static void test_garbage(void **state) {
   sess_close(&x);
 }
 
+/* ---- a set's ranks parsed on several threads (la_client_set_threads) */
+
+#define PT_NR 300u  /* ranks: blocks of 32 on several threads */
+#define PT_NE 1000u /* elements per rank */
+
+typedef struct {
+  int fd;
+  uint8_t *set;
+  size_t len;
+} pt_job_t;
+
+static void *pt_writer(void *arg) {
+  pt_job_t *j = arg;
+  la_test_feed_set(j->fd, j->set, j->len, "par", 1, 4096);
+  return NULL;
+}
+
+/* The encoding of a set of PT_NR ranks, rank r's trace the series of seed
+ * r (polyline); ranks bad[0..nbad) with a byte of their encoding flipped
+ * (as test_bad_message_skipped's rank 3). */
+static uint8_t *pt_pack(const uint32_t *bad, size_t nbad, size_t *len) {
+  static la_compact_result_t res[PT_NR];
+  static La__CompactTrace ct[PT_NR];
+  static La__CompactTrace *ctp[PT_NR];
+  static La__SeriesStats st[PT_NR];
+  double x[PT_NE];
+  La__TraceSet ts = LA__TRACE_SET__INIT;
+  ts.app_id = "par", ts.cycle_tag = 1, ts.nprocs = PT_NR, ts.complete = 1;
+  ts.metric = "time", ts.unit = "ns";
+  for (uint32_t r = 0; r < PT_NR; r++) {
+    for (uint32_t e = 0; e < PT_NE; e++)
+      x[e] = 100 + (r % 7) * 10 + (e % 50 < 25 ? e % 50 : 50 - e % 50);
+    assert_int_equal(la_test_compact(x, PT_NE, "polyline:cv=0.05", &res[r]),
+                     0);
+    la__compact_trace__init(&ct[r]);
+    la__series_stats__init(&st[r]);
+    st[r].count = res[r].stats.count, st[r].sum = res[r].stats.sum;
+    st[r].min = res[r].stats.min, st[r].max = res[r].stats.max;
+    ct[r].app_id = "par", ct[r].rank = r, ct[r].cycle_tag = 1;
+    ct[r].n_elements = PT_NE, ct[r].mode = (La__CompactMode)res[r].mode;
+    ct[r].segments.data = res[r].bytes, ct[r].segments.len = res[r].len;
+    ct[r].stats = &st[r];
+    ctp[r] = &ct[r];
+  }
+  for (size_t i = 0; i < nbad; i++)
+    res[bad[i]].bytes[res[bad[i]].len / 3] ^= 0x10;
+  ts.traces = ctp, ts.n_traces = PT_NR;
+  *len = la__trace_set__get_packed_size(&ts);
+  uint8_t *buf = malloc(*len);
+  assert_non_null(buf);
+  la__trace_set__pack(&ts, buf);
+  for (uint32_t r = 0; r < PT_NR; r++) la_compact_result_free(&res[r]);
+  return buf;
+}
+
+/* Receives set[0..len) on a client parsing on `threads` threads: its
+ * la_client_next code, *t the set, why the error said. */
+static int pt_receive(uint8_t *set, size_t len, unsigned threads,
+                      la_traceset_t **t, char *why, size_t why_len) {
+  int sv[2];
+  la_client_t *c = NULL;
+  assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  assert_int_equal(la_client_from_fd(sv[0], 0, &c), 0);
+  assert_int_equal(la_client_set_threads(c, threads), 0);
+  pt_job_t j = {.fd = sv[1], .set = set, .len = len};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, pt_writer, &j), 0);
+  int rc = la_client_next(c, 10000, t);
+  snprintf(why, why_len, "%s", rc ? la_client_error(c) : "");
+  pthread_join(th, NULL);
+  la_client_close(c);
+  close(sv[1]);
+  return rc;
+}
+
+static void test_parse_threads(void **state) {
+  la_client_t *c = NULL;
+  int sv[2];
+  assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  assert_int_equal(la_client_from_fd(sv[0], 0, &c), 0);
+  assert_int_equal(la_client_set_threads(c, 1025), LA_EINVAL);
+  assert_int_equal(la_client_set_threads(NULL, 2), LA_EINVAL);
+  la_client_close(c);
+  close(sv[1]);
+  /* a good set: the same on 1, 4 and every CPU's thread */
+  size_t len;
+  uint8_t *set = pt_pack(NULL, 0, &len);
+  la_traceset_t *t[3] = {NULL, NULL, NULL};
+  const unsigned th[3] = {1, 4, 0};
+  char why[300];
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(pt_receive(set, len, th[i], &t[i], why, sizeof why), 0);
+    assert_int_equal(la_traceset_elements(t[i]), (uint64_t)PT_NR * PT_NE);
+  }
+  static double w0[PT_NE], w1[PT_NE];
+  for (uint32_t r = 0; r < PT_NR; r++)
+    for (int i = 1; i < 3; i++) {
+      assert_int_equal(la_traceset_rank_weights(t[0], r, w0), 0);
+      assert_int_equal(la_traceset_rank_weights(t[i], r, w1), 0);
+      assert_memory_equal(w0, w1, sizeof w0);
+    }
+  for (int i = 0; i < 3; i++) la_traceset_free(t[i]);
+  free(set);
+  /* bad ranks in several blocks: the first is said, as on one thread */
+  const uint32_t bad[] = {250, 70, 71, 299};
+  set = pt_pack(bad, 4, &len);
+  char said[3][300];
+  for (int i = 0; i < 3; i++) {
+    la_traceset_t *u = (la_traceset_t *)1;
+    assert_int_equal(pt_receive(set, len, th[i], &u, said[i], sizeof said[i]),
+                     LA_EPROTO);
+    assert_null(u);
+    assert_non_null(strstr(said[i], "rank 70: bad trace encoding"));
+  }
+  assert_string_equal(said[0], said[1]);
+  assert_string_equal(said[0], said[2]);
+  free(set);
+}
+
 static void test_bad_message_skipped(void **state) {
   sess_t x;
   la_client_t *c = sess_open(&x, 1, script_bad_then_good, 1);
@@ -1494,6 +1614,7 @@ int main(void) {
       cmocka_unit_test(test_silent_timeout),
       cmocka_unit_test(test_garbage),
       cmocka_unit_test(test_bad_message_skipped),
+      cmocka_unit_test(test_parse_threads),
       cmocka_unit_test(test_error_message),
       cmocka_unit_test(test_dribble),
       cmocka_unit_test(test_query),

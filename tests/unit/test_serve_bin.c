@@ -137,14 +137,30 @@ static la_traceset_t *make_set(const char *app, uint64_t cycle, uint32_t nr,
 
 /* Bins t into a w x h field of at most nb x nb bins by mode, by range
  * sums (decode 0) or decoding (1). */
+static void bin_on(la_traceset_t *t, uint64_t w, uint64_t h, uint32_t nb,
+                   int mode, int decode, int grid, const uint64_t g[3],
+                   unsigned threads, lactl_bin_t *b, lactl_sv_fill_t *f) {
+  assert_int_equal(lactl_bin_init(b, w, h, nb, nb, mode), 0);
+  memset(f, 0, sizeof *f);
+  f->grid = grid, f->decode = decode, f->threads = threads;
+  if (g) f->g[0] = g[0], f->g[1] = g[1], f->g[2] = g[2];
+  assert_int_equal(lactl_sv_fill(t, b, f), 0);
+}
+
 static void bin(la_traceset_t *t, uint64_t w, uint64_t h, uint32_t nb,
                 int mode, int decode, int grid, const uint64_t g[3],
                 lactl_bin_t *b, lactl_sv_fill_t *f) {
-  assert_int_equal(lactl_bin_init(b, w, h, nb, nb, mode), 0);
-  memset(f, 0, sizeof *f);
-  f->grid = grid, f->decode = decode;
-  if (g) f->g[0] = g[0], f->g[1] = g[1], f->g[2] = g[2];
-  assert_int_equal(lactl_sv_fill(t, b, f), 0);
+  bin_on(t, w, h, nb, mode, decode, grid, g, 1, b, f);
+}
+
+/* a and b hold exactly the same bins. */
+static void identical_bins(const lactl_bin_t *a, const lactl_bin_t *b) {
+  size_t nb = (size_t)a->bw * a->bh;
+  assert_int_equal(a->bw, b->bw);
+  assert_int_equal(a->bh, b->bh);
+  assert_memory_equal(a->n, b->n, nb * sizeof *a->n);
+  assert_memory_equal(a->none, b->none, nb * sizeof *a->none);
+  assert_memory_equal(a->acc, b->acc, nb * sizeof *a->acc);
 }
 
 /* Bins a (range sums) and b (decoded) hold the same counts and values,
@@ -192,17 +208,26 @@ static void free_series(la_compact_result_t *r) {
 
 /* Elements by global index: ranks of different sizes and encodings, one
  * missing, in rows of W cells; bins of several sizes. */
+/* The ranks' sizes of mixed_set. */
+static const uint64_t mixed_ne[6] = {5000, 12345, 777, 30000, 2048, 9001};
+
+/* A set of 6 ranks of mixed_ne elements, of different encodings, rank 3
+ * missing; res its series (free_series each). */
+static la_traceset_t *mixed_set(const char *app, la_compact_result_t *res[6]) {
+  res[0] = series(LA_SYNTH_MESH, 5000, "polyline:cv=0.05", 0);
+  res[1] = series(LA_SYNTH_RAMPS, 12345, "maxerr:eps=0.5", 0);
+  res[2] = series(LA_SYNTH_NOISE, 777, "lossless", 0);
+  res[3] = NULL; /* missing */
+  res[4] = series(LA_SYNTH_SINE, 2048, "polyline:connected", 0);
+  res[5] = series(LA_SYNTH_STEPS, 9001, "polyline:cv=0.01", 0);
+  return make_set(app, 1, 6, mixed_ne, res, 0, 0, 0);
+}
+
 static void test_index_mean(void **state) {
   (void)state;
-  const uint64_t ne[6] = {5000, 12345, 777, 30000, 2048, 9001};
-  la_compact_result_t *res[6] = {
-      series(LA_SYNTH_MESH, 5000, "polyline:cv=0.05", 0),
-      series(LA_SYNTH_RAMPS, 12345, "maxerr:eps=0.5", 0),
-      series(LA_SYNTH_NOISE, 777, "lossless", 0),
-      NULL, /* missing */
-      series(LA_SYNTH_SINE, 2048, "polyline:connected", 0),
-      series(LA_SYNTH_STEPS, 9001, "polyline:cv=0.01", 0)};
-  la_traceset_t *t = make_set("idx", 1, 6, ne, res, 0, 0, 0);
+  const uint64_t *ne = mixed_ne;
+  la_compact_result_t *res[6];
+  la_traceset_t *t = mixed_set("idx", res);
   uint64_t n = la_traceset_elements(t), w = (uint64_t)ceil(sqrt((double)n));
   uint64_t h = (n + w - 1) / w;
   const uint32_t sizes[] = {16, 37, 100, 512};
@@ -324,6 +349,69 @@ static void test_max_and_stop(void **state) {
   lactl_bin_free(&a);
   la_traceset_free(t);
   for (int r = 0; r < 2; r++) free_series(res[r]);
+}
+
+/* Binned on several threads (rows of bins each), a set gives the bins it
+ * gives on one: exactly for finite values (every layout of rows, range
+ * sums and decoding); a rank with NaN and infinities that spans two
+ * threads' rows: the same counts, maxima and decoded elements, means to
+ * within 1e-9. */
+static void test_threads(void **state) {
+  (void)state;
+  la_compact_result_t *res[6];
+  la_traceset_t *t = mixed_set("thr", res);
+  uint64_t n = la_traceset_elements(t);
+  const unsigned th[] = {2, 3, 8, 64};
+  for (uint32_t nb = 7; nb <= 512; nb = nb * 4 + 1)
+    for (int mode = LACTL_BIN_MEAN; mode <= LACTL_BIN_MAX; mode++)
+      for (int dec = 0; dec < 2; dec++) {
+        uint64_t ww = (n + nb - 1) / nb, hh = (n + ww - 1) / ww;
+        lactl_bin_t a, b;
+        lactl_sv_fill_t fa, fb;
+        bin(t, ww, hh, nb, mode, dec, 0, NULL, &a, &fa);
+        for (size_t k = 0; k < sizeof th / sizeof *th; k++) {
+          bin_on(t, ww, hh, nb, mode, dec, 0, NULL, th[k], &b, &fb);
+          identical_bins(&a, &b);
+          assert_int_equal(fa.nfin, fb.nfin);
+          assert_int_equal(fa.ranges, fb.ranges);
+          assert_int_equal(fa.decoded, fb.decoded);
+          assert_true(fabs(fa.sum - fb.sum) <= 1e-12 * fabs(fa.sum));
+          lactl_bin_free(&b);
+        }
+        lactl_bin_free(&a);
+      }
+  la_traceset_free(t);
+  for (int r = 0; r < 6; r++) free_series(res[r]);
+  /* the rank with NaN and infinities spans the rows of several threads */
+  const uint64_t nf[3] = {4000, 6000, 3000};
+  la_compact_result_t *rf[3] = {
+      series(LA_SYNTH_MESH, 4000, "polyline:cv=0.05", 0),
+      series(LA_SYNTH_NOISE, 6000, "lossless", 1),
+      series(LA_SYNTH_MESH, 3000, "lossless", 0)};
+  t = make_set("nonfinite", 1, 3, nf, rf, 0, 0, 0);
+  for (int mode = LACTL_BIN_MEAN; mode <= LACTL_BIN_MAX; mode++) {
+    lactl_bin_t a, b;
+    lactl_sv_fill_t fa, fb;
+    bin(t, 115, 114, 64, mode, 0, 0, NULL, &a, &fa);
+    bin_on(t, 115, 114, 64, mode, 0, 0, NULL, 4, &b, &fb);
+    same_bins(&b, &a);
+    assert_int_equal(fb.decoded, 6000); /* counted once */
+    assert_int_equal(fb.nfin, fa.nfin);
+    lactl_bin_free(&a), lactl_bin_free(&b);
+  }
+  /* stopped on every thread */
+  atomic_int stop;
+  atomic_init(&stop, 1);
+  lactl_bin_t a;
+  lactl_sv_fill_t fa;
+  assert_int_equal(lactl_bin_init(&a, 115, 114, 64, 64, LACTL_BIN_MEAN), 0);
+  memset(&fa, 0, sizeof fa);
+  fa.stop = &stop, fa.threads = 4;
+  assert_int_equal(lactl_sv_fill(t, &a, &fa), LA_ESTATE);
+  assert_int_equal(fa.nfin, 0);
+  lactl_bin_free(&a);
+  la_traceset_free(t);
+  for (int r = 0; r < 3; r++) free_series(rf[r]);
 }
 
 /* The next thing the feed thread hands over, waiting up to 20 s: 1 and
@@ -566,6 +654,7 @@ static void test_live(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_index_mean), cmocka_unit_test(test_nonfinite),
+      cmocka_unit_test(test_threads),
       cmocka_unit_test(test_grid_mean), cmocka_unit_test(test_max_and_stop),
       cmocka_unit_test(test_feed_thread), cmocka_unit_test(test_live)};
   return cmocka_run_group_tests(tests, NULL, NULL);
