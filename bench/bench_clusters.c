@@ -627,7 +627,8 @@ int main(int argc, char **argv) {
             v->s1.used, v->s0.used / v->s1.used, v->s0.vac, v->s1.vac,
             v->s0.vac / v->s1.vac, v->s1.replaced, v->s1.robust_replaced,
             v->s1.reps_s_per_trace * 1e6, v->s2.reps_s_per_trace * 1e6,
-            v->ga_off * 1e6, v->ga_on * 1e6, grp * 1e6, sto * 1e6, v->rd * 1e6, v->recon, v->bad_flag,
+            v->ga_off * 1e6, v->ga_on * 1e6, grp * 1e6, sto * 1e6,
+            v->rd * 1e6, v->recon, v->bad_flag,
             v->max_rel, v->bad_tot);
   }
   fprintf(f, "\n  ]\n}\n");

@@ -333,7 +333,8 @@ static void sl_qrun(la_slices_t *sl, const la_cacc_t *acc, uint64_t pos,
   dd_t s = {acc->hi, acc->lo};
   uint64_t j = 0;
   for (; sl->bnd[sl->k] < pos + count; sl->k++) {
-    for (; pos + j < sl->bnd[sl->k]; j++) s = dd_add(s, (double)(kref + d[j]) * q);
+    for (; pos + j < sl->bnd[sl->k]; j++)
+      s = dd_add(s, (double)(kref + d[j]) * q);
     sl->at[sl->k] = s;
   }
 }
