@@ -32,6 +32,13 @@
  *     store, time per trace, every rank's total exact (its stored sum
  *     equals the sum of its raw series) and every member flagged as
  *     reconstructed, with decoded values summing to its total within 1e-6.
+ *   - the real GlobalAgent with store.representatives off and on (its CPU
+ *     per trace), and the grouping's share of it: the signature at ingest
+ *     (the check with it less the check alone) plus the grouping, per
+ *     trace, over the GlobalAgent's CPU per trace with the setting off;
+ *     beside it the store option's (storing by representatives at close
+ *     less the grouping).
+ * LA_CLUSTERS_CHECK_ONLY=1 runs only the grouping and the ingest check.
  * Writes argv[1] (build/bench/clusters.json) and prints a table.
  */
 #include "bench_args.h"
@@ -321,6 +328,13 @@ static int ga_only(void) {
   return e && !strcmp(e, "1");
 }
 
+/* LA_CLUSTERS_CHECK_ONLY=1: only the grouping and the ingest check run
+ * (no store, no GlobalAgent). */
+static int check_only(void) {
+  const char *e = getenv("LA_CLUSTERS_CHECK_ONLY");
+  return e && !strcmp(e, "1");
+}
+
 /* Everything measured for one compaction spec. */
 typedef struct {
   const char *spec;
@@ -436,6 +450,10 @@ static int run_spec(const char *dir, run_t *u) {
   u->ncls = c.n_classes;
   u->nout = c.n_outliers;
   la_clusters_free(&c);
+  if (check_only()) {
+    for (uint32_t r = 0; r < RANKS; r++) la_compact_result_free(&res[r]);
+    return 0;
+  }
   /* the whole GlobalAgent, store.representatives off and on, interleaved */
 ga:
   if (!u->robust) {
@@ -510,6 +528,19 @@ int main(int argc, char **argv) {
              GA_CYCLES);
       continue;
     }
+    if (check_only()) {
+      if (v->robust) continue;
+      printf("\n %s (%.0f encoded bytes per trace)\n", v->spec, v->enc);
+      printf("  grouping       %.2f us per trace; %zu classes, %zu "
+             "outliers: %s\n",
+             v->gmed * 1e6, v->ncls, v->nout,
+             v->ok ? "exactly the known ones" : "NOT the known ones");
+      printf("  ingest check   %.2f us per trace alone, %.2f us with the "
+             "signature in its pass (+%.2f us)\n",
+             v->cmed * 1e6, v->csmed * 1e6, (v->csmed - v->cmed) * 1e6);
+      good = good && v->ok;
+      continue;
+    }
     /* the same classes stored whichever way the signatures came */
     good = good && v->ok && !v->bad_tot && !v->bad_flag && v->recon > 0 &&
            v->s1.known == RANKS && v->s2.known == 0 &&
@@ -541,12 +572,24 @@ int main(int argc, char **argv) {
            v->s1.replaced, v->s1.robust_replaced,
            v->s1.reps_s_per_trace * 1e6, v->s1.known,
            v->s2.reps_s_per_trace * 1e6);
-    if (!v->robust)
+    /* the grouping: the signature in the ingest check's pass and the
+     * grouping at close, per trace; the store option: storing by
+     * representatives at close less the grouping it includes */
+    double grp = (v->csmed - v->cmed) + v->gmed;
+    double sto = v->s1.reps_s_per_trace - v->gmed;
+    if (!v->robust) {
       printf("  GlobalAgent    %.2f us cpu per trace with store.representatives "
              "off, %.2f us on (+%.1f%%; medians of %d, %d cycles)\n",
              v->ga_off * 1e6, v->ga_on * 1e6,
              100 * (v->ga_on - v->ga_off) / v->ga_off, GA_REPEATS,
              GA_CYCLES);
+      printf("  share of it    the grouping (signature at ingest %.2f us + "
+             "grouping at close %.2f us) %.2f us per trace = %.1f%% of the "
+             "GlobalAgent's CPU per trace (setting off); storing by "
+             "representatives %.2f us = %.1f%%\n",
+             (v->csmed - v->cmed) * 1e6, v->gmed * 1e6, grp * 1e6,
+             100 * grp / v->ga_off, sto * 1e6, 100 * sto / v->ga_off);
+    }
     printf("  read back      %.2f us cpu per trace; %ld reconstructed (%ld "
            "bad), decoded sums within %.2g of the exact totals, %ld "
            "totals not exact\n",
@@ -571,6 +614,8 @@ int main(int argc, char **argv) {
             " \"reps_from_bytes_us_per_trace\": %.3f,\n"
             "    \"ga_cpu_us_per_trace_off\": %.3f,"
             " \"ga_cpu_us_per_trace_on\": %.3f,\n"
+            "    \"grouping_us_per_trace\": %.3f,"
+            " \"store_option_us_per_trace\": %.3f,\n"
             "    \"read_us_per_trace\": %.3f, \"reconstructed\": %ld,"
             " \"reconstructed_bad\": %ld, \"sum_rel_max\": %.3g,"
             " \"totals_not_exact\": %ld}",
@@ -582,7 +627,8 @@ int main(int argc, char **argv) {
             v->s1.used, v->s0.used / v->s1.used, v->s0.vac, v->s1.vac,
             v->s0.vac / v->s1.vac, v->s1.replaced, v->s1.robust_replaced,
             v->s1.reps_s_per_trace * 1e6, v->s2.reps_s_per_trace * 1e6,
-            v->ga_off * 1e6, v->ga_on * 1e6, v->rd * 1e6, v->recon, v->bad_flag,
+            v->ga_off * 1e6, v->ga_on * 1e6, grp * 1e6, sto * 1e6,
+            v->rd * 1e6, v->recon, v->bad_flag,
             v->max_rel, v->bad_tot);
   }
   fprintf(f, "\n  ]\n}\n");

@@ -280,9 +280,12 @@ int la_trace_range_sum(const la_trace_t *t, uint64_t first, uint64_t count,
  * quotients rounded down), sums[j] their decoded sum. The encoding is
  * checked as la_trace_check_max() checks it (same codes, same why); a
  * lossy trace of one cell per value is summed in that one pass, O(1)
- * memory, each line record's part of a slice in closed form; a lossless
- * or spread one, or one whose sums leave the double range there, is
- * opened and summed with la_trace_range_sum(). The sums equal
+ * memory: its running sum (a double-double) is kept at each slice
+ * boundary, a slice's sum is the difference of two, and only a record
+ * across a boundary takes its part before it (a line's in closed form);
+ * a lossless or spread one, one with a value not finite, or one whose
+ * sums leave the double range there, is opened and summed with
+ * la_trace_range_sum(). The sums equal
  * la_trace_range_sum()'s over the same slices up to rounding (the tests
  * require 1e-12 of the sum of |values|). *n_points gets n. Returns 0, the
  * codes of la_trace_open_max(), or LA_EINVAL (nb outside

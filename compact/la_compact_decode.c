@@ -15,6 +15,7 @@
  * added at the end, as IEEE arithmetic would. It does not segment: a scaled
  * trace goes through the encoder (la_cenc) with the records it has.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -45,25 +46,27 @@ static double dd_diff(dd_t a, dd_t b) { /* a - b */
 
 /* la_trace_slice_sums(): sums of nb equal slices of the points, taken in
  * the check-only pass (a lossy trace of one cell per value; ok stays 0
- * for the others, which take the indexed path). */
+ * for the others, which take the indexed path) from the pass's running
+ * sum of the values (la_cacc_t, which the check keeps anyway): at[k] is
+ * that sum over the points before bnd[k], and slice j's sum is at[j + 1]
+ * - at[j]. A record wholly inside a slice costs one comparison; only a
+ * record across a boundary takes its part before it (a line's in closed
+ * form, its exceptions before the boundary added; a run's values). */
 typedef struct la_slices {
-  unsigned nb, cur; /* slices; the one the last value fell into */
-  int ok;           /* the pass could take the sums */
-  uint64_t bnd[LA_SLICES_MAX + 1]; /* slice j: points [bnd[j], bnd[j+1]) */
-  dd_t s[LA_SLICES_MAX];
+  unsigned nb;       /* slices */
+  unsigned k;        /* the next boundary to reach: bnd[k] > the points read */
+  unsigned plo, phi; /* at[plo..phi): boundaries inside the line being read,
+                      * waiting for its exceptions before them */
+  int ok;            /* the pass could take the sums */
+  uint64_t bnd[LA_SLICES_MAX + 2]; /* slice j: points [bnd[j], bnd[j+1]);
+                                    * bnd[nb + 1]: a sentinel */
+  dd_t at[LA_SLICES_MAX + 1];
 } la_slices_t;
 
-/* The slice of point pos (cur moves to it: points mostly come in order). */
-static unsigned sl_at(la_slices_t *sl, uint64_t pos) {
-  unsigned j = sl->cur;
-  while (pos >= sl->bnd[j + 1]) j++;
-  while (pos < sl->bnd[j]) j--;
-  return sl->cur = j;
-}
-
-static void sl_add(la_slices_t *sl, uint64_t pos, double v) {
-  unsigned j = sl_at(sl, pos);
-  sl->s[j] = dd_add(sl->s[j], v);
+/* The boundaries at or before point pos, reached with the sum so far. */
+static inline void sl_reach(la_slices_t *sl, const la_cacc_t *acc,
+                            uint64_t pos) {
+  while (sl->bnd[sl->k] <= pos) sl->at[sl->k++] = (dd_t){acc->hi, acc->lo};
 }
 
 /* Makes room for need elements in the arrays p[0..np) of the given element
@@ -149,8 +152,8 @@ static void sum_from(la_trace_t *t, size_t from) {
  * its record is read. */
 static inline int add_value(la_trace_t *t, uint64_t pos, double v) {
   if (t->check_only) {
+    if (t->sl) sl_reach(t->sl, t->acc, pos);
     if (t->acc) la_cacc_add(t->acc, v, 1);
-    if (t->sl) sl_add(t->sl, pos, v);
     return 0;
   }
   t->vals[t->nv++] = v;
@@ -299,27 +302,41 @@ static void line_totals(la_cacc_t *acc, const rec_t *q) {
     acc->abs += (double)q->count * fmax(fabs(first), fabs(q->last));
 }
 
-/* Adds line q's points (before its exceptions) to the slices they fall
- * into, each slice's part in closed form as rec_partial() takes it. */
-static void sl_line(la_slices_t *sl, const rec_t *q) {
-  uint64_t end = q->first + q->count, p = q->first;
-  unsigned j = sl_at(sl, p);
-  while (p < end) {
-    uint64_t e = sl->bnd[j + 1] < end ? sl->bnd[j + 1] : end;
-    uint64_t j0 = p - q->first, j1 = e - q->first;
-    uint64_t lin_end = j1 < q->count ? j1 : q->count - 1;
-    dd_t s = sl->s[j];
-    if (lin_end > j0) {
-      double c = (double)(lin_end - j0);
-      double h = c * ((double)(j0 + lin_end - 1 + 2 * q->off) / 2);
-      s = dd_add(dd_add(s, c * q->base), q->d * h);
-    }
-    if (j1 == q->count) s = dd_add(s, q->last);
-    sl->s[j] = s;
-    p = e;
-    if (p < end) j++;
+/* Line q (not yet in acc) across the boundaries after its first point:
+ * the sum at each is acc's and the line's points before it, in closed form
+ * as rec_partial() takes them (its exceptions come with sl_exception()).
+ * Boundaries at or before its first point were reached. */
+static void sl_line(la_slices_t *sl, const la_cacc_t *acc, const rec_t *q) {
+  uint64_t end = q->first + q->count;
+  sl->plo = sl->phi = sl->k;
+  for (; sl->bnd[sl->k] < end; sl->k++) {
+    uint64_t j1 = sl->bnd[sl->k] - q->first; /* 0 < j1 < count */
+    double c = (double)j1, h = c * ((double)(j1 - 1 + 2 * q->off) / 2);
+    sl->at[sl->k] = dd_add(dd_add((dd_t){acc->hi, acc->lo}, c * q->base),
+                           q->d * h);
   }
-  sl->cur = j;
+  sl->phi = sl->k;
+}
+
+/* An exception of the line sl_line() took, at point pos: v for the line's
+ * value there, at the boundaries after it. */
+static void sl_exception(la_slices_t *sl, uint64_t pos, double line,
+                         double v) {
+  for (unsigned k = sl->phi; k > sl->plo && sl->bnd[k - 1] > pos; k--)
+    sl->at[k - 1] = dd_add(dd_add(sl->at[k - 1], -line), v);
+}
+
+/* A coded quantized run at point pos, count values (kref + d[j]) * q (not
+ * yet in acc), across the boundaries after its first point. */
+static void sl_qrun(la_slices_t *sl, const la_cacc_t *acc, uint64_t pos,
+                    uint64_t count, int64_t kref, const int64_t *d, double q) {
+  dd_t s = {acc->hi, acc->lo};
+  uint64_t j = 0;
+  for (; sl->bnd[sl->k] < pos + count; sl->k++) {
+    for (; pos + j < sl->bnd[sl->k]; j++)
+      s = dd_add(s, (double)(kref + d[j]) * q);
+    sl->at[sl->k] = s;
+  }
 }
 
 /* Parses the records of a lossy body, indexing them unless t->check_only
@@ -342,10 +359,11 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
 
   if (t->sl && t->spread == 1) { /* a spread trace: the indexed path */
     la_slices_t *sl = t->sl;
+    assert(t->acc != NULL);
     for (unsigned k = 0; k <= sl->nb; k++)
       sl->bnd[k] = (uint64_t)((unsigned __int128)t->n * k / sl->nb);
-    for (unsigned k = 0; k < sl->nb; k++) sl->s[k] = (dd_t){0, 0};
-    sl->cur = 0;
+    sl->bnd[sl->nb + 1] = UINT64_MAX;
+    sl->k = sl->plo = sl->phi = 0;
     sl->ok = 1;
   } else {
     t->sl = NULL;
@@ -397,13 +415,14 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
                          "quantized value overflows at byte %zu", at);
       q->x0 = t->nv;
       if ((rc = reserve_values(t, count)) != 0) return rc;
+      if (t->sl) {
+        sl_reach(t->sl, t->acc, pos);
+        sl_qrun(t->sl, t->acc, pos, count, kref, coded, t->quantum);
+      }
       if (!t->check_only)
         add_qvalues(t, kref, coded, count, t->quantum);
       else if (t->acc)
         acc_qvalues(t->acc, kref, coded, count, t->quantum, smin, smax);
-      if (t->sl)
-        for (j = 0; j < count; j++)
-          sl_add(t->sl, pos + j, (double)(kref + coded[j]) * t->quantum);
       qk = kref + coded[count - 1];
       vertex_ok = 0;
       goto next;
@@ -484,8 +503,11 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
     if (!isfinite(q->d))
       return la_errorf(why, why_len, LA_EPROTO, "line overflows at byte %zu",
                        at);
+    if (t->sl) {
+      sl_reach(t->sl, t->acc, pos);
+      sl_line(t->sl, t->acc, q);
+    }
     if (t->acc) line_totals(t->acc, q);
-    if (t->sl) sl_line(t->sl, q);
     q->x0 = t->nx;
     if (tag & LA_REC_EXC) {
       if ((rc = la_creader_varint(r, &c)) != 0) goto bad;
@@ -502,14 +524,11 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
         if ((rc = la_creader_verbatim(r, &v)) != 0) goto bad;
         if (t->check_only) {
           if (t->acc) { /* the point is v, not the line's value */
-            la_cacc_sum(t->acc, -la_line_value(q->base, q->d, q->off, xp,
-                                               count, q->last));
+            line = la_line_value(q->base, q->d, q->off, xp, count, q->last);
+            la_cacc_sum(t->acc, -line);
             la_cacc_add(t->acc, v, 1);
-          }
-          if (t->sl) {
-            sl_add(t->sl, pos + xp,
-                   -la_line_value(q->base, q->d, q->off, xp, count, q->last));
-            sl_add(t->sl, pos + xp, v);
+            if (t->sl && t->sl->phi > t->sl->plo)
+              sl_exception(t->sl, pos + xp, line, v);
           }
           continue;
         }
@@ -774,15 +793,21 @@ static int check_trace(const uint8_t *bytes, size_t len, uint64_t max_points,
   if (acc) *acc = (la_cacc_t){.emin = NAN, .emax = NAN};
   if (sl) sl->ok = 0;
   t->sl = sl;
-  return parse_trace(bytes, len, max_points, t, why, why_len);
+  int rc = parse_trace(bytes, len, max_points, t, why, why_len);
+  if (rc == 0 && sl && sl->ok) { /* the last boundary, after every point */
+    sl->ok = !acc->nan && !acc->pinf && !acc->ninf;
+    sl_reach(sl, acc, sl->bnd[sl->nb]);
+  }
+  return rc;
 }
 
 /* The slice sums a check-only pass took into sums[0..sl->nb): 1, or 0
- * when it could not (lossless, spread, beyond the double range). */
+ * when it could not (lossless, spread, a value not finite, beyond the
+ * double range). */
 static int slices_out(const la_slices_t *sl, double *sums) {
   int ok = sl->ok;
   for (unsigned j = 0; ok && j < sl->nb; j++) {
-    sums[j] = sl->s[j].hi + sl->s[j].lo;
+    sums[j] = dd_diff(sl->at[j + 1], sl->at[j]);
     ok = isfinite(sums[j]);
   }
   return ok;
@@ -1063,12 +1088,13 @@ int la_trace_slice_sums(const uint8_t *bytes, size_t len, uint64_t max_points,
                         char *why, size_t why_len) {
   la_trace_t t;
   la_slices_t sl;
+  la_cacc_t a; /* the running sum the slice sums come from */
   int rc;
 
   if (nb < 1 || nb > LA_SLICES_MAX || !sums || !n_points)
     return la_errorf(why, why_len, LA_EINVAL, "bad slice count or buffer");
   sl.nb = nb;
-  if ((rc = check_trace(bytes, len, max_points, &t, NULL, &sl, why,
+  if ((rc = check_trace(bytes, len, max_points, &t, &a, &sl, why,
                         why_len)) != 0)
     return rc;
   if (!slices_out(&sl, sums)) /* lossless, spread, or beyond the range */

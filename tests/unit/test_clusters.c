@@ -387,6 +387,19 @@ static void test_slice_sums(void **st) {
         }
         la_compact_result_free(&res);
       }
+  /* rough integer ticks: polyline writes quantized runs across the
+   * slices' boundaries, of few distinct values coded (mod 13), else plain */
+  for (size_t mod = 13; mod < 1000; mod += 984) {
+    for (size_t i = 0; i < 2000; i++)
+      x[i] = (double)((i * 7919 + i * i * 31) % mod);
+    la_compact_params_t p;
+    la_compact_result_t res;
+    assert_int_equal(la_compact_spec_parse("polyline", &p, NULL, 0), 0);
+    p.quantum = 1;
+    assert_int_equal(la_compact(x, 2000, &p, &res), 0);
+    slices_match(&res, 1);
+    la_compact_result_free(&res);
+  }
   free(x);
   double g[4];
   uint64_t pts;
