@@ -85,7 +85,7 @@ struct la_agent {
   char bound[256];     /* host:port actually listened on */
   uv_signal_t sigs[3]; /* SIGTERM, SIGINT, SIGHUP */
   uv_timer_t drain_timer;
-  uv_timer_t fsync_timer;      /* la_outq_sync every spool_fsync_interval */
+  struct la_syncer *syncer;    /* la_outq_sync every spool_fsync_interval */
   struct la_session *sessions; /* doubly linked */
   int n_conns, n_apps, jobs_in_flight;
   uint64_t ids_bytes; /* element ids held for sessions (max_ids_memory) */

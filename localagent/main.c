@@ -48,6 +48,7 @@
 #include "la_notify.h"
 #include "la_sockio.h"
 #include "placement.h"
+#include "syncer.h"
 
 /* la_daemon_def_t.validate: what the key table cannot check. Returns 0, or
  * -1 after printing every problem. */
@@ -148,11 +149,6 @@ static void la__on_recovered(void *arg, int what, const la_outq_key_t *k) {
     ag->st.ranks_ended_at_restart++;
   la_log_info("%s rank %u was registered when the agent stopped: ended",
               k->app_id, k->rank);
-}
-
-static void la__on_fsync_timer(uv_timer_t *t) {
-  la_agent_t *ag = t->data;
-  la_outq_sync(ag->q);
 }
 
 static la_agent_t la__agent; /* the daemon's one instance, owned here */
@@ -323,12 +319,12 @@ int main(int argc, char **argv) {
   la_daemon_write_pid(ag->set.pid_file);
   uv_timer_init(ag->loop, &ag->drain_timer);
   ag->drain_timer.data = ag;
-  uv_timer_init(ag->loop, &ag->fsync_timer);
-  ag->fsync_timer.data = ag;
-  if (ag->set.spool_fsync && ag->set.spool_fsync_ms > 0)
-    uv_timer_start(&ag->fsync_timer, la__on_fsync_timer,
-                   (uint64_t)ag->set.spool_fsync_ms,
-                   (uint64_t)ag->set.spool_fsync_ms);
+  if (ag->set.spool_fsync && ag->set.spool_fsync_ms > 0 &&
+      la_syncer_start(ag->q, (uint64_t)ag->set.spool_fsync_ms, &ag->syncer,
+                      why, sizeof why) != 0) {
+    la_log_error("%s", why);
+    return 1;
+  }
   if (la_uplink_start(ag, why, sizeof why) != 0) {
     la_log_error("%s", why);
     return 1;
@@ -348,6 +344,7 @@ int main(int argc, char **argv) {
   la_daemon_run(ag->loop, st);
   la_agent_metrics_stop(ag);
   uv_loop_close(ag->loop);
+  la_syncer_stop(ag->syncer);
   la_outq_close(ag->q);
   la_daemon_end(ag->set.pid_file);
   return 0;

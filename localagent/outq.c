@@ -15,11 +15,13 @@
 #include "outq.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "la_errcodes.h"
 #include "la_limits.h"
@@ -531,18 +533,36 @@ void la_outq_rewind(la_outq_t *q) {
 }
 
 int la_outq_sync(la_outq_t *q) {
-  int rc = 0;
   if (q == NULL || !q->has_log) return 0;
   pthread_mutex_lock(&q->mu);
-  if (q->dirty) {
-    if (la__seglog_sync(&q->sl) != 0) {
-      la__seglog_notef(q->note, q->note_arg, "log %s: fsync failed: %s",
-                       q->sl.path, strerror(errno));
-      rc = LA_EIO;
-    } else {
-      q->dirty = 0;
-      q->st.fsyncs++;
-    }
+  if (!q->dirty || q->sl.n_segs == 0) {
+    pthread_mutex_unlock(&q->mu);
+    return 0;
+  }
+  /* fsync a duplicate of the active segment's descriptor without the
+   * lock, so that appends (the loop's, the workers') go on meanwhile; a
+   * segment rolled in the meantime was fsynced by the roll itself */
+  int fd = fcntl(q->sl.segs[q->sl.n_segs - 1].fd, F_DUPFD_CLOEXEC, 0);
+  int rc = 0, err = 0;
+  if (fd < 0) { /* no descriptor to spare: as before, under the lock */
+    rc = la__seglog_sync(&q->sl);
+    err = errno;
+    if (rc == 0) q->dirty = 0;
+  } else {
+    q->dirty = 0;
+    pthread_mutex_unlock(&q->mu);
+    rc = fsync(fd) == 0 ? 0 : LA_EIO;
+    err = errno;
+    close(fd);
+    pthread_mutex_lock(&q->mu);
+    if (rc != 0) q->dirty = 1; /* the next sync tries again */
+  }
+  if (rc != 0) {
+    la__seglog_notef(q->note, q->note_arg, "log %s: fsync failed: %s",
+                     q->sl.path, strerror(err));
+    rc = LA_EIO;
+  } else {
+    q->st.fsyncs++;
   }
   pthread_mutex_unlock(&q->mu);
   return rc;

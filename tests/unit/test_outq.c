@@ -39,6 +39,7 @@
 #include "la.h"
 #include "outq.h"
 #include "seglog.h"
+#include "syncer.h"
 
 typedef struct fx {
   char dir[64];
@@ -488,6 +489,52 @@ static void test_concurrent_appends(void **state) {
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
+
+/* The log's fsync on the syncer's thread: what is appended is fsynced
+ * within a period, while appends go on from other threads (the fsync
+ * holds no lock: TSan checks the sharing); stopping a syncer whose period
+ * is an hour away returns at once, and la_outq_sync with nothing new
+ * syncs nothing. */
+static void test_syncer_thread(void **state) {
+  fx_t *f = *state;
+  la_outq_t *q = open_q(f, 64 << 10, 64 << 20, 64 << 10);
+  la_outq_stats_t st;
+  la_outq_get_stats(q, &st);
+  uint64_t before = st.fsyncs;
+  la_syncer_t *sy = NULL;
+  char why[200];
+  assert_int_equal(la_syncer_start(q, 0, &sy, why, sizeof why), LA_EINVAL);
+  assert_int_equal(la_syncer_start(q, 5, &sy, why, sizeof why), 0);
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(pthread_create(&t[i], NULL, appender, q), 0);
+  for (int i = 0; i < 2; i++) {
+    void *r = NULL;
+    pthread_join(t[i], &r);
+    assert_null(r);
+  }
+  app(q); /* after the appenders: the syncer must catch this one too */
+  int synced = 0;
+  for (int i = 0; i < 2000 && !synced; i++) { /* up to 10 s */
+    usleep(5000);
+    la_outq_get_stats(q, &st);
+    synced = st.fsyncs > before;
+  }
+  assert_true(synced);
+  la_syncer_stop(sy);
+  /* everything appended is synced now: another sync does nothing */
+  assert_int_equal(la_outq_sync(q), 0);
+  la_outq_get_stats(q, &st);
+  uint64_t after = st.fsyncs;
+  assert_int_equal(la_outq_sync(q), 0);
+  la_outq_get_stats(q, &st);
+  assert_int_equal(st.fsyncs, after);
+  assert_int_equal(la_syncer_start(q, 3600 * 1000, &sy, why, sizeof why), 0);
+  la_syncer_stop(sy); /* at once, not in an hour */
+  la_syncer_stop(NULL);
+  la_outq_close(q);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     T(test_append_next_ack),
@@ -501,6 +548,7 @@ int main(void) {
     T(test_memory_only),
     T(test_directory_checks),
     T(test_concurrent_appends),
+    T(test_syncer_thread),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
