@@ -186,14 +186,20 @@ static void wait_ga(const char *key, long long n) {
         "GlobalAgent %s: %lld, expected %lld", key, ga_ll(key), n);
 }
 
-/* Waits until the GlobalAgent stored n traces. */
-static void wait_traces(long long n) {
-  wait_ga("traces_stored", n);
-}
-
 /* Traces in the GlobalAgent's store. */
 static long long ntraces(void) {
   return la_test_sql_ll(T.s.db, "SELECT count(*) FROM traces");
+}
+
+/* Waits until the GlobalAgent stored n traces: its counter (taken in the
+ * batch) and then the store (the rows are committed on its committer
+ * thread, a little later). */
+static void wait_traces(long long n) {
+  wait_ga("traces_stored", n);
+  long long t0 = la_td_now_ms();
+  while (ntraces() < n && la_td_now_ms() - t0 < WAIT_MS) usleep(10000);
+  CHECK(ntraces() >= n, "%lld traces in the store, expected %lld",
+        ntraces(), n);
 }
 
 /* What the GlobalAgent got was clean: no trace received twice, none before
