@@ -11,6 +11,17 @@
  * two, so that the files using la_ga_store need nothing more. Between
  * req and done only the thread touches the store; the mutex orders
  * everything either side wrote to it.
+ *
+ * The gather window (la_ga_committer_gather): a small batch that expects
+ * more (committer.h) is not handed over at once; a one-shot uv_timer of
+ * store.gather_ms is started, the loop goes on ingesting into the same
+ * open transaction, and the batch is committed when it no longer expects
+ * more, grows to LA_GA_GATHER_FEW, or the timer fires (then through
+ * commit_fn, ingest.c's la_ga_commit), whichever comes first. The window
+ * is never extended, so nothing waits for its Ack longer than the window
+ * plus the commit. A loop caller that reaches the store meanwhile
+ * (la_ga_store) ends the window: it commits first, so that it reads only
+ * what is committed.
  */
 #include "committer.h"
 
@@ -41,6 +52,9 @@ struct la_ga_committer {
   unsigned long long commits, kill_after;
   la_ga_commit_done_fn done_fn; /* ingest.c's, on the loop */
   la_ga_after_commit_fn after_fn;
+  la_ga_commit_fn commit_fn;
+  uv_timer_t gather;  /* the gather window's deadline (loop only) */
+  int gathering;      /* the open batch waits for it */
 };
 
 static void *la__main(void *arg) {
@@ -94,13 +108,21 @@ static void la__on_async(uv_async_t *h) {
   if (!ga->committing) c->after_fn(ga);
 }
 
+static void la__on_gather(uv_timer_t *t) {
+  la_ga_committer_t *c = t->data;
+  c->gathering = 0;
+  c->commit_fn(c->ga);
+}
+
 int la_ga_committer_start(la_ga_t *ga, la_ga_commit_done_fn done,
-                          la_ga_after_commit_fn after) {
+                          la_ga_after_commit_fn after,
+                          la_ga_commit_fn commit) {
   la_ga_committer_t *c = calloc(1, sizeof *c);
   if (!c) return LA_ENOMEM;
   c->ga = ga;
   c->done_fn = done;
   c->after_fn = after;
+  c->commit_fn = commit;
   const char *k = getenv("LA_GA_TEST_KILL_AFTER_COMMIT");
   if (k) c->kill_after = strtoull(k, NULL, 10);
   if (pthread_mutex_init(&c->mu, NULL) != 0) {
@@ -119,10 +141,13 @@ int la_ga_committer_start(la_ga_t *ga, la_ga_commit_done_fn done,
     return LA_ENOMEM;
   }
   c->async.data = c;
+  uv_timer_init(ga->loop, &c->gather); /* cannot fail */
+  c->gather.data = c;
   int e = pthread_create(&c->th, NULL, la__main, c);
   if (e != 0) {
-    /* the handle is closed by the daemon's walk; c lives until stop */
+    /* the handles are closed by the daemon's walk; c lives until stop */
     uv_close((uv_handle_t *)&c->async, NULL);
+    uv_close((uv_handle_t *)&c->gather, NULL);
     c->quit = -1; /* no thread to join */
     ga->committer = c;
     la_log_warnx("commit thread not started (%d): commits run on the loop",
@@ -137,6 +162,29 @@ int la_ga_committer_ready(const la_ga_t *ga) {
   const la_ga_committer_t *c = ga->committer;
   return c && c->quit == 0 &&
          !uv_is_closing((const uv_handle_t *)&c->async);
+}
+
+int la_ga_committer_gather(la_ga_t *ga, size_t batch_n, int more) {
+  la_ga_committer_t *c = ga->committer;
+  if (!la_ga_committer_ready(ga) || uv_is_closing((uv_handle_t *)&c->gather))
+    return 0;
+  int wait = more && batch_n < LA_GA_GATHER_FEW && ga->set.gather_ms > 0;
+  if (c->gathering) {
+    if (wait) return 1; /* the window started earlier runs on */
+    la_ga_committer_gather_end(ga);
+    return 0;
+  }
+  if (!wait) return 0;
+  uv_timer_start(&c->gather, la__on_gather, (uint64_t)ga->set.gather_ms, 0);
+  c->gathering = 1;
+  return 1;
+}
+
+void la_ga_committer_gather_end(la_ga_t *ga) {
+  la_ga_committer_t *c = ga->committer;
+  if (!c || !c->gathering) return;
+  uv_timer_stop(&c->gather);
+  c->gathering = 0;
 }
 
 void la_ga_committer_submit(la_ga_t *ga) {
@@ -163,6 +211,8 @@ void la_ga_commit_wait(la_ga_t *ga) {
 
 la_store_t *la_ga_store(la_ga_t *ga) {
   la_ga_committer_t *c = ga->committer;
+  if (c && c->gathering && la_ga_committer_ready(ga))
+    c->commit_fn(ga); /* ends the window: handed over, waited for below */
   if (!ga->committing) return ga->store;
   /* waits for the thread to be done with the store; the result stays for
    * the async's callback (or la_ga_commit_wait), so that no caller finds

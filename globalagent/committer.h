@@ -18,9 +18,19 @@
  * happen inside such a caller). The store is then committed or rolled
  * back, with no batch open. One commit at a time; the batch the
  * loop builds next starts after the result.
+ *
+ * The gather window: on a busy node the ranks' traces of a cycle come one
+ * at a time, and each was a commit of its own (one fdatasync and about
+ * nine pages for one trace). A batch of fewer than LA_GA_GATHER_FEW
+ * messages that expects more (one of its traces joined a Trace-Set still
+ * missing ranks, and it closed no set: nothing waits to be published)
+ * waits up to store.gather_ms for them before it is committed; the batch
+ * that closes the set is committed at once, so publishing is not delayed.
  */
 #ifndef LA_GLOBALAGENT_COMMITTER_H
 #define LA_GLOBALAGENT_COMMITTER_H
+
+#include <stddef.h>
 
 typedef struct la_ga la_ga_t;
 typedef struct la_ga_committer la_ga_committer_t;
@@ -31,16 +41,31 @@ typedef struct la_ga_committer la_ga_committer_t;
  * la_ga_after_commit). */
 typedef void (*la_ga_commit_done_fn)(la_ga_t *ga, int rc, const char *why);
 typedef void (*la_ga_after_commit_fn)(la_ga_t *ga);
+/* Commits the open batch now (ingest.c's la_ga_commit): the window ended. */
+typedef void (*la_ga_commit_fn)(la_ga_t *ga);
+
+/* A batch of this many messages or more is committed without waiting. */
+#define LA_GA_GATHER_FEW 32
 
 /* Starts the thread and its uv_async on ga->loop. Returns 0, or a
  * negative LA_E* code (then commits run on the loop, as before; when
  * ga->committer is NULL, out of memory). */
 int la_ga_committer_start(la_ga_t *ga, la_ga_commit_done_fn done,
-                          la_ga_after_commit_fn after);
+                          la_ga_after_commit_fn after,
+                          la_ga_commit_fn commit);
 
 /* Whether a commit can be handed over now (started, its uv_async not
  * closing: the daemon stops). */
 int la_ga_committer_ready(const la_ga_t *ga);
+
+/* Whether the open batch of batch_n messages waits for more before it is
+ * committed (more: it expects more, as above): 1 starts the window (or
+ * keeps the one started for this batch running: it is never extended),
+ * 0 ends it (commit now). Without a commit thread, never. */
+int la_ga_committer_gather(la_ga_t *ga, size_t batch_n, int more);
+
+/* Ends the window, if one runs (the batch is being committed). */
+void la_ga_committer_gather_end(la_ga_t *ga);
 
 /* Hands the open batch's commit to the thread; ga->committing until the
  * result is handled. la_ga_committer_ready must hold. */

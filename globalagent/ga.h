@@ -246,6 +246,7 @@ struct la_ga {
    * end); NULL: the open-set limit. Set by ingest.c around stitcher calls. */
   const char *close_reason;
   size_t batch_n;
+  int batch_more; /* a trace of the batch joined a set still open */
   struct la_ga_closed *closed, **closed_tail; /* to publish after commit */
   /* committer.c: the commit thread, and whether it holds the store now
    * (a batch's commit handed over, its result not yet handled); the

@@ -475,6 +475,8 @@ static void la__stitch(la_ga_t *ga, la_ga_app_t *a, const char *app_id,
   if (t && sig && s != LA_STITCH_NEW && s != LA_STITCH_DUP)
     la_ga_sigs_drop(ga->rep_sigs, app_id, tag); /* no open set */
   la__seed(ga, s, app_id, a->nprocs, tag);
+  if (s == LA_STITCH_NEW && la_stitch_is_open(ga->stitch, app_id, tag))
+    ga->batch_more = 1; /* its other ranks' traces are to come */
   if (opening && s != LA_STITCH_NEW && s != LA_STITCH_DUP)
     la_held_drop(ga->held, app_id, tag);
   la__stitched(ga, s, app_id, rank, tag);
@@ -825,9 +827,11 @@ static void la__published(la_ga_t *ga, La__TraceSet *set, void *arg) {
 
 void la_ga_commit(la_ga_t *ga) {
   if (!ga->in_txn || ga->committing) return;
+  la_ga_committer_gather_end(ga);
   int rc = ga->txn_failed ? -1 : ga->agent_ops->record_seqs(ga);
   ga->in_txn = 0;
   ga->batch_n = 0;
+  ga->batch_more = 0;
   if (rc == 0 && la_ga_committer_ready(ga)) {
     la_ga_committer_submit(ga); /* la_ga_commit_done follows its result */
     return;
@@ -898,8 +902,15 @@ void la_ga_commit_done(la_ga_t *ga, int rc, const char *why) {
   ga->closed_tail = &ga->closed;
 }
 
+/* After the iteration's I/O: commits the batch, unless it waits for more
+ * in the gather window (committer.h; nothing waits to be published). */
 static void la__on_check(uv_check_t *h) {
-  la_ga_commit(h->data);
+  la_ga_t *ga = h->data;
+  if (ga->in_txn && !ga->committing &&
+      la_ga_committer_gather(ga, ga->batch_n,
+                             ga->batch_more && !ga->closed && !ga->txn_failed))
+    return;
+  la_ga_commit(ga);
 }
 
 /* Closes the sets that waited longer than stitch.timeout; while a commit
@@ -980,7 +991,8 @@ int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
     snprintf(why, why_len, "out of memory");
     return LA_ENOMEM;
   }
-  if (la_ga_committer_start(ga, la_ga_commit_done, la_ga_after_commit) != 0 &&
+  if (la_ga_committer_start(ga, la_ga_commit_done, la_ga_after_commit,
+                            la_ga_commit) != 0 &&
       !ga->committer) {
     snprintf(why, why_len, "out of memory");
     return LA_ENOMEM;

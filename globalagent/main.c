@@ -125,6 +125,7 @@ static void la__reload(void *daemon) {
   ga->set.set_timeout_ms = n.set_timeout_ms;
   ga->set.max_open_sets = n.max_open_sets;
   ga->set.batch_max = n.batch_max;
+  ga->set.gather_ms = n.gather_ms;
   ga->set.require_owner = n.require_owner;
   ga->set.refused_retention_ms = n.refused_retention_ms;
   ga->set.refused_max_per_agent = n.refused_max_per_agent;

@@ -47,6 +47,7 @@ typedef struct la_ga_settings {
   char db_url[1024]; /* PostgreSQL, shared by shards ("" = SQLite at db) */
   int fsync;
   int64_t batch_max;
+  int64_t gather_ms; /* a small batch waits this long for more (0: off) */
   /* [appid] (docs/security.md, "Application ids across nodes") */
   int require_owner;              /* a RankStart without owner_uid under
                                      a bound id is refused */

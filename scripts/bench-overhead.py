@@ -318,6 +318,11 @@ def main():
             order = list(variants)
             random.Random(rep).shuffle(order)
             for name, key, prog, args, env in order:
+                # an id of its own per run: a rerun under the same id
+                # would be the GlobalAgent's duplicates, not new traces
+                if "LA_APP_ID" in env:
+                    env = dict(env, LA_APP_ID="%s-r%d" % (env["LA_APP_ID"],
+                                                          rep))
                 wall, app, dcpu, whole, prof, reg, waits = run(
                     prog, args, env, daemons)
                 li, gi = pair["/B" if key.endswith("/B") else ""]

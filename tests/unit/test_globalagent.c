@@ -1938,6 +1938,51 @@ static void test_message_filling_a_batch_is_acked(void **state) {
         rc1 ? "RankStart" : "CompactTrace", stored, why);
 }
 
+/* test_burst_within_gather_window_is_one_commit: the gather window
+ * (store.gather, here 1 s). A cycle's traces of four ranks sent 20 ms
+ * apart, as a busy node's ranks' come, are one group commit (the
+ * `commits` status row): the first joins a set still missing ranks, so
+ * its batch waits; the fourth closes the set, and the batch is committed
+ * at once; the set is published complete. A lone trace of a set whose
+ * other rank never sends is acknowledged all the same once the window
+ * ends, in one commit of its own. Without the window (store.gather=0)
+ * the burst was four commits. */
+static void test_burst_within_gather_window_is_one_commit(void **state) {
+  need_daemons();
+  const char *ex[] = {"--store.gather=1s", "--stitch.timeout=60m", NULL};
+  start_ga(ex, 0);
+  la_client_t *sub = subscribe(0, "gather-1");
+  la_compact_result_t r;
+  big_trace(300, &r);
+  fake_t f;
+  CHECK(fake_connect(&f, "nodeG", T.key) == 0, "refused");
+  for (uint32_t k = 0; k < 4; k++) fake_rank_start(&f, "gather-1", k, 4, 300);
+  fake_rank_start(&f, "gather-2", 0, 2, 300);
+  fake_wait_acked(&f);
+  long long c0 = ga_status("commits");
+  for (uint32_t k = 0; k < 4; k++) {
+    fake_trace(&f, "gather-1", k, 0, &r);
+    nanosleep(&(struct timespec){0, 20 * 1000000L}, NULL);
+  }
+  fake_wait_acked(&f);
+  long long c1 = ga_status("commits");
+  expect_set(sub, 0, 1);
+  fake_trace(&f, "gather-2", 0, 0, &r); /* rank 1 never sends */
+  fake_wait_acked(&f);
+  long long c2 = ga_status("commits");
+  close(f.fd);
+  la_compact_result_free(&r);
+  CHECK(c1 - c0 == 1,
+        "a burst of 4 traces within the window took %lld commits (1 "
+        "expected)",
+        c1 - c0);
+  CHECK(c2 - c1 == 1, "the lone trace took %lld commits (1 expected)",
+        c2 - c1);
+  CHECK(db_ll("SELECT count(*) FROM traces WHERE app_id LIKE 'gather-%%'") ==
+            5,
+        "not every trace of the burst and the lone one is stored");
+}
+
 /* test_kill_between_commit_and_ack: the group commit runs on the
  * committer thread and the loop acknowledges after its result. The
  * GlobalAgent is killed (LA_GA_TEST_KILL_AFTER_COMMIT, SIGKILL on the
@@ -2092,6 +2137,7 @@ int main(void) {
       T(test_sigterm_at_first_port_file),
       T(test_message_filling_a_batch_is_acked),
       T(test_kill_between_commit_and_ack),
+      T(test_burst_within_gather_window_is_one_commit),
 #undef T
   };
   /* LA_TEST_FILTER=pattern runs only the matching tests (cmocka's glob) */
