@@ -451,6 +451,40 @@ static size_t same_coded_bytes(const double *ks, uint64_t m, double kref,
   return na;
 }
 
+/* A coded record written into exactly the room it needs (limit one byte
+ * more than its length) is the same bytes as with room to spare, and
+ * nothing past limit is written; with limit its length, the coder
+ * declines and writes nothing past limit: the bit writer's 8-byte stores
+ * stay inside the room, for the point form (many symbols, a few bits a
+ * point) and the run form, in the scalar and the AVX2 code, records of
+ * lengths that are not multiples of three codes. */
+static void test_coded_run_stays_in_its_room(void **state) {
+  (void)state;
+  static uint8_t a[LA_CENC_QRUN_MAX * 10], b[LA_CENC_QRUN_MAX * 10];
+  double ks[LA_CENC_QRUN_MAX];
+  uint64_t seed = 41;
+  for (int form = 0; form < 2; form++)
+    for (uint64_t m = 100; m <= LA_CENC_QRUN_MAX; m += 997) {
+      for (uint64_t j = 0; j < m; j++) {
+        double u = la_compact_rand01(&seed);
+        ks[j] = form == 0 ? floor(20 + 12 * u * u)
+                : u < 0.8 ? 26
+                          : floor(1 + 30 * la_compact_rand01(&seed));
+      }
+      for (int simd = 0; simd < 2; simd++) {
+        size_t n = la_huff_qrun_encode(ks, m, 0, a, m * 9, NULL, simd);
+        assert_true(n > 0 && n < m);
+        for (size_t lim = n; lim <= n + 1; lim++) {
+          memset(b, 0xa5, sizeof b);
+          size_t got = la_huff_qrun_encode(ks, m, 0, b, lim, NULL, simd);
+          assert_int_equal(got, lim > n ? n : 0);
+          if (got) assert_memory_equal(a, b, n);
+          for (size_t k = lim; k < lim + 16; k++) assert_int_equal(b[k], 0xa5);
+        }
+      }
+    }
+}
+
 /* The run form's tokens found from the gaps between the points that are
  * not the mode (AVX2 masks) and point by point give the same bytes: modes
  * in gaps of 0..100 points (31, 32, 33 and 64 among them), at the start
@@ -922,6 +956,7 @@ int main(void) {
     cmocka_unit_test(test_coded_runs_far_values),
       cmocka_unit_test(test_coded_symbols_same_bytes),
       cmocka_unit_test(test_run_tokens_gaps_same_bytes),
+      cmocka_unit_test(test_coded_run_stays_in_its_room),
       cmocka_unit_test(test_coded_runs_refused),
       cmocka_unit_test(test_run_form_round_trip),
       cmocka_unit_test(test_run_form_whole_series),
