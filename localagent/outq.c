@@ -542,7 +542,10 @@ int la_outq_sync(la_outq_t *q) {
   /* fsync a duplicate of the active segment's descriptor without the
    * lock, so that appends (the loop's, the workers') go on meanwhile; a
    * segment rolled in the meantime was fsynced by the roll itself */
-  int fd = fcntl(q->sl.segs[q->sl.n_segs - 1].fd, F_DUPFD_CLOEXEC, 0);
+  /* dup (not fcntl F_DUPFD: ThreadSanitizer follows a descriptor's
+   * reuse through dup only); the agent starts no process to leak it to */
+  int fd = dup(q->sl.segs[q->sl.n_segs - 1].fd);
+  if (fd >= 0) (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
   int rc = 0, err = 0;
   if (fd < 0) { /* no descriptor to spare: as before, under the lock */
     rc = la__seglog_sync(&q->sl);

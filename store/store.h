@@ -114,8 +114,8 @@ const char *la_store_errmsg(la_store_t *s);
  * interference), when given, go to the rank_fidelity table, also once;
  * its grid (dimensions, origin and global extent when given) to the
  * rank_grid table, also once.
- * A RankStart of a rank that ended, from the same host with a higher
- * sequence number than its RankEnd, is a registration again (its
+ * A RankStart of a rank that ended, from the same host and process (pid)
+ * with a higher sequence number than its RankEnd, is a registration again (its
  * LocalAgent restarted; LA_finalize and LA_register again): the end is
  * undone and the row takes the new start; *reopened (may be NULL) says so.
  * Returns 0, LA_EPROTO when the application is known with another nprocs

@@ -48,16 +48,18 @@ const char *const la__store_sql[S__COUNT] = {
         " pid = excluded.pid, t_start_ns = excluded.t_start_ns,"
         " start_seq = excluded.start_seq WHERE ranks.started = 0",
     /* A RankStart of an ended rank, sent after its end by the same
-     * LocalAgent (a higher sequence number from the same host): the rank
-     * registered again (its LocalAgent restarted, or LA_finalize and
-     * LA_register again). Its end is undone; a resend or an older copy
-     * (a lower number) changes nothing. */
+     * LocalAgent (a higher sequence number from the same host) for the
+     * same process (pid): the rank registered again (its LocalAgent
+     * restarted, or LA_finalize and LA_register again). Its end is undone;
+     * a resend or an older copy (a lower number) changes nothing, and
+     * another process under the same id is a second run, not this. */
     [S_RANK_REOPEN] =
         "UPDATE ranks SET ended = 0, end_reason = NULL, cycles = NULL,"
         " skipped = NULL, t_end_ns = NULL, end_seq = NULL,"
         " n_elements = ?3, pid = ?5, t_start_ns = ?6, start_seq = ?7"
         " WHERE app_id = ?1 AND rank = ?2 AND started = 1 AND ended = 1"
-        " AND host = CAST(?4 AS TEXT) AND CAST(?7 AS INTEGER) > 0"
+        " AND host = CAST(?4 AS TEXT) AND pid = CAST(?5 AS INTEGER)"
+        " AND CAST(?7 AS INTEGER) > 0"
         " AND end_seq > 0 AND CAST(?7 AS INTEGER) > end_seq",
     [S_RANK_LAZY] = "INSERT OR IGNORE INTO ranks(app_id, rank) VALUES (?1, ?2)",
     [S_RANK_END] =

@@ -403,10 +403,10 @@ static void test_conflicting_nprocs(void **state) {
 
 /* A rank that registers again after its end (its LocalAgent restarted:
  * a RankEnd "LocalAgent restarted", then a RankStart with a higher
- * sequence number from the same host) is running again; the end of the
- * registration again is the one kept. Resent or older copies of either
- * message change nothing, and a RankStart from another host does not
- * reopen. */
+ * sequence number from the same host and process) is running again; the
+ * end of the registration again is the one kept. Resent or older copies of
+ * either message change nothing, and a RankStart from another host or
+ * another process (a second run under the same id) does not reopen. */
 static void test_rank_registered_again(void **state) {
   fx_t *f = *state;
   La__RankStart m = rank_start("r", 0, 2, 10); /* seq 1 */
@@ -429,11 +429,17 @@ static void test_rank_registered_again(void **state) {
   assert_int_equal(reopened, 0);
   assert_int_equal(la_store_app_ranks_ended(f->s, "r", &np, &ended), 0);
   assert_int_equal(ended, 1);
-  /* the registration again */
+  /* another process under the same id, newer: a second run, not this */
+  La__RankStart second = m;
+  second.seq = 110;
+  second.pid = 4242;
+  assert_int_equal(la_store_rank_start(f->s, &second, &reopened), 0);
+  assert_int_equal(reopened, 0);
+  /* the registration again: the same process */
   La__RankStart again = m;
   again.seq = 120;
-  again.has_pid = 1;
-  again.pid = 4242;
+  again.has_t_start_ns = 1;
+  again.t_start_ns = 1700000002000000000ull;
   assert_int_equal(la_store_rank_start(f->s, &again, &reopened), 0);
   assert_int_equal(reopened, 1);
   assert_int_equal(la_store_app_ranks_ended(f->s, "r", &np, &ended), 0);
@@ -458,8 +464,10 @@ static void test_rank_registered_again(void **state) {
   raw_text(f->path, "SELECT end_reason FROM ranks WHERE app_id = 'r'", txt,
            sizeof txt);
   assert_string_equal(txt, "finalize");
-  assert_int_equal(
-      raw_int(f->path, "SELECT pid FROM ranks WHERE app_id = 'r'"), 4242);
+  assert_int_equal(raw_int(f->path, "SELECT CASE WHEN t_start_ns = "
+                                    "1700000002000000000 THEN 1 ELSE 0 END"
+                                    " FROM ranks WHERE app_id = 'r'"),
+                   1);
 }
 
 /* -------------------------------------------------------------- traces */
