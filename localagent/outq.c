@@ -55,6 +55,7 @@ struct la_outq {
   uint64_t mem_limit, log_limit;
   uint64_t next_seq, last_ack_logged;
   int has_log, fsync_each, dirty, rolling;
+  int syncing, trim_pending; /* la_outq_syncs fsyncing without the lock */
   la__seglog_t sl;
   uint8_t *rbuf;
   size_t rcap;
@@ -518,7 +519,12 @@ int la_outq_ack(la_outq_t *q, uint64_t seq) {
       if (la__room(q, la__seglog_rec_size(&r), 1) &&
           la__write(q, &r, NULL, NULL) == 0)
         q->last_ack_logged = seq;
-      la__seglog_trim(&q->sl, seq);
+      /* while la_outq_sync fsyncs a segment without the lock, no segment
+       * is closed: that one may have become deletable meanwhile */
+      if (q->syncing)
+        q->trim_pending = 1;
+      else
+        la__seglog_trim(&q->sl, seq);
     }
   }
   pthread_mutex_unlock(&q->mu);
@@ -539,27 +545,22 @@ int la_outq_sync(la_outq_t *q) {
     pthread_mutex_unlock(&q->mu);
     return 0;
   }
-  /* fsync a duplicate of the active segment's descriptor without the
-   * lock, so that appends (the loop's, the workers') go on meanwhile; a
-   * segment rolled in the meantime was fsynced by the roll itself */
-  /* dup (not fcntl F_DUPFD: ThreadSanitizer follows a descriptor's
-   * reuse through dup only); the agent starts no process to leak it to */
-  int fd = dup(q->sl.segs[q->sl.n_segs - 1].fd);
-  if (fd >= 0) (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-  int rc = 0, err = 0;
-  if (fd < 0) { /* no descriptor to spare: as before, under the lock */
-    rc = la__seglog_sync(&q->sl);
-    err = errno;
-    if (rc == 0) q->dirty = 0;
-  } else {
-    q->dirty = 0;
-    pthread_mutex_unlock(&q->mu);
-    rc = fsync(fd) == 0 ? 0 : LA_EIO;
-    err = errno;
-    close(fd);
-    pthread_mutex_lock(&q->mu);
-    if (rc != 0) q->dirty = 1; /* the next sync tries again */
+  /* fsync the active segment without the lock, so that appends (the
+   * loop's, the workers') go on meanwhile; a segment rolled in the
+   * meantime was fsynced by the roll itself, and no segment is closed
+   * until this one is synced (syncing: acknowledgements defer their trim) */
+  int fd = q->sl.segs[q->sl.n_segs - 1].fd;
+  q->syncing++;
+  q->dirty = 0;
+  pthread_mutex_unlock(&q->mu);
+  int rc = fsync(fd) == 0 ? 0 : LA_EIO;
+  int err = errno;
+  pthread_mutex_lock(&q->mu);
+  if (--q->syncing == 0 && q->trim_pending) {
+    q->trim_pending = 0;
+    la__seglog_trim(&q->sl, q->st.last_acked);
   }
+  if (rc != 0) q->dirty = 1; /* the next sync tries again */
   if (rc != 0) {
     la__seglog_notef(q->note, q->note_arg, "log %s: fsync failed: %s",
                      q->sl.path, strerror(err));

@@ -189,9 +189,9 @@ int la_outq_ack(la_outq_t *q, uint64_t seq);
 void la_outq_rewind(la_outq_t *q);
 
 /* fsync of the log when something was appended since the last one. Any
- * thread; the fsync runs without the queue's lock (on a duplicate of the
- * active segment's descriptor), so appends go on meanwhile. Returns 0 or
- * LA_EIO (noted; the next call tries again). */
+ * thread; the fsync runs without the queue's lock (acknowledgements
+ * meanwhile defer deleting segments until it returns), so appends go on.
+ * Returns 0 or LA_EIO (noted; the next call tries again). */
 int la_outq_sync(la_outq_t *q);
 
 /* Changes the limits (SIGHUP); nothing already queued moves. */
