@@ -89,7 +89,11 @@ int la_robust_new(uint64_t n, const la_robust_params_t *p, la_robust_t **out) {
     la_robust_free(r);
     return LA_ENOMEM;
   }
-  for (uint64_t i = 0; i < n; i++) r->run[i] = LA__NO_EST;
+  /* no estimate yet; the others are read only once set, but read by the
+   * rules without a branch before that (zero then) */
+  memset(r->run, LA__NO_EST, n);
+  memset(r->est, 0, n * sizeof(float));
+  memset(r->pend, 0, n * sizeof(float));
   if (p->stride[0] >= 2 && n % p->stride[0] == 0 && n > p->stride[0]) {
     /* row r = j + ny * k: j +- 1 within its plane, k +- 1 is ny rows away */
     r->nx = p->stride[0];
@@ -203,6 +207,20 @@ static int la__front(const la_robust_t *r, uint64_t i, double v, int marked) {
 }
 
 #if LA_COMPACT_X86
+/* la__agrees() of four values v with four estimates nb (vup: 1 + tol,
+ * vat: abs_tol): bit k for lane k, the same comparisons in double (the
+ * division too: IEEE gives the same bits). */
+__attribute__((target("avx2"))) static inline unsigned la__agrees4(
+    __m256d v, __m256d nb, __m256d vup, __m256d vat) {
+  __m256d agree = _mm256_and_pd(
+      _mm256_and_pd(_mm256_cmp_pd(nb, _mm256_setzero_pd(), _CMP_GT_OQ),
+                    _mm256_cmp_pd(v, _mm256_add_pd(_mm256_mul_pd(nb, vup), vat),
+                                  _CMP_LE_OQ)),
+      _mm256_cmp_pd(v, _mm256_sub_pd(_mm256_div_pd(nb, vup), vat),
+                    _CMP_GE_OQ));
+  return (unsigned)_mm256_movemask_pd(agree);
+}
+
 /* la__front() with AVX2: the four neighbours in a row and a plane (i-1,
  * i+1, i-s1, i+s1) tested at once, without a branch per neighbour (which
  * neighbour agrees is as random as the interference): the same
@@ -241,13 +259,7 @@ __attribute__((target("avx2"))) static int la__front_avx2(const la_robust_t *r,
       _mm256_cvtps_pd(_mm_set_ps(est[j3], est[j2], est[j1], est[j0]));
   const __m256d vv = _mm256_set1_pd(v), vup = _mm256_set1_pd(1 + r->p.tol);
   const __m256d vat = _mm256_set1_pd(r->p.abs_tol);
-  __m256d agree = _mm256_and_pd(
-      _mm256_and_pd(_mm256_cmp_pd(nb, _mm256_setzero_pd(), _CMP_GT_OQ),
-                    _mm256_cmp_pd(vv, _mm256_add_pd(_mm256_mul_pd(nb, vup), vat),
-                                  _CMP_LE_OQ)),
-      _mm256_cmp_pd(vv, _mm256_sub_pd(_mm256_div_pd(nb, vup), vat),
-                    _CMP_GE_OQ));
-  if ((unsigned)_mm256_movemask_pd(agree) & ok) return 1;
+  if (la__agrees4(vv, nb, vup, vat) & ok) return 1;
   if (s2) {
     if (i >= s2 && (!marked || mark[i - s2] == LA__M_FRONT) &&
         la__nb(r, i - s2, v))
@@ -263,11 +275,14 @@ __attribute__((target("avx2"))) static int la__front_avx2(const la_robust_t *r,
  * that has an estimate, a usable value and a value within the band above
  * it (no run, no front, no count) gets the estimate the scalar rule
  * computes (the same operations in double, no fused ones) in nv[]; the
- * other lanes are left to the scalar rules. Returns the lanes done (bit
- * k: element i + k); stores nothing. */
+ * other lanes are left to the scalar rules (nv[] holds their estimates
+ * as they were). Returns the lanes done (bit k: element i + k) and sets
+ * *above to the lanes with an estimate and a
+ * usable value above the band (the rules for a rise or a hold); stores
+ * nothing. */
 __attribute__((target("avx2"))) static unsigned la__group_avx2(
     const la_robust_t *r, const double *x, const uint8_t *flags, uint64_t i,
-    float nv[4]) {
+    float nv[4], unsigned *above) {
   const la_robust_params_t *p = &r->p;
   double up = 1 + p->tol;
   const __m256d vup = _mm256_set1_pd(up), vdown = _mm256_set1_pd(1 / up);
@@ -278,23 +293,99 @@ __attribute__((target("avx2"))) static unsigned la__group_avx2(
   memcpy(&run, r->run + i, 4);
   if (flags) memcpy(&fl, flags + i, 4);
   /* lanes without a byte of 255 in run (no estimate yet) or a flag */
-  unsigned lanes = 0;
-  for (unsigned k = 0; k < 4; k++)
-    lanes |= (unsigned)(((run >> (8 * k)) & 0xffu) != LA__NO_EST &&
-                        ((fl >> (8 * k)) & 0xffu) == 0)
-             << k;
+  const __m128i z = _mm_setzero_si128();
+  unsigned lanes =
+      (unsigned)_mm_movemask_epi8(_mm_andnot_si128(
+          _mm_cmpeq_epi8(_mm_cvtsi32_si128((int)run), _mm_set1_epi8(-1)),
+          _mm_cmpeq_epi8(_mm_cvtsi32_si128((int)fl), z))) &
+      0xfu;
   __m256d v = _mm256_loadu_pd(x + i);
   __m256d old = _mm256_cvtps_pd(_mm_loadu_ps(r->est + i));
-  __m256d ok = _mm256_and_pd(
-      _mm256_cmp_pd(_mm256_andnot_pd(sign, v), inf, _CMP_LT_OQ),
-      _mm256_cmp_pd(v, _mm256_add_pd(_mm256_mul_pd(old, vup), vat),
-                    _CMP_LE_OQ));
-  lanes &= (unsigned)_mm256_movemask_pd(ok);
+  unsigned fin = (unsigned)_mm256_movemask_pd(
+      _mm256_cmp_pd(_mm256_andnot_pd(sign, v), inf, _CMP_LT_OQ));
+  unsigned in = (unsigned)_mm256_movemask_pd(_mm256_cmp_pd(
+      v, _mm256_add_pd(_mm256_mul_pd(old, vup), vat), _CMP_LE_OQ));
+  *above = lanes & fin & ~in & 0xfu;
+  lanes &= fin & in;
   __m256d fol = _mm256_add_pd(old, _mm256_mul_pd(vfo, _mm256_sub_pd(v, old)));
   __m256d down = _mm256_cmp_pd(
       v, _mm256_sub_pd(_mm256_mul_pd(old, vdown), vat), _CMP_LT_OQ);
-  _mm_storeu_ps(nv, _mm256_cvtpd_ps(_mm256_blendv_pd(fol, v, down)));
+  __m256d est = _mm256_blendv_pd(fol, v, down);
+  __m256d done = _mm256_castsi256_pd(_mm256_cmpgt_epi64(
+      _mm256_and_si256(_mm256_set1_epi64x((long long)lanes),
+                       _mm256_setr_epi64x(1, 2, 4, 8)),
+      _mm256_setzero_si256()));
+  _mm_storeu_ps(nv, _mm256_cvtpd_ps(_mm256_blendv_pd(old, est, done)));
   return lanes;
+}
+
+/* Where the four elements from i have their neighbours (la__front's
+ * rules): bit k of each mask for element i + k. col and pl are i's column
+ * (i % s1) and place in its plane (i % s2; i without planes); needs s1 and
+ * s2 0 or at least 4, so a column or place wraps at most once in a
+ * group. */
+typedef struct la__nbmask {
+  unsigned left, right, up, down, pup, pdown;
+} la__nbmask_t;
+
+static inline la__nbmask_t la__group_nbmask(uint64_t n, uint64_t s1,
+                                            uint64_t s2, uint64_t i,
+                                            uint64_t col, uint64_t pl) {
+  la__nbmask_t m = {0, 0, 0, 0, 0, 0};
+  for (unsigned k = 0; k < 4; k++) {
+    uint64_t e = i + k, c = col + k, q = pl + k;
+    if (s1 && c >= s1) c -= s1;
+    if (s2 && q >= s2) q -= s2;
+    m.left |= (unsigned)(e > 0 && (s1 == 0 || c != 0)) << k;
+    m.right |= (unsigned)(e + 1 < n && (s1 == 0 || c + 1 != s1)) << k;
+    m.up |= (unsigned)(s1 && q >= s1) << k;
+    m.down |= (unsigned)(s1 && e + s1 < n && (s2 == 0 || q + s1 < s2)) << k;
+    m.pup |= (unsigned)(s2 && e >= s2) << k;
+    m.pdown |= (unsigned)(s2 && e + s2 < n) << k;
+  }
+  return m;
+}
+
+/* la__agrees() of the four values v with the four estimates from est + j
+ * (those with run bytes of 255, no estimate yet, do not agree): bit k for
+ * lane k, the same operations in double. */
+__attribute__((target("avx2"))) static inline unsigned la__agree4_avx2(
+    const la_robust_t *r, uint64_t j, __m256d v, __m256d vup, __m256d vat) {
+  uint32_t run;
+  memcpy(&run, r->run + j, 4);
+  unsigned none = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+                      _mm_cvtsi32_si128((int)run), _mm_set1_epi8(-1))) &
+                  0xfu;
+  __m256d nb = _mm256_cvtps_pd(_mm_loadu_ps(r->est + j));
+  return la__agrees4(v, nb, vup, vat) & ~none;
+}
+
+/* The forward pass's neighbour test of the four elements from i, all but
+ * the left neighbour's (i + k - 1: the rule of lane k - 1 may just have
+ * changed it): bit k when x[i + k] agrees with the estimate of i + k + 1,
+ * i + k -+ s1 or i + k -+ s2 where it exists (m). Read before any lane of
+ * the group is updated, these are the estimates la__front() reads: the
+ * later lanes' and those s1, s2 ahead not updated yet, those s1, s2 behind
+ * final (s1, s2 0 or at least 4). Needs those estimates inside the arrays:
+ * i >= max(s1, s2) and i + max(s1, s2) + 4 < n (elsewhere the caller
+ * tests lane by lane). */
+__attribute__((target("avx2"))) static unsigned la__group_front_avx2(
+    const la_robust_t *r, const double *x, uint64_t i,
+    const la__nbmask_t *m) {
+  uint64_t s1 = r->p.stride[0], s2 = r->p.stride[1];
+  const __m256d v = _mm256_loadu_pd(x + i);
+  const __m256d vup = _mm256_set1_pd(1 + r->p.tol);
+  const __m256d vat = _mm256_set1_pd(r->p.abs_tol);
+  unsigned a = la__agree4_avx2(r, i + 1, v, vup, vat) & m->right;
+  if (s1) {
+    a |= la__agree4_avx2(r, i - s1, v, vup, vat) & m->up;
+    a |= la__agree4_avx2(r, i + s1, v, vup, vat) & m->down;
+  }
+  if (s2) {
+    a |= la__agree4_avx2(r, i - s2, v, vup, vat) & m->pup;
+    a |= la__agree4_avx2(r, i + s2, v, vup, vat) & m->pdown;
+  }
+  return a;
 }
 #endif
 
@@ -306,6 +397,50 @@ static inline int la__front_any(const la_robust_t *r, uint64_t i, double v,
   if (r->simd) return la__front_avx2(r, i, v, marked);
 #endif
   return la__front(r, i, v, marked);
+}
+
+/* c ? a : b (c 0 or 1) without a branch, on the bits. */
+static inline float la__pick(unsigned c, float a, float b) {
+  uint32_t ua, ub;
+  memcpy(&ua, &a, 4);
+  memcpy(&ub, &b, 4);
+  ub ^= (ua ^ ub) & (0u - c);
+  memcpy(&b, &ub, 4);
+  return b;
+}
+
+/* la__agrees() without a branch (every comparison made). */
+static inline unsigned la__agrees_all(double v, double nb, double up,
+                                      double at) {
+  return (unsigned)(nb > 0) & (unsigned)(v <= nb * up + at) &
+         (unsigned)(v >= nb / up - at);
+}
+
+/* The rules for a value v of element i above its band when the rule of
+ * neighbours applies and nb is its answer (not seen): la__step()'s, without
+ * a branch on which rule applies (a rise with a front, a hold, a confirmed
+ * run: as random as the interference); the same state, counts and
+ * estimate. */
+static inline void la__rise_nb(la_robust_t *r, uint64_t i, double v,
+                               unsigned nb, uint64_t *suspect,
+                               uint64_t *rises) {
+  const la_robust_params_t *p = &r->p;
+  double up = 1 + p->tol, at = p->abs_tol;
+  float pv = (float)v, pf = r->pend[i], old = r->est[i];
+  double pd = pf;
+  unsigned run = r->run[i];
+  /* la__suspect()'s rules: a new level, the same level, or above it */
+  unsigned fresh = (unsigned)(run == 0) | (unsigned)(pv < pd / up - at);
+  unsigned same = (fresh ^ 1u) & (unsigned)(pv <= pd * up + at);
+  float np = la__pick(fresh | (same & (unsigned)(pv < pd)), pv, pf);
+  unsigned nr = fresh ? 1 : run + same;
+  unsigned conf = (unsigned)(nr >= p->confirm), rose = nb | conf;
+  r->pend[i] = la__pick(nb, pf, np);
+  r->run[i] = (uint8_t)(nr & (0u - (rose ^ 1u)));             /* 0: rose */
+  r->mark[i] = (uint8_t)(nb * LA__M_FRONT + (rose ^ 1u) * LA__M_HELD);
+  r->est[i] = la__pick(nb, pv, la__pick(conf, np, old));
+  *rises += rose;
+  *suspect += rose ^ 1u;
 }
 
 /* The forward pass's rules for element i (every case). */
@@ -347,12 +482,87 @@ static inline void la__step(la_robust_t *r, const double *x,
   r->est[i] = (float)e;
 }
 
+#if LA_COMPACT_X86
+/* The forward pass over the whole groups of four with AVX2 (la__forward()
+ * says how), compiled for AVX2 so that the group's kernels inline.
+ * Returns the first element not done. */
+__attribute__((target("avx2"))) static uint64_t la__forward_avx2(
+    la_robust_t *r, const double *x, const uint8_t *flags, int seen,
+    uint64_t *flagged, uint64_t *suspect, uint64_t *rises) {
+  uint64_t i = 0, n = r->n;
+  uint64_t s1 = r->p.stride[0], s2 = r->p.stride[1];
+  uint64_t smax = s1 > s2 ? s1 : s2;
+  int grp = !seen && r->p.neighbour && (s1 == 0 || s1 >= 4) &&
+            (s2 == 0 || s2 >= 4);
+  uint64_t col = 0, pl = 0; /* i % s1, i % s2 (i without planes) */
+  for (; i + 4 <= n; i += 4) {
+    float nv[4];
+    unsigned above, lanes = la__group_avx2(r, x, flags, i, nv, &above);
+    uint64_t c = col, q = pl;
+    col += 4, pl += 4; /* the next group's (s1, s2 >= 4: one wrap) */
+    if (s1 && col >= s1) col -= s1;
+    if (s2 && pl >= s2) pl -= s2;
+    if (lanes == 0xf) {
+      memcpy(r->est + i, nv, sizeof nv);
+      memset(r->run + i, 0, 4);
+      continue;
+    }
+    if (grp && i > 0 && i >= smax && i + smax + 4 < n) {
+      /* the neighbours but the left ones tested before any lane is
+       * updated; the lanes in the band updated at once (the others'
+       * rules read no later lane's estimate), then the others in order
+       * (each reads the one before it updated) */
+      unsigned nbr = 0, left = 0;
+      if (above) {
+        la__nbmask_t m = la__group_nbmask(n, s1, s2, i, c, q);
+        nbr = la__group_front_avx2(r, x, i, &m);
+        left = m.left;
+      }
+      uint32_t run;
+      memcpy(r->est + i, nv, sizeof nv);
+      memcpy(&run, r->run + i, 4); /* bytes of the lanes done to 0 */
+      run &= ~(((lanes * 0x204081u) & 0x01010101u) * 0xffu);
+      memcpy(r->run + i, &run, 4);
+      for (unsigned todo = ~lanes & 0xfu; todo; todo &= todo - 1) {
+        unsigned k = (unsigned)__builtin_ctz(todo);
+        uint64_t e = i + k;
+        if (above >> k & 1) {
+          double v = x[e];
+          unsigned nb =
+              (nbr >> k & 1) |
+              ((left >> k & 1) & (unsigned)(r->run[e - 1] != LA__NO_EST) &
+               la__agrees_all(v, (double)r->est[e - 1], 1 + r->p.tol,
+                              r->p.abs_tol));
+          la__rise_nb(r, e, v, nb, suspect, rises);
+        } else {
+          la__step(r, x, flags, e, seen, flagged, suspect, rises);
+        }
+      }
+      continue;
+    }
+    for (unsigned k = 0; k < 4; k++) {
+      uint64_t e = i + k;
+      if (lanes >> k & 1) {
+        r->est[e] = nv[k];
+        r->run[e] = 0;
+      } else {
+        la__step(r, x, flags, e, seen, flagged, suspect, rises);
+      }
+    }
+  }
+  return i;
+}
+#endif
+
 /* The forward pass: every element's new estimate, in element order (a
  * rule for element i reads the new estimates of the elements before it
  * and the old ones of those after it). With detection and this cycle's
  * flags, a usable value above the band is measured work. With AVX2, four
  * elements at a time: the lanes in the band take the vector's estimate,
- * the others the scalar rules, lane by lane in order. */
+ * the others the scalar rules, lane by lane in order; the lanes above
+ * their band have their neighbours but the left one tested for the group
+ * at once (la__group_front_avx2, where the strides reach beyond a group)
+ * and the left one as their turn comes. */
 static void la__forward(la_robust_t *r, const double *x, const uint8_t *flags,
                         uint64_t *flagged, uint64_t *suspect,
                         uint64_t *rises) {
@@ -360,35 +570,111 @@ static void la__forward(la_robust_t *r, const double *x, const uint8_t *flags,
   uint64_t i = 0, n = r->n;
   memset(r->mark, LA__M_NONE, n * sizeof *r->mark);
 #if LA_COMPACT_X86
-  if (r->simd) {
-    for (; i + 4 <= n; i += 4) {
-      float nv[4];
-      unsigned lanes = la__group_avx2(r, x, flags, i, nv);
-      if (lanes == 0xf) {
-        memcpy(r->est + i, nv, sizeof nv);
-        memset(r->run + i, 0, 4);
-        continue;
-      }
-      for (unsigned k = 0; k < 4; k++) {
-        if (lanes >> k & 1) {
-          r->est[i + k] = nv[k];
-          r->run[i + k] = 0;
-        } else {
-          la__step(r, x, flags, i + k, seen, flagged, suspect, rises);
-        }
-      }
-    }
-  }
+  if (r->simd) i = la__forward_avx2(r, x, flags, seen, flagged, suspect, rises);
 #endif
   for (; i < n; i++) la__step(r, x, flags, i, seen, flagged, suspect, rises);
 }
 
+/* i % d by a multiplication where i and d fit in 32 bits (Lemire's
+ * fastmod: the backward pass takes one per held element), else the
+ * division. d 0: 0. */
+typedef struct la__mod {
+  uint64_t d, m; /* m: 2^64 / d rounded up (0: divide) */
+} la__mod_t;
+
+static la__mod_t la__mod_new(uint64_t d, uint64_t n) {
+  la__mod_t m = {d, 0};
+  if (d > 0 && d <= UINT32_MAX && n <= UINT32_MAX)
+    m.m = UINT64_MAX / d + 1;
+  return m;
+}
+
+static inline uint64_t la__mod(const la__mod_t *m, uint64_t i) {
+  if (m->d == 0) return 0;
+  if (m->m) return (uint64_t)(((unsigned __int128)(m->m * i) * m->d) >> 64);
+  return i % m->d;
+}
+
+#if LA_COMPACT_X86
+/* The backward pass's rule for held element i: la__front(r, i, x[i], 1)
+ * tests only the neighbours after i (i + 1 in its row, i + s1 in its
+ * plane, i + s2), at once with AVX2 (the same comparisons in double as
+ * la__agrees(), the division too): those before i cannot agree, as the
+ * forward pass found each of them not agreeing with x[i] (it tested them
+ * as they are now) and no step has changed them since (this pass goes
+ * down the element order). A front element has an estimate. */
+__attribute__((target("avx2"))) static inline void la__back_one_avx2(
+    la_robust_t *r, const double *x, uint64_t i, const la__mod_t *m1,
+    const la__mod_t *m2, uint64_t *suspect, uint64_t *rises) {
+  uint64_t n = r->n, s1 = m1->d, s2 = m2->d;
+  uint64_t col = la__mod(m1, i), pl = s2 ? la__mod(m2, i) : i;
+  double v = x[i];
+  /* the neighbours that exist, each index (i itself, held, where not) */
+  uint64_t j1 = i + 1 < n && (s1 == 0 || col + 1 != s1) ? i + 1 : i;
+  uint64_t j2 = s1 && i + s1 < n && (s2 == 0 || pl + s1 < s2) ? i + s1 : i;
+  uint64_t j3 = s2 && i + s2 < n ? i + s2 : i;
+  const float *est = r->est;
+  const uint8_t *mark = r->mark;
+  unsigned fr = (unsigned)(mark[j1] == LA__M_FRONT) |
+                (unsigned)(mark[j2] == LA__M_FRONT) << 1 |
+                (unsigned)(mark[j3] == LA__M_FRONT) << 2;
+  const __m256d nb =
+      _mm256_cvtps_pd(_mm_set_ps(0.0f, est[j3], est[j2], est[j1]));
+  const __m256d vv = _mm256_set1_pd(v), vup = _mm256_set1_pd(1 + r->p.tol);
+  const __m256d vat = _mm256_set1_pd(r->p.abs_tol);
+  if (!(la__agrees4(vv, nb, vup, vat) & fr)) return;
+  r->est[i] = (float)v;
+  r->run[i] = 0;
+  r->mark[i] = LA__M_FRONT;
+  (*suspect)--;
+  (*rises)++;
+}
+
+/* The backward pass with AVX2 (la__backward() says how): the held
+ * elements found eight marks at a time (little-endian builds), last
+ * first. */
+__attribute__((target("avx2"))) static void la__backward_avx2(
+    la_robust_t *r, const double *x, uint64_t *suspect, uint64_t *rises) {
+  const uint64_t ones = 0x0101010101010101ull, low7 = 0x7f7f7f7f7f7f7f7full;
+  la__mod_t m1 = la__mod_new(r->p.stride[0], r->n);
+  la__mod_t m2 = la__mod_new(r->p.stride[1], r->n);
+  for (uint64_t b = r->n; b > 0;) { /* the marks [b - len, b) */
+    uint64_t len = b >= 8 ? 8 : b, base = b - len, m8 = 0;
+    if (len == 8)
+      memcpy(&m8, r->mark + base, 8); /* mark[base + k]: byte k */
+    else
+      for (uint64_t k = 0; k < len; k++)
+        m8 |= (uint64_t)r->mark[base + k] << (8 * k);
+    m8 ^= ones * LA__M_HELD;
+    /* the high bit of each byte that was LA__M_HELD (exact: no carry
+     * crosses a byte) */
+    uint64_t h = ~(((m8 & low7) + low7) | m8 | low7);
+    while (h) {
+      unsigned k = 63u - (unsigned)__builtin_clzll(h);
+      h ^= 1ull << k;
+      la__back_one_avx2(r, x, base + k / 8, &m1, &m2, suspect, rises);
+    }
+    b = base;
+  }
+}
+#endif
+
 /* The backward pass: a held value that agrees with a later neighbour's
  * front rise of this update is a front moving down the element order.
- * Undoes the suspect's run. */
+ * Undoes the suspect's run. With AVX2 on a little-endian build only the
+ * held elements are visited, and only their later neighbours tested
+ * (la__back_one_avx2); the scalar build is the reference: every
+ * neighbour tested as la__front() does. */
 static void la__backward(la_robust_t *r, const double *x, uint64_t *suspect,
                          uint64_t *rises) {
   if (*suspect == 0) return; /* nothing held */
+#if LA_COMPACT_X86 && defined(__BYTE_ORDER__) && \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (r->simd) {
+    la__backward_avx2(r, x, suspect, rises);
+    return;
+  }
+#endif
   for (uint64_t i = r->n; i-- > 0;) {
     if (i >= 8) { /* eight not held (no byte equal to 1) at once */
       uint64_t m8;

@@ -421,7 +421,8 @@ static void test_simd_same_as_scalar(void **state) {
  * of the values above their band in every cycle, so most groups of four
  * mix elements in the band with ones that test their neighbours, hold or
  * rise; on grids whose strides reach into a group of four (2, 3) and ones
- * that do not (8 and 64, 128 rows), with and without detection, flags
+ * that do not (8 and 64, 128 rows; 4, and 5 whose rows and planes of 50
+ * start inside a group), with and without detection, flags
  * and elements without an estimate. The AVX2 and scalar estimators give
  * the same weights and counts, and the series is rough enough to reach
  * every rule (holds, rises with a neighbour, confirmed runs, rises found
@@ -431,7 +432,8 @@ static void test_simd_same_as_scalar_rough(void **state) {
   static const uint64_t shape[][3] = {/* n, stride[0], stride[1] */
                                       {8192, 128, 0}, {4096 + 64, 8, 64},
                                       {600, 2, 6},     {603, 3, 0},
-                                      {1001, 0, 0}};
+                                      {1001, 0, 0},    {1000, 5, 50},
+                                      {4100, 4, 0},    {2000, 4, 20}};
   uint64_t rng = 11;
   for (size_t k = 0; k < sizeof shape / sizeof shape[0]; k++) {
     for (int detect = 0; detect < 2; detect++) {
