@@ -463,6 +463,20 @@ static void la__after(uv_work_t *req, int status) {
   la_agent_progress(ag);
 }
 
+/* A new job for s's cycle (compaction parameters the session's), or NULL
+ * without memory. */
+static la_job_t *la__job_new(la_session_t *s, uint64_t cycle_tag,
+                             uint64_t seq, uint64_t t_xfer_ns) {
+  la_job_t *j = calloc(1, sizeof *j);
+  if (!j) return NULL;
+  j->s = s;
+  j->cycle_tag = cycle_tag;
+  j->seq = seq;
+  j->t_xfer_ns = t_xfer_ns;
+  j->cp = s->cp;
+  return j;
+}
+
 /* The reason of a cycle beyond agent.max_backlog, prefixed with what was
  * done with it ("dropped", "coarse"). */
 static void la__behind_why(const la_session_t *s, const char *done,
@@ -508,20 +522,15 @@ static void la__drop_behind(la_session_t *s, uint32_t i, uint64_t cycle_tag,
 static int la__coarse_behind(la_session_t *s, uint32_t i, uint64_t cycle_tag,
                              uint64_t seq, uint64_t t_xfer_ns, uint32_t held) {
   uint64_t n = s->ipc.n_elements, k = la_backlog_coarse_block(n);
-  la_job_t *j = k >= 2 ? calloc(1, sizeof *j) : NULL;
+  la_job_t *j = k >= 2 ? la__job_new(s, cycle_tag, seq, t_xfer_ns) : NULL;
   double *b = j ? malloc(n / k * sizeof *b) : NULL;
   if (!b) {
     free(j);
     return LA_ENOMEM;
   }
   uint64_t t0 = la_mono_ns();
-  j->s = s;
-  j->cycle_tag = cycle_tag;
-  j->seq = seq;
-  j->t_xfer_ns = t_xfer_ns;
   j->n_channels = 1;
   j->spread = k;
-  j->cp = s->cp;
   j->rc = la_app_ipc_take_blocks(&s->ipc, i, k, b, &j->meta);
   la_app_ipc_give_back(&s->ipc, i); /* the application's again, zeroed */
   la_compact_result_t res, sres;
@@ -537,8 +546,7 @@ static int la__coarse_behind(la_session_t *s, uint32_t i, uint64_t cycle_tag,
     j->rc = la__log_trace(j, &sres, NULL);
   if (j->rc == 0) {
     s->ag->st.cycles_coarse++;
-    s->ag->st.points += n;
-    s->ag->st.compact_ns += la_mono_ns() - t0;
+    s->ag->st.coarse_ns += la_mono_ns() - t0;
     s->ag->st.bytes_out += sres.len;
     la_app_ipc_count_behind(&s->ipc); /* the application's LA_STAT_BEHIND */
     la_uplink_kick(s->ag);
@@ -583,15 +591,10 @@ int la_worker_submit(la_session_t *s, uint32_t i, uint64_t cycle_tag,
       la__drop_behind(s, i, cycle_tag, held);
     return 0;
   }
-  la_job_t *j = calloc(1, sizeof *j);
+  la_job_t *j = la__job_new(s, cycle_tag, seq, t_xfer_ns);
   if (!j) return LA_ENOMEM;
   j->req.data = j;
-  j->s = s;
   j->buffer = i;
-  j->cycle_tag = cycle_tag;
-  j->seq = seq;
-  j->t_xfer_ns = t_xfer_ns;
-  j->cp = s->cp;
   /* The agent owns the buffer from here: record it before anything else,
    * so a crash at any later moment leaves this record, which the next start
    * reports as missing unless the cycle's trace follows it in the log. */
