@@ -10,7 +10,9 @@
  * cycle it cannot take without making the application wait is recorded
  * missing, "behind"); LA_BENCH_BACKLOG=off (or a number) sets
  * agent.max_backlog instead, e.g. to measure the agent's capacity with
- * every cycle compacted.
+ * every cycle compacted, and LA_BENCH_BEHIND=drop (or coarse, the
+ * default) agent.behind: the cycles it was behind on stored coarse
+ * (counted, with the loop thread's time per cell for them) or missing.
  * Two application loops, each in a fresh daemon, each repeated 3 times:
  *
  *   probe    every element probed per cycle (LA_startProbe/LA_stopProbe
@@ -82,6 +84,8 @@ typedef struct {
   double cycles_per_s, cpu_ms_per_cycle, ns_per_point, app_ms_per_cycle;
   double bits_per_value; /* every encoding of the traces, per element */
   long waits, skipped, traces, behind;
+  long coarse;           /* of traces: coarse cycles (agent.behind) */
+  double coarse_ns_cell; /* their loop-thread time per cell */
   char why[400];
 } run_t;
 
@@ -173,11 +177,14 @@ static void run_once(int mode, const char *key, run_t *out) {
   snprintf(a1, sizeof a1, "--global.spool_dir=%s", spool);
   snprintf(a2, sizeof a2, "--global.address=%s", la_test_global_addr(g));
   snprintf(a3, sizeof a3, "--global.secret_file=%s", key);
-  char a4[64] = "--log.level=info";
+  char a4[64] = "--log.level=info", a5[64] = "--log.level=info";
   const char *backlog = getenv("LA_BENCH_BACKLOG");
   if (backlog && *backlog)
     snprintf(a4, sizeof a4, "--agent.max_backlog=%s", backlog);
-  const char *args[] = {"--agent.listen=127.0.0.1:0", a0, a1, a2, a3, a4,
+  const char *behind = getenv("LA_BENCH_BEHIND");
+  if (behind && *behind)
+    snprintf(a5, sizeof a5, "--agent.behind=%s", behind);
+  const char *args[] = {"--agent.listen=127.0.0.1:0", a0, a1, a2, a3, a4, a5,
                         "--log.level=info",           NULL};
   if (la_td_start(d, args, port_file, 10000) <= 0) {
     snprintf(out->why, sizeof out->why, "la-localagent did not start");
@@ -234,6 +241,9 @@ static void run_once(int mode, const char *key, run_t *out) {
   char v[256] = "";
   if (la_td_status(d, "compaction_ns_per_point", v, sizeof v) == 0)
     out->ns_per_point = atof(v);
+  out->coarse = (long)la_td_status_ll(d, "cycles_coarse");
+  if (out->coarse > 0 && la_td_status(d, "coarse_seconds", v, sizeof v) == 0)
+    out->coarse_ns_cell = atof(v) * 1e9 / ((double)out->coarse * N_ELEMENTS);
   out->cycles_per_s = (double)out->traces / ((double)(t_end - r.t_first) / 1e9);
   out->cpu_ms_per_cycle =
       out->traces > 0 ? (cpu1 - cpu0) * 1e3 / (double)out->traces : 0;
@@ -277,12 +287,13 @@ static double median(double *v, int n) {
 typedef struct {
   int complete; /* every repetition complete */
   double cps, cpu, waits, skipped, nspp, app_ms, bits, behind;
+  double coarse, coarse_ns; /* coarse cycles, their loop ns per cell */
   char why[400];
 } summary_t;
 
 static void summarize(const run_t *runs, int n, summary_t *s) {
   double a[REPEATS], b[REPEATS], c[REPEATS], d[REPEATS], e[REPEATS], f[REPEATS],
-      g[REPEATS], h[REPEATS];
+      g[REPEATS], h[REPEATS], x[REPEATS], y[REPEATS];
   int k = 0;
   memset(s, 0, sizeof *s);
   s->complete = 1;
@@ -300,6 +311,8 @@ static void summarize(const run_t *runs, int n, summary_t *s) {
     f[k] = runs[i].app_ms_per_cycle;
     g[k] = runs[i].bits_per_value;
     h[k] = (double)runs[i].behind;
+    x[k] = (double)runs[i].coarse;
+    y[k] = runs[i].coarse_ns_cell;
     k++;
   }
   if (k == 0) return;
@@ -311,6 +324,8 @@ static void summarize(const run_t *runs, int n, summary_t *s) {
   s->app_ms = median(f, k);
   s->bits = median(g, k);
   s->behind = median(h, k);
+  s->coarse = median(x, k);
+  s->coarse_ns = median(y, k);
 }
 
 static void json_str(FILE *f, const char *s) {
@@ -334,9 +349,11 @@ static void json_fields(FILE *f, const summary_t *s, int ok_runs) {
             "\"cycles_per_s\": %.2f, \"agent_cpu_ms_per_cycle\": %.3f, "
             "\"app_waits\": %.0f, \"skipped\": %.0f, \"ns_per_point\": %.3f, "
             "\"app_ms_per_cycle\": %.3f, \"agent_cpu_ns_per_cell\": %.2f, "
-            "\"bits_per_value\": %.3f, \"behind\": %.0f",
+            "\"bits_per_value\": %.3f, \"behind\": %.0f, \"coarse\": %.0f, "
+            "\"coarse_ns_per_cell\": %.3f",
             s->cps, s->cpu, s->waits, s->skipped, s->nspp, s->app_ms,
-            s->cpu * 1e6 / (double)N_ELEMENTS, s->bits, s->behind);
+            s->cpu * 1e6 / (double)N_ELEMENTS, s->bits, s->behind, s->coarse,
+            s->coarse_ns);
   else
     fprintf(f,
             "\"cycles_per_s\": null, \"agent_cpu_ms_per_cycle\": null, "
@@ -378,11 +395,11 @@ int main(int argc, char **argv) {
       printf(
           "  %-7s run %d: %s %7.2f cycles/s, agent %6.2f ms CPU/cycle, "
           "app %6.2f ms/cycle, %ld waits, %ld skipped, %ld behind, "
-          "%.2f ns/point, %.2f bits/value%s%s\n",
+          "%ld coarse (%.2f ns/cell), %.2f ns/point, %.2f bits/value%s%s\n",
           mode_name[m], i + 1, runs[m][i].ok ? "  " : "!!",
           runs[m][i].cycles_per_s, runs[m][i].cpu_ms_per_cycle,
           runs[m][i].app_ms_per_cycle, runs[m][i].waits, runs[m][i].skipped,
-          runs[m][i].behind,
+          runs[m][i].behind, runs[m][i].coarse, runs[m][i].coarse_ns_cell,
           runs[m][i].ns_per_point, runs[m][i].bits_per_value,
           runs[m][i].ok ? "" : "\n          incomplete: ",
           runs[m][i].ok ? "" : runs[m][i].why);
@@ -409,8 +426,9 @@ int main(int argc, char **argv) {
       "application waits",                 "skipped cycles",
       "compaction ns/point",               "application ms per cycle",
       "agent CPU ns per cell",             "bits per value (all encodings)",
-      "cycles missing: agent behind"};
-  for (int l = 0; l < 9; l++) {
+      "cycles missing: agent behind",      "of stored: coarse (agent.behind)",
+      "coarse: loop ns per cell"};
+  for (int l = 0; l < 11; l++) {
     printf("  %-34s", labels[l]);
     for (int m = 0; m < 2; m++) {
       double v[] = {sum[m].cps,
@@ -421,11 +439,13 @@ int main(int argc, char **argv) {
                     sum[m].app_ms,
                     sum[m].cpu * 1e6 / (double)N_ELEMENTS,
                     sum[m].bits,
-                    sum[m].behind};
+                    sum[m].behind,
+                    sum[m].coarse,
+                    sum[m].coarse_ns};
       if (ok_runs[m] == 0)
         printf(" %12s", "n/a");
       else
-        printf(" %12.*f", l == 2 || l == 3 || l == 8 ? 0 : 2, v[l]);
+        printf(" %12.*f", l == 2 || l == 3 || l == 8 || l == 9 ? 0 : 2, v[l]);
     }
     printf("\n");
   }

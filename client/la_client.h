@@ -314,6 +314,13 @@ LA_CLIENT_EXPORT int la_traceset_has_rank(const la_traceset_t *t,
  * set still waiting for it, or a GlobalAgent that records none). */
 LA_CLIENT_EXPORT const char *la_traceset_missing_reason(const la_traceset_t *t,
                                                         uint32_t rank);
+/* Why rank's trace is coarse (its LocalAgent was behind and took the
+ * cycle as sums of blocks of elements: exact totals, each block's value
+ * spread evenly over its elements): "coarse: the LocalAgent was behind
+ * (...)". Owned by t. NULL when the trace is a full one, the rank is
+ * missing or rank >= nprocs. */
+LA_CLIENT_EXPORT const char *la_traceset_rank_coarse(const la_traceset_t *t,
+                                                     uint32_t rank);
 /* Sets dropped for this subscriber so far, because it read too slowly (by
  * the GlobalAgent, plus any this client had to drop while a request waited).
  * Cumulative over the connection. */

@@ -389,6 +389,12 @@ const char *la_traceset_missing_reason(const la_traceset_t *t, uint32_t rank) {
   return NULL;
 }
 
+const char *la_traceset_rank_coarse(const la_traceset_t *t, uint32_t rank) {
+  if (!t || rank >= t->nprocs || !t->ct[rank]) return NULL;
+  const char *why = t->ct[rank]->coarse;
+  return why && why[0] ? why : NULL;
+}
+
 uint64_t la_traceset_dropped(const la_traceset_t *t) {
   return t ? t->dropped : 0;
 }

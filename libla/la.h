@@ -66,10 +66,10 @@ enum {
   LA_STAT_REREGISTERED = 10, /* registrations again after the agent was lost */
   LA_STAT_REFUSED = 11,  /* 1: the GlobalAgent refused the registration (its
                             app id belongs to another user), else 0 */
-  LA_STAT_BEHIND = 12    /* profiled cycles the LocalAgent did not read
-                            because it was behind (agent.max_backlog):
-                            recorded missing in the store, never waited
-                            for; counted since this registration (0 with
+  LA_STAT_BEHIND = 12    /* profiled cycles the LocalAgent was behind on
+                            (agent.max_backlog): stored coarse, or with
+                            agent.behind = drop recorded missing, never
+                            waited for; counted since this registration (0 with
                             a LocalAgent that does not count them) */
 };
 

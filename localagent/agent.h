@@ -63,6 +63,8 @@ typedef struct la_agent_stats {
   uint64_t regs_refused_memory; /* of regs_refused: agent.max_memory* */
   uint64_t cycles_received, cycles_compacted, cycles_dropped;
   uint64_t cycles_behind; /* of cycles_dropped: beyond agent.max_backlog */
+  uint64_t cycles_coarse; /* beyond agent.max_backlog, taken coarsely */
+  uint64_t coarse_ns;     /* their time on the loop thread, taken to sent */
   uint64_t robust_coarse; /* cycles with robust weights most of which the
                              timer did not resolve (weights.h) */
   uint64_t points, compact_ns, bytes_out;

@@ -236,6 +236,56 @@ void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i) {
   la__zero_from(ipc, i, 0);
 }
 
+int la_app_ipc_take_blocks(la_app_ipc_t *ipc, uint32_t i, uint64_t k,
+                           double *blocks, la_shm_bufmeta_t *meta) {
+  uint64_t n = ipc->n_elements;
+  if (!ipc->hdr || i >= ipc->n_buffers || k == 0 || n % k) return LA_EINVAL;
+  memcpy(meta, (const void *)&ipc->hdr->buf[i], sizeof *meta);
+  double scale = meta->scale;
+  if (!(isfinite(scale) && scale > 0)) {
+    la__zero_from(ipc, i, 0);
+    la_log_warnx("application pid %d, buffer %u: scale %g is not a positive "
+                 "finite number: cycle %llu rejected",
+                 ipc->pid, i, scale, (unsigned long long)meta->cycle_tag);
+    return LA_EPROTO;
+  }
+  uint64_t nb = n / k;
+  memset(blocks, 0, nb * sizeof *blocks);
+  int cells = !(ipc->n_rows && meta->cells == LA_SHM_CELLS_NONE);
+  double *v = la__values(ipc, i);
+  for (uint32_t c = 0; cells && c < ipc->n_channels; c++) {
+    double *vc = v + (uint64_t)c * n;
+    for (uint64_t b = 0; b < nb; b++) {
+      double *p = vc + b * k, s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      uint64_t e = 0;
+      for (; e + 4 <= k; e += 4) { /* four sums: vector operations */
+        s0 += p[e];
+        s1 += p[e + 1];
+        s2 += p[e + 2];
+        s3 += p[e + 3];
+      }
+      for (; e < k; e++) s0 += p[e];
+      memset(p, 0, k * sizeof *p);
+      blocks[b] += (s0 + s1) + (s2 + s3);
+    }
+  }
+  if (ipc->n_rows) { /* each row's share of the blocks its cells are in */
+    double *r = la__rows(ipc, i);
+    uint64_t nx = n / ipc->n_rows;
+    for (uint64_t row = 0; row < ipc->n_rows; row++) {
+      double share = la_shm_row_share(r[row], nx);
+      for (uint64_t e = row * nx, end = e + nx; e < end;) {
+        uint64_t b = e / k, stop = (b + 1) * k < end ? (b + 1) * k : end;
+        blocks[b] += share * (double)(stop - e);
+        e = stop;
+      }
+    }
+    memset(r, 0, ipc->n_rows * sizeof *r);
+  }
+  for (uint64_t b = 0; b < nb; b++) blocks[b] *= scale;
+  return 0;
+}
+
 /* The channels' sum of buffer i in counts, scaled once (la_app_ipc_take). */
 static void la__take_sum(const la_app_ipc_t *ipc, uint32_t i, double *sum,
                          double scale) {

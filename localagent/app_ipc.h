@@ -124,6 +124,18 @@ int la_app_ipc_put_weights_values(la_app_ipc_t *ipc, uint64_t cycle_tag,
  * area. Any thread. */
 void la_app_ipc_count_behind(la_app_ipc_t *ipc);
 
+/* A coarse cycle (agent.behind = coarse): sums buffer i's cells in
+ * blocks of k consecutive ones (k divides n_elements) into the
+ * n_elements / k values of blocks, over every channel and with each row
+ * value's share of the block's cells (la_shm_row_share), times the scale;
+ * zeroes the buffer in the same pass (each line of shared memory read
+ * once, while it is in cache); *meta as la_app_ipc_take. The cells of a
+ * cycle libla marked as row values only are neither read nor zeroed.
+ * Returns 0, LA_EINVAL (k does not divide the elements) or LA_EPROTO
+ * (the scale is not a positive finite number: the buffer is zeroed). */
+int la_app_ipc_take_blocks(la_app_ipc_t *ipc, uint32_t i, uint64_t k,
+                           double *blocks, la_shm_bufmeta_t *meta);
+
 /* Zeroes buffer i without reading it (out of memory, or the agent behind):
  * its values, or only its rows when libla marked the cycle as row values
  * only (bufmeta.cells NONE). */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* backlog.c: agent.max_backlog, parsed and applied to a rank's buffer
- * count (backlog.h). */
+ * count, and agent.behind with the block size of a coarse cycle
+ * (backlog.h). */
 #include "backlog.h"
 
 #include <errno.h>
@@ -40,4 +41,22 @@ uint32_t la_backlog_held_max(int limit, uint32_t n_buffers) {
   /* auto: besides the L held, the buffer the application hands over, the
    * one it takes, and one for a notification the loop has not taken yet */
   return n_buffers >= 4 ? n_buffers - 3 : 1;
+}
+
+int la_backlog_behind_parse(const char *spec, int *coarse, char *why,
+                            size_t why_len) {
+  if (!strcasecmp(spec, "coarse") || !strcasecmp(spec, "drop")) {
+    *coarse = !strcasecmp(spec, "coarse");
+    return 0;
+  }
+  snprintf(why, why_len, "agent.behind '%s': expected coarse or drop", spec);
+  return LA_ECONFIG;
+}
+
+uint64_t la_backlog_coarse_block(uint64_t n) {
+  if (n < 2) return 0;
+  uint64_t k = (n + LA_BACKLOG_COARSE_BLOCKS - 1) / LA_BACKLOG_COARSE_BLOCKS;
+  if (k < 2) k = 2;
+  while (n % k) k++; /* ends at n at the latest */
+  return k;
 }

@@ -21,6 +21,12 @@
  * (no limit: every cycle is compacted, and a rank whose cycles come faster
  * waits for a buffer) or a number 1..15 (L, whatever n).
  *
+ * What is done with a cycle beyond the limit is agent.behind: "coarse"
+ * (the default) takes it coarsely, in blocks of k consecutive cells
+ * (la_backlog_coarse_block) summed in the pass that zeroes the buffer, and
+ * stores their spread trace (exact totals, marked coarse with the reason);
+ * "drop" records it missing.
+ *
  * No libuv, no state.
  */
 #ifndef LA_LOCALAGENT_BACKLOG_H
@@ -38,5 +44,17 @@ int la_backlog_parse(const char *spec, int *limit, char *why, size_t why_len);
 /* The cycles a rank of n_buffers buffers may have held by the agent, for a
  * parsed limit (la_backlog_parse); 0: no limit. */
 uint32_t la_backlog_held_max(int limit, uint32_t n_buffers);
+
+/* Parses agent.behind into *coarse: 1 for coarse, 0 for drop. Returns 0,
+ * or LA_ECONFIG with the reason in why. */
+int la_backlog_behind_parse(const char *spec, int *coarse, char *why,
+                            size_t why_len);
+
+#define LA_BACKLOG_COARSE_BLOCKS 4096 /* a coarse cycle's blocks, at most */
+
+/* The cells per block of a coarse cycle of n cells: the smallest divisor
+ * k >= 2 of n with n / k <= LA_BACKLOG_COARSE_BLOCKS (n itself, one
+ * block, when n is prime); 0 when n < 2 (no coarse cycle). */
+uint64_t la_backlog_coarse_block(uint64_t n);
 
 #endif

@@ -75,6 +75,14 @@ La__StatusReply *la_status_reply(la_agent_t *ag) {
                     "cycles dropped beyond agent.max_backlog (the agent "
                     "was behind; recorded missing)",
                     st->cycles_behind);
+  la_status_counter(rep, "cycles_coarse",
+                    "cycles beyond agent.max_backlog taken coarsely, in "
+                    "blocks of elements with exact totals (agent.behind)",
+                    st->cycles_coarse);
+  la_status_real_counter(rep, "coarse_seconds",
+                         "seconds the loop thread spent on coarse cycles, "
+                         "from the buffer's read to the trace in the log",
+                         "%.6f", (double)st->coarse_ns / 1e9);
   la_status_counter(rep, "robust_coarse_cycles",
                     "cycles whose robust weights were mostly below "
                     "the timer's resolution (light elements)",

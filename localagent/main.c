@@ -80,8 +80,9 @@ static int la__validate(const void *setp) {
       break;
     }
   }
-  int backlog;
-  if (la_backlog_parse(set->max_backlog, &backlog, why, sizeof why) != 0) {
+  int backlog, coarse;
+  if (la_backlog_parse(set->max_backlog, &backlog, why, sizeof why) != 0 ||
+      la_backlog_behind_parse(set->behind, &coarse, why, sizeof why) != 0) {
     fprintf(stderr, "%s: %s\n", me, why);
     bad = 1;
   }

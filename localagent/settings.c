@@ -65,9 +65,13 @@ const la_cfg_key_t la_la_keys[] = {
     "run the compaction threads in SCHED_IDLE (only on idle CPU time)"),
   S("agent", "max_backlog", max_backlog, "auto",
     "cycles of one rank held for compaction at most; a cycle beyond is "
-    "dropped and recorded missing, so the application never waits for "
-    "the agent: auto (its buffers LA_BUFFERS - 3, at least 1), off (no "
-    "limit: the application waits for a buffer) or 1..15"),
+    "taken coarsely or dropped (agent.behind), so the application never "
+    "waits for the agent: auto (its buffers LA_BUFFERS - 3, at least 1), "
+    "off (no limit: the application waits for a buffer) or 1..15"),
+  S("agent", "behind", behind, "coarse",
+    "a cycle beyond max_backlog: coarse (taken in blocks of cells summed "
+    "as the buffer is zeroed, stored with exact totals and marked coarse) "
+    "or drop (recorded missing)"),
   S("agent", "cpus", cpus, "",
     "CPU list the daemon is confined to, e.g. 3 or 0,2-3 (empty: all)"),
   N("agent", "drain_timeout", LA_CFG_MS, drain_ms, "5s", 0, 3600000,

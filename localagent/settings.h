@@ -32,6 +32,7 @@ typedef struct la_la_settings {
   int64_t worker_nice;     /* nice of the compaction threads */
   int worker_idle;         /* compaction threads in SCHED_IDLE */
   char max_backlog[16];    /* a rank's cycles held: auto, off, 1..15 */
+  char behind[16];         /* a cycle beyond it: coarse or drop */
   char cpus[256];          /* CPU list the daemon is confined to ("" all) */
   int64_t drain_ms;        /* SIGTERM: longest wait for acks before exit */
   /* [compaction] */

@@ -80,6 +80,8 @@ typedef struct la_job {
   int rhist;
   uint64_t rhist_ref;
   la_fit_error_t rhist_err;
+  /* a coarse cycle (la__coarse_behind): its reason, else NULL */
+  const char *coarse;
 } la_job_t;
 
 /* Whether the robust figures of a cycle can travel (finite, >= 0). */
@@ -157,6 +159,7 @@ static int la__log_trace(la_job_t *j, const la_compact_result_t *res,
     la_trace_msg_error(&rhe, &e);
     t.robust_ref_error = &rhe;
   }
+  t.coarse = (char *)j->coarse;
   char why[200];
   if (la_msg_validate(LA__MSG_TYPE__MSG_COMPACT_TRACE, &t.base, why,
                       sizeof why) != 0) {
@@ -460,23 +463,104 @@ static void la__after(uv_work_t *req, int status) {
   la_agent_progress(ag);
 }
 
-/* A cycle beyond agent.max_backlog: its buffer goes back at once, zeroed
- * and unread, and the cycle is recorded missing with the reason (the
- * application's time is not taken; it can count them, LA_STAT_BEHIND). */
-static void la__drop_behind(la_session_t *s, uint32_t i, uint64_t cycle_tag,
-                            uint32_t held) {
+/* A new job for s's cycle (compaction parameters the session's), or NULL
+ * without memory. */
+static la_job_t *la__job_new(la_session_t *s, uint64_t cycle_tag,
+                             uint64_t seq, uint64_t t_xfer_ns) {
+  la_job_t *j = calloc(1, sizeof *j);
+  if (!j) return NULL;
+  j->s = s;
+  j->cycle_tag = cycle_tag;
+  j->seq = seq;
+  j->t_xfer_ns = t_xfer_ns;
+  j->cp = s->cp;
+  return j;
+}
+
+/* The reason of a cycle beyond agent.max_backlog, prefixed with what was
+ * done with it ("dropped", "coarse"). */
+static void la__behind_why(const la_session_t *s, const char *done,
+                           uint32_t held, char *why, size_t len) {
+  snprintf(why, len,
+           "%s: the LocalAgent was behind (%u of this rank's cycles held "
+           "for compaction, agent.max_backlog = %s)",
+           done, held, s->ag->set.max_backlog);
+}
+
+/* A cycle beyond agent.max_backlog whose buffer is back with the
+ * application: recorded missing with the reason, counted, and told to the
+ * application (LA_STAT_BEHIND). */
+static void la__missing_behind(la_session_t *s, uint64_t cycle_tag,
+                               uint32_t held) {
   char why[200];
-  snprintf(why, sizeof why,
-           "dropped: the LocalAgent was behind (%u of this rank's cycles "
-           "held for compaction, agent.max_backlog = %s)",
-           held, s->ag->set.max_backlog);
-  la_app_ipc_discard(&s->ipc, i);
-  la_app_ipc_give_back(&s->ipc, i);
+  la__behind_why(s, "dropped", held, why, sizeof why);
   s->ag->st.cycles_dropped++;
   s->ag->st.cycles_behind++;
   la_app_ipc_count_behind(&s->ipc); /* the application's LA_STAT_BEHIND */
   la_uplink_log_missing(s->ag, s->app_id, s->rank, cycle_tag, why);
   la_uplink_kick(s->ag);
+}
+
+/* A cycle beyond agent.max_backlog: its buffer goes back at once, zeroed
+ * and unread, and the cycle is recorded missing with the reason (the
+ * application's time is not taken; it can count them, LA_STAT_BEHIND). */
+static void la__drop_behind(la_session_t *s, uint32_t i, uint64_t cycle_tag,
+                            uint32_t held) {
+  la_app_ipc_discard(&s->ipc, i);
+  la_app_ipc_give_back(&s->ipc, i);
+  la__missing_behind(s, cycle_tag, held);
+}
+
+/* A cycle beyond agent.max_backlog with agent.behind = coarse, on the loop
+ * thread: its cells summed in blocks (la_backlog_coarse_block) in the pass
+ * that zeroes the buffer, which goes back at once; the block sums
+ * compacted as a spread trace (exact totals; no robust weights, no
+ * history, no weights for LA_weights) marked coarse with the reason, and
+ * told to the application (LA_STAT_BEHIND); without a trace (the scale
+ * not valid, the log full), recorded missing as dropped. Returns 0, or
+ * LA_ENOMEM with the buffer untouched (the caller drops the cycle). */
+static int la__coarse_behind(la_session_t *s, uint32_t i, uint64_t cycle_tag,
+                             uint64_t seq, uint64_t t_xfer_ns, uint32_t held) {
+  uint64_t n = s->ipc.n_elements, k = la_backlog_coarse_block(n);
+  la_job_t *j = k >= 2 ? la__job_new(s, cycle_tag, seq, t_xfer_ns) : NULL;
+  double *b = j ? malloc(n / k * sizeof *b) : NULL;
+  if (!b) {
+    free(j);
+    return LA_ENOMEM;
+  }
+  uint64_t t0 = la_mono_ns();
+  j->n_channels = 1;
+  j->spread = k;
+  j->rc = la_app_ipc_take_blocks(&s->ipc, i, k, b, &j->meta);
+  la_app_ipc_give_back(&s->ipc, i); /* the application's again, zeroed */
+  la_compact_result_t res, sres;
+  memset(&res, 0, sizeof res);
+  memset(&sres, 0, sizeof sres);
+  j->cp.quantum = j->meta.scale;
+  if (j->rc == 0) j->rc = la_compact(b, n / k, &j->cp, &res);
+  if (j->rc == 0) j->rc = la_compact_spread(&res, k, &sres);
+  char why[200];
+  la__behind_why(s, "coarse", held, why, sizeof why);
+  j->coarse = why;
+  if (j->rc == 0 && !__atomic_load_n(&s->refused_upstream, __ATOMIC_ACQUIRE))
+    j->rc = la__log_trace(j, &sres, NULL);
+  if (j->rc == 0) {
+    s->ag->st.cycles_coarse++;
+    s->ag->st.coarse_ns += la_mono_ns() - t0;
+    s->ag->st.bytes_out += sres.len;
+    la_app_ipc_count_behind(&s->ipc); /* the application's LA_STAT_BEHIND */
+    la_uplink_kick(s->ag);
+  } else {
+    la_log_warnx("%s rank %u cycle %llu: no coarse trace (%s): dropped",
+                 s->app_id, s->rank, (unsigned long long)cycle_tag,
+                 la_strerror(j->rc));
+    la__missing_behind(s, cycle_tag, held);
+  }
+  la_compact_result_free(&res);
+  la_compact_result_free(&sres);
+  free(b);
+  free(j);
+  return 0;
 }
 
 /* Whether the agent holds as many of s's buffers as agent.max_backlog
@@ -499,18 +583,18 @@ int la_worker_submit(la_session_t *s, uint32_t i, uint64_t cycle_tag,
    * is behind, and the application must not wait for it */
   uint32_t held;
   if (la__behind(s, &held)) {
-    la__drop_behind(s, i, cycle_tag, held);
+    int coarse = 1; /* checked at start-up and reload: parses */
+    char why[80];
+    la_backlog_behind_parse(s->ag->set.behind, &coarse, why, sizeof why);
+    if (!coarse ||
+        la__coarse_behind(s, i, cycle_tag, seq, t_xfer_ns, held) != 0)
+      la__drop_behind(s, i, cycle_tag, held);
     return 0;
   }
-  la_job_t *j = calloc(1, sizeof *j);
+  la_job_t *j = la__job_new(s, cycle_tag, seq, t_xfer_ns);
   if (!j) return LA_ENOMEM;
   j->req.data = j;
-  j->s = s;
   j->buffer = i;
-  j->cycle_tag = cycle_tag;
-  j->seq = seq;
-  j->t_xfer_ns = t_xfer_ns;
-  j->cp = s->cp;
   /* The agent owns the buffer from here: record it before anything else,
    * so a crash at any later moment leaves this record, which the next start
    * reports as missing unless the cycle's trace follows it in the log. */

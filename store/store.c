@@ -134,6 +134,7 @@ void la_store_close(la_store_t *s) {
   if (s->in_batch) la_store_rollback(s);
   for (int i = 0; i < S__COUNT; i++) la_db_finalize(s->st[i]);
   la__store_history_close(s);
+  la__store_coarse_close(s);
   la_db_close(s->db);
   free(s->unmiss);
   la__store_defer_forget(s);

@@ -92,6 +92,10 @@ enum {
   H__COUNT
 };
 extern const char *const la__store_history_sql[H__COUNT];
+
+/* Ids of the coarse statements (store_coarse.c), prepared on first use. */
+enum { C_INS, C_GET, C__COUNT };
+#define LA_COARSE_REASON_MAX 256 /* bytes of a coarse cycle's reason */
 /* PostgreSQL's own form where it differs (NULL: la__store_history_sql's). */
 extern const char *const la__store_history_sql_pg[H__COUNT];
 
@@ -140,6 +144,7 @@ struct la_store {
   uint64_t fail_at[LA__FAIL_MAX]; /* LA__FAIL_ENV's commit numbers */
   int n_fail_at;
   la_db_stmt_t *hist[H__COUNT]; /* store_history.c, prepared on first use */
+  la_db_stmt_t *coarse[C__COUNT]; /* store_coarse.c, the same */
   uint64_t hist_full_cycles;    /* la_store_set_history */
   int hist_rref_gone; /* the same for its robust_ref */
   int hist_ref_gone; /* the trace just checked refers to a cycle whose
@@ -360,5 +365,14 @@ int la__store_history_put(la_store_t *s, const La__CompactTrace *t);
 int la__store_history_resolve(la_store_t *s, La__CompactTrace *t, int robust);
 /* Finalizes the history statements (la_store_close). */
 void la__store_history_close(la_store_t *s);
+/* A trace's coarse row (CompactTrace.coarse set: a coarse cycle, its
+ * reason), in the caller's transaction; nothing for a full trace. 0 or
+ * LA_EIO. */
+int la__store_coarse_put(la_store_t *s, const La__CompactTrace *t);
+/* A loaded trace's coarse reason into t->coarse (malloc'd) when it has a
+ * coarse row. 0, LA_EIO (corrupt row), LA_ENOMEM. */
+int la__store_coarse_load(la_store_t *s, La__CompactTrace *t);
+/* Finalizes the coarse statements (la_store_close). */
+void la__store_coarse_close(la_store_t *s);
 
 #endif /* LA_GLOBAL_STORE_INTERNAL_H */

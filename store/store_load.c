@@ -33,6 +33,7 @@ void la_store_free_set(La__TraceSet *set) {
     free(t->error);
     free(t->robust_segments.data);
     free(t->robust_stats);
+    free(t->coarse);
     for (size_t c = 0; c < t->n_channels; c++) {
       La__ChannelTrace *ch = t->channels[c];
       if (!ch) continue;
@@ -219,6 +220,7 @@ static int la__load_trace(la_store_t *s, la_db_stmt_t *st, const char *app_id,
   if (r == 0 && ref) r = la__store_reps_resolve(s, t, *reps);
   if (r == 0 && ref) r = la__store_history_resolve(s, t, 0);
   if (r == 1) r = 0;
+  if (r == 0) r = la__store_coarse_load(s, t);
   return r ? r : la__load_robust(s, st, t, reps);
 }
 

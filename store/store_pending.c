@@ -57,7 +57,8 @@ int la_store_trace_defer(la_store_t *s, const La__CompactTrace *t,
   /* the copies are bounded: past LA__PEND_BYTES, stored at once (after
    * the others, flushed first) */
   if (!s->in_batch || s->failed || t->n_channels || t->has_history_ref ||
-      t->has_robust_ref || s->pend_bytes + bytes > LA__PEND_BYTES)
+      t->has_robust_ref || t->coarse ||
+      s->pend_bytes + bytes > LA__PEND_BYTES)
     return la_store_trace(s, t, was_new);
   if (s->n_pend == s->cap_pend &&
       la__store_reserve(s, &s->pend, s->n_pend, &s->cap_pend,

@@ -336,6 +336,18 @@ static const la__dialect_t la__pg_dialect = {
     " current_schema()",
     "BEGIN; SELECT pg_advisory_xact_lock(1279346481)", "SELECT %d;"};
 
+/* Added later still, created in place (IF NOT EXISTS) like `missing`.
+ * coarse (docs/storage.md): one row per trace its LocalAgent took as a
+ * coarse cycle (agent.behind = coarse): the reason, "coarse: the
+ * LocalAgent was behind (...)". */
+static const char la__coarse_sql[] =
+    "CREATE TABLE IF NOT EXISTS coarse ("
+    "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
+    "  cycle_tag INTEGER NOT NULL,"
+    "  rank INTEGER NOT NULL,"
+    "  reason TEXT NOT NULL,"
+    "  PRIMARY KEY (app_id, cycle_tag, rank)) WITHOUT ROWID;";
+
 /* The tables added after version 1, in the order they were added. */
 static const struct {
   const char *sql, *what;
@@ -349,6 +361,7 @@ static const struct {
     {la__reps_sql, "adding the rep_members table"},
     {la__rep_robust_sql, "adding the rep_robust table"},
     {la__history_robust_sql, "adding the history_robust table"},
+    {la__coarse_sql, "adding the coarse table"},
 };
 
 #define LA__CREATE "CREATE TABLE IF NOT EXISTS "
@@ -468,6 +481,8 @@ int la__store_schema(la_db_t *db, const char *path, char *why, size_t n) {
           la__store_exec(db, la__rep_robust_sql, why, n, path,
                          "creating the schema") ||
           la__store_exec(db, la__history_robust_sql, why, n, path,
+                         "creating the schema") ||
+          la__store_exec(db, la__coarse_sql, why, n, path,
                          "creating the schema") ||
           la__store_exec(db, sql, why, n, path, "creating the schema") ||
           la__store_exec(db, "COMMIT", why, n, path, "creating the schema")) {

@@ -310,6 +310,7 @@ extras:
   if (!pg && (r = la__robust_put(s, t))) goto out;
   if ((r = la__channels_put(s, t))) goto out;
   if ((r = la__store_history_put(s, t))) goto out;
+  if ((r = la__store_coarse_put(s, t))) goto out;
   if (!pg) r = la__store_touch(s, t->app_id, t->cycle_tag, now);
 out:
   r = la__store_wend(s, own, r);

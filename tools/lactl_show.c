@@ -285,7 +285,13 @@ static void print_json(const la_traceset_t *t, const rank_t *r, const fid_t *fd,
         printf(", \"%s\": ", h[j]);
         lactl_json_num(stdout, g[j]);
       }
-      printf(", \"flagged\": %llu", (unsigned long long)x->flagged);
+      printf(", \"flagged\": %llu, \"coarse\": ",
+             (unsigned long long)x->flagged);
+      const char *co = la_traceset_rank_coarse(t, i);
+      if (co)
+        lactl_json_str(stdout, co);
+      else
+        printf("null");
     } else {
       const char *why = la_traceset_missing_reason(t, i);
       printf(", \"missing_reason\": ");
@@ -334,6 +340,20 @@ static int print_fidelity(const la_traceset_t *t, const rank_t *r) {
   }
   lactl_table_free(tb);
   return bad ? LACTL_FAIL : 0;
+}
+
+/* One line per coarse trace: its rank and why (la_traceset_rank_coarse). */
+static void print_coarse(const la_traceset_t *t) {
+  uint32_t np = la_traceset_nprocs(t);
+  for (uint32_t i = 0; i < np; i++) {
+    const char *w = la_traceset_rank_coarse(t, i);
+    if (!w) continue;
+    char why[300];
+    snprintf(why, sizeof why, "%s", w);
+    for (char *p = why; *p; p++) /* no control characters */
+      if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    printf("  rank %u: %s\n", i, why);
+  }
 }
 
 static int print_text(const la_traceset_t *t, const rank_t *r, const fid_t *fd,
@@ -439,6 +459,7 @@ static int print_text(const la_traceset_t *t, const rank_t *r, const fid_t *fd,
   }
   lactl_table_print(stdout, tb, 2);
   lactl_table_free(tb);
+  print_coarse(t);
   if (fd->any) return print_fidelity(t, r);
   return LACTL_OK;
 }

@@ -213,6 +213,8 @@ static int la__trace_ok(const La__CompactTrace *t, char *why, size_t n) {
         (unsigned long long)t->stats->count, (unsigned long long)t->n_elements);
   if (t->segments.len == 0)
     return la_errorf(why, n, LA_EPROTO, "segments empty");
+  if (t->coarse && (!t->coarse[0] || !la__text_ok(t->coarse, 256)))
+    return la_errorf(why, n, LA_EPROTO, "coarse reason empty or too long");
   /* Robust weights (docs/fidelity.md): an encoding and its statistics come
    * together or not at all. */
   if (t->has_robust_segments != (t->robust_stats != NULL))

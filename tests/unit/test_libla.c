@@ -85,11 +85,13 @@ static int teardown(void **state) {
 }
 
 /* The real daemons, the LocalAgent with one compaction thread and a
- * backlog of one cycle per rank (agent.max_backlog). */
+ * backlog of one cycle per rank (agent.max_backlog), dropping the cycles
+ * beyond it (agent.behind = drop). */
 static int setup_backlog(void **state) {
   reset_program();
   static const char *const extra[] = {"--agent.max_backlog=1",
-                                      "--agent.threads=1", NULL};
+                                      "--agent.threads=1",
+                                      "--agent.behind=drop", NULL};
   if (la_ta_start(&agent, extra) != 0) fail_msg("the daemons did not start");
   return 0;
 }
@@ -757,15 +759,50 @@ static void stored_or_behind(const char *app, int cyc, long long *stored,
   }
 }
 
+/* The first of app's coarse cycles as a reader gets it: every element
+ * its block's sum over the block's 250 elements (the smallest divisor of
+ * 10^6 leaving at most 4096 blocks), so each block's elements equal; and
+ * `lactl show` (text and --json) says it is coarse and why. */
+static void expect_coarse_shown(const char *app) {
+  enum { NE = 1000000, K = 250 };
+  long long tag = la_ta_app_int(
+      &agent, app, "SELECT min(cycle_tag) FROM coarse WHERE app_id = '%s'");
+  assert_true(tag >= 0);
+  double *v = malloc(NE * sizeof *v);
+  assert_non_null(v);
+  assert_int_equal(la_ta_values(&agent, app, 0, (uint64_t)tag, v, NE), 0);
+  for (long e = 0; e < NE; e++)
+    if (v[e] != v[e - e % K])
+      fail_msg("coarse cycle %lld element %ld: %g, its block's first %g",
+               tag, e, v[e], v[e - e % K]);
+  free(v);
+  char lactl[600], cyc[32], out[8192];
+  assert_int_equal(la_td_find_bin("lactl", lactl, sizeof lactl), 0);
+  snprintf(cyc, sizeof cyc, "%lld", tag);
+  const char *argv[] = {lactl, "show", app, cyc, "--db", agent.st.db, NULL};
+  assert_int_equal(la_td_run(argv, NULL, WAIT_MS, out, sizeof out), 0);
+  if (!strstr(out, "rank 0: coarse: the LocalAgent was behind ("))
+    fail_msg("lactl show of a coarse cycle: %s", out);
+  const char *json[] = {lactl, "show", app,         cyc,
+                        "--db", agent.st.db, "--json", NULL};
+  assert_int_equal(la_td_run(json, NULL, WAIT_MS, out, sizeof out), 0);
+  if (!strstr(out, "\"coarse\": \"coarse: the LocalAgent was behind ("))
+    fail_msg("lactl show --json of a coarse cycle: %s", out);
+}
+
 /* A flood: cyc cycles of 10^6 elements filled through 1,000 ranges (a few
- * milliseconds a cycle, faster than the agent compacts them) as app. The
- * store then holds each cycle as a trace or as missing because the agent
- * was behind, some of each; the application waited on few cycles (none
- * for a compaction), skipped none, and counted the cycles the agent did
- * not read as the agent did (LA_STAT_BEHIND, before and after
- * LA_finalize). */
-static void expect_flood(const char *app, int cyc) {
+ * milliseconds a cycle, faster than the agent compacts them) as app, with
+ * the counting probe (every cycle the same values). The application
+ * waited on few cycles (none for a compaction), skipped none, and counted
+ * the cycles the agent was behind on as the agent did (LA_STAT_BEHIND,
+ * before and after LA_finalize). With agent.behind = drop (coarse 0) the
+ * store holds each cycle as a trace or as missing because the agent was
+ * behind, some of each; with coarse (the default) every cycle as a trace,
+ * some of them coarse with the reason (coarse table, cycles_coarse), each
+ * with the very total of a full one. */
+static void expect_flood(const char *app, int cyc, int coarse) {
   enum { NE = 1000000 };
+  use_counting_probe();
   setenv("LA_APP_ID", app, 1);
   int rc = LA_register("unit", 0, 1, NE);
   unsetenv("LA_APP_ID");
@@ -788,19 +825,33 @@ static void expect_flood(const char *app, int cyc) {
        la_td_nap_ms(20)) {
   }
   long long told = LA_getStat(LA_STAT_BEHIND);
-  assert_int_equal(told, la_ta_local_stat(&agent, "cycles_behind"));
+  assert_int_equal(told, la_ta_local_stat(&agent, coarse ? "cycles_coarse"
+                                                         : "cycles_behind"));
   assert_int_equal(LA_finalize(), 0);
   assert_int_equal(LA_getStat(LA_STAT_BEHIND), told);
   long long stored, behind;
   stored_or_behind(app, cyc, &stored, &behind);
-  print_message("%s: %lld stored, %lld behind, %lld waits\n", app, stored,
-                behind, waits);
-  if (stored + behind != cyc || behind == 0 || stored == 0 ||
-      waits > FLOOD_WAITS_AT_MOST(cyc))
-    fail_msg("%lld cycles stored, %lld recorded missing as behind, of %d; "
-             "%lld waits",
-             stored, behind, cyc, waits);
-  assert_int_equal(told, behind);
+  long long marked = la_ta_app_int(
+      &agent, app,
+      "SELECT count(*) FROM coarse WHERE app_id = '%s' AND reason LIKE "
+      "'coarse: the LocalAgent was behind (%%agent.max_backlog = %%)'");
+  print_message("%s: %lld stored (%lld coarse), %lld behind, %lld waits\n",
+                app, stored, marked, behind, waits);
+  if (waits > FLOOD_WAITS_AT_MOST(cyc) || stored + behind != cyc ||
+      stored == 0 || (coarse ? behind != 0 || marked == 0 || marked != told
+                             : behind == 0 || marked != 0 || behind != told))
+    fail_msg("%lld cycles stored (%lld coarse), %lld recorded missing as "
+             "behind, of %d; %lld told; %lld waits",
+             stored, marked, behind, cyc, told, waits);
+  /* the same values every cycle: coarse or full, the same total */
+  char sql[400];
+  snprintf(sql, sizeof sql,
+           "SELECT count(*) FROM traces t, (SELECT max(stat_sum) AS m FROM "
+           "traces WHERE app_id = '%s') WHERE t.app_id = '%s' AND (m <= 0 OR "
+           "abs(t.stat_sum - m) > 1e-9 * m)",
+           app, app);
+  assert_int_equal(la_ta_sql_int(&agent, sql), 0);
+  if (coarse) expect_coarse_shown(app);
 }
 
 /* agent.max_backlog = 1: a rank whose cycles come faster than the agent
@@ -810,7 +861,7 @@ static void expect_flood(const char *app, int cyc) {
 static void test_backlog_drops_not_waits(void **state) {
   /* the app's, one held, notifications on their way */
   LA_setBuffers(6);
-  expect_flood("unit-backlog", 30);
+  expect_flood("unit-backlog", 30, 0);
 }
 
 /* Row-probed cycles handed over faster than the agent takes them
@@ -857,11 +908,12 @@ static void test_dropped_row_cycles_zeroed(void **state) {
 }
 
 /* The defaults (libla's 4 buffers, agent.max_backlog auto: 1 held, two
- * compaction threads at nice 10): a flood of cycles does not wait for the
- * agent's compaction (0 waits on a machine with a core to spare), and every
- * cycle is stored or recorded missing as behind. */
+ * compaction threads at nice 10, agent.behind coarse): a flood of cycles
+ * does not wait for the agent's compaction (0 waits on a machine with a
+ * core to spare), and every cycle is stored, those the agent was behind
+ * on coarse, marked with the reason and with their exact totals. */
 static void test_defaults_never_wait(void **state) {
-  expect_flood("unit-nowait", 40);
+  expect_flood("unit-nowait", 40, 1);
 }
 
 static void test_wall_time_metric_in_ns(void **state) {
