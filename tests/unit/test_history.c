@@ -546,6 +546,23 @@ static void test_robust_references(void **state) {
   rx[0] = NAN; /* a value that is not finite never matches */
   assert_int_equal(la_history_match_robust(h, rx, &ref, &e), 0);
   rx[0] = keep;
+  /* the AVX2 test and the scalar one (LA_COMPACT_SCALAR) agree wherever
+   * the one bad element is: in the first group of four, on either side
+   * of a block of 64, at the end */
+  const uint64_t at[] = {0, 1, 3, 63, 64, 65, N / 2, N - 5, N - 4, N - 1};
+  const double bad[] = {1.2, NAN, INFINITY, -INFINITY};
+  for (int scalar = 0; scalar < 2; scalar++) {
+    if (scalar) setenv("LA_COMPACT_SCALAR", "1", 1);
+    assert_int_equal(la_history_match_robust(h, rx, &ref, &e), 1);
+    for (size_t a = 0; a < sizeof at / sizeof *at; a++)
+      for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        double was = rx[at[a]];
+        rx[at[a]] = k == 0 ? rrep[at[a]] * bad[k] : bad[k];
+        assert_int_equal(la_history_match_robust(h, rx, &ref, &e), 0);
+        rx[at[a]] = was;
+      }
+    if (scalar) unsetenv("LA_COMPACT_SCALAR");
+  }
   /* a history without robust weights has nothing to refer to */
   la_history_t *h0 = la_history_new(&b, N, 4, &cp, NULL);
   assert_int_equal(la_history_match_robust(h0, rx, &ref, &e), 0);
