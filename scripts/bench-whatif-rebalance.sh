@@ -28,22 +28,17 @@ NP=${LA_WR_NP:-2}
 RUNS=${LA_WR_RUNS:-3}
 BIN=build/bin
 EX=build/examples
+. scripts/la-stack.sh
 work=$(mktemp -d /tmp/la-wr.XXXXXX)
 pids=()
 
 cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do
-    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null
-    wait "$p" 2>/dev/null
-  done
+  la_stack_stop
   rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 die() { echo "bench-whatif-rebalance: $*" >&2; exit 1; }
-. scripts/la-stack.sh
 
 for f in "$BIN/la-globalagent" "$BIN/la-localagent" "$BIN/lactl" \
          "$EX/rebalance"; do

@@ -24,16 +24,12 @@ NP=${LA_DEMO_NP:-4}
 BIN=build/bin
 EX=build/examples
 OUT=${LA_DEMO_OUT:-build/demo}
+. scripts/la-stack.sh
 work=$(mktemp -d /tmp/la-demo.XXXXXX)
 pids=()
 
 cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do
-    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null
-    wait "$p" 2>/dev/null
-  done
+  la_stack_stop
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -41,7 +37,6 @@ trap 'exit 130' INT TERM
 
 die() { echo "demo: $*" >&2; exit 1; }
 section() { printf '\n== %s\n' "$1"; }
-. scripts/la-stack.sh
 
 for f in "$BIN/la-globalagent" "$BIN/la-localagent" "$BIN/lactl" \
          "$EX/heavy" "$EX/rebalance"; do

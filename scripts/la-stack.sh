@@ -4,7 +4,19 @@
 # stitch.timeout 5s) and a LocalAgent uplinked to it, with a new shared
 # secret, all in one working directory. Starting only: the caller owns the
 # directory and stops the daemons (their pids are appended to its pids
-# array) from its EXIT trap.
+# array) from its EXIT trap, with la_stack_stop.
+
+# Stops every process in the caller's pids array: SIGTERM to all, then
+# up to 5 s each to exit before SIGKILL; reaps them.
+la_stack_stop() {
+  local p
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do
+    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+  done
+}
 
 # Waits up to 10 s for a port file to be written. 0 or 1.
 la_stack_wait_port() { # file
