@@ -262,7 +262,7 @@ $(BUILD)/bench/bench_history: $(GLOBAL_NOUV_A)
 BENCH_LIBS_bench_clusters := $(GLOBAL_NOUV_A) $(COMMON_A)
 $(BUILD)/bench/bench_clusters: $(GLOBAL_NOUV_A)
 # bench_whatif (docs/performance.md) writes a store file lactl whatif reads.
-BENCH_LIBS_bench_whatif := $(GLOBAL_NOUV_A)
+BENCH_LIBS_bench_whatif := $(GLOBAL_NOUV_A) $(COMMON_A)
 $(BUILD)/bench/bench_whatif: $(GLOBAL_NOUV_A)
 $(BUILD)/bench/%: bench/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(COMMON_A) $(GEN_H)
 	@mkdir -p $(dir $@)

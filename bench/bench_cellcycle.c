@@ -22,7 +22,11 @@
  *             robust series' compaction, its reconstruction and records'
  *             starts written);
  *   match     la_history_match (the values and the robust reconstruction
- *             against each representative) and la_history_take;
+ *             against each representative), when none matches the robust
+ *             weights on their own (la_history_match_robust_exc, with
+ *             exceptions on up to LA_COMPACT_SPLICE_MAX(n) elements, as the
+ *             worker; LA_BENCH_CELLS_EXC=0: on every element only, the
+ *             robust references without exceptions) and la_history_take;
  *   learn     for a cycle the history learns: la_history_refit and
  *             la_history_learn;
  *   app       the reconstruction copied out (la_app_ipc_put_weights_values'
@@ -48,6 +52,7 @@
 #include <time.h>
 
 #include "history.h"
+#include "la_compact_splice.h"
 #include "la_compact.h"
 #include "weights.h"
 
@@ -172,6 +177,10 @@ int main(int argc, char **argv) {
   double *rw = malloc(n * sizeof *rw), *area = malloc(n * sizeof *area);
   uint8_t *flags = malloc(n);
   uint64_t *rst = malloc((n / 8 ? n / 8 : 1) * sizeof *rst);
+  const char *ev = getenv("LA_BENCH_CELLS_EXC");
+  size_t xcap = ev && !strcmp(ev, "0") ? 0 : (size_t)LA_COMPACT_SPLICE_MAX(n);
+  uint64_t *xidx = malloc((xcap + 1) * sizeof *xidx);
+  uint64_t rmatches = 0;
   for (int round = 0; round < ROUNDS; round++) {
     la_weights_t *w = NULL;
     la_history_budget_t budget = {.limit = 256u << 20, .used = 0};
@@ -203,6 +212,10 @@ int main(int argc, char **argv) {
       uint64_t ref = 0;
       la_fit_error_t err;
       int m = la_history_match(h, x, rw, &ref, &err);
+      size_t nx = 0;
+      int rm = !m && la_history_match_robust_exc(
+                         h, rw, xcap && la_history_exc_due(h) ? xcap : 0,
+                         xidx, &nx, &ref, &err);
       int learn = la_history_take(h, m);
       t[4] = la_bench_thread_ns();
       if (learn) la_history_refit(h, x, &p, &res_m);
@@ -223,6 +236,7 @@ int main(int argc, char **argv) {
         positive += st.positive;
         coarse += st.coarse;
         matches += m;
+        rmatches += rm && !learn;
         rbytes += res_r.len;
         if (!learn) mbytes += res_m.len; /* a refit's bytes are the rep's */
       }
@@ -256,9 +270,10 @@ int main(int argc, char **argv) {
   }
   printf("  total     %9.1f µs  %6.2f ns/cell\n", tot / 1e3, tot / (double)n);
   uint64_t nm = (uint64_t)nc - matches; /* cycles whose own bytes counted */
-  printf("  history matches %llu of %d; bits per value: measured %.3f (%llu "
+  printf("  history matches %llu of %d, robust references %llu (exceptions "
+         "on up to %zu elements); bits per value: measured %.3f (%llu "
          "cycles not learned), robust %.3f\n",
-         (unsigned long long)matches, nc,
+         (unsigned long long)matches, nc, (unsigned long long)rmatches, xcap,
          nm ? 8.0 * (double)mbytes / ((double)n * (double)nm) : 0,
          (unsigned long long)nm, 8.0 * (double)rbytes / ((double)n * nc));
   printf("  weights above 0: %llu, of them below %d timer steps: %llu\n",
@@ -274,9 +289,11 @@ int main(int argc, char **argv) {
     fprintf(f, "\"%s_ns_per_cell\": %.3f, ", step_name[s], med[s] / (double)n);
   fprintf(f,
           "\"total_ns_per_cell\": %.3f, \"history_matches\": %llu, "
+          "\"robust_references\": %llu, \"exceptions_cap\": %zu, "
           "\"robust_bits_per_value\": %.4f, \"hash_weights\": \"%016llx\", "
           "\"hash_enc\": \"%016llx\"}\n",
           tot / (double)n, (unsigned long long)matches,
+          (unsigned long long)rmatches, xcap,
           8.0 * (double)rbytes / ((double)n * nc), (unsigned long long)h_w,
           (unsigned long long)h_enc);
   if (fclose(f) != 0) {
@@ -294,5 +311,6 @@ int main(int argc, char **argv) {
   free(area);
   free(flags);
   free(rst);
+  free(xidx);
   return 0;
 }

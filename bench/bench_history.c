@@ -24,7 +24,9 @@
  * with the timer quantum of its .fid file; the timer's step (the robust
  * floor, libla measures it at registration and the dump lacks it) is the
  * smallest gap of more than 4 ticks between the first cycle's values.
- * LA_HISTORY_RECORDED_ONLY=1 runs that case alone.
+ * LA_HISTORY_RECORDED_ONLY=1 runs that case alone. LA_HISTORY_EXC_PERMILLE
+ * (1..9) caps the exceptions at that many per thousand elements instead of
+ * LA_COMPACT_SPLICE_MAX's ten.
  * Reported: bytes of the store in use (pages minus free pages) per
  * element-cycle, the ratio (off / robust), the share of cycles stored as
  * references and as robust references. The bound is checked on every
@@ -54,6 +56,7 @@
 
 #include "history.h"
 #include "la_compact.h"
+#include "la_compact_splice.h"
 #include "la_test_msg.h"
 #include "la_trace_msg.h"
 #include "store.h"
@@ -273,15 +276,26 @@ static int within(const double *x, const double *d, uint64_t n,
 
 typedef struct res_s {
   double bytes_per_ec, refs, rrefs, secs;
+  double decide_ns; /* CPU of the LocalAgent's decision, per element-cycle */
+  double exc_per_ref; /* exception elements per robust reference, mean */
   long bound_fail, sum_fail, rbound_fail;
 } res_t;
 
 /* The history variants a case runs: off (every cycle in full), whole (a
  * reference needs the measured values and the robust weights within
- * bound) and robust (besides, the robust weights on their own, within the
- * per-element bound: la_history_match_robust). */
-enum { H_OFF, H_WHOLE, H_ROBUST, NVARIANTS };
-static const char *const variants[NVARIANTS] = {"off", "whole", "robust"};
+ * bound), robust (besides, the robust weights on their own, within the
+ * per-element bound: la_history_match_robust) and exceptions (robust
+ * references with exceptions too: la_history_match_robust_exc with up to
+ * LA_COMPACT_SPLICE_MAX(n) elements, as the worker does). */
+enum { H_OFF, H_WHOLE, H_ROBUST, H_EXC, NVARIANTS };
+static const char *const variants[NVARIANTS] = {"off", "whole", "robust",
+                                                "exceptions"};
+
+static double cpu_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return 1e9 * (double)t.tv_sec + (double)t.tv_nsec;
+}
 
 /* Rank r's robust estimator through cycle c, each cycle as the
  * LocalAgent's worker runs it: the weights as stored (decoded) into rw,
@@ -326,13 +340,22 @@ static int run(const char *dir, const case_t *k, int hist, res_t *out) {
   double *x = malloc(n * sizeof *x), *d = malloc(n * sizeof *d);
   double *rw = malloc(n * sizeof *rw);
   uint8_t *fl = malloc(n);
+  /* LA_HISTORY_EXC_PERMILLE (1..10): a lower cap than the store's, to
+   * see what the cap buys */
+  size_t xcap = LA_COMPACT_SPLICE_MAX(n);
+  const char *pm = getenv("LA_HISTORY_EXC_PERMILLE");
+  if (pm && atoi(pm) > 0 && atoi(pm) < 10)
+    xcap = (size_t)(n * (uint64_t)atoi(pm) / 1000);
+  uint64_t *xmem = malloc((3 * xcap + 1) * sizeof *xmem);
+  double *xval = malloc((xcap + 1) * sizeof *xval);
   for (uint32_t r = 0; w && r < ranks; r++)
     if (!w[r]) fl = NULL;
-  if (!h || !w || !x || !d || !rw || !fl) {
+  if (!h || !w || !x || !d || !rw || !fl || !xmem || !xval) {
     fprintf(stderr, "bench_history: out of memory\n");
     return -1;
   }
-  long refs = 0, rrefs = 0, unreadable = 0;
+  long refs = 0, rrefs = 0, unreadable = 0, nexc = 0;
+  double decide = 0;
   uint64_t seq = 0;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -349,14 +372,27 @@ static int run(const char *dir, const case_t *k, int hist, res_t *out) {
       uint64_t ref = 0, rref = 0;
       la_fit_error_t he, rhe;
       /* as the LocalAgent's worker decides */
+      double c0 = cpu_ns();
       int m = la_history_match(h[r], x, rw, &ref, &he);
-      int rm = !m && hist == H_ROBUST &&
-               la_history_match_robust(h[r], rw, &rref, &rhe);
+      size_t k = 0;
+      int rm = !m && hist >= H_ROBUST &&
+               la_history_match_robust_exc(h[r], rw,
+                                           hist == H_EXC &&
+                                                   la_history_exc_due(h[r])
+                                               ? xcap
+                                               : 0,
+                                           xmem,
+                                           &k, &rref, &rhe);
+      decide += cpu_ns() - c0;
       int learn = la_history_take(h[r], m);
       if (learn) {
         la_history_refit(h[r], x, &cp, &res);
         rm = 0;
       }
+      La__HistoryExceptions xm;
+      if (rm && k)
+        la_compact_exceptions_build(xmem, k, rw, &xm, xmem + xcap,
+                                    xmem + 2 * xcap, xval);
       La__SeriesStats st = LA__SERIES_STATS__INIT, rst = LA__SERIES_STATS__INIT;
       La__FitError fe = LA__FIT_ERROR__INIT, hfe = LA__FIT_ERROR__INIT;
       La__FitError rfe = LA__FIT_ERROR__INIT;
@@ -374,6 +410,8 @@ static int run(const char *dir, const case_t *k, int hist, res_t *out) {
         t.robust_ref = rref;
         la_trace_msg_error(&rfe, &rhe);
         t.robust_ref_error = &rfe;
+        if (k) t.robust_exceptions = &xm;
+        nexc += (long)k;
         rrefs++;
       }
       int was_new;
@@ -465,6 +503,10 @@ static int run(const char *dir, const case_t *k, int hist, res_t *out) {
   free(d);
   free(rw);
   free(fl);
+  free(xmem);
+  free(xval);
+  out->decide_ns = decide / ((double)cycles * ranks * n);
+  out->exc_per_ref = rrefs ? (double)nexc / (double)rrefs : 0;
   out->bytes_per_ec = bytes / ((double)cycles * ranks * n);
   out->refs = (double)refs / ((double)cycles * ranks);
   out->rrefs = (double)rrefs / ((double)cycles * ranks);
@@ -621,10 +663,15 @@ int main(int argc, char **argv) {
           "\"full_cycles\": %d,\n  \"cases\": [\n",
           ROBUST_CV, LA_STORE_HISTORY_FULL_CYCLES);
   printf("bytes per element-cycle (measured and robust series): history off,"
-         " whole references only, and robust references too\n");
-  printf("%-8s %22s %8s %8s %8s %7s %6s %6s %6s %6s %6s\n", "case",
-         "ranks x elements x cyc", "off", "whole", "robust", "ratio",
-         "whole", "+rob", "bound", "rbound", "sums");
+         " whole references only, robust references too, and robust "
+         "references with exceptions; cycles as references (whole, robust) "
+         "with robust and with exceptions; the decision's CPU, ns per "
+         "element-cycle\n");
+  printf("%-8s %22s %8s %8s %8s %8s %7s %6s %6s %6s %6s %6s %6s %6s %6s "
+         "%6s\n",
+         "case", "ranks x elements x cyc", "off", "whole", "robust", "exc",
+         "ratio", "whole", "+rob", "+exc", "exc/r", "ns", "ns+x", "bound",
+         "rbound", "sums");
   int rc = 0;
   for (int i = first; i < ncases; i++) {
     const case_t *k = &cases[i];
@@ -650,12 +697,15 @@ int main(int argc, char **argv) {
     char shape[64];
     snprintf(shape, sizeof shape, "%u x %llu x %llu", k->ranks,
              (unsigned long long)k->n, (unsigned long long)k->cycles);
-    printf("%-8s %22s %8.4f %8.4f %8.4f %6.2fx %5.1f%% %5.1f%% %6s %6s %6s\n",
+    printf("%-8s %22s %8.4f %8.4f %8.4f %8.4f %6.2fx %5.1f%% %5.1f%% %5.1f%% "
+           "%6.1f %6.3f %6.3f %6s %6s %6s\n",
            names[k->kind], shape, v[H_OFF].bytes_per_ec,
            v[H_WHOLE].bytes_per_ec, v[H_ROBUST].bytes_per_ec,
-           v[H_OFF].bytes_per_ec / v[H_ROBUST].bytes_per_ec,
-           100 * v[H_ROBUST].refs, 100 * v[H_ROBUST].rrefs, bf ? "FAIL" : "ok",
-           rbf ? "FAIL" : "ok", sf ? "FAIL" : "exact");
+           v[H_EXC].bytes_per_ec,
+           v[H_OFF].bytes_per_ec / v[H_EXC].bytes_per_ec,
+           100 * v[H_EXC].refs, 100 * v[H_ROBUST].rrefs, 100 * v[H_EXC].rrefs,
+           v[H_EXC].exc_per_ref, v[H_ROBUST].decide_ns, v[H_EXC].decide_ns,
+           bf ? "FAIL" : "ok", rbf ? "FAIL" : "ok", sf ? "FAIL" : "exact");
     fprintf(f,
             "    {\"case\": \"%s\", \"ranks\": %u, \"elements\": %llu, "
             "\"cycles\": %llu, \"quantum_ns\": %.17g, \"timer_res_ns\": %.6g, "
@@ -668,9 +718,12 @@ int main(int argc, char **argv) {
       fprintf(f,
               "{\"history\": \"%s\", \"bytes_per_element_cycle\": %.5f, "
               "\"reference_share\": %.4f, \"robust_reference_share\": %.4f, "
+              "\"exceptions_per_robust_reference\": %.2f, "
+              "\"decision_ns_per_element_cycle\": %.4f, "
               "\"seconds\": %.2f}%s",
               variants[j], v[j].bytes_per_ec, v[j].refs, v[j].rrefs,
-              v[j].secs, j + 1 < NVARIANTS ? ", " : "");
+              v[j].exc_per_ref, v[j].decide_ns, v[j].secs,
+              j + 1 < NVARIANTS ? ", " : "");
     fprintf(f, "]}%s\n", i + 1 < ncases ? "," : "");
   }
   if (ncases > C_RECORDED) {

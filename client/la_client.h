@@ -490,6 +490,24 @@ LA_CLIENT_EXPORT int la_client_decode_trace(const uint8_t *bytes, size_t len,
                                             double *out, uint64_t n, char *why,
                                             size_t why_len);
 
+/* A robust reference with exceptions (docs/history.md), as the store's
+ * readers resolve it: the representative's encoded robust weights
+ * rep[0..rep_len) (n points) with the cycle's own values at its exceptions
+ * exc[0..exc_len) (a HistoryExceptions message, the store's
+ * history_exceptions.exceptions) spliced in, encoded losslessly into
+ * out[0..*out_len) (in: its capacity; 9 n + 64 bytes always suffice; out:
+ * the encoding's length). The same function the GlobalAgent's store uses
+ * (compact/la_compact_splice.c). 0, or LA_EINVAL (a buffer NULL), LA_EPROTO
+ * (exceptions not valid, a representative that is not an encoding of n
+ * points), LA_ERANGE (out too small: *out_len says how much is needed),
+ * LA_ENOMEM; why gets the reason. Thread-safe; keeps nothing. */
+LA_CLIENT_EXPORT int la_client_splice_trace(const uint8_t *rep,
+                                            size_t rep_len, uint64_t n,
+                                            const uint8_t *exc,
+                                            size_t exc_len, uint8_t *out,
+                                            size_t *out_len, char *why,
+                                            size_t why_len);
+
 /* ------------------------------------------------------------- channels
  * An application that declared channels (LA_channel: one per kernel, say
  * "stress", "eos") sends, per rank and cycle, the per-element sum over its

@@ -74,8 +74,12 @@ static int la__ts_parse_rank(la_traceset_t *t, uint32_t r, int *rob,
   if (rc)
     return la_errorf(why, why_len, LA_EPROTO,
                      "rank %u: bad robust encoding: %s", r, wbuf);
+  /* the robust weights in the trace's mode, or lossless: a robust
+   * reference with exceptions is served spliced, and exact
+   * (la_compact_splice, docs/history.md) */
+  int rmode = la_trace_mode(t->rob[r]);
   if (la_trace_count(t->rob[r]) != ct->n_elements ||
-      la_trace_mode(t->rob[r]) != (int)ct->mode)
+      (rmode != (int)ct->mode && rmode != LA_COMPACT_LOSSLESS))
     return la_errorf(why, why_len, LA_EPROTO,
                      "rank %u: robust encoding holds %llu points in mode "
                      "%s, the trace %llu in mode %s",

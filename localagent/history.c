@@ -35,6 +35,7 @@ struct la_history {
   uint64_t n, clock, bytes;
   uint32_t n_reps;
   uint32_t gap, since; /* la_history_take: the learning gap, misses since */
+  uint32_t xgap, xsince; /* la_history_exc_due: the same for exceptions */
   int robust;
   la_compact_params_t cp, rcp;
   /* la_history_match_robust: per element, |r - y| <= rrel |r| + rabs +
@@ -89,6 +90,7 @@ la_history_t *la_history_new(la_history_budget_t *budget, uint64_t n,
   h->n = n;
   h->n_reps = reps;
   h->gap = 1;
+  h->xgap = 1;
   h->cp = *cp;
   h->robust = rcp != NULL;
   if (rcp) h->rcp = *rcp;
@@ -219,88 +221,176 @@ void la_history_set_robust_floor(la_history_t *h, double floor) {
   pthread_mutex_unlock(&h->mu);
 }
 
+/* Element i against the robust reference's bound: 0 within; 1 outside
+ * (y not finite, or lossless: not equal bit for bit, else |r - y| > rel
+ * |r| + abs), an exception the cycle can carry; 2 when r itself is not
+ * finite: no reference at all. */
+static inline int la__elem(const double *r, const double *y, uint64_t i,
+                           int lossless, double rel, double abs) {
+  if (!isfinite(r[i])) return 2;
+  if (!isfinite(y[i])) return 1;
+  if (lossless) return memcmp(&r[i], &y[i], sizeof *r) != 0;
+  return !(fabs(r[i] - y[i]) <= rel * fabs(r[i]) + abs);
+}
+
 #if LA_COMPACT_X86
-/* Whether some element of r, y[0..n - n % 4) fails la__elements_ok's
- * test (non-lossless): the same operations four at a time (finite as
- * |v| <= DBL_MAX, |r - y| <= rel |r| + abs with a multiply, then an add),
- * looked at every 64 elements. A robust weight series usually fails on a
- * few one-cycle spikes anywhere in it, so most calls end here, early. */
-__attribute__((target("avx2"))) static int la__any_out_avx2(
-    const double *r, const double *y, uint64_t n, double rel, double abs) {
+/* la__scan's pass over r, y[0..n4) (n4 a multiple of 4, non-lossless):
+ * the same operations four at a time (finite as |v| <= DBL_MAX, |r - y|
+ * <= rel |r| + abs with a multiply, then an add), so the same elements,
+ * and the error's sums over the elements within (max |r - y|, sum of
+ * squares, sum of r) into acc. Returns k, or cap + 1 (more than cap
+ * elements out, or an r not finite). */
+__attribute__((target("avx2"))) static size_t la__scan_avx2(
+    const double *r, const double *y, uint64_t n4, double rel, double abs,
+    uint64_t *idx, size_t cap, double acc[3]) {
   const __m256d m = _mm256_castsi256_pd(
                     _mm256_set1_epi64x(0x7fffffffffffffffLL)),
                 vmax = _mm256_set1_pd(DBL_MAX), vrel = _mm256_set1_pd(rel),
                 vab = _mm256_set1_pd(abs);
-  uint64_t n4 = n - n % 4;
-  for (uint64_t b = 0; b < n4; b += 64) {
-    uint64_t end = n4 - b < 64 ? n4 : b + 64;
-    __m256d ok = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
-    for (uint64_t i = b; i < end; i += 4) {
-      __m256d vr = _mm256_loadu_pd(r + i), vy = _mm256_loadu_pd(y + i);
-      __m256d ar = _mm256_and_pd(vr, m);
-      __m256d d = _mm256_and_pd(_mm256_sub_pd(vr, vy), m);
-      __m256d c = _mm256_and_pd(
-          _mm256_cmp_pd(ar, vmax, _CMP_LE_OQ),
-          _mm256_cmp_pd(_mm256_and_pd(vy, m), vmax, _CMP_LE_OQ));
-      c = _mm256_and_pd(
-          c, _mm256_cmp_pd(d, _mm256_add_pd(_mm256_mul_pd(vrel, ar), vab),
-                           _CMP_LE_OQ));
-      ok = _mm256_and_pd(ok, c);
+  __m256d mx = _mm256_setzero_pd(), sse = mx, sum = mx;
+  size_t k = 0;
+  for (uint64_t i = 0; i < n4; i += 4) {
+    __m256d vr = _mm256_loadu_pd(r + i), vy = _mm256_loadu_pd(y + i);
+    __m256d ar = _mm256_and_pd(vr, m);
+    __m256d d = _mm256_and_pd(_mm256_sub_pd(vr, vy), m);
+    if (_mm256_movemask_pd(_mm256_cmp_pd(ar, vmax, _CMP_LE_OQ)) != 0xF)
+      return cap + 1;
+    __m256d c = _mm256_and_pd(
+        _mm256_cmp_pd(_mm256_and_pd(vy, m), vmax, _CMP_LE_OQ),
+        _mm256_cmp_pd(d, _mm256_add_pd(_mm256_mul_pd(vrel, ar), vab),
+                      _CMP_LE_OQ));
+    __m256d din = _mm256_and_pd(d, c);
+    mx = _mm256_max_pd(mx, din);
+    sse = _mm256_add_pd(sse, _mm256_mul_pd(din, din));
+    sum = _mm256_add_pd(sum, vr);
+    int mask = _mm256_movemask_pd(c);
+    if (mask == 0xF) continue;
+    for (int l = 0; l < 4; l++) {
+      if (mask & (1 << l)) continue;
+      if (k == cap) return cap + 1;
+      idx[k++] = i + (uint64_t)l;
     }
-    if (_mm256_movemask_pd(ok) != 0xF) return 1;
   }
-  return 0;
+  double a[4], b[4], c[4];
+  _mm256_storeu_pd(a, mx);
+  _mm256_storeu_pd(b, sse);
+  _mm256_storeu_pd(c, sum);
+  for (int l = 0; l < 4; l++) acc[0] = a[l] > acc[0] ? a[l] : acc[0];
+  acc[1] += (b[0] + b[1]) + (b[2] + b[3]);
+  acc[2] += (c[0] + c[1]) + (c[2] + c[3]);
+  return k;
 }
 #endif
 
-/* The robust reference's bound on every element: |r - y| <= rel |r| + abs
- * (lossless: bit for bit), every value finite; when it holds, *e is the
- * error of y against r (la_fit_error_measure's, measured in the same pass:
- * a match is two passes fewer over the weights). */
-static int la__elements_ok(const double *r, const double *y, uint64_t n,
-                           int lossless, double rel, double abs,
-                           la_fit_error_t *e) {
+/* The elements of r, y[0..n) outside the robust reference's bound
+ * (la__elem 1), in order, into idx while at most cap of them, and the
+ * error of y against r with them exact (the values a reader of the cycle
+ * gets, the cycle's own spliced in: la_fit_error_measure's measures) into
+ * *e. Returns their number, or cap + 1 when there are more or an r is not
+ * finite (the scan stops there: with cap 0, at the first miss). One pass:
+ * the test and the error together. */
+static size_t la__scan(const double *r, const double *y, uint64_t n,
+                       int lossless, double rel, double abs, uint64_t *idx,
+                       size_t cap, la_fit_error_t *e) {
+  uint64_t i = 0;
+  size_t k = 0;
+  double acc[3] = {0, 0, 0}; /* max |r - y|, sum of squares, sum of r */
 #if LA_COMPACT_X86
-  /* a miss found fast; a match is decided, and measured, below */
-  if (!lossless && la_compact_simd() && la__any_out_avx2(r, y, n, rel, abs))
-    return 0;
-#endif
-  double max = 0, sse = 0, sum = 0;
-  for (uint64_t i = 0; i < n; i++) {
-    if (!isfinite(r[i]) || !isfinite(y[i])) return 0;
-    double d = fabs(r[i] - y[i]);
-    if (lossless ? memcmp(&r[i], &y[i], sizeof *r) != 0
-                 : !(d <= rel * fabs(r[i]) + abs))
-      return 0;
-    max = d > max ? d : max;
-    sse += d * d;
-    sum += r[i];
+  if (!lossless && la_compact_simd()) {
+    i = n - n % 4;
+    k = la__scan_avx2(r, y, i, rel, abs, idx, cap, acc);
+    if (k > cap) return k;
   }
-  double rmse = n ? sqrt(sse / (double)n) : 0;
-  e->max_abs = max;
+#endif
+  for (; i < n; i++) {
+    int o = la__elem(r, y, i, lossless, rel, abs);
+    if (o == 2) return cap + 1;
+    acc[2] += r[i];
+    if (o == 0) {
+      double d = fabs(r[i] - y[i]);
+      acc[0] = d > acc[0] ? d : acc[0];
+      acc[1] += d * d;
+      continue;
+    }
+    if (k == cap) return cap + 1;
+    idx[k++] = i;
+  }
+  double rmse = n ? sqrt(acc[1] / (double)n) : 0;
+  e->max_abs = acc[0];
   e->rmse = rmse;
-  e->cv = rmse == 0 ? 0 : rmse / fabs(sum / (double)n);
-  return 1;
+  e->cv = rmse == 0 ? 0 : rmse / fabs(acc[2] / (double)n);
+  return k;
 }
 
 int la_history_match_robust(la_history_t *h, const double *rx, uint64_t *ref,
                             la_fit_error_t *err) {
+  size_t k = 0;
+  return la_history_match_robust_exc(h, rx, 0, NULL, &k, ref, err);
+}
+
+int la_history_match_robust_exc(la_history_t *h, const double *rx, size_t cap,
+                                uint64_t *exc, size_t *n_exc, uint64_t *ref,
+                                la_fit_error_t *err) {
+  *n_exc = 0;
   if (!h || !rx || !h->robust) return 0;
+  if (!exc) cap = 0;
   pthread_mutex_lock(&h->mu);
   int lossless = la_compact_effective_mode(&h->rcp) == LA_COMPACT_LOSSLESS;
+  double abs = h->rabs + h->rfloor;
   int best = -1;
   la_fit_error_t be = {0, 0, 0};
+  uint64_t none = 0;
+  /* on every element: the closest by RMSE (a scan stops at its first
+   * miss) */
   for (uint32_t i = 0; i < h->n_reps; i++) {
     la_hist_rep_t *r = &h->rep[i];
     la_fit_error_t e;
     if (r->valid && r->rv &&
-        la__elements_ok(rx, r->rv, h->n, lossless, h->rrel,
-                        h->rabs + h->rfloor, &e))
+        la__scan(rx, r->rv, h->n, lossless, h->rrel, abs, &none, 0, &e) == 0)
       la__consider(i, &e, &best, &be);
   }
+  /* else with exceptions: the most recently used representative within
+   * cap of them, each scanned to its end or its cap + 1st miss (a full
+   * pass over both series: the first one that holds is taken) */
+  size_t k = cap + 1;
+  uint64_t tried = 0; /* bit per representative */
+  while (best < 0 && cap > 0) {
+    int next = -1;
+    for (uint32_t i = 0; i < h->n_reps; i++) {
+      la_hist_rep_t *r = &h->rep[i];
+      if (r->valid && r->rv && !(tried >> i & 1) &&
+          (next < 0 || r->last_use > h->rep[next].last_use))
+        next = (int)i;
+    }
+    if (next < 0) break;
+    tried |= UINT64_C(1) << next;
+    la_fit_error_t e;
+    k = la__scan(rx, h->rep[next].rv, h->n, lossless, h->rrel, abs, exc, cap,
+                 &e);
+    if (k <= cap) {
+      best = next;
+      be = e;
+    }
+  }
   int m = la__matched(h, best, &be, ref, err);
+  if (m) { /* la_history_exc_due starts over */
+    h->xgap = 1;
+    h->xsince = 0;
+  } else if (cap > 0 && h->xgap < LA_HISTORY_MAX_GAP) {
+    h->xgap *= 2;
+  }
   pthread_mutex_unlock(&h->mu);
+  if (m && k <= cap) *n_exc = k;
   return m;
+}
+
+int la_history_exc_due(la_history_t *h) {
+  if (!h) return 0;
+  pthread_mutex_lock(&h->mu);
+  int due = ++h->xsince >= h->xgap;
+  if (due) h->xsince = 0;
+  pthread_mutex_unlock(&h->mu);
+  return due;
 }
 
 /* Opens a result's bytes (n points) and, when its records are few (at

@@ -95,6 +95,32 @@ void la_history_set_robust_floor(la_history_t *h, double floor);
 int la_history_match_robust(la_history_t *h, const double *rx, uint64_t *ref,
                             la_fit_error_t *err);
 
+/* la_history_match_robust, and a reference with exceptions: when no
+ * representative holds on every element, the most recently used one out
+ * of the bound on at most cap elements (LA_COMPACT_SPLICE_MAX of n: the
+ * cycle then carries its own values there, CompactTrace.robust_exceptions;
+ * an element whose own value is not finite is never one). Returns 1 with
+ * *ref, *err (the error with the exceptions exact: the values a reader
+ * gets) and the exceptions' indices, increasing, in exc[0..*n_exc) (room
+ * for cap; *n_exc 0: within on every element, the closest by RMSE); 0 and
+ * *n_exc 0 when none is. exc NULL: cap 0. Cost: the test on every element
+ * stops at a representative's first miss; with exceptions, one pass over
+ * both series per representative tried (stopping at its cap + 1st miss),
+ * the most recently used first, until one holds. */
+int la_history_match_robust_exc(la_history_t *h, const double *rx, size_t cap,
+                                uint64_t *exc, size_t *n_exc, uint64_t *ref,
+                                la_fit_error_t *err);
+
+/* Whether this cycle's robust check should look for exceptions (call
+ * la_history_match_robust_exc with a cap; else cap 0): a search that finds
+ * nothing costs a pass over each representative up to its cap + 1st miss
+ * (on a rank whose weights never repeat, 0.3 ns per element a cycle on
+ * 10^6 cells, against 0.01 for the test on every element), so while it
+ * finds none it is due at the 1st, 3rd, 7th, 15th and 31st cycle and then
+ * every LA_HISTORY_MAX_GAP-th, as learning (la_history_take); a robust
+ * reference found, with exceptions or without, starts over. NULL h: 0. */
+int la_history_exc_due(la_history_t *h);
+
 /* The worker's step before logging a trace: la_history_match of the
  * cycle's true values x and of its robust weights as compacted (rres,
  * decoded here; NULL when the trace carries none): the estimator's own

@@ -38,6 +38,7 @@
 
 #include "agent.h"
 #include "backlog.h"
+#include "la_compact_splice.h"
 #include "la_errors.h"
 #include "la_log.h"
 #include "la_trace_msg.h"
@@ -80,9 +81,52 @@ typedef struct la_job {
   int rhist;
   uint64_t rhist_ref;
   la_fit_error_t rhist_err;
+  /* and the elements out of that bound, with their own robust weights
+   * (la__match_robust; rexc_mem NULL: none) */
+  La__HistoryExceptions rexc;
+  uint64_t *rexc_mem;
+  double *rexc_values;
   /* a coarse cycle (la__coarse_behind): its reason, else NULL */
   const char *coarse;
 } la_job_t;
+
+/* Frees the job's exceptions (la__match_robust). */
+static void la__free_exceptions(la_job_t *j) {
+  free(j->rexc_mem);
+  free(j->rexc_values);
+  j->rexc_mem = NULL;
+  j->rexc_values = NULL;
+}
+
+/* The robust weights rw[0..n) on their own (docs/history.md): a
+ * representative within the per-element bound on every element, or on all
+ * but at most LA_COMPACT_SPLICE_MAX(n), whose own weights then go in the
+ * trace (j->rexc), when due (la_history_exc_due). Not for a row-probed
+ * cycle (rows): its trace is of cells, its weights of rows, so it takes a
+ * reference on every element or none. 1 when there is one (j->rhist_ref,
+ * j->rhist_err). */
+static int la__match_robust(la_job_t *j, la_history_t *h, const double *rw,
+                            uint64_t n, int rows) {
+  size_t cap = rows || !la_history_exc_due(h)
+                   ? 0
+                   : (size_t)LA_COMPACT_SPLICE_MAX(n),
+         k = 0;
+  uint64_t *mem = cap ? malloc(3 * cap * sizeof *mem) : NULL;
+  double *vals = mem ? malloc(cap * sizeof *vals) : NULL;
+  if (!vals) cap = 0; /* without memory: on every element */
+  int m = la_history_match_robust_exc(h, rw, cap, mem, &k, &j->rhist_ref,
+                                      &j->rhist_err);
+  if (m && k > 0) {
+    la_compact_exceptions_build(mem, k, rw, &j->rexc, mem + cap,
+                                mem + 2 * cap, vals);
+    j->rexc_mem = mem;
+    j->rexc_values = vals;
+  } else {
+    free(mem);
+    free(vals);
+  }
+  return m;
+}
 
 /* Whether the robust figures of a cycle can travel (finite, >= 0). */
 static int la__robust_finite(const la_robust_stats_t *st) {
@@ -159,6 +203,8 @@ static int la__log_trace(la_job_t *j, const la_compact_result_t *res,
     la_trace_msg_error(&rhe, &e);
     t.robust_ref_error = &rhe;
   }
+  if (j->rhist && j->robust && j->rexc_mem)
+    t.robust_exceptions = &j->rexc;
   t.coarse = (char *)j->coarse;
   char why[200];
   if (la_msg_validate(LA__MSG_TYPE__MSG_COMPACT_TRACE, &t.base, why,
@@ -325,13 +371,13 @@ static void la__work(uv_work_t *req) {
       /* the robust weights on their own (docs/history.md): a balancer's
        * series may repeat where the measured values do not */
       if (!j->hist && j->robust && rw)
-        j->rhist = la_history_match_robust(h, rw, &j->rhist_ref,
-                                           &j->rhist_err);
+        j->rhist = la__match_robust(j, h, rw, n, rows);
       int learn = la_history_take(h, j->hist);
       if (learn) { /* a representative to be: compacted with room, and in
                       full (a representative references nothing) */
         la_history_refit(h, x, &j->cp, &res);
         j->rhist = 0;
+        la__free_exceptions(j);
       }
       /* what travels: a row-probed cycle's series as the cells' */
       const la_compact_result_t *out = &res, *rout = &j->rres;
@@ -375,6 +421,7 @@ static void la__work(uv_work_t *req) {
     }
     free(rw);
     free(rst);
+    la__free_exceptions(j);
     la_compact_result_free(&res);
     la_compact_result_free(&sres);
     la_compact_result_free(&srres);

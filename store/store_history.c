@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "la_compact_splice.h"
 #include "la_errcodes.h"
 #include "la_limits.h"
 #include "store_internal.h"
@@ -76,6 +77,11 @@ static int la__check_ref(la_store_t *s, const La__CompactTrace *t,
     refused = "a trace names either a history_ref or a robust_ref";
   else if (robust && !t->robust_stats)
     refused = "the trace has no robust weights";
+  char xwhy[200];
+  if (!refused && robust && t->robust_exceptions &&
+      la_compact_exceptions_check(t->robust_exceptions, t->n_elements, xwhy,
+                                  sizeof xwhy) != 0)
+    refused = xwhy;
   la_db_stmt_t *st = refused ? NULL : la__hst(s, H_REF);
   if (!refused && !st) return LA_EIO;
   int r = 0;
@@ -121,6 +127,13 @@ static int la__check_ref(la_store_t *s, const La__CompactTrace *t,
 int la__store_history_check(la_store_t *s, const La__CompactTrace *t) {
   s->hist_ref_gone = s->hist_rref_gone = 0;
   int r = 0;
+  if (t->robust_exceptions && !t->has_robust_ref) {
+    la__store_fmt(s->err, sizeof s->err,
+                  "trace of %s rank %u cycle %llu: robust_exceptions "
+                  "refused: they come only with a robust_ref",
+                  t->app_id, t->rank, (unsigned long long)t->cycle_tag);
+    return LA_EPROTO;
+  }
   if (t->has_history_ref)
     r = la__check_ref(s, t, t->history_ref, 0, &s->hist_ref_gone);
   if (r == 0 && t->has_robust_ref)
@@ -174,9 +187,26 @@ static int la__history_row(la_store_t *s, const La__CompactTrace *t,
     la_db_bind_double(st, 7, e->rmse);
     la_db_bind_double(st, 8, e->cv);
   }
-  return la__store_run(s, st, robust
-                                  ? "storing the trace's robust reference"
-                                  : "storing the trace's history reference");
+  int r = la__store_run(s, st, robust
+                                   ? "storing the trace's robust reference"
+                                   : "storing the trace's history reference");
+  if (r != 0 || !robust || !t->robust_exceptions) return r;
+  /* its exceptions, as the message (checked by la__check_ref) */
+  size_t len = la__history_exceptions__get_packed_size(t->robust_exceptions);
+  uint8_t *b = malloc(len ? len : 1);
+  if (!b)
+    return la__store_corrupt(s, "no memory for a trace's %zu bytes of "
+                                "history exceptions", len);
+  la__history_exceptions__pack(t->robust_exceptions, b);
+  if (!(st = la__hst(s, H_XINS))) {
+    free(b);
+    return LA_EIO;
+  }
+  la__bind_key(st, t->app_id, t->cycle_tag, t->rank);
+  la_db_bind_blob(st, 4, b, len);
+  r = la__store_run(s, st, "storing the robust reference's exceptions");
+  free(b);
+  return r;
 }
 
 /* Demotes the rank's references (robust: robust references) with rank_seq
@@ -231,6 +261,34 @@ int la__store_history_put(la_store_t *s, const La__CompactTrace *t) {
   return r ? r : la__demote_upto(s, t, upto, 1);
 }
 
+/* t's robust segments: the representative's rep[0..len) with the
+ * exceptions xb[0..xlen) (a HistoryExceptions message) spliced in
+ * (la_compact_splice). 0, LA_ENOMEM, or LA_EIO: the store is corrupt. */
+static int la__splice(la_store_t *s, La__CompactTrace *t, const void *rep,
+                      size_t len, const void *xb, int xlen) {
+  La__HistoryExceptions *x =
+      xb && xlen > 0
+          ? la__history_exceptions__unpack(NULL, (size_t)xlen, xb)
+          : NULL;
+  la_compact_result_t out;
+  char why[200];
+  int r = x ? la_compact_splice(rep, len, t->n_elements, x, &out, why,
+                                sizeof why)
+            : LA_EPROTO;
+  if (x) la__history_exceptions__free_unpacked(x, NULL);
+  if (r == LA_ENOMEM) return r;
+  if (r != 0)
+    return la__store_corrupt(s,
+                             "trace of %s cycle %llu rank %u: its robust "
+                             "reference's exceptions: %s",
+                             t->app_id, (unsigned long long)t->cycle_tag,
+                             t->rank, x ? why : "not a HistoryExceptions");
+  free(t->robust_segments.data);
+  t->robust_segments.data = out.bytes; /* malloc'ed: the trace's now */
+  t->robust_segments.len = out.len;
+  return 0;
+}
+
 int la__store_history_resolve(la_store_t *s, La__CompactTrace *t, int robust) {
   la_db_stmt_t *st = NULL;
   int rc = LA_DB_DONE, r = 0, col = robust ? 2 : 1;
@@ -265,6 +323,13 @@ int la__store_history_resolve(la_store_t *s, La__CompactTrace *t, int robust) {
                           "stored in full",
                           t->app_id, (unsigned long long)t->cycle_tag, t->rank,
                           robust ? " (robust weights)" : "");
+  } else if (robust && col == 1 &&
+             la_db_column_type(st, 2) != LA_DB_NULL) {
+    /* a reference with exceptions: the representative's values with the
+     * cycle's own spliced in (the cycle's robust stats, on its row, stay
+     * its exact totals) */
+    r = la__splice(s, t, blob, (size_t)blen, la_db_column_blob(st, 2),
+                   la_db_column_bytes(st, 2));
   } else {
     ProtobufCBinaryData *d = robust ? &t->robust_segments : &t->segments;
     free(d->data);

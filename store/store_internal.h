@@ -89,6 +89,7 @@ enum {
   H_RPENDING,
   H_RDONE,
   H_RRESOLVE,
+  H_XINS,     /* history_exceptions: a robust reference's exceptions */
   H__COUNT
 };
 extern const char *const la__store_history_sql[H__COUNT];

@@ -247,6 +247,20 @@ static const char la__history_robust_sql[] =
     "  rank, rank_seq) WHERE in_full = 1;";
 
 /* Added later still, created in place (IF NOT EXISTS) like `missing`.
+ * history_exceptions (docs/history.md): one row per robust reference (a
+ * history_robust row) whose representative is within the per-element bound
+ * except at a few elements: the cycle's own robust weights there, a
+ * HistoryExceptions message (proto/la.proto). Once the trace is demoted,
+ * readers splice them into the representative's robust weights. */
+static const char la__history_exc_sql[] =
+    "CREATE TABLE IF NOT EXISTS history_exceptions ("
+    "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
+    "  cycle_tag INTEGER NOT NULL,"
+    "  rank INTEGER NOT NULL,"
+    "  exceptions BLOB NOT NULL,"
+    "  PRIMARY KEY (app_id, cycle_tag, rank)) WITHOUT ROWID;";
+
+/* Added later still, created in place (IF NOT EXISTS) like `missing`.
  * rep_members (docs/clusters.md): with store.representatives on, once a
  * Trace-Set closed, one row per rank that is a member but not the
  * representative of one of its behaviour classes: the class (its index in
@@ -362,6 +376,7 @@ static const struct {
     {la__rep_robust_sql, "adding the rep_robust table"},
     {la__history_robust_sql, "adding the history_robust table"},
     {la__coarse_sql, "adding the coarse table"},
+    {la__history_exc_sql, "adding the history_exceptions table"},
 };
 
 #define LA__CREATE "CREATE TABLE IF NOT EXISTS "
@@ -483,6 +498,8 @@ int la__store_schema(la_db_t *db, const char *path, char *why, size_t n) {
           la__store_exec(db, la__history_robust_sql, why, n, path,
                          "creating the schema") ||
           la__store_exec(db, la__coarse_sql, why, n, path,
+                         "creating the schema") ||
+          la__store_exec(db, la__history_exc_sql, why, n, path,
                          "creating the schema") ||
           la__store_exec(db, sql, why, n, path, "creating the schema") ||
           la__store_exec(db, "COMMIT", why, n, path, "creating the schema")) {

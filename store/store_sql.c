@@ -306,10 +306,16 @@ const char *const la__store_history_sql[H__COUNT] = {
         "UPDATE history_robust SET in_full = 0 WHERE app_id = ?1"
         " AND cycle_tag = ?2 AND rank = ?3",
     [H_RRESOLVE] =
-        "SELECT h.ref_cycle, r.segments FROM history_robust h"
+        "SELECT h.ref_cycle, r.segments, x.exceptions FROM history_robust h"
         " LEFT JOIN robust r ON r.app_id = h.app_id"
         " AND r.cycle_tag = h.ref_cycle AND r.rank = h.rank"
+        " LEFT JOIN history_exceptions x ON x.app_id = h.app_id"
+        " AND x.cycle_tag = h.cycle_tag AND x.rank = h.rank"
         " WHERE h.app_id = ?1 AND h.cycle_tag = ?2 AND h.rank = ?3",
+    /* a robust reference's exceptions (history_exceptions) */
+    [H_XINS] =
+        "INSERT OR IGNORE INTO history_exceptions(app_id, cycle_tag, rank,"
+        " exceptions) VALUES (?1, ?2, ?3, ?4)",
 };
 
 /* PostgreSQL's forms of the history statements that differ: no REPLACE

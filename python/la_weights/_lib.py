@@ -100,6 +100,11 @@ _PROTOS = {
                                       _U64, ctypes.c_char_p,
                                       ctypes.c_size_t]),
     "la_client_strerror": (ctypes.c_char_p, [_INT]),
+    "la_client_splice_trace": (_INT, [ctypes.c_char_p, ctypes.c_size_t, _U64,
+                                      ctypes.c_char_p, ctypes.c_size_t,
+                                      ctypes.c_char_p,
+                                      ctypes.POINTER(ctypes.c_size_t),
+                                      ctypes.c_char_p, ctypes.c_size_t]),
     "la_traceset_from_bytes": (_INT, [ctypes.c_char_p, ctypes.c_size_t,
                                       ctypes.POINTER(_P), ctypes.c_char_p,
                                       ctypes.c_size_t]),
@@ -173,6 +178,24 @@ def decode_into(so, blob, out, where=""):
     if rc:
         raise DecodeError(rc, why.value.decode("utf-8", "replace"), where)
     return out
+
+
+def splice(so, rep, n, exc, where=""):
+    """The encoded robust weights of a robust reference with exceptions
+    (docs/history.md): the representative's rep (bytes, n points) with the
+    cycle's own values at the exceptions exc (the store's
+    history_exceptions.exceptions) spliced in, as the GlobalAgent's store
+    serves them (la_client_splice_trace). Raises DecodeError."""
+    cap = 9 * n + 64
+    out = ctypes.create_string_buffer(cap)
+    size = ctypes.c_size_t(cap)
+    why = ctypes.create_string_buffer(256)
+    rc = so.la_client_splice_trace(bytes(rep), len(rep), n, bytes(exc),
+                                   len(exc), out, ctypes.byref(size), why,
+                                   len(why))
+    if rc:
+        raise DecodeError(rc, why.value.decode("utf-8", "replace"), where)
+    return out.raw[:size.value]
 
 
 def _arr(a, ctype):

@@ -261,19 +261,29 @@ class Store:
             " WHERE h.app_id = ? AND h.cycle_tag = ? AND h.rank = ?",
             (app, tag, rank)).fetchone()
 
-    def _robust_representative(self, app, tag, rank):
+    def _robust_representative(self, app, tag, rank, n):
         """The robust segments of the cycle a trace whose robust weights
-        alone were demoted refers to (history_robust, docs/history.md), or
-        None."""
+        alone were demoted refers to (history_robust, docs/history.md),
+        with the cycle's own values spliced in at its exceptions
+        (history_exceptions) when it has some, or None."""
         if not self._has_history_robust:
             return None
+        exc = self._table("history_exceptions")
         r = self._db.execute(
-            "SELECT r.segments FROM history_robust h JOIN robust r"
+            "SELECT r.segments, %s FROM history_robust h JOIN robust r"
             " ON r.app_id = h.app_id AND r.cycle_tag = h.ref_cycle"
-            " AND r.rank = h.rank"
-            " WHERE h.app_id = ? AND h.cycle_tag = ? AND h.rank = ?",
+            " AND r.rank = h.rank%s"
+            " WHERE h.app_id = ? AND h.cycle_tag = ? AND h.rank = ?" %
+            (("x.exceptions", " LEFT JOIN history_exceptions x ON"
+              " x.app_id = h.app_id AND x.cycle_tag = h.cycle_tag AND"
+              " x.rank = h.rank") if exc else ("NULL", "")),
             (app, tag, rank)).fetchone()
-        return r[0] if r else None
+        if not r:
+            return None
+        if r[1] is None or not r[0]:
+            return r[0]
+        return _lib.splice(self._so, r[0], n, r[1],
+                           "%s cycle %d rank %d" % (app, tag, rank))
 
     def _stored_set(self, app, cycle):
         """The TraceSet message (bytes) of app's stored cycle, as the
@@ -332,7 +342,7 @@ class Store:
              rseg, rcnt, rsu, rlo, rhi) in traces:
             # a demoted cycle: its representative's segments; robust
             # weights demoted on their own: theirs
-            rref = (self._robust_representative(app, tag, r)
+            rref = (self._robust_representative(app, tag, r, n)
                     if rseg == b"" else None)
             if rref:
                 rseg = rref

@@ -18,8 +18,15 @@
  *     (C and Python) get the representative's robust weights, within the
  *     per-element bound, with the cycle's own exact totals and its measured
  *     series in full; bad robust references are refused;
+ *   - robust references with exceptions: a cycle whose robust weights
+ *     repeat but for a few elements that jump gets a reference carrying its
+ *     own values there (la_history_match_robust_exc, at most 1% of the
+ *     elements); demoted, readers (C and Python) get the representative's
+ *     weights with the exceptions spliced in, exact, its exact totals; bad
+ *     exceptions are refused with the reason;
  *   - hostile references through the real GlobalAgent's link (a cycle that
- *     does not exist, another rank's, a reference's, itself): refused with
+ *     does not exist, another rank's, a reference's, itself, exceptions
+ *     outside the trace): refused with
  *     the reason in its log, nothing stored, the GlobalAgent serving on.
  */
 #include <math.h>
@@ -38,6 +45,7 @@
 #include "history.h"
 #include "la_codec.h"
 #include "la_compact.h"
+#include "la_compact_splice.h"
 #include "la_secure_io.h"
 #include "la_test_daemon.h"
 #include "la_test_link.h"
@@ -320,7 +328,7 @@ static void python_reads(const char *db, const char *app, uint64_t c,
     print_message("no /usr/bin/python3 or python/: Python reader not run\n");
     return;
   }
-  char cyc[32], out[512];
+  char cyc[32], out[4096];
   snprintf(cyc, sizeof cyc, "%llu", (unsigned long long)c);
   const char *argv[] = {
       "/usr/bin/python3",
@@ -458,9 +466,10 @@ static void robust_values(double *r, uint64_t seed, double wobble) {
  * values x (compacted into *res) and robust weights rx (compacted with
  * rcp into *rres), its robust weights a reference to rref when rref > 0,
  * and, when href > 0, a history_ref too. Returns la_store_trace's code. */
-static int put_robust(la_store_t *s, uint64_t tag, const double *x,
-                      const double *rx, uint64_t rref, uint64_t href,
-                      la_compact_result_t *res, la_compact_result_t *rres) {
+static int put_robust_x(la_store_t *s, uint64_t tag, const double *x,
+                        const double *rx, uint64_t rref, uint64_t href,
+                        La__HistoryExceptions *xc, la_compact_result_t *res,
+                        la_compact_result_t *rres) {
   la_compact_params_t cp, rcp;
   la_compact_params_default(&cp);
   la_history_robust_params(&cp, 0.02, &rcp);
@@ -480,15 +489,45 @@ static int put_robust(la_store_t *s, uint64_t tag, const double *x,
     re.cv = 0.001;
     t.robust_ref_error = &re;
   }
+  t.robust_exceptions = xc;
   int was_new = 0;
   return la_store_trace(s, &t, &was_new);
 }
 
-/* put_robust of cycle 11 is refused, with why in the store's message. */
-static void refused(la_store_t *s, const double *x, const double *rx,
-                    uint64_t rref, uint64_t href, const char *why) {
+/* put_robust_x without exceptions. */
+static int put_robust(la_store_t *s, uint64_t tag, const double *x,
+                      const double *rx, uint64_t rref, uint64_t href,
+                      la_compact_result_t *res, la_compact_result_t *rres) {
+  return put_robust_x(s, tag, x, rx, rref, href, NULL, res, rres);
+}
+
+/* A new store g_tmp/name (its path into db) keeping 2 cycles in full,
+ * rank 0 of app "rob" started and its cycle 1 stored in full (x and rx
+ * its values, with 40% and 0.5% noise). */
+static la_store_t *robust_store(char *db, size_t len, const char *name,
+                                double *x, double *rx) {
+  char why[300];
+  snprintf(db, len, "%s/%s", g_tmp, name);
+  la_store_t *s = NULL;
+  assert_int_equal(la_store_open(db, 0, &s, why, sizeof why), 0);
+  la_store_set_history(s, 2);
+  La__RankStart rs = la_test_rank_start("rob", "rob", 0, 1, N);
+  assert_int_equal(la_store_rank_start(s, &rs, NULL), 0);
+  cycle_values(x, 1, 0.4, -1);
+  robust_values(rx, 1, 0.005);
   la_compact_result_t res, rres;
-  assert_int_equal(put_robust(s, 11, x, rx, rref, href, &res, &rres),
+  assert_int_equal(put_robust(s, 1, x, rx, 0, 0, &res, &rres), 0);
+  la_compact_result_free(&res);
+  la_compact_result_free(&rres);
+  return s;
+}
+
+/* put_robust_x of cycle 11 is refused, with why in the store's message. */
+static void refused_x(la_store_t *s, const double *x, const double *rx,
+                      uint64_t rref, uint64_t href, La__HistoryExceptions *xc,
+                      const char *why) {
+  la_compact_result_t res, rres;
+  assert_int_equal(put_robust_x(s, 11, x, rx, rref, href, xc, &res, &rres),
                    LA_EPROTO);
   if (!strstr(la_store_errmsg(s), why))
     fail_msg("refused, but not for \"%s\": %s", why, la_store_errmsg(s));
@@ -496,14 +535,47 @@ static void refused(la_store_t *s, const double *x, const double *rx,
   la_compact_result_free(&rres);
 }
 
+static void refused(la_store_t *s, const double *x, const double *rx,
+                    uint64_t rref, uint64_t href, const char *why) {
+  refused_x(s, x, rx, rref, href, NULL, why);
+}
+
+/* A history of N elements with robust weights (the default polyline
+ * bound, robust.cv 0.02, four representatives) charged to b; *cp and *rcp
+ * its compactions. */
+static la_history_t *robust_history(la_history_budget_t *b,
+                                    la_compact_params_t *cp,
+                                    la_compact_params_t *rcp) {
+  la_compact_params_default(cp);
+  la_history_robust_params(cp, 0.02, rcp);
+  la_history_t *h = la_history_new(b, N, 4, cp, rcp);
+  assert_non_null(h);
+  return h;
+}
+
+/* The store db of app "rob", cycles 1..10 of which k robust references
+ * were demoted: k robust rows emptied, every measured series in full, no
+ * whole reference. */
+static void robust_demoted(const char *db, long k) {
+  assert_int_equal(q1(db, "SELECT count(*) FROM robust WHERE "
+                          "length(segments) = 0"),
+                   k);
+  assert_int_equal(q1(db, "SELECT count(*) FROM traces WHERE "
+                          "length(segments) = 0"),
+                   0);
+  assert_int_equal(q1(db, "SELECT count(*) FROM history"), 0);
+  assert_int_equal(q1(db, "SELECT count(*) FROM history_robust WHERE "
+                          "in_full = 0"),
+                   k);
+  assert_int_equal(q1(db, "SELECT count(*) FROM traces WHERE app_id = 'rob'"),
+                   10);
+}
+
 static void test_robust_references(void **state) {
   (void)state;
   la_compact_params_t cp, rcp;
-  la_compact_params_default(&cp);
-  la_history_robust_params(&cp, 0.02, &rcp);
   la_history_budget_t b = {1u << 30, 0};
-  la_history_t *h = la_history_new(&b, N, 4, &cp, &rcp);
-  assert_non_null(h);
+  la_history_t *h = robust_history(&b, &cp, &rcp);
   double *x = malloc(N * sizeof *x), *rx = malloc(N * sizeof *rx);
   double *d = malloc(N * sizeof *d), *rrep = malloc(N * sizeof *rrep);
   double *rd = malloc(N * sizeof *rd);
@@ -572,17 +644,7 @@ static void test_robust_references(void **state) {
   /* the store: cycle 1 in full (the representative), 2..10 with their
    * measured values in full and their robust weights a reference to it */
   char db[600], why[300];
-  snprintf(db, sizeof db, "%s/robust.db", g_tmp);
-  la_store_t *s = NULL;
-  assert_int_equal(la_store_open(db, 0, &s, why, sizeof why), 0);
-  la_store_set_history(s, 2);
-  La__RankStart rs = la_test_rank_start("rob", "rob", 0, 1, N);
-  assert_int_equal(la_store_rank_start(s, &rs, NULL), 0);
-  cycle_values(x, 1, 0.4, -1);
-  robust_values(rx, 1, 0.005);
-  assert_int_equal(put_robust(s, 1, x, rx, 0, 0, &res, &rres), 0);
-  la_compact_result_free(&res);
-  la_compact_result_free(&rres);
+  la_store_t *s = robust_store(db, sizeof db, "robust.db", x, rx);
   double sums[11], rsums[11];
   uint8_t *own[11] = {0};
   size_t own_len[11] = {0};
@@ -611,18 +673,7 @@ static void test_robust_references(void **state) {
   la_store_close(s);
   /* window 2 (rank_seq 10 newest): the robust weights of 2..8 demoted,
    * every measured series in full */
-  assert_int_equal(q1(db, "SELECT count(*) FROM robust WHERE "
-                          "length(segments) = 0"),
-                   7);
-  assert_int_equal(q1(db, "SELECT count(*) FROM traces WHERE "
-                          "length(segments) = 0"),
-                   0);
-  assert_int_equal(q1(db, "SELECT count(*) FROM history"), 0);
-  assert_int_equal(q1(db, "SELECT count(*) FROM history_robust WHERE "
-                          "in_full = 0"),
-                   7);
-  assert_int_equal(q1(db, "SELECT count(*) FROM traces WHERE app_id = 'rob'"),
-                   10);
+  robust_demoted(db, 7);
   /* every cycle reads back: the measured values its own (bit for bit the
    * encoding sent), the robust weights the representative's, within 10%
    * of the cycle's own on every element, and the cycle's
@@ -656,6 +707,229 @@ static void test_robust_references(void **state) {
   free(d);
   free(rd);
   free(rrep);
+}
+
+/* ------------------------------------- robust references with exceptions */
+
+/* Robust weights of cycle c (robust_values, 0.5%) with the k elements at
+ * 30 times their weight (one cycle's jump, as interference the probe did
+ * not flag makes), compacted with rcp into *rres and decoded into rd (the
+ * values its trace serves). */
+static void spiky(double *r, double *rd, uint64_t c, const uint64_t *at,
+                  size_t k, const la_compact_params_t *rcp,
+                  la_compact_result_t *rres) {
+  robust_values(r, c, 0.005);
+  for (size_t i = 0; i < k; i++) r[at[i]] *= 30;
+  assert_int_equal(la_compact(r, N, rcp, rres), 0);
+  decode_all(rres->bytes, rres->len, rd);
+}
+
+static void test_robust_exceptions(void **state) {
+  (void)state;
+  la_compact_params_t cp, rcp;
+  la_history_budget_t b = {1u << 30, 0};
+  la_history_t *h = robust_history(&b, &cp, &rcp);
+  double *x = malloc(N * sizeof *x), *rx = malloc(N * sizeof *rx);
+  double *rxd = malloc(N * sizeof *rxd), *rrep = malloc(N * sizeof *rrep);
+  double *rd = malloc(N * sizeof *rd);
+  double *want = malloc(11 * N * sizeof *want);
+  la_compact_result_t res, rres;
+  /* cycle 1 the representative */
+  cycle_values(x, 1, 0.4, -1);
+  robust_values(rx, 1, 0.005);
+  assert_int_equal(la_compact(x, N, &cp, &res), 0);
+  assert_int_equal(la_compact(rx, N, &rcp, &rres), 0);
+  assert_int_equal(la_history_learn(h, 1, &res, &rres), 0);
+  decode_all(rres.bytes, rres.len, rrep);
+  la_compact_result_t rep_res = rres;
+  la_compact_result_free(&res);
+  /* cycle 2: five elements jump (three of them together): no reference
+   * on every element, one with those five as exceptions */
+  const uint64_t at[] = {5, 6, 7, 1000, N - 1};
+  const size_t cap = LA_COMPACT_SPLICE_MAX(N);
+  assert_int_equal(cap, N / 100);
+  uint64_t idx[N / 100 + 1], ref = 0, first[N / 100], count[N / 100];
+  double vals[N / 100];
+  size_t k = 99;
+  la_fit_error_t e;
+  spiky(rx, rxd, 2, at, 5, &rcp, &rres);
+  la_compact_result_free(&rres);
+  assert_int_equal(la_history_match_robust(h, rxd, &ref, &e), 0);
+  for (int scalar = 0; scalar < 2; scalar++) {
+    if (scalar) setenv("LA_COMPACT_SCALAR", "1", 1);
+    k = 99;
+    assert_int_equal(
+        la_history_match_robust_exc(h, rxd, cap, idx, &k, &ref, &e), 1);
+    assert_int_equal(ref, 1);
+    assert_int_equal(k, 5);
+    assert_memory_equal(idx, at, sizeof at);
+    /* the error with the exceptions exact: the wobble's, not the jumps' */
+    assert_true(e.max_abs > 0 && e.max_abs <= 0.1 * 1300);
+    /* cap 0 (or no room): on every element only */
+    assert_int_equal(
+        la_history_match_robust_exc(h, rxd, 0, idx, &k, &ref, &e), 0);
+    assert_int_equal(k, 0);
+    assert_int_equal(
+        la_history_match_robust_exc(h, rxd, cap, NULL, &k, &ref, &e), 0);
+    /* an own value that is not finite is no exception */
+    double keep = rxd[1000];
+    rxd[1000] = NAN;
+    assert_int_equal(
+        la_history_match_robust_exc(h, rxd, cap, idx, &k, &ref, &e), 0);
+    rxd[1000] = keep;
+    if (scalar) unsetenv("LA_COMPACT_SCALAR");
+  }
+  /* more than the cap (1% of the elements): none */
+  {
+    uint64_t many[N / 100 + 1];
+    for (size_t i = 0; i <= cap; i++) many[i] = 3 + 97 * i;
+    spiky(rx, rd, 2, many, cap + 1, &rcp, &rres);
+    la_compact_result_free(&rres);
+    assert_int_equal(
+        la_history_match_robust_exc(h, rd, cap, idx, &k, &ref, &e), 0);
+    spiky(rx, rd, 2, many, cap, &rcp, &rres);
+    la_compact_result_free(&rres);
+    assert_int_equal(
+        la_history_match_robust_exc(h, rd, cap, idx, &k, &ref, &e), 1);
+    assert_int_equal(k, cap);
+  }
+  /* the exceptions as they travel: ranges, and the splice a reader gets */
+  La__HistoryExceptions xm;
+  assert_int_equal(
+      la_compact_exceptions_build(at, 5, rxd, &xm, first, count, vals), 3);
+  assert_int_equal(first[0], 5);
+  assert_int_equal(count[0], 3);
+  assert_int_equal(first[2], N - 1);
+  char why[300];
+  assert_int_equal(la_compact_exceptions_check(&xm, N, why, sizeof why), 0);
+  la_compact_result_t sp;
+  assert_int_equal(la_compact_splice(rep_res.bytes, rep_res.len, N, &xm, &sp,
+                                     why, sizeof why),
+                   0);
+  decode_all(sp.bytes, sp.len, rd);
+  la_compact_result_free(&sp);
+  for (long i = 0; i < N; i++) {
+    int exc = i == 5 || i == 6 || i == 7 || i == 1000 || i == N - 1;
+    if (exc ? rd[i] != rxd[i] : rd[i] != rrep[i])
+      fail_msg("spliced element %ld: %g", i, rd[i]);
+  }
+  /* a splice of a representative of another length is refused */
+  assert_int_equal(la_compact_splice(rep_res.bytes, rep_res.len, N + 1, &xm,
+                                     &sp, why, sizeof why),
+                   LA_EPROTO);
+
+  /* the store: cycle 1 in full, 2..10 robust references with exceptions
+   * (other elements jump in each cycle) */
+  char db[600];
+  la_store_t *s = robust_store(db, sizeof db, "exceptions.db", x, rx);
+  double rsums[11];
+  for (uint64_t c = 2; c <= 10; c++) {
+    const uint64_t jump[] = {c, c + 1, 100 * c, N - c};
+    cycle_values(x, c, 0.4, -1);
+    spiky(rx, rxd, c, jump, 4, &rcp, &rres);
+    la_compact_result_free(&rres);
+    rsums[c] = la_compact_sum(rx, N);
+    assert_int_equal(
+        la_history_match_robust_exc(h, rxd, cap, idx, &k, &ref, &e), 1);
+    assert_int_equal(k, 4);
+    la_compact_exceptions_build(idx, k, rxd, &xm, first, count, vals);
+    assert_int_equal(put_robust_x(s, c, x, rx, ref, 0, &xm, &res, &rres), 0);
+    la_compact_result_free(&res);
+    la_compact_result_free(&rres);
+    memcpy(want + c * N, rrep, N * sizeof *rrep);
+    for (size_t i = 0; i < 4; i++) want[c * N + jump[i]] = rxd[jump[i]];
+  }
+  /* refused, with the reason: exceptions not sorted, outside the trace,
+   * more than 1%, a value not finite, values not matching the ranges, or
+   * without a robust_ref */
+  cycle_values(x, 11, 0.4, -1);
+  robust_values(rx, 11, 0.005);
+  uint64_t f2[2] = {1000, 5}, c2[2] = {1, 1};
+  double v2[2] = {1, 2};
+  La__HistoryExceptions bad;
+  la__history_exceptions__init(&bad);
+  bad.n_first = bad.n_count = bad.n_values = 2;
+  bad.first = f2;
+  bad.count = c2;
+  bad.values = v2;
+  refused_x(s, x, rx, 1, 0, &bad, "not after the one before");
+  f2[0] = 5;
+  f2[1] = 6; /* touching: one range, sent as two */
+  refused_x(s, x, rx, 1, 0, &bad, "not after the one before");
+  f2[1] = N - 1;
+  c2[1] = 2;
+  bad.n_values = 3;
+  double v3[3] = {1, 2, 3};
+  bad.values = v3;
+  refused_x(s, x, rx, 1, 0, &bad, "outside the trace");
+  c2[1] = 1;
+  bad.n_values = 2;
+  bad.values = v2;
+  v2[1] = INFINITY;
+  refused_x(s, x, rx, 1, 0, &bad, "value 1 is not finite");
+  v2[1] = 2;
+  bad.n_values = 1;
+  refused_x(s, x, rx, 1, 0, &bad, "1 values for 2 elements");
+  bad.n_values = 2;
+  c2[1] = (uint64_t)cap;
+  f2[1] = 100;
+  refused_x(s, x, rx, 1, 0, &bad, "more than 40 elements");
+  c2[1] = 1;
+  refused_x(s, x, rx, 0, 0, &bad, "only with a robust_ref");
+  bad.n_count = 1;
+  refused_x(s, x, rx, 1, 0, &bad, "2 firsts but 1 counts");
+  la_store_close(s);
+  /* window 2: 2..8 demoted, their exceptions kept (all nine rows) */
+  assert_int_equal(q1(db, "SELECT count(*) FROM history_exceptions"), 9);
+  robust_demoted(db, 7);
+  /* every cycle reads back: a demoted one the representative's robust
+   * weights with its own at the exceptions, bit for bit, every element
+   * within the bound of its own weights and the exceptions exact; its
+   * exact totals */
+  assert_int_equal(la_store_open(db, 0, &s, why, sizeof why), 0);
+  for (uint64_t c = 2; c <= 10; c++) {
+    La__TraceSet *set = NULL;
+    assert_int_equal(la_store_load_set(s, "rob", c, &set), 0);
+    const La__CompactTrace *t = set->traces[0];
+    assert_true(t->robust_stats->sum == rsums[c]);
+    decode_all(t->robust_segments.data, t->robust_segments.len, rd);
+    const uint64_t jump[] = {c, c + 1, 100 * c, N - c};
+    spiky(rx, rxd, c, jump, 4, &rcp, &rres);
+    la_compact_result_free(&rres);
+    if (c <= 8) assert_memory_equal(rd, want + c * N, N * sizeof *rd);
+    for (size_t i = 0; i < 4; i++) assert_true(rd[jump[i]] == rxd[jump[i]]);
+    for (long i = 0; i < N; i++)
+      if (!(fabs(rd[i] - rxd[i]) <= 0.1 * fabs(rxd[i])))
+        fail_msg("cycle %llu element %ld: robust %g served, %g its own",
+                 (unsigned long long)c, i, rd[i], rxd[i]);
+    la_store_free_set(set);
+  }
+  la_store_close(s);
+  /* a corrupt exceptions blob: a clear error, not a crash */
+  sqlite3 *o = NULL;
+  assert_int_equal(sqlite3_open(db, &o), 0);
+  assert_int_equal(sqlite3_exec(o,
+                                "UPDATE history_exceptions SET exceptions = "
+                                "x'0a0205ff' WHERE cycle_tag = 3",
+                                NULL, NULL, NULL),
+                   0);
+  sqlite3_close(o);
+  assert_int_equal(la_store_open(db, 0, &s, why, sizeof why), 0);
+  La__TraceSet *set = NULL;
+  assert_int_not_equal(la_store_load_set(s, "rob", 3, &set), 0);
+  if (!strstr(la_store_errmsg(s), "exceptions"))
+    fail_msg("corrupt exceptions: %s", la_store_errmsg(s));
+  la_store_close(s);
+  /* the Python package splices the same way */
+  python_reads(db, "rob", 5, want + 5 * N);
+  la_compact_result_free(&rep_res);
+  la_history_free(h);
+  free(x);
+  free(rx);
+  free(rxd);
+  free(rrep);
+  free(rd);
+  free(want);
 }
 
 /* ------------------------------------ hostile references, real GlobalAgent */
@@ -705,6 +979,28 @@ static void test_hostile_references(void **state) {
   assert_int_equal(send_ref(&l, 1, 4, 1, &r), 0);  /* another rank's */
   assert_int_equal(send_ref(&l, 0, 5, 2, &r), 0);  /* a reference */
   assert_int_equal(send_ref(&l, 0, 6, 6, &r), 0);  /* itself */
+  { /* a robust reference whose exceptions lie outside the trace */
+    La__SeriesStats st = LA__SERIES_STATS__INIT, rst = LA__SERIES_STATS__INIT;
+    La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+    la_test_history_trace(&t, &st, NULL, &r, "hostile", 0, 7, N, ++l.seq, 0);
+    la_trace_msg_robust(&t, &rst, &r);
+    t.has_robust_ref = 1;
+    t.robust_ref = 1;
+    uint64_t f = N - 1, c = 2;
+    double v[2] = {1, 2};
+    La__HistoryExceptions xc;
+    la__history_exceptions__init(&xc);
+    xc.n_first = xc.n_count = 1;
+    xc.first = &f;
+    xc.count = &c;
+    xc.n_values = 2;
+    xc.values = v;
+    t.robust_exceptions = &xc;
+    assert_int_equal(la_secure_send_msg(l.fd, &l.sec,
+                                        LA__MSG_TYPE__MSG_COMPACT_TRACE,
+                                        &t.base, 5000),
+                     0);
+  }
   if (la_test_link_wait_acked(&l, 10000, why, sizeof why) != 0)
     fail_msg("not acked: %s", why);
   la_test_link_close(&l);
@@ -717,6 +1013,7 @@ static void test_hostile_references(void **state) {
                      5000),
       0);
   assert_int_equal(la_td_wait_log(ts.ga, "refers to itself", 5000), 0);
+  assert_int_equal(la_td_wait_log(ts.ga, "outside the trace", 5000), 0);
   assert_int_equal(la_td_wait_log(ts.ga, "cycle 4 from evil refused", 5000), 0);
   /* nothing of the refused cycles is stored; the good reference is */
   char q[200];
@@ -742,6 +1039,7 @@ int main(void) {
       cmocka_unit_test(test_bounds_and_budget),
       cmocka_unit_test(test_store_references),
       cmocka_unit_test(test_robust_references),
+      cmocka_unit_test(test_robust_exceptions),
       cmocka_unit_test_teardown(test_hostile_references, ts_teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -1237,6 +1237,121 @@ static void test_robust_history(void **state) {
   }
 }
 
+/* Robust references with exceptions (docs/history.md): once demoted, a
+ * cycle's robust weights are the representative's with its own values at
+ * its exceptions (history_exceptions), exact, encoded losslessly; its
+ * statistics its own; before that its own encoding. Exceptions outside the
+ * trace are refused. */
+static void test_robust_history_exceptions(void **state) {
+  fx_t *f = *state;
+  enum { NX = 200 };
+  assert_int_equal(put_rank_start(f->s, "rx", 0, 1, NX), 0);
+  la_store_set_history(f->s, 1);
+  double v[NX], d[NX];
+  for (int i = 0; i < NX; i++) v[i] = 100.0 + (double)(i % 17);
+  la_compact_result_t rep;
+  assert_int_equal(la_compact(v, NX, NULL, &rep), 0);
+  la_trace_t *tr = NULL;
+  assert_int_equal(la_trace_open(rep.bytes, rep.len, &tr, NULL, 0), 0);
+  double rv[NX];
+  assert_int_equal(la_trace_decode(tr, 0, NX, rv), 0);
+  la_trace_close(tr);
+  tr_t x[5];
+  La__SeriesStats rst[5];
+  La__FitError rer = LA__FIT_ERROR__INIT;
+  /* cycle 2: elements 3 and 4 its own; 3: 0 and 199; 4: 10, in full */
+  uint64_t first[5][2] = {{0}, {0}, {3}, {0, NX - 1}, {10}};
+  uint64_t count[5][2] = {{0}, {0}, {2}, {1, 1}, {1}};
+  double vals[5][2] = {{0}, {0}, {2000, 2001}, {3000, 3001}, {4000}};
+  size_t nr[5] = {0, 0, 1, 2, 1};
+  La__HistoryExceptions xc[5];
+  for (uint64_t c = 1; c <= 4; c++) {
+    mk_trace(&x[c], "rx", 0, c, NX, 40, (uint8_t)(10 * c));
+    x[c].t.rank_seq = c;
+    la__series_stats__init(&rst[c]);
+    rst[c].count = NX;
+    rst[c].sum = 20000.0 + (double)c;
+    rst[c].min = 1;
+    rst[c].max = 4000;
+    x[c].t.has_robust_segments = 1;
+    x[c].t.robust_segments.data = rep.bytes;
+    x[c].t.robust_segments.len = rep.len;
+    x[c].t.robust_stats = &rst[c];
+    if (c > 1) {
+      x[c].t.has_robust_ref = 1;
+      x[c].t.robust_ref = 1;
+      x[c].t.robust_ref_error = &rer;
+      la__history_exceptions__init(&xc[c]);
+      xc[c].n_first = xc[c].n_count = nr[c];
+      xc[c].first = first[c];
+      xc[c].count = count[c];
+      xc[c].n_values = c == 2 ? 2 : nr[c];
+      xc[c].values = vals[c];
+      x[c].t.robust_exceptions = &xc[c];
+    }
+    assert_int_equal(la_store_trace(f->s, &x[c].t, NULL), 0);
+  }
+  /* exceptions outside the trace: refused, nothing stored */
+  tr_t bad;
+  mk_trace(&bad, "rx", 0, 5, NX, 40, 77);
+  bad.t.rank_seq = 5;
+  bad.t.has_robust_segments = 1;
+  bad.t.robust_segments.data = rep.bytes;
+  bad.t.robust_segments.len = rep.len;
+  bad.t.robust_stats = &rst[1];
+  bad.t.has_robust_ref = 1;
+  bad.t.robust_ref = 1;
+  uint64_t bf = NX, bc = 1;
+  double bv = 1;
+  La__HistoryExceptions bx;
+  la__history_exceptions__init(&bx);
+  bx.n_first = bx.n_count = bx.n_values = 1;
+  bx.first = &bf;
+  bx.count = &bc;
+  bx.values = &bv;
+  bad.t.robust_exceptions = &bx;
+  assert_int_equal(la_store_trace(f->s, &bad.t, NULL), LA_EPROTO);
+  assert_non_null(strstr(la_store_errmsg(f->s), "outside the trace"));
+  reopen(f);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM history_exceptions"),
+                   3);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces WHERE"
+                                    " app_id = 'rx'"),
+                   4);
+  for (uint64_t c = 1; c <= 4; c++) {
+    La__TraceSet *set = NULL;
+    assert_int_equal(la_store_load_set(f->s, "rx", c, &set), 0);
+    const La__CompactTrace *t = set->traces[0];
+    assert_memory_equal(t->segments.data, x[c].seg, 40);
+    assert_true(t->robust_stats->sum == rst[c].sum);
+    if (c == 2 || c == 3) { /* demoted: spliced, losslessly */
+      assert_int_equal(la_trace_open(t->robust_segments.data,
+                                     t->robust_segments.len, &tr, NULL, 0),
+                       0);
+      assert_int_equal(la_trace_mode(tr), LA_COMPACT_LOSSLESS);
+      assert_int_equal(la_trace_decode(tr, 0, NX, d), 0);
+      la_trace_close(tr);
+      for (int i = 0; i < NX; i++) {
+        double want = rv[i];
+        size_t at = 0;
+        for (size_t r = 0; r < nr[c]; r++) {
+          if ((uint64_t)i >= first[c][r] &&
+              (uint64_t)i < first[c][r] + count[c][r])
+            want = vals[c][at + (size_t)i - first[c][r]];
+          at += count[c][r];
+        }
+        if (d[i] != want) fail_msg("cycle %llu element %d: %g, not %g",
+                                   (unsigned long long)c, i, d[i], want);
+      }
+    } else { /* in full: its own encoding */
+      assert_int_equal(t->robust_segments.len, rep.len);
+      assert_memory_equal(t->robust_segments.data, rep.bytes, rep.len);
+    }
+    la_store_free_set(set);
+  }
+  la_compact_result_free(&rep);
+}
+
 static void test_robust_round_trip(void **state) {
   fx_t *f = *state;
   for (uint32_t r = 0; r < 3; r++) {
@@ -2282,6 +2397,7 @@ int main(void) {
       T(test_corrupt_rows),
       T(test_robust_round_trip),
       T(test_robust_history),
+      T(test_robust_history_exceptions),
       T(test_store_without_numbering_tables),
       T(test_store_without_robust_tables),
       T(test_per_trace_tables_layout),
