@@ -67,6 +67,18 @@ int la_cipher_offered(uint32_t id, const uint32_t *offer, size_t n) {
   return 0;
 }
 
+const char *la_cipher_choice_problem(const uint32_t *offer, size_t n, int has,
+                                     uint32_t id) {
+  if (n == 0) return NULL;
+  if (!has)
+    return "it chose no cipher: it predates cipher negotiation, or someone "
+           "in between removed this side's offer";
+  if (!la_cipher_offered(id, offer, n))
+    return "it chose a cipher this side did not offer: someone in between "
+           "altered the offer";
+  return NULL;
+}
+
 uint32_t la_cipher_choose(la_cipher_pref_t p, const uint32_t *offer, size_t n,
                           char *why, size_t why_len) {
   static const uint32_t legacy[] = {LA_CIPHER_XCHACHA20};

@@ -127,15 +127,10 @@ int la_secure_client_handshake(int fd, const la_auth_key_t *key,
                      la_msg_name(type));
   }
   La__Challenge *c = (La__Challenge *)m;
-  if (h.n_ciphers > 0 &&
-      (!c->has_cipher || !la_cipher_offered(c->cipher, offer, h.n_ciphers))) {
-    rc = la_errorf(why, why_len, LA_EAUTH, "%s",
-                   c->has_cipher
-                       ? "the GlobalAgent chose a cipher this side did not "
-                         "offer: someone in between altered the offer"
-                       : "the GlobalAgent chose no cipher: it predates cipher "
-                         "negotiation, or someone in between removed the "
-                         "offer");
+  const char *bad =
+      la_cipher_choice_problem(offer, h.n_ciphers, c->has_cipher, c->cipher);
+  if (bad) {
+    rc = la_errorf(why, why_len, LA_EAUTH, "the GlobalAgent: %s", bad);
     la_msg_free(m);
     return rc;
   }

@@ -272,8 +272,7 @@ static int la__handshake_auth(la_ga_agent_t *a, const La__Auth *au) {
     ga->st.auth_failures++;
     la_log_warnx("LocalAgent '%s' from %s refused: wrong secret (or its "
                  "handshake was altered on the way)",
-                 a->host,
-                 c->peer);
+                 a->host, c->peer);
     la__refuse(a, LA_EAUTH, LA_AUTH_REFUSED_MSG);
     return 0;
   }

@@ -244,17 +244,12 @@ static void la__handshake_refuse(la_uplink_link_t *up, const char *why) {
 /* 0 when the Challenge's cipher answers this connection's offer, else
  * logs why and refuses the GlobalAgent. */
 static int la__handshake_cipher(la_uplink_link_t *up, const La__Challenge *c) {
-  if (up->n_offer == 0) return 0; /* legacy: XChaCha20, nothing chosen */
-  const char *why = NULL;
-  if (!c->has_cipher)
-    why = "it chose no cipher: it predates cipher negotiation, or someone "
-          "in between removed this side's offer (set global.cipher = legacy "
-          "to talk to an older GlobalAgent)";
-  else if (!la_cipher_offered(c->cipher, up->offer, up->n_offer))
-    why = "it chose a cipher this side did not offer: someone in between "
-          "altered the offer";
-  if (!why) return 0;
-  la_log_error("GlobalAgent %s: %s: refusing it (global.cipher = %s)",
+  const char *why = la_cipher_choice_problem(up->offer, up->n_offer,
+                                             c->has_cipher, c->cipher);
+  if (!why) return 0; /* legacy (no offer): XChaCha20, nothing chosen */
+  la_log_error("GlobalAgent %s: %s: refusing it (global.cipher = %s; "
+               "global.cipher = legacy talks to a GlobalAgent older than "
+               "cipher negotiation)",
                up->addr_s, why, up->ag->set.cipher);
   la__handshake_end(up, why);
   return -1;

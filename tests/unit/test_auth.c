@@ -788,6 +788,13 @@ static void cipher_negotiation(void **state) {
         la_cipher_choose(LA_CIPHER_ONLY_AES256GCM, NULL, 0, why, sizeof why), 0);
     assert_non_null(strstr(why, "predates cipher negotiation"));
   }
+  /* what the offering side makes of the choice */
+  assert_null(la_cipher_choice_problem(both, 2, 1, LA_CIPHER_XCHACHA20));
+  assert_null(la_cipher_choice_problem(NULL, 0, 0, 0)); /* no offer */
+  assert_non_null(strstr(la_cipher_choice_problem(xc, 1, 0, 0),
+                         "it chose no cipher"));
+  assert_non_null(strstr(
+      la_cipher_choice_problem(xc, 1, 1, LA_CIPHER_AES256GCM), "not offer"));
   /* the transcript binds the offer (its order too) and the choice */
   la_auth_key_t k;
   memset(&k, 0x42, sizeof k);
