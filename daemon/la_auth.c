@@ -169,11 +169,29 @@ static void la__lv(crypto_generichash_state *h, const void *p, size_t n) {
   crypto_generichash_update(h, p, n);
 }
 
+/* Appends a uint32 in big-endian order to the transcript hash. */
+static void la__u32(crypto_generichash_state *h, uint32_t v) {
+  uint8_t b[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8),
+                  (uint8_t)v};
+  crypto_generichash_update(h, b, sizeof b);
+}
+
 int la_auth_session_derive(const la_auth_key_t *key, uint32_t protocol,
                            const char *agent, const char *server,
                            const uint8_t *agent_nonce, size_t agent_nonce_len,
                            const uint8_t *server_nonce, size_t server_nonce_len,
                            la_auth_session_t *out) {
+  return la_auth_session_derive_neg(key, protocol, agent, server, agent_nonce,
+                                    agent_nonce_len, server_nonce,
+                                    server_nonce_len, NULL, 0, 0, out);
+}
+
+int la_auth_session_derive_neg(
+    const la_auth_key_t *key, uint32_t protocol, const char *agent,
+    const char *server, const uint8_t *agent_nonce, size_t agent_nonce_len,
+    const uint8_t *server_nonce, size_t server_nonce_len,
+    const uint32_t *offer, size_t offer_len, uint32_t choice,
+    la_auth_session_t *out) {
   if (!out) return LA_EINVAL;
   sodium_memzero(out, sizeof *out);
   size_t al = agent ? strlen(agent) : 0, sl = server ? strlen(server) : 0;
@@ -181,20 +199,27 @@ int la_auth_session_derive(const la_auth_key_t *key, uint32_t protocol,
       sl > 255 || agent_nonce_len < LA_AUTH_NONCE_MIN ||
       agent_nonce_len > LA_AUTH_NONCE_MAX ||
       server_nonce_len < LA_AUTH_NONCE_MIN ||
-      server_nonce_len > LA_AUTH_NONCE_MAX)
+      server_nonce_len > LA_AUTH_NONCE_MAX ||
+      (offer_len > 0 && (!offer || offer_len > LA_AUTH_OFFER_MAX || !choice)))
     return LA_EINVAL;
   uint8_t master[crypto_kdf_KEYBYTES];
-  uint8_t ver[4] = {(uint8_t)(protocol >> 24), (uint8_t)(protocol >> 16),
-                    (uint8_t)(protocol >> 8), (uint8_t)protocol};
   crypto_generichash_state h;
   crypto_generichash_init(&h, key->k, sizeof key->k, sizeof master);
   crypto_generichash_update(&h, (const unsigned char *)LA_AUTH_DOMAIN2,
                             sizeof LA_AUTH_DOMAIN2 - 1);
-  crypto_generichash_update(&h, ver, sizeof ver);
+  la__u32(&h, protocol);
   la__lv(&h, agent, al);
   la__lv(&h, server, sl);
   la__lv(&h, agent_nonce, agent_nonce_len);
   la__lv(&h, server_nonce, server_nonce_len);
+  if (offer_len > 0) { /* the negotiation; absent: an older peer's T */
+    uint8_t n = (uint8_t)offer_len;
+    crypto_generichash_update(&h, (const unsigned char *)LA_AUTH_DOMAIN_CIPHER,
+                              sizeof LA_AUTH_DOMAIN_CIPHER - 1);
+    crypto_generichash_update(&h, &n, 1);
+    for (size_t i = 0; i < offer_len; i++) la__u32(&h, offer[i]);
+    la__u32(&h, choice);
+  }
   crypto_generichash_final(&h, master, sizeof master);
   crypto_kdf_derive_from_key(out->agent_proof, sizeof out->agent_proof, 1,
                              LA__LINK_CTX, master);

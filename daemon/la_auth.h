@@ -103,6 +103,22 @@ int la_auth_session_derive(const la_auth_key_t *key, uint32_t protocol,
                            const uint8_t *server_nonce, size_t server_nonce_len,
                            la_auth_session_t *out);
 
+/* As la_auth_session_derive, with the cipher negotiation (la_cipher.h)
+ * bound into the transcript: with offer_len > 0 (at most LA_AUTH_OFFER_MAX)
+ *   T' = T || "LA-CIPHER-1" || uint8(offer_len) || uint32be(offer[i])...
+ *        || uint32be(choice)
+ * (choice nonzero); offer_len == 0: T alone, the transcript of a peer that
+ * predates negotiation. An offer or choice altered on the way gives the
+ * two sides different keys and proofs. Returns 0 or LA_EINVAL. */
+#define LA_AUTH_OFFER_MAX 8
+#define LA_AUTH_DOMAIN_CIPHER "LA-CIPHER-1"
+int la_auth_session_derive_neg(
+    const la_auth_key_t *key, uint32_t protocol, const char *agent,
+    const char *server, const uint8_t *agent_nonce, size_t agent_nonce_len,
+    const uint8_t *server_nonce, size_t server_nonce_len,
+    const uint32_t *offer, size_t offer_len, uint32_t choice,
+    la_auth_session_t *out);
+
 /* Compares a received proof (got_len bytes) with the expected one in
  * constant time. Returns 0 when equal, LA_EAUTH otherwise (wrong length or
  * NULL included). */

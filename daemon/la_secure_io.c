@@ -88,7 +88,8 @@ int la_secure_recv_msg(int fd, la_secure_t *s, uint32_t max_payload,
 }
 
 int la_secure_client_handshake(int fd, const la_auth_key_t *key,
-                               const char *host, int timeout_ms, la_secure_t *s,
+                               const char *host, la_cipher_pref_t pref,
+                               int timeout_ms, la_secure_t *s,
                                int32_t *status, uint64_t *next_seq, char *why,
                                size_t why_len) {
   uint8_t an[LA_AUTH_NONCE_BYTES], hdr[LA_SECURE_HEADER_BYTES];
@@ -101,6 +102,9 @@ int la_secure_client_handshake(int fd, const la_auth_key_t *key,
   h.has_agent_nonce = 1;
   h.agent_nonce.data = an;
   h.agent_nonce.len = sizeof an;
+  uint32_t offer[LA_CIPHER_OFFER_MAX];
+  h.n_ciphers = la_cipher_offer(pref, offer);
+  h.ciphers = offer;
   int rc = la_send_msg(fd, LA__MSG_TYPE__MSG_HELLO, &h.base, timeout_ms);
   if (rc) return la_errorf(why, why_len, rc, "sending Hello failed");
   uint16_t type;
@@ -123,10 +127,19 @@ int la_secure_client_handshake(int fd, const la_auth_key_t *key,
                      la_msg_name(type));
   }
   La__Challenge *c = (La__Challenge *)m;
+  const char *bad =
+      la_cipher_choice_problem(offer, h.n_ciphers, c->has_cipher, c->cipher);
+  if (bad) {
+    rc = la_errorf(why, why_len, LA_EAUTH, "the GlobalAgent: %s", bad);
+    la_msg_free(m);
+    return rc;
+  }
   if (!c->server || !c->has_stream_header ||
-      la_auth_session_derive(key, LA_PROTOCOL_VERSION, host, c->server, an,
-                             sizeof an, c->nonce.data, c->nonce.len,
-                             &ses) != 0 ||
+      la_auth_session_derive_neg(key, LA_PROTOCOL_VERSION, host, c->server, an,
+                                 sizeof an, c->nonce.data, c->nonce.len, offer,
+                                 h.n_ciphers, c->cipher, &ses) != 0 ||
+      la_secure_set_cipher(s, h.n_ciphers ? c->cipher : LA_CIPHER_XCHACHA20) !=
+          0 ||
       la_secure_start_rx(s, ses.key_g2a, c->stream_header.data,
                          c->stream_header.len) != 0) {
     la_msg_free(m);

@@ -33,13 +33,16 @@ int la_secure_recv_msg(int fd, la_secure_t *s, uint32_t max_payload,
                        int *sealed, char *why, size_t why_len);
 
 /* Runs the LocalAgent's side of the handshake on fd as host: Hello with a
- * fresh nonce, checks the Challenge, sends Auth, reads AuthResult. *status
+ * fresh nonce and the ciphers pref offers (la_cipher.h; LA_CIPHER_LEGACY:
+ * none, as agents before negotiation), checks the Challenge (with an offer:
+ * a cipher chosen from it), sends Auth, reads AuthResult. *status
  * gets AuthResult.status (0: accepted; then s carries both streams and
  * *next_seq is set). Returns 0 when an AuthResult arrived (accepted or not),
  * else LA_EAUTH (the GlobalAgent failed to prove the secret: the link must
  * not be used), LA_EPROTO, LA_ETIMEDOUT or LA_EIO, with why. */
 int la_secure_client_handshake(int fd, const la_auth_key_t *key,
-                               const char *host, int timeout_ms, la_secure_t *s,
+                               const char *host, la_cipher_pref_t pref,
+                               int timeout_ms, la_secure_t *s,
                                int32_t *status, uint64_t *next_seq, char *why,
                                size_t why_len);
 

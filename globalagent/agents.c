@@ -200,10 +200,33 @@ static int la__handshake_hello(la_ga_agent_t *a, const La__Hello *h) {
                  "the same secret file on the LocalAgent)");
       return 0;
     }
+    la_cipher_pref_t pref = LA_CIPHER_AUTO;
+    char why[200];
+    uint32_t cipher = 0;
+    if (h->n_ciphers > LA_CIPHER_OFFER_MAX) {
+      ga->st.bad_frames++;
+      la_log_warnx("LocalAgent '%s' from %s refused: it offers %zu ciphers",
+                   a->host, c->peer, h->n_ciphers);
+      la__refuse(a, LA_EPROTO, "Hello: at most 8 ciphers may be offered");
+      return 0;
+    }
+    la_cipher_parse("agents.cipher", ga->set.cipher, 0, &pref, NULL, 0);
+    if (!(cipher = la_cipher_choose(pref, h->ciphers, h->n_ciphers, why,
+                                    sizeof why))) {
+      ga->st.auth_failures++;
+      la_log_warnx("LocalAgent '%s' from %s refused: %s (agents.cipher = %s)",
+                   a->host, c->peer, why, ga->set.cipher);
+      char msg[300];
+      snprintf(msg, sizeof msg, "refused: %s (agents.cipher = %s)", why,
+               ga->set.cipher);
+      la__refuse(a, LA_EAUTH, msg);
+      return 0;
+    }
     la__server_name(server, sizeof server);
-    if (la_auth_session_derive(&ga->key, LA_PROTOCOL_VERSION, a->host, server,
-                               h->agent_nonce.data, h->agent_nonce.len,
-                               a->nonce, sizeof a->nonce, &a->ses) != 0) {
+    if (la_auth_session_derive_neg(
+            &ga->key, LA_PROTOCOL_VERSION, a->host, server, h->agent_nonce.data,
+            h->agent_nonce.len, a->nonce, sizeof a->nonce, h->ciphers,
+            h->n_ciphers, cipher, &a->ses) != 0) {
       ga->st.bad_frames++;
       la_log_warnx("LocalAgent '%s' from %s refused: its nonce is %zu bytes",
                    a->host, c->peer, h->agent_nonce.len);
@@ -211,8 +234,13 @@ static int la__handshake_hello(la_ga_agent_t *a, const La__Hello *h) {
       return 0;
     }
     la_secure_init(&a->sec);
+    la_secure_set_cipher(&a->sec, cipher);
     la_secure_start_tx(&a->sec, a->ses.key_g2a, hdr);
     a->mutual = 1;
+    if (h->n_ciphers > 0) { /* an older LocalAgent is told nothing */
+      ch.has_cipher = 1;
+      ch.cipher = cipher;
+    }
     ch.server = server;
     ch.has_stream_header = 1;
     ch.stream_header.data = hdr;
@@ -242,8 +270,9 @@ static int la__handshake_auth(la_ga_agent_t *a, const La__Auth *au) {
                         au->mac.data, au->mac.len) == 0;
   if (!ok) {
     ga->st.auth_failures++;
-    la_log_warnx("LocalAgent '%s' from %s refused: wrong secret", a->host,
-                 c->peer);
+    la_log_warnx("LocalAgent '%s' from %s refused: wrong secret (or its "
+                 "handshake was altered on the way)",
+                 a->host, c->peer);
     la__refuse(a, LA_EAUTH, LA_AUTH_REFUSED_MSG);
     return 0;
   }
@@ -274,10 +303,11 @@ static int la__handshake_auth(la_ga_agent_t *a, const La__Auth *au) {
   /* authenticated: frames up to the configured maximum from now on */
   la_conn_set_max_frame(c, (uint32_t)ga->set.agent_max_frame);
   la_conn_send(c, LA__MSG_TYPE__MSG_AUTH_RESULT, &r.base, 0);
-  la_log_info("LocalAgent '%s' connected from %s (next seq %llu, %s)", a->host,
-              c->peer, (unsigned long long)next,
-              a->mutual ? "mutually authenticated, encrypted"
-                        : "UNENCRYPTED: no secret");
+  la_log_info("LocalAgent '%s' connected from %s (next seq %llu, %s%s)",
+              a->host, c->peer, (unsigned long long)next,
+              a->mutual ? "mutually authenticated, encrypted with "
+                        : "UNENCRYPTED: no secret",
+              a->mutual ? la_cipher_name(a->sec.cipher) : "");
   return 0;
 }
 
@@ -388,8 +418,9 @@ static void la__work_agent(la_ga_agent_t *a) {
         rc = la_errorf(why, sizeof why, LA_EPROTO,
                        "%s in clear on an encrypted link", la_msg_name(type));
       else
-        rc = la_secure_open(&a->sec, p, len, a->job_max_payload, &plain, &type,
-                            &p, &len, why, sizeof why);
+        rc = la_secure_open_in_place(&a->sec, f->data, len,
+                                     a->job_max_payload, &plain, &type, &p,
+                                     &len, why, sizeof why);
     }
     if (rc == 0) rc = la_msg_unpack(type, p, len, &f->m, why, sizeof why);
     free(plain);

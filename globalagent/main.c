@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "ga.h"
+#include "la_cipher.h"
 #include "la_daemon.h"
 #include "la_daemon_main.h"
 #include "la_log.h"
@@ -47,6 +48,13 @@ static int la__validate(const void *setp) {
     bad = 1;
   }
   if (!la_metrics_listen_ok(la__me, set->metrics_listen)) bad = 1;
+  la_cipher_pref_t pref;
+  char why[200];
+  if (la_cipher_parse("agents.cipher", set->cipher, 0, &pref, why,
+                      sizeof why) != 0) {
+    fprintf(stderr, "%s: %s\n", la__me, why);
+    bad = 1;
+  }
   if (!set->db[0]) {
     fprintf(stderr, "%s: store.path is empty\n", la__me);
     bad = 1;
@@ -109,6 +117,7 @@ static void la__reload(void *daemon) {
         "SIGHUP: listen addresses, store.path and secret_file "
         "changes need a restart");
   ga->set.max_agents = n.max_agents;
+  memcpy(ga->set.cipher, n.cipher, sizeof n.cipher); /* new connections */
   ga->set.max_subscribers = n.max_subscribers;
   ga->set.agent_max_frame = n.agent_max_frame;
   ga->set.feed_max_frame = n.feed_max_frame;

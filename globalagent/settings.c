@@ -19,6 +19,11 @@ const la_cfg_key_t la_ga_keys[] = {
   S("agents", "port_file", agent_port_file, "", "file to write the port into"),
   S("agents", "secret_file", secret_file, "",
     "shared secret LocalAgents must prove (mode 0600); empty: accept any"),
+  S("agents", "cipher", cipher, "auto",
+    "cipher of the encrypted links, chosen from what each LocalAgent "
+    "offers: auto (AES-256-GCM where both CPUs have it, else "
+    "XChaCha20-Poly1305), aes256gcm or xchacha20 (only that one: a "
+    "LocalAgent that does not offer it is refused)"),
   N("agents", "max_connections", LA_CFG_INT, max_agents, "1024", 1, 65536,
     "LocalAgent connections"),
   N("agents", "max_frame", LA_CFG_SIZE, agent_max_frame, "64M", 1024,

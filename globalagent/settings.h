@@ -14,6 +14,7 @@ typedef struct la_ga_settings {
   char agent_listen[256];
   char agent_port_file[512];
   char secret_file[512];
+  char cipher[16]; /* agents.cipher: auto, xchacha20, aes256gcm */
   int64_t max_agents;
   uint64_t agent_max_frame;
   int64_t handshake_ms;

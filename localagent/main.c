@@ -41,6 +41,7 @@
 
 #include "agent.h"
 #include "backlog.h"
+#include "la_cipher.h"
 #include "la_daemon.h"
 #include "la_daemon_main.h"
 #include "la_log.h"
@@ -83,6 +84,12 @@ static int la__validate(const void *setp) {
   int backlog, coarse;
   if (la_backlog_parse(set->max_backlog, &backlog, why, sizeof why) != 0 ||
       la_backlog_behind_parse(set->behind, &coarse, why, sizeof why) != 0) {
+    fprintf(stderr, "%s: %s\n", me, why);
+    bad = 1;
+  }
+  la_cipher_pref_t cipher;
+  if (la_cipher_parse("global.cipher", set->cipher, 1, &cipher, why,
+                      sizeof why) != 0) {
     fprintf(stderr, "%s: %s\n", me, why);
     bad = 1;
   }

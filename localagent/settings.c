@@ -105,6 +105,12 @@ const la_cfg_key_t la_la_keys[] = {
     "spool"),
   S("global", "secret_file", secret_file, "",
     "shared secret for the GlobalAgent (mode 0600)"),
+  S("global", "cipher", cipher, "auto",
+    "ciphers offered to the GlobalAgent for the encrypted link: auto "
+    "(AES-256-GCM where this CPU has it, and XChaCha20-Poly1305), "
+    "aes256gcm or xchacha20 (that one only), or legacy (no offer: the "
+    "handshake of agents before cipher negotiation, XChaCha20, for an "
+    "older GlobalAgent)"),
   N("global", "reconnect_min", LA_CFG_MS, reconnect_min_ms, "100ms", 10,
     3600000, "first reconnection delay"),
   N("global", "reconnect_max", LA_CFG_MS, reconnect_max_ms, "5s", 10, 3600000,

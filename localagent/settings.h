@@ -49,6 +49,7 @@ typedef struct la_la_settings {
   /* [global] */
   char global[256];        /* GlobalAgent host:port ("" = none, spool only) */
   char secret_file[512];
+  char cipher[16]; /* global.cipher: auto, xchacha20, aes256gcm, legacy */
   int64_t reconnect_min_ms, reconnect_max_ms;
   uint64_t queue_bytes;    /* unacknowledged messages kept in memory */
   char spool_dir[512];

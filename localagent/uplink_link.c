@@ -211,23 +211,48 @@ static void la__handshake_hello(la_uplink_link_t *up) {
     h.has_agent_nonce = 1;
     h.agent_nonce.data = up->anonce;
     h.agent_nonce.len = sizeof up->anonce;
+    la_cipher_pref_t pref = LA_CIPHER_AUTO; /* validated at start */
+    la_cipher_parse("global.cipher", up->ag->set.cipher, 1, &pref, NULL, 0);
+    up->n_offer = la_cipher_offer(pref, up->offer);
+    h.n_ciphers = up->n_offer;
+    h.ciphers = up->offer;
   }
   up->state = LA_UP_HELLO;
   la__write_msg(up, LA__MSG_TYPE__MSG_HELLO, &h.base);
 }
 
+/* Ends a handshake this side refuses, after the caller logged why: longest
+ * backoff, nothing sent or acknowledged. */
+static void la__handshake_end(la_uplink_link_t *up, const char *why) {
+  up->backoff_ms = up->ag->set.reconnect_max_ms;
+  up->quiet_fail = 1;
+  la_uplink_link_fail(up, "GlobalAgent refused: %s", why);
+  up->quiet_fail = 0;
+}
+
 /* Refuses a GlobalAgent that did not prove the secret: logged once per
- * failure at error level, longest backoff, nothing sent or acknowledged. */
+ * failure at error level. */
 static void la__handshake_refuse(la_uplink_link_t *up, const char *why) {
   la_log_error(
       "GlobalAgent %s failed to prove the shared secret (%s): "
       "refusing it (check global.secret_file on both agents, and "
       "that this address is the GlobalAgent)",
       up->addr_s, why);
-  up->backoff_ms = up->ag->set.reconnect_max_ms;
-  up->quiet_fail = 1;
-  la_uplink_link_fail(up, "GlobalAgent refused: %s", why);
-  up->quiet_fail = 0;
+  la__handshake_end(up, why);
+}
+
+/* 0 when the Challenge's cipher answers this connection's offer, else
+ * logs why and refuses the GlobalAgent. */
+static int la__handshake_cipher(la_uplink_link_t *up, const La__Challenge *c) {
+  const char *why = la_cipher_choice_problem(up->offer, up->n_offer,
+                                             c->has_cipher, c->cipher);
+  if (!why) return 0; /* legacy (no offer): XChaCha20, nothing chosen */
+  la_log_error("GlobalAgent %s: %s: refusing it (global.cipher = %s; "
+               "global.cipher = legacy talks to a GlobalAgent older than "
+               "cipher negotiation)",
+               up->addr_s, why, up->ag->set.cipher);
+  la__handshake_end(up, why);
+  return -1;
 }
 
 /* Challenge: with a secret, derives the session, starts both streams and
@@ -259,10 +284,14 @@ static void la__handshake_challenge(la_uplink_link_t *up,
                          "configured there, or not the GlobalAgent");
     return;
   }
+  if (la__handshake_cipher(up, c) != 0) return;
   la_secure_init(&up->sec);
-  if (la_auth_session_derive(&up->key, LA_PROTOCOL_VERSION, up->ag->host,
-                             c->server, up->anonce, sizeof up->anonce,
-                             c->nonce.data, c->nonce.len, &up->ses) != 0 ||
+  if (la_auth_session_derive_neg(&up->key, LA_PROTOCOL_VERSION, up->ag->host,
+                                 c->server, up->anonce, sizeof up->anonce,
+                                 c->nonce.data, c->nonce.len, up->offer,
+                                 up->n_offer, c->cipher, &up->ses) != 0 ||
+      la_secure_set_cipher(&up->sec, up->n_offer ? c->cipher
+                                                 : LA_CIPHER_XCHACHA20) != 0 ||
       la_secure_start_rx(&up->sec, up->ses.key_g2a, c->stream_header.data,
                          c->stream_header.len) != 0) {
     la__handshake_refuse(up, "a malformed Challenge");

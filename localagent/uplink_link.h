@@ -64,6 +64,8 @@ struct la_uplink_link {
   la_auth_key_t key;
   int have_key;                        /* mutual handshake, records */
   uint8_t anonce[LA_AUTH_NONCE_BYTES]; /* this connection's nonce */
+  uint32_t offer[LA_CIPHER_OFFER_MAX]; /* its Hello's ciphers (n_offer) */
+  size_t n_offer;                      /* 0: global.cipher = legacy */
   la_auth_session_t ses;
   la_secure_t sec;
   int64_t backoff_ms;

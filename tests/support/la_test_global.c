@@ -273,14 +273,24 @@ static int on_hello(la_test_global_t *g, conn_t *c, const La__Hello *h) {
   la_auth_key_t key = g->key;
   pthread_mutex_unlock(&g->mu);
   if (h->has_agent_nonce && keyed) { /* mutual (the LocalAgent's default) */
-    if (la_auth_session_derive(&key, LA_PROTOCOL_VERSION, c->host,
-                               "test-global", h->agent_nonce.data,
-                               h->agent_nonce.len, c->nonce, sizeof c->nonce,
-                               &c->ses) != 0) {
-      protocol_error(g, c, LA_EPROTO, "Hello: bad agent_nonce");
+    /* the cipher as the GlobalAgent's agents.cipher = auto chooses it */
+    uint32_t cipher = h->n_ciphers <= LA_CIPHER_OFFER_MAX
+                          ? la_cipher_choose(LA_CIPHER_AUTO, h->ciphers,
+                                             h->n_ciphers, NULL, 0)
+                          : 0;
+    if (!cipher ||
+        la_auth_session_derive_neg(&key, LA_PROTOCOL_VERSION, c->host,
+                                   "test-global", h->agent_nonce.data,
+                                   h->agent_nonce.len, c->nonce,
+                                   sizeof c->nonce, h->ciphers, h->n_ciphers,
+                                   cipher, &c->ses) != 0) {
+      protocol_error(g, c, LA_EPROTO, "Hello: bad agent_nonce or ciphers");
       return -1;
     }
     la_secure_init(&c->sec);
+    la_secure_set_cipher(&c->sec, cipher);
+    ch.has_cipher = h->n_ciphers > 0;
+    ch.cipher = cipher;
     la_secure_start_tx(&c->sec, c->ses.key_g2a, hdr);
     c->mutual = 1;
     ch.server = "test-global";

@@ -18,6 +18,14 @@
 int la_test_link_open(la_test_link_t *l, uint16_t port, const char *key_path,
                       const char *host, int timeout_ms, int32_t *status,
                       char *why, size_t n) {
+  return la_test_link_open_cipher(l, port, key_path, host, LA_CIPHER_AUTO,
+                                  timeout_ms, status, why, n);
+}
+
+int la_test_link_open_cipher(la_test_link_t *l, uint16_t port,
+                             const char *key_path, const char *host,
+                             la_cipher_pref_t pref, int timeout_ms,
+                             int32_t *status, char *why, size_t n) {
   l->fd = -1;
   l->seq = 0;
   l->refusals = 0;
@@ -33,7 +41,8 @@ int la_test_link_open(la_test_link_t *l, uint16_t port, const char *key_path,
   }
   uint64_t next = 1;
   *status = -1;
-  rc = la_secure_client_handshake(l->fd, &k, host, timeout_ms, &l->sec, status,
+  rc = la_secure_client_handshake(l->fd, &k, host, pref, timeout_ms, &l->sec,
+                                  status,
                                   &next, why, n);
   la_auth_key_wipe(&k);
   l->seq = next > 0 ? next - 1 : 0;

@@ -40,6 +40,14 @@ int la_test_link_open(la_test_link_t *l, uint16_t port, const char *key_path,
                       const char *host, int timeout_ms, int32_t *status,
                       char *why, size_t n);
 
+/* The same, offering the ciphers of pref (la_cipher.h; LA_CIPHER_LEGACY:
+ * the handshake of a LocalAgent before cipher negotiation); l->sec.cipher
+ * tells the one chosen. */
+int la_test_link_open_cipher(la_test_link_t *l, uint16_t port,
+                             const char *key_path, const char *host,
+                             la_cipher_pref_t pref, int timeout_ms,
+                             int32_t *status, char *why, size_t n);
+
 /* Sends a RankStart of app_id rank (nprocs ranks, n elements) filled as
  * la_test_rank_start fills it, but with metric "custom" in "user" units and
  * naming host as its LocalAgent. */

@@ -89,8 +89,9 @@ int la_tu_open(la_tu_conn_t *c, uint16_t port, const la_auth_key_t *k,
   if (c->secure) {
     int32_t status = -1;
     uint64_t next = 1;
-    if (la_secure_client_handshake(c->fd, k, host, timeout_ms, &c->sec, &status,
-                                   &next, why, sizeof why) != 0 ||
+    if (la_secure_client_handshake(c->fd, k, host, LA_CIPHER_AUTO, timeout_ms,
+                                   &c->sec, &status, &next, why,
+                                   sizeof why) != 0 ||
         status != 0)
       return -1;
     c->seq = c->acked = next - 1;

@@ -29,6 +29,21 @@
  * the reason logged, and after the LocalAgent reconnects every trace is
  * stored exactly once. Without a secret on either side the link works
  * unencrypted, as before, and both daemons warn.
+ *
+ * Cipher negotiation (daemon/la_cipher.c): AES-256-GCM records refuse the
+ * same tampering as secretstream's, opened in place or not, and records
+ * of one cipher do not open under the other; across 2^32 AES-256-GCM
+ * records both sides rekey alike; the settings' values, offers and
+ * choices; the transcript binds the offer (its order too) and the choice,
+ * and without an offer it is the transcript of before. With the real
+ * GlobalAgent: every offer links with the cipher expected, records flow,
+ * agents.cipher = xchacha20 refuses an AES-only offer naming both; a
+ * LocalAgent with global.cipher = legacy (an older one) links with
+ * XChaCha20 and its traces arrive; a relay that strikes AES-256-GCM from
+ * the offer, removes the offer, adds AES-256-GCM to it or changes the
+ * choice fails the handshake (and the real LocalAgent refuses a Challenge
+ * without a choice, saying what to set), while the untouched relay links
+ * with AES-256-GCM.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -63,6 +78,7 @@
 #include "la_sockio.h"
 #include "la_test_agent.h"
 #include "la_test_daemon.h"
+#include "la_test_link.h"
 #include "la_test_stack.h"
 #include "la_test_sql.h"
 
@@ -509,6 +525,11 @@ typedef struct {
   size_t len[8];
 } recs_t;
 
+/* The cipher pair() starts sessions with, and whether open_ack opens in
+ * place (on a copy of the record). */
+static uint32_t rec_cipher = LA_CIPHER_XCHACHA20;
+static int rec_in_place;
+
 /* Seals n small frames (Ack{seq = i + 1}) with tx into r. */
 static void seal_acks(la_secure_t *tx, recs_t *r, int n) {
   for (int i = 0; i < n; i++) {
@@ -520,7 +541,9 @@ static void seal_acks(la_secure_t *tx, recs_t *r, int n) {
     assert_true(fl > 0);
     long rl =
         la_secure_seal(tx, frame, (size_t)fl, r->rec[i], sizeof r->rec[i]);
-    assert_int_equal(rl, (long)la_secure_record_size((size_t)fl));
+    /* AES-256-GCM's MAC is a byte shorter than secretstream's tag + MAC */
+    assert_int_equal(rl, (long)la_secure_record_size((size_t)fl) -
+                             (rec_cipher == LA_CIPHER_AES256GCM));
     r->len[i] = (size_t)rl;
     uint16_t t;
     uint32_t l;
@@ -532,13 +555,20 @@ static void seal_acks(la_secure_t *tx, recs_t *r, int n) {
 
 /* Opens record i of r with rx; returns the Ack's seq, or the error. */
 static long open_ack(la_secure_t *rx, const recs_t *r, int i, char *why) {
-  uint8_t *buf;
+  uint8_t *buf, copy[256];
   uint16_t t;
   const uint8_t *p;
   uint32_t l;
-  int rc = la_secure_open(rx, r->rec[i] + 8, r->len[i] - 8, 1024, &buf, &t, &p,
-                          &l, why, 200);
+  memcpy(copy, r->rec[i], r->len[i]);
+  int rc = rec_in_place
+               ? la_secure_open_in_place(rx, copy + 8, r->len[i] - 8, 1024,
+                                         &buf, &t, &p, &l, why, 200)
+               : la_secure_open(rx, r->rec[i] + 8, r->len[i] - 8, 1024, &buf,
+                                &t, &p, &l, why, 200);
   if (rc) return rc;
+  /* in place with AES-256-GCM: the frame is in the record's own bytes */
+  if (rec_in_place && rec_cipher == LA_CIPHER_AES256GCM)
+    assert_true(buf == NULL && p == copy + 16);
   ProtobufCMessage *m;
   assert_int_equal(t, LA__MSG_TYPE__MSG_ACK);
   assert_int_equal(la_msg_decode(t, p, l, &m, NULL, 0), 0);
@@ -552,6 +582,8 @@ static void pair(la_secure_t *tx, la_secure_t *rx, const uint8_t *key) {
   uint8_t hdr[LA_SECURE_HEADER_BYTES];
   la_secure_init(tx);
   la_secure_init(rx);
+  assert_int_equal(la_secure_set_cipher(tx, rec_cipher), 0);
+  assert_int_equal(la_secure_set_cipher(rx, rec_cipher), 0);
   assert_int_equal(la_secure_start_tx(tx, key, hdr), 0);
   assert_int_equal(la_secure_start_rx(rx, key, hdr, sizeof hdr), 0);
 }
@@ -609,8 +641,21 @@ static void records_refuse_tampering(void **state) {
   uint8_t hdr[LA_SECURE_HEADER_BYTES];
   la_secure_init(&tx);
   la_secure_init(&rx);
+  la_secure_set_cipher(&tx, rec_cipher);
+  la_secure_set_cipher(&rx, rec_cipher);
   la_secure_start_tx(&tx, key, hdr);
   la_secure_start_rx(&rx, other, hdr, sizeof hdr);
+  seal_acks(&tx, &r, 1);
+  assert_int_equal(open_ack(&rx, &r, 0, why), LA_EAUTH);
+  /* the same key and header, the other cipher */
+  la_secure_init(&tx);
+  la_secure_init(&rx);
+  la_secure_set_cipher(&tx, rec_cipher);
+  la_secure_set_cipher(&rx, rec_cipher == LA_CIPHER_AES256GCM
+                                ? LA_CIPHER_XCHACHA20
+                                : LA_CIPHER_AES256GCM);
+  la_secure_start_tx(&tx, key, hdr);
+  la_secure_start_rx(&rx, key, hdr, sizeof hdr);
   seal_acks(&tx, &r, 1);
   assert_int_equal(open_ack(&rx, &r, 0, why), LA_EAUTH);
   /* not started */
@@ -620,6 +665,177 @@ static void records_refuse_tampering(void **state) {
   assert_int_equal(la_secure_seal(&tx, r.rec[0], 8, r.rec[1], 256), LA_EINVAL);
   la_secure_wipe(&tx);
   la_secure_wipe(&rx);
+}
+
+/* The same with AES-256-GCM, opened in place and not (where the CPU has
+ * it; else the test says so and checks that it cannot be chosen). */
+static void records_refuse_tampering_aes(void **state) {
+  if (!la_cipher_available(LA_CIPHER_AES256GCM)) {
+    la_secure_t s;
+    la_secure_init(&s);
+    assert_int_equal(la_secure_set_cipher(&s, LA_CIPHER_AES256GCM), LA_EINVAL);
+    print_message("no AES-256-GCM on this CPU: skipped\n");
+    return;
+  }
+  rec_cipher = LA_CIPHER_AES256GCM;
+  for (rec_in_place = 0; rec_in_place < 2; rec_in_place++)
+    records_refuse_tampering(state);
+  rec_cipher = LA_CIPHER_XCHACHA20;
+  rec_in_place = 1; /* secretstream opened "in place": into its own buffer */
+  records_refuse_tampering(state);
+  rec_in_place = 0;
+}
+
+/* AES-256-GCM nonces are the record's number: across 2^32 records both
+ * sides replace the key (the same way), records keep opening, and the
+ * new key is neither the old one nor the other direction's. */
+static void records_aes_rekey(void **state) {
+  (void)state;
+  if (!la_cipher_available(LA_CIPHER_AES256GCM)) {
+    print_message("no AES-256-GCM on this CPU: skipped\n");
+    return;
+  }
+  uint8_t key[32], before[32];
+  fill(key, sizeof key, 9);
+  la_secure_t tx, rx;
+  recs_t r;
+  char why[200];
+  rec_cipher = LA_CIPHER_AES256GCM;
+  pair(&tx, &rx, key);
+  /* as if 2^32 - 2 records had gone: the 3rd of these is under a new key */
+  tx.gtx.n = rx.grx.n = LA_SECURE_GCM_REKEY_EVERY - 2;
+  memcpy(before, tx.gtx.key, sizeof before);
+  seal_acks(&tx, &r, 5);
+  assert_true(tx.gtx.n == LA_SECURE_GCM_REKEY_EVERY + 3);
+  assert_memory_not_equal(before, tx.gtx.key, sizeof before);
+  for (int i = 0; i < 5; i++)
+    assert_int_equal(open_ack(&rx, &r, i, why), i + 1);
+  assert_memory_equal(tx.gtx.key, rx.grx.key, sizeof before);
+  /* a receiver whose count is not the sender's (rewound after two
+   * records: the old key, an old nonce) does not open the third */
+  la_secure_t late;
+  pair(&tx, &late, key);
+  tx.gtx.n = LA_SECURE_GCM_REKEY_EVERY - 2;
+  late.grx.n = LA_SECURE_GCM_REKEY_EVERY - 2;
+  seal_acks(&tx, &r, 3);
+  assert_int_equal(open_ack(&late, &r, 0, why), 1);
+  assert_int_equal(open_ack(&late, &r, 1, why), 2);
+  late.grx.n = 0; /* rewound: the next record's nonce and key are stale */
+  assert_int_equal(open_ack(&late, &r, 2, why), LA_EAUTH);
+  rec_cipher = LA_CIPHER_XCHACHA20;
+  la_secure_wipe(&tx);
+  la_secure_wipe(&rx);
+  la_secure_wipe(&late);
+}
+
+/* The settings' values, the offer, the choice, and that the transcript
+ * binds offer and choice (a change gives other proofs and keys), while no
+ * offer gives an older peer's transcript. */
+static void cipher_negotiation(void **state) {
+  (void)state;
+  int aes = la_cipher_available(LA_CIPHER_AES256GCM);
+  la_cipher_pref_t p;
+  char why[300];
+  assert_int_equal(la_cipher_parse("x.cipher", "auto", 0, &p, why, sizeof why),
+                   0);
+  assert_int_equal(p, LA_CIPHER_AUTO);
+  assert_int_equal(la_cipher_parse("x.cipher", "", 0, &p, why, sizeof why), 0);
+  assert_int_equal(p, LA_CIPHER_AUTO);
+  assert_int_equal(
+      la_cipher_parse("x.cipher", "xchacha20", 0, &p, why, sizeof why), 0);
+  assert_int_equal(p, LA_CIPHER_ONLY_XCHACHA20);
+  assert_int_equal(
+      la_cipher_parse("x.cipher", "aes256gcm", 0, &p, why, sizeof why),
+      aes ? 0 : LA_EINVAL);
+  assert_int_equal(la_cipher_parse("x.cipher", "legacy", 1, &p, why, sizeof why),
+                   0);
+  assert_int_equal(p, LA_CIPHER_LEGACY);
+  assert_int_equal(la_cipher_parse("x.cipher", "legacy", 0, &p, why, sizeof why),
+                   LA_EINVAL);
+  assert_int_equal(la_cipher_parse("x.cipher", "rot13", 1, &p, why, sizeof why),
+                   LA_EINVAL);
+  assert_non_null(strstr(why, "x.cipher = 'rot13': expected auto"));
+  /* offers */
+  uint32_t o[LA_CIPHER_OFFER_MAX];
+  size_t n = la_cipher_offer(LA_CIPHER_AUTO, o);
+  assert_int_equal(n, aes ? 2 : 1);
+  assert_int_equal(o[0], aes ? LA_CIPHER_AES256GCM : LA_CIPHER_XCHACHA20);
+  assert_int_equal(o[n - 1], LA_CIPHER_XCHACHA20);
+  assert_int_equal(la_cipher_offer(LA_CIPHER_ONLY_XCHACHA20, o), 1);
+  assert_int_equal(o[0], LA_CIPHER_XCHACHA20);
+  assert_int_equal(la_cipher_offer(LA_CIPHER_LEGACY, o), 0);
+  /* choices: the chooser's preference among what both can use */
+  const uint32_t both[] = {LA_CIPHER_XCHACHA20, LA_CIPHER_AES256GCM},
+                 xc[] = {LA_CIPHER_XCHACHA20}, ae[] = {LA_CIPHER_AES256GCM},
+                 unknown[] = {77};
+  assert_int_equal(la_cipher_choose(LA_CIPHER_AUTO, both, 2, why, sizeof why),
+                   aes ? LA_CIPHER_AES256GCM : LA_CIPHER_XCHACHA20);
+  assert_int_equal(la_cipher_choose(LA_CIPHER_AUTO, xc, 1, why, sizeof why),
+                   LA_CIPHER_XCHACHA20);
+  assert_int_equal(la_cipher_choose(LA_CIPHER_AUTO, NULL, 0, why, sizeof why),
+                   LA_CIPHER_XCHACHA20); /* an older peer */
+  assert_int_equal(
+      la_cipher_choose(LA_CIPHER_ONLY_XCHACHA20, both, 2, why, sizeof why),
+      LA_CIPHER_XCHACHA20);
+  assert_int_equal(
+      la_cipher_choose(LA_CIPHER_ONLY_XCHACHA20, ae, 1, why, sizeof why), 0);
+  assert_non_null(strstr(why, "no common cipher: the LocalAgent offers "
+                              "aes256gcm, this GlobalAgent accepts xchacha20"));
+  assert_int_equal(la_cipher_choose(LA_CIPHER_AUTO, unknown, 1, why, sizeof why),
+                   0);
+  if (aes) {
+    assert_int_equal(
+        la_cipher_choose(LA_CIPHER_ONLY_AES256GCM, NULL, 0, why, sizeof why), 0);
+    assert_non_null(strstr(why, "predates cipher negotiation"));
+  }
+  /* what the offering side makes of the choice */
+  assert_null(la_cipher_choice_problem(both, 2, 1, LA_CIPHER_XCHACHA20));
+  assert_null(la_cipher_choice_problem(NULL, 0, 0, 0)); /* no offer */
+  assert_non_null(strstr(la_cipher_choice_problem(xc, 1, 0, 0),
+                         "it chose no cipher"));
+  assert_non_null(strstr(
+      la_cipher_choice_problem(xc, 1, 1, LA_CIPHER_AES256GCM), "not offer"));
+  /* the transcript binds the offer (its order too) and the choice */
+  la_auth_key_t k;
+  memset(&k, 0x42, sizeof k);
+  uint8_t an[32], sn[32];
+  fill(an, sizeof an, 1);
+  fill(sn, sizeof sn, 2);
+  la_auth_session_t base, x, legacy;
+  const uint32_t ab[] = {2, 1}, ba[] = {1, 2}, a1[] = {2}, b1[] = {1};
+#define NEG(offer, len, choice, out)                                        \
+  la_auth_session_derive_neg(&k, 1, "node1", "front", an, 32, sn, 32, offer, \
+                             len, choice, out)
+  assert_int_equal(NEG(ab, 2, 2, &base), 0);
+  assert_int_equal(NEG(ab, 2, 2, &x), 0);
+  assert_memory_equal(&base, &x, sizeof x);
+  const struct {
+    const char *what;
+    const uint32_t *offer;
+    size_t len;
+    uint32_t choice;
+  } alt[] = {{"the other choice", ab, 2, 1},
+             {"the offer reordered", ba, 2, 2},
+             {"AES-256-GCM struck from the offer", b1, 1, 1},
+             {"XChaCha20 struck from the offer", a1, 1, 2},
+             {"no offer (an older peer's transcript)", NULL, 0, 0}};
+  for (size_t i = 0; i < sizeof alt / sizeof alt[0]; i++) {
+    assert_int_equal(NEG(alt[i].offer, alt[i].len, alt[i].choice, &x), 0);
+    if (!memcmp(x.agent_proof, base.agent_proof, sizeof x.agent_proof) ||
+        !memcmp(x.server_proof, base.server_proof, sizeof x.server_proof) ||
+        !memcmp(x.key_a2g, base.key_a2g, sizeof x.key_a2g) ||
+        !memcmp(x.key_g2a, base.key_g2a, sizeof x.key_g2a))
+      fail_msg("%s: the same proofs or keys", alt[i].what);
+  }
+  /* no offer: exactly the transcript of before negotiation */
+  assert_int_equal(
+      la_auth_session_derive(&k, 1, "node1", "front", an, 32, sn, 32, &legacy),
+      0);
+  assert_memory_equal(&legacy, &x, sizeof x);
+  const uint32_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  assert_int_equal(NEG(nine, 9, 1, &x), LA_EINVAL);
+  assert_int_equal(NEG(ab, 2, 0, &x), LA_EINVAL);
+#undef NEG
 }
 
 /* ------------------------------------------------- with the daemons --- */
@@ -632,6 +848,7 @@ static struct {
   la_test_daemon_t *ga, *la;
   char key[600], db[600], apf[600];
   char ga_addr[64];
+  const char *ga_extra, *la_extra; /* one more option each, or NULL */
   pid_t kids[8];
   int nkids;
 } D;
@@ -676,7 +893,8 @@ static void start_ga(const char *key) {
                         a[0],
                         a[1],
                         a[2],
-                        key[0] ? a[3] : NULL,
+                        key[0] ? a[3] : D.ga_extra,
+                        key[0] ? D.ga_extra : NULL,
                         NULL};
   unlink(D.apf);
   la_td_log_mark(D.ga);
@@ -711,6 +929,7 @@ static void start_la(const char *global, const char *key, const char *host) {
   la_td_argv_add(&a, "--log.level=debug");
   la_td_argv_add(&a, "--global.reconnect_min=20ms");
   la_td_argv_add(&a, "--global.reconnect_max=300ms");
+  if (D.la_extra) la_td_argv_add(&a, "%s", D.la_extra);
   la_td_log_mark(D.la);
   CHECK(la_td_start(D.la, a.v, pf, WAIT_MS) > 0, "no LocalAgent");
 }
@@ -1036,6 +1255,8 @@ static void *fake_ga_main(void *arg) {
       ch.nonce.data = nonce;
       ch.nonce.len = sizeof nonce;
       ch.server = "fake";
+      ch.has_cipher = 1; /* as a current GlobalAgent: a choice it offered */
+      ch.cipher = LA_CIPHER_XCHACHA20;
       ch.has_stream_header = 1;
       ch.stream_header.data = hdr;
       ch.stream_header.len = sizeof hdr;
@@ -1141,19 +1362,245 @@ static void link_without_secret(void **state) {
   wait_log(D.la, "(UNENCRYPTED: no secret)");
 }
 
+/* Both daemons with the secret, the LocalAgent as host: ranks x cycles of
+ * app arrive over one encrypted link, every set completes, and both logs
+ * say so, the GlobalAgent's with the cipher. */
+static void run_linked(const char *host, const char *app, int ranks,
+                       int cycles, uint32_t cipher) {
+  start_ga(D.key);
+  start_la(D.ga_addr, D.key, host);
+  for (int r = 0; r < ranks; r++) fork_rank(app, r, ranks, 1000, cycles);
+  reap();
+  wait_status(D.ga, "traces_stored", ranks * cycles);
+  wait_status(D.ga, "sets_complete", cycles);
+  wait_log(D.la, "mutually authenticated, encrypted");
+  char line[100];
+  snprintf(line, sizeof line, "mutually authenticated, encrypted with %s",
+           la_cipher_name(cipher));
+  wait_log(D.ga, line);
+  assert_int_equal(la_td_status_ll(D.la, "global_connects"), 1);
+}
+
 /* Traces arrive end to end over the encrypted link, both logs say so. */
 static void link_end_to_end(void **state) {
   (void)state;
-  enum { CYCLES = 5 };
+  run_linked("e2enode", "e2e-app", 3, 5,
+             la_cipher_available(LA_CIPHER_AES256GCM) ? LA_CIPHER_AES256GCM
+                                                      : LA_CIPHER_XCHACHA20);
+}
+
+/* A LocalAgent as before cipher negotiation (global.cipher = legacy: no
+ * offer, the transcript without it) still links to this GlobalAgent, with
+ * XChaCha20, and its traces arrive. */
+static void link_old_localagent(void **state) {
+  (void)state;
+  D.la_extra = "--global.cipher=legacy";
+  run_linked("oldnode", "old-app", 2, 3, LA_CIPHER_XCHACHA20);
+  D.la_extra = NULL;
+}
+
+/* Opens a hand-played link offering pref; returns the AuthResult status
+ * (or the handshake's error) and the cipher used in *cipher. */
+static int link_with(uint16_t port, la_cipher_pref_t pref, uint32_t *cipher,
+                     char *why, size_t n) {
+  la_test_link_t l;
+  int32_t status = -1;
+  int rc = la_test_link_open_cipher(&l, port, D.key, "handnode", pref, WAIT_MS,
+                                    &status, why, n);
+  *cipher = l.sec.cipher;
+  if (rc == 0 && status == 0) { /* records flow both ways */
+    rc = la_test_link_rank_start(&l, "handnode", "hand-app", 0, 1, 10);
+    if (rc == 0) rc = la_test_link_wait_acked(&l, WAIT_MS, why, n);
+  }
+  la_test_link_close(&l);
+  return rc ? rc : status;
+}
+
+static uint16_t agents_port(void) {
+  unsigned p = 0;
+  sscanf(D.ga_addr, "127.0.0.1:%u", &p);
+  return (uint16_t)p;
+}
+
+/* Every offer against agents.cipher auto links with the cipher expected;
+ * against agents.cipher = xchacha20 an offer of AES-256-GCM alone is
+ * refused, naming both sides' ciphers. */
+static void link_ciphers_interoperate(void **state) {
+  (void)state;
+  int aes = la_cipher_available(LA_CIPHER_AES256GCM);
+  char why[300];
+  uint32_t c;
   start_ga(D.key);
-  start_la(D.ga_addr, D.key, "e2enode");
-  for (int r = 0; r < 3; r++) fork_rank("e2e-app", r, 3, 1000, CYCLES);
-  reap();
-  wait_status(D.ga, "traces_stored", 3 * CYCLES);
-  wait_status(D.ga, "sets_complete", CYCLES);
-  wait_log(D.la, "mutually authenticated, encrypted");
-  wait_log(D.ga, "mutually authenticated, encrypted");
-  assert_int_equal(la_td_status_ll(D.la, "global_connects"), 1);
+  assert_int_equal(link_with(agents_port(), LA_CIPHER_AUTO, &c, why, sizeof why),
+                   0);
+  assert_int_equal(c, aes ? LA_CIPHER_AES256GCM : LA_CIPHER_XCHACHA20);
+  assert_int_equal(link_with(agents_port(), LA_CIPHER_ONLY_XCHACHA20, &c, why,
+                             sizeof why),
+                   0);
+  assert_int_equal(c, LA_CIPHER_XCHACHA20);
+  assert_int_equal(
+      link_with(agents_port(), LA_CIPHER_LEGACY, &c, why, sizeof why), 0);
+  assert_int_equal(c, LA_CIPHER_XCHACHA20);
+  if (aes) {
+    assert_int_equal(link_with(agents_port(), LA_CIPHER_ONLY_AES256GCM, &c, why,
+                               sizeof why),
+                     0);
+    assert_int_equal(c, LA_CIPHER_AES256GCM);
+  }
+  la_td_stop(D.ga, WAIT_MS);
+  D.ga_extra = "--agents.cipher=xchacha20";
+  start_ga(D.key);
+  assert_int_equal(link_with(agents_port(), LA_CIPHER_AUTO, &c, why, sizeof why),
+                   0);
+  assert_int_equal(c, LA_CIPHER_XCHACHA20);
+  if (aes) {
+    int rc = link_with(agents_port(), LA_CIPHER_ONLY_AES256GCM, &c, why,
+                       sizeof why);
+    assert_int_equal(rc, LA_EAUTH);
+    print_message("refused: %s\n", why);
+    CHECK(strstr(why, "no common cipher"), "%s", why);
+    wait_log(D.ga, "no common cipher: the LocalAgent offers aes256gcm, this "
+                   "GlobalAgent accepts xchacha20");
+  }
+  D.ga_extra = NULL;
+}
+
+/* A man in the middle of the handshake: rewrites the Hello's offer or the
+ * Challenge's choice, then relays the rest as it is. */
+enum { MITM_STRIP_AES, MITM_STRIP_OFFER, MITM_ADD_AES, MITM_SWAP_CHOICE };
+
+typedef struct {
+  int lfd, mode;
+  uint16_t port, target;
+  pthread_t th;
+} mitm_t;
+
+static void *mitm_main(void *arg) {
+  mitm_t *x = arg;
+  int a = accept(x->lfd, NULL, NULL);
+  int b = a < 0 ? -1 : la_tcp_connect("127.0.0.1", x->target, 5000);
+  uint16_t t;
+  ProtobufCMessage *m = NULL;
+  char why[200];
+  if (b < 0 || la_recv_msg(a, 4096, WAIT_MS, &t, &m, why, sizeof why) != 0)
+    goto out;
+  La__Hello *h = (La__Hello *)m;
+  uint32_t *orig = h->ciphers, mine[2] = {LA_CIPHER_AES256GCM,
+                                          LA_CIPHER_XCHACHA20};
+  size_t n = h->n_ciphers;
+  if (x->mode == MITM_STRIP_AES) {
+    h->ciphers = mine + 1;
+    h->n_ciphers = 1;
+  } else if (x->mode == MITM_STRIP_OFFER) {
+    h->n_ciphers = 0;
+  } else if (x->mode == MITM_ADD_AES) {
+    h->ciphers = mine;
+    h->n_ciphers = 2;
+  }
+  int rc = la_send_msg(b, t, m, WAIT_MS);
+  h->ciphers = orig;
+  h->n_ciphers = n;
+  la_msg_free(m);
+  m = NULL;
+  if (rc || la_recv_msg(b, 4096, WAIT_MS, &t, &m, why, sizeof why) != 0)
+    goto out;
+  if (x->mode == MITM_SWAP_CHOICE && t == LA__MSG_TYPE__MSG_CHALLENGE)
+    ((La__Challenge *)m)->cipher = LA_CIPHER_XCHACHA20;
+  if (la_send_msg(a, t, m, WAIT_MS)) goto out;
+  for (;;) { /* the rest as it is, until either side closes */
+    uint8_t buf[4096];
+    struct pollfd pf[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+    if (poll(pf, 2, WAIT_MS) <= 0) break;
+    ssize_t k;
+    if (pf[0].revents &&
+        ((k = recv(a, buf, sizeof buf, 0)) <= 0 || write_full(b, buf, (size_t)k)))
+      break;
+    if (pf[1].revents &&
+        ((k = recv(b, buf, sizeof buf, 0)) <= 0 || write_full(a, buf, (size_t)k)))
+      break;
+  }
+out:
+  la_msg_free(m);
+  if (a >= 0) close(a);
+  if (b >= 0) close(b);
+  return NULL;
+}
+
+/* A changed offer or choice fails the handshake: the proofs of the two
+ * sides differ (the GlobalAgent refuses the LocalAgent's), or the
+ * LocalAgent sees a choice that does not answer its offer. The same
+ * client through a relay that changes nothing links with AES-256-GCM. */
+static void link_tampered_negotiation(void **state) {
+  (void)state;
+  if (!la_cipher_available(LA_CIPHER_AES256GCM)) {
+    print_message("no AES-256-GCM on this CPU: no downgrade to test\n");
+    return;
+  }
+  start_ga(D.key);
+  static const struct {
+    int mode;
+    const char *what, *client_sees;
+  } cases[] = {
+      {MITM_STRIP_AES, "AES-256-GCM struck from the offer", NULL},
+      {MITM_STRIP_OFFER, "the offer removed", "no cipher"},
+      {MITM_ADD_AES, "AES-256-GCM added to an offer without it",
+       "did not offer"},
+      {MITM_SWAP_CHOICE, "the choice changed to XChaCha20", NULL},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    mitm_t x = {0};
+    x.mode = cases[i].mode;
+    x.target = agents_port();
+    x.lfd = listen_any(&x.port);
+    assert_int_equal(pthread_create(&x.th, NULL, mitm_main, &x), 0);
+    char why[300] = "";
+    uint32_t c;
+    int rc = link_with(x.port,
+                       x.mode == MITM_ADD_AES ? LA_CIPHER_ONLY_XCHACHA20
+                                              : LA_CIPHER_AUTO,
+                       &c, why, sizeof why);
+    pthread_join(x.th, NULL);
+    close(x.lfd);
+    print_message("%s: %d, %s\n", cases[i].what, rc, why);
+    if (rc == 0) fail_msg("%s: the handshake succeeded", cases[i].what);
+    if (cases[i].client_sees) {
+      assert_int_equal(rc, LA_EAUTH);
+      CHECK(strstr(why, cases[i].client_sees), "%s: %s", cases[i].what, why);
+    } else { /* refused by the GlobalAgent: the proof does not verify */
+      assert_int_equal(rc, LA_EAUTH);
+      CHECK(strstr(why, "MAC mismatch"), "%s: %s", cases[i].what, why);
+    }
+  }
+  assert_true(la_td_status_ll(D.ga, "auth_failures") >= 2);
+  /* untouched, the same way: linked with AES-256-GCM */
+  mitm_t x = {0};
+  x.mode = -1;
+  x.target = agents_port();
+  x.lfd = listen_any(&x.port);
+  assert_int_equal(pthread_create(&x.th, NULL, mitm_main, &x), 0);
+  char why[300] = "";
+  uint32_t c;
+  assert_int_equal(link_with(x.port, LA_CIPHER_AUTO, &c, why, sizeof why), 0);
+  assert_int_equal(c, LA_CIPHER_AES256GCM);
+  pthread_join(x.th, NULL);
+  close(x.lfd);
+  /* the real LocalAgent, its offer removed on the way (what an older
+   * GlobalAgent looks like too): it refuses, saying what to do */
+  x.mode = MITM_STRIP_OFFER;
+  x.lfd = listen_any(&x.port);
+  char via[64];
+  snprintf(via, sizeof via, "127.0.0.1:%u", x.port);
+  start_la(via, D.key, "mitmnode");
+  assert_int_equal(pthread_create(&x.th, NULL, mitm_main, &x), 0);
+  wait_log(D.la, "it chose no cipher");
+  char line[600];
+  la_td_log_line(D.la, "it chose no cipher", line, sizeof line);
+  print_message("LocalAgent: %s\n", line);
+  CHECK(strstr(line, "global.cipher = legacy"), "%s", line);
+  la_td_stop(D.la, WAIT_MS);
+  pthread_join(x.th, NULL);
+  close(x.lfd);
+  assert_int_equal(la_td_status_ll(D.ga, "traces_stored"), 0);
 }
 
 int main(void) {
@@ -1174,12 +1621,18 @@ int main(void) {
       T(generate_secret),
       cmocka_unit_test(session_both_sides_agree),
       cmocka_unit_test(records_refuse_tampering),
+      cmocka_unit_test(records_refuse_tampering_aes),
+      cmocka_unit_test(records_aes_rekey),
+      cmocka_unit_test(cipher_negotiation),
       D(link_end_to_end),
       D(link_wrong_secrets),
       D(link_without_secret),
       D(link_fake_global_refused),
       D(link_flipped_byte),
       D(link_replayed_record),
+      D(link_old_localagent),
+      D(link_ciphers_interoperate),
+      D(link_tampered_negotiation),
 #undef T
 #undef D
   };
