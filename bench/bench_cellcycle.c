@@ -298,7 +298,7 @@ int main(int argc, char **argv) {
       int rm = 0;
       int m = la_history_match(h, x, rw, &ref, &err);
       if (!m) /* the robust weights on their own, as the worker does */
-        rm = la_history_match_robust(h, rw, &ref, &err);
+        rm = la_history_match_robust(h, rw, x, p.quantum, &ref, &err);
       int learn = la_history_take(h, m);
       t[4] = la_bench_thread_ns();
       if (learn) la_history_refit(h, x, &p, &res_m);

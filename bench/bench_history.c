@@ -351,7 +351,8 @@ static int run(const char *dir, const case_t *k, int hist, res_t *out) {
       /* as the LocalAgent's worker decides */
       int m = la_history_match(h[r], x, rw, &ref, &he);
       int rm = !m && hist == H_ROBUST &&
-               la_history_match_robust(h[r], rw, &rref, &rhe);
+               la_history_match_robust(h[r], rw, x, cp.quantum, &rref,
+                                       &rhe);
       int learn = la_history_take(h[r], m);
       if (learn) {
         la_history_refit(h[r], x, &cp, &res);

@@ -14,6 +14,7 @@
 #include "history.h"
 #include "la_crc32.h"
 #include "la_simd.h"
+#include "robust.h"
 
 #if LA_COMPACT_X86
 #include <immintrin.h>
@@ -37,8 +38,8 @@ struct la_history {
   uint32_t gap, since; /* la_history_take: the learning gap, misses since */
   int robust;
   la_compact_params_t cp, rcp;
-  /* la_history_match_robust: per element, |r - y| <= rrel |r| + rabs +
-   * rfloor */
+  /* la_history_match_robust: per element, |r - y| <= rrel |r| + rabs
+   * (+ rfloor where the measured value is whole timer ticks) */
   double rrel, rabs, rfloor;
   la_hist_rep_t rep[LA_HISTORY_MAX_REPS];
   /* the last refit's values as a decoder gives them (la_compact_recon),
@@ -219,18 +220,34 @@ void la_history_set_robust_floor(la_history_t *h, double floor) {
   pthread_mutex_unlock(&h->mu);
 }
 
+/* The slack of a robust reference's element of measured value x (q >
+ * 0): abs, and the floor (one timer step) where x is one timed interval,
+ * a whole number of ticks of q ns (inv = 1 / q), not a share of one
+ * spread over cells (a range's). */
+static inline double la__slack(double x, double abs, double floor, double q,
+                               double inv) {
+  return la_robust_whole_ticks(x, q, inv) ? abs + floor : abs;
+}
+
 #if LA_COMPACT_X86
 /* Whether some element of r, y[0..n - n % 4) fails la__elements_ok's
  * test (non-lossless): the same operations four at a time (finite as
- * |v| <= DBL_MAX, |r - y| <= rel |r| + abs with a multiply, then an add),
- * looked at every 64 elements. A robust weight series usually fails on a
- * few one-cycle spikes anywhere in it, so most calls end here, early. */
+ * |v| <= DBL_MAX, |r - y| <= rel |r| + la__slack(x) with a multiply, then
+ * an add; whole ticks as la_robust_whole_ticks tells them; x read only
+ * when q > 0), looked at every 64 elements. A robust weight series
+ * usually fails on a few one-cycle spikes anywhere in it, so most calls
+ * end here, early. */
 __attribute__((target("avx2"))) static int la__any_out_avx2(
-    const double *r, const double *y, uint64_t n, double rel, double abs) {
+    const double *r, const double *y, const double *x, uint64_t n,
+    double rel, double abs, double floor, double q, double inv) {
   const __m256d m = _mm256_castsi256_pd(
                     _mm256_set1_epi64x(0x7fffffffffffffffLL)),
                 vmax = _mm256_set1_pd(DBL_MAX), vrel = _mm256_set1_pd(rel),
-                vab = _mm256_set1_pd(abs);
+                vab = _mm256_set1_pd(abs), vfl = _mm256_set1_pd(abs + floor),
+                vq = _mm256_set1_pd(q), vinv = _mm256_set1_pd(inv),
+                vmagic = _mm256_set1_pd(LA_ROBUST_TICK_MAGIC),
+                vlim = _mm256_set1_pd(LA_ROBUST_TICK_LIMIT);
+  const int ticks = q > 0;
   uint64_t n4 = n - n % 4;
   for (uint64_t b = 0; b < n4; b += 64) {
     uint64_t end = n4 - b < 64 ? n4 : b + 64;
@@ -239,11 +256,21 @@ __attribute__((target("avx2"))) static int la__any_out_avx2(
       __m256d vr = _mm256_loadu_pd(r + i), vy = _mm256_loadu_pd(y + i);
       __m256d ar = _mm256_and_pd(vr, m);
       __m256d d = _mm256_and_pd(_mm256_sub_pd(vr, vy), m);
+      __m256d slack = vfl;
+      if (ticks) { /* la_robust_whole_ticks, four at a time */
+        __m256d vx = _mm256_loadu_pd(x + i);
+        __m256d t = _mm256_mul_pd(vx, vinv);
+        __m256d k = _mm256_sub_pd(_mm256_add_pd(t, vmagic), vmagic);
+        __m256d whole = _mm256_and_pd(
+            _mm256_cmp_pd(_mm256_and_pd(t, m), vlim, _CMP_LT_OQ),
+            _mm256_cmp_pd(_mm256_mul_pd(k, vq), vx, _CMP_EQ_OQ));
+        slack = _mm256_blendv_pd(vab, vfl, whole);
+      }
       __m256d c = _mm256_and_pd(
           _mm256_cmp_pd(ar, vmax, _CMP_LE_OQ),
           _mm256_cmp_pd(_mm256_and_pd(vy, m), vmax, _CMP_LE_OQ));
       c = _mm256_and_pd(
-          c, _mm256_cmp_pd(d, _mm256_add_pd(_mm256_mul_pd(vrel, ar), vab),
+          c, _mm256_cmp_pd(d, _mm256_add_pd(_mm256_mul_pd(vrel, ar), slack),
                            _CMP_LE_OQ));
       ok = _mm256_and_pd(ok, c);
     }
@@ -253,16 +280,20 @@ __attribute__((target("avx2"))) static int la__any_out_avx2(
 }
 #endif
 
-/* The robust reference's bound on every element: |r - y| <= rel |r| + abs
- * (lossless: bit for bit), every value finite; when it holds, *e is the
- * error of y against r (la_fit_error_measure's, measured in the same pass:
- * a match is two passes fewer over the weights). */
-static int la__elements_ok(const double *r, const double *y, uint64_t n,
-                           int lossless, double rel, double abs,
+/* The robust reference's bound on every element: |r - y| <= rel |r| +
+ * la__slack(x) (lossless: bit for bit), every value finite; when it
+ * holds, *e is the error of y against r (la_fit_error_measure's, measured
+ * in the same pass: a match is two passes fewer over the weights). x is
+ * read only when q > 0. */
+static int la__elements_ok(const double *r, const double *y,
+                           const double *x, uint64_t n, int lossless,
+                           double rel, double abs, double floor, double q,
                            la_fit_error_t *e) {
+  double inv = q > 0 ? 1.0 / q : 0;
 #if LA_COMPACT_X86
   /* a miss found fast; a match is decided, and measured, below */
-  if (!lossless && la_compact_simd() && la__any_out_avx2(r, y, n, rel, abs))
+  if (!lossless && la_compact_simd() &&
+      la__any_out_avx2(r, y, x, n, rel, abs, floor, q, inv))
     return 0;
 #endif
   double max = 0, sse = 0, sum = 0;
@@ -270,7 +301,9 @@ static int la__elements_ok(const double *r, const double *y, uint64_t n,
     if (!isfinite(r[i]) || !isfinite(y[i])) return 0;
     double d = fabs(r[i] - y[i]);
     if (lossless ? memcmp(&r[i], &y[i], sizeof *r) != 0
-                 : !(d <= rel * fabs(r[i]) + abs))
+                 : !(d <= rel * fabs(r[i]) +
+                              (q > 0 ? la__slack(x[i], abs, floor, q, inv)
+                                     : abs + floor)))
       return 0;
     max = d > max ? d : max;
     sse += d * d;
@@ -283,9 +316,11 @@ static int la__elements_ok(const double *r, const double *y, uint64_t n,
   return 1;
 }
 
-int la_history_match_robust(la_history_t *h, const double *rx, uint64_t *ref,
+int la_history_match_robust(la_history_t *h, const double *rx,
+                            const double *x, double q, uint64_t *ref,
                             la_fit_error_t *err) {
   if (!h || !rx || !h->robust) return 0;
+  if (!x || !(q > 0) || !isfinite(q)) q = 0; /* the floor everywhere */
   pthread_mutex_lock(&h->mu);
   int lossless = la_compact_effective_mode(&h->rcp) == LA_COMPACT_LOSSLESS;
   int best = -1;
@@ -294,8 +329,8 @@ int la_history_match_robust(la_history_t *h, const double *rx, uint64_t *ref,
     la_hist_rep_t *r = &h->rep[i];
     la_fit_error_t e;
     if (r->valid && r->rv &&
-        la__elements_ok(rx, r->rv, h->n, lossless, h->rrel,
-                        h->rabs + h->rfloor, &e))
+        la__elements_ok(rx, r->rv, x, h->n, lossless, h->rrel, h->rabs,
+                        h->rfloor, q, &e))
       la__consider(i, &e, &best, &be);
   }
   int m = la__matched(h, best, &be, ref, err);

@@ -325,8 +325,8 @@ static void la__work(uv_work_t *req) {
       /* the robust weights on their own (docs/history.md): a balancer's
        * series may repeat where the measured values do not */
       if (!j->hist && j->robust && rw)
-        j->rhist = la_history_match_robust(h, rw, &j->rhist_ref,
-                                           &j->rhist_err);
+        j->rhist = la_history_match_robust(h, rw, x, j->cp.quantum,
+                                           &j->rhist_ref, &j->rhist_err);
       int learn = la_history_take(h, j->hist);
       if (learn) { /* a representative to be: compacted with room, and in
                       full (a representative references nothing) */
