@@ -7,9 +7,12 @@
  * (LA_BENCH_CELLS_RAW=DIR:APP[:RANK], rank 0 by default; the files
  * DIR/APP.r<rank>.c<tag>.f64, .flags and .fid, in cycle order, at most
  * LA_BENCH_CELLS_MAX of them, 40 by default; scripts/bench-cellcycle.sh
- * records bench_localagent's probe loop: 10^6 elements, every one probed).
- * The timer's resolution is LA_BENCH_CELLS_RES ns (default: the median
- * positive interval of the first cycle, resolution() below).
+ * records bench_localagent's probe loop, 10^6 elements, every one probed,
+ * APP bench-probe, and its ranges loop, 1000 ranges of 1000 elements,
+ * bench-ranges, whose values are each range's count shared by its cells,
+ * no whole counts). The timer's resolution is LA_BENCH_CELLS_RES ns
+ * (default: the median positive interval of the first cycle, resolution()
+ * below, which only a cell-probed cycle shows).
  *
  * Per cycle, what worker.c does with a cell-probed cycle of the time
  * metric (every default feature on: robust weights with interference
@@ -23,10 +26,12 @@
  *             starts written);
  *   match     la_history_match (the values and the robust reconstruction
  *             against each representative), when none matches the robust
- *             weights on their own (la_history_match_robust_exc, with
- *             exceptions on up to LA_COMPACT_SPLICE_MAX(n) elements, as the
- *             worker; LA_BENCH_CELLS_EXC=0: on every element only, the
- *             robust references without exceptions) and la_history_take;
+ *             weights on their own (la_history_match_robust_exc, per
+ *             element with the session's floor of one timer step where the
+ *             measured value is whole ticks, with exceptions on up to
+ *             LA_COMPACT_SPLICE_MAX(n) elements, as the worker;
+ *             LA_BENCH_CELLS_EXC=0: on every element only, the robust
+ *             references without exceptions) and la_history_take;
  *   learn     for a cycle the history learns: la_history_refit and
  *             la_history_learn;
  *   app       the reconstruction copied out (la_app_ipc_put_weights_values'
@@ -35,7 +40,10 @@
  * every cycle from a fresh state; reported are the medians over the rounds
  * of each step's CPU time per cycle and per cell (ns), the bytes and bits
  * per value of both encodings, the history's matches, the weights'
- * resolution counts (st.positive, st.coarse), and FNV-1a hashes
+ * resolution counts (st.positive, st.coarse), on cycles of whole counts
+ * how the robust weights relate element by element to the measured values
+ * and to the previous cycle's weights (relation() below: how many are
+ * equal, order-0 entropies in ticks), and FNV-1a hashes
  * of the robust reconstructions and of both encodings (two builds give the
  * same bytes when these agree; every round must give the first round's).
  * Writes argv[1] (build/bench/cellcycle.json).
@@ -67,6 +75,7 @@ typedef struct cyc {
   double *counts; /* the buffer's values: timer counts */
   uint8_t *flags;
   double scale; /* ns per count */
+  int shares;   /* some value is no whole count (a range's share) */
 } cyc_t;
 
 /* Bytes of a file (0 when missing), and its contents in *out. */
@@ -112,8 +121,14 @@ static int read_cycle(const char *dir, const char *app, int rank, uint64_t tag,
   *n = len / sizeof(double);
   c->counts = v;
   c->flags = fl;
-  for (uint64_t i = 0; i < *n; i++)
-    c->counts[i] = round(c->counts[i] / c->scale);
+  /* whole counts as the buffer held them; a range's share of its cells'
+   * count (the ranges loop) is no whole number and stays a fraction */
+  for (uint64_t i = 0; i < *n; i++) {
+    double k = c->counts[i] / c->scale, r = round(k);
+    int whole = fabs(k - r) <= 1e-9 * fabs(r);
+    c->counts[i] = whole ? r : k;
+    c->shares |= !whole;
+  }
   return 0;
 }
 
@@ -129,6 +144,72 @@ static double resolution(const cyc_t *c, uint64_t n) {
   double r = m ? la_bench_median(v, (int)m) : 1;
   free(v);
   return r * c->scale;
+}
+
+/* How the robust weights w relate to the measured values x and to the
+ * previous cycle's weights (both whole ticks of q ns, but for a few values
+ * not finite or beyond 2^15 ticks, which count as one escape symbol):
+ * r->equal counts w == x, r->pred_equal w == the estimator's in-band rule
+ * on the previous weights (prev, NULL in the first cycle: the previous
+ * weight followed by the measured value with weight follow, rounded to
+ * ticks), and the histograms (of ticks) of w, of w - x, of w - x where
+ * they differ, of w - x given x (REL_CTX contexts of REL_CBINS), and of
+ * w - that rule's value grow. Run on the first round only, outside the
+ * timed steps. */
+#define REL_BINS 65537 /* -2^15..2^15 ticks and an escape */
+#define REL_CTX 257    /* measured values 0..255 ticks and the others */
+#define REL_CBINS 257  /* differences -128..127 ticks and the others */
+enum { H_W, H_D, H_DD, H_P, H_N };
+typedef struct relation {
+  uint64_t values, equal, predicted, pred_equal;
+  uint64_t *h[H_N]; /* REL_BINS each */
+  uint64_t *hc;     /* REL_CTX * REL_CBINS */
+} relation_t;
+
+static uint32_t rel_bin(double v, double q) {
+  double t = v / q;
+  if (!(fabs(t) < 32768)) return REL_BINS - 1;
+  return (uint32_t)(llround(t) + 32768) % (REL_BINS - 1);
+}
+
+static void relation(relation_t *r, const double *x, const double *w,
+                     const double *prev, double follow, uint64_t n, double q) {
+  for (uint64_t i = 0; i < n; i++) {
+    int eq = w[i] == x[i];
+    r->equal += eq;
+    r->h[H_W][rel_bin(w[i], q)]++;
+    uint32_t d = isfinite(w[i]) && isfinite(x[i]) ? rel_bin(w[i] - x[i], q)
+                                                  : REL_BINS - 1;
+    r->h[H_D][d]++;
+    if (!eq) r->h[H_DD][d]++;
+    double tx = x[i] / q, td = d == REL_BINS - 1 ? 1e9 : (double)d - 32768;
+    uint32_t cx = tx >= 0 && tx < REL_CTX - 1 ? (uint32_t)tx : REL_CTX - 1;
+    uint32_t cd = td >= -128 && td < 128 ? (uint32_t)(td + 128) : 256;
+    r->hc[cx * REL_CBINS + cd]++;
+    if (prev) {
+      double p = round(((1 - follow) * prev[i] + follow * x[i]) / q) * q;
+      r->pred_equal += w[i] == p;
+      r->h[H_P][isfinite(p) && isfinite(w[i]) ? rel_bin(w[i] - p, q)
+                                              : REL_BINS - 1]++;
+    }
+  }
+  r->values += n;
+  r->predicted += prev ? n : 0;
+}
+
+/* Entropy of nctx histograms of nbins each (h), each of its own values
+ * (order 0 given the context), bits per counted value (0: none). */
+static double entropy(const uint64_t *h, uint32_t nctx, uint32_t nbins) {
+  uint64_t all = 0;
+  double e = 0;
+  for (uint32_t c = 0; c < nctx; c++, h += nbins) {
+    uint64_t m = 0;
+    for (uint32_t b = 0; b < nbins; b++) m += h[b];
+    for (uint32_t b = 0; b < nbins; b++)
+      if (h[b]) e -= (double)h[b] * log2((double)h[b] / (double)m);
+    all += m;
+  }
+  return all ? e / (double)all : 0;
 }
 
 int main(int argc, char **argv) {
@@ -171,7 +252,8 @@ int main(int argc, char **argv) {
   int ROUNDS = rs ? atoi(rs) : 7;
   if (ROUNDS < 1 || ROUNDS > ROUNDS_MAX) ROUNDS = 7;
   static double t_step[N_STEPS][ROUNDS_MAX], t_all[ROUNDS_MAX];
-  uint64_t h_w = 0, h_enc = 0, matches = 0, positive = 0, coarse = 0;
+  uint64_t h_w = 0, h_enc = 0, matches = 0, rmatches = 0, positive = 0,
+           coarse = 0;
   size_t rbytes = 0, mbytes = 0;
   double *buf = malloc(n * sizeof *buf), *x = malloc(n * sizeof *x);
   double *rw = malloc(n * sizeof *rw), *area = malloc(n * sizeof *area);
@@ -180,11 +262,20 @@ int main(int argc, char **argv) {
   const char *ev = getenv("LA_BENCH_CELLS_EXC");
   size_t xcap = ev && !strcmp(ev, "0") ? 0 : (size_t)LA_COMPACT_SPLICE_MAX(n);
   uint64_t *xidx = malloc((xcap + 1) * sizeof *xidx);
-  uint64_t rmatches = 0;
+  relation_t rel = {0};
+  int rel_ok = (rel.hc = calloc(REL_CTX * REL_CBINS, sizeof *rel.hc)) != NULL;
+  for (int k = 0; k < H_N; k++)
+    rel_ok &= (rel.h[k] = calloc(REL_BINS, sizeof *rel.h[k])) != NULL;
+  double *prev = malloc(n * sizeof *prev);
+  la_robust_params_t rpd;
+  la_robust_params_default(&rpd);
+  if (!rel_ok || !prev) return 1;
   for (int round = 0; round < ROUNDS; round++) {
     la_weights_t *w = NULL;
     la_history_budget_t budget = {.limit = 256u << 20, .used = 0};
     la_history_t *h = la_history_new(&budget, n, reps, &cp, &rcp);
+    /* the session's floor of robust references: one timer step */
+    la_history_set_robust_floor(h, res);
     if (la_weights_new(n, res, 1, tol, confirm, rcv, NULL, 0, &w) != 0 || !h) {
       fprintf(stderr, "bench_cellcycle: no estimator or history\n");
       return 1;
@@ -211,11 +302,13 @@ int main(int argc, char **argv) {
       t[3] = la_bench_thread_ns();
       uint64_t ref = 0;
       la_fit_error_t err;
+      int rm = 0;
       int m = la_history_match(h, x, rw, &ref, &err);
       size_t nx = 0;
-      int rm = !m && la_history_match_robust_exc(
-                         h, rw, xcap && la_history_exc_due(h) ? xcap : 0,
-                         xidx, &nx, &ref, &err);
+      if (!m) /* the robust weights on their own, as the worker does */
+        rm = la_history_match_robust_exc(
+            h, rw, x, p.quantum, xcap && la_history_exc_due(h) ? xcap : 0,
+            xidx, &nx, &ref, &err);
       int learn = la_history_take(h, m);
       t[4] = la_bench_thread_ns();
       if (learn) la_history_refit(h, x, &p, &res_m);
@@ -233,6 +326,10 @@ int main(int argc, char **argv) {
       he = la_bench_fnv(he, res_r.bytes, res_r.len);
       if (!learn) he = la_bench_fnv(he, res_m.bytes, res_m.len);
       if (round == 0) {
+        if (!cy[i].shares) /* in ticks: of whole-tick values only */
+          relation(&rel, x, rw, i && !cy[i - 1].shares ? prev : NULL,
+                   rpd.follow, n, cy[i].scale);
+        memcpy(prev, rw, n * sizeof *prev);
         positive += st.positive;
         coarse += st.coarse;
         matches += m;
@@ -279,22 +376,51 @@ int main(int argc, char **argv) {
   printf("  weights above 0: %llu, of them below %d timer steps: %llu\n",
          (unsigned long long)positive, LA_WEIGHTS_RESOLVED_STEPS,
          (unsigned long long)coarse);
+  double feq = rel.values ? (double)rel.equal / (double)rel.values : 0;
+  double fpr =
+      rel.predicted ? (double)rel.pred_equal / (double)rel.predicted : 0;
+  double hmask =
+      feq > 0 && feq < 1 ? -feq * log2(feq) - (1 - feq) * log2(1 - feq) : 0;
+  double ent[H_N];
+  for (int k = 0; k < H_N; k++) ent[k] = entropy(rel.h[k], 1, REL_BINS);
+  double hmd = hmask + (1 - feq) * ent[H_DD];
+  double hc = entropy(rel.hc, REL_CTX, REL_CBINS);
+  if (rel.values < (uint64_t)nc * n)
+    printf(
+        "  cycles of whole timer counts, whose weights are related to their "
+        "measured values below: %llu\n",
+        (unsigned long long)(rel.values / n));
+  if (rel.values)
+    printf(
+        "  robust weights equal to the measured values: %.1f%%, to the "
+        "in-band rule on the previous cycle's weights: %.1f%%; order-0 "
+        "entropy, bits per value: weights %.2f, weights - measured %.2f, a "
+        "mask of the equal ones and the others' differences %.2f, weights "
+        "given the measured value %.2f, weights - the rule's %.2f\n",
+        100 * feq, 100 * fpr, ent[H_W], ent[H_D], hmd, hc, ent[H_P]);
   printf("  hashes: weights %016llx encodings %016llx\n",
          (unsigned long long)h_w, (unsigned long long)h_enc);
   FILE *f = la_bench_open_out(out);
   if (!f) return 1;
-  fprintf(f, "{\"cycles\": %d, \"cells\": %llu, \"rounds\": %d, ", nc,
-          (unsigned long long)n, ROUNDS);
+  fprintf(f,
+          "{\"cycles\": %d, \"cells\": %llu, \"rounds\": %d, "
+          "\"timer_res_ns\": %.6f, ",
+          nc, (unsigned long long)n, ROUNDS, res);
   for (int s = 0; s < N_STEPS; s++)
     fprintf(f, "\"%s_ns_per_cell\": %.3f, ", step_name[s], med[s] / (double)n);
   fprintf(f,
           "\"total_ns_per_cell\": %.3f, \"history_matches\": %llu, "
           "\"robust_references\": %llu, \"exceptions_cap\": %zu, "
-          "\"robust_bits_per_value\": %.4f, \"hash_weights\": \"%016llx\", "
-          "\"hash_enc\": \"%016llx\"}\n",
+          "\"robust_bits_per_value\": %.4f, \"robust_equal_measured\": %.4f, "
+          "\"robust_equal_rule\": %.4f, \"robust_entropy\": %.3f, "
+          "\"robust_minus_measured_entropy\": %.3f, \"robust_mask_entropy\": "
+          "%.3f, \"robust_given_measured_entropy\": %.3f, "
+          "\"robust_minus_rule_entropy\": %.3f, \"hash_weights\": "
+          "\"%016llx\", \"hash_enc\": \"%016llx\"}\n",
           tot / (double)n, (unsigned long long)matches,
           (unsigned long long)rmatches, xcap,
-          8.0 * (double)rbytes / ((double)n * nc), (unsigned long long)h_w,
+          8.0 * (double)rbytes / ((double)n * nc), feq, fpr, ent[H_W],
+          ent[H_D], hmd, hc, ent[H_P], (unsigned long long)h_w,
           (unsigned long long)h_enc);
   if (fclose(f) != 0) {
     perror(out);
@@ -312,5 +438,8 @@ int main(int argc, char **argv) {
   free(flags);
   free(rst);
   free(xidx);
+  for (int k = 0; k < H_N; k++) free(rel.h[k]);
+  free(rel.hc);
+  free(prev);
   return 0;
 }

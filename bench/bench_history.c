@@ -376,13 +376,10 @@ static int run(const char *dir, const case_t *k, int hist, res_t *out) {
       int m = la_history_match(h[r], x, rw, &ref, &he);
       size_t k = 0;
       int rm = !m && hist >= H_ROBUST &&
-               la_history_match_robust_exc(h[r], rw,
-                                           hist == H_EXC &&
-                                                   la_history_exc_due(h[r])
-                                               ? xcap
-                                               : 0,
-                                           xmem,
-                                           &k, &rref, &rhe);
+               la_history_match_robust_exc(
+                   h[r], rw, x, cp.quantum,
+                   hist == H_EXC && la_history_exc_due(h[r]) ? xcap : 0, xmem,
+                   &k, &rref, &rhe);
       decide += cpu_ns() - c0;
       int learn = la_history_take(h[r], m);
       if (learn) {

@@ -14,6 +14,7 @@
 #include "history.h"
 #include "la_crc32.h"
 #include "la_simd.h"
+#include "robust.h"
 
 #if LA_COMPACT_X86
 #include <immintrin.h>
@@ -38,8 +39,8 @@ struct la_history {
   uint32_t xgap, xsince; /* la_history_exc_due: the same for exceptions */
   int robust;
   la_compact_params_t cp, rcp;
-  /* la_history_match_robust: per element, |r - y| <= rrel |r| + rabs +
-   * rfloor */
+  /* la_history_match_robust: per element, |r - y| <= rrel |r| + rabs
+   * (+ rfloor where the measured value is whole timer ticks) */
   double rrel, rabs, rfloor;
   la_hist_rep_t rep[LA_HISTORY_MAX_REPS];
   /* the last refit's values as a decoder gives them (la_compact_recon),
@@ -221,32 +222,57 @@ void la_history_set_robust_floor(la_history_t *h, double floor) {
   pthread_mutex_unlock(&h->mu);
 }
 
+/* The slack of a robust reference's element of measured value x (q >
+ * 0): abs, and the floor (one timer step) where x is one timed interval,
+ * a whole number of ticks of q ns (inv = 1 / q), not a share of one
+ * spread over cells (a range's). */
+static inline double la__slack(double x, double abs, double floor, double q,
+                               double inv) {
+  return la_robust_whole_ticks(x, q, inv) ? abs + floor : abs;
+}
+
+/* The robust reference's bound as la__scan applies it: |r - y| <= rel |r|
+ * + abs (+ floor where the measured value x is whole ticks of q ns, inv =
+ * 1 / q; x read only when q > 0, else the floor counts everywhere). */
+typedef struct {
+  double rel, abs, floor, q, inv;
+  const double *x;
+} la__bound_t;
+
 /* Element i against the robust reference's bound: 0 within; 1 outside
  * (y not finite, or lossless: not equal bit for bit, else |r - y| > rel
- * |r| + abs), an exception the cycle can carry; 2 when r itself is not
+ * |r| + slack), an exception the cycle can carry; 2 when r itself is not
  * finite: no reference at all. */
 static inline int la__elem(const double *r, const double *y, uint64_t i,
-                           int lossless, double rel, double abs) {
+                           int lossless, const la__bound_t *b) {
   if (!isfinite(r[i])) return 2;
   if (!isfinite(y[i])) return 1;
   if (lossless) return memcmp(&r[i], &y[i], sizeof *r) != 0;
-  return !(fabs(r[i] - y[i]) <= rel * fabs(r[i]) + abs);
+  double slack = b->q > 0 ? la__slack(b->x[i], b->abs, b->floor, b->q, b->inv)
+                          : b->abs + b->floor;
+  return !(fabs(r[i] - y[i]) <= b->rel * fabs(r[i]) + slack);
 }
 
 #if LA_COMPACT_X86
 /* la__scan's pass over r, y[0..n4) (n4 a multiple of 4, non-lossless):
  * the same operations four at a time (finite as |v| <= DBL_MAX, |r - y|
- * <= rel |r| + abs with a multiply, then an add), so the same elements,
- * and the error's sums over the elements within (max |r - y|, sum of
- * squares, sum of r) into acc. Returns k, or cap + 1 (more than cap
- * elements out, or an r not finite). */
+ * <= rel |r| + slack with a multiply, then an add; whole ticks as
+ * la_robust_whole_ticks tells them), so the same elements, and the
+ * error's sums over the elements within (max |r - y|, sum of squares, sum
+ * of r) into acc. Returns k, or cap + 1 (more than cap elements out, or
+ * an r not finite). */
 __attribute__((target("avx2"))) static size_t la__scan_avx2(
-    const double *r, const double *y, uint64_t n4, double rel, double abs,
+    const double *r, const double *y, uint64_t n4, const la__bound_t *b,
     uint64_t *idx, size_t cap, double acc[3]) {
   const __m256d m = _mm256_castsi256_pd(
                     _mm256_set1_epi64x(0x7fffffffffffffffLL)),
-                vmax = _mm256_set1_pd(DBL_MAX), vrel = _mm256_set1_pd(rel),
-                vab = _mm256_set1_pd(abs);
+                vmax = _mm256_set1_pd(DBL_MAX), vrel = _mm256_set1_pd(b->rel),
+                vab = _mm256_set1_pd(b->abs),
+                vfl = _mm256_set1_pd(b->abs + b->floor),
+                vq = _mm256_set1_pd(b->q), vinv = _mm256_set1_pd(b->inv),
+                vmagic = _mm256_set1_pd(LA_ROBUST_TICK_MAGIC),
+                vlim = _mm256_set1_pd(LA_ROBUST_TICK_LIMIT);
+  const int ticks = b->q > 0;
   __m256d mx = _mm256_setzero_pd(), sse = mx, sum = mx;
   size_t k = 0;
   for (uint64_t i = 0; i < n4; i += 4) {
@@ -255,9 +281,19 @@ __attribute__((target("avx2"))) static size_t la__scan_avx2(
     __m256d d = _mm256_and_pd(_mm256_sub_pd(vr, vy), m);
     if (_mm256_movemask_pd(_mm256_cmp_pd(ar, vmax, _CMP_LE_OQ)) != 0xF)
       return cap + 1;
+    __m256d slack = vfl;
+    if (ticks) { /* la_robust_whole_ticks, four at a time */
+      __m256d vx = _mm256_loadu_pd(b->x + i);
+      __m256d t = _mm256_mul_pd(vx, vinv);
+      __m256d kk = _mm256_sub_pd(_mm256_add_pd(t, vmagic), vmagic);
+      __m256d whole =
+          _mm256_and_pd(_mm256_cmp_pd(_mm256_and_pd(t, m), vlim, _CMP_LT_OQ),
+                        _mm256_cmp_pd(_mm256_mul_pd(kk, vq), vx, _CMP_EQ_OQ));
+      slack = _mm256_blendv_pd(vab, vfl, whole);
+    }
     __m256d c = _mm256_and_pd(
         _mm256_cmp_pd(_mm256_and_pd(vy, m), vmax, _CMP_LE_OQ),
-        _mm256_cmp_pd(d, _mm256_add_pd(_mm256_mul_pd(vrel, ar), vab),
+        _mm256_cmp_pd(d, _mm256_add_pd(_mm256_mul_pd(vrel, ar), slack),
                       _CMP_LE_OQ));
     __m256d din = _mm256_and_pd(d, c);
     mx = _mm256_max_pd(mx, din);
@@ -271,12 +307,12 @@ __attribute__((target("avx2"))) static size_t la__scan_avx2(
       idx[k++] = i + (uint64_t)l;
     }
   }
-  double a[4], b[4], c[4];
+  double a[4], bb[4], c[4];
   _mm256_storeu_pd(a, mx);
-  _mm256_storeu_pd(b, sse);
+  _mm256_storeu_pd(bb, sse);
   _mm256_storeu_pd(c, sum);
   for (int l = 0; l < 4; l++) acc[0] = a[l] > acc[0] ? a[l] : acc[0];
-  acc[1] += (b[0] + b[1]) + (b[2] + b[3]);
+  acc[1] += (bb[0] + bb[1]) + (bb[2] + bb[3]);
   acc[2] += (c[0] + c[1]) + (c[2] + c[3]);
   return k;
 }
@@ -290,7 +326,7 @@ __attribute__((target("avx2"))) static size_t la__scan_avx2(
  * finite (the scan stops there: with cap 0, at the first miss). One pass:
  * the test and the error together. */
 static size_t la__scan(const double *r, const double *y, uint64_t n,
-                       int lossless, double rel, double abs, uint64_t *idx,
+                       int lossless, const la__bound_t *b, uint64_t *idx,
                        size_t cap, la_fit_error_t *e) {
   uint64_t i = 0;
   size_t k = 0;
@@ -298,12 +334,12 @@ static size_t la__scan(const double *r, const double *y, uint64_t n,
 #if LA_COMPACT_X86
   if (!lossless && la_compact_simd()) {
     i = n - n % 4;
-    k = la__scan_avx2(r, y, i, rel, abs, idx, cap, acc);
+    k = la__scan_avx2(r, y, i, b, idx, cap, acc);
     if (k > cap) return k;
   }
 #endif
   for (; i < n; i++) {
-    int o = la__elem(r, y, i, lossless, rel, abs);
+    int o = la__elem(r, y, i, lossless, b);
     if (o == 2) return cap + 1;
     acc[2] += r[i];
     if (o == 0) {
@@ -322,21 +358,24 @@ static size_t la__scan(const double *r, const double *y, uint64_t n,
   return k;
 }
 
-int la_history_match_robust(la_history_t *h, const double *rx, uint64_t *ref,
-                            la_fit_error_t *err) {
+int la_history_match_robust(la_history_t *h, const double *rx, const double *x,
+                            double q, uint64_t *ref, la_fit_error_t *err) {
   size_t k = 0;
-  return la_history_match_robust_exc(h, rx, 0, NULL, &k, ref, err);
+  return la_history_match_robust_exc(h, rx, x, q, 0, NULL, &k, ref, err);
 }
 
-int la_history_match_robust_exc(la_history_t *h, const double *rx, size_t cap,
+int la_history_match_robust_exc(la_history_t *h, const double *rx,
+                                const double *x, double q, size_t cap,
                                 uint64_t *exc, size_t *n_exc, uint64_t *ref,
                                 la_fit_error_t *err) {
   *n_exc = 0;
   if (!h || !rx || !h->robust) return 0;
   if (!exc) cap = 0;
+  if (!x || !(q > 0) || !isfinite(q)) q = 0; /* the floor everywhere */
   pthread_mutex_lock(&h->mu);
   int lossless = la_compact_effective_mode(&h->rcp) == LA_COMPACT_LOSSLESS;
-  double abs = h->rabs + h->rfloor;
+  const la__bound_t bd = {h->rrel, h->rabs, h->rfloor, q, q > 0 ? 1.0 / q : 0,
+                          x};
   int best = -1;
   la_fit_error_t be = {0, 0, 0};
   uint64_t none = 0;
@@ -346,7 +385,7 @@ int la_history_match_robust_exc(la_history_t *h, const double *rx, size_t cap,
     la_hist_rep_t *r = &h->rep[i];
     la_fit_error_t e;
     if (r->valid && r->rv &&
-        la__scan(rx, r->rv, h->n, lossless, h->rrel, abs, &none, 0, &e) == 0)
+        la__scan(rx, r->rv, h->n, lossless, &bd, &none, 0, &e) == 0)
       la__consider(i, &e, &best, &be);
   }
   /* else with exceptions: the most recently used representative within
@@ -365,8 +404,7 @@ int la_history_match_robust_exc(la_history_t *h, const double *rx, size_t cap,
     if (next < 0) break;
     tried |= UINT64_C(1) << next;
     la_fit_error_t e;
-    k = la__scan(rx, h->rep[next].rv, h->n, lossless, h->rrel, abs, exc, cap,
-                 &e);
+    k = la__scan(rx, h->rep[next].rv, h->n, lossless, &bd, exc, cap, &e);
     if (k <= cap) {
       best = next;
       be = e;

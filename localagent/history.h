@@ -82,17 +82,25 @@ int la_history_match(la_history_t *h, const double *x, const double *rx,
  * polyline's cv; maxerr's epsilon, relative, or added to floor when
  * absolute), held on every element instead of on every record; floor is 0
  * until la_history_set_robust_floor sets it (one step of the timer for a
- * tick-valued series: below it cycles differ by the clock alone). */
+ * tick-valued series: below it cycles differ by the clock alone), and
+ * counts only for an element whose measured value is one timed interval,
+ * a whole number of the cycle's ticks (la_history_match_robust's x and
+ * q), not a share of one spread over cells (a range's: its cells together
+ * differ by a step). */
 void la_history_set_robust_floor(la_history_t *h, double floor);
 
 /* Looks for a representative whose robust weights reproduce rx[0..n)
  * element by element within the bound above (every value finite; lossless:
  * bit for bit), whatever the measured values do: the robust series can
  * then be stored as a reference on its own (CompactTrace.robust_ref) while
- * the measured one is kept in full. Returns 1 with *ref and *err (the error
- * of the representative's robust weights against rx) for the closest one
- * by RMSE, 0 when none is, or when h is NULL or has no robust weights. */
-int la_history_match_robust(la_history_t *h, const double *rx, uint64_t *ref,
+ * the measured one is kept in full. x[0..n): the cycle's measured values,
+ * q: ns per timer tick of them (its compaction's quantum); x NULL or q 0:
+ * not known, the floor counts for every element. Returns 1 with *ref and
+ * *err (the error of the representative's robust weights against rx) for
+ * the closest one by RMSE, 0 when none is, or when h is NULL or has no
+ * robust weights. */
+int la_history_match_robust(la_history_t *h, const double *rx,
+                            const double *x, double q, uint64_t *ref,
                             la_fit_error_t *err);
 
 /* la_history_match_robust, and a reference with exceptions: when no
@@ -107,7 +115,8 @@ int la_history_match_robust(la_history_t *h, const double *rx, uint64_t *ref,
  * stops at a representative's first miss; with exceptions, one pass over
  * both series per representative tried (stopping at its cap + 1st miss),
  * the most recently used first, until one holds. */
-int la_history_match_robust_exc(la_history_t *h, const double *rx, size_t cap,
+int la_history_match_robust_exc(la_history_t *h, const double *rx,
+                                const double *x, double q, size_t cap,
                                 uint64_t *exc, size_t *n_exc, uint64_t *ref,
                                 la_fit_error_t *err);
 

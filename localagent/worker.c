@@ -104,9 +104,9 @@ static void la__free_exceptions(la_job_t *j) {
  * trace (j->rexc), when due (la_history_exc_due). Not for a row-probed
  * cycle (rows): its trace is of cells, its weights of rows, so it takes a
  * reference on every element or none. 1 when there is one (j->rhist_ref,
- * j->rhist_err). */
+ * j->rhist_err). x: the cycle's measured values (la_history_match_robust). */
 static int la__match_robust(la_job_t *j, la_history_t *h, const double *rw,
-                            uint64_t n, int rows) {
+                            const double *x, uint64_t n, int rows) {
   size_t cap = rows || !la_history_exc_due(h)
                    ? 0
                    : (size_t)LA_COMPACT_SPLICE_MAX(n),
@@ -114,8 +114,8 @@ static int la__match_robust(la_job_t *j, la_history_t *h, const double *rw,
   uint64_t *mem = cap ? malloc(3 * cap * sizeof *mem) : NULL;
   double *vals = mem ? malloc(cap * sizeof *vals) : NULL;
   if (!vals) cap = 0; /* without memory: on every element */
-  int m = la_history_match_robust_exc(h, rw, cap, mem, &k, &j->rhist_ref,
-                                      &j->rhist_err);
+  int m = la_history_match_robust_exc(h, rw, x, j->cp.quantum, cap, mem, &k,
+                                      &j->rhist_ref, &j->rhist_err);
   if (m && k > 0) {
     la_compact_exceptions_build(mem, k, rw, &j->rexc, mem + cap,
                                 mem + 2 * cap, vals);
@@ -371,7 +371,7 @@ static void la__work(uv_work_t *req) {
       /* the robust weights on their own (docs/history.md): a balancer's
        * series may repeat where the measured values do not */
       if (!j->hist && j->robust && rw)
-        j->rhist = la__match_robust(j, h, rw, n, rows);
+        j->rhist = la__match_robust(j, h, rw, x, n, rows);
       int learn = la_history_take(h, j->hist);
       if (learn) { /* a representative to be: compacted with room, and in
                       full (a representative references nothing) */

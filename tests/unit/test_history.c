@@ -597,26 +597,26 @@ static void test_robust_references(void **state) {
   uint64_t ref = 0;
   la_fit_error_t e;
   assert_int_equal(la_history_match(h, x, rx, &ref, &e), 0);
-  assert_int_equal(la_history_match_robust(h, rx, &ref, &e), 1);
+  assert_int_equal(la_history_match_robust(h, rx, NULL, 0, &ref, &e), 1);
   assert_int_equal(ref, 1);
   assert_true(e.max_abs > 0 && e.max_abs <= 0.1 * 1300);
   /* one element 20% off: |r - y| = 0.2 y > 0.1 r: no reference */
   double keep = rx[777];
   rx[777] = rrep[777] * 1.2;
-  assert_int_equal(la_history_match_robust(h, rx, &ref, &e), 0);
+  assert_int_equal(la_history_match_robust(h, rx, NULL, 0, &ref, &e), 0);
   rx[777] = keep;
   /* the floor: r - y = 0.1 r + 5 fails without it, passes with one timer
    * step of 10, and r - y = 0.1 r + 11 fails with it */
   keep = rx[0];
   rx[0] = (rrep[0] + 5) / 0.9;
-  assert_int_equal(la_history_match_robust(h, rx, &ref, &e), 0);
+  assert_int_equal(la_history_match_robust(h, rx, NULL, 0, &ref, &e), 0);
   la_history_set_robust_floor(h, 10);
   la_history_set_robust_floor(h, 10); /* set, not added */
-  assert_int_equal(la_history_match_robust(h, rx, &ref, &e), 1);
+  assert_int_equal(la_history_match_robust(h, rx, NULL, 0, &ref, &e), 1);
   rx[0] = (rrep[0] + 11) / 0.9;
-  assert_int_equal(la_history_match_robust(h, rx, &ref, &e), 0);
+  assert_int_equal(la_history_match_robust(h, rx, NULL, 0, &ref, &e), 0);
   rx[0] = NAN; /* a value that is not finite never matches */
-  assert_int_equal(la_history_match_robust(h, rx, &ref, &e), 0);
+  assert_int_equal(la_history_match_robust(h, rx, NULL, 0, &ref, &e), 0);
   rx[0] = keep;
   /* the AVX2 test and the scalar one (LA_COMPACT_SCALAR) agree wherever
    * the one bad element is: in the first group of four, on either side
@@ -625,19 +625,19 @@ static void test_robust_references(void **state) {
   const double bad[] = {1.2, NAN, INFINITY, -INFINITY};
   for (int scalar = 0; scalar < 2; scalar++) {
     if (scalar) setenv("LA_COMPACT_SCALAR", "1", 1);
-    assert_int_equal(la_history_match_robust(h, rx, &ref, &e), 1);
+    assert_int_equal(la_history_match_robust(h, rx, NULL, 0, &ref, &e), 1);
     for (size_t a = 0; a < sizeof at / sizeof *at; a++)
       for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         double was = rx[at[a]];
         rx[at[a]] = k == 0 ? rrep[at[a]] * bad[k] : bad[k];
-        assert_int_equal(la_history_match_robust(h, rx, &ref, &e), 0);
+        assert_int_equal(la_history_match_robust(h, rx, NULL, 0, &ref, &e), 0);
         rx[at[a]] = was;
       }
     if (scalar) unsetenv("LA_COMPACT_SCALAR");
   }
   /* a history without robust weights has nothing to refer to */
   la_history_t *h0 = la_history_new(&b, N, 4, &cp, NULL);
-  assert_int_equal(la_history_match_robust(h0, rx, &ref, &e), 0);
+  assert_int_equal(la_history_match_robust(h0, rx, NULL, 0, &ref, &e), 0);
   la_history_free(h0);
   la_history_free(h);
 
@@ -754,12 +754,13 @@ static void test_robust_exceptions(void **state) {
   la_fit_error_t e;
   spiky(rx, rxd, 2, at, 5, &rcp, &rres);
   la_compact_result_free(&rres);
-  assert_int_equal(la_history_match_robust(h, rxd, &ref, &e), 0);
+  assert_int_equal(la_history_match_robust(h, rxd, NULL, 0, &ref, &e), 0);
   for (int scalar = 0; scalar < 2; scalar++) {
     if (scalar) setenv("LA_COMPACT_SCALAR", "1", 1);
     k = 99;
     assert_int_equal(
-        la_history_match_robust_exc(h, rxd, cap, idx, &k, &ref, &e), 1);
+        la_history_match_robust_exc(h, rxd, NULL, 0, cap, idx, &k, &ref, &e),
+        1);
     assert_int_equal(ref, 1);
     assert_int_equal(k, 5);
     assert_memory_equal(idx, at, sizeof at);
@@ -767,15 +768,17 @@ static void test_robust_exceptions(void **state) {
     assert_true(e.max_abs > 0 && e.max_abs <= 0.1 * 1300);
     /* cap 0 (or no room): on every element only */
     assert_int_equal(
-        la_history_match_robust_exc(h, rxd, 0, idx, &k, &ref, &e), 0);
+        la_history_match_robust_exc(h, rxd, NULL, 0, 0, idx, &k, &ref, &e), 0);
     assert_int_equal(k, 0);
     assert_int_equal(
-        la_history_match_robust_exc(h, rxd, cap, NULL, &k, &ref, &e), 0);
+        la_history_match_robust_exc(h, rxd, NULL, 0, cap, NULL, &k, &ref, &e),
+        0);
     /* an own value that is not finite is no exception */
     double keep = rxd[1000];
     rxd[1000] = NAN;
     assert_int_equal(
-        la_history_match_robust_exc(h, rxd, cap, idx, &k, &ref, &e), 0);
+        la_history_match_robust_exc(h, rxd, NULL, 0, cap, idx, &k, &ref, &e),
+        0);
     rxd[1000] = keep;
     if (scalar) unsetenv("LA_COMPACT_SCALAR");
   }
@@ -786,11 +789,11 @@ static void test_robust_exceptions(void **state) {
     spiky(rx, rd, 2, many, cap + 1, &rcp, &rres);
     la_compact_result_free(&rres);
     assert_int_equal(
-        la_history_match_robust_exc(h, rd, cap, idx, &k, &ref, &e), 0);
+        la_history_match_robust_exc(h, rd, NULL, 0, cap, idx, &k, &ref, &e), 0);
     spiky(rx, rd, 2, many, cap, &rcp, &rres);
     la_compact_result_free(&rres);
     assert_int_equal(
-        la_history_match_robust_exc(h, rd, cap, idx, &k, &ref, &e), 1);
+        la_history_match_robust_exc(h, rd, NULL, 0, cap, idx, &k, &ref, &e), 1);
     assert_int_equal(k, cap);
   }
   /* the exceptions as they travel: ranges, and the splice a reader gets */
@@ -830,7 +833,8 @@ static void test_robust_exceptions(void **state) {
     la_compact_result_free(&rres);
     rsums[c] = la_compact_sum(rx, N);
     assert_int_equal(
-        la_history_match_robust_exc(h, rxd, cap, idx, &k, &ref, &e), 1);
+        la_history_match_robust_exc(h, rxd, NULL, 0, cap, idx, &k, &ref, &e),
+        1);
     assert_int_equal(k, 4);
     la_compact_exceptions_build(idx, k, rxd, &xm, first, count, vals);
     assert_int_equal(put_robust_x(s, c, x, rx, ref, 0, &xm, &res, &rres), 0);
@@ -953,6 +957,73 @@ static int ts_teardown(void **state) {
   return 0;
 }
 
+/* The robust series learned from rep[0..N), then whether cyc[0..N) (of
+ * measured values x, q ns per tick) references it with the given floor
+ * (one timer step): 1 or 0, the AVX2 test and the scalar one
+ * (LA_COMPACT_SCALAR) agreeing. */
+static int robust_ref_with(const double *rep, const double *cyc,
+                           const double *x, double q, double floor) {
+  la_compact_params_t cp, rcp;
+  la_history_budget_t b = {1u << 30, 0};
+  la_history_t *h = robust_history(&b, &cp, &rcp);
+  la_history_set_robust_floor(h, floor);
+  la_compact_result_t res, rres;
+  assert_int_equal(la_compact(rep, N, &cp, &res), 0);
+  assert_int_equal(la_compact(rep, N, &rcp, &rres), 0);
+  assert_int_equal(la_history_learn(h, 1, &res, &rres), 0);
+  la_compact_result_free(&res);
+  la_compact_result_free(&rres);
+  uint64_t ref = 0;
+  la_fit_error_t e;
+  int m = la_history_match_robust(h, cyc, x, q, &ref, &e);
+  setenv("LA_COMPACT_SCALAR", "1", 1);
+  assert_int_equal(la_history_match_robust(h, cyc, x, q, &ref, &e), m);
+  unsetenv("LA_COMPACT_SCALAR");
+  la_history_free(h);
+  return m;
+}
+
+/* The floor of one timer step is a timed interval's slack: an element
+ * whose measured value is a share of one interval spread over cells (a
+ * range's 1000th: 0.1 ns on a 0.4 ns tick) does not get it, so robust
+ * weights twice the representative's are no reference; whole ticks still
+ * get it, their robust weights whole or not (a line's points). */
+static void test_robust_reference_shares(void **state) {
+  (void)state;
+  const double q = 0.385, step = 10;
+  double *rep = malloc(N * sizeof *rep), *cyc = malloc(N * sizeof *cyc);
+  double *x = malloc(N * sizeof *x);
+  for (uint64_t i = 0; i < N; i++) { /* a range's share, ranges of 64 */
+    rep[i] = 0.1 * (1 + (double)(i / 64 % 3));
+    cyc[i] = x[i] = 2 * rep[i];
+  }
+  /* q or x unknown: the floor for every element, as before */
+  assert_int_equal(robust_ref_with(rep, cyc, x, 0, step), 1);
+  assert_int_equal(robust_ref_with(rep, cyc, NULL, q, step), 1);
+  assert_int_equal(robust_ref_with(rep, cyc, x, q, step), 0);
+  /* one element twice the representative's is enough to miss */
+  for (uint64_t i = 0; i < N; i++) cyc[i] = x[i] = rep[i];
+  assert_int_equal(robust_ref_with(rep, cyc, x, q, step), 1);
+  for (uint64_t a = 0; a < N; a += N / 4 - 1) {
+    cyc[a] = x[a] = 2 * rep[a];
+    assert_int_equal(robust_ref_with(rep, cyc, x, q, step), 0);
+    cyc[a] = x[a] = rep[a];
+  }
+  /* whole ticks (cells of 26 ticks, one timer step) keep the floor: 4
+   * ticks more than the representative is beyond 0.1 r, within it plus
+   * the floor, and so is a weight between ticks */
+  for (uint64_t i = 0; i < N; i++) {
+    rep[i] = 26 * q;
+    x[i] = 30 * q;
+    cyc[i] = i % 2 ? x[i] : x[i] + q / 3;
+  }
+  assert_int_equal(robust_ref_with(rep, cyc, x, q, step), 1);
+  assert_int_equal(robust_ref_with(rep, cyc, x, q, 0), 0);
+  free(rep);
+  free(cyc);
+  free(x);
+}
+
 static void test_hostile_references(void **state) {
   (void)state;
   if (la_ts_init(&ts) != 0) skip();
@@ -1040,6 +1111,7 @@ int main(void) {
       cmocka_unit_test(test_store_references),
       cmocka_unit_test(test_robust_references),
       cmocka_unit_test(test_robust_exceptions),
+      cmocka_unit_test(test_robust_reference_shares),
       cmocka_unit_test_teardown(test_hostile_references, ts_teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
