@@ -240,8 +240,7 @@ static int la__spread_stop(int ch, long first, uint64_t ni, uint64_t nj,
     rows[row] += dv;
     return 0;
   }
-  la__mark_cell();
-  la_shm_pieces_head_t *ph = la__pieces;
+  la_shm_pieces_head_t *ph = la__pieces; /* a record: no cell written */
   if (ph) {
     if (ni <= UINT32_MAX &&
         la_shm_piece_add(ph, (la_shm_piece_t *)(ph + 1), la__pieces_mask,
@@ -252,6 +251,7 @@ static int la__spread_stop(int ch, long first, uint64_t ni, uint64_t nj,
       return 0;
     __atomic_fetch_add(&ph->spilled, 1, __ATOMIC_RELAXED);
   }
+  la__mark_cell();
   la_shm_spread_add(la__hot.values + (uint64_t)(uint32_t)ch * la__hot.limit +
                         (uint64_t)first,
                     dv / (double)(ni * nj * nk), ni, nj, nk, sx, sxy);

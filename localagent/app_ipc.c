@@ -199,18 +199,20 @@ static void la__zero_pieces(la_app_ipc_t *ipc, uint32_t i) {
   memset(h, 0, sizeof *h + ipc->n_pieces * sizeof(la_shm_piece_t));
 }
 
-/* Spreads buffer i's piece records over its cells (la_shm_pieces_fold;
- * with blocks, over the sums of blocks of k cells instead) and zeroes the
- * table, when a record was claimed. Returns the records refused (the
- * first reason logged once per registration) and adds the probes libla
- * spread itself (the table full) to pieces_spilled. */
-static uint64_t la__fold_pieces(la_app_ipc_t *ipc, uint32_t i, double *blocks,
-                                uint64_t k) {
+/* Spreads buffer i's piece records over its cells (la_shm_pieces_fold:
+ * into cells, n_channels x n_elements values, or NULL for the buffer's
+ * own; with blocks, over the sums of blocks of k cells instead) and
+ * zeroes the table, when a record was claimed. Returns the records
+ * refused (the first reason logged once per registration) and adds the
+ * probes libla spread itself (the table full) to pieces_spilled. */
+static uint64_t la__fold_pieces(la_app_ipc_t *ipc, uint32_t i, double *cells,
+                                double *blocks, uint64_t k) {
   if (!la__pieces_claimed(ipc, i)) return 0;
   la_shm_pieces_head_t *h = la__pieces(ipc, i);
   uint64_t spilled = __atomic_load_n(&h->spilled, __ATOMIC_RELAXED);
   const char *why = NULL;
-  uint64_t bad = la_shm_pieces_fold(h, ipc->n_pieces, la__values(ipc, i),
+  uint64_t bad = la_shm_pieces_fold(h, ipc->n_pieces,
+                                    cells ? cells : la__values(ipc, i),
                                     ipc->n_elements, ipc->n_channels,
                                     ipc->grid[0] ? ipc->grid : NULL, blocks,
                                     k, 1, &why);
@@ -237,15 +239,16 @@ static void la__zero_from(la_app_ipc_t *ipc, uint32_t i, uint64_t k0) {
   la__zero_pieces(ipc, i);
 }
 
-/* Channel 0 of buffer i with each row's value spread over its cells:
+/* Channel 0 of buffer i (v: its cells, or a copy; may be out) with each
+ * row's value spread over its cells:
  * out[c] = (v[c] + rows[r] / nx) * scale for cell c of row r, the
  * arithmetic of a row probe that spreads in the application (libla
  * before rows) followed by the scaling. One pass, shared memory read
  * once. Returns whether any cell of channel 0 held a bit (a row-probed
  * cycle leaves them all zero: then they need no zeroing). */
-static int la__take_rows(const la_app_ipc_t *ipc, uint32_t i, double *out,
-                         double scale) {
-  const double *v = la__values(ipc, i), *rows = la__rows(ipc, i);
+static int la__take_rows(const la_app_ipc_t *ipc, uint32_t i, const double *v,
+                         double *out, double scale) {
+  const double *rows = la__rows(ipc, i);
   uint64_t nx = ipc->n_elements / ipc->n_rows;
   uint64_t bits = 0;
   for (uint64_t r = 0; r < ipc->n_rows; r++) {
@@ -284,9 +287,9 @@ void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i) {
   if (!ipc->hdr || i >= ipc->n_buffers) return;
   /* a cycle of row values only (libla says no cell was written, as
    * la_app_ipc_take_rows trusts): its rows are all there is to zero */
-  if (ipc->n_rows && ipc->hdr->buf[i].cells == LA_SHM_CELLS_NONE &&
-      !la__pieces_claimed(ipc, i)) {
+  if (ipc->n_rows && ipc->hdr->buf[i].cells == LA_SHM_CELLS_NONE) {
     memset(la__rows(ipc, i), 0, ipc->n_rows * sizeof(double));
+    la__zero_pieces(ipc, i);
     return;
   }
   la__zero_from(ipc, i, 0);
@@ -309,7 +312,7 @@ int la_app_ipc_take_blocks(la_app_ipc_t *ipc, uint32_t i, uint64_t k,
   memset(blocks, 0, nb * sizeof *blocks);
   int cells = !(ipc->n_rows && meta->cells == LA_SHM_CELLS_NONE);
   /* the pieces' shares go to the blocks, not through the cells */
-  meta->range_errors += la__fold_pieces(ipc, i, blocks, k);
+  meta->range_errors += la__fold_pieces(ipc, i, NULL, blocks, k);
   double *v = la__values(ipc, i);
   for (uint32_t c = 0; cells && c < ipc->n_channels; c++) {
     double *vc = v + (uint64_t)c * n;
@@ -383,12 +386,23 @@ int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out, double *sum,
         ipc->pid, i, scale, (unsigned long long)meta->cycle_tag);
     return LA_EPROTO;
   }
-  meta->range_errors += la__fold_pieces(ipc, i, NULL, 0);
+  if (ipc->n_rows && ipc->n_channels == 1 &&
+      meta->cells == LA_SHM_CELLS_NONE) {
+    /* rows and pieces only (libla says no cell was written): the cells
+     * are neither read nor zeroed; the pieces are spread into out and
+     * the rows added as la__take_rows adds them to cells */
+    memset(out, 0, ipc->n_elements * sizeof *out);
+    meta->range_errors += la__fold_pieces(ipc, i, out, NULL, 0);
+    la__take_rows(ipc, i, out, out, scale);
+    memset(la__rows(ipc, i), 0, ipc->n_rows * sizeof(double));
+    return 0;
+  }
+  meta->range_errors += la__fold_pieces(ipc, i, NULL, NULL, 0);
   if (sum && ipc->n_channels > 1) la__take_sum(ipc, i, sum, scale);
   uint64_t k0 = 0; /* values copied so far */
   int cells = 1;    /* channel 0's cells need zeroing */
   if (ipc->n_rows) {
-    cells = la__take_rows(ipc, i, out, scale);
+    cells = la__take_rows(ipc, i, v, out, scale);
     k0 = ipc->n_elements;
   }
   if (k0 == 0) {

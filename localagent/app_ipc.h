@@ -72,7 +72,9 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
  * and spread evenly over its cells first (la_shm_pieces_fold: a record
  * refused counts in meta->range_errors, the first one's reason logged
  * once per registration); with rows, each row's value spread evenly
- * over its cells of channel 0 first) and zeroes
+ * over its cells of channel 0 first; a cycle of one channel whose meta
+ * data says no cell was written, rows and pieces only, is spread into out
+ * without reading or zeroing the cells) and zeroes
  * the buffer (which stays the agent's until la_app_ipc_give_back). With
  * channels, sum (not NULL) receives each element's total over them, added
  * in counts and scaled once: (v0 [+ row share] + v1 + ... + vk-1) * scale,

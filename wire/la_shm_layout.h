@@ -116,8 +116,10 @@ typedef struct la_shm_bufmeta {
  * the application: a wrong NONE costs only its own values. */
 enum {
   LA_SHM_CELLS_UNKNOWN = 0,
-  LA_SHM_CELLS_NONE = 1,   /* only row values: every cell value is 0 */
-  LA_SHM_CELLS_WRITTEN = 2 /* cell values were written (maybe rows too) */
+  LA_SHM_CELLS_NONE = 1,   /* only row values and piece records (layout
+                              6): every cell value is 0 */
+  LA_SHM_CELLS_WRITTEN = 2 /* cell values were written (maybe rows and
+                              pieces too) */
 };
 
 typedef struct la_shm_header {

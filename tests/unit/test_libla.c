@@ -842,8 +842,9 @@ static uint64_t cells_said(uint64_t c) {
 }
 
 /* A grid's cycles tell the agent whether a probe wrote a cell value: row
- * probes only, NONE (the agent then takes the rows without reading the
- * cells); with a cell probe or a box, WRITTEN; a program compiled against
+ * probes only, or rows and boxes (records of the piece table), NONE (the
+ * agent then takes the rows and pieces without reading the cells); with a
+ * cell probe, WRITTEN; a program compiled against
  * an la.h before the marks (the LA_registerGrid symbol itself), UNKNOWN
  * (the agent reads the cells). The stored values are the same each way. */
 static void test_cycles_say_whether_cells_were_written(void **state) {
@@ -871,7 +872,8 @@ static void test_cycles_say_whether_cells_were_written(void **state) {
     } else {
       assert_int_equal(cells_said(0), LA_SHM_CELLS_NONE);
       assert_int_equal(cells_said(1), LA_SHM_CELLS_WRITTEN);
-      assert_int_equal(cells_said(2), LA_SHM_CELLS_WRITTEN);
+      /* the box is a record of the piece table (layout 6), no cell */
+      assert_int_equal(cells_said(2), LA_SHM_CELLS_NONE);
     }
     /* what was stored: row (1,0) over its cells 4..7, the cell, the box */
     const char *id = old ? "unit-cells-old" : "unit-cells";
@@ -1765,7 +1767,7 @@ static size_t dump_read(const char *dir, const char *stem, double *v,
   return got;
 }
 
-/* Removes the three files of stem (app.rRANK.cTAG) and dir itself. */
+/* Removes the three files of stem (app.rRANK.cTAG) from dir. */
 static void dump_remove(const char *dir, const char *stem) {
   static const char *const ext[] = {"f64", "flags", "fid"};
   char path[512];
@@ -1773,7 +1775,6 @@ static void dump_remove(const char *dir, const char *stem) {
     snprintf(path, sizeof path, "%s/%s.%s", dir, stem, ext[i]);
     assert_int_equal(unlink(path), 0);
   }
-  assert_int_equal(rmdir(dir), 0);
 }
 
 static void test_dump_raw(void **state) {
@@ -1798,10 +1799,14 @@ static void test_dump_raw(void **state) {
   fclose(f);
   assert_non_null(strstr(line, " scale=1\n"));
   dump_remove(dir, "dumpjob.r0.c77");
+  assert_int_equal(rmdir(dir), 0);
 }
 
-/* LA_DUMP_RAW of a cycle of piece records, row values and a cell value
- * (layout 6): the file holds what the agent stored, bit for bit. */
+/* LA_DUMP_RAW of cycles of piece records and row values, with a cell
+ * value (the agent spreads the pieces over the cells it reads) and without
+ * (libla says no cell was written: the agent spreads them without reading
+ * the cells) (layout 6): the files hold what the agent stored, bit for
+ * bit. */
 static void test_dump_raw_pieces(void **state) {
   char dir[256];
   dump_dir(dir);
@@ -1811,24 +1816,36 @@ static void test_dump_raw_pieces(void **state) {
   unsetenv("LA_DUMP_RAW");
   unsetenv("LA_APP_ID");
   assert_int_equal(rc, 0);
-  assert_int_equal(LA_startBox(1, 1, 0, 3, 2, 2), 0); /* 12 cells */
-  assert_int_equal(LA_stopBox(1, 1, 0, 3, 2, 2), 0);
-  assert_int_equal(LA_startRange(3, 7), 0);
-  assert_int_equal(LA_stopRange(3, 7), 0);
-  assert_int_equal(LA_startRow(1, 1), 0);
-  assert_int_equal(LA_stopRow(1, 1), 0);
-  assert_int_equal(LA_startProbe(6), 0);
-  assert_int_equal(LA_stopProbe(6), 0);
-  assert_int_equal(LA_dataXferTagged(5), 0);
-  assert_int_equal(la_ta_wait_traces(&agent, 1, WAIT_MS), 0);
-  double v[25];
-  assert_int_equal(dump_read(dir, "dumppieces.r0.c5", v, 25), 24);
-  const cycle_t *cy = cycle_of("dumppieces", 0);
-  assert_int_equal(cy->n, 24);
-  for (int e = 0; e < 24; e++)
-    if (v[e] != cy->values[e] || (e == 6 && !(v[e] > 7.0)))
-      fail_msg("cell %d: dumped %.17g, stored %.17g", e, v[e], cy->values[e]);
-  dump_remove(dir, "dumppieces.r0.c5");
+  for (int c = 0; c < 2; c++) {
+    assert_int_equal(LA_startBox(1, 1, 0, 3, 2, 2), 0); /* 12 cells */
+    assert_int_equal(LA_stopBox(1, 1, 0, 3, 2, 2), 0);
+    assert_int_equal(LA_startRange(3, 7), 0);
+    assert_int_equal(LA_stopRange(3, 7), 0);
+    assert_int_equal(LA_startRow(1, 1), 0);
+    assert_int_equal(LA_stopRow(1, 1), 0);
+    if (c == 0) {
+      assert_int_equal(LA_startProbe(6), 0);
+      assert_int_equal(LA_stopProbe(6), 0);
+    }
+    assert_int_equal(LA_dataXferTagged(5 + (uint64_t)c), 0);
+  }
+  assert_int_equal(la_ta_wait_traces(&agent, 2, WAIT_MS), 0);
+  for (int c = 0; c < 2; c++) {
+    char stem[64];
+    snprintf(stem, sizeof stem, "dumppieces.r0.c%d", 5 + c);
+    double v[25];
+    assert_int_equal(dump_read(dir, stem, v, 25), 24);
+    const cycle_t *cy = cycle_of("dumppieces", (size_t)c);
+    assert_int_equal(cy->n, 24);
+    for (int e = 0; e < 24; e++)
+      if (v[e] != cy->values[e] ||
+          !(v[e] > 0) != (e < 3 || (e >= 12 && e < 16) || e == 20))
+        fail_msg("cycle %d cell %d: dumped %.17g, stored %.17g", c, e, v[e],
+                 cy->values[e]);
+    assert_true(c == 0 ? v[6] > 7.0 : v[6] < 7.0); /* the cell probe's 7 */
+    dump_remove(dir, stem);
+  }
+  assert_int_equal(rmdir(dir), 0);
   assert_int_equal(LA_finalize(), 0);
 }
 
