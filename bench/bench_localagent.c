@@ -13,7 +13,7 @@
  * every cycle compacted, and LA_BENCH_BEHIND=drop (or coarse, the
  * default) agent.behind: the cycles it was behind on stored coarse
  * (counted, with the loop thread's time per cell for them) or missing.
- * Two application loops, each in a fresh daemon, each repeated 3 times:
+ * Three application loops, each in a fresh daemon, each repeated 3 times:
  *
  *   probe    every element probed per cycle (LA_startProbe/LA_stopProbe
  *            around a trivial kernel): the realistic light stencil, whose
@@ -26,6 +26,11 @@
  *            application work per cycle, so cycles come as fast as the
  *            agent takes them; this measures the agent's capacity. Under
  *            "saturate" in the JSON.
+ *   boxes    the same work as ranges on a grid of 100 x 100 x 100 cells
+ *            (LA_registerGrid), timed by 1000 boxes of 50 x 20 x 1 cells
+ *            (LA_startBox/LA_stopBox): boxes that are not rows, each one
+ *            record of the piece table in shared memory (layout 6) that
+ *            the agent spreads. Under "boxes" in the JSON.
  *
  * Per run: cycles per second stored through the agent (from the
  * application's first LA_dataXfer to the last trace or missing record
@@ -65,8 +70,8 @@
 #define RANGE 1000L
 #define WAIT_MS 30000
 
-enum { MODE_PROBE = 0, MODE_RANGES = 1 };
-static const char *mode_name[] = {"probe", "ranges"};
+enum { MODE_PROBE = 0, MODE_RANGES = 1, MODE_BOXES = 2, N_MODES = 3 };
+static const char *mode_name[] = {"probe", "ranges", "boxes"};
 
 typedef struct {
   int rc;       /* LA_register */
@@ -102,11 +107,14 @@ static void app_main(const char *agent, int mode, int res, int go) {
   app_report_t r;
   memset(&r, 0, sizeof r);
   LA_setAgent(agent);
-  LA_setAppId(mode == MODE_PROBE ? "bench-probe" : "bench-ranges");
+  static const char *const app[] = {"bench-probe", "bench-ranges",
+                                    "bench-boxes"};
+  LA_setAppId(app[mode]);
   LA_setMetric("time");
   LA_setPeriod(1);
   LA_setPolicy(LA_POLICY_WAIT);
-  r.rc = LA_register("bench", 0, 1, N_ELEMENTS);
+  r.rc = mode == MODE_BOXES ? LA_registerGrid("bench", 0, 1, 100, 100, 100)
+                            : LA_register("bench", 0, 1, N_ELEMENTS);
   snprintf(r.err, sizeof r.err, "%s", LA_lastError());
   if (write(res, &r, sizeof r) != (ssize_t)sizeof r || r.rc != 0) _exit(1);
   char c;
@@ -122,10 +130,18 @@ static void app_main(const char *agent, int mode, int res, int go) {
       }
     } else {
       for (long b = 0; b < N_ELEMENTS / RANGE; b++) {
-        LA_startRange(b * RANGE, RANGE);
+        /* box b: 50 x 20 cells, ten to a 100 x 100 plane */
+        long i0 = (b % 2) * 50, j0 = (b / 2 % 5) * 20, k0 = b / 10;
+        if (mode == MODE_RANGES)
+          LA_startRange(b * RANGE, RANGE);
+        else
+          LA_startBox(i0, j0, k0, 50, 20, 1);
         long k = 20 + (b % 13) * 8 + ((b / 50) % 4) * 30;
         for (long i = 0; i < k; i++) acc += (double)(i ^ b);
-        LA_stopRange(b * RANGE, RANGE);
+        if (mode == MODE_RANGES)
+          LA_stopRange(b * RANGE, RANGE);
+        else
+          LA_stopBox(i0, j0, k0, 50, 20, 1);
       }
     }
     if (cy == 0) r.t_first = mono_ns();
@@ -384,11 +400,11 @@ int main(int argc, char **argv) {
     rmdir(dir);
     return 1;
   }
-  run_t runs[2][REPEATS];
-  summary_t sum[2];
-  int ok_runs[2] = {0, 0};
+  run_t runs[N_MODES][REPEATS];
+  summary_t sum[N_MODES];
+  int ok_runs[N_MODES] = {0, 0, 0};
   uint64_t t0 = mono_ns();
-  for (int m = 0; m < 2; m++) {
+  for (int m = 0; m < N_MODES; m++) {
     for (int i = 0; i < REPEATS; i++) {
       run_once(m, key, &runs[m][i]);
       ok_runs[m] += runs[m][i].ok;
@@ -418,9 +434,9 @@ int main(int argc, char **argv) {
           ? getenv("LA_BENCH_BACKLOG")
           : "auto",
       CYCLES, REPEATS, (double)(mono_ns() - t0) / 1e9);
-  printf("  %-34s %12s %12s\n", "", "probe", "ranges");
-  printf("  %-34s %12s %12s\n", "(application loop)", "every elem.",
-         "1000 ranges");
+  printf("  %-34s %12s %12s %12s\n", "", "probe", "ranges", "boxes");
+  printf("  %-34s %12s %12s %12s\n", "(application loop)", "every elem.",
+         "1000 ranges", "1000 boxes");
   const char *labels[] = {
       "cycles/s stored through the agent", "agent CPU ms per stored cycle",
       "application waits",                 "skipped cycles",
@@ -430,7 +446,7 @@ int main(int argc, char **argv) {
       "coarse: loop ns per cell"};
   for (int l = 0; l < 11; l++) {
     printf("  %-34s", labels[l]);
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < N_MODES; m++) {
       double v[] = {sum[m].cps,
                     sum[m].cpu,
                     sum[m].waits,
@@ -449,7 +465,7 @@ int main(int argc, char **argv) {
     }
     printf("\n");
   }
-  for (int m = 0; m < 2; m++)
+  for (int m = 0; m < N_MODES; m++)
     if (!sum[m].complete)
       printf("  %s: %d of %d runs incomplete: %s\n", mode_name[m],
              REPEATS - ok_runs[m], REPEATS, sum[m].why);
@@ -473,6 +489,11 @@ int main(int argc, char **argv) {
           "through 1000 LA_startRange/LA_stopRange ranges of 1000 elements, "
           "~1 ms of application work per cycle\", ");
   json_fields(f, &sum[1], ok_runs[1]);
+  fprintf(f,
+          "},\n  \"boxes\": {\"mode\": \"boxes: the ranges' work on a grid "
+          "of 100x100x100 cells timed by 1000 LA_startBox/LA_stopBox boxes "
+          "of 50x20x1 cells\", ");
+  json_fields(f, &sum[2], ok_runs[2]);
   fprintf(f, "},\n  \"aims\": {\"app_waits\": 0}\n}\n");
   fclose(f);
   printf("wrote %s\n", json);

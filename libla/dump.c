@@ -13,7 +13,10 @@
  * channel order and scaled once, as the LocalAgent adds them (a sum of
  * whole timer ticks stays whole ticks); row values (layout 5) are spread
  * over their cells as the LocalAgent spreads them (a row-probed cycle, no
- * cell values: la_shm_row_cell(), as its stored trace decodes).
+ * cell values: la_shm_row_cell(), as its stored trace decodes); the
+ * piece records of layout 6 are spread over their cells first, checked
+ * as the LocalAgent checks them (la_shm_pieces_fold, into a copy: the
+ * agent still reads the table).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -39,18 +42,33 @@ static int la__dump_close(FILE *f, const char *path, int rc) {
 }
 
 int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
-                 const la__ipc_t *ipc, uint32_t buf, double scale) {
+                 const la__ipc_t *ipc, uint32_t buf, double scale,
+                 const uint64_t *grid) {
   char path[512];
   uint64_t n = ipc->n_elements;
   uint32_t n_channels = ipc->n_channels;
   const double *values = la__ipc_values(ipc, buf);
+  la_shm_pieces_head_t *ph = la__ipc_pieces(ipc, buf);
+  double *folded = NULL;
+  if (ph && ph->claimed) {
+    size_t bytes = (size_t)(n * n_channels * sizeof(double));
+    if (!(folded = malloc(bytes)))
+      return la__error(LA_ENOMEM, "LA_DUMP_RAW: %zu bytes", bytes);
+    memcpy(folded, values, bytes);
+    la_shm_pieces_fold(ph, ipc->n_pieces, folded, n, n_channels,
+                       grid, NULL, 0, 0, NULL);
+    values = folded;
+  }
   const double *rows = la__ipc_rows(ipc, buf);
   uint64_t nx = rows ? n / ipc->n_rows : 0;
   /* a row-probed cycle: the cells as the LocalAgent stores them */
   int row_only = rows && n_channels == 1 && nx >= 2 && n % ipc->n_rows == 0 &&
                  la_shm_all_zero(values, n);
   FILE *f = la__dump_open(path, sizeof path, dir, app_id, rank, tag, "f64");
-  if (!f) return LA_EIO;
+  if (!f) {
+    free(folded);
+    return LA_EIO;
+  }
   double chunk[4096];
   uint64_t done = 0;
   int rc = 0;
@@ -69,6 +87,7 @@ int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
                      strerror(errno));
     done += k;
   }
+  free(folded);
   if ((rc = la__dump_close(f, path, rc))) return rc;
 
   f = la__dump_open(path, sizeof path, dir, app_id, rank, tag, "flags");

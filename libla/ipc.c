@@ -135,6 +135,8 @@ int la__ipc_create_v(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers,
       la_shm_segment_size_r(n_elements, n_buffers, n_channels, n_rows);
   int weights = layout >= 4;
   if (weights) size += la_shm_weights_bytes(n_elements);
+  uint64_t n_pieces = layout >= 6 ? la_shm_pieces_count(n_elements) : 0;
+  if (n_pieces) size += la_shm_pieces_bytes(n_elements, n_buffers);
   ipc->shm_id = shmget(IPC_PRIVATE, size, IPC_CREAT | IPC_EXCL | 0600);
   if (ipc->shm_id < 0)
     return la__error(LA_EIPC, "shmget of %llu bytes: %s (see kernel.shmmax)",
@@ -172,10 +174,12 @@ int la__ipc_create_v(la__ipc_t *ipc, uint64_t n_elements, uint32_t n_buffers,
   ipc->layout = layout;
   ipc->weights = weights;
   ipc->n_rows = n_rows;
+  ipc->n_pieces = n_pieces;
   if (weights) la__ipc_weights_init(ipc);
   h->version = layout;
   h->features = (weights ? LA_SHM_FEAT_WEIGHTS : 0) |
-                (n_rows ? LA_SHM_FEAT_ROWS : 0);
+                (n_rows ? LA_SHM_FEAT_ROWS : 0) |
+                (n_pieces ? LA_SHM_FEAT_PIECES : 0);
   h->header_len = sizeof *h;
   h->n_elements = n_elements;
   h->n_buffers = n_buffers;
@@ -203,6 +207,12 @@ double *la__ipc_rows(const la__ipc_t *ipc, uint32_t i) {
   if (!ipc->n_rows) return NULL;
   return la_shm_buffer_rows(ipc->hdr, ipc->n_elements, ipc->n_channels,
                             ipc->n_rows, i);
+}
+
+la_shm_pieces_head_t *la__ipc_pieces(const la__ipc_t *ipc, uint32_t i) {
+  if (!ipc->n_pieces) return NULL;
+  return la_shm_pieces_head(ipc->hdr, ipc->n_elements, ipc->n_buffers,
+                            ipc->n_channels, ipc->n_rows, i);
 }
 
 uint8_t *la__ipc_flags(const la__ipc_t *ipc, uint32_t i) {

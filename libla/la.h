@@ -573,7 +573,10 @@ static inline int LA_stop_counter_c(int ch, long cell_id) {
  * each other nor with ranges. One call each, not inline; no interference
  * flags (docs/fidelity.md). Each cell of the box gets the box's time
  * divided by its cell count: the resolution is the box, the cost two timer
- * readings per box plus one addition per cell at the stop. */
+ * readings per box and, with a LocalAgent that reads shared-memory layout
+ * 6, one addition to the box's record in the buffer's piece table (the
+ * agent spreads it); without one, or with the table full, one addition
+ * per cell at the stop. Ranges (LA_startRange) likewise. */
 LA_EXPORT int LA_startBox(long i0, long j0, long k0, long ni, long nj, long nk);
 LA_EXPORT int LA_stopBox(long i0, long j0, long k0, long ni, long nj, long nk);
 /* The same in channel ch (an id LA_channel returned; LA_startBox probes

@@ -26,6 +26,7 @@
 
 #include "la.h"
 #include "la_shm_layout.h"
+#include "la_shm_pieces.h"
 
 #define LA__HIDDEN __attribute__((visibility("hidden")))
 #define LA__DEFAULT_AGENT "127.0.0.1:7461"
@@ -141,6 +142,7 @@ typedef struct la__ipc {
   uint32_t layout; /* the header's version (LA_SHM_VERSION_MIN..VERSION) */
   int weights;     /* the segment has the weights area */
   uint64_t n_rows; /* row values per buffer (layout 5 grid), 0 without */
+  uint64_t n_pieces; /* piece records per buffer (layout 6), 0 without */
 } la__ipc_t;
 
 /* Creates segment and semaphore set (mode 0600) for buffers of n_channels
@@ -155,7 +157,7 @@ LA__HIDDEN int la__ipc_layout(uint32_t *layout);
 /* The same in shared-memory layout `layout` (3: no weights area, for a
  * LocalAgent older than it; 4: with it; 5: with it and, when grid_rows is
  * not 0 (ny * nz of a grid registration), grid_rows row values per
- * buffer). la__ipc_create_ch takes la__ipc_layout's choice, no rows. */
+ * buffer; 6: and a piece table per buffer). la__ipc_create_ch takes la__ipc_layout's choice, no rows. */
 LA__HIDDEN int la__ipc_create_v(la__ipc_t *ipc, uint64_t n_elements,
                                 uint32_t n_buffers, uint32_t n_channels,
                                 uint32_t layout, uint64_t grid_rows);
@@ -168,6 +170,9 @@ LA__HIDDEN void la__ipc_mark(la__ipc_t *ipc);
 LA__HIDDEN double *la__ipc_values(const la__ipc_t *ipc, uint32_t i);
 /* Row values of buffer i (n_rows of them), NULL without rows. */
 LA__HIDDEN double *la__ipc_rows(const la__ipc_t *ipc, uint32_t i);
+/* Piece table head of buffer i (n_pieces records follow), NULL without. */
+LA__HIDDEN la_shm_pieces_head_t *la__ipc_pieces(const la__ipc_t *ipc,
+                                                uint32_t i);
 /* Flag bytes of buffer i (n_elements of them). */
 LA__HIDDEN uint8_t *la__ipc_flags(const la__ipc_t *ipc, uint32_t i);
 /* After a successful registration: gives the semaphore set to the uid of
@@ -294,11 +299,12 @@ LA__HIDDEN const la__ipc_t *la__lifecycle_ipc(void);
 /* ------------------------------------------------------------------ dump */
 /* Writes buffer i's values*scale (with channels: the per-element sum over
  * the n_channels channels; with rows, each row's value spread over its
- * cells of channel 0 as the LocalAgent spreads it) to
+ * cells of channel 0 as the LocalAgent spreads it, and its piece records
+ * over their cells of the grid (NULL: not a grid)) to
  * dir/<app_id>.r<rank>.c<tag>.f64, its flag bytes to ....flags and its
- * interference counters to ....fid (text). 0 or LA_EIO. */
+ * interference counters to ....fid (text). 0, LA_ENOMEM or LA_EIO. */
 LA__HIDDEN int la__dump_raw(const char *dir, const char *app_id, int rank,
                             uint64_t tag, const la__ipc_t *ipc, uint32_t i,
-                            double scale);
+                            double scale, const uint64_t *grid);
 
 #endif /* LA_INTERNAL_H */

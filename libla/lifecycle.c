@@ -242,8 +242,9 @@ static int la__old_agent(int rc, uint32_t layout) {
       "the LocalAgent does not read shared-memory layout %u: "
       "registering in layout %u%s",
       layout, layout - 1,
-      layout - 1 < 4 ? ", without in-job weights (LA_weights)"
-                     : ", row probes spread in the application");
+      layout - 1 < 4   ? ", without in-job weights (LA_weights)"
+      : layout - 1 < 5 ? ", row probes spread in the application"
+                       : ", boxes and ranges spread in the application");
   return 1;
 }
 
@@ -525,7 +526,8 @@ static int la__end_cycle(uint64_t tag) {
                                           : LA_SHM_CELLS_NONE;
     if (la__ctx.set.dump_raw[0])
       la__dump_raw(la__ctx.set.dump_raw, la__ctx.app_id, la__ctx.rank, tag,
-                   &la__ctx.ipc, la__ctx.cur, scale);
+                   &la__ctx.ipc, la__ctx.cur, scale,
+                   la__ctx.has_grid ? la__ctx.grid : NULL);
     uint64_t tags[LA__SKIPPED_TAGS_MAX];
     for (uint32_t k = 0; k < la__ctx.tags_n; k++)
       tags[k] =
@@ -612,7 +614,7 @@ static int la__xfer(uint64_t tag) {
 }
 
 /* Whether the profiled cycle open in buffer cur holds a measurement: a
- * value or row value not 0, or an element flagged. The agent hands every
+ * value or row value not 0, a piece record claimed, or an element flagged. The agent hands every
  * buffer back zeroed, so an open cycle no probe reached reads all 0. One
  * pass over the buffer, at LA_finalize only. */
 static int la__open_cycle_measured(void) {
@@ -624,6 +626,8 @@ static int la__open_cycle_measured(void) {
   const double *rows = la__ipc_rows(ipc, la__ctx.cur);
   for (uint64_t i = 0; rows && i < ipc->n_rows; i++)
     if (rows[i] != 0.0) return 1;
+  const la_shm_pieces_head_t *ph = la__ipc_pieces(ipc, la__ctx.cur);
+  if (ph && ph->claimed) return 1;
   const uint8_t *f = la__ipc_flags(ipc, la__ctx.cur);
   for (uint64_t i = 0; f && i < ipc->n_elements; i++)
     if (f[i]) return 1;

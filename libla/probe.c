@@ -19,6 +19,14 @@
  * other than 0 is spread over its cells like a box (row values are
  * channel 0's).
  *
+ * Pieces: in a segment with a piece table (layout 6), a box that is not
+ * a whole row, a row in a channel other than 0 or an element range adds
+ * its interval to its record in the buffer's piece table (la_shm_piece_add:
+ * from its first cell's place in the table on, a few records tried), one value
+ * per distinct piece per cycle, and the LocalAgent spreads it over the
+ * cells; a table with no free record for it, or a segment without one,
+ * spreads here (counted in the table head's spilled).
+ *
  * Rows: in a segment with row values (layout 5, a grid registration), a
  * row probe (LA_startRow/LA_stopRow, or a box that is one whole row) adds
  * its interval to the row's value, one store, and the LocalAgent spreads
@@ -41,6 +49,11 @@ static __thread int la__range_open;
 /* The cycle's row values (la__ipc_rows), NULL without them. Like
  * la__hot.values it keeps pointing into mapped memory after the end. */
 static double *la__rows;
+/* The cycle's piece table (la__ipc_pieces), NULL without one, its record
+ * count - 1, and records per element in 32.32 fixed point (a piece's
+ * first record to try: its first element times this). */
+static la_shm_pieces_head_t *la__pieces;
+static uint64_t la__pieces_mask, la__pieces_per_elem;
 
 void la__probe_setup(int fast, int tsc, LA_ProbeFunc start, void *start_arg,
                      LA_ProbeFunc stop, void *stop_arg) {
@@ -71,6 +84,9 @@ void la__probe_begin(const la__ipc_t *ipc, uint32_t i) {
                    i);
   la__hot.values = la__ipc_values(ipc, i);
   la__rows = la__ipc_rows(ipc, i);
+  la__pieces = la__ipc_pieces(ipc, i);
+  la__pieces_mask = ipc->n_pieces ? ipc->n_pieces - 1 : 0;
+  la__pieces_per_elem = (ipc->n_pieces << 32) / ipc->n_elements;
   la__hot.rows = la__hot.fast ? la__rows : NULL; /* the inline row probes */
   la__hot.n_channels = ipc->n_channels;
   la__hot.base = la__now();
@@ -203,12 +219,14 @@ static int la__spread_start(long first) {
 }
 
 /* The stop of a range or box (checked): the interval since the start,
- * spread evenly over nk planes of nj rows of ni elements from first of
- * channel ch, rows sx elements apart and planes sxy; or, for a whole grid
- * row (row >= 0) in a segment with row values, added to row's value. */
+ * over nk planes of nj rows of ni elements from first of channel ch, rows
+ * sx elements apart and planes sxy (a range: one row, range set): for a
+ * whole grid row (row >= 0) in a segment with row values, added to row's
+ * value; else added to its piece record in a segment with a piece table;
+ * else (or the table full) spread evenly over the cells. */
 static int la__spread_stop(int ch, long first, uint64_t ni, uint64_t nj,
                            uint64_t nk, uint64_t sx, uint64_t sxy, long row,
-                           const char *what) {
+                           int range, const char *what) {
   if (!la__range_open)
     return la__error(LA_ESTATE, "LA_stop%s without LA_start%s", what, what);
   la__range_open = 0;
@@ -216,29 +234,27 @@ static int la__spread_stop(int ch, long first, uint64_t ni, uint64_t nj,
   if (!la__hot.fast && !fn) return 0; /* ended meanwhile */
   double t1 = la__hot.fast ? (double)(int64_t)(la__now() - la__hot.base)
                            : fn(first, la__stop_arg);
+  double dv = t1 - la__range_t0;
   double *rows = la__rows;
   if (row >= 0 && rows) {
-    rows[row] += t1 - la__range_t0;
+    rows[row] += dv;
     return 0;
   }
+  la_shm_pieces_head_t *ph = la__pieces; /* a record: no cell written */
+  if (ph) {
+    if (ni <= UINT32_MAX &&
+        la_shm_piece_add(ph, (la_shm_piece_t *)(ph + 1), la__pieces_mask,
+                         ((uint64_t)first * la__pieces_per_elem >> 32) + ch,
+                         la_shm_piece_key((uint64_t)first, (uint32_t)ch),
+                         (uint32_t)ni, range ? 0 : (uint32_t)nj,
+                         range ? 0 : (uint32_t)nk, dv) == 0)
+      return 0;
+    __atomic_fetch_add(&ph->spilled, 1, __ATOMIC_RELAXED);
+  }
   la__mark_cell();
-  double share = (t1 - la__range_t0) / (double)(ni * nj * nk);
-  for (uint64_t k = 0; k < nk; k++)
-    for (uint64_t j = 0; j < nj; j++) {
-      double *v = la__hot.values + (uint64_t)(uint32_t)ch * la__hot.limit +
-                  (uint64_t)first + j * sx + k * sxy;
-      uint64_t i = 0;
-      /* Four at a time: at -O2 the compiler turns them into vector adds
-       * (it does not vectorise a loop of unknown length there), which
-       * halves the cost of a row's spread. Same additions, same results. */
-      for (; i + 4 <= ni; i += 4) {
-        v[i] += share;
-        v[i + 1] += share;
-        v[i + 2] += share;
-        v[i + 3] += share;
-      }
-      for (; i < ni; i++) v[i] += share;
-    }
+  la_shm_spread_add(la__hot.values + (uint64_t)(uint32_t)ch * la__hot.limit +
+                        (uint64_t)first,
+                    dv / (double)(ni * nj * nk), ni, nj, nk, sx, sxy);
   return 0;
 }
 
@@ -260,7 +276,7 @@ LA_EXPORT int LA_stopRangeC(int ch, long first, long count) {
   if (la__hot.limit == 0) return 0;
   int rc = la__range_check(ch, first, count);
   return rc ? rc
-            : la__spread_stop(ch, first, (uint64_t)count, 1, 1, 0, 0, -1,
+            : la__spread_stop(ch, first, (uint64_t)count, 1, 1, 0, 0, -1, 1,
                               "Range");
 }
 
@@ -282,7 +298,7 @@ LA_EXPORT int LA_stopBox(long i0, long j0, long k0, long ni, long nj, long nk) {
                  ? (long)((uint64_t)j0 + la__hot.ny * (uint64_t)k0)
                  : -1;
   return la__spread_stop(0, first, (uint64_t)ni, (uint64_t)nj, (uint64_t)nk,
-                         la__hot.nx, la__hot.nx * la__hot.ny, row, "Box");
+                         la__hot.nx, la__hot.nx * la__hot.ny, row, 0, "Box");
 }
 
 /* Row (j,k) inside the grid: its first cell in *first, its row number in
@@ -309,7 +325,7 @@ LA_EXPORT int la__row_stop(long j, long k) {
   long first, row;
   int rc = la__row_check(j, k, &first, &row);
   if (rc) return rc;
-  return la__spread_stop(0, first, la__hot.nx, 1, 1, 0, 0, row, "Row");
+  return la__spread_stop(0, first, la__hot.nx, 1, 1, 0, 0, row, 0, "Row");
 }
 
 /* ------------------------------------------ rows and boxes in a channel */
@@ -334,7 +350,7 @@ LA_EXPORT int LA_stopBoxC(int ch, long i0, long j0, long k0, long ni, long nj,
   return rc ? rc
             : la__spread_stop(ch, first, (uint64_t)ni, (uint64_t)nj,
                               (uint64_t)nk, la__hot.nx, la__hot.nx * la__hot.ny,
-                              -1, "BoxC");
+                              -1, 0, "BoxC");
 }
 
 LA_EXPORT int LA_startRowC(int ch, long j, long k) {
@@ -353,5 +369,5 @@ LA_EXPORT int LA_stopRowC(int ch, long j, long k) {
   long first, row;
   rc = la__row_check(j, k, &first, &row);
   return rc ? rc
-            : la__spread_stop(ch, first, la__hot.nx, 1, 1, 0, 0, -1, "RowC");
+            : la__spread_stop(ch, first, la__hot.nx, 1, 1, 0, 0, -1, 0, "RowC");
 }

@@ -24,6 +24,7 @@
 #include "la_compact.h"
 #include "la_simd.h"
 #include "la_log.h"
+#include "la_shm_pieces.h"
 #include "la_sysv.h"
 #include "la_time.h"
 #if LA_COMPACT_X86
@@ -72,9 +73,10 @@ static void la__remove_leftovers(int shm_id, int sem_id, int pid,
 
 int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
                       uint64_t nonce, uint64_t n_elements, uint32_t n_buffers,
-                      uint32_t n_channels, uint64_t grid_rows, int peer_uid,
-                      char *why, size_t n) {
+                      uint32_t n_channels, const uint64_t *grid,
+                      int peer_uid, char *why, size_t n) {
   memset(ipc, 0, sizeof *ipc);
+  uint64_t grid_rows = grid ? grid[1] * grid[2] : 0;
   ipc->shm_id = ipc->sem_id = -1;
   if (pid <= 0) return la__refuse(why, n, "bad pid %d", pid);
   if (la_pid_uid(pid) < 0) {
@@ -137,6 +139,10 @@ int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
   ipc->layout = copy.version;
   ipc->weights = (copy.features & LA_SHM_FEAT_WEIGHTS) != 0;
   ipc->n_rows = (copy.features & LA_SHM_FEAT_ROWS) ? grid_rows : 0;
+  ipc->n_pieces = (copy.features & LA_SHM_FEAT_PIECES)
+                      ? la_shm_pieces_count(n_elements)
+                      : 0;
+  if (grid) memcpy(ipc->grid, grid, sizeof ipc->grid);
   if (ipc->weights) { /* what the application's libla reads (data) */
     const la_shm_weights_hdr_t *a = la_shm_weights_area_r(
         h, n_elements, n_buffers, n_channels, ipc->n_rows);
@@ -174,23 +180,75 @@ static double *la__rows(const la_app_ipc_t *ipc, uint32_t i) {
                             ipc->n_rows, i);
 }
 
-/* Zeroes buffer i's values from value k0 on (channel-major) and its row
- * values. */
+/* Buffer i's piece table head (only with pieces). */
+static la_shm_pieces_head_t *la__pieces(const la_app_ipc_t *ipc, uint32_t i) {
+  return la_shm_pieces_head(ipc->hdr, ipc->n_elements, ipc->n_buffers,
+                            ipc->n_channels, ipc->n_rows, i);
+}
+
+/* Whether buffer i's piece table says a record was claimed (data). */
+static int la__pieces_claimed(const la_app_ipc_t *ipc, uint32_t i) {
+  return ipc->n_pieces &&
+         __atomic_load_n(&la__pieces(ipc, i)->claimed, __ATOMIC_RELAXED) != 0;
+}
+
+/* Zeroes buffer i's piece table when a record was claimed. */
+static void la__zero_pieces(la_app_ipc_t *ipc, uint32_t i) {
+  if (!la__pieces_claimed(ipc, i)) return;
+  la_shm_pieces_head_t *h = la__pieces(ipc, i);
+  memset(h, 0, sizeof *h + ipc->n_pieces * sizeof(la_shm_piece_t));
+}
+
+/* Spreads buffer i's piece records over its cells (la_shm_pieces_fold:
+ * into cells, n_channels x n_elements values, or NULL for the buffer's
+ * own; with blocks, over the sums of blocks of k cells instead) and
+ * zeroes the table, when a record was claimed. Returns the records
+ * refused (the first reason logged once per registration) and adds the
+ * probes libla spread itself (the table full) to pieces_spilled. */
+static uint64_t la__fold_pieces(la_app_ipc_t *ipc, uint32_t i, double *cells,
+                                double *blocks, uint64_t k) {
+  if (!la__pieces_claimed(ipc, i)) return 0;
+  la_shm_pieces_head_t *h = la__pieces(ipc, i);
+  uint64_t spilled = __atomic_load_n(&h->spilled, __ATOMIC_RELAXED);
+  const char *why = NULL;
+  uint64_t bad = la_shm_pieces_fold(h, ipc->n_pieces,
+                                    cells ? cells : la__values(ipc, i),
+                                    ipc->n_elements, ipc->n_channels,
+                                    ipc->grid[0] ? ipc->grid : NULL, blocks,
+                                    k, 1, &why);
+  if (spilled && __atomic_fetch_add(&ipc->pieces_spilled, spilled,
+                                    __ATOMIC_RELAXED) == 0)
+    la_log_info("application pid %d: its piece table was full, %llu box or "
+                "range probes spread over their cells in the application "
+                "(said once)",
+                ipc->pid, (unsigned long long)spilled);
+  if (bad &&
+      __atomic_fetch_add(&ipc->pieces_refused, bad, __ATOMIC_RELAXED) == 0)
+    la_log_warnx("application pid %d, buffer %u: %llu piece records refused "
+                 "(first: %s); counted as probes out of range (said once)",
+                 ipc->pid, i, (unsigned long long)bad, why);
+  return bad;
+}
+
+/* Zeroes buffer i's values from value k0 on (channel-major), its row
+ * values and its piece table. */
 static void la__zero_from(la_app_ipc_t *ipc, uint32_t i, uint64_t k0) {
   uint64_t n = (uint64_t)ipc->n_channels * ipc->n_elements;
   memset(la__values(ipc, i) + k0, 0, (n - k0) * sizeof(double));
   if (ipc->n_rows) memset(la__rows(ipc, i), 0, ipc->n_rows * sizeof(double));
+  la__zero_pieces(ipc, i);
 }
 
-/* Channel 0 of buffer i with each row's value spread over its cells:
+/* Channel 0 of buffer i (v: its cells, or a copy; may be out) with each
+ * row's value spread over its cells:
  * out[c] = (v[c] + rows[r] / nx) * scale for cell c of row r, the
  * arithmetic of a row probe that spreads in the application (libla
  * before rows) followed by the scaling. One pass, shared memory read
  * once. Returns whether any cell of channel 0 held a bit (a row-probed
  * cycle leaves them all zero: then they need no zeroing). */
-static int la__take_rows(const la_app_ipc_t *ipc, uint32_t i, double *out,
-                         double scale) {
-  const double *v = la__values(ipc, i), *rows = la__rows(ipc, i);
+static int la__take_rows(const la_app_ipc_t *ipc, uint32_t i, const double *v,
+                         double *out, double scale) {
+  const double *rows = la__rows(ipc, i);
   uint64_t nx = ipc->n_elements / ipc->n_rows;
   uint64_t bits = 0;
   for (uint64_t r = 0; r < ipc->n_rows; r++) {
@@ -231,6 +289,7 @@ void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i) {
    * la_app_ipc_take_rows trusts): its rows are all there is to zero */
   if (ipc->n_rows && ipc->hdr->buf[i].cells == LA_SHM_CELLS_NONE) {
     memset(la__rows(ipc, i), 0, ipc->n_rows * sizeof(double));
+    la__zero_pieces(ipc, i);
     return;
   }
   la__zero_from(ipc, i, 0);
@@ -252,6 +311,8 @@ int la_app_ipc_take_blocks(la_app_ipc_t *ipc, uint32_t i, uint64_t k,
   uint64_t nb = n / k;
   memset(blocks, 0, nb * sizeof *blocks);
   int cells = !(ipc->n_rows && meta->cells == LA_SHM_CELLS_NONE);
+  /* the pieces' shares go to the blocks, not through the cells */
+  meta->range_errors += la__fold_pieces(ipc, i, NULL, blocks, k);
   double *v = la__values(ipc, i);
   for (uint32_t c = 0; cells && c < ipc->n_channels; c++) {
     double *vc = v + (uint64_t)c * n;
@@ -272,14 +333,9 @@ int la_app_ipc_take_blocks(la_app_ipc_t *ipc, uint32_t i, uint64_t k,
   if (ipc->n_rows) { /* each row's share of the blocks its cells are in */
     double *r = la__rows(ipc, i);
     uint64_t nx = n / ipc->n_rows;
-    for (uint64_t row = 0; row < ipc->n_rows; row++) {
-      double share = la_shm_row_share(r[row], nx);
-      for (uint64_t e = row * nx, end = e + nx; e < end;) {
-        uint64_t b = e / k, stop = (b + 1) * k < end ? (b + 1) * k : end;
-        blocks[b] += share * (double)(stop - e);
-        e = stop;
-      }
-    }
+    for (uint64_t row = 0; row < ipc->n_rows; row++)
+      la_shm_spread_blocks(blocks, k, row * nx, nx,
+                           la_shm_row_share(r[row], nx));
     memset(r, 0, ipc->n_rows * sizeof *r);
   }
   for (uint64_t b = 0; b < nb; b++) blocks[b] *= scale;
@@ -330,11 +386,23 @@ int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out, double *sum,
         ipc->pid, i, scale, (unsigned long long)meta->cycle_tag);
     return LA_EPROTO;
   }
+  if (ipc->n_rows && ipc->n_channels == 1 &&
+      meta->cells == LA_SHM_CELLS_NONE) {
+    /* rows and pieces only (libla says no cell was written): the cells
+     * are neither read nor zeroed; the pieces are spread into out and
+     * the rows added as la__take_rows adds them to cells */
+    memset(out, 0, ipc->n_elements * sizeof *out);
+    meta->range_errors += la__fold_pieces(ipc, i, out, NULL, 0);
+    la__take_rows(ipc, i, out, out, scale);
+    memset(la__rows(ipc, i), 0, ipc->n_rows * sizeof(double));
+    return 0;
+  }
+  meta->range_errors += la__fold_pieces(ipc, i, NULL, NULL, 0);
   if (sum && ipc->n_channels > 1) la__take_sum(ipc, i, sum, scale);
   uint64_t k0 = 0; /* values copied so far */
   int cells = 1;    /* channel 0's cells need zeroing */
   if (ipc->n_rows) {
-    cells = la__take_rows(ipc, i, out, scale);
+    cells = la__take_rows(ipc, i, v, out, scale);
     k0 = ipc->n_elements;
   }
   if (k0 == 0) {
@@ -375,7 +443,7 @@ int la_app_ipc_take_rows(la_app_ipc_t *ipc, uint32_t i, double *rows,
   memcpy(meta, (const void *)&ipc->hdr->buf[i], sizeof *meta);
   /* libla says whether a cell was written; when it does not, the cells
    * are read until the first that is not zero */
-  if (meta->cells == LA_SHM_CELLS_WRITTEN ||
+  if (meta->cells == LA_SHM_CELLS_WRITTEN || la__pieces_claimed(ipc, i) ||
       (meta->cells != LA_SHM_CELLS_NONE &&
        !la_shm_all_zero(la__values(ipc, i), ipc->n_elements)))
     return 0;

@@ -41,6 +41,11 @@ typedef struct la_app_ipc {
   int weights_spread;   /* its reader takes spread slots (area version 2) */
   uint64_t n_rows;      /* row values per buffer (LA_SHM_FEAT_ROWS: the
                            grid's ny * nz), 0 without; at attach */
+  uint64_t n_pieces;    /* piece records per buffer (LA_SHM_FEAT_PIECES),
+                           0 without; at attach */
+  uint64_t grid[3];     /* the registration's grid, all 0 without one */
+  uint64_t pieces_refused; /* records refused so far (any thread) */
+  uint64_t pieces_spilled; /* probes the application spread (any thread) */
   uint64_t w_gen;       /* generations written into it (ours, not read) */
   uint64_t w_seq;       /* the rank's cycle number of generation w_gen */
   pthread_mutex_t w_mu; /* serializes la_app_ipc_put_weights */
@@ -48,9 +53,10 @@ typedef struct la_app_ipc {
 
 /* Verifies and attaches. n_channels is the registration's channel count
  * (1 when it named none): the header must say the same, and buffers hold
- * n_channels x n_elements values. grid_rows is ny * nz of a grid
- * registration (validated by the codec), else 0: a header with row values
- * (LA_SHM_FEAT_ROWS) is accepted only with it. peer_uid is the uid owning the connecting
+ * n_channels x n_elements values. grid is nx, ny, nz of a grid
+ * registration (validated by the codec), else NULL: a header with row
+ * values (LA_SHM_FEAT_ROWS) is accepted only with it, and box records of
+ * a piece table (LA_SHM_FEAT_PIECES) are checked against it. peer_uid is the uid owning the connecting
  * socket, or -1 when unknown (then only the process's uid is compared). Returns
  * 0, or LA_EREFUSED with the reason in why (nothing stays attached). When the
  * registering process is gone and the objects are provably its leftovers
@@ -58,12 +64,17 @@ typedef struct la_app_ipc {
  * an application killed during its registration leaves nothing. */
 int la_app_ipc_attach(la_app_ipc_t *ipc, int shm_id, int sem_id, int pid,
                       uint64_t nonce, uint64_t n_elements, uint32_t n_buffers,
-                      uint32_t n_channels, uint64_t grid_rows, int peer_uid,
-                      char *why, size_t why_len);
+                      uint32_t n_channels, const uint64_t *grid,
+                      int peer_uid, char *why, size_t why_len);
 
 /* Copies buffer i, multiplied by its meta scale, into out[0..n_channels x
- * n_elements) (channel-major; with rows, each row's value spread evenly
- * over its cells of channel 0 first) and zeroes
+ * n_elements) (channel-major; with a piece table, each record checked
+ * and spread evenly over its cells first (la_shm_pieces_fold: a record
+ * refused counts in meta->range_errors, the first one's reason logged
+ * once per registration); with rows, each row's value spread evenly
+ * over its cells of channel 0 first; a cycle of one channel whose meta
+ * data says no cell was written, rows and pieces only, is spread into out
+ * without reading or zeroing the cells) and zeroes
  * the buffer (which stays the agent's until la_app_ipc_give_back). With
  * channels, sum (not NULL) receives each element's total over them, added
  * in counts and scaled once: (v0 [+ row share] + v1 + ... + vk-1) * scale,
@@ -126,7 +137,8 @@ void la_app_ipc_count_behind(la_app_ipc_t *ipc);
 
 /* A coarse cycle (agent.behind = coarse): sums buffer i's cells in
  * blocks of k consecutive ones (k divides n_elements) into the
- * n_elements / k values of blocks, over every channel and with each row
+ * n_elements / k values of blocks, over every channel, with the piece
+ * records spread first (as la_app_ipc_take) and each row
  * value's share of the block's cells (la_shm_row_share), times the scale;
  * zeroes the buffer in the same pass (each line of shared memory read
  * once, while it is in cache); *meta as la_app_ipc_take. The cells of a
@@ -138,7 +150,8 @@ int la_app_ipc_take_blocks(la_app_ipc_t *ipc, uint32_t i, uint64_t k,
 
 /* Zeroes buffer i without reading it (out of memory, or the agent behind):
  * its values, or only its rows when libla marked the cycle as row values
- * only (bufmeta.cells NONE). */
+ * only (bufmeta.cells NONE), and its piece table when a record was
+ * claimed. */
 void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i);
 
 /* Gives buffer i back to the application (semaphore +1). A semaphore set

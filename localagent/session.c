@@ -435,9 +435,9 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
     return la__refuse(s, reason);
   /* the names were checked by the codec (count, printable, bounded,
    * unique); the header must agree with their count */
-  uint64_t grid_rows = r->n_grid == 3 ? r->grid[1] * r->grid[2] : 0;
   if (la_app_ipc_attach(&s->ipc, r->shm_id, r->sem_id, r->pid, r->nonce,
-                        r->n_elements, r->n_buffers, n_ch, grid_rows, peer_uid,
+                        r->n_elements, r->n_buffers, n_ch,
+                        r->n_grid == 3 ? r->grid : NULL, peer_uid,
                         reason, sizeof reason) != 0) {
     la__ids_free(s);
     return la__refuse(s, reason);

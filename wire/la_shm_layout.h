@@ -56,11 +56,25 @@
  * values. The row count is not in the header: both sides derive it from
  * the registered grid (ny * nz), which the agent checks against n_elements.
  *
+ * Pieces (version 6, wire/la_shm_pieces.h): when the header's features
+ * carry LA_SHM_FEAT_PIECES, a piece area follows the weights area: per
+ * buffer a la_shm_pieces_head_t and la_shm_pieces_count(n_elements)
+ * records (la_shm_piece_t), an open-addressed table keyed by a box's or
+ * element range's first cell, channel and shape. A box probe that is not a
+ * whole row (LA_stopBox, LA_stopBoxC, LA_stopRowC) or a range probe
+ * (LA_stopRange, LA_stopRangeC) adds its interval to its record instead of
+ * spreading it over its cells; when its probes find no free record the
+ * probe spreads in the application as before and counts one in the head's
+ * spilled. The agent checks every record (geometry inside the registered
+ * grid or the elements, a declared channel), spreads each over its cells
+ * (la_shm_pieces_fold) and zeroes the area with the buffer. The record
+ * count is not in the header: both sides derive it from n_elements.
+ *
  * Versions: a version-3 header (libla before the weights area) is still
  * accepted by the LocalAgent, which then writes no weights; a version-4
  * header may leave LA_SHM_FEAT_WEIGHTS clear (no area, the version-3
- * segment); a version-5 header may carry LA_SHM_FEAT_ROWS (only version 5
- * may). The header's segment_size counts the area and the rows when
+ * segment); a version-5 header may carry LA_SHM_FEAT_ROWS (version 5 or later may); a
+ * version-6 header may carry LA_SHM_FEAT_PIECES (only version 6 may). The header's segment_size counts the area and the rows when
  * present.
  *
  * Both sides include this header; nothing else describes the layout. Any
@@ -73,7 +87,7 @@
 #include <stdint.h>
 
 #define LA_SHM_MAGIC 0x4c415f53484d3031ULL /* "LA_SHM01" */
-#define LA_SHM_VERSION 5u
+#define LA_SHM_VERSION 6u
 #define LA_SHM_VERSION_MIN 3u /* the oldest layout the agent still reads */
 #define LA_SHM_MIN_BUFFERS 2u
 #define LA_SHM_MAX_BUFFERS 16u
@@ -102,8 +116,10 @@ typedef struct la_shm_bufmeta {
  * the application: a wrong NONE costs only its own values. */
 enum {
   LA_SHM_CELLS_UNKNOWN = 0,
-  LA_SHM_CELLS_NONE = 1,   /* only row values: every cell value is 0 */
-  LA_SHM_CELLS_WRITTEN = 2 /* cell values were written (maybe rows too) */
+  LA_SHM_CELLS_NONE = 1,   /* only row values and piece records (layout
+                              6): every cell value is 0 */
+  LA_SHM_CELLS_WRITTEN = 2 /* cell values were written (maybe rows and
+                              pieces too) */
 };
 
 typedef struct la_shm_header {
@@ -131,7 +147,10 @@ _Static_assert(sizeof(la_shm_header_t) % LA_SHM_ALIGN == 0, "header aligned");
 #define LA_SHM_FEAT_WEIGHTS 1u
 /* features (version 5): each buffer ends with one double per grid row. */
 #define LA_SHM_FEAT_ROWS 2u
-#define LA_SHM_FEATURES_KNOWN (LA_SHM_FEAT_WEIGHTS | LA_SHM_FEAT_ROWS)
+/* features (version 6): a piece area follows the weights area. */
+#define LA_SHM_FEAT_PIECES 4u
+#define LA_SHM_FEATURES_KNOWN \
+  (LA_SHM_FEAT_WEIGHTS | LA_SHM_FEAT_ROWS | LA_SHM_FEAT_PIECES)
 
 #define LA_SHM_WEIGHTS_MAGIC 0x4c415f5747543031ULL /* "LA_WGT01" */
 #define LA_SHM_WEIGHTS_VERSION 2u
@@ -186,6 +205,55 @@ static inline uint64_t la_shm_weights_stride(uint64_t n_elements) {
 static inline uint64_t la_shm_weights_bytes(uint64_t n_elements) {
   return sizeof(la_shm_weights_hdr_t) +
          LA_SHM_WEIGHTS_SLOTS * la_shm_weights_stride(n_elements);
+}
+
+/* One piece record (layout 6): key 0 is a free record; else key - 1 is
+ * (first << 4) | channel, first the piece's first element (a box's first
+ * cell i0 + nx * (j0 + ny * k0)). A box of ni x nj x nk cells has all three
+ * >= 1; an element range of ni elements has nj = nk = 0. value is the sum
+ * of the intervals probed (in counts, like a cell value). Written by the
+ * application: the agent checks each record before it uses it. */
+typedef struct la_shm_piece {
+  uint64_t key;
+  uint32_t ni, nj, nk;
+  uint32_t reserved;
+  double value;
+} la_shm_piece_t;
+
+/* A buffer's piece table head, then its records. */
+typedef struct la_shm_pieces_head {
+  uint64_t claimed; /* records claimed this cycle (0: the agent need not
+                       look at the table) */
+  uint64_t spilled; /* probes spread in the application: the table had
+                       no free record within LA_SHM_PIECES_PROBES */
+  uint64_t pad[6];
+} la_shm_pieces_head_t;
+
+_Static_assert(sizeof(la_shm_piece_t) == 32, "piece record");
+_Static_assert(sizeof(la_shm_pieces_head_t) == 64, "piece head");
+
+#define LA_SHM_PIECES_MIN 64u
+#define LA_SHM_PIECES_MAX (1u << 16)
+#define LA_SHM_PIECES_PROBES 16u /* records tried before a probe spills */
+
+/* Records per buffer for n elements: a power of two, n / 64 rounded up,
+ * within LA_SHM_PIECES_MIN..LA_SHM_PIECES_MAX. */
+static inline uint64_t la_shm_pieces_count(uint64_t n_elements) {
+  uint64_t c = LA_SHM_PIECES_MIN;
+  while (c < LA_SHM_PIECES_MAX && c * 64 < n_elements) c *= 2;
+  return c;
+}
+
+/* Bytes of one buffer's piece table (head and records). */
+static inline uint64_t la_shm_pieces_stride(uint64_t n_elements) {
+  return sizeof(la_shm_pieces_head_t) +
+         la_shm_pieces_count(n_elements) * sizeof(la_shm_piece_t);
+}
+
+/* Bytes of the piece area of k buffers. */
+static inline uint64_t la_shm_pieces_bytes(uint64_t n_elements,
+                                           uint32_t n_buffers) {
+  return (uint64_t)n_buffers * la_shm_pieces_stride(n_elements);
 }
 
 /* flags[e] of a buffer: bit 0 set when element e's timing was interfered
@@ -271,6 +339,20 @@ static inline la_shm_weights_slot_t *la_shm_weights_slot(
   return (la_shm_weights_slot_t *)((char *)area + sizeof(*area) +
                                    (uint64_t)k *
                                        la_shm_weights_stride(n_elements));
+}
+
+/* Buffer i's piece table head in a segment with the piece area (layout 6:
+ * always with the weights area), from geometry the caller trusts; its
+ * records follow it. */
+static inline la_shm_pieces_head_t *la_shm_pieces_head(
+    void *segment, uint64_t n_elements, uint32_t n_buffers,
+    uint32_t n_channels, uint64_t n_rows, uint32_t i) {
+  return (la_shm_pieces_head_t *)((char *)la_shm_weights_area_r(
+                                      segment, n_elements, n_buffers,
+                                      n_channels, n_rows) +
+                                  la_shm_weights_bytes(n_elements) +
+                                  (uint64_t)i *
+                                      la_shm_pieces_stride(n_elements));
 }
 
 /* Values of buffer i (n_channels x n_elements doubles, channel-major) from
@@ -402,6 +484,10 @@ static inline const char *la_shm_header_check_r(const la_shm_header_t *h,
   uint64_t n_rows = (h->features & LA_SHM_FEAT_ROWS) ? grid_rows : 0;
   if ((h->features & LA_SHM_FEAT_ROWS) && h->version < 5)
     return "row values in a header older than version 5";
+  if ((h->features & LA_SHM_FEAT_PIECES) && h->version < 6)
+    return "a piece area in a header older than version 6";
+  if ((h->features & LA_SHM_FEAT_PIECES) && !(h->features & LA_SHM_FEAT_WEIGHTS))
+    return "a piece area without the weights area";
   if ((h->features & LA_SHM_FEAT_ROWS) &&
       (grid_rows == 0 || n_elements % grid_rows != 0))
     return "row values without a grid registration";
@@ -422,6 +508,8 @@ static inline const char *la_shm_header_check_r(const la_shm_header_t *h,
   uint64_t size =
       la_shm_segment_size_r(n_elements, n_buffers, n_channels, n_rows);
   if (h->features & LA_SHM_FEAT_WEIGHTS) size += la_shm_weights_bytes(n_elements);
+  if (h->features & LA_SHM_FEAT_PIECES)
+    size += la_shm_pieces_bytes(n_elements, n_buffers);
   if (h->segment_size != size || segment_bytes < h->segment_size)
     return "segment size does not match";
   return 0;

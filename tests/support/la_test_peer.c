@@ -71,7 +71,7 @@ static int on_register(la_test_peer_t *p, conn_t *c,
   if (rc == 0)
     rc = la_app_ipc_attach(&c->ipc, r->shm_id, r->sem_id, r->pid, r->nonce,
                            r->n_elements, r->n_buffers, nch,
-                           r->n_grid == 3 ? r->grid[1] * r->grid[2] : 0, -1,
+                           r->n_grid == 3 ? r->grid : NULL, -1,
                            why, sizeof why);
   pthread_mutex_lock(&p->mu);
   unsigned max_layout = p->max_layout;

@@ -243,7 +243,7 @@ static void test_layout3(void **state) {
                                   "app_id = 'iw-layout3'",
                                   1, WAIT),
                    0);
-  setenv("LA_SHM_LAYOUT", "6", 1);
+  setenv("LA_SHM_LAYOUT", "7", 1);
   assert_int_equal(LA_register("iwtest", 0, 1, N), LA_ECONFIG);
   unsetenv("LA_SHM_LAYOUT");
   LA_finalize();
@@ -299,6 +299,21 @@ static void test_older_agent_fallback(void **state) {
   (void)own_area(&seg);
   assert_int_equal(((la_shm_header_t *)seg)->version, 4);
   assert_int_equal(((la_shm_header_t *)seg)->features, LA_SHM_FEAT_WEIGHTS);
+  shmdt(seg);
+  assert_int_equal(LA_finalize(), 0);
+  /* an agent of layout 5 (before piece tables): a grid registers in
+   * layout 5, row values and all, its boxes spread by libla */
+  la_test_peer_set_max_layout(p, 5);
+  rc = LA_registerGrid("iwtest", 0, 1, N / 4, 2, 2);
+  if (rc) fail_msg("LA_registerGrid: %s", LA_lastError());
+  assert_int_equal(LA_startBox(0, 0, 0, 2, 2, 1), 0);
+  assert_int_equal(LA_stopBox(0, 0, 0, 2, 2, 1), 0);
+  assert_int_equal(LA_dataXfer(), 0);
+  assert_int_equal(la_test_peer_wait_cycles(p, 3, WAIT), 0);
+  (void)own_area(&seg);
+  assert_int_equal(((la_shm_header_t *)seg)->version, 5);
+  assert_int_equal(((la_shm_header_t *)seg)->features,
+                   LA_SHM_FEAT_WEIGHTS | LA_SHM_FEAT_ROWS);
   shmdt(seg);
   assert_int_equal(LA_finalize(), 0);
   /* with no fallback wanted the refusal stands: nothing else refused */

@@ -39,12 +39,14 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include "la.h"
 #include "la_codec.h"
 #include "la_shm_layout.h"
+#include "la_shm_pieces.h"
 #include "la_sockio.h"
 #include "la_test_agent.h"
 #include "la_test_busy.h"
@@ -562,11 +564,36 @@ static void test_profiled_copy_in_skipped_cycles(void **state) {
   assert_int_equal(LA_getStat(LA_STAT_SKIPPED), 2);
 }
 
-/* Rows and boxes in shared-memory layout `layout` (5: a row's time is one
- * value the LocalAgent spreads; 4: libla spreads it, as for a LocalAgent
- * older than rows): the agent gets the same values either way. Row (0,1)
- * is probed twice, once the way an older la.h's LA_startRow does it (a
- * box of one whole row). */
+/* Buffer 0's piece table in the segment h (layout 6), or NULL. */
+static const la_shm_pieces_head_t *pieces_of(la_shm_header_t *h) {
+  if (!(h->features & LA_SHM_FEAT_PIECES)) return NULL;
+  uint64_t n = h->n_elements, rows = 0;
+  if (h->features & LA_SHM_FEAT_ROWS)
+    for (rows = 1; rows <= n; rows++) /* the stride says the row count */
+      if (n % rows == 0 &&
+          la_shm_buffer_stride_r(n, h->n_channels, rows) == h->buffer_stride)
+        break;
+  return la_shm_pieces_head(h, n, h->n_buffers, h->n_channels, rows, 0);
+}
+
+/* The record of a piece in a table of n records, or NULL. */
+static const la_shm_piece_t *piece_of(const la_shm_pieces_head_t *ph,
+                                      uint64_t n, uint64_t first, uint32_t ni,
+                                      uint32_t nj, uint32_t nk) {
+  const la_shm_piece_t *t = (const la_shm_piece_t *)(ph + 1);
+  for (uint64_t p = 0; p < n; p++)
+    if (t[p].key == la_shm_piece_key(first, 0) && t[p].ni == ni &&
+        t[p].nj == nj && t[p].nk == nk)
+      return &t[p];
+  return NULL;
+}
+
+/* Rows, boxes and a range in shared-memory layout `layout` (6: a box's or
+ * range's time is one record of the piece table, a row's one row value,
+ * the LocalAgent spreads both; 5: libla spreads the box and the range; 4:
+ * and the rows, as for a LocalAgent older than rows): the agent gets the
+ * same values each way, bit for bit. Row (0,1) is probed twice, once the
+ * way an older la.h's LA_startRow does it (a box of one whole row). */
 static void rows_and_boxes(const char *layout) {
   setenv("LA_SHM_LAYOUT", layout, 1);
   use_counting_probe(); /* a stop reads first + 1: the box's first cell */
@@ -583,21 +610,36 @@ static void rows_and_boxes(const char *layout) {
   assert_int_equal(LA_stopBox(1, 1, 0, 2, 2, 1), 0);
   assert_int_equal(LA_startRow(1, 0), 0); /* cells 4..7: 5, 6 have a box's */
   assert_int_equal(LA_stopRow(1, 0), 0);
+  assert_int_equal(LA_startRange(2, 2), 0); /* cells 2, 3 */
+  assert_int_equal(LA_stopRange(2, 2), 0);
   /* in the segment (buffer 0): the rows' time as libla left it */
   int id = la_test_shm_of(getpid());
   assert_true(id >= 0);
   la_shm_header_t *h = shmat(id, NULL, SHM_RDONLY);
   assert_true(h != (void *)-1);
   int rows = (h->features & LA_SHM_FEAT_ROWS) != 0;
-  assert_int_equal(rows, !strcmp(layout, "5"));
+  assert_int_equal(rows, atoi(layout) >= 5);
+  const la_shm_pieces_head_t *ph = pieces_of(h);
+  assert_int_equal(ph != NULL, atoi(layout) >= 6);
   const double *v = la_shm_buffer_r(h, 24, 1, rows ? 6 : 0, 0);
   if (rows) {
     const double *r = la_shm_buffer_rows(h, 24, 1, 6, 0);
     assert_true(r[5] == 21.0 && r[3] == 26.0); /* rows (2,1) and (0,1) */
     assert_true(v[20] == 0.0 && v[12] == 0.0); /* not spread here */
-    assert_true(r[1] == 5.0 && v[5] == 6.0 / 4); /* a row and a box */
+    assert_true(r[1] == 5.0);                  /* a row */
   } else {
     assert_true(v[20] == 21.0 / 4 && v[12] == 26.0 / 4);
+  }
+  if (ph) { /* the box and the range: one record each, not spread */
+    assert_true(v[5] == 0.0 && v[2] == 0.0);
+    assert_int_equal(ph->claimed, 1); /* a mark: the agent reads the table */
+    assert_int_equal(ph->spilled, 0);
+    const la_shm_piece_t *b = piece_of(ph, 64, 5, 2, 2, 1);
+    const la_shm_piece_t *g = piece_of(ph, 64, 2, 2, 0, 0);
+    assert_true(b && b->value == 6.0);
+    assert_true(g && g->value == 3.0);
+  } else {
+    assert_true(v[9] == 6.0 / 4 && v[2] == 3.0 / 2);
   }
   shmdt(h);
   assert_int_equal(LA_startRow(3, 0), LA_ERANGE); /* j = ny */
@@ -614,6 +656,7 @@ static void rows_and_boxes(const char *layout) {
     if (e >= 12 && e < 16) want = 2 * 13.0 / 4;
     if (e == 5 || e == 6 || e == 9 || e == 10) want = 6.0 / 4;
     if (e >= 4 && e < 8) want += 5.0 / 4; /* row (1,0) */
+    if (e == 2 || e == 3) want = 3.0 / 2; /* the range */
     if (cy->values[e] != want)
       fail_msg("layout %s, cell %d: %.17g, expected %.17g", layout, e,
                cy->values[e], want);
@@ -621,11 +664,122 @@ static void rows_and_boxes(const char *layout) {
 }
 
 static void test_rows_and_boxes_spread_evenly(void **state) {
+  rows_and_boxes("6");
+}
+
+static void test_rows_and_boxes_rows_only(void **state) {
   rows_and_boxes("5");
 }
 
 static void test_rows_and_boxes_spread_by_libla(void **state) {
   rows_and_boxes("4");
+}
+
+/* Every one of the 180 boxes of a 4x3x2 grid once, the counting probe's
+ * interval (its first cell + 1) each, into out (24 cells), in layout
+ * `layout`; *spilled and *claimed from the piece table (layout 6). */
+static void all_boxes(const char *layout, double *out, uint64_t *claimed,
+                      uint64_t *spilled) {
+  char app[64];
+  snprintf(app, sizeof app, "unit-boxes-%s", layout);
+  setenv("LA_SHM_LAYOUT", layout, 1);
+  setenv("LA_APP_ID", app, 1);
+  use_counting_probe();
+  int rc = LA_registerGrid("unit", 0, 1, 4, 3, 2);
+  unsetenv("LA_SHM_LAYOUT");
+  unsetenv("LA_APP_ID");
+  assert_int_equal(rc, 0);
+  int boxes = 0;
+  for (long k0 = 0; k0 < 2; k0++)
+    for (long j0 = 0; j0 < 3; j0++)
+      for (long i0 = 0; i0 < 4; i0++)
+        for (long nk = 1; k0 + nk <= 2; nk++)
+          for (long nj = 1; j0 + nj <= 3; nj++)
+            for (long ni = 1; i0 + ni <= 4; ni++) {
+              assert_int_equal(LA_startBox(i0, j0, k0, ni, nj, nk), 0);
+              assert_int_equal(LA_stopBox(i0, j0, k0, ni, nj, nk), 0);
+              boxes++;
+            }
+  assert_int_equal(boxes, 180);
+  int id = la_test_shm_of(getpid());
+  la_shm_header_t *h = shmat(id, NULL, SHM_RDONLY);
+  assert_true(h != (void *)-1);
+  const la_shm_pieces_head_t *ph = pieces_of(h);
+  *claimed = 0; /* records in use */
+  for (uint64_t p = 0; ph && p < 64; p++)
+    *claimed += ((const la_shm_piece_t *)(ph + 1))[p].key != 0;
+  *spilled = ph ? ph->spilled : 0;
+  shmdt(h);
+  assert_int_equal(LA_dataXfer(), 0);
+  assert_int_equal(la_ta_wait_traces(&agent, layout[0] == '6' ? 1 : 2,
+                                     WAIT_MS),
+                   0);
+  memcpy(out, cycle_of(app, 0)->values, 24 * sizeof(double));
+  assert_int_equal(LA_finalize(), 0);
+}
+
+/* A piece table is bounded (64 records for 24 cells): 174 distinct boxes
+ * that are not whole rows fill it, the rest are spread by libla (counted as spilled), and the
+ * cells get what libla's own spread gives, up to the order of additions. */
+static void test_full_piece_table_falls_back(void **state) {
+  double six[24], five[24];
+  uint64_t claimed, spilled, c5, s5;
+  all_boxes("6", six, &claimed, &spilled);
+  assert_true(claimed > 0 && claimed <= 64);
+  assert_int_equal(claimed + spilled, 180 - 6); /* the 6 rows: row values */
+  all_boxes("5", five, &c5, &s5);
+  assert_int_equal(c5 + s5, 0);
+  for (int e = 0; e < 24; e++) {
+    assert_true(five[e] > 0);
+    if (fabs(six[e] - five[e]) > 1e-12 * five[e])
+      fail_msg("cell %d: %.17g with pieces, %.17g spread by libla", e, six[e],
+               five[e]);
+  }
+}
+
+/* An application that writes its own piece records: a record outside the
+ * grid, of a channel not declared or of no cells is refused by the agent
+ * (left out, counted as out of range), the cycle's good record is kept,
+ * and the next cycle starts with an empty table. */
+static void test_lying_piece_records_refused(void **state) {
+  use_counting_probe();
+  assert_int_equal(LA_registerGrid("unit", 0, 1, 4, 3, 2), 0);
+  assert_int_equal(LA_startBox(1, 1, 0, 2, 2, 1), 0); /* cells 5, 6, 9, 10 */
+  assert_int_equal(LA_stopBox(1, 1, 0, 2, 2, 1), 0);
+  int id = la_test_shm_of(getpid());
+  la_shm_header_t *h = shmat(id, NULL, 0);
+  assert_true(h != (void *)-1);
+  la_shm_pieces_head_t *ph = (la_shm_pieces_head_t *)pieces_of(h);
+  assert_non_null(ph);
+  la_shm_piece_t *t = (la_shm_piece_t *)(ph + 1);
+  const la_shm_piece_t bad[] = {
+      {la_shm_piece_key(23, 0), 4, 1, 1, 0, 100.0}, /* past nx */
+      {la_shm_piece_key(0, 0), 1, 4, 1, 0, 100.0},  /* past ny */
+      {la_shm_piece_key(0, 3), 1, 1, 1, 0, 100.0},  /* channel 3 */
+      {la_shm_piece_key(0, 0), 0, 1, 1, 0, 100.0},  /* no cells */
+      {la_shm_piece_key(20, 0), 5, 0, 0, 0, 100.0}, /* range past the end */
+      {la_shm_piece_key(1ULL << 40, 0), 1, 1, 1, 0, 100.0},
+  };
+  size_t nb = sizeof bad / sizeof bad[0], put = 0;
+  for (uint64_t p = 0; p < 64 && put < nb; p++)
+    if (t[p].key == 0) t[p] = bad[put++];
+  assert_true(put == nb);
+  shmdt(h);
+  assert_int_equal(LA_dataXfer(), 0);
+  assert_int_equal(la_ta_wait_traces(&agent, 1, WAIT_MS), 0);
+  const cycle_t *cy = cycle(0);
+  for (int e = 0; e < 24; e++) {
+    double want = e == 5 || e == 6 || e == 9 || e == 10 ? 6.0 / 4 : 0.0;
+    if (cy->values[e] != want)
+      fail_msg("cell %d: %.17g, expected %.17g", e, cy->values[e], want);
+  }
+  assert_int_equal(LA_startRange(0, 1), 0);
+  assert_int_equal(LA_stopRange(0, 1), 0);
+  assert_int_equal(LA_dataXfer(), 0);
+  assert_int_equal(la_ta_wait_traces(&agent, 2, WAIT_MS), 0);
+  cy = cycle(1);
+  for (int e = 0; e < 24; e++)
+    assert_true(cy->values[e] == (e == 0 ? 1.0 : 0.0));
 }
 
 static void test_rows_need_a_grid(void **state) {
@@ -688,8 +842,9 @@ static uint64_t cells_said(uint64_t c) {
 }
 
 /* A grid's cycles tell the agent whether a probe wrote a cell value: row
- * probes only, NONE (the agent then takes the rows without reading the
- * cells); with a cell probe or a box, WRITTEN; a program compiled against
+ * probes only, or rows and boxes (records of the piece table), NONE (the
+ * agent then takes the rows and pieces without reading the cells); with a
+ * cell probe, WRITTEN; a program compiled against
  * an la.h before the marks (the LA_registerGrid symbol itself), UNKNOWN
  * (the agent reads the cells). The stored values are the same each way. */
 static void test_cycles_say_whether_cells_were_written(void **state) {
@@ -717,7 +872,8 @@ static void test_cycles_say_whether_cells_were_written(void **state) {
     } else {
       assert_int_equal(cells_said(0), LA_SHM_CELLS_NONE);
       assert_int_equal(cells_said(1), LA_SHM_CELLS_WRITTEN);
-      assert_int_equal(cells_said(2), LA_SHM_CELLS_WRITTEN);
+      /* the box is a record of the piece table (layout 6), no cell */
+      assert_int_equal(cells_said(2), LA_SHM_CELLS_NONE);
     }
     /* what was stored: row (1,0) over its cells 4..7, the cell, the box */
     const char *id = old ? "unit-cells-old" : "unit-cells";
@@ -1590,41 +1746,107 @@ static void test_application_killed(void **state) {
   assert_int_equal(la_test_ipc_wait_count(pid, 0, WAIT_MS), 0);
 }
 
-static void test_dump_raw(void **state) {
-  char dir[256];
+/* A fresh directory for LA_DUMP_RAW in dir (256 bytes), set in the
+ * environment. */
+static void dump_dir(char *dir) {
   const char *tmp = getenv("TMPDIR");
-  snprintf(dir, sizeof dir, "%.200s/la_dump_XXXXXX",
-           tmp && *tmp ? tmp : "/tmp");
+  snprintf(dir, 256, "%.200s/la_dump_XXXXXX", tmp && *tmp ? tmp : "/tmp");
   assert_non_null(mkdtemp(dir));
   setenv("LA_DUMP_RAW", dir, 1);
+}
+
+/* Reads up to max doubles of dir/stem.f64 into v; returns how many. */
+static size_t dump_read(const char *dir, const char *stem, double *v,
+                        size_t max) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s.f64", dir, stem);
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  size_t got = fread(v, sizeof(double), max, f);
+  fclose(f);
+  return got;
+}
+
+/* Removes the three files of stem (app.rRANK.cTAG) from dir. */
+static void dump_remove(const char *dir, const char *stem) {
+  static const char *const ext[] = {"f64", "flags", "fid"};
+  char path[512];
+  for (size_t i = 0; i < 3; i++) {
+    snprintf(path, sizeof path, "%s/%s.%s", dir, stem, ext[i]);
+    assert_int_equal(unlink(path), 0);
+  }
+}
+
+static void test_dump_raw(void **state) {
+  char dir[256];
+  dump_dir(dir);
   setenv("LA_APP_ID", "dumpjob", 1);
   register_counting(6);
   LA_startProbe(4);
   LA_stopProbe(4);
   LA_dataXferTagged(77);
-  char path[512];
-  snprintf(path, sizeof path, "%s/dumpjob.r0.c77.f64", dir);
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
   double v[7];
-  assert_int_equal(fread(v, sizeof(double), 7, f), 6);
-  fclose(f);
+  assert_int_equal(dump_read(dir, "dumpjob.r0.c77", v, 7), 6);
   assert_true(v[4] == 5.0 && v[0] == 0.0);
+  char path[512];
   /* beside the values: the flags and the .fid line, which names the scale
    * (the quantum for lactl compact --quantum) */
   char line[256] = "";
   snprintf(path, sizeof path, "%s/dumpjob.r0.c77.fid", dir);
-  f = fopen(path, "r");
+  FILE *f = fopen(path, "r");
   assert_non_null(f);
   assert_non_null(fgets(line, sizeof line, f));
   fclose(f);
   assert_non_null(strstr(line, " scale=1\n"));
-  static const char *const ext[] = {"f64", "flags", "fid"};
-  for (size_t i = 0; i < 3; i++) {
-    snprintf(path, sizeof path, "%s/dumpjob.r0.c77.%s", dir, ext[i]);
-    assert_int_equal(unlink(path), 0);
+  dump_remove(dir, "dumpjob.r0.c77");
+  assert_int_equal(rmdir(dir), 0);
+}
+
+/* LA_DUMP_RAW of cycles of piece records and row values, with a cell
+ * value (the agent spreads the pieces over the cells it reads) and without
+ * (libla says no cell was written: the agent spreads them without reading
+ * the cells) (layout 6): the files hold what the agent stored, bit for
+ * bit. */
+static void test_dump_raw_pieces(void **state) {
+  char dir[256];
+  dump_dir(dir);
+  setenv("LA_APP_ID", "dumppieces", 1);
+  use_counting_probe();
+  int rc = LA_registerGrid("unit", 0, 1, 4, 3, 2);
+  unsetenv("LA_DUMP_RAW");
+  unsetenv("LA_APP_ID");
+  assert_int_equal(rc, 0);
+  for (int c = 0; c < 2; c++) {
+    assert_int_equal(LA_startBox(1, 1, 0, 3, 2, 2), 0); /* 12 cells */
+    assert_int_equal(LA_stopBox(1, 1, 0, 3, 2, 2), 0);
+    assert_int_equal(LA_startRange(3, 7), 0);
+    assert_int_equal(LA_stopRange(3, 7), 0);
+    assert_int_equal(LA_startRow(1, 1), 0);
+    assert_int_equal(LA_stopRow(1, 1), 0);
+    if (c == 0) {
+      assert_int_equal(LA_startProbe(6), 0);
+      assert_int_equal(LA_stopProbe(6), 0);
+    }
+    assert_int_equal(LA_dataXferTagged(5 + (uint64_t)c), 0);
+  }
+  assert_int_equal(la_ta_wait_traces(&agent, 2, WAIT_MS), 0);
+  for (int c = 0; c < 2; c++) {
+    char stem[64];
+    snprintf(stem, sizeof stem, "dumppieces.r0.c%d", 5 + c);
+    double v[25];
+    assert_int_equal(dump_read(dir, stem, v, 25), 24);
+    const cycle_t *cy = cycle_of("dumppieces", (size_t)c);
+    assert_int_equal(cy->n, 24);
+    for (int e = 0; e < 24; e++)
+      if (v[e] != cy->values[e] ||
+          !(v[e] > 0) != (e < 3 || (e >= 12 && e < 16) || e == 20))
+        fail_msg("cycle %d cell %d: dumped %.17g, stored %.17g", c, e, v[e],
+                 cy->values[e]);
+    assert_true(c == 0 ? v[6] > 7.0 : v[6] < 7.0); /* the cell probe's 7 */
+    dump_remove(dir, stem);
   }
   assert_int_equal(rmdir(dir), 0);
+  assert_int_equal(LA_finalize(), 0);
 }
 
 static void test_grid_overflow_refused(void **state) {
@@ -1974,7 +2196,11 @@ int main(void) {
       T(test_profiled_copy_after_agent_lost),
       P(test_profiled_copy_in_skipped_cycles),
       T(test_rows_and_boxes_spread_evenly),
+      T(test_rows_and_boxes_rows_only),
       T(test_rows_and_boxes_spread_by_libla),
+      T(test_full_piece_table_falls_back),
+      T(test_lying_piece_records_refused),
+      T(test_dump_raw_pieces),
       T(test_rows_need_a_grid),
       T(test_rows_in_profiled_sweeps),
       T(test_cycles_say_whether_cells_were_written),

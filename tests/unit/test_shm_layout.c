@@ -398,7 +398,7 @@ static void test_weights_area_layout(void **state) {
   h->segment_size = big;
   assert_null(la_shm_header_check(h, big, n, k, NONCE));
   expect_refused(h, big - 64, n, k, NONCE, "segment size");
-  h->features = 4;
+  h->features = 8;
   expect_refused(h, big, n, k, NONCE, "feature");
   free(h);
   /* the area starts after the last buffer, its slots inside the segment */
@@ -492,6 +492,52 @@ static void test_rows_layout(void **state) {
   free(h);
 }
 
+/* Layout 6's piece area: its size (records derived from the elements,
+ * bounded), where buffer i's table lies (after the weights area, inside
+ * the segment), and the versions and sizes the check takes. */
+static void test_pieces_layout(void **state) {
+  assert_int_equal(sizeof(la_shm_piece_t), 32);
+  assert_int_equal(la_shm_pieces_count(1), LA_SHM_PIECES_MIN);
+  assert_int_equal(la_shm_pieces_count(64 * 64), 64);
+  assert_int_equal(la_shm_pieces_count(64 * 64 + 1), 128);
+  assert_int_equal(la_shm_pieces_count(1ULL << 32), LA_SHM_PIECES_MAX);
+  const uint64_t n = 24 * 1000, grid_rows = 1000;
+  const uint32_t k = 2, ch = 1;
+  uint64_t base = la_shm_segment_size_r(n, k, ch, grid_rows) +
+                  la_shm_weights_bytes(n);
+  uint64_t size = base + la_shm_pieces_bytes(n, k);
+  assert_int_equal(la_shm_pieces_bytes(n, k), 2 * (64 + 512 * 32));
+  char *seg = aligned_alloc(LA_SHM_ALIGN, size);
+  assert_non_null(seg);
+  memset(seg, 0, size);
+  la_shm_header_t *h = (la_shm_header_t *)seg;
+  fill_header(h, n, k, size);
+  h->magic = LA_SHM_MAGIC;
+  h->version = 6;
+  h->features = LA_SHM_FEAT_WEIGHTS | LA_SHM_FEAT_ROWS | LA_SHM_FEAT_PIECES;
+  h->buffer_stride = la_shm_buffer_stride_r(n, ch, grid_rows);
+  assert_int_equal((char *)la_shm_pieces_head(seg, n, k, ch, grid_rows, 0) -
+                       seg,
+                   base);
+  assert_int_equal((char *)la_shm_pieces_head(seg, n, k, ch, grid_rows, 1) -
+                       seg,
+                   base + la_shm_pieces_stride(n));
+  assert_null(la_shm_header_check_r(h, size, n, k, ch, grid_rows, NONCE));
+  const char *why =
+      la_shm_header_check_r(h, size - 32, n, k, ch, grid_rows, NONCE);
+  assert_non_null(why); /* a segment smaller than its piece tables */
+  assert_non_null(strstr(why, "segment size"));
+  h->version = 5; /* pieces only from version 6 */
+  why = la_shm_header_check_r(h, size, n, k, ch, grid_rows, NONCE);
+  assert_non_null(why);
+  assert_non_null(strstr(why, "older than version 6"));
+  h->version = 6; /* a version-6 header without the table: layout 5's */
+  h->features = LA_SHM_FEAT_WEIGHTS | LA_SHM_FEAT_ROWS;
+  h->segment_size = base;
+  assert_null(la_shm_header_check_r(h, base, n, k, ch, grid_rows, NONCE));
+  free(seg);
+}
+
 static int ipc_setup(void **state) {
   memset(&g_ipc, 0, sizeof g_ipc);
   g_ipc.shm_id = g_ipc.sem_id = -1;
@@ -509,9 +555,12 @@ static void test_libla_segment_passes_check(void **state) {
   struct shmid_ds ds;
   assert_int_equal(shmctl(g_ipc.shm_id, IPC_STAT, &ds), 0);
   assert_int_equal(ds.shm_perm.mode & 0777, 0600);
-  /* layout 4: the buffers, then the weights area (LA_weights) */
-  assert_int_equal(ds.shm_segsz,
-                   la_shm_segment_size(1000, 3) + la_shm_weights_bytes(1000));
+  /* layout 6: the buffers, then the weights area (LA_weights), then the
+   * piece tables */
+  assert_int_equal(ds.shm_segsz, la_shm_segment_size(1000, 3) +
+                                      la_shm_weights_bytes(1000) +
+                                      la_shm_pieces_bytes(1000, 3));
+  assert_int_equal(g_ipc.n_pieces, 64);
   assert_int_equal(ds.shm_cpid, getpid());
   la_shm_header_t *h = g_ipc.hdr;
   assert_int_equal((uintptr_t)h % LA_SHM_ALIGN, 0);
@@ -651,6 +700,7 @@ int main(void) {
     cmocka_unit_test(test_check_segment_smaller_than_header),
     cmocka_unit_test(test_weights_area_layout),
     cmocka_unit_test(test_rows_layout),
+    cmocka_unit_test(test_pieces_layout),
     cmocka_unit_test_setup_teardown(test_libla_segment_passes_check,
                                     ipc_setup, ipc_teardown),
     cmocka_unit_test_setup_teardown(test_libla_rejects_bad_sizes, ipc_setup,
