@@ -1056,6 +1056,52 @@ static void test_wait_policy_times_out(void **state) {
   assert_int_equal(LA_getStat(LA_STAT_REGISTERED), 1);
 }
 
+/* The helper of test_wait_takes_first_back: once the application blocks
+ * on a semaphore of sem_id (GETNCNT) with the agent holding its 3 cycles,
+ * the agent gives back only the last cycle's buffer. */
+typedef struct {
+  int sem_id, rc;
+} first_back_t;
+
+static void *give_back_last(void *arg) {
+  first_back_t *f = arg;
+  f->rc = la_test_peer_wait_cycles(peer, 3, 20000);
+  for (long long end = la_td_now_ms() + 20000; f->rc == 0;
+       la_td_nap_ms(1)) {
+    int blocked = 0;
+    for (int b = 0; b < 3; b++) blocked += semctl(f->sem_id, b, GETNCNT) > 0;
+    if (blocked) break;
+    if (la_td_now_ms() > end) f->rc = -1;
+  }
+  if (f->rc == 0) f->rc = la_test_peer_release_last_wait(peer, 20000);
+  return NULL;
+}
+
+/* An agent that gives back a later cycle's buffer first (it was behind
+ * on that cycle: agent.max_backlog) while an earlier one stays queued for
+ * compaction: the waiting application takes that buffer, not waiting for
+ * the one in turn (which this agent never gives back: the cycle would be
+ * skipped after LA_WAIT_TIMEOUT_MS). */
+static void test_wait_takes_first_back(void **state) {
+  use_counting_probe();
+  la_test_peer_set_hold_ms(peer, -1); /* held until told */
+  setenv("LA_WAIT_TIMEOUT_MS", "20000", 1);
+  LA_setBuffers(3);
+  int before[256], nb = la_test_sem_ids(before, 256);
+  assert_int_equal(LA_register("unit", 0, 1, 8), 0);
+  unsetenv("LA_WAIT_TIMEOUT_MS");
+  first_back_t f = {.sem_id = new_sem_id(before, nb), .rc = 0};
+  assert_true(f.sem_id >= 0);
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, give_back_last, &f), 0);
+  for (int c = 0; c < 3; c++) assert_int_equal(LA_dataXfer(), 0);
+  pthread_join(th, NULL);
+  assert_int_equal(f.rc, 0);
+  assert_int_equal(LA_getStat(LA_STAT_WAITS), 1);
+  assert_int_equal(LA_getStat(LA_STAT_SKIPPED), 0);
+  assert_int_equal(la_test_peer_release_all_wait(peer, 5000), 0);
+}
+
 static void test_agent_dies_mid_run(void **state) {
   use_counting_probe();
   int before[256], nb = la_test_sem_ids(before, 256);
@@ -1993,6 +2039,7 @@ int main(void) {
       P(test_skip_policy),
       P(test_wait_policy),
       P(test_wait_policy_times_out),
+      P(test_wait_takes_first_back),
       T(test_agent_dies_mid_run),
       T(test_cycles_counted_when_agent_lost),
       T(test_registers_again_after_agent_restart),
