@@ -237,7 +237,8 @@ void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i) {
 }
 
 int la_app_ipc_take_blocks(la_app_ipc_t *ipc, uint32_t i, uint64_t k,
-                           double *blocks, la_shm_bufmeta_t *meta) {
+                           double *blocks, double *ch_blocks,
+                           la_shm_bufmeta_t *meta) {
   uint64_t n = ipc->n_elements;
   if (!ipc->hdr || i >= ipc->n_buffers || k == 0 || n % k) return LA_EINVAL;
   memcpy(meta, (const void *)&ipc->hdr->buf[i], sizeof *meta);
@@ -250,7 +251,9 @@ int la_app_ipc_take_blocks(la_app_ipc_t *ipc, uint32_t i, uint64_t k,
     return LA_EPROTO;
   }
   uint64_t nb = n / k;
+  uint32_t nc = ch_blocks && ipc->n_channels > 1 ? ipc->n_channels : 0;
   memset(blocks, 0, nb * sizeof *blocks);
+  if (nc) memset(ch_blocks, 0, nc * nb * sizeof *ch_blocks);
   int cells = !(ipc->n_rows && meta->cells == LA_SHM_CELLS_NONE);
   double *v = la__values(ipc, i);
   for (uint32_t c = 0; cells && c < ipc->n_channels; c++) {
@@ -266,10 +269,13 @@ int la_app_ipc_take_blocks(la_app_ipc_t *ipc, uint32_t i, uint64_t k,
       }
       for (; e < k; e++) s0 += p[e];
       memset(p, 0, k * sizeof *p);
-      blocks[b] += (s0 + s1) + (s2 + s3);
+      double sum = (s0 + s1) + (s2 + s3);
+      blocks[b] += sum;
+      if (nc) ch_blocks[c * nb + b] = sum;
     }
   }
-  if (ipc->n_rows) { /* each row's share of the blocks its cells are in */
+  if (ipc->n_rows) { /* each row's share of the blocks its cells are in
+                        (channel 0's: libla adds row values there) */
     double *r = la__rows(ipc, i);
     uint64_t nx = n / ipc->n_rows;
     for (uint64_t row = 0; row < ipc->n_rows; row++) {
@@ -277,12 +283,14 @@ int la_app_ipc_take_blocks(la_app_ipc_t *ipc, uint32_t i, uint64_t k,
       for (uint64_t e = row * nx, end = e + nx; e < end;) {
         uint64_t b = e / k, stop = (b + 1) * k < end ? (b + 1) * k : end;
         blocks[b] += share * (double)(stop - e);
+        if (nc) ch_blocks[b] += share * (double)(stop - e);
         e = stop;
       }
     }
     memset(r, 0, ipc->n_rows * sizeof *r);
   }
   for (uint64_t b = 0; b < nb; b++) blocks[b] *= scale;
+  for (uint64_t b = 0; b < (uint64_t)nc * nb; b++) ch_blocks[b] *= scale;
   return 0;
 }
 

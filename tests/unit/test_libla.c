@@ -799,10 +799,18 @@ static void expect_coarse_shown(const char *app) {
  * store holds each cycle as a trace or as missing because the agent was
  * behind, some of each; with coarse (the default) every cycle as a trace,
  * some of them coarse with the reason (coarse table, cycles_coarse), each
- * with the very total of a full one. */
-static void expect_flood(const char *app, int cyc, int coarse) {
+ * with the very total of a full one. With nch channels (> 1; channel c
+ * probes every (c + 1)-th range, so their totals differ), every trace,
+ * coarse or full, carries each channel's series, each channel with the
+ * same total in every cycle. */
+static void expect_flood(const char *app, int cyc, int coarse, int nch) {
   enum { NE = 1000000 };
   use_counting_probe();
+  for (int ch = 0; nch > 1 && ch < nch; ch++) {
+    char name[16];
+    snprintf(name, sizeof name, "k%d", ch);
+    assert_int_equal(LA_channel(name), ch);
+  }
   setenv("LA_APP_ID", app, 1);
   int rc = LA_register("unit", 0, 1, NE);
   unsetenv("LA_APP_ID");
@@ -810,17 +818,23 @@ static void expect_flood(const char *app, int cyc, int coarse) {
   volatile double sink = 0;
   for (int c = 0; c < cyc; c++) {
     for (long r = 0; r < 1000; r++) {
-      assert_int_equal(LA_startRange(r * 1000, 1000), 0);
-      for (long w = 0; w < 2000 + (r + c) % 7 * 100; w++) sink += (double)w;
-      assert_int_equal(LA_stopRange(r * 1000, 1000), 0);
+      for (int ch = 0; ch < nch; ch++) {
+        if (r % (ch + 1)) continue;
+        assert_int_equal(LA_startRangeC(ch, r * 1000, 1000), 0);
+        for (long w = 0; w < 2000 + (r + c) % 7 * 100; w++) sink += (double)w;
+        assert_int_equal(LA_stopRangeC(ch, r * 1000, 1000), 0);
+      }
     }
     assert_int_equal(LA_dataXfer(), 0);
   }
   long long waits = LA_getStat(LA_STAT_WAITS);
   assert_int_equal(LA_getStat(LA_STAT_SKIPPED), 0);
-  /* every notification taken: the agent's count is final */
+  /* every notification taken and every cycle it was behind on done (on
+   * the agent's lane, after the notification): the agent's count is
+   * final */
   for (long long end = la_td_now_ms() + 60000;
-       la_ta_local_stat(&agent, "cycles_received") < cyc &&
+       (la_ta_local_stat(&agent, "cycles_received") < cyc ||
+        la_ta_local_stat(&agent, "jobs_in_flight") != 0) &&
        la_td_now_ms() < end;
        la_td_nap_ms(20)) {
   }
@@ -851,6 +865,28 @@ static void expect_flood(const char *app, int cyc, int coarse) {
            "abs(t.stat_sum - m) > 1e-9 * m)",
            app, app);
   assert_int_equal(la_ta_sql_int(&agent, sql), 0);
+  for (int ch = 0; nch > 1 && ch < nch; ch++) {
+    /* channel ch in every trace, with one total (the first trace's) */
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM channel_traces WHERE app_id = '%s' AND "
+             "channel = %d",
+             app, ch);
+    assert_int_equal(la_ta_sql_int(&agent, sql), stored);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM channel_traces c, (SELECT max(stat_sum) "
+             "AS m FROM channel_traces WHERE app_id = '%s' AND channel = %d) "
+             "WHERE c.app_id = '%s' AND c.channel = %d AND (m <= 0 OR "
+             "abs(c.stat_sum - m) > 1e-9 * m)",
+             app, ch, app, ch);
+    assert_int_equal(la_ta_sql_int(&agent, sql), 0);
+  }
+  if (nch > 1) { /* the channels' totals differ: each its own series */
+    snprintf(sql, sizeof sql,
+             "SELECT count(DISTINCT round(stat_sum)) FROM channel_traces "
+             "WHERE app_id = '%s'",
+             app);
+    assert_int_equal(la_ta_sql_int(&agent, sql), nch);
+  }
   if (coarse) expect_coarse_shown(app);
 }
 
@@ -861,7 +897,7 @@ static void expect_flood(const char *app, int cyc, int coarse) {
 static void test_backlog_drops_not_waits(void **state) {
   /* the app's, one held, notifications on their way */
   LA_setBuffers(6);
-  expect_flood("unit-backlog", 30, 0);
+  expect_flood("unit-backlog", 30, 0, 1);
 }
 
 /* Row-probed cycles handed over faster than the agent takes them
@@ -913,7 +949,14 @@ static void test_dropped_row_cycles_zeroed(void **state) {
  * core to spare), and every cycle is stored, those the agent was behind
  * on coarse, marked with the reason and with their exact totals. */
 static void test_defaults_never_wait(void **state) {
-  expect_flood("unit-nowait", 40, 1);
+  expect_flood("unit-nowait", 40, 1, 1);
+}
+
+/* The same with two channels: the cycles the agent was behind on are
+ * stored coarse with each channel's block sums too, so every cycle, coarse
+ * or full, has each channel's exact total. */
+static void test_defaults_never_wait_channels(void **state) {
+  expect_flood("unit-nowait-ch", 40, 1, 2);
 }
 
 static void test_wall_time_metric_in_ns(void **state) {
@@ -2027,6 +2070,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_backlog_drops_not_waits,
                                       setup_backlog, teardown),
       cmocka_unit_test_setup_teardown(test_defaults_never_wait,
+                                      setup_defaults, teardown),
+      cmocka_unit_test_setup_teardown(test_defaults_never_wait_channels,
                                       setup_defaults, teardown),
       cmocka_unit_test_setup_teardown(test_dropped_row_cycles_zeroed,
                                       setup_backlog, teardown),
