@@ -12,7 +12,7 @@
  * agent.max_backlog instead, e.g. to measure the agent's capacity with
  * every cycle compacted, and LA_BENCH_BEHIND=drop (or coarse, the
  * default) agent.behind: the cycles it was behind on stored coarse
- * (counted, with the loop thread's time per cell for them) or missing.
+ * (counted, with the lane thread's time per cell for them) or missing.
  * Three application loops, each in a fresh daemon, each repeated 3 times:
  *
  *   probe    every element probed per cycle (LA_startProbe/LA_stopProbe
@@ -39,7 +39,10 @@
  * clock ticks, over the same span plus the registration), how many times
  * the application waited for a buffer (LA_STAT_WAITS) and skipped cycles,
  * the daemon's compaction_ns_per_point from `lactl status`, the agent's CPU
- * per cell (its CPU per cycle over the 10^6 cells) and the bits per value of
+ * per cell (its CPU per cycle over the 10^6 cells), the CPU time of its loop
+ * thread (which takes the notifications: late, it makes the application
+ * wait) and of its lane thread (the cycles it is behind on: lane.h), each
+ * over the run, and the bits per value of
  * every encoding the traces carried (measured, robust, channels: what goes
  * on the wire and into the store). Medians of
  * the repetitions go to argv[1] (build/bench/localagent.json) and a table
@@ -47,6 +50,7 @@
  * (it then runs unprofiled) is reported as incomplete, with the log line.
  */
 #include "bench_args.h"
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -89,8 +93,11 @@ typedef struct {
   double cycles_per_s, cpu_ms_per_cycle, ns_per_point, app_ms_per_cycle;
   double bits_per_value; /* every encoding of the traces, per element */
   long waits, skipped, traces, behind;
+  double wait_ms; /* the application's time waiting for a buffer */
   long coarse;           /* of traces: coarse cycles (agent.behind) */
-  double coarse_ns_cell; /* their loop-thread time per cell */
+  double coarse_ns_cell; /* their time per cell (status coarse_seconds) */
+  double loop_ms;        /* the loop thread's CPU over the run */
+  double lane_ms;        /* the lane thread's ("la-lane"), 0 without one */
   char why[400];
 } run_t;
 
@@ -101,6 +108,39 @@ static uint64_t mono_ns(void) {
 }
 
 static volatile double sink;
+
+/* CPU seconds of the thread of pid named comm (the first), 0 without
+ * one. */
+static double thread_cpu_named(pid_t pid, const char *comm) {
+  char dir[64];
+  snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(dir);
+  double cpu = 0;
+  for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+    char path[400], name[64] = "";
+    snprintf(path, sizeof path, "%s/%s/comm", dir, e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    int got = fgets(name, sizeof name, f) != NULL;
+    fclose(f);
+    name[strcspn(name, "\n")] = '\0';
+    if (!got || strcmp(name, comm)) continue;
+    snprintf(path, sizeof path, "%s/%s/stat", dir, e->d_name);
+    unsigned long ut = 0, st = 0;
+    f = fopen(path, "r");
+    char line[1024];
+    if (f && fgets(line, sizeof line, f)) {
+      const char *q = strrchr(line, ')');
+      if (q && sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+                      &ut, &st) == 2)
+        cpu = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+    }
+    if (f) fclose(f);
+    break;
+  }
+  if (d) closedir(d);
+  return cpu;
+}
 
 /* The application: never returns. */
 static void app_main(const char *agent, int mode, int res, int go) {
@@ -225,6 +265,8 @@ static void run_once(int mode, const char *key, run_t *out) {
     goto done;
   }
   double cpu0 = la_td_cpu_seconds(la_td_pid(d));
+  double loop0 = la_td_main_thread_cpu_seconds(la_td_pid(d));
+  double lane0 = thread_cpu_named(la_td_pid(d), "la-lane");
   if (write(go[1], "g", 1) != 1) goto done;
   if (read_report(res[0], &r, WAIT_MS) != 0) {
     snprintf(out->why, sizeof out->why, "the application did not finish");
@@ -247,6 +289,8 @@ static void run_once(int mode, const char *key, run_t *out) {
   uint64_t t_end = mono_ns();
   out->behind = (long)la_test_global_count(g, LA_TG_MISSING);
   double cpu1 = la_td_cpu_seconds(la_td_pid(d));
+  out->loop_ms = (la_td_main_thread_cpu_seconds(la_td_pid(d)) - loop0) * 1e3;
+  out->lane_ms = (thread_cpu_named(la_td_pid(d), "la-lane") - lane0) * 1e3;
   out->traces = (long)la_test_global_ntraces(g);
   uint64_t wire = 0;
   for (long i = 0; i < out->traces; i++)
@@ -266,6 +310,7 @@ static void run_once(int mode, const char *key, run_t *out) {
   out->app_ms_per_cycle =
       (double)(r.t_last - r.t_first) / 1e6 / (double)(CYCLES - 1);
   out->waits = r.waits;
+  out->wait_ms = r.wait_ms;
   out->skipped = r.skipped;
   out->ok = !r.lost && arrived && r.profiled == CYCLES &&
             out->traces + out->behind == CYCLES;
@@ -303,13 +348,15 @@ static double median(double *v, int n) {
 typedef struct {
   int complete; /* every repetition complete */
   double cps, cpu, waits, skipped, nspp, app_ms, bits, behind;
-  double coarse, coarse_ns; /* coarse cycles, their loop ns per cell */
+  double coarse, coarse_ns; /* coarse cycles, their ns per cell */
+  double loop_ms, lane_ms;  /* loop and lane threads' CPU per run */
   char why[400];
 } summary_t;
 
 static void summarize(const run_t *runs, int n, summary_t *s) {
   double a[REPEATS], b[REPEATS], c[REPEATS], d[REPEATS], e[REPEATS], f[REPEATS],
-      g[REPEATS], h[REPEATS], x[REPEATS], y[REPEATS];
+      g[REPEATS], h[REPEATS], x[REPEATS], y[REPEATS], lo[REPEATS],
+      la[REPEATS];
   int k = 0;
   memset(s, 0, sizeof *s);
   s->complete = 1;
@@ -329,6 +376,8 @@ static void summarize(const run_t *runs, int n, summary_t *s) {
     h[k] = (double)runs[i].behind;
     x[k] = (double)runs[i].coarse;
     y[k] = runs[i].coarse_ns_cell;
+    lo[k] = runs[i].loop_ms;
+    la[k] = runs[i].lane_ms;
     k++;
   }
   if (k == 0) return;
@@ -342,6 +391,8 @@ static void summarize(const run_t *runs, int n, summary_t *s) {
   s->behind = median(h, k);
   s->coarse = median(x, k);
   s->coarse_ns = median(y, k);
+  s->loop_ms = median(lo, k);
+  s->lane_ms = median(la, k);
 }
 
 static void json_str(FILE *f, const char *s) {
@@ -366,10 +417,11 @@ static void json_fields(FILE *f, const summary_t *s, int ok_runs) {
             "\"app_waits\": %.0f, \"skipped\": %.0f, \"ns_per_point\": %.3f, "
             "\"app_ms_per_cycle\": %.3f, \"agent_cpu_ns_per_cell\": %.2f, "
             "\"bits_per_value\": %.3f, \"behind\": %.0f, \"coarse\": %.0f, "
-            "\"coarse_ns_per_cell\": %.3f",
+            "\"coarse_ns_per_cell\": %.3f, \"loop_cpu_ms\": %.0f, "
+            "\"lane_cpu_ms\": %.0f",
             s->cps, s->cpu, s->waits, s->skipped, s->nspp, s->app_ms,
             s->cpu * 1e6 / (double)N_ELEMENTS, s->bits, s->behind, s->coarse,
-            s->coarse_ns);
+            s->coarse_ns, s->loop_ms, s->lane_ms);
   else
     fprintf(f,
             "\"cycles_per_s\": null, \"agent_cpu_ms_per_cycle\": null, "
@@ -410,13 +462,15 @@ int main(int argc, char **argv) {
       ok_runs[m] += runs[m][i].ok;
       printf(
           "  %-7s run %d: %s %7.2f cycles/s, agent %6.2f ms CPU/cycle, "
-          "app %6.2f ms/cycle, %ld waits, %ld skipped, %ld behind, "
-          "%ld coarse (%.2f ns/cell), %.2f ns/point, %.2f bits/value%s%s\n",
+          "app %6.2f ms/cycle, %ld waits (%.1f ms), %ld skipped, %ld behind, "
+          "%ld coarse (%.2f ns/cell), loop %.0f ms CPU, lane %.0f ms CPU, "
+          "%.2f ns/point, %.2f bits/value%s%s\n",
           mode_name[m], i + 1, runs[m][i].ok ? "  " : "!!",
           runs[m][i].cycles_per_s, runs[m][i].cpu_ms_per_cycle,
-          runs[m][i].app_ms_per_cycle, runs[m][i].waits, runs[m][i].skipped,
+          runs[m][i].app_ms_per_cycle, runs[m][i].waits, runs[m][i].wait_ms,
+          runs[m][i].skipped,
           runs[m][i].behind, runs[m][i].coarse, runs[m][i].coarse_ns_cell,
-          runs[m][i].ns_per_point, runs[m][i].bits_per_value,
+          runs[m][i].loop_ms, runs[m][i].lane_ms, runs[m][i].ns_per_point, runs[m][i].bits_per_value,
           runs[m][i].ok ? "" : "\n          incomplete: ",
           runs[m][i].ok ? "" : runs[m][i].why);
       fflush(stdout);
@@ -437,14 +491,20 @@ int main(int argc, char **argv) {
   printf("  %-34s %12s %12s %12s\n", "", "probe", "ranges", "boxes");
   printf("  %-34s %12s %12s %12s\n", "(application loop)", "every elem.",
          "1000 ranges", "1000 boxes");
-  const char *labels[] = {
-      "cycles/s stored through the agent", "agent CPU ms per stored cycle",
-      "application waits",                 "skipped cycles",
-      "compaction ns/point",               "application ms per cycle",
-      "agent CPU ns per cell",             "bits per value (all encodings)",
-      "cycles missing: agent behind",      "of stored: coarse (agent.behind)",
-      "coarse: loop ns per cell"};
-  for (int l = 0; l < 11; l++) {
+  const char *labels[] = {"cycles/s stored through the agent",
+                          "agent CPU ms per stored cycle",
+                          "application waits",
+                          "skipped cycles",
+                          "compaction ns/point",
+                          "application ms per cycle",
+                          "agent CPU ns per cell",
+                          "bits per value (all encodings)",
+                          "cycles missing: agent behind",
+                          "of stored: coarse (agent.behind)",
+                          "coarse: lane ns per cell",
+                          "loop thread CPU ms (100 cycles)",
+                          "lane thread CPU ms (100 cycles)"};
+  for (int l = 0; l < 13; l++) {
     printf("  %-34s", labels[l]);
     for (int m = 0; m < N_MODES; m++) {
       double v[] = {sum[m].cps,
@@ -457,11 +517,14 @@ int main(int argc, char **argv) {
                     sum[m].bits,
                     sum[m].behind,
                     sum[m].coarse,
-                    sum[m].coarse_ns};
+                    sum[m].coarse_ns,
+                    sum[m].loop_ms,
+                    sum[m].lane_ms};
       if (ok_runs[m] == 0)
         printf(" %12s", "n/a");
       else
-        printf(" %12.*f", l == 2 || l == 3 || l == 8 || l == 9 ? 0 : 2, v[l]);
+        printf(" %12.*f", l == 2 || l == 3 || (l >= 8 && l != 10) ? 0 : 2,
+               v[l]);
     }
     printf("\n");
   }

@@ -56,7 +56,7 @@ int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
       return la__error(LA_ENOMEM, "LA_DUMP_RAW: %zu bytes", bytes);
     memcpy(folded, values, bytes);
     la_shm_pieces_fold(ph, ipc->n_pieces, folded, n, n_channels,
-                       grid, NULL, 0, 0, NULL);
+                       grid, NULL, NULL, 0, 0, NULL);
     values = folded;
   }
   const double *rows = la__ipc_rows(ipc, buf);

@@ -246,14 +246,10 @@ int la__ipc_handover(la__ipc_t *ipc) {
   return 0;
 }
 
-int la__ipc_acquire(la__ipc_t *ipc, uint32_t *buf, int timeout_ms,
-                    int (*alive)(void *), void *arg, int *waited,
-                    uint64_t *wait_ns) {
-  uint32_t i = *buf;
+/* Takes the first buffer free from i on (in turn, then after it), without
+ * waiting: 0 with *buf set, 1 when none is free, or the error. */
+static int la__ipc_try(la__ipc_t *ipc, uint32_t i, uint32_t *buf) {
   struct sembuf op = {.sem_op = -1, .sem_flg = IPC_NOWAIT};
-  *waited = 0;
-  /* the next buffer in turn, else any free one after it: the agent takes
-   * cycles in the order they are handed over, whatever their buffers */
   for (uint32_t k = 0; k < ipc->n_buffers; k++) {
     op.sem_num = (unsigned short)((i + k) % ipc->n_buffers);
     for (;;) {
@@ -268,15 +264,32 @@ int la__ipc_acquire(la__ipc_t *ipc, uint32_t *buf, int timeout_ms,
       return la__error(LA_EIPC, "semop: %s", strerror(errno));
     }
   }
-  op.sem_num = (unsigned short)i;
+  return 1;
+}
+
+int la__ipc_acquire(la__ipc_t *ipc, uint32_t *buf, int timeout_ms,
+                    int (*alive)(void *), void *arg, int *waited,
+                    uint64_t *wait_ns) {
+  uint32_t i = *buf;
+  *waited = 0;
+  /* the next buffer in turn, else any free one after it: the agent takes
+   * cycles in the order they are handed over, whatever their buffers */
+  int rc = la__ipc_try(ipc, i, buf);
+  if (rc != 1) return rc;
   if (timeout_ms == 0) return LA_ESKIPPED;
   *waited = 1;
-  uint64_t t0 = la_mono_ns();
+  uint64_t t0 = la_mono_ns(), checked = t0;
   uint64_t limit = (uint64_t)timeout_ms * 1000000u;
-  op.sem_flg = 0;
+  struct sembuf op = {.sem_num = (unsigned short)i, .sem_op = -1};
   for (;;) {
-    struct timespec slice = {0, 50 * 1000000}; /* check the agent every 50ms */
+    /* Blocked on the buffer in turn, but in slices of 1 ms, trying every
+     * buffer between them: whichever the agent gives back first is taken.
+     * The one in turn may be held for a whole compaction (queued behind
+     * another) while the agent hands back a later one at once (a cycle
+     * it was behind on: agent.max_backlog). */
+    struct timespec slice = {0, 1000000};
     if (semtimedop(ipc->sem_id, &op, 1, &slice) == 0) {
+      *buf = i;
       *wait_ns += la_mono_ns() - t0;
       return 0;
     }
@@ -289,12 +302,21 @@ int la__ipc_acquire(la__ipc_t *ipc, uint32_t *buf, int timeout_ms,
       *wait_ns += la_mono_ns() - t0;
       return la__error(LA_EIPC, "semtimedop: %s", strerror(e));
     }
-    int gone = alive ? alive(arg) : 0;
-    if (gone) { /* LA_EAGENTLOST, or LA_EREFUSED (for good) */
+    rc = la__ipc_try(ipc, i, buf);
+    if (rc != 1) {
       *wait_ns += la_mono_ns() - t0;
-      return gone == LA_EREFUSED ? LA_EREFUSED : LA_EAGENTLOST;
+      return rc;
     }
-    if (la_mono_ns() - t0 >= limit) {
+    uint64_t now = la_mono_ns();
+    if (now - checked >= 50 * 1000000u) { /* the agent, every 50 ms */
+      checked = now;
+      int gone = alive ? alive(arg) : 0;
+      if (gone) { /* LA_EAGENTLOST, or LA_EREFUSED (for good) */
+        *wait_ns += la_mono_ns() - t0;
+        return gone == LA_EREFUSED ? LA_EREFUSED : LA_EAGENTLOST;
+      }
+    }
+    if (now - t0 >= limit) {
       *wait_ns += la_mono_ns() - t0;
       la__error(LA_ESKIPPED, "no buffer back from the agent within %d ms",
                 timeout_ms);

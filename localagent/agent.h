@@ -7,7 +7,8 @@
  *   listener.c  accepts connections, admission (connection cap)
  *   session.c   one connection: framing, registration (RegService),
  *               data-ready (DXService), status queries, close and cleanup
- *   worker.c    thread-pool jobs: read a buffer, give it back, compact it
+ *   worker.c    thread-pool jobs: read a buffer, give it back, compact it;
+ *               the cycles beyond max_backlog on the lane (lane.c)
  *   metrics.c   the metrics endpoint (metrics.listen): control.c's report
  *               rendered on a timer, served by an HTTP thread that sees
  *               only the rendered text (daemon/la_metrics.h)
@@ -18,9 +19,10 @@
  *               (unit-tested alone)
  * The one way back up is la_agent_events_t: session.c, worker.c and
  * uplink.c report progress through it (la_agent_progress) to main.c.
- * Everything runs on the loop thread except worker.c's work callback, which
- * touches only its job, the application's buffer and the log (outq.c's
- * appends are thread-safe; la_uplink_log is the entry point).
+ * Everything runs on the loop thread except worker.c's work callbacks (on
+ * the pool and on the lane's thread), which touch only their job, the
+ * application's buffer and the log (outq.c's appends are thread-safe;
+ * la_uplink_log is the entry point).
  */
 #ifndef LA_LOCALAGENT_AGENT_H
 #define LA_LOCALAGENT_AGENT_H
@@ -64,7 +66,7 @@ typedef struct la_agent_stats {
   uint64_t cycles_received, cycles_compacted, cycles_dropped;
   uint64_t cycles_behind; /* of cycles_dropped: beyond agent.max_backlog */
   uint64_t cycles_coarse; /* beyond agent.max_backlog, taken coarsely */
-  uint64_t coarse_ns;     /* their time on the loop thread, taken to sent */
+  uint64_t coarse_ns;     /* their time on the lane thread, taken to sent */
   uint64_t robust_coarse; /* cycles with robust weights most of which the
                              timer did not resolve (weights.h) */
   uint64_t points, compact_ns, bytes_out;
@@ -88,6 +90,7 @@ struct la_agent {
   uv_signal_t sigs[3]; /* SIGTERM, SIGINT, SIGHUP */
   uv_timer_t drain_timer;
   struct la_syncer *syncer;    /* la_outq_sync every spool_fsync_interval */
+  struct la_lane *lane;        /* cycles beyond max_backlog (worker.c) */
   struct la_session *sessions; /* doubly linked */
   int n_conns, n_apps, jobs_in_flight;
   uint64_t ids_bytes; /* element ids held for sessions (max_ids_memory) */

@@ -201,12 +201,13 @@ static void la__zero_pieces(la_app_ipc_t *ipc, uint32_t i) {
 
 /* Spreads buffer i's piece records over its cells (la_shm_pieces_fold:
  * into cells, n_channels x n_elements values, or NULL for the buffer's
- * own; with blocks, over the sums of blocks of k cells instead) and
- * zeroes the table, when a record was claimed. Returns the records
- * refused (the first reason logged once per registration) and adds the
- * probes libla spread itself (the table full) to pieces_spilled. */
+ * own; with blocks, over the sums of blocks of k cells instead, and with
+ * ch_blocks over each channel's block sums too) and zeroes the table,
+ * when a record was claimed. Returns the records refused (the first
+ * reason logged once per registration) and adds the probes libla spread
+ * itself (the table full) to pieces_spilled. */
 static uint64_t la__fold_pieces(la_app_ipc_t *ipc, uint32_t i, double *cells,
-                                double *blocks, uint64_t k) {
+                                double *blocks, double *ch_blocks, uint64_t k) {
   if (!la__pieces_claimed(ipc, i)) return 0;
   la_shm_pieces_head_t *h = la__pieces(ipc, i);
   uint64_t spilled = __atomic_load_n(&h->spilled, __ATOMIC_RELAXED);
@@ -215,7 +216,7 @@ static uint64_t la__fold_pieces(la_app_ipc_t *ipc, uint32_t i, double *cells,
                                     cells ? cells : la__values(ipc, i),
                                     ipc->n_elements, ipc->n_channels,
                                     ipc->grid[0] ? ipc->grid : NULL, blocks,
-                                    k, 1, &why);
+                                    ch_blocks, k, 1, &why);
   if (spilled && __atomic_fetch_add(&ipc->pieces_spilled, spilled,
                                     __ATOMIC_RELAXED) == 0)
     la_log_info("application pid %d: its piece table was full, %llu box or "
@@ -296,7 +297,8 @@ void la_app_ipc_discard(la_app_ipc_t *ipc, uint32_t i) {
 }
 
 int la_app_ipc_take_blocks(la_app_ipc_t *ipc, uint32_t i, uint64_t k,
-                           double *blocks, la_shm_bufmeta_t *meta) {
+                           double *blocks, double *ch_blocks,
+                           la_shm_bufmeta_t *meta) {
   uint64_t n = ipc->n_elements;
   if (!ipc->hdr || i >= ipc->n_buffers || k == 0 || n % k) return LA_EINVAL;
   memcpy(meta, (const void *)&ipc->hdr->buf[i], sizeof *meta);
@@ -309,10 +311,12 @@ int la_app_ipc_take_blocks(la_app_ipc_t *ipc, uint32_t i, uint64_t k,
     return LA_EPROTO;
   }
   uint64_t nb = n / k;
+  uint32_t nc = ch_blocks && ipc->n_channels > 1 ? ipc->n_channels : 0;
   memset(blocks, 0, nb * sizeof *blocks);
+  if (nc) memset(ch_blocks, 0, nc * nb * sizeof *ch_blocks);
   int cells = !(ipc->n_rows && meta->cells == LA_SHM_CELLS_NONE);
   /* the pieces' shares go to the blocks, not through the cells */
-  meta->range_errors += la__fold_pieces(ipc, i, NULL, blocks, k);
+  meta->range_errors += la__fold_pieces(ipc, i, NULL, blocks, nc ? ch_blocks : NULL, k);
   double *v = la__values(ipc, i);
   for (uint32_t c = 0; cells && c < ipc->n_channels; c++) {
     double *vc = v + (uint64_t)c * n;
@@ -327,18 +331,24 @@ int la_app_ipc_take_blocks(la_app_ipc_t *ipc, uint32_t i, uint64_t k,
       }
       for (; e < k; e++) s0 += p[e];
       memset(p, 0, k * sizeof *p);
-      blocks[b] += (s0 + s1) + (s2 + s3);
+      double sum = (s0 + s1) + (s2 + s3);
+      blocks[b] += sum;
+      if (nc) ch_blocks[c * nb + b] += sum;
     }
   }
-  if (ipc->n_rows) { /* each row's share of the blocks its cells are in */
+  if (ipc->n_rows) { /* each row's share of the blocks its cells are in
+                        (channel 0's: libla adds row values there) */
     double *r = la__rows(ipc, i);
     uint64_t nx = n / ipc->n_rows;
-    for (uint64_t row = 0; row < ipc->n_rows; row++)
-      la_shm_spread_blocks(blocks, k, row * nx, nx,
-                           la_shm_row_share(r[row], nx));
+    for (uint64_t row = 0; row < ipc->n_rows; row++) {
+      double share = la_shm_row_share(r[row], nx);
+      la_shm_spread_blocks(blocks, k, row * nx, nx, share);
+      if (nc) la_shm_spread_blocks(ch_blocks, k, row * nx, nx, share);
+    }
     memset(r, 0, ipc->n_rows * sizeof *r);
   }
   for (uint64_t b = 0; b < nb; b++) blocks[b] *= scale;
+  for (uint64_t b = 0; b < (uint64_t)nc * nb; b++) ch_blocks[b] *= scale;
   return 0;
 }
 
@@ -392,12 +402,12 @@ int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out, double *sum,
      * are neither read nor zeroed; the pieces are spread into out and
      * the rows added as la__take_rows adds them to cells */
     memset(out, 0, ipc->n_elements * sizeof *out);
-    meta->range_errors += la__fold_pieces(ipc, i, out, NULL, 0);
+    meta->range_errors += la__fold_pieces(ipc, i, out, NULL, NULL, 0);
     la__take_rows(ipc, i, out, out, scale);
     memset(la__rows(ipc, i), 0, ipc->n_rows * sizeof(double));
     return 0;
   }
-  meta->range_errors += la__fold_pieces(ipc, i, NULL, NULL, 0);
+  meta->range_errors += la__fold_pieces(ipc, i, NULL, NULL, NULL, 0);
   if (sum && ipc->n_channels > 1) la__take_sum(ipc, i, sum, scale);
   uint64_t k0 = 0; /* values copied so far */
   int cells = 1;    /* channel 0's cells need zeroing */

@@ -140,13 +140,18 @@ void la_app_ipc_count_behind(la_app_ipc_t *ipc);
  * n_elements / k values of blocks, over every channel, with the piece
  * records spread first (as la_app_ipc_take) and each row
  * value's share of the block's cells (la_shm_row_share), times the scale;
- * zeroes the buffer in the same pass (each line of shared memory read
- * once, while it is in cache); *meta as la_app_ipc_take. The cells of a
- * cycle libla marked as row values only are neither read nor zeroed.
- * Returns 0, LA_EINVAL (k does not divide the elements) or LA_EPROTO
- * (the scale is not a positive finite number: the buffer is zeroed). */
+ * with channels and ch_blocks not NULL, each channel's block sums too
+ * (channel c's n_elements / k at ch_blocks + c x n_elements / k; the row
+ * shares in channel 0's, as la_app_ipc_take spreads them); zeroes the
+ * buffer in the same pass (each line of shared memory read once, while
+ * it is in cache); *meta as la_app_ipc_take. The cells of a cycle libla
+ * marked as row values only are neither read nor zeroed. Any thread
+ * (touches only buffer i). Returns 0, LA_EINVAL (k does not divide the
+ * elements) or LA_EPROTO (the scale is not a positive finite number: the
+ * buffer is zeroed). */
 int la_app_ipc_take_blocks(la_app_ipc_t *ipc, uint32_t i, uint64_t k,
-                           double *blocks, la_shm_bufmeta_t *meta);
+                           double *blocks, double *ch_blocks,
+                           la_shm_bufmeta_t *meta);
 
 /* Zeroes buffer i without reading it (out of memory, or the agent behind):
  * its values, or only its rows when libla marked the cycle as row values

@@ -80,7 +80,7 @@ La__StatusReply *la_status_reply(la_agent_t *ag) {
                     "blocks of elements with exact totals (agent.behind)",
                     st->cycles_coarse);
   la_status_real_counter(rep, "coarse_seconds",
-                         "seconds the loop thread spent on coarse cycles, "
+                         "seconds the lane thread spent on coarse cycles, "
                          "from the buffer's read to the trace in the log",
                          "%.6f", (double)st->coarse_ns / 1e9);
   la_status_counter(rep, "robust_coarse_cycles",
@@ -92,7 +92,8 @@ La__StatusReply *la_status_reply(la_agent_t *ag) {
                     st->app_skipped);
   la_status_counter(rep, "app_waits", "times applications waited for a buffer",
                     st->app_waits);
-  la_status_gauge(rep, "jobs_in_flight", "compaction jobs running",
+  la_status_gauge(rep, "jobs_in_flight",
+                  "compaction jobs and lane cycles in flight",
                   ag->jobs_in_flight);
   la_status_counter(rep, "compaction_points", "values compacted", st->points);
   la_status_real_counter(rep, "compaction_seconds",

@@ -49,6 +49,7 @@
 #include "la_notify.h"
 #include "la_sockio.h"
 #include "placement.h"
+#include "lane.h"
 #include "syncer.h"
 
 /* la_daemon_def_t.validate: what the key table cannot check. Returns 0, or
@@ -333,6 +334,10 @@ int main(int argc, char **argv) {
     la_log_error("%s", why);
     return 1;
   }
+  if (la_lane_start(ag->loop, &ag->lane, why, sizeof why) != 0) {
+    la_log_error("%s", why);
+    return 1;
+  }
   if (la_uplink_start(ag, why, sizeof why) != 0) {
     la_log_error("%s", why);
     return 1;
@@ -351,6 +356,7 @@ int main(int argc, char **argv) {
            ag->set.global[0] ? ag->set.global : "none");
   la_daemon_run(ag->loop, st);
   la_agent_metrics_stop(ag);
+  la_lane_stop(ag->lane); /* before the loop's wake-up descriptor closes */
   uv_loop_close(ag->loop);
   la_syncer_stop(ag->syncer);
   la_outq_close(ag->q);

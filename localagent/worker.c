@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* worker.c: compaction jobs on the libuv thread pool (never on the loop).
+/* worker.c: compaction jobs on the libuv thread pool, and the cycles
+ * beyond agent.max_backlog on the lane (lane.h): never on the loop.
  *
  * Submitting a job logs that the agent took the cycle (a "taken" record,
  * outq.h). The job copies the buffer out of the application's shared
@@ -12,8 +13,9 @@
  * profiles into the buffer again while its last cycle is compacted: it
  * waits for the agent only while its buffers are queued, not while they
  * are compacted, and not for queued ones either where agent.max_backlog
- * limits them (the default, backlog.h): a cycle beyond is not read but
- * given back and recorded missing (la__drop_behind). Back on the loop
+ * limits them (the default, backlog.h): a cycle beyond is taken coarsely
+ * or dropped on the lane's thread (la__behind_work, lane.h), which gives
+ * its buffer back the moment it is summed or zeroed. Back on the loop
  * thread the job is counted and the uplink woken, and the session's next
  * job started: a session's jobs run one at a time, in the order the
  * application handed the cycles over, because its robust weights,
@@ -43,9 +45,11 @@
 #include "la_log.h"
 #include "la_trace_msg.h"
 #include "la_time.h"
+#include "lane.h"
 #include "placement.h"
 
 typedef struct la_job {
+  la_lane_item_t lane; /* first: a cycle the agent is behind on (lane.h) */
   uv_work_t req;
   struct la_job *next; /* the session's queue (agent.h) */
   la_session_t *s;
@@ -86,8 +90,10 @@ typedef struct la_job {
   La__HistoryExceptions rexc;
   uint64_t *rexc_mem;
   double *rexc_values;
-  /* a coarse cycle (la__coarse_behind): its reason, else NULL */
+  /* a cycle beyond agent.max_backlog (la__behind_work): coarse, its
+   * reason (in coarse_buf), else NULL (dropped: why_buf) */
   const char *coarse;
+  char coarse_buf[200];
 } la_job_t;
 
 /* Frees the job's exceptions (la__match_robust). */
@@ -524,6 +530,22 @@ static la_job_t *la__job_new(la_session_t *s, uint64_t cycle_tag,
   return j;
 }
 
+/* The agent owns buffer j->buffer of s from here: recorded taken before
+ * anything else, so a crash at any later moment leaves this record, which
+ * the next start reports as missing unless the cycle's trace follows it in
+ * the log; marked busy (cleared when it is given back: the session refused
+ * a second notification of a busy buffer); the job holds the session's
+ * connection until it is back on the loop thread. */
+static void la__hold(la_session_t *s, la_job_t *j) {
+  la_outq_key_t key = {s->app_id, s->rank, j->cycle_tag};
+  la_outq_taken(s->ag->q, &key);
+  assert(!(__atomic_load_n(&s->busy, __ATOMIC_SEQ_CST) & (1u << j->buffer)));
+  __atomic_fetch_or(&s->busy, 1u << j->buffer, __ATOMIC_SEQ_CST);
+  s->jobs++;
+  la_conn_hold(&s->conn);
+  s->ag->jobs_in_flight++;
+}
+
 /* The reason of a cycle beyond agent.max_backlog, prefixed with what was
  * done with it ("dropped", "coarse"). */
 static void la__behind_why(const la_session_t *s, const char *done,
@@ -534,80 +556,149 @@ static void la__behind_why(const la_session_t *s, const char *done,
            done, held, s->ag->set.max_backlog);
 }
 
-/* A cycle beyond agent.max_backlog whose buffer is back with the
- * application: recorded missing with the reason, counted, and told to the
- * application (LA_STAT_BEHIND). */
-static void la__missing_behind(la_session_t *s, uint64_t cycle_tag,
-                               uint32_t held) {
-  char why[200];
-  la__behind_why(s, "dropped", held, why, sizeof why);
-  s->ag->st.cycles_dropped++;
-  s->ag->st.cycles_behind++;
+/* A cycle beyond agent.max_backlog that gets no coarse trace, its buffer
+ * given back: recorded missing with the dropped reason (j->why_buf) and
+ * told to the application (LA_STAT_BEHIND). Lane thread. */
+static void la__record_behind(la_job_t *j) {
+  la_session_t *s = j->s;
   la_app_ipc_count_behind(&s->ipc); /* the application's LA_STAT_BEHIND */
-  la_uplink_log_missing(s->ag, s->app_id, s->rank, cycle_tag, why);
-  la_uplink_kick(s->ag);
+  j->missing = la_uplink_log_missing(s->ag, s->app_id, s->rank, j->cycle_tag,
+                                     j->why_buf) == 0;
 }
 
-/* A cycle beyond agent.max_backlog: its buffer goes back at once, zeroed
- * and unread, and the cycle is recorded missing with the reason (the
- * application's time is not taken; it can count them, LA_STAT_BEHIND). */
-static void la__drop_behind(la_session_t *s, uint32_t i, uint64_t cycle_tag,
-                            uint32_t held) {
-  la_app_ipc_discard(&s->ipc, i);
-  la_app_ipc_give_back(&s->ipc, i);
-  la__missing_behind(s, cycle_tag, held);
+/* The same for a cycle not read: its buffer zeroed and given back first. */
+static void la__drop_behind(la_job_t *j) {
+  la_app_ipc_discard(&j->s->ipc, j->buffer);
+  la__give_back(j);
+  la__record_behind(j);
 }
 
-/* A cycle beyond agent.max_backlog with agent.behind = coarse, on the loop
- * thread: its cells summed in blocks (la_backlog_coarse_block) in the pass
- * that zeroes the buffer, which goes back at once; the block sums
- * compacted as a spread trace (exact totals; no robust weights, no
- * history, no weights for LA_weights) marked coarse with the reason, and
- * told to the application (LA_STAT_BEHIND); without a trace (the scale
- * not valid, the log full), recorded missing as dropped. Returns 0, or
- * LA_ENOMEM with the buffer untouched (the caller drops the cycle). */
-static int la__coarse_behind(la_session_t *s, uint32_t i, uint64_t cycle_tag,
-                             uint64_t seq, uint64_t t_xfer_ns, uint32_t held) {
+/* Compacts the n / k block sums b of a coarse cycle as a trace of n cells,
+ * each block's sum spread over its k cells (la_compact_spread), into *out.
+ * Returns 0 or the compaction's error. */
+static int la__coarse_series(la_job_t *j, const double *b, uint64_t k,
+                             la_compact_result_t *out) {
+  la_compact_result_t res;
+  memset(&res, 0, sizeof res);
+  int rc = la_compact(b, j->s->ipc.n_elements / k, &j->cp, &res);
+  if (rc == 0) rc = la_compact_spread(&res, k, out);
+  la_compact_result_free(&res);
+  return rc;
+}
+
+/* A cycle beyond agent.max_backlog, on the lane's thread (lane.h), never
+ * the loop's. agent.behind = coarse: its cells summed in blocks
+ * (la_backlog_coarse_block), each channel's and their sum, in the pass
+ * that zeroes the buffer, which goes back the moment it is summed; the
+ * block sums compacted as spread traces (exact totals; no robust weights,
+ * no history, no weights for LA_weights) marked coarse with the reason,
+ * and told to the application (LA_STAT_BEHIND); without a trace (no
+ * memory, the scale not valid, the log full), recorded missing as
+ * dropped. agent.behind = drop: the buffer zeroed unread, given back, the
+ * cycle recorded missing. */
+static void la__behind_work(la_lane_item_t *it) {
+  la_job_t *j = (la_job_t *)(void *)it;
+  la_session_t *s = j->s;
   uint64_t n = s->ipc.n_elements, k = la_backlog_coarse_block(n);
-  la_job_t *j = k >= 2 ? la__job_new(s, cycle_tag, seq, t_xfer_ns) : NULL;
-  double *b = j ? malloc(n / k * sizeof *b) : NULL;
-  if (!b) {
-    free(j);
-    return LA_ENOMEM;
+  uint32_t nc = s->ipc.n_channels;
+  if (!j->coarse) {
+    la__drop_behind(j);
+    return;
   }
   uint64_t t0 = la_mono_ns();
-  j->n_channels = 1;
+  /* the sum's blocks, then (channels) each channel's */
+  double *b = k >= 2 ? malloc((nc > 1 ? nc + 1 : 1) * (n / k) * sizeof *b)
+                     : NULL;
+  if (!b) {
+    la__drop_behind(j);
+    return;
+  }
+  j->n_channels = nc;
   j->spread = k;
-  j->rc = la_app_ipc_take_blocks(&s->ipc, i, k, b, &j->meta);
-  la_app_ipc_give_back(&s->ipc, i); /* the application's again, zeroed */
-  la_compact_result_t res, sres;
-  memset(&res, 0, sizeof res);
+  j->rc = la_app_ipc_take_blocks(&s->ipc, j->buffer, k, b,
+                                 nc > 1 ? b + n / k : NULL, &j->meta);
+  la__give_back(j); /* the application's again, zeroed */
+  la_compact_result_t sres;
   memset(&sres, 0, sizeof sres);
   j->cp.quantum = j->meta.scale;
-  if (j->rc == 0) j->rc = la_compact(b, n / k, &j->cp, &res);
-  if (j->rc == 0) j->rc = la_compact_spread(&res, k, &sres);
-  char why[200];
-  la__behind_why(s, "coarse", held, why, sizeof why);
-  j->coarse = why;
+  if (j->rc == 0) j->rc = la__coarse_series(j, b, k, &sres);
+  for (uint32_t c = 0; j->rc == 0 && nc > 1 && c < nc; c++)
+    j->rc = la__coarse_series(j, b + (c + 1) * (n / k), k, &j->chres[c]);
   if (j->rc == 0 && !__atomic_load_n(&s->refused_upstream, __ATOMIC_ACQUIRE))
     j->rc = la__log_trace(j, &sres, NULL);
   if (j->rc == 0) {
-    s->ag->st.cycles_coarse++;
-    s->ag->st.coarse_ns += la_mono_ns() - t0;
-    s->ag->st.bytes_out += sres.len;
+    j->ns = la_mono_ns() - t0;
+    j->bytes = sres.len;
+    for (uint32_t c = 0; nc > 1 && c < nc; c++) j->bytes += j->chres[c].len;
     la_app_ipc_count_behind(&s->ipc); /* the application's LA_STAT_BEHIND */
-    la_uplink_kick(s->ag);
   } else {
     la_log_warnx("%s rank %u cycle %llu: no coarse trace (%s): dropped",
-                 s->app_id, s->rank, (unsigned long long)cycle_tag,
+                 s->app_id, s->rank, (unsigned long long)j->cycle_tag,
                  la_strerror(j->rc));
-    la__missing_behind(s, cycle_tag, held);
+    la__record_behind(j);
   }
-  la_compact_result_free(&res);
   la_compact_result_free(&sres);
+  for (uint32_t c = 0; nc > 1 && c < nc; c++)
+    la_compact_result_free(&j->chres[c]);
   free(b);
+}
+
+/* Back on the loop thread: the cycle counted (coarse, or dropped as
+ * behind), the uplink woken, the session's hold released. */
+static void la__behind_done(la_lane_item_t *it) {
+  la_job_t *j = (la_job_t *)(void *)it;
+  la_session_t *s = j->s;
+  la_agent_t *ag = s->ag;
+  if (j->coarse && j->rc == 0) {
+    ag->st.cycles_coarse++;
+    ag->st.coarse_ns += j->ns;
+    ag->st.bytes_out += j->bytes;
+  } else {
+    ag->st.cycles_dropped++;
+    ag->st.cycles_behind++;
+    if (!j->missing)
+      la_log_warnx("%s rank %u cycle %llu: not even a missing record could "
+                   "be written (counted)",
+                   s->app_id, s->rank, (unsigned long long)j->cycle_tag);
+  }
   free(j);
-  return 0;
+  ag->jobs_in_flight--;
+  la_uplink_kick(ag);
+  s->jobs--;
+  la_conn_release(&s->conn); /* the hold la__behind_submit took */
+  la_agent_progress(ag);
+}
+
+/* A cycle beyond agent.max_backlog: recorded taken, its buffer the
+ * agent's (busy) until the lane gives it back, handed to the lane
+ * (la__behind_work). Without memory for the job, dropped here. */
+static void la__behind_submit(la_session_t *s, uint32_t i, uint64_t cycle_tag,
+                              uint64_t seq, uint64_t t_xfer_ns, uint32_t held,
+                              int coarse) {
+  la_job_t *j = la__job_new(s, cycle_tag, seq, t_xfer_ns);
+  if (!j) {
+    char why[200];
+    la__behind_why(s, "dropped", held, why, sizeof why);
+    la_app_ipc_discard(&s->ipc, i);
+    la_app_ipc_give_back(&s->ipc, i);
+    s->ag->st.cycles_dropped++;
+    s->ag->st.cycles_behind++;
+    la_app_ipc_count_behind(&s->ipc);
+    la_uplink_log_missing(s->ag, s->app_id, s->rank, cycle_tag, why);
+    la_uplink_kick(s->ag);
+    return;
+  }
+  j->buffer = i;
+  /* the reasons composed here, where the settings are read */
+  la__behind_why(s, "dropped", held, j->why_buf, sizeof j->why_buf);
+  if (coarse) {
+    la__behind_why(s, "coarse", held, j->coarse_buf, sizeof j->coarse_buf);
+    j->coarse = j->coarse_buf;
+  }
+  la__hold(s, j);
+  j->lane.work = la__behind_work;
+  j->lane.done = la__behind_done;
+  la_lane_submit(s->ag->lane, &j->lane);
 }
 
 /* Whether the agent holds as many of s's buffers as agent.max_backlog
@@ -633,27 +724,14 @@ int la_worker_submit(la_session_t *s, uint32_t i, uint64_t cycle_tag,
     int coarse = 1; /* checked at start-up and reload: parses */
     char why[80];
     la_backlog_behind_parse(s->ag->set.behind, &coarse, why, sizeof why);
-    if (!coarse ||
-        la__coarse_behind(s, i, cycle_tag, seq, t_xfer_ns, held) != 0)
-      la__drop_behind(s, i, cycle_tag, held);
+    la__behind_submit(s, i, cycle_tag, seq, t_xfer_ns, held, coarse);
     return 0;
   }
   la_job_t *j = la__job_new(s, cycle_tag, seq, t_xfer_ns);
   if (!j) return LA_ENOMEM;
   j->req.data = j;
   j->buffer = i;
-  /* The agent owns the buffer from here: record it before anything else,
-   * so a crash at any later moment leaves this record, which the next start
-   * reports as missing unless the cycle's trace follows it in the log. */
-  la_outq_key_t key = {s->app_id, s->rank, cycle_tag};
-  la_outq_taken(s->ag->q, &key);
-  /* busy before the job can run: the worker clears it (the session
-   * refused a second notification of a busy buffer) */
-  assert(!(__atomic_load_n(&s->busy, __ATOMIC_SEQ_CST) & (1u << i)));
-  __atomic_fetch_or(&s->busy, 1u << i, __ATOMIC_SEQ_CST);
-  s->jobs++;
-  la_conn_hold(&s->conn);
-  s->ag->jobs_in_flight++;
+  la__hold(s, j);
   if (s->job_queue_tail)
     s->job_queue_tail->next = j;
   else

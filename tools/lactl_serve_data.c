@@ -3,11 +3,13 @@
  * lactl_serve.h). Per application: its latest Trace-Set, and a history of
  * at most hist cycles, each reduced when it arrives to one column of at
  * most LACTL_SV_RANK_BINS rank bins (the max and the mean of the ranks'
- * totals in each bin, robust where the set serves them, its missing ranks
- * and whether one was interfered). The element map of the latest set is
- * reduced on request to at most bins x bins (lactl_bin.h, by the mean or
- * the max) and sent as base64 float32, so an answer's size depends on the
- * canvas, not on the ranks or elements.
+ * totals in each bin, robust where the set serves them, its missing ranks,
+ * its coarse ranks and whether one was interfered). The element map of
+ * the latest set is reduced on request to at most bins x bins
+ * (lactl_bin.h, by the mean or the max) and sent as base64 float32, so an
+ * answer's size depends on the canvas, not on the ranks or elements. A rank whose trace is coarse (its
+ * LocalAgent was behind: block sums, exact totals) is counted in its bin
+ * and named, with the reason, in the map's answer.
  */
 #include <assert.h>
 #include <math.h>
@@ -30,6 +32,7 @@ typedef struct {
   float *vmax, *vmean; /* per bin, NaN: every rank of it missing */
   uint32_t *miss;      /* per bin: missing ranks */
   uint8_t *intf;       /* per bin: a rank interfered */
+  uint32_t *coarse;    /* per bin: ranks whose trace is coarse */
 } la__col_t;
 
 typedef struct {
@@ -111,6 +114,7 @@ lactl_sv_t *lactl_sv_new(size_t hist) {
 
 static void la__col_free(la__col_t *c) {
   free(c->vmax), free(c->vmean), free(c->miss), free(c->intf);
+  free(c->coarse);
 }
 
 void lactl_sv_free(lactl_sv_t *d) {
@@ -187,7 +191,9 @@ static int la__column(const la_traceset_t *t, la__col_t *c) {
     c->vmean = malloc(rb * sizeof *c->vmean);
     c->miss = calloc(rb, sizeof *c->miss);
     c->intf = calloc(rb, sizeof *c->intf);
-    if (!c->vmax || !c->vmean || !c->miss || !c->intf) rc = LA_ENOMEM;
+    c->coarse = calloc(rb, sizeof *c->coarse);
+    if (!c->vmax || !c->vmean || !c->miss || !c->intf || !c->coarse)
+      rc = LA_ENOMEM;
   }
   if (!rc) {
     la__totals(t, tot);
@@ -199,6 +205,7 @@ static int la__column(const la_traceset_t *t, la__col_t *c) {
       lactl_bin_add_at(&bmean, i, tot[r]);
       if (!la_traceset_has_rank(t, r)) c->miss[i]++;
       if (la__interfered(t, r)) c->intf[i] = 1;
+      if (la_traceset_rank_coarse(t, r)) c->coarse[i]++;
       if (isfinite(tot[r])) sum += tot[r], mx = tot[r] > mx ? tot[r] : mx, k++;
     }
     c->cmean = k ? sum / k : NAN;
@@ -238,6 +245,9 @@ static void la__col_json(FILE *f, const la__col_t *c) {
   fputs("],\"intf\":[", f);
   for (uint32_t b = 0; b < c->rb; b++)
     fprintf(f, "%s%u", b ? "," : "", c->intf[b]);
+  fputs("],\"coarse\":[", f);
+  for (uint32_t b = 0; b < c->rb; b++)
+    fprintf(f, "%s%u", b ? "," : "", c->coarse[b]);
   fputs("]}", f);
 }
 
@@ -559,6 +569,14 @@ int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o,
   for (uint32_t r = 0, k = 0; r < np && k < 1024; r++)
     if (la_traceset_has_rank(v, r) && la__interfered(v, r))
       fprintf(f, "%s%u", k++ ? "," : "", r);
+  fputs("],\"coarse\":[", f);
+  for (uint32_t r = 0, k = 0; r < np && k < 64; r++) {
+    const char *why_c = la_traceset_rank_coarse(v, r);
+    if (!why_c) continue;
+    fprintf(f, "%s{\"rank\":%u,\"reason\":", k++ ? "," : "", r);
+    lactl_json_str(f, why_c);
+    fputc('}', f);
+  }
   double imb = NAN;
   if (la_traceset_weights_kind(v) == LA_WEIGHTS_ROBUST
           ? la_traceset_robust_imbalance(v, &imb)

@@ -122,14 +122,16 @@ static inline void la_shm_spread_blocks(double *blocks, uint64_t k,
  * checking it (la_shm_piece_check; grid NULL: not a grid). With blocks
  * (not NULL), adds each record's share of the cells instead to the sums
  * of blocks of k consecutive elements over the channels (a coarse cycle:
- * the cells are not touched). With zero, the records (all of them) and
+ * the cells are not touched), and with ch_blocks (not NULL) to its own
+ * channel's block sums too (n_channels x n / k, channel-major). With zero, the records (all of them) and
  * the head are zeroed. Returns the records refused (left out), *why the
  * first one's reason. */
 static inline uint64_t la_shm_pieces_fold(la_shm_pieces_head_t *head,
                                           uint64_t n_pieces, double *values,
                                           uint64_t n, uint32_t n_channels,
                                           const uint64_t *grid, double *blocks,
-                                          uint64_t k, int zero,
+                                          double *ch_blocks, uint64_t k,
+                                          int zero,
                                           const char **why) {
   la_shm_piece_t *t = (la_shm_piece_t *)(head + 1);
   uint64_t nx = grid ? grid[0] : 0, ny = grid ? grid[1] : 0,
@@ -152,9 +154,12 @@ static inline uint64_t la_shm_pieces_fold(la_shm_pieces_head_t *head,
       continue;
     }
     for (uint64_t z = 0; z < nk; z++)
-      for (uint64_t y = 0; y < nj; y++)
-        la_shm_spread_blocks(blocks, k, first + y * nx + z * nx * ny, r.ni,
-                             share);
+      for (uint64_t y = 0; y < nj; y++) {
+        uint64_t e = first + y * nx + z * nx * ny;
+        la_shm_spread_blocks(blocks, k, e, r.ni, share);
+        if (ch_blocks)
+          la_shm_spread_blocks(ch_blocks + ch * (n / k), k, e, r.ni, share);
+      }
   }
   if (zero) {
     __builtin_memset(t, 0, n_pieces * sizeof *t);

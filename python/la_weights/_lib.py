@@ -5,7 +5,8 @@ A stored Trace-Set becomes a la_traceset_t (la_traceset_from_bytes, the
 TraceSet message _wire.py builds), and everything a Cycle holds comes from
 libla_client's functions on it: which series is served (measured or
 robust, the sum or one channel, la_traceset_set_weights and
-la_traceset_channel), the missing ranks and their reasons, vtxdist, the
+la_traceset_channel), the missing ranks and their reasons, why a rank's
+trace is coarse, vtxdist, the
 exact totals and the decoded values. That is the code lactl and the load
 balancers use, so Python sees the same choices and the same doubles bit
 for bit; nothing here restates a rule or parses an encoding.
@@ -116,6 +117,7 @@ _PROTOS = {
     "la_traceset_missing": (ctypes.c_size_t,
                             [_P, ctypes.POINTER(ctypes.POINTER(_U32))]),
     "la_traceset_missing_reason": (ctypes.c_char_p, [_P, _U32]),
+    "la_traceset_rank_coarse": (ctypes.c_char_p, [_P, _U32]),
     "la_traceset_vtxdist": (_INT, [_P, ctypes.POINTER(_U64)]),
     "la_traceset_rank_totals": (_INT, [_P, _D]),
     "la_traceset_robust_totals": (_INT, [_P, _D]),
@@ -254,6 +256,12 @@ class TraceSet:
     def missing_reason(self, rank):
         """Why rank is missing, or None."""
         r = self._so.la_traceset_missing_reason(self._t, rank)
+        return None if r is None else r.decode("utf-8", "replace")
+
+    def rank_coarse(self, rank):
+        """Why rank's trace is coarse (its LocalAgent was behind: block
+        sums, exact totals), or None for a full trace or a missing rank."""
+        r = self._so.la_traceset_rank_coarse(self._t, rank)
         return None if r is None else r.decode("utf-8", "replace")
 
     def vtxdist(self):

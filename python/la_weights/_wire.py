@@ -4,8 +4,8 @@
 
 Only encoding, and only the fields the weights depend on: identity, ranks,
 element counts, close time, each trace's segments and exact statistics,
-its robust weights, its channels' series, the channel names and the
-missing ranks' reasons. Protobuf never reuses a field number, so the
+its robust weights, its channels' series, why it is coarse, the channel
+names and the missing ranks' reasons. Protobuf never reuses a field number, so the
 numbers below stay valid; libla_client validates every message built here
 as it validates one received from a GlobalAgent. Nothing here decides
 which series is served: libla_client does (docs/python.md).
@@ -61,14 +61,16 @@ def channel_trace(channel, segments, st, robust=None, robust_st=None):
 
 
 def compact_trace(seq, app, rank, cycle, n, mode, segments, st, robust=None,
-                  robust_st=None, channels=()):
+                  robust_st=None, channels=(), coarse=None):
     """CompactTrace of one rank: segments and stats, robust weights when
-    given, channels (bytes of channel_trace()) in channel order."""
+    given, channels (bytes of channel_trace()) in channel order, and the
+    reason the trace is coarse when it is."""
     m = (_uint(1, seq) + _text(2, app) + _uint(3, rank) + _uint(4, cycle) +
          _uint(5, n) + _uint(6, mode) + _bytes(7, segments) + _bytes(8, st))
     if robust is not None:
         m += _bytes(40, robust) + _bytes(41, robust_st)
-    return m + b"".join(_bytes(50, c) for c in channels)
+    m += b"".join(_bytes(50, c) for c in channels)
+    return m + (_text(360, coarse) if coarse is not None else b"")
 
 
 def trace_set(app, cycle, nprocs, complete, missing, traces, rank_elements,

@@ -103,6 +103,11 @@ class Cycle:
       weights       "measured" or "robust": what values holds
       missing       missing ranks, increasing (a list)
       missing_reasons  {rank: reason} where one is recorded
+      coarse        {rank: reason} of the ranks whose trace is coarse: its
+                    LocalAgent was behind and took the cycle as sums of
+                    blocks of elements (exact totals, each block's value
+                    spread evenly over its elements), "coarse: the
+                    LocalAgent was behind (...)"; empty when none is
       vtxdist       uint64[nprocs+1], rank r's elements are
                     values[vtxdist[r]:vtxdist[r+1]]
       totals        float64[nprocs], exact measured sums (NaN: missing)
@@ -316,6 +321,9 @@ class Store:
             chans.setdefault(r, []).append(_wire.channel_trace(
                 ch, seg, _wire.stats(cnt, su, lo, hi), rseg,
                 None if rseg is None else _wire.stats(rcnt, rsu, rlo, rhi)))
+        coarse = dict(self._rows(
+            "coarse", "SELECT rank, reason FROM coarse WHERE app_id = ?"
+            " AND cycle_tag = ?", (app, tag)))
         reasons = [(r, why) for r, why in self._rows(
             "missing", "SELECT rank, reason FROM missing WHERE app_id = ?"
             " AND cycle_tag = ? ORDER BY rank", (app, tag))
@@ -355,7 +363,7 @@ class Store:
                 seq or 0, app, r, cycle, n, mode, seg,
                 _wire.stats(cnt, su, lo, hi), rseg,
                 None if rseg is None else _wire.stats(rcnt, rsu, rlo, rhi),
-                chans.get(r, ())))
+                chans.get(r, ()), coarse.get(r)))
         return _wire.trace_set(
             app, cycle, nprocs, known and not missing, missing, msg, counts,
             metric, unit,
@@ -408,6 +416,8 @@ class Store:
             c.missing = t.missing()
             c.missing_reasons = {r: t.missing_reason(r) for r in c.missing
                                  if t.missing_reason(r) is not None}
+            c.coarse = {r: t.rank_coarse(r) for r in range(c.nprocs)
+                        if t.rank_coarse(r) is not None}
             # as lactl names a set's state (lactl_set_state)
             c.state = ("complete" if t.complete() else
                        "partial" if t.time_ns() else "open")

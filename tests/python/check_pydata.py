@@ -13,8 +13,9 @@ lactl validates against TREE/docs/schema. For the --channel-apps (of
 examples/multiloop: channels h_update, e_update, source) the same per
 channel against `lactl export --channel NAME`, an unknown channel's
 error against lactl's, and an application of one channel. Copies of the
-store read as lactl reads them: a partial cycle, a cycle demoted to a
-history reference (its representative's values), a corrupted trace.
+store read as lactl reads them: a partial cycle, a trace marked coarse
+(its reason read back), a cycle demoted to a history reference (its
+representative's values), a corrupted trace.
 Prints what it checked; exits 1
 on the first failure, with the reason. The last line on success is
 "check_pydata: all checks passed".
@@ -296,6 +297,25 @@ def check_partial(lw, app):
     print("  partial cycle: rank 2 missing, as lactl exports it")
 
 
+def check_coarse(lw, app):
+    """A copy of the store where rank 1's trace of cycle 1 is marked coarse
+    (the coarse table, as a GlobalAgent stores CompactTrace.coarse): the
+    cycle's coarse names it with the reason, its values are unchanged, and
+    a cycle without one has none."""
+    path, db = copy_db("coarse.db")
+    why = "coarse: the LocalAgent was behind (test)"
+    db.execute("INSERT INTO coarse VALUES (?, 1, 1, ?)", (app, why))
+    db.commit()
+    db.close()
+    with lw.open(path, lib=A.lib) as s, lw.open(A.db, lib=A.lib) as o:
+        c, full = s.cycle(app, 1), o.cycle(app, 1)
+        check(c.coarse == {1: why} and full.coarse == {} and
+              np.array_equal(c.values, full.values, equal_nan=True),
+              "coarse rank: %r, the store's own: %r" % (c.coarse,
+                                                         full.coarse))
+    print("  coarse trace: its rank and reason read back")
+
+
 def check_history(lw, app):
     """A copy of the store where cycle 2 was demoted to a reference to
     cycle 1 (docs/history.md: empty segments and a history row): its values
@@ -502,6 +522,7 @@ def main():
     check_json_outputs(apps)
     check_readme(lw, apps[0], 1)
     check_partial(lw, apps[0])
+    check_coarse(lw, apps[0])
     check_history(lw, apps[0])
     check_errors(lw, apps[0])
     print("check_pydata: all checks passed")

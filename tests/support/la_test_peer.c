@@ -27,6 +27,7 @@ typedef struct {
   la_app_ipc_t ipc;
   double *values;                          /* where a buffer is taken to */
   uint64_t held_since[LA_SHM_MAX_BUFFERS]; /* ms, 0 = not held */
+  uint32_t last;                           /* the last cycle's buffer */
 } conn_t;
 
 struct la_test_peer {
@@ -110,6 +111,7 @@ static void on_data(la_test_peer_t *p, conn_t *c, const La__DataReady *d) {
   pthread_cond_broadcast(&p->cv);
   int hold = p->hold_ms;
   pthread_mutex_unlock(&p->mu);
+  c->last = d->buffer;
   if (hold == 0)
     give_back(c, d->buffer);
   else
@@ -142,7 +144,8 @@ static int on_readable(la_test_peer_t *p, conn_t *c) {
   return la_test_serve_frames(c->fd, &c->rd, on_frame, &x) ? -1 : 0;
 }
 
-/* Gives back the buffers whose time is up, or all of them (release). */
+/* Gives back the buffers whose time is up, all of them (release 1) or
+ * only each connection's last cycle's (release 2). */
 static void give_back_due(la_test_peer_t *p, int hold, int release) {
   uint64_t t = la_now_ms();
   for (int i = 0; i < MAXC; i++) {
@@ -150,7 +153,8 @@ static void give_back_due(la_test_peer_t *p, int hold, int release) {
     if (c->fd < 0 || !c->ipc.hdr) continue;
     for (uint32_t b = 0; b < c->ipc.n_buffers; b++)
       if (c->held_since[b] &&
-          (release || (hold > 0 && t - c->held_since[b] >= (uint64_t)hold)))
+          (release == 1 || (release == 2 && b == c->last) ||
+           (hold > 0 && t - c->held_since[b] >= (uint64_t)hold)))
         give_back(c, b);
   }
   if (release) {
@@ -262,13 +266,22 @@ static int releases_done(void *arg) {
   return p->releases >= p->target;
 }
 
-int la_test_peer_release_all_wait(la_test_peer_t *p, int timeout_ms) {
+/* Gives back what release says (give_back_due) and waits for it. */
+static int release_wait(la_test_peer_t *p, int release, int timeout_ms) {
   pthread_mutex_lock(&p->mu);
   p->target = p->releases + 1;
-  p->release_now = 1;
+  p->release_now = release;
   pthread_mutex_unlock(&p->mu);
   la_test_wake(p->wake[1]);
   return la_test_cond_wait(&p->mu, &p->cv, releases_done, p, timeout_ms);
+}
+
+int la_test_peer_release_all_wait(la_test_peer_t *p, int timeout_ms) {
+  return release_wait(p, 1, timeout_ms);
+}
+
+int la_test_peer_release_last_wait(la_test_peer_t *p, int timeout_ms) {
+  return release_wait(p, 2, timeout_ms);
 }
 
 const la_peer_cycle_t *la_test_peer_cycle(la_test_peer_t *p, size_t i) {

@@ -52,6 +52,10 @@ void la_test_peer_set_cleanup(la_test_peer_t *p, int on);
 /* Gives back every buffer held so far and waits up to timeout_ms until the
  * semaphores are posted. Returns 0, or -1 on timeout. */
 int la_test_peer_release_all_wait(la_test_peer_t *p, int timeout_ms);
+/* The same for only the buffer of each connection's last cycle (if still
+ * held): an agent that hands back a later cycle's buffer before earlier
+ * ones (a cycle it was behind on, agent.max_backlog). */
+int la_test_peer_release_last_wait(la_test_peer_t *p, int timeout_ms);
 /* Waits until at least n cycles were received; 0 or -1 on timeout. */
 int la_test_peer_wait_cycles(la_test_peer_t *p, size_t n, int timeout_ms);
 /* Cycle i in arrival order, or NULL; valid until the next cycle arrives. */

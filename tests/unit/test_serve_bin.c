@@ -52,10 +52,14 @@
 
 /* The encoding of a set of nr ranks: rank r has ne[r] elements, encoded
  * by res[r] (NULL: missing); grid: k-slabs of gx x gy x nz[r] cells
- * stacked in order. *len its bytes; the caller frees it. */
-static uint8_t *pack_set(const char *app, uint64_t cycle, uint32_t nr,
-                         const uint64_t *ne, la_compact_result_t *const *res,
-                         int grid, uint64_t gx, uint64_t gy, size_t *len) {
+ * stacked in order; rank coarse_rank's trace marked coarse with the
+ * reason coarse_why (coarse_why NULL: none). *len its bytes; the caller
+ * frees it. */
+static uint8_t *pack_set_coarse(const char *app, uint64_t cycle, uint32_t nr,
+                                const uint64_t *ne,
+                                la_compact_result_t *const *res, int grid,
+                                uint64_t gx, uint64_t gy, uint32_t coarse_rank,
+                                const char *coarse_why, size_t *len) {
   La__TraceSet ts;
   la__trace_set__init(&ts);
   ts.app_id = (char *)app;
@@ -105,6 +109,7 @@ static uint8_t *pack_set(const char *app, uint64_t cycle, uint32_t nr,
     c->segments.data = res[r]->bytes;
     c->segments.len = res[r]->len;
     c->stats = &st[r];
+    if (coarse_why && r == coarse_rank) c->coarse = (char *)coarse_why;
     ctp[nt++] = c;
   }
   ts.complete = nm == 0;
@@ -118,6 +123,13 @@ static uint8_t *pack_set(const char *app, uint64_t cycle, uint32_t nr,
   la__trace_set__pack(&ts, buf);
   free(ct), free(ctp), free(st), free(miss), free(gr), free(grp), free(gv);
   return buf;
+}
+
+/* The same, no trace coarse. */
+static uint8_t *pack_set(const char *app, uint64_t cycle, uint32_t nr,
+                         const uint64_t *ne, la_compact_result_t *const *res,
+                         int grid, uint64_t gx, uint64_t gy, size_t *len) {
+  return pack_set_coarse(app, cycle, nr, ne, res, grid, gx, gy, 0, NULL, len);
 }
 
 /* That set, parsed. */
@@ -651,8 +663,57 @@ static void test_live(void **state) {
   free(ne), free(res);
 }
 
+/* A set whose rank 1 is coarse (its LocalAgent was behind): the history
+ * column lactl_sv_take sends counts it in its rank bin (the page's lower
+ * corner mark), and the element map's answer names it with its reason
+ * (the page's line above the map); a rank not coarse is in neither. */
+static void test_coarse_marked(void **state) {
+  (void)state;
+  const uint64_t ne[3] = {4000, 6000, 3000};
+  la_compact_result_t *res[3] = {
+      series(LA_SYNTH_MESH, 4000, "polyline:cv=0.05", 0),
+      series(LA_SYNTH_STEPS, 6000, "polyline:cv=0.05", 0),
+      series(LA_SYNTH_MESH, 3000, "lossless", 0)};
+  const char *why = "coarse: the LocalAgent was behind (test)";
+  size_t len;
+  uint8_t *buf =
+      pack_set_coarse("coarse", 1, 3, ne, res, 0, 0, 0, 1, why, &len);
+  la_traceset_t *t = NULL;
+  char err[256];
+  assert_int_equal(la_traceset_from_bytes(buf, len, &t, err, sizeof err), 0);
+  free(buf);
+  assert_string_equal(la_traceset_rank_coarse(t, 1), why);
+  assert_null(la_traceset_rank_coarse(t, 0));
+  /* the map's answer */
+  char *out = NULL;
+  size_t outn = 0;
+  FILE *f = open_memstream(&out, &outn);
+  assert_non_null(f);
+  lactl_sv_map_opts_t o = {.kind = LA_WEIGHTS_MEASURED,
+                           .agg = LACTL_BIN_MEAN,
+                           .bins = 64};
+  double ms;
+  assert_int_equal(lactl_sv_map_of(t, &o, NULL, f, &ms, err, sizeof err), 0);
+  fclose(f);
+  if (!strstr(out, "\"coarse\":[{\"rank\":1,\"reason\":\"coarse: the "
+                   "LocalAgent was behind (test)\"}]"))
+    fail_msg("the map's answer: %s", out);
+  free(out);
+  /* the history column: three ranks, three bins, the middle one coarse */
+  lactl_sv_t *d = lactl_sv_new(4);
+  char *ev = NULL;
+  size_t evn = 0;
+  assert_int_equal(lactl_sv_take(d, t, &ev, &evn), 0);
+  if (!strstr(ev, "\"coarse\":[0,1,0]"))
+    fail_msg("the history column: %.*s", (int)evn, ev);
+  free(ev);
+  lactl_sv_free(d);
+  for (int r = 0; r < 3; r++) free_series(res[r]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_coarse_marked),
       cmocka_unit_test(test_index_mean), cmocka_unit_test(test_nonfinite),
       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_grid_mean), cmocka_unit_test(test_max_and_stop),
