@@ -15,7 +15,8 @@
  */
 #include <string.h>
 
-#include "la_codec.h" /* LA_MAX_RANKS */
+#include "la_codec.h"            /* LA_MAX_RANKS */
+#include "la_compact_internal.h" /* varints, zigzag, la_creader_t */
 #include "la_errcodes.h"
 #include "store_reps_pack.h"
 
@@ -32,24 +33,6 @@ size_t la__store_pack_bound(size_t n) {
   return 1 + n * (5 + 1 + 32 + 40);
 }
 
-static size_t la__put_varint(uint8_t *o, uint64_t v) {
-  size_t k = 0;
-  while (v >= 0x80) {
-    o[k++] = (uint8_t)(v | 0x80);
-    v >>= 7;
-  }
-  o[k++] = (uint8_t)v;
-  return k;
-}
-
-static uint64_t la__zig(int64_t v) {
-  return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static int64_t la__unzig(uint64_t v) {
-  return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-
 static size_t la__put_double(uint8_t *o, double d) {
   uint64_t b;
   memcpy(&b, &d, sizeof b);
@@ -61,12 +44,11 @@ size_t la__store_pack_members(const la_store_packed_t *m, size_t n,
                               uint8_t *out) {
   size_t k = 0;
   out[k++] = LA_STORE_PACK_FORMAT;
-  uint64_t prev_rank = 0, prev_rseq = 0, prev_seq = 0;
-  int64_t prev_stored = 0;
+  uint64_t prev_rank = 0, prev_rseq = 0, prev_seq = 0, prev_stored = 0;
   for (size_t i = 0; i < n; i++) {
     const la_store_packed_t *p = &m[i];
     uint64_t gap = i ? (uint64_t)p->rank - prev_rank : (uint64_t)p->rank + 1;
-    k += la__put_varint(out + k, gap);
+    k += la_varint_write(out + k, gap);
     prev_rank = p->rank;
     out[k++] = (uint8_t)((p->has_sum ? F_SUM : 0) | (p->has_min ? F_MIN : 0) |
                          (p->has_max ? F_MAX : 0) | (p->has_xfer ? F_XFER : 0) |
@@ -76,44 +58,26 @@ size_t la__store_pack_members(const la_store_packed_t *m, size_t n,
     if (p->has_min) k += la__put_double(out + k, p->min);
     if (p->has_max) k += la__put_double(out + k, p->max);
     if (p->has_scale) k += la__put_double(out + k, p->scale);
-    if (p->has_xfer) k += la__put_varint(out + k, p->t_xfer_ns);
+    if (p->has_xfer) k += la_varint_write(out + k, p->t_xfer_ns);
     if (p->has_rank_seq) {
-      k += la__put_varint(out + k, la__zig((int64_t)(p->rank_seq - prev_rseq)));
+      k += la_varint_write(out + k,
+                           la_zigzag((int64_t)(p->rank_seq - prev_rseq)));
       prev_rseq = p->rank_seq;
     }
-    k += la__put_varint(out + k, la__zig((int64_t)(p->seq - prev_seq)));
+    k += la_varint_write(out + k, la_zigzag((int64_t)(p->seq - prev_seq)));
     prev_seq = p->seq;
-    k += la__put_varint(out + k, la__zig((int64_t)((uint64_t)p->t_stored_ns -
-                                                   (uint64_t)prev_stored)));
-    prev_stored = p->t_stored_ns;
+    k += la_varint_write(
+        out + k, la_zigzag((int64_t)((uint64_t)p->t_stored_ns - prev_stored)));
+    prev_stored = (uint64_t)p->t_stored_ns;
   }
   return k;
 }
 
-typedef struct {
-  const uint8_t *p, *end;
-} la__rd_t;
-
-static int la__get_varint(la__rd_t *r, uint64_t *v) {
-  uint64_t x = 0;
-  for (unsigned sh = 0; sh < 64; sh += 7) {
-    if (r->p >= r->end) return LA_EPROTO;
-    uint8_t b = *r->p++;
-    x |= (uint64_t)(b & 0x7f) << sh;
-    if (!(b & 0x80)) {
-      *v = x;
-      return 0;
-    }
-  }
-  return LA_EPROTO;
-}
-
-static int la__get_double(la__rd_t *r, double *d) {
-  if (r->end - r->p < 8) return LA_EPROTO;
-  uint64_t b = 0;
-  for (int i = 0; i < 8; i++) b |= (uint64_t)r->p[i] << (8 * i);
-  r->p += 8;
-  memcpy(d, &b, sizeof *d);
+/* The difference to *prev a varint of r holds, added to it. */
+static int la__get_delta(la_creader_t *r, uint64_t *prev) {
+  uint64_t v;
+  if (la_creader_varint(r, &v)) return LA_EPROTO;
+  *prev += (uint64_t)la_unzigzag(v);
   return 0;
 }
 
@@ -121,42 +85,36 @@ int la__store_unpack_members(const uint8_t *blob, size_t len,
                              la_store_packed_t *m, size_t max, size_t *n) {
   *n = 0;
   if (!blob || len < 1 || blob[0] != LA_STORE_PACK_FORMAT) return LA_EPROTO;
-  la__rd_t r = {blob + 1, blob + len};
+  la_creader_t r = {blob, len, 1};
   uint64_t rank = 0, rseq = 0, seq = 0, stored = 0, v;
   size_t k = 0;
-  while (r.p < r.end) {
-    if (k == max || la__get_varint(&r, &v) || v == 0 || v > LA_MAX_RANKS)
+  while (r.off < r.len) {
+    uint8_t f;
+    if (k == max || la_creader_varint(&r, &v) || v == 0 || v > LA_MAX_RANKS)
       return LA_EPROTO;
     rank = k ? rank + v : v - 1; /* increasing: a gap of at least 1 */
-    if (rank >= LA_MAX_RANKS || r.p >= r.end) return LA_EPROTO;
+    if (rank >= LA_MAX_RANKS || la_creader_u8(&r, &f) ||
+        (f & ~(F_SUM | F_MIN | F_MAX | F_XFER | F_RSEQ | F_SCALE)))
+      return LA_EPROTO;
     la_store_packed_t *p = &m[k];
     memset(p, 0, sizeof *p);
     p->rank = (uint32_t)rank;
-    uint8_t f = *r.p++;
-    if (f & ~(F_SUM | F_MIN | F_MAX | F_XFER | F_RSEQ | F_SCALE))
-      return LA_EPROTO;
     p->has_sum = !!(f & F_SUM);
     p->has_min = !!(f & F_MIN);
     p->has_max = !!(f & F_MAX);
     p->has_xfer = !!(f & F_XFER);
     p->has_rank_seq = !!(f & F_RSEQ);
     p->has_scale = !!(f & F_SCALE);
-    if ((p->has_sum && la__get_double(&r, &p->sum)) ||
-        (p->has_min && la__get_double(&r, &p->min)) ||
-        (p->has_max && la__get_double(&r, &p->max)) ||
-        (p->has_scale && la__get_double(&r, &p->scale)) ||
-        (p->has_xfer && la__get_varint(&r, &p->t_xfer_ns)))
+    if ((p->has_sum && la_creader_f64(&r, &p->sum)) ||
+        (p->has_min && la_creader_f64(&r, &p->min)) ||
+        (p->has_max && la_creader_f64(&r, &p->max)) ||
+        (p->has_scale && la_creader_f64(&r, &p->scale)) ||
+        (p->has_xfer && la_creader_varint(&r, &p->t_xfer_ns)) ||
+        (p->has_rank_seq && la__get_delta(&r, &rseq)) ||
+        la__get_delta(&r, &seq) || la__get_delta(&r, &stored))
       return LA_EPROTO;
-    if (p->has_rank_seq) {
-      if (la__get_varint(&r, &v)) return LA_EPROTO;
-      rseq += (uint64_t)la__unzig(v);
-      p->rank_seq = rseq;
-    }
-    if (la__get_varint(&r, &v)) return LA_EPROTO;
-    seq += (uint64_t)la__unzig(v);
+    p->rank_seq = p->has_rank_seq ? rseq : 0;
     p->seq = seq;
-    if (la__get_varint(&r, &v)) return LA_EPROTO;
-    stored += (uint64_t)la__unzig(v);
     p->t_stored_ns = (int64_t)stored;
     k++;
   }

@@ -11,6 +11,7 @@
  * (store_reps_load.c), writing the rows (store_reps.c).
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,8 +41,7 @@ static int la__room(void *vp, size_t need, size_t *cap, size_t size) {
   while (nc < need && nc <= SIZE_MAX / 2) nc *= 2;
   void *v;
   memcpy(&v, vp, sizeof v); /* a pointer of another type: its bytes */
-  void *nv = nc >= need && nc <= SIZE_MAX / size ? realloc(v, nc * size)
-                                                 : NULL;
+  void *nv = nc >= need && nc <= SIZE_MAX / size ? realloc(v, nc * size) : NULL;
   if (!nv) return LA_ENOMEM;
   memcpy(vp, &nv, sizeof nv);
   *cap = nc;
@@ -75,8 +75,8 @@ static int la__read_class(la_store_t *s, const char *app_id, uint64_t tag,
       blen < 1 || (unsigned)blen > LA_STORE_MAX_BLOB)
     return la__bad_row(s, app_id, tag, rep, "rep_classes");
   /* room for nm more of each */
-  int r = la__room(&c->packed, c->n_packed + (size_t)nm, pcap,
-                   sizeof *c->packed);
+  int r =
+      la__room(&c->packed, c->n_packed + (size_t)nm, pcap, sizeof *c->packed);
   if (r == 0)
     r = la__room(&c->members, c->n_members + (size_t)nm, cap,
                  sizeof *c->members);
@@ -149,8 +149,7 @@ int la__store_reps_rows_read(la_store_t *s, const char *app_id, uint64_t tag,
       break;
     }
     prev = m;
-    if ((r = la__room(&c->members, c->n_members + 1, &cap,
-                      sizeof *c->members)))
+    if ((r = la__room(&c->members, c->n_members + 1, &cap, sizeof *c->members)))
       break;
     c->members[c->n_members++] = (la_store_rep_member_t){
         (uint32_t)m, (uint32_t)cls, (uint32_t)rep, scale, -1, 0};
@@ -190,32 +189,41 @@ int la__store_reps_rows_read(la_store_t *s, const char *app_id, uint64_t tag,
   return r;
 }
 
-const la_store_rep_rmember_t *la__store_reps_rows_robust(
-    const la_store_reps_rows_t *c, uint32_t rank) {
-  size_t lo = 0, hi = c->n_rmembers;
+/* The index in base (n elements of size bytes, each starting with its
+ * rank, a uint32_t, in increasing rank) of rank, or n. */
+static size_t la__by_rank_find(const void *base, size_t n, size_t size,
+                               uint32_t rank) {
+  const unsigned char *b = base;
+  size_t lo = 0, hi = n;
+  uint32_t x;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (c->rmembers[mid].rank < rank)
+    memcpy(&x, b + mid * size, sizeof x);
+    if (x < rank)
       lo = mid + 1;
     else
       hi = mid;
   }
-  return lo < c->n_rmembers && c->rmembers[lo].rank == rank ? &c->rmembers[lo]
-                                                            : NULL;
+  if (lo < n) memcpy(&x, b + lo * size, sizeof x);
+  return lo < n && x == rank ? lo : n;
+}
+
+_Static_assert(offsetof(la_store_rep_member_t, rank) == 0 &&
+                   offsetof(la_store_rep_rmember_t, rank) == 0,
+               "la__by_rank_find reads a row's rank first");
+
+const la_store_rep_rmember_t *la__store_reps_rows_robust(
+    const la_store_reps_rows_t *c, uint32_t rank) {
+  size_t i =
+      la__by_rank_find(c->rmembers, c->n_rmembers, sizeof *c->rmembers, rank);
+  return i < c->n_rmembers ? &c->rmembers[i] : NULL;
 }
 
 const la_store_rep_member_t *la__store_reps_rows_find(
     const la_store_reps_rows_t *c, uint32_t rank) {
-  size_t lo = 0, hi = c->n_members;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (c->members[mid].rank < rank)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < c->n_members && c->members[lo].rank == rank ? &c->members[lo]
-                                                          : NULL;
+  size_t i =
+      la__by_rank_find(c->members, c->n_members, sizeof *c->members, rank);
+  return i < c->n_members ? &c->members[i] : NULL;
 }
 
 void la__store_reps_rows_clear(la_store_reps_rows_t *c) {

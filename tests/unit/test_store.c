@@ -1274,7 +1274,8 @@ static void signature(const La__CompactTrace *t, double *sig) {
  * within the grouping's tolerance of its own, decoded total its exact
  * total), an outlier's or representative's segments its own; its stamp
  * and the set's ranks (shards) see every rank; a resend of a member
- * stores nothing. */
+ * stores nothing; a later cycle's history reference to a member is kept
+ * in full; a damaged rep_classes row is an error naming it. */
 static void test_reps_packed_small(void **state) {
   fx_t *f = *state;
   enum { R = 1000, NEL = 1024, OUT = 8 };
@@ -1403,13 +1404,36 @@ static void test_reps_packed_small(void **state) {
   }
   assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces"),
                    R - (long long)o.packed);
+  /* a later cycle naming a packed member's as its history reference:
+   * stored in full, without a history row, not refused */
+  {
+    uint32_t r = b->traces[1]->has_rep_rank ? 1 : 7;
+    La__SeriesStats st = LA__SERIES_STATS__INIT;
+    La__FitError fe = LA__FIT_ERROR__INIT;
+    La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+    la_test_history_trace(&t, &st, &fe, &res[r], "pk", r, 2, NEL, 5000, 1);
+    int was_new = -1;
+    assert_int_equal(la_store_trace(f->s, &t, &was_new), 0);
+    assert_int_equal(was_new, 1);
+    assert_int_equal(raw_int(f->path, "SELECT count(*) FROM history"), 0);
+    assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces WHERE"
+                                      " cycle_tag = 2 AND length(segments) > 0"),
+                     1);
+  }
   /* closed again: every rank still counted present */
   assert_int_equal(la_store_set_closed(f->s, "pk", 1, 1, NULL, 0, 2), 0);
   assert_int_equal(raw_int(f->path, "SELECT n_ranks_present FROM trace_sets"
-                                    " WHERE app_id = 'pk'"),
+                                    " WHERE app_id = 'pk' AND cycle_tag = 1"),
                    R);
   la_store_free_set(a);
   la_store_free_set(b);
+  /* a damaged rep_classes row: an error naming it, no set */
+  raw_exec(f->path, "UPDATE rep_classes SET members = substr(members, 1, 10)"
+                    " WHERE class = 1");
+  La__TraceSet *c = NULL;
+  assert_int_equal(la_store_load_set(f->s, "pk", 1, &c), LA_EIO);
+  assert_null(c);
+  assert_non_null(strstr(la_store_errmsg(f->s), "bad rep_classes row"));
   for (uint32_t r = 0; r < R; r++) la_compact_result_free(&res[r]);
 }
 
