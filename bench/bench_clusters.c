@@ -176,9 +176,9 @@ static int ingest_sig(uint32_t r) {
 
 /* robust: every trace carries robust weights (the same series as its
  * measured one, hence of its representative's robust shape). reps 1: the
- * signatures taken at ingest (known), as the GlobalAgent does; 2: none,
- * each taken from the stored bytes (a GlobalAgent restarted before the
- * close). */
+ * signatures taken at ingest (known; the robust ones too), as the
+ * GlobalAgent does; 2: none, each taken from the stored bytes (a
+ * GlobalAgent restarted before the close). */
 static int store_run(const char *db, int reps, int robust, store_res_t *o) {
   char why[300];
   la_store_t *s = NULL;
@@ -215,6 +215,15 @@ static int store_run(const char *db, int reps, int robust, store_res_t *o) {
       }
     }
     if (la_store_set_closed(s, "bench", c, 1, NULL, 0, 1)) return -1;
+    if (reps == 1) /* robust weights: the same encoding, so the same
+                    * signature, as the GlobalAgent's check of them takes */
+      for (uint32_t r = 0; r < RANKS; r++) {
+        la_store_rep_sig_t *k = &known[r];
+        memcpy(k->rshare, k->share, sizeof k->rshare);
+        k->rdtot = k->dtot;
+        k->rcount = robust ? k->count : 0;
+        k->rlen = k->len;
+      }
     if (reps) {
       la_store_reps_t ro;
       double t0 = cpu_now();

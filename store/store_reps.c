@@ -37,6 +37,7 @@ enum {
   R_ROWS,
   R_TRACES,
   R_ROBUST,
+  R_RBLOBS,
   R_REMPTY,
   R_RINS,
   R_CINS,
@@ -81,7 +82,11 @@ static const char *const la__reps_sql[R__COUNT] = {
                  " WHERE app_id = ?1 AND cycle_tag = ?2"
                  " AND length(segments) > 0",
     /* the robust series with segments of their own */
-    [R_ROBUST] = "SELECT rank, segments, stat_sum FROM robust"
+    [R_ROBUST] = "SELECT rank, length(segments), stat_sum FROM robust"
+                 " WHERE app_id = ?1 AND cycle_tag = ?2"
+                 " AND length(segments) > 0",
+    /* their encodings, for the robust signatures not known beforehand */
+    [R_RBLOBS] = "SELECT rank, segments FROM robust"
                  " WHERE app_id = ?1 AND cycle_tag = ?2"
                  " AND length(segments) > 0",
     /* the row written again too (rows of 4.6 KB live in their leaf page
@@ -285,44 +290,113 @@ static int la__reps_write(la_store_t *s, const char *app_id, uint64_t tag,
   return np ? la__reps_pack(s, app_id, tag, c, k, g, w, np, o) : 0;
 }
 
-/* The robust series of the set's ranks (cnt[r] > 0) into rb. */
-static int la__reps_read_robust(la_store_t *s, const char *app_id,
-                                uint64_t tag, uint32_t np, unsigned nb,
-                                const uint64_t *cnt, la__robust_t *rb,
-                                la_store_reps_t *o) {
-  la_db_stmt_t *st = la__rst(s, R_ROBUST);
+/* *need := np flags, all 0, and *st := statement id bound to the set:
+ * 0, LA_ENOMEM, LA_EIO (nothing to free then). */
+static int la__reps_scan(la_store_t *s, int id, const char *app_id,
+                         uint64_t tag, uint32_t np, uint8_t **need,
+                         la_db_stmt_t **st) {
+  *need = calloc(np ? np : 1, 1);
+  *st = *need ? la__rst(s, id) : NULL;
+  if (!*st) {
+    int r = *need ? LA_EIO : LA_ENOMEM;
+    free(*need);
+    *need = NULL;
+    return r;
+  }
+  la__bind_key(*st, app_id, tag, 0);
+  return 0;
+}
+
+/* A signature taken before it was stored (share, dtot) as a rank's. */
+static void la__reps_known(const double *share, double dtot, unsigned nb,
+                           double *sig, double *dst) {
+  memcpy(sig, share, nb * sizeof *sig);
+  *dst = dtot;
+}
+
+/* The robust signatures of the ranks need[r] marks, each from its
+ * stored encoding in one checking pass (la_clusters_signature_bytes). */
+static int la__reps_robust_blobs(la_store_t *s, const char *app_id,
+                                 uint64_t tag, uint32_t np, unsigned nb,
+                                 const uint64_t *cnt, const uint8_t *need,
+                                 la__robust_t *rb) {
+  la_db_stmt_t *st = la__rst(s, R_RBLOBS);
   if (!st) return LA_EIO;
   la__bind_key(st, app_id, tag, 0);
   int rc, r = 0;
   while (r == 0 && (rc = la_db_step(st)) == LA_DB_ROW) {
     int64_t rank = la_db_column_int64(st, 0);
+    if (rank < 0 || rank >= np || !need[rank]) continue;
     const void *blob = la_db_column_blob(st, 1);
     int blen = la_db_column_bytes(st, 1);
-    if (rank < 0 || rank >= np || !cnt[rank]) continue; /* no trace */
     char why[160];
     uint64_t pts = 0;
-    int sh = !blob || blen <= 0 || (unsigned)blen > LA_STORE_MAX_BLOB
+    int sh = !blob || blen <= 0 || (size_t)blen != rb->len[rank]
                  ? LA_EPROTO
                  : la_clusters_signature_bytes(
                        blob, (size_t)blen, cnt[rank], nb,
                        rb->sig + (size_t)rank * nb, &rb->dtot[rank], &pts,
                        why, sizeof why);
-    if (sh < 0 || pts != cnt[rank]) {
+    if (sh < 0 || pts != cnt[rank])
       r = la__store_corrupt(s,
                             "robust weights of %s cycle %llu rank %lld: %s",
                             app_id, (unsigned long long)tag, (long long)rank,
                             sh < 0 ? "bad segments" : "another element count");
+  }
+  if (r == 0 && rc != LA_DB_DONE)
+    r = la__store_sqlerr(s, "reading a set's robust weights");
+  la_db_finalize(st);
+  return r;
+}
+
+/* The robust series of the set's ranks (cnt[r] > 0) into rb: their
+ * signatures from known[r] when of the same point count and bytes (taken
+ * at ingest), else from their stored encodings. */
+static int la__reps_read_robust(la_store_t *s, const char *app_id,
+                                uint64_t tag, uint32_t np, unsigned nb,
+                                const uint64_t *cnt,
+                                const la_store_rep_sig_t *known,
+                                uint32_t n_known, la__robust_t *rb,
+                                la_store_reps_t *o) {
+  uint8_t *need;
+  la_db_stmt_t *st;
+  int r = la__reps_scan(s, R_ROBUST, app_id, tag, np, &need, &st);
+  if (r) return r;
+  int rc;
+  size_t n_need = 0;
+  while (r == 0 && (rc = la_db_step(st)) == LA_DB_ROW) {
+    int64_t rank = la_db_column_int64(st, 0),
+            blen = la_db_column_int64(st, 1);
+    if (rank < 0 || rank >= np || !cnt[rank]) continue; /* no trace */
+    if (blen <= 0 || blen > LA_STORE_MAX_BLOB) {
+      r = la__store_corrupt(s, "robust weights of %s cycle %llu rank %lld: "
+                            "bad segments", app_id, (unsigned long long)tag,
+                            (long long)rank);
       break;
+    }
+    const la_store_rep_sig_t *k =
+        known && rank < n_known ? &known[rank] : NULL;
+    if (k && k->rcount == cnt[rank] && k->rlen == (uint64_t)blen) {
+      la__reps_known(k->rshare, k->rdtot, nb, rb->sig + (size_t)rank * nb,
+                     &rb->dtot[rank]);
+      o->robust_signatures_known++;
+    } else {
+      need[rank] = 1;
+      n_need++;
     }
     rb->len[rank] = (size_t)blen;
     rb->tot[rank] = la_db_column_type(st, 2) == LA_DB_NULL
                         ? NAN
                         : la_db_column_double(st, 2);
     o->robust_bytes_before += (uint64_t)blen;
+    o->robust_series++;
   }
   if (r == 0 && rc != LA_DB_DONE)
     r = la__store_sqlerr(s, "reading a set's robust weights");
   la_db_finalize(st);
+  if (r == 0 && n_need)
+    r = la__reps_robust_blobs(s, app_id, tag, np, nb, cnt, need, rb);
+  free(need);
   o->robust_bytes_after = o->robust_bytes_before;
   return r;
 }
@@ -388,14 +462,11 @@ static int la__reps_read(la_store_t *s, const char *app_id, uint64_t tag,
                          uint32_t np, unsigned nb,
                          const la_store_rep_sig_t *known, uint32_t n_known,
                          la__sigs_t *g, la_store_reps_t *o) {
-  uint8_t *need = calloc(np ? np : 1, 1);
-  la_db_stmt_t *st = need ? la__rst(s, R_ROWS) : NULL;
-  if (!st) {
-    free(need);
-    return need ? LA_EIO : LA_ENOMEM;
-  }
-  la__bind_key(st, app_id, tag, 0);
-  int rc, r = 0;
+  uint8_t *need;
+  la_db_stmt_t *st;
+  int r = la__reps_scan(s, R_ROWS, app_id, tag, np, &need, &st);
+  if (r) return r;
+  int rc;
   size_t n_need = 0;
   while (r == 0 && (rc = la_db_step(st)) == LA_DB_ROW) {
     int64_t rank = la_db_column_int64(st, 0), n = la_db_column_int64(st, 1),
@@ -410,8 +481,8 @@ static int la__reps_read(la_store_t *s, const char *app_id, uint64_t tag,
     const la_store_rep_sig_t *k =
         known && rank < n_known ? &known[rank] : NULL;
     if (k && k->count == (uint64_t)n && k->len == (uint64_t)blen) {
-      memcpy(g->sig + (size_t)rank * nb, k->share, nb * sizeof *g->sig);
-      g->dtot[rank] = k->dtot;
+      la__reps_known(k->share, k->dtot, nb, g->sig + (size_t)rank * nb,
+                     &g->dtot[rank]);
     } else {
       need[rank] = 1;
       n_need++;
@@ -519,7 +590,8 @@ static int la__reps_apply(la_store_t *s, const char *app_id, uint64_t tag,
   for (size_t i = 0; i < np; i++) g.tot[i] = g.dtot[i] = NAN;
   r = la__reps_read(s, app_id, tag, np, p.buckets, known, n_known, &g, o);
   if (r == 0)
-    r = la__reps_read_robust(s, app_id, tag, np, p.buckets, g.cnt, &rb, o);
+    r = la__reps_read_robust(s, app_id, tag, np, p.buckets, g.cnt, known,
+                             n_known, &rb, o);
   if (r) goto out;
   la_clusters_t c;
   char why[128];

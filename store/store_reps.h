@@ -44,6 +44,8 @@ typedef struct la_store_reps {
   size_t signatures_known; /* of traces, those whose signature was given
                               (la_store_representatives_known), not taken
                               from their stored bytes */
+  size_t robust_series;           /* robust series with segments read */
+  size_t robust_signatures_known; /* of those, signatures given */
 } la_store_reps_t;
 
 /* A trace's signature taken before it was stored (the GlobalAgent's
@@ -55,6 +57,10 @@ typedef struct la_store_rep_sig {
   double dtot;    /* its decoded total; NaN: no shape */
   uint64_t count; /* its points; 0: no signature known */
   uint64_t len;   /* bytes of the encoding it was taken from */
+  /* the same for its robust weights (rcount 0: none known) */
+  double rshare[LA_STORE_REP_BUCKETS];
+  double rdtot;
+  uint64_t rcount, rlen;
 } la_store_rep_sig_t;
 
 /* Stores the set (app_id, cycle_tag) by representatives, grouping with
@@ -68,8 +74,9 @@ int la_store_representatives(la_store_t *s, const char *app_id,
                              la_store_reps_t *out);
 /* The same, with the signatures of the set's ranks taken beforehand:
  * known[r] (r < n_known; count 0: none) stands for rank r's stored
- * trace when it is of the same element count and encoding bytes; the
- * others' are taken from their stored bytes. known NULL: none. */
+ * trace when it is of the same element count and encoding bytes, and
+ * (rcount, rlen) for its stored robust weights likewise; the others' are
+ * taken from their stored bytes. known NULL: none. */
 int la_store_representatives_known(la_store_t *s, const char *app_id,
                                    uint64_t cycle_tag, double tol,
                                    const la_store_rep_sig_t *known,

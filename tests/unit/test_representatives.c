@@ -342,6 +342,9 @@ static void check_representatives(const char *const *extra, const char *db) {
   CHECK(db_count("SELECT count(*) FROM rep_members") == 34, "rep_members");
   check_members_exact();
   /* every signature was taken where ingest checked the trace */
+  CHECK(la_td_log_has(T.g.d, "40 robust series (40 robust signatures "
+                             "taken at ingest)"),
+        "robust signatures not taken at ingest");
   CHECK(la_td_log_has(T.g.d, "40 ranks (40 signatures taken at ingest)"),
         "signatures not taken at ingest");
   CHECK(db_count("SELECT count(*) FROM traces WHERE length(segments) = 0") ==
@@ -475,6 +478,9 @@ static void test_restart_before_close(void **state) {
   run_set_restart(extra, 1);
   CHECK(la_td_log_has(T.g.d, "40 ranks (20 signatures taken at ingest)"),
         "not 20 signatures taken at ingest");
+  CHECK(la_td_log_has(T.g.d, "40 robust series (20 robust signatures "
+                             "taken at ingest)"),
+        "not 20 robust signatures taken at ingest");
   CHECK(db_count("SELECT count(*) FROM rep_members") == 34, "rep_members");
   check_members_exact();
   CHECK(db_count("SELECT count(*) FROM traces WHERE length(segments) = 0") ==
