@@ -26,7 +26,10 @@
  *     restarted before the close: the same rows required); bytes of the
  *     file, bytes in use (pages minus free pages: the pages a replaced
  *     member freed are reused by the next cycles, so the file grows by
- *     this much per cycle) and the file after VACUUM, and the ratios; the
+ *     this much per cycle), those of the sets' tables (traces, robust,
+ *     the representatives' tables and their indexes: without the ranks
+ *     table and each table's first page, which every store holds once)
+ *     and the file after VACUUM, and the ratios; the
  *     CPU time to store by representatives per trace;
  *   - the read back: la_store_load_set of one cycle of the representatives
  *     store, time per trace, every rank's total exact (its stored sum
@@ -106,9 +109,13 @@ static int exact(const la_clusters_t *c) {
   return out == c->n_outliers;
 }
 
-/* Bytes of the SQLite file db, and bytes in use (pages - free pages). */
+/* Bytes of the SQLite file db, bytes in use (pages - free pages), those
+ * of the tables with rows per trace (traces, robust and the
+ * representatives' tables, with their indexes: the sets, without what
+ * every store holds once, such as the ranks table and each table's first
+ * page), and the file's bytes after VACUUM. */
 static void db_bytes(const char *db, double *file, double *used,
-                     double *vac) {
+                     double *sets, double *vac) {
   sqlite3 *q = NULL;
   sqlite3_stmt *st = NULL;
   sqlite3_open(db, &q);
@@ -122,6 +129,17 @@ static void db_bytes(const char *db, double *file, double *used,
   if (sqlite3_step(st) == SQLITE_ROW)
     *used = (double)sqlite3_column_int64(st, 0) * sqlite3_column_int64(st, 1);
   sqlite3_finalize(st);
+  *sets = NAN;
+  if (sqlite3_prepare_v2(
+          q,
+          "SELECT sum(pgsize) FROM dbstat WHERE name IN ('traces',"
+          " 'sqlite_autoindex_traces_1', 'robust', 'sqlite_autoindex_robust_1',"
+          " 'rep_members', 'rep_robust', 'rep_classes',"
+          " 'sqlite_autoindex_rep_classes_1')",
+          -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    *sets = (double)sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
   struct stat sb;
   *file = stat(db, &sb) == 0 ? (double)sb.st_size : NAN;
   sqlite3_exec(q, "VACUUM", NULL, NULL, NULL);
@@ -130,7 +148,7 @@ static void db_bytes(const char *db, double *file, double *used,
 }
 
 typedef struct {
-  double file, used, vac, reps_s_per_trace;
+  double file, used, sets, vac, reps_s_per_trace;
   size_t classes, outliers, replaced, robust_replaced, known;
 } store_res_t;
 
@@ -158,9 +176,9 @@ static int ingest_sig(uint32_t r) {
 
 /* robust: every trace carries robust weights (the same series as its
  * measured one, hence of its representative's robust shape). reps 1: the
- * signatures taken at ingest (known), as the GlobalAgent does; 2: none,
- * each taken from the stored bytes (a GlobalAgent restarted before the
- * close). */
+ * signatures taken at ingest (known; the robust ones too), as the
+ * GlobalAgent does; 2: none, each taken from the stored bytes (a
+ * GlobalAgent restarted before the close). */
 static int store_run(const char *db, int reps, int robust, store_res_t *o) {
   char why[300];
   la_store_t *s = NULL;
@@ -197,6 +215,15 @@ static int store_run(const char *db, int reps, int robust, store_res_t *o) {
       }
     }
     if (la_store_set_closed(s, "bench", c, 1, NULL, 0, 1)) return -1;
+    if (reps == 1) /* robust weights: the same encoding, so the same
+                    * signature, as the GlobalAgent's check of them takes */
+      for (uint32_t r = 0; r < RANKS; r++) {
+        la_store_rep_sig_t *k = &known[r];
+        memcpy(k->rshare, k->share, sizeof k->rshare);
+        k->rdtot = k->dtot;
+        k->rcount = robust ? k->count : 0;
+        k->rlen = k->len;
+      }
     if (reps) {
       la_store_reps_t ro;
       double t0 = cpu_now();
@@ -217,7 +244,7 @@ static int store_run(const char *db, int reps, int robust, store_res_t *o) {
   }
   la_store_close(s);
   o->reps_s_per_trace = t_reps / ((double)CYCLES * RANKS);
-  db_bytes(db, &o->file, &o->used, &o->vac);
+  db_bytes(db, &o->file, &o->used, &o->sets, &o->vac);
   return 0;
 }
 
@@ -566,6 +593,9 @@ int main(int argc, char **argv) {
            v->s0.used, v->s1.used, v->s0.used / v->s1.used);
     printf("  after VACUUM   file %.0f -> %.0f bytes (%.1fx smaller)\n",
            v->s0.vac, v->s1.vac, v->s0.vac / v->s1.vac);
+    printf("  the sets' tables (traces, robust, representatives, their "
+           "indexes) %.0f -> %.0f bytes (%.1fx smaller)\n",
+           v->s0.sets, v->s1.sets, v->s0.sets / v->s1.sets);
     printf("  at close       %zu members replaced per cycle (%zu robust), "
            "%.2f us cpu per trace (%zu signatures taken at ingest); from the "
            "stored bytes %.2f us\n",
@@ -609,6 +639,8 @@ int main(int argc, char **argv) {
             " \"used_ratio\": %.2f,\n"
             "    \"vacuum_bytes_full\": %.0f, \"vacuum_bytes_reps\": %.0f,"
             " \"vacuum_ratio\": %.2f,\n"
+            "    \"sets_bytes_full\": %.0f, \"sets_bytes_reps\": %.0f,"
+            " \"sets_ratio\": %.2f,\n"
             "    \"replaced_per_cycle\": %zu, \"robust_replaced_per_cycle\": %zu,"
             " \"reps_us_per_trace\": %.3f,"
             " \"reps_from_bytes_us_per_trace\": %.3f,\n"
@@ -625,7 +657,8 @@ int main(int argc, char **argv) {
             v->pmed * 1e6, v->bmed * 1e6, v->cmed * 1e6, v->csmed * 1e6,
             v->s0.file, v->s1.file, v->s0.file / v->s1.file, v->s0.used,
             v->s1.used, v->s0.used / v->s1.used, v->s0.vac, v->s1.vac,
-            v->s0.vac / v->s1.vac, v->s1.replaced, v->s1.robust_replaced,
+            v->s0.vac / v->s1.vac, v->s0.sets, v->s1.sets,
+            v->s0.sets / v->s1.sets, v->s1.replaced, v->s1.robust_replaced,
             v->s1.reps_s_per_trace * 1e6, v->s2.reps_s_per_trace * 1e6,
             v->ga_off * 1e6, v->ga_on * 1e6, grp * 1e6, sto * 1e6,
             v->rd * 1e6, v->recon, v->bad_flag,

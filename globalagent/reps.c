@@ -38,9 +38,12 @@ void la_ga_representatives(la_ga_t *ga, const char *app_id, uint64_t tag) {
   }
   la_log_debug("Trace-Set %s cycle %llu: %zu classes, %zu outliers of %zu "
                "ranks (%zu signatures taken at ingest); %zu members stored "
-               "by their representative (%llu of %llu segment bytes kept)",
+               "by their representative (%llu of %llu segment bytes kept); "
+               "%zu robust series (%zu robust signatures taken at ingest), "
+               "%zu stored by their representative's",
                app_id, (unsigned long long)tag, o.classes, o.outliers,
                o.traces, o.signatures_known, o.replaced,
                (unsigned long long)o.bytes_after,
-               (unsigned long long)o.bytes_before);
+               (unsigned long long)o.bytes_before, o.robust_series,
+               o.robust_signatures_known, o.robust_replaced);
 }

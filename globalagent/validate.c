@@ -78,9 +78,19 @@ int la_ga_check_encodings(const La__CompactTrace *t, la_store_rep_sig_t *sig,
                       t->n_channels ? NULL : sig, why, why_len);
   /* The robust weights: compacted with the same parameters, so the same
    * point count and mode (docs/fidelity.md). */
-  if (rc == 0 && t->robust_stats)
+  if (rc == 0 && t->robust_stats) {
+    la_store_rep_sig_t rs; /* the robust signature, from its own pass */
+    memset(&rs, 0, sizeof rs);
     rc = la__enc_ok(t, &t->robust_segments, t->robust_stats, "robust ",
-                    "robust_stats", NULL, why, why_len);
+                    "robust_stats", sig && !t->n_channels ? &rs : NULL, why,
+                    why_len);
+    if (rc == 0 && sig && rs.count) {
+      memcpy(sig->rshare, rs.share, sizeof sig->rshare);
+      sig->rdtot = rs.dtot;
+      sig->rcount = rs.count;
+      sig->rlen = rs.len;
+    }
+  }
   for (size_t i = 0; rc == 0 && i < t->n_channels; i++) {
     const La__ChannelTrace *c = t->channels[i];
     char what[48], field[64];

@@ -29,6 +29,7 @@
 #include "la_errcodes.h"
 #include "la_limits.h"
 #include "store_internal.h"
+#include "store_reps.h"
 
 /* The history statement id, prepared on first use; NULL on failure
  * (la__store_sqlerr recorded it). */
@@ -91,7 +92,16 @@ static int la__check_ref(la_store_t *s, const La__CompactTrace *t,
     /* the part referenced: its segments, or its robust segments */
     int have = rc == LA_DB_ROW && (robust ? la_db_column_int64(st, 3)
                                           : la_db_column_int64(st, 2) > 0);
-    if (rc == LA_DB_DONE) {
+    int packed = rc == LA_DB_DONE
+                     ? la__store_reps_is_packed(s, t->app_id, ref, t->rank)
+                     : 0;
+    if (packed < 0) {
+      r = packed;
+    } else if (packed) {
+      /* a member packed by representatives (docs/clusters.md): as an
+       * emptied one below, this trace is kept in full */
+      *gone = 1;
+    } else if (rc == LA_DB_DONE) {
       refused = "that rank has no stored trace of that cycle";
     } else if (rc != LA_DB_ROW) {
       r = la__store_sqlerr(s, "checking the trace's history reference");

@@ -511,22 +511,55 @@ static int la__load_close(la_store_t *s, const char *app_id, uint64_t cycle_tag,
   return r;
 }
 
+/* The packed members (store_reps.h) of ranks below before (*pr the next
+ * of them, *more whether there is one) into set, by rank. */
+static int la__load_packed(la_store_t *s, int64_t nprocs, int64_t before,
+                           la_store_reps_cache_t *reps, size_t *cur,
+                           uint32_t *pr, int *more, La__TraceSet *set,
+                           size_t *cap, int64_t *prev) {
+  int r = 0;
+  for (; r == 0 && *more && (int64_t)*pr < before;
+       *more = la__store_reps_packed_next(reps, cur, pr)) {
+    if (nprocs && *pr >= nprocs) continue;
+    if ((r = la__store_reserve(s, &set->traces, set->n_traces, cap,
+                               sizeof *set->traces, 16)))
+      break;
+    set->traces[set->n_traces] = NULL;
+    r = la__store_reps_packed_trace(s, reps, *pr, &set->traces[set->n_traces]);
+    if (r == 0) r = la__store_coarse_load(s, set->traces[set->n_traces]);
+    if (set->traces[set->n_traces]) set->n_traces++;
+    *prev = *pr;
+  }
+  return r;
+}
+
 /* The traces of the set, by rank (those of ranks >= nprocs, stored before
  * the RankStart, left out when nprocs is known). Returns 0, LA_EIO,
  * LA_ENOMEM. */
 static int la__load_traces(la_store_t *s, const char *app_id,
                            uint64_t cycle_tag, int64_t nprocs,
                            La__TraceSet *set) {
-  int r = 0, rc;
+  int r = 0, rc = LA_DB_DONE;
   size_t cap = 0;
   int64_t prev = -1;
-  la_store_reps_cache_t *reps = NULL; /* members' rows, decoded reps */
+  la_store_reps_cache_t *reps = la__store_reps_cache_new(); /* members */
+  if (!reps) return LA_ENOMEM;
+  /* members packed into rep_classes rows, merged by rank */
+  size_t n_packed = 0, cur = 0;
+  uint32_t pr = 0;
+  r = la__store_reps_packed_set(s, app_id, cycle_tag, reps, &n_packed);
+  int more = r == 0 && la__store_reps_packed_next(reps, &cur, &pr);
   la_db_stmt_t *st = s->st[S_LOAD_TRACES];
   la_db_bind_text(st, 1, app_id, -1);
   la_db_bind_int64(st, 2, la__i64(cycle_tag));
-  while ((rc = la_db_step(st)) == LA_DB_ROW) {
+  while (r == 0 && (rc = la_db_step(st)) == LA_DB_ROW) {
     int64_t rank = la_db_column_int64(st, 0);
     if (nprocs && rank >= nprocs) continue; /* stored before RankStart */
+    r = la__load_packed(s, nprocs, rank, reps, &cur, &pr,
+                        &more, set, &cap, &prev);
+    if (r) break;
+    if (more && pr == rank) /* stored again since: its row is served */
+      more = la__store_reps_packed_next(reps, &cur, &pr);
     if (rank <= prev) {
       r = la__store_corrupt(s, "traces of %s cycle %llu: rank %lld repeated",
                             app_id, (unsigned long long)cycle_tag,
@@ -545,6 +578,9 @@ static int la__load_traces(la_store_t *s, const char *app_id,
   }
   if (r == 0 && rc != LA_DB_DONE) r = la__store_sqlerr(s, "loading the traces");
   la__done(st);
+  if (r == 0) /* the packed members after the last row */
+    r = la__load_packed(s, nprocs, INT64_MAX, reps, &cur,
+                        &pr, &more, set, &cap, &prev);
   la__store_reps_cache_free(reps);
   return r;
 }

@@ -20,6 +20,7 @@
 #include "la_errcodes.h"
 #include "la_limits.h"
 #include "store_internal.h"
+#include "store_reps.h"
 
 /* Ends a listing of cnt elements in the array v: on an error r frees v and
  * returns r; else hands v to the caller's array pointer (out is its
@@ -381,6 +382,9 @@ int la_store_trace_stamp(la_store_t *s, const char *app_id, uint64_t cycle_tag,
     r = LA_EIO;
   }
   la_db_finalize(st);
+  /* a member of a set stored by representatives, packed (store_reps.h) */
+  if (r == LA_ENOTFOUND)
+    r = la__store_reps_packed_stamp(s, app_id, cycle_tag, rank, out);
   return r;
 }
 

@@ -3,12 +3,16 @@
  * back (la__store_reps_resolve, store_reps.h, docs/clusters.md): its
  * representative's decoded values times its scale, encoded with the
  * representative's records and parameters, flagged by rep_rank, rep_scale and
- * rep_class; its exact statistics are its own row's.
+ * rep_class; its exact statistics are its own row's, or, for a member
+ * packed into a rep_classes row (no traces row of its own), that row's
+ * (la__store_reps_packed_trace); such members are also listed for the
+ * set's other readers (stamps, ranks present, history references).
  *
  * A set read (store_load.c's trace loop) keeps a cache
- * (la_store_reps_cache_t): the set's rep_members rows, read in one query
- * at its first member, and each representative's decoded values (and
- * robust values), decoded at its first member; every further member is a
+ * (la_store_reps_cache_t): the set's rep_members and rep_classes rows,
+ * read in one query each at its first member (store_reps_rows.c), and
+ * each representative's decoded values (and robust values), decoded at
+ * its first member; every further member is a
  * lookup, n products and the representative's records written again
  * through the scaled ends (la_trace_scaled). A member listed in rep_robust gets
  * its robust series the same way, from its representative's robust
@@ -17,6 +21,7 @@
  * Deliberately not here: storing by representatives (store_reps.c), the
  * rest of a trace's loading (store_load.c).
  */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,16 +32,8 @@
 #include "la_limits.h"
 #include "store_internal.h"
 #include "store_reps.h"
+#include "store_reps_rows.h"
 
-typedef struct {
-  uint32_t rank, cls, rep;
-  double scale;
-} la__member_t;
-
-typedef struct {
-  uint32_t rank;
-  double scale;
-} la__rmember_t;
 
 typedef struct {
   uint32_t rep;
@@ -49,23 +46,14 @@ typedef struct {
 struct la_store_reps_cache {
   char app_id[LA_MAX_ID_LEN + 1];
   uint64_t cycle_tag;
-  int loaded;            /* members read for (app_id, cycle_tag) */
-  la__member_t *members; /* increasing rank */
-  size_t n_members;
-  la__rmember_t *rmembers; /* rep_robust rows, increasing rank */
-  size_t n_rmembers;
+  int loaded;               /* rows read for (app_id, cycle_tag) */
+  la_store_reps_rows_t rows; /* the set's rows */
   la__rep_t *reps;
   size_t n_reps, cap_reps;
   double *scaled; /* scratch: a member's values */
   uint64_t scaled_cap;
 };
 
-static const char la__members_sql[] =
-    "SELECT rank, class, rep_rank, scale FROM rep_members"
-    " WHERE app_id = ?1 AND cycle_tag = ?2 ORDER BY rank";
-static const char la__rmembers_sql[] =
-    "SELECT rank, scale FROM rep_robust WHERE app_id = ?1 AND cycle_tag = ?2"
-    " ORDER BY rank";
 static const char la__rep_sql[] =
     "SELECT segments FROM traces WHERE app_id = ?1 AND cycle_tag = ?2"
     " AND rank = ?3";
@@ -83,8 +71,7 @@ static void la__cache_clear(la_store_reps_cache_t *c) {
     la_trace_close(c->reps[i].tr);
   }
   free(c->reps);
-  free(c->members);
-  free(c->rmembers);
+  la__store_reps_rows_clear(&c->rows);
   free(c->scaled);
   memset(c, 0, sizeof *c);
 }
@@ -95,6 +82,7 @@ void la__store_reps_cache_free(la_store_reps_cache_t *c) {
   free(c);
 }
 
+
 static int la__bad_member_row(la_store_t *s, const La__CompactTrace *t,
                               int64_t rank) {
   return la__store_corrupt(s,
@@ -104,96 +92,6 @@ static int la__bad_member_row(la_store_t *s, const La__CompactTrace *t,
                            (long long)rank);
 }
 
-/* The rep_members and rep_robust rows of t's set into c. Returns 0, LA_EIO, LA_ENOMEM. */
-static int la__read_members(la_store_t *s, const La__CompactTrace *t,
-                            la_store_reps_cache_t *c) {
-  la_db_stmt_t *st;
-  const char *sql = la__members_sql;
-  if (la_db_prepare(s->db, sql, 0, &st) != 0)
-    return la__store_sqlerr(s, "preparing the representatives statement");
-  la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
-  la_db_bind_int64(st, 2, la__i64(t->cycle_tag));
-  size_t cap = 0;
-  int rc, r = 0;
-  int64_t prev = -1;
-  while (r == 0 && (rc = la_db_step(st)) == LA_DB_ROW) {
-    int64_t m = la_db_column_int64(st, 0), cls = la_db_column_int64(st, 1),
-            rep = la_db_column_int64(st, 2);
-    double scale = la_db_column_double(st, 3);
-    if (m <= prev || m >= LA_MAX_RANKS || cls < 0 || cls > UINT32_MAX ||
-        rep < 0 || rep >= LA_MAX_RANKS || rep == m || !isfinite(scale)) {
-      r = la__bad_member_row(s, t, m);
-      break;
-    }
-    prev = m;
-    if ((r = la__store_reserve(s, &c->members, c->n_members, &cap,
-                               sizeof *c->members, 64)))
-      break;
-    c->members[c->n_members++] = (la__member_t){
-        (uint32_t)m, (uint32_t)cls, (uint32_t)rep, scale};
-  }
-  if (r == 0 && rc != LA_DB_DONE)
-    r = la__store_sqlerr(s, "loading a set's class members");
-  la_db_finalize(st);
-  if (r) return r;
-  /* the members whose robust series are their representative's */
-  sql = la__rmembers_sql;
-  if (la_db_prepare(s->db, sql, 0, &st) != 0)
-    return la__store_sqlerr(s, "preparing the representatives statement");
-  la__bind_text(st, 1, t->app_id, LA_MAX_ID_LEN);
-  la_db_bind_int64(st, 2, la__i64(t->cycle_tag));
-  cap = 0;
-  prev = -1;
-  while (r == 0 && (rc = la_db_step(st)) == LA_DB_ROW) {
-    int64_t m = la_db_column_int64(st, 0);
-    double scale = la_db_column_double(st, 1);
-    if (m <= prev || m >= LA_MAX_RANKS || !isfinite(scale)) {
-      r = la__store_corrupt(s,
-                            "robust weights of %s cycle %llu rank %lld: bad "
-                            "rep_robust row",
-                            t->app_id, (unsigned long long)t->cycle_tag,
-                            (long long)m);
-      break;
-    }
-    prev = m;
-    if ((r = la__store_reserve(s, &c->rmembers, c->n_rmembers, &cap,
-                               sizeof *c->rmembers, 64)))
-      break;
-    c->rmembers[c->n_rmembers++] = (la__rmember_t){(uint32_t)m, scale};
-  }
-  if (r == 0 && rc != LA_DB_DONE)
-    r = la__store_sqlerr(s, "loading a set's robust class members");
-  la_db_finalize(st);
-  return r;
-}
-
-static const la__rmember_t *la__find_rmember(const la_store_reps_cache_t *c,
-                                             uint32_t rank) {
-  size_t lo = 0, hi = c->n_rmembers;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (c->rmembers[mid].rank < rank)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < c->n_rmembers && c->rmembers[lo].rank == rank ? &c->rmembers[lo]
-                                                            : NULL;
-}
-
-static const la__member_t *la__find_member(const la_store_reps_cache_t *c,
-                                           uint32_t rank) {
-  size_t lo = 0, hi = c->n_members;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (c->members[mid].rank < rank)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < c->n_members && c->members[lo].rank == rank ? &c->members[lo]
-                                                          : NULL;
-}
 
 /* Representative rep of t's set, decoded into a new entry of c. */
 static int la__decode_rep(la_store_t *s, const La__CompactTrace *t,
@@ -328,26 +226,30 @@ static int la__rep_of(la_store_t *s, const La__CompactTrace *t, uint32_t rep,
   return r;
 }
 
-/* c holds t's set's rows (read now when it holds another set's). */
-static int la__cache_set(la_store_t *s, const La__CompactTrace *t,
+/* c holds the set's rows (read now when it holds another set's). */
+static int la__cache_key(la_store_t *s, const char *app_id, uint64_t tag,
                          la_store_reps_cache_t *c) {
-  if (c->loaded && c->cycle_tag == t->cycle_tag &&
-      strcmp(c->app_id, t->app_id) == 0)
+  if (c->loaded && c->cycle_tag == tag && strcmp(c->app_id, app_id) == 0)
     return 0;
   la__cache_clear(c);
-  snprintf(c->app_id, sizeof c->app_id, "%s", t->app_id);
-  c->cycle_tag = t->cycle_tag;
+  snprintf(c->app_id, sizeof c->app_id, "%s", app_id);
+  c->cycle_tag = tag;
   c->loaded = 1;
-  int r = la__read_members(s, t, c);
+  int r = la__store_reps_rows_read(s, app_id, tag, &c->rows);
   if (r) la__cache_clear(c);
   return r;
+}
+
+static int la__cache_set(la_store_t *s, const La__CompactTrace *t,
+                         la_store_reps_cache_t *c) {
+  return la__cache_key(s, t->app_id, t->cycle_tag, c);
 }
 
 static int la__resolve(la_store_t *s, La__CompactTrace *t,
                        la_store_reps_cache_t *c) {
   int r = la__cache_set(s, t, c);
   if (r) return r;
-  const la__member_t *m = la__find_member(c, t->rank);
+  const la_store_rep_member_t *m = la__store_reps_rows_find(&c->rows, t->rank);
   if (!m) return 0; /* no member: a history reference, perhaps */
   la__rep_t *rep = NULL;
   r = la__rep_of(s, t, m->rep, 0, c, &rep);
@@ -370,8 +272,10 @@ static int la__resolve_robust(la_store_t *s, La__CompactTrace *t,
                               la_store_reps_cache_t *c) {
   int r = la__cache_set(s, t, c);
   if (r) return r;
-  const la__rmember_t *rm = la__find_rmember(c, t->rank);
-  const la__member_t *m = rm ? la__find_member(c, t->rank) : NULL;
+  const la_store_rep_rmember_t *rm =
+      la__store_reps_rows_robust(&c->rows, t->rank);
+  const la_store_rep_member_t *m =
+      rm ? la__store_reps_rows_find(&c->rows, t->rank) : NULL;
   if (!rm) return 0;
   if (!m)
     return la__store_corrupt(s,
@@ -394,3 +298,60 @@ int la__store_reps_resolve(la_store_t *s, La__CompactTrace *t,
                            la_store_reps_cache_t *cache) {
   return la__resolve(s, t, cache);
 }
+
+/* ------------------------------------- members packed into rep_classes */
+
+/* The member of rank in c when it is packed, else NULL. */
+static const la_store_rep_member_t *la__packed(const la_store_reps_cache_t *c,
+                                      uint32_t rank) {
+  const la_store_rep_member_t *m = la__store_reps_rows_find(&c->rows, rank);
+  return m && m->pk >= 0 ? m : NULL;
+}
+
+int la__store_reps_packed_set(la_store_t *s, const char *app_id,
+                              uint64_t cycle_tag, la_store_reps_cache_t *c,
+                              size_t *n) {
+  int r = la__cache_key(s, app_id, cycle_tag, c);
+  *n = r ? 0 : c->rows.n_packed;
+  return r;
+}
+
+int la__store_reps_packed_next(const la_store_reps_cache_t *c, size_t *cur,
+                               uint32_t *rank) {
+  const la_store_reps_rows_t *w = &c->rows;
+  while (*cur < w->n_members && w->members[*cur].pk < 0) ++*cur;
+  if (*cur >= w->n_members) return 0;
+  *rank = w->members[(*cur)++].rank;
+  return 1;
+}
+
+int la__store_reps_packed_trace(la_store_t *s, la_store_reps_cache_t *c,
+                                uint32_t rank, La__CompactTrace **out) {
+  const la_store_rep_member_t *m = la__packed(c, rank);
+  assert(c->loaded && m);
+  const la_store_packed_t *p = &c->rows.packed[m->pk];
+  La__CompactTrace *t = calloc(1, sizeof *t);
+  if (!t) return LA_ENOMEM;
+  *out = t;
+  la__compact_trace__init(t);
+  t->app_id = strdup(c->app_id);
+  t->stats = malloc(sizeof *t->stats);
+  if (!t->app_id || !t->stats) return LA_ENOMEM;
+  la__series_stats__init(t->stats);
+  t->rank = rank;
+  t->cycle_tag = c->cycle_tag;
+  t->n_elements = m->nel;
+  t->stats->count = m->nel;
+  t->stats->sum = p->has_sum ? p->sum : NAN;
+  t->stats->min = p->has_min ? p->min : NAN;
+  t->stats->max = p->has_max ? p->max : NAN;
+  t->has_t_xfer_ns = p->has_xfer;
+  t->t_xfer_ns = p->t_xfer_ns;
+  t->has_rank_seq = p->has_rank_seq;
+  t->rank_seq = p->rank_seq;
+  t->seq = p->seq;
+  int r = la__resolve(s, t, c);
+  assert(r != 0);
+  return r == 1 ? 0 : r;
+}
+

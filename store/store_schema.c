@@ -278,6 +278,28 @@ static const char la__reps_sql[] =
     "  PRIMARY KEY (app_id, cycle_tag, rank)) WITHOUT ROWID;";
 
 /* Added later still, created in place (IF NOT EXISTS) like `missing`.
+ * rep_classes (docs/clusters.md): a behaviour class of a set stored by
+ * representatives whose members' traces rows were removed: one row per
+ * (set, class) with its representative, that one's decoded total (a
+ * member's scale is its exact total over it), the element count and the
+ * members packed in `members` (store_reps_pack.c: ranks, exact
+ * statistics, stamps); rank_min and rank_max bound them. Members with
+ * robust weights keep their traces row and a rep_members row instead. */
+static const char la__rep_classes_sql[] =
+    "CREATE TABLE IF NOT EXISTS rep_classes ("
+    "  app_id TEXT NOT NULL REFERENCES apps(app_id),"
+    "  cycle_tag INTEGER NOT NULL,"
+    "  class INTEGER NOT NULL,"
+    "  rep_rank INTEGER NOT NULL,"
+    "  rep_total REAL NOT NULL,"
+    "  n_elements INTEGER NOT NULL,"
+    "  n_members INTEGER NOT NULL,"
+    "  rank_min INTEGER NOT NULL,"
+    "  rank_max INTEGER NOT NULL,"
+    "  members BLOB NOT NULL,"
+    "  PRIMARY KEY (app_id, cycle_tag, class));";
+
+/* Added later still, created in place (IF NOT EXISTS) like `missing`.
  * app_owners: the uid an application id is bound to, from its first
  * RankStart that carried one (RankStart.owner_uid), with that rank's
  * host. refused_ranks: per (application, LocalAgent host, rank), a
@@ -377,6 +399,7 @@ static const struct {
     {la__history_robust_sql, "adding the history_robust table"},
     {la__coarse_sql, "adding the coarse table"},
     {la__history_exc_sql, "adding the history_exceptions table"},
+    {la__rep_classes_sql, "adding the rep_classes table"},
 };
 
 #define LA__CREATE "CREATE TABLE IF NOT EXISTS "
@@ -430,6 +453,36 @@ static int la__store_add_temp(la_db_t *db, const char *sql, const char *path,
                         "reading without the tables added later");
 }
 
+/* A trace of a rank packed into a rep_classes row (docs/clusters.md) has
+ * no traces row, yet it is stored: a later copy of its key inserts
+ * nothing, as on a conflict (INSERT OR IGNORE, ON CONFLICT DO NOTHING).
+ * Its key is within a class's rank_min..rank_max, has no row and is not
+ * recorded missing (every rank of a closed set has one of a row, a packed
+ * member or a missing record; a missing rank may still arrive). A key
+ * that has a row is written again as before (REPLACE). Created in place;
+ * each insert looks up rep_classes by (app_id, cycle_tag) first. */
+static const char la__packed_trigger_sql[] =
+    "CREATE TRIGGER IF NOT EXISTS traces_packed BEFORE INSERT ON traces"
+    " WHEN EXISTS (SELECT 1 FROM rep_classes p WHERE p.app_id = NEW.app_id"
+    " AND p.cycle_tag = NEW.cycle_tag AND NEW.rank BETWEEN p.rank_min AND"
+    " p.rank_max) AND NOT EXISTS (SELECT 1 FROM traces t WHERE"
+    " t.app_id = NEW.app_id AND t.cycle_tag = NEW.cycle_tag"
+    " AND t.rank = NEW.rank) AND NOT EXISTS (SELECT 1 FROM missing m WHERE"
+    " m.app_id = NEW.app_id AND m.cycle_tag = NEW.cycle_tag"
+    " AND m.rank = NEW.rank)"
+    " BEGIN SELECT RAISE(IGNORE); END;";
+/* PostgreSQL's form (no REPLACE there: a key with a row conflicts anyway) */
+static const char la__packed_trigger_pg_sql[] =
+    "CREATE OR REPLACE FUNCTION la_traces_packed() RETURNS trigger AS $f$"
+    " BEGIN IF EXISTS (SELECT 1 FROM rep_classes p WHERE"
+    " p.app_id = NEW.app_id AND p.cycle_tag = NEW.cycle_tag AND NEW.rank"
+    " BETWEEN p.rank_min AND p.rank_max) AND NOT EXISTS (SELECT 1 FROM"
+    " missing m WHERE m.app_id = NEW.app_id AND m.cycle_tag = NEW.cycle_tag"
+    " AND m.rank = NEW.rank) THEN RETURN NULL; END IF; RETURN NEW; END $f$"
+    " LANGUAGE plpgsql;"
+    " CREATE OR REPLACE TRIGGER traces_packed BEFORE INSERT ON traces"
+    " FOR EACH ROW EXECUTE FUNCTION la_traces_packed();";
+
 /* The tables added after version 1, created in place when missing; in a
  * read-only SQLite store, as empty temporary tables. */
 static int la__store_add_tables(la_db_t *db, const char *path, char *why,
@@ -440,6 +493,12 @@ static int la__store_add_tables(la_db_t *db, const char *path, char *why,
            : la__store_exec(db, la__added[i].sql, why, n, path,
                             la__added[i].what))
       return LA_EIO;
+  if (!ro && la__store_exec(db,
+                            la_db_kind(db) == LA_DB_PG
+                                ? la__packed_trigger_pg_sql
+                                : la__packed_trigger_sql,
+                            why, n, path, "adding the traces_packed trigger"))
+    return LA_EIO;
   return 0;
 }
 
@@ -500,6 +559,8 @@ int la__store_schema(la_db_t *db, const char *path, char *why, size_t n) {
           la__store_exec(db, la__coarse_sql, why, n, path,
                          "creating the schema") ||
           la__store_exec(db, la__history_exc_sql, why, n, path,
+                         "creating the schema") ||
+          la__store_exec(db, la__rep_classes_sql, why, n, path,
                          "creating the schema") ||
           la__store_exec(db, sql, why, n, path, "creating the schema") ||
           la__store_exec(db, "COMMIT", why, n, path, "creating the schema")) {

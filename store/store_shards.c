@@ -20,6 +20,7 @@
 #include "la_errcodes.h"
 #include "la_limits.h"
 #include "store_internal.h"
+#include "store_reps.h"
 
 int la_store_shared(const la_store_t *s) {
   return s && la_db_kind(s->db) == LA_DB_PG;
@@ -41,6 +42,14 @@ int la_store_set_ranks(la_store_t *s, const char *app_id, uint64_t cycle_tag,
   int r = la__store_rank_rows(s, st, app_id, cycle_tag, nprocs, "ranks",
                               "reading a Trace-Set's ranks", ranks, n);
   la_db_finalize(st);
+  /* and the members of a set stored by representatives, packed */
+  if (r == 0)
+    r = la__store_reps_packed_ranks(s, app_id, cycle_tag, nprocs, ranks, n);
+  if (r) {
+    free(*ranks);
+    *ranks = NULL;
+    *n = 0;
+  }
   return r;
 }
 

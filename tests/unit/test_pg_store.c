@@ -125,6 +125,7 @@ PG_CASE(test_app_owners)
 PG_CASE(test_robust_round_trip)
 PG_CASE(test_robust_history)
 PG_CASE(test_robust_history_exceptions)
+PG_CASE(test_reps_packed_small)
 PG_CASE(test_missing_records)
 PG_CASE(test_injected_commit_failure)
 
@@ -297,6 +298,7 @@ int main(void) {
       T(pg_test_robust_round_trip),
       T(pg_test_robust_history),
       T(pg_test_robust_history_exceptions),
+      T(pg_test_reps_packed_small),
       T(pg_test_missing_records),
       T(pg_test_app_owners),
       T(pg_test_injected_commit_failure),

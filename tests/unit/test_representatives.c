@@ -342,6 +342,9 @@ static void check_representatives(const char *const *extra, const char *db) {
   CHECK(db_count("SELECT count(*) FROM rep_members") == 34, "rep_members");
   check_members_exact();
   /* every signature was taken where ingest checked the trace */
+  CHECK(la_td_log_has(T.g.d, "40 robust series (40 robust signatures "
+                             "taken at ingest)"),
+        "robust signatures not taken at ingest");
   CHECK(la_td_log_has(T.g.d, "40 ranks (40 signatures taken at ingest)"),
         "signatures not taken at ingest");
   CHECK(db_count("SELECT count(*) FROM traces WHERE length(segments) = 0") ==
@@ -425,7 +428,11 @@ static void check_representatives(const char *const *extra, const char *db) {
   CHECK(la_test_link_wait_acked(&T.link, WAIT_MS, why, sizeof why) == 0,
         "acks: %s", why);
   assert_int_equal(la_td_status_ll(T.g.d, "conflicts"), 0);
-  CHECK(db_count("SELECT count(*) FROM traces WHERE cycle_tag = 2") == NP,
+  /* every rank of cycle 2 stored: its own row, or (no robust weights)
+   * packed into its class's rep_classes row once the set closed */
+  CHECK(db_count("SELECT (SELECT count(*) FROM traces WHERE cycle_tag = 2)"
+                 " + (SELECT coalesce(sum(n_members), 0) FROM rep_classes"
+                 " WHERE cycle_tag = 2)") == NP,
         "cycle 2 stored");
   /* lactl show: the exact totals, from the store */
   const char *a[] = {"show", APP, "1", "--db", db, "--json", NULL};
@@ -471,6 +478,9 @@ static void test_restart_before_close(void **state) {
   run_set_restart(extra, 1);
   CHECK(la_td_log_has(T.g.d, "40 ranks (20 signatures taken at ingest)"),
         "not 20 signatures taken at ingest");
+  CHECK(la_td_log_has(T.g.d, "40 robust series (20 robust signatures "
+                             "taken at ingest)"),
+        "not 20 robust signatures taken at ingest");
   CHECK(db_count("SELECT count(*) FROM rep_members") == 34, "rep_members");
   check_members_exact();
   CHECK(db_count("SELECT count(*) FROM traces WHERE length(segments) = 0") ==

@@ -37,9 +37,12 @@
 #include <sqlite3.h>
 
 #include "la.h"
+#include "la_clusters.h"
 #include "la_codec.h"
 #include "la_compact.h"
 #include "store.h"
+#include "store_reps.h"
+#include "la_test_classes.h"
 #include "la_test_msg.h"
 #include "la_trace_msg.h"
 
@@ -1352,6 +1355,203 @@ static void test_robust_history_exceptions(void **state) {
   la_compact_result_free(&rep);
 }
 
+/* Bytes the set's rows take in the SQLite file: the pages of the traces
+ * and representatives tables and their indexes, less the room unused in
+ * them (dbstat). */
+#ifndef TEST_STORE_PG
+static long long set_bytes(const char *path) {
+  return raw_int(path,
+                 "SELECT sum(pgsize - unused) FROM dbstat WHERE name IN"
+                 " ('traces', 'sqlite_autoindex_traces_1', 'rep_members',"
+                 " 'rep_classes', 'sqlite_autoindex_rep_classes_1')");
+}
+#endif
+
+/* The 16-slice signature of a trace's segments. */
+static void signature(const La__CompactTrace *t, double *sig) {
+  double tot;
+  uint64_t pts;
+  char why[160];
+  assert_int_equal(la_clusters_signature_bytes(t->segments.data,
+                                               t->segments.len, t->n_elements,
+                                               16, sig, &tot, &pts, why,
+                                               sizeof why),
+                   1); /* a shape */
+  assert_int_equal(pts, t->n_elements);
+}
+
+/* A 10^3-rank set of small traces (polyline, tens of bytes each) stored by
+ * representatives (store_reps.h): its members, but two with robust
+ * weights, leave the traces table for a rep_classes row per class, and
+ * the set's rows take at least 3x fewer bytes (SQLite); read back, every
+ * rank is there with the statistics and stamps it was stored with, bit
+ * for bit, a member's values its representative's scaled (signature
+ * within the grouping's tolerance of its own, decoded total its exact
+ * total), an outlier's or representative's segments its own; its stamp
+ * and the set's ranks (shards) see every rank; a resend of a member
+ * stores nothing; a later cycle's history reference to a member is kept
+ * in full; a damaged rep_classes row is an error naming it. */
+static void test_reps_packed_small(void **state) {
+  fx_t *f = *state;
+  enum { R = 1000, NEL = 1024, OUT = 8 };
+  la_compact_params_t cp;
+  assert_int_equal(la_compact_spec_parse("polyline", &cp, NULL, 0), 0);
+  static la_compact_result_t res[R];
+  static double x[NEL];
+  for (uint32_t r = 0; r < R; r++) {
+    La__RankStart m = la_test_rank_start("pk", "pk", r, R, NEL);
+    assert_int_equal(la_store_rank_start(f->s, &m, NULL), 0);
+    la_tc_series(r, R, OUT, NEL, x);
+    assert_int_equal(la_compact(x, NEL, &cp, &res[r]), 0);
+  }
+  La__SeriesStats rst = LA__SERIES_STATS__INIT;
+  assert_int_equal(la_store_begin(f->s), 0);
+  for (uint32_t r = 0; r < R; r++) {
+    La__SeriesStats st = LA__SERIES_STATS__INIT;
+    La__FitError fe = LA__FIT_ERROR__INIT;
+    La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+    la_test_history_trace(&t, &st, &fe, &res[r], "pk", r, 1, NEL, 10 + 3 * r,
+                          0);
+    t.has_t_xfer_ns = r % 3 != 0; /* some without */
+    t.t_xfer_ns = 1000000 + 7919ull * r;
+    if (r == 2 || r == 3) { /* robust weights: kept as rep_members rows */
+      rst = st;
+      t.has_robust_segments = 1;
+      t.robust_segments = t.segments;
+      t.robust_stats = &rst;
+    }
+    assert_int_equal(la_store_trace(f->s, &t, NULL), 0);
+  }
+  assert_int_equal(la_store_set_closed(f->s, "pk", 1, 1, NULL, 0, 1), 0);
+  assert_int_equal(la_store_commit(f->s), 0);
+  La__TraceSet *a = NULL, *b = NULL;
+  assert_int_equal(la_store_load_set(f->s, "pk", 1, &a), 0);
+  assert_int_equal(a->n_traces, R);
+#ifndef TEST_STORE_PG
+  long long before = set_bytes(f->path);
+#endif
+  la_store_reps_t o;
+  assert_int_equal(la_store_representatives(f->s, "pk", 1, 0.05, &o), 0);
+  assert_int_equal(o.classes, LA_TC_CLASSES);
+  assert_int_equal(o.outliers, OUT);
+  assert_int_equal(o.replaced, R - OUT - LA_TC_CLASSES);
+  assert_true(o.packed >= o.replaced - 2 && o.packed < o.replaced);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM rep_classes"),
+                   LA_TC_CLASSES);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces"),
+                   R - (long long)o.packed);
+#ifndef TEST_STORE_PG
+  long long after = set_bytes(f->path);
+  print_message("set of %d small traces: %lld -> %lld bytes (%.1fx)\n", R,
+                before, after, (double)before / (double)after);
+  assert_true(before >= 3 * after);
+#endif
+  /* done once: a second call changes nothing */
+  la_store_reps_t o2;
+  assert_int_equal(la_store_representatives(f->s, "pk", 1, 0.05, &o2), 0);
+  assert_int_equal(o2.replaced, 0);
+  reopen(f);
+  assert_int_equal(la_store_load_set(f->s, "pk", 1, &b), 0);
+  assert_int_equal(b->n_traces, R);
+  assert_int_equal(b->complete, 1);
+  size_t rebuilt = 0;
+  for (uint32_t r = 0; r < R; r++) {
+    const La__CompactTrace *u = a->traces[r], *v = b->traces[r];
+    assert_int_equal(v->rank, r);
+    assert_int_equal(v->n_elements, NEL);
+    assert_int_equal(u->stats->count, v->stats->count);
+    assert_memory_equal(&u->stats->sum, &v->stats->sum, sizeof(double));
+    assert_memory_equal(&u->stats->min, &v->stats->min, sizeof(double));
+    assert_memory_equal(&u->stats->max, &v->stats->max, sizeof(double));
+    assert_int_equal(u->seq, v->seq);
+    assert_int_equal(u->has_t_xfer_ns, v->has_t_xfer_ns);
+    assert_int_equal(u->t_xfer_ns, v->t_xfer_ns);
+    assert_int_equal(u->has_rank_seq, v->has_rank_seq);
+    assert_int_equal(u->rank_seq, v->rank_seq);
+    la_store_stamp_t sv;
+    assert_int_equal(la_store_trace_stamp(f->s, "pk", 1, r, &sv), 0);
+    assert_int_equal(sv.seq, u->seq);
+    assert_int_equal(sv.has_t_xfer_ns, u->has_t_xfer_ns);
+    if (u->has_t_xfer_ns) assert_int_equal(sv.t_xfer_ns, u->t_xfer_ns);
+    assert_int_equal(sv.count, u->stats->count);
+    assert_memory_equal(&sv.sum, &u->stats->sum, sizeof sv.sum);
+    if (!v->has_rep_rank) {
+      assert_int_equal(u->segments.len, v->segments.len);
+      assert_memory_equal(u->segments.data, v->segments.data,
+                          u->segments.len);
+      continue;
+    }
+    rebuilt++;
+    assert_int_equal(la_tc_class(v->rep_rank, R, OUT), la_tc_class(r, R, OUT));
+    double su16[16], sv16[16], d = 0;
+    signature(u, su16);
+    signature(v, sv16);
+    for (int k = 0; k < 16; k++) d += fabs(su16[k] - sv16[k]);
+    assert_true(d <= 0.05 + 1e-12);
+    la_trace_t *tr = NULL;
+    double sum;
+    assert_int_equal(la_trace_open(v->segments.data, v->segments.len, &tr,
+                                   NULL, 0),
+                     0);
+    assert_int_equal(la_trace_range_sum(tr, 0, NEL, &sum), 0);
+    la_trace_close(tr);
+    assert_true(fabs(sum - v->stats->sum) <= 1e-9 * fabs(v->stats->sum));
+  }
+  assert_int_equal(rebuilt, o.replaced);
+  uint32_t *ranks = NULL;
+  size_t n = 0;
+  assert_int_equal(la_store_set_ranks(f->s, "pk", 1, R, &ranks, &n), 0);
+  assert_int_equal(n, R);
+  for (uint32_t r = 0; r < R; r++) assert_int_equal(ranks[r], r);
+  free(ranks);
+  /* a copy of a member's trace (a resend), or of a representative's,
+   * stores nothing: the set reads back the same */
+  for (uint32_t r = 0; r < R; r++) {
+    if (r != b->traces[0]->rep_rank && r != 1 && r != 7) continue;
+    La__SeriesStats st = LA__SERIES_STATS__INIT;
+    La__FitError fe = LA__FIT_ERROR__INIT;
+    La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+    la_test_history_trace(&t, &st, &fe, &res[r], "pk", r, 1, NEL, 10 + 3 * r,
+                          0);
+    int was_new = -1;
+    assert_int_equal(la_store_trace(f->s, &t, &was_new), 0);
+    assert_int_equal(was_new, 0);
+  }
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces"),
+                   R - (long long)o.packed);
+  /* a later cycle naming a packed member's as its history reference:
+   * stored in full, without a history row, not refused */
+  {
+    uint32_t r = b->traces[1]->has_rep_rank ? 1 : 7;
+    La__SeriesStats st = LA__SERIES_STATS__INIT;
+    La__FitError fe = LA__FIT_ERROR__INIT;
+    La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+    la_test_history_trace(&t, &st, &fe, &res[r], "pk", r, 2, NEL, 5000, 1);
+    int was_new = -1;
+    assert_int_equal(la_store_trace(f->s, &t, &was_new), 0);
+    assert_int_equal(was_new, 1);
+    assert_int_equal(raw_int(f->path, "SELECT count(*) FROM history"), 0);
+    assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces WHERE"
+                                      " cycle_tag = 2 AND length(segments) > 0"),
+                     1);
+  }
+  /* closed again: every rank still counted present */
+  assert_int_equal(la_store_set_closed(f->s, "pk", 1, 1, NULL, 0, 2), 0);
+  assert_int_equal(raw_int(f->path, "SELECT n_ranks_present FROM trace_sets"
+                                    " WHERE app_id = 'pk' AND cycle_tag = 1"),
+                   R);
+  la_store_free_set(a);
+  la_store_free_set(b);
+  /* a damaged rep_classes row: an error naming it, no set */
+  raw_exec(f->path, "UPDATE rep_classes SET members = substr(members, 1, 10)"
+                    " WHERE class = 1");
+  La__TraceSet *c = NULL;
+  assert_int_equal(la_store_load_set(f->s, "pk", 1, &c), LA_EIO);
+  assert_null(c);
+  assert_non_null(strstr(la_store_errmsg(f->s), "bad rep_classes row"));
+  for (uint32_t r = 0; r < R; r++) la_compact_result_free(&res[r]);
+}
+
 static void test_robust_round_trip(void **state) {
   fx_t *f = *state;
   for (uint32_t r = 0; r < 3; r++) {
@@ -2398,6 +2598,7 @@ int main(void) {
       T(test_robust_round_trip),
       T(test_robust_history),
       T(test_robust_history_exceptions),
+      T(test_reps_packed_small),
       T(test_store_without_numbering_tables),
       T(test_store_without_robust_tables),
       T(test_per_trace_tables_layout),
