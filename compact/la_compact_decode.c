@@ -960,16 +960,45 @@ int la_trace_decode(const la_trace_t *t, uint64_t first, uint64_t count,
   return 0;
 }
 
-/* Sum of stored values [first, first + count) (count > 0, inside). */
-static double sum_stored(const la_trace_t *t, uint64_t first, uint64_t count) {
+/* The record of t holding stored value i, as la_trace_find_rec finds it
+ * (the one record whose first value is the last at or before i), searched
+ * from record *hint forward (galloping, then halving) when the hint is at
+ * or before it, else over every record; *hint becomes the record found. */
+static size_t find_rec_from(const la_trace_t *t, size_t *hint, uint64_t i) {
+  size_t lo = *hint, hi, step = 1;
+
+  if (lo >= t->nrec || t->recs[lo].first > i)
+    return *hint = la_trace_find_rec(t, i);
+  for (hi = lo + 1; hi < t->nrec && t->recs[hi].first <= i; hi = lo + step)
+    lo = hi, step *= 2;
+  if (hi > t->nrec) hi = t->nrec;
+  while (hi - lo > 1) { /* recs[lo].first <= i < recs[hi].first */
+    size_t mid = lo + (hi - lo) / 2;
+    if (t->recs[mid].first <= i)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return *hint = lo;
+}
+
+/* Sum of stored values [first, first + count) (count > 0, inside); c (may
+ * be NULL) where the search for its records starts. */
+static double sum_stored(const la_trace_t *t, la_trace_cursor_t *c,
+                         uint64_t first, uint64_t count) {
   uint64_t last;
   size_t k0, k1, f;
   dd_t s = {0, 0};
   double r;
 
   last = first + count - 1;
-  k0 = la_trace_find_rec(t, first);
-  k1 = la_trace_find_rec(t, last);
+  if (c) {
+    k0 = find_rec_from(t, &c->rec, first);
+    k1 = find_rec_from(t, &c->rec, last);
+  } else {
+    k0 = la_trace_find_rec(t, first);
+    k1 = la_trace_find_rec(t, last);
+  }
   if (k0 == k1) {
     const rec_t *q = &t->recs[k0];
     s = rec_partial(t, q, first - q->first, last + 1 - q->first, s);
@@ -980,19 +1009,28 @@ static double sum_stored(const la_trace_t *t, uint64_t first, uint64_t count) {
     s = rec_partial(t, q1, 0, last + 1 - q1->first, s);
   }
   r = (s.hi + s.lo) / t->psc; /* exact, or +-Inf past the double range */
-  f = la_lower_bound(t->nfpos, 0, t->nnf, first);
+  f = c && c->nf <= t->nnf && (c->nf == 0 || t->nfpos[c->nf - 1] < first)
+          ? c->nf
+          : 0; /* the values not finite before c->nf are before first */
+  f = la_lower_bound(t->nfpos, f, t->nnf, first);
+  if (c) c->nf = f;
   for (; f < t->nnf && t->nfpos[f] <= last; f++) r += t->nfval[f];
   return r;
 }
 
 int la_trace_range_sum(const la_trace_t *t, uint64_t first, uint64_t count,
                        double *sum) {
+  return la_trace_range_sum_at(t, NULL, first, count, sum);
+}
+
+int la_trace_range_sum_at(const la_trace_t *t, la_trace_cursor_t *c,
+                          uint64_t first, uint64_t count, double *sum) {
   if (bad_range(t, first, count) || sum == NULL) return LA_ERANGE;
   *sum = 0;
   if (count == 0) return 0;
   uint64_t k = t->spread;
   if (k == 1) {
-    *sum = sum_stored(t, first, count);
+    *sum = sum_stored(t, c, first, count);
     return 0;
   }
   /* a spread trace: whole rows from the stored sums, the cells of a
@@ -1017,7 +1055,7 @@ int la_trace_range_sum(const la_trace_t *t, uint64_t first, uint64_t count,
   } else {
     r1++;
   }
-  if (r1 > r0) s += sum_stored(t, r0, r1 - r0);
+  if (r1 > r0) s += sum_stored(t, c, r0, r1 - r0);
   *sum = s;
   return 0;
 }
