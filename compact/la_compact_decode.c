@@ -8,8 +8,10 @@
  *
  * la_trace_open() validates everything it reads (header, every record's
  * fields and ranges, exact length, CRC-32) through a bounds-checked reader,
- * and allocates at most a few times the input size: garbage is refused, never
- * read out of bounds. Range sums use double-double prefix sums over records,
+ * and allocates in proportion to the input size: garbage is refused, never
+ * read out of bounds. The index's arrays start with room for what a body of
+ * its size usually holds (about 11 bytes of index per byte), so that they
+ * are not copied as they grow, and are cut to what they hold once parsed. Range sums use double-double prefix sums over records,
  * exceptions and verbatim values, so a query costs O(log records + non-finite
  * values in the range); non-finite values are kept out of the prefixes and
  * added at the end, as IEEE arithmetic would. It does not segment: a scaled
@@ -69,23 +71,42 @@ static inline void sl_reach(la_slices_t *sl, const la_cacc_t *acc,
   while (sl->bnd[sl->k] <= pos) sl->at[sl->k++] = (dd_t){acc->hi, acc->lo};
 }
 
-/* Makes room for need elements in the arrays p[0..np) of the given element
- * sizes, which share *cap (each array gets cap + 1 slots, for prefixes).
- * Doubles; returns 0 or LA_ENOMEM (the arrays stay valid). */
-static int grow(void **p[], const size_t size[], int np, size_t *cap,
-                size_t need) {
-  size_t c = *cap ? *cap : 16;
-  int i;
-
-  if (need <= *cap) return 0;
-  while (c < need) c *= 2;
-  for (i = 0; i < np; i++) {
+/* Gives the arrays p[0..np) (of the given element sizes) c + 1 slots
+ * each; *cap becomes c. 0, or LA_ENOMEM with *cap as it was (each array
+ * valid, with at least min(c, *cap) + 1 slots). */
+static int resize(void **p[], const size_t size[], int np, size_t *cap,
+                  size_t c) {
+  for (int i = 0; i < np; i++) {
     void *q = realloc(*p[i], (c + 1) * size[i]);
     if (q == NULL) return LA_ENOMEM;
     *p[i] = q;
   }
   *cap = c;
   return 0;
+}
+
+/* Cuts the arrays p[0..np) to used elements (+ 1 slot); none used: freed
+ * (NULL, as when never grown). A cut that fails keeps the room. */
+static void cut(void **p[], const size_t size[], int np, size_t *cap,
+                size_t used) {
+  if (used == 0) {
+    for (int i = 0; i < np; i++) free(*p[i]), *p[i] = NULL;
+    *cap = 0;
+  } else if (used < *cap) {
+    (void)resize(p, size, np, cap, used);
+  }
+}
+
+/* Makes room for need elements in the arrays p[0..np) of the given element
+ * sizes, which share *cap (each array gets cap + 1 slots, for prefixes).
+ * Doubles; returns 0 or LA_ENOMEM (the arrays stay valid). */
+static int grow(void **p[], const size_t size[], int np, size_t *cap,
+                size_t need) {
+  size_t c = *cap ? *cap : 16;
+
+  if (need <= *cap) return 0;
+  while (c < need) c *= 2;
+  return resize(p, size, np, cap, c);
 }
 
 void la_trace_close(la_trace_t *t) {
@@ -563,11 +584,40 @@ bad:
                    r->off);
 }
 
+/* The bytes of a body per record and per exception parse_records
+ * reserves room for: (72 + 16) / 32 + (8 + 8 + 16) / 4 = 10.75 bytes of
+ * index per byte of the body. */
+#define LA__REC_BYTES 32
+#define LA__EXC_BYTES 4
+
 static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
                          size_t why_len) {
   la_huff_dec_t *hst = NULL;
+  void **r_arrays[] = {(void **)&t->recs, (void **)&t->rprefix};
+  const size_t r_sizes[] = {sizeof(rec_t), sizeof(dd_t)};
+  void **xp_arrays[] = {(void **)&t->xpos, (void **)&t->xval,
+                        (void **)&t->xprefix};
+  const size_t xp_sizes[] = {sizeof(uint64_t), sizeof(double), sizeof(dd_t)};
+  if (!t->check_only) {
+    /* Room for the records and exceptions a body of this many bytes
+     * usually holds (a polyline of 10^6 points, 6 KB: 174 records, 954
+     * exceptions), about 11 times its bytes (LA__REC_BYTES): no array
+     * copied as it grows (beyond, doubled as before), then cut to what
+     * it holds. */
+    size_t body = r->len - r->off;
+    size_t er = body / LA__REC_BYTES, ex = body / LA__EXC_BYTES;
+    if (er > t->n) er = t->n;
+    if (ex > t->n) ex = t->n;
+    if ((er > 16 && resize(r_arrays, r_sizes, 2, &t->rcap, er)) ||
+        (ex > 16 && resize(xp_arrays, xp_sizes, 3, &t->xcap, ex)))
+      return LA_ENOMEM;
+  }
   int rc = parse_records_st(t, r, why, why_len, &hst);
   free(hst);
+  if (rc == 0 && !t->check_only) {
+    cut(r_arrays, r_sizes, 2, &t->rcap, t->nrec);
+    cut(xp_arrays, xp_sizes, 3, &t->xcap, t->nx);
+  }
   return rc;
 }
 
