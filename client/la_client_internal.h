@@ -140,6 +140,14 @@ const La__TraceSet *la__traceset_message(const la_traceset_t *t);
 /* Rank's parsed trace and its message (NULL when missing or out of range);
  * owned by t. */
 const la_trace_t *la__traceset_trace(const la_traceset_t *t, uint32_t rank);
+/* la_traceset_range_sum() of rank's elements [first, first+count)
+ * (counted from the rank's first), the same sum to the bit, its records
+ * searched from c on (la_trace_range_sum_at: zeroed before the rank's
+ * first range, then its ranges in rising order; NULL: from anywhere). NaN
+ * for a missing rank. 0, LA_EINVAL or LA_ERANGE. */
+int la__traceset_rank_range_sum(const la_traceset_t *t, uint32_t rank,
+                                la_trace_cursor_t *c, uint64_t first,
+                                uint64_t count, double *sum);
 const La__CompactTrace *la__traceset_compact(const la_traceset_t *t,
                                              uint32_t rank);
 

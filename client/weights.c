@@ -93,6 +93,25 @@ int la_traceset_range_sum(const la_traceset_t *t, uint64_t first,
   return 0;
 }
 
+int la__traceset_rank_range_sum(const la_traceset_t *t, uint32_t rank,
+                                la_trace_cursor_t *c, uint64_t first,
+                                uint64_t count, double *sum) {
+  if (!t || !sum || rank >= t->nprocs) return LA_EINVAL;
+  uint64_t n = t->vtx[rank + 1] - t->vtx[rank];
+  if (first > n || count > n - first) return LA_ERANGE;
+  *sum = 0;
+  if (count == 0) return 0;
+  double part = NAN;
+  if (t->w[rank]) {
+    int rc = la_trace_range_sum_at(t->w[rank], c, first, count, &part);
+    if (rc) return rc;
+  }
+  la__ksum_t k = {0, 0}; /* as la_traceset_range_sum adds its one part */
+  la__kadd(&k, part);
+  *sum = la__kval(&k);
+  return 0;
+}
+
 int la_traceset_range_max(const la_traceset_t *t, uint64_t first,
                           uint64_t count, double *max, uint64_t *nfinite) {
   if (!t || !max) return LA_EINVAL;

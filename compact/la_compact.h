@@ -275,6 +275,22 @@ int la_trace_decode(const la_trace_t *t, uint64_t first, uint64_t count,
 int la_trace_range_sum(const la_trace_t *t, uint64_t first, uint64_t count,
                        double *sum);
 
+/* Where la_trace_range_sum_at's search for a range's records starts: the
+ * record and the value not finite its last range ended at. Zeroed: the
+ * start of the trace. */
+typedef struct la_trace_cursor {
+  size_t rec, nf;
+} la_trace_cursor_t;
+/* la_trace_range_sum(), the same sum to the bit, for ranges taken in
+ * order: the search for the range's records gallops forward from c's (a
+ * range before c's searches every record), and c moves to the range's
+ * last record; ranges in rising order, a few records apart (the runs of a
+ * map's bins along a rank), cost O(log records between them) and touch
+ * only the records between, not O(log records) anywhere in the index.
+ * c NULL: la_trace_range_sum(). */
+int la_trace_range_sum_at(const la_trace_t *t, la_trace_cursor_t *c,
+                          uint64_t first, uint64_t count, double *sum);
+
 /* The sums of nb equal slices of an encoding's points without building its
  * index: slice j is points [n*j/nb, n*(j+1)/nb) (n the point count, the
  * quotients rounded down), sums[j] their decoded sum. The encoding is

@@ -8,8 +8,10 @@
  *
  * la_trace_open() validates everything it reads (header, every record's
  * fields and ranges, exact length, CRC-32) through a bounds-checked reader,
- * and allocates at most a few times the input size: garbage is refused, never
- * read out of bounds. Range sums use double-double prefix sums over records,
+ * and allocates in proportion to the input size: garbage is refused, never
+ * read out of bounds. The index's arrays start with room for what a body of
+ * its size usually holds (about 11 bytes of index per byte), so that they
+ * are not copied as they grow, and are cut to what they hold once parsed. Range sums use double-double prefix sums over records,
  * exceptions and verbatim values, so a query costs O(log records + non-finite
  * values in the range); non-finite values are kept out of the prefixes and
  * added at the end, as IEEE arithmetic would. It does not segment: a scaled
@@ -69,23 +71,42 @@ static inline void sl_reach(la_slices_t *sl, const la_cacc_t *acc,
   while (sl->bnd[sl->k] <= pos) sl->at[sl->k++] = (dd_t){acc->hi, acc->lo};
 }
 
-/* Makes room for need elements in the arrays p[0..np) of the given element
- * sizes, which share *cap (each array gets cap + 1 slots, for prefixes).
- * Doubles; returns 0 or LA_ENOMEM (the arrays stay valid). */
-static int grow(void **p[], const size_t size[], int np, size_t *cap,
-                size_t need) {
-  size_t c = *cap ? *cap : 16;
-  int i;
-
-  if (need <= *cap) return 0;
-  while (c < need) c *= 2;
-  for (i = 0; i < np; i++) {
+/* Gives the arrays p[0..np) (of the given element sizes) c + 1 slots
+ * each; *cap becomes c. 0, or LA_ENOMEM with *cap as it was (each array
+ * valid, with at least min(c, *cap) + 1 slots). */
+static int resize(void **p[], const size_t size[], int np, size_t *cap,
+                  size_t c) {
+  for (int i = 0; i < np; i++) {
     void *q = realloc(*p[i], (c + 1) * size[i]);
     if (q == NULL) return LA_ENOMEM;
     *p[i] = q;
   }
   *cap = c;
   return 0;
+}
+
+/* Cuts the arrays p[0..np) to used elements (+ 1 slot); none used: freed
+ * (NULL, as when never grown). A cut that fails keeps the room. */
+static void cut(void **p[], const size_t size[], int np, size_t *cap,
+                size_t used) {
+  if (used == 0) {
+    for (int i = 0; i < np; i++) free(*p[i]), *p[i] = NULL;
+    *cap = 0;
+  } else if (used < *cap) {
+    (void)resize(p, size, np, cap, used);
+  }
+}
+
+/* Makes room for need elements in the arrays p[0..np) of the given element
+ * sizes, which share *cap (each array gets cap + 1 slots, for prefixes).
+ * Doubles; returns 0 or LA_ENOMEM (the arrays stay valid). */
+static int grow(void **p[], const size_t size[], int np, size_t *cap,
+                size_t need) {
+  size_t c = *cap ? *cap : 16;
+
+  if (need <= *cap) return 0;
+  while (c < need) c *= 2;
+  return resize(p, size, np, cap, c);
 }
 
 void la_trace_close(la_trace_t *t) {
@@ -563,11 +584,40 @@ bad:
                    r->off);
 }
 
+/* The bytes of a body per record and per exception parse_records
+ * reserves room for: (72 + 16) / 32 + (8 + 8 + 16) / 4 = 10.75 bytes of
+ * index per byte of the body. */
+#define LA__REC_BYTES 32
+#define LA__EXC_BYTES 4
+
 static int parse_records(la_trace_t *t, la_creader_t *r, char *why,
                          size_t why_len) {
   la_huff_dec_t *hst = NULL;
+  void **r_arrays[] = {(void **)&t->recs, (void **)&t->rprefix};
+  const size_t r_sizes[] = {sizeof(rec_t), sizeof(dd_t)};
+  void **xp_arrays[] = {(void **)&t->xpos, (void **)&t->xval,
+                        (void **)&t->xprefix};
+  const size_t xp_sizes[] = {sizeof(uint64_t), sizeof(double), sizeof(dd_t)};
+  if (!t->check_only) {
+    /* Room for the records and exceptions a body of this many bytes
+     * usually holds (a polyline of 10^6 points, 6 KB: 174 records, 954
+     * exceptions), about 11 times its bytes (LA__REC_BYTES): no array
+     * copied as it grows (beyond, doubled as before), then cut to what
+     * it holds. */
+    size_t body = r->len - r->off;
+    size_t er = body / LA__REC_BYTES, ex = body / LA__EXC_BYTES;
+    if (er > t->n) er = t->n;
+    if (ex > t->n) ex = t->n;
+    if ((er > 16 && resize(r_arrays, r_sizes, 2, &t->rcap, er)) ||
+        (ex > 16 && resize(xp_arrays, xp_sizes, 3, &t->xcap, ex)))
+      return LA_ENOMEM;
+  }
   int rc = parse_records_st(t, r, why, why_len, &hst);
   free(hst);
+  if (rc == 0 && !t->check_only) {
+    cut(r_arrays, r_sizes, 2, &t->rcap, t->nrec);
+    cut(xp_arrays, xp_sizes, 3, &t->xcap, t->nx);
+  }
   return rc;
 }
 
@@ -960,16 +1010,45 @@ int la_trace_decode(const la_trace_t *t, uint64_t first, uint64_t count,
   return 0;
 }
 
-/* Sum of stored values [first, first + count) (count > 0, inside). */
-static double sum_stored(const la_trace_t *t, uint64_t first, uint64_t count) {
+/* The record of t holding stored value i, as la_trace_find_rec finds it
+ * (the one record whose first value is the last at or before i), searched
+ * from record *hint forward (galloping, then halving) when the hint is at
+ * or before it, else over every record; *hint becomes the record found. */
+static size_t find_rec_from(const la_trace_t *t, size_t *hint, uint64_t i) {
+  size_t lo = *hint, hi, step = 1;
+
+  if (lo >= t->nrec || t->recs[lo].first > i)
+    return *hint = la_trace_find_rec(t, i);
+  for (hi = lo + 1; hi < t->nrec && t->recs[hi].first <= i; hi = lo + step)
+    lo = hi, step *= 2;
+  if (hi > t->nrec) hi = t->nrec;
+  while (hi - lo > 1) { /* recs[lo].first <= i < recs[hi].first */
+    size_t mid = lo + (hi - lo) / 2;
+    if (t->recs[mid].first <= i)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return *hint = lo;
+}
+
+/* Sum of stored values [first, first + count) (count > 0, inside); c (may
+ * be NULL) where the search for its records starts. */
+static double sum_stored(const la_trace_t *t, la_trace_cursor_t *c,
+                         uint64_t first, uint64_t count) {
   uint64_t last;
   size_t k0, k1, f;
   dd_t s = {0, 0};
   double r;
 
   last = first + count - 1;
-  k0 = la_trace_find_rec(t, first);
-  k1 = la_trace_find_rec(t, last);
+  if (c) {
+    k0 = find_rec_from(t, &c->rec, first);
+    k1 = find_rec_from(t, &c->rec, last);
+  } else {
+    k0 = la_trace_find_rec(t, first);
+    k1 = la_trace_find_rec(t, last);
+  }
   if (k0 == k1) {
     const rec_t *q = &t->recs[k0];
     s = rec_partial(t, q, first - q->first, last + 1 - q->first, s);
@@ -980,19 +1059,28 @@ static double sum_stored(const la_trace_t *t, uint64_t first, uint64_t count) {
     s = rec_partial(t, q1, 0, last + 1 - q1->first, s);
   }
   r = (s.hi + s.lo) / t->psc; /* exact, or +-Inf past the double range */
-  f = la_lower_bound(t->nfpos, 0, t->nnf, first);
+  f = c && c->nf <= t->nnf && (c->nf == 0 || t->nfpos[c->nf - 1] < first)
+          ? c->nf
+          : 0; /* the values not finite before c->nf are before first */
+  f = la_lower_bound(t->nfpos, f, t->nnf, first);
+  if (c) c->nf = f;
   for (; f < t->nnf && t->nfpos[f] <= last; f++) r += t->nfval[f];
   return r;
 }
 
 int la_trace_range_sum(const la_trace_t *t, uint64_t first, uint64_t count,
                        double *sum) {
+  return la_trace_range_sum_at(t, NULL, first, count, sum);
+}
+
+int la_trace_range_sum_at(const la_trace_t *t, la_trace_cursor_t *c,
+                          uint64_t first, uint64_t count, double *sum) {
   if (bad_range(t, first, count) || sum == NULL) return LA_ERANGE;
   *sum = 0;
   if (count == 0) return 0;
   uint64_t k = t->spread;
   if (k == 1) {
-    *sum = sum_stored(t, first, count);
+    *sum = sum_stored(t, c, first, count);
     return 0;
   }
   /* a spread trace: whole rows from the stored sums, the cells of a
@@ -1017,7 +1105,7 @@ int la_trace_range_sum(const la_trace_t *t, uint64_t first, uint64_t count,
   } else {
     r1++;
   }
-  if (r1 > r0) s += sum_stored(t, r0, r1 - r0);
+  if (r1 > r0) s += sum_stored(t, c, r0, r1 - r0);
   *sum = s;
   return 0;
 }

@@ -6,8 +6,10 @@
  * bin are a contiguous run of one rank's elements (rows of W elements in
  * global order; a grid slice's rows are runs of dm[0] elements of a
  * k-slab rank). For the mean, such a run is one range sum of the compact
- * encoding (la_traceset_range_sum: closed form over the segments, O(log
- * segments) and not O(elements)); for the max, one range sum (the map's
+ * encoding (la_traceset_range_sum's, to the bit: closed form over the
+ * segments, not O(elements)), its records found from the previous run's
+ * (la__traceset_rank_range_sum's cursor: a rank's runs come in order, a
+ * few records apart), not searched for in the whole index; for the max, one range sum (the map's
  * mean of the finite values) and one range max (la_traceset_range_max:
  * a line's largest value is at an end of its stretch, exceptions and
  * verbatim values read from the parsed trace; exactly the decoded
@@ -22,6 +24,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "la_client_internal.h"
 #include "lactl_bin.h"
 #include "lactl_serve.h"
 
@@ -105,6 +108,7 @@ static int la__fill_rank(la__share_t *s, uint32_t r, uint64_t off,
   }
   int have = la_traceset_has_rank(t, r);
   int decoded = 0; /* s->w holds rank r's values */
+  la_trace_cursor_t cur = {0, 0}; /* the runs' range sums go up the rank */
   if (have && !sums) {
     int rc = la__decode(s, r, ne);
     if (rc == LA_ENOMEM) return rc;
@@ -127,7 +131,8 @@ static int la__fill_rank(la__share_t *s, uint32_t r, uint64_t off,
       if (!have) {
         b->none[i] += cnt;
       } else if (!decoded &&
-                 la_traceset_range_sum(t, off + first, cnt, &sm) == 0 &&
+                 la__traceset_rank_range_sum(t, r, &cur, first, cnt, &sm) ==
+                     0 &&
                  isfinite(sm) &&
                  (!max || (la_traceset_range_max(t, off + first, cnt, &m,
                                                  &nm) == 0 &&

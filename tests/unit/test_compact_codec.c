@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "la_compact_index.h"
 #include "la_compact_internal.h"
 #include "la_test_series.h"
 
@@ -111,6 +112,35 @@ static long double exact_sum(const double *y, size_t n, long double *abs) {
   return s;
 }
 
+/* la_trace_range_sum_at over ranges in rising order (one after the other,
+ * after a gap, and one before the cursor now and then) gives
+ * la_trace_range_sum's sums to the bit, NaN and infinities included. */
+static void check_cursor(const la_trace_t *t, uint64_t n, uint64_t *s) {
+  la_trace_cursor_t c = {0, 0};
+  double a, b;
+  uint64_t at = 0;
+  for (unsigned k = 1; at < n; k++) {
+    uint64_t len = 1 + la_compact_rand(s) % (n / 16 + 1);
+    if (len > n - at) len = n - at;
+    assert_int_equal(la_trace_range_sum_at(t, &c, at, len, &a), 0);
+    assert_int_equal(la_trace_range_sum(t, at, len, &b), 0);
+    assert_memory_equal(&a, &b, sizeof a);
+    at += len;
+    if (k % 5 == 0) at += la_compact_rand(s) % (n / 8 + 1); /* a gap */
+    if (k % 7 == 0) { /* a range before the cursor: searched anew */
+      uint64_t f = la_compact_rand(s) % (at < n ? at + 1 : n);
+      uint64_t m = n - f < 9 ? n - f : 9;
+      assert_int_equal(la_trace_range_sum_at(t, &c, f, m, &a), 0);
+      assert_int_equal(la_trace_range_sum(t, f, m, &b), 0);
+      assert_memory_equal(&a, &b, sizeof a);
+    }
+  }
+  assert_int_equal(la_trace_range_sum_at(t, &c, 0, n + 1, &a), LA_ERANGE);
+  assert_int_equal(la_trace_range_sum_at(t, NULL, 0, n, &a), 0);
+  assert_int_equal(la_trace_range_sum(t, 0, n, &b), 0);
+  assert_memory_equal(&a, &b, sizeof a);
+}
+
 static void check_ranges(const double *x, size_t n, const char *spec) {
   la_compact_result_t r;
   la_trace_t *t;
@@ -125,6 +155,13 @@ static void check_ranges(const double *x, size_t n, const char *spec) {
   la_series_stats(x, n, &st); /* the stats equal the raw ones exactly */
   assert_memory_equal(&st, &r.stats, sizeof(st));
   t = open_ok(&r);
+  /* the index holds no room it does not use (a lossy body's records and
+   * exceptions, whatever room their bytes made at first) */
+  if (la_trace_mode(t) != LA_COMPACT_LOSSLESS) {
+    assert_int_equal(t->rcap, t->nrec);
+    assert_int_equal(t->xcap, t->nx);
+    assert_true(t->nx > 0 || t->xpos == NULL);
+  }
   assert_int_equal(la_trace_decode(t, 0, n, y), 0);
   for (q = 0; q < 300; q++) {
     uint64_t first = n ? la_compact_rand(&s) % (n + 1) : 0;
@@ -143,6 +180,7 @@ static void check_ranges(const double *x, size_t n, const char *spec) {
     else
       assert_true(isnan(want) ? isnan(sum) : sum == want);
   }
+  check_cursor(t, n, &s);
   assert_int_equal(la_trace_decode(t, n, 1, z), LA_ERANGE);
   assert_int_equal(la_trace_range_sum(t, 0, n + 1, &sum), LA_ERANGE);
   la_trace_close(t);

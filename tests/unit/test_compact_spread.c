@@ -101,6 +101,16 @@ static void test_cells_are_rows_over_k(void **state) {
                  specs[m], (unsigned long long)a, (unsigned long long)c, s,
                  want);
     }
+    /* the same sums to the bit with a cursor, runs of cells in order
+     * (partial rows at either end) */
+    la_trace_cursor_t cur = {0, 0};
+    for (uint64_t a = 0, c = 5; a < NR * k; a += c, c = c % 23 + 3) {
+      double s0, s1;
+      if (c > NR * k - a) c = NR * k - a;
+      assert_int_equal(la_trace_range_sum_at(ct, &cur, a, c, &s1), 0);
+      assert_int_equal(la_trace_range_sum(ct, a, c, &s0), 0);
+      assert_memory_equal(&s1, &s0, sizeof s0);
+    }
     /* segments and verbatim points in cells */
     assert_int_equal(la_trace_segment_count(ct), la_trace_segment_count(rt));
     for (size_t i = 0; i < la_trace_segment_count(rt); i++) {

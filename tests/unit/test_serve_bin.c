@@ -277,6 +277,50 @@ static void test_index_mean(void **state) {
   for (int r = 0; r < 6; r++) free_series(res[r]);
 }
 
+/* The mean, its runs' records found from the previous run's
+ * (lactl_sv_fill), holds to the bit the bins of a range sum per run
+ * searched in the whole index (la_traceset_range_sum): the encodings of
+ * mixed_set, its missing rank, rows as lactl serve makes them and square,
+ * bins of several sizes. */
+static void test_runs_in_order(void **state) {
+  (void)state;
+  la_compact_result_t *res[6];
+  la_traceset_t *t = mixed_set("runs", res);
+  const uint64_t n = la_traceset_elements(t);
+  for (uint32_t nb = 7; nb <= 512; nb = nb * 4 + 1)
+    for (int square = 0; square < 2; square++) {
+      uint64_t w = square ? (uint64_t)ceil(sqrt((double)n)) : (n + nb - 1) / nb;
+      uint64_t h = (n + w - 1) / w, runs = 0;
+      lactl_bin_t a, b;
+      lactl_sv_fill_t fa;
+      bin(t, w, h, nb, LACTL_BIN_MEAN, 0, 0, NULL, &a, &fa);
+      assert_int_equal(lactl_bin_init(&b, w, h, nb, nb, LACTL_BIN_MEAN), 0);
+      uint32_t r = 0;
+      uint64_t rend = la_traceset_rank_elements(t, 0);
+      for (uint64_t g = 0; g < n;) { /* a run: one row, one bin, one rank */
+        while (g >= rend) rend += la_traceset_rank_elements(t, ++r);
+        uint64_t i = lactl_bin_index(&b, g % w, g / w), e = g + 1;
+        while (e < rend && e % w && lactl_bin_index(&b, e % w, e / w) == i)
+          e++;
+        double sm;
+        if (!la_traceset_has_rank(t, r)) {
+          b.none[i] += e - g;
+        } else {
+          assert_int_equal(la_traceset_range_sum(t, g, e - g, &sm), 0);
+          lactl_bin_add_sum(&b, i, sm, e - g);
+          runs++;
+        }
+        g = e;
+      }
+      identical_bins(&a, &b);
+      assert_int_equal(fa.ranges, runs);
+      assert_int_equal(fa.decoded, 0);
+      lactl_bin_free(&a), lactl_bin_free(&b);
+    }
+  la_traceset_free(t);
+  for (int r = 0; r < 6; r++) free_series(res[r]);
+}
+
 /* A lossless rank holding NaN and infinities: its runs with them are
  * decoded, those cells no data, the rest as decoded. */
 static void test_nonfinite(void **state) {
@@ -714,7 +758,8 @@ static void test_coarse_marked(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_coarse_marked),
-      cmocka_unit_test(test_index_mean), cmocka_unit_test(test_nonfinite),
+      cmocka_unit_test(test_index_mean), cmocka_unit_test(test_runs_in_order),
+      cmocka_unit_test(test_nonfinite),
       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_grid_mean), cmocka_unit_test(test_max_and_stop),
       cmocka_unit_test(test_feed_thread), cmocka_unit_test(test_live)};
