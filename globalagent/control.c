@@ -51,7 +51,18 @@ static void la__missing_rows(la_ga_t *ga, La__StatusReply *r) {
 La__StatusReply *la_ga_status_reply(la_ga_t *ga, int with_store) {
   La__StatusReply *r = la_status_new("la-globalagent");
   if (!r) return NULL;
-  const la_ga_stats_t *st = &ga->st;
+  /* the counters counted inside a group commit (txn 1) as of the last
+   * commit that completed: a reader who sees traces_stored = n finds n
+   * rows in the store (the open batch, or the one the committer thread is
+   * writing, is not there yet and may still be rolled back) */
+  la_ga_stats_t view = ga->st;
+  if (ga->in_txn || ga->committing) {
+#define LA__DURABLE(field, key, help, txn) \
+  if (txn) view.field = ga->st_begin.field;
+    LA_GA_COUNTERS(LA__DURABLE)
+#undef LA__DURABLE
+  }
+  const la_ga_stats_t *st = &view;
   la_stitch_stats_t ss;
   la_stitch_get_stats(ga->stitch, &ss);
   la_status_info(r, "version", "daemon version", LA_GA_VERSION);

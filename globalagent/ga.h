@@ -54,8 +54,9 @@
 /* Every counter of the GlobalAgent, once:
  *   X(field of la_ga_stats_t, key in the status and the metrics, help, txn)
  * txn 1: counted by ingest.c inside a group commit, so a rolled-back commit
- * puts it back to its value at BEGIN (la__restore_counts); 0: counts what
- * happened whatever the store did. The status reply (control.c) renders
+ * puts it back to its value at BEGIN (la__restore_counts), and the status
+ * reply shows it as of the last completed commit; 0: counts what happened
+ * whatever the store did. The status reply (control.c) renders
  * each group where it belongs among the gauges, in this order. */
 #define LA_GA_COUNTERS_STORE(X) \
   X(store_outages, "store_outages", "times the store became unavailable", 0)
