@@ -225,18 +225,24 @@ static int la__open(la_conn_t *c, uint16_t *type, const uint8_t **p,
   return 0;
 }
 
+/* Whether n more bytes would pass c's output limit: then c closes (what is
+ * queued is dropped). */
+static int la__over_output(la_conn_t *c, size_t n) {
+  if (!(c->max_out && c->out_bytes > 0 && c->out_bytes + n > c->max_out))
+    return 0;
+  la_log_warnx(
+      "connection %s: %zu bytes queued and %zu more would pass "
+      "the output limit of %zu: the peer is not reading: closing",
+      c->peer, c->out_bytes, n, c->max_out);
+  la__close(c, "output limit", 1);
+  return 1;
+}
+
 int la_conn_send(la_conn_t *c, uint16_t type, const ProtobufCMessage *m,
                  int close_after) {
   if (c->closing) return LA_EIO;
   size_t n = la_frame_size(m);
-  if (c->max_out && c->out_bytes > 0 && c->out_bytes + n > c->max_out) {
-    la_log_warnx(
-        "connection %s: %zu bytes queued and %zu more would pass "
-        "the output limit of %zu: the peer is not reading: closing",
-        c->peer, c->out_bytes, n, c->max_out);
-    la__close(c, "output limit", 1); /* what is queued is dropped */
-    return LA_ELIMIT;
-  }
+  if (la__over_output(c, n)) return LA_ELIMIT;
   la__cwr_t *w = malloc(sizeof *w + n);
   if (!w) {
     la_conn_close(c, "out of memory");
@@ -257,6 +263,61 @@ int la_conn_send(la_conn_t *c, uint16_t type, const ProtobufCMessage *m,
   }
   uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)w->len);
   if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, la__on_write) != 0) {
+    free(w);
+    la_conn_close(c, "write failed");
+    return LA_EIO;
+  }
+  c->out_bytes += w->len;
+  la_conn_hold(c); /* until the write callback */
+  return 0;
+}
+
+/* A write of la_conn_send_ref: head copied here, the tail referenced. */
+typedef struct {
+  uv_write_t req;
+  la_conn_t *c;
+  size_t len;
+  void (*release)(void *ctx, void *arg);
+  void *ctx, *arg;
+  uint8_t head[LA_CONN_REF_HEAD_MAX];
+} la__rwr_t;
+
+static void la__on_write_ref(uv_write_t *req, int status) {
+  la__rwr_t *w = (la__rwr_t *)req;
+  la_conn_t *c = w->c;
+  c->out_bytes -= w->len;
+  w->release(w->ctx, w->arg);
+  free(w);
+  if (status < 0)
+    la_conn_close(c, "write failed");
+  else if (!c->closing && c->ops->on_written)
+    c->ops->on_written(c);
+  la_conn_release(c);
+}
+
+int la_conn_send_ref(la_conn_t *c, const uint8_t *head, size_t hlen,
+                     const uint8_t *tail, size_t tlen,
+                     void (*release)(void *ctx, void *arg), void *ctx,
+                     void *arg) {
+  assert(hlen <= LA_CONN_REF_HEAD_MAX && release);
+  if (c->closing) return LA_EIO;
+  if (c->sec) return LA_EINVAL; /* a record is sealed from a copy */
+  if (la__over_output(c, hlen + tlen)) return LA_ELIMIT;
+  la__rwr_t *w = malloc(sizeof *w);
+  if (!w) {
+    la_conn_close(c, "out of memory");
+    return LA_ENOMEM;
+  }
+  memcpy(w->head, head, hlen);
+  w->c = c;
+  w->len = hlen + tlen;
+  w->release = release;
+  w->ctx = ctx;
+  w->arg = arg;
+  uv_buf_t b[2] = {uv_buf_init((char *)w->head, (unsigned)hlen),
+                   uv_buf_init((char *)tail, (unsigned)tlen)};
+  if (uv_write(&w->req, (uv_stream_t *)&c->tcp, b, 2, la__on_write_ref) !=
+      0) {
     free(w);
     la_conn_close(c, "write failed");
     return LA_EIO;

@@ -100,6 +100,18 @@ void la_conn_set_max_output(la_conn_t *c, size_t max);
  * LA_ELIMIT when the output limit would be passed. */
 int la_conn_send(la_conn_t *c, uint16_t type, const ProtobufCMessage *m,
                  int close_after);
+/* Queues a frame whose bytes are head (copied, at most
+ * LA_CONN_REF_HEAD_MAX) followed by tail, written from where it is, not
+ * copied: it must stay unchanged until release(ctx, arg) is called (on the
+ * loop, once the write is done or failed). Frames in clear only: on a
+ * secure link (records are sealed from a copy) LA_EINVAL and nothing is
+ * queued. Returns 0, or a negative LA_E* code as la_conn_send; release is
+ * called only after 0. */
+#define LA_CONN_REF_HEAD_MAX 32
+int la_conn_send_ref(la_conn_t *c, const uint8_t *head, size_t hlen,
+                     const uint8_t *tail, size_t tlen,
+                     void (*release)(void *ctx, void *arg), void *ctx,
+                     void *arg);
 /* From now on every frame sent is sealed with sec and every frame received
  * must be a record that sec opens (a clear frame or one that does not
  * authenticate is bad input). sec (owned by the caller) must outlive c; the

@@ -136,6 +136,48 @@ static size_t la__part_data(const la_ga_t *ga) {
   return (size_t)ga->set.feed_part_bytes - 64;
 }
 
+static void la__part_written(void *ga, void *e) {
+  la__enc_unref_via(((la_ga_t *)ga)->reclaim, e);
+}
+
+/* Bytes of a varint of v, written at p (NULL: counted only). */
+static size_t la__varint(uint8_t *p, uint64_t v) {
+  size_t n = 0;
+  for (; v >= 0x80; v >>= 7, n++)
+    if (p) p[n] = (uint8_t)(v | 0x80);
+  if (p) p[n] = (uint8_t)v;
+  return n + 1;
+}
+
+/* Sends o's next part, its k bytes at o->off. In clear, the bytes are
+ * written from the encoding, which the write holds (no copy, no frame
+ * buffer: a set of 10^4 ranks is tens of MB); a sealed record is made
+ * from a copy (la_conn_send). Returns 0, or nonzero when c is closing. */
+static int la__send_part(la_ga_partq_t *q, la_ga_out_t *o, size_t k) {
+  La__TraceSetPart p = LA__TRACE_SET_PART__INIT;
+  p.part = o->part;
+  p.data.data = o->enc->data + o->off;
+  p.data.len = k;
+  if (q->conn->sec)
+    return la_conn_send(q->conn, LA__MSG_TYPE__MSG_TRACE_SET_PART, &p.base, 0);
+  /* the frame's header, then TraceSetPart's fields: part (1, varint) and
+   * data (2, length-delimited), the data last */
+  uint8_t h[LA_FRAME_HEADER_LEN + 1 + 10 + 1 + 10];
+  size_t n = LA_FRAME_HEADER_LEN;
+  h[n++] = 1 << 3 | 0;
+  n += la__varint(h + n, p.part);
+  h[n++] = 2 << 3 | 2;
+  n += la__varint(h + n, k);
+  la_frame_header_put(h, LA__MSG_TYPE__MSG_TRACE_SET_PART,
+                      (uint32_t)(n - LA_FRAME_HEADER_LEN + k));
+  assert(n + k == la_frame_size(&p.base) && n <= LA_CONN_REF_HEAD_MAX);
+  o->enc->refs++; /* until the write is done */
+  int rc = la_conn_send_ref(q->conn, h, n, p.data.data, k, la__part_written,
+                            q->ga, o->enc);
+  if (rc) o->enc->refs--;
+  return rc;
+}
+
 void la_ga_partq_pump(la_ga_partq_t *q) {
   la_conn_t *c = q->conn;
   size_t chunk = la__part_data(q->ga);
@@ -166,11 +208,7 @@ void la_ga_partq_pump(la_ga_partq_t *q) {
       continue;
     }
     size_t k = o->enc->len - o->off < chunk ? o->enc->len - o->off : chunk;
-    La__TraceSetPart p = LA__TRACE_SET_PART__INIT;
-    p.part = o->part;
-    p.data.data = o->enc->data + o->off;
-    p.data.len = k;
-    if (la_conn_send(c, LA__MSG_TYPE__MSG_TRACE_SET_PART, &p.base, 0)) return;
+    if (la__send_part(q, o, k)) return;
     o->off += k;
     o->part++;
     q->out_pending -= k;

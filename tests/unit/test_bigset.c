@@ -22,6 +22,8 @@
  * (asserted on which arrives first, never on time); a connection's own
  * requests are answered in order; a client that leaves, or a SIGTERM,
  * while its set is read leaves the daemon healthy or exiting cleanly.
+ * Subscribers that leave with parts of sets unwritten give the sets'
+ * memory back (feed.memory is not filled by writes that never finished).
  */
 #include <poll.h>
 #include <setjmp.h>
@@ -234,6 +236,32 @@ static void test_large_set_arrives_whole(void **state) {
         "held_peak_bytes %lld: the set's traces were not held",
         la_td_status_ll(T.g.d, "held_peak_bytes"));
   assert_int_equal(la_td_status_ll(T.g.d, "sets_held"), 0);
+  la_client_close(c);
+}
+
+/* A set's parts are written from its encoding itself, which each write
+ * holds until it is done or failed: subscribers that leave with parts
+ * still being written (they never read) give every set's memory back.
+ * With feed.memory at about four sets, ten sets each left unread by a new
+ * subscriber that then closes still reach a reading subscriber whole, none
+ * announced over a memory bound: an encoding kept by a write that never
+ * finished would pass feed.memory within a few sets. */
+static void test_leavers_give_memory_back(void **state) {
+  const char *extra[] = {"--feed.memory=6m", "--feed.memory_per_address=6m",
+                         NULL};
+  start_ga(extra);
+  la_client_t *c = subscriber(0);
+  for (uint64_t tag = 1; tag <= 10; tag++) {
+    la_client_t *gone = subscriber(0);
+    la_traceset_t *t = send_whole(c, "leave", tag, tag == 1);
+    CHECK(set_bytes(t) > 1000000, "the set is only %zu bytes",
+          set_bytes(t));
+    la_traceset_free(t);
+    la_client_close(gone); /* parts of the set unread */
+  }
+  assert_int_equal(la_td_status_ll(T.g.d, "set_notices"), 0);
+  assert_int_equal(la_td_status_ll(T.g.d, "sets_dropped_for_slow_subscribers"),
+                   0);
   la_client_close(c);
 }
 
@@ -1039,6 +1067,8 @@ static void test_leave_while_served(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_large_set_arrives_whole, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_leavers_give_memory_back, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_ingest_memory_bound, setup,
                                       teardown),
