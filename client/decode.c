@@ -9,15 +9,34 @@
  * (compact/la_compact_decode.c), nothing reimplemented. Deliberately not
  * here: reading the store, stitching ranks, choosing measured or robust
  * weights; the caller does that. la_client_splice_trace() is the store's
- * resolution of a robust reference with exceptions, for the same readers.
+ * resolution of a robust reference with exceptions, and
+ * la_client_scale_trace() its rebuilding of a member of a set stored by
+ * representatives, for the same readers.
  */
+#include <math.h>
 #include <stdio.h>
-
+#include <stdlib.h>
 #include <string.h>
 
 #include "la_client.h"
 #include "la_compact.h"
 #include "la_compact_splice.h"
+
+/* t := the encoding bytes[0..len) of exactly n points, else the code
+ * (LA_ERANGE for another count) with the reason in buf. */
+static int la__open_n(const uint8_t *bytes, size_t len, uint64_t n,
+                      la_trace_t **t, char *buf, size_t buf_len) {
+  /* at most n points: a short encoding declaring more is refused before
+   * anything is allocated for them */
+  int rc = la_trace_open_max(bytes, len, n, t, buf, buf_len);
+  if (rc == LA_ELIMIT) rc = LA_ERANGE;
+  if (rc == 0 && la_trace_count(*t) != n) {
+    snprintf(buf, buf_len, "holds %llu points, not %llu",
+             (unsigned long long)la_trace_count(*t), (unsigned long long)n);
+    rc = LA_ERANGE;
+  }
+  return rc;
+}
 
 int la_client_decode_trace(const uint8_t *bytes, size_t len, double *out,
                            uint64_t n, char *why, size_t why_len) {
@@ -28,15 +47,7 @@ int la_client_decode_trace(const uint8_t *bytes, size_t len, double *out,
     if (why && why_len) snprintf(why, why_len, "no buffer");
     return LA_EINVAL;
   }
-  /* at most n points: a short encoding declaring more is refused before
-   * anything is allocated for them */
-  int rc = la_trace_open_max(bytes, len, n, &t, buf, sizeof buf);
-  if (rc == LA_ELIMIT) rc = LA_ERANGE;
-  if (rc == 0 && la_trace_count(t) != n) {
-    snprintf(buf, sizeof buf, "holds %llu points, not %llu",
-             (unsigned long long)la_trace_count(t), (unsigned long long)n);
-    rc = LA_ERANGE;
-  }
+  int rc = la__open_n(bytes, len, n, &t, buf, sizeof buf);
   if (rc == 0 && n) rc = la_trace_decode(t, 0, n, out);
   la_trace_close(t);
   if (rc && why && why_len) snprintf(why, why_len, "%s", buf);
@@ -67,6 +78,48 @@ int la_client_splice_trace(const uint8_t *rep, size_t rep_len, uint64_t n,
   if (rc == 0) memcpy(out, r.bytes, r.len);
   if (rc == 0 || rc == LA_ERANGE) *out_len = r.len;
   if (rc == 0 || rc == LA_ERANGE) la_compact_result_free(&r);
+  if (rc && why && why_len) snprintf(why, why_len, "%s", buf);
+  return rc;
+}
+
+int la_client_scale_trace(const uint8_t *rep, size_t rep_len, uint64_t n,
+                          double scale, uint8_t *out, size_t *out_len,
+                          int *mode, char *why, size_t why_len) {
+  char buf[200] = "";
+  if (why && why_len) why[0] = 0;
+  if (!rep || !out || !out_len) {
+    if (why && why_len) snprintf(why, why_len, "no buffer");
+    return LA_EINVAL;
+  }
+  if (!isfinite(scale)) {
+    if (why && why_len) snprintf(why, why_len, "scale %g not finite", scale);
+    return LA_EINVAL;
+  }
+  la_trace_t *t = NULL;
+  int rc = la__open_n(rep, rep_len, n, &t, buf, sizeof buf);
+  /* the store's reader (store_reps_load.c): decode, then scale */
+  double *dec = rc ? NULL : malloc((n ? n : 1) * sizeof *dec);
+  double *x = rc ? NULL : malloc((n ? n : 1) * sizeof *x);
+  la_compact_result_t r = {0};
+  if (rc == 0 && (!dec || !x)) rc = LA_ENOMEM;
+  if (rc == 0 && n) rc = la_trace_decode(t, 0, n, dec);
+  if (rc == 0) {
+    rc = la_trace_scaled(t, dec, scale, x, &r);
+    if (rc) snprintf(buf, sizeof buf, "scaling: error %d", rc);
+  }
+  if (rc == 0 && r.len > *out_len) {
+    snprintf(buf, sizeof buf, "%zu bytes needed, %zu given", r.len,
+             *out_len);
+    rc = LA_ERANGE;
+  }
+  if (rc == 0) memcpy(out, r.bytes, r.len);
+  if (rc == 0 && mode) *mode = r.mode;
+  if (rc == 0 || (rc == LA_ERANGE && r.bytes)) *out_len = r.len;
+  la_compact_result_free(&r);
+  free(dec);
+  free(x);
+  la_trace_close(t);
+  if (rc == LA_ENOMEM && !buf[0]) snprintf(buf, sizeof buf, "out of memory");
   if (rc && why && why_len) snprintf(why, why_len, "%s", buf);
   return rc;
 }

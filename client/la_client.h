@@ -508,6 +508,23 @@ LA_CLIENT_EXPORT int la_client_splice_trace(const uint8_t *rep,
                                             size_t *out_len, char *why,
                                             size_t why_len);
 
+/* A member of a set stored by representatives (docs/clusters.md), as the
+ * store's readers rebuild it: the representative's encoding rep[0..rep_len)
+ * (n points) decoded, times scale, and encoded again record for record
+ * with the representative's records (la_trace_scaled, the function the
+ * GlobalAgent's store uses: the same bytes as its reader serves), into
+ * out[0..*out_len) (in: its capacity; out: the encoding's length); *mode
+ * (when mode is not NULL) gets the encoding's LA__COMPACT_MODE. 0, or
+ * LA_EINVAL (a buffer NULL, scale not finite), LA_EPROTO and the other
+ * codes of la_client_decode_trace (rep not an encoding of n points),
+ * LA_ERANGE (out too small: *out_len says how much is needed), LA_ENOMEM;
+ * why gets the reason. Thread-safe; keeps nothing. */
+LA_CLIENT_EXPORT int la_client_scale_trace(const uint8_t *rep, size_t rep_len,
+                                           uint64_t n, double scale,
+                                           uint8_t *out, size_t *out_len,
+                                           int *mode, char *why,
+                                           size_t why_len);
+
 /* ------------------------------------------------------------- channels
  * An application that declared channels (LA_channel: one per kernel, say
  * "stress", "eos") sends, per rank and cycle, the per-element sum over its

@@ -15,6 +15,7 @@ values are libla_client's, through ctypes: the package restates no rule.
 """
 
 from ._lib import DecodeError, LibraryNotFound
+from ._reps import CorruptStore
 from .store import (MEASURED, NO_CHANNEL_REASON, ROBUST, ROW_DTYPE,
                     SCHEMA_VERSION, SERIES, Cycle, NoRobustWeights,
                     NoSuchChannel, NotFound, Series, Store, open)
@@ -26,4 +27,4 @@ __version__ = "0.1.0"
 __all__ = ["open", "Store", "Cycle", "Series", "SERIES", "MEASURED",
            "ROBUST", "ROW_DTYPE", "SCHEMA_VERSION", "NotFound",
            "NoRobustWeights", "NoSuchChannel", "NO_CHANNEL_REASON",
-           "DecodeError", "LibraryNotFound"]
+           "DecodeError", "LibraryNotFound", "CorruptStore"]

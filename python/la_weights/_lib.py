@@ -106,6 +106,11 @@ _PROTOS = {
                                       ctypes.c_char_p,
                                       ctypes.POINTER(ctypes.c_size_t),
                                       ctypes.c_char_p, ctypes.c_size_t]),
+    "la_client_scale_trace": (_INT, [ctypes.c_char_p, ctypes.c_size_t, _U64,
+                                     ctypes.c_double, ctypes.c_char_p,
+                                     ctypes.POINTER(ctypes.c_size_t),
+                                     ctypes.POINTER(_INT), ctypes.c_char_p,
+                                     ctypes.c_size_t]),
     "la_traceset_from_bytes": (_INT, [ctypes.c_char_p, ctypes.c_size_t,
                                       ctypes.POINTER(_P), ctypes.c_char_p,
                                       ctypes.c_size_t]),
@@ -198,6 +203,30 @@ def splice(so, rep, n, exc, where=""):
     if rc:
         raise DecodeError(rc, why.value.decode("utf-8", "replace"), where)
     return out.raw[:size.value]
+
+
+def scale(so, rep, n, factor, where=""):
+    """(encoding, mode) of a member of a set stored by representatives
+    (docs/clusters.md): its representative's encoding rep (bytes, n
+    points) decoded, times factor, encoded again record for record, the
+    same bytes as the GlobalAgent's store serves (la_client_scale_trace).
+    Raises DecodeError."""
+    rep = bytes(rep)
+    cap = 9 * n + 64
+    while True:
+        out = ctypes.create_string_buffer(cap)
+        size, mode = ctypes.c_size_t(cap), _INT(0)
+        why = ctypes.create_string_buffer(256)
+        rc = so.la_client_scale_trace(rep, len(rep), n, factor, out,
+                                      ctypes.byref(size), ctypes.byref(mode),
+                                      why, len(why))
+        if rc == LA_ERANGE and size.value > cap:
+            cap = size.value  # larger than the usual bound: once more
+            continue
+        if rc:
+            raise DecodeError(rc, why.value.decode("utf-8", "replace"),
+                              where)
+        return out.raw[:size.value], mode.value
 
 
 def _arr(a, ctype):

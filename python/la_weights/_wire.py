@@ -4,7 +4,8 @@
 
 Only encoding, and only the fields the weights depend on: identity, ranks,
 element counts, close time, each trace's segments and exact statistics,
-its robust weights, its channels' series, why it is coarse, the channel
+its robust weights, its channels' series, why it is coarse, the
+representative a member was rebuilt from, the channel
 names and the missing ranks' reasons. Protobuf never reuses a field number, so the
 numbers below stay valid; libla_client validates every message built here
 as it validates one received from a GlobalAgent. Nothing here decides
@@ -61,15 +62,18 @@ def channel_trace(channel, segments, st, robust=None, robust_st=None):
 
 
 def compact_trace(seq, app, rank, cycle, n, mode, segments, st, robust=None,
-                  robust_st=None, channels=(), coarse=None):
+                  robust_st=None, channels=(), coarse=None, rep=None):
     """CompactTrace of one rank: segments and stats, robust weights when
-    given, channels (bytes of channel_trace()) in channel order, and the
-    reason the trace is coarse when it is."""
+    given, channels (bytes of channel_trace()) in channel order, the
+    reason the trace is coarse when it is, and rep: (representative rank,
+    scale, class) of a member of a set stored by representatives."""
     m = (_uint(1, seq) + _text(2, app) + _uint(3, rank) + _uint(4, cycle) +
          _uint(5, n) + _uint(6, mode) + _bytes(7, segments) + _bytes(8, st))
     if robust is not None:
         m += _bytes(40, robust) + _bytes(41, robust_st)
     m += b"".join(_bytes(50, c) for c in channels)
+    if rep is not None:
+        m += _uint(350, rep[0]) + _double(351, rep[1]) + _uint(352, rep[2])
     return m + (_text(360, coarse) if coarse is not None else b"")
 
 

@@ -12,9 +12,11 @@ missing and why, vtxdist, the exact totals, measured or robust weights
 as lactl's and the load balancers', and so are the decoded values.
 
 What stays here is the store's format (docs/storage.md): which rows make a
-stored set, and a demoted cycle's empty segments standing for its
-representative's (docs/history.md), as the GlobalAgent's store_load.c
-reads them.
+stored set, a demoted cycle's empty segments standing for its
+representative's (docs/history.md), and the members of a set stored by
+representatives (docs/clusters.md: rep_members, rep_classes, rep_robust,
+read by _reps.py; each rebuilt by libla_client's la_client_scale_trace),
+as the GlobalAgent's store_load.c reads them.
 
 Deliberately not here: deciding which series is served, decoding (both
 libla_client), writing to the store, talking to a running GlobalAgent
@@ -27,7 +29,8 @@ import urllib.parse
 
 import numpy as np
 
-from . import _lib, _wire
+from . import _lib, _reps, _wire
+from ._reps import CorruptStore
 
 # The store schema version this package reads (docs/storage.md).
 SCHEMA_VERSION = 1
@@ -156,6 +159,8 @@ class Store:
         self._has_channels = self._table("channel_traces")
         self._has_history = self._table("history")
         self._has_history_robust = self._table("history_robust")
+        self._has_reps = tuple(self._table(t) for t in (
+            "rep_members", "rep_classes", "rep_robust"))
 
     def _table(self, name):
         return self._db.execute(
@@ -290,6 +295,40 @@ class Store:
         return _lib.splice(self._so, r[0], n, r[1],
                            "%s cycle %d rank %d" % (app, tag, rank))
 
+    def _rep_segments(self, app, tag, cycle, rep, robust, n, cache):
+        """The segments (robust: robust weights) of representative rep of
+        app's set, as the store's reader takes them (store_reps_load.c):
+        its row's, or when emptied its history reference's. cache: a dict
+        kept for the set."""
+        key = (rep, robust)
+        if key in cache:
+            return cache[key]
+        r = self._db.execute(
+            "SELECT segments FROM %s WHERE app_id = ? AND cycle_tag = ?"
+            " AND rank = ?" % ("robust" if robust else "traces"),
+            (app, tag, rep)).fetchone()
+        if r is None:
+            raise CorruptStore("trace of %s cycle %d: its representative %d"
+                               " is not stored" % (app, cycle, rep))
+        seg = r[0] or b""
+        if not seg and robust:
+            seg = self._robust_representative(app, tag, rep, n) or b""
+        if not seg:
+            ref = self._representative(app, tag, rep)
+            seg = (ref[1 if robust else 0] if ref else None) or b""
+        cache[key] = seg
+        return seg
+
+    def _member(self, app, tag, cycle, m, scale, robust, n, cache):
+        """(segments, mode) of member m (_reps.Member) of app's set: its
+        representative's values (robust: robust weights) times scale,
+        re-encoded with the representative's records, the bytes
+        la__reps_scale gives (la_client_scale_trace)."""
+        where = "%s cycle %d rank %d (%sfrom representative %d)" % (
+            app, cycle, m.rank, "robust weights " if robust else "", m.rep)
+        rep = self._rep_segments(app, tag, cycle, m.rep, robust, n, cache)
+        return _lib.scale(self._so, rep, n, scale, where)
+
     def _stored_set(self, app, cycle):
         """The TraceSet message (bytes) of app's stored cycle, as the
         GlobalAgent loads it (store_load.c): every series stored, the
@@ -309,6 +348,11 @@ class Store:
              ("NULL, NULL, NULL, NULL, NULL", "")), (app, tag)).fetchall()
         if nprocs:
             traces = [t for t in traces if t[0] < nprocs]
+        # a set stored by representatives: its members (docs/clusters.md)
+        reps = _reps.read(self._db, app, tag, cycle, *self._has_reps)
+        rows = {t[0] for t in traces}
+        packed = [m for m in reps.packed() if m.rank not in rows and
+                  (not nprocs or m.rank < nprocs)]  # a row of its own wins
         chans = {}
         for row in self._rows(
                 "channel_traces",
@@ -328,12 +372,12 @@ class Store:
             "missing", "SELECT rank, reason FROM missing WHERE app_id = ?"
             " AND cycle_tag = ? ORDER BY rank", (app, tag))
             if not nprocs or r < nprocs]
-        if not traces and not reasons:
+        if not traces and not packed and not reasons:
             raise NotFound("no trace of %s cycle %d" % (app, cycle))
         known = nprocs > 0
+        present = rows | {m.rank for m in packed}
         if not known:
-            nprocs = max([t[0] for t in traces] + [r for r, _ in reasons]) + 1
-        present = {t[0] for t in traces}
+            nprocs = max(list(present) + [r for r, _ in reasons]) + 1
         missing = [r for r in range(nprocs) if r not in present]
         reasons = [(r, why) for r, why in reasons if r not in present]
         counts = [0] * nprocs
@@ -345,25 +389,49 @@ class Store:
         closed = self._db.execute(
             "SELECT closed, t_closed_ns FROM trace_sets WHERE app_id = ?"
             " AND cycle_tag = ?", (app, tag)).fetchone()
-        msg = []
+        msg, cache = {}, {}
         for (r, n, mode, seg, cnt, su, lo, hi, seq,
              rseg, rcnt, rsu, rlo, rhi) in traces:
+            # a member stored by its representative (an emptied row), else
             # a demoted cycle: its representative's segments; robust
-            # weights demoted on their own: theirs
+            # weights demoted on their own: theirs (store_load.c's order)
+            m = reps.members.get(r) if seg == b"" or rseg == b"" else None
+            if rseg == b"" and r in reps.robust:
+                if m is None:
+                    raise CorruptStore(
+                        "robust weights of %s cycle %d rank %d: a rep_robust"
+                        " row without its rep_members row" % (app, cycle, r))
+                rseg = self._member(app, tag, cycle, m, reps.robust[r],
+                                    True, n, cache)[0]
             rref = (self._robust_representative(app, tag, r, n)
                     if rseg == b"" else None)
             if rref:
                 rseg = rref
+            if seg == b"" and m is not None:
+                seg, mode = self._member(app, tag, cycle, m, m.scale, False,
+                                         n, cache)
+            else:
+                m = None
             ref = (self._representative(app, tag, r)
                    if seg == b"" or rseg == b"" else None)
             if ref is not None:
                 seg = ref[0] if seg == b"" else seg
                 rseg = ref[1] if rseg == b"" and ref[1] else rseg
-            msg.append(_wire.compact_trace(
+            msg[r] = _wire.compact_trace(
                 seq or 0, app, r, cycle, n, mode, seg,
                 _wire.stats(cnt, su, lo, hi), rseg,
                 None if rseg is None else _wire.stats(rcnt, rsu, rlo, rhi),
-                chans.get(r, ()), coarse.get(r)))
+                chans.get(r, ()), coarse.get(r),
+                None if m is None else (m.rep, m.scale, m.cls))
+        for m in packed:  # no row: the rep_classes row's columns
+            seg, mode = self._member(app, tag, cycle, m, m.scale, False, m.n,
+                                     cache)
+            msg[m.rank] = _wire.compact_trace(
+                m.seq, app, m.rank, cycle, m.n, mode, seg,
+                _wire.stats(m.n, m.sum, m.min, m.max), None, None,
+                chans.get(m.rank, ()), coarse.get(m.rank),
+                (m.rep, m.scale, m.cls))
+        msg = [msg[r] for r in sorted(msg)]
         return _wire.trace_set(
             app, cycle, nprocs, known and not missing, missing, msg, counts,
             metric, unit,

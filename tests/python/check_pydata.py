@@ -41,7 +41,9 @@ A = None
 
 
 def fail(msg):
-    print("check_pydata: FAILED: " + msg)
+    # the script run (check_pyreps.py imports these helpers)
+    print("%s: FAILED: %s" % (
+        os.path.splitext(os.path.basename(sys.argv[0]))[0], msg))
     sys.exit(1)
 
 

@@ -257,6 +257,22 @@ static int la__not_found(const char *name, const char *where, int strict) {
 #define LA__SANITIZED 0
 #endif
 
+int la_td_find_src(const char *rel, char *dir, size_t len) {
+  char exe[4096], probe[4096 + 256];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return -1;
+  exe[n] = 0;
+  for (char *p = strrchr(exe, '/'); p; p = strrchr(exe, '/')) {
+    *p = 0;
+    snprintf(probe, sizeof probe, "%s/%s", exe, rel);
+    if (access(probe, R_OK) == 0) {
+      snprintf(dir, len, "%s", exe);
+      return 0;
+    }
+  }
+  return -1;
+}
+
 int la_td_find_bin(const char *name, char *path, size_t len) {
   const char *env = getenv("LA_TEST_BIN_DIR");
   char where[1300];

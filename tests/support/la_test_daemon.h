@@ -37,6 +37,11 @@ typedef struct la_test_daemon la_test_daemon_t;
  * is broken, not a test to skip. */
 int la_td_find_bin(const char *name, char *path, size_t len);
 
+/* The source tree: the first directory above the test program
+ * (dirname(/proc/self/exe), then up) holding the file rel (say
+ * "python/pyproject.toml"), into dir. Returns 0, or -1 when none does. */
+int la_td_find_src(const char *rel, char *dir, size_t len);
+
 /* Creates a daemon object for the program name (found with la_td_find_bin)
  * and its temporary directory. Returns NULL when the program or the
  * directory is missing (a reason goes to stderr): the caller skips. */

@@ -4,7 +4,8 @@
  * la_client_decode_trace (the decoder the Python package calls) against
  * la_trace_decode on every record kind the encoder writes (lines, verbatim
  * runs and exceptions, quantized runs, both lossless bodies), and its
- * errors. Then a real store: the real GlobalAgent and LocalAgent
+ * errors; la_client_scale_trace against the store's own rebuilding of a
+ * member of a set stored by representatives. Then a real store: the real GlobalAgent and LocalAgent
  * (la_test_agent), the wavetoy example under mpiexec -n 4 with polyline,
  * maxerr and lossless compaction; tests/python/check_pydata.py (Debian's
  * /usr/bin/python3 with numpy) pip-installs python/ into a temporary
@@ -34,6 +35,7 @@
 #include "la_client.h"
 #include "la_compact.h"
 #include "la_test_agent.h"
+#include "la_test_daemon.h"
 
 #define PY "/usr/bin/python3"
 #define STEPS "3"
@@ -145,28 +147,93 @@ static void test_decode_errors(void **state) {
   la_compact_result_free(&r);
 }
 
-/* --------------------------------------------------- the store, end to end */
-
-static int find_src(void) {
-  char exe[600];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return -1;
-  exe[n] = 0;
-  for (char *p = strrchr(exe, '/'); p; p = strrchr(exe, '/')) {
-    *p = 0;
-    char probe[700];
-    snprintf(probe, sizeof probe, "%s/python/pyproject.toml", exe);
-    if (access(probe, R_OK) == 0) {
-      snprintf(src, sizeof src, "%s", exe);
-      return 0;
+/* la_client_scale_trace (a member of a set stored by representatives, as
+ * the store's reader rebuilds it) against open + decode + la_trace_scaled
+ * on every spec: the same bytes and mode, values within 2^-30 relative of
+ * the representative's times the scale; and its errors. */
+static void test_scale_trace(void **state) {
+  enum { N = 2000 };
+  static const char *const specs[] = {"polyline:cv=0.05", "maxerr:eps=5",
+                                      "polyline:cv=0.01,no-outliers",
+                                      "lossless", NULL};
+  double *x = malloc(N * sizeof *x), *d = malloc(N * sizeof *d),
+         *y = malloc(N * sizeof *y), *z = malloc(N * sizeof *z);
+  size_t cap = 9 * N + 64;
+  uint8_t *out = malloc(cap);
+  char why[200];
+  assert_true(x && d && y && z && out);
+  assert_int_equal(la_compact_synth(1, N, 5, x), 0);
+  for (int i = 0; specs[i]; i++) {
+    la_compact_params_t p;
+    la_compact_result_t r = {0}, want = {0};
+    assert_int_equal(la_compact_spec_parse(specs[i], &p, NULL, 0), 0);
+    assert_int_equal(la_compact(x, N, &p, &r), 0);
+    la_trace_t *t = NULL;
+    assert_int_equal(la_trace_open(r.bytes, r.len, &t, NULL, 0), 0);
+    assert_int_equal(la_trace_decode(t, 0, N, d), 0);
+    assert_int_equal(la_trace_scaled(t, d, 0.6180339887, y, &want), 0);
+    size_t len = cap;
+    int mode = -1;
+    why[0] = 'x';
+    assert_int_equal(la_client_scale_trace(r.bytes, r.len, N, 0.6180339887,
+                                           out, &len, &mode, why, sizeof why),
+                     0);
+    assert_string_equal(why, "");
+    assert_int_equal(len, want.len);
+    assert_memory_equal(out, want.bytes, len);
+    assert_int_equal(mode, want.mode);
+    assert_int_equal(la_client_decode_trace(out, len, z, N, why, sizeof why),
+                     0);
+    for (int k = 0; k < N; k++)
+      assert_true(fabs(z[k] - 0.6180339887 * d[k]) <=
+                  ldexp(fabs(0.6180339887 * d[k]), -30));
+    /* too small a buffer: the length needed */
+    len = want.len - 1;
+    assert_int_equal(la_client_scale_trace(r.bytes, r.len, N, 0.6180339887,
+                                           out, &len, NULL, why, sizeof why),
+                     LA_ERANGE);
+    assert_int_equal(len, want.len);
+    assert_non_null(strstr(why, "bytes needed"));
+    la_trace_close(t);
+    la_compact_result_free(&want);
+    if (specs[i + 1]) {
+      la_compact_result_free(&r);
+      continue;
     }
+    /* errors: another point count, a damaged encoding, no buffer, a
+     * scale not finite */
+    len = cap;
+    assert_int_equal(la_client_scale_trace(r.bytes, r.len, N + 1, 2.0, out,
+                                           &len, NULL, why, sizeof why),
+                     LA_ERANGE);
+    assert_non_null(strstr(why, "points"));
+    r.bytes[r.len / 2] ^= 0x5a;
+    assert_int_equal(la_client_scale_trace(r.bytes, r.len, N, 2.0, out, &len,
+                                           NULL, why, sizeof why),
+                     LA_EPROTO);
+    assert_string_not_equal(why, "");
+    assert_int_equal(la_client_scale_trace(NULL, 0, N, 2.0, out, &len, NULL,
+                                           why, sizeof why),
+                     LA_EINVAL);
+    assert_int_equal(la_client_scale_trace(r.bytes, r.len, N, NAN, out, &len,
+                                           NULL, why, sizeof why),
+                     LA_EINVAL);
+    assert_non_null(strstr(why, "not finite"));
+    la_compact_result_free(&r);
   }
-  return -1;
+  free(x);
+  free(d);
+  free(y);
+  free(z);
+  free(out);
 }
+
+/* --------------------------------------------------- the store, end to end */
 
 static int group_setup(void **state) {
   char path[900];
-  if (find_src() != 0) return -1;
+  if (la_td_find_src("python/pyproject.toml", src, sizeof src) != 0)
+    return -1;
   if (system("command -v mpiexec >/dev/null 2>&1") != 0 ||
       access(PY, X_OK) != 0 || la_td_find_bin("lactl", path, sizeof path) != 0)
     return 0; /* the store test skips */
@@ -256,6 +323,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_decode_record_kinds),
       cmocka_unit_test(test_decode_errors),
+      cmocka_unit_test(test_scale_trace),
       cmocka_unit_test(test_python_store),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);

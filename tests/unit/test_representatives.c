@@ -37,6 +37,11 @@
  *     log); a GlobalAgent restarted after half the ranks, before the set
  *     closes, takes the others' at ingest and the first half's from the
  *     stored bytes, and stores the same rows;
+ *   - the Python package (python/la_weights) reads the set as the
+ *     GlobalAgent serves it: every rank of cycle 1 (rep_members,
+ *     rep_robust) and cycle 2 (members packed into rep_classes), values
+ *     bit for bit, exact totals; a damaged rep_classes BLOB an error
+ *     naming it (tests/python/check_pyreps.py);
  *   - a damaged rep_members row makes `lactl show` fail naming it (exit 1);
  *   - `lactl show --tol` out of range and `--tol` without `--clusters` are
  *     usage errors (exit 2);
@@ -53,6 +58,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -75,6 +81,7 @@
 #define APP "clusapp"
 #define ODD_ROBUST 7 /* a member whose robust weights have another shape */
 #define OUT_LEN (1 << 20)
+#define PY "/usr/bin/python3" /* Debian's, with numpy */
 
 static struct {
   la_tu_ga_t g;
@@ -447,11 +454,53 @@ static void check_representatives(const char *const *extra, const char *db) {
   }
 }
 
+/* The Python package (python/la_weights) reads the set stored by
+ * representatives, cycle 1 (rep_members, rep_robust) and cycle 2 (members
+ * packed into rep_classes), as the GlobalAgent serves it
+ * (tests/python/check_pyreps.py): every rank, the values bit for bit, the
+ * exact totals, a damaged rep_classes BLOB an error naming it. Skips the
+ * Python part when python3 or libla_client.so is missing. */
+static void check_python(void) {
+  char src[600], lib[700], probe[800], work[700], totals[800], script[800];
+  if (access(PY, X_OK) != 0 || la_td_find_src("python/pyproject.toml", src, sizeof src) != 0) {
+    print_message("skip: %s or the source tree missing\n", PY);
+    return;
+  }
+  /* libla_client.so of the normal build (the sanitized trees have none) */
+  snprintf(lib, sizeof lib, "%s/build/lib", src);
+  snprintf(probe, sizeof probe, "%s/libla_client.so", lib);
+  if (access(probe, R_OK) != 0) {
+    print_message("skip: %s not built\n", probe);
+    return;
+  }
+  snprintf(work, sizeof work, "%s/py", la_td_dir(T.g.d));
+  snprintf(totals, sizeof totals, "%s/py-totals", la_td_dir(T.g.d));
+  FILE *f = fopen(totals, "w");
+  assert_non_null(f);
+  for (uint32_t r = 0; r < NP; r++)
+    fprintf(f, "%u %a %a\n", r, T.raw[r], T.rraw[r]);
+  assert_int_equal(fclose(f), 0);
+  snprintf(script, sizeof script, "%s/tests/python/check_pyreps.py", src);
+  char bindir[600];
+  snprintf(bindir, sizeof bindir, "%.*s", (int)(strrchr(T.lactl, '/') - T.lactl),
+           T.lactl);
+  const char *argv[] = {PY,       script,  "--db",     T.db,
+                        "--global", T.g.feed_addr, "--bin", bindir,
+                        "--lib",  lib,     "--src",    src,
+                        "--work", work,    "--app",    APP,
+                        "--totals", totals, NULL};
+  int rc = la_td_run(argv, NULL, 120000, T.out, OUT_LEN);
+  printf("%s", T.out);
+  CHECK(rc == 0 && strstr(T.out, "check_pyreps: all checks passed"),
+        "check_pyreps.py exited %d", rc);
+}
+
 static void test_representatives(void **state) {
   (void)state;
   const char *extra[] = {"--store.representatives=yes", NULL};
   pg_url[0] = 0;
   check_representatives(extra, T.db);
+  check_python();
   /* a damaged membership row: reading the set says so, never crashes */
   la_td_stop(T.g.d, WAIT_MS);
   sqlite3 *q = NULL;

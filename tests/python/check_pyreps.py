@@ -1,0 +1,153 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""check_pyreps.py: the Python package reads a set stored by representatives
+(docs/clusters.md) as the GlobalAgent serves it; run by
+tests/unit/test_representatives.c with Debian's /usr/bin/python3.
+
+  check_pyreps.py --db STORE --global HOST:PORT --bin BINDIR --lib LIBDIR
+                  --src TREE --work DIR --app APP --totals FILE
+
+STORE holds APP's cycle 1 with rep_members rows (members whose traces and
+robust rows were emptied, rep_robust rows) and cycle 2 with members packed
+into rep_classes rows (no traces row of their own). For both cycles: every
+rank present, the measured and (cycle 1) robust values equal bit for bit
+to `lactl export` from the GlobalAgent's feed (libla_client) and from the
+store file (the C reader), each rank's totals equal to FILE's (the ranks'
+raw sums, "rank measured robust" as C's %a); a copy with one rep_classes
+BLOB cut short, or with its format byte changed, raises CorruptStore
+naming the table and the set (and lactl fails on it too); a copy whose
+store predates the representatives' tables reads the members as before.
+Exits 1 on the first failure; the last line on success is
+"check_pyreps: all checks passed".
+"""
+
+import argparse
+import os
+import sqlite3
+import sys
+
+import numpy as np
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import check_pydata as cp  # noqa: E402 (its helpers: cp.A is ours)
+from check_pydata import bits, check, copy_db, fail, lactl  # noqa: E402
+
+A = None
+
+
+def exported(cycle, weights, src):
+    """`lactl export --format npy` of APP's cycle: its value column."""
+    out = os.path.join(A.work, "x-%d-%s-%s.npy" % (cycle, weights,
+                                                   src[0].strip("-")))
+    lactl("export", A.app, str(cycle), "--format", "npy", "-o", out,
+          "--weights", weights, *src)
+    t = np.load(out)
+    check((t["global_element"] == np.arange(t.size)).all(),
+          "%s: rows not in global element order" % out)
+    return t["value"]
+
+
+def check_cycle(s, cycle, totals, series):
+    c = s.cycle(A.app, cycle, weights="measured")
+    check(c.nprocs == len(totals) and c.missing == [] and
+          c.state == "complete" and not np.isnan(c.values).any(),
+          "cycle %d: %r, missing %r" % (cycle, c, c.missing))
+    check((bits(c.totals) == bits(totals[:, 0])).all(),
+          "cycle %d: measured totals %r, raw %r" % (cycle, c.totals,
+                                                    totals[:, 0]))
+    for weights in series:
+        v = s.weights(A.app, cycle, weights=weights)
+        for src in (["--global", A.glob], ["--db", A.db]):
+            x = exported(cycle, weights, src)
+            d = np.nonzero(bits(v) != bits(x))[0]
+            check(v.shape == x.shape and d.size == 0,
+                  "cycle %d %s: %d values differ from lactl export %s, "
+                  "first at %s" % (cycle, weights, d.size, src[0], d[:1]))
+        print("  cycle %d %s: %d values, every rank, bit for bit as the "
+              "GlobalAgent's feed and the C reader" % (cycle, weights,
+                                                        v.size))
+    if "robust" in series:
+        r = s.cycle(A.app, cycle, weights="robust")
+        check((bits(r.robust_totals) == bits(totals[:, 1])).all(),
+              "cycle %d: robust totals %r" % (cycle, r.robust_totals))
+
+
+def check_damaged(lw, name, damage):
+    """A copy whose first rep_classes BLOB of cycle 2 is damage(BLOB)."""
+    path, db = copy_db(name)
+    rowid, blob = db.execute(
+        "SELECT rowid, members FROM rep_classes WHERE app_id = ? AND"
+        " cycle_tag = 2 ORDER BY rowid LIMIT 1", (A.app,)).fetchone()
+    db.execute("UPDATE rep_classes SET members = ? WHERE rowid = ?",
+               (damage(bytes(blob)), rowid))
+    db.commit()
+    db.close()
+    with lw.open(path, lib=A.lib) as s:
+        try:
+            s.cycle(A.app, 2)
+            fail("%s: read without an error" % name)
+        except lw.CorruptStore as e:
+            check("bad rep_classes row" in str(e) and
+                  ("%s cycle 2 rank" % A.app) in str(e), str(e))
+            print("  %s: CorruptStore: %s" % (name, e))
+        # the other cycle is unharmed
+        check(s.cycle(A.app, 1).missing == [], "%s: cycle 1" % name)
+    p = lactl("show", A.app, "2", "--db", path, ok=False)
+    check(p.returncode == 1 and "bad rep_classes row" in p.stderr,
+          "lactl show of %s: %d %s" % (name, p.returncode, p.stderr))
+
+
+def check_older(lw, members):
+    """A store without the representatives' tables: as the reader always
+    read it (the packed members missing, no reason)."""
+    path, db = copy_db("older.db")
+    for t in ("rep_members", "rep_classes", "rep_robust"):
+        db.execute("DROP TABLE %s" % t)
+    db.commit()
+    db.close()
+    with lw.open(path, lib=A.lib) as s:
+        c = s.cycle(A.app, 2)
+        check(c.missing == members, "older store: missing %r" % c.missing)
+    print("  older store: %d packed ranks missing, as before" % len(members))
+
+
+def main():
+    global A
+    ap = argparse.ArgumentParser()
+    for k in ("db", "global", "bin", "lib", "src", "work", "app", "totals"):
+        ap.add_argument("--" + k, required=True, dest=k.replace("global",
+                                                                "glob"))
+    A = cp.A = ap.parse_args()
+    os.makedirs(A.work, exist_ok=True)
+    sys.path.insert(0, os.path.join(A.src, "python"))
+    import la_weights as lw
+    with open(A.totals) as f:
+        totals = np.array([[float.fromhex(w) for w in ln.split()[1:]]
+                           for ln in f if ln.strip()])
+    db = sqlite3.connect("file:%s?mode=ro" % A.db, uri=True)
+    n_rows = db.execute("SELECT count(*) FROM rep_members WHERE app_id = ?"
+                        " AND cycle_tag = 1", (A.app,)).fetchone()[0]
+    n_rob = db.execute("SELECT count(*) FROM rep_robust WHERE app_id = ?"
+                       " AND cycle_tag = 1", (A.app,)).fetchone()[0]
+    packed = db.execute("SELECT count(*), coalesce(sum(n_members), 0) FROM"
+                        " rep_classes WHERE app_id = ? AND cycle_tag = 2",
+                        (A.app,)).fetchone()
+    own = {r for r, in db.execute("SELECT rank FROM traces WHERE app_id = ?"
+                                  " AND cycle_tag = 2", (A.app,))}
+    db.close()
+    check(n_rows > 0 and n_rob > 0 and packed[1] > 0,
+          "the store holds no set stored by representatives: %d rep_members,"
+          " %d rep_robust rows, %r packed" % (n_rows, n_rob, packed))
+    print("  cycle 1: %d rep_members, %d rep_robust rows; cycle 2: %d "
+          "members packed in %d rep_classes rows" %
+          (n_rows, n_rob, packed[1], packed[0]))
+    with lw.open(A.db, lib=A.lib) as s:
+        check_cycle(s, 1, totals, ("measured", "robust"))
+        check_cycle(s, 2, totals, ("measured",))
+    check_damaged(lw, "cut.db", lambda b: b[:-3])
+    check_damaged(lw, "format.db", lambda b: b"\x07" + b[1:])
+    check_older(lw, sorted(set(range(len(totals))) - own))
+    print("check_pyreps: all checks passed")
+
+
+if __name__ == "__main__":
+    main()
