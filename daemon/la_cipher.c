@@ -67,13 +67,24 @@ int la_cipher_offered(uint32_t id, const uint32_t *offer, size_t n) {
   return 0;
 }
 
-const char *la_cipher_choice_problem(const uint32_t *offer, size_t n, int has,
+const char *la_cipher_choice_problem(const uint32_t *offer, size_t *n, int has,
                                      uint32_t id) {
-  if (n == 0) return NULL;
-  if (!has)
-    return "it chose no cipher: it predates cipher negotiation, or someone "
-           "in between removed this side's offer";
-  if (!la_cipher_offered(id, offer, n))
+  if (*n == 0) return NULL;
+  if (!has) {
+    /* an older GlobalAgent (or this side's offer removed on the way: the
+     * other side then saw no offer either): talked to as before, with
+     * XChaCha20 and the transcript without an offer, when the offer allows
+     * XChaCha20 (both ciphers are sound: what a relay gains is the other
+     * one); a changed choice or offer still fails the proofs */
+    if (la_cipher_offered(LA_CIPHER_XCHACHA20, offer, *n)) {
+      *n = 0;
+      return NULL;
+    }
+    return "it chose no cipher: it predates cipher negotiation (it can use "
+           "only XChaCha20, which this side does not offer), or someone in "
+           "between removed this side's offer";
+  }
+  if (!la_cipher_offered(id, offer, *n))
     return "it chose a cipher this side did not offer: someone in between "
            "altered the offer";
   return NULL;

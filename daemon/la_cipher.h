@@ -62,11 +62,14 @@ uint32_t la_cipher_choose(la_cipher_pref_t p, const uint32_t *offer, size_t n,
 /* 1 when id is among the first LA_CIPHER_OFFER_MAX of the offer. */
 int la_cipher_offered(uint32_t id, const uint32_t *offer, size_t n);
 
-/* What the side that offered (n ids; 0: no offer, nothing to check) makes
- * of the other side's choice (has: Challenge.cipher present, id): NULL
- * when it answers the offer, else why not ("it chose no cipher: ...", "it
- * chose a cipher this side did not offer: ..."). */
-const char *la_cipher_choice_problem(const uint32_t *offer, size_t n, int has,
+/* What the side that offered (*n ids; 0: no offer, nothing to check)
+ * makes of the other side's choice (has: Challenge.cipher present, id):
+ * NULL when it answers the offer, or when there is none and the offer
+ * includes XChaCha20 (a GlobalAgent older than negotiation: *n is set to 0,
+ * the session is derived and encrypted as without an offer); else why not
+ * ("it chose no cipher: ...", "it chose a cipher this side did not offer:
+ * ..."). */
+const char *la_cipher_choice_problem(const uint32_t *offer, size_t *n, int has,
                                      uint32_t id);
 
 #endif /* LA_CIPHER_H */

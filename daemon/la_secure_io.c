@@ -127,8 +127,9 @@ int la_secure_client_handshake(int fd, const la_auth_key_t *key,
                      la_msg_name(type));
   }
   La__Challenge *c = (La__Challenge *)m;
+  size_t n_bind = h.n_ciphers; /* 0: an older GlobalAgent, as before */
   const char *bad =
-      la_cipher_choice_problem(offer, h.n_ciphers, c->has_cipher, c->cipher);
+      la_cipher_choice_problem(offer, &n_bind, c->has_cipher, c->cipher);
   if (bad) {
     rc = la_errorf(why, why_len, LA_EAUTH, "the GlobalAgent: %s", bad);
     la_msg_free(m);
@@ -137,9 +138,8 @@ int la_secure_client_handshake(int fd, const la_auth_key_t *key,
   if (!c->server || !c->has_stream_header ||
       la_auth_session_derive_neg(key, LA_PROTOCOL_VERSION, host, c->server, an,
                                  sizeof an, c->nonce.data, c->nonce.len, offer,
-                                 h.n_ciphers, c->cipher, &ses) != 0 ||
-      la_secure_set_cipher(s, h.n_ciphers ? c->cipher : LA_CIPHER_XCHACHA20) !=
-          0 ||
+                                 n_bind, c->cipher, &ses) != 0 ||
+      la_secure_set_cipher(s, n_bind ? c->cipher : LA_CIPHER_XCHACHA20) != 0 ||
       la_secure_start_rx(s, ses.key_g2a, c->stream_header.data,
                          c->stream_header.len) != 0) {
     la_msg_free(m);

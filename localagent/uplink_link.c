@@ -241,15 +241,25 @@ static void la__handshake_refuse(la_uplink_link_t *up, const char *why) {
   la__handshake_end(up, why);
 }
 
-/* 0 when the Challenge's cipher answers this connection's offer, else
- * logs why and refuses the GlobalAgent. */
-static int la__handshake_cipher(la_uplink_link_t *up, const La__Challenge *c) {
-  const char *why = la_cipher_choice_problem(up->offer, up->n_offer,
-                                             c->has_cipher, c->cipher);
-  if (!why) return 0; /* legacy (no offer): XChaCha20, nothing chosen */
+/* 0 when the Challenge's cipher answers this connection's offer (*n: the
+ * offered ids the session binds; 0 with a GlobalAgent older than cipher
+ * negotiation, talked to as before), else logs why and refuses the
+ * GlobalAgent. */
+static int la__handshake_cipher(la_uplink_link_t *up, const La__Challenge *c,
+                                size_t *n) {
+  *n = up->n_offer;
+  const char *why =
+      la_cipher_choice_problem(up->offer, n, c->has_cipher, c->cipher);
+  if (!why) {
+    if (up->n_offer && !*n)
+      la_log_info("GlobalAgent %s predates cipher negotiation: XChaCha20, "
+                  "as before",
+                  up->addr_s);
+    return 0;
+  }
   la_log_error("GlobalAgent %s: %s: refusing it (global.cipher = %s; "
-               "global.cipher = legacy talks to a GlobalAgent older than "
-               "cipher negotiation)",
+               "a GlobalAgent older than cipher negotiation needs xchacha20, "
+               "auto or legacy here)",
                up->addr_s, why, up->ag->set.cipher);
   la__handshake_end(up, why);
   return -1;
@@ -284,14 +294,15 @@ static void la__handshake_challenge(la_uplink_link_t *up,
                          "configured there, or not the GlobalAgent");
     return;
   }
-  if (la__handshake_cipher(up, c) != 0) return;
+  size_t n_bind;
+  if (la__handshake_cipher(up, c, &n_bind) != 0) return;
   la_secure_init(&up->sec);
   if (la_auth_session_derive_neg(&up->key, LA_PROTOCOL_VERSION, up->ag->host,
                                  c->server, up->anonce, sizeof up->anonce,
                                  c->nonce.data, c->nonce.len, up->offer,
-                                 up->n_offer, c->cipher, &up->ses) != 0 ||
-      la_secure_set_cipher(&up->sec, up->n_offer ? c->cipher
-                                                 : LA_CIPHER_XCHACHA20) != 0 ||
+                                 n_bind, c->cipher, &up->ses) != 0 ||
+      la_secure_set_cipher(&up->sec,
+                           n_bind ? c->cipher : LA_CIPHER_XCHACHA20) != 0 ||
       la_secure_start_rx(&up->sec, up->ses.key_g2a, c->stream_header.data,
                          c->stream_header.len) != 0) {
     la__handshake_refuse(up, "a malformed Challenge");
