@@ -709,6 +709,7 @@ static int bench_grid(FILE *js, int kind, const char *name) {
 }
 
 int main(int argc, char **argv) {
+  lactl_sv_feed_memory(); /* as lactl serve: before any thread */
   const char *out = la_bench_out_path(argc, argv, 1, "build/bench/serve.json");
   FILE *js = la_bench_open_out(out);
   if (!js) return 1;

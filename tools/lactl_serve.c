@@ -349,6 +349,7 @@ int lactl_serve_main(int argc, char **argv) {
   la__args_t a;
   int rc = la__args(argc, argv, &a);
   if (rc != -1) return rc;
+  lactl_sv_feed_memory(); /* before any thread */
   if (sodium_init() < 0) {
     fprintf(stderr, "lactl serve: libsodium failed to start\n");
     return LACTL_FAIL;

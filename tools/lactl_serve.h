@@ -172,6 +172,14 @@ int lactl_sv_feed_next(lactl_sv_feed_t *f, la_traceset_t **t, char *why,
 /* Ends the thread (within 100 ms, or once the set it is receiving has
  * arrived), frees what waits, closes the client. */
 void lactl_sv_feed_free(lactl_sv_feed_t *f);
+/* Sets the process's allocator for sets that replace one another (lactl
+ * serve calls it first, before any thread starts): one arena, kept at up
+ * to LACTL_SV_KEEP_BYTES free at its top, chunks below 32 MiB from it, so
+ * that the next set's index reuses the pages the freed set leaves instead
+ * of faulting in new ones. Advisory: without glibc's malloc it does
+ * nothing. */
+#define LACTL_SV_KEEP_BYTES (1024u * 1024u * 1024u)
+void lactl_sv_feed_memory(void);
 
 /* Sets the line the page shows about the feed ("" when fine). */
 void lactl_sv_set_feed(lactl_sv_t *d, const char *status);
