@@ -173,11 +173,11 @@ int lactl_sv_feed_next(lactl_sv_feed_t *f, la_traceset_t **t, char *why,
  * arrived), frees what waits, closes the client. */
 void lactl_sv_feed_free(lactl_sv_feed_t *f);
 /* Sets the process's allocator for sets that replace one another (lactl
- * serve calls it first, before any thread starts): one arena, kept at up
- * to LACTL_SV_KEEP_BYTES free at its top, chunks below 32 MiB from it, so
- * that the next set's index reuses the pages the freed set leaves instead
- * of faulting in new ones. Advisory: without glibc's malloc it does
- * nothing. */
+ * serve calls it first, before any thread starts): one arena, free memory
+ * at its top given back only past LACTL_SV_KEEP_BYTES, chunks below 32 MiB
+ * from it, so that the next set's index reuses the pages the freed set
+ * leaves instead of faulting in new ones. Advisory: without glibc's malloc
+ * it does nothing. */
 #define LACTL_SV_KEEP_BYTES (1024u * 1024u * 1024u)
 void lactl_sv_feed_memory(void);
 

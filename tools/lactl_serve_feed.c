@@ -113,8 +113,8 @@ void lactl_sv_feed_memory(void) {
    * thread the parse threads' heaps are unmapped as they empty, and
    * chunks over 128 KiB are mapped each time: every set faulted its pages
    * in anew (~40% of a publication's CPU at 10^10). One arena that keeps
-   * what is freed gives the next set those pages; memory stays within the
-   * largest two sets held at once, plus what is kept. */
+   * what is freed gives the next set those pages; what it keeps is within
+   * the process's peak (the set the loop holds and the one received). */
   (void)mallopt(M_ARENA_MAX, 1);
   (void)mallopt(M_TRIM_THRESHOLD, (int)LACTL_SV_KEEP_BYTES);
   (void)mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
