@@ -14,13 +14,6 @@
 #include "la_compact.h"
 #include "la_compact_internal.h"
 
-/* The cell after piece p's last. */
-static uint64_t la__piece_end(const la_pieces_t *g, const la_piece_t *p) {
-  if (p->nj == 0) return p->first + p->ni;
-  return p->first + (uint64_t)(p->nk - 1) * g->nx * g->ny +
-         (uint64_t)(p->nj - 1) * g->nx + p->ni;
-}
-
 /* Why piece p does not fit the cells or the grid, or NULL. */
 static const char *la__piece_bad(const la_pieces_t *g, const la_piece_t *p) {
   if (p->nj == 0 && p->nk == 0) {
@@ -277,7 +270,7 @@ double la_pieces_range_sum(const la_pieces_t *g, const double *v,
   if (hi > g->n_cells) hi = g->n_cells;
   for (uint64_t i = 0; i < g->count && g->p[i].first < hi; i++) {
     const la_piece_t *p = &g->p[i];
-    uint64_t end = la__piece_end(g, p);
+    uint64_t end = la_piece_end(g, p);
     if (end <= lo) continue;
     if (p->first >= lo && end <= hi) { /* wholly inside: as stored */
       s += v[i];

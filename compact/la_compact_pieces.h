@@ -49,6 +49,13 @@ static inline uint64_t la_piece_cells(const la_piece_t *p) {
   return (uint64_t)p->ni * (p->nj ? p->nj : 1) * (p->nk ? p->nk : 1);
 }
 
+/* One past the last cell of piece p of g. */
+static inline uint64_t la_piece_end(const la_pieces_t *g, const la_piece_t *p) {
+  if (p->nj == 0) return p->first + p->ni;
+  return p->first + (uint64_t)(p->nk - 1) * g->nx * g->ny +
+         (uint64_t)(p->nj - 1) * g->nx + p->ni;
+}
+
 /* Checks g as a decoder does (counts, grid, each piece inside the cells
  * or the grid, in order of first cell, no two sharing a cell). Returns 0,
  * LA_EPROTO with why naming the first problem (why may be NULL), or
