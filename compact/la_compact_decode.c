@@ -114,6 +114,7 @@ void la_trace_close(la_trace_t *t) {
     la_pieces_free(t->pc);
     free(t->pc);
     free(t->pv);
+    free(t->pend);
   }
   if (t == NULL) return;
   free(t->recs);
@@ -1109,7 +1110,7 @@ int la_trace_range_sum_at(const la_trace_t *t, la_trace_cursor_t *c,
   *sum = 0;
   if (count == 0) return 0;
   if (t->pc) { /* whole pieces as stored: exact totals */
-    *sum = la_pieces_range_sum(t->pc, t->pv, first, first + count);
+    *sum = la_trace_pieces_sum(t, first, count);
     return 0;
   }
   uint64_t k = t->spread;
