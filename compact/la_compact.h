@@ -185,8 +185,13 @@ int la_compact_spread(const la_compact_result_t *in, uint64_t k,
  * geometry's cells, each its piece's value over its cells (0 in no
  * piece). *out gets its own bytes, the per-cell statistics and error
  * (quantized stays in stored values; free with la_compact_result_free).
- * Returns 0, LA_EINVAL (in not a plain encoding, a geometry that
- * la_pieces_decode refuses or whose count is not in's), LA_ENOMEM. */
+ * v NULL (the raw values not kept, as a robust series'): the statistics'
+ * min and max and the error are bounds from in's (every share lies
+ * between in's min and max over the most and the fewest cells of a
+ * piece; the error is at most in's over the fewest cells). Each series
+ * carries its own copy of the geometry. Returns 0, LA_EINVAL (in not a
+ * plain encoding, a geometry that la_pieces_decode refuses or whose count
+ * is not in's), LA_ENOMEM. */
 int la_compact_pieced(const la_compact_result_t *in, const double *v,
                       const uint8_t *geom, size_t glen,
                       la_compact_result_t *out);

@@ -65,6 +65,36 @@ static int la__cell_stats(const la_compact_result_t *in, const double *v,
   return 0;
 }
 
+/* Without the pieces' raw values (a robust series: the LocalAgent keeps
+ * only its decoded values): bounds from in's, every cell's share of a
+ * value in [min, max] over a piece of [fewest, most] cells lying between
+ * the corners' quotients, the error at most the pieces' over the fewest
+ * cells. */
+static void la__cell_bounds(const la_compact_result_t *in,
+                            const la_pieces_t *g, la_compact_result_t *out) {
+  uint64_t covered = 0, cmin = UINT64_MAX, cmax = 0;
+  for (uint64_t i = 0; i < g->count; i++) {
+    uint64_t c = la_piece_cells(&g->p[i]);
+    covered += c;
+    cmin = c < cmin ? c : cmin;
+    cmax = c > cmax ? c : cmax;
+  }
+  double lo = fmin(in->stats.min / (double)cmin, in->stats.min / (double)cmax),
+         hi = fmax(in->stats.max / (double)cmin, in->stats.max / (double)cmax);
+  if (covered < g->n_cells) { /* cells in no piece: exactly 0 */
+    lo = fmin(lo, 0);
+    hi = fmax(hi, 0);
+  }
+  out->stats.count = g->n_cells;
+  out->stats.sum = in->stats.sum;
+  out->stats.min = lo;
+  out->stats.max = hi;
+  out->error.max_abs = in->error.max_abs / (double)cmin;
+  out->error.rmse = in->error.rmse / (double)cmin;
+  double mean = fabs(in->stats.sum / (double)g->n_cells);
+  out->error.cv = out->error.rmse == 0 ? 0 : out->error.rmse / mean;
+}
+
 int la_compact_pieced(const la_compact_result_t *in, const double *v,
                       const uint8_t *geom, size_t glen,
                       la_compact_result_t *out) {
@@ -75,8 +105,7 @@ int la_compact_pieced(const la_compact_result_t *in, const double *v,
   la_pieces_t g;
 
   memset(out, 0, sizeof *out);
-  if (v == NULL || geom == NULL ||
-      la_compact_plain_head(in, h, &bound, &n, &head) != 0)
+  if (geom == NULL || la_compact_plain_head(in, h, &bound, &n, &head) != 0)
     return LA_EINVAL;
   int rc = la_pieces_decode(geom, glen, n, UINT64_MAX, &g, NULL, 0);
   if (rc != 0) return rc == LA_ENOMEM ? rc : LA_EINVAL;
@@ -102,7 +131,10 @@ int la_compact_pieced(const la_compact_result_t *in, const double *v,
   out->segments = in->segments;
   out->exceptions = in->exceptions;
   out->quantized = in->quantized;
-  rc = la__cell_stats(in, v, &g, out);
+  if (v)
+    rc = la__cell_stats(in, v, &g, out);
+  else
+    la__cell_bounds(in, &g, out);
   la_pieces_free(&g);
   if (rc != 0) la_compact_result_free(out);
   return rc;

@@ -11,7 +11,9 @@
  * that names it.
  *
  * The pieced encoding (la_compact_pieced): opened with la_trace_open, it
- * gives the geometry's cells, equal to the expansion of its stored values;
+ * gives the geometry's cells, equal to the expansion of its stored values
+ * (statistics and error the cells', or bounds of them without the raw
+ * values);
  * range sums, range max, slice sums, the totals and the claimed-statistics
  * check answer for those cells; an encoding with a bad geometry is refused
  * with the geometry's reason. */
@@ -319,6 +321,20 @@ static void pieced_round_trip(const la_compact_params_t *prm) {
   assert_true(near(out.error.max_abs, fe.max_abs, 1e-9));
   assert_true(near(out.error.rmse, fe.rmse, 1e-9));
   assert_true(near(out.error.cv, fe.cv, 1e-9));
+  /* without the raw values (a robust series): the same bytes, and the
+   * statistics and error bounds of the cells' that the check accepts */
+  la_compact_result_t ob;
+  assert_int_equal(la_compact_pieced(&in, NULL, gb, glen, &ob), 0);
+  assert_int_equal(ob.len, out.len);
+  assert_memory_equal(ob.bytes, out.bytes, out.len);
+  assert_int_equal(ob.stats.count, 240);
+  assert_true(ob.stats.sum == out.stats.sum);
+  assert_true(ob.stats.min <= out.stats.min && ob.stats.max >= out.stats.max);
+  assert_true(ob.error.max_abs >= out.error.max_abs * (1 - 1e-12));
+  assert_true(ob.error.rmse >= out.error.rmse * (1 - 1e-12));
+  assert_int_equal(la_trace_claim_check(&tot, &ob.stats, "robust", why,
+                                        sizeof why), 0);
+  la_compact_result_free(&ob);
   /* slice sums, one pass or indexed: the range sums' */
   double sl[8], sl2[8];
   uint64_t np;
