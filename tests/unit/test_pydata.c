@@ -38,6 +38,7 @@
 #include "la_compact_pieces.h"
 #include "la_test_agent.h"
 #include "la_test_daemon.h"
+#include "la_test_series.h"
 
 #define PY "/usr/bin/python3"
 #define STEPS "3"
@@ -242,10 +243,7 @@ static void test_decode_pieced(void **state) {
                                       "lossless", NULL};
   la_piece_t p[40];
   la_pieces_t g = {0, 240, 10, 8, 3, p};
-  for (uint64_t z = 0; z < 3; z++)
-    for (uint64_t y = 0; y < 8; y += 2)
-      for (uint64_t x = 0; x < 9; x += 3)
-        p[g.count++] = (la_piece_t){x + y * 10 + z * 80, 2, 2, 1};
+  la_test_boxes(&g, 2, 2, 3, 2); /* 36 boxes; x = 2, 5, 8, 9 in none */
   uint8_t *gb;
   size_t glen;
   assert_int_equal(la_pieces_encode(&g, &gb, &glen), 0);
