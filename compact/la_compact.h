@@ -178,6 +178,24 @@ void la_fit_error_measure(const double *x, const double *y, size_t n,
 int la_compact_spread(const la_compact_result_t *in, uint64_t k,
                       la_compact_result_t *out);
 
+/* The compaction `in` of the values v of pieces (one point per piece, in
+ * order of first cell) as the encoding of the per-cell series they stand
+ * for (header flag "pieced", docs/compaction.md): the geometry's bytes
+ * (la_compact_pieces.h, geom, glen) go inside, and a decoder gives the
+ * geometry's cells, each its piece's value over its cells (0 in no
+ * piece). *out gets its own bytes, the per-cell statistics and error
+ * (quantized stays in stored values; free with la_compact_result_free).
+ * v NULL (the raw values not kept, as a robust series'): the statistics'
+ * min and max and the error are bounds from in's (every share lies
+ * between in's min and max over the most and the fewest cells of a
+ * piece; the error is at most in's over the fewest cells). Each series
+ * carries its own copy of the geometry. Returns 0, LA_EINVAL (in not a
+ * plain encoding, a geometry that la_pieces_decode refuses or whose count
+ * is not in's), LA_ENOMEM. */
+int la_compact_pieced(const la_compact_result_t *in, const double *v,
+                      const uint8_t *geom, size_t glen,
+                      la_compact_result_t *out);
+
 /* -------------------------------------------------------------- decoding */
 
 typedef struct la_trace la_trace_t; /* opaque: a parsed, validated encoding */
@@ -221,6 +239,7 @@ typedef struct la_trace_totals {
   uint64_t n_points;   /* as la_trace_count() */
   uint64_t stored;     /* stored values: n_points / spread */
   uint64_t spread;     /* cells per stored value (1: not spread) */
+  int pieced;          /* one stored value per piece (a geometry) */
   int mode;            /* LA_COMPACT_* */
   int relative;        /* maxerr relative */
   double bound;        /* cv (polyline), epsilon (maxerr), 0 (lossless) */

@@ -68,12 +68,12 @@ static int la__sum_ok(const la_trace_totals_t *t, double sum, const char *f,
 }
 
 /* min and max: ordered, bracketing the mean and every exactly stored
- * number (a spread trace stores row totals, not cells: only the order and
- * the mean then). */
+ * number (a spread or pieced trace stores totals of several cells, not
+ * cells: only the order and the mean then). */
 static int la__range_ok(const la_trace_totals_t *t, const la_series_stats_t *st,
                         const char *f, char *why, size_t why_len) {
   double lo = st->min, hi = st->max;
-  int exact = t->spread == 1 && !isnan(t->exact_min);
+  int exact = t->spread == 1 && !t->pieced && !isnan(t->exact_min);
   if (isnan(lo) != isnan(hi))
     return la_errorf(why, why_len, LA_EPROTO,
                      "invalid trace: %s.min %g and %s.max %g: one is NaN", f,

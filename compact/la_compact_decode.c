@@ -110,6 +110,12 @@ static int grow(void **p[], const size_t size[], int np, size_t *cap,
 }
 
 void la_trace_close(la_trace_t *t) {
+  if (t && t->pc) {
+    la_pieces_free(t->pc);
+    free(t->pc);
+    free(t->pv);
+    free(t->pend);
+  }
   if (t == NULL) return;
   free(t->recs);
   free(t->rprefix);
@@ -378,7 +384,7 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
                         (void **)&t->xprefix};
   const size_t xp_sizes[] = {sizeof(uint64_t), sizeof(double), sizeof(dd_t)};
 
-  if (t->sl && t->spread == 1) { /* a spread trace: the indexed path */
+  if (t->sl && t->spread == 1 && !t->pc) { /* a spread trace: the indexed path */
     la_slices_t *sl = t->sl;
     assert(t->acc != NULL);
     for (unsigned k = 0; k <= sl->nb; k++)
@@ -661,6 +667,9 @@ int la_trace_open(const uint8_t *bytes, size_t len, la_trace_t **out, char *why,
   return la_trace_open_max(bytes, len, LA_TRACE_MAX_POINTS, out, why, why_len);
 }
 
+static void decode_stored(const la_trace_t *t, uint64_t first, uint64_t count,
+                          double *out);
+
 /* The one parser of an encoding, for la_trace_open_max (t allocated and
  * zeroed: builds its index) and la_trace_check_max (t->check_only: makes
  * the same checks in the same order, so the same result and why, keeping
@@ -694,8 +703,10 @@ static int parse_trace(const uint8_t *bytes, size_t len, uint64_t max_points,
     return la_errorf(why, why_len, LA_EPROTO, "unknown mode %u", h[4]);
   if ((h[5] & ~LA_CENC_F_KNOWN) ||
       (h[4] == LA_COMPACT_LOSSLESS
-           ? (h[5] & ~(LA_CENC_F_XOR | LA_CENC_F_SPREAD)) != 0
+           ? (h[5] & ~(LA_CENC_F_XOR | LA_CENC_F_SPREAD |
+                                   LA_CENC_F_PIECES)) != 0
                                    : (h[5] & LA_CENC_F_XOR) != 0) ||
+      ((h[5] & LA_CENC_F_SPREAD) && (h[5] & LA_CENC_F_PIECES)) ||
       (h[4] != LA_COMPACT_MAXERR && (h[5] & LA_CENC_F_RELATIVE)))
     return la_errorf(why, why_len, LA_EPROTO, "bad flags 0x%02x for mode %u",
                      h[5], h[4]);
@@ -748,6 +759,10 @@ static int parse_trace(const uint8_t *bytes, size_t len, uint64_t max_points,
                      (unsigned long long)n, (unsigned long long)max_points);
     goto out;
   }
+  t->cells = n * t->spread;
+  if ((t->flags & LA_CENC_F_PIECES) &&
+      (rc = la_trace_pieces_parse(t, &r, n, max_points, why, why_len)) != 0)
+    goto out;
   t->n = n;
   if (t->mode == LA_COMPACT_LOSSLESS) {
     uint64_t j;
@@ -806,6 +821,12 @@ body_done:
       (t->rprefix = calloc(1, sizeof(dd_t))) == NULL)
     rc = LA_ENOMEM;
   if (rc == 0 && !t->check_only) rescale(t);
+  if (rc == 0 && !t->check_only && t->pc) { /* the pieces' values, once */
+    if ((t->pv = malloc((n ? n : 1) * sizeof *t->pv)) == NULL)
+      rc = LA_ENOMEM;
+    else if (n)
+      decode_stored(t, 0, n, t->pv);
+  }
 out:
   return rc;
 }
@@ -844,6 +865,11 @@ static int check_trace(const uint8_t *bytes, size_t len, uint64_t max_points,
   if (sl) sl->ok = 0;
   t->sl = sl;
   int rc = parse_trace(bytes, len, max_points, t, why, why_len);
+  if (t->pc) { /* check-only keeps nothing */
+    la_pieces_free(t->pc);
+    free(t->pc);
+    t->pc = NULL;
+  }
   if (rc == 0 && sl && sl->ok) { /* the last boundary, after every point */
     sl->ok = !acc->nan && !acc->pinf && !acc->ninf;
     sl_reach(sl, acc, sl->bnd[sl->nb]);
@@ -874,7 +900,7 @@ int la_trace_check_max(const uint8_t *bytes, size_t len, uint64_t max_points,
   if ((rc = check_trace(bytes, len, max_points, &t, NULL, NULL, why,
                         why_len)) != 0)
     return rc;
-  *n_points = t.n * t.spread;
+  *n_points = t.cells;
   *mode = t.mode;
   return 0;
 }
@@ -893,9 +919,10 @@ static int check_totals(const uint8_t *bytes, size_t len, uint64_t max_points,
       0)
     return rc;
   memset(tot, 0, sizeof *tot);
-  tot->n_points = t.n * t.spread;
+  tot->n_points = t.cells;
   tot->stored = t.n;
   tot->spread = t.spread;
+  tot->pieced = (t.flags & LA_CENC_F_PIECES) != 0;
   tot->mode = t.mode;
   tot->bound = t.bound;
   tot->relative = (t.flags & LA_CENC_F_RELATIVE) != 0;
@@ -934,7 +961,7 @@ int la_trace_check_totals_slices(const uint8_t *bytes, size_t len,
 }
 
 uint64_t la_trace_count(const la_trace_t *t) {
-  return t->n * t->spread;
+  return t->cells;
 }
 uint64_t la_trace_spread(const la_trace_t *t) {
   return t->spread;
@@ -989,6 +1016,10 @@ int la_trace_decode(const la_trace_t *t, uint64_t first, uint64_t count,
   if (bad_range(t, first, count) || (out == NULL && count > 0))
     return LA_ERANGE;
   if (count == 0) return 0;
+  if (t->pc) {
+    la_trace_pieces_decode(t, first, count, out);
+    return 0;
+  }
   if (t->spread == 1) {
     decode_stored(t, first, count, out);
     return 0;
@@ -1078,6 +1109,10 @@ int la_trace_range_sum_at(const la_trace_t *t, la_trace_cursor_t *c,
   if (bad_range(t, first, count) || sum == NULL) return LA_ERANGE;
   *sum = 0;
   if (count == 0) return 0;
+  if (t->pc) { /* whole pieces as stored: exact totals */
+    *sum = la_trace_pieces_sum(t, first, count);
+    return 0;
+  }
   uint64_t k = t->spread;
   if (k == 1) {
     *sum = sum_stored(t, c, first, count);
@@ -1122,6 +1157,10 @@ int la_trace_segment(const la_trace_t *t, size_t i, la_trace_segment_t *s) {
   memset(s, 0, sizeof(*s));
   s->first = q->first * t->spread;
   s->count = q->count * t->spread;
+  if (t->pc) { /* pieced: from its first piece's first cell, its cells */
+    s->first = t->pc->p[q->first].first;
+    s->count = la_trace_pieces_cells(t, q->first, q->first + q->count);
+  }
   if (q->kind == LA_REC_VERBATIM) {
     s->kind = LA_SEG_VERBATIM;
     s->v0 = t->vals[q->x0];
@@ -1137,6 +1176,11 @@ int la_trace_segment(const la_trace_t *t, size_t i, la_trace_segment_t *s) {
     s->v0 /= (double)t->spread;
     s->v1 /= (double)t->spread;
   }
+  if (t->pc) { /* the cells' values of its first and last pieces */
+    s->v0 /= (double)la_trace_pieces_cells(t, q->first, q->first + 1);
+    s->v1 /= (double)la_trace_pieces_cells(t, q->first + q->count - 1,
+                                           q->first + q->count);
+  }
   return 0;
 }
 
@@ -1145,7 +1189,11 @@ int la_trace_is_verbatim(const la_trace_t *t, uint64_t i) {
   size_t x;
 
   if (i >= la_trace_count(t)) return 0;
-  i /= t->spread; /* the stored value of the cell */
+  if (t->pc) {
+    if (la_trace_pieces_which(t, i, &i) != 0) return 0; /* in no piece */
+  } else {
+    i /= t->spread; /* the stored value of the cell */
+  }
   q = &t->recs[la_trace_find_rec(t, i)];
   if (q->kind == LA_REC_VERBATIM) return 1;
   x = la_lower_bound(t->xpos, q->x0, q->x0 + q->nx, i);
@@ -1224,7 +1272,8 @@ int la_trace_scaled(const la_trace_t *t, const double *dec, double scale,
   la_compact_params_t p;
   la_trace_params(t, &p);
   p.quantum = 0; /* scaled values are no whole ticks */
-  if (t->mode == LA_COMPACT_LOSSLESS || t->spread != 1 || t->psc != 1)
+  if (t->mode == LA_COMPACT_LOSSLESS || t->spread != 1 || t->pc ||
+      t->psc != 1)
     return la_compact(x, (size_t)n, &p, out);
   la_cenc_t e;
   la_cenc_init(&e, x, n, t->mode, t->flags & ~LA_CENC_F_QUANTUM, t->bound, 0);

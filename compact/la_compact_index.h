@@ -9,6 +9,7 @@
 #define LA_COMPACT_INDEX_H
 
 #include "la_compact_internal.h"
+#include "la_compact_pieces.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,6 +37,10 @@ typedef struct {
 struct la_trace {
   uint64_t n;      /* stored values */
   uint64_t spread; /* points per stored value (1, or k of a spread trace) */
+  uint64_t cells;  /* points: n * spread, or a pieced trace's cells */
+  la_pieces_t *pc; /* a pieced trace's geometry (NULL: not pieced) */
+  double *pv;      /* its stored values, decoded at open (not check_only) */
+  uint64_t *pend;  /* pend[j]: the most of la_piece_end over pieces 0..j */
   int mode, flags;
   double bound, quantum; /* quantum: 0 without LA_CENC_F_QUANTUM */
   rec_t *recs;
@@ -59,6 +64,25 @@ struct la_trace {
    * leave the double range at 1 (values near DBL_MAX; rescale()) */
   double psc;
 };
+
+/* A pieced trace (la_compact_pieced_read.c): parses and checks the geometry
+ * that follows the header (n stored values) into t->pc, LA_ELIMIT past
+ * max_points cells; la_trace_pieces_values decodes t->pv after the body.
+ * The queries below answer for cells [first, first + count), inside. */
+int la_trace_pieces_parse(la_trace_t *t, la_creader_t *r, uint64_t n,
+                          uint64_t max_points, char *why, size_t why_len);
+void la_trace_pieces_decode(const la_trace_t *t, uint64_t first,
+                            uint64_t count, double *out);
+/* The sum of cells [first, first + count): la_pieces_range_sum. */
+double la_trace_pieces_sum(const la_trace_t *t, uint64_t first,
+                           uint64_t count);
+/* The largest finite cell value (-INFINITY: none) and the finite cells. */
+void la_trace_pieces_max(const la_trace_t *t, uint64_t first, uint64_t count,
+                         double *max, uint64_t *nfinite);
+/* The stored value holding cell i: 0 and *j, or -1 for a cell in no piece. */
+int la_trace_pieces_which(const la_trace_t *t, uint64_t i, uint64_t *j);
+/* Cells of pieces [j0, j1). */
+uint64_t la_trace_pieces_cells(const la_trace_t *t, uint64_t j0, uint64_t j1);
 
 /* First index k in sorted pos[lo..hi) with pos[k] >= v. */
 static inline size_t la_lower_bound(const uint64_t *pos, size_t lo, size_t hi,

@@ -194,9 +194,17 @@ static inline size_t la_varint_write(uint8_t *p, uint64_t v) {
 #define LA_CENC_F_XOR 0x08     /* lossless: XOR body (else integer deltas) */
 #define LA_CENC_F_QUANTUM 0x10 /* lossy: a quantum follows n; QRUN records */
 #define LA_CENC_F_SPREAD 0x20 /* a varint k follows: each point is k cells */
-#define LA_CENC_F_KNOWN 0x3f
+#define LA_CENC_F_PIECES 0x40 /* a geometry follows: one point per piece */
+#define LA_CENC_F_KNOWN 0x7f
 #define LA_CENC_SPREAD_MAX (UINT64_C(1) << 32)
 #define LA_CENC_HEADER_MAX 42
+
+struct la_compact_result;
+/* The header of in, an encoding neither spread nor pieced (the start of
+ * la_compact_spread and la_compact_pieced): its first 6 bytes h, bound, n
+ * and the bytes the header takes (*head). 0 or LA_EINVAL. */
+int la_compact_plain_head(const struct la_compact_result *in, uint8_t h[6],
+                          double *bound, uint64_t *n, size_t *head);
 enum {
   LA_REC_QLINE = 0,
   LA_REC_RLINE = 1,

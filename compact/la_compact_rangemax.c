@@ -119,6 +119,12 @@ int la_trace_range_max(const la_trace_t *t, uint64_t first, uint64_t count,
     return LA_ERANGE;
   la__mx_t m = {-INFINITY, 0};
   const uint64_t k = t->spread;
+  if (t->pc) { /* a cell is its piece's share (0 in no piece) */
+    la_trace_pieces_max(t, first, count, &m.max, &m.nfin);
+    *max = m.nfin == 0 ? NAN : m.max;
+    if (nfinite) *nfinite = m.nfin;
+    return 0;
+  }
   if (count > 0 && k == 1) {
     la__max_stored(t, first, count, &m);
   } else if (count > 0) { /* rows of k cells: a partial one at either end */

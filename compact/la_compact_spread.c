@@ -21,16 +21,12 @@
 #include "la_compact_internal.h"
 #include "la_errors.h"
 
-int la_compact_spread(const la_compact_result_t *in, uint64_t k,
-                      la_compact_result_t *out) {
+int la_compact_plain_head(const la_compact_result_t *in, uint8_t h[6],
+                          double *bound, uint64_t *n, size_t *head) {
   la_creader_t r;
-  uint8_t h[6];
-  uint64_t n;
-  double bound, q;
+  double q;
 
-  memset(out, 0, sizeof *out);
-  if (in == NULL || in->bytes == NULL || k < 2 || k > LA_CENC_SPREAD_MAX)
-    return LA_EINVAL;
+  if (in == NULL || in->bytes == NULL) return LA_EINVAL;
   r.p = in->bytes;
   r.len = in->len >= 4 ? in->len - 4 : 0;
   r.off = 0;
@@ -38,14 +34,29 @@ int la_compact_spread(const la_compact_result_t *in, uint64_t k,
     if (la_creader_u8(&r, &h[i]) != 0) return LA_EINVAL;
   if (h[0] != LA_CENC_MAGIC0 || h[1] != LA_CENC_MAGIC1 ||
       h[2] != LA_CENC_MAGIC2 || h[3] != LA_CENC_VERSION ||
-      (h[5] & LA_CENC_F_SPREAD))
+      (h[5] & (LA_CENC_F_SPREAD | LA_CENC_F_PIECES)))
     return LA_EINVAL;
-  if (la_creader_f64(&r, &bound) != 0 || la_creader_varint(&r, &n) != 0)
+  if (la_creader_f64(&r, bound) != 0 || la_creader_varint(&r, n) != 0)
     return LA_EINVAL;
   if ((h[5] & LA_CENC_F_QUANTUM) && la_creader_f64(&r, &q) != 0)
     return LA_EINVAL;
+  *head = r.off;
+  return 0;
+}
+
+int la_compact_spread(const la_compact_result_t *in, uint64_t k,
+                      la_compact_result_t *out) {
+  uint8_t h[6];
+  uint64_t n;
+  double bound;
+  size_t head;
+
+  memset(out, 0, sizeof *out);
+  if (k < 2 || k > LA_CENC_SPREAD_MAX ||
+      la_compact_plain_head(in, h, &bound, &n, &head) != 0)
+    return LA_EINVAL;
   if (n > LA_TRACE_MAX_POINTS / k) return LA_ELIMIT;
-  size_t head = r.off, body = in->len - 4 - head;
+  size_t body = in->len - 4 - head;
   uint8_t kv[10];
   size_t kl = la_varint_write(kv, k);
   out->bytes = malloc(in->len + kl);

@@ -82,3 +82,13 @@ void la_test_robust_free(la_test_robust_t *x) {
   la_compact_result_free(&x->meas);
   la_compact_result_free(&x->rob);
 }
+
+void la_test_boxes(la_pieces_t *g, uint32_t ni, uint32_t nj, uint64_t sx,
+                   uint64_t sy) {
+  g->count = 0;
+  for (uint64_t z = 0; z < g->nz; z++)
+    for (uint64_t y = 0; y + nj <= g->ny; y += sy)
+      for (uint64_t x = 0; x + ni <= g->nx; x += sx)
+        g->p[g->count++] =
+            (la_piece_t){x + y * g->nx + z * g->nx * g->ny, ni, nj, 1};
+}

@@ -5,7 +5,8 @@
  * the spec parses and that la_compact() succeeds. la_test_synth_grid() runs
  * a check of one series under one spec over every synthetic kind, a list
  * of sizes and a list of specs (optionally altering each series first), so
- * that each test file keeps only its own check. Nothing here judges the
+ * that each test file keeps only its own check. la_test_boxes() lays
+ * boxes on a grid for the pieced encoding's tests. Nothing here judges the
  * encoding itself: the checks are the tests'.
  */
 #ifndef LA_TEST_SERIES_H
@@ -16,6 +17,7 @@
 
 #include "la.pb-c.h"
 #include "la_compact.h"
+#include "la_compact_pieces.h"
 
 /* Parses spec into parameters and compacts x[0..n) into *r (caller frees
  * with la_compact_result_free). Returns 0, or the negative code of the
@@ -62,5 +64,11 @@ int la_test_robust_make(la_test_robust_t *x, const char *app, uint32_t r,
 
 /* Frees the encodings of x. */
 void la_test_robust_free(la_test_robust_t *x);
+
+/* Boxes of ni x nj x 1 cells every sx cells along i and sy along j, in
+ * each plane of g's grid (g->nx, ny, nz), those that fit, into g->p (room
+ * for them: the caller's) in order of first cell; g->count says how many. */
+void la_test_boxes(la_pieces_t *g, uint32_t ni, uint32_t nj, uint64_t sx,
+                   uint64_t sy);
 
 #endif /* LA_TEST_SERIES_H */

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_ga_validate.c: the real la-globalagent refuses compact traces that
- * would make a Trace-Set unreadable, and the rest of the set stays readable.
+ * would make a Trace-Set unreadable, and the rest of the set stays readable;
+ * a pieced trace (one value per box, docs/compaction.md) goes through its
+ * checks, store and client as any other, a lying geometry refused.
  *
  * The GlobalAgent runs as a child process (tests/support/la_test_daemon.h)
  * with its store, secret and log in a temporary directory. The test plays an
@@ -33,8 +35,11 @@
 #include "la_client.h"
 #include "la_codec.h"
 #include "la_compact.h"
+#include "la_compact_internal.h"
+#include "la_compact_pieces.h"
 #include "la_sockio.h"
 #include "la_test_daemon.h"
+#include "la_test_series.h"
 #include "la_test_stack.h"
 
 #define WAIT_MS 15000
@@ -142,6 +147,35 @@ static la_traceset_t *get_set(const char *app, uint64_t tag) {
         (unsigned long long)tag, la_client_strerror(rc), la_client_error(c));
   la_client_close(c);
   return t;
+}
+
+/* Cycle tag of rank 0 of app (n elements) with the encodings m
+ * (measured) and r (robust), their claimed statistics as alter (may be
+ * NULL) changes them for the tag. */
+static void send_trace(fake_t *f, const char *app, uint64_t tag, uint64_t n,
+                       const la_compact_result_t *m,
+                       const la_compact_result_t *r,
+                       void (*alter)(uint64_t tag, La__SeriesStats *st,
+                                     La__SeriesStats *rst)) {
+  La__SeriesStats st = LA__SERIES_STATS__INIT, rst = LA__SERIES_STATS__INIT;
+  La__CompactTrace t = LA__COMPACT_TRACE__INIT;
+  la_trace_msg_fill(&t, &st, NULL, m);
+  la_trace_msg_robust(&t, &rst, r);
+  if (alter) alter(tag, &st, &rst);
+  t.app_id = (char *)app;
+  t.rank = 0;
+  t.cycle_tag = tag;
+  t.n_elements = n;
+  assert_int_equal(la_test_link_send_trace(f, &t), 0);
+}
+
+/* test_claimed_stats_checked's lies, by cycle. */
+static void lie_sumapp(uint64_t tag, La__SeriesStats *st,
+                       La__SeriesStats *rst) {
+  if (tag == 0) st->sum *= 2;
+  if (tag == 1) st->min = st->max + 1;
+  if (tag == 2) rst->sum += 0.5 * rst->sum;
+  if (tag == 3) st->max += 1;
 }
 
 /* A corrupt encoding (one bit flipped: checksum mismatch), a truncated one
@@ -383,21 +417,9 @@ static void test_claimed_stats_checked(void **state) {
   f.fd = -1;
   fake_connect(&f, "nodeS");
   fake_rank_start(&f, "sumapp", 0, 1, N);
-  for (uint64_t tag = 0; tag < 5; tag++) {
-    La__SeriesStats st = LA__SERIES_STATS__INIT, rst = LA__SERIES_STATS__INIT;
-    La__CompactTrace t = LA__COMPACT_TRACE__INIT;
-    la_trace_msg_fill(&t, &st, NULL, tag == 3 ? &ll : &m);
-    la_trace_msg_robust(&t, &rst, tag == 3 ? &ll : &m);
-    if (tag == 0) st.sum *= 2;
-    if (tag == 1) st.min = st.max + 1;
-    if (tag == 2) rst.sum += 0.5 * rst.sum;
-    if (tag == 3) st.max += 1;
-    t.app_id = "sumapp";
-    t.rank = 0;
-    t.cycle_tag = tag;
-    t.n_elements = N;
-    assert_int_equal(la_test_link_send_trace(&f, &t), 0);
-  }
+  for (uint64_t tag = 0; tag < 5; tag++)
+    send_trace(&f, "sumapp", tag, N, tag == 3 ? &ll : &m,
+               tag == 3 ? &ll : &m, lie_sumapp);
   fake_wait_acked(&f);
   CHECK(la_td_wait_status(T.ga, "traces_invalid", 4, WAIT_MS) == 0,
         "traces_invalid did not reach 4 (is %lld)",
@@ -430,6 +452,97 @@ static void test_claimed_stats_checked(void **state) {
   la_compact_result_free(&ll);
 }
 
+/* test_pieced_traces_checked's lie: cycle 2 claims another sum. */
+static void lie_pieceapp(uint64_t tag, La__SeriesStats *st,
+                         La__SeriesStats *rst) {
+  (void)rst;
+  if (tag == 2) st->sum *= 1.5;
+}
+
+/* Pieced traces (one value per box of a 10 x 10 x 2 grid, the geometry
+ * inside the encoding, docs/compaction.md) through the real GlobalAgent,
+ * its store and a client, none of them changed for it: an honest one
+ * (measured and robust) is stored and a client's weights are its cells
+ * (each box's value over its cells, 0 in no box) with the range sum of the
+ * rank the boxes' sum; one whose geometry overlaps is refused naming the
+ * geometry, one claiming another sum naming stats.sum. */
+static void test_pieced_traces_checked(void **state) {
+  start_ga();
+  enum { N = 200, NB = 18 };
+  la_piece_t p[NB];
+  la_pieces_t g = {0, N, 10, 10, 2, p};
+  la_test_boxes(&g, 3, 3, 3, 3); /* 18 boxes; x = 9, y = 9 in none */
+  uint8_t *gb;
+  size_t glen;
+  assert_int_equal(la_pieces_encode(&g, &gb, &glen), 0);
+  double v[NB], want[N];
+  series(v, NB, 900);
+  la_compact_result_t in, m, bad;
+  assert_int_equal(la_compact(v, NB, NULL, &in), 0);
+  assert_int_equal(la_compact_pieced(&in, v, gb, glen, &m), 0);
+  /* the same with the second box from cell 2: it overlaps the first (the
+   * others where they were). The
+   * geometry sits after the header (14 bytes, n = 18) and its length;
+   * piece 1's delta (3 << 1 | same) after count, cells (two bytes), the
+   * grid and piece 0 (delta and shape) */
+  memcpy(&bad, &m, sizeof bad);
+  bad.bytes = malloc(m.len);
+  assert_non_null(bad.bytes);
+  memcpy(bad.bytes, m.bytes, m.len);
+  size_t g0 = 6 + 8 + 1 + 1;
+  assert_memory_equal(bad.bytes + g0, gb, glen);
+  assert_int_equal(bad.bytes[g0 + 10], 3 << 1 | 1);
+  assert_int_equal(bad.bytes[g0 + 11], 3 << 1 | 1);
+  bad.bytes[g0 + 10] = 2 << 1 | 1; /* box 1 from cell 2, box 2 from 6 */
+  bad.bytes[g0 + 11] = 4 << 1 | 1;
+  uint32_t crc = la_compact_crc32(0, bad.bytes, bad.len - 4);
+  for (int i = 0; i < 4; i++)
+    bad.bytes[bad.len - 4 + i] = (uint8_t)(crc >> (8 * i));
+  fake_t f;
+  memset(&f, 0, sizeof f);
+  f.fd = -1;
+  fake_connect(&f, "nodeP");
+  fake_rank_start(&f, "pieceapp", 0, 1, N);
+  for (uint64_t tag = 0; tag < 3; tag++)
+    send_trace(&f, "pieceapp", tag, N, tag == 1 ? &bad : &m, &m, lie_pieceapp);
+  fake_wait_acked(&f);
+  CHECK(la_td_wait_status(T.ga, "traces_invalid", 2, WAIT_MS) == 0,
+        "traces_invalid did not reach 2 (is %lld)",
+        la_td_status_ll(T.ga, "traces_invalid"));
+  la_trace_t *tr;
+  assert_int_equal(la_trace_open(in.bytes, in.len, &tr, NULL, 0), 0);
+  double d[NB], sum = 0;
+  assert_int_equal(la_trace_decode(tr, 0, NB, d), 0);
+  la_trace_close(tr);
+  la_pieces_expand(&g, d, want);
+  for (int i = 0; i < NB; i++) sum += d[i];
+  la_traceset_t *t = get_set("pieceapp", 0);
+  assert_int_equal(la_traceset_missing(t, NULL), 0);
+  double w[N], s;
+  assert_int_equal(la_traceset_weights(t, w), 0);
+  assert_memory_equal(w, want, sizeof want);
+  assert_true(w[9] == 0 && w[0] == d[0] / 9);
+  assert_int_equal(la_traceset_range_sum(t, 0, N, &s), 0);
+  assert_true(fabs(s - sum) <= 1e-12 * sum);
+  la_traceset_free(t);
+  static const char *const reason[3] = {
+      NULL, "invalid trace: bad encoding: pieced geometry: overlapping pieces",
+      "invalid trace: stats.sum "};
+  for (uint64_t tag = 1; tag < 3; tag++) {
+    t = get_set("pieceapp", tag);
+    assert_int_equal(la_traceset_missing(t, NULL), 1);
+    const char *r = la_traceset_missing_reason(t, 0);
+    CHECK(r && strstr(r, reason[tag]), "cycle %d: missing reason '%s'",
+          (int)tag, r ? r : "(none)");
+    la_traceset_free(t);
+  }
+  close(f.fd);
+  free(gb);
+  free(bad.bytes);
+  la_compact_result_free(&in);
+  la_compact_result_free(&m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -438,6 +551,7 @@ int main(void) {
       T(test_invalid_values_refused_link_kept),
       T(test_robust_encoding_checked),
       T(test_claimed_stats_checked),
+      T(test_pieced_traces_checked),
 #undef T
   };
   return cmocka_run_group_tests(tests, la_td_group_setup, NULL);

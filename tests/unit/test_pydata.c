@@ -5,7 +5,8 @@
  * la_trace_decode on every record kind the encoder writes (lines, verbatim
  * runs and exceptions, quantized runs, both lossless bodies), and its
  * errors; la_client_scale_trace against the store's own rebuilding of a
- * member of a set stored by representatives. Then a real store: the real GlobalAgent and LocalAgent
+ * member of a set stored by representatives; both on a pieced trace (one
+ * value per box, the geometry inside the encoding). Then a real store: the real GlobalAgent and LocalAgent
  * (la_test_agent), the wavetoy example under mpiexec -n 4 with polyline,
  * maxerr and lossless compaction; tests/python/check_pydata.py (Debian's
  * /usr/bin/python3 with numpy) pip-installs python/ into a temporary
@@ -34,8 +35,10 @@
 #include "la.h"
 #include "la_client.h"
 #include "la_compact.h"
+#include "la_compact_pieces.h"
 #include "la_test_agent.h"
 #include "la_test_daemon.h"
+#include "la_test_series.h"
 
 #define PY "/usr/bin/python3"
 #define STEPS "3"
@@ -228,6 +231,61 @@ static void test_scale_trace(void **state) {
   free(out);
 }
 
+
+/* A pieced trace (docs/compaction.md, flag 0x40: one value per box of a
+ * 10 x 8 x 3 grid, some cells in no box): la_client_decode_trace gives
+ * the cells as la_trace_decode does, each box's value over its cells and
+ * 0 elsewhere; another cell count is LA_ERANGE; la_client_scale_trace's
+ * encoding decodes to the cells times the scale (lossless: exactly). */
+static void test_decode_pieced(void **state) {
+  (void)state;
+  static const char *const specs[] = {"polyline:cv=0.05", "maxerr:eps=5",
+                                      "lossless", NULL};
+  la_piece_t p[40];
+  la_pieces_t g = {0, 240, 10, 8, 3, p};
+  la_test_boxes(&g, 2, 2, 3, 2); /* 36 boxes; x = 2, 5, 8, 9 in none */
+  uint8_t *gb;
+  size_t glen;
+  assert_int_equal(la_pieces_encode(&g, &gb, &glen), 0);
+  double v[40], cells[240], want[240], d[40], z2[240];
+  uint8_t out[9 * 240 + 64];
+  char why[200];
+  for (uint64_t i = 0; i < g.count; i++)
+    v[i] = 1000.0 + 40.0 * (double)i + (double)(i * 31 % 11);
+  for (int i = 0; specs[i]; i++) {
+    la_compact_params_t prm;
+    la_compact_result_t in = {0}, r = {0};
+    assert_int_equal(la_compact_spec_parse(specs[i], &prm, NULL, 0), 0);
+    assert_int_equal(la_compact(v, g.count, &prm, &in), 0);
+    assert_int_equal(la_compact_pieced(&in, v, gb, glen, &r), 0);
+    la_trace_t *t = NULL;
+    assert_int_equal(la_trace_open(in.bytes, in.len, &t, NULL, 0), 0);
+    assert_int_equal(la_trace_decode(t, 0, g.count, d), 0);
+    la_trace_close(t);
+    la_pieces_expand(&g, d, want);
+    assert_int_equal(la_client_decode_trace(r.bytes, r.len, cells, 240, why,
+                                            sizeof why),
+                     0);
+    assert_memory_equal(cells, want, sizeof want);
+    assert_true(cells[2] == 0 && cells[0] == d[0] / 4);
+    assert_int_equal(la_client_decode_trace(r.bytes, r.len, cells, 239, why,
+                                            sizeof why),
+                     LA_ERANGE);
+    size_t len = sizeof out;
+    assert_int_equal(la_client_scale_trace(r.bytes, r.len, 240, 2.0, out,
+                                           &len, NULL, why, sizeof why),
+                     0);
+    assert_int_equal(la_client_decode_trace(out, len, z2, 240, why,
+                                            sizeof why),
+                     0);
+    if (prm.mode == LA_COMPACT_LOSSLESS)
+      for (int k = 0; k < 240; k++) assert_true(z2[k] == 2.0 * want[k]);
+    la_compact_result_free(&in);
+    la_compact_result_free(&r);
+  }
+  free(gb);
+}
+
 /* --------------------------------------------------- the store, end to end */
 
 static int group_setup(void **state) {
@@ -324,6 +382,7 @@ int main(void) {
       cmocka_unit_test(test_decode_record_kinds),
       cmocka_unit_test(test_decode_errors),
       cmocka_unit_test(test_scale_trace),
+      cmocka_unit_test(test_decode_pieced),
       cmocka_unit_test(test_python_store),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
