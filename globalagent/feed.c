@@ -42,8 +42,9 @@
  * Old clients' sets (one frame) are loaded on the pool too but encoded by
  * la_conn_send on the loop. A live set that closes is encoded for the
  * subscribers that take parts on the pool as well (la_ga_pub_t below):
- * offered to their queues at once, sent once the job wrote it; a set of
- * at most LA__LOOP_ENCODE_MAX bytes is written on the loop at once.
+ * offered to their queues at once (its place), measured and written by
+ * the job, then taken or announced by each queue in its order and sent; a
+ * set of at most LA__LOOP_ENCODE_MAX bytes is written on the loop at once.
  *
  * Limits (the port is unauthenticated): until its first request a
  * connection's frames are limited to feed.handshake_max_frame; one address
@@ -184,7 +185,7 @@ static size_t la__held(const la_ga_t *ga, const char *addr) {
 }
 
 static const char *la__room(const la_ga_partq_t *q, size_t n, int own,
-                           uint64_t *limit) {
+                            uint64_t *limit) {
   const la_ga_t *ga = q->ga;
   if (la__held(ga, NULL) + n > ga->set.feed_memory) {
     *limit = ga->set.feed_memory;
@@ -290,13 +291,21 @@ static void la__send_set(la_ga_sub_t *s, La__TraceSet *set) {
  * pool as below. */
 #define LA__LOOP_ENCODE_MAX (64 * 1024)
 
+/* A set of at most this many traces is measured on the loop as it is
+ * published (microseconds), so that a small one is written at once as
+ * above; a larger one is measured by its job on the pool too
+ * (la_ga_enc_unsized: 7% of the loop thread's CPU at 10^4 ranks). */
+#define LA__LOOP_MEASURE_TRACES 256
+
 /* A published set whose encoding for the subscribers that take parts is
- * written on the thread pool: the loop measures it and queues it to them
- * at once (their bounds, their order), a pool job writes it, and the loop
- * then marks it ready and pumps the queues. One job at a time, in the
- * order of publishing, and at most one set waiting for it; the set (and
- * what done releases: its traces held against stitch.publish_memory)
- * lives until its job returned. */
+ * measured and written on the thread pool: the loop queues it to them at
+ * once (its place in their order), a pool job measures and writes it, and
+ * the loop then has the queues decide on it and what waited behind it
+ * (their bounds, in their order: la_ga_partq_resolve), marks it ready
+ * and pumps them. One job at a time, in the order of publishing, and at
+ * most one set waiting for it; the set (and what done releases: its
+ * traces held against stitch.publish_memory) lives until its job
+ * returned. */
 typedef struct la_ga_pub {
   uv_work_t req;
   la_ga_t *ga;
@@ -306,11 +315,15 @@ typedef struct la_ga_pub {
   void *arg;
 } la_ga_pub_t;
 
-/* e is written: the queues holding it may send it (and what follows). */
+/* e is measured and written: the queues holding it decide whether they
+ * take it (and what waited behind it), then may send it. */
 static void la__enc_written(la_ga_t *ga, la_ga_enc_t *e) {
   e->ready = 1;
-  for (la_ga_sub_t *s = ga->subs; s; s = s->next)
+  if (e->failed) la_ga_encode_failed(e->app, e->tag, e->len);
+  for (la_ga_sub_t *s = ga->subs; s; s = s->next) {
+    if (s->q.unsized) la_ga_partq_resolve(&s->q);
     if (s->q.out && !s->conn.closing) la_ga_partq_pump(&s->q);
+  }
 }
 
 static void la__pub_work(uv_work_t *req) {
@@ -383,11 +396,14 @@ void la_ga_feed_publish(la_ga_t *ga, La__TraceSet *set,
          * store are not counted in stitch.publish_memory, so at most two
          * are held for it */
         int later = !ga->draining && !ga->pub_next;
-        enc = later ? la_ga_enc_alloc(set) : la_ga_encode(set);
+        int small = set->n_traces <= LA__LOOP_MEASURE_TRACES;
+        enc = !later  ? la_ga_encode(set)
+              : small ? la_ga_enc_alloc(set)
+                      : la_ga_enc_unsized(set);
         if (!enc && later)
           la_ga_encode_failed(set->app_id, set->cycle_tag,
                               la_ga_set_bytes(set));
-        if (enc && later && enc->len <= LA__LOOP_ENCODE_MAX) {
+        if (enc && later && enc->sized && enc->len <= LA__LOOP_ENCODE_MAX) {
           /* small: written now, sent as soon as it is queued */
           la_ga_enc_fill(enc, set);
           enc->ready = 1;
@@ -566,8 +582,7 @@ static void la__query_measure(la__fq_t *f) {
 static int la__query_queue(la_ga_sub_t *s, la__fq_t *f) {
   la_ga_answer_t *a = &f->a;
   int queued = 0;
-  if (!f->over && f->enc)
-    f->over = la__room(&s->q, f->enc->len, 1, &f->limit);
+  if (!f->over && f->enc) f->over = la__room(&s->q, f->enc->len, 1, &f->limit);
   if (f->over) {
     la_log_info(
         "feed connection %s: Trace-Set %s cycle %llu (%zu bytes) not "
@@ -787,8 +802,8 @@ static void la__subscribe_stored(la_ga_sub_t *s, const La__Subscribe *m) {
     la__submit(s, f);
     return;
   }
-  la__stored_each(la_ga_store(s->ga), s->app, has_cycle, m->cycle_tag, m->latest,
-                  la__send_stored, s);
+  la__stored_each(la_ga_store(s->ga), s->app, has_cycle, m->cycle_tag,
+                  m->latest, la__send_stored, s);
 }
 
 static void la__subscribe(la_ga_sub_t *s, const La__Subscribe *m) {
@@ -901,9 +916,8 @@ enum { LA__EVICT_IDLE_MS = 1000 };
  * least LA__EVICT_IDLE_MS: not a live subscriber, no request on the pool,
  * nothing queued to write. */
 static int la__idle(const la_ga_sub_t *o, uint64_t now) {
-  return !(o->subscribed && o->live) && !o->job && !o->q.out &&
-         !o->q.ended && o->conn.out_bytes == 0 &&
-         now - o->last_ms >= LA__EVICT_IDLE_MS;
+  return !(o->subscribed && o->live) && !o->job && !o->q.out && !o->q.ended &&
+         o->conn.out_bytes == 0 && now - o->last_ms >= LA__EVICT_IDLE_MS;
 }
 
 /* Closes o (la__idle) to admit a new connection; what: the limit reached.
@@ -913,13 +927,14 @@ static void la__evict(la_ga_t *ga, la_ga_sub_t *o, uint64_t now,
   static la_ratelimit_t erl; /* this file's: eviction log lines */
   uint64_t missed = 0;
   if (la_ratelimit_ok(&erl, 1000, &missed))
-    la_log_info("feed connection %s idle for %llu ms closed: a new one "
-                "(%s = %lld; %llu more since the last line)",
-                o->conn.peer, (unsigned long long)(now - o->last_ms), what,
-                (long long)(strcmp(what, "feed.max_connections")
-                                ? ga->set.feed_max_per_addr
-                                : ga->set.max_subscribers),
-                (unsigned long long)missed);
+    la_log_info(
+        "feed connection %s idle for %llu ms closed: a new one "
+        "(%s = %lld; %llu more since the last line)",
+        o->conn.peer, (unsigned long long)(now - o->last_ms), what,
+        (long long)(strcmp(what, "feed.max_connections")
+                        ? ga->set.feed_max_per_addr
+                        : ga->set.max_subscribers),
+        (unsigned long long)missed);
   ga->st.subs_evicted++;
   la_conn_close(&o->conn, "idle, closed for a new connection");
 }

@@ -31,10 +31,14 @@ typedef struct la_ga_enc {
   int refs;
   int ready;   /* data written (loop thread only) */
   int counted; /* in la_ga_enc_held (queued once, loop thread) */
+  /* len known (la_ga_enc_alloc, or la_ga_enc_fill of an la_ga_enc_unsized
+   * one: the loop reads it once that fill returned); failed: the fill ran
+   * out of memory, len is the size it needed and nothing is written */
+  int sized, failed;
   char app[LA_MAX_ID_LEN + 1];
   uint64_t tag;
   size_t len;
-  uint8_t data[];
+  uint8_t *data; /* len bytes: after the struct, or its own block */
 } la_ga_enc_t;
 
 /* One connection's sets in parts, oldest first. */
@@ -81,6 +85,10 @@ struct la_ga_partq {
   int hold_out;
   size_t held_bytes;
   struct la_ga_out **hold_at;
+  /* sets queued in order whose admission waits (la_ga_partq_resolve) */
+  size_t unsized;
+  /* bytes of the SetNotices queued behind sets not handed over yet */
+  size_t notice_bytes;
 };
 
 /* Makes *q an empty queue of ga's sending to conn (q zeroed before). */
@@ -96,9 +104,18 @@ void la_ga_partq_free(la_ga_partq_t *q);
  * something (la_ga_over with feed.queue_bytes), or out of memory. */
 void la_ga_partq_offer(la_ga_partq_t *q, la_ga_enc_t *e);
 
+/* Decides, in queue order, on q's sets offered while an unsized encoding
+ * ahead of them waited (la_ga_enc_unsized): each is taken or announced as
+ * la_ga_partq_offer would have, up to the first not ready yet. Call when
+ * an encoding was made ready; it pumps nothing. */
+void la_ga_partq_resolve(la_ga_partq_t *q);
+
 /* Sends q's subscriber a SetNotice: the set app_id/tag (set_bytes of
  * encoding, 0 when unknown) will not reach it, limit_name = limit saying
- * why ("store", 0: it could not be read back to publish). Counted in
+ * why ("store", 0: it could not be read back to publish). It takes its
+ * place after the sets queued (and a Subscribe's stored sets being read),
+ * and is sent once they are handed over; a connection whose notices would
+ * pass its output limit ends as la_ga_partq_send's. Counted in
  * set_notices and q->dropped; not logged. */
 void la_ga_partq_notice(la_ga_partq_t *q, const char *app_id, uint64_t tag,
                         size_t set_bytes, const char *limit_name,
@@ -174,9 +191,18 @@ la_ga_enc_t *la_ga_encode_quiet(const La__TraceSet *set);
  * nothing. */
 la_ga_enc_t *la_ga_enc_alloc(const La__TraceSet *set);
 
-/* Writes set's encoding into e, which la_ga_enc_alloc made for set (set
- * unchanged since). Any thread holding set; it touches neither e->refs nor
- * e->ready. */
+/* An encoding of set not measured yet (sized 0): la_ga_enc_fill measures
+ * and writes it, on the thread pool. Queues offered it keep its place
+ * and decide whether they take it once it is measured
+ * (la_ga_partq_resolve), so measuring a set of 10^4 ranks costs the loop
+ * nothing and the sets, notices and new subscribers around it keep their
+ * order. One reference, not ready; NULL when out of memory. Any thread. */
+la_ga_enc_t *la_ga_enc_unsized(const La__TraceSet *set);
+
+/* Writes set's encoding into e, which la_ga_enc_alloc or la_ga_enc_unsized
+ * made for set (set unchanged since), measuring it first when unsized (out
+ * of memory: e->failed). Any thread holding set; it touches neither
+ * e->refs nor e->ready. */
 void la_ga_enc_fill(la_ga_enc_t *e, const La__TraceSet *set);
 
 /* la_ga_encode_quiet, logging a failure (la_ga_encode_failed). */

@@ -254,8 +254,7 @@ static void test_leavers_give_memory_back(void **state) {
   for (uint64_t tag = 1; tag <= 10; tag++) {
     la_client_t *gone = subscriber(0);
     la_traceset_t *t = send_whole(c, "leave", tag, tag == 1);
-    CHECK(set_bytes(t) > 1000000, "the set is only %zu bytes",
-          set_bytes(t));
+    CHECK(set_bytes(t) > 1000000, "the set is only %zu bytes", set_bytes(t));
     la_traceset_free(t);
     la_client_close(gone); /* parts of the set unread */
   }
@@ -337,6 +336,89 @@ static void test_set_over_subscriber_bound(void **state) {
   }
   la_client_close(told);
   la_client_close(self);
+}
+
+/* Sends app's set of cycle tag of nprocs ranks, rank r carrying T.r[r %
+ * RANKS] (made for tag), without waiting for the Ack. */
+static void send_wide(const char *app, uint32_t nprocs, uint64_t tag) {
+  for (uint32_t r = 0; r < nprocs; r++)
+    assert_int_equal(
+        la_test_link_trace(&T.link, app, r, tag, &T.r[r % RANKS], NULL, 0), 0);
+}
+
+/* c's next set is app's of cycle tag, nprocs ranks, each rank the trace
+ * sent (T.r[r % RANKS]). */
+static void expect_wide(la_client_t *c, const char *app, uint32_t nprocs,
+                        uint64_t tag) {
+  la_traceset_t *t = next_set(c);
+  CHECK(!strcmp(la_traceset_app_id(t), app) && la_traceset_cycle(t) == tag,
+        "got %s cycle %llu, expected %s cycle %llu", la_traceset_app_id(t),
+        (unsigned long long)la_traceset_cycle(t), app, (unsigned long long)tag);
+  assert_int_equal(la_traceset_nprocs(t), nprocs);
+  assert_true(la_traceset_complete(t));
+  for (uint32_t r = 0; r < nprocs; r++) {
+    const La__CompactTrace *ct = la__traceset_compact(t, r);
+    const la_compact_result_t *x = &T.r[r % RANKS];
+    CHECK(ct && ct->segments.len == x->len &&
+              !memcmp(ct->segments.data, x->bytes, x->len),
+          "%s cycle %llu rank %u: the trace received differs", app,
+          (unsigned long long)tag, r);
+  }
+  la_traceset_free(t);
+}
+
+/* c's next is a SetNotice for app's set of cycle tag over max_set_bytes. */
+static void expect_notice(la_client_t *c, const char *app, uint64_t tag) {
+  la_traceset_t *t = NULL;
+  int rc = la_client_next(c, WAIT_MS, &t);
+  CHECK(rc == LA_ELIMIT, "%s cycle %llu: %s (%s), expected its notice", app,
+        (unsigned long long)tag, la_client_strerror(rc), la_client_error(c));
+  const char *napp = NULL, *limit_name = NULL;
+  uint64_t ntag = 0;
+  assert_int_equal(la_client_notice(c, &napp, &ntag, NULL, &limit_name, NULL),
+                   0);
+  CHECK(!strcmp(napp, app) && ntag == tag,
+        "a notice for %s cycle %llu, expected %s cycle %llu", napp,
+        (unsigned long long)ntag, app, (unsigned long long)tag);
+  assert_string_equal(limit_name, "max_set_bytes");
+}
+
+/* Sets of many ranks are measured on the thread pool, after they took
+ * their place in the subscribers' queues: a subscriber sees the sets in
+ * the order they were published, and a set it will not get is announced
+ * where the set would have come. Per cycle a wide set (300 ranks, about
+ * 170 KB, measured on the pool) and a small one (2 ranks, measured at
+ * once) close together, one commit apart at most: a subscriber bounded to
+ * 64 KiB gets the wide set's notice then the small set, every cycle;
+ * an unbounded one gets both sets whole, in that order. */
+static void test_order_kept_while_measured(void **state) {
+  T.n = 64;
+  const char *extra[] = {"--feed.queue_bytes=4m", NULL};
+  start_ga(extra); /* every set queued: the client reads after the last */
+  la_client_t *bounded = subscriber(64 * 1024);
+  la_client_t *all = subscriber(0);
+  send_rank_starts("wide", 300);
+  send_rank_starts("small", 2);
+  for (uint64_t tag = 1; tag <= 3; tag++) {
+    make_traces(tag);
+    send_wide("wide", 300, tag);
+    send_wide("small", 2, tag);
+  }
+  char why[300] = "";
+  CHECK(la_test_link_wait_acked(&T.link, WAIT_MS, why, sizeof why) == 0, "%s",
+        why);
+  /* T.r holds cycle 3's traces: made again per cycle to compare */
+  for (uint64_t tag = 1; tag <= 3; tag++) {
+    make_traces(tag);
+    expect_notice(bounded, "wide", tag);
+    expect_wide(bounded, "small", 2, tag);
+    expect_wide(all, "wide", 300, tag);
+    expect_wide(all, "small", 2, tag);
+  }
+  assert_int_equal(la_td_status_ll(T.g.d, "set_notices"), 3);
+  assert_int_equal(la_td_status_ll(T.g.d, "sets_over_subscriber_max"), 3);
+  la_client_close(bounded);
+  la_client_close(all);
 }
 
 /* Sends Query{what, app_id (NULL: none), cycle_tag (0: none, the latest),
@@ -1090,6 +1172,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_query_waits_for_a_job, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_leave_while_served, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_order_kept_while_measured, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
