@@ -551,8 +551,8 @@ static void la__hold(la_session_t *s, la_job_t *j) {
 static void la__behind_why(const la_session_t *s, const char *done,
                            uint32_t held, char *why, size_t len) {
   snprintf(why, len,
-           "%s: the LocalAgent was behind (%u of this rank's cycles held "
-           "for compaction, agent.max_backlog = %s)",
+           "%s: the LocalAgent was behind (%u of this rank's cycles held: "
+           "queued or being compacted or summed, agent.max_backlog = %s)",
            done, held, s->ag->set.max_backlog);
 }
 
