@@ -1053,14 +1053,7 @@ static size_t find_rec_from(const la_trace_t *t, size_t *hint, uint64_t i) {
   for (hi = lo + 1; hi < t->nrec && t->recs[hi].first <= i; hi = lo + step)
     lo = hi, step *= 2;
   if (hi > t->nrec) hi = t->nrec;
-  while (hi - lo > 1) { /* recs[lo].first <= i < recs[hi].first */
-    size_t mid = lo + (hi - lo) / 2;
-    if (t->recs[mid].first <= i)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  return *hint = lo;
+  return *hint = la_trace_find_rec_in(t, lo, hi, i);
 }
 
 /* Sum of stored values [first, first + count) (count > 0, inside); c (may

@@ -97,10 +97,11 @@ static inline size_t la_lower_bound(const uint64_t *pos, size_t lo, size_t hi,
   return lo;
 }
 
-/* Index of the record of t that holds stored value i (i < t->n). */
-static inline size_t la_trace_find_rec(const la_trace_t *t, uint64_t i) {
-  size_t lo = 0, hi = t->nrec;
-
+/* Index of the record of t that holds stored value i, searched by halving
+ * recs[lo..hi) (recs[lo].first <= i, and i < recs[hi].first when hi <
+ * t->nrec). */
+static inline size_t la_trace_find_rec_in(const la_trace_t *t, size_t lo,
+                                          size_t hi, uint64_t i) {
   while (hi - lo > 1) {
     size_t mid = lo + (hi - lo) / 2;
     if (t->recs[mid].first <= i)
@@ -109,6 +110,11 @@ static inline size_t la_trace_find_rec(const la_trace_t *t, uint64_t i) {
       hi = mid;
   }
   return lo;
+}
+
+/* Index of the record of t that holds stored value i (i < t->n). */
+static inline size_t la_trace_find_rec(const la_trace_t *t, uint64_t i) {
+  return la_trace_find_rec_in(t, 0, t->nrec, i);
 }
 
 #ifdef __cplusplus
