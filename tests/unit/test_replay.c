@@ -317,15 +317,28 @@ static void test_replay_partition(void **state) {
   const char *rp[] = {"mpiexec", "-n", "3", g->replay, HEAVY, "10:10",
                       "--partition", p, "--halo", "4096", "--app-id",
                       "greedy.replay", NULL};
-  rc = run(rp, NULL);
-  if (rc != 0) fail_msg("la-replay --partition exited %d:\n%s", rc, g->out);
-  assert_int_equal((int)summary(g->out, "cycles"), 1);
-  double ti = summary(g->out, "target_imbalance"),
-         ci = summary(g->out, "cpu_imbalance");
-  /* the same weights, the same partition: whatif's prediction exactly */
-  if (fabs(ti - pimb) > 1e-3)
-    fail_msg("target imbalance %.5f, whatif predicted %.5f:\n%s", ti, pimb,
-             tail(g->out));
+  /* the replayed CPU of one 0.6 ms cycle of 3 ranks on a shared machine:
+   * a rank that lost its core's caches mid-cycle reads 40% over; the
+   * replay is run again (at most three times) before that is a failure */
+  double ti = 0, ci = 0;
+  for (int attempt = 0; attempt < 3; attempt++) {
+    char id[32]; /* each attempt its own application */
+    snprintf(id, sizeof id, attempt ? "greedy.replay%d" : "greedy.replay",
+             attempt);
+    rp[11] = id;
+    rc = run(rp, NULL);
+    if (rc != 0) fail_msg("la-replay --partition exited %d:\n%s", rc, g->out);
+    assert_int_equal((int)summary(g->out, "cycles"), 1);
+    ti = summary(g->out, "target_imbalance");
+    ci = summary(g->out, "cpu_imbalance");
+    /* the same weights, the same partition: whatif's prediction exactly */
+    if (fabs(ti - pimb) > 1e-3)
+      fail_msg("target imbalance %.5f, whatif predicted %.5f:\n%s", ti, pimb,
+               tail(g->out));
+    if (fabs(ci - pimb) <= 0.15) break;
+    print_message("replayed imbalance %.3f, whatif predicted %.3f: again\n",
+                  ci, pimb);
+  }
   if (fabs(ci - pimb) > 0.15)
     fail_msg("replayed imbalance %.3f, whatif predicted %.3f:\n%s", ci, pimb,
              tail(g->out));
