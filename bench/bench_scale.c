@@ -204,6 +204,7 @@ typedef struct result {
   double gen_cpu_per_trace_us;  /* this process: senders and subscriber */
   double sub_cpu_per_trace_us;  /* the subscriber's thread alone */
   double written_per_trace;     /* the GlobalAgent's bytes written (wchar) */
+  double disk_per_trace;        /* of them sent to the disk (write_bytes) */
   double set_bytes;       /* the complete set's size on the wire (approx.) */
   double store_per_trace; /* store file bytes per trace, after its stop */
   long long sets_complete, traces, commits;
@@ -407,6 +408,8 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   double sub0 = thread_cpu_seconds(th);
   /* bytes written (write, pwrite: page cache and sockets) */
   long long wr0 = la_tu_proc_field(pid, "io", "wchar");
+  /* of them the bytes the kernel sent (or will send) to the disk */
+  long long dk0 = la_tu_proc_field(pid, "io", "write_bytes");
   uint64_t t0 = la_mono_ns();
   if (send_cycles(nd, C, cfg->cycles, last_ns, out->why, sizeof out->why))
     goto done;
@@ -416,6 +419,7 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   double gen = self_cpu_seconds() - gen0;
   double subcpu = thread_cpu_seconds(th) - sub0;
   double wr = (double)(la_tu_proc_field(pid, "io", "wchar") - wr0);
+  double dk = (double)(la_tu_proc_field(pid, "io", "write_bytes") - dk0);
   out->commits = la_td_status_ll(g.d, "commits"); /* the pipelined ones */
   /* paced: one cycle at a time, the next once its set arrived */
   for (uint32_t p = 0; p < PACED; p++) {
@@ -451,6 +455,7 @@ static void run(const size_cfg_t *cfg, result_t *out) {
   out->gen_cpu_per_trace_us = gen * 1e6 / ((double)R * cfg->cycles);
   out->sub_cpu_per_trace_us = subcpu * 1e6 / ((double)R * cfg->cycles);
   out->written_per_trace = wr0 < 0 ? 0 : wr / ((double)R * cfg->cycles);
+  out->disk_per_trace = dk0 < 0 ? 0 : dk / ((double)R * cfg->cycles);
   size_t total = 0;
   for (int i = 0; i < N_SERIES; i++) total += series_len[i];
   out->set_bytes = (double)R * ((double)total / N_SERIES + 120);
@@ -524,6 +529,7 @@ static const size_t median_fields[] = {
     offsetof(result_t, sub_cpu_per_trace_us),
     offsetof(result_t, store_per_trace),
     offsetof(result_t, written_per_trace),
+    offsetof(result_t, disk_per_trace),
 };
 
 /* *m = the runs rr with every measurement their median (a failed run is
@@ -607,13 +613,15 @@ int main(int argc, char **argv) {
       "frames are built and sealed before the timing, and subscriber), sub: "
       "its subscriber alone (it decodes and checks every set); wr KB/tr: "
       "the GlobalAgent's bytes written per trace (its store, WAL and "
-      "checkpoints, and the sets sent to the subscriber)\n");
+      "checkpoints, and the sets sent to the subscriber), disk KB/tr: of "
+      "them the bytes sent to the disk (/proc/PID/io write_bytes: the WAL "
+      "and the checkpoints)\n");
   printf(
       "  %7s %5s %6s %9s %9s %8s %8s %8s %8s %8s %8s %10s %9s %7s %7s "
-      "%7s %9s\n",
+      "%7s %9s %9s\n",
       "ranks", "nodes", "cycles", "traces/s", "tr/commit", "pub", "recv",
       "pacedpub", "pacedrcv", "RSS MiB", "base MiB", "CPU/set ms", "CPU/tr us",
-      "loop", "gen", "sub", "wr KB/tr");
+      "loop", "gen", "sub", "wr KB/tr", "disk KB/tr");
   fprintf(f,
           "{\n  \"bench\": \"scale\",\n  \"elements\": %d,\n  \"window\": %d,\n"
           "  \"fsync\": %s,\n  \"steady_only\": %s,\n  \"robust\": %s,\n"
@@ -631,7 +639,7 @@ int main(int argc, char **argv) {
     if (x->ok)
       printf(
           "  %7u %5u %6u %9.0f %9.0f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f "
-          "%10.1f %9.2f %7.2f %7.2f %7.2f %9.1f\n",
+          "%10.1f %9.2f %7.2f %7.2f %7.2f %9.1f %9.1f\n",
           x->cfg.ranks, x->cfg.nodes, x->cfg.cycles, x->traces_per_s,
           x->commits > 0
               ? (double)x->cfg.ranks * x->cfg.cycles / (double)x->commits
@@ -640,7 +648,7 @@ int main(int argc, char **argv) {
           x->paced_median_ms, x->rss_peak_mib, x->rss_base_mib,
           x->cpu_per_set_ms, x->cpu_per_trace_us, x->loop_cpu_per_trace_us,
           x->gen_cpu_per_trace_us, x->sub_cpu_per_trace_us,
-          x->written_per_trace / 1e3);
+          x->written_per_trace / 1e3, x->disk_per_trace / 1e3);
     else
       printf("  %7u %5u %6u  FAILED: %s\n", x->cfg.ranks, x->cfg.nodes,
              x->cfg.cycles, x->why);
@@ -657,6 +665,7 @@ int main(int argc, char **argv) {
             "\"subscriber_cpu_per_trace_us\": %.3f, "
             "\"set_bytes_approx\": %.0f, \"store_bytes_per_trace\": %.0f, "
             "\"written_bytes_per_trace\": %.0f, "
+            "\"disk_written_bytes_per_trace\": %.0f, "
             "\"runs_traces_per_s\": [%.0f, %.0f, "
             "%.0f], "
             "\"error\": \"%s\"}",
@@ -667,7 +676,7 @@ int main(int argc, char **argv) {
             x->rss_base_mib, x->cpu_per_set_ms, x->cpu_per_trace_us,
             x->loop_cpu_per_trace_us, x->gen_cpu_per_trace_us,
             x->sub_cpu_per_trace_us, x->set_bytes, x->store_per_trace,
-            x->written_per_trace, x->runs_per_s[0], x->runs_per_s[1],
+            x->written_per_trace, x->disk_per_trace, x->runs_per_s[0], x->runs_per_s[1],
             x->runs_per_s[2], x->ok ? "" : x->why);
     first = 0;
   }
