@@ -10,10 +10,20 @@
  * hook (called after each commit with the WAL's size) wakes a thread that
  * runs a PASSIVE checkpoint on its own connection to the same file: it
  * copies what is committed while the writer carries on, and never blocks
- * the writer nor a reader. The WAL stays bounded: when it reaches
- * LA__CKPT_HARD frames all the same (the thread is starved of CPU, or a
- * reader keeps the WAL from being reset), the writer checkpoints inline as
- * SQLite would have.
+ * the writer nor a reader.
+ *
+ * A checkpoint copies each page once, its latest frame: the pages every
+ * commit rewrites (the unique indexes' pages of the sets being filled, each
+ * table's last page) are copied once per checkpoint, not once per commit.
+ * So the thread is woken once per LA__CKPT_SOFT_BYTES of new WAL, not
+ * after every commit once the WAL is that long (under a steady stream the
+ * writer keeps the WAL from restarting, which needs every frame copied
+ * before the writer's next transaction). From LA__CKPT_CATCHUP times that
+ * on, the thread is woken after every commit until a checkpoint has
+ * copied the whole WAL, so that it restarts. The WAL stays bounded: when it
+ * reaches LA__CKPT_HARD times the soft threshold all the same (the thread
+ * is starved of CPU, or a reader keeps the WAL from being reset), the
+ * writer checkpoints inline as SQLite would have.
  *
  * Durability is the commit's own (the WAL fsync at commit with
  * synchronous = FULL): a checkpoint only moves committed pages, and a crash
@@ -31,14 +41,20 @@
 #include "la_limits.h"
 #include "la_daemon.h"
 
-/* SQLite's own default threshold (wal_autocheckpoint = 1000 pages), and
- * that many 4 KiB pages in bytes: a store with larger pages checkpoints
- * after as many bytes of WAL, not as many frames. */
+/* SQLite's own default threshold (wal_autocheckpoint = 1000 pages), set
+ * back when the hook goes. */
 #define LA__CKPT_SOFT 1000
-#define LA__CKPT_SOFT_BYTES (LA__CKPT_SOFT * 4096)
+/* A checkpoint per this many bytes of new WAL (2000 frames of 4 KiB, 250
+ * of 32 KiB: whatever the page size, as many bytes of WAL). */
+#ifndef LA__CKPT_SOFT_BYTES
+#define LA__CKPT_SOFT_BYTES (8 * 1024000)
+#endif
+/* From this many times the soft threshold on, a checkpoint after every
+ * commit until the WAL restarts. */
+#define LA__CKPT_CATCHUP 4
 /* The writer checkpoints inline from this many times the soft threshold
- * on. */
-#define LA__CKPT_HARD 16
+ * on (64 MiB of WAL). */
+#define LA__CKPT_HARD 8
 
 struct la_ckpt {
   sqlite3 *writer; /* not owned */
@@ -46,8 +62,11 @@ struct la_ckpt {
   pthread_t thread;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  int soft, hard;    /* the thresholds in frames of this store's pages */
-  int pending, stop; /* under mu */
+  int soft, catchup, hard; /* the thresholds in frames of this store's pages */
+  int pending, stop;       /* under mu */
+  int asked;   /* the WAL's frames when the thread was last woken (writer) */
+  int behind;  /* under mu: the last checkpoint left frames uncopied in a
+                * WAL of catchup frames or more */
 };
 
 static void *la__ckpt_main(void *arg) {
@@ -60,9 +79,11 @@ static void *la__ckpt_main(void *arg) {
     pthread_mutex_unlock(&c->mu);
     /* SQLITE_BUSY (another checkpoint runs) is fine: the next commit over
      * the threshold asks again */
-    sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
-                              NULL);
+    int log = -1, done = -1;
+    int rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+                                       &log, &done);
     pthread_mutex_lock(&c->mu);
+    c->behind = rc != SQLITE_OK || (log >= c->catchup && done < log);
   }
   pthread_mutex_unlock(&c->mu);
   return NULL;
@@ -71,14 +92,20 @@ static void *la__ckpt_main(void *arg) {
 /* The writer's WAL hook: after each commit, with the WAL's size in frames. */
 static int la__ckpt_hook(void *arg, sqlite3 *db, const char *name, int frames) {
   la_ckpt_t *c = arg;
+  if (frames < c->asked) c->asked = 0; /* the WAL restarted */
   if (frames >= c->hard) {
     sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-  } else if (frames >= c->soft) {
-    pthread_mutex_lock(&c->mu);
+    return SQLITE_OK;
+  }
+  int soft = frames - c->asked >= c->soft;
+  if (!soft && frames < c->catchup) return SQLITE_OK;
+  pthread_mutex_lock(&c->mu);
+  if (soft || c->behind) {
+    c->asked = frames;
     c->pending = 1;
     pthread_cond_signal(&c->cv);
-    pthread_mutex_unlock(&c->mu);
   }
+  pthread_mutex_unlock(&c->mu);
   return SQLITE_OK;
 }
 
@@ -97,6 +124,7 @@ int la__ckpt_start(sqlite3 *writer, la_ckpt_t **out) {
     page = sqlite3_column_int(st, 0);
   sqlite3_finalize(st);
   c->soft = LA__CKPT_SOFT_BYTES / page;
+  c->catchup = LA__CKPT_CATCHUP * c->soft;
   c->hard = LA__CKPT_HARD * c->soft;
   int of = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
   /* synchronous = NORMAL: a checkpoint fsyncs the database file with it
