@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "la_errcodes.h"
 #include "store_internal.h"
 
 /* The kept entry of (app_id, tag), or a new one; NULL when full. */
@@ -44,12 +45,52 @@ static la__touch_t *la__find(la_store_t *s, const char *app_id, uint64_t tag) {
   return t;
 }
 
+/* Sets whose missing records a flush has looked for (a batch's traces are
+ * of a few sets, often in runs). */
+#define LA__ANY_MAX 4
+typedef struct la__any {
+  int app; /* -1: unused */
+  uint64_t tag;
+  int has;
+} la__any_t;
+
+/* Whether set (touch_apps[app], tag) has a missing record: 1 or 0, asked
+ * once per flush (the flush adds none), or LA_EIO. */
+static int la__any_missing(la_store_t *s, la__any_t *seen, int app,
+                           uint64_t tag) {
+  for (int k = 0; k < LA__ANY_MAX; k++)
+    if (seen[k].app == app && seen[k].tag == tag) return seen[k].has;
+  la_db_stmt_t *st = s->st[S_MISS_ANY];
+  la__bind_text(st, 1, s->touch_apps[app], LA_MAX_ID_LEN);
+  la_db_bind_int64(st, 2, la__i64(tag));
+  int rc = la_db_step(st);
+  la__done(st);
+  if (rc != LA_DB_ROW && rc != LA_DB_DONE) {
+    la__store_fmt(s->err, sizeof s->err,
+                  "looking for the traces' missing records: %s",
+                  la_db_errmsg(s->db));
+    return LA_EIO;
+  }
+  memmove(seen + 1, seen, (LA__ANY_MAX - 1) * sizeof *seen);
+  seen[0] = (la__any_t){app, tag, rc == LA_DB_ROW};
+  return seen[0].has;
+}
+
 int la__store_defer_flush(la_store_t *s) {
   /* the deferred traces first (store_pending.c's, through the pointer it
    * set: it calls this file, not the other way round) */
   int r = s->n_pend && s->pend_flush ? s->pend_flush(s) : 0;
+  /* a key's record is deleted where its set has any: most sets have none,
+   * and one look per set costs less than a delete per trace */
+  la__any_t seen[LA__ANY_MAX];
+  for (int k = 0; k < LA__ANY_MAX; k++) seen[k].app = -1;
   for (size_t i = 0; r == 0 && i < s->n_unmiss; i++) {
     const la__unmiss_t *u = &s->unmiss[i];
+    int has = la__any_missing(s, seen, u->app, u->tag);
+    if (has <= 0) {
+      r = has;
+      continue;
+    }
     la_db_stmt_t *st = s->st[S_MISS_DEL];
     la__bind_text(st, 1, s->touch_apps[u->app], LA_MAX_ID_LEN);
     la_db_bind_int64(st, 2, la__i64(u->tag));

@@ -53,6 +53,7 @@ enum {
   S_ENDED,
   S_MISS_PUT,
   S_MISS_DEL,
+  S_MISS_ANY,
   S_MISS_SET,
   S_MISS_RANKS,
   S_LOAD_MISSING,

@@ -186,6 +186,10 @@ const char *const la__store_sql[S__COUNT] = {
     [S_MISS_DEL] =
         "DELETE FROM missing WHERE app_id = ?1 AND cycle_tag = ?2"
         " AND rank = ?3",
+    /* whether a set has any missing record (the flush deletes none where
+     * it has not: store_defer.c) */
+    [S_MISS_ANY] =
+        "SELECT 1 FROM missing WHERE app_id = ?1 AND cycle_tag = ?2 LIMIT 1",
     [S_MISS_SET] =
         "INSERT INTO trace_sets(app_id, cycle_tag, t_first_ns, t_last_ns)"
         " VALUES (?1, ?2, ?3, ?3) ON CONFLICT(app_id, cycle_tag) DO UPDATE"

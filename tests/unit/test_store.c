@@ -702,6 +702,34 @@ static void test_deferred_writes_per_batch(void **state) {
   assert_int_equal(raw_int(f->path, "SELECT count(*) FROM missing"), 1);
 }
 
+/* The flush deletes missing records only for the sets that have any, each
+ * set asked once: in a batch of ten sets whose traces alternate set by set,
+ * every other set with records of four ranks, the three ranks' traces
+ * delete exactly their records (the fourth rank's stay), whatever the
+ * order of the sets. */
+static void test_deferred_unmiss_some_sets(void **state) {
+  fx_t *f = *state;
+  for (uint32_t r = 0; r < 4; r++)
+    assert_int_equal(put_rank_start(f->s, "um", r, 4, 100), 0);
+  for (uint64_t c = 51; c < 60; c += 2)
+    for (uint32_t r = 0; r < 4; r++)
+      assert_int_equal(
+          la_store_missing(f->s, "um", c, r, "late node", 1, 100 + c, NULL),
+          0);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM missing"), 20);
+  assert_int_equal(la_store_begin(f->s), 0);
+  for (uint32_t r = 0; r < 3; r++)
+    for (uint64_t c = 50; c < 60; c++)
+      assert_int_equal(put_trace(f->s, "um", r, c, NULL), 0);
+  assert_int_equal(la_store_commit(f->s), 0);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM missing"), 5);
+  assert_int_equal(
+      raw_int(f->path, "SELECT count(*) FROM missing WHERE rank = 3"), 5);
+  assert_int_equal(raw_int(f->path, "SELECT count(*) FROM traces WHERE"
+                                    " app_id = 'um'"),
+                   30);
+}
+
 /* la_store_trace_defer: a new trace's rows written at the batch's next
  * flush, from a copy (the caller's buffers may be reused at once), in the
  * order deferred; whatever reads traces in the batch sees them; a rollback
@@ -2587,6 +2615,7 @@ int main(void) {
       T(test_trace_before_rank_start),
       T(test_group_commit_rollback),
       T(test_deferred_writes_per_batch),
+      T(test_deferred_unmiss_some_sets),
       T(test_deferred_traces),
       T(test_batch_poisoned),
       T(test_load_set),
