@@ -362,12 +362,18 @@ static void la__drain(la_conn_t *c, int rc) {
   uint16_t type;
   const uint8_t *p;
   uint32_t len;
+  int lent = 0; /* on_raw kept frames in the reader's buffer */
   while (rc == 0 && !c->closing && !c->paused &&
          (rc = la_frame_reader_next(&c->rd, &type, &p, &len)) == 1) {
     ProtobufCMessage *m = NULL;
     char why[240];
     uint8_t *plain = NULL;
     int raw = c->ops->on_raw ? c->ops->on_raw(c, type, p, len) : 0;
+    if (raw > 0 && (raw & LA_CONN_RAW_IN_PLACE)) {
+      assert(c->ops->on_lent);
+      lent = 1;
+      raw &= ~LA_CONN_RAW_IN_PLACE;
+    }
     if (raw == LA_CONN_RAW_PAUSE) {
       c->paused = 1;
       uv_read_stop((uv_stream_t *)&c->tcp);
@@ -394,8 +400,15 @@ static void la__drain(la_conn_t *c, int rc) {
       break;
     }
   }
+  if (lent) { /* the owner's now; the reader goes on in a new buffer */
+    const uint8_t *was = NULL;
+    uint8_t *b = la_frame_reader_give(&c->rd, &was);
+    c->ops->on_lent(c, b, was);
+    if (c->rd.error && rc == 0) rc = c->rd.error;
+  }
   if (rc < 0 && !c->closing)
-    la__bad(c, rc == LA_EMSGSIZE ? "frame larger than the maximum"
+    la__bad(c, rc == LA_EMSGSIZE  ? "frame larger than the maximum"
+               : rc == LA_ENOMEM ? "out of memory"
                                  : "malformed frame header");
   la_conn_release(c);
 }

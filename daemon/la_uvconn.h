@@ -49,11 +49,22 @@ typedef struct la_conn_ops {
    * LA_CONN_RAW_PASS to let la_conn open and decode it for on_frame,
    * LA_CONN_RAW_TAKEN when the owner took it (a copy), LA_CONN_RAW_PAUSE
    * when it took it and no more frames may come until la_conn_resume, or
-   * -1 to close the connection. May be NULL (every frame to on_frame). */
+   * -1 to close the connection. May be NULL (every frame to on_frame).
+   * TAKEN and PAUSE may carry LA_CONN_RAW_IN_PLACE: the owner kept p
+   * itself, not a copy; the buffer holding it is then handed to on_lent
+   * before anything more is read into it. */
   int (*on_raw)(la_conn_t *c, uint16_t type, const uint8_t *p, uint32_t len);
+  /* The buffer holding the frames on_raw kept in place since the last
+   * call (la_frame_reader_give): the owner's, to free once it is done with
+   * them; a frame kept at p is at buf + (p - was) (the read buffer itself,
+   * buf == was, or after a short read a copy). Called at the end of the
+   * drain that kept them, before more is read and before the connection
+   * is freed. Needed when on_raw keeps frames in place. */
+  void (*on_lent)(la_conn_t *c, uint8_t *buf, const uint8_t *was);
 } la_conn_ops_t;
 
 enum { LA_CONN_RAW_PASS = 0, LA_CONN_RAW_TAKEN = 1, LA_CONN_RAW_PAUSE = 2 };
+#define LA_CONN_RAW_IN_PLACE 4 /* or'd with TAKEN or PAUSE */
 
 struct la_conn {
   uv_tcp_t tcp;

@@ -18,7 +18,10 @@
  * handshake; storage and stitching are ingest.c's.
  *
  * Off the loop thread: once a connection is authenticated, its frames are
- * copied as read (la_conn_ops_t.on_raw) and opened (decrypted), decoded
+ * kept where they were read (la_conn_ops_t.on_raw, in place: the read
+ * buffer becomes theirs, or a copy of a short read's frames,
+ * la_conn_ops_t.on_lent; freed once the last of them is decoded) and
+ * opened (decrypted), decoded
  * and their encodings checked (la_ga_check_encodings) on the libuv thread
  * pool, in batches: a connection is in one job at a time, with every
  * frame read while its previous job ran, so the receiving stream's state
@@ -32,9 +35,13 @@
  * after a close always were: nothing is stored or acknowledged after it).
  * Memory: a connection is not read while its frames not yet handled reach a
  * quarter of agents.ingest_memory, nor any while all connections' reach it;
- * each may overshoot by the one frame that crossed the line.
+ * each may overshoot by the one frame that crossed the line. The buffers
+ * they wait in are at most a few times their bytes (a read buffer is
+ * handed over once half of it, or 32 KiB, holds frames; a short read's
+ * frames are copied instead), until the last frame of each is decoded.
  */
 #include <assert.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,17 +62,33 @@ enum { LA__AG_HELLO = 0, LA__AG_AUTH = 1, LA__AG_READY = 2 };
 /* What a job made of a frame. */
 enum { LA__F_OK = 0, LA__F_BAD = 1, LA__F_REFUSED = 2 };
 
+/* A read buffer of a connection holding frames kept in place: freed by
+ * the last of them to be done with it (on the loop or the pool). */
+typedef struct la__chunk {
+  atomic_int refs; /* its frames, and 1 while it is the reader's */
+  uint8_t *buf;    /* set when the connection hands it over (on_lent) */
+} la__chunk_t;
+
+static void la__chunk_put(la__chunk_t *ch) {
+  if (ch && atomic_fetch_sub(&ch->refs, 1) == 1) {
+    free(ch->buf);
+    free(ch);
+  }
+}
+
 /* A frame of an authenticated LocalAgent on its way through the pool: as
- * read in, decoded out (m), with the verdict and its reason. */
+ * read in (data, in its chunk until decoded), decoded out (m), with the
+ * verdict and its reason. */
 typedef struct la__frame {
   struct la__frame *next;
   ProtobufCMessage *m; /* the decoded message (LA__F_OK, LA__F_REFUSED) */
   char *why;           /* the reason (bad frame, refused trace); may be NULL */
   la_store_rep_sig_t *sig; /* a trace's signature (store.representatives) */
+  uint8_t *data;           /* the frame's payload, in chunk */
+  la__chunk_t *chunk;      /* NULL once decoded */
   int verdict;
   uint16_t type; /* as read; after the job the inner frame's */
   uint32_t len;
-  uint8_t data[];
 } la__frame_t;
 
 /* A pool job: the frames of one or more connections (each connection in
@@ -100,6 +123,8 @@ typedef struct la_ga_agent {
   la__frame_t *job_frames;
   uint32_t job_max_payload;
   int job_sigs; /* the job takes traces' signatures (store.representatives) */
+  la__chunk_t *chunk; /* the reader's buffer, while frames are kept in it */
+  struct la__frame *chunk_first; /* in pend: the first frame kept in it */
   struct la_ga_agent *job_next;
   int busy;
   int paused; /* counted in ga->agents_paused */
@@ -113,6 +138,7 @@ static void la__frame_free(la__frame_t *f) {
   la_msg_free(f->m);
   free(f->why);
   free(f->sig);
+  la__chunk_put(f->chunk);
   free(f);
 }
 
@@ -128,6 +154,7 @@ static void la__drop_pending(la_ga_agent_t *a) {
     la__frame_free(f);
   }
   a->ga->agent_pending -= a->pend_bytes;
+  a->chunk_first = NULL;
   a->pend = NULL;
   a->pend_tail = &a->pend;
   a->pend_bytes = 0;
@@ -137,6 +164,7 @@ static void la__agent_free(la_conn_t *c) {
   la_ga_agent_t *a = (la_ga_agent_t *)c;
   la_ga_t *ga = a->ga;
   LA_CONN_LIST_UNLINK(ga->agents, a);
+  la__chunk_put(a->chunk); /* none of its frames kept: the buffer is la_conn's */
   la_auth_session_wipe(&a->ses);
   la_secure_wipe(&a->sec);
   free(a);
@@ -424,6 +452,9 @@ static void la__work_agent(la_ga_agent_t *a) {
     }
     if (rc == 0) rc = la_msg_unpack(type, p, len, &f->m, why, sizeof why);
     free(plain);
+    la__chunk_put(f->chunk); /* the message has copies of what it needs */
+    f->chunk = NULL;
+    f->data = NULL;
     char sub[200];
     if (rc == 0 && la_msg_validate(type, f->m, sub, sizeof sub) != 0) {
       snprintf(why, sizeof why, "%s: %s", la_msg_name(type), sub);
@@ -566,6 +597,7 @@ static void la__join(la__job_t *j, la_ga_agent_t *a) {
   /* one job per connection at a time: its receiving stream's state is
    * used by one thread, and its frames reach ingest.c in the order read */
   assert(!a->busy && !a->job_frames && a->pend);
+  assert(!a->chunk_first); /* their buffer handed over (la__agent_lent) */
   a->job_frames = a->pend;
   a->job_bytes = a->pend_bytes;
   a->job_max_payload = a->conn.rd.max_payload;
@@ -614,31 +646,55 @@ static void la__on_check(uv_check_t *h) {
   la_reclaim_flush(ga->reclaim); /* the frames this iteration handled */
 }
 
-/* la_conn_ops_t.on_raw: an authenticated connection's frame, copied to
- * wait for its job; before that, la_conn decodes it for la__agent_frame. */
+/* la_conn_ops_t.on_raw: an authenticated connection's frame, kept where
+ * it was read to wait for its job; before that, la_conn decodes it for
+ * la__agent_frame. */
 static int la__agent_raw(la_conn_t *c, uint16_t type, const uint8_t *p,
                          uint32_t len) {
   la_ga_agent_t *a = (la_ga_agent_t *)c;
   la_ga_t *ga = a->ga;
   if (a->state != LA__AG_READY) return LA_CONN_RAW_PASS;
-  la__frame_t *f = malloc(sizeof *f + len);
+  if (!a->chunk && (a->chunk = malloc(sizeof *a->chunk))) {
+    atomic_init(&a->chunk->refs, 1); /* the reader's, until on_lent */
+    a->chunk->buf = NULL;
+  }
+  la__frame_t *f = a->chunk ? calloc(1, sizeof *f) : NULL;
   if (!f) {
     la_log_error("LocalAgent %s: out of memory: closing", a->host);
     return -1;
   }
-  memset(f, 0, sizeof *f);
+  if (!a->chunk_first) a->chunk_first = f;
+  atomic_fetch_add(&a->chunk->refs, 1);
+  f->chunk = a->chunk;
+  f->data = (uint8_t *)p; /* the pool opens it in place */
   f->type = type;
   f->len = len;
-  memcpy(f->data, p, len);
   *a->pend_tail = f;
   a->pend_tail = &f->next;
   a->pend_bytes += len;
   ga->agent_pending += len;
   if (!a->busy) la__ready(a);
-  if (!la__over(a)) return LA_CONN_RAW_TAKEN;
+  if (!la__over(a)) return LA_CONN_RAW_TAKEN | LA_CONN_RAW_IN_PLACE;
   a->paused = 1;
   ga->agents_paused++;
-  return LA_CONN_RAW_PAUSE;
+  return LA_CONN_RAW_PAUSE | LA_CONN_RAW_IN_PLACE;
+}
+
+/* la_conn_ops_t.on_lent: the buffer the frames kept since the last call
+ * are in (the read buffer, or a copy after a short read: they move there);
+ * freed by the last of them. They are all still waiting in pend: a job
+ * takes them after this read's callback at the earliest. */
+static void la__agent_lent(la_conn_t *c, uint8_t *buf, const uint8_t *was) {
+  la_ga_agent_t *a = (la_ga_agent_t *)c;
+  assert(a->chunk && !a->chunk->buf);
+  if (buf != was)
+    for (la__frame_t *f = a->chunk_first; f; f = f->next)
+      if (f->chunk == a->chunk) f->data = buf + (f->data - was);
+  a->chunk->buf = buf;
+  a->chunk_first = NULL;
+  la__chunk_t *ch = a->chunk;
+  a->chunk = NULL;
+  la__chunk_put(ch); /* the reader's reference */
 }
 
 static void la__agent_bad(la_conn_t *c, const char *why) {
@@ -663,6 +719,7 @@ static const la_conn_ops_t la__ops = {
     .on_close = la__agent_close,
     .on_free = la__agent_free,
     .on_raw = la__agent_raw,
+    .on_lent = la__agent_lent,
 };
 
 /* A connection not authenticated this long may be closed to admit a new

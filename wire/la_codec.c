@@ -244,6 +244,38 @@ size_t la_frame_reader_room(la_frame_reader_t *r, size_t n, uint8_t **p) {
   return r->cap - r->len;
 }
 
+/* The new buffer's room past the bytes kept: a read's worth (la_uvconn.c
+ * reads at most 64 KiB), not the old buffer's size, which one large frame
+ * may have grown. */
+#define LA__GIVE_ROOM 65536
+
+uint8_t *la_frame_reader_give(la_frame_reader_t *r, const uint8_t **was) {
+  uint8_t *old = r->buf;
+  *was = old;
+  if (!old) return NULL;
+  size_t used = r->head, keep = r->len - r->head;
+  /* mostly room (a short read): a copy of what was returned */
+  if (used * 2 < r->cap && used < LA__GIVE_ROOM / 2) {
+    uint8_t *copy = malloc(used ? used : 1);
+    if (copy) {
+      memcpy(copy, old, used);
+      memmove(old, old + used, keep);
+      r->len = keep;
+      r->head = 0;
+      return copy;
+    }
+  }
+  size_t cap = keep + LA__GIVE_ROOM;
+  uint8_t *nb = r->error ? NULL : malloc(cap);
+  if (nb) memcpy(nb, old + r->head, keep);
+  else if (!r->error) r->error = LA_ENOMEM;
+  r->buf = nb;
+  r->cap = nb ? cap : 0;
+  r->len = nb ? keep : 0;
+  r->head = 0;
+  return old;
+}
+
 int la_frame_reader_wrote(la_frame_reader_t *r, size_t n) {
   if (r->error) return r->error;
   if (n > r->cap - r->len) return r->error = LA_EINVAL; /* not reached */
@@ -280,7 +312,6 @@ int la_frame_reader_next(la_frame_reader_t *r, uint16_t *type,
   *type = t;
   *payload = r->buf + r->head + LA_FRAME_HEADER_LEN;
   *len = l;
-  r->head += LA_FRAME_HEADER_LEN + l;
-  if (r->head == r->len) r->head = r->len = 0; /* payload stays valid */
+  r->head += LA_FRAME_HEADER_LEN + l; /* room() drops what was returned */
   return 1;
 }

@@ -136,5 +136,15 @@ int la_frame_reader_next(la_frame_reader_t *r, uint16_t *type,
                          const uint8_t **payload, uint32_t *len);
 /* Bytes buffered but not yet returned as frames. */
 size_t la_frame_reader_pending(const la_frame_reader_t *r);
+/* Gives the caller the bytes la_frame_reader_next returned since the last
+ * give or room, in a buffer the caller frees: r's own buffer when they
+ * fill half of it or half a read's worth, 32 KiB (no copy; r goes on in a
+ * new buffer holding the bytes not yet returned and room for a read), else
+ * a copy of them (r keeps its buffer, so that short reads do not each
+ * hold a read's room). *was is where they
+ * were: a payload p returned is at buf + (p - *was). Returns NULL when r
+ * has no buffer; when memory runs out, r's own buffer is given and r
+ * becomes bad (LA_ENOMEM, the bytes not yet returned lost). */
+uint8_t *la_frame_reader_give(la_frame_reader_t *r, const uint8_t **was);
 
 #endif /* LA_CODEC_H */

@@ -10,7 +10,7 @@
  * payloads (fixed seed); the validation rules, each with the reason it
  * gives; and the incremental frame reader (byte by byte, several frames per
  * feed, split frames, oversized headers refused before the payload, sticky
- * errors, pending counts).
+ * errors, pending counts, reading in place, the buffer handed over).
  *
  * Tests named bug_* are regression tests for defects these tests found in
  * la_codec.c (fixed since); each comment describes the defect as it was.
@@ -2185,6 +2185,81 @@ static void test_reader_in_place(void **state) {
   free(s.bytes);
 }
 
+/* Handing the bytes over (la_frame_reader_give, as the GlobalAgent keeps
+ * a LocalAgent's frames where they were read): the payloads taken before
+ * stay as read at buf + (p - was) while the reader goes on (in pieces that
+ * split frames); a read of half a read's worth or more hands the reader's
+ * buffer itself over (the reader goes on in a new one holding the partial
+ * frame and a read's room), a short one a copy (the reader keeps its
+ * buffer). */
+static void test_reader_give(void **state) {
+  stream_t s;
+  make_stream(&s);
+  /* the stream repeated past 40 KB */
+  const size_t reps = 40000 / s.len + 1, blen = reps * s.len;
+  const int nf = (int)(3 * reps);
+  uint8_t *big = malloc(blen);
+  const uint8_t **kept = calloc((size_t)nf, sizeof *kept);
+  uint8_t **given = calloc((size_t)nf, sizeof *given);
+  assert_true(big && kept && given);
+  for (size_t i = 0; i < reps; i++) memcpy(big + i * s.len, s.bytes, s.len);
+  static const size_t pieces[] = {5, 100, 65536};
+  for (size_t k = 0; k < sizeof pieces / sizeof pieces[0]; k++) {
+    la_frame_reader_t r;
+    la_frame_reader_init(&r, 64u << 10);
+    const uint8_t *was = NULL;
+    assert_null(la_frame_reader_give(&r, &was)); /* no buffer yet */
+    int n_given = 0, seen = 0, n_whole = 0;
+    for (size_t at = 0; at < blen;) {
+      size_t n = blen - at < pieces[k] ? blen - at : pieces[k];
+      uint8_t *p = NULL;
+      assert_true(la_frame_reader_room(&r, pieces[k], &p) >= pieces[k]);
+      memcpy(p, big + at, n);
+      assert_int_equal(la_frame_reader_wrote(&r, n), 0);
+      at += n;
+      uint16_t type;
+      const uint8_t *pl;
+      uint32_t len;
+      int first = seen;
+      while (la_frame_reader_next(&r, &type, &pl, &len) == 1) {
+        assert_true(seen < nf);
+        assert_int_equal(type, s.type[seen % 3]);
+        assert_int_equal(len, s.flen[seen % 3] - HDR);
+        kept[seen++] = pl;
+      }
+      if (seen == first) continue;
+      size_t partial = la_frame_reader_pending(&r);
+      uint8_t *old = r.buf;
+      uint8_t *b = given[n_given++] = la_frame_reader_give(&r, &was);
+      assert_non_null(b);
+      assert_ptr_equal(was, old);
+      for (int i = first; i < seen; i++) kept[i] = b + (kept[i] - was);
+      assert_int_equal(r.error, 0);
+      assert_int_equal(la_frame_reader_pending(&r), partial);
+      if (b == old) { /* handed over: a new buffer with a read's room */
+        n_whole++;
+        assert_ptr_not_equal(r.buf, old);
+        assert_int_equal(r.cap, partial + 65536);
+      } else {
+        assert_ptr_equal(r.buf, old);
+      }
+    }
+    assert_int_equal(seen, nf);
+    /* a 40 KB read is handed over whole, short ones are copied */
+    assert_int_equal(n_whole, pieces[k] == 65536 ? 1 : 0);
+    for (int i = 0; i < nf; i++) { /* every payload as read */
+      size_t fl = s.flen[i % 3] - HDR;
+      if (fl) assert_memory_equal(kept[i], s.bytes + s.off[i % 3] + HDR, fl);
+    }
+    for (int i = 0; i < n_given; i++) free(given[i]);
+    la_frame_reader_free(&r);
+  }
+  free(given);
+  free(kept);
+  free(big);
+  free(s.bytes);
+}
+
 static void test_reader_pending_and_partial(void **state) {
   size_t flen;
   uint8_t *f = pack_frame(T_TS, M(&s_ts), &flen);
@@ -2487,6 +2562,7 @@ int main(void) {
     T(test_reader_several_frames_one_feed),
     T(test_reader_split_everywhere),
     T(test_reader_in_place),
+    T(test_reader_give),
     T(test_reader_pending_and_partial),
     T(test_reader_oversized_header),
     T(test_reader_oversized_after_good_frame),
