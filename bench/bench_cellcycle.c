@@ -6,7 +6,9 @@
  * Input: the cycles LA_DUMP_RAW wrote for one rank of a cell-probed run
  * (LA_BENCH_CELLS_RAW=DIR:APP[:RANK], rank 0 by default; the files
  * DIR/APP.r<rank>.c<tag>.f64, .flags and .fid, in cycle order, at most
- * LA_BENCH_CELLS_MAX of them, 40 by default; scripts/bench-cellcycle.sh
+ * LA_BENCH_CELLS_MAX of them, 40 by default; LA_BENCH_CELLS_N: only the
+ * first N cells of each, e.g. a block that stays in the core's cache, to
+ * tell a step's compute from its memory traffic; scripts/bench-cellcycle.sh
  * records bench_localagent's probe loop, 10^6 elements, every one probed,
  * APP bench-probe, and its ranges loop, 1000 ranges of 1000 elements,
  * bench-ranges, whose values are each range's count shared by its cells,
@@ -38,7 +40,10 @@
  *             copy into the weights area).
  * Seven rounds (LA_BENCH_CELLS_ROUNDS, up to 101, for a profiler) replay
  * every cycle from a fresh state; reported are the medians over the rounds
- * of each step's CPU time per cycle and per cell (ns), the bytes and bits
+ * of each step's CPU time per cycle and per cell (ns), each step's minor
+ * page faults per cycle in the last round (memory new to the process:
+ * a fresh state's learning, or an array the allocator gave back to the
+ * system and maps again), the bytes and bits
  * per value of both encodings, the history's matches, the weights'
  * resolution counts (st.positive, st.coarse), on cycles of whole counts
  * how the robust weights relate element by element to the measured values
@@ -58,6 +63,7 @@
 #include <dirent.h>
 #include <malloc.h>
 #include <time.h>
+#include <sys/resource.h>
 
 #include "history.h"
 #include "la_compact_splice.h"
@@ -77,6 +83,14 @@ typedef struct cyc {
   double scale; /* ns per count */
   int shares;   /* some value is no whole count (a range's share) */
 } cyc_t;
+
+/* The thread's CPU time (ns), and its minor page faults so far in *flt
+ * (first, so that reading them is not in the next step's time). */
+static double stamp(long *flt) {
+  struct rusage ru;
+  *flt = getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_minflt : 0;
+  return la_bench_thread_ns();
+}
 
 /* Bytes of a file (0 when missing), and its contents in *out. */
 static size_t slurp(const char *path, void **out) {
@@ -238,6 +252,9 @@ int main(int argc, char **argv) {
   uint64_t n = 0;
   for (int i = 0; i < nc; i++)
     if (read_cycle(dir, app, rank, tags[i], &n, &cy[i]) != 0) return 1;
+  const char *nv = getenv("LA_BENCH_CELLS_N"); /* the first N cells only */
+  uint64_t first = nv ? strtoull(nv, NULL, 10) : 0;
+  if (first > 0 && first < n) n = first;
   const char *resv = getenv("LA_BENCH_CELLS_RES");
   double res = resv ? strtod(resv, NULL) : resolution(&cy[0], n);
 
@@ -252,6 +269,7 @@ int main(int argc, char **argv) {
   int ROUNDS = rs ? atoi(rs) : 7;
   if (ROUNDS < 1 || ROUNDS > ROUNDS_MAX) ROUNDS = 7;
   static double t_step[N_STEPS][ROUNDS_MAX], t_all[ROUNDS_MAX];
+  long faults[N_STEPS] = {0}; /* minor page faults of the last round */
   uint64_t h_w = 0, h_enc = 0, matches = 0, rmatches = 0, positive = 0,
            coarse = 0;
   size_t rbytes = 0, mbytes = 0;
@@ -290,16 +308,17 @@ int main(int argc, char **argv) {
       la_robust_stats_t st;
       la_compact_result_t res_m, res_r;
       double t[N_STEPS + 1];
-      t[0] = la_bench_thread_ns();
+      long f[N_STEPS + 1];
+      t[0] = stamp(&f[0]);
       for (uint64_t k = 0; k < n; k++) x[k] = buf[k] * cy[i].scale;
       memset(buf, 0, n * sizeof *buf);
       memcpy(flags, cy[i].flags, n);
-      t[1] = la_bench_thread_ns();
+      t[1] = stamp(&f[1]);
       int rc = la_compact(x, n, &p, &res_m);
-      t[2] = la_bench_thread_ns();
+      t[2] = stamp(&f[2]);
       rc |= la_weights_cycle_recon_starts(w, x, flags, &p, &res_r, &st, rw,
                                           rst, n / 8);
-      t[3] = la_bench_thread_ns();
+      t[3] = stamp(&f[3]);
       uint64_t ref = 0;
       la_fit_error_t err;
       int rm = 0;
@@ -310,18 +329,21 @@ int main(int argc, char **argv) {
             h, rw, x, p.quantum, xcap && la_history_exc_due(h) ? xcap : 0,
             xidx, &nx, &ref, &err);
       int learn = la_history_take(h, m);
-      t[4] = la_bench_thread_ns();
+      t[4] = stamp(&f[4]);
       if (learn) la_history_refit(h, x, &p, &res_m);
       if (learn)
         rc |= la_history_learn_recon(h, tags[i], &res_m, &res_r, rw, rst);
-      t[5] = la_bench_thread_ns();
+      t[5] = stamp(&f[5]);
       memcpy(area, rw, n * sizeof *rw);
-      t[6] = la_bench_thread_ns();
+      t[6] = stamp(&f[6]);
       if (rc != 0) {
         fprintf(stderr, "bench_cellcycle: compaction failed\n");
         return 1;
       }
-      for (int s = 0; s < N_STEPS; s++) sum[s] += t[s + 1] - t[s];
+      for (int s = 0; s < N_STEPS; s++) {
+        sum[s] += t[s + 1] - t[s];
+        if (round == ROUNDS - 1) faults[s] += f[s + 1] - f[s];
+      }
       hw = la_bench_fnv(hw, area, n * sizeof *area);
       he = la_bench_fnv(he, res_r.bytes, res_r.len);
       if (!learn) he = la_bench_fnv(he, res_m.bytes, res_m.len);
@@ -358,12 +380,14 @@ int main(int argc, char **argv) {
   }
   double med[N_STEPS], tot = la_bench_median(t_all, ROUNDS);
   printf("bench_cellcycle: %d cycles of %llu cells (rank %d), timer "
-         "resolution %.2f ns, %d rounds, thread CPU per cycle (medians)\n",
+         "resolution %.2f ns, %d rounds, thread CPU per cycle (medians) and "
+         "minor page faults per cycle (the last round)\n",
          nc, (unsigned long long)n, rank, res, ROUNDS);
   for (int s = 0; s < N_STEPS; s++) {
     med[s] = la_bench_median(t_step[s], ROUNDS);
-    printf("  %-9s %9.1f µs  %6.2f ns/cell\n", step_name[s], med[s] / 1e3,
-           med[s] / (double)n);
+    printf("  %-9s %9.1f µs  %6.2f ns/cell  %7.1f page faults\n",
+           step_name[s], med[s] / 1e3, med[s] / (double)n,
+           (double)faults[s] / nc);
   }
   printf("  total     %9.1f µs  %6.2f ns/cell\n", tot / 1e3, tot / (double)n);
   uint64_t nm = (uint64_t)nc - matches; /* cycles whose own bytes counted */
@@ -407,7 +431,9 @@ int main(int argc, char **argv) {
           "\"timer_res_ns\": %.6f, ",
           nc, (unsigned long long)n, ROUNDS, res);
   for (int s = 0; s < N_STEPS; s++)
-    fprintf(f, "\"%s_ns_per_cell\": %.3f, ", step_name[s], med[s] / (double)n);
+    fprintf(f, "\"%s_ns_per_cell\": %.3f, \"%s_faults_per_cycle\": %.1f, ",
+            step_name[s], med[s] / (double)n, step_name[s],
+            (double)faults[s] / nc);
   fprintf(f,
           "\"total_ns_per_cell\": %.3f, \"history_matches\": %llu, "
           "\"robust_references\": %llu, \"exceptions_cap\": %zu, "
