@@ -471,6 +471,32 @@ int la_app_ipc_take_rows(la_app_ipc_t *ipc, uint32_t i, double *rows,
   return 1;
 }
 
+int la_app_ipc_take_pieces(la_app_ipc_t *ipc, uint32_t i, la_pieces_t *g,
+                           double **values, la_shm_bufmeta_t *meta) {
+  memset(g, 0, sizeof *g);
+  *values = NULL;
+  if (!ipc->hdr || i >= ipc->n_buffers) return LA_EINVAL;
+  if (ipc->n_channels != 1 || !la__pieces_claimed(ipc, i)) return 0;
+  memcpy(meta, (const void *)&ipc->hdr->buf[i], sizeof *meta);
+  double scale = meta->scale;
+  if (!(isfinite(scale) && scale > 0) ||
+      !la_shm_cells_none(meta->cells, la__values(ipc, i), ipc->n_elements,
+                         ipc->n_rows ? la__rows(ipc, i) : NULL, ipc->n_rows))
+    return 0;
+  double *v = malloc(ipc->n_pieces * sizeof *v);
+  /* without memory: spread over the cells, as before */
+  if (!v || la_pieces_from_shm(la__pieces(ipc, i), ipc->n_pieces,
+                               ipc->n_elements,
+                               ipc->grid[0] ? ipc->grid : NULL, scale, g,
+                               v) != 1) {
+    free(v);
+    return 0;
+  }
+  la__zero_pieces(ipc, i); /* the cells and rows are 0 already */
+  *values = v;
+  return 1;
+}
+
 int la_app_ipc_flags(const la_app_ipc_t *ipc, uint32_t i, uint8_t *out) {
   if (!ipc->hdr || i >= ipc->n_buffers) return LA_EINVAL;
   memcpy(out,
