@@ -24,7 +24,8 @@ static int la__by_first(const void *a, const void *b) {
 
 int la_pieces_from_shm(const la_shm_pieces_head_t *head, uint64_t n_records,
                        uint64_t n_cells, const uint64_t *grid, double scale,
-                       la_pieces_t *g, double *values) {
+                       la_pieces_t *g, double *values, uint8_t **geom,
+                       size_t *glen) {
   const la_shm_piece_t *t = (const la_shm_piece_t *)(head + 1);
   memset(g, 0, sizeof *g);
   if (__atomic_load_n(&head->spilled, __ATOMIC_RELAXED) != 0) return 0;
@@ -64,7 +65,16 @@ int la_pieces_from_shm(const la_shm_pieces_head_t *head, uint64_t n_records,
     values[i] = pv[i].v;
   }
   free(pv);
-  int rc = la_pieces_check(g, NULL, 0); /* overlapping pieces: per cell */
+  /* checked as it is encoded (overlapping pieces: LA_EINVAL, per cell) */
+  uint8_t *b = NULL;
+  size_t len = 0;
+  int rc = la_pieces_encode(g, &b, &len);
+  if (rc == 0 && geom) {
+    *geom = b;
+    *glen = len;
+  } else {
+    free(b);
+  }
   if (rc != 0) la_pieces_free(g);
   return rc == 0 ? 1 : rc == LA_ENOMEM ? rc : 0;
 }

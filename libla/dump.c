@@ -56,7 +56,8 @@ static int la__dump_pieces(const la_shm_pieces_head_t *ph, uint64_t n_pieces,
   double *v = malloc(n_pieces * sizeof *v);
   *out = NULL;
   if (!v) return LA_ENOMEM;
-  int rc = la_pieces_from_shm(ph, n_pieces, n, grid, scale, &g, v);
+  int rc = la_pieces_from_shm(ph, n_pieces, n, grid, scale, &g, v, NULL,
+                              NULL);
   if (rc == 1 && (*out = malloc(n * sizeof **out)) == NULL) rc = LA_ENOMEM;
   if (rc == 1) la_pieces_expand(&g, v, *out);
   la_pieces_free(&g);

@@ -77,8 +77,10 @@ typedef struct la_job {
    * spread cells; 1 for a cycle of cell values */
   uint64_t spread;
   /* a box- or range-probed cycle taken as pieces (la_app_ipc_take_pieces):
-   * their geometry (p NULL: not such a cycle) */
+   * their geometry (p NULL: not such a cycle) and its bytes */
   la_pieces_t pieces;
+  uint8_t *geom;
+  size_t glen;
   /* history (history.h): the representative this cycle is within bound of */
   int hist;
   uint64_t hist_ref;
@@ -271,8 +273,8 @@ static int la__take(la_job_t *j, double **x, uint64_t *nv) {
   *nv = n;
   *x = NULL;
   if (k == 1 && s->ipc.n_pieces &&
-      la_app_ipc_take_pieces(&s->ipc, j->buffer, &j->pieces, x, &j->meta) ==
-          1) {
+      la_app_ipc_take_pieces(&s->ipc, j->buffer, &j->pieces, x, &j->geom,
+                             &j->glen, &j->meta) == 1) {
     *nv = j->pieces.count;
     return 0;
   }
@@ -376,23 +378,20 @@ static void la__pieced(la_job_t *j, const double *x) {
   la_piece_state_t *ps = &s->pieces;
   const la_pieces_t *g = &j->pieces;
   uint64_t n = g->count, t0 = la_mono_ns();
-  uint8_t *geom = NULL;
-  size_t glen = 0;
-  double *rw = NULL, *cells = NULL;
+  const uint8_t *geom = j->geom;
+  size_t glen = j->glen;
+  double *rw = NULL;
   uint64_t *rst = NULL;
   la_compact_result_t res, pres, prres;
   memset(&res, 0, sizeof res);
   memset(&pres, 0, sizeof pres);
   memset(&prres, 0, sizeof prres);
-  j->rc = la_pieces_encode(g, &geom, &glen);
-  if (j->rc == 0) {
-    la__pieces_state(s, g, la_pieces_hash(geom, glen));
-    j->cp = ps->cp;
-    j->cp.quantum = j->meta.scale;
-    /* the history's error per cell: the pieces' over the fewest cells */
-    j->spread = ps->cells_min;
-    j->rc = la_compact(x, n, &j->cp, &res);
-  }
+  la__pieces_state(s, g, la_pieces_hash(geom, glen));
+  j->cp = ps->cp;
+  j->cp.quantum = j->meta.scale;
+  /* the history's error per cell: the pieces' over the fewest cells */
+  j->spread = ps->cells_min;
+  j->rc = la_compact(x, n, &j->cp, &res);
   la_history_t *h = ps->hist;
   if (j->rc == 0 && ps->weights && (rw = malloc(n * sizeof *rw)) != NULL) {
     if (h && n / 8) rst = malloc(n / 8 * sizeof *rst);
@@ -425,8 +424,7 @@ static void la__pieced(la_job_t *j, const double *x) {
   }
   if (la_compact_pieced(&res, x, geom, glen, &pres) != 0 ||
       (j->robust &&
-       la_compact_pieced(&j->rres, NULL, geom, glen, &prres) != 0) ||
-      (j->robust && !(cells = malloc(g->n_cells * sizeof *cells)))) {
+       la_compact_pieced(&j->rres, NULL, geom, glen, &prres) != 0)) {
     j->rc = LA_ENOMEM;
     j->why = "dropped: the LocalAgent was out of memory";
     goto done;
@@ -436,9 +434,8 @@ static void la__pieced(la_job_t *j, const double *x) {
   /* the weights back to the application (LA_weights), per cell; extra: a
    * failure costs only them */
   if (j->robust) {
-    la_pieces_expand(g, rw, cells);
-    la_app_ipc_put_weights_values(&s->ipc, j->cycle_tag, j->seq,
-                                  LA_SHM_WEIGHTS_ROBUST, cells, 1);
+    la_app_ipc_put_weights_pieces(&s->ipc, j->cycle_tag, j->seq,
+                                  LA_SHM_WEIGHTS_ROBUST, g, rw);
   } else {
     la_app_ipc_put_weights(&s->ipc, j->cycle_tag, j->seq,
                            LA_SHM_WEIGHTS_MEASURED, &pres);
@@ -455,10 +452,8 @@ static void la__pieced(la_job_t *j, const double *x) {
   else if (j->log_rc != 0)
     j->why = "dropped: the LocalAgent could not write its log";
 done:
-  free(geom);
   free(rw);
   free(rst);
-  free(cells);
   la__free_exceptions(j);
   la_compact_result_free(&res);
   la_compact_result_free(&pres);
@@ -479,6 +474,7 @@ static void la__work(uv_work_t *req) {
     la__give_back(j);
     la__pieced(j, x);
     free(x);
+    free(j->geom);
     la_pieces_free(&j->pieces);
     la__missing_if(j);
     return;
