@@ -144,6 +144,18 @@ static int la__robust_finite(const la_robust_stats_t *st) {
   return isfinite(st->interference) && st->interference >= 0;
 }
 
+/* The job's robust weights left out (logged) when their figures cannot
+ * travel: values no timer gives (1e308 in every element) make their
+ * interference overflow; the measured values still go, as data. */
+static void la__robust_or_none(la_job_t *j) {
+  if (!j->robust || la__robust_finite(&j->rst)) return;
+  la_log_warnx("%s rank %u cycle %llu: interference %g from the "
+               "application's values: robust weights left out",
+               j->s->app_id, j->s->rank, (unsigned long long)j->cycle_tag,
+               j->rst.interference);
+  j->robust = 0;
+}
+
 /* Appends the compact trace of the job; returns the la_uplink_log code,
  * or LA_EPROTO with the reason in j->why_buf when the message would not be
  * valid on the wire (what the application wrote can make its own trace
@@ -318,6 +330,16 @@ static void la__give_back(la_job_t *j) {
   la_app_ipc_give_back(&j->s->ipc, j->buffer);
 }
 
+/* The reason of a trace the log did not take (j->log_rc), in j->why. */
+static void la__log_why(la_job_t *j) {
+  if (j->log_rc == LA_EPROTO)
+    j->why = j->why_buf;
+  else if (j->log_rc == LA_ELIMIT)
+    j->why = "dropped: the LocalAgent's log was full (spool_bytes)";
+  else if (j->log_rc != 0)
+    j->why = "dropped: the LocalAgent could not write its log";
+}
+
 /* A cycle not read, not compacted or not logged: recorded missing with
  * j->why. */
 static void la__missing_if(la_job_t *j) {
@@ -398,13 +420,7 @@ static void la__pieced(la_job_t *j, const double *x) {
     j->robust = la_weights_cycle_recon_starts(ps->weights, x, NULL, &j->cp,
                                               &j->rres, &j->rst, rw, rst,
                                               rst ? n / 8 : 0) == 0;
-    if (j->robust && !la__robust_finite(&j->rst)) {
-      la_log_warnx("%s rank %u cycle %llu: interference %g from the "
-                   "application's values: robust weights left out",
-                   s->app_id, s->rank, (unsigned long long)j->cycle_tag,
-                   j->rst.interference);
-      j->robust = 0;
-    }
+    la__robust_or_none(j);
   }
   j->ns = la_mono_ns() - t0;
   if (j->rc != 0) {
@@ -445,12 +461,7 @@ static void la__pieced(la_job_t *j, const double *x) {
   if (j->log_rc == 0 && learn)
     la_history_learn_recon(h, j->cycle_tag, &res, j->robust ? &j->rres : NULL,
                            rw, rst);
-  if (j->log_rc == LA_EPROTO)
-    j->why = j->why_buf;
-  else if (j->log_rc == LA_ELIMIT)
-    j->why = "dropped: the LocalAgent's log was full (spool_bytes)";
-  else if (j->log_rc != 0)
-    j->why = "dropped: the LocalAgent could not write its log";
+  la__log_why(j);
 done:
   free(rw);
   free(rst);
@@ -514,15 +525,7 @@ static void la__work(uv_work_t *req) {
       j->robust = la_weights_cycle_recon_starts(w, x, flags, &j->cp, &j->rres,
                                                 &j->rst, rw, rst,
                                                 rst ? n / 8 : 0) == 0;
-    if (j->robust && !la__robust_finite(&j->rst)) {
-      /* values no timer gives (1e308 in every element): their interference
-       * overflows; the measured values still go, as data */
-      la_log_warnx("%s rank %u cycle %llu: interference %g from the "
-                   "application's values: robust weights left out",
-                   s->app_id, s->rank, (unsigned long long)j->cycle_tag,
-                   j->rst.interference);
-      j->robust = 0;
-    }
+    la__robust_or_none(j);
     if (j->rc == 0 && k > 1) {
       la_robust_stats_t keep = j->rst; /* the sum's, for the trace */
       j->rc = la__channels(j, x + n, flags);
@@ -581,12 +584,7 @@ static void la__work(uv_work_t *req) {
         if (j->log_rc == 0 && learn) /* logged in full: a representative */
           la_history_learn_recon(h, j->cycle_tag, &res,
                                  j->robust ? &j->rres : NULL, rw, rst);
-        if (j->log_rc == LA_EPROTO)
-          j->why = j->why_buf;
-        else if (j->log_rc == LA_ELIMIT)
-          j->why = "dropped: the LocalAgent's log was full (spool_bytes)";
-        else if (j->log_rc != 0)
-          j->why = "dropped: the LocalAgent could not write its log";
+        la__log_why(j);
       }
     }
     free(rw);
