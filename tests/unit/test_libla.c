@@ -2150,6 +2150,66 @@ static void test_box_geometry_change_restarts_robust(void **state) {
   assert_int_equal(LA_finalize(), 0);
 }
 
+/* The cycle whose representative app's i-th cycle references (its
+ * history row), or -1 when it references none. */
+static long long history_ref_of(const char *app, size_t i) {
+  char sql[300];
+  snprintf(sql, sizeof sql,
+           "SELECT ref_cycle FROM history WHERE app_id = '%s' AND rank = 0 "
+           "AND cycle_tag = %lld",
+           app, la_ta_tag(&agent, app, 0, i));
+  return la_ta_sql_int(&agent, sql);
+}
+
+/* Boxes of one geometry (geom 0: 4 cells each at 0 and 6, 9 from 13; 1:
+ * two of 2 x 3 cells at 0 and 2), probed once each: the same values. */
+static void probe_geometry(int geom) {
+  static const long b[2][3][6] = {
+      {{0, 0, 0, 2, 2, 1}, {2, 1, 0, 2, 2, 1}, {1, 0, 1, 3, 3, 1}},
+      {{0, 0, 0, 2, 3, 1}, {2, 0, 0, 2, 3, 1}, {0}}};
+  for (int i = 0; i < 3 && b[geom][i][3]; i++) {
+    const long *x = b[geom][i];
+    assert_int_equal(LA_startBox(x[0], x[1], x[2], x[3], x[4], x[5]), 0);
+    assert_int_equal(LA_stopBox(x[0], x[1], x[2], x[3], x[4], x[5]), 0);
+  }
+  assert_int_equal(LA_dataXfer(), 0);
+}
+
+/* The history of box-probed cycles is their geometry's (one value per
+ * piece): repeats of one geometry reference its first cycle; the first
+ * cycle of another geometry references nothing (a representative of other
+ * pieces never matches) and becomes the new geometry's representative,
+ * and so does the first one after the geometry changes back. Every cycle
+ * is stored pieced with its own cells. */
+static void test_box_history_keyed_by_geometry(void **state) {
+  const char *app = "unit-piece-hist";
+  setenv("LA_APP_ID", app, 1);
+  use_counting_probe(); /* the same values every cycle */
+  int rc = LA_registerGrid("unit", 0, 1, 4, 3, 2);
+  unsetenv("LA_APP_ID");
+  assert_int_equal(rc, 0);
+  static const int geom[] = {0, 0, 0, 1, 1, 0, 0};
+  for (int c = 0; c < 7; c++) probe_geometry(geom[c]);
+  assert_int_equal(la_ta_wait_traces(&agent, 7, WAIT_MS), 0);
+  long long tag[7];
+  for (size_t c = 0; c < 7; c++) tag[c] = la_ta_tag(&agent, app, 0, c);
+  static const int rep[] = {-1, 0, 0, -1, 3, -1, 5}; /* whose, or none */
+  for (size_t c = 0; c < 7; c++) {
+    long long want = rep[c] < 0 ? -1 : tag[rep[c]], got = history_ref_of(app, c);
+    if (got != want)
+      fail_msg("cycle %zu: history reference %lld, expected %lld", c, got,
+               want);
+    la_trace_totals_t t = stored_of(app, c, 0);
+    assert_true(t.pieced && t.stored == (geom[c] ? 2u : 3u));
+    const cycle_t *cy = cycle_of(app, c);
+    double sum = 0;
+    for (int e = 0; e < 24; e++) sum += cy->values[e];
+    /* 1 + 7 + 14, or 1 + 3 */
+    assert_true(fabs(sum - (geom[c] ? 4.0 : 22.0)) < 1e-12);
+  }
+  assert_int_equal(LA_finalize(), 0);
+}
+
 static void test_grid_overflow_refused(void **state) {
   /* (2^62+1) * 4 wraps to 4 in 64 bits: a 4-cell "grid" of 2^64+4 cells */
   assert_int_equal(LA_registerGrid("unit", 0, 1, (1L << 62) + 1, 4, 1),
@@ -2505,6 +2565,7 @@ int main(void) {
       T(test_box_cycles_stored_pieced),
       T(test_box_cycles_with_channels_per_cell),
       T(test_box_geometry_change_restarts_robust),
+      T(test_box_history_keyed_by_geometry),
       T(test_rows_need_a_grid),
       T(test_rows_in_profiled_sweeps),
       T(test_cycles_say_whether_cells_were_written),
