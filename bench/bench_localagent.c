@@ -13,7 +13,9 @@
  * every cycle compacted, and LA_BENCH_BEHIND=drop (or coarse, the
  * default) agent.behind: the cycles it was behind on stored coarse
  * (counted, with the lane thread's time per cell for them) or missing.
- * Three application loops, each in a fresh daemon, each repeated 3 times:
+ * Three application loops, each in a fresh daemon, each repeated 3 times
+ * (LA_BENCH_LOOP=probe, ranges or boxes: that loop alone, the others
+ * reported not run):
  *
  *   probe    every element probed per cycle (LA_startProbe/LA_stopProbe
  *            around a trivial kernel): the realistic light stencil, whose
@@ -456,8 +458,15 @@ int main(int argc, char **argv) {
   summary_t sum[N_MODES];
   int ok_runs[N_MODES] = {0, 0, 0};
   uint64_t t0 = mono_ns();
+  const char *only = getenv("LA_BENCH_LOOP");
   for (int m = 0; m < N_MODES; m++) {
     for (int i = 0; i < REPEATS; i++) {
+      if (only && *only && strcmp(only, mode_name[m]) != 0) {
+        memset(&runs[m][i], 0, sizeof runs[m][i]);
+        snprintf(runs[m][i].why, sizeof runs[m][i].why,
+                 "not run (LA_BENCH_LOOP=%s)", only);
+        continue;
+      }
       run_once(m, key, &runs[m][i]);
       ok_runs[m] += runs[m][i].ok;
       printf(

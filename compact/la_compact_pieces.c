@@ -251,7 +251,10 @@ void la_pieces_free(la_pieces_t *g) {
 }
 
 void la_pieces_expand(const la_pieces_t *g, const double *v, double *cells) {
-  memset(cells, 0, g->n_cells * sizeof *cells);
+  /* pieces share no cell: as many cells as the trace's cover them all */
+  uint64_t covered = 0;
+  for (uint64_t i = 0; i < g->count; i++) covered += la_piece_cells(&g->p[i]);
+  if (covered != g->n_cells) memset(cells, 0, g->n_cells * sizeof *cells);
   for (uint64_t i = 0; i < g->count; i++) {
     const la_piece_t *p = &g->p[i];
     double share = v[i] / (double)la_piece_cells(p);

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "la_errcodes.h"
+#include "la_shm_layout.h"
 
 typedef struct la_piece {
   uint64_t first;     /* first cell (element) */
@@ -76,7 +77,9 @@ int la_pieces_decode(const uint8_t *b, size_t len, uint64_t expect_count,
 
 void la_pieces_free(la_pieces_t *g);
 
-/* The cells (g->n_cells of them) of the pieces' values v (g->count). */
+/* The cells (g->n_cells of them) of the pieces' values v (g->count); g
+ * as la_pieces_check accepts it (no two pieces share a cell: pieces that
+ * cover every cell write each once, and no cell is zeroed first). */
 void la_pieces_expand(const la_pieces_t *g, const double *v, double *cells);
 
 /* The sum of cells [lo, hi) of the expansion of v, from the pieces: a
@@ -88,5 +91,22 @@ double la_pieces_range_sum(const la_pieces_t *g, const double *v,
 /* FNV-1a of a geometry's bytes (the LocalAgent's history key: a changed
  * geometry starts afresh). */
 uint64_t la_pieces_hash(const uint8_t *b, size_t len);
+
+/* A cycle's piece records as a geometry of n_cells cells (grid: nx, ny,
+ * nz, or NULL: ranges only) and its values (values: n_records doubles,
+ * each record's value times scale, in the geometry's order), when the
+ * cycle is stored one value per piece: the table (head, then n_records
+ * records, read once each: the application may rewrite them) holds a
+ * claimed record, every record passes la_shm_piece_check in channel 0, no
+ * two share a cell, and no probe spilled into the cells. Returns 1 and *g
+ * (la_pieces_free), with geom (not NULL) the geometry's bytes in *geom
+ * (malloc'ed, *glen of them: la_pieces_encode), 0 when the cycle is not
+ * so (*g empty: it is spread over its cells), or LA_ENOMEM. The caller
+ * checks that no cell value and no row value was written
+ * (la_shm_cells_none). */
+int la_pieces_from_shm(const la_shm_pieces_head_t *head, uint64_t n_records,
+                       uint64_t n_cells, const uint64_t *grid, double scale,
+                       la_pieces_t *g, double *values, uint8_t **geom,
+                       size_t *glen);
 
 #endif /* LA_COMPACT_PIECES_H */

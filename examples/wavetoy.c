@@ -18,7 +18,8 @@
  * vectorising even in steps that are not profiled, so the step runs through
  * LA_PROFILED: the probed loop in profiled steps, the plain loop otherwise.
  * --probe row times each row of nx cells instead of each cell (coarser,
- * much cheaper); --probe cell-always runs the probed loop in every step (the
+ * much cheaper); --probe box times boxes of two rows (nx x 2 cells: one
+ * measurement each, stored one value per box); --probe cell-always runs the probed loop in every step (the
  * cost of the plain instrumentation, for the overhead study).
  *
  * --no-la runs the same binary with no LA call at all (a separate copy of the
@@ -64,9 +65,14 @@ typedef struct wt_slab_s {
 
 /* --probe: what the probed loop times, and whether steps that are not
  * profiled run the plain loop (LA_PROFILED). */
-enum { WT_PROBE_CELL = 0, WT_PROBE_ROW = 1, WT_PROBE_CELL_ALWAYS = 2 };
+enum {
+  WT_PROBE_CELL = 0,
+  WT_PROBE_ROW = 1,
+  WT_PROBE_CELL_ALWAYS = 2,
+  WT_PROBE_BOX = 3
+};
 static const char *const wt_probe_names[] = {"cell", "row", "cell-always",
-                                             NULL};
+                                             "box", NULL};
 
 static void wt_usage(FILE *f) {
   ex_run_usage(
@@ -79,7 +85,8 @@ static void wt_usage(FILE *f) {
           "the plain\n"
           "              loop in the others; row: a probe per row of NX "
           "cells;\n"
-          "              cell-always: per cell in every step's loop\n");
+          "              cell-always: per cell in every step's loop;\n"
+          "              box: a probe per box of two rows (NX x 2 cells)\n");
 }
 
 static size_t wt_at(const wt_slab_t *s, long i, long j, long k) {
@@ -129,7 +136,7 @@ static void wt_halo(wt_slab_t *s, int rank, int size) {
 
 /* What wt_update times: nothing, each cell (LA), each cell by hand (the
  * floor), each row (LA). */
-enum { WT_PLAIN = 0, WT_CELL = 1, WT_FLOOR = 2, WT_ROW = 3 };
+enum { WT_PLAIN = 0, WT_CELL = 1, WT_FLOOR = 2, WT_ROW = 3, WT_BOX = 4 };
 
 /* One cell's leapfrog update, c the index of the cell in the padded array:
  * v <- 2u - v + c2 * lap(u). */
@@ -165,7 +172,15 @@ static inline __attribute__((always_inline)) void wt_update(wt_slab_t *s,
   double *v = s->v;
   const long sx = s->sx, sxy = s->sxy;
   for (long k = 1; k <= s->nz; k++) {
-    for (long j = 1; j <= s->ny; j++) {
+    /* two rows a box (the last one alone when ny is odd) */
+    for (long j = 1; probe == WT_BOX && j <= s->ny; j += 2) {
+      long nj = j < s->ny ? 2 : 1;
+      LA_startBox(0, j - 1, k - 1, s->nx, nj, 1); /* LA: */
+      for (long y = j; y < j + nj; y++)
+        wt_row(u, v, wt_at(s, 0, y, k), s->nx, sx, sxy, c2);
+      LA_stopBox(0, j - 1, k - 1, s->nx, nj, 1); /* LA: */
+    }
+    for (long j = 1; probe != WT_BOX && j <= s->ny; j++) {
       size_t row = wt_at(s, 0, j, k);
       if (probe == WT_PLAIN || probe == WT_ROW) {
         if (probe == WT_ROW) LA_startRow(j - 1, k - 1); /* LA: */
@@ -201,6 +216,9 @@ static void wt_update_la(wt_slab_t *s, double c2, int mode) {
   if (mode == WT_PROBE_ROW)
     LA_PROFILED(
         wt_update(s, c2, LA_PROBING ? WT_ROW : WT_PLAIN, NULL)); /* LA: */
+  else if (mode == WT_PROBE_BOX)
+    LA_PROFILED(
+        wt_update(s, c2, LA_PROBING ? WT_BOX : WT_PLAIN, NULL)); /* LA: */
   else if (mode == WT_PROBE_CELL)
     LA_PROFILED(
         wt_update(s, c2, LA_PROBING ? WT_CELL : WT_PLAIN, NULL)); /* LA: */

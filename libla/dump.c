@@ -14,15 +14,19 @@
  * whole timer ticks stays whole ticks); row values (layout 5) are spread
  * over their cells as the LocalAgent spreads them (a row-probed cycle, no
  * cell values: la_shm_row_cell(), as its stored trace decodes); the
- * piece records of layout 6 are spread over their cells first, checked
- * as the LocalAgent checks them (la_shm_pieces_fold, into a copy: the
- * agent still reads the table).
+ * piece records of layout 6 of a cycle the LocalAgent stores one value
+ * per piece (la_pieces_from_shm, its decision) as its trace decodes
+ * (each piece's value times the scale, over its cells), those of any
+ * other cycle spread over their cells first, checked as the LocalAgent
+ * checks them (la_shm_pieces_fold, into a copy: the agent still reads
+ * the table).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "la_compact_pieces.h"
 #include "la_internal.h"
 
 static FILE *la__dump_open(char *path, size_t len, const char *dir,
@@ -41,6 +45,26 @@ static int la__dump_close(FILE *f, const char *path, int rc) {
   return rc;
 }
 
+/* The cells of a cycle stored one value per piece (la_pieces_from_shm:
+ * the table as the LocalAgent takes it), scaled, into *out (malloc'ed, n
+ * values), or *out NULL when the cycle is spread over its cells. Returns
+ * 0 or LA_ENOMEM. */
+static int la__dump_pieces(const la_shm_pieces_head_t *ph, uint64_t n_pieces,
+                           uint64_t n, const uint64_t *grid, double scale,
+                           double **out) {
+  la_pieces_t g;
+  double *v = malloc(n_pieces * sizeof *v);
+  *out = NULL;
+  if (!v) return LA_ENOMEM;
+  int rc = la_pieces_from_shm(ph, n_pieces, n, grid, scale, &g, v, NULL,
+                              NULL);
+  if (rc == 1 && (*out = malloc(n * sizeof **out)) == NULL) rc = LA_ENOMEM;
+  if (rc == 1) la_pieces_expand(&g, v, *out);
+  la_pieces_free(&g);
+  free(v);
+  return rc < 0 ? rc : 0;
+}
+
 int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
                  const la__ipc_t *ipc, uint32_t buf, double scale,
                  const uint64_t *grid) {
@@ -49,8 +73,23 @@ int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
   uint32_t n_channels = ipc->n_channels;
   const double *values = la__ipc_values(ipc, buf);
   la_shm_pieces_head_t *ph = la__ipc_pieces(ipc, buf);
-  double *folded = NULL;
-  if (ph && ph->claimed) {
+  const double *rows = la__ipc_rows(ipc, buf);
+  double *folded = NULL, vscale = scale; /* what the values are scaled by */
+  if (ph && ph->claimed && n_channels == 1 &&
+      la_shm_cells_none(ipc->hdr->buf[buf].cells, values, n, rows,
+                        rows ? ipc->n_rows : 0)) {
+    /* a cycle the LocalAgent stores one value per piece: the cells as
+     * its trace decodes (each piece's value times the scale, over its
+     * cells: scaled already) */
+    int rc = la__dump_pieces(ph, ipc->n_pieces, n, grid, scale, &folded);
+    if (rc < 0) return la__error(rc, "LA_DUMP_RAW: no memory");
+    if (folded) {
+      values = folded;
+      rows = NULL;
+      vscale = 1;
+    }
+  }
+  if (!folded && ph && ph->claimed) {
     size_t bytes = (size_t)(n * n_channels * sizeof(double));
     if (!(folded = malloc(bytes)))
       return la__error(LA_ENOMEM, "LA_DUMP_RAW: %zu bytes", bytes);
@@ -59,7 +98,6 @@ int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
                        grid, NULL, NULL, 0, 0, NULL);
     values = folded;
   }
-  const double *rows = la__ipc_rows(ipc, buf);
   uint64_t nx = rows ? n / ipc->n_rows : 0;
   /* a row-probed cycle: the cells as the LocalAgent stores them */
   int row_only = rows && n_channels == 1 && nx >= 2 && n % ipc->n_rows == 0 &&
@@ -80,7 +118,7 @@ int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
       double v = values[done + i];
       if (rows) v += la_shm_row_share(rows[(done + i) / nx], nx);
       for (uint32_t c = 1; c < n_channels; c++) v += values[c * n + done + i];
-      chunk[i] = v * scale;
+      chunk[i] = v * vscale;
     }
     if (fwrite(chunk, sizeof(double), k, f) != k)
       rc = la__error(LA_EIO, "LA_DUMP_RAW: writing %s: %s", path,

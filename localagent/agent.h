@@ -110,6 +110,25 @@ enum {
   LA_SESS_CLOSING = 3
 };
 
+/* A session's box- and range-probed cycles stored one value per piece
+ * (worker.c): the state of the pieces' series, for the geometry whose
+ * hash (la_pieces_hash) is hash (count 0: none yet). A cycle of another
+ * geometry starts it afresh, as a new registration would: robust weights
+ * and history of its pieces from nothing (worker.c). The
+ * rest is fixed at registration. Only the session's job (one at a time)
+ * touches it. */
+typedef struct la_piece_state {
+  uint64_t hash, count;
+  uint64_t cells_min;      /* the fewest cells of a piece */
+  la_compact_params_t cp;  /* an absolute maxerr bound times cells_min */
+  la_weights_t *weights;   /* or NULL */
+  la_history_t *hist;      /* or NULL */
+  /* from the registration */
+  int robust, detect;
+  double timer_res_ns, tol, cv;
+  uint32_t confirm, reps;
+} la_piece_state_t;
+
 typedef struct la_session {
   la_conn_t conn; /* first: the connection (la_uvconn.h) */
   la_agent_t *ag;
@@ -134,6 +153,7 @@ typedef struct la_session {
   la_compact_params_t row_cp;
   la_weights_t *row_weights;
   la_history_t *row_hist;
+  la_piece_state_t pieces;
   uint32_t busy;      /* bit i: buffer i is being read */
   /* worker.c: the job running (at most one per session, so the
    * estimator and the history see the cycles in order) and the jobs

@@ -471,6 +471,35 @@ int la_app_ipc_take_rows(la_app_ipc_t *ipc, uint32_t i, double *rows,
   return 1;
 }
 
+int la_app_ipc_take_pieces(la_app_ipc_t *ipc, uint32_t i, la_pieces_t *g,
+                           double **values, uint8_t **geom, size_t *glen,
+                           la_shm_bufmeta_t *meta) {
+  memset(g, 0, sizeof *g);
+  *values = NULL;
+  *geom = NULL;
+  *glen = 0;
+  if (!ipc->hdr || i >= ipc->n_buffers) return LA_EINVAL;
+  if (ipc->n_channels != 1 || !la__pieces_claimed(ipc, i)) return 0;
+  memcpy(meta, (const void *)&ipc->hdr->buf[i], sizeof *meta);
+  double scale = meta->scale;
+  if (!(isfinite(scale) && scale > 0) ||
+      !la_shm_cells_none(meta->cells, la__values(ipc, i), ipc->n_elements,
+                         ipc->n_rows ? la__rows(ipc, i) : NULL, ipc->n_rows))
+    return 0;
+  double *v = malloc(ipc->n_pieces * sizeof *v);
+  /* without memory: spread over the cells, as before */
+  if (!v || la_pieces_from_shm(la__pieces(ipc, i), ipc->n_pieces,
+                               ipc->n_elements,
+                               ipc->grid[0] ? ipc->grid : NULL, scale, g,
+                               v, geom, glen) != 1) {
+    free(v);
+    return 0;
+  }
+  la__zero_pieces(ipc, i); /* the cells and rows are 0 already */
+  *values = v;
+  return 1;
+}
+
 int la_app_ipc_flags(const la_app_ipc_t *ipc, uint32_t i, uint8_t *out) {
   if (!ipc->hdr || i >= ipc->n_buffers) return LA_EINVAL;
   memcpy(out,
@@ -480,11 +509,14 @@ int la_app_ipc_flags(const la_app_ipc_t *ipc, uint32_t i, uint8_t *out) {
   return 0;
 }
 
-/* The slot work of la_app_ipc_put_weights(_values): the values are
- * decoded from t, or copied from v (n of them) when t is NULL. */
+/* The slot work of la_app_ipc_put_weights(_values, _pieces): the values
+ * are decoded from t, or expanded from the values v of pieces pc, or
+ * copied from v (n of them, spread: each over that many cells) when t
+ * and pc are NULL. */
 static int la__put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
                            uint64_t rank_seq, int kind, const la_trace_t *t,
-                           const double *v, uint64_t spread) {
+                           const la_pieces_t *pc, const double *v,
+                           uint64_t spread) {
   uint64_t n = ipc->n_elements;
   int rc = 0;
   la_shm_weights_hdr_t *a =
@@ -505,6 +537,8 @@ static int la__put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
   sl->spread = 1;
   if (t) {
     rc = la_trace_decode(t, 0, n, o);
+  } else if (pc) { /* straight into the slot, no copy in between */
+    la_pieces_expand(pc, v, o);
   } else if (spread == 1) {
     memcpy(o, v, n * sizeof *v);
   } else if (ipc->weights_spread) { /* one value per row: libla divides */
@@ -552,7 +586,7 @@ int la_app_ipc_put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
   int rc = la_trace_open_max(res->bytes, res->len, n, &t, why, sizeof why);
   if (rc == 0 && la_trace_count(t) != n) rc = LA_ERANGE;
   if (rc == 0)
-    rc = la__put_weights(ipc, cycle_tag, rank_seq, kind, t, NULL, 1);
+    rc = la__put_weights(ipc, cycle_tag, rank_seq, kind, t, NULL, NULL, 1);
   la_trace_close(t);
   return rc;
 }
@@ -562,7 +596,16 @@ int la_app_ipc_put_weights_values(la_app_ipc_t *ipc, uint64_t cycle_tag,
                                   const double *v, uint64_t spread) {
   if (!ipc->hdr || !ipc->weights) return LA_EVERSION;
   if (!v || spread == 0 || ipc->n_elements % spread != 0) return LA_EINVAL;
-  return la__put_weights(ipc, cycle_tag, rank_seq, kind, NULL, v, spread);
+  return la__put_weights(ipc, cycle_tag, rank_seq, kind, NULL, NULL, v,
+                         spread);
+}
+
+int la_app_ipc_put_weights_pieces(la_app_ipc_t *ipc, uint64_t cycle_tag,
+                                  uint64_t rank_seq, int kind,
+                                  const la_pieces_t *g, const double *v) {
+  if (!ipc->hdr || !ipc->weights) return LA_EVERSION;
+  if (!g || !v || g->n_cells != ipc->n_elements) return LA_EINVAL;
+  return la__put_weights(ipc, cycle_tag, rank_seq, kind, NULL, g, v, 1);
 }
 
 void la_app_ipc_release(la_app_ipc_t *ipc) {

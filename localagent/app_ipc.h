@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "la_shm_layout.h"
+#include "la_compact_pieces.h"
 
 typedef struct la_app_ipc {
   la_shm_header_t *hdr; /* the mapping; only hdr->buf[i] is read after attach */
@@ -98,6 +99,23 @@ int la_app_ipc_take(la_app_ipc_t *ipc, uint32_t i, double *out, double *sum,
 int la_app_ipc_take_rows(la_app_ipc_t *ipc, uint32_t i, double *rows,
                          la_shm_bufmeta_t *meta);
 
+/* A box- or range-probed cycle as what it measured: when buffer i is of
+ * one channel with a piece table whose records are all valid, in channel
+ * 0 and share no cell, and the cycle wrote no cell value and no row value
+ * (la_shm_cells_none, la_pieces_from_shm), gives their geometry in *g
+ * (la_pieces_free) and its bytes in *geom (malloc'ed, *glen of them), and
+ * in *values (malloc'ed, g->count of them, in the geometry's order) each
+ * piece's value times the scale, zeroes the table
+ * and returns 1 (*meta as for la_app_ipc_take); any other cycle (a
+ * refused, overlapping or spilled record, cells or rows written,
+ * channels, a scale that is not a positive finite number) returns 0 and
+ * leaves the buffer as it is (take it with la_app_ipc_take_rows or
+ * la_app_ipc_take, which spread the pieces over the cells). LA_EINVAL for
+ * a bad index. */
+int la_app_ipc_take_pieces(la_app_ipc_t *ipc, uint32_t i, la_pieces_t *g,
+                           double **values, uint8_t **geom, size_t *glen,
+                           la_shm_bufmeta_t *meta);
+
 /* Copies the n_elements flag bytes of buffer i into out (data: any byte
  * value is possible; bit 0 is LA_SHM_FLAG_INTERFERED). Call before giving
  * the buffer back. Returns 0 or LA_EINVAL. */
@@ -129,6 +147,13 @@ int la_app_ipc_put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
 int la_app_ipc_put_weights_values(la_app_ipc_t *ipc, uint64_t cycle_tag,
                                   uint64_t rank_seq, int kind, const double *v,
                                   uint64_t spread);
+
+/* The same with the values v of pieces g (g->count of them), each cell
+ * its piece's value over its cells (la_pieces_expand, into the slot);
+ * LA_EINVAL when g is not of the registration's elements. */
+int la_app_ipc_put_weights_pieces(la_app_ipc_t *ipc, uint64_t cycle_tag,
+                                  uint64_t rank_seq, int kind,
+                                  const la_pieces_t *g, const double *v);
 
 /* Counts one more cycle dropped because the agent was behind in the
  * weights area's header (libla's LA_STAT_BEHIND); nothing without the

@@ -221,6 +221,8 @@ static void la__sess_free(la_conn_t *c) {
   la_history_free(s->hist);
   la_weights_free(s->row_weights);
   la_history_free(s->row_hist);
+  la_weights_free(s->pieces.weights);
+  la_history_free(s->pieces.hist);
   for (uint32_t c = 0; c < LA_SHM_MAX_CHANNELS; c++)
     la_weights_free(s->ch_weights[c]);
   free(s);
@@ -371,6 +373,20 @@ static void la__rows_state(la_session_t *s, const La__RegisterRequest *r) {
                               r->has_timer_res_ns ? r->timer_res_ns : 0);
 }
 
+/* What the state of s's piece-probed cycles is made from
+ * (worker.c), as the cells' state is. */
+static void la__pieces_params(la_session_t *s, const La__RegisterRequest *r) {
+  la_agent_t *ag = s->ag;
+  la_piece_state_t *p = &s->pieces;
+  p->robust = s->weights != NULL;
+  p->detect = la__detects(ag, r);
+  p->timer_res_ns = r->has_timer_res_ns ? r->timer_res_ns : 0;
+  p->tol = ag->set.robust_tol;
+  p->cv = ag->set.robust_cv;
+  p->confirm = (uint32_t)ag->set.robust_confirm;
+  p->reps = (uint32_t)ag->set.history_reps;
+}
+
 static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
   la_agent_t *ag = s->ag;
   char why[256];
@@ -484,6 +500,7 @@ static void la__on_register(la_session_t *s, const La__RegisterRequest *r) {
   la_history_set_robust_floor(s->hist,
                               r->has_timer_res_ns ? r->timer_res_ns : 0);
   la__rows_state(s, r);
+  la__pieces_params(s, r);
 
   La__RegisterReply ok = LA__REGISTER_REPLY__INIT;
   ok.status = 0;

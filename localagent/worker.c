@@ -76,6 +76,11 @@ typedef struct la_job {
   /* a row-probed cycle (la_app_ipc_take_rows): each value is a row of
    * spread cells; 1 for a cycle of cell values */
   uint64_t spread;
+  /* a box- or range-probed cycle taken as pieces (la_app_ipc_take_pieces):
+   * their geometry (p NULL: not such a cycle) and its bytes */
+  la_pieces_t pieces;
+  uint8_t *geom;
+  size_t glen;
   /* history (history.h): the representative this cycle is within bound of */
   int hist;
   uint64_t hist_ref;
@@ -137,6 +142,18 @@ static int la__match_robust(la_job_t *j, la_history_t *h, const double *rw,
 /* Whether the robust figures of a cycle can travel (finite, >= 0). */
 static int la__robust_finite(const la_robust_stats_t *st) {
   return isfinite(st->interference) && st->interference >= 0;
+}
+
+/* The job's robust weights left out (logged) when their figures cannot
+ * travel: values no timer gives (1e308 in every element) make their
+ * interference overflow; the measured values still go, as data. */
+static void la__robust_or_none(la_job_t *j) {
+  if (!j->robust || la__robust_finite(&j->rst)) return;
+  la_log_warnx("%s rank %u cycle %llu: interference %g from the "
+               "application's values: robust weights left out",
+               j->s->app_id, j->s->rank, (unsigned long long)j->cycle_tag,
+               j->rst.interference);
+  j->robust = 0;
 }
 
 /* Appends the compact trace of the job; returns the la_uplink_log code,
@@ -254,9 +271,10 @@ static int la__channels(la_job_t *j, const double *x, const uint8_t *flags) {
   return 0;
 }
 
-/* Takes the job's buffer into a new array *x of *nv values: a row-probed
- * cycle as its row values (j->spread = the row length, the rows' state,
- * nothing expanded to cells), else every value (with channels: their sum,
+/* Takes the job's buffer into a new array *x of *nv values: a box- or
+ * range-probed cycle as its pieces' values (j->pieces their geometry),
+ * a row-probed cycle as its row values (j->spread = the row length, the
+ * rows' state, nothing expanded to cells), else every value (with channels: their sum,
  * then each channel). Returns 0, or an error with j->why set (the buffer
  * is zeroed all the same). */
 static int la__take(la_job_t *j, double **x, uint64_t *nv) {
@@ -266,6 +284,12 @@ static int la__take(la_job_t *j, double **x, uint64_t *nv) {
   j->spread = 1;
   *nv = n;
   *x = NULL;
+  if (k == 1 && s->ipc.n_pieces &&
+      la_app_ipc_take_pieces(&s->ipc, j->buffer, &j->pieces, x, &j->geom,
+                             &j->glen, &j->meta) == 1) {
+    *nv = j->pieces.count;
+    return 0;
+  }
   if (s->row_len && (*x = malloc(n / s->row_len * sizeof **x)) != NULL) {
     int rc = la_app_ipc_take_rows(&s->ipc, j->buffer, *x, &j->meta);
     if (rc == 1) {
@@ -306,6 +330,148 @@ static void la__give_back(la_job_t *j) {
   la_app_ipc_give_back(&j->s->ipc, j->buffer);
 }
 
+/* The reason of a trace the log did not take (j->log_rc), in j->why. */
+static void la__log_why(la_job_t *j) {
+  if (j->log_rc == LA_EPROTO)
+    j->why = j->why_buf;
+  else if (j->log_rc == LA_ELIMIT)
+    j->why = "dropped: the LocalAgent's log was full (spool_bytes)";
+  else if (j->log_rc != 0)
+    j->why = "dropped: the LocalAgent could not write its log";
+}
+
+/* A cycle not read, not compacted or not logged: recorded missing with
+ * j->why. */
+static void la__missing_if(la_job_t *j) {
+  la_session_t *s = j->s;
+  if (j->rc != 0 || j->log_rc != 0) {
+    int rc =
+        la_uplink_log_missing(s->ag, s->app_id, s->rank, j->cycle_tag, j->why);
+    j->missing = rc == 0;
+  }
+}
+
+/* Makes s->pieces the state of geometry g (hash: la_pieces_hash of its
+ * bytes): kept when it is the geometry of the state, else freed and made
+ * afresh, as a new registration would make it (without memory the pieces
+ * go without robust weights or history). */
+static void la__pieces_state(la_session_t *s, const la_pieces_t *g,
+                             uint64_t hash) {
+  la_piece_state_t *p = &s->pieces;
+  if (p->count == g->count && p->hash == hash) return;
+  la_weights_free(p->weights);
+  la_history_free(p->hist);
+  p->weights = NULL;
+  p->hist = NULL;
+  p->hash = hash;
+  p->count = g->count;
+  p->cells_min = UINT64_MAX;
+  for (uint64_t i = 0; i < g->count; i++) {
+    uint64_t c = la_piece_cells(&g->p[i]);
+    p->cells_min = c < p->cells_min ? c : p->cells_min;
+  }
+  /* per cell the cells' bound: a piece's error over its cells */
+  p->cp = s->cp;
+  if (s->cp.mode == LA_COMPACT_MAXERR && !s->cp.relative)
+    p->cp.epsilon *= (double)p->cells_min;
+  if (p->robust && la_weights_new(g->count, p->timer_res_ns, p->detect,
+                                  p->tol, p->confirm, p->cv, NULL, 0,
+                                  &p->weights) != 0)
+    la_log_warnx("%s rank %u: no memory for the pieces' robust weights",
+                 s->app_id, s->rank);
+  la_compact_params_t rcp;
+  la_history_robust_params(&p->cp, p->cv, &rcp);
+  p->hist = la_history_new(&s->ag->hist_budget, g->count, p->reps, &p->cp,
+                           p->weights ? &rcp : NULL);
+  /* a piece is one timed interval: one timer step of slack, as a cell */
+  la_history_set_robust_floor(p->hist, p->timer_res_ns);
+}
+
+/* A box- or range-probed cycle taken as pieces (la__take): its values
+ * x[0..count), one per piece of j->pieces, compacted, given robust
+ * weights (no flags: interference detection covers no box or range
+ * probe) and matched against the history as measured, one value per
+ * piece, in the pieces' state (la__pieces_state: a geometry other
+ * than the last one's starts it afresh), and logged in the pieced form
+ * (la_compact_pieced, each series with the geometry); the weights area
+ * gets cells (expanded). Sets j->rc, j->log_rc and j->why. */
+static void la__pieced(la_job_t *j, const double *x) {
+  la_session_t *s = j->s;
+  la_piece_state_t *ps = &s->pieces;
+  const la_pieces_t *g = &j->pieces;
+  uint64_t n = g->count, t0 = la_mono_ns();
+  const uint8_t *geom = j->geom;
+  size_t glen = j->glen;
+  double *rw = NULL;
+  uint64_t *rst = NULL;
+  la_compact_result_t res, pres, prres;
+  memset(&res, 0, sizeof res);
+  memset(&pres, 0, sizeof pres);
+  memset(&prres, 0, sizeof prres);
+  la__pieces_state(s, g, la_pieces_hash(geom, glen));
+  j->cp = ps->cp;
+  j->cp.quantum = j->meta.scale;
+  /* the history's error per cell: the pieces' over the fewest cells */
+  j->spread = ps->cells_min;
+  j->rc = la_compact(x, n, &j->cp, &res);
+  la_history_t *h = ps->hist;
+  if (j->rc == 0 && ps->weights && (rw = malloc(n * sizeof *rw)) != NULL) {
+    if (h && n / 8) rst = malloc(n / 8 * sizeof *rst);
+    j->robust = la_weights_cycle_recon_starts(ps->weights, x, NULL, &j->cp,
+                                              &j->rres, &j->rst, rw, rst,
+                                              rst ? n / 8 : 0) == 0;
+    la__robust_or_none(j);
+  }
+  j->ns = la_mono_ns() - t0;
+  if (j->rc != 0) {
+    j->why = j->rc == LA_ENOMEM ? "dropped: the LocalAgent was out of memory"
+                                : "dropped: compaction failed";
+    goto done;
+  }
+  j->hist = la_history_match(h, x, j->robust ? rw : NULL, &j->hist_ref,
+                             &j->hist_err);
+  if (!j->hist && j->robust) /* no exceptions: the trace is of cells */
+    j->rhist = la__match_robust(j, h, rw, x, n, 1);
+  int learn = la_history_take(h, j->hist);
+  if (learn) { /* a representative to be: with room, in full */
+    la_history_refit(h, x, &j->cp, &res);
+    j->rhist = 0;
+    la__free_exceptions(j);
+  }
+  if (la_compact_pieced(&res, x, geom, glen, &pres) != 0 ||
+      (j->robust &&
+       la_compact_pieced(&j->rres, NULL, geom, glen, &prres) != 0)) {
+    j->rc = LA_ENOMEM;
+    j->why = "dropped: the LocalAgent was out of memory";
+    goto done;
+  }
+  j->points = n;
+  j->bytes = pres.len;
+  /* the weights back to the application (LA_weights), per cell; extra: a
+   * failure costs only them */
+  if (j->robust) {
+    la_app_ipc_put_weights_pieces(&s->ipc, j->cycle_tag, j->seq,
+                                  LA_SHM_WEIGHTS_ROBUST, g, rw);
+  } else {
+    la_app_ipc_put_weights(&s->ipc, j->cycle_tag, j->seq,
+                           LA_SHM_WEIGHTS_MEASURED, &pres);
+  }
+  if (!__atomic_load_n(&s->refused_upstream, __ATOMIC_ACQUIRE))
+    j->log_rc = la__log_trace(j, &pres, &prres);
+  if (j->log_rc == 0 && learn)
+    la_history_learn_recon(h, j->cycle_tag, &res, j->robust ? &j->rres : NULL,
+                           rw, rst);
+  la__log_why(j);
+done:
+  free(rw);
+  free(rst);
+  la__free_exceptions(j);
+  la_compact_result_free(&res);
+  la_compact_result_free(&pres);
+  la_compact_result_free(&prres);
+  la_compact_result_free(&j->rres);
+}
+
 static void la__work(uv_work_t *req) {
   la_job_t *j = req->data;
   la_session_t *s = j->s;
@@ -315,6 +481,15 @@ static void la__work(uv_work_t *req) {
   double *x;
   uint64_t n; /* values in x's series: elements, or rows */
   j->rc = la__take(j, &x, &n);
+  if (j->rc == 0 && j->pieces.p) { /* stored one value per piece */
+    la__give_back(j);
+    la__pieced(j, x);
+    free(x);
+    free(j->geom);
+    la_pieces_free(&j->pieces);
+    la__missing_if(j);
+    return;
+  }
   /* the state of the series: the rows' for a row-probed cycle */
   int rows = j->spread > 1;
   la_weights_t *w = rows ? s->row_weights : s->weights;
@@ -350,15 +525,7 @@ static void la__work(uv_work_t *req) {
       j->robust = la_weights_cycle_recon_starts(w, x, flags, &j->cp, &j->rres,
                                                 &j->rst, rw, rst,
                                                 rst ? n / 8 : 0) == 0;
-    if (j->robust && !la__robust_finite(&j->rst)) {
-      /* values no timer gives (1e308 in every element): their interference
-       * overflows; the measured values still go, as data */
-      la_log_warnx("%s rank %u cycle %llu: interference %g from the "
-                   "application's values: robust weights left out",
-                   s->app_id, s->rank, (unsigned long long)j->cycle_tag,
-                   j->rst.interference);
-      j->robust = 0;
-    }
+    la__robust_or_none(j);
     if (j->rc == 0 && k > 1) {
       la_robust_stats_t keep = j->rst; /* the sum's, for the trace */
       j->rc = la__channels(j, x + n, flags);
@@ -417,12 +584,7 @@ static void la__work(uv_work_t *req) {
         if (j->log_rc == 0 && learn) /* logged in full: a representative */
           la_history_learn_recon(h, j->cycle_tag, &res,
                                  j->robust ? &j->rres : NULL, rw, rst);
-        if (j->log_rc == LA_EPROTO)
-          j->why = j->why_buf;
-        else if (j->log_rc == LA_ELIMIT)
-          j->why = "dropped: the LocalAgent's log was full (spool_bytes)";
-        else if (j->log_rc != 0)
-          j->why = "dropped: the LocalAgent could not write its log";
+        la__log_why(j);
       }
     }
     free(rw);
@@ -439,11 +601,7 @@ static void la__work(uv_work_t *req) {
   }
   free(x);
   free(flags);
-  if (j->rc != 0 || j->log_rc != 0) {
-    int rc =
-        la_uplink_log_missing(s->ag, s->app_id, s->rank, j->cycle_tag, j->why);
-    j->missing = rc == 0;
-  }
+  la__missing_if(j);
 }
 
 static void la__after(uv_work_t *req, int status);

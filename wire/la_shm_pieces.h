@@ -103,6 +103,20 @@ static inline const char *la_shm_piece_check(const la_shm_piece_t *r,
   return 0;
 }
 
+/* Whether a cycle wrote neither a cell value nor a row value, only piece
+ * records (what is stored one value per piece, la_pieces_from_shm): mark,
+ * what libla said (bufmeta.cells), NONE, or UNKNOWN with cells[0..n) all
+ * 0 (WRITTEN: no, whatever the cells hold); rows[0..n_rows) all 0 (rows
+ * NULL: none). The LocalAgent and LA_DUMP_RAW decide alike. */
+static inline int la_shm_cells_none(uint64_t mark, const double *cells,
+                                    uint64_t n, const double *rows,
+                                    uint64_t n_rows) {
+  if (mark == LA_SHM_CELLS_WRITTEN ||
+      (mark != LA_SHM_CELLS_NONE && !la_shm_all_zero(cells, n)))
+    return 0;
+  return rows == NULL || la_shm_all_zero(rows, n_rows);
+}
+
 /* Adds share times the cells of the ni consecutive elements from e that
  * fall in each block of k consecutive elements to blocks (what the
  * blocks' sums of the spread cells would hold, without the cells). */

@@ -227,6 +227,35 @@ int la_ta_values(la_test_agent_t *a, const char *app_id, uint32_t rank,
   return d.rc;
 }
 
+typedef struct {
+  la_trace_totals_t *tot;
+  int rc;
+} la_ta_tot_t;
+
+static void la_ta_totals_of(sqlite3_stmt *st, void *arg) {
+  la_ta_tot_t *d = arg;
+  char why[160];
+  const void *b = sqlite3_column_blob(st, 0);
+  int len = sqlite3_column_bytes(st, 0);
+  if (b && len > 0 &&
+      la_trace_check_totals(b, (size_t)len, UINT64_MAX, d->tot, why,
+                            sizeof why) == 0)
+    d->rc = 0;
+}
+
+int la_ta_totals(la_test_agent_t *a, const char *app_id, uint32_t rank,
+                 uint64_t cycle_tag, int robust, la_trace_totals_t *tot) {
+  char sql[400];
+  la_ta_tot_t d = {tot, -1};
+  snprintf(sql, sizeof sql,
+           "SELECT segments FROM %s WHERE app_id = '%s' AND rank = %u "
+           "AND cycle_tag = %llu",
+           robust ? "robust" : "traces", app_id, rank,
+           (unsigned long long)cycle_tag);
+  la_ta_query(a, sql, la_ta_totals_of, &d);
+  return d.rc;
+}
+
 long long la_ta_tag(la_test_agent_t *a, const char *app_id, uint32_t rank,
                     size_t i) {
   char sql[300];

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "la_client.h"
+#include "la_compact.h"
 #include "la_test_stack.h"
 
 typedef struct la_test_agent {
@@ -69,6 +70,12 @@ int la_ta_conn_fd(uint16_t port);
  * trace, another length, undecodable). */
 int la_ta_values(la_test_agent_t *a, const char *app_id, uint32_t rank,
                  uint64_t cycle_tag, double *out, uint64_t n);
+/* What the stored encoding of (app_id, rank, cycle_tag) holds (its
+ * measured values, or with robust its robust weights): stored values,
+ * points, pieced or spread (la_trace_check_totals). 0, or -1 (no such
+ * trace or series, undecodable). */
+int la_ta_totals(la_test_agent_t *a, const char *app_id, uint32_t rank,
+                 uint64_t cycle_tag, int robust, la_trace_totals_t *tot);
 /* Cycle tag of app_id's i-th stored trace of rank in tag order, or -1. */
 long long la_ta_tag(la_test_agent_t *a, const char *app_id, uint32_t rank,
                     size_t i);

@@ -1906,11 +1906,23 @@ static void test_dump_raw(void **state) {
   assert_int_equal(rmdir(dir), 0);
 }
 
+/* What the store holds of app's i-th cycle (rank 0): its measured
+ * values' encoding, or with robust its robust weights'. */
+static la_trace_totals_t stored_of(const char *app, size_t i, int robust) {
+  la_trace_totals_t tot;
+  memset(&tot, 0, sizeof tot);
+  long long tag = la_ta_tag(&agent, app, 0, i);
+  assert_true(tag >= 0);
+  assert_int_equal(
+      la_ta_totals(&agent, app, 0, (uint64_t)tag, robust, &tot), 0);
+  return tot;
+}
+
 /* LA_DUMP_RAW of cycles of piece records and row values, with a cell
  * value (the agent spreads the pieces over the cells it reads) and without
  * (libla says no cell was written: the agent spreads them without reading
- * the cells) (layout 6): the files hold what the agent stored, bit for
- * bit. */
+ * the cells), and of pieces only (stored one value per piece) (layout 6):
+ * the files hold what the agent stored, bit for bit. */
 static void test_dump_raw_pieces(void **state) {
   char dir[256];
   dump_dir(dir);
@@ -1920,9 +1932,15 @@ static void test_dump_raw_pieces(void **state) {
   unsetenv("LA_DUMP_RAW");
   unsetenv("LA_APP_ID");
   assert_int_equal(rc, 0);
-  for (int c = 0; c < 2; c++) {
+  for (int c = 0; c < 3; c++) {
     assert_int_equal(LA_startBox(1, 1, 0, 3, 2, 2), 0); /* 12 cells */
     assert_int_equal(LA_stopBox(1, 1, 0, 3, 2, 2), 0);
+    if (c == 2) { /* pieces only, none overlapping: stored per piece */
+      assert_int_equal(LA_startRange(0, 3), 0);
+      assert_int_equal(LA_stopRange(0, 3), 0);
+      assert_int_equal(LA_dataXferTagged(5 + (uint64_t)c), 0);
+      continue;
+    }
     assert_int_equal(LA_startRange(3, 7), 0);
     assert_int_equal(LA_stopRange(3, 7), 0);
     assert_int_equal(LA_startRow(1, 1), 0);
@@ -1933,23 +1951,262 @@ static void test_dump_raw_pieces(void **state) {
     }
     assert_int_equal(LA_dataXferTagged(5 + (uint64_t)c), 0);
   }
-  assert_int_equal(la_ta_wait_traces(&agent, 2, WAIT_MS), 0);
-  for (int c = 0; c < 2; c++) {
+  assert_int_equal(la_ta_wait_traces(&agent, 3, WAIT_MS), 0);
+  for (int c = 0; c < 3; c++) {
     char stem[64];
     snprintf(stem, sizeof stem, "dumppieces.r0.c%d", 5 + c);
     double v[25];
     assert_int_equal(dump_read(dir, stem, v, 25), 24);
     const cycle_t *cy = cycle_of("dumppieces", (size_t)c);
     assert_int_equal(cy->n, 24);
-    for (int e = 0; e < 24; e++)
-      if (v[e] != cy->values[e] ||
-          !(v[e] > 0) != (e < 3 || (e >= 12 && e < 16) || e == 20))
+    for (int e = 0; e < 24; e++) {
+      int box = e % 4 >= 1 && (e / 4) % 3 >= 1;
+      int zero = c < 2 ? e < 3 || (e >= 12 && e < 16) || e == 20
+                       : e >= 3 && !box;
+      if (v[e] != cy->values[e] || (v[e] == 0) != zero)
         fail_msg("cycle %d cell %d: dumped %.17g, stored %.17g", c, e, v[e],
                  cy->values[e]);
-    assert_true(c == 0 ? v[6] > 7.0 : v[6] < 7.0); /* the cell probe's 7 */
+    }
+    if (c < 2) assert_true(c == 0 ? v[6] > 7.0 : v[6] < 7.0); /* cell's 7 */
+    assert_int_equal(stored_of("dumppieces", (size_t)c, 0).pieced, c == 2);
     dump_remove(dir, stem);
   }
   assert_int_equal(rmdir(dir), 0);
+  assert_int_equal(LA_finalize(), 0);
+}
+
+/* Asserts cycle i of app holds want[0..24) per cell, bit for bit. */
+static void expect_cells(const char *app, size_t i, const double *want) {
+  const cycle_t *cy = cycle_of(app, i);
+  assert_int_equal(cy->n, 24);
+  for (int e = 0; e < 24; e++)
+    if (cy->values[e] != want[e])
+      fail_msg("%s cycle %zu cell %d: %.17g, expected %.17g", app, i, e,
+               cy->values[e], want[e]);
+}
+
+/* Box and range probes, one measurement each (layout 6): a cycle of
+ * boxes and a range that share no cell is stored one value per piece
+ * (the encoding holds 4 values for the 24 cells, the pieced form), and
+ * every reader gets the cells libla's own spread gives, bit for bit (the
+ * counting probe: a piece's value over its cells), the total exact, and
+ * LA_weights per cell; a cycle of overlapping boxes, or of a box and a
+ * cell probe, is stored per cell as before, with the same values. */
+static void test_box_cycles_stored_pieced(void **state) {
+  const char *app = "unit-pieced";
+  setenv("LA_APP_ID", app, 1);
+  use_counting_probe(); /* a stop reads first + 1 */
+  int rc = LA_registerGrid("unit", 0, 1, 4, 3, 2);
+  unsetenv("LA_APP_ID");
+  assert_int_equal(rc, 0);
+  for (int t = 0; t < 2; t++) { /* cells 0 1 4 5: 1 each time */
+    assert_int_equal(LA_startBox(0, 0, 0, 2, 2, 1), 0);
+    assert_int_equal(LA_stopBox(0, 0, 0, 2, 2, 1), 0);
+  }
+  assert_int_equal(LA_startBox(2, 1, 0, 2, 2, 1), 0); /* 6 7 10 11: 7 */
+  assert_int_equal(LA_stopBox(2, 1, 0, 2, 2, 1), 0);
+  assert_int_equal(LA_startRange(8, 2), 0); /* 8 9: 9 */
+  assert_int_equal(LA_stopRange(8, 2), 0);
+  assert_int_equal(LA_startBox(1, 0, 1, 3, 3, 1), 0); /* 9 cells from 13 */
+  assert_int_equal(LA_stopBox(1, 0, 1, 3, 3, 1), 0);
+  assert_int_equal(LA_dataXfer(), 0);
+  double want[24] = {0};
+  for (int e = 0; e < 24; e++) {
+    if (e == 0 || e == 1 || e == 4 || e == 5) want[e] = 2.0 / 4;
+    if (e == 6 || e == 7 || e == 10 || e == 11) want[e] = 7.0 / 4;
+    if (e == 8 || e == 9) want[e] = 9.0 / 2;
+    if (e >= 12 && e % 4 != 0) want[e] = 14.0 / 9;
+  }
+  double w[24];
+  uint64_t tag, gen;
+  assert_int_equal(LA_weightsWait(w, 24, 0, WAIT_MS, &tag, &gen), 0);
+  for (int e = 0; e < 24; e++)
+    if (w[e] != want[e])
+      fail_msg("LA_weights cell %d: %.17g, expected %.17g", e, w[e], want[e]);
+  /* overlapping boxes: cell 5 is in both */
+  assert_int_equal(LA_startBox(0, 0, 0, 2, 2, 1), 0);
+  assert_int_equal(LA_stopBox(0, 0, 0, 2, 2, 1), 0);
+  assert_int_equal(LA_startBox(1, 1, 0, 2, 2, 1), 0); /* 5 6 9 10: 6 */
+  assert_int_equal(LA_stopBox(1, 1, 0, 2, 2, 1), 0);
+  assert_int_equal(LA_dataXfer(), 0);
+  /* a box and a cell */
+  assert_int_equal(LA_startBox(2, 1, 0, 2, 2, 1), 0);
+  assert_int_equal(LA_stopBox(2, 1, 0, 2, 2, 1), 0);
+  assert_int_equal(LA_startCell(0, 0, 0), 0); /* 1 */
+  assert_int_equal(LA_stopCell(0, 0, 0), 0);
+  assert_int_equal(LA_dataXfer(), 0);
+  assert_int_equal(la_ta_wait_traces(&agent, 3, WAIT_MS), 0);
+
+  la_trace_totals_t t0 = stored_of(app, 0, 0), t1 = stored_of(app, 1, 0),
+                    t2 = stored_of(app, 2, 0);
+  assert_true(t0.pieced && t0.stored == 4 && t0.n_points == 24);
+  assert_true(!t1.pieced && t1.stored == 24 && t1.spread == 1);
+  assert_true(!t2.pieced && t2.stored == 24 && t2.spread == 1);
+  expect_cells(app, 0, want);
+  char sql[200];
+  snprintf(sql, sizeof sql,
+           "SELECT stat_sum = 32.0 AND stat_count = 24 FROM traces WHERE "
+           "app_id = '%s' AND cycle_tag = %lld",
+           app, la_ta_tag(&agent, app, 0, 0));
+  assert_int_equal(la_ta_sql_int(&agent, sql), 1); /* 2 + 7 + 9 + 14 */
+  double want1[24] = {0}, want2[24] = {0};
+  want1[0] = want1[1] = want1[4] = 1.0 / 4;
+  want1[5] = 1.0 / 4 + 6.0 / 4;
+  want1[6] = want1[9] = want1[10] = 6.0 / 4;
+  expect_cells(app, 1, want1);
+  want2[0] = 1;
+  want2[6] = want2[7] = want2[10] = want2[11] = 7.0 / 4;
+  expect_cells(app, 2, want2);
+  assert_int_equal(LA_finalize(), 0);
+}
+
+/* A cycle of boxes in two channels is stored per cell (the per-element
+ * sum over the channels, and each channel), as before. */
+static void test_box_cycles_with_channels_per_cell(void **state) {
+  const char *app = "unit-pieced-ch";
+  use_counting_probe();
+  assert_int_equal(LA_channel("a"), 0);
+  assert_int_equal(LA_channel("b"), 1);
+  setenv("LA_APP_ID", app, 1);
+  int rc = LA_registerGrid("unit", 0, 1, 4, 3, 2);
+  unsetenv("LA_APP_ID");
+  assert_int_equal(rc, 0);
+  assert_int_equal(LA_startBoxC(0, 0, 0, 0, 2, 2, 1), 0); /* 0 1 4 5: 1 */
+  assert_int_equal(LA_stopBoxC(0, 0, 0, 0, 2, 2, 1), 0);
+  assert_int_equal(LA_startBoxC(1, 2, 1, 0, 2, 2, 1), 0); /* 6 7 10 11: 7 */
+  assert_int_equal(LA_stopBoxC(1, 2, 1, 0, 2, 2, 1), 0);
+  assert_int_equal(LA_dataXfer(), 0);
+  assert_int_equal(la_ta_wait_traces(&agent, 1, WAIT_MS), 0);
+  la_trace_totals_t t = stored_of(app, 0, 0);
+  assert_true(!t.pieced && t.stored == 24);
+  double want[24] = {0};
+  want[0] = want[1] = want[4] = want[5] = 1.0 / 4;
+  want[6] = want[7] = want[10] = want[11] = 7.0 / 4;
+  expect_cells(app, 0, want);
+  assert_int_equal(LA_finalize(), 0);
+}
+
+/* Robust weights of box-probed cycles, one per piece (the time metric):
+ * three cycles of 4 boxes of 16 cells, then three of 8 boxes of 8 cells,
+ * each doing a twentieth of the work. Every cycle is stored pieced, its
+ * robust weights too, with the cycle's own piece count; the new geometry
+ * starts the pieces' robust state afresh, so its first cycle's weights
+ * are of its own measured values (within their range), not the earlier
+ * boxes' 20 times larger ones; LA_weights gives each cell its piece's
+ * weight over the piece's cells. */
+static void test_box_geometry_change_restarts_robust(void **state) {
+  const char *app = "unit-piece-geom";
+  setenv("LA_APP_ID", app, 1);
+  setenv("LA_INTERFERENCE", "off", 1);
+  int rc = LA_registerGrid("unit", 0, 1, 8, 8, 1);
+  unsetenv("LA_APP_ID");
+  unsetenv("LA_INTERFERENCE");
+  assert_int_equal(rc, 0);
+  uint64_t last = 0;
+  double w3[64];
+  for (int c = 0; c < 6; c++) {
+    int big = c < 3;
+    for (int b = 0; b < (big ? 4 : 8); b++) {
+      long i0 = (b % 2) * 4,
+           j0 = big ? (b / 2) * 4 : (b / 2) * 2, nj = big ? 4 : 2;
+      assert_int_equal(LA_startBox(i0, j0, 0, 4, nj, 1), 0);
+      busy_cpu_ns(big ? 1000000 : 50000);
+      assert_int_equal(LA_stopBox(i0, j0, 0, 4, nj, 1), 0);
+    }
+    assert_int_equal(LA_dataXfer(), 0);
+    double w[64];
+    uint64_t tag, gen;
+    rc = LA_weightsWait(w, 64, last, WAIT_MS, &tag, &gen);
+    if (rc) fail_msg("cycle %d: %s", c, LA_lastError());
+    last = gen;
+    /* per cell: every cell of a piece its piece's share */
+    for (int e = 0; e < 64; e++) {
+      int first = big ? (e / 32) * 32 + (e % 8) / 4 * 4
+                      : (e / 16) * 16 + (e % 8) / 4 * 4;
+      assert_true(w[e] == w[first] && w[e] > 0);
+    }
+    if (c == 3) memcpy(w3, w, sizeof w3);
+  }
+  assert_int_equal(la_ta_wait_traces(&agent, 6, WAIT_MS), 0);
+  for (size_t c = 0; c < 6; c++)
+    for (int robust = 0; robust < 2; robust++) {
+      la_trace_totals_t t = stored_of(app, c, robust);
+      if (!t.pieced || t.stored != (c < 3 ? 4u : 8u) || t.n_points != 64)
+        fail_msg("cycle %zu %s: pieced %d, %llu stored values", c,
+                 robust ? "robust weights" : "measured", t.pieced,
+                 (unsigned long long)t.stored);
+    }
+  const cycle_t *m = cycle_of(app, 3);
+  double lo = INFINITY, hi = 0;
+  for (int e = 0; e < 64; e++) {
+    lo = fmin(lo, m->values[e]);
+    hi = fmax(hi, m->values[e]);
+  }
+  for (int e = 0; e < 64; e++) /* a tick of rounding over 8 cells */
+    if (!(w3[e] >= lo - 1.0 && w3[e] <= hi + 1.0))
+      fail_msg("cell %d: robust weight %.17g outside the cycle's measured "
+               "[%.17g, %.17g]",
+               e, w3[e], lo, hi);
+  assert_int_equal(LA_finalize(), 0);
+}
+
+/* The cycle whose representative app's i-th cycle references (its
+ * history row), or -1 when it references none. */
+static long long history_ref_of(const char *app, size_t i) {
+  char sql[300];
+  snprintf(sql, sizeof sql,
+           "SELECT ref_cycle FROM history WHERE app_id = '%s' AND rank = 0 "
+           "AND cycle_tag = %lld",
+           app, la_ta_tag(&agent, app, 0, i));
+  return la_ta_sql_int(&agent, sql);
+}
+
+/* Boxes of one geometry (geom 0: 4 cells each at 0 and 6, 9 from 13; 1:
+ * two of 2 x 3 cells at 0 and 2), probed once each: the same values. */
+static void probe_geometry(int geom) {
+  static const long b[2][3][6] = {
+      {{0, 0, 0, 2, 2, 1}, {2, 1, 0, 2, 2, 1}, {1, 0, 1, 3, 3, 1}},
+      {{0, 0, 0, 2, 3, 1}, {2, 0, 0, 2, 3, 1}, {0}}};
+  for (int i = 0; i < 3 && b[geom][i][3]; i++) {
+    const long *x = b[geom][i];
+    assert_int_equal(LA_startBox(x[0], x[1], x[2], x[3], x[4], x[5]), 0);
+    assert_int_equal(LA_stopBox(x[0], x[1], x[2], x[3], x[4], x[5]), 0);
+  }
+  assert_int_equal(LA_dataXfer(), 0);
+}
+
+/* The history of box-probed cycles is their geometry's (one value per
+ * piece): repeats of one geometry reference its first cycle; the first
+ * cycle of another geometry references nothing (a representative of other
+ * pieces never matches) and becomes the new geometry's representative,
+ * and so does the first one after the geometry changes back. Every cycle
+ * is stored pieced with its own cells. */
+static void test_box_history_keyed_by_geometry(void **state) {
+  const char *app = "unit-piece-hist";
+  setenv("LA_APP_ID", app, 1);
+  use_counting_probe(); /* the same values every cycle */
+  int rc = LA_registerGrid("unit", 0, 1, 4, 3, 2);
+  unsetenv("LA_APP_ID");
+  assert_int_equal(rc, 0);
+  static const int geom[] = {0, 0, 0, 1, 1, 0, 0};
+  for (int c = 0; c < 7; c++) probe_geometry(geom[c]);
+  assert_int_equal(la_ta_wait_traces(&agent, 7, WAIT_MS), 0);
+  long long tag[7];
+  for (size_t c = 0; c < 7; c++) tag[c] = la_ta_tag(&agent, app, 0, c);
+  static const int rep[] = {-1, 0, 0, -1, 3, -1, 5}; /* whose, or none */
+  for (size_t c = 0; c < 7; c++) {
+    long long want = rep[c] < 0 ? -1 : tag[rep[c]], got = history_ref_of(app, c);
+    if (got != want)
+      fail_msg("cycle %zu: history reference %lld, expected %lld", c, got,
+               want);
+    la_trace_totals_t t = stored_of(app, c, 0);
+    assert_true(t.pieced && t.stored == (geom[c] ? 2u : 3u));
+    const cycle_t *cy = cycle_of(app, c);
+    double sum = 0;
+    for (int e = 0; e < 24; e++) sum += cy->values[e];
+    /* 1 + 7 + 14, or 1 + 3 */
+    assert_true(fabs(sum - (geom[c] ? 4.0 : 22.0)) < 1e-12);
+  }
   assert_int_equal(LA_finalize(), 0);
 }
 
@@ -2305,6 +2562,10 @@ int main(void) {
       T(test_full_piece_table_falls_back),
       T(test_lying_piece_records_refused),
       T(test_dump_raw_pieces),
+      T(test_box_cycles_stored_pieced),
+      T(test_box_cycles_with_channels_per_cell),
+      T(test_box_geometry_change_restarts_robust),
+      T(test_box_history_keyed_by_geometry),
       T(test_rows_need_a_grid),
       T(test_rows_in_profiled_sweeps),
       T(test_cycles_say_whether_cells_were_written),
