@@ -1410,6 +1410,43 @@ static int pt_receive(uint8_t *set, size_t len, unsigned threads,
   return rc;
 }
 
+/* A set of nr ranks parsed on 1, 4 and every CPU's threads: the same
+ * weights on each; with ranks bad[0..nbad) flipped, refused on each with
+ * the same error, which names `first` (the lowest bad rank's reason). */
+static void pt_same_on_any_threads(uint32_t nr, const uint32_t *bad,
+                                   size_t nbad, const char *first) {
+  size_t len;
+  uint8_t *set = pt_pack(nr, NULL, 0, &len);
+  la_traceset_t *t[3] = {NULL, NULL, NULL};
+  const unsigned th[3] = {1, 4, 0};
+  char why[300];
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(pt_receive(set, len, th[i], &t[i], why, sizeof why), 0);
+    assert_int_equal(la_traceset_nprocs(t[i]), nr);
+    assert_int_equal(la_traceset_elements(t[i]), (uint64_t)nr * PT_NE);
+  }
+  static double w0[PT_NE], w1[PT_NE];
+  for (uint32_t r = 0; r < nr; r++)
+    for (int i = 1; i < 3; i++) {
+      assert_int_equal(la_traceset_rank_weights(t[0], r, w0), 0);
+      assert_int_equal(la_traceset_rank_weights(t[i], r, w1), 0);
+      assert_memory_equal(w0, w1, sizeof w0);
+    }
+  for (int i = 0; i < 3; i++) la_traceset_free(t[i]);
+  free(set);
+  set = pt_pack(nr, bad, nbad, &len);
+  char said[3][300];
+  for (int i = 0; i < 3; i++) {
+    la_traceset_t *u = (la_traceset_t *)1;
+    assert_int_equal(pt_receive(set, len, th[i], &u, said[i], sizeof said[i]),
+                     LA_EPROTO);
+    assert_null(u);
+    assert_non_null(strstr(said[i], first));
+    assert_string_equal(said[0], said[i]);
+  }
+  free(set);
+}
+
 static void test_parse_threads(void **state) {
   la_client_t *c = NULL;
   int sv[2];
@@ -1419,77 +1456,18 @@ static void test_parse_threads(void **state) {
   assert_int_equal(la_client_set_threads(NULL, 2), LA_EINVAL);
   la_client_close(c);
   close(sv[1]);
-  /* a good set: the same on 1, 4 and every CPU's thread */
-  size_t len;
-  uint8_t *set = pt_pack(PT_NR, NULL, 0, &len);
-  la_traceset_t *t[3] = {NULL, NULL, NULL};
-  const unsigned th[3] = {1, 4, 0};
-  char why[300];
-  for (int i = 0; i < 3; i++) {
-    assert_int_equal(pt_receive(set, len, th[i], &t[i], why, sizeof why), 0);
-    assert_int_equal(la_traceset_elements(t[i]), (uint64_t)PT_NR * PT_NE);
-  }
-  static double w0[PT_NE], w1[PT_NE];
-  for (uint32_t r = 0; r < PT_NR; r++)
-    for (int i = 1; i < 3; i++) {
-      assert_int_equal(la_traceset_rank_weights(t[0], r, w0), 0);
-      assert_int_equal(la_traceset_rank_weights(t[i], r, w1), 0);
-      assert_memory_equal(w0, w1, sizeof w0);
-    }
-  for (int i = 0; i < 3; i++) la_traceset_free(t[i]);
-  free(set);
   /* bad ranks in several blocks: the first is said, as on one thread */
   const uint32_t bad[] = {250, 70, 71, 299};
-  set = pt_pack(PT_NR, bad, 4, &len);
-  char said[3][300];
-  for (int i = 0; i < 3; i++) {
-    la_traceset_t *u = (la_traceset_t *)1;
-    assert_int_equal(pt_receive(set, len, th[i], &u, said[i], sizeof said[i]),
-                     LA_EPROTO);
-    assert_null(u);
-    assert_non_null(strstr(said[i], "rank 70: bad trace encoding"));
-  }
-  assert_string_equal(said[0], said[1]);
-  assert_string_equal(said[0], said[2]);
-  free(set);
+  pt_same_on_any_threads(PT_NR, bad, 4, "rank 70: bad trace encoding");
 }
 
-/* A set of fewer ranks than threads: each thread takes single ranks (no
- * longer one block of 32 on one thread); the set and the error said are
- * still those of one thread. */
+/* A set of fewer ranks than threads: the threads take single ranks (not
+ * one block of 32 on one thread); the set and the error said are still
+ * those of one thread: ranks 3 and 1 bad say rank 1, whichever thread
+ * parsed which. */
 static void test_parse_threads_few_ranks(void **state) {
-  size_t len;
-  uint8_t *set = pt_pack(4, NULL, 0, &len);
-  la_traceset_t *t[3] = {NULL, NULL, NULL};
-  const unsigned th[3] = {1, 4, 0};
-  char why[300];
-  for (int i = 0; i < 3; i++) {
-    assert_int_equal(pt_receive(set, len, th[i], &t[i], why, sizeof why), 0);
-    assert_int_equal(la_traceset_nprocs(t[i]), 4);
-    assert_int_equal(la_traceset_elements(t[i]), 4ull * PT_NE);
-  }
-  static double w0[PT_NE], w1[PT_NE];
-  for (uint32_t r = 0; r < 4; r++)
-    for (int i = 1; i < 3; i++) {
-      assert_int_equal(la_traceset_rank_weights(t[0], r, w0), 0);
-      assert_int_equal(la_traceset_rank_weights(t[i], r, w1), 0);
-      assert_memory_equal(w0, w1, sizeof w0);
-    }
-  for (int i = 0; i < 3; i++) la_traceset_free(t[i]);
-  free(set);
-  /* ranks 3 and 1 bad: rank 1 is said, whichever thread parsed it */
   const uint32_t bad[] = {3, 1};
-  set = pt_pack(4, bad, 2, &len);
-  char said[3][300];
-  for (int i = 0; i < 3; i++) {
-    la_traceset_t *u = (la_traceset_t *)1;
-    assert_int_equal(pt_receive(set, len, th[i], &u, said[i], sizeof said[i]),
-                     LA_EPROTO);
-    assert_null(u);
-    assert_non_null(strstr(said[i], "rank 1: bad trace encoding"));
-    assert_string_equal(said[0], said[i]);
-  }
-  free(set);
+  pt_same_on_any_threads(4, bad, 2, "rank 1: bad trace encoding");
 }
 
 static void test_bad_message_skipped(void **state) {
