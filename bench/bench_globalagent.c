@@ -25,14 +25,14 @@
  *     cycle, latency = the subscriber's CLOCK_REALTIME when la_client_next
  *     returns the complete set - the latest CompactTrace.t_xfer_ns in it
  *     (CLOCK_REALTIME that libla took inside LA_dataXfer on each rank).
- *     The subscriber parses a set's ranks on one thread per CPU
- *     (la_client_set_threads 0). Per stage, the median over the cycles of
- *     each stage's own time: to the latest trace stored (the store's
- *     t_stored_ns), to the set published (TraceSet.t_complete_ns), to its
- *     first bytes readable at the subscriber, to la_client_next returning;
- *     and each daemon's CPU time per cycle. LA_BENCH_LOCALAGENT_OPTS adds
- *     up to 4 options (separated by spaces) to the LocalAgent's command
- *     line.
+ *     The subscriber parses a set on one thread, or on
+ *     $LA_BENCH_SUB_THREADS (la_client_set_threads). Per stage, the
+ *     median over the cycles of each stage's own time: to the latest
+ *     trace stored (the store's t_stored_ns), to the set published
+ *     (TraceSet.t_complete_ns), to its first bytes readable at the
+ *     subscriber, to la_client_next returning; and each daemon's CPU time
+ *     per cycle. LA_BENCH_LOCALAGENT_OPTS adds up to 4 options (separated
+ *     by spaces) to the LocalAgent's command line.
  *     Two modes: "busy" (the ranks compute back to back: 4 ranks and both
  *     daemons share the 2 cores) and "paced" (the ranks idle 20 ms after
  *     each cycle, as ranks that leave the agents a core would); p50 and p99
@@ -392,9 +392,12 @@ static void latency_run(int paced, lat_t *out) {
     snprintf(out->why, sizeof out->why, "la-localagent did not start");
     goto done;
   }
-  /* the subscriber parses a set's ranks on every CPU, as `lactl serve` */
+  /* the subscriber parses a set on one thread (the default: on a VM
+   * without a free core, threads only wait for one another), or on
+   * $LA_BENCH_SUB_THREADS (la_client_set_threads; 0: one per CPU) */
+  const char *st = getenv("LA_BENCH_SUB_THREADS");
   if (la_client_connect(g.feed_addr, 5000, &sub) != 0 ||
-      la_client_set_threads(sub, 0) != 0 ||
+      la_client_set_threads(sub, st && *st ? (unsigned)atoi(st) : 1) != 0 ||
       la_client_subscribe(sub, app, 0) != 0) {
     snprintf(out->why, sizeof out->why, "subscribe failed");
     goto done;
