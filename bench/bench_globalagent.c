@@ -25,6 +25,14 @@
  *     cycle, latency = the subscriber's CLOCK_REALTIME when la_client_next
  *     returns the complete set - the latest CompactTrace.t_xfer_ns in it
  *     (CLOCK_REALTIME that libla took inside LA_dataXfer on each rank).
+ *     The subscriber parses a set on one thread, or on
+ *     $LA_BENCH_SUB_THREADS (la_client_set_threads). Per stage, the
+ *     median over the cycles of each stage's own time: to the latest
+ *     trace stored (the store's t_stored_ns), to the set published
+ *     (TraceSet.t_complete_ns), to its first bytes readable at the
+ *     subscriber, to la_client_next returning; and each daemon's CPU time
+ *     per cycle. LA_BENCH_LOCALAGENT_OPTS adds up to 4 options (separated
+ *     by spaces) to the LocalAgent's command line.
  *     Two modes: "busy" (the ranks compute back to back: 4 ranks and both
  *     daemons share the 2 cores) and "paced" (the ranks idle 20 ms after
  *     each cycle, as ranks that leave the agents a core would); p50 and p99
@@ -33,6 +41,9 @@
  *
  * The simulated LocalAgents speak the link as the LocalAgent does: mutual
  * authentication, then every frame an encrypted record (la_secure_io.h).
+ *
+ * (d) With --latency (bench_globalagent --latency [JSON], default
+ *     build/bench/globalagent_latency.json): only (b).
  *
  * (c) With --link (bench_globalagent --link [JSON], default
  *     build/bench/globalagent_link.json): only (a), encrypted against
@@ -305,8 +316,25 @@ typedef struct lat {
   double stored_p50;    /* latest LA_dataXfer -> latest trace inserted */
   double published_p50; /* latest LA_dataXfer -> set published (after the
                            commit) */
+  double arrived_p50;   /* latest LA_dataXfer -> the set's first bytes
+                           readable at the subscriber */
+  /* medians over the cycles of each stage's own time: LA_dataXfer ->
+   * stored (LocalAgent, link, GlobalAgent ingest), -> published (gather
+   * window, commit, the set read back), -> arrived (encoding, the feed's
+   * write), -> la_client_next returned (the subscriber's read and parse) */
+  double stage_p50[4];
+  double la_cpu_ms, ga_cpu_ms; /* each daemon's CPU time per cycle */
   char why[300];
 } lat_t;
+
+/* The median over the measured cycles of b[c] - a[c] (a NULL: 0). */
+static double median_step(const double *a, const double *b) {
+  double v[CYCLES];
+  for (int i = 0; i < CYCLES; i++)
+    v[i] = b[WARMUP + i] - (a ? a[WARMUP + i] : 0);
+  qsort(v, CYCLES, sizeof *v, cmp_double);
+  return pct(v, CYCLES, 50);
+}
 
 static void latency_run(int paced, lat_t *out) {
   la_tu_ga_t g;
@@ -316,12 +344,13 @@ static void latency_run(int paced, lat_t *out) {
   double *ms = calloc(WARMUP + CYCLES, sizeof *ms);
   double *pub = calloc(WARMUP + CYCLES, sizeof *pub);
   uint64_t *txmax = calloc(WARMUP + CYCLES, sizeof *txmax);
+  double *arr = calloc(WARMUP + CYCLES, sizeof *arr);
   char app[64];
   snprintf(app, sizeof app, "bench-latency-%s", paced ? "paced" : "busy");
   memset(out, 0, sizeof *out);
   shared_t *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (sh == MAP_FAILED || !ms || !pub || !txmax) {
+  if (sh == MAP_FAILED || !ms || !pub || !txmax || !arr) {
     snprintf(out->why, sizeof out->why, "no memory");
     return;
   }
@@ -347,13 +376,28 @@ static void latency_run(int paced, lat_t *out) {
   snprintf(a[1], sizeof a[1], "--global.spool_dir=%s", spool);
   snprintf(a[2], sizeof a[2], "--global.address=%s", g.agents_addr);
   snprintf(a[3], sizeof a[3], "--global.secret_file=%s", g.key);
-  const char *args[] = {"--agent.listen=127.0.0.1:0", a[0], a[1], a[2], a[3],
-                        "--log.level=warn",           NULL};
+  /* LA_BENCH_LOCALAGENT_OPTS: up to 4 more options for the LocalAgent,
+   * separated by spaces (e.g. --agent.worker_nice=0) */
+  static char more[600];
+  const char *args[12] = {"--agent.listen=127.0.0.1:0", a[0], a[1], a[2], a[3],
+                          "--log.level=warn"};
+  int na = 6;
+  const char *env = getenv("LA_BENCH_LOCALAGENT_OPTS");
+  snprintf(more, sizeof more, "%s", env ? env : "");
+  for (char *sv = NULL, *o = strtok_r(more, " ", &sv); o && na < 10;
+       o = strtok_r(NULL, " ", &sv))
+    args[na++] = o;
+  args[na] = NULL;
   if (la_td_start(la, args, pf, WAIT_MS) <= 0) {
     snprintf(out->why, sizeof out->why, "la-localagent did not start");
     goto done;
   }
+  /* the subscriber parses a set on one thread (the default: on a VM
+   * without a free core, threads only wait for one another), or on
+   * $LA_BENCH_SUB_THREADS (la_client_set_threads; 0: one per CPU) */
+  const char *st = getenv("LA_BENCH_SUB_THREADS");
   if (la_client_connect(g.feed_addr, 5000, &sub) != 0 ||
+      la_client_set_threads(sub, st && *st ? (unsigned)atoi(st) : 1) != 0 ||
       la_client_subscribe(sub, app, 0) != 0) {
     snprintf(out->why, sizeof out->why, "subscribe failed");
     goto done;
@@ -371,9 +415,19 @@ static void latency_run(int paced, lat_t *out) {
     }
   }
   int got = 0;
+  double cpu_la0 = la_td_cpu_seconds(la_td_pid(la)),
+         cpu_ga0 = la_td_cpu_seconds(la_td_pid(g.d));
   uint64_t end = la_now_ms() + 120000;
   while (got < WARMUP + CYCLES && la_now_ms() < end) {
     la_traceset_t *t = NULL;
+    /* when the set's first bytes can be read (nothing buffered: the sets
+     * come one at a time; else the arrival is not known and counts as
+     * now, which only moves time into the stage before) */
+    uint64_t t_arr = real_ns();
+    if (sub->rd.len == sub->rd.head) {
+      struct pollfd pf1 = {.fd = la_client_fd(sub), .events = POLLIN};
+      if (poll(&pf1, 1, WAIT_MS) > 0) t_arr = real_ns();
+    }
     int rc = la_client_next(sub, WAIT_MS, &t);
     uint64_t now = real_ns();
     if (rc == LA_ETIMEDOUT) break;
@@ -398,6 +452,7 @@ static void latency_run(int paced, lat_t *out) {
     }
     ms[c] = ((double)now - (double)tmax) / 1e6;
     pub[c] = ((double)tpub - (double)tmax) / 1e6;
+    arr[c] = ((double)t_arr - (double)tmax) / 1e6;
     txmax[c] = tmax;
     got++;
   }
@@ -406,6 +461,10 @@ static void latency_run(int paced, lat_t *out) {
              WARMUP + CYCLES);
     goto done;
   }
+  out->la_cpu_ms =
+      (la_td_cpu_seconds(la_td_pid(la)) - cpu_la0) * 1e3 / (WARMUP + CYCLES);
+  out->ga_cpu_ms =
+      (la_td_cpu_seconds(la_td_pid(g.d)) - cpu_ga0) * 1e3 / (WARMUP + CYCLES);
   /* the store says when each trace was inserted (t_stored_ns) */
   double *sto = calloc(WARMUP + CYCLES, sizeof *sto);
   char db[600];
@@ -420,18 +479,19 @@ static void latency_run(int paced, lat_t *out) {
     while (sqlite3_step(q) == SQLITE_ROW) {
       long long c = sqlite3_column_int64(q, 0);
       if (c >= WARMUP && c < WARMUP + CYCLES)
-        sto[c - WARMUP] =
-            ((double)sqlite3_column_int64(q, 1) - (double)txmax[c]) / 1e6;
+        sto[c] = ((double)sqlite3_column_int64(q, 1) - (double)txmax[c]) / 1e6;
     }
   sqlite3_finalize(q);
   sqlite3_close(h);
-  if (sto) {
-    qsort(sto, CYCLES, sizeof *sto, cmp_double);
-    out->stored_p50 = pct(sto, CYCLES, 50);
+  if (sto) { /* per stage: the median over the cycles of its own time */
+    const double *at[5] = {NULL, sto, pub, arr, ms};
+    for (int s = 0; s < 4; s++)
+      out->stage_p50[s] = median_step(at[s], at[s + 1]);
+    out->stored_p50 = median_step(NULL, sto);
     free(sto);
   }
-  qsort(pub + WARMUP, CYCLES, sizeof *pub, cmp_double);
-  out->published_p50 = pct(pub + WARMUP, CYCLES, 50);
+  out->published_p50 = median_step(NULL, pub);
+  out->arrived_p50 = median_step(NULL, arr);
   double *v = ms + WARMUP, sum = 0;
   qsort(v, CYCLES, sizeof *v, cmp_double);
   for (int i = 0; i < CYCLES; i++) sum += v[i];
@@ -462,6 +522,7 @@ done:
   free(ms);
   free(pub);
   free(txmax);
+  free(arr);
 }
 
 /* --------------------------------------------------------------- main -- */
@@ -515,6 +576,109 @@ static double median_cpu(const ingest_t *r, int n) {
   for (int i = 0; i < n; i++) v[i] = r[i].ok ? r[i].ga_cpu_us : 0;
   qsort(v, (size_t)n, sizeof *v, cmp_double);
   return v[n / 2];
+}
+
+/* The latency measurements' JSON objects "latency" (paced) and
+ * "latency_busy", each followed by a comma. */
+static void lat_write_json(FILE *f, const lat_t *paced, const lat_t *busy) {
+  const lat_t *ls[2] = {paced, busy};
+  const char *ln[2] = {"latency", "latency_busy"};
+  for (int i = 0; i < 2; i++)
+    fprintf(f,
+            "  \"%s\": {\"ok\": %s, \"configuration\": \"1 LocalAgent + "
+            "GlobalAgent (fsync on) + 1 subscriber, %d forked ranks x %d "
+            "elements, wall-time metric, period 1, barrier before every "
+            "cycle, %s\", \"cycles\": %d, \"warmup\": %d, \"p50_ms\": "
+            "%.3f, \"p90_ms\": %.3f, \"p99_ms\": %.3f, \"max_ms\": %.3f, "
+            "\"mean_ms\": %.3f, \"to_stored_p50_ms\": %.3f, "
+            "\"to_published_p50_ms\": %.3f, \"to_arrived_p50_ms\": "
+            "%.3f, \"stages_p50_ms\": {\"stored\": %.3f, \"published\": "
+            "%.3f, \"arrived\": %.3f, \"returned\": %.3f}, "
+            "\"localagent_cpu_ms_per_cycle\": %.3f, "
+            "\"globalagent_cpu_ms_per_cycle\": %.3f%s%s%s},\n",
+            ln[i], ls[i]->ok ? "true" : "false", LAT_RANKS, N_ELEMENTS,
+            i == 0 ? "ranks idle 20 ms after each cycle"
+                   : "ranks compute back to back",
+            ls[i]->cycles, WARMUP, ls[i]->p50, ls[i]->p90, ls[i]->p99,
+            ls[i]->max, ls[i]->mean, ls[i]->stored_p50, ls[i]->published_p50,
+            ls[i]->arrived_p50, ls[i]->stage_p50[0], ls[i]->stage_p50[1],
+            ls[i]->stage_p50[2], ls[i]->stage_p50[3], ls[i]->la_cpu_ms,
+            ls[i]->ga_cpu_ms, ls[i]->ok ? "" : ", \"error\": \"",
+            ls[i]->ok ? "" : ls[i]->why, ls[i]->ok ? "" : "\"");
+}
+
+/* The latency table: percentiles, then the median time from the latest
+ * LA_dataXfer to each stage. */
+static void lat_print(const lat_t *paced, const lat_t *busy) {
+  const lat_t *ls[2] = {paced, busy};
+  printf(
+      "LA_dataXfer -> complete Trace-Set at a subscriber: %d ranks x %d "
+      "elements, %d cycles after %d warm-up\n",
+      LAT_RANKS, N_ELEMENTS, CYCLES, WARMUP);
+  printf("  %-26s %7s %7s %7s %7s %7s %7s %7s %7s\n", "mode", "p50 ms",
+         "p90 ms", "p99 ms", "max ms", "mean ms", "stored", "publ.", "arrived");
+  for (int i = 0; i < 2; i++) {
+    const char *name =
+        i == 0 ? "paced (20 ms idle/cycle)" : "busy (back to back)";
+    if (!ls[i]->ok) {
+      printf("  %-26s FAILED: %s\n", name, ls[i]->why);
+      continue;
+    }
+    printf("  %-26s %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f\n", name,
+           ls[i]->p50, ls[i]->p90, ls[i]->p99, ls[i]->max, ls[i]->mean,
+           ls[i]->stored_p50, ls[i]->published_p50, ls[i]->arrived_p50);
+  }
+  printf(
+      "  (medians from the latest LA_dataXfer: stored: the latest trace "
+      "inserted; publ.: the set published after its commit; arrived: its "
+      "first bytes readable at the subscriber)\n");
+  printf("  per stage, the median of each cycle's own time (ms):\n");
+  printf("  %-26s %9s %9s %9s %9s %9s %9s\n", "mode", "->stored",
+         "->publ.", "->arrived", "->next()", "LA cpu", "GA cpu");
+  for (int i = 0; i < 2; i++)
+    if (ls[i]->ok)
+      printf("  %-26s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n",
+             i == 0 ? "paced" : "busy", ls[i]->stage_p50[0],
+             ls[i]->stage_p50[1], ls[i]->stage_p50[2], ls[i]->stage_p50[3],
+             ls[i]->la_cpu_ms, ls[i]->ga_cpu_ms);
+  printf("  (LA cpu, GA cpu: each daemon's CPU time per cycle, ms)\n");
+  printf("  aim: median < 10 ms (paced: %s, busy: %s)\n",
+         paced->ok && paced->p50 < 10 ? "met" : "NOT met",
+         busy->ok && busy->p50 < 10 ? "met" : "NOT met");
+}
+
+/* --latency: only (b), REPEATS runs of each mode interleaved. */
+static int latency_main(const char *json) {
+  lat_t latr[2][REPEATS];
+  for (int k = 0; k < REPEATS; k++) {
+    latency_run(1, &latr[0][k]);
+    latency_run(0, &latr[1][k]);
+  }
+  lat_t paced = median_lat(latr[0]), busy = median_lat(latr[1]);
+  FILE *f = fopen(json, "w");
+  if (!f) {
+    perror(json);
+    return 1;
+  }
+  fprintf(f, "{\n  \"bench\": \"globalagent_latency\",\n");
+  lat_write_json(f, &paced, &busy);
+  fprintf(f, "  \"repeats\": %d,\n  \"runs\": {", REPEATS);
+  for (int i = 0; i < 2; i++) {
+    fprintf(f, "%s\"latency_ms_p50_%s\": [", i ? ", " : "",
+            i ? "busy" : "paced");
+    for (int k = 0; k < REPEATS; k++)
+      fprintf(f, "%s%.3f", k ? ", " : "", latr[i][k].p50);
+    fprintf(f, "]");
+  }
+  fprintf(f, "}\n}\n");
+  fclose(f);
+  lat_print(&paced, &busy);
+  printf("  runs' p50 (paced / busy):");
+  for (int i = 0; i < 2; i++)
+    for (int k = 0; k < REPEATS; k++)
+      printf("%s%.2f", k ? " " : (i ? " / " : " "), latr[i][k].p50);
+  printf("\nwrote %s\n", json);
+  return paced.ok && busy.ok ? 0 : 1;
 }
 
 /* --link: ingest encrypted vs unencrypted, fsync off and on, interleaved. */
@@ -585,14 +749,16 @@ static int link_main(const char *json) {
 
 int main(int argc, char **argv) {
   int link = argc > 1 && !strcmp(argv[1], "--link");
-  if (link) {
+  int lat_only = argc > 1 && !strcmp(argv[1], "--latency");
+  if (link || lat_only) {
     argc--;
     argv++;
   }
   const char *json =
       la_bench_out_path(argc, argv, 1,
-                        link ? "build/bench/globalagent_link.json"
-                             : "build/bench/globalagent.json");
+                        link       ? "build/bench/globalagent_link.json"
+                        : lat_only ? "build/bench/globalagent_latency.json"
+                                   : "build/bench/globalagent.json");
   signal(SIGPIPE, SIG_IGN);
   for (const char *const *v =
            (const char *const[]){"LA_PERIOD", "LA_METRIC", "LA_AGENT",
@@ -600,7 +766,7 @@ int main(int argc, char **argv) {
                                  "LA_COMPACT", "LA_DUMP_RAW", NULL};
        *v; v++)
     unsetenv(*v);
-  if (la_auth_init() != 0 || make_series() != 0) {
+  if (la_auth_init() != 0 || (!lat_only && make_series() != 0)) {
     fprintf(stderr, "bench_globalagent: set-up failed\n");
     return 1;
   }
@@ -611,6 +777,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (link) return link_main(json);
+  if (lat_only) return latency_main(json);
   /* each measurement REPEATS times, interleaved; the run with the median
    * headline number is reported (the VM is noisy) */
   ingest_t inr[2][REPEATS];
@@ -659,24 +826,7 @@ int main(int argc, char **argv) {
   fprintf(f, "  },\n");
   fprintf(f, "  \"traces_per_s_fsync_off\": %.0f,\n", in0.traces_per_s);
   fprintf(f, "  \"tracesets_per_s_fsync_off\": %.1f,\n", in0.sets_per_s);
-  const lat_t *ls[2] = {&paced, &busy};
-  const char *ln[2] = {"latency", "latency_busy"};
-  for (int i = 0; i < 2; i++)
-    fprintf(f,
-            "  \"%s\": {\"ok\": %s, \"configuration\": \"1 LocalAgent + "
-            "GlobalAgent (fsync on) + 1 subscriber, %d forked ranks x %d "
-            "elements, wall-time metric, period 1, barrier before every "
-            "cycle, %s\", \"cycles\": %d, \"warmup\": %d, \"p50_ms\": "
-            "%.3f, \"p90_ms\": %.3f, \"p99_ms\": %.3f, \"max_ms\": %.3f, "
-            "\"mean_ms\": %.3f, \"to_stored_p50_ms\": %.3f, "
-            "\"to_published_p50_ms\": %.3f%s%s%s}%s\n",
-            ln[i], ls[i]->ok ? "true" : "false", LAT_RANKS, N_ELEMENTS,
-            i == 0 ? "ranks idle 20 ms after each cycle"
-                   : "ranks compute back to back",
-            ls[i]->cycles, WARMUP, ls[i]->p50, ls[i]->p90, ls[i]->p99,
-            ls[i]->max, ls[i]->mean, ls[i]->stored_p50, ls[i]->published_p50,
-            ls[i]->ok ? "" : ", \"error\": \"", ls[i]->ok ? "" : ls[i]->why,
-            ls[i]->ok ? "" : "\"", ",");
+  lat_write_json(f, &paced, &busy);
   fprintf(f, "  \"repeats\": %d,\n  \"runs\": {", REPEATS);
   const char *rn[4] = {"traces_per_s_fsync_on", "traces_per_s_fsync_off",
                        "latency_ms_p50_paced", "latency_ms_p50_busy"};
@@ -711,29 +861,7 @@ int main(int argc, char **argv) {
   }
   printf("  aim: >= 5,000 traces/s (fsync on: %s)\n",
          in1.ok && in1.traces_per_s >= 5000 ? "met" : "NOT met");
-  printf(
-      "LA_dataXfer -> complete Trace-Set at a subscriber: %d ranks x %d "
-      "elements, %d cycles after %d warm-up\n",
-      LAT_RANKS, N_ELEMENTS, CYCLES, WARMUP);
-  printf("  %-28s %8s %8s %8s %8s %8s %10s %10s\n", "mode", "p50 ms", "p90 ms",
-         "p99 ms", "max ms", "mean ms", "stored p50", "publ. p50");
-  for (int i = 0; i < 2; i++) {
-    const char *name =
-        i == 0 ? "paced (20 ms idle/cycle)" : "busy (back to back)";
-    if (!ls[i]->ok) {
-      printf("  %-28s FAILED: %s\n", name, ls[i]->why);
-      continue;
-    }
-    printf("  %-28s %8.2f %8.2f %8.2f %8.2f %8.2f %10.2f %10.2f\n", name,
-           ls[i]->p50, ls[i]->p90, ls[i]->p99, ls[i]->max, ls[i]->mean,
-           ls[i]->stored_p50, ls[i]->published_p50);
-  }
-  printf(
-      "  (stored: latest LA_dataXfer -> latest trace inserted; publ.: "
-      "-> set published after its commit)\n");
-  printf("  aim: median < 10 ms (paced: %s, busy: %s)\n",
-         paced.ok && paced.p50 < 10 ? "met" : "NOT met",
-         busy.ok && busy.p50 < 10 ? "met" : "NOT met");
+  lat_print(&paced, &busy);
   printf("wrote %s\n", json);
   for (int i = 0; i < N_SERIES; i++) la_compact_result_free(&series[i]);
   return in1.ok && in0.ok && paced.ok && busy.ok ? 0 : 1;

@@ -136,10 +136,10 @@ LA_CLIENT_EXPORT int la_client_set_max_set(la_client_t *c, uint64_t max_bytes);
  * rank's encoding is validated and indexed as the set arrives, before
  * la_client_next, la_client_get or la_client_latest returns it): 1 (the
  * default) parses on the caller's thread; n > 1 also on n - 1 threads
- * started for the set and joined before the call returns (at most 16;
- * fewer for a set of few ranks); 0, one per online CPU. The set, and the
- * error of a bad one (the lowest failing rank's), are the same whatever
- * the count. Errors: LA_EINVAL (c NULL, threads over 1024). */
+ * started for the set and joined before the call returns (at most 16,
+ * and at most one per rank: the ranks of a small set are spread over
+ * them too); 0, one per online CPU. The set, and the error of a bad one
+ * (the lowest failing rank's), are the same whatever the count. Errors: LA_EINVAL (c NULL, threads over 1024). */
 LA_CLIENT_EXPORT int la_client_set_threads(la_client_t *c, unsigned threads);
 
 /* Which weights a set's weight functions (dense, per rank, range sums,

@@ -91,7 +91,10 @@ static int la__ts_parse_rank(la_traceset_t *t, uint32_t r, int *rob,
   return 0;
 }
 
-/* Ranks are parsed in blocks of this many, taken in order by the threads. */
+/* Ranks are parsed in blocks of at most this many, taken in order by the
+ * threads; a set of fewer than 4 x LA__TS_BLOCK ranks per thread in
+ * smaller blocks (down to one rank), so that each thread still gets about
+ * four: a set of a few large ranks is spread over the threads too. */
 #define LA__TS_BLOCK 32u
 /* At most this many threads parse one set. */
 #define LA__TS_MAX_THREADS 16u
@@ -100,6 +103,7 @@ static int la__ts_parse_rank(la_traceset_t *t, uint32_t r, int *rob,
  * lowest rank that failed (np while none) with its code and reason. */
 typedef struct la__ts_job {
   la_traceset_t *t;
+  uint32_t block;   /* ranks per block */
   atomic_uint next; /* the next block's first rank */
   atomic_uint bad;  /* the lowest failed rank so far (np: none) */
   atomic_uint n_rob;
@@ -113,12 +117,12 @@ typedef struct la__ts_job {
  * parsed, so the error said is the first rank's, as parsing in order). */
 static void *la__ts_worker(void *arg) {
   la__ts_job_t *j = arg;
-  const uint32_t np = j->t->nprocs;
+  const uint32_t np = j->t->nprocs, block = j->block;
   uint32_t rob_here = 0;
   for (;;) {
-    uint32_t lo = atomic_fetch_add(&j->next, LA__TS_BLOCK);
+    uint32_t lo = atomic_fetch_add(&j->next, block);
     if (lo >= np || lo > atomic_load(&j->bad)) break;
-    uint32_t hi = np - lo < LA__TS_BLOCK ? np : lo + LA__TS_BLOCK;
+    uint32_t hi = np - lo < block ? np : lo + block;
     for (uint32_t r = lo; r < hi; r++) {
       char why[256] = "";
       int rob, rc = la__ts_parse_rank(j->t, r, &rob, why, sizeof why);
@@ -148,10 +152,13 @@ static int la__ts_parse(la_traceset_t *t, unsigned threads, char *why,
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     threads = n > 0 ? (unsigned)n : 1;
   }
-  uint32_t blocks = (t->nprocs + LA__TS_BLOCK - 1) / LA__TS_BLOCK;
   if (threads > LA__TS_MAX_THREADS) threads = LA__TS_MAX_THREADS;
+  uint32_t block = t->nprocs / (4u * threads);
+  if (block < 1) block = 1;
+  if (block > LA__TS_BLOCK) block = LA__TS_BLOCK;
+  uint32_t blocks = (t->nprocs + block - 1) / block;
   if (threads > blocks) threads = blocks ? blocks : 1;
-  la__ts_job_t j = {.t = t};
+  la__ts_job_t j = {.t = t, .block = block};
   atomic_init(&j.next, 0);
   atomic_init(&j.bad, t->nprocs);
   atomic_init(&j.n_rob, 0);

@@ -1351,19 +1351,20 @@ static void *pt_writer(void *arg) {
   return NULL;
 }
 
-/* The encoding of a set of PT_NR ranks, rank r's trace the series of seed
- * r (polyline); ranks bad[0..nbad) with a byte of their encoding flipped
- * (as test_bad_message_skipped's rank 3). */
-static uint8_t *pt_pack(const uint32_t *bad, size_t nbad, size_t *len) {
+/* The encoding of a set of nr (at most PT_NR) ranks, rank r's trace the
+ * series of seed r (polyline); ranks bad[0..nbad) with a byte of their
+ * encoding flipped (as test_bad_message_skipped's rank 3). */
+static uint8_t *pt_pack(uint32_t nr, const uint32_t *bad, size_t nbad,
+                        size_t *len) {
   static la_compact_result_t res[PT_NR];
   static La__CompactTrace ct[PT_NR];
   static La__CompactTrace *ctp[PT_NR];
   static La__SeriesStats st[PT_NR];
   double x[PT_NE];
   La__TraceSet ts = LA__TRACE_SET__INIT;
-  ts.app_id = "par", ts.cycle_tag = 1, ts.nprocs = PT_NR, ts.complete = 1;
+  ts.app_id = "par", ts.cycle_tag = 1, ts.nprocs = nr, ts.complete = 1;
   ts.metric = "time", ts.unit = "ns";
-  for (uint32_t r = 0; r < PT_NR; r++) {
+  for (uint32_t r = 0; r < nr; r++) {
     for (uint32_t e = 0; e < PT_NE; e++)
       x[e] = 100 + (r % 7) * 10 + (e % 50 < 25 ? e % 50 : 50 - e % 50);
     assert_int_equal(la_test_compact(x, PT_NE, "polyline:cv=0.05", &res[r]),
@@ -1380,12 +1381,12 @@ static uint8_t *pt_pack(const uint32_t *bad, size_t nbad, size_t *len) {
   }
   for (size_t i = 0; i < nbad; i++)
     res[bad[i]].bytes[res[bad[i]].len / 3] ^= 0x10;
-  ts.traces = ctp, ts.n_traces = PT_NR;
+  ts.traces = ctp, ts.n_traces = nr;
   *len = la__trace_set__get_packed_size(&ts);
   uint8_t *buf = malloc(*len);
   assert_non_null(buf);
   la__trace_set__pack(&ts, buf);
-  for (uint32_t r = 0; r < PT_NR; r++) la_compact_result_free(&res[r]);
+  for (uint32_t r = 0; r < nr; r++) la_compact_result_free(&res[r]);
   return buf;
 }
 
@@ -1409,6 +1410,43 @@ static int pt_receive(uint8_t *set, size_t len, unsigned threads,
   return rc;
 }
 
+/* A set of nr ranks parsed on 1, 4 and every CPU's threads: the same
+ * weights on each; with ranks bad[0..nbad) flipped, refused on each with
+ * the same error, which names `first` (the lowest bad rank's reason). */
+static void pt_same_on_any_threads(uint32_t nr, const uint32_t *bad,
+                                   size_t nbad, const char *first) {
+  size_t len;
+  uint8_t *set = pt_pack(nr, NULL, 0, &len);
+  la_traceset_t *t[3] = {NULL, NULL, NULL};
+  const unsigned th[3] = {1, 4, 0};
+  char why[300];
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(pt_receive(set, len, th[i], &t[i], why, sizeof why), 0);
+    assert_int_equal(la_traceset_nprocs(t[i]), nr);
+    assert_int_equal(la_traceset_elements(t[i]), (uint64_t)nr * PT_NE);
+  }
+  static double w0[PT_NE], w1[PT_NE];
+  for (uint32_t r = 0; r < nr; r++)
+    for (int i = 1; i < 3; i++) {
+      assert_int_equal(la_traceset_rank_weights(t[0], r, w0), 0);
+      assert_int_equal(la_traceset_rank_weights(t[i], r, w1), 0);
+      assert_memory_equal(w0, w1, sizeof w0);
+    }
+  for (int i = 0; i < 3; i++) la_traceset_free(t[i]);
+  free(set);
+  set = pt_pack(nr, bad, nbad, &len);
+  char said[3][300];
+  for (int i = 0; i < 3; i++) {
+    la_traceset_t *u = (la_traceset_t *)1;
+    assert_int_equal(pt_receive(set, len, th[i], &u, said[i], sizeof said[i]),
+                     LA_EPROTO);
+    assert_null(u);
+    assert_non_null(strstr(said[i], first));
+    assert_string_equal(said[0], said[i]);
+  }
+  free(set);
+}
+
 static void test_parse_threads(void **state) {
   la_client_t *c = NULL;
   int sv[2];
@@ -1418,39 +1456,18 @@ static void test_parse_threads(void **state) {
   assert_int_equal(la_client_set_threads(NULL, 2), LA_EINVAL);
   la_client_close(c);
   close(sv[1]);
-  /* a good set: the same on 1, 4 and every CPU's thread */
-  size_t len;
-  uint8_t *set = pt_pack(NULL, 0, &len);
-  la_traceset_t *t[3] = {NULL, NULL, NULL};
-  const unsigned th[3] = {1, 4, 0};
-  char why[300];
-  for (int i = 0; i < 3; i++) {
-    assert_int_equal(pt_receive(set, len, th[i], &t[i], why, sizeof why), 0);
-    assert_int_equal(la_traceset_elements(t[i]), (uint64_t)PT_NR * PT_NE);
-  }
-  static double w0[PT_NE], w1[PT_NE];
-  for (uint32_t r = 0; r < PT_NR; r++)
-    for (int i = 1; i < 3; i++) {
-      assert_int_equal(la_traceset_rank_weights(t[0], r, w0), 0);
-      assert_int_equal(la_traceset_rank_weights(t[i], r, w1), 0);
-      assert_memory_equal(w0, w1, sizeof w0);
-    }
-  for (int i = 0; i < 3; i++) la_traceset_free(t[i]);
-  free(set);
   /* bad ranks in several blocks: the first is said, as on one thread */
   const uint32_t bad[] = {250, 70, 71, 299};
-  set = pt_pack(bad, 4, &len);
-  char said[3][300];
-  for (int i = 0; i < 3; i++) {
-    la_traceset_t *u = (la_traceset_t *)1;
-    assert_int_equal(pt_receive(set, len, th[i], &u, said[i], sizeof said[i]),
-                     LA_EPROTO);
-    assert_null(u);
-    assert_non_null(strstr(said[i], "rank 70: bad trace encoding"));
-  }
-  assert_string_equal(said[0], said[1]);
-  assert_string_equal(said[0], said[2]);
-  free(set);
+  pt_same_on_any_threads(PT_NR, bad, 4, "rank 70: bad trace encoding");
+}
+
+/* A set of fewer ranks than threads: the threads take single ranks (not
+ * one block of 32 on one thread); the set and the error said are still
+ * those of one thread: ranks 3 and 1 bad say rank 1, whichever thread
+ * parsed which. */
+static void test_parse_threads_few_ranks(void **state) {
+  const uint32_t bad[] = {3, 1};
+  pt_same_on_any_threads(4, bad, 2, "rank 1: bad trace encoding");
 }
 
 static void test_bad_message_skipped(void **state) {
@@ -1615,6 +1632,7 @@ int main(void) {
       cmocka_unit_test(test_garbage),
       cmocka_unit_test(test_bad_message_skipped),
       cmocka_unit_test(test_parse_threads),
+      cmocka_unit_test(test_parse_threads_few_ranks),
       cmocka_unit_test(test_error_message),
       cmocka_unit_test(test_dribble),
       cmocka_unit_test(test_query),
