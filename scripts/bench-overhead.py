@@ -53,7 +53,10 @@ cycles x cells of the job), the daemons' CPU while the program ran (work
 left for after it is not taken from the ranks), and per profiled
 rank-cycle each daemon thread's CPU and context switches (wake-ups and
 preemptions) from /proc/PID/task/*/ (the threads by name: loop, la-lane,
-la-sync, la-compact, la-commit, la-ckpt; "pool" for libuv's).
+la-sync, la-compact, la-commit, la-ckpt; "pool" for libuv's), and the
+traces each variant stored over all its runs, how many of them coarse
+(the LocalAgent was behind) and how many cycles recorded missing (read
+from the GlobalAgent's store after the runs).
 LA_BENCH_AGENT_B=PATH starts a second LocalAgent from PATH (another build,
 to compare side by side) beside the first, on the same GlobalAgent, and
 runs every LA variant against each, interleaved; B's variants carry "/B"
@@ -76,6 +79,7 @@ import resource
 import re
 import shlex
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -283,6 +287,7 @@ def main():
         procs.append(la)
         agent = "127.0.0.1:%d" % lport
         agents = [("", agent, la, ga)]
+        stores = {"": os.path.join(work, "la.db")}  # per tag
         if os.environ.get("LA_BENCH_AGENT_B") or os.environ.get(
                 "LA_BENCH_GLOBAL_B"):
             gb, gbport = ga, gport
@@ -306,6 +311,8 @@ def main():
                                "localagentB", work)
             procs.append(lb)
             agents.append(("/B", "127.0.0.1:%d" % lbport, lb, gb))
+            stores["/B"] = stores[""] + (
+                "B" if os.environ.get("LA_BENCH_GLOBAL_B") else "")
 
         variants = []  # (program, key, args, env)
         for name, args in PROGRAMS.items():
@@ -386,6 +393,28 @@ def main():
                 extra[(name, key)].append((prof, reg, waits))
                 cpu[(name, key)].append([app] + dcpu)
         load1 = os.getloadavg()
+        # the profiled rank-cycles each variant stored whole, stored coarse
+        # (the LocalAgent behind) and recorded missing, from the stores
+        stored = {}
+        for (name, key) in times:
+            app = [e for v in variants if (v[0], v[1]) == (name, key)
+                   for e in [v[4].get("LA_APP_ID")] if e]
+            if not app:
+                continue
+            tag = "/B" if key.endswith("/B") else ""
+            try:
+                db = sqlite3.connect("file:%s?mode=ro" % stores[tag],
+                                     uri=True, timeout=30)
+                like = app[0] + "-r%"
+                q = [db.execute(sql, (like,)).fetchone()[0] for sql in (
+                    "SELECT count(*) FROM traces WHERE app_id LIKE ?",
+                    "SELECT count(*) FROM coarse WHERE app_id LIKE ?",
+                    "SELECT count(*) FROM missing WHERE app_id LIKE ?")]
+                db.close()
+                stored[(name, key)] = {"traces": q[0], "coarse": q[1],
+                                       "missing": q[2]}
+            except sqlite3.Error as e:
+                stored[(name, key)] = {"error": str(e)}
 
         def cpu_medians(k):
             runs = cpu[k]
@@ -451,6 +480,7 @@ def main():
                        "waits": statistics.median(
                            e[2] for e in extra[(pname, key)]),
                        "cpu_runs_s": cpu[(pname, key)],
+                       "stored_all_runs": stored.get((pname, key)),
                        "daemons_during_s": {
                            w: statistics.median(r[i] for r in during[(
                                pname, key)])
@@ -525,6 +555,11 @@ def main():
                               c["register_ms"],
                               "  (%.2fx floor)" % c["ratio_to_floor"]
                               if "ratio_to_floor" in c else ""))
+                st = c.get("stored_all_runs") or {}
+                if BUSY and "traces" in st:
+                    print("      stored in all runs: %d traces, %d of them "
+                          "coarse, %d recorded missing" % (
+                              st["traces"], st["coarse"], st["missing"]))
                 if BUSY and c.get("threads_per_cycle"):
                     dd = c["daemons_during_s"]
                     print("      daemons' CPU while the program ran: "
