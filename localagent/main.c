@@ -290,9 +290,9 @@ int main(int argc, char **argv) {
     snprintf(ag->host, sizeof ag->host, "%.127s", ag->set.host);
   else if (gethostname(ag->host, sizeof ag->host - 1) != 0)
     snprintf(ag->host, sizeof ag->host, "localhost");
-  char threads[16];
-  snprintf(threads, sizeof threads, "%lld", (long long)ag->set.threads);
-  setenv("UV_THREADPOOL_SIZE", threads, 1); /* before the pool starts */
+  /* libuv's pool runs none of the agent's work (the compaction threads
+   * are pool.c's): one thread, for the daemon's start-up job */
+  setenv("UV_THREADPOOL_SIZE", "1", 1); /* before the pool starts */
   char why[512];
   if (la_placement_cpus(ag->set.cpus, why, sizeof why) != 0) {
     la_log_error("%s", why);
