@@ -154,6 +154,7 @@ int la_ga_committer_start(la_ga_t *ga, la_ga_commit_done_fn done,
                  e);
     return LA_ENOMEM;
   }
+  pthread_setname_np(c->th, "la-commit"); /* for top -H and perf */
   ga->committer = c;
   return 0;
 }

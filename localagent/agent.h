@@ -7,8 +7,11 @@
  *   listener.c  accepts connections, admission (connection cap)
  *   session.c   one connection: framing, registration (RegService),
  *               data-ready (DXService), status queries, close and cleanup
- *   worker.c    thread-pool jobs: read a buffer, give it back, compact it;
+ *   worker.c    compaction jobs (pool.c's threads): read a buffer, give it
+ *               back, compact it;
  *               the cycles beyond max_backlog on the lane (lane.c)
+ *   pool.c      the compaction threads; a finished job goes back to the
+ *               loop through an eventfd the loop never waits on
  *   metrics.c   the metrics endpoint (metrics.listen): control.c's report
  *               rendered on a timer, served by an HTTP thread that sees
  *               only the rendered text (daemon/la_metrics.h)
@@ -91,6 +94,7 @@ struct la_agent {
   uv_timer_t drain_timer;
   struct la_syncer *syncer;    /* la_outq_sync every spool_fsync_interval */
   struct la_lane *lane;        /* cycles beyond max_backlog (worker.c) */
+  struct la_pool *pool;        /* the compaction threads (worker.c) */
   struct la_session *sessions; /* doubly linked */
   int n_conns, n_apps, jobs_in_flight;
   uint64_t ids_bytes; /* element ids held for sessions (max_ids_memory) */

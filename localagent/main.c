@@ -49,6 +49,7 @@
 #include "la_notify.h"
 #include "la_sockio.h"
 #include "placement.h"
+#include "pool.h"
 #include "lane.h"
 #include "syncer.h"
 
@@ -164,7 +165,7 @@ static la_agent_t la__agent; /* the daemon's one instance, owned here */
 static const la_daemon_def_t la__def;
 
 /* Ends the loop. Every message is in the log already; compactions still in
- * flight finish (uv_run returns only after their callbacks) and append
+ * flight finish (la_pool_stop in main, after uv_run returns) and append
  * their traces before the queue is closed in main. */
 static void la__finish(la_agent_t *ag) {
   if (ag->draining == 2) return;
@@ -289,9 +290,9 @@ int main(int argc, char **argv) {
     snprintf(ag->host, sizeof ag->host, "%.127s", ag->set.host);
   else if (gethostname(ag->host, sizeof ag->host - 1) != 0)
     snprintf(ag->host, sizeof ag->host, "localhost");
-  char threads[16];
-  snprintf(threads, sizeof threads, "%lld", (long long)ag->set.threads);
-  setenv("UV_THREADPOOL_SIZE", threads, 1); /* before the pool starts */
+  /* libuv's pool runs none of the agent's work (the compaction threads
+   * are pool.c's): one thread, for the daemon's start-up job */
+  setenv("UV_THREADPOOL_SIZE", "1", 1); /* before the pool starts */
   char why[512];
   if (la_placement_cpus(ag->set.cpus, why, sizeof why) != 0) {
     la_log_error("%s", why);
@@ -334,6 +335,11 @@ int main(int argc, char **argv) {
     la_log_error("%s", why);
     return 1;
   }
+  if (la_pool_start(ag->loop, (int)ag->set.threads, &ag->pool, why,
+                    sizeof why) != 0) {
+    la_log_error("%s", why);
+    return 1;
+  }
   if (la_lane_start(ag->loop, &ag->lane, why, sizeof why) != 0) {
     la_log_error("%s", why);
     return 1;
@@ -355,6 +361,8 @@ int main(int argc, char **argv) {
   snprintf(st, sizeof st, "listening on %.200s; GlobalAgent %.300s", ag->bound,
            ag->set.global[0] ? ag->set.global : "none");
   la_daemon_run(ag->loop, st);
+  /* compactions still in flight finish, their traces appended */
+  la_pool_stop(ag->pool);
   la_agent_metrics_stop(ag);
   la_lane_stop(ag->lane); /* before the loop's wake-up descriptor closes */
   uv_loop_close(ag->loop);

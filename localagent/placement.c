@@ -4,6 +4,7 @@
 #include "placement.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,7 @@ static __thread int la__applied; /* this pool thread's settings are set */
 int la_placement_worker(int nice, int idle) {
   if (la__applied) return 0;
   la__applied = 1;
+  pthread_setname_np(pthread_self(), "la-compact"); /* top -H, perf */
   pid_t tid = (pid_t)syscall(SYS_gettid);
   if (nice > 0) setpriority(PRIO_PROCESS, (id_t)tid, nice > 19 ? 19 : nice);
   if (idle) {

@@ -28,7 +28,8 @@ int la_placement_cpus(const char *list, char *why, size_t why_len);
 int la_placement_cpus_check(const char *list, char *why, size_t why_len);
 
 /* Called by a compaction thread before each job: the first call on a
- * thread lowers its priority to nice (0..19) and, when idle, moves it to
+ * thread names it "la-compact" (top -H, perf, /proc/PID/task/TID/comm),
+ * lowers its priority to nice (0..19) and, when idle, moves it to
  * SCHED_IDLE. Failures are ignored (the job runs all the same); returns 1
  * when this call applied the settings, else 0. */
 int la_placement_worker(int nice, int idle);

@@ -28,7 +28,7 @@ typedef struct la_la_settings {
   uint64_t max_memory;     /* registrations' memory estimate, all users */
   uint64_t max_memory_per_uid; /* of it, one peer uid's */
   int64_t handshake_ms;    /* a connection must register or ask within this */
-  int64_t threads;         /* compaction threads (libuv thread pool) */
+  int64_t threads;         /* compaction threads (pool.h) */
   int64_t worker_nice;     /* nice of the compaction threads */
   int worker_idle;         /* compaction threads in SCHED_IDLE */
   char max_backlog[16];    /* a rank's cycles held: auto, off, 1..15 */

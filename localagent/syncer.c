@@ -77,6 +77,7 @@ int la_syncer_start(la_outq_t *q, uint64_t period_ms, la_syncer_t **out,
     free(s);
     return LA_ENOMEM;
   }
+  pthread_setname_np(s->th, "la-sync"); /* for top -H and perf */
   *out = s;
   return 0;
 }

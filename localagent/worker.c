@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* worker.c: compaction jobs on the libuv thread pool, and the cycles
- * beyond agent.max_backlog on the lane (lane.h): never on the loop.
+/* worker.c: compaction jobs on the compaction threads (pool.h), and the
+ * cycles beyond agent.max_backlog on the lane (lane.h): never on the loop.
  *
  * Submitting a job logs that the agent took the cycle (a "taken" record,
  * outq.h). The job copies the buffer out of the application's shared
@@ -47,10 +47,11 @@
 #include "la_time.h"
 #include "lane.h"
 #include "placement.h"
+#include "pool.h"
 
 typedef struct la_job {
   la_lane_item_t lane; /* first: a cycle the agent is behind on (lane.h) */
-  uv_work_t req;
+  la_pool_job_t req;
   struct la_job *next; /* the session's queue (agent.h) */
   la_session_t *s;
   uint32_t buffer;
@@ -472,7 +473,7 @@ done:
   la_compact_result_free(&j->rres);
 }
 
-static void la__work(uv_work_t *req) {
+static void la__work(la_pool_job_t *req) {
   la_job_t *j = req->data;
   la_session_t *s = j->s;
   la_placement_worker((int)s->ag->set.worker_nice, s->ag->set.worker_idle);
@@ -604,11 +605,10 @@ static void la__work(uv_work_t *req) {
   la__missing_if(j);
 }
 
-static void la__after(uv_work_t *req, int status);
+static void la__after(la_pool_job_t *req);
 
-/* Starts the session's oldest queued job unless one is running. The pool
- * refuses work only for invalid arguments; should it ever, the job runs
- * here, on the loop thread, rather than being lost. */
+/* Starts the session's oldest queued job unless one is running, on the
+ * compaction threads (pool.h). */
 static void la__next(la_session_t *s) {
   la_job_t *j = s->job_queue;
   if (s->job_running || !j) return;
@@ -618,23 +618,22 @@ static void la__next(la_session_t *s) {
   s->job_queue = j->next;
   if (!s->job_queue) s->job_queue_tail = NULL;
   s->job_running = 1;
-  if (uv_queue_work(s->ag->loop, &j->req, la__work, la__after) != 0) {
-    la__work(&j->req);
-    la__after(&j->req, 0);
-  }
+  j->req.work = la__work;
+  j->req.after = la__after;
+  la_pool_submit(s->ag->pool, &j->req);
 }
 
-static void la__after(uv_work_t *req, int status) {
+static void la__after(la_pool_job_t *req) {
   la_job_t *j = req->data;
   la_session_t *s = j->s;
   la_agent_t *ag = s->ag;
   ag->jobs_in_flight--;
-  if (status != 0 || j->rc != 0 || j->log_rc != 0) {
+  if (j->rc != 0 || j->log_rc != 0) {
     ag->st.cycles_dropped++;
     la_log_warnx(
         "%s rank %u cycle %llu not stored: %s (%s)%s", s->app_id, s->rank,
-        (unsigned long long)j->cycle_tag, j->why ? j->why : "cancelled",
-        status ? uv_strerror(status) : la_strerror(j->rc ? j->rc : j->log_rc),
+        (unsigned long long)j->cycle_tag, j->why ? j->why : "not compacted",
+        la_strerror(j->rc ? j->rc : j->log_rc),
         j->missing ? "; recorded as missing"
                    : "; not even a missing record could be "
                      "written (counted)");

@@ -49,11 +49,19 @@ loops per step: channels), the wall-time metric at periods 1 and 15 with
 cell and row probes (LA_BENCH_PERIODS etc. still choose); it reports
 besides the overhead the application's waits for a buffer (all ranks) and
 the LocalAgent's CPU per cell of a profiled cycle (its CPU over profiled
-cycles x cells of the job).
+cycles x cells of the job), the daemons' CPU while the program ran (work
+left for after it is not taken from the ranks), and per profiled
+rank-cycle each daemon thread's CPU and context switches (wake-ups and
+preemptions) from /proc/PID/task/*/ (the threads by name: loop, la-lane,
+la-sync, la-compact, la-commit, la-ckpt; "pool" for libuv's), and the
+traces each variant stored over all its runs, how many of them coarse
+(the LocalAgent was behind) and how many cycles recorded missing (read
+from the GlobalAgent's store after the runs).
 LA_BENCH_AGENT_B=PATH starts a second LocalAgent from PATH (another build,
 to compare side by side) beside the first, on the same GlobalAgent, and
 runs every LA variant against each, interleaved; B's variants carry "/B"
-in their key (their probe column reads e.g. "cell/B").
+in their key (their probe column reads e.g. "cell/B"). PATH may be a
+command line: "chrt --idle 0 build/bin/la-localagent --agent.threads=1".
 LA_BENCH_GLOBAL_B=PATH starts a second GlobalAgent from PATH for the B
 variants (their LocalAgent is LA_BENCH_AGENT_B's, or this tree's when only
 LA_BENCH_GLOBAL_B is given), so that GlobalAgents are compared too; a
@@ -69,7 +77,9 @@ import os
 import random
 import resource
 import re
+import shlex
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -171,6 +181,38 @@ def cpu_seconds(pid):
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_label(pid, tid, comm):
+    """A daemon thread's name in the per-thread table: its own name (the
+    named threads: la-lane, la-sync, la-compact, la-commit, la-ckpt),
+    "loop" for the main thread, "pool" for libuv's other threads."""
+    if tid == pid:
+        return "loop"
+    return "pool" if comm.startswith("la-localagent") or comm.startswith(
+        "la-globalagen") else comm
+
+
+def thread_stats(pid):
+    """{label: [on-CPU ns, context switches]} summed over pid's threads."""
+    out = {}
+    for t in os.listdir("/proc/%d/task" % pid):
+        try:
+            base = "/proc/%d/task/%s/" % (pid, t)
+            with open(base + "comm") as f:
+                comm = f.read().strip()
+            with open(base + "schedstat") as f:
+                ns = int(f.read().split()[0])
+            with open(base + "status") as f:
+                sw = sum(int(x) for x in re.findall(
+                    r"^(?:non)?voluntary_ctxt_switches:\s+(\d+)", f.read(),
+                    re.M))
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+        a = out.setdefault(thread_label(pid, int(t), comm), [0, 0])
+        a[0] += ns
+        a[1] += sw
+    return out
+
+
 def settle(pids, quiet=0.05, limit=2.0):
     """Waits until the daemons pids use no CPU for `quiet` seconds (the
     last cycles of a run are compacted and stored after the program
@@ -187,19 +229,25 @@ def settle(pids, quiet=0.05, limit=2.0):
 
 def run(prog, args, env_add, daemons):
     """One run: (wall s from the program, app CPU s, [daemon CPU s],
-    whole-run s, profiled cycles, registration ms, waits)."""
+    whole-run s, profiled cycles, registration ms, waits, [daemon CPU s
+    while the program ran], [{thread: [CPU ns, switches]} per daemon])."""
     env = dict(os.environ)
     env.update(env_add)
     d0 = [cpu_seconds(p) for p in daemons]
+    th0 = [thread_stats(p) for p in daemons]
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     out = subprocess.run(pinned(["mpiexec", "-n", str(NP), prog] + args, 0),
                          capture_output=True, text=True, env=env, timeout=300)
     whole = time.monotonic() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    dmid = [cpu_seconds(p) for p in daemons]
     if "LA_AGENT" in env_add:
         settle(daemons)
     d1 = [cpu_seconds(p) for p in daemons]
+    th1 = [thread_stats(p) for p in daemons]
+    threads = [{k: [v[0] - a.get(k, [0, 0])[0], v[1] - a.get(k, [0, 0])[1]]
+                for k, v in b.items()} for a, b in zip(th0, th1)]
     m = WALL.search(out.stdout)
     if out.returncode != 0 or not m:
         raise SystemExit("bench-overhead: %s %s failed:\n%s%s" %
@@ -210,7 +258,8 @@ def run(prog, args, env_add, daemons):
     return (float(m.group(1)), app, [b - a for a, b in zip(d0, d1)], whole,
             int(prof.group(1)) if prof else 0,
             float(reg.group(1)) if reg else 0.0,
-            int(waits.group(1)) if waits else 0)
+            int(waits.group(1)) if waits else 0,
+            [b - a for a, b in zip(d0, dmid)], threads)
 
 
 def main():
@@ -238,18 +287,20 @@ def main():
         procs.append(la)
         agent = "127.0.0.1:%d" % lport
         agents = [("", agent, la, ga)]
+        stores = {"": os.path.join(work, "la.db")}  # per tag
         if os.environ.get("LA_BENCH_AGENT_B") or os.environ.get(
                 "LA_BENCH_GLOBAL_B"):
             gb, gbport = ga, gport
             if os.environ.get("LA_BENCH_GLOBAL_B"):
-                gb_cmd = [os.environ["LA_BENCH_GLOBAL_B"]] + [
+                gb_cmd = shlex.split(os.environ["LA_BENCH_GLOBAL_B"]) + [
                     a + "B" if a.startswith(("--agents.port_file=",
                                              "--store.path=")) else a
                     for a in ga_cmd[1:]]
                 gb, gbport = start(gb_cmd, os.path.join(work, "gportB"),
                                    "globalagentB", work)
                 procs.append(gb)
-            lb_cmd = [os.environ.get("LA_BENCH_AGENT_B", la_cmd[0])] + [
+            lb_cmd = shlex.split(os.environ.get("LA_BENCH_AGENT_B",
+                                                la_cmd[0])) + [
                 "--global.address=127.0.0.1:%d" % gbport
                 if a.startswith("--global.address=") else a
                 for a in la_cmd[1:]]
@@ -260,6 +311,8 @@ def main():
                                "localagentB", work)
             procs.append(lb)
             agents.append(("/B", "127.0.0.1:%d" % lbport, lb, gb))
+            stores["/B"] = stores[""] + (
+                "B" if os.environ.get("LA_BENCH_GLOBAL_B") else "")
 
         variants = []  # (program, key, args, env)
         for name, args in PROGRAMS.items():
@@ -308,6 +361,10 @@ def main():
         wholes = {(v[0], v[1]): [] for v in variants}
         extra = {(v[0], v[1]): [] for v in variants}  # (profiled, reg ms,
         #                                                  waits)
+        during = {(v[0], v[1]): [] for v in variants}  # daemons' CPU s
+        #                                   while the program ran (la, ga)
+        per_thread = {(v[0], v[1]): [] for v in variants}  # per run:
+        #                        {"LocalAgent la-lane": [CPU ns, switches]}
         # CPU of every daemon per run; a variant reports its own pair
         daemons = sorted({p.pid for a in agents for p in a[2:]})
         pair = {a[0]: (daemons.index(a[2].pid), daemons.index(a[3].pid))
@@ -323,15 +380,41 @@ def main():
                 if "LA_APP_ID" in env:
                     env = dict(env, LA_APP_ID="%s-r%d" % (env["LA_APP_ID"],
                                                           rep))
-                wall, app, dcpu, whole, prof, reg, waits = run(
+                wall, app, dcpu, whole, prof, reg, waits, dmid, th = run(
                     prog, args, env, daemons)
                 li, gi = pair["/B" if key.endswith("/B") else ""]
                 dcpu = [dcpu[li], dcpu[gi]]  # the agents this variant used
+                during[(name, key)].append([dmid[li], dmid[gi]])
+                per_thread[(name, key)].append(dict(
+                    [("LocalAgent " + k, v) for k, v in th[li].items()] +
+                    [("GlobalAgent " + k, v) for k, v in th[gi].items()]))
                 times[(name, key)].append(wall)
                 wholes[(name, key)].append(whole)
                 extra[(name, key)].append((prof, reg, waits))
                 cpu[(name, key)].append([app] + dcpu)
         load1 = os.getloadavg()
+        # the profiled rank-cycles each variant stored whole, stored coarse
+        # (the LocalAgent behind) and recorded missing, from the stores
+        stored = {}
+        for (name, key) in times:
+            app = [e for v in variants if (v[0], v[1]) == (name, key)
+                   for e in [v[4].get("LA_APP_ID")] if e]
+            if not app:
+                continue
+            tag = "/B" if key.endswith("/B") else ""
+            try:
+                db = sqlite3.connect("file:%s?mode=ro" % stores[tag],
+                                     uri=True, timeout=30)
+                like = app[0] + "-r%"
+                q = [db.execute(sql, (like,)).fetchone()[0] for sql in (
+                    "SELECT count(*) FROM traces WHERE app_id LIKE ?",
+                    "SELECT count(*) FROM coarse WHERE app_id LIKE ?",
+                    "SELECT count(*) FROM missing WHERE app_id LIKE ?")]
+                db.close()
+                stored[(name, key)] = {"traces": q[0], "coarse": q[1],
+                                       "missing": q[2]}
+            except sqlite3.Error as e:
+                stored[(name, key)] = {"error": str(e)}
 
         def cpu_medians(k):
             runs = cpu[k]
@@ -396,7 +479,26 @@ def main():
                            per) if per else None,
                        "waits": statistics.median(
                            e[2] for e in extra[(pname, key)]),
-                       "cpu_runs_s": cpu[(pname, key)]}
+                       "cpu_runs_s": cpu[(pname, key)],
+                       "stored_all_runs": stored.get((pname, key)),
+                       "daemons_during_s": {
+                           w: statistics.median(r[i] for r in during[(
+                               pname, key)])
+                           for i, w in enumerate(("localagent",
+                                                  "globalagent"))}}
+                # each daemon thread's CPU and context switches (wake-ups
+                # and preemptions) per profiled rank-cycle, medians
+                runs = [(r, e[0]) for r, e in zip(per_thread[(pname, key)],
+                                                  extra[(pname, key)])
+                        if e[0] > 0]
+                if runs:
+                    labels = sorted({k for r, _ in runs for k in r})
+                    cfg["threads_per_cycle"] = {
+                        k: {"cpu_ms": statistics.median(
+                                r.get(k, [0, 0])[0] / 1e6 / n for r, n in runs),
+                            "switches": statistics.median(
+                                r.get(k, [0, 0])[1] / n for r, n in runs)}
+                        for k in labels}
                 n_arg = PROGRAMS[pname][PROGRAMS[pname].index("--n") + 1]
                 if per and pname in CELLS:
                     # per profiled cycle of one rank: its cells
@@ -453,6 +555,22 @@ def main():
                               c["register_ms"],
                               "  (%.2fx floor)" % c["ratio_to_floor"]
                               if "ratio_to_floor" in c else ""))
+                st = c.get("stored_all_runs") or {}
+                if BUSY and "traces" in st:
+                    print("      stored in all runs: %d traces, %d of them "
+                          "coarse, %d recorded missing" % (
+                              st["traces"], st["coarse"], st["missing"]))
+                if BUSY and c.get("threads_per_cycle"):
+                    dd = c["daemons_during_s"]
+                    print("      daemons' CPU while the program ran: "
+                          "LocalAgent %.3f s, GlobalAgent %.3f s; per "
+                          "profiled rank-cycle, by thread (CPU ms, context "
+                          "switches):" % (dd["localagent"],
+                                          dd["globalagent"]))
+                    print("        " + "; ".join(
+                        "%s %.3f, %.1f" % (k, t["cpu_ms"], t["switches"])
+                        for k, t in sorted(c["threads_per_cycle"].items())
+                        if t["cpu_ms"] >= 0.001 or t["switches"] >= 0.1))
         print("wrote %s and %s" % (OUT, os.path.splitext(OUT)[0] + ".md"))
     finally:
         for p in procs:

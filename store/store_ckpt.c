@@ -153,6 +153,7 @@ int la__ckpt_start(sqlite3 *writer, la_ckpt_t **out) {
     free(c);
     return LA_ENOMEM;
   }
+  pthread_setname_np(c->thread, "la-ckpt"); /* for top -H and perf */
   sqlite3_wal_hook(writer, la__ckpt_hook, c); /* replaces the automatic one */
   *out = c;
   return 0;

@@ -7,6 +7,7 @@
  */
 #include "la_test_daemon.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -332,6 +333,27 @@ char *la_td_path(const la_test_daemon_t *d, const char *rel, char *buf,
                  size_t len) {
   snprintf(buf, len, "%s/%s", d->dir, rel);
   return buf;
+}
+
+int la_td_threads_named(pid_t pid, const char *name) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(path);
+  if (!d) return 0;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char cp[384], comm[64] = "";
+    snprintf(cp, sizeof cp, "%s/%s/comm", path, e->d_name);
+    FILE *f = fopen(cp, "r");
+    if (!f) continue;
+    if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = 0;
+    fclose(f);
+    n += !strcmp(comm, name);
+  }
+  closedir(d);
+  return n;
 }
 
 pid_t la_td_pid(const la_test_daemon_t *d) {

@@ -82,6 +82,9 @@ int la_td_start(la_test_daemon_t *d, const char *const *args,
                 const char *port_file, int timeout_ms);
 
 pid_t la_td_pid(const la_test_daemon_t *d); /* 0 when not running */
+/* Threads of process pid named name (/proc/PID/task/TID/comm, as top -H
+ * and perf show them). */
+int la_td_threads_named(pid_t pid, const char *name);
 uint16_t la_td_port(const la_test_daemon_t *d);
 const char *la_td_addr(const la_test_daemon_t *d); /* "127.0.0.1:PORT" */
 /* The program's name, as given to la_td_new. */

@@ -1981,6 +1981,12 @@ static void test_burst_within_gather_window_is_one_commit(void **state) {
   CHECK(db_ll("SELECT count(*) FROM traces WHERE app_id LIKE 'gather-%%'") ==
             5,
         "not every trace of the burst and the lone one is stored");
+  /* the commits' thread and the checkpointer are named (top -H, perf, the
+   * busy-node bench's per-thread table) */
+  CHECK(la_td_threads_named(la_td_pid(T.ga), "la-commit") == 1,
+        "no thread named la-commit");
+  CHECK(la_td_threads_named(la_td_pid(T.ga), "la-ckpt") == 1,
+        "no thread named la-ckpt");
 }
 
 /* test_kill_between_commit_and_ack: the group commit runs on the

@@ -128,6 +128,10 @@ static void test_worker_priority_and_cpus(void **state) {
   int normal, low = threads_with(la_td_pid(d), 19, 15, &normal);
   print_message("agent threads at nice 15: %d, others: %d\n", low, normal);
   CHECK(low >= 1, "no compaction thread runs at nice 15");
+  /* named, so that top -H, perf and the busy-node bench tell them apart */
+  int named = la_td_threads_named(la_td_pid(d), "la-compact");
+  CHECK(named == low, "%d threads named la-compact, %d at nice 15", named, low);
+  CHECK(la_td_threads_named(la_td_pid(d), "la-lane") == 1, "no thread la-lane");
   CHECK(threads_with(la_td_pid(d), 19, 0, &low) >= 1,
         "the loop thread must keep its priority");
   char path[64], line[256];
