@@ -8,8 +8,9 @@
  * its rank, exact total and stamps packed into one rep_classes row
  * per class (store_reps_pack.h; its scale is its exact total over the
  * representative's decoded total; its min and max read back as the
- * representative's times its scale, within the class's stated bound); a member with a robust row keeps its
- * traces row, emptied, and a rep_members row says its class,
+ * representative's times its scale, within the class's stated bound); a
+ * member with a robust row keeps its traces row, emptied, and a
+ * rep_members row says its class,
  * representative and scale. Readers (la_store_load_set,
  * hence the feed, lactl and export) get such a member as the
  * representative's decoded values times the scale, compacted again with

@@ -4,9 +4,9 @@
  * per table: rep_members, rep_classes (each row's members unpacked,
  * store_reps_pack.c; a member's scale its exact total over the row's
  * rep_total unless it has its own; its min and max, unless it kept its
- * own, its representative's times that scale) and rep_robust; and what the store's
- * other readers ask of the packed members: a member's stamp, whether a
- * key is one, the set's ranks.
+ * own, its representative's times that scale) and rep_robust; and what
+ * the store's other readers ask of the packed members: a member's stamp,
+ * whether a key is one, the set's ranks.
  *
  * Deliberately not here: rebuilding a member's values
  * (store_reps_load.c), writing the rows (store_reps.c).

@@ -260,8 +260,9 @@ class Rep:
                               where)
 
     def scale(self, factor, where=""):
-        return _scaled(lambda out, size, mode, why: self._so.la_client_rep_scale(
-            self._h, factor, out, size, mode, why, len(why)), self.n, where)
+        so, h = self._so, self._h
+        return _scaled(lambda out, size, mode, why: so.la_client_rep_scale(
+            h, factor, out, size, mode, why, len(why)), self.n, where)
 
     def close(self):
         if self._h:
