@@ -29,7 +29,10 @@
  *     this much per cycle), those of the sets' tables (traces, robust,
  *     the representatives' tables and their indexes: without the ranks
  *     table and each table's first page, which every store holds once)
- *     and the file after VACUUM, and the ratios; the
+ *     and the file after VACUUM, and the ratios; per set, the growth of
+ *     the bytes in use and of the sets' tables from the first set's close
+ *     to the last's over the sets added (what grows with the sets, the
+ *     fixed part left out); the
  *     CPU time to store by representatives per trace;
  *   - the read back: la_store_load_set of one cycle of the representatives
  *     store, time per trace, every rank's total exact (its stored sum
@@ -41,7 +44,9 @@
  *     trace, over the GlobalAgent's CPU per trace with the setting off;
  *     beside it the store option's (storing by representatives at close
  *     less the grouping).
- * LA_CLUSTERS_CHECK_ONLY=1 runs only the grouping and the ingest check.
+ * LA_CLUSTERS_CHECK_ONLY=1 runs only the grouping and the ingest check;
+ * LA_CLUSTERS_STORE_ONLY=1 all but the GlobalAgent runs; LA_CLUSTERS_KEEP=DIR
+ * keeps each run's representatives store there (DIR/SPEC.db, robust.db).
  * Writes argv[1] (build/bench/clusters.json) and prints a table.
  */
 #include "bench_args.h"
@@ -114,11 +119,8 @@ static int exact(const la_clusters_t *c) {
  * representatives' tables, with their indexes: the sets, without what
  * every store holds once, such as the ranks table and each table's first
  * page), and the file's bytes after VACUUM. */
-static void db_bytes(const char *db, double *file, double *used,
-                     double *sets, double *vac) {
-  sqlite3 *q = NULL;
+static void db_used(sqlite3 *q, double *used, double *sets) {
   sqlite3_stmt *st = NULL;
-  sqlite3_open(db, &q);
   sqlite3_exec(q, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
   sqlite3_prepare_v2(q,
                      "SELECT (SELECT page_count FROM pragma_page_count) - "
@@ -140,6 +142,13 @@ static void db_bytes(const char *db, double *file, double *used,
       sqlite3_step(st) == SQLITE_ROW)
     *sets = (double)sqlite3_column_int64(st, 0);
   sqlite3_finalize(st);
+}
+
+static void db_bytes(const char *db, double *file, double *used,
+                     double *sets, double *vac) {
+  sqlite3 *q = NULL;
+  sqlite3_open(db, &q);
+  db_used(q, used, sets);
   struct stat sb;
   *file = stat(db, &sb) == 0 ? (double)sb.st_size : NAN;
   sqlite3_exec(q, "VACUUM", NULL, NULL, NULL);
@@ -147,8 +156,18 @@ static void db_bytes(const char *db, double *file, double *used,
   *vac = stat(db, &sb) == 0 ? (double)sb.st_size : NAN;
 }
 
+/* The bytes in use and the sets' tables' bytes (db_used) of db now. */
+static void db_used_now(const char *db, double *used, double *sets) {
+  sqlite3 *q = NULL;
+  sqlite3_open(db, &q);
+  db_used(q, used, sets);
+  sqlite3_close(q);
+}
+
 typedef struct {
   double file, used, sets, vac, reps_s_per_trace;
+  /* growth per set after the first: bytes in use, the sets' tables' */
+  double set_used, set_sets;
   size_t classes, outliers, replaced, robust_replaced, known;
 } store_res_t;
 
@@ -194,7 +213,7 @@ static int store_run(const char *db, int reps, int robust, store_res_t *o) {
   }
   la_store_commit(s);
   uint64_t seq = 0;
-  double t_reps = 0;
+  double t_reps = 0, used1 = 0, sets1 = 0;
   for (uint64_t c = 1; c <= CYCLES; c++) {
     la_store_begin(s);
     for (uint32_t r = 0; r < RANKS; r++) {
@@ -241,10 +260,13 @@ static int store_run(const char *db, int reps, int robust, store_res_t *o) {
       o->known = ro.signatures_known;
     }
     if (la_store_commit(s)) return -1;
+    if (c == 1) db_used_now(db, &used1, &sets1);
   }
   la_store_close(s);
   o->reps_s_per_trace = t_reps / ((double)CYCLES * RANKS);
   db_bytes(db, &o->file, &o->used, &o->sets, &o->vac);
+  o->set_used = (o->used - used1) / (CYCLES - 1);
+  o->set_sets = (o->sets - sets1) / (CYCLES - 1);
   return 0;
 }
 
@@ -352,6 +374,13 @@ out:
  * LA_TEST_BIN_DIR naming another build's la-globalagent: that build's). */
 static int ga_only(void) {
   const char *e = getenv("LA_CLUSTERS_GA_ONLY");
+  return e && !strcmp(e, "1");
+}
+
+/* LA_CLUSTERS_STORE_ONLY=1: no GlobalAgent runs (the store measured
+ * alone). */
+static int store_only(void) {
+  const char *e = getenv("LA_CLUSTERS_STORE_ONLY");
   return e && !strcmp(e, "1");
 }
 
@@ -483,7 +512,7 @@ static int run_spec(const char *dir, run_t *u) {
   }
   /* the whole GlobalAgent, store.representatives off and on, interleaved */
 ga:
-  if (!u->robust) {
+  if (!u->robust && !store_only()) {
     double off[GA_REPEATS], on[GA_REPEATS];
     for (int k = 0; k < GA_REPEATS; k++)
       if (ga_run(0, &off[k]) || ga_run(1, &on[k])) return -1;
@@ -508,6 +537,12 @@ ga:
                 &u->max_rel))
     return -1;
   for (uint32_t r = 0; r < RANKS; r++) la_compact_result_free(&res[r]);
+  const char *keep = getenv("LA_CLUSTERS_KEEP");
+  if (keep && *keep) { /* the representatives store kept for a reader */
+    char p[640];
+    snprintf(p, sizeof p, "%s/%s.db", keep, u->robust ? "robust" : u->spec);
+    if (rename(db1, p) == 0) printf("  kept           %s\n", p);
+  }
   const char *sfx[] = {"", "-wal", "-shm"};
   for (int i = 0; i < 3; i++) {
     char p[640];
@@ -596,6 +631,12 @@ int main(int argc, char **argv) {
     printf("  the sets' tables (traces, robust, representatives, their "
            "indexes) %.0f -> %.0f bytes (%.1fx smaller)\n",
            v->s0.sets, v->s1.sets, v->s0.sets / v->s1.sets);
+    printf("  per set        (growth per set after the first) in use %.0f "
+           "-> %.0f bytes (%.1fx smaller), the sets' tables %.0f -> %.0f "
+           "(%.1fx); %.1f -> %.1f bytes per rank\n",
+           v->s0.set_used, v->s1.set_used, v->s0.set_used / v->s1.set_used,
+           v->s0.set_sets, v->s1.set_sets, v->s0.set_sets / v->s1.set_sets,
+           v->s0.set_used / RANKS, v->s1.set_used / RANKS);
     printf("  at close       %zu members replaced per cycle (%zu robust), "
            "%.2f us cpu per trace (%zu signatures taken at ingest); from the "
            "stored bytes %.2f us\n",
@@ -607,7 +648,7 @@ int main(int argc, char **argv) {
      * representatives at close less the grouping it includes */
     double grp = (v->csmed - v->cmed) + v->gmed;
     double sto = v->s1.reps_s_per_trace - v->gmed;
-    if (!v->robust) {
+    if (!v->robust && !store_only()) {
       printf("  GlobalAgent    %.2f us cpu per trace with store.representatives "
              "off, %.2f us on (+%.1f%%; medians of %d, %d cycles)\n",
              v->ga_off * 1e6, v->ga_on * 1e6,
@@ -641,6 +682,10 @@ int main(int argc, char **argv) {
             " \"vacuum_ratio\": %.2f,\n"
             "    \"sets_bytes_full\": %.0f, \"sets_bytes_reps\": %.0f,"
             " \"sets_ratio\": %.2f,\n"
+            "    \"set_used_bytes_full\": %.0f, \"set_used_bytes_reps\": %.0f,"
+            " \"set_used_ratio\": %.2f,\n"
+            "    \"set_sets_bytes_full\": %.0f, \"set_sets_bytes_reps\": %.0f,"
+            " \"set_sets_ratio\": %.2f,\n"
             "    \"replaced_per_cycle\": %zu, \"robust_replaced_per_cycle\": %zu,"
             " \"reps_us_per_trace\": %.3f,"
             " \"reps_from_bytes_us_per_trace\": %.3f,\n"
@@ -658,7 +703,10 @@ int main(int argc, char **argv) {
             v->s0.file, v->s1.file, v->s0.file / v->s1.file, v->s0.used,
             v->s1.used, v->s0.used / v->s1.used, v->s0.vac, v->s1.vac,
             v->s0.vac / v->s1.vac, v->s0.sets, v->s1.sets,
-            v->s0.sets / v->s1.sets, v->s1.replaced, v->s1.robust_replaced,
+            v->s0.sets / v->s1.sets, v->s0.set_used, v->s1.set_used,
+            v->s0.set_used / v->s1.set_used, v->s0.set_sets, v->s1.set_sets,
+            v->s0.set_sets / v->s1.set_sets, v->s1.replaced,
+            v->s1.robust_replaced,
             v->s1.reps_s_per_trace * 1e6, v->s2.reps_s_per_trace * 1e6,
             v->ga_off * 1e6, v->ga_on * 1e6, grp * 1e6, sto * 1e6,
             v->rd * 1e6, v->recon, v->bad_flag,

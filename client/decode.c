@@ -11,7 +11,8 @@
  * weights; the caller does that. la_client_splice_trace() is the store's
  * resolution of a robust reference with exceptions, and
  * la_client_scale_trace() its rebuilding of a member of a set stored by
- * representatives, for the same readers.
+ * representatives (la_client_rep_open/_scale: the representative decoded
+ * once for all its members), for the same readers.
  */
 #include <math.h>
 #include <stdio.h>
@@ -82,31 +83,71 @@ int la_client_splice_trace(const uint8_t *rep, size_t rep_len, uint64_t n,
   return rc;
 }
 
-int la_client_scale_trace(const uint8_t *rep, size_t rep_len, uint64_t n,
-                          double scale, uint8_t *out, size_t *out_len,
-                          int *mode, char *why, size_t why_len) {
+/* 1 with why said when scale is not finite. */
+static int la__bad_scale(double scale, char *why, size_t why_len) {
+  if (isfinite(scale)) return 0;
+  if (why && why_len) snprintf(why, why_len, "scale %g not finite", scale);
+  return 1;
+}
+
+struct la_client_rep {
+  la_trace_t *t;
+  uint64_t n;
+  double *dec; /* its decoded values */
+  double *x;   /* scratch: a member's */
+};
+
+void la_client_rep_close(la_client_rep_t *r) {
+  if (!r) return;
+  la_trace_close(r->t);
+  free(r->dec);
+  free(r->x);
+  free(r);
+}
+
+int la_client_rep_open(const uint8_t *rep, size_t rep_len, uint64_t n,
+                       la_client_rep_t **out, char *why, size_t why_len) {
+  char buf[200] = "";
+  if (why && why_len) why[0] = 0;
+  if (!rep || !out) {
+    if (why && why_len) snprintf(why, why_len, "no buffer");
+    return LA_EINVAL;
+  }
+  *out = NULL;
+  la_client_rep_t *r = calloc(1, sizeof *r);
+  int rc = r ? la__open_n(rep, rep_len, n, &r->t, buf, sizeof buf)
+             : LA_ENOMEM;
+  /* the store's reader (store_reps_load.c): decode once */
+  if (rc == 0) {
+    r->n = n;
+    r->dec = malloc((n ? n : 1) * sizeof *r->dec);
+    r->x = malloc((n ? n : 1) * sizeof *r->x);
+    rc = r->dec && r->x ? 0 : LA_ENOMEM;
+  }
+  if (rc == 0 && n) rc = la_trace_decode(r->t, 0, n, r->dec);
+  if (rc) {
+    la_client_rep_close(r);
+    if (rc == LA_ENOMEM && !buf[0]) snprintf(buf, sizeof buf, "out of memory");
+    if (why && why_len) snprintf(why, why_len, "%s", buf);
+    return rc;
+  }
+  *out = r;
+  return 0;
+}
+
+int la_client_rep_scale(la_client_rep_t *rep, double scale, uint8_t *out,
+                        size_t *out_len, int *mode, char *why,
+                        size_t why_len) {
   char buf[200] = "";
   if (why && why_len) why[0] = 0;
   if (!rep || !out || !out_len) {
     if (why && why_len) snprintf(why, why_len, "no buffer");
     return LA_EINVAL;
   }
-  if (!isfinite(scale)) {
-    if (why && why_len) snprintf(why, why_len, "scale %g not finite", scale);
-    return LA_EINVAL;
-  }
-  la_trace_t *t = NULL;
-  int rc = la__open_n(rep, rep_len, n, &t, buf, sizeof buf);
-  /* the store's reader (store_reps_load.c): decode, then scale */
-  double *dec = rc ? NULL : malloc((n ? n : 1) * sizeof *dec);
-  double *x = rc ? NULL : malloc((n ? n : 1) * sizeof *x);
+  if (la__bad_scale(scale, why, why_len)) return LA_EINVAL;
   la_compact_result_t r = {0};
-  if (rc == 0 && (!dec || !x)) rc = LA_ENOMEM;
-  if (rc == 0 && n) rc = la_trace_decode(t, 0, n, dec);
-  if (rc == 0) {
-    rc = la_trace_scaled(t, dec, scale, x, &r);
-    if (rc) snprintf(buf, sizeof buf, "scaling: error %d", rc);
-  }
+  int rc = la_trace_scaled(rep->t, rep->dec, scale, rep->x, &r);
+  if (rc) snprintf(buf, sizeof buf, "scaling: error %d", rc);
   if (rc == 0 && r.len > *out_len) {
     snprintf(buf, sizeof buf, "%zu bytes needed, %zu given", r.len,
              *out_len);
@@ -116,10 +157,19 @@ int la_client_scale_trace(const uint8_t *rep, size_t rep_len, uint64_t n,
   if (rc == 0 && mode) *mode = r.mode;
   if (rc == 0 || (rc == LA_ERANGE && r.bytes)) *out_len = r.len;
   la_compact_result_free(&r);
-  free(dec);
-  free(x);
-  la_trace_close(t);
   if (rc == LA_ENOMEM && !buf[0]) snprintf(buf, sizeof buf, "out of memory");
   if (rc && why && why_len) snprintf(why, why_len, "%s", buf);
+  return rc;
+}
+
+int la_client_scale_trace(const uint8_t *rep, size_t rep_len, uint64_t n,
+                          double scale, uint8_t *out, size_t *out_len,
+                          int *mode, char *why, size_t why_len) {
+  if (la__bad_scale(scale, why, why_len)) return LA_EINVAL;
+  la_client_rep_t *r = NULL;
+  int rc = la_client_rep_open(rep, rep_len, n, &r, why, why_len);
+  if (rc == 0)
+    rc = la_client_rep_scale(r, scale, out, out_len, mode, why, why_len);
+  la_client_rep_close(r);
   return rc;
 }

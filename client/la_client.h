@@ -524,6 +524,21 @@ LA_CLIENT_EXPORT int la_client_scale_trace(const uint8_t *rep, size_t rep_len,
                                            uint8_t *out, size_t *out_len,
                                            int *mode, char *why,
                                            size_t why_len);
+/* The same with a representative decoded once for all its members:
+ * la_client_rep_open parses and decodes rep (n points) into *out (0, or
+ * the codes of la_client_decode_trace, LA_EINVAL, LA_ENOMEM; why gets the
+ * reason); la_client_rep_scale writes a member of scale into out as
+ * la_client_scale_trace does (the same bytes and codes); one thread at a
+ * time per representative; la_client_rep_close frees it (NULL is fine). */
+typedef struct la_client_rep la_client_rep_t;
+LA_CLIENT_EXPORT int la_client_rep_open(const uint8_t *rep, size_t rep_len,
+                                        uint64_t n, la_client_rep_t **out,
+                                        char *why, size_t why_len);
+LA_CLIENT_EXPORT int la_client_rep_scale(la_client_rep_t *rep, double scale,
+                                         uint8_t *out, size_t *out_len,
+                                         int *mode, char *why,
+                                         size_t why_len);
+LA_CLIENT_EXPORT void la_client_rep_close(la_client_rep_t *rep);
 
 /* ------------------------------------------------------------- channels
  * An application that declared channels (LA_channel: one per kernel, say

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* store_reps.c: a closed Trace-Set stored by representatives
  * (store_reps.h, docs/clusters.md): the members of each behaviour class
- * but its representative lose their traces rows, their exact statistics
+ * but its representative lose their traces rows, their exact totals
  * and stamps packed into one rep_classes row per class
  * (store_reps_pack.c); a member with robust weights keeps its row,
  * emptied, with a rep_members row, and a rep_robust row instead of robust
@@ -227,8 +227,9 @@ typedef struct {
 static int la__reps_pack(la_store_t *s, const char *app_id, uint64_t tag,
                          const la_cluster_class_t *c, size_t k,
                          const la__sigs_t *g, la__wst_t *w, size_t np,
-                         la_store_reps_t *o) {
-  size_t bl = la__store_pack_members(w->pk, np, w->blob);
+                         double bound, la_store_reps_t *o) {
+  size_t bl =
+      la__store_pack_members(w->pk, np, g->dtot[c->rep], bound, w->blob);
   la_db_stmt_t *st = w->cins;
   la__bind_key(st, app_id, tag, (uint32_t)k);
   la_db_bind_int64(st, 4, c->rep);
@@ -245,8 +246,25 @@ static int la__reps_pack(la_store_t *s, const char *app_id, uint64_t tag,
   if (rc == 0) {
     o->packed += np;
     o->packed_bytes += bl;
+    if (bound > o->minmax_bound) o->minmax_bound = bound;
   }
   return rc;
+}
+
+/* Packed member p of a class whose representative's row is rp (decoded
+ * total dtot): its min and max read back as rp's times its scale
+ * (predicted) when both are known and the error of that can be stated,
+ * *bound raised to it; else its own are kept. */
+static void la__reps_predict(la_store_packed_t *p, const la_store_packed_t *rp,
+                             double dtot, double *bound) {
+  /* the scale the reader takes (store_reps_rows.c) */
+  double sc = p->has_scale ? p->scale : p->sum / dtot, pmin, pmax;
+  la__store_pack_minmax(sc, rp->min, rp->max, &pmin, &pmax);
+  double e = p->has_min && p->has_max && rp->has_min && rp->has_max
+                 ? la__store_pack_minmax_err(p->min, p->max, pmin, pmax)
+                 : INFINITY;
+  p->predicted = isfinite(e);
+  if (p->predicted && e > *bound) *bound = e;
 }
 
 /* Records the members of c (class index k) but its representative (each
@@ -260,6 +278,7 @@ static int la__reps_write(la_store_t *s, const char *app_id, uint64_t tag,
   const size_t *len = g->len;
   la_db_stmt_t *ins = w->ins;
   size_t np = 0;
+  double bound = 0;
   for (uint32_t m = 0; m < c->n; m++) {
     uint32_t r = c->members[m];
     if (r == c->rep) continue;
@@ -272,6 +291,7 @@ static int la__reps_write(la_store_t *s, const char *app_id, uint64_t tag,
       p->has_scale = !(p->has_sum && isfinite(p->sum) &&
                        p->sum / g->dtot[c->rep] == c->scale[m]);
       p->scale = c->scale[m];
+      la__reps_predict(p, &g->pk[c->rep], g->dtot[c->rep], &bound);
       o->replaced++;
       o->bytes_after -= len[r];
       continue;
@@ -287,7 +307,7 @@ static int la__reps_write(la_store_t *s, const char *app_id, uint64_t tag,
     if ((rc = la__reps_robust(s, app_id, tag, c, r, nb, tol, rb, o)))
       return rc;
   }
-  return np ? la__reps_pack(s, app_id, tag, c, k, g, w, np, o) : 0;
+  return np ? la__reps_pack(s, app_id, tag, c, k, g, w, np, bound, o) : 0;
 }
 
 /* *need := np flags, all 0, and *st := statement id bound to the set:

@@ -5,10 +5,12 @@
  * la_store_representatives() groups the ranks of a stored set into
  * behaviour classes (la_clusters.h) and keeps, of each class, only the
  * representative's segments: every other member's traces row is removed,
- * its rank, exact statistics and stamps packed into one rep_classes row
+ * its rank, exact total and stamps packed into one rep_classes row
  * per class (store_reps_pack.h; its scale is its exact total over the
- * representative's decoded total); a member with a robust row keeps its
- * traces row, emptied, and a rep_members row says its class,
+ * representative's decoded total; its min and max read back as the
+ * representative's times its scale, within the class's stated bound); a
+ * member with a robust row keeps its traces row, emptied, and a
+ * rep_members row says its class,
  * representative and scale. Readers (la_store_load_set,
  * hence the feed, lactl and export) get such a member as the
  * representative's decoded values times the scale, compacted again with
@@ -38,6 +40,10 @@ typedef struct la_store_reps {
   size_t packed;    /* of those, members whose traces rows went into a
                        rep_classes row (no robust row of their own) */
   uint64_t packed_bytes; /* those rows' members BLOB bytes */
+  /* the largest class's bound on its packed members' min and max read
+   * back (store_reps_pack.h: la__store_pack_minmax_err of each against
+   * its representative's times its scale) */
+  double minmax_bound;
   uint64_t bytes_before, bytes_after; /* their segment bytes */
   size_t robust_replaced; /* members whose robust segments were replaced */
   uint64_t robust_bytes_before, robust_bytes_after;

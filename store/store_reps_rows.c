@@ -3,9 +3,10 @@
  * representatives (store_reps_rows.h, docs/storage.md), read in one query
  * per table: rep_members, rep_classes (each row's members unpacked,
  * store_reps_pack.c; a member's scale its exact total over the row's
- * rep_total unless it has its own) and rep_robust; and what the store's
- * other readers ask of the packed members: a member's stamp, whether a
- * key is one, the set's ranks.
+ * rep_total unless it has its own; its min and max, unless it kept its
+ * own, its representative's times that scale) and rep_robust; and what
+ * the store's other readers ask of the packed members: a member's stamp,
+ * whether a key is one, the set's ranks.
  *
  * Deliberately not here: rebuilding a member's values
  * (store_reps_load.c), writing the rows (store_reps.c).
@@ -25,9 +26,14 @@
 static const char la__members_sql[] =
     "SELECT rank, class, rep_rank, scale FROM rep_members"
     " WHERE app_id = ?1 AND cycle_tag = ?2 ORDER BY rank";
+/* with the representative's min and max (a predicted member's are
+ * those times its scale) */
 static const char la__classes_sql[] =
-    "SELECT class, rep_rank, rep_total, n_elements, n_members, members"
-    " FROM rep_classes WHERE app_id = ?1 AND cycle_tag = ?2 ORDER BY class";
+    "SELECT c.class, c.rep_rank, c.rep_total, c.n_elements, c.n_members,"
+    " c.members, t.stat_min, t.stat_max FROM rep_classes c"
+    " LEFT JOIN traces t ON t.app_id = c.app_id AND t.cycle_tag ="
+    " c.cycle_tag AND t.rank = c.rep_rank"
+    " WHERE c.app_id = ?1 AND c.cycle_tag = ?2 ORDER BY c.class";
 static const char la__rmembers_sql[] =
     "SELECT rank, scale FROM rep_robust WHERE app_id = ?1 AND cycle_tag = ?2"
     " ORDER BY rank";
@@ -82,16 +88,24 @@ static int la__read_class(la_store_t *s, const char *app_id, uint64_t tag,
                  sizeof *c->members);
   if (r) return r;
   size_t n = 0;
+  double bound;
   la_store_packed_t *p = c->packed + c->n_packed;
-  if (la__store_unpack_members(blob, (size_t)blen, p, (size_t)nm, &n) != 0 ||
+  if (la__store_unpack_members(blob, (size_t)blen, tot, p, (size_t)nm, &n,
+                               &bound) != 0 ||
       n != (size_t)nm)
     return la__bad_row(s, app_id, tag, rep, "rep_classes");
+  int rep_mm = la_db_column_type(st, 6) != LA_DB_NULL &&
+               la_db_column_type(st, 7) != LA_DB_NULL;
+  double rmin = rep_mm ? la_db_column_double(st, 6) : NAN,
+         rmax = rep_mm ? la_db_column_double(st, 7) : NAN;
   for (size_t i = 0; i < n; i++) {
     if (p[i].rank == rep)
       return la__bad_row(s, app_id, tag, rep, "rep_classes");
     double scale = p[i].has_scale ? p[i].scale : p[i].sum / tot;
-    if (!isfinite(scale))
+    if (!isfinite(scale) || (p[i].predicted && !rep_mm))
       return la__bad_row(s, app_id, tag, p[i].rank, "rep_classes");
+    if (p[i].predicted) /* within the class's bound of its own */
+      la__store_pack_minmax(scale, rmin, rmax, &p[i].min, &p[i].max);
     c->members[c->n_members++] =
         (la_store_rep_member_t){p[i].rank,
                                 (uint32_t)cls,

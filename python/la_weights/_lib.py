@@ -111,6 +111,14 @@ _PROTOS = {
                                      ctypes.POINTER(ctypes.c_size_t),
                                      ctypes.POINTER(_INT), ctypes.c_char_p,
                                      ctypes.c_size_t]),
+    "la_client_rep_open": (_INT, [ctypes.c_char_p, ctypes.c_size_t, _U64,
+                                  ctypes.POINTER(_P), ctypes.c_char_p,
+                                  ctypes.c_size_t]),
+    "la_client_rep_scale": (_INT, [_P, ctypes.c_double, ctypes.c_char_p,
+                                   ctypes.POINTER(ctypes.c_size_t),
+                                   ctypes.POINTER(_INT), ctypes.c_char_p,
+                                   ctypes.c_size_t]),
+    "la_client_rep_close": (None, [_P]),
     "la_traceset_from_bytes": (_INT, [ctypes.c_char_p, ctypes.c_size_t,
                                       ctypes.POINTER(_P), ctypes.c_char_p,
                                       ctypes.c_size_t]),
@@ -205,21 +213,16 @@ def splice(so, rep, n, exc, where=""):
     return out.raw[:size.value]
 
 
-def scale(so, rep, n, factor, where=""):
-    """(encoding, mode) of a member of a set stored by representatives
-    (docs/clusters.md): its representative's encoding rep (bytes, n
-    points) decoded, times factor, encoded again record for record, the
-    same bytes as the GlobalAgent's store serves (la_client_scale_trace).
-    Raises DecodeError."""
-    rep = bytes(rep)
+def _scaled(call, n, where):
+    """(encoding, mode) that call(out, cap, size, mode, why) writes: a
+    member of n points (la_client_scale_trace, la_client_rep_scale), the
+    buffer grown once when the usual bound is short. Raises DecodeError."""
     cap = 9 * n + 64
     while True:
         out = ctypes.create_string_buffer(cap)
         size, mode = ctypes.c_size_t(cap), _INT(0)
         why = ctypes.create_string_buffer(256)
-        rc = so.la_client_scale_trace(rep, len(rep), n, factor, out,
-                                      ctypes.byref(size), ctypes.byref(mode),
-                                      why, len(why))
+        rc = call(out, ctypes.byref(size), ctypes.byref(mode), why)
         if rc == LA_ERANGE and size.value > cap:
             cap = size.value  # larger than the usual bound: once more
             continue
@@ -227,6 +230,50 @@ def scale(so, rep, n, factor, where=""):
             raise DecodeError(rc, why.value.decode("utf-8", "replace"),
                               where)
         return out.raw[:size.value], mode.value
+
+
+def scale(so, rep, n, factor, where=""):
+    """(encoding, mode) of a member of a set stored by representatives
+    (docs/clusters.md): its representative's encoding rep (bytes, n
+    points) decoded, times factor, encoded again record for record, the
+    same bytes as the GlobalAgent's store serves (la_client_scale_trace).
+    Raises DecodeError."""
+    rep = bytes(rep)
+    return _scaled(lambda out, size, mode, why: so.la_client_scale_trace(
+        rep, len(rep), n, factor, out, size, mode, why, len(why)), n, where)
+
+
+class Rep:
+    """A representative's encoding rep (bytes, n points) decoded once
+    (la_client_rep_open) for all its members: scale(factor) gives a
+    member's (encoding, mode), the bytes scale() gives. Raises DecodeError;
+    close() frees it (also a context manager)."""
+
+    def __init__(self, so, rep, n, where=""):
+        self._so, self.n, self._h = so, n, _P()
+        rep = bytes(rep)
+        why = ctypes.create_string_buffer(256)
+        rc = so.la_client_rep_open(rep, len(rep), n, ctypes.byref(self._h),
+                                   why, len(why))
+        if rc:
+            raise DecodeError(rc, why.value.decode("utf-8", "replace"),
+                              where)
+
+    def scale(self, factor, where=""):
+        so, h = self._so, self._h
+        return _scaled(lambda out, size, mode, why: so.la_client_rep_scale(
+            h, factor, out, size, mode, why, len(why)), self.n, where)
+
+    def close(self):
+        if self._h:
+            self._so.la_client_rep_close(self._h)
+            self._h = _P()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def _arr(a, ctype):

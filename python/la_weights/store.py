@@ -116,6 +116,15 @@ class Cycle:
       totals        float64[nprocs], exact measured sums (NaN: missing)
       robust_totals float64[nprocs], exact robust sums (NaN: none)
       values        float64[vtxdist[-1]], NaN for missing ranks' elements
+      rep_rank, rep_scale, rep_class
+                    of each rank (arrays of nprocs) whose measured series
+                    the store keeps by its class's representative
+                    (store.representatives, docs/clusters.md): that
+                    representative's rank, the rank's scale (its values are
+                    the representative's times it) and the class; -1, NaN
+                    and -1 for every other rank. Such a rank's totals are
+                    its own, exact; its min and max (not in Cycle) are the
+                    representative's times the scale.
     """
 
     def rank(self, r):
@@ -295,14 +304,10 @@ class Store:
         return _lib.splice(self._so, r[0], n, r[1],
                            "%s cycle %d rank %d" % (app, tag, rank))
 
-    def _rep_segments(self, app, tag, cycle, rep, robust, n, cache):
+    def _rep_segments(self, app, tag, cycle, rep, robust, n):
         """The segments (robust: robust weights) of representative rep of
         app's set, as the store's reader takes them (store_reps_load.c):
-        its row's, or when emptied its history reference's. cache: a dict
-        kept for the set."""
-        key = (rep, robust)
-        if key in cache:
-            return cache[key]
+        its row's, or when emptied its history reference's."""
         r = self._db.execute(
             "SELECT segments FROM %s WHERE app_id = ? AND cycle_tag = ?"
             " AND rank = ?" % ("robust" if robust else "traces"),
@@ -316,25 +321,42 @@ class Store:
         if not seg:
             ref = self._representative(app, tag, rep)
             seg = (ref[1 if robust else 0] if ref else None) or b""
-        cache[key] = seg
         return seg
 
     def _member(self, app, tag, cycle, m, scale, robust, n, cache):
         """(segments, mode) of member m (_reps.Member) of app's set: its
         representative's values (robust: robust weights) times scale,
         re-encoded with the representative's records, the bytes
-        la__reps_scale gives (la_client_scale_trace)."""
+        la__reps_scale gives (la_client_scale_trace). cache: a dict kept
+        for the set, each representative decoded once (_lib.Rep, closed by
+        the caller)."""
         where = "%s cycle %d rank %d (%sfrom representative %d)" % (
             app, cycle, m.rank, "robust weights " if robust else "", m.rep)
-        rep = self._rep_segments(app, tag, cycle, m.rep, robust, n, cache)
-        return _lib.scale(self._so, rep, n, scale, where)
+        key = (m.rep, robust, n)
+        rep = cache.get(key)
+        if rep is None:
+            rep = cache[key] = _lib.Rep(
+                self._so,
+                self._rep_segments(app, tag, cycle, m.rep, robust, n), n,
+                where)
+        return rep.scale(scale, where)
 
     def _stored_set(self, app, cycle):
-        """The TraceSet message (bytes) of app's stored cycle, as the
+        """(the TraceSet message (bytes) of app's stored cycle, as the
         GlobalAgent loads it (store_load.c): every series stored, the
         missing ranks below nprocs (when known; else the highest rank
         seen + 1) with their reasons, element counts from the ranks'
-        starts. Raises NotFound."""
+        starts; {rank: (rep_rank, rep_scale, rep_class)} of its ranks
+        stored by representatives). Raises NotFound."""
+        cache = {}
+        try:
+            return self._stored_set_reps(app, cycle, cache)
+        finally:
+            for rep in cache.values():
+                rep.close()
+
+    def _stored_set_reps(self, app, cycle, cache):
+        """_stored_set with cache, the representatives decoded for it."""
         nprocs, metric, unit = self._app(app)
         tag = _tag(cycle)
         rob = self._has_robust
@@ -389,7 +411,7 @@ class Store:
         closed = self._db.execute(
             "SELECT closed, t_closed_ns FROM trace_sets WHERE app_id = ?"
             " AND cycle_tag = ?", (app, tag)).fetchone()
-        msg, cache = {}, {}
+        msg, flags = {}, {}
         for (r, n, mode, seg, cnt, su, lo, hi, seq,
              rseg, rcnt, rsu, rlo, rhi) in traces:
             # a member stored by its representative (an emptied row), else
@@ -410,6 +432,7 @@ class Store:
             if seg == b"" and m is not None:
                 seg, mode = self._member(app, tag, cycle, m, m.scale, False,
                                          n, cache)
+                flags[r] = (m.rep, m.scale, m.cls)
             else:
                 m = None
             ref = (self._representative(app, tag, r)
@@ -431,13 +454,14 @@ class Store:
                 _wire.stats(m.n, m.sum, m.min, m.max), None, None,
                 chans.get(m.rank, ()), coarse.get(m.rank),
                 (m.rep, m.scale, m.cls))
+            flags[m.rank] = (m.rep, m.scale, m.cls)
         msg = [msg[r] for r in sorted(msg)]
         return _wire.trace_set(
             app, cycle, nprocs, known and not missing, missing, msg, counts,
             metric, unit,
             closed[1] if closed and closed[0] and
             isinstance(closed[1], int) else None,
-            reasons, self.channels(app))
+            reasons, self.channels(app)), flags
 
     def cycle(self, app, cycle="latest", weights=None, channel=None):
         """The Cycle app's cycle (a tag or "latest"). weights: None
@@ -456,8 +480,8 @@ class Store:
         self._app(app)
         cycle = self._resolve(app, cycle)
         where = "%s cycle %d" % (app, cycle)
-        t = _lib.TraceSet.from_bytes(self._so, self._stored_set(app, cycle),
-                                     where)
+        msg, flags = self._stored_set(app, cycle)
+        t = _lib.TraceSet.from_bytes(self._so, msg, where)
         if channel is not None:
             with t:
                 v = t.channel(channel, where)
@@ -494,6 +518,12 @@ class Store:
             c.totals = t.totals()
             c.robust_totals = t.totals(robust=True)
             c.values = t.weights(where)
+        c.rep_rank = np.full(c.nprocs, -1, dtype=np.int64)
+        c.rep_scale = np.full(c.nprocs, np.nan)
+        c.rep_class = np.full(c.nprocs, -1, dtype=np.int64)
+        for r, (rep, sc, cls) in flags.items():
+            if r < c.nprocs:
+                c.rep_rank[r], c.rep_scale[r], c.rep_class[r] = rep, sc, cls
         return c
 
     def weights(self, app, cycle="latest", weights=None, channel=None):

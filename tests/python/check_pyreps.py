@@ -12,7 +12,10 @@ into rep_classes rows (no traces row of their own). For both cycles: every
 rank present, the measured and (cycle 1) robust values equal bit for bit
 to `lactl export` from the GlobalAgent's feed (libla_client) and from the
 store file (the C reader), each rank's totals equal to FILE's (the ranks'
-raw sums, "rank measured robust" as C's %a); a copy with one rep_classes
+raw sums, "rank measured robust" as C's %a); Cycle's rep_rank, rep_scale
+and rep_class those of the store's rows (rep_members, rep_classes), a
+member's values its representative's times rep_scale, -1/NaN/-1 for
+every other rank; a copy with one rep_classes
 BLOB cut short, or with its format byte changed, raises CorruptStore
 naming the table and the set (and lactl fails on it too); a copy whose
 store predates the representatives' tables reads the members as before.
@@ -69,6 +72,39 @@ def check_cycle(s, cycle, totals, series):
         r = s.cycle(A.app, cycle, weights="robust")
         check((bits(r.robust_totals) == bits(totals[:, 1])).all(),
               "cycle %d: robust totals %r" % (cycle, r.robust_totals))
+
+
+def check_flags(s, cycle, members):
+    """Cycle's rep_* of every rank: members {rank: (rep, cls, scale)}, or
+    for a packed member ({class: (rep, rank_min, rank_max)}, None, None):
+    its class one of those, its rank in the class's range, its scale
+    checked through its values."""
+    c = s.cycle(A.app, cycle, weights="measured")
+    for r in range(c.nprocs):
+        if r not in members:
+            check(c.rep_rank[r] == -1 and np.isnan(c.rep_scale[r]) and
+                  c.rep_class[r] == -1,
+                  "cycle %d rank %d: rep flags %d %r %d" %
+                  (cycle, r, c.rep_rank[r], c.rep_scale[r], c.rep_class[r]))
+            continue
+        rep, cls, sc = members[r]
+        if isinstance(rep, dict):  # packed: a class row's, in its range
+            got = rep.get(int(c.rep_class[r]))
+            rep, cls = (got[0], int(c.rep_class[r])) if got and \
+                got[1] <= r <= got[2] else (-2, -2)
+        check(c.rep_rank[r] == rep and c.rep_class[r] == cls and
+              (sc is None or bits(np.array([sc]))[0] ==
+               bits(c.rep_scale[r:r + 1])[0]),
+              "cycle %d rank %d: rep flags %d %r %d, the rows %r" %
+              (cycle, r, c.rep_rank[r], c.rep_scale[r], c.rep_class[r],
+               members[r]))
+        want = c.rank(rep) * c.rep_scale[r]
+        check(np.allclose(c.rank(r), want, rtol=1e-9, atol=0),
+              "cycle %d rank %d: values not its representative's times "
+              "%r" % (cycle, r, c.rep_scale[r]))
+    print("  cycle %d: rep_rank, rep_scale, rep_class of %d members as the "
+          "rows say, -1/NaN/-1 for the other %d ranks" %
+          (cycle, len(members), c.nprocs - len(members)))
 
 
 def check_damaged(lw, name, damage):
@@ -133,6 +169,15 @@ def main():
                         (A.app,)).fetchone()
     own = {r for r, in db.execute("SELECT rank FROM traces WHERE app_id = ?"
                                   " AND cycle_tag = 2", (A.app,))}
+    # the members each cycle's rows name (packed ones: their class row's)
+    members = {c: {r: (rep, cls, sc) for r, rep, cls, sc in db.execute(
+        "SELECT rank, rep_rank, class, scale FROM rep_members WHERE"
+        " app_id = ? AND cycle_tag = ?", (A.app, c))} for c in (1, 2)}
+    classes = {cls: (rep, lo, hi) for cls, rep, lo, hi in db.execute(
+        "SELECT class, rep_rank, rank_min, rank_max FROM rep_classes"
+        " WHERE app_id = ? AND cycle_tag = 2", (A.app,))}
+    for r in set(range(len(totals))) - own:  # packed: one of the classes
+        members[2][r] = (classes, None, None)
     db.close()
     check(n_rows > 0 and n_rob > 0 and packed[1] > 0,
           "the store holds no set stored by representatives: %d rep_members,"
@@ -143,6 +188,8 @@ def main():
     with lw.open(A.db, lib=A.lib) as s:
         check_cycle(s, 1, totals, ("measured", "robust"))
         check_cycle(s, 2, totals, ("measured",))
+        check_flags(s, 1, members[1])
+        check_flags(s, 2, members[2])
     check_damaged(lw, "cut.db", lambda b: b[:-3])
     check_damaged(lw, "format.db", lambda b: b"\x07" + b[1:])
     check_older(lw, sorted(set(range(len(totals))) - own))

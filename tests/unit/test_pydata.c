@@ -153,7 +153,9 @@ static void test_decode_errors(void **state) {
 /* la_client_scale_trace (a member of a set stored by representatives, as
  * the store's reader rebuilds it) against open + decode + la_trace_scaled
  * on every spec: the same bytes and mode, values within 2^-30 relative of
- * the representative's times the scale; and its errors. */
+ * the representative's times the scale; la_client_rep_open/_scale (the
+ * representative decoded once) the same bytes and mode for two scales;
+ * and their errors. */
 static void test_scale_trace(void **state) {
   enum { N = 2000 };
   static const char *const specs[] = {"polyline:cv=0.05", "maxerr:eps=5",
@@ -190,6 +192,36 @@ static void test_scale_trace(void **state) {
     for (int k = 0; k < N; k++)
       assert_true(fabs(z[k] - 0.6180339887 * d[k]) <=
                   ldexp(fabs(0.6180339887 * d[k]), -30));
+    /* the representative decoded once (la_client_rep_open): each member
+     * of it the bytes la_client_scale_trace gives, a second scale too */
+    la_client_rep_t *h = NULL;
+    assert_int_equal(la_client_rep_open(r.bytes, r.len, N, &h, why,
+                                        sizeof why),
+                     0);
+    for (int k = 0; k < 2; k++) {
+      double sc = k ? 1.75 : 0.6180339887;
+      uint8_t *o2 = malloc(cap);
+      size_t l1 = cap, l2 = cap;
+      int m1 = -1, m2 = -2;
+      assert_non_null(o2);
+      assert_int_equal(la_client_scale_trace(r.bytes, r.len, N, sc, out, &l1,
+                                             &m1, why, sizeof why),
+                       0);
+      assert_int_equal(
+          la_client_rep_scale(h, sc, o2, &l2, &m2, why, sizeof why), 0);
+      assert_int_equal(l1, l2);
+      assert_memory_equal(out, o2, l1);
+      assert_int_equal(m1, m2);
+      free(o2);
+    }
+    assert_int_equal(la_client_rep_scale(h, NAN, out, &len, NULL, why,
+                                         sizeof why),
+                     LA_EINVAL);
+    la_client_rep_close(h);
+    assert_int_equal(la_client_rep_open(r.bytes, r.len, N + 1, &h, why,
+                                        sizeof why),
+                     LA_ERANGE);
+    assert_null(h);
     /* too small a buffer: the length needed */
     len = want.len - 1;
     assert_int_equal(la_client_scale_trace(r.bytes, r.len, N, 0.6180339887,

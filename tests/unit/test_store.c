@@ -1408,17 +1408,88 @@ static void signature(const La__CompactTrace *t, double *sig) {
   assert_int_equal(pts, t->n_elements);
 }
 
+/* v at *k as a varint (LEB128), in hex. */
+static void hex_varint(char *hex, size_t *k, uint64_t v) {
+  do {
+    unsigned b = (unsigned)(v & 0x7f) | (v > 0x7f ? 0x80 : 0);
+    *k += (size_t)sprintf(hex + *k, "%02x", b);
+    v >>= 7;
+  } while (v);
+}
+
+static void hex_double(char *hex, size_t *k, double d) {
+  uint64_t b;
+  memcpy(&b, &d, sizeof b);
+  for (int i = 0; i < 8; i++)
+    *k += (size_t)sprintf(hex + *k, "%02x", (unsigned)(b >> (8 * i)) & 0xff);
+}
+
+/* The rep_classes BLOB of the n traces t (increasing rank) in format 1
+ * (docs/storage.md: what stores before format 2 wrote; each member's min
+ * and max as they were), in hex: per member the rank's gap, the flags
+ * (sum, min, max, t_xfer_ns when it has one, rank_seq), the three
+ * doubles, t_xfer_ns, then zigzag deltas of rank_seq, seq and
+ * t_stored_ns (0 here). */
+static void pack_v1_hex(const La__CompactTrace *const *t, size_t n,
+                        char *hex) {
+  size_t k = (size_t)sprintf(hex, "01");
+  uint64_t prev = 0, rseq = 0, seq = 0;
+  for (size_t i = 0; i < n; i++) {
+    hex_varint(hex, &k, i ? t[i]->rank - prev : (uint64_t)t[i]->rank + 1);
+    prev = t[i]->rank;
+    k += (size_t)sprintf(hex + k, "%02x",
+                         1 | 2 | 4 | (t[i]->has_t_xfer_ns ? 8 : 0) | 16);
+    hex_double(hex, &k, t[i]->stats->sum);
+    hex_double(hex, &k, t[i]->stats->min);
+    hex_double(hex, &k, t[i]->stats->max);
+    if (t[i]->has_t_xfer_ns) hex_varint(hex, &k, t[i]->t_xfer_ns);
+    assert_true(t[i]->has_rank_seq && t[i]->rank_seq >= rseq &&
+                t[i]->seq >= seq);
+    hex_varint(hex, &k, 2 * (t[i]->rank_seq - rseq));
+    hex_varint(hex, &k, 2 * (t[i]->seq - seq));
+    hex_varint(hex, &k, 0);
+    rseq = t[i]->rank_seq;
+    seq = t[i]->seq;
+  }
+}
+
+/* A BLOB literal of hex in either database's SQL. */
+#ifdef TEST_STORE_PG
+#define BLOB_LIT "decode('%s', 'hex')"
+#else
+#define BLOB_LIT "X'%s'"
+#endif
+
+/* Member v (read back) of a set stored by representatives against u (as
+ * stored): its min and max within bound of its own (store_reps_pack.h:
+ * relative to the larger magnitude of those read back). */
+static void minmax_within(const La__CompactTrace *u, const La__CompactTrace *v,
+                          double bound) {
+  double m = fmax(fabs(v->stats->min), fabs(v->stats->max));
+  if (fabs(u->stats->min - v->stats->min) > bound * m ||
+      fabs(u->stats->max - v->stats->max) > bound * m)
+    fail_msg("rank %u: min %.17g max %.17g read as %.17g, %.17g: beyond the "
+             "bound %g",
+             u->rank, u->stats->min, u->stats->max, v->stats->min,
+             v->stats->max, bound);
+}
+
 /* A 10^3-rank set of small traces (polyline, tens of bytes each) stored by
  * representatives (store_reps.h): its members, but two with robust
  * weights, leave the traces table for a rep_classes row per class, and
- * the set's rows take at least 3x fewer bytes (SQLite); read back, every
- * rank is there with the statistics and stamps it was stored with, bit
- * for bit, a member's values its representative's scaled (signature
- * within the grouping's tolerance of its own, decoded total its exact
- * total), an outlier's or representative's segments its own; its stamp
- * and the set's ranks (shards) see every rank; a resend of a member
- * stores nothing; a later cycle's history reference to a member is kept
- * in full; a damaged rep_classes row is an error naming it. */
+ * the set's rows take at least 7x fewer bytes (SQLite; t_xfer_ns 32 us
+ * apart between a class's members: 14 bytes a packed member); read back,
+ * every rank is there with the total, count and stamps it was stored
+ * with, bit for bit, a packed member's min and max within its class's
+ * stated bound of its own (its representative's times its scale), every
+ * other rank's bit for bit; a member's values its representative's
+ * scaled (signature within the grouping's tolerance of its own, decoded
+ * total its exact total), an outlier's or representative's segments its
+ * own; its stamp and the set's ranks (shards) see every rank; a resend of
+ * a member stores nothing; a later cycle's history reference to a member
+ * is kept in full; a class's row rewritten in format 1 (min and max as
+ * they were) reads back bit for bit; a damaged rep_classes row is an
+ * error naming it. */
 static void test_reps_packed_small(void **state) {
   fx_t *f = *state;
   enum { R = 1000, NEL = 1024, OUT = 8 };
@@ -1440,7 +1511,7 @@ static void test_reps_packed_small(void **state) {
     La__CompactTrace t = LA__COMPACT_TRACE__INIT;
     la_test_history_trace(&t, &st, &fe, &res[r], "pk", r, 1, NEL, 10 + 3 * r,
                           0);
-    t.has_t_xfer_ns = r % 3 != 0; /* some without */
+    t.has_t_xfer_ns = r % 97 != 0; /* a few without */
     t.t_xfer_ns = 1000000 + 7919ull * r;
     if (r == 2 || r == 3) { /* robust weights: kept as rep_members rows */
       rst = st;
@@ -1470,10 +1541,15 @@ static void test_reps_packed_small(void **state) {
                    R - (long long)o.packed);
 #ifndef TEST_STORE_PG
   long long after = set_bytes(f->path);
-  print_message("set of %d small traces: %lld -> %lld bytes (%.1fx)\n", R,
-                before, after, (double)before / (double)after);
-  assert_true(before >= 3 * after);
+  print_message("set of %d small traces: %lld -> %lld bytes (%.1fx), %.1f "
+                "bytes per packed member\n",
+                R, before, after, (double)before / (double)after,
+                (double)o.packed_bytes / (double)o.packed);
+  assert_true(before >= 7 * after);
 #endif
+  print_message("min and max of packed members within %.3g\n",
+                o.minmax_bound);
+  assert_true(o.minmax_bound > 0 && o.minmax_bound < 1);
   /* done once: a second call changes nothing */
   la_store_reps_t o2;
   assert_int_equal(la_store_representatives(f->s, "pk", 1, 0.05, &o2), 0);
@@ -1489,8 +1565,12 @@ static void test_reps_packed_small(void **state) {
     assert_int_equal(v->n_elements, NEL);
     assert_int_equal(u->stats->count, v->stats->count);
     assert_memory_equal(&u->stats->sum, &v->stats->sum, sizeof(double));
-    assert_memory_equal(&u->stats->min, &v->stats->min, sizeof(double));
-    assert_memory_equal(&u->stats->max, &v->stats->max, sizeof(double));
+    if (v->has_rep_rank && r != 2 && r != 3) { /* packed */
+      minmax_within(u, v, o.minmax_bound);
+    } else {
+      assert_memory_equal(&u->stats->min, &v->stats->min, sizeof(double));
+      assert_memory_equal(&u->stats->max, &v->stats->max, sizeof(double));
+    }
     assert_int_equal(u->seq, v->seq);
     assert_int_equal(u->has_t_xfer_ns, v->has_t_xfer_ns);
     assert_int_equal(u->t_xfer_ns, v->t_xfer_ns);
@@ -1568,15 +1648,47 @@ static void test_reps_packed_small(void **state) {
   assert_int_equal(raw_int(f->path, "SELECT n_ranks_present FROM trace_sets"
                                     " WHERE app_id = 'pk' AND cycle_tag = 1"),
                    R);
+  /* class 0's row as a store before format 2 wrote it: its members' min
+   * and max read back as they were */
+  static const La__CompactTrace *v1[R];
+  size_t n1 = 0;
+  for (uint32_t r = 0; r < R; r++)
+    if (b->traces[r]->has_rep_rank && b->traces[r]->rep_class == 0 &&
+        r != 2 && r != 3)
+      v1[n1++] = a->traces[r];
+  assert_true(n1 > 100);
+  static char hex[2 * R * 48], sql[sizeof hex + 200];
+  pack_v1_hex(v1, n1, hex);
+  snprintf(sql, sizeof sql,
+           "UPDATE rep_classes SET members = " BLOB_LIT " WHERE class = 0",
+           hex);
+  raw_exec(f->path, sql);
+  reopen(f);
+  La__TraceSet *c = NULL;
+  assert_int_equal(la_store_load_set(f->s, "pk", 1, &c), 0);
+  assert_int_equal(c->n_traces, R);
+  for (size_t i = 0; i < n1; i++) {
+    const La__CompactTrace *u = v1[i], *v = c->traces[u->rank];
+    assert_int_equal(v->rank, u->rank);
+    assert_true(v->has_rep_rank && v->rep_class == 0);
+    assert_memory_equal(&u->stats->sum, &v->stats->sum, sizeof(double));
+    assert_memory_equal(&u->stats->min, &v->stats->min, sizeof(double));
+    assert_memory_equal(&u->stats->max, &v->stats->max, sizeof(double));
+    assert_int_equal(u->has_t_xfer_ns, v->has_t_xfer_ns);
+    assert_int_equal(u->t_xfer_ns, v->t_xfer_ns);
+    assert_int_equal(u->seq, v->seq);
+  }
+  la_store_free_set(c);
+  c = NULL;
   la_store_free_set(a);
   la_store_free_set(b);
   /* a damaged rep_classes row: an error naming it, no set */
-  raw_exec(f->path, "UPDATE rep_classes SET members = substr(members, 1, 10)"
+  raw_exec(f->path, "UPDATE rep_classes SET members = substr(members, 1, 11)"
                     " WHERE class = 1");
-  La__TraceSet *c = NULL;
   assert_int_equal(la_store_load_set(f->s, "pk", 1, &c), LA_EIO);
   assert_null(c);
   assert_non_null(strstr(la_store_errmsg(f->s), "bad rep_classes row"));
+  assert_non_null(strstr(la_store_errmsg(f->s), "pk cycle 1 rank"));
   for (uint32_t r = 0; r < R; r++) la_compact_result_free(&res[r]);
 }
 
