@@ -230,9 +230,6 @@ TEST_LIBS_test_papi := -lsde
 # test_part calls lactl whatif's partitioners (tools/lactl_part.c).
 TEST_LIBS_test_part := $(BUILD)/obj/tools/lactl_part.o -lmetis
 $(BUILD)/tests/test_part: $(BUILD)/obj/tools/lactl_part.o
-# test_ga_reclaim drives the GlobalAgent's reclaim.c on a libuv loop.
-TEST_LIBS_test_ga_reclaim := $(BUILD)/obj/globalagent/reclaim.o
-$(BUILD)/tests/test_ga_reclaim: $(BUILD)/obj/globalagent/reclaim.o
 $(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(GLOBAL_NOUV_A) $(COMMON_A) $(GEN_H)
 	@mkdir -p $(dir $@)
 	@echo "  LINK  $@"

@@ -96,9 +96,6 @@ typedef struct la__frame {
 typedef struct la__job {
   uv_work_t req;
   struct la_ga_agent *agents; /* linked through job_next */
-  /* what the loop was done with when the job was queued, freed first on
-   * the job's pool thread (reclaim.h); NULL: nothing */
-  la_reclaim_batch_t *reclaim;
 } la__job_t;
 
 /* Jobs started per loop iteration at most (the connections with frames
@@ -499,7 +496,6 @@ static void la__work_agent(la_ga_agent_t *a) {
 /* The thread pool's part of a job. */
 static void la__work(uv_work_t *req) {
   la__job_t *j = req->data;
-  la_reclaim_run(j->reclaim);
   for (la_ga_agent_t *a = j->agents; a; a = a->job_next) la__work_agent(a);
 }
 
@@ -581,7 +577,6 @@ static void la__after(uv_work_t *req, int status) {
     n = a->job_next;
     if (!la__after_agent(a, status)) la_conn_release(&a->conn);
   }
-  la_reclaim_end(j->reclaim);
   free(j);
   la__resume_some(ga);
 }
@@ -646,16 +641,9 @@ static void la__on_check(uv_check_t *h) {
     }
     la_conn_release(&a->conn);
   }
-  /* what the loop is done with (the frames handled, the sets closed)
-   * rides on this round's first job; without one it waits for a later
-   * round's, up to LA_RECLAIM_WAIT_MS (a pool job of its own would cost a
-   * wake-up of a pool thread and of the loop per cycle) */
-  if (jobs[0])
-    jobs[0]->reclaim = la_reclaim_take(ga->reclaim);
-  else
-    la_reclaim_flush_old(ga->reclaim);
   for (int i = 0; i < LA__JOBS_PER_ROUND; i++)
     if (jobs[i]) la__queue(ga, jobs[i]);
+  la_reclaim_flush(ga->reclaim); /* the frames this iteration handled */
 }
 
 /* la_conn_ops_t.on_raw: an authenticated connection's frame, kept where

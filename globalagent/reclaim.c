@@ -4,13 +4,10 @@
  * owned by the loop until it is handed to a job; the job frees the
  * pointers on a pool thread and its after callback (on the loop) frees
  * the array. uv_queue_work orders the hand-over, so the pool thread
- * sees everything the loop wrote before it; an array taken by another
- * job (la_reclaim_take) is handed over by that job's uv_queue_work.
+ * sees everything the loop wrote before it.
  */
 #include "reclaim.h"
 
-#include <assert.h>
-#include <stdint.h>
 #include <stdlib.h>
 
 typedef struct la__item {
@@ -18,20 +15,16 @@ typedef struct la__item {
   void *p;
 } la__item_t;
 
-/* An array handed over: to a job of its own (req), or taken by another
- * job (la_reclaim_take; req unused). */
-struct la_reclaim_batch {
+typedef struct la__rjob {
   uv_work_t req;
   la__item_t *v;
   size_t n;
-};
-typedef struct la_reclaim_batch la__rjob_t;
+} la__rjob_t;
 
 struct la_reclaim {
   uv_loop_t *loop;
   la__item_t *v; /* waiting: v[0..n), room for cap */
   size_t n, cap;
-  uint64_t since; /* uv_now when v[0] was added */
   la_reclaim_stats_t st;
 };
 
@@ -45,62 +38,34 @@ static void la__free_items(la__item_t *v, size_t n) {
   for (size_t i = 0; i < n; i++) v[i].fn(v[i].p);
 }
 
-void la_reclaim_run(la_reclaim_batch_t *b) {
-  if (!b) return;
-  la__free_items(b->v, b->n);
-  b->n = 0;
-}
-
-void la_reclaim_end(la_reclaim_batch_t *b) {
-  if (!b) return;
-  la__free_items(b->v, b->n); /* what the work did not free */
-  free(b->v);
-  free(b);
-}
-
 static void la__work(uv_work_t *req) {
-  la_reclaim_run(req->data);
+  la__rjob_t *j = req->data;
+  la__free_items(j->v, j->n);
+  j->n = 0;
 }
 
 static void la__after(uv_work_t *req, int status) {
+  la__rjob_t *j = req->data;
   (void)status; /* never cancelled; a job not run still frees below */
-  la_reclaim_end(req->data);
-}
-
-/* The array waiting, detached into a new batch; NULL when out of memory. */
-static la__rjob_t *la__detach(la_reclaim_t *r) {
-  assert(r->n > 0);
-  la__rjob_t *j = malloc(sizeof *j);
-  if (!j) return NULL;
-  j->v = r->v;
-  j->n = r->n;
-  j->req.data = j;
-  r->v = NULL;
-  r->n = r->cap = 0;
-  return j;
-}
-
-la_reclaim_batch_t *la_reclaim_take(la_reclaim_t *r) {
-  if (!r || r->n == 0) return NULL;
-  la__rjob_t *j = la__detach(r);
-  if (j) r->st.rides++;
-  return j;
-}
-
-void la_reclaim_flush_old(la_reclaim_t *r) {
-  if (r && r->n && uv_now(r->loop) - r->since >= LA_RECLAIM_WAIT_MS)
-    la_reclaim_flush(r);
+  la__free_items(j->v, j->n);
+  free(j->v);
+  free(j);
 }
 
 void la_reclaim_flush(la_reclaim_t *r) {
   if (!r || r->n == 0) return;
-  la__rjob_t *j = la__detach(r);
+  la__rjob_t *j = malloc(sizeof *j);
   if (!j) { /* out of memory: freed here */
     r->st.on_loop += r->n;
     la__free_items(r->v, r->n);
     r->n = 0;
     return;
   }
+  j->v = r->v;
+  j->n = r->n;
+  j->req.data = j;
+  r->v = NULL;
+  r->n = r->cap = 0;
   r->st.jobs++;
   if (uv_queue_work(r->loop, &j->req, la__work, la__after) != 0) {
     r->st.on_loop += j->n;
@@ -123,7 +88,6 @@ void la_reclaim_add(la_reclaim_t *r, la_reclaim_fn fn, void *p) {
     fn(p);
     return;
   }
-  if (r->n == 0) r->since = uv_now(r->loop);
   r->v[r->n].fn = fn;
   r->v[r->n].p = p;
   r->n++;
@@ -132,7 +96,7 @@ void la_reclaim_add(la_reclaim_t *r, la_reclaim_fn fn, void *p) {
 }
 
 la_reclaim_stats_t la_reclaim_stats(const la_reclaim_t *r) {
-  la_reclaim_stats_t z = {0, 0, 0, 0};
+  la_reclaim_stats_t z = {0, 0, 0};
   return r ? r->st : z;
 }
 

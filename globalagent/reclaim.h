@@ -7,17 +7,10 @@
  * loop thread cost it about as much as storing the message (the arena's
  * lock, chunks unlinked and consolidated). The loop hands such memory
  * here instead (la_reclaim_add) and a pool job frees it: the loop's work
- * per message is a pointer appended to an array. The array rides on the
- * next job the loop queues anyway (la_reclaim_take: agents.c hands it to
- * its next decoding job, which frees it on its pool thread first), so
- * that freeing costs no wake-up of a pool thread and of the loop of its
- * own; when no job comes, a job of its own takes it (la_reclaim_flush_old)
- * once its oldest pointer has waited LA_RECLAIM_WAIT_MS. Memory is bounded:
- * at once when the array holds LA_RECLAIM_BATCH pointers, and otherwise
- * at the first loop iteration after LA_RECLAIM_WAIT_MS (agents.c's check
- * runs every iteration, and the GlobalAgent's loop wakes at least once a
- * second for its tick); what is handed over but not yet freed is never
- * touched again by the loop.
+ * per message is a pointer appended to an array. Memory is bounded: the
+ * loop hands the array to a job each iteration (la_reclaim_flush, from
+ * agents.c's check) and at once when it holds LA_RECLAIM_BATCH pointers;
+ * what is handed over but not yet freed is never touched again by the loop.
  * When the pool refuses a job, or at la_reclaim_free, the loop frees it
  * itself. Loop thread only, except the freeing functions, which run on a
  * pool thread and must not touch loop state.
@@ -30,10 +23,6 @@
 
 /* Pointers handed to a job at once when this many wait. */
 #define LA_RECLAIM_BATCH 4096
-
-/* How long (ms of loop time) pointers wait for a job to ride on before
- * la_reclaim_flush_old gives them a job of their own. */
-#define LA_RECLAIM_WAIT_MS 200
 
 typedef struct la_reclaim la_reclaim_t;
 
@@ -50,24 +39,10 @@ void la_reclaim_add(la_reclaim_t *r, la_reclaim_fn fn, void *p);
 /* Hands what waits to a pool job (nothing when nothing waits). */
 void la_reclaim_flush(la_reclaim_t *r);
 
-/* la_reclaim_flush when the oldest pointer waiting has waited
- * LA_RECLAIM_WAIT_MS (by the loop's clock); otherwise nothing. */
-void la_reclaim_flush_old(la_reclaim_t *r);
-
-/* What waits, taken for a job the caller queues anyway: its work function
- * calls la_reclaim_run (on the pool thread), its after function
- * la_reclaim_end (on the loop, also when the work did not run). NULL when
- * nothing waits, or when out of memory (then it keeps waiting). */
-typedef struct la_reclaim_batch la_reclaim_batch_t;
-la_reclaim_batch_t *la_reclaim_take(la_reclaim_t *r);
-void la_reclaim_run(la_reclaim_batch_t *b);
-void la_reclaim_end(la_reclaim_batch_t *b);
-
 /* Pointers added, and of them freed on the loop (a refused job, out of
- * memory, la_reclaim_free); jobs of its own (la_reclaim_flush), and
- * arrays taken by other jobs (la_reclaim_take), since la_reclaim_new. */
+ * memory, la_reclaim_free), since la_reclaim_new. */
 typedef struct la_reclaim_stats {
-  unsigned long long added, on_loop, jobs, rides;
+  unsigned long long added, on_loop, jobs;
 } la_reclaim_stats_t;
 la_reclaim_stats_t la_reclaim_stats(const la_reclaim_t *r);
 
