@@ -47,6 +47,7 @@ typedef struct la_app_ipc {
   uint64_t grid[3];     /* the registration's grid, all 0 without one */
   uint64_t pieces_refused; /* records refused so far (any thread) */
   uint64_t pieces_spilled; /* probes the application spread (any thread) */
+  uint64_t cells_misstated; /* cycles said NONE with cells (any thread) */
   uint64_t w_gen;       /* generations written into it (ours, not read) */
   uint64_t w_seq;       /* the rank's cycle number of generation w_gen */
   pthread_mutex_t w_mu; /* serializes la_app_ipc_put_weights */
