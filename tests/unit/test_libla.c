@@ -947,8 +947,9 @@ static void expect_coarse_shown(const char *app) {
     fail_msg("lactl show --json of a coarse cycle: %s", out);
 }
 
-/* A flood: cyc cycles of 10^6 elements filled through 1,000 ranges (a few
- * milliseconds a cycle, faster than the agent compacts them) as app, with
+/* A flood: cyc cycles of 10^6 elements filled through 1,000 ranges and a
+ * cell probe (a few milliseconds a cycle, faster than the agent compacts
+ * them per cell) as app, with
  * the counting probe (every cycle the same values). The application
  * waited on few cycles (none for a compaction), skipped none, and counted
  * the cycles the agent was behind on as the agent did (LA_STAT_BEHIND,
@@ -982,6 +983,10 @@ static void expect_flood(const char *app, int cyc, int coarse, int nch) {
         assert_int_equal(LA_stopRangeC(ch, r * 1000, 1000), 0);
       }
     }
+    /* a cell too: the cycle is taken and compacted per cell (10^6), not
+     * one value per range, which the agent keeps up with */
+    assert_int_equal(LA_startProbe(NE - 1), 0);
+    assert_int_equal(LA_stopProbe(NE - 1), 0);
     assert_int_equal(LA_dataXfer(), 0);
   }
   long long waits = LA_getStat(LA_STAT_WAITS);
