@@ -537,7 +537,9 @@ int la_app_ipc_flags(const la_app_ipc_t *ipc, uint32_t i, uint8_t *out) {
 }
 
 /* The slot work of la_app_ipc_put_weights(_values, _pieces): the values
- * are decoded from t, or expanded from the values v of pieces pc, or
+ * are decoded from t, or the values v of pieces pc (the pieces
+ * themselves where libla spreads them, LA_SHM_WEIGHTS_F_PIECES in the
+ * area's header, else expanded), or
  * copied from v (n of them, spread: each over that many cells) when t
  * and pc are NULL. */
 static int la__put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
@@ -562,8 +564,21 @@ static int la__put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
   (void)__atomic_exchange_n(&sl->seq, 2 * g - 1, __ATOMIC_ACQ_REL);
   double *o = (double *)(sl + 1);
   sl->spread = 1;
+  sl->pieces = 0;
   if (t) {
     rc = la_trace_decode(t, 0, n, o);
+  } else if (pc && ipc->weights_spread && pc->count <= n / 4 &&
+             (__atomic_load_n(&a->flags, __ATOMIC_RELAXED) &
+              LA_SHM_WEIGHTS_F_PIECES)) {
+    /* the pieces themselves: libla spreads them when it reads them */
+    la_shm_piece_t *r = (la_shm_piece_t *)(void *)o;
+    for (uint64_t p = 0; p < pc->count; p++)
+      r[p] = (la_shm_piece_t){.key = (pc->p[p].first << 4) + 1,
+                              .ni = pc->p[p].ni,
+                              .nj = pc->p[p].nj,
+                              .nk = pc->p[p].nk,
+                              .value = v[p]};
+    sl->pieces = pc->count;
   } else if (pc) { /* straight into the slot, no copy in between */
     la_pieces_expand(pc, v, o);
   } else if (spread == 1) {

@@ -1991,6 +1991,56 @@ static void expect_cells(const char *app, size_t i, const double *want) {
                cy->values[e], want[e]);
 }
 
+/* The weights of a cycle stored one value per piece: the LocalAgent
+ * writes the pieces into the weights slot where libla says it spreads
+ * them (LA_SHM_WEIGHTS_F_PIECES), and LA_weights gives each cell its
+ * piece's value over its cells; with the flag cleared (a libla before
+ * it) the agent writes the cells, and LA_weights gives the same. */
+static void test_weights_of_pieces_either_way(void **state) {
+  setenv("LA_APP_ID", "unit-wpieces", 1);
+  setenv("LA_INTERFERENCE", "off", 1);
+  int rc = LA_registerGrid("unit", 0, 1, 8, 8, 1);
+  unsetenv("LA_APP_ID");
+  unsetenv("LA_INTERFERENCE");
+  assert_int_equal(rc, 0);
+  int id = la_test_shm_of(getpid());
+  assert_true(id >= 0);
+  la_shm_header_t *h = shmat(id, NULL, 0);
+  assert_true(h != (void *)-1);
+  la_shm_weights_hdr_t *a = la_shm_weights_area_r(h, 64, h->n_buffers, 1, 8);
+  assert_true(a->flags & LA_SHM_WEIGHTS_F_PIECES);
+  uint64_t gen = 0;
+  for (int old = 0; old < 2; old++) {
+    if (old) a->flags &= ~LA_SHM_WEIGHTS_F_PIECES;
+    int robust = 0; /* the measured weights (first cycles): per cell */
+    for (int c = 0; c < 20 && !robust; c++) {
+      for (int b = 0; b < 4; b++) { /* four boxes of 4 x 4 cells */
+        assert_int_equal(LA_startBox((b % 2) * 4, (b / 2) * 4, 0, 4, 4, 1), 0);
+        busy_cpu_ns(200000);
+        assert_int_equal(LA_stopBox((b % 2) * 4, (b / 2) * 4, 0, 4, 4, 1), 0);
+      }
+      assert_int_equal(LA_dataXfer(), 0);
+      double w[64];
+      uint64_t tag;
+      rc = LA_weightsWait(w, 64, gen, WAIT_MS, &tag, &gen);
+      if (rc) fail_msg("cycle %d: %s", c, LA_lastError());
+      for (int e = 0; e < 64; e++) { /* its box's share, the same bits */
+        int first = (e / 32) * 32 + (e % 8) / 4 * 4;
+        if (!(w[e] > 0) || w[e] != w[first])
+          fail_msg("flag %d cycle %d: LA_weights cell %d: %.17g, its box's "
+                   "first cell %.17g", !old, c, e, w[e], w[first]);
+      }
+      la_shm_weights_slot_t *sl =
+          la_shm_weights_slot(a, 64, (uint32_t)(gen % LA_SHM_WEIGHTS_SLOTS));
+      robust = sl->kind == LA_SHM_WEIGHTS_ROBUST;
+      assert_int_equal(sl->pieces, robust && !old ? 4 : 0);
+    }
+    if (!robust) fail_msg("flag %d: no robust weights in 20 cycles", !old);
+  }
+  shmdt(h);
+  assert_int_equal(LA_finalize(), 0);
+}
+
 /* A cycle whose meta data says no cell value was written while a cell
  * was (a probe that does not mark cells: the inline probes of an older
  * la.h, as the direct write below): the LocalAgent reads the resident
@@ -2620,6 +2670,7 @@ int main(void) {
       T(test_dump_raw_pieces),
       T(test_box_cycles_stored_pieced),
       T(test_cells_said_none_but_written),
+      T(test_weights_of_pieces_either_way),
       T(test_box_cycles_with_channels_per_cell),
       T(test_box_geometry_change_restarts_robust),
       T(test_box_history_keyed_by_geometry),
