@@ -196,6 +196,16 @@ int la_compact_pieced(const la_compact_result_t *in, const double *v,
                       const uint8_t *geom, size_t glen,
                       la_compact_result_t *out);
 
+/* la_compact_pieced with the geometry g already decoded and checked by
+ * the caller (la_pieces_decode or la_pieces_from_shm: geom, glen are g's
+ * bytes, la_pieces_encode), so a cycle's series do not decode it again
+ * each; readers of the encoding still check it. LA_EINVAL when g's count
+ * is not in's. */
+struct la_pieces;
+int la_compact_pieced_of(const la_compact_result_t *in, const double *v,
+                         const struct la_pieces *g, const uint8_t *geom,
+                         size_t glen, la_compact_result_t *out);
+
 /* -------------------------------------------------------------- decoding */
 
 typedef struct la_trace la_trace_t; /* opaque: a parsed, validated encoding */

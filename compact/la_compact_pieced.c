@@ -95,28 +95,23 @@ static void la__cell_bounds(const la_compact_result_t *in,
   out->error.cv = out->error.rmse == 0 ? 0 : out->error.rmse / mean;
 }
 
-int la_compact_pieced(const la_compact_result_t *in, const double *v,
-                      const uint8_t *geom, size_t glen,
-                      la_compact_result_t *out) {
+int la_compact_pieced_of(const la_compact_result_t *in, const double *v,
+                         const la_pieces_t *g, const uint8_t *geom,
+                         size_t glen, la_compact_result_t *out) {
   uint8_t h[6];
   uint64_t n;
   double bound;
   size_t head;
-  la_pieces_t g;
 
   memset(out, 0, sizeof *out);
-  if (geom == NULL || la_compact_plain_head(in, h, &bound, &n, &head) != 0)
+  if (geom == NULL || g == NULL ||
+      la_compact_plain_head(in, h, &bound, &n, &head) != 0 || g->count != n)
     return LA_EINVAL;
-  int rc = la_pieces_decode(geom, glen, n, UINT64_MAX, &g, NULL, 0);
-  if (rc != 0) return rc == LA_ENOMEM ? rc : LA_EINVAL;
   size_t body = in->len - 4 - head;
   uint8_t lv[10];
   size_t ll = la_varint_write(lv, glen);
   out->bytes = malloc(head + ll + glen + body + 4);
-  if (!out->bytes) {
-    la_pieces_free(&g);
-    return LA_ENOMEM;
-  }
+  if (!out->bytes) return LA_ENOMEM;
   memcpy(out->bytes, in->bytes, head);
   out->bytes[5] = (uint8_t)(h[5] | LA_CENC_F_PIECES);
   memcpy(out->bytes + head, lv, ll);
@@ -131,11 +126,30 @@ int la_compact_pieced(const la_compact_result_t *in, const double *v,
   out->segments = in->segments;
   out->exceptions = in->exceptions;
   out->quantized = in->quantized;
+  int rc = 0;
   if (v)
-    rc = la__cell_stats(in, v, &g, out);
+    rc = la__cell_stats(in, v, g, out);
   else
-    la__cell_bounds(in, &g, out);
-  la_pieces_free(&g);
+    la__cell_bounds(in, g, out);
   if (rc != 0) la_compact_result_free(out);
+  return rc;
+}
+
+int la_compact_pieced(const la_compact_result_t *in, const double *v,
+                      const uint8_t *geom, size_t glen,
+                      la_compact_result_t *out) {
+  uint8_t h[6];
+  uint64_t n;
+  double bound;
+  size_t head;
+  la_pieces_t g;
+
+  memset(out, 0, sizeof *out);
+  if (geom == NULL || la_compact_plain_head(in, h, &bound, &n, &head) != 0)
+    return LA_EINVAL;
+  int rc = la_pieces_decode(geom, glen, n, UINT64_MAX, &g, NULL, 0);
+  if (rc != 0) return rc == LA_ENOMEM ? rc : LA_EINVAL;
+  rc = la_compact_pieced_of(in, v, &g, geom, glen, out);
+  la_pieces_free(&g);
   return rc;
 }

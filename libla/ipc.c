@@ -97,6 +97,7 @@ static void la__ipc_weights_init(la__ipc_t *ipc) {
   a->header_len = sizeof *a;
   a->n_elements = ipc->n_elements;
   a->n_slots = LA_SHM_WEIGHTS_SLOTS;
+  a->flags = LA_SHM_WEIGHTS_F_PIECES; /* la__read spreads slots of pieces */
   a->slot_stride = la_shm_weights_stride(ipc->n_elements);
   a->magic = LA_SHM_WEIGHTS_MAGIC;
 }

@@ -21,6 +21,7 @@
  * (ipc.c).
  */
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -65,6 +66,26 @@ static inline uint64_t la__seq_after_copy(const uint64_t *seq) {
 #endif
 }
 
+/* The weights of np pieces pr (a slot's copy) spread into w[0..n): each
+ * element its piece's value over the piece's cells, 0 in no piece. Each
+ * record is checked as the agent checks the application's
+ * (la_shm_piece_check, the registration's grid). NULL, or what is
+ * wrong. */
+static const char *la__spread_pieces(double *w, uint64_t n,
+                                     const la_shm_piece_t *pr, uint64_t np) {
+  uint64_t nx = la__hot.nx, ny = la__hot.ny, nz = la__hot.nz;
+  memset(w, 0, n * sizeof *w);
+  for (uint64_t p = 0; p < np; p++) {
+    const char *no = la_shm_piece_check(&pr[p], n, 1, nx, ny, nz);
+    if (no) return no;
+    uint64_t first = (pr[p].key - 1) >> 4, nj = pr[p].nj ? pr[p].nj : 1,
+             nk = pr[p].nk ? pr[p].nk : 1;
+    double share = pr[p].value / (double)((uint64_t)pr[p].ni * nj * nk);
+    la_shm_spread_add(w + first, share, pr[p].ni, nj, nk, nx, nx * ny);
+  }
+  return NULL;
+}
+
 /* Copies the newest finished generation if it is above min_gen into w.
  * Returns 0, LA_ENOTFOUND (nothing newer than min_gen: w untouched),
  * LA_EPROTO (a field out of bounds), LA_ETIMEDOUT (the slot was rewritten
@@ -106,10 +127,20 @@ static int la__read(const la__ipc_t *ipc, double *w, uint64_t min_gen,
       if (g <= min_gen) return LA_ENOTFOUND; /* the newest finished one */
       la_shm_weights_slot_t h;
       memcpy(&h, sl[k], sizeof h);
-      /* a row-probed cycle's weights: one value per row of h.spread */
+      /* a row-probed cycle's weights: one value per row of h.spread; a
+       * pieced cycle's: its pieces (a copy, spread once checked) */
       uint64_t sp = h.spread > 1 && n % h.spread == 0 ? h.spread : 1;
-      memcpy(w, (const char *)sl[k] + sizeof h, n / sp * sizeof(double));
+      uint64_t np = h.pieces <= n / 4 ? h.pieces : 0;
+      la_shm_piece_t *pr = NULL;
+      if (np && !(pr = malloc(np * sizeof *pr)))
+        return la__error(LA_ENOMEM, "no memory for %llu weights' pieces",
+                         (unsigned long long)np);
+      if (np)
+        memcpy(pr, (const char *)sl[k] + sizeof h, np * sizeof *pr);
+      else
+        memcpy(w, (const char *)sl[k] + sizeof h, n / sp * sizeof(double));
       if (la__seq_after_copy(&sl[k]->seq) != s) {
+        free(pr);
         torn = 1; /* rewritten while we copied: read again */
         continue;
       }
@@ -118,11 +149,16 @@ static int la__read(const la__ipc_t *ipc, double *w, uint64_t min_gen,
         bad = "element count is not this rank's";
       else if (h.spread > 1 && sp == 1)
         bad = "spread does not divide the element count";
+      else if (h.pieces > n / 4)
+        bad = "more pieces than the slot holds";
       else if (h.channel != LA_SHM_WEIGHTS_SUM)
         bad = "unknown channel";
       else if (h.kind != LA_SHM_WEIGHTS_ROBUST &&
                h.kind != LA_SHM_WEIGHTS_MEASURED)
         bad = "unknown kind of weights";
+      else if (np)
+        bad = la__spread_pieces(w, n, pr, np);
+      free(pr);
       if (bad)
         return la__error(LA_EPROTO, "weights slot %u (generation %llu): %s", k,
                          (unsigned long long)g, bad);

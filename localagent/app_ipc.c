@@ -24,6 +24,7 @@
 #include "la_compact.h"
 #include "la_simd.h"
 #include "la_log.h"
+#include "shm_zero.h"
 #include "la_shm_pieces.h"
 #include "la_sysv.h"
 #include "la_time.h"
@@ -471,6 +472,33 @@ int la_app_ipc_take_rows(la_app_ipc_t *ipc, uint32_t i, double *rows,
   return 1;
 }
 
+/* Whether buffer i's cycle (meta: its meta data) wrote no cell value.
+ * libla's word (meta->cells) is checked, not trusted: the pages of the
+ * cells that are resident are read (la_shm_zero_unread; a box- or
+ * range-probed cycle leaves none), or, where residency says nothing (swap
+ * on), today's rule (la_shm_cells_none: NONE believed, UNKNOWN read). A
+ * NONE found false (cells written by probes that do not mark them, e.g.
+ * objects compiled against an older la.h) is counted and logged once,
+ * and the buffer's meta data says WRITTEN from then on: the cycle is
+ * taken with its cells (la_app_ipc_take), nothing lost. */
+static int la__no_cells(la_app_ipc_t *ipc, uint32_t i,
+                        const la_shm_bufmeta_t *meta) {
+  if (meta->cells == LA_SHM_CELLS_WRITTEN) return 0;
+  const double *v = la__values(ipc, i);
+  int z = la_shm_zero_unread(v, ipc->n_elements);
+  if (z < 0) return la_shm_cells_none(meta->cells, v, ipc->n_elements, NULL, 0);
+  if (!z && meta->cells == LA_SHM_CELLS_NONE) {
+    ipc->hdr->buf[i].cells = LA_SHM_CELLS_WRITTEN;
+    if (__atomic_fetch_add(&ipc->cells_misstated, 1, __ATOMIC_RELAXED) == 0)
+      la_log_warnx("application pid %d, buffer %u: cycle %llu said no cell "
+                   "value was written, but cells hold values: taken with "
+                   "its cells (probes that do not mark cells, an older "
+                   "la.h?; said once)",
+                   ipc->pid, i, (unsigned long long)meta->cycle_tag);
+  }
+  return z;
+}
+
 int la_app_ipc_take_pieces(la_app_ipc_t *ipc, uint32_t i, la_pieces_t *g,
                            double **values, uint8_t **geom, size_t *glen,
                            la_shm_bufmeta_t *meta) {
@@ -482,9 +510,8 @@ int la_app_ipc_take_pieces(la_app_ipc_t *ipc, uint32_t i, la_pieces_t *g,
   if (ipc->n_channels != 1 || !la__pieces_claimed(ipc, i)) return 0;
   memcpy(meta, (const void *)&ipc->hdr->buf[i], sizeof *meta);
   double scale = meta->scale;
-  if (!(isfinite(scale) && scale > 0) ||
-      !la_shm_cells_none(meta->cells, la__values(ipc, i), ipc->n_elements,
-                         ipc->n_rows ? la__rows(ipc, i) : NULL, ipc->n_rows))
+  if (!(isfinite(scale) && scale > 0) || !la__no_cells(ipc, i, meta) ||
+      (ipc->n_rows && !la_shm_all_zero(la__rows(ipc, i), ipc->n_rows)))
     return 0;
   double *v = malloc(ipc->n_pieces * sizeof *v);
   /* without memory: spread over the cells, as before */
@@ -510,7 +537,9 @@ int la_app_ipc_flags(const la_app_ipc_t *ipc, uint32_t i, uint8_t *out) {
 }
 
 /* The slot work of la_app_ipc_put_weights(_values, _pieces): the values
- * are decoded from t, or expanded from the values v of pieces pc, or
+ * are decoded from t, or the values v of pieces pc (the pieces
+ * themselves where libla spreads them, LA_SHM_WEIGHTS_F_PIECES in the
+ * area's header, else expanded), or
  * copied from v (n of them, spread: each over that many cells) when t
  * and pc are NULL. */
 static int la__put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
@@ -535,8 +564,21 @@ static int la__put_weights(la_app_ipc_t *ipc, uint64_t cycle_tag,
   (void)__atomic_exchange_n(&sl->seq, 2 * g - 1, __ATOMIC_ACQ_REL);
   double *o = (double *)(sl + 1);
   sl->spread = 1;
+  sl->pieces = 0;
   if (t) {
     rc = la_trace_decode(t, 0, n, o);
+  } else if (pc && ipc->weights_spread && pc->count <= n / 4 &&
+             (__atomic_load_n(&a->flags, __ATOMIC_RELAXED) &
+              LA_SHM_WEIGHTS_F_PIECES)) {
+    /* the pieces themselves: libla spreads them when it reads them */
+    la_shm_piece_t *r = (la_shm_piece_t *)(void *)o;
+    for (uint64_t p = 0; p < pc->count; p++)
+      r[p] = (la_shm_piece_t){.key = (pc->p[p].first << 4) + 1,
+                              .ni = pc->p[p].ni,
+                              .nj = pc->p[p].nj,
+                              .nk = pc->p[p].nk,
+                              .value = v[p]};
+    sl->pieces = pc->count;
   } else if (pc) { /* straight into the slot, no copy in between */
     la_pieces_expand(pc, v, o);
   } else if (spread == 1) {

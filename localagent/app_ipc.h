@@ -47,6 +47,7 @@ typedef struct la_app_ipc {
   uint64_t grid[3];     /* the registration's grid, all 0 without one */
   uint64_t pieces_refused; /* records refused so far (any thread) */
   uint64_t pieces_spilled; /* probes the application spread (any thread) */
+  uint64_t cells_misstated; /* cycles said NONE with cells (any thread) */
   uint64_t w_gen;       /* generations written into it (ours, not read) */
   uint64_t w_seq;       /* the rank's cycle number of generation w_gen */
   pthread_mutex_t w_mu; /* serializes la_app_ipc_put_weights */
@@ -149,7 +150,9 @@ int la_app_ipc_put_weights_values(la_app_ipc_t *ipc, uint64_t cycle_tag,
                                   uint64_t spread);
 
 /* The same with the values v of pieces g (g->count of them), each cell
- * its piece's value over its cells (la_pieces_expand, into the slot);
+ * its piece's value over its cells: the pieces into the slot where the
+ * application's libla spreads them (LA_SHM_WEIGHTS_F_PIECES in the
+ * area's header, read each time; at most n / 4 of them), else la_pieces_expand into the slot;
  * LA_EINVAL when g is not of the registration's elements. */
 int la_app_ipc_put_weights_pieces(la_app_ipc_t *ipc, uint64_t cycle_tag,
                                   uint64_t rank_seq, int kind,

@@ -394,8 +394,8 @@ static void la__pieces_state(la_session_t *s, const la_pieces_t *g,
  * probe) and matched against the history as measured, one value per
  * piece, in the pieces' state (la__pieces_state: a geometry other
  * than the last one's starts it afresh), and logged in the pieced form
- * (la_compact_pieced, each series with the geometry); the weights area
- * gets cells (expanded). Sets j->rc, j->log_rc and j->why. */
+ * (la_compact_pieced_of, each series with the geometry as
+ * la_pieces_from_shm checked it); the weights area gets cells (expanded). Sets j->rc, j->log_rc and j->why. */
 static void la__pieced(la_job_t *j, const double *x) {
   la_session_t *s = j->s;
   la_piece_state_t *ps = &s->pieces;
@@ -439,9 +439,10 @@ static void la__pieced(la_job_t *j, const double *x) {
     j->rhist = 0;
     la__free_exceptions(j);
   }
-  if (la_compact_pieced(&res, x, geom, glen, &pres) != 0 ||
+  /* the geometry as la_pieces_from_shm checked it, not decoded again */
+  if (la_compact_pieced_of(&res, x, g, geom, glen, &pres) != 0 ||
       (j->robust &&
-       la_compact_pieced(&j->rres, NULL, geom, glen, &prres) != 0)) {
+       la_compact_pieced_of(&j->rres, NULL, g, geom, glen, &prres) != 0)) {
     j->rc = LA_ENOMEM;
     j->why = "dropped: the LocalAgent was out of memory";
     goto done;

@@ -156,6 +156,8 @@ _Static_assert(sizeof(la_shm_header_t) % LA_SHM_ALIGN == 0, "header aligned");
 #define LA_SHM_WEIGHTS_VERSION 2u
 #define LA_SHM_WEIGHTS_VERSION_SPREAD 2u /* readers of spread slots */
 #define LA_SHM_WEIGHTS_SLOTS 2u
+/* weights header flags: what the application's libla reads */
+#define LA_SHM_WEIGHTS_F_PIECES 1u /* slots of pieces (slot.pieces) */
 #define LA_SHM_WEIGHTS_SUM 0xffffffffu /* channel: the sum over channels */
 enum { LA_SHM_WEIGHTS_ROBUST = 1, LA_SHM_WEIGHTS_MEASURED = 2 };
 
@@ -167,7 +169,7 @@ typedef struct la_shm_weights_hdr {
   uint32_t header_len; /* bytes of this header (64) */
   uint64_t n_elements; /* doubles per slot: the header's n_elements */
   uint32_t n_slots;    /* LA_SHM_WEIGHTS_SLOTS */
-  uint32_t reserved;
+  uint32_t flags;      /* LA_SHM_WEIGHTS_F_*, by libla (0 before flags) */
   uint64_t slot_stride; /* bytes from one slot to the next */
   /* written by the agent (atomically, +1 each): this rank's cycles it did
    * not read because it was behind (agent.max_backlog), each recorded
@@ -189,7 +191,12 @@ typedef struct la_shm_weights_slot {
                           follow; k >= 2 (dividing n_elements), one double
                           per k consecutive elements (a row-probed cycle's
                           rows): each element's weight is its value / k */
-  uint64_t pad;
+  uint64_t pieces;     /* 0: as spread says; p >= 1 (only where the header
+                          has LA_SHM_WEIGHTS_F_PIECES, p <= n_elements / 4):
+                          p piece records (la_shm_piece_t, channel 0, in
+                          order of first element) follow instead, each
+                          element's weight its piece's value over the
+                          piece's cells, 0 in no piece */
 } la_shm_weights_slot_t;
 
 _Static_assert(sizeof(la_shm_weights_hdr_t) == 64, "weights header");

@@ -462,6 +462,26 @@ static void test_pieced_bad_geometry_refused(void **state) {
   assert_int_equal(la_compact_pieced(&in, v, gb, glen - 3, &o2), LA_EINVAL);
   patch(&out, g0 - 1, (uint8_t)glen);
   assert_int_equal(la_compact_pieced(&out, v, gb, glen, &o2), LA_EINVAL);
+  /* with the geometry decoded by the caller: the same bytes and cell
+   * statistics, a geometry of another count refused */
+  la_compact_result_t o3, o4;
+  assert_int_equal(la_compact_pieced(&in, v, gb, glen, &o3), 0);
+  assert_int_equal(la_compact_pieced_of(&in, v, &g, gb, glen, &o4), 0);
+  assert_int_equal(o3.len, o4.len);
+  assert_memory_equal(o3.bytes, o4.bytes, o3.len);
+  assert_memory_equal(&o3.stats, &o4.stats, sizeof o3.stats);
+  assert_memory_equal(&o3.error, &o4.error, sizeof o3.error);
+  la_compact_result_free(&o4);
+  assert_int_equal(la_compact_pieced_of(&in, NULL, &g, gb, glen, &o4), 0);
+  la_compact_result_free(&o3);
+  assert_int_equal(la_compact_pieced(&in, NULL, gb, glen, &o3), 0);
+  assert_memory_equal(o3.bytes, o4.bytes, o3.len);
+  assert_memory_equal(&o3.stats, &o4.stats, sizeof o3.stats);
+  la_compact_result_free(&o3);
+  la_compact_result_free(&o4);
+  la_pieces_t g1 = {1, 10, 0, 0, 0, p};
+  assert_int_equal(la_compact_pieced_of(&in, v, &g1, gb, glen, &o2),
+                   LA_EINVAL);
   la_compact_result_free(&in);
   la_compact_result_free(&out);
   free(gb);

@@ -448,6 +448,25 @@ static void test_hostile_area(void **state) {
   s1->spread = 7; /* 96 elements are not rows of 7 */
   expect_proto("spread does not divide the element count");
   *s1 = ks;
+  /* pieces (libla says it spreads them): more than the slot holds, a
+   * range past the elements, a box in a registration without a grid */
+  assert_true(a->flags & LA_SHM_WEIGHTS_F_PIECES);
+  s1->pieces = N / 4 + 1;
+  expect_proto("more pieces than the slot holds");
+  la_shm_piece_t *pr = (la_shm_piece_t *)(void *)(s1 + 1), kp = pr[0];
+  s1->pieces = 1;
+  pr[0] = (la_shm_piece_t){.key = ((uint64_t)(N - 2) << 4) + 1, .ni = 3,
+                           .value = 1};
+  expect_proto("weights slot 1 (generation 1): an element range outside");
+  pr[0] = (la_shm_piece_t){.key = 1, .ni = 2, .nj = 2, .nk = 1, .value = 1};
+  expect_proto("a box in a registration that is not a grid");
+  /* a good one: its value over its cells, 0 elsewhere */
+  pr[0] = (la_shm_piece_t){.key = (10 << 4) + 1, .ni = 4, .value = 2};
+  assert_int_equal(LA_weights(w, N, NULL, NULL), 0);
+  for (long e = 0; e < N; e++)
+    assert_true(w[e] == (e >= 10 && e < 14 ? 0.5 : 0.0));
+  pr[0] = kp;
+  *s1 = ks;
   s1->seq = 2 * 2; /* generation 2 belongs in slot 0 */
   expect_proto("which belongs in slot 0");
   /* a slot forever being written, the other empty: nothing to read */

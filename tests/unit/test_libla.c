@@ -30,6 +30,7 @@
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <pthread.h>
@@ -946,8 +947,9 @@ static void expect_coarse_shown(const char *app) {
     fail_msg("lactl show --json of a coarse cycle: %s", out);
 }
 
-/* A flood: cyc cycles of 10^6 elements filled through 1,000 ranges (a few
- * milliseconds a cycle, faster than the agent compacts them) as app, with
+/* A flood: cyc cycles of 10^6 elements filled through 1,000 ranges and a
+ * cell probe (a few milliseconds a cycle, faster than the agent compacts
+ * them per cell) as app, with
  * the counting probe (every cycle the same values). The application
  * waited on few cycles (none for a compaction), skipped none, and counted
  * the cycles the agent was behind on as the agent did (LA_STAT_BEHIND,
@@ -981,6 +983,10 @@ static void expect_flood(const char *app, int cyc, int coarse, int nch) {
         assert_int_equal(LA_stopRangeC(ch, r * 1000, 1000), 0);
       }
     }
+    /* a cell too: the cycle is taken and compacted per cell (10^6), not
+     * one value per range, which the agent keeps up with */
+    assert_int_equal(LA_startProbe(NE - 1), 0);
+    assert_int_equal(LA_stopProbe(NE - 1), 0);
     assert_int_equal(LA_dataXfer(), 0);
   }
   long long waits = LA_getStat(LA_STAT_WAITS);
@@ -1985,6 +1991,106 @@ static void expect_cells(const char *app, size_t i, const double *want) {
                cy->values[e], want[e]);
 }
 
+/* The weights of a cycle stored one value per piece: the LocalAgent
+ * writes the pieces into the weights slot where libla says it spreads
+ * them (LA_SHM_WEIGHTS_F_PIECES), and LA_weights gives each cell its
+ * piece's value over its cells; with the flag cleared (a libla before
+ * it) the agent writes the cells, and LA_weights gives the same. */
+static void test_weights_of_pieces_either_way(void **state) {
+  setenv("LA_APP_ID", "unit-wpieces", 1);
+  setenv("LA_INTERFERENCE", "off", 1);
+  int rc = LA_registerGrid("unit", 0, 1, 8, 8, 1);
+  unsetenv("LA_APP_ID");
+  unsetenv("LA_INTERFERENCE");
+  assert_int_equal(rc, 0);
+  int id = la_test_shm_of(getpid());
+  assert_true(id >= 0);
+  la_shm_header_t *h = shmat(id, NULL, 0);
+  assert_true(h != (void *)-1);
+  la_shm_weights_hdr_t *a = la_shm_weights_area_r(h, 64, h->n_buffers, 1, 8);
+  assert_true(a->flags & LA_SHM_WEIGHTS_F_PIECES);
+  uint64_t gen = 0;
+  for (int old = 0; old < 2; old++) {
+    if (old) a->flags &= ~LA_SHM_WEIGHTS_F_PIECES;
+    int robust = 0; /* the measured weights (first cycles): per cell */
+    for (int c = 0; c < 20 && !robust; c++) {
+      for (int b = 0; b < 4; b++) { /* four boxes of 4 x 4 cells */
+        assert_int_equal(LA_startBox((b % 2) * 4, (b / 2) * 4, 0, 4, 4, 1), 0);
+        busy_cpu_ns(200000);
+        assert_int_equal(LA_stopBox((b % 2) * 4, (b / 2) * 4, 0, 4, 4, 1), 0);
+      }
+      assert_int_equal(LA_dataXfer(), 0);
+      double w[64];
+      uint64_t tag;
+      rc = LA_weightsWait(w, 64, gen, WAIT_MS, &tag, &gen);
+      if (rc) fail_msg("cycle %d: %s", c, LA_lastError());
+      for (int e = 0; e < 64; e++) { /* its box's share, the same bits */
+        int first = (e / 32) * 32 + (e % 8) / 4 * 4;
+        if (!(w[e] > 0) || w[e] != w[first])
+          fail_msg("flag %d cycle %d: LA_weights cell %d: %.17g, its box's "
+                   "first cell %.17g", !old, c, e, w[e], w[first]);
+      }
+      la_shm_weights_slot_t *sl =
+          la_shm_weights_slot(a, 64, (uint32_t)(gen % LA_SHM_WEIGHTS_SLOTS));
+      robust = sl->kind == LA_SHM_WEIGHTS_ROBUST;
+      assert_int_equal(sl->pieces, robust && !old ? 4 : 0);
+    }
+    if (!robust) fail_msg("flag %d: no robust weights in 20 cycles", !old);
+  }
+  shmdt(h);
+  assert_int_equal(LA_finalize(), 0);
+}
+
+/* A cycle whose meta data says no cell value was written while a cell
+ * was (a probe that does not mark cells: the inline probes of an older
+ * la.h, as the direct write below): the LocalAgent reads the resident
+ * cells and finds it out, so the cycle is stored with its cell and its
+ * box, per cell; the next cycle of the buffer, boxes only, is stored one
+ * value per piece without the earlier cell. Without swap only: with
+ * swap on, the agent believes the word as before (docs/localagent.md). */
+static void test_cells_said_none_but_written(void **state) {
+  struct sysinfo si;
+  if (sysinfo(&si) != 0 || si.totalswap != 0) {
+    print_message("swap is on: the agent believes the word; not checked\n");
+    return;
+  }
+  const char *app = "unit-cells-lie";
+  setenv("LA_APP_ID", app, 1);
+  use_counting_probe(); /* a stop reads first + 1 */
+  int rc = LA_registerGrid("unit", 0, 1, 4, 3, 2);
+  unsetenv("LA_APP_ID");
+  assert_int_equal(rc, 0);
+  uint32_t nb = 0;
+  for (int c = 0; c < 2; c++) {
+    for (uint32_t b = 0; b < (c ? nb : 1); b++) { /* every buffer once */
+      assert_int_equal(LA_startBox(0, 0, 0, 2, 2, 1), 0); /* 0 1 4 5: 1 */
+      assert_int_equal(LA_stopBox(0, 0, 0, 2, 2, 1), 0);
+      if (c == 0) la__hot.values[22] += 5.0; /* unmarked */
+      assert_int_equal(LA_dataXfer(), 0);
+      if (c == 0) { /* said NONE (test_cycles_say_whether_cells_were_written) */
+        int id = la_test_shm_of(getpid());
+        la_shm_header_t *h = shmat(id, NULL, SHM_RDONLY);
+        assert_true(h != (void *)-1);
+        nb = h->n_buffers;
+        shmdt(h);
+      }
+    }
+  }
+  assert_int_equal(la_ta_wait_traces(&agent, 1 + nb, WAIT_MS), 0);
+  double want[24] = {0};
+  want[0] = want[1] = want[4] = want[5] = 1.0 / 4;
+  double want0[24];
+  memcpy(want0, want, sizeof want);
+  want0[22] = 5.0;
+  assert_false(stored_of(app, 0, 0).pieced);
+  expect_cells(app, 0, want0);
+  for (uint32_t c = 1; c <= nb; c++) { /* the lying buffer's again too */
+    assert_true(stored_of(app, c, 0).pieced);
+    expect_cells(app, c, want);
+  }
+  assert_int_equal(LA_finalize(), 0);
+}
+
 /* Box and range probes, one measurement each (layout 6): a cycle of
  * boxes and a range that share no cell is stored one value per piece
  * (the encoding holds 4 values for the 24 cells, the pieced form), and
@@ -2563,6 +2669,8 @@ int main(void) {
       T(test_lying_piece_records_refused),
       T(test_dump_raw_pieces),
       T(test_box_cycles_stored_pieced),
+      T(test_cells_said_none_but_written),
+      T(test_weights_of_pieces_either_way),
       T(test_box_cycles_with_channels_per_cell),
       T(test_box_geometry_change_restarts_robust),
       T(test_box_history_keyed_by_geometry),
