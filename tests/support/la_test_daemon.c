@@ -425,6 +425,26 @@ int la_td_stop(la_test_daemon_t *d, int timeout_ms) {
   return -2;
 }
 
+int la_td_hold_port(uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  int one = 1; /* past the daemon's connections in TIME_WAIT */
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  /* listening: no other socket binds the port, SO_REUSEADDR or not */
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 16) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void la_td_release_port(int *fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+}
+
 static char *slurp(const char *path, long from) {
   FILE *f = fopen(path, "r");
   if (!f) return strdup("");

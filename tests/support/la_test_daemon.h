@@ -103,6 +103,16 @@ int la_td_wait_exit(la_test_daemon_t *d, int timeout_ms);
  * nothing ran. */
 int la_td_stop(la_test_daemon_t *d, int timeout_ms);
 
+/* Holds 127.0.0.1:port with a listening socket while a daemon that owned
+ * it is down, so that no bind to port 0 (the next daemon's, another
+ * test's) is given it before the daemon starts on it again; a connection
+ * made meanwhile waits in the backlog and is reset by la_td_release_port.
+ * Returns the socket, or -1 (the port not held: the caller carries on). */
+int la_td_hold_port(uint16_t port);
+
+/* Closes a socket of la_td_hold_port (if *fd >= 0) and sets *fd to -1. */
+void la_td_release_port(int *fd);
+
 /* The log (stderr of every run so far), NUL-terminated, malloc'ed. */
 char *la_td_log(const la_test_daemon_t *d);
 /* Remembers the current end of the log: la_td_log_has and la_td_wait_log

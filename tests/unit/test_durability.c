@@ -69,6 +69,7 @@ static struct {
   char ga_addr[64];
   pid_t kid;
   int go, res;      /* pipes to and from the application */
+  int hold;         /* the GlobalAgent's port while it is down */
   int sent, unsent; /* cycles whose values went to the agent, and not */
 } T;
 
@@ -79,7 +80,7 @@ static int wait_ms(void) {
 
 static int setup(void **state) {
   memset(&T, 0, sizeof T);
-  T.go = T.res = -1;
+  T.go = T.res = T.hold = -1;
   T.ga = la_td_new("la-globalagent");
   T.la = la_td_new("la-localagent");
   if (T.ga && T.la) {
@@ -97,6 +98,7 @@ static int teardown(void **state) {
     while (waitpid(T.kid, NULL, 0) < 0 && errno == EINTR) {
     }
   }
+  la_td_release_port(&T.hold);
   if (T.go >= 0) close(T.go);
   if (T.res >= 0) close(T.res);
   la_td_free(T.la);
@@ -130,6 +132,7 @@ static void start_ga(uint16_t port) {
   la_td_argv_add(&a, "--stitch.timeout=2s");
   la_td_argv_add(&a, "--log.level=debug");
   unlink(T.agents_pf);
+  la_td_release_port(&T.hold);
   int p = la_td_start(T.ga, a.v, T.feed_pf, wait_ms());
   CHECK(p > 0, "la-globalagent did not start within %d ms", wait_ms());
   FILE *f = fopen(T.agents_pf, "r");
@@ -139,6 +142,13 @@ static void start_ga(uint16_t port) {
   fclose(f);
   T.agents_port = (uint16_t)v;
   snprintf(T.ga_addr, sizeof T.ga_addr, "127.0.0.1:%u", T.agents_port);
+}
+
+/* Stops the GlobalAgent and holds its port until start_ga starts it there
+ * again: the LocalAgent started meanwhile (port 0) could be given it. */
+static void ga_down(void) {
+  CHECK(la_td_stop(T.ga, wait_ms()) == 0, "GA stop");
+  T.hold = la_td_hold_port(T.agents_port);
 }
 
 /* Starts the LocalAgent on the fixture's log directory. */
@@ -351,7 +361,7 @@ static void run_scenario(const scen_t *sc) {
   int handed[MAXC] = {0};
   start_ga(0); /* learn a port for the GlobalAgent */
   uint16_t port = T.agents_port;
-  if (!sc->ga_up) CHECK(la_td_stop(T.ga, wait_ms()) == 0, "GA stop");
+  if (!sc->ga_up) ga_down();
   const char *no_drain[] = {"--agent.drain_timeout=0", NULL};
   start_la(sc->term ? no_drain : NULL);
   spawn_app(sc->n, 3, sc->app);
@@ -516,7 +526,7 @@ static void test_torn_log_tail(void **state) {
   int handed[MAXC] = {0};
   start_ga(0);
   uint16_t port = T.agents_port;
-  CHECK(la_td_stop(T.ga, WAIT_MS) == 0, "GA stop");
+  ga_down();
   start_la(NULL);
   spawn_app(3000, 3, "durable-t");
   app_cycles(5, handed);
@@ -602,7 +612,7 @@ static void run_damage(const char *app, int how) {
   int handed[MAXC] = {0};
   start_ga(0);
   uint16_t port = T.agents_port;
-  CHECK(la_td_stop(T.ga, wait_ms()) == 0, "GA stop");
+  ga_down();
   start_la(NULL);
   spawn_app(2000, 3, app);
   app_cycles(30, handed);
