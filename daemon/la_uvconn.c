@@ -238,6 +238,21 @@ static int la__over_output(la_conn_t *c, size_t n) {
   return 1;
 }
 
+/* Starts write w (its request req, len bytes in bufs): counted in the
+ * connection's output and the connection held until cb; on failure w is
+ * freed and the connection closed. */
+static int la__start_write(la_conn_t *c, uv_write_t *req, const uv_buf_t *bufs,
+                           unsigned n, uv_write_cb cb, size_t len, void *w) {
+  if (uv_write(req, (uv_stream_t *)&c->tcp, bufs, n, cb) != 0) {
+    free(w);
+    la_conn_close(c, "write failed");
+    return LA_EIO;
+  }
+  c->out_bytes += len;
+  la_conn_hold(c); /* until the write callback */
+  return 0;
+}
+
 int la_conn_send(la_conn_t *c, uint16_t type, const ProtobufCMessage *m,
                  int close_after) {
   if (c->closing) return LA_EIO;
@@ -262,14 +277,7 @@ int la_conn_send(la_conn_t *c, uint16_t type, const ProtobufCMessage *m,
     return LA_ENOMEM;
   }
   uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)w->len);
-  if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, la__on_write) != 0) {
-    free(w);
-    la_conn_close(c, "write failed");
-    return LA_EIO;
-  }
-  c->out_bytes += w->len;
-  la_conn_hold(c); /* until the write callback */
-  return 0;
+  return la__start_write(c, &w->req, &b, 1, la__on_write, w->len, w);
 }
 
 /* A write of la_conn_send_ref: head copied here, the tail referenced. */
@@ -316,15 +324,7 @@ int la_conn_send_ref(la_conn_t *c, const uint8_t *head, size_t hlen,
   w->arg = arg;
   uv_buf_t b[2] = {uv_buf_init((char *)w->head, (unsigned)hlen),
                    uv_buf_init((char *)tail, (unsigned)tlen)};
-  if (uv_write(&w->req, (uv_stream_t *)&c->tcp, b, 2, la__on_write_ref) !=
-      0) {
-    free(w);
-    la_conn_close(c, "write failed");
-    return LA_EIO;
-  }
-  c->out_bytes += w->len;
-  la_conn_hold(c); /* until the write callback */
-  return 0;
+  return la__start_write(c, &w->req, b, 2, la__on_write_ref, w->len, w);
 }
 
 static void la__bad(la_conn_t *c, const char *why) {
