@@ -783,6 +783,53 @@ static void test_lying_piece_records_refused(void **state) {
     assert_true(cy->values[e] == (e == 0 ? 1.0 : 0.0));
 }
 
+/* A box record whose value the application overwrote with NaN, 1e308 or
+ * -inf (the pieced path: one value per box): each such cycle is stored or
+ * recorded missing, the agent keeps running, and the next honest box
+ * cycle is stored with its own values. */
+static void test_hostile_piece_values(void **state) {
+  use_counting_probe();
+  assert_int_equal(LA_registerGrid("unit", 0, 1, 4, 3, 2), 0);
+  const double bad[] = {NAN, 1e308, -INFINITY};
+  int id = la_test_shm_of(getpid());
+  for (size_t c = 0; c < 3; c++) {
+    assert_int_equal(LA_startBox(1, 1, 0, 2, 2, 1), 0);
+    assert_int_equal(LA_stopBox(1, 1, 0, 2, 2, 1), 0);
+    la_shm_header_t *h = shmat(id, NULL, 0);
+    assert_true(h != (void *)-1);
+    la_shm_pieces_head_t *ph = (la_shm_pieces_head_t *)pieces_of(h);
+    assert_non_null(ph);
+    la_shm_piece_t *t = (la_shm_piece_t *)(ph + 1);
+    int set = 0;
+    for (uint64_t p = 0; p < 64; p++)
+      if (t[p].key != 0) {
+        t[p].value = bad[c];
+        set++;
+      }
+    assert_int_equal(set, 1);
+    shmdt(h);
+    assert_int_equal(LA_dataXfer(), 0);
+  }
+  assert_int_equal(LA_startBox(1, 1, 0, 2, 2, 1), 0); /* cells 5, 6, 9, 10 */
+  assert_int_equal(LA_stopBox(1, 1, 0, 2, 2, 1), 0);
+  assert_int_equal(LA_dataXfer(), 0);
+  char sql[300];
+  snprintf(sql, sizeof sql,
+           "SELECT (SELECT count(*) FROM traces WHERE app_id = '%s') + "
+           "(SELECT count(*) FROM missing WHERE app_id = '%s')",
+           LA_appId(), LA_appId());
+  assert_int_equal(la_ta_wait_sql(&agent, sql, 4, WAIT_MS), 0);
+  assert_true(la_ta_local_stat(&agent, "cycles_received") >= 4);
+  long long stored = la_ta_ntraces(&agent, LA_appId());
+  assert_true(stored >= 1);
+  const cycle_t *cy = cycle((size_t)stored - 1); /* the honest one, last */
+  for (int e = 0; e < 24; e++) {
+    double want = e == 5 || e == 6 || e == 9 || e == 10 ? 6.0 / 4 : 0.0;
+    if (cy->values[e] != want)
+      fail_msg("cell %d: %.17g, expected %.17g", e, cy->values[e], want);
+  }
+}
+
 static void test_rows_need_a_grid(void **state) {
   register_counting(24);
   assert_int_equal(LA_startRow(0, 0), LA_ESTATE);
@@ -2667,6 +2714,7 @@ int main(void) {
       T(test_rows_and_boxes_spread_by_libla),
       T(test_full_piece_table_falls_back),
       T(test_lying_piece_records_refused),
+      T(test_hostile_piece_values),
       T(test_dump_raw_pieces),
       T(test_box_cycles_stored_pieced),
       T(test_cells_said_none_but_written),
