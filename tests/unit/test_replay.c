@@ -268,8 +268,9 @@ static void test_replay_recorded(void **state) {
                cpu[r], tg[r], tail(g->out));
   }
   /* the ordering a user sees: rank 0 (5 planes) heaviest, recorded and
-   * replayed */
-  if (!(rec[0] > 1.1 * rec[1] && rec[0] > 1.1 * rec[2]))
+   * replayed (recorded under load the margin shrinks: 1.10x rank 1 in
+   * one ASan run of the fresh-clone CI beside other work) */
+  if (!(rec[0] > rec[1] && rec[0] > rec[2]))
     fail_msg("recorded: rank 0 not the heaviest:\n%s", tail(g->out));
   if (!(cpu[0] > cpu[1] && cpu[0] > cpu[2]))
     fail_msg("rank 0 is not the heaviest replayed:\n%s", tail(g->out));
