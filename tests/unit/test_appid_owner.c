@@ -45,6 +45,7 @@ static struct {
   la_test_daemon_t *lb; /* node-b's LocalAgent */
   char lb_addr[64];
   uint16_t agents_port;
+  int hold; /* la_td_hold_port's socket while the GlobalAgent is down */
   int up;
   char verbose[8192]; /* the other process's LA_VERBOSE lines */
 } T;
@@ -182,6 +183,7 @@ static void start_ga_with(uint16_t port, const char *const *extra) {
   la_td_argv_add(&a, "--log.level=debug");
   for (int i = 0; extra && extra[i]; i++) la_td_argv_add(&a, "%s", extra[i]);
   unlink(s->agents_pf);
+  la_td_release_port(&T.hold);
   int fp = la_td_start(s->ga, a.v, s->feed_pf, WAIT_MS);
   if (fp <= 0) fail_msg("la-globalagent did not start");
   int ap = la_td_read_port(s->agents_pf, WAIT_MS);
@@ -195,6 +197,14 @@ static void start_ga(uint16_t port) {
   start_ga_with(port, NULL);
 }
 
+/* Stops the GlobalAgent and holds its agents port until start_ga_with
+ * starts it there again: a bind to port 0 meanwhile (another test's
+ * daemon) could be given it, and the restart would fail. */
+static void ga_down(void) {
+  assert_int_equal(la_td_stop(T.ta.st.ga, WAIT_MS), 0);
+  T.hold = la_td_hold_port(T.agents_port);
+}
+
 static void wait_linked(la_test_daemon_t *la) {
   char v[128] = "";
   if (la_test_wait_linked(la, WAIT_MS, v, sizeof v) != 0)
@@ -205,6 +215,7 @@ static int setup(void **state) {
   (void)state;
   la_td_unset_la_env();
   memset(&T, 0, sizeof T);
+  T.hold = -1;
   if (geteuid() != 0) return 0; /* the tests skip: they need setuid */
   if (la_ts_init(&T.ta.st) != 0) return 0; /* not built: skip */
   start_ga(0);
@@ -225,6 +236,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
+  la_td_release_port(&T.hold);
   la_td_free(T.lb);
   la_ts_free(&T.ta.st);
   return 0;
@@ -345,7 +357,7 @@ static void test_other_user_other_node(void **state) {
   assert_int_equal(la_td_status_ll(T.ta.st.la, "ranks_refused_upstream"), 0);
 
   /* the binding is the store's: a restarted GlobalAgent keeps it */
-  assert_int_equal(la_td_stop(ga, WAIT_MS), 0);
+  ga_down();
   start_ga(T.agents_port);
   wait_linked(T.ta.st.la);
   wait_linked(T.lb);
@@ -449,7 +461,7 @@ static void test_refused_rank_messages_dropped(void **state) {
   la_test_link_close(&b);
   /* a restarted GlobalAgent reads the refusal back: a resend is dropped */
   la_test_link_close(&a);
-  assert_int_equal(la_td_stop(ga, WAIT_MS), 0);
+  ga_down();
   long long n_refused =
       la_ta_sql_int(&T.ta, "SELECT count(*) FROM refused_ranks");
   assert_true(n_refused >= 1);
@@ -578,7 +590,7 @@ static void test_refusal_learned_from_store(void **state) {
 /* Restarts the GlobalAgent with extra settings (NULL: the defaults) and
  * waits for the real LocalAgents to find it. */
 static void restart_ga(const char *const *extra) {
-  assert_int_equal(la_td_stop(T.ta.st.ga, WAIT_MS), 0);
+  ga_down();
   la_td_log_mark(T.ta.st.ga);
   start_ga_with(T.agents_port, extra);
   wait_linked(T.ta.st.la);

@@ -89,6 +89,7 @@ static struct {
   char db[600];                /* store.path */
   char agents_pf[600], feed_pf[600];
   uint16_t agents_port, feed_port;
+  int hold[2]; /* la_td_hold_port's sockets while the GlobalAgent is down */
   char agents_addr[64], feed_addr[64];
   char la_addr[MAXLA][64];
   pid_t kids[MAXKIDS]; /* forked application ranks */
@@ -99,6 +100,7 @@ static struct {
 
 static int setup(void **state) {
   memset(&T, 0, sizeof T);
+  T.hold[0] = T.hold[1] = -1;
   T.ga = la_td_new("la-globalagent");
   if (T.ga) {
     if (la_ts_ga_files(T.ga, sizeof T.key, T.key, T.db, T.agents_pf,
@@ -126,6 +128,7 @@ static int teardown(void **state) {
     }
   for (int i = 0; i < MAXLA; i++) la_td_free(T.la[i]);
   la_td_free(T.ga); /* SIGTERM, SIGKILL if needed, directory removed */
+  for (int i = 0; i < 2; i++) la_td_release_port(&T.hold[i]);
   memset(&T, 0, sizeof T);
   return 0;
 }
@@ -176,12 +179,24 @@ static void start_ga(const char *const *extra, int same_ports) {
   la_td_argv_add(&a, "--log.level=debug");
   la_td_argv_extend(&a, extra);
   unlink(T.agents_pf);
+  for (int i = 0; i < 2; i++) la_td_release_port(&T.hold[i]);
   int port = la_td_start(T.ga, a.v, T.feed_pf, WAIT_MS);
   CHECK(port > 0, "la-globalagent did not start");
   T.feed_port = (uint16_t)port;
   T.agents_port = read_port_file(T.agents_pf);
   snprintf(T.agents_addr, sizeof T.agents_addr, "127.0.0.1:%u", T.agents_port);
   snprintf(T.feed_addr, sizeof T.feed_addr, "127.0.0.1:%u", T.feed_port);
+}
+
+/* Kills the GlobalAgent (SIGKILL) and holds its two ports until start_ga
+ * starts it on them again (same_ports): a bind to port 0 meanwhile (a
+ * LocalAgent's, another test's) could be given one, and the restart would
+ * fail with "address already in use". */
+static void kill_ga(void) {
+  la_td_signal(T.ga, SIGKILL);
+  assert_int_equal(la_td_wait_exit(T.ga, WAIT_MS), 128 + SIGKILL);
+  T.hold[0] = la_td_hold_port(T.agents_port);
+  T.hold[1] = la_td_hold_port(T.feed_port);
 }
 
 /* Starts LocalAgent i as node host, linked to the GlobalAgent with the
@@ -975,8 +990,7 @@ static void test_globalagent_restart_mid_run(void **state) {
           "SELECT count(*) FROM trace_sets WHERE app_id='wt-restart' "
           "AND closed=0 AND n_ranks_present=2");
   /* the GlobalAgent dies with those sets open; nodeB goes on */
-  la_td_signal(T.ga, SIGKILL);
-  assert_int_equal(la_td_wait_exit(T.ga, WAIT_MS), 128 + SIGKILL);
+  kill_ga();
   /* read once it is dead: it stored until the kill */
   long long open_sets = db_ll(
       "SELECT count(*) FROM trace_sets WHERE "
@@ -1838,8 +1852,7 @@ static void test_restart_keeps_age_and_closed_sets(void **state) {
           "SELECT closed FROM trace_sets WHERE app_id='age-1' AND "
           "cycle_tag=3");
   close(f.fd);
-  la_td_signal(T.ga, SIGKILL);
-  assert_int_equal(la_td_wait_exit(T.ga, WAIT_MS), 128 + SIGKILL);
+  kill_ga();
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   char sql[300];

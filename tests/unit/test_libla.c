@@ -1437,6 +1437,9 @@ static void test_registers_again_after_agent_restart(void **state) {
   assert_true(old_shm >= 0 && old_sem >= 0);
   uint16_t port = la_td_port(agent.st.la);
   kill_agent();
+  /* held until the agent starts there again: a bind to port 0 meanwhile
+   * (another test's daemon) could be given it */
+  int hold = la_td_hold_port(port);
   /* the next call finds it gone; the old objects go with it */
   assert_int_equal(counted_cycle(8), LA_EAGENTLOST);
   assert_int_equal(LA_getStat(LA_STAT_REGISTERED), 0);
@@ -1450,6 +1453,7 @@ static void test_registers_again_after_agent_restart(void **state) {
   char listen[64];
   snprintf(listen, sizeof listen, "--agent.listen=127.0.0.1:%u", port);
   const char *const again[] = {listen, NULL};
+  la_td_release_port(&hold);
   assert_int_equal(la_ts_start_local(&agent.st, again), 0);
   assert_int_equal(la_td_port(agent.st.la), port);
   /* within the backoff (1, 2, 4 s after the loss) it registers again */
