@@ -12,7 +12,11 @@
  * bytes) and the weights a cycle gives (8 bytes); and one flag byte. A
  * registration of one channel adds its history's representatives
  * (history.h: reps x 9 bytes, twice with robust weights), which history
- * charges to history.memory too. Nothing here is allocated: session.c
+ * charges to history.memory too. A registration of one channel may store
+ * its box- and range-probed cycles one value per piece (worker.c): up to
+ * la_memshare_pieces pieces, each costing what an element does (the
+ * pieces' own copy, result, robust state, weights and representatives)
+ * plus its geometry (a la_piece_t). Nothing here is allocated: session.c
  * reserves the estimate, refuses beyond the limits, and frees it with the
  * session.
  *
@@ -29,8 +33,15 @@
 uint64_t la_memshare_per_element(uint32_t n_channels, int robust,
                                  uint32_t reps);
 
-/* The estimate for n elements: la_memshare_per_element times n, saturated
- * at UINT64_MAX. */
+/* The most pieces a cycle of a registration of n elements in n_channels
+ * channels can be stored as: the piece table's records
+ * (la_shm_pieces_count), at most one per cell; 0 with several channels
+ * (their cycles are never pieced). */
+uint64_t la_memshare_pieces(uint64_t n, uint32_t n_channels);
+
+/* The estimate for n elements: la_memshare_per_element times n, and per
+ * piece (la_memshare_pieces) la_memshare_per_element plus the piece's
+ * geometry; saturated at UINT64_MAX. */
 uint64_t la_memshare_bytes(uint64_t n, uint32_t n_channels, int robust,
                            uint32_t reps);
 

@@ -122,11 +122,17 @@ static int la__mem_fits(la_session_t *s, const La__RegisterRequest *r,
     return 0;
   }
   ag->st.regs_refused_memory++;
+  char pieces[64] = "";
+  uint64_t np = la_memshare_pieces(r->n_elements, n_ch);
+  if (np)
+    snprintf(pieces, sizeof pieces, " and up to %llu box or range pieces",
+             (unsigned long long)np);
   snprintf(why, len,
-           "%llu elements x %u channel(s) need %llu bytes of LocalAgent "
+           "%llu elements x %u channel(s)%s need %llu bytes of LocalAgent "
            "memory; %s registrations hold %llu of %s = %llu",
-           (unsigned long long)r->n_elements, n_ch, (unsigned long long)need,
-           whose, (unsigned long long)used, key, (unsigned long long)limit);
+           (unsigned long long)r->n_elements, n_ch, pieces,
+           (unsigned long long)need, whose, (unsigned long long)used, key,
+           (unsigned long long)limit);
   return -1;
 }
 

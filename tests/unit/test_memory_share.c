@@ -7,7 +7,8 @@
  * told when to go on through a pipe. A registration costs the agent an
  * estimate from its elements and channels (localagent/memshare.h; the
  * test's metric "custom" has no robust weights and its several channels no
- * history: (k + 1) x 16 + 1 bytes per element); beyond the user's share,
+ * history: (k + 1) x 16 + 1 bytes per element; one channel adds its
+ * history and its box or range pieces); beyond the user's share,
  * agent.max_memory_per_uid, it is refused, and the application reads why
  * at LA_register (the setting and the sizes); another user still
  * registers; the status shows the estimate held (app_memory_bytes) and the
@@ -203,10 +204,46 @@ static void test_memory_total(void **state) {
   la_ta_free(&agent);
 }
 
+/* A registration of one channel may store its box- and range-probed
+ * cycles one value per piece: the estimate counts the most pieces its
+ * piece table holds (2048 for 10^5 elements), each as an element (16 + 1
+ * bytes and history.representatives = 4 x 9) plus its geometry (24
+ * bytes): 53 x 10^5 + 77 x 2048 = 5457696 bytes. With a share of
+ * 10700000, room for two such registrations without the pieces, one fits
+ * and holds that, a second is refused naming the pieces. */
+static void test_memory_share_pieces(void **state) {
+  (void)state;
+  la_td_unset_la_env();
+  const char *extra[] = {"--agent.max_memory_per_uid=10700000",
+                         "--agent.max_memory=64M",
+                         "--history.representatives=4", NULL};
+  if (la_ta_start(&agent, extra) != 0) fail_msg("the daemons did not start");
+  const long long one = 53LL * N + 77LL * 2048; /* 5457696 */
+  kid_t k[2];
+  assert_int_equal(spawn(&k[0], "piece-0", 0, 0).rc, 0);
+  assert_int_equal(la_ta_local_stat(&agent, "app_memory_bytes"), one);
+  answer_t a = spawn(&k[1], "piece-1", 0, 0);
+  assert_int_equal(a.rc, LA_EREFUSED);
+  char want[256];
+  snprintf(want, sizeof want,
+           "100000 elements x 1 channel(s) and up to 2048 box or range "
+           "pieces need %lld bytes of LocalAgent memory; this user's "
+           "registrations hold %lld of agent.max_memory_per_uid = 10700000",
+           one, one);
+  assert_non_null(strstr(a.msg, want));
+  assert_int_equal(finish(&k[1]), 1);
+  assert_int_equal(finish(&k[0]), 0);
+  assert_int_equal(la_td_wait_status_at_most(agent.st.la, "app_memory_bytes",
+                                             0, WAIT_MS),
+                   0);
+  la_ta_free(&agent);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_memory_share_per_uid),
       cmocka_unit_test(test_memory_total),
+      cmocka_unit_test(test_memory_share_pieces),
   };
   return cmocka_run_group_tests(tests, la_td_group_setup, NULL);
 }
