@@ -41,16 +41,19 @@ class Member:
     members also n (elements) and their packed columns: sum, min, max
     (None: NULL; min and max, in format 2, its representative's times its
     scale: within the class's bound of its own), seq, t_xfer_ns and
-    rank_seq (None: NULL)."""
+    rank_seq (None: NULL), t_stored_ns, and minmax_bound: the class's
+    bound when its min and max are predicted, else 0 (exact)."""
 
     __slots__ = ("rank", "cls", "rep", "scale", "packed", "n", "sum", "min",
-                 "max", "seq", "t_xfer_ns", "rank_seq")
+                 "max", "seq", "t_xfer_ns", "rank_seq", "t_stored_ns",
+                 "minmax_bound")
 
     def __init__(self, rank, cls, rep, scale):
         self.rank, self.cls, self.rep, self.scale = rank, cls, rep, scale
         self.packed = False
         self.n = self.sum = self.min = self.max = None
         self.seq, self.t_xfer_ns, self.rank_seq = 0, None, None
+        self.t_stored_ns, self.minmax_bound = 0, 0.0
 
 
 class Rows:
@@ -235,7 +238,7 @@ def read(db, app, tag, cycle, has_members, has_classes, has_robust):
             raise bad(rep, "rep_classes")
         tot = 0.0 if tot is None else float(tot)  # NULL reads as 0
         try:
-            ms, _ = unpack(blob, nm, tot)
+            ms, bound = unpack(blob, nm, tot)
         except ValueError:
             raise bad(rep, "rep_classes") from None
         if len(ms) != nm:
@@ -262,8 +265,10 @@ def read(db, app, tag, cycle, has_members, has_classes, has_robust):
                 raise bad(p["rank"], "rep_classes")
             m = Member(p["rank"], cls, rep, scale)
             m.packed, m.n = True, nel
-            for k in ("sum", "min", "max", "seq", "t_xfer_ns", "rank_seq"):
+            for k in ("sum", "min", "max", "seq", "t_xfer_ns", "rank_seq",
+                      "t_stored_ns"):
                 setattr(m, k, p[k])
+            m.minmax_bound = bound if p["predicted"] else 0.0
             packed[m.rank] = m
     rows.members.update(packed)
     prev = -1

@@ -125,6 +125,14 @@ class Cycle:
                     and -1 for every other rank. Such a rank's totals are
                     its own, exact; its min and max (not in Cycle) are the
                     representative's times the scale.
+      rep_minmax_bound  float64[nprocs]: of a rank packed into its class's
+                    row whose min and max read back as the representative's
+                    times its scale, the class's stated bound on their
+                    relative error; 0 for every other rank (its min and
+                    max are its own, exact)
+      t_stored_ns   int64[nprocs]: when the GlobalAgent stored each rank's
+                    trace (CLOCK_REALTIME ns; a packed member's from its
+                    class's row), 0 for missing ranks
     """
 
     def rank(self, r):
@@ -346,8 +354,9 @@ class Store:
         GlobalAgent loads it (store_load.c): every series stored, the
         missing ranks below nprocs (when known; else the highest rank
         seen + 1) with their reasons, element counts from the ranks'
-        starts; {rank: (rep_rank, rep_scale, rep_class)} of its ranks
-        stored by representatives). Raises NotFound."""
+        starts; {rank: (rep_rank, rep_scale, rep_class, minmax_bound)}
+        of its ranks stored by representatives; {rank: t_stored_ns} of its
+        present ranks). Raises NotFound."""
         cache = {}
         try:
             return self._stored_set_reps(app, cycle, cache)
@@ -362,7 +371,8 @@ class Store:
         rob = self._has_robust
         traces = self._db.execute(
             "SELECT t.rank, t.n_elements, t.mode, t.segments, t.stat_count,"
-            " t.stat_sum, t.stat_min, t.stat_max, t.seq, %s FROM traces t%s"
+            " t.stat_sum, t.stat_min, t.stat_max, t.seq, t.t_stored_ns, %s"
+            " FROM traces t%s"
             " WHERE t.app_id = ? AND t.cycle_tag = ? ORDER BY t.rank" %
             (("r.segments, r.stat_count, r.stat_sum, r.stat_min, r.stat_max",
               " LEFT JOIN robust r ON r.app_id = t.app_id AND r.cycle_tag ="
@@ -411,9 +421,10 @@ class Store:
         closed = self._db.execute(
             "SELECT closed, t_closed_ns FROM trace_sets WHERE app_id = ?"
             " AND cycle_tag = ?", (app, tag)).fetchone()
-        msg, flags = {}, {}
-        for (r, n, mode, seg, cnt, su, lo, hi, seq,
+        msg, flags, stored = {}, {}, {}
+        for (r, n, mode, seg, cnt, su, lo, hi, seq, t_stored,
              rseg, rcnt, rsu, rlo, rhi) in traces:
+            stored[r] = t_stored
             # a member stored by its representative (an emptied row), else
             # a demoted cycle: its representative's segments; robust
             # weights demoted on their own: theirs (store_load.c's order)
@@ -432,7 +443,7 @@ class Store:
             if seg == b"" and m is not None:
                 seg, mode = self._member(app, tag, cycle, m, m.scale, False,
                                          n, cache)
-                flags[r] = (m.rep, m.scale, m.cls)
+                flags[r] = (m.rep, m.scale, m.cls, m.minmax_bound)
             else:
                 m = None
             ref = (self._representative(app, tag, r)
@@ -454,14 +465,15 @@ class Store:
                 _wire.stats(m.n, m.sum, m.min, m.max), None, None,
                 chans.get(m.rank, ()), coarse.get(m.rank),
                 (m.rep, m.scale, m.cls))
-            flags[m.rank] = (m.rep, m.scale, m.cls)
+            flags[m.rank] = (m.rep, m.scale, m.cls, m.minmax_bound)
+            stored[m.rank] = m.t_stored_ns
         msg = [msg[r] for r in sorted(msg)]
         return _wire.trace_set(
             app, cycle, nprocs, known and not missing, missing, msg, counts,
             metric, unit,
             closed[1] if closed and closed[0] and
             isinstance(closed[1], int) else None,
-            reasons, self.channels(app)), flags
+            reasons, self.channels(app)), flags, stored
 
     def cycle(self, app, cycle="latest", weights=None, channel=None):
         """The Cycle app's cycle (a tag or "latest"). weights: None
@@ -480,7 +492,7 @@ class Store:
         self._app(app)
         cycle = self._resolve(app, cycle)
         where = "%s cycle %d" % (app, cycle)
-        msg, flags = self._stored_set(app, cycle)
+        msg, flags, stored = self._stored_set(app, cycle)
         t = _lib.TraceSet.from_bytes(self._so, msg, where)
         if channel is not None:
             with t:
@@ -521,9 +533,15 @@ class Store:
         c.rep_rank = np.full(c.nprocs, -1, dtype=np.int64)
         c.rep_scale = np.full(c.nprocs, np.nan)
         c.rep_class = np.full(c.nprocs, -1, dtype=np.int64)
-        for r, (rep, sc, cls) in flags.items():
+        c.rep_minmax_bound = np.zeros(c.nprocs)
+        for r, (rep, sc, cls, bound) in flags.items():
             if r < c.nprocs:
                 c.rep_rank[r], c.rep_scale[r], c.rep_class[r] = rep, sc, cls
+                c.rep_minmax_bound[r] = bound
+        c.t_stored_ns = np.zeros(c.nprocs, dtype=np.int64)
+        for r, t in stored.items():
+            if r < c.nprocs and r not in c.missing:
+                c.t_stored_ns[r] = t
         return c
 
     def weights(self, app, cycle="latest", weights=None, channel=None):

@@ -15,7 +15,9 @@ store file (the C reader), each rank's totals equal to FILE's (the ranks'
 raw sums, "rank measured robust" as C's %a); Cycle's rep_rank, rep_scale
 and rep_class those of the store's rows (rep_members, rep_classes), a
 member's values its representative's times rep_scale, -1/NaN/-1 for
-every other rank; a copy with one rep_classes
+every other rank; t_stored_ns each rank's traces row's or, packed, within
+the set's store times, rep_minmax_bound the class row's bound for packed
+members whose min and max are predicted, else 0; a copy with one rep_classes
 BLOB cut short, or with its format byte changed, raises CorruptStore
 naming the table and the set (and lactl fails on it too); a copy whose
 store predates the representatives' tables reads the members as before.
@@ -26,6 +28,7 @@ Exits 1 on the first failure; the last line on success is
 import argparse
 import os
 import sqlite3
+import struct
 import sys
 
 import numpy as np
@@ -105,6 +108,57 @@ def check_flags(s, cycle, members):
     print("  cycle %d: rep_rank, rep_scale, rep_class of %d members as the "
           "rows say, -1/NaN/-1 for the other %d ranks" %
           (cycle, len(members), c.nprocs - len(members)))
+
+
+def check_stamps(s, cycle):
+    """Cycle's t_stored_ns and rep_minmax_bound of every rank: a rank with
+    a traces row its t_stored_ns; a packed member's (from its class's
+    BLOB) within the set's first and last store times (trace_sets); the
+    bound 0 but for packed members, whose bound is 0 (min and max their
+    own) or their class row's (the BLOB's header), which at least one of
+    a class with a bound above 0 carries."""
+    c = s.cycle(A.app, cycle, weights="measured")
+    db = sqlite3.connect("file:%s?mode=ro" % A.db, uri=True)
+    rows = dict(db.execute("SELECT rank, t_stored_ns FROM traces WHERE"
+                           " app_id = ? AND cycle_tag = ?", (A.app, cycle)))
+    first, last = db.execute("SELECT t_first_ns, t_last_ns FROM trace_sets"
+                             " WHERE app_id = ? AND cycle_tag = ?",
+                             (A.app, cycle)).fetchone()
+    bounds, classes = {}, {}
+    for cls, lo, hi, blob in db.execute(
+            "SELECT class, rank_min, rank_max, members FROM rep_classes"
+            " WHERE app_id = ? AND cycle_tag = ?", (A.app, cycle)):
+        b = bytes(blob)
+        bounds[cls] = struct.unpack("<d", b[1:9])[0] if b[0] == 2 else 0.0
+        classes[cls] = (lo, hi)
+    db.close()
+    check(c.t_stored_ns.dtype == np.int64 and
+          c.rep_minmax_bound.dtype == np.float64,
+          "cycle %d: dtypes %s %s" % (cycle, c.t_stored_ns.dtype,
+                                      c.rep_minmax_bound.dtype))
+    carried = set()
+    for r in range(c.nprocs):
+        t, b = int(c.t_stored_ns[r]), float(c.rep_minmax_bound[r])
+        if r in rows:
+            check(t == rows[r] and b == 0.0,
+                  "cycle %d rank %d: t_stored_ns %d (row %d), bound %r" %
+                  (cycle, r, t, rows[r], b))
+            continue
+        cls = int(c.rep_class[r])
+        check(cls in bounds and first <= t <= last and
+              b in (0.0, bounds[cls]),
+              "cycle %d packed rank %d: t_stored_ns %d not within the set's"
+              " %d..%d, or bound %r not 0 nor class %d's %r" %
+              (cycle, r, t, first, last, b, cls, bounds.get(cls)))
+        if b > 0:
+            carried.add(cls)
+    want = {cls for cls, b in bounds.items() if b > 0}
+    check(carried == want, "cycle %d: classes whose bound a member carries"
+          " %r, with a bound %r" % (cycle, sorted(carried), sorted(want)))
+    print("  cycle %d: t_stored_ns of %d ranks (%d from packed rows) within"
+          " the set's store times; rep_minmax_bound of %d classes (%s)" %
+          (cycle, c.nprocs, c.nprocs - len(rows), len(bounds),
+           ", ".join("%.3g" % bounds[k] for k in sorted(bounds)) or "none"))
 
 
 def check_damaged(lw, name, damage):
@@ -190,6 +244,8 @@ def main():
         check_cycle(s, 2, totals, ("measured",))
         check_flags(s, 1, members[1])
         check_flags(s, 2, members[2])
+        check_stamps(s, 1)
+        check_stamps(s, 2)
     check_damaged(lw, "cut.db", lambda b: b[:-3])
     check_damaged(lw, "format.db", lambda b: b"\x07" + b[1:])
     check_older(lw, sorted(set(range(len(totals))) - own))
