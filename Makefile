@@ -227,6 +227,9 @@ $(BUILD)/bin/lactl: $(TOOLS_OBJ) $(CLIENT_A) $(STORE_A) $(COMMON_A)
 # Per-test extra libraries: TEST_LIBS_NAME (linked before libla's own).
 # test_papi registers PAPI software-defined counters (libsde).
 TEST_LIBS_test_papi := -lsde
+# test_lane drives the LocalAgent's lane (a libuv file: in no library).
+TEST_LIBS_test_lane := $(BUILD)/obj/localagent/lane.o
+$(BUILD)/tests/test_lane: $(BUILD)/obj/localagent/lane.o
 # test_part calls lactl whatif's partitioners (tools/lactl_part.c).
 TEST_LIBS_test_part := $(BUILD)/obj/tools/lactl_part.o -lmetis
 $(BUILD)/tests/test_part: $(BUILD)/obj/tools/lactl_part.o

@@ -5,6 +5,7 @@
  * the uv_async_t the thread sends fires). */
 #include "lane.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,9 +101,16 @@ void la_lane_stop(la_lane_t *l) {
   pthread_cond_signal(&l->cv);
   pthread_mutex_unlock(&l->mu);
   pthread_join(l->th, NULL);
-  for (la_lane_item_t *it = l->done, *next; it; it = next) {
-    next = it->next;
-    free(it);
+  /* the items worked after the loop stopped taking them, in order, as
+   * la__on_done would have taken them: their done callbacks free them and
+   * what they hold (la_pool_stop does the same for its jobs) */
+  assert(!l->q);
+  la_lane_item_t *it = l->done;
+  l->done = l->done_tail = NULL;
+  while (it) {
+    la_lane_item_t *next = it->next;
+    it->done(it);
+    it = next;
   }
   pthread_cond_destroy(&l->cv);
   pthread_mutex_destroy(&l->mu);

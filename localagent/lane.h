@@ -29,10 +29,12 @@ int la_lane_start(uv_loop_t *loop, la_lane_t **out, char *why, size_t why_len);
 /* Queues it (work and done set). Loop thread. */
 void la_lane_submit(la_lane_t *l, la_lane_item_t *it);
 
-/* After the loop ended: the thread does the work still queued and ends;
- * the done callbacks of items whose work ran after the loop stopped
- * listening are not run (the loop is gone), those items are freed with
- * free(). Accepts NULL. */
+/* After the loop ended (its handles closed, the daemon stopping, by force
+ * too): the thread does the work still queued and ends; then the done
+ * callbacks of the items the loop did not take (worked after it stopped
+ * listening) run here, on the caller's thread, in the order submitted, so
+ * that each frees its item and what it holds (a job's hold on its
+ * session). Accepts NULL. */
 void la_lane_stop(la_lane_t *l);
 
 #endif /* LA_LANE_H */
