@@ -66,18 +66,40 @@ def present(build):
             if c not in OPTIONAL or os.path.isdir(os.path.join(build, "obj", c))]
 
 
-def symbols(obj):
-    """Returns (defined, undefined) symbol name sets of one object file."""
-    out = subprocess.run(["nm", obj], check=True, capture_output=True,
-                         text=True).stdout
-    defined, undefined = set(), set()
+# (defined, undefined) of each object file read so far: every object is
+# read once, and the objects of a tree by one nm run (load_symbols), not one
+# nm process per object and per pass (three passes: on a loaded machine the
+# processes' start-up was nearly all of the time).
+_SYMBOLS = {}
+
+
+def load_symbols(objs):
+    """Reads the symbols of the object files objs (paths) with one nm run
+    (-A: each line names its file) into _SYMBOLS."""
+    objs = [o for o in objs if o not in _SYMBOLS]
+    if not objs:
+        return
+    out = subprocess.run(["nm", "-A", "--"] + objs, check=True,
+                         capture_output=True, text=True).stdout
+    found = {o: (set(), set()) for o in objs}
     for line in out.splitlines():
-        parts = line.split()
+        # "FILE.o:VALUE TYPE NAME" or "FILE.o:  U NAME" (FILE one of objs)
+        at = line.rfind(".o:")  # a C symbol holds no ".o:"
+        if at < 0 or line[:at + 2] not in found:
+            raise RuntimeError("nm: unexpected line: " + line)
+        defined, undefined = found[line[:at + 2]]
+        parts = line[at + 3:].split()
         if len(parts) == 2 and parts[0] == "U":
             undefined.add(parts[1])
         elif len(parts) == 3 and parts[1].isupper():
             defined.add(parts[2])
-    return defined, undefined
+    _SYMBOLS.update(found)
+
+
+def symbols(obj):
+    """Returns (defined, undefined) symbol name sets of one object file."""
+    load_symbols([obj])
+    return _SYMBOLS[obj]
 
 
 def graph(objdir):
@@ -187,6 +209,13 @@ def main(argv):
         return 2
     build = args[0] if args else "build"
     bad = 0
+    objs = []
+    for d in present(build):
+        objdir = os.path.join(build, "obj", d)
+        if os.path.isdir(objdir):
+            objs += [os.path.join(objdir, f) for f in sorted(os.listdir(objdir))
+                     if f.endswith(".o")]
+    load_symbols(objs)
     for d in present(build):
         objdir = os.path.join(build, "obj", d)
         if not os.path.isdir(objdir):
