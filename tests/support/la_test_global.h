@@ -170,7 +170,8 @@ void la_test_global_drop_connections(la_test_global_t *g);
  * crashed; records and counters are kept. Idempotent. */
 void la_test_global_kill(la_test_global_t *g);
 /* After a kill: listens again on the same port (SO_REUSEADDR) with the same
- * settings and records. Returns 0, or -1 if the port cannot be bound. */
+ * settings and records. Returns 0, or -1 if the port cannot be bound (a
+ * test holds it meanwhile with la_td_hold_port, released just before). */
 int la_test_global_revive(la_test_global_t *g);
 /* Kills if needed and frees everything, records included. NULL is ignored. */
 void la_test_global_stop(la_test_global_t *g);

@@ -1061,13 +1061,16 @@ static void test_global_restart_mid_run(void **state) {
   go(k);
   for (int c = 0; c < PHASE; c++) expect_rec(k, REC_CYCLE, &r);
   wait_tg_traces(PHASE);
-  /* crash; phase 2 runs with no GlobalAgent */
+  /* crash; phase 2 runs with no GlobalAgent; its port held meanwhile (a
+   * bind to port 0, another test's daemon, could be given it) */
   la_test_global_kill(T.g);
+  int hold = la_td_hold_port(la_test_global_port(T.g));
   go(k);
   for (int c = 0; c < PHASE; c++) expect_rec(k, REC_CYCLE, &r);
   wait_status("cycles_compacted", 2 * PHASE);
   /* back, acknowledging again; phase 3 */
   la_test_global_set_ack(T.g, 1);
+  la_td_release_port(&hold);
   CHECK(la_test_global_revive(T.g) == 0, "cannot revive on the same port");
   go(k);
   for (int c = 0; c < PHASE; c++) expect_rec(k, REC_CYCLE, &r);
