@@ -1335,6 +1335,92 @@ static void test_sighup_and_check_config(void **state) {
         rc, out);
 }
 
+/* A child that floods the agent: 10^6 elements in 8 buffers, 1000 of them
+ * probed a cycle (far faster than the agent compacts a cycle), until the
+ * agent is gone; reports its registration only. */
+static void flood_main(const void *arg, int res, int go) {
+  (void)arg, (void)go;
+  LA_setAgent(T.agent);
+  LA_setAppId("flood-1");
+  LA_setBuffers(8);
+  LA_setProbeStartFunc(probe_start, NULL);
+  LA_setProbeStopFunc(probe_stop, NULL);
+  LA_setMetric("custom");
+  rec_t r;
+  memset(&r, 0, sizeof r);
+  r.kind = REC_REGISTERED;
+  r.rc = LA_register("flood", 0, 1, 1000000);
+  snprintf(r.msg, sizeof r.msg, "%s", LA_lastError());
+  send_rec(res, &r);
+  if (r.rc != 0) _exit(1);
+  for (int c = 0; c < 1000000 && LA_getStat(LA_STAT_REGISTERED); c++) {
+    for (long e = 0; e < 1000000; e += 1000) {
+      LA_startProbe(e);
+      LA_stopProbe(e);
+    }
+    if (LA_dataXfer() != 0) break;
+  }
+  LA_finalize();
+  _exit(0);
+}
+
+/* Compactions the last "finishing N compactions before exit" since the
+ * log's mark names, 0 without one. */
+static int forced_jobs(void) {
+  char line[300];
+  int n = 0;
+  if (la_td_log_line(T.d, "compactions before exit", line, sizeof line) != 0)
+    return 0;
+  const char *at = strstr(line, "finishing ");
+  return at && sscanf(at, "finishing %d", &n) == 1 ? n : 0;
+}
+
+/* The agent stopped by force (a second SIGTERM) while a flooding rank's
+ * cycles were on the lane (agent.max_backlog = 1 with one compaction
+ * thread: a rank's second cycle in flight is on the lane): it exits 0 and
+ * the rank's session is freed, its end logged, once the cycles finish.
+ * Before, the lane's items were freed without their done callbacks and
+ * the session stayed (no end, its hold never released). The agent is
+ * stopped (SIGSTOP) while the rank fills its buffers, so that cycles wait
+ * for it; a run where the signals found fewer than two cycles in flight
+ * proves nothing and is tried again (up to 6 runs). */
+static void test_forced_stop_ends_ranks_on_the_lane(void **state) {
+  need_daemon();
+  const char *extra[] = {"--agent.max_backlog=1", "--agent.threads=1",
+                         "--agent.behind=coarse", NULL};
+  int run, jobs = 0;
+  for (run = 0; run < 6 && jobs < 2; run++) {
+    la_td_log_mark(T.d);
+    start_agent("", extra);
+    rec_t r;
+    kid_t *k = spawn(flood_main, NULL, 0);
+    expect_rec(k, REC_REGISTERED, &r);
+    CHECK(r.rc == 0, "LA_register: %s", r.msg);
+    wait_status("cycles_coarse", 1);
+    assert_int_equal(la_td_signal(T.d, SIGSTOP), 0);
+    la_td_nap_ms(300);
+    la_td_signal(T.d, SIGTERM);
+    la_td_signal(T.d, SIGCONT);
+    la_td_nap_ms(1);
+    la_td_signal(T.d, SIGTERM);
+    int st = la_td_wait_exit(T.d, WAIT_MS);
+    CHECK(st == 0, "run %d: la-localagent exited %d", run, st);
+    assert_int_equal(reap_kid(k), 0);
+    jobs = la_td_log_has(T.d, "second signal") ? forced_jobs() : 0;
+    print_message("run %d: %d cycles in flight at the forced stop; rank "
+                  "end logged: %s\n",
+                  run, jobs, la_td_log_has(T.d, "flood-1 rank 0 ended")
+                                 ? "yes" : "no");
+    if (jobs >= 2)
+      CHECK(la_td_log_has(T.d, "flood-1 rank 0 ended"),
+            "run %d: stopped by force with %d cycles in flight, the rank's "
+            "session was never freed (no end logged)",
+            run, jobs);
+  }
+  CHECK(jobs >= 2, "in %d runs the agent never stopped by force with a "
+                   "cycle on the lane", run);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -1352,6 +1438,7 @@ int main(void) {
       T(test_port_file_error_says_why),
       T(test_sighup_and_check_config),
       T(test_fast_application_keeps_its_connection),
+      T(test_forced_stop_ends_ranks_on_the_lane),
 #undef T
   };
   return cmocka_run_group_tests(tests, la_td_group_setup, NULL);
