@@ -25,6 +25,7 @@
 #include "la_errcodes.h"
 #include "la_limits.h"
 #include "seglog.h"
+#include "takentab.h"
 
 #define RBUF_KEEP (1u << 20) /* read buffer kept between reads */
 
@@ -41,6 +42,7 @@ typedef struct la__oq_key {
   uint32_t rank;
   uint64_t cycle;
   int damaged; /* replay: a damaged span followed its taken record */
+  int slot;    /* its slot in the taken table (takentab.h), or -1 */
   uint16_t app_len;
   char app[LA__SL_MAX_APP + 1];
 } la__oq_key_t;
@@ -51,6 +53,8 @@ struct la_outq {
   la__oq_key_t *ranks, *takens; /* recorded state */
   la__oq_key_t *rec_ranks, *rec_takens; /* found at open, to report */
   la__oq_key_t *rec_damaged; /* ... taken, their record maybe damaged */
+  la__oq_key_t *tab_takens;  /* open: the taken table's, until resolved */
+  la_takentab_t *tab; /* taken cycles (NULL: taken records in the log) */
   uint64_t mem_limit, log_limit;
   uint64_t next_seq, last_ack_logged;
   int has_log, fsync_each, dirty, rolling;
@@ -83,6 +87,7 @@ static int la__key_add(la__oq_key_t **list, const char *app, uint16_t app_len,
   if (k == NULL) return LA_ENOMEM;
   memcpy(k->app, app, app_len);
   k->app_len = app_len;
+  k->slot = -1;
   k->rank = rank;
   k->cycle = cycle;
   k->next = *list;
@@ -121,8 +126,13 @@ static int la__apply(la_outq_t *q, const la__sl_rec_t *r) {
   if (r->kind == LA__SL_RANK)
     return la__key_add(&q->ranks, r->app, r->app_len, r->rank, 0);
   if (r->kind != LA__SL_MSG) return 0;
-  if (r->flags & LA__SL_F_RESOLVES)
+  if (r->flags & LA__SL_F_RESOLVES) {
+    /* in the log now: its slot in the taken table is free again */
+    la__oq_key_t **k =
+        la__key_find(&q->takens, r->app, r->app_len, r->rank, r->cycle);
+    if (k && (*k)->slot >= 0) la_takentab_free(q->tab, (*k)->slot);
     la__key_del(&q->takens, r->app, r->app_len, r->rank, r->cycle);
+  }
   if (r->flags & LA__SL_F_CLOSES)
     la__key_del(&q->ranks, r->app, r->app_len, r->rank, 0);
   if (r->flags & LA__SL_F_OPENS)
@@ -132,44 +142,46 @@ static int la__apply(la_outq_t *q, const la__sl_rec_t *r) {
 
 /* ------------------------------------------------------------ log I/O -- */
 
-static int la__write(la_outq_t *q, const la__sl_rec_t *r, uint64_t *seg,
-                     uint64_t *off);
+static int la__write(la_outq_t *q, const la__sl_rec_t *r, int n,
+                     uint64_t *seg, uint64_t *off);
 
 /* Starts a new segment with a checkpoint of the state. */
 static int la__roll(la_outq_t *q) {
   int rc = la__seglog_roll(&q->sl, 1);
   if (rc != 0) return rc;
   la__sl_rec_t r = {.kind = LA__SL_START, .seq = q->next_seq};
-  if ((rc = la__write(q, &r, NULL, NULL)) != 0) return rc;
+  if ((rc = la__write(q, &r, 1, NULL, NULL)) != 0) return rc;
   if (q->st.last_acked) {
     la__sl_rec_t a = {.kind = LA__SL_ACK, .seq = q->st.last_acked};
-    if ((rc = la__write(q, &a, NULL, NULL)) != 0) return rc;
+    if ((rc = la__write(q, &a, 1, NULL, NULL)) != 0) return rc;
   }
   for (la__oq_key_t *k = q->ranks; k; k = k->next) {
     la__sl_rec_t c = {.kind = LA__SL_RANK, .rank = k->rank, .app = k->app,
                       .app_len = k->app_len};
-    if ((rc = la__write(q, &c, NULL, NULL)) != 0) return rc;
+    if ((rc = la__write(q, &c, 1, NULL, NULL)) != 0) return rc;
   }
   for (la__oq_key_t *k = q->takens; k; k = k->next) {
     la__sl_rec_t c = {.kind = LA__SL_TAKEN, .rank = k->rank,
                       .cycle = k->cycle, .app = k->app,
                       .app_len = k->app_len};
-    if ((rc = la__write(q, &c, NULL, NULL)) != 0) return rc;
+    if ((rc = la__write(q, &c, 1, NULL, NULL)) != 0) return rc;
   }
   return 0;
 }
 
-/* Writes one record, rolling to a new segment first when needed. */
-static int la__write(la_outq_t *q, const la__sl_rec_t *r, uint64_t *seg,
-                     uint64_t *off) {
-  uint64_t size = la__seglog_rec_size(r);
+/* Writes the n (1 or 2) records r[0..n) with one write, rolling to a new
+ * segment first when needed. */
+static int la__write(la_outq_t *q, const la__sl_rec_t *r, int n,
+                     uint64_t *seg, uint64_t *off) {
+  uint64_t size = 0;
+  for (int i = 0; i < n; i++) size += la__seglog_rec_size(&r[i]);
   if (!q->rolling && la__seglog_needs_roll(&q->sl, size)) {
     q->rolling = 1; /* the checkpoint's records go into the new segment */
     int rc = la__roll(q);
     q->rolling = 0;
     if (rc != 0) return rc;
   }
-  int rc = la__seglog_append(&q->sl, r, seg, off);
+  int rc = la__seglog_append(&q->sl, r, n, seg, off);
   if (rc != 0) return rc;
   q->dirty = 1;
   if (q->fsync_each && la__seglog_sync(&q->sl) != 0) {
@@ -235,6 +247,10 @@ static int la__on_record(void *arg, uint64_t seg, uint64_t off,
     return 0;
   }
   if (r->kind == LA__SL_MSG) {
+    /* the taken table's cycles: resolved by the records of its run */
+    if ((r->flags & LA__SL_F_RESOLVES) && q->tab &&
+        seg >= la_takentab_since(q->tab))
+      la__key_del(&q->tab_takens, r->app, r->app_len, r->rank, r->cycle);
     if (r->seq == 0 || r->seq == UINT64_MAX || r->len == 0) return 0;
     if (r->seq >= q->next_seq) q->next_seq = r->seq + 1;
     if (q->tail && r->seq <= q->tail->seq) return 0; /* out of order: skip */
@@ -257,6 +273,54 @@ static la__oq_key_t *la__key_copy(const la__oq_key_t *k, int damaged) {
         la__key_add(&out, k->app, k->app_len, k->rank, k->cycle) != 0)
       break;
   return out;
+}
+
+/* la_takentab_each's callback: a slot of the table, to check against the
+ * log. */
+static void la__tab_slot(void *arg, const char *app, uint16_t app_len,
+                         uint32_t rank, uint64_t cycle) {
+  la_outq_t *q = arg;
+  if (la__key_add(&q->tab_takens, app, app_len, rank, cycle) != 0)
+    q->st.dropped++; /* without memory: as a taken record not written */
+}
+
+/* Opens the taken table (without fsync_each: there every record is
+ * fsynced, as a write), its slots to check against the log (tab_takens).
+ * Without it, taken records go to the log. */
+static void la__tab_open(la_outq_t *q, const char *log_dir) {
+  char why[300];
+  if (q->fsync_each ||
+      la_takentab_open(q->sl.dirfd, log_dir, &q->tab, why, sizeof why) != 0) {
+    if (!q->fsync_each)
+      la__seglog_notef(q->note, q->note_arg, "%s: taken records go to the log",
+                       why);
+    q->tab = NULL;
+    return;
+  }
+  uint64_t bad = 0;
+  la_takentab_each(q->tab, la__tab_slot, q, &bad);
+  if (bad)
+    la__seglog_notef(q->note, q->note_arg,
+                     "log %s: %llu damaged slots in its table of taken "
+                     "cycles skipped (cycles taken by an earlier run whose "
+                     "slot was damaged cannot be named)",
+                     log_dir, (unsigned long long)bad);
+}
+
+/* After the replay: the table's cycles that the log does not resolve are
+ * taken ones like those of the log's taken records. Not damaged: a slot
+ * is freed under the queue's lock right after its cycle's record is
+ * written (with the taken record before it), so a cycle still in the
+ * table never had that record written, but in the moment between the
+ * write and the freeing. */
+static int la__tab_merge(la_outq_t *q) {
+  for (la__oq_key_t *k = q->tab_takens; k; k = k->next) {
+    if (la__key_add(&q->takens, k->app, k->app_len, k->rank, k->cycle) != 0)
+      return LA_ENOMEM;
+  }
+  la__key_free(q->tab_takens);
+  q->tab_takens = NULL;
+  return 0;
 }
 
 int la_outq_open(const char *log_dir, uint64_t mem_limit, uint64_t log_limit,
@@ -287,7 +351,9 @@ int la_outq_open(const char *log_dir, uint64_t mem_limit, uint64_t log_limit,
       return rc;
     }
     q->has_log = 1;
+    la__tab_open(q, log_dir);
     rc = la__seglog_scan(&q->sl, la__on_record, q, why, why_len);
+    if (rc == 0) rc = la__tab_merge(q);
     if (rc == 0) {
       /* what the acks already cover is not sent again */
       while (q->head && q->head->seq <= q->st.last_acked)
@@ -305,6 +371,15 @@ int la_outq_open(const char *log_dir, uint64_t mem_limit, uint64_t log_limit,
       rc = la__roll(q);
       q->rolling = 0;
       if (rc == 0) la__seglog_trim(&q->sl, q->st.last_acked);
+      /* the table's cycles are taken records in the checkpoint now */
+      if (rc == 0 && q->tab &&
+          la_takentab_clear(q->tab, q->sl.segs[q->sl.n_segs - 1].id) != 0) {
+        la__seglog_notef(q->note, q->note_arg,
+                         "log %s: cannot reset its table of taken cycles: "
+                         "taken records go to the log", log_dir);
+        la_takentab_close(q->tab);
+        q->tab = NULL;
+      }
       if (rc != 0 && why && why_len && !why[0])
         snprintf(why, why_len, "log %s: cannot start a segment", log_dir);
     }
@@ -374,10 +449,23 @@ int la_outq_taken(la_outq_t *q, const la_outq_key_t *key) {
                     .cycle = key->cycle_tag, .app = key->app_id,
                     .app_len = la__app_len(key)};
   uint64_t seg;
-  int rc;
+  int rc, slot;
   pthread_mutex_lock(&q->mu);
-  if (!la__room(q, la__seglog_rec_size(&r), 1)) rc = LA_ELIMIT;
-  else if ((rc = la__write(q, &r, &seg, NULL)) == 0 &&
+  if (la__key_find(&q->takens, r.app, r.app_len, r.rank, r.cycle)) {
+    rc = 0; /* taken already (a record or a slot says so) */
+    q->st.taken++;
+  } else if (q->tab && (slot = la_takentab_put(q->tab, r.app, r.app_len,
+                                               r.rank, r.cycle)) >= 0) {
+    /* a slot of the mapped table: no write(2) */
+    if ((rc = la__apply(q, &r)) == 0) {
+      la__key_find(&q->takens, r.app, r.app_len, r.rank, r.cycle)[0]->slot =
+          slot;
+      q->st.taken++;
+    } else {
+      la_takentab_free(q->tab, slot);
+    }
+  } else if (!la__room(q, la__seglog_rec_size(&r), 1)) rc = LA_ELIMIT;
+  else if ((rc = la__write(q, &r, 1, &seg, NULL)) == 0 &&
            (rc = la__apply(q, &r)) == 0)
     q->st.taken++;
   if (rc != 0) q->st.dropped++;
@@ -426,8 +514,21 @@ int la_outq_append(la_outq_t *q, unsigned flags, const la_outq_key_t *key,
                       .app_len = la__app_len(key), .payload = frame,
                       .len = (uint32_t)len};
     int reserve = (flags & (LA_OUTQ_MISSING | LA_OUTQ_CLOSES_RANK)) != 0;
-    if (!la__room(q, la__seglog_rec_size(&r), reserve)) rc = LA_ELIMIT;
-    else if ((rc = la__write(q, &r, &it->seg, &it->off)) == 0)
+    /* a cycle the taken table holds: its taken record goes first, in the
+     * same write, so that damage to the trace leaves it named (replay) */
+    la__sl_rec_t w[2] = {{.kind = LA__SL_TAKEN, .rank = r.rank,
+                          .cycle = r.cycle, .app = r.app,
+                          .app_len = r.app_len},
+                         r};
+    la__oq_key_t **tk =
+        (flags & LA_OUTQ_RESOLVES)
+            ? la__key_find(&q->takens, r.app, r.app_len, r.rank, r.cycle)
+            : NULL;
+    int n = tk && (*tk)->slot >= 0 ? 2 : 1;
+    uint64_t size = la__seglog_rec_size(&r) +
+                    (n == 2 ? la__seglog_rec_size(&w[0]) : 0);
+    if (!la__room(q, size, reserve)) rc = LA_ELIMIT;
+    else if ((rc = la__write(q, w + 2 - n, n, &it->seg, &it->off)) == 0)
       rc = la__apply(q, &r);
   } else if (!in_mem) {
     rc = LA_ELIMIT;
@@ -516,7 +617,7 @@ int la_outq_ack(la_outq_t *q, uint64_t seq) {
     if (q->has_log) {
       la__sl_rec_t r = {.kind = LA__SL_ACK, .seq = seq};
       if (la__room(q, la__seglog_rec_size(&r), 1) &&
-          la__write(q, &r, NULL, NULL) == 0)
+          la__write(q, &r, 1, NULL, NULL) == 0)
         q->last_ack_logged = seq;
       /* while la_outq_sync fsyncs a segment without the lock, no segment
        * is closed: that one may have become deletable meanwhile */
@@ -542,7 +643,7 @@ int la_outq_sync(la_outq_t *q) {
   pthread_mutex_lock(&q->mu);
   if (!q->dirty || q->sl.n_segs == 0) {
     pthread_mutex_unlock(&q->mu);
-    return 0;
+    return la_takentab_sync(q->tab); /* its slots may have changed */
   }
   /* fsync the active segment without the lock, so that appends (the
    * loop's, the workers') go on meanwhile; a segment rolled in the
@@ -554,6 +655,10 @@ int la_outq_sync(la_outq_t *q) {
   pthread_mutex_unlock(&q->mu);
   int rc = fsync(fd) == 0 ? 0 : LA_EIO;
   int err = errno;
+  if (rc == 0 && la_takentab_sync(q->tab) != 0) { /* the slots, likewise */
+    rc = LA_EIO;
+    err = errno;
+  }
   pthread_mutex_lock(&q->mu);
   if (--q->syncing == 0 && q->trim_pending) {
     q->trim_pending = 0;
@@ -603,6 +708,8 @@ void la_outq_close(la_outq_t *q) {
   la__key_free(q->rec_ranks);
   la__key_free(q->rec_takens);
   la__key_free(q->rec_damaged);
+  la__key_free(q->tab_takens);
+  la_takentab_close(q->tab);
   free(q->rbuf);
   pthread_mutex_destroy(&q->mu);
   free(q);

@@ -15,8 +15,11 @@
  * acknowledged are deleted.
  *
  * Beside messages the log records what is needed to account for every cycle
- * after a crash: a "taken" record when a worker takes an application's
- * buffer (resolved by the cycle's CompactTrace or TraceMissing), and which
+ * after a crash: that a cycle was taken (resolved by the cycle's
+ * CompactTrace or TraceMissing): marked in a slot of the mapped taken
+ * table (takentab.h: no write(2)), its "taken" record then written just
+ * before the record that resolves it, in the same write; without a free
+ * slot (or with fsync_each), a taken record of its own at once. And which
  * ranks are registered (opened by RankStart, closed by RankEnd). A new
  * segment starts with a checkpoint of this state, so old segments can go as
  * soon as their messages are acknowledged. At open the log is replayed:
@@ -154,9 +157,10 @@ size_t la_outq_damaged(la_outq_t *q,
                        void (*cb)(void *arg, const la_outq_key_t *key),
                        void *arg);
 
-/* Logs that the cycle key was taken (before the buffer is read). Any
- * thread. Returns 0, or LA_EIO / LA_ELIMIT (not recorded: counted in
- * dropped, the cycle can still be sent). No-op without a log. */
+/* Records that the cycle key was taken (before the buffer is read): a slot
+ * of the taken table, else a taken record in the log. Any thread. Returns
+ * 0, or LA_EIO / LA_ELIMIT (not recorded: counted in dropped, the cycle
+ * can still be sent). No-op without a log. */
 int la_outq_taken(la_outq_t *q, const la_outq_key_t *key);
 
 /* Appends a message: hands out the next seq, calls enc to pack it, writes

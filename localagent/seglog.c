@@ -35,23 +35,6 @@ void la__seglog_notef(la__seglog_note_fn note, void *arg, const char *fmt,
   note(arg, msg);
 }
 
-static void la__put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void la__put64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t la__get32(const uint8_t *p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
-}
-static uint64_t la__get64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
-}
-
 static void la__seg_name(uint64_t id, char *buf, size_t len) {
   snprintf(buf, len, "%020llu" LA__SL_SUFFIX, (unsigned long long)id);
 }
@@ -249,20 +232,20 @@ static uint64_t la__max_body(const la__seglog_t *sl) {
 static uint64_t la__parse(const la__seglog_t *sl, const uint8_t *p,
                           uint64_t avail, int strict, la__sl_rec_t *r) {
   if (avail < LA__SL_REC_HDR) return 0;
-  uint32_t body = la__get32(p);
+  uint32_t body = la__sl_get32(p);
   uint16_t app_len = (uint16_t)(p[18] | (p[19] << 8));
   if (body < LA__SL_REC_HDR - 8 || body > la__max_body(sl) ||
       (uint64_t)body + 8 > avail || app_len > LA__SL_MAX_APP ||
       app_len > body - 24 || p[16] == LA__SL_DAMAGED)
     return 0;
   if (strict && (p[16] > LA__SL_START || (p[17] & ~0x0fu) != 0)) return 0;
-  if (la_crc32(0, p + 8, body) != la__get32(p + 4)) return 0;
-  r->seq = la__get64(p + 8);
+  if (la_crc32(0, p + 8, body) != la__sl_get32(p + 4)) return 0;
+  r->seq = la__sl_get64(p + 8);
   r->kind = p[16];
   r->flags = p[17];
   r->app_len = app_len;
-  r->rank = la__get32(p + 20);
-  r->cycle = la__get64(p + 24);
+  r->rank = la__sl_get32(p + 20);
+  r->cycle = la__sl_get64(p + 24);
   r->app = (const char *)p + LA__SL_REC_HDR;
   r->payload = p + LA__SL_REC_HDR + r->app_len;
   r->len = body - 24 - r->app_len;
@@ -274,7 +257,7 @@ static uint64_t la__parse(const la__seglog_t *sl, const uint8_t *p,
 static int la__cut_short(const la__seglog_t *sl, const uint8_t *p,
                          uint64_t avail) {
   if (avail < LA__SL_REC_HDR) return 1;
-  uint32_t body = la__get32(p);
+  uint32_t body = la__sl_get32(p);
   return body >= LA__SL_REC_HDR - 8 && body <= la__max_body(sl) &&
          (uint64_t)body + 8 > avail;
 }
@@ -293,7 +276,7 @@ static uint64_t la__resync(const la__seglog_t *sl, const uint8_t *buf,
   la__sl_rec_t r;
   uint64_t by_len = 0;
   if (size - pos >= 4) {
-    uint64_t body = la__get32(buf + pos);
+    uint64_t body = la__sl_get32(buf + pos);
     if (body >= LA__SL_REC_HDR - 8 && body <= la__max_body(sl) &&
         pos + 8 + body < size) {
       by_len = pos + 8 + body;
@@ -302,7 +285,7 @@ static uint64_t la__resync(const la__seglog_t *sl, const uint8_t *buf,
   }
   for (uint64_t c = pos + 1; c + LA__SL_REC_HDR <= size; c++) {
     const uint8_t *p = buf + c;
-    uint32_t body = la__get32(p);
+    uint32_t body = la__sl_get32(p);
     if (body < LA__SL_REC_HDR - 8 || body > la__max_body(sl) ||
         (uint64_t)body + 8 > size - c || p[16] == LA__SL_DAMAGED ||
         p[16] > LA__SL_START || p[19] != 0)
@@ -356,7 +339,7 @@ int la__seglog_scan(la__seglog_t *sl,
     if (size < LA__SL_FILE_HDR) {
       pos = 0; /* created, header not written: a torn tail */
     } else if (memcmp(buf, LA__SL_MAGIC, 8) != 0 ||
-               la__get64(buf + 8) != sg->id) {
+               la__sl_get64(buf + 8) != sg->id) {
       /* the records are read anyway: the header holds nothing they need */
       la__damaged(sl, sg, 0, LA__SL_FILE_HDR,
                   "the segment's file header, not \"" LA__SL_MAGIC
@@ -452,7 +435,7 @@ int la__seglog_roll(la__seglog_t *sl, int sync) {
     return LA_EIO;
   }
   memcpy(hdr, LA__SL_MAGIC, 8);
-  la__put64(hdr + 8, id);
+  la__sl_put64(hdr + 8, id);
   struct iovec iov = {hdr, sizeof hdr};
   if (la__pwritev_all(fd, &iov, 1, 0) != 0) {
     la__seglog_notef(sl->note, sl->note_arg,
@@ -474,30 +457,44 @@ int la__seglog_roll(la__seglog_t *sl, int sync) {
   return 0;
 }
 
-int la__seglog_append(la__seglog_t *sl, const la__sl_rec_t *r, uint64_t *seg_id,
-                      uint64_t *off) {
-  uint8_t h[LA__SL_REC_HDR];
-  if (r->app_len > LA__SL_MAX_APP || r->len > sl->max_item) return LA_EMSGSIZE;
-  if (r->kind == LA__SL_DAMAGED) return LA_EINVAL;
-  if (sl->n_segs == 0) return LA_EIO;
-  la__sl_seg_t *a = &sl->segs[sl->n_segs - 1];
+/* Record r's header into h (LA__SL_REC_HDR bytes), its CRC included. */
+static void la__rec_header(const la__sl_rec_t *r, uint8_t *h) {
   uint32_t body = 24u + r->app_len + r->len;
-  la__put32(h, body);
-  la__put64(h + 8, r->seq);
+  la__sl_put32(h, body);
+  la__sl_put64(h + 8, r->seq);
   h[16] = r->kind;
   h[17] = r->flags;
   h[18] = (uint8_t)(r->app_len & 0xff);
   h[19] = (uint8_t)(r->app_len >> 8);
-  la__put32(h + 20, r->rank);
-  la__put64(h + 24, r->cycle);
+  la__sl_put32(h + 20, r->rank);
+  la__sl_put64(h + 24, r->cycle);
   uint32_t crc = la_crc32(0, h + 8, 24);
   crc = la_crc32(crc, (const uint8_t *)r->app, r->app_len);
   crc = la_crc32(crc, r->payload, r->len);
-  la__put32(h + 4, crc);
-  struct iovec iov[3] = {{h, sizeof h},
-                         {(void *)r->app, r->app_len},
-                         {(void *)r->payload, r->len}};
-  if (la__pwritev_all(a->fd, iov, 3, (off_t)a->bytes) != 0) {
+  la__sl_put32(h + 4, crc);
+}
+
+int la__seglog_append(la__seglog_t *sl, const la__sl_rec_t *r, int n,
+                      uint64_t *seg_id, uint64_t *off) {
+  uint8_t h[2][LA__SL_REC_HDR];
+  struct iovec iov[6];
+  uint64_t size = 0;
+  if (n < 1 || n > 2) return LA_EINVAL;
+  for (int i = 0; i < n; i++) {
+    if (r[i].app_len > LA__SL_MAX_APP || r[i].len > sl->max_item)
+      return LA_EMSGSIZE;
+    if (r[i].kind == LA__SL_DAMAGED) return LA_EINVAL;
+  }
+  if (sl->n_segs == 0) return LA_EIO;
+  la__sl_seg_t *a = &sl->segs[sl->n_segs - 1];
+  for (int i = 0; i < n; i++) {
+    la__rec_header(&r[i], h[i]);
+    iov[3 * i] = (struct iovec){h[i], sizeof h[i]};
+    iov[3 * i + 1] = (struct iovec){(void *)r[i].app, r[i].app_len};
+    iov[3 * i + 2] = (struct iovec){(void *)r[i].payload, r[i].len};
+    size += la__seglog_rec_size(&r[i]);
+  }
+  if (la__pwritev_all(a->fd, iov, 3 * n, (off_t)a->bytes) != 0) {
     int e = errno;
     if (ftruncate(a->fd, (off_t)a->bytes) != 0) { /* best effort */
     }
@@ -506,11 +503,15 @@ int la__seglog_append(la__seglog_t *sl, const la__sl_rec_t *r, uint64_t *seg_id,
     errno = e;
     return LA_EIO;
   }
+  const la__sl_rec_t *last = &r[n - 1];
   if (seg_id) *seg_id = a->id;
-  if (off) *off = a->bytes + LA__SL_REC_HDR + r->app_len;
-  a->bytes += la__seglog_rec_size(r);
-  sl->total_bytes += la__seglog_rec_size(r);
-  if (r->kind == LA__SL_MSG && r->seq > a->max_msg) a->max_msg = r->seq;
+  if (off)
+    *off = a->bytes + size - la__seglog_rec_size(last) + LA__SL_REC_HDR +
+           last->app_len;
+  a->bytes += size;
+  sl->total_bytes += size;
+  for (int i = 0; i < n; i++)
+    if (r[i].kind == LA__SL_MSG && r[i].seq > a->max_msg) a->max_msg = r[i].seq;
   return 0;
 }
 

@@ -100,6 +100,32 @@ typedef struct la__sl_rec {
   uint32_t len;
 } la__sl_rec_t;
 
+/* Little-endian fields (the records' here, the taken table's in
+ * takentab.h). */
+static inline void la__sl_put16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+}
+static inline void la__sl_put32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void la__sl_put64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint16_t la__sl_get16(const uint8_t *p) {
+  return (uint16_t)(p[0] | p[1] << 8);
+}
+static inline uint32_t la__sl_get32(const uint8_t *p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+static inline uint64_t la__sl_get64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+
 typedef struct la__sl_seg {
   uint64_t id;
   int fd;
@@ -155,12 +181,13 @@ int la__seglog_needs_roll(const la__seglog_t *sl, uint64_t size);
  * sync). Returns 0 or LA_EIO / LA_ENOMEM (noted). */
 int la__seglog_roll(la__seglog_t *sl, int sync);
 
-/* Appends r to the active segment with one write (the caller rolls first
- * when needed). On success *seg_id and *off (offset of the payload in the
- * file) locate the payload. Returns 0, or LA_EIO (noted; the segment is cut
- * back to where it was) / LA_EMSGSIZE (app_len or len too large) /
- * LA_EINVAL (kind LA__SL_DAMAGED). */
-int la__seglog_append(la__seglog_t *sl, const la__sl_rec_t *r,
+/* Appends the n (1 or 2) records r[0..n) to the active segment with one
+ * write, in that order (the caller rolls first when needed: for all of
+ * them). On success *seg_id and *off (offset of the payload in the file)
+ * locate the last one's payload. Returns 0, or LA_EIO (noted; the segment
+ * is cut back to where it was) / LA_EMSGSIZE (app_len or len too large) /
+ * LA_EINVAL (kind LA__SL_DAMAGED, n not 1 or 2). */
+int la__seglog_append(la__seglog_t *sl, const la__sl_rec_t *r, int n,
                       uint64_t *seg_id, uint64_t *off);
 
 /* Reads len payload bytes at off of segment seg_id into buf. Returns 0, or

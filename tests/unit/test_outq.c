@@ -16,7 +16,9 @@
  * TraceMissing still recorded in the reserve); memory limit 0 (read back
  * from the log); the directory checks (symlink, group-writable, locked);
  * concurrent appends from four threads replayed in strictly increasing seq
- * order, none lost.
+ * order, none lost; taken cycles in the mapped table (no log write),
+ * reported after a kill (a forked child's _exit), the table's overflow in
+ * the log, a damaged slot noted.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -34,12 +36,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "la.h"
 #include "outq.h"
 #include "seglog.h"
 #include "syncer.h"
+#include "takentab.h"
 
 typedef struct fx {
   char dir[64];
@@ -487,6 +491,121 @@ static void test_concurrent_appends(void **state) {
   la_outq_close(q);
 }
 
+/* In a child that dies without closing its queue (_exit: what a kill
+ * leaves): registers rank 0 of "app", takes cycles 0..taken-1 and resolves
+ * those below resolved with their traces. Returns the child's exit status
+ * (0: it ran; 6: a taken cycle grew the log). */
+static int take_then_kill(fx_t *f, int taken, int resolved) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    la_outq_t *q = NULL;
+    char why[512];
+    if (la_outq_open(f->log, 1 << 20, 1 << 20, 0, 0, NULL, NULL, &q, why,
+                     sizeof why) != 0)
+      _exit(2);
+    la_outq_key_t r0 = {"app", 0, 0};
+    if (la_outq_append(q, LA_OUTQ_OPENS_RANK, &r0, enc, NULL, NULL) != 0)
+      _exit(3);
+    for (int c = 0; c < taken; c++) {
+      la_outq_key_t k = {"app", 0, (uint64_t)c};
+      la_outq_stats_t a, b;
+      la_outq_get_stats(q, &a);
+      if (la_outq_taken(q, &k) != 0) _exit(4);
+      la_outq_get_stats(q, &b);
+      /* the table's slots take the first cycles without a write */
+      if (c < (int)LA_TAKENTAB_SLOTS && b.log_bytes != a.log_bytes) _exit(6);
+    }
+    for (int c = 0; c < resolved; c++) {
+      la_outq_key_t k = {"app", 0, (uint64_t)c};
+      if (la_outq_append(q, LA_OUTQ_RESOLVES, &k, enc, NULL, NULL) != 0)
+        _exit(5);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
+/* Counts the taken cycles the next start reports (la_outq_recovered) and
+ * checks they are exactly from..to-1 of app rank 0. */
+static void taken_cb(void *arg, int what, const la_outq_key_t *k) {
+  uint64_t *c = arg; /* c[0]: count, c[1]: sum of the tags */
+  if (what != LA_OUTQ_REC_TAKEN) return;
+  assert_string_equal(k->app_id, "app");
+  c[0]++;
+  c[1] += k->cycle_tag;
+}
+
+/* A taken cycle costs no write to the log: it is a slot of the mapped
+ * table in the log directory (takentab.h), which a kill leaves in the page
+ * cache; its taken record goes to the log in the same write as its trace.
+ * After a kill every cycle taken and not resolved is reported, none that
+ * was; beyond the table's slots taken records go to the log as before;
+ * a damaged slot is noted and skipped. */
+static void test_taken_table_survives_kill(void **state) {
+  fx_t *f = *state;
+  /* 10 taken, 0..5 resolved: 6..9 come back as taken */
+  assert_int_equal(take_then_kill(f, 10, 6), 0);
+  la_outq_t *q = open_q(f, 1 << 20, 1 << 20, 0);
+  uint64_t c[2] = {0, 0};
+  assert_int_equal(la_outq_recovered(q, taken_cb, c), 4 + 1); /* + rank */
+  assert_int_equal(c[0], 4);
+  assert_int_equal(c[1], 6 + 7 + 8 + 9);
+  la_outq_stats_t st = stats(q);
+  assert_int_equal(st.replayed, 1 + 6); /* RankStart and six traces */
+  /* resolved now, as the agent does at start-up: gone for good */
+  for (int k = 6; k < 10; k++) {
+    la_outq_key_t key = {"app", 0, (uint64_t)k};
+    assert_int_equal(la_outq_append(q, LA_OUTQ_RESOLVES | LA_OUTQ_MISSING,
+                                    &key, enc, NULL, NULL), 0);
+  }
+  la_outq_close(q);
+  q = open_q(f, 1 << 20, 1 << 20, 0);
+  c[0] = c[1] = 0;
+  la_outq_recovered(q, taken_cb, c);
+  assert_int_equal(c[0], 0);
+  la_outq_close(q);
+
+  /* more taken than the table has slots: the rest as taken records */
+  int many = (int)LA_TAKENTAB_SLOTS + 44;
+  assert_int_equal(take_then_kill(f, many, 0), 0);
+  q = open_q(f, 1 << 20, 1 << 20, 0);
+  c[0] = c[1] = 0;
+  la_outq_recovered(q, taken_cb, c);
+  assert_int_equal(c[0], (uint64_t)many);
+  assert_int_equal(c[1], (uint64_t)many * (many - 1) / 2);
+  for (int k = 0; k < many; k++) {
+    la_outq_key_t key = {"app", 0, (uint64_t)k};
+    assert_int_equal(la_outq_append(q, LA_OUTQ_RESOLVES | LA_OUTQ_MISSING,
+                                    &key, enc, NULL, NULL), 0);
+  }
+  la_outq_close(q);
+
+  /* a slot damaged on disk: skipped and noted, the others reported */
+  assert_int_equal(take_then_kill(f, 3, 0), 0);
+  char tab[160];
+  snprintf(tab, sizeof tab, "%s/taken.tab", f->log);
+  int fd = open(tab, O_RDWR);
+  assert_true(fd >= 0);
+  uint8_t b;
+  off_t at = 24 + 288 * 1 + 25; /* a byte of slot 1's app id */
+  assert_int_equal(pread(fd, &b, 1, at), 1);
+  b ^= 0x40;
+  assert_int_equal(pwrite(fd, &b, 1, at), 1);
+  close(fd);
+  f->last[0] = '\0';
+  q = open_q(f, 1 << 20, 1 << 20, 0);
+  c[0] = c[1] = 0;
+  la_outq_recovered(q, taken_cb, c);
+  assert_int_equal(c[0], 2);
+  assert_int_equal(c[1], 0 + 2);
+  assert_non_null(strstr(f->last, "damaged slots"));
+  la_outq_close(q);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 
@@ -549,6 +668,7 @@ int main(void) {
     T(test_directory_checks),
     T(test_concurrent_appends),
     T(test_syncer_thread),
+    T(test_taken_table_survives_kill),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
