@@ -43,6 +43,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <stdint.h>
@@ -400,7 +401,20 @@ static int bench_feed(la_traceset_t *t, const uint8_t *set, size_t len,
 typedef struct {
   double event_ms, map_ms; /* from the first byte sent */
   double cpu_ms;           /* the process's CPU meanwhile, feed writer too */
+  double faults;           /* the process's page faults meanwhile (minor) */
 } pub_t;
+
+/* The process's minor page faults so far. */
+static double minflt(void) {
+  struct rusage ru;
+  return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_minflt : NAN;
+}
+
+/* The process's peak resident size so far (MB). */
+static double peak_mb(void) {
+  struct rusage ru;
+  return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / 1024 : NAN;
+}
 
 /* The process's CPU time so far (ms, every thread). */
 static double cpu_ms(void) {
@@ -411,7 +425,7 @@ static double cpu_ms(void) {
 
 typedef struct {
   live_srv_t *s;
-  double t0, c0;
+  double t0, c0, f0;
   int ev[2]; /* a pipe: the set taken */
   pub_t *out;
 } pub_client_t;
@@ -427,6 +441,7 @@ static void *pub_client(void *arg) {
   if (fd >= 0) close(fd);
   p->out->map_ms = n ? now_ms() - p->t0 : NAN;
   p->out->cpu_ms = cpu_ms() - p->c0;
+  p->out->faults = minflt() - p->f0;
   atomic_store(&p->s->quit, 1);
   return NULL;
 }
@@ -449,7 +464,7 @@ static int bench_publish(la_traceset_t *t, const uint8_t *set, size_t len,
   if (pipe(pc.ev) != 0) return -1;
   pthread_t cl, wr;
   out->event_ms = out->map_ms = NAN;
-  pc.t0 = now_ms(), pc.c0 = cpu_ms();
+  pc.t0 = now_ms(), pc.c0 = cpu_ms(), pc.f0 = minflt();
   if (pthread_create(&cl, NULL, pub_client, &pc) != 0 ||
       pthread_create(&wr, NULL, feed_writer, &j) != 0)
     return -1;
@@ -488,7 +503,7 @@ static int bench_pub(FILE *js, uint32_t nr, uint64_t ne,
                      const la_compact_result_t *res, int reps) {
   size_t slen;
   uint8_t *set2 = pack_set(nr, ne, NULL, res, 0, 0, 0, 2, &slen);
-  double ev[9], mp[9], cp[9];
+  double ev[9], mp[9], cp[9], pf[9];
   for (int i = 0; i < reps; i++) {
     pub_t o;
     if (!set2 || bench_publish(make_set(nr, ne, NULL, res, 0, 0, 0), set2,
@@ -496,8 +511,9 @@ static int bench_pub(FILE *js, uint32_t nr, uint64_t ne,
       free(set2);
       return -1;
     }
-    ev[i] = o.event_ms, mp[i] = o.map_ms, cp[i] = o.cpu_ms;
+    ev[i] = o.event_ms, mp[i] = o.map_ms, cp[i] = o.cpu_ms, pf[i] = o.faults;
   }
+  double peak = peak_mb(); /* the sets of the publications, the process's */
   /* where the time goes, one thread each: the set decoded and its ranks
    * parsed (la_traceset_from_bytes), then its mean map */
   double dec = NAN, red = NAN, c0 = cpu_ms();
@@ -519,15 +535,20 @@ static int bench_pub(FILE *js, uint32_t nr, uint64_t ne,
   qsort(ev, (size_t)reps, sizeof *ev, cmp);
   qsort(mp, (size_t)reps, sizeof *mp, cmp);
   qsort(cp, (size_t)reps, sizeof *cp, cmp);
+  qsort(pf, (size_t)reps, sizeof *pf, cmp);
   printf("    publication (%zu bytes on the feed) -> event %.1f ms, -> "
-         "mean map answered %.1f ms (CPU %.1f ms); one thread: decoding "
-         "and parsing the set %.1f ms CPU, binning it %.1f ms\n",
-         slen, ev[reps / 2], mp[reps / 2], cp[reps / 2], dec, red);
+         "mean map answered %.1f ms (CPU %.1f ms, %.0f page faults, peak "
+         "RSS %.0f MB); one thread: decoding and parsing the set %.1f ms "
+         "CPU, binning it %.1f ms\n",
+         slen, ev[reps / 2], mp[reps / 2], cp[reps / 2], pf[reps / 2], peak,
+         dec, red);
   fprintf(js,
           ", \"publish_event_ms\": %.1f, \"publish_map_ms\": %.1f, "
-          "\"publish_cpu_ms\": %.1f, \"parse_cpu_ms\": %.1f, "
+          "\"publish_cpu_ms\": %.1f, \"publish_faults\": %.0f, "
+          "\"publish_peak_rss_mb\": %.0f, \"parse_cpu_ms\": %.1f, "
           "\"bin_cpu_ms\": %.1f",
-          ev[reps / 2], mp[reps / 2], cp[reps / 2], dec, red);
+          ev[reps / 2], mp[reps / 2], cp[reps / 2], pf[reps / 2], peak, dec,
+          red);
   return 0;
 }
 
