@@ -27,8 +27,11 @@
  *    ready: the set written to the feed, read on the feed thread, taken
  *    by the loop (the event), and the mean map asked as the page does on
  *    it: the event's and the map's time from the first byte sent, the
- *    process's CPU meanwhile; beside it the set decoded and parsed, then
- *    binned, on one thread (CPU). LA_SERVE_ONLY=publish runs that alone.
+ *    process's CPU and page faults meanwhile and its peak RSS (the set
+ *    served before it made as lactl serve's feed makes it: no index
+ *    kept); beside it the set decoded and parsed (its indexes kept, as
+ *    la_traceset_from_bytes does), then binned, on one thread (CPU).
+ *    LA_SERVE_ONLY=publish runs that alone.
  * 2. `lactl plot --grid` (lactl_plot_grid) of a 960 x 960 x 2 grid on two
  *    ranks (one k-plane each), smooth (mesh) and noisy values: the SVG's
  *    bytes and how long writing it took.
@@ -38,6 +41,7 @@
  */
 #include "bench_args.h"
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -53,6 +57,8 @@
 #include <time.h>
 
 #include "la_client.h"
+#include "la_client_internal.h"
+#include "la_codec.h"
 #include "la_compact.h"
 #include "la_test_feedset.h"
 #include "la_test_series.h"
@@ -143,6 +149,36 @@ static la_traceset_t *make_set(uint32_t nr, uint64_t ne, const double *x,
   la_traceset_t *t = NULL;
   char why[256];
   if (buf && la_traceset_from_bytes(buf, len, &t, why, sizeof why) != 0) {
+    fprintf(stderr, "bench_serve: the synthetic set: %s\n", why);
+    t = NULL;
+  }
+  free(buf);
+  return t;
+}
+
+/* A visitor that takes nothing: a set made for it keeps no index, as
+ * the sets lactl serve's feed thread hands over (lactl_sv_runs_install). */
+static void *lean_begin(void *ctx, const la_traceset_t *t) {
+  (void)ctx, (void)t;
+  return NULL;
+}
+static const la__rank_visit_t lean_visit = {.begin = lean_begin};
+
+/* That set (cycle 1) as lactl serve holds it: parsed, no index kept.
+ * NULL on failure. */
+static la_traceset_t *make_set_lean(uint32_t nr, uint64_t ne,
+                                    const la_compact_result_t *res) {
+  size_t len;
+  uint8_t *buf = pack_set(nr, ne, NULL, res, 0, 0, 0, 1, &len);
+  ProtobufCMessage *m = NULL;
+  la_traceset_t *t = NULL;
+  char why[256] = "";
+  if (!buf ||
+      la_msg_decode(LA__MSG_TYPE__MSG_TRACE_SET, buf, len, &m, why,
+                    sizeof why) != 0 ||
+      la__traceset_adopt_threads((La__TraceSet *)m, 0,
+                                 LA_CLIENT_DEFAULT_MAX_RANK_ELEMENTS, 0,
+                                 &lean_visit, &t, why, sizeof why) != 0) {
     fprintf(stderr, "bench_serve: the synthetic set: %s\n", why);
     t = NULL;
   }
@@ -410,10 +446,21 @@ static double minflt(void) {
   return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_minflt : NAN;
 }
 
-/* The process's peak resident size so far (MB). */
+/* The process's peak resident size (MB) since peak_reset (VmHWM). */
 static double peak_mb(void) {
-  struct rusage ru;
-  return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / 1024 : NAN;
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  double kb = NAN;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmHWM: %lf kB", &kb) == 1) break;
+  if (f) fclose(f);
+  return kb / 1024;
+}
+
+/* Starts the peak resident size anew (Linux: clear_refs 5). */
+static void peak_reset(void) {
+  FILE *f = fopen("/proc/self/clear_refs", "w");
+  if (f) fputs("5", f), fclose(f);
 }
 
 /* The process's CPU time so far (ms, every thread). */
@@ -504,9 +551,13 @@ static int bench_pub(FILE *js, uint32_t nr, uint64_t ne,
   size_t slen;
   uint8_t *set2 = pack_set(nr, ne, NULL, res, 0, 0, 0, 2, &slen);
   double ev[9], mp[9], cp[9], pf[9];
+  /* the peak of the publications: what the sets made before left free
+   * in the heap given back first (lactl serve's allocator keeps it) */
+  malloc_trim(0);
+  peak_reset();
   for (int i = 0; i < reps; i++) {
     pub_t o;
-    if (!set2 || bench_publish(make_set(nr, ne, NULL, res, 0, 0, 0), set2,
+    if (!set2 || bench_publish(make_set_lean(nr, ne, res), set2,
                                slen, &o) != 0) {
       free(set2);
       return -1;
