@@ -27,8 +27,11 @@
  *    ready: the set written to the feed, read on the feed thread, taken
  *    by the loop (the event), and the mean map asked as the page does on
  *    it: the event's and the map's time from the first byte sent, the
- *    process's CPU meanwhile; beside it the set decoded and parsed, then
- *    binned, on one thread (CPU). LA_SERVE_ONLY=publish runs that alone.
+ *    process's CPU and page faults meanwhile and its peak RSS (the set
+ *    served before it made as lactl serve's feed makes it: no index
+ *    kept); beside it the set decoded and parsed (its indexes kept, as
+ *    la_traceset_from_bytes does), then binned, on one thread (CPU).
+ *    LA_SERVE_ONLY=publish runs that alone.
  * 2. `lactl plot --grid` (lactl_plot_grid) of a 960 x 960 x 2 grid on two
  *    ranks (one k-plane each), smooth (mesh) and noisy values: the SVG's
  *    bytes and how long writing it took.
@@ -38,11 +41,13 @@
  */
 #include "bench_args.h"
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <stdint.h>
@@ -52,6 +57,8 @@
 #include <time.h>
 
 #include "la_client.h"
+#include "la_client_internal.h"
+#include "la_codec.h"
 #include "la_compact.h"
 #include "la_test_feedset.h"
 #include "la_test_series.h"
@@ -142,6 +149,36 @@ static la_traceset_t *make_set(uint32_t nr, uint64_t ne, const double *x,
   la_traceset_t *t = NULL;
   char why[256];
   if (buf && la_traceset_from_bytes(buf, len, &t, why, sizeof why) != 0) {
+    fprintf(stderr, "bench_serve: the synthetic set: %s\n", why);
+    t = NULL;
+  }
+  free(buf);
+  return t;
+}
+
+/* A visitor that takes nothing: a set made for it keeps no index, as
+ * the sets lactl serve's feed thread hands over (lactl_sv_runs_install). */
+static void *lean_begin(void *ctx, const la_traceset_t *t) {
+  (void)ctx, (void)t;
+  return NULL;
+}
+static const la__rank_visit_t lean_visit = {.begin = lean_begin};
+
+/* That set (cycle 1) as lactl serve holds it: parsed, no index kept.
+ * NULL on failure. */
+static la_traceset_t *make_set_lean(uint32_t nr, uint64_t ne,
+                                    const la_compact_result_t *res) {
+  size_t len;
+  uint8_t *buf = pack_set(nr, ne, NULL, res, 0, 0, 0, 1, &len);
+  ProtobufCMessage *m = NULL;
+  la_traceset_t *t = NULL;
+  char why[256] = "";
+  if (!buf ||
+      la_msg_decode(LA__MSG_TYPE__MSG_TRACE_SET, buf, len, &m, why,
+                    sizeof why) != 0 ||
+      la__traceset_adopt_threads((La__TraceSet *)m, 0,
+                                 LA_CLIENT_DEFAULT_MAX_RANK_ELEMENTS, 0,
+                                 &lean_visit, &t, why, sizeof why) != 0) {
     fprintf(stderr, "bench_serve: the synthetic set: %s\n", why);
     t = NULL;
   }
@@ -400,7 +437,31 @@ static int bench_feed(la_traceset_t *t, const uint8_t *set, size_t len,
 typedef struct {
   double event_ms, map_ms; /* from the first byte sent */
   double cpu_ms;           /* the process's CPU meanwhile, feed writer too */
+  double faults;           /* the process's page faults meanwhile (minor) */
 } pub_t;
+
+/* The process's minor page faults so far. */
+static double minflt(void) {
+  struct rusage ru;
+  return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_minflt : NAN;
+}
+
+/* The process's peak resident size (MB) since peak_reset (VmHWM). */
+static double peak_mb(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  double kb = NAN;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmHWM: %lf kB", &kb) == 1) break;
+  if (f) fclose(f);
+  return kb / 1024;
+}
+
+/* Starts the peak resident size anew (Linux: clear_refs 5). */
+static void peak_reset(void) {
+  FILE *f = fopen("/proc/self/clear_refs", "w");
+  if (f) fputs("5", f), fclose(f);
+}
 
 /* The process's CPU time so far (ms, every thread). */
 static double cpu_ms(void) {
@@ -411,7 +472,7 @@ static double cpu_ms(void) {
 
 typedef struct {
   live_srv_t *s;
-  double t0, c0;
+  double t0, c0, f0;
   int ev[2]; /* a pipe: the set taken */
   pub_t *out;
 } pub_client_t;
@@ -427,6 +488,7 @@ static void *pub_client(void *arg) {
   if (fd >= 0) close(fd);
   p->out->map_ms = n ? now_ms() - p->t0 : NAN;
   p->out->cpu_ms = cpu_ms() - p->c0;
+  p->out->faults = minflt() - p->f0;
   atomic_store(&p->s->quit, 1);
   return NULL;
 }
@@ -449,7 +511,7 @@ static int bench_publish(la_traceset_t *t, const uint8_t *set, size_t len,
   if (pipe(pc.ev) != 0) return -1;
   pthread_t cl, wr;
   out->event_ms = out->map_ms = NAN;
-  pc.t0 = now_ms(), pc.c0 = cpu_ms();
+  pc.t0 = now_ms(), pc.c0 = cpu_ms(), pc.f0 = minflt();
   if (pthread_create(&cl, NULL, pub_client, &pc) != 0 ||
       pthread_create(&wr, NULL, feed_writer, &j) != 0)
     return -1;
@@ -488,16 +550,21 @@ static int bench_pub(FILE *js, uint32_t nr, uint64_t ne,
                      const la_compact_result_t *res, int reps) {
   size_t slen;
   uint8_t *set2 = pack_set(nr, ne, NULL, res, 0, 0, 0, 2, &slen);
-  double ev[9], mp[9], cp[9];
+  double ev[9], mp[9], cp[9], pf[9];
+  /* the peak of the publications: what the sets made before left free
+   * in the heap given back first (lactl serve's allocator keeps it) */
+  malloc_trim(0);
+  peak_reset();
   for (int i = 0; i < reps; i++) {
     pub_t o;
-    if (!set2 || bench_publish(make_set(nr, ne, NULL, res, 0, 0, 0), set2,
+    if (!set2 || bench_publish(make_set_lean(nr, ne, res), set2,
                                slen, &o) != 0) {
       free(set2);
       return -1;
     }
-    ev[i] = o.event_ms, mp[i] = o.map_ms, cp[i] = o.cpu_ms;
+    ev[i] = o.event_ms, mp[i] = o.map_ms, cp[i] = o.cpu_ms, pf[i] = o.faults;
   }
+  double peak = peak_mb(); /* the sets of the publications, the process's */
   /* where the time goes, one thread each: the set decoded and its ranks
    * parsed (la_traceset_from_bytes), then its mean map */
   double dec = NAN, red = NAN, c0 = cpu_ms();
@@ -519,15 +586,20 @@ static int bench_pub(FILE *js, uint32_t nr, uint64_t ne,
   qsort(ev, (size_t)reps, sizeof *ev, cmp);
   qsort(mp, (size_t)reps, sizeof *mp, cmp);
   qsort(cp, (size_t)reps, sizeof *cp, cmp);
+  qsort(pf, (size_t)reps, sizeof *pf, cmp);
   printf("    publication (%zu bytes on the feed) -> event %.1f ms, -> "
-         "mean map answered %.1f ms (CPU %.1f ms); one thread: decoding "
-         "and parsing the set %.1f ms CPU, binning it %.1f ms\n",
-         slen, ev[reps / 2], mp[reps / 2], cp[reps / 2], dec, red);
+         "mean map answered %.1f ms (CPU %.1f ms, %.0f page faults, peak "
+         "RSS %.0f MB); one thread: decoding and parsing the set %.1f ms "
+         "CPU, binning it %.1f ms\n",
+         slen, ev[reps / 2], mp[reps / 2], cp[reps / 2], pf[reps / 2], peak,
+         dec, red);
   fprintf(js,
           ", \"publish_event_ms\": %.1f, \"publish_map_ms\": %.1f, "
-          "\"publish_cpu_ms\": %.1f, \"parse_cpu_ms\": %.1f, "
+          "\"publish_cpu_ms\": %.1f, \"publish_faults\": %.0f, "
+          "\"publish_peak_rss_mb\": %.0f, \"parse_cpu_ms\": %.1f, "
           "\"bin_cpu_ms\": %.1f",
-          ev[reps / 2], mp[reps / 2], cp[reps / 2], dec, red);
+          ev[reps / 2], mp[reps / 2], cp[reps / 2], pf[reps / 2], peak, dec,
+          red);
   return 0;
 }
 

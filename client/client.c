@@ -173,6 +173,10 @@ int la_client_set_max_set(la_client_t *c, uint64_t max_bytes) {
   return 0;
 }
 
+void la__client_set_visit(la_client_t *c, const la__rank_visit_t *v) {
+  c->visit = v;
+}
+
 int la_client_set_threads(la_client_t *c, unsigned threads) {
   if (!c || threads > 1024) return LA_EINVAL;
   c->threads = threads;
@@ -338,7 +342,8 @@ static int la__client_set(la_client_t *c, ProtobufCMessage *msg,
                           la_traceset_t **out) {
   char why[200] = "";
   int rc = la__traceset_adopt_threads((La__TraceSet *)msg, 0,
-                                      c->max_rank_elements, c->threads, out,
+                                      c->max_rank_elements, c->threads,
+                                      c->visit, out,
                                       why, sizeof why);
   if (rc) return la__client_fail(c, rc, "bad TraceSet: %s", why);
   la__traceset_choose(*out, c->weights);

@@ -17,22 +17,54 @@
 #define LA__CLIENT_ERR_LEN 256
 
 /* A received Trace-Set: the validated message it came from (owned) and, per
- * rank, its parsed traces and global offset. Immutable once built, except
- * for the weights choice (w, robust: la_traceset_set_weights). */
+ * rank, its global offset and its traces' indexes: opened by the parse
+ * and kept, or, for a set made for a visitor (la__rank_visit_t), opened at
+ * their first use (la__traceset_index: every encoding was checked when the
+ * set was made, so an open can fail only for memory) and kept; a pass over
+ * every rank that should keep none takes them with la__traceset_rank_open.
+ * Immutable once built, except for the weights choice (robust:
+ * la_traceset_set_weights) and the indexes opened, which any number of
+ * threads may open at once (the first one kept, atomically). */
 struct la_traceset {
   La__TraceSet *msg; /* owned; freed with la_msg_free */
   uint32_t nprocs;
-  uint64_t *vtx;               /* nprocs + 1 global offsets */
-  la_trace_t **trace;          /* per rank, measured; NULL when missing */
-  la_trace_t **rob;            /* per rank, robust; NULL when absent */
-  const la_trace_t **w;        /* per rank, the chosen one (trace or rob) */
-  uint32_t n_rob;              /* present ranks carrying robust weights */
-  int robust;                  /* w is rob (1) or trace (0) */
-  const La__CompactTrace **ct; /* per rank, into msg; NULL when missing */
-  uint32_t *missing;           /* ascending; NULL when none */
+  uint64_t *vtx;                  /* nprocs + 1 global offsets */
+  la_trace_t *_Atomic *trace;     /* per rank, measured; NULL: not opened */
+  la_trace_t *_Atomic *rob;       /* per rank, robust; NULL: not opened */
+  uint32_t n_rob;                 /* present ranks carrying robust weights */
+  int robust;                     /* the weights served: rob (1), trace (0) */
+  const La__CompactTrace **ct;    /* per rank, into msg; NULL when missing */
+  uint32_t *missing;              /* ascending; NULL when none */
   size_t n_missing;
   uint64_t dropped; /* msg->dropped + the client's own drops */
+  void *aux;                      /* a visitor's (la__rank_visit_t) */
+  void (*aux_free)(void *aux);    /* frees aux with the set */
 };
+
+/* What a client's user takes from each rank's traces while a received set
+ * is parsed, with their indexes open (then closed: a set made for a
+ * visitor keeps none, each opened again at its first use):
+ * begin, before any rank is parsed (the set's counts, offsets and
+ * messages are there), gives the set's state (NULL: nothing for this
+ * set), which the set keeps (la__traceset_aux) and frees with free; rank,
+ * on the parse's threads in any order, once per present rank of a set
+ * that passes, with its measured and robust traces (rob NULL when none).
+ * A set refused is freed with its state (not every rank visited). */
+typedef struct la__rank_visit {
+  void *(*begin)(void *ctx, const la_traceset_t *t);
+  void (*rank)(void *state, const la_traceset_t *t, uint32_t r,
+               const la_trace_t *tr, const la_trace_t *rob);
+  void (*free)(void *state);
+  void *ctx;
+} la__rank_visit_t;
+
+/* The state a visitor's begin gave t, or NULL. */
+void *la__traceset_aux(const la_traceset_t *t);
+
+/* Sets c's visitor of the ranks of the sets it receives (NULL: none, the
+ * sets keep their indexes from the parse; v is the caller's and must
+ * outlive c). */
+void la__client_set_visit(la_client_t *c, const la__rank_visit_t *v);
 
 struct la_client_rows {
   size_t n;
@@ -70,6 +102,7 @@ struct la_client {
   uint64_t max_rank_elements; /* cap on a received set's rank */
   uint64_t max_set;           /* la_client_set_max_set */
   unsigned threads;           /* la_client_set_threads (0: the CPUs) */
+  const la__rank_visit_t *visit; /* la__client_set_visit */
   /* a set arriving in parts (TraceSetHead, then TraceSetPart) */
   struct {
     int active;   /* a head came, not every part yet */
@@ -112,9 +145,11 @@ int la__traceset_adopt_max(La__TraceSet *m, int validate,
 
 /* Same, parsing the ranks' traces on up to threads threads (0: the online
  * CPUs); the set and any error are the same as on one (the error is the
- * lowest failing rank's). la__traceset_adopt_max parses on one. */
+ * lowest failing rank's). la__traceset_adopt_max parses on one. visit
+ * (may be NULL) visits each rank as it is parsed (la__rank_visit_t). */
 int la__traceset_adopt_threads(La__TraceSet *m, int validate,
                                uint64_t max_rank_elements, unsigned threads,
+                               const la__rank_visit_t *visit,
                                la_traceset_t **out, char *why,
                                size_t why_len);
 
@@ -137,9 +172,27 @@ int la__traceset_imbalance_of(const la_traceset_t *t, int robust,
 /* The message a set was made from (owned by t). */
 const La__TraceSet *la__traceset_message(const la_traceset_t *t);
 
-/* Rank's parsed trace and its message (NULL when missing or out of range);
- * owned by t. */
+/* Rank's measured trace, its index opened and kept (la__traceset_index);
+ * NULL when the rank is missing, out of range, or there was no memory for
+ * the index. Owned by t. */
 const la_trace_t *la__traceset_trace(const la_traceset_t *t, uint32_t rank);
+/* Rank's measured (rob 0) or robust (1) trace, its index opened at the
+ * first call and kept in t (thread-safe): *out, or NULL when the rank has
+ * no such trace. 0 or LA_ENOMEM. */
+int la__traceset_index(const la_traceset_t *t, uint32_t rank, int rob,
+                       const la_trace_t **out);
+/* The trace of rank's weights (la__traceset_index of the chosen kind) for
+ * one pass over it that should not keep its index (a map of every rank):
+ * t's own when it was opened, else one opened for the caller alone, which
+ * *own holds (NULL otherwise) for the caller to la_trace_close. *tr NULL:
+ * the rank is missing (or rank out of range). 0 or LA_ENOMEM. */
+int la__traceset_rank_open(const la_traceset_t *t, uint32_t rank,
+                           const la_trace_t **tr, la_trace_t **own);
+/* la__traceset_rank_range_sum's sum over [first, first+count) of tr (the
+ * trace of a rank of n elements; NULL: missing, NaN), from cursor c. */
+int la__trace_rank_range_sum(const la_trace_t *tr, uint64_t n,
+                             la_trace_cursor_t *c, uint64_t first,
+                             uint64_t count, double *sum);
 /* la_traceset_range_sum() of rank's elements [first, first+count)
  * (counted from the rank's first), the same sum to the bit, its records
  * searched from c on (la_trace_range_sum_at: zeroed before the rank's

@@ -105,8 +105,8 @@ static int la__get(la_client_t *c, const char *app_id, int has_cycle,
   r->sets[0] = r->sets[--r->n_sets];
   la_msg_free(&r->base);
   char why[200] = "";
-  rc = la__traceset_adopt_threads(s, 0, c->max_rank_elements, c->threads, out,
-                                  why, sizeof why);
+  rc = la__traceset_adopt_threads(s, 0, c->max_rank_elements, c->threads,
+                                  NULL, out, why, sizeof why);
   if (rc) return la__client_fail(c, rc, "bad TraceSet in reply: %s", why);
   la__traceset_choose(*out, c->weights);
   return 0;

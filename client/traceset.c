@@ -6,13 +6,20 @@
  * either present or listed missing, exactly once; no rank declares more
  * elements than the cap (checked before anything is parsed); trace element
  * counts agree with rank_elements; every trace's encoding parses
- * (la_trace_open_max, capped at the trace's element count), covers its
- * element count and has the mode the message says; the same for the robust
- * weights a trace carries (docs/fidelity.md). A set that passes is immutable
- * (but for which weights it serves, chosen here at build time from
- * $LA_WEIGHTS), so the numeric functions (weights.c) never re-check. Does
- * not do I/O and does not compute weights.
+ * (la_trace_open_max, capped at the trace's element count; or
+ * la_trace_check_max, the same checks without the index), covers its
+ * element count and has the mode the message says; the same for the
+ * robust weights a trace carries (docs/fidelity.md). Every rank's index is
+ * kept from the parse, unless the set is made for a visitor
+ * (la__rank_visit_t), which takes what it needs from each rank's index
+ * while the set is parsed: then none is kept, and a rank's is opened at
+ * its first use (la__traceset_index) and kept, or for one pass alone
+ * (la__traceset_rank_open). A set that passes is immutable (but for which
+ * weights it serves, chosen here at build time from $LA_WEIGHTS, and the
+ * indexes opened), so the numeric functions (weights.c) never re-check.
+ * Does not do I/O and does not compute weights.
  */
+#include <assert.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,45 +38,69 @@ void la_traceset_free(la_traceset_t *t) {
     for (uint32_t r = 0; r < t->nprocs; r++) la_trace_close(t->trace[r]);
   if (t->rob)
     for (uint32_t r = 0; r < t->nprocs; r++) la_trace_close(t->rob[r]);
-  free(t->trace);
-  free(t->rob);
-  free(t->w);
+  free((void *)t->trace);
+  free((void *)t->rob);
   free(t->ct);
   free(t->vtx);
   free(t->missing);
+  if (t->aux_free) t->aux_free(t->aux);
   if (t->msg) la_msg_free(&t->msg->base);
   free(t);
 }
 
-/* Parses and checks rank r's trace (and its robust one) into t->trace[r]
- * and t->rob[r]; *rob set to 1 when it carries robust weights. 0, or
- * LA_ENOMEM / LA_EPROTO with the reason in why. */
-static int la__ts_parse_rank(la_traceset_t *t, uint32_t r, int *rob,
-                             char *why, size_t why_len) {
+void *la__traceset_aux(const la_traceset_t *t) {
+  return t ? t->aux : NULL;
+}
+
+/* Reads encoding b of at most cap points as la_trace_open_max parses it:
+ * opened into *tr when tr is not NULL, else only checked
+ * (la_trace_check_max: the same checks, codes and reasons, no index);
+ * its point count and mode into *n, *mode. 0 or la_trace_open_max's
+ * code, with the reason in wbuf. */
+static int la__ts_read(const ProtobufCBinaryData *b, uint64_t cap,
+                       la_trace_t **tr, uint64_t *n, int *mode, char *wbuf,
+                       size_t wlen) {
+  if (!tr) return la_trace_check_max(b->data, b->len, cap, n, mode, wbuf, wlen);
+  int rc = la_trace_open_max(b->data, b->len, cap, tr, wbuf, wlen);
+  if (!rc) *n = la_trace_count(*tr), *mode = la_trace_mode(*tr);
+  return rc;
+}
+
+/* Checks rank r's trace (and its robust one) as la_trace_open_max would
+ * parse it, capped at the trace's element count; with tr and rb not
+ * NULL opened into them (the caller's, also on failure), else without
+ * building an index (the set opens it at the rank's first use,
+ * la__traceset_index); *rob set to 1 when it carries robust weights. 0,
+ * or LA_ENOMEM / LA_EPROTO with the reason in why. */
+static int la__ts_parse_rank(la_traceset_t *t, uint32_t r, la_trace_t **tr,
+                             la_trace_t **rb, int *rob, char *why,
+                             size_t why_len) {
   const La__CompactTrace *ct = t->ct[r];
   char wbuf[200];
+  uint64_t n;
+  int mode;
   *rob = 0;
   if (!ct) return 0;
-  int rc = la_trace_open_max(ct->segments.data, ct->segments.len,
-                             ct->n_elements, &t->trace[r], wbuf, sizeof wbuf);
+  int rc = la__ts_read(&ct->segments, ct->n_elements, tr, &n, &mode, wbuf,
+                       sizeof wbuf);
   if (rc == LA_ENOMEM) return rc;
   if (rc)
     return la_errorf(why, why_len, LA_EPROTO,
                      "rank %u: bad trace encoding: %s", r, wbuf);
-  if (la_trace_count(t->trace[r]) != ct->n_elements)
+  if (n != ct->n_elements)
     return la_errorf(why, why_len, LA_EPROTO,
                      "rank %u: encoding holds %llu points, n_elements "
                      "%llu",
-                     r, (unsigned long long)la_trace_count(t->trace[r]),
+                     r, (unsigned long long)n,
                      (unsigned long long)ct->n_elements);
-  if (la_trace_mode(t->trace[r]) != (int)ct->mode)
+  if (mode != (int)ct->mode)
     return la_errorf(why, why_len, LA_EPROTO,
                      "rank %u: encoding mode %s, message says %s", r,
-                     la_compact_mode_name(la_trace_mode(t->trace[r])),
+                     la_compact_mode_name(mode),
                      la_compact_mode_name((int)ct->mode));
   if (!ct->robust_stats) return 0;
-  rc = la_trace_open_max(ct->robust_segments.data, ct->robust_segments.len,
-                         ct->n_elements, &t->rob[r], wbuf, sizeof wbuf);
+  rc = la__ts_read(&ct->robust_segments, ct->n_elements, rb, &n, &mode, wbuf,
+                   sizeof wbuf);
   if (rc == LA_ENOMEM) return rc;
   if (rc)
     return la_errorf(why, why_len, LA_EPROTO,
@@ -77,18 +108,68 @@ static int la__ts_parse_rank(la_traceset_t *t, uint32_t r, int *rob,
   /* the robust weights in the trace's mode, or lossless: a robust
    * reference with exceptions is served spliced, and exact
    * (la_compact_splice, docs/history.md) */
-  int rmode = la_trace_mode(t->rob[r]);
-  if (la_trace_count(t->rob[r]) != ct->n_elements ||
-      (rmode != (int)ct->mode && rmode != LA_COMPACT_LOSSLESS))
+  if (n != ct->n_elements ||
+      (mode != (int)ct->mode && mode != LA_COMPACT_LOSSLESS))
     return la_errorf(why, why_len, LA_EPROTO,
                      "rank %u: robust encoding holds %llu points in mode "
                      "%s, the trace %llu in mode %s",
-                     r, (unsigned long long)la_trace_count(t->rob[r]),
-                     la_compact_mode_name(la_trace_mode(t->rob[r])),
+                     r, (unsigned long long)n, la_compact_mode_name(mode),
                      (unsigned long long)ct->n_elements,
                      la_compact_mode_name((int)ct->mode));
   *rob = 1;
   return 0;
+}
+
+/* Opens rank r's measured (rob 0) or robust (1) trace into *out (NULL
+ * when it has none): checked when the set was made, so only memory can
+ * fail. 0 or LA_ENOMEM. */
+static int la__ts_open(const la_traceset_t *t, uint32_t r, int rob,
+                       la_trace_t **out) {
+  const La__CompactTrace *ct = t->ct[r];
+  char wbuf[200];
+  *out = NULL;
+  if (!ct || (rob && !ct->robust_stats)) return 0;
+  const ProtobufCBinaryData *b = rob ? &ct->robust_segments : &ct->segments;
+  int rc = la_trace_open_max(b->data, b->len, ct->n_elements, out, wbuf,
+                             sizeof wbuf);
+  assert(rc == 0 || rc == LA_ENOMEM); /* la__ts_parse_rank checked it */
+  if (rc) la_trace_close(*out), *out = NULL;
+  return rc ? LA_ENOMEM : 0;
+}
+
+int la__traceset_index(const la_traceset_t *t, uint32_t rank, int rob,
+                       const la_trace_t **out) {
+  *out = NULL;
+  if (!t || rank >= t->nprocs) return 0;
+  la_trace_t *_Atomic *slot = rob ? &t->rob[rank] : &t->trace[rank];
+  la_trace_t *have = atomic_load_explicit(slot, memory_order_acquire), *mine;
+  if (!have) {
+    int rc = la__ts_open(t, rank, rob, &mine);
+    if (rc || !mine) return rc;
+    /* another thread may have opened it meanwhile: the first one stays */
+    if (atomic_compare_exchange_strong_explicit(
+            slot, &have, mine, memory_order_acq_rel, memory_order_acquire))
+      have = mine;
+    else
+      la_trace_close(mine);
+  }
+  *out = have;
+  return 0;
+}
+
+int la__traceset_rank_open(const la_traceset_t *t, uint32_t rank,
+                           const la_trace_t **tr, la_trace_t **own) {
+  *tr = NULL, *own = NULL;
+  if (!t || rank >= t->nprocs) return 0;
+  la_trace_t *_Atomic *slot = t->robust ? &t->rob[rank] : &t->trace[rank];
+  const la_trace_t *have = atomic_load_explicit(slot, memory_order_acquire);
+  if (have) {
+    *tr = have;
+    return 0;
+  }
+  int rc = la__ts_open(t, rank, t->robust, own);
+  *tr = *own;
+  return rc;
 }
 
 /* Ranks are parsed in blocks of at most this many, taken in order by the
@@ -103,6 +184,8 @@ static int la__ts_parse_rank(la_traceset_t *t, uint32_t r, int *rob,
  * lowest rank that failed (np while none) with its code and reason. */
 typedef struct la__ts_job {
   la_traceset_t *t;
+  const la__rank_visit_t *visit; /* NULL: none */
+  int keep;                      /* the ranks' indexes kept in t */
   uint32_t block;   /* ranks per block */
   atomic_uint next; /* the next block's first rank */
   atomic_uint bad;  /* the lowest failed rank so far (np: none) */
@@ -125,8 +208,19 @@ static void *la__ts_worker(void *arg) {
     uint32_t hi = np - lo < block ? np : lo + block;
     for (uint32_t r = lo; r < hi; r++) {
       char why[256] = "";
-      int rob, rc = la__ts_parse_rank(j->t, r, &rob, why, sizeof why);
+      la_trace_t *tr = NULL, *rb = NULL;
+      const int open = j->keep || j->visit;
+      int rob, rc = la__ts_parse_rank(j->t, r, open ? &tr : NULL,
+                                      open ? &rb : NULL, &rob, why, sizeof why);
       rob_here += (uint32_t)rob;
+      if (!rc && tr && j->visit) j->visit->rank(j->t->aux, j->t, r, tr, rb);
+      if (!rc && j->keep) {
+        atomic_store_explicit(&j->t->trace[r], tr, memory_order_relaxed);
+        atomic_store_explicit(&j->t->rob[r], rb, memory_order_relaxed);
+        tr = rb = NULL; /* the set's (its threads joined before it is read) */
+      }
+      la_trace_close(tr);
+      la_trace_close(rb);
       if (!rc) continue;
       pthread_mutex_lock(&j->mu);
       if (r < atomic_load(&j->bad)) {
@@ -142,11 +236,13 @@ static void *la__ts_worker(void *arg) {
   return NULL;
 }
 
-/* Parses every present rank's traces, on up to threads threads (0: the
- * online CPUs; at most LA__TS_MAX_THREADS, one per block): fills t->trace,
- * t->rob and t->n_rob. The error is the lowest failing rank's, whatever
+/* Checks every present rank's traces, on up to threads threads (0: the
+ * online CPUs; at most LA__TS_MAX_THREADS, one per block), visiting each
+ * with visit (NULL: none), their indexes kept in t->trace and t->rob when
+ * keep: fills t->n_rob. The error is the lowest failing rank's, whatever
  * the threads. 0, LA_ENOMEM or LA_EPROTO (reason in why). */
-static int la__ts_parse(la_traceset_t *t, unsigned threads, char *why,
+static int la__ts_parse(la_traceset_t *t, unsigned threads,
+                        const la__rank_visit_t *visit, int keep, char *why,
                         size_t why_len) {
   if (threads == 0) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -158,7 +254,7 @@ static int la__ts_parse(la_traceset_t *t, unsigned threads, char *why,
   if (block > LA__TS_BLOCK) block = LA__TS_BLOCK;
   uint32_t blocks = (t->nprocs + block - 1) / block;
   if (threads > blocks) threads = blocks ? blocks : 1;
-  la__ts_job_t j = {.t = t, .block = block};
+  la__ts_job_t j = {.t = t, .visit = visit, .keep = keep, .block = block};
   atomic_init(&j.next, 0);
   atomic_init(&j.bad, t->nprocs);
   atomic_init(&j.n_rob, 0);
@@ -178,9 +274,12 @@ static int la__ts_parse(la_traceset_t *t, unsigned threads, char *why,
 }
 
 /* Fills t's per-rank tables from t->msg (validated by la_msg_validate),
- * parsing its ranks on up to threads threads (la__ts_parse). */
+ * parsing its ranks on up to threads threads (la__ts_parse): without a
+ * visitor (visit NULL) their indexes kept; with one, none kept, and the
+ * ranks visited when its begin gives t a state. */
 static int la__ts_build(la_traceset_t *t, uint64_t cap, unsigned threads,
-                        char *why, size_t why_len) {
+                        const la__rank_visit_t *visit, char *why,
+                        size_t why_len) {
   const La__TraceSet *m = t->msg;
   uint32_t np = m->nprocs;
   /* The cap first, before allocating anything per rank or parsing. */
@@ -202,9 +301,8 @@ static int la__ts_build(la_traceset_t *t, uint64_t cap, unsigned threads,
   t->vtx = calloc((size_t)np + 1, sizeof *t->vtx);
   t->trace = calloc(np, sizeof *t->trace);
   t->rob = calloc(np, sizeof *t->rob);
-  t->w = calloc(np, sizeof *t->w);
   t->ct = calloc(np, sizeof *t->ct);
-  if (!t->vtx || !t->trace || !t->rob || !t->w || !t->ct) return LA_ENOMEM;
+  if (!t->vtx || !t->trace || !t->rob || !t->ct) return LA_ENOMEM;
   if (m->n_traces + m->n_missing_ranks != np)
     return la_errorf(why, why_len, LA_EPROTO,
                      "%zu traces and %zu missing ranks for %u ranks",
@@ -253,7 +351,10 @@ static int la__ts_build(la_traceset_t *t, uint64_t cap, unsigned threads,
     total += n; /* < 2^24 * (2^32 + 1): no overflow */
   }
   t->vtx[np] = total;
-  int rc = la__ts_parse(t, threads, why, why_len);
+  if (visit && (t->aux = visit->begin(visit->ctx, t)) != NULL)
+    t->aux_free = visit->free;
+  int rc = la__ts_parse(t, threads, t->aux ? visit : NULL, visit == NULL,
+                        why, why_len);
   if (rc) return rc;
   t->dropped = m->has_dropped ? m->dropped : 0;
   la__traceset_choose(t, la__weights_env());
@@ -270,8 +371,6 @@ int la__weights_env(void) {
 int la__traceset_choose(la_traceset_t *t, int kind) {
   uint32_t present = t->nprocs - (uint32_t)t->n_missing;
   t->robust = kind != LA_WEIGHTS_MEASURED && present > 0 && t->n_rob == present;
-  for (uint32_t r = 0; r < t->nprocs; r++)
-    t->w[r] = t->robust ? t->rob[r] : t->trace[r];
   return t->robust;
 }
 
@@ -284,12 +383,13 @@ int la__traceset_adopt(La__TraceSet *m, int validate, la_traceset_t **out,
 int la__traceset_adopt_max(La__TraceSet *m, int validate,
                            uint64_t max_rank_elements, la_traceset_t **out,
                            char *why, size_t why_len) {
-  return la__traceset_adopt_threads(m, validate, max_rank_elements, 1, out,
-                                    why, why_len);
+  return la__traceset_adopt_threads(m, validate, max_rank_elements, 1, NULL,
+                                    out, why, why_len);
 }
 
 int la__traceset_adopt_threads(La__TraceSet *m, int validate,
                                uint64_t max_rank_elements, unsigned threads,
+                               const la__rank_visit_t *visit,
                                la_traceset_t **out, char *why,
                                size_t why_len) {
   if (why && why_len) why[0] = '\0';
@@ -310,7 +410,7 @@ int la__traceset_adopt_threads(La__TraceSet *m, int validate,
     return LA_ENOMEM;
   }
   t->msg = m;
-  int rc = la__ts_build(t, max_rank_elements, threads, why, why_len);
+  int rc = la__ts_build(t, max_rank_elements, threads, visit, why, why_len);
   if (rc) {
     if (rc == LA_ENOMEM && why && why_len)
       snprintf(why, why_len, "out of memory");
@@ -358,7 +458,8 @@ const La__TraceSet *la__traceset_message(const la_traceset_t *t) {
 }
 
 const la_trace_t *la__traceset_trace(const la_traceset_t *t, uint32_t rank) {
-  return t && rank < t->nprocs ? t->trace[rank] : NULL;
+  const la_trace_t *tr;
+  return la__traceset_index(t, rank, 0, &tr) == 0 ? tr : NULL;
 }
 
 const La__CompactTrace *la__traceset_compact(const la_traceset_t *t,
@@ -388,11 +489,11 @@ size_t la_traceset_missing(const la_traceset_t *t, const uint32_t **ranks) {
 }
 
 int la_traceset_has_rank(const la_traceset_t *t, uint32_t rank) {
-  return t && rank < t->nprocs && t->trace[rank] ? 1 : 0;
+  return t && rank < t->nprocs && t->ct[rank] ? 1 : 0;
 }
 
 const char *la_traceset_missing_reason(const la_traceset_t *t, uint32_t rank) {
-  if (!t || rank >= t->nprocs || t->trace[rank]) return NULL;
+  if (!t || rank >= t->nprocs || t->ct[rank]) return NULL;
   /* validated by the codec: increasing ranks, each listed missing */
   for (size_t i = 0; i < t->msg->n_missing_reasons; i++)
     if (t->msg->missing_reasons[i]->rank == rank)

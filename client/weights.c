@@ -8,7 +8,9 @@
  * weights need no scratch memory proportional to the set. Missing ranks are
  * NaN in the dense weights and the mean of the present values in the
  * partitioner weights. Every function here reads the weights the set chose
- * (measured or robust, t->w). Does not validate: traceset.c did, once.
+ * (measured or robust, t->robust), each rank's index opened at its first
+ * use and kept (la__traceset_index; la__w). Does not validate: traceset.c
+ * did, once.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -18,14 +20,23 @@
 
 #define LA__CHUNK 4096 /* values decoded at a time */
 
+/* Rank r's trace of the weights t serves (NULL: missing). 0 or
+ * LA_ENOMEM. */
+static int la__w(const la_traceset_t *t, uint32_t r, const la_trace_t **tr) {
+  return la__traceset_index(t, r, t->robust, tr);
+}
+
 int la_traceset_rank_weights(const la_traceset_t *t, uint32_t rank, double *w) {
   if (!t || !w || rank >= t->nprocs) return LA_EINVAL;
   uint64_t n = t->vtx[rank + 1] - t->vtx[rank];
-  if (!t->w[rank]) {
+  const la_trace_t *tr;
+  int rc = la__w(t, rank, &tr);
+  if (rc) return rc;
+  if (!tr) {
     for (uint64_t i = 0; i < n; i++) w[i] = NAN;
     return 0;
   }
-  return la_trace_decode(t->w[rank], 0, n, w);
+  return la_trace_decode(tr, 0, n, w);
 }
 
 int la_traceset_weights(const la_traceset_t *t, double *w) {
@@ -79,13 +90,11 @@ int la_traceset_range_sum(const la_traceset_t *t, uint64_t first,
     uint64_t lo = t->vtx[r], hi = t->vtx[r + 1];
     if (hi <= g) continue; /* empty rank */
     uint64_t stop = end < hi ? end : hi;
-    double part;
-    if (!t->w[r]) {
-      part = NAN;
-    } else {
-      int rc = la_trace_range_sum(t->w[r], g - lo, stop - g, &part);
-      if (rc) return rc;
-    }
+    double part = NAN;
+    const la_trace_t *tr;
+    int rc = la__w(t, r, &tr);
+    if (!rc && tr) rc = la_trace_range_sum(tr, g - lo, stop - g, &part);
+    if (rc) return rc;
     la__kadd(&k, part);
     g = stop;
   }
@@ -97,13 +106,23 @@ int la__traceset_rank_range_sum(const la_traceset_t *t, uint32_t rank,
                                 la_trace_cursor_t *c, uint64_t first,
                                 uint64_t count, double *sum) {
   if (!t || !sum || rank >= t->nprocs) return LA_EINVAL;
-  uint64_t n = t->vtx[rank + 1] - t->vtx[rank];
+  const la_trace_t *tr;
+  int rc = la__w(t, rank, &tr);
+  if (rc) return rc;
+  return la__trace_rank_range_sum(tr, t->vtx[rank + 1] - t->vtx[rank], c,
+                                  first, count, sum);
+}
+
+int la__trace_rank_range_sum(const la_trace_t *tr, uint64_t n,
+                             la_trace_cursor_t *c, uint64_t first,
+                             uint64_t count, double *sum) {
+  if (!sum) return LA_EINVAL;
   if (first > n || count > n - first) return LA_ERANGE;
   *sum = 0;
   if (count == 0) return 0;
   double part = NAN;
-  if (t->w[rank]) {
-    int rc = la_trace_range_sum_at(t->w[rank], c, first, count, &part);
+  if (tr) {
+    int rc = la_trace_range_sum_at(tr, c, first, count, &part);
     if (rc) return rc;
   }
   la__ksum_t k = {0, 0}; /* as la_traceset_range_sum adds its one part */
@@ -125,10 +144,10 @@ int la_traceset_range_max(const la_traceset_t *t, uint64_t first,
     if (hi <= g) continue; /* empty rank */
     uint64_t stop = end < hi ? end : hi, n = 0;
     double part = NAN;
-    if (t->w[r]) { /* a missing rank's elements have none */
-      int rc = la_trace_range_max(t->w[r], g - lo, stop - g, &part, &n);
-      if (rc) return rc;
-    }
+    const la_trace_t *tr; /* NULL: a missing rank's elements have none */
+    int rc = la__w(t, r, &tr);
+    if (!rc && tr) rc = la_trace_range_max(tr, g - lo, stop - g, &part, &n);
+    if (rc) return rc;
     if (n && (nf == 0 || part > mx)) mx = part;
     nf += n;
     g = stop;
@@ -145,11 +164,14 @@ static int la__scan(const la_traceset_t *t, double *maxv, double *mean) {
   la__ksum_t k = {0, 0};
   uint64_t nfin = 0;
   for (uint32_t r = 0; r < t->nprocs; r++) {
-    if (!t->w[r]) continue;
+    const la_trace_t *tr;
+    int rc = la__w(t, r, &tr);
+    if (rc) return rc;
+    if (!tr) continue;
     uint64_t n = t->vtx[r + 1] - t->vtx[r];
     for (uint64_t i = 0; i < n; i += LA__CHUNK) {
       uint64_t m = n - i < LA__CHUNK ? n - i : LA__CHUNK;
-      int rc = la_trace_decode(t->w[r], i, m, buf);
+      rc = la_trace_decode(tr, i, m, buf);
       if (rc) return rc;
       for (uint64_t j = 0; j < m; j++) {
         if (!isfinite(buf[j])) continue;
@@ -176,10 +198,13 @@ static int la__walk(const la_traceset_t *t, void *dst, la__put_fn put,
   double buf[LA__CHUNK];
   for (uint32_t r = 0; r < t->nprocs; r++) {
     uint64_t base = t->vtx[r], n = t->vtx[r + 1] - base;
+    const la_trace_t *tr;
+    int rc = la__w(t, r, &tr);
+    if (rc) return rc;
     for (uint64_t i = 0; i < n; i += LA__CHUNK) {
       uint64_t m = n - i < LA__CHUNK ? n - i : LA__CHUNK;
-      if (t->w[r]) {
-        int rc = la_trace_decode(t->w[r], i, m, buf);
+      if (tr) {
+        rc = la_trace_decode(tr, i, m, buf);
         if (rc) return rc;
       } else {
         for (uint64_t j = 0; j < m; j++) buf[j] = NAN;

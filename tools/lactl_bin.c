@@ -11,7 +11,7 @@
 
 #include "la_errcodes.h"
 
-int lactl_bin_init(lactl_bin_t *b, uint64_t w, uint64_t h, uint32_t maxw,
+int lactl_bin_dims(lactl_bin_t *b, uint64_t w, uint64_t h, uint32_t maxw,
                    uint32_t maxh, int mode) {
   memset(b, 0, sizeof *b);
   if (w == 0 || h == 0 || maxw == 0 || maxh == 0 || mode < LACTL_BIN_MEAN ||
@@ -20,6 +20,13 @@ int lactl_bin_init(lactl_bin_t *b, uint64_t w, uint64_t h, uint32_t maxw,
   b->w = w, b->h = h, b->mode = mode;
   b->bw = w < maxw ? (uint32_t)w : maxw;
   b->bh = h < maxh ? (uint32_t)h : maxh;
+  return 0;
+}
+
+int lactl_bin_init(lactl_bin_t *b, uint64_t w, uint64_t h, uint32_t maxw,
+                   uint32_t maxh, int mode) {
+  int rc = lactl_bin_dims(b, w, h, maxw, maxh, mode);
+  if (rc) return rc;
   size_t nb = (size_t)b->bw * b->bh;
   b->acc = malloc(nb * sizeof *b->acc);
   b->n = calloc(nb, sizeof *b->n);

@@ -39,6 +39,10 @@ typedef struct lactl_bin {
  * (b is then empty: lactl_bin_free is still fine). */
 int lactl_bin_init(lactl_bin_t *b, uint64_t w, uint64_t h, uint32_t maxw,
                    uint32_t maxh, int mode);
+/* The same cells and bins without the bins' arrays (for lactl_bin_index
+ * only; nothing to free). 0 or LA_EINVAL. */
+int lactl_bin_dims(lactl_bin_t *b, uint64_t w, uint64_t h, uint32_t maxw,
+                   uint32_t maxh, int mode);
 
 /* The bin of cell (x, y) (x < w, y < h). */
 static inline uint64_t lactl_bin_index(const lactl_bin_t *b, uint64_t x,

@@ -6,8 +6,9 @@
  * latest Trace-Set and the ranks x cycles history, reduced as it arrives,
  * and answers the page's JSON, the element maps reduced on
  * lactl_serve_work.c's thread by lactl_serve_bin.c's binning (range sums
- * for the mean, range sums and maxima for the max); lactl_serve_page.c
- * embeds the page (lactl_serve_page.html).
+ * for the mean, range sums and maxima for the max), the page's map of a
+ * set summed as its ranks are parsed (lactl_serve_runs.c);
+ * lactl_serve_page.c embeds the page (lactl_serve_page.html).
  */
 #ifndef LACTL_SERVE_H
 #define LACTL_SERVE_H
@@ -24,6 +25,10 @@
  * side), both at most about the page's canvas pixels. */
 #define LACTL_SV_RANK_BINS 1024
 #define LACTL_SV_MAP_BINS 1024
+/* The element map the page asks for first (its canvas: 512 x 512 bins,
+ * the mean, robust weights where the set serves them): summed as a set's
+ * ranks are parsed (lactl_sv_runs_install). */
+#define LACTL_SV_PAGE_BINS 512
 /* Applications kept (beyond: a set of a new one is counted, not kept). */
 #define LACTL_SV_MAX_APPS 256
 /* Per-rank totals listed exactly in an element map's answer up to this
@@ -140,6 +145,58 @@ typedef struct lactl_sv_fill {
  * (stopped). */
 int lactl_sv_fill(la_traceset_t *t, lactl_bin_t *b, lactl_sv_fill_t *f);
 
+/* The global grid of t (each side's largest) when every rank is a grid
+ * rank: 1; 0 otherwise. */
+int lactl_sv_grid(const la_traceset_t *t, uint64_t g[3]);
+/* The cells (*W x *H, in rows of *W elements by global index) of a map of
+ * n elements in at most bins x bins bins. */
+void lactl_sv_map_shape(uint64_t n, uint32_t bins, uint64_t *W, uint64_t *H);
+
+/* The runs of a map's bins along a rank's elements (lactl_serve_runs.c):
+ * each run the elements of one rank in one row of one bin, in the order
+ * of the elements. xend: past each column bin's last cell column (b->bw
+ * of them, lactl_sv_run_xend). */
+typedef struct lactl_sv_run_it {
+  const lactl_bin_t *b;
+  const uint64_t *xend;
+  int grid, seg;                 /* a grid's slice; a row's part started */
+  uint64_t dm0, dm1, o1;         /* a grid rank's dims and origin */
+  uint64_t rowlen, x0, cx, y, e, e1, len, xa, xe, ybase, k;
+} lactl_sv_run_it_t;
+void lactl_sv_run_xend(const lactl_bin_t *b, uint64_t *xend);
+/* Starts the runs of elements [e0, e1) of a rank: by global index (dm
+ * NULL: its first element the off-th), else a grid rank of dims dm at
+ * origin o (elements of one k slice). */
+void lactl_sv_run_start(lactl_sv_run_it_t *it, const lactl_bin_t *b,
+                        const uint64_t *xend, const uint64_t *dm,
+                        const uint64_t *o, uint64_t off, uint64_t e0,
+                        uint64_t e1);
+/* The next run: its first element (of the rank's), count and bin index
+ * (lactl_bin_index). 1, or 0 when none is left. */
+int lactl_sv_run_next(lactl_sv_run_it_t *it, uint64_t *first, uint64_t *cnt,
+                      uint64_t *bin);
+
+/* The sums of the page's map's runs (LACTL_SV_PAGE_BINS, the mean, by
+ * global index), taken while a set's ranks are parsed: c's sets of more
+ * than LACTL_SV_MAX_ID_ELEMENTS elements that are not a grid get them,
+ * each rank's from its index as it is parsed (then closed), so that the
+ * map opens no index again. */
+void lactl_sv_runs_install(la_client_t *c);
+typedef struct lactl_sv_runs lactl_sv_runs_t;
+/* t's run sums when they serve the fill of b by f (the same bins, the
+ * mean, by global index, the weights t serves now), else NULL. */
+const lactl_sv_runs_t *lactl_sv_runs_of(const la_traceset_t *t,
+                                        const lactl_bin_t *b,
+                                        const lactl_sv_fill_t *f);
+/* Where rank r's runs from its element e0 on start (*at), 1; 0 when its
+ * sums were not taken (a sum not finite: the rank is binned from its
+ * trace). */
+int lactl_sv_runs_rank(const lactl_sv_runs_t *p, uint32_t r, uint64_t e0,
+                       size_t *at);
+/* The sum of run *at (of first element first), *at then the next one. */
+double lactl_sv_runs_sum(const lactl_sv_runs_t *p, size_t *at,
+                         uint64_t first);
+
 /* The reduction thread (lactl_serve_work.c): one job at a time. */
 typedef struct lactl_sv_work lactl_sv_work_t;
 typedef void (*lactl_sv_job_fn)(void *arg);
@@ -175,8 +232,8 @@ void lactl_sv_feed_free(lactl_sv_feed_t *f);
 /* Sets the process's allocator for sets that replace one another (lactl
  * serve calls it first, before any thread starts): one arena, free memory
  * at its top given back only past LACTL_SV_KEEP_BYTES, chunks below 32 MiB
- * from it, so that the next set's index reuses the pages the freed set
- * leaves instead of faulting in new ones. Advisory: without glibc's malloc
+ * from it, so that the next set reuses the pages the freed set leaves
+ * instead of faulting in new ones. Advisory: without glibc's malloc
  * it does nothing. */
 #define LACTL_SV_KEEP_BYTES (1024u * 1024u * 1024u)
 void lactl_sv_feed_memory(void);

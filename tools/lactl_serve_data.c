@@ -392,18 +392,6 @@ int lactl_sv_heat_json(lactl_sv_t *d, const char *app, FILE *f, char *why,
   return 0;
 }
 
-/* The global grid of t when every rank is a grid rank; 0 otherwise. */
-static int la__grid(const la_traceset_t *t, uint64_t g[3]) {
-  uint32_t np = la_traceset_nprocs(t);
-  g[0] = g[1] = g[2] = 0;
-  for (uint32_t r = 0; r < np; r++) {
-    uint64_t gl[3];
-    if (la_traceset_rank_grid(t, r, NULL, NULL, gl) != 0) return 0;
-    for (int k = 0; k < 3; k++) g[k] = gl[k] > g[k] ? gl[k] : g[k];
-  }
-  return np > 0 && g[0] && g[1] && g[2];
-}
-
 /* Sorting (id, element) pairs. */
 typedef struct {
   int64_t id;
@@ -473,21 +461,12 @@ int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o,
   const uint32_t np = la_traceset_nprocs(v);
   const uint64_t n = la_traceset_elements(v);
   uint64_t g[3], W, H;
-  int grid = la__grid(v, g);
+  int grid = lactl_sv_grid(v, g);
   if (grid) pos = NULL;
-  if (grid) {
+  if (grid)
     W = g[0], H = g[1];
-  } else if (n <= (uint64_t)o->bins * o->bins) {
-    /* a square of cells, each its own bin */
-    W = (uint64_t)ceil(sqrt((double)(n ? n : 1)));
-    while (W * W < n) W++;
-    H = n ? (n + W - 1) / W : 1;
-  } else {
-    /* at most bins rows of W elements: each bin is one run of about
-     * W / bins consecutive elements, one range sum per rank in it */
-    W = (n + o->bins - 1) / o->bins;
-    H = (n + W - 1) / W;
-  }
+  else
+    lactl_sv_map_shape(n, o->bins, &W, &H);
   lactl_bin_t b;
   /* a large set's rows of bins are binned on every CPU */
   long cpus = n >= LACTL_SV_FILL_THREADED ? sysconf(_SC_NPROCESSORS_ONLN) : 1;

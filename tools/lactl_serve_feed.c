@@ -7,7 +7,8 @@
  * reads nothing more (the loop takes sets one at a time, as it did when it
  * read the feed itself: the memory is the set handed over and the one in
  * reassembly). The client is the thread's alone from start to end; it
- * parses a set's ranks on every CPU (la_client_set_threads).
+ * parses a set's ranks on every CPU (la_client_set_threads), taking the
+ * sums of the page's map as it does (lactl_sv_runs_install).
  * lactl_sv_feed_memory sets the allocator for sets that come one after
  * another.
  */
@@ -87,8 +88,10 @@ int lactl_sv_feed_new(la_client_t *c, lactl_sv_feed_t **out) {
   if (!f) return LA_ENOMEM;
   f->c = c;
   /* A set's ranks are parsed on every CPU: at 10^4 ranks the parse is most
-   * of a set's time from its last part to the page. */
+   * of a set's time from its last part to the page; the page's map is
+   * summed there, from the indexes the parse opens (lactl_serve_runs.c). */
   la_client_set_threads(c, 0);
+  lactl_sv_runs_install(c);
   f->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (f->efd < 0) {
     free(f);
@@ -108,13 +111,14 @@ int lactl_sv_feed_new(la_client_t *c, lactl_sv_feed_t **out) {
 }
 
 void lactl_sv_feed_memory(void) {
-  /* A set of 10^4 ranks x 10^6 elements is ~10^5 allocations (its traces'
-   * indexes, ~0.7 GB), freed when the next is taken. With an arena per
+  /* A set of 10^4 ranks x 10^6 elements is ~10^4 allocations (its
+   * message's traces; the indexes the parse and a map open are freed as
+   * each rank is done), freed when the next is taken. With an arena per
    * thread the parse threads' heaps are unmapped as they empty, and
    * chunks over 128 KiB are mapped each time: every set faulted its pages
-   * in anew (~40% of a publication's CPU at 10^10). One arena that keeps
-   * what is freed gives the next set those pages; what it keeps is within
-   * the process's peak (the set the loop holds and the one received). */
+   * in anew. One arena that keeps what is freed gives the next set those
+   * pages; what it keeps is within the process's peak (the set the loop
+   * holds and the one received). */
   (void)mallopt(M_ARENA_MAX, 1);
   (void)mallopt(M_TRIM_THRESHOLD, (int)LACTL_SV_KEEP_BYTES);
   (void)mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);

@@ -30,6 +30,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <cmocka.h>
@@ -1608,6 +1609,93 @@ static void test_connect_errors(void **state) {
   close(sv[1]);
 }
 
+/* A set made for a visitor: the visitor sees every present rank once,
+ * with its index open, on the parse's threads, and the set keeps its
+ * state; the set keeps no index, and opens a rank's at its first use, by
+ * whichever thread reads first: four threads reading every rank of it at
+ * once get the weights and range sums one thread gets from the same set
+ * made without a visitor (its indexes kept from the parse). */
+typedef struct {
+  atomic_uint ranks, bad;
+} fu_state_t;
+
+static void *fu_begin(void *ctx, const la_traceset_t *t) {
+  (void)ctx, (void)t;
+  return calloc(1, sizeof(fu_state_t));
+}
+
+static void fu_rank(void *state, const la_traceset_t *t, uint32_t r,
+                    const la_trace_t *tr, const la_trace_t *rob) {
+  fu_state_t *s = state;
+  atomic_fetch_add(&s->ranks, 1);
+  if (rob || la_trace_count(tr) != la_traceset_rank_elements(t, r))
+    atomic_fetch_add(&s->bad, 1);
+}
+
+static const la__rank_visit_t fu_visit = {
+    .begin = fu_begin, .rank = fu_rank, .free = free, .ctx = NULL};
+
+typedef struct {
+  la_traceset_t *t, *ref;
+  int bad;
+} fu_job_t;
+
+static void *fu_reader(void *arg) {
+  fu_job_t *j = arg;
+  static _Thread_local double w0[PT_NE], w1[PT_NE];
+  for (uint32_t r = 0; r < la_traceset_nprocs(j->t); r++) {
+    const uint64_t first = (uint64_t)r * PT_NE + 3, count = PT_NE - 3;
+    double a, b;
+    if (la_traceset_rank_weights(j->t, r, w0) ||
+        la_traceset_rank_weights(j->ref, r, w1) ||
+        memcmp(w0, w1, sizeof w0) ||
+        la_traceset_range_sum(j->t, first, count, &a) ||
+        la_traceset_range_sum(j->ref, first, count, &b) ||
+        memcmp(&a, &b, sizeof a))
+      j->bad = 1;
+  }
+  return NULL;
+}
+
+static void test_visit_and_first_use(void **state) {
+  (void)state;
+  size_t len;
+  uint8_t *set = pt_pack(64, NULL, 0, &len);
+  la_traceset_t *t = NULL, *ref = NULL;
+  ProtobufCMessage *m = NULL;
+  char why[256];
+  assert_int_equal(la_traceset_from_bytes(set, len, &ref, why, sizeof why), 0);
+  assert_int_equal(
+      la_msg_decode(LA__MSG_TYPE__MSG_TRACE_SET, set, len, &m, why, sizeof why),
+      0);
+  assert_int_equal(la__traceset_adopt_threads((La__TraceSet *)m, 0,
+                                              LA_CLIENT_DEFAULT_MAX_RANK_ELEMENTS,
+                                              4, &fu_visit, &t, why,
+                                              sizeof why),
+                   0);
+  fu_state_t *st = la__traceset_aux(t);
+  assert_non_null(st);
+  assert_int_equal(atomic_load(&st->ranks), 64);
+  assert_int_equal(atomic_load(&st->bad), 0);
+  for (uint32_t r = 0; r < 64; r++) /* no index kept from the parse */
+    assert_null(atomic_load(&t->trace[r]));
+  fu_job_t j[4];
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) {
+    j[i] = (fu_job_t){.t = t, .ref = ref};
+    assert_int_equal(pthread_create(&th[i], NULL, fu_reader, &j[i]), 0);
+  }
+  for (int i = 0; i < 4; i++) {
+    pthread_join(th[i], NULL);
+    assert_false(j[i].bad);
+  }
+  for (uint32_t r = 0; r < 64; r++) /* opened once read, and kept */
+    assert_non_null(atomic_load(&t->trace[r]));
+  la_traceset_free(t);
+  la_traceset_free(ref);
+  free(set);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_identity_vtxdist, set7_setup,
@@ -1633,6 +1721,7 @@ int main(void) {
       cmocka_unit_test(test_bad_message_skipped),
       cmocka_unit_test(test_parse_threads),
       cmocka_unit_test(test_parse_threads_few_ranks),
+      cmocka_unit_test(test_visit_and_first_use),
       cmocka_unit_test(test_error_message),
       cmocka_unit_test(test_dribble),
       cmocka_unit_test(test_query),

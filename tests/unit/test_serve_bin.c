@@ -484,6 +484,17 @@ static int feed_wait(lactl_sv_feed_t *f, la_traceset_t **t, char *why,
   return 0;
 }
 
+/* A feed thread reading a client on one end of a socket pair sv (sv[1]:
+ * the GlobalAgent's end, the test's to close). */
+static lactl_sv_feed_t *feed_start(int sv[2]) {
+  la_client_t *c;
+  lactl_sv_feed_t *f;
+  assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  assert_int_equal(la_client_from_fd(sv[0], 0, &c), 0);
+  assert_int_equal(lactl_sv_feed_new(c, &f), 0);
+  return f;
+}
+
 /* The feed thread: sets sent in parts as the GlobalAgent sends them
  * arrive whole, one at a time; a malformed one is skipped (said on
  * stderr) and the next arrives; the stream's end is told with its
@@ -498,11 +509,7 @@ static void test_feed_thread(void **state) {
   uint8_t *set = pack_set("fed", 4, 3, ne, res, 0, 0, 0, &len);
   la_traceset_t *want = make_set("fed", 4, 3, ne, res, 0, 0, 0);
   int sv[2];
-  assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-  la_client_t *c;
-  lactl_sv_feed_t *f;
-  assert_int_equal(la_client_from_fd(sv[0], 0, &c), 0);
-  assert_int_equal(lactl_sv_feed_new(c, &f), 0);
+  lactl_sv_feed_t *f = feed_start(sv);
   la_traceset_t *t = NULL;
   char why[300] = "";
   assert_int_equal(lactl_sv_feed_next(f, &t, why, sizeof why), 0);
@@ -755,6 +762,71 @@ static void test_coarse_marked(void **state) {
   for (int r = 0; r < 3; r++) free_series(res[r]);
 }
 
+/* The page's map of a large set (more elements than ids may place) fed
+ * to lactl serve's feed thread, summed as its ranks are parsed
+ * (lactl_sv_runs_install), is the map of the same set binned from its
+ * traces, to the bit: the same bins, sum, count and range sums, on one
+ * thread and on two; a rank with values that are not finite is binned
+ * from its trace, a missing one counts no data. Another map of that set
+ * (the max) is binned from the traces. */
+static void test_page_runs(void **state) {
+  (void)state;
+  la_compact_result_t *a = series(LA_SYNTH_MESH, 4000000, "polyline:cv=0.05",
+                                  0),
+                      *b = series(LA_SYNTH_RAMPS, 3000000, "maxerr:eps=0.5",
+                                  0),
+                      *c = series(LA_SYNTH_STEPS, 3000000,
+                                  "polyline:cv=0.01", 1),
+                      *d = series(LA_SYNTH_NOISE, 777, "lossless", 0);
+  const uint64_t ne[7] = {4000000, 3000000, 3000000, 2000000,
+                          4000000, 777,     3000000};
+  la_compact_result_t *res[7] = {a, b, c, NULL, a, d, b};
+  size_t len;
+  uint8_t *set = pack_set("big", 3, 7, ne, res, 0, 0, 0, &len);
+  la_traceset_t *want = make_set("big", 3, 7, ne, res, 0, 0, 0);
+  int sv[2];
+  lactl_sv_feed_t *f = feed_start(sv);
+  assert_int_equal(la_test_feed_set(sv[1], set, len, "big", 3, 1 << 20), 0);
+  la_traceset_t *t = NULL;
+  char why[300] = "";
+  assert_int_equal(feed_wait(f, &t, why, sizeof why), 1);
+  const uint64_t n = la_traceset_elements(t);
+  assert_true(n > LACTL_SV_MAX_ID_ELEMENTS);
+  uint64_t W, H;
+  lactl_sv_map_shape(n, LACTL_SV_PAGE_BINS, &W, &H);
+  for (unsigned threads = 1; threads <= 2; threads++) {
+    lactl_bin_t ba, bb;
+    lactl_sv_fill_t fa, fb;
+    bin_on(t, W, H, LACTL_SV_PAGE_BINS, LACTL_BIN_MEAN, 0, 0, NULL, threads,
+           &ba, &fa);
+    assert_non_null(lactl_sv_runs_of(t, &ba, &fa)); /* the parse's sums */
+    bin_on(want, W, H, LACTL_SV_PAGE_BINS, LACTL_BIN_MEAN, 0, 0, NULL,
+           threads, &bb, &fb);
+    assert_null(lactl_sv_runs_of(want, &bb, &fb)); /* from the traces */
+    identical_bins(&ba, &bb);
+    assert_memory_equal(&fa.sum, &fb.sum, sizeof fa.sum);
+    assert_int_equal(fa.nfin, fb.nfin);
+    assert_int_equal(fa.ranges, fb.ranges);
+    assert_int_equal(fa.decoded, fb.decoded);
+    assert_int_equal(fa.decoded, 3000000); /* rank 2, values not finite */
+    lactl_bin_free(&ba), lactl_bin_free(&bb);
+    /* the max: not what the parse summed, binned from the traces */
+    bin_on(t, W, H, LACTL_SV_PAGE_BINS, LACTL_BIN_MAX, 0, 0, NULL, threads,
+           &ba, &fa);
+    assert_null(lactl_sv_runs_of(t, &ba, &fa));
+    bin_on(want, W, H, LACTL_SV_PAGE_BINS, LACTL_BIN_MAX, 0, 0, NULL, threads,
+           &bb, &fb);
+    identical_bins(&ba, &bb);
+    lactl_bin_free(&ba), lactl_bin_free(&bb);
+  }
+  la_traceset_free(t);
+  close(sv[1]);
+  lactl_sv_feed_free(f);
+  la_traceset_free(want);
+  free(set);
+  free_series(a), free_series(b), free_series(c), free_series(d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_coarse_marked),
@@ -762,6 +834,7 @@ int main(void) {
       cmocka_unit_test(test_nonfinite),
       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_grid_mean), cmocka_unit_test(test_max_and_stop),
-      cmocka_unit_test(test_feed_thread), cmocka_unit_test(test_live)};
+      cmocka_unit_test(test_feed_thread), cmocka_unit_test(test_page_runs),
+      cmocka_unit_test(test_live)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
