@@ -58,6 +58,13 @@ int la_ga_committer_start(la_ga_t *ga, la_ga_commit_done_fn done,
  * closing: the daemon stops). */
 int la_ga_committer_ready(const la_ga_t *ga);
 
+/* Whether a batch is open whose commit the thread will take, with what
+ * the loop frees until then (reclaim.h): the loop then keeps that for it
+ * rather than starting a pool job. It is committed within the iteration,
+ * or the gather window, or at a failure on the loop (ingest.c then hands
+ * it to the pool). */
+int la_ga_committer_carries(const la_ga_t *ga);
+
 /* Whether the open batch of batch_n messages waits for more before it is
  * committed (more: it expects more, as above): 1 starts the window (or
  * keeps the one started for this batch running: it is never extended),
@@ -67,8 +74,10 @@ int la_ga_committer_gather(la_ga_t *ga, size_t batch_n, int more);
 /* Ends the window, if one runs (the batch is being committed). */
 void la_ga_committer_gather_end(la_ga_t *ga);
 
-/* Hands the open batch's commit to the thread; ga->committing until the
- * result is handled. la_ga_committer_ready must hold. */
+/* Hands the open batch's commit to the thread, with what the loop freed
+ * meanwhile (la_reclaim_take: freed by the thread after the commit's
+ * result); ga->committing until the result is handled.
+ * la_ga_committer_ready must hold. */
 void la_ga_committer_submit(la_ga_t *ga);
 
 /* When a commit runs: waits for it and handles its result (the done
