@@ -24,10 +24,13 @@
  * what is committed.
  *
  * The hand-over also carries what the loop freed since the last one (the
- * batch's decoded messages, reclaim.h): the thread frees it after the
- * commit's result is out, instead of a pool job that would wake a pool
- * thread and then the loop once more for every trace of a node whose
- * traces come one at a time.
+ * batch's decoded messages, reclaim.h) when that is little (at most
+ * LA_GA_CARRY_MAX pointers): the thread frees it after the commit's
+ * result is out, instead of a pool job that would wake a pool thread and
+ * then the loop once more for every trace of a node whose traces come
+ * one at a time. More goes to a pool job as before: batches of hundreds
+ * of traces share one, and the commit thread, the bottleneck there,
+ * takes no more work.
  */
 #include "committer.h"
 
@@ -178,8 +181,13 @@ int la_ga_committer_ready(const la_ga_t *ga) {
          !uv_is_closing((const uv_handle_t *)&c->async);
 }
 
+/* Whether what the loop freed is little enough to go with a commit. */
+static int la__carry_ok(const la_ga_t *ga) {
+  return la_reclaim_waiting(ga->reclaim) <= LA_GA_CARRY_MAX;
+}
+
 int la_ga_committer_carries(const la_ga_t *ga) {
-  return ga->in_txn && la_ga_committer_ready(ga);
+  return ga->in_txn && la_ga_committer_ready(ga) && la__carry_ok(ga);
 }
 
 int la_ga_committer_gather(la_ga_t *ga, size_t batch_n, int more) {
@@ -211,7 +219,8 @@ void la_ga_committer_submit(la_ga_t *ga) {
   ga->committing = 1;
   pthread_mutex_lock(&c->mu);
   assert(!c->freed);
-  c->freed = la_reclaim_take(ga->reclaim); /* the batch's freed memory */
+  if (la__carry_ok(ga)) /* else agents.c's check hands it to the pool */
+    c->freed = la_reclaim_take(ga->reclaim); /* the batch's freed memory */
   c->req = 1;
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);

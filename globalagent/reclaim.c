@@ -77,6 +77,10 @@ void la_reclaim_batch_run(la_reclaim_batch_t *b) {
   if (b) la__after(&b->req, 0);
 }
 
+size_t la_reclaim_waiting(const la_reclaim_t *r) {
+  return r ? r->n : 0;
+}
+
 void la_reclaim_flush(la_reclaim_t *r) {
   la__rjob_t *j = la_reclaim_take(r);
   if (!j) return;

@@ -41,6 +41,9 @@ void la_reclaim_add(la_reclaim_t *r, la_reclaim_fn fn, void *p);
 /* Hands what waits to a pool job (nothing when nothing waits). */
 void la_reclaim_flush(la_reclaim_t *r);
 
+/* The pointers waiting (0 for NULL). */
+size_t la_reclaim_waiting(const la_reclaim_t *r);
+
 /* What waits, taken whole for another thread to free (a thread woken
  * anyway, so that no pool job wakes a pool thread and then the loop for
  * it: committer.c's, after the commit it hands over); NULL when nothing

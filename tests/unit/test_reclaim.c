@@ -51,8 +51,10 @@ static void test_take_frees_on_the_taking_thread(void **state) {
   item_t it[N_ITEMS];
   memset(it, 0, sizeof it);
   for (int i = 0; i < N_ITEMS; i++) la_reclaim_add(r, item_free, &it[i]);
+  assert_int_equal(la_reclaim_waiting(r), N_ITEMS);
   la_reclaim_batch_t *b = la_reclaim_take(r);
   assert_non_null(b);
+  assert_int_equal(la_reclaim_waiting(r), 0);
   assert_null(la_reclaim_take(r));
   la_reclaim_flush(r); /* nothing left for a pool job */
   assert_int_equal(la_reclaim_stats(r).jobs, 0);
