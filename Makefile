@@ -233,6 +233,9 @@ $(BUILD)/tests/test_lane: $(BUILD)/obj/localagent/lane.o
 # test_part calls lactl whatif's partitioners (tools/lactl_part.c).
 TEST_LIBS_test_part := $(BUILD)/obj/tools/lactl_part.o -lmetis
 $(BUILD)/tests/test_part: $(BUILD)/obj/tools/lactl_part.o
+# test_reclaim calls the GlobalAgent's reclaim.c (libuv: not in GLOBAL_NOUV_A).
+TEST_LIBS_test_reclaim := $(BUILD)/obj/globalagent/reclaim.o
+$(BUILD)/tests/test_reclaim: $(BUILD)/obj/globalagent/reclaim.o
 $(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(LIBLA_A) $(CLIENT_A) $(LOCAL_NOUV_A) $(GLOBAL_NOUV_A) $(COMMON_A) $(GEN_H)
 	@mkdir -p $(dir $@)
 	@echo "  LINK  $@"

@@ -16,7 +16,11 @@
  * trace written to its Ack (p50 over the cycles: the set's last trace,
  * which publishing waits for), and from the first trace written to the
  * cycle's last Ack (p50). Writes argv[1] (build/bench/gather.json) and
- * prints a table.
+ * prints a table. To run a part or another arrival pattern:
+ * LA_BENCH_GATHER_KS (e.g. "2"), LA_BENCH_GATHER_WINDOWS (ms, e.g.
+ * "2"), comma-separated, and LA_BENCH_GATHER_GAP_US (the gap between a
+ * cycle's traces, default 250); LA_TEST_BIN_DIR runs another build's
+ * la-globalagent.
  */
 #include "bench_args.h"
 #include <dirent.h>
@@ -37,15 +41,31 @@
 #define N_ELEMENTS 8192 /* a row-probed rank of wavetoy 128^3 */
 #define CYCLES 150
 #define WARMUP 5
-#define GAP_US 250
+#define GAP_US 250 /* default */
 #define PACE_MS 10
 #define REPEATS 3
 #define WAIT_MS 30000
 #define N_WIN 3
 #define N_K 3
 
-static const int windows_ms[N_WIN] = {0, 1, 2};
-static const int ks[N_K] = {2, 4, 16};
+static int windows_ms[N_WIN] = {0, 1, 2};
+static int ks[N_K] = {2, 4, 16};
+static int n_win = N_WIN, n_k = N_K;
+static int gap_us = GAP_US;
+
+/* A comma-separated list of at most max values from the environment
+ * variable name into v (kept when unset or empty); their count. */
+static int env_ints(const char *name, int *v, int n, int max) {
+  const char *e = getenv(name);
+  if (!e || !*e) return n;
+  int k = 0;
+  for (char *end; *e && k < max; e = *end ? end + 1 : end) {
+    long x = strtol(e, &end, 10);
+    if (end == e || x < 0) break;
+    v[k++] = (int)x;
+  }
+  return k ? k : n;
+}
 
 static uint64_t mono_ns(void) {
   struct timespec ts;
@@ -141,7 +161,7 @@ static void one_run(int window, int k, run_t *out) {
     }
     uint64_t t0 = mono_ns(), tl = t0;
     for (int r = 0; r < k; r++) {
-      if (r) nap_us(GAP_US);
+      if (r) nap_us(gap_us);
       tl = mono_ns();
       if (la_tu_send_trace(&c, app, (uint32_t)r, (uint64_t)cy, N_ELEMENTS,
                            &series[(r + cy) % 16], WAIT_MS) != 0) {
@@ -199,10 +219,14 @@ int main(int argc, char **argv) {
     bytes += series[i].len;
   }
   free(x);
+  n_win = env_ints("LA_BENCH_GATHER_WINDOWS", windows_ms, N_WIN, N_WIN);
+  n_k = env_ints("LA_BENCH_GATHER_KS", ks, N_K, N_K);
+  const char *g = getenv("LA_BENCH_GATHER_GAP_US");
+  if (g && *g) gap_us = (int)strtol(g, NULL, 10);
   static run_t r[N_WIN][N_K][REPEATS];
   for (int rep = 0; rep < REPEATS; rep++)
-    for (int ki = 0; ki < N_K; ki++)
-      for (int w = 0; w < N_WIN; w++) one_run(windows_ms[w], ks[ki], &r[w][ki][rep]);
+    for (int ki = 0; ki < n_k; ki++)
+      for (int w = 0; w < n_win; w++) one_run(windows_ms[w], ks[ki], &r[w][ki][rep]);
   FILE *f = fopen(json, "w");
   if (!f) {
     perror(json);
@@ -215,14 +239,14 @@ int main(int argc, char **argv) {
           "between cycles, %d cycles after %d, %d-element traces (%zu "
           "bytes mean), fsync on, %d runs interleaved, medians\",\n"
           "  \"results\": [",
-          GAP_US, PACE_MS, CYCLES, WARMUP, N_ELEMENTS, bytes / 16, REPEATS);
+          gap_us, PACE_MS, CYCLES, WARMUP, N_ELEMENTS, bytes / 16, REPEATS);
   printf("GlobalAgent gather window: K traces per cycle, %d us apart, %d ms "
          "between cycles (%zu-byte traces, fsync on; medians of %d)\n",
-         GAP_US, PACE_MS, bytes / 16, REPEATS);
+         gap_us, PACE_MS, bytes / 16, REPEATS);
   printf("  %-4s %-8s %14s %15s %18s %18s\n", "K", "gather", "CPU us/trace",
          "commits/cycle", "last trace->Ack", "first->last Ack");
-  for (int ki = 0; ki < N_K; ki++)
-    for (int w = 0; w < N_WIN; w++) {
+  for (int ki = 0; ki < n_k; ki++)
+    for (int w = 0; w < n_win; w++) {
       double v[4][REPEATS];
       for (int rep = 0; rep < REPEATS; rep++) {
         const run_t *q = &r[w][ki][rep];
@@ -238,8 +262,9 @@ int main(int argc, char **argv) {
       }
       double m[4];
       for (int i = 0; i < 4; i++) m[i] = median(v[i], REPEATS);
-      printf("  %-4d %-8s %14.1f %15.2f %15.2f ms %15.2f ms\n", ks[ki],
-             windows_ms[w] ? (windows_ms[w] == 1 ? "1ms" : "2ms") : "off",
+      char win[16] = "off";
+      if (windows_ms[w]) snprintf(win, sizeof win, "%dms", windows_ms[w]);
+      printf("  %-4d %-8s %14.1f %15.2f %15.2f ms %15.2f ms\n", ks[ki], win,
              m[0], m[1], m[2], m[3]);
       fprintf(f,
               "%s\n    {\"k\": %d, \"gather_ms\": %d, \"cpu_us_per_trace\": "

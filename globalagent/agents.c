@@ -48,6 +48,7 @@
 
 #include <unistd.h>
 
+#include "committer.h"
 #include "ga.h"
 #include "la_errcodes.h"
 #include "la_errors.h"
@@ -643,7 +644,9 @@ static void la__on_check(uv_check_t *h) {
   }
   for (int i = 0; i < LA__JOBS_PER_ROUND; i++)
     if (jobs[i]) la__queue(ga, jobs[i]);
-  la_reclaim_flush(ga->reclaim); /* the frames this iteration handled */
+  /* the frames this iteration handled: with the batch's commit when the
+   * commit thread takes one (it wakes anyway), else a pool job */
+  if (!la_ga_committer_carries(ga)) la_reclaim_flush(ga->reclaim);
 }
 
 /* la_conn_ops_t.on_raw: an authenticated connection's frame, kept where

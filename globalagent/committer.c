@@ -22,6 +22,15 @@
  * plus the commit. A loop caller that reaches the store meanwhile
  * (la_ga_store) ends the window: it commits first, so that it reads only
  * what is committed.
+ *
+ * The hand-over also carries what the loop freed since the last one (the
+ * batch's decoded messages, reclaim.h) when that is little (at most
+ * LA_GA_CARRY_MAX pointers): the thread frees it after the commit's
+ * result is out, instead of a pool job that would wake a pool thread and
+ * then the loop once more for every trace of a node whose traces come
+ * one at a time. More goes to a pool job as before: batches of hundreds
+ * of traces share one, and the commit thread, the bottleneck there,
+ * takes no more work.
  */
 #include "committer.h"
 
@@ -34,6 +43,7 @@
 #include "ga.h"
 #include "la_errcodes.h"
 #include "la_log.h"
+#include "reclaim.h"
 
 struct la_ga_committer {
   la_ga_t *ga;
@@ -46,6 +56,7 @@ struct la_ga_committer {
   int rc;
   char why[512]; /* the store's error when rc is not 0 */
   int quit;
+  la_reclaim_batch_t *freed; /* handed over with req: freed after it */
   /* tests: LA_GA_TEST_KILL_AFTER_COMMIT=n kills the daemon (SIGKILL)
    * right after its n-th commit here succeeded, before the loop hears of
    * it (nothing of that batch is acknowledged); 0: never */
@@ -64,6 +75,8 @@ static void *la__main(void *arg) {
     while (!c->req && !c->quit) pthread_cond_wait(&c->cv, &c->mu);
     if (!c->req) break; /* quit, nothing asked */
     c->req = 0;
+    la_reclaim_batch_t *freed = c->freed;
+    c->freed = NULL;
     pthread_mutex_unlock(&c->mu);
     int rc = la_store_commit(c->ga->store); /* the store is ours now */
     if (rc == 0 && ++c->commits == c->kill_after) raise(SIGKILL);
@@ -74,6 +87,9 @@ static void *la__main(void *arg) {
     c->done = 1;
     pthread_cond_broadcast(&c->cv);
     uv_async_send(&c->async); /* under the mutex: stop waits for it */
+    pthread_mutex_unlock(&c->mu);
+    la_reclaim_batch_run(freed); /* after the result: no Ack waits for it */
+    pthread_mutex_lock(&c->mu);
   }
   pthread_mutex_unlock(&c->mu);
   return NULL;
@@ -165,6 +181,15 @@ int la_ga_committer_ready(const la_ga_t *ga) {
          !uv_is_closing((const uv_handle_t *)&c->async);
 }
 
+/* Whether what the loop freed is little enough to go with a commit. */
+static int la__carry_ok(const la_ga_t *ga) {
+  return la_reclaim_waiting(ga->reclaim) <= LA_GA_CARRY_MAX;
+}
+
+int la_ga_committer_carries(const la_ga_t *ga) {
+  return ga->in_txn && la_ga_committer_ready(ga) && la__carry_ok(ga);
+}
+
 int la_ga_committer_gather(la_ga_t *ga, size_t batch_n, int more) {
   la_ga_committer_t *c = ga->committer;
   if (!la_ga_committer_ready(ga) || uv_is_closing((uv_handle_t *)&c->gather))
@@ -193,6 +218,9 @@ void la_ga_committer_submit(la_ga_t *ga) {
   assert(la_ga_committer_ready(ga) && !ga->committing);
   ga->committing = 1;
   pthread_mutex_lock(&c->mu);
+  assert(!c->freed);
+  if (la__carry_ok(ga)) /* else agents.c's check hands it to the pool */
+    c->freed = la_reclaim_take(ga->reclaim); /* the batch's freed memory */
   c->req = 1;
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
@@ -235,6 +263,7 @@ void la_ga_committer_stop(la_ga_t *ga) {
     pthread_mutex_unlock(&c->mu);
     pthread_join(c->th, NULL);
   }
+  la_reclaim_batch_run(c->freed); /* none: the thread took it with req */
   pthread_cond_destroy(&c->cv);
   pthread_mutex_destroy(&c->mu);
   ga->committer = NULL;

@@ -47,6 +47,10 @@ typedef void (*la_ga_commit_fn)(la_ga_t *ga);
 /* A batch of this many messages or more is committed without waiting. */
 #define LA_GA_GATHER_FEW 32
 
+/* What the loop freed goes with a commit when at most this many
+ * pointers (reclaim.h), else to a pool job. */
+#define LA_GA_CARRY_MAX 64
+
 /* Starts the thread and its uv_async on ga->loop. Returns 0, or a
  * negative LA_E* code (then commits run on the loop, as before; when
  * ga->committer is NULL, out of memory). */
@@ -58,6 +62,13 @@ int la_ga_committer_start(la_ga_t *ga, la_ga_commit_done_fn done,
  * closing: the daemon stops). */
 int la_ga_committer_ready(const la_ga_t *ga);
 
+/* Whether a batch is open whose commit the thread will take, with what
+ * the loop freed until then (reclaim.h: at most LA_GA_CARRY_MAX
+ * pointers): the loop then keeps that for it rather than starting a pool
+ * job. It is committed within the iteration, or the gather window, or at
+ * a failure on the loop (ingest.c then hands it to the pool). */
+int la_ga_committer_carries(const la_ga_t *ga);
+
 /* Whether the open batch of batch_n messages waits for more before it is
  * committed (more: it expects more, as above): 1 starts the window (or
  * keeps the one started for this batch running: it is never extended),
@@ -67,8 +78,11 @@ int la_ga_committer_gather(la_ga_t *ga, size_t batch_n, int more);
 /* Ends the window, if one runs (the batch is being committed). */
 void la_ga_committer_gather_end(la_ga_t *ga);
 
-/* Hands the open batch's commit to the thread; ga->committing until the
- * result is handled. la_ga_committer_ready must hold. */
+/* Hands the open batch's commit to the thread, with what the loop freed
+ * meanwhile when at most LA_GA_CARRY_MAX pointers (la_reclaim_take: freed
+ * by the thread after the commit's result); ga->committing until the
+ * result is handled.
+ * la_ga_committer_ready must hold. */
 void la_ga_committer_submit(la_ga_t *ga);
 
 /* When a commit runs: waits for it and handles its result (the done

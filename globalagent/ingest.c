@@ -837,6 +837,7 @@ void la_ga_commit(la_ga_t *ga) {
     return;
   }
   if (rc == 0) rc = la_store_commit(ga->store);
+  la_reclaim_flush(ga->reclaim); /* kept for a hand-over (committer.h) */
   la_ga_commit_done(ga, rc, NULL);
 }
 

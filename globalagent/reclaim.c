@@ -4,7 +4,9 @@
  * owned by the loop until it is handed to a job; the job frees the
  * pointers on a pool thread and its after callback (on the loop) frees
  * the array. uv_queue_work orders the hand-over, so the pool thread
- * sees everything the loop wrote before it.
+ * sees everything the loop wrote before it. A batch taken whole
+ * (la_reclaim_take) is freed by whichever thread the caller hands it to,
+ * the hand-over ordered by the caller (committer.c: its mutex).
  */
 #include "reclaim.h"
 
@@ -15,11 +17,13 @@ typedef struct la__item {
   void *p;
 } la__item_t;
 
-typedef struct la__rjob {
+/* A pool job, or a batch taken whole (la_reclaim_take: req unused). */
+struct la_reclaim_batch {
   uv_work_t req;
   la__item_t *v;
   size_t n;
-} la__rjob_t;
+};
+typedef struct la_reclaim_batch la__rjob_t;
 
 struct la_reclaim {
   uv_loop_t *loop;
@@ -52,20 +56,34 @@ static void la__after(uv_work_t *req, int status) {
   free(j);
 }
 
-void la_reclaim_flush(la_reclaim_t *r) {
-  if (!r || r->n == 0) return;
+la_reclaim_batch_t *la_reclaim_take(la_reclaim_t *r) {
+  if (!r || r->n == 0) return NULL;
   la__rjob_t *j = malloc(sizeof *j);
   if (!j) { /* out of memory: freed here */
     r->st.on_loop += r->n;
     la__free_items(r->v, r->n);
     r->n = 0;
-    return;
+    return NULL;
   }
   j->v = r->v;
   j->n = r->n;
   j->req.data = j;
   r->v = NULL;
   r->n = r->cap = 0;
+  return j;
+}
+
+void la_reclaim_batch_run(la_reclaim_batch_t *b) {
+  if (b) la__after(&b->req, 0);
+}
+
+size_t la_reclaim_waiting(const la_reclaim_t *r) {
+  return r ? r->n : 0;
+}
+
+void la_reclaim_flush(la_reclaim_t *r) {
+  la__rjob_t *j = la_reclaim_take(r);
+  if (!j) return;
   r->st.jobs++;
   if (uv_queue_work(r->loop, &j->req, la__work, la__after) != 0) {
     r->st.on_loop += j->n;

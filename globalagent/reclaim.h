@@ -9,7 +9,9 @@
  * here instead (la_reclaim_add) and a pool job frees it: the loop's work
  * per message is a pointer appended to an array. Memory is bounded: the
  * loop hands the array to a job each iteration (la_reclaim_flush, from
- * agents.c's check) and at once when it holds LA_RECLAIM_BATCH pointers;
+ * agents.c's check), or with the open batch's commit to the commit thread
+ * (committer.h: within the iteration or the gather window), and at once
+ * when it holds LA_RECLAIM_BATCH pointers;
  * what is handed over but not yet freed is never touched again by the loop.
  * When the pool refuses a job, or at la_reclaim_free, the loop frees it
  * itself. Loop thread only, except the freeing functions, which run on a
@@ -38,6 +40,20 @@ void la_reclaim_add(la_reclaim_t *r, la_reclaim_fn fn, void *p);
 
 /* Hands what waits to a pool job (nothing when nothing waits). */
 void la_reclaim_flush(la_reclaim_t *r);
+
+/* The pointers waiting (0 for NULL). */
+size_t la_reclaim_waiting(const la_reclaim_t *r);
+
+/* What waits, taken whole for another thread to free (a thread woken
+ * anyway, so that no pool job wakes a pool thread and then the loop for
+ * it: committer.c's, after the commit it hands over); NULL when nothing
+ * waits. r adds to a new array afterwards. */
+typedef struct la_reclaim_batch la_reclaim_batch_t;
+la_reclaim_batch_t *la_reclaim_take(la_reclaim_t *r);
+
+/* Frees b's pointers and b, on any thread (the freeing functions touch
+ * no loop state). NULL is fine. */
+void la_reclaim_batch_run(la_reclaim_batch_t *b);
 
 /* Pointers added, and of them freed on the loop (a refused job, out of
  * memory, la_reclaim_free), since la_reclaim_new. */

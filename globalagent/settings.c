@@ -110,7 +110,7 @@ const la_cfg_key_t la_ga_keys[] = {
     "fsync every commit (durable against power loss); no: against crashes"),
   N("store", "batch_max", LA_CFG_INT, batch_max, "1000", 1, 1000000,
     "messages per group commit at most"),
-  N("store", "gather", LA_CFG_MS, gather_ms, "2ms", 0, 1000,
+  N("store", "gather", LA_CFG_MS, gather_ms, "10ms", 0, 1000,
     "a group commit of a few messages, one of them a trace of a Trace-Set "
     "still missing ranks, waits this long for more before it is committed "
     "(its Acks wait too; a batch that closes a set never waits); 0: off"),

@@ -2002,6 +2002,42 @@ static void test_burst_within_gather_window_is_one_commit(void **state) {
         "no thread named la-ckpt");
 }
 
+/* start_ga(ex, 0) with LA_GA_TEST_KILL_AFTER_COMMIT=n: the GlobalAgent
+ * kills itself right after its n-th commit, before acknowledging it. */
+static void start_ga_killed_after(const char *const *ex, const char *n) {
+  setenv("LA_GA_TEST_KILL_AFTER_COMMIT", n, 1);
+  start_ga(ex, 0);
+  unsetenv("LA_GA_TEST_KILL_AFTER_COMMIT");
+}
+
+/* The set of tag sub receives next: whether complete, its nprocs in *n. */
+static int set_received(la_client_t *sub, uint64_t tag, uint32_t *n) {
+  uint64_t tags[1] = {tag};
+  got_t *g = collect(sub, tags, 1);
+  int complete = g->set[0] && la_traceset_complete(g->set[0]);
+  *n = g->set[0] ? la_traceset_nprocs(g->set[0]) : 0;
+  got_free(g);
+  return complete;
+}
+
+/* Reads f's link until it closes (the GlobalAgent killed): whether an
+ * Ack of seq or later came before. */
+static int acked_until_closed(fake_t *f, uint64_t seq) {
+  int acked = 0;
+  for (;;) {
+    uint16_t type = 0;
+    ProtobufCMessage *m = NULL;
+    char why[200] = "";
+    int sealed = 0;
+    if (la_secure_recv_msg(f->fd, &f->sec, 1 << 16, WAIT_MS, &type, &m,
+                           &sealed, why, sizeof why) != 0)
+      return acked;
+    if (type == LA__MSG_TYPE__MSG_ACK && ((La__Ack *)m)->seq >= seq)
+      acked = 1;
+    la_msg_free(m);
+  }
+}
+
 /* test_kill_between_commit_and_ack: the group commit runs on the
  * committer thread and the loop acknowledges after its result. The
  * GlobalAgent is killed (LA_GA_TEST_KILL_AFTER_COMMIT, SIGKILL on the
@@ -2015,9 +2051,7 @@ static void test_burst_within_gather_window_is_one_commit(void **state) {
 static void test_kill_between_commit_and_ack(void **state) {
   need_daemons();
   const char *ex[] = {"--store.batch_max=1", "--stitch.timeout=60m", NULL};
-  setenv("LA_GA_TEST_KILL_AFTER_COMMIT", "3", 1);
-  start_ga(ex, 0);
-  unsetenv("LA_GA_TEST_KILL_AFTER_COMMIT");
+  start_ga_killed_after(ex, "3");
   const char *app = "kcommit-1";
   la_compact_result_t r;
   big_trace(300, &r);
@@ -2028,20 +2062,7 @@ static void test_kill_between_commit_and_ack(void **state) {
   fake_wait_acked(&f);
   fake_trace(&f, app, 0, 0, &r); /* commit 3, then killed */
   uint64_t trace_seq = f.seq;
-  int acked = 0;
-  for (;;) { /* until the link closes: no Ack for the trace */
-    uint16_t type = 0;
-    ProtobufCMessage *m = NULL;
-    char why[200] = "";
-    int sealed = 0;
-    if (la_secure_recv_msg(f.fd, &f.sec, 1 << 16, WAIT_MS, &type, &m,
-                           &sealed, why, sizeof why) != 0)
-      break;
-    if (type == LA__MSG_TYPE__MSG_ACK &&
-        ((La__Ack *)m)->seq >= trace_seq)
-      acked = 1;
-    la_msg_free(m);
-  }
+  int acked = acked_until_closed(&f, trace_seq);
   close(f.fd);
   CHECK(la_td_wait_exit(T.ga, WAIT_MS) == 128 + SIGKILL,
         "the GlobalAgent was not killed after its third commit");
@@ -2060,11 +2081,8 @@ static void test_kill_between_commit_and_ack(void **state) {
   fake_trace(&f, app, 0, 0, &r);
   fake_trace(&f, app, 1, 0, &r);
   fake_wait_acked(&f);
-  uint64_t tags[1] = {0};
-  got_t *g = collect(sub, tags, 1);
-  int complete = g->set[0] && la_traceset_complete(g->set[0]);
-  uint32_t n = g->set[0] ? la_traceset_nprocs(g->set[0]) : 0;
-  got_free(g);
+  uint32_t n = 0;
+  int complete = set_received(sub, 0, &n);
   long long dup = ga_status("traces_duplicate"),
             stored = ga_status("traces_stored"),
             published = ga_status("sets_published");
@@ -2076,6 +2094,60 @@ static void test_kill_between_commit_and_ack(void **state) {
         "after the restart: set %s of %u ranks, sets_published %lld (1); "
         "traces_duplicate %lld (1 expected), traces_stored %lld (1)",
         complete ? "complete" : "not complete", n, published, dup, stored);
+}
+
+/* test_kill_after_gathered_commit: traces gathered into one commit (the
+ * gather window, here 1 s: a set of 3 ranks still missing one) are
+ * acknowledged only after that commit's result. The GlobalAgent is
+ * killed (LA_GA_TEST_KILL_AFTER_COMMIT) right after the commit holding
+ * ranks 0 and 1's traces succeeded: neither was acknowledged, both are
+ * stored (one commit), and the restarted GlobalAgent asks for the
+ * sequence number after the second (nothing to resend). Rank 2's trace
+ * then completes the set, published once with the three ranks. */
+static void test_kill_after_gathered_commit(void **state) {
+  need_daemons();
+  const char *ex[] = {"--store.gather=1s", "--stitch.timeout=60m", NULL};
+  start_ga_killed_after(ex, "4");
+  const char *app = "kgather-1";
+  la_compact_result_t r;
+  big_trace(300, &r);
+  fake_t f;
+  CHECK(fake_connect(&f, "nodeQ", T.key) == 0, "refused");
+  for (uint32_t k = 0; k < 3; k++) { /* commits 1-3 */
+    fake_rank_start(&f, app, k, 3, 300);
+    fake_wait_acked(&f);
+  }
+  uint64_t first_seq = f.seq + 1;
+  fake_trace(&f, app, 0, 0, &r); /* gathered: commit 4, then killed */
+  fake_trace(&f, app, 1, 0, &r);
+  uint64_t last_seq = f.seq;
+  int acked = acked_until_closed(&f, first_seq);
+  close(f.fd);
+  CHECK(la_td_wait_exit(T.ga, WAIT_MS) == 128 + SIGKILL,
+        "the GlobalAgent was not killed after its fourth commit");
+  CHECK(!acked, "an Ack for a gathered trace came before its commit was "
+        "handled");
+  CHECK(db_ll("SELECT count(*) FROM traces WHERE app_id='kgather-1'") == 2,
+        "the gathered commit does not hold both traces");
+  start_ga(ex, 1);
+  la_client_t *sub = subscribe(0, app);
+  CHECK(fake_connect(&f, "nodeQ", T.key) == 0, "refused");
+  CHECK(f.seq == last_seq,
+        "after the restart the GlobalAgent wants seq %llu, not %llu (the "
+        "gathered commit recorded it)",
+        (unsigned long long)f.seq + 1, (unsigned long long)last_seq + 1);
+  fake_trace(&f, app, 2, 0, &r);
+  fake_wait_acked(&f);
+  uint32_t n = 0;
+  int complete = set_received(sub, 0, &n);
+  long long published = ga_status("sets_published");
+  close(f.fd);
+  la_compact_result_free(&r);
+  CHECK(complete && n == 3 && published == 1 &&
+            db_ll("SELECT count(*) FROM traces WHERE app_id='kgather-1'") ==
+                3,
+        "after the restart: set %s of %u ranks, sets_published %lld (1)",
+        complete ? "complete" : "not complete", n, published);
 }
 
 /* A rank whose LocalAgent restarted gets the end "LocalAgent restarted";
@@ -2156,6 +2228,7 @@ int main(void) {
       T(test_sigterm_at_first_port_file),
       T(test_message_filling_a_batch_is_acked),
       T(test_kill_between_commit_and_ack),
+      T(test_kill_after_gathered_commit),
       T(test_burst_within_gather_window_is_one_commit),
 #undef T
   };
