@@ -420,6 +420,13 @@ static void test_errors(void **state) {
   lactl_fails(1, "cannot reach the GlobalAgent at 127.0.0.1:1", "apps",
               "--global", "127.0.0.1:1", NULL);
   lactl_fails(2, "not HOST:PORT", "apps", "--global", "no port", NULL);
+  /* status names the daemon it looked for and how to point at it */
+  lactl_fails(1, "cannot reach the LocalAgent at 127.0.0.1:1", "status",
+              "--agent", "127.0.0.1:1", NULL);
+  lactl_fails(1, "is la-localagent running? --agent HOST:PORT", "status",
+              "--agent", "127.0.0.1:1", NULL);
+  lactl_fails(1, "is la-globalagent running? --global HOST:PORT", "status",
+              "--global", "127.0.0.1:1", NULL);
   /* a missing rank cannot be plotted */
   lactl_fails(1, "rank 2 is missing", "plot", "heat-42", "20", "--rank", "2",
               "--db", g->db, NULL);
