@@ -25,6 +25,17 @@
 
 #define LA__OUTBOX_MAX (64u << 10)
 
+int la__link_addr_check(const char *agent, const char *label) {
+  char host[200];
+  uint16_t port;
+  if (la_hostport_parse(agent, host, sizeof host, &port))
+    return la__error(LA_ECONFIG,
+                     "%s: the LocalAgent's address is not host:port (e.g. "
+                     "127.0.0.1:7461)",
+                     label);
+  return 0;
+}
+
 int la__link_connect(la__link_t *l, const char *agent, int timeout_ms) {
   char host[200];
   uint16_t port;

@@ -134,11 +134,14 @@ static int la__metric_setup(const la__settings_t *s, const char **unit) {
     event = "PAPI_TOT_INS";
   else if (!strncmp(m, "papi:", 5) && m[5])
     event = m + 5;
-  else
+  else {
+    char label[LA__METRIC_LEN + 32];
     return la__error(LA_ECONFIG,
-                     "metric '%s' unknown (time, cycles, instructions, "
-                     "papi:EVENT, custom)",
-                     m);
+                     "%s: no such metric (expected time, cycles, "
+                     "instructions, papi:EVENT or custom)",
+                     la__settings_label(s, LA__FROM_METRIC, label,
+                                        sizeof label));
+  }
   int rc = la__papi_init(m, event);
   if (rc) return rc;
   la__ctx.papi = 1;
@@ -261,8 +264,12 @@ static int la__attach(uint32_t layout, int timeout_ms) {
   if (s->compact[0]) {
     la_compact_params_t p;
     char why[160];
+    char label[sizeof s->compact + 32];
     if (la_compact_spec_parse(s->compact, &p, why, sizeof why) != 0)
-      return la__error(LA_ECONFIG, "compaction '%s': %s", s->compact, why);
+      return la__error(LA_ECONFIG, "%s: %s",
+                       la__settings_label(s, LA__FROM_COMPACT, label,
+                                          sizeof label),
+                       why);
     cp.has_mode = 1;
     cp.mode = (La__CompactMode)p.mode;
     cp.has_cv = 1;
@@ -417,9 +424,18 @@ static int la__register(const char *app_name, int rank, int nprocs,
   if (s->compact[0]) {
     la_compact_params_t p;
     char why[160];
+    char label[sizeof s->compact + 32];
     if (la_compact_spec_parse(s->compact, &p, why, sizeof why) != 0)
-      return la__error(LA_ECONFIG, "compaction '%s': %s", s->compact, why);
+      return la__error(LA_ECONFIG, "%s: %s",
+                       la__settings_label(s, LA__FROM_COMPACT, label,
+                                          sizeof label),
+                       why);
   }
+  char agent_label[sizeof s->agent + 32];
+  if ((rc = la__link_addr_check(
+           s->agent, la__settings_label(s, LA__FROM_AGENT, agent_label,
+                                        sizeof agent_label))))
+    return rc;
 
   const char *unit = "ns";
   if ((rc = la__metric_setup(s, &unit))) return la__lost(rc);
