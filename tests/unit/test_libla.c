@@ -1717,6 +1717,12 @@ static void test_bad_environment(void **state) {
   setenv("LA_AGENT", "nowhere", 1);
   assert_int_equal(LA_register("unit", 0, 1, 10), LA_ECONFIG);
   assert_non_null(strstr(LA_lastError(), "LA_AGENT=nowhere"));
+  /* a host name that does not resolve: no agent, said so, not "invalid
+   * argument: no LocalAgent at" */
+  setenv("LA_AGENT", "no-such-host.invalid:7461", 1);
+  assert_int_equal(LA_register("unit", 0, 1, 10), LA_ENOAGENT);
+  assert_non_null(strstr(LA_lastError(), "host 'no-such-host.invalid'"));
+  assert_non_null(strstr(LA_lastError(), "is not known here"));
   assert_int_equal(registrations(), 0);
   assert_int_equal(la_test_ipc_count(getpid()), 0);
 }
