@@ -401,11 +401,17 @@ static int la__register(const char *app_name, int rank, int nprocs,
   if ((rc = la__app_id(app_name, s->app_id[0] ? s->app_id : agreed, nprocs,
                        la__ctx.app_id, sizeof la__ctx.app_id)))
     return rc;
-  if (s->app_id[0] && agreed[0] && strcmp(agreed, la__ctx.app_id))
+  /* rank 0's id as this rank would take it (LA_APP_ID goes out as set;
+   * la__app_id turns characters an id may not hold into '_') */
+  char agreed_id[LA_MAX_APP_ID + 1] = "";
+  if (agreed[0] &&
+      la__app_id(app_name, agreed, nprocs, agreed_id, sizeof agreed_id))
+    snprintf(agreed_id, sizeof agreed_id, "%s", agreed);
+  if (s->app_id[0] && agreed[0] && strcmp(agreed_id, la__ctx.app_id))
     la__info(
         "application id %s from LA_APP_ID, not rank 0's %s: this rank "
         "registers apart from rank 0",
-        la__ctx.app_id, agreed);
+        la__ctx.app_id, agreed_id);
   else
     la__info("application id %s (%s%s)", la__ctx.app_id,
              s->app_id[0] ? "LA_APP_ID or LA_setAppId"
