@@ -397,10 +397,25 @@ static void test_help_and_usage(void **state) {
               "--db", g->db, NULL);
   assert_int_equal(lactl(&o, &e, "plot", "heat-42", "--db", g->db, NULL), 2);
   free(o), free(e);
-  /* the command list names the new commands */
+  /* the command list names the new commands, export with every format
+   * and plot with every picture its --help offers */
   assert_int_equal(lactl(&o, &e, "--help", NULL), 0);
   assert_non_null(strstr(o, "export"));
   assert_non_null(strstr(o, "plot"));
+  const char *ex = strstr(o, "\n  export ");
+  assert_non_null(ex);
+  size_t ex_len = strcspn(ex + 1, "\n");
+  static const char *const formats[] = {"CSV", "JSON", "METIS", "NumPy",
+                                        "VTK"};
+  for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+    const char *f = strstr(ex, formats[i]);
+    if (!f || f > ex + 1 + ex_len)
+      fail_msg("lactl --help: export's line does not name %s", formats[i]);
+  }
+  const char *pl = strstr(o, "\n  plot ");
+  assert_non_null(pl);
+  const char *grid = strstr(pl, "grid");
+  assert_true(grid && grid < pl + 1 + strcspn(pl + 1, "\n"));
   free(o), free(e);
 }
 
