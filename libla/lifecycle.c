@@ -367,7 +367,11 @@ static int la__attach(uint32_t layout, int timeout_ms) {
 static int la__register(const char *app_name, int rank, int nprocs,
                         long n_elements, const uint64_t *grid) {
   if (la__ctx.state == LA__ACTIVE || la__ctx.state == LA__LOST)
-    return la__error(LA_ESTATE, "LA_register called twice");
+    return la__error(LA_ESTATE,
+                     "LA_register called twice: this process is registered "
+                     "already (application %s, rank %d); LA_finalize ends "
+                     "that registration, then LA_register may run again",
+                     la__ctx.app_id, la__ctx.rank);
   /* One id per MPI job (mpi_appid.c): a collective, so it runs before
    * anything that could fail on one rank and not another, and is skipped
    * only for the program's own LA_setAppId, which is the same on every

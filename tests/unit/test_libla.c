@@ -1746,7 +1746,13 @@ static void test_bad_arguments(void **state) {
 
 static void test_register_twice(void **state) {
   assert_int_equal(LA_register("unit", 0, 1, 5), 0);
+  char id[LA_MAX_APP_ID + 1];
+  snprintf(id, sizeof id, "%s", LA_appId());
   assert_int_equal(LA_register("unit", 0, 1, 5), LA_ESTATE);
+  /* the message says which registration holds and how to end it */
+  assert_non_null(strstr(LA_lastError(), "registered already"));
+  assert_non_null(strstr(LA_lastError(), id));
+  assert_non_null(strstr(LA_lastError(), "LA_finalize ends"));
   assert_int_equal(LA_finalize(), 0);
   assert_int_equal(LA_register("unit", 0, 1, 5), 0); /* again after finalize */
 }
