@@ -42,4 +42,20 @@ kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
 if [ "$(stat -c %a "$state" 2>/dev/null)" = 700 ] && [ -e "$state/la.db" ]
 then la_sh_ok "$NAME/first_start_makes_it"
 else la_sh_fail "$NAME/first_start_makes_it" "$(ls -la "$state" 2>&1; cat "$tmp/log")"; fi
+
+# a mistyped setting, on the command line and in the file: exit 2, the
+# setting named with the one meant; an ambiguous one with its candidates
+out=$("$bin/la-globalagent" --store.pth="$tmp/x.db" --check-config 2>&1); rc=$?
+if [ $rc = 2 ] && case $out in *"unknown setting 'store.pth' (did you mean 'store.path'?)"*) true;; *) false;; esac
+then la_sh_ok "$NAME/typo_option"
+else la_sh_fail "$NAME/typo_option" "exit $rc: $out"; fi
+printf '[store]\npaht = %s/x.db\n' "$tmp" > "$tmp/typo.conf"
+out=$("$bin/la-globalagent" -c "$tmp/typo.conf" --check-config 2>&1); rc=$?
+if [ $rc = 2 ] && case $out in *"unknown setting 'paht' in [store] (did you mean 'path'?)"*) true;; *) false;; esac
+then la_sh_ok "$NAME/typo_file"
+else la_sh_fail "$NAME/typo_file" "exit $rc: $out"; fi
+out=$("$bin/la-globalagent" --listen=127.0.0.1:0 --check-config 2>&1); rc=$?
+if [ $rc = 2 ] && case $out in *"ambiguous: use section.name (agents.listen, feed.listen, metrics.listen)"*) true;; *) false;; esac
+then la_sh_ok "$NAME/ambiguous"
+else la_sh_fail "$NAME/ambiguous" "exit $rc: $out"; fi
 la_sh_done
