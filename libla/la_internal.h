@@ -312,6 +312,11 @@ LA__HIDDEN const la__ipc_t *la__lifecycle_ipc(void);
 
 
 /* ------------------------------------------------------------------ dump */
+/* 0 when dir (LA_DUMP_RAW) is a directory this process may write into,
+ * else LA_ECONFIG naming it and why: checked at LA_register, so that a
+ * mistyped directory is not found out only after the run, by the files
+ * missing. */
+LA__HIDDEN int la__dump_check(const char *dir);
 /* Writes buffer i's values*scale (with channels: the per-element sum over
  * the n_channels channels; with rows, each row's value spread over its
  * cells of channel 0 as the LocalAgent spreads it, and its piece records

@@ -441,6 +441,7 @@ static int la__register(const char *app_name, int rank, int nprocs,
                                           sizeof label),
                        why);
   }
+  if (s->dump_raw[0] && (rc = la__dump_check(s->dump_raw))) return rc;
   char agent_label[sizeof s->agent + 32];
   if ((rc = la__link_addr_check(
            s->agent, la__settings_label(s, LA__FROM_AGENT, agent_label,

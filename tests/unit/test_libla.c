@@ -1709,6 +1709,13 @@ static void test_bad_environment(void **state) {
     assert_non_null(strstr(LA_lastError(), bad[i][2]));
     unsetenv(bad[i][0]);
   }
+  /* LA_DUMP_RAW into a directory that is not there: refused at once,
+   * not found out after the run by the files missing */
+  setenv("LA_DUMP_RAW", "/nonexistent/la-dump", 1);
+  assert_int_equal(LA_register("unit", 0, 1, 10), LA_ECONFIG);
+  assert_non_null(
+      strstr(LA_lastError(), "LA_DUMP_RAW=/nonexistent/la-dump: No such"));
+  unsetenv("LA_DUMP_RAW");
   /* the program's own bad choice is named by its call */
   assert_int_equal(LA_setMetric("tiem"), 0);
   assert_int_equal(LA_register("unit", 0, 1, 10), LA_ECONFIG);
