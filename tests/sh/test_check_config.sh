@@ -8,6 +8,10 @@
 # store's directory (/var/lib/la-globalagent, the unit's StateDirectory=)
 # does not exist yet; the GlobalAgent started on that configuration (on
 # ephemeral ports) then makes it, mode 0700, and opens its store there.
+# Then the mistakes a new user makes: a mistyped setting (on the command
+# line, in the file) names the one meant, an ambiguous one its candidates;
+# a store or spool directory whose parent is missing stops the daemon
+# with the setting, the directory and what to do.
 #
 # Run by run-tests.sh after make all; skips when the programs are not built.
 set -u
@@ -58,4 +62,19 @@ out=$("$bin/la-globalagent" --listen=127.0.0.1:0 --check-config 2>&1); rc=$?
 if [ $rc = 2 ] && case $out in *"ambiguous: use section.name (agents.listen, feed.listen, metrics.listen)"*) true;; *) false;; esac
 then la_sh_ok "$NAME/ambiguous"
 else la_sh_fail "$NAME/ambiguous" "exit $rc: $out"; fi
+
+# started on a directory whose parent is missing: exit 1, the setting, the
+# directory and what to do named
+out=$(timeout 20 "$bin/la-globalagent" --agents.listen=127.0.0.1:0 \
+  --feed.listen=127.0.0.1:0 --store.path="$tmp/no/such/la.db" 2>&1); rc=$?
+if [ $rc = 1 ] && case $out in *"store.path $tmp/no/such/la.db: cannot create its directory $tmp/no/such: No such file or directory (the directory above it is missing"*) true;; *) false;; esac
+then la_sh_ok "$NAME/store_dir_missing"
+else la_sh_fail "$NAME/store_dir_missing" "exit $rc: $out"; fi
+if [ -x "$bin/la-localagent" ]; then
+  out=$(timeout 20 "$bin/la-localagent" --agent.listen=127.0.0.1:0 \
+    --global.address=127.0.0.1:1 --global.spool_dir="$tmp/no/spool" 2>&1); rc=$?
+  if [ $rc = 1 ] && case $out in *"global.spool_dir: "*"$tmp/no/spool"*"--check-config"*) true;; *) false;; esac
+  then la_sh_ok "$NAME/spool_dir_missing"
+  else la_sh_fail "$NAME/spool_dir_missing" "exit $rc: $out"; fi
+fi
 la_sh_done
