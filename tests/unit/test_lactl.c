@@ -423,6 +423,11 @@ static void test_errors(void **state) {
   char *o, *e, path[200];
   /* not found: exit 1, naming the problem */
   lactl_fails(1, "no application 'nope'", "show", "nope", "--db", g->db, NULL);
+  /* a program's name where the id belongs: its applications named */
+  lactl_fails(1, "no application 'heat': that is a program's name", "show",
+              "heat", "--db", g->db, NULL);
+  lactl_fails(1, "named by its id, e.g. heat-42", "export", "heat", "--db",
+              g->db, NULL);
   lactl_fails(1, "no cycle 99", "show", "heat-42", "99", "--db", g->db, NULL);
   lactl_fails(1, "no application", "cycles", "nope", "--db", g->db, NULL);
   snprintf(path, sizeof path, "%s/missing.db", g->dir);
