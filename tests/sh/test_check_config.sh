@@ -11,7 +11,8 @@
 # Then the mistakes a new user makes: a mistyped setting (on the command
 # line, in the file) names the one meant, an ambiguous one its candidates;
 # a store or spool directory whose parent is missing stops the daemon
-# with the setting, the directory and what to do.
+# with the setting, the directory and what to do; a port another agent
+# holds is said to be.
 #
 # Run by run-tests.sh after make all; skips when the programs are not built.
 set -u
@@ -77,4 +78,17 @@ if [ -x "$bin/la-localagent" ]; then
   then la_sh_ok "$NAME/spool_dir_missing"
   else la_sh_fail "$NAME/spool_dir_missing" "exit $rc: $out"; fi
 fi
+
+# a port another agent holds: the start fails saying so
+"$bin/la-globalagent" --agents.listen=127.0.0.1:0 \
+  --agents.port_file="$tmp/ga.port" --feed.listen=127.0.0.1:0 \
+  --store.path="$tmp/busy.db" >/dev/null 2>"$tmp/busy.log" &
+pid=$!
+for _ in $(seq 200); do [ -s "$tmp/ga.port" ] && break; sleep 0.05; done
+out=$(timeout 20 "$bin/la-globalagent" --agents.listen=127.0.0.1:"$(cat "$tmp/ga.port" 2>/dev/null)" \
+  --feed.listen=127.0.0.1:0 --store.path="$tmp/busy2.db" 2>&1); rc=$?
+kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
+if [ $rc = 1 ] && case $out in *"address already in use (another program listens there, perhaps an agent already running"*) true;; *) false;; esac
+then la_sh_ok "$NAME/port_in_use"
+else la_sh_fail "$NAME/port_in_use" "exit $rc: $out"; fi
 la_sh_done
