@@ -112,6 +112,57 @@ int la_cfg_defaults(const la_cfg_key_t *keys, void *obj, char *err,
   return 0;
 }
 
+/* Edit distance of a and b (insertions, deletions, substitutions and
+ * swaps of two neighbours: optimal string alignment), for names of at most
+ * 63 characters; 64 when longer. */
+static size_t la__distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b), r2[64], r1[64], r0[64];
+  if (la >= 64 || lb >= 64) return 64;
+  for (size_t j = 0; j <= lb; j++) r1[j] = j;
+  memcpy(r2, r1, sizeof r2);
+  for (size_t i = 1; i <= la; i++) {
+    r0[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t best = r1[j - 1] + (a[i - 1] != b[j - 1]);
+      if (r1[j] + 1 < best) best = r1[j] + 1;
+      if (r0[j - 1] + 1 < best) best = r0[j - 1] + 1;
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+          r2[j - 2] + 1 < best)
+        best = r2[j - 2] + 1;
+      r0[j] = best;
+    }
+    memcpy(r2, r1, sizeof r2);
+    memcpy(r1, r0, sizeof r1);
+  }
+  return r1[lb];
+}
+
+/* The setting closest to name (a "section.name", or a name within
+ * section when section is not NULL) when it is close enough to be a typo
+ * (at most 2 edits, and fewer than a third of its length), into out as
+ * " (did you mean 'agent.listen'?)"; "" when none is. */
+static void la__suggest(const la_cfg_key_t *keys, const char *section,
+                        const char *name, char *out, size_t len) {
+  const la_cfg_key_t *best = NULL;
+  size_t best_d = 3;
+  for (const la_cfg_key_t *k = keys; k->name; k++) {
+    char full[128];
+    if (section && strcmp(k->section, section)) continue;
+    if (section)
+      snprintf(full, sizeof full, "%s", k->name);
+    else
+      snprintf(full, sizeof full, "%s.%s", k->section, k->name);
+    size_t d = la__distance(name, full);
+    if (d < best_d && d * 3 < strlen(full)) best = k, best_d = d;
+  }
+  if (!best)
+    out[0] = '\0';
+  else if (section)
+    snprintf(out, len, " (did you mean '%s'?)", best->name);
+  else
+    snprintf(out, len, " (did you mean '%s.%s'?)", best->section, best->name);
+}
+
 static const la_cfg_key_t *la__find(const la_cfg_key_t *keys,
                                     const char *section, const char *name,
                                     int *ambiguous) {
@@ -130,9 +181,12 @@ int la_cfg_set(const la_cfg_key_t *keys, void *obj, const char *key,
                const char *value, char *err, size_t err_len) {
   char sec[64] = "", why[160];
   const char *name = key, *dot = strchr(key, '.');
+  char hint[160];
   if (dot) {
     if ((size_t)(dot - key) >= sizeof sec) {
-      snprintf(err, err_len, "unknown setting '%s'", key);
+      la__suggest(keys, NULL, key, hint, sizeof hint);
+      snprintf(err, err_len, "unknown setting '%s'%s; --help lists them",
+               key, hint);
       return LA_ECONFIG;
     }
     memcpy(sec, key, (size_t)(dot - key));
@@ -142,9 +196,21 @@ int la_cfg_set(const la_cfg_key_t *keys, void *obj, const char *key,
   int amb;
   const la_cfg_key_t *k = la__find(keys, dot ? sec : NULL, name, &amb);
   if (!k) {
-    snprintf(err, err_len, amb ? "setting '%s' is ambiguous: use section.name"
-                               : "unknown setting '%s'",
-             key);
+    if (amb) {
+      snprintf(err, err_len,
+               "setting '%s' is ambiguous: use section.name (", key);
+      const char *sep = "";
+      for (const la_cfg_key_t *c = keys; c->name; c++)
+        if (!strcmp(c->name, name)) {
+          la__append(err, err_len, "%s%s.%s", sep, c->section, c->name);
+          sep = ", ";
+        }
+      la__append(err, err_len, ")");
+      return LA_ECONFIG;
+    }
+    la__suggest(keys, NULL, key, hint, sizeof hint);
+    snprintf(err, err_len, "unknown setting '%s'%s; --help lists them", key,
+             hint);
     return LA_ECONFIG;
   }
   if (la__store(k, obj, value, why, sizeof why) != 0) {
@@ -221,8 +287,10 @@ int la_cfg_load(const la_cfg_key_t *keys, void *obj, const char *path,
     int amb;
     const la_cfg_key_t *k = la__find(keys, section, name, &amb);
     if (!k) {
-      la__append(err, err_len, "%s:%d: unknown setting '%s' in [%s]\n", path,
-                 lineno, name, section);
+      char hint[160];
+      la__suggest(keys, section, name, hint, sizeof hint);
+      la__append(err, err_len, "%s:%d: unknown setting '%s' in [%s]%s\n",
+                 path, lineno, name, section, hint);
       bad = 1;
       continue;
     }

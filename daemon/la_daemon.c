@@ -260,9 +260,15 @@ int la_daemon_check_file_dir_made(const char *name, const char *key,
   return la_daemon_check_dir(name, key, dir, 0, 1);
 }
 
-int la_daemon_make_file_dir(const char *file) {
+int la_daemon_make_file_dir(const char *file, char *why, size_t len) {
   char dir[1024];
   la__dirname(file, dir, sizeof dir);
   if (mkdir(dir, 0700) == 0 || errno == EEXIST) return 0;
+  int e = errno;
+  snprintf(why, len, "cannot create its directory %s: %s%s", dir,
+           strerror(e),
+           e == ENOENT ? " (the directory above it is missing: create it, "
+                         "or choose another path)"
+                       : "");
   return -1;
 }

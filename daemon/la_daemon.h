@@ -47,8 +47,9 @@ int la_daemon_addr_ok(const char *s, int allow_zero);
 int la_daemon_write_number(const char *path, long value);
 
 /* Creates the directory file goes into (mode 0700, its parent must exist)
- * unless it exists. Returns 0 or -1 (errno set). */
-int la_daemon_make_file_dir(const char *file);
+ * unless it exists. Returns 0, or -1 with why: the directory, errno's text
+ * and, when the directory above it is missing, what to do. */
+int la_daemon_make_file_dir(const char *file, char *why, size_t len);
 
 /* la_daemon_check_file_dir for a file whose directory the daemon makes
  * (la_daemon_make_file_dir): a missing directory passes when its parent

@@ -503,7 +503,12 @@ int la_listen(uv_loop_t *loop, uv_tcp_t *tcp, const char *l,
   int rc = uv_tcp_bind(tcp, (struct sockaddr *)&addr, 0);
   if (rc == 0) rc = uv_listen((uv_stream_t *)tcp, 511, cb);
   if (rc != 0) {
-    snprintf(why, why_len, "cannot listen on %s: %s", l, uv_strerror(rc));
+    snprintf(why, why_len, "cannot listen on %s: %s%s", l, uv_strerror(rc),
+             rc == UV_EADDRINUSE
+                 ? " (another program listens there, perhaps an agent "
+                   "already running: stop it, or choose another port; "
+                   "port 0 takes a free one)"
+                 : "");
     return LA_EIO;
   }
   struct sockaddr_storage b;

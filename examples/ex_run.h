@@ -85,13 +85,17 @@ static inline double ex_plane_sum(double *planes, long n, int rank) {
   return sum;
 }
 
+/* Room for LA_lastError's whole text (libla keeps at most 511 bytes of
+ * it): a reason cut short loses its advice, which comes last. */
+#define EX_LA_WHY 512
+
 /* LA's outcome on this rank, and over all ranks after ex_la_gather. */
 typedef struct ex_la_s {
   int registered;                 /* LA_register returned 0 */
   int late;                       /* first failing LA_dataXfer, else 0 */
   char app_id[LA_MAX_APP_ID + 1]; /* when registered */
-  char why[256];                  /* why not registered */
-  char lost[256];                 /* why profiling stopped (late) */
+  char why[EX_LA_WHY];            /* why not registered */
+  char lost[EX_LA_WHY];           /* why profiling stopped (late) */
   long stats[4];                  /* cycles, profiled, skipped, waits */
   int n_registered;               /* rank 0: ranks registered */
   long sums[4];                   /* rank 0: stats over all ranks */

@@ -622,7 +622,7 @@ int main(int argc, char **argv) {
   double *load;
   long nv;
   int n_registered = 0, active = 0;
-  char note[512] = "";
+  char note[EX_LA_WHY + 256] = ""; /* la.why and the words around it */
   ex_la_t la = {0};
   /* statistics on rank 0 */
   double sum_meas = 0.0, sum_model = 0.0, sum_static = 0.0;

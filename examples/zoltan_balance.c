@@ -401,7 +401,7 @@ int main(int argc, char **argv) {
 
   /* LA: one element per slot */
   int la_rc = LA_register("zoltan_balance", rank, size, z.cap);
-  char note[512] = "";
+  char note[EX_LA_WHY + 32] = ""; /* "LA_register: " and LA_lastError */
   if (la_rc != 0)
     snprintf(note, sizeof note, "LA_register: %s", LA_lastError());
 
@@ -468,7 +468,7 @@ int main(int argc, char **argv) {
 
     if (!rebalance || (step + 1) % every != 0 || step + 1 >= steps) continue;
     /* the weights of this cycle, on every rank */
-    char why[400] = "";
+    char why[EX_LA_WHY + 32] = ""; /* LA_lastError, or the note */
     double t0 = MPI_Wtime();
     int rc = la_rc == 0 ? zb_weights(&z, step, wait_ms, &gen, why, sizeof why)
                         : LA_ESTATE;

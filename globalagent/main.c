@@ -282,10 +282,10 @@ int main(int argc, char **argv) {
   }
   /* the store's directory is made at the first start (as the unit's
    * StateDirectory= would), so --check-config passes before it */
+  char dir_why[1200];
   if (!ga->set.db_url[0] && strcmp(ga->set.db, ":memory:") &&
-      la_daemon_make_file_dir(ga->set.db) != 0) {
-    la_log_error("store.path %s: cannot create its directory: %s",
-                 ga->set.db, strerror(errno));
+      la_daemon_make_file_dir(ga->set.db, dir_why, sizeof dir_why) != 0) {
+    la_log_error("store.path %s: %s", ga->set.db, dir_why);
     return 1;
   }
   char why[600];

@@ -25,6 +25,17 @@
 
 #define LA__OUTBOX_MAX (64u << 10)
 
+int la__link_addr_check(const char *agent, const char *label) {
+  char host[200];
+  uint16_t port;
+  if (la_hostport_parse(agent, host, sizeof host, &port))
+    return la__error(LA_ECONFIG,
+                     "%s: the LocalAgent's address is not host:port (e.g. "
+                     "127.0.0.1:7461)",
+                     label);
+  return 0;
+}
+
 int la__link_connect(la__link_t *l, const char *agent, int timeout_ms) {
   char host[200];
   uint16_t port;
@@ -33,6 +44,12 @@ int la__link_connect(la__link_t *l, const char *agent, int timeout_ms) {
   if (la_hostport_parse(agent, host, sizeof host, &port))
     return la__error(LA_ECONFIG, "agent address '%s' is not host:port", agent);
   int fd = la_tcp_connect(host, port, timeout_ms);
+  if (fd == LA_EINVAL) /* getaddrinfo: no such host */
+    return la__error(LA_ENOAGENT,
+                     "the LocalAgent's host '%s' (of %s) is not known here "
+                     "(check LA_AGENT=host:port); the program runs "
+                     "unprofiled",
+                     host, agent);
   if (fd < 0)
     return la__error(fd == LA_ETIMEDOUT ? LA_ENOAGENT : fd,
                      "no LocalAgent at %s (start la-localagent, or set "

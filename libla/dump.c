@@ -25,9 +25,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "la_compact_pieces.h"
 #include "la_internal.h"
+
+int la__dump_check(const char *dir) {
+  struct stat st;
+  if (stat(dir, &st) != 0)
+    return la__error(LA_ECONFIG,
+                     "LA_DUMP_RAW=%s: %s (create the directory, or unset "
+                     "LA_DUMP_RAW)",
+                     dir, strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    return la__error(LA_ECONFIG, "LA_DUMP_RAW=%s: not a directory", dir);
+  if (access(dir, W_OK | X_OK) != 0)
+    return la__error(LA_ECONFIG, "LA_DUMP_RAW=%s: cannot write into it: %s",
+                     dir, strerror(errno));
+  return 0;
+}
 
 static FILE *la__dump_open(char *path, size_t len, const char *dir,
                            const char *app_id, int rank, uint64_t tag,

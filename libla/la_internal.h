@@ -58,11 +58,23 @@ typedef struct la__settings {
   int connect_timeout_ms; /* connect + registration reply */
   int timer;              /* 0 auto, 1 tsc, 2 clock_gettime */
   char dump_raw[256];     /* LA_DUMP_RAW directory, "" = off */
+  unsigned from_env;      /* LA__FROM_*: which values came from the
+                             environment (else the program or the default) */
 } la__settings_t;
+
+/* The settings whose origin an error names (la__settings_label). */
+enum { LA__FROM_METRIC = 1, LA__FROM_AGENT = 2, LA__FROM_COMPACT = 4 };
 
 /* The settings in force: the program's choices overridden by the
  * environment. Returns 0 or LA_ECONFIG naming the bad variable. */
 LA__HIDDEN int la__settings_resolve(la__settings_t *out);
+/* How a user names where setting `which` (LA__FROM_*) of s came from, for
+ * an error about its value: "LA_METRIC=tiem" (environment),
+ * "LA_setMetric(\"tiem\")" (the program) or "the default metric 'time'".
+ * Returns buf. */
+LA__HIDDEN const char *la__settings_label(const la__settings_t *s,
+                                          unsigned which, char *buf,
+                                          size_t len);
 /* The period as set now (LA_setPeriod may change it at run time). */
 LA__HIDDEN int la__settings_period(void);
 /* The buffer policy as set now (LA_setPolicy may change it at run time). */
@@ -204,6 +216,9 @@ typedef struct la__link {
 } la__link_t;
 
 struct La__RegisterRequest;
+/* 0 when agent is a host:port, else LA_ECONFIG naming it by label (where
+ * the address came from, la__settings_label). */
+LA__HIDDEN int la__link_addr_check(const char *agent, const char *label);
 /* Connects l (fd -1 before) to agent within timeout_ms. Returns 0,
  * LA_ECONFIG or LA_ENOAGENT (reason recorded; l->fd stays -1). */
 LA__HIDDEN int la__link_connect(la__link_t *l, const char *agent,
@@ -297,6 +312,11 @@ LA__HIDDEN const la__ipc_t *la__lifecycle_ipc(void);
 
 
 /* ------------------------------------------------------------------ dump */
+/* 0 when dir (LA_DUMP_RAW) is a directory this process may write into,
+ * else LA_ECONFIG naming it and why: checked at LA_register, so that a
+ * mistyped directory is not found out only after the run, by the files
+ * missing. */
+LA__HIDDEN int la__dump_check(const char *dir);
 /* Writes buffer i's values*scale (with channels: the per-element sum over
  * the n_channels channels; with rows, each row's value spread over its
  * cells of channel 0 as the LocalAgent spreads it, and its piece records

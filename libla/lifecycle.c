@@ -134,11 +134,14 @@ static int la__metric_setup(const la__settings_t *s, const char **unit) {
     event = "PAPI_TOT_INS";
   else if (!strncmp(m, "papi:", 5) && m[5])
     event = m + 5;
-  else
+  else {
+    char label[LA__METRIC_LEN + 32];
     return la__error(LA_ECONFIG,
-                     "metric '%s' unknown (time, cycles, instructions, "
-                     "papi:EVENT, custom)",
-                     m);
+                     "%s: no such metric (expected time, cycles, "
+                     "instructions, papi:EVENT or custom)",
+                     la__settings_label(s, LA__FROM_METRIC, label,
+                                        sizeof label));
+  }
   int rc = la__papi_init(m, event);
   if (rc) return rc;
   la__ctx.papi = 1;
@@ -261,8 +264,12 @@ static int la__attach(uint32_t layout, int timeout_ms) {
   if (s->compact[0]) {
     la_compact_params_t p;
     char why[160];
+    char label[sizeof s->compact + 32];
     if (la_compact_spec_parse(s->compact, &p, why, sizeof why) != 0)
-      return la__error(LA_ECONFIG, "compaction '%s': %s", s->compact, why);
+      return la__error(LA_ECONFIG, "%s: %s",
+                       la__settings_label(s, LA__FROM_COMPACT, label,
+                                          sizeof label),
+                       why);
     cp.has_mode = 1;
     cp.mode = (La__CompactMode)p.mode;
     cp.has_cv = 1;
@@ -360,7 +367,11 @@ static int la__attach(uint32_t layout, int timeout_ms) {
 static int la__register(const char *app_name, int rank, int nprocs,
                         long n_elements, const uint64_t *grid) {
   if (la__ctx.state == LA__ACTIVE || la__ctx.state == LA__LOST)
-    return la__error(LA_ESTATE, "LA_register called twice");
+    return la__error(LA_ESTATE,
+                     "LA_register called twice: this process is registered "
+                     "already (application %s, rank %d); LA_finalize ends "
+                     "that registration, then LA_register may run again",
+                     la__ctx.app_id, la__ctx.rank);
   /* One id per MPI job (mpi_appid.c): a collective, so it runs before
    * anything that could fail on one rank and not another, and is skipped
    * only for the program's own LA_setAppId, which is the same on every
@@ -394,11 +405,17 @@ static int la__register(const char *app_name, int rank, int nprocs,
   if ((rc = la__app_id(app_name, s->app_id[0] ? s->app_id : agreed, nprocs,
                        la__ctx.app_id, sizeof la__ctx.app_id)))
     return rc;
-  if (s->app_id[0] && agreed[0] && strcmp(agreed, la__ctx.app_id))
+  /* rank 0's id as this rank would take it (LA_APP_ID goes out as set;
+   * la__app_id turns characters an id may not hold into '_') */
+  char agreed_id[LA_MAX_APP_ID + 1] = "";
+  if (agreed[0] &&
+      la__app_id(app_name, agreed, nprocs, agreed_id, sizeof agreed_id))
+    snprintf(agreed_id, sizeof agreed_id, "%s", agreed);
+  if (s->app_id[0] && agreed[0] && strcmp(agreed_id, la__ctx.app_id))
     la__info(
         "application id %s from LA_APP_ID, not rank 0's %s: this rank "
         "registers apart from rank 0",
-        la__ctx.app_id, agreed);
+        la__ctx.app_id, agreed_id);
   else
     la__info("application id %s (%s%s)", la__ctx.app_id,
              s->app_id[0] ? "LA_APP_ID or LA_setAppId"
@@ -417,9 +434,19 @@ static int la__register(const char *app_name, int rank, int nprocs,
   if (s->compact[0]) {
     la_compact_params_t p;
     char why[160];
+    char label[sizeof s->compact + 32];
     if (la_compact_spec_parse(s->compact, &p, why, sizeof why) != 0)
-      return la__error(LA_ECONFIG, "compaction '%s': %s", s->compact, why);
+      return la__error(LA_ECONFIG, "%s: %s",
+                       la__settings_label(s, LA__FROM_COMPACT, label,
+                                          sizeof label),
+                       why);
   }
+  if (s->dump_raw[0] && (rc = la__dump_check(s->dump_raw))) return rc;
+  char agent_label[sizeof s->agent + 32];
+  if ((rc = la__link_addr_check(
+           s->agent, la__settings_label(s, LA__FROM_AGENT, agent_label,
+                                        sizeof agent_label))))
+    return rc;
 
   const char *unit = "ns";
   if ((rc = la__metric_setup(s, &unit))) return la__lost(rc);

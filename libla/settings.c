@@ -245,6 +245,33 @@ static int la__env_str(const char *name, char *dst, size_t cap) {
   return 0;
 }
 
+/* Whether variable name is set and not empty (la__env_str then took it). */
+static int la__env_set(const char *name) {
+  const char *v = getenv(name);
+  return v && *v;
+}
+
+const char *la__settings_label(const la__settings_t *s, unsigned which,
+                               char *buf, size_t len) {
+  const char *env = "LA_METRIC", *setter = "LA_setMetric", *what = "metric";
+  const char *value = s->metric;
+  int program = la__prog.metric[0] != '\0';
+  if (which == LA__FROM_AGENT) {
+    env = "LA_AGENT", setter = "LA_setAgent", what = "agent address";
+    value = s->agent, program = la__prog.agent[0] != '\0';
+  } else if (which == LA__FROM_COMPACT) {
+    env = "LA_COMPACT", setter = "LA_setCompaction", what = "compaction";
+    value = s->compact, program = la__prog.compact[0] != '\0';
+  }
+  if (s->from_env & which)
+    snprintf(buf, len, "%s=%s", env, value);
+  else if (program)
+    snprintf(buf, len, "%s(\"%s\")", setter, value);
+  else
+    snprintf(buf, len, "the default %s '%s'", what, value);
+  return buf;
+}
+
 int la__settings_resolve(la__settings_t *s) {
   memset(s, 0, sizeof *s);
   s->period = la__prog.prog_period;
@@ -268,11 +295,14 @@ int la__settings_resolve(la__settings_t *s) {
   rc = rc ? rc : la__env_bool("LA_DISABLE", &s->disabled);
   rc = rc ? rc : la__env_int("LA_PERIOD", 1, 1000000000, &s->period);
   rc = rc ? rc : la__env_str("LA_METRIC", s->metric, sizeof s->metric);
+  s->from_env |= la__env_set("LA_METRIC") ? LA__FROM_METRIC : 0;
   rc = rc ? rc
           : la__env_int("LA_BUFFERS", LA_SHM_MIN_BUFFERS, LA_SHM_MAX_BUFFERS,
                         &s->n_buffers);
   rc = rc ? rc : la__env_str("LA_AGENT", s->agent, sizeof s->agent);
+  s->from_env |= la__env_set("LA_AGENT") ? LA__FROM_AGENT : 0;
   rc = rc ? rc : la__env_str("LA_COMPACT", s->compact, sizeof s->compact);
+  s->from_env |= la__env_set("LA_COMPACT") ? LA__FROM_COMPACT : 0;
   rc = rc ? rc : la__env_str("LA_APP_ID", s->app_id, sizeof s->app_id);
   s->app_id_random = 1;
   rc = rc ? rc : la__env_bool("LA_APP_ID_RANDOM", &s->app_id_random);

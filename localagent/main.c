@@ -307,7 +307,9 @@ int main(int argc, char **argv) {
   if (la_outq_open(ag->set.spool_dir, ag->set.queue_bytes, ag->set.spool_bytes,
                    0, fsync_each, la__note, NULL, &ag->q, why,
                    sizeof why) != 0) {
-    la_log_error("spool_dir: %s", why);
+    la_log_error("global.spool_dir: %s (la-localagent --check-config "
+                 "checks the directory and its parent)",
+                 why);
     return 1;
   }
   la_outq_stats_t q;

@@ -267,7 +267,21 @@ int lactl_src_app(lactl_src_t *s, const char *id, lactl_app_t *out) {
       free(v);
       return 0;
     }
+  /* a program's name given for an application id: name its applications
+   * (the last ones listed, at most 2) */
+  char named[300] = "";
+  size_t n_named = 0;
+  for (size_t i = n; i-- > 0;)
+    if (!strcmp(v[i].name, id) && n_named++ < 2)
+      snprintf(named + strlen(named), sizeof named - strlen(named), "%s%s",
+               n_named > 1 ? ", " : "", v[i].id);
   free(v);
+  if (n_named)
+    return la__fail(s, LA_ENOTFOUND,
+                    "%s: no application '%s': that is a program's name; an "
+                    "application is named by its id, e.g. %s%s ('lactl apps' "
+                    "lists them)",
+                    s->where, id, named, n_named > 2 ? ", ..." : "");
   return la__fail(s, LA_ENOTFOUND,
                   "%s: no application '%s' ('lactl apps' lists them)", s->where,
                   id);

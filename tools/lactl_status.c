@@ -204,8 +204,18 @@ int lactl_status_main(int argc, char **argv) {
   }
   int fd = la_tcp_connect(host, port, timeout_ms);
   if (fd < 0) {
-    fprintf(stderr, "lactl status: cannot reach %s: %s\n", addr,
-            la_strerror(fd));
+    if (global)
+      fprintf(stderr,
+              "lactl status: cannot reach the GlobalAgent at %s: %s (is "
+              "la-globalagent running? --global HOST:PORT names its feed "
+              "port, feed.listen)\n",
+              addr, la_strerror(fd));
+    else
+      fprintf(stderr,
+              "lactl status: cannot reach the LocalAgent at %s: %s (is "
+              "la-localagent running? --agent HOST:PORT or $LA_AGENT names "
+              "its port, agent.listen; --global asks the GlobalAgent)\n",
+              addr, la_strerror(fd));
     return LACTL_FAIL;
   }
   La__StatusRequest req = LA__STATUS_REQUEST__INIT;

@@ -8,6 +8,11 @@
 # store's directory (/var/lib/la-globalagent, the unit's StateDirectory=)
 # does not exist yet; the GlobalAgent started on that configuration (on
 # ephemeral ports) then makes it, mode 0700, and opens its store there.
+# Then the mistakes a new user makes: a mistyped setting (on the command
+# line, in the file) names the one meant, an ambiguous one its candidates;
+# a store or spool directory whose parent is missing stops the daemon
+# with the setting, the directory and what to do; a port another agent
+# holds is said to be.
 #
 # Run by run-tests.sh after make all; skips when the programs are not built.
 set -u
@@ -42,4 +47,48 @@ kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
 if [ "$(stat -c %a "$state" 2>/dev/null)" = 700 ] && [ -e "$state/la.db" ]
 then la_sh_ok "$NAME/first_start_makes_it"
 else la_sh_fail "$NAME/first_start_makes_it" "$(ls -la "$state" 2>&1; cat "$tmp/log")"; fi
+
+# a mistyped setting, on the command line and in the file: exit 2, the
+# setting named with the one meant; an ambiguous one with its candidates
+out=$("$bin/la-globalagent" --store.pth="$tmp/x.db" --check-config 2>&1); rc=$?
+if [ $rc = 2 ] && case $out in *"unknown setting 'store.pth' (did you mean 'store.path'?)"*) true;; *) false;; esac
+then la_sh_ok "$NAME/typo_option"
+else la_sh_fail "$NAME/typo_option" "exit $rc: $out"; fi
+printf '[store]\npaht = %s/x.db\n' "$tmp" > "$tmp/typo.conf"
+out=$("$bin/la-globalagent" -c "$tmp/typo.conf" --check-config 2>&1); rc=$?
+if [ $rc = 2 ] && case $out in *"unknown setting 'paht' in [store] (did you mean 'path'?)"*) true;; *) false;; esac
+then la_sh_ok "$NAME/typo_file"
+else la_sh_fail "$NAME/typo_file" "exit $rc: $out"; fi
+out=$("$bin/la-globalagent" --listen=127.0.0.1:0 --check-config 2>&1); rc=$?
+if [ $rc = 2 ] && case $out in *"ambiguous: use section.name (agents.listen, feed.listen, metrics.listen)"*) true;; *) false;; esac
+then la_sh_ok "$NAME/ambiguous"
+else la_sh_fail "$NAME/ambiguous" "exit $rc: $out"; fi
+
+# started on a directory whose parent is missing: exit 1, the setting, the
+# directory and what to do named
+out=$(timeout 20 "$bin/la-globalagent" --agents.listen=127.0.0.1:0 \
+  --feed.listen=127.0.0.1:0 --store.path="$tmp/no/such/la.db" 2>&1); rc=$?
+if [ $rc = 1 ] && case $out in *"store.path $tmp/no/such/la.db: cannot create its directory $tmp/no/such: No such file or directory (the directory above it is missing"*) true;; *) false;; esac
+then la_sh_ok "$NAME/store_dir_missing"
+else la_sh_fail "$NAME/store_dir_missing" "exit $rc: $out"; fi
+if [ -x "$bin/la-localagent" ]; then
+  out=$(timeout 20 "$bin/la-localagent" --agent.listen=127.0.0.1:0 \
+    --global.address=127.0.0.1:1 --global.spool_dir="$tmp/no/spool" 2>&1); rc=$?
+  if [ $rc = 1 ] && case $out in *"global.spool_dir: "*"$tmp/no/spool"*"--check-config"*) true;; *) false;; esac
+  then la_sh_ok "$NAME/spool_dir_missing"
+  else la_sh_fail "$NAME/spool_dir_missing" "exit $rc: $out"; fi
+fi
+
+# a port another agent holds: the start fails saying so
+"$bin/la-globalagent" --agents.listen=127.0.0.1:0 \
+  --agents.port_file="$tmp/ga.port" --feed.listen=127.0.0.1:0 \
+  --store.path="$tmp/busy.db" >/dev/null 2>"$tmp/busy.log" &
+pid=$!
+for _ in $(seq 200); do [ -s "$tmp/ga.port" ] && break; sleep 0.05; done
+out=$(timeout 20 "$bin/la-globalagent" --agents.listen=127.0.0.1:"$(cat "$tmp/ga.port" 2>/dev/null)" \
+  --feed.listen=127.0.0.1:0 --store.path="$tmp/busy2.db" 2>&1); rc=$?
+kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
+if [ $rc = 1 ] && case $out in *"address already in use (another program listens there, perhaps an agent already running"*) true;; *) false;; esac
+then la_sh_ok "$NAME/port_in_use"
+else la_sh_fail "$NAME/port_in_use" "exit $rc: $out"; fi
 la_sh_done

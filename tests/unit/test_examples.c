@@ -568,6 +568,41 @@ static void test_rebalance_without_agents(void **state) {
   print_message("%.*s\n", (int)strcspn(note, "\n"), note);
 }
 
+/* Why LA runs unprofiled is printed whole, up to its advice: a metric
+ * whose PAPI library cannot be loaded (a long path, named twice in
+ * LA_lastError) ends with its advice "use LA_METRIC=time" on wavetoy's LA
+ * line and in rebalance's note, which goes on "running without
+ * rebalancing". */
+static void test_long_reason_printed_whole(void **state) {
+  static run_t w, rb;
+  char agent[64], global[64];
+  need_example("rebalance");
+  snprintf(agent, sizeof agent, "LA_AGENT=127.0.0.1:%d", la_td_closed_port());
+  snprintf(global, sizeof global, "LA_GLOBAL=127.0.0.1:%d",
+           la_td_closed_port());
+  const char *const env[] = {
+      agent, global, "LA_METRIC=cycles",
+      "LA_PAPI_LIB=/nonexistent/la-test-examples/libpapi-not-installed.so.7",
+      NULL};
+  run_wavetoy(&w, 1, small, env);
+  expect_ok(&w, "wavetoy, PAPI library missing");
+  expect_text(&w, "wavetoy, PAPI library missing", "LA not registered");
+  const char *line = strstr(w.out, "LA not registered");
+  size_t len = strcspn(line, "\n");
+  print_message("%.*s\n", (int)len, line);
+  const char *advice = strstr(line, "use LA_METRIC=time");
+  assert_true(advice && advice < line + len);
+  run_prog(&rb, example_path("rebalance"), 2, rb_args, env);
+  expect_ok(&rb, "rebalance, PAPI library missing");
+  expect_text(&rb, "rebalance, PAPI library missing", "rebalance: note: ");
+  line = strstr(rb.out, "rebalance: note: ");
+  len = strcspn(line, "\n");
+  advice = strstr(line, "use LA_METRIC=time");
+  assert_true(advice && advice < line + len);
+  assert_non_null(strstr(advice, "running without rebalancing"));
+  assert_true(strstr(advice, "running without rebalancing") < line + len);
+}
+
 /* The real LocalAgent, uplinked to a GlobalAgent that is not there, and
  * no GlobalAgent feed: LA profiles, the program says it cannot reach the
  * GlobalAgent and runs on. */
@@ -737,6 +772,7 @@ int main(void) {
       cmocka_unit_test(test_fwave_invariance),
       cmocka_unit_test(test_probe_modes_same_results),
       cmocka_unit_test(test_rebalance_without_agents),
+      cmocka_unit_test(test_long_reason_printed_whole),
       cmocka_unit_test(test_rebalance_without_globalagent),
       cmocka_unit_test(test_rebalance_with_agents),
       cmocka_unit_test(test_rebalance_robust_not_worse),

@@ -397,10 +397,25 @@ static void test_help_and_usage(void **state) {
               "--db", g->db, NULL);
   assert_int_equal(lactl(&o, &e, "plot", "heat-42", "--db", g->db, NULL), 2);
   free(o), free(e);
-  /* the command list names the new commands */
+  /* the command list names the new commands, export with every format
+   * and plot with every picture its --help offers */
   assert_int_equal(lactl(&o, &e, "--help", NULL), 0);
   assert_non_null(strstr(o, "export"));
   assert_non_null(strstr(o, "plot"));
+  const char *ex = strstr(o, "\n  export ");
+  assert_non_null(ex);
+  size_t ex_len = strcspn(ex + 1, "\n");
+  static const char *const formats[] = {"CSV", "JSON", "METIS", "NumPy",
+                                        "VTK"};
+  for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+    const char *f = strstr(ex, formats[i]);
+    if (!f || f > ex + 1 + ex_len)
+      fail_msg("lactl --help: export's line does not name %s", formats[i]);
+  }
+  const char *pl = strstr(o, "\n  plot ");
+  assert_non_null(pl);
+  const char *grid = strstr(pl, "grid");
+  assert_true(grid && grid < pl + 1 + strcspn(pl + 1, "\n"));
   free(o), free(e);
 }
 
@@ -408,6 +423,11 @@ static void test_errors(void **state) {
   char *o, *e, path[200];
   /* not found: exit 1, naming the problem */
   lactl_fails(1, "no application 'nope'", "show", "nope", "--db", g->db, NULL);
+  /* a program's name where the id belongs: its applications named */
+  lactl_fails(1, "no application 'heat': that is a program's name", "show",
+              "heat", "--db", g->db, NULL);
+  lactl_fails(1, "named by its id, e.g. heat-42", "export", "heat", "--db",
+              g->db, NULL);
   lactl_fails(1, "no cycle 99", "show", "heat-42", "99", "--db", g->db, NULL);
   lactl_fails(1, "no application", "cycles", "nope", "--db", g->db, NULL);
   snprintf(path, sizeof path, "%s/missing.db", g->dir);
@@ -420,6 +440,13 @@ static void test_errors(void **state) {
   lactl_fails(1, "cannot reach the GlobalAgent at 127.0.0.1:1", "apps",
               "--global", "127.0.0.1:1", NULL);
   lactl_fails(2, "not HOST:PORT", "apps", "--global", "no port", NULL);
+  /* status names the daemon it looked for and how to point at it */
+  lactl_fails(1, "cannot reach the LocalAgent at 127.0.0.1:1", "status",
+              "--agent", "127.0.0.1:1", NULL);
+  lactl_fails(1, "is la-localagent running? --agent HOST:PORT", "status",
+              "--agent", "127.0.0.1:1", NULL);
+  lactl_fails(1, "is la-globalagent running? --global HOST:PORT", "status",
+              "--global", "127.0.0.1:1", NULL);
   /* a missing rank cannot be plotted */
   lactl_fails(1, "rank 2 is missing", "plot", "heat-42", "20", "--rank", "2",
               "--db", g->db, NULL);

@@ -1694,18 +1694,42 @@ static void test_env_overrides_program(void **state) {
 }
 
 static void test_bad_environment(void **state) {
-  /* each bad setting refused, with an error naming it */
-  static const char *const bad[][3] = {{"LA_PERIOD", "abc", "LA_PERIOD"},
-                                       {"LA_POLICY", "sometimes", "LA_POLICY"},
-                                       {"LA_COMPACT", "zigzag", "zigzag"}};
+  /* each bad setting refused, with an error naming the variable and the
+   * value (README: "naming the variable") */
+  static const char *const bad[][3] = {
+      {"LA_PERIOD", "abc", "LA_PERIOD=abc"},
+      {"LA_POLICY", "sometimes", "LA_POLICY=sometimes"},
+      {"LA_COMPACT", "zigzag", "LA_COMPACT=zigzag: "},
+      {"LA_METRIC", "tiem", "LA_METRIC=tiem: no such metric"},
+      {"LA_AGENT", "127.0.0.1", "LA_AGENT=127.0.0.1: the LocalAgent's "
+                                "address is not host:port"}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     setenv(bad[i][0], bad[i][1], 1);
     assert_int_equal(LA_register("unit", 0, 1, 10), LA_ECONFIG);
     assert_non_null(strstr(LA_lastError(), bad[i][2]));
     unsetenv(bad[i][0]);
   }
+  /* LA_DUMP_RAW into a directory that is not there: refused at once,
+   * not found out after the run by the files missing */
+  setenv("LA_DUMP_RAW", "/nonexistent/la-dump", 1);
+  assert_int_equal(LA_register("unit", 0, 1, 10), LA_ECONFIG);
+  assert_non_null(
+      strstr(LA_lastError(), "LA_DUMP_RAW=/nonexistent/la-dump: No such"));
+  unsetenv("LA_DUMP_RAW");
+  /* the program's own bad choice is named by its call */
+  assert_int_equal(LA_setMetric("tiem"), 0);
+  assert_int_equal(LA_register("unit", 0, 1, 10), LA_ECONFIG);
+  assert_non_null(strstr(LA_lastError(), "LA_setMetric(\"tiem\")"));
+  assert_int_equal(LA_setMetric("time"), 0);
   setenv("LA_AGENT", "nowhere", 1);
   assert_int_equal(LA_register("unit", 0, 1, 10), LA_ECONFIG);
+  assert_non_null(strstr(LA_lastError(), "LA_AGENT=nowhere"));
+  /* a host name that does not resolve: no agent, said so, not "invalid
+   * argument: no LocalAgent at" */
+  setenv("LA_AGENT", "no-such-host.invalid:7461", 1);
+  assert_int_equal(LA_register("unit", 0, 1, 10), LA_ENOAGENT);
+  assert_non_null(strstr(LA_lastError(), "host 'no-such-host.invalid'"));
+  assert_non_null(strstr(LA_lastError(), "is not known here"));
   assert_int_equal(registrations(), 0);
   assert_int_equal(la_test_ipc_count(getpid()), 0);
 }
@@ -1729,7 +1753,13 @@ static void test_bad_arguments(void **state) {
 
 static void test_register_twice(void **state) {
   assert_int_equal(LA_register("unit", 0, 1, 5), 0);
+  char id[LA_MAX_APP_ID + 1];
+  snprintf(id, sizeof id, "%s", LA_appId());
   assert_int_equal(LA_register("unit", 0, 1, 5), LA_ESTATE);
+  /* the message says which registration holds and how to end it */
+  assert_non_null(strstr(LA_lastError(), "registered already"));
+  assert_non_null(strstr(LA_lastError(), id));
+  assert_non_null(strstr(LA_lastError(), "LA_finalize ends"));
   assert_int_equal(LA_finalize(), 0);
   assert_int_equal(LA_register("unit", 0, 1, 5), 0); /* again after finalize */
 }

@@ -321,7 +321,8 @@ static int build_app(const char *cc, const char *dir, const char *name,
 /* Runs prog as 2 ranks with launcher (its own arguments first), rank 0
  * under `env LA_APP_ID=first` when first is not NULL; checks both ranks
  * print one id, want when not NULL, else one that starts with
- * "appidtest.". */
+ * "appidtest.". With LA_VERBOSE=1 no rank may say it "registers apart
+ * from rank 0": they all took one id. */
 static void run_app(const char *const *launcher, const char *prog,
                     const char *first, const char *want) {
   la_td_argv_t a;
@@ -340,10 +341,12 @@ static void run_app(const char *const *launcher, const char *prog,
   la_td_argv_add(&a, "%s", prog);
   char agent[64];
   snprintf(agent, sizeof agent, "LA_AGENT=127.0.0.1:%d", la_td_closed_port());
-  const char *env[] = {agent, NULL};
+  const char *env[] = {agent, "LA_VERBOSE=1", NULL};
   static char out[16384];
   int rc = la_td_run(a.v, env, RUN_MS, out, sizeof out);
   if (rc != 0) fail_msg("%s exited %d:\n%s", launcher[0], rc, out);
+  if (strstr(out, "registers apart"))
+    fail_msg("a rank says it registers apart under one id:\n%s", out);
   char id[2][200] = {"", ""};
   for (int r = 0; r < 2; r++) {
     char key[32];
@@ -396,6 +399,8 @@ static void test_both_abis(void **state) {
       fail_msg("%s could not build the test program", libs[i].cc);
     run_app(libs[i].launcher, prog, NULL, NULL);
     run_app(libs[i].launcher, prog, "first-1", "first-1");
+    /* a character an id may not hold becomes '_', on both ranks */
+    run_app(libs[i].launcher, prog, "first/2", "first_2");
     unlink(prog);
     ran++;
   }
