@@ -315,10 +315,15 @@ static int la__client_read(la_client_t *c, uint64_t deadline, uint16_t *type,
                             strerror(errno));
     }
     if (n == 0)
-      return la__client_die(c, LA_EIO, "%s",
-                            la_frame_reader_pending(&c->rd)
-                                ? "connection closed in the middle of a frame"
-                                : "connection closed by the GlobalAgent");
+      return la__client_die(
+          c, LA_EIO, "%s",
+          la_frame_reader_pending(&c->rd)
+              ? "connection closed in the middle of a frame"
+          : c->got_data
+              ? "connection closed by the GlobalAgent"
+              : "connection closed before any answer: is this the "
+                "GlobalAgent's feed address (its feed.listen)? A "
+                "LocalAgent's port, or another service, closes it");
     c->got_data = 1;
     int rc = la_frame_reader_feed(&c->rd, chunk, (size_t)n);
     if (rc)

@@ -31,8 +31,18 @@ static int la__reply_check(la_client_t *c, uint16_t want, uint16_t got,
                            ProtobufCMessage *m, const char *what) {
   if (got != want) {
     la_msg_free(m);
-    return la__client_fail(c, LA_EPROTO, "%s: expected %s, got %s", what,
-                           la_msg_name(want), la_msg_name(got));
+    /* a handshake's message: the peer is a daemon's agents' or
+     * applications' port, not the GlobalAgent's feed */
+    int handshake = got == LA__MSG_TYPE__MSG_REGISTER_REPLY ||
+                    (got >= LA__MSG_TYPE__MSG_HELLO &&
+                     got <= LA__MSG_TYPE__MSG_AUTH_RESULT);
+    return la__client_fail(
+        c, LA_EPROTO, "%s: expected %s, got %s%s", what, la_msg_name(want),
+        la_msg_name(got),
+        handshake ? ": is this the GlobalAgent's feed address (its "
+                    "feed.listen)? That peer answers as the port for "
+                    "LocalAgents or applications"
+                  : "");
   }
   if (want != LA__MSG_TYPE__MSG_QUERY_REPLY) return 0;
   const La__QueryReply *q = (const La__QueryReply *)m;

@@ -1040,6 +1040,22 @@ static void test_global_same_output(void **state) {
   /* a not-found through the feed is the same exit and words */
   lactl_fails(1, "no cycle 99", "show", "heat-42", "99", "--global", addr,
               NULL);
+  /* the agents' port where the feed's belongs: the user is told to look
+   * at the address, not that the GlobalAgent closed the connection */
+  char *o = NULL, *e = NULL;
+  assert_int_equal(lactl(&o, &e, "apps", "--global", st.ga_addr, NULL), 1);
+  if (!strstr(e, "is this the GlobalAgent's feed address"))
+    fail_msg("lactl apps on the agents' port said: %s", e);
+  free(o), free(e);
+  /* and a LocalAgent's port (it closes a stranger's connection) */
+  if (la_ts_start_local(&st, NULL) != 0) fail_msg("la-localagent did not start");
+  char la_addr[64];
+  snprintf(la_addr, sizeof la_addr, "127.0.0.1:%u", la_td_port(st.la));
+  assert_int_equal(lactl(&o, &e, "apps", "--global", la_addr, NULL), 1);
+  if (!strstr(e, "is this the GlobalAgent's feed address"))
+    fail_msg("lactl apps on the LocalAgent's port said: %s", e);
+  free(o), free(e);
+  assert_int_equal(la_ts_stop_local(&st), 0);
   assert_int_equal(la_td_stop(st.ga, 5000), 0);
   la_ts_free(&st);
 }
