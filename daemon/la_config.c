@@ -112,10 +112,7 @@ int la_cfg_defaults(const la_cfg_key_t *keys, void *obj, char *err,
   return 0;
 }
 
-/* Edit distance of a and b (insertions, deletions, substitutions and
- * swaps of two neighbours: optimal string alignment), for names of at most
- * 63 characters; 64 when longer. */
-static size_t la__distance(const char *a, const char *b) {
+size_t la_cfg_distance(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b), r2[64], r1[64], r0[64];
   if (la >= 64 || lb >= 64) return 64;
   for (size_t j = 0; j <= lb; j++) r1[j] = j;
@@ -152,7 +149,7 @@ static void la__suggest(const la_cfg_key_t *keys, const char *section,
       snprintf(full, sizeof full, "%s", k->name);
     else
       snprintf(full, sizeof full, "%s.%s", k->section, k->name);
-    size_t d = la__distance(name, full);
+    size_t d = la_cfg_distance(name, full);
     if (d < best_d && d * 3 < strlen(full)) best = k, best_d = d;
   }
   if (!best)

@@ -43,6 +43,12 @@ typedef struct la_cfg_key {
 
 /* Sets every key to its default. Returns 0, or LA_ECONFIG if a default is
  * invalid (a bug in the table; message in err). */
+/* Edit distance of a and b (insertions, deletions, substitutions and
+ * swaps of two neighbours: optimal string alignment), for names of at most
+ * 63 characters; 64 when longer. What a typo's suggestion is measured by
+ * (settings here, lactl's options). */
+size_t la_cfg_distance(const char *a, const char *b);
+
 int la_cfg_defaults(const la_cfg_key_t *keys, void *obj, char *err,
                     size_t err_len);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "la_client.h"
+#include "la_config.h"
 
 int lactl_common_opt(lactl_common_t *o, int c, const char *arg) {
   switch (c) {
@@ -137,6 +138,19 @@ int lactl_opt_err(const char *cmd, char **argv, const struct option *lo,
       return lactl_usage_err(cmd, "option --%s needs a value", hit->name);
     if (n == 1 && hit->has_arg == no_argument && eq)
       return lactl_usage_err(cmd, "option --%s takes no value", hit->name);
+    /* a typo: the closest option, at most 2 edits and fewer than a
+     * third of its name (as the daemons suggest their settings) */
+    const struct option *best = NULL;
+    size_t best_d = 3;
+    char typed[64];
+    snprintf(typed, sizeof typed, "%.*s", (int)(len < 63 ? len : 63), name);
+    for (const struct option *p = lo; p->name; p++) {
+      size_t d = la_cfg_distance(typed, p->name);
+      if (d < best_d && d * 3 < strlen(p->name)) best = p, best_d = d;
+    }
+    if (best)
+      return lactl_usage_err(cmd, "unknown option '%s' (did you mean '--%s'?)",
+                             a, best->name);
     return lactl_usage_err(cmd, "unknown option '%s'", a);
   }
   const char *p = optopt ? strchr(shortopts, optopt) : NULL;

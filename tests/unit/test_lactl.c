@@ -462,6 +462,13 @@ static void test_cli_errors(void **state) {
   lactl_fails(2, "option --db needs a value", "cycles", "heat-42", "--db",
               NULL);
   lactl_fails(2, "unknown option '--app'", "show", "--app", "heat-42", NULL);
+  /* a typo is answered with the option meant, a stranger with none */
+  lactl_fails(2, "unknown option '--chanel' (did you mean '--channel'?)",
+              "show", "heat-42", "--chanel", "x", "--db", g->db, NULL);
+  lactl_fails(2, "unknown option '--formt=csv' (did you mean '--format'?)",
+              "export", "heat-42", "--formt=csv", "--db", g->db, NULL);
+  lactl_fails(2, "unknown option '--zzz' (try", "show", "heat-42", "--zzz",
+              "--db", g->db, NULL);
   lactl_fails(2, "--timeout '0' is not a number of seconds", "apps",
               "--timeout", "0", NULL);
   lactl_fails(2, "--timeout '5s' is not a number of seconds", "show",
