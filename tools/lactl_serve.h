@@ -4,8 +4,9 @@
  * connections, the sets lactl_serve_feed.c's thread reads from the
  * GlobalAgent's feed); lactl_serve_data.c keeps, per application, the
  * latest Trace-Set and the ranks x cycles history, reduced as it arrives,
- * and answers the page's JSON, the element maps reduced on
- * lactl_serve_work.c's thread by lactl_serve_bin.c's binning (range sums
+ * and answers the page's JSON, the behaviour classes of the latest set
+ * (lactl_clusters.c) and the element maps reduced on
+ * lactl_serve_work.c's thread, the maps by lactl_serve_bin.c's binning (range sums
  * for the mean, range sums and maxima for the max), the page's map of a
  * set summed as its ranks are parsed (lactl_serve_runs.c);
  * lactl_serve_page.c embeds the page (lactl_serve_page.html).

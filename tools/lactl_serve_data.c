@@ -9,7 +9,9 @@
  * (lactl_bin.h, by the mean or the max) and sent as base64 float32, so an
  * answer's size depends on the canvas, not on the ranks or elements. A rank whose trace is coarse (its
  * LocalAgent was behind: block sums, exact totals) is counted in its bin
- * and named, with the reason, in the map's answer.
+ * and named, with the reason, in the map's answer. The behaviour classes
+ * of the latest set (/api/clusters) are a job of the same thread, kept
+ * like the maps.
  */
 #include <assert.h>
 #include <math.h>
