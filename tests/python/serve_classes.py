@@ -10,8 +10,9 @@
 # and the reconstructed ranks. An unknown application is a 404 and a
 # request without app a 400, each a JSON {"error": ...}. With CHROMIUM
 # (not "-"), loads the page in headless Chromium (tests/python/
-# serve_page.py's Browser) and checks that the panel shows each class's
-# size, representative and ranges and the outliers; its screenshot goes
+# serve_page.py's Browser and check_classes) and checks that the panel
+# shows each class's size, representative and ranges and the outliers,
+# as lactl show says; its screenshot goes
 # to OUTDIR/serve-classes.png. Stops lactl serve with SIGTERM (exit 0).
 # Used by test_representatives; stdlib only.
 #
@@ -24,12 +25,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_map import start_serve  # noqa: E402
 
 
 def expand(ranges):
@@ -67,39 +68,28 @@ def check_api(j, s, outliers):
     assert j["reconstructed"] == s["reconstructed"], (j, s)
 
 
-def check_page(chromium, url, app, j, outdir):
-    from serve_page import Browser
+def check_page(chromium, url, lactl, feed, app, j, outdir):
+    import serve_page
     with tempfile.TemporaryDirectory(prefix="la-chromium.") as prof:
-        b = Browser(chromium, prof)
+        b = serve_page.Browser(chromium, prof)
         try:
             b.open(url + "&app=" + urllib.parse.quote(app))
-            b.wait("document.getElementById('classes').dataset.app === %s && "
-                   "document.getElementById('classes').dataset.cycle === "
-                   "'%d'" % (json.dumps(app), j["cycle"]),
-                   "the classes of %s cycle %d" % (app, j["cycle"]))
-            rows = b.eval(
-                "Array.from(document.querySelectorAll('#classrows tr'))"
-                ".map((r) => [Number(r.dataset.size), Number(r.dataset.rep), "
-                "JSON.parse(r.dataset.ranges), r.textContent])")
-            want = [[k["size"], k["representative"], k["ranges"]]
-                    for k in j["classes"]]
-            assert [r[:3] for r in rows] == want, (rows, want)
-            for r, k in zip(rows, j["classes"]):  # the ranges as text
+            text = serve_page.check_classes(b, lactl, app, "serve_classes",
+                                            ("--global", feed))
+            assert not serve_page.failed, "the panel"
+            for t, k in zip(text, j["classes"]):  # the ranges as text
                 a, z, s = k["ranges"][0]
                 txt = str(a) if a == z else "%d-%d" % (a, z) + \
                     ("" if s == 1 else "/%d" % s)
-                assert txt in r[3], (txt, r[3])
-            shown = b.eval("[document.getElementById('outliers').dataset"
-                           ".ranks, document.getElementById('outliers')"
-                           ".textContent]")
-            assert shown[0] == ",".join(map(str, j["outliers"])), shown
-            assert shown[1] == (", ".join(map(str, j["outliers"])) or
-                                "none"), shown
+                assert txt in t, (txt, t)
+            shown = b.eval("document.getElementById('outliers').textContent")
+            assert shown == (", ".join(map(str, j["outliers"])) or "none"), \
+                shown
             b.eval("document.getElementById('classes').scrollIntoView(), true")
             b.screenshot(os.path.join(outdir, "serve-classes.png"))
         finally:
             b.close()
-    return len(rows)
+    return len(text)
 
 
 def main():
@@ -109,20 +99,8 @@ def main():
         [lactl, "show", app, cycle, "--global", feed, "--clusters", "--json"],
         check=True, capture_output=True, text=True).stdout)
     with tempfile.TemporaryDirectory(prefix="la-serve-classes.") as tmp:
-        url_file = os.path.join(tmp, "url")
-        p = subprocess.Popen([lactl, "serve", "--global", feed,
-                              "--url-file", url_file],
-                             stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True)
+        p, url = start_serve(lactl, feed, tmp)
         try:
-            end = time.monotonic() + 60
-            while not (os.path.exists(url_file) and
-                       os.path.getsize(url_file)) and time.monotonic() < end:
-                if p.poll() is not None:
-                    raise RuntimeError("lactl serve exited: " +
-                                       p.stderr.read())
-                time.sleep(0.05)
-            url = open(url_file).read().strip()
             base, token = url.split("/?token=")
             code, ctype, j = get(base, token, "/api/clusters", app=app)
             assert code == 200 and ctype == "application/json", (code, ctype)
@@ -135,7 +113,7 @@ def main():
             rows = None
             if chromium != "-":
                 os.makedirs(outdir, exist_ok=True)
-                rows = check_page(chromium, url, app, j, outdir)
+                rows = check_page(chromium, url, lactl, feed, app, j, outdir)
         finally:
             p.send_signal(signal.SIGTERM)
             err = p.communicate(timeout=60)[1]

@@ -239,13 +239,15 @@ def check_map(base, token, lactl, app, name):
         fail(name, e)
 
 
-def check_classes(b, lactl, app, name):
+def check_classes(b, lactl, app, name, src=()):
     """The page's "Behaviour classes" panel shows, class by class, the
     size, representative and rank ranges, and the outliers, that `lactl
-    show APP latest --clusters --json` finds in the store."""
+    show APP latest --clusters --json` (src: its --global or --db) finds
+    in the store. Returns the rows' text."""
+    rows = []
     try:
         s = json.loads(subprocess.run(
-            [lactl, "show", app, "latest", "--clusters", "--json"],
+            [lactl, "show", app, "latest", "--clusters", "--json", *src],
             check=True, capture_output=True, text=True).stdout)
         b.wait("document.getElementById('classes').dataset.app === %s && "
                "document.getElementById('classes').dataset.cycle === '%d'" %
@@ -254,10 +256,10 @@ def check_classes(b, lactl, app, name):
         rows = b.eval(
             "Array.from(document.querySelectorAll('#classrows tr')).map((r) "
             "=> [Number(r.dataset.size), Number(r.dataset.rep), "
-            "JSON.parse(r.dataset.ranges)])")
+            "JSON.parse(r.dataset.ranges), r.textContent])")
         want = [[k["size"], k["representative"], k["ranges"]]
                 for k in s["classes"]]
-        if rows != want:
+        if [r[:3] for r in rows] != want:
             raise AssertionError("classes on the page %r, lactl show %r" %
                                  (rows, want))
         got = b.eval("document.getElementById('outliers').dataset.ranks")
@@ -267,6 +269,7 @@ def check_classes(b, lactl, app, name):
         ok(name)
     except Exception as e:
         fail(name, e)
+    return [r[3] for r in rows]
 
 
 def status(url):
