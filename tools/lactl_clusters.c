@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* lactl_clusters.c: `lactl show --clusters`: the ranks of one Trace-Set
- * grouped into behaviour classes (la_clusters_find on the set's encodings,
- * the exact totals for the scales), printed as a table or JSON: per class
+/* lactl_clusters.c: the behaviour classes of one Trace-Set, for `lactl
+ * show --clusters` and `lactl serve`'s /api/clusters: the ranks grouped
+ * (la_clusters_group on signatures taken from the set's encodings, no
+ * index built; the exact totals for the scales), printed as a table or
+ * JSON (every member, or bounded: rank ranges): per class
  * its size, representative, elements, the spread of the members' scales,
  * the largest signature distance to the representative and the members as
  * rank ranges; then the outlier ranks. Reconstructed members of a set
@@ -12,88 +14,122 @@
 
 #include "la_client_internal.h"
 #include "la_clusters.h"
+#include "la_errcodes.h"
 #include "lactl_clusters.h"
 #include "lactl_util.h"
+
+void lactl_rank_range_next(const uint32_t *r, size_t n, size_t *i,
+                           uint32_t *first, uint32_t *last, uint32_t *step) {
+  size_t a = *i, j = a + 1;
+  uint32_t st = j < n ? r[j] - r[a] : 0;
+  while (j < n && r[j] - r[j - 1] == st) j++;
+  *first = r[a];
+  if (j - a >= 3) {
+    *last = r[j - 1], *step = st;
+  } else {
+    *last = r[a], *step = 1;
+    j = a + 1;
+  }
+  *i = j;
+}
 
 const char *lactl_fmt_rank_ranges(const uint32_t *r, size_t n, char *buf,
                                   size_t len) {
   size_t o = 0, i = 0;
   buf[0] = 0;
   while (i < n) {
-    size_t j = i + 1;
-    uint32_t step = j < n ? r[j] - r[i] : 0;
-    while (j < n && r[j] - r[j - 1] == step) j++;
+    uint32_t a, b, st;
+    lactl_rank_range_next(r, n, &i, &a, &b, &st);
     char one[48];
     int k;
-    if (j - i >= 3 && step == 1)
-      k = snprintf(one, sizeof one, "%s%u-%u", o ? "," : "", r[i], r[j - 1]);
-    else if (j - i >= 3)
-      k = snprintf(one, sizeof one, "%s%u-%u/%u", o ? "," : "", r[i],
-                   r[j - 1], step);
-    else {
-      k = snprintf(one, sizeof one, "%s%u", o ? "," : "", r[i]);
-      j = i + 1;
-    }
+    if (b != a && st == 1)
+      k = snprintf(one, sizeof one, "%s%u-%u", o ? "," : "", a, b);
+    else if (b != a)
+      k = snprintf(one, sizeof one, "%s%u-%u/%u", o ? "," : "", a, b, st);
+    else
+      k = snprintf(one, sizeof one, "%s%u", o ? "," : "", a);
     if (o + (size_t)k + 5 >= len) {
       snprintf(buf + o, len - o, ",...");
       break;
     }
     memcpy(buf + o, one, (size_t)k + 1);
     o += (size_t)k;
-    i = j;
   }
   return buf;
 }
 
-/* Ranks of t whose trace is a reconstruction, into a new array. */
-static size_t reconstructed(const la_traceset_t *t, uint32_t **out) {
-  uint32_t np = la_traceset_nprocs(t);
-  size_t n = 0;
-  *out = malloc((np ? np : 1) * sizeof **out);
-  if (!*out) return 0;
-  for (uint32_t i = 0; i < np; i++)
-    if (la_traceset_rank_reconstructed(t, i, NULL, NULL) == 1) (*out)[n++] = i;
-  return n;
+/* "[[FIRST, LAST, STEP], ...]": ranks r[0..n) as ranges
+ * (lactl_rank_range_next), at most list of them (0: all); the ranges
+ * left out are counted into *more. */
+static void json_ranges(FILE *f, const uint32_t *r, size_t n, size_t list,
+                        size_t *more) {
+  size_t i = 0, k = 0;
+  *more = 0;
+  fputc('[', f);
+  while (i < n) {
+    uint32_t a, b, st;
+    lactl_rank_range_next(r, n, &i, &a, &b, &st);
+    if (list && k >= list) {
+      (*more)++;
+      continue;
+    }
+    fprintf(f, "%s[%u, %u, %u]", k++ ? ", " : "", a, b, st);
+  }
+  fputc(']', f);
 }
 
-static void print_json(FILE *f, const la_traceset_t *t,
-                       const la_clusters_t *c, double tol,
-                       const uint32_t *rec, size_t nrec) {
+/* "[r, ...]" of at most list ranks (0: all), then ", \"NAME_more\": N". */
+static void json_ranks(FILE *f, const char *name, const uint32_t *r, size_t n,
+                       size_t list) {
+  size_t k = list && n > list ? list : n;
+  fprintf(f, "\"%s\": [", name);
+  for (size_t i = 0; i < k; i++) fprintf(f, "%s%u", i ? ", " : "", r[i]);
+  fprintf(f, "], \"%s_more\": %zu", name, n - k);
+}
+
+void lactl_clusters_json(FILE *f, const la_traceset_t *t,
+                         const lactl_clusters_t *k, size_t list) {
+  const la_clusters_t *c = &k->c;
   fprintf(f, "{\"app\": ");
   lactl_json_str(f, la_traceset_app_id(t));
   fprintf(f, ", \"cycle\": %llu, \"nprocs\": %u, \"present\": %zu, \"tol\": ",
           (unsigned long long)la_traceset_cycle(t), la_traceset_nprocs(t),
           c->n_traces);
-  lactl_json_num(f, tol);
+  lactl_json_num(f, k->tol);
   fprintf(f, ",\n \"classes\": [");
-  for (size_t k = 0; k < c->n_classes; k++) {
-    const la_cluster_class_t *K = &c->classes[k];
+  for (size_t i = 0; i < c->n_classes; i++) {
+    const la_cluster_class_t *K = &c->classes[i];
     fprintf(f,
             "%s\n  {\"class\": %zu, \"size\": %u, \"representative\": %u, "
             "\"elements\": %llu, \"scale_min\": ",
-            k ? "," : "", k, K->n, K->rep, (unsigned long long)K->elements);
+            i ? "," : "", i, K->n, K->rep, (unsigned long long)K->elements);
     lactl_json_num(f, K->scale_min);
     fprintf(f, ", \"scale_max\": ");
     lactl_json_num(f, K->scale_max);
     fprintf(f, ", \"distance_max\": ");
     lactl_json_num(f, K->dist_max);
-    fprintf(f, ",\n   \"members\": [");
-    for (uint32_t m = 0; m < K->n; m++)
-      fprintf(f, "%s%u", m ? ", " : "", K->members[m]);
-    fprintf(f, "],\n   \"scales\": [");
-    for (uint32_t m = 0; m < K->n; m++) {
-      if (m) fprintf(f, ", ");
-      lactl_json_num(f, K->scale[m]);
+    fprintf(f, ",\n   \"ranges\": ");
+    size_t more;
+    json_ranges(f, K->members, K->n, list, &more);
+    fprintf(f, ", \"ranges_more\": %zu", more);
+    if (!list) {
+      fprintf(f, ",\n   \"members\": [");
+      for (uint32_t m = 0; m < K->n; m++)
+        fprintf(f, "%s%u", m ? ", " : "", K->members[m]);
+      fprintf(f, "],\n   \"scales\": [");
+      for (uint32_t m = 0; m < K->n; m++) {
+        if (m) fprintf(f, ", ");
+        lactl_json_num(f, K->scale[m]);
+      }
+      fprintf(f, "]");
     }
-    fprintf(f, "]}");
+    fprintf(f, "}");
   }
-  fprintf(f, "\n ],\n \"outliers\": [");
-  for (size_t i = 0; i < c->n_outliers; i++)
-    fprintf(f, "%s%u", i ? ", " : "", c->outliers[i]);
-  fprintf(f, "],\n \"reconstructed\": [");
-  for (size_t i = 0; i < nrec; i++)
-    fprintf(f, "%s%u", i ? ", " : "", rec[i]);
-  fprintf(f, "]}\n");
+  fprintf(f, "\n ],\n ");
+  json_ranks(f, "outliers", c->outliers, c->n_outliers, list);
+  fprintf(f, ",\n ");
+  json_ranks(f, "reconstructed", k->rec, k->nrec, list);
+  fprintf(f, "}\n");
 }
 
 static int print_text(FILE *f, const la_traceset_t *t,
@@ -150,16 +186,18 @@ static int print_text(FILE *f, const la_traceset_t *t,
  * representative stored is named instead (when it is in the class), and
  * the scales are taken against it. */
 static void adopt_stored(const la_traceset_t *t, la_clusters_t *c,
-                         const la_trace_t *const *tr, const double *tot) {
+                         const double *tot) {
   for (size_t k = 0; k < c->n_classes; k++) {
     la_cluster_class_t *K = &c->classes[k];
     uint32_t rep = K->rep, at;
     for (uint32_t m = 0; m < K->n; m++)
       if (la_traceset_rank_reconstructed(t, K->members[m], &rep, NULL) == 1)
         break;
+    if (rep == K->rep || la_clusters_class_of(c, rep, &at) != (long)k)
+      continue;
+    const la_trace_t *tr = la__traceset_trace(t, rep); /* a few: kept */
     double d;
-    if (rep == K->rep || la_clusters_class_of(c, rep, &at) != (long)k ||
-        la_trace_range_sum(tr[rep], 0, la_trace_count(tr[rep]), &d) != 0 ||
+    if (!tr || la_trace_range_sum(tr, 0, la_trace_count(tr), &d) != 0 ||
         !(d > 0))
       continue;
     K->rep = rep;
@@ -174,43 +212,86 @@ static void adopt_stored(const la_traceset_t *t, la_clusters_t *c,
   }
 }
 
-int lactl_clusters_print(FILE *f, const la_traceset_t *t, double tol,
-                         int json) {
-  uint32_t np = la_traceset_nprocs(t);
-  const la_trace_t **tr = calloc(np ? np : 1, sizeof *tr);
-  double *tot = malloc((np ? np : 1) * sizeof *tot);
-  uint32_t *rec = NULL;
-  int rc = LACTL_FAIL;
-  if (!tr || !tot) goto out;
-  for (uint32_t i = 0; i < np; i++) {
-    tr[i] = la_traceset_has_rank(t, i) ? la__traceset_trace(t, i) : NULL;
-    tot[i] = NAN;
-    if (tr[i]) la_traceset_rank_stats(t, i, &tot[i], NULL, NULL);
-  }
+int lactl_clusters_of(const la_traceset_t *t, double tol,
+                      const atomic_int *stop, lactl_clusters_t *out,
+                      char *why, size_t why_len) {
+  memset(out, 0, sizeof *out);
+  out->tol = tol;
   la_cluster_params_t p;
   la_cluster_params_default(&p);
   p.tol = tol;
-  la_clusters_t c;
-  char why[128];
-  int r = la_clusters_find(tr, tot, np, &p, &c, why, sizeof why);
+  const uint32_t np = la_traceset_nprocs(t);
+  const size_t nn = np ? np : 1;
+  const unsigned nb = p.buckets;
+  double *sig = malloc(nn * nb * sizeof *sig);
+  double *dtot = malloc(nn * sizeof *dtot), *tot = malloc(nn * sizeof *tot);
+  uint64_t *cnt = malloc(nn * sizeof *cnt);
+  int rc = sig && dtot && tot && cnt ? 0 : LA_ENOMEM;
+  if (rc) snprintf(why, why_len, "out of memory");
+  /* each rank's signature from its encoding (one checking pass, no index
+   * built: a set of lactl serve keeps none) */
+  for (uint32_t r = 0; !rc && r < np; r++) {
+    const La__CompactTrace *ct = la__traceset_compact(t, r);
+    tot[r] = NAN, dtot[r] = NAN, cnt[r] = 0;
+    if (stop && atomic_load(stop)) {
+      snprintf(why, why_len, "stopped");
+      rc = LA_ESTATE;
+    } else if (ct) {
+      char w[160] = "";
+      la_traceset_rank_stats(t, r, &tot[r], NULL, NULL);
+      int s = la_clusters_signature_bytes(
+          ct->segments.data, ct->segments.len, ct->n_elements, nb,
+          sig + (size_t)r * nb, &dtot[r], &cnt[r], w, sizeof w);
+      if (s < 0) {
+        /* the set was checked when it was made: memory only */
+        snprintf(why, why_len, "rank %u: %s", r, w);
+        rc = s;
+      }
+    }
+  }
+  if (!rc) rc = la_clusters_group(sig, dtot, cnt, tot, np, &p, &out->c, why,
+                                  why_len);
+  if (!rc) {
+    out->rec = malloc(nn * sizeof *out->rec);
+    if (!out->rec) {
+      snprintf(why, why_len, "out of memory");
+      rc = LA_ENOMEM;
+    }
+  }
+  if (!rc) {
+    for (uint32_t r = 0; r < np; r++)
+      if (la_traceset_rank_reconstructed(t, r, NULL, NULL) == 1)
+        out->rec[out->nrec++] = r;
+    adopt_stored(t, &out->c, tot);
+  }
+  free(sig), free(dtot), free(tot), free(cnt);
+  if (rc) lactl_clusters_free(out);
+  return rc;
+}
+
+void lactl_clusters_free(lactl_clusters_t *k) {
+  if (!k) return;
+  la_clusters_free(&k->c);
+  free(k->rec);
+  k->rec = NULL, k->nrec = 0;
+}
+
+int lactl_clusters_print(FILE *f, const la_traceset_t *t, double tol,
+                         int json) {
+  lactl_clusters_t k;
+  char why[200];
+  int r = lactl_clusters_of(t, tol, NULL, &k, why, sizeof why);
   if (r) {
     fprintf(stderr, "lactl show: grouping the ranks: %s\n", why);
-    goto out;
+    return LACTL_FAIL;
   }
-  size_t nrec = reconstructed(t, &rec);
-  adopt_stored(t, &c, tr, tot);
+  int rc = LACTL_OK;
   if (json) {
-    print_json(f, t, &c, tol, rec, nrec);
-    rc = LACTL_OK;
+    lactl_clusters_json(f, t, &k, 0);
   } else {
-    rc = print_text(f, t, &c, tol, rec, nrec);
+    rc = print_text(f, t, &k.c, tol, k.rec, k.nrec);
     if (rc) fprintf(stderr, "lactl show: out of memory\n");
   }
-  la_clusters_free(&c);
-out:
-  if (!tr || !tot) fprintf(stderr, "lactl show: out of memory\n");
-  free(tr);
-  free(tot);
-  free(rec);
+  lactl_clusters_free(&k);
   return rc;
 }

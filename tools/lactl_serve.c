@@ -110,7 +110,7 @@ static void la__handle(void *ctx, const char *path, const char *query,
     r->status = 500;
     return;
   }
-  int rc = LA_ENOTFOUND;
+  int rc = LA_ENOTFOUND, json_err = 0;
   lactl_http_param(query, "app", app, sizeof app);
   if (!strcmp(path, "/api/apps")) {
     rc = lactl_sv_apps_json(s->d, m.f);
@@ -143,6 +143,20 @@ static void la__handle(void *ctx, const char *path, const char *query,
         return;
       }
     }
+  } else if (!strcmp(path, "/api/clusters")) {
+    json_err = 1;
+    if (!app[0]) {
+      snprintf(why, sizeof why, "/api/clusters needs app=APP");
+      rc = LA_EINVAL;
+    } else {
+      rc = lactl_sv_classes_ask(s->d, app, r->ticket, why, sizeof why);
+      if (rc == 0) { /* on the reduction thread: answered later */
+        fclose(m.f);
+        free(m.buf);
+        r->later = 1;
+        return;
+      }
+    }
   } else {
     snprintf(why, sizeof why, "no such page: %s", path);
   }
@@ -153,9 +167,18 @@ static void la__handle(void *ctx, const char *path, const char *query,
   }
   if (rc) {
     free(m.buf);
-    size_t n = strlen(why);
-    r->body = malloc(n + 2);
-    if (r->body) snprintf(r->body, n + 2, "%s\n", why), r->len = n + 1;
+    m.buf = NULL, m.len = 0;
+    m.f = open_memstream(&m.buf, &m.len);
+    if (m.f && json_err) { /* {"error": why} */
+      fputs("{\"error\":", m.f);
+      lactl_json_str(m.f, why);
+      fputs("}\n", m.f);
+      r->ctype = "application/json";
+    } else if (m.f) {
+      fprintf(m.f, "%s\n", why);
+    }
+    if (m.f && fclose(m.f) == 0) r->body = m.buf, r->len = m.len;
+    else free(m.buf);
     r->status = rc == LA_ENOTFOUND ? 404
                 : rc == LA_ELIMIT  ? 503
                 : rc == LA_ENOMEM  ? 500
@@ -167,13 +190,15 @@ static void la__handle(void *ctx, const char *path, const char *query,
   r->body = m.buf, r->len = m.len;
 }
 
-/* Sends a map the reduction thread made (lactl_sv_map_poll). */
+/* Sends a map or classes the reduction thread made (lactl_sv_map_poll);
+ * an error of the classes is JSON ({"error": ...}), of a map text. */
 static void la__reply(void *ctx, uint64_t ticket, int status, char *body,
                       size_t len) {
   la__srv_t *s = ctx;
   lactl_http_reply(s->http, ticket, status,
-                   status == 200 ? "application/json"
-                                 : "text/plain; charset=utf-8",
+                   status == 200 || (len && body[0] == '{')
+                       ? "application/json"
+                       : "text/plain; charset=utf-8",
                    body, len);
   free(body);
 }

@@ -4,8 +4,9 @@
  * connections, the sets lactl_serve_feed.c's thread reads from the
  * GlobalAgent's feed); lactl_serve_data.c keeps, per application, the
  * latest Trace-Set and the ranks x cycles history, reduced as it arrives,
- * and answers the page's JSON, the element maps reduced on
- * lactl_serve_work.c's thread by lactl_serve_bin.c's binning (range sums
+ * and answers the page's JSON, the behaviour classes of the latest set
+ * (lactl_clusters.c) and the element maps reduced on
+ * lactl_serve_work.c's thread, the maps by lactl_serve_bin.c's binning (range sums
  * for the mean, range sums and maxima for the max), the page's map of a
  * set summed as its ranks are parsed (lactl_serve_runs.c);
  * lactl_serve_page.c embeds the page (lactl_serve_page.html).
@@ -87,7 +88,24 @@ typedef struct lactl_sv_map_opts {
 int lactl_sv_map_ask(lactl_sv_t *d, const char *app,
                      const lactl_sv_map_opts_t *o, la_client_t *c,
                      uint64_t ticket, char *why, size_t why_len);
-/* An answer: status 200 with the JSON, or an error with its reason; body
+/* Asks for the behaviour classes of app's latest set (lactl_sv_classes_of),
+ * computed on the reduction thread like a map and answered through
+ * lactl_sv_map_poll (kept for the next request of the same set, like the
+ * maps). 0, LA_ENOTFOUND, LA_ELIMIT or LA_ENOMEM as lactl_sv_map_ask. */
+int lactl_sv_classes_ask(lactl_sv_t *d, const char *app, uint64_t ticket,
+                         char *why, size_t why_len);
+/* The classes' tolerance (lactl show --clusters' default) and how many
+ * rank ranges per class, outliers and reconstructed ranks an answer
+ * lists at most (the rest counted). */
+#define LACTL_SV_CLASS_TOL 0.05
+#define LACTL_SV_CLASS_LIST 1024
+/* Writes t's behaviour classes as JSON (lactl_clusters_json, bounded by
+ * LACTL_SV_CLASS_LIST: rank ranges, no per-rank arrays). 0, LA_ENOMEM or
+ * LA_ESTATE (stop), the reason in why. */
+int lactl_sv_classes_of(const la_traceset_t *t, const atomic_int *stop,
+                        FILE *f, char *why, size_t why_len);
+/* An answer: status 200 with the JSON, or an error with its reason (JSON
+ * {"error": ...} for the classes, text for a map); body
  * (malloc'ed) is the receiver's. */
 typedef void (*lactl_sv_reply_fn)(void *ctx, uint64_t ticket, int status,
                                   char *body, size_t len);

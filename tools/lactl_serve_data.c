@@ -9,7 +9,9 @@
  * (lactl_bin.h, by the mean or the max) and sent as base64 float32, so an
  * answer's size depends on the canvas, not on the ranks or elements. A rank whose trace is coarse (its
  * LocalAgent was behind: block sums, exact totals) is counted in its bin
- * and named, with the reason, in the map's answer.
+ * and named, with the reason, in the map's answer. The behaviour classes
+ * of the latest set (/api/clusters) are a job of the same thread, kept
+ * like the maps.
  */
 #include <assert.h>
 #include <math.h>
@@ -19,6 +21,7 @@
 #include <time.h>
 
 #include "lactl_bin.h"
+#include "lactl_clusters.h"
 #include "lactl_png.h"
 #include "lactl_serve.h"
 #include "lactl_util.h"
@@ -52,9 +55,13 @@ typedef struct {
   int pos_asked;
 } la__app_t;
 
-/* What an element map is asked with (the application and the options). */
+/* What is asked of an application's latest set: its element map (with
+ * the options) or its behaviour classes (what LA__CLASSES, the options
+ * zero). */
+enum { LA__MAP = 0, LA__CLASSES = 1 };
 typedef struct {
   char app[129];
+  int what;
   int kind, agg, decode;
   uint32_t bins;
   char channel[130];
@@ -579,7 +586,17 @@ int lactl_sv_map_of(la_traceset_t *t, const lactl_sv_map_opts_t *o,
   return 0;
 }
 
-/* The thread's job: the map of the job's set. */
+int lactl_sv_classes_of(const la_traceset_t *t, const atomic_int *stop,
+                        FILE *f, char *why, size_t why_len) {
+  lactl_clusters_t k;
+  int rc = lactl_clusters_of(t, LACTL_SV_CLASS_TOL, stop, &k, why, why_len);
+  if (rc) return rc;
+  lactl_clusters_json(f, t, &k, LACTL_SV_CLASS_LIST);
+  lactl_clusters_free(&k);
+  return 0;
+}
+
+/* The thread's job: the map or the classes of the job's set. */
 static void la__job_run(void *arg) {
   la__job_t *j = arg;
   lactl_sv_map_opts_t o = {.kind = j->k.kind,
@@ -589,9 +606,11 @@ static void la__job_run(void *arg) {
                            .decode = j->k.decode,
                            .stop = &j->stop};
   FILE *f = open_memstream(&j->body, &j->len);
-  j->rc = f ? lactl_sv_map_of(j->set, &o, j->pos, f, NULL, j->why,
-                              sizeof j->why)
-            : LA_ENOMEM;
+  j->rc = !f ? LA_ENOMEM
+          : j->k.what == LA__CLASSES
+              ? lactl_sv_classes_of(j->set, &j->stop, f, j->why, sizeof j->why)
+              : lactl_sv_map_of(j->set, &o, j->pos, f, NULL, j->why,
+                                sizeof j->why);
   if (!f) snprintf(j->why, sizeof j->why, "out of memory");
   if (f && fclose(f) != 0 && !j->rc) {
     j->rc = LA_ENOMEM;
@@ -601,15 +620,16 @@ static void la__job_run(void *arg) {
 }
 
 static int la__key_eq(const la__key_t *a, const la__key_t *b) {
-  return a->kind == b->kind && a->agg == b->agg && a->bins == b->bins &&
+  return a->what == b->what && a->kind == b->kind && a->agg == b->agg &&
+         a->bins == b->bins &&
          a->decode == b->decode && !strcmp(a->app, b->app) &&
          !strcmp(a->channel, b->channel);
 }
 
-int lactl_sv_map_ask(lactl_sv_t *d, const char *app,
-                     const lactl_sv_map_opts_t *o, la_client_t *c,
-                     uint64_t ticket, char *why, size_t why_len) {
-  (void)c;
+/* Queues request ticket for k (its app known or not). */
+static int la__ask(lactl_sv_t *d, const la__key_t *k, uint64_t ticket,
+                   char *why, size_t why_len) {
+  const char *app = k->app;
   if (!la__find(d, app)) {
     snprintf(why, why_len, "no application '%s'", app);
     return LA_ENOTFOUND;
@@ -626,14 +646,32 @@ int lactl_sv_map_ask(lactl_sv_t *d, const char *app,
     return LA_ELIMIT;
   }
   la__wait_t *w = &d->wait[d->nwait++];
-  memset(w, 0, sizeof *w);
   w->ticket = ticket;
-  snprintf(w->k.app, sizeof w->k.app, "%s", app);
-  snprintf(w->k.channel, sizeof w->k.channel, "%s",
-           o->channel ? o->channel : "");
-  w->k.kind = o->kind, w->k.agg = o->agg, w->k.bins = o->bins;
-  w->k.decode = o->decode;
+  w->k = *k;
   return 0;
+}
+
+int lactl_sv_map_ask(lactl_sv_t *d, const char *app,
+                     const lactl_sv_map_opts_t *o, la_client_t *c,
+                     uint64_t ticket, char *why, size_t why_len) {
+  (void)c;
+  la__key_t k;
+  memset(&k, 0, sizeof k);
+  k.what = LA__MAP;
+  snprintf(k.app, sizeof k.app, "%s", app);
+  snprintf(k.channel, sizeof k.channel, "%s", o->channel ? o->channel : "");
+  k.kind = o->kind, k.agg = o->agg, k.bins = o->bins;
+  k.decode = o->decode;
+  return la__ask(d, &k, ticket, why, why_len);
+}
+
+int lactl_sv_classes_ask(lactl_sv_t *d, const char *app, uint64_t ticket,
+                         char *why, size_t why_len) {
+  la__key_t k;
+  memset(&k, 0, sizeof k);
+  k.what = LA__CLASSES;
+  snprintf(k.app, sizeof k.app, "%s", app);
+  return la__ask(d, &k, ticket, why, why_len);
 }
 
 int lactl_sv_map_fd(const lactl_sv_t *d) {
@@ -678,10 +716,20 @@ static void la__collect(lactl_sv_t *d, lactl_sv_reply_fn fn, void *ctx) {
   for (size_t i = d->nwait; i-- > 0;) {
     if (!la__key_eq(&d->wait[i].k, &j->k)) continue;
     if (j->rc) {
-      char msg[sizeof j->why + 2];
-      int n = snprintf(msg, sizeof msg, "%s\n", j->why);
-      la__answer(d, i, j->rc == LA_ENOTFOUND ? 404 : 500, msg, (size_t)n, fn,
-                 ctx);
+      char *msg = NULL;
+      size_t n = 0;
+      FILE *m = open_memstream(&msg, &n);
+      if (m && j->k.what == LA__CLASSES) { /* the classes' errors: JSON */
+        fputs("{\"error\":", m);
+        lactl_json_str(m, j->why);
+        fputs("}\n", m);
+      } else if (m) {
+        fprintf(m, "%s\n", j->why);
+      }
+      if (m && fclose(m) != 0) free(msg), msg = NULL, n = 0;
+      la__answer(d, i, j->rc == LA_ENOTFOUND ? 404 : 500, msg ? msg : "", n,
+                 fn, ctx);
+      free(msg);
     } else {
       la__answer(d, i, 200, j->body, j->len, fn, ctx);
     }
@@ -722,7 +770,7 @@ void lactl_sv_map_poll(lactl_sv_t *d, la_client_t *c, lactl_sv_reply_fn fn,
   j->k = d->wait[first].k;
   j->gen = a->gen;
   j->set = a->latest;
-  j->pos = la__positions(a, c, a->latest);
+  j->pos = j->k.what == LA__MAP ? la__positions(a, c, a->latest) : NULL;
   atomic_init(&j->stop, 0);
   if (lactl_sv_work_run(d->work, la__job_run, j) == 0) d->mst.started++;
 }

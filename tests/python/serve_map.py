@@ -24,23 +24,29 @@ import urllib.parse
 import urllib.request
 
 
+def start_serve(lactl, feed, tmp):
+    """Starts lactl serve on feed (its URL file in tmp); returns the
+    process and the URL it printed, once it wrote it (60 s at most)."""
+    url_file = os.path.join(tmp, "url")
+    p = subprocess.Popen([lactl, "serve", "--global", feed,
+                          "--url-file", url_file],
+                         stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    end = time.monotonic() + 60
+    while not (os.path.exists(url_file) and
+               os.path.getsize(url_file)) and time.monotonic() < end:
+        if p.poll() is not None:
+            raise RuntimeError("lactl serve exited: " + p.stderr.read())
+        time.sleep(0.05)
+    return p, open(url_file).read().strip()
+
+
 def main():
     lactl, feed, app, layout = sys.argv[1:5]
     with tempfile.TemporaryDirectory(prefix="la-serve-map.") as tmp:
-        url_file = os.path.join(tmp, "url")
-        p = subprocess.Popen([lactl, "serve", "--global", feed,
-                              "--url-file", url_file],
-                             stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True)
+        p, url = start_serve(lactl, feed, tmp)
         try:
-            end = time.monotonic() + 60
-            while not (os.path.exists(url_file) and
-                       os.path.getsize(url_file)) and time.monotonic() < end:
-                if p.poll() is not None:
-                    raise RuntimeError("lactl serve exited: " +
-                                       p.stderr.read())
-                time.sleep(0.05)
-            base, token = open(url_file).read().strip().split("/?token=")
+            base, token = url.split("/?token=")
             q = urllib.parse.urlencode({"token": token, "app": app,
                                         "weights": "measured", "bins": 1024})
             with urllib.request.urlopen(base + "/api/map?" + q,

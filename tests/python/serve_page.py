@@ -5,7 +5,8 @@
 # (--remote-debugging-pipe: NUL-separated JSON on fds 3 and 4; stdlib
 # only), and checks what a user sees against what `lactl show --json`
 # says of the store: the application and its latest cycle with its
-# per-rank totals; then runs a second application (the command after
+# per-rank totals, and the behaviour classes and outliers that `lactl
+# show --clusters --json` finds; then runs a second application (the command after
 # --then) and checks that its sets reach the open page without a reload;
 # and that requests without the token are refused. Screenshots go to
 # OUTDIR. Every wait is on a condition with a generous deadline.
@@ -238,6 +239,39 @@ def check_map(base, token, lactl, app, name):
         fail(name, e)
 
 
+def check_classes(b, lactl, app, name, src=()):
+    """The page's "Behaviour classes" panel shows, class by class, the
+    size, representative and rank ranges, and the outliers, that `lactl
+    show APP latest --clusters --json` (src: its --global or --db) finds
+    in the store. Returns the rows' text."""
+    rows = []
+    try:
+        s = json.loads(subprocess.run(
+            [lactl, "show", app, "latest", "--clusters", "--json", *src],
+            check=True, capture_output=True, text=True).stdout)
+        b.wait("document.getElementById('classes').dataset.app === %s && "
+               "document.getElementById('classes').dataset.cycle === '%d'" %
+               (json.dumps(app), s["cycle"]),
+               "the classes of %s cycle %d" % (app, s["cycle"]))
+        rows = b.eval(
+            "Array.from(document.querySelectorAll('#classrows tr')).map((r) "
+            "=> [Number(r.dataset.size), Number(r.dataset.rep), "
+            "JSON.parse(r.dataset.ranges), r.textContent])")
+        want = [[k["size"], k["representative"], k["ranges"]]
+                for k in s["classes"]]
+        if [r[:3] for r in rows] != want:
+            raise AssertionError("classes on the page %r, lactl show %r" %
+                                 (rows, want))
+        got = b.eval("document.getElementById('outliers').dataset.ranks")
+        if got != ",".join(map(str, s["outliers"])):
+            raise AssertionError("outliers on the page %r, lactl show %r" %
+                                 (got, s["outliers"]))
+        ok(name)
+    except Exception as e:
+        fail(name, e)
+    return [r[3] for r in rows]
+
+
 def status(url):
     try:
         with urllib.request.urlopen(url, timeout=30) as r:
@@ -289,6 +323,7 @@ def main():
             b.open(url)
             check_latest(b, lactl, app_a, "latest_cycle")
             check_map(base, token, lactl, app_a, "map_values")
+            check_classes(b, lactl, app_a, "classes")
             try:
                 b.wait("document.querySelector('li[data-app=\"%s\"]') "
                        "!== null" % app_a, "the application list")
@@ -322,6 +357,7 @@ def main():
                 b.eval("document.querySelector('li[data-app=\"%s\"]')"
                        ".click(), true" % app_b)
                 check_latest(b, lactl, app_b, "live_latest_cycle")
+                check_classes(b, lactl, app_b, "live_classes")
                 # the maps were drawn: pixels other than white on both
                 drawn = b.eval(
                     "['heat', 'map'].every((id) => { const c = "

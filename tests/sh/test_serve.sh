@@ -5,7 +5,8 @@
 # `lactl serve` on an ephemeral port and loads its page in headless
 # Chromium (tests/python/serve_page.py, over the DevTools protocol): the
 # page shows the application and its latest cycle with the per-rank
-# totals `lactl show --json` reads from the store; a second application
+# totals `lactl show --json` reads from the store and the behaviour classes
+# `lactl show --clusters --json` finds; a second application
 # run while the page is open reaches it without a reload (its sets
 # counted, its latest cycle listed and then shown); requests without the
 # token, or with another, get 403. Screenshots are written to

@@ -14,6 +14,12 @@
  *     file) names 4 classes and the 2 outliers; its JSON lists, per class,
  *     exactly the ranks of one known class, the representative among them;
  *     nothing is reconstructed while the setting is off;
+ *   - `lactl serve`'s /api/clusters of that set lists the same classes
+ *     (each class's members as rank ranges) and outliers as `lactl show
+ *     --clusters --json` from the store, an unknown application a 404
+ *     JSON error; its page's "Behaviour classes" panel shows them
+ *     (headless Chromium where installed; screenshot
+ *     build/test-output/test_representatives/serve-classes.png);
  *   - with store.representatives = yes the set keeps only the
  *     representatives' and outliers' segments (rep_members rows for the
  *     34 other ranks), and every read gives each rank's exact total (the
@@ -263,12 +269,41 @@ static void check_clusters(const char *opt, const char *src, uint32_t *reps) {
   }
 }
 
+/* lactl serve's classes of the set (/api/clusters, the page's panel in
+ * headless Chromium where it is installed) are lactl show --clusters
+ * --json's from the store, with the known outliers
+ * (tests/python/serve_classes.py). */
+static void check_serve_classes(void) {
+  const char *chromium = "-";
+  static const char *const cands[] = {"/usr/bin/chromium",
+                                      "/usr/bin/chromium-browser"};
+  for (size_t i = 0; i < sizeof cands / sizeof *cands; i++)
+    if (access(cands[i], X_OK) == 0) {
+      chromium = cands[i];
+      break;
+    }
+  char outdir[600];
+  const char *o = getenv("LA_TEST_OUTPUT");
+  snprintf(outdir, sizeof outdir, "%s/test_representatives",
+           o && *o ? o : "build/test-output");
+  const char *py[] = {PY,         "tests/python/serve_classes.py",
+                      T.lactl,    T.g.feed_addr,
+                      APP,        "1",
+                      "5,25",     chromium,
+                      outdir,     NULL};
+  CHECK(la_td_run(py, NULL, 240000, T.out, OUT_LEN) == 0 &&
+            strstr(T.out, "serve_classes: OK"),
+        "serve_classes.py: %s", T.out);
+  print_message("%s", T.out);
+}
+
 static void test_show_clusters(void **state) {
   (void)state;
   run_set(NULL);
   uint32_t reps[LA_TC_CLASSES], reps2[LA_TC_CLASSES];
   check_clusters("--global", T.g.feed_addr, reps);
   CHECK(strstr(T.out, "\"reconstructed\": []"), "%s", T.out);
+  check_serve_classes();
   check_clusters("--db", T.db, reps2);
   assert_memory_equal(reps, reps2, sizeof reps);
   /* bad --tol */

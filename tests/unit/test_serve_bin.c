@@ -43,10 +43,12 @@
 
 #include "la_client.h"
 #include "la_compact.h"
+#include "la_test_classes.h"
 #include "la_test_feedset.h"
 #include "la_test_series.h"
 #include "la_trace_msg.h"
 #include "../../tools/lactl_bin.h"
+#include "../../tools/lactl_clusters.h"
 #include "../../tools/lactl_http.h"
 #include "../../tools/lactl_serve.h"
 
@@ -762,6 +764,155 @@ static void test_coarse_marked(void **state) {
   for (int r = 0; r < 3; r++) free_series(res[r]);
 }
 
+/* Behaviour classes (/api/clusters): a set of 10^4 ranks in the known
+ * classes of la_test_classes.h, taken by lactl_sv and asked for its
+ * classes, is answered (on the reduction thread) with exactly those
+ * classes, each one range of ranks (class k: k, k+4, ..., class 1 without
+ * the outliers: 1, 9, ...), the same heads (size, representative, scales)
+ * as `lactl show --clusters --json` of the set and no per-rank arrays;
+ * the outliers listed; a second request is answered from the kept
+ * answer; an unknown application is LA_ENOTFOUND; and a list bound of 2
+ * lists two outliers and counts the rest. */
+#define TC_NP 10000u
+#define TC_NOUT 10u
+#define TC_NE 256u
+
+typedef struct {
+  int status;
+  char *body;
+  size_t len;
+  int n;
+} got_t;
+
+static void got_reply(void *ctx, uint64_t ticket, int status, char *body,
+                      size_t len) {
+  got_t *g = ctx;
+  (void)ticket;
+  free(g->body);
+  g->status = status, g->body = body, g->len = len, g->n++;
+}
+
+/* Polls d until n answers came. */
+static void wait_answers(lactl_sv_t *d, got_t *g, int n) {
+  for (int i = 0; i < 6000 && g->n < n; i++) {
+    lactl_sv_map_poll(d, NULL, got_reply, g);
+    if (g->n >= n) break;
+    struct pollfd p = {.fd = lactl_sv_map_fd(d), .events = POLLIN};
+    poll(&p, 1, 50);
+  }
+  assert_int_equal(g->n, n);
+}
+
+static void test_classes(void **state) {
+  (void)state;
+  la_compact_result_t **res = calloc(TC_NP, sizeof *res);
+  uint64_t *ne = malloc(TC_NP * sizeof *ne);
+  double *x = malloc(TC_NE * sizeof *x);
+  assert_true(res && ne && x);
+  for (uint32_t r = 0; r < TC_NP; r++) {
+    la_tc_series(r, TC_NP, TC_NOUT, TC_NE, x);
+    res[r] = malloc(sizeof *res[r]);
+    assert_non_null(res[r]);
+    assert_int_equal(la_test_compact(x, TC_NE, "polyline:cv=0.02", res[r]), 0);
+    ne[r] = TC_NE;
+  }
+  free(x);
+  la_traceset_t *t = make_set("classes", 3, TC_NP, ne, res, 0, 0, 0);
+  /* what lactl show --clusters --json prints of the set */
+  char *show = NULL, *lim = NULL;
+  size_t shown = 0, limn = 0;
+  FILE *f = open_memstream(&show, &shown);
+  assert_non_null(f);
+  assert_int_equal(lactl_clusters_print(f, t, LACTL_SV_CLASS_TOL, 1), 0);
+  fclose(f);
+  lactl_clusters_t k;
+  char why[256];
+  assert_int_equal(lactl_clusters_of(t, LACTL_SV_CLASS_TOL, NULL, &k, why,
+                                     sizeof why),
+                   0);
+  f = open_memstream(&lim, &limn);
+  assert_non_null(f);
+  lactl_clusters_json(f, t, &k, 2);
+  fclose(f);
+  lactl_sv_t *d = lactl_sv_new(4);
+  char *ev = NULL;
+  size_t evn = 0;
+  assert_int_equal(lactl_sv_take(d, t, &ev, &evn), 0);
+  free(ev);
+  assert_int_equal(lactl_sv_classes_ask(d, "nope", 1, why, sizeof why),
+                   LA_ENOTFOUND);
+  assert_non_null(strstr(why, "nope"));
+  got_t g = {0};
+  assert_int_equal(lactl_sv_classes_ask(d, "classes", 2, why, sizeof why), 0);
+  wait_answers(d, &g, 1);
+  assert_int_equal(g.status, 200);
+  char *body = strndup(g.body, g.len);
+  assert_non_null(body);
+  /* exactly the known classes, each one range; the outliers */
+  assert_int_equal(k.c.n_classes, LA_TC_CLASSES);
+  for (size_t c = 0; c < k.c.n_classes; c++) {
+    const la_cluster_class_t *K = &k.c.classes[c];
+    int want = la_tc_class(K->rep, TC_NP, TC_NOUT);
+    assert_true(want >= 0);
+    uint32_t n = 0;
+    for (uint32_t r = 0; r < TC_NP; r++)
+      n += la_tc_class(r, TC_NP, TC_NOUT) == want;
+    assert_int_equal(K->n, n);
+    char head[512], rng[96];
+    int hn = snprintf(head, sizeof head,
+                      "{\"class\": %zu, \"size\": %u, \"representative\": %u, "
+                      "\"elements\": %u, \"scale_min\": ",
+                      c, n, K->rep, TC_NE);
+    if (!strstr(body, head)) fail_msg("%s not in %s", head, body);
+    /* the head up to the ranges as lactl show --json prints it */
+    const char *h = strstr(body, head), *e = strstr(h, ",\n   \"ranges\"");
+    assert_non_null(e);
+    assert_true((size_t)(e - h) > (size_t)hn);
+    char *same = strndup(h, (size_t)(e - h));
+    if (!strstr(show, same)) fail_msg("%s not in lactl show's %s", same, show);
+    free(same);
+    uint32_t last = (uint32_t)want;
+    for (uint32_t r = (uint32_t)want; r < TC_NP; r += LA_TC_CLASSES) last = r;
+    if (want == 1) /* without the outliers 5, 1005, ..., 9005 */
+      snprintf(rng, sizeof rng,
+               "\"ranges\": [[1, 1, 1], [9, 1001, 4], [1009, 2001, 4], ");
+    else
+      snprintf(rng, sizeof rng,
+               "\"ranges\": [[%d, %u, 4]], \"ranges_more\": 0}", want, last);
+    if (!strstr(h, rng)) fail_msg("%s not in %s", rng, h);
+  }
+  char out[256] = "\"outliers\": [";
+  for (uint32_t r = 0, i = 0; r < TC_NP; r++)
+    if (la_tc_class(r, TC_NP, TC_NOUT) < 0)
+      snprintf(out + strlen(out), sizeof out - strlen(out), "%s%u",
+               i++ ? ", " : "", r);
+  strcat(out, "], \"outliers_more\": 0");
+  if (!strstr(body, out)) fail_msg("%s not in %s", out, body);
+  assert_null(strstr(body, "\"members\""));
+  assert_null(strstr(body, "\"scales\""));
+  assert_true(g.len < 4096); /* ranges, not 10^4 ranks */
+  /* again: the kept answer */
+  lactl_sv_map_stats_t st;
+  lactl_sv_map_stats(d, &st);
+  assert_int_equal(st.started, 1);
+  assert_int_equal(lactl_sv_classes_ask(d, "classes", 3, why, sizeof why), 0);
+  wait_answers(d, &g, 2);
+  assert_int_equal(g.status, 200);
+  assert_int_equal(g.len, strlen(body));
+  assert_memory_equal(g.body, body, g.len);
+  lactl_sv_map_stats(d, &st);
+  assert_int_equal(st.started, 1);
+  assert_int_equal(st.cached, 1);
+  /* a bound of two */
+  if (!strstr(lim, "\"outliers\": [5, 1005], \"outliers_more\": 8"))
+    fail_msg("bounded: %s", lim);
+  free(body), free(g.body), free(show), free(lim);
+  lactl_clusters_free(&k);
+  lactl_sv_free(d);
+  for (uint32_t r = 0; r < TC_NP; r++) free_series(res[r]);
+  free(res), free(ne);
+}
+
 /* The page's map of a large set (more elements than ids may place) fed
  * to lactl serve's feed thread, summed as its ranks are parsed
  * (lactl_sv_runs_install), is the map of the same set binned from its
@@ -829,7 +980,7 @@ static void test_page_runs(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_coarse_marked),
+      cmocka_unit_test(test_coarse_marked), cmocka_unit_test(test_classes),
       cmocka_unit_test(test_index_mean), cmocka_unit_test(test_runs_in_order),
       cmocka_unit_test(test_nonfinite),
       cmocka_unit_test(test_threads),
