@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,7 +84,49 @@ int la_daemon_addr_ok(const char *s, int allow_zero) {
   return la_hostport_parse(s, h, sizeof h, &port) == 0;
 }
 
+int la_daemon_open_in_place(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) != 0 || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))
+    return LA_DAEMON_NOT_IN_PLACE;
+  if (S_ISDIR(st.st_mode)) {
+    errno = EISDIR;
+    return -1;
+  }
+  /* a device or a pipe: written, never replaced (a pipe without a reader
+   * fails at once: ENXIO) */
+  return open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+}
+
+int la_daemon_write_in_place(const char *path, const void *buf, size_t len) {
+  int fd = la_daemon_open_in_place(path);
+  if (fd == LA_DAEMON_NOT_IN_PLACE) return 0;
+  if (fd < 0) return -1;
+  const char *p = buf;
+  while (len > 0) {
+    ssize_t w = write(fd, p, len);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && errno == EAGAIN) {
+      struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+      if (poll(&pfd, 1, 5000) == 1) continue;
+      errno = ETIMEDOUT;
+    }
+    if (w <= 0) {
+      int saved = w < 0 ? errno : ENOSPC;
+      close(fd);
+      errno = saved;
+      return -1;
+    }
+    p += w;
+    len -= (size_t)w;
+  }
+  return close(fd) == 0 || errno == EINTR ? 1 : -1;
+}
+
 int la_daemon_write_number(const char *path, long value) {
+  char buf[32];
+  int n = snprintf(buf, sizeof buf, "%ld\n", value);
+  int in_place = la_daemon_write_in_place(path, buf, (size_t)n);
+  if (in_place != 0) return in_place > 0 ? 0 : -1;
   /* A fresh temporary name (mkstemp: O_CREAT|O_EXCL, mode 0600), so a link
    * planted beside path is never followed; rename replaces path itself,
    * never what a link there points to. */
@@ -94,8 +137,6 @@ int la_daemon_write_number(const char *path, long value) {
   }
   int fd = mkstemp(tmp);
   if (fd < 0) return -1;
-  char buf[32];
-  int n = snprintf(buf, sizeof buf, "%ld\n", value);
   int ok = 0;
   if (fchmod(fd, 0644) == 0) {
     ssize_t w = write(fd, buf, (size_t)n);

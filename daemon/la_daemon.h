@@ -40,10 +40,27 @@ int la_daemon_log_settings(const char *name, const char *target,
 /* Whether s is "host:port" (port 1..65535) or, with allow_zero, "host:0". */
 int la_daemon_addr_ok(const char *s, int allow_zero);
 
+/* When path is a device or a pipe (/dev/null, a FIFO a script reads):
+ * it opened for writing, not blocking (a descriptor, or -1 with errno);
+ * LA_DAEMON_NOT_IN_PLACE when it is missing, a regular file or a link
+ * (written beside and renamed over, as files are); -1 with EISDIR for a
+ * directory. */
+#define LA_DAEMON_NOT_IN_PLACE (-2)
+int la_daemon_open_in_place(const char *path);
+
+/* When path is a device or a pipe (/dev/null, a FIFO a script reads),
+ * writes len bytes of buf into it (within 5 s; a pipe without a reader
+ * fails) and returns 1: such a path is never replaced by a file (as root,
+ * renaming a file over /dev/null would replace the device). Returns 0 when
+ * path is missing, a regular file or a link (the caller writes it as it
+ * does), -1 with errno set on a failure (EISDIR for a directory). */
+int la_daemon_write_in_place(const char *path, const void *buf, size_t len);
+
 /* Writes "value\n" to path atomically: a new temporary file beside it
  * (created exclusively, so no planted link is followed), mode 0644, then
- * renamed over path (a link at path is replaced, not followed). Returns 0
- * or -1 (errno set). */
+ * renamed over path (a link at path is replaced, not followed); a device
+ * or a pipe at path is written into instead (la_daemon_write_in_place).
+ * Returns 0 or -1 (errno set). */
 int la_daemon_write_number(const char *path, long value);
 
 /* Creates the directory file goes into (mode 0700, its parent must exist)

@@ -5,7 +5,10 @@
  * daemon's settings: their layout stays behind la_daemon_def_t. */
 #include "la_daemon_main.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "la_daemon.h"
@@ -156,7 +159,27 @@ void la_daemon_reload_done(const char *path) {
   la_notify_ready("configuration reloaded");
 }
 
+/* Whether path is a regular file (not a link, a device or a pipe) that
+ * holds this process's pid: the pid file to remove at the end. Another
+ * instance's pid file, or /dev/null given as one, is left alone (as root,
+ * unlinking /dev/null removes the device). */
+static int la__pid_file_ours(const char *path) {
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct stat st;
+  char buf[32];
+  ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode)
+                  ? read(fd, buf, sizeof buf - 1)
+                  : -1;
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  char *end;
+  long v = strtol(buf, &end, 10);
+  return end != buf && *end == '\n' && v == (long)getpid();
+}
+
 void la_daemon_end(const char *pid_file) {
-  if (pid_file[0]) unlink(pid_file);
+  if (pid_file[0] && la__pid_file_ours(pid_file)) unlink(pid_file);
   la_log_info("stopped");
 }

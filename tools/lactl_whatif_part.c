@@ -7,11 +7,13 @@
  * `lactl whatif --partition FILE` reads such a file back against a cycle's
  * mesh, to score a partition chosen elsewhere (a balancer's). */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "la_daemon.h"
 #include "lactl_util.h"
 #include "lactl_whatif.h"
 #include "la_client_internal.h"
@@ -25,8 +27,16 @@ int lactl_wi_write_partition(const char *path, const char *app,
     snprintf(why, why_len, "--write-partition %s: path too long", path);
     return LA_EIO;
   }
-  FILE *f = fopen(tmp, "w");
-  if (!f) {
+  /* a device or a pipe (/dev/null) is written into, never replaced */
+  int fd = la_daemon_open_in_place(path);
+  FILE *f = NULL;
+  if (fd >= 0 && fcntl(fd, F_SETFL, 0) == 0) f = fdopen(fd, "w");
+  if (fd >= 0 && !f) close(fd);
+  if (fd == -1 || (fd >= 0 && !f)) {
+    snprintf(why, why_len, "--write-partition %s: %s", path, strerror(errno));
+    return LA_EIO;
+  }
+  if (!f && !(f = fopen(tmp, "w"))) {
     snprintf(why, why_len, "--write-partition %s: %s", tmp, strerror(errno));
     return LA_EIO;
   }
@@ -40,6 +50,11 @@ int lactl_wi_write_partition(const char *path, const char *app,
     fprintf(f, "%lld %u\n", (long long)m->id[i], part[i]);
   int bad = ferror(f);
   if (fclose(f) != 0) bad = 1;
+  if (fd >= 0) {
+    if (!bad) return 0;
+    snprintf(why, why_len, "--write-partition %s: write failed", path);
+    return LA_EIO;
+  }
   if (bad || rename(tmp, path) != 0) {
     snprintf(why, why_len, "--write-partition %s: %s", path,
              bad ? "write failed" : strerror(errno));

@@ -91,4 +91,36 @@ kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
 if [ $rc = 1 ] && case $out in *"address already in use (another program listens there, perhaps an agent already running"*) true;; *) false;; esac
 then la_sh_ok "$NAME/port_in_use"
 else la_sh_fail "$NAME/port_in_use" "exit $rc: $out"; fi
+
+# a port file and a pid file that are pipes (as /dev/null is a device) are
+# written into and left in place: as root, renaming a file over /dev/null or
+# unlinking it at the end would replace or remove the device. A pipe stands
+# in for it here (the real /dev/null is never risked); a pid file that is
+# a regular file is removed at the end, as before
+mkfifo "$tmp/port.fifo" "$tmp/pid.fifo"
+exec 3<>"$tmp/port.fifo" 4<>"$tmp/pid.fifo"
+"$bin/la-globalagent" --agents.listen=127.0.0.1:0 \
+  --agents.port_file="$tmp/port.fifo" --daemon.pid_file="$tmp/pid.fifo" \
+  --feed.listen=127.0.0.1:0 --store.path="$tmp/fifo.db" >/dev/null 2>"$tmp/fifo.log" &
+pid=$!
+port= got_pid=
+read -r -t 20 port <&3; read -r -t 5 got_pid <&4
+kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+if [ -p "$tmp/port.fifo" ] && [ -p "$tmp/pid.fifo" ] &&
+   case $port in ''|*[!0-9]*) false;; *) true;; esac && [ "$got_pid" = "$pid" ]
+then la_sh_ok "$NAME/port_and_pid_files_not_replaced"
+else la_sh_fail "$NAME/port_and_pid_files_not_replaced" "port '$port', pid '$got_pid' (of $pid): $(ls -la "$tmp"; cat "$tmp/fifo.log")"; fi
+pid=
+exec 3<&- 4<&-
+"$bin/la-globalagent" --agents.listen=127.0.0.1:0 \
+  --daemon.pid_file="$tmp/ga.pid" --feed.listen=127.0.0.1:0 \
+  --store.path="$tmp/pid.db" >/dev/null 2>"$tmp/pid.log" &
+pid=$!
+for _ in $(seq 200); do [ -s "$tmp/ga.pid" ] && break; sleep 0.05; done
+held=$(cat "$tmp/ga.pid" 2>/dev/null)
+kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+if [ "$held" = "$pid" ] && [ ! -e "$tmp/ga.pid" ]
+then la_sh_ok "$NAME/pid_file_removed_at_end"
+else la_sh_fail "$NAME/pid_file_removed_at_end" "held '$held' (of $pid): $(ls -la "$tmp"; cat "$tmp/pid.log")"; fi
+pid=
 la_sh_done

@@ -314,6 +314,21 @@ static void test_replay_partition(void **state) {
            "= 2 && grep -v '^#' '%s' | sort -c -n",
            p, p, p);
   if (system(cmd) != 0) fail_msg("%s is not 2197 ascending lines", p);
+  /* a pipe (as /dev/null, a device) is written into, not replaced by a
+   * file: the same lines arrive through it */
+  const char *fifo = file("greedy.fifo");
+  static char got[2 * PATH_MAX], sh[16 * PATH_MAX];
+  snprintf(got, sizeof got, "%s.got", fifo);
+  snprintf(sh, sizeof sh,
+           "rm -f '%s' && mkfifo '%s' && { timeout 60 cat '%s' > '%s' & "
+           "sleep 0.2; '%s' whatif %s 10 --method greedy --csv "
+           "--write-partition '%s' --db '%s' > /dev/null && wait && test -p "
+           "'%s' && cmp -s '%s' '%s'; }",
+           fifo, fifo, fifo, got, g->lactl, HEAVY, fifo, g->s.db, fifo, got,
+           p);
+  if (system(sh) != 0)
+    fail_msg("--write-partition to a pipe: not the same lines, or the pipe "
+             "was replaced");
 
   const char *rp[] = {"mpiexec", "-n", "3", g->replay, HEAVY, "10:10",
                       "--partition", p, "--halo", "4096", "--app-id",
