@@ -803,8 +803,8 @@ static inline uint64_t hdec_peek(const la_hdec_t *h, uint64_t bit) {
   return w << (bit & 7);
 }
 
-/* The one code at the window win (e: its entry): its symbol, its length
- * in *l; -1: not a code. A lone symbol takes no bits. */
+/* The one code at the window win (e: its entry; at least 15 bits): its
+ * symbol, its length in *l; -1: not a code. A lone symbol takes no bits. */
 static int hdec_one(const la_hdec_t *h, uint64_t win, uint64_t e,
                     unsigned *l) {
   if (LA__E_CNT(e)) {
@@ -853,10 +853,14 @@ static inline __attribute__((always_inline)) int hdec_read(
   const uint64_t *lut = h->lut, nbits = h->nbits;
   const uint8_t *w = h->w;
   const int lb = h->lb;
-  uint64_t bit = 0, j = 0, le = 0;
+  uint64_t bit = 0, j = 0, le = 0, win = 0;
+  int nw = 0; /* win's bits from bit on: at least 32 at each code */
   __int128 acc = 0;
   while (j < m) {
-    uint64_t win = hdec_peek(h, bit);
+    if (nw < 32) { /* every few windows: the load off the codes' path */
+      win = hdec_peek(h, bit);
+      nw = 57;
+    }
     uint64_t e = lut[(win >> 1) >> (63 - lb)]; /* lb 0: entry 0 */
     unsigned len = LA__E_LEN(e), pts = LA__E_PTS(e);
     if (__builtin_expect(
@@ -884,6 +888,8 @@ static inline __attribute__((always_inline)) int hdec_read(
       le = e;
       j += pts;
       bit += len;
+      win <<= len;
+      nw -= (int)len;
       continue;
     }
     unsigned l;
@@ -899,6 +905,8 @@ static inline __attribute__((always_inline)) int hdec_read(
     le = (uint64_t)1 << 52 | (uint64_t)k;
     j += w[k];
     bit += l;
+    win <<= l;
+    nw -= (int)l;
   }
   *last = LA__E_SYM(le, LA__E_CNT(le) - 1);
   if (to == LA__TO_SUM) *sum = acc;
