@@ -28,7 +28,9 @@
  * on PATH: the size a general-purpose compressor reaches), the lossless
  * mode and two floors: a
  * plain sum over the same array with one accumulator (latency-bound) and
- * with eight (memory-bound), in ns per point. Times are
+ * with eight (memory-bound), in ns per point. Per encoding also the
+ * parse a subscriber makes (la_trace_open), the decode after it and the
+ * check the GlobalAgent makes (la_trace_check_max). Times are
  * thread CPU time (these VMs steal wall time), median of REPS runs.
  * Writes argv[1] (default build/bench/compact.json) and prints a table.
  */
@@ -141,7 +143,7 @@ static int bench_mode(FILE *js, const char *series, const double *x, size_t n,
   la_compact_result_t r = {0};
   la_trace_t *t;
   char spec[96], why[200];
-  double tc[REPS], td[REPS], ts[REPS], tk[REPS];
+  double tc[REPS], td[REPS], ts[REPS], tk[REPS], to[REPS];
   double *y = malloc(n * sizeof(double)), s;
   int i;
 
@@ -191,13 +193,23 @@ static int bench_mode(FILE *js, const char *series, const double *x, size_t n,
                              sizeof(why)) != 0)
         return -1;
     tk[i] = (cpu_ns() - t0) / 20 / (double)r.len;
+    /* the parse a subscriber makes of every trace it reads */
+    t0 = cpu_ns();
+    for (int k = 0; k < 5; k++) {
+      la_trace_t *u;
+      if (la_trace_open(r.bytes, r.len, &u, why, sizeof(why)) != 0) return -1;
+      la_trace_close(u);
+    }
+    to[i] = (cpu_ns() - t0) / 5 / (double)n;
   }
   double ns = median(tc, REPS), dns = median(td, REPS), sns = median(ts, REPS);
-  double kns = median(tk, REPS);
+  double kns = median(tk, REPS), ons = median(to, REPS);
   double bits = 8.0 * (double)r.len / (double)n;
-  printf("%-18s %-22s %7.2f %8.2f %9.4f %9.1f %8zu %7zu %11.4g %8.4f %8.3f\n",
-         series, m->name, ns, dns, bits, 64 / bits, r.segments, r.exceptions,
-         r.error.max_abs, r.error.cv, kns);
+  printf(
+      "%-18s %-22s %7.2f %8.2f %8.2f %9.4f %9.1f %8zu %7zu %11.4g %8.4f "
+      "%8.3f\n",
+      series, m->name, ns, ons, dns, bits, 64 / bits, r.segments,
+      r.exceptions, r.error.max_abs, r.error.cv, kns);
   if (r.quantized)
     printf(
         "%-18s %-22s (%.1f%% of points stored exactly in quantized "
@@ -209,10 +221,10 @@ static int bench_mode(FILE *js, const char *series, const double *x, size_t n,
           "\"segments\": %zu, \"exceptions\": %zu, \"max_abs_error\": %.6g, "
           "\"rmse\": %.6g, \"cv\": %.6g, \"decode_ns_per_point\": %.3f, "
           "\"range_sum_ns\": %.1f, \"check_ns_per_byte\": %.3f, "
-          "\"quantized\": %llu}",
+          "\"open_ns_per_point\": %.3f, \"quantized\": %llu}",
           first ? "" : ",", m->name, spec, ns, bits, 64 / bits, r.len,
           r.segments, r.exceptions, r.error.max_abs, r.error.rmse, r.error.cv,
-          dns, sns, kns, (unsigned long long)r.quantized);
+          dns, sns, kns, ons, (unsigned long long)r.quantized);
   la_trace_close(t);
   la_compact_result_free(&r);
   free(y);
@@ -301,14 +313,14 @@ static int bench_series(FILE *js, const char *name, const char *desc,
           "\"max_abs_error\": 0, \"cv\": 0}",
           first ? "" : ",", name, desc, n, st.sum / (double)n, median(ts, REPS),
           f1, f8, 8 * n);
-  printf("%-18s %-22s %7s %8s %9.4f %9.1f %8s %7s %11s %8s %8s\n", name, "raw",
-         "-", "-", 64.0, 1.0, "-", "-", "0", "0", "-");
+  printf("%-18s %-22s %7s %8s %8s %9.4f %9.1f %8s %7s %11s %8s %8s\n", name,
+         "raw", "-", "-", "-", 64.0, 1.0, "-", "-", "0", "0", "-");
   size_t zb = zstd19_bytes(x, n);
   if (zb) {
     double zbits = 8.0 * (double)zb / (double)n;
-    printf("%-18s %-22s %7s %8s %9.4f %9.1f %8s %7s %11s %8s %8s\n", name,
-           "zstd -19 (raw doubles)", "-", "-", zbits, 64 / zbits, "-", "-",
-           "0", "0", "-");
+    printf("%-18s %-22s %7s %8s %8s %9.4f %9.1f %8s %7s %11s %8s %8s\n",
+           name, "zstd -19 (raw doubles)", "-", "-", "-", zbits, 64 / zbits,
+           "-", "-", "0", "0", "-");
     fprintf(js,
             ",\n      \"zstd19\": {\"bits_per_value\": %.5f, \"bytes\": %zu, "
             "\"ratio_to_raw\": %.2f}",
@@ -581,10 +593,12 @@ int main(int argc, char **argv) {
   printf("compaction engine: CPU ns per point, median of %d runs\n", REPS);
   printf(
       "  chk ns/B: la_trace_check_max (what the GlobalAgent and clients "
-      "check of each trace received), CPU ns per encoded byte\n");
-  printf("%-18s %-22s %7s %8s %9s %9s %8s %7s %11s %8s %8s\n", "series", "mode",
-         "ns/pt", "dec ns", "bits/val", "ratio", "segments", "except",
-         "max|err|", "CV", "chk ns/B");
+      "check of each trace received), CPU ns per encoded byte\n"
+      "  open ns: la_trace_open (the parse and index a subscriber makes of "
+      "each trace), CPU ns per point; dec ns: la_trace_decode after it\n");
+  printf("%-18s %-22s %7s %8s %8s %9s %9s %8s %7s %11s %8s %8s\n", "series",
+         "mode", "ns/pt", "open ns", "dec ns", "bits/val", "ratio",
+         "segments", "except", "max|err|", "CV", "chk ns/B");
   fprintf(js,
           "{\n  \"benchmark\": \"compact\",\n  \"timer\": "
           "\"CLOCK_THREAD_CPUTIME_ID\",\n  \"reps\": %d,\n  \"series\": {",

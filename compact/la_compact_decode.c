@@ -198,19 +198,13 @@ static void add_qvalues(la_trace_t *t, int64_t kref, const int64_t *d,
   sum_from(t, nv);
 }
 
-/* The totals (la_cacc_add) of a coded quantized run's count values
- * (kref + d[j]) * q, all finite and stored exactly, every d[j] within the
- * table's [smin, smax]: the integers summed exactly (as doubles in four
- * lanes while count * max|d| < 2^53, else in 128 bits), then the sum times
- * q added as exact parts. It differs from adding the rounded values one by
- * one by their roundings (half an ulp each), far inside what the claim
- * check allows for the lossy modes runs occur in. The table's extremes are
- * values the trace stores (an encoder writes no value it does not use). */
-static void acc_qvalues(la_cacc_t *acc, int64_t kref, const int64_t *d,
-                        uint64_t count, double q, int64_t smin, int64_t smax) {
+/* The exact sum of a coded quantized run's count integers d[j], every
+ * one within the table's [smin, smax]: as doubles in four lanes while
+ * count * max|d| < 2^53 (exact integers), else in 128 bits. */
+static __int128 qsum(const int64_t *d, uint64_t count, int64_t smin,
+                     int64_t smax) {
   int64_t dm = smin < 0 ? -smin : smin;
   if (smax > dm) dm = smax;
-  __int128 ks = (__int128)kref * (__int128)count;
   if ((double)dm * (double)count < 0x1p53) {
     double l0 = 0, l1 = 0, l2 = 0, l3 = 0;
     uint64_t j = 0;
@@ -221,10 +215,24 @@ static void acc_qvalues(la_cacc_t *acc, int64_t kref, const int64_t *d,
       l3 += (double)d[j + 3];
     }
     for (; j < count; j++) l0 += (double)d[j];
-    ks += (int64_t)((l0 + l1) + (l2 + l3)); /* exact integers */
-  } else {
-    for (uint64_t j = 0; j < count; j++) ks += d[j];
+    return (int64_t)((l0 + l1) + (l2 + l3)); /* exact integers */
   }
+  __int128 ks = 0;
+  for (uint64_t j = 0; j < count; j++) ks += d[j];
+  return ks;
+}
+
+/* The totals (la_cacc_add) of a coded quantized run's count values
+ * (kref + d[j]) * q, all finite and stored exactly, every d[j] within the
+ * table's [smin, smax], dsum the d[j]'s exact sum: the integers' sum
+ * times q added as exact parts. It differs from adding the rounded values
+ * one by one by their roundings (half an ulp each), far inside what the
+ * claim check allows for the lossy modes runs occur in. The table's
+ * extremes are values the trace stores (an encoder writes no value it
+ * does not use). */
+static void acc_qvalues(la_cacc_t *acc, int64_t kref, __int128 dsum,
+                        uint64_t count, double q, int64_t smin, int64_t smax) {
+  __int128 ks = (__int128)kref * (__int128)count + dsum;
   double kh = (double)ks, kl = (double)(ks - (__int128)kh), p = kh * q;
   la_cacc_sum(acc, p);
   la_cacc_sum(acc, fma(kh, q, -p)); /* the product's rounding, exactly */
@@ -424,10 +432,17 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
       /* coded: every value is kref + one of the table's, so the table's
        * least and greatest bound them all (checked once, the same way
        * when only checking) */
-      int64_t coded[LA_CENC_QRUN_MAX], kref = qk, smin, smax;
+      int64_t coded[LA_CENC_QRUN_MAX + LA_HUFF_SLACK], kref = qk, smin, smax,
+          last;
+      __int128 dsum = 0;
       if (!*hst && !(*hst = calloc(1, sizeof **hst))) return LA_ENOMEM;
-      if ((rc = la_huff_qrun_decode(r, count, kref, coded, &smin, &smax,
-                                    *hst)) != 0) {
+      /* the values themselves where they are kept or a slice boundary
+       * falls inside the run; else (a check) only their sum */
+      if (t->sl) sl_reach(t->sl, t->acc, pos);
+      int keep = !t->check_only ||
+                 (t->sl && t->sl->bnd[t->sl->k] < pos + count);
+      if ((rc = la_huff_qrun_decode(r, count, kref, keep ? coded : NULL,
+                                    &dsum, &last, &smin, &smax, *hst)) != 0) {
         if (rc == LA_ETRUNC) goto bad;
         return la_errorf(why, why_len, LA_EPROTO,
                          "malformed coded quantized run at byte %zu", at);
@@ -442,15 +457,14 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
                          "quantized value overflows at byte %zu", at);
       q->x0 = t->nv;
       if ((rc = reserve_values(t, count)) != 0) return rc;
-      if (t->sl) {
-        sl_reach(t->sl, t->acc, pos);
+      if (t->sl)
         sl_qrun(t->sl, t->acc, pos, count, kref, coded, t->quantum);
-      }
       if (!t->check_only)
         add_qvalues(t, kref, coded, count, t->quantum);
       else if (t->acc)
-        acc_qvalues(t->acc, kref, coded, count, t->quantum, smin, smax);
-      qk = kref + coded[count - 1];
+        acc_qvalues(t->acc, kref, keep ? qsum(coded, count, smin, smax) : dsum,
+                    count, t->quantum, smin, smax);
+      qk = kref + last;
       vertex_ok = 0;
       goto next;
     }

@@ -651,15 +651,71 @@ static int hdec_stream(la_hdec_t *h, la_creader_t *r, uint64_t n,
   h->p = r->p + r->off;
   h->nbytes = nbytes;
   h->nbits = 8 * nbytes;
-  h->bit = h->next = h->win = 0;
-  h->nw = 0;
+  h->avail = r->len - r->off; /* the codes and the records after them */
   r->off += nbytes;
   return 0;
 }
 
+/* A lookup table entry (uint64): up to 4 codes that lie whole in the
+ * window, in a row: their symbols (9 bits each, LA__NOSYM past the
+ * number), the first three's lengths, all their bits, their number (0:
+ * no code of at most lb bits, read them one by one) and their points. */
+#define LA__NOSYM 256u
+#define LA__E_SYM(e, i) ((unsigned)((e) >> (9 * (i))) & 511u)
+#define LA__E_L(e, i) ((unsigned)((e) >> (36 + 4 * (i))) & 15u)
+#define LA__E_LEN(e) ((unsigned)((e) >> 48) & 15u)
+#define LA__E_CNT(e) ((unsigned)((e) >> 52) & 7u)
+#define LA__E_PTS(e) ((unsigned)((e) >> 55) & 255u)
+#define LA__E_NONE                                                  \
+  ((uint64_t)LA__NOSYM | (uint64_t)LA__NOSYM << 9 |                 \
+   (uint64_t)LA__NOSYM << 18 | (uint64_t)LA__NOSYM << 27)
+
+/* Entry e with the code of symbol s (l bits, w points) before its codes
+ * (a fourth one dropped). */
+static inline uint64_t hdec_prepend(uint64_t e, unsigned s, unsigned l,
+                                    unsigned w, const uint8_t *pw) {
+  unsigned cnt = LA__E_CNT(e), l0 = LA__E_L(e, 0), l1 = LA__E_L(e, 1);
+  unsigned len = LA__E_LEN(e), pts = LA__E_PTS(e);
+  if (cnt == 4) { /* the fourth code drops out */
+    len = l0 + l1 + LA__E_L(e, 2);
+    pts -= pw[LA__E_SYM(e, 3)];
+    cnt = 3;
+  }
+  return ((e << 9 | s) & ((UINT64_C(1) << 36) - 1)) | (uint64_t)l << 36 |
+         (uint64_t)l0 << 40 | (uint64_t)l1 << 44 | (uint64_t)(len + l) << 48 |
+         (uint64_t)(cnt + 1) << 52 | (uint64_t)(pts + w) << 55;
+}
+
+/* The lookup table of every lb-bit window: its first code, then the
+ * table of the window's bits after that code (a prefix code: the bits
+ * after a window's whole codes do not change them), for windows of 1 to
+ * lb bits in turn. */
+static void hdec_lut(la_hdec_t *h) {
+  const int lb = h->lb;
+  uint64_t tmp[2u << LA_HUFF_LUT_BITS], *tb[LA_HUFF_LUT_BITS + 1];
+  tb[0] = tmp;
+  tmp[0] = LA__E_NONE;
+  for (int b = 1; b <= lb; b++) {
+    uint64_t *t = b == lb ? h->lut : tb[b - 1] + (1u << (b - 1));
+    tb[b] = t;
+    for (uint32_t f = 0; f < (1u << b); f++) t[f] = LA__E_NONE;
+    for (int l = 1; l <= b; l++)
+      for (uint32_t i = 0; i < h->per_len[l]; i++) {
+        uint32_t c = h->first_code[l] + i;
+        unsigned s = h->order[h->first_idx[l] + i];
+        const uint64_t *rest = tb[b - l];
+        uint64_t *at = t + (c << (b - l));
+        for (uint32_t r = 0; r < (1u << (b - l)); r++)
+          at[r] = hdec_prepend(rest[r], s, (unsigned)l, h->w[s], h->w);
+      }
+  }
+}
+
 /* The n code lengths (4-bit, Kraft), the byte count and the decoding
- * tables; at most m codes follow (the lookup table's size). */
-static int hdec_init(la_hdec_t *h, la_creader_t *r, uint64_t n, uint64_t m) {
+ * tables; at most m codes follow (the lookup table's size); w[s] (NULL:
+ * 1): the points symbol s stands for (1..32). */
+static int hdec_init(la_hdec_t *h, la_creader_t *r, uint64_t n, uint64_t m,
+                     const uint8_t *w) {
   uint8_t len[LA_HUFF_MAX_SYMS];
   uint64_t nbytes;
   int rc;
@@ -682,9 +738,14 @@ static int hdec_init(la_hdec_t *h, la_creader_t *r, uint64_t n, uint64_t m) {
   if (kraft > (UINT64_C(1) << LA_HUFF_MAX_LEN)) return LA_EPROTO;
   if ((rc = la_creader_varint(r, &nbytes)) != 0) return rc;
   if ((rc = hdec_stream(h, r, n, nbytes)) != 0) return rc;
-  if (n == 1) {
+  for (uint64_t s = 0; s < n; s++) h->w[s] = w ? w[s] : 1;
+  h->w[LA__NOSYM] = 0;
+  if (n == 1) { /* no bits: the lone symbol, four points at a time */
     h->order[0] = 0;
     h->lb = 0;
+    h->lut[0] = LA__E_NONE;
+    for (int i = 0; i < 4; i++)
+      h->lut[0] = hdec_prepend(h->lut[0], 0, 0, h->w[0], h->w);
     return 0;
   }
   /* canonical decoding: the symbols by (length, value), the first code
@@ -699,72 +760,164 @@ static int hdec_init(la_hdec_t *h, la_creader_t *r, uint64_t n, uint64_t m) {
   uint32_t fill[LA_HUFF_MAX_LEN + 1];
   memcpy(fill, h->first_idx, sizeof fill);
   for (uint64_t s = 0; s < n; s++) h->order[fill[len[s]]++] = (uint16_t)s;
-  /* a table of the next lb bits: the symbol's place in order and its
-   * length for every code of at most lb bits (0: a longer code, or none,
-   * read bit by bit); lb no more than the longest code, so a record of
-   * few short codes fills a small table */
-  int maxlen = 0;
-  for (int l = 1; l <= LA_HUFF_MAX_LEN; l++)
-    if (h->per_len[l]) maxlen = l;
-  int lb = maxlen < LA_HUFF_LUT_BITS ? maxlen : LA_HUFF_LUT_BITS;
+  /* a table of the next lb bits: 6 at least (room for several short
+   * codes), more while the codes longer than lb would be more than 1/64
+   * of the stream's codes (by their lengths' Kraft share, a canonical
+   * code's estimate of their frequency; they are read bit by bit), at
+   * most LA_HUFF_LUT_BITS; no more entries than 4 a point (a short record
+   * fills a small table) */
+  int lb = 6;
+  for (;;) {
+    uint64_t longer = 0; /* in units of 2^-15 */
+    for (int l = lb + 1; l <= LA_HUFF_MAX_LEN; l++)
+      longer += (uint64_t)h->per_len[l] << (LA_HUFF_MAX_LEN - l);
+    if (lb == LA_HUFF_LUT_BITS || 64 * longer <= (1u << LA_HUFF_MAX_LEN))
+      break;
+    lb++;
+  }
   while (lb > 1 && (UINT64_C(1) << lb) > 4 * m) lb--; /* table <= 4m */
   h->lb = lb;
-  memset(h->lut, 0, sizeof(uint16_t) << lb);
-  for (int l = 1; l <= lb; l++)
-    for (uint32_t i = 0; i < h->per_len[l]; i++) {
-      uint32_t c = h->first_code[l] + i, k = h->first_idx[l] + i;
-      uint16_t e = (uint16_t)(k << 4 | (uint32_t)l);
-      for (uint32_t f = c << (lb - l); f < (c + 1) << (lb - l); f++)
-        h->lut[f] = e;
-    }
+  hdec_lut(h);
   return 0;
 }
 
-/* The next code's symbol (its place in the table), or -1: not a code, or
- * past the stream. A lone symbol takes no bits. */
-static inline int hdec_next(la_hdec_t *h) {
+/* The stream's next 57 bits at least, from bit on, most significant
+ * first: 8 bytes in one load where the encoding has them (the bits past
+ * the stream do not matter: a code that reaches them is refused), else
+ * byte by byte, zeros past the stream. */
+static inline uint64_t hdec_peek(const la_hdec_t *h, uint64_t bit) {
+  uint64_t at = bit >> 3, w = 0;
+  if (__builtin_expect(at + 8 <= h->avail, 1)) {
+    memcpy(&w, h->p + at, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    w = __builtin_bswap64(w);
+#else
+    uint64_t b = 0;
+    for (int i = 0; i < 8; i++) b |= (uint64_t)h->p[at + i] << (56 - 8 * i);
+    w = b;
+#endif
+  } else {
+    for (uint64_t i = 0; i < 8 && at + i < h->nbytes; i++)
+      w |= (uint64_t)h->p[at + i] << (56 - 8 * i);
+  }
+  return w << (bit & 7);
+}
+
+/* The one code at the window win (e: its entry; at least 15 bits): its
+ * symbol, its length in *l; -1: not a code. A lone symbol takes no bits. */
+static int hdec_one(const la_hdec_t *h, uint64_t win, uint64_t e,
+                    unsigned *l) {
+  if (LA__E_CNT(e)) {
+    *l = LA__E_L(e, 0);
+    return (int)LA__E_SYM(e, 0);
+  }
+  /* longer than lb bits, or not a code */
   const int lb = h->lb;
-  if (lb == 0) return 0;
-  while (h->nw <= 56) { /* refill: whole bytes, zeros past the end */
-    if (h->next < h->nbytes) h->win |= (uint64_t)h->p[h->next] << (56 - h->nw);
-    h->next++;
-    h->nw += 8;
+  uint32_t c = (uint32_t)(win >> (64 - lb));
+  int k = lb;
+  for (;;) {
+    if (k == LA_HUFF_MAX_LEN) return -1;
+    k++;
+    c = c << 1 | (uint32_t)((win >> (64 - k)) & 1u);
+    if (c - h->first_code[k] < h->per_len[k]) break;
   }
-  uint32_t e = h->lut[h->win >> (64 - lb)], k;
-  int l;
-  if (e) {
-    l = (int)(e & 15);
-    k = e >> 4;
-  } else { /* longer than lb bits, or not a code */
-    uint32_t c = (uint32_t)(h->win >> (64 - lb));
-    for (l = lb;;) {
-      if (l == LA_HUFF_MAX_LEN) return -1;
-      l++;
-      c = c << 1 | (uint32_t)((h->win >> (64 - l)) & 1u);
-      if (c - h->first_code[l] < h->per_len[l]) break;
-    }
-    k = h->first_idx[l] + c - h->first_code[l];
-  }
-  if (h->bit + (uint64_t)l > h->nbits) return -1; /* past the stream */
-  h->bit += (uint64_t)l;
-  h->win <<= l;
-  h->nw -= l;
-  return h->order[k];
+  *l = (unsigned)k;
+  return h->order[h->first_idx[k] + c - h->first_code[k]];
 }
 
 /* The stream ends in its last byte, padded with zero bits. */
-static int hdec_end(const la_hdec_t *h) {
-  if ((h->nbits - h->bit) >= 8) return LA_EPROTO;
-  if (h->bit < h->nbits &&
-      (h->p[h->nbytes - 1] & ((1u << (h->nbits - h->bit)) - 1u)) != 0)
+static int hdec_end(const la_hdec_t *h, uint64_t bit) {
+  if ((h->nbits - bit) >= 8) return LA_EPROTO;
+  if (bit < h->nbits &&
+      (h->p[h->nbytes - 1] & ((1u << (h->nbits - bit)) - 1u)) != 0)
     return LA_EPROTO;
   return 0;
+}
+
+/* What hdec_read makes of the symbols. */
+enum {
+  LA__TO_POINTS, /* d[j] = v[s], a point a symbol */
+  LA__TO_RUNS,   /* d filled with the mode's value before: a token s is
+                  * run[s] of them, then v[s] (w[s] = run[s] + 1 points) */
+  LA__TO_SUM     /* only the sum of the v[s] (a token's: of its points) */
+};
+
+/* The codes of m points, each window's whole codes at once (their points
+ * within the record, their bits within the stream), else one code (and
+ * its refusal), then the stream's end. v, run: LA__NOSYM + 1 entries,
+ * v[LA__NOSYM] the mode's value (LA__TO_RUNS) or 0 (LA__TO_SUM);
+ * d: m + LA_HUFF_SLACK. *last: the last symbol. */
+static inline __attribute__((always_inline)) int hdec_read(
+    const la_hdec_t *h, uint64_t m, int to, int64_t *d, const int64_t *v,
+    const uint8_t *run, __int128 *sum, unsigned *last) {
+  const uint64_t *lut = h->lut, nbits = h->nbits;
+  const uint8_t *w = h->w;
+  const int lb = h->lb;
+  uint64_t bit = 0, j = 0, le = 0, win = 0;
+  int nw = 0; /* win's bits from bit on: at least 32 at each code */
+  __int128 acc = 0;
+  while (j < m) {
+    if (nw < 32) { /* every few windows: the load off the codes' path */
+      win = hdec_peek(h, bit);
+      nw = 57;
+    }
+    uint64_t e = lut[(win >> 1) >> (63 - lb)]; /* lb 0: entry 0 */
+    unsigned len = LA__E_LEN(e), pts = LA__E_PTS(e);
+    if (__builtin_expect(
+            LA__E_CNT(e) != 0 && bit + len <= nbits && pts <= m - j, 1)) {
+      unsigned s0 = LA__E_SYM(e, 0), s1 = LA__E_SYM(e, 1),
+               s2 = LA__E_SYM(e, 2), s3 = LA__E_SYM(e, 3);
+      if (to == LA__TO_POINTS) { /* past the codes: written over later */
+        d[j] = v[s0];
+        d[j + 1] = v[s1];
+        d[j + 2] = v[s2];
+        d[j + 3] = v[s3];
+      } else if (to == LA__TO_RUNS) { /* past them: the mode's value */
+        uint64_t q = j;
+        d[q + run[s0]] = v[s0];
+        q += w[s0];
+        d[q + run[s1]] = v[s1];
+        q += w[s1];
+        d[q + run[s2]] = v[s2];
+        q += w[s2];
+        d[q + run[s3]] = v[s3];
+      } else { /* exact for values in range (the caller checks) */
+        acc += (int64_t)((uint64_t)v[s0] + (uint64_t)v[s1] +
+                         (uint64_t)v[s2] + (uint64_t)v[s3]);
+      }
+      le = e;
+      j += pts;
+      bit += len;
+      win <<= len;
+      nw -= (int)len;
+      continue;
+    }
+    unsigned l;
+    int k = hdec_one(h, win, e, &l);
+    if (k < 0 || bit + l > nbits) return LA_EPROTO; /* past the stream */
+    if (w[k] > m - j) return LA_EPROTO;             /* past the record */
+    if (to == LA__TO_POINTS)
+      d[j] = v[k];
+    else if (to == LA__TO_RUNS)
+      d[j + run[k]] = v[k];
+    else
+      acc += v[k];
+    le = (uint64_t)1 << 52 | (uint64_t)k;
+    j += w[k];
+    bit += l;
+    win <<= l;
+    nw -= (int)l;
+  }
+  *last = LA__E_SYM(le, LA__E_CNT(le) - 1);
+  if (to == LA__TO_SUM) *sum = acc;
+  return hdec_end(h, bit);
 }
 
 /* The run form's body after its leading 0, its tables kept in st (or
  * taken from st: a record that reuses them). */
 static int decode_runs(la_creader_t *r, uint64_t m, int64_t kref, int64_t *d,
-                       int64_t *smin, int64_t *smax, la_huff_dec_t *st) {
+                       __int128 *sum, int64_t *last, int64_t *smin,
+                       int64_t *smax, la_huff_dec_t *st) {
   uint64_t nsym, mode, ntok;
   int rc;
   if ((rc = la_creader_varint(r, &nsym)) != 0) return rc;
@@ -783,7 +936,12 @@ static int decode_runs(la_creader_t *r, uint64_t m, int64_t kref, int64_t *d,
     if (ntok == 0 || ntok > m || ntok > LA_HUFF_MAX_SYMS) return LA_EPROTO;
     if ((rc = table_get(r, ntok, 0, LA_HUFF_RUN * nsym, st->tok)) != 0)
       return rc;
-    if ((rc = hdec_init(&st->h, r, ntok, m)) != 0) return rc;
+    uint8_t w[LA_HUFF_MAX_SYMS]; /* a token's points: its run, then s */
+    for (uint64_t k = 0; k < ntok; k++) {
+      w[k] = (uint8_t)((uint64_t)st->tok[k] / nsym + 1);
+      st->tsym[k] = (uint8_t)((uint64_t)st->tok[k] % nsym);
+    }
+    if ((rc = hdec_init(&st->h, r, ntok, m, w)) != 0) return rc;
     for (uint64_t s = 0; s < nsym; s++) st->val[s] += kref; /* integers */
     st->nsym = nsym;
     st->ntok = ntok;
@@ -793,41 +951,55 @@ static int decode_runs(la_creader_t *r, uint64_t m, int64_t kref, int64_t *d,
   /* the values relative to kref: |integer| and |kref| < 2^53 (the
    * callers check every run's values), so no overflow */
   nsym = st->nsym;
-  int64_t rel[LA_HUFF_MAX_SYMS];
+  ntok = st->ntok;
+  int64_t rel[LA_HUFF_MAX_SYMS], v[LA__NOSYM + 1];
+  uint8_t run[LA__NOSYM + 1];
   for (uint64_t s = 0; s < nsym; s++) rel[s] = st->val[s] - kref;
   *smin = rel[0];
   *smax = rel[nsym - 1];
   const int64_t vm = rel[st->mode];
-  uint64_t j = 0;
-  while (j < m) {
-    int k = hdec_next(&st->h);
-    if (k < 0) return LA_EPROTO;
-    uint64_t t = (uint64_t)st->tok[k], run = t / nsym;
-    if (run >= m - j) return LA_EPROTO; /* past the record */
-    for (uint64_t i = 0; i < run; i++) d[j++] = vm;
-    d[j++] = rel[t % nsym];
+  unsigned ls = 0;
+  if (d) {
+    for (uint64_t k = 0; k < ntok; k++) {
+      v[k] = rel[st->tsym[k]];
+      run[k] = (uint8_t)(st->h.w[k] - 1);
+    }
+    v[LA__NOSYM] = vm;
+    run[LA__NOSYM] = 0;
+    for (uint64_t j = 0; j < m + LA_HUFF_SLACK; j++) d[j] = vm;
+    rc = hdec_read(&st->h, m, LA__TO_RUNS, d, v, run, NULL, &ls);
+  } else {
+    for (uint64_t k = 0; k < ntok; k++) /* wraps only out of range */
+      v[k] = (int64_t)((uint64_t)(st->h.w[k] - 1) * (uint64_t)vm +
+                       (uint64_t)rel[st->tsym[k]]);
+    v[LA__NOSYM] = 0;
+    rc = hdec_read(&st->h, m, LA__TO_SUM, NULL, v, NULL, sum, &ls);
   }
-  return hdec_end(&st->h);
+  *last = rel[st->tsym[ls]];
+  return rc;
 }
 
 int la_huff_qrun_decode(la_creader_t *r, uint64_t m, int64_t kref, int64_t *d,
-                        int64_t *smin, int64_t *smax, la_huff_dec_t *st) {
+                        __int128 *sum, int64_t *last, int64_t *smin,
+                        int64_t *smax, la_huff_dec_t *st) {
   uint64_t nsym;
-  int64_t val[LA_HUFF_MAX_SYMS];
+  int64_t val[LA__NOSYM + 1];
   la_hdec_t h;
+  unsigned ls = 0;
   int rc;
   if (m == 0 || m > LA_CENC_QRUN_MAX) return LA_EPROTO;
   if ((rc = la_creader_varint(r, &nsym)) != 0) return rc;
-  if (nsym == 0) return decode_runs(r, m, kref, d, smin, smax, st);
+  if (nsym == 0) return decode_runs(r, m, kref, d, sum, last, smin, smax, st);
   if (nsym > m || nsym > LA_HUFF_MAX_SYMS) return LA_EPROTO;
   if ((rc = table_get(r, nsym, 1, 0, val)) != 0) return rc;
-  if ((rc = hdec_init(&h, r, nsym, m)) != 0) return rc;
+  if ((rc = hdec_init(&h, r, nsym, m, NULL)) != 0) return rc;
   *smin = val[0]; /* the table is in ascending order */
   *smax = val[nsym - 1];
-  for (uint64_t j = 0; j < m; j++) {
-    int k = hdec_next(&h);
-    if (k < 0) return LA_EPROTO;
-    d[j] = val[k];
-  }
-  return hdec_end(&h);
+  val[LA__NOSYM] = 0;
+  if (d)
+    rc = hdec_read(&h, m, LA__TO_POINTS, d, val, NULL, NULL, &ls);
+  else
+    rc = hdec_read(&h, m, LA__TO_SUM, NULL, val, NULL, sum, &ls);
+  *last = val[ls];
+  return rc;
 }

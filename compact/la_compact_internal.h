@@ -435,12 +435,16 @@ long la_compact_maxerr_lengths(const double *x, size_t n, double tol_abs,
  * with la_huff_tables_free) keeps the run form's last tables so that later
  * records reuse them; tables NULL: no reuse. simd: AVX2 may find the run
  * form's tokens (the same bytes). The decoder reads such a body
- * of m points into d[0..m) (the integers minus kref), with the least and
- * greatest value of its table (every d[j] is within them): 0, LA_ETRUNC or
- * LA_EPROTO; st (zeroed at the start of a trace) carries the tables from
- * record to record. */
-#define LA_HUFF_LUT_BITS 10 /* the decoder's table: codes up to 10 bits */
+ * of m points into d[0..m) (the integers minus kref; d has room for
+ * LA_HUFF_SLACK more, which it may overwrite), or with d NULL only their
+ * sum into *sum (exact where every kref + d[j] is within +-2^53, which
+ * the caller checks) and the last into *last (what a check keeps), with
+ * the least and greatest value of its table (every d[j] is within them):
+ * 0, LA_ETRUNC or LA_EPROTO; st (zeroed at the start of a trace) carries
+ * the tables from record to record. */
+#define LA_HUFF_LUT_BITS 10 /* the decoder's table: windows of 6 to 10 bits */
 #define LA_HUFF_MAX_SYMS 256 /* distinct values (tokens) the encoder codes */
+#define LA_HUFF_SLACK 4      /* d's room past m the decoder writes into */
 typedef struct la_huff_tables la_huff_tables_t;
 void la_huff_tables_free(la_huff_tables_t *t);
 size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
@@ -448,16 +452,17 @@ size_t la_huff_qrun_encode(const double *ks, uint64_t m, double kref,
                            la_huff_tables_t **tables, int simd);
 
 /* A canonical decoder: the tables of n symbols' code lengths, then the
- * stream read from a 64-bit window. */
+ * stream, read 8 bytes at a time. lut: for every lb-bit window, up to 4
+ * codes that lie whole in it (la_compact_huff.c, hdec_lut). */
 typedef struct {
   uint32_t per_len[LA_HUFF_MAX_LEN + 1];
   uint32_t first_code[LA_HUFF_MAX_LEN + 2], first_idx[LA_HUFF_MAX_LEN + 2];
   uint16_t order[LA_HUFF_MAX_SYMS]; /* canonical place -> symbol */
-  uint16_t lut[1u << LA_HUFF_LUT_BITS];
+  uint8_t w[LA_HUFF_MAX_SYMS + 1];  /* each symbol's points (0: none) */
+  uint64_t lut[1u << LA_HUFF_LUT_BITS];
   int lb;
   const uint8_t *p;
-  uint64_t nbytes, bit, nbits, next, win;
-  int nw;
+  uint64_t nbytes, nbits, avail; /* avail: bytes readable at p */
 } la_hdec_t;
 
 typedef struct {
@@ -465,10 +470,12 @@ typedef struct {
   uint64_t nsym, ntok, mode;
   int64_t val[LA_HUFF_MAX_SYMS];   /* its values, as integers */
   int64_t tok[LA_HUFF_MAX_SYMS];   /* its tokens */
+  uint8_t tsym[LA_HUFF_MAX_SYMS];  /* each token's symbol */
   la_hdec_t h;                     /* its codes */
 } la_huff_dec_t;
 int la_huff_qrun_decode(la_creader_t *r, uint64_t m, int64_t kref, int64_t *d,
-                        int64_t *smin, int64_t *smax, la_huff_dec_t *st);
+                        __int128 *sum, int64_t *last, int64_t *smin,
+                        int64_t *smax, la_huff_dec_t *st);
 
 #ifdef __cplusplus
 }

@@ -930,6 +930,147 @@ static void test_coded_runs_mutated(void **state) {
   }
 }
 
+/* A coded point-form record of 43 points, value 3 at every third point
+ * (j % 3 == 0) and 0 elsewhere, codes "0" and "1": 43 bits in 6 bytes
+ * (nbytes of them written, the last one or-ed with pad), then, when
+ * follow, a plain one-point record (k = 3 + 7); its codes are the last
+ * bytes of the encoding otherwise. */
+#define LA__M 43
+static void stream_enc(enc_t *e, uint64_t nbytes, uint8_t pad, int follow) {
+  uint8_t bits[6] = {0};
+  for (int j = 0; j < LA__M; j++)
+    if (j % 3 == 0) bits[j / 8] |= (uint8_t)(0x80u >> (j % 8));
+  bits[5] |= pad;
+  head(e, LA_CENC_F_QUANTUM, LA__M + (follow ? 1 : 0), 0.5);
+  put_var(e, LA_REC_QRUN | LA_REC_EXC |
+                 ((uint64_t)(LA__M - 1) << LA_REC_SHIFT));
+  put_var(e, 2);
+  put_var(e, la_zigzag(0));
+  put_var(e, 2); /* 0, then 3 */
+  put_u8(e, 1 | 1 << 4);
+  put_var(e, nbytes);
+  for (uint64_t b = 0; b < nbytes; b++) put_u8(e, b < 6 ? bits[b] : 0);
+  if (follow) {
+    put_var(e, LA_REC_QRUN);
+    put_var(e, la_zigzag(7));
+  }
+}
+
+/* la_trace_open's result, la_trace_check_totals' the same, and on
+ * success the values and their sum (check_totals and its slices as
+ * decoded). */
+static int open_and_check(enc_t *e, double *v, size_t n, double *sum) {
+  uint32_t crc = la_compact_crc32(0, e->b, e->len);
+  for (int i = 0; i < 4; i++) put_u8(e, (uint8_t)(crc >> (8 * i)));
+  la_trace_t *t = NULL;
+  la_trace_totals_t tot, tsl;
+  char why[128], why2[128];
+  double sums[LA_SLICES_MAX];
+  int ok = 0;
+  int rc = la_trace_open(e->b, e->len, &t, why, sizeof why);
+  assert_int_equal(la_trace_check_totals(e->b, e->len, n, &tot, why2,
+                                         sizeof why2),
+                   rc);
+  if (rc != 0) {
+    assert_string_equal(why, why2);
+    return rc;
+  }
+  assert_int_equal(la_trace_decode(t, 0, n, v), 0);
+  la_trace_close(t);
+  assert_int_equal(la_trace_check_totals_slices(e->b, e->len, n, &tsl,
+                                                LA_SLICES_MAX, sums, &ok, why,
+                                                sizeof why),
+                   0);
+  assert_memory_equal(&tot.sum, &tsl.sum, sizeof(double));
+  *sum = tot.sum;
+  return 0;
+}
+
+/* The codes read several to a window and eight bytes at a time: a record
+ * that ends inside a window, its codes the encoding's last bytes or not;
+ * a stream a byte short (the bits after it are the next record's, or
+ * none), a padding bit set, a byte too many: refused the same way by
+ * the parser and the check. */
+static void test_coded_stream_end(void **state) {
+  (void)state;
+  enc_t e;
+  double v[LA__M + 1], sum;
+  for (int follow = 0; follow < 2; follow++) {
+    stream_enc(&e, 6, 0, follow);
+    assert_int_equal(open_and_check(&e, v, LA__M + (size_t)follow, &sum), 0);
+    double want = 0;
+    for (int j = 0; j < LA__M; j++) {
+      assert_true(v[j] == (j % 3 == 0 ? 1.5 : 0));
+      want += v[j];
+    }
+    if (follow) {
+      assert_true(v[LA__M] == 5); /* (3 + 7) * 0.5 */
+      want += 5;
+    }
+    assert_true(sum == want);
+    stream_enc(&e, 5, 0, follow);
+    assert_int_equal(open_and_check(&e, v, LA__M + (size_t)follow, &sum),
+                     LA_EPROTO);
+    stream_enc(&e, 6, 0x04, follow);
+    assert_int_equal(open_and_check(&e, v, LA__M + (size_t)follow, &sum),
+                     LA_EPROTO);
+    stream_enc(&e, 7, 0, follow);
+    assert_int_equal(open_and_check(&e, v, LA__M + (size_t)follow, &sum),
+                     LA_EPROTO);
+  }
+}
+#undef LA__M
+
+/* Whole series in coded runs (both forms, tables reused, far values
+ * with long codes): the check's sum, taken from the codes without the
+ * values, is the one taken from the decoded values (slices in every
+ * record), and the decoded trace's sum. */
+static void test_coded_check_sums(void **state) {
+  (void)state;
+  size_t n = 5 * LA_CENC_QRUN_MAX + 77;
+  double *ks = malloc(n * sizeof *ks), *x = malloc(n * sizeof *x);
+  assert_true(ks && x);
+  for (int c = 0; c < 3; c++) {
+    uint64_t seed = 21 + (uint64_t)c;
+    if (c == 0) aliased(ks, n, &seed);
+    for (size_t j = 0; c > 0 && j < n; j++) {
+      double u = la_compact_rand01(&seed);
+      ks[j] = u < 0.6 ? 26 : u < 0.75 ? 25 : u < 0.9 ? 1 : u < 0.998 ? 0
+              : c == 2 ? 2000 + floor(3e4 * la_compact_rand01(&seed)) : 3;
+    }
+    int64_t ksum = 0;
+    for (size_t j = 0; j < n; j++) {
+      x[j] = ks[j] * 0.5;
+      ksum += (int64_t)ks[j];
+    }
+    la_compact_params_t p = params(0.5);
+    la_compact_result_t r = {0};
+    assert_int_equal(la_compact(x, n, &p, &r), 0);
+    assert_true(r.quantized >= n - n / 100);
+    la_trace_totals_t tot, tsl;
+    char why[128];
+    double sums[LA_SLICES_MAX];
+    int ok = 0;
+    assert_int_equal(
+        la_trace_check_totals(r.bytes, r.len, n, &tot, why, sizeof why), 0);
+    assert_int_equal(la_trace_check_totals_slices(r.bytes, r.len, n, &tsl,
+                                                  LA_SLICES_MAX, sums, &ok,
+                                                  why, sizeof why),
+                     0);
+    assert_true(ok);
+    assert_memory_equal(&tot.sum, &tsl.sum, sizeof(double));
+    la_trace_t *t = NULL;
+    double rs = 0;
+    assert_int_equal(la_trace_open(r.bytes, r.len, &t, why, sizeof why), 0);
+    assert_int_equal(la_trace_range_sum(t, 0, n, &rs), 0);
+    la_trace_close(t);
+    assert_true(fabs(tot.sum - rs) <= 1e-12 * (double)ksum);
+    la_compact_result_free(&r);
+  }
+  free(ks);
+  free(x);
+}
+
 static void test_params_check_quantum(void **state) {
   la_compact_params_t p;
   (void)state;
@@ -962,6 +1103,8 @@ int main(void) {
       cmocka_unit_test(test_run_form_whole_series),
       cmocka_unit_test(test_run_form_refused),
       cmocka_unit_test(test_coded_runs_mutated),
+      cmocka_unit_test(test_coded_stream_end),
+      cmocka_unit_test(test_coded_check_sums),
       cmocka_unit_test(test_params_check_quantum),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
