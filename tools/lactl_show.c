@@ -209,8 +209,10 @@ static void collect(const la_traceset_t *t, rank_t *r, double *imb,
   if (la_traceset_imbalance(t, imb) != 0) *imb = NAN;
 }
 
+/* channel: --channel's name (NULL: the sum of the channels) */
 static void print_json(const la_traceset_t *t, const rank_t *r, const fid_t *fd,
-                       double imb, uint64_t raw, uint64_t enc, double sum) {
+                       double imb, uint64_t raw, uint64_t enc, double sum,
+                       const char *channel) {
   uint32_t np = la_traceset_nprocs(t);
   const uint32_t *miss;
   size_t nm = la_traceset_missing(t, &miss);
@@ -233,6 +235,10 @@ static void print_json(const la_traceset_t *t, const rank_t *r, const fid_t *fd,
   }
   printf("],\n \"metric\": ");
   lactl_json_str(stdout, la_traceset_metric(t));
+  if (channel) {
+    printf(", \"channel\": ");
+    lactl_json_str(stdout, channel);
+  }
   printf(", \"unit\": ");
   lactl_json_str(stdout, la_traceset_unit(t));
   printf(", \"time_ns\": %llu, \"elements\": %llu, \"total\": ",
@@ -357,7 +363,8 @@ static void print_coarse(const la_traceset_t *t) {
 }
 
 static int print_text(const la_traceset_t *t, const rank_t *r, const fid_t *fd,
-                      double imb, uint64_t raw, uint64_t enc, double sum) {
+                      double imb, uint64_t raw, uint64_t enc, double sum,
+                      const char *channel) {
   uint32_t np = la_traceset_nprocs(t);
   const uint32_t *miss;
   size_t nm = la_traceset_missing(t, &miss);
@@ -376,6 +383,7 @@ static int print_text(const la_traceset_t *t, const rank_t *r, const fid_t *fd,
   printf("  metric      %s%s%s%s\n",
          *la_traceset_metric(t) ? la_traceset_metric(t) : "?",
          *unit ? " (" : "", unit, *unit ? ")" : "");
+  if (channel) printf("  channel     %s (its values only)\n", channel);
   if (state == LACTL_OPEN)
     printf("  time        open: the GlobalAgent still waits for ranks\n");
   else
@@ -535,9 +543,9 @@ int lactl_show_main(int argc, char **argv) {
   collect(t, r, &imb, &raw, &enc, &sum);
   collect_fidelity(t, r, &fd);
   if (o.json)
-    print_json(t, r, &fd, imb, raw, enc, sum);
+    print_json(t, r, &fd, imb, raw, enc, sum, o.channel);
   else
-    rc = print_text(t, r, &fd, imb, raw, enc, sum);
+    rc = print_text(t, r, &fd, imb, raw, enc, sum, o.channel);
   free(r);
   la_traceset_free(t);
   if (rc) {

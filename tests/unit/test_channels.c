@@ -545,6 +545,12 @@ static void test_lactl_channel(void **state) {
                         "--global", S.feed_addr, "--json", NULL};
   rc = lactl(show, out, sizeof out);
   if (rc != 0) fail_msg("lactl show --channel visc: %d\n%s", rc, out);
+  if (!strstr(out, "\"channel\": \"visc\""))
+    fail_msg("lactl show --channel visc --json names no channel:\n%s", out);
+  show[7] = NULL; /* the text names it too */
+  rc = lactl(show, out, sizeof out);
+  if (rc != 0 || !strstr(out, "\n  channel     visc (its values only)\n"))
+    fail_msg("lactl show --channel visc names no channel: %d\n%s", rc, out);
   const char *bad[] = {"show", "ch-lactl", "2",         "--channel",
                        "nope", "--global", S.feed_addr, NULL};
   rc = lactl(bad, out, sizeof out);
