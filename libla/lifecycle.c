@@ -424,6 +424,8 @@ static int la__register(const char *app_name, int rank, int nprocs,
              s->app_id[0] ? ""
              : !s->app_id_random
                  ? "; no random part: LA_APP_ID_RANDOM=0"
+             : agreed[0] && rank != 0
+                 ? "; rank 0's, as its line says it was made"
              : agreed[0] || nprocs == 1
                  ? "; its last part random, so that no other user can "
                    "claim it first"

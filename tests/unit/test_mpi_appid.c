@@ -322,7 +322,8 @@ static int build_app(const char *cc, const char *dir, const char *name,
  * under `env LA_APP_ID=first` when first is not NULL; checks both ranks
  * print one id, want when not NULL, else one that starts with
  * "appidtest.". With LA_VERBOSE=1 no rank may say it "registers apart
- * from rank 0": they all took one id. */
+ * from rank 0": they all took one id; nor, under LA_APP_ID, that the id
+ * has a random part. */
 static void run_app(const char *const *launcher, const char *prog,
                     const char *first, const char *want) {
   la_td_argv_t a;
@@ -347,6 +348,9 @@ static void run_app(const char *const *launcher, const char *prog,
   if (rc != 0) fail_msg("%s exited %d:\n%s", launcher[0], rc, out);
   if (strstr(out, "registers apart"))
     fail_msg("a rank says it registers apart under one id:\n%s", out);
+  /* rank 0's LA_APP_ID has no random part: no rank may say it has one */
+  if (first && strstr(out, "random"))
+    fail_msg("a rank says LA_APP_ID=%s has a random part:\n%s", first, out);
   char id[2][200] = {"", ""};
   for (int r = 0; r < 2; r++) {
     char key[32];
