@@ -44,6 +44,9 @@
  *     trace, over the GlobalAgent's CPU per trace with the setting off;
  *     beside it the store option's (storing by representatives at close
  *     less the grouping).
+ * LA_CLUSTERS_CYCLES=N stores N cycles instead of 3 (the whole file's
+ * ratio as a longer run sees it); LA_CLUSTERS_RUNS=N runs the first N of
+ * the three compactions only (1: the polyline's small traces);
  * LA_CLUSTERS_CHECK_ONLY=1 runs only the grouping and the ingest check;
  * LA_CLUSTERS_STORE_ONLY=1 all but the GlobalAgent runs; LA_CLUSTERS_KEEP=DIR
  * keeps each run's representatives store there (DIR/SPEC.db, robust.db).
@@ -77,10 +80,13 @@
 #define NEL 4096
 #define OUTLIERS 8
 #define REPEATS 7
-#define CYCLES 3
+#define CYCLES_DEFAULT 3 /* LA_CLUSTERS_CYCLES: another count (>= 2) */
 #define GA_NODES 8   /* simulated LocalAgents feeding the GlobalAgent */
 #define GA_CYCLES 4  /* cycles of the set sent to it per run */
 #define GA_REPEATS 3 /* runs with the setting off and on, interleaved */
+
+static int n_cycles = CYCLES_DEFAULT;
+#define CYCLES n_cycles
 
 static double cpu_now(void) {
   struct timespec t;
@@ -214,7 +220,7 @@ static int store_run(const char *db, int reps, int robust, store_res_t *o) {
   la_store_commit(s);
   uint64_t seq = 0;
   double t_reps = 0, used1 = 0, sets1 = 0;
-  for (uint64_t c = 1; c <= CYCLES; c++) {
+  for (uint64_t c = 1; c <= (uint64_t)CYCLES; c++) {
     la_store_begin(s);
     for (uint32_t r = 0; r < RANKS; r++) {
       La__SeriesStats st = LA__SERIES_STATS__INIT;
@@ -562,12 +568,33 @@ int main(int argc, char **argv) {
   char dir[512];
   if (la_bench_tmpdir("bench_clusters", dir, sizeof dir)) return 1;
   if (la_auth_init() != 0) return 1;
+  const char *ce = getenv("LA_CLUSTERS_CYCLES");
+  if (ce && *ce) {
+    char *end;
+    long v = strtol(ce, &end, 10);
+    if (*end || v < 2 || v > 100000) {
+      fprintf(stderr, "bench_clusters: LA_CLUSTERS_CYCLES '%s' is not a "
+                      "count of cycles from 2 to 100000\n", ce);
+      return 2;
+    }
+    n_cycles = (int)v;
+  }
   FILE *f = la_bench_open_out(outp);
   if (!f) return 1;
   run_t u[] = {{.spec = "polyline"},
                {.spec = "maxerr:eps=0.01,relative"},
                {.spec = "maxerr:eps=0.01,relative", .robust = 1}};
   size_t nu = sizeof u / sizeof u[0];
+  const char *re = getenv("LA_CLUSTERS_RUNS");
+  if (re && *re) { /* the first N runs only (1: the small traces) */
+    long v = strtol(re, NULL, 10);
+    if (v < 1 || (size_t)v > nu) {
+      fprintf(stderr, "bench_clusters: LA_CLUSTERS_RUNS '%s' is not 1 to "
+                      "%zu\n", re, nu);
+      return 2;
+    }
+    nu = (size_t)v;
+  }
   int good = 1;
   printf("bench_clusters: %d ranks x %d elements in %d classes, %d outliers\n",
          RANKS, NEL, LA_TC_CLASSES, OUTLIERS);
