@@ -357,6 +357,7 @@ check:
 QUICK_TESTS = test_auth test_codec test_compact_codec test_compact_fastpath \
   test_compact_maxerr test_compact_maxerr_ref test_compact_polyline \
   test_compact_qrun test_compact_recon test_compact_runs test_compact_spread \
+  test_compact_lazysums \
   test_crc32 test_docs test_ga_held test_halo test_history test_part \
   test_layering test_outq \
   test_robust test_seglog_damage test_shm_layout test_sockio test_stitch \

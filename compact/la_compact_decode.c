@@ -11,15 +11,19 @@
  * and allocates in proportion to the input size: garbage is refused, never
  * read out of bounds. The index's arrays start with room for what a body of
  * its size usually holds (about 11 bytes of index per byte), so that they
- * are not copied as they grow, and are cut to what they hold once parsed. Range sums use double-double prefix sums over records,
- * exceptions and verbatim values, so a query costs O(log records + non-finite
+ * are not copied as they grow, and are cut to what they hold once parsed.
+ * Range sums use double-double prefix sums over records, exceptions and
+ * verbatim values, built by the first range sum (sums_ready(): a reader of
+ * values never pays for them), so a query costs O(log records + non-finite
  * values in the range); non-finite values are kept out of the prefixes and
  * added at the end, as IEEE arithmetic would. It does not segment: a scaled
  * trace goes through the encoder (la_cenc) with the records it has.
  */
 #include <assert.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +130,7 @@ void la_trace_close(la_trace_t *t) {
   free(t->vblk);
   free(t->nfpos);
   free(t->nfval);
+  pthread_mutex_destroy(&t->sums_lock);
   free(t);
 }
 
@@ -160,9 +165,10 @@ static int reserve_values(la_trace_t *t, uint64_t more) {
   return 0;
 }
 
-/* The running sum over vals[from .. nv), just stored, with a checkpoint
- * at every LA_VBLK values; kept in registers (through t it would be
- * stored and loaded at every value: vals may alias it for the compiler). */
+/* The running sum over vals[from .. nv), with a checkpoint at every
+ * LA_VBLK values (build_sums(), rescale(): from 0); kept in registers
+ * (through t it would be stored and loaded at every value: vals may alias
+ * it for the compiler). */
 static void sum_from(la_trace_t *t, size_t from) {
   const double *vals = t->vals, psc = t->psc;
   dd_t *blk = t->vblk, run = t->vrun;
@@ -175,8 +181,8 @@ static void sum_from(la_trace_t *t, size_t from) {
   t->vrun = run;
 }
 
-/* A value (room reserved by reserve_values), summed by sum_from() once
- * its record is read. */
+/* A value (room reserved by reserve_values); summed by sum_from() when a
+ * range sum first needs it (build_sums()). */
 static inline int add_value(la_trace_t *t, uint64_t pos, double v) {
   if (t->check_only) {
     if (t->sl) sl_reach(t->sl, t->acc, pos);
@@ -188,14 +194,13 @@ static inline int add_value(la_trace_t *t, uint64_t pos, double v) {
 }
 
 /* count values (kref + d[j]) * q of a coded quantized run, all finite (the
- * caller checked the table's extremes), stored and summed. */
+ * caller checked the table's extremes), stored. */
 static void add_qvalues(la_trace_t *t, int64_t kref, const int64_t *d,
                         uint64_t count, double q) {
   double *vals = t->vals;
   size_t nv = t->nv;
   for (uint64_t j = 0; j < count; j++) vals[nv + j] = (double)(kref + d[j]) * q;
   t->nv = nv + count;
-  sum_from(t, nv);
 }
 
 /* The exact sum of a coded quantized run's count integers d[j], every
@@ -384,7 +389,6 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
   int64_t qk = 0; /* integer of the last value of a quantized run */
   double prev = 0, a, b, v;
   int prev_exp = 0, vertex_ok = 0, rc, kind;
-  dd_t sum = {0, 0}, rs;
   int connected = (t->flags & LA_CENC_F_CONNECTED) != 0;
   void **r_arrays[] = {(void **)&t->recs, (void **)&t->rprefix};
   const size_t r_sizes[] = {sizeof(rec_t), sizeof(dd_t)};
@@ -492,7 +496,6 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
                            "quantized value overflows at byte %zu", at);
         if ((rc = add_value(t, pos + j, v)) != 0) return rc;
       }
-      if (!t->check_only) sum_from(t, q->x0);
       vertex_ok = 0;
       goto next;
     }
@@ -507,7 +510,6 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
         if ((rc = la_creader_verbatim(r, &v)) != 0) goto bad;
         if ((rc = add_value(t, pos + j, v)) != 0) return rc;
       }
-      if (!t->check_only) sum_from(t, q->x0);
       vertex_ok = 0;
       goto next;
     }
@@ -588,12 +590,7 @@ static int parse_records_st(la_trace_t *t, la_creader_t *r, char *why,
     vertex_ok = 1;
   next:
     pos += count;
-    if (t->check_only) continue;
-    if (t->nrec == 0) t->rprefix[0] = (dd_t){0, 0};
-    rs = rec_partial(t, q, 0, count, (dd_t){0, 0});
-    sum = dd_add(dd_add(sum, rs.hi), rs.lo);
-    t->rprefix[t->nrec + 1] = sum;
-    t->nrec++;
+    if (!t->check_only) t->nrec++;
   }
   return 0;
 bad:
@@ -674,6 +671,47 @@ static void rescale(la_trace_t *t) {
     sum = dd_add(dd_add(sum, rs.hi), rs.lo);
     t->rprefix[k + 1] = sum;
   }
+}
+
+/* The prefix sums range sums read, as the parse left them to be built:
+ * the values' running sum with its checkpoints, the records' sums (a
+ * lossless trace's one record: the values' running sum), then rescale().
+ * Every sum in the same order as when they were built at open, so every
+ * range sum is the same, bit for bit. */
+static void build_sums(la_trace_t *t) {
+  dd_t sum = {0, 0};
+
+  if (t->nv) sum_from(t, 0);
+  if (t->mode == LA_COMPACT_LOSSLESS) {
+    if (t->nrec) t->rprefix[1] = t->vrun;
+  } else {
+    t->rprefix[0] = (dd_t){0, 0};
+    for (size_t k = 0; k < t->nrec; k++) {
+      const rec_t *q = &t->recs[k];
+      dd_t rs = rec_partial(t, q, 0, q->count, (dd_t){0, 0});
+      sum = dd_add(dd_add(sum, rs.hi), rs.lo);
+      t->rprefix[k + 1] = sum;
+    }
+  }
+  rescale(t);
+}
+
+/* The prefix sums of t, built by the first query that reads them (a
+ * reader of decoded values or of totals never pays for them); safe when
+ * threads ask at once: one builds under t's lock, the others wait for it,
+ * and every later query sees them built (acquire). t is la_trace_open's,
+ * allocated writable: the const is the queries'. */
+static void sums_ready(const la_trace_t *ct) {
+  la_trace_t *t = (la_trace_t *)ct;
+
+  assert(!t->check_only);
+  if (atomic_load_explicit(&t->sums_built, memory_order_acquire)) return;
+  pthread_mutex_lock(&t->sums_lock);
+  if (!atomic_load_explicit(&t->sums_built, memory_order_relaxed)) {
+    build_sums(t);
+    atomic_store_explicit(&t->sums_built, 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&t->sums_lock);
 }
 
 int la_trace_open(const uint8_t *bytes, size_t len, la_trace_t **out, char *why,
@@ -811,9 +849,7 @@ static int parse_trace(const uint8_t *bytes, size_t len, uint64_t max_points,
       double v = t->vals[t->nv++];
       if ((rc = add_nonfinite(t, j, v)) != 0) goto out;
     }
-    sum_from(t, 0);
     t->recs[0] = (rec_t){.first = 0, .count = n, .kind = LA_REC_VERBATIM};
-    t->rprefix[1] = t->vrun;
     t->nrec = n > 0;
   } else if ((rc = parse_records(t, &r, why, why_len)) != 0) {
     goto out;
@@ -834,7 +870,6 @@ body_done:
   if (!t->check_only && t->rprefix == NULL &&
       (t->rprefix = calloc(1, sizeof(dd_t))) == NULL)
     rc = LA_ENOMEM;
-  if (rc == 0 && !t->check_only) rescale(t);
   if (rc == 0 && !t->check_only && t->pc) { /* the pieces' values, once */
     if ((t->pv = malloc((n ? n : 1) * sizeof *t->pv)) == NULL)
       rc = LA_ENOMEM;
@@ -854,6 +889,10 @@ int la_trace_open_max(const uint8_t *bytes, size_t len, uint64_t max_points,
     return la_errorf(why, why_len, LA_EINVAL, "no buffer");
   *out = NULL;
   if ((t = calloc(1, sizeof(*t))) == NULL) return LA_ENOMEM;
+  if (pthread_mutex_init(&t->sums_lock, NULL) != 0) {
+    free(t);
+    return LA_ENOMEM;
+  }
   t->psc = 1;
   if ((rc = parse_trace(bytes, len, max_points, t, why, why_len)) != 0) {
     la_trace_close(t);
@@ -1079,6 +1118,7 @@ static double sum_stored(const la_trace_t *t, la_trace_cursor_t *c,
   dd_t s = {0, 0};
   double r;
 
+  sums_ready(t);
   last = first + count - 1;
   if (c) {
     k0 = find_rec_from(t, &c->rec, first);
@@ -1279,6 +1319,7 @@ int la_trace_scaled(const la_trace_t *t, const double *dec, double scale,
   la_compact_params_t p;
   la_trace_params(t, &p);
   p.quantum = 0; /* scaled values are no whole ticks */
+  sums_ready(t); /* psc: whether rescale() scaled them */
   if (t->mode == LA_COMPACT_LOSSLESS || t->spread != 1 || t->pc ||
       t->psc != 1)
     return la_compact(x, (size_t)n, &p, out);

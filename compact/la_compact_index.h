@@ -8,6 +8,9 @@
 #ifndef LA_COMPACT_INDEX_H
 #define LA_COMPACT_INDEX_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include "la_compact_internal.h"
 #include "la_compact_pieces.h"
 
@@ -33,7 +36,9 @@ typedef struct {
 } rec_t;
 
 /* A parsed encoding (la_compact.h's la_trace_t): its records, their
- * exceptions and verbatim values, with prefix sums for range sums. */
+ * exceptions and verbatim values, with prefix sums for range sums (rprefix,
+ * vblk, vrun and psc: built by the first range sum, under sums_lock, see
+ * sums_ready() in la_compact_decode.c; xprefix at open, scaled then). */
 struct la_trace {
   uint64_t n;      /* stored values */
   uint64_t spread; /* points per stored value (1, or k of a spread trace) */
@@ -63,6 +68,8 @@ struct la_trace {
   /* the prefix sums hold values times psc: 1, or 2^-64 when they would
    * leave the double range at 1 (values near DBL_MAX; rescale()) */
   double psc;
+  atomic_int sums_built;     /* 1: rprefix, vblk, vrun, psc built */
+  pthread_mutex_t sums_lock; /* held while they are built */
 };
 
 /* A pieced trace (la_compact_pieced_read.c): parses and checks the geometry
