@@ -298,6 +298,13 @@ static void la__tab_open(la_outq_t *q, const char *log_dir) {
     return;
   }
   uint64_t bad = 0;
+  if (la_takentab_unreadable(q->tab))
+    la__seglog_notef(q->note, q->note_arg,
+                     "log %s: its table of taken cycles (taken.tab) cannot "
+                     "be read (cut, or not of this layout or size): cycles "
+                     "an earlier run took and had not logged cannot be "
+                     "named; the table is made anew",
+                     log_dir);
   la_takentab_each(q->tab, la__tab_slot, q, &bad);
   if (bad)
     la__seglog_notef(q->note, q->note_arg,

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "la_codec.h"
 #include "la_crc32.h"
 #include "la_errcodes.h"
 #include "seglog.h"
@@ -29,6 +30,7 @@ struct la_takentab {
   uint8_t *used;    /* LA_TAKENTAB_SLOTS flags: slot in use since clear */
   uint32_t hint;    /* where la_takentab_put looks first */
   int dirty;        /* a slot changed since the last msync (atomic) */
+  int unreadable;   /* the file held something not a table (la__map) */
 };
 
 static uint8_t *la__slot(const la_takentab_t *t, uint32_t i) {
@@ -46,24 +48,64 @@ static int la__fail(char *why, size_t len, const char *dir, const char *what) {
   return LA_EIO;
 }
 
-/* Maps the file at its size (n slots from the header when it is valid,
- * else none). */
-static int la__map(la_takentab_t *t) {
-  struct stat sb;
-  if (fstat(t->fd, &sb) != 0) return LA_EIO;
-  t->size = (size_t)sb.st_size;
-  t->n = 0;
-  t->map = NULL;
-  if (t->size < LA__TT_HDR) return 0;
-  void *m = mmap(NULL, t->size, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, 0);
+/* Maps size bytes of the file. */
+static int la__mmap(la_takentab_t *t, size_t size) {
+  void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, 0);
   if (m == MAP_FAILED) return LA_EIO;
   t->map = m;
-  uint32_t n = la__sl_get32(t->map + 8);
-  if (memcmp(t->map, "LATAKEN1", 8) == 0 &&
-      la__sl_get32(t->map + 12) == LA__TT_SLOT &&
-      t->size == LA__TT_HDR + (size_t)n * LA__TT_SLOT)
-    t->n = n;
+  t->size = size;
   return 0;
+}
+
+/* Maps the file when its header is this layout's with 1..
+ * LA_TAKENTAB_SLOTS slots and its size exactly theirs; any other file
+ * holding bytes (cut, grown, another layout, a count it does not have) is
+ * not mapped nor walked, and is unreadable. An empty file is a new one. */
+static int la__map(la_takentab_t *t) {
+  struct stat sb;
+  uint8_t h[LA__TT_HDR];
+  t->map = NULL;
+  t->size = 0;
+  t->n = 0;
+  if (fstat(t->fd, &sb) != 0) return LA_EIO;
+  t->unreadable = sb.st_size > 0;
+  if (sb.st_size < (off_t)LA__TT_HDR) return 0;
+  ssize_t r = pread(t->fd, h, sizeof h, 0);
+  if (r < 0) return LA_EIO;
+  uint32_t n = la__sl_get32(h + 8);
+  if (r != (ssize_t)sizeof h || memcmp(h, "LATAKEN1", 8) != 0 ||
+      la__sl_get32(h + 12) != LA__TT_SLOT || n == 0 ||
+      n > LA_TAKENTAB_SLOTS ||
+      sb.st_size != (off_t)(LA__TT_HDR + (size_t)n * LA__TT_SLOT))
+    return 0;
+  if (la__mmap(t, (size_t)sb.st_size) != 0) return LA_EIO;
+  t->n = n;
+  t->unreadable = 0;
+  return 0;
+}
+
+/* What is wrong with the file for a table (NULL: nothing): a 0600 regular
+ * file of the agent's user. */
+static const char *la__refusal(const struct stat *sb, char *buf,
+                               size_t len) {
+  if (!S_ISREG(sb->st_mode)) {
+    snprintf(buf, len, "not a regular file (%s)",
+             S_ISFIFO(sb->st_mode)   ? "a FIFO"
+             : S_ISDIR(sb->st_mode)  ? "a directory"
+             : S_ISSOCK(sb->st_mode) ? "a socket"
+             : S_ISCHR(sb->st_mode)  ? "a character device"
+             : S_ISBLK(sb->st_mode)  ? "a block device"
+                                     : "of another type");
+  } else if (sb->st_uid != geteuid()) {
+    snprintf(buf, len, "owned by uid %u, not the agent's (%u)",
+             (unsigned)sb->st_uid, (unsigned)geteuid());
+  } else if (sb->st_mode & 077) {
+    snprintf(buf, len, "mode %03o, not 600",
+             (unsigned)(sb->st_mode & 0777));
+  } else {
+    return NULL;
+  }
+  return buf;
 }
 
 int la_takentab_open(int dirfd, const char *dir, la_takentab_t **out,
@@ -78,7 +120,11 @@ int la_takentab_open(int dirfd, const char *dir, la_takentab_t **out,
     return LA_ENOMEM;
   }
   t->used = used;
-  t->fd = openat(dirfd, LA__TT_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+  /* non-blocking: a FIFO or a device in its place is refused, never
+   * waited on */
+  t->fd = openat(dirfd, LA__TT_NAME,
+                 O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+                     O_CLOEXEC,
                  0600);
   if (t->fd < 0) {
     free(used);
@@ -86,13 +132,13 @@ int la_takentab_open(int dirfd, const char *dir, la_takentab_t **out,
     return la__fail(why, why_len, dir, "cannot open");
   }
   struct stat sb;
+  char buf[80];
+  const char *no = NULL;
   int rc = fstat(t->fd, &sb) == 0 ? 0 : LA_EIO;
-  if (rc == 0 && (!S_ISREG(sb.st_mode) || sb.st_uid != geteuid() ||
-                  (sb.st_mode & 077))) {
-    errno = EPERM;
-    rc = la__fail(why, why_len, dir,
-                  "refused (not a regular file of the agent's user, mode "
-                  "600):");
+  if (rc == 0 && (no = la__refusal(&sb, buf, sizeof buf)) != NULL) {
+    if (why && why_len)
+      snprintf(why, why_len, "log %s: %s refused: %s", dir, LA__TT_NAME, no);
+    rc = LA_EIO;
   } else if (rc != 0 || (rc = la__map(t)) != 0) {
     rc = la__fail(why, why_len, dir, "cannot read");
   }
@@ -104,6 +150,18 @@ int la_takentab_open(int dirfd, const char *dir, la_takentab_t **out,
   return 0;
 }
 
+/* An app id as la_takentab_put is given one (the wire's: 1..
+ * LA_MAX_ID_LEN printable bytes, no space): a slot with another one,
+ * its CRC right or not, was not written by an agent. */
+static int la__app_ok(const uint8_t *app, uint16_t len) {
+  if (len == 0 || len > LA_MAX_ID_LEN) return 0;
+  for (uint16_t i = 0; i < len; i++)
+    if (app[i] < 0x21 || app[i] > 0x7e) return 0;
+  return 1;
+}
+
+int la_takentab_unreadable(const la_takentab_t *t) { return t->unreadable; }
+
 size_t la_takentab_each(la_takentab_t *t,
                         void (*cb)(void *arg, const char *app,
                                    uint16_t app_len, uint32_t rank,
@@ -111,15 +169,14 @@ size_t la_takentab_each(la_takentab_t *t,
                         void *arg, uint64_t *bad) {
   size_t k = 0;
   uint64_t nbad = 0;
-  /* a file too short or of another layout cannot be read: damage */
-  if (t->map && t->n == 0 && t->size > LA__TT_HDR) nbad++;
   for (uint32_t i = 0; i < t->n; i++) {
     const uint8_t *s = la__slot(t, i);
     uint32_t state = la__sl_get32(s);
     if (state == 0) continue;
     uint16_t len = la__sl_get16(s + 12);
     if (state != LA_TAKENTAB_MARK || len > LA__TT_MAX_APP ||
-        la_crc32(0, s + 8, 16u + len) != la__sl_get32(s + 4)) {
+        la_crc32(0, s + 8, 16u + len) != la__sl_get32(s + 4) ||
+        !la__app_ok(s + 24, len) || la__sl_get32(s + 8) >= LA_MAX_RANKS) {
       nbad++;
       continue;
     }
@@ -137,13 +194,15 @@ uint64_t la_takentab_since(const la_takentab_t *t) {
 
 int la_takentab_clear(la_takentab_t *t, uint64_t since) {
   size_t want = LA__TT_HDR + (size_t)LA_TAKENTAB_SLOTS * LA__TT_SLOT;
-  if (t->size != want) {
+  if (!t->map || t->size != want) {
     if (t->map) munmap(t->map, t->size);
     t->map = NULL;
+    t->size = 0;
     t->n = 0;
-    if (ftruncate(t->fd, (off_t)want) != 0 || la__map(t) != 0 || !t->map)
+    if (ftruncate(t->fd, (off_t)want) != 0 || la__mmap(t, want) != 0)
       return LA_EIO;
   }
+  t->unreadable = 0;
   memset(t->map, 0, t->size);
   memcpy(t->map, "LATAKEN1", 8);
   la__sl_put32(t->map + 8, LA_TAKENTAB_SLOTS);

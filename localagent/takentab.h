@@ -37,16 +37,24 @@ typedef struct la_takentab la_takentab_t;
 
 /* Opens dir's "taken.tab" (dirfd: the log directory, checked and locked
  * by seglog.h), creating it with mode 0600 and LA_TAKENTAB_SLOTS slots
- * when missing; a table of another size is read as it is and made the
- * right size by la_takentab_clear. Refuses a file that is not a regular
- * file of the agent's user. Returns 0 and *out, or LA_EIO / LA_ENOMEM
- * with the reason in why. */
+ * when missing; a file that is not a table (la_takentab_unreadable) is
+ * made one by la_takentab_clear. Refuses, saying which, a file that is
+ * not a regular file (opened without blocking: a FIFO or a device is
+ * never waited on), one of another user, one of a mode other than 0600.
+ * Returns 0 and *out, or LA_EIO / LA_ENOMEM with the reason in why. */
 int la_takentab_open(int dirfd, const char *dir, la_takentab_t **out,
                      char *why, size_t why_len);
 
+/* 1 when the file held bytes that are not a table (cut inside its
+ * header, of another layout or size, a slot count over
+ * LA_TAKENTAB_SLOTS): its slots cannot be read, and la_takentab_each
+ * calls nothing. 0 after la_takentab_clear. */
+int la_takentab_unreadable(const la_takentab_t *t);
+
 /* Calls cb for every slot marked taken whose CRC is right; returns how
- * many; *bad (may be NULL) gets the slots marked but damaged (a bad CRC, an
- * app length over 255, a state word neither free nor marked). */
+ * many; *bad (may be NULL) gets the slots marked but damaged (a bad CRC, a
+ * state word neither free nor marked, an app id that is not 1..
+ * LA_MAX_ID_LEN printable bytes, a rank not below LA_MAX_RANKS). */
 size_t la_takentab_each(la_takentab_t *t,
                         void (*cb)(void *arg, const char *app,
                                    uint16_t app_len, uint32_t rank,
