@@ -66,6 +66,19 @@ int la__error(int code, const char *fmt, ...) {
   return code;
 }
 
+int la__warn(int code, const char *fmt, ...) {
+  char detail[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(detail, sizeof detail, fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&la__mu);
+  snprintf(la__last, sizeof la__last, "%s: %s", LA_strerror(code), detail);
+  la__emit(la__last);
+  pthread_mutex_unlock(&la__mu);
+  return code;
+}
+
 void la__info(const char *fmt, ...) {
   if (!la__verbose) return;
   char msg[400];
