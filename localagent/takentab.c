@@ -127,8 +127,16 @@ int la_takentab_open(int dirfd, const char *dir, la_takentab_t **out,
                      O_CLOEXEC,
                  0600);
   if (t->fd < 0) {
+    int e = errno;
     free(used);
     free(t);
+    if (e == ELOOP) { /* O_NOFOLLOW's answer */
+      if (why && why_len)
+        snprintf(why, why_len, "log %s: %s refused: a symbolic link", dir,
+                 LA__TT_NAME);
+      return LA_EIO;
+    }
+    errno = e;
     return la__fail(why, why_len, dir, "cannot open");
   }
   struct stat sb;

@@ -685,7 +685,16 @@ static void test_taken_table_hostile(void **state) {
   assert_non_null(strstr(f->last, "4 damaged slots"));
   la_outq_close(q);
 
-  /* refused in its place: a FIFO, mode 0644, another user's file */
+  /* refused in its place: a link, a FIFO, mode 0644, another user's file */
+  char elsewhere[200];
+  snprintf(elsewhere, sizeof elsewhere, "%s/elsewhere", f->dir);
+  assert_int_equal(rename(tab, elsewhere), 0);
+  assert_int_equal(symlink(elsewhere, tab), 0);
+  f->last[0] = '\0';
+  q = open_q(f, 1 << 20, 1 << 20, 0);
+  assert_non_null(strstr(f->last, "taken.tab refused: a symbolic link"));
+  la_outq_close(q);
+  assert_int_equal(unlink(elsewhere), 0);
   assert_int_equal(unlink(tab), 0);
   assert_int_equal(mkfifo(tab, 0600), 0);
   f->last[0] = '\0';
