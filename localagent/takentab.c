@@ -5,6 +5,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +34,56 @@ struct la_takentab {
   uint32_t hint;    /* where la_takentab_put looks first */
   int dirty;        /* a slot changed since the last msync (atomic) */
   int unreadable;   /* the file held something not a table (la__map) */
+  int cut;          /* a store faulted: the file was cut under the map */
 };
+
+/* A store into the map faults (SIGBUS) once another process has cut the
+ * file under it (truncate(2) by the agent's user or root): the stores are
+ * made with this thread's la__tt_jmp armed, and the handler returns there
+ * instead of the agent dying; the table is then cut and takes no more
+ * slots. A SIGBUS anywhere else goes to the handler there was before
+ * (restored, the faulting instruction runs again). Installed at each
+ * open unless it is the handler already (another may have been put in
+ * its place since: a test framework's); SA_NODEFER: nothing stays blocked
+ * after the jump. */
+static _Thread_local sigjmp_buf *la__tt_jmp;
+static struct sigaction la__tt_old;
+static pthread_mutex_t la__tt_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void la__tt_bus(int sig, siginfo_t *si, void *uc) {
+  (void)sig, (void)si, (void)uc;
+  if (la__tt_jmp) siglongjmp(*la__tt_jmp, 1);
+  sigaction(SIGBUS, &la__tt_old, NULL);
+}
+
+static void la__tt_install(void) {
+  struct sigaction sa;
+  pthread_mutex_lock(&la__tt_mu);
+  if (sigaction(SIGBUS, NULL, &sa) == 0 && (sa.sa_flags & SA_SIGINFO) &&
+      sa.sa_sigaction == la__tt_bus) {
+    pthread_mutex_unlock(&la__tt_mu);
+    return;
+  }
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = la__tt_bus;
+  sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGBUS, &sa, &la__tt_old);
+  pthread_mutex_unlock(&la__tt_mu);
+}
+
+/* Runs the stores of a call (the lines after it, until LA__TT_DISARM)
+ * with the guard armed; a fault there marks t cut and runs on_cut. */
+#define LA__TT_ARM(t, jb, on_cut) \
+  do {                            \
+    if (sigsetjmp(jb, 0)) {       \
+      la__tt_jmp = NULL;          \
+      __atomic_store_n(&(t)->cut, 1, __ATOMIC_RELEASE); \
+      on_cut;                     \
+    }                             \
+    la__tt_jmp = &(jb);           \
+  } while (0)
+#define LA__TT_DISARM() (la__tt_jmp = NULL)
 
 static uint8_t *la__slot(const la_takentab_t *t, uint32_t i) {
   return t->map + LA__TT_HDR + (size_t)i * LA__TT_SLOT;
@@ -111,6 +163,7 @@ static const char *la__refusal(const struct stat *sb, char *buf,
 int la_takentab_open(int dirfd, const char *dir, la_takentab_t **out,
                      char *why, size_t why_len) {
   *out = NULL;
+  la__tt_install();
   la_takentab_t *t = calloc(1, sizeof *t);
   uint8_t *used = calloc(LA_TAKENTAB_SLOTS, 1);
   if (!t || !used) {
@@ -170,6 +223,8 @@ static int la__app_ok(const uint8_t *app, uint16_t len) {
 
 int la_takentab_unreadable(const la_takentab_t *t) { return t->unreadable; }
 
+int la_takentab_cut(const la_takentab_t *t) { return t->cut; }
+
 size_t la_takentab_each(la_takentab_t *t,
                         void (*cb)(void *arg, const char *app,
                                    uint16_t app_len, uint32_t rank,
@@ -211,11 +266,15 @@ int la_takentab_clear(la_takentab_t *t, uint64_t since) {
       return LA_EIO;
   }
   t->unreadable = 0;
+  sigjmp_buf jb;
+  LA__TT_ARM(t, jb, return LA_EIO);
   memset(t->map, 0, t->size);
   memcpy(t->map, "LATAKEN1", 8);
   la__sl_put32(t->map + 8, LA_TAKENTAB_SLOTS);
   la__sl_put32(t->map + 12, LA__TT_SLOT);
   la__sl_put64(t->map + 16, since);
+  LA__TT_DISARM();
+  __atomic_store_n(&t->cut, 0, __ATOMIC_RELEASE);
   t->n = LA_TAKENTAB_SLOTS;
   memset(t->used, 0, LA_TAKENTAB_SLOTS);
   t->hint = 0;
@@ -225,7 +284,10 @@ int la_takentab_clear(la_takentab_t *t, uint64_t since) {
 
 int la_takentab_put(la_takentab_t *t, const char *app, uint16_t app_len,
                     uint32_t rank, uint64_t cycle) {
-  if (t->n != LA_TAKENTAB_SLOTS || app_len > LA__TT_MAX_APP) return -1;
+  if (t->cut || t->n != LA_TAKENTAB_SLOTS || app_len > LA__TT_MAX_APP)
+    return -1;
+  sigjmp_buf jb;
+  LA__TT_ARM(t, jb, return -1);
   for (uint32_t k = 0; k < LA_TAKENTAB_SLOTS; k++) {
     uint32_t i = (t->hint + k) % LA_TAKENTAB_SLOTS;
     if (t->used[i]) continue;
@@ -238,23 +300,30 @@ int la_takentab_put(la_takentab_t *t, const char *app, uint16_t app_len,
     la__sl_put32(s + 4, la_crc32(0, s + 8, 16u + app_len));
     /* the state last: a kill leaves the slot free or whole */
     __atomic_store_n(la__state(t, i), LA_TAKENTAB_MARK, __ATOMIC_RELEASE);
+    LA__TT_DISARM();
     t->used[i] = 1;
     t->hint = (i + 1) % LA_TAKENTAB_SLOTS;
     __atomic_store_n(&t->dirty, 1, __ATOMIC_RELEASE);
     return (int)i;
   }
+  LA__TT_DISARM();
   return -1;
 }
 
 void la_takentab_free(la_takentab_t *t, int i) {
   if (i < 0 || (uint32_t)i >= LA_TAKENTAB_SLOTS || !t->used[i]) return;
-  __atomic_store_n(la__state(t, (uint32_t)i), 0u, __ATOMIC_RELEASE);
   t->used[i] = 0;
+  if (t->cut) return;
+  sigjmp_buf jb;
+  LA__TT_ARM(t, jb, return);
+  __atomic_store_n(la__state(t, (uint32_t)i), 0u, __ATOMIC_RELEASE);
+  LA__TT_DISARM();
   __atomic_store_n(&t->dirty, 1, __ATOMIC_RELEASE);
 }
 
 int la_takentab_sync(la_takentab_t *t) {
-  if (!t || !t->map || !__atomic_exchange_n(&t->dirty, 0, __ATOMIC_ACQ_REL))
+  if (!t || !t->map || __atomic_load_n(&t->cut, __ATOMIC_ACQUIRE) ||
+      !__atomic_exchange_n(&t->dirty, 0, __ATOMIC_ACQ_REL))
     return 0;
   if (msync(t->map, t->size, MS_SYNC) != 0) {
     __atomic_store_n(&t->dirty, 1, __ATOMIC_RELEASE);

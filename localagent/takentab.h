@@ -51,6 +51,13 @@ int la_takentab_open(int dirfd, const char *dir, la_takentab_t **out,
  * calls nothing. 0 after la_takentab_clear. */
 int la_takentab_unreadable(const la_takentab_t *t);
 
+/* 1 once a store into the table faulted because another process cut the
+ * file under the map (the agent survives: SIGBUS is caught around the
+ * stores); la_takentab_put then takes no slot (-1), la_takentab_free and
+ * la_takentab_sync write nothing, until la_takentab_clear. The caller
+ * puts the cycles of the slots in use into its log. */
+int la_takentab_cut(const la_takentab_t *t);
+
 /* Calls cb for every slot marked taken whose CRC is right; returns how
  * many; *bad (may be NULL) gets the slots marked but damaged (a bad CRC, a
  * state word neither free nor marked, an app id that is not 1..
