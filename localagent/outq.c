@@ -451,7 +451,7 @@ static uint16_t la__app_len(const la_outq_key_t *key) {
 }
 
 /* The taken table was cut under its map by another process (a store
- * faulted, la_takentab_cut): the cycles of its slots in use go to the log
+ * faulted) or replaced (la_takentab_cut): the cycles of its slots in use go to the log
  * as taken records now, as every later one does (the slots could not
  * name them after a crash); said once. Under the lock. */
 static void la__tab_cut(la_outq_t *q) {
@@ -469,8 +469,9 @@ static void la__tab_cut(la_outq_t *q) {
     k->slot = -1;
   }
   la__seglog_notef(q->note, q->note_arg,
-                   "log %s: taken.tab was cut under the agent by another "
-                   "process: taken records go to the log (%llu cycles of "
+                   "log %s: taken.tab was cut or replaced under the agent "
+                   "by another process: taken records go to the log (%llu "
+                   "cycles of "
                    "its slots written there%s)",
                    q->sl.path, (unsigned long long)n,
                    lost ? ", some could not be: a crash now loses them"

@@ -34,7 +34,11 @@ struct la_takentab {
   uint32_t hint;    /* where la_takentab_put looks first */
   int dirty;        /* a slot changed since the last msync (atomic) */
   int unreadable;   /* the file held something not a table (la__map) */
-  int cut;          /* a store faulted: the file was cut under the map */
+  int cut;          /* the file was cut under the map (a store faulted)
+                       or replaced (la_takentab_sync): atomic */
+  int dirfd;        /* the log directory (the caller's) */
+  dev_t dev;        /* the file opened */
+  ino_t ino;
 };
 
 /* A store into the map faults (SIGBUS) once another process has cut the
@@ -173,6 +177,7 @@ int la_takentab_open(int dirfd, const char *dir, la_takentab_t **out,
     return LA_ENOMEM;
   }
   t->used = used;
+  t->dirfd = dirfd;
   /* non-blocking: a FIFO or a device in its place is refused, never
    * waited on */
   t->fd = openat(dirfd, LA__TT_NAME,
@@ -203,6 +208,8 @@ int la_takentab_open(int dirfd, const char *dir, la_takentab_t **out,
   } else if (rc != 0 || (rc = la__map(t)) != 0) {
     rc = la__fail(why, why_len, dir, "cannot read");
   }
+  t->dev = sb.st_dev;
+  t->ino = sb.st_ino;
   if (rc != 0) {
     la_takentab_close(t);
     return rc;
@@ -223,7 +230,9 @@ static int la__app_ok(const uint8_t *app, uint16_t len) {
 
 int la_takentab_unreadable(const la_takentab_t *t) { return t->unreadable; }
 
-int la_takentab_cut(const la_takentab_t *t) { return t->cut; }
+int la_takentab_cut(const la_takentab_t *t) {
+  return __atomic_load_n(&t->cut, __ATOMIC_ACQUIRE);
+}
 
 size_t la_takentab_each(la_takentab_t *t,
                         void (*cb)(void *arg, const char *app,
@@ -284,7 +293,8 @@ int la_takentab_clear(la_takentab_t *t, uint64_t since) {
 
 int la_takentab_put(la_takentab_t *t, const char *app, uint16_t app_len,
                     uint32_t rank, uint64_t cycle) {
-  if (t->cut || t->n != LA_TAKENTAB_SLOTS || app_len > LA__TT_MAX_APP)
+  if (__atomic_load_n(&t->cut, __ATOMIC_ACQUIRE) ||
+      t->n != LA_TAKENTAB_SLOTS || app_len > LA__TT_MAX_APP)
     return -1;
   sigjmp_buf jb;
   LA__TT_ARM(t, jb, return -1);
@@ -313,7 +323,7 @@ int la_takentab_put(la_takentab_t *t, const char *app, uint16_t app_len,
 void la_takentab_free(la_takentab_t *t, int i) {
   if (i < 0 || (uint32_t)i >= LA_TAKENTAB_SLOTS || !t->used[i]) return;
   t->used[i] = 0;
-  if (t->cut) return;
+  if (__atomic_load_n(&t->cut, __ATOMIC_ACQUIRE)) return;
   sigjmp_buf jb;
   LA__TT_ARM(t, jb, return);
   __atomic_store_n(la__state(t, (uint32_t)i), 0u, __ATOMIC_RELEASE);
@@ -322,9 +332,16 @@ void la_takentab_free(la_takentab_t *t, int i) {
 }
 
 int la_takentab_sync(la_takentab_t *t) {
-  if (!t || !t->map || __atomic_load_n(&t->cut, __ATOMIC_ACQUIRE) ||
-      !__atomic_exchange_n(&t->dirty, 0, __ATOMIC_ACQ_REL))
+  if (!t || !t->map || __atomic_load_n(&t->cut, __ATOMIC_ACQUIRE)) return 0;
+  /* another file in its place (renamed over, removed): the slots written
+   * from now on would be in a file no start reads */
+  struct stat sb;
+  if (fstatat(t->dirfd, LA__TT_NAME, &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
+      sb.st_dev != t->dev || sb.st_ino != t->ino) {
+    __atomic_store_n(&t->cut, 1, __ATOMIC_RELEASE);
     return 0;
+  }
+  if (!__atomic_exchange_n(&t->dirty, 0, __ATOMIC_ACQ_REL)) return 0;
   if (msync(t->map, t->size, MS_SYNC) != 0) {
     __atomic_store_n(&t->dirty, 1, __ATOMIC_RELEASE);
     return LA_EIO;

@@ -53,9 +53,11 @@ int la_takentab_unreadable(const la_takentab_t *t);
 
 /* 1 once a store into the table faulted because another process cut the
  * file under the map (the agent survives: SIGBUS is caught around the
- * stores); la_takentab_put then takes no slot (-1), la_takentab_free and
- * la_takentab_sync write nothing, until la_takentab_clear. The caller
- * puts the cycles of the slots in use into its log. */
+ * stores), or la_takentab_sync found another file (or none) at its name
+ * (replaced, removed); la_takentab_put then takes no slot (-1),
+ * la_takentab_free and la_takentab_sync write nothing, until
+ * la_takentab_clear. The caller puts the cycles of the slots in use into
+ * its log. */
 int la_takentab_cut(const la_takentab_t *t);
 
 /* Calls cb for every slot marked taken whose CRC is right; returns how
@@ -84,8 +86,9 @@ int la_takentab_put(la_takentab_t *t, const char *app, uint16_t app_len,
 /* Frees slot i (from la_takentab_put). */
 void la_takentab_free(la_takentab_t *t, int i);
 
-/* msync of the table when a slot changed since the last one. Returns 0 or
- * LA_EIO. */
+/* msync of the table when a slot changed since the last one; first checks
+ * that the file at its name is still the one mapped (else the table is
+ * cut: la_takentab_cut). Returns 0 or LA_EIO. */
 int la_takentab_sync(la_takentab_t *t);
 
 /* Unmaps and closes (the slots stay in the file). Accepts NULL. */

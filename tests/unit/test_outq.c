@@ -767,6 +767,48 @@ static void test_taken_table_cut_while_open(void **state) {
   la_outq_recovered(q, taken_cb, c);
   assert_int_equal(c[0], 4); /* 0, 2, 3, 4 */
   assert_int_equal(c[1], 0 + 2 + 3 + 4);
+  for (int k = 0; k < 5; k++) {
+    la_outq_key_t key = {"app", 0, (uint64_t)k};
+    assert_int_equal(la_outq_append(q, LA_OUTQ_RESOLVES | LA_OUTQ_MISSING,
+                                    &key, enc, NULL, NULL), 0);
+  }
+  la_outq_close(q);
+
+  /* replaced (another file renamed over it): found at the next sync, the
+   * slots go to the log as above */
+  char other[200];
+  snprintf(other, sizeof other, "%s/other.tab", f->dir);
+  pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    la_outq_t *q2 = NULL;
+    char why[512];
+    f->notes = 0;
+    if (la_outq_open(f->log, 1 << 20, 1 << 20, 0, 0, on_note, f, &q2, why,
+                     sizeof why) != 0)
+      _exit(2);
+    for (int c2 = 10; c2 < 12; c2++) { /* two slots */
+      la_outq_key_t k = {"app", 0, (uint64_t)c2};
+      if (la_outq_taken(q2, &k) != 0) _exit(4);
+    }
+    int fd = open(other, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0 || close(fd) != 0 || rename(other, tab) != 0) _exit(5);
+    if (la_outq_sync(q2) != 0) _exit(6);
+    la_outq_key_t k = {"app", 0, 12};
+    if (la_outq_taken(q2, &k) != 0) _exit(7);
+    if (f->notes != 1 || !strstr(f->last, "cut or replaced") ||
+        !strstr(f->last, "2 cycles of its slots written there"))
+      _exit(8);
+    _exit(0);
+  }
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  q = open_q(f, 1 << 20, 1 << 20, 0);
+  c[0] = c[1] = 0;
+  la_outq_recovered(q, taken_cb, c);
+  assert_int_equal(c[0], 3);
+  assert_int_equal(c[1], 10 + 11 + 12);
   la_outq_close(q);
 }
 
