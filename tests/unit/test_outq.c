@@ -493,6 +493,20 @@ static void test_concurrent_appends(void **state) {
   la_outq_close(q);
 }
 
+/* In a forked child: the queue opened (notes to note, f) with rank 0 of
+ * "app" registered; the child exits 2 or 3 when it cannot be. */
+static la_outq_t *child_open_rank0(fx_t *f, la_outq_note_fn note) {
+  la_outq_t *q = NULL;
+  char why[512];
+  if (la_outq_open(f->log, 1 << 20, 1 << 20, 0, 0, note, f, &q, why,
+                   sizeof why) != 0)
+    _exit(2);
+  la_outq_key_t r0 = {"app", 0, 0};
+  if (la_outq_append(q, LA_OUTQ_OPENS_RANK, &r0, enc, NULL, NULL) != 0)
+    _exit(3);
+  return q;
+}
+
 /* In a child that dies without closing its queue (_exit: what a kill
  * leaves): registers rank 0 of "app", takes cycles 0..taken-1 and resolves
  * those below resolved with their traces. Returns the child's exit status
@@ -501,14 +515,7 @@ static int take_then_kill(fx_t *f, int taken, int resolved) {
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
-    la_outq_t *q = NULL;
-    char why[512];
-    if (la_outq_open(f->log, 1 << 20, 1 << 20, 0, 0, NULL, NULL, &q, why,
-                     sizeof why) != 0)
-      _exit(2);
-    la_outq_key_t r0 = {"app", 0, 0};
-    if (la_outq_append(q, LA_OUTQ_OPENS_RANK, &r0, enc, NULL, NULL) != 0)
-      _exit(3);
+    la_outq_t *q = child_open_rank0(f, NULL);
     for (int c = 0; c < taken; c++) {
       la_outq_key_t k = {"app", 0, (uint64_t)c};
       la_outq_stats_t a, b;
@@ -733,14 +740,7 @@ static void test_taken_table_cut_while_open(void **state) {
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
-    la_outq_t *q = NULL;
-    char why[512];
-    if (la_outq_open(f->log, 1 << 20, 1 << 20, 0, 0, on_note, f, &q, why,
-                     sizeof why) != 0)
-      _exit(2);
-    la_outq_key_t r0 = {"app", 0, 0};
-    if (la_outq_append(q, LA_OUTQ_OPENS_RANK, &r0, enc, NULL, NULL) != 0)
-      _exit(3);
+    la_outq_t *q = child_open_rank0(f, on_note);
     for (int c = 0; c < 3; c++) { /* three slots */
       la_outq_key_t k = {"app", 0, (uint64_t)c};
       if (la_outq_taken(q, &k) != 0) _exit(4);
