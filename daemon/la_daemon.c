@@ -94,7 +94,7 @@ int la_daemon_open_in_place(const char *path) {
   }
   /* a device or a pipe: written, never replaced (a pipe without a reader
    * fails at once: ENXIO) */
-  return open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  return open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
 }
 
 int la_daemon_write_in_place(const char *path, const void *buf, size_t len) {
@@ -107,8 +107,11 @@ int la_daemon_write_in_place(const char *path, const void *buf, size_t len) {
     if (w < 0 && errno == EINTR) continue;
     if (w < 0 && errno == EAGAIN) {
       struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-      if (poll(&pfd, 1, 5000) == 1) continue;
-      errno = ETIMEDOUT;
+      int pr;
+      while ((pr = poll(&pfd, 1, 5000)) < 0 && errno == EINTR) {
+      }
+      if (pr == 1) continue;
+      if (pr == 0) errno = ETIMEDOUT;
     }
     if (w <= 0) {
       int saved = w < 0 ? errno : ENOSPC;
@@ -120,6 +123,14 @@ int la_daemon_write_in_place(const char *path, const void *buf, size_t len) {
     len -= (size_t)w;
   }
   return close(fd) == 0 || errno == EINTR ? 1 : -1;
+}
+
+const char *la_daemon_write_strerror(int err) {
+  if (err == ENXIO)
+    return "a pipe without a reader, or a socket: nothing to write into "
+           "(give a regular file, or start the pipe's reader first)";
+  if (err == ETIMEDOUT) return "the pipe's reader took nothing for 5 s";
+  return strerror(err);
 }
 
 int la_daemon_write_number(const char *path, long value) {

@@ -63,6 +63,11 @@ int la_daemon_write_in_place(const char *path, const void *buf, size_t len);
  * Returns 0 or -1 (errno set). */
 int la_daemon_write_number(const char *path, long value);
 
+/* errno's text for a failure of la_daemon_write_number or
+ * la_daemon_write_in_place, naming the two the kernel words as "No such
+ * device or address" (ENXIO): a pipe without a reader, a socket file. */
+const char *la_daemon_write_strerror(int err);
+
 /* Creates the directory file goes into (mode 0700, its parent must exist)
  * unless it exists. Returns 0, or -1 with why: the directory, errno's text
  * and, when the directory above it is missing, what to do. */

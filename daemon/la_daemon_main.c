@@ -122,7 +122,8 @@ void la_daemon_signals(const la_daemon_def_t *d, void *daemon, uv_loop_t *loop,
 
 void la_daemon_write_pid(const char *pid_file) {
   if (pid_file[0] && la_daemon_write_number(pid_file, (long)getpid()) != 0)
-    la_log_warn("cannot write pid_file %s", pid_file);
+    la_log_warnx("cannot write pid_file %s: %s", pid_file,
+                 la_daemon_write_strerror(errno));
 }
 
 void la_daemon_run(uv_loop_t *loop, const char *status) {

@@ -5,6 +5,7 @@
  */
 #include "la_metrics.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +71,8 @@ static int la__http_open(const la_metrics_conf_t *c, la_metrics_http_t **h,
   }
   if (c->port_file && c->port_file[0] &&
       la_daemon_write_number(c->port_file, port) != 0) {
-    snprintf(why, why_len, "cannot write metrics.port_file %s", c->port_file);
+    snprintf(why, why_len, "cannot write metrics.port_file %s: %s",
+             c->port_file, la_daemon_write_strerror(errno));
     la_metrics_http_stop(*h);
     *h = NULL;
     return LA_EIO;

@@ -224,7 +224,7 @@ static int la__listen(la_ga_t *ga, uv_tcp_t *tcp, const char *what,
   fflush(stdout);
   if (port_file[0] && la_daemon_write_number(port_file, *port) != 0) {
     la_log_error("cannot write %s.port_file %s: %s", what, port_file,
-                 strerror(errno));
+                 la_daemon_write_strerror(errno));
     return -1;
   }
   if (!la_log_stdout_reaches_log())

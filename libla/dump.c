@@ -22,6 +22,7 @@
  * the table).
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +32,18 @@
 #include "la_compact_pieces.h"
 #include "la_internal.h"
 
+/* Why this cycle's dump failed (la__dump_cycle), and the failures since
+ * the last one that worked: the first of a run of failures is said (also
+ * without LA_VERBOSE: the files asked for are missing), the others only
+ * counted, so that a directory removed or made unwritable mid-run is
+ * reported once, not every cycle nor never. The application's thread
+ * only (LA_dataXfer). */
+static char la__dump_why[400];
+static uint64_t la__dump_failed;
+
 int la__dump_check(const char *dir) {
   struct stat st;
+  la__dump_failed = 0; /* a new registration: its failures said anew */
   if (stat(dir, &st) != 0)
     return la__error(LA_ECONFIG,
                      "LA_DUMP_RAW=%s: %s (create the directory, or unset "
@@ -46,19 +57,29 @@ int la__dump_check(const char *dir) {
   return 0;
 }
 
+static int la__dump_fail(int code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int la__dump_fail(int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(la__dump_why, sizeof la__dump_why, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
 static FILE *la__dump_open(char *path, size_t len, const char *dir,
                            const char *app_id, int rank, uint64_t tag,
                            const char *ext) {
   snprintf(path, len, "%s/%s.r%d.c%llu.%s", dir, app_id, rank,
            (unsigned long long)tag, ext);
   FILE *f = fopen(path, "wb");
-  if (!f) la__error(LA_EIO, "LA_DUMP_RAW: %s: %s", path, strerror(errno));
+  if (!f) la__dump_fail(LA_EIO, "%s: %s", path, strerror(errno));
   return f;
 }
 
 static int la__dump_close(FILE *f, const char *path, int rc) {
   if (fclose(f) != 0 && rc == 0)
-    rc = la__error(LA_EIO, "LA_DUMP_RAW: closing %s", path);
+    rc = la__dump_fail(LA_EIO, "closing %s: %s", path, strerror(errno));
   return rc;
 }
 
@@ -82,9 +103,9 @@ static int la__dump_pieces(const la_shm_pieces_head_t *ph, uint64_t n_pieces,
   return rc < 0 ? rc : 0;
 }
 
-int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
-                 const la__ipc_t *ipc, uint32_t buf, double scale,
-                 const uint64_t *grid) {
+static int la__dump_cycle(const char *dir, const char *app_id, int rank,
+                          uint64_t tag, const la__ipc_t *ipc, uint32_t buf,
+                          double scale, const uint64_t *grid) {
   char path[512];
   uint64_t n = ipc->n_elements;
   uint32_t n_channels = ipc->n_channels;
@@ -99,7 +120,7 @@ int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
      * its trace decodes (each piece's value times the scale, over its
      * cells: scaled already) */
     int rc = la__dump_pieces(ph, ipc->n_pieces, n, grid, scale, &folded);
-    if (rc < 0) return la__error(rc, "LA_DUMP_RAW: no memory");
+    if (rc < 0) return la__dump_fail(rc, "no memory");
     if (folded) {
       values = folded;
       rows = NULL;
@@ -109,7 +130,7 @@ int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
   if (!folded && ph && ph->claimed) {
     size_t bytes = (size_t)(n * n_channels * sizeof(double));
     if (!(folded = malloc(bytes)))
-      return la__error(LA_ENOMEM, "LA_DUMP_RAW: %zu bytes", bytes);
+      return la__dump_fail(LA_ENOMEM, "%zu bytes: no memory", bytes);
     memcpy(folded, values, bytes);
     la_shm_pieces_fold(ph, ipc->n_pieces, folded, n, n_channels,
                        grid, NULL, NULL, 0, 0, NULL);
@@ -138,8 +159,7 @@ int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
       chunk[i] = v * vscale;
     }
     if (fwrite(chunk, sizeof(double), k, f) != k)
-      rc = la__error(LA_EIO, "LA_DUMP_RAW: writing %s: %s", path,
-                     strerror(errno));
+      rc = la__dump_fail(LA_EIO, "writing %s: %s", path, strerror(errno));
     done += k;
   }
   free(folded);
@@ -148,8 +168,7 @@ int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
   f = la__dump_open(path, sizeof path, dir, app_id, rank, tag, "flags");
   if (!f) return LA_EIO;
   if (fwrite(la__ipc_flags(ipc, buf), 1, (size_t)n, f) != (size_t)n)
-    rc =
-        la__error(LA_EIO, "LA_DUMP_RAW: writing %s: %s", path, strerror(errno));
+    rc = la__dump_fail(LA_EIO, "writing %s: %s", path, strerror(errno));
   if ((rc = la__dump_close(f, path, rc))) return rc;
 
   const la_shm_bufmeta_t *m = &ipc->hdr->buf[buf];
@@ -158,7 +177,26 @@ int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
   if (fprintf(f, "flagged=%llu interference_ns=%.0f scale=%.17g\n",
               (unsigned long long)m->n_flagged,
               (double)m->interference_ticks * scale, scale) < 0)
-    rc =
-        la__error(LA_EIO, "LA_DUMP_RAW: writing %s: %s", path, strerror(errno));
+    rc = la__dump_fail(LA_EIO, "writing %s: %s", path, strerror(errno));
   return la__dump_close(f, path, rc);
+}
+
+int la__dump_raw(const char *dir, const char *app_id, int rank, uint64_t tag,
+                 const la__ipc_t *ipc, uint32_t buf, double scale,
+                 const uint64_t *grid) {
+  int rc = la__dump_cycle(dir, app_id, rank, tag, ipc, buf, scale, grid);
+  if (rc != 0 && la__dump_failed++ == 0)
+    return la__warn(rc,
+                    "LA_DUMP_RAW=%s: cycle %llu not dumped: %s (the run goes "
+                    "on; later cycles are dumped when they can be, those "
+                    "that cannot are not reported again)",
+                    dir, (unsigned long long)tag, la__dump_why);
+  if (rc == 0 && la__dump_failed) {
+    la__info("LA_DUMP_RAW=%s: dumping again from cycle %llu, after %llu "
+             "cycles not dumped",
+             dir, (unsigned long long)tag,
+             (unsigned long long)la__dump_failed);
+    la__dump_failed = 0;
+  }
+  return rc;
 }

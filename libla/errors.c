@@ -53,16 +53,31 @@ static void la__emit(const char *msg) {
     fprintf(stderr, "la: %s\n", msg);
 }
 
-int la__error(int code, const char *fmt, ...) {
+/* Records code and the detail as the last error, printed when verbose or
+ * loud. */
+static int la__record(int code, int loud, const char *fmt, va_list ap) {
   char detail[400];
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(detail, sizeof detail, fmt, ap);
-  va_end(ap);
   pthread_mutex_lock(&la__mu);
   snprintf(la__last, sizeof la__last, "%s: %s", LA_strerror(code), detail);
-  if (la__verbose) la__emit(la__last);
+  if (la__verbose || loud) la__emit(la__last);
   pthread_mutex_unlock(&la__mu);
+  return code;
+}
+
+int la__error(int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  la__record(code, 0, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+int la__warn(int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  la__record(code, 1, fmt, ap);
+  va_end(ap);
   return code;
 }
 

@@ -37,6 +37,10 @@
  * when verbose (each distinct message once), and returns code. */
 LA__HIDDEN int la__error(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* As la__error, printed on stderr also without verbose: for what the
+ * user asked for and does not get (each distinct message once). */
+LA__HIDDEN int la__warn(int code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 LA__HIDDEN void la__set_verbose(int verbose, int rank);
 LA__HIDDEN void la__info(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
@@ -322,7 +326,10 @@ LA__HIDDEN int la__dump_check(const char *dir);
  * cells of channel 0 as the LocalAgent spreads it, and its piece records
  * over their cells of the grid (NULL: not a grid)) to
  * dir/<app_id>.r<rank>.c<tag>.f64, its flag bytes to ....flags and its
- * interference counters to ....fid (text). 0, LA_ENOMEM or LA_EIO. */
+ * interference counters to ....fid (text). 0, LA_ENOMEM or LA_EIO; the
+ * first failure after one that worked (or since LA_register) is said on
+ * stderr, also without LA_VERBOSE, the next ones only counted (a
+ * directory gone or unwritable mid-run: said once, the run goes on). */
 LA__HIDDEN int la__dump_raw(const char *dir, const char *app_id, int rank,
                             uint64_t tag, const la__ipc_t *ipc, uint32_t i,
                             double scale, const uint64_t *grid);

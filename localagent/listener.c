@@ -62,7 +62,7 @@ int la_listener_start(la_agent_t *ag, char *why, size_t why_len) {
   if (ag->set.port_file[0] &&
       la_daemon_write_number(ag->set.port_file, ag->port) != 0) {
     snprintf(why, why_len, "cannot write port_file %s: %s", ag->set.port_file,
-             strerror(errno));
+             la_daemon_write_strerror(errno));
     return LA_EIO;
   }
   if (!la_log_stdout_reaches_log()) la_log_info("listening on %s", ag->bound);

@@ -58,6 +58,7 @@ struct la_outq {
   uint64_t mem_limit, log_limit;
   uint64_t next_seq, last_ack_logged;
   int has_log, fsync_each, dirty, rolling;
+  int tab_cut_noted; /* la__tab_cut ran */
   int syncing, trim_pending; /* la_outq_syncs fsyncing without the lock */
   la__seglog_t sl;
   uint8_t *rbuf;
@@ -298,6 +299,13 @@ static void la__tab_open(la_outq_t *q, const char *log_dir) {
     return;
   }
   uint64_t bad = 0;
+  if (la_takentab_unreadable(q->tab))
+    la__seglog_notef(q->note, q->note_arg,
+                     "log %s: its table of taken cycles (taken.tab) cannot "
+                     "be read (cut, or not of this layout or size): cycles "
+                     "an earlier run took and had not logged cannot be "
+                     "named; the table is made anew",
+                     log_dir);
   la_takentab_each(q->tab, la__tab_slot, q, &bad);
   if (bad)
     la__seglog_notef(q->note, q->note_arg,
@@ -442,6 +450,34 @@ static uint16_t la__app_len(const la_outq_key_t *key) {
   return (uint16_t)(n > LA__SL_MAX_APP ? LA__SL_MAX_APP : n);
 }
 
+/* The taken table was cut under its map by another process (a store
+ * faulted) or replaced (la_takentab_cut): the cycles of its slots in use go to the log
+ * as taken records now, as every later one does (the slots could not
+ * name them after a crash); said once. Under the lock. */
+static void la__tab_cut(la_outq_t *q) {
+  if (q->tab_cut_noted || !la_takentab_cut(q->tab)) return;
+  q->tab_cut_noted = 1;
+  uint64_t n = 0, lost = 0;
+  for (la__oq_key_t *k = q->takens; k; k = k->next) {
+    if (k->slot < 0) continue;
+    la__sl_rec_t c = {.kind = LA__SL_TAKEN, .rank = k->rank,
+                      .cycle = k->cycle, .app = k->app,
+                      .app_len = k->app_len};
+    if (la__write(q, &c, 1, NULL, NULL) == 0) n++;
+    else lost++;
+    la_takentab_free(q->tab, k->slot);
+    k->slot = -1;
+  }
+  la__seglog_notef(q->note, q->note_arg,
+                   "log %s: taken.tab was cut or replaced under the agent "
+                   "by another process: taken records go to the log (%llu "
+                   "cycles of "
+                   "its slots written there%s)",
+                   q->sl.path, (unsigned long long)n,
+                   lost ? ", some could not be: a crash now loses them"
+                        : "");
+}
+
 int la_outq_taken(la_outq_t *q, const la_outq_key_t *key) {
   if (q == NULL || key == NULL || key->app_id == NULL) return LA_EINVAL;
   if (!q->has_log) return 0;
@@ -454,8 +490,9 @@ int la_outq_taken(la_outq_t *q, const la_outq_key_t *key) {
   if (la__key_find(&q->takens, r.app, r.app_len, r.rank, r.cycle)) {
     rc = 0; /* taken already (a record or a slot says so) */
     q->st.taken++;
-  } else if (q->tab && (slot = la_takentab_put(q->tab, r.app, r.app_len,
-                                               r.rank, r.cycle)) >= 0) {
+  } else if (q->tab && ((slot = la_takentab_put(q->tab, r.app, r.app_len,
+                                                r.rank, r.cycle)) >= 0 ||
+                         (la__tab_cut(q), 0))) {
     /* a slot of the mapped table: no write(2) */
     if ((rc = la__apply(q, &r)) == 0) {
       la__key_find(&q->takens, r.app, r.app_len, r.rank, r.cycle)[0]->slot =
@@ -530,6 +567,7 @@ int la_outq_append(la_outq_t *q, unsigned flags, const la_outq_key_t *key,
     if (!la__room(q, size, reserve)) rc = LA_ELIMIT;
     else if ((rc = la__write(q, w + 2 - n, n, &it->seg, &it->off)) == 0)
       rc = la__apply(q, &r);
+    if (q->tab) la__tab_cut(q); /* freeing its slot may have found it cut */
   } else if (!in_mem) {
     rc = LA_ELIMIT;
   }

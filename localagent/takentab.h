@@ -37,16 +37,33 @@ typedef struct la_takentab la_takentab_t;
 
 /* Opens dir's "taken.tab" (dirfd: the log directory, checked and locked
  * by seglog.h), creating it with mode 0600 and LA_TAKENTAB_SLOTS slots
- * when missing; a table of another size is read as it is and made the
- * right size by la_takentab_clear. Refuses a file that is not a regular
- * file of the agent's user. Returns 0 and *out, or LA_EIO / LA_ENOMEM
- * with the reason in why. */
+ * when missing; a file that is not a table (la_takentab_unreadable) is
+ * made one by la_takentab_clear. Refuses, saying which, a file that is
+ * not a regular file (opened without blocking: a FIFO or a device is
+ * never waited on), one of another user, one of a mode other than 0600.
+ * Returns 0 and *out, or LA_EIO / LA_ENOMEM with the reason in why. */
 int la_takentab_open(int dirfd, const char *dir, la_takentab_t **out,
                      char *why, size_t why_len);
 
+/* 1 when the file held bytes that are not a table (cut inside its
+ * header, of another layout or size, a slot count over
+ * LA_TAKENTAB_SLOTS): its slots cannot be read, and la_takentab_each
+ * calls nothing. 0 after la_takentab_clear. */
+int la_takentab_unreadable(const la_takentab_t *t);
+
+/* 1 once a store into the table faulted because another process cut the
+ * file under the map (the agent survives: SIGBUS is caught around the
+ * stores), or la_takentab_sync found another file (or none) at its name
+ * (replaced, removed); la_takentab_put then takes no slot (-1),
+ * la_takentab_free and la_takentab_sync write nothing, until
+ * la_takentab_clear. The caller puts the cycles of the slots in use into
+ * its log. */
+int la_takentab_cut(const la_takentab_t *t);
+
 /* Calls cb for every slot marked taken whose CRC is right; returns how
- * many; *bad (may be NULL) gets the slots marked but damaged (a bad CRC, an
- * app length over 255, a state word neither free nor marked). */
+ * many; *bad (may be NULL) gets the slots marked but damaged (a bad CRC, a
+ * state word neither free nor marked, an app id that is not 1..
+ * LA_MAX_ID_LEN printable bytes, a rank not below LA_MAX_RANKS). */
 size_t la_takentab_each(la_takentab_t *t,
                         void (*cb)(void *arg, const char *app,
                                    uint16_t app_len, uint32_t rank,
@@ -69,8 +86,9 @@ int la_takentab_put(la_takentab_t *t, const char *app, uint16_t app_len,
 /* Frees slot i (from la_takentab_put). */
 void la_takentab_free(la_takentab_t *t, int i);
 
-/* msync of the table when a slot changed since the last one. Returns 0 or
- * LA_EIO. */
+/* msync of the table when a slot changed since the last one; first checks
+ * that the file at its name is still the one mapped (else the table is
+ * cut: la_takentab_cut). Returns 0 or LA_EIO. */
 int la_takentab_sync(la_takentab_t *t);
 
 /* Unmaps and closes (the slots stay in the file). Accepts NULL. */

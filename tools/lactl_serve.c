@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "la_codec.h"
 #include "lactl_bin.h"
 #include "lactl_http.h"
 #include "lactl_serve.h"
@@ -87,6 +88,35 @@ typedef struct {
   FILE *f;
 } la__mem_t;
 
+/* The query's app into app (cap > LA_MAX_ID_LEN; "" when absent). 0, or
+ * -1 with why naming what is wrong with it: a NUL byte (%00) or more than
+ * LA_MAX_ID_LEN bytes (lactl_http_param refuses both as if absent, so
+ * that the answer was "needs app=APP", or for an id that fitted app's
+ * buffer an unknown application). */
+static int la__app_param(const char *query, char *app, size_t cap, char *why,
+                         size_t why_len) {
+  char v[LACTL_HTTP_MAX_REQUEST + 1];
+  app[0] = '\0';
+  if (lactl_http_param(query, "app", v, sizeof v)) {
+    if (strlen(v) > LA_MAX_ID_LEN) {
+      snprintf(why, why_len, "app=: %zu bytes, more than an application id's "
+               "%u", strlen(v), LA_MAX_ID_LEN);
+      return -1;
+    }
+    snprintf(app, cap, "%s", v);
+    return 0;
+  }
+  for (const char *p = query; p && *p;) {
+    if (!strncmp(p, "app=", 4)) { /* there, refused: a NUL in it */
+      snprintf(why, why_len, "app=: holds a NUL byte (%%00)");
+      return -1;
+    }
+    p = strchr(p, '&');
+    if (p) p++;
+  }
+  return 0;
+}
+
 static void la__handle(void *ctx, const char *path, const char *query,
                        lactl_http_resp_t *r) {
   la__srv_t *s = ctx;
@@ -111,8 +141,10 @@ static void la__handle(void *ctx, const char *path, const char *query,
     return;
   }
   int rc = LA_ENOTFOUND, json_err = 0;
-  lactl_http_param(query, "app", app, sizeof app);
-  if (!strcmp(path, "/api/apps")) {
+  if (la__app_param(query, app, sizeof app, why, sizeof why) != 0) {
+    json_err = 1;
+    rc = LA_EINVAL;
+  } else if (!strcmp(path, "/api/apps")) {
     rc = lactl_sv_apps_json(s->d, m.f);
   } else if (!strcmp(path, "/api/heat")) {
     rc = lactl_sv_heat_json(s->d, app, m.f, why, sizeof why);

@@ -8,7 +8,8 @@
 # spread, largest distance, and the members the rank ranges name; the
 # outliers (also against the OUTLIERS given: the ranks known to differ)
 # and the reconstructed ranks. An unknown application is a 404 and a
-# request without app a 400, each a JSON {"error": ...}. With CHROMIUM
+# request without app a 400, each a JSON {"error": ...}; so is an app of
+# more than 128 bytes or with a NUL byte, the error naming which. With CHROMIUM
 # (not "-"), loads the page in headless Chromium (tests/python/
 # serve_page.py's Browser and check_classes) and checks that the panel
 # shows each class's size, representative and ranges and the outliers,
@@ -110,6 +111,23 @@ def main():
                 "no application 'no-such'" in e["error"], (code, ctype, e)
             code, ctype, e = get(base, token, "/api/clusters")
             assert code == 400 and "needs app" in e["error"], (code, e)
+            # app ids the store cannot hold: named, not "needs app" nor
+            # an unknown application
+            for bad, says in (("x" * 129, "129 bytes, more than"),
+                              ("x" * 5000, "5000 bytes, more than"),
+                              (app + "\0", "NUL byte")):
+                code, ctype, e = get(base, token, "/api/clusters", app=bad)
+                assert code == 400 and ctype == "application/json" and \
+                    says in e["error"], (len(bad), code, e)
+            # percent-encoded garbage is taken as it is: an unknown app
+            try:
+                urllib.request.urlopen(base + "/api/clusters?app=%zz%&token="
+                                       + token, timeout=60)
+                raise AssertionError("app=%zz% answered 200")
+            except urllib.error.HTTPError as x:
+                e = json.loads(x.read())
+                assert x.code == 404 and \
+                    "no application '%zz%'" in e["error"], (x.code, e)
             rows = None
             if chromium != "-":
                 os.makedirs(outdir, exist_ok=True)

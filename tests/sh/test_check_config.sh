@@ -123,4 +123,18 @@ if [ "$held" = "$pid" ] && [ ! -e "$tmp/ga.pid" ]
 then la_sh_ok "$NAME/pid_file_removed_at_end"
 else la_sh_fail "$NAME/pid_file_removed_at_end" "held '$held' (of $pid): $(ls -la "$tmp"; cat "$tmp/pid.log")"; fi
 pid=
+
+# a port file that is a pipe nobody reads, or a socket file: the daemon
+# stops at once (never waits on it) saying what it is, not the kernel's
+# "No such device or address"
+mkfifo "$tmp/noreader.fifo"
+python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$tmp/port.sock"
+for pf in noreader.fifo port.sock; do
+  out=$(timeout 20 "$bin/la-globalagent" --agents.listen=127.0.0.1:0 \
+    --agents.port_file="$tmp/$pf" --feed.listen=127.0.0.1:0 \
+    --store.path="$tmp/np.db" 2>&1 </dev/null); rc=$?
+  if [ $rc != 0 ] && [ $rc != 124 ] && case $out in *"agents.port_file $tmp/$pf: a pipe without a reader, or a socket"*) true;; *) false;; esac
+  then la_sh_ok "$NAME/port_file_unwritable_$pf"
+  else la_sh_fail "$NAME/port_file_unwritable_$pf" "exit $rc: $out"; fi
+done
 la_sh_done

@@ -20,6 +20,7 @@
  * agent in a thread that records the raw messages.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1993,6 +1994,53 @@ static void test_dump_raw(void **state) {
   assert_int_equal(rmdir(dir), 0);
 }
 
+/* LA_DUMP_RAW's directory removed mid-run, then a file in its place: the
+ * cycles go on, and stderr says so once (also without LA_VERBOSE), naming
+ * the directory and the first cycle not dumped, not every cycle nor
+ * never. */
+static void test_dump_raw_gone(void **state) {
+  char dir[256], err[300], text[4096] = "";
+  dump_dir(dir);
+  setenv("LA_APP_ID", "dumpgone", 1);
+  snprintf(err, sizeof err, "%s.stderr", dir);
+  fflush(stderr);
+  int saved = dup(2);
+  int fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  assert_true(saved >= 0 && fd >= 0);
+  assert_int_equal(dup2(fd, 2), 2);
+  close(fd);
+  register_counting(6);
+  for (int tag = 1; tag <= 8; tag++) {
+    if (tag == 2) { /* gone */
+      dump_remove(dir, "dumpgone.r0.c1");
+      assert_int_equal(rmdir(dir), 0);
+    }
+    if (tag == 5) { /* a file in its place */
+      FILE *f = fopen(dir, "w");
+      assert_non_null(f);
+      fclose(f);
+    }
+    LA_startProbe(4);
+    LA_stopProbe(4);
+    assert_int_equal(LA_dataXferTagged(tag), 0);
+  }
+  fflush(stderr);
+  assert_int_equal(dup2(saved, 2), 2);
+  close(saved);
+  FILE *f = fopen(err, "r");
+  assert_non_null(f);
+  size_t got = fread(text, 1, sizeof text - 1, f);
+  text[got] = '\0';
+  fclose(f);
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, "LA_DUMP_RAW=")) != NULL; p++) n++;
+  assert_int_equal(n, 1);
+  assert_non_null(strstr(text, dir));
+  assert_non_null(strstr(text, "cycle 2 not dumped"));
+  assert_int_equal(unlink(err), 0);
+  assert_int_equal(unlink(dir), 0);
+}
+
 /* What the store holds of app's i-th cycle (rank 0): its measured
  * values' encoding, or with robust its robust weights'. */
 static la_trace_totals_t stored_of(const char *app, size_t i, int robust) {
@@ -2797,6 +2845,7 @@ int main(void) {
       T(test_two_processes),
       T(test_application_killed),
       T(test_dump_raw),
+      T(test_dump_raw_gone),
       T(test_grid_overflow_refused),
       P(test_skipped_tags_in_data_ready),
       T(test_finalize_hands_over_open_cycle),

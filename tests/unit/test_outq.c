@@ -18,7 +18,8 @@
  * concurrent appends from four threads replayed in strictly increasing seq
  * order, none lost; taken cycles in the mapped table (no log write),
  * reported after a kill (a forked child's _exit), the table's overflow in
- * the log, a damaged slot noted.
+ * the log, a damaged slot noted; a table cut, claiming a million slots,
+ * with slots no agent writes, or not a 0600 regular file of the user.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -40,6 +41,7 @@
 #include <unistd.h>
 
 #include "la.h"
+#include "la_crc32.h"
 #include "outq.h"
 #include "seglog.h"
 #include "syncer.h"
@@ -491,6 +493,20 @@ static void test_concurrent_appends(void **state) {
   la_outq_close(q);
 }
 
+/* In a forked child: the queue opened (notes to note, f) with rank 0 of
+ * "app" registered; the child exits 2 or 3 when it cannot be. */
+static la_outq_t *child_open_rank0(fx_t *f, la_outq_note_fn note) {
+  la_outq_t *q = NULL;
+  char why[512];
+  if (la_outq_open(f->log, 1 << 20, 1 << 20, 0, 0, note, f, &q, why,
+                   sizeof why) != 0)
+    _exit(2);
+  la_outq_key_t r0 = {"app", 0, 0};
+  if (la_outq_append(q, LA_OUTQ_OPENS_RANK, &r0, enc, NULL, NULL) != 0)
+    _exit(3);
+  return q;
+}
+
 /* In a child that dies without closing its queue (_exit: what a kill
  * leaves): registers rank 0 of "app", takes cycles 0..taken-1 and resolves
  * those below resolved with their traces. Returns the child's exit status
@@ -499,14 +515,7 @@ static int take_then_kill(fx_t *f, int taken, int resolved) {
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
-    la_outq_t *q = NULL;
-    char why[512];
-    if (la_outq_open(f->log, 1 << 20, 1 << 20, 0, 0, NULL, NULL, &q, why,
-                     sizeof why) != 0)
-      _exit(2);
-    la_outq_key_t r0 = {"app", 0, 0};
-    if (la_outq_append(q, LA_OUTQ_OPENS_RANK, &r0, enc, NULL, NULL) != 0)
-      _exit(3);
+    la_outq_t *q = child_open_rank0(f, NULL);
     for (int c = 0; c < taken; c++) {
       la_outq_key_t k = {"app", 0, (uint64_t)c};
       la_outq_stats_t a, b;
@@ -606,6 +615,203 @@ static void test_taken_table_survives_kill(void **state) {
   la_outq_close(q);
 }
 
+/* Counts every taken cycle the next start reports, whatever its key. */
+static void any_taken_cb(void *arg, int what, const la_outq_key_t *k) {
+  (void)k;
+  if (what == LA_OUTQ_REC_TAKEN) (*(uint64_t *)arg)++;
+}
+
+/* Writes slot i of the table at path: (app, rank, cycle) with its CRC
+ * right and the slot marked taken. */
+static void put_slot(const char *path, uint32_t i, const char *app,
+                     uint16_t len, uint32_t rank, uint64_t cycle) {
+  uint8_t s[288] = {0};
+  uint32_t mark = LA_TAKENTAB_MARK;
+  memcpy(s, &mark, 4);
+  memcpy(s + 8, &rank, 4);
+  memcpy(s + 12, &len, 2);
+  memcpy(s + 16, &cycle, 8);
+  memcpy(s + 24, app, len);
+  uint32_t crc = la_crc32(0, s + 8, 16u + len);
+  memcpy(s + 4, &crc, 4);
+  int fd = open(path, O_RDWR);
+  assert_true(fd >= 0);
+  assert_int_equal(pwrite(fd, s, sizeof s, 24 + (off_t)288 * i), 288);
+  close(fd);
+}
+
+/* The taken table as another process may leave it: cut inside its header,
+ * a header claiming a million slots (a sparse file of that size), slots
+ * with their CRC right but an app id with a control character, none, or a
+ * rank past the largest: each noted as damage at the next start (never
+ * read as nothing taken, never a walk through the claimed size), the sound
+ * slots still reported, and the table back to its size. A FIFO, a file of
+ * mode 0644 and one of another user in its place are refused, saying
+ * which, and the queue works without the table. */
+static void test_taken_table_hostile(void **state) {
+  fx_t *f = *state;
+  char tab[160];
+  snprintf(tab, sizeof tab, "%s/taken.tab", f->log);
+  struct stat sb;
+  uint64_t n = 0;
+
+  /* cut inside the header: three slots were taken */
+  assert_int_equal(take_then_kill(f, 3, 0), 0);
+  assert_int_equal(truncate(tab, 10), 0);
+  f->last[0] = '\0';
+  la_outq_t *q = open_q(f, 1 << 20, 1 << 20, 0);
+  assert_non_null(strstr(f->last, "taken.tab"));
+  assert_non_null(strstr(f->last, "cannot be read"));
+  la_outq_close(q);
+
+  /* a header claiming 2^20 slots, the file that size */
+  assert_int_equal(take_then_kill(f, 0, 0), 0);
+  int fd = open(tab, O_RDWR);
+  assert_true(fd >= 0);
+  uint32_t big = 1u << 20;
+  assert_int_equal(pwrite(fd, &big, 4, 8), 4);
+  assert_int_equal(ftruncate(fd, 24 + (off_t)288 * big), 0);
+  close(fd);
+  f->last[0] = '\0';
+  q = open_q(f, 1 << 20, 1 << 20, 0);
+  assert_non_null(strstr(f->last, "cannot be read"));
+  la_outq_close(q);
+  assert_int_equal(stat(tab, &sb), 0);
+  assert_int_equal(sb.st_size, 24 + 288 * (off_t)LA_TAKENTAB_SLOTS);
+
+  /* slots with their CRC right and what no agent writes in them */
+  assert_int_equal(take_then_kill(f, 2, 0), 0); /* slots 0 and 1: sound */
+  put_slot(tab, 2, "a\nb", 3, 0, 5);
+  put_slot(tab, 3, "", 0, 0, 6);
+  put_slot(tab, 4, "app\0x", 5, 0, 7);
+  put_slot(tab, 5, "app", 3, UINT32_MAX, 8);
+  f->last[0] = '\0';
+  q = open_q(f, 1 << 20, 1 << 20, 0);
+  la_outq_recovered(q, any_taken_cb, &n);
+  assert_int_equal(n, 2);
+  assert_non_null(strstr(f->last, "4 damaged slots"));
+  la_outq_close(q);
+
+  /* refused in its place: a link, a FIFO, mode 0644, another user's file */
+  char elsewhere[200];
+  snprintf(elsewhere, sizeof elsewhere, "%s/elsewhere", f->dir);
+  assert_int_equal(rename(tab, elsewhere), 0);
+  assert_int_equal(symlink(elsewhere, tab), 0);
+  f->last[0] = '\0';
+  q = open_q(f, 1 << 20, 1 << 20, 0);
+  assert_non_null(strstr(f->last, "taken.tab refused: a symbolic link"));
+  la_outq_close(q);
+  assert_int_equal(unlink(elsewhere), 0);
+  assert_int_equal(unlink(tab), 0);
+  assert_int_equal(mkfifo(tab, 0600), 0);
+  f->last[0] = '\0';
+  q = open_q(f, 1 << 20, 1 << 20, 0);
+  assert_non_null(strstr(f->last, "not a regular file"));
+  la_outq_key_t k = {"app", 0, 1};
+  assert_int_equal(la_outq_taken(q, &k), 0); /* in the log instead */
+  la_outq_close(q);
+  assert_int_equal(unlink(tab), 0);
+  fd = open(tab, O_RDWR | O_CREAT | O_EXCL, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(fchmod(fd, 0644), 0);
+  f->last[0] = '\0';
+  q = open_q(f, 1 << 20, 1 << 20, 0);
+  assert_non_null(strstr(f->last, "mode 644"));
+  la_outq_close(q);
+  if (geteuid() == 0) {
+    assert_int_equal(fchmod(fd, 0600), 0);
+    assert_int_equal(fchown(fd, 65534, 65534), 0);
+    f->last[0] = '\0';
+    q = open_q(f, 1 << 20, 1 << 20, 0);
+    assert_non_null(strstr(f->last, "owned by uid 65534"));
+    la_outq_close(q);
+  }
+  close(fd);
+}
+
+/* The table cut to nothing by another process while the queue runs: the
+ * next stores into its map fault (SIGBUS), which the queue survives; the
+ * cycles its slots held and every later one go to the log as taken
+ * records, said once, and a kill after it reports them all. */
+static void test_taken_table_cut_while_open(void **state) {
+  fx_t *f = *state;
+  char tab[160];
+  snprintf(tab, sizeof tab, "%s/taken.tab", f->log);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    la_outq_t *q = child_open_rank0(f, on_note);
+    for (int c = 0; c < 3; c++) { /* three slots */
+      la_outq_key_t k = {"app", 0, (uint64_t)c};
+      if (la_outq_taken(q, &k) != 0) _exit(4);
+    }
+    if (truncate(tab, 0) != 0) _exit(5);
+    for (int c = 3; c < 5; c++) { /* the first faults */
+      la_outq_key_t k = {"app", 0, (uint64_t)c};
+      if (la_outq_taken(q, &k) != 0) _exit(6);
+    }
+    la_outq_key_t k1 = {"app", 0, 1}; /* resolved: frees nothing now */
+    if (la_outq_append(q, LA_OUTQ_RESOLVES, &k1, enc, NULL, NULL) != 0)
+      _exit(7);
+    if (f->notes != 1 || !strstr(f->last, "taken.tab was cut") ||
+        !strstr(f->last, "3 cycles of its slots written there"))
+      _exit(8);
+    _exit(0); /* a kill: nothing closed */
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  la_outq_t *q = open_q(f, 1 << 20, 1 << 20, 0);
+  uint64_t c[2] = {0, 0};
+  la_outq_recovered(q, taken_cb, c);
+  assert_int_equal(c[0], 4); /* 0, 2, 3, 4 */
+  assert_int_equal(c[1], 0 + 2 + 3 + 4);
+  for (int k = 0; k < 5; k++) {
+    la_outq_key_t key = {"app", 0, (uint64_t)k};
+    assert_int_equal(la_outq_append(q, LA_OUTQ_RESOLVES | LA_OUTQ_MISSING,
+                                    &key, enc, NULL, NULL), 0);
+  }
+  la_outq_close(q);
+
+  /* replaced (another file renamed over it): found at the next sync, the
+   * slots go to the log as above */
+  char other[200];
+  snprintf(other, sizeof other, "%s/other.tab", f->dir);
+  pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    la_outq_t *q2 = NULL;
+    char why[512];
+    f->notes = 0;
+    if (la_outq_open(f->log, 1 << 20, 1 << 20, 0, 0, on_note, f, &q2, why,
+                     sizeof why) != 0)
+      _exit(2);
+    for (int c2 = 10; c2 < 12; c2++) { /* two slots */
+      la_outq_key_t k = {"app", 0, (uint64_t)c2};
+      if (la_outq_taken(q2, &k) != 0) _exit(4);
+    }
+    int fd = open(other, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0 || close(fd) != 0 || rename(other, tab) != 0) _exit(5);
+    if (la_outq_sync(q2) != 0) _exit(6);
+    la_outq_key_t k = {"app", 0, 12};
+    if (la_outq_taken(q2, &k) != 0) _exit(7);
+    if (f->notes != 1 || !strstr(f->last, "cut or replaced") ||
+        !strstr(f->last, "2 cycles of its slots written there"))
+      _exit(8);
+    _exit(0);
+  }
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  q = open_q(f, 1 << 20, 1 << 20, 0);
+  c[0] = c[1] = 0;
+  la_outq_recovered(q, taken_cb, c);
+  assert_int_equal(c[0], 3);
+  assert_int_equal(c[1], 10 + 11 + 12);
+  la_outq_close(q);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 
@@ -669,6 +875,8 @@ int main(void) {
     T(test_concurrent_appends),
     T(test_syncer_thread),
     T(test_taken_table_survives_kill),
+    T(test_taken_table_hostile),
+    T(test_taken_table_cut_while_open),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
