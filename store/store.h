@@ -227,6 +227,9 @@ int la_store_trace_stamp(la_store_t *s, const char *app_id, uint64_t cycle_tag,
 #define LA_STORE_HISTORY_FULL_CYCLES 16
 void la_store_set_history(la_store_t *s, uint64_t full_cycles);
 
+/* host: the LocalAgent's name, its agent.host or, from a LocalAgent that
+ * sends an instance id, "host/instance" (la_auth_identity), so that two
+ * LocalAgents with one host name keep their own sequences. */
 /* Records seq as stored from the LocalAgent of host (keeps the highest;
  * seq < 2^63). Call it in the batch that stored the messages. Returns 0,
  * LA_EINVAL, LA_EIO. */

@@ -689,8 +689,8 @@ static void test_two_agents_one_mpi_run(void **state) {
                          WT_N * WT_N * WT_N / 4),
                    4);
   assert_int_equal(db_ll("SELECT nprocs FROM apps WHERE app_id='wt-two'"), 4);
-  CHECK(db_ll("SELECT count(*) FROM agents WHERE host IN ('nodeA', "
-              "'nodeB') AND max_seq > %d",
+  CHECK(db_ll("SELECT count(*) FROM agents WHERE (host LIKE 'nodeA/%%' "
+              "OR host LIKE 'nodeB/%%') AND max_seq > %d",
               STEPS) == 2,
         "the agents table does not hold both LocalAgents");
   assert_int_equal(ga_status("sets_complete"), STEPS);
@@ -2208,6 +2208,119 @@ static void test_rank_registered_again_runs_on(void **state) {
   la_compact_result_free(&r);
 }
 
+/* Reads LocalAgent i's instance id (spool/instance) into out ("" when the
+ * file is missing). */
+static void la_instance(int i, char *out, size_t n) {
+  char path[700];
+  la_td_path(T.la[i], "spool/instance", path, sizeof path);
+  out[0] = '\0';
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  if (!fgets(out, (int)n, f)) out[0] = '\0';
+  fclose(f);
+  out[strcspn(out, "\n")] = '\0';
+}
+
+/* Runs one two-rank application of n cycles through LocalAgent i and waits
+ * until all its traces are stored. */
+static void run_app_through(int i, const char *app_id, int n) {
+  fork_rank(T.la_addr[i], app_id, 0, 2, 500, n);
+  fork_rank(T.la_addr[i], app_id, 1, 2, 500, n);
+  assert_int_equal(reap_kids(), 0);
+  char sql[200];
+  snprintf(sql, sizeof sql,
+           "SELECT count(*) FROM traces WHERE app_id = '%s'", app_id);
+  db_wait(2 * n, sql);
+  assert_int_equal(db_ll("%s", sql), 2 * n);
+}
+
+/* Two LocalAgents with one agent.host (cloned machines, containers): each
+ * has its own instance id (kept in its log directory); the second is
+ * refused while the first is linked, both sides saying why and what to do,
+ * and the first one's data is intact. Once the first is gone the second
+ * links with its own sequence (a row of its own in agents); a restart keeps
+ * the instance; a wiped log makes a new instance that starts at seq 1 and
+ * loses nothing. */
+static void test_same_host_second_agent_refused(void **state) {
+  need_daemons();
+  enum { CYCLES = 3 };
+  start_ga(NULL, 0);
+  start_la(0, "twin", NULL);
+  wait_linked(0);
+  char inst0[64], inst1[64];
+  la_instance(0, inst0, sizeof inst0);
+  CHECK(strlen(inst0) == LA_INSTANCE_LEN, "instance file: '%s'", inst0);
+  start_la(1, "twin", NULL);
+  la_instance(1, inst1, sizeof inst1);
+  CHECK(strlen(inst1) == LA_INSTANCE_LEN && strcmp(inst0, inst1),
+        "instances '%s' '%s'", inst0, inst1);
+  CHECK(la_td_wait_log(T.la[1], "refused this agent", WAIT_MS) == 0,
+        "the second LocalAgent never logged \"refused this agent\"");
+  char line[700];
+  la_td_log_line(T.la[1], "refused this agent", line, sizeof line);
+  CHECK(strstr(line, "agent.host 'twin' is held by another LocalAgent") &&
+            strstr(line, inst0) && strstr(line, inst1) &&
+            strstr(line, "give each LocalAgent its own agent.host"),
+        "LocalAgent: %s", line);
+  print_message("LocalAgent: %s\n", line);
+  ga_wait_log("is linked with the same agent.host");
+  la_td_log_line(T.ga, "is linked with the same agent.host", line,
+                 sizeof line);
+  CHECK(strstr(line, inst0) && strstr(line, inst1) &&
+            strstr(line, "give each LocalAgent its own agent.host"),
+        "GlobalAgent: %s", line);
+  print_message("GlobalAgent: %s\n", line);
+  run_app_through(0, "twin-1", CYCLES);
+  char link[64] = "";
+  la_td_status(T.la[1], "global_link", link, sizeof link);
+  CHECK(strcmp(link, "connected") != 0, "second LocalAgent: global_link %s",
+        link);
+  assert_int_equal(ga_status("agents_linked"), 1);
+  char key0[200], key1[200], sql[300];
+  snprintf(key0, sizeof key0, "twin/%s", inst0);
+  snprintf(key1, sizeof key1, "twin/%s", inst1);
+  snprintf(sql, sizeof sql, "SELECT max_seq FROM agents WHERE host = '%s'",
+           key0);
+  long long seq0 = db_ll("%s", sql);
+  CHECK(seq0 >= 2 * CYCLES, "first LocalAgent's max_seq %lld", seq0);
+  assert_int_equal(db_ll("SELECT count(*) FROM agents"), 1);
+
+  /* the first one stops: the second links, with its own sequence */
+  CHECK(la_td_stop(T.la[0], WAIT_MS) == 0, "first LocalAgent did not stop");
+  wait_linked(1);
+  run_app_through(1, "twin-2", CYCLES);
+  snprintf(sql, sizeof sql, "SELECT max_seq FROM agents WHERE host = '%s'",
+           key1);
+  db_wait(1, sql);
+  CHECK(db_ll("%s", sql) < seq0 + 2 * CYCLES,
+        "second LocalAgent's max_seq %lld continues the first's %lld",
+        db_ll("%s", sql), seq0);
+  snprintf(sql, sizeof sql, "SELECT max_seq FROM agents WHERE host = '%s'",
+           key0);
+  assert_int_equal(db_ll("%s", sql), seq0);
+
+  /* a restart keeps the instance (the log directory); a wiped log makes
+   * a new one, which starts at seq 1 and loses nothing */
+  CHECK(la_td_stop(T.la[1], WAIT_MS) == 0, "second LocalAgent did not stop");
+  start_la(0, "twin", NULL);
+  wait_linked(0);
+  char again[64];
+  la_instance(0, again, sizeof again);
+  assert_string_equal(again, inst0);
+  CHECK(la_td_stop(T.la[0], WAIT_MS) == 0, "first LocalAgent did not stop");
+  char path[700];
+  la_td_path(T.la[0], "spool/instance", path, sizeof path);
+  assert_int_equal(unlink(path), 0);
+  start_la(0, "twin", NULL);
+  wait_linked(0);
+  la_instance(0, again, sizeof again);
+  CHECK(strlen(again) == LA_INSTANCE_LEN && strcmp(again, inst0),
+        "instance after the wipe: '%s'", again);
+  run_app_through(0, "twin-3", CYCLES);
+  assert_int_equal(db_ll("SELECT count(*) FROM agents"), 3);
+  assert_int_equal(db_ll("SELECT count(*) FROM traces"), 3 * 2 * CYCLES);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -2216,6 +2329,7 @@ int main(void) {
       T(test_killed_localagent_partial_sets),
       T(test_globalagent_restart_mid_run),
       T(test_wrong_secret_refused),
+      T(test_same_host_second_agent_refused),
       T(test_slow_subscriber),
       T(test_garbage_closes_only_that_connection),
       T(test_resent_rank_end_changes_nothing),
