@@ -55,6 +55,7 @@
 #include "la_log.h"
 #include "la_secure.h"
 #include "la_status.h"
+#include "lost.h"
 #include "reclaim.h"
 #include "validate.h"
 
@@ -188,6 +189,8 @@ static void la__agent_close(la_conn_t *c, const char *reason) {
   if (a->state == LA__AG_READY) {
     la_log_info("LocalAgent %s (%s) disconnected: %s; %llu messages", a->host,
                 c->peer, reason, (unsigned long long)a->messages);
+    /* lost unless it links again within stitch.timeout (lost.h) */
+    if (!a->ga->draining) la_ga_lost_note(a->ga, a->host);
     la_ga_metrics_link_closed(a->host, a->messages);
   }
 }

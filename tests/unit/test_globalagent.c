@@ -1607,19 +1607,19 @@ static void test_timeout_reason_in_status(void **state) {
   const char *w1 = la_traceset_missing_reason(t, 1);
   const char *w2 = la_traceset_missing_reason(t, 2);
   CHECK(w1 && !strcmp(w1, "timeout: no trace within stitch.timeout") && w2 &&
-            !strcmp(w2, "timeout: LocalAgent nodeU not connected"),
+            !strcmp(w2, "LocalAgent nodeU lost"),
         "rank 1: %s; rank 2: %s", w1 ? w1 : "none", w2 ? w2 : "none");
   la_traceset_free(t);
   ga_wait_status("missing_ranks", 2);
   char v1[300] = "", v2[300] = "";
   CHECK(la_td_status(T.ga, "missing_reason.1", v1, sizeof v1) == 0 &&
             la_td_status(T.ga, "missing_reason.2", v2, sizeof v2) == 0 &&
-            !strcmp(v1, "1 timeout: LocalAgent nodeU not connected") &&
+            !strcmp(v1, "1 LocalAgent nodeU lost") &&
             !strcmp(v2, "1 timeout: no trace within stitch.timeout"),
         "status missing_reason.1: '%s', .2: '%s'", v1, v2);
   const char *out = lactl_out("cycles", app, "--first=3", "--last=3");
   CHECK(strstr(out,
-               "timeout: LocalAgent nodeU not connected (1); timeout: "
+               "LocalAgent nodeU lost (1); timeout: "
                "no trace within stitch.timeout (1)"),
         "lactl cycles: %s", out);
   close(f.fd);
@@ -2321,12 +2321,110 @@ static void test_same_host_second_agent_refused(void **state) {
   assert_int_equal(db_ll("SELECT count(*) FROM traces"), 3 * 2 * CYCLES);
 }
 
+/* A LocalAgent killed mid-run (all of the application's ranks on it, as
+ * with `heavy -n 2` on one node), its link not back within stitch.timeout:
+ * it is lost. The sets waiting on its ranks close with the reason
+ * "LocalAgent nodeK lost" (not "timeout"), its ranks end with that reason,
+ * no set of the application stays open and `lactl apps` shows it
+ * ended-lost. Restarted on its log, it sends what the GlobalAgent had not
+ * acknowledged (held back by stopping the GlobalAgent before the kill):
+ * stored, every cycle the LocalAgent compacted is in the store, and every
+ * (rank, cycle) of the application is stored or recorded missing. Formerly
+ * the open cycle closed as "timeout: LocalAgent nodeK not connected" and
+ * the application stayed "running" for ever. */
+static void test_lost_localagent_ends_its_ranks(void **state) {
+  need_daemons();
+  const char *app = "lost-1";
+  start_ga(NULL, 0);
+  start_la(0, "nodeK", NULL);
+  wait_linked(0);
+  fork_rank(T.la_addr[0], app, 0, 2, 4000, 1000000);
+  fork_rank(T.la_addr[0], app, 1, 2, 4000, 1000000);
+  db_wait(10, "SELECT count(*) FROM traces WHERE app_id = 'lost-1'");
+  /* the GlobalAgent stops reading: what the LocalAgent compacts now waits
+   * in its log, not acknowledged */
+  la_td_signal(T.ga, SIGSTOP);
+  long long c0 = la_td_status_ll(T.la[0], "cycles_compacted");
+  long long end = la_td_now_ms() + WAIT_MS;
+  while (la_td_status_ll(T.la[0], "cycles_compacted") < c0 + 6 &&
+         la_td_now_ms() < end)
+    la_td_nap_ms(10);
+  for (int i = 0; i < T.nkids; i++)
+    CHECK(waitpid(T.kids[i], NULL, WNOHANG) == 0,
+          "rank %d ended before the kill: make it longer", i);
+  long long compacted = la_td_status_ll(T.la[0], "cycles_compacted");
+  CHECK(la_td_status_ll(T.la[0], "queue_items") > 0,
+        "nothing waits unacknowledged in the LocalAgent's log");
+  la_td_signal(T.la[0], SIGKILL);
+  assert_int_equal(la_td_wait_exit(T.la[0], WAIT_MS), 128 + SIGKILL);
+  la_td_signal(T.ga, SIGCONT);
+  reap_kids(); /* the ranks lost their LocalAgent: they fail, as they say */
+
+  ga_wait_log("LocalAgent nodeK lost: not linked again within stitch.timeout");
+  char line[600];
+  la_td_log_line(T.ga, "LocalAgent nodeK lost: not linked", line, sizeof line);
+  print_message("GlobalAgent: %s\n", line);
+  db_wait(2, "SELECT count(*) FROM ranks WHERE app_id = 'lost-1' AND "
+             "ended = 1 AND end_reason = 'LocalAgent nodeK lost'");
+  db_wait(1, "SELECT count(*) = 0 FROM trace_sets WHERE app_id = 'lost-1' "
+             "AND closed = 0");
+  long long lost = db_ll("SELECT count(*) FROM missing WHERE app_id = "
+                         "'lost-1' AND reason = 'LocalAgent nodeK lost'");
+  long long other = db_ll("SELECT count(*) FROM missing WHERE app_id = "
+                          "'lost-1' AND reason <> 'LocalAgent nodeK lost'");
+  CHECK(lost >= 1 && other == 0,
+        "missing records: %lld 'LocalAgent nodeK lost', %lld others", lost,
+        other);
+  const char *out = lactl_out("apps", "--job", app, NULL);
+  CHECK(strstr(out, "ended-lost (2 of 2 ranks)"), "lactl apps:\n%s", out);
+  print_message("lactl apps:\n%s", out);
+
+  /* back with its log: what was not acknowledged is stored now */
+  start_la(0, "nodeK", NULL);
+  wait_linked(0);
+  CHECK(la_td_wait_status_at_most(T.la[0], "queue_items", 0, WAIT_MS) == 0,
+        "the LocalAgent still holds %lld messages",
+        la_td_status_ll(T.la[0], "queue_items"));
+  long long stored = db_ll("SELECT count(*) FROM traces WHERE app_id = "
+                           "'lost-1'");
+  CHECK(stored >= compacted,
+        "%lld traces stored, the LocalAgent had compacted %lld", stored,
+        compacted);
+  db_wait(1, "SELECT count(*) = 0 FROM trace_sets WHERE app_id = 'lost-1' "
+             "AND closed = 0");
+  /* nothing dropped silently: each (rank, cycle) stored or missing */
+  char gaps[4][64];
+  int ng = db_texts(
+      gaps, 4,
+      "SELECT s.cycle_tag || ':' || r.rank || ' closed ' || s.closed || "
+      "' complete ' || s.complete FROM trace_sets s JOIN ranks r ON "
+      "r.app_id = s.app_id WHERE s.app_id = 'lost-1' AND NOT EXISTS (SELECT "
+      "1 FROM traces t WHERE t.app_id = s.app_id AND t.cycle_tag = "
+      "s.cycle_tag AND t.rank = r.rank) AND NOT EXISTS (SELECT 1 FROM "
+      "missing m WHERE m.app_id = s.app_id AND m.cycle_tag = s.cycle_tag "
+      "AND m.rank = r.rank) ORDER BY s.cycle_tag");
+  CHECK(ng == 0, "%d (cycle:rank) neither stored nor missing, first %s", ng,
+        ng ? gaps[0] : "-");
+  char why[4][64];
+  int nw = db_texts(why, 4,
+                    "SELECT DISTINCT reason || ' (' || source || ')' FROM "
+                    "missing WHERE app_id = 'lost-1'");
+  for (int i = 0; i < nw; i++) print_message("missing: %s\n", why[i]);
+  /* the GlobalAgent's reason is the true one; the LocalAgent's own (what
+   * its log says it lost in the crash) replaces it where it has one */
+  assert_int_equal(db_ll("SELECT count(*) FROM missing WHERE app_id = "
+                         "'lost-1' AND source <> 'agent' AND reason <> "
+                         "'LocalAgent nodeK lost'"),
+                   0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
       T(test_two_agents_one_mpi_run),
       T(test_queries_and_exact_totals),
       T(test_killed_localagent_partial_sets),
+      T(test_lost_localagent_ends_its_ranks),
       T(test_globalagent_restart_mid_run),
       T(test_wrong_secret_refused),
       T(test_same_host_second_agent_refused),
