@@ -312,7 +312,11 @@ static void la__on_set_closed(void *arg, const char *app_id, uint64_t tag,
         last_connected = ga->agent_ops->connected(ga, host);
       }
       if (!last_connected) {
-        la_ga_lost_reason(host, gone, sizeof gone);
+        if (la_store_shared(ga->store)) /* linked to another shard? */
+          snprintf(gone, sizeof gone, "timeout: LocalAgent %s not connected",
+                   host);
+        else
+          la_ga_lost_reason(host, gone, sizeof gone);
         w = gone;
       }
     }

@@ -22,6 +22,9 @@ void la_ga_lost_reason(const char *host, char *buf, size_t len) {
 }
 
 void la_ga_lost_note(la_ga_t *ga, const char *host) {
+  /* shards sharing a store: the LocalAgent is linked to the others too,
+   * which may go on storing its ranks (docs/sharding.md) */
+  if (!ga->store || la_store_shared(ga->store)) return;
   for (la_ga_lost_t *l = ga->lost; l; l = l->next)
     if (!strcmp(l->host, host)) return;
   la_ga_lost_t *l = calloc(1, sizeof *l);

@@ -25,7 +25,8 @@ void la_ga_lost_reason(const char *host, char *buf, size_t len);
 /* host's link closed now (agents.c): lost unless a link of host is back
  * within stitch.timeout. A host noted already keeps its first time.
  * Out of memory: logged, and the host's ranks end with the stitch timeout
- * of their sets only. */
+ * of their sets only. Nothing is noted with a store shared by shards (the
+ * LocalAgent is linked to the other shards too). */
 void la_ga_lost_note(struct la_ga *ga, const char *host);
 
 /* Forgets the noted hosts linked again; puts into hosts (at most max) those
