@@ -299,16 +299,22 @@ static int la__handshake_hello(la_ga_agent_t *a, const La__Hello *h) {
  * The same instance (a LocalAgent reconnecting before its old link closed)
  * and a LocalAgent without an instance id (older) are taken as before. */
 static int la__host_taken(la_ga_agent_t *a) {
+  static la_ratelimit_t rl; /* this file's: such refusals' log lines */
   if (!a->instance[0]) return 0;
   for (la_ga_agent_t *o = a->ga->agents; o; o = o->next) {
     if (o == a || o->state != LA__AG_READY || o->conn.closing ||
         !o->instance[0] || strcmp(o->host, a->host) ||
         !strcmp(o->instance, a->instance))
       continue;
-    la_log_warnx("LocalAgent '%s' instance %s from %s refused: LocalAgent "
-                 "instance %s from %s is linked with the same agent.host "
-                 "(give each LocalAgent its own agent.host)",
-                 a->host, a->instance, a->conn.peer, o->instance, o->conn.peer);
+    /* it retries every global.reconnect_max: a line a minute at most */
+    uint64_t missed = 0;
+    if (la_ratelimit_ok(&rl, 60000, &missed))
+      la_log_warnx("LocalAgent '%s' instance %s from %s refused: LocalAgent "
+                   "instance %s from %s is linked with the same agent.host "
+                   "(give each LocalAgent its own agent.host; %llu more such "
+                   "refusals since the last line)",
+                   a->host, a->instance, a->conn.peer, o->instance,
+                   o->conn.peer, (unsigned long long)missed);
     char msg[400];
     snprintf(msg, sizeof msg,
              "agent.host '%s' is held by another LocalAgent (instance %s, "

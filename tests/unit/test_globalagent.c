@@ -2323,7 +2323,8 @@ static void test_same_host_second_agent_refused(void **state) {
 
 /* A LocalAgent killed mid-run (all of the application's ranks on it, as
  * with `heavy -n 2` on one node), its link not back within stitch.timeout:
- * it is lost. The sets waiting on its ranks close with the reason
+ * it is lost. The sets waiting on its ranks (rank 1 is stopped a while
+ * before, so rank 0's later cycles wait on it) close with the reason
  * "LocalAgent nodeK lost" (not "timeout"), its ranks end with that reason,
  * no set of the application stays open and `lactl apps` shows it
  * ended-lost. Restarted on its log, it sends what the GlobalAgent had not
@@ -2341,6 +2342,11 @@ static void test_lost_localagent_ends_its_ranks(void **state) {
   fork_rank(T.la_addr[0], app, 0, 2, 4000, 1000000);
   fork_rank(T.la_addr[0], app, 1, 2, 4000, 1000000);
   db_wait(10, "SELECT count(*) FROM traces WHERE app_id = 'lost-1'");
+  /* rank 1 stops: sets of rank 0's later cycles wait on it */
+  CHECK(kill(T.kids[1], SIGSTOP) == 0, "SIGSTOP rank 1");
+  db_wait(1, "SELECT count(*) FROM traces WHERE app_id = 'lost-1' AND "
+             "rank = 0 AND cycle_tag > (SELECT coalesce(max(cycle_tag), -1) "
+             "FROM traces WHERE app_id = 'lost-1' AND rank = 1)");
   /* the GlobalAgent stops reading: what the LocalAgent compacts now waits
    * in its log, not acknowledged */
   la_td_signal(T.ga, SIGSTOP);
@@ -2358,6 +2364,7 @@ static void test_lost_localagent_ends_its_ranks(void **state) {
   la_td_signal(T.la[0], SIGKILL);
   assert_int_equal(la_td_wait_exit(T.la[0], WAIT_MS), 128 + SIGKILL);
   la_td_signal(T.ga, SIGCONT);
+  kill(T.kids[1], SIGCONT);
   reap_kids(); /* the ranks lost their LocalAgent: they fail, as they say */
 
   ga_wait_log("LocalAgent nodeK lost: not linked again within stitch.timeout");
