@@ -12,7 +12,11 @@
  * not open closes the connection with the reason logged. A refused agent
  * gets a clear AuthResult{LA_EAUTH, reason} and the connection closes; the
  * refusal is logged with the peer's address. Without a secret every agent is
- * accepted, unencrypted (logged at start). After the handshake, RankStart /
+ * accepted, unencrypted (logged at start). A LocalAgent names itself by
+ * host and instance id (Hello.instance; docs/globalagent.md, "LocalAgent
+ * identity"): sequences are kept per host/instance, and a second linked
+ * LocalAgent with a host another instance holds is refused after its
+ * proof. A linked LocalAgent's closed link is noted (lost.h). After the handshake, RankStart /
  * CompactTrace / RankEnd go to ingest.c; Acks go back only after the group
  * commit that stored them (la_ga_agent_ops.ack, called by ingest.c). Knows the
  * handshake; storage and stitching are ingest.c's.

@@ -28,7 +28,8 @@
  * to their values at the transaction's start: in-memory state follows what
  * was committed, so the resends count once. At start the stitcher's open
  * sets are rebuilt from the store too. A timer closes sets that waited longer
- * than stitch.timeout as partial.
+ * than stitch.timeout as partial, and ends the ranks of LocalAgents lost
+ * (link closed, not back within stitch.timeout: lost.h).
  */
 #include <assert.h>
 #include <stdio.h>
