@@ -2319,6 +2319,21 @@ static void test_same_host_second_agent_refused(void **state) {
   run_app_through(0, "twin-3", CYCLES);
   assert_int_equal(db_ll("SELECT count(*) FROM agents"), 3);
   assert_int_equal(db_ll("SELECT count(*) FROM traces"), 3 * 2 * CYCLES);
+
+  /* a file that holds no id stops the start, naming it and the fix */
+  CHECK(la_td_stop(T.la[0], WAIT_MS) == 0, "first LocalAgent did not stop");
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("not-an-id\n", f);
+  fclose(f);
+  la_td_log_mark(T.la[0]);
+  CHECK(la_test_start_la(T.la[0], T.agents_addr, T.key, "twin", WAIT_MS,
+                         T.la_addr[0], sizeof T.la_addr[0]) != 0,
+        "started with a damaged instance file");
+  la_td_log_line(T.la[0], "does not hold an instance id", line, sizeof line);
+  CHECK(strstr(line, "spool/instance") && strstr(line, "remove it"),
+        "LocalAgent: '%s'", line);
+  print_message("LocalAgent: %s\n", line);
 }
 
 /* A LocalAgent killed mid-run (all of the application's ranks on it, as
