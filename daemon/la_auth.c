@@ -186,6 +186,14 @@ int la_auth_session_derive(const la_auth_key_t *key, uint32_t protocol,
                                     server_nonce_len, NULL, 0, 0, out);
 }
 
+void la_auth_identity(const char *host, const char *instance, char *out,
+                      size_t out_len) {
+  if (instance && instance[0])
+    snprintf(out, out_len, "%s/%s", host, instance);
+  else
+    snprintf(out, out_len, "%s", host);
+}
+
 int la_auth_session_derive_neg(
     const la_auth_key_t *key, uint32_t protocol, const char *agent,
     const char *server, const uint8_t *agent_nonce, size_t agent_nonce_len,

@@ -119,6 +119,17 @@ int la_auth_session_derive_neg(
     const uint32_t *offer, size_t offer_len, uint32_t choice,
     la_auth_session_t *out);
 
+/* The longest name la_auth_identity makes: a host (LA_MAX_ID_LEN), '/' and
+ * an instance id (LA_INSTANCE_LEN); the transcript takes 255 bytes. */
+#define LA_AUTH_IDENT_MAX 161
+
+/* The LocalAgent's name the proofs cover (la_auth_session_derive_neg's
+ * agent): "host/instance" when the GlobalAgent took the LocalAgent's
+ * instance id (Challenge.instance_bound), else host alone (instance NULL or
+ * ""), as before instance ids. */
+void la_auth_identity(const char *host, const char *instance, char *out,
+                      size_t out_len);
+
 /* Compares a received proof (got_len bytes) with the expected one in
  * constant time. Returns 0 when equal, LA_EAUTH otherwise (wrong length or
  * NULL included). */

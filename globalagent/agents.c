@@ -12,7 +12,11 @@
  * not open closes the connection with the reason logged. A refused agent
  * gets a clear AuthResult{LA_EAUTH, reason} and the connection closes; the
  * refusal is logged with the peer's address. Without a secret every agent is
- * accepted, unencrypted (logged at start). After the handshake, RankStart /
+ * accepted, unencrypted (logged at start). A LocalAgent names itself by
+ * host and instance id (Hello.instance; docs/globalagent.md, "LocalAgent
+ * identity"): sequences are kept per host/instance, and a second linked
+ * LocalAgent with a host another instance holds is refused after its
+ * proof. A linked LocalAgent's closed link is noted (lost.h). After the handshake, RankStart /
  * CompactTrace / RankEnd go to ingest.c; Acks go back only after the group
  * commit that stored them (la_ga_agent_ops.ack, called by ingest.c). Knows the
  * handshake; storage and stitching are ingest.c's.
@@ -55,6 +59,7 @@
 #include "la_log.h"
 #include "la_secure.h"
 #include "la_status.h"
+#include "lost.h"
 #include "reclaim.h"
 #include "validate.h"
 
@@ -110,6 +115,9 @@ typedef struct la_ga_agent {
   struct la_ga_agent *prev, *next;
   int state;
   char host[LA_MAX_ID_LEN + 1];
+  char instance[LA_INSTANCE_LEN + 1]; /* Hello.instance; "" from an older one */
+  char ident[LA_AUTH_IDENT_MAX + 1];  /* host or host/instance: the name the
+                                         proofs cover and seqs are kept by */
   uint8_t nonce[LA_AUTH_NONCE_BYTES];
   int mutual;            /* the LocalAgent offered a nonce; secret set */
   la_auth_session_t ses; /* proofs and stream keys (mutual) */
@@ -185,6 +193,8 @@ static void la__agent_close(la_conn_t *c, const char *reason) {
   if (a->state == LA__AG_READY) {
     la_log_info("LocalAgent %s (%s) disconnected: %s; %llu messages", a->host,
                 c->peer, reason, (unsigned long long)a->messages);
+    /* lost unless it links again within stitch.timeout (lost.h) */
+    if (!a->ga->draining) la_ga_lost_note(a->ga, a->host);
     la_ga_metrics_link_closed(a->host, a->messages);
   }
 }
@@ -210,6 +220,9 @@ static int la__handshake_hello(la_ga_agent_t *a, const La__Hello *h) {
   la_ga_t *ga = a->ga;
   la_conn_t *c = &a->conn;
   snprintf(a->host, sizeof a->host, "%s", h->host);
+  snprintf(a->instance, sizeof a->instance, "%s",
+           h->instance ? h->instance : "");
+  la_auth_identity(a->host, a->instance, a->ident, sizeof a->ident);
   la_auth_make_nonce(a->nonce);
   La__Challenge ch = LA__CHALLENGE__INIT;
   ch.nonce.data = a->nonce;
@@ -253,7 +266,7 @@ static int la__handshake_hello(la_ga_agent_t *a, const La__Hello *h) {
     }
     la__server_name(server, sizeof server);
     if (la_auth_session_derive_neg(
-            &ga->key, LA_PROTOCOL_VERSION, a->host, server, h->agent_nonce.data,
+            &ga->key, LA_PROTOCOL_VERSION, a->ident, server, h->agent_nonce.data,
             h->agent_nonce.len, a->nonce, sizeof a->nonce, h->ciphers,
             h->n_ciphers, cipher, &a->ses) != 0) {
       ga->st.bad_frames++;
@@ -270,6 +283,10 @@ static int la__handshake_hello(la_ga_agent_t *a, const La__Hello *h) {
       ch.has_cipher = 1;
       ch.cipher = cipher;
     }
+    if (a->instance[0]) { /* the proofs cover it: an older one is told nothing */
+      ch.has_instance_bound = 1;
+      ch.instance_bound = 1;
+    }
     ch.server = server;
     ch.has_stream_header = 1;
     ch.stream_header.data = hdr;
@@ -277,6 +294,40 @@ static int la__handshake_hello(la_ga_agent_t *a, const La__Hello *h) {
   }
   a->state = LA__AG_AUTH;
   la_conn_send(c, LA__MSG_TYPE__MSG_CHALLENGE, &ch.base, 0);
+  return 0;
+}
+
+/* Whether another linked LocalAgent holds a's host under another instance
+ * id (two LocalAgents with one agent.host: cloned machines or containers):
+ * then a is refused, both sides told why and what to do, and 1 returned.
+ * The same instance (a LocalAgent reconnecting before its old link closed)
+ * and a LocalAgent without an instance id (older) are taken as before. */
+static int la__host_taken(la_ga_agent_t *a) {
+  static la_ratelimit_t rl; /* this file's: such refusals' log lines */
+  if (!a->instance[0]) return 0;
+  for (la_ga_agent_t *o = a->ga->agents; o; o = o->next) {
+    if (o == a || o->state != LA__AG_READY || o->conn.closing ||
+        !o->instance[0] || strcmp(o->host, a->host) ||
+        !strcmp(o->instance, a->instance))
+      continue;
+    /* it retries every global.reconnect_max: a line a minute at most */
+    uint64_t missed = 0;
+    if (la_ratelimit_ok(&rl, 60000, &missed))
+      la_log_warnx("LocalAgent '%s' instance %s from %s refused: LocalAgent "
+                   "instance %s from %s is linked with the same agent.host "
+                   "(give each LocalAgent its own agent.host; %llu more such "
+                   "refusals since the last line)",
+                   a->host, a->instance, a->conn.peer, o->instance,
+                   o->conn.peer, (unsigned long long)missed);
+    char msg[400];
+    snprintf(msg, sizeof msg,
+             "agent.host '%s' is held by another LocalAgent (instance %s, "
+             "from %s; this one is instance %s): give each LocalAgent its "
+             "own agent.host",
+             a->host, o->instance, o->conn.peer, a->instance);
+    la__refuse(a, LA_EREFUSED, msg);
+    return 1;
+  }
   return 0;
 }
 
@@ -305,9 +356,10 @@ static int la__handshake_auth(la_ga_agent_t *a, const La__Auth *au) {
     la__refuse(a, LA_EAUTH, LA_AUTH_REFUSED_MSG);
     return 0;
   }
+  if (la__host_taken(a)) return 0;
   La__AuthResult r = LA__AUTH_RESULT__INIT;
   uint64_t next = 1;
-  if (la_store_agent_next_seq(la_ga_store(ga), a->host, &next) == LA_EIO) {
+  if (la_store_agent_next_seq(la_ga_store(ga), a->ident, &next) == LA_EIO) {
     /* nothing can be stored now: the LocalAgent waits for this one */
     la_ga_store_down(ga, "reading a LocalAgent's sequence number");
     char msg[300];
@@ -332,8 +384,10 @@ static int la__handshake_auth(la_ga_agent_t *a, const La__Auth *au) {
   /* authenticated: frames up to the configured maximum from now on */
   la_conn_set_max_frame(c, (uint32_t)ga->set.agent_max_frame);
   la_conn_send(c, LA__MSG_TYPE__MSG_AUTH_RESULT, &r.base, 0);
-  la_log_info("LocalAgent '%s' connected from %s (next seq %llu, %s%s)",
-              a->host, c->peer, (unsigned long long)next,
+  la_log_info("LocalAgent '%s' connected from %s (%s%s%snext seq %llu, %s%s)",
+              a->host, c->peer, a->instance[0] ? "instance " : "",
+              a->instance, a->instance[0] ? ", " : "",
+              (unsigned long long)next,
               a->mutual ? "mutually authenticated, encrypted with "
                         : "UNENCRYPTED: no secret",
               a->mutual ? la_cipher_name(a->sec.cipher) : "");
@@ -833,7 +887,7 @@ void la_ga_agent_accept(la_ga_t *ga, uv_stream_t *server) {
 static int la__record_seqs(la_ga_t *ga) {
   for (la_ga_agent_t *a = ga->agents; a; a = a->next)
     if (a->stored_seq > a->acked_seq &&
-        la_store_agent_seq_update(ga->store, a->host, a->stored_seq) != 0)
+        la_store_agent_seq_update(ga->store, a->ident, a->stored_seq) != 0)
       return -1;
   return 0;
 }

@@ -199,6 +199,7 @@ struct la_ga {
   struct la_held *held; /* open sets' traces for publishing (held.h) */
   struct la_ga_sigs *rep_sigs; /* open sets' signatures (sigs.h) */
   struct la_ga_owners *owners; /* refused ranks (owners.h) */
+  struct la_ga_lost *lost;     /* LocalAgents whose link closed (lost.h) */
   /* what the loop is done with, freed on the pool (reclaim.h): handled
    * frames (agents.c), published sets (ingest.c) */
   struct la_reclaim *reclaim;
@@ -298,6 +299,7 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
  * recorded for its Ack: commits when the batch is full (store.batch_max),
  * so that the commit acknowledges that message too. */
 void la_ga_ingest_end(la_ga_t *ga);
+
 /* The store is unavailable (what: the operation that failed) / available
  * again: logged once each way, said in the status (store_state). */
 void la_ga_store_down(la_ga_t *ga, const char *what);

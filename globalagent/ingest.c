@@ -28,7 +28,8 @@
  * to their values at the transaction's start: in-memory state follows what
  * was committed, so the resends count once. At start the stitcher's open
  * sets are rebuilt from the store too. A timer closes sets that waited longer
- * than stitch.timeout as partial.
+ * than stitch.timeout as partial, and ends the ranks of LocalAgents lost
+ * (link closed, not back within stitch.timeout: lost.h).
  */
 #include <assert.h>
 #include <stdio.h>
@@ -41,6 +42,7 @@
 #include "la_log.h"
 #include "la_time.h"
 #include "held.h"
+#include "lost.h"
 #include "committer.h"
 #include "owners.h"
 #include "reps.h"
@@ -311,8 +313,11 @@ static void la__on_set_closed(void *arg, const char *app_id, uint64_t tag,
         last_connected = ga->agent_ops->connected(ga, host);
       }
       if (!last_connected) {
-        snprintf(gone, sizeof gone, "timeout: LocalAgent %s not connected",
-                 host);
+        if (la_store_shared(ga->store)) /* linked to another shard? */
+          snprintf(gone, sizeof gone, "timeout: LocalAgent %s not connected",
+                   host);
+        else
+          la_ga_lost_reason(host, gone, sizeof gone);
         w = gone;
       }
     }
@@ -617,6 +622,38 @@ static int la__foreign(la_ga_t *ga, const char *host, uint16_t type,
   }
 }
 
+/* Stores rank end e (from host's LocalAgent, or the GlobalAgent's own for
+ * a lost one); the application's last rank ending closes its open sets
+ * with app_end_why. Returns 0 (a conflicting end is counted and logged) or
+ * the store's error. */
+static int la__rank_end(la_ga_t *ga, const char *host, const La__RankEnd *e,
+                        const char *app_end_why) {
+  int was_new = 0;
+  /* cache the ended count before this end is written, so that it is
+   * counted once also when the cache was empty (a restart, a rollback) */
+  la__app(ga, e->app_id);
+  int rc = la_store_rank_end(ga->store, e, &was_new);
+  if (rc == LA_EPROTO) {
+    ga->st.conflicts++;
+    la_log_warnx("%s rank %u end from %s refused: %s", e->app_id, e->rank,
+                 host, la_store_errmsg(ga->store));
+    return 0;
+  }
+  if (rc != 0 || !was_new) return rc; /* a resent end changes nothing */
+  ga->st.rank_ends++;
+  la_ga_app_t *a = la__app(ga, e->app_id);
+  if (a && ++a->ended >= a->nprocs) {
+    ga->close_reason = app_end_why;
+    size_t n = la_stitch_app_end(ga->stitch, e->app_id);
+    ga->close_reason = NULL;
+    la_log_info("application %s ended (%u ranks%s%s)%s", e->app_id, a->nprocs,
+                e->seq == 0 ? "; " : "", e->seq == 0 ? app_end_why : "",
+                n ? "; its open Trace-Sets closed as partial" : "");
+    la__app_forget(ga, e->app_id);
+  }
+  return 0;
+}
+
 int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
                  ProtobufCMessage *m, const char *enc_why,
                  const la_store_rep_sig_t *sig) {
@@ -699,29 +736,8 @@ int la_ga_ingest(la_ga_t *ga, const char *host, uint16_t type,
     rc = la__ingest_missing(ga, host, t->app_id, t->rank, t->cycle_tag,
                             t->reason, t->seq);
   } else if (type == LA__MSG_TYPE__MSG_RANK_END) {
-    const La__RankEnd *e = (const La__RankEnd *)m;
-    int was_new = 0;
-    /* cache the ended count before this end is written, so that it is
-     * counted once also when the cache was empty (a restart, a rollback) */
-    la__app(ga, e->app_id);
-    rc = la_store_rank_end(ga->store, e, &was_new);
-    if (rc == LA_EPROTO) {
-      ga->st.conflicts++;
-      la_log_warnx("%s rank %u end from %s refused: %s", e->app_id, e->rank,
-                   host, la_store_errmsg(ga->store));
-      rc = 0;
-    } else if (rc == 0 && was_new) { /* a resent end changes nothing */
-      ga->st.rank_ends++;
-      la_ga_app_t *a = la__app(ga, e->app_id);
-      if (a && ++a->ended >= a->nprocs) {
-        ga->close_reason = "application ended before this cycle";
-        size_t n = la_stitch_app_end(ga->stitch, e->app_id);
-        ga->close_reason = NULL;
-        la_log_info("application %s ended (%u ranks)%s", e->app_id, a->nprocs,
-                    n ? "; its open Trace-Sets closed as partial" : "");
-        la__app_forget(ga, e->app_id);
-      }
-    }
+    rc = la__rank_end(ga, host, (const La__RankEnd *)m,
+                      "application ended before this cycle");
   } else if (type == LA__MSG_TYPE__MSG_ELEMENT_IDS) {
     const La__ElementIds *e = (const La__ElementIds *)m;
     int was_new = 0;
@@ -903,6 +919,50 @@ void la_ga_commit_done(la_ga_t *ga, int rc, const char *why) {
   ga->closed_tail = &ga->closed;
 }
 
+/* Ends, in the open batch, the ranks of host's LocalAgent not ended, with
+ * the reason "LocalAgent HOST lost" (lost.h); an application whose ranks
+ * have then all ended closes its open sets with that reason. *n_ended: how
+ * many. Returns 0, or LA_EIO (the store failed: the batch rolls back). */
+static int la__agent_lost(la_ga_t *ga, const char *host, size_t *n_ended) {
+  *n_ended = 0;
+  if (la__txn(ga) != 0) return LA_EIO;
+  la_store_host_rank_t *r = NULL;
+  size_t n = 0;
+  if (la_store_host_ranks(ga->store, host, &r, &n) != 0) {
+    la_log_error("store: %s", la_store_errmsg(ga->store));
+    ga->txn_failed = 1;
+    return LA_EIO;
+  }
+  char why[LA_MAX_ID_LEN + 64];
+  la_ga_lost_reason(host, why, sizeof why);
+  size_t apps = 0;
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    La__RankEnd e = LA__RANK_END__INIT;
+    e.seq = 0; /* the GlobalAgent's own: a registration again undoes it */
+    e.app_id = r[i].app_id;
+    e.rank = r[i].rank;
+    e.reason = why;
+    e.has_t_end_ns = 1;
+    e.t_end_ns = la_realtime_ns();
+    apps += i == 0 || strcmp(r[i].app_id, r[i - 1].app_id) != 0;
+    /* its open sets close with the reason once its last rank ended */
+    rc = la__rank_end(ga, host, &e, why);
+  }
+  free(r);
+  if (rc != 0) {
+    ga->txn_failed = 1;
+    return LA_EIO;
+  }
+  if (n)
+    la_log_warnx("%s: not linked again within stitch.timeout (%lld ms): "
+                 "%zu ranks of %zu applications ended as lost; what it sends "
+                 "if it comes back is still stored",
+                 why, (long long)ga->set.set_timeout_ms, n, apps);
+  *n_ended = n;
+  return 0;
+}
+
 /* After the iteration's I/O: commits the batch, unless it waits for more
  * in the gather window (committer.h; nothing waits to be published). */
 static void la__on_check(uv_check_t *h) {
@@ -926,6 +986,13 @@ static void la__expire(la_ga_t *ga) {
   la_stitch_expire(ga->stitch, uv_now(ga->loop),
                    (uint64_t)ga->set.set_timeout_ms);
   ga->close_reason = NULL;
+  /* LocalAgents not linked again within stitch.timeout: lost */
+  const char *lost[16];
+  size_t n_lost = ga->store_down ? 0 : la_ga_lost_due(ga, lost, 16);
+  for (size_t i = 0, n; i < n_lost; i++) {
+    if (la__agent_lost(ga, lost[i], &n) != 0) break;
+    la_ga_lost_ended(ga, lost[i], n);
+  }
   /* refusals past appid.refused_retention, in the iteration's batch */
   if (!ga->store_down && la_ga_owners_expire_due(ga, uv_now(ga->loop)) &&
       la__txn(ga) == 0 && la_ga_owners_expire(ga) != 0) {
@@ -1015,6 +1082,7 @@ void la_ga_ingest_stop(la_ga_t *ga) {
   la_ga_committer_stop(ga);
   la__drop_closed(ga);
   while (ga->apps) la__app_forget(ga, ga->apps->app_id);
+  la_ga_lost_free(ga);
   la_stitch_free(ga->stitch);
   ga->stitch = NULL;
   la_held_free(ga->held);

@@ -86,6 +86,7 @@ struct la_agent {
   la_la_settings_t set;
   char config_path[512];
   char host[128];
+  char instance[LA_INSTANCE_LEN + 1]; /* Hello.instance (instance.h) */
   la_compact_params_t compact; /* the default compaction */
   uv_tcp_t listener;
   uint16_t port;

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "instance.h"
 #include "backlog.h"
 #include "la_cipher.h"
 #include "la_daemon.h"
@@ -312,6 +313,17 @@ int main(int argc, char **argv) {
                  why);
     return 1;
   }
+  int made = 0;
+  if (la_instance_load(ag->set.spool_dir, ag->instance, &made, why,
+                       sizeof why) != 0) {
+    la_log_error("global.spool_dir: %s", why);
+    la_outq_close(ag->q);
+    return 1;
+  }
+  la_log_info("agent.host '%s', instance %s (%s)", ag->host, ag->instance,
+              !ag->set.spool_dir[0] ? "new: no log directory to keep it"
+              : made                ? "new, kept in the log directory"
+                                    : "from the log directory");
   la_outq_stats_t q;
   la_outq_get_stats(ag->q, &q);
   if (q.items || q.torn_bytes)

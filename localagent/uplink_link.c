@@ -206,6 +206,7 @@ static void la__handshake_hello(la_uplink_link_t *up) {
   h.protocol = LA_PROTOCOL_VERSION;
   h.host = up->ag->host;
   h.agent_version = LA_AGENT_VERSION;
+  if (up->ag->instance[0]) h.instance = up->ag->instance;
   if (up->have_key) {
     la_auth_make_nonce(up->anonce);
     h.has_agent_nonce = 1;
@@ -296,8 +297,16 @@ static void la__handshake_challenge(la_uplink_link_t *up,
   }
   size_t n_bind;
   if (la__handshake_cipher(up, c, &n_bind) != 0) return;
+  /* the name the proofs cover: with the instance when the GlobalAgent took
+   * it, else the host alone (an older GlobalAgent) */
+  char ident[LA_AUTH_IDENT_MAX + 1];
+  la_auth_identity(up->ag->host,
+                   c->has_instance_bound && c->instance_bound
+                       ? up->ag->instance
+                       : NULL,
+                   ident, sizeof ident);
   la_secure_init(&up->sec);
-  if (la_auth_session_derive_neg(&up->key, LA_PROTOCOL_VERSION, up->ag->host,
+  if (la_auth_session_derive_neg(&up->key, LA_PROTOCOL_VERSION, ident,
                                  c->server, up->anonce, sizeof up->anonce,
                                  c->nonce.data, c->nonce.len, up->offer,
                                  n_bind, c->cipher, &up->ses) != 0 ||
@@ -347,10 +356,14 @@ static void la__handshake_result(la_uplink_link_t *up, const La__AuthResult *r,
     return;
   }
   if (r->status != 0) {
+    /* LA_EREFUSED: its host name is held by another LocalAgent (the
+     * message says so and what to do); anything else is the secret's */
     la_log_error(
-        "GlobalAgent %s refused this agent: %s (check "
-        "global.secret_file on both agents)",
-        up->addr_s, r->message ? r->message : la_strerror(r->status));
+        "GlobalAgent %s refused this agent: %s%s", up->addr_s,
+        r->message ? r->message : la_strerror(r->status),
+        r->status == LA_EREFUSED
+            ? "; retrying every global.reconnect_max"
+            : " (check global.secret_file on both agents)");
     up->backoff_ms = ag->set.reconnect_max_ms;
     up->quiet_fail = 1; /* just logged */
     la_uplink_link_fail(up, "authentication refused: %s",

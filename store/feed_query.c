@@ -74,6 +74,8 @@ static int la__apps(la_store_t *st, la_ga_answer_t *a) {
     m->has_ranks_started = m->has_ranks_ended = 1;
     m->ranks_started = (uint32_t)(s->ranks_started > 0 ? s->ranks_started : 0);
     m->ranks_ended = (uint32_t)(s->ranks_ended > 0 ? s->ranks_ended : 0);
+    m->has_ranks_lost = 1;
+    m->ranks_lost = (uint32_t)s->ranks_lost;
     a->app_p[i] = m;
   }
   a->apps.n_apps = n;

@@ -227,6 +227,9 @@ int la_store_trace_stamp(la_store_t *s, const char *app_id, uint64_t cycle_tag,
 #define LA_STORE_HISTORY_FULL_CYCLES 16
 void la_store_set_history(la_store_t *s, uint64_t full_cycles);
 
+/* host: the LocalAgent's name, its agent.host or, from a LocalAgent that
+ * sends an instance id, "host/instance" (la_auth_identity), so that two
+ * LocalAgents with one host name keep their own sequences. */
 /* Records seq as stored from the LocalAgent of host (keeps the highest;
  * seq < 2^63). Call it in the batch that stored the messages. Returns 0,
  * LA_EINVAL, LA_EIO. */
@@ -262,6 +265,19 @@ int la_store_missing(la_store_t *s, const char *app_id, uint64_t cycle_tag,
                      uint32_t rank, const char *reason, int from_agent,
                      uint64_t seq, int *was_new);
 
+/* A rank of a LocalAgent's (la_store_host_ranks). */
+typedef struct la_store_host_rank {
+  char app_id[129]; /* LA_MAX_ID_LEN + 1 */
+  uint32_t rank;
+} la_store_host_rank_t;
+
+/* The started ranks not ended whose RankStart came from host, by app_id
+ * then rank, into *out (malloc'ed, NULL when *n is 0; the caller frees it):
+ * the ranks of a LocalAgent that was lost. Returns 0, LA_EINVAL, LA_ENOMEM,
+ * LA_EIO. */
+int la_store_host_ranks(la_store_t *s, const char *host,
+                        la_store_host_rank_t **out, size_t *n);
+
 /* The host of rank's LocalAgent (its RankStart's host) into host (cap
  * bytes, truncated). Returns 0, LA_ENOTFOUND (no RankStart stored, or no
  * host in it), LA_EINVAL, LA_EIO. */
@@ -294,6 +310,7 @@ typedef struct la_store_app {
   uint64_t cycles;           /* cycles with at least one trace */
   uint64_t sets_complete, sets_partial; /* closed Trace-Sets */
   int ranks_started, ranks_ended;
+  int ranks_lost; /* of ranks_ended: ended as their LocalAgent was lost */
   uint64_t t_start_ns; /* earliest rank t_start_ns (0: unknown) */
   uint64_t t_last_ns;  /* latest trace stored or rank ended (0: none) */
 } la_store_app_t;

@@ -58,6 +58,27 @@ int la_store_rank_host(la_store_t *s, const char *app_id, uint32_t rank,
   return r;
 }
 
+int la_store_host_ranks(la_store_t *s, const char *host,
+                        la_store_host_rank_t **out, size_t *n) {
+  if (!s || !host || !out || !n) return LA_EINVAL;
+  *out = NULL;
+  *n = 0;
+  la_db_stmt_t *st = s->st[S_HOST_RANKS];
+  la_db_bind_text(st, 1, host, -1);
+  la_store_host_rank_t *v = NULL;
+  size_t cnt = 0, cap = 0;
+  int rc, r = 0;
+  while ((rc = la_db_step(st)) == LA_DB_ROW) {
+    if ((r = la__store_reserve(s, &v, cnt, &cap, sizeof *v, 8))) break;
+    la__col_copy(st, 0, v[cnt].app_id, sizeof v[cnt].app_id);
+    v[cnt++].rank = (uint32_t)la_db_column_int64(st, 1);
+  }
+  if (r == 0 && rc != LA_DB_DONE)
+    r = la__store_sqlerr(s, "listing a LocalAgent's ranks");
+  la__done(st);
+  return la__list_end(r, v, cnt, out, n);
+}
+
 int la__store_rank_rows(la_store_t *s, la_db_stmt_t *st, const char *app_id,
                         uint64_t cycle_tag, uint32_t nprocs, const char *rows,
                         const char *what, uint32_t **ranks, size_t *n) {
@@ -150,6 +171,8 @@ int la_store_apps(la_store_t *s, la_store_app_t **out, size_t *n) {
     a->sets_complete = (uint64_t)la_db_column_int64(st, 11);
     a->sets_partial = (uint64_t)la_db_column_int64(st, 12);
     a->t_last_ns = (uint64_t)la_db_column_int64(st, 13);
+    x = la_db_column_int64(st, 14);
+    a->ranks_lost = x > 0 && x <= INT32_MAX ? (int)x : 0;
     if (t_end > a->t_last_ns) a->t_last_ns = t_end;
   }
   if (r == 0 && rc != LA_DB_DONE)

@@ -105,11 +105,14 @@ const char *const la__store_sql[S__COUNT] = {
         "SELECT a.app_id, a.app_name, a.metric, a.unit, a.nprocs,"
         " coalesce(r.n_el, 0), coalesce(r.started, 0), coalesce(r.ended, 0),"
         " r.t_start, r.t_end, coalesce(c.cycles, 0), coalesce(c.complete, 0),"
-        " coalesce(c.partial, 0), c.t_last"
+        " coalesce(c.partial, 0), c.t_last, coalesce(r.lost, 0)"
         " FROM apps a"
         " LEFT JOIN (SELECT app_id,"
         "   sum(CASE WHEN started <> 0 THEN n_elements ELSE 0 END) AS n_el,"
         "   sum(started) AS started, sum(ended) AS ended,"
+        "   sum(CASE WHEN ended <> 0 AND end_seq = 0"
+        "     AND end_reason LIKE 'LocalAgent % lost' THEN 1 ELSE 0 END)"
+        "   AS lost,"
         "   min(t_start_ns) AS t_start, max(t_end_ns) AS t_end"
         "   FROM ranks GROUP BY app_id) r ON r.app_id = a.app_id"
         " LEFT JOIN (SELECT app_id, count(*) AS cycles,"
@@ -167,15 +170,23 @@ const char *const la__store_sql[S__COUNT] = {
      * reason becomes "rank ended before this cycle" when the rank's RankEnd
      * is stored (the ordered link delivered all its traces before it),
      * unless it says the rank's later cycles arrived ("missing: ..."): then
-     * the rank ended after this cycle. */
+     * the rank ended after this cycle; or that its LocalAgent was lost
+     * ("LocalAgent H lost"). A rank the GlobalAgent ended because its
+     * LocalAgent was lost (end_seq 0, that reason) gives its end reason
+     * instead. */
     [S_MISS_PUT] =
         "INSERT INTO missing(app_id, cycle_tag, rank, reason, source, seq,"
         " t_recorded_ns)"
         " SELECT CAST(?1 AS TEXT), CAST(?2 AS INTEGER), CAST(?3 AS INTEGER),"
         " CASE WHEN CAST(?5 AS TEXT) <> 'agent'"
-        "   AND CAST(?4 AS TEXT) NOT LIKE 'missing:%' AND EXISTS (SELECT 1"
-        "   FROM ranks WHERE app_id = ?1 AND rank = ?3 AND ended = 1)"
-        "   THEN 'rank ended before this cycle' ELSE CAST(?4 AS TEXT) END,"
+        "   AND CAST(?4 AS TEXT) NOT LIKE 'missing:%'"
+        "   AND CAST(?4 AS TEXT) NOT LIKE 'LocalAgent % lost%'"
+        "   THEN coalesce((SELECT CASE WHEN end_seq = 0"
+        "     AND end_reason LIKE 'LocalAgent % lost' THEN end_reason"
+        "     ELSE 'rank ended before this cycle' END"
+        "     FROM ranks WHERE app_id = ?1 AND rank = ?3 AND ended = 1),"
+        "     CAST(?4 AS TEXT))"
+        "   ELSE CAST(?4 AS TEXT) END,"
         " CAST(?5 AS TEXT), CAST(?6 AS INTEGER), CAST(?7 AS INTEGER)"
         " WHERE NOT EXISTS (SELECT 1 FROM traces"
         "   WHERE app_id = ?1 AND cycle_tag = ?2 AND rank = ?3)"
@@ -200,6 +211,11 @@ const char *const la__store_sql[S__COUNT] = {
     [S_LOAD_MISSING] =
         "SELECT rank, reason FROM missing WHERE app_id = ?1"
         " AND cycle_tag = ?2 ORDER BY rank",
+    /* a lost LocalAgent's ranks not ended (a scan of ranks: once per
+     * LocalAgent lost) */
+    [S_HOST_RANKS] =
+        "SELECT app_id, rank FROM ranks WHERE host = ?1 AND started = 1"
+        " AND ended = 0 ORDER BY app_id, rank",
     [S_RANK_HOST] =
         "SELECT host FROM ranks WHERE app_id = ?1 AND rank = ?2"
         " AND started = 1",

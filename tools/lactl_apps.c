@@ -22,7 +22,8 @@ static void usage(FILE *f) {
           "Lists the applications known to the GlobalAgent: id, name, ranks, "
           "elements,\nmetric and unit, cycles, complete and partial "
           "Trace-Sets, and state\n(running, or ended when every rank "
-          "ended).\n\n"
+          "ended; ended-lost when ranks were ended\nbecause their "
+          "LocalAgent was lost).\n\n"
           "  --job ID            only the applications of job ID: the one "
           "whose id is ID\n"
           "                      exactly, when there is one; else those "
@@ -34,6 +35,13 @@ static void usage(FILE *f) {
           "  --json              one JSON object {\"apps\": [...]}\n"
           "\nExit status: 0 done, 1 source unreachable or unreadable, or no "
           "application\nof the job given, 2 usage.\n");
+}
+
+/* "ended", "ended-lost" (ranks ended as their LocalAgent was lost) or
+ * "running". */
+static const char *state_word(const lactl_app_t *a) {
+  if (!lactl_app_ended(a)) return "running";
+  return a->ranks_lost > 0 ? "ended-lost" : "ended";
 }
 
 static void print_json(const lactl_app_t *a, size_t n) {
@@ -50,10 +58,11 @@ static void print_json(const lactl_app_t *a, size_t n) {
     lactl_json_str(stdout, a[i].unit);
     printf(
         ", \"cycles\": %llu, \"complete\": %llu, \"partial\": %llu, "
-        "\"ranks_started\": %d, \"ranks_ended\": %d, \"state\": \"%s\"}",
+        "\"ranks_started\": %d, \"ranks_ended\": %d, \"ranks_lost\": %d, "
+        "\"state\": \"%s\"}",
         (unsigned long long)a[i].cycles, (unsigned long long)a[i].complete,
         (unsigned long long)a[i].partial, a[i].ranks_started, a[i].ranks_ended,
-        lactl_app_ended(&a[i]) ? "ended" : "running");
+        a[i].ranks_lost, state_word(&a[i]));
   }
   printf("%s]}\n", n ? "\n" : "");
 }
@@ -80,8 +89,14 @@ static int print_text(const lactl_app_t *a, size_t n) {
     snprintf(c, sizeof c, "%llu", (unsigned long long)a[i].cycles);
     snprintf(co, sizeof co, "%llu", (unsigned long long)a[i].complete);
     snprintf(pa, sizeof pa, "%llu", (unsigned long long)a[i].partial);
-    if (lactl_app_ended(&a[i]))
+    if (lactl_app_ended(&a[i]) && a[i].ranks_lost > 0)
+      snprintf(st, sizeof st, "ended-lost (%d of %u ranks)", a[i].ranks_lost,
+               a[i].nprocs);
+    else if (lactl_app_ended(&a[i]))
       snprintf(st, sizeof st, "ended");
+    else if (a[i].ranks_lost > 0)
+      snprintf(st, sizeof st, "running (%d of %u ranks lost)",
+               a[i].ranks_lost, a[i].nprocs);
     else if (a[i].ranks_ended > 0)
       snprintf(st, sizeof st, "running (%d of %u ranks ended)",
                a[i].ranks_ended, a[i].nprocs);

@@ -221,6 +221,7 @@ static void la__app_from(const La__AppInfo *m, lactl_app_t *a) {
   a->partial = m->sets_partial;
   a->ranks_started = (int)m->ranks_started;
   a->ranks_ended = (int)m->ranks_ended;
+  a->ranks_lost = (int)m->ranks_lost;
 }
 
 /* A CycleInfo as lactl shows it. */

@@ -29,6 +29,7 @@ typedef struct lactl_app {
   uint64_t cycles;            /* cycles with at least one trace */
   uint64_t complete, partial; /* closed Trace-Sets */
   int ranks_started, ranks_ended;
+  int ranks_lost; /* of ranks_ended: their LocalAgent was lost */
 } lactl_app_t;
 
 /* 1 when every rank of a known nprocs has ended. */

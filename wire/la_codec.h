@@ -39,6 +39,8 @@
 #define LA_FRAME_HEADER_LEN 8u
 #define LA_FRAME_DEFAULT_MAX (64u << 20) /* bytes of payload */
 #define LA_MAX_ID_LEN 128u               /* app ids, names, hosts */
+/* A LocalAgent's instance id (Hello.instance): lowercase hex digits. */
+#define LA_INSTANCE_LEN 32
 #define LA_MAX_RANKS (1u << 24)
 #define LA_MAX_CHANNELS_WIRE 16u      /* channel names per rank (la.h's) */
 #define LA_MAX_CHANNEL_NAME_WIRE 32u  /* bytes of a channel name (la.h's) */

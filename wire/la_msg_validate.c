@@ -30,6 +30,14 @@ static int la__id_ok(const char *s) {
   return 1;
 }
 
+/* A LocalAgent instance id: LA_INSTANCE_LEN lowercase hex digits. */
+static int la__instance_ok(const char *s) {
+  if (strlen(s) != LA_INSTANCE_LEN) return 0;
+  for (const char *p = s; *p; p++)
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return 0;
+  return 1;
+}
+
 static int la__text_ok(const char *s, size_t max) {
   return s == NULL || strlen(s) <= max;
 }
@@ -516,6 +524,10 @@ int la_msg_check_fields(uint16_t type, const ProtobufCMessage *m, char *why,
                          h->protocol, LA_PROTOCOL_VERSION);
       if (!la__id_ok(h->host))
         return la_errorf(why, n, LA_EPROTO, "host invalid");
+      if (h->instance && !la__instance_ok(h->instance))
+        return la_errorf(why, n, LA_EPROTO,
+                         "instance is not %d lowercase hex digits",
+                         LA_INSTANCE_LEN);
       return 0;
     }
     case LA__MSG_TYPE__MSG_CHALLENGE: {

@@ -1746,6 +1746,15 @@ static void test_other_validation(void **state) {
   expect_invalid(T_HELLO, M(&s_hello), "host");
   s_hello.host = "a b";
   expect_invalid(T_HELLO, M(&s_hello), "host");
+  s_hello.host = "node07";
+  s_hello.instance = "0123456789abcdef0123456789abcdef";
+  expect_valid(T_HELLO, M(&s_hello));
+  s_hello.instance = "0123456789ABCDEF0123456789abcdef"; /* upper case */
+  expect_invalid(T_HELLO, M(&s_hello), "instance");
+  s_hello.instance = "0123456789abcdef"; /* short */
+  expect_invalid(T_HELLO, M(&s_hello), "instance");
+  s_hello.instance = NULL; /* an older LocalAgent: none */
+  expect_valid(T_HELLO, M(&s_hello));
 
   s_chal.nonce.len = 15;
   expect_invalid(T_CHAL, M(&s_chal), "nonce");

@@ -689,8 +689,8 @@ static void test_two_agents_one_mpi_run(void **state) {
                          WT_N * WT_N * WT_N / 4),
                    4);
   assert_int_equal(db_ll("SELECT nprocs FROM apps WHERE app_id='wt-two'"), 4);
-  CHECK(db_ll("SELECT count(*) FROM agents WHERE host IN ('nodeA', "
-              "'nodeB') AND max_seq > %d",
+  CHECK(db_ll("SELECT count(*) FROM agents WHERE (host LIKE 'nodeA/%%' "
+              "OR host LIKE 'nodeB/%%') AND max_seq > %d",
               STEPS) == 2,
         "the agents table does not hold both LocalAgents");
   assert_int_equal(ga_status("sets_complete"), STEPS);
@@ -1607,19 +1607,19 @@ static void test_timeout_reason_in_status(void **state) {
   const char *w1 = la_traceset_missing_reason(t, 1);
   const char *w2 = la_traceset_missing_reason(t, 2);
   CHECK(w1 && !strcmp(w1, "timeout: no trace within stitch.timeout") && w2 &&
-            !strcmp(w2, "timeout: LocalAgent nodeU not connected"),
+            !strcmp(w2, "LocalAgent nodeU lost"),
         "rank 1: %s; rank 2: %s", w1 ? w1 : "none", w2 ? w2 : "none");
   la_traceset_free(t);
   ga_wait_status("missing_ranks", 2);
   char v1[300] = "", v2[300] = "";
   CHECK(la_td_status(T.ga, "missing_reason.1", v1, sizeof v1) == 0 &&
             la_td_status(T.ga, "missing_reason.2", v2, sizeof v2) == 0 &&
-            !strcmp(v1, "1 timeout: LocalAgent nodeU not connected") &&
+            !strcmp(v1, "1 LocalAgent nodeU lost") &&
             !strcmp(v2, "1 timeout: no trace within stitch.timeout"),
         "status missing_reason.1: '%s', .2: '%s'", v1, v2);
   const char *out = lactl_out("cycles", app, "--first=3", "--last=3");
   CHECK(strstr(out,
-               "timeout: LocalAgent nodeU not connected (1); timeout: "
+               "LocalAgent nodeU lost (1); timeout: "
                "no trace within stitch.timeout (1)"),
         "lactl cycles: %s", out);
   close(f.fd);
@@ -2208,14 +2208,248 @@ static void test_rank_registered_again_runs_on(void **state) {
   la_compact_result_free(&r);
 }
 
+/* Reads LocalAgent i's instance id (spool/instance) into out ("" when the
+ * file is missing). */
+static void la_instance(int i, char *out, size_t n) {
+  char path[700];
+  la_td_path(T.la[i], "spool/instance", path, sizeof path);
+  out[0] = '\0';
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  if (!fgets(out, (int)n, f)) out[0] = '\0';
+  fclose(f);
+  out[strcspn(out, "\n")] = '\0';
+}
+
+/* Runs one two-rank application of n cycles through LocalAgent i and waits
+ * until all its traces are stored. */
+static void run_app_through(int i, const char *app_id, int n) {
+  fork_rank(T.la_addr[i], app_id, 0, 2, 500, n);
+  fork_rank(T.la_addr[i], app_id, 1, 2, 500, n);
+  assert_int_equal(reap_kids(), 0);
+  char sql[200];
+  snprintf(sql, sizeof sql,
+           "SELECT count(*) FROM traces WHERE app_id = '%s'", app_id);
+  db_wait(2 * n, sql);
+  assert_int_equal(db_ll("%s", sql), 2 * n);
+}
+
+/* Two LocalAgents with one agent.host (cloned machines, containers): each
+ * has its own instance id (kept in its log directory); the second is
+ * refused while the first is linked, both sides saying why and what to do,
+ * and the first one's data is intact. Once the first is gone the second
+ * links with its own sequence (a row of its own in agents); a restart keeps
+ * the instance; a wiped log makes a new instance that starts at seq 1 and
+ * loses nothing. */
+static void test_same_host_second_agent_refused(void **state) {
+  need_daemons();
+  enum { CYCLES = 3 };
+  start_ga(NULL, 0);
+  start_la(0, "twin", NULL);
+  wait_linked(0);
+  char inst0[64], inst1[64];
+  la_instance(0, inst0, sizeof inst0);
+  CHECK(strlen(inst0) == LA_INSTANCE_LEN, "instance file: '%s'", inst0);
+  start_la(1, "twin", NULL);
+  la_instance(1, inst1, sizeof inst1);
+  CHECK(strlen(inst1) == LA_INSTANCE_LEN && strcmp(inst0, inst1),
+        "instances '%s' '%s'", inst0, inst1);
+  CHECK(la_td_wait_log(T.la[1], "refused this agent", WAIT_MS) == 0,
+        "the second LocalAgent never logged \"refused this agent\"");
+  char line[700];
+  la_td_log_line(T.la[1], "refused this agent", line, sizeof line);
+  CHECK(strstr(line, "agent.host 'twin' is held by another LocalAgent") &&
+            strstr(line, inst0) && strstr(line, inst1) &&
+            strstr(line, "give each LocalAgent its own agent.host"),
+        "LocalAgent: %s", line);
+  print_message("LocalAgent: %s\n", line);
+  ga_wait_log("is linked with the same agent.host");
+  la_td_log_line(T.ga, "is linked with the same agent.host", line,
+                 sizeof line);
+  CHECK(strstr(line, inst0) && strstr(line, inst1) &&
+            strstr(line, "give each LocalAgent its own agent.host"),
+        "GlobalAgent: %s", line);
+  print_message("GlobalAgent: %s\n", line);
+  run_app_through(0, "twin-1", CYCLES);
+  char link[64] = "";
+  la_td_status(T.la[1], "global_link", link, sizeof link);
+  CHECK(strcmp(link, "connected") != 0, "second LocalAgent: global_link %s",
+        link);
+  assert_int_equal(ga_status("agents_linked"), 1);
+  char key0[200], key1[200], sql[300];
+  snprintf(key0, sizeof key0, "twin/%s", inst0);
+  snprintf(key1, sizeof key1, "twin/%s", inst1);
+  snprintf(sql, sizeof sql, "SELECT max_seq FROM agents WHERE host = '%s'",
+           key0);
+  long long seq0 = db_ll("%s", sql);
+  CHECK(seq0 >= 2 * CYCLES, "first LocalAgent's max_seq %lld", seq0);
+  assert_int_equal(db_ll("SELECT count(*) FROM agents"), 1);
+
+  /* the first one stops: the second links, with its own sequence */
+  CHECK(la_td_stop(T.la[0], WAIT_MS) == 0, "first LocalAgent did not stop");
+  wait_linked(1);
+  run_app_through(1, "twin-2", CYCLES);
+  snprintf(sql, sizeof sql, "SELECT max_seq FROM agents WHERE host = '%s'",
+           key1);
+  db_wait(1, sql);
+  CHECK(db_ll("%s", sql) < seq0 + 2 * CYCLES,
+        "second LocalAgent's max_seq %lld continues the first's %lld",
+        db_ll("%s", sql), seq0);
+  snprintf(sql, sizeof sql, "SELECT max_seq FROM agents WHERE host = '%s'",
+           key0);
+  assert_int_equal(db_ll("%s", sql), seq0);
+
+  /* a restart keeps the instance (the log directory); a wiped log makes
+   * a new one, which starts at seq 1 and loses nothing */
+  CHECK(la_td_stop(T.la[1], WAIT_MS) == 0, "second LocalAgent did not stop");
+  start_la(0, "twin", NULL);
+  wait_linked(0);
+  char again[64];
+  la_instance(0, again, sizeof again);
+  assert_string_equal(again, inst0);
+  CHECK(la_td_stop(T.la[0], WAIT_MS) == 0, "first LocalAgent did not stop");
+  char path[700];
+  la_td_path(T.la[0], "spool/instance", path, sizeof path);
+  assert_int_equal(unlink(path), 0);
+  start_la(0, "twin", NULL);
+  wait_linked(0);
+  la_instance(0, again, sizeof again);
+  CHECK(strlen(again) == LA_INSTANCE_LEN && strcmp(again, inst0),
+        "instance after the wipe: '%s'", again);
+  run_app_through(0, "twin-3", CYCLES);
+  assert_int_equal(db_ll("SELECT count(*) FROM agents"), 3);
+  assert_int_equal(db_ll("SELECT count(*) FROM traces"), 3 * 2 * CYCLES);
+
+  /* a file that holds no id stops the start, naming it and the fix */
+  CHECK(la_td_stop(T.la[0], WAIT_MS) == 0, "first LocalAgent did not stop");
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("not-an-id\n", f);
+  fclose(f);
+  la_td_log_mark(T.la[0]);
+  CHECK(la_test_start_la(T.la[0], T.agents_addr, T.key, "twin", WAIT_MS,
+                         T.la_addr[0], sizeof T.la_addr[0]) != 0,
+        "started with a damaged instance file");
+  la_td_log_line(T.la[0], "does not hold an instance id", line, sizeof line);
+  CHECK(strstr(line, "spool/instance") && strstr(line, "remove it"),
+        "LocalAgent: '%s'", line);
+  print_message("LocalAgent: %s\n", line);
+}
+
+/* A LocalAgent killed mid-run (all of the application's ranks on it, as
+ * with `heavy -n 2` on one node), its link not back within stitch.timeout:
+ * it is lost. The sets waiting on its ranks (rank 1 is stopped a while
+ * before, so rank 0's later cycles wait on it) close with the reason
+ * "LocalAgent nodeK lost" (not "timeout"), its ranks end with that reason,
+ * no set of the application stays open and `lactl apps` shows it
+ * ended-lost. Restarted on its log, it sends what the GlobalAgent had not
+ * acknowledged (held back by stopping the GlobalAgent before the kill):
+ * stored, every cycle the LocalAgent compacted is in the store, and every
+ * (rank, cycle) of the application is stored or recorded missing. Formerly
+ * the open cycle closed as "timeout: LocalAgent nodeK not connected" and
+ * the application stayed "running" for ever. */
+static void test_lost_localagent_ends_its_ranks(void **state) {
+  need_daemons();
+  const char *app = "lost-1";
+  start_ga(NULL, 0);
+  start_la(0, "nodeK", NULL);
+  wait_linked(0);
+  fork_rank(T.la_addr[0], app, 0, 2, 4000, 1000000);
+  fork_rank(T.la_addr[0], app, 1, 2, 4000, 1000000);
+  db_wait(10, "SELECT count(*) FROM traces WHERE app_id = 'lost-1'");
+  /* rank 1 stops: sets of rank 0's later cycles wait on it */
+  CHECK(kill(T.kids[1], SIGSTOP) == 0, "SIGSTOP rank 1");
+  db_wait(1, "SELECT count(*) FROM traces WHERE app_id = 'lost-1' AND "
+             "rank = 0 AND cycle_tag > (SELECT coalesce(max(cycle_tag), -1) "
+             "FROM traces WHERE app_id = 'lost-1' AND rank = 1)");
+  /* the GlobalAgent stops reading: what the LocalAgent compacts now waits
+   * in its log, not acknowledged */
+  la_td_signal(T.ga, SIGSTOP);
+  long long c0 = la_td_status_ll(T.la[0], "cycles_compacted");
+  long long end = la_td_now_ms() + WAIT_MS;
+  while (la_td_status_ll(T.la[0], "cycles_compacted") < c0 + 6 &&
+         la_td_now_ms() < end)
+    la_td_nap_ms(10);
+  for (int i = 0; i < T.nkids; i++)
+    CHECK(waitpid(T.kids[i], NULL, WNOHANG) == 0,
+          "rank %d ended before the kill: make it longer", i);
+  long long compacted = la_td_status_ll(T.la[0], "cycles_compacted");
+  CHECK(la_td_status_ll(T.la[0], "queue_items") > 0,
+        "nothing waits unacknowledged in the LocalAgent's log");
+  la_td_signal(T.la[0], SIGKILL);
+  assert_int_equal(la_td_wait_exit(T.la[0], WAIT_MS), 128 + SIGKILL);
+  la_td_signal(T.ga, SIGCONT);
+  kill(T.kids[1], SIGCONT);
+  reap_kids(); /* the ranks lost their LocalAgent: they fail, as they say */
+
+  ga_wait_log("LocalAgent nodeK lost: not linked again within stitch.timeout");
+  char line[600];
+  la_td_log_line(T.ga, "LocalAgent nodeK lost: not linked", line, sizeof line);
+  print_message("GlobalAgent: %s\n", line);
+  db_wait(2, "SELECT count(*) FROM ranks WHERE app_id = 'lost-1' AND "
+             "ended = 1 AND end_reason = 'LocalAgent nodeK lost'");
+  db_wait(1, "SELECT count(*) = 0 FROM trace_sets WHERE app_id = 'lost-1' "
+             "AND closed = 0");
+  long long lost = db_ll("SELECT count(*) FROM missing WHERE app_id = "
+                         "'lost-1' AND reason = 'LocalAgent nodeK lost'");
+  long long other = db_ll("SELECT count(*) FROM missing WHERE app_id = "
+                          "'lost-1' AND reason <> 'LocalAgent nodeK lost'");
+  CHECK(lost >= 1 && other == 0,
+        "missing records: %lld 'LocalAgent nodeK lost', %lld others", lost,
+        other);
+  const char *out = lactl_out("apps", "--job", app, NULL);
+  CHECK(strstr(out, "ended-lost (2 of 2 ranks)"), "lactl apps:\n%s", out);
+  print_message("lactl apps:\n%s", out);
+
+  /* back with its log: what was not acknowledged is stored now */
+  start_la(0, "nodeK", NULL);
+  wait_linked(0);
+  CHECK(la_td_wait_status_at_most(T.la[0], "queue_items", 0, WAIT_MS) == 0,
+        "the LocalAgent still holds %lld messages",
+        la_td_status_ll(T.la[0], "queue_items"));
+  long long stored = db_ll("SELECT count(*) FROM traces WHERE app_id = "
+                           "'lost-1'");
+  CHECK(stored >= compacted,
+        "%lld traces stored, the LocalAgent had compacted %lld", stored,
+        compacted);
+  db_wait(1, "SELECT count(*) = 0 FROM trace_sets WHERE app_id = 'lost-1' "
+             "AND closed = 0");
+  /* nothing dropped silently: each (rank, cycle) stored or missing */
+  char gaps[4][64];
+  int ng = db_texts(
+      gaps, 4,
+      "SELECT s.cycle_tag || ':' || r.rank || ' closed ' || s.closed || "
+      "' complete ' || s.complete FROM trace_sets s JOIN ranks r ON "
+      "r.app_id = s.app_id WHERE s.app_id = 'lost-1' AND NOT EXISTS (SELECT "
+      "1 FROM traces t WHERE t.app_id = s.app_id AND t.cycle_tag = "
+      "s.cycle_tag AND t.rank = r.rank) AND NOT EXISTS (SELECT 1 FROM "
+      "missing m WHERE m.app_id = s.app_id AND m.cycle_tag = s.cycle_tag "
+      "AND m.rank = r.rank) ORDER BY s.cycle_tag");
+  CHECK(ng == 0, "%d (cycle:rank) neither stored nor missing, first %s", ng,
+        ng ? gaps[0] : "-");
+  char why[4][64];
+  int nw = db_texts(why, 4,
+                    "SELECT DISTINCT reason || ' (' || source || ')' FROM "
+                    "missing WHERE app_id = 'lost-1'");
+  for (int i = 0; i < nw; i++) print_message("missing: %s\n", why[i]);
+  /* the GlobalAgent's reason is the true one; the LocalAgent's own (what
+   * its log says it lost in the crash) replaces it where it has one */
+  assert_int_equal(db_ll("SELECT count(*) FROM missing WHERE app_id = "
+                         "'lost-1' AND source <> 'agent' AND reason <> "
+                         "'LocalAgent nodeK lost'"),
+                   0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
       T(test_two_agents_one_mpi_run),
       T(test_queries_and_exact_totals),
       T(test_killed_localagent_partial_sets),
+      T(test_lost_localagent_ends_its_ranks),
       T(test_globalagent_restart_mid_run),
       T(test_wrong_secret_refused),
+      T(test_same_host_second_agent_refused),
       T(test_slow_subscriber),
       T(test_garbage_closes_only_that_connection),
       T(test_resent_rank_end_changes_nothing),
