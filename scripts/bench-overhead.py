@@ -66,6 +66,9 @@ LA_BENCH_GLOBAL_B=PATH starts a second GlobalAgent from PATH for the B
 variants (their LocalAgent is LA_BENCH_AGENT_B's, or this tree's when only
 LA_BENCH_GLOBAL_B is given), so that GlobalAgents are compared too; a
 variant's GlobalAgent CPU is then its own GlobalAgent's.
+LA_BENCH_GLOBAL_A=PATH starts the A variants' GlobalAgent from PATH
+instead of this tree's (a command line too: with LA_BENCH_GLOBAL_B, two
+GlobalAgents under the same "chrt --idle 0").
 LA_BENCH_PIN=1 runs the daemons on CPU 1 and the program on CPU 0
 (taskset), so that the agent's work on a profiled cycle does not take the
 program's core: on a 2-core machine shared with other work the scheduler
@@ -266,7 +269,9 @@ def main():
     work = tempfile.mkdtemp(prefix="la-bench-overhead.")
     procs = []
     try:
-        ga_cmd = [os.path.join(BUILD, "bin", "la-globalagent"),
+        ga_prog = shlex.split(os.environ.get(
+            "LA_BENCH_GLOBAL_A", os.path.join(BUILD, "bin", "la-globalagent")))
+        ga_cmd = ga_prog + [
                   "--agents.listen=127.0.0.1:0",
                   "--agents.port_file=" + os.path.join(work, "gport"),
                   "--feed.listen=127.0.0.1:0",
@@ -295,7 +300,7 @@ def main():
                 gb_cmd = shlex.split(os.environ["LA_BENCH_GLOBAL_B"]) + [
                     a + "B" if a.startswith(("--agents.port_file=",
                                              "--store.path=")) else a
-                    for a in ga_cmd[1:]]
+                    for a in ga_cmd[len(ga_prog):]]
                 gb, gbport = start(gb_cmd, os.path.join(work, "gportB"),
                                    "globalagentB", work)
                 procs.append(gb)
