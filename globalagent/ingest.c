@@ -1029,6 +1029,10 @@ void la_ga_commit_drain(la_ga_t *ga) {
   la__commit_all(ga);
 }
 
+static void la__note_open_host(void *arg, const char *host) {
+  la_ga_lost_note(arg, host);
+}
+
 int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
                        size_t why_len) {
   ga->agent_ops = agents;
@@ -1051,6 +1055,14 @@ int la_ga_ingest_start(la_ga_t *ga, const la_ga_agent_ops_t *agents, char *why,
   if (ga->owners && la_ga_owners_load(ga) != 0) {
     snprintf(why, why_len, "store: cannot read the refused ranks: %s",
              la_store_errmsg(ga->store));
+    return LA_EIO;
+  }
+  /* LocalAgents that had ranks open when this GlobalAgent last stopped:
+   * lost unless they link again within stitch.timeout, as if their links
+   * had closed now (lost.h) */
+  if (la_store_open_hosts(ga->store, la__note_open_host, ga) != 0) {
+    snprintf(why, why_len, "store: cannot read the LocalAgents with open "
+             "ranks: %s", la_store_errmsg(ga->store));
     return LA_EIO;
   }
   la__rebuild_stitch(ga);

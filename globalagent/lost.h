@@ -2,7 +2,9 @@
 /* lost.h: LocalAgents whose link closed, until they link again or are
  * lost.
  *
- * A LocalAgent's link that closes is noted with the time; if no link of
+ * A LocalAgent's link that closes is noted with the time (and, at start,
+ * every host whose ranks the store holds open: the GlobalAgent was down
+ * when their links closed, if they did); if no link of
  * that host is back within stitch.timeout, the LocalAgent is lost: the
  * ranks whose RankStart it sent and that have not ended are ended with
  * the reason "LocalAgent HOST lost" (ingest.c), which closes the open

@@ -278,6 +278,12 @@ typedef struct la_store_host_rank {
 int la_store_host_ranks(la_store_t *s, const char *host,
                         la_store_host_rank_t **out, size_t *n);
 
+/* Calls fn with each host whose RankStart of a rank not ended is stored
+ * (a LocalAgent that had ranks open when the GlobalAgent stopped), in
+ * order. Returns 0, LA_EINVAL, LA_EIO. */
+int la_store_open_hosts(la_store_t *s,
+                        void (*fn)(void *arg, const char *host), void *arg);
+
 /* The host of rank's LocalAgent (its RankStart's host) into host (cap
  * bytes, truncated). Returns 0, LA_ENOTFOUND (no RankStart stored, or no
  * host in it), LA_EINVAL, LA_EIO. */

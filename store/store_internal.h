@@ -69,6 +69,7 @@ enum {
   S_LOAD_CHAN_TRACES,
   S_RANK_ELEMENTS,
   S_HOST_RANKS,
+  S_OPEN_HOSTS,
   S__COUNT
 };
 

@@ -79,6 +79,23 @@ int la_store_host_ranks(la_store_t *s, const char *host,
   return la__list_end(r, v, cnt, out, n);
 }
 
+int la_store_open_hosts(la_store_t *s,
+                        void (*fn)(void *arg, const char *host), void *arg) {
+  if (!s || !fn) return LA_EINVAL;
+  la_db_stmt_t *st = s->st[S_OPEN_HOSTS];
+  int rc;
+  char host[LA_MAX_ID_LEN + 1];
+  while ((rc = la_db_step(st)) == LA_DB_ROW) {
+    la__col_copy(st, 0, host, sizeof host);
+    fn(arg, host);
+  }
+  int r = rc == LA_DB_DONE
+              ? 0
+              : la__store_sqlerr(s, "listing the LocalAgents with open ranks");
+  la__done(st);
+  return r;
+}
+
 int la__store_rank_rows(la_store_t *s, la_db_stmt_t *st, const char *app_id,
                         uint64_t cycle_tag, uint32_t nprocs, const char *rows,
                         const char *what, uint32_t **ranks, size_t *n) {

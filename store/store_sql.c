@@ -216,6 +216,10 @@ const char *const la__store_sql[S__COUNT] = {
     [S_HOST_RANKS] =
         "SELECT app_id, rank FROM ranks WHERE host = ?1 AND started = 1"
         " AND ended = 0 ORDER BY app_id, rank",
+    /* the LocalAgents with ranks not ended (a scan of ranks at start) */
+    [S_OPEN_HOSTS] =
+        "SELECT DISTINCT host FROM ranks WHERE started = 1 AND ended = 0"
+        " AND host IS NOT NULL AND host <> '' ORDER BY host",
     [S_RANK_HOST] =
         "SELECT host FROM ranks WHERE app_id = ?1 AND rank = ?2"
         " AND started = 1",

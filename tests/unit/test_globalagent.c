@@ -2440,6 +2440,33 @@ static void test_lost_localagent_ends_its_ranks(void **state) {
                    0);
 }
 
+/* A LocalAgent gone for good while the GlobalAgent was down: nothing saw
+ * its link close, yet the restarted GlobalAgent finds its ranks open in
+ * the store, waits stitch.timeout for it to link again and then ends them
+ * as lost, so its application does not stay "running" for ever. */
+static void test_lost_while_globalagent_down(void **state) {
+  need_daemons();
+  const char *app = "lostdown-1";
+  start_ga(NULL, 0);
+  start_la(0, "nodeD", NULL);
+  wait_linked(0);
+  fork_rank(T.la_addr[0], app, 0, 1, 4000, 1000000);
+  db_wait(1, "SELECT count(*) FROM traces WHERE app_id = 'lostdown-1'");
+  kill_ga();
+  la_td_signal(T.la[0], SIGKILL);
+  assert_int_equal(la_td_wait_exit(T.la[0], WAIT_MS), 128 + SIGKILL);
+  reap_kids(); /* the rank lost its LocalAgent: it fails, as it says */
+  CHECK(db_ll("SELECT count(*) FROM ranks WHERE app_id = 'lostdown-1' AND "
+              "ended = 0") == 1,
+        "the rank is not open in the store after the kill");
+  start_ga(NULL, 1);
+  ga_wait_log("LocalAgent nodeD lost: not linked again within stitch.timeout");
+  db_wait(1, "SELECT count(*) FROM ranks WHERE app_id = 'lostdown-1' AND "
+             "ended = 1 AND end_reason = 'LocalAgent nodeD lost'");
+  const char *out = lactl_out("apps", "--job", app, NULL);
+  CHECK(strstr(out, "ended-lost (1 of 1 ranks)"), "lactl apps:\n%s", out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -2447,6 +2474,7 @@ int main(void) {
       T(test_queries_and_exact_totals),
       T(test_killed_localagent_partial_sets),
       T(test_lost_localagent_ends_its_ranks),
+      T(test_lost_while_globalagent_down),
       T(test_globalagent_restart_mid_run),
       T(test_wrong_secret_refused),
       T(test_same_host_second_agent_refused),
