@@ -784,6 +784,10 @@ static void test_slow_clients_cannot_hold_scrapes(void **state) {
       for (int i = 0; i < PARTIAL; i++) /* a trickle: never idle */
         send(part[i], "X-Slow: 1\r\n", 11, MSG_NOSIGNAL);
       long long t = timed_scrape(ports[d], WITHIN_MS);
+      /* one more try on a timeout: the suite runs tests two at a time on
+       * 2 cores, where one scrape's 3 s can go to other work; held slots
+       * (the fault) fail the retry too */
+      if (t < 0) t = timed_scrape(ports[d], WITHIN_MS);
       if (t >= 0) answered++;
       worst = t < 0 ? WITHIN_MS : (t > worst ? t : worst);
       la_td_nap_ms(500);
